@@ -1,0 +1,153 @@
+"""The frontend's entry point: a Python kernel function + argument specs -> `ir.Kernel`.
+
+Runs without JAX: argument specs are `ArgSpec(shape, dtype)` pairs, with any
+numpy-compatible dtype.
+"""
+from __future__ import annotations
+
+import ast
+import dataclasses
+import inspect
+import linecache
+import textwrap
+
+from . import errors as E
+from . import ir
+from . import language as L
+from .dtypes import DType, to_dtype
+from .loc import Loc
+from .semantics import Emitter
+from .smem import plan_smem
+from .sync import SyncPass
+from .tracer import Source, Tracer
+from .types import DTypeVar, RefType, Space, resolve, resolved
+
+
+@dataclasses.dataclass(frozen=True)
+class ArgSpec:
+  shape: tuple[int, ...]
+  dtype: DType
+
+  @staticmethod
+  def of(x) -> "ArgSpec":
+    d = to_dtype(x.dtype)
+    if d is None:
+      raise TypeError(f"unsupported dtype {x.dtype}")
+    return ArgSpec(tuple(int(s) for s in x.shape), d)
+
+
+@dataclasses.dataclass
+class ParsedKernel:
+  """A kernel function's AST and signature; parsed once per function."""
+  fn: object
+  source: Source
+  tree: ast.FunctionDef
+  ref_params: list[str]
+  constexpr_params: list[str]
+  defaults: dict
+  scope: dict
+
+  @property
+  def loc(self) -> Loc:
+    return self.source.loc(self.tree)
+
+
+def parse(fn) -> ParsedKernel:
+  filename = inspect.getsourcefile(fn) or "<unknown>"
+  try:
+    lines, first = inspect.getsourcelines(fn)
+  except (OSError, TypeError) as e:
+    raise E.KernelError(
+        f"cannot read the source of {fn.__qualname__}: {e}", Loc(filename, 0, 0),
+        hint="define kernels in a file or a notebook cell, not in exec() or a REPL string") from None
+  text = "".join(lines)
+  dedented = textwrap.dedent(text)
+  indent = len(lines[0]) - len(lines[0].lstrip()) if dedented != text else 0
+  file_lines = linecache.getlines(filename) or [""] * (first - 1) + lines
+  src = Source(filename, [l.rstrip("\n") for l in file_lines], first, indent)
+  mod = ast.parse(dedented)
+  tree = mod.body[0]
+  if not isinstance(tree, ast.FunctionDef):
+    raise E.UnsupportedSyntaxError("@mgpu_kernel decorates a plain def function", src.loc(tree))
+  scope = dict(fn.__globals__)
+  if fn.__closure__:
+    for name, cell in zip(fn.__code__.co_freevars, fn.__closure__):
+      try:
+        scope[name] = cell.cell_contents
+      except ValueError:
+        pass
+  a = tree.args
+  if a.vararg or a.kwarg:
+    raise E.UnsupportedSyntaxError("*args and **kwargs in a kernel signature", src.loc(tree),
+                                   hint="list every ref parameter by name")
+  refs, consts, defaults = [], [], {}
+  positional = a.posonlyargs + a.args
+  pos_defaults = dict(zip([p.arg for p in positional][len(positional) - len(a.defaults):], a.defaults))
+  for p in positional + a.kwonlyargs:
+    is_const = p in a.kwonlyargs or (p.annotation is not None and _is_constexpr(p.annotation, scope))
+    (consts if is_const else refs).append(p.arg)
+  for p, d in list(pos_defaults.items()) + [(p.arg, d) for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None]:
+    defaults[p] = eval(compile(ast.Expression(d), filename, "eval"), scope)
+  return ParsedKernel(fn, src, tree, refs, consts, defaults, scope)
+
+
+def _is_constexpr(annotation, scope) -> bool:
+  try:
+    return eval(compile(ast.Expression(annotation), "<annotation>", "eval"), scope) is L.constexpr
+  except Exception:
+    return False
+
+
+def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, block, cluster) -> ir.Kernel:
+  """Trace, infer and check one specialisation of a kernel."""
+  loc = pk.loc
+  n_in, n_out = len(in_specs), len(out_specs)
+  if len(pk.ref_params) != n_in + n_out:
+    raise E.SignatureError(
+        f"{pk.tree.name} takes {len(pk.ref_params)} ref parameters ({', '.join(pk.ref_params)}) but was"
+        f" given {n_in} input(s) and out_shape describes {n_out} output(s)", loc,
+        hint="parameters are the inputs, then the outputs; mark compile-time constants `name: ml.constexpr`")
+  missing = [c for c in pk.constexpr_params if c not in constexprs and c not in pk.defaults]
+  if missing:
+    raise E.SignatureError(f"{pk.tree.name} needs constexpr argument(s) {', '.join(missing)}", loc,
+                           hint=f"pass them by keyword: kernel(x, {missing[0]}=...)")
+  unknown = [c for c in constexprs if c not in pk.constexpr_params]
+  if unknown:
+    raise E.SignatureError(f"{pk.tree.name} has no constexpr parameter {unknown[0]!r}", loc,
+                           hint=f"its constexpr parameters are: {', '.join(pk.constexpr_params) or 'none'}")
+  em = Emitter(cluster=cluster)
+  tr = Tracer(pk.source, pk.scope, em)
+  params = []
+  for i, (name, spec) in enumerate(zip(pk.ref_params, list(in_specs) + list(out_specs))):
+    v = ir.Value(RefType(tuple(spec.shape), spec.dtype, Space.GMEM), name)
+    params.append(ir.Param(v, name, is_output=i >= n_in))
+    tr.env[name] = v
+  for c in pk.constexpr_params:
+    tr.env[c] = constexprs.get(c, pk.defaults.get(c))
+  tr.run_body(pk.tree.body)
+  _finalize_types(em, params)
+  end = pk.source.loc(pk.tree.body[-1])
+  SyncPass(em.defs).run(em.block, end)
+  kernel = ir.Kernel(pk.tree.name, params, em.allocs, em.block, grid, block, cluster,
+                     em.num_load_slots, loc)
+  kernel.smem_plan = plan_smem(kernel)
+  return kernel
+
+
+def _finalize_types(em: Emitter, params) -> None:
+  for alloc in em.allocs:
+    d = resolve(alloc.type.dtype)
+    if isinstance(d, DTypeVar):
+      raise E.DtypeInferenceError(
+          f"cannot infer the dtype of {alloc.name or 'this buffer'}: no copy or store gives it one",
+          d.loc, hint="pass a dtype: ml.smem(shape, jnp.float32)")
+
+  def fix(v):
+    v.type = resolved(v.type)
+
+  for o in ir.walk(em.block):
+    for r in o.results:
+      fix(r)
+    for reg in o.regions:
+      for a in getattr(o, reg).args:
+        fix(a)

@@ -1,0 +1,195 @@
+"""Structured control flow: `for` loops and `if` on runtime scalars.
+
+A name rebound inside a loop or branch becomes a loop-carried value or an
+if-result; its type may not change. A name bound on only some paths is marked
+unbound, so reading it later is an error at that read.
+"""
+from __future__ import annotations
+
+import ast
+
+from . import errors as E
+from . import ir
+from . import language as L
+from .dtypes import DType
+from .semantics import Num, is_value, kind_of
+from .types import RefType, ScalarType, TensorType, dtype_name, resolve
+
+
+def assigned_names(stmts) -> list[str]:
+  """Names bound by assignment anywhere in `stmts` (nested blocks included), in order."""
+  out: list[str] = []
+
+  def visit(node):
+    if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id not in out:
+      out.append(node.id)
+    for child in ast.iter_child_nodes(node):
+      visit(child)
+
+  for s in stmts:
+    visit(s)
+  return out
+
+
+def _is_carriable(v) -> bool:
+  return (is_value(v) and not isinstance(v.type, RefType)) or (
+      isinstance(v, Num) and not isinstance(v, bool))
+
+
+def _as_value(tracer, v, loc):
+  if is_value(v):
+    return v
+  return tracer.em.constant(v, loc)
+
+
+def _same_type(em, a: ir.Value, b: ir.Value, loc) -> bool:
+  ta, tb = a.type, b.type
+  if type(ta) is not type(tb) or ta.shape != tb.shape:
+    return False
+  return em.unify(ta.dtype, tb.dtype, loc, "loop-carried value") is not None
+
+
+def _describe(v) -> str:
+  if is_value(v):
+    return str(v.type)
+  return kind_of(v)
+
+
+def trace_for(tracer, node: ast.For):
+  loc = tracer.loc(node)
+  if node.orelse:
+    tracer.unsupported(node, "for ... else")
+  if not isinstance(node.target, ast.Name):
+    tracer.unsupported(node.target, "unpacking in a for target", hint="loop over one index: for i in range(n)")
+  it = node.iter
+  fn = tracer.eval(it.func) if isinstance(it, ast.Call) else None
+  if fn not in (range, L.static_range) or it.keywords:
+    tracer.unsupported(it, "iterating over anything but range(...) or ml.static_range(...)")
+  args = [tracer.eval(a) for a in it.args]
+  if not 1 <= len(args) <= 3:
+    raise E.KernelTypeError(f"range takes 1 to 3 arguments, got {len(args)}", tracer.loc(it))
+  start, stop, step = (0, args[0], 1) if len(args) == 1 else (*args, 1)[:3]
+  name = node.target.id
+  if fn is L.static_range:
+    if not all(isinstance(x, int) for x in (start, stop, step)):
+      raise E.KernelTypeError("ml.static_range needs static int bounds; use range() for runtime bounds",
+                              tracer.loc(it))
+    for i in range(start, stop, step):
+      tracer.env[name] = i
+      tracer.run_body(node.body)
+    return
+  for x in (start, stop, step):
+    if not (isinstance(x, int) and not isinstance(x, bool)):
+      tracer.em.index_operand(x, tracer.loc(it))
+  if isinstance(step, int) and step <= 0:
+    raise E.KernelTypeError("range() in a kernel needs a positive static step", tracer.loc(it))
+  if all(isinstance(x, int) for x in (start, stop)) and len(range(start, stop, step)) == 0:
+    return
+
+  env, em = tracer.env, tracer.em
+  assigned = [n for n in assigned_names(node.body) if n != name]
+  carried = [n for n in assigned if n in env and _is_carriable(env[n])]
+  inits = tuple(_as_value(tracer, env[n], loc) for n in carried)
+  iv = ir.Value(ScalarType(DType.i32), name)
+  args_ = tuple(ir.Value(v.type, n) for v, n in zip(inits, carried))
+  body = ir.Block(args=(iv, *args_))
+  before = dict(env)
+  for n, a in zip(carried, args_):
+    env[n] = a
+  env[name] = iv
+  with em.region(body):
+    tracer.run_body(node.body)
+    yields = []
+    for n, init in zip(carried, inits):
+      new = env[n]
+      if not _is_carriable(new):
+        raise E.LoopCarryTypeError(
+            f"{n} changes from {init.type} to {_describe(new)} inside the loop", loc,
+            hint=f"keep {n} the same kind of value in every iteration")
+      new = _as_value(tracer, new, loc)
+      if not _same_type(em, init, new, loc):
+        raise E.LoopCarryTypeError(
+            f"{n} enters the loop as {init.type} but an iteration makes it {new.type}", loc,
+            hint=f"convert it back at the end of the body: {n} = {n}.astype(jnp.{dtype_name(init.type.dtype)})"
+            if init.type.shape == new.type.shape else f"keep {n}'s shape fixed across iterations")
+      yields.append(new)
+    em.emit(ir.Yield, tuple(yields), loc=loc)
+  for n in assigned:
+    if n in carried:
+      continue
+    if n in before and before[n] is not env.get(n) and not _static_equal(before[n], env.get(n)):
+      raise E.LoopCarryTypeError(
+          f"{n} is rebound inside a runtime loop to {_describe(env.get(n))}; only register values and"
+          f" numbers can change across iterations", loc,
+          hint="use ml.static_range to unroll the loop, or allocate buffers before it")
+    if n not in before:
+      env[n] = _Unbound(f"it is only assigned inside the loop at line {loc.lineno}")
+    else:
+      env[n] = before[n]
+  res = em.emit(ir.For, start, stop, step, inits, body, loc=loc,
+                types=[v.type for v in inits], names=carried)
+  for n, r in zip(carried, res.results):
+    env[n] = r
+  env[name] = _Unbound(f"{name} is the loop variable of the loop at line {loc.lineno}, which is not"
+                       f" defined after a runtime loop")
+
+
+def _static_equal(a, b) -> bool:
+  try:
+    return not is_value(a) and not is_value(b) and type(a) is type(b) and bool(a == b)
+  except Exception:
+    return False
+
+
+def trace_if(tracer, node: ast.If, cond: ir.Value):
+  loc, env, em = tracer.loc(node), tracer.env, tracer.em
+  before = dict(env)
+  branches = []
+  for stmts in (node.body, node.orelse):
+    tracer.env = dict(before)
+    blk = ir.Block()
+    with em.region(blk):
+      tracer.run_body(stmts)
+    branches.append((blk, tracer.env))
+  tracer.env = env
+  (then_blk, then_env), (else_blk, else_env) = branches
+  names = assigned_names(node.body + node.orelse)
+  results = []
+  for n in names:
+    a, b = then_env.get(n), else_env.get(n)
+    if a is b and a is not None:
+      env[n] = a
+      continue
+    if a is None or b is None or isinstance(a, _Unbound) or isinstance(b, _Unbound):
+      env[n] = _Unbound(f"it is assigned in only one branch of the if at line {loc.lineno}")
+      continue
+    if _static_equal(a, b):
+      env[n] = a
+      continue
+    if not (_is_carriable(a) and _is_carriable(b)):
+      raise E.KernelTypeError(
+          f"{n} is {_describe(a)} after one branch of this if and {_describe(b)} after the other;"
+          f" only register values and numbers can differ between branches", loc)
+    results.append((n, a, b))
+  then_vals, else_vals = [], []
+  for n, a, b in results:
+    with em.region(then_blk):
+      a = _as_value(tracer, a, loc)
+    with em.region(else_blk):
+      b = _as_value(tracer, b, loc)
+    if not _same_type(em, a, b, loc):
+      raise E.KernelTypeError(f"{n} is {a.type} after one branch of this if and {b.type} after the other",
+                              loc, hint="make both branches produce the same shape and dtype")
+    then_vals.append(a)
+    else_vals.append(b)
+  with em.region(then_blk):
+    em.emit(ir.Yield, tuple(then_vals), loc=loc)
+  with em.region(else_blk):
+    em.emit(ir.Yield, tuple(else_vals), loc=loc)
+  res = em.emit(ir.If, cond, then_blk, else_blk, loc=loc,
+                types=[v.type for v in then_vals], names=[n for n, _, _ in results])
+  for (n, _, _), r in zip(results, res.results):
+    env[n] = r
+
+
+from .tracer import _Unbound  # noqa: E402  (tracer imports this module lazily)

@@ -1,0 +1,98 @@
+"""Element types of the typed IR, as one enum and a few tables.
+
+The frontend knows dtypes by numpy's names only (``np.dtype(x).name``), so it
+accepts ``jnp.float16``, ``np.float16`` and ``ml.float16`` alike without
+importing JAX.
+"""
+from __future__ import annotations
+
+import enum
+
+import numpy as np
+
+
+class DType(enum.Enum):
+  """An element type. The value is numpy's name for it."""
+  f32 = "float32"
+  f16 = "float16"
+  bf16 = "bfloat16"
+  f8e4m3 = "float8_e4m3fn"
+  f8e5m2 = "float8_e5m2"
+  i64 = "int64"
+  i32 = "int32"
+  i16 = "int16"
+  i8 = "int8"
+  u32 = "uint32"
+  u16 = "uint16"
+  u8 = "uint8"
+  bool_ = "bool"
+
+  def __str__(self):
+    return self.value
+
+  @property
+  def bits(self) -> int:
+    return _BITS[self]
+
+  @property
+  def itemsize(self) -> int:
+    return max(1, self.bits // 8)
+
+  @property
+  def is_float(self) -> bool:
+    return self in _FLOATS
+
+  @property
+  def is_int(self) -> bool:
+    return self in _SIGNED or self in _UNSIGNED
+
+  @property
+  def is_signed(self) -> bool | None:
+    """True/False for integers, None for floats and bool (Mosaic's convention)."""
+    if self in _SIGNED:
+      return True
+    if self in _UNSIGNED:
+      return False
+    return None
+
+  @property
+  def numpy_name(self) -> str:
+    return self.value
+
+
+_BITS = {
+    DType.f32: 32, DType.f16: 16, DType.bf16: 16, DType.f8e4m3: 8,
+    DType.f8e5m2: 8, DType.i64: 64, DType.i32: 32, DType.i16: 16, DType.i8: 8,
+    DType.u32: 32, DType.u16: 16, DType.u8: 8, DType.bool_: 1,
+}
+_FLOATS = frozenset({DType.f32, DType.f16, DType.bf16, DType.f8e4m3, DType.f8e5m2})
+_SIGNED = frozenset({DType.i64, DType.i32, DType.i16, DType.i8})
+_UNSIGNED = frozenset({DType.u32, DType.u16, DType.u8})
+_BY_NAME = {d.value: d for d in DType}
+
+# What a Python scalar becomes when it has to stand alone (a loop counter, a
+# constant): Python ints are int32 indices, floats are float32.
+INDEX = DType.i32
+PY_FLOAT = DType.f32
+
+# Dtypes the TMA engine moves (MOSAIC_GPU_NOTES 1.4.5); bool does not travel.
+TMA_DTYPES = frozenset(DType) - {DType.bool_}
+# Register arithmetic is not available on 8-bit types (MOSAIC_GPU_NOTES 3.12).
+ARITH_DTYPES = frozenset(d for d in DType if d.bits >= 16)
+
+
+def to_dtype(obj) -> DType | None:
+  """The DType of a jnp/np dtype, scalar type or DType; None if it is not one."""
+  if isinstance(obj, DType):
+    return obj
+  if isinstance(obj, (bool, int, float, str)) or obj is None:
+    return None
+  try:
+    name = np.dtype(obj).name
+  except TypeError:
+    return None
+  return _BY_NAME.get(name)
+
+
+def from_name(name: str) -> DType:
+  return _BY_NAME[name]

@@ -1,0 +1,114 @@
+"""User-facing diagnostics: one class per class of mistake, each with a stable code.
+
+Every error carries the user's location and renders as::
+
+    mgpu_dsl.CopyDtypeError: kernels.py:14:4: cannot copy x (GMEM, float32) into buf (SMEM, float16): element types differ
+        ml.copy(x.at[i], buf)
+        ^~~~~~~~~~~~~~~~~~~~~
+    hint: allocate buf as float32 (or leave dtype out to infer it), ...
+
+The classes are exported from ``mgpu_dsl`` and their ``__module__`` says so, so
+a traceback names them as users import them.
+"""
+from __future__ import annotations
+
+from .loc import Loc, UNKNOWN
+
+
+class KernelError(Exception):
+  """Base of every error a kernel author can meet. Carries a source location."""
+  code = "MG000"
+
+  def __init__(self, message: str, loc: Loc = UNKNOWN, hint: str | None = None,
+               *, notes: tuple[str, ...] = ()):
+    self.message = message
+    self.loc = loc
+    self.hint = hint
+    self.notes = tuple(notes)
+    self.errors: list[KernelError] = [self]   # all errors of one check pass
+    super().__init__(message)
+
+  filename = property(lambda self: self.loc.filename)
+  lineno = property(lambda self: self.loc.lineno)
+  col_offset = property(lambda self: self.loc.col_offset)
+  end_lineno = property(lambda self: self.loc.end_lineno)
+  end_col_offset = property(lambda self: self.loc.end_col_offset)
+
+  def render(self) -> str:
+    """`file:line:col: message [code]`, the source line, a caret span, notes, hint."""
+    out = [f"{self.loc}: {self.message} [{self.code}]"]
+    src = self.loc.source_line
+    if src:
+      out.append("    " + src.rstrip())
+      col = self.loc.col_offset
+      if self.loc.end_lineno == self.loc.lineno and self.loc.end_col_offset:
+        width = max(1, self.loc.end_col_offset - col)
+      else:
+        width = max(1, len(src.rstrip()) - col)
+      out.append("    " + " " * col + "^" + "~" * (width - 1))
+    out.extend(f"note: {n}" for n in self.notes)
+    if self.hint:
+      out.append(f"hint: {self.hint}")
+    return "\n".join(out)
+
+  def __str__(self):
+    text = self.render()
+    rest = self.errors[1:]
+    if rest:
+      text += f"\n\n{len(rest)} more error(s) in this kernel:"
+      for e in rest:
+        text += f"\n\n{type(e).__name__}: " + e.render()
+    return text
+
+
+def _error(name: str, code: str, doc: str) -> type[KernelError]:
+  cls = type(name, (KernelError,), {"code": code, "__doc__": doc})
+  cls.__module__ = "mgpu_dsl"
+  return cls
+
+
+KernelError.__module__ = "mgpu_dsl"
+
+# Language and Python-level mistakes.
+UnsupportedSyntaxError = _error("UnsupportedSyntaxError", "MG001", "Python the DSL does not support.")
+UnknownNameError = _error("UnknownNameError", "MG002", "A name that is not defined in the kernel or its module.")
+KernelTypeError = _error("KernelTypeError", "MG003", "A value of the wrong kind (ref, tensor, scalar) for an operation.")
+UnboundNameError = _error("UnboundNameError", "MG004", "A name possibly unbound here (defined in one branch or inside a loop).")
+LoopCarryTypeError = _error("LoopCarryTypeError", "MG005", "A loop-carried value whose type changes across iterations.")
+SignatureError = _error("SignatureError", "MG006", "A kernel called with arguments that do not match its parameters.")
+LaunchConfigError = _error("LaunchConfigError", "MG007", "An invalid grid, block or cluster.")
+
+# dtype mistakes.
+CopyDtypeError = _error("CopyDtypeError", "MG101", "A copy between refs whose element types differ.")
+StoreDtypeError = _error("StoreDtypeError", "MG102", "A register value stored into a ref of another dtype.")
+DtypeConflictError = _error("DtypeConflictError", "MG103", "Two uses of an SMEM buffer infer different dtypes.")
+DtypeMismatchError = _error("DtypeMismatchError", "MG104", "An operation on values of different dtypes.")
+DtypeInferenceError = _error("DtypeInferenceError", "MG105", "An SMEM buffer whose dtype nothing determines.")
+UnsupportedDtypeError = _error("UnsupportedDtypeError", "MG106", "An operation the hardware does not support on this dtype.")
+
+# shape mistakes.
+CopyShapeError = _error("CopyShapeError", "MG201", "A copy between refs of different shapes.")
+ShapeMismatchError = _error("ShapeMismatchError", "MG202", "An operation on or a store of tensors of different shapes.")
+IndexOutOfBoundsError = _error("IndexOutOfBoundsError", "MG203", "A static index or slice outside a ref's shape.")
+LayoutError = _error("LayoutError", "MG204", "A register tensor shape the register layouts cannot hold.")
+
+# memory-space mistakes.
+CopySpaceError = _error("CopySpaceError", "MG301", "A copy between memory spaces that has no hardware path (GMEM -> GMEM).")
+ClusterRefError = _error("ClusterRefError", "MG302", "ml.cluster_ref of anything but an SMEM buffer, or outside a cluster.")
+
+# TMA and SMEM limits.
+TmaLimitError = _error("TmaLimitError", "MG401", "A copy the TMA engine cannot do (box, rank, 16-byte rules).")
+SmemCapacityError = _error("SmemCapacityError", "MG402", "SMEM buffers larger than the 227 KiB a CTA may use.")
+
+
+class InternalError(KernelError):
+  """A failure inside mgpu_dsl itself, at the user's line. Please report it."""
+  code = "MG900"
+
+
+InternalError.__module__ = "mgpu_dsl"
+
+ALL_ERRORS = [c for c in list(globals().values())
+              if isinstance(c, type) and issubclass(c, KernelError)]
+
+__all__ = [c.__name__ for c in ALL_ERRORS]

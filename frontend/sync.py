@@ -1,0 +1,162 @@
+"""Insert the waits, fences and barriers that asynchronous copies need.
+
+Mosaic GPU never reports these mistakes; a kernel that misses one hangs or
+races. So users never write them: this pass tracks, per SMEM buffer, what is in
+flight and inserts exactly the ops the hardware needs, before:
+
+* a read of a buffer whose TMA load has not landed      -> WaitLoad (mbarrier wait)
+* a register read of SMEM other threads wrote            -> Barrier
+* a TMA store of SMEM written from registers             -> CommitShared (proxy fence + barrier)
+* overwriting SMEM that an in-flight TMA store reads     -> AwaitStores(read_only=True)
+* overwriting SMEM other threads still read or write     -> Barrier / CommitShared
+* the kernel's end, with stores or loads in flight       -> WaitLoad / AwaitStores
+
+Control flow is handled conservatively: a loop body or branch starts from a
+state that assumes the previous iteration's accesses, and ends with its own
+loads landed.
+"""
+from __future__ import annotations
+
+import dataclasses
+import enum
+
+from . import ir
+from .types import RefType, Space
+
+
+class Access(enum.Enum):
+  REG_READ = 1
+  REG_WRITE = 2
+  TMA_WRITE = 3   # GMEM -> SMEM lands in the buffer
+  TMA_READ = 4    # SMEM -> GMEM reads the buffer
+
+
+@dataclasses.dataclass
+class State:
+  pending_load: dict = dataclasses.field(default_factory=dict)   # root id -> slot
+  pending_store: set = dataclasses.field(default_factory=set)
+  dirty: set = dataclasses.field(default_factory=set)            # written from registers
+  reg_read: set = dataclasses.field(default_factory=set)
+
+
+class SyncPass:
+  def __init__(self, defs):
+    self.defs = defs
+
+  def root(self, ref: ir.Value) -> ir.Value:
+    d = self.defs.get(ref.id)
+    return d.ref if isinstance(d, ir.View) else ref
+
+  def local_smem(self, ref: ir.Value):
+    t = ref.type
+    if isinstance(t, RefType) and t.space == Space.SMEM and not t.remote:
+      return self.root(ref).id
+    return None
+
+  def accesses(self, o) -> list[tuple[int, Access]]:
+    if isinstance(o, ir.Copy):
+      if (r := self.local_smem(o.dst)) is not None:
+        return [(r, Access.TMA_WRITE)]
+      if (r := self.local_smem(o.src)) is not None:
+        return [(r, Access.TMA_READ)]
+    elif isinstance(o, ir.Load) and (r := self.local_smem(o.ref)) is not None:
+      return [(r, Access.REG_READ)]
+    elif isinstance(o, ir.Store) and (r := self.local_smem(o.ref)) is not None:
+      return [(r, Access.REG_WRITE)]
+    return []
+
+  def region_accesses(self, block: ir.Block) -> list[tuple[int, Access]]:
+    return [a for o in ir.walk(block) for a in self.accesses(o)]
+
+  # ------------------------------------------------------------------ rewriting
+  def run(self, kernel_body: ir.Block, loc) -> None:
+    st = State()
+    self.block(kernel_body, st)
+    tail = [ir.WaitLoad(s, loc) for s in sorted(st.pending_load.values())]
+    if any(a == Access.TMA_READ for _, a in self.region_accesses(kernel_body)):
+      tail.append(ir.AwaitStores(False, loc))
+    kernel_body.ops.extend(tail)
+
+  def block(self, block: ir.Block, st: State) -> None:
+    out = []
+    for o in block.ops:
+      if isinstance(o, ir.Yield):
+        out.extend(ir.WaitLoad(s, o.loc) for s in sorted(st.pending_load.values()))
+        st.pending_load.clear()
+      elif o.regions:
+        self.enter_region(o, st, out)
+      else:
+        for root, acc in self.accesses(o):
+          self.before(root, acc, o, st, out)
+        if isinstance(o, (ir.Barrier, ir.ClusterSync)):
+          st.dirty.clear()
+          st.reg_read.clear()
+      out.append(o)
+      if not o.regions:
+        for root, acc in self.accesses(o):
+          self.after(root, acc, o, st)
+    block.ops[:] = out
+
+  def sync(self, st: State, out, loc, *, fence: bool):
+    out.append(ir.CommitShared(loc) if fence else ir.Barrier(loc))
+    st.dirty.clear()
+    st.reg_read.clear()
+
+  def wait_load(self, root, st, out, loc):
+    if root in st.pending_load:
+      out.append(ir.WaitLoad(st.pending_load.pop(root), loc))
+
+  def await_stores(self, root, st, out, loc):
+    if root in st.pending_store:
+      out.append(ir.AwaitStores(True, loc))
+      st.pending_store.clear()
+
+  def before(self, root, acc, o, st: State, out) -> None:
+    loc = o.loc
+    self.wait_load(root, st, out, loc)
+    if acc == Access.REG_READ:
+      if root in st.dirty:
+        self.sync(st, out, loc, fence=False)
+    elif acc == Access.REG_WRITE:
+      self.await_stores(root, st, out, loc)
+      if root in st.dirty or root in st.reg_read:
+        self.sync(st, out, loc, fence=False)
+    elif acc == Access.TMA_WRITE:
+      self.await_stores(root, st, out, loc)
+      if root in st.dirty or root in st.reg_read:
+        self.sync(st, out, loc, fence=root in st.dirty)
+    elif acc == Access.TMA_READ:
+      if root in st.dirty:
+        self.sync(st, out, loc, fence=True)
+
+  def after(self, root, acc, o, st: State) -> None:
+    if acc == Access.REG_READ:
+      st.reg_read.add(root)
+    elif acc == Access.REG_WRITE:
+      st.dirty.add(root)
+    elif acc == Access.TMA_WRITE:
+      st.pending_load[root] = o.slot
+    elif acc == Access.TMA_READ:
+      st.pending_store.add(root)
+
+  def enter_region(self, o, st: State, out) -> None:
+    acc = [a for r in o.regions for a in self.region_accesses(getattr(o, r))]
+    touched = {r for r, _ in acc}
+    written = {r for r, a in acc if a in (Access.REG_WRITE, Access.TMA_WRITE)}
+    for r in sorted(touched & set(st.pending_load)):
+      self.wait_load(r, st, out, o.loc)
+    if touched & (st.dirty | st.reg_read):
+      self.sync(st, out, o.loc, fence=bool(touched & st.dirty))
+    if written & st.pending_store:
+      self.await_stores(next(iter(written & st.pending_store)), st, out, o.loc)
+    loop = isinstance(o, ir.For)
+    stored = {r for r, a in acc if a == Access.TMA_READ}
+    for r in o.regions:
+      inner = State(pending_store=(st.pending_store & touched) | (stored if loop else set()))
+      if loop:
+        inner.dirty = {x for x, a in acc if a == Access.REG_WRITE}
+        inner.reg_read = {x for x, a in acc if a == Access.REG_READ}
+      self.block(getattr(o, r), inner)
+    st.dirty |= {r for r, a in acc if a == Access.REG_WRITE}
+    st.reg_read |= {r for r, a in acc if a == Access.REG_READ}
+    st.pending_store |= stored

@@ -1,0 +1,63 @@
+"""Legality of one TMA copy: the limits of Hopper's bulk tensor copy engine.
+
+MOSAIC_GPU_NOTES 1.4.5: at most 5 dimensions, at most 256 elements a box
+dimension, non-minor GMEM strides and the minor extent multiples of 16 bytes,
+and the minor dimension contiguous. The SMEM side must be one contiguous
+block (a whole buffer, or whole leading-dimension slices of one).
+"""
+from __future__ import annotations
+
+from . import errors as E
+from . import ir
+from .types import DTypeVar, resolve
+
+MAX_BOX = 256
+MAX_RANK = 5
+ALIGN = 16
+
+
+def check_copy(em, gmem: ir.Value, smem: ir.Value, loc) -> None:
+  d = resolve(gmem.type.dtype)
+  itemsize = d.itemsize if not isinstance(d, DTypeVar) else 1
+  root = em.root(gmem)
+  full = root.type.shape
+  view = em.defs.get(gmem.id)
+  index = view.index if isinstance(view, ir.View) else tuple(ir.Idx(0, n) for n in full)
+  name = gmem.name or "the GMEM ref"
+  if index and index[-1].squeeze and full[-1] > 1:
+    raise E.TmaLimitError(
+        f"TMA copies need the last dimension of {name} to be contiguous, but it is indexed by a single element", loc,
+        hint="copy a window that keeps the last dimension, e.g. x.at[i, :]")
+  box = [i.size for i in index if not i.squeeze]
+  kept = [b for b in box if b != 1] or [1]
+  if len(kept) > MAX_RANK:
+    raise E.TmaLimitError(f"TMA copies move at most {MAX_RANK} dimensions; this window has {len(kept)}", loc)
+  big = [b for b in box if b > MAX_BOX]
+  if big:
+    raise E.TmaLimitError(
+        f"TMA copies move at most {MAX_BOX} elements along each dimension; this window is {tuple(box)}", loc,
+        hint=f"copy it in pieces of at most {MAX_BOX} along that dimension (e.g. with ml.static_range)")
+  if (index[-1].size * itemsize) % ALIGN:
+    raise E.TmaLimitError(
+        f"TMA copies need the last dimension to span a multiple of {ALIGN} bytes; {index[-1].size} x"
+        f" {itemsize} bytes = {index[-1].size * itemsize}", loc,
+        hint=f"make the last dimension a multiple of {ALIGN // itemsize} elements")
+  if len(full) > 1 and (full[-1] * itemsize) % ALIGN:
+    raise E.TmaLimitError(
+        f"TMA copies need {name}'s rows to be a multiple of {ALIGN} bytes apart; its last dimension is"
+        f" {full[-1]} x {itemsize} bytes", loc,
+        hint="pad the array's last dimension, or read it into registers with ref[...] instead")
+  _check_smem_contiguous(em, smem, loc)
+
+
+def _check_smem_contiguous(em, smem: ir.Value, loc) -> None:
+  view = em.defs.get(smem.id)
+  if not isinstance(view, ir.View):
+    return
+  full = view.ref.type.shape
+  sizes = [i.size for i in view.index]
+  first = next((d for d, n in enumerate(sizes) if n > 1), len(sizes))
+  if any(sizes[d] != full[d] for d in range(first + 1, len(full))):
+    raise E.TmaLimitError(
+        f"TMA copies need a contiguous SMEM window; {smem.name or 'this view'} slices an inner dimension", loc,
+        hint="slice only the leading dimensions of an SMEM buffer (e.g. stages: buf.at[s])")

@@ -1,0 +1,2 @@
+"""mgpu_dsl's backends for the typed IR: Mosaic GPU (kernel.py, rules.py) and the
+numpy interpreter (interpret.py). Never reads the Python AST."""

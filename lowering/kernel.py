@@ -1,0 +1,183 @@
+"""Typed IR kernel -> `mgpu.as_gpu_kernel` -> a jax-callable (a `mosaic_gpu` custom call).
+
+Every op is emitted under `ir.Location.file(user_file, line, col)`, and any
+exception Mosaic GPU raises while emitting it becomes an `InternalError` at
+that user line.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import jax.experimental.mosaic.gpu as mgpu
+from jax._src.interpreters import mlir as jax_mlir
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import gpu
+
+from ..frontend import errors as E
+from ..frontend import ir as kir
+from ..frontend.types import Space
+from .rules import RULES, to_index
+
+MAX_BARRIERS_PER_GROUP = 32
+
+
+def jax_dtype(d):
+  return jnp.dtype(d.numpy_name)
+
+
+def shape_dtype(t):
+  return jax.ShapeDtypeStruct(tuple(t.shape), jax_dtype(t.dtype))
+
+
+@dataclasses.dataclass
+class View:
+  ref: object            # the root memref (ir.Value)
+  index: tuple           # tuple[kir.Idx]
+
+
+class LowerCtx:
+  View = View
+
+  def __init__(self, kernel: kir.Kernel, launch, params, smem_refs, barrier_groups):
+    self.kernel = kernel
+    self.launch = launch
+    self.values: dict[int, object] = {}
+    self.params = params
+    self.smem_refs = smem_refs
+    self.barrier_groups = barrier_groups
+    self.tma_predicate = mgpu.single_thread_predicate(mgpu.ThreadSubset.BLOCK)
+
+  def get(self, v: kir.Value):
+    return self.values[v.id]
+
+  def set(self, v: kir.Value, x):
+    self.values[v.id] = x
+
+  def barrier(self, slot: int):
+    return self.barrier_groups[slot // MAX_BARRIERS_PER_GROUP][slot % MAX_BARRIERS_PER_GROUP]
+
+  def thread_barrier(self):
+    if self.kernel.block == 128:
+      mgpu.utils.warpgroup_barrier()
+    else:
+      gpu.barrier()
+
+  def _slices(self, index):
+    out = []
+    for i in index:
+      start = self.get(i.start) if isinstance(i.start, kir.Value) else i.start
+      if i.squeeze:
+        out.append(to_index(start))
+      elif isinstance(start, int):
+        out.append(slice(start, start + i.size))
+      else:
+        out.append(mgpu.ds(to_index(start), i.size))
+    return tuple(out)
+
+  def memref(self, ref):
+    """A memref for a root ref or a View (memref_slice of the root)."""
+    if isinstance(ref, View):
+      return mgpu.memref_slice(ref.ref, self._slices(ref.index))
+    return ref
+
+  def gmem_window(self, ref):
+    """(kernel argument, gmem_slice) for a TMA copy: Mosaic wants the argument itself."""
+    if isinstance(ref, View):
+      return ref.ref, self._slices(ref.index)
+    return ref, ()
+
+  def lower_block(self, block: kir.Block, yield_fn=None):
+    for o in block.ops:
+      if isinstance(o, kir.Yield):
+        yield_fn([self.get(v) for v in o.values])
+        continue
+      self.lower_op(o)
+
+  def lower_op(self, o):
+    loc = o.loc
+    with ir.Location.file(loc.filename, loc.lineno, loc.col_offset + 1):
+      try:
+        RULES[type(o)](self, o)
+      except E.KernelError:
+        raise
+      except Exception as e:
+        raise E.InternalError(
+            f"Mosaic GPU failed while compiling this {type(o).__name__} operation:"
+            f" {type(e).__name__}: {_first_line(e)}", loc,
+            hint="this is a bug in mgpu_dsl, not in your kernel; please report it with the kernel") from e
+
+
+def _first_line(e) -> str:
+  s = str(e).strip().splitlines()
+  return s[0][:300] if s else ""
+
+
+def scratch_tree(kernel: kir.Kernel):
+  """SMEM scratch for as_gpu_kernel, laid out as frontend/smem.py planned it."""
+  plan = kernel.smem_plan
+  tree, n, off = [], kernel.num_load_slots, 0
+  groups = []
+  while n > 0:
+    k = min(n, MAX_BARRIERS_PER_GROUP)
+    groups.append(len(tree))
+    tree.append(mgpu.TMABarrier(k))
+    n -= k
+  off = plan.barrier_bytes
+  bufs = []
+  for buf, target in zip(kernel.smem, plan.offsets):
+    if target > off:
+      tree.append(jax.ShapeDtypeStruct((target - off,), jnp.int8))
+    bufs.append(len(tree))
+    tree.append(shape_dtype(buf.type))
+    off = target + buf.type.nbytes
+  return tuple(tree), groups, bufs
+
+
+def build(kernel: kir.Kernel):
+  """The jax-callable of `kernel` (jitted; inputs -> tuple of outputs)."""
+  in_shapes = tuple(shape_dtype(p.value.type) for p in kernel.inputs)
+  out_shapes = tuple(shape_dtype(p.value.type) for p in kernel.outputs)
+  scratch, groups, bufs = scratch_tree(kernel)
+
+  def body(launch, *args):
+    *refs, scratch_refs = args
+    barrier_groups = [scratch_refs[g] for g in groups]
+    smem_refs = {b.id: scratch_refs[i] for b, i in zip(kernel.smem, bufs)}
+    with ir.Location.file(kernel.loc.filename, kernel.loc.lineno, kernel.loc.col_offset + 1):
+      ctx = LowerCtx(kernel, launch, refs, smem_refs, barrier_groups)
+    for p, r in zip(kernel.params, refs):
+      ctx.set(p.value, r)
+    ctx.lower_block(kernel.body)
+
+  with jax_mlir.make_ir_context(), ir.Location.unknown():
+    try:
+      return mgpu.as_gpu_kernel(
+          body, grid=kernel.grid, block=(kernel.block, 1, 1), in_shape=in_shapes,
+          out_shape=out_shapes, smem_scratch_shape=scratch, cluster=kernel.cluster,
+          module_name=kernel.name, kernel_name=kernel.name)
+    except E.KernelError:
+      raise
+    except Exception as e:
+      raise E.InternalError(
+          f"Mosaic GPU could not build kernel {kernel.name}: {type(e).__name__}: {_first_line(e)}",
+          kernel.loc, hint="this is a bug in mgpu_dsl, not in your kernel; please report it") from e
+
+
+def module_text(fn, in_shapes) -> str:
+  """The Mosaic GPU module inside the custom call of a built kernel, as MLIR text."""
+  jaxpr = jax.make_jaxpr(fn)(*in_shapes)
+  for eqn in _eqns(jaxpr.jaxpr):
+    if "module" in eqn.params:
+      return str(eqn.params["module"])
+  raise RuntimeError("no Mosaic GPU module found in the kernel's jaxpr")
+
+
+def _eqns(jaxpr):
+  for eqn in jaxpr.eqns:
+    yield eqn
+    for p in eqn.params.values():
+      inner = getattr(p, "jaxpr", None)
+      if inner is not None:
+        yield from _eqns(getattr(inner, "jaxpr", inner))

@@ -1,0 +1,16 @@
+"""mgpu_dsl: a Triton-style Python DSL for NVIDIA Hopper that compiles to Mosaic GPU.
+
+    import mgpu_dsl as mg
+    from mgpu_dsl import language as ml
+
+The work lives in `mgpu_dsl.frontend` (source -> typed IR, checks) and
+`mgpu_dsl.lowering` (typed IR -> Mosaic GPU -> JAX); this module re-exports.
+"""
+from .kernel import KernelFunction as KernelFunction
+from .kernel import mgpu_kernel as mgpu_kernel
+from . import language as language
+from .frontend.errors import *  # noqa: F401,F403  (every KernelError subclass)
+from .frontend.errors import KernelError as KernelError
+from .frontend.errors import InternalError as InternalError
+
+__version__ = "0.1.0"
