@@ -88,6 +88,9 @@ class SyncPass:
       else:
         for root, acc in self.accesses(o):
           self.before(root, acc, o, st, out)
+        if isinstance(o, ir.ClusterSync):   # publishes this CTA's SMEM to the cluster
+          out.extend(ir.WaitLoad(s, o.loc) for s in sorted(st.pending_load.values()))
+          st.pending_load.clear()
         if isinstance(o, (ir.Barrier, ir.ClusterSync)):
           st.dirty.clear()
           st.reg_read.clear()

@@ -327,7 +327,7 @@ def _for(ctx, o):
 @rule(kir.If)
 def _if(ctx, o):
   types = [t for r in o.results for t in flat_types(r.type)]
-  op_ = scf.IfOp(ctx.get(o.cond), types, hasElse=True)
+  op_ = scf.IfOp(ctx.get(o.cond), types, has_else=True)
   trees = []
 
   def yield_fn(vals):
