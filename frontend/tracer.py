@@ -163,8 +163,8 @@ class Tracer(ast.NodeVisitor):
 
   def assign(self, target, value, value_node):
     if isinstance(target, ast.Name):
-      if is_value(value) and not value.name:
-        value.name = target.id
+      if is_value(value) and not value.name.isidentifier():
+        value.name = target.id      # messages say `a`, not the expression that made it
       self.env[target.id] = value
     elif isinstance(target, (ast.Tuple, ast.List)):
       if not isinstance(value, tuple) or len(value) != len(target.elts):

@@ -5,8 +5,6 @@ import functools
 import inspect
 import os
 
-import jax
-
 from .frontend import compile as fc
 from .frontend import errors as E
 from .frontend import ir as kir
@@ -65,6 +63,7 @@ class KernelFunction:
 
   # ------------------------------------------------------------ specialisation
   def _specialise(self, args, constexprs):
+    import jax
     pk = self.parsed
     loc = pk.loc
     out = self.out_shape
@@ -122,6 +121,7 @@ class KernelFunction:
   # ------------------------------------------------------------ public
   @_user_errors
   def __call__(self, *args, interpret=None, **constexprs):
+    import jax
     hit = self._compile(args, constexprs)
     if self._interpret(interpret):
       from .lowering import interpret as interp
@@ -144,6 +144,7 @@ class KernelFunction:
 
     Works without a GPU: `print(double.mlir(jax.ShapeDtypeStruct((1024, 64), jnp.float32)))`.
     """
+    import jax
     from .lowering import kernel as lk
     hit = self._compile(specs, constexprs)
     if "fn" not in hit:

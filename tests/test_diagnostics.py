@@ -1,0 +1,215 @@
+"""Every core diagnostic: its class, code, line, column, message and hint.
+
+Each bad kernel marks the offending expression; `where(fn, text)` finds its line
+and column in this file, so the tests check positions without hard-coding them.
+"""
+import inspect
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+
+S = jax.ShapeDtypeStruct
+F32, F16 = jnp.float32, jnp.float16
+
+
+def where(fn, text):
+  """(lineno, col) of the first occurrence of `text` in fn's source file."""
+  lines, first = inspect.getsourcelines(fn.fn)
+  for n, line in enumerate(lines):
+    if text in line:
+      return first + n, line.index(text)
+  raise AssertionError(f"{text!r} not in {fn.__name__}")
+
+
+def check_error(kernel, specs, cls, at, message, hint=None, **constexprs):
+  with pytest.raises(cls) as info:
+    kernel.check(*specs, **constexprs)
+  e = info.value
+  line, col = where(kernel, at)
+  assert (e.lineno, e.col_offset) == (line, col), e.render()
+  assert e.filename == __file__
+  assert message in e.message, e.message
+  if hint is not None:
+    assert hint in (e.hint or ""), e.hint
+  assert "Traceback" not in str(e) and "mlir" not in str(e).lower()
+  return e
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def copy_dtype_gmem_to_smem(x, out):
+  buf = ml.smem((128, 64), jnp.float16)
+  ml.copy(x, buf)
+  ml.copy(buf, out)
+
+
+def test_copy_gmem_to_smem_with_different_dtypes_is_rejected():
+  e = check_error(copy_dtype_gmem_to_smem, [S((128, 64), F32)], mg.CopyDtypeError, "ml.copy(x, buf)",
+                  "cannot copy x (GMEM, float32) into buf (SMEM, float16): element types differ",
+                  hint="allocate buf as float32")
+  assert e.code == "MG101"
+  assert e.end_col_offset - e.col_offset == len("ml.copy(x, buf)")
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, jnp.float16))
+def copy_dtype_smem_to_gmem(x, out):
+  buf = ml.smem((128, 64))
+  ml.copy(x, buf)
+  ml.copy(buf, out)
+
+
+def test_copy_smem_to_gmem_with_different_dtypes_is_rejected():
+  check_error(copy_dtype_smem_to_gmem, [S((128, 64), F32)], mg.DtypeConflictError, "ml.copy(buf, out)",
+              "buf (SMEM, inferred dtype) would be float16 here")
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, jnp.float16))
+def copy_dtype_explicit_smem_to_gmem(x, out):
+  buf = ml.smem((128, 64), jnp.float32)
+  ml.copy(x, buf)
+  ml.copy(buf, out)
+
+
+def test_copy_explicit_smem_to_gmem_of_other_dtype_is_rejected():
+  check_error(copy_dtype_explicit_smem_to_gmem, [S((128, 64), F32)], mg.CopyDtypeError,
+              "ml.copy(buf, out)", "cannot copy buf (SMEM, float32) into out (GMEM, float16)")
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def store_dtype(x, out):
+  buf = ml.smem((128, 64), jnp.float32)
+  ml.copy(x, buf)
+  h = buf[...].astype(jnp.float16)
+  buf[...] = h
+  ml.copy(buf, out)
+
+
+def test_register_store_of_another_dtype_is_rejected_with_astype_hint():
+  e = check_error(store_dtype, [S((128, 64), F32)], mg.StoreDtypeError, "buf[...] = h",
+                  "cannot store h (float16) into buf (SMEM, float32): no implicit conversion",
+                  hint="buf[...] = (h).astype(jnp.float32)")
+  assert e.code == "MG102"
+
+
+@mg.mgpu_kernel(out_shape=lambda x, y: x)
+def conflicting_inference(x, y, out):
+  buf = ml.smem((128, 64))
+  ml.copy(x, buf)
+  ml.copy(y, buf)
+  ml.copy(buf, out)
+
+
+def test_inferred_smem_dtype_conflict_names_both_lines():
+  e = check_error(conflicting_inference, [S((128, 64), F32), S((128, 64), F16)], mg.DtypeConflictError,
+                  "ml.copy(y, buf)", "but line")
+  first, _ = where(conflicting_inference, "ml.copy(x, buf)")
+  assert f"line {first} already made it float32" in e.message
+  assert any(f":{first}:" in n for n in e.notes)
+  assert e.code == "MG103"
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def copy_shape(x, out):
+  buf = ml.smem((64, 64))
+  ml.copy(x, buf)
+  ml.copy(buf, out.at[0:64])
+
+
+def test_copy_between_different_shapes_is_rejected():
+  check_error(copy_shape, [S((128, 64), F32)], mg.CopyShapeError, "ml.copy(x, buf)",
+              "cannot copy x (shape (128, 64)) into buf (shape (64, 64)): shapes differ")
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def gmem_to_gmem(x, out):
+  ml.copy(x, out)
+
+
+def test_copy_gmem_to_gmem_is_rejected_with_staging_hint():
+  e = check_error(gmem_to_gmem, [S((128, 64), F32)], mg.CopySpaceError, "ml.copy(x, out)",
+                  "there is no GMEM -> GMEM copy", hint="stage it through SMEM")
+  assert e.code == "MG301"
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(2,), cluster=(2,))
+def cluster_ref_of_gmem(x, out):
+  peer = ml.cluster_ref(x, 1)
+  out[...] = peer[...]
+
+
+def test_cluster_ref_of_gmem_is_rejected():
+  check_error(cluster_ref_of_gmem, [S((128,), F32)], mg.ClusterRefError, "ml.cluster_ref(x, 1)",
+              "ml.cluster_ref needs an SMEM buffer of this CTA, got x (GMEM)")
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def cluster_ref_without_cluster(x, out):
+  buf = ml.smem((128,))
+  ml.copy(x, buf)
+  out[...] = ml.cluster_ref(buf, 1)[...]
+
+
+def test_cluster_ref_without_a_cluster_is_rejected():
+  check_error(cluster_ref_without_cluster, [S((128,), F32)], mg.ClusterRefError,
+              "ml.cluster_ref(buf, 1)", "but the kernel's cluster is (1, 1, 1)", hint="cluster=")
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def while_loop(x, out):
+  i = 0
+  while i < 4:
+    i += 1
+  out[...] = x[...]
+
+
+def test_unsupported_python_is_reported_at_its_node():
+  e = check_error(while_loop, [S((128,), F32)], mg.UnsupportedSyntaxError, "while i < 4:",
+                  "a while loop is not supported in a kernel", hint="for over range()")
+  assert e.code == "MG001"
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def unknown_name(x, out):
+  out[...] = x[...] * scale_factor
+
+
+def test_unknown_name_is_reported():
+  check_error(unknown_name, [S((128,), F32)], mg.UnknownNameError, "scale_factor",
+              "name 'scale_factor' is not defined")
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def mixed_dtypes(x, out):
+  a = x[...]
+  b = a.astype(jnp.float16)
+  out[...] = a + b
+
+
+def test_arithmetic_on_different_dtypes_is_rejected():
+  check_error(mixed_dtypes, [S((128,), F32)], mg.DtypeMismatchError, "a + b",
+              "+ on a (float32) and b (float16)", hint=".astype(")
+
+
+def test_error_renders_location_source_caret_and_hint():
+  with pytest.raises(mg.CopyDtypeError) as info:
+    copy_dtype_gmem_to_smem.check(S((128, 64), F32))
+  line, col = where(copy_dtype_gmem_to_smem, "ml.copy(x, buf)")
+  text = str(info.value).splitlines()
+  assert text[0].startswith(f"{__file__}:{line}:{col}: cannot copy x")
+  assert text[0].endswith("[MG101]")
+  assert text[1].strip() == "ml.copy(x, buf)"
+  assert text[2] == " " * (4 + col) + "^" + "~" * (len("ml.copy(x, buf)") - 1)
+  assert text[3].startswith("hint: ")
+
+
+def test_kernel_errors_reach_the_user_without_internal_frames():
+  try:
+    jax.jit(gmem_to_gmem)(jnp.zeros((128, 64), F32))
+  except mg.KernelError as e:
+    frames = [f.filename for f in __import__("traceback").extract_tb(e.__traceback__)]
+    assert not any("/frontend/" in f or "/lowering/" in f for f in frames), frames
+  else:
+    raise AssertionError("no error")

@@ -1,0 +1,151 @@
+"""Frontend tests: Python source -> typed IR, with no JAX anywhere."""
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from mgpu_dsl import language as ml
+from mgpu_dsl.frontend import ArgSpec, dump, parse, trace
+from mgpu_dsl.frontend import ir
+from mgpu_dsl.frontend.dtypes import DType
+from mgpu_dsl.frontend.types import Space
+
+
+def build(fn, ins, outs, grid=(1, 1, 1), block=128, cluster=(1, 1, 1), **constexprs):
+  spec = lambda s: ArgSpec(s[0], DType(np.dtype(s[1]).name)) if not isinstance(s, ArgSpec) else s
+  return trace(parse(fn), [spec(s) for s in ins], [spec(s) for s in outs], constexprs,
+               grid=grid, block=block, cluster=cluster)
+
+
+def ops(kernel, cls):
+  return [o for o in ir.walk(kernel.body) if isinstance(o, cls)]
+
+
+def double(x, out):
+  i = ml.program_id(0)
+  buf = ml.smem((128, 64))
+  ml.copy(x.at[ml.ds(i * 128, 128), :], buf)
+  buf[...] = buf[...] * 2
+  ml.copy(buf, out.at[ml.ds(i * 128, 128), :])
+
+
+def test_smem_dtype_is_inferred_from_the_copy_source():
+  k = build(double, [((1024, 64), "float16")], [((1024, 64), "float16")])
+  (alloc,) = ops(k, ir.SmemAlloc)
+  assert alloc.result.type.dtype == DType.f16
+  assert alloc.result.type.space == Space.SMEM
+
+
+def test_smem_dtype_is_inferred_from_a_register_store():
+  def k(x, out):
+    buf = ml.smem((128,))
+    buf[...] = x[...].astype(ml.bfloat16)
+    out[...] = buf[...].astype(ml.float32)
+  kern = build(k, [((128,), "float32")], [((128,), "float32")])
+  assert kern.smem[0].type.dtype == DType.bf16
+
+
+def test_every_value_gets_a_dtype_shape_and_space():
+  k = build(double, [((256, 64), "float32")], [((256, 64), "float32")])
+  for o in ir.walk(k.body):
+    for r in o.results:
+      assert r.type.dtype in DType
+      assert isinstance(r.type.shape, tuple)
+      assert r.type.space in Space
+
+
+def test_views_compose_onto_the_root_parameter():
+  def k(x, out):
+    i = ml.program_id(0)
+    rows = x.at[ml.ds(i * 64, 64)]
+    tile = rows.at[8:24, 16:32]
+    buf = ml.smem((16, 16))
+    ml.copy(tile, buf)
+    ml.copy(buf, out.at[0:16, 0:16])
+  kern = build(k, [((512, 64), "float32")], [((64, 64), "float32")])
+  view = ops(kern, ir.View)[1]
+  assert view.ref is kern.params[0].value
+  assert [i.size for i in view.index] == [16, 16]
+  assert view.index[1].start == 16
+
+
+def test_sync_pass_waits_before_first_read_and_commits_before_store():
+  k = build(double, [((256, 64), "float32")], [((256, 64), "float32")])
+  names = [type(o).__name__ for o in k.body.ops]
+  assert names.index("WaitLoad") < names.index("Load")
+  assert names.index("CommitShared") < len(names) - 1 - names[::-1].index("Copy")
+  assert names[-1] == "AwaitStores"
+
+
+def test_sync_pass_waits_a_load_issued_in_a_loop_inside_the_loop():
+  def k(x, out):
+    buf = ml.smem((128, 64))
+    acc = ml.zeros((128, 64), ml.float32)
+    for j in range(4):
+      ml.copy(x.at[ml.ds(j * 128, 128)], buf)
+      acc = acc + buf[...]
+    out[...] = acc
+  kern = build(k, [((512, 64), "float32")], [((128, 64), "float32")])
+  (loop,) = ops(kern, ir.For)
+  body = [type(o).__name__ for o in loop.body.ops]
+  assert body.index("Copy") < body.index("WaitLoad") < body.index("Load")
+  assert loop.results[0].type.shape == (128, 64)
+
+
+def test_store_overwriting_smem_waits_for_the_inflight_tma_store():
+  def k(x, out):
+    buf = ml.smem((128,), ml.float32)
+    buf[...] = x[...]
+    ml.copy(buf, out.at[0:128])
+    buf[...] = x[...] * 2
+    ml.copy(buf, out.at[128:256])
+  kern = build(k, [((128,), "float32")], [((256,), "float32")])
+  names = [type(o).__name__ for o in kern.body.ops]
+  first_store = names.index("Copy")
+  assert "AwaitStores" in names[first_store:names.index("Store", first_store)]
+
+
+def test_constexpr_parameters_specialise_the_trace():
+  def k(x, out, *, scale: ml.constexpr):
+    out[...] = x[...] * scale
+  a = dump(build(k, [((128,), "float32")], [((128,), "float32")], scale=3))
+  b = dump(build(k, [((128,), "float32")], [((128,), "float32")], scale=5))
+  assert "rhs=3" in a and "rhs=5" in b
+
+
+def test_static_range_unrolls_and_if_on_constexpr_picks_one_branch():
+  def k(x, out, *, flip: ml.constexpr):
+    for j in ml.static_range(2):
+      v = x.at[j * 128:(j + 1) * 128][...]
+      if flip:
+        v = -v
+      out.at[j * 128:(j + 1) * 128][...] = v
+  kern = build(k, [((256,), "float32")], [((256,), "float32")], flip=True)
+  assert len(ops(kern, ir.Load)) == 2 and len(ops(kern, ir.Unary)) == 2
+  assert not ops(kern, ir.For) and not ops(kern, ir.If)
+
+
+def test_runtime_if_yields_values_of_both_branches():
+  def k(x, out):
+    v = x[...]
+    if ml.program_id(0) == 0:
+      v = v * 2
+    out[...] = v
+  kern = build(k, [((128,), "float32")], [((128,), "float32")])
+  (if_op,) = ops(kern, ir.If)
+  assert len(if_op.results) == 1 and if_op.results[0].type.shape == (128,)
+
+
+def test_the_frontend_runs_without_jax():
+  code = textwrap.dedent("""
+      import sys, numpy as np
+      sys.path.insert(0, %r)
+      from test_frontend import build, double
+      k = build(double, [((256, 64), "float32")], [((256, 64), "float32")])
+      assert 'jax' not in sys.modules and 'jaxlib' not in sys.modules, sorted(m for m in sys.modules if 'jax' in m)
+      print("ok")
+  """) % (str(__import__("pathlib").Path(__file__).parent),)
+  r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+  assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
