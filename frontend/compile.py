@@ -127,7 +127,7 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, bloc
   tr.run_body(pk.tree.body)
   _finalize_types(em, params)
   end = pk.source.loc(pk.tree.body[-1])
-  SyncPass(em.defs).run(em.block, end)
+  SyncPass(em.defs, block=block).run(em.block, end)
   kernel = ir.Kernel(pk.tree.name, params, em.allocs, em.block, grid, block, cluster,
                      em.num_load_slots, loc)
   kernel.smem_plan = plan_smem(kernel)

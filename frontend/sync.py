@@ -37,11 +37,19 @@ class State:
   pending_store: set = dataclasses.field(default_factory=set)
   dirty: set = dataclasses.field(default_factory=set)            # written from registers
   reg_read: set = dataclasses.field(default_factory=set)
+  # root id -> the windows registers touched since the last barrier. One
+  # warpgroup reading and writing one window owns the same elements in each
+  # thread (the register layout is a function of the shape), so it needs no barrier.
+  reg_windows: dict = dataclasses.field(default_factory=dict)
+
+
+UNKNOWN_WINDOW = object()
 
 
 class SyncPass:
-  def __init__(self, defs):
+  def __init__(self, defs, *, block: int = 128):
     self.defs = defs
+    self.single_warpgroup = block == 128
 
   def root(self, ref: ir.Value) -> ir.Value:
     d = self.defs.get(ref.id)
@@ -64,6 +72,23 @@ class SyncPass:
     elif isinstance(o, ir.Store) and (r := self.local_smem(o.ref)) is not None:
       return [(r, Access.REG_WRITE)]
     return []
+
+  def window(self, o):
+    ref = o.ref
+    d = self.defs.get(ref.id)
+    if not isinstance(d, ir.View):
+      return ()
+    full = d.ref.type.shape
+    if all(i.start == 0 and i.size == n and not i.squeeze for i, n in zip(d.index, full)):
+      return ()
+    return tuple((i.start.id if isinstance(i.start, ir.Value) else i.start, i.size, i.squeeze)
+                 for i in d.index)
+
+  def thread_private(self, root, o, st: State) -> bool:
+    """Whether every register access of `root` since the last barrier is o's own window."""
+    if not self.single_warpgroup or not isinstance(o, (ir.Load, ir.Store)):
+      return False
+    return st.reg_windows.get(root, {UNKNOWN_WINDOW}) == {self.window(o)}
 
   def region_accesses(self, block: ir.Block) -> list[tuple[int, Access]]:
     return [a for o in ir.walk(block) for a in self.accesses(o)]
@@ -94,6 +119,7 @@ class SyncPass:
         if isinstance(o, (ir.Barrier, ir.ClusterSync)):
           st.dirty.clear()
           st.reg_read.clear()
+          st.reg_windows.clear()
       out.append(o)
       if not o.regions:
         for root, acc in self.accesses(o):
@@ -104,6 +130,7 @@ class SyncPass:
     out.append(ir.CommitShared(loc) if fence else ir.Barrier(loc))
     st.dirty.clear()
     st.reg_read.clear()
+    st.reg_windows.clear()
 
   def wait_load(self, root, st, out, loc):
     if root in st.pending_load:
@@ -118,11 +145,11 @@ class SyncPass:
     loc = o.loc
     self.wait_load(root, st, out, loc)
     if acc == Access.REG_READ:
-      if root in st.dirty:
+      if root in st.dirty and not self.thread_private(root, o, st):
         self.sync(st, out, loc, fence=False)
     elif acc == Access.REG_WRITE:
       self.await_stores(root, st, out, loc)
-      if root in st.dirty or root in st.reg_read:
+      if (root in st.dirty or root in st.reg_read) and not self.thread_private(root, o, st):
         self.sync(st, out, loc, fence=False)
     elif acc == Access.TMA_WRITE:
       self.await_stores(root, st, out, loc)
@@ -133,6 +160,8 @@ class SyncPass:
         self.sync(st, out, loc, fence=True)
 
   def after(self, root, acc, o, st: State) -> None:
+    if acc in (Access.REG_READ, Access.REG_WRITE):
+      st.reg_windows.setdefault(root, set()).add(self.window(o))
     if acc == Access.REG_READ:
       st.reg_read.add(root)
     elif acc == Access.REG_WRITE:
@@ -156,10 +185,13 @@ class SyncPass:
     stored = {r for r, a in acc if a == Access.TMA_READ}
     for r in o.regions:
       inner = State(pending_store=(st.pending_store & touched) | (stored if loop else set()))
-      if loop:
+      if loop:   # the previous iteration's accesses, windows unknown
         inner.dirty = {x for x, a in acc if a == Access.REG_WRITE}
         inner.reg_read = {x for x, a in acc if a == Access.REG_READ}
+        inner.reg_windows = {x: {UNKNOWN_WINDOW} for x in inner.dirty | inner.reg_read}
       self.block(getattr(o, r), inner)
     st.dirty |= {r for r, a in acc if a == Access.REG_WRITE}
     st.reg_read |= {r for r, a in acc if a == Access.REG_READ}
+    for r in {r for r, a in acc if a in (Access.REG_READ, Access.REG_WRITE)}:
+      st.reg_windows.setdefault(r, set()).add(UNKNOWN_WINDOW)
     st.pending_store |= stored

@@ -149,3 +149,28 @@ def test_the_frontend_runs_without_jax():
   """) % (str(__import__("pathlib").Path(__file__).parent),)
   r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
   assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
+
+
+def test_reading_and_rewriting_one_window_needs_no_barrier():
+  k = build(double, [((256, 64), "float32")], [((256, 64), "float32")])
+  assert not ops(k, ir.Barrier)
+
+
+def test_rewriting_smem_another_window_read_gets_a_barrier():
+  def shift(x, out):
+    buf = ml.smem((256,), ml.float32)
+    ml.copy(x, buf)
+    v = buf.at[0:128][...]
+    buf.at[128:256][...] = v
+    ml.copy(buf, out)
+  k = build(shift, [((256,), "float32")], [((256,), "float32")])
+  names = [type(o).__name__ for o in k.body.ops]
+  assert names.index("Load") < names.index("Barrier") < names.index("Store")
+  k2 = build(shift, [((256,), "float32")], [((256,), "float32")], block=256)
+  assert ops(k2, ir.CommitShared)
+
+
+def test_two_warpgroups_rewriting_one_window_get_a_barrier():
+  k = build(double, [((256, 64), "float32")], [((256, 64), "float32")], block=256)
+  names = [type(o).__name__ for o in k.body.ops]
+  assert names.index("Load") < names.index("Barrier") < names.index("Store")
