@@ -6,6 +6,7 @@ import inspect
 from . import errors as E
 from . import ir
 from . import language as L
+from . import mma
 from .dtypes import to_dtype
 from .semantics import is_value, kind_of
 
@@ -94,6 +95,7 @@ _HANDLERS = {
     L.cluster_ref: lambda t, node, loc, a: t.em.cluster_ref(
         a["buf"], a["cta"], a.get("axis", 0), t.text(node), loc),
     L.cluster_sync: lambda t, node, loc, a: t.em.emit(ir.ClusterSync, loc=loc) and None,
+    L.dot: lambda t, node, loc, a: mma.dot(t.em, a["a"], a["b"], a.get("acc"), loc),
     **{b: _unary(k) for b, k in {L.exp: ir.UnOp.EXP, L.exp2: ir.UnOp.EXP2, L.log: ir.UnOp.LOG,
                                  L.sqrt: ir.UnOp.SQRT, L.rsqrt: ir.UnOp.RSQRT,
                                  L.tanh: ir.UnOp.TANH, L.abs: ir.UnOp.ABS}.items()},

@@ -17,6 +17,7 @@ from . import language as L
 from .dtypes import DType, to_dtype
 from .loc import Loc
 from .semantics import Emitter
+from .layouts import assign_layouts
 from .smem import plan_smem
 from .sync import SyncPass
 from .tracer import Source, Tracer
@@ -126,10 +127,11 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, bloc
     tr.env[c] = constexprs.get(c, pk.defaults.get(c))
   tr.run_body(pk.tree.body)
   _finalize_types(em, params)
-  end = pk.source.loc(pk.tree.body[-1])
-  SyncPass(em.defs, block=block).run(em.block, end)
   kernel = ir.Kernel(pk.tree.name, params, em.allocs, em.block, grid, block, cluster,
                      em.num_load_slots, loc)
+  assign_layouts(kernel, em.defs)
+  end = pk.source.loc(pk.tree.body[-1])
+  SyncPass(em.defs, block=block).run(em.block, end)
   kernel.smem_plan = plan_smem(kernel)
   return kernel
 

@@ -100,6 +100,10 @@ ClusterRefError = _error("ClusterRefError", "MG302", "ml.cluster_ref of anything
 TmaLimitError = _error("TmaLimitError", "MG401", "A copy the TMA engine cannot do (box, rank, 16-byte rules).")
 SmemCapacityError = _error("SmemCapacityError", "MG402", "SMEM buffers larger than the 227 KiB a CTA may use.")
 
+# Tensor cores.
+MmaOperandError = _error("MmaOperandError", "MG501", "ml.dot operands the tensor cores cannot take (space, shape, tiling).")
+PipelineError = _error("PipelineError", "MG502", "A loop ml.range(..., stages=) cannot pipeline.")
+
 
 class InternalError(KernelError):
   """A failure inside mgpu_dsl itself, at the user's line. Please report it."""

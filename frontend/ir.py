@@ -240,6 +240,29 @@ class Arange(Op):
 
 
 @op
+class Dot(Op):
+  """`acc + a @ b` on the tensor cores (WGMMA), issued asynchronously.
+
+  `a` (m, k) and `b` (k, n) are SMEM refs that frontend/layouts.py tiles and
+  swizzles for the tensor cores; `acc` is an (m, n) tensor in the WGMMA layout,
+  or None for zeros. The sync pass waits for the result before it is read.
+  """
+  a: Value
+  b: Value
+  acc: Value | None
+  loc: Loc
+  results: tuple[Value, ...]
+
+
+@op
+class DotWait(Op):
+  """Wait until at most `pending` issued Dot groups are still running."""
+  pending: int
+  loc: Loc
+  results: tuple[Value, ...] = ()
+
+
+@op
 class For(Op):
   """`for iv in range(start, stop, step)` carrying `inits` through `body`.
 
@@ -333,6 +356,8 @@ class Kernel:
   cluster: tuple[int, int, int]
   num_load_slots: int
   loc: Loc
+  smem_plan: object = None            # frontend/smem.py SmemPlan
+  smem_layouts: dict = dataclasses.field(default_factory=dict)   # alloc value id -> SmemLayout
 
   @property
   def inputs(self):

@@ -149,6 +149,18 @@ def cast(x, dtype):
 
 
 @Builtin
+def dot(a, b, acc=None):
+  """`acc + a @ b` on the tensor cores (WGMMA), accumulating in float32.
+
+  `a` (m, k) and `b` (k, n) are SMEM buffers (or stage views of them) of
+  float16 or bfloat16; the compiler tiles and swizzles them for the tensor
+  cores. `acc` is an (m, n) register tensor (float32; float16 for float16
+  inputs) or None for zeros. m a multiple of 64, n a multiple of 64 up to
+  256, k a multiple of 64.
+  """
+
+
+@Builtin
 def cluster_ref(buf, cta, axis=0):
   """The SMEM buffer `buf` of CTA `cta` (along cluster `axis`) in this CTA's cluster.
 

@@ -21,7 +21,7 @@ import dataclasses
 import enum
 
 from . import ir
-from .types import RefType, Space
+from .types import Layout, RefType, Space, TensorType
 
 
 class Access(enum.Enum):
@@ -29,6 +29,7 @@ class Access(enum.Enum):
   REG_WRITE = 2
   TMA_WRITE = 3   # GMEM -> SMEM lands in the buffer
   TMA_READ = 4    # SMEM -> GMEM reads the buffer
+  MMA_READ = 5    # the tensor cores read the buffer (ml.dot)
 
 
 @dataclasses.dataclass
@@ -41,6 +42,8 @@ class State:
   # warpgroup reading and writing one window owns the same elements in each
   # thread (the register layout is a function of the shape), so it needs no barrier.
   reg_windows: dict = dataclasses.field(default_factory=dict)
+  dot_pending: bool = False                                      # a Dot not yet awaited
+  dot_reads: set = dataclasses.field(default_factory=set)       # buffers it reads
 
 
 UNKNOWN_WINDOW = object()
@@ -71,6 +74,8 @@ class SyncPass:
       return [(r, Access.REG_READ)]
     elif isinstance(o, ir.Store) and (r := self.local_smem(o.ref)) is not None:
       return [(r, Access.REG_WRITE)]
+    elif isinstance(o, ir.Dot):
+      return [(self.root(o.a).id, Access.MMA_READ), (self.root(o.b).id, Access.MMA_READ)]
     return []
 
   def window(self, o):
@@ -98,6 +103,8 @@ class SyncPass:
     st = State()
     self.block(kernel_body, st)
     tail = [ir.WaitLoad(s, loc) for s in sorted(st.pending_load.values())]
+    if st.dot_pending:
+      tail.append(ir.DotWait(0, loc))
     if any(a == Access.TMA_READ for _, a in self.region_accesses(kernel_body)):
       tail.append(ir.AwaitStores(False, loc))
     kernel_body.ops.extend(tail)
@@ -108,9 +115,13 @@ class SyncPass:
       if isinstance(o, ir.Yield):
         out.extend(ir.WaitLoad(s, o.loc) for s in sorted(st.pending_load.values()))
         st.pending_load.clear()
+        self.dot_wait(st, out, o.loc)
       elif o.regions:
+        self.dot_wait(st, out, o.loc)
         self.enter_region(o, st, out)
       else:
+        if st.dot_pending and self.needs_dot_result(o, st):
+          self.dot_wait(st, out, o.loc)
         for root, acc in self.accesses(o):
           self.before(root, acc, o, st, out)
         if isinstance(o, ir.ClusterSync):   # publishes this CTA's SMEM to the cluster
@@ -125,6 +136,21 @@ class SyncPass:
         for root, acc in self.accesses(o):
           self.after(root, acc, o, st)
     block.ops[:] = out
+
+  def needs_dot_result(self, o, st: State) -> bool:
+    """Whether `o` reads a tensor-core result or overwrites SMEM a running dot reads."""
+    if isinstance(o, ir.Dot):
+      return False
+    if any(isinstance(v.type, TensorType) and v.type.layout == Layout.WGMMA for v in o.operands()):
+      return True
+    return any(r in st.dot_reads for r, a in self.accesses(o)
+               if a in (Access.REG_WRITE, Access.TMA_WRITE))
+
+  def dot_wait(self, st: State, out, loc):
+    if st.dot_pending:
+      out.append(ir.DotWait(0, loc))
+      st.dot_pending = False
+      st.dot_reads.clear()
 
   def sync(self, st: State, out, loc, *, fence: bool):
     out.append(ir.CommitShared(loc) if fence else ir.Barrier(loc))
@@ -155,7 +181,7 @@ class SyncPass:
       self.await_stores(root, st, out, loc)
       if root in st.dirty or root in st.reg_read:
         self.sync(st, out, loc, fence=root in st.dirty)
-    elif acc == Access.TMA_READ:
+    elif acc in (Access.TMA_READ, Access.MMA_READ):
       if root in st.dirty:
         self.sync(st, out, loc, fence=True)
 
@@ -170,6 +196,9 @@ class SyncPass:
       st.pending_load[root] = o.slot
     elif acc == Access.TMA_READ:
       st.pending_store.add(root)
+    elif acc == Access.MMA_READ:
+      st.dot_pending = True
+      st.dot_reads.add(root)
 
   def enter_region(self, o, st: State, out) -> None:
     acc = [a for r in o.regions for a in self.region_accesses(getattr(o, r))]

@@ -73,15 +73,26 @@ class RefType:
     return math.prod(self.shape) * (d.itemsize if isinstance(d, DType) else 4)
 
 
+class Layout(enum.Enum):
+  """How a register tensor is spread over a warpgroup's threads (frontend/layouts.py picks it)."""
+  STRIDED = "strided"    # contiguous vectors per thread; any shape of 128*k elements
+  WGMMA = "wgmma"        # the tensor-core accumulator layout; 2-D, (64*i, 8*j)
+
+  def __str__(self):
+    return self.value
+
+
 @dataclasses.dataclass(frozen=True)
 class TensorType:
   shape: tuple[int, ...]
   dtype: DType | DTypeVar
+  layout: Layout = Layout.STRIDED
 
   space = Space.REGS
 
   def __str__(self):
-    return f"tensor<{_shape(self.shape)}, {dtype_name(self.dtype)}>"
+    lay = "" if self.layout == Layout.STRIDED else f", {self.layout}"
+    return f"tensor<{_shape(self.shape)}, {dtype_name(self.dtype)}{lay}>"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -17,7 +17,7 @@ from jaxlib.mlir.dialects import gpu
 
 from ..frontend import errors as E
 from ..frontend import ir as kir
-from ..frontend.types import Space
+from ..frontend.types import Layout, Space, TensorType
 from .rules import RULES, to_index
 
 MAX_BARRIERS_PER_GROUP = 32
@@ -35,6 +35,7 @@ def shape_dtype(t):
 class View:
   ref: object            # the root memref (ir.Value)
   index: tuple           # tuple[kir.Idx]
+  root_id: int           # the typed-IR root ref's value id
 
 
 class LowerCtx:
@@ -48,9 +49,27 @@ class LowerCtx:
     self.smem_refs = smem_refs
     self.barrier_groups = barrier_groups
     self.tma_predicate = mgpu.single_thread_predicate(mgpu.ThreadSubset.BLOCK)
+    self.root_ids = {id(r): rid for rid, r in smem_refs.items()}
 
   def get(self, v: kir.Value):
-    return self.values[v.id]
+    """The lowered value; a tensor-core accumulator is read as a FragmentedArray."""
+    x = self.values[v.id]
+    if isinstance(x, mgpu.WGMMAAccumulator):
+      x = self.values[v.id] = x.value
+    return x
+
+  def carried(self, v: kir.Value):
+    """A value as loops carry it: WGMMA-layout tensors as accumulators (no layout round trips)."""
+    x = self.values[v.id]
+    if isinstance(v.type, TensorType) and v.type.layout == Layout.WGMMA and not isinstance(
+        x, mgpu.WGMMAAccumulator):
+      x = mgpu.WGMMAAccumulator.from_registers(x)
+    return x
+
+  def smem_layout(self, ref):
+    """The tiling of the SMEM root under `ref`, or None when it is untiled."""
+    rid = ref.root_id if isinstance(ref, View) else self.root_ids.get(id(ref))
+    return self.kernel.smem_layouts.get(rid)
 
   def set(self, v: kir.Value, x):
     self.values[v.id] = x
@@ -77,9 +96,13 @@ class LowerCtx:
     return tuple(out)
 
   def memref(self, ref):
-    """A memref for a root ref or a View (memref_slice of the root)."""
+    """A memref for a root ref or a View (memref_slice of the root).
+
+    A tiled root is viewed only along its leading (stage) dimensions.
+    """
     if isinstance(ref, View):
-      return mgpu.memref_slice(ref.ref, self._slices(ref.index))
+      index = ref.index[:-2] if ref.root_id in self.kernel.smem_layouts else ref.index
+      return mgpu.memref_slice(ref.ref, self._slices(index)) if index else ref.ref
     return ref
 
   def gmem_window(self, ref):
@@ -88,10 +111,10 @@ class LowerCtx:
       return ref.ref, self._slices(ref.index)
     return ref, ()
 
-  def lower_block(self, block: kir.Block, yield_fn=None):
+  def lower_block(self, block: kir.Block, yield_fn=None, carried=False):
     for o in block.ops:
       if isinstance(o, kir.Yield):
-        yield_fn([self.get(v) for v in o.values])
+        yield_fn([self.carried(v) if carried else self.get(v) for v in o.values])
         continue
       self.lower_op(o)
 
@@ -130,7 +153,11 @@ def scratch_tree(kernel: kir.Kernel):
     if target > off:
       tree.append(jax.ShapeDtypeStruct((target - off,), jnp.int8))
     bufs.append(len(tree))
-    tree.append(shape_dtype(buf.type))
+    tiled = kernel.smem_layouts.get(buf.id)
+    shape = tuple(buf.type.shape)
+    if tiled is not None:
+      shape = shape[:-2] + mgpu.tile_shape(shape[-2:], tiled.tile)
+    tree.append(jax.ShapeDtypeStruct(shape, jax_dtype(buf.type.dtype)))
     off = target + buf.type.nbytes
   return tuple(tree), groups, bufs
 

@@ -17,7 +17,7 @@ from jaxlib.mlir.dialects import arith, gpu, llvm, math as mlir_math, nvvm, scf
 
 from ..frontend import ir as kir
 from ..frontend.dtypes import DType
-from ..frontend.types import ScalarType, TensorType
+from ..frontend.types import Layout, ScalarType, TensorType
 from . import compat
 
 RULES: dict[type, callable] = {}
@@ -58,11 +58,15 @@ def strided_layout(shape) -> fa.WGStridedFragLayout:
   raise AssertionError(f"no strided layout for {shape}")   # frontend checks prod % 128
 
 
+def layout_of(t: TensorType):
+  return fa.WGMMA_LAYOUT if t.layout == Layout.WGMMA else strided_layout(t.shape)
+
+
 def flat_types(t) -> list[ir.Type]:
-  """The MLIR types a value of typed-IR type `t` flattens to (scf results)."""
+  """The MLIR types a value of typed-IR type `t` flattens to (scf.if results)."""
   if isinstance(t, ScalarType):
     return [mlir_type(t.dtype)]
-  layout = strided_layout(t.shape)
+  layout = layout_of(t)
   n = 1
   for s in layout.registers_shape(t.shape):
     n *= s
@@ -89,8 +93,7 @@ def as_array(ctx, x, like_type: TensorType, d: DType):
     return x
   if not isinstance(x, ir.Value):
     x = scalar_const(x, d)
-  return fa.FragmentedArray.splat(x, like_type.shape, strided_layout(like_type.shape),
-                                  is_signed=d.is_signed)
+  return fa.FragmentedArray.splat(x, like_type.shape, layout_of(like_type), is_signed=d.is_signed)
 
 
 def operand(ctx, x):
@@ -118,7 +121,7 @@ def _smem_alloc(ctx, o):
 
 @rule(kir.View)
 def _view(ctx, o):
-  ctx.set(o.result, ctx.View(ctx.get(o.ref), o.index))
+  ctx.set(o.result, ctx.View(ctx.get(o.ref), o.index, o.ref.id))
 
 
 @rule(kir.ClusterRef)
@@ -132,28 +135,45 @@ def _cluster_ref(ctx, o):
 @rule(kir.Load)
 def _load(ctx, o):
   t = o.result.type
-  ref = ctx.memref(ctx.get(o.ref))
-  ctx.set(o.result, fa.FragmentedArray.load_strided(
-      ref, is_signed=t.dtype.is_signed, vec_size=strided_layout(t.shape).vec_size))
+  ref = ctx.get(o.ref)
+  tiled = ctx.smem_layout(ref)
+  mem = ctx.memref(ref)
+  if tiled is not None:
+    x = fa.FragmentedArray.load_tiled(mem, swizzle=tiled.swizzle, is_signed=t.dtype.is_signed)
+  elif t.layout == Layout.WGMMA:
+    x = fa.FragmentedArray.load_untiled(mem, layout=fa.WGMMA_LAYOUT, optimized=False,
+                                        is_signed=t.dtype.is_signed)
+  else:
+    x = fa.FragmentedArray.load_strided(mem, is_signed=t.dtype.is_signed,
+                                        vec_size=strided_layout(t.shape).vec_size)
+  ctx.set(o.result, x)
 
 
 @rule(kir.Store)
 def _store(ctx, o):
-  ref = ctx.memref(ctx.get(o.ref))
-  ctx.get(o.value).store_untiled(ref, optimized=False)
+  ref = ctx.get(o.ref)
+  tiled = ctx.smem_layout(ref)
+  if tiled is not None:
+    ctx.get(o.value).store_tiled(ctx.memref(ref), swizzle=tiled.swizzle)
+  else:
+    ctx.get(o.value).store_untiled(ctx.memref(ref), optimized=False)
 
 
 @rule(kir.Copy)
 def _copy(ctx, o):
   src, dst = ctx.get(o.src), ctx.get(o.dst)
+  smem = dst if o.slot >= 0 else src
+  tiled = ctx.smem_layout(smem)
+  kw = {} if tiled is None else dict(gmem_transform=mgpu.TileTransform(tiled.tile),
+                                     swizzle=tiled.swizzle)
   if o.slot >= 0:   # GMEM -> SMEM
     gmem, gslice = ctx.gmem_window(src)
     ctx.launch.async_copy(src_ref=gmem, dst_ref=ctx.memref(dst), gmem_slice=gslice,
-                          barrier=ctx.barrier(o.slot), predicate=ctx.tma_predicate)
+                          barrier=ctx.barrier(o.slot), predicate=ctx.tma_predicate, **kw)
   else:
     gmem, gslice = ctx.gmem_window(dst)
     ctx.launch.async_copy(src_ref=ctx.memref(src), dst_ref=gmem, gmem_slice=gslice,
-                          predicate=ctx.tma_predicate)
+                          predicate=ctx.tma_predicate, **kw)
 
 
 # ---------------------------------------------------------------- synchronisation
@@ -294,8 +314,7 @@ def _full(ctx, o):
   v = operand(ctx, o.value)
   if not isinstance(v, ir.Value):
     v = scalar_const(v, t.dtype)
-  ctx.set(o.result, fa.FragmentedArray.splat(v, t.shape, strided_layout(t.shape),
-                                             is_signed=t.dtype.is_signed))
+  ctx.set(o.result, fa.FragmentedArray.splat(v, t.shape, layout_of(t), is_signed=t.dtype.is_signed))
 
 
 @rule(kir.Arange)
@@ -311,7 +330,7 @@ def _for(ctx, o):
   def bound(x):
     x = operand(ctx, x)
     return arith.constant(i32(), x) if isinstance(x, int) else x
-  inits = [ctx.get(v) for v in o.inits]
+  inits = [ctx.carried(v) for v in o.inits]
   flat, tree = jax.tree.flatten(inits)
   loop = scf.ForOp(bound(o.start), bound(o.stop), bound(o.step), flat)
   with ir.InsertionPoint(loop.body):
@@ -319,7 +338,8 @@ def _for(ctx, o):
     ctx.set(iv, loop.induction_variable)
     for a, v in zip(args, jax.tree.unflatten(tree, list(loop.inner_iter_args))):
       ctx.set(a, v)
-    ctx.lower_block(o.body, yield_fn=lambda vals: scf.YieldOp(jax.tree.flatten(vals)[0]))
+    ctx.lower_block(o.body, yield_fn=lambda vals: scf.YieldOp(jax.tree.flatten(vals)[0]),
+                    carried=True)
   for r, v in zip(o.results, jax.tree.unflatten(tree, list(loop.results))):
     ctx.set(r, v)
 
@@ -341,6 +361,23 @@ def _if(ctx, o):
     ctx.lower_block(o.else_block, yield_fn=yield_fn)
   for r, v in zip(o.results, jax.tree.unflatten(trees[0], list(op_.results))):
     ctx.set(r, v)
+
+
+@rule(kir.Dot)
+def _dot(ctx, o):
+  m, n = o.result.type.shape
+  acc = ctx.carried(o.acc) if o.acc is not None else mgpu.WGMMAAccumulator.zero(
+      m, n, mlir_type(o.result.type.dtype))
+  a, b = ctx.get(o.a), ctx.get(o.b)
+  swizzle = ctx.smem_layout(a).swizzle
+  res = mgpu.wgmma(acc, ctx.memref(a), ctx.memref(b), swizzle=swizzle)
+  nvvm.wgmma_commit_group_sync_aligned()
+  ctx.set(o.result, res)
+
+
+@rule(kir.DotWait)
+def _dot_wait(ctx, o):
+  nvvm.wgmma_wait_group_sync_aligned(o.pending)
 
 
 @rule(kir.Yield)

@@ -1,0 +1,139 @@
+"""Register layouts and SMEM tilings, chosen by the compiler from how values are used.
+
+Register tensors that meet in one operation must share a layout. Values are
+grouped (union-find) through elementwise ops, loop carries, branches and the
+SMEM buffers they are loaded from or stored to; a group holding a tensor-core
+result (ml.dot) or touching a buffer the tensor cores read takes the WGMMA
+layout, every other group the strided layout.
+
+SMEM buffers a dot reads are tiled (8 rows x 128 bytes) and 128-byte swizzled,
+as WGMMA requires; so are buffers only ever written and read in the WGMMA
+layout when their shape allows, which makes the epilogue's register -> SMEM
+stores conflict-free.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from . import errors as E
+from . import ir
+from .types import Layout, RefType, Space, TensorType
+
+SWIZZLE = 128   # bytes
+
+
+@dataclasses.dataclass(frozen=True)
+class SmemLayout:
+  tile: tuple[int, int]     # (8, 128 // itemsize)
+  swizzle: int              # bytes
+
+
+class _UnionFind:
+  def __init__(self):
+    self.parent = {}
+
+  def find(self, x):
+    self.parent.setdefault(x, x)
+    while self.parent[x] != x:
+      self.parent[x] = self.parent[self.parent[x]]
+      x = self.parent[x]
+    return x
+
+  def union(self, a, b):
+    self.parent[self.find(a)] = self.find(b)
+
+
+def assign_layouts(kernel: ir.Kernel, defs) -> None:
+  uf = _UnionFind()
+  tensors: dict[int, ir.Value] = {}
+  first_use: dict[int, ir.Op] = {}
+
+  def root(ref):
+    d = defs.get(ref.id)
+    return d.ref if isinstance(d, ir.View) else ref
+
+  def node(v):
+    if isinstance(v, ir.Value) and isinstance(v.type, TensorType):
+      tensors[v.id] = v
+      return ("v", v.id)
+    return None
+
+  def join(*vals):
+    nodes = [n for n in map(node, vals) if n is not None]
+    for n in nodes[1:]:
+      uf.union(n, nodes[0])
+
+  seeds, mma_roots = set(), set()
+  for o in ir.walk(kernel.body):
+    for r in o.results:
+      first_use.setdefault(r.id, o)
+    if isinstance(o, (ir.Binary, ir.Compare)):
+      join(o.result, o.lhs, o.rhs)
+    elif isinstance(o, ir.Where):
+      join(o.result, o.cond, o.on_true, o.on_false)
+    elif isinstance(o, (ir.Unary, ir.Cast)):
+      join(o.result, o.x)
+    elif isinstance(o, ir.Load) and isinstance(o.ref.type, RefType):
+      node(o.result)
+      if o.ref.type.space == Space.SMEM and not o.ref.type.remote:
+        uf.union(("v", o.result.id), ("smem", root(o.ref).id))
+    elif isinstance(o, ir.Store):
+      node(o.value)
+      if o.ref.type.space == Space.SMEM and not o.ref.type.remote:
+        uf.union(("v", o.value.id), ("smem", root(o.ref).id))
+    elif isinstance(o, ir.Dot):
+      join(o.result, o.acc)
+      seeds.add(("v", o.result.id))
+      mma_roots |= {root(o.a).id, root(o.b).id}
+    elif isinstance(o, ir.For):
+      for init, arg, res, y in zip(o.inits, o.body.args[1:], o.results, o.body.ops[-1].values):
+        join(init, arg, res, y)
+    elif isinstance(o, ir.If):
+      for res, a, b in zip(o.results, o.then_block.ops[-1].values, o.else_block.ops[-1].values):
+        join(res, a, b)
+    else:
+      for r in o.results:
+        node(r)
+  for r in mma_roots:
+    seeds.add(("smem", r))
+  wgmma = {uf.find(s) for s in seeds}
+
+  for v in tensors.values():
+    if uf.find(("v", v.id)) in wgmma:
+      t = v.type
+      if len(t.shape) != 2 or t.shape[0] % 64 or t.shape[1] % 8:
+        o = first_use.get(v.id)
+        raise E.LayoutError(
+            f"{v.name or 'this tensor'} of shape {t.shape} meets a tensor-core result, so it must be"
+            f" 2-D with rows a multiple of 64 and columns a multiple of 8", o.loc if o else kernel.loc,
+            hint="keep values that combine with ml.dot results in the dot's (m, n) tile shape")
+      if isinstance(first_use.get(v.id), ir.Arange):
+        raise E.LayoutError("ml.arange cannot combine with a tensor-core result yet",
+                            first_use[v.id].loc)
+      v.type = dataclasses.replace(t, layout=Layout.WGMMA)
+
+  for alloc in kernel.smem:
+    in_wgmma = uf.find(("smem", alloc.id)) in wgmma
+    rows, cols = (alloc.type.shape[-2:] + (0,))[:2] if len(alloc.type.shape) >= 2 else (0, 0)
+    tile_cols = SWIZZLE // alloc.type.dtype.itemsize
+    fits = len(alloc.type.shape) >= 2 and rows % 8 == 0 and cols % tile_cols == 0
+    if alloc.id in mma_roots and not fits:
+      raise E.MmaOperandError(
+          f"{alloc.name} ({alloc.type.shape}) cannot be tiled for the tensor cores: it needs rows a"
+          f" multiple of 8 and columns a multiple of {tile_cols}", kernel.loc)
+    if alloc.id in mma_roots or (in_wgmma and fits):
+      kernel.smem_layouts[alloc.id] = SmemLayout((8, tile_cols), SWIZZLE)
+  _check_tiled_views(kernel, defs)
+
+
+def _check_tiled_views(kernel, defs) -> None:
+  """Views of tiled buffers may only pick whole leading slices (pipeline stages)."""
+  for o in ir.walk(kernel.body):
+    if isinstance(o, ir.View) and o.ref.id in kernel.smem_layouts:
+      full = o.ref.type.shape
+      inner = o.index[-2:]
+      if any(i.squeeze or i.size != n or i.start != 0 for i, n in zip(inner, full[-2:])):
+        raise E.LayoutError(
+            f"{o.result.name or 'this view'} slices the rows or columns of {o.ref.name}, which is tiled"
+            f" for the tensor cores", o.loc,
+            hint="index only the leading (stage) dimensions of a buffer ml.dot reads")
