@@ -172,13 +172,15 @@ class Store(Op):
 class Copy(Op):
   """An asynchronous TMA copy, GMEM -> SMEM or SMEM -> GMEM.
 
-  `slot` numbers the copy sites that load SMEM; each has its own barrier.
+  `slot` numbers the copy sites that load SMEM; each has its own barrier. A
+  pipelined copy (frontend/pipeline.py) uses barrier `slot + stage`.
   """
   src: Value
   dst: Value
   slot: int
   loc: Loc
   results: tuple[Value, ...] = ()
+  stage: Operand = 0
 
 
 @op
@@ -267,6 +269,8 @@ class For(Op):
   """`for iv in range(start, stop, step)` carrying `inits` through `body`.
 
   body.args = (iv, *carried); the body ends with a `Yield` of the new carries.
+  `stages` > 1 asks for a software pipeline (frontend/pipeline.py): its TMA
+  loads run `stages - 1` iterations ahead and its dots overlap them.
   """
   start: Operand
   stop: Operand
@@ -275,6 +279,7 @@ class For(Op):
   body: Block
   loc: Loc
   results: tuple[Value, ...]
+  stages: int = 1
   regions: ClassVar = ("body",)
 
 
@@ -298,10 +303,11 @@ class Yield(Op):
 # --- synchronisation ops: inserted by frontend/sync.py, never by users.
 @op
 class WaitLoad(Op):
-  """Wait on the barrier of copy site `slot` (its bytes have landed)."""
+  """Wait on the barrier of copy site `slot` (+ `stage`): its bytes have landed."""
   slot: int
   loc: Loc
   results: tuple[Value, ...] = ()
+  stage: Operand = 0
 
 
 @op

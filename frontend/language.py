@@ -174,6 +174,16 @@ def cluster_sync():
 
 
 @Builtin
+def range(*args, stages=1):
+  """A runtime loop like `range`; with `stages=s > 1`, a software pipeline.
+
+  In `for k in ml.range(n, stages=4):` the TMA loads into SMEM buffers at the top
+  of the body run 3 iterations ahead: the compiler gives each such buffer 4
+  copies, and overlaps the loads of later iterations with this one's ml.dot.
+  """
+
+
+@Builtin
 def static_range(*args):
   """Like `range`, but the loop is unrolled while tracing (bounds must be static)."""
 

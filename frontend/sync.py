@@ -43,6 +43,7 @@ class State:
   # thread (the register layout is a function of the shape), so it needs no barrier.
   reg_windows: dict = dataclasses.field(default_factory=dict)
   dot_pending: bool = False                                      # a Dot not yet awaited
+  in_pipeline: bool = False       # a pipelined loop's body: its dots stay in flight across iterations
   dot_reads: set = dataclasses.field(default_factory=set)       # buffers it reads
 
 
@@ -50,9 +51,10 @@ UNKNOWN_WINDOW = object()
 
 
 class SyncPass:
-  def __init__(self, defs, *, block: int = 128):
+  def __init__(self, defs, *, block: int = 128, explicit=frozenset()):
     self.defs = defs
     self.single_warpgroup = block == 128
+    self.explicit = explicit     # roots a pipelined loop synchronises itself
 
   def root(self, ref: ir.Value) -> ir.Value:
     d = self.defs.get(ref.id)
@@ -61,7 +63,8 @@ class SyncPass:
   def local_smem(self, ref: ir.Value):
     t = ref.type
     if isinstance(t, RefType) and t.space == Space.SMEM and not t.remote:
-      return self.root(ref).id
+      rid = self.root(ref).id
+      return None if rid in self.explicit else rid
     return None
 
   def accesses(self, o) -> list[tuple[int, Access]]:
@@ -75,7 +78,8 @@ class SyncPass:
     elif isinstance(o, ir.Store) and (r := self.local_smem(o.ref)) is not None:
       return [(r, Access.REG_WRITE)]
     elif isinstance(o, ir.Dot):
-      return [(self.root(o.a).id, Access.MMA_READ), (self.root(o.b).id, Access.MMA_READ)]
+      return [(r, Access.MMA_READ) for r in map(self.local_smem, (o.a, o.b)) if r is not None] or [
+          (None, Access.MMA_READ)]
     return []
 
   def window(self, o):
@@ -115,9 +119,12 @@ class SyncPass:
       if isinstance(o, ir.Yield):
         out.extend(ir.WaitLoad(s, o.loc) for s in sorted(st.pending_load.values()))
         st.pending_load.clear()
-        self.dot_wait(st, out, o.loc)
+        if not st.in_pipeline:
+          self.dot_wait(st, out, o.loc)
       elif o.regions:
-        self.dot_wait(st, out, o.loc)
+        inner = [x for r in o.regions for x in ir.walk(getattr(o, r))]
+        if st.dot_pending and any(self.needs_dot_result(x, st) or isinstance(x, ir.Dot) for x in inner):
+          self.dot_wait(st, out, o.loc)
         self.enter_region(o, st, out)
       else:
         if st.dot_pending and self.needs_dot_result(o, st):
@@ -212,8 +219,10 @@ class SyncPass:
       self.await_stores(next(iter(written & st.pending_store)), st, out, o.loc)
     loop = isinstance(o, ir.For)
     stored = {r for r, a in acc if a == Access.TMA_READ}
+    pipelined = loop and o.stages > 1
     for r in o.regions:
-      inner = State(pending_store=(st.pending_store & touched) | (stored if loop else set()))
+      inner = State(pending_store=(st.pending_store & touched) | (stored if loop else set()),
+                    in_pipeline=pipelined, dot_pending=pipelined)
       if loop:   # the previous iteration's accesses, windows unknown
         inner.dirty = {x for x, a in acc if a == Access.REG_WRITE}
         inner.reg_read = {x for x, a in acc if a == Access.REG_READ}
@@ -224,3 +233,4 @@ class SyncPass:
     for r in {r for r, a in acc if a in (Access.REG_READ, Access.REG_WRITE)}:
       st.reg_windows.setdefault(r, set()).add(UNKNOWN_WINDOW)
     st.pending_store |= stored
+    st.dot_pending = st.dot_pending or pipelined

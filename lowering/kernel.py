@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import jax.experimental.mosaic.gpu as mgpu
 from jax._src.interpreters import mlir as jax_mlir
 from jaxlib.mlir import ir
-from jaxlib.mlir.dialects import gpu
+from jaxlib.mlir.dialects import arith, gpu
 
 from ..frontend import errors as E
 from ..frontend import ir as kir
@@ -74,8 +74,14 @@ class LowerCtx:
   def set(self, v: kir.Value, x):
     self.values[v.id] = x
 
-  def barrier(self, slot: int):
-    return self.barrier_groups[slot // MAX_BARRIERS_PER_GROUP][slot % MAX_BARRIERS_PER_GROUP]
+  def barrier(self, slot: int, stage=0):
+    """The mbarrier of load site `slot` (+ `stage`, an int or a lowered i32 scalar)."""
+    group = self.barrier_groups[slot // MAX_BARRIERS_PER_GROUP]
+    if isinstance(stage, kir.Value):
+      offset = arith.addi(arith.constant(ir.IntegerType.get_signless(32), slot % MAX_BARRIERS_PER_GROUP),
+                          self.get(stage))
+      return group[offset]
+    return group[slot % MAX_BARRIERS_PER_GROUP + stage]
 
   def thread_barrier(self):
     if self.kernel.block == 128:

@@ -169,7 +169,7 @@ def _copy(ctx, o):
   if o.slot >= 0:   # GMEM -> SMEM
     gmem, gslice = ctx.gmem_window(src)
     ctx.launch.async_copy(src_ref=gmem, dst_ref=ctx.memref(dst), gmem_slice=gslice,
-                          barrier=ctx.barrier(o.slot), predicate=ctx.tma_predicate, **kw)
+                          barrier=ctx.barrier(o.slot, o.stage), predicate=ctx.tma_predicate, **kw)
   else:
     gmem, gslice = ctx.gmem_window(dst)
     ctx.launch.async_copy(src_ref=ctx.memref(src), dst_ref=gmem, gmem_slice=gslice,
@@ -179,7 +179,7 @@ def _copy(ctx, o):
 # ---------------------------------------------------------------- synchronisation
 @rule(kir.WaitLoad)
 def _wait_load(ctx, o):
-  ctx.barrier(o.slot).wait()
+  ctx.barrier(o.slot, o.stage).wait()
 
 
 @rule(kir.AwaitStores)
@@ -260,7 +260,7 @@ def _compare(ctx, o):
     if d.is_float:
       pred = {kir.CmpOp.LT: "olt", kir.CmpOp.LE: "ole", kir.CmpOp.GT: "ogt", kir.CmpOp.GE: "oge",
               kir.CmpOp.EQ: "oeq", kir.CmpOp.NE: "une"}[o.kind]
-      ctx.set(o.result, arith.cmpf(getattr(arith.CmpFPredicate, pred), a, b))
+      ctx.set(o.result, arith.cmpf(getattr(arith.CmpFPredicate, pred.upper()), a, b))
     else:
       s = "s" if d.is_signed else "u"
       pred = {kir.CmpOp.LT: s + "lt", kir.CmpOp.LE: s + "le", kir.CmpOp.GT: s + "gt",
