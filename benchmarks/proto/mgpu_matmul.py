@@ -85,8 +85,13 @@ class MatmulConfig:
   consumer_regs: int = 232
 
   def describe(self) -> str:
-    return (f"{self.tile_m}x{self.tile_n}x{self.tile_k} s{self.stages} g{self.group_m}"
-            f" epi{self.epi_m}x{self.epi_n}")
+    d = (f"{self.tile_m}x{self.tile_n}x{self.tile_k} s{self.stages} g{self.group_m}"
+         f" epi{self.epi_m}x{self.epi_n}")
+    if self.num_ctas is not None:
+      d += f" c{self.num_ctas}"
+    if (self.producer_regs, self.consumer_regs) != (40, 232):
+      d += f" r{self.producer_regs}/{self.consumer_regs}"
+    return d
 
 
 def default_num_ctas() -> int:
