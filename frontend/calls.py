@@ -74,6 +74,12 @@ def tracer_py_builtins():
   return tuple(_PY_BUILTINS.values())
 
 
+def _min_max(t, kind, x, y, loc):
+  if not is_value(x) and not is_value(y) and all(isinstance(v, (int, float)) for v in (x, y)):
+    return (max if kind == ir.BinOp.MAX else min)(x, y)     # static numbers stay Python
+  return t.em.binary(kind, x, y, loc)
+
+
 def _unary(kind):
   return lambda t, node, loc, a: t.em.unary(kind, a["x"], loc)
 
@@ -88,16 +94,34 @@ _HANDLERS = {
     L.zeros: lambda t, node, loc, a: t.em.full(a["shape"], 0, _dtype(t, node, a["dtype"], "ml.zeros"), loc),
     L.full: lambda t, node, loc, a: t.em.full(a["shape"], a["value"], _dtype(t, node, a["dtype"], "ml.full"), loc),
     L.arange: lambda t, node, loc, a: t.em.arange(a["n"], _dtype(t, node, a.get("dtype"), "ml.arange", optional=True), loc),
-    L.maximum: lambda t, node, loc, a: t.em.binary(ir.BinOp.MAX, a["a"], a["b"], loc),
-    L.minimum: lambda t, node, loc, a: t.em.binary(ir.BinOp.MIN, a["a"], a["b"], loc),
+    L.maximum: lambda t, node, loc, a: _min_max(t, ir.BinOp.MAX, a["a"], a["b"], loc),
+    L.minimum: lambda t, node, loc, a: _min_max(t, ir.BinOp.MIN, a["a"], a["b"], loc),
     L.where: lambda t, node, loc, a: t.em.where(a["cond"], a["a"], a["b"], loc),
     L.cast: lambda t, node, loc, a: t.em.cast(a["x"], _dtype(t, node, a["dtype"], "ml.cast"), loc),
     L.cluster_ref: lambda t, node, loc, a: t.em.cluster_ref(
         a["buf"], a["cta"], a.get("axis", 0), t.text(node), loc),
     L.cluster_sync: lambda t, node, loc, a: t.em.emit(ir.ClusterSync, loc=loc) and None,
     L.dot: lambda t, node, loc, a: mma.dot(t.em, a["a"], a["b"], a.get("acc"), loc),
+    L.grouped_ids: lambda t, node, loc, a: _grouped_ids(t, loc, a),
     **{b: _unary(k) for b, k in {L.exp: ir.UnOp.EXP, L.exp2: ir.UnOp.EXP2, L.log: ir.UnOp.LOG,
                                  L.sqrt: ir.UnOp.SQRT, L.rsqrt: ir.UnOp.RSQRT,
                                  L.tanh: ir.UnOp.TANH, L.abs: ir.UnOp.ABS}.items()},
 }
 
+
+
+def _grouped_ids(t, loc, a):
+  em, pid, num_m, num_n, group = t.em, a["pid"], a["num_m"], a["num_n"], a.get("group", 8)
+  for name in ("num_m", "num_n", "group"):
+    v = a.get(name, 8)
+    if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
+      raise E.KernelTypeError(f"ml.grouped_ids' {name} must be a positive static int, got {v!r}", loc)
+  em.index_operand(pid, loc)
+  B = ir.BinOp
+  width = group * num_n
+  first_m = em.binary(B.MUL, em.binary(B.FLOORDIV, pid, width, loc), group, loc)
+  size_m = em.binary(B.MIN, em.binary(B.SUB, num_m, first_m, loc), group, loc)
+  within = em.binary(B.MOD, pid, width, loc)
+  i = em.binary(B.ADD, first_m, em.binary(B.MOD, within, size_m, loc), loc)
+  j = em.binary(B.FLOORDIV, within, size_m, loc)
+  return i, j

@@ -161,6 +161,15 @@ def dot(a, b, acc=None):
 
 
 @Builtin
+def grouped_ids(pid, num_m, num_n, group=8):
+  """(i, j) tile coordinates for a 1-D program id, visiting tiles in groups of `group` rows.
+
+  Consecutive programs then share rows of A and columns of B in L2 (Triton's
+  GROUP_M ordering): `i, j = ml.grouped_ids(ml.program_id(0), m // bm, n // bn)`.
+  """
+
+
+@Builtin
 def cluster_ref(buf, cta, axis=0):
   """The SMEM buffer `buf` of CTA `cta` (along cluster `axis`) in this CTA's cluster.
 

@@ -101,12 +101,15 @@ def assign_layouts(kernel: ir.Kernel, defs) -> None:
   for v in tensors.values():
     if uf.find(("v", v.id)) in wgmma:
       t = v.type
-      if len(t.shape) != 2 or t.shape[0] % 64 or t.shape[1] % 8:
+      rows = 64 * (kernel.block // 128)    # warpgroups split the rows
+      if len(t.shape) != 2 or t.shape[0] % rows or t.shape[1] % 8:
         o = first_use.get(v.id)
         raise E.LayoutError(
             f"{v.name or 'this tensor'} of shape {t.shape} meets a tensor-core result, so it must be"
-            f" 2-D with rows a multiple of 64 and columns a multiple of 8", o.loc if o else kernel.loc,
-            hint="keep values that combine with ml.dot results in the dot's (m, n) tile shape")
+            f" 2-D with rows a multiple of {rows} (64 per warpgroup) and columns a multiple of 8",
+            o.loc if o else kernel.loc,
+            hint="keep values that combine with ml.dot results in the dot's (m, n) tile shape"
+                 + (", or use fewer warpgroups (block=)" if rows > 64 else ""))
       if isinstance(first_use.get(v.id), ir.Arange):
         raise E.LayoutError("ml.arange cannot combine with a tensor-core result yet",
                             first_use[v.id].loc)

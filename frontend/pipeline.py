@@ -196,7 +196,7 @@ def _pipeline(kernel, loop: ir.For, em, roots):
   has_reads = any(isinstance(u, (ir.Load, ir.Copy)) for o in rest for u in ir.walk(ir.Block([o]))
                   if any(x in views.values() for x in u.operands()))
   new_body.ops.append(ir.DotWait(1, loc))
-  if has_reads:
+  if has_reads or kernel.block > 128:   # every warpgroup is done with the stage before it refills
     new_body.ops.append(ir.Barrier(loc))
   with em.region(new_body):
     nxt = emit(ir.Binary, ir.BinOp.ADD, iv, S - 1, types=[ScalarType(DType.i32)]).result

@@ -50,6 +50,27 @@ class LowerCtx:
     self.barrier_groups = barrier_groups
     self.tma_predicate = mgpu.single_thread_predicate(mgpu.ThreadSubset.BLOCK)
     self.root_ids = {id(r): rid for rid, r in smem_refs.items()}
+    # With several warpgroups, a WGMMA-layout (tensor-core) tensor is split by rows:
+    # warpgroup w holds rows [w * m / W, (w + 1) * m / W).
+    self.num_warpgroups = kernel.block // 128
+    self.wg = None
+    if self.num_warpgroups > 1:
+      self.wg = arith.index_cast(ir.IndexType.get(), mgpu.warpgroup_idx(sync=True))
+
+  def local_shape(self, t) -> tuple[int, ...]:
+    if self.num_warpgroups > 1 and getattr(t, "layout", None) == Layout.WGMMA:
+      return (t.shape[0] // self.num_warpgroups,) + tuple(t.shape[1:])
+    return tuple(t.shape)
+
+  def my_rows(self, mem, rows: int, tiled):
+    """This warpgroup's rows of a memref holding a WGMMA-layout tile (rows tiled by 8 if tiled)."""
+    if self.num_warpgroups == 1:
+      return mem
+    per = rows // self.num_warpgroups
+    if tiled is not None:
+      per //= tiled.tile[0]
+    start = arith.muli(self.wg, arith.constant(ir.IndexType.get(), per))
+    return mgpu.memref_slice(mem, mgpu.ds(start, per))
 
   def get(self, v: kir.Value):
     """The lowered value; a tensor-core accumulator is read as a FragmentedArray."""

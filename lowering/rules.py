@@ -62,13 +62,13 @@ def layout_of(t: TensorType):
   return fa.WGMMA_LAYOUT if t.layout == Layout.WGMMA else strided_layout(t.shape)
 
 
-def flat_types(t) -> list[ir.Type]:
+def flat_types(ctx, t) -> list[ir.Type]:
   """The MLIR types a value of typed-IR type `t` flattens to (scf.if results)."""
   if isinstance(t, ScalarType):
     return [mlir_type(t.dtype)]
   layout = layout_of(t)
   n = 1
-  for s in layout.registers_shape(t.shape):
+  for s in layout.registers_shape(ctx.local_shape(t)):
     n *= s
   return [layout.registers_element_type(mlir_type(t.dtype))] * n
 
@@ -93,7 +93,8 @@ def as_array(ctx, x, like_type: TensorType, d: DType):
     return x
   if not isinstance(x, ir.Value):
     x = scalar_const(x, d)
-  return fa.FragmentedArray.splat(x, like_type.shape, layout_of(like_type), is_signed=d.is_signed)
+  return fa.FragmentedArray.splat(x, ctx.local_shape(like_type), layout_of(like_type),
+                                  is_signed=d.is_signed)
 
 
 def operand(ctx, x):
@@ -138,6 +139,8 @@ def _load(ctx, o):
   ref = ctx.get(o.ref)
   tiled = ctx.smem_layout(ref)
   mem = ctx.memref(ref)
+  if t.layout == Layout.WGMMA:
+    mem = ctx.my_rows(mem, t.shape[0], tiled)
   if tiled is not None:
     x = fa.FragmentedArray.load_tiled(mem, swizzle=tiled.swizzle, is_signed=t.dtype.is_signed)
   elif t.layout == Layout.WGMMA:
@@ -153,10 +156,13 @@ def _load(ctx, o):
 def _store(ctx, o):
   ref = ctx.get(o.ref)
   tiled = ctx.smem_layout(ref)
+  mem = ctx.memref(ref)
+  if o.value.type.layout == Layout.WGMMA:
+    mem = ctx.my_rows(mem, o.value.type.shape[0], tiled)
   if tiled is not None:
-    ctx.get(o.value).store_tiled(ctx.memref(ref), swizzle=tiled.swizzle)
+    ctx.get(o.value).store_tiled(mem, swizzle=tiled.swizzle)
   else:
-    ctx.get(o.value).store_untiled(ctx.memref(ref), optimized=False)
+    ctx.get(o.value).store_untiled(mem, optimized=False)
 
 
 @rule(kir.Copy)
@@ -267,7 +273,7 @@ def _compare(ctx, o):
               kir.CmpOp.GE: s + "ge", kir.CmpOp.EQ: "eq", kir.CmpOp.NE: "ne"}[o.kind]
       ctx.set(o.result, arith.cmpi(getattr(arith.CmpIPredicate, pred), a, b))
     return
-  like = TensorType(t.shape, d)
+  like = TensorType(t.shape, d, t.layout)
   a = as_array(ctx, operand(ctx, o.lhs), like, d)
   b = as_array(ctx, operand(ctx, o.rhs), like, d)
   ctx.set(o.result, _CMP_ARRAY[o.kind](a, b))
@@ -290,7 +296,7 @@ def _unary(ctx, o):
 @rule(kir.Where)
 def _where(ctx, o):
   t = o.result.type
-  cond = as_array(ctx, ctx.get(o.cond), TensorType(t.shape, DType.bool_), DType.bool_)
+  cond = as_array(ctx, ctx.get(o.cond), TensorType(t.shape, DType.bool_, t.layout), DType.bool_)
   a = as_array(ctx, operand(ctx, o.on_true), t, t.dtype)
   b = as_array(ctx, operand(ctx, o.on_false), t, t.dtype)
   ctx.set(o.result, cond.select(a, b))
@@ -314,7 +320,8 @@ def _full(ctx, o):
   v = operand(ctx, o.value)
   if not isinstance(v, ir.Value):
     v = scalar_const(v, t.dtype)
-  ctx.set(o.result, fa.FragmentedArray.splat(v, t.shape, layout_of(t), is_signed=t.dtype.is_signed))
+  ctx.set(o.result, fa.FragmentedArray.splat(v, ctx.local_shape(t), layout_of(t),
+                                             is_signed=t.dtype.is_signed))
 
 
 @rule(kir.Arange)
@@ -346,7 +353,7 @@ def _for(ctx, o):
 
 @rule(kir.If)
 def _if(ctx, o):
-  types = [t for r in o.results for t in flat_types(r.type)]
+  types = [t for r in o.results for t in flat_types(ctx, r.type)]
   op_ = scf.IfOp(ctx.get(o.cond), types, has_else=True)
   trees = []
 
@@ -365,12 +372,13 @@ def _if(ctx, o):
 
 @rule(kir.Dot)
 def _dot(ctx, o):
-  m, n = o.result.type.shape
+  m, n = ctx.local_shape(o.result.type)
   acc = ctx.carried(o.acc) if o.acc is not None else mgpu.WGMMAAccumulator.zero(
       m, n, mlir_type(o.result.type.dtype))
   a, b = ctx.get(o.a), ctx.get(o.b)
-  swizzle = ctx.smem_layout(a).swizzle
-  res = mgpu.wgmma(acc, ctx.memref(a), ctx.memref(b), swizzle=swizzle)
+  tiled = ctx.smem_layout(a)
+  a_rows = ctx.my_rows(ctx.memref(a), o.a.type.shape[0], tiled)
+  res = mgpu.wgmma(acc, a_rows, ctx.memref(b), swizzle=tiled.swizzle)
   nvvm.wgmma_commit_group_sync_aligned()
   ctx.set(o.result, res)
 

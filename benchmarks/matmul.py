@@ -1,0 +1,144 @@
+"""Matmul TFLOP/s on the H200: mgpu_dsl (examples/matmul.py) vs jnp.dot (cuBLAS) vs Pallas Mosaic GPU.
+
+    python benchmarks/matmul.py [--quick] [--plot docs/matmul.png]
+
+For each shape and dtype, each contender runs at its best configuration of a
+small sweep (median of timed loops after warm-up; every result is checked
+against jnp.dot first). Also prints the first-call latency (trace + compile +
+run) of mgpu_dsl and Pallas. A timing is never an assertion.
+"""
+import argparse
+import dataclasses
+import os
+import sys
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
+from common import median_time, table  # noqa: E402
+
+SHAPES = [(2048, 2048, 2048), (4096, 4096, 4096), (4096, 8192, 4096), (8192, 8192, 8192),
+          (16384, 4096, 4096)]
+OURS = [dict(bm=128, bn=256, bk=64, stages=3), dict(bm=128, bn=128, bk=64, stages=4),
+        dict(bm=128, bn=128, bk=64, stages=6)]
+
+
+def tflops(m, n, k, t):
+  return 2 * m * n * k / t / 1e12
+
+
+def checked(fn, a, b, ref):
+  out = fn(a, b)
+  err = float(jnp.linalg.norm(out.astype(jnp.float32) - ref) / jnp.linalg.norm(ref))
+  if not err < 1e-2:
+    raise AssertionError(f"relative error {err:.3g}")
+  return fn
+
+
+def best(candidates, a, b, ref, m, n, k):
+  """(TFLOP/s, config name) of the fastest correct candidate, or (nan, error)."""
+  out, last_err = (float("nan"), ""), ""
+  for name, make in candidates:
+    try:
+      fn = checked(make(), a, b, ref)
+      t = median_time(fn, a, b)
+    except Exception as e:  # a config the contender cannot run: report, keep going
+      last_err = f"{type(e).__name__}: {str(e)[:80]}"
+      continue
+    if not out[0] >= tflops(m, n, k, t):
+      out = (tflops(m, n, k, t), name)
+  return out if out[1] else (float("nan"), last_err)
+
+
+def ours(m, n, k):
+  import matmul as ex
+  for cfg in OURS:
+    if m % cfg["bm"] or n % cfg["bn"] or k % cfg["bk"]:
+      continue
+    yield (f"{cfg['bm']}x{cfg['bn']}x{cfg['bk']} s{cfg['stages']}",
+           lambda cfg=cfg: jax.jit(lambda a, b: ex.matmul(a, b, **cfg)))
+
+
+def pallas(m, n, k):
+  from jax.experimental.pallas.ops.gpu import hopper_matmul_mgpu as hm
+  D = hm.MatmulDimension
+  for tm, tn, steps, wg in [(128, 256, 4, D.N), (256, 128, 4, D.M), (128, 128, 4, D.N),
+                            (128, 128, 6, D.N), (256, 64, 4, D.M)]:
+    for width in (8, 16):
+      cfg = hm.TuningConfig(tile_m=tm, tile_n=tn, tile_k=64, max_concurrent_steps=steps,
+                            epi_tile_m=64, epi_tile_n=64, grid_minor_dim=D.N,
+                            grid_tile_width=width, wg_dimension=wg)
+      yield (f"{tm}x{tn} s{steps} w{width}",
+             lambda cfg=cfg: jax.jit(lambda a, b: hm.matmul(a, b, None, cfg)))
+
+
+def proto(m, n, k):
+  sys.path.insert(0, os.path.join(os.path.dirname(__file__), "proto"))
+  import mgpu_matmul as pm
+  yield ("128x256 s4 ws", lambda: jax.jit(lambda a, b: pm.matmul(a, b, pm.MatmulConfig())))
+
+
+def first_call(make, a, b):
+  t0 = time.perf_counter()
+  jax.block_until_ready(make()(a, b))
+  return time.perf_counter() - t0
+
+
+def main():
+  p = argparse.ArgumentParser()
+  p.add_argument("--quick", action="store_true", help="4096x8192x4096 only")
+  p.add_argument("--plot", default="", help="save a bar chart here")
+  args = p.parse_args()
+  shapes = [(4096, 8192, 4096)] if args.quick else SHAPES
+  print(f"jax {jax.__version__} on {jax.devices()[0].device_kind}")
+  rows, results = [], []
+  for dtype in (jnp.float16, jnp.bfloat16):
+    for m, n, k in shapes:
+      ka, kb = jax.random.split(jax.random.key(m + n + k))
+      a = jax.random.normal(ka, (m, k), jnp.float32).astype(dtype)
+      b = jax.random.normal(kb, (k, n), jnp.float32).astype(dtype)
+      ref = jnp.dot(a, b, preferred_element_type=jnp.float32)
+      cub = tflops(m, n, k, median_time(jax.jit(lambda a, b: a @ b), a, b))
+      o, ocfg = best(ours(m, n, k), a, b, ref, m, n, k)
+      pl, pcfg = best(pallas(m, n, k), a, b, ref, m, n, k)
+      pr, _ = best(proto(m, n, k), a, b, ref, m, n, k)
+      top = max(x for x in (cub, pl) if x == x)
+      rows.append((jnp.dtype(dtype).name, f"{m}x{n}x{k}", f"{o:.0f}", ocfg, f"{cub:.0f}", f"{pl:.0f}",
+                   pcfg, f"{pr:.0f}", f"{o / cub:.2f}", f"{o / top:.2f}"))
+      results.append((jnp.dtype(dtype).name, f"{m}x{n}x{k}", o, cub, pl))
+      print(table(("dtype", "shape", "mgpu_dsl", "config", "jnp.dot", "Pallas", "Pallas config",
+                   "hand Mosaic", "vs jnp.dot", "vs best"), rows[-1:]), flush=True)
+  print("\nTFLOP/s, each at its best swept configuration:")
+  print(table(("dtype", "shape", "mgpu_dsl", "config", "jnp.dot", "Pallas", "Pallas config",
+               "hand Mosaic", "vs jnp.dot", "vs best"), rows))
+  a = jax.random.normal(jax.random.key(1), (4096, 4096), jnp.float16)
+  import matmul as ex
+  from jax.experimental.pallas.ops.gpu import hopper_matmul_mgpu as hm
+  ours_fc = first_call(lambda: jax.jit(lambda a, b: ex.matmul(a, b, bm=128, bn=256, stages=4 - 1)), a, a)
+  cfg = hm.TuningConfig(tile_m=128, tile_n=256, tile_k=64, max_concurrent_steps=4, epi_tile_m=64,
+                        epi_tile_n=64)
+  pl_fc = first_call(lambda: jax.jit(lambda a, b: hm.matmul(a, b, None, cfg)), a, a)
+  print(f"\nfirst call (trace + compile + run), f16 4096^3: mgpu_dsl {ours_fc:.2f} s, Pallas {pl_fc:.2f} s")
+  if args.plot:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(11, 4))
+    x = np.arange(len(results))
+    for i, (label, col) in enumerate([("mgpu_dsl", 2), ("jnp.dot (cuBLAS)", 3), ("Pallas MGPU", 4)]):
+      ax.bar(x + (i - 1) * 0.27, [r[col] for r in results], 0.27, label=label)
+    ax.set_xticks(x, [f"{r[0]}\n{r[1]}" for r in results], fontsize=7)
+    ax.set_ylabel("TFLOP/s")
+    ax.set_title(f"matmul on {jax.devices()[0].device_kind}, jax {jax.__version__}")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(args.plot, dpi=120)
+    print(f"plot saved to {args.plot}")
+
+
+if __name__ == "__main__":
+  main()

@@ -1,0 +1,68 @@
+"""The matmul example: it exports for CUDA on the CPU and matches jnp.dot on the GPU."""
+import os
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
+import matmul as ex  # noqa: E402
+
+S = jax.ShapeDtypeStruct
+DTYPES = [jnp.float16, jnp.bfloat16]
+CONFIGS = [dict(bm=128, bn=256, stages=3), dict(bm=128, bn=128, stages=4)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("cfg", CONFIGS, ids=str)
+def test_matmul_exports_for_cuda(dtype, cfg):
+  specs = [S((512, 256), dtype), S((256, 512), dtype)]
+  txt = jax.export.export(jax.jit(lambda a, b: ex.matmul(a, b, **cfg)), platforms=["cuda"])(*specs)
+  assert "@mosaic_gpu" in txt.mlir_module()
+
+
+def test_fused_epilogue_exports_for_cuda():
+  specs = [S((256, 128), jnp.bfloat16), S((128, 256), jnp.bfloat16), S((256, 256), jnp.bfloat16)]
+  jax.export.export(jax.jit(ex.matmul_residual_relu), platforms=["cuda"])(*specs)
+
+
+def test_pipelined_matmul_multibuffers_its_tiles_and_tiles_them_for_wgmma():
+  specs = [S((256, 512), jnp.float16), S((512, 256), jnp.float16)]
+  ir_text = ex.matmul.typed_ir(*specs, bm=128, bn=256, stages=3)
+  assert "ref<SMEM, 3x128x64, float16>" in ir_text and "ref<SMEM, 3x64x256, float16>" in ir_text
+  assert "dotwait pending=1" in ir_text and "stages=3" in ir_text
+
+
+def rel_err(got, want):
+  got, want = np.asarray(got, np.float32), np.asarray(want, np.float32)
+  return np.linalg.norm(got - want) / np.linalg.norm(want)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("shape", [(128, 256, 64), (256, 512, 128), (1024, 768, 512), (2048, 2048, 4096)],
+                         ids=str)
+@pytest.mark.parametrize("cfg", CONFIGS, ids=str)
+def test_matmul_matches_jnp_dot(shape, dtype, cfg):
+  m, n, k = shape
+  if n % cfg["bn"]:
+    pytest.skip("n not a multiple of the tile")
+  ka, kb = jax.random.split(jax.random.key(m + n + k))
+  a = jax.random.normal(ka, (m, k), jnp.float32).astype(dtype)
+  b = jax.random.normal(kb, (k, n), jnp.float32).astype(dtype)
+  got = jax.jit(lambda a, b: ex.matmul(a, b, **cfg))(a, b)
+  assert got.dtype == dtype
+  assert rel_err(got, jnp.dot(a, b, preferred_element_type=jnp.float32)) < 1e-2
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_fused_residual_relu_matches_jnp(dtype):
+  ka, kb, kr = jax.random.split(jax.random.key(3), 3)
+  a = jax.random.normal(ka, (512, 256), jnp.float32).astype(dtype)
+  b = jax.random.normal(kb, (256, 512), jnp.float32).astype(dtype)
+  r = jax.random.normal(kr, (512, 512), jnp.float32).astype(dtype)
+  want = jnp.maximum(jnp.dot(a, b, preferred_element_type=jnp.float32) + r.astype(jnp.float32), 0)
+  assert rel_err(ex.matmul_residual_relu(a, b, r), want) < 1e-2
