@@ -18,6 +18,7 @@ from .dtypes import DType, to_dtype
 from .loc import Loc
 from .semantics import Emitter
 from .layouts import assign_layouts
+from .pipeline import pipeline_loops
 from .smem import plan_smem
 from .sync import SyncPass
 from .tracer import Source, Tracer
@@ -125,15 +126,33 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, bloc
     tr.env[name] = v
   for c in pk.constexpr_params:
     tr.env[c] = constexprs.get(c, pk.defaults.get(c))
-  tr.run_body(pk.tree.body)
+  try:
+    tr.run_body(pk.tree.body)
+  except E.InternalError as e:
+    E.raise_all(tr.errors + [e])
+  if tr.errors:     # every independent mistake of the pass, plus an SMEM overflow if known
+    E.raise_all(tr.errors + _smem_overflow(pk, em, params, grid, block, cluster))
   _finalize_types(em, params)
   kernel = ir.Kernel(pk.tree.name, params, em.allocs, em.block, grid, block, cluster,
                      em.num_load_slots, loc)
+  pipelined = pipeline_loops(kernel, em)
   assign_layouts(kernel, em.defs)
   end = pk.source.loc(pk.tree.body[-1])
-  SyncPass(em.defs, block=block).run(em.block, end)
+  SyncPass(em.defs, block=block, explicit=pipelined).run(em.block, end)
   kernel.smem_plan = plan_smem(kernel)
   return kernel
+
+
+def _smem_overflow(pk, em, params, grid, block, cluster) -> list:
+  """The SmemCapacityError of a kernel that has other errors, when its buffer sizes are known."""
+  if any(isinstance(resolve(a.type.dtype), DTypeVar) for a in em.allocs):
+    return []
+  try:
+    plan_smem(ir.Kernel(pk.tree.name, params, em.allocs, em.block, grid, block, cluster,
+                        em.num_load_slots, pk.loc))
+  except E.SmemCapacityError as e:
+    return [e]
+  return []
 
 
 def _finalize_types(em: Emitter, params) -> None:

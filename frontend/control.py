@@ -63,8 +63,15 @@ def trace_for(tracer, node: ast.For):
     tracer.unsupported(node.target, "unpacking in a for target", hint="loop over one index: for i in range(n)")
   it = node.iter
   fn = tracer.eval(it.func) if isinstance(it, ast.Call) else None
-  if fn not in (range, L.static_range) or it.keywords:
-    tracer.unsupported(it, "iterating over anything but range(...) or ml.static_range(...)")
+  if fn not in (range, L.static_range, L.range) or (it.keywords and fn is not L.range):
+    tracer.unsupported(it, "iterating over anything but range(...), ml.range(...) or ml.static_range(...)")
+  stages = 1
+  for kw in it.keywords:
+    if kw.arg != "stages":
+      raise E.KernelTypeError(f"ml.range takes no keyword {kw.arg!r}", tracer.loc(kw.value))
+    stages = tracer.eval(kw.value)
+    if not isinstance(stages, int) or isinstance(stages, bool) or not 1 <= stages <= 8:
+      raise E.KernelTypeError(f"stages must be a static int from 1 to 8, got {stages!r}", tracer.loc(kw.value))
   args = [tracer.eval(a) for a in it.args]
   if not 1 <= len(args) <= 3:
     raise E.KernelTypeError(f"range takes 1 to 3 arguments, got {len(args)}", tracer.loc(it))
@@ -97,25 +104,36 @@ def trace_for(tracer, node: ast.For):
   for n, a in zip(carried, args_):
     env[n] = a
   env[name] = iv
+  poisoned = set()
   with em.region(body):
     tracer.run_body(node.body)
     yields = []
     for n, init in zip(carried, inits):
       new = env[n]
+      if new is POISON:           # its error is reported; keep the IR well formed
+        poisoned.add(n)
+        yields.append(args_[carried.index(n)])
+        continue
+      where = _rebinding_loc(tracer, node, n)
       if not _is_carriable(new):
         raise E.LoopCarryTypeError(
-            f"{n} changes from {init.type} to {_describe(new)} inside the loop", loc,
-            hint=f"keep {n} the same kind of value in every iteration")
+            f"{n} changes from {init.type} to {_describe(new)} inside the loop", where,
+            hint=f"keep {n} the same kind of value in every iteration",
+            notes=(f"{loc}: the loop that carries {n}",))
       new = _as_value(tracer, new, loc)
       if not _same_type(em, init, new, loc):
         raise E.LoopCarryTypeError(
-            f"{n} enters the loop as {init.type} but an iteration makes it {new.type}", loc,
+            f"{n} enters the loop as {init.type} but an iteration makes it {new.type}", where,
             hint=f"convert it back at the end of the body: {n} = {n}.astype(jnp.{dtype_name(init.type.dtype)})"
-            if init.type.shape == new.type.shape else f"keep {n}'s shape fixed across iterations")
+            if init.type.shape == new.type.shape else f"keep {n}'s shape fixed across iterations",
+            notes=(f"{loc}: the loop that carries {n}",))
       yields.append(new)
     em.emit(ir.Yield, tuple(yields), loc=loc)
   for n in assigned:
     if n in carried:
+      continue
+    if before.get(n) is POISON or env.get(n) is POISON:
+      poisoned.add(n)
       continue
     if n in before and before[n] is not env.get(n) and not _static_equal(before[n], env.get(n)):
       raise E.LoopCarryTypeError(
@@ -127,11 +145,23 @@ def trace_for(tracer, node: ast.For):
     else:
       env[n] = before[n]
   res = em.emit(ir.For, start, stop, step, inits, body, loc=loc,
-                types=[v.type for v in inits], names=carried)
+                types=[v.type for v in inits], names=carried, stages=stages)
   for n, r in zip(carried, res.results):
     env[n] = r
+  for n in poisoned:
+    env[n] = POISON
   env[name] = _Unbound(f"{name} is the loop variable of the loop at line {loc.lineno}, which is not"
                        f" defined after a runtime loop")
+
+
+def _rebinding_loc(tracer, loop: ast.For, name: str):
+  """Where the loop body last assigns `name` (the statement that changes its type)."""
+  last = None
+  for stmt in ast.walk(loop):
+    if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and name in assigned_names([stmt]):
+      if last is None or (stmt.lineno, stmt.col_offset) > (last.lineno, last.col_offset):
+        last = stmt
+  return tracer.loc(last if last is not None else loop)
 
 
 def _static_equal(a, b) -> bool:
@@ -157,6 +187,9 @@ def trace_if(tracer, node: ast.If, cond: ir.Value):
   results = []
   for n in names:
     a, b = then_env.get(n), else_env.get(n)
+    if a is POISON or b is POISON:  # an error in a branch is already reported
+      env[n] = POISON
+      continue
     if a is b and a is not None:
       env[n] = a
       continue
@@ -192,4 +225,4 @@ def trace_if(tracer, node: ast.If, cond: ir.Value):
     env[n] = r
 
 
-from .tracer import _Unbound  # noqa: E402  (tracer imports this module lazily)
+from .tracer import POISON, _Unbound  # noqa: E402  (tracer imports this module lazily)

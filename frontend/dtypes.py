@@ -48,10 +48,15 @@ class DType(enum.Enum):
 
   @property
   def is_signed(self) -> bool | None:
-    """True/False for integers, None for floats and bool (Mosaic's convention)."""
+    """True/False for integers, False for bool (i1), None for floats: Mosaic's convention.
+
+    Mosaic GPU's FragmentedArray insists on a signedness for every MLIR integer
+    type, i1 included (its comparisons produce unsigned i1), and a bool widens
+    with zero extension (True -> 1).
+    """
     if self in _SIGNED:
       return True
-    if self in _UNSIGNED:
+    if self in _UNSIGNED or self == DType.bool_:
       return False
     return None
 

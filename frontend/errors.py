@@ -105,12 +105,33 @@ MmaOperandError = _error("MmaOperandError", "MG501", "ml.dot operands the tensor
 PipelineError = _error("PipelineError", "MG502", "A loop ml.range(..., stages=) cannot pipeline.")
 
 
+# Found while running in interpret mode (lowering/interpret.py).
+InterpretError = _error("InterpretError", "MG950", "A kernel that goes wrong at run time in interpret mode (a hang, a division by zero).")
+
+
+def _interp_error(name, code, doc):
+  cls = type(name, (InterpretError,), {"code": code, "__doc__": doc})
+  cls.__module__ = "mgpu_dsl"
+  return cls
+
+
+RaceError = _interp_error("RaceError", "MG951", "A data race the GPU would not report (programs writing the same output, a read before its copy landed).")
+OutOfBoundsError = _interp_error("OutOfBoundsError", "MG952", "A dynamic index outside a buffer (undefined behaviour on the GPU).")
+
+
 class InternalError(KernelError):
   """A failure inside mgpu_dsl itself, at the user's line. Please report it."""
   code = "MG900"
 
 
 InternalError.__module__ = "mgpu_dsl"
+
+def raise_all(errors: list[KernelError]):
+  """Raise the first of `errors` with `.errors` holding them all (str() renders every one)."""
+  first = errors[0]
+  first.errors = list(errors)
+  raise first
+
 
 ALL_ERRORS = [c for c in list(globals().values())
               if isinstance(c, type) and issubclass(c, KernelError)]

@@ -23,6 +23,26 @@ Num = (int, float, bool)
 _FLOAT_ONLY = {ir.UnOp.EXP, ir.UnOp.EXP2, ir.UnOp.LOG, ir.UnOp.SQRT,
                ir.UnOp.RSQRT, ir.UnOp.TANH}
 _INT_ONLY = {ir.BinOp.FLOORDIV, ir.BinOp.MOD, ir.BinOp.AND, ir.BinOp.OR, ir.BinOp.XOR}
+# Mosaic GPU allows these on 8-bit integers (bitwise ops and equality need no arithmetic).
+_BITWISE_8BIT = {ir.BinOp.AND, ir.BinOp.OR, ir.BinOp.XOR, ir.CmpOp.EQ, ir.CmpOp.NE}
+_FLOAT8 = frozenset({DType.f8e4m3, DType.f8e5m2})
+# Register values `ml.arange` can produce (Mosaic GPU's iota has no 8-bit float or bool form).
+_ARANGE_DTYPES = frozenset(d for d in DType if d.is_int) | {DType.f32, DType.f16, DType.bf16}
+
+
+def cast_problem(src: DType, dst: DType, *, scalar: bool) -> str | None:
+  """Why Mosaic GPU cannot convert `src` to `dst` (None if it can).
+
+  lowering/compat.py bridges narrow float <-> float and 8-bit <-> float
+  conversions through f32; what is left are the pairs below.
+  """
+  if dst == DType.bool_:
+    return "casting to bool is not supported"
+  if scalar and src.is_float and dst.is_float and src != dst and src.bits == dst.bits:
+    return f"scalars convert between floats of one width ({src} -> {dst}) only through float32"
+  if not scalar and dst in _FLOAT8 and src.is_int and src.bits > 8:
+    return f"Mosaic GPU converts {src} to 8-bit floats only through float32"
+  return None
 
 
 def is_value(x) -> bool:
@@ -36,6 +56,15 @@ def kind_of(x) -> str:
       return f"a {t.space} ref"
     return "a register tensor" if isinstance(t, TensorType) else "a scalar"
   return f"a Python {type(x).__name__}"
+
+
+def bool_ref_error(ref, loc, what):
+  """Bool refs: Mosaic GPU cannot move 1-bit elements between memory and registers or by TMA."""
+  return E.UnsupportedDtypeError(
+      f"cannot {what} {ref.name or 'a ref'} ({ref.type.space}, bool): kernels cannot read or write bool"
+      f" arrays in memory, only compute bool masks in registers", loc,
+      hint="keep masks in memory as int8 and convert in registers: m = x[...] != 0 to read,"
+           " out[...] = m.astype(jnp.int8) to write")
 
 
 class Emitter:
@@ -113,6 +142,11 @@ class Emitter:
   # ------------------------------------------------------------ refs
   def smem(self, shape, dtype, name, loc):
     shape = self.static_shape(shape, loc, "ml.smem")
+    if dtype == DType.bool_:
+      raise E.UnsupportedDtypeError(
+          f"ml.smem buffers cannot hold bool: Mosaic GPU cannot store 1-bit elements in SMEM", loc,
+          hint="allocate it as jnp.int8, write masks with m.astype(jnp.int8) and read them back with"
+               " buf[...] != 0")
     if dtype is None:
       dtype = DTypeVar(name or "buffer", loc)
     v = self.emit(ir.SmemAlloc, loc=loc, types=[RefType(shape, dtype, Space.SMEM)],
@@ -249,6 +283,8 @@ class Emitter:
       raise E.KernelTypeError(
           f"reading one element of {ref.name or 'a ref'} into a scalar is not supported", loc,
           hint="read a slice instead, e.g. ref.at[i:i+128][...]")
+    if resolve(t.dtype) == DType.bool_:
+      raise bool_ref_error(ref, loc, "read")
     self.check_layout(t.shape, loc, name)
     return self.emit(ir.Load, ref, loc=loc, types=[TensorType(t.shape, t.dtype)], names=[name]).result
 
@@ -269,6 +305,9 @@ class Emitter:
     if value.type.shape != t.shape:
       raise E.ShapeMismatchError(
           f"cannot store a tensor of shape {value.type.shape} into {ref.name or 'a ref'} of shape {t.shape}", loc)
+    rd = resolve(t.dtype)
+    if rd == DType.bool_ or (isinstance(rd, DTypeVar) and resolve(value.type.dtype) == DType.bool_):
+      raise bool_ref_error(ref, loc, "write")
     if self.unify(t.dtype, value.type.dtype, loc, f"store of {value.name or 'a value'}") is None:
       err = self.conflict(t.dtype, value.type.dtype, loc, f"store of {value.type.dtype}")
       raise err or E.StoreDtypeError(
@@ -293,6 +332,9 @@ class Emitter:
       raise E.CopyShapeError(
           f"cannot copy {src.name} (shape {s.shape}) into {dst.name} (shape {d.shape}): shapes differ", loc,
           hint="slice both sides to the same window with .at[...]")
+    for r, what in ((src, "copy"), (dst, "copy into")):
+      if resolve(r.type.dtype) == DType.bool_:
+        raise bool_ref_error(r, loc, what)
     if self.unify(s.dtype, d.dtype, loc, f"copy from {src.name}" if d.space == Space.SMEM
                   else f"copy to {dst.name}") is None:
       var_side, other = (d, s) if isinstance(d.dtype, DTypeVar) else (s, d)
@@ -365,9 +407,12 @@ class Emitter:
   def result_type(self, shape, dtype):
     return ScalarType(dtype) if shape is None else TensorType(shape, dtype)
 
-  def check_dtype_support(self, dtype, loc, what, *, floats_only=False, ints_only=False):
+  def check_dtype_support(self, dtype, loc, what, *, floats_only=False, ints_only=False,
+                          bitwise=False):
     d = resolve(dtype)
     if not isinstance(d, DType):
+      return
+    if bitwise and d.is_int:
       return
     if d not in ARITH_DTYPES and d != DType.bool_:
       raise E.UnsupportedDtypeError(
@@ -384,7 +429,7 @@ class Emitter:
     what = kind.value if kind not in (ir.BinOp.MAX, ir.BinOp.MIN) else f"ml.{kind.name.lower()}imum"
     shape, dt = self.common(a, b, loc, what)
     d = resolve(dt)
-    self.check_dtype_support(dt, loc, what, ints_only=kind in _INT_ONLY)
+    self.check_dtype_support(dt, loc, what, ints_only=kind in _INT_ONLY, bitwise=kind in _BITWISE_8BIT)
     if kind == ir.BinOp.DIV and isinstance(d, DType) and not d.is_float:
       raise E.UnsupportedDtypeError(
           f"/ on {d} values: true division needs floating point", loc,
@@ -396,7 +441,7 @@ class Emitter:
 
   def compare(self, kind: ir.CmpOp, a, b, loc, name=""):
     shape, dt = self.common(a, b, loc, kind.value)
-    self.check_dtype_support(dt, loc, kind.value)
+    self.check_dtype_support(dt, loc, kind.value, bitwise=kind in _BITWISE_8BIT)
     return self.emit(ir.Compare, kind, a, b, loc=loc,
                      types=[self.result_type(shape, DType.bool_)], names=[name]).result
 
@@ -418,15 +463,21 @@ class Emitter:
     if not is_value(cond) or resolve(cond.type.dtype) != DType.bool_:
       raise E.KernelTypeError(
           f"ml.where's condition must be a boolean tensor (a comparison), got {kind_of(cond)}", loc)
-    shape, dt = self.common(a, b, loc, "ml.where")
+    if not is_value(a) and not is_value(b):   # two Python numbers: their default dtype
+      self.check_register_value(a, loc, "ml.where")
+      self.check_register_value(b, loc, "ml.where")
+      shape = None
+      dt = (DType.bool_ if isinstance(a, bool) and isinstance(b, bool) else
+            PY_FLOAT if isinstance(a, float) or isinstance(b, float) else INDEX)
+    else:
+      shape, dt = self.common(a, b, loc, "ml.where")
     sc = self.shape_of(cond)
     if shape is not None and sc is not None and sc != shape:
       raise E.ShapeMismatchError(f"ml.where condition of shape {sc} with values of shape {shape}", loc)
     shape = shape if shape is not None else sc
     if shape is None:
       raise E.KernelTypeError("ml.where needs tensors; for scalars use an if statement", loc)
-    if not is_value(a) and not is_value(b):
-      raise E.KernelTypeError("ml.where needs at least one tensor value to take its dtype", loc)
+    self.check_dtype_support(dt, loc, "ml.where")
     return self.emit(ir.Where, cond, a, b, loc=loc, types=[TensorType(shape, dt)], names=[name]).result
 
   def cast(self, x, dtype, loc, name=""):
@@ -435,8 +486,14 @@ class Emitter:
       return self.constant(x, loc, dtype)
     if not isinstance(dtype, DType):
       raise E.KernelTypeError(f".astype needs a dtype such as jnp.float16, got {dtype!r}", loc)
+    src = resolve(x.type.dtype)
+    why = cast_problem(src, dtype, scalar=isinstance(x.type, ScalarType)) if isinstance(src, DType) else None
     if dtype == DType.bool_:
       raise E.UnsupportedDtypeError("casting to bool is not supported; compare instead: x != 0", loc)
+    if why:
+      raise E.UnsupportedDtypeError(
+          f"cannot cast {x.name or 'this value'} from {src} to {dtype}: {why}", loc,
+          hint=f"cast in two steps: ({x.name or 'x'}).astype(jnp.float32).astype(jnp.{dtype})")
     return self.emit(ir.Cast, x, loc=loc, types=[self.result_type(self.shape_of(x), dtype)],
                      names=[name]).result
 
@@ -460,5 +517,10 @@ class Emitter:
     if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
       raise E.KernelTypeError(f"ml.arange needs a positive static int, got {n!r}", loc)
     dtype = dtype or INDEX
+    if dtype not in _ARANGE_DTYPES:
+      raise E.UnsupportedDtypeError(
+          f"ml.arange cannot produce {dtype}: it makes integers, float32, float16 or bfloat16", loc,
+          hint=f"make it as int32 and convert: ml.arange({n}).astype(jnp.float32)" + (
+              f".astype(jnp.{dtype})" if dtype in _FLOAT8 else ""))
     self.check_layout((n,), loc, name)
     return self.emit(ir.Arange, 0, loc=loc, types=[TensorType((n,), dtype)], names=[name]).result

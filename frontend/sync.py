@@ -37,6 +37,9 @@ class State:
   pending_load: dict = dataclasses.field(default_factory=dict)   # root id -> slot
   pending_store: set = dataclasses.field(default_factory=set)
   dirty: set = dataclasses.field(default_factory=set)            # written from registers
+  # Written from registers since the last proxy fence: a Barrier orders threads but
+  # not the generic proxy against the async one (TMA, WGMMA), so only CommitShared clears it.
+  unfenced: set = dataclasses.field(default_factory=set)
   reg_read: set = dataclasses.field(default_factory=set)
   # root id -> the windows registers touched since the last barrier. One
   # warpgroup reading and writing one window owns the same elements in each
@@ -161,6 +164,8 @@ class SyncPass:
 
   def sync(self, st: State, out, loc, *, fence: bool):
     out.append(ir.CommitShared(loc) if fence else ir.Barrier(loc))
+    if fence:
+      st.unfenced.clear()
     st.dirty.clear()
     st.reg_read.clear()
     st.reg_windows.clear()
@@ -186,10 +191,11 @@ class SyncPass:
         self.sync(st, out, loc, fence=False)
     elif acc == Access.TMA_WRITE:
       self.await_stores(root, st, out, loc)
-      if root in st.dirty or root in st.reg_read:
-        self.sync(st, out, loc, fence=root in st.dirty)
+      fence = root in st.dirty or root in st.unfenced
+      if fence or root in st.reg_read:
+        self.sync(st, out, loc, fence=fence)
     elif acc in (Access.TMA_READ, Access.MMA_READ):
-      if root in st.dirty:
+      if root in st.dirty or root in st.unfenced:
         self.sync(st, out, loc, fence=True)
 
   def after(self, root, acc, o, st: State) -> None:
@@ -199,6 +205,7 @@ class SyncPass:
       st.reg_read.add(root)
     elif acc == Access.REG_WRITE:
       st.dirty.add(root)
+      st.unfenced.add(root)
     elif acc == Access.TMA_WRITE:
       st.pending_load[root] = o.slot
     elif acc == Access.TMA_READ:
@@ -213,8 +220,8 @@ class SyncPass:
     written = {r for r, a in acc if a in (Access.REG_WRITE, Access.TMA_WRITE)}
     for r in sorted(touched & set(st.pending_load)):
       self.wait_load(r, st, out, o.loc)
-    if touched & (st.dirty | st.reg_read):
-      self.sync(st, out, o.loc, fence=bool(touched & st.dirty))
+    if touched & (st.dirty | st.reg_read | st.unfenced):
+      self.sync(st, out, o.loc, fence=bool(touched & (st.dirty | st.unfenced)))
     if written & st.pending_store:
       self.await_stores(next(iter(written & st.pending_store)), st, out, o.loc)
     loop = isinstance(o, ir.For)
@@ -225,10 +232,12 @@ class SyncPass:
                     in_pipeline=pipelined, dot_pending=pipelined)
       if loop:   # the previous iteration's accesses, windows unknown
         inner.dirty = {x for x, a in acc if a == Access.REG_WRITE}
+        inner.unfenced = set(inner.dirty)
         inner.reg_read = {x for x, a in acc if a == Access.REG_READ}
         inner.reg_windows = {x: {UNKNOWN_WINDOW} for x in inner.dirty | inner.reg_read}
       self.block(getattr(o, r), inner)
     st.dirty |= {r for r, a in acc if a == Access.REG_WRITE}
+    st.unfenced |= {r for r, a in acc if a == Access.REG_WRITE}
     st.reg_read |= {r for r, a in acc if a == Access.REG_READ}
     for r in {r for r, a in acc if a in (Access.REG_READ, Access.REG_WRITE)}:
       st.reg_windows.setdefault(r, set()).add(UNKNOWN_WINDOW)

@@ -29,9 +29,13 @@ def check_copy(em, gmem: ir.Value, smem: ir.Value, loc) -> None:
         f"TMA copies need the last dimension of {name} to be contiguous, but it is indexed by a single element", loc,
         hint="copy a window that keeps the last dimension, e.g. x.at[i, :]")
   box = [i.size for i in index if not i.squeeze]
-  kept = [b for b in box if b != 1] or [1]
-  if len(kept) > MAX_RANK:
-    raise E.TmaLimitError(f"TMA copies move at most {MAX_RANK} dimensions; this window has {len(kept)}", loc)
+  rank = tma_rank(full, index)
+  if rank > MAX_RANK:
+    raise E.TmaLimitError(
+        f"TMA copies move at most {MAX_RANK} dimensions; copying this window of {name} (shape"
+        f" {tuple(full)}) needs {rank}", loc,
+        hint="reshape the array outside the kernel to at most 5 dimensions (merge neighbouring"
+             " ones), then copy windows of that")
   big = [b for b in box if b > MAX_BOX]
   if big:
     raise E.TmaLimitError(
@@ -48,6 +52,20 @@ def check_copy(em, gmem: ir.Value, smem: ir.Value, loc) -> None:
         f" {full[-1]} x {itemsize} bytes", loc,
         hint="pad the array's last dimension, or read it into registers with ref[...] instead")
   _check_smem_contiguous(em, smem, loc)
+
+
+def tma_rank(full, index) -> int:
+  """The dimensions of the TMA box Mosaic GPU builds for this window (launch_context._prepare_tma).
+
+  It drops dimensions of size 1 in both the array and the window; integer-indexed
+  dimensions stay (as size-1 box dimensions) and, when that would exceed 5, are
+  merged into one.
+  """
+  kept = sum(1 for n, i in zip(full, index) if not i.squeeze and not (n == 1 and i.size == 1))
+  squeezed = sum(1 for n, i in zip(full, index) if i.squeeze and n != 1)
+  if kept + squeezed > MAX_RANK and squeezed:
+    squeezed = 1
+  return kept + squeezed
 
 
 def _check_smem_contiguous(em, smem: ir.Value, loc) -> None:

@@ -66,6 +66,23 @@ class _Unbound:
     self.why = why
 
 
+class _Poison:
+  """The value of a name whose defining statement failed (its error is already recorded).
+
+  Reading it abandons the reading statement silently, so one mistake is reported
+  once, not again at every later use.
+  """
+  def __repr__(self):
+    return "<poisoned>"
+
+
+POISON = _Poison()
+
+
+class _PoisonedUse(Exception):
+  """A statement read a poisoned name: skip it without a new error."""
+
+
 class Source:
   """A kernel's source text and how its AST positions map to the user's file."""
 
@@ -90,6 +107,7 @@ class Tracer(ast.NodeVisitor):
     self.em = emitter
     self.env: dict[str, object] = {}
     self.pending_name = ""      # the name an assignment is about to bind (names buffers)
+    self.errors: list[E.KernelError] = []   # every independent mistake, in program order
 
   # ------------------------------------------------------------ helpers
   def loc(self, node) -> Loc:
@@ -119,7 +137,34 @@ class Tracer(ast.NodeVisitor):
   # ------------------------------------------------------------ statements
   def run_body(self, stmts):
     for s in stmts:
-      self.visit(s)
+      self.run_stmt(s)
+
+  def run_stmt(self, node):
+    """Trace one statement. A user mistake in it is recorded, the names it binds are
+    poisoned, and tracing goes on with the next statement, so one pass reports every
+    independent mistake (compile.trace raises them together)."""
+    env = self.env
+    try:
+      self.visit(node)
+    except E.InternalError:
+      raise
+    except (E.KernelError, _PoisonedUse) as e:
+      self.env, self.pending_name = env, ""
+      if isinstance(e, E.KernelError):
+        self.record(e)
+      from .control import assigned_names
+      for name in assigned_names([node]):
+        self.env[name] = POISON
+    except Exception as e:   # a bug in mgpu_dsl: wrap it once, at the user's statement
+      raise E.InternalError(
+          f"mgpu_dsl failed while tracing this statement: {type(e).__name__}: {e}", self.loc(node),
+          hint="this is a bug in mgpu_dsl, not in your kernel; please report it with the kernel") from e
+
+  def record(self, err: E.KernelError) -> None:
+    """Keep `err` unless the same mistake was already reported (unrolled loops repeat them)."""
+    key = (type(err), err.lineno, err.col_offset)
+    if all((type(e), e.lineno, e.col_offset) != key for e in self.errors):
+      self.errors.append(err)
 
   def visit_Expr(self, node):
     if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
@@ -228,7 +273,10 @@ class Tracer(ast.NodeVisitor):
   def lookup(self, name, node):
     if name in self.env:
       v = self.env[name]
+      if v is POISON:
+        raise _PoisonedUse(name)
       if isinstance(v, _Unbound):
+        self.env[name] = POISON     # report it once, at its first read
         raise E.UnboundNameError(f"{name} is possibly unbound here: {v.why}", self.loc(node),
                                  hint=f"assign {name} before the branch or loop")
       return v
@@ -238,6 +286,7 @@ class Tracer(ast.NodeVisitor):
       return _PY_BUILTINS[name]
     if name == "print":
       self.unsupported(node, "print", hint="run the kernel with interpret=True to print values")
+    self.env[name] = POISON         # report it once, at its first use
     raise E.UnknownNameError(f"name {name!r} is not defined", self.loc(node),
                              hint="kernels see their parameters, local names and module globals")
 

@@ -8,6 +8,7 @@ The work lives in `mgpu_dsl.frontend` (source -> typed IR, checks) and
 """
 from .kernel import KernelFunction as KernelFunction
 from .kernel import mgpu_kernel as mgpu_kernel
+from .check import check_specs as check_specs
 from . import language as language
 from .frontend.errors import *  # noqa: F401,F403  (every KernelError subclass)
 from .frontend.errors import KernelError as KernelError

@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import itertools
+import math
 import os
 import random
 import sys
@@ -35,6 +36,10 @@ DTYPES = ["float32", "float16", "bfloat16", "int8", "int32", "bool"]
 SHAPES = [(128,), (256,), (64,), (16,), (1024,), (128, 64), (64, 32), (8, 16), (2, 128),
           (256, 64), (64, 8), (4, 8, 32), (300, 64), (128, 3)]
 BINOPS = ["+", "-", "*", "/", "//", "%", "&", "|", "^", "<", "<=", "==", "!=", ">", ">="]
+FLOATS = ("float32", "float16", "bfloat16")
+ARITH = FLOATS + ("int32",)          # register arithmetic exists for 16- and 32-bit types
+ITEMSIZE = {"float32": 4, "float16": 2, "bfloat16": 2, "int8": 1, "int32": 4, "bool": 1}
+P_BAD = 0.04                         # the chance that one choice is deliberately wrong
 UNARY = ["ml.exp", "ml.exp2", "ml.log", "ml.sqrt", "ml.rsqrt", "ml.tanh", "ml.abs", "-", "not "]
 MAX_STMTS = 10
 
@@ -95,195 +100,283 @@ class Program:
 
 
 class Gen:
+  """Writes one kernel. Each statement is well typed unless a `bad` draw (P_BAD) says otherwise."""
+
   def __init__(self, c):
     self.c = c
     self.env: list[Var] = []
     self.lines: list[str] = []
     self.counter = itertools.count()
     self.n_stmts = 0
+    self.depth = 1
+    self.cluster = None
 
   def fresh(self, prefix):
     return f"{prefix}{next(self.counter)}"
 
-  def pick(self, *kinds, shape=None, dtype=None, p_match=0.8):
-    cands = [v for v in self.env if v.kind in kinds]
-    if shape is not None and self.c.chance(p_match):
-      matched = [v for v in cands if v.shape == shape and (dtype is None or v.dtype == dtype)]
-      cands = matched or cands
-    return self.c.choice(cands) if cands else None
+  def bad(self):
+    return self.c.chance(P_BAD)
 
-  def shape(self):
-    return self.c.choice(SHAPES)
-
-  def dtype(self):
-    return self.c.choice(DTYPES)
-
-  # -- expressions
-  def index_expr(self, shape):
-    """An index for `ref.at[...]`/`ref[...]` on a ref of `shape`, and the view's shape."""
-    kind = self.c.choice(["whole", "ds", "slice", "int", "int", "ds_dyn", "bad"])
-    if kind == "whole":
-      return "...", shape
-    n0 = shape[0]
-    if kind == "int":
-      i = self.c.choice([0, 1, n0 - 1, n0, -1])
-      return str(i), shape[1:]
-    if kind == "slice":
-      size = self.c.choice([n0, n0 // 2 or 1, 64, 128])
-      return f":{size}", (min(size, n0),) + shape[1:]
-    if kind == "ds":
-      size = self.c.choice([n0, n0 // 2 or 1, 64, 128, 1])
-      return f"ml.ds({self.c.choice([0, size, n0 - size])}, {size})", (size,) + shape[1:]
-    if kind == "ds_dyn":
-      size = self.c.choice([n0 // 2 or 1, 64, 128])
-      if not any(v.kind == "scalar" for v in self.env):
-        self.emit("i = ml.program_id(0)")
-        self.env.append(Var("i", "scalar", (), "int32"))
-      s = self.pick("scalar").name
-      return f"ml.ds({s} * {size}, {size})", (size,) + shape[1:]
-    return self.c.choice(["1.5", "i, i", "::2", "0, 0, 0, 0", "x0"]), shape
-
-  def ref_expr(self, ref):
-    if len(ref.shape) == 0 or self.c.chance(0.5):
-      return ref.name, ref.shape
-    idx, shape = self.index_expr(ref.shape)
-    return f"{ref.name}.at[{idx}]", shape
-
-  def value_expr(self, shape=None, dtype=None):
-    """A register value: a tensor name, a load, a scalar or a Python number."""
-    k = self.c.choice(["tensor", "tensor", "load", "scalar", "const"])
-    if k == "tensor" and (v := self.pick("tensor", shape=shape, dtype=dtype)):
-      return v.name, v.shape, v.dtype
-    if k in ("tensor", "load") and (r := self.pick("gmem", "smem", shape=shape, dtype=dtype)):
-      expr, s = self.ref_expr(r)
-      return f"{expr}[...]", s, r.dtype
-    if k == "scalar" and (v := self.pick("scalar")):
-      return v.name, (), v.dtype
-    c = self.c.choice(["2", "1.5", "0", "True", "-3"])
-    return c, None, None
-
-  # -- statements
   def emit(self, line):
     self.lines.append("  " * self.depth + line)
 
+  def pick(self, kinds, pred=lambda v: True):
+    cands = [v for v in self.env if v.kind in kinds and pred(v)]
+    return self.c.choice(cands) if cands else None
+
+  def program_id(self):
+    """The name of a program-id scalar, defining one if needed."""
+    v = self.pick(("scalar",), lambda v: v.name.startswith("i"))
+    if v is None:
+      name = self.fresh("i")
+      self.emit(f"{name} = ml.program_id(0)")
+      v = Var(name, "scalar", (), "int32")
+      self.env.append(v)
+    return v.name
+
+  # -- views
+  def view(self, ref: Var, *, tma=False):
+    """`(expr, shape)` of a window of `ref`; well formed unless `bad`."""
+    shape = ref.shape
+    if self.bad():
+      idx = self.c.choice(["1.5", "::2", "0, 0, 0, 0", "x0", f"{shape[0]}", f"ml.ds(0, {shape[0] + 1})",
+                           f"{shape[0] - 1}", "-1", f":{shape[0] * 2}", "ml.ds(1, 8)"])
+      return f"{ref.name}.at[{idx}]", shape
+    choices = ["whole", "ds", "slice", "ds_dyn"] + (["int"] if len(shape) > 1 else [])
+    kind = self.c.choice(choices)
+    n0 = shape[0]
+    sizes = [s for s in (n0, n0 // 2, n0 // 4, 64, 128) if 0 < s <= n0 and n0 % s == 0]
+    if kind == "whole":
+      return (ref.name if self.c.chance(0.5) else f"{ref.name}.at[...]"), shape
+    if kind == "int":
+      return f"{ref.name}.at[{self.c.choice([0, n0 - 1])}]", shape[1:]
+    size = self.c.choice(sizes)
+    if kind == "slice":
+      start = self.c.choice([0, n0 - size])
+      return f"{ref.name}.at[{start}:{start + size}]", (size,) + shape[1:]
+    if kind == "ds":
+      return f"{ref.name}.at[ml.ds({self.c.choice([0, n0 - size])}, {size})]", (size,) + shape[1:]
+    i = self.program_id()
+    return f"{ref.name}.at[ml.ds({i} % {n0 // size} * {size}, {size})]", (size,) + shape[1:]
+
+  def register_view(self, ref: Var):
+    """A window of `ref` that registers can hold (a few tries; may fail when `bad`)."""
+    for _ in range(4):
+      expr, shape = self.view(ref)
+      if valid_layout(shape):
+        break
+    return expr, shape
+
+  # -- operands
+  def operand(self, shape, dtype):
+    """An expression of `shape` and `dtype` for arithmetic: a tensor, a load, a scalar, a number."""
+    if self.bad():
+      return self.c.choice(["x0", "1.5", "True", "out", "(1, 2)", "jnp.float32"])
+    k = self.c.choice(["tensor", "tensor", "load", "const", "scalar"])
+    if k == "tensor" and (v := self.pick(("tensor",), lambda v: v.shape == shape and v.dtype == dtype)):
+      return v.name
+    if k == "load" and (r := self.pick(("gmem", "smem"), lambda v: v.dtype == dtype)):
+      expr, s = self.register_view(r)
+      if s == shape:
+        return f"{expr}[...]"
+    if k == "scalar" and (v := self.pick(("scalar",), lambda v: v.dtype == dtype)):
+      return v.name
+    if dtype == "bool":
+      return self.c.choice(["True", "False"])
+    if dtype in FLOATS:
+      return self.c.choice(["2.0", "0.5", "1", "-3"])
+    return self.c.choice(["2", "1", "-3", "0"])
+
+  def tensor(self, want=None):
+    """A register tensor variable (whose dtype satisfies `want`), making one if needed."""
+    v = self.pick(("tensor",), lambda v: valid_layout(v.shape) and (want is None or want(v.dtype)))
+    if v is not None:
+      return v
+    dt = self.c.choice([d for d in DTYPES if want is None or want(d)])
+    shape = self.c.choice([s for s in SHAPES if valid_layout(s)])
+    name = self.fresh("t")
+    self.emit(f"{name} = ml.full({shape}, {self.operand(shape, dt) if dt != 'bool' else 'True'},"
+              f" jnp.{jnp_name(dt)})")
+    v = Var(name, "tensor", shape, dt)
+    self.env.append(v)
+    return v
+
+  # -- statements
   def stmt(self):
     self.n_stmts += 1
-    kind = self.c.choice(["smem", "smem", "copy", "copy", "load", "store", "store", "binary",
-                          "binary", "unary", "cast", "where", "full", "pid", "for", "if",
-                          "cluster", "aug", "scalar", "attr"])
+    kind = self.c.choice(["smem", "smem", "copy", "copy", "copy", "load", "load", "store", "store",
+                          "binary", "binary", "compare", "unary", "cast", "cast", "where", "full",
+                          "pid", "for", "if", "cluster", "aug", "scalar", "attr"])
     getattr(self, "s_" + kind)()
 
   def s_pid(self):
     name = self.fresh("i")
-    self.emit(f"{name} = ml.program_id({self.c.choice([0, 0, 1, 3])})")
+    axis = self.c.choice([1, 2, 3, -1]) if self.bad() else 0
+    self.emit(f"{name} = ml.{self.c.choice(['program_id', 'num_programs'])}({axis})")
     self.env.append(Var(name, "scalar", (), "int32"))
 
   def s_scalar(self):
-    a = self.pick("scalar")
-    if a is None:
-      return self.s_pid()
+    i = self.program_id()
     name = self.fresh("s")
-    op = self.c.choice(["+", "*", "//", "%", "-", "/", "<"])
-    self.emit(f"{name} = {a.name} {op} {self.c.choice(['1', '2', '0.5', a.name])}")
-    dt = "bool" if op == "<" else "float32" if op == "/" else a.dtype
+    op, rhs, dt = self.c.choice([("+", "1", "int32"), ("*", "2", "int32"), ("//", "2", "int32"),
+                                 ("%", "2", "int32"), ("-", i, "int32"), ("<", "2", "bool"),
+                                 ("==", "0", "bool")])
+    if self.bad():
+      op, rhs, dt = self.c.choice([("/", "2", "float32"), ("+", "0.5", "float32"), ("&", "1.5", "int32")])
+    self.emit(f"{name} = {i} {op} {rhs}")
     self.env.append(Var(name, "scalar", (), dt))
 
   def s_smem(self):
     name = self.fresh("b")
-    shape = self.c.choice(SHAPES + [(512, 256), (128, 128)])
-    dt = self.dtype() if self.c.chance(0.5) else None
-    arg = f", jnp.{jnp_name(dt)}" if dt else ""
-    self.emit(f"{name} = ml.smem({shape}{arg})")
+    if self.bad():
+      shape = self.c.choice([(512, 256), (256, 256), (0,), "(n,)", (128, 3)])
+      dt = self.c.choice(DTYPES + ["float64"])
+      self.emit(f"{name} = ml.smem({shape}, jnp.{jnp_name(dt)})")
+      if isinstance(shape, tuple) and all(s > 0 for s in shape) and dt != "float64":
+        self.env.append(Var(name, "smem", shape, dt))
+      return
+    src = self.pick(("gmem",), lambda v: tma_ok(v.shape, v.dtype))
+    if src is not None and self.c.chance(0.5):   # inferred from the copy that fills it
+      expr, shape = self.view(src)
+      if tma_ok(shape, src.dtype):
+        self.emit(f"{name} = ml.smem({shape})")
+        self.emit(f"ml.copy({expr}, {name})")
+        self.env.append(Var(name, "smem", shape, src.dtype))
+        return
+    shape = self.c.choice(SHAPES)
+    dt = self.c.choice([d for d in DTYPES if d != "bool"])
+    self.emit(f"{name} = ml.smem({shape}, jnp.{jnp_name(dt)})")
     self.env.append(Var(name, "smem", shape, dt))
 
   def s_copy(self):
-    dst = self.pick("smem", "gmem")
+    if self.bad():
+      a, b = self.pick(("gmem", "smem", "tensor")), self.pick(("gmem", "smem", "tensor"))
+      if a and b:
+        self.emit(f"ml.copy({self.view(a)[0] if a.kind != 'tensor' else a.name},"
+                  f" {self.view(b)[0] if b.kind != 'tensor' else b.name})")
+      return
+    direction = self.c.choice(["load", "store", "smem"])
+    dst = self.pick(("smem",) if direction != "store" else ("gmem",))
     if dst is None:
       return self.s_smem()
-    dexpr, dshape = self.ref_expr(dst)
-    src = self.pick("gmem", "smem", shape=dshape, dtype=dst.dtype)
-    sexpr, sshape = self.ref_expr(src)
-    if sshape != dshape and self.c.chance(0.5):
-      sexpr = src.name
+    dexpr, dshape = self.view(dst)
+    kinds = ("gmem",) if direction == "load" else ("smem",)
+    src = self.pick(kinds, lambda v: v.dtype == dst.dtype and v is not dst)
+    if src is None:
+      return self.s_smem()
+    sexpr, sshape = self.view(src)
+    if sshape != dshape:
+      return self.s_smem()
     self.emit(f"ml.copy({sexpr}, {dexpr})")
-    if dst.dtype is None and src.dtype is not None:
-      dst.dtype = src.dtype
 
   def s_load(self):
-    r = self.pick("gmem", "smem")
+    r = self.pick(("gmem", "smem"))
     if r is None:
       return self.s_smem()
-    expr, shape = self.ref_expr(r)
+    expr, shape = self.register_view(r)
     name = self.fresh("t")
     self.emit(f"{name} = {expr}[...]")
     self.env.append(Var(name, "tensor", shape, r.dtype))
 
   def s_store(self):
-    r = self.pick("gmem", "smem")
+    r = self.pick(("gmem", "smem"))
     if r is None:
       return self.s_smem()
-    expr, shape = self.ref_expr(r)
-    vexpr, _, vdt = self.value_expr(shape, r.dtype)
-    if self.c.chance(0.3) and r.dtype:
-      vexpr = f"({vexpr}).astype(jnp.{jnp_name(r.dtype)})"
-    self.emit(f"{expr}[...] = {vexpr}")
-    if r.dtype is None and vdt is not None:
-      r.dtype = vdt
+    expr, shape = self.register_view(r)
+    if self.bad():
+      v = self.pick(("tensor",))
+      self.emit(f"{expr}[...] = {v.name if v else '1.5'}")
+      return
+    k = self.c.choice(["tensor", "tensor", "cast", "const"])
+    v = self.pick(("tensor",), lambda v: v.shape == shape and (v.dtype == r.dtype or k == "cast"))
+    if k == "const" or v is None:
+      value = self.operand(shape, r.dtype)
+    elif v.dtype == r.dtype:
+      value = v.name
+    else:
+      value = f"{v.name}.astype(jnp.{jnp_name(r.dtype)})"
+    self.emit(f"{expr}[...] = {value}")
 
   def s_binary(self):
-    a, sa, da = self.value_expr()
-    b, sb, db = self.value_expr(sa, da)
-    op = self.c.choice(BINOPS)
+    v = self.tensor(lambda d: d in ARITH or d == "bool")
+    ops = {"bool": ["&", "|", "^"], "int32": ["+", "-", "*", "//", "%", "&", "|", "^", "max", "min"]}.get(
+        v.dtype, ["+", "-", "*", "/", "max", "min"])
+    op = self.c.choice(BINOPS if self.bad() else ops)
+    b = self.operand(v.shape, v.dtype)
+    dt = v.dtype
+    if self.bad():
+      w = self.pick(("tensor",))
+      b = w.name if w else b
+    a, b = (v.name, b) if self.c.chance(0.7) else (b, v.name)
     name = self.fresh("t")
-    fn = self.c.choice([None, None, None, "ml.maximum", "ml.minimum", "max"])
-    self.emit(f"{name} = {fn}({a}, {b})" if fn else f"{name} = {a} {op} {b}")
-    shape = sa or sb
-    dt = "bool" if op in ("<", "<=", "==", "!=", ">", ">=") and not fn else (da or db)
-    self.env.append(Var(name, "tensor" if shape else "scalar", shape or (), dt or "float32"))
+    if op in ("max", "min"):
+      fn = self.c.choice([f"ml.{op}imum", op])
+      self.emit(f"{name} = {fn}({a}, {b})")
+    else:
+      self.emit(f"{name} = {a} {op} {b}")
+    if op in ("<", "<=", "==", "!=", ">", ">="):
+      dt = "bool"
+    self.env.append(Var(name, "tensor", v.shape, dt))
+
+  def s_compare(self):
+    v = self.tensor(lambda d: d in ARITH)
+    op = self.c.choice(["<", "<=", "==", "!=", ">", ">="])
+    name = self.fresh("m")
+    self.emit(f"{name} = {v.name} {op} {self.operand(v.shape, v.dtype)}")
+    self.env.append(Var(name, "tensor", v.shape, "bool"))
 
   def s_unary(self):
-    a, sa, da = self.value_expr()
-    op = self.c.choice(UNARY)
+    bad = self.bad()
+    v = self.tensor(None if bad else (lambda d: d in ARITH or d == "bool"))
+    ops = (["not "] if v.dtype == "bool" else ["-", "ml.abs", "abs"] if v.dtype == "int32"
+           else ["ml.exp", "ml.exp2", "ml.log", "ml.sqrt", "ml.rsqrt", "ml.tanh", "ml.abs", "-"])
+    op = self.c.choice(UNARY if bad else ops)
     name = self.fresh("t")
-    self.emit(f"{name} = {op}{a}" if op in ("-", "not ") else f"{name} = {op}({a})")
-    self.env.append(Var(name, "tensor" if sa else "scalar", sa or (), da or "float32"))
+    self.emit(f"{name} = {op}{v.name}" if op in ("-", "not ") else f"{name} = {op}({v.name})")
+    self.env.append(Var(name, "tensor", v.shape, v.dtype))
 
   def s_cast(self):
-    a, sa, da = self.value_expr()
-    dt = self.dtype()
+    v = self.tensor()
+    bad = self.bad()
+    dt = self.c.choice(DTYPES if bad else [d for d in DTYPES if d != "bool"])
+    if not bad and v.dtype == "bool":
+      v = self.tensor(lambda d: d != "bool")
     name = self.fresh("t")
     form = self.c.choice(["{a}.astype(jnp.{dt})", "ml.cast({a}, jnp.{dt})", "jnp.{dt}({a})"])
-    self.emit(f"{name} = " + form.format(a=a if a.isidentifier() else f"({a})", dt=jnp_name(dt)))
-    self.env.append(Var(name, "tensor" if sa else "scalar", sa or (), dt))
+    self.emit(f"{name} = " + form.format(a=v.name, dt=jnp_name(dt)))
+    self.env.append(Var(name, "tensor", v.shape, dt))
 
   def s_where(self):
-    a, sa, da = self.value_expr()
-    b, sb, db = self.value_expr(sa, da)
+    v = self.tensor(lambda d: d in ARITH)
     name = self.fresh("t")
-    cond = self.c.choice([f"{a} > 0", f"{a} == {b}", a])
-    self.emit(f"{name} = ml.where({cond}, {a}, {b})")
-    self.env.append(Var(name, "tensor", sa or sb or (128,), da or db or "float32"))
+    cond = self.pick(("tensor",), lambda w: w.dtype == "bool" and w.shape == v.shape)
+    cond = cond.name if cond else f"{v.name} > {self.operand(v.shape, v.dtype)}"
+    if self.bad():
+      cond = self.c.choice([v.name, "True", "x0"])
+    self.emit(f"{name} = ml.where({cond}, {v.name}, {self.operand(v.shape, v.dtype)})")
+    self.env.append(Var(name, "tensor", v.shape, v.dtype))
 
   def s_full(self):
-    shape = self.shape()
-    dt = self.dtype()
+    bad = self.bad()
+    shape = self.c.choice(SHAPES if bad else [s for s in SHAPES if valid_layout(s)])
+    dt = self.c.choice(DTYPES)
     name = self.fresh("t")
-    k = self.c.choice(["zeros", "full", "full_scalar", "arange"])
+    k = self.c.choice(["zeros", "full", "arange"])
     if k == "zeros":
       self.emit(f"{name} = ml.zeros({shape}, jnp.{jnp_name(dt)})")
     elif k == "full":
-      self.emit(f"{name} = ml.full({shape}, {self.c.choice(['1', '2.5', 'True', '-1'])}, jnp.{jnp_name(dt)})")
-    elif k == "full_scalar" and (s := self.pick("scalar")):
-      self.emit(f"{name} = ml.full({shape}, {s.name}, jnp.{jnp_name(dt)})")
+      value = self.operand(shape, dt) if not bad else self.c.choice(["x0", "1.5", "(1,)"])
+      self.emit(f"{name} = ml.full({shape}, {value}, jnp.{jnp_name(dt)})")
     else:
-      shape = (shape[0],)
-      arg = f", jnp.{jnp_name(dt)}" if self.c.chance(0.5) else ""
-      dt = dt if arg else "int32"
-      self.emit(f"{name} = ml.arange({shape[0]}{arg})")
+      n = self.c.choice([128, 256, 1024, 100] if bad else [128, 256, 1024])
+      shape = (n,)
+      dt = self.c.choice(["int32", "float32", "float16"] if not bad else DTYPES)
+      self.emit(f"{name} = ml.arange({n}, jnp.{jnp_name(dt)})" if dt != "int32" or self.c.chance(0.5)
+                else f"{name} = ml.arange({n})")
     self.env.append(Var(name, "tensor", shape, dt))
 
   def s_attr(self):
-    v = self.pick("gmem", "smem", "tensor")
+    v = self.pick(("gmem", "smem", "tensor"), lambda v: valid_layout(v.shape))
     if v is None:
       return self.s_pid()
     name = self.fresh("t")
@@ -291,16 +384,17 @@ class Gen:
     self.env.append(Var(name, "tensor", v.shape, v.dtype))
 
   def s_aug(self):
-    if self.c.chance(0.5) and (v := self.pick("tensor", "scalar")):
-      b, _, _ = self.value_expr(v.shape, v.dtype)
-      self.emit(f"{v.name} {self.c.choice(['+', '*', '-'])}= {b}")
+    if self.c.chance(0.5):
+      v = self.tensor(lambda d: d in ARITH)
+      op = self.c.choice(["+", "*", "-"])
+      self.emit(f"{v.name} {op}= {self.operand(v.shape, v.dtype)}")
       return
-    r = self.pick("gmem", "smem")
+    r = self.pick(("gmem", "smem"), lambda v: v.dtype in ARITH and valid_layout(v.shape))
     if r is None:
       return self.s_smem()
-    expr, shape = self.ref_expr(r)
-    b, _, _ = self.value_expr(shape, r.dtype)
-    self.emit(f"{r.name}[...] += {b}" if expr == r.name else f"{expr}[...] += {b}")
+    expr, shape = self.register_view(r)
+    self.emit(f"{expr.replace('.at[', '[', 1) if '.at[' in expr else expr + '[...]'} +="
+              f" {self.operand(shape, r.dtype)}")
 
   def block(self, n):
     self.depth += 1
@@ -315,73 +409,86 @@ class Gen:
     return saved
 
   def s_for(self):
-    if self.depth >= 2:
+    if self.depth >= 3:
       return self.s_binary()
     var = self.fresh("j")
-    rng = self.c.choice(["range(3)", "range(0)", "ml.static_range(2)", "range(1, 4, 2)",
-                         "range(i)", "range(2, i)"])
-    if "i" in rng and not any(v.name == "i" for v in self.env):
-      self.emit("i = ml.program_id(0)")
-      self.env.append(Var("i", "scalar", (), "int32"))
+    rng = self.c.choice(["range(3)", "ml.static_range(2)", "range(1, 4, 2)", "range({i})",
+                         "range(2, {i} + 3)", "range(0)"])
+    if "{i}" in rng:
+      rng = rng.format(i=self.program_id())
     self.emit(f"for {var} in {rng}:")
     self.env.append(Var(var, "scalar", (), "int32"))
     saved = self.block(self.c.integer(1, 3))
-    if self.c.chance(0.8):       # the loop variable is not defined after a runtime loop
-      self.env[:] = saved[:-1] if saved and saved[-1].name == var else saved
+    if not self.bad():     # names bound in a runtime loop are not defined after it
+      self.env[:] = saved[:-1]
 
   def s_if(self):
-    if self.depth >= 2:
+    if self.depth >= 3:
       return self.s_binary()
-    s = self.pick("scalar")
-    cond = self.c.choice([f"{s.name} % 2 == 0" if s else "True", "1 < 2", s.name if s else "False",
-                          f"{s.name} > 0" if s else "x0.shape[0] > 1"])
+    s = self.pick(("scalar",), lambda v: v.dtype == "bool")
+    cond = s.name if s else f"{self.program_id()} % 2 == 0"
+    if self.c.chance(0.2):
+      cond = self.c.choice(["True", "x0.shape[0] > 128", "1 < 2"])
     self.emit(f"if {cond}:")
     saved = self.block(self.c.integer(1, 2))
     if self.c.chance(0.5):
       self.emit("else:")
       self.block(self.c.integer(1, 2))
-    if self.c.chance(0.7):
+    if not self.bad():
       self.env[:] = saved
 
   def s_cluster(self):
-    b = self.pick("smem")
-    if self.c.chance(0.3) or b is None:
+    b = self.pick(("smem",), lambda v: not v.name.startswith("p"))
+    if b is None or self.c.chance(0.3):
       self.emit("ml.cluster_sync()")
       return
+    if self.cluster is None and not self.bad():
+      return self.s_load()
     name = self.fresh("p")
-    self.emit(f"{name} = ml.cluster_ref({b.name}, {self.c.choice(['1', '0', '2', 'i % 2'])})")
-    if "i %" in self.lines[-1] and not any(v.name == "i" for v in self.env):
-      self.lines.insert(-1, "  " * self.depth + "i = ml.program_id(0)")
-      self.env.append(Var("i", "scalar", (), "int32"))
+    peer = self.c.choice([f"({self.program_id()} + 1) % 2", "1", "0"] + (["2", "x0"] if self.bad() else []))
+    self.emit(f"{name} = ml.cluster_ref({b.name}, {peer})")
     self.env.append(Var(name, "smem", b.shape, b.dtype))
 
   # -- the kernel
   def kernel(self) -> Program:
-    self.depth = 1
+    bad = self.bad()
     n_in = self.c.integer(1, 2)
-    specs = [(self.shape(), self.dtype()) for _ in range(n_in)]
-    out = (self.shape(), self.dtype()) if self.c.chance(0.5) else specs[0]
+    specs = [(self.c.choice(SHAPES), self.c.choice(DTYPES)) for _ in range(n_in)]
+    out = (self.c.choice(SHAPES), self.c.choice(DTYPES)) if self.c.chance(0.5) else specs[0]
     for k, (shape, dt) in enumerate(specs):
       self.env.append(Var(f"x{k}", "gmem", shape, dt))
     self.env.append(Var("out", "gmem", out[0], out[1]))
+    grid, self.cluster = self.c.choice([("(1,)", None), ("(2,)", None), ("(4, 2)", None),
+                                        ("(2,)", "(2,)"), ("(4, 2)", "(1, 2)")])
+    block = "128" if self.c.chance(0.8) else "256"
+    if bad:
+      grid, self.cluster, block = self.c.choice([("(1,)", "(2,)", "128"), ("(3,)", "(2,)", "128"),
+                                                 ("(0,)", None, "128"), ("(2,)", None, "96"),
+                                                 ("(2,)", "(4, 4, 2)", "128"), ("(2,)", None, "2048")])
     for _ in range(self.c.integer(1, MAX_STMTS)):
       if self.n_stmts < MAX_STMTS:
         self.stmt()
-    grid = self.c.choice(["(1,)", "(2,)", "(4, 2)"])
-    cluster = self.c.choice(["None", "None", "(2,)", "(1, 2)"])
-    block = self.c.choice(["128", "128", "256", "96"])
     params = ", ".join([f"x{k}" for k in range(n_in)] + ["out"])
     head = [
         "import jax, jax.numpy as jnp",
         "import mgpu_dsl as mg",
         "from mgpu_dsl import language as ml",
         "",
-        f"@mg.mgpu_kernel(out_shape=jax.ShapeDtypeStruct({out[0]}, jnp.{jnp_name(out[1])}), grid={grid},"
-        f" cluster={cluster}, block={block})",
+        f"@mg.mgpu_kernel(out_shape=jax.ShapeDtypeStruct({out[0]}, jnp.{jnp_name(out[1])}),"
+        f" grid={grid}, cluster={self.cluster}, block={block})",
         f"def kernel({params}):",
     ]
     text = "\n".join(head + self.lines) + "\n"
     return Program(text, specs, out, first_line=5, last_line=len(head) + len(self.lines))
+
+
+def valid_layout(shape) -> bool:
+  return math.prod(shape) % 128 == 0
+
+
+def tma_ok(shape, dtype) -> bool:
+  size = ITEMSIZE[dtype]
+  return dtype != "bool" and shape[-1] * size % 16 == 0 and all(s <= 256 for s in shape)
 
 
 def generate(c) -> Program:

@@ -1,0 +1,254 @@
+"""Memory of interpret mode: GMEM, each CTA's SMEM, and the race checks on every access.
+
+The GPU reports none of these mistakes; it hangs or returns wrong numbers. The
+interpreter sees every access, so it checks them: an SMEM access against the
+async copies in flight (frontend/sync.py's waits and fences, whose absence is
+a compiler bug), output elements touched by two programs (a user's race,
+reported at the kernel's line), and SMEM touched by two CTAs of a cluster
+between the same two cluster_syncs.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from ..frontend import errors as E
+from ..frontend import ir
+from .interpret_numerics import np_dtype, poison
+
+
+from ..frontend.errors import InterpretError, OutOfBoundsError, RaceError  # noqa: E402,F401
+
+
+COMPILER_BUG = ("the compiler inserts this synchronisation; an IR without it is a bug in mgpu_dsl,"
+                " please report it")
+OWN_WINDOW = "give each program its own window of the output, e.g. out.at[ml.ds(ml.program_id(0) * 128, 128)]"
+
+
+@dataclasses.dataclass(frozen=True)
+class Ref:
+  """A window of a root buffer: a kernel parameter (GMEM) or one CTA's SMEM allocation."""
+  root: ir.Value
+  owner: int            # cluster rank of the CTA whose SMEM this is; -1 for GMEM
+  win: tuple            # ((start, size, squeeze), ...) over the root's dimensions
+
+  @staticmethod
+  def whole(root: ir.Value, owner: int) -> "Ref":
+    return Ref(root, owner, tuple((0, n, False) for n in root.type.shape))
+
+  @property
+  def name(self) -> str:
+    return self.root.name or "a buffer"
+
+  @property
+  def index(self) -> tuple:
+    return tuple(s if sq else slice(s, s + n) for s, n, sq in self.win)
+
+  def check_bounds(self, o):
+    shape = self.root.type.shape
+    if any(s < 0 or s + n > d for (s, n, _), d in zip(self.win, shape)):
+      win = ", ".join(str(s) if sq else f"{s}:{s + n}" for s, n, sq in self.win)
+      raise OutOfBoundsError(f"{self.name}[{win}] is outside {self.name}'s shape {shape}", o.loc,
+                             hint="check the dynamic indices (ml.ds starts, program ids) of this access")
+
+  def clip(self):
+    """(root index, box index) of the part of a TMA box inside the root, or None: TMA
+    reads zeros outside a GMEM tensor and drops writes there."""
+    g, b = [], []
+    for (s, n, sq), d in zip(self.win, self.root.type.shape):
+      lo, hi = max(s, 0), min(s + n, d)
+      if hi <= lo:
+        return None
+      g.append(s if sq else slice(lo, hi))
+      if not sq:
+        b.append(slice(lo - s, hi - s))
+    return tuple(g), tuple(b)
+
+
+def _element(index, bad) -> tuple:
+  """The root coordinates of the first True of `bad` (taken at `index` of the root)."""
+  off = iter(np.argwhere(np.asarray(bad))[0])
+  return tuple(int(i) if isinstance(i, (int, np.integer)) else i.start + int(next(off)) for i in index)
+
+
+class Memory:
+  """GMEM, who wrote and read each output element, and the current cluster's phase log."""
+
+  def __init__(self, kernel: ir.Kernel, args):
+    self.kernel = kernel
+    self.gmem = {p.value.id: np.array(a, dtype=np_dtype(p.value.type.dtype))
+                 for p, a in zip(kernel.inputs, args)}
+    self.writers, self.readers, self.wlocs = {}, {}, {}
+    for p in kernel.outputs:
+      shape, d = p.value.type.shape, p.value.type.dtype
+      self.gmem[p.value.id] = poison(shape, d)
+      self.writers[p.value.id] = np.full(shape, -1, np.int64)   # program, or -1
+      self.readers[p.value.id] = np.full(shape, -1, np.int64)   # program, -1, or -2: several
+    self.csize = int(np.prod(kernel.cluster))
+    self.ctas: list = []       # the CTAs of the cluster running now, by cluster rank
+    self.phase: dict = {}      # (owner, root id) -> (writer rank, reader bitmask, locs)
+
+  def pid_of(self, lin: int) -> tuple:
+    gx, gy, _ = self.kernel.grid
+    return (lin % gx, lin // gx % gy, lin // (gx * gy))
+
+  def gmem_access(self, cta, ref: Ref, index, o, write: bool):
+    """Record a program's access to output elements; two programs meeting there is a race."""
+    rid = ref.root.id
+    if rid not in self.writers:
+      return
+    w, r = self.writers[rid], self.readers[rid]
+    bad = (w[index] >= 0) & (w[index] != cta.lin)
+    if write:
+      bad |= ((r[index] >= 0) & (r[index] != cta.lin)) | (r[index] == -2)
+    if np.any(bad):
+      elem = _element(index, bad)
+      other = int(w[elem]) if w[elem] >= 0 and w[elem] != cta.lin else int(r[elem])
+      who = f"program {self.pid_of(other)}" if other >= 0 else "another program"
+      notes = (f"{self.wlocs[(rid, other)]}: {who} writes it here",) if (rid, other) in self.wlocs else ()
+      raise RaceError(
+          f"{who} and program {cta.pid} both access {ref.name}{list(elem)}, and one writes it:"
+          f" programs run in no fixed order, so the result depends on timing", self.kernel.loc,
+          notes=notes + (f"{o.loc}: program {cta.pid} accesses it here",), hint=OWN_WINDOW)
+    if write:
+      w[index] = cta.lin
+      self.wlocs[(rid, cta.lin)] = o.loc
+    else:
+      r[index] = np.where((r[index] == -1) | (r[index] == cta.lin), cta.lin, -2)
+
+  def smem_phase(self, cta, ref: Ref, o, write: bool):
+    """Record a CTA's access to a cluster's SMEM between two cluster_syncs."""
+    if self.csize == 1:
+      return
+    key = (ref.owner, ref.root.id)
+    if key not in self.phase:
+      shape = ref.root.type.shape
+      self.phase[key] = (np.full(shape, -1, np.int16), np.zeros(shape, np.int32), {})
+    w, r, locs = self.phase[key]
+    idx, me = ref.index, cta.rank
+    bad = (w[idx] >= 0) & (w[idx] != me)
+    if write:
+      bad |= (r[idx] & ~(1 << me)) != 0
+    if np.any(bad):
+      elem = _element(idx, bad)
+      mask = int(r[elem]) & ~(1 << me)
+      other = int(w[elem]) if w[elem] >= 0 and w[elem] != me else (mask & -mask).bit_length() - 1
+      whose = "its own" if ref.owner == me else f"program {self.ctas[ref.owner].pid}'s"
+      raise RaceError(
+          f"program {cta.pid} {'writes' if write else 'reads'} {whose} {ref.name}{list(elem)} while"
+          f" program {self.ctas[other].pid} also uses it between the same two ml.cluster_sync() calls",
+          o.loc,
+          notes=(f"{locs[other]}: program {self.ctas[other].pid} accesses it here",),
+          hint="separate the write from the other access with ml.cluster_sync()")
+    if write:
+      w[idx] = me
+    else:
+      r[idx] |= 1 << me
+    locs[me] = o.loc
+
+  def check_exit(self, cta):
+    """A CTA may not exit while a peer still uses its SMEM in the same phase."""
+    for (owner, _), (_, _, locs) in self.phase.items():
+      others = [k for k in locs if k != owner]
+      if owner == cta.rank and others:
+        k = others[0]
+        raise RaceError(
+            f"program {self.ctas[k].pid} uses the SMEM of program {cta.pid}, which may already have"
+            " exited", locs[k], hint="end the kernel with ml.cluster_sync() so no CTA exits while a"
+            " peer still reads or writes its SMEM")
+
+
+class CtaMemory:
+  """One CTA's SMEM and what its asynchronous copies have in flight."""
+
+  def __init__(self, m: Memory, pid: tuple, rank: int):
+    self.m, self.pid, self.rank = m, pid, rank
+    gx, gy, _ = m.kernel.grid
+    self.lin = pid[0] + gx * (pid[1] + gy * pid[2])
+    self.smem = {v.id: poison(v.type.shape, v.type.dtype) for v in m.kernel.smem}
+    self.pending_load: dict[int, tuple] = {}    # root id -> (slot, loc of the copy)
+    self.pending_store: dict[int, object] = {}  # root id -> loc of the TMA store reading it
+    self.unfenced: dict[int, object] = {}       # root id -> loc of a register write, no fence since
+    self.touched: set[int] = set()              # roots used from registers since the last barrier
+    self.dots: list[tuple] = []                 # in-flight ml.dot groups: (result, {(owner, root)}, loc)
+
+  def buffer(self, ref: Ref) -> np.ndarray:
+    return self.m.gmem[ref.root.id] if ref.owner < 0 else self.m.ctas[ref.owner].smem[ref.root.id]
+
+  def check_end(self):
+    if self.pending_load:
+      _, loc = next(iter(self.pending_load.values()))
+      raise RaceError("the kernel ends before this async copy lands", loc, hint=COMPILER_BUG)
+    if self.pending_store:
+      raise RaceError("the kernel ends while this TMA store may still be in flight",
+                      next(iter(self.pending_store.values())), hint=COMPILER_BUG)
+    if self.dots:
+      raise RaceError("the kernel ends while this ml.dot may still be running", self.dots[0][2],
+                      hint=COMPILER_BUG)
+
+  def smem_sync(self, ref: Ref, o, kind: str):
+    """Check one SMEM access against what is in flight.
+
+    kind: read/write (registers), tma_read/tma_write (a TMA copy), mma_read (ml.dot's operand).
+    """
+    owner = self.m.ctas[ref.owner]
+    rid, name, local = ref.root.id, ref.name, ref.owner == self.rank
+    if rid in owner.pending_load:
+      slot, at = owner.pending_load[rid]
+      what = {"read": f"{name} is read before its async copy landed",
+              "write": f"{name} is written while an async copy into it is in flight",
+              "tma_write": f"a second async copy into {name} starts before the first landed",
+              "tma_read": f"{name} is stored before its async copy landed",
+              "mma_read": f"ml.dot reads {name} before its async copy landed"}[kind]
+      raise RaceError(what, o.loc, notes=(f"{at}: the async copy (slot {slot}) starts here",),
+                      hint=COMPILER_BUG)
+    if kind in ("write", "tma_write") and rid in owner.pending_store:
+      raise RaceError(f"{name} is overwritten while a TMA store may still be reading it", o.loc,
+                      notes=(f"{owner.pending_store[rid]}: the TMA store starts here",), hint=COMPILER_BUG)
+    if kind in ("write", "tma_write"):
+      for _, roots, at in owner.dots:
+        if (ref.owner, rid) in roots:
+          raise RaceError(f"{name} is overwritten while an ml.dot may still be reading it", o.loc,
+                          notes=(f"{at}: the ml.dot is issued here",), hint=COMPILER_BUG)
+    if local and kind == "tma_write" and rid in self.touched:
+      raise RaceError(f"an async copy overwrites {name} while threads may still use it from registers"
+                      " (no barrier since)", o.loc, hint=COMPILER_BUG)
+    if local and kind in ("tma_read", "mma_read") and rid in self.unfenced:
+      what = "a TMA store" if kind == "tma_read" else "ml.dot"
+      raise RaceError(f"{what} reads {name}, written from registers, without a fence"
+                      " (commit_shared) in between", o.loc,
+                      notes=(f"{self.unfenced[rid]}: {name} is written here",), hint=COMPILER_BUG)
+    if local and kind in ("read", "write"):
+      self.touched.add(rid)
+      if kind == "write":
+        self.unfenced[rid] = o.loc
+
+  def read(self, ref: Ref, o, kind: str = "read") -> np.ndarray:
+    tma = kind == "tma_read"
+    if ref.owner >= 0:
+      ref.check_bounds(o)
+      self.smem_sync(ref, o, kind)
+      self.m.smem_phase(self, ref, o, write=False)
+      return self.buffer(ref)[ref.index].copy()
+    if not tma:
+      ref.check_bounds(o)
+    out = np.zeros(tuple(n for _, n, sq in ref.win if not sq), np_dtype(ref.root.type.dtype))
+    if (c := ref.clip()) is not None:
+      self.m.gmem_access(self, ref, c[0], o, write=False)
+      out[c[1]] = self.buffer(ref)[c[0]]
+    return out
+
+  def write(self, ref: Ref, data: np.ndarray, o, kind: str = "write"):
+    tma = kind == "tma_write"
+    if ref.owner >= 0:
+      ref.check_bounds(o)
+      self.smem_sync(ref, o, kind)
+      self.m.smem_phase(self, ref, o, write=True)
+      self.buffer(ref)[ref.index] = data
+      return
+    if not tma:
+      ref.check_bounds(o)
+    if (c := ref.clip()) is not None:
+      self.m.gmem_access(self, ref, c[0], o, write=True)
+      self.buffer(ref)[c[0]] = data[c[1]]

@@ -1,0 +1,183 @@
+"""Check kernels without a GPU: declare argument specs beside a kernel, check them in CI.
+
+In the kernel's module, after the kernel::
+
+    @mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 128,))
+    def double(x, out):
+        ...
+
+    mg.check_specs(double, jax.ShapeDtypeStruct((1024, 64), jnp.float32))
+    mg.check_specs(double, jax.ShapeDtypeStruct((1024, 64), jnp.bfloat16))
+
+then ``python -m mgpu_dsl check kernels.py`` traces, checks and builds every
+declared specialisation (the Mosaic GPU module is built and verified on the CPU)
+and prints each mistake at its line. Declaring specs costs nothing at import.
+"""
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import itertools
+import os
+import sys
+import traceback
+
+from .frontend import errors as E
+from .kernel import KernelFunction
+
+_DECLARED: dict[KernelFunction, list[tuple[tuple, dict]]] = {}
+_modules = itertools.count()
+
+
+def check_specs(kernel: KernelFunction, *specs, **constexprs) -> KernelFunction:
+  """Declare one specialisation of `kernel` for `python -m mgpu_dsl check`.
+
+  `specs` are the kernel's inputs as `jax.ShapeDtypeStruct`s (or arrays),
+  `constexprs` its compile-time constants, exactly as `kernel.check` takes
+  them. Call it once per specialisation worth checking::
+
+      mg.check_specs(row_block_sum, jax.ShapeDtypeStruct((512, 64), jnp.float16), n=4)
+
+  Returns `kernel`. Nothing is traced until the checker runs.
+  """
+  if not isinstance(kernel, KernelFunction):
+    raise TypeError(f"mg.check_specs takes an @mgpu_kernel function first, got {kernel!r}")
+  for s in specs:
+    if not (hasattr(s, "shape") and hasattr(s, "dtype")):
+      raise TypeError(f"mg.check_specs: each spec needs .shape and .dtype"
+                      f" (a jax.ShapeDtypeStruct), got {s!r}")
+  _DECLARED.setdefault(kernel, []).append((tuple(specs), dict(constexprs)))
+  return kernel
+
+
+def declared_specs(kernel: KernelFunction) -> list[tuple[tuple, dict]]:
+  """The (specs, constexprs) pairs declared for `kernel` with `check_specs`."""
+  return list(_DECLARED.get(kernel, ()))
+
+
+@dataclasses.dataclass
+class Result:
+  """One specialisation of one kernel, checked."""
+  kernel: KernelFunction
+  specs: tuple
+  constexprs: dict
+  errors: list = dataclasses.field(default_factory=list)    # KernelErrors, in program order
+  crash: BaseException | None = None                        # any other exception: a bug
+
+  @property
+  def ok(self) -> bool:
+    return not self.errors and self.crash is None
+
+  @property
+  def title(self) -> str:
+    args = [f"{_dtype_name(s.dtype)}[{','.join(str(int(n)) for n in s.shape)}]" for s in self.specs]
+    args += [f"{k}={v!r}" for k, v in self.constexprs.items()]
+    return f"{self.kernel.__name__}({', '.join(args)})"
+
+
+@dataclasses.dataclass
+class FileReport:
+  path: str
+  results: list = dataclasses.field(default_factory=list)
+  skipped: list = dataclasses.field(default_factory=list)    # kernels with no declared specs
+  import_error: BaseException | None = None
+
+  @property
+  def ok(self) -> bool:
+    return self.import_error is None and all(r.ok for r in self.results)
+
+
+def _dtype_name(dtype) -> str:
+  return getattr(dtype, "name", None) or str(dtype)
+
+
+def check_kernel(kernel: KernelFunction) -> list[Result]:
+  """Check every specialisation declared for `kernel`."""
+  out = []
+  for specs, constexprs in declared_specs(kernel):
+    r = Result(kernel, specs, constexprs)
+    try:
+      kernel.check(*specs, **constexprs)
+    except E.KernelError as e:
+      r.errors = list(e.errors)
+    except Exception as e:   # noqa: BLE001  (reported as a crash, never hidden)
+      r.crash = e
+    out.append(r)
+  return out
+
+
+def load_module(path: str):
+  """Import the Python file `path` as a fresh module (its `__main__` block does not run)."""
+  stem = os.path.splitext(os.path.basename(path))[0]
+  name = stem if stem.isidentifier() and stem not in sys.modules else f"_mgpu_dsl_check_{next(_modules)}_{stem}"
+  spec = importlib.util.spec_from_file_location(name, path)
+  if spec is None or spec.loader is None:
+    raise ImportError(f"cannot import {path}: not a Python file")
+  module = importlib.util.module_from_spec(spec)
+  sys.modules[name] = module
+  folder = os.path.dirname(os.path.abspath(path))
+  added = folder not in sys.path
+  if added:
+    sys.path.insert(0, folder)       # so the file can import its neighbours
+  try:
+    spec.loader.exec_module(module)
+  except BaseException:
+    sys.modules.pop(name, None)
+    raise
+  finally:
+    if added:
+      sys.path.remove(folder)
+  return module
+
+
+def kernels_of(module, declared_before=()) -> list[KernelFunction]:
+  """The kernels a module defines, plus any it declared specs for, in definition order."""
+  out = [v for v in vars(module).values()
+         if isinstance(v, KernelFunction) and getattr(v.fn, "__module__", None) == module.__name__]
+  out += [k for k in _DECLARED if k not in declared_before and k not in out]
+  return out
+
+
+def check_file(path: str) -> FileReport:
+  """Import `path` and check every declared specialisation of every kernel in it."""
+  report = FileReport(path)
+  before = set(_DECLARED)
+  try:
+    module = load_module(path)
+  except BaseException as e:   # noqa: BLE001  (a file that does not import is a failed check)
+    if isinstance(e, KeyboardInterrupt):
+      raise
+    report.import_error = e
+    return report
+  for kernel in kernels_of(module, before):
+    if kernel not in _DECLARED:
+      report.skipped.append(kernel)
+    else:
+      report.results.extend(check_kernel(kernel))
+  return report
+
+
+# ---------------------------------------------------------------------------- rendering
+def render_error(e: E.KernelError) -> str:
+  """`ClassName: file:line:col: message [CODE]`, the source line, a caret, notes and hint."""
+  return f"{type(e).__name__}: {e.render()}"
+
+
+def render_crash(e: BaseException) -> str:
+  tb = "".join(traceback.format_exception(type(e), e, e.__traceback__))
+  return f"crash (a bug in mgpu_dsl; please report it):\n{tb.rstrip()}"
+
+
+def render_import_error(path: str, e: BaseException) -> str:
+  if isinstance(e, SyntaxError):
+    return f"{path}: cannot import: SyntaxError: {e.filename}:{e.lineno}:{e.offset}: {e.msg}"
+  frames = [f for f in traceback.extract_tb(e.__traceback__)
+            if os.path.abspath(f.filename) == os.path.abspath(path)]
+  where = f" (at {path}:{frames[-1].lineno})" if frames else ""
+  return f"{path}: cannot import{where}: {type(e).__name__}: {e}"
+
+
+def to_json(e: E.KernelError) -> dict:
+  return {"class": type(e).__name__, "code": e.code, "file": e.filename, "line": e.lineno,
+          "column": e.col_offset, "message": e.message, "hint": e.hint, "notes": list(e.notes),
+          "rendered": render_error(e)}
