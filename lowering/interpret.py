@@ -205,16 +205,21 @@ def _copy(cta, o):
   src, dst = cta.get(o.src), cta.get(o.dst)
   cta.write(dst, cta.read(src, o, "tma_read"), o, "tma_write")
   if dst.owner >= 0:                 # GMEM -> SMEM lands at the matching WaitLoad
-    cta.pending_load[dst.root.id] = (o.slot, o.loc)
+    cta.pending_load[(dst.root.id, dst.part)] = (o.slot + _stage(cta, o.stage), o.loc)
   else:                              # SMEM -> GMEM reads SMEM until AwaitStores
-    cta.pending_store[src.root.id] = o.loc
+    cta.pending_store[(src.root.id, src.part)] = o.loc
+
+
+def _stage(cta, stage) -> int:
+  return int(cta.get(stage)) if isinstance(stage, ir.Value) else stage
 
 
 # ---------------------------------------------------------------- rules: synchronisation
 @rule(ir.WaitLoad)
 def _wait_load(cta, o):
-  for rid in [r for r, (slot, _) in cta.pending_load.items() if slot == o.slot]:
-    del cta.pending_load[rid]
+  barrier = o.slot + _stage(cta, o.stage)
+  for key in [k for k, (slot, _) in cta.pending_load.items() if slot == barrier]:
+    del cta.pending_load[key]
 
 
 @rule(ir.AwaitStores)
@@ -311,7 +316,7 @@ def _dot(cta, o):
   t = o.result.type
   acc = cta.get(o.acc).astype(np.float32) if o.acc is not None else np.float32(0)
   r = (acc + x @ y).astype(N.np_dtype(t.dtype))
-  cta.dots.append((r, {(a.owner, a.root.id), (b.owner, b.root.id)}, o.loc))
+  cta.dots.append((r, {(a.owner, a.root.id, a.part), (b.owner, b.root.id, b.part)}, o.loc))
   cta.set(o.result, r)
 
 

@@ -42,6 +42,17 @@ class Ref:
     return self.root.name or "a buffer"
 
   @property
+  def part(self) -> tuple:
+    """The leading integer indices of the window (a pipeline stage): accesses of different
+    parts of one buffer do not overlap; () is the whole buffer."""
+    out = []
+    for s, _, sq in self.win:
+      if not sq:
+        break
+      out.append(s)
+    return tuple(out)
+
+  @property
   def index(self) -> tuple:
     return tuple(s if sq else slice(s, s + n) for s, n, sq in self.win)
 
@@ -64,6 +75,12 @@ class Ref:
       if not sq:
         b.append(slice(lo - s, hi - s))
     return tuple(g), tuple(b)
+
+
+def overlaps(p: tuple, q: tuple) -> bool:
+  """Whether two buffer parts (see Ref.part) share elements: one is a prefix of the other."""
+  n = min(len(p), len(q))
+  return p[:n] == q[:n]
 
 
 def _element(index, bad) -> tuple:
@@ -167,11 +184,11 @@ class CtaMemory:
     gx, gy, _ = m.kernel.grid
     self.lin = pid[0] + gx * (pid[1] + gy * pid[2])
     self.smem = {v.id: poison(v.type.shape, v.type.dtype) for v in m.kernel.smem}
-    self.pending_load: dict[int, tuple] = {}    # root id -> (slot, loc of the copy)
-    self.pending_store: dict[int, object] = {}  # root id -> loc of the TMA store reading it
+    self.pending_load: dict[tuple, tuple] = {}    # (root id, part) -> (barrier, loc of the copy)
+    self.pending_store: dict[tuple, object] = {}  # (root id, part) -> loc of the TMA store reading it
     self.unfenced: dict[int, object] = {}       # root id -> loc of a register write, no fence since
     self.touched: set[int] = set()              # roots used from registers since the last barrier
-    self.dots: list[tuple] = []                 # in-flight ml.dot groups: (result, {(owner, root)}, loc)
+    self.dots: list[tuple] = []                 # in-flight ml.dot groups: (result, {(owner, root, part)}, loc)
 
   def buffer(self, ref: Ref) -> np.ndarray:
     return self.m.gmem[ref.root.id] if ref.owner < 0 else self.m.ctas[ref.owner].smem[ref.root.id]
@@ -194,8 +211,9 @@ class CtaMemory:
     """
     owner = self.m.ctas[ref.owner]
     rid, name, local = ref.root.id, ref.name, ref.owner == self.rank
-    if rid in owner.pending_load:
-      slot, at = owner.pending_load[rid]
+    hit = lambda table: next((k for k in table if k[0] == rid and overlaps(k[1], ref.part)), None)
+    if (key := hit(owner.pending_load)) is not None:
+      slot, at = owner.pending_load[key]
       what = {"read": f"{name} is read before its async copy landed",
               "write": f"{name} is written while an async copy into it is in flight",
               "tma_write": f"a second async copy into {name} starts before the first landed",
@@ -203,12 +221,12 @@ class CtaMemory:
               "mma_read": f"ml.dot reads {name} before its async copy landed"}[kind]
       raise RaceError(what, o.loc, notes=(f"{at}: the async copy (slot {slot}) starts here",),
                       hint=COMPILER_BUG)
-    if kind in ("write", "tma_write") and rid in owner.pending_store:
+    if kind in ("write", "tma_write") and (key := hit(owner.pending_store)) is not None:
       raise RaceError(f"{name} is overwritten while a TMA store may still be reading it", o.loc,
-                      notes=(f"{owner.pending_store[rid]}: the TMA store starts here",), hint=COMPILER_BUG)
+                      notes=(f"{owner.pending_store[key]}: the TMA store starts here",), hint=COMPILER_BUG)
     if kind in ("write", "tma_write"):
       for _, roots, at in owner.dots:
-        if (ref.owner, rid) in roots:
+        if any(w == ref.owner and r == rid and overlaps(p, ref.part) for w, r, p in roots):
           raise RaceError(f"{name} is overwritten while an ml.dot may still be reading it", o.loc,
                           notes=(f"{at}: the ml.dot is issued here",), hint=COMPILER_BUG)
     if local and kind == "tma_write" and rid in self.touched:

@@ -66,3 +66,12 @@ def test_fused_residual_relu_matches_jnp(dtype):
   r = jax.random.normal(kr, (512, 512), jnp.float32).astype(dtype)
   want = jnp.maximum(jnp.dot(a, b, preferred_element_type=jnp.float32) + r.astype(jnp.float32), 0)
   assert rel_err(ex.matmul_residual_relu(a, b, r), want) < 1e-2
+
+
+@pytest.mark.parametrize("stages", [2, 3, 4])
+def test_pipelined_matmul_interprets_without_races(stages):
+  ka, kb = jax.random.split(jax.random.key(stages))
+  a = jax.random.normal(ka, (128, 512), jnp.float32).astype(jnp.bfloat16)
+  b = jax.random.normal(kb, (512, 128), jnp.float32).astype(jnp.bfloat16)
+  got = ex.matmul(a, b, bm=128, bn=128, stages=stages, interpret=True)
+  assert rel_err(got, jnp.dot(a, b, preferred_element_type=jnp.float32)) < 1e-2
