@@ -4,7 +4,8 @@
 
 Each CTA computes one (bm, bn) tile of C = A @ B. The loop `ml.range(..., stages=s)`
 is software-pipelined by the compiler: it gives a_s and b_s `s` copies each and
-loads the tiles of later k-steps while the tensor cores work on this one. With
+loads the tiles of later k-steps while the tensor cores work on this one. c_s
+reuses their memory once the loop is done (the SMEM planner sees the lifetimes). With
 block=256 two warpgroups split the tile's rows. Programs walk the tiles in groups
 of 8 tile-rows so neighbours share A and B in L2.
 """
@@ -26,7 +27,7 @@ def _grid(a, b, *args, bm=128, bn=256, **meta):
 
 @mg.mgpu_kernel(out_shape=_out, grid=_grid, block=256)
 def matmul(a, b, c, *, bm: ml.constexpr = 128, bn: ml.constexpr = 256, bk: ml.constexpr = 64,
-           stages: ml.constexpr = 3):
+           stages: ml.constexpr = 4):
   i, j = ml.grouped_ids(ml.program_id(0), a.shape[0] // bm, b.shape[1] // bn, group=8)
   a_s = ml.smem((bm, bk))
   b_s = ml.smem((bk, bn))

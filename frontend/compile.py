@@ -55,12 +55,14 @@ class ParsedKernel:
 
 
 def parse(fn) -> ParsedKernel:
-  filename = inspect.getsourcefile(fn) or "<unknown>"
+  code = getattr(fn, "__code__", None)
+  filename = inspect.getsourcefile(fn) or getattr(code, "co_filename", "<unknown>")
   try:
     lines, first = inspect.getsourcelines(fn)
   except (OSError, TypeError) as e:
     raise E.KernelError(
-        f"cannot read the source of {fn.__qualname__}: {e}", Loc(filename, 0, 0),
+        f"cannot read the source of {fn.__qualname__}: {e}",
+        Loc(filename, getattr(code, "co_firstlineno", 0), 0),
         hint="define kernels in a file or a notebook cell, not in exec() or a REPL string") from None
   text = "".join(lines)
   dedented = textwrap.dedent(text)
@@ -138,8 +140,8 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, bloc
   pipelined = pipeline_loops(kernel, em)
   assign_layouts(kernel, em.defs)
   end = pk.source.loc(pk.tree.body[-1])
-  SyncPass(em.defs, block=block, explicit=pipelined).run(em.block, end)
-  kernel.smem_plan = plan_smem(kernel)
+  kernel.smem_plan = plan_smem(kernel, em.defs)
+  SyncPass(em.defs, block=block, explicit=pipelined, group=kernel.smem_plan.group).run(em.block, end)
   return kernel
 
 

@@ -3,6 +3,12 @@
 The layout is fixed here (the lowering follows it) so the budget check sees
 every byte the kernel will use: one 8-byte mbarrier per TMA load site first,
 then each buffer at a 1024-byte boundary (what 128-byte swizzled TMA needs).
+
+Buffers whose lifetimes do not overlap share memory (a matmul's epilogue tile
+reuses its pipeline's stages). A lifetime runs from a buffer's first access to
+its last, widened to whole loops; asynchronous work still running past it (a
+dot, a TMA store) is handled by the sync pass, which treats buffers sharing
+memory as one (`SmemPlan.group`).
 """
 from __future__ import annotations
 
@@ -10,6 +16,7 @@ import dataclasses
 
 from . import errors as E
 from . import ir
+from .types import RefType
 
 SMEM_LIMIT = 227 * 1024   # bytes a CTA may use on Hopper (cudaFuncAttributeMaxDynamicSharedMemorySize)
 BUFFER_ALIGN = 1024
@@ -21,28 +28,78 @@ class SmemPlan:
   barrier_bytes: int
   offsets: tuple[int, ...]     # byte offset of each kernel.smem buffer
   total: int
+  group: dict                  # buffer value id -> id of the group of buffers sharing its memory
 
 
 def _align(n, a):
   return (n + a - 1) // a * a
 
 
-def plan_smem(kernel) -> SmemPlan:
-  off = kernel.num_load_slots * MBARRIER_BYTES
-  barrier_bytes = off
-  offsets = []
-  for buf in kernel.smem:
-    off = _align(off, BUFFER_ALIGN)
-    offsets.append(off)
-    off += buf.type.nbytes
-  if off > SMEM_LIMIT:
+def lifetimes(kernel, defs) -> dict[int, tuple[int, int]]:
+  """Buffer value id -> (first, last) op index in program order, loops taken whole."""
+  span: dict[int, list[int]] = {}
+  index = 0
+
+  def root_of(v):
+    d = defs.get(v.id)
+    return d.ref if isinstance(d, (ir.View, ir.ClusterRef)) else v
+
+  def visit(block, loop_span):
+    nonlocal index
+    for o in block.ops:
+      start = index
+      index += 1
+      if isinstance(o, ir.For) and loop_span is None:
+        first, last = start, start + sum(1 for _ in ir.walk(o.body))
+        visit(o.body, (first, last))
+      else:
+        for r in o.regions:
+          visit(getattr(o, r), loop_span)
+      here = loop_span or (start, start)
+      used = [v for v in o.operands() if isinstance(v.type, RefType)] + [
+          r for r in o.results if isinstance(o, ir.SmemAlloc)]
+      for v in used:
+        rid = root_of(v).id
+        lo, hi = span.setdefault(rid, [here[0], here[1]])
+        span[rid] = [min(lo, here[0]), max(hi, here[1])]
+
+  visit(kernel.body, None)
+  return {k: tuple(v) for k, v in span.items()}
+
+
+def plan_smem(kernel, defs=None) -> SmemPlan:
+  barrier_bytes = kernel.num_load_slots * MBARRIER_BYTES
+  life = lifetimes(kernel, defs or {})
+  placed: list[tuple[int, int, int, tuple]] = []   # (buffer id, offset, end, lifetime)
+  order = sorted(kernel.smem, key=lambda b: -b.type.nbytes)
+  offsets = {}
+  base = _align(barrier_bytes, BUFFER_ALIGN)
+  for buf in order:
+    lt = life.get(buf.id, (0, 0))
+    live = sorted((o, e) for _, o, e, l in placed if l[0] <= lt[1] and lt[0] <= l[1])
+    off = base
+    for o, e in live:
+      if off + buf.type.nbytes <= o:
+        break
+      off = max(off, _align(e, BUFFER_ALIGN))
+    offsets[buf.id] = off
+    placed.append((buf.id, off, off + buf.type.nbytes, lt))
+  total = max([e for _, _, e, _ in placed], default=barrier_bytes)
+  if total > SMEM_LIMIT:
     sizes = ", ".join(f"{b.name or '?'} {b.type.nbytes // 1024} KiB" for b in kernel.smem)
     biggest = max(kernel.smem, key=lambda b: b.type.nbytes)
     raise E.SmemCapacityError(
-        f"the kernel's SMEM needs {off} bytes ({sizes}, plus barriers and alignment), more than the"
+        f"the kernel's SMEM needs {total} bytes ({sizes}, plus barriers and alignment), more than the"
         f" {SMEM_LIMIT} bytes (227 KiB) a CTA can use", _alloc_loc(kernel, biggest),
         hint="use smaller tiles or fewer pipeline stages")
-  return SmemPlan(barrier_bytes, tuple(offsets), off)
+  group = {b: b for b, *_ in placed}
+  find = lambda x: x if group[x] == x else find(group[x])
+  for i, (a, ao, ae, _) in enumerate(placed):
+    for b, bo, be, _ in placed[:i]:
+      if ao < be and bo < ae:
+        group[find(a)] = find(b)
+  return SmemPlan(barrier_bytes, tuple(offsets[b.id] for b in kernel.smem), total,
+                  {b: find(b) for b in group})
 
 
 def _alloc_loc(kernel, buf):

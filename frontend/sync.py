@@ -54,8 +54,9 @@ UNKNOWN_WINDOW = object()
 
 
 class SyncPass:
-  def __init__(self, defs, *, block: int = 128, explicit=frozenset()):
+  def __init__(self, defs, *, block: int = 128, explicit=frozenset(), group=None):
     self.defs = defs
+    self.group = group or {}     # buffers sharing memory (frontend/smem.py) are tracked as one
     self.single_warpgroup = block == 128
     self.explicit = explicit     # roots a pipelined loop synchronises itself
 
@@ -67,7 +68,7 @@ class SyncPass:
     t = ref.type
     if isinstance(t, RefType) and t.space == Space.SMEM and not t.remote:
       rid = self.root(ref).id
-      return None if rid in self.explicit else rid
+      return None if rid in self.explicit else self.group.get(rid, rid)
     return None
 
   def accesses(self, o) -> list[tuple[int, Access]]:
@@ -88,12 +89,13 @@ class SyncPass:
   def window(self, o):
     ref = o.ref
     d = self.defs.get(ref.id)
+    rid = self.root(ref).id    # buffers sharing memory lay their elements out differently
     if not isinstance(d, ir.View):
-      return ()
+      return (rid,)
     full = d.ref.type.shape
     if all(i.start == 0 and i.size == n and not i.squeeze for i, n in zip(d.index, full)):
-      return ()
-    return tuple((i.start.id if isinstance(i.start, ir.Value) else i.start, i.size, i.squeeze)
+      return (rid,)
+    return (rid,) + tuple((i.start.id if isinstance(i.start, ir.Value) else i.start, i.size, i.squeeze)
                  for i in d.index)
 
   def thread_private(self, root, o, st: State) -> bool:
@@ -159,6 +161,9 @@ class SyncPass:
   def dot_wait(self, st: State, out, loc):
     if st.dot_pending:
       out.append(ir.DotWait(0, loc))
+      if not self.single_warpgroup and st.dot_reads:
+        # A warpgroup's wait covers its own dots only: meet the others before SMEM they read is reused.
+        out.append(ir.Barrier(loc))
       st.dot_pending = False
       st.dot_reads.clear()
 
@@ -243,3 +248,7 @@ class SyncPass:
       st.reg_windows.setdefault(r, set()).add(UNKNOWN_WINDOW)
     st.pending_store |= stored
     st.dot_pending = st.dot_pending or pipelined
+    if pipelined:   # its dots still read its buffers: memory shared with them must wait
+      st.dot_reads |= {self.group.get(r, r) for r in self.explicit
+                       if any(r == self.root(v).id for x in ir.walk(o.body) if isinstance(x, ir.Dot)
+                              for v in (x.a, x.b))}

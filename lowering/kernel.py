@@ -13,12 +13,12 @@ import jax.numpy as jnp
 import jax.experimental.mosaic.gpu as mgpu
 from jax._src.interpreters import mlir as jax_mlir
 from jaxlib.mlir import ir
-from jaxlib.mlir.dialects import arith, gpu
+from jaxlib.mlir.dialects import arith, gpu, memref
 
 from ..frontend import errors as E
 from ..frontend import ir as kir
 from ..frontend.types import Layout, Space, TensorType
-from .rules import RULES, to_index
+from .rules import RULES, mlir_type, to_index
 
 MAX_BARRIERS_PER_GROUP = 32
 
@@ -76,7 +76,9 @@ class LowerCtx:
     """The lowered value; a tensor-core accumulator is read as a FragmentedArray."""
     x = self.values[v.id]
     if isinstance(x, mgpu.WGMMAAccumulator):
-      x = self.values[v.id] = x.value
+      # Not cached: the first read may sit inside an scf.if or loop body, and a value
+      # made there does not dominate reads after it (MLIR verification fails).
+      x = x.value
     return x
 
   def carried(self, v: kir.Value):
@@ -165,41 +167,49 @@ def _first_line(e) -> str:
 
 
 def scratch_tree(kernel: kir.Kernel):
-  """SMEM scratch for as_gpu_kernel, laid out as frontend/smem.py planned it."""
+  """SMEM scratch for as_gpu_kernel: the barrier groups, then one byte arena that holds
+  every buffer at the offset frontend/smem.py planned (buffers may share memory)."""
   plan = kernel.smem_plan
-  tree, n, off = [], kernel.num_load_slots, 0
-  groups = []
+  tree, n = [], kernel.num_load_slots
   while n > 0:
     k = min(n, MAX_BARRIERS_PER_GROUP)
-    groups.append(len(tree))
     tree.append(mgpu.TMABarrier(k))
     n -= k
-  off = plan.barrier_bytes
-  bufs = []
-  for buf, target in zip(kernel.smem, plan.offsets):
-    if target > off:
-      tree.append(jax.ShapeDtypeStruct((target - off,), jnp.int8))
-    bufs.append(len(tree))
-    tiled = kernel.smem_layouts.get(buf.id)
+  groups = list(range(len(tree)))
+  arena_start = min(plan.offsets, default=plan.barrier_bytes)
+  if arena_start > plan.barrier_bytes:
+    tree.append(jax.ShapeDtypeStruct((arena_start - plan.barrier_bytes,), jnp.int8))
+  arena = None
+  if kernel.smem:
+    arena = len(tree)
+    tree.append(jax.ShapeDtypeStruct((plan.total - arena_start,), jnp.int8))
+  return tuple(tree), groups, arena, arena_start
+
+
+def buffer_views(kernel: kir.Kernel, arena_ref, arena_start: int) -> dict:
+  """Typed SMEM memrefs of the kernel's buffers, carved out of the arena."""
+  out = {}
+  for buf, off in zip(kernel.smem, kernel.smem_plan.offsets):
     shape = tuple(buf.type.shape)
+    tiled = kernel.smem_layouts.get(buf.id)
     if tiled is not None:
       shape = shape[:-2] + mgpu.tile_shape(shape[-2:], tiled.tile)
-    tree.append(jax.ShapeDtypeStruct(shape, jax_dtype(buf.type.dtype)))
-    off = target + buf.type.nbytes
-  return tuple(tree), groups, bufs
+    ty = ir.MemRefType.get(shape, mlir_type(buf.type.dtype), memory_space=mgpu.utils.smem())
+    out[buf.id] = memref.view(ty, arena_ref, arith.constant(ir.IndexType.get(), off - arena_start), [])
+  return out
 
 
 def build(kernel: kir.Kernel):
   """The jax-callable of `kernel` (jitted; inputs -> tuple of outputs)."""
   in_shapes = tuple(shape_dtype(p.value.type) for p in kernel.inputs)
   out_shapes = tuple(shape_dtype(p.value.type) for p in kernel.outputs)
-  scratch, groups, bufs = scratch_tree(kernel)
+  scratch, groups, arena, arena_start = scratch_tree(kernel)
 
   def body(launch, *args):
     *refs, scratch_refs = args
     barrier_groups = [scratch_refs[g] for g in groups]
-    smem_refs = {b.id: scratch_refs[i] for b, i in zip(kernel.smem, bufs)}
     with ir.Location.file(kernel.loc.filename, kernel.loc.lineno, kernel.loc.col_offset + 1):
+      smem_refs = buffer_views(kernel, scratch_refs[arena], arena_start) if arena is not None else {}
       ctx = LowerCtx(kernel, launch, refs, smem_refs, barrier_groups)
     for p, r in zip(kernel.params, refs):
       ctx.set(p.value, r)

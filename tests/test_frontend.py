@@ -174,3 +174,32 @@ def test_two_warpgroups_rewriting_one_window_get_a_barrier():
   k = build(double, [((256, 64), "float32")], [((256, 64), "float32")], block=256)
   names = [type(o).__name__ for o in k.body.ops]
   assert names.index("Load") < names.index("Barrier") < names.index("Store")
+
+
+def test_buffers_with_disjoint_lifetimes_share_smem():
+  def k(x, out):
+    a = ml.smem((128, 64), ml.float32)
+    ml.copy(x, a)
+    v = a[...] * 2
+    b = ml.smem((128, 64), ml.float32)
+    b[...] = v
+    ml.copy(b, out)
+  kern = build(k, [((128, 64), "float32")], [((128, 64), "float32")])
+  plan = kern.smem_plan
+  assert plan.offsets[0] == plan.offsets[1]
+  assert plan.group[kern.smem[0].id] == plan.group[kern.smem[1].id]
+  names = [type(o).__name__ for o in kern.body.ops]
+  # b overwrites a's memory after a was read from registers: threads meet first.
+  assert names.index("Load") < names.index("Barrier") < names.index("Store")
+
+
+def test_buffers_live_in_one_loop_do_not_share_smem():
+  def k(x, out):
+    a = ml.smem((128,), ml.float32)
+    b = ml.smem((128,), ml.float32)
+    for j in range(2):
+      a[...] = x[...]
+      b[...] = a[...] + 1.0
+    out[...] = b[...]
+  kern = build(k, [((128,), "float32")], [((128,), "float32")])
+  assert kern.smem_plan.offsets[0] != kern.smem_plan.offsets[1]
