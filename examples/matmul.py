@@ -60,6 +60,25 @@ def matmul_residual_relu(a, b, r, c, *, bm: ml.constexpr = 128, bn: ml.constexpr
   ml.copy(c_s, c.at[ml.ds(i * bm, bm), ml.ds(j * bn, bn)])
 
 
+@mg.mgpu_kernel(out_shape=_out, grid=_grid, block=256)
+def matmul_bias_gelu(a, b, bias, c, *, bm: ml.constexpr = 128, bn: ml.constexpr = 256,
+                     bk: ml.constexpr = 64, stages: ml.constexpr = 4):
+  """c = gelu(a @ b + bias), bias a vector of c's columns (tanh approximation of gelu)."""
+  i, j = ml.grouped_ids(ml.program_id(0), a.shape[0] // bm, b.shape[1] // bn, group=8)
+  a_s = ml.smem((bm, bk))
+  b_s = ml.smem((bk, bn))
+  acc = ml.zeros((bm, bn), jnp.float32)
+  for k in ml.range(a.shape[1] // bk, stages=stages):
+    ml.copy(a.at[ml.ds(i * bm, bm), ml.ds(k * bk, bk)], a_s)
+    ml.copy(b.at[ml.ds(k * bk, bk), ml.ds(j * bn, bn)], b_s)
+    acc = ml.dot(a_s, b_s, acc)
+  x = acc + bias.at[ml.ds(j * bn, bn)][...].astype(jnp.float32)   # (bm, bn) + (bn,)
+  y = 0.5 * x * (1.0 + ml.tanh(0.7978845608 * (x + 0.044715 * x * x * x)))
+  c_s = ml.smem((bm, bn))
+  c_s[...] = y.astype(c.dtype)
+  ml.copy(c_s, c.at[ml.ds(i * bm, bm), ml.ds(j * bn, bn)])
+
+
 def reference(a, b):
   return jnp.dot(a, b, preferred_element_type=jnp.float32).astype(a.dtype)
 
@@ -75,7 +94,8 @@ def main():
       spec = lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype)
       matmul.check(spec(a), spec(b))
       matmul_residual_relu.check(spec(a), spec(b), spec(r))
-      print(f"{jnp.dtype(dtype).name}: both kernels compile to Mosaic GPU (no GPU here to run them)")
+      matmul_bias_gelu.check(spec(a), spec(b), spec(r[0]))
+      print(f"{jnp.dtype(dtype).name}: the three kernels compile to Mosaic GPU (no GPU here to run them)")
       continue
     want = reference(a, b).astype(jnp.float32)
     got = jax.jit(matmul)(a, b).astype(jnp.float32)
@@ -86,6 +106,13 @@ def main():
     got = jax.jit(matmul_residual_relu)(a, b, r).astype(jnp.float32)
     err = float(jnp.linalg.norm(got - want) / jnp.linalg.norm(want))
     print(f"{jnp.dtype(dtype).name} relu(a @ b + r): relative error {err:.2e}")
+    assert err < 1e-2
+    bias = r[0]
+    want = jax.nn.gelu(jnp.dot(a, b, preferred_element_type=jnp.float32) + bias.astype(jnp.float32),
+                       approximate=True)
+    got = jax.jit(matmul_bias_gelu)(a, b, bias).astype(jnp.float32)
+    err = float(jnp.linalg.norm(got - want) / jnp.linalg.norm(want))
+    print(f"{jnp.dtype(dtype).name} gelu(a @ b + bias): relative error {err:.2e}")
     assert err < 1e-2
 
 

@@ -14,6 +14,7 @@ stores conflict-free.
 from __future__ import annotations
 
 import dataclasses
+import math
 
 from . import errors as E
 from . import ir
@@ -26,6 +27,10 @@ SWIZZLE = 128   # bytes
 class SmemLayout:
   tile: tuple[int, int]     # (8, 128 // itemsize)
   swizzle: int              # bytes
+
+
+def _is_tensor(x) -> bool:
+  return isinstance(x, ir.Value) and isinstance(x.type, TensorType)
 
 
 class _UnionFind:
@@ -64,11 +69,18 @@ def assign_layouts(kernel: ir.Kernel, defs) -> None:
       uf.union(n, nodes[0])
 
   seeds, mma_roots = set(), set()
+  broadcasts = []   # (vector operand, the op's 2-D result): the vector runs along the columns
   for o in ir.walk(kernel.body):
     for r in o.results:
       first_use.setdefault(r.id, o)
     if isinstance(o, (ir.Binary, ir.Compare)):
-      join(o.result, o.lhs, o.rhs)
+      shape = o.result.type.shape
+      full = [x for x in (o.lhs, o.rhs) if not _is_tensor(x) or x.type.shape == shape]
+      for x in (o.lhs, o.rhs):
+        if _is_tensor(x) and x.type.shape != shape:
+          node(x)
+          broadcasts.append((x, o))
+      join(o.result, *full)
     elif isinstance(o, ir.Where):
       join(o.result, o.cond, o.on_true, o.on_false)
     elif isinstance(o, (ir.Unary, ir.Cast)):
@@ -98,8 +110,34 @@ def assign_layouts(kernel: ir.Kernel, defs) -> None:
     seeds.add(("smem", r))
   wgmma = {uf.find(s) for s in seeds}
 
+  col = set()
+  for vec, o in broadcasts:
+    if uf.find(("v", o.result.id)) not in wgmma:
+      raise E.LayoutError(
+          f"broadcasting {vec.name or 'a vector'} {vec.type.shape} across the rows of a"
+          f" {o.result.type.shape} tile works on tensor-core (ml.dot) tiles only, for now", o.loc,
+          hint="add the vector to an ml.dot result, e.g. acc + bias_vec")
+    col.add(uf.find(("v", vec.id)))
   for v in tensors.values():
-    if uf.find(("v", v.id)) in wgmma:
+    cls = uf.find(("v", v.id))
+    if cls in col:
+      if cls in wgmma or len(v.type.shape) != 1 or v.type.shape[0] % 8:
+        o = first_use.get(v.id)
+        raise E.LayoutError(
+            f"{v.name or 'this tensor'} {v.type.shape} is used both as a column vector and as a"
+            f" tile", o.loc if o else kernel.loc, hint="keep the bias-like vector separate")
+      if isinstance(first_use.get(v.id), ir.Arange):
+        raise E.LayoutError("ml.arange cannot be broadcast across a tensor-core tile yet",
+                            first_use[v.id].loc)
+      v.type = dataclasses.replace(v.type, layout=Layout.COL)
+      continue
+    if cls not in wgmma and math.prod(v.type.shape) % 128:
+      o = first_use.get(v.id)
+      raise E.LayoutError(
+          f"{v.name or 'this tensor'} has shape {v.type.shape}: register tensors need a multiple of"
+          f" 128 elements (one per thread of a warpgroup)", o.loc if o else kernel.loc,
+          hint="work on larger tiles, e.g. (128,) or (8, 16)")
+    if cls in wgmma:
       t = v.type
       rows = 64 * (kernel.block // 128)    # warpgroups split the rows
       if len(t.shape) != 2 or t.shape[0] % rows or t.shape[1] % 8:
@@ -116,7 +154,7 @@ def assign_layouts(kernel: ir.Kernel, defs) -> None:
       v.type = dataclasses.replace(t, layout=Layout.WGMMA)
 
   for alloc in kernel.smem:
-    in_wgmma = uf.find(("smem", alloc.id)) in wgmma
+    in_wgmma = uf.find(("smem", alloc.id)) in wgmma   # (column vectors stay untiled)
     rows, cols = (alloc.type.shape[-2:] + (0,))[:2] if len(alloc.type.shape) >= 2 else (0, 0)
     tile_cols = SWIZZLE // alloc.type.dtype.itemsize
     fits = len(alloc.type.shape) >= 2 and rows % 8 == 0 and cols % tile_cols == 0

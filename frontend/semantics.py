@@ -168,7 +168,7 @@ class Emitter:
     """`ref.at[index]`: a window of `ref`, composed onto the root ref."""
     if not isinstance(ref.type, RefType):
       raise E.KernelTypeError(f".at[...] needs a ref, got {kind_of(ref)}", loc)
-    idx = self.normalize_index(ref.type.shape, index, loc, name)
+    idx = self.normalize_index(ref.type.shape, index, loc, ref.name or name)
     parent = self.defs.get(ref.id)
     if isinstance(parent, ir.View):      # compose onto the root
       new, it = [], iter(idx)
@@ -285,10 +285,15 @@ class Emitter:
           hint="read a slice instead, e.g. ref.at[i:i+128][...]")
     if resolve(t.dtype) == DType.bool_:
       raise bool_ref_error(ref, loc, "read")
-    self.check_layout(t.shape, loc, name)
+    self.check_layout(t.shape, loc, name, vector_ok=True)
     return self.emit(ir.Load, ref, loc=loc, types=[TensorType(t.shape, t.dtype)], names=[name]).result
 
-  def check_layout(self, shape, loc, name):
+  def check_layout(self, shape, loc, name, *, vector_ok=False):
+    """Strided register tensors hold a multiple of 128 elements. A vector (1-D, a multiple
+    of 8) may instead become a column vector of a tensor-core tile: frontend/layouts.py
+    decides, and checks it then."""
+    if vector_ok and len(shape) == 1 and shape[0] % 8 == 0:
+      return
     if math.prod(shape) % WARPGROUP:
       raise E.LayoutError(
           f"{name or 'this tensor'} has shape {shape}: register tensors need a multiple of"
@@ -380,9 +385,12 @@ class Emitter:
     self.check_register_value(b, loc, what)
     sa, sb = self.shape_of(a), self.shape_of(b)
     if sa is not None and sb is not None and sa != sb:
-      raise E.ShapeMismatchError(
-          f"{what} on tensors of shapes {sa} and {sb}: shapes must match", loc,
-          hint="broadcasting is not supported yet; make both operands the same shape")
+      # One broadcast is supported: a vector along the columns of a 2-D tile, (m, n) with (n,).
+      if not (len(sa) == 2 and sb == sa[1:] or len(sb) == 2 and sa == sb[1:]):
+        raise E.ShapeMismatchError(
+            f"{what} on tensors of shapes {sa} and {sb}: shapes must match", loc,
+            hint="only a vector of a tile's columns broadcasts: (m, n) with (n,)")
+      sa = sb = sa if len(sa) == 2 else sb
     shape = sa if sa is not None else sb
     da, db = self.operand_dtype(a), self.operand_dtype(b)
     if da is None and db is None:

@@ -77,6 +77,7 @@ class Layout(enum.Enum):
   """How a register tensor is spread over a warpgroup's threads (frontend/layouts.py picks it)."""
   STRIDED = "strided"    # contiguous vectors per thread; any shape of 128*k elements
   WGMMA = "wgmma"        # the tensor-core accumulator layout; 2-D, (64*i, 8*j)
+  COL = "wgmma_col"      # a vector along the columns of a WGMMA tile (broadcast over its rows)
 
   def __str__(self):
     return self.value

@@ -59,7 +59,11 @@ def strided_layout(shape) -> fa.WGStridedFragLayout:
 
 
 def layout_of(t: TensorType):
-  return fa.WGMMA_LAYOUT if t.layout == Layout.WGMMA else strided_layout(t.shape)
+  if t.layout == Layout.WGMMA:
+    return fa.WGMMA_LAYOUT
+  if t.layout == Layout.COL:
+    return fa.WGMMA_COL_LAYOUT
+  return strided_layout(t.shape)
 
 
 def flat_types(ctx, t) -> list[ir.Type]:
@@ -90,6 +94,9 @@ def scalar_const(value, d: DType) -> ir.Value:
 def as_array(ctx, x, like_type: TensorType, d: DType):
   """A FragmentedArray for operand `x`: tensors as they are, scalars splatted."""
   if isinstance(x, fa.FragmentedArray):
+    shape = ctx.local_shape(like_type)
+    if x.shape != shape:     # a column vector broadcast over the tile's rows
+      x = x.broadcast_in_dim(shape, (1,), layout_of(like_type))
     return x
   if not isinstance(x, ir.Value):
     x = scalar_const(x, d)
@@ -143,8 +150,8 @@ def _load(ctx, o):
     mem = ctx.my_rows(mem, t.shape[0], tiled)
   if tiled is not None:
     x = fa.FragmentedArray.load_tiled(mem, swizzle=tiled.swizzle, is_signed=t.dtype.is_signed)
-  elif t.layout == Layout.WGMMA:
-    x = fa.FragmentedArray.load_untiled(mem, layout=fa.WGMMA_LAYOUT, optimized=False,
+  elif t.layout in (Layout.WGMMA, Layout.COL):
+    x = fa.FragmentedArray.load_untiled(mem, layout=layout_of(t), optimized=False,
                                         is_signed=t.dtype.is_signed)
   else:
     x = fa.FragmentedArray.load_strided(mem, is_signed=t.dtype.is_signed,

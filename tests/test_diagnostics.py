@@ -213,3 +213,14 @@ def test_kernel_errors_reach_the_user_without_internal_frames():
     assert not any("/frontend/" in f or "/lowering/" in f for f in frames), frames
   else:
     raise AssertionError("no error")
+
+
+@mg.mgpu_kernel(out_shape=lambda x, v: x)
+def broadcast_on_strided(x, v, out):
+  out[...] = x[...] + v[...]
+
+
+def test_broadcasting_a_vector_over_a_non_tensor_core_tile_is_rejected():
+  e = check_error(broadcast_on_strided, [S((128, 64), F32), S((64,), F32)], mg.LayoutError,
+                  "x[...] + v[...]", "works on tensor-core (ml.dot) tiles only")
+  assert e.code == "MG204"

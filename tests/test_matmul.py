@@ -75,3 +75,29 @@ def test_pipelined_matmul_interprets_without_races(stages):
   b = jax.random.normal(kb, (512, 128), jnp.float32).astype(jnp.bfloat16)
   got = ex.matmul(a, b, bm=128, bn=128, stages=stages, interpret=True)
   assert rel_err(got, jnp.dot(a, b, preferred_element_type=jnp.float32)) < 1e-2
+
+
+def bias_gelu_reference(a, b, bias):
+  x = jnp.dot(a, b, preferred_element_type=jnp.float32) + bias.astype(jnp.float32)
+  return jax.nn.gelu(x, approximate=True)
+
+
+def test_bias_epilogue_broadcasts_a_column_vector_and_interprets():
+  ka, kb, kc = jax.random.split(jax.random.key(11), 3)
+  a = jax.random.normal(ka, (256, 128), jnp.float32).astype(jnp.bfloat16)
+  b = jax.random.normal(kb, (128, 256), jnp.float32).astype(jnp.bfloat16)
+  bias = jax.random.normal(kc, (256,), jnp.float32).astype(jnp.bfloat16)
+  text = ex.matmul_bias_gelu.typed_ir(a, b, bias, stages=2)
+  assert "tensor<256, float32, wgmma_col>" in text
+  got = ex.matmul_bias_gelu(a, b, bias, stages=2, interpret=True)
+  assert rel_err(got, bias_gelu_reference(a, b, bias)) < 1e-2
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_bias_gelu_epilogue_matches_jnp(dtype):
+  ka, kb, kc = jax.random.split(jax.random.key(12), 3)
+  a = jax.random.normal(ka, (512, 256), jnp.float32).astype(dtype)
+  b = jax.random.normal(kb, (256, 512), jnp.float32).astype(dtype)
+  bias = jax.random.normal(kc, (512,), jnp.float32).astype(dtype)
+  assert rel_err(ex.matmul_bias_gelu(a, b, bias), bias_gelu_reference(a, b, bias)) < 1e-2
