@@ -73,6 +73,11 @@ def parse(fn) -> ParsedKernel:
   tree = mod.body[0]
   if not isinstance(tree, ast.FunctionDef):
     raise E.UnsupportedSyntaxError("@mgpu_kernel decorates a plain def function", src.loc(tree))
+  if tree.name != fn.__name__:    # exec()'d code: linecache may hold some other "<string>"
+    raise E.KernelError(
+        f"cannot read the source of {fn.__qualname__}: {filename}:{first} holds {tree.name}",
+        Loc(filename, first, 0),
+        hint="define kernels in a file or a notebook cell, not in exec() or a REPL string")
   scope = dict(fn.__globals__)
   if fn.__closure__:
     for name, cell in zip(fn.__code__.co_freevars, fn.__closure__):
@@ -151,7 +156,7 @@ def _smem_overflow(pk, em, params, grid, block, cluster) -> list:
     return []
   try:
     plan_smem(ir.Kernel(pk.tree.name, params, em.allocs, em.block, grid, block, cluster,
-                        em.num_load_slots, pk.loc))
+                        em.num_load_slots, pk.loc), em.defs)
   except E.SmemCapacityError as e:
     return [e]
   return []

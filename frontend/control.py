@@ -88,6 +88,10 @@ def trace_for(tracer, node: ast.For):
   for x in (start, stop, step):
     if not (isinstance(x, int) and not isinstance(x, bool)):
       tracer.em.index_operand(x, tracer.loc(it))
+      if x.type.dtype.bits != 32:    # the loop counts in i32 (scf.for needs one type)
+        raise E.KernelTypeError(
+            f"runtime loop bounds must be 32-bit integers, got {x.name or 'a scalar'} ({x.type.dtype})",
+            tracer.loc(it), hint=f"convert it: {x.name or 'n'}.astype(jnp.int32)")
   if isinstance(step, int) and step <= 0:
     raise E.KernelTypeError("range() in a kernel needs a positive static step", tracer.loc(it))
   if all(isinstance(x, int) for x in (start, stop)) and len(range(start, stop, step)) == 0:

@@ -165,6 +165,42 @@ def assign_layouts(kernel: ir.Kernel, defs) -> None:
     if alloc.id in mma_roots or (in_wgmma and fits):
       kernel.smem_layouts[alloc.id] = SmemLayout((8, tile_cols), SWIZZLE)
   _check_tiled_views(kernel, defs)
+  _check_tiled_copies(kernel, defs)
+
+
+def _check_tiled_copies(kernel, defs) -> None:
+  """TMA copies of tiled buffers copy whole (8, 128-byte) tiles of the GMEM array.
+
+  Mosaic GPU tiles the GMEM array the same way (TileTransform), so its last two
+  dimensions must be multiples of the tile (or smaller than it), and a window must
+  start on a tile boundary: a window starting inside a tile reads zeros silently.
+  """
+  def root(v):
+    d = defs.get(v.id)
+    return (d.ref, d.index) if isinstance(d, ir.View) else (v, None)
+
+  for o in ir.walk(kernel.body):
+    if not isinstance(o, ir.Copy):
+      continue
+    smem, gmem = (o.dst, o.src) if o.dst.type.space == Space.SMEM else (o.src, o.dst)
+    layout = kernel.smem_layouts.get(root(smem)[0].id)
+    if layout is None or gmem.type.space != Space.GMEM:
+      continue
+    array, index = root(gmem)
+    shape = array.type.shape
+    tiles = f"({layout.tile[0]}, {layout.tile[1]})"
+    for d, t in zip(range(len(shape) - 2, len(shape)), layout.tile):
+      if shape[d] > t and shape[d] % t:
+        raise E.TmaLimitError(
+            f"{root(smem)[0].name} is tiled {tiles} for the tensor cores, so TMA copies whole tiles"
+            f" of {array.name}; {array.name}'s dimension {d} ({shape[d]}) must then be a multiple"
+            f" of {t}", o.loc, hint=f"pad {array.name} to a multiple of {tiles} in its last two dimensions")
+      start = index[d].start if index is not None else 0
+      if isinstance(start, int) and start % t:
+        raise E.TmaLimitError(
+            f"{root(smem)[0].name} is tiled {tiles} for the tensor cores, so TMA copies whole tiles of"
+            f" {array.name}; this window starts at {start} in dimension {d}, inside a tile", o.loc,
+            hint=f"start windows at multiples of {t} in that dimension")
 
 
 def _check_tiled_views(kernel, defs) -> None:

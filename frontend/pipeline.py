@@ -19,6 +19,7 @@ import dataclasses
 
 from . import errors as E
 from . import ir
+from . import tma
 from .dtypes import DType
 from .types import RefType, ScalarType
 
@@ -120,6 +121,11 @@ def _pipeline(kernel, loop: ir.For, em, roots):
       raise E.PipelineError(
           f"the window of this load depends on values computed in the loop body; a pipelined load's"
           f" window may depend only on the loop index and on values from before the loop", o.loc)
+    if o.dst.type.nbytes % tma.SMEM_ALIGN:
+      raise E.TmaLimitError(
+          f"{o.dst.name or 'this buffer'} ({o.dst.type.nbytes} bytes) cannot get one copy per stage of"
+          f" this pipelined loop: TMA needs each copy to start at a multiple of {tma.SMEM_ALIGN} bytes",
+          o.loc, hint=f"make the buffer a multiple of {tma.SMEM_ALIGN} bytes, or use stages=1")
     sites.append((o, view, addr))
   if not sites:
     raise E.PipelineError(

@@ -7,6 +7,8 @@ block (a whole buffer, or whole leading-dimension slices of one).
 """
 from __future__ import annotations
 
+import math
+
 from . import errors as E
 from . import ir
 from .types import DTypeVar, resolve
@@ -14,6 +16,10 @@ from .types import DTypeVar, resolve
 MAX_BOX = 256
 MAX_RANK = 5
 ALIGN = 16
+# The SMEM side of a TMA copy must start at a 128-byte boundary: on the H200 a window at
+# 16, 32 or 64 bytes into a buffer faults (CUDA_ERROR_MISALIGNED_ADDRESS), which Mosaic
+# GPU does not check. Buffers themselves start at 1024-byte boundaries (frontend/smem.py).
+SMEM_ALIGN = 128
 
 
 def check_copy(em, gmem: ir.Value, smem: ir.Value, loc) -> None:
@@ -52,6 +58,7 @@ def check_copy(em, gmem: ir.Value, smem: ir.Value, loc) -> None:
         f" {full[-1]} x {itemsize} bytes", loc,
         hint="pad the array's last dimension, or read it into registers with ref[...] instead")
   _check_smem_contiguous(em, smem, loc)
+  _check_smem_aligned(em, smem, itemsize, loc)
 
 
 def tma_rank(full, index) -> int:
@@ -66,6 +73,29 @@ def tma_rank(full, index) -> int:
   if kept + squeezed > MAX_RANK and squeezed:
     squeezed = 1
   return kept + squeezed
+
+
+def _check_smem_aligned(em, smem: ir.Value, itemsize: int, loc) -> None:
+  view = em.defs.get(smem.id)
+  if not isinstance(view, ir.View):
+    return
+  full = view.ref.type.shape
+  strides = [itemsize * math.prod(full[d + 1:]) for d in range(len(full))]
+  static = sum(i.start * s for i, s in zip(view.index, strides) if isinstance(i.start, int))
+  dynamic = [(d, s) for d, (i, s) in enumerate(zip(view.index, strides)) if not isinstance(i.start, int)]
+  root = view.ref.name or "the buffer"
+  name = smem.name or "this window"
+  hint = (f"make each row of {root} a multiple of {SMEM_ALIGN} bytes (pad its inner dimensions),"
+          f" or copy into a buffer of its own")
+  if static % SMEM_ALIGN:
+    raise E.TmaLimitError(
+        f"TMA copies need the SMEM window to start at a multiple of {SMEM_ALIGN} bytes; {name} starts"
+        f" {static} bytes into {root}", loc, hint=hint)
+  for d, s in dynamic:
+    if s % SMEM_ALIGN:
+      raise E.TmaLimitError(
+          f"TMA copies need the SMEM window to start at a multiple of {SMEM_ALIGN} bytes; {name} moves"
+          f" by {s} bytes per step of its dynamic index along dimension {d}", loc, hint=hint)
 
 
 def _check_smem_contiguous(em, smem: ir.Value, loc) -> None:

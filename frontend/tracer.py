@@ -114,7 +114,16 @@ class Tracer(ast.NodeVisitor):
     return self.src.loc(node)
 
   def text(self, node) -> str:
-    return astor.to_source(node).strip()
+    """The user's expression, for messages (without the parentheses astor wraps it in)."""
+    s = astor.to_source(node).strip()
+    if not isinstance(node, ast.Tuple) and s[:1] == "(" and s[-1:] == ")":
+      depth = 0
+      for ch in s[1:-1]:
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if depth < 0:
+          return s
+      s = s[1:-1]
+    return s
 
   def unsupported(self, node, what: str, hint: str | None = None):
     raise E.UnsupportedSyntaxError(
@@ -185,6 +194,8 @@ class Tracer(ast.NodeVisitor):
     self.pending_name = t.id if len(node.targets) == 1 and isinstance(t, ast.Name) else ""
     value = self.eval(node.value)
     self.pending_name = ""
+    if isinstance(t, ast.Subscript) and is_value(value) and not value.name:
+      value.name = self.text(node.value)     # messages about the store quote the expression
     for target in node.targets:
       self.assign(target, value, node.value)
 

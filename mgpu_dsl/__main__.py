@@ -102,7 +102,7 @@ def check(args, parser) -> int:
   else:
     summary = (f"checked {n_checked} specialisation{'s' if n_checked != 1 else ''} in"
                f" {len(files)} file{'s' if len(files) != 1 else ''}: ")
-    summary += f"{n_errors} error(s) in {n_failed}" if n_failed else "no errors"
+    summary += (f"{n_errors} error(s) in {n_failed} of them" if n_failed else "no errors")
     if skipped:
       summary += f"; {len(skipped)} kernel(s) skipped (no specs declared)"
     print(summary)

@@ -130,11 +130,18 @@ def load_module(path: str):
   return module
 
 
-def kernels_of(module, declared_before=()) -> list[KernelFunction]:
-  """The kernels a module defines, plus any it declared specs for, in definition order."""
-  out = [v for v in vars(module).values()
-         if isinstance(v, KernelFunction) and getattr(v.fn, "__module__", None) == module.__name__]
-  out += [k for k in _DECLARED if k not in declared_before and k not in out]
+def kernels_of(module, declared_before=None) -> list[KernelFunction]:
+  """The kernels a module defines, plus those it declared specs for, in definition order.
+
+  `declared_before` (the kernels declared before the module was imported) also picks
+  up kernels the module declared without defining them (imported or made by exec).
+  """
+  def mine(k):
+    return getattr(k.fn, "__module__", None) == module.__name__
+
+  out = [v for v in vars(module).values() if isinstance(v, KernelFunction) and mine(v)]
+  out += [k for k in _DECLARED if k not in out and (
+      mine(k) if declared_before is None else k not in declared_before)]
   return out
 
 
@@ -158,9 +165,17 @@ def check_file(path: str) -> FileReport:
 
 
 # ---------------------------------------------------------------------------- rendering
-def render_error(e: E.KernelError) -> str:
-  """`ClassName: file:line:col: message [CODE]`, the source line, a caret, notes and hint."""
-  return f"{type(e).__name__}: {e.render()}"
+def render_error(e: E.KernelError, *, relative: bool = True) -> str:
+  """`ClassName: file:line:col: message [CODE]`, the source line, a caret, notes and hint.
+
+  With `relative`, a file under the working directory is named by its relative path.
+  """
+  text = f"{type(e).__name__}: {e.render()}"
+  if relative and os.path.isabs(e.filename):
+    rel = os.path.relpath(e.filename)
+    if not rel.startswith(os.pardir):
+      text = text.replace(e.filename + ":", rel + ":")
+  return text
 
 
 def render_crash(e: BaseException) -> str:
@@ -169,6 +184,8 @@ def render_crash(e: BaseException) -> str:
 
 
 def render_import_error(path: str, e: BaseException) -> str:
+  if isinstance(e, E.KernelError):     # e.g. a kernel run in interpret mode at import
+    return f"{path}: cannot import:\n" + "\n\n".join(render_error(x) for x in e.errors)
   if isinstance(e, SyntaxError):
     return f"{path}: cannot import: SyntaxError: {e.filename}:{e.lineno}:{e.offset}: {e.msg}"
   frames = [f for f in traceback.extract_tb(e.__traceback__)

@@ -3,9 +3,13 @@
 A generator writes small kernels as Python source (the frontend reads source,
 so they go to a temporary module file), mixing valid and invalid uses of
 GMEM parameters, ml.smem buffers, register tensors and scalars over the dtypes
-f32, f16, bf16, int8, int32 and bool. `KernelFunction.check(*specs)` must then
-either succeed (verified Mosaic GPU IR, built on the CPU) or raise a
-`mgpu_dsl.KernelError` that is not an `InternalError` and points inside the
+f32, f16, bf16, int8, int32 and bool: views, TMA and register copies, arithmetic,
+casts, ml.where/full/arange, runtime and unrolled loops, ifs, clusters, ml.dot
+and pipelined ml.range loops, launch configurations and unsupported Python.
+Each statement is well typed unless a `bad` draw makes it wrong, so about half
+the kernels build. `KernelFunction.check(*specs)` must then either succeed
+(verified Mosaic GPU IR, built on the CPU) or raise a `mgpu_dsl.KernelError`
+whose every error (`.errors`) is not an `InternalError` and points inside the
 kernel. Any other outcome is a frontend bug: a missing check.
 
 The number of examples defaults to 150; set MGPU_DSL_FUZZ_EXAMPLES for more.
@@ -34,7 +38,7 @@ import mgpu_dsl as mg
 
 DTYPES = ["float32", "float16", "bfloat16", "int8", "int32", "bool"]
 SHAPES = [(128,), (256,), (64,), (16,), (1024,), (128, 64), (64, 32), (8, 16), (2, 128),
-          (256, 64), (64, 8), (4, 8, 32), (300, 64), (128, 3)]
+          (256, 64), (64, 8), (4, 8, 32), (300, 64), (128, 3), (64, 128), (128, 256)]
 BINOPS = ["+", "-", "*", "/", "//", "%", "&", "|", "^", "<", "<=", "==", "!=", ">", ">="]
 FLOATS = ("float32", "float16", "bfloat16")
 ARITH = FLOATS + ("int32",)          # register arithmetic exists for 16- and 32-bit types
@@ -206,7 +210,8 @@ class Gen:
     self.n_stmts += 1
     kind = self.c.choice(["smem", "smem", "copy", "copy", "copy", "load", "load", "store", "store",
                           "binary", "binary", "compare", "unary", "cast", "cast", "where", "full",
-                          "pid", "for", "if", "cluster", "aug", "scalar", "attr"])
+                          "pid", "for", "if", "cluster", "aug", "scalar", "attr", "dot",
+                          "scalar_cast", "grouped", "syntax"])
     getattr(self, "s_" + kind)()
 
   def s_pid(self):
@@ -437,6 +442,81 @@ class Gen:
     if not self.bad():
       self.env[:] = saved
 
+  def s_dot(self):
+    """`ml.dot` on SMEM tiles (f16/bf16, m % 64, n % 64 <= 256, k % 64), accumulating in f32."""
+    bad = self.bad()
+    dt = self.c.choice(["float16", "bfloat16"] + (["float32", "int8"] if bad else []))
+    m, k, n = (self.c.choice([64, 128] + ([32, 96] if bad else [])),
+               self.c.choice([64, 128] + ([32] if bad else [])),
+               self.c.choice([64, 128, 256] + ([32, 512] if bad else [])))
+    a, b = self.fresh("a"), self.fresh("b")
+    self.emit(f"{a} = ml.smem(({m}, {k}), jnp.{dt})")
+    self.emit(f"{b} = ml.smem(({k}, {n}), jnp.{dt})")
+    for name, shape in ((a, (m, k)), (b, (k, n))):
+      src = self.pick(("gmem",), lambda v: v.dtype == dt and len(v.shape) == 2 and v.shape[1] == shape[1]
+                      and v.shape[0] >= shape[0] and v.shape[0] % shape[0] == 0)
+      if src is not None and self.c.chance(0.7):
+        self.emit(f"ml.copy({src.name}.at[ml.ds({self.program_id()} % {src.shape[0] // shape[0]} * {shape[0]},"
+                  f" {shape[0]})], {name})")
+      else:
+        self.emit(f"{name}[...] = ml.full({shape}, {self.c.choice(['1', '0.5'])}, jnp.{dt})")
+    self.env += [Var(a, "smem", (m, k), dt), Var(b, "smem", (k, n), dt)]
+    acc = self.pick(("tensor",), lambda v: v.shape == (m, n) and v.dtype == "float32")
+    arg = ""
+    if acc is not None and self.c.chance(0.6):
+      arg = f", {acc.name}"
+    elif self.c.chance(0.3):
+      arg = f", ml.zeros(({m}, {n}), jnp.{self.c.choice(['float32', 'float16'] if not bad else DTYPES)})"
+    name = self.fresh("t")
+    if self.c.chance(0.3) and self.depth < 3:      # a (pipelined) k loop, as in a matmul
+      acc = acc.name if arg and acc is not None and arg == f", {acc.name}" else None
+      if acc is None:
+        acc = self.fresh("acc")
+        self.emit(f"{acc} = ml.zeros(({m}, {n}), jnp.float32)")
+      var = self.fresh("j")
+      self.emit(f"for {var} in ml.range({self.c.choice([1, 2, 4])}, stages={self.c.choice([1, 2, 3])}):")
+      self.depth += 1
+      src = self.pick(("gmem",), lambda v: v.dtype == dt and len(v.shape) == 2 and v.shape[1] == k
+                      and v.shape[0] >= m)
+      if src is not None:
+        self.emit(f"ml.copy({src.name}.at[ml.ds({var} % {src.shape[0] // m} * {m}, {m})], {a})")
+      self.emit(f"{acc} = ml.dot({a}, {b}, {acc})")
+      self.depth -= 1
+      self.env.append(Var(acc, "tensor", (m, n), "float32"))
+      return
+    self.emit(f"{name} = ml.dot({a}, {b}{arg})")
+    self.env.append(Var(name, "tensor", (m, n), "float32"))
+
+  def s_scalar_cast(self):
+    """Scalars of other dtypes, and tensors filled with them."""
+    i = self.program_id()
+    dt = self.c.choice(DTYPES[:-1] if not self.bad() else DTYPES)
+    name = self.fresh("s")
+    self.emit(f"{name} = ({i} + 1).astype(jnp.{jnp_name(dt)})")
+    self.env.append(Var(name, "scalar", (), dt))
+    if self.c.chance(0.5):
+      shape = self.c.choice([s for s in SHAPES if valid_layout(s)])
+      t = self.fresh("t")
+      self.emit(f"{t} = ml.full({shape}, {name}, jnp.{jnp_name(dt)})")
+      self.env.append(Var(t, "tensor", shape, dt))
+
+  def s_grouped(self):
+    i, j = self.fresh("g"), self.fresh("g")
+    args = self.c.choice(["4, 2", "4, 2, group=2", "8, 8"] + (["0, 2", "x0, 2"] if self.bad() else []))
+    self.emit(f"{i}, {j} = ml.grouped_ids({self.program_id()}, {args})")
+    self.env += [Var(i, "scalar", (), "int32"), Var(j, "scalar", (), "int32")]
+
+  def s_syntax(self):
+    """Python kernels may not use (always a mistake, so only when `bad`)."""
+    if not self.bad():
+      return self.s_load()
+    self.emit(self.c.choice([
+        "while False:\n" + "  " * (self.depth + 1) + "pass", "print(1)", "f = lambda v: v",
+        "l = [v for v in range(3)]", "assert True", "del x0", "s = f'{x0}'",
+        "import math", "t = x0[...] if True else x0[...]", "y = x0[...] and x0[...]",
+        "q = (1, 2)[5]", "z = x0.shape[7]", "w = ml.nothing(1)", "x0.at[0] = 1",
+        "u = jnp.sum(x0)", "v = ml.exp(2.0)", "for a, b in range(2):\n" + "  " * (self.depth + 1) + "pass"]))
+
   def s_cluster(self):
     b = self.pick(("smem",), lambda v: not v.name.startswith("p"))
     if b is None or self.c.chance(0.3):
@@ -479,7 +559,7 @@ class Gen:
         f"def kernel({params}):",
     ]
     text = "\n".join(head + self.lines) + "\n"
-    return Program(text, specs, out, first_line=5, last_line=len(head) + len(self.lines))
+    return Program(text, specs, out, first_line=5, last_line=text.count("\n"))
 
 
 def valid_layout(shape) -> bool:
@@ -524,8 +604,11 @@ def check_program(program: Program):
   except mg.InternalError as e:
     return f"InternalError: {e.message}", e
   except mg.KernelError as e:
-    if not program.first_line <= e.lineno <= program.last_line:
-      return f"{type(e).__name__} outside the kernel (line {e.lineno}): {e.message}", e
+    for err in e.errors:       # one pass reports every independent mistake: check them all
+      if isinstance(err, mg.InternalError):
+        return f"InternalError (reported after {type(e).__name__}): {err.message}", err
+      if not program.first_line <= err.lineno <= program.last_line:
+        return f"{type(err).__name__} outside the kernel (line {err.lineno}): {err.message}", err
     return None
   except Exception as e:   # noqa: BLE001  (any other exception is the bug we look for)
     return f"{type(e).__name__}: {e}", e

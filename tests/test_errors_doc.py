@@ -1,0 +1,86 @@
+"""docs/errors.md stays true: every error code has a section whose example raises exactly
+the class and the message the section shows.
+
+Each section `## MGxxx ClassName` holds a ```python example (a whole module) and a
+```text block whose first line is the rendered first line of the error,
+`ClassName: example.py:LINE:COL: message [MGxxx]`. The example is written to
+`example.py` in a temporary folder and imported; the error is the first
+KernelError that importing it raises (interpret-mode examples run the kernel at
+import) or else the first one of checking what it declares with mg.check_specs.
+"""
+from __future__ import annotations
+
+import os
+import re
+
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import check as C
+from mgpu_dsl.frontend import errors as E
+from mgpu_dsl.lowering import rules
+
+DOC = os.path.join(os.path.dirname(__file__), os.pardir, "docs", "errors.md")
+SECTION = re.compile(r"^## (MG\d{3}) (\w+)\s*$", re.M)
+BLOCK = re.compile(r"^```(\w+)\n(.*?)^```\s*$", re.M | re.S)
+
+
+def sections() -> dict[str, tuple[str, str, str]]:
+  """code -> (class name, python example, expected first line)."""
+  text = open(DOC).read()
+  heads = list(SECTION.finditer(text))
+  out = {}
+  for h, nxt in zip(heads, heads[1:] + [None]):
+    body = text[h.end():nxt.start() if nxt else len(text)]
+    blocks = {}
+    for b in BLOCK.finditer(body):
+      blocks.setdefault(b.group(1), b.group(2))
+    out[h.group(1)] = (h.group(2), blocks.get("python"), (blocks.get("text") or "").split("\n")[0])
+  return out
+
+
+def first_error(source: str, folder: str) -> E.KernelError | None:
+  """The first KernelError that importing `source` as example.py, then checking it, raises."""
+  path = os.path.join(folder, "example.py")
+  with open(path, "w") as f:
+    f.write(source)
+  saved = dict(rules.RULES)      # the InternalError example breaks a rule on purpose
+  try:
+    report = C.check_file(path)
+    if isinstance(report.import_error, mg.KernelError):
+      return report.import_error
+    if report.import_error is not None:
+      raise report.import_error
+    for r in report.results:
+      if r.crash is not None:
+        raise r.crash
+      if r.errors:
+        return r.errors[0]
+    return None
+  finally:
+    rules.RULES.clear()
+    rules.RULES.update(saved)
+
+
+def first_line(e: E.KernelError, folder: str) -> str:
+  return C.render_error(e, relative=False).split("\n")[0].replace(
+      os.path.join(folder, "example.py"), "example.py")
+
+
+DOCUMENTED = sections()
+
+
+def test_every_error_class_has_a_section():
+  codes = {c.code: c.__name__ for c in E.ALL_ERRORS}
+  assert {k: v[0] for k, v in DOCUMENTED.items()} == codes
+
+
+@pytest.mark.parametrize("code", sorted(DOCUMENTED), ids=str)
+def test_documented_example_raises_the_documented_error(code, tmp_path):
+  name, example, expected = DOCUMENTED[code]
+  assert example, f"{code}: no ```python example"
+  assert expected.startswith(f"{name}: "), f"{code}: no ```text block with the message"
+  e = first_error(example, str(tmp_path))
+  assert e is not None, f"{code}: the example raises nothing"
+  assert type(e).__name__ == name and e.code == code
+  assert first_line(e, str(tmp_path)) == expected

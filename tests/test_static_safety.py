@@ -1,0 +1,790 @@
+"""Static safety: every Mosaic GPU mistake is caught before IR, at the user's line.
+
+One test per check added or tightened for it (class, code, line, column, message),
+the regressions the fuzzer (tests/test_fuzz.py) and the H200 found, and one-pass
+reporting of every independent mistake of a kernel. Each bad kernel marks the
+offending text; `where` finds its line and column in this file.
+"""
+import inspect
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from mgpu_dsl.frontend import semantics
+from mgpu_dsl.frontend.dtypes import DType
+
+S = jax.ShapeDtypeStruct
+F32, F16, BF16, I8, I32, BOOL = jnp.float32, jnp.float16, jnp.bfloat16, jnp.int8, jnp.int32, jnp.bool_
+
+
+def where(kernel, text, nth=0):
+  """(lineno, col) of the nth occurrence of `text` in the kernel's source."""
+  lines, first = inspect.getsourcelines(kernel.fn)
+  hits = [(first + n, line.index(text)) for n, line in enumerate(lines) if text in line]
+  assert len(hits) > nth, f"{text!r} not in {kernel.__name__}"
+  return hits[nth]
+
+
+def expect(kernel, specs, cls, at, message, *, nth=0, **constexprs):
+  """The kernel fails with `cls` (and its code) at `at`, with exactly `message`."""
+  with pytest.raises(mg.KernelError) as info:
+    kernel.check(*specs, **constexprs)
+  e = info.value
+  assert type(e) is cls, f"{type(e).__name__}: {e}"
+  assert e.code == cls.code
+  assert (e.lineno, e.col_offset) == where(kernel, at, nth), e.render()
+  assert e.filename == __file__
+  assert e.message == message
+  assert "Traceback" not in str(e) and "mlir" not in str(e).lower()
+  return e
+
+
+def builds(kernel, *specs, **constexprs):
+  kernel.check(*specs, **constexprs)     # traces, checks and builds the Mosaic GPU module
+
+
+# ---------------------------------------------------------------------------- bool in memory
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def bool_smem(x, out):
+  mask = ml.smem((128,), jnp.bool_)
+  out[...] = x[...]
+
+
+def test_smem_buffer_of_bool_is_rejected():
+  e = expect(bool_smem, [S((128,), F32)], mg.UnsupportedDtypeError, "ml.smem((128,), jnp.bool_)",
+             "ml.smem buffers cannot hold bool: Mosaic GPU cannot store 1-bit elements in SMEM")
+  assert "jnp.int8" in e.hint
+
+
+@mg.mgpu_kernel(out_shape=lambda m: S(m.shape, jnp.float32))
+def bool_gmem_read(m, out):
+  out[...] = ml.where(m[...], 1.0, 0.0)
+
+
+def test_reading_a_bool_array_is_rejected():
+  expect(bool_gmem_read, [S((128,), BOOL)], mg.UnsupportedDtypeError, "m[...]",
+         "cannot read m (GMEM, bool): kernels cannot read or write bool arrays in memory,"
+         " only compute bool masks in registers")
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, jnp.bool_))
+def bool_gmem_write(x, out):
+  out[...] = x[...] > 0
+
+
+def test_writing_a_bool_array_is_rejected():
+  expect(bool_gmem_write, [S((128,), F32)], mg.UnsupportedDtypeError, "out[...]",
+         "cannot write out (GMEM, bool): kernels cannot read or write bool arrays in memory,"
+         " only compute bool masks in registers")
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def bool_into_inferred_smem(x, out):
+  buf = ml.smem((128,))
+  buf[...] = x[...] > 0
+
+
+def test_storing_a_mask_into_an_inferred_buffer_is_rejected():
+  expect(bool_into_inferred_smem, [S((128,), F32)], mg.UnsupportedDtypeError, "buf[...]",
+         "cannot write buf (SMEM, bool): kernels cannot read or write bool arrays in memory,"
+         " only compute bool masks in registers")
+
+
+@mg.mgpu_kernel(out_shape=lambda m: S(m.shape, jnp.int8))
+def bool_tma(m, out):
+  buf = ml.smem((128,))
+  ml.copy(m, buf)
+
+
+def test_tma_copy_of_a_bool_array_is_rejected():
+  expect(bool_tma, [S((128,), BOOL)], mg.UnsupportedDtypeError, "ml.copy(m, buf)",
+         "cannot copy m (GMEM, bool): kernels cannot read or write bool arrays in memory,"
+         " only compute bool masks in registers")
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, jnp.int8))
+def mask_as_int8(x, out):
+  m = x[...] > 0
+  out[...] = m.astype(jnp.int8)
+
+
+def test_masks_stored_as_int8_build():
+  builds(mask_as_int8, S((128,), F32))
+
+
+# ---------------------------------------------------------------------------- 8-bit types
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def int8_add(x, out):
+  out[...] = x[...] + 1
+
+
+def test_8bit_arithmetic_is_rejected():
+  expect(int8_add, [S((128,), I8)], mg.UnsupportedDtypeError, "x[...] + 1",
+         "+ is not supported on int8: Hopper has no register arithmetic on 8-bit types")
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, jnp.float32))
+def int8_bitwise_and_equality(x, out):
+  y = (x[...] & 3) ^ x[...]
+  out[...] = ml.where((y == 0) | (x[...] != 1), 1.0, 2.0)
+
+
+def test_8bit_bitwise_ops_and_equality_build():
+  builds(int8_bitwise_and_equality, S((128,), I8))
+  builds(int8_bitwise_and_equality, S((128,), jnp.uint8))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def int8_where(x, out):
+  out[...] = ml.where(x[...] == 0, x[...], 1)
+
+
+def test_where_on_8bit_values_is_rejected():
+  expect(int8_where, [S((128,), I8)], mg.UnsupportedDtypeError, "ml.where(",
+         "ml.where is not supported on int8: Hopper has no register arithmetic on 8-bit types")
+
+
+# ---------------------------------------------------------------------------- casts
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, jnp.float8_e4m3fn))
+def int_to_f8(x, out):
+  out[...] = x[...].astype(jnp.float8_e4m3fn)
+
+
+def test_cast_from_wide_int_to_8bit_float_is_rejected():
+  e = expect(int_to_f8, [S((128,), I32)], mg.UnsupportedDtypeError, "x[...].astype(",
+             "cannot cast x[...] from int32 to float8_e4m3fn: Mosaic GPU converts int32 to 8-bit"
+             " floats only through float32")
+  assert e.hint == "cast in two steps: (x[...]).astype(jnp.float32).astype(jnp.float8_e4m3fn)"
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, jnp.float8_e4m3fn))
+def int_to_f8_via_f32(x, out):
+  out[...] = x[...].astype(jnp.float32).astype(jnp.float8_e4m3fn)
+
+
+def test_cast_to_8bit_float_through_float32_builds():
+  builds(int_to_f8_via_f32, S((128,), I32))
+  builds(int_to_f8_via_f32, S((128,), I8))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def scalar_f16_to_bf16(x, out):
+  s = ml.program_id(0).astype(jnp.float16)
+  t = s.astype(jnp.bfloat16)
+  out[...] = x[...]
+
+
+def test_scalar_cast_between_floats_of_one_width_is_rejected():
+  expect(scalar_f16_to_bf16, [S((128,), F32)], mg.UnsupportedDtypeError, "s.astype(jnp.bfloat16)",
+         "cannot cast s from float16 to bfloat16: scalars convert between floats of one width"
+         " (float16 -> bfloat16) only through float32")
+
+
+@pytest.mark.parametrize("src,dst,scalar,ok", [
+    (DType.i32, DType.f8e4m3, False, False), (DType.i16, DType.f8e5m2, False, False),
+    (DType.i8, DType.f8e4m3, False, True), (DType.f32, DType.f8e4m3, False, True),
+    (DType.f16, DType.bf16, False, True), (DType.f16, DType.bf16, True, False),
+    (DType.f8e4m3, DType.f8e5m2, True, False), (DType.f32, DType.bool_, False, False),
+    (DType.bool_, DType.f32, False, True), (DType.i32, DType.f8e4m3, True, True),
+], ids=str)
+def test_cast_table(src, dst, scalar, ok):
+  assert (semantics.cast_problem(src, dst, scalar=scalar) is None) == ok
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def arange_f8(x, out):
+  r = ml.arange(128, jnp.float8_e4m3fn)
+
+
+def test_arange_of_8bit_float_is_rejected():
+  expect(arange_f8, [S((128,), F32)], mg.UnsupportedDtypeError, "ml.arange(",
+         "ml.arange cannot produce float8_e4m3fn: it makes integers, float32, float16 or bfloat16")
+
+
+# ---------------------------------------------------------------------------- TMA limits
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def tma_box_too_big(x, out):
+  buf = ml.smem((512,), jnp.float32)
+  ml.copy(x, buf)
+
+
+def test_tma_box_over_256_elements_is_rejected():
+  expect(tma_box_too_big, [S((512,), F32)], mg.TmaLimitError, "ml.copy(x, buf)",
+         "TMA copies move at most 256 elements along each dimension; this window is (512,)")
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def tma_box_256(x, out):
+  buf = ml.smem((256,), jnp.float32)
+  ml.copy(x, buf)
+  ml.copy(buf, out)
+
+
+def test_tma_box_of_256_elements_builds():
+  builds(tma_box_256, S((256,), F32))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def tma_rank_unit_dim(x, out):
+  buf = ml.smem((2, 2, 2, 2, 1, 16))
+  ml.copy(x.at[:, :, :, :, 0:1, :], buf)
+
+
+def test_tma_rank_counts_size_one_windows_of_larger_dimensions():
+  expect(tma_rank_unit_dim, [S((2, 2, 2, 2, 4, 16), F32)], mg.TmaLimitError, "ml.copy(",
+         "TMA copies move at most 5 dimensions; copying this window of x.at[:, :, :, :, 0:1, :]"
+         " (shape (2, 2, 2, 2, 4, 16)) needs 6")
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def tma_rank_squeezed(x, out):
+  buf = ml.smem((2, 2, 2, 2, 16))
+  ml.copy(x.at[:, :, 1, :, :, 1, :], buf)
+
+
+def test_tma_rank_counts_integer_indexed_dimensions():
+  expect(tma_rank_squeezed, [S((2, 2, 2, 2, 2, 4, 16), F32)], mg.TmaLimitError, "ml.copy(",
+         "TMA copies move at most 5 dimensions; copying this window of x.at[:, :, 1, :, :, 1, :]"
+         " (shape (2, 2, 2, 2, 2, 4, 16)) needs 6")
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def tma_rank_unit_array_dims(x, out):
+  buf = ml.smem((1, 2, 2, 2, 2, 16))
+  ml.copy(x, buf)
+  ml.copy(buf, out)
+
+
+def test_tma_rank_ignores_dimensions_of_size_one():
+  builds(tma_rank_unit_array_dims, S((1, 2, 2, 2, 2, 16), F32))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def tma_minor_8_bytes(x, out):
+  buf = ml.smem((128, 2), jnp.float32)
+  ml.copy(x, buf)
+
+
+def test_tma_minor_extent_must_be_16_bytes():
+  expect(tma_minor_8_bytes, [S((128, 2), F32)], mg.TmaLimitError, "ml.copy(x, buf)",
+         "TMA copies need the last dimension to span a multiple of 16 bytes; 2 x 4 bytes = 8")
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def tma_gmem_stride(x, out):
+  buf = ml.smem((8, 4), jnp.float32)
+  ml.copy(x.at[:, 0:4], buf)
+
+
+def test_tma_gmem_rows_must_be_16_bytes_apart():
+  expect(tma_gmem_stride, [S((8, 6), F32)], mg.TmaLimitError, "ml.copy(",
+         "TMA copies need x.at[:, 0:4]'s rows to be a multiple of 16 bytes apart; its last"
+         " dimension is 6 x 4 bytes")
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def tma_column(x, out):
+  buf = ml.smem((128,), jnp.float32)
+  ml.copy(x.at[:, 0], buf)
+
+
+def test_tma_window_must_keep_the_last_dimension():
+  expect(tma_column, [S((128, 4), F32)], mg.TmaLimitError, "ml.copy(",
+         "TMA copies need the last dimension of x.at[:, 0] to be contiguous, but it is indexed by"
+         " a single element")
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def tma_smem_inner_slice(x, out):
+  buf = ml.smem((8, 64), jnp.float32)
+  ml.copy(x, buf.at[:, 0:32])
+
+
+def test_tma_smem_window_must_be_contiguous():
+  expect(tma_smem_inner_slice, [S((8, 32), F32)], mg.TmaLimitError, "ml.copy(",
+         "TMA copies need a contiguous SMEM window; buf.at[:, 0:32] slices an inner dimension")
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def tma_smem_misaligned(x, out):
+  buf = ml.smem((33, 4), jnp.float32)
+  ml.copy(x, buf.at[1:33])
+
+
+def test_tma_smem_window_must_start_at_128_bytes():
+  e = expect(tma_smem_misaligned, [S((32, 4), F32)], mg.TmaLimitError, "ml.copy(",
+             "TMA copies need the SMEM window to start at a multiple of 128 bytes; buf.at[1:33]"
+             " starts 16 bytes into buf")
+  assert "pad its inner dimensions" in e.hint
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(2,))
+def tma_smem_dynamic_misaligned(x, out):
+  buf = ml.smem((2, 2, 4), jnp.float32)
+  ml.copy(x, buf.at[ml.program_id(0)])
+
+
+def test_tma_smem_window_with_a_dynamic_start_must_step_by_128_bytes():
+  expect(tma_smem_dynamic_misaligned, [S((2, 4), F32)], mg.TmaLimitError, "ml.copy(",
+         "TMA copies need the SMEM window to start at a multiple of 128 bytes;"
+         " buf.at[ml.program_id(0)] moves by 32 bytes per step of its dynamic index along dimension 0")
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(2,))
+def tma_smem_stages(x, out):
+  i = ml.program_id(0)
+  buf = ml.smem((2, 32, 4), jnp.float32)
+  ml.copy(x, buf.at[i])
+  ml.copy(buf.at[i], out)
+
+
+def test_tma_smem_windows_on_128_byte_boundaries_build():
+  builds(tma_smem_stages, S((32, 4), F32))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def pipelined_small_buffer(x, out):
+  buf = ml.smem((2, 4), jnp.float32)
+  for j in ml.range(4, stages=2):
+    ml.copy(x.at[ml.ds(j * 2, 2)], buf)
+    ml.copy(buf, out.at[ml.ds(j * 2, 2)])
+
+
+def test_pipelined_buffer_must_be_a_multiple_of_128_bytes():
+  expect(pipelined_small_buffer, [S((8, 4), F32)], mg.TmaLimitError, "ml.copy(x.at",
+         "buf (32 bytes) cannot get one copy per stage of this pipelined loop: TMA needs each copy"
+         " to start at a multiple of 128 bytes")
+
+
+# ---------------------------------------------------------------------------- static indexing
+@mg.mgpu_kernel(out_shape=lambda x: S((128,), x.dtype))
+def index_past_end(x, out):
+  out[...] = x.at[8][...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((128,), x.dtype))
+def slice_past_end(x, out):
+  out[...] = x.at[0, 64:192][...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((128,), x.dtype))
+def ds_past_end(x, out):
+  out[...] = x.at[0, ml.ds(64, 128)][...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((128,), x.dtype))
+def too_many_indices(x, out):
+  out[...] = x.at[0, 0, 0][...]
+
+
+@pytest.mark.parametrize("kernel,at,message", [
+    (index_past_end, "x.at[8]", "index 8 is out of bounds for dimension 0 of x (size 8)"),
+    (slice_past_end, "x.at[0, 64:192]", "slice 64:192 is out of bounds for dimension 1 of x (size 128)"),
+    (ds_past_end, "x.at[0, ml.ds(64, 128)]", "ml.ds(64, 128) is out of bounds for dimension 1 of x (size 128)"),
+    (too_many_indices, "x.at[0, 0, 0]", "too many indices for x of rank 2: got 3"),
+], ids=lambda v: getattr(v, "__name__", "") if callable(v) else None)
+def test_static_out_of_bounds_indexing_is_rejected(kernel, at, message):
+  expect(kernel, [S((8, 128), F32)], mg.IndexOutOfBoundsError, at, message)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(2,), cluster=(2,))
+def cta_past_cluster(x, out):
+  buf = ml.smem((128,), jnp.float32)
+  out[...] = ml.cluster_ref(buf, 2)[...]
+
+
+def test_static_cta_index_outside_the_cluster_is_rejected():
+  expect(cta_past_cluster, [S((128,), F32)], mg.IndexOutOfBoundsError, "ml.cluster_ref(",
+         "CTA 2 is outside the cluster's 2 CTAs along axis 0")
+
+
+# ---------------------------------------------------------------------------- SMEM capacity
+LIMIT = 227 * 1024
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def smem_exact(x, out, *, n: ml.constexpr):
+  big = ml.smem((n,), jnp.float32)
+  big.at[0:128][...] = x[...]
+
+
+def test_smem_capacity_is_227_kib():
+  builds(smem_exact, S((128,), F32), n=LIMIT // 4)
+  expect(smem_exact, [S((128,), F32)], mg.SmemCapacityError, "ml.smem((n,), jnp.float32)",
+         f"the kernel's SMEM needs {LIMIT + 4} bytes (big 227 KiB, plus barriers and alignment),"
+         f" more than the {LIMIT} bytes (227 KiB) a CTA can use", n=LIMIT // 4 + 1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def smem_with_barrier(x, out, *, n: ml.constexpr):
+  big = ml.smem((n,), jnp.float32)
+  ml.copy(x, big.at[0:128])
+
+
+def test_smem_capacity_counts_barriers_and_1024_byte_alignment():
+  # One TMA load site: an 8-byte barrier, then the buffer at the next 1024-byte boundary.
+  builds(smem_with_barrier, S((128,), F32), n=(LIMIT - 1024) // 4)
+  expect(smem_with_barrier, [S((128,), F32)], mg.SmemCapacityError, "ml.smem((n,), jnp.float32)",
+         f"the kernel's SMEM needs {LIMIT + 4} bytes (big 226 KiB, plus barriers and alignment),"
+         f" more than the {LIMIT} bytes (227 KiB) a CTA can use", n=(LIMIT - 1024) // 4 + 1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def smem_padding(x, out, *, n: ml.constexpr):
+  small = ml.smem((128,), jnp.float32)
+  big = ml.smem((n,), jnp.float32)
+  small[...] = x[...]
+  big.at[0:128][...] = x[...]
+  out[...] = small[...] + big.at[0:128][...]
+
+
+def test_smem_capacity_counts_the_1024_byte_boundary_of_each_live_buffer():
+  # small (512 bytes) and big are live together, so big starts at 1024 (or small after big).
+  builds(smem_padding, S((128,), F32), n=(LIMIT - 1024) // 4)
+  with pytest.raises(mg.SmemCapacityError):
+    smem_padding.check(S((128,), F32), n=(LIMIT - 1024) // 4 + 1)
+
+
+# ---------------------------------------------------------------------------- launch config
+def _copy_kernel(**launch):
+  @mg.mgpu_kernel(out_shape=lambda x: x, **launch)
+  def copy(x, out):
+    out[...] = x[...]
+  return copy
+
+
+@pytest.mark.parametrize("launch,message", [
+    (dict(block=96), "block must be a multiple of 128 threads (one warpgroup) between 128 and 1024, got 96"),
+    (dict(block=2048), "block must be a multiple of 128 threads (one warpgroup) between 128 and 1024, got 2048"),
+    (dict(grid=(0,)), "grid must be 1 to 3 positive ints, got (0,)"),
+    (dict(grid=(3,), cluster=(2,)), "grid (3, 1, 1) is not divisible by cluster (2, 1, 1) along x"),
+    (dict(grid=(32,), cluster=(32,)), "a cluster holds at most 16 CTAs on Hopper, got (32, 1, 1)"),
+], ids=str)
+def test_launch_config_errors(launch, message):
+  k = _copy_kernel(**launch)
+  with pytest.raises(mg.LaunchConfigError) as info:
+    k.check(S((128,), F32))
+  e = info.value
+  assert (e.code, e.message) == ("MG007", message)
+  assert (e.lineno, e.col_offset) == where(k, "def copy(x, out):")
+
+
+# ---------------------------------------------------------------------------- not expressible
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def plain_copy(x, out):
+  out[...] = x[...]
+
+
+def test_blackwell_dtypes_are_not_kernel_dtypes():
+  with pytest.raises(mg.SignatureError) as info:
+    plain_copy.check(S((128,), jnp.float8_e8m0fnu))
+  assert info.value.message == "kernel arguments must be arrays: unsupported dtype float8_e8m0fnu"
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def f4_smem(x, out):
+  buf = ml.smem((128,), jnp.float4_e2m1fn)
+
+
+def test_blackwell_4bit_smem_is_not_expressible():
+  e = expect(f4_smem, [S((128,), F32)], mg.KernelTypeError, "ml.smem(",
+             "ml.smem needs a dtype such as jnp.float32, got <class 'jax.numpy.float4_e2m1fn'>")
+  assert e.code == "MG003"
+
+
+# ---------------------------------------------------------------------------- control flow
+@mg.mgpu_kernel(out_shape=lambda x: S((128,), jnp.float32))
+def carry_changes_dtype(x, out):
+  acc = ml.zeros((128,), jnp.float32)
+  for k in range(4):
+    acc = x.at[ml.ds(k * 128, 128)][...]
+  out[...] = acc
+
+
+def test_loop_carried_dtype_change_is_reported_at_the_assignment():
+  e = expect(carry_changes_dtype, [S((512,), F16)], mg.LoopCarryTypeError, "acc = x.at[",
+             "acc enters the loop as tensor<128, float32> but an iteration makes it tensor<128, float16>")
+  line, col = where(carry_changes_dtype, "for k in range(4):")
+  assert e.notes == (f"{__file__}:{line}:{col}: the loop that carries acc",)
+  assert e.hint == "convert it back at the end of the body: acc = acc.astype(jnp.float32)"
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def carry_changes_kind(x, out):
+  acc = ml.zeros((128,), jnp.float32)
+  for k in range(4):
+    acc = x
+  out[...] = acc
+
+
+def test_loop_carried_value_becoming_a_ref_is_reported_at_the_assignment():
+  expect(carry_changes_kind, [S((128,), F32)], mg.LoopCarryTypeError, "acc = x",
+         "acc changes from tensor<128, float32> to ref<GMEM, 128, float32> inside the loop")
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(2,))
+def unbound_after_if(x, out):
+  if ml.program_id(0) == 0:
+    factor = 2.0
+  out[...] = x[...] * factor
+
+
+def test_name_bound_in_one_branch_is_unbound_after_the_if():
+  line, _ = where(unbound_after_if, "if ml.program_id(0) == 0:")
+  expect(unbound_after_if, [S((128,), F32)], mg.UnboundNameError, "factor\n".strip(), nth=1,
+         message=f"factor is possibly unbound here: it is assigned in only one branch of the if at line {line}")
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def unbound_after_loop(x, out):
+  for k in range(2):
+    last = x[...]
+  out[...] = last
+
+
+def test_name_bound_only_in_a_loop_is_unbound_after_it():
+  line, _ = where(unbound_after_loop, "for k in range(2):")
+  expect(unbound_after_loop, [S((128,), F32)], mg.UnboundNameError, "last", nth=1,
+         message=f"last is possibly unbound here: it is only assigned inside the loop at line {line}")
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def loop_variable_after_loop(x, out):
+  for k in range(2):
+    out[...] = x[...]
+  out.at[ml.ds(k * 128, 128)][...] = x[...]
+
+
+def test_loop_variable_is_unbound_after_a_runtime_loop():
+  line, _ = where(loop_variable_after_loop, "for k in range(2):")
+  expect(loop_variable_after_loop, [S((128,), F32)], mg.UnboundNameError, "k * 128",
+         f"k is possibly unbound here: k is the loop variable of the loop at line {line}, which is"
+         f" not defined after a runtime loop")
+
+
+# ---------------------------------------------------------------------------- one pass, every error
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def three_mistakes(x, out):
+  buf = ml.smem((128,), jnp.float16)
+  ml.copy(x, buf)
+  y = x[...] + scale_factr
+  z = y * 2
+  out[...] = x[...] * 2.5
+
+
+def test_one_pass_reports_three_independent_mistakes():
+  with pytest.raises(mg.CopyDtypeError) as info:
+    three_mistakes.check(S((128,), I32))
+  errors = info.value.errors
+  assert [(type(e), (e.lineno, e.col_offset)) for e in errors] == [
+      (mg.CopyDtypeError, where(three_mistakes, "ml.copy(x, buf)")),
+      (mg.UnknownNameError, where(three_mistakes, "scale_factr")),
+      (mg.DtypeMismatchError, where(three_mistakes, "x[...] * 2.5")),
+  ]   # `z = y * 2` uses y, which the failed line did not bind: no second report
+  text = str(info.value)
+  assert "2 more error(s) in this kernel:" in text
+  assert "UnknownNameError: " in text and "DtypeMismatchError: " in text
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def mistakes_in_blocks(x, out):
+  acc = ml.zeros((128,), jnp.float32)
+  for k in range(2):
+    acc = acc + undefined_a
+  if ml.program_id(0) == 0:
+    v = ml.exp(x)
+  else:
+    v = x[...]
+  out[...] = acc + v + undefined_b + undefined_a
+
+
+def test_errors_inside_loops_and_branches_do_not_cascade():
+  with pytest.raises(mg.KernelError) as info:
+    mistakes_in_blocks.check(S((128,), F32))
+  assert [(type(e), e.lineno) for e in info.value.errors] == [
+      (mg.UnknownNameError, where(mistakes_in_blocks, "undefined_a")[0]),
+      (mg.KernelTypeError, where(mistakes_in_blocks, "ml.exp(x)")[0]),
+  ]   # acc and v are poisoned; the last line reads both, so it is not reported again
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def unknown_twice(x, out):
+  a = x[...] * nope
+  b = x[...] + nope
+  out[...] = x[...].astype(jnp.bool_)
+
+
+def test_a_name_is_reported_unknown_once():
+  with pytest.raises(mg.UnknownNameError) as info:
+    unknown_twice.check(S((128,), F32))
+  assert [type(e) for e in info.value.errors] == [mg.UnknownNameError, mg.UnsupportedDtypeError]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def error_and_overflow(x, out):
+  big = ml.smem((256, 256), jnp.float32)
+  out[...] = x[...] + 0.5
+
+
+def test_smem_overflow_is_reported_with_other_errors():
+  with pytest.raises(mg.DtypeMismatchError) as info:
+    error_and_overflow.check(S((128,), I32))
+  assert [type(e) for e in info.value.errors] == [mg.DtypeMismatchError, mg.SmemCapacityError]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def many_in_static_loop(x, out):
+  for j in ml.static_range(3):
+    out[...] = x[...] + 0.5
+
+
+def test_an_error_repeated_by_an_unrolled_loop_is_reported_once():
+  with pytest.raises(mg.DtypeMismatchError) as info:
+    many_in_static_loop.check(S((128,), I32))
+  assert len(info.value.errors) == 1
+
+
+def test_unexpected_exceptions_become_internal_errors_at_the_statement(monkeypatch):
+  def broken(self, *args, **kwargs):
+    raise ZeroDivisionError("simulated bug")
+  monkeypatch.setattr(semantics.Emitter, "arange", broken)
+
+  @mg.mgpu_kernel(out_shape=lambda x: x)
+  def uses_arange(x, out):
+    out[...] = x[...] + ml.arange(128).astype(jnp.float32)
+
+  with pytest.raises(mg.InternalError) as info:
+    uses_arange.check(S((128,), F32))
+  e = info.value
+  assert (e.lineno, e.col_offset) == where(uses_arange, "out[...] = x[...] + ml.arange")
+  assert e.message == "mgpu_dsl failed while tracing this statement: ZeroDivisionError: simulated bug"
+
+
+# ---------------------------------------------------------------------------- messages
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, jnp.float16))
+def store_expression(x, out):
+  out[...] = x[...] * 0.5
+
+
+def test_store_dtype_error_quotes_the_stored_expression():
+  e = expect(store_expression, [S((128,), F32)], mg.StoreDtypeError, "out[...]",
+             "cannot store x[...] * 0.5 (float32) into out (GMEM, float16): no implicit conversion")
+  assert e.hint == "convert explicitly: out[...] = (x[...] * 0.5).astype(jnp.float16)"
+
+
+def test_kernel_without_source_is_located_at_its_code():
+  ns = {"ml": ml}
+  exec("def k(x, out):\n  out[...] = x[...]\n", ns)
+  with pytest.raises(mg.KernelError) as info:
+    mg.mgpu_kernel(ns["k"], out_shape=lambda x: x).check(S((128,), F32))
+  e = info.value
+  assert type(e) is mg.KernelError and e.code == "MG000"
+  assert (e.filename, e.lineno, e.col_offset) == ("<string>", 1, 0)
+  assert e.message.startswith("cannot read the source of k: ")
+
+
+# ---------------------------------------------------------------------------- regressions (fuzzer)
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, jnp.float32))
+def where_of_two_numbers(x, out):
+  out[...] = ml.where(x[...] == 0, 1.0, 2.0) + ml.maximum(0, 1.5)
+
+
+def test_where_of_two_python_numbers_builds():
+  # Was an InternalError ("binary op on two Python values reached the emitter").
+  builds(where_of_two_numbers, S((128,), I8))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(2,))
+def scalar_float_compare(x, out):
+  s = ml.program_id(0).astype(jnp.float32)
+  out[...] = x[...] * ml.where(x[...] > s, 1.0, 0.0)
+  if s < 1.0:
+    out[...] = x[...]
+
+
+def test_scalar_float_comparison_builds():
+  # Was an InternalError from the lowering (AttributeError: olt).
+  builds(scalar_float_compare, S((128,), F32))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((128,), jnp.float32))
+def fill_and_mask(x, out):
+  t = ml.full((128,), True, jnp.bool_)
+  m = t | (x[...] > 0)
+  out[...] = ml.where(m ^ True, 1.0, 0.0)
+
+
+def test_bool_register_tensors_build():
+  # Was an InternalError: Mosaic GPU needs i1 tensors to be unsigned (is_signed=False).
+  builds(fill_and_mask, S((128,), F32))
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((64, 128), jnp.float32))
+def dot_result_in_two_branches(a, b, out):
+  a_s = ml.smem((64, 64), jnp.float16)
+  b_s = ml.smem((64, 128), jnp.float16)
+  ml.copy(a, a_s)
+  ml.copy(b, b_s)
+  acc = ml.dot(a_s, b_s)
+  i = ml.program_id(0)
+  if i % 2 == 0:
+    t = acc - 0.5
+  if i % 2 == 1:
+    t = acc + 0.5
+
+
+def test_dot_result_read_inside_two_branches_builds():
+  # Was an InternalError: the first read of the accumulator (inside the first if)
+  # was cached and reused in the second if, where it does not dominate.
+  builds(dot_result_in_two_branches, S((64, 64), F16), S((64, 128), F16))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def loop_over_int64(x, out):
+  n = ml.program_id(0).astype(jnp.int64)
+  for j in range(n):
+    out[...] = x[...]
+
+
+def test_runtime_loop_bounds_must_be_32_bit():
+  # Was an InternalError: an i64 bound met the loop's i32 step (MLIR verification failed).
+  expect(loop_over_int64, [S((128,), F32)], mg.KernelTypeError, "range(n)",
+         "runtime loop bounds must be 32-bit integers, got n (int64)")
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((64, 256), jnp.float32))
+def dot_tile_of_ragged_array(a, b, out):
+  a_s = ml.smem((64, 64), jnp.bfloat16)
+  b_s = ml.smem((64, 256), jnp.bfloat16)
+  ml.copy(a.at[0:64], a_s)
+  ml.copy(b, b_s)
+  out[...] = ml.dot(a_s, b_s)
+
+
+def test_tma_into_a_tensor_core_tile_needs_whole_tiles_of_the_array():
+  # Was an InternalError (Mosaic GPU's TileTransform: "dimension 0 must have size smaller or
+  # a multiple of its tiling 8, but got 300").
+  expect(dot_tile_of_ragged_array, [S((300, 64), BF16), S((64, 256), BF16)], mg.TmaLimitError,
+         "ml.copy(a.at[0:64], a_s)",
+         "a_s is tiled (8, 64) for the tensor cores, so TMA copies whole tiles of a; a's dimension 0"
+         " (300) must then be a multiple of 8")
+  builds(dot_tile_of_ragged_array, S((304, 64), BF16), S((64, 256), BF16))
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((64, 256), jnp.float32))
+def dot_tile_window_inside_a_tile(a, b, out):
+  a_s = ml.smem((64, 64), jnp.bfloat16)
+  b_s = ml.smem((64, 256), jnp.bfloat16)
+  ml.copy(a.at[4:68], a_s)
+  ml.copy(b, b_s)
+  out[...] = ml.dot(a_s, b_s)
+
+
+def test_tma_window_into_a_tensor_core_tile_starts_on_a_tile_boundary():
+  expect(dot_tile_window_inside_a_tile, [S((128, 64), BF16), S((64, 256), BF16)], mg.TmaLimitError,
+         "ml.copy(a.at[4:68], a_s)",
+         "a_s is tiled (8, 64) for the tensor cores, so TMA copies whole tiles of a; this window"
+         " starts at 4 in dimension 0, inside a tile")
