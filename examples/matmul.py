@@ -79,6 +79,14 @@ def matmul_bias_gelu(a, b, bias, c, *, bm: ml.constexpr = 128, bn: ml.constexpr 
   ml.copy(c_s, c.at[ml.ds(i * bm, bm), ml.ds(j * bn, bn)])
 
 
+# Specialisations `python -m mgpu_dsl check examples/matmul.py` checks without a GPU.
+_A, _B = jax.ShapeDtypeStruct((1024, 512), jnp.bfloat16), jax.ShapeDtypeStruct((512, 768), jnp.bfloat16)
+mg.check_specs(matmul, _A, _B, bn=256)
+mg.check_specs(matmul, _A.update(dtype=jnp.float16), _B.update(dtype=jnp.float16), bn=128, stages=6)
+mg.check_specs(matmul_residual_relu, _A, _B, jax.ShapeDtypeStruct((1024, 768), jnp.bfloat16))
+mg.check_specs(matmul_bias_gelu, _A, _B, jax.ShapeDtypeStruct((768,), jnp.bfloat16))
+
+
 def reference(a, b):
   return jnp.dot(a, b, preferred_element_type=jnp.float32).astype(a.dtype)
 

@@ -46,6 +46,12 @@ def buggy(x, out):
   ml.copy(buf, out)
 
 
+# What `python -m mgpu_dsl check examples/quickstart.py` checks without a GPU (buggy is left
+# out on purpose: declare it too and the checker reports its mistake and exits 1).
+mg.check_specs(double, jax.ShapeDtypeStruct((1024, 64), jnp.float32))
+mg.check_specs(gelu_mul, *[jax.ShapeDtypeStruct((1024, 64), jnp.bfloat16)] * 2)
+
+
 def gelu_mul_ref(x, y):
   a = x.astype(jnp.float32)
   return (jax.nn.gelu(a, approximate=True) * y.astype(jnp.float32)).astype(x.dtype)

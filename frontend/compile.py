@@ -142,11 +142,18 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, bloc
   _finalize_types(em, params)
   kernel = ir.Kernel(pk.tree.name, params, em.allocs, em.block, grid, block, cluster,
                      em.num_load_slots, loc)
-  pipelined = pipeline_loops(kernel, em)
-  assign_layouts(kernel, em.defs)
-  end = pk.source.loc(pk.tree.body[-1])
-  kernel.smem_plan = plan_smem(kernel, em.defs)
-  SyncPass(em.defs, block=block, explicit=pipelined, group=kernel.smem_plan.group).run(em.block, end)
+  try:
+    pipelined = pipeline_loops(kernel, em)
+    assign_layouts(kernel, em.defs)
+    end = pk.source.loc(pk.tree.body[-1])
+    kernel.smem_plan = plan_smem(kernel, em.defs)
+    SyncPass(em.defs, block=block, explicit=pipelined, group=kernel.smem_plan.group).run(em.block, end)
+  except E.KernelError:
+    raise
+  except Exception as e:   # a bug in a pass, not in the kernel: say so, at the kernel
+    raise E.InternalError(
+        f"mgpu_dsl failed while compiling {pk.tree.name}: {type(e).__name__}: {e}", loc,
+        hint="this is a bug in mgpu_dsl, not in your kernel; please report it with the kernel") from e
   return kernel
 
 

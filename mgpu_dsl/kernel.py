@@ -17,7 +17,8 @@ def _user_errors(fn):
     try:
       return fn(*args, **kwargs)
     except E.KernelError as e:
-      raise e.with_traceback(None) from None
+      # An InternalError keeps its cause: the Mosaic GPU traceback is what a bug report needs.
+      raise e.with_traceback(None) from (e.__cause__ if isinstance(e, E.InternalError) else None)
   return wrapper
 
 
@@ -30,15 +31,23 @@ def _as_tuple3(x, what, loc):
   return tuple(x) + (1,) * (3 - len(x))
 
 
-def _call_with_meta(f, args, constexprs):
+def _call_with_meta(f, args, constexprs, what, loc):
   """Call a grid/out_shape callable with the inputs and whichever constexprs it names."""
   try:
     params = inspect.signature(f).parameters
   except (TypeError, ValueError):
-    return f(*args)
-  if any(p.kind == p.VAR_KEYWORD for p in params.values()):
-    return f(*args, **constexprs)
-  return f(*args, **{k: v for k, v in constexprs.items() if k in params})
+    params = None
+  try:
+    if params is None:
+      return f(*args)
+    if any(p.kind == p.VAR_KEYWORD for p in params.values()):
+      return f(*args, **constexprs)
+    return f(*args, **{k: v for k, v in constexprs.items() if k in params})
+  except Exception as e:
+    raise E.SignatureError(
+        f"the {what} callable failed for {len(args)} input(s) of shapes"
+        f" {[tuple(getattr(a, 'shape', ())) for a in args]}: {type(e).__name__}: {e}", loc,
+        hint=f"{what} is called with the kernel's inputs (and the constexprs it names)") from None
 
 
 class KernelFunction:
@@ -71,15 +80,14 @@ class KernelFunction:
       raise E.LaunchConfigError("@mgpu_kernel needs out_shape=", loc,
                                 hint="out_shape=jax.ShapeDtypeStruct(shape, dtype), or lambda x: x")
     if callable(out) and not hasattr(out, "shape"):
-      out = _call_with_meta(out, args, constexprs)
+      out = _call_with_meta(out, args, constexprs, "out_shape", loc)
     leaves, treedef = jax.tree.flatten(out)
     try:
       out_specs = [jax.ShapeDtypeStruct(tuple(l.shape), l.dtype) for l in leaves]
     except AttributeError:
       raise E.LaunchConfigError(f"out_shape must give arrays or jax.ShapeDtypeStructs, got {out!r}",
                                 loc) from None
-    grid = self.grid(*args) if callable(self.grid) and not constexprs else (
-        _call_with_meta(self.grid, args, constexprs) if callable(self.grid) else self.grid)
+    grid = _call_with_meta(self.grid, args, constexprs, "grid", loc) if callable(self.grid) else self.grid
     grid = _as_tuple3(grid, "grid", loc)
     block = self.block
     if not isinstance(block, int) or isinstance(block, bool) or block % 128 or not 128 <= block <= 1024:
@@ -94,7 +102,10 @@ class KernelFunction:
     if cluster[0] * cluster[1] * cluster[2] > 16:
       raise E.LaunchConfigError(f"a cluster holds at most 16 CTAs on Hopper, got {cluster}", loc)
     try:
-      in_specs = [fc.ArgSpec.of(a) for a in args]
+      # int64/float64 specs become what JAX will pass (int32/float32 unless x64 is on).
+      canon = lambda x: jax.ShapeDtypeStruct(tuple(x.shape), jax.dtypes.canonicalize_dtype(x.dtype))
+      in_specs = [fc.ArgSpec.of(canon(a)) for a in args]
+      out_specs = [canon(s) for s in out_specs]
       out_fspecs = [fc.ArgSpec.of(s) for s in out_specs]
     except (TypeError, AttributeError) as e:
       raise E.SignatureError(f"kernel arguments must be arrays: {e}", loc) from None

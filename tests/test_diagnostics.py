@@ -224,3 +224,25 @@ def test_broadcasting_a_vector_over_a_non_tensor_core_tile_is_rejected():
   e = check_error(broadcast_on_strided, [S((128, 64), F32), S((64,), F32)], mg.LayoutError,
                   "x[...] + v[...]", "works on tensor-core (ml.dot) tiles only")
   assert e.code == "MG204"
+
+
+@mg.mgpu_kernel(out_shape=lambda x, y: x)
+def two_inputs(x, y, out):
+  out[...] = x[...] + y[...]
+
+
+def test_out_shape_callable_failing_is_a_signature_error():
+  with pytest.raises(mg.SignatureError) as info:
+    two_inputs.check(S((128,), F32))
+  assert "out_shape callable failed for 1 input(s)" in info.value.message
+
+
+def test_int64_specs_are_canonicalised_like_jax_arrays():
+  if jax.config.jax_enable_x64:
+    pytest.skip("x64 mode keeps int64")
+  k = mg.mgpu_kernel(out_shape=lambda x: x)(_copy_rows)
+  assert "int32" in k.typed_ir(S((128,), jnp.int64))
+
+
+def _copy_rows(x, out):
+  out[...] = x[...]

@@ -31,3 +31,10 @@ def test_quickstart_notebook_executes():
   assert "scale_rows matches x * 3" in outputs
   assert "CopyDtypeError" not in outputs or "[MG101]" in outputs
   assert "[MG101]" in outputs
+
+
+def test_check_command_passes_on_the_examples():
+  r = subprocess.run([sys.executable, "-m", "mgpu_dsl", "check", str(ROOT / "examples")],
+                     capture_output=True, text=True, timeout=600)
+  assert r.returncode == 0, r.stdout + r.stderr
+  assert "no errors" in r.stdout and "matmul_bias_gelu" in r.stdout
