@@ -1,0 +1,33 @@
+"""Locating diagnostics in test files: `where` finds the marked text of a kernel's source,
+`expect` checks an error's class, code, line, column and exact message."""
+import inspect
+
+import pytest
+
+import mgpu_dsl as mg
+
+
+def where(kernel, text, nth=0):
+  """(lineno, col) of the nth occurrence of `text` in the kernel's source."""
+  lines, first = inspect.getsourcelines(kernel.fn)
+  hits = [(first + n, line.index(text)) for n, line in enumerate(lines) if text in line]
+  assert len(hits) > nth, f"{text!r} not in {kernel.__name__}"
+  return hits[nth]
+
+
+def expect(kernel, specs, cls, at, message, *, nth=0, **constexprs):
+  """The kernel fails with `cls` (and its code) at `at`, with exactly `message`."""
+  with pytest.raises(mg.KernelError) as info:
+    kernel.check(*specs, **constexprs)
+  e = info.value
+  assert type(e) is cls, f"{type(e).__name__}: {e}"
+  assert e.code == cls.code
+  assert (e.lineno, e.col_offset) == where(kernel, at, nth), e.render()
+  assert e.filename == kernel.fn.__code__.co_filename
+  assert e.message == message
+  assert "Traceback" not in str(e) and "mlir" not in str(e).lower()
+  return e
+
+
+def builds(kernel, *specs, **constexprs):
+  kernel.check(*specs, **constexprs)     # traces, checks and builds the Mosaic GPU module
