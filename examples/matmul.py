@@ -2,7 +2,8 @@
 
     python examples/matmul.py          # checks against jnp.dot on a GPU; shows the IR elsewhere
 
-Each CTA computes one (bm, bn) tile of C = A @ B. The loop `ml.range(..., stages=s)`
+Each CTA computes one (bm, bn) tile of C = A @ B. `mainloop`, an `@ml.inline` helper
+shared by the three kernels, holds the loop `ml.range(..., stages=s)`, which
 is software-pipelined by the compiler: it gives a_s and b_s `s` copies each and
 loads the tiles of later k-steps while the tensor cores work on this one. c_s
 reuses their memory once the loop is done (the SMEM planner sees the lifetimes). With
@@ -25,10 +26,9 @@ def _grid(a, b, *args, bm=128, bn=256, **meta):
   return ((a.shape[0] // bm) * (b.shape[1] // bn),)
 
 
-@mg.mgpu_kernel(out_shape=_out, grid=_grid, block=256)
-def matmul(a, b, c, *, bm: ml.constexpr = 128, bn: ml.constexpr = 256, bk: ml.constexpr = 64,
-           stages: ml.constexpr = 4):
-  i, j = ml.grouped_ids(ml.program_id(0), a.shape[0] // bm, b.shape[1] // bn, group=8)
+@ml.inline
+def mainloop(a, b, i, j, bm, bn, bk, stages):
+  """The (i, j) tile of a @ b in float32: TMA loads pipelined under the tensor cores."""
   a_s = ml.smem((bm, bk))
   b_s = ml.smem((bk, bn))
   acc = ml.zeros((bm, bn), jnp.float32)
@@ -36,6 +36,14 @@ def matmul(a, b, c, *, bm: ml.constexpr = 128, bn: ml.constexpr = 256, bk: ml.co
     ml.copy(a.at[ml.ds(i * bm, bm), ml.ds(k * bk, bk)], a_s)
     ml.copy(b.at[ml.ds(k * bk, bk), ml.ds(j * bn, bn)], b_s)
     acc = ml.dot(a_s, b_s, acc)
+  return acc
+
+
+@mg.mgpu_kernel(out_shape=_out, grid=_grid, block=256)
+def matmul(a, b, c, *, bm: ml.constexpr = 128, bn: ml.constexpr = 256, bk: ml.constexpr = 64,
+           stages: ml.constexpr = 4):
+  i, j = ml.grouped_ids(ml.program_id(0), a.shape[0] // bm, b.shape[1] // bn, group=8)
+  acc = mainloop(a, b, i, j, bm, bn, bk, stages)
   c_s = ml.smem((bm, bn))
   c_s[...] = acc.astype(c.dtype)
   ml.copy(c_s, c.at[ml.ds(i * bm, bm), ml.ds(j * bn, bn)])
@@ -46,15 +54,9 @@ def matmul_residual_relu(a, b, r, c, *, bm: ml.constexpr = 128, bn: ml.constexpr
                          bk: ml.constexpr = 64, stages: ml.constexpr = 3):
   """c = relu(a @ b + r): the epilogue is fused into the matmul."""
   i, j = ml.grouped_ids(ml.program_id(0), a.shape[0] // bm, b.shape[1] // bn, group=8)
-  a_s = ml.smem((bm, bk))
-  b_s = ml.smem((bk, bn))
   c_s = ml.smem((bm, bn))
   ml.copy(r.at[ml.ds(i * bm, bm), ml.ds(j * bn, bn)], c_s)   # lands while the main loop runs
-  acc = ml.zeros((bm, bn), jnp.float32)
-  for k in ml.range(a.shape[1] // bk, stages=stages):
-    ml.copy(a.at[ml.ds(i * bm, bm), ml.ds(k * bk, bk)], a_s)
-    ml.copy(b.at[ml.ds(k * bk, bk), ml.ds(j * bn, bn)], b_s)
-    acc = ml.dot(a_s, b_s, acc)
+  acc = mainloop(a, b, i, j, bm, bn, bk, stages)
   y = acc + c_s[...].astype(jnp.float32)
   c_s[...] = ml.maximum(y, 0.0).astype(c.dtype)
   ml.copy(c_s, c.at[ml.ds(i * bm, bm), ml.ds(j * bn, bn)])
@@ -65,14 +67,7 @@ def matmul_bias_gelu(a, b, bias, c, *, bm: ml.constexpr = 128, bn: ml.constexpr 
                      bk: ml.constexpr = 64, stages: ml.constexpr = 4):
   """c = gelu(a @ b + bias), bias a vector of c's columns (tanh approximation of gelu)."""
   i, j = ml.grouped_ids(ml.program_id(0), a.shape[0] // bm, b.shape[1] // bn, group=8)
-  a_s = ml.smem((bm, bk))
-  b_s = ml.smem((bk, bn))
-  acc = ml.zeros((bm, bn), jnp.float32)
-  for k in ml.range(a.shape[1] // bk, stages=stages):
-    ml.copy(a.at[ml.ds(i * bm, bm), ml.ds(k * bk, bk)], a_s)
-    ml.copy(b.at[ml.ds(k * bk, bk), ml.ds(j * bn, bn)], b_s)
-    acc = ml.dot(a_s, b_s, acc)
-  x = acc + bias.at[ml.ds(j * bn, bn)][...].astype(jnp.float32)   # (bm, bn) + (bn,)
+  x = mainloop(a, b, i, j, bm, bn, bk, stages) + bias.at[ml.ds(j * bn, bn)][...].astype(jnp.float32)
   y = 0.5 * x * (1.0 + ml.tanh(0.7978845608 * (x + 0.044715 * x * x * x)))
   c_s = ml.smem((bm, bn))
   c_s[...] = y.astype(c.dtype)

@@ -30,6 +30,9 @@ def _dtype(tracer, node, x, what, *, optional=False):
 
 def call(tracer, node, fn, args, kwargs):
   em, loc = tracer.em, tracer.loc(node)
+  if isinstance(fn, L.Inline):
+    from .inline import call_inline
+    return call_inline(tracer, node, fn, args, kwargs)
   if isinstance(fn, L.Builtin):
     a = _bind(tracer, node, fn, args, kwargs)
     handler = _HANDLERS.get(fn)
@@ -56,7 +59,8 @@ def call(tracer, node, fn, args, kwargs):
     raise E.KernelTypeError(
         f"{getattr(fn, '__name__', repr(fn))} cannot take {kind_of(next(a for a in args if is_value(a)))}"
         f" inside a kernel", loc,
-        hint="kernels call ml.* functions on register values; plain Python runs only on static values")
+        hint="kernels call ml.* functions on register values; decorate a helper of your own with"
+             " @ml.inline to call it here")
   if fn in tracer_py_builtins():
     try:
       return fn(*args, **kwargs)
@@ -65,7 +69,7 @@ def call(tracer, node, fn, args, kwargs):
   if callable(fn):
     raise E.UnsupportedSyntaxError(
         f"calling {getattr(fn, '__name__', repr(fn))} is not supported in a kernel", loc,
-        hint="kernels call ml.* functions and Python builtins on static values; inline helper code")
+        hint="decorate it with @ml.inline to trace it into the kernel")
   raise E.KernelTypeError(f"{tracer.text(node.func)} is not callable", loc)
 
 

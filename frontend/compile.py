@@ -7,9 +7,6 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import inspect
-import linecache
-import textwrap
 
 from . import errors as E
 from . import ir
@@ -21,6 +18,7 @@ from .layouts import assign_layouts
 from .pipeline import pipeline_loops
 from .smem import plan_smem
 from .sync import SyncPass
+from .source import read_function
 from .tracer import Source, Tracer
 from .types import DTypeVar, RefType, Space, resolve, resolved
 
@@ -55,36 +53,7 @@ class ParsedKernel:
 
 
 def parse(fn) -> ParsedKernel:
-  code = getattr(fn, "__code__", None)
-  filename = inspect.getsourcefile(fn) or getattr(code, "co_filename", "<unknown>")
-  try:
-    lines, first = inspect.getsourcelines(fn)
-  except (OSError, TypeError) as e:
-    raise E.KernelError(
-        f"cannot read the source of {fn.__qualname__}: {e}",
-        Loc(filename, getattr(code, "co_firstlineno", 0), 0),
-        hint="define kernels in a file or a notebook cell, not in exec() or a REPL string") from None
-  text = "".join(lines)
-  dedented = textwrap.dedent(text)
-  indent = len(lines[0]) - len(lines[0].lstrip()) if dedented != text else 0
-  file_lines = linecache.getlines(filename) or [""] * (first - 1) + lines
-  src = Source(filename, [l.rstrip("\n") for l in file_lines], first, indent)
-  mod = ast.parse(dedented)
-  tree = mod.body[0]
-  if not isinstance(tree, ast.FunctionDef):
-    raise E.UnsupportedSyntaxError("@mgpu_kernel decorates a plain def function", src.loc(tree))
-  if tree.name != fn.__name__:    # exec()'d code: linecache may hold some other "<string>"
-    raise E.KernelError(
-        f"cannot read the source of {fn.__qualname__}: {filename}:{first} holds {tree.name}",
-        Loc(filename, first, 0),
-        hint="define kernels in a file or a notebook cell, not in exec() or a REPL string")
-  scope = dict(fn.__globals__)
-  if fn.__closure__:
-    for name, cell in zip(fn.__code__.co_freevars, fn.__closure__):
-      try:
-        scope[name] = cell.cell_contents
-      except ValueError:
-        pass
+  src, tree, scope = read_function(fn, "@mgpu_kernel")
   a = tree.args
   if a.vararg or a.kwarg:
     raise E.UnsupportedSyntaxError("*args and **kwargs in a kernel signature", src.loc(tree),
@@ -96,7 +65,7 @@ def parse(fn) -> ParsedKernel:
     is_const = p in a.kwonlyargs or (p.annotation is not None and _is_constexpr(p.annotation, scope))
     (consts if is_const else refs).append(p.arg)
   for p, d in list(pos_defaults.items()) + [(p.arg, d) for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None]:
-    defaults[p] = eval(compile(ast.Expression(d), filename, "eval"), scope)
+    defaults[p] = eval(compile(ast.Expression(d), src.filename, "eval"), scope)
   return ParsedKernel(fn, src, tree, refs, consts, defaults, scope)
 
 

@@ -6,6 +6,7 @@ and never calls them. Calling one from ordinary Python raises a clear error.
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 from .dtypes import DType
 
@@ -25,6 +26,35 @@ class Builtin:
   def __call__(self, *args, **kwargs):
     raise RuntimeError(
         f"ml.{self.__name__} can only be used inside an @mgpu_kernel function")
+
+
+class Inline:
+  """A helper function that kernels call; its body is traced into each caller (`@ml.inline`)."""
+
+  def __init__(self, fn):
+    functools.update_wrapper(self, fn)
+    self.fn = fn
+    self.parsed = None          # (Source, ast.FunctionDef, scope), read on first use
+
+  def __repr__(self):
+    return f"<mgpu_dsl inline function {self.fn.__qualname__}>"
+
+  def __call__(self, *args, **kwargs):
+    raise RuntimeError(f"{self.fn.__qualname__} is an @ml.inline helper: call it from an @mgpu_kernel function")
+
+
+def inline(fn):
+  """Make `fn` a helper that kernels can call; it is inlined where it is called.
+
+      @ml.inline
+      def load_tile(ref, i, rows):
+          buf = ml.smem((rows, ref.shape[1]))
+          ml.copy(ref.at[ml.ds(i * rows, rows)], buf)
+          return buf
+
+  Its body follows the kernel language; `return` may only end it.
+  """
+  return Inline(fn)
 
 
 class _Constexpr:

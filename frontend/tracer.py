@@ -108,6 +108,7 @@ class Tracer(ast.NodeVisitor):
     self.env: dict[str, object] = {}
     self.pending_name = ""      # the name an assignment is about to bind (names buffers)
     self.errors: list[E.KernelError] = []   # every independent mistake, in program order
+    self.depth = 0                           # @ml.inline nesting
 
   # ------------------------------------------------------------ helpers
   def loc(self, node) -> Loc:

@@ -246,3 +246,55 @@ def test_int64_specs_are_canonicalised_like_jax_arrays():
 
 def _copy_rows(x, out):
   out[...] = x[...]
+
+
+@ml.inline
+def _bad_helper(ref):
+  buf = ml.smem((128,), jnp.float16)
+  ml.copy(ref, buf)
+  return buf[...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def calls_bad_helper(x, out):
+  out[...] = _bad_helper(x).astype(jnp.float32)
+
+
+def test_mistake_inside_an_inline_helper_is_reported_at_the_helper_line():
+  with pytest.raises(mg.CopyDtypeError) as info:
+    calls_bad_helper.check(S((128,), F32))
+  lines, first = inspect.getsourcelines(_bad_helper.fn)
+  n = next(i for i, l in enumerate(lines) if "ml.copy(ref, buf)" in l)
+  assert info.value.lineno == first + n and len(info.value.errors) == 1
+
+
+def _plain_helper(v):
+  return v * 2
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def calls_plain_helper(x, out):
+  out[...] = _plain_helper(x[...])
+
+
+def test_calling_an_undecorated_helper_on_runtime_values_suggests_inline():
+  check_error(calls_plain_helper, [S((128,), F32)], mg.KernelTypeError, "_plain_helper(x[...])",
+              "_plain_helper cannot take a register tensor inside a kernel", hint="@ml.inline")
+
+
+@ml.inline
+def _early_return(v):
+  if True:
+    return v
+  return v
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def calls_early_return(x, out):
+  out[...] = _early_return(x[...])
+
+
+def test_return_before_the_end_of_an_inline_helper_is_rejected():
+  with pytest.raises(mg.UnsupportedSyntaxError) as info:
+    calls_early_return.check(S((128,), F32))
+  assert "return before the end of an @ml.inline function" in info.value.message

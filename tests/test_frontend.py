@@ -203,3 +203,25 @@ def test_buffers_live_in_one_loop_do_not_share_smem():
     out[...] = b[...]
   kern = build(k, [((128,), "float32")], [((128,), "float32")])
   assert kern.smem_plan.offsets[0] != kern.smem_plan.offsets[1]
+
+
+@ml.inline
+def _scaled(ref, factor):
+  """A helper: read a ref and scale it."""
+  v = ref[...]
+  return v * factor
+
+
+@ml.inline
+def _store_twice(ref, value):
+  ref[...] = value + value
+
+
+def test_inline_helpers_are_traced_into_the_kernel():
+  def k(x, out):
+    _store_twice(out, _scaled(x, 3.0))
+  kern = build(k, [((128,), "float32")], [((128,), "float32")])
+  binaries = ops(kern, ir.Binary)
+  assert [b.kind for b in binaries] == [ir.BinOp.MUL, ir.BinOp.ADD]
+  assert binaries[0].loc.lineno != binaries[1].loc.lineno   # each at its helper's own line
+  assert all(o.loc.filename == __file__ for o in ir.walk(kern.body))

@@ -1,0 +1,48 @@
+"""Calls of `@ml.inline` helpers: the helper's body is traced in place, in its own scope.
+
+Its statements are located in the helper's own source, so a mistake inside it is
+reported where it is; the caller's statement is then skipped without a second error.
+"""
+from __future__ import annotations
+
+import ast
+import inspect
+
+from . import errors as E
+
+MAX_DEPTH = 16
+
+
+def call_inline(tracer, node, fn, args, kwargs):
+  from .source import read_function
+  from .tracer import Tracer, _PoisonedUse
+  loc = tracer.loc(node)
+  if tracer.depth >= MAX_DEPTH:
+    raise E.UnsupportedSyntaxError(
+        f"@ml.inline calls nest more than {MAX_DEPTH} deep here (recursion is not supported)", loc)
+  if fn.parsed is None:
+    fn.parsed = read_function(fn.fn, "@ml.inline")
+  src, tree, scope = fn.parsed
+  try:
+    bound = inspect.signature(fn.fn).bind(*args, **kwargs)
+  except TypeError as e:
+    raise E.KernelTypeError(f"{tree.name}(...): {e}", loc,
+                            hint=f"{tree.name}{inspect.signature(fn.fn)}") from None
+  bound.apply_defaults()
+  body, ret = tree.body, None
+  if body and isinstance(body[-1], ast.Return):
+    body, ret = body[:-1], body[-1].value
+  for stmt in body:
+    for n in ast.walk(stmt):
+      if isinstance(n, ast.Return):
+        raise E.UnsupportedSyntaxError(
+            "return before the end of an @ml.inline function", src.loc(n),
+            hint="compute the result in a name and return it from the last statement")
+  child = Tracer(src, scope, tracer.em)
+  child.errors, child.depth = tracer.errors, tracer.depth + 1
+  child.env = dict(bound.arguments)
+  before = len(tracer.errors)
+  child.run_body(body)
+  if len(tracer.errors) > before:
+    raise _PoisonedUse()          # reported inside the helper; skip the caller's statement
+  return child.eval(ret) if ret is not None else None

@@ -1,0 +1,45 @@
+"""Reading a Python function's source for tracing: its AST, positions in the user's file, scope."""
+from __future__ import annotations
+
+import ast
+import inspect
+import linecache
+import textwrap
+
+from . import errors as E
+from .loc import Loc
+from .tracer import Source
+
+
+def read_function(fn, what: str):
+  """(Source, ast.FunctionDef, scope) of `fn`; `what` names the decorator, for messages."""
+  code = getattr(fn, "__code__", None)
+  filename = inspect.getsourcefile(fn) or getattr(code, "co_filename", "<unknown>")
+  try:
+    lines, first = inspect.getsourcelines(fn)
+  except (OSError, TypeError) as e:
+    raise E.KernelError(
+        f"cannot read the source of {fn.__qualname__}: {e}",
+        Loc(filename, getattr(code, "co_firstlineno", 0), 0),
+        hint="define kernels in a file or a notebook cell, not in exec() or a REPL string") from None
+  text = "".join(lines)
+  dedented = textwrap.dedent(text)
+  indent = len(lines[0]) - len(lines[0].lstrip()) if dedented != text else 0
+  file_lines = linecache.getlines(filename) or [""] * (first - 1) + lines
+  src = Source(filename, [l.rstrip("\n") for l in file_lines], first, indent)
+  tree = ast.parse(dedented).body[0]
+  if not isinstance(tree, ast.FunctionDef):
+    raise E.UnsupportedSyntaxError(f"{what} decorates a plain def function", src.loc(tree))
+  if tree.name != fn.__name__:    # exec()'d code: linecache may hold some other "<string>"
+    raise E.KernelError(
+        f"cannot read the source of {fn.__qualname__}: {filename}:{first} holds {tree.name}",
+        Loc(filename, first, 0),
+        hint="define kernels in a file or a notebook cell, not in exec() or a REPL string")
+  scope = dict(fn.__globals__)
+  if fn.__closure__:
+    for name, cell in zip(fn.__code__.co_freevars, fn.__closure__):
+      try:
+        scope[name] = cell.cell_contents
+      except ValueError:
+        pass
+  return src, tree, scope
