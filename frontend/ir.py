@@ -300,6 +300,24 @@ class Yield(Op):
   results: tuple[Value, ...] = ()
 
 
+@op
+class Print(Op):
+  """`print(...)`: static text and values. Interpret mode prints everything, per program;
+  the GPU prints the text and scalars (once per warpgroup)."""
+  parts: tuple
+  loc: Loc
+  results: tuple[Value, ...] = ()
+
+
+@op
+class Breakpoint(Op):
+  """`breakpoint()`: in interpret mode, a debugger with the kernel's names; no-op on the GPU."""
+  names: tuple[str, ...]
+  values: tuple
+  loc: Loc
+  results: tuple[Value, ...] = ()
+
+
 # --- synchronisation ops: inserted by frontend/sync.py, never by users.
 @op
 class WaitLoad(Op):

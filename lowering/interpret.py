@@ -246,6 +246,39 @@ def _cluster_sync(cta, o):
   yield                              # the other CTAs of the cluster catch up here
 
 
+# ---------------------------------------------------------------- rules: debugging
+def _show(cta, x):
+  if isinstance(x, ir.Value):
+    v = cta.get(x)
+    if isinstance(v, Ref):
+      return cta.buffer(v)[v.index]
+    return v
+  return x
+
+
+@rule(ir.Print)
+def _print(cta, o):
+  fmt = lambda v: np.array2string(v, max_line_width=10**9) if isinstance(v, np.ndarray) and v.ndim else str(v)
+  text = "".join(p if isinstance(p, str) else fmt(_show(cta, p)) for p in o.parts)
+  print(f"[program {cta.pid}] {text}", flush=True)
+
+
+def open_debugger(values: dict, where: str) -> None:
+  """Stop in pdb with the kernel's values as locals (tests replace this function)."""
+  import os
+  import pdb
+  if os.environ.get("PYTHONBREAKPOINT") == "0":
+    return
+  print(f"mgpu_dsl breakpoint at {where}; kernel values: {', '.join(values)}  (c to continue)")
+  pdb.Pdb().run("pass", {"__name__": "__kernel__"}, values)
+
+
+@rule(ir.Breakpoint)
+def _breakpoint(cta, o):
+  values = {n: _show(cta, v) for n, v in zip(o.names, o.values)}
+  open_debugger(values, f"{o.loc} (program {cta.pid})")
+
+
 # ---------------------------------------------------------------- rules: arithmetic
 @rule(ir.Binary)
 def _binary(cta, o):

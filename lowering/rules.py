@@ -395,6 +395,25 @@ def _dot_wait(ctx, o):
   nvvm.wgmma_wait_group_sync_aligned(o.pending)
 
 
+@rule(kir.Print)
+def _print(ctx, o):
+  fmt, args = "", []
+  for p in o.parts:
+    if isinstance(p, str):
+      fmt += p.replace("{", "{{").replace("}", "}}")
+    elif isinstance(p, kir.Value) and isinstance(p.type, ScalarType):
+      fmt += "{}"
+      args.append(ctx.get(p))
+    else:   # a tensor: its values print in interpret mode only
+      fmt += f"<{p.type}>".replace("{", "{{").replace("}", "}}")
+  mgpu.utils.debug_print(fmt, *args)
+
+
+@rule(kir.Breakpoint)
+def _breakpoint(ctx, o):
+  """Breakpoints stop in interpret mode only."""
+
+
 @rule(kir.Yield)
 def _yield(ctx, o):
   raise AssertionError("Yield is lowered by its parent region")
