@@ -3,6 +3,7 @@ still compile for the GPU (where print shows text and scalars)."""
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
@@ -29,6 +30,14 @@ def test_print_prints_every_program_in_interpret_mode(capsys):
     head, values = line.split("first=")
     assert head == f"[program ({pid}, 0, 0)] row block: {pid}: "
     np.testing.assert_array_equal(np.array(values.strip("[]").split(), float), np.arange(128) + 128 * pid)
+
+
+@pytest.mark.gpu
+def test_printing_kernel_runs_on_the_gpu(capfd):
+  x = jnp.arange(256, dtype=jnp.float32)
+  np.testing.assert_array_equal(np.asarray(jax.block_until_ready(noisy(x))), np.asarray(x * 2))
+  out = capfd.readouterr().out
+  assert "row block: 0: first=<tensor<128, float32>>" in out
 
 
 def test_print_compiles_for_the_gpu():
