@@ -13,7 +13,7 @@ from . import ir
 from . import language as L
 from .dtypes import DType
 from .semantics import Num, is_value, kind_of
-from .types import RefType, ScalarType, TensorType, dtype_name, resolve
+from .types import RefType, ScalarType, dtype_name
 
 
 def assigned_names(stmts) -> list[str]:

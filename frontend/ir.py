@@ -15,9 +15,8 @@ import enum
 import itertools
 from typing import ClassVar, Union
 
-from .dtypes import DType
 from .loc import Loc
-from .types import RefType, ScalarType, TensorType, Type, resolved
+from .types import Type
 
 _ids = itertools.count()
 

@@ -16,10 +16,10 @@ import astor
 from . import errors as E
 from . import ir
 from . import language as L
-from .dtypes import DType, to_dtype
+from .dtypes import DType
 from .loc import Loc
 from .semantics import Emitter, is_value, kind_of
-from .types import RefType, ScalarType, TensorType, resolve
+from .types import RefType, ScalarType, resolve
 
 _BINOPS = {ast.Add: ir.BinOp.ADD, ast.Sub: ir.BinOp.SUB, ast.Mult: ir.BinOp.MUL,
            ast.Div: ir.BinOp.DIV, ast.FloorDiv: ir.BinOp.FLOORDIV, ast.Mod: ir.BinOp.MOD,

@@ -13,7 +13,6 @@ import dataclasses
 
 import numpy as np
 
-from ..frontend import errors as E
 from ..frontend import ir
 from .interpret_numerics import np_dtype, poison
 

@@ -17,7 +17,7 @@ from jaxlib.mlir.dialects import arith, gpu, memref
 
 from ..frontend import errors as E
 from ..frontend import ir as kir
-from ..frontend.types import Layout, Space, TensorType
+from ..frontend.types import Layout, TensorType
 from .rules import RULES, mlir_type, to_index
 
 MAX_BARRIERS_PER_GROUP = 32

@@ -13,7 +13,7 @@ import jax
 import jax.experimental.mosaic.gpu as mgpu
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 from jaxlib.mlir import ir
-from jaxlib.mlir.dialects import arith, gpu, llvm, math as mlir_math, nvvm, scf
+from jaxlib.mlir.dialects import arith, gpu, nvvm, scf
 
 from ..frontend import ir as kir
 from ..frontend.dtypes import DType
