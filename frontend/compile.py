@@ -120,9 +120,7 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, bloc
   except E.KernelError:
     raise
   except Exception as e:   # a bug in a pass, not in the kernel: say so, at the kernel
-    raise E.InternalError(
-        f"mgpu_dsl failed while compiling {pk.tree.name}: {type(e).__name__}: {e}", loc,
-        hint="this is a bug in mgpu_dsl, not in your kernel; please report it with the kernel") from e
+    raise E.InternalError.wrap(f"mgpu_dsl failed while compiling {pk.tree.name}", e, loc) from e
   return kernel
 
 

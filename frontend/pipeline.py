@@ -156,11 +156,10 @@ def _pipeline(kernel, loop: ir.For, em, roots):
   def issue(block, it):
     """Loads of iteration `it` (an int or a scalar value) into stage it % S, appended to block."""
     with em.region(block):
-      it_v = it if isinstance(it, int) else it
       stage = it % S if isinstance(it, int) else emit(
           ir.Binary, ir.BinOp.MOD, it, S, types=[ScalarType(DType.i32)]).result
       for o, view, addr in sites:
-        mapping = {iv: it_v}
+        mapping = {iv: it}
         for a in addr:
           new = _clone(a, mapping, em)
           block.ops.append(new)

@@ -179,8 +179,9 @@ class SyncPass:
     if root in st.pending_load:
       out.append(ir.WaitLoad(st.pending_load.pop(root), loc))
 
-  def await_stores(self, root, st, out, loc):
-    if root in st.pending_store:
+  def await_stores(self, roots, st, out, loc):
+    """Wait until in-flight TMA stores stop reading SMEM, if any of `roots` has one."""
+    if set(roots) & st.pending_store:
       out.append(ir.AwaitStores(True, loc))
       st.pending_store.clear()
 
@@ -191,11 +192,11 @@ class SyncPass:
       if root in st.dirty and not self.thread_private(root, o, st):
         self.sync(st, out, loc, fence=False)
     elif acc == Access.REG_WRITE:
-      self.await_stores(root, st, out, loc)
+      self.await_stores({root}, st, out, loc)
       if (root in st.dirty or root in st.reg_read) and not self.thread_private(root, o, st):
         self.sync(st, out, loc, fence=False)
     elif acc == Access.TMA_WRITE:
-      self.await_stores(root, st, out, loc)
+      self.await_stores({root}, st, out, loc)
       fence = root in st.dirty or root in st.unfenced
       if fence or root in st.reg_read:
         self.sync(st, out, loc, fence=fence)
@@ -227,8 +228,7 @@ class SyncPass:
       self.wait_load(r, st, out, o.loc)
     if touched & (st.dirty | st.reg_read | st.unfenced):
       self.sync(st, out, o.loc, fence=bool(touched & (st.dirty | st.unfenced)))
-    if written & st.pending_store:
-      self.await_stores(next(iter(written & st.pending_store)), st, out, o.loc)
+    self.await_stores(written, st, out, o.loc)
     loop = isinstance(o, ir.For)
     stored = {r for r, a in acc if a == Access.TMA_READ}
     pipelined = loop and o.stages > 1

@@ -34,13 +34,10 @@ _PYCMPOPS = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast
              ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Is: operator.is_,
              ast.IsNot: operator.is_not, ast.In: lambda a, b: a in b,
              ast.NotIn: lambda a, b: a not in b}
-_UNARY_BUILTINS = {L.exp: ir.UnOp.EXP, L.exp2: ir.UnOp.EXP2, L.log: ir.UnOp.LOG,
-                   L.sqrt: ir.UnOp.SQRT, L.rsqrt: ir.UnOp.RSQRT, L.tanh: ir.UnOp.TANH,
-                   L.abs: ir.UnOp.ABS}
 # Python builtins a kernel may call on static values.
 _PY_BUILTINS = {f: getattr(builtins, f) for f in
                 ("len", "min", "max", "int", "float", "bool", "abs", "tuple", "range", "isinstance")}
-SUPPORTED = ("assignments, augmented assignments, if/else, for over range()/ml.static_range(),"
+SUPPORTED = ("assignments, augmented assignments, if/else, for over range()/ml.range()/ml.static_range(),"
              " expressions, calls of ml.* functions")
 
 
@@ -169,9 +166,7 @@ class Tracer(ast.NodeVisitor):
       for name in assigned_names([node]):
         self.env[name] = POISON
     except Exception as e:   # a bug in mgpu_dsl: wrap it once, at the user's statement
-      raise E.InternalError(
-          f"mgpu_dsl failed while tracing this statement: {type(e).__name__}: {e}", self.loc(node),
-          hint="this is a bug in mgpu_dsl, not in your kernel; please report it with the kernel") from e
+      raise E.InternalError.wrap("mgpu_dsl failed while tracing this statement", e, self.loc(node)) from e
 
   def record(self, err: E.KernelError) -> None:
     """Keep `err` unless the same mistake was already reported (unrolled loops repeat them)."""

@@ -131,9 +131,8 @@ class CTA(CtaMemory):
       except E.KernelError:
         raise
       except Exception as e:
-        raise E.InternalError(
-            f"the interpreter failed on this {type(o).__name__} operation: {type(e).__name__}: {e}",
-            o.loc, hint="this is a bug in mgpu_dsl, not in your kernel; please report it") from e
+        raise E.InternalError.wrap(
+            f"the interpreter failed on this {type(o).__name__} operation", e, o.loc) from e
     return []
 
   def check_dot_results(self, o):

@@ -155,15 +155,8 @@ class LowerCtx:
       except E.KernelError:
         raise
       except Exception as e:
-        raise E.InternalError(
-            f"Mosaic GPU failed while compiling this {type(o).__name__} operation:"
-            f" {type(e).__name__}: {_first_line(e)}", loc,
-            hint="this is a bug in mgpu_dsl, not in your kernel; please report it with the kernel") from e
-
-
-def _first_line(e) -> str:
-  s = str(e).strip().splitlines()
-  return s[0][:300] if s else ""
+        raise E.InternalError.wrap(
+            f"Mosaic GPU failed while compiling this {type(o).__name__} operation", e, loc) from e
 
 
 def scratch_tree(kernel: kir.Kernel):
@@ -224,9 +217,7 @@ def build(kernel: kir.Kernel):
     except E.KernelError:
       raise
     except Exception as e:
-      raise E.InternalError(
-          f"Mosaic GPU could not build kernel {kernel.name}: {type(e).__name__}: {_first_line(e)}",
-          kernel.loc, hint="this is a bug in mgpu_dsl, not in your kernel; please report it") from e
+      raise E.InternalError.wrap(f"Mosaic GPU could not build kernel {kernel.name}", e, kernel.loc) from e
 
 
 def module_text(fn, in_shapes) -> str:
