@@ -11,15 +11,15 @@ import dataclasses
 from . import errors as E
 from . import ir
 from . import language as L
+from .builder import Builder
 from .dtypes import DType, to_dtype
-from .loc import Loc
-from .semantics import Emitter
 from .layouts import assign_layouts
+from .loc import Loc
 from .pipeline import pipeline_loops
-from .smem import plan_smem
+from .smem import plan_scratch, plan_smem
+from .source import Source, read_function
 from .sync import SyncPass
-from .source import read_function
-from .tracer import Source, Tracer
+from .tracer import Tracer
 from .types import DTypeVar, RefType, Space, resolve, resolved
 
 
@@ -93,7 +93,7 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, bloc
   if unknown:
     raise E.SignatureError(f"{pk.tree.name} has no constexpr parameter {unknown[0]!r}", loc,
                            hint=f"its constexpr parameters are: {', '.join(pk.constexpr_params) or 'none'}")
-  em = Emitter(cluster=cluster)
+  em = Builder(cluster=cluster, block=block)
   tr = Tracer(pk.source, pk.scope, em)
   params = []
   for i, (name, spec) in enumerate(zip(pk.ref_params, list(in_specs) + list(out_specs))):
@@ -111,9 +111,11 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, bloc
   _finalize_types(em, params)
   kernel = ir.Kernel(pk.tree.name, params, em.allocs, em.block, grid, block, cluster,
                      em.num_load_slots, loc)
+  kernel.globals_read = ir.Captured(tr.globals_read)
   try:
     pipelined = pipeline_loops(kernel, em)
     assign_layouts(kernel, em.defs)
+    plan_scratch(kernel, em)
     end = pk.source.loc(pk.tree.body[-1])
     kernel.smem_plan = plan_smem(kernel, em.defs)
     SyncPass(em.defs, block=block, explicit=pipelined, group=kernel.smem_plan.group).run(em.block, end)
@@ -136,7 +138,7 @@ def _smem_overflow(pk, em, params, grid, block, cluster) -> list:
   return []
 
 
-def _finalize_types(em: Emitter, params) -> None:
+def _finalize_types(em: Builder, params) -> None:
   for alloc in em.allocs:
     d = resolve(alloc.type.dtype)
     if isinstance(d, DTypeVar):

@@ -9,17 +9,18 @@ import ast
 import inspect
 
 from . import errors as E
+from .env import PoisonedUse
+from .source import read_function
 
 MAX_DEPTH = 16
 
 
 def call_inline(tracer, node, fn, args, kwargs):
-  from .source import read_function
-  from .tracer import Tracer, _PoisonedUse
   loc = tracer.loc(node)
   if tracer.depth >= MAX_DEPTH:
     raise E.UnsupportedSyntaxError(
-        f"@ml.inline calls nest more than {MAX_DEPTH} deep here (recursion is not supported)", loc)
+        f"@ml.inline calls nest more than {MAX_DEPTH} deep here (recursion is not supported)", loc,
+        hint="unroll the recursion into a loop")
   if fn.parsed is None:
     fn.parsed = read_function(fn.fn, "@ml.inline")
   src, tree, scope = fn.parsed
@@ -38,11 +39,10 @@ def call_inline(tracer, node, fn, args, kwargs):
         raise E.UnsupportedSyntaxError(
             "return before the end of an @ml.inline function", src.loc(n),
             hint="compute the result in a name and return it from the last statement")
-  child = Tracer(src, scope, tracer.em)
-  child.errors, child.depth = tracer.errors, tracer.depth + 1
+  child = tracer.child(src, scope)
   child.env = dict(bound.arguments)
   before = len(tracer.errors)
   child.run_body(body)
   if len(tracer.errors) > before:
-    raise _PoisonedUse()          # reported inside the helper; skip the caller's statement
+    raise PoisonedUse()          # reported inside the helper; skip the caller's statement
   return child.eval(ret) if ret is not None else None

@@ -2,18 +2,20 @@
 
 A `Kernel` holds parameters (GMEM refs), SMEM allocations and a `Block` of ops.
 Ops are frozen dataclasses with a required `loc`; operands are `Value`s (or
-Python scalars, weakly typed) and each op defines at most its `results`.
-Structured control flow (`For`, `If`) owns nested `Block`s, as in MLIR's scf.
+Python scalars, weakly typed) and each op defines its `results`. Structured
+control flow (`For`, `If`) owns nested `Block`s, as in MLIR's scf.
 
-Every op here has a lowering rule (lowering/rules.py) and an interpreter rule
-(lowering/interpret.py); tests/test_op_tables.py checks both tables.
+The op classes are declared by family in frontend/ops/ (each with its `ml.`
+builtin, type rule and `Traits`); this module holds what every op shares: the
+base class, the traits record the passes read, and IR utilities (walking,
+substitution, def tables, the text dump).
 """
 from __future__ import annotations
 
 import dataclasses
 import enum
 import itertools
-from typing import ClassVar, Union
+from typing import Callable, ClassVar, Union
 
 from .loc import Loc
 from .types import Type
@@ -43,7 +45,6 @@ class Block:
   args: tuple[Value, ...] = ()
 
 
-# ---------------------------------------------------------------- index forms
 @dataclasses.dataclass(frozen=True)
 class Idx:
   """A view index on one dimension: a static or dynamic start and a size.
@@ -55,10 +56,45 @@ class Idx:
   squeeze: bool = False
 
 
+# ---------------------------------------------------------------- traits
+class Access(enum.Enum):
+  """What an op does that the synchronisation pass must order (MLIR's memory effects)."""
+  REG_READ = "reg_read"          # registers read the ref (a synchronous load)
+  REG_WRITE = "reg_write"        # registers write the ref
+  TMA_READ = "tma_read"          # an async TMA copy reads the ref (SMEM -> GMEM)
+  TMA_WRITE = "tma_write"        # an async TMA copy lands in the ref (GMEM -> SMEM)
+  MMA_READ = "mma_read"          # the tensor cores read the ref asynchronously
+  MMA_ISSUE = "mma_issue"        # starts tensor-core work (no ref): complete at a DotWait
+  CTA_BARRIER = "cta_barrier"    # all threads of the CTA meet
+  CLUSTER_BARRIER = "cluster_barrier"   # all threads of the cluster meet; SMEM is published
+
+
+class LayoutRule(enum.Enum):
+  """How an op's register results relate to its operands' layouts (frontend/layouts.py)."""
+  NONE = "none"                  # no register tensor results; operands unconstrained
+  ELEMENTWISE = "elementwise"    # results and tensor operands share one layout
+  FRESH = "fresh"                # a new tensor (splat, iota) that takes whatever layout its users need
+  MEMORY = "memory"              # a register <-> ref transfer: the value follows its SMEM buffer's tiling
+  DOT = "dot"                    # the tensor-core accumulator layout; operands tiled in SMEM
+  REDUCE = "reduce"              # the result is the operand's layout with the reduced axes removed
+  BROADCAST = "broadcast"        # the operand is the result's layout with the new axes removed
+  REGION = "region"              # loop carries and branch results share layouts
+
+
+@dataclasses.dataclass(frozen=True)
+class Traits:
+  """What the passes know about an op, declared with it (never re-derived by isinstance)."""
+  effects: Callable[["Op"], list] = lambda o: []   # [(ref Value or None, Access)]
+  layout: LayoutRule = LayoutRule.NONE
+  pure: bool = False          # no effects: may be cloned, hoisted, moved across pipeline stages, dropped
+  inserted: bool = False      # synchronisation the compiler inserts; users never write it
+
+
 class Op:
   loc: Loc
   results: tuple[Value, ...]
   regions: ClassVar[tuple[str, ...]] = ()
+  traits: ClassVar[Traits]
 
   @property
   def result(self) -> Value:
@@ -82,282 +118,48 @@ class Op:
     return out
 
 
-def op(cls):
-  return dataclasses.dataclass(frozen=True, eq=False)(cls)
+ALL_OPS: list[type] = []
+
+
+def op(traits: Traits):
+  """Declare an op class: a frozen dataclass with its traits, registered in ALL_OPS."""
+  def deco(cls):
+    cls = dataclasses.dataclass(frozen=True, eq=False)(cls)
+    cls.traits = traits
+    ALL_OPS.append(cls)
+    return cls
+  return deco
+
+
+def traits_of(o: Op) -> Traits:
+  """The traits of `o`; an op declared without them is a compiler bug (passes fail closed)."""
+  t = type(o).__dict__.get("traits")
+  if not isinstance(t, Traits):
+    from .errors import InternalError
+    raise InternalError(f"op {type(o).__name__} has no traits: declare it with @ir.op(Traits(...))", o.loc)
+  return t
+
+
+# ---------------------------------------------------------------- kernels
+class Captured(dict):
+  """The module-level names a kernel's source read while tracing, and their values: what a
+  cached specialisation depends on besides its arguments. Shared, not copied, by deepcopy;
+  pickled with an opaque stand-in for values that do not pickle (modules, functions)."""
+
+  def __deepcopy__(self, memo):
+    return self
+
+  def __reduce__(self):
+    import pickle
+    out = {}
+    for k, v in self.items():
+      try:
+        pickle.dumps(v)
+        out[k] = v
+      except Exception:
+        out[k] = f"<{type(v).__name__} {getattr(v, '__name__', '')}>"
+    return (Captured, (out,))
 
-
-class BinOp(enum.Enum):
-  ADD = "+"; SUB = "-"; MUL = "*"; DIV = "/"; FLOORDIV = "//"; MOD = "%"
-  MAX = "max"; MIN = "min"
-  AND = "&"; OR = "|"; XOR = "^"
-
-
-class CmpOp(enum.Enum):
-  LT = "<"; LE = "<="; GT = ">"; GE = ">="; EQ = "=="; NE = "!="
-
-
-class UnOp(enum.Enum):
-  NEG = "neg"; EXP = "exp"; EXP2 = "exp2"; LOG = "log"; SQRT = "sqrt"
-  RSQRT = "rsqrt"; TANH = "tanh"; ABS = "abs"; NOT = "not"
-
-
-# ---------------------------------------------------------------- ops
-@op
-class ProgramId(Op):
-  axis: int
-  loc: Loc
-  results: tuple[Value, ...]
-
-
-@op
-class NumPrograms(Op):
-  axis: int
-  loc: Loc
-  results: tuple[Value, ...]
-
-
-@op
-class Constant(Op):
-  """A Python scalar materialised as a CTA-uniform scalar of `dtype`."""
-  value: int | float | bool
-  loc: Loc
-  results: tuple[Value, ...]
-
-
-@op
-class SmemAlloc(Op):
-  """An SMEM buffer; lives for the whole kernel."""
-  loc: Loc
-  results: tuple[Value, ...]
-
-
-@op
-class View(Op):
-  """A window of a root ref (a parameter, an SmemAlloc or a ClusterRef)."""
-  ref: Value
-  index: tuple[Idx, ...]
-  loc: Loc
-  results: tuple[Value, ...]
-
-
-@op
-class ClusterRef(Op):
-  """The same SMEM buffer in another CTA of the cluster (`cta` along `axis`)."""
-  ref: Value
-  cta: Operand
-  axis: int
-  loc: Loc
-  results: tuple[Value, ...]
-
-
-@op
-class Load(Op):
-  """Read a whole ref (GMEM or SMEM) into registers."""
-  ref: Value
-  loc: Loc
-  results: tuple[Value, ...]
-
-
-@op
-class Store(Op):
-  """Write a register tensor (same shape and dtype) into a ref."""
-  ref: Value
-  value: Value
-  loc: Loc
-  results: tuple[Value, ...] = ()
-
-
-@op
-class Copy(Op):
-  """An asynchronous TMA copy, GMEM -> SMEM or SMEM -> GMEM.
-
-  `slot` numbers the copy sites that load SMEM; each has its own barrier. A
-  pipelined copy (frontend/pipeline.py) uses barrier `slot + stage`.
-  """
-  src: Value
-  dst: Value
-  slot: int
-  loc: Loc
-  results: tuple[Value, ...] = ()
-  stage: Operand = 0
-
-
-@op
-class Binary(Op):
-  kind: BinOp
-  lhs: Operand
-  rhs: Operand
-  loc: Loc
-  results: tuple[Value, ...]
-
-
-@op
-class Compare(Op):
-  kind: CmpOp
-  lhs: Operand
-  rhs: Operand
-  loc: Loc
-  results: tuple[Value, ...]
-
-
-@op
-class Unary(Op):
-  kind: UnOp
-  x: Value
-  loc: Loc
-  results: tuple[Value, ...]
-
-
-@op
-class Where(Op):
-  cond: Value
-  on_true: Operand
-  on_false: Operand
-  loc: Loc
-  results: tuple[Value, ...]
-
-
-@op
-class Cast(Op):
-  x: Value
-  loc: Loc
-  results: tuple[Value, ...]
-
-
-@op
-class Full(Op):
-  """A tensor filled with one (static or scalar) value; also scalar broadcast."""
-  value: Operand
-  loc: Loc
-  results: tuple[Value, ...]
-
-
-@op
-class Arange(Op):
-  """`[0, 1, ..., n)` along `dim` of the result's shape."""
-  dim: int
-  loc: Loc
-  results: tuple[Value, ...]
-
-
-@op
-class Dot(Op):
-  """`acc + a @ b` on the tensor cores (WGMMA), issued asynchronously.
-
-  `a` (m, k) and `b` (k, n) are SMEM refs that frontend/layouts.py tiles and
-  swizzles for the tensor cores; `acc` is an (m, n) tensor in the WGMMA layout,
-  or None for zeros. The sync pass waits for the result before it is read.
-  """
-  a: Value
-  b: Value
-  acc: Value | None
-  loc: Loc
-  results: tuple[Value, ...]
-
-
-@op
-class DotWait(Op):
-  """Wait until at most `pending` issued Dot groups are still running."""
-  pending: int
-  loc: Loc
-  results: tuple[Value, ...] = ()
-
-
-@op
-class For(Op):
-  """`for iv in range(start, stop, step)` carrying `inits` through `body`.
-
-  body.args = (iv, *carried); the body ends with a `Yield` of the new carries.
-  `stages` > 1 asks for a software pipeline (frontend/pipeline.py): its TMA
-  loads run `stages - 1` iterations ahead and its dots overlap them.
-  """
-  start: Operand
-  stop: Operand
-  step: Operand
-  inits: tuple[Value, ...]
-  body: Block
-  loc: Loc
-  results: tuple[Value, ...]
-  stages: int = 1
-  regions: ClassVar = ("body",)
-
-
-@op
-class If(Op):
-  cond: Value
-  then_block: Block
-  else_block: Block
-  loc: Loc
-  results: tuple[Value, ...]
-  regions: ClassVar = ("then_block", "else_block")
-
-
-@op
-class Yield(Op):
-  values: tuple[Value, ...]
-  loc: Loc
-  results: tuple[Value, ...] = ()
-
-
-@op
-class Print(Op):
-  """`print(...)`: static text and values. Interpret mode prints everything, per program;
-  the GPU prints the text and scalars (once per warpgroup)."""
-  parts: tuple
-  loc: Loc
-  results: tuple[Value, ...] = ()
-
-
-@op
-class Breakpoint(Op):
-  """`breakpoint()`: in interpret mode, a debugger with the kernel's names; no-op on the GPU."""
-  names: tuple[str, ...]
-  values: tuple
-  loc: Loc
-  results: tuple[Value, ...] = ()
-
-
-# --- synchronisation ops: inserted by frontend/sync.py, never by users.
-@op
-class WaitLoad(Op):
-  """Wait on the barrier of copy site `slot` (+ `stage`): its bytes have landed."""
-  slot: int
-  loc: Loc
-  results: tuple[Value, ...] = ()
-  stage: Operand = 0
-
-
-@op
-class AwaitStores(Op):
-  """Wait for in-flight TMA stores: to stop reading SMEM (`read_only`) or to finish."""
-  read_only: bool
-  loc: Loc
-  results: tuple[Value, ...] = ()
-
-
-@op
-class CommitShared(Op):
-  """Make register writes to SMEM visible to the TMA engine (fence + barrier)."""
-  loc: Loc
-  results: tuple[Value, ...] = ()
-
-
-@op
-class Barrier(Op):
-  """All threads of the CTA meet (orders SMEM accesses between threads)."""
-  loc: Loc
-  results: tuple[Value, ...] = ()
-
-
-@op
-class ClusterSync(Op):
-  """All threads of all CTAs in the cluster meet (ml.cluster_sync())."""
-  loc: Loc
-  results: tuple[Value, ...] = ()
-
-
-ALL_OPS = [c for c in list(globals().values())
-           if isinstance(c, type) and issubclass(c, Op) and c is not Op]
 
 
 @dataclasses.dataclass
@@ -381,6 +183,8 @@ class Kernel:
   loc: Loc
   smem_plan: object = None            # frontend/smem.py SmemPlan
   smem_layouts: dict = dataclasses.field(default_factory=dict)   # alloc value id -> SmemLayout
+  globals_read: dict = dataclasses.field(default_factory=lambda: Captured())   # module names read -> value
+  scratch_ids: set = dataclasses.field(default_factory=set)      # SMEM the compiler added (reductions)
 
   @property
   def inputs(self):
@@ -391,6 +195,7 @@ class Kernel:
     return [p for p in self.params if p.is_output]
 
 
+# ---------------------------------------------------------------- utilities
 def walk(block: Block):
   """Every op of `block` and of its nested regions, in program order."""
   for o in block.ops:
@@ -399,6 +204,52 @@ def walk(block: Block):
       yield from walk(getattr(o, r))
 
 
+def def_table(block: Block) -> dict[int, Op]:
+  """Value id -> the op defining it, for every op under `block`."""
+  return {r.id: o for o in walk(block) for r in o.results}
+
+
+def _sub_one(x, mapping):
+  if isinstance(x, Value):
+    return mapping.get(x, x)
+  if isinstance(x, Idx) and isinstance(x.start, Value):
+    return dataclasses.replace(x, start=mapping.get(x.start, x.start))
+  return x
+
+
+def substitute(o: Op, mapping: dict) -> Op:
+  """`o` with its operands replaced through `mapping` (value -> value); regions untouched."""
+  changes = {}
+  for f in dataclasses.fields(o):
+    if f.name in ("loc", "results") or f.name in o.regions:
+      continue
+    v = getattr(o, f.name)
+    if isinstance(v, Value) and v in mapping:
+      changes[f.name] = mapping[v]
+    elif isinstance(v, tuple) and any(isinstance(x, (Value, Idx)) for x in v):
+      changes[f.name] = tuple(_sub_one(x, mapping) for x in v)
+  return dataclasses.replace(o, **changes) if changes else o
+
+
+def substitute_deep(o: Op, mapping: dict) -> Op:
+  """`substitute`, also inside `o`'s regions (in place)."""
+  o = substitute(o, mapping)
+  for r in o.regions:
+    blk = getattr(o, r)
+    blk.ops[:] = [substitute_deep(x, mapping) for x in blk.ops]
+  return o
+
+
+def clone(o: Op, mapping: dict) -> Op:
+  """A copy of `o` (no regions) with fresh results; `mapping` gains old -> new results."""
+  new_results = tuple(Value(r.type, r.name) for r in o.results)
+  c = dataclasses.replace(substitute(o, mapping), results=new_results)
+  for old, new in zip(o.results, new_results):
+    mapping[old] = new
+  return c
+
+
+# ---------------------------------------------------------------- text
 def dump(kernel: Kernel) -> str:
   """The typed IR as text, for users and tests."""
   lines = [f"kernel @{kernel.name} grid={kernel.grid} block={kernel.block}"

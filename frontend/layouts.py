@@ -1,15 +1,24 @@
 """Register layouts and SMEM tilings, chosen by the compiler from how values are used.
 
-Register tensors that meet in one operation must share a layout. Values are
-grouped (union-find) through elementwise ops, loop carries, branches and the
-SMEM buffers they are loaded from or stored to; a group holding a tensor-core
-result (ml.dot) or touching a buffer the tensor cores read takes the WGMMA
-layout, every other group the strided layout.
+Each op declares its layout rule (`ir.LayoutRule`); this pass reads only those.
+Register tensors that meet in an elementwise op share a layout: values are grouped
+(union-find) through elementwise ops, reshapes, loop carries, branches and the SMEM
+buffers they are loaded from or stored to. Reductions and broadcasts relate a
+group of vectors to a group of 2-D tiles: the vectors take the tile's layout with
+the reduced or broadcast axis dropped (Mosaic GPU's `TiledLayout.reduce`), so a
+row statistic is reduced and broadcast back without moving data.
 
-SMEM buffers a dot reads are tiled (8 rows x 128 bytes) and 128-byte swizzled,
-as WGMMA requires; so are buffers only ever written and read in the WGMMA
-layout when their shape allows, which makes the epilogue's register -> SMEM
-stores conflict-free.
+A group's layout:
+* WGMMA if it holds a tensor-core result (ml.dot) or touches a buffer the tensor
+  cores read;
+* ROWS if it is the tile of a reduction or a broadcast: each warp owns whole rows
+  (or a quarter, half of one for short tiles), lanes run along the columns with
+  16-byte vectors, so row reductions need no SMEM;
+* STRIDED otherwise: contiguous 16-byte vectors over the flattened tensor.
+
+SMEM buffers a dot reads are tiled (8 rows x 128 bytes) and 128-byte swizzled, as
+WGMMA requires; so are buffers only ever written and read in the WGMMA layout when
+their shape allows, which makes the epilogue's register -> SMEM stores conflict-free.
 """
 from __future__ import annotations
 
@@ -17,10 +26,11 @@ import dataclasses
 import math
 
 from . import errors as E
+from . import hw
 from . import ir
-from .types import Layout, RefType, Space, TensorType
-
-SWIZZLE = 128   # bytes
+from .ir import LayoutRule
+from .ops.memory import Copy, View
+from .types import Layout, LayoutKind, RefType, ScalarType, Space, TensorType
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,122 +58,280 @@ class _UnionFind:
     self.parent[self.find(a)] = self.find(b)
 
 
-def assign_layouts(kernel: ir.Kernel, defs) -> None:
-  uf = _UnionFind()
-  tensors: dict[int, ir.Value] = {}
-  first_use: dict[int, ir.Op] = {}
+class _Solver:
+  def __init__(self, kernel, defs):
+    self.kernel, self.defs = kernel, defs
+    self.uf = _UnionFind()
+    self.tensors: dict[int, ir.Value] = {}
+    self.first_use: dict[int, ir.Op] = {}
+    self.seeds, self.mma_roots = set(), set()
+    self.relations = []        # (child node, parent node, dropped axes, op)
+    self.rows = 64 * (kernel.block // hw.WARPGROUP)   # WGMMA rows: warpgroups split them
 
-  def root(ref):
-    d = defs.get(ref.id)
-    return d.ref if isinstance(d, ir.View) else ref
+  # ------------------------------------------------------------ collecting constraints
+  def root(self, ref):
+    d = self.defs.get(ref.id)
+    return d.ref if isinstance(d, View) else ref
 
-  def node(v):
-    if isinstance(v, ir.Value) and isinstance(v.type, TensorType):
-      tensors[v.id] = v
+  def node(self, v):
+    if _is_tensor(v):
+      self.tensors[v.id] = v
       return ("v", v.id)
     return None
 
-  def join(*vals):
-    nodes = [n for n in map(node, vals) if n is not None]
+  def join(self, *vals):
+    nodes = [n for n in map(self.node, vals) if n is not None]
     for n in nodes[1:]:
-      uf.union(n, nodes[0])
+      self.uf.union(n, nodes[0])
 
-  seeds, mma_roots = set(), set()
-  broadcasts = []   # (vector operand, the op's 2-D result): the vector runs along the columns
-  for o in ir.walk(kernel.body):
-    for r in o.results:
-      first_use.setdefault(r.id, o)
-    if isinstance(o, (ir.Binary, ir.Compare)):
-      shape = o.result.type.shape
-      full = [x for x in (o.lhs, o.rhs) if not _is_tensor(x) or x.type.shape == shape]
-      for x in (o.lhs, o.rhs):
-        if _is_tensor(x) and x.type.shape != shape:
-          node(x)
-          broadcasts.append((x, o))
-      join(o.result, *full)
-    elif isinstance(o, ir.Where):
-      join(o.result, o.cond, o.on_true, o.on_false)
-    elif isinstance(o, (ir.Unary, ir.Cast)):
-      join(o.result, o.x)
-    elif isinstance(o, ir.Load) and isinstance(o.ref.type, RefType):
-      node(o.result)
-      if o.ref.type.space == Space.SMEM and not o.ref.type.remote:
-        uf.union(("v", o.result.id), ("smem", root(o.ref).id))
-    elif isinstance(o, ir.Store):
-      node(o.value)
-      if o.ref.type.space == Space.SMEM and not o.ref.type.remote:
-        uf.union(("v", o.value.id), ("smem", root(o.ref).id))
-    elif isinstance(o, ir.Dot):
-      join(o.result, o.acc)
-      seeds.add(("v", o.result.id))
-      mma_roots |= {root(o.a).id, root(o.b).id}
-    elif isinstance(o, ir.For):
-      for init, arg, res, y in zip(o.inits, o.body.args[1:], o.results, o.body.ops[-1].values):
-        join(init, arg, res, y)
-    elif isinstance(o, ir.If):
-      for res, a, b in zip(o.results, o.then_block.ops[-1].values, o.else_block.ops[-1].values):
-        join(res, a, b)
-    else:
+  def local_smem(self, ref):
+    t = ref.type
+    return isinstance(t, RefType) and t.space == Space.SMEM and not t.remote
+
+  def collect(self):
+    for o in ir.walk(self.kernel.body):
       for r in o.results:
-        node(r)
-  for r in mma_roots:
-    seeds.add(("smem", r))
-  wgmma = {uf.find(s) for s in seeds}
+        self.first_use.setdefault(r.id, o)
+      for v in o.operands():
+        self.first_use.setdefault(v.id, o)
+      rule = ir.traits_of(o).layout
+      handler = _RULES.get(rule)
+      if handler is None:
+        raise E.InternalError(f"the layout pass has no rule {rule} (op {type(o).__name__})", o.loc)
+      handler(self, o)
 
-  col = set()
-  for vec, o in broadcasts:
-    if uf.find(("v", o.result.id)) not in wgmma:
+  def _none(self, o):
+    for r in o.results:
+      self.node(r)
+
+  def _elementwise(self, o):
+    self.join(*o.results, *[v for v in o.operands() if _is_tensor(v)])
+
+  def _fresh(self, o):
+    for r in o.results:
+      self.node(r)
+
+  def _memory(self, o):
+    (ref, _), = [(r, a) for r, a in ir.traits_of(o).effects(o)]
+    for v in [*o.results, *o.operands()]:
+      if _is_tensor(v):
+        self.node(v)
+        if self.local_smem(ref):
+          self.uf.union(("v", v.id), ("smem", self.root(ref).id))
+
+  def _dot(self, o):
+    self.join(o.result, o.acc)
+    self.seeds.add(("v", o.result.id))
+    for v in o.operands():
+      if isinstance(v.type, RefType):
+        self.mma_roots.add(self.root(v).id)
+
+  def _reduce(self, o):
+    self.node(o.x)
+    if o.results and _is_tensor(o.result):
+      self.node(o.result)
+      self.relations.append((("v", o.result.id), ("v", o.x.id), o.axes, o))
+
+  def _broadcast(self, o):
+    self.node(o.x)
+    self.node(o.result)
+    out, x = o.result.type.shape, o.x.type.shape
+    lead = len(out) - len(x)
+    axes = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(x) if n == 1 and out[lead + i] != 1)
+    self.relations.append((("v", o.x.id), ("v", o.result.id), axes, o))
+
+  def _region(self, o):
+    if o.regions == ("body",):          # a loop: inits, body args, results and yields
+      body = o.body
+      for init, arg, res, y in zip(o.inits, body.args[1:], o.results, body.ops[-1].values):
+        self.join(init, arg, res, y)
+    else:                               # a branch: results and both yields
+      yields = [getattr(o, r).ops[-1].values for r in o.regions]
+      for res, *ys in zip(o.results, *yields):
+        self.join(res, *ys)
+
+  # ------------------------------------------------------------ deciding
+  def solve(self):
+    for r in self.mma_roots:
+      self.seeds.add(("smem", r))
+    uf = self.uf
+    layout: dict = {uf.find(s): Layout.WGMMA for s in self.seeds}
+    rels = [(uf.find(c), uf.find(p), axes, o) for c, p, axes, o in self.relations]
+    members: dict = {}
+    for v in self.tensors.values():
+      members.setdefault(uf.find(("v", v.id)), []).append(v)
+
+    def propagate():
+      changed = True
+      while changed:
+        changed = False
+        for c, p, axes, o in rels:
+          if p in layout:
+            want = layout[p].dropped(axes)
+            if c not in layout:
+              layout[c] = want
+              changed = True
+            elif layout[c] != want:
+              self.conflict(c, p, axes, o, layout, members)
+          elif c in layout and layout[c].drop:
+            layout[p] = layout[c].tile
+            changed = True
+
+    propagate()
+    for c, p, axes, o in rels:          # undecided tiles of reductions and broadcasts: ROWS
+      if p not in layout:
+        layout[p] = self.rows_layout(p, rels, members, o)
+        propagate()
+    self.layout = layout
+    self.members = members
+
+  def component(self, start, rels):
+    """The classes linked to `start` through reductions and broadcasts."""
+    seen, todo = {start}, [start]
+    while todo:
+      x = todo.pop()
+      for c, p, _, _ in rels:
+        for a, b in ((c, p), (p, c)):
+          if a == x and b not in seen:
+            seen.add(b)
+            todo.append(b)
+    return seen
+
+  def rows_layout(self, p, rels, members, o) -> Layout:
+    """ROWS parameters that fit every tile and vector linked to class `p`."""
+    comp = self.component(p, rels)
+    parents = {q for _, q, _, _ in rels if q in comp}
+    tiles, vectors, dtypes = [], [], []
+    for cls in comp:
+      for v in members.get(cls, []):
+        dtypes.append(v.type.dtype)
+        if cls in parents:
+          tiles.append(v)
+        else:
+          vectors.append(v)
+    bad = next((v for v in tiles if len(v.type.shape) != 2), None)
+    if bad is not None:
+      where = self.first_use.get(bad.id)
       raise E.LayoutError(
-          f"broadcasting {vec.name or 'a vector'} {vec.type.shape} across the rows of a"
-          f" {o.result.type.shape} tile works on tensor-core (ml.dot) tiles only, for now", o.loc,
-          hint="add the vector to an ml.dot result, e.g. acc + bias_vec")
-    col.add(uf.find(("v", vec.id)))
-  for v in tensors.values():
-    cls = uf.find(("v", v.id))
-    if cls in col:
-      if cls in wgmma or len(v.type.shape) != 1 or v.type.shape[0] % 8:
-        o = first_use.get(v.id)
+          f"{bad.name or 'this tensor'} of shape {bad.type.shape} is reduced or broadcast along an axis;"
+          f" that works on 2-D tiles (and vectors), not on {len(bad.type.shape)}-D tensors",
+          where.loc if where else o.loc,
+          hint="reshape to 2-D first: x.reshape((rows, cols)), reduce or broadcast, then reshape back")
+    widest = 16 // min((d.itemsize for d in dtypes), default=4)
+    R = [v.type.shape[0] for v in tiles]
+    C = [v.type.shape[1] for v in tiles]
+    for k in (1, 2, 4):
+      if any(r % (hw.WARPS_PER_WARPGROUP // k) for r in R):
+        continue
+      for vec in (widest, widest // 2, widest // 4, 2, 1):
+        if vec >= 1 and all(c % (hw.WARP * k * vec) == 0 for c in C):
+          return Layout(LayoutKind.ROWS, (), k, vec)
+    bad = next(v for v in tiles if v.type.shape[1] % hw.WARP or v.type.shape[0] % hw.WARPS_PER_WARPGROUP
+               and v.type.shape[1] % (hw.WARPGROUP))
+    where = self.first_use.get(bad.id)
+    raise E.LayoutError(
+        f"{bad.name or 'this tile'} of shape {bad.type.shape} is reduced or broadcast along its rows or"
+        f" columns, which needs columns a multiple of {hw.WARP} (one per lane of a warp), and rows a"
+        f" multiple of {hw.WARPS_PER_WARPGROUP} unless the columns are a multiple of {hw.WARPGROUP}",
+        where.loc if where else o.loc,
+        hint="use tiles like (8, 256) or (1, 1024); pad the last dimension to a multiple of 32")
+
+  def conflict(self, c, p, axes, o, layout, members):
+    vec = (members.get(c) or [None])[0]
+    name = vec.name if vec is not None and vec.name else "this vector"
+    raise E.LayoutError(
+        f"{name} is used as {_role(layout[c])} of one tile and as {_role(layout[p].dropped(axes))} of"
+        f" another ({layout[c]} vs {layout[p].dropped(axes)} register layouts)", o.loc,
+        hint="give each use its own copy: compute the vector twice, or load it again from memory")
+
+  # ------------------------------------------------------------ applying
+  def apply(self):
+    uf, layout = self.uf, self.layout
+    strided_vec: dict = {}
+    for v in self.tensors.values():
+      cls = uf.find(("v", v.id))
+      if cls not in layout:
+        d = v.type.dtype
+        n = math.prod(v.type.shape)
+        vec = 16 // d.itemsize if d.bits >= 8 else 16
+        while vec > 1 and n % (hw.WARPGROUP * vec):
+          vec //= 2
+        strided_vec[cls] = min(strided_vec.get(cls, vec), vec)
+    for v in self.tensors.values():
+      cls = uf.find(("v", v.id))
+      lay = layout.get(cls) or Layout(LayoutKind.STRIDED, vec=strided_vec[cls])
+      self.check(v, lay)
+      v.type = dataclasses.replace(v.type, layout=lay)
+
+  def check(self, v, lay: Layout):
+    o = self.first_use.get(v.id)
+    loc = o.loc if o else self.kernel.loc
+    shape = v.type.shape
+    if lay.kind == LayoutKind.STRIDED:
+      if math.prod(shape) % hw.WARPGROUP:
         raise E.LayoutError(
-            f"{v.name or 'this tensor'} {v.type.shape} is used both as a column vector and as a"
-            f" tile", o.loc if o else kernel.loc, hint="keep the bias-like vector separate")
-      if isinstance(first_use.get(v.id), ir.Arange):
-        raise E.LayoutError("ml.arange cannot be broadcast across a tensor-core tile yet",
-                            first_use[v.id].loc)
-      v.type = dataclasses.replace(v.type, layout=Layout.COL)
-      continue
-    if cls not in wgmma and math.prod(v.type.shape) % 128:
-      o = first_use.get(v.id)
-      raise E.LayoutError(
-          f"{v.name or 'this tensor'} has shape {v.type.shape}: register tensors need a multiple of"
-          f" 128 elements (one per thread of a warpgroup)", o.loc if o else kernel.loc,
-          hint="work on larger tiles, e.g. (128,) or (8, 16)")
-    if cls in wgmma:
-      t = v.type
-      rows = 64 * (kernel.block // 128)    # warpgroups split the rows
-      if len(t.shape) != 2 or t.shape[0] % rows or t.shape[1] % 8:
-        o = first_use.get(v.id)
+            f"{v.name or 'this tensor'} has shape {shape}: register tensors need a multiple of"
+            f" {hw.WARPGROUP} elements (one per thread of a warpgroup)", loc,
+            hint="work on larger tiles, e.g. (128,) or (8, 16); vectors shorter than 128 work as row or"
+                 " column statistics of a 2-D tile (ml.sum(x, axis=1))")
+      return
+    if lay.kind == LayoutKind.WGMMA:
+      rows = self.rows
+      full = lay.register_shape(shape)
+      if not lay.drop:
+        ok = len(shape) == 2 and shape[0] % rows == 0 and shape[1] % hw.MMA_N_STEP == 0
+      elif lay.drop == (1,):
+        ok = len(full) == 1 and full[0] % rows == 0
+      else:
+        ok = len(full) == 1 and full[0] % hw.MMA_N_STEP == 0
+      if not ok:
         raise E.LayoutError(
-            f"{v.name or 'this tensor'} of shape {t.shape} meets a tensor-core result, so it must be"
-            f" 2-D with rows a multiple of {rows} (64 per warpgroup) and columns a multiple of 8",
-            o.loc if o else kernel.loc,
+            f"{v.name or 'this tensor'} of shape {shape} meets a tensor-core result, so it must be"
+            f" 2-D with rows a multiple of {rows} (64 per warpgroup) and columns a multiple of 8"
+            f" (or a vector of its rows or columns)", loc,
             hint="keep values that combine with ml.dot results in the dot's (m, n) tile shape"
                  + (", or use fewer warpgroups (block=)" if rows > 64 else ""))
-      if isinstance(first_use.get(v.id), ir.Arange):
-        raise E.LayoutError("ml.arange cannot combine with a tensor-core result yet",
-                            first_use[v.id].loc)
-      v.type = dataclasses.replace(t, layout=Layout.WGMMA)
 
-  for alloc in kernel.smem:
-    in_wgmma = uf.find(("smem", alloc.id)) in wgmma   # (column vectors stay untiled)
-    rows, cols = (alloc.type.shape[-2:] + (0,))[:2] if len(alloc.type.shape) >= 2 else (0, 0)
-    tile_cols = SWIZZLE // alloc.type.dtype.itemsize
-    fits = len(alloc.type.shape) >= 2 and rows % 8 == 0 and cols % tile_cols == 0
-    if alloc.id in mma_roots and not fits:
-      raise E.MmaOperandError(
-          f"{alloc.name} ({alloc.type.shape}) cannot be tiled for the tensor cores: it needs rows a"
-          f" multiple of 8 and columns a multiple of {tile_cols}", kernel.loc)
-    if alloc.id in mma_roots or (in_wgmma and fits):
-      kernel.smem_layouts[alloc.id] = SmemLayout((8, tile_cols), SWIZZLE)
+  def smem_tilings(self):
+    for alloc in self.kernel.smem:
+      lay = self.layout.get(self.uf.find(("smem", alloc.id)))
+      in_wgmma = lay is not None and lay.kind == LayoutKind.WGMMA and not lay.drop
+      shape = alloc.type.shape
+      rows, cols = (shape[-2:] + (0,))[:2] if len(shape) >= 2 else (0, 0)
+      tile_cols = hw.tile_cols(alloc.type.dtype.itemsize)
+      fits = len(shape) >= 2 and rows % hw.TILE_ROWS == 0 and cols % tile_cols == 0
+      if alloc.id in self.mma_roots and not fits:
+        raise E.MmaOperandError(
+            f"{alloc.name} ({shape}) cannot be tiled for the tensor cores: it needs rows a"
+            f" multiple of {hw.TILE_ROWS} and columns a multiple of {tile_cols}", self.kernel.loc,
+            hint=f"allocate it with a shape like (64, {tile_cols})")
+      if alloc.id in self.mma_roots or (in_wgmma and fits):
+        self.kernel.smem_layouts[alloc.id] = SmemLayout((hw.TILE_ROWS, tile_cols), hw.SWIZZLE)
+
+
+def _role(lay: Layout) -> str:
+  return {(1,): "a row statistic (one value per row)", (0,): "a column vector (one value per column)"}.get(
+      lay.drop, f"a {lay} tensor")
+
+
+_RULES = {
+    LayoutRule.NONE: _Solver._none,
+    LayoutRule.ELEMENTWISE: _Solver._elementwise,
+    LayoutRule.FRESH: _Solver._fresh,
+    LayoutRule.MEMORY: _Solver._memory,
+    LayoutRule.DOT: _Solver._dot,
+    LayoutRule.REDUCE: _Solver._reduce,
+    LayoutRule.BROADCAST: _Solver._broadcast,
+    LayoutRule.REGION: _Solver._region,
+}
+
+
+def assign_layouts(kernel: ir.Kernel, defs) -> None:
+  s = _Solver(kernel, defs)
+  s.collect()
+  s.solve()
+  s.apply()
+  s.smem_tilings()
   _check_tiled_views(kernel, defs)
   _check_tiled_copies(kernel, defs)
 
@@ -177,10 +345,10 @@ def _check_tiled_copies(kernel, defs) -> None:
   """
   def root(v):
     d = defs.get(v.id)
-    return (d.ref, d.index) if isinstance(d, ir.View) else (v, None)
+    return (d.ref, d.index) if isinstance(d, View) else (v, None)
 
   for o in ir.walk(kernel.body):
-    if not isinstance(o, ir.Copy):
+    if not isinstance(o, Copy):
       continue
     smem, gmem = (o.dst, o.src) if o.dst.type.space == Space.SMEM else (o.src, o.dst)
     layout = kernel.smem_layouts.get(root(smem)[0].id)
@@ -206,7 +374,7 @@ def _check_tiled_copies(kernel, defs) -> None:
 def _check_tiled_views(kernel, defs) -> None:
   """Views of tiled buffers may only pick whole leading slices (pipeline stages)."""
   for o in ir.walk(kernel.body):
-    if isinstance(o, ir.View) and o.ref.id in kernel.smem_layouts:
+    if isinstance(o, View) and o.ref.id in kernel.smem_layouts:
       full = o.ref.type.shape
       inner = o.index[-2:]
       if any(i.squeeze or i.size != n or i.start != 0 for i, n in zip(inner, full[-2:])):

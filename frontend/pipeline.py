@@ -18,13 +18,19 @@ from __future__ import annotations
 import dataclasses
 
 from . import errors as E
+from . import hw
 from . import ir
-from . import tma
 from .dtypes import DType
+from .ops.control import Barrier, For, If, WaitLoad, Yield
+from .ops.elementwise import BinOp, Binary, CmpOp, Compare
+from .ops.memory import Copy, SmemAlloc, View, is_load
+from .ops.mma import DotWait
 from .types import RefType, ScalarType
 
-BARRIER_GROUP = 32    # mbarriers in one Mosaic GPU barrier group
-_PURE_SCALAR = (ir.Binary, ir.Constant, ir.Cast, ir.Unary, ir.Compare)
+
+def _pure_scalar(o) -> bool:
+  """An op the pipeliner may clone into the prologue or the refill (address arithmetic)."""
+  return ir.traits_of(o).pure and all(isinstance(r.type, ScalarType) for r in o.results) and bool(o.results)
 
 
 def pipeline_loops(kernel: ir.Kernel, em) -> set[int]:
@@ -39,7 +45,7 @@ def _rewrite_block(kernel, block, em, roots):
   for o in block.ops:
     for r in o.regions:
       _rewrite_block(kernel, getattr(o, r), em, roots)
-    if isinstance(o, ir.For) and o.stages > 1:
+    if isinstance(o, For) and o.stages > 1:
       out.extend(_pipeline(kernel, o, em, roots))
     else:
       out.append(o)
@@ -48,28 +54,6 @@ def _rewrite_block(kernel, block, em, roots):
 
 def _uses(block, value) -> list:
   return [o for o in ir.walk(block) if value in o.operands()]
-
-
-def _substitute(o, mapping):
-  """`o` with its operands replaced through `mapping` (value -> value)."""
-  changes = {}
-  for f in dataclasses.fields(o):
-    if f.name in ("loc", "results") or f.name in o.regions:
-      continue
-    v = getattr(o, f.name)
-    if isinstance(v, ir.Value) and v in mapping:
-      changes[f.name] = mapping[v]
-    elif isinstance(v, tuple) and any(isinstance(x, (ir.Value, ir.Idx)) for x in v):
-      changes[f.name] = tuple(_sub_one(x, mapping) for x in v)
-  return dataclasses.replace(o, **changes) if changes else o
-
-
-def _sub_one(x, mapping):
-  if isinstance(x, ir.Value):
-    return mapping.get(x, x)
-  if isinstance(x, ir.Idx) and isinstance(x.start, ir.Value):
-    return dataclasses.replace(x, start=mapping.get(x.start, x.start))
-  return x
 
 
 def _address_ops(body, view_op, iv):
@@ -82,7 +66,7 @@ def _address_ops(body, view_op, iv):
       return True
     seen.add(id(v))
     o = defs[v]
-    if not isinstance(o, _PURE_SCALAR) or not isinstance(v.type, ScalarType):
+    if not _pure_scalar(o) or not isinstance(v.type, ScalarType):
       return False
     ok = all(visit(x) for x in o.operands())
     need.append(o)
@@ -92,7 +76,7 @@ def _address_ops(body, view_op, iv):
   return sorted(need, key=body.ops.index) if ok else None
 
 
-def _pipeline(kernel, loop: ir.For, em, roots):
+def _pipeline(kernel, loop: For, em, roots):
   S, loc, body = loop.stages, loop.loc, loop.body
   iv = body.args[0]
   if loop.start != 0 or loop.step != 1:
@@ -101,31 +85,32 @@ def _pipeline(kernel, loop: ir.For, em, roots):
   body_ops = set(map(id, body.ops))
   sites = []
   for o in body.ops:
-    if not (isinstance(o, ir.Copy) and o.slot >= 0):
+    if not is_load(o):
       continue
     alloc = defs.get(o.dst)
     view = defs.get(o.src)
-    if not isinstance(alloc, ir.SmemAlloc) or id(alloc) in body_ops:
+    if not isinstance(alloc, SmemAlloc) or id(alloc) in body_ops:
       continue
     others = [u for u in ir.walk(kernel.body) if o.dst in u.operands() and u is not o]
     if any(id(u) not in {id(x) for x in ir.walk(body)} for u in others):
       raise E.PipelineError(
           f"{o.dst.name} is loaded in a pipelined loop but also used outside it", o.loc,
           hint="give the loop its own buffers")
-    if any(isinstance(u, (ir.Store, ir.View)) or (isinstance(u, ir.Copy) and u.dst is o.dst) for u in others):
+    if any(any(a in (ir.Access.REG_WRITE, ir.Access.TMA_WRITE) for r, a in ir.traits_of(u).effects(u)
+               if r is o.dst) or isinstance(u, View) for u in others):
       raise E.PipelineError(
           f"{o.dst.name} is loaded by TMA in a pipelined loop, so the loop may only read it whole"
           f" (ml.dot, ml.copy from it, or [...])", o.loc)
-    addr = _address_ops(body, view, iv) if isinstance(view, ir.View) else []
+    addr = _address_ops(body, view, iv) if isinstance(view, View) else []
     if addr is None:
       raise E.PipelineError(
           f"the window of this load depends on values computed in the loop body; a pipelined load's"
           f" window may depend only on the loop index and on values from before the loop", o.loc)
-    if o.dst.type.nbytes % tma.SMEM_ALIGN:
+    if o.dst.type.nbytes % hw.TMA_SMEM_ALIGN:
       raise E.TmaLimitError(
           f"{o.dst.name or 'this buffer'} ({o.dst.type.nbytes} bytes) cannot get one copy per stage of"
-          f" this pipelined loop: TMA needs each copy to start at a multiple of {tma.SMEM_ALIGN} bytes",
-          o.loc, hint=f"make the buffer a multiple of {tma.SMEM_ALIGN} bytes, or use stages=1")
+          f" this pipelined loop: TMA needs each copy to start at a multiple of {hw.TMA_SMEM_ALIGN} bytes",
+          o.loc, hint=f"make the buffer a multiple of {hw.TMA_SMEM_ALIGN} bytes, or use stages=1")
     sites.append((o, view, addr))
   if not sites:
     raise E.PipelineError(
@@ -138,8 +123,9 @@ def _pipeline(kernel, loop: ir.For, em, roots):
     t = o.dst.type
     o.dst.type = dataclasses.replace(t, shape=(S,) + t.shape)
     roots.add(o.dst.id)
-    if em.num_load_slots % BARRIER_GROUP + S > BARRIER_GROUP:   # keep a site's barriers in one group
-      em.num_load_slots += BARRIER_GROUP - em.num_load_slots % BARRIER_GROUP
+    group = hw.MAX_BARRIERS_PER_GROUP
+    if em.num_load_slots % group + S > group:   # keep a site's barriers in one group
+      em.num_load_slots += group - em.num_load_slots % group
     new_slots[id(o)] = em.num_load_slots
     em.num_load_slots += S
   kernel.num_load_slots = em.num_load_slots
@@ -150,26 +136,23 @@ def _pipeline(kernel, loop: ir.For, em, roots):
   def stage_view(buf, stage, block):
     with em.region(block):
       t = buf.type
-      return emit(ir.View, buf, (ir.Idx(stage, 1, True),) + tuple(ir.Idx(0, n) for n in t.shape[1:]),
+      return emit(View, buf, (ir.Idx(stage, 1, True),) + tuple(ir.Idx(0, n) for n in t.shape[1:]),
                   types=[RefType(t.shape[1:], t.dtype, t.space)], names=[buf.name]).result
 
   def issue(block, it):
     """Loads of iteration `it` (an int or a scalar value) into stage it % S, appended to block."""
     with em.region(block):
       stage = it % S if isinstance(it, int) else emit(
-          ir.Binary, ir.BinOp.MOD, it, S, types=[ScalarType(DType.i32)]).result
+          Binary, BinOp.MOD, it, S, types=[ScalarType(DType.i32)]).result
       for o, view, addr in sites:
         mapping = {iv: it}
         for a in addr:
-          new = _clone(a, mapping, em)
-          block.ops.append(new)
+          em.append(ir.clone(a, mapping))
         src = o.src
-        if isinstance(view, ir.View):
-          nv = _clone(view, mapping, em)
-          block.ops.append(nv)
-          src = nv.result
+        if isinstance(view, View):
+          src = em.append(ir.clone(view, mapping)).result
         dst = stage_view(o.dst, stage, block)
-        block.ops.append(ir.Copy(src, dst, new_slots[id(o)], o.loc, stage=stage))
+        block.ops.append(Copy(src, dst, new_slots[id(o)], o.loc, stage=stage))
 
   prologue = []
   pro_block = ir.Block(prologue)
@@ -179,38 +162,39 @@ def _pipeline(kernel, loop: ir.For, em, roots):
         issue(pro_block, s)
     else:
       with em.region(pro_block):
-        cond = emit(ir.Compare, ir.CmpOp.LT, s, loop.stop, types=[ScalarType(DType.bool_)]).result
+        cond = emit(Compare, CmpOp.LT, s, loop.stop, types=[ScalarType(DType.bool_)]).result
       then_b, else_b = ir.Block(), ir.Block()
       issue(then_b, s)
-      then_b.ops.append(ir.Yield((), loc))
-      else_b.ops.append(ir.Yield((), loc))
-      prologue.append(ir.If(cond, then_b, else_b, loc, ()))
+      then_b.ops.append(Yield((), loc))
+      else_b.ops.append(Yield((), loc))
+      prologue.append(If(cond, then_b, else_b, loc, ()))
 
   # The loop body: wait for this stage, run the body on it, refill the freed stage.
   new_body = ir.Block(args=body.args)
   with em.region(new_body):
-    stage = emit(ir.Binary, ir.BinOp.MOD, iv, S, types=[ScalarType(DType.i32)]).result
+    stage = emit(Binary, BinOp.MOD, iv, S, types=[ScalarType(DType.i32)]).result
   views = {o.dst: stage_view(o.dst, stage, new_body) for o, _, _ in sites}
   for o, _, _ in sites:
-    new_body.ops.append(ir.WaitLoad(new_slots[id(o)], o.loc, stage=stage))
+    new_body.ops.append(WaitLoad(new_slots[id(o)], o.loc, stage=stage))
   moved = {id(o) for o, _, _ in sites}
   *rest, yld = body.ops
   for o in rest:
     if id(o) not in moved:
-      new_body.ops.append(_substitute_deep(o, views))
-  has_reads = any(isinstance(u, (ir.Load, ir.Copy)) for o in rest for u in ir.walk(ir.Block([o]))
-                  if any(x in views.values() for x in u.operands()))
-  new_body.ops.append(ir.DotWait(1, loc))
-  if has_reads or kernel.block > 128:   # every warpgroup is done with the stage before it refills
-    new_body.ops.append(ir.Barrier(loc))
+      new_body.ops.append(ir.substitute_deep(o, views))
+  has_reads = any(a in (ir.Access.REG_READ, ir.Access.TMA_READ)
+                  for o in rest for u in ir.walk(ir.Block([o])) for r, a in ir.traits_of(u).effects(u)
+                  if r in views.values())
+  new_body.ops.append(DotWait(1, loc))
+  if has_reads or kernel.block > hw.WARPGROUP:   # every warpgroup is done with the stage before it refills
+    new_body.ops.append(Barrier(loc))
   with em.region(new_body):
-    nxt = emit(ir.Binary, ir.BinOp.ADD, iv, S - 1, types=[ScalarType(DType.i32)]).result
-    cond = emit(ir.Compare, ir.CmpOp.LT, nxt, loop.stop, types=[ScalarType(DType.bool_)]).result
+    nxt = emit(Binary, BinOp.ADD, iv, S - 1, types=[ScalarType(DType.i32)]).result
+    cond = emit(Compare, CmpOp.LT, nxt, loop.stop, types=[ScalarType(DType.bool_)]).result
   then_b, else_b = ir.Block(), ir.Block()
   issue(then_b, nxt)
-  then_b.ops.append(ir.Yield((), loc))
-  else_b.ops.append(ir.Yield((), loc))
-  new_body.ops.append(ir.If(cond, then_b, else_b, loc, ()))
+  then_b.ops.append(Yield((), loc))
+  else_b.ops.append(Yield((), loc))
+  new_body.ops.append(If(cond, then_b, else_b, loc, ()))
   new_body.ops.append(yld)
   _prune_dead(new_body)
   new_loop = dataclasses.replace(loop, body=new_body)
@@ -219,30 +203,12 @@ def _pipeline(kernel, loop: ir.For, em, roots):
   return prologue + [new_loop]
 
 
-def _substitute_deep(o, mapping):
-  o = _substitute(o, mapping)
-  for r in o.regions:
-    blk = getattr(o, r)
-    blk.ops[:] = [_substitute_deep(x, mapping) for x in blk.ops]
-  return o
-
-
-def _clone(o, mapping, em):
-  """A copy of pure op `o` with fresh results, operands through `mapping` (updated)."""
-  new_results = tuple(ir.Value(r.type, r.name) for r in o.results)
-  c = dataclasses.replace(_substitute(o, mapping), results=new_results)
-  for old, new in zip(o.results, new_results):
-    mapping[old] = new
-    em.defs[new.id] = c
-  return c
-
-
 def _prune_dead(block):
   """Drop pure scalar and view ops whose results nothing uses (the moved loads' addresses)."""
   while True:
     used = {id(v) for o in ir.walk(block) for v in o.operands()}
     keep = [o for o in block.ops
-            if not (isinstance(o, _PURE_SCALAR + (ir.View,)) and o.results
+            if not (ir.traits_of(o).pure and o.results and not o.regions
                     and not any(id(r) in used for r in o.results))]
     if len(keep) == len(block.ops):
       return

@@ -15,12 +15,19 @@ from __future__ import annotations
 import dataclasses
 
 from . import errors as E
+from . import hw
 from . import ir
-from .types import RefType
+from .dtypes import DType
+from .ops.memory import ClusterRef, SmemAlloc, View
+from .ops.shape import Reduce, ReduceKind
+from .types import LayoutKind, RefType, Space, TensorType
 
-SMEM_LIMIT = 227 * 1024   # bytes a CTA may use on Hopper (cudaFuncAttributeMaxDynamicSharedMemorySize)
-BUFFER_ALIGN = 1024
-MBARRIER_BYTES = 8
+SMEM_LIMIT = hw.SMEM_LIMIT
+BUFFER_ALIGN = hw.SMEM_BUFFER_ALIGN
+MBARRIER_BYTES = hw.MBARRIER_BYTES
+# Elements of reduction scratch per warpgroup: Mosaic GPU's cross-warp reduction needs
+# warps x lanes x vector length of them per step; more lets several rows reduce per barrier.
+SCRATCH_ELEMS = hw.WARPGROUP * 4
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,14 +49,14 @@ def lifetimes(kernel, defs) -> dict[int, tuple[int, int]]:
 
   def root_of(v):
     d = defs.get(v.id)
-    return d.ref if isinstance(d, (ir.View, ir.ClusterRef)) else v
+    return d.ref if isinstance(d, (View, ClusterRef)) else v
 
   def visit(block, loop_span):
     nonlocal index
     for o in block.ops:
       start = index
       index += 1
-      if isinstance(o, ir.For) and loop_span is None:
+      if o.regions == ("body",) and loop_span is None:   # a loop: its buffers live through it
         first, last = start, start + sum(1 for _ in ir.walk(o.body))
         visit(o.body, (first, last))
       else:
@@ -57,13 +64,15 @@ def lifetimes(kernel, defs) -> dict[int, tuple[int, int]]:
           visit(getattr(o, r), loop_span)
       here = loop_span or (start, start)
       used = [v for v in o.operands() if isinstance(v.type, RefType)] + [
-          r for r in o.results if isinstance(o, ir.SmemAlloc)]
+          r for r in o.results if isinstance(o, SmemAlloc)]
       for v in used:
         rid = root_of(v).id
         lo, hi = span.setdefault(rid, [here[0], here[1]])
         span[rid] = [min(lo, here[0]), max(hi, here[1])]
 
   visit(kernel.body, None)
+  for sid in kernel.scratch_ids:     # reduction scratch never shares memory
+    span[sid] = [0, index]
   return {k: tuple(v) for k, v in span.items()}
 
 
@@ -104,6 +113,45 @@ def plan_smem(kernel, defs=None) -> SmemPlan:
 
 def _alloc_loc(kernel, buf):
   for o in ir.walk(kernel.body):
-    if isinstance(o, ir.SmemAlloc) and o.result is buf:
+    if isinstance(o, SmemAlloc) and o.result is buf:
       return o.loc
   return kernel.loc
+
+
+def needs_scratch(o: Reduce) -> bool:
+  """Whether Mosaic GPU reduces `o` across warps (through SMEM): all but a tile's rows
+  reduced within each warp."""
+  lay = o.x.type.layout
+  within_warp = (len(o.x.type.shape) == 2 and o.axes == (1,) and not lay.drop
+                 and (lay.kind == LayoutKind.WGMMA or (lay.kind == LayoutKind.ROWS and lay.warps_per_row == 1)))
+  return not within_warp
+
+
+def scratch_dtype(o: Reduce) -> DType:
+  d = o.x.type.dtype
+  return DType.f32 if o.kind == ReduceKind.SUM and d in (DType.f16, DType.bf16) else d
+
+
+def plan_scratch(kernel, builder) -> None:
+  """Give every reduction across warps its SMEM scratch (one per warpgroup)."""
+  warpgroups = kernel.block // hw.WARPGROUP
+
+  def visit(block):
+    for i, o in enumerate(block.ops):
+      for r in o.regions:
+        visit(getattr(o, r))
+      if isinstance(o, Reduce) and o.scratch is None and needs_scratch(o):
+        t = RefType((SCRATCH_ELEMS * warpgroups,), scratch_dtype(o), Space.SMEM)
+        v = ir.Value(t, "reduction scratch")
+        alloc = SmemAlloc(o.loc, (v,))
+        builder.defs[v.id] = alloc
+        allocs.append(alloc)
+        kernel.smem.append(v)
+        kernel.scratch_ids.add(v.id)
+        block.ops[i] = dataclasses.replace(o, scratch=v)
+        for res in o.results:
+          builder.defs[res.id] = block.ops[i]
+
+  allocs = []
+  visit(kernel.body)
+  kernel.body.ops[:0] = allocs

@@ -8,7 +8,23 @@ import textwrap
 
 from . import errors as E
 from .loc import Loc
-from .tracer import Source
+
+
+class Source:
+  """A kernel's source text and how its AST positions map to the user's file."""
+
+  def __init__(self, filename: str, lines: list[str], first_lineno: int, indent: int):
+    self.filename, self.lines = filename, lines
+    self.first_lineno, self.indent = first_lineno, indent
+
+  def loc(self, node) -> Loc:
+    line = node.lineno + self.first_lineno - 1
+    end = getattr(node, "end_lineno", None)
+    end = end + self.first_lineno - 1 if end else None
+    col = node.col_offset + self.indent
+    end_col = node.end_col_offset + self.indent if getattr(node, "end_col_offset", None) is not None else None
+    text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
+    return Loc(self.filename, line, col, end, end_col, text)
 
 
 def read_function(fn, what: str):
@@ -29,7 +45,8 @@ def read_function(fn, what: str):
   src = Source(filename, [l.rstrip("\n") for l in file_lines], first, indent)
   tree = ast.parse(dedented).body[0]
   if not isinstance(tree, ast.FunctionDef):
-    raise E.UnsupportedSyntaxError(f"{what} decorates a plain def function", src.loc(tree))
+    raise E.UnsupportedSyntaxError(f"{what} decorates a plain def function", src.loc(tree),
+                                   hint="put the decorator on a `def` statement")
   if tree.name != fn.__name__:    # exec()'d code: linecache may hold some other "<string>"
     raise E.KernelError(
         f"cannot read the source of {fn.__qualname__}: {filename}:{first} holds {tree.name}",

@@ -18,18 +18,16 @@ loads landed.
 from __future__ import annotations
 
 import dataclasses
-import enum
 
+from . import hw
 from . import ir
-from .types import Layout, RefType, Space, TensorType
+from .ir import Access
+from .ops.control import AwaitStores, Barrier, CommitShared, For, WaitLoad, Yield
+from .ops.memory import View
+from .ops.mma import DotWait
+from .types import LayoutKind, RefType, Space, TensorType
 
-
-class Access(enum.Enum):
-  REG_READ = 1
-  REG_WRITE = 2
-  TMA_WRITE = 3   # GMEM -> SMEM lands in the buffer
-  TMA_READ = 4    # SMEM -> GMEM reads the buffer
-  MMA_READ = 5    # the tensor cores read the buffer (ml.dot)
+_NO_REF = (Access.MMA_ISSUE, Access.CTA_BARRIER, Access.CLUSTER_BARRIER)
 
 
 @dataclasses.dataclass
@@ -53,16 +51,21 @@ class State:
 UNKNOWN_WINDOW = object()
 
 
+def ir_error(o, why):
+  from .errors import InternalError
+  return InternalError(f"the sync pass cannot order {type(o).__name__}: {why}", o.loc)
+
+
 class SyncPass:
   def __init__(self, defs, *, block: int = 128, explicit=frozenset(), group=None):
     self.defs = defs
     self.group = group or {}     # buffers sharing memory (frontend/smem.py) are tracked as one
-    self.single_warpgroup = block == 128
+    self.single_warpgroup = block == hw.WARPGROUP
     self.explicit = explicit     # roots a pipelined loop synchronises itself
 
   def root(self, ref: ir.Value) -> ir.Value:
     d = self.defs.get(ref.id)
-    return d.ref if isinstance(d, ir.View) else ref
+    return d.ref if isinstance(d, View) else ref
 
   def local_smem(self, ref: ir.Value):
     t = ref.type
@@ -71,26 +74,23 @@ class SyncPass:
       return None if rid in self.explicit else self.group.get(rid, rid)
     return None
 
-  def accesses(self, o) -> list[tuple[int, Access]]:
-    if isinstance(o, ir.Copy):
-      if (r := self.local_smem(o.dst)) is not None:
-        return [(r, Access.TMA_WRITE)]
-      if (r := self.local_smem(o.src)) is not None:
-        return [(r, Access.TMA_READ)]
-    elif isinstance(o, ir.Load) and (r := self.local_smem(o.ref)) is not None:
-      return [(r, Access.REG_READ)]
-    elif isinstance(o, ir.Store) and (r := self.local_smem(o.ref)) is not None:
-      return [(r, Access.REG_WRITE)]
-    elif isinstance(o, ir.Dot):
-      return [(r, Access.MMA_READ) for r in map(self.local_smem, (o.a, o.b)) if r is not None] or [
-          (None, Access.MMA_READ)]
-    return []
+  def accesses(self, o) -> list[tuple[int | None, Access]]:
+    """The op's effects on this CTA's SMEM (by root, or group of roots sharing memory) and its
+    ref-less effects (barriers, issuing tensor-core work), from its declared traits."""
+    out = []
+    for ref, acc in ir.traits_of(o).effects(o):
+      if ref is None:
+        if acc not in _NO_REF:
+          raise ir_error(o, f"effect {acc} needs a ref")
+        out.append((None, acc, None))
+      elif (r := self.local_smem(ref)) is not None:
+        out.append((r, acc, ref))
+    return out
 
-  def window(self, o):
-    ref = o.ref
+  def window(self, ref):
     d = self.defs.get(ref.id)
     rid = self.root(ref).id    # buffers sharing memory lay their elements out differently
-    if not isinstance(d, ir.View):
+    if not isinstance(d, View):
       return (rid,)
     full = d.ref.type.shape
     if all(i.start == 0 and i.size == n and not i.squeeze for i, n in zip(d.index, full)):
@@ -98,77 +98,83 @@ class SyncPass:
     return (rid,) + tuple((i.start.id if isinstance(i.start, ir.Value) else i.start, i.size, i.squeeze)
                  for i in d.index)
 
-  def thread_private(self, root, o, st: State) -> bool:
-    """Whether every register access of `root` since the last barrier is o's own window."""
-    if not self.single_warpgroup or not isinstance(o, (ir.Load, ir.Store)):
+  def thread_private(self, root, ref, st: State) -> bool:
+    """Whether every register access of `root` since the last barrier is this window of it."""
+    if not self.single_warpgroup:
       return False
-    return st.reg_windows.get(root, {UNKNOWN_WINDOW}) == {self.window(o)}
+    return st.reg_windows.get(root, {UNKNOWN_WINDOW}) == {self.window(ref)}
 
   def region_accesses(self, block: ir.Block) -> list[tuple[int, Access]]:
-    return [a for o in ir.walk(block) for a in self.accesses(o)]
+    return [(r, a) for o in ir.walk(block) for r, a, _ in self.accesses(o) if r is not None]
 
   # ------------------------------------------------------------------ rewriting
   def run(self, kernel_body: ir.Block, loc) -> None:
     st = State()
     self.block(kernel_body, st)
-    tail = [ir.WaitLoad(s, loc) for s in sorted(st.pending_load.values())]
+    tail = [WaitLoad(s, loc) for s in sorted(st.pending_load.values())]
     if st.dot_pending:
-      tail.append(ir.DotWait(0, loc))
+      tail.append(DotWait(0, loc))
     if any(a == Access.TMA_READ for _, a in self.region_accesses(kernel_body)):
-      tail.append(ir.AwaitStores(False, loc))
+      tail.append(AwaitStores(False, loc))
     kernel_body.ops.extend(tail)
 
   def block(self, block: ir.Block, st: State) -> None:
     out = []
     for o in block.ops:
-      if isinstance(o, ir.Yield):
-        out.extend(ir.WaitLoad(s, o.loc) for s in sorted(st.pending_load.values()))
+      if isinstance(o, Yield):
+        out.extend(WaitLoad(s, o.loc) for s in sorted(st.pending_load.values()))
         st.pending_load.clear()
         if not st.in_pipeline:
           self.dot_wait(st, out, o.loc)
       elif o.regions:
         inner = [x for r in o.regions for x in ir.walk(getattr(o, r))]
-        if st.dot_pending and any(self.needs_dot_result(x, st) or isinstance(x, ir.Dot) for x in inner):
+        if st.dot_pending and any(self.needs_dot_result(x, st) or self.issues_dot(x) for x in inner):
           self.dot_wait(st, out, o.loc)
         self.enter_region(o, st, out)
       else:
         if st.dot_pending and self.needs_dot_result(o, st):
           self.dot_wait(st, out, o.loc)
-        for root, acc in self.accesses(o):
-          self.before(root, acc, o, st, out)
-        if isinstance(o, ir.ClusterSync):   # publishes this CTA's SMEM to the cluster
-          out.extend(ir.WaitLoad(s, o.loc) for s in sorted(st.pending_load.values()))
+        accs = self.accesses(o)
+        for root, acc, ref in accs:
+          if root is not None:
+            self.before(root, acc, ref, o, st, out)
+        kinds = {a for r, a, _ in accs if r is None}
+        if Access.CLUSTER_BARRIER in kinds:   # publishes this CTA's SMEM to the cluster
+          out.extend(WaitLoad(s, o.loc) for s in sorted(st.pending_load.values()))
           st.pending_load.clear()
-        if isinstance(o, (ir.Barrier, ir.ClusterSync)):
+        if kinds & {Access.CTA_BARRIER, Access.CLUSTER_BARRIER}:
           st.dirty.clear()
           st.reg_read.clear()
           st.reg_windows.clear()
       out.append(o)
       if not o.regions:
-        for root, acc in self.accesses(o):
-          self.after(root, acc, o, st)
+        for root, acc, ref in self.accesses(o):
+          self.after(root, acc, ref, o, st)
     block.ops[:] = out
+
+  def issues_dot(self, o) -> bool:
+    return any(a == Access.MMA_ISSUE for _, a in ir.traits_of(o).effects(o))
 
   def needs_dot_result(self, o, st: State) -> bool:
     """Whether `o` reads a tensor-core result or overwrites SMEM a running dot reads."""
-    if isinstance(o, ir.Dot):
+    if self.issues_dot(o):
       return False
-    if any(isinstance(v.type, TensorType) and v.type.layout == Layout.WGMMA for v in o.operands()):
+    if any(isinstance(v.type, TensorType) and v.type.layout.kind == LayoutKind.WGMMA for v in o.operands()):
       return True
-    return any(r in st.dot_reads for r, a in self.accesses(o)
+    return any(r in st.dot_reads for r, a, _ in self.accesses(o)
                if a in (Access.REG_WRITE, Access.TMA_WRITE))
 
   def dot_wait(self, st: State, out, loc):
     if st.dot_pending:
-      out.append(ir.DotWait(0, loc))
+      out.append(DotWait(0, loc))
       if not self.single_warpgroup and st.dot_reads:
         # A warpgroup's wait covers its own dots only: meet the others before SMEM they read is reused.
-        out.append(ir.Barrier(loc))
+        out.append(Barrier(loc))
       st.dot_pending = False
       st.dot_reads.clear()
 
   def sync(self, st: State, out, loc, *, fence: bool):
-    out.append(ir.CommitShared(loc) if fence else ir.Barrier(loc))
+    out.append(CommitShared(loc) if fence else Barrier(loc))
     if fence:
       st.unfenced.clear()
     st.dirty.clear()
@@ -177,23 +183,23 @@ class SyncPass:
 
   def wait_load(self, root, st, out, loc):
     if root in st.pending_load:
-      out.append(ir.WaitLoad(st.pending_load.pop(root), loc))
+      out.append(WaitLoad(st.pending_load.pop(root), loc))
 
   def await_stores(self, roots, st, out, loc):
     """Wait until in-flight TMA stores stop reading SMEM, if any of `roots` has one."""
     if set(roots) & st.pending_store:
-      out.append(ir.AwaitStores(True, loc))
+      out.append(AwaitStores(True, loc))
       st.pending_store.clear()
 
-  def before(self, root, acc, o, st: State, out) -> None:
+  def before(self, root, acc, ref, o, st: State, out) -> None:
     loc = o.loc
     self.wait_load(root, st, out, loc)
     if acc == Access.REG_READ:
-      if root in st.dirty and not self.thread_private(root, o, st):
+      if root in st.dirty and not self.thread_private(root, ref, st):
         self.sync(st, out, loc, fence=False)
     elif acc == Access.REG_WRITE:
       self.await_stores({root}, st, out, loc)
-      if (root in st.dirty or root in st.reg_read) and not self.thread_private(root, o, st):
+      if (root in st.dirty or root in st.reg_read) and not self.thread_private(root, ref, st):
         self.sync(st, out, loc, fence=False)
     elif acc == Access.TMA_WRITE:
       self.await_stores({root}, st, out, loc)
@@ -204,9 +210,13 @@ class SyncPass:
       if root in st.dirty or root in st.unfenced:
         self.sync(st, out, loc, fence=True)
 
-  def after(self, root, acc, o, st: State) -> None:
+  def after(self, root, acc, ref, o, st: State) -> None:
+    if root is None:
+      if acc == Access.MMA_ISSUE:
+        st.dot_pending = True
+      return
     if acc in (Access.REG_READ, Access.REG_WRITE):
-      st.reg_windows.setdefault(root, set()).add(self.window(o))
+      st.reg_windows.setdefault(root, set()).add(self.window(ref))
     if acc == Access.REG_READ:
       st.reg_read.add(root)
     elif acc == Access.REG_WRITE:
@@ -229,7 +239,7 @@ class SyncPass:
     if touched & (st.dirty | st.reg_read | st.unfenced):
       self.sync(st, out, o.loc, fence=bool(touched & (st.dirty | st.unfenced)))
     self.await_stores(written, st, out, o.loc)
-    loop = isinstance(o, ir.For)
+    loop = isinstance(o, For)
     stored = {r for r, a in acc if a == Access.TMA_READ}
     pipelined = loop and o.stages > 1
     for r in o.regions:
@@ -250,5 +260,5 @@ class SyncPass:
     st.dot_pending = st.dot_pending or pipelined
     if pipelined:   # its dots still read its buffers: memory shared with them must wait
       st.dot_reads |= {self.group.get(r, r) for r in self.explicit
-                       if any(r == self.root(v).id for x in ir.walk(o.body) if isinstance(x, ir.Dot)
-                              for v in (x.a, x.b))}
+                       if any(r == self.root(v).id for x in ir.walk(o.body)
+                              for v, a in ir.traits_of(x).effects(x) if a == Access.MMA_READ)}

@@ -11,24 +11,18 @@ import math
 
 from . import errors as E
 from . import ir
+from .hw import TMA_ALIGN as ALIGN, TMA_MAX_BOX as MAX_BOX, TMA_MAX_RANK as MAX_RANK
+from .hw import TMA_SMEM_ALIGN as SMEM_ALIGN
 from .types import DTypeVar, resolve
 
-MAX_BOX = 256
-MAX_RANK = 5
-ALIGN = 16
-# The SMEM side of a TMA copy must start at a 128-byte boundary: on the H200 a window at
-# 16, 32 or 64 bytes into a buffer faults (CUDA_ERROR_MISALIGNED_ADDRESS), which Mosaic
-# GPU does not check. Buffers themselves start at 1024-byte boundaries (frontend/smem.py).
-SMEM_ALIGN = 128
 
-
-def check_copy(em, gmem: ir.Value, smem: ir.Value, loc) -> None:
+def check_copy(loc, gmem: ir.Value, gwin, smem: ir.Value, swin) -> None:
+  """`gwin`/`swin`: (root ref, index over the root or None for the whole root) of each side."""
   d = resolve(gmem.type.dtype)
   itemsize = d.itemsize if not isinstance(d, DTypeVar) else 1
-  root = em.root(gmem)
-  full = root.type.shape
-  view = em.defs.get(gmem.id)
-  index = view.index if isinstance(view, ir.View) else tuple(ir.Idx(0, n) for n in full)
+  groot, index = gwin
+  full = groot.type.shape
+  index = index if index is not None else tuple(ir.Idx(0, n) for n in full)
   name = gmem.name or "the GMEM ref"
   if index and index[-1].squeeze and full[-1] > 1:
     raise E.TmaLimitError(
@@ -57,8 +51,9 @@ def check_copy(em, gmem: ir.Value, smem: ir.Value, loc) -> None:
         f"TMA copies need {name}'s rows to be a multiple of {ALIGN} bytes apart; its last dimension is"
         f" {full[-1]} x {itemsize} bytes", loc,
         hint="pad the array's last dimension, or read it into registers with ref[...] instead")
-  _check_smem_contiguous(em, smem, loc)
-  _check_smem_aligned(em, smem, itemsize, loc)
+  if swin[1] is not None:
+    _check_smem_contiguous(smem, swin, loc)
+    _check_smem_aligned(smem, swin, itemsize, loc)
 
 
 def tma_rank(full, index) -> int:
@@ -75,15 +70,13 @@ def tma_rank(full, index) -> int:
   return kept + squeezed
 
 
-def _check_smem_aligned(em, smem: ir.Value, itemsize: int, loc) -> None:
-  view = em.defs.get(smem.id)
-  if not isinstance(view, ir.View):
-    return
-  full = view.ref.type.shape
+def _check_smem_aligned(smem: ir.Value, swin, itemsize: int, loc) -> None:
+  sroot, index = swin
+  full = sroot.type.shape
   strides = [itemsize * math.prod(full[d + 1:]) for d in range(len(full))]
-  static = sum(i.start * s for i, s in zip(view.index, strides) if isinstance(i.start, int))
-  dynamic = [(d, s) for d, (i, s) in enumerate(zip(view.index, strides)) if not isinstance(i.start, int)]
-  root = view.ref.name or "the buffer"
+  static = sum(i.start * s for i, s in zip(index, strides) if isinstance(i.start, int))
+  dynamic = [(d, s) for d, (i, s) in enumerate(zip(index, strides)) if not isinstance(i.start, int)]
+  root = sroot.name or "the buffer"
   name = smem.name or "this window"
   hint = (f"make each row of {root} a multiple of {SMEM_ALIGN} bytes (pad its inner dimensions),"
           f" or copy into a buffer of its own")
@@ -98,12 +91,10 @@ def _check_smem_aligned(em, smem: ir.Value, itemsize: int, loc) -> None:
           f" by {s} bytes per step of its dynamic index along dimension {d}", loc, hint=hint)
 
 
-def _check_smem_contiguous(em, smem: ir.Value, loc) -> None:
-  view = em.defs.get(smem.id)
-  if not isinstance(view, ir.View):
-    return
-  full = view.ref.type.shape
-  sizes = [i.size for i in view.index]
+def _check_smem_contiguous(smem: ir.Value, swin, loc) -> None:
+  sroot, index = swin
+  full = sroot.type.shape
+  sizes = [i.size for i in index]
   first = next((d for d, n in enumerate(sizes) if n > 1), len(sizes))
   if any(sizes[d] != full[d] for d in range(first + 1, len(full))):
     raise E.TmaLimitError(

@@ -2,8 +2,8 @@
 
 Python-level values (ints, tuples, dtypes, constexprs, shapes) are computed
 while tracing; everything that depends on data or on the program id becomes an
-op in the typed IR. Syntax the DSL does not support reaches `generic_visit`
-and is reported at its node.
+op in the typed IR, built by the op families' type rules (frontend/ops/). Syntax
+the DSL does not support reaches `generic_visit` and is reported at its node.
 """
 from __future__ import annotations
 
@@ -14,38 +14,49 @@ import operator
 import astor
 
 from . import errors as E
-from . import ir
-from . import language as L
-from .dtypes import DType
-from .loc import Loc
-from .semantics import Emitter, is_value, kind_of
+from .builder import Builder, Call
+from .dtypes import DType, to_dtype
+from .env import POISON, PoisonedUse, Unbound, assigned_names
+from .ops import METHODS, debug, elementwise as ew, memory, shape
+from .ops.base import Builtin, is_tensor, is_value, kind_of
+from .source import Source
 from .types import RefType, ScalarType, resolve
 
-_BINOPS = {ast.Add: ir.BinOp.ADD, ast.Sub: ir.BinOp.SUB, ast.Mult: ir.BinOp.MUL,
-           ast.Div: ir.BinOp.DIV, ast.FloorDiv: ir.BinOp.FLOORDIV, ast.Mod: ir.BinOp.MOD,
-           ast.BitAnd: ir.BinOp.AND, ast.BitOr: ir.BinOp.OR, ast.BitXor: ir.BinOp.XOR}
+_BINOPS = {ast.Add: ew.BinOp.ADD, ast.Sub: ew.BinOp.SUB, ast.Mult: ew.BinOp.MUL,
+           ast.Div: ew.BinOp.DIV, ast.FloorDiv: ew.BinOp.FLOORDIV, ast.Mod: ew.BinOp.MOD,
+           ast.BitAnd: ew.BinOp.AND, ast.BitOr: ew.BinOp.OR, ast.BitXor: ew.BinOp.XOR,
+           ast.LShift: ew.BinOp.SHL, ast.RShift: ew.BinOp.SHR}
 _PYBINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
              ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
              ast.BitAnd: operator.and_, ast.BitOr: operator.or_, ast.BitXor: operator.xor,
              ast.Pow: operator.pow, ast.LShift: operator.lshift, ast.RShift: operator.rshift}
-_CMPOPS = {ast.Lt: ir.CmpOp.LT, ast.LtE: ir.CmpOp.LE, ast.Gt: ir.CmpOp.GT,
-           ast.GtE: ir.CmpOp.GE, ast.Eq: ir.CmpOp.EQ, ast.NotEq: ir.CmpOp.NE}
+_CMPOPS = {ast.Lt: ew.CmpOp.LT, ast.LtE: ew.CmpOp.LE, ast.Gt: ew.CmpOp.GT,
+           ast.GtE: ew.CmpOp.GE, ast.Eq: ew.CmpOp.EQ, ast.NotEq: ew.CmpOp.NE}
 _PYCMPOPS = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
              ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Is: operator.is_,
              ast.IsNot: operator.is_not, ast.In: lambda a, b: a in b,
              ast.NotIn: lambda a, b: a not in b}
 # Python builtins a kernel may call on static values.
-_PY_BUILTINS = {f: getattr(builtins, f) for f in
-                ("len", "min", "max", "int", "float", "bool", "abs", "tuple", "range", "isinstance")}
+PY_BUILTINS = {f: getattr(builtins, f) for f in
+               ("len", "min", "max", "int", "float", "bool", "abs", "tuple", "range", "isinstance",
+                "round", "sum", "all", "any", "divmod", "pow", "list", "zip", "enumerate", "reversed",
+                "sorted", "str")}
 SUPPORTED = ("assignments, augmented assignments, if/else, for over range()/ml.range()/ml.static_range(),"
              " expressions, calls of ml.* functions")
+_NICE = {"While": "a while loop", "With": "a with statement", "Try": "try/except",
+         "FunctionDef": "a nested function", "Lambda": "a lambda", "Raise": "raise",
+         "Import": "import", "ImportFrom": "import", "Global": "global", "Nonlocal": "nonlocal",
+         "Delete": "del", "ListComp": "a list comprehension", "GeneratorExp": "a generator expression",
+         "DictComp": "a dict comprehension", "SetComp": "a set comprehension",
+         "Dict": "a dict", "Set": "a set", "Starred": "star-unpacking", "Yield": "yield",
+         "Await": "await", "NamedExpr": "the := operator", "Break": "break",
+         "Continue": "continue", "Assert": "assert", "ClassDef": "a class definition",
+         "Match": "match"}
+_DEBUG = {"print": object(), "breakpoint": object()}
 
 
 def _is_whole(index) -> bool:
   return index is Ellipsis or index == (Ellipsis,)
-
-
-_DEBUG_BUILTINS = {"print": object(), "breakpoint": object()}
 
 
 class _At:
@@ -55,64 +66,34 @@ class _At:
 
 
 class _Method:
-  """A bound method of a typed value (`x.astype`)."""
-  def __init__(self, name, value):
-    self.name, self.value = name, value
-
-
-class _Unbound:
-  """A name that is not bound on every path to here."""
-  def __init__(self, why: str):
-    self.why = why
-
-
-class _Poison:
-  """The value of a name whose defining statement failed (its error is already recorded).
-
-  Reading it abandons the reading statement silently, so one mistake is reported
-  once, not again at every later use.
-  """
-  def __repr__(self):
-    return "<poisoned>"
-
-
-POISON = _Poison()
-
-
-class _PoisonedUse(Exception):
-  """A statement read a poisoned name: skip it without a new error."""
-
-
-class Source:
-  """A kernel's source text and how its AST positions map to the user's file."""
-
-  def __init__(self, filename: str, lines: list[str], first_lineno: int, indent: int):
-    self.filename, self.lines = filename, lines
-    self.first_lineno, self.indent = first_lineno, indent
-
-  def loc(self, node) -> Loc:
-    line = node.lineno + self.first_lineno - 1
-    end = getattr(node, "end_lineno", None)
-    end = end + self.first_lineno - 1 if end else None
-    col = node.col_offset + self.indent
-    end_col = node.end_col_offset + self.indent if getattr(node, "end_col_offset", None) is not None else None
-    text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
-    return Loc(self.filename, line, col, end, end_col, text)
+  """A bound method of a register tensor (`x.astype`, `x.sum`)."""
+  def __init__(self, fn: Builtin, value):
+    self.fn, self.value = fn, value
 
 
 class Tracer(ast.NodeVisitor):
-  def __init__(self, source: Source, scope: dict, emitter: Emitter):
+  def __init__(self, source: Source, scope: dict, builder: Builder):
     self.src = source
     self.scope = scope          # globals + closure of the kernel function
-    self.em = emitter
+    self.b = builder
     self.env: dict[str, object] = {}
     self.pending_name = ""      # the name an assignment is about to bind (names buffers)
     self.errors: list[E.KernelError] = []   # every independent mistake, in program order
     self.depth = 0                           # @ml.inline nesting
+    self.globals_read: dict[str, object] = {}   # module-level names the kernel read, and their values
+
+  def child(self, source: Source, scope: dict) -> "Tracer":
+    """A tracer for an @ml.inline helper's body, sharing the builder and the error list."""
+    t = Tracer(source, scope, self.b)
+    t.errors, t.depth, t.globals_read = self.errors, self.depth + 1, self.globals_read
+    return t
 
   # ------------------------------------------------------------ helpers
-  def loc(self, node) -> Loc:
+  def loc(self, node):
     return self.src.loc(node)
+
+  def cx(self, node, name="") -> Call:
+    return Call(self.b, self.loc(node), name, "")
 
   def text(self, node) -> str:
     """The user's expression, for messages (without the parentheses astor wraps it in)."""
@@ -133,16 +114,12 @@ class Tracer(ast.NodeVisitor):
 
   def generic_visit(self, node):
     name = type(node).__name__
-    nice = {"While": "a while loop", "With": "a with statement", "Try": "try/except",
-            "FunctionDef": "a nested function", "Lambda": "a lambda", "Raise": "raise",
-            "Import": "import", "ImportFrom": "import", "Global": "global", "Nonlocal": "nonlocal",
-            "Delete": "del", "ListComp": "a list comprehension", "GeneratorExp": "a generator",
-            "DictComp": "a dict comprehension", "SetComp": "a set comprehension",
-            "Dict": "a dict", "Set": "a set", "Starred": "star-unpacking", "Yield": "yield",
-            "Await": "await", "NamedExpr": "the := operator", "Break": "break",
-            "Continue": "continue", "Assert": "assert", "ClassDef": "a class definition",
-            "Match": "match"}.get(name, f"the Python construct {name}")
-    self.unsupported(node, nice)
+    hint = None
+    if name == "GeneratorExp":
+      hint = "reduce register tensors with ml.sum / ml.max / ml.min; unroll static loops with ml.static_range"
+    elif name in ("ListComp", "DictComp", "SetComp"):
+      hint = "build tuples of static values with a for loop over ml.static_range"
+    self.unsupported(node, _NICE.get(name, f"the Python construct {name}"), hint)
 
   # ------------------------------------------------------------ statements
   def run_body(self, stmts):
@@ -158,11 +135,10 @@ class Tracer(ast.NodeVisitor):
       self.visit(node)
     except E.InternalError:
       raise
-    except (E.KernelError, _PoisonedUse) as e:
+    except (E.KernelError, PoisonedUse) as e:
       self.env, self.pending_name = env, ""
       if isinstance(e, E.KernelError):
         self.record(e)
-      from .control import assigned_names
       for name in assigned_names([node]):
         self.env[name] = POISON
     except Exception as e:   # a bug in mgpu_dsl: wrap it once, at the user's statement
@@ -210,9 +186,9 @@ class Tracer(ast.NodeVisitor):
       self.env[node.target.id] = self.binop(op, cur, self.eval(node.value), node, self.text(node.target))
     elif isinstance(node.target, ast.Subscript):
       ref, index = self.subscript_target(node.target)
-      view = self.em.view(ref, index, self.text(node.target), self.loc(node.target))
-      cur = self.em.load(view, self.text(node.target), self.loc(node))
-      self.em.store(view, self.binop(op, cur, self.eval(node.value), node), self.loc(node))
+      view = memory.view(self.cx(node.target), ref, index, self.text(node.target))
+      cur = memory.load(self.cx(node), view, self.text(node.target))
+      memory.store(self.cx(node), view, self.binop(op, cur, self.eval(node.value), node))
     else:
       self.unsupported(node, "this augmented assignment target")
 
@@ -224,13 +200,14 @@ class Tracer(ast.NodeVisitor):
     elif isinstance(target, (ast.Tuple, ast.List)):
       if not isinstance(value, tuple) or len(value) != len(target.elts):
         raise E.KernelTypeError(
-            f"cannot unpack {kind_of(value)} into {len(target.elts)} names", self.loc(target))
+            f"cannot unpack {kind_of(value)} into {len(target.elts)} names", self.loc(target),
+            hint="unpack a tuple of the same length")
       for t, v in zip(target.elts, value):
         self.assign(t, v, value_node)
     elif isinstance(target, ast.Subscript):
       ref, index = self.subscript_target(target)
-      view = ref if _is_whole(index) else self.em.view(ref, index, self.text(target), self.loc(target))
-      self.em.store(view, value, self.loc(target))
+      view = ref if _is_whole(index) else memory.view(self.cx(target), ref, index, self.text(target))
+      memory.store(self.cx(target), view, value)
     elif isinstance(target, ast.Attribute):
       self.unsupported(target, "assigning to an attribute")
     else:
@@ -243,7 +220,7 @@ class Tracer(ast.NodeVisitor):
     if not is_value(base) or not isinstance(base.type, RefType):
       raise E.KernelTypeError(
           f"only refs can be written with [...] =, but {self.text(target.value)} is {kind_of(base)}",
-          self.loc(target))
+          self.loc(target), hint="write into a kernel parameter or an ml.smem buffer")
     return base, self.eval_index(target.slice)
 
   def visit_If(self, node):
@@ -255,11 +232,11 @@ class Tracer(ast.NodeVisitor):
       raise E.KernelTypeError(
           f"an if condition must be a Python value or a boolean scalar, got {kind_of(cond)}",
           self.loc(node.test), hint="compare scalars (i < n); tensors select with ml.where")
-    from .control import trace_if
+    from .flow import trace_if
     trace_if(self, node, cond)
 
   def visit_For(self, node):
-    from .control import trace_for
+    from .flow import trace_for
     trace_for(self, node)
 
   # ------------------------------------------------------------ expressions
@@ -284,18 +261,20 @@ class Tracer(ast.NodeVisitor):
     if name in self.env:
       v = self.env[name]
       if v is POISON:
-        raise _PoisonedUse(name)
-      if isinstance(v, _Unbound):
+        raise PoisonedUse(name)
+      if isinstance(v, Unbound):
         self.env[name] = POISON     # report it once, at its first read
         raise E.UnboundNameError(f"{name} is possibly unbound here: {v.why}", self.loc(node),
                                  hint=f"assign {name} before the branch or loop")
       return v
     if name in self.scope:
-      return self.scope[name]
-    if name in _PY_BUILTINS:
-      return _PY_BUILTINS[name]
-    if name in ("print", "breakpoint"):
-      return _DEBUG_BUILTINS[name]
+      v = self.scope[name]
+      self.globals_read.setdefault(name, v)
+      return v
+    if name in PY_BUILTINS:
+      return PY_BUILTINS[name]
+    if name in _DEBUG:
+      return _DEBUG[name]
     self.env[name] = POISON         # report it once, at its first use
     raise E.UnknownNameError(f"name {name!r} is not defined", self.loc(node),
                              hint="kernels see their parameters, local names and module globals")
@@ -318,14 +297,17 @@ class Tracer(ast.NodeVisitor):
         return d
       if attr == "at" and isinstance(t, RefType):
         return _At(base)
-      if attr == "astype" and not isinstance(t, RefType):
-        return _Method("astype", base)
-      raise E.KernelTypeError(f"{kind_of(base)} has no attribute {attr!r}", self.loc(node),
-                              hint="refs have .at, .shape, .dtype; register values .astype, .shape, .dtype")
+      if attr in METHODS and not isinstance(t, RefType):
+        return _Method(METHODS[attr], base)
+      raise E.KernelTypeError(
+          f"{kind_of(base)} has no attribute {attr!r}", self.loc(node),
+          hint="refs have .at, .shape, .dtype; register values .astype, .reshape, .sum, .max, .min,"
+               " .shape, .dtype")
     try:
       return getattr(base, attr)
     except AttributeError:
-      raise E.UnknownNameError(f"{self.text(node.value)} has no attribute {attr!r}", self.loc(node)) from None
+      raise E.UnknownNameError(f"{self.text(node.value)} has no attribute {attr!r}", self.loc(node),
+                               hint="check the spelling") from None
 
   def eval_index(self, node):
     if isinstance(node, ast.Slice):
@@ -337,18 +319,21 @@ class Tracer(ast.NodeVisitor):
   def eval_Subscript(self, node):
     base = self.eval(node.value)
     index = self.eval_index(node.slice)
-    loc, name = self.loc(node), self.text(node)
+    cx, name = self.cx(node), self.text(node)
     if isinstance(base, _At):
-      return self.em.view(base.ref, index, name, loc)
+      return memory.view(cx, base.ref, index, name)
     if is_value(base):
       if isinstance(base.type, RefType):
-        view = base if _is_whole(index) else self.em.view(base, index, name, loc)
-        return self.em.load(view, name, loc)
-      self.unsupported(node, "indexing a register tensor", hint="index the ref before loading: ref.at[...][...]")
+        view = base if _is_whole(index) else memory.view(cx, base, index, name)
+        return memory.load(cx, view, name)
+      if is_tensor(base):
+        return shape.expand(cx, base, index)
+      self.unsupported(node, "indexing a scalar")
     try:
       return base[index]
     except Exception as e:
-      raise E.KernelTypeError(f"cannot index {self.text(node.value)}: {e}", loc) from None
+      raise E.KernelTypeError(f"cannot index {self.text(node.value)}: {e}", cx.loc,
+                              hint="static values index as in Python") from None
 
   def eval_BinOp(self, node):
     return self.binop(type(node.op), self.eval(node.left), self.eval(node.right), node)
@@ -358,10 +343,12 @@ class Tracer(ast.NodeVisitor):
       try:
         return _PYBINOPS[op](a, b)
       except Exception as e:
-        raise E.KernelTypeError(f"cannot compute {self.text(node)}: {e}", self.loc(node)) from None
+        raise E.KernelTypeError(f"cannot compute {self.text(node)}: {e}", self.loc(node),
+                                hint="static values compute as in Python") from None
     if op not in _BINOPS:
-      self.unsupported(node, f"the operator {type(node.op).__name__ if hasattr(node, 'op') else op.__name__} on register values")
-    return self.em.binary(_BINOPS[op], a, b, self.loc(node), name)
+      self.unsupported(node, f"the operator {op.__name__} on register values",
+                       hint="** on register values: use ml.exp2(y * ml.log2(x)), or multiply")
+    return ew.binary(self.cx(node, name), _BINOPS[op], a, b)
 
   def eval_UnaryOp(self, node):
     x = self.eval(node.operand)
@@ -371,9 +358,11 @@ class Tracer(ast.NodeVisitor):
     if isinstance(node.op, ast.UAdd):
       return x
     if isinstance(node.op, ast.Invert):
-      self.unsupported(node, "~ on register values", hint="use 'x == 0' or xor with -1")
-    kind = ir.UnOp.NEG if isinstance(node.op, ast.USub) else ir.UnOp.NOT
-    return self.em.unary(kind, x, self.loc(node))
+      if resolve(x.type.dtype) == DType.bool_:
+        return ew.unary(self.cx(node), ew.UnOp.NOT, x)
+      return ew.binary(self.cx(node), ew.BinOp.XOR, x, -1)
+    kind = ew.UnOp.NEG if isinstance(node.op, ast.USub) else ew.UnOp.NOT
+    return ew.unary(self.cx(node), kind, x)
 
   def eval_Compare(self, node):
     if len(node.ops) != 1:
@@ -383,8 +372,8 @@ class Tracer(ast.NodeVisitor):
     if not is_value(a) and not is_value(b):
       return _PYCMPOPS[op](a, b)
     if op not in _CMPOPS:
-      self.unsupported(node, f"{type(node.ops[0]).__name__} on register values")
-    return self.em.compare(_CMPOPS[op], a, b, self.loc(node))
+      self.unsupported(node, f"{op.__name__} on register values", hint="compare with < <= > >= == !=")
+    return ew.compare(self.cx(node), _CMPOPS[op], a, b)
 
   def eval_BoolOp(self, node):
     vals = [self.eval(v) for v in node.values]
@@ -402,19 +391,112 @@ class Tracer(ast.NodeVisitor):
     return self.eval(node.body if cond else node.orelse)
 
   def eval_JoinedStr(self, node):
-    self.unsupported(node, "an f-string")
+    self.unsupported(node, "an f-string outside print(...)",
+                     hint="f-strings format values in print(f'...'); build other strings in Python")
 
   def eval_Call(self, node):
     fn = self.eval(node.func)
-    if fn is _DEBUG_BUILTINS["print"]:
-      from .debug import trace_print
-      return trace_print(self, node)
-    if fn is _DEBUG_BUILTINS["breakpoint"]:
-      from .debug import trace_breakpoint
-      return trace_breakpoint(self, node)
+    if fn is _DEBUG["print"]:
+      return self.trace_print(node)
+    if fn is _DEBUG["breakpoint"]:
+      return self.trace_breakpoint(node)
+    if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
+      self.unsupported(node, "*args/**kwargs in a call", hint="pass each argument by name or position")
     args = [self.eval(a) for a in node.args]
     kwargs = {k.arg: self.eval(k.value) for k in node.keywords}
-    if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
-      self.unsupported(node, "*args/**kwargs in a call")
-    from .calls import call
-    return call(self, node, fn, args, kwargs)
+    return self.call(node, fn, args, kwargs)
+
+  def call(self, node, fn, args, kwargs):
+    from .language import Inline
+    cx = Call(self.b, self.loc(node), self.pending_name, self.text(node))
+    if isinstance(fn, Inline):
+      from .inline import call_inline
+      return call_inline(self, node, fn, args, kwargs)
+    if isinstance(fn, Builtin):
+      return fn.apply(cx, args, kwargs)
+    if isinstance(fn, _Method):
+      return fn.fn.apply(cx, [fn.value, *args], kwargs)
+    dtype = to_dtype(fn) if isinstance(fn, type) or hasattr(fn, "dtype") else None
+    if dtype is not None and len(args) == 1 and not kwargs and is_value(args[0]):
+      return ew.astype(cx, args[0], dtype)    # jnp.float16(x)
+    if any(is_value(a) for a in list(args) + list(kwargs.values())):
+      if fn is builtins.abs:
+        return ew.unary(cx, ew.UnOp.ABS, args[0])
+      if fn in (builtins.min, builtins.max) and len(args) == 2 and not kwargs:
+        return ew.binary(cx, ew.BinOp.MIN if fn is builtins.min else ew.BinOp.MAX, args[0], args[1])
+      if fn is builtins.sum:
+        raise E.UnsupportedSyntaxError(
+            "sum(...) of register values is not supported in a kernel", cx.loc,
+            hint="reduce a register tensor with ml.sum(x, axis=...); add values with +")
+      if fn is builtins.range:
+        self.unsupported(node, "range() outside a for statement")
+      raise E.KernelTypeError(
+          f"{getattr(fn, '__name__', repr(fn))} cannot take {kind_of(next(a for a in args if is_value(a)))}"
+          f" inside a kernel", cx.loc,
+          hint="kernels call ml.* functions on register values; decorate a helper of your own with"
+               " @ml.inline to call it here")
+    if fn in PY_BUILTINS.values():
+      try:
+        return fn(*args, **kwargs)
+      except Exception as e:
+        raise E.KernelTypeError(f"{getattr(fn, '__name__', fn)}(...) failed: {e}", cx.loc,
+                                hint="static values compute as in Python") from None
+    if callable(fn):
+      raise E.UnsupportedSyntaxError(
+          f"calling {getattr(fn, '__name__', repr(fn))} is not supported in a kernel", cx.loc,
+          hint="decorate it with @ml.inline to trace it into the kernel")
+    raise E.KernelTypeError(f"{self.text(node.func)} is not callable", cx.loc,
+                            hint="call ml.* functions or @ml.inline helpers")
+
+  # ------------------------------------------------------------ print and breakpoint
+  def trace_print(self, node):
+    kw = {k.arg: k for k in node.keywords}
+    unknown = set(kw) - {"sep", "end"}
+    if unknown or any(isinstance(a, ast.Starred) for a in node.args):
+      self.unsupported(node, f"print with {', '.join(sorted(unknown)) or '*args'}",
+                       hint="print(a, b, sep=' ', end='\\n') with values and f-strings")
+    sep = self._static_text(node, kw["sep"].value, "sep") if "sep" in kw else " "
+    end = self._static_text(node, kw["end"].value, "end") if "end" in kw else ""
+    parts = []
+    for i, a in enumerate(node.args):
+      if i:
+        parts.append(sep)
+      if isinstance(a, ast.JoinedStr):
+        for v in a.values:
+          if isinstance(v, ast.Constant):
+            parts.append(str(v.value))
+            continue
+          x = self.eval(v.value)
+          spec = "".join(str(p.value) for p in v.format_spec.values
+                         if isinstance(p, ast.Constant)) if v.format_spec is not None else ""
+          if is_value(x):
+            parts.append((x, spec) if spec else x)   # the spec applies per element when printed
+          else:
+            try:
+              parts.append(format(x, spec))
+            except (TypeError, ValueError) as e:
+              raise E.KernelTypeError(f"cannot format {self.text(v.value)} with {spec!r}: {e}",
+                                      self.loc(v), hint="use a format spec that suits the value") from None
+      else:
+        x = self.eval(a)
+        parts.append(x if is_value(x) else str(x))
+    if end and end != "\n":
+      parts.append(end.rstrip("\n"))
+    debug.print_(self.cx(node), parts)
+
+  def _static_text(self, node, value_node, what):
+    x = self.eval(value_node)
+    if is_value(x):
+      raise E.KernelTypeError(f"print's {what} must be a static string", self.loc(node),
+                              hint=f"{what}=' '")
+    return x
+
+  def trace_breakpoint(self, node):
+    if node.args or node.keywords:
+      self.unsupported(node, "breakpoint with arguments")
+    names, values = [], []
+    for name, v in self.env.items():
+      if is_value(v) or isinstance(v, (int, float, bool, str, tuple)):
+        names.append(name)
+        values.append(v)
+    debug.breakpoint_(self.cx(node), names, values)

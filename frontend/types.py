@@ -73,14 +73,52 @@ class RefType:
     return math.prod(self.shape) * (d.itemsize if isinstance(d, DType) else 4)
 
 
-class Layout(enum.Enum):
-  """How a register tensor is spread over a warpgroup's threads (frontend/layouts.py picks it)."""
-  STRIDED = "strided"    # contiguous vectors per thread; any shape of 128*k elements
+class LayoutKind(enum.Enum):
+  STRIDED = "strided"    # contiguous vectors per thread over the flattened tensor; 128*k elements
   WGMMA = "wgmma"        # the tensor-core accumulator layout; 2-D, (64*i, 8*j)
-  COL = "wgmma_col"      # a vector along the columns of a WGMMA tile (broadcast over its rows)
+  ROWS = "rows"          # 2-D tiles for row-wise work: warps along rows, lanes along columns
+
+
+@dataclasses.dataclass(frozen=True)
+class Layout:
+  """How a register tensor is spread over a warpgroup's threads (frontend/layouts.py picks it).
+
+  WGMMA and ROWS are 2-D tile layouts; `drop` names the axes of the tile a vector lacks:
+  (1,) is one value per row (a row statistic, shape (m,) or (m, 1)), (0,) one value per
+  column (shape (n,) or (1, n)). ROWS tiles put `warps_per_row` warps on each row and
+  `vec` contiguous elements in each thread's registers.
+  """
+  kind: LayoutKind
+  drop: tuple[int, ...] = ()
+  warps_per_row: int = 1
+  vec: int = 1
 
   def __str__(self):
-    return self.value
+    s = self.kind.value
+    if self.kind == LayoutKind.ROWS:
+      s += f"{self.warps_per_row}x{self.vec}"
+    if self.drop:
+      s += "_" + ("row" if self.drop == (1,) else "col")
+    return s
+
+  def dropped(self, axes) -> "Layout":
+    return dataclasses.replace(self, drop=tuple(sorted(axes)))
+
+  @property
+  def tile(self) -> "Layout":
+    return dataclasses.replace(self, drop=())
+
+  def register_shape(self, shape) -> tuple[int, ...]:
+    """The shape the backend holds: a vector's size-1 tile axes are squeezed away."""
+    if self.drop and len(shape) == 2:
+      return tuple(n for i, n in enumerate(shape) if i not in self.drop)
+    return tuple(shape)
+
+
+Layout.STRIDED = Layout(LayoutKind.STRIDED)
+Layout.WGMMA = Layout(LayoutKind.WGMMA)
+Layout.COL = Layout(LayoutKind.WGMMA, (0,))     # a vector along the columns of a WGMMA tile
+Layout.ROW = Layout(LayoutKind.WGMMA, (1,))     # one value per row of a WGMMA tile
 
 
 @dataclasses.dataclass(frozen=True)

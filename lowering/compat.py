@@ -48,5 +48,6 @@ def scalar_unary(kind: str, x: ir.Value, d: DType) -> ir.Value:
     return arith.xori(x, arith.constant(x.type, 1))
   if kind == "abs":
     return mlir_math.absf(x) if d.is_float else mlir_math.absi(x)
-  return {"exp": mlir_math.exp, "exp2": mlir_math.exp2, "log": mlir_math.log,
-          "sqrt": mlir_math.sqrt, "rsqrt": mlir_math.rsqrt, "tanh": mlir_math.tanh}[kind](x)
+  return {"exp": mlir_math.exp, "exp2": mlir_math.exp2, "log": mlir_math.log, "log2": mlir_math.log2,
+          "sqrt": mlir_math.sqrt, "rsqrt": mlir_math.rsqrt, "tanh": mlir_math.tanh,
+          "sin": mlir_math.sin, "cos": mlir_math.cos, "erf": mlir_math.erf}[kind](x)

@@ -43,19 +43,15 @@ import numpy as np
 
 from ..frontend import errors as E
 from ..frontend import ir
+from ..frontend.ops.control import For, Yield
+from ..frontend.ops.mma import Dot
 from . import interpret_numerics as N
+from . import registry
 from .interpret_memory import (COMPILER_BUG, CtaMemory, InterpretError, Memory,  # noqa: F401
                                OutOfBoundsError, RaceError, Ref)
 
-INTERPRET_RULES: dict[type, callable] = {}
-
-
-def rule(*ops):
-  def deco(fn):
-    for o in ops:
-      INTERPRET_RULES[o] = fn
-    return fn
-  return deco
+registry.load()
+INTERPRET_RULES = registry.INTERPRET
 
 
 class Machine(Memory):
@@ -120,12 +116,15 @@ class CTA(CtaMemory):
   def block(self, blk: ir.Block):
     """Run a block's ops; returns the values of its Yield (a generator: pauses at cluster_sync)."""
     for o in blk.ops:
-      if type(o) is ir.Yield:
+      if type(o) is Yield:
         return [self.get(v) for v in o.values]
-      if self.dots and type(o) not in (ir.For, ir.Dot):
+      if self.dots and type(o) not in (For, Dot):
         self.check_dot_results(o)
+      rule = INTERPRET_RULES.get(type(o))
+      if rule is None:
+        raise E.InternalError(f"no interpreter rule for {type(o).__name__}", o.loc)
       try:
-        r = INTERPRET_RULES[type(o)](self, o)
+        r = rule(self, o)
         if r is not None:
           yield from r
       except E.KernelError:
@@ -145,123 +144,6 @@ class CTA(CtaMemory):
                         hint=COMPILER_BUG)
 
 
-# ---------------------------------------------------------------- rules: grid, constants, refs
-@rule(ir.ProgramId)
-def _program_id(cta, o):
-  cta.set(o.result, np.asarray(cta.pid[o.axis], np.int32))
-
-
-@rule(ir.NumPrograms)
-def _num_programs(cta, o):
-  cta.set(o.result, np.asarray(cta.m.kernel.grid[o.axis], np.int32))
-
-
-@rule(ir.Constant)
-def _constant(cta, o):
-  cta.set(o.result, N.const(o.value, o.result.type.dtype))
-
-
-@rule(ir.SmemAlloc)
-def _smem_alloc(cta, o):
-  cta.set(o.result, Ref.whole(o.result, cta.rank))
-
-
-@rule(ir.View)
-def _view(cta, o):
-  base, it, win = cta.get(o.ref), iter(o.index), []
-  for s, n, sq in base.win:          # compose onto the base's window (it may be a ClusterRef of a view)
-    if sq:
-      win.append((s, n, sq))
-      continue
-    i = next(it)
-    win.append((s + int(cta.operand(i.start)), i.size, i.squeeze))
-  cta.set(o.result, Ref(base.root, base.owner, tuple(win)))
-
-
-@rule(ir.ClusterRef)
-def _cluster_ref(cta, o):
-  base, c = cta.get(o.ref), cta.m.kernel.cluster
-  k = int(cta.operand(o.cta))
-  if not 0 <= k < c[o.axis]:
-    raise OutOfBoundsError(f"CTA {k} is outside the cluster's {c[o.axis]} CTAs along axis {o.axis}", o.loc)
-  coords = [cta.rank % c[0], cta.rank // c[0] % c[1], cta.rank // (c[0] * c[1])]
-  coords[o.axis] = k
-  cta.set(o.result, Ref(base.root, coords[0] + c[0] * (coords[1] + c[1] * coords[2]), base.win))
-
-
-@rule(ir.Load)
-def _load(cta, o):
-  cta.set(o.result, cta.read(cta.get(o.ref), o))
-
-
-@rule(ir.Store)
-def _store(cta, o):
-  cta.write(cta.get(o.ref), cta.get(o.value), o)
-
-
-@rule(ir.Copy)
-def _copy(cta, o):
-  src, dst = cta.get(o.src), cta.get(o.dst)
-  cta.write(dst, cta.read(src, o, "tma_read"), o, "tma_write")
-  if dst.owner >= 0:                 # GMEM -> SMEM lands at the matching WaitLoad
-    cta.pending_load[(dst.root.id, dst.part)] = (o.slot + _stage(cta, o.stage), o.loc)
-  else:                              # SMEM -> GMEM reads SMEM until AwaitStores
-    cta.pending_store[(src.root.id, src.part)] = o.loc
-
-
-def _stage(cta, stage) -> int:
-  return int(cta.get(stage)) if isinstance(stage, ir.Value) else stage
-
-
-# ---------------------------------------------------------------- rules: synchronisation
-@rule(ir.WaitLoad)
-def _wait_load(cta, o):
-  barrier = o.slot + _stage(cta, o.stage)
-  for key in [k for k, (slot, _) in cta.pending_load.items() if slot == barrier]:
-    del cta.pending_load[key]
-
-
-@rule(ir.AwaitStores)
-def _await_stores(cta, o):
-  cta.pending_store.clear()
-  cta.touched.clear()
-
-
-@rule(ir.CommitShared)
-def _commit_shared(cta, o):
-  cta.unfenced.clear()
-  cta.touched.clear()
-
-
-@rule(ir.Barrier)
-def _barrier(cta, o):
-  cta.touched.clear()
-
-
-@rule(ir.ClusterSync)
-def _cluster_sync(cta, o):
-  cta.touched.clear()
-  cta.sync_loc = o.loc
-  yield                              # the other CTAs of the cluster catch up here
-
-
-# ---------------------------------------------------------------- rules: debugging
-def _show(cta, x):
-  if isinstance(x, ir.Value):
-    v = cta.get(x)
-    if isinstance(v, Ref):
-      return cta.buffer(v)[v.index]
-    return v
-  return x
-
-
-@rule(ir.Print)
-def _print(cta, o):
-  fmt = lambda v: np.array2string(v, max_line_width=10**9) if isinstance(v, np.ndarray) and v.ndim else str(v)
-  text = "".join(p if isinstance(p, str) else fmt(_show(cta, p)) for p in o.parts)
-  print(f"[program {cta.pid}] {text}", flush=True)
-
-
 def open_debugger(values: dict, where: str) -> None:
   """Stop in pdb with the kernel's values as locals (tests replace this function)."""
   import os
@@ -270,120 +152,6 @@ def open_debugger(values: dict, where: str) -> None:
     return
   print(f"mgpu_dsl breakpoint at {where}; kernel values: {', '.join(values)}  (c to continue)")
   pdb.Pdb().run("pass", {"__name__": "__kernel__"}, values)
-
-
-@rule(ir.Breakpoint)
-def _breakpoint(cta, o):
-  values = {n: _show(cta, v) for n, v in zip(o.names, o.values)}
-  open_debugger(values, f"{o.loc} (program {cta.pid})")
-
-
-# ---------------------------------------------------------------- rules: arithmetic
-@rule(ir.Binary)
-def _binary(cta, o):
-  d = o.result.type.dtype
-  a, b = cta.operand(o.lhs, d), cta.operand(o.rhs, d)
-  if d.is_float:
-    c = N.compute_dtype(d)
-    r = N.FLOAT_BIN[o.kind](a.astype(c), b.astype(c))
-  else:
-    if o.kind in (ir.BinOp.FLOORDIV, ir.BinOp.MOD) and np.any(b == 0):
-      raise InterpretError(f"integer {o.kind.value} by zero (undefined on the GPU)", o.loc)
-    r = N.INT_BIN[o.kind](a, b)
-  cta.set(o.result, np.asarray(r).astype(N.np_dtype(d)))
-
-
-@rule(ir.Compare)
-def _compare(cta, o):
-  d = next(x.type.dtype for x in (o.lhs, o.rhs) if isinstance(x, ir.Value))
-  c = N.compute_dtype(d)
-  a, b = cta.operand(o.lhs, d).astype(c), cta.operand(o.rhs, d).astype(c)
-  cta.set(o.result, np.asarray(N.CMP[o.kind](a, b)))
-
-
-@rule(ir.Unary)
-def _unary(cta, o):
-  x, d = cta.get(o.x), o.x.type.dtype
-  if d.is_float:
-    r = N.FLOAT_UN[o.kind](x.astype(N.compute_dtype(d)))
-  else:
-    r = N.INT_UN[o.kind](x)
-  cta.set(o.result, np.asarray(r).astype(N.np_dtype(d)))
-
-
-@rule(ir.Where)
-def _where(cta, o):
-  t = o.result.type
-  r = np.where(cta.get(o.cond), cta.operand(o.on_true, t.dtype), cta.operand(o.on_false, t.dtype))
-  cta.set(o.result, np.array(np.broadcast_to(r, t.shape), N.np_dtype(t.dtype)))
-
-
-@rule(ir.Cast)
-def _cast(cta, o):
-  cta.set(o.result, np.asarray(N.cast(cta.get(o.x), o.x.type.dtype, o.result.type.dtype)))
-
-
-@rule(ir.Full)
-def _full(cta, o):
-  t = o.result.type
-  cta.set(o.result, np.full(t.shape, cta.operand(o.value, t.dtype), N.np_dtype(t.dtype)))
-
-
-@rule(ir.Arange)
-def _arange(cta, o):
-  t = o.result.type
-  shape = [1] * len(t.shape)
-  shape[o.dim] = t.shape[o.dim]
-  r = np.arange(t.shape[o.dim]).reshape(shape)
-  cta.set(o.result, np.array(np.broadcast_to(r, t.shape), N.np_dtype(t.dtype)))
-
-
-@rule(ir.Dot)
-def _dot(cta, o):
-  """acc + a @ b: products summed in float32 (as WGMMA does), rounded to the acc dtype; the
-  group stays in flight, reading a and b, until a DotWait retires it."""
-  a, b = cta.get(o.a), cta.get(o.b)
-  x = cta.read(a, o, "mma_read").astype(np.float32)
-  y = cta.read(b, o, "mma_read").astype(np.float32)
-  t = o.result.type
-  acc = cta.get(o.acc).astype(np.float32) if o.acc is not None else np.float32(0)
-  r = (acc + x @ y).astype(N.np_dtype(t.dtype))
-  cta.dots.append((r, {(a.owner, a.root.id, a.part), (b.owner, b.root.id, b.part)}, o.loc))
-  cta.set(o.result, r)
-
-
-@rule(ir.DotWait)
-def _dot_wait(cta, o):
-  del cta.dots[:max(0, len(cta.dots) - o.pending)]
-
-
-# ---------------------------------------------------------------- rules: control flow
-@rule(ir.For)
-def _for(cta, o):
-  start, stop, step = (int(cta.operand(x)) for x in (o.start, o.stop, o.step))
-  if step <= 0:
-    raise InterpretError(f"a loop step of {step}: scf.for needs a positive step", o.loc)
-  carried = [cta.get(v) for v in o.inits]
-  iv, *args = o.body.args
-  for i in range(start, stop, step):
-    cta.set(iv, np.asarray(i, np.int32))
-    for a, v in zip(args, carried):
-      cta.set(a, v)
-    carried = yield from cta.block(o.body)
-  for r, v in zip(o.results, carried):
-    cta.set(r, v)
-
-
-@rule(ir.If)
-def _if(cta, o):
-  vals = yield from cta.block(o.then_block if bool(cta.get(o.cond)) else o.else_block)
-  for r, v in zip(o.results, vals):
-    cta.set(r, v)
-
-
-@rule(ir.Yield)
-def _yield(cta, o):
-  raise AssertionError("Yield is run by its parent region")
 
 
 # ---------------------------------------------------------------- entry point

@@ -2,16 +2,17 @@
 
 Kept apart from the interpreter so the GPU-matching rules are in one place:
 narrow floats (f16, bf16, f8 via ml_dtypes) compute in float32 and round back
-after every op, as the GPU rounds per instruction; integers wrap; comparisons
-give bool; float -> int casts truncate toward zero and saturate (PTX cvt.rzi).
+after every op, as the GPU rounds per instruction; integers wrap; `//` and `%`
+floor (Python's rules, which the lowering follows too); comparisons give bool;
+float -> int casts truncate toward zero and saturate (PTX cvt.rzi).
 """
 from __future__ import annotations
 
 import ml_dtypes
 import numpy as np
 
-from ..frontend import ir
 from ..frontend.dtypes import DType
+from ..frontend.ops.elementwise import BinOp as B, CmpOp as C, UnOp as U
 
 
 def np_dtype(d: DType) -> np.dtype:
@@ -58,18 +59,24 @@ def cast(x: np.ndarray, src: DType, dst: DType) -> np.ndarray:
   return x.astype(np.float64).astype(nd) if dst.is_float else x.astype(nd)
 
 
-B, C, U = ir.BinOp, ir.CmpOp, ir.UnOp
+def bitcast(x: np.ndarray, dst: DType) -> np.ndarray:
+  return np.asarray(x).view(np_dtype(dst))
+
+
+def _shift_right(a, b):
+  return np.right_shift(a, b)    # arithmetic for signed, logical for unsigned, as shrsi / shrui
+
+
 FLOAT_BIN = {B.ADD: np.add, B.SUB: np.subtract, B.MUL: np.multiply, B.DIV: np.divide,
-              B.MAX: np.maximum, B.MIN: np.minimum, B.MOD: np.fmod,
-              B.FLOORDIV: lambda a, b: np.floor(np.divide(a, b))}
-# arith.floordivsi floors; arith.remsi keeps the dividend's sign (C's %): np.fmod.
+             B.MAX: np.maximum, B.MIN: np.minimum, B.MOD: np.mod,
+             B.FLOORDIV: lambda a, b: np.floor(np.divide(a, b))}
 INT_BIN = {B.ADD: np.add, B.SUB: np.subtract, B.MUL: np.multiply, B.FLOORDIV: np.floor_divide,
-            B.MOD: np.fmod, B.MAX: np.maximum, B.MIN: np.minimum, B.AND: np.bitwise_and,
-            B.OR: np.bitwise_or, B.XOR: np.bitwise_xor}
+           B.MOD: np.mod, B.MAX: np.maximum, B.MIN: np.minimum, B.AND: np.bitwise_and,
+           B.OR: np.bitwise_or, B.XOR: np.bitwise_xor, B.SHL: np.left_shift, B.SHR: _shift_right}
 CMP = {C.LT: np.less, C.LE: np.less_equal, C.GT: np.greater, C.GE: np.greater_equal,
-        C.EQ: np.equal, C.NE: np.not_equal}
-FLOAT_UN = {U.NEG: np.negative, U.EXP: np.exp, U.EXP2: np.exp2, U.LOG: np.log, U.SQRT: np.sqrt,
-             U.RSQRT: lambda x: np.divide(1, np.sqrt(x)).astype(x.dtype), U.TANH: np.tanh,
-             U.ABS: np.abs}
+       C.EQ: np.equal, C.NE: np.not_equal}
 INT_UN = {U.NEG: np.negative, U.ABS: np.abs, U.NOT: np.logical_not}
 
+
+def float_unary(kind, x):
+  return np.asarray(kind.value.numpy(x)).astype(x.dtype)

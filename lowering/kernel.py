@@ -16,11 +16,15 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import arith, gpu, memref
 
 from ..frontend import errors as E
+from ..frontend import hw
 from ..frontend import ir as kir
-from ..frontend.types import Layout, TensorType
-from .rules import RULES, mlir_type, to_index
+from ..frontend.types import LayoutKind, TensorType
+from ..frontend.ops.control import Yield
+from . import registry
+from .mosaic import is_split, mlir_type, to_index
 
-MAX_BARRIERS_PER_GROUP = 32
+MAX_BARRIERS_PER_GROUP = hw.MAX_BARRIERS_PER_GROUP
+registry.load()
 
 
 def jax_dtype(d):
@@ -52,15 +56,18 @@ class LowerCtx:
     self.root_ids = {id(r): rid for rid, r in smem_refs.items()}
     # With several warpgroups, a WGMMA-layout (tensor-core) tensor is split by rows:
     # warpgroup w holds rows [w * m / W, (w + 1) * m / W).
-    self.num_warpgroups = kernel.block // 128
+    self.num_warpgroups = kernel.block // hw.WARPGROUP
     self.wg = None
     if self.num_warpgroups > 1:
       self.wg = arith.index_cast(ir.IndexType.get(), mgpu.warpgroup_idx(sync=True))
 
   def local_shape(self, t) -> tuple[int, ...]:
-    if self.num_warpgroups > 1 and getattr(t, "layout", None) == Layout.WGMMA:
-      return (t.shape[0] // self.num_warpgroups,) + tuple(t.shape[1:])
-    return tuple(t.shape)
+    """The shape this warpgroup's FragmentedArray has for a tensor of type `t`: size-1 axes
+    of row and column vectors squeezed, tensor-core rows split among warpgroups."""
+    shape = t.layout.register_shape(t.shape)
+    if self.num_warpgroups > 1 and is_split(t):
+      return (shape[0] // self.num_warpgroups,) + tuple(shape[1:])
+    return tuple(shape)
 
   def my_rows(self, mem, rows: int, tiled):
     """This warpgroup's rows of a memref holding a WGMMA-layout tile (rows tiled by 8 if tiled)."""
@@ -84,8 +91,8 @@ class LowerCtx:
   def carried(self, v: kir.Value):
     """A value as loops carry it: WGMMA-layout tensors as accumulators (no layout round trips)."""
     x = self.values[v.id]
-    if isinstance(v.type, TensorType) and v.type.layout == Layout.WGMMA and not isinstance(
-        x, mgpu.WGMMAAccumulator):
+    if (isinstance(v.type, TensorType) and v.type.layout.kind == LayoutKind.WGMMA and not v.type.layout.drop
+        and not isinstance(x, mgpu.WGMMAAccumulator)):
       x = mgpu.WGMMAAccumulator.from_registers(x)
     return x
 
@@ -142,7 +149,7 @@ class LowerCtx:
 
   def lower_block(self, block: kir.Block, yield_fn=None, carried=False):
     for o in block.ops:
-      if isinstance(o, kir.Yield):
+      if isinstance(o, Yield):
         yield_fn([self.carried(v) if carried else self.get(v) for v in o.values])
         continue
       self.lower_op(o)
@@ -151,7 +158,10 @@ class LowerCtx:
     loc = o.loc
     with ir.Location.file(loc.filename, loc.lineno, loc.col_offset + 1):
       try:
-        RULES[type(o)](self, o)
+        rule = registry.LOWER.get(type(o))
+        if rule is None:
+          raise E.InternalError(f"no Mosaic GPU lowering rule for {type(o).__name__}", loc)
+        rule(self, o)
       except E.KernelError:
         raise
       except Exception as e:

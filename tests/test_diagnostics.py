@@ -6,6 +6,7 @@ and column in this file, so the tests check positions without hard-coding them.
 import inspect
 
 import jax
+import numpy as np
 import jax.numpy as jnp
 import pytest
 
@@ -220,10 +221,16 @@ def broadcast_on_strided(x, v, out):
   out[...] = x[...] + v[...]
 
 
-def test_broadcasting_a_vector_over_a_non_tensor_core_tile_is_rejected():
-  e = check_error(broadcast_on_strided, [S((128, 64), F32), S((64,), F32)], mg.LayoutError,
-                  "x[...] + v[...]", "works on tensor-core (ml.dot) tiles only")
-  assert e.code == "MG204"
+def test_broadcasting_a_vector_over_a_tile_computes_numpys_result():
+  x = np.random.default_rng(0).standard_normal((128, 64)).astype(np.float32)
+  v = np.arange(64, dtype=np.float32)
+  np.testing.assert_array_equal(broadcast_on_strided(x, v, interpret=True), x + v)
+
+
+def test_shapes_that_do_not_broadcast_are_rejected_naming_both():
+  e = check_error(broadcast_on_strided, [S((128, 64), F32), S((32,), F32)], mg.ShapeMismatchError,
+                  "x[...] + v[...]", "do not broadcast")
+  assert "(128, 64)" in e.message and "(32,)" in e.message and e.hint
 
 
 @mg.mgpu_kernel(out_shape=lambda x, y: x)

@@ -18,7 +18,7 @@ import pytest
 import mgpu_dsl as mg
 from mgpu_dsl import check as C
 from mgpu_dsl.frontend import errors as E
-from mgpu_dsl.lowering import rules
+from mgpu_dsl.lowering import registry
 
 DOC = os.path.join(os.path.dirname(__file__), os.pardir, "docs", "errors.md")
 SECTION = re.compile(r"^## (MG\d{3}) (\w+)\s*$", re.M)
@@ -44,7 +44,8 @@ def first_error(source: str, folder: str) -> E.KernelError | None:
   path = os.path.join(folder, "example.py")
   with open(path, "w") as f:
     f.write(source)
-  saved = dict(rules.RULES)      # the InternalError example breaks a rule on purpose
+  registry.load()
+  saved = dict(registry.LOWER)      # the InternalError example breaks a rule on purpose
   try:
     report = C.check_file(path)
     if isinstance(report.import_error, mg.KernelError):
@@ -58,8 +59,8 @@ def first_error(source: str, folder: str) -> E.KernelError | None:
         return r.errors[0]
     return None
   finally:
-    rules.RULES.clear()
-    rules.RULES.update(saved)
+    registry.LOWER.clear()
+    registry.LOWER.update(saved)
 
 
 def first_line(e: E.KernelError, folder: str) -> str:

@@ -9,6 +9,7 @@ import pytest
 from mgpu_dsl import language as ml
 from mgpu_dsl.frontend import ArgSpec, dump, parse, trace
 from mgpu_dsl.frontend import ir
+from mgpu_dsl.frontend import ops as O
 from mgpu_dsl.frontend.dtypes import DType
 from mgpu_dsl.frontend.types import Space
 
@@ -33,7 +34,7 @@ def double(x, out):
 
 def test_smem_dtype_is_inferred_from_the_copy_source():
   k = build(double, [((1024, 64), "float16")], [((1024, 64), "float16")])
-  (alloc,) = ops(k, ir.SmemAlloc)
+  (alloc,) = ops(k, O.SmemAlloc)
   assert alloc.result.type.dtype == DType.f16
   assert alloc.result.type.space == Space.SMEM
 
@@ -65,7 +66,7 @@ def test_views_compose_onto_the_root_parameter():
     ml.copy(tile, buf)
     ml.copy(buf, out.at[0:16, 0:16])
   kern = build(k, [((512, 64), "float32")], [((64, 64), "float32")])
-  view = ops(kern, ir.View)[1]
+  view = ops(kern, O.View)[1]
   assert view.ref is kern.params[0].value
   assert [i.size for i in view.index] == [16, 16]
   assert view.index[1].start == 16
@@ -88,7 +89,7 @@ def test_sync_pass_waits_a_load_issued_in_a_loop_inside_the_loop():
       acc = acc + buf[...]
     out[...] = acc
   kern = build(k, [((512, 64), "float32")], [((128, 64), "float32")])
-  (loop,) = ops(kern, ir.For)
+  (loop,) = ops(kern, O.For)
   body = [type(o).__name__ for o in loop.body.ops]
   assert body.index("Copy") < body.index("WaitLoad") < body.index("Load")
   assert loop.results[0].type.shape == (128, 64)
@@ -123,8 +124,8 @@ def test_static_range_unrolls_and_if_on_constexpr_picks_one_branch():
         v = -v
       out.at[j * 128:(j + 1) * 128][...] = v
   kern = build(k, [((256,), "float32")], [((256,), "float32")], flip=True)
-  assert len(ops(kern, ir.Load)) == 2 and len(ops(kern, ir.Unary)) == 2
-  assert not ops(kern, ir.For) and not ops(kern, ir.If)
+  assert len(ops(kern, O.Load)) == 2 and len(ops(kern, O.Unary)) == 2
+  assert not ops(kern, O.For) and not ops(kern, O.If)
 
 
 def test_runtime_if_yields_values_of_both_branches():
@@ -134,7 +135,7 @@ def test_runtime_if_yields_values_of_both_branches():
       v = v * 2
     out[...] = v
   kern = build(k, [((128,), "float32")], [((128,), "float32")])
-  (if_op,) = ops(kern, ir.If)
+  (if_op,) = ops(kern, O.If)
   assert len(if_op.results) == 1 and if_op.results[0].type.shape == (128,)
 
 
@@ -153,7 +154,7 @@ def test_the_frontend_runs_without_jax():
 
 def test_reading_and_rewriting_one_window_needs_no_barrier():
   k = build(double, [((256, 64), "float32")], [((256, 64), "float32")])
-  assert not ops(k, ir.Barrier)
+  assert not ops(k, O.Barrier)
 
 
 def test_rewriting_smem_another_window_read_gets_a_barrier():
@@ -167,7 +168,7 @@ def test_rewriting_smem_another_window_read_gets_a_barrier():
   names = [type(o).__name__ for o in k.body.ops]
   assert names.index("Load") < names.index("Barrier") < names.index("Store")
   k2 = build(shift, [((256,), "float32")], [((256,), "float32")], block=256)
-  assert ops(k2, ir.CommitShared)
+  assert ops(k2, O.CommitShared)
 
 
 def test_two_warpgroups_rewriting_one_window_get_a_barrier():
@@ -221,7 +222,7 @@ def test_inline_helpers_are_traced_into_the_kernel():
   def k(x, out):
     _store_twice(out, _scaled(x, 3.0))
   kern = build(k, [((128,), "float32")], [((128,), "float32")])
-  binaries = ops(kern, ir.Binary)
-  assert [b.kind for b in binaries] == [ir.BinOp.MUL, ir.BinOp.ADD]
+  binaries = ops(kern, O.Binary)
+  assert [b.kind for b in binaries] == [O.BinOp.MUL, O.BinOp.ADD]
   assert binaries[0].loc.lineno != binaries[1].loc.lineno   # each at its helper's own line
   assert all(o.loc.filename == __file__ for o in ir.walk(kern.body))

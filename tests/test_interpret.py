@@ -14,6 +14,7 @@ import pytest
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 from mgpu_dsl.frontend import ir
+from mgpu_dsl.frontend import ops as O
 from mgpu_dsl.lowering import interpret as interp
 
 import kernels as K
@@ -183,7 +184,7 @@ def test_integer_semantics_match_the_gpu():
   def ints(x, f, q, r, w, c):
     v = x[...]
     q[...] = v // 3          # arith.floordivsi: floor
-    r[...] = v % -3          # arith.remsi: sign of the dividend
+    r[...] = v % -3          # floors, as in Python: the sign of the divisor
     w[...] = v * 1000000     # int32 wraps
     c[...] = f[...].astype(jnp.int32)   # truncates toward zero, saturates, NaN -> 0
 
@@ -192,7 +193,8 @@ def test_integer_semantics_match_the_gpu():
   q, r, w, c = ints(x, f)
   xn = np.asarray(x)
   np.testing.assert_array_equal(q, np.floor_divide(xn, 3))
-  np.testing.assert_array_equal(r, np.fmod(xn, -3))
+  np.testing.assert_array_equal(r, np.mod(xn, -3))
+  assert all(int(a) // -3 * -3 + int(b) == int(a) for a, b in zip(xn, np.asarray(r)))
   np.testing.assert_array_equal(w, (xn.astype(np.int64) * 1000000).astype(np.int32))
   np.testing.assert_array_equal(c[:8], [2, -2, 2**31 - 1, -2**31, 0, 0, 0, 3])
 
@@ -281,8 +283,8 @@ def test_dot_operand_overwritten_while_the_dot_runs_is_a_race():
   a, b = rand((128, 256), jnp.float16), rand((256, 128), jnp.float16)
   hit = matmul._compile((a, b), {})
   kernel = copy.deepcopy(hit["kernel"])
-  loop = next(o for o in kernel.body.ops if isinstance(o, ir.For))
-  loop.body.ops[:] = [o for o in loop.body.ops if not isinstance(o, ir.DotWait)]
+  loop = next(o for o in kernel.body.ops if isinstance(o, O.For))
+  loop.body.ops[:] = [o for o in loop.body.ops if not isinstance(o, O.DotWait)]
   with pytest.raises(interp.RaceError, match="while an ml.dot may still be reading it") as e:
     interp.run(kernel, [a, b], hit["out_specs"])
   assert e.value.lineno == line_of(matmul, "ml.copy(a.at")
@@ -290,8 +292,8 @@ def test_dot_operand_overwritten_while_the_dot_runs_is_a_race():
   a = rand((128, 64), jnp.float16)                 # one iteration: the result is read after the loop
   hit = matmul._compile((a, b), {})
   kernel = copy.deepcopy(hit["kernel"])
-  loop = next(o for o in kernel.body.ops if isinstance(o, ir.For))
-  loop.body.ops[:] = [o for o in loop.body.ops if not isinstance(o, ir.DotWait)]
+  loop = next(o for o in kernel.body.ops if isinstance(o, O.For))
+  loop.body.ops[:] = [o for o in loop.body.ops if not isinstance(o, O.DotWait)]
   with pytest.raises(interp.RaceError, match="read before its ml.dot finished") as e:
     interp.run(kernel, [a, b], hit["out_specs"])
   assert e.value.lineno == line_of(matmul, "o[...] = acc")
@@ -327,7 +329,7 @@ def test_read_before_the_async_copy_landed_is_located():
   x = rand((256, 64))
   hit = double._compile((x,), {})
   kernel = copy.deepcopy(hit["kernel"])
-  kernel.body.ops[:] = [o for o in kernel.body.ops if not isinstance(o, ir.WaitLoad)]
+  kernel.body.ops[:] = [o for o in kernel.body.ops if not isinstance(o, O.WaitLoad)]
   with pytest.raises(interp.RaceError, match="read before its async copy landed") as e:
     interp.run(kernel, [x], hit["out_specs"])
   assert e.value.lineno == line_of(double, "buf[...] = buf[...] * 2")
@@ -339,7 +341,7 @@ def test_tma_store_without_fence_is_a_race():
   x = rand((256, 64))
   hit = double._compile((x,), {})
   kernel = copy.deepcopy(hit["kernel"])
-  kernel.body.ops[:] = [o for o in kernel.body.ops if not isinstance(o, ir.CommitShared)]
+  kernel.body.ops[:] = [o for o in kernel.body.ops if not isinstance(o, O.CommitShared)]
   with pytest.raises(interp.RaceError, match="without a fence") as e:
     interp.run(kernel, [x], hit["out_specs"])
   assert e.value.lineno == line_of(double, "ml.copy(buf, out")

@@ -10,25 +10,14 @@ import ast
 
 from . import errors as E
 from . import ir
-from . import language as L
+from .builder import Call
 from .dtypes import DType
-from .semantics import Num, is_value, kind_of
+from .env import POISON, Unbound as _Unbound, assigned_names
+from .infer import unify
+from .ops import control as ctl, elementwise as ew
+from .ops.base import Num, is_value, kind_of
+from .ops.memory import index_operand
 from .types import RefType, ScalarType, dtype_name
-
-
-def assigned_names(stmts) -> list[str]:
-  """Names bound by assignment anywhere in `stmts` (nested blocks included), in order."""
-  out: list[str] = []
-
-  def visit(node):
-    if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id not in out:
-      out.append(node.id)
-    for child in ast.iter_child_nodes(node):
-      visit(child)
-
-  for s in stmts:
-    visit(s)
-  return out
 
 
 def _is_carriable(v) -> bool:
@@ -39,14 +28,14 @@ def _is_carriable(v) -> bool:
 def _as_value(tracer, v, loc):
   if is_value(v):
     return v
-  return tracer.em.constant(v, loc)
+  return ew.constant(Call(tracer.b, loc), v)
 
 
-def _same_type(em, a: ir.Value, b: ir.Value, loc) -> bool:
+def _same_type(a: ir.Value, b: ir.Value, loc) -> bool:
   ta, tb = a.type, b.type
   if type(ta) is not type(tb) or ta.shape != tb.shape:
     return False
-  return em.unify(ta.dtype, tb.dtype, loc, "loop-carried value") is not None
+  return unify(ta.dtype, tb.dtype, loc, "loop-carried value") is not None
 
 
 def _describe(v) -> str:
@@ -63,7 +52,7 @@ def trace_for(tracer, node: ast.For):
     tracer.unsupported(node.target, "unpacking in a for target", hint="loop over one index: for i in range(n)")
   it = node.iter
   fn = tracer.eval(it.func) if isinstance(it, ast.Call) else None
-  if fn not in (range, L.static_range, L.range) or (it.keywords and fn is not L.range):
+  if fn not in (range, ctl.static_range, ctl.range) or (it.keywords and fn is not ctl.range):
     tracer.unsupported(it, "iterating over anything but range(...), ml.range(...) or ml.static_range(...)")
   stages = 1
   for kw in it.keywords:
@@ -77,7 +66,7 @@ def trace_for(tracer, node: ast.For):
     raise E.KernelTypeError(f"range takes 1 to 3 arguments, got {len(args)}", tracer.loc(it))
   start, stop, step = (0, args[0], 1) if len(args) == 1 else (*args, 1)[:3]
   name = node.target.id
-  if fn is L.static_range:
+  if fn is ctl.static_range:
     if not all(isinstance(x, int) for x in (start, stop, step)):
       raise E.KernelTypeError("ml.static_range needs static int bounds; use range() for runtime bounds",
                               tracer.loc(it))
@@ -87,7 +76,7 @@ def trace_for(tracer, node: ast.For):
     return
   for x in (start, stop, step):
     if not (isinstance(x, int) and not isinstance(x, bool)):
-      tracer.em.index_operand(x, tracer.loc(it))
+      index_operand(Call(tracer.b, tracer.loc(it)), x)
       if x.type.dtype.bits != 32:    # the loop counts in i32 (scf.for needs one type)
         raise E.KernelTypeError(
             f"runtime loop bounds must be 32-bit integers, got {x.name or 'a scalar'} ({x.type.dtype})",
@@ -97,7 +86,7 @@ def trace_for(tracer, node: ast.For):
   if all(isinstance(x, int) for x in (start, stop)) and len(range(start, stop, step)) == 0:
     return
 
-  env, em = tracer.env, tracer.em
+  env, b = tracer.env, tracer.b
   assigned = [n for n in assigned_names(node.body) if n != name]
   carried = [n for n in assigned if n in env and _is_carriable(env[n])]
   inits = tuple(_as_value(tracer, env[n], loc) for n in carried)
@@ -109,7 +98,7 @@ def trace_for(tracer, node: ast.For):
     env[n] = a
   env[name] = iv
   poisoned = set()
-  with em.region(body):
+  with b.region(body):
     tracer.run_body(node.body)
     yields = []
     for n, init in zip(carried, inits):
@@ -125,14 +114,14 @@ def trace_for(tracer, node: ast.For):
             hint=f"keep {n} the same kind of value in every iteration",
             notes=(f"{loc}: the loop that carries {n}",))
       new = _as_value(tracer, new, loc)
-      if not _same_type(em, init, new, loc):
+      if not _same_type(init, new, loc):
         raise E.LoopCarryTypeError(
             f"{n} enters the loop as {init.type} but an iteration makes it {new.type}", where,
             hint=f"convert it back at the end of the body: {n} = {n}.astype(jnp.{dtype_name(init.type.dtype)})"
             if init.type.shape == new.type.shape else f"keep {n}'s shape fixed across iterations",
             notes=(f"{loc}: the loop that carries {n}",))
       yields.append(new)
-    em.emit(ir.Yield, tuple(yields), loc=loc)
+    b.emit(ctl.Yield, tuple(yields), loc=loc)
   for n in assigned:
     if n in carried:
       continue
@@ -148,7 +137,7 @@ def trace_for(tracer, node: ast.For):
       env[n] = _Unbound(f"it is only assigned inside the loop at line {loc.lineno}")
     else:
       env[n] = before[n]
-  res = em.emit(ir.For, start, stop, step, inits, body, loc=loc,
+  res = b.emit(ctl.For, start, stop, step, inits, body, loc=loc,
                 types=[v.type for v in inits], names=carried, stages=stages)
   for n, r in zip(carried, res.results):
     env[n] = r
@@ -176,13 +165,13 @@ def _static_equal(a, b) -> bool:
 
 
 def trace_if(tracer, node: ast.If, cond: ir.Value):
-  loc, env, em = tracer.loc(node), tracer.env, tracer.em
+  loc, env, bld = tracer.loc(node), tracer.env, tracer.b
   before = dict(env)
   branches = []
   for stmts in (node.body, node.orelse):
     tracer.env = dict(before)
     blk = ir.Block()
-    with em.region(blk):
+    with bld.region(blk):
       tracer.run_body(stmts)
     branches.append((blk, tracer.env))
   tracer.env = env
@@ -206,27 +195,26 @@ def trace_if(tracer, node: ast.If, cond: ir.Value):
     if not (_is_carriable(a) and _is_carriable(b)):
       raise E.KernelTypeError(
           f"{n} is {_describe(a)} after one branch of this if and {_describe(b)} after the other;"
-          f" only register values and numbers can differ between branches", loc)
+          f" only register values and numbers can differ between branches", loc,
+          hint=f"give {n} the same kind of value in both branches")
     results.append((n, a, b))
   then_vals, else_vals = [], []
-  for n, a, b in results:
-    with em.region(then_blk):
-      a = _as_value(tracer, a, loc)
-    with em.region(else_blk):
-      b = _as_value(tracer, b, loc)
-    if not _same_type(em, a, b, loc):
-      raise E.KernelTypeError(f"{n} is {a.type} after one branch of this if and {b.type} after the other",
+  for n, a, b_ in results:
+    with bld.region(then_blk):
+      x = _as_value(tracer, a, loc)
+    with bld.region(else_blk):
+      y = _as_value(tracer, b_, loc)
+    if not _same_type(x, y, loc):
+      raise E.KernelTypeError(f"{n} is {x.type} after one branch of this if and {y.type} after the other",
                               loc, hint="make both branches produce the same shape and dtype")
-    then_vals.append(a)
-    else_vals.append(b)
-  with em.region(then_blk):
-    em.emit(ir.Yield, tuple(then_vals), loc=loc)
-  with em.region(else_blk):
-    em.emit(ir.Yield, tuple(else_vals), loc=loc)
-  res = em.emit(ir.If, cond, then_blk, else_blk, loc=loc,
+    then_vals.append(x)
+    else_vals.append(y)
+  with bld.region(then_blk):
+    bld.emit(ctl.Yield, tuple(then_vals), loc=loc)
+  with bld.region(else_blk):
+    bld.emit(ctl.Yield, tuple(else_vals), loc=loc)
+  res = bld.emit(ctl.If, cond, then_blk, else_blk, loc=loc,
                 types=[v.type for v in then_vals], names=[n for n, _, _ in results])
   for (n, _, _), r in zip(results, res.results):
     env[n] = r
 
-
-from .tracer import POISON, _Unbound  # noqa: E402  (tracer imports this module lazily)

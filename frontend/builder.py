@@ -1,0 +1,63 @@
+"""Building typed IR while tracing: the current block, the def table, the kernel's buffers.
+
+The tracer (frontend/tracer.py) walks the user's AST and calls the op families'
+type rules (frontend/ops/); those append ops here. The builder knows nothing of
+Python syntax, of any particular op, or of MLIR.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+
+from . import ir
+from .loc import Loc
+
+
+class Builder:
+  def __init__(self, *, cluster=(1, 1, 1), block=128):
+    self.block = ir.Block()
+    self.defs: dict[int, ir.Op] = {}
+    self.allocs: list[ir.Value] = []     # SMEM buffers, in allocation order
+    self.cluster = cluster               # the launch configuration some type rules check
+    self.threads = block
+    self.num_load_slots = 0              # TMA load sites so far; each gets an mbarrier
+
+  def new_load_slot(self) -> int:
+    self.num_load_slots += 1
+    return self.num_load_slots - 1
+
+  def emit(self, cls, *args, loc: Loc, types=(), names=(), **kw) -> ir.Op:
+    results = tuple(ir.Value(t, n) for t, n in zip(types, names or [""] * len(types)))
+    o = cls(*args, loc=loc, results=results, **kw)
+    self.block.ops.append(o)
+    for r in results:
+      self.defs[r.id] = o
+    return o
+
+  def append(self, o: ir.Op) -> ir.Op:
+    """Append an op built elsewhere (a pass's clone), recording its results."""
+    self.block.ops.append(o)
+    for r in o.results:
+      self.defs[r.id] = o
+    return o
+
+  @contextlib.contextmanager
+  def region(self, block: ir.Block):
+    saved, self.block = self.block, block
+    try:
+      yield block
+    finally:
+      self.block = saved
+
+  def defining(self, v: ir.Value):
+    """The op that defines `v` (None for parameters and block arguments)."""
+    return self.defs.get(v.id)
+
+
+@dataclasses.dataclass
+class Call:
+  """What a builtin's type rule receives: the builder, the call's location, names for results."""
+  b: Builder
+  loc: Loc
+  name: str = ""      # the name the call's result is about to be bound to (names buffers)
+  text: str = ""      # the call's source text, for messages

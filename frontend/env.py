@@ -1,0 +1,42 @@
+"""What a name in a kernel can be bound to besides values, and which names statements bind."""
+from __future__ import annotations
+
+import ast
+
+
+class Unbound:
+  """A name that is not bound on every path to here."""
+  def __init__(self, why: str):
+    self.why = why
+
+
+class _Poison:
+  """The value of a name whose defining statement failed (its error is already recorded).
+
+  Reading it abandons the reading statement silently, so one mistake is reported
+  once, not again at every later use.
+  """
+  def __repr__(self):
+    return "<poisoned>"
+
+
+POISON = _Poison()
+
+
+class PoisonedUse(Exception):
+  """A statement read a poisoned name: skip it without a new error."""
+
+
+def assigned_names(stmts) -> list[str]:
+  """Names bound by assignment anywhere in `stmts` (nested blocks included), in order."""
+  out: list[str] = []
+
+  def visit(node):
+    if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id not in out:
+      out.append(node.id)
+    for child in ast.iter_child_nodes(node):
+      visit(child)
+
+  for s in stmts:
+    visit(s)
+  return out

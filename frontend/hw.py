@@ -1,0 +1,52 @@
+"""Hopper (sm_90a) hardware facts, stated once.
+
+Checks, passes, the lowering and the interpreter all import these; a number that
+describes the hardware appears nowhere else. Sources: MOSAIC_GPU_NOTES.md (the
+Mosaic GPU limits it enforces or silently needs) and the CUDA programming guide.
+"""
+from __future__ import annotations
+
+from .dtypes import DType
+
+# ---------------------------------------------------------------- threads
+WARP = 32                     # threads in a warp
+WARPGROUP = 128               # threads in a warpgroup: every Mosaic GPU register op is collective over one
+WARPS_PER_WARPGROUP = WARPGROUP // WARP
+MAX_BLOCK = 1024              # threads in a CTA
+MAX_CLUSTER = 16              # CTAs in a cluster (non-portable maximum on Hopper)
+NUM_SMS = 132                 # streaming multiprocessors of an H100/H200 SXM (grid sizing without a GPU)
+
+# ---------------------------------------------------------------- shared memory and barriers
+SMEM_LIMIT = 227 * 1024       # bytes of SMEM a CTA may use (cudaFuncAttributeMaxDynamicSharedMemorySize)
+SMEM_BUFFER_ALIGN = 1024      # buffers start here: what 128-byte swizzled TMA and WGMMA need
+MBARRIER_BYTES = 8
+MAX_BARRIERS_PER_GROUP = 32   # mbarriers in one Mosaic GPU barrier group (utils.py)
+
+# ---------------------------------------------------------------- TMA (cp.async.bulk.tensor)
+TMA_MAX_BOX = 256             # elements along each box dimension
+TMA_MAX_RANK = 5              # box dimensions
+TMA_ALIGN = 16                # bytes: GMEM strides and the minor extent
+# The SMEM side of a TMA copy must start at a 128-byte boundary: on the H200 a window at
+# 16, 32 or 64 bytes into a buffer faults (CUDA_ERROR_MISALIGNED_ADDRESS); Mosaic GPU does
+# not check it.
+TMA_SMEM_ALIGN = 128
+TMA_DTYPES = frozenset(DType) - {DType.bool_}   # bool (1 bit) does not travel
+
+# ---------------------------------------------------------------- tensor cores (WGMMA)
+SWIZZLE = 128                 # bytes: the swizzle of tiled SMEM operands
+TILE_ROWS = 8                 # a tiled SMEM operand is made of (8, SWIZZLE // itemsize) tiles
+MMA_M = 64                    # rows per warpgroup per instruction
+MMA_N_STEP = 8
+MMA_N_MAX = 256
+MMA_DTYPES = frozenset({DType.f16, DType.bf16})
+# Accumulator dtypes each operand dtype may use.
+MMA_ACC = {DType.f16: (DType.f32, DType.f16), DType.bf16: (DType.f32,)}
+
+# ---------------------------------------------------------------- register arithmetic
+# Mosaic GPU has no pointwise arithmetic on 8-bit types (bitwise ops excepted).
+ARITH_DTYPES = frozenset(d for d in DType if d.bits >= 16)
+
+
+def tile_cols(itemsize: int) -> int:
+  """Columns of one (TILE_ROWS, SWIZZLE bytes) SMEM tile of elements of `itemsize` bytes."""
+  return SWIZZLE // itemsize

@@ -1,0 +1,40 @@
+"""Element-type inference: SMEM buffers allocated without a dtype get one from their uses.
+
+A buffer's dtype is a `DTypeVar` (a union-find cell); each use that determines
+it binds or joins it here, recording where and why, so a later conflict can
+name both lines.
+"""
+from __future__ import annotations
+
+from . import errors as E
+from .dtypes import DType
+from .loc import Loc
+from .types import DTypeVar, dtype_name, resolve
+
+
+def unify(a, b, loc: Loc, why: str):
+  """Make dtypes `a` and `b` equal. Returns the common dtype, or None on conflict."""
+  a, b = resolve(a), resolve(b)
+  if isinstance(a, DType) and isinstance(b, DType):
+    return a if a == b else None
+  if isinstance(a, DTypeVar) and isinstance(b, DTypeVar):
+    if a is not b:
+      a._parent = b
+    return b
+  var, concrete = (a, b) if isinstance(a, DTypeVar) else (b, a)
+  var.dtype, var.bound_at, var.bound_by = concrete, loc, why
+  return concrete
+
+
+def conflict(var_dtype, other, loc: Loc, what: str):
+  """If `var_dtype` is a bound inferred dtype, the DtypeConflictError naming both uses."""
+  if not isinstance(var_dtype, DTypeVar):
+    return None
+  v = var_dtype.find()
+  if v.dtype is None or v.bound_at is None:
+    return None
+  return E.DtypeConflictError(
+      f"{v.owner} (SMEM, inferred dtype) would be {dtype_name(other)} here ({what}),"
+      f" but line {v.bound_at.lineno} already made it {v.dtype} ({v.bound_by})",
+      loc, hint=f"give {v.owner} an explicit dtype, or convert one side with .astype(...)",
+      notes=(f"{v.bound_at}: {v.owner} inferred as {v.dtype} here",))

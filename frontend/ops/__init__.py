@@ -1,0 +1,18 @@
+"""The op families. Importing this package declares every op and every `ml.` builtin.
+
+One module per family: memory (buffers, views, copies), elementwise (math), shape
+(reductions, broadcasting, reshapes), mma (tensor cores), control (grid, loops,
+barriers), debug (print, breakpoint). See docs/design-notes.md, "How to add an op".
+"""
+from . import base, memory, elementwise, shape, mma, control, debug  # noqa: F401
+from .base import BUILTINS, METHODS  # noqa: F401
+
+# Every op class, by name (`ops.Copy`, `ops.Reduce`, ...).
+from .control import (AwaitStores, Barrier, ClusterSync, CommitShared, For, If, NumPrograms,  # noqa: F401,E402
+                      ProgramId, WaitLoad, Yield)
+from .debug import Breakpoint, Print  # noqa: F401,E402
+from .elementwise import (Arange, BinOp, Binary, Cast, CmpOp, Compare, Constant, Full, UnOp,  # noqa: F401,E402
+                          Unary, Where)
+from .memory import ClusterRef, Copy, Load, SmemAlloc, Store, View  # noqa: F401,E402
+from .mma import Dot, DotWait  # noqa: F401,E402
+from .shape import Broadcast, Reduce, ReduceKind, Reshape  # noqa: F401,E402

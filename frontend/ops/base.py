@@ -1,0 +1,137 @@
+"""How an op family declares its `ml.` builtins, and the checks every family shares.
+
+A builtin is one Python function: its signature is what users call (arguments are
+bound by Python's own rules, so a missing or misspelled keyword gets the usual
+message at the user's line), its docstring is the user documentation, and its body
+is the type rule: it receives a `Call` (the builder and the call's location) first
+and appends typed ops.
+
+    @builtin
+    def exp(cx, x):
+        '''Elementwise e**x (floating point).'''
+        return unary(cx, UnOp.EXP, x)
+
+Called outside a kernel it raises a clear error.
+"""
+from __future__ import annotations
+
+import inspect
+
+from .. import errors as E
+from .. import ir
+from ..dtypes import DType, to_dtype
+from ..types import RefType, ScalarType, TensorType
+
+BUILTINS: dict[str, "Builtin"] = {}     # ml.<name> -> builtin
+METHODS: dict[str, "Builtin"] = {}      # register tensor methods: x.<name>(...) -> builtin(x, ...)
+
+Num = (int, float, bool)
+
+
+class Builtin:
+  """A DSL function (`ml.<name>`)."""
+
+  def __init__(self, fn, name: str):
+    self.rule = fn
+    self.__name__ = name
+    self.__qualname__ = f"ml.{name}"
+    self.__doc__ = fn.__doc__
+    self.__module__ = "mgpu_dsl.language"
+    sig = inspect.signature(fn)
+    self.__signature__ = sig.replace(parameters=list(sig.parameters.values())[1:])
+
+  def __repr__(self):
+    return f"<mgpu_dsl builtin ml.{self.__name__}>"
+
+  def __call__(self, *args, **kwargs):
+    raise RuntimeError(f"ml.{self.__name__} can only be used inside an @mgpu_kernel function")
+
+  def bind(self, cx, args, kwargs):
+    """Bind the user's arguments by Python's rules; a mismatch is a KernelTypeError at the call."""
+    try:
+      return self.__signature__.bind(*args, **kwargs)
+    except TypeError as e:
+      raise E.KernelTypeError(f"ml.{self.__name__}: {e}", cx.loc,
+                              hint=f"ml.{self.__name__}{self.__signature__}") from None
+
+  def apply(self, cx, args, kwargs):
+    bound = self.bind(cx, args, kwargs)
+    return self.rule(cx, *bound.args, **bound.kwargs)
+
+
+def builtin(fn=None, *, name: str | None = None, methods: tuple[str, ...] = ()):
+  """Declare `fn` as the builtin `ml.<name>` (and as register-tensor methods `methods`)."""
+  def deco(f):
+    b = Builtin(f, name or f.__name__.rstrip("_"))
+    BUILTINS[b.__name__] = b
+    for m in methods:
+      METHODS[m] = b
+    return b
+  return deco(fn) if fn is not None else deco
+
+
+# ---------------------------------------------------------------- values
+def is_value(x) -> bool:
+  return isinstance(x, ir.Value)
+
+
+def is_tensor(x) -> bool:
+  return isinstance(x, ir.Value) and isinstance(x.type, TensorType)
+
+
+def is_scalar(x) -> bool:
+  return isinstance(x, ir.Value) and isinstance(x.type, ScalarType)
+
+
+def is_ref(x) -> bool:
+  return isinstance(x, ir.Value) and isinstance(x.type, RefType)
+
+
+def kind_of(x) -> str:
+  if isinstance(x, ir.Value):
+    t = x.type
+    if isinstance(t, RefType):
+      return f"a {t.space} ref"
+    return "a register tensor" if isinstance(t, TensorType) else "a scalar"
+  return f"a Python {type(x).__name__}"
+
+
+def check_register_value(cx, x, what):
+  """`x` must be a register tensor, a scalar or a Python number."""
+  if is_ref(x):
+    raise E.KernelTypeError(
+        f"{what} works on register values, got {x.name or 'a ref'} ({x.type.space} ref)", cx.loc,
+        hint=f"read it into registers first: {x.name or 'ref'}[...]")
+  if not (is_value(x) or isinstance(x, Num)):
+    raise E.KernelTypeError(f"{what} cannot take {kind_of(x)}", cx.loc,
+                            hint="pass a register tensor, a scalar or a Python number")
+
+
+def static_int(cx, x, what, *, minimum=None) -> int:
+  if not isinstance(x, int) or isinstance(x, bool) or (minimum is not None and x < minimum):
+    need = "a static int" + (f" >= {minimum}" if minimum is not None else "")
+    raise E.KernelTypeError(f"{what} must be {need}, got {x!r}", cx.loc,
+                            hint="sizes and axes are fixed when the kernel is compiled; use constexpr"
+                                 " parameters for them")
+  return x
+
+
+def static_shape(cx, shape, what) -> tuple[int, ...]:
+  if isinstance(shape, int) and not isinstance(shape, bool):
+    shape = (shape,)
+  if (not isinstance(shape, tuple) or not shape
+      or not all(isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in shape)):
+    raise E.KernelTypeError(
+        f"{what} needs a static shape: a tuple of positive Python ints, got {shape!r}", cx.loc,
+        hint="shapes are fixed when the kernel is compiled; use constexpr parameters for sizes")
+  return shape
+
+
+def dtype_arg(cx, x, what, *, optional=False) -> DType | None:
+  if x is None and optional:
+    return None
+  d = to_dtype(x)
+  if d is None:
+    raise E.KernelTypeError(f"{what} needs a dtype such as jnp.float32, got {x!r}", cx.loc,
+                            hint="pass a jnp dtype: jnp.float32, jnp.bfloat16, jnp.int32, ...")
+  return d

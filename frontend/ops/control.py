@@ -1,0 +1,176 @@
+"""Control and synchronisation: the grid, loops and branches, and the barriers and waits.
+
+`For` and `If` are built by frontend/flow.py from Python's `for` and `if`; the
+waits and fences are inserted by frontend/sync.py and frontend/pipeline.py (users
+never write them); `ml.cluster_sync()` is the one barrier users write.
+"""
+from __future__ import annotations
+
+from typing import ClassVar
+
+from .. import errors as E
+from .. import ir
+from ..dtypes import INDEX
+from ..ir import Access, LayoutRule, Traits
+from ..types import ScalarType
+from . import elementwise as ew
+from .base import builtin
+from .memory import index_operand
+
+
+@ir.op(Traits(pure=True))
+class ProgramId(ir.Op):
+  axis: int
+  loc: object
+  results: tuple
+
+
+@ir.op(Traits(pure=True))
+class NumPrograms(ir.Op):
+  axis: int
+  loc: object
+  results: tuple
+
+
+@ir.op(Traits(layout=LayoutRule.REGION))
+class For(ir.Op):
+  """`for iv in range(start, stop, step)` carrying `inits` through `body`.
+
+  body.args = (iv, *carried); the body ends with a `Yield` of the new carries.
+  `stages` > 1 asks for a software pipeline (frontend/pipeline.py): its TMA
+  loads run `stages - 1` iterations ahead and its dots overlap them.
+  """
+  start: ir.Operand
+  stop: ir.Operand
+  step: ir.Operand
+  inits: tuple
+  body: ir.Block
+  loc: object
+  results: tuple
+  stages: int = 1
+  regions: ClassVar = ("body",)
+
+
+@ir.op(Traits(layout=LayoutRule.REGION))
+class If(ir.Op):
+  cond: ir.Value
+  then_block: ir.Block
+  else_block: ir.Block
+  loc: object
+  results: tuple
+  regions: ClassVar = ("then_block", "else_block")
+
+
+@ir.op(Traits())
+class Yield(ir.Op):
+  values: tuple
+  loc: object
+  results: tuple = ()
+
+
+@ir.op(Traits(effects=lambda o: [(None, Access.CLUSTER_BARRIER)]))
+class ClusterSync(ir.Op):
+  """All threads of all CTAs in the cluster meet (ml.cluster_sync())."""
+  loc: object
+  results: tuple = ()
+
+
+# --- synchronisation inserted by frontend/sync.py and frontend/pipeline.py
+@ir.op(Traits(inserted=True))
+class WaitLoad(ir.Op):
+  """Wait on the barrier of copy site `slot` (+ `stage`): its bytes have landed."""
+  slot: int
+  loc: object
+  results: tuple = ()
+  stage: ir.Operand = 0
+
+
+@ir.op(Traits(inserted=True))
+class AwaitStores(ir.Op):
+  """Wait for in-flight TMA stores: to stop reading SMEM (`read_only`) or to finish."""
+  read_only: bool
+  loc: object
+  results: tuple = ()
+
+
+@ir.op(Traits(effects=lambda o: [(None, Access.CTA_BARRIER)], inserted=True))
+class CommitShared(ir.Op):
+  """Make register writes to SMEM visible to the TMA engine (fence + barrier)."""
+  loc: object
+  results: tuple = ()
+
+
+@ir.op(Traits(effects=lambda o: [(None, Access.CTA_BARRIER)], inserted=True))
+class Barrier(ir.Op):
+  """All threads of the CTA meet (orders SMEM accesses between threads)."""
+  loc: object
+  results: tuple = ()
+
+
+# ---------------------------------------------------------------- builtins
+def _axis(cx, axis, what):
+  if not isinstance(axis, int) or isinstance(axis, bool) or not 0 <= axis <= 2:
+    raise E.KernelTypeError(f"{what} axis must be 0, 1 or 2, got {axis!r}", cx.loc,
+                            hint="grids have up to 3 axes: ml.program_id(0), (1) or (2)")
+  return axis
+
+
+@builtin
+def program_id(cx, axis):
+  """The index of this CTA (program) along grid axis 0, 1 or 2: `i = ml.program_id(0)`."""
+  return cx.b.emit(ProgramId, _axis(cx, axis, "grid"), loc=cx.loc, types=[ScalarType(INDEX)],
+                   names=[cx.name]).result
+
+
+@builtin
+def num_programs(cx, axis):
+  """The grid's extent along `axis`."""
+  return cx.b.emit(NumPrograms, _axis(cx, axis, "grid"), loc=cx.loc, types=[ScalarType(INDEX)],
+                   names=[cx.name]).result
+
+
+@builtin
+def cluster_sync(cx):
+  """All threads of every CTA in the cluster wait for each other."""
+  cx.b.emit(ClusterSync, loc=cx.loc)
+
+
+@builtin
+def range(cx, *args, stages=1):
+  """A runtime loop like `range`; with `stages=s > 1`, a software pipeline.
+
+  In `for k in ml.range(n, stages=4):` the TMA loads into SMEM buffers at the top
+  of the body run 3 iterations ahead: the compiler gives each such buffer 4
+  copies, and overlaps the loads of later iterations with this one's ml.dot.
+  """
+  raise E.UnsupportedSyntaxError("ml.range here is not supported in a kernel", cx.loc,
+                                 hint="ml.range(...) is for `for` loops: for k in ml.range(n, stages=3):")
+
+
+@builtin
+def static_range(cx, *args):
+  """Like `range`, but the loop is unrolled while tracing (bounds must be static)."""
+  raise E.UnsupportedSyntaxError("ml.static_range here is not supported in a kernel", cx.loc,
+                                 hint="ml.static_range is only for `for` loops")
+
+
+@builtin
+def grouped_ids(cx, pid, num_m, num_n, group=8):
+  """(i, j) tile coordinates for a 1-D program id, visiting tiles in groups of `group` rows.
+
+  Consecutive programs then share rows of A and columns of B in L2 (Triton's
+  GROUP_M ordering): `i, j = ml.grouped_ids(ml.program_id(0), m // bm, n // bn)`.
+  """
+  for name, v in (("num_m", num_m), ("num_n", num_n), ("group", group)):
+    if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
+      raise E.KernelTypeError(f"ml.grouped_ids' {name} must be a positive static int, got {v!r}", cx.loc,
+                              hint="tile counts are static: m // bm")
+  index_operand(cx, pid)
+  B = ew.BinOp
+  width = group * num_n
+  first_m = ew.binary(cx, B.MUL, ew.binary(cx, B.FLOORDIV, pid, width), group)
+  size_m = ew.binary(cx, B.MIN, ew.binary(cx, B.SUB, num_m, first_m), group)
+  within = ew.binary(cx, B.MOD, pid, width)
+  i = ew.binary(cx, B.ADD, first_m, ew.binary(cx, B.MOD, within, size_m))
+  j = ew.binary(cx, B.FLOORDIV, within, size_m)
+  return i, j

@@ -1,0 +1,428 @@
+"""Elementwise math: constants, arithmetic, comparisons, math functions, casts, fills, iotas.
+
+Operands of different shapes broadcast as in NumPy (frontend/ops/shape.py inserts
+the `Broadcast`); Python numbers are weakly typed (they take the dtype of the
+tensor they meet); two tensors of different dtypes are never converted implicitly.
+"""
+from __future__ import annotations
+
+import builtins
+import dataclasses
+import enum
+import math as pymath
+
+import numpy as np
+
+from .. import errors as E
+from .. import hw
+from .. import ir
+from ..dtypes import DType, INDEX, PY_FLOAT
+from ..infer import unify
+from ..ir import Access, LayoutRule, Traits  # noqa: F401
+from ..types import DTypeVar, ScalarType, TensorType, dtype_name, resolve
+from .base import (Num, builtin, check_register_value, dtype_arg, is_tensor, is_value, kind_of,
+                   static_shape)
+
+PURE_ELEMENTWISE = Traits(layout=LayoutRule.ELEMENTWISE, pure=True)
+PURE_FRESH = Traits(layout=LayoutRule.FRESH, pure=True)
+
+
+class BinOp(enum.Enum):
+  ADD = "+"; SUB = "-"; MUL = "*"; DIV = "/"; FLOORDIV = "//"; MOD = "%"
+  MAX = "max"; MIN = "min"
+  AND = "&"; OR = "|"; XOR = "^"; SHL = "<<"; SHR = ">>"
+
+
+class CmpOp(enum.Enum):
+  LT = "<"; LE = "<="; GT = ">"; GE = ">="; EQ = "=="; NE = "!="
+
+
+@dataclasses.dataclass(frozen=True)
+class UnaryDef:
+  """An elementwise function: its name (the FragmentedArray method and MLIR math op the
+  lowering calls), which dtypes it takes, and its numpy meaning for interpret mode."""
+  name: str
+  floats_only: bool
+  numpy: object
+
+
+_erf = np.vectorize(pymath.erf, otypes=[np.float64])
+
+
+class UnOp(enum.Enum):
+  NEG = UnaryDef("neg", False, np.negative)
+  NOT = UnaryDef("not", False, np.logical_not)
+  ABS = UnaryDef("abs", False, np.abs)
+  EXP = UnaryDef("exp", True, np.exp)
+  EXP2 = UnaryDef("exp2", True, np.exp2)
+  LOG = UnaryDef("log", True, np.log)
+  LOG2 = UnaryDef("log2", True, np.log2)
+  SQRT = UnaryDef("sqrt", True, np.sqrt)
+  RSQRT = UnaryDef("rsqrt", True, lambda x: np.divide(1, np.sqrt(x)))
+  TANH = UnaryDef("tanh", True, np.tanh)
+  SIN = UnaryDef("sin", True, np.sin)
+  COS = UnaryDef("cos", True, np.cos)
+  ERF = UnaryDef("erf", True, lambda x: _erf(x))
+
+
+_INT_ONLY = {BinOp.FLOORDIV, BinOp.MOD, BinOp.AND, BinOp.OR, BinOp.XOR, BinOp.SHL, BinOp.SHR}
+# Mosaic GPU allows these on 8-bit integers (bitwise ops and equality need no arithmetic).
+_BITWISE_8BIT = {BinOp.AND, BinOp.OR, BinOp.XOR, CmpOp.EQ, CmpOp.NE}
+_FLOAT8 = frozenset({DType.f8e4m3, DType.f8e5m2})
+# Register values `ml.arange` can produce (Mosaic GPU's iota has no 8-bit float or bool form).
+_ARANGE_DTYPES = frozenset(d for d in DType if d.is_int) | {DType.f32, DType.f16, DType.bf16}
+
+
+# ---------------------------------------------------------------- ops
+@ir.op(Traits(pure=True))
+class Constant(ir.Op):
+  """A Python scalar materialised as a CTA-uniform scalar of the result's dtype."""
+  value: int | float | bool
+  loc: object
+  results: tuple
+
+
+@ir.op(PURE_ELEMENTWISE)
+class Binary(ir.Op):
+  kind: BinOp
+  lhs: ir.Operand
+  rhs: ir.Operand
+  loc: object
+  results: tuple
+
+
+@ir.op(PURE_ELEMENTWISE)
+class Compare(ir.Op):
+  kind: CmpOp
+  lhs: ir.Operand
+  rhs: ir.Operand
+  loc: object
+  results: tuple
+
+
+@ir.op(PURE_ELEMENTWISE)
+class Unary(ir.Op):
+  kind: UnOp
+  x: ir.Value
+  loc: object
+  results: tuple
+
+
+@ir.op(PURE_ELEMENTWISE)
+class Where(ir.Op):
+  cond: ir.Value
+  on_true: ir.Operand
+  on_false: ir.Operand
+  loc: object
+  results: tuple
+
+
+@ir.op(PURE_ELEMENTWISE)
+class Cast(ir.Op):
+  """A value converted to the result's dtype (`bitcast`: its bits reinterpreted)."""
+  x: ir.Value
+  loc: object
+  results: tuple
+  bitcast: bool = False
+
+
+@ir.op(PURE_FRESH)
+class Full(ir.Op):
+  """A tensor filled with one (static or scalar) value."""
+  value: ir.Operand
+  loc: object
+  results: tuple
+
+
+@ir.op(PURE_FRESH)
+class Arange(ir.Op):
+  """`[0, 1, ..., n)` along `dim` of the result's shape."""
+  dim: int
+  loc: object
+  results: tuple
+
+
+# ---------------------------------------------------------------- type rules
+def result_type(shape, dtype):
+  return ScalarType(dtype) if shape is None else TensorType(shape, dtype)
+
+
+def constant(cx, value, dtype=None):
+  dtype = dtype or (PY_FLOAT if isinstance(value, float) else
+                    DType.bool_ if isinstance(value, bool) else INDEX)
+  return cx.b.emit(Constant, value, loc=cx.loc, types=[ScalarType(dtype)]).result
+
+
+def common(cx, a, b, what):
+  """(operands, shape, dtype) of a binary op: tensors broadcast to one shape, weak
+  Python numbers take the other side's dtype."""
+  from .shape import broadcast_operands
+  check_register_value(cx, a, what)
+  check_register_value(cx, b, what)
+  (a, b), shape = broadcast_operands(cx, (a, b), what)
+  da, db = (x.type.dtype if is_value(x) else None for x in (a, b))
+  if da is None and db is None:
+    raise E.InternalError("binary op on two Python values reached the type rules", cx.loc)
+  if da is None or db is None:
+    dt, py = (da, b) if db is None else (db, a)
+    rdt = resolve(dt)
+    if isinstance(py, float) and isinstance(rdt, DType) and not rdt.is_float:
+      raise E.DtypeMismatchError(
+          f"{what} mixes a float constant ({py}) with an {rdt} value", cx.loc,
+          hint="convert the integer operand first: x.astype(jnp.float32)")
+    return (a, b), shape, dt
+  dt = unify(da, db, cx.loc, what)
+  if dt is None:
+    names = [x.name or kind_of(x) for x in (a, b)]
+    raise E.DtypeMismatchError(
+        f"{what} on {names[0]} ({dtype_name(da)}) and {names[1]} ({dtype_name(db)}):"
+        f" dtypes differ and are never converted implicitly", cx.loc,
+        hint=f"convert one side explicitly, e.g. ({names[1]}).astype(jnp.{dtype_name(da)})")
+  return (a, b), shape, dt
+
+
+def check_dtype_support(cx, dtype, what, *, floats_only=False, ints_only=False, bitwise=False):
+  d = resolve(dtype)
+  if not isinstance(d, DType):
+    return
+  if bitwise and d.is_int:
+    return
+  if d not in hw.ARITH_DTYPES and d != DType.bool_:
+    raise E.UnsupportedDtypeError(
+        f"{what} is not supported on {d}: Hopper has no register arithmetic on 8-bit types", cx.loc,
+        hint="upcast first: x.astype(jnp.float16), compute, then cast back")
+  if floats_only and not d.is_float:
+    raise E.UnsupportedDtypeError(f"{what} needs a floating-point operand, got {d}", cx.loc,
+                                  hint="convert first: x.astype(jnp.float32)")
+  if ints_only and not (d.is_int or d == DType.bool_):
+    raise E.UnsupportedDtypeError(
+        f"{what} needs integer operands, got {d}", cx.loc,
+        hint="use / for floating-point division" if what == "//" else
+        "convert first: x.astype(jnp.int32)")
+
+
+def binary(cx, kind: BinOp, a, b):
+  what = kind.value if kind not in (BinOp.MAX, BinOp.MIN) else f"ml.{kind.name.lower()}imum"
+  (a, b), shape, dt = common(cx, a, b, what)
+  d = resolve(dt)
+  check_dtype_support(cx, dt, what, ints_only=kind in _INT_ONLY, bitwise=kind in _BITWISE_8BIT)
+  if kind == BinOp.DIV and isinstance(d, DType) and not d.is_float:
+    raise E.UnsupportedDtypeError(
+        f"/ on {d} values: true division needs floating point", cx.loc,
+        hint="use // for integer division, or convert with .astype(jnp.float32)")
+  if d == DType.bool_ and kind not in (BinOp.AND, BinOp.OR, BinOp.XOR):
+    raise E.UnsupportedDtypeError(f"{what} on boolean values", cx.loc, hint="use & | ^ on booleans")
+  return cx.b.emit(Binary, kind, a, b, loc=cx.loc, types=[result_type(shape, dt)],
+                   names=[cx.name]).result
+
+
+def compare(cx, kind: CmpOp, a, b):
+  (a, b), shape, dt = common(cx, a, b, kind.value)
+  check_dtype_support(cx, dt, kind.value, bitwise=kind in _BITWISE_8BIT)
+  return cx.b.emit(Compare, kind, a, b, loc=cx.loc,
+                   types=[result_type(shape, DType.bool_)], names=[cx.name]).result
+
+
+def unary(cx, kind: UnOp, x):
+  what = "-" if kind == UnOp.NEG else "not" if kind == UnOp.NOT else f"ml.{kind.value.name}"
+  check_register_value(cx, x, what)
+  if not is_value(x):
+    raise E.KernelTypeError(f"{what} of a Python number should be computed in Python", cx.loc,
+                            hint="use Python's math module on static numbers")
+  d = resolve(x.type.dtype)
+  if kind == UnOp.NOT:
+    if isinstance(d, DType) and d != DType.bool_:
+      raise E.UnsupportedDtypeError(f"'not' on {d}; use it on booleans (comparisons)", cx.loc,
+                                    hint="compare first: x != 0")
+  else:
+    check_dtype_support(cx, x.type.dtype, what, floats_only=kind.value.floats_only)
+  return cx.b.emit(Unary, kind, x, loc=cx.loc, types=[x.type], names=[cx.name]).result
+
+
+def where_(cx, cond, a, b):
+  from .shape import broadcast_operands
+  check_register_value(cx, cond, "ml.where")
+  if not is_value(cond) or resolve(cond.type.dtype) != DType.bool_:
+    raise E.KernelTypeError(
+        f"ml.where's condition must be a boolean tensor (a comparison), got {kind_of(cond)}", cx.loc,
+        hint="compare to make one: ml.where(x > 0, x, 0.0)")
+  if not is_value(a) and not is_value(b):   # two Python numbers: their default dtype
+    check_register_value(cx, a, "ml.where")
+    check_register_value(cx, b, "ml.where")
+    dt = (DType.bool_ if isinstance(a, bool) and isinstance(b, bool) else
+          PY_FLOAT if isinstance(a, float) or isinstance(b, float) else INDEX)
+  else:
+    (a, b), _, dt = common(cx, a, b, "ml.where")
+  (cond, a, b), shape = broadcast_operands(cx, (cond, a, b), "ml.where")
+  if shape is None:
+    raise E.KernelTypeError("ml.where needs tensors; for scalars use an if statement", cx.loc,
+                            hint="if c: v = a else: v = b")
+  check_dtype_support(cx, dt, "ml.where")
+  return cx.b.emit(Where, cond, a, b, loc=cx.loc, types=[TensorType(shape, dt)],
+                   names=[cx.name]).result
+
+
+def cast_problem(src: DType, dst: DType, *, scalar: bool) -> str | None:
+  """Why Mosaic GPU cannot convert `src` to `dst` (None if it can).
+
+  lowering/compat.py bridges narrow float <-> float and 8-bit <-> float
+  conversions through f32; what is left are the pairs below.
+  """
+  if dst == DType.bool_:
+    return "casting to bool is not supported"
+  if scalar and src.is_float and dst.is_float and src != dst and src.bits == dst.bits:
+    return f"scalars convert between floats of one width ({src} -> {dst}) only through float32"
+  if not scalar and dst in _FLOAT8 and src.is_int and src.bits > 8:
+    return f"Mosaic GPU converts {src} to 8-bit floats only through float32"
+  return None
+
+
+def astype(cx, x, dtype):
+  check_register_value(cx, x, ".astype")
+  if not is_value(x):
+    return constant(cx, x, dtype)
+  if not isinstance(dtype, DType):
+    raise E.KernelTypeError(f".astype needs a dtype such as jnp.float16, got {dtype!r}", cx.loc,
+                            hint="x.astype(jnp.float32)")
+  src = resolve(x.type.dtype)
+  if src == dtype:
+    return x
+  if dtype == DType.bool_:
+    raise E.UnsupportedDtypeError("casting to bool is not supported; compare instead: x != 0", cx.loc,
+                                  hint="m = x != 0")
+  why = cast_problem(src, dtype, scalar=isinstance(x.type, ScalarType)) if isinstance(src, DType) else None
+  if why:
+    raise E.UnsupportedDtypeError(
+        f"cannot cast {x.name or 'this value'} from {src} to {dtype}: {why}", cx.loc,
+        hint=f"cast in two steps: ({x.name or 'x'}).astype(jnp.float32).astype(jnp.{dtype})")
+  return cx.b.emit(Cast, x, loc=cx.loc, types=[_like(x.type, dtype)], names=[cx.name]).result
+
+
+def _like(t, dtype):
+  return dataclasses.replace(t, dtype=dtype)
+
+
+def full_(cx, shape, value, dtype):
+  shape = static_shape(cx, shape, "ml.full")
+  if not isinstance(dtype, (DType, DTypeVar)):
+    raise E.KernelTypeError(f"ml.full needs a dtype such as jnp.float32, got {dtype!r}", cx.loc,
+                            hint="ml.full(shape, 1.0, jnp.float32)")
+  if is_value(value):
+    if not isinstance(value.type, ScalarType):
+      raise E.KernelTypeError(f"ml.full's value must be a number or a scalar, got {kind_of(value)}", cx.loc,
+                              hint="to repeat a vector along a new axis use ml.broadcast_to")
+    if unify(value.type.dtype, dtype, cx.loc, "ml.full") is None:
+      raise E.DtypeMismatchError(
+          f"ml.full of a {dtype_name(value.type.dtype)} scalar as {dtype_name(dtype)}", cx.loc,
+          hint="convert the scalar first: s.astype(...)")
+  elif not isinstance(value, Num):
+    raise E.KernelTypeError(f"ml.full's value must be a number or a scalar, got {kind_of(value)}", cx.loc,
+                            hint="ml.full(shape, 0.0, jnp.float32)")
+  return cx.b.emit(Full, value, loc=cx.loc, types=[TensorType(shape, dtype)], names=[cx.name]).result
+
+
+# ---------------------------------------------------------------- builtins
+@builtin(methods=("astype",))
+def cast(cx, x, dtype):
+  """`x` converted to `dtype` (also `x.astype(dtype)`); values are never converted implicitly."""
+  return astype(cx, x, dtype_arg(cx, dtype, "ml.cast"))
+
+
+@builtin
+def bitcast(cx, x, dtype):
+  """`x`'s bits reinterpreted as `dtype` of the same width: `ml.bitcast(f, jnp.uint32)`."""
+  dtype = dtype_arg(cx, dtype, "ml.bitcast")
+  check_register_value(cx, x, "ml.bitcast")
+  if not is_value(x):
+    raise E.KernelTypeError("ml.bitcast needs a register value, got a Python number", cx.loc,
+                            hint="make it a tensor first: ml.full(shape, value, dtype)")
+  src = resolve(x.type.dtype)
+  if isinstance(src, DType) and (src.bits != dtype.bits or DType.bool_ in (src, dtype)):
+    raise E.UnsupportedDtypeError(
+        f"ml.bitcast from {src} ({src.bits} bits) to {dtype} ({dtype.bits} bits): widths differ", cx.loc,
+        hint="bitcast between types of one width, e.g. float32 <-> uint32 or int32")
+  return cx.b.emit(Cast, x, loc=cx.loc, types=[_like(x.type, dtype)], names=[cx.name],
+                   bitcast=True).result
+
+
+@builtin
+def zeros(cx, shape, dtype):
+  """A register tensor of zeros: `acc = ml.zeros((128, 64), jnp.float32)`."""
+  return full_(cx, shape, 0, dtype_arg(cx, dtype, "ml.zeros"))
+
+
+@builtin
+def full(cx, shape, value, dtype):
+  """A register tensor filled with `value` (a Python number or a scalar)."""
+  return full_(cx, shape, value, dtype_arg(cx, dtype, "ml.full"))
+
+
+@builtin
+def arange(cx, n, dtype=None):
+  """The register vector `[0, 1, ..., n)` (int32 unless `dtype` says otherwise).
+
+  Index grids: `ml.arange(m)[:, None] * n + ml.arange(n)[None, :]`.
+  """
+  if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
+    raise E.KernelTypeError(f"ml.arange needs a positive static int, got {n!r}", cx.loc,
+                            hint="sizes are fixed when the kernel is compiled: ml.arange(128)")
+  dtype = dtype_arg(cx, dtype, "ml.arange", optional=True) or INDEX
+  if dtype not in _ARANGE_DTYPES:
+    raise E.UnsupportedDtypeError(
+        f"ml.arange cannot produce {dtype}: it makes integers, float32, float16 or bfloat16", cx.loc,
+        hint=f"make it as int32 and convert: ml.arange({n}).astype(jnp.float32)" + (
+            f".astype(jnp.{dtype})" if dtype in _FLOAT8 else ""))
+  return cx.b.emit(Arange, 0, loc=cx.loc, types=[TensorType((n,), dtype)], names=[cx.name]).result
+
+
+def _min_max(cx, kind, x, y):
+  if not is_value(x) and not is_value(y) and all(isinstance(v, (int, float)) for v in (x, y)):
+    return (builtins.max if kind == BinOp.MAX else builtins.min)(x, y)     # static numbers stay Python
+  return binary(cx, kind, x, y)
+
+
+@builtin
+def maximum(cx, a, b):
+  """Elementwise maximum (NaN if either is NaN)."""
+  return _min_max(cx, BinOp.MAX, a, b)
+
+
+@builtin
+def minimum(cx, a, b):
+  """Elementwise minimum (NaN if either is NaN)."""
+  return _min_max(cx, BinOp.MIN, a, b)
+
+
+@builtin
+def where(cx, cond, a, b):
+  """`a` where `cond` holds, else `b` (cond a boolean tensor, e.g. `x > 0`); operands broadcast."""
+  return where_(cx, cond, a, b)
+
+
+def _unary_builtin(kind: UnOp, doc: str):
+  def rule(cx, x):
+    return unary(cx, kind, x)
+  rule.__doc__ = doc
+  rule.__name__ = kind.value.name
+  return builtin(rule)
+
+
+exp = _unary_builtin(UnOp.EXP, "Elementwise e**x (floating point).")
+exp2 = _unary_builtin(UnOp.EXP2, "Elementwise 2**x (floating point); the fast path for softmax: exp2(x * log2(e)).")
+log = _unary_builtin(UnOp.LOG, "Elementwise natural logarithm (floating point).")
+log2 = _unary_builtin(UnOp.LOG2, "Elementwise base-2 logarithm (floating point).")
+sqrt = _unary_builtin(UnOp.SQRT, "Elementwise square root (floating point).")
+rsqrt = _unary_builtin(UnOp.RSQRT, "Elementwise 1/sqrt(x) (floating point).")
+tanh = _unary_builtin(UnOp.TANH, "Elementwise hyperbolic tangent (floating point).")
+sin = _unary_builtin(UnOp.SIN, "Elementwise sine (floating point).")
+cos = _unary_builtin(UnOp.COS, "Elementwise cosine (floating point).")
+erf = _unary_builtin(UnOp.ERF, "Elementwise error function (floating point).")
+abs_ = _unary_builtin(UnOp.ABS, "Elementwise absolute value.")
+
+
+@builtin
+def sigmoid(cx, x):
+  """Elementwise logistic function 1 / (1 + exp(-x)) (floating point)."""
+  check_dtype_support(cx, x.type.dtype if is_value(x) else PY_FLOAT, "ml.sigmoid", floats_only=True)
+  e = unary(cx, UnOp.EXP, unary(cx, UnOp.NEG, x))
+  return binary(cx, BinOp.DIV, 1.0, binary(cx, BinOp.ADD, e, 1.0))

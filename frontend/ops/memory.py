@@ -1,0 +1,364 @@
+"""Memory: SMEM buffers, views, register reads and writes of refs, TMA copies, cluster refs.
+
+The copy rules (DESIGN.md): GMEM <-> SMEM is a TMA copy with equal element types;
+SMEM -> SMEM goes through registers; GMEM -> GMEM is rejected; a register value
+stored into a ref must have its dtype. SMEM buffers allocated without a dtype take
+it from their uses (frontend/infer.py).
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from .. import errors as E
+from .. import ir
+from .. import tma
+from ..dtypes import DType
+from ..infer import conflict, unify
+from ..ir import Access, LayoutRule, Traits
+from ..types import DTypeVar, RefType, ScalarType, Space, TensorType, dtype_name, resolve
+from .base import Num, builtin, dtype_arg, is_ref, is_value, kind_of, static_shape
+
+
+def _copy_effects(o):
+  return [(o.src, Access.TMA_READ), (o.dst, Access.TMA_WRITE)]
+
+
+@ir.op(Traits())
+class SmemAlloc(ir.Op):
+  """An SMEM buffer; lives for the whole kernel (frontend/smem.py plans where)."""
+  loc: object
+  results: tuple
+
+
+@ir.op(Traits(pure=True))
+class View(ir.Op):
+  """A window of a root ref (a parameter, an SmemAlloc or a ClusterRef)."""
+  ref: ir.Value
+  index: tuple
+  loc: object
+  results: tuple
+
+
+@ir.op(Traits(pure=True))
+class ClusterRef(ir.Op):
+  """The same SMEM buffer in another CTA of the cluster (`cta` along `axis`)."""
+  ref: ir.Value
+  cta: ir.Operand
+  axis: int
+  loc: object
+  results: tuple
+
+
+@ir.op(Traits(effects=lambda o: [(o.ref, Access.REG_READ)], layout=LayoutRule.MEMORY))
+class Load(ir.Op):
+  """Read a whole ref (GMEM or SMEM) into registers."""
+  ref: ir.Value
+  loc: object
+  results: tuple
+
+
+@ir.op(Traits(effects=lambda o: [(o.ref, Access.REG_WRITE)], layout=LayoutRule.MEMORY))
+class Store(ir.Op):
+  """Write a register tensor (same shape and dtype) into a ref."""
+  ref: ir.Value
+  value: ir.Value
+  loc: object
+  results: tuple = ()
+
+
+@ir.op(Traits(effects=_copy_effects))
+class Copy(ir.Op):
+  """An asynchronous TMA copy, GMEM -> SMEM or SMEM -> GMEM.
+
+  `slot` numbers the copy sites that load SMEM; each has its own barrier. A
+  pipelined copy (frontend/pipeline.py) uses barrier `slot + stage`.
+  """
+  src: ir.Value
+  dst: ir.Value
+  slot: int
+  loc: object
+  results: tuple = ()
+  stage: ir.Operand = 0
+
+
+def is_load(o) -> bool:
+  """A TMA copy that lands in SMEM."""
+  return isinstance(o, Copy) and o.slot >= 0
+
+
+def root(b, ref: ir.Value) -> ir.Value:
+  """The parameter, SMEM buffer or cluster ref a view looks into."""
+  d = b.defining(ref)
+  return d.ref if isinstance(d, View) else ref
+
+
+def window(b, ref: ir.Value):
+  """(root ref, index over the root) of a view; (ref, None) for a whole root."""
+  d = b.defining(ref)
+  return (d.ref, d.index) if isinstance(d, View) else (ref, None)
+
+
+def bool_ref_error(cx, ref, what):
+  """Bool refs: Mosaic GPU cannot move 1-bit elements between memory and registers or by TMA."""
+  return E.UnsupportedDtypeError(
+      f"cannot {what} {ref.name or 'a ref'} ({ref.type.space}, bool): kernels cannot read or write bool"
+      f" arrays in memory, only compute bool masks in registers", cx.loc,
+      hint="keep masks in memory as int8 and convert in registers: m = x[...] != 0 to read,"
+           " out[...] = m.astype(jnp.int8) to write")
+
+
+# ---------------------------------------------------------------- refs and views
+@dataclasses.dataclass(frozen=True)
+class DSlice:
+  """`ml.ds(start, size)`: a window of `size` elements from a (possibly dynamic) start."""
+  start: object
+  size: int
+
+
+@builtin
+def ds(cx, start, size):
+  """A dynamic slice for `ref.at[...]`: `x.at[ml.ds(i * 128, 128), :]`."""
+  return DSlice(start, size)
+
+
+@builtin
+def smem(cx, shape, dtype=None):
+  """An SMEM buffer. Without `dtype`, it is inferred from the buffer's uses.
+
+  `buf = ml.smem((128, 64))` then `ml.copy(x.at[...], buf)` makes `buf` x's dtype.
+  """
+  shape = static_shape(cx, shape, "ml.smem")
+  dtype = dtype_arg(cx, dtype, "ml.smem", optional=True)
+  if dtype == DType.bool_:
+    raise E.UnsupportedDtypeError(
+        "ml.smem buffers cannot hold bool: Mosaic GPU cannot store 1-bit elements in SMEM", cx.loc,
+        hint="allocate it as jnp.int8, write masks with m.astype(jnp.int8) and read them back with"
+             " buf[...] != 0")
+  if dtype is None:
+    dtype = DTypeVar(cx.name or "buffer", cx.loc)
+  v = cx.b.emit(SmemAlloc, loc=cx.loc, types=[RefType(shape, dtype, Space.SMEM)], names=[cx.name]).result
+  cx.b.allocs.append(v)
+  return v
+
+
+def index_operand(cx, x):
+  if isinstance(x, int) and not isinstance(x, bool):
+    return x
+  if is_value(x) and isinstance(x.type, ScalarType) and resolve(x.type.dtype) in (DType.i32, DType.i64, DType.u32):
+    return x
+  raise E.KernelTypeError(f"an index must be an integer scalar, got {kind_of(x)}", cx.loc,
+                          hint="index with ints, program ids, loop counters or integer scalar math")
+
+
+def add_index(cx, a, b):
+  from .elementwise import BinOp, binary
+  if isinstance(a, int) and isinstance(b, int):
+    return a + b
+  if isinstance(a, int) and a == 0:
+    return b
+  if isinstance(b, int) and b == 0:
+    return a
+  return binary(cx, BinOp.ADD, a, b)
+
+
+def normalize_index(cx, shape, index, name):
+  if not isinstance(index, tuple):
+    index = (index,)
+  n_ell = sum(1 for i in index if i is Ellipsis)
+  if n_ell > 1:
+    raise E.KernelTypeError("an index can hold at most one '...'", cx.loc, hint="ref.at[i, ...]")
+  if n_ell:
+    k = index.index(Ellipsis)
+    index = index[:k] + (slice(None),) * (len(shape) - len(index) + 1) + index[k + 1:]
+  if len(index) > len(shape):
+    raise E.IndexOutOfBoundsError(
+        f"too many indices for {name or 'ref'} of rank {len(shape)}: got {len(index)}", cx.loc,
+        hint=f"{name or 'the ref'} has shape {shape}")
+  index = index + (slice(None),) * (len(shape) - len(index))
+  return tuple(_one_index(cx, d, i, n, name or "ref") for d, (i, n) in enumerate(zip(index, shape)))
+
+
+def _one_index(cx, d, i, n, name):
+  hint = f"dimension {d} of {name} has size {n}"
+  if isinstance(i, bool) or i is None:
+    raise E.KernelTypeError(f"cannot index a ref with {i!r} (dimension {d})", cx.loc,
+                            hint="index refs with ints, slices or ml.ds(start, size)")
+  if isinstance(i, int):
+    if not -n <= i < n:
+      raise E.IndexOutOfBoundsError(f"index {i} is out of bounds for dimension {d} of {name} (size {n})",
+                                    cx.loc, hint=hint)
+    return ir.Idx(i % n, 1, True)
+  if isinstance(i, slice):
+    if i.step not in (None, 1):
+      raise E.KernelTypeError("strided slices are not supported; use a step of 1", cx.loc,
+                              hint="copy the whole window and select in registers")
+    if not all(x is None or (isinstance(x, int) and not isinstance(x, bool)) for x in (i.start, i.stop)):
+      raise E.KernelTypeError("slice bounds must be static ints; for a dynamic start use ml.ds(start, size)",
+                              cx.loc, hint="x.at[ml.ds(i * 128, 128)]")
+    start, stop, _ = slice(i.start, i.stop).indices(n)
+    if i.start is not None and not -n <= i.start <= n or i.stop is not None and not -n <= i.stop <= n:
+      raise E.IndexOutOfBoundsError(
+          f"slice {i.start}:{i.stop} is out of bounds for dimension {d} of {name} (size {n})", cx.loc, hint=hint)
+    if stop <= start:
+      raise E.IndexOutOfBoundsError(f"slice {i.start}:{i.stop} of dimension {d} is empty", cx.loc, hint=hint)
+    return ir.Idx(start, stop - start)
+  if isinstance(i, DSlice):
+    size = i.size
+    if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
+      raise E.KernelTypeError(f"ml.ds size must be a positive static int, got {size!r}", cx.loc,
+                              hint="the size of a window is fixed when the kernel is compiled")
+    if size > n:
+      raise E.IndexOutOfBoundsError(f"ml.ds size {size} exceeds dimension {d} of {name} (size {n})",
+                                    cx.loc, hint=hint)
+    start = index_operand(cx, i.start)
+    if isinstance(start, int) and not 0 <= start <= n - size:
+      raise E.IndexOutOfBoundsError(
+          f"ml.ds({start}, {size}) is out of bounds for dimension {d} of {name} (size {n})", cx.loc, hint=hint)
+    return ir.Idx(start, size)
+  if is_value(i):
+    return ir.Idx(index_operand(cx, i), 1, True)
+  raise E.KernelTypeError(f"cannot index with {kind_of(i)}; use ints, static slices or ml.ds(start, size)",
+                          cx.loc, hint="x.at[ml.ds(i * 128, 128), :]")
+
+
+def view(cx, ref: ir.Value, index, name=""):
+  """`ref.at[index]`: a window of `ref`, composed onto the root ref."""
+  if not is_ref(ref):
+    raise E.KernelTypeError(f".at[...] needs a ref, got {kind_of(ref)}", cx.loc,
+                            hint="views are windows of kernel parameters and ml.smem buffers")
+  idx = normalize_index(cx, ref.type.shape, index, ref.name or name)
+  parent = cx.b.defining(ref)
+  if isinstance(parent, View):      # compose onto the root
+    new, it = [], iter(idx)
+    for p in parent.index:
+      if p.squeeze:
+        new.append(p)
+        continue
+      n = next(it)
+      new.append(ir.Idx(add_index(cx, p.start, n.start), n.size, n.squeeze))
+    idx, ref = tuple(new), parent.ref
+  shape = tuple(i.size for i in idx if not i.squeeze)
+  t = RefType(shape, ref.type.dtype, ref.type.space, ref.type.remote)
+  return cx.b.emit(View, ref, idx, loc=cx.loc, types=[t], names=[name]).result
+
+
+def load(cx, ref, name=""):
+  t = ref.type
+  if not t.shape:
+    raise E.KernelTypeError(
+        f"reading one element of {ref.name or 'a ref'} into a scalar is not supported", cx.loc,
+        hint="read a slice instead, e.g. ref.at[i:i+128][...]")
+  if resolve(t.dtype) == DType.bool_:
+    raise bool_ref_error(cx, ref, "read")
+  return cx.b.emit(Load, ref, loc=cx.loc, types=[TensorType(t.shape, t.dtype)], names=[name]).result
+
+
+def store(cx, ref, value):
+  from .elementwise import full_
+  from .shape import broadcast_shape, broadcast_to_shape
+  t = ref.type
+  if isinstance(value, Num) or (is_value(value) and isinstance(value.type, ScalarType)):
+    value = full_(cx, t.shape, value, t.dtype)
+  if not is_value(value) or not isinstance(value.type, TensorType):
+    raise E.KernelTypeError(f"cannot store {kind_of(value)} into {ref.name or 'a ref'}", cx.loc,
+                            hint="store a register tensor: ref[...] = other_ref[...] * 2")
+  if value.type.shape != t.shape:
+    try:
+      ok = broadcast_shape(cx, [value.type.shape, t.shape], "store", ["", ""]) == t.shape
+    except E.ShapeMismatchError:
+      ok = False
+    if not ok:
+      raise E.ShapeMismatchError(
+          f"cannot store a tensor of shape {value.type.shape} into {ref.name or 'a ref'} of shape {t.shape}",
+          cx.loc, hint="store a value of the window's shape (slice the ref with .at[...] to match), or"
+                       " broadcast it explicitly with ml.broadcast_to")
+    value = broadcast_to_shape(cx, value, t.shape)
+  rd = resolve(t.dtype)
+  if rd == DType.bool_ or (isinstance(rd, DTypeVar) and resolve(value.type.dtype) == DType.bool_):
+    raise bool_ref_error(cx, ref, "write")
+  if unify(t.dtype, value.type.dtype, cx.loc, f"store of {value.name or 'a value'}") is None:
+    err = conflict(t.dtype, value.type.dtype, cx.loc, f"store of {value.type.dtype}")
+    raise err or E.StoreDtypeError(
+        f"cannot store {value.name or 'a value'} ({dtype_name(value.type.dtype)}) into"
+        f" {ref.name or 'a ref'} ({t.space}, {dtype_name(t.dtype)}): no implicit conversion", cx.loc,
+        hint=f"convert explicitly: {ref.name or 'ref'}[...] = ({value.name or 'value'}).astype(jnp.{dtype_name(t.dtype)})")
+  cx.b.emit(Store, ref, value, loc=cx.loc)
+
+
+@builtin
+def copy(cx, src, dst):
+  """Copy a ref into another of the same shape and dtype.
+
+  GMEM -> SMEM and SMEM -> GMEM use the TMA engine (asynchronously; the
+  compiler awaits a load before the buffer is first read and a store before
+  its SMEM is overwritten or the kernel ends). SMEM -> SMEM goes through
+  registers. GMEM -> GMEM is rejected: stage it through SMEM.
+  """
+  for what, r in (("source", src), ("destination", dst)):
+    if not is_ref(r):
+      raise E.KernelTypeError(
+          f"ml.copy {what} must be a ref (a kernel parameter, an ml.smem buffer or a view),"
+          f" got {kind_of(r)}", cx.loc, hint="to write registers into a ref use ref[...] = value")
+  s, d = src.type, dst.type
+  desc = lambda v: f"{v.name or 'ref'} ({v.type.space}, {dtype_name(v.type.dtype)})"
+  if s.space == Space.GMEM and d.space == Space.GMEM:
+    raise E.CopySpaceError(
+        f"cannot copy {src.name} (GMEM) into {dst.name} (GMEM): there is no GMEM -> GMEM copy", cx.loc,
+        hint=f"stage it through SMEM: buf = ml.smem({s.shape}); ml.copy({src.name}, buf); ml.copy(buf, {dst.name})")
+  if s.shape != d.shape:
+    raise E.CopyShapeError(
+        f"cannot copy {src.name} (shape {s.shape}) into {dst.name} (shape {d.shape}): shapes differ", cx.loc,
+        hint="slice both sides to the same window with .at[...]")
+  for r, what in ((src, "copy"), (dst, "copy into")):
+    if resolve(r.type.dtype) == DType.bool_:
+      raise bool_ref_error(cx, r, what)
+  if unify(s.dtype, d.dtype, cx.loc, f"copy from {src.name}" if d.space == Space.SMEM
+           else f"copy to {dst.name}") is None:
+    var_side, other = (d, s) if isinstance(d.dtype, DTypeVar) else (s, d)
+    err = conflict(var_side.dtype, other.dtype, cx.loc, f"copy {src.name} -> {dst.name}")
+    smem_side = dst if d.space == Space.SMEM else src
+    raise err or E.CopyDtypeError(
+        f"cannot copy {desc(src)} into {desc(dst)}: element types differ", cx.loc,
+        hint=f"allocate {smem_side.name} as {dtype_name((s if smem_side is dst else d).dtype)}"
+             f" (or leave dtype out to infer it), or convert in registers:"
+             f" buf2[...] = {smem_side.name}[...].astype(jnp.{dtype_name(smem_side.type.dtype)})")
+  if s.space == Space.SMEM and d.space == Space.SMEM:
+    store(cx, dst, load(cx, src, src.name))   # through registers
+    return
+  if s.remote or d.remote:
+    raise E.ClusterRefError(
+        "TMA copies to or from another CTA's SMEM are not supported", cx.loc,
+        hint="read the peer's buffer into registers: local[...] = ml.cluster_ref(buf, cta)[...]")
+  gmem, smem_ref = (src, dst) if s.space == Space.GMEM else (dst, src)
+  tma.check_copy(cx.loc, gmem, window(cx.b, gmem), smem_ref, window(cx.b, smem_ref))
+  slot = cx.b.new_load_slot() if d.space == Space.SMEM else -1
+  cx.b.emit(Copy, src, dst, slot, loc=cx.loc)
+
+
+@builtin
+def cluster_ref(cx, buf, cta, axis=0):
+  """The SMEM buffer `buf` of CTA `cta` (along cluster `axis`) in this CTA's cluster.
+
+  Synchronise with `ml.cluster_sync()` before reading what the peer wrote.
+  """
+  if not is_ref(buf) or buf.type.space != Space.SMEM or buf.type.remote:
+    what = f"{buf.name or 'it'} ({buf.type.space})" if is_ref(buf) else kind_of(buf)
+    raise E.ClusterRefError(
+        f"ml.cluster_ref needs an SMEM buffer of this CTA, got {what}", cx.loc,
+        hint="only SMEM is shared within a cluster; copy GMEM data into an ml.smem buffer first")
+  if not isinstance(axis, int) or not 0 <= axis <= 2:
+    raise E.KernelTypeError(f"cluster axis must be 0, 1 or 2, got {axis!r}", cx.loc,
+                            hint="ml.cluster_ref(buf, cta, axis=0)")
+  cluster = cx.b.cluster
+  if cluster[axis] == 1:
+    raise E.ClusterRefError(
+        f"ml.cluster_ref along axis {axis}, but the kernel's cluster is {cluster}", cx.loc,
+        hint="launch with @mgpu_kernel(..., cluster=(2,)) or larger along that axis")
+  if isinstance(cta, int) and not 0 <= cta < cluster[axis]:
+    raise E.IndexOutOfBoundsError(
+        f"CTA {cta} is outside the cluster's {cluster[axis]} CTAs along axis {axis}", cx.loc,
+        hint=f"CTAs of the cluster are numbered 0 to {cluster[axis] - 1} along axis {axis}")
+  cta = index_operand(cx, cta)
+  t = RefType(buf.type.shape, buf.type.dtype, Space.SMEM, remote=True)
+  return cx.b.emit(ClusterRef, buf, cta, axis, loc=cx.loc, types=[t], names=[cx.text]).result
+

@@ -1,0 +1,265 @@
+"""Reductions and shape ops on register tensors: sum/max/min, broadcasting, reshapes.
+
+Broadcasting follows NumPy: shapes align at the trailing axes and size-1 axes
+stretch; `x[:, None]` and `x[None, :]` insert axes. A partial reduction keeps a
+2-D tile's rows or columns as a vector (`ml.max(s, axis=1)` is one value per
+row); a full reduction gives a scalar, usable in scalar math and in a runtime
+`if`. frontend/layouts.py chooses register layouts that make each of them
+possible without moving data through SMEM where it can.
+"""
+from __future__ import annotations
+
+import enum
+import math
+
+from .. import errors as E
+from .. import ir
+from ..dtypes import DType
+from ..ir import LayoutRule, Traits
+from ..types import ScalarType, TensorType, dtype_name, resolve
+from . import elementwise as ew
+from .base import builtin, check_register_value, is_tensor, is_value, kind_of, static_shape
+
+
+class ReduceKind(enum.Enum):
+  SUM = "sum"
+  MAX = "max"
+  MIN = "min"
+
+
+@ir.op(Traits(layout=LayoutRule.BROADCAST, pure=True))
+class Broadcast(ir.Op):
+  """`x` repeated along the result's new or size-1 axes (NumPy broadcasting)."""
+  x: ir.Value
+  loc: object
+  results: tuple
+
+
+@ir.op(Traits(layout=LayoutRule.ELEMENTWISE, pure=True))
+class Reshape(ir.Op):
+  """`x` with another shape of the same size (size-1 axes inserted or removed, or a strided
+  tensor's shape changed); no data moves."""
+  x: ir.Value
+  loc: object
+  results: tuple
+
+
+@ir.op(Traits(layout=LayoutRule.REDUCE, pure=True))
+class Reduce(ir.Op):
+  """`x` reduced over `axes` (all of them: a scalar). `scratch`: SMEM for a reduction across
+  warps, set by frontend/smem.py's scratch planning once layouts are known."""
+  kind: ReduceKind
+  x: ir.Value
+  axes: tuple
+  loc: object
+  results: tuple
+  scratch: ir.Value | None = None
+
+
+# ---------------------------------------------------------------- broadcasting
+def broadcast_shape(cx, shapes, what, names):
+  """NumPy's broadcast of `shapes`; a ShapeMismatchError naming both shapes when impossible."""
+  rank = max(len(s) for s in shapes)
+  out = []
+  for d in range(rank):
+    sizes = {s[d - rank + len(s)] for s in shapes if d - rank + len(s) >= 0}
+    big = sizes - {1}
+    if len(big) > 1:
+      (a, na), (b, nb) = [(s, n) for s, n in zip(shapes, names)
+                          if d - rank + len(s) >= 0 and s[d - rank + len(s)] != 1][:2]
+      raise E.ShapeMismatchError(
+          f"{what} on {na} of shape {a} and {nb} of shape {b}: the shapes do not broadcast"
+          f" (axis {d} of the result would be both {a[d - rank + len(a)]} and {b[d - rank + len(b)]})",
+          cx.loc, hint="shapes broadcast as in NumPy: trailing axes align and size-1 axes stretch;"
+                       " insert axes with v[:, None] or v[None, :]")
+    out.append(big.pop() if big else 1)
+  return tuple(out)
+
+
+def broadcast_to_shape(cx, x, shape):
+  """`x` broadcast to `shape` (no op when it already has it)."""
+  if x.type.shape == tuple(shape):
+    return x
+  return cx.b.emit(Broadcast, x, loc=cx.loc, types=[TensorType(tuple(shape), x.type.dtype)],
+                   names=[x.name]).result
+
+
+def broadcast_operands(cx, operands, what):
+  """The operands with every tensor broadcast to their common shape, and that shape (None: no
+  tensor among them)."""
+  tensors = [x for x in operands if is_tensor(x)]
+  if not tensors:
+    return tuple(operands), None
+  names = [x.name or "a tensor" for x in tensors]
+  shape = broadcast_shape(cx, [x.type.shape for x in tensors], what, names)
+  return tuple(broadcast_to_shape(cx, x, shape) if is_tensor(x) else x for x in operands), shape
+
+
+def reshape_(cx, x, shape):
+  check_register_value(cx, x, "reshape")
+  if not is_tensor(x):
+    raise E.KernelTypeError(f"reshape needs a register tensor, got {kind_of(x)}", cx.loc,
+                            hint="reshape a tensor read from a ref: ref[...].reshape(...)")
+  shape = static_shape(cx, shape, "reshape")
+  if math.prod(shape) != math.prod(x.type.shape):
+    raise E.ShapeMismatchError(
+        f"cannot reshape {x.name or 'a tensor'} of shape {x.type.shape} ({math.prod(x.type.shape)}"
+        f" elements) to {shape} ({math.prod(shape)} elements)", cx.loc,
+        hint="a reshape keeps the number of elements")
+  if shape == x.type.shape:
+    return x
+  return cx.b.emit(Reshape, x, loc=cx.loc, types=[TensorType(shape, x.type.dtype)],
+                   names=[x.name]).result
+
+
+def expand(cx, x, index):
+  """`x[:, None]`, `x[None, :]`, `x[..., None]`: a register tensor with size-1 axes inserted."""
+  index = index if isinstance(index, tuple) else (index,)
+  if sum(1 for i in index if i is Ellipsis) > 1:
+    raise E.KernelTypeError("an index can hold at most one '...'", cx.loc, hint="x[..., None]")
+  kept = sum(1 for i in index if i is not None and i is not Ellipsis)
+  rank = len(x.type.shape)
+  if any(not (i is None or i is Ellipsis or (isinstance(i, slice) and i == slice(None))) for i in index):
+    raise E.UnsupportedSyntaxError(
+        "indexing a register tensor is not supported (only x[:, None]-style axis insertion)", cx.loc,
+        hint="index the ref before reading it: ref.at[...][...], or insert axes with x[:, None]")
+  if kept > rank:
+    raise E.IndexOutOfBoundsError(f"too many indices for a tensor of rank {rank}: {kept}", cx.loc,
+                                  hint="use one ':' per axis and None for each new axis")
+  if Ellipsis in index:
+    k = index.index(Ellipsis)
+    index = index[:k] + (slice(None),) * (rank - kept) + index[k + 1:]
+  index = index + (slice(None),) * (rank - kept if Ellipsis not in index else 0)
+  dims, it = [], iter(x.type.shape)
+  for i in index:
+    dims.append(1 if i is None else next(it))
+  dims.extend(it)
+  return reshape_(cx, x, tuple(dims))
+
+
+# ---------------------------------------------------------------- reductions
+def _axes(cx, axis, rank, what):
+  if axis is None:
+    return tuple(range(rank))
+  axes = axis if isinstance(axis, tuple) else (axis,)
+  out = []
+  for a in axes:
+    if not isinstance(a, int) or isinstance(a, bool):
+      raise E.KernelTypeError(f"{what}: axis must be a static int or a tuple of them, got {a!r}", cx.loc,
+                              hint="e.g. axis=1 (along each row) or axis=None (everything)")
+    if not -rank <= a < rank:
+      raise E.IndexOutOfBoundsError(
+          f"{what}: axis {a} is out of range for a tensor of rank {rank}", cx.loc,
+          hint=f"axes run from {-rank} to {rank - 1}")
+    out.append(a % rank)
+  if len(set(out)) != len(out):
+    raise E.KernelTypeError(f"{what}: axis {axis} repeats an axis", cx.loc, hint="name each axis once")
+  return tuple(sorted(out))
+
+
+def reduce(cx, kind: ReduceKind, x, axis, keepdims):
+  what = f"ml.{kind.value}"
+  check_register_value(cx, x, what)
+  if not is_tensor(x):
+    raise E.KernelTypeError(f"{what} reduces a register tensor, got {kind_of(x)}", cx.loc,
+                            hint=f"read the ref into registers first: {what}(ref[...], axis=...)")
+  shape = x.type.shape
+  axes = _axes(cx, axis, len(shape), what)
+  d = resolve(x.type.dtype)
+  if isinstance(d, DType) and (d == DType.bool_ or d.bits < 16):
+    raise E.UnsupportedDtypeError(
+        f"{what} of {dtype_name(d)} values is not supported", cx.loc,
+        hint="convert first: x.astype(jnp.int32) (or jnp.float32)")
+  if len(axes) < len(shape) and len(shape) > 2:
+    raise E.LayoutError(
+        f"{what} over axis {axis} of a {len(shape)}-D tensor {shape}: partial reductions work on"
+        f" 1-D and 2-D tensors", cx.loc,
+        hint="reshape to 2-D first, e.g. x.reshape((a * b, c)), then reduce axis 1")
+  if len(axes) == len(shape):
+    res = cx.b.emit(Reduce, kind, x, axes, loc=cx.loc, types=[ScalarType(x.type.dtype)],
+                    names=[cx.name]).result
+    return ew.full_(cx, (1,) * len(shape), res, x.type.dtype) if keepdims else res
+  out = tuple(n for i, n in enumerate(shape) if i not in axes)
+  res = cx.b.emit(Reduce, kind, x, axes, loc=cx.loc, types=[TensorType(out, x.type.dtype)],
+                  names=[cx.name]).result
+  if keepdims:
+    res = reshape_(cx, res, tuple(1 if i in axes else n for i, n in enumerate(shape)))
+  return res
+
+
+@builtin(methods=("sum",))
+def sum_(cx, x, axis=None, keepdims=False):
+  """The sum of `x` over `axis` (an int, a tuple, or None for all: a scalar).
+
+  `ml.sum(x, axis=1)` of an (m, n) tile is the (m,) vector of row sums. float16 and
+  bfloat16 values are summed in float32 and rounded once, as `jnp.sum` does.
+  """
+  return reduce(cx, ReduceKind.SUM, x, axis, keepdims)
+
+
+@builtin(methods=("max",))
+def max_(cx, x, axis=None, keepdims=False):
+  """The maximum of `x` over `axis` (None: everything, a scalar); NaN if any is NaN."""
+  return reduce(cx, ReduceKind.MAX, x, axis, keepdims)
+
+
+@builtin(methods=("min",))
+def min_(cx, x, axis=None, keepdims=False):
+  """The minimum of `x` over `axis` (None: everything, a scalar); NaN if any is NaN."""
+  return reduce(cx, ReduceKind.MIN, x, axis, keepdims)
+
+
+def _arg(cx, x, axis, kind, what):
+  check_register_value(cx, x, what)
+  if not is_tensor(x) or not isinstance(axis, int) or isinstance(axis, bool):
+    raise E.KernelTypeError(f"{what} takes a register tensor and one static axis", cx.loc,
+                            hint=f"{what}(x, axis=1)")
+  shape = x.type.shape
+  (a,) = _axes(cx, axis, len(shape), what)
+  best = reduce(cx, kind, x, a, True)
+  hit = ew.compare(cx, ew.CmpOp.EQ, x, best)
+  iota = ew.arange.apply(cx, (shape[a],), {})
+  iota = reshape_(cx, iota, tuple(n if i == a else 1 for i, n in enumerate(shape)))
+  big = ew.full_(cx, (1,) * len(shape), shape[a], DType.i32)
+  idx = ew.where_(cx, hit, iota, big)
+  return reduce(cx, ReduceKind.MIN, idx, a, False)
+
+
+@builtin
+def argmax(cx, x, axis):
+  """The index of the first maximum of `x` along `axis` (int32)."""
+  return _arg(cx, x, axis, ReduceKind.MAX, "ml.argmax")
+
+
+@builtin
+def argmin(cx, x, axis):
+  """The index of the first minimum of `x` along `axis` (int32)."""
+  return _arg(cx, x, axis, ReduceKind.MIN, "ml.argmin")
+
+
+@builtin
+def broadcast_to(cx, x, shape):
+  """`x` repeated to `shape` as NumPy broadcasts: `ml.broadcast_to(row_max[:, None], (m, n))`."""
+  check_register_value(cx, x, "ml.broadcast_to")
+  shape = static_shape(cx, shape, "ml.broadcast_to")
+  if not is_value(x) or is_value(x) and not is_tensor(x):
+    dt = x.type.dtype if is_value(x) else None
+    if dt is None:
+      raise E.KernelTypeError("ml.broadcast_to of a Python number: use ml.full(shape, value, dtype)",
+                              cx.loc, hint="ml.full(shape, 1.0, jnp.float32)")
+    return ew.full_(cx, shape, x, dt)
+  got = broadcast_shape(cx, [x.type.shape, shape], "ml.broadcast_to", [x.name or "x", "the shape"])
+  if got != shape:
+    raise E.ShapeMismatchError(f"ml.broadcast_to cannot make {x.type.shape} into {shape}", cx.loc,
+                               hint="only size-1 and missing leading axes stretch")
+  return broadcast_to_shape(cx, x, shape)
+
+
+@builtin(methods=("reshape",))
+def reshape(cx, x, shape):
+  """`x` with another shape of the same size: `x.reshape((m, 1))`, `ml.reshape(x, (n,))`.
+
+  Inserting or removing size-1 axes always works; other reshapes work on tensors in
+  the strided layout (not on tensor-core or row-reduction tiles).
+  """
+  return reshape_(cx, x, shape)

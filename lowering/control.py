@@ -1,0 +1,169 @@
+"""Control and synchronisation ops on both backends: the grid, loops, branches, barriers, waits."""
+from __future__ import annotations
+
+import jax
+import numpy as np
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import arith, gpu, nvvm, scf
+
+from ..frontend.ops.control import (AwaitStores, Barrier, ClusterSync, CommitShared, For, If,
+                                    NumPrograms, ProgramId, WaitLoad, Yield)
+from .interpret_memory import InterpretError
+from .memory import stage_of
+from .mosaic import flat_types, i32, operand
+from .registry import interpret, lower
+
+_DIMS = (gpu.Dimension.x, gpu.Dimension.y, gpu.Dimension.z)
+
+
+# ---------------------------------------------------------------- Mosaic GPU
+@lower(ProgramId)
+def _program_id(ctx, o):
+  ctx.set(o.result, arith.index_cast(i32(), gpu.block_id(_DIMS[o.axis])))
+
+
+@lower(NumPrograms)
+def _num_programs(ctx, o):
+  ctx.set(o.result, arith.index_cast(i32(), gpu.grid_dim(_DIMS[o.axis])))
+
+
+@lower(For)
+def _for(ctx, o):
+  def bound(x):
+    x = operand(ctx, x)
+    return arith.constant(i32(), x) if isinstance(x, int) else x
+  inits = [ctx.carried(v) for v in o.inits]
+  flat, tree = jax.tree.flatten(inits)
+  loop = scf.ForOp(bound(o.start), bound(o.stop), bound(o.step), flat)
+  with ir.InsertionPoint(loop.body):
+    iv, *args = o.body.args
+    ctx.set(iv, loop.induction_variable)
+    for a, v in zip(args, jax.tree.unflatten(tree, list(loop.inner_iter_args))):
+      ctx.set(a, v)
+    ctx.lower_block(o.body, yield_fn=lambda vals: scf.YieldOp(jax.tree.flatten(vals)[0]),
+                    carried=True)
+  for r, v in zip(o.results, jax.tree.unflatten(tree, list(loop.results))):
+    ctx.set(r, v)
+
+
+@lower(If)
+def _if(ctx, o):
+  types = [t for r in o.results for t in flat_types(ctx, r.type)]
+  op_ = scf.IfOp(ctx.get(o.cond), types, has_else=True)
+  trees = []
+
+  def yield_fn(vals):
+    flat, tree = jax.tree.flatten(vals)
+    trees.append(tree)
+    scf.YieldOp(flat)
+
+  with ir.InsertionPoint(op_.then_block):
+    ctx.lower_block(o.then_block, yield_fn=yield_fn)
+  with ir.InsertionPoint(op_.else_block):
+    ctx.lower_block(o.else_block, yield_fn=yield_fn)
+  for r, v in zip(o.results, jax.tree.unflatten(trees[0], list(op_.results))):
+    ctx.set(r, v)
+
+
+@lower(Yield)
+def _yield(ctx, o):
+  raise AssertionError("Yield is lowered by its parent region")
+
+
+@lower(WaitLoad)
+def _wait_load(ctx, o):
+  ctx.barrier(o.slot, o.stage).wait()
+
+
+@lower(AwaitStores)
+def _await_stores(ctx, o):
+  nvvm.cp_async_bulk_wait_group(0, read=o.read_only)
+  ctx.thread_barrier()
+
+
+@lower(CommitShared)
+def _commit_shared(ctx, o):
+  nvvm.fence_proxy(nvvm.ProxyKind.async_shared, space=nvvm.SharedSpace.shared_cta)
+  ctx.thread_barrier()
+
+
+@lower(Barrier)
+def _barrier(ctx, o):
+  ctx.thread_barrier()
+
+
+@lower(ClusterSync)
+def _cluster_sync(ctx, o):
+  nvvm.cluster_arrive(aligned=True)
+  nvvm.cluster_wait(aligned=True)
+
+
+# ---------------------------------------------------------------- interpreter
+@interpret(ProgramId)
+def _i_program_id(cta, o):
+  cta.set(o.result, np.asarray(cta.pid[o.axis], np.int32))
+
+
+@interpret(NumPrograms)
+def _i_num_programs(cta, o):
+  cta.set(o.result, np.asarray(cta.m.kernel.grid[o.axis], np.int32))
+
+
+@interpret(For)
+def _i_for(cta, o):
+  start, stop, step = (int(cta.operand(x)) for x in (o.start, o.stop, o.step))
+  if step <= 0:
+    raise InterpretError(f"a loop step of {step}: scf.for needs a positive step", o.loc,
+                         hint="count upwards with a positive step")
+  carried = [cta.get(v) for v in o.inits]
+  iv, *args = o.body.args
+  for i in range(start, stop, step):
+    cta.set(iv, np.asarray(i, np.int32))
+    for a, v in zip(args, carried):
+      cta.set(a, v)
+    carried = yield from cta.block(o.body)
+  for r, v in zip(o.results, carried):
+    cta.set(r, v)
+
+
+@interpret(If)
+def _i_if(cta, o):
+  vals = yield from cta.block(o.then_block if bool(cta.get(o.cond)) else o.else_block)
+  for r, v in zip(o.results, vals):
+    cta.set(r, v)
+
+
+@interpret(Yield)
+def _i_yield(cta, o):
+  raise AssertionError("Yield is run by its parent region")
+
+
+@interpret(WaitLoad)
+def _i_wait_load(cta, o):
+  barrier = o.slot + stage_of(cta, o.stage)
+  for key in [k for k, (slot, _) in cta.pending_load.items() if slot == barrier]:
+    del cta.pending_load[key]
+
+
+@interpret(AwaitStores)
+def _i_await_stores(cta, o):
+  cta.pending_store.clear()
+  cta.touched.clear()
+
+
+@interpret(CommitShared)
+def _i_commit_shared(cta, o):
+  cta.unfenced.clear()
+  cta.touched.clear()
+
+
+@interpret(Barrier)
+def _i_barrier(cta, o):
+  cta.touched.clear()
+
+
+@interpret(ClusterSync)
+def _i_cluster_sync(cta, o):
+  cta.touched.clear()
+  cta.sync_loc = o.loc
+  yield                              # the other CTAs of the cluster catch up here

@@ -1,0 +1,250 @@
+"""Elementwise ops on both backends: constants, arithmetic, comparisons, math, casts, fills, iotas.
+
+`//` and `%` floor on both (Python's rules: the remainder takes the divisor's sign).
+"""
+from __future__ import annotations
+
+import numpy as np
+from jax.experimental.mosaic.gpu import fragmented_array as fa
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import arith
+
+from ..frontend import ir as kir
+from ..frontend.dtypes import DType
+from ..frontend.ops.elementwise import (Arange, BinOp, Binary, Cast, CmpOp, Compare, Constant, Full,
+                                        UnOp, Unary, Where)
+from ..frontend.types import ScalarType, TensorType
+from . import compat
+from . import interpret_numerics as N
+from .interpret_memory import InterpretError
+from .mosaic import as_array, is_split, layout_of, mlir_type, operand, scalar_const
+from .registry import interpret, lower
+
+
+# ---------------------------------------------------------------- Mosaic GPU
+@lower(Constant)
+def _constant(ctx, o):
+  ctx.set(o.result, scalar_const(o.value, o.result.type.dtype))
+
+
+def _floor_mod_scalar(a, b):
+  r = arith.remsi(a, b)
+  zero = arith.constant(a.type, 0)
+  wrong_sign = arith.cmpi(arith.CmpIPredicate.slt, arith.xori(r, b), zero)
+  fix = arith.andi(arith.cmpi(arith.CmpIPredicate.ne, r, zero), wrong_sign)
+  return arith.select(fix, arith.addi(r, b), r)
+
+
+def _floor_mod_array(a, b):
+  r = a % b                                      # remsi: the dividend's sign
+  fix = (r != 0) & ((r ^ b) < 0)
+  return fix.select(r + b, r)
+
+
+_SCALAR_INT = {BinOp.ADD: arith.addi, BinOp.SUB: arith.subi, BinOp.MUL: arith.muli,
+               BinOp.FLOORDIV: arith.floordivsi, BinOp.MOD: _floor_mod_scalar,
+               BinOp.MAX: arith.maxsi, BinOp.MIN: arith.minsi,
+               BinOp.AND: arith.andi, BinOp.OR: arith.ori, BinOp.XOR: arith.xori,
+               BinOp.SHL: arith.shli, BinOp.SHR: arith.shrsi}
+_SCALAR_UINT = {**_SCALAR_INT, BinOp.FLOORDIV: arith.divui, BinOp.MOD: arith.remui,
+                BinOp.MAX: arith.maxui, BinOp.MIN: arith.minui, BinOp.SHR: arith.shrui}
+_SCALAR_FLOAT = {BinOp.ADD: arith.addf, BinOp.SUB: arith.subf, BinOp.MUL: arith.mulf,
+                 BinOp.DIV: arith.divf, BinOp.MAX: arith.maximumf, BinOp.MIN: arith.minimumf}
+_ARRAY = {BinOp.ADD: lambda a, b: a + b, BinOp.SUB: lambda a, b: a - b,
+          BinOp.MUL: lambda a, b: a * b, BinOp.DIV: lambda a, b: a / b,
+          BinOp.FLOORDIV: lambda a, b: a // b, BinOp.MOD: _floor_mod_array,
+          BinOp.MAX: lambda a, b: a.max(b), BinOp.MIN: lambda a, b: a.min(b),
+          BinOp.AND: lambda a, b: a & b, BinOp.OR: lambda a, b: a | b,
+          BinOp.XOR: lambda a, b: a ^ b, BinOp.SHL: lambda a, b: a << b, BinOp.SHR: lambda a, b: a >> b}
+_CMP_ARRAY = {CmpOp.LT: lambda a, b: a < b, CmpOp.LE: lambda a, b: a <= b,
+              CmpOp.GT: lambda a, b: a > b, CmpOp.GE: lambda a, b: a >= b,
+              CmpOp.EQ: lambda a, b: a == b, CmpOp.NE: lambda a, b: a != b}
+
+
+def _operand_dtype(o):
+  return next(x.type.dtype for x in (o.lhs, o.rhs) if isinstance(x, kir.Value))
+
+
+def _scalar_operands(ctx, o, d):
+  return [operand(ctx, x) if isinstance(x, kir.Value) else scalar_const(x, d) for x in (o.lhs, o.rhs)]
+
+
+@lower(Binary)
+def _binary(ctx, o):
+  t, d = o.result.type, o.result.type.dtype
+  if isinstance(t, ScalarType):
+    a, b = _scalar_operands(ctx, o, d)
+    table = _SCALAR_FLOAT if d.is_float else _SCALAR_INT if d.is_signed else _SCALAR_UINT
+    ctx.set(o.result, table[o.kind](a, b))
+    return
+  a = as_array(ctx, operand(ctx, o.lhs), t, d)
+  b = as_array(ctx, operand(ctx, o.rhs), t, d)
+  if o.kind == BinOp.MOD and not d.is_signed:
+    ctx.set(o.result, a % b)
+    return
+  ctx.set(o.result, _ARRAY[o.kind](a, b))
+
+
+_FPRED = {CmpOp.LT: "OLT", CmpOp.LE: "OLE", CmpOp.GT: "OGT", CmpOp.GE: "OGE", CmpOp.EQ: "OEQ", CmpOp.NE: "UNE"}
+
+
+@lower(Compare)
+def _compare(ctx, o):
+  d = _operand_dtype(o)
+  t = o.result.type
+  if isinstance(t, ScalarType):
+    a, b = _scalar_operands(ctx, o, d)
+    if d.is_float:
+      ctx.set(o.result, arith.cmpf(getattr(arith.CmpFPredicate, _FPRED[o.kind]), a, b))
+    else:
+      s = "s" if d.is_signed else "u"
+      pred = {CmpOp.LT: s + "lt", CmpOp.LE: s + "le", CmpOp.GT: s + "gt",
+              CmpOp.GE: s + "ge", CmpOp.EQ: "eq", CmpOp.NE: "ne"}[o.kind]
+      ctx.set(o.result, arith.cmpi(getattr(arith.CmpIPredicate, pred), a, b))
+    return
+  like = TensorType(t.shape, d, t.layout)
+  a = as_array(ctx, operand(ctx, o.lhs), like, d)
+  b = as_array(ctx, operand(ctx, o.rhs), like, d)
+  ctx.set(o.result, _CMP_ARRAY[o.kind](a, b))
+
+
+_ARRAY_UNARY = {UnOp.NEG: lambda x: -x, UnOp.NOT: lambda x: x == False,  # noqa: E712
+                UnOp.SQRT: compat.array_sqrt, UnOp.ABS: lambda x: x.abs()}
+
+
+@lower(Unary)
+def _unary(ctx, o):
+  x = ctx.get(o.x)
+  if isinstance(o.result.type, ScalarType):
+    ctx.set(o.result, compat.scalar_unary(o.kind.value.name, x, o.x.type.dtype))
+    return
+  fn = _ARRAY_UNARY.get(o.kind) or (lambda v: getattr(v, o.kind.value.name)())
+  ctx.set(o.result, fn(x))
+
+
+@lower(Where)
+def _where(ctx, o):
+  t = o.result.type
+  cond = as_array(ctx, ctx.get(o.cond), TensorType(t.shape, DType.bool_, t.layout), DType.bool_)
+  a = as_array(ctx, operand(ctx, o.on_true), t, t.dtype)
+  b = as_array(ctx, operand(ctx, o.on_false), t, t.dtype)
+  ctx.set(o.result, cond.select(a, b))
+
+
+@lower(Cast)
+def _cast(ctx, o):
+  x, src, dst = ctx.get(o.x), o.x.type.dtype, o.result.type.dtype
+  if o.bitcast:
+    if isinstance(o.result.type, ScalarType):
+      ctx.set(o.result, arith.bitcast(mlir_type(dst), x))
+    else:
+      ctx.set(o.result, x.bitcast(mlir_type(dst), output_is_signed=dst.is_signed if dst.is_int else None))
+    return
+  if isinstance(o.result.type, ScalarType):
+    ctx.set(o.result, compat.scalar_cast(x, src, dst, mlir_type(dst)))
+    return
+  if src == dst:
+    ctx.set(o.result, x)
+    return
+  ctx.set(o.result, compat.array_cast(x, src, dst, mlir_type(dst)))
+
+
+@lower(Full)
+def _full(ctx, o):
+  t = o.result.type
+  v = operand(ctx, o.value)
+  if not isinstance(v, ir.Value):
+    v = scalar_const(v, t.dtype)
+  ctx.set(o.result, fa.FragmentedArray.splat(v, ctx.local_shape(t), layout_of(t),
+                                             is_signed=t.dtype.is_signed))
+
+
+@lower(Arange)
+def _arange(ctx, o):
+  t = o.result.type
+  shape = ctx.local_shape(t)
+  x = fa.FragmentedArray.broadcasted_iota(mlir_type(t.dtype), shape, o.dim, layout_of(t),
+                                          is_signed=t.dtype.is_signed)
+  if is_split(t) and ctx.wg is not None and o.dim == 0:   # this warpgroup's rows
+    start = arith.muli(arith.index_cast(ir.IntegerType.get_signless(32), ctx.wg),
+                       arith.constant(ir.IntegerType.get_signless(32), shape[0]))
+    if t.dtype.is_float:
+      start = arith.sitofp(mlir_type(t.dtype), start)
+    elif t.dtype.bits != 32:
+      start = arith.trunci(mlir_type(t.dtype), start) if t.dtype.bits < 32 else arith.extsi(mlir_type(t.dtype), start)
+    x = x + fa.FragmentedArray.splat(start, shape, layout_of(t), is_signed=t.dtype.is_signed)
+  ctx.set(o.result, x)
+
+
+# ---------------------------------------------------------------- interpreter
+@interpret(Constant)
+def _i_constant(cta, o):
+  cta.set(o.result, N.const(o.value, o.result.type.dtype))
+
+
+@interpret(Binary)
+def _i_binary(cta, o):
+  d = o.result.type.dtype
+  a, b = cta.operand(o.lhs, d), cta.operand(o.rhs, d)
+  if d.is_float:
+    c = N.compute_dtype(d)
+    r = N.FLOAT_BIN[o.kind](a.astype(c), b.astype(c))
+  else:
+    if o.kind in (BinOp.FLOORDIV, BinOp.MOD) and np.any(b == 0):
+      raise InterpretError(f"integer {o.kind.value} by zero (undefined on the GPU)", o.loc,
+                           hint="guard the divisor: ml.where(d == 0, 1, d)")
+    if o.kind in (BinOp.SHL, BinOp.SHR) and np.any((b < 0) | (b >= d.bits)):
+      raise InterpretError(f"a shift by an amount outside 0..{d.bits - 1} (undefined on the GPU)", o.loc,
+                           hint=f"keep shift amounts below the bit width ({d.bits})")
+    r = N.INT_BIN[o.kind](a, b)
+  cta.set(o.result, np.asarray(r).astype(N.np_dtype(d)))
+
+
+@interpret(Compare)
+def _i_compare(cta, o):
+  d = _operand_dtype(o)
+  c = N.compute_dtype(d)
+  a, b = cta.operand(o.lhs, d).astype(c), cta.operand(o.rhs, d).astype(c)
+  cta.set(o.result, np.asarray(N.CMP[o.kind](a, b)))
+
+
+@interpret(Unary)
+def _i_unary(cta, o):
+  x, d = cta.get(o.x), o.x.type.dtype
+  if d.is_float:
+    r = N.float_unary(o.kind, x.astype(N.compute_dtype(d)))
+  else:
+    r = N.INT_UN[o.kind](x)
+  cta.set(o.result, np.asarray(r).astype(N.np_dtype(d)))
+
+
+@interpret(Where)
+def _i_where(cta, o):
+  t = o.result.type
+  r = np.where(cta.get(o.cond), cta.operand(o.on_true, t.dtype), cta.operand(o.on_false, t.dtype))
+  cta.set(o.result, np.array(np.broadcast_to(r, t.shape), N.np_dtype(t.dtype)))
+
+
+@interpret(Cast)
+def _i_cast(cta, o):
+  x = cta.get(o.x)
+  if o.bitcast:
+    cta.set(o.result, N.bitcast(x, o.result.type.dtype))
+  else:
+    cta.set(o.result, np.asarray(N.cast(x, o.x.type.dtype, o.result.type.dtype)))
+
+
+@interpret(Full)
+def _i_full(cta, o):
+  t = o.result.type
+  cta.set(o.result, np.full(t.shape, cta.operand(o.value, t.dtype), N.np_dtype(t.dtype)))
+
+
+@interpret(Arange)
+def _i_arange(cta, o):
+  t = o.result.type
+  shape = [1] * len(t.shape)
+  shape[o.dim] = t.shape[o.dim]
+  r = np.arange(t.shape[o.dim]).reshape(shape)
+  cta.set(o.result, np.array(np.broadcast_to(r, t.shape), N.np_dtype(t.dtype)))
+

@@ -1,0 +1,140 @@
+"""Memory ops on both backends: SMEM buffers, views, register reads and writes, TMA copies."""
+from __future__ import annotations
+
+import jax.experimental.mosaic.gpu as mgpu
+from jax.experimental.mosaic.gpu import fragmented_array as fa
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import arith, gpu
+
+from ..frontend import ir as kir
+from ..frontend.ops.memory import ClusterRef, Copy, Load, SmemAlloc, Store, View
+from ..frontend.types import LayoutKind
+from .interpret_memory import OutOfBoundsError, Ref
+from .mosaic import index, is_split, layout_of, operand, to_index
+from .registry import interpret, lower
+
+
+# ---------------------------------------------------------------- Mosaic GPU
+@lower(SmemAlloc)
+def _smem_alloc(ctx, o):
+  ctx.set(o.result, ctx.smem_refs[o.result.id])
+
+
+@lower(View)
+def _view(ctx, o):
+  ctx.set(o.result, ctx.View(ctx.get(o.ref), o.index, o.ref.id))
+
+
+@lower(ClusterRef)
+def _cluster_ref(ctx, o):
+  dim = (gpu.Dimension.x, gpu.Dimension.y, gpu.Dimension.z)[o.axis]
+  cta = operand(ctx, o.cta)
+  cta = arith.constant(index(), cta) if isinstance(cta, int) else to_index(cta)
+  ctx.set(o.result, mgpu.utils.get_cluster_ref(ctx.memref(ctx.get(o.ref)), dim, cta))
+
+
+def _register_memref(ctx, ref, t):
+  """The memref a register transfer of a tensor of type `t` reads or writes: size-1 axes of a
+  row or column vector folded away, this warpgroup's rows of a split tile."""
+  tiled = ctx.smem_layout(ref)
+  mem = ctx.memref(ref)
+  shape = t.layout.register_shape(t.shape)
+  if tiled is None and tuple(ir.MemRefType(mem.type).shape) != shape:
+    mem = mgpu.memref_reshape(mem, shape)
+  if is_split(t):
+    mem = ctx.my_rows(mem, shape[0], tiled)
+  return mem, tiled
+
+
+@lower(Load)
+def _load(ctx, o):
+  t = o.result.type
+  mem, tiled = _register_memref(ctx, ctx.get(o.ref), t)
+  signed = t.dtype.is_signed
+  if tiled is not None:
+    x = fa.FragmentedArray.load_tiled(mem, swizzle=tiled.swizzle, is_signed=signed)
+  elif t.layout.kind == LayoutKind.STRIDED:
+    x = fa.FragmentedArray.load_strided(mem, is_signed=signed, vec_size=t.layout.vec)
+  else:
+    x = fa.FragmentedArray.load_untiled(mem, layout=layout_of(t), optimized=False, is_signed=signed)
+  ctx.set(o.result, x)
+
+
+@lower(Store)
+def _store(ctx, o):
+  mem, tiled = _register_memref(ctx, ctx.get(o.ref), o.value.type)
+  if tiled is not None:
+    ctx.get(o.value).store_tiled(mem, swizzle=tiled.swizzle)
+  else:
+    ctx.get(o.value).store_untiled(mem, optimized=False)
+
+
+@lower(Copy)
+def _copy(ctx, o):
+  src, dst = ctx.get(o.src), ctx.get(o.dst)
+  smem = dst if o.slot >= 0 else src
+  tiled = ctx.smem_layout(smem)
+  kw = {} if tiled is None else dict(gmem_transform=mgpu.TileTransform(tiled.tile),
+                                     swizzle=tiled.swizzle)
+  if o.slot >= 0:   # GMEM -> SMEM
+    gmem, gslice = ctx.gmem_window(src)
+    ctx.launch.async_copy(src_ref=gmem, dst_ref=ctx.memref(dst), gmem_slice=gslice,
+                          barrier=ctx.barrier(o.slot, o.stage), predicate=ctx.tma_predicate, **kw)
+  else:
+    gmem, gslice = ctx.gmem_window(dst)
+    ctx.launch.async_copy(src_ref=ctx.memref(src), dst_ref=gmem, gmem_slice=gslice,
+                          predicate=ctx.tma_predicate, **kw)
+
+
+# ---------------------------------------------------------------- interpreter
+@interpret(SmemAlloc)
+def _i_smem_alloc(cta, o):
+  cta.set(o.result, Ref.whole(o.result, cta.rank))
+
+
+@interpret(View)
+def _i_view(cta, o):
+  base, it, win = cta.get(o.ref), iter(o.index), []
+  for s, n, sq in base.win:          # compose onto the base's window (it may be a ClusterRef of a view)
+    if sq:
+      win.append((s, n, sq))
+      continue
+    i = next(it)
+    win.append((s + int(cta.operand(i.start)), i.size, i.squeeze))
+  cta.set(o.result, Ref(base.root, base.owner, tuple(win)))
+
+
+@interpret(ClusterRef)
+def _i_cluster_ref(cta, o):
+  base, c = cta.get(o.ref), cta.m.kernel.cluster
+  k = int(cta.operand(o.cta))
+  if not 0 <= k < c[o.axis]:
+    raise OutOfBoundsError(f"CTA {k} is outside the cluster's {c[o.axis]} CTAs along axis {o.axis}", o.loc,
+                           hint="check the CTA index given to ml.cluster_ref")
+  coords = [cta.rank % c[0], cta.rank // c[0] % c[1], cta.rank // (c[0] * c[1])]
+  coords[o.axis] = k
+  cta.set(o.result, Ref(base.root, coords[0] + c[0] * (coords[1] + c[1] * coords[2]), base.win))
+
+
+@interpret(Load)
+def _i_load(cta, o):
+  cta.set(o.result, cta.read(cta.get(o.ref), o).reshape(o.result.type.shape))
+
+
+@interpret(Store)
+def _i_store(cta, o):
+  cta.write(cta.get(o.ref), cta.get(o.value), o)
+
+
+def stage_of(cta, stage) -> int:
+  return int(cta.get(stage)) if isinstance(stage, kir.Value) else stage
+
+
+@interpret(Copy)
+def _i_copy(cta, o):
+  src, dst = cta.get(o.src), cta.get(o.dst)
+  cta.write(dst, cta.read(src, o, "tma_read"), o, "tma_write")
+  if dst.owner >= 0:                 # GMEM -> SMEM lands at the matching WaitLoad
+    cta.pending_load[(dst.root.id, dst.part)] = (o.slot + stage_of(cta, o.stage), o.loc)
+  else:                              # SMEM -> GMEM reads SMEM until AwaitStores
+    cta.pending_store[(src.root.id, src.part)] = o.loc
