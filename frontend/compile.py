@@ -114,6 +114,7 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, bloc
   kernel.globals_read = ir.Captured(tr.globals_read)
   try:
     pipelined = pipeline_loops(kernel, em)
+    ir.prune_dead(kernel.body)
     assign_layouts(kernel, em.defs)
     plan_scratch(kernel, em)
     end = pk.source.loc(pk.tree.body[-1])

@@ -209,6 +209,32 @@ def def_table(block: Block) -> dict[int, Op]:
   return {r.id: o for o in walk(block) for r in o.results}
 
 
+def prune_dead(block: Block) -> None:
+  """Drop pure ops (declared `pure`, no regions) whose results nothing uses, to a fixpoint."""
+  while True:
+    used = {id(v) for o in walk(block) for v in o.operands()}
+    for o in walk(block):
+      for r in o.regions:
+        used |= {id(a) for a in getattr(o, r).args}
+    removed = False
+
+    def visit(blk):
+      nonlocal removed
+      keep = []
+      for o in blk.ops:
+        for r in o.regions:
+          visit(getattr(o, r))
+        if traits_of(o).pure and o.results and not o.regions and not any(id(r) in used for r in o.results):
+          removed = True
+          continue
+        keep.append(o)
+      blk.ops[:] = keep
+
+    visit(block)
+    if not removed:
+      return
+
+
 def _sub_one(x, mapping):
   if isinstance(x, Value):
     return mapping.get(x, x)

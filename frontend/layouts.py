@@ -217,7 +217,8 @@ class _Solver:
           f" that works on 2-D tiles (and vectors), not on {len(bad.type.shape)}-D tensors",
           where.loc if where else o.loc,
           hint="reshape to 2-D first: x.reshape((rows, cols)), reduce or broadcast, then reshape back")
-    widest = 16 // min((d.itemsize for d in dtypes), default=4)
+    # 16-byte accesses of the widest dtype (Mosaic GPU reduces at most 128 bits a lane across warps).
+    widest = 16 // max((d.itemsize for d in dtypes), default=4)
     R = [v.type.shape[0] for v in tiles]
     C = [v.type.shape[1] for v in tiles]
     for k in (1, 2, 4):

@@ -196,20 +196,8 @@ def _pipeline(kernel, loop: For, em, roots):
   else_b.ops.append(Yield((), loc))
   new_body.ops.append(If(cond, then_b, else_b, loc, ()))
   new_body.ops.append(yld)
-  _prune_dead(new_body)
+  ir.prune_dead(new_body)
   new_loop = dataclasses.replace(loop, body=new_body)
   for r in new_loop.results:
     em.defs[r.id] = new_loop
   return prologue + [new_loop]
-
-
-def _prune_dead(block):
-  """Drop pure scalar and view ops whose results nothing uses (the moved loads' addresses)."""
-  while True:
-    used = {id(v) for o in ir.walk(block) for v in o.operands()}
-    keep = [o for o in block.ops
-            if not (ir.traits_of(o).pure and o.results and not o.regions
-                    and not any(id(r) in used for r in o.results))]
-    if len(keep) == len(block.ops):
-      return
-    block.ops[:] = keep

@@ -25,9 +25,9 @@ from .types import LayoutKind, RefType, Space, TensorType
 SMEM_LIMIT = hw.SMEM_LIMIT
 BUFFER_ALIGN = hw.SMEM_BUFFER_ALIGN
 MBARRIER_BYTES = hw.MBARRIER_BYTES
-# Elements of reduction scratch per warpgroup: Mosaic GPU's cross-warp reduction needs
-# warps x lanes x vector length of them per step; more lets several rows reduce per barrier.
-SCRATCH_ELEMS = hw.WARPGROUP * 4
+# Mosaic GPU's reduction across warps stores warps x lanes x vector length elements per step;
+# twice that lets two steps share a barrier.
+SCRATCH_STEPS = 2
 
 
 @dataclasses.dataclass(frozen=True)
@@ -141,7 +141,10 @@ def plan_scratch(kernel, builder) -> None:
       for r in o.regions:
         visit(getattr(o, r))
       if isinstance(o, Reduce) and o.scratch is None and needs_scratch(o):
-        t = RefType((SCRATCH_ELEMS * warpgroups,), scratch_dtype(o), Space.SMEM)
+        lay = o.x.type.layout
+        vec = 2 if lay.kind == LayoutKind.WGMMA else lay.vec
+        elems = hw.WARPGROUP * max(vec, 1) * SCRATCH_STEPS
+        t = RefType((elems * warpgroups,), scratch_dtype(o), Space.SMEM)
         v = ir.Value(t, "reduction scratch")
         alloc = SmemAlloc(o.loc, (v,))
         builder.defs[v.id] = alloc

@@ -288,6 +288,11 @@ class Tracer(ast.NodeVisitor):
         return t.shape
       if attr == "ndim":
         return len(t.shape)
+      if attr == "size":
+        n = 1
+        for d in t.shape:
+          n *= d
+        return n
       if attr == "dtype":
         d = resolve(t.dtype)
         if not isinstance(d, DType):

@@ -77,9 +77,12 @@ def broadcast_shape(cx, shapes, what, names):
 
 
 def broadcast_to_shape(cx, x, shape):
-  """`x` broadcast to `shape` (no op when it already has it)."""
+  """`x` broadcast to `shape` (no op when it already has it; a filled tensor is filled anew)."""
   if x.type.shape == tuple(shape):
     return x
+  made = cx.b.defining(x)
+  if isinstance(made, ew.Full):
+    return ew.full_(cx, tuple(shape), made.value, x.type.dtype)
   return cx.b.emit(Broadcast, x, loc=cx.loc, types=[TensorType(tuple(shape), x.type.dtype)],
                    names=[x.name]).result
 
@@ -220,8 +223,7 @@ def _arg(cx, x, axis, kind, what):
   hit = ew.compare(cx, ew.CmpOp.EQ, x, best)
   iota = ew.arange.apply(cx, (shape[a],), {})
   iota = reshape_(cx, iota, tuple(n if i == a else 1 for i, n in enumerate(shape)))
-  big = ew.full_(cx, (1,) * len(shape), shape[a], DType.i32)
-  idx = ew.where_(cx, hit, iota, big)
+  idx = ew.where_(cx, hit, iota, shape[a])
   return reduce(cx, ReduceKind.MIN, idx, a, False)
 
 
