@@ -128,12 +128,13 @@ def trace_for(tracer, node: ast.For):
     if before.get(n) is POISON or env.get(n) is POISON:
       poisoned.add(n)
       continue
-    if n in before and before[n] is not env.get(n) and not _static_equal(before[n], env.get(n)):
+    bound_before = n in before and not isinstance(before[n], _Unbound)
+    if bound_before and before[n] is not env.get(n) and not _static_equal(before[n], env.get(n)):
       raise E.LoopCarryTypeError(
           f"{n} is rebound inside a runtime loop to {_describe(env.get(n))}; only register values and"
           f" numbers can change across iterations", loc,
           hint="use ml.static_range to unroll the loop, or allocate buffers before it")
-    if n not in before:
+    if not bound_before:
       env[n] = _Unbound(f"it is only assigned inside the loop at line {loc.lineno}")
     else:
       env[n] = before[n]

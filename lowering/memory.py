@@ -39,11 +39,20 @@ def _register_memref(ctx, ref, t):
   tiled = ctx.smem_layout(ref)
   mem = ctx.memref(ref)
   shape = t.layout.register_shape(t.shape)
-  if tiled is None and tuple(ir.MemRefType(mem.type).shape) != shape:
-    mem = mgpu.memref_reshape(mem, shape)
+  if tiled is None and len(ir.MemRefType(mem.type).shape) != len(shape):   # (m, 1) held as (m,)
+    mem = mgpu.memref_slice(mem, tuple(0 if i in t.layout.drop else slice(None)
+                                       for i in range(len(t.shape))))
   if is_split(t):
     mem = ctx.my_rows(mem, shape[0], tiled)
   return mem, tiled
+
+
+def _as_one_tile(mem):
+  """`mem` with as many leading unit dimensions as it has dimensions: one tile of a tiled
+  transfer. (Mosaic GPU's load_untiled reshapes, which fails on strided windows.)"""
+  for _ in range(len(ir.MemRefType(mem.type).shape)):
+    mem = mgpu.utils.memref_unsqueeze(mem, 0)
+  return mem
 
 
 @lower(Load)
@@ -56,17 +65,21 @@ def _load(ctx, o):
   elif t.layout.kind == LayoutKind.STRIDED:
     x = fa.FragmentedArray.load_strided(mem, is_signed=signed, vec_size=t.layout.vec)
   else:
-    x = fa.FragmentedArray.load_untiled(mem, layout=layout_of(t), optimized=False, is_signed=signed)
+    x = fa.FragmentedArray.load_tiled(_as_one_tile(mem), swizzle=16, layout=layout_of(t), optimized=False,
+                                      is_signed=signed)
   ctx.set(o.result, x)
 
 
 @lower(Store)
 def _store(ctx, o):
   mem, tiled = _register_memref(ctx, ctx.get(o.ref), o.value.type)
+  value, t = ctx.get(o.value), o.value.type
   if tiled is not None:
-    ctx.get(o.value).store_tiled(mem, swizzle=tiled.swizzle)
+    value.store_tiled(mem, swizzle=tiled.swizzle)
+  elif t.layout.kind == LayoutKind.STRIDED:
+    value.store_untiled(mem, optimized=False)
   else:
-    ctx.get(o.value).store_untiled(mem, optimized=False)
+    value.store_tiled(_as_one_tile(mem), swizzle=16, optimized=False)
 
 
 @lower(Copy)

@@ -46,7 +46,10 @@ def check_specs(kernel: KernelFunction, *specs, **constexprs) -> KernelFunction:
     if not (hasattr(s, "shape") and hasattr(s, "dtype")):
       raise TypeError(f"mg.check_specs: each spec needs .shape and .dtype"
                       f" (a jax.ShapeDtypeStruct), got {s!r}")
-  _DECLARED.setdefault(kernel, []).append((tuple(specs), dict(constexprs)))
+  declared = _DECLARED.setdefault(kernel, [])
+  entry = (tuple(specs), dict(constexprs))
+  if entry not in declared:       # a module imported twice declares its specs twice
+    declared.append(entry)
   return kernel
 
 
@@ -142,7 +145,7 @@ def kernels_of(module, declared_before=None) -> list[KernelFunction]:
   out = [v for v in vars(module).values() if isinstance(v, KernelFunction) and mine(v)]
   out += [k for k in _DECLARED if k not in out and (
       mine(k) if declared_before is None else k not in declared_before)]
-  return out
+  return list(dict.fromkeys(out))      # a kernel bound to two names is checked once
 
 
 def check_file(path: str) -> FileReport:

@@ -1,0 +1,115 @@
+"""The row-wise examples (softmax, layer norm with its backward, RMS norm): interpret mode against
+jnp on the CPU, the same on the GPU (-m gpu)."""
+import os
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
+import layernorm as LN  # noqa: E402
+import rmsnorm as RN  # noqa: E402
+import softmax as SM  # noqa: E402
+
+F32, BF16 = jnp.float32, jnp.bfloat16
+TOL = {F32: 2e-5, BF16: 2e-2}
+
+
+def rand(key, shape, dtype, scale=1.0, shift=0.0):
+  return (jax.random.normal(jax.random.key(key), shape, F32) * scale + shift).astype(dtype)
+
+
+def close(got, want, dtype, rel=False):
+  got, want = np.asarray(got, np.float32), np.asarray(want, np.float32)
+  if rel:
+    got, want = got / (np.abs(want).max() + 1e-12), want / (np.abs(want).max() + 1e-12)
+  np.testing.assert_allclose(got, want, rtol=TOL[dtype], atol=TOL[dtype])
+
+
+SOFTMAX_SHAPES = [(64, 1024), (16, 4096), (4, 16384), (2, 32768)]
+
+
+@pytest.mark.parametrize("dtype", [F32, BF16], ids=str)
+@pytest.mark.parametrize("shape", SOFTMAX_SHAPES, ids=str)
+def test_softmax_interpret_matches_jax_at_huge_logits(shape, dtype):
+  x = rand(0, shape, dtype, scale=1e4)
+  got = SM.softmax(x, interpret=True)
+  assert np.isfinite(np.asarray(got, np.float32)).all()
+  close(got, jax.nn.softmax(x.astype(F32), axis=-1), dtype)
+
+
+def test_long_rows_take_the_two_pass_kernel():
+  assert SM.config((2, 32768))[0] is SM.softmax_long_rows
+  assert SM.config((64, 1024)) == (SM.softmax_rows, 4)
+
+
+def _layernorm_case(dtype, n=64, d=512):
+  k = jax.random.split(jax.random.key(1), 4)
+  x = (jax.random.normal(k[0], (n, d), F32) * 3 + 1).astype(dtype)
+  w = jax.random.normal(k[1], (d,), F32).astype(dtype)
+  b = jax.random.normal(k[2], (d,), F32).astype(dtype)
+  dy = jax.random.normal(k[3], (n, d), F32).astype(dtype)
+  return x, w, b, dy
+
+
+def _grads(fn, x, w, b, dy):
+  return jax.grad(lambda x, w, b: jnp.sum(fn(x, w, b).astype(F32) * dy.astype(F32)), argnums=(0, 1, 2))(x, w, b)
+
+
+@pytest.mark.parametrize("dtype", [F32, BF16], ids=str)
+def test_layernorm_forward_and_grad_interpret(dtype):
+  x, w, b, dy = _layernorm_case(dtype)
+  close(LN.layernorm(x, w, b, 1e-5, True), LN.reference(x, w, b), dtype)
+  got = _grads(lambda x, w, b: LN.layernorm(x, w, b, 1e-5, True), x, w, b, dy)
+  want = _grads(LN.reference, x, w, b, dy)
+  for g, r in zip(got, want):
+    close(g, r, dtype, rel=True)
+
+
+def test_layernorm_forward_writes_mean_and_rstd():
+  x, w, b, _ = _layernorm_case(F32)
+  y, mean, rstd = LN.layernorm_fwd(x, w, b, rows=4, eps=1e-5, interpret=True)
+  np.testing.assert_allclose(mean, x.mean(-1), rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(rstd, jax.lax.rsqrt(x.var(-1) + 1e-5), rtol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [F32, BF16], ids=str)
+def test_rmsnorm_interpret(dtype):
+  x, w = rand(2, (64, 1024), dtype), rand(3, (1024,), dtype)
+  close(RN.rmsnorm(x, w, interpret=True), RN.reference(x, w), dtype)
+
+
+# ------------------------------------------------------------------ GPU
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [F32, BF16], ids=str)
+@pytest.mark.parametrize("shape", [(4096, 4096), (256, 16384), (128, 32768), (32768, 1024)], ids=str)
+def test_softmax_gpu(shape, dtype):
+  x = rand(0, shape, dtype, scale=1e4)
+  close(jax.jit(SM.softmax)(x), jax.nn.softmax(x.astype(F32), axis=-1), dtype)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [F32, BF16], ids=str)
+@pytest.mark.parametrize("n,d", [(1024, 1024), (4096, 4096), (256, 8192)])
+def test_layernorm_gpu(n, d, dtype):
+  x, w, b, dy = _layernorm_case(dtype, n, d)
+  close(jax.jit(LN.layernorm)(x, w, b), LN.reference(x, w, b), dtype)
+  got = _grads(lambda x, w, b: LN.layernorm(x, w, b), x, w, b, dy)
+  want = _grads(LN.reference, x, w, b, dy)
+  for g, r in zip(got, want):
+    close(g, r, dtype, rel=True)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [F32, BF16], ids=str)
+def test_rmsnorm_gpu(dtype):
+  x, w = rand(2, (4096, 4096), dtype), rand(3, (4096,), dtype)
+  close(jax.jit(RN.rmsnorm)(x, w), RN.reference(x, w), dtype)
+
+
+@pytest.mark.gpu
+def test_rowwise_gpu_matches_interpret_bitwise_close():
+  x = rand(4, (64, 2048), F32, scale=30.0)
+  np.testing.assert_allclose(SM.softmax(x), SM.softmax(x, interpret=True), rtol=1e-6, atol=1e-7)
