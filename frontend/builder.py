@@ -21,6 +21,7 @@ class Builder:
     self.cluster = cluster               # the launch configuration some type rules check
     self.threads = block
     self.num_load_slots = 0              # TMA load sites so far; each gets an mbarrier
+    self.batch_axis = None               # the grid axis jax.vmap added (frontend/compile.py Batch)
 
   def new_load_slot(self) -> int:
     self.num_load_slots += 1

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import math
 
 from . import errors as E
 from . import ir
@@ -20,7 +21,7 @@ from .smem import plan_scratch, plan_smem
 from .source import Source, read_function
 from .sync import SyncPass
 from .tracer import Tracer
-from .types import DTypeVar, RefType, Space, resolve, resolved
+from .types import DTypeVar, RefType, ScalarType, Space, resolve, resolved
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,7 +77,20 @@ def _is_constexpr(annotation, scope) -> bool:
     return False
 
 
-def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, block, cluster) -> ir.Kernel:
+@dataclasses.dataclass(frozen=True)
+class Batch:
+  """A kernel run once per element of leading batch dimensions (jax.vmap): grid axis `axis`
+  (1 in the kernel's own grid) counts the batch elements of every level. `sizes` are the
+  levels' sizes, outermost first; `batched[level][i]` says whether input i has that level's
+  dimension (outputs have all of them). Parameters then have the batch dimensions in front,
+  and the kernel body sees each program's slice, with the kernel's own shapes."""
+  axis: int
+  sizes: tuple[int, ...]
+  batched: tuple[tuple[bool, ...], ...]
+
+
+def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, block, cluster,
+          batch: Batch | None = None) -> ir.Kernel:
   """Trace, infer and check one specialisation of a kernel."""
   loc = pk.loc
   n_in, n_out = len(in_specs), len(out_specs)
@@ -97,9 +111,13 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, bloc
   tr = Tracer(pk.source, pk.scope, em)
   params = []
   for i, (name, spec) in enumerate(zip(pk.ref_params, list(in_specs) + list(out_specs))):
-    v = ir.Value(RefType(tuple(spec.shape), spec.dtype, Space.GMEM), name)
+    lead = _batch_dims(batch, i, n_in)
+    v = ir.Value(RefType(tuple(lead) + tuple(spec.shape), spec.dtype, Space.GMEM), name)
     params.append(ir.Param(v, name, is_output=i >= n_in))
     tr.env[name] = v
+  if batch is not None:
+    _bind_batch_slices(tr, em, batch, params, n_in, loc)
+    grid = tuple(math.prod(batch.sizes) if a == batch.axis else g for a, g in enumerate(grid))
   for c in pk.constexpr_params:
     tr.env[c] = constexprs.get(c, pk.defaults.get(c))
   try:
@@ -125,6 +143,29 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, bloc
   except Exception as e:   # a bug in a pass, not in the kernel: say so, at the kernel
     raise E.InternalError.wrap(f"mgpu_dsl failed while compiling {pk.tree.name}", e, loc) from e
   return kernel
+
+
+def _batch_dims(batch, i, n_in) -> list[int]:
+  if batch is None:
+    return []
+  return [n for n, on in zip(batch.sizes, batch.batched) if i >= n_in or on[i]]
+
+
+def _bind_batch_slices(tr, em, batch, params, n_in, loc):
+  """Bind each parameter's name to this program's slice of the batched array."""
+  from .builder import Call
+  from .ops import control, elementwise as ew, memory
+  cx = Call(em, loc)
+  pid = em.emit(control.ProgramId, batch.axis, loc=loc, types=[ScalarType(DType.i32)]).result
+  em.batch_axis = batch.axis
+  index, stride = [], math.prod(batch.sizes)
+  for n in batch.sizes:
+    stride //= n
+    index.append(ew.binary(cx, ew.BinOp.MOD, ew.binary(cx, ew.BinOp.FLOORDIV, pid, stride), n))
+  for i, p in enumerate(params):
+    mine = [b for b, on in zip(index, batch.batched) if i >= n_in or on[i]]
+    if mine:
+      tr.env[p.name] = memory.view(cx, p.value, tuple(mine), p.name)
 
 
 def _smem_overflow(pk, em, params, grid, block, cluster) -> list:

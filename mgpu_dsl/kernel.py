@@ -114,13 +114,36 @@ class KernelFunction:
     return key, in_specs, out_fspecs, out_specs, treedef, grid, block, cluster
 
   def _compile(self, args, constexprs):
-    key, in_specs, out_fspecs, out_specs, treedef, grid, block, cluster = self._specialise(args, constexprs)
+    return self._compile_batched(args, constexprs, ())
+
+  def _compile_batched(self, args, constexprs, levels):
+    """The compiled specialisation for `args`, with `levels` of jax.vmap batch dimensions in
+    front of the batched inputs (mgpu_dsl/batching.py); () for a plain call."""
+    from . import batching
+    own = batching._unbatched_specs(args, levels) if levels else args
+    key, in_specs, out_fspecs, out_specs, treedef, grid, block, cluster = self._specialise(own, constexprs)
+    key = key + (tuple((n, tuple(b)) for n, b in levels),)
     hit = self._cache.get(key)
     if hit is None:
       kernel = fc.trace(self.parsed, in_specs, out_fspecs, constexprs, grid=grid, block=block,
-                        cluster=cluster)
+                        cluster=cluster, batch=batching.batch_spec(levels, grid))
+      if levels:
+        out_specs = batching.batched_out_specs(out_specs, levels)
       hit = self._cache[key] = {"kernel": kernel, "treedef": treedef, "out_specs": out_specs}
     return hit
+
+  def _grid_of(self, specs, constexprs):
+    return self._specialise(specs, constexprs)[5]
+
+  def _launch(self, hit, args, interpret: bool):
+    """Run a compiled specialisation: on the GPU, or in interpret mode."""
+    if interpret:
+      from .lowering import interpret as interp
+      return interp.run(hit["kernel"], args, hit["out_specs"])
+    if "fn" not in hit:
+      from .lowering import kernel as lk
+      hit["fn"] = lk.build(hit["kernel"])
+    return hit["fn"](*args)
 
   def _interpret(self, interpret):
     if interpret is not None:
@@ -133,15 +156,9 @@ class KernelFunction:
   @_user_errors
   def __call__(self, *args, interpret=None, **constexprs):
     import jax
+    from . import batching
     hit = self._compile(args, constexprs)
-    if self._interpret(interpret):
-      from .lowering import interpret as interp
-      outs = interp.run(hit["kernel"], args, hit["out_specs"])
-    else:
-      if "fn" not in hit:
-        from .lowering import kernel as lk
-        hit["fn"] = lk.build(hit["kernel"])
-      outs = hit["fn"](*args)
+    outs = batching.call(self, args, constexprs, self._interpret(interpret))
     return jax.tree.unflatten(hit["treedef"], list(outs))
 
   @_user_errors

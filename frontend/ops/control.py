@@ -118,15 +118,17 @@ def _axis(cx, axis, what):
 @builtin
 def program_id(cx, axis):
   """The index of this CTA (program) along grid axis 0, 1 or 2: `i = ml.program_id(0)`."""
-  return cx.b.emit(ProgramId, _axis(cx, axis, "grid"), loc=cx.loc, types=[ScalarType(INDEX)],
-                   names=[cx.name]).result
+  if _axis(cx, axis, "grid") == cx.b.batch_axis:     # the axis jax.vmap took: 1 in the kernel's grid
+    return ew.constant(cx, 0)
+  return cx.b.emit(ProgramId, axis, loc=cx.loc, types=[ScalarType(INDEX)], names=[cx.name]).result
 
 
 @builtin
 def num_programs(cx, axis):
   """The grid's extent along `axis`."""
-  return cx.b.emit(NumPrograms, _axis(cx, axis, "grid"), loc=cx.loc, types=[ScalarType(INDEX)],
-                   names=[cx.name]).result
+  if _axis(cx, axis, "grid") == cx.b.batch_axis:
+    return ew.constant(cx, 1)
+  return cx.b.emit(NumPrograms, axis, loc=cx.loc, types=[ScalarType(INDEX)], names=[cx.name]).result
 
 
 @builtin

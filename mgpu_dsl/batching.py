@@ -1,0 +1,79 @@
+"""jax.vmap of a kernel: one launch over a batched grid, on the GPU and in interpret mode alike.
+
+A kernel call goes through `jax.custom_batching.custom_vmap`. Under `jax.vmap` its rule
+compiles a batched specialisation (frontend/compile.py `Batch`): the batch dimensions of
+every level are folded into a grid axis the kernel leaves at 1, each program works on its
+slice with the kernel's own shapes, and unbatched inputs are shared, not copied. Nested
+vmap adds a level each time; `in_axes`/`out_axes` other than 0 are JAX's moveaxis around
+the rule. A kernel whose grid uses all three axes runs the batch as a `jax.lax.map` loop
+(one launch per element) instead.
+"""
+from __future__ import annotations
+
+from .frontend import compile as fc
+
+
+def call(kernel, args, constexprs, interpret, levels=()):
+  """The outputs (a list) of `kernel` on `args`; `levels` are the batch levels already
+  folded into the specialisation (outermost first): ((size, batched inputs), ...)."""
+  import jax
+  hit = kernel._compile_batched(args, constexprs, levels)
+  n_out = len(hit["out_specs"])
+  if not any(isinstance(a, jax.core.Tracer) for a in args):   # an eager call: no transformation
+    return list(kernel._launch(hit, args, interpret))
+
+  @jax.custom_batching.custom_vmap
+  def run(*xs):
+    return tuple(kernel._launch(hit, xs, interpret))
+
+  @run.def_vmap
+  def rule(axis_size, in_batched, *xs):
+    outs = batched(kernel, xs, constexprs, interpret, levels, axis_size, tuple(in_batched))
+    return tuple(outs), (True,) * n_out
+
+  return list(run(*args))
+
+
+def batched(kernel, xs, constexprs, interpret, levels, size, in_batched):
+  """One more batch level (size `size`, outermost) over a call at `levels`."""
+  import jax
+  new = ((size, in_batched),) + tuple(levels)
+  grid = kernel._grid_of(_unbatched_specs(xs, new), constexprs)
+  if _free_axis(grid) is not None:
+    return call(kernel, xs, constexprs, interpret, new)
+
+  def one(sliced):
+    it = iter(sliced)
+    full = [next(it) if b else x for x, b in zip(xs, in_batched)]
+    return tuple(call(kernel, full, constexprs, interpret, levels))
+  return list(jax.lax.map(one, [x for x, b in zip(xs, in_batched) if b]))
+
+
+def batch_spec(levels, grid):
+  """The frontend's Batch for `levels` over the kernel's own `grid`, or None."""
+  if not levels:
+    return None
+  axis = _free_axis(grid)
+  return fc.Batch(axis, tuple(n for n, _ in levels), tuple(b for _, b in levels))
+
+
+def _free_axis(grid):
+  """The grid axis a batch can take: the last one the kernel leaves at 1."""
+  return next((a for a in (2, 1) if grid[a] == 1), None)
+
+
+def _unbatched_specs(xs, levels):
+  """The kernel's own argument shapes: each input without its batch dimensions."""
+  import jax
+  out = []
+  for i, x in enumerate(xs):
+    k = sum(1 for _, on in levels if on[i])
+    out.append(jax.ShapeDtypeStruct(tuple(x.shape[k:]), x.dtype))
+  return out
+
+
+def batched_out_specs(out_specs, levels):
+  import jax
+  lead = tuple(n for n, _ in levels)
+  return [jax.ShapeDtypeStruct(lead + tuple(s.shape), s.dtype) for s in out_specs]
+
