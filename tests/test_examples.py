@@ -33,6 +33,29 @@ def test_quickstart_notebook_executes():
   assert "[MG101]" in outputs
 
 
+def _execute(name):
+  nbformat = pytest.importorskip("nbformat")
+  nbclient = pytest.importorskip("nbclient")
+  nb = nbformat.read(ROOT / "examples" / name, as_version=4)
+  assert all(c.get("id") for c in nb.cells), f"{name}: every cell needs an id"
+  client = nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
+                                   resources={"metadata": {"path": str(ROOT / "examples")}})
+  client.execute()
+  return "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs), nb
+
+
+def test_matmul_notebook_executes_and_shows_the_benchmark_plot():
+  text, nb = _execute("matmul.ipynb")
+  assert "matmul matches jnp.dot" in text and "kernel @matmul" in text
+  images = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if "image/png" in o.get("data", {})]
+  assert images, "the benchmark plot is not displayed"
+
+
+def test_softmax_notebook_executes():
+  text, _ = _execute("softmax.ipynb")
+  assert "max abs error against jax.nn.softmax" in text and "rows1x4_row" in text
+
+
 def test_check_command_passes_on_the_examples():
   r = subprocess.run([sys.executable, "-m", "mgpu_dsl", "check", str(ROOT / "examples")],
                      capture_output=True, text=True, timeout=600)
