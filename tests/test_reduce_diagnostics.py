@@ -1,0 +1,138 @@
+"""Mistakes with reductions, broadcasting and the new math: class, code, line, column, message, hint."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from locate import expect
+from mgpu_dsl import language as ml
+
+S = jax.ShapeDtypeStruct
+F32 = jnp.float32
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def axis_out_of_range(x, out):
+  out[...] = x[...] - ml.max(x[...], axis=2)[:, None]
+
+
+def test_reduction_axis_out_of_range():
+  e = expect(axis_out_of_range, [S((8, 128), F32)], mg.IndexOutOfBoundsError, "ml.max(x[...], axis=2)",
+             "ml.max: axis 2 is out of range for a tensor of rank 2")
+  assert e.hint == "axes run from -2 to 1"
+
+
+@mg.mgpu_kernel(out_shape=lambda x, v: x)
+def bad_broadcast(x, v, out):
+  out[...] = x[...] * v[...][:, None]
+
+
+def test_shapes_that_do_not_broadcast_name_both():
+  e = expect(bad_broadcast, [S((8, 128), F32), S((16,), F32)], mg.ShapeMismatchError,
+             "x[...] * v[...][:, None]",
+             "* on x[...] of shape (8, 128) and v[...] of shape (16, 1): the shapes do not broadcast"
+             " (axis 0 of the result would be both 8 and 16)")
+  assert "v[:, None]" in e.hint
+
+
+@mg.mgpu_kernel(out_shape=lambda x: jax.ShapeDtypeStruct((4, 8), F32))
+def partial_3d(x, out):
+  out[...] = ml.sum(x[...], axis=2)
+
+
+def test_partial_reduction_of_a_3d_tensor_says_to_reshape():
+  e = expect(partial_3d, [S((4, 8, 128), F32)], mg.LayoutError, "ml.sum(x[...], axis=2)",
+             "ml.sum over axis 2 of a 3-D tensor (4, 8, 128): partial reductions work on 1-D and 2-D tensors")
+  assert "reshape" in e.hint
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def reduce_bool(x, out):
+  out[...] = x[...] + ml.sum(x[...] > 0).astype(F32)
+
+
+def test_reducing_booleans_says_to_convert():
+  e = expect(reduce_bool, [S((128,), F32)], mg.UnsupportedDtypeError, "ml.sum(x[...] > 0)",
+             "ml.sum of bool values is not supported")
+  assert "astype" in e.hint
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def row_and_column(x, out):
+  v = ml.sum(x[...], axis=1)
+  out[...] = x[...] + v[:, None] + v[None, :]
+
+
+def test_a_vector_used_as_row_and_column_statistic_is_a_layout_conflict():
+  e = expect(row_and_column, [S((128, 128), F32)], mg.LayoutError, "x[...] + v[:, None] + v[None, :]",
+             "v is used as a row statistic (one value per row) of one tile and as a column vector"
+             " (one value per column) of another (rows1x4_row vs rows1x4_col register layouts)")
+  assert "load it again" in e.hint
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def bad_shift(x, out):
+  out[...] = x[...] << 2
+
+
+def test_shifting_floats_needs_integers():
+  expect(bad_shift, [S((128,), F32)], mg.UnsupportedDtypeError, "x[...] << 2",
+         "<< needs integer operands, got float32")
+
+
+@mg.mgpu_kernel(out_shape=lambda x: jax.ShapeDtypeStruct(x.shape, jnp.int16))
+def bad_bitcast(x, out):
+  out[...] = ml.bitcast(x[...], jnp.int16)
+
+
+def test_bitcast_between_widths_is_rejected():
+  e = expect(bad_bitcast, [S((128,), F32)], mg.UnsupportedDtypeError, "ml.bitcast(x[...], jnp.int16)",
+             "ml.bitcast from float32 (32 bits) to int16 (16 bits): widths differ")
+  assert e.hint
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def misspelled_keyword(x, out):
+  out[...] = x[...] - ml.max(x[...], axes=1)[:, None]
+
+
+def test_a_misspelled_keyword_gets_pythons_message_at_the_call():
+  e = expect(misspelled_keyword, [S((8, 128), F32)], mg.KernelTypeError, "ml.max(x[...], axes=1)",
+             "ml.max: got an unexpected keyword argument 'axes'")
+  assert e.hint == "ml.max(x, axis=None, keepdims=False)"
+
+
+# ------------------------------------------------------------------ the new math, computed
+@mg.mgpu_kernel(out_shape=lambda x: (x, x, x, x, x), grid=(1,))
+def math_fns(x, a, b, c, d, e):
+  v = x[...]
+  a[...] = ml.sin(v) + ml.cos(v)
+  b[...] = ml.erf(v)
+  c[...] = ml.log2(ml.abs(v) + 1.0)
+  d[...] = ml.sigmoid(v)
+  e[...] = ml.bitcast(ml.bitcast(v, jnp.int32) >> 1 << 1, F32)
+
+
+def test_new_math_in_interpret_mode():
+  import math
+  x = np.linspace(-4, 4, 256, dtype=np.float32)
+  a, b, c, d, e = math_fns(x, interpret=True)
+  np.testing.assert_allclose(a, np.sin(x) + np.cos(x), rtol=1e-6, atol=1e-6)
+  np.testing.assert_allclose(b, [math.erf(v) for v in x], rtol=1e-6, atol=1e-6)
+  np.testing.assert_allclose(c, np.log2(np.abs(x) + 1), rtol=1e-6)
+  np.testing.assert_allclose(d, 1 / (1 + np.exp(-x)), rtol=1e-6)
+  np.testing.assert_array_equal(e.view(np.int32), x.view(np.int32) & ~1)
+
+
+def test_new_math_exports_for_cuda():
+  f = jax.jit(math_fns)
+  txt = jax.export.export(f, platforms=["cuda"])(S((256,), F32)).mlir_module()
+  assert "@mosaic_gpu" in txt
+
+
+@pytest.mark.gpu
+def test_new_math_on_the_gpu_matches_interpret_mode():
+  x = np.linspace(-4, 4, 256, dtype=np.float32)
+  for g, i in zip(math_fns(x), math_fns(x, interpret=True)):
+    np.testing.assert_allclose(np.asarray(g), np.asarray(i), rtol=2e-6, atol=2e-6)
