@@ -50,28 +50,64 @@ def softmax_long_rows(x, out, *, rows: ml.constexpr):
     out.at[ml.ds(i * rows, rows), ml.ds(c * CHUNK, CHUNK)][...] = y.astype(out.dtype)
 
 
+PART_BYTES = 32 * 1024        # float32 bytes of a long row each CTA of a cluster holds
+
+
+@mg.mgpu_kernel(out_shape=lambda x, *, parts: x, grid=lambda x, *, parts: (x.shape[0] * parts,),
+                cluster=lambda x, *, parts: (parts,))
+def softmax_cluster_rows(x, out, *, parts: ml.constexpr):
+  """One long row per cluster of `parts` CTAs, each holding 1/parts of it in registers: each
+  CTA's max and sum go to its SMEM, the CTAs of the cluster read each other's through
+  distributed shared memory (ml.cluster_ref) and combine them. One read and one write."""
+  i = ml.program_id(0)
+  row, part = i // parts, i % parts
+  w = x.shape[1] // parts
+  v = x.at[ml.ds(row, 1), ml.ds(part * w, w)][...].astype(jnp.float32)
+  m = ml.max(v)
+  s = ml.sum(ml.exp(v - m))
+  stats = ml.smem((2, 128), jnp.float32)
+  stats.at[0][...] = m
+  stats.at[1][...] = s
+  ml.cluster_sync()
+  big_m = m
+  for p in ml.static_range(parts):
+    big_m = ml.maximum(big_m, ml.max(ml.cluster_ref(stats, p).at[0][...]))
+  total = 0.0
+  for p in ml.static_range(parts):
+    peer = ml.cluster_ref(stats, p)
+    total = total + ml.max(peer.at[1][...]) * ml.exp(ml.max(peer.at[0][...]) - big_m)
+  out.at[ml.ds(row, 1), ml.ds(part * w, w)][...] = (ml.exp(v - big_m) / total).astype(out.dtype)
+  ml.cluster_sync()          # no CTA exits while a peer still reads its SMEM
+
+
 def config(shape):
-  """(kernel, rows per program) for a (n, d) input: about 16 KiB of float32 per program."""
+  """(kernel, constexprs) for a (n, d) input: about 16 KiB of float32 per program; rows too
+  long for one CTA's registers are spread over a cluster."""
   n, d = shape
-  if d * 4 > MAX_ROW_BYTES and d % CHUNK == 0:
-    return softmax_long_rows, 1
+  if d * 4 > MAX_ROW_BYTES:
+    parts = d * 4 // PART_BYTES
+    if parts <= 8 and d % (parts * 128) == 0:
+      return softmax_cluster_rows, {"parts": parts}
+    if d % CHUNK == 0:
+      return softmax_long_rows, {"rows": 1}
   rows = max(1, min(8, 4096 // d))
   while n % rows:
     rows //= 2
-  return softmax_rows, rows
+  return softmax_rows, {"rows": rows}
 
 
 def softmax(x, *, interpret=None):
   """jax.nn.softmax(x, axis=-1) for a 2-D float32, float16 or bfloat16 array whose last
   dimension is a multiple of 128."""
-  kernel, rows = config(x.shape)
-  return kernel(x, rows=rows, interpret=interpret)
+  kernel, meta = config(x.shape)
+  return kernel(x, interpret=interpret, **meta)
 
 
 for _spec in [(256, 1024), (64, 16384), (8, 32768)]:
   for _dt in (jnp.float32, jnp.bfloat16):
-    _k, _r = config(_spec)
-    mg.check_specs(_k, jax.ShapeDtypeStruct(_spec, _dt), rows=_r)
+    _k, _meta = config(_spec)
+    mg.check_specs(_k, jax.ShapeDtypeStruct(_spec, _dt), **_meta)
+  mg.check_specs(softmax_long_rows, jax.ShapeDtypeStruct(_spec, jnp.float32), rows=1)
 
 
 if __name__ == "__main__":

@@ -94,7 +94,10 @@ class KernelFunction:
       raise E.LaunchConfigError(
           f"block must be a multiple of 128 threads (one warpgroup) between 128 and 1024, got {block!r}",
           loc, hint="Mosaic GPU works in warpgroups of 128 threads: use block=128, 256 or 384")
-    cluster = _as_tuple3(self.cluster or (1,), "cluster", loc)
+    cluster = self.cluster
+    if callable(cluster):
+      cluster = _call_with_meta(cluster, args, constexprs, "cluster", loc)
+    cluster = _as_tuple3(cluster or (1,), "cluster", loc)
     for d, g, c in zip("xyz", grid, cluster):
       if g % c:
         raise E.LaunchConfigError(f"grid {grid[:3]} is not divisible by cluster {cluster} along {d}", loc,

@@ -40,9 +40,16 @@ def test_softmax_interpret_matches_jax_at_huge_logits(shape, dtype):
   close(got, jax.nn.softmax(x.astype(F32), axis=-1), dtype)
 
 
-def test_long_rows_take_the_two_pass_kernel():
-  assert SM.config((2, 32768))[0] is SM.softmax_long_rows
-  assert SM.config((64, 1024)) == (SM.softmax_rows, 4)
+def test_long_rows_take_a_cluster_or_two_passes():
+  assert SM.config((2, 32768)) == (SM.softmax_cluster_rows, {"parts": 4})
+  assert SM.config((2, 8192 * 16))[0] is SM.softmax_long_rows
+  assert SM.config((64, 1024)) == (SM.softmax_rows, {"rows": 4})
+
+
+@pytest.mark.parametrize("dtype", [F32, BF16], ids=str)
+def test_two_pass_softmax_for_rows_too_long_for_a_cluster(dtype):
+  x = rand(5, (2, 8192), dtype, scale=1e4)
+  close(SM.softmax_long_rows(x, rows=1, interpret=True), jax.nn.softmax(x.astype(F32), axis=-1), dtype)
 
 
 def _layernorm_case(dtype, n=64, d=512):
