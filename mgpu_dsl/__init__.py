@@ -11,6 +11,10 @@ __version__ = "0.1.0"
 from .kernel import KernelFunction as KernelFunction
 from .kernel import mgpu_kernel as mgpu_kernel
 from .check import check_specs as check_specs
+from .bench import bench as bench
+from .bench import bench_wall as bench_wall
+from .autotune import Autotuner as Autotuner
+from .autotune import autotune as autotune
 from . import language as language
 from .frontend.errors import *  # noqa: F401,F403  (every KernelError subclass)
 from .frontend.errors import KernelError as KernelError

@@ -124,7 +124,8 @@ def test_failing_callable_message_is_capped():
 
 def test_call_and_public_api_have_docstrings():
   for obj in (mg.KernelFunction.__call__, mg.KernelFunction.typed_ir, mg.KernelFunction.mlir,
-              mg.KernelFunction.check, mg.KernelFunction.cache_clear, mg.mgpu_kernel, mg.check_specs):
+              mg.KernelFunction.check, mg.KernelFunction.cache_clear, mg.mgpu_kernel, mg.bench,
+              mg.bench_wall, mg.autotune, mg.check_specs):
     assert obj.__doc__ and len(obj.__doc__.strip()) > 20, obj
   assert "constexpr" in K.double.__call__.__doc__
 
