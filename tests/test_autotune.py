@@ -188,3 +188,39 @@ def test_autotune_under_jit_times_on_stand_in_inputs():
   a = x()
   np.testing.assert_allclose(np.asarray(jax.jit(tuned)(a)), np.asarray(a) * 2.0, rtol=1e-6)
   assert len(tuned.timings) == 1
+
+
+TUNED_FILE = '''
+import jax, jax.numpy as jnp
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+
+
+@mg.autotune(configs=[dict(rows=128), dict(rows=512)])
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x, rows: (x.shape[0] // rows,))
+def copy_rows(x, out, *, rows: ml.constexpr):
+  i = ml.program_id(0)
+  buf = ml.smem((rows, x.shape[1]))
+  ml.copy(x.at[ml.ds(i * rows, rows)], buf)
+  ml.copy(buf, out.at[ml.ds(i * rows, rows)])
+
+
+@mg.autotune(configs=[dict(rows=128)])
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def undeclared(x, out, *, rows: ml.constexpr):
+  out[...] = x[...]
+
+
+mg.check_specs(copy_rows, jax.ShapeDtypeStruct((1024, 64), jnp.float32))
+'''
+
+
+def test_the_checker_checks_every_config_of_an_autotuned_kernel(tmp_path):
+  from mgpu_dsl.check import check_file
+  path = tmp_path / "tuned_kernels.py"
+  path.write_text(TUNED_FILE)
+  report = check_file(str(path))
+  assert [r.title for r in report.results] == ["copy_rows(float32[1024,64], rows=128)",
+                                               "copy_rows(float32[1024,64], rows=512)"]
+  assert report.results[0].ok and {type(e).__name__ for e in report.results[1].errors} == {"TmaLimitError"}
+  assert [k.__name__ for k in report.skipped] == ["undeclared"]
