@@ -96,11 +96,13 @@ class Autotuner:
                              self.kernel.parsed.loc,
                              hint="leave tuned constexprs out of the call, or call the kernel itself:"
                                   f" {self.__name__}.kernel(..., {clash[0]}=...)")
-    if self.kernel._interpret(interpret) or (self.timer is None and not has_gpu()):
+    if self.kernel._interpret(interpret):
       return self.configs[0]
     key = self._tuning_key(args, constexprs)
     if key in self.best:
       return self.best[key]
+    if self.timer is None and not has_gpu():
+      return self.configs[0]
     path = self._winners_path()
     disk_key = json.dumps([key, self._device_kind()])
     if path is not None:

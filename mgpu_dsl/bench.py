@@ -9,6 +9,7 @@ DESIGN.md states targets in. Wall time is what a user's step sees.
 """
 from __future__ import annotations
 
+import functools
 import os
 import statistics
 import sys
@@ -19,8 +20,9 @@ from .frontend import errors as E
 from .frontend.loc import Loc
 
 
+@functools.lru_cache(maxsize=None)
 def has_gpu() -> bool:
-  """Whether JAX sees a GPU."""
+  """Whether JAX sees a GPU (asked once per process)."""
   import jax
   try:
     return bool(jax.devices("gpu"))
@@ -59,9 +61,18 @@ def bench(fn: Callable, *args: Any, iterations: int = 20) -> float:
     raise E.KernelError("mg.bench measures GPU kernel time, and JAX sees no GPU here", caller_loc(),
                         hint="run it on a machine with an NVIDIA GPU; mg.bench_wall times calls on any device")
   from jax.experimental.mosaic.gpu import profiler
-  _, ms = profiler.measure(fn, iterations=iterations)(*args)
+  name = getattr(fn, "__name__", None) or getattr(getattr(fn, "func", None), "__name__", "the function")
+  try:
+    _, ms = profiler.measure(fn, iterations=iterations)(*args)
+  except E.KernelError:
+    raise
+  except Exception as e:    # CUPTI busy (Nsight attached), launches that differ per call, ...
+    first = (str(e).strip().splitlines() or [""])[0][:300]
+    raise E.KernelError(f"mg.bench could not time {name}: {type(e).__name__}: {first}", caller_loc(),
+                        hint="CUPTI allows one subscriber: not under Nsight or another profiler;"
+                             " mg.bench_wall needs no profiler") from e
   if ms is None:
-    raise E.KernelError(f"{getattr(fn, '__name__', 'the function')} launched no GPU kernel", caller_loc(),
+    raise E.KernelError(f"{name} launched no GPU kernel", caller_loc(),
                         hint="mg.bench times GPU work: pass a kernel or a jitted function of GPU arrays")
   ms = ms if isinstance(ms, list) else [ms]
   return statistics.median(ms) / 1e3

@@ -21,15 +21,19 @@ import itertools
 import os
 import sys
 import traceback
+from typing import TYPE_CHECKING
 
 from .frontend import errors as E
 from .kernel import KernelFunction
+
+if TYPE_CHECKING:
+  from .autotune import Autotuner
 
 _DECLARED: dict[KernelFunction, list[tuple[tuple, dict]]] = {}
 _modules = itertools.count()
 
 
-def check_specs(kernel, *specs, **constexprs):
+def check_specs(kernel: KernelFunction | Autotuner, *specs, **constexprs) -> KernelFunction | Autotuner:
   """Declare one specialisation of `kernel` for `python -m mgpu_dsl check`.
 
   `specs` are the kernel's inputs as `jax.ShapeDtypeStruct`s (or arrays),
