@@ -132,10 +132,17 @@ class Autotuner:
 
   def _tune(self, args, constexprs) -> tuple[dict, list]:
     import jax
+    # Under jax.jit every jax operation would be staged into the caller's program, the
+    # timed runs too: evaluate them now, on random stand-ins for traced inputs.
+    with jax.ensure_compile_time_eval():
+      concrete = args
+      if any(isinstance(a, jax.core.Tracer) for a in args):
+        concrete = stand_ins(args)
+      return self._time_configs(args, concrete, constexprs)
+
+  def _time_configs(self, args, concrete, constexprs) -> tuple[dict, list]:
+    import jax
     timer = self.timer or bench
-    concrete = args
-    if any(isinstance(a, jax.core.Tracer) for a in args):
-      concrete = stand_ins(args)
     specs = [jax.ShapeDtypeStruct(tuple(a.shape), a.dtype) for a in args]
     results, errors = [], []
     for cfg in self.configs:

@@ -224,3 +224,16 @@ def test_the_checker_checks_every_config_of_an_autotuned_kernel(tmp_path):
                                                "copy_rows(float32[1024,64], rows=512)"]
   assert report.results[0].ok and {type(e).__name__ for e in report.results[1].errors} == {"TmaLimitError"}
   assert [k.__name__ for k in report.skipped] == ["undeclared"]
+
+
+def test_under_jit_configs_are_timed_on_concrete_stand_ins():
+  seen = []
+
+  def timer(fn, *args):
+    seen.append([isinstance(a, jax.core.Tracer) for a in args] + [float(jnp.abs(args[0]).sum()) > 0])
+    return {128: 2e-3, 64: 1e-3}[fn.keywords["rows"]]
+  tuned = mg.autotune(configs=CONFIGS, timer=timer)(kernel())
+  exported = jax.export.export(jax.jit(tuned), platforms=["cuda"])(jax.ShapeDtypeStruct((1024, 64), F32))
+  assert seen == [[False, True], [False, True]]         # concrete, random (not zeros) inputs
+  assert "@mosaic_gpu" in exported.mlir_module()
+  assert list(tuned.best.values()) == [dict(rows=64, factor=3.0)]
