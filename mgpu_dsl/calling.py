@@ -6,6 +6,7 @@ reported in the caller's terms instead of as a failure inside a lambda.
 """
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 import reprlib
@@ -57,10 +58,18 @@ def _input_hint(x) -> str:
   return "pass a jax or numpy array (or a jax.ShapeDtypeStruct to typed_ir/mlir/check)"
 
 
+@functools.lru_cache(maxsize=64)
+def _supported(dtype) -> bool:
+  import jax
+  try:
+    return to_dtype(jax.dtypes.canonicalize_dtype(dtype)) is not None
+  except (TypeError, ValueError):
+    return False
+
+
 def check_inputs(pk, args, bounds: tuple[int, int], name: str, loc) -> None:
   """Raise SignatureError unless `args` are arrays of supported dtypes, between `bounds`
   (from `input_bounds`) in number."""
-  import jax
   refs = pk.ref_params
   for i, a in enumerate(args):
     what = f"input {i}" + (f" ({refs[i]})" if i < len(refs) else "")
@@ -68,10 +77,10 @@ def check_inputs(pk, args, bounds: tuple[int, int], name: str, loc) -> None:
       raise E.SignatureError(cap(f"{name}: {what} is {describe(a)}; kernel inputs are arrays"), loc,
                              hint=_input_hint(a))
     try:
-      d = to_dtype(jax.dtypes.canonicalize_dtype(a.dtype))
-    except (TypeError, ValueError):
-      d = None
-    if d is None:
+      ok = _supported(a.dtype)
+    except TypeError:         # an unhashable dtype object
+      ok = _supported.__wrapped__(a.dtype)
+    if not ok:
       raise E.SignatureError(cap(f"{name}: {what} has dtype {a.dtype}, which kernels do not support"),
                              loc, hint=f"supported dtypes: {SUPPORTED_DTYPES}")
   check_count(pk, len(args), bounds, name, loc)
@@ -134,11 +143,20 @@ def check_interpret(interpret, name: str, loc) -> None:
 
 
 # ---------------------------------------------------------------- the signature users see
+@functools.lru_cache(maxsize=512)
+def parameters(f) -> tuple[inspect.Parameter, ...] | None:
+  """The parameters of the callable `f` (None when it has no signature), looked up once:
+  kernels call their grid/out_shape callables on every call."""
+  try:
+    return tuple(inspect.signature(f).parameters.values())
+  except (TypeError, ValueError):
+    return None
+
+
 def _arity(f, constexprs) -> tuple[int, float] | None:
   """(min, max) positional inputs the callable `f` takes (constexprs it names excluded)."""
-  try:
-    params = inspect.signature(f).parameters.values()
-  except (TypeError, ValueError):
+  params = parameters(f)
+  if params is None:
     return None
   pos = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
          and p.name not in constexprs]

@@ -45,15 +45,16 @@ def _as_tuple3(x, what, loc):
 def _call_with_meta(f, args, constexprs, what, loc):
   """Call a grid/out_shape callable with the inputs and whichever constexprs it names."""
   try:
-    params = inspect.signature(f).parameters
-  except (TypeError, ValueError):
+    params = calling.parameters(f)
+  except TypeError:       # an unhashable callable
     params = None
   try:
     if params is None:
       return f(*args)
-    if any(p.kind == p.VAR_KEYWORD for p in params.values()):
+    if any(p.kind == p.VAR_KEYWORD for p in params):
       return f(*args, **constexprs)
-    return f(*args, **{k: v for k, v in constexprs.items() if k in params})
+    names = {p.name for p in params}
+    return f(*args, **{k: v for k, v in constexprs.items() if k in names})
   except Exception as e:
     raise E.SignatureError(calling.cap(
         f"the {what} callable failed for {len(args)} input(s)"
@@ -166,7 +167,7 @@ class KernelFunction:
       raise E.LaunchConfigError("@mgpu_kernel needs out_shape=", loc,
                                 hint="out_shape=jax.ShapeDtypeStruct(shape, dtype), or lambda x: x")
     static = hasattr(out, "shape") or not callable(out)
-    calling.check_inputs(pk, args, calling.input_bounds(pk, out, self.grid), name, loc)
+    calling.check_inputs(pk, args, self._input_bounds(pk), name, loc)
     if not static:
       out = _call_with_meta(out, args, constexprs, "out_shape", loc)
     leaves, treedef = jax.tree.flatten(out)
@@ -201,6 +202,14 @@ class KernelFunction:
     key = (tuple(in_specs), tuple(out_fspecs), grid, block, cluster,
            tuple(sorted((k, _key_value(v)) for k, v in constexprs.items())))
     return Specialisation(key, in_specs, out_fspecs, out_specs, treedef, grid, block, cluster)
+
+  def _input_bounds(self, pk) -> tuple[int, int]:
+    """calling.input_bounds, computed once per parse (and per out_shape/grid object)."""
+    memo = (pk, self.out_shape, self.grid)
+    cached = getattr(self, "_bounds", None)
+    if cached is None or any(a is not b for a, b in zip(cached[0], memo)):
+      cached = self._bounds = (memo, calling.input_bounds(pk, self.out_shape, self.grid))
+    return cached[1]
 
   def _compile(self, args, constexprs) -> dict:
     self._check_fresh()
