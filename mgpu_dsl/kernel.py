@@ -115,6 +115,7 @@ class KernelFunction:
     self._deps: D.Dependencies | None = None
     self._cache: collections.OrderedDict = collections.OrderedDict()
     self._stats = collections.Counter()
+    self._bounds = None
 
   @property
   def parsed(self) -> fc.ParsedKernel:
@@ -176,6 +177,22 @@ class KernelFunction:
                                             f" got {calling.describe(out)}"), loc)
     n_in = len(pk.ref_params) - len(leaves)
     calling.check_count(pk, len(args), (n_in, n_in), name, loc, outputs_known=True)
+    grid, block, cluster = self._launch(args, constexprs, loc)
+    try:
+      # int64/float64 specs become what JAX will pass (int32/float32 unless x64 is on).
+      canon = lambda x: jax.ShapeDtypeStruct(tuple(x.shape), jax.dtypes.canonicalize_dtype(x.dtype))
+      in_specs = [fc.ArgSpec.of(canon(a)) for a in args]
+      out_specs = [canon(s) for s in leaves]
+      out_fspecs = [fc.ArgSpec.of(s) for s in out_specs]
+    except (TypeError, AttributeError, ValueError) as e:
+      raise E.SignatureError(calling.cap(f"out_shape gives an output mgpu_dsl cannot make: {e}"), loc,
+                             hint=f"supported dtypes: {calling.SUPPORTED_DTYPES}") from None
+    key = (tuple(in_specs), tuple(out_fspecs), grid, block, cluster,
+           tuple(sorted((k, _key_value(v)) for k, v in constexprs.items())))
+    return Specialisation(key, in_specs, out_fspecs, out_specs, treedef, grid, block, cluster)
+
+  def _launch(self, args, constexprs, loc) -> tuple[tuple, int, tuple]:
+    """(grid, block, cluster) of a call, checked."""
     grid = _call_with_meta(self.grid, args, constexprs, "grid", loc) if callable(self.grid) else self.grid
     grid = _as_tuple3(grid, "grid", loc)
     block = self.block
@@ -190,23 +207,12 @@ class KernelFunction:
                                   hint="make each grid dimension a multiple of the cluster's")
     if cluster[0] * cluster[1] * cluster[2] > 16:
       raise E.LaunchConfigError(f"a cluster holds at most 16 CTAs on Hopper, got {cluster}", loc)
-    try:
-      # int64/float64 specs become what JAX will pass (int32/float32 unless x64 is on).
-      canon = lambda x: jax.ShapeDtypeStruct(tuple(x.shape), jax.dtypes.canonicalize_dtype(x.dtype))
-      in_specs = [fc.ArgSpec.of(canon(a)) for a in args]
-      out_specs = [canon(s) for s in leaves]
-      out_fspecs = [fc.ArgSpec.of(s) for s in out_specs]
-    except (TypeError, AttributeError, ValueError) as e:
-      raise E.SignatureError(calling.cap(f"out_shape gives an output mgpu_dsl cannot make: {e}"), loc,
-                             hint=f"supported dtypes: {calling.SUPPORTED_DTYPES}") from None
-    key = (tuple(in_specs), tuple(out_fspecs), grid, block, cluster,
-           tuple(sorted((k, _key_value(v)) for k, v in constexprs.items())))
-    return Specialisation(key, in_specs, out_fspecs, out_specs, treedef, grid, block, cluster)
+    return grid, block, cluster
 
   def _input_bounds(self, pk) -> tuple[int, int]:
     """calling.input_bounds, computed once per parse (and per out_shape/grid object)."""
     memo = (pk, self.out_shape, self.grid)
-    cached = getattr(self, "_bounds", None)
+    cached = self._bounds
     if cached is None or any(a is not b for a, b in zip(cached[0], memo)):
       cached = self._bounds = (memo, calling.input_bounds(pk, self.out_shape, self.grid))
     return cached[1]
