@@ -1,22 +1,44 @@
-"""Timing helpers for the benchmark scripts (GPU only)."""
-import statistics
+"""Timing helpers for the benchmark scripts (GPU only).
+
+DESIGN.md "How to time": report two figures per contender, measured in the same process:
+kernel time (`mg.bench`: CUPTI, the sum of the GPU kernels one call launches, median of
+`iterations` calls) and wall time (`mg.bench_wall`: median of timed loops of calls after
+warm-up). `timings(fn, *args)` gives both; `median_time` is the wall time, as before.
+"""
+import dataclasses
 import time
 
 import jax
 
+import mgpu_dsl as mg
+
+
+@dataclasses.dataclass(frozen=True)
+class Timing:
+  kernel_s: float      # GPU kernel time per call (CUPTI), seconds
+  wall_s: float        # wall time per call, seconds
+
+  def rate(self, work: float) -> tuple[float, float]:
+    """`work` (flops, bytes) per second by kernel time and by wall time."""
+    return work / self.kernel_s, work / self.wall_s
+
+
+def kernel_time(fn, *args, iterations=20):
+  """Median GPU kernel time of `fn(*args)`, seconds (mg.bench)."""
+  return mg.bench(fn, *args, iterations=iterations)
+
 
 def median_time(fn, *args, warmup=3, iters=20, samples=5):
-  """Median seconds per call of `fn(*args)` over `samples` loops of `iters` calls."""
-  for _ in range(warmup):
-    jax.block_until_ready(fn(*args))
-  times = []
-  for _ in range(samples):
-    t0 = time.perf_counter()
-    for _ in range(iters):
-      out = fn(*args)
-    jax.block_until_ready(out)
-    times.append((time.perf_counter() - t0) / iters)
-  return statistics.median(times)
+  """Median wall seconds per call of `fn(*args)` over `samples` loops of `iters` calls."""
+  return mg.bench_wall(fn, *args, warmup=warmup, iterations=iters, samples=samples)
+
+
+wall_time = median_time
+
+
+def timings(fn, *args, iterations=20):
+  """Both figures of `fn(*args)`: kernel time and wall time, in one process."""
+  return Timing(kernel_time(fn, *args, iterations=iterations), median_time(fn, *args, iters=iterations))
 
 
 def first_call_time(make_fn, *args):

@@ -6,12 +6,16 @@
 The work lives in `mgpu_dsl.frontend` (source -> typed IR, checks) and
 `mgpu_dsl.lowering` (typed IR -> Mosaic GPU -> JAX); this module re-exports.
 """
+__version__ = "0.1.0"
+
 from .kernel import KernelFunction as KernelFunction
 from .kernel import mgpu_kernel as mgpu_kernel
 from .check import check_specs as check_specs
+from .bench import bench as bench
+from .bench import bench_wall as bench_wall
+from .autotune import Autotuner as Autotuner
+from .autotune import autotune as autotune
 from . import language as language
 from .frontend.errors import *  # noqa: F401,F403  (every KernelError subclass)
 from .frontend.errors import KernelError as KernelError
 from .frontend.errors import InternalError as InternalError
-
-__version__ = "0.1.0"

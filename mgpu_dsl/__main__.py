@@ -26,7 +26,9 @@ import sys
 
 
 def _parser() -> argparse.ArgumentParser:
+  from . import __version__
   p = argparse.ArgumentParser(prog="python -m mgpu_dsl", description=__doc__.split("\n\n")[0])
+  p.add_argument("--version", action="version", version=f"mgpu_dsl {__version__}")
   sub = p.add_subparsers(dest="command", metavar="COMMAND")
   c = sub.add_parser("check", help="check the kernels of Python files (no GPU needed)",
                      description="Check every specialisation declared with mg.check_specs in each"

@@ -13,18 +13,18 @@ from __future__ import annotations
 from .frontend import compile as fc
 
 
-def call(kernel, args, constexprs, interpret, levels=()):
+def call(kernel, args, constexprs, interpret, levels=(), hit=None):
   """The outputs (a list) of `kernel` on `args`; `levels` are the batch levels already
   folded into the specialisation (outermost first): ((size, batched inputs), ...)."""
   import jax
-  hit = kernel._compile_batched(args, constexprs, levels)
+  hit = hit or kernel._compile(args, constexprs, levels)
   n_out = len(hit["out_specs"])
   if not any(isinstance(a, jax.core.Tracer) for a in args):   # an eager call: no transformation
-    return list(kernel._launch(hit, args, interpret))
+    return list(kernel._run(hit, args, interpret))
 
   @jax.custom_batching.custom_vmap
   def run(*xs):
-    return tuple(kernel._launch(hit, xs, interpret))
+    return tuple(kernel._run(hit, xs, interpret))
 
   @run.def_vmap
   def rule(axis_size, in_batched, *xs):
@@ -38,7 +38,7 @@ def batched(kernel, xs, constexprs, interpret, levels, size, in_batched):
   """One more batch level (size `size`, outermost) over a call at `levels`."""
   import jax
   new = ((size, in_batched),) + tuple(levels)
-  grid = kernel._grid_of(_unbatched_specs(xs, new), constexprs)
+  grid = kernel._grid_of(unbatched_specs(xs, new), constexprs)
   if _free_axis(grid) is not None:
     return call(kernel, xs, constexprs, interpret, new)
 
@@ -62,7 +62,7 @@ def _free_axis(grid):
   return next((a for a in (2, 1) if grid[a] == 1), None)
 
 
-def _unbatched_specs(xs, levels):
+def unbatched_specs(xs, levels):
   """The kernel's own argument shapes: each input without its batch dimensions."""
   import jax
   out = []

@@ -21,15 +21,19 @@ import itertools
 import os
 import sys
 import traceback
+from typing import TYPE_CHECKING
 
 from .frontend import errors as E
 from .kernel import KernelFunction
+
+if TYPE_CHECKING:
+  from .autotune import Autotuner
 
 _DECLARED: dict[KernelFunction, list[tuple[tuple, dict]]] = {}
 _modules = itertools.count()
 
 
-def check_specs(kernel: KernelFunction, *specs, **constexprs) -> KernelFunction:
+def check_specs(kernel: KernelFunction | Autotuner, *specs, **constexprs) -> KernelFunction | Autotuner:
   """Declare one specialisation of `kernel` for `python -m mgpu_dsl check`.
 
   `specs` are the kernel's inputs as `jax.ShapeDtypeStruct`s (or arrays),
@@ -38,8 +42,16 @@ def check_specs(kernel: KernelFunction, *specs, **constexprs) -> KernelFunction:
 
       mg.check_specs(row_block_sum, jax.ShapeDtypeStruct((512, 64), jnp.float16), n=4)
 
+  An `@mg.autotune`d kernel declares one specialisation per config (each config
+  merged into `constexprs`), so the checker builds every config the tuner may pick.
+
   Returns `kernel`. Nothing is traced until the checker runs.
   """
+  from .autotune import Autotuner
+  if isinstance(kernel, Autotuner):
+    for cfg in kernel.configs:
+      check_specs(kernel.kernel, *specs, **constexprs, **cfg)
+    return kernel
   if not isinstance(kernel, KernelFunction):
     raise TypeError(f"mg.check_specs takes an @mgpu_kernel function first, got {kernel!r}")
   for s in specs:
@@ -142,7 +154,9 @@ def kernels_of(module, declared_before=None) -> list[KernelFunction]:
   def mine(k):
     return getattr(k.fn, "__module__", None) == module.__name__
 
-  out = [v for v in vars(module).values() if isinstance(v, KernelFunction) and mine(v)]
+  from .autotune import Autotuner
+  found = [v.kernel if isinstance(v, Autotuner) else v for v in vars(module).values()]
+  out = [v for v in found if isinstance(v, KernelFunction) and mine(v)]
   out += [k for k in _DECLARED if k not in out and (
       mine(k) if declared_before is None else k not in declared_before)]
   return list(dict.fromkeys(out))      # a kernel bound to two names is checked once

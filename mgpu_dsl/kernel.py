@@ -1,13 +1,24 @@
 """`@mgpu_kernel`: the decorator that turns a kernel function into a JAX-callable."""
 from __future__ import annotations
 
+import collections
 import functools
 import inspect
 import os
+import time
+from typing import Any, Callable, NamedTuple
 
+from . import cache as C
+from . import calling
+from . import deps as D
+from . import dump
+from . import wrap
 from .frontend import compile as fc
 from .frontend import errors as E
 from .frontend import ir as kir
+
+log = dump.log
+DEFAULT_CACHE_SIZE = 64
 
 
 def _user_errors(fn):
@@ -27,33 +38,69 @@ def _as_tuple3(x, what, loc):
     x = (x,)
   if (not isinstance(x, (tuple, list)) or not 1 <= len(x) <= 3
       or not all(isinstance(i, int) and not isinstance(i, bool) and i > 0 for i in x)):
-    raise E.LaunchConfigError(f"{what} must be 1 to 3 positive ints, got {x!r}", loc)
+    raise E.LaunchConfigError(calling.cap(f"{what} must be 1 to 3 positive ints, got {x!r}"), loc)
   return tuple(x) + (1,) * (3 - len(x))
 
 
 def _call_with_meta(f, args, constexprs, what, loc):
   """Call a grid/out_shape callable with the inputs and whichever constexprs it names."""
   try:
-    params = inspect.signature(f).parameters
-  except (TypeError, ValueError):
+    params = calling.parameters(f)
+  except TypeError:       # an unhashable callable
     params = None
   try:
     if params is None:
       return f(*args)
-    if any(p.kind == p.VAR_KEYWORD for p in params.values()):
+    if any(p.kind == p.VAR_KEYWORD for p in params):
       return f(*args, **constexprs)
-    return f(*args, **{k: v for k, v in constexprs.items() if k in params})
+    names = {p.name for p in params}
+    return f(*args, **{k: v for k, v in constexprs.items() if k in names})
   except Exception as e:
-    raise E.SignatureError(
-        f"the {what} callable failed for {len(args)} input(s) of shapes"
-        f" {[tuple(getattr(a, 'shape', ())) for a in args]}: {type(e).__name__}: {e}", loc,
+    raise E.SignatureError(calling.cap(
+        f"the {what} callable failed for {len(args)} input(s)"
+        f" {', '.join(calling.describe(a) for a in args)}: {type(e).__name__}: {e}"), loc,
         hint=f"{what} is called with the kernel's inputs (and the constexprs it names)") from None
 
 
-class KernelFunction:
-  """A kernel function compiled per (shapes, dtypes, constexprs). Call it like a JAX function."""
+def _key_value(v):
+  """A constexpr as a cache key: its type too, so 2, 2.0 and True are three specialisations."""
+  try:
+    hash(v)
+  except TypeError:
+    v = repr(v)
+  return (type(v), v)
 
-  def __init__(self, fn, *, out_shape, grid=(1,), block=128, cluster=None, interpret=None):
+
+class Specialisation(NamedTuple):
+  key: tuple
+  in_specs: list
+  out_fspecs: list
+  out_specs: list
+  treedef: Any
+  grid: tuple
+  block: int
+  cluster: tuple
+
+
+class CacheInfo(NamedTuple):
+  hits: int           # calls served by an in-memory specialisation
+  misses: int         # specialisations made (traced, or read from disk)
+  maxsize: int
+  currsize: int
+  disk_hits: int      # specialisations read from the disk cache instead of traced
+  retraces: int       # times a changed global or helper dropped the compiled kernel
+
+
+class KernelFunction:
+  """A kernel function compiled per (shapes, dtypes, constexprs). Call it like a JAX function.
+
+  Specialisations are kept in memory (least recently used first out, `cache_size`
+  of them) and, traced, on disk (see docs/tooling.md). A global or `@ml.inline`
+  helper the kernel reads that is rebound after the first call makes it recompile.
+  """
+
+  def __init__(self, fn: Callable, *, out_shape, grid=(1,), block: int = 128, cluster=None,
+               interpret: bool | None = None, cache_size: int = DEFAULT_CACHE_SIZE):
     functools.update_wrapper(self, fn)
     self.fn = fn
     self.out_shape = out_shape
@@ -61,32 +108,91 @@ class KernelFunction:
     self.block = block
     self.cluster = cluster
     self.interpret = interpret
+    if not isinstance(cache_size, int) or cache_size < 1:
+      raise ValueError(f"cache_size must be a positive int, got {cache_size!r}")
+    self.cache_size = cache_size
     self._parsed = None
-    self._cache: dict = {}
+    self._deps: D.Dependencies | None = None
+    self._cache: collections.OrderedDict = collections.OrderedDict()
+    self._stats = collections.Counter()
+    self._bounds = None
 
   @property
   def parsed(self) -> fc.ParsedKernel:
     if self._parsed is None:
-      self._parsed = fc.parse(self.fn)
+      pk = fc.parse(self.fn)
+      deps = D.Dependencies(self.fn, pk.tree)
+      for helper in deps.inlines:     # read afresh: their scope snapshot may predate a rebinding
+        helper.parsed = None
+      self._parsed, self._deps = pk, deps
     return self._parsed
 
+  @property
+  def __signature__(self) -> inspect.Signature:
+    """The call users make: the inputs, then keyword-only constexprs and `interpret`."""
+    try:
+      return calling.signature(self.parsed, self.out_shape, self.grid)
+    except Exception:      # an unreadable kernel: its first call reports why
+      return calling.fallback_signature()
+
+  def cache_clear(self) -> None:
+    """Forget every compiled specialisation and the parsed source (the disk cache stays)."""
+    self._cache.clear()
+    self._parsed = self._deps = None
+
+  def cache_info(self) -> CacheInfo:
+    """Counters of the specialisation cache, like functools.lru_cache's."""
+    s = self._stats
+    return CacheInfo(s["hits"], s["misses"], self.cache_size, len(self._cache), s["disk_hits"],
+                     s["retraces"])
+
   # ------------------------------------------------------------ specialisation
-  def _specialise(self, args, constexprs):
+  def _check_fresh(self) -> None:
+    """Drop the compiled kernel when a global or helper it reads was rebound since."""
+    if self._deps is None:
+      return
+    changed = self._deps.changed()
+    if changed:
+      log.info("mgpu_dsl: %s: %s changed since it was compiled; recompiling", self.__name__,
+               ", ".join(changed[:5]))
+      self._stats["retraces"] += 1
+      self.cache_clear()
+
+  def _specialise(self, args, constexprs) -> Specialisation:
     import jax
     pk = self.parsed
-    loc = pk.loc
+    loc, name = pk.loc, pk.tree.name
+    calling.check_constexprs(pk, constexprs, name, loc)
     out = self.out_shape
     if out is None:
       raise E.LaunchConfigError("@mgpu_kernel needs out_shape=", loc,
                                 hint="out_shape=jax.ShapeDtypeStruct(shape, dtype), or lambda x: x")
-    if callable(out) and not hasattr(out, "shape"):
+    static = hasattr(out, "shape") or not callable(out)
+    calling.check_inputs(pk, args, self._input_bounds(pk), name, loc)
+    if not static:
       out = _call_with_meta(out, args, constexprs, "out_shape", loc)
     leaves, treedef = jax.tree.flatten(out)
+    if not leaves or not all(calling.is_array_like(l) for l in leaves):
+      raise E.LaunchConfigError(calling.cap(f"out_shape must give arrays or jax.ShapeDtypeStructs,"
+                                            f" got {calling.describe(out)}"), loc)
+    n_in = len(pk.ref_params) - len(leaves)
+    calling.check_count(pk, len(args), (n_in, n_in), name, loc, outputs_known=True)
+    grid, block, cluster = self._launch(args, constexprs, loc)
     try:
-      out_specs = [jax.ShapeDtypeStruct(tuple(l.shape), l.dtype) for l in leaves]
-    except AttributeError:
-      raise E.LaunchConfigError(f"out_shape must give arrays or jax.ShapeDtypeStructs, got {out!r}",
-                                loc) from None
+      # int64/float64 specs become what JAX will pass (int32/float32 unless x64 is on).
+      canon = lambda x: jax.ShapeDtypeStruct(tuple(x.shape), jax.dtypes.canonicalize_dtype(x.dtype))
+      in_specs = [fc.ArgSpec.of(canon(a)) for a in args]
+      out_specs = [canon(s) for s in leaves]
+      out_fspecs = [fc.ArgSpec.of(s) for s in out_specs]
+    except (TypeError, AttributeError, ValueError) as e:
+      raise E.SignatureError(calling.cap(f"out_shape gives an output mgpu_dsl cannot make: {e}"), loc,
+                             hint=f"supported dtypes: {calling.SUPPORTED_DTYPES}") from None
+    key = (tuple(in_specs), tuple(out_fspecs), grid, block, cluster,
+           tuple(sorted((k, _key_value(v)) for k, v in constexprs.items())))
+    return Specialisation(key, in_specs, out_fspecs, out_specs, treedef, grid, block, cluster)
+
+  def _launch(self, args, constexprs, loc) -> tuple[tuple, int, tuple]:
+    """(grid, block, cluster) of a call, checked."""
     grid = _call_with_meta(self.grid, args, constexprs, "grid", loc) if callable(self.grid) else self.grid
     grid = _as_tuple3(grid, "grid", loc)
     block = self.block
@@ -104,49 +210,109 @@ class KernelFunction:
                                   hint="make each grid dimension a multiple of the cluster's")
     if cluster[0] * cluster[1] * cluster[2] > 16:
       raise E.LaunchConfigError(f"a cluster holds at most 16 CTAs on Hopper, got {cluster}", loc)
-    try:
-      # int64/float64 specs become what JAX will pass (int32/float32 unless x64 is on).
-      canon = lambda x: jax.ShapeDtypeStruct(tuple(x.shape), jax.dtypes.canonicalize_dtype(x.dtype))
-      in_specs = [fc.ArgSpec.of(canon(a)) for a in args]
-      out_specs = [canon(s) for s in out_specs]
-      out_fspecs = [fc.ArgSpec.of(s) for s in out_specs]
-    except (TypeError, AttributeError) as e:
-      raise E.SignatureError(f"kernel arguments must be arrays: {e}", loc) from None
-    key = (tuple(in_specs), tuple(out_fspecs), grid, block, cluster,
-           tuple(sorted((k, _hashable(v)) for k, v in constexprs.items())))
-    return key, in_specs, out_fspecs, out_specs, treedef, grid, block, cluster
+    return grid, block, cluster
 
-  def _compile(self, args, constexprs):
-    return self._compile_batched(args, constexprs, ())
+  def _input_bounds(self, pk) -> tuple[int, int]:
+    """calling.input_bounds, computed once per parse (and per out_shape/grid object)."""
+    memo = (pk, self.out_shape, self.grid)
+    cached = self._bounds
+    if cached is None or any(a is not b for a, b in zip(cached[0], memo)):
+      cached = self._bounds = (memo, calling.input_bounds(pk, self.out_shape, self.grid))
+    return cached[1]
 
-  def _compile_batched(self, args, constexprs, levels):
-    """The compiled specialisation for `args`, with `levels` of jax.vmap batch dimensions in
-    front of the batched inputs (mgpu_dsl/batching.py); () for a plain call."""
+  def _compile(self, args, constexprs, levels=()) -> dict:
+    """The compiled specialisation for `args`; `levels` are jax.vmap batch levels in front of
+    the batched inputs (mgpu_dsl/batching.py), () for a plain call."""
     from . import batching
-    own = batching._unbatched_specs(args, levels) if levels else args
-    key, in_specs, out_fspecs, out_specs, treedef, grid, block, cluster = self._specialise(own, constexprs)
-    key = key + (tuple((n, tuple(b)) for n, b in levels),)
+    self._check_fresh()
+    spec = self._specialise(batching.unbatched_specs(args, levels) if levels else args, constexprs)
+    key = spec.key + ((tuple((n, tuple(b)) for n, b in levels),) if levels else ())
     hit = self._cache.get(key)
-    if hit is None:
-      kernel = fc.trace(self.parsed, in_specs, out_fspecs, constexprs, grid=grid, block=block,
-                        cluster=cluster, batch=batching.batch_spec(levels, grid))
-      if levels:
-        out_specs = batching.batched_out_specs(out_specs, levels)
-      hit = self._cache[key] = {"kernel": kernel, "treedef": treedef, "out_specs": out_specs}
+    if hit is not None:
+      self._cache.move_to_end(key)
+      self._stats["hits"] += 1
+      return hit
+    self._stats["misses"] += 1
+    t0 = time.perf_counter()
+    kernel, from_disk = self._trace(spec, constexprs, levels)
+    ms = (time.perf_counter() - t0) * 1e3
+    out_specs = batching.batched_out_specs(spec.out_specs, levels) if levels else spec.out_specs
+    hit = {"kernel": kernel, "treedef": spec.treedef, "out_specs": out_specs, "key": key,
+           "what": dump.spec_text(spec.in_specs, constexprs)}
+    self._cache[key] = hit
+    while len(self._cache) > self.cache_size:
+      self._cache.popitem(last=False)
+    log.info("mgpu_dsl: %s(%s): %s in %.1f ms", self.__name__, hit["what"],
+             "read from the disk cache" if from_disk else "traced", ms)
+    if dump.dump_dir() is not None:
+      dump.write(self.__name__, spec.key, "ir.txt", kir.dump(kernel))
     return hit
 
   def _grid_of(self, specs, constexprs):
-    return self._specialise(specs, constexprs)[5]
+    """The kernel's own grid for unbatched argument specs."""
+    return self._specialise(specs, constexprs).grid
 
-  def _launch(self, hit, args, interpret: bool):
+  def _run(self, hit, args, interpret: bool):
     """Run a compiled specialisation: on the GPU, or in interpret mode."""
-    if interpret:
-      from .lowering import interpret as interp
-      return interp.run(hit["kernel"], args, hit["out_specs"])
-    if "fn" not in hit:
-      from .lowering import kernel as lk
-      hit["fn"] = lk.build(hit["kernel"])
-    return hit["fn"](*args)
+    import jax
+    if not interpret:
+      self._build(hit)
+      return hit["call"](*args)
+    from .lowering import interpret as interp
+    if any(isinstance(a, jax.core.Tracer) for a in args):
+      if "interpret_call" not in hit:
+        kernel, specs = hit["kernel"], hit["out_specs"]
+        hit["interpret_call"] = wrap.no_derivative(
+            lambda *a: tuple(interp.run(kernel, a, specs)), self.__name__, self.parsed.loc)
+      return hit["interpret_call"](*args)
+    return interp.run(hit["kernel"], args, hit["out_specs"])
+
+  def _disk_key(self, spec, constexprs, levels=()) -> str | None:
+    """The disk cache key of a specialisation; None when caching on disk is off or unsafe."""
+    if C.cache_dir() is None:
+      return None
+    fingerprint = self._deps.fingerprint()
+    consts = [(k, D.value_text(v)) for k, v in sorted(constexprs.items())]
+    if fingerprint is None or any(t is None for _, t in consts):
+      log.debug("mgpu_dsl: %s: not cached on disk: %s has no stable text form", self.__name__,
+                ", ".join(self._deps.unhashable() + [k for k, t in consts if t is None]))
+      return None
+    return C.digest("traced", C.versions(), fingerprint, self.__name__, spec.in_specs,
+                    spec.out_fspecs, spec.grid, spec.block, spec.cluster, consts,
+                    [(n, list(b)) for n, b in levels])
+
+  def _trace(self, spec, constexprs, levels=()) -> tuple[kir.Kernel, bool]:
+    from . import batching
+    key = self._disk_key(spec, constexprs, levels)
+    path = C.traced_path(self.__name__, key) if key is not None else None
+    if path is not None:
+      kernel = C.load_traced(path, key, kir.Kernel)
+      if kernel is not None:
+        self._stats["disk_hits"] += 1
+        return kernel, True
+    kernel = fc.trace(self.parsed, spec.in_specs, spec.out_fspecs, constexprs, grid=spec.grid,
+                      block=spec.block, cluster=spec.cluster,
+                      batch=batching.batch_spec(levels, spec.grid))
+    if path is not None:
+      C.store_traced(path, key, kernel)
+    return kernel, False
+
+  def _build(self, hit) -> None:
+    """Build the Mosaic GPU kernel of a specialisation (once)."""
+    if "built" in hit:
+      return
+    import jax
+    from .lowering import kernel as lk
+    t0 = time.perf_counter()
+    built = lk.build(hit["kernel"])
+    log.info("mgpu_dsl: %s(%s): Mosaic GPU module built in %.1f ms", self.__name__, hit["what"],
+             (time.perf_counter() - t0) * 1e3)
+    hit["built"] = built
+    hit["call"] = wrap.named_call(built, self.__name__, self.parsed.loc)
+    if dump.dump_dir() is not None:
+      shapes = [jax.ShapeDtypeStruct(tuple(p.value.type.shape), lk.jax_dtype(p.value.type.dtype))
+                for p in hit["kernel"].inputs]
+      dump.write(self.__name__, hit["key"], "mlir", lk.module_text(built, shapes))
 
   def _interpret(self, interpret):
     if interpret is not None:
@@ -157,16 +323,35 @@ class KernelFunction:
 
   # ------------------------------------------------------------ public
   @_user_errors
-  def __call__(self, *args, interpret=None, **constexprs):
+  def __call__(self, *args: Any, interpret: bool | None = None, **constexprs: Any) -> Any:
+    """Run the kernel on `args` (arrays: its inputs, in order) and return its outputs.
+
+    Args:
+      *args: the kernel's inputs, jax or numpy arrays (jax tracers under jax.jit).
+      interpret: run on the CPU with numpy instead of the GPU (default: the
+        decorator's `interpret`, else the MGPU_DSL_INTERPRET environment variable).
+      **constexprs: the kernel's compile-time constants, by keyword. Under
+        `jax.jit`, mark them static: `jax.jit(k, static_argnames=["n"])`.
+
+    Returns:
+      The outputs, in the structure `out_shape` describes.
+
+    Raises:
+      KernelError: a subclass per class of mistake, at the kernel's line.
+    """
     import jax
     from . import batching
+    calling.check_interpret(interpret, self.__name__, self.parsed.loc)
     hit = self._compile(args, constexprs)
-    outs = batching.call(self, args, constexprs, self._interpret(interpret))
+    outs = batching.call(self, args, constexprs, self._interpret(interpret), hit=hit)
     return jax.tree.unflatten(hit["treedef"], list(outs))
 
   @_user_errors
   def typed_ir(self, *specs, **constexprs) -> str:
-    """The kernel's typed IR (after inference and sync insertion) for these argument specs."""
+    """The kernel's typed IR (after inference and sync insertion) for these argument specs.
+
+    Works without a GPU: `print(double.typed_ir(jax.ShapeDtypeStruct((1024, 64), jnp.float32)))`.
+    """
     return kir.dump(self._compile(specs, constexprs)["kernel"])
 
   @_user_errors
@@ -178,29 +363,22 @@ class KernelFunction:
     import jax
     from .lowering import kernel as lk
     hit = self._compile(specs, constexprs)
-    if "fn" not in hit:
-      hit["fn"] = lk.build(hit["kernel"])
+    self._build(hit)
     shapes = [jax.ShapeDtypeStruct(s.shape, s.dtype) for s in specs]
-    return lk.module_text(hit["fn"], shapes)
+    return lk.module_text(hit["built"], shapes)
 
   @_user_errors
   def check(self, *specs, **constexprs) -> None:
-    """Trace, check and build the kernel for these specs; raises KernelError on any mistake."""
-    from .lowering import kernel as lk
-    hit = self._compile(specs, constexprs)
-    if "fn" not in hit:
-      hit["fn"] = lk.build(hit["kernel"])
+    """Trace, check and build the kernel for these specs; raises KernelError on any mistake.
+
+    Example: `double.check(jax.ShapeDtypeStruct((1024, 64), jnp.float32))`.
+    """
+    self._build(self._compile(specs, constexprs))
 
 
-def _hashable(v):
-  try:
-    hash(v)
-    return v
-  except TypeError:
-    return repr(v)
-
-
-def mgpu_kernel(fn=None, *, out_shape=None, grid=(1,), block=128, cluster=None, interpret=None):
+def mgpu_kernel(fn: Callable | None = None, *, out_shape=None, grid=(1,), block: int = 128,
+                cluster=None, interpret: bool | None = None,
+                cache_size: int = DEFAULT_CACHE_SIZE) -> Any:
   """Compile a Python kernel function to a Mosaic GPU kernel callable from JAX.
 
   Parameters of the kernel are GMEM refs: the inputs, then the outputs
@@ -227,8 +405,12 @@ def mgpu_kernel(fn=None, *, out_shape=None, grid=(1,), block=128, cluster=None, 
     block: threads per CTA, a multiple of 128 (one warpgroup).
     cluster: CTAs per cluster along up to 3 axes (each must divide the grid).
     interpret: run on the CPU with numpy instead (also MGPU_DSL_INTERPRET=1).
+    cache_size: specialisations kept in memory (least recently used dropped first).
+
+  Returns:
+    A `KernelFunction` (or, without `fn`, a decorator that makes one).
   """
-  def wrap(f):
+  def wrap_fn(f):
     return KernelFunction(f, out_shape=out_shape, grid=grid, block=block, cluster=cluster,
-                          interpret=interpret)
-  return wrap(fn) if fn is not None else wrap
+                          interpret=interpret, cache_size=cache_size)
+  return wrap_fn(fn) if fn is not None else wrap_fn

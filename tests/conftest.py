@@ -24,3 +24,15 @@ def pytest_collection_modifyitems(config, items):
 def _no_interpret_env(monkeypatch):
   # Tests choose interpret mode explicitly; a developer's environment must not.
   monkeypatch.delenv("MGPU_DSL_INTERPRET", raising=False)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_cache_dir(tmp_path_factory):
+  # The disk cache of a test run starts empty and never touches the developer's ~/.cache.
+  old = os.environ.get("MGPU_DSL_CACHE_DIR")
+  os.environ["MGPU_DSL_CACHE_DIR"] = str(tmp_path_factory.mktemp("mgpu_dsl_cache"))
+  yield
+  if old is None:
+    os.environ.pop("MGPU_DSL_CACHE_DIR", None)
+  else:
+    os.environ["MGPU_DSL_CACHE_DIR"] = old

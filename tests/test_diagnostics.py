@@ -238,10 +238,22 @@ def two_inputs(x, y, out):
   out[...] = x[...] + y[...]
 
 
+@mg.mgpu_kernel(out_shape=lambda x: jax.ShapeDtypeStruct((x.shape[1],), x.dtype))
+def bad_out_shape(x, out):
+  out[...] = x[...]
+
+
 def test_out_shape_callable_failing_is_a_signature_error():
   with pytest.raises(mg.SignatureError) as info:
+    bad_out_shape.check(S((128,), F32))
+  assert "out_shape callable failed for 1 input(s) float32[128]: IndexError" in info.value.message
+
+
+def test_too_few_inputs_are_reported_before_out_shape_is_called():
+  with pytest.raises(mg.SignatureError) as info:
     two_inputs.check(S((128,), F32))
-  assert "out_shape callable failed for 1 input(s)" in info.value.message
+  assert info.value.message == ("two_inputs takes 2 inputs (x, y), then 1 output (out), but was called"
+                                " with 1 input")
 
 
 def test_int64_specs_are_canonicalised_like_jax_arrays():

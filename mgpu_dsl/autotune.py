@@ -1,0 +1,231 @@
+"""`@mg.autotune`: pick the fastest of several constexpr configurations, per input shape.
+
+    @mg.autotune(configs=[dict(bn=256, stages=4), dict(bn=128, stages=6)])
+    @mg.mgpu_kernel(out_shape=..., grid=...)
+    def matmul(a, b, c, *, bn: ml.constexpr, stages: ml.constexpr): ...
+
+On the first call for each (input shapes, dtypes, other constexprs) on a GPU,
+every configuration that compiles is timed with `mg.bench` (kernel time) and the
+fastest is kept, in memory and on disk (JSON under the cache folder, keyed by the
+kernel's source, the configurations, the shapes, the jax version and the GPU
+kind). Without a GPU, and in interpret mode, the first configuration is used
+untimed. See docs/tooling.md.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import inspect
+import json
+import logging
+import os
+import time
+from typing import Any, Callable, Sequence
+
+from . import cache as C
+from . import calling
+from .bench import bench, caller_loc, has_gpu
+from .frontend import errors as E
+from .kernel import KernelFunction, _user_errors
+
+log = logging.getLogger("mgpu_dsl")
+
+
+class Autotuner:
+  """A kernel that picks its fastest configuration. Call it like the kernel, without the
+  tuned constexprs."""
+
+  def __init__(self, kernel: KernelFunction, configs: Sequence[dict], *, key: Callable | None = None,
+               timer: Callable | None = None):
+    loc = caller_loc()
+    if not isinstance(kernel, KernelFunction):
+      raise E.SignatureError(f"@mg.autotune decorates an @mg.mgpu_kernel function, got {kernel!r}", loc,
+                             hint="stack @mg.autotune(...) above @mg.mgpu_kernel(...)")
+    configs = list(configs)
+    if not configs or not all(isinstance(c, dict) and all(isinstance(k, str) for k in c) for c in configs):
+      raise E.SignatureError(calling.cap(f"autotune configs must be a non-empty list of dicts of"
+                                         f" constexprs, got {configs!r}"), loc,
+                             hint="configs=[dict(bn=256, stages=4), dict(bn=128, stages=6)]")
+    functools.update_wrapper(self, kernel, updated=())
+    self.kernel = kernel
+    self.configs = configs
+    self.key = key
+    self.timer = timer
+    self.tuned = set().union(*configs)
+    self.best: dict = {}             # in-memory winners: tuning key -> config
+    self.timings: dict = {}          # tuning key -> [(config, seconds or error text)]
+
+  @property
+  def __signature__(self) -> inspect.Signature:
+    sig = inspect.signature(self.kernel)
+    return sig.replace(parameters=[p for p in sig.parameters.values() if p.name not in self.tuned])
+
+  # ------------------------------------------------------------ keys
+  def _tuning_key(self, args, constexprs) -> str:
+    if self.key is not None:
+      return json.dumps(["key", repr(self.key(*args, **constexprs))])
+    specs = [[list(map(int, a.shape)), str(getattr(a.dtype, "name", a.dtype))] for a in args]
+    consts = sorted((k, type(v).__name__, repr(v)) for k, v in constexprs.items())
+    return json.dumps([specs, consts])
+
+  def _winners_path(self) -> str | None:
+    d = C.cache_dir()
+    if d is None:
+      return None
+    try:
+      configs = json.dumps(self.configs, sort_keys=True)
+      source = inspect.getsource(self.kernel.fn)
+    except (TypeError, ValueError, OSError):
+      return None       # configs that JSON cannot hold, or no source: tuned in memory only
+    fn = self.kernel.fn
+    ident = hashlib.sha256("\x1f".join([fn.__module__, fn.__qualname__, source, configs,
+                                        C.versions()]).encode()).hexdigest()
+    return os.path.join(d, "autotune", f"{self.kernel.__name__}-{ident[:24]}.json")
+
+  @staticmethod
+  def _device_kind() -> str:
+    import jax
+    return jax.devices()[0].device_kind
+
+  # ------------------------------------------------------------ choosing
+  def best_config(self, *args: Any, interpret: bool | None = None, **constexprs: Any) -> dict:
+    """The configuration a call with these arguments runs (tuning it first if needed)."""
+    clash = sorted(self.tuned & set(constexprs))
+    if clash:
+      raise E.SignatureError(f"{self.__name__}: {', '.join(clash)} is chosen by @mg.autotune",
+                             self.kernel.parsed.loc,
+                             hint="leave tuned constexprs out of the call, or call the kernel itself:"
+                                  f" {self.__name__}.kernel(..., {clash[0]}=...)")
+    if self.kernel._interpret(interpret):
+      return self.configs[0]
+    key = self._tuning_key(args, constexprs)
+    if key in self.best:
+      return self.best[key]
+    if self.timer is None and not has_gpu():
+      return self.configs[0]
+    path = self._winners_path()
+    disk_key = json.dumps([key, self._device_kind()])
+    if path is not None:
+      entry = C.read_json(path).get(disk_key)
+      cfg = self._config_of(entry)
+      if cfg is not None:
+        log.info("mgpu_dsl: autotune %s: %s from %s", self.__name__, _text(cfg), path)
+        self.best[key] = cfg
+        return cfg
+    cfg, results = self._tune(args, constexprs)
+    self.best[key], self.timings[key] = cfg, results
+    if path is not None:
+      C.update_json(path, disk_key, {"index": self.configs.index(cfg), "config": cfg,
+                                     "seconds": {_text(c): t for c, t in results},
+                                     "when": time.strftime("%Y-%m-%d %H:%M:%S")})
+    return cfg
+
+  def _config_of(self, entry) -> dict | None:
+    """The config a disk entry names, if it still is one of ours."""
+    if not isinstance(entry, dict) or not isinstance(entry.get("index"), int):
+      return None
+    i = entry["index"]
+    if 0 <= i < len(self.configs) and json.dumps(self.configs[i], sort_keys=True) == json.dumps(
+        entry.get("config"), sort_keys=True):
+      return self.configs[i]
+    return None
+
+  def _tune(self, args, constexprs) -> tuple[dict, list]:
+    import jax
+    # Under jax.jit every jax operation would be staged into the caller's program, the
+    # timed runs too: evaluate them now, on random stand-ins for traced inputs.
+    with jax.ensure_compile_time_eval():
+      concrete = args
+      if any(isinstance(a, jax.core.Tracer) for a in args):
+        concrete = stand_ins(args)
+      return self._time_configs(args, concrete, constexprs)
+
+  def _time_configs(self, args, concrete, constexprs) -> tuple[dict, list]:
+    import jax
+    timer = self.timer or bench
+    specs = [jax.ShapeDtypeStruct(tuple(a.shape), a.dtype) for a in args]
+    results, errors = [], []
+    for cfg in self.configs:
+      run = functools.partial(self.kernel, **constexprs, **cfg, interpret=False)
+      try:
+        self.kernel.check(*specs, **constexprs, **cfg)
+        t = float(timer(run, *concrete))
+      except Exception as e:   # a KernelError, or a Mosaic/XLA failure at compile or run time
+        if self.timer is not None and not isinstance(e, E.KernelError):
+          raise                # the caller's own timer failed: theirs to see
+        first = (str(e).strip().splitlines() or [""])[0]
+        log.info("mgpu_dsl: autotune %s: skipping %s: %s: %s", self.__name__, _text(cfg),
+                 type(e).__name__, calling.cap(first, 200))
+        errors.append((cfg, e))
+        results.append((cfg, f"{type(e).__name__}: {calling.cap(first, 200)}"))
+        continue
+      results.append((cfg, t))
+    timed = [(t, i) for i, (c, t) in enumerate(results) if isinstance(t, float)]
+    if not timed:
+      first_cfg, first_err = errors[0]
+      if isinstance(first_err, E.KernelError):
+        raise first_err
+      raise E.InternalError.wrap(f"autotune {self.__name__}: no configuration ran", first_err,
+                                 self.kernel.parsed.loc) from first_err
+    t, i = min(timed)
+    best = results[i][0]
+    log.info("mgpu_dsl: autotune %s: %s, %.4f ms (best of %d; %d skipped)", self.__name__,
+             _text(best), t * 1e3, len(timed), len(errors))
+    return best, results
+
+  # ------------------------------------------------------------ calling
+  @_user_errors
+  def __call__(self, *args: Any, interpret: bool | None = None, **constexprs: Any) -> Any:
+    """Run the kernel with the best configuration for these arguments (see best_config)."""
+    cfg = self.best_config(*args, interpret=interpret, **constexprs)
+    return self.kernel(*args, interpret=interpret, **constexprs, **cfg)
+
+  def cache_clear(self) -> None:
+    """Forget the in-memory winners (the kernel's own caches and the disk stay)."""
+    self.best.clear()
+    self.timings.clear()
+
+
+def stand_ins(args) -> list:
+  """Random arrays shaped like `args` (tracers under jax.jit) to time configurations on."""
+  import jax
+  import jax.numpy as jnp
+  out = []
+  for i, a in enumerate(args):
+    k = jax.random.key(i)
+    if jnp.issubdtype(a.dtype, jnp.floating):
+      out.append(jax.random.normal(k, a.shape, jnp.float32).astype(a.dtype))
+    elif jnp.issubdtype(a.dtype, jnp.integer):
+      out.append(jax.random.randint(k, a.shape, 0, 8).astype(a.dtype))
+    else:
+      out.append(jnp.zeros(a.shape, a.dtype))
+  return out
+
+
+def _text(cfg: dict) -> str:
+  return ", ".join(f"{k}={v!r}" for k, v in cfg.items())
+
+
+def autotune(configs: Sequence[dict], key: Callable | None = None, *,
+             timer: Callable | None = None) -> Callable[[KernelFunction], Autotuner]:
+  """Choose, per input shape, the fastest of `configs` (constexpr keyword sets) for a kernel.
+
+  Stack it above `@mg.mgpu_kernel`::
+
+      @mg.autotune(configs=[dict(bn=256, stages=4), dict(bn=128, stages=6)])
+      @mg.mgpu_kernel(out_shape=_out, grid=_grid, block=256)
+      def matmul(a, b, c, *, bm: ml.constexpr = 128, bn: ml.constexpr, bk: ml.constexpr = 64,
+                 stages: ml.constexpr): ...
+
+      c = matmul(a, b)          # times both configs on the first call for these shapes
+
+  Args:
+    configs: dicts of constexpr values; the first is used untimed without a GPU and
+      in interpret mode. A config that fails to compile is skipped (and logged).
+    key: a callable of the inputs (and other constexprs) whose result replaces the
+      shapes, dtypes and constexprs as the tuning key (e.g. to bucket shapes);
+      None tunes once per exact (shapes, dtypes, other constexprs).
+    timer: `timer(fn, *args) -> seconds`, default `mg.bench` (GPU kernel time).
+      Given one, tuning runs even without a GPU.
+  """
+  return lambda kernel: Autotuner(kernel, configs, key=key, timer=timer)

@@ -1,0 +1,202 @@
+"""How a kernel is called: the checks on its arguments, and the signature it shows.
+
+Every check here runs before any user `grid`/`out_shape` callable, so a list
+passed where an array belongs, a wrong input count or a traced constexpr is
+reported in the caller's terms instead of as a failure inside a lambda.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import math
+import reprlib
+
+from .frontend import errors as E
+from .frontend import language as L
+from .frontend.dtypes import DType, to_dtype
+
+MAX_MESSAGE = 500       # characters of a message built from user values
+_short = reprlib.Repr()
+_short.maxstring, _short.maxother, _short.maxlist, _short.maxtuple, _short.maxdict = 40, 40, 4, 4, 4
+
+
+def cap(text: str, limit: int = MAX_MESSAGE) -> str:
+  """`text`, cut to `limit` characters."""
+  if len(text) <= limit:
+    return text
+  tail = f" ... ({len(text)} chars)"
+  return text[:limit - len(tail)] + tail
+
+
+def is_array_like(x) -> bool:
+  return hasattr(x, "shape") and hasattr(x, "dtype") and not isinstance(x, type)
+
+
+def describe(x) -> str:
+  """A short description of a call argument: `float32[1024, 64]`, `a list of 3 items`, ..."""
+  if is_array_like(x):
+    try:
+      return f"{getattr(x.dtype, 'name', x.dtype)}{list(x.shape)}"
+    except TypeError:
+      pass
+  if isinstance(x, (list, tuple, dict, set)):
+    return f"a {type(x).__name__} of {len(x)} item{'s' if len(x) != 1 else ''}"
+  return f"{type(x).__name__} {_short.repr(x)}"
+
+
+SUPPORTED_DTYPES = ", ".join(d.value for d in DType)
+
+
+def _input_hint(x) -> str:
+  if isinstance(x, (list, tuple)):
+    return "pass each array as its own argument, or stack them: jnp.stack(xs)"
+  if isinstance(x, dict):
+    return "kernels take arrays positionally; pass the dict's arrays one by one"
+  if isinstance(x, (bool, int, float, complex)):
+    return ("a compile-time constant is a keyword-only (or `name: ml.constexpr`) parameter passed"
+            " by keyword; a runtime scalar is a 1-element array: jnp.asarray([v])")
+  return "pass a jax or numpy array (or a jax.ShapeDtypeStruct to typed_ir/mlir/check)"
+
+
+@functools.lru_cache(maxsize=64)
+def _supported(dtype) -> bool:
+  import jax
+  try:
+    return to_dtype(jax.dtypes.canonicalize_dtype(dtype)) is not None
+  except (TypeError, ValueError):
+    return False
+
+
+def check_inputs(pk, args, bounds: tuple[int, int], name: str, loc) -> None:
+  """Raise SignatureError unless `args` are arrays of supported dtypes, between `bounds`
+  (from `input_bounds`) in number."""
+  refs = pk.ref_params
+  for i, a in enumerate(args):
+    what = f"input {i}" + (f" ({refs[i]})" if i < len(refs) else "")
+    if not is_array_like(a):
+      raise E.SignatureError(cap(f"{name}: {what} is {describe(a)}; kernel inputs are arrays"), loc,
+                             hint=_input_hint(a))
+    try:
+      ok = _supported(a.dtype)
+    except TypeError:         # an unhashable dtype object
+      ok = _supported.__wrapped__(a.dtype)
+    if not ok:
+      raise E.SignatureError(cap(f"{name}: {what} has dtype {a.dtype}, which kernels do not support"),
+                             loc, hint=f"supported dtypes: {SUPPORTED_DTYPES}")
+  check_count(pk, len(args), bounds, name, loc)
+
+
+def check_count(pk, n_in: int, bounds: tuple[int, int], name: str, loc, *, outputs_known=False) -> None:
+  """Raise SignatureError unless lo <= n_in <= hi."""
+  lo, hi = bounds
+  if lo <= n_in <= hi:
+    return
+  refs = pk.ref_params
+  plural = lambda n, w: f"{n} {w}{'s' if n != 1 else ''}"
+  if lo < 0:
+    msg = (f"out_shape describes {plural(len(refs) - lo, 'output')}, but {name} has only"
+           f" {plural(len(refs), 'ref parameter')} ({', '.join(refs)})")
+  elif lo == hi:
+    takes = f"{plural(lo, 'input')} ({', '.join(refs[:lo])})" if lo else "no inputs"
+    outs = refs[lo:]
+    msg = (f"{name} takes {takes}, then {plural(len(outs), 'output')} ({', '.join(outs)}"
+           f"{', from out_shape' if outputs_known else ''}), but was called with {plural(n_in, 'input')}")
+  else:
+    span = f"at most {plural(hi, 'input')}" if lo == 0 else f"{lo} to {plural(hi, 'input')}"
+    msg = (f"{name} has {plural(len(refs), 'ref parameter')} ({', '.join(refs)}) and takes {span}"
+           f" (the rest are outputs), but was called with {n_in}")
+  raise E.SignatureError(cap(msg), loc, hint="parameters are the inputs, then the outputs; compile-time"
+                         " constants are keyword-only (or `name: ml.constexpr`) and passed by keyword")
+
+
+def check_constexprs(pk, constexprs: dict, name: str, loc) -> None:
+  """Raise SignatureError for an unknown, missing or traced constexpr."""
+  import jax
+  unknown = [c for c in constexprs if c not in pk.constexpr_params]
+  if unknown:
+    ref = unknown[0] in pk.ref_params
+    raise E.SignatureError(
+        f"{name} has no constexpr parameter {unknown[0]!r}" + (" (it is a ref parameter)" if ref else ""),
+        loc, hint=(f"pass {unknown[0]} positionally, as an array" if ref else
+                   f"its constexpr parameters are: {', '.join(pk.constexpr_params) or 'none'}"))
+  missing = [c for c in pk.constexpr_params if c not in constexprs and c not in pk.defaults]
+  if missing:
+    raise E.SignatureError(f"{name} needs constexpr argument(s) {', '.join(missing)}", loc,
+                           hint=f"pass them by keyword: {name}(..., {missing[0]}=...)")
+  for k, v in constexprs.items():
+    if isinstance(v, jax.core.Tracer):
+      raise E.SignatureError(
+          f"{name}: constexpr {k} is a traced value ({describe(v)}); a constexpr must be a Python"
+          f" value known when the kernel is compiled", loc,
+          hint=f"under jax.jit, mark it static: jax.jit(f, static_argnames=[{k!r}])")
+    if isinstance(v, jax.Array):
+      raise E.SignatureError(
+          cap(f"{name}: constexpr {k} is a jax array ({describe(v)}); a constexpr must be a Python value"),
+          loc, hint=f"pass a Python number or tuple, e.g. {k}=int(v)")
+
+
+def check_interpret(interpret, name: str, loc) -> None:
+  import jax
+  if isinstance(interpret, jax.core.Tracer):
+    raise E.SignatureError(f"{name}: interpret= is a traced value", loc,
+                           hint="under jax.jit, mark it static: jax.jit(f, static_argnames=['interpret'])")
+
+
+# ---------------------------------------------------------------- the signature users see
+@functools.lru_cache(maxsize=512)
+def parameters(f) -> tuple[inspect.Parameter, ...] | None:
+  """The parameters of the callable `f` (None when it has no signature), looked up once:
+  kernels call their grid/out_shape callables on every call."""
+  try:
+    return tuple(inspect.signature(f).parameters.values())
+  except (TypeError, ValueError):
+    return None
+
+
+def _arity(f, constexprs) -> tuple[int, float] | None:
+  """(min, max) positional inputs the callable `f` takes (constexprs it names excluded)."""
+  params = parameters(f)
+  if params is None:
+    return None
+  pos = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+         and p.name not in constexprs]
+  lo = sum(p.default is p.empty for p in pos)
+  hi = math.inf if any(p.kind == p.VAR_POSITIONAL for p in params) else len(pos)
+  return lo, hi
+
+
+def input_bounds(pk, out_shape, grid) -> tuple[int, int]:
+  """(min, max) inputs the kernel can take, from its ref parameters, a static out_shape and
+  the positional arities of the out_shape and grid callables."""
+  import jax
+  refs = len(pk.ref_params)
+  lo, hi = 0, refs - 1           # at least one output
+  if out_shape is not None and (hasattr(out_shape, "shape") or not callable(out_shape)):
+    n = refs - len(jax.tree.leaves(out_shape))
+    lo, hi = max(lo, n), min(hi, n)
+  for f in (out_shape, grid):
+    if callable(f) and not hasattr(f, "shape"):
+      a = _arity(f, pk.constexpr_params)
+      if a is not None:
+        lo, hi = max(lo, a[0]), min(hi, a[1])
+  return (lo, int(hi)) if lo <= hi else (0, refs - 1)
+
+
+def signature(pk, out_shape, grid) -> inspect.Signature:
+  """`(inputs..., /, *, constexprs..., interpret=None)`: the call users make."""
+  P = inspect.Parameter
+  # Exact when out_shape and grid decide it; otherwise the largest count they allow
+  # (one output: the common case).
+  n_in = max(0, input_bounds(pk, out_shape, grid)[1])
+  params = [P(r, P.POSITIONAL_ONLY, annotation="jax.Array") for r in pk.ref_params[:n_in]]
+  params += [P(c, P.KEYWORD_ONLY, annotation=L.constexpr, default=pk.defaults.get(c, P.empty))
+             for c in pk.constexpr_params]
+  params.append(P("interpret", P.KEYWORD_ONLY, default=None, annotation="bool | None"))
+  return inspect.Signature(params)
+
+
+def fallback_signature() -> inspect.Signature:
+  P = inspect.Parameter
+  return inspect.Signature([P("inputs", P.VAR_POSITIONAL),
+                            P("interpret", P.KEYWORD_ONLY, default=None, annotation="bool | None"),
+                            P("constexprs", P.VAR_KEYWORD)])

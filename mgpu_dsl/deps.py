@@ -1,0 +1,243 @@
+"""What a kernel reads from outside itself: module globals, closure cells, `@ml.inline` helpers.
+
+The frontend parses a kernel once, against a snapshot of its globals. A notebook
+that later rebinds `SCALE = 3` or redefines a helper must not keep running the old
+kernel, so `Dependencies` records, when the kernel is parsed, every outside value
+its source (and, transitively, the source of the helpers and plain functions it
+calls) reads, and `changed()` compares them with the live values on each call: one
+dict lookup per name. Numbers, strings, tuples and dtypes compare by value, every
+other object by identity (an object mutated in place is not noticed).
+
+`fingerprint()` turns the same values into stable text for the disk cache key, or
+None when one of them has no reliable text form (an array, an instance of a user
+class): such a kernel is then cached in memory only.
+
+Names bound inside a function (parameters, assignment and loop targets) are its
+locals, as in Python, and are not followed to the module.
+"""
+from __future__ import annotations
+
+import ast
+import dataclasses
+import enum
+import inspect
+import sys
+import textwrap
+import types
+
+import numpy as np
+
+from .frontend import language as L
+
+MISSING = object()
+_VALUE_TYPES = (type(None), bool, int, float, complex, str, bytes)
+_LIBRARIES = frozenset({"jax", "jaxlib", "numpy", "ml_dtypes", "mgpu_dsl", "scipy", "opt_einsum"}
+                       | set(sys.stdlib_module_names))
+MAX_FUNCTIONS = 64        # helpers followed per kernel, against pathological call graphs
+
+
+@dataclasses.dataclass
+class Read:
+  """One outside value a kernel depends on: `space[name]` (a dict, a cell or an object)."""
+  where: str
+  space: object
+  name: str
+  value: object
+
+  def current(self):
+    s = self.space
+    if type(s) is dict:
+      return s.get(self.name, MISSING)
+    if isinstance(s, types.CellType):
+      try:
+        return s.cell_contents
+      except ValueError:
+        return MISSING
+    return getattr(s, self.name, MISSING)
+
+
+def same(a, b) -> bool:
+  """True when `b` stands for the value `a` was (identity, or equal plain values of one type)."""
+  if a is b:
+    return True
+  if type(a) is not type(b):
+    return False
+  if isinstance(a, _VALUE_TYPES) or isinstance(a, np.dtype):
+    try:
+      return bool(a == b) or (a != a and b != b)      # nan stays nan
+    except Exception:
+      return False
+  if type(a) is tuple:
+    return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+  return False
+
+
+def is_library(obj) -> bool:
+  """Whether `obj` comes from jax, numpy, mgpu_dsl, the standard library or the like."""
+  mod = getattr(obj, "__module__", None)
+  if not isinstance(mod, str):
+    mod = type(obj).__module__
+  return (mod or "").split(".")[0] in _LIBRARIES
+
+
+class Dependencies:
+  """The outside values `fn` (a kernel function) reads, recorded now."""
+
+  def __init__(self, fn, tree: ast.FunctionDef | None = None):
+    self.reads: list[Read] = []
+    self.functions: list = []        # user functions followed: the kernel, helpers, in order
+    self.inlines: list[L.Inline] = []
+    self._seen: set[int] = set()
+    self._fingerprint = None
+    self._follow(fn, tree)
+
+  # ------------------------------------------------------------ recording
+  def _follow(self, fn, tree=None):
+    if id(fn) in self._seen or len(self.functions) >= MAX_FUNCTIONS:
+      return
+    self._seen.add(id(fn))
+    self.functions.append(fn)
+    code = getattr(fn, "__code__", None)
+    if code is None:
+      return
+    tree = tree if tree is not None else _function_tree(fn)
+    if tree is None:          # no source: the names its bytecode loads
+      names, chains = _code_names(code), []
+    else:
+      names, chains = _tree_names(tree)
+    cells = dict(zip(code.co_freevars, fn.__closure__ or ()))
+    owner = getattr(fn, "__qualname__", "?")
+    for name in sorted(names):
+      space = cells.get(name, fn.__globals__)
+      read = Read(f"{name} (read by {owner})", space, name, MISSING)
+      read.value = read.current()
+      if read.value is MISSING and tree is None:
+        continue
+      self.reads.append(read)
+      self._visit(read.value)
+    for root, attrs in sorted(chains):
+      base = cells.get(root, fn.__globals__)
+      base = Read("", base, root, MISSING).current()
+      path = root
+      for attr in attrs:
+        if not isinstance(base, (types.ModuleType, type)):
+          break
+        path += "." + attr
+        space = base.__dict__ if isinstance(base, types.ModuleType) else base
+        read = Read(f"{path} (read by {owner})", space, attr, MISSING)
+        read.value = read.current()
+        self.reads.append(read)
+        self._visit(read.value)
+        base = read.value
+
+  def _visit(self, value):
+    if isinstance(value, L.Inline):
+      if value not in self.inlines:
+        self.inlines.append(value)
+      self._follow(value.fn)
+    elif isinstance(value, types.FunctionType) and not is_library(value):
+      self._follow(value)
+
+  # ------------------------------------------------------------ queries
+  def changed(self) -> list[str]:
+    """The reads whose live value differs from the recorded one (empty: all unchanged)."""
+    return [r.where for r in self.reads if not same(r.value, r.current())]
+
+  def fingerprint(self) -> str | None:
+    """Stable text of every read value and every followed function's source; None if any
+    value has no reliable text form."""
+    if self._fingerprint is None:
+      parts = []
+      for fn in self.functions:
+        src = _source_text(fn)
+        if src is None:
+          return None
+        parts.append(src)
+      for r in self.reads:
+        t = value_text(r.value)
+        if t is None:
+          return None
+        parts.append(f"{r.where}={t}")
+      self._fingerprint = "\n".join(parts)
+    return self._fingerprint
+
+  def unhashable(self) -> list[str]:
+    """The reads `fingerprint` cannot describe, for the log."""
+    return [r.where for r in self.reads if value_text(r.value) is None]
+
+
+def value_text(v) -> str | None:
+  """A text that names `v` across processes, or None when there is no reliable one."""
+  if v is MISSING:
+    return "<missing>"
+  if isinstance(v, _VALUE_TYPES):
+    return f"{type(v).__name__}:{v!r}"
+  if isinstance(v, (tuple, list, frozenset)):
+    items = [value_text(x) for x in (sorted(v, key=repr) if isinstance(v, frozenset) else v)]
+    return None if None in items else f"{type(v).__name__}({', '.join(items)})"
+  if isinstance(v, np.dtype):
+    return f"dtype:{v}"
+  if isinstance(v, enum.Enum):
+    return f"enum:{type(v).__module__}.{type(v).__qualname__}.{v.name}"
+  if isinstance(v, types.ModuleType):
+    return f"module:{v.__name__}"
+  if isinstance(v, L.Inline):
+    return f"inline:{v.fn.__module__}.{v.fn.__qualname__}"
+  if isinstance(v, types.FunctionType) and not is_library(v):
+    return f"function:{v.__module__}.{v.__qualname__}"
+  if is_library(v):
+    qual = getattr(v, "__qualname__", None)
+    if isinstance(qual, str):          # a library function or class
+      return f"lib:{getattr(v, '__module__', '')}.{qual}"
+    if isinstance(v, np.generic) or type(v).__module__.split(".")[0] == "mgpu_dsl":
+      r = repr(v)                      # numpy scalars; ml.constexpr and ml.* builtins
+      if " at 0x" not in r:
+        return f"lib:{type(v).__module__}.{type(v).__qualname__}:{r}"
+  return None
+
+
+def _source_text(fn) -> str | None:
+  try:
+    lines, first = inspect.getsourcelines(fn)
+    filename = inspect.getsourcefile(fn) or fn.__code__.co_filename
+  except (OSError, TypeError):
+    return None
+  return f"# {filename}:{first}\n" + "".join(lines)
+
+
+def _function_tree(fn) -> ast.FunctionDef | None:
+  try:
+    tree = ast.parse(textwrap.dedent(inspect.getsource(fn))).body[0]
+  except (OSError, TypeError, SyntaxError, IndexError):
+    return None
+  return tree if isinstance(tree, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+
+
+def _tree_names(tree) -> tuple[set[str], set[tuple[str, tuple[str, ...]]]]:
+  """(global names read, attribute chains `root.a.b` read) by a function's body and defaults."""
+  nodes = [tree.args] + list(tree.body) + list(tree.returns and [tree.returns] or [])
+  bound = {a.arg for a in tree.args.posonlyargs + tree.args.args + tree.args.kwonlyargs}
+  bound |= {a.arg for a in (tree.args.vararg, tree.args.kwarg) if a is not None}
+  loads, chains = set(), set()
+  for top in nodes:
+    for n in ast.walk(top):
+      if isinstance(n, ast.Name):
+        (loads if isinstance(n.ctx, ast.Load) else bound).add(n.id)
+      elif isinstance(n, ast.Attribute):
+        attrs = []
+        base = n
+        while isinstance(base, ast.Attribute):
+          attrs.append(base.attr)
+          base = base.value
+        if isinstance(base, ast.Name):
+          chains.add((base.id, tuple(reversed(attrs))))
+  names = loads - bound
+  return names, {c for c in chains if c[0] in names}
+
+
+def _code_names(code) -> set[str]:
+  names = set(code.co_names)
+  for c in code.co_consts:
+    if isinstance(c, types.CodeType):
+      names |= _code_names(c)
+  return names
