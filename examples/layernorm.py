@@ -60,8 +60,8 @@ def layernorm_bwd(x, w, dy, mean, rstd, dx, dw_part, db_part, *, rows: ml.conste
   p = ml.program_id(0)
   d = x.shape[1]
   wv = w[...].astype(F32)
-  dw = ml.zeros((d,), F32)
-  db = ml.zeros((d,), F32)
+  dw = ml.zeros((rows, d), F32)      # summed over rows once, after the loop
+  db = ml.zeros((rows, d), F32)
   for s in range(steps):
     r0 = (p * steps + s) * rows
     xhat = (x.at[ml.ds(r0, rows), :][...].astype(F32) - mean.at[ml.ds(r0, rows)][...][:, None]) \
@@ -72,10 +72,10 @@ def layernorm_bwd(x, w, dy, mean, rstd, dx, dw_part, db_part, *, rows: ml.conste
     c2 = ml.sum(wg, axis=1) / d
     grad = (wg - xhat * c1[:, None] - c2[:, None]) * rstd.at[ml.ds(r0, rows)][...][:, None]
     dx.at[ml.ds(r0, rows), :][...] = grad.astype(dx.dtype)
-    dw = dw + ml.sum(g * xhat, axis=0)
-    db = db + ml.sum(g, axis=0)
-  dw_part.at[p][...] = dw
-  db_part.at[p][...] = db
+    dw = dw + g * xhat
+    db = db + g
+  dw_part.at[p][...] = ml.sum(dw, axis=0)
+  db_part.at[p][...] = ml.sum(db, axis=0)
 
 
 @mg.mgpu_kernel(out_shape=lambda parts, *, cols, dtype: jax.ShapeDtypeStruct((parts.shape[1],), dtype),

@@ -65,18 +65,19 @@ def softmax_cluster_rows(x, out, *, parts: ml.constexpr):
   v = x.at[ml.ds(row, 1), ml.ds(part * w, w)][...].astype(jnp.float32)
   m = ml.max(v)
   s = ml.sum(ml.exp(v - m))
-  stats = ml.smem((2, 128), jnp.float32)
+  stats = ml.smem((2, 128), jnp.float32)       # (max, sum), each repeated over 128 lanes
   stats.at[0][...] = m
   stats.at[1][...] = s
   ml.cluster_sync()
-  big_m = m
-  for p in ml.static_range(parts):
-    big_m = ml.maximum(big_m, ml.max(ml.cluster_ref(stats, p).at[0][...]))
-  total = 0.0
-  for p in ml.static_range(parts):
-    peer = ml.cluster_ref(stats, p)
-    total = total + ml.max(peer.at[1][...]) * ml.exp(ml.max(peer.at[0][...]) - big_m)
-  out.at[ml.ds(row, 1), ml.ds(part * w, w)][...] = (ml.exp(v - big_m) / total).astype(out.dtype)
+  peer_m = [ml.cluster_ref(stats, p).at[0][...] for p in ml.static_range(parts)]
+  big_m = peer_m[0]
+  for p in ml.static_range(1, parts):
+    big_m = ml.maximum(big_m, peer_m[p])
+  total = ml.cluster_ref(stats, 0).at[1][...] * ml.exp(peer_m[0] - big_m)
+  for p in ml.static_range(1, parts):
+    total = total + ml.cluster_ref(stats, p).at[1][...] * ml.exp(peer_m[p] - big_m)
+  scale = 1.0 / ml.max(total)                   # one reduction: every lane holds the same values
+  out.at[ml.ds(row, 1), ml.ds(part * w, w)][...] = (ml.exp(v - ml.max(big_m)) * scale).astype(out.dtype)
   ml.cluster_sync()          # no CTA exits while a peer still reads its SMEM
 
 

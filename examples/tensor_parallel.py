@@ -26,9 +26,9 @@ import matmul as mm  # noqa: E402
 
 def mlp_reference(x, w1, b1, w2):
   f32 = jnp.float32
-  h = x.astype(f32) @ w1.astype(f32) + b1.astype(f32)
+  h = jnp.dot(x, w1, preferred_element_type=f32) + b1.astype(f32)
   h = jax.nn.gelu(h, approximate=True).astype(x.dtype)
-  return (h.astype(f32) @ w2.astype(f32)).astype(x.dtype)
+  return jnp.dot(h, w2, preferred_element_type=f32).astype(x.dtype)
 
 
 def mlp_tensor_parallel(mesh, *, interpret=None):

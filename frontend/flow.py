@@ -52,8 +52,18 @@ def trace_for(tracer, node: ast.For):
     tracer.unsupported(node.target, "unpacking in a for target", hint="loop over one index: for i in range(n)")
   it = node.iter
   fn = tracer.eval(it.func) if isinstance(it, ast.Call) else None
-  if fn not in (range, ctl.static_range, ctl.range) or (it.keywords and fn is not ctl.range):
-    tracer.unsupported(it, "iterating over anything but range(...), ml.range(...) or ml.static_range(...)")
+  if fn not in (range, ctl.static_range, ctl.range):
+    seq = tracer.eval(it)             # a static sequence (a tuple, a list): unrolled
+    if isinstance(seq, (tuple, list)) and not isinstance(node.target, ast.Tuple):
+      for v in seq:
+        tracer.env[node.target.id] = v
+        tracer.run_body(node.body)
+      return
+    tracer.unsupported(it, "iterating over anything but range(...), ml.range(...), ml.static_range(...)"
+                       " or a static tuple or list",
+                       hint="loop over indices: for i in range(n), or unroll with ml.static_range(n)")
+  if it.keywords and fn is not ctl.range:
+    tracer.unsupported(it, "keywords in range(...)", hint="only ml.range takes stages=")
   stages = 1
   for kw in it.keywords:
     if kw.arg != "stages":

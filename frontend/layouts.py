@@ -136,9 +136,9 @@ class _Solver:
     self.node(o.x)
     self.node(o.result)
     out, x = o.result.type.shape, o.x.type.shape
-    lead = len(out) - len(x)
-    axes = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(x) if n == 1 and out[lead + i] != 1)
-    self.relations.append((("v", o.x.id), ("v", o.result.id), axes, o))
+    axes = tuple(a for a in range(len(out)) if a not in o.dims) + tuple(
+        d for n, d in zip(x, o.dims) if n == 1 and out[d] != 1)
+    self.relations.append((("v", o.x.id), ("v", o.result.id), tuple(sorted(axes)), o))
 
   def _region(self, o):
     if o.regions == ("body",):          # a loop: inits, body args, results and yields
@@ -174,13 +174,21 @@ class _Solver:
             elif layout[c] != want:
               self.conflict(c, p, axes, o, layout, members)
           elif c in layout and layout[c].drop:
-            layout[p] = layout[c].tile
+            # The tile itself, unless the parent is a vector with size-1 axes added (v[:, None]).
+            shapes = [v.type.shape for v in members.get(p, [])]
+            vector = shapes and all(len(sh) == 2 and all(sh[a] == 1 for a in axes) for sh in shapes)
+            layout[p] = layout[c].tile.dropped(axes) if vector else layout[c].tile
             changed = True
 
     propagate()
+    tiles = self.tile_classes(rels, members)
     for c, p, axes, o in rels:          # undecided tiles of reductions and broadcasts: ROWS
+      if p not in layout and p in tiles:
+        layout[p] = self.rows_layout(p, rels, members, o, tiles)
+        propagate()
+    for c, p, axes, o in rels:          # what no tile decided (vectors broadcast among themselves)
       if p not in layout:
-        layout[p] = self.rows_layout(p, rels, members, o)
+        layout[p] = self.rows_layout(p, rels, members, o, tiles | {p})
         propagate()
     self.layout = layout
     self.members = members
@@ -197,10 +205,19 @@ class _Solver:
             todo.append(b)
     return seen
 
-  def rows_layout(self, p, rels, members, o) -> Layout:
+  def tile_classes(self, rels, members) -> set:
+    """Classes that are real 2-D tiles: parents of a reduction or broadcast with more than one
+    element along its axes (not a vector with size-1 axes added, like v[:, None])."""
+    out = set()
+    for _, q, axes, _ in rels:
+      if any(len(v.type.shape) != 2 or any(v.type.shape[a] != 1 for a in axes) for v in members.get(q, [])):
+        out.add(q)
+    return out
+
+  def rows_layout(self, p, rels, members, o, tile_set) -> Layout:
     """ROWS parameters that fit every tile and vector linked to class `p`."""
     comp = self.component(p, rels)
-    parents = {q for _, q, _, _ in rels if q in comp}
+    parents = (tile_set & comp) or {p}
     tiles, vectors, dtypes = [], [], []
     for cls in comp:
       for v in members.get(cls, []):
@@ -276,6 +293,12 @@ class _Solver:
             hint="work on larger tiles, e.g. (128,) or (8, 16); vectors shorter than 128 work as row or"
                  " column statistics of a 2-D tile (ml.sum(x, axis=1))")
       return
+    if lay.drop and (len(shape) > 2 or any(shape[a] != 1 for a in lay.drop if len(shape) == 2)) or (
+        not lay.drop and len(shape) != 2):
+      raise E.LayoutError(
+          f"{v.name or 'this tensor'} of shape {shape} is reshaped from or into a {lay} tile: a tile's"
+          f" rows and columns live in fixed threads, so only size-1 axes can be added or removed", loc,
+          hint="reshape before the reduction or broadcast, in registers that are not a tile yet")
     if lay.kind == LayoutKind.WGMMA:
       rows = self.rows
       full = lay.register_shape(shape)

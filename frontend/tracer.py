@@ -395,6 +395,52 @@ class Tracer(ast.NodeVisitor):
       self.unsupported(node, "a conditional expression on a runtime value", hint="use ml.where(cond, a, b)")
     return self.eval(node.body if cond else node.orelse)
 
+  def eval_ListComp(self, node):
+    """`[f(i) for i in static_iterable if static_cond]`: unrolled while tracing."""
+    if len(node.generators) != 1 or node.generators[0].is_async:
+      self.unsupported(node, "a comprehension with several for clauses",
+                       hint="nest ml.static_range loops instead")
+    gen = node.generators[0]
+    if not isinstance(gen.target, ast.Name):
+      self.unsupported(gen.target, "unpacking in a comprehension", hint="iterate over one name")
+    it = gen.iter
+    fn = self.eval(it.func) if isinstance(it, ast.Call) else None
+    from .ops import control
+    if fn in (control.static_range, PY_BUILTINS["range"]):
+      args = [self.eval(a) for a in it.args]
+      if not all(isinstance(a, int) and not isinstance(a, bool) for a in args):
+        raise E.KernelTypeError("a comprehension needs static bounds", self.loc(it),
+                                hint="comprehensions are unrolled while tracing: use ints or constexprs")
+      items = range(*args)
+    else:
+      items = self.eval(it)
+      if is_value(items) or not isinstance(items, (tuple, list, range)):
+        raise E.KernelTypeError(f"a comprehension iterates over static values, not {kind_of(items)}",
+                                self.loc(it), hint="iterate over ml.static_range(n) or a tuple")
+    name, saved = gen.target.id, self.env.get(gen.target.id, POISON)
+    out = []
+    try:
+      for v in items:
+        self.env[name] = v
+        conds = [self.eval(c) for c in gen.ifs]
+        if any(is_value(c) for c in conds):
+          raise E.KernelTypeError("a comprehension's if must be static", self.loc(gen.ifs[0]),
+                                  hint="select runtime values with ml.where")
+        if all(conds):
+          out.append(self.eval(node.elt))
+    finally:
+      if saved is POISON:
+        self.env.pop(name, None)
+      else:
+        self.env[name] = saved
+    return out
+
+  def eval_GeneratorExp(self, node):
+    raise E.UnsupportedSyntaxError(
+        "a generator expression is not supported in a kernel", self.loc(node),
+        hint="use a list comprehension over static values, or reduce a register tensor with"
+             " ml.sum / ml.max / ml.min")
+
   def eval_JoinedStr(self, node):
     self.unsupported(node, "an f-string outside print(...)",
                      hint="f-strings format values in print(f'...'); build other strings in Python")

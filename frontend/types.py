@@ -102,7 +102,7 @@ class Layout:
     return s
 
   def dropped(self, axes) -> "Layout":
-    return dataclasses.replace(self, drop=tuple(sorted(axes)))
+    return dataclasses.replace(self, drop=tuple(sorted(set(self.drop) | set(axes))))
 
   @property
   def tile(self) -> "Layout":

@@ -14,7 +14,7 @@ from jaxlib.mlir.dialects import arith
 
 from ..frontend.dtypes import DType
 from ..frontend.ops.shape import Broadcast, Reduce, ReduceKind, Reshape
-from ..frontend.types import LayoutKind
+from ..frontend.types import LayoutKind, ScalarType
 from . import interpret_numerics as N
 from .mosaic import layout_of, mlir_type
 from .registry import interpret, lower
@@ -30,6 +30,10 @@ def _upcast(o) -> bool:
 @lower(Reduce)
 def _reduce(ctx, o):
   x, xt = ctx.get(o.x), o.x.type
+  if o.results and not isinstance(o.result.type, ScalarType) and all(xt.shape[a] == 1 for a in o.axes) \
+      and tuple(x.shape) == ctx.local_shape(o.result.type):
+    ctx.set(o.result, x)          # size-1 axes the register layout already leaves out
+    return
   if _upcast(o):
     x = x.astype(ir.F32Type.get())
   full = len(o.axes) == len(xt.shape)
@@ -58,6 +62,9 @@ def _reduce(ctx, o):
 def _broadcast(ctx, o):
   x, t, xt = ctx.get(o.x), o.result.type, o.x.type
   shape = ctx.local_shape(t)
+  if tuple(x.shape) == tuple(shape) and xt.layout == t.layout:
+    ctx.set(o.result, x)          # only size-1 axes the register layout leaves out
+    return
   if xt.layout.kind == LayoutKind.STRIDED:
     dims = tuple(range(len(shape) - len(x.shape), len(shape)))
   else:
@@ -86,7 +93,9 @@ def _i_reduce(cta, o):
 
 @interpret(Broadcast)
 def _i_broadcast(cta, o):
-  cta.set(o.result, np.array(np.broadcast_to(cta.get(o.x), o.result.type.shape)))
+  out = o.result.type.shape
+  x = cta.get(o.x).reshape([o.x.type.shape[o.dims.index(a)] if a in o.dims else 1 for a in range(len(out))])
+  cta.set(o.result, np.array(np.broadcast_to(x, out)))
 
 
 @interpret(Reshape)

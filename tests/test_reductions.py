@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import mgpu_dsl as mg
+from mgpu_dsl import language as ml
 import reduce_kernels as R
 
 S = jax.ShapeDtypeStruct
@@ -88,3 +89,30 @@ def test_gpu_matches_interpret_and_jnp(name, kernel, make_args, kw, ref, tol):
   got = kernel(*args, **kw)
   _close(got, kernel(*args, interpret=True, **kw), max(tol, 1e-5))
   _close(got, ref(*args), max(tol, 1e-5))
+
+
+@mg.mgpu_kernel(out_shape=lambda x, w: x, grid=lambda x, w: (x.shape[0],))
+def one_row_times_vector(x, w, out):
+  """A (1, n) tile times w[None, :] of the same shape: no broadcast needed, the vector still
+  becomes a tile (a regression: the shapes matched, so the layouts were once joined)."""
+  i = ml.program_id(0)
+  v = x.at[ml.ds(i, 1), :][...]
+  m = ml.max(v, axis=1, keepdims=True)
+  out.at[ml.ds(i, 1), :][...] = (v - m) * w[...][None, :]
+
+
+def test_a_vector_reshaped_to_a_tiles_shape_meets_the_tile():
+  x, w = rand(11, (4, 4096)), rand(12, (4096,))
+  got = one_row_times_vector(x, w, interpret=True)
+  np.testing.assert_allclose(got, (x - x.max(1, keepdims=True)) * w, rtol=1e-6, atol=1e-6)
+  one_row_times_vector.check(S((4, 4096), jnp.float32), S((4096,), jnp.float32))
+
+
+def test_size_one_axes_removed_by_reshape():
+  @mg.mgpu_kernel(out_shape=lambda x: jax.ShapeDtypeStruct((x.shape[0],), jnp.float32), grid=(1,))
+  def row_sums(x, out):
+    s = ml.sum(x[...], axis=1, keepdims=True)      # (m, 1)
+    out[...] = s.reshape((x.shape[0],))
+  x = rand(13, (8, 256))
+  np.testing.assert_allclose(row_sums(x, interpret=True), x.sum(1), rtol=1e-5)
+  row_sums.check(S((8, 256), jnp.float32))

@@ -29,8 +29,11 @@ class ReduceKind(enum.Enum):
 
 @ir.op(Traits(layout=LayoutRule.BROADCAST, pure=True))
 class Broadcast(ir.Op):
-  """`x` repeated along the result's new or size-1 axes (NumPy broadcasting)."""
+  """`x` repeated along the result's other axes: x's axis i is the result's axis dims[i] (where
+  x has size 1 and the result more, it stretches). NumPy broadcasting aligns trailing axes;
+  `x[:, None]` puts a new axis after x's."""
   x: ir.Value
+  dims: tuple
   loc: object
   results: tuple
 
@@ -76,14 +79,18 @@ def broadcast_shape(cx, shapes, what, names):
   return tuple(out)
 
 
-def broadcast_to_shape(cx, x, shape):
-  """`x` broadcast to `shape` (no op when it already has it; a filled tensor is filled anew)."""
-  if x.type.shape == tuple(shape):
+def broadcast_to_shape(cx, x, shape, dims=None):
+  """`x` broadcast to `shape` (no op when it already has it; a filled tensor is filled anew).
+  `dims`: the result axis of each of x's axes; NumPy's trailing alignment by default."""
+  shape = tuple(shape)
+  if dims is None:
+    dims = tuple(range(len(shape) - len(x.type.shape), len(shape)))
+  if x.type.shape == shape:
     return x
   made = cx.b.defining(x)
   if isinstance(made, ew.Full):
-    return ew.full_(cx, tuple(shape), made.value, x.type.dtype)
-  return cx.b.emit(Broadcast, x, loc=cx.loc, types=[TensorType(tuple(shape), x.type.dtype)],
+    return ew.full_(cx, shape, made.value, x.type.dtype)
+  return cx.b.emit(Broadcast, x, tuple(dims), loc=cx.loc, types=[TensorType(shape, x.type.dtype)],
                    names=[x.name]).result
 
 
@@ -111,8 +118,44 @@ def reshape_(cx, x, shape):
         hint="a reshape keeps the number of elements")
   if shape == x.type.shape:
     return x
-  return cx.b.emit(Reshape, x, loc=cx.loc, types=[TensorType(shape, x.type.dtype)],
-                   names=[x.name]).result
+  plan = _unit_axes_plan(x.type.shape, shape)
+  if plan is None or not _reducible(x):
+    return cx.b.emit(Reshape, x, loc=cx.loc, types=[TensorType(shape, x.type.dtype)],
+                     names=[x.name]).result
+  return _change_unit_axes(cx, x, shape, *plan)
+
+
+def _unit_axes_plan(old, new):
+  """(removed axes of `old`, result axis of each kept axis) when `new` only adds or removes
+  size-1 axes of `old` (in order); None for any other reshape."""
+  i = j = 0
+  removed, dims = [], []
+  while i < len(old) or j < len(new):
+    if i < len(old) and j < len(new) and old[i] == new[j]:
+      dims.append(j)
+      i, j = i + 1, j + 1
+    elif j < len(new) and new[j] == 1:
+      j += 1
+    elif i < len(old) and old[i] == 1:
+      removed.append(i)
+      i += 1
+    else:
+      return None
+  return tuple(removed), tuple(dims)
+
+
+def _change_unit_axes(cx, x, shape, removed, dims):
+  """Drop `removed` size-1 axes (a sum over one element), then put the rest at `dims`."""
+  if removed and len(removed) < len(x.type.shape):
+    kept = tuple(n for i, n in enumerate(x.type.shape) if i not in removed)
+    x = cx.b.emit(Reduce, ReduceKind.SUM, x, removed, loc=cx.loc, types=[TensorType(kept, x.type.dtype)],
+                  names=[x.name]).result
+  return broadcast_to_shape(cx, x, shape, dims)
+
+
+def _reducible(x) -> bool:
+  d = resolve(x.type.dtype)
+  return not isinstance(d, DType) or (d != DType.bool_ and d.bits >= 16)
 
 
 def expand(cx, x, index):
@@ -133,11 +176,17 @@ def expand(cx, x, index):
     k = index.index(Ellipsis)
     index = index[:k] + (slice(None),) * (rank - kept) + index[k + 1:]
   index = index + (slice(None),) * (rank - kept if Ellipsis not in index else 0)
-  dims, it = [], iter(x.type.shape)
+  shape, dims, it = [], [], iter(x.type.shape)
   for i in index:
-    dims.append(1 if i is None else next(it))
-  dims.extend(it)
-  return reshape_(cx, x, tuple(dims))
+    if i is None:
+      shape.append(1)
+    else:
+      dims.append(len(shape))
+      shape.append(next(it))
+  for n in it:
+    dims.append(len(shape))
+    shape.append(n)
+  return broadcast_to_shape(cx, x, tuple(shape), tuple(dims))
 
 
 # ---------------------------------------------------------------- reductions
