@@ -209,8 +209,14 @@ def def_table(block: Block) -> dict[int, Op]:
   return {r.id: o for o in walk(block) for r in o.results}
 
 
+def _removable(o) -> bool:
+  """An op whose only effect is its results: pure, or a plain register read of memory."""
+  t = traits_of(o)
+  return t.pure or (bool(o.results) and all(a == Access.REG_READ for _, a in t.effects(o)))
+
+
 def prune_dead(block: Block) -> None:
-  """Drop pure ops (declared `pure`, no regions) whose results nothing uses, to a fixpoint."""
+  """Drop side-effect-free ops (pure, or register reads) whose results nothing uses, to a fixpoint."""
   while True:
     used = {id(v) for o in walk(block) for v in o.operands()}
     for o in walk(block):
@@ -224,7 +230,7 @@ def prune_dead(block: Block) -> None:
       for o in blk.ops:
         for r in o.regions:
           visit(getattr(o, r))
-        if traits_of(o).pure and o.results and not o.regions and not any(id(r) in used for r in o.results):
+        if _removable(o) and o.results and not o.regions and not any(id(r) in used for r in o.results):
           removed = True
           continue
         keep.append(o)

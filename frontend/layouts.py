@@ -275,6 +275,12 @@ class _Solver:
         while vec > 1 and n % (hw.WARPGROUP * vec):
           vec //= 2
         strided_vec[cls] = min(strided_vec.get(cls, vec), vec)
+    for cls in list(strided_vec):        # short vectors: a column vector of a tile, held by the lanes
+      vs = [v for v in self.members.get(cls, [])]
+      if vs and all(len(v.type.shape) == 1 for v in vs) and any(v.type.shape[0] % hw.WARPGROUP for v in vs):
+        lay = _vector_layout({v.type.shape[0] for v in vs}, [v.type.dtype for v in vs])
+        if lay is not None:
+          layout[cls] = lay
     for v in self.tensors.values():
       cls = uf.find(("v", v.id))
       lay = layout.get(cls) or Layout(LayoutKind.STRIDED, vec=strided_vec[cls])
@@ -331,6 +337,18 @@ class _Solver:
             hint=f"allocate it with a shape like (64, {tile_cols})")
       if alloc.id in self.mma_roots or (in_wgmma and fits):
         self.kernel.smem_layouts[alloc.id] = SmemLayout((hw.TILE_ROWS, tile_cols), hw.SWIZZLE)
+
+
+def _vector_layout(lengths, dtypes):
+  """A layout for 1-D vectors of `lengths` too short for the strided layout: one value per lane
+  (the column vector of a ROWS tile, warps holding copies), or the tensor cores' column vector."""
+  widest = 16 // max(d.itemsize for d in dtypes)
+  for vec in (widest, widest // 2, widest // 4, 2, 1):
+    if vec >= 1 and all(n % (hw.WARP * vec) == 0 for n in lengths):
+      return Layout(LayoutKind.ROWS, (0,), 1, vec)
+  if all(n % hw.MMA_N_STEP == 0 for n in lengths):
+    return Layout.COL
+  return None
 
 
 def _role(lay: Layout) -> str:

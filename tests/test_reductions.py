@@ -116,3 +116,14 @@ def test_size_one_axes_removed_by_reshape():
   x = rand(13, (8, 256))
   np.testing.assert_allclose(row_sums(x, interpret=True), x.sum(1), rtol=1e-5)
   row_sums.check(S((8, 256), jnp.float32))
+
+
+def test_short_vectors_not_tied_to_a_tile_live_on_the_lanes():
+  @mg.mgpu_kernel(out_shape=lambda w: jax.ShapeDtypeStruct((64,), jnp.float32), grid=(1,))
+  def centre(w, out):
+    v = w[...]
+    out[...] = v - ml.sum(v) / 64
+  w = rand(14, (64,))
+  np.testing.assert_allclose(centre(w, interpret=True), w - w.mean(), rtol=1e-5, atol=1e-6)
+  assert "rows1x4_col" in centre.typed_ir(S((64,), jnp.float32))
+  centre.check(S((64,), jnp.float32))
