@@ -296,8 +296,8 @@ class _Solver:
         raise E.LayoutError(
             f"{v.name or 'this tensor'} has shape {shape}: register tensors need a multiple of"
             f" {hw.WARPGROUP} elements (one per thread of a warpgroup)", loc,
-            hint="work on larger tiles, e.g. (128,) or (8, 16); vectors shorter than 128 work as row or"
-                 " column statistics of a 2-D tile (ml.sum(x, axis=1))")
+            hint="work on tiles of 128 elements or more, e.g. (128,) or (8, 16); a 1-D vector may be"
+                 " shorter if its length is a multiple of 8")
       return
     if lay.drop and (len(shape) > 2 or any(shape[a] != 1 for a in lay.drop if len(shape) == 2)) or (
         not lay.drop and len(shape) != 2):
