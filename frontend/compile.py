@@ -47,6 +47,11 @@ class ParsedKernel:
   constexpr_params: list[str]
   defaults: dict
   scope: dict
+  scalar_params: tuple = ()      # ref parameters annotated ml.scalar: read as scalars at the start
+
+  def scalar_positions(self) -> tuple[int, ...]:
+    """Argument positions of the ml.scalar parameters (they are inputs)."""
+    return tuple(self.ref_params.index(p) for p in self.scalar_params)
 
   @property
   def loc(self) -> Loc:
@@ -59,22 +64,24 @@ def parse(fn) -> ParsedKernel:
   if a.vararg or a.kwarg:
     raise E.UnsupportedSyntaxError("*args and **kwargs in a kernel signature", src.loc(tree),
                                    hint="list every ref parameter by name")
-  refs, consts, defaults = [], [], {}
+  refs, consts, scalars, defaults = [], [], [], {}
   positional = a.posonlyargs + a.args
   pos_defaults = dict(zip([p.arg for p in positional][len(positional) - len(a.defaults):], a.defaults))
   for p in positional + a.kwonlyargs:
-    is_const = p in a.kwonlyargs or (p.annotation is not None and _is_constexpr(p.annotation, scope))
+    is_const = p in a.kwonlyargs or (p.annotation is not None and _annotation(p.annotation, scope) is L.constexpr)
     (consts if is_const else refs).append(p.arg)
+    if not is_const and p.annotation is not None and _annotation(p.annotation, scope) is L.scalar:
+      scalars.append(p.arg)
   for p, d in list(pos_defaults.items()) + [(p.arg, d) for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None]:
     defaults[p] = eval(compile(ast.Expression(d), src.filename, "eval"), scope)
-  return ParsedKernel(fn, src, tree, refs, consts, defaults, scope)
+  return ParsedKernel(fn, src, tree, refs, consts, defaults, scope, tuple(scalars))
 
 
-def _is_constexpr(annotation, scope) -> bool:
+def _annotation(annotation, scope):
   try:
-    return eval(compile(ast.Expression(annotation), "<annotation>", "eval"), scope) is L.constexpr
+    return eval(compile(ast.Expression(annotation), "<annotation>", "eval"), scope)
   except Exception:
-    return False
+    return None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,6 +127,8 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, bloc
     grid = tuple(math.prod(batch.sizes) if a == batch.axis else g for a, g in enumerate(grid))
   for c in pk.constexpr_params:
     tr.env[c] = constexprs.get(c, pk.defaults.get(c))
+  for name in pk.scalar_params:
+    _bind_scalar_param(pk, tr, em, name, n_in)
   try:
     tr.run_body(pk.tree.body)
   except E.InternalError as e:
@@ -166,6 +175,23 @@ def _bind_batch_slices(tr, em, batch, params, n_in, loc):
     mine = [b for b, on in zip(index, batch.batched) if i >= n_in or on[i]]
     if mine:
       tr.env[p.name] = memory.view(cx, p.value, tuple(mine), p.name)
+
+
+def _bind_scalar_param(pk, tr, em, name, n_in) -> None:
+  """An `ml.scalar` parameter is a 0-d input read once, at the start, into a scalar."""
+  from .builder import Call
+  from .ops.access import scalar_load
+  node = next(p for p in pk.tree.args.posonlyargs + pk.tree.args.args if p.arg == name)
+  loc, ref = pk.source.loc(node), tr.env[name]
+  if pk.ref_params.index(name) >= n_in:
+    raise E.SignatureError(f"{name} is annotated ml.scalar but is an output parameter", loc,
+                           hint="ml.scalar parameters are inputs: put them before the outputs")
+  if ref.type.shape != () or ref.type.dtype == DType.bool_:
+    raise E.SignatureError(
+        f"{name} is annotated ml.scalar but was given an array of shape {ref.type.shape}"
+        f" ({ref.type.dtype})", loc,
+        hint="pass a Python int or float, or a 0-d int or float array (jnp.float32(0.5))")
+  tr.env[name] = scalar_load(Call(em, loc, name), ref, name)
 
 
 def _smem_overflow(pk, em, params, grid, block, cluster) -> list:

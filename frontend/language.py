@@ -11,8 +11,9 @@ import functools
 
 from .dtypes import DType
 from .ops import BUILTINS  # noqa: F401
+from .ops.access import load_ as load, store_ as store
 from .ops.control import cluster_sync, grouped_ids, num_programs, program_id, range, static_range
-from .ops.elementwise import (abs_ as abs, arange, bitcast, cast, cos, erf, exp, exp2, full, log,
+from .ops.elementwise import (abs_ as abs, arange, bitcast, cast, cdiv, cos, erf, exp, exp2, full, log,
                               log2, maximum, minimum, rsqrt, sigmoid, sin, sqrt, tanh, where, zeros)
 from .ops.memory import DSlice, cluster_ref, copy, ds, smem
 from .ops.mma import dot
@@ -58,6 +59,17 @@ class _Constexpr:
 
 constexpr = _Constexpr()
 
+
+class _Scalar:
+  """Annotation: `def k(x, alpha: ml.scalar, out)` passes `alpha` (a Python number or a 0-d
+  array) as a run-time scalar: one compiled kernel serves every value."""
+
+  def __repr__(self):
+    return "ml.scalar"
+
+
+scalar = _Scalar()
+
 # dtypes, so kernels can say ml.float16 without importing jax.numpy.
 float32, float16, bfloat16 = DType.f32, DType.f16, DType.bf16
 float8_e4m3fn, float8_e5m2 = DType.f8e4m3, DType.f8e5m2
@@ -65,5 +77,5 @@ int64, int32, int16, int8 = DType.i64, DType.i32, DType.i16, DType.i8
 uint32, uint16, uint8, bool_ = DType.u32, DType.u16, DType.u8, DType.bool_
 
 __all__ = sorted(BUILTINS) + [
-    "DSlice", "Inline", "inline", "constexpr", "float32", "float16", "bfloat16", "float8_e4m3fn",
+    "DSlice", "Inline", "inline", "constexpr", "scalar", "float32", "float16", "bfloat16", "float8_e4m3fn",
     "float8_e5m2", "int64", "int32", "int16", "int8", "uint32", "uint16", "uint8", "bool_"]

@@ -113,6 +113,7 @@ class _Solver:
 
   def _memory(self, o):
     (ref, _), = [(r, a) for r, a in ir.traits_of(o).effects(o)]
+    self.join(*[v for v in [*o.results, *o.operands()] if _is_tensor(v)])   # value, mask, result
     for v in [*o.results, *o.operands()]:
       if _is_tensor(v):
         self.node(v)

@@ -17,7 +17,7 @@ from . import errors as E
 from .builder import Builder, Call
 from .dtypes import DType, to_dtype
 from .env import POISON, PoisonedUse, Unbound, assigned_names
-from .ops import METHODS, debug, elementwise as ew, memory, shape
+from .ops import METHODS, REF_METHODS, debug, elementwise as ew, memory, shape
 from .ops.base import Builtin, is_tensor, is_value, kind_of
 from .source import Source
 from .types import RefType, ScalarType, resolve
@@ -304,9 +304,11 @@ class Tracer(ast.NodeVisitor):
         return _At(base)
       if attr in METHODS and not isinstance(t, RefType):
         return _Method(METHODS[attr], base)
+      if attr in REF_METHODS and isinstance(t, RefType):
+        return _Method(REF_METHODS[attr], base)
       raise E.KernelTypeError(
           f"{kind_of(base)} has no attribute {attr!r}", self.loc(node),
-          hint="refs have .at, .shape, .dtype; register values .astype, .reshape, .sum, .max, .min,"
+          hint="refs have .at, .load, .store, .shape, .dtype; register values .astype, .reshape, .sum, .max, .min,"
                " .shape, .dtype")
     try:
       return getattr(base, attr)

@@ -83,8 +83,12 @@ def overlaps(p: tuple, q: tuple) -> bool:
 
 
 def _element(index, bad) -> tuple:
-  """The root coordinates of the first True of `bad` (taken at `index` of the root)."""
-  off = iter(np.argwhere(np.asarray(bad))[0])
+  """The root coordinates of the first True of `bad` (taken at `index` of the root: ints and
+  slices, or arrays of element coordinates for masked accesses)."""
+  pos = tuple(np.argwhere(np.asarray(bad))[0])
+  if any(isinstance(i, np.ndarray) for i in index):
+    return tuple(int(i[pos]) if isinstance(i, np.ndarray) else int(i) for i in index)
+  off = iter(pos)
   return tuple(int(i) if isinstance(i, (int, np.integer)) else i.start + int(next(off)) for i in index)
 
 

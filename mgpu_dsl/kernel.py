@@ -220,11 +220,21 @@ class KernelFunction:
       cached = self._bounds = (memo, calling.input_bounds(pk, self.out_shape, self.grid))
     return cached[1]
 
+  def _scalar_args(self, args) -> tuple:
+    """Python numbers passed for `ml.scalar` parameters, as 0-d arrays (int32 or float32)."""
+    import numpy as np
+    args = list(args)
+    for p in self.parsed.scalar_positions():
+      if p < len(args) and isinstance(args[p], (int, float)) and not isinstance(args[p], bool):
+        args[p] = np.asarray(args[p], np.float32 if isinstance(args[p], float) else np.int32)
+    return tuple(args)
+
   def _compile(self, args, constexprs, levels=()) -> dict:
     """The compiled specialisation for `args`; `levels` are jax.vmap batch levels in front of
     the batched inputs (mgpu_dsl/batching.py), () for a plain call."""
     from . import batching
     self._check_fresh()
+    args = self._scalar_args(args)
     spec = self._specialise(batching.unbatched_specs(args, levels) if levels else args, constexprs)
     key = spec.key + ((tuple((n, tuple(b)) for n, b in levels),) if levels else ())
     hit = self._cache.get(key)
@@ -342,6 +352,7 @@ class KernelFunction:
     import jax
     from . import batching
     calling.check_interpret(interpret, self.__name__, self.parsed.loc)
+    args = self._scalar_args(args)
     hit = self._compile(args, constexprs)
     outs = batching.call(self, args, constexprs, self._interpret(interpret), hit=hit)
     return jax.tree.unflatten(hit["treedef"], list(outs))
@@ -362,6 +373,7 @@ class KernelFunction:
     """
     import jax
     from .lowering import kernel as lk
+    specs = self._scalar_args(specs)
     hit = self._compile(specs, constexprs)
     self._build(hit)
     shapes = [jax.ShapeDtypeStruct(s.shape, s.dtype) for s in specs]

@@ -24,6 +24,7 @@ from ..types import RefType, ScalarType, TensorType
 
 BUILTINS: dict[str, "Builtin"] = {}     # ml.<name> -> builtin
 METHODS: dict[str, "Builtin"] = {}      # register tensor methods: x.<name>(...) -> builtin(x, ...)
+REF_METHODS: dict[str, "Builtin"] = {}  # ref methods: ref.<name>(...) -> builtin(ref, ...)
 
 Num = (int, float, bool)
 
@@ -31,8 +32,9 @@ Num = (int, float, bool)
 class Builtin:
   """A DSL function (`ml.<name>`)."""
 
-  def __init__(self, fn, name: str):
+  def __init__(self, fn, name: str, eager: bool = False):
     self.rule = fn
+    self.eager = eager          # also callable outside kernels, on Python values (ml.cdiv in a grid)
     self.__name__ = name
     self.__qualname__ = f"ml.{name}"
     self.__doc__ = fn.__doc__
@@ -44,6 +46,10 @@ class Builtin:
     return f"<mgpu_dsl builtin ml.{self.__name__}>"
 
   def __call__(self, *args, **kwargs):
+    if self.eager:
+      from ..builder import Call
+      from ..loc import UNKNOWN
+      return self.rule(Call(None, UNKNOWN), *args, **kwargs)
     raise RuntimeError(f"ml.{self.__name__} can only be used inside an @mgpu_kernel function")
 
   def bind(self, cx, args, kwargs):
@@ -59,13 +65,17 @@ class Builtin:
     return self.rule(cx, *bound.args, **bound.kwargs)
 
 
-def builtin(fn=None, *, name: str | None = None, methods: tuple[str, ...] = ()):
-  """Declare `fn` as the builtin `ml.<name>` (and as register-tensor methods `methods`)."""
+def builtin(fn=None, *, name: str | None = None, methods: tuple[str, ...] = (),
+            ref_methods: tuple[str, ...] = (), eager: bool = False):
+  """Declare `fn` as the builtin `ml.<name>` (and as register-tensor methods `methods`); an
+  `eager` builtin also works outside kernels on Python values."""
   def deco(f):
-    b = Builtin(f, name or f.__name__.rstrip("_"))
+    b = Builtin(f, name or f.__name__.rstrip("_"), eager)
     BUILTINS[b.__name__] = b
     for m in methods:
       METHODS[m] = b
+    for m in ref_methods:
+      REF_METHODS[m] = b
     return b
   return deco(fn) if fn is not None else deco
 

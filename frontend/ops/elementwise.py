@@ -393,6 +393,24 @@ def minimum(cx, a, b):
   return _min_max(cx, BinOp.MIN, a, b)
 
 
+@builtin(eager=True)
+def cdiv(cx, a, b):
+  """Ceiling division `(a + b - 1) // b` of integers: tiles covering `a` elements, `b` a tile.
+
+  On Python ints it is a Python int (`grid=lambda x: (ml.cdiv(x.shape[0], 128),)` works too);
+  on integer scalars (a runtime size read from memory) it is a scalar.
+  """
+  if not is_value(a) and not is_value(b):
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (a, b)):
+      raise E.KernelTypeError(f"ml.cdiv needs integers, got {a!r} and {b!r}", cx.loc,
+                              hint="ml.cdiv(n, 128)")
+    if b <= 0:
+      raise E.KernelTypeError(f"ml.cdiv needs a positive divisor, got {b}", cx.loc, hint="ml.cdiv(n, 128)")
+    return -(-a // b)
+  bm1 = b - 1 if not is_value(b) else binary(cx, BinOp.SUB, b, 1)
+  return binary(cx, BinOp.FLOORDIV, binary(cx, BinOp.ADD, a, bm1), b)
+
+
 @builtin
 def where(cx, cond, a, b):
   """`a` where `cond` holds, else `b` (cond a boolean tensor, e.g. `x > 0`); operands broadcast."""

@@ -161,7 +161,10 @@ def add_index(cx, a, b):
   return binary(cx, BinOp.ADD, a, b)
 
 
-def normalize_index(cx, shape, index, name):
+def normalize_index(cx, shape, index, name, *, past_end=False):
+  """Per-dimension `ir.Idx`es of `index` over `shape`. With `past_end` (GMEM refs), an
+  `ml.ds` window may run past the end of its dimension: TMA copies read zeros there and drop
+  writes, masked register accesses skip it, and an unmasked register access is rejected."""
   if not isinstance(index, tuple):
     index = (index,)
   n_ell = sum(1 for i in index if i is Ellipsis)
@@ -175,10 +178,11 @@ def normalize_index(cx, shape, index, name):
         f"too many indices for {name or 'ref'} of rank {len(shape)}: got {len(index)}", cx.loc,
         hint=f"{name or 'the ref'} has shape {shape}")
   index = index + (slice(None),) * (len(shape) - len(index))
-  return tuple(_one_index(cx, d, i, n, name or "ref") for d, (i, n) in enumerate(zip(index, shape)))
+  return tuple(_one_index(cx, d, i, n, name or "ref", past_end)
+               for d, (i, n) in enumerate(zip(index, shape)))
 
 
-def _one_index(cx, d, i, n, name):
+def _one_index(cx, d, i, n, name, past_end=False):
   hint = f"dimension {d} of {name} has size {n}"
   if isinstance(i, bool) or i is None:
     raise E.KernelTypeError(f"cannot index a ref with {i!r} (dimension {d})", cx.loc,
@@ -207,11 +211,12 @@ def _one_index(cx, d, i, n, name):
     if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
       raise E.KernelTypeError(f"ml.ds size must be a positive static int, got {size!r}", cx.loc,
                               hint="the size of a window is fixed when the kernel is compiled")
-    if size > n:
+    if size > n and not past_end:
       raise E.IndexOutOfBoundsError(f"ml.ds size {size} exceeds dimension {d} of {name} (size {n})",
                                     cx.loc, hint=hint)
     start = index_operand(cx, i.start)
-    if isinstance(start, int) and not 0 <= start <= n - size:
+    last = n - 1 if past_end else n - size
+    if isinstance(start, int) and not 0 <= start <= last:
       raise E.IndexOutOfBoundsError(
           f"ml.ds({start}, {size}) is out of bounds for dimension {d} of {name} (size {n})", cx.loc, hint=hint)
     return ir.Idx(start, size)
@@ -226,7 +231,8 @@ def view(cx, ref: ir.Value, index, name=""):
   if not is_ref(ref):
     raise E.KernelTypeError(f".at[...] needs a ref, got {kind_of(ref)}", cx.loc,
                             hint="views are windows of kernel parameters and ml.smem buffers")
-  idx = normalize_index(cx, ref.type.shape, index, ref.name or name)
+  idx = normalize_index(cx, ref.type.shape, index, ref.name or name,
+                        past_end=ref.type.space == Space.GMEM)
   parent = cx.b.defining(ref)
   if isinstance(parent, View):      # compose onto the root
     new, it = [], iter(idx)
@@ -242,12 +248,35 @@ def view(cx, ref: ir.Value, index, name=""):
   return cx.b.emit(View, ref, idx, loc=cx.loc, types=[t], names=[name]).result
 
 
+def static_overrun(b, ref: ir.Value):
+  """(dim, start, size, extent) of a statically known part of `ref`'s window past its root's
+  end, or None (GMEM windows may run past the end; see normalize_index)."""
+  root_ref, index = window(b, ref)
+  for d, (i, n) in enumerate(zip(index or (), root_ref.type.shape)):
+    if isinstance(i.start, int) and (i.start < 0 or i.start + i.size > n):
+      return d, i.start, i.size, n
+  return None
+
+
+def check_in_bounds(cx, ref, what):
+  """An unmasked register access must stay inside the array (only TMA and masks handle the end)."""
+  over = static_overrun(cx.b, ref)
+  if over is not None:
+    d, start, size, n = over
+    name = root(cx.b, ref).name or "the ref"
+    raise E.IndexOutOfBoundsError(
+        f"ml.ds({start}, {size}) is out of bounds for dimension {d} of {name} (size {n})", cx.loc,
+        hint=f"a register {what} must stay inside the array: copy the window with ml.copy (TMA reads"
+             f" zeros past the end and drops writes there), or mask it: ref.load(mask=...) /"
+             f" ref.store(value, mask=...)")
+
+
 def load(cx, ref, name=""):
   t = ref.type
+  check_in_bounds(cx, ref, "read")
   if not t.shape:
-    raise E.KernelTypeError(
-        f"reading one element of {ref.name or 'a ref'} into a scalar is not supported", cx.loc,
-        hint="read a slice instead, e.g. ref.at[i:i+128][...]")
+    from .access import scalar_load
+    return scalar_load(cx, ref, name)
   if resolve(t.dtype) == DType.bool_:
     raise bool_ref_error(cx, ref, "read")
   return cx.b.emit(Load, ref, loc=cx.loc, types=[TensorType(t.shape, t.dtype)], names=[name]).result
@@ -257,6 +286,10 @@ def store(cx, ref, value):
   from .elementwise import full_
   from .shape import broadcast_shape, broadcast_to_shape
   t = ref.type
+  check_in_bounds(cx, ref, "write")
+  if not t.shape:
+    from .access import scalar_store
+    return scalar_store(cx, ref, value)
   if isinstance(value, Num) or (is_value(value) and isinstance(value.type, ScalarType)):
     value = full_(cx, t.shape, value, t.dtype)
   if not is_value(value) or not isinstance(value.type, TensorType):

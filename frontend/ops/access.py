@@ -1,0 +1,201 @@
+"""Register access beyond whole windows: masked loads and stores, single elements as scalars.
+
+`ml.load(ref, mask=m, other=0)` / `ref.load(mask=m)` read a window into registers, giving
+`other` where the mask is off; `ml.store(ref, v, mask=m)` / `ref.store(v, mask=m)` write
+only where it is on. A masked-off element is never touched in memory (the GPU predicates
+each access), so a window may run past the end of a GMEM array. SMEM windows are always
+inside their buffer: there a mask is a select in registers.
+
+`s[...]` on a ref of shape () and `s[i]` with every dimension indexed read one element as a
+scalar, uniform across the CTA (a size, an offset, a seed read at run time); `out[i] = v`
+writes one.
+"""
+from __future__ import annotations
+
+from .. import errors as E
+from .. import ir
+from ..dtypes import DType
+from ..infer import unify
+from ..ir import Access, LayoutRule, Traits
+from ..types import ScalarType, Space, TensorType, dtype_name, resolve
+from . import elementwise as ew
+from .base import Num, builtin, is_ref, is_scalar, is_tensor, is_value, kind_of
+from .memory import bool_ref_error, load, store
+
+
+@ir.op(Traits(effects=lambda o: [(o.ref, Access.REG_READ)], layout=LayoutRule.MEMORY))
+class MaskedLoad(ir.Op):
+  """Read a GMEM window where `mask` holds; `other` (a number or scalar) elsewhere."""
+  ref: ir.Value
+  mask: ir.Value
+  other: ir.Operand
+  loc: object
+  results: tuple
+
+
+@ir.op(Traits(effects=lambda o: [(o.ref, Access.REG_WRITE)], layout=LayoutRule.MEMORY))
+class MaskedStore(ir.Op):
+  """Write `value` into a GMEM window where `mask` holds."""
+  ref: ir.Value
+  value: ir.Value
+  mask: ir.Value
+  loc: object
+  results: tuple = ()
+
+
+@ir.op(Traits(effects=lambda o: [(o.ref, Access.REG_READ)]))
+class ScalarLoad(ir.Op):
+  """One element (a ref of shape ()) read as a CTA-uniform scalar."""
+  ref: ir.Value
+  loc: object
+  results: tuple
+
+
+@ir.op(Traits(effects=lambda o: [(o.ref, Access.REG_WRITE)]))
+class ScalarStore(ir.Op):
+  """One element (a ref of shape ()) written with a scalar (every thread writes the same value)."""
+  ref: ir.Value
+  value: ir.Operand
+  loc: object
+  results: tuple = ()
+
+
+# ---------------------------------------------------------------- scalars
+def scalar_load(cx, ref, name=""):
+  d = resolve(ref.type.dtype)
+  if d == DType.bool_:
+    raise bool_ref_error(cx, ref, "read")
+  return cx.b.emit(ScalarLoad, ref, loc=cx.loc, types=[ScalarType(ref.type.dtype)], names=[name]).result
+
+
+def scalar_store(cx, ref, value):
+  t = ref.type
+  what = ref.name or "this element"
+  if is_tensor(value):
+    raise E.ShapeMismatchError(
+        f"cannot store a tensor of shape {value.type.shape} into {what}, a single element", cx.loc,
+        hint="store a scalar (a number, a reduction such as ml.sum(x), a value read with s[i]), or"
+             " index fewer dimensions to write a window")
+  if not (isinstance(value, Num) or is_scalar(value)):
+    raise E.KernelTypeError(f"cannot store {kind_of(value)} into {what}", cx.loc,
+                            hint="store a number or a scalar")
+  if resolve(t.dtype) == DType.bool_ or (is_value(value) and resolve(value.type.dtype) == DType.bool_):
+    raise bool_ref_error(cx, ref, "write")
+  if is_value(value) and unify(t.dtype, value.type.dtype, cx.loc, f"store into {what}") is None:
+    raise E.StoreDtypeError(
+        f"cannot store {value.name or 'a scalar'} ({dtype_name(value.type.dtype)}) into {what}"
+        f" ({t.space}, {dtype_name(t.dtype)}): no implicit conversion", cx.loc,
+        hint=f"convert explicitly: ({value.name or 'value'}).astype(jnp.{dtype_name(t.dtype)})")
+  if isinstance(value, float) and isinstance(resolve(t.dtype), DType) and not resolve(t.dtype).is_float:
+    raise E.DtypeMismatchError(f"cannot store the float {value} into {what} ({dtype_name(t.dtype)})",
+                               cx.loc, hint="store an int, or convert the value explicitly")
+  cx.b.emit(ScalarStore, ref, value, loc=cx.loc)
+
+
+# ---------------------------------------------------------------- masks
+def _ref_arg(cx, ref, what):
+  if not is_ref(ref):
+    raise E.KernelTypeError(f"{what} needs a ref (a parameter, an ml.smem buffer or a view), got"
+                            f" {kind_of(ref)}", cx.loc, hint="ml.load(x.at[ml.ds(i * 128, 128)], mask=m)")
+  if resolve(ref.type.dtype) == DType.bool_:
+    raise bool_ref_error(cx, ref, "read" if what == "ml.load" else "write")
+  if not ref.type.shape:
+    raise E.KernelTypeError(f"{what} with a mask needs a window of elements, but {ref.name or 'this ref'}"
+                            f" is a single element", cx.loc, hint="guard a single element with an if")
+
+
+def _mask_arg(cx, ref, mask, what):
+  """The mask broadcast to the window's shape."""
+  from .shape import broadcast_shape, broadcast_to_shape
+  if not is_tensor(mask) or resolve(mask.type.dtype) != DType.bool_:
+    raise E.KernelTypeError(f"{what}'s mask must be a boolean tensor, got {kind_of(mask)}", cx.loc,
+                            hint="compare an index grid with a bound: rows = i * 128 + ml.arange(128);"
+                                 " mask = rows[:, None] < n")
+  shape = ref.type.shape
+  if broadcast_shape(cx, [mask.type.shape, shape], what, ["the mask", ref.name or "the window"]) != shape:
+    raise E.ShapeMismatchError(
+        f"{what}'s mask of shape {mask.type.shape} does not fit {ref.name or 'the window'} of shape {shape}",
+        cx.loc, hint="the mask needs the window's shape, or one that broadcasts to it (rows[:, None])")
+  return broadcast_to_shape(cx, mask, shape)
+
+
+@builtin(ref_methods=("load",))
+def load_(cx, ref, mask=None, other=0):
+  """Read `ref` into registers; with `mask`, only where it holds (`other` elsewhere).
+
+  `x.at[ml.ds(i * 128, 128)].load(mask=rows < n, other=0.0)` reads the last partial tile of
+  `x` without touching memory past its end. `mask` is a boolean tensor of the window's shape
+  (or one that broadcasts to it); `other` is a number, a scalar or a tensor. Without a mask it
+  is `ref[...]`.
+  """
+  if mask is None:
+    if not is_ref(ref):
+      _ref_arg(cx, ref, "ml.load")
+    return load(cx, ref, cx.name)
+  _ref_arg(cx, ref, "ml.load")
+  mask = _mask_arg(cx, ref, mask, "ml.load")
+  d = ref.type.dtype
+  if is_tensor(other):
+    plain = _masked_read(cx, ref, mask, 0)
+    return ew.where_(cx, mask, plain, other)
+  if is_value(other) and unify(d, other.type.dtype, cx.loc, "ml.load's other") is None:
+    raise E.DtypeMismatchError(
+        f"ml.load's other ({dtype_name(other.type.dtype)}) differs from {ref.name or 'the ref'}'s dtype"
+        f" ({dtype_name(d)})", cx.loc, hint=f"convert it: other=s.astype(jnp.{dtype_name(d)})")
+  if not (is_value(other) or isinstance(other, Num)):
+    raise E.KernelTypeError(f"ml.load's other must be a number, a scalar or a tensor, got {kind_of(other)}",
+                            cx.loc, hint="other=0.0")
+  return _masked_read(cx, ref, mask, other)
+
+
+def _masked_read(cx, ref, mask, other):
+  if ref.type.space == Space.SMEM:      # always in bounds: a select in registers
+    return ew.where_(cx, mask, load(cx, ref, ref.name), other)
+  if isinstance(other, float) and isinstance(resolve(ref.type.dtype), DType) and not resolve(ref.type.dtype).is_float:
+    raise E.DtypeMismatchError(f"ml.load's other ({other}) is a float but {ref.name} is"
+                               f" {dtype_name(ref.type.dtype)}", cx.loc, hint="other=0")
+  t = TensorType(ref.type.shape, ref.type.dtype)
+  return cx.b.emit(MaskedLoad, ref, mask, other, loc=cx.loc, types=[t], names=[cx.name]).result
+
+
+@builtin(ref_methods=("store",))
+def store_(cx, ref, value, mask=None):
+  """Write `value` into `ref`; with `mask`, only where it holds (elsewhere memory is untouched).
+
+  `out.at[ml.ds(i * 128, 128)].store(y, mask=rows < n)` writes the last partial tile of `out`.
+  Without a mask it is `ref[...] = value`.
+  """
+  if mask is None:
+    if not is_ref(ref):
+      _ref_arg(cx, ref, "ml.store")
+    return store(cx, ref, value)
+  _ref_arg(cx, ref, "ml.store")
+  mask = _mask_arg(cx, ref, mask, "ml.store")
+  if ref.type.space == Space.SMEM:      # always in bounds: merge in registers
+    return store(cx, ref, ew.where_(cx, mask, value, load(cx, ref, ref.name)))
+  view_value = _stored_tensor(cx, ref, value)
+  cx.b.emit(MaskedStore, ref, view_value, mask, loc=cx.loc)
+
+
+def _stored_tensor(cx, ref, value):
+  """`value` checked and broadcast as `ref[...] = value` would (shape and dtype rules of store)."""
+  from .shape import broadcast_shape, broadcast_to_shape
+  t = ref.type
+  if isinstance(value, Num) or is_scalar(value):
+    return ew.full_(cx, t.shape, value, t.dtype)
+  if not is_tensor(value):
+    raise E.KernelTypeError(f"cannot store {kind_of(value)} into {ref.name or 'a ref'}", cx.loc,
+                            hint="store a register tensor")
+  if unify(t.dtype, value.type.dtype, cx.loc, "ml.store") is None:
+    raise E.StoreDtypeError(
+        f"cannot store {value.name or 'a value'} ({dtype_name(value.type.dtype)}) into"
+        f" {ref.name or 'a ref'} ({t.space}, {dtype_name(t.dtype)}): no implicit conversion", cx.loc,
+        hint=f"convert explicitly: ({value.name or 'value'}).astype(jnp.{dtype_name(t.dtype)})")
+  if value.type.shape != t.shape:
+    if broadcast_shape(cx, [value.type.shape, t.shape], "ml.store", [value.name or "the value",
+                                                                   ref.name or "the window"]) != t.shape:
+      raise E.ShapeMismatchError(
+          f"cannot store a tensor of shape {value.type.shape} into {ref.name or 'a ref'} of shape {t.shape}",
+          cx.loc, hint="store a value of the window's shape, or one that broadcasts to it")
+    value = broadcast_to_shape(cx, value, t.shape)
+  return value
