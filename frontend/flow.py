@@ -1,4 +1,4 @@
-"""Structured control flow: `for` loops and `if` on runtime scalars.
+"""Structured control flow: `for` and `while` loops and `if` on runtime scalars.
 
 A name rebound inside a loop or branch becomes a loop-carried value or an
 if-result; its type may not change. A name bound on only some paths is marked
@@ -107,6 +107,22 @@ def trace_for(tracer, node: ast.For):
   for n, a in zip(carried, args_):
     env[n] = a
   env[name] = iv
+  poisoned = _trace_body(tracer, node, loc, body, carried, inits, args_)
+  _after_loop(tracer, loc, assigned, carried, before, poisoned)
+  res = b.emit(ctl.For, start, stop, step, inits, body, loc=loc,
+                types=[v.type for v in inits], names=carried, stages=stages)
+  for n, r in zip(carried, res.results):
+    env[n] = r
+  for n in poisoned:
+    env[n] = POISON
+  env[name] = _Unbound(f"{name} is the loop variable of the loop at line {loc.lineno}, which is not"
+                       f" defined after a runtime loop")
+
+
+def _trace_body(tracer, node, loc, body: ir.Block, carried, inits, args_) -> set:
+  """Trace a loop's body into `body` (its carries bound to `args_`) and end it with a Yield of
+  the new carries, each checked against its type on entry. Returns the poisoned names."""
+  env, b = tracer.env, tracer.b
   poisoned = set()
   with b.region(body):
     tracer.run_body(node.body)
@@ -132,6 +148,12 @@ def trace_for(tracer, node: ast.For):
             notes=(f"{loc}: the loop that carries {n}",))
       yields.append(new)
     b.emit(ctl.Yield, tuple(yields), loc=loc)
+  return poisoned
+
+
+def _after_loop(tracer, loc, assigned, carried, before, poisoned) -> None:
+  """Names the body bound that the loop does not carry: unbound after it, or unchanged."""
+  env = tracer.env
   for n in assigned:
     if n in carried:
       continue
@@ -148,17 +170,49 @@ def trace_for(tracer, node: ast.For):
       env[n] = _Unbound(f"it is only assigned inside the loop at line {loc.lineno}")
     else:
       env[n] = before[n]
-  res = b.emit(ctl.For, start, stop, step, inits, body, loc=loc,
-                types=[v.type for v in inits], names=carried, stages=stages)
+
+
+def trace_while(tracer, node: ast.While):
+  """`while cond:` on a runtime boolean scalar: an scf.while whose `before` block evaluates the
+  condition on the carried values and whose body updates them."""
+  loc, env, b = tracer.loc(node), tracer.env, tracer.b
+  if node.orelse:
+    tracer.unsupported(node, "while ... else")
+  assigned = assigned_names(node.body)
+  carried = [n for n in assigned if n in env and _is_carriable(env[n])]
+  inits = tuple(_as_value(tracer, env[n], loc) for n in carried)
+  before = dict(env)
+  cond_args = tuple(ir.Value(v.type, n) for v, n in zip(inits, carried))
+  cond_blk = ir.Block(args=cond_args)
+  for n, a in zip(carried, cond_args):
+    env[n] = a
+  with b.region(cond_blk):
+    cond = tracer.eval(node.test)
+    if not is_value(cond):
+      raise E.KernelTypeError(
+          f"this while condition is the Python value {cond!r} when the loop starts; a while loop needs"
+          f" a runtime condition", tracer.loc(node.test),
+          hint="loop a static number of times with for ... in range(n) (or ml.static_range); compare"
+               " runtime values in the condition (while i < n with n read from memory)")
+    if not isinstance(cond.type, ScalarType) or cond.type.dtype != DType.bool_:
+      raise E.KernelTypeError(
+          f"a while condition must be a boolean scalar, got {_describe(cond)}", tracer.loc(node.test),
+          hint="compare scalars (i < n); reduce a tensor first: ml.max(x) > 0")
+    b.emit(ctl.Condition, cond, cond_args, loc=loc)
+  args_ = tuple(ir.Value(v.type, n) for v, n in zip(inits, carried))
+  body = ir.Block(args=args_)
+  for n, a in zip(carried, args_):
+    env[n] = a
+  poisoned = _trace_body(tracer, node, loc, body, carried, inits, args_)
+  _after_loop(tracer, loc, assigned, carried, before, poisoned)
+  res = b.emit(ctl.While, inits, cond_blk, body, loc=loc, types=[v.type for v in inits], names=carried)
   for n, r in zip(carried, res.results):
     env[n] = r
   for n in poisoned:
     env[n] = POISON
-  env[name] = _Unbound(f"{name} is the loop variable of the loop at line {loc.lineno}, which is not"
-                       f" defined after a runtime loop")
 
 
-def _rebinding_loc(tracer, loop: ast.For, name: str):
+def _rebinding_loc(tracer, loop, name: str):
   """Where the loop body last assigns `name` (the statement that changes its type)."""
   last = None
   for stmt in ast.walk(loop):

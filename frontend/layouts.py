@@ -142,7 +142,12 @@ class _Solver:
     self.relations.append((("v", o.x.id), ("v", o.result.id), tuple(sorted(axes)), o))
 
   def _region(self, o):
-    if o.regions == ("body",):          # a loop: inits, body args, results and yields
+    if o.regions == ("before", "body"):   # a while loop: both blocks' args and terminators too
+      cond_vals = o.before.ops[-1].values
+      for init, a, c, b, res, y in zip(o.inits, o.before.args, cond_vals, o.body.args, o.results,
+                                       o.body.ops[-1].values):
+        self.join(init, a, c, b, res, y)
+    elif o.regions == ("body",):          # a loop: inits, body args, results and yields
       body = o.body
       for init, arg, res, y in zip(o.inits, body.args[1:], o.results, body.ops[-1].values):
         self.join(init, arg, res, y)

@@ -18,6 +18,7 @@ from . import errors as E
 from . import hw
 from . import ir
 from .dtypes import DType
+from .ops.control import LOOPS
 from .ops.memory import ClusterRef, SmemAlloc, View
 from .ops.shape import Reduce, ReduceKind
 from .types import LayoutKind, RefType, Space, TensorType
@@ -56,9 +57,10 @@ def lifetimes(kernel, defs) -> dict[int, tuple[int, int]]:
     for o in block.ops:
       start = index
       index += 1
-      if o.regions == ("body",) and loop_span is None:   # a loop: its buffers live through it
-        first, last = start, start + sum(1 for _ in ir.walk(o.body))
-        visit(o.body, (first, last))
+      if isinstance(o, LOOPS) and loop_span is None:   # a loop: its buffers live through it
+        first, last = start, start + sum(1 for r in o.regions for _ in ir.walk(getattr(o, r)))
+        for r in o.regions:
+          visit(getattr(o, r), (first, last))
       else:
         for r in o.regions:
           visit(getattr(o, r), loop_span)

@@ -22,7 +22,7 @@ import dataclasses
 from . import hw
 from . import ir
 from .ir import Access
-from .ops.control import AwaitStores, Barrier, CommitShared, For, WaitLoad, Yield
+from .ops.control import LOOPS, AwaitStores, Barrier, CommitShared, Condition, WaitLoad, Yield
 from .ops.memory import View
 from .ops.mma import DotWait
 from .types import LayoutKind, RefType, Space, TensorType
@@ -121,7 +121,7 @@ class SyncPass:
   def block(self, block: ir.Block, st: State) -> None:
     out = []
     for o in block.ops:
-      if isinstance(o, Yield):
+      if isinstance(o, (Yield, Condition)):
         out.extend(WaitLoad(s, o.loc) for s in sorted(st.pending_load.values()))
         st.pending_load.clear()
         if not st.in_pipeline:
@@ -239,9 +239,9 @@ class SyncPass:
     if touched & (st.dirty | st.reg_read | st.unfenced):
       self.sync(st, out, o.loc, fence=bool(touched & (st.dirty | st.unfenced)))
     self.await_stores(written, st, out, o.loc)
-    loop = isinstance(o, For)
+    loop = isinstance(o, LOOPS)
     stored = {r for r, a in acc if a == Access.TMA_READ}
-    pipelined = loop and o.stages > 1
+    pipelined = loop and getattr(o, "stages", 1) > 1
     for r in o.regions:
       inner = State(pending_store=(st.pending_store & touched) | (stored if loop else set()),
                     in_pipeline=pipelined, dot_pending=pipelined)

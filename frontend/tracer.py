@@ -239,6 +239,17 @@ class Tracer(ast.NodeVisitor):
     from .flow import trace_for
     trace_for(self, node)
 
+  def visit_While(self, node):
+    from .flow import trace_while
+    trace_while(self, node)
+
+  def visit_Break(self, node):
+    self.unsupported(node, "break", hint="runtime loops cannot exit early: loop with while and fold the"
+                     " exit into its condition, e.g. found = 0; while (i < n) & (found == 0): ...")
+
+  def visit_Continue(self, node):
+    self.unsupported(node, "continue", hint="guard the rest of the loop body with an if instead")
+
   # ------------------------------------------------------------ expressions
   def eval(self, node):
     method = getattr(self, "eval_" + type(node).__name__, None)

@@ -6,8 +6,8 @@ import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import arith, gpu, nvvm, scf
 
-from ..frontend.ops.control import (AwaitStores, Barrier, ClusterSync, CommitShared, For, If,
-                                    NumPrograms, ProgramId, WaitLoad, Yield)
+from ..frontend.ops.control import (AwaitStores, Barrier, ClusterSync, CommitShared, Condition, For,
+                                    If, NumPrograms, ProgramId, WaitLoad, While, Yield)
 from .interpret_memory import InterpretError
 from .memory import stage_of
 from .mosaic import flat_types, i32, operand
@@ -46,6 +46,26 @@ def _for(ctx, o):
     ctx.set(r, v)
 
 
+@lower(While)
+def _while(ctx, o):
+  flat, tree = jax.tree.flatten([ctx.carried(v) for v in o.inits])
+  types = [v.type for v in flat]
+  loop = scf.WhileOp(types, flat)
+  before = loop.before.blocks.append(*types)
+  with ir.InsertionPoint(before):
+    for a, v in zip(o.before.args, jax.tree.unflatten(tree, list(before.arguments))):
+      ctx.set(a, v)
+    ctx.lower_block(o.before, carried=True, yield_fn=lambda vals: scf.ConditionOp(
+        vals[0], jax.tree.flatten(vals[1:])[0]))
+  after = loop.after.blocks.append(*types)
+  with ir.InsertionPoint(after):
+    for a, v in zip(o.body.args, jax.tree.unflatten(tree, list(after.arguments))):
+      ctx.set(a, v)
+    ctx.lower_block(o.body, carried=True, yield_fn=lambda vals: scf.YieldOp(jax.tree.flatten(vals)[0]))
+  for r, v in zip(o.results, jax.tree.unflatten(tree, list(loop.results))):
+    ctx.set(r, v)
+
+
 @lower(If)
 def _if(ctx, o):
   types = [t for r in o.results for t in flat_types(ctx, r.type)]
@@ -65,9 +85,9 @@ def _if(ctx, o):
     ctx.set(r, v)
 
 
-@lower(Yield)
+@lower(Yield, Condition)
 def _yield(ctx, o):
-  raise AssertionError("Yield is lowered by its parent region")
+  raise AssertionError(f"{type(o).__name__} is lowered by its parent region")
 
 
 @lower(WaitLoad)
@@ -126,6 +146,29 @@ def _i_for(cta, o):
     cta.set(r, v)
 
 
+MAX_WHILE_ITERATIONS = 10 ** 7
+
+
+@interpret(While)
+def _i_while(cta, o):
+  vals = [cta.get(v) for v in o.inits]
+  for _ in range(MAX_WHILE_ITERATIONS):
+    for a, v in zip(o.before.args, vals):
+      cta.set(a, v)
+    cond, *vals = yield from cta.block(o.before)
+    if not bool(cond):
+      break
+    for a, v in zip(o.body.args, vals):
+      cta.set(a, v)
+    vals = yield from cta.block(o.body)
+  else:
+    raise InterpretError(f"this while loop ran {MAX_WHILE_ITERATIONS} iterations in program {cta.pid}"
+                         " without its condition failing: on the GPU it would hang", o.loc,
+                         hint="check that the loop's body moves its condition towards False")
+  for r, v in zip(o.results, vals):
+    cta.set(r, v)
+
+
 @interpret(If)
 def _i_if(cta, o):
   vals = yield from cta.block(o.then_block if bool(cta.get(o.cond)) else o.else_block)
@@ -133,9 +176,9 @@ def _i_if(cta, o):
     cta.set(r, v)
 
 
-@interpret(Yield)
+@interpret(Yield, Condition)
 def _i_yield(cta, o):
-  raise AssertionError("Yield is run by its parent region")
+  raise AssertionError(f"{type(o).__name__} is run by its parent region")
 
 
 @interpret(WaitLoad)

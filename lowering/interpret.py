@@ -43,7 +43,7 @@ import numpy as np
 
 from ..frontend import errors as E
 from ..frontend import ir
-from ..frontend.ops.control import For, Yield
+from ..frontend.ops.control import LOOPS, Condition, Yield, terminator_values
 from ..frontend.ops.mma import Dot
 from . import interpret_numerics as N
 from . import registry
@@ -116,9 +116,9 @@ class CTA(CtaMemory):
   def block(self, blk: ir.Block):
     """Run a block's ops; returns the values of its Yield (a generator: pauses at cluster_sync)."""
     for o in blk.ops:
-      if type(o) is Yield:
-        return [self.get(v) for v in o.values]
-      if self.dots and type(o) not in (For, Dot):
+      if type(o) in (Yield, Condition):
+        return [self.get(v) for v in terminator_values(o)]
+      if self.dots and not isinstance(o, (*LOOPS, Dot)):
         self.check_dot_results(o)
       rule = INTERPRET_RULES.get(type(o))
       if rule is None:

@@ -19,7 +19,7 @@ from ..frontend import errors as E
 from ..frontend import hw
 from ..frontend import ir as kir
 from ..frontend.types import LayoutKind, TensorType
-from ..frontend.ops.control import Yield
+from ..frontend.ops.control import Condition, Yield
 from . import registry
 from .mosaic import is_split, mlir_type, to_index
 
@@ -149,8 +149,9 @@ class LowerCtx:
 
   def lower_block(self, block: kir.Block, yield_fn=None, carried=False):
     for o in block.ops:
-      if isinstance(o, Yield):
-        yield_fn([self.carried(v) if carried else self.get(v) for v in o.values])
+      if isinstance(o, (Yield, Condition)):
+        vals = [self.carried(v) if carried else self.get(v) for v in o.values]
+        yield_fn([self.get(o.cond), *vals] if isinstance(o, Condition) else vals)
         continue
       self.lower_op(o)
 

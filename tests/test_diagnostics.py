@@ -159,16 +159,17 @@ def test_cluster_ref_without_a_cluster_is_rejected():
 
 
 @mg.mgpu_kernel(out_shape=lambda x: x)
-def while_loop(x, out):
-  i = 0
-  while i < 4:
-    i += 1
-  out[...] = x[...]
+def loop_that_exits_early(x, out):
+  v = x[...]
+  for i in range(4):
+    v = v * 2
+    break
+  out[...] = v
 
 
 def test_unsupported_python_is_reported_at_its_node():
-  e = check_error(while_loop, [S((128,), F32)], mg.UnsupportedSyntaxError, "while i < 4:",
-                  "a while loop is not supported in a kernel", hint="for over range()")
+  e = check_error(loop_that_exits_early, [S((128,), F32)], mg.UnsupportedSyntaxError, "break",
+                  "break is not supported in a kernel", hint="fold the exit into its condition")
   assert e.code == "MG001"
 
 

@@ -52,6 +52,31 @@ class For(ir.Op):
 
 
 @ir.op(Traits(layout=LayoutRule.REGION))
+class While(ir.Op):
+  """`while cond:` carrying `inits`, as MLIR's scf.while.
+
+  before.args = the carries; it computes the condition and ends with a `Condition` that
+  forwards them. body.args = the carries again; it ends with a `Yield` of the new carries.
+  The results are the carries when the condition first fails.
+  """
+  inits: tuple
+  before: ir.Block
+  body: ir.Block
+  loc: object
+  results: tuple
+  regions: ClassVar = ("before", "body")
+
+
+@ir.op(Traits())
+class Condition(ir.Op):
+  """Ends a While's `before` block: go on with `values` into the body while `cond` holds."""
+  cond: ir.Value
+  values: tuple
+  loc: object
+  results: tuple = ()
+
+
+@ir.op(Traits(layout=LayoutRule.REGION))
 class If(ir.Op):
   cond: ir.Value
   then_block: ir.Block
@@ -66,6 +91,19 @@ class Yield(ir.Op):
   values: tuple
   loc: object
   results: tuple = ()
+
+
+LOOPS = (For, While)        # ops whose regions repeat
+
+
+def terminator_values(o) -> list | None:
+  """The values a region's last op hands on (a Yield's; a Condition's condition, then its
+  values), or None when `o` ends no region."""
+  if isinstance(o, Yield):
+    return list(o.values)
+  if isinstance(o, Condition):
+    return [o.cond, *o.values]
+  return None
 
 
 @ir.op(Traits(effects=lambda o: [(None, Access.CLUSTER_BARRIER)]))
