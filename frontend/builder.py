@@ -22,6 +22,7 @@ class Builder:
     self.threads = block
     self.num_load_slots = 0              # TMA load sites so far; each gets an mbarrier
     self.batch_axis = None               # the grid axis jax.vmap added (frontend/compile.py Batch)
+    self.read_only: set[int] = set()     # value ids of the kernel's input refs
 
   def new_load_slot(self) -> int:
     self.num_load_slots += 1

@@ -16,6 +16,7 @@ from .builder import Builder
 from .dtypes import DType, to_dtype
 from .layouts import assign_layouts
 from .loc import Loc
+from .ops.atomic import accumulated_outputs
 from .pipeline import pipeline_loops
 from .smem import plan_scratch, plan_smem
 from .source import Source, read_function
@@ -122,6 +123,7 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, bloc
     v = ir.Value(RefType(tuple(lead) + tuple(spec.shape), spec.dtype, Space.GMEM), name)
     params.append(ir.Param(v, name, is_output=i >= n_in))
     tr.env[name] = v
+  em.read_only = {p.value.id for p in params if not p.is_output}
   if batch is not None:
     _bind_batch_slices(tr, em, batch, params, n_in, loc)
     grid = tuple(math.prod(batch.sizes) if a == batch.axis else g for a, g in enumerate(grid))
@@ -139,6 +141,7 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, bloc
   kernel = ir.Kernel(pk.tree.name, params, em.allocs, em.block, grid, block, cluster,
                      em.num_load_slots, loc)
   kernel.globals_read = ir.Captured(tr.globals_read)
+  kernel.accumulated = accumulated_outputs(kernel.body, em.defs, kernel.outputs)
   try:
     pipelined = pipeline_loops(kernel, em)
     ir.prune_dead(kernel.body)

@@ -50,3 +50,15 @@ ARITH_DTYPES = frozenset(d for d in DType if d.bits >= 16)
 def tile_cols(itemsize: int) -> int:
   """Columns of one (TILE_ROWS, SWIZZLE bytes) SMEM tile of elements of `itemsize` bytes."""
   return SWIZZLE // itemsize
+
+# ---------------------------------------------------------------- atomics (PTX red, cp.reduce.async.bulk)
+# Element types per atomic operation ("add", "max", "min"), from Mosaic GPU's register atomics
+# (FragmentedArray.store_untiled(atomic=): f16/bf16 max/min only in GMEM, no f32 max/min), the
+# single-thread `red` a scalar atomic is, and the TMA engine's reductions (no f32 max/min).
+_F, _H = DType.f32, (DType.f16, DType.bf16)
+_I = (DType.i32, DType.u32)
+ATOMIC_GMEM = {"add": frozenset((_F, *_H, *_I)), "max": frozenset((*_H, *_I)), "min": frozenset((*_H, *_I))}
+ATOMIC_SMEM = {"add": frozenset((_F, *_H, *_I)), "max": frozenset(_I), "min": frozenset(_I)}
+ATOMIC_SCALAR = {"add": frozenset((_F, *_I)), "max": frozenset(_I), "min": frozenset(_I)}
+TMA_REDUCE = {"add": frozenset((_F, *_H, *_I, DType.i64)), "max": frozenset((*_H, *_I, DType.i64)),
+              "min": frozenset((*_H, *_I, DType.i64))}

@@ -185,6 +185,7 @@ class Kernel:
   smem_layouts: dict = dataclasses.field(default_factory=dict)   # alloc value id -> SmemLayout
   globals_read: dict = dataclasses.field(default_factory=lambda: Captured())   # module names read -> value
   scratch_ids: set = dataclasses.field(default_factory=set)      # SMEM the compiler added (reductions)
+  accumulated: dict = dataclasses.field(default_factory=dict)    # output id -> AtomicKind updating it
 
   @property
   def inputs(self):

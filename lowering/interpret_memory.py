@@ -15,6 +15,7 @@ import numpy as np
 
 from ..frontend import ir
 from .interpret_numerics import np_dtype, poison
+from ..frontend.ops.atomic import identity
 
 
 from ..frontend.errors import InterpretError, OutOfBoundsError, RaceError  # noqa: E402,F401
@@ -99,12 +100,15 @@ class Memory:
     self.kernel = kernel
     self.gmem = {p.value.id: np.array(a, dtype=np_dtype(p.value.type.dtype))
                  for p, a in zip(kernel.inputs, args)}
-    self.writers, self.readers, self.wlocs = {}, {}, {}
+    self.writers, self.readers, self.atomics, self.wlocs = {}, {}, {}, {}
     for p in kernel.outputs:
       shape, d = p.value.type.shape, p.value.type.dtype
-      self.gmem[p.value.id] = poison(shape, d)
+      kind = kernel.accumulated.get(p.value.id)
+      self.gmem[p.value.id] = poison(shape, d) if kind is None else np.full(
+          shape, identity(kind, d), np_dtype(d))
       self.writers[p.value.id] = np.full(shape, -1, np.int64)   # program, or -1
       self.readers[p.value.id] = np.full(shape, -1, np.int64)   # program, -1, or -2: several
+      self.atomics[p.value.id] = np.full(shape, -1, np.int64)   # atomic updaters: as readers
     self.csize = int(np.prod(kernel.cluster))
     self.ctas: list = []       # the CTAs of the cluster running now, by cluster rank
     self.phase: dict = {}      # (owner, root id) -> (writer rank, reader bitmask, locs)
@@ -113,29 +117,38 @@ class Memory:
     gx, gy, _ = self.kernel.grid
     return (lin % gx, lin // gx % gy, lin // (gx * gy))
 
-  def gmem_access(self, cta, ref: Ref, index, o, write: bool):
-    """Record a program's access to output elements; two programs meeting there is a race."""
+  def gmem_access(self, cta, ref: Ref, index, o, write: bool, atomic: bool = False):
+    """Record a program's access to output elements; two programs meeting there is a race,
+    unless both update it atomically."""
     rid = ref.root.id
     if rid not in self.writers:
       return
-    w, r = self.writers[rid], self.readers[rid]
-    bad = (w[index] >= 0) & (w[index] != cta.lin)
-    if write:
-      bad |= ((r[index] >= 0) & (r[index] != cta.lin)) | (r[index] == -2)
+    w, r, a, me = self.writers[rid], self.readers[rid], self.atomics[rid], cta.lin
+    other = lambda t: ((t[index] >= 0) & (t[index] != me)) | (t[index] == -2)
+    bad_w = (w[index] >= 0) & (w[index] != me)          # a plain write meets every access
+    bad_r = other(r) if write or atomic else False     # a read meets writes and atomics
+    bad_a = False if atomic else other(a)               # atomics meet plain accesses
+    bad = bad_w | bad_r | bad_a
     if np.any(bad):
-      elem = _element(index, bad)
-      other = int(w[elem]) if w[elem] >= 0 and w[elem] != cta.lin else int(r[elem])
-      who = f"program {self.pid_of(other)}" if other >= 0 else "another program"
-      notes = (f"{self.wlocs[(rid, other)]}: {who} writes it here",) if (rid, other) in self.wlocs else ()
-      raise RaceError(
-          f"{who} and program {cta.pid} both access {ref.name}{list(elem)}, and one writes it:"
-          f" programs run in no fixed order, so the result depends on timing", self.kernel.loc,
-          notes=notes + (f"{o.loc}: program {cta.pid} accesses it here",), hint=OWN_WINDOW)
-    if write:
-      w[index] = cta.lin
-      self.wlocs[(rid, cta.lin)] = o.loc
+      self.report_race(cta, ref, index, o, bad, w, w if np.any(bad_w) else r if np.any(bad_r) else a)
+    if atomic:
+      a[index] = np.where((a[index] == -1) | (a[index] == me), me, -2)
+      self.wlocs[(rid, me)] = o.loc
+    elif write:
+      w[index] = me
+      self.wlocs[(rid, me)] = o.loc
     else:
-      r[index] = np.where((r[index] == -1) | (r[index] == cta.lin), cta.lin, -2)
+      r[index] = np.where((r[index] == -1) | (r[index] == me), me, -2)
+
+  def report_race(self, cta, ref, index, o, bad, w, r):
+    elem = _element(index, bad)
+    other = int(w[elem]) if w[elem] >= 0 and w[elem] != cta.lin else int(r[elem])
+    who = f"program {self.pid_of(other)}" if other >= 0 else "another program"
+    notes = (f"{self.wlocs[(ref.root.id, other)]}: {who} writes it here",) if (ref.root.id, other) in self.wlocs else ()
+    raise RaceError(
+        f"{who} and program {cta.pid} both access {ref.name}{list(elem)}, and one writes it:"
+        f" programs run in no fixed order, so the result depends on timing", self.kernel.loc,
+        notes=notes + (f"{o.loc}: program {cta.pid} accesses it here",), hint=OWN_WINDOW)
 
   def smem_phase(self, cta, ref: Ref, o, write: bool):
     """Record a CTA's access to a cluster's SMEM between two cluster_syncs."""
@@ -259,6 +272,17 @@ class CtaMemory:
       self.m.gmem_access(self, ref, c[0], o, write=False)
       out[c[1]] = self.buffer(ref)[c[0]]
     return out
+
+  def update(self, ref: Ref, fn, o):
+    """An atomic read-modify-write of `ref`'s window: its elements become fn(elements)."""
+    ref.check_bounds(o)
+    if ref.owner >= 0:
+      self.smem_sync(ref, o, "write")
+      self.m.smem_phase(self, ref, o, write=True)
+    else:
+      self.m.gmem_access(self, ref, ref.index, o, write=True, atomic=True)
+    buf = self.buffer(ref)
+    buf[ref.index] = fn(buf[ref.index])
 
   def write(self, ref: Ref, data: np.ndarray, o, kind: str = "write"):
     tma = kind == "tma_write"

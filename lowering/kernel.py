@@ -204,13 +204,21 @@ def buffer_views(kernel: kir.Kernel, arena_ref, arena_start: int) -> dict:
 
 
 def build(kernel: kir.Kernel):
-  """The jax-callable of `kernel` (jitted; inputs -> tuple of outputs)."""
+  """The jax-callable of `kernel` (jitted; inputs -> tuple of outputs).
+
+  Outputs updated by atomics (`kernel.accumulated`) are inouts of the Mosaic GPU kernel,
+  filled with their operation's identity before it runs."""
   in_shapes = tuple(shape_dtype(p.value.type) for p in kernel.inputs)
-  out_shapes = tuple(shape_dtype(p.value.type) for p in kernel.outputs)
+  acc = [p for p in kernel.outputs if p.value.id in kernel.accumulated]
+  plain = [p for p in kernel.outputs if p.value.id not in kernel.accumulated]
+  out_shapes = tuple(shape_dtype(p.value.type) for p in plain)
+  acc_shapes = tuple(shape_dtype(p.value.type) for p in acc)
   scratch, groups, arena, arena_start = scratch_tree(kernel)
 
   def body(launch, *args):
     *refs, scratch_refs = args
+    by_param = dict(zip([p.value.id for p in kernel.inputs + acc + plain], refs))
+    refs = [by_param[p.value.id] for p in kernel.params]
     barrier_groups = [scratch_refs[g] for g in groups]
     with ir.Location.file(kernel.loc.filename, kernel.loc.lineno, kernel.loc.col_offset + 1):
       smem_refs = buffer_views(kernel, scratch_refs[arena], arena_start) if arena is not None else {}
@@ -221,14 +229,24 @@ def build(kernel: kir.Kernel):
 
   with jax_mlir.make_ir_context(), ir.Location.unknown():
     try:
-      return mgpu.as_gpu_kernel(
+      fn = mgpu.as_gpu_kernel(
           body, grid=kernel.grid, block=(kernel.block, 1, 1), in_shape=in_shapes,
           out_shape=out_shapes, smem_scratch_shape=scratch, cluster=kernel.cluster,
-          module_name=kernel.name, kernel_name=kernel.name)
+          module_name=kernel.name, kernel_name=kernel.name, inout_shape=acc_shapes)
     except E.KernelError:
       raise
     except Exception as e:
       raise E.InternalError.wrap(f"Mosaic GPU could not build kernel {kernel.name}", e, kernel.loc) from e
+  if not acc:
+    return fn
+  from ..frontend.ops.atomic import identity
+
+  def with_accumulators(*args):
+    inits = [jnp.full(s.shape, identity(kernel.accumulated[p.value.id], p.value.type.dtype), s.dtype)
+             for p, s in zip(acc, acc_shapes)]
+    res = dict(zip([p.value.id for p in plain + acc], fn(*args, *inits)))
+    return tuple(res[p.value.id] for p in kernel.outputs)
+  return with_accumulators
 
 
 def module_text(fn, in_shapes) -> str:

@@ -94,6 +94,9 @@ def _copy(ctx, o):
     ctx.launch.async_copy(src_ref=gmem, dst_ref=ctx.memref(dst), gmem_slice=gslice,
                           barrier=ctx.barrier(o.slot, o.stage), predicate=ctx.tma_predicate, **kw)
   else:
+    if o.reduce is not None:
+      from .atomic import tma_reduction_op
+      kw["reduction_op"] = tma_reduction_op(o.reduce, o.dst.type.dtype)
     gmem, gslice = ctx.gmem_window(dst)
     ctx.launch.async_copy(src_ref=ctx.memref(src), dst_ref=gmem, gmem_slice=gslice,
                           predicate=ctx.tma_predicate, **kw)
@@ -146,7 +149,11 @@ def stage_of(cta, stage) -> int:
 @interpret(Copy)
 def _i_copy(cta, o):
   src, dst = cta.get(o.src), cta.get(o.dst)
-  cta.write(dst, cta.read(src, o, "tma_read"), o, "tma_write")
+  if o.reduce is not None:
+    from .atomic import reduce_into_gmem
+    reduce_into_gmem(cta, dst, cta.read(src, o, "tma_read"), o.reduce, o)
+  else:
+    cta.write(dst, cta.read(src, o, "tma_read"), o, "tma_write")
   if dst.owner >= 0:                 # GMEM -> SMEM lands at the matching WaitLoad
     cta.pending_load[(dst.root.id, dst.part)] = (o.slot + stage_of(cta, o.stage), o.loc)
   else:                              # SMEM -> GMEM reads SMEM until AwaitStores

@@ -1,15 +1,16 @@
 """The op families. Importing this package declares every op and every `ml.` builtin.
 
 One module per family: memory (buffers, views, copies), access (masked and scalar
-accesses), elementwise (math), shape (reductions, broadcasting, reshapes), mma (tensor
-cores), control (grid, loops, barriers), debug (print, breakpoint). See
-docs/design-notes.md, "How to add an op".
+accesses), atomic (atomic updates), elementwise (math), shape (reductions, broadcasting,
+reshapes), mma (tensor cores), control (grid, loops, barriers), debug (print, breakpoint).
+See docs/design-notes.md, "How to add an op".
 """
-from . import base, memory, elementwise, shape, mma, control, debug, access  # noqa: F401
+from . import base, memory, elementwise, shape, mma, control, debug, access, atomic  # noqa: F401
 from .base import BUILTINS, METHODS, REF_METHODS  # noqa: F401
 
 # Every op class, by name (`ops.Copy`, `ops.Reduce`, ...).
 from .access import MaskedLoad, MaskedStore, ScalarLoad, ScalarStore  # noqa: F401,E402
+from .atomic import AtomicKind, AtomicUpdate  # noqa: F401,E402
 from .control import (AwaitStores, Barrier, ClusterSync, CommitShared, Condition, For, If,  # noqa: F401,E402
                       NumPrograms, ProgramId, WaitLoad, While, Yield)
 from .debug import Breakpoint, Print  # noqa: F401,E402

@@ -11,6 +11,7 @@ import dataclasses
 
 from .. import errors as E
 from .. import ir
+from .. import hw
 from .. import tma
 from ..dtypes import DType
 from ..infer import conflict, unify
@@ -79,6 +80,7 @@ class Copy(ir.Op):
   loc: object
   results: tuple = ()
   stage: ir.Operand = 0
+  reduce: object = None       # an atomic.AtomicKind: the TMA engine reduces into GMEM (a store only)
 
 
 def is_load(o) -> bool:
@@ -319,14 +321,18 @@ def store(cx, ref, value):
 
 
 @builtin
-def copy(cx, src, dst):
+def copy(cx, src, dst, reduce=None):
   """Copy a ref into another of the same shape and dtype.
 
   GMEM -> SMEM and SMEM -> GMEM use the TMA engine (asynchronously; the
   compiler awaits a load before the buffer is first read and a store before
   its SMEM is overwritten or the kernel ends). SMEM -> SMEM goes through
   registers. GMEM -> GMEM is rejected: stage it through SMEM.
+
+  `reduce="add"` (or "max", "min") makes an SMEM -> GMEM copy combine with what GMEM holds,
+  atomically (the TMA engine's reduction): `ml.copy(part, out.at[...], reduce="add")`.
   """
+  kind = _reduce_kind(cx, src, dst, reduce)
   for what, r in (("source", src), ("destination", dst)):
     if not is_ref(r):
       raise E.KernelTypeError(
@@ -365,7 +371,28 @@ def copy(cx, src, dst):
   gmem, smem_ref = (src, dst) if s.space == Space.GMEM else (dst, src)
   tma.check_copy(cx.loc, gmem, window(cx.b, gmem), smem_ref, window(cx.b, smem_ref))
   slot = cx.b.new_load_slot() if d.space == Space.SMEM else -1
-  cx.b.emit(Copy, src, dst, slot, loc=cx.loc)
+  cx.b.emit(Copy, src, dst, slot, loc=cx.loc, reduce=kind)
+
+
+def _reduce_kind(cx, src, dst, reduce):
+  """The AtomicKind of `ml.copy(..., reduce=)`, checked: SMEM -> GMEM, a dtype the TMA reduces."""
+  if reduce is None:
+    return None
+  from . import atomic
+  names = [k.value for k in atomic.AtomicKind]
+  if reduce not in names:
+    raise E.KernelTypeError(f"ml.copy's reduce must be one of {', '.join(map(repr, names))}, got {reduce!r}",
+                            cx.loc, hint='ml.copy(buf, out.at[...], reduce="add")')
+  kind = atomic.AtomicKind(reduce)
+  if not (is_ref(src) and is_ref(dst) and src.type.space == Space.SMEM and dst.type.space == Space.GMEM):
+    raise E.CopySpaceError(
+        f"ml.copy(..., reduce={reduce!r}) combines SMEM into GMEM, but this copy goes from"
+        f" {getattr(src.type, 'space', kind_of(src))} to {getattr(dst.type, 'space', kind_of(dst))}", cx.loc,
+        hint="reduce from an ml.smem buffer into a window of an output")
+  atomic.check_target(cx, cx.b, dst, "ml.copy(..., reduce=)")
+  atomic.check_dtype(cx, kind, dst.type.dtype, hw.TMA_REDUCE, f"ml.copy(..., reduce={reduce!r})",
+                     "by the TMA engine")
+  return kind
 
 
 @builtin

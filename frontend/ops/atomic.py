@@ -1,0 +1,168 @@
+"""Atomics: read-modify-write updates of GMEM and SMEM that programs and threads may race on.
+
+`ml.atomic_add(ref, value)` (and `atomic_max`, `atomic_min`) adds `value` into every element
+of the window `ref` atomically: a tensor of the window's shape, or a scalar when `ref` is one
+element (then one thread of the CTA does it). `ml.copy(buf, out.at[...], reduce="add")` is the
+TMA engine's bulk form. Outputs the kernel updates this way start at the operation's identity
+(0 for add, the lowest value for max, the highest for min), so programs can accumulate into
+them in any order; atomics never report a race in interpret mode, but a plain access by
+another program to an element updated atomically does.
+"""
+from __future__ import annotations
+
+import enum
+
+from .. import errors as E
+from .. import hw
+from .. import ir
+from ..dtypes import DType
+from ..infer import unify
+from ..ir import Access, LayoutRule, Traits
+from ..types import Space, TensorType, dtype_name, resolve
+from .base import Num, builtin, is_ref, is_scalar, is_tensor, is_value, kind_of
+
+
+class AtomicKind(enum.Enum):
+  ADD = "add"
+  MAX = "max"
+  MIN = "min"
+
+
+@ir.op(Traits(effects=lambda o: [(o.ref, Access.REG_WRITE)], layout=LayoutRule.MEMORY))
+class AtomicUpdate(ir.Op):
+  """`ref[...] = ref[...] <kind> value`, atomically per element (`red` on the GPU)."""
+  kind: AtomicKind
+  ref: ir.Value
+  value: ir.Operand
+  loc: object
+  results: tuple = ()
+
+
+def identity(kind: AtomicKind, d: DType):
+  """The value an output updated only by `kind` atomics starts at."""
+  if kind == AtomicKind.ADD:
+    return 0
+  if d.is_float:
+    return float("-inf") if kind == AtomicKind.MAX else float("inf")
+  lo, hi = (-(1 << (d.bits - 1)), (1 << (d.bits - 1)) - 1) if d.is_signed else (0, (1 << d.bits) - 1)
+  return lo if kind == AtomicKind.MAX else hi
+
+
+def check_target(cx, b, ref, what):
+  """Atomics update outputs and SMEM; inputs are read-only."""
+  from .memory import root
+  r = root(b, ref)
+  if r.id in b.read_only:
+    raise E.KernelTypeError(
+        f"{what} updates {r.name}, an input: inputs are read-only", cx.loc,
+        hint="accumulate into an output (it starts at the operation's identity, e.g. 0 for add)")
+
+
+def check_dtype(cx, kind: AtomicKind, d, table, what, where):
+  d = resolve(d)
+  if isinstance(d, DType) and d not in table[kind.value]:
+    ok = ", ".join(sorted(str(x) for x in table[kind.value]))
+    raise E.UnsupportedDtypeError(
+        f"{what} on {d} is not supported {where}: Hopper's atomic {kind.value} takes {ok}", cx.loc,
+        hint="convert the value and the array to a supported dtype" + (
+            ", e.g. keep a float32 max as int32 bits of non-negative values" if kind != AtomicKind.ADD
+            and d == DType.f32 else ""))
+
+
+def _atomic(cx, kind: AtomicKind, ref, value):
+  from .memory import check_in_bounds
+  from .shape import broadcast_shape, broadcast_to_shape
+  from .elementwise import full_
+  what = f"ml.atomic_{kind.value}"
+  if not is_ref(ref):
+    raise E.KernelTypeError(f"{what} needs a ref (an output, an ml.smem buffer or a view of one), got"
+                            f" {kind_of(ref)}", cx.loc, hint=f"{what}(out.at[ml.ds(i * 128, 128)], x)")
+  t = ref.type
+  if t.remote:
+    raise E.ClusterRefError(f"{what} on another CTA's SMEM is not supported", cx.loc,
+                            hint="update this CTA's buffer and combine after ml.cluster_sync()")
+  check_target(cx, cx.b, ref, what)
+  check_in_bounds(cx, ref, "update")
+  if not (is_value(value) or isinstance(value, Num)) or is_ref(value):
+    raise E.KernelTypeError(f"{what} adds a register value, got {kind_of(value)}", cx.loc,
+                            hint=f"read refs first: {what}(dst, src[...])")
+  if is_value(value) and unify(t.dtype, value.type.dtype, cx.loc, what) is None:
+    raise E.DtypeMismatchError(
+        f"{what} of {value.name or 'a value'} ({dtype_name(value.type.dtype)}) into {ref.name or 'a ref'}"
+        f" ({dtype_name(t.dtype)}): dtypes differ", cx.loc,
+        hint=f"convert explicitly: ({value.name or 'value'}).astype(jnp.{dtype_name(t.dtype)})")
+  if not t.shape:                                 # one element: one thread does it
+    if t.space != Space.GMEM:
+      raise E.KernelTypeError(
+          f"{what} on a single SMEM element: a scalar is the same in every thread, so update it"
+          f" plainly", cx.loc, hint="buf[i] = buf[i] + v (or make the value a tensor to combine threads)")
+    if is_tensor(value):
+      raise E.ShapeMismatchError(f"{what} of a tensor of shape {value.type.shape} into a single element",
+                                 cx.loc, hint=f"reduce it first: {what}(out.at[i], ml.sum(x))")
+    check_dtype(cx, kind, t.dtype, hw.ATOMIC_SCALAR, what, "on a single element")
+    cx.b.emit(AtomicUpdate, kind, ref, value, loc=cx.loc)
+    return None
+  check_dtype(cx, kind, t.dtype, hw.ATOMIC_GMEM if t.space == Space.GMEM else hw.ATOMIC_SMEM, what,
+              f"in {t.space}")
+  if isinstance(value, Num) or is_scalar(value):
+    value = full_(cx, t.shape, value, t.dtype)
+  elif value.type.shape != t.shape:
+    if broadcast_shape(cx, [value.type.shape, t.shape], what, [value.name or "the value",
+                                                             ref.name or "the window"]) != t.shape:
+      raise E.ShapeMismatchError(
+          f"{what} of a tensor of shape {value.type.shape} into {ref.name or 'a ref'} of shape {t.shape}",
+          cx.loc, hint="update a window of the value's shape (slice the ref with .at[...])")
+    value = broadcast_to_shape(cx, value, t.shape)
+  assert isinstance(value.type, TensorType)
+  cx.b.emit(AtomicUpdate, kind, ref, value, loc=cx.loc)
+  return None
+
+
+@builtin
+def atomic_add(cx, ref, value):
+  """Add `value` into `ref` atomically: `ml.atomic_add(out.at[ml.ds(j * 128, 128)], partial)`.
+
+  `ref` is a window of an output or an SMEM buffer; `value` a tensor of its shape (or a
+  number, or a scalar for a single element, which one thread of the CTA adds). Returns None.
+  An output updated by atomics starts at zero.
+  """
+  return _atomic(cx, AtomicKind.ADD, ref, value)
+
+
+@builtin
+def atomic_max(cx, ref, value):
+  """Store `max(ref, value)` into `ref` atomically (an output updated so starts at its lowest value)."""
+  return _atomic(cx, AtomicKind.MAX, ref, value)
+
+
+@builtin
+def atomic_min(cx, ref, value):
+  """Store `min(ref, value)` into `ref` atomically (an output updated so starts at its highest value)."""
+  return _atomic(cx, AtomicKind.MIN, ref, value)
+
+
+def accumulated_outputs(body: ir.Block, defs, outputs) -> dict:
+  """Output value id -> the AtomicKind that updates it (atomics and reducing TMA copies); an
+  output updated with two kinds has no single starting value."""
+  from .memory import Copy, View
+  out_ids = {p.value.id for p in outputs}
+  found: dict = {}
+  for o in ir.walk(body):
+    if isinstance(o, AtomicUpdate):
+      ref, kind = o.ref, o.kind
+    elif isinstance(o, Copy) and o.reduce is not None:
+      ref, kind = o.dst, o.reduce
+    else:
+      continue
+    d = defs.get(ref.id)
+    r = d.ref if isinstance(d, View) else ref
+    if r.id not in out_ids:
+      continue
+    prev = found.setdefault(r.id, (kind, o.loc))
+    if prev[0] != kind:
+      raise E.KernelTypeError(
+          f"{r.name} is updated with atomic {prev[0].value} and atomic {kind.value}: an output updated"
+          f" by atomics starts at the operation's identity, so it takes one kind", o.loc,
+          hint="accumulate each kind into its own output", notes=(f"{prev[1]}: the atomic {prev[0].value}",))
+  return {k: v[0] for k, v in found.items()}
+

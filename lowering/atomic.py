@@ -1,0 +1,142 @@
+"""Atomic updates on both backends.
+
+On the GPU a tensor's update is Mosaic GPU's register atomics (`store_untiled` / `store_tiled`
+with `atomic=`: `red` per register); a tensor every warpgroup holds whole (not split by rows)
+is updated by warpgroup 0 only. A single element is one `red` by one thread of the CTA.
+"""
+from __future__ import annotations
+
+import jax.experimental.mosaic.gpu as mgpu
+import numpy as np
+from jaxlib.mlir import ir
+from jax.experimental.mosaic.gpu import fragmented_array as fa
+from jaxlib.mlir.dialects import arith, llvm, scf, vector
+
+from ..frontend.dtypes import DType
+from ..frontend.ops.atomic import AtomicKind, AtomicUpdate
+from ..frontend.ops.elementwise import BinOp
+from . import interpret_numerics as N
+from .access import _scalar_indices
+from .memory import _register_memref
+from .mosaic import is_split, operand, scalar_const
+from .registry import interpret, lower
+
+_PTX_TYPE = {DType.f32: ("f32", "f"), DType.i32: ("s32", "r"), DType.u32: ("u32", "r"),
+             DType.f16: ("noftz.f16", "h"), DType.bf16: ("noftz.bf16", "h")}
+
+
+def _scalar_red(ptr, value, kind: AtomicKind, d: DType, smem: bool = False):
+  """One `red` of `value` at `ptr` (a generic pointer, or a shared::cta one when `smem`)."""
+  ty, constraint = _PTX_TYPE[d]
+  if constraint == "h":
+    value = arith.bitcast(ir.IntegerType.get_signless(16), value)
+  space, scope, ptr_c = (".shared::cta", "cta", "r") if smem else ("", "gpu", "l")
+  llvm.inline_asm(ir.Type.parse("!llvm.void"), [ptr, value],
+                  f"red{space}.relaxed.{scope}.{kind.value}.{ty} [$0], $1;", f"{ptr_c},{constraint}",
+                  has_side_effects=True)
+
+
+def _first_replica(layout):
+  """An i1: this thread holds the first copy of its registers (a layout that repeats values
+  across lanes or warps, as row and column statistics do)."""
+  i32 = ir.IntegerType.get_signless(32)
+  tid = mgpu.utils.thread_idx()
+  ok = arith.constant(ir.IntegerType.get_signless(1), 1)
+  for idx, dims in ((arith.remui(tid, arith.constant(i32, 32)), layout.lane_dims),
+                    (arith.remui(arith.divui(tid, arith.constant(i32, 32)), arith.constant(i32, 4)),
+                     layout.warp_dims)):
+    shape = [d.times if isinstance(d, fa.Replicated) else layout.tiled_tiling_shape[d] for d in dims]
+    stride = 1
+    for d, n in reversed(list(zip(dims, shape))):
+      if isinstance(d, fa.Replicated):
+        i = arith.remui(arith.divui(idx, arith.constant(i32, stride)), arith.constant(i32, n))
+        ok = arith.andi(ok, arith.cmpi(arith.CmpIPredicate.eq, i, arith.constant(i32, 0)))
+      stride *= n
+  return ok
+
+
+def _replicated_update(x, mem, kind, d):
+  """Atomics of a tensor whose layout repeats values: each element once, by its first holder."""
+  shape = tuple(x.shape)
+  smem = mgpu.utils.is_smem_ref(mem)
+  with ir.InsertionPoint(scf.IfOp(_first_replica(x.layout)).then_block):
+    for idx, reg in zip(x.layout.thread_idxs(shape), x.registers.flat):
+      n = ir.VectorType(reg.type).shape[0]
+      for j in range(n):
+        at = list(idx[:-1]) + [arith.addi(idx[-1], arith.constant(ir.IndexType.get(), j))]
+        ptr = mgpu.utils.memref_ptr(mgpu.memref_slice(mem, tuple(at)))
+        if smem:
+          ptr = llvm.ptrtoint(ir.IntegerType.get_signless(32), ptr)
+        v = vector.extract(reg, dynamic_position=[], static_position=ir.DenseI64ArrayAttr.get([j]))
+        _scalar_red(ptr, v, kind, d, smem=smem)
+    scf.yield_([])
+
+
+@lower(AtomicUpdate)
+def _atomic_update(ctx, o):
+  ref = ctx.get(o.ref)
+  if not o.ref.type.shape:                       # one element: one thread
+    mem, idx = _scalar_indices(ctx, ref)
+    ptr = mgpu.utils.memref_ptr(mgpu.memref_slice(mem, tuple(idx)) if idx else mem)
+    v = operand(ctx, o.value)
+    v = v if isinstance(v, ir.Value) else scalar_const(v, o.ref.type.dtype)
+    with ir.InsertionPoint(scf.IfOp(ctx.tma_predicate).then_block):
+      _scalar_red(ptr, v, o.kind, o.ref.type.dtype)
+      scf.yield_([])
+    return
+  t = o.value.type
+  mem, tiled = _register_memref(ctx, ref, t)
+  x = ctx.get(o.value)
+
+  def emit():
+    if t.layout.drop:
+      _replicated_update(x, mem, o.kind, t.dtype)
+    elif tiled is not None:
+      x.store_tiled(mem, swizzle=tiled.swizzle, atomic=o.kind.value)
+    else:
+      x.store_untiled(mem, optimized=False, atomic=o.kind.value)
+
+  if ctx.num_warpgroups > 1 and not is_split(t):   # every warpgroup holds it: one updates
+    first = arith.cmpi(arith.CmpIPredicate.eq, ctx.wg, arith.constant(ir.IndexType.get(), 0))
+    with ir.InsertionPoint(scf.IfOp(first).then_block):
+      emit()
+      scf.yield_([])
+  else:
+    emit()
+
+
+def tma_reduction_op(kind: AtomicKind, d: DType) -> str:
+  """Mosaic GPU's name for a TMA reduction of `kind` on `d` ("add", "max", "smax", "umin", ...)."""
+  if kind == AtomicKind.ADD or d.is_float:
+    return kind.value
+  return ("s" if d.is_signed else "u") + kind.value
+
+
+# ---------------------------------------------------------------- interpreter
+def combine(kind: AtomicKind, d: DType, old, new):
+  """What an atomic `kind` leaves in memory, in `d`'s numerics (narrow floats round once)."""
+  if d.is_float:
+    c = N.compute_dtype(d)
+    r = N.FLOAT_BIN[_BIN[kind]](np.asarray(old).astype(c), np.asarray(new).astype(c))
+  else:
+    r = N.INT_BIN[_BIN[kind]](np.asarray(old), np.asarray(new))
+  return np.asarray(r).astype(N.np_dtype(d))
+
+
+_BIN = {AtomicKind.ADD: BinOp.ADD, AtomicKind.MAX: BinOp.MAX, AtomicKind.MIN: BinOp.MIN}
+
+
+@interpret(AtomicUpdate)
+def _i_atomic_update(cta, o):
+  d = o.ref.type.dtype
+  value = cta.operand(o.value, d)
+  cta.update(cta.get(o.ref), lambda old: combine(o.kind, d, old, value), o)
+
+
+def reduce_into_gmem(cta, dst, data, kind: AtomicKind, o):
+  """A reducing TMA store: the part of the box inside the array combines with it atomically."""
+  if (c := dst.clip()) is None:
+    return
+  cta.m.gmem_access(cta, dst, c[0], o, write=True, atomic=True)
+  buf = cta.buffer(dst)
+  buf[c[0]] = combine(kind, dst.root.type.dtype, buf[c[0]], data[c[1]])
