@@ -18,6 +18,7 @@ from .ops.elementwise import (abs_ as abs, arange, bitcast, cast, cdiv, cos, erf
                               log2, maximum, minimum, rsqrt, sigmoid, sin, sqrt, tanh, where, zeros)
 from .ops.memory import DSlice, cluster_ref, copy, ds, smem
 from .ops.mma import dot
+from .ops.random import rand, randint, randint4x
 from .ops.shape import (argmax, argmin, broadcast_to, max_ as max, min_ as min, reshape,
                         sum_ as sum)
 

@@ -135,7 +135,10 @@ def _where(ctx, o):
 def _cast(ctx, o):
   x, src, dst = ctx.get(o.x), o.x.type.dtype, o.result.type.dtype
   if o.bitcast:
-    if isinstance(o.result.type, ScalarType):
+    if mlir_type(src) == mlir_type(dst):     # int32 <-> uint32: same bits, new signedness
+      ctx.set(o.result, x if isinstance(o.result.type, ScalarType) else fa.FragmentedArray(
+          _registers=x.registers, _layout=x.layout, _is_signed=dst.is_signed))
+    elif isinstance(o.result.type, ScalarType):
       ctx.set(o.result, arith.bitcast(mlir_type(dst), x))
     else:
       ctx.set(o.result, x.bitcast(mlir_type(dst), output_is_signed=dst.is_signed if dst.is_int else None))

@@ -2,10 +2,11 @@
 
 One module per family: memory (buffers, views, copies), access (masked and scalar
 accesses), atomic (atomic updates), elementwise (math), shape (reductions, broadcasting,
-reshapes), mma (tensor cores), control (grid, loops, barriers), debug (print, breakpoint).
+reshapes), mma (tensor cores), control (grid, loops, barriers), debug (print, breakpoint),
+random (counter-based random numbers).
 See docs/design-notes.md, "How to add an op".
 """
-from . import base, memory, elementwise, shape, mma, control, debug, access, atomic  # noqa: F401
+from . import base, memory, elementwise, shape, mma, control, debug, access, atomic, random  # noqa: F401
 from .base import BUILTINS, METHODS, REF_METHODS  # noqa: F401
 
 # Every op class, by name (`ops.Copy`, `ops.Reduce`, ...).
@@ -18,4 +19,5 @@ from .elementwise import (Arange, BinOp, Binary, Cast, CmpOp, Compare, Constant,
                           Unary, Where)
 from .memory import ClusterRef, Copy, Load, SmemAlloc, Store, View  # noqa: F401,E402
 from .mma import Dot, DotWait  # noqa: F401,E402
+from .random import Philox  # noqa: F401,E402
 from .shape import Broadcast, Reduce, ReduceKind, Reshape  # noqa: F401,E402

@@ -1,0 +1,110 @@
+"""Counter-based random numbers: Philox 4x32-10 (Salmon et al., SC'11; Random123), as Triton has.
+
+`ml.randint(seed, offsets)` is the first 32-bit word of Philox4x32-10 with key = the seed's
+low and high 32 bits and counter = (offset, 0, 0, 0): the same numbers as Triton's
+`tl.randint(seed, offsets)`. No state: the same (seed, offset) always gives the same number,
+on the GPU and in interpret mode alike (bit for bit), so a kernel draws independent numbers
+per element by giving each its own offset (its index). `ml.rand` makes floats in [0, 1) from
+the top 24 bits: `(randint >> 8) * 2**-24`, exact in float32.
+"""
+from __future__ import annotations
+
+from .. import errors as E
+from .. import ir
+from ..dtypes import DType
+from ..ir import LayoutRule, Traits
+from ..types import ScalarType, TensorType, resolve
+from . import elementwise as ew
+from .base import builtin, is_scalar, is_tensor, kind_of
+
+ROUNDS = 10
+M0, M1 = 0xD2511F53, 0xCD9E8D57       # round multipliers
+W0, W1 = 0x9E3779B9, 0xBB67AE85       # key increments (the golden ratio, sqrt(3) - 1)
+MASK32 = 0xFFFFFFFF
+
+
+@ir.op(Traits(layout=LayoutRule.ELEMENTWISE, pure=True))
+class Philox(ir.Op):
+  """The four uint32 words of Philox4x32-10 at counter (counter, 0, 0, 0) under key (key0, key1).
+
+  Keys are static ints or uint32 scalars; `counter` a uint32 tensor.
+  """
+  key0: ir.Operand
+  key1: ir.Operand
+  counter: ir.Value
+  loc: object
+  results: tuple
+
+
+def philox_reference(key0: int, key1: int, c0: int, c1: int = 0, c2: int = 0, c3: int = 0):
+  """Philox4x32-10 on Python ints, for tests and as the definition of the op."""
+  for _ in range(ROUNDS):
+    p0, p1 = M0 * c0, M1 * c2
+    c0, c1, c2, c3 = ((p1 >> 32) ^ c1 ^ key0) & MASK32, p1 & MASK32, ((p0 >> 32) ^ c3 ^ key1) & MASK32, p0 & MASK32
+    key0, key1 = (key0 + W0) & MASK32, (key1 + W1) & MASK32
+  return c0, c1, c2, c3
+
+
+def _keys(cx, seed):
+  """(key0, key1): the seed's low and high 32 bits (a 32-bit signed seed sign-extends, as Triton's)."""
+  if isinstance(seed, int) and not isinstance(seed, bool):
+    if not -(1 << 63) <= seed < (1 << 64):
+      raise E.KernelTypeError(f"a random seed must fit in 64 bits, got {seed}", cx.loc, hint="seed=1234")
+    seed &= (1 << 64) - 1
+    return seed & MASK32, seed >> 32
+  d = resolve(seed.type.dtype) if is_scalar(seed) else None
+  if d not in (DType.i32, DType.u32):
+    raise E.KernelTypeError(
+        f"a random seed must be a Python int or an int32/uint32 scalar, got {kind_of(seed)}"
+        + (f" ({d})" if d is not None else ""), cx.loc,
+        hint="pass the seed as an ml.scalar parameter (seed: ml.scalar) or read it: seed = s[...]")
+  if d == DType.u32:
+    return seed, 0
+  hi = ew.astype(cx, ew.binary(cx, ew.BinOp.SHR, seed, 31), DType.i32)
+  bits = lambda v: cx.b.emit(ew.Cast, v, loc=cx.loc, types=[ScalarType(DType.u32)], bitcast=True).result
+  return bits(seed), bits(hi)
+
+
+def philox(cx, seed, offsets, what):
+  if not is_tensor(offsets):
+    raise E.KernelTypeError(
+        f"{what}'s offsets must be an int32 or uint32 tensor (one counter per number), got {kind_of(offsets)}",
+        cx.loc, hint="give each element its own offset: i * 1024 + ml.arange(1024)")
+  d = resolve(offsets.type.dtype)
+  if d not in (DType.i32, DType.u32):
+    raise E.UnsupportedDtypeError(f"{what}'s offsets must be int32 or uint32, got {d}", cx.loc,
+                                  hint="convert them: offsets.astype(jnp.int32)")
+  k0, k1 = _keys(cx, seed)
+  counter = offsets if d == DType.u32 else cx.b.emit(
+      ew.Cast, offsets, loc=cx.loc, types=[TensorType(offsets.type.shape, DType.u32)], bitcast=True).result
+  t = TensorType(offsets.type.shape, DType.u32)
+  return cx.b.emit(Philox, k0, k1, counter, loc=cx.loc, types=[t] * 4, names=[cx.name] * 4).results
+
+
+@builtin
+def randint(cx, seed, offsets):
+  """Random uint32s, one per offset: `ml.randint(seed, i * 1024 + ml.arange(1024))`.
+
+  Philox4x32-10 (the first word, as Triton's `tl.randint`); `seed` a Python int or an integer
+  scalar (e.g. an `ml.scalar` parameter, so each seed needs no recompile).
+  """
+  return philox(cx, seed, offsets, "ml.randint")[0]
+
+
+@builtin
+def randint4x(cx, seed, offsets):
+  """The four uint32 words of one Philox4x32-10 evaluation per offset (four numbers per call)."""
+  return tuple(philox(cx, seed, offsets, "ml.randint4x"))
+
+
+@builtin
+def rand(cx, seed, offsets):
+  """Uniform float32s in [0, 1), one per offset: `(ml.randint(seed, offsets) >> 8) * 2**-24`.
+
+  `keep = ml.rand(seed, idx) >= p` draws a dropout mask that depends only on (seed, idx).
+  """
+  bits = philox(cx, seed, offsets, "ml.rand")[0]
+  top = ew.binary(cx, ew.BinOp.SHR, bits, 8)
+  return ew.binary(cx, ew.BinOp.MUL, ew.astype(cx, top, DType.f32), 2.0 ** -24)
+
+
