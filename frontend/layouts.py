@@ -405,6 +405,8 @@ def _check_tiled_copies(kernel, defs) -> None:
     array, index = root(gmem)
     shape = array.type.shape
     tiles = f"({layout.tile[0]}, {layout.tile[1]})"
+    if one_tile_column(layout, index, shape):
+      continue                 # copied as plain swizzled rows: any row count and start
     for d, t in zip(range(len(shape) - 2, len(shape)), layout.tile):
       if shape[d] > t and shape[d] % t:
         raise E.TmaLimitError(
@@ -417,6 +419,14 @@ def _check_tiled_copies(kernel, defs) -> None:
             f"{root(smem)[0].name} is tiled {tiles} for the tensor cores, so TMA copies whole tiles of"
             f" {array.name}; this window starts at {start} in dimension {d}, inside a tile", o.loc,
             hint=f"start windows at multiples of {t} in that dimension")
+
+
+def one_tile_column(layout: SmemLayout, index, shape) -> bool:
+  """Whether a TMA copy of a tiled buffer is one column of tiles: its box is exactly one tile
+  wide. Then the tiled SMEM bytes equal the swizzled rows of the box, so the copy needs no
+  tiling of the GMEM array (its rows may be any number, its windows start on any row)."""
+  width = index[-1].size if index is not None else shape[-1]
+  return width == layout.tile[1]
 
 
 def _check_tiled_views(kernel, defs) -> None:

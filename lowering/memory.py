@@ -89,16 +89,23 @@ def _copy(ctx, o):
   tiled = ctx.smem_layout(smem)
   kw = {} if tiled is None else dict(gmem_transform=mgpu.TileTransform(tiled.tile),
                                      swizzle=tiled.swizzle)
+  gview = src if o.slot >= 0 else dst
+  box = [i.size for i in gview.index if not i.squeeze] if isinstance(gview, ctx.View) else None
+  smem_mem = ctx.memref(smem)
+  if tiled is not None and box is not None and box[-1] == tiled.tile[1]:
+    # One column of tiles: the same bytes as the box's swizzled rows (frontend one_tile_column).
+    kw = dict(swizzle=tiled.swizzle)
+    smem_mem = mgpu.memref_reshape(smem_mem, tuple(box))
   if o.slot >= 0:   # GMEM -> SMEM
     gmem, gslice = ctx.gmem_window(src)
-    ctx.launch.async_copy(src_ref=gmem, dst_ref=ctx.memref(dst), gmem_slice=gslice,
+    ctx.launch.async_copy(src_ref=gmem, dst_ref=smem_mem, gmem_slice=gslice,
                           barrier=ctx.barrier(o.slot, o.stage), predicate=ctx.tma_predicate, **kw)
   else:
     if o.reduce is not None:
       from .atomic import tma_reduction_op
       kw["reduction_op"] = tma_reduction_op(o.reduce, o.dst.type.dtype)
     gmem, gslice = ctx.gmem_window(dst)
-    ctx.launch.async_copy(src_ref=ctx.memref(src), dst_ref=gmem, gmem_slice=gslice,
+    ctx.launch.async_copy(src_ref=smem_mem, dst_ref=gmem, gmem_slice=gslice,
                           predicate=ctx.tma_predicate, **kw)
 
 
