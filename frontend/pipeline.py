@@ -183,7 +183,7 @@ def _pipeline(kernel, loop: For, em, roots):
       new_body.ops.append(ir.substitute_deep(o, views))
   has_reads = any(a in (ir.Access.REG_READ, ir.Access.TMA_READ)
                   for o in rest for u in ir.walk(ir.Block([o])) for r, a in ir.traits_of(u).effects(u)
-                  if r in views.values())
+                  if r in views or r in views.values())   # the body as written reads the buffers
   new_body.ops.append(DotWait(1, loc))
   if has_reads or kernel.block > hw.WARPGROUP:   # every warpgroup is done with the stage before it refills
     new_body.ops.append(Barrier(loc))

@@ -14,10 +14,10 @@ from jax.experimental.mosaic.gpu import fragmented_array as fa
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import arith, memref, scf, vector
 
-from ..frontend.ops.access import MaskedLoad, MaskedStore, ScalarLoad, ScalarStore
+from ..frontend.ops.access import MaskedLoad, MaskedStore, ScalarLoad, ScalarRead, ScalarStore
 from ..frontend.types import LayoutKind
 from . import interpret_numerics as N
-from .interpret_memory import OutOfBoundsError
+from .interpret_memory import OutOfBoundsError, Ref
 from .memory import _register_memref
 from .mosaic import index, layout_of, mlir_type, operand, scalar_const, to_index
 from .registry import interpret, lower
@@ -153,6 +153,11 @@ def _scalar_load(ctx, o):
   ctx.set(o.result, memref.load(mem, idx))
 
 
+@lower(ScalarRead)
+def _scalar_read(ctx, o):
+  ctx.set(o.result, memref.load(*_scalar_indices(ctx, ctx.View(ctx.get(o.ref), o.index, o.ref.id))))
+
+
 @lower(ScalarStore)
 def _scalar_store(ctx, o):
   mem, idx = _scalar_indices(ctx, ctx.get(o.ref))
@@ -215,6 +220,12 @@ def _i_masked_store(cta, o):
 @interpret(ScalarLoad)
 def _i_scalar_load(cta, o):
   cta.set(o.result, np.asarray(cta.read(cta.get(o.ref), o)).reshape(()))
+
+
+@interpret(ScalarRead)
+def _i_scalar_read(cta, o):
+  ref = Ref(o.ref, -1, tuple((int(cta.operand(i.start)), 1, True) for i in o.index))
+  cta.set(o.result, np.asarray(cta.read(ref, o)).reshape(()))
 
 
 @interpret(ScalarStore)

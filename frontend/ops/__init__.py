@@ -10,7 +10,7 @@ from . import base, memory, elementwise, shape, mma, control, debug, access, ato
 from .base import BUILTINS, METHODS, REF_METHODS  # noqa: F401
 
 # Every op class, by name (`ops.Copy`, `ops.Reduce`, ...).
-from .access import MaskedLoad, MaskedStore, ScalarLoad, ScalarStore  # noqa: F401,E402
+from .access import MaskedLoad, MaskedStore, ScalarLoad, ScalarRead, ScalarStore  # noqa: F401,E402
 from .atomic import AtomicKind, AtomicUpdate  # noqa: F401,E402
 from .control import (AwaitStores, Barrier, ClusterSync, CommitShared, Condition, For, If,  # noqa: F401,E402
                       NumPrograms, ProgramId, WaitLoad, While, Yield)

@@ -51,6 +51,17 @@ class ScalarLoad(ir.Op):
   results: tuple
 
 
+@ir.op(Traits(pure=True))
+class ScalarRead(ir.Op):
+  """Element `index` (one ir.Idx per dimension, all squeezed) of a kernel input, read as a
+  scalar: inputs never change while the kernel runs, so the read is pure, and a pipelined
+  loop's loads may take their windows from it (a page table's entry)."""
+  ref: ir.Value
+  index: tuple
+  loc: object
+  results: tuple
+
+
 @ir.op(Traits(effects=lambda o: [(o.ref, Access.REG_WRITE)]))
 class ScalarStore(ir.Op):
   """One element (a ref of shape ()) written with a scalar (every thread writes the same value)."""
@@ -65,6 +76,12 @@ def scalar_load(cx, ref, name=""):
   d = resolve(ref.type.dtype)
   if d == DType.bool_:
     raise bool_ref_error(cx, ref, "read")
+  from .memory import window
+  base, index = window(cx.b, ref)
+  if base.id in cx.b.read_only:
+    index = index if index is not None else ()
+    return cx.b.emit(ScalarRead, base, index, loc=cx.loc, types=[ScalarType(ref.type.dtype)],
+                     names=[name]).result
   return cx.b.emit(ScalarLoad, ref, loc=cx.loc, types=[ScalarType(ref.type.dtype)], names=[name]).result
 
 

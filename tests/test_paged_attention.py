@@ -1,0 +1,85 @@
+"""examples/paged_attention.py and examples/dropout.py: interpret mode against references, CUDA
+export, the IR they compile to, and the GPU (-m gpu)."""
+import os
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "examples"))
+import dropout as dx  # noqa: E402
+import paged_attention as pa  # noqa: E402
+
+S = jax.ShapeDtypeStruct
+
+
+def specs(args):
+  return [S(a.shape, a.dtype) for a in args]
+
+
+@pytest.mark.parametrize("shape,splits", [((2, 4, 2, 128, 16, 8), 2), ((1, 2, 2, 64, 32, 4), 4),
+                                          ((2, 2, 1, 128, 16, 6), 3)], ids=["gqa", "mha_page32", "mqa"])
+def test_interpret_matches_reference(shape, splits):
+  args = pa.make_inputs(jax.random.key(1), *shape)
+  got = pa.paged_attention(*args, splits=splits, interpret=True)
+  np.testing.assert_allclose(np.asarray(got, np.float32), np.asarray(pa.reference(*args), np.float32),
+                             atol=2e-3, rtol=2e-3)
+
+
+def test_cache_slots_past_a_sequence_may_hold_anything():
+  q, k, v, tables, lengths = pa.make_inputs(jax.random.key(2), 2, 2, 2, 128, 16, 4, max_len=40)
+  lengths = jnp.array([40, 17], jnp.int32)
+  poisoned = v.at[:, tables[0, 2], 8:].set(jnp.nan).at[:, tables[1, 1], 1:].set(jnp.inf)  # past the ends
+  got = pa.paged_attention(q, k, poisoned, tables, lengths, splits=2, interpret=True)
+  want = pa.reference(q, k, v, tables, lengths)
+  np.testing.assert_allclose(np.asarray(got, np.float32), np.asarray(want, np.float32), atol=2e-3)
+
+
+def test_page_table_entries_drive_pipelined_tma_loads():
+  args = specs(pa.make_inputs(jax.random.key(3), 2, 4, 2, 128, 16, 8))
+  ir = pa.paged_attention_parts.typed_ir(*args, splits=2)
+  tables = next(l.split()[1] for l in ir.splitlines() if "block_tables:" in l)
+  assert "stages=4" in ir and f"scalarread ref={tables} " in ir    # a pure read: pipelined
+  mlir = pa.paged_attention_parts.mlir(*args, splits=2)
+  assert "cp.async.bulk.tensor" in mlir and "scf.for" in mlir
+
+
+def test_paged_attention_exports_for_cuda():
+  args = specs(pa.make_inputs(jax.random.key(4), 8, 16, 4, 128, 16, 64))
+  txt = jax.export.export(jax.jit(lambda *a: pa.paged_attention(*a, splits=8)), platforms=["cuda"])(*args)
+  assert "@mosaic_gpu" in txt.mlir_module()
+
+
+def test_dropout_is_reproducible_and_matches_the_philox_reference():
+  x = jax.random.normal(jax.random.key(5), (2500,), jnp.float32)
+  a = np.asarray(dx.dropout(x, 7, p=0.25, interpret=True))
+  np.testing.assert_array_equal(a, np.asarray(dx.dropout(x, 7, p=0.25, interpret=True)))
+  keep = dx.reference_mask(2500, 7, 0.25)
+  np.testing.assert_allclose(a, np.where(keep, np.asarray(x) / 0.75, 0.0), rtol=1e-6)
+  assert 0.7 < keep.mean() < 0.8
+
+
+def test_dropout_exports_for_cuda():
+  txt = jax.export.export(jax.jit(dx.dropout), platforms=["cuda"])(S((5000,), jnp.float32), S((), jnp.int32))
+  assert "@mosaic_gpu" in txt.mlir_module()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape,splits", [((8, 16, 4, 128, 16, 64), 8), ((4, 8, 8, 128, 32, 32), 4),
+                                          ((2, 4, 2, 128, 16, 8), 2)], ids=["gqa", "mha_page32", "small"])
+def test_gpu_matches_reference_and_interpret(shape, splits):
+  args = pa.make_inputs(jax.random.key(6), *shape)
+  got = np.asarray(pa.paged_attention(*args, splits=splits), np.float32)
+  np.testing.assert_allclose(got, np.asarray(pa.reference(*args), np.float32), atol=2e-3, rtol=2e-3)
+  if shape[0] <= 2:
+    np.testing.assert_allclose(got, np.asarray(pa.paged_attention(*args, splits=splits, interpret=True),
+                                               np.float32), atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.gpu
+def test_gpu_dropout_is_bit_exact_with_interpret_mode():
+  x = jax.random.normal(jax.random.key(8), (10000,), jnp.float32)
+  np.testing.assert_array_equal(np.asarray(jax.jit(dx.dropout)(x, 123)),
+                                np.asarray(dx.dropout(x, 123, interpret=True)))
