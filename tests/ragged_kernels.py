@@ -111,3 +111,13 @@ def random_bits(n, seed: ml.scalar, bits, uniform):
   idx = i * 1024 + ml.arange(1024)
   bits.at[ml.ds(i * 1024, 1024)][...] = ml.randint(seed, idx)
   uniform.at[ml.ds(i * 1024, 1024)][...] = ml.rand(seed, idx)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((64, b.shape[1]), jnp.float32))
+def dot_from_row_4(a, b, out):
+  """A tensor-core tile one tile (128 bytes) wide loaded from any row of an array of any rows."""
+  a_s = ml.smem((64, a.shape[1]))
+  b_s = ml.smem(b.shape)
+  ml.copy(a.at[ml.ds(4, 64)], a_s)
+  ml.copy(b, b_s)
+  out[...] = ml.dot(a_s, b_s)

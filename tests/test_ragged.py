@@ -55,6 +55,8 @@ CASES = [
      lambda x: np.asarray(x).reshape(4, 128, 64).sum(0), 1e-5),
     ("smem_atomics", R.smem_atomics, lambda: [jnp.arange(128, dtype=jnp.int32)],
      lambda x: np.asarray(x) * 3, 0.0),
+    ("dot_from_row_4", R.dot_from_row_4, lambda: [rand(14, (300, 64), jnp.float16), rand(15, (64, 128), jnp.float16)],
+     lambda a, b: np.asarray(a, np.float32)[4:68] @ np.asarray(b, np.float32), 1e-3),
     ("random_bits", R.random_bits, lambda: [jnp.zeros((4096,), jnp.float32), 1234],
      lambda n, s: (np.array([philox_reference(s, 0, i)[0] for i in range(4096)], np.uint32),
                    (np.array([philox_reference(s, 0, i)[0] for i in range(4096)], np.uint32) >> 8)

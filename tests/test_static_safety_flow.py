@@ -276,8 +276,8 @@ def test_runtime_loop_bounds_must_be_32_bit():
 
 @mg.mgpu_kernel(out_shape=lambda a, b: S((64, 256), jnp.float32))
 def dot_tile_of_ragged_array(a, b, out):
-  a_s = ml.smem((64, 64), jnp.bfloat16)
-  b_s = ml.smem((64, 256), jnp.bfloat16)
+  a_s = ml.smem((64, 128), jnp.bfloat16)      # two tiles wide: copied through a GMEM tiling
+  b_s = ml.smem((128, 256), jnp.bfloat16)
   ml.copy(a.at[0:64], a_s)
   ml.copy(b, b_s)
   out[...] = ml.dot(a_s, b_s)
@@ -286,24 +286,38 @@ def dot_tile_of_ragged_array(a, b, out):
 def test_tma_into_a_tensor_core_tile_needs_whole_tiles_of_the_array():
   # Was an InternalError (Mosaic GPU's TileTransform: "dimension 0 must have size smaller or
   # a multiple of its tiling 8, but got 300").
-  expect(dot_tile_of_ragged_array, [S((300, 64), BF16), S((64, 256), BF16)], mg.TmaLimitError,
+  expect(dot_tile_of_ragged_array, [S((300, 128), BF16), S((128, 256), BF16)], mg.TmaLimitError,
          "ml.copy(a.at[0:64], a_s)",
          "a_s is tiled (8, 64) for the tensor cores, so TMA copies whole tiles of a; a's dimension 0"
          " (300) must then be a multiple of 8")
-  builds(dot_tile_of_ragged_array, S((304, 64), BF16), S((64, 256), BF16))
+  builds(dot_tile_of_ragged_array, S((304, 128), BF16), S((128, 256), BF16))
 
 
 @mg.mgpu_kernel(out_shape=lambda a, b: S((64, 256), jnp.float32))
 def dot_tile_window_inside_a_tile(a, b, out):
-  a_s = ml.smem((64, 64), jnp.bfloat16)
-  b_s = ml.smem((64, 256), jnp.bfloat16)
+  a_s = ml.smem((64, 128), jnp.bfloat16)
+  b_s = ml.smem((128, 256), jnp.bfloat16)
   ml.copy(a.at[4:68], a_s)
   ml.copy(b, b_s)
   out[...] = ml.dot(a_s, b_s)
 
 
 def test_tma_window_into_a_tensor_core_tile_starts_on_a_tile_boundary():
-  expect(dot_tile_window_inside_a_tile, [S((128, 64), BF16), S((64, 256), BF16)], mg.TmaLimitError,
+  expect(dot_tile_window_inside_a_tile, [S((128, 128), BF16), S((128, 256), BF16)], mg.TmaLimitError,
          "ml.copy(a.at[4:68], a_s)",
          "a_s is tiled (8, 64) for the tensor cores, so TMA copies whole tiles of a; this window"
          " starts at 4 in dimension 0, inside a tile")
+
+
+def test_a_tensor_core_tile_one_tile_wide_takes_any_rows():
+  # One column of (8, 128-byte) tiles is the same SMEM bytes as swizzled rows: no GMEM tiling.
+  builds(dot_one_tile_wide, S((300, 64), BF16), S((64, 256), BF16))
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((64, 256), jnp.float32))
+def dot_one_tile_wide(a, b, out):
+  a_s = ml.smem((64, 64), jnp.bfloat16)
+  b_s = ml.smem((64, 256), jnp.bfloat16)
+  ml.copy(a.at[4:68], a_s)
+  ml.copy(b, b_s)
+  out[...] = ml.dot(a_s, b_s)

@@ -1,0 +1,102 @@
+"""Paged decode attention on the H200: mgpu_dsl (examples/paged_attention.py) vs Pallas's
+paged_attention (Triton backend) vs a jnp gather + softmax, as a fraction of the copy bandwidth
+measured in the same run.
+
+    python benchmarks/paged_attention.py [--quick]
+
+Bandwidth counts the bytes a decode step must read once: each sequence's K and V pages up to
+its length (whole pages), q and the output. Inputs are random normal, page tables a shuffled
+pool, lengths random in [1, max]. Every contender is checked against the jnp reference before
+it is timed. Two figures each, measured in this process: kernel time (CUPTI, jax's Mosaic GPU
+profiler, median of 20; all kernels of a call summed, so our split-combining XLA op counts)
+and wall time (median of timed loops of jitted calls). A timing is never an assertion.
+"""
+import argparse
+import functools
+import os
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
+from common import kernel_ms, median_time, table  # noqa: E402
+
+# (batch, heads, kv_heads, head_dim, page_size, pages_per_sequence)
+SHAPES = [(32, 16, 16, 128, 16, 256), (32, 32, 8, 128, 16, 256), (64, 8, 8, 128, 64, 32)]
+OURS = [dict(splits=s, stages=st) for s in (8, 16) for st in (4, 8)]
+PALLAS = [dict(block_h=16, pages_per_compute_block=p, k_splits=s) for p in (4, 8) for s in (8, 16)]
+
+
+def useful_bytes(q, k_pages, lengths):
+  kv_heads, _, page, dim = k_pages.shape
+  pages = np.ceil(np.asarray(lengths) / page).sum()
+  kv = 2 * kv_heads * pages * page * dim * k_pages.dtype.itemsize
+  return kv + 2 * q.size * q.dtype.itemsize
+
+
+def best(candidates, args, want, nbytes):
+  """(kernel GB/s, wall GB/s, config) of the fastest correct candidate by kernel time."""
+  out, err = None, ""
+  for name, fn in candidates:
+    try:
+      got = np.asarray(fn(*args), np.float32)
+      bad = float(np.abs(got - want).max())
+      if not bad < 1e-2:
+        raise AssertionError(f"max abs error {bad:.3g}")
+      ms = kernel_ms(fn, *args)
+    except Exception as e:      # a configuration the contender cannot run: report, go on
+      err = f"{type(e).__name__}: {str(e).splitlines()[0][:90]}"
+      print(f"  skip {name}: {err}", flush=True)
+      continue
+    print(f"  {name}: {nbytes / ms / 1e6:.0f} GB/s (kernel)", flush=True)
+    if out is None or ms < out[0]:
+      out = (ms, fn, name)
+  if out is None:
+    return float("nan"), float("nan"), err
+  ms, fn, name = out
+  return nbytes / ms / 1e6, nbytes / (median_time(fn, *args) * 1e3) / 1e6, name
+
+
+def copy_bandwidth():
+  """GB/s of x * 2 over 1 GiB of float16 (bytes read + written), kernel time."""
+  x = jax.random.normal(jax.random.key(0), (1 << 29,), jnp.float16)
+  f = jax.jit(lambda x: x * 2)
+  return 2 * x.size * x.dtype.itemsize / kernel_ms(f, x) / 1e6
+
+
+def main():
+  p = argparse.ArgumentParser()
+  p.add_argument("--quick", action="store_true", help="the first shape, one configuration each")
+  a = p.parse_args()
+  import paged_attention as ex
+  print("jax", jax.__version__, jax.devices()[0].device_kind)
+  copy = copy_bandwidth()
+  print(f"copy (x * 2, f16, 1 GiB): {copy:.0f} GB/s")
+  rows = []
+  for shape in SHAPES[:1] if a.quick else SHAPES:
+    args = ex.make_inputs(jax.random.key(1), *shape)
+    want = np.asarray(ex.reference(*args), np.float32)
+    nbytes = useful_bytes(args[0], args[1], args[4])
+    tag = "b{} h{} kvh{} d{} page{} max{}".format(*shape[:5], shape[4] * shape[5])
+    print(tag, f"({nbytes / 1e6:.0f} MB to read)", flush=True)
+    cands = [(str(c), functools.partial(ex.paged_attention, **c)) for c in (OURS[:1] if a.quick else OURS)
+             if shape[5] % c["splits"] == 0]
+    rows.append((tag, "mgpu_dsl", *best(cands, args, want, nbytes)))
+    try:
+      from jax.experimental.pallas.ops.gpu import paged_attention as pal
+      cands = [(str(c), jax.jit(functools.partial(pal.paged_attention, **c)))
+               for c in (PALLAS[:1] if a.quick else PALLAS) if shape[5] % c["k_splits"] == 0]
+      rows.append((tag, "Pallas paged_attention (Triton)", *best(cands, args, want, nbytes)))
+    except ImportError as e:
+      rows.append((tag, "Pallas paged_attention", float("nan"), float("nan"), f"ImportError: {e}"))
+    rows.append((tag, "jnp gather + softmax", *best([("jit", jax.jit(ex.reference))], args, want, nbytes)))
+  print(f"\npaged decode attention, f16, GB/s of useful bytes (copy bandwidth in this run: {copy:.0f} GB/s)")
+  print(table(["shape", "contender", "kernel GB/s", "wall GB/s", "of copy (kernel)", "configuration"],
+              [(r[0], r[1], f"{r[2]:.0f}", f"{r[3]:.0f}", f"{r[2] / copy:.2f}", r[4]) for r in rows]))
+
+
+if __name__ == "__main__":
+  main()
