@@ -1,11 +1,11 @@
 """Masked and scalar accesses on both backends.
 
 On the GPU a masked access is predicated per register: each thread walks its registers
-(`layout.thread_idxs` gives the first element of each), and a register whose mask lanes are
-all on is one vector load or store; otherwise `vector.maskedload` / `vector.maskedstore`
-(LLVM's masked intrinsics, scalarised into predicated accesses), so a masked-off element's
-address is never dereferenced. A scalar is `memref.load` by every thread (a uniform value)
-and `memref.store` by every thread (the same value).
+(`layout.thread_idxs` gives each one's first element) and a register whose mask lanes are all
+on is one vector load or store, as an unmasked access would be; otherwise each element is
+loaded or stored under its own `scf.if`, so a masked-off element's address is never
+dereferenced. A scalar is `memref.load` by every thread (a uniform value) and `memref.store`
+by every thread (the same value).
 """
 from __future__ import annotations
 
@@ -24,68 +24,80 @@ from .registry import interpret, lower
 
 
 # ---------------------------------------------------------------- Mosaic GPU
-def _element_groups(ctx, t):
-  """Per register: (index of its first element, number of contiguous elements along the last
-  dimension), or per element when a strided register crosses rows."""
+def _registers(ctx, t, rank, n):
+  """Per register (of `n` elements) of a tensor of type `t`: (the memref index of each of its
+  elements, whether they are contiguous along the memref's last dimension)."""
   layout = layout_of(t)
   shape = ctx.local_shape(t)
-  if t.layout.kind == LayoutKind.STRIDED and shape[-1] % t.layout.vec:
-    return layout, shape, None
-  return layout, shape, list(layout.thread_idxs(shape))
-
-
-def _index_tuple(ctx, idx, mem_rank):
-  """thread_idxs give the register shape's indices; the memref may have the window's rank."""
-  idx = list(idx)
-  return [arith.constant(index(), 0)] * (mem_rank - len(idx)) + idx
-
-
-def _all_on(mreg):
-  return vector.reduction(ir.IntegerType.get_signless(1), vector.CombiningKind.AND, mreg)
-
-
-def _masked_vector_load(mem, idx, mreg, pass_thru):
-  vty = pass_thru.type
-  if_op = scf.IfOp(_all_on(mreg), [vty], has_else=True)
-  with ir.InsertionPoint(if_op.then_block):
-    scf.yield_([vector.load(vty, mem, idx)])
-  with ir.InsertionPoint(if_op.else_block):
-    scf.yield_([vector.maskedload(vty, mem, idx, mreg, pass_thru)])
-  return if_op.result
-
-
-def _masked_vector_store(mem, idx, mreg, val):
-  if_op = scf.IfOp(_all_on(mreg), [], has_else=True)
-  with ir.InsertionPoint(if_op.then_block):
-    vector.store(val, mem, idx)
-    scf.yield_([])
-  with ir.InsertionPoint(if_op.else_block):
-    vector.maskedstore(mem, idx, mreg, val)
-    scf.yield_([])
+  pad = [arith.constant(index(), 0)] * (rank - len(shape))     # size-1 axes folded away
+  if t.layout.kind == LayoutKind.STRIDED and shape[-1] % n:   # a register crosses rows
+    for lin in layout.linear_thread_idxs():
+      elems = []
+      for j in range(n):
+        v, idx = arith.addi(lin, arith.constant(index(), j)), []
+        for dim in reversed(shape):
+          idx.append(arith.remui(v, arith.constant(index(), dim)))
+          v = arith.divui(v, arith.constant(index(), dim))
+        elems.append(pad + idx[::-1])
+      yield elems, False
+    return
+  for idx in layout.thread_idxs(shape):
+    idx = list(idx)
+    yield [pad + idx[:-1] + [arith.addi(idx[-1], arith.constant(index(), j))] for j in range(n)], True
 
 
 def _elem(reg, j):
   return vector.extract(reg, dynamic_position=[], static_position=ir.DenseI64ArrayAttr.get([j]))
 
 
-def _split(reg, n):
-  """The n one-element vectors of register `reg`."""
-  one = ir.VectorType.get((1,), ir.VectorType(reg.type).element_type)
-  return [vector.broadcast(one, _elem(reg, j)) for j in range(n)]
+def _all_on(mreg, n):
+  on = _elem(mreg, 0)
+  for j in range(1, n):
+    on = arith.andi(on, _elem(mreg, j))
+  return on
 
 
-def _strided_element_idxs(layout, shape):
-  """Per register, the index of each of its elements (strided registers crossing rows)."""
-  i = index()
-  for lin in layout.linear_thread_idxs():
-    out = []
-    for j in range(layout.vec_size):
-      v, res = arith.addi(lin, arith.constant(i, j)), []
-      for dim in reversed(shape):
-        res.append(arith.remui(v, arith.constant(i, dim)))
-        v = arith.divui(v, arith.constant(i, dim))
-      out.append(res[::-1])
-    yield out
+def _load_register(mem, elems, contiguous, mreg, pass_thru):
+  vty, n = pass_thru.type, len(elems)
+
+  def one_by_one():
+    out = pass_thru
+    for j, idx in enumerate(elems):
+      if_op = scf.IfOp(_elem(mreg, j), [vty], has_else=True)
+      with ir.InsertionPoint(if_op.then_block):
+        scf.yield_([vector.insert(memref.load(mem, idx), out, dynamic_position=[],
+                                  static_position=ir.DenseI64ArrayAttr.get([j]))])
+      with ir.InsertionPoint(if_op.else_block):
+        scf.yield_([out])
+      out = if_op.result
+    return out
+
+  if not contiguous:
+    return one_by_one()
+  if_op = scf.IfOp(_all_on(mreg, n), [vty], has_else=True)
+  with ir.InsertionPoint(if_op.then_block):
+    scf.yield_([vector.load(vty, mem, elems[0])])
+  with ir.InsertionPoint(if_op.else_block):
+    scf.yield_([one_by_one()])
+  return if_op.result
+
+
+def _store_register(mem, elems, contiguous, mreg, val):
+  def one_by_one():
+    for j, idx in enumerate(elems):
+      with ir.InsertionPoint(scf.IfOp(_elem(mreg, j)).then_block):
+        memref.store(_elem(val, j), mem, idx)
+        scf.yield_([])
+
+  if not contiguous:
+    return one_by_one()
+  if_op = scf.IfOp(_all_on(mreg, len(elems)), [], has_else=True)
+  with ir.InsertionPoint(if_op.then_block):
+    vector.store(val, mem, elems[0])
+    scf.yield_([])
+  with ir.InsertionPoint(if_op.else_block):
+    one_by_one()
+    scf.yield_([])
 
 
 @lower(MaskedLoad)
@@ -94,32 +106,14 @@ def _masked_load(ctx, o):
   mem, _ = _register_memref(ctx, ctx.get(o.ref), t)
   rank = len(ir.MemRefType(mem.type).shape)
   mask = ctx.get(o.mask)
-  layout, shape, groups = _element_groups(ctx, t)
-  ety = mlir_type(t.dtype)
   other = operand(ctx, o.other)
   other = other if isinstance(other, ir.Value) else scalar_const(other, t.dtype)
-  regs = np.empty(layout.registers_shape(shape), dtype=object)
-  vlen = ir.VectorType(mask.registers.flat[0].type).shape[0]
-  if groups is not None:
-    pass_thru = vector.broadcast(ir.VectorType.get((vlen,), ety), other)
-    for k, (idx, mreg) in enumerate(zip(groups, mask.registers.flat)):
-      regs.flat[k] = _masked_vector_load(mem, _index_tuple(ctx, idx, rank), mreg, pass_thru)
-  else:
-    one = ir.VectorType.get((1,), ety)
-    pass_thru = vector.broadcast(one, other)
-    for k, (idxs, mreg) in enumerate(zip(_strided_element_idxs(layout, shape), mask.registers.flat)):
-      parts = [_masked_vector_load(mem, _index_tuple(ctx, idx, rank), m, pass_thru)
-               for idx, m in zip(idxs, _split(mreg, vlen))]
-      regs.flat[k] = _concat(parts, ir.VectorType.get((vlen,), ety))
-  ctx.set(o.result, fa.FragmentedArray(_registers=regs, _layout=layout, _is_signed=t.dtype.is_signed))
-
-
-def _concat(parts, vty):
-  out = vector.broadcast(vty, _elem(parts[0], 0))
-  for j, p in enumerate(parts[1:], 1):
-    out = vector.insert(_elem(p, 0), out, dynamic_position=[],
-                        static_position=ir.DenseI64ArrayAttr.get([j]))
-  return out
+  n = ir.VectorType(mask.registers.flat[0].type).shape[0]
+  pass_thru = vector.broadcast(ir.VectorType.get((n,), mlir_type(t.dtype)), other)
+  regs = np.empty(mask.registers.shape, dtype=object)
+  for k, ((elems, contiguous), mreg) in enumerate(zip(_registers(ctx, t, rank, n), mask.registers.flat)):
+    regs.flat[k] = _load_register(mem, elems, contiguous, mreg, pass_thru)
+  ctx.set(o.result, fa.FragmentedArray(_registers=regs, _layout=mask.layout, _is_signed=t.dtype.is_signed))
 
 
 @lower(MaskedStore)
@@ -128,15 +122,10 @@ def _masked_store(ctx, o):
   mem, _ = _register_memref(ctx, ctx.get(o.ref), t)
   rank = len(ir.MemRefType(mem.type).shape)
   value, mask = ctx.get(o.value), ctx.get(o.mask)
-  layout, shape, groups = _element_groups(ctx, t)
-  vlen = ir.VectorType(mask.registers.flat[0].type).shape[0]
-  if groups is not None:
-    for idx, mreg, val in zip(groups, mask.registers.flat, value.registers.flat):
-      _masked_vector_store(mem, _index_tuple(ctx, idx, rank), mreg, val)
-  else:
-    for idxs, mreg, val in zip(_strided_element_idxs(layout, shape), mask.registers.flat, value.registers.flat):
-      for idx, m, v in zip(idxs, _split(mreg, vlen), _split(val, vlen)):
-        _masked_vector_store(mem, _index_tuple(ctx, idx, rank), m, v)
+  n = ir.VectorType(mask.registers.flat[0].type).shape[0]
+  for (elems, contiguous), mreg, val in zip(_registers(ctx, t, rank, n), mask.registers.flat,
+                                            value.registers.flat):
+    _store_register(mem, elems, contiguous, mreg, val)
 
 
 def _scalar_indices(ctx, ref):

@@ -121,3 +121,13 @@ def dot_from_row_4(a, b, out):
   ml.copy(a.at[ml.ds(4, 64)], a_s)
   ml.copy(b, b_s)
   out[...] = ml.dot(a_s, b_s)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (ml.cdiv(x.shape[0], 256),))
+def masked_pairs(x, out):
+  """Masked accesses of a strided tensor whose registers cross rows (rows of 2 float16)."""
+  i = ml.program_id(0)
+  flat = i * 512 + ml.arange(512)
+  inside = flat.reshape((256, 2)) < x.size
+  v = x.at[ml.ds(i * 256, 256)].load(mask=inside, other=1.0)
+  out.at[ml.ds(i * 256, 256)].store(v + 1.0, mask=inside)
