@@ -6,7 +6,7 @@ out[r] = lhs[r] @ rhs[g] for the rows r of group g; groups are consecutive runs 
 sizes `group_sizes` (g,) are known only at run time. The grid has one program per (row tile,
 column tile) pair of the layout below, which needs at most cdiv(m, bm) + g - 1 row tiles:
 each group boundary inside a tile makes that tile twice, once per group. A program finds its
-group by scanning the group sizes (a run-time loop over scalars read from memory), runs the
+group by scanning the group sizes (scalars read from memory, in an unrolled loop), runs the
 tensor-core main loop on that group's rhs, and stores only its group's rows: a whole tile
 inside one group by a TMA store, a tile cut by a group boundary by a masked register store
 (and every tile when m is not a multiple of 8: TMA stores whole 8-row tiles of the output).
@@ -36,7 +36,7 @@ def find_group(group_sizes, t, bm):
   first = 0
   last = 0
   tile = -1
-  for g in range(group_sizes.shape[0]):
+  for g in ml.static_range(group_sizes.shape[0]):   # unrolled: the size reads overlap
     start = end
     end = start + group_sizes[g]
     t0 = start // bm + g                        # this group's tiles in the layout
