@@ -149,7 +149,8 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, bloc
     plan_scratch(kernel, em)
     end = pk.source.loc(pk.tree.body[-1])
     kernel.smem_plan = plan_smem(kernel, em.defs)
-    SyncPass(em.defs, block=block, explicit=pipelined, group=kernel.smem_plan.group).run(em.block, end)
+    SyncPass(em.defs, block=block, explicit=pipelined.explicit, deferred=pipelined.deferred,
+             group=kernel.smem_plan.group).run(em.block, end)
   except E.KernelError:
     raise
   except Exception as e:   # a bug in a pass, not in the kernel: say so, at the kernel

@@ -8,6 +8,8 @@ flight and inserts exactly the ops the hardware needs, before:
 * a register read of SMEM other threads wrote            -> Barrier
 * a TMA store of SMEM written from registers             -> CommitShared (proxy fence + barrier)
 * overwriting SMEM that an in-flight TMA store reads     -> AwaitStores(read_only=True)
+  (in a pipelined loop, a store buffer's stage waits only for the store that used
+  it S iterations ago: AwaitStores(pending=newer stores), just before its first write)
 * overwriting SMEM other threads still read or write     -> Barrier / CommitShared
 * the kernel's end, with stores or loads in flight       -> WaitLoad / AwaitStores
 
@@ -45,6 +47,9 @@ class State:
   reg_windows: dict = dataclasses.field(default_factory=dict)
   dot_pending: bool = False                                      # a Dot not yet awaited
   in_pipeline: bool = False       # a pipelined loop's body: its dots stay in flight across iterations
+  # A pipelined loop's store buffers (frontend/pipeline.py): root -> stores that may stay in
+  # flight when this iteration first writes its stage. Cleared by the first such wait.
+  deferred: dict = dataclasses.field(default_factory=dict)
   dot_reads: set = dataclasses.field(default_factory=set)       # buffers it reads
 
 
@@ -57,11 +62,12 @@ def ir_error(o, why):
 
 
 class SyncPass:
-  def __init__(self, defs, *, block: int = 128, explicit=frozenset(), group=None):
+  def __init__(self, defs, *, block: int = 128, explicit=frozenset(), deferred=None, group=None):
     self.defs = defs
     self.group = group or {}     # buffers sharing memory (frontend/smem.py) are tracked as one
     self.single_warpgroup = block == hw.WARPGROUP
     self.explicit = explicit     # roots a pipelined loop synchronises itself
+    self.deferred = {self.group.get(r, r): n for r, n in (deferred or {}).items()}
 
   def root(self, ref: ir.Value) -> ir.Value:
     d = self.defs.get(ref.id)
@@ -114,8 +120,8 @@ class SyncPass:
     tail = [WaitLoad(s, loc) for s in sorted(st.pending_load.values())]
     if st.dot_pending:
       tail.append(DotWait(0, loc))
-    if any(a == Access.TMA_READ for _, a in self.region_accesses(kernel_body)):
-      tail.append(AwaitStores(False, loc))
+    if any(a == Access.TMA_READ for o in ir.walk(kernel_body) for _, a in ir.traits_of(o).effects(o)):
+      tail.append(AwaitStores(False, loc))   # also stores of pipelined stages, synchronised elsewhere
     kernel_body.ops.extend(tail)
 
   def block(self, block: ir.Block, st: State) -> None:
@@ -143,9 +149,9 @@ class SyncPass:
           out.extend(WaitLoad(s, o.loc) for s in sorted(st.pending_load.values()))
           st.pending_load.clear()
         if kinds & {Access.CTA_BARRIER, Access.CLUSTER_BARRIER}:
-          st.dirty.clear()
-          st.reg_read.clear()
-          st.reg_windows.clear()
+          if isinstance(o, Barrier) and redundant_barrier(out):
+            continue
+          self.met(st)
       out.append(o)
       if not o.regions:
         for root, acc, ref in self.accesses(o):
@@ -173,23 +179,34 @@ class SyncPass:
       st.dot_pending = False
       st.dot_reads.clear()
 
+  def met(self, st: State):
+    """All threads met: their register accesses of SMEM are ordered."""
+    st.dirty.clear()
+    st.reg_read.clear()
+    st.reg_windows.clear()
+
   def sync(self, st: State, out, loc, *, fence: bool):
     out.append(CommitShared(loc) if fence else Barrier(loc))
     if fence:
       st.unfenced.clear()
-    st.dirty.clear()
-    st.reg_read.clear()
-    st.reg_windows.clear()
+    self.met(st)
 
   def wait_load(self, root, st, out, loc):
     if root in st.pending_load:
       out.append(WaitLoad(st.pending_load.pop(root), loc))
 
   def await_stores(self, roots, st, out, loc):
-    """Wait until in-flight TMA stores stop reading SMEM, if any of `roots` has one."""
+    """Wait until in-flight TMA stores stop reading SMEM, if any of `roots` has one; a
+    pipelined store buffer's stage waits only for the stores issued before its last use."""
     if set(roots) & st.pending_store:
       out.append(AwaitStores(True, loc))
       st.pending_store.clear()
+      st.deferred.clear()
+      self.met(st)
+    elif set(roots) & set(st.deferred):
+      out.append(AwaitStores(True, loc, pending=min(st.deferred.values())))
+      st.deferred.clear()
+      self.met(st)
 
   def before(self, root, acc, ref, o, st: State, out) -> None:
     loc = o.loc
@@ -242,9 +259,11 @@ class SyncPass:
     loop = isinstance(o, LOOPS)
     stored = {r for r, a in acc if a == Access.TMA_READ}
     pipelined = loop and getattr(o, "stages", 1) > 1
+    dots = pipelined and any(self.issues_dot(x) for x in ir.walk(o.body))
+    deferred = {r: n for r, n in self.deferred.items() if r in stored} if pipelined else {}
     for r in o.regions:
-      inner = State(pending_store=(st.pending_store & touched) | (stored if loop else set()),
-                    in_pipeline=pipelined, dot_pending=pipelined)
+      inner = State(pending_store=(st.pending_store & touched) | (stored - set(deferred) if loop else set()),
+                    in_pipeline=pipelined, dot_pending=dots, deferred=dict(deferred))
       if loop:   # the previous iteration's accesses, windows unknown
         inner.dirty = {x for x, a in acc if a == Access.REG_WRITE}
         inner.unfenced = set(inner.dirty)
@@ -257,8 +276,31 @@ class SyncPass:
     for r in {r for r, a in acc if a in (Access.REG_READ, Access.REG_WRITE)}:
       st.reg_windows.setdefault(r, set()).add(UNKNOWN_WINDOW)
     st.pending_store |= stored
-    st.dot_pending = st.dot_pending or pipelined
-    if pipelined:   # its dots still read its buffers: memory shared with them must wait
-      st.dot_reads |= {self.group.get(r, r) for r in self.explicit
-                       if any(r == self.root(v).id for x in ir.walk(o.body)
-                              for v, a in ir.traits_of(x).effects(x) if a == Access.MMA_READ)}
+    st.dot_pending = st.dot_pending or dots
+    if pipelined:   # its dots and stores still read its loaded buffers: memory shared with them must wait
+      used = lambda kind: {self.group.get(r, r) for r in self.explicit
+                           if any(r == self.root(v).id for x in ir.walk(o.body)
+                                  for v, a in ir.traits_of(x).effects(x) if a == kind)}
+      st.dot_reads |= used(Access.MMA_READ)
+      st.pending_store |= used(Access.TMA_READ)
+
+
+_NOTHING_TO_ORDER = (WaitLoad,)
+
+
+def redundant_barrier(out) -> bool:
+  """Whether the ops since the last barrier in `out` (this block) leave nothing for another
+  barrier to order: only TMA copies and waits on them (asynchronous; barriers do not order
+  them) and scalar arithmetic. Threads that met there have done nothing since."""
+  for o in reversed(out):
+    t = ir.traits_of(o)
+    effects = {a for _, a in t.effects(o)}
+    if Access.CTA_BARRIER in effects:
+      return True
+    if o.regions or isinstance(o, DotWait):
+      return False
+    if isinstance(o, _NOTHING_TO_ORDER) or effects and effects <= {Access.TMA_READ, Access.TMA_WRITE}:
+      continue
+    if not (t.pure and all(not isinstance(r.type, TensorType) for r in o.results)):
+      return False
+  return False

@@ -97,7 +97,7 @@ def _wait_load(ctx, o):
 
 @lower(AwaitStores)
 def _await_stores(ctx, o):
-  nvvm.cp_async_bulk_wait_group(0, read=o.read_only)
+  nvvm.cp_async_bulk_wait_group(o.pending, read=o.read_only)
   ctx.thread_barrier()
 
 
@@ -190,7 +190,7 @@ def _i_wait_load(cta, o):
 
 @interpret(AwaitStores)
 def _i_await_stores(cta, o):
-  cta.pending_store.clear()
+  cta.retire_stores(o.pending)
   cta.touched.clear()
 
 

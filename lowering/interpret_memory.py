@@ -201,7 +201,8 @@ class CtaMemory:
     self.lin = pid[0] + gx * (pid[1] + gy * pid[2])
     self.smem = {v.id: poison(v.type.shape, v.type.dtype) for v in m.kernel.smem}
     self.pending_load: dict[tuple, tuple] = {}    # (root id, part) -> (barrier, loc of the copy)
-    self.pending_store: dict[tuple, object] = {}  # (root id, part) -> loc of the TMA store reading it
+    # TMA stores reading SMEM, oldest first, one bulk group each: ((root id, part), loc of the store)
+    self.pending_store: list[tuple[tuple, object]] = []
     self.unfenced: dict[int, object] = {}       # root id -> loc of a register write, no fence since
     self.touched: set[int] = set()              # roots used from registers since the last barrier
     self.dots: list[tuple] = []                 # in-flight ml.dot groups: (result, {(owner, root, part)}, loc)
@@ -215,7 +216,7 @@ class CtaMemory:
       raise RaceError("the kernel ends before this async copy lands", loc, hint=COMPILER_BUG)
     if self.pending_store:
       raise RaceError("the kernel ends while this TMA store may still be in flight",
-                      next(iter(self.pending_store.values())), hint=COMPILER_BUG)
+                      self.pending_store[0][1], hint=COMPILER_BUG)
     if self.dots:
       raise RaceError("the kernel ends while this ml.dot may still be running", self.dots[0][2],
                       hint=COMPILER_BUG)
@@ -237,9 +238,10 @@ class CtaMemory:
               "mma_read": f"ml.dot reads {name} before its async copy landed"}[kind]
       raise RaceError(what, o.loc, notes=(f"{at}: the async copy (slot {slot}) starts here",),
                       hint=COMPILER_BUG)
-    if kind in ("write", "tma_write") and (key := hit(owner.pending_store)) is not None:
+    if kind in ("write", "tma_write") and (store := hit(dict(owner.pending_store))) is not None:
       raise RaceError(f"{name} is overwritten while a TMA store may still be reading it", o.loc,
-                      notes=(f"{owner.pending_store[key]}: the TMA store starts here",), hint=COMPILER_BUG)
+                      notes=(f"{dict(owner.pending_store)[store]}: the TMA store starts here",),
+                      hint=COMPILER_BUG)
     if kind in ("write", "tma_write"):
       for _, roots, at in owner.dots:
         if any(w == ref.owner and r == rid and overlaps(p, ref.part) for w, r, p in roots):
@@ -257,6 +259,10 @@ class CtaMemory:
       self.touched.add(rid)
       if kind == "write":
         self.unfenced[rid] = o.loc
+
+  def retire_stores(self, pending: int):
+    """cp.async.bulk.wait_group(pending): all but the `pending` newest stores are done."""
+    del self.pending_store[:max(len(self.pending_store) - pending, 0)]
 
   def read(self, ref: Ref, o, kind: str = "read") -> np.ndarray:
     tma = kind == "tma_read"

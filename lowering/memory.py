@@ -164,4 +164,4 @@ def _i_copy(cta, o):
   if dst.owner >= 0:                 # GMEM -> SMEM lands at the matching WaitLoad
     cta.pending_load[(dst.root.id, dst.part)] = (o.slot + stage_of(cta, o.stage), o.loc)
   else:                              # SMEM -> GMEM reads SMEM until AwaitStores
-    cta.pending_store[(src.root.id, src.part)] = o.loc
+    cta.pending_store.append(((src.root.id, src.part), o.loc))

@@ -15,6 +15,7 @@ from .bench import bench as bench
 from .bench import bench_wall as bench_wall
 from .autotune import Autotuner as Autotuner
 from .autotune import autotune as autotune
+from .device import num_sms as num_sms
 from . import language as language
 from .frontend.errors import *  # noqa: F401,F403  (every KernelError subclass)
 from .frontend.errors import KernelError as KernelError

@@ -123,12 +123,14 @@ class WaitLoad(ir.Op):
   stage: ir.Operand = 0
 
 
-@ir.op(Traits(inserted=True))
+@ir.op(Traits(effects=lambda o: [(None, Access.CTA_BARRIER)], inserted=True))
 class AwaitStores(ir.Op):
-  """Wait for in-flight TMA stores: to stop reading SMEM (`read_only`) or to finish."""
+  """Wait for in-flight TMA stores: to stop reading SMEM (`read_only`) or to finish; the
+  `pending` most recently issued ones may stay in flight. All threads meet after it."""
   read_only: bool
   loc: object
   results: tuple = ()
+  pending: int = 0
 
 
 @ir.op(Traits(effects=lambda o: [(None, Access.CTA_BARRIER)], inserted=True))
