@@ -2,13 +2,14 @@
 
     python examples/matmul.py          # checks against jnp.dot on a GPU; shows the IR elsewhere
 
-Each CTA computes one (bm, bn) tile of C = A @ B. `mainloop`, an `@ml.inline` helper
-shared by the three kernels, holds the loop `ml.range(..., stages=s)`, which
-is software-pipelined by the compiler: it gives a_s and b_s `s` copies each and
-loads the tiles of later k-steps while the tensor cores work on this one. c_s
-reuses their memory once the loop is done (the SMEM planner sees the lifetimes). With
-block=256 two warpgroups split the tile's rows. Programs walk the tiles in groups
-of 8 tile-rows so neighbours share A and B in L2.
+`matmul` (by default) is persistent and warp-specialised: one CTA per SM walks the
+output tiles (in groups of 8 tile-rows, so neighbours share A and B in L2); in each,
+`ml.range(..., stages=s, warp_specialize=True)` has the compiler add a producer
+warpgroup that issues the TMA loads of A and B tiles `s` steps ahead, across tiles,
+while the two compute warpgroups (block=256) run the dots and the epilogue; the
+epilogue's TMA store overlaps the next tile's loads. `persistent=False` gives one CTA
+per tile, `specialize=False` the single-producer software pipeline. `mainloop`, an
+`@ml.inline` helper shared by the kernels, holds the pipelined loop.
 """
 import jax
 import jax.numpy as jnp
@@ -22,31 +23,46 @@ def _out(a, b, *args, **meta):
   return jax.ShapeDtypeStruct((a.shape[0], b.shape[1]), a.dtype)
 
 
-def _grid(a, b, *args, bm=128, bn=256, **meta):
-  return ((a.shape[0] // bm) * (b.shape[1] // bn),)
+def _grid(a, b, *args, bm=128, bn=256, persistent=False, **meta):
+  tiles = (a.shape[0] // bm) * (b.shape[1] // bn)
+  return (min(tiles, mg.num_sms()) if persistent else tiles,)
+
+
+def _persistent_grid(a, b, *args, persistent=True, **meta):
+  return _grid(a, b, *args, persistent=persistent, **meta)
 
 
 @ml.inline
-def mainloop(a, b, i, j, bm, bn, bk, stages):
+def mainloop(a, b, a_s, b_s, i, j, stages, specialize):
   """The (i, j) tile of a @ b in float32: TMA loads pipelined under the tensor cores."""
-  a_s = ml.smem((bm, bk))
-  b_s = ml.smem((bk, bn))
+  (bm, bk), bn = a_s.shape, b_s.shape[1]
   acc = ml.zeros((bm, bn), jnp.float32)
-  for k in ml.range(a.shape[1] // bk, stages=stages):
+  for k in ml.range(a.shape[1] // bk, stages=stages, warp_specialize=specialize):
     ml.copy(a.at[ml.ds(i * bm, bm), ml.ds(k * bk, bk)], a_s)
     ml.copy(b.at[ml.ds(k * bk, bk), ml.ds(j * bn, bn)], b_s)
     acc = ml.dot(a_s, b_s, acc)
   return acc
 
 
-@mg.mgpu_kernel(out_shape=_out, grid=_grid, block=256)
+@mg.mgpu_kernel(out_shape=_out, grid=_persistent_grid, block=256)
 def matmul(a, b, c, *, bm: ml.constexpr = 128, bn: ml.constexpr = 256, bk: ml.constexpr = 64,
-           stages: ml.constexpr = 4):
-  i, j = ml.grouped_ids(ml.program_id(0), a.shape[0] // bm, b.shape[1] // bn, group=8)
-  acc = mainloop(a, b, i, j, bm, bn, bk, stages)
-  c_s = ml.smem((bm, bn))
-  c_s[...] = acc.astype(c.dtype)
-  ml.copy(c_s, c.at[ml.ds(i * bm, bm), ml.ds(j * bn, bn)])
+           stages: ml.constexpr = None, persistent: ml.constexpr = True, specialize: ml.constexpr = True,
+           group: ml.constexpr = 8):
+  """c = a @ b. Default stages: as many as fit next to the epilogue's tile."""
+  num_m, num_n = a.shape[0] // bm, b.shape[1] // bn
+  s = stages or (3 if persistent and bn > 128 else 4)
+  a_s, b_s, c_s = ml.smem((bm, bk)), ml.smem((bk, bn)), ml.smem((bm, bn))
+  if persistent:
+    for t in range(ml.program_id(0), num_m * num_n, ml.num_programs(0)):
+      i, j = ml.grouped_ids(t, num_m, num_n, group=group)
+      acc = mainloop(a, b, a_s, b_s, i, j, s, specialize)
+      c_s[...] = acc.astype(c.dtype)
+      ml.copy(c_s, c.at[ml.ds(i * bm, bm), ml.ds(j * bn, bn)])
+  else:
+    i, j = ml.grouped_ids(ml.program_id(0), num_m, num_n, group=group)
+    acc = mainloop(a, b, a_s, b_s, i, j, s, specialize)
+    c_s[...] = acc.astype(c.dtype)
+    ml.copy(c_s, c.at[ml.ds(i * bm, bm), ml.ds(j * bn, bn)])
 
 
 @mg.mgpu_kernel(out_shape=_out, grid=_grid, block=256)
@@ -54,9 +70,9 @@ def matmul_residual_relu(a, b, r, c, *, bm: ml.constexpr = 128, bn: ml.constexpr
                          bk: ml.constexpr = 64, stages: ml.constexpr = 3):
   """c = relu(a @ b + r): the epilogue is fused into the matmul."""
   i, j = ml.grouped_ids(ml.program_id(0), a.shape[0] // bm, b.shape[1] // bn, group=8)
-  c_s = ml.smem((bm, bn))
+  a_s, b_s, c_s = ml.smem((bm, bk)), ml.smem((bk, bn)), ml.smem((bm, bn))
   ml.copy(r.at[ml.ds(i * bm, bm), ml.ds(j * bn, bn)], c_s)   # lands while the main loop runs
-  acc = mainloop(a, b, i, j, bm, bn, bk, stages)
+  acc = mainloop(a, b, a_s, b_s, i, j, stages, False)
   y = acc + c_s[...].astype(jnp.float32)
   c_s[...] = ml.maximum(y, 0.0).astype(c.dtype)
   ml.copy(c_s, c.at[ml.ds(i * bm, bm), ml.ds(j * bn, bn)])
@@ -67,7 +83,8 @@ def matmul_bias_gelu(a, b, bias, c, *, bm: ml.constexpr = 128, bn: ml.constexpr 
                      bk: ml.constexpr = 64, stages: ml.constexpr = 4):
   """c = gelu(a @ b + bias), bias a vector of c's columns (tanh approximation of gelu)."""
   i, j = ml.grouped_ids(ml.program_id(0), a.shape[0] // bm, b.shape[1] // bn, group=8)
-  x = mainloop(a, b, i, j, bm, bn, bk, stages) + bias.at[ml.ds(j * bn, bn)][...].astype(jnp.float32)
+  a_s, b_s = ml.smem((bm, bk)), ml.smem((bk, bn))
+  x = mainloop(a, b, a_s, b_s, i, j, stages, False) + bias.at[ml.ds(j * bn, bn)][...].astype(jnp.float32)
   y = 0.5 * x * (1.0 + ml.tanh(0.7978845608 * (x + 0.044715 * x * x * x)))
   c_s = ml.smem((bm, bn))
   c_s[...] = y.astype(c.dtype)
@@ -77,7 +94,8 @@ def matmul_bias_gelu(a, b, bias, c, *, bm: ml.constexpr = 128, bn: ml.constexpr 
 # Specialisations `python -m mgpu_dsl check examples/matmul.py` checks without a GPU.
 _A, _B = jax.ShapeDtypeStruct((1024, 512), jnp.bfloat16), jax.ShapeDtypeStruct((512, 768), jnp.bfloat16)
 mg.check_specs(matmul, _A, _B, bn=256)
-mg.check_specs(matmul, _A.update(dtype=jnp.float16), _B.update(dtype=jnp.float16), bn=128, stages=6)
+mg.check_specs(matmul, _A.update(dtype=jnp.float16), _B.update(dtype=jnp.float16), bn=128, stages=5)
+mg.check_specs(matmul, _A, _B, persistent=False, specialize=False, stages=4)
 mg.check_specs(matmul_residual_relu, _A, _B, jax.ShapeDtypeStruct((1024, 768), jnp.bfloat16))
 mg.check_specs(matmul_bias_gelu, _A, _B, jax.ShapeDtypeStruct((768,), jnp.bfloat16))
 

@@ -103,6 +103,8 @@ SmemCapacityError = _error("SmemCapacityError", "MG402", "SMEM buffers larger th
 # Tensor cores.
 MmaOperandError = _error("MmaOperandError", "MG501", "ml.dot operands the tensor cores cannot take (space, shape, tiling).")
 PipelineError = _error("PipelineError", "MG502", "A loop ml.range(..., stages=) cannot pipeline.")
+WarpSpecializeError = _error("WarpSpecializeError", "MG503",
+                             "A kernel with a warp-specialised loop has work one of its roles cannot do.")
 
 
 # Found while running in interpret mode (lowering/interpret.py).

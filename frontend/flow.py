@@ -64,13 +64,22 @@ def trace_for(tracer, node: ast.For):
                        hint="loop over indices: for i in range(n), or unroll with ml.static_range(n)")
   if it.keywords and fn is not ctl.range:
     tracer.unsupported(it, "keywords in range(...)", hint="only ml.range takes stages=")
-  stages = 1
+  stages, specialize = 1, False
   for kw in it.keywords:
-    if kw.arg != "stages":
+    if kw.arg not in ("stages", "warp_specialize"):
       raise E.KernelTypeError(f"ml.range takes no keyword {kw.arg!r}", tracer.loc(kw.value))
-    stages = tracer.eval(kw.value)
+    value = tracer.eval(kw.value)
+    if kw.arg == "warp_specialize":
+      if not isinstance(value, bool):
+        raise E.KernelTypeError(f"warp_specialize must be a static bool, got {value!r}", tracer.loc(kw.value))
+      specialize = value
+      continue
+    stages = value
     if not isinstance(stages, int) or isinstance(stages, bool) or not 1 <= stages <= 8:
       raise E.KernelTypeError(f"stages must be a static int from 1 to 8, got {stages!r}", tracer.loc(kw.value))
+  if specialize and stages < 2:
+    raise E.KernelTypeError("warp_specialize=True needs stages of at least 2", tracer.loc(it),
+                            hint="ml.range(n, stages=4, warp_specialize=True)")
   args = [tracer.eval(a) for a in it.args]
   if not 1 <= len(args) <= 3:
     raise E.KernelTypeError(f"range takes 1 to 3 arguments, got {len(args)}", tracer.loc(it))
@@ -110,7 +119,7 @@ def trace_for(tracer, node: ast.For):
   poisoned = _trace_body(tracer, node, loc, body, carried, inits, args_)
   _after_loop(tracer, loc, assigned, carried, before, poisoned)
   res = b.emit(ctl.For, start, stop, step, inits, body, loc=loc,
-                types=[v.type for v in inits], names=carried, stages=stages)
+                types=[v.type for v in inits], names=carried, stages=stages, warp_specialize=specialize)
   for n, r in zip(carried, res.results):
     env[n] = r
   for n in poisoned:

@@ -22,6 +22,18 @@ SMEM_BUFFER_ALIGN = 1024      # buffers start here: what 128-byte swizzled TMA a
 MBARRIER_BYTES = 8
 MAX_BARRIERS_PER_GROUP = 32   # mbarriers in one Mosaic GPU barrier group (utils.py)
 
+# ---------------------------------------------------------------- warp specialisation
+REGISTERS = 64 * 1024         # 32-bit registers of an SM (its CTA's, at one CTA per SM)
+MAX_THREAD_REGISTERS = 256    # setmaxnreg's upper bound (multiples of 8)
+PRODUCER_REGISTERS = 40       # per thread of a TMA producer warpgroup (setmaxnreg.dec)
+
+
+def consumer_registers(consumer_warpgroups: int) -> int:
+  """Registers per thread of each compute warpgroup once the producer gave its own back."""
+  per = (REGISTERS // WARPGROUP - PRODUCER_REGISTERS) // consumer_warpgroups
+  return min(MAX_THREAD_REGISTERS, per // 8 * 8)
+
+
 # ---------------------------------------------------------------- TMA (cp.async.bulk.tensor)
 TMA_MAX_BOX = 256             # elements along each box dimension
 TMA_MAX_RANK = 5              # box dimensions

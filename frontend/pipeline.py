@@ -1,11 +1,10 @@
 """Software pipelining of `for k in ml.range(n, stages=S)` loops.
 
-The TMA loads at the top of such a loop's body (copies of a GMEM window that
-depends only on `k` and on values from before the loop, into an SMEM buffer
-used only in the loop) are issued `d` iterations ahead, into S copies of the
-buffer (a leading stage dimension) with S barriers per load site:
+The TMA loads at the top of such a loop's body (frontend/pipeline_plan.py finds and
+checks them) are issued `d` iterations ahead, into S copies of each loaded buffer
+with S barriers per load site:
 
-    prologue:   load iterations 0 .. d-1 into stages 0 .. d-1
+    prologue:   for s < min(d, n): load iteration s into stage s
     for k:      wait for stage k % S
                 body (reads stage k % S; writes store stage k % S, TMA-stores it)
                 guard: the stage refilled next is no longer read
@@ -24,9 +23,7 @@ defers the wait on that stage's previous store to just before the write, allowin
 (`Pipelined.deferred`). The loaded buffers' waits are explicit here
 (`Pipelined.explicit`); the sync pass leaves them alone.
 
-A loop `ml.range(start, stop, step, stages=S)` is first rewritten to count
-0 .. trip - 1 (trip = ceil((stop - start) / step), a runtime value if any bound
-is), its index recomputed as start + k * step at the top of the body.
+A loop with `warp_specialize=True` is rewritten by frontend/warp_specialize.py instead.
 """
 from __future__ import annotations
 
@@ -37,13 +34,11 @@ from . import hw
 from . import ir
 from .dtypes import DType
 from .ir import Access
-from .ops.control import AwaitStores, Barrier, For, If, WaitLoad, Yield
+from .ops.control import AwaitStores, Barrier, For, If, Yield
 from .ops.elementwise import BinOp, Binary, CmpOp, Compare
-from .ops.memory import Copy, SmemAlloc, Store, View, is_load
 from .ops.mma import DotWait
-from .types import RefType, ScalarType
-
-I32 = ScalarType(DType.i32)
+from .pipeline_plan import I32, issue, make_plan, multibuffer, staged_body, stores_per_iteration
+from .types import ScalarType
 
 
 @dataclasses.dataclass
@@ -54,206 +49,47 @@ class Pipelined:
 
 
 def pipeline_loops(kernel: ir.Kernel, em) -> Pipelined:
-  """Rewrite every pipelined loop of `kernel`."""
-  out = Pipelined()
-  _rewrite_block(kernel, kernel.body, em, out)
+  """Rewrite every pipelined loop of `kernel` (the warp-specialised one last)."""
+  out, specialized = Pipelined(), []
+  _rewrite_block(kernel, kernel.body, em, out, specialized)
+  if specialized:
+    from .warp_specialize import warp_specialize
+    if len(specialized) > 1:
+      raise E.WarpSpecializeError(
+          "a kernel may have one warp-specialised loop; this is a second one", specialized[1].loc,
+          notes=(f"{specialized[0].loc}: the first one",),
+          hint="keep warp_specialize=True on the main loop only")
+    warp_specialize(kernel, specialized[0], em, out)
   return out
 
 
-def _rewrite_block(kernel, block, em, out):
+def _rewrite_block(kernel, block, em, out, specialized):
   ops = []
   for o in block.ops:
     for r in o.regions:
-      _rewrite_block(kernel, getattr(o, r), em, out)
-    if isinstance(o, For) and o.stages > 1:
+      _rewrite_block(kernel, getattr(o, r), em, out, specialized)
+    if isinstance(o, For) and o.stages > 1 and o.warp_specialize:
+      specialized.append(o)
+      ops.append(o)
+    elif isinstance(o, For) and o.stages > 1:
       ops.extend(_pipeline(kernel, o, em, out))
     else:
       ops.append(o)
   block.ops[:] = ops
 
 
-def _pure_scalar(o) -> bool:
-  """An op the pipeliner may clone into the prologue or the refill (address arithmetic)."""
-  return ir.traits_of(o).pure and all(isinstance(r.type, ScalarType) for r in o.results) and bool(o.results)
-
-
-def _arith(em, kind, a, b, loc):
-  """a `kind` b on i32 scalars, folded when both are ints (Python semantics, as the DSL's)."""
-  if isinstance(a, int) and isinstance(b, int):
-    return {BinOp.ADD: a + b, BinOp.SUB: a - b, BinOp.MUL: a * b, BinOp.FLOORDIV: a // b}[kind]
-  if kind == BinOp.MUL and 1 in (a, b):
-    return b if a == 1 else a
-  if kind in (BinOp.ADD, BinOp.SUB) and b == 0:
-    return a
-  return em.emit(Binary, kind, a, b, loc=loc, types=[I32]).result
-
-
-def _normalize(loop: For, em):
-  """(ops before the loop, a loop counting 0 .. trip - 1 by 1 with the same meaning)."""
-  if loop.start == 0 and loop.step == 1:
-    return [], loop
-  loc, pre = loop.loc, ir.Block()
-  with em.region(pre):
-    span = _arith(em, BinOp.SUB, loop.stop, loop.start, loc)
-    trip = _arith(em, BinOp.FLOORDIV, _arith(em, BinOp.ADD, span, _arith(em, BinOp.SUB, loop.step, 1, loc), loc),
-                  loop.step, loc)
-  old_iv, *carried = loop.body.args
-  iv = ir.Value(I32, old_iv.name)
-  body = ir.Block(args=(iv, *carried))
-  with em.region(body):
-    index = _arith(em, BinOp.ADD, loop.start, _arith(em, BinOp.MUL, iv, loop.step, loc), loc)
-  mapping = {old_iv: index}
-  body.ops.extend(ir.substitute_deep(o, mapping) for o in loop.body.ops)
-  return pre.ops, dataclasses.replace(loop, start=0, stop=trip, step=1, body=body)
-
-
-def _address_ops(body, view_op, iv):
-  """The body ops computing `view_op`'s index operands, in order; None if impure."""
-  defs = {r: o for o in body.ops for r in o.results}
-  need, seen = [], set()
-
-  def visit(v):
-    if not isinstance(v, ir.Value) or v is iv or v not in defs or id(v) in seen:
-      return True
-    seen.add(id(v))
-    o = defs[v]
-    if not _pure_scalar(o) or not isinstance(v.type, ScalarType):
-      return False
-    ok = all(visit(x) for x in o.operands())
-    need.append(o)
-    return ok
-
-  ok = all(visit(v) for v in view_op.operands() if v is not view_op.ref)
-  return sorted(need, key=body.ops.index) if ok else None
-
-
-def _load_sites(kernel, body, iv):
-  """[(copy, its GMEM view op, the address ops)] of the loads to pipeline; checks them."""
-  defs = {r: o for o in ir.walk(kernel.body) for r in o.results}
-  body_ops = set(map(id, body.ops))
-  in_body = {id(x) for x in ir.walk(body)}
-  sites = []
-  for o in body.ops:
-    if not is_load(o):
-      continue
-    alloc, view = defs.get(o.dst), defs.get(o.src)
-    if not isinstance(alloc, SmemAlloc) or id(alloc) in body_ops:
-      continue
-    others = [u for u in ir.walk(kernel.body) if o.dst in u.operands() and u is not o]
-    if any(id(u) not in in_body for u in others):
-      raise E.PipelineError(
-          f"{o.dst.name} is loaded in a pipelined loop but also used outside it", o.loc,
-          hint="give the loop its own buffers")
-    if any(any(a in (Access.REG_WRITE, Access.TMA_WRITE) for r, a in ir.traits_of(u).effects(u)
-               if r is o.dst) or isinstance(u, View) for u in others):
-      raise E.PipelineError(
-          f"{o.dst.name} is loaded by TMA in a pipelined loop, so the loop may only read it whole"
-          f" (ml.dot, ml.copy from it, or [...])", o.loc,
-          hint="write results into a separate ml.smem buffer (the compiler multi-buffers it too)")
-    addr = _address_ops(body, view, iv) if isinstance(view, View) else []
-    if addr is None:
-      raise E.PipelineError(
-          f"the window of this load depends on values computed in the loop body; a pipelined load's"
-          f" window may depend only on the loop index and on values from before the loop", o.loc)
-    _check_stage_alignment(o.dst, o.loc)
-    sites.append((o, view, addr))
-  return sites
-
-
-def _check_stage_alignment(buf, loc):
-  if buf.type.nbytes % hw.TMA_SMEM_ALIGN:
-    raise E.TmaLimitError(
-        f"{buf.name or 'this buffer'} ({buf.type.nbytes} bytes) cannot get one copy per stage of"
-        f" this pipelined loop: TMA needs each copy to start at a multiple of {hw.TMA_SMEM_ALIGN} bytes",
-        loc, hint=f"make the buffer a multiple of {hw.TMA_SMEM_ALIGN} bytes, or use stages=1")
-
-
-def _loop_bytes(bufs, stages, sites, slots_before):
-  align = lambda n: -(-n // hw.SMEM_BUFFER_ALIGN) * hw.SMEM_BUFFER_ALIGN
-  barriers = (slots_before + stages * sites) * hw.MBARRIER_BYTES
-  return align(barriers) + sum(align(stages * b.type.nbytes) for b in bufs)
-
-
-def _check_fits(kernel, bufs, S, sites, loc):
-  """The loop's buffers, S copies each, all live at once: a clear error, at the loop, with the
-  number of stages that fits (frontend/smem.py checks the whole kernel later)."""
-  need = _loop_bytes(bufs, S, sites, kernel.num_load_slots)
-  if need <= hw.SMEM_LIMIT:
-    return
-  fits = [s for s in range(S - 1, 1, -1) if _loop_bytes(bufs, s, sites, kernel.num_load_slots) <= hw.SMEM_LIMIT]
-  per_stage = ", ".join(f"{b.name or '?'} {b.type.nbytes // 1024} KiB" for b in bufs)
-  raise E.SmemCapacityError(
-      f"with stages={S} this loop's buffers need {need} bytes ({per_stage} per stage, {S} copies each),"
-      f" more than the {hw.SMEM_LIMIT} bytes (227 KiB) a CTA can use", loc,
-      hint=(f"use stages={fits[0]} ({_loop_bytes(bufs, fits[0], sites, kernel.num_load_slots)} bytes)"
-            f" or smaller tiles" if fits else "use smaller tiles"))
-
-
-def _store_buffers(kernel, body, loaded) -> list:
-  """SMEM buffers the body writes whole from registers before any other use and TMA-stores whole,
-  used nowhere else: each iteration may use its own copy."""
-  in_body = {id(x) for x in ir.walk(body)}
-  body_ops = set(map(id, body.ops))
-  out = []
-  for alloc in (o for o in ir.walk(kernel.body) if isinstance(o, SmemAlloc)):
-    buf = alloc.result
-    if buf in loaded or id(alloc) in in_body or buf.type.nbytes % hw.TMA_SMEM_ALIGN:
-      continue
-    uses = [u for u in ir.walk(kernel.body) if buf in u.operands()]
-    if not uses or any(id(u) not in in_body or isinstance(u, View) for u in uses):
-      continue
-    first = uses[0]
-    stored = any(isinstance(u, Copy) and not is_load(u) and u.src is buf and id(u) in body_ops for u in uses)
-    if stored and isinstance(first, Store) and first.ref is buf and id(first) in body_ops:
-      out.append(buf)
-  return out
+def record(plan, body, result: Pipelined):
+  """The loaded roots the loop synchronises itself; the store buffers' deferred waits."""
+  result.explicit |= {buf.id for buf in plan.loaded}
+  for buf in plan.stores:
+    result.deferred[buf.id] = (plan.stages - 1) * stores_per_iteration(body)
 
 
 def _pipeline(kernel, loop: For, em, result: Pipelined):
-  S = loop.stages
-  pre, loop = _normalize(loop, em)
-  loc, body = loop.loc, loop.body
-  iv = body.args[0]
-  sites = _load_sites(kernel, body, iv)
-  if not sites:
-    raise E.PipelineError(
-        "ml.range(..., stages=) found no TMA load to pipeline at the top level of this loop", loc,
-        hint="load the loop's tiles with ml.copy(gmem.at[...k...], buf) into buffers allocated before the loop")
-  loaded = [o.dst for o, _, _ in sites]
-  stores = _store_buffers(kernel, body, loaded)
-  reads = {a for u in ir.walk(body) for r, a in ir.traits_of(u).effects(u) if r in loaded}
-  async_reads = bool(reads & {Access.MMA_READ, Access.TMA_READ})
-  _check_fits(kernel, loaded + stores, S, len(sites), loc)
-  ahead = S - 1 if async_reads else S          # iterations a load is issued ahead of its use
-
-  # Multi-buffer each loaded and store buffer; give each load site S barriers.
-  slots = {}
-  for buf in loaded + stores:
-    buf.type = dataclasses.replace(buf.type, shape=(S,) + buf.type.shape)
-  for o, _, _ in sites:
-    result.explicit.add(o.dst.id)
-    group = hw.MAX_BARRIERS_PER_GROUP
-    if em.num_load_slots % group + S > group:   # keep a site's barriers in one group
-      em.num_load_slots += group - em.num_load_slots % group
-    slots[id(o)] = em.num_load_slots
-    em.num_load_slots += S
-  kernel.num_load_slots = em.num_load_slots
-
-  def stage_view(buf, stage):
-    t = buf.type
-    return em.emit(View, buf, (ir.Idx(stage, 1, True),) + tuple(ir.Idx(0, n) for n in t.shape[1:]),
-                   loc=loc, types=[RefType(t.shape[1:], t.dtype, t.space)], names=[buf.name]).result
-
-  def issue(block, it):
-    """Loads of iteration `it` (an int or a scalar value) into stage it % S, appended to block."""
-    with em.region(block):
-      stage = it % S if isinstance(it, int) else em.emit(Binary, BinOp.MOD, it, S, loc=loc, types=[I32]).result
-      for o, view, addr in sites:
-        mapping = {iv: it}
-        for a in addr:
-          em.append(ir.clone(a, mapping))
-        src = em.append(ir.clone(view, mapping)).result if isinstance(view, View) else o.src
-        block.ops.append(Copy(src, stage_view(o.dst, stage), slots[id(o)], o.loc, stage=stage))
+  plan = make_plan(kernel, loop, em)
+  multibuffer(kernel, plan, em)
+  S, loop, loc = plan.stages, plan.loop, plan.loop.loc
+  ahead = S - 1 if plan.async_reads else S          # iterations a load is issued ahead of its use
 
   def guarded(block, cond_lhs, fill):
     """`if cond_lhs < trip: fill(...)` appended to block."""
@@ -265,39 +101,29 @@ def _pipeline(kernel, loop: For, em, result: Pipelined):
     block.ops.append(If(cond, then_b, ir.Block([Yield((), loc)]), loc, ()))
 
   # The prologue: a loop over the first min(ahead, trip) iterations (one copy of the load code).
-  prologue = ir.Block(list(pre))
+  prologue = ir.Block(list(plan.pre))
   with em.region(prologue):
     first = min(ahead, loop.stop) if isinstance(loop.stop, int) else em.emit(
         Binary, BinOp.MIN, loop.stop, ahead, loc=loc, types=[I32]).result
   it = ir.Value(I32, "prologue")
   fill = ir.Block(args=(it,))
-  issue(fill, it)
+  issue(em, plan, fill, it)
   fill.ops.append(Yield((), loc))
   prologue.ops.append(For(0, first, 1, (), fill, loc, ()))
 
   # The body: wait for this stage, run the body on it, refill a free stage.
-  new_body = ir.Block(args=body.args)
-  with em.region(new_body):
-    stage = em.emit(Binary, BinOp.MOD, iv, S, loc=loc, types=[I32]).result
-    views = {buf: stage_view(buf, stage) for buf in loaded + stores}
-  for o, _, _ in sites:
-    new_body.ops.append(WaitLoad(slots[id(o)], o.loc, stage=stage))
-  moved = {id(o) for o, _, _ in sites}
-  *rest, yld = body.ops
-  new_body.ops.extend(ir.substitute_deep(o, views) for o in rest if id(o) not in moved)
-  per_iteration = sum(1 for o in new_body.ops if isinstance(o, Copy) and not is_load(o))
-  for buf in stores:
-    result.deferred[buf.id] = (S - 1) * per_iteration
-  if Access.MMA_READ in reads:
+  new_body, _ = staged_body(em, plan)
+  record(plan, new_body, result)
+  if Access.MMA_READ in plan.reads:
     new_body.ops.append(DotWait(1, loc))
-  if Access.TMA_READ in reads:     # includes a barrier
-    new_body.ops.append(AwaitStores(True, loc, pending=per_iteration))
-  elif Access.REG_READ in reads or (Access.MMA_READ in reads and kernel.block > hw.WARPGROUP):
+  if Access.TMA_READ in plan.reads:     # includes a barrier
+    new_body.ops.append(AwaitStores(True, loc, pending=stores_per_iteration(new_body)))
+  elif Access.REG_READ in plan.reads or (Access.MMA_READ in plan.reads and kernel.block > hw.WARPGROUP):
     new_body.ops.append(Barrier(loc))   # every thread is done with the stage before it refills
   with em.region(new_body):
-    nxt = em.emit(Binary, BinOp.ADD, iv, ahead, loc=loc, types=[I32]).result
-  guarded(new_body, nxt, lambda b: issue(b, nxt))
-  new_body.ops.append(yld)
+    nxt = em.emit(Binary, BinOp.ADD, plan.iv, ahead, loc=loc, types=[I32]).result
+  guarded(new_body, nxt, lambda b: issue(em, plan, b, nxt))
+  new_body.ops.append(loop.body.ops[-1])
   ir.prune_dead(new_body)
   new_loop = dataclasses.replace(loop, body=new_body)
   for r in new_loop.results:

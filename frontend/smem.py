@@ -18,7 +18,7 @@ from . import errors as E
 from . import hw
 from . import ir
 from .dtypes import DType
-from .ops.control import LOOPS
+from .ops.control import LOOPS, BarrierAlloc
 from .ops.memory import ClusterRef, SmemAlloc, View
 from .ops.shape import Reduce, ReduceKind
 from .types import LayoutKind, RefType, Space, TensorType
@@ -65,21 +65,30 @@ def lifetimes(kernel, defs) -> dict[int, tuple[int, int]]:
         for r in o.regions:
           visit(getattr(o, r), loop_span)
       here = loop_span or (start, start)
-      used = [v for v in o.operands() if isinstance(v.type, RefType)] + [
-          r for r in o.results if isinstance(o, SmemAlloc)]
+      if isinstance(o, SmemAlloc):     # a buffer lives from its first use (or here, if unused)
+        allocated[o.result.id] = here
+      used = [v for v in o.operands() if isinstance(v.type, RefType)]
       for v in used:
         rid = root_of(v).id
         lo, hi = span.setdefault(rid, [here[0], here[1]])
         span[rid] = [min(lo, here[0]), max(hi, here[1])]
 
+  allocated: dict = {}
   visit(kernel.body, None)
+  for bid, here in allocated.items():
+    span.setdefault(bid, list(here))
   for sid in kernel.scratch_ids:     # reduction scratch never shares memory
     span[sid] = [0, index]
   return {k: tuple(v) for k, v in span.items()}
 
 
+def barrier_count(kernel) -> int:
+  """mbarriers: one per TMA load site (and stage), and the compiler's barrier values."""
+  return kernel.num_load_slots + sum(o.result.type.count for o in kernel.body.ops if isinstance(o, BarrierAlloc))
+
+
 def plan_smem(kernel, defs=None) -> SmemPlan:
-  barrier_bytes = kernel.num_load_slots * MBARRIER_BYTES
+  barrier_bytes = barrier_count(kernel) * MBARRIER_BYTES
   life = lifetimes(kernel, defs or {})
   placed: list[tuple[int, int, int, tuple]] = []   # (buffer id, offset, end, lifetime)
   order = sorted(kernel.smem, key=lambda b: -b.type.nbytes)

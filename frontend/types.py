@@ -146,6 +146,20 @@ class ScalarType:
     return f"scalar<{dtype_name(self.dtype)}>"
 
 
+@dataclasses.dataclass(frozen=True)
+class BarrierType:
+  """`count` mbarriers in SMEM (a compiler-made value: warp-specialised pipelines); each
+  completes a phase when `arrivals` threads have arrived."""
+  count: int
+  arrivals: int
+
+  space = Space.SMEM
+  shape = ()
+
+  def __str__(self):
+    return f"barrier<{self.count}, arrivals={self.arrivals}>"
+
+
 Type = RefType | TensorType | ScalarType
 
 

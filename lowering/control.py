@@ -12,6 +12,7 @@ from .interpret_memory import InterpretError
 from .memory import stage_of
 from .mosaic import flat_types, i32, operand
 from .registry import interpret, lower
+from . import roles  # noqa: E402  (warp-specialised roles and barrier values: the same family)
 
 _DIMS = (gpu.Dimension.x, gpu.Dimension.y, gpu.Dimension.z)
 
@@ -184,6 +185,7 @@ def _i_yield(cta, o):
 @interpret(WaitLoad)
 def _i_wait_load(cta, o):
   barrier = o.slot + stage_of(cta, o.stage)
+  yield from roles.wait_for_load(cta, barrier, o.loc)
   for key in [k for k, (slot, _) in cta.pending_load.items() if slot == barrier]:
     del cta.pending_load[key]
 

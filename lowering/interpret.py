@@ -120,6 +120,7 @@ class CTA(CtaMemory):
         return [self.get(v) for v in terminator_values(o)]
       if self.dots and not isinstance(o, (*LOOPS, Dot)):
         self.check_dot_results(o)
+      self.steps += 1
       rule = INTERPRET_RULES.get(type(o))
       if rule is None:
         raise E.InternalError(f"no interpreter rule for {type(o).__name__}", o.loc)

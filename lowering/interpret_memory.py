@@ -206,6 +206,12 @@ class CtaMemory:
     self.unfenced: dict[int, object] = {}       # root id -> loc of a register write, no fence since
     self.touched: set[int] = set()              # roots used from registers since the last barrier
     self.dots: list[tuple] = []                 # in-flight ml.dot groups: (result, {(owner, root, part)}, loc)
+    # Warp-specialised roles (lowering/roles.py): the running one, TMA loads issued and waited
+    # per barrier, and a count of ops run (a round of the roles without progress is a hang).
+    self.role = None
+    self.issued: dict[int, int] = {}
+    self.waited: dict[int, int] = {}
+    self.steps = 0
 
   def buffer(self, ref: Ref) -> np.ndarray:
     return self.m.gmem[ref.root.id] if ref.owner < 0 else self.m.ctas[ref.owner].smem[ref.root.id]

@@ -6,6 +6,7 @@ that user line.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 
 import jax
@@ -13,17 +14,18 @@ import jax.numpy as jnp
 import jax.experimental.mosaic.gpu as mgpu
 from jax._src.interpreters import mlir as jax_mlir
 from jaxlib.mlir import ir
-from jaxlib.mlir.dialects import arith, gpu, memref
+from jaxlib.mlir.dialects import arith, gpu, llvm, memref
 
 from ..frontend import errors as E
 from ..frontend import hw
 from ..frontend import ir as kir
 from ..frontend.types import LayoutKind, TensorType
-from ..frontend.ops.control import Condition, Yield
+from ..frontend.ops.control import BarrierAlloc, Condition, WarpSpecialize, Yield
 from . import registry
 from .mosaic import is_split, mlir_type, to_index
 
 MAX_BARRIERS_PER_GROUP = hw.MAX_BARRIERS_PER_GROUP
+CONSUMER_BARRIER_ID = 15      # named barrier of a warp-specialised kernel's compute threads
 registry.load()
 
 
@@ -45,8 +47,10 @@ class View:
 class LowerCtx:
   View = View
 
-  def __init__(self, kernel: kir.Kernel, launch, params, smem_refs, barrier_groups):
+  def __init__(self, kernel: kir.Kernel, launch, params, smem_refs, barrier_groups, role_barriers=None):
     self.kernel = kernel
+    self.role = None             # "producer" / "consumer" inside a WarpSpecialize op
+    self.role_barriers = role_barriers or {}   # BarrierAlloc value id -> BarrierRef
     self.launch = launch
     self.values: dict[int, object] = {}
     self.params = params
@@ -114,10 +118,29 @@ class LowerCtx:
     return group[slot % MAX_BARRIERS_PER_GROUP + stage]
 
   def thread_barrier(self):
-    if self.kernel.block == 128:
+    """All threads of the running role (of the CTA outside roles) meet."""
+    threads = self.kernel.block if self.role != "producer" else hw.WARPGROUP
+    if self.role is None and warp_specialized(self.kernel):
+      threads += hw.WARPGROUP
+    if threads == hw.WARPGROUP:
       mgpu.utils.warpgroup_barrier()
-    else:
+    elif self.role is None:
       gpu.barrier()
+    else:
+      llvm.inline_asm(ir.Type.parse("!llvm.void"), [], f"bar.sync {CONSUMER_BARRIER_ID}, {threads};", "",
+                      has_side_effects=True)
+
+  @contextlib.contextmanager
+  def in_role(self, role: str):
+    """Lower a role's ops: its barriers meet its threads; its TMA copies are issued by one of them."""
+    saved = self.role, self.tma_predicate
+    self.role = role
+    if role == "producer":
+      self.tma_predicate = mgpu.single_thread_predicate(mgpu.ThreadSubset.WARPGROUP)
+    try:
+      yield
+    finally:
+      self.role, self.tma_predicate = saved
 
   def _slices(self, index):
     out = []
@@ -170,9 +193,15 @@ class LowerCtx:
             f"Mosaic GPU failed while compiling this {type(o).__name__} operation", e, loc) from e
 
 
+def warp_specialized(kernel: kir.Kernel) -> bool:
+  """Whether the kernel runs a producer warpgroup besides its `block` compute threads."""
+  return any(isinstance(o, WarpSpecialize) for o in kernel.body.ops)
+
+
 def scratch_tree(kernel: kir.Kernel):
-  """SMEM scratch for as_gpu_kernel: the barrier groups, then one byte arena that holds
-  every buffer at the offset frontend/smem.py planned (buffers may share memory)."""
+  """SMEM scratch for as_gpu_kernel: the barrier groups (TMA load barriers, then the
+  compiler's barrier values), then one byte arena that holds every buffer at the offset
+  frontend/smem.py planned (buffers may share memory)."""
   plan = kernel.smem_plan
   tree, n = [], kernel.num_load_slots
   while n > 0:
@@ -180,6 +209,11 @@ def scratch_tree(kernel: kir.Kernel):
     tree.append(mgpu.TMABarrier(k))
     n -= k
   groups = list(range(len(tree)))
+  roles = {}
+  for o in kernel.body.ops:
+    if isinstance(o, BarrierAlloc):
+      roles[o.result.id] = len(tree)
+      tree.append(mgpu.Barrier(arrival_count=o.result.type.arrivals, num_barriers=o.result.type.count))
   arena_start = min(plan.offsets, default=plan.barrier_bytes)
   if arena_start > plan.barrier_bytes:
     tree.append(jax.ShapeDtypeStruct((arena_start - plan.barrier_bytes,), jnp.int8))
@@ -187,7 +221,7 @@ def scratch_tree(kernel: kir.Kernel):
   if kernel.smem:
     arena = len(tree)
     tree.append(jax.ShapeDtypeStruct((plan.total - arena_start,), jnp.int8))
-  return tuple(tree), groups, arena, arena_start
+  return tuple(tree), groups, roles, arena, arena_start
 
 
 def buffer_views(kernel: kir.Kernel, arena_ref, arena_start: int) -> dict:
@@ -213,7 +247,7 @@ def build(kernel: kir.Kernel):
   plain = [p for p in kernel.outputs if p.value.id not in kernel.accumulated]
   out_shapes = tuple(shape_dtype(p.value.type) for p in plain)
   acc_shapes = tuple(shape_dtype(p.value.type) for p in acc)
-  scratch, groups, arena, arena_start = scratch_tree(kernel)
+  scratch, groups, roles, arena, arena_start = scratch_tree(kernel)
 
   def body(launch, *args):
     *refs, scratch_refs = args
@@ -222,7 +256,8 @@ def build(kernel: kir.Kernel):
     barrier_groups = [scratch_refs[g] for g in groups]
     with ir.Location.file(kernel.loc.filename, kernel.loc.lineno, kernel.loc.col_offset + 1):
       smem_refs = buffer_views(kernel, scratch_refs[arena], arena_start) if arena is not None else {}
-      ctx = LowerCtx(kernel, launch, refs, smem_refs, barrier_groups)
+      ctx = LowerCtx(kernel, launch, refs, smem_refs, barrier_groups,
+                     {v: scratch_refs[i] for v, i in roles.items()})
     for p, r in zip(kernel.params, refs):
       ctx.set(p.value, r)
     ctx.lower_block(kernel.body)
@@ -230,7 +265,8 @@ def build(kernel: kir.Kernel):
   with jax_mlir.make_ir_context(), ir.Location.unknown():
     try:
       fn = mgpu.as_gpu_kernel(
-          body, grid=kernel.grid, block=(kernel.block, 1, 1), in_shape=in_shapes,
+          body, grid=kernel.grid, in_shape=in_shapes,
+          block=(kernel.block + (hw.WARPGROUP if warp_specialized(kernel) else 0), 1, 1),
           out_shape=out_shapes, smem_scratch_shape=scratch, cluster=kernel.cluster,
           module_name=kernel.name, kernel_name=kernel.name, inout_shape=acc_shapes)
     except E.KernelError:

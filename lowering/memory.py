@@ -162,6 +162,8 @@ def _i_copy(cta, o):
   else:
     cta.write(dst, cta.read(src, o, "tma_read"), o, "tma_write")
   if dst.owner >= 0:                 # GMEM -> SMEM lands at the matching WaitLoad
-    cta.pending_load[(dst.root.id, dst.part)] = (o.slot + stage_of(cta, o.stage), o.loc)
+    barrier = o.slot + stage_of(cta, o.stage)
+    cta.pending_load[(dst.root.id, dst.part)] = (barrier, o.loc)
+    cta.issued[barrier] = cta.issued.get(barrier, 0) + 1
   else:                              # SMEM -> GMEM reads SMEM until AwaitStores
     cta.pending_store.append(((src.root.id, src.part), o.loc))

@@ -12,8 +12,9 @@ from .base import BUILTINS, METHODS, REF_METHODS  # noqa: F401
 # Every op class, by name (`ops.Copy`, `ops.Reduce`, ...).
 from .access import MaskedLoad, MaskedStore, ScalarLoad, ScalarRead, ScalarStore  # noqa: F401,E402
 from .atomic import AtomicKind, AtomicUpdate  # noqa: F401,E402
-from .control import (AwaitStores, Barrier, ClusterSync, CommitShared, Condition, For, If,  # noqa: F401,E402
-                      NumPrograms, ProgramId, WaitLoad, While, Yield)
+from .control import (AwaitStores, Barrier, BarrierAlloc, BarrierArrive, BarrierWait,  # noqa: F401,E402
+                      ClusterSync, CommitShared, Condition, For, If, NumPrograms, ProgramId, WaitLoad,
+                      WarpSpecialize, While, Yield)
 from .debug import Breakpoint, Print  # noqa: F401,E402
 from .elementwise import (Arange, BinOp, Binary, Cast, CmpOp, Compare, Constant, Full, UnOp,  # noqa: F401,E402
                           Unary, Where)

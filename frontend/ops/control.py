@@ -38,7 +38,8 @@ class For(ir.Op):
 
   body.args = (iv, *carried); the body ends with a `Yield` of the new carries.
   `stages` > 1 asks for a software pipeline (frontend/pipeline.py): its TMA
-  loads run `stages - 1` iterations ahead and its dots overlap them.
+  loads run `stages - 1` iterations ahead and its dots overlap them;
+  `warp_specialize` has a producer warpgroup issue them (frontend/warp_specialize.py).
   """
   start: ir.Operand
   stop: ir.Operand
@@ -49,6 +50,7 @@ class For(ir.Op):
   results: tuple
   stages: int = 1
   regions: ClassVar = ("body",)
+  warp_specialize: bool = False
 
 
 @ir.op(Traits(layout=LayoutRule.REGION))
@@ -147,6 +149,47 @@ class Barrier(ir.Op):
   results: tuple = ()
 
 
+# --- warp specialisation (frontend/warp_specialize.py builds these; users never write them)
+@ir.op(Traits(layout=LayoutRule.REGION))
+class WarpSpecialize(ir.Op):
+  """The kernel split into roles: one producer warpgroup runs `producer` (TMA loads, with
+  `producer_regs` registers a thread), the `block` compute threads run `consumer` (with
+  `consumer_regs`). A barrier inside a role meets that role's threads only."""
+  producer: ir.Block
+  consumer: ir.Block
+  producer_regs: int
+  consumer_regs: int
+  loc: object
+  results: tuple = ()
+  regions: ClassVar = ("producer", "consumer")
+
+
+@ir.op(Traits())
+class BarrierAlloc(ir.Op):
+  """`count` mbarriers (a BarrierType value), each completing when `arrivals` threads arrive."""
+  loc: object
+  results: tuple
+
+
+@ir.op(Traits())
+class BarrierArrive(ir.Op):
+  """Every thread of the running role arrives on barrier `index` of `barrier`."""
+  barrier: ir.Value
+  index: ir.Operand
+  loc: object
+  results: tuple = ()
+
+
+@ir.op(Traits())
+class BarrierWait(ir.Op):
+  """The running role waits for the next phase of barrier `index` of `barrier` (phases are
+  counted per thread: the n-th wait returns once the n-th phase has completed)."""
+  barrier: ir.Value
+  index: ir.Operand
+  loc: object
+  results: tuple = ()
+
+
 # ---------------------------------------------------------------- builtins
 def _axis(cx, axis, what):
   if not isinstance(axis, int) or isinstance(axis, bool) or not 0 <= axis <= 2:
@@ -178,12 +221,14 @@ def cluster_sync(cx):
 
 
 @builtin
-def range(cx, *args, stages=1):
+def range(cx, *args, stages=1, warp_specialize=False):
   """A runtime loop like `range`; with `stages=s > 1`, a software pipeline.
 
   In `for k in ml.range(n, stages=4):` the TMA loads into SMEM buffers at the top
   of the body run 3 iterations ahead: the compiler gives each such buffer 4
   copies, and overlaps the loads of later iterations with this one's ml.dot.
+  With `warp_specialize=True` an extra producer warpgroup issues the loads, up to
+  4 ahead, across the iterations of any loops around this one.
   """
   raise E.UnsupportedSyntaxError("ml.range here is not supported in a kernel", cx.loc,
                                  hint="ml.range(...) is for `for` loops: for k in ml.range(n, stages=3):")

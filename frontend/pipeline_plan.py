@@ -1,0 +1,262 @@
+"""What every pipelined loop needs, warp-specialised or not: the analysis of its body and
+the multi-buffering (frontend/pipeline.py and frontend/warp_specialize.py build on it).
+
+A `Plan` holds a loop rewritten to count trips from 0 (`ml.range(start, stop, step)` becomes
+0 .. ceil((stop - start) / step) with the index recomputed at the top of the body), its load
+sites (TMA loads at the top of the body, from windows that depend only on the index and on
+values from before the loop), its store buffers (written whole from registers, then TMA-stored)
+and how the body reads the loaded buffers. `multibuffer` gives each of those buffers one copy
+per stage and each load site one barrier per stage.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from . import errors as E
+from . import hw
+from . import ir
+from .dtypes import DType
+from .ir import Access
+from .ops.control import For, WaitLoad
+from .ops.elementwise import BinOp, Binary
+from .ops.memory import Copy, SmemAlloc, Store, View, is_load
+from .types import RefType, ScalarType
+
+I32 = ScalarType(DType.i32)
+
+
+@dataclasses.dataclass
+class Plan:
+  loop: For                 # counting 0 .. trip - 1 by 1
+  pre: list                 # ops computing the trip count, to run before the loop
+  stages: int
+  sites: list               # [(load copy, its GMEM view op, the address ops)]
+  loaded: list              # the loaded SMEM buffers
+  stores: list              # the store buffers
+  reads: set                # how the body reads the loaded buffers (Access kinds)
+  slots: dict = dataclasses.field(default_factory=dict)   # id(load copy) -> its first barrier
+
+  @property
+  def iv(self):
+    return self.loop.body.args[0]
+
+  @property
+  def async_reads(self) -> bool:
+    """Dots or TMA stores read loaded stages after the iteration's own code has moved on."""
+    return bool(self.reads & {Access.MMA_READ, Access.TMA_READ})
+
+
+def make_plan(kernel, loop: For, em) -> Plan:
+  """Normalise and analyse a pipelined loop; checks it (PipelineError, SmemCapacityError)."""
+  S = loop.stages
+  pre, loop = normalize(loop, em)
+  body = loop.body
+  sites = load_sites(kernel, body, body.args[0])
+  if not sites:
+    raise E.PipelineError(
+        "ml.range(..., stages=) found no TMA load to pipeline at the top level of this loop", loop.loc,
+        hint="load the loop's tiles with ml.copy(gmem.at[...k...], buf) into buffers allocated before the loop")
+  loaded = [o.dst for o, _, _ in sites]
+  stores = store_buffers(kernel, body, loaded)
+  reads = {a for u in ir.walk(body) for r, a in ir.traits_of(u).effects(u) if r in loaded}
+  check_fits(kernel, loaded + stores, S, len(sites), loop.loc)
+  return Plan(loop, pre, S, sites, loaded, stores, reads)
+
+
+def multibuffer(kernel, plan: Plan, em) -> None:
+  """One copy per stage of each loaded and store buffer; S barriers per load site."""
+  S = plan.stages
+  for buf in plan.loaded + plan.stores:
+    buf.type = dataclasses.replace(buf.type, shape=(S,) + buf.type.shape)
+  for o, _, _ in plan.sites:
+    group = hw.MAX_BARRIERS_PER_GROUP
+    if em.num_load_slots % group + S > group:   # keep a site's barriers in one group
+      em.num_load_slots += group - em.num_load_slots % group
+    plan.slots[id(o)] = em.num_load_slots
+    em.num_load_slots += S
+  kernel.num_load_slots = em.num_load_slots
+
+
+def stage_view(em, buf, stage, loc):
+  """`buf.at[stage]` of a multi-buffered buffer (emitted into em's current block)."""
+  t = buf.type
+  return em.emit(View, buf, (ir.Idx(stage, 1, True),) + tuple(ir.Idx(0, n) for n in t.shape[1:]),
+                 loc=loc, types=[RefType(t.shape[1:], t.dtype, t.space)], names=[buf.name]).result
+
+
+def mod(em, x, n, loc):
+  return x % n if isinstance(x, int) else em.emit(Binary, BinOp.MOD, x, n, loc=loc, types=[I32]).result
+
+
+def issue(em, plan: Plan, block, it, mapping=None, stage=None):
+  """The loads of iteration `it` (an int or a scalar) into stage it % S (or `stage`), appended
+  to block; `mapping` maps values from outside the loop to the ones to use."""
+  loc = plan.loop.loc
+  with em.region(block):
+    stage = mod(em, it, plan.stages, loc) if stage is None else stage
+    for o, view, addr in plan.sites:
+      m = dict(mapping or {})
+      m[plan.iv] = it
+      for a in addr:
+        em.append(ir.clone(a, m))
+      src = em.append(ir.clone(view, m)).result if isinstance(view, View) else o.src
+      block.ops.append(Copy(src, stage_view(em, o.dst, stage, loc), plan.slots[id(o)], o.loc, stage=stage))
+
+
+def staged_body(em, plan: Plan):
+  """(block, stage): the loop body on this iteration's stages: wait for its loads, then the
+  user's ops (loads moved out) on the stage views; ends without a Yield."""
+  loc = plan.loop.loc
+  new = ir.Block(args=plan.loop.body.args)
+  with em.region(new):
+    stage = mod(em, plan.iv, plan.stages, loc)
+    views = {buf: stage_view(em, buf, stage, loc) for buf in plan.loaded + plan.stores}
+  for o, _, _ in plan.sites:
+    new.ops.append(WaitLoad(plan.slots[id(o)], o.loc, stage=stage))
+  moved = {id(o) for o, _, _ in plan.sites}
+  new.ops.extend(ir.substitute_deep(o, views) for o in plan.loop.body.ops[:-1] if id(o) not in moved)
+  return new, stage
+
+
+def stores_per_iteration(block) -> int:
+  """TMA stores every iteration issues (each is one bulk async-group)."""
+  return sum(1 for o in block.ops if isinstance(o, Copy) and not is_load(o))
+
+
+def pure_scalar(o) -> bool:
+  """An op the pipeliner may clone into the prologue or the refill (address arithmetic)."""
+  return ir.traits_of(o).pure and all(isinstance(r.type, ScalarType) for r in o.results) and bool(o.results)
+
+
+def arith(em, kind, a, b, loc):
+  """a `kind` b on i32 scalars, folded when both are ints (Python semantics, as the DSL's)."""
+  if isinstance(a, int) and isinstance(b, int):
+    return {BinOp.ADD: a + b, BinOp.SUB: a - b, BinOp.MUL: a * b, BinOp.FLOORDIV: a // b}[kind]
+  if kind == BinOp.MUL and 1 in (a, b):
+    return b if a == 1 else a
+  if kind in (BinOp.ADD, BinOp.SUB) and b == 0:
+    return a
+  return em.emit(Binary, kind, a, b, loc=loc, types=[I32]).result
+
+
+def normalize(loop: For, em):
+  """(ops before the loop, a loop counting 0 .. trip - 1 by 1 with the same meaning)."""
+  if loop.start == 0 and loop.step == 1:
+    return [], loop
+  loc, pre = loop.loc, ir.Block()
+  with em.region(pre):
+    span = arith(em, BinOp.SUB, loop.stop, loop.start, loc)
+    trip = arith(em, BinOp.FLOORDIV, arith(em, BinOp.ADD, span, arith(em, BinOp.SUB, loop.step, 1, loc), loc),
+                  loop.step, loc)
+  old_iv, *carried = loop.body.args
+  iv = ir.Value(I32, old_iv.name)
+  body = ir.Block(args=(iv, *carried))
+  with em.region(body):
+    index = arith(em, BinOp.ADD, loop.start, arith(em, BinOp.MUL, iv, loop.step, loc), loc)
+  mapping = {old_iv: index}
+  body.ops.extend(ir.substitute_deep(o, mapping) for o in loop.body.ops)
+  return pre.ops, dataclasses.replace(loop, start=0, stop=trip, step=1, body=body)
+
+
+def address_ops(body, view_op, iv):
+  """The body ops computing `view_op`'s index operands, in order; None if impure."""
+  defs = {r: o for o in body.ops for r in o.results}
+  need, seen = [], set()
+
+  def visit(v):
+    if not isinstance(v, ir.Value) or v is iv or v not in defs or id(v) in seen:
+      return True
+    seen.add(id(v))
+    o = defs[v]
+    if not pure_scalar(o) or not isinstance(v.type, ScalarType):
+      return False
+    ok = all(visit(x) for x in o.operands())
+    need.append(o)
+    return ok
+
+  ok = all(visit(v) for v in view_op.operands() if v is not view_op.ref)
+  return sorted(need, key=body.ops.index) if ok else None
+
+
+def load_sites(kernel, body, iv):
+  """[(copy, its GMEM view op, the address ops)] of the loads to pipeline; checks them."""
+  defs = {r: o for o in ir.walk(kernel.body) for r in o.results}
+  body_ops = set(map(id, body.ops))
+  in_body = {id(x) for x in ir.walk(body)}
+  sites = []
+  for o in body.ops:
+    if not is_load(o):
+      continue
+    alloc, view = defs.get(o.dst), defs.get(o.src)
+    if not isinstance(alloc, SmemAlloc) or id(alloc) in body_ops:
+      continue
+    others = [u for u in ir.walk(kernel.body) if o.dst in u.operands() and u is not o]
+    if any(id(u) not in in_body for u in others):
+      raise E.PipelineError(
+          f"{o.dst.name} is loaded in a pipelined loop but also used outside it", o.loc,
+          hint="give the loop its own buffers")
+    if any(any(a in (Access.REG_WRITE, Access.TMA_WRITE) for r, a in ir.traits_of(u).effects(u)
+               if r is o.dst) or isinstance(u, View) for u in others):
+      raise E.PipelineError(
+          f"{o.dst.name} is loaded by TMA in a pipelined loop, so the loop may only read it whole"
+          f" (ml.dot, ml.copy from it, or [...])", o.loc,
+          hint="write results into a separate ml.smem buffer (the compiler multi-buffers it too)")
+    addr = address_ops(body, view, iv) if isinstance(view, View) else []
+    if addr is None:
+      raise E.PipelineError(
+          f"the window of this load depends on values computed in the loop body; a pipelined load's"
+          f" window may depend only on the loop index and on values from before the loop", o.loc)
+    check_stage_alignment(o.dst, o.loc)
+    sites.append((o, view, addr))
+  return sites
+
+
+def check_stage_alignment(buf, loc):
+  if buf.type.nbytes % hw.TMA_SMEM_ALIGN:
+    raise E.TmaLimitError(
+        f"{buf.name or 'this buffer'} ({buf.type.nbytes} bytes) cannot get one copy per stage of"
+        f" this pipelined loop: TMA needs each copy to start at a multiple of {hw.TMA_SMEM_ALIGN} bytes",
+        loc, hint=f"make the buffer a multiple of {hw.TMA_SMEM_ALIGN} bytes, or use stages=1")
+
+
+def loop_bytes(bufs, stages, sites, slots_before):
+  align = lambda n: -(-n // hw.SMEM_BUFFER_ALIGN) * hw.SMEM_BUFFER_ALIGN
+  barriers = (slots_before + stages * sites) * hw.MBARRIER_BYTES
+  return align(barriers) + sum(align(stages * b.type.nbytes) for b in bufs)
+
+
+def check_fits(kernel, bufs, S, sites, loc):
+  """The loop's buffers, S copies each, all live at once: a clear error, at the loop, with the
+  number of stages that fits (frontend/smem.py checks the whole kernel later)."""
+  need = loop_bytes(bufs, S, sites, kernel.num_load_slots)
+  if need <= hw.SMEM_LIMIT:
+    return
+  fits = [s for s in range(S - 1, 1, -1) if loop_bytes(bufs, s, sites, kernel.num_load_slots) <= hw.SMEM_LIMIT]
+  per_stage = ", ".join(f"{b.name or '?'} {b.type.nbytes // 1024} KiB" for b in bufs)
+  raise E.SmemCapacityError(
+      f"with stages={S} this loop's buffers need {need} bytes ({per_stage} per stage, {S} copies each),"
+      f" more than the {hw.SMEM_LIMIT} bytes (227 KiB) a CTA can use", loc,
+      hint=(f"use stages={fits[0]} ({loop_bytes(bufs, fits[0], sites, kernel.num_load_slots)} bytes)"
+            f" or smaller tiles" if fits else "use smaller tiles"))
+
+
+def store_buffers(kernel, body, loaded) -> list:
+  """SMEM buffers the body writes whole from registers before any other use and TMA-stores whole,
+  used nowhere else: each iteration may use its own copy."""
+  in_body = {id(x) for x in ir.walk(body)}
+  body_ops = set(map(id, body.ops))
+  out = []
+  for alloc in (o for o in ir.walk(kernel.body) if isinstance(o, SmemAlloc)):
+    buf = alloc.result
+    if buf in loaded or id(alloc) in in_body or buf.type.nbytes % hw.TMA_SMEM_ALIGN:
+      continue
+    uses = [u for u in ir.walk(kernel.body) if buf in u.operands()]
+    if not uses or any(id(u) not in in_body or isinstance(u, View) for u in uses):
+      continue
+    first = uses[0]
+    stored = any(isinstance(u, Copy) and not is_load(u) and u.src is buf and id(u) in body_ops for u in uses)
+    if stored and isinstance(first, Store) and first.ref is buf and id(first) in body_ops:
+      out.append(buf)
+  return out
+
+

@@ -1,0 +1,251 @@
+"""Warp specialisation of `for k in ml.range(n, stages=S, warp_specialize=True)`.
+
+The kernel is split into two roles (one `WarpSpecialize` op; lowering/control.py runs
+them on different warpgroups):
+
+* the producer, one extra warpgroup with few registers, runs only what the loop's
+  TMA loads need: the loops around the pipelined loop (their bounds and the scalar
+  arithmetic of the load windows, cloned), and in place of the loop
+
+      for k < trip: wait empty[k % S]; load iteration k into stage k % S (full barrier)
+
+* the consumers (the kernel's `block` threads, with the producer's registers) run
+  the whole kernel, with the loop's loads replaced by waits:
+
+      for k < trip: wait full[k % S]; body on stage k % S; release a stage
+      after it: release the last stage
+
+A stage is released by every consumer thread arriving on `empty[stage]`
+(a BarrierType value: S mbarriers of `block` arrivals). When dots or TMA stores read
+the stage asynchronously, iteration k releases the stage of iteration k - 1 after
+DotWait(1) / AwaitStores (the loop's last stage is released after it); when only
+registers read it, iteration k releases its own stage at its end. The consumers
+arrive once on every empty barrier before anything else, so the producer's first
+pass through the stages does not wait. Both roles walk the stages in the same order,
+across all iterations of the enclosing loops (a persistent kernel's tile loop), so
+the producer loads the next tile while the consumers run this tile's epilogue.
+Barriers the sync pass inserts inside a role meet that role's threads only, so an
+op that needs every thread of the CTA or cluster (`ml.cluster_sync()`) is rejected.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from . import errors as E
+from . import hw
+from . import ir
+from .dtypes import DType
+from .ir import Access
+from .ops.control import (AwaitStores, BarrierAlloc, BarrierArrive, BarrierWait, For, If,
+                          WarpSpecialize, Yield)
+from .ops.elementwise import BinOp, Binary, CmpOp, Compare
+from .ops.memory import SmemAlloc
+from .ops.mma import DotWait
+from .pipeline import record
+from .pipeline_plan import I32, arith, issue, make_plan, mod, multibuffer, pure_scalar, staged_body
+from .pipeline_plan import stores_per_iteration
+from .types import BarrierType, ScalarType
+
+BOOL = ScalarType(DType.bool_)
+
+
+def warp_specialize(kernel: ir.Kernel, loop: For, em, result) -> None:
+  path = _path_to(kernel.body, loop)
+  plan = make_plan(kernel, loop, em)
+  multibuffer(kernel, plan, em)
+  record(plan, plan.loop.body, result)
+  loc, S = plan.loop.loc, plan.stages
+  for buf in plan.loaded:
+    if not any(o.results == (buf,) for o in kernel.body.ops):
+      raise E.WarpSpecializeError(
+          f"{buf.name} is allocated inside a loop or branch; a warp-specialised loop's buffers"
+          f" must be allocated at the top of the kernel", loc, hint="move its ml.smem(...) to the top")
+  empty = ir.Value(BarrierType(S, kernel.block), "empty")
+  alloc = em.defs[empty.id] = BarrierAlloc(loc, (empty,))
+
+  consumer_ops = _consumer_loop(plan, empty, em)
+  producer = ir.Block(_producer(kernel, plan, path, empty, em) + [Yield((), loc)])
+  _replace(kernel.body, loop, consumer_ops, path)
+
+  allocs = [o for o in kernel.body.ops if isinstance(o, SmemAlloc)]
+  rest = [o for o in kernel.body.ops if not isinstance(o, SmemAlloc)]
+  arrive_all = [BarrierArrive(empty, s, loc) for s in range(S)]
+  consumer = ir.Block(arrive_all + rest + [Yield((), loc)])
+  _check_roles(consumer)
+  regs = hw.consumer_registers(kernel.block // hw.WARPGROUP)
+  kernel.body.ops[:] = allocs + [alloc, WarpSpecialize(
+      producer, consumer, hw.PRODUCER_REGISTERS, regs, loc)]
+  ir.prune_dead(kernel.body)
+
+
+def _path_to(block, target) -> list:
+  """The region ops from the kernel body down to `target` (outermost first, target last)."""
+  for o in block.ops:
+    if o is target:
+      return [o]
+    for r in o.regions:
+      sub = _path_to(getattr(o, r), target)
+      if sub:
+        return [o] + sub
+  return []
+
+
+def _replace(block, old, new_ops, path):
+  """Put `new_ops` where `old` is (in whichever block of `path` holds it)."""
+  for b in [block] + [getattr(o, r) for o in path for r in o.regions]:
+    for i, o in enumerate(b.ops):
+      if o is old:
+        b.ops[i:i + 1] = new_ops
+        return
+  raise AssertionError("the warp-specialised loop is not in the kernel")
+
+
+# ---------------------------------------------------------------- consumers
+def _consumer_loop(plan, empty, em) -> list:
+  """The loop with its loads replaced by waits and its stages released, and the ops around it."""
+  loop, S, loc = plan.loop, plan.stages, plan.loop.loc
+  body, stage = staged_body(em, plan)
+  if Access.MMA_READ in plan.reads:
+    body.ops.append(DotWait(1, loc))
+  if Access.TMA_READ in plan.reads:
+    body.ops.append(AwaitStores(True, loc, pending=stores_per_iteration(body)))
+  if plan.async_reads:           # the previous iteration's stage is free now
+    with em.region(body):
+      first = em.emit(Compare, CmpOp.GT, plan.iv, 0, loc=loc, types=[BOOL]).result
+      prev = mod(em, em.emit(Binary, BinOp.ADD, plan.iv, S - 1, loc=loc, types=[I32]).result, S, loc)
+    body.ops.append(If(first, ir.Block([BarrierArrive(empty, prev, loc), Yield((), loc)]),
+                       ir.Block([Yield((), loc)]), loc, ()))
+  else:                          # every thread has read this stage into registers
+    body.ops.append(BarrierArrive(empty, stage, loc))
+  body.ops.append(loop.body.ops[-1])
+  ir.prune_dead(body)
+  new_loop = dataclasses.replace(loop, body=body)
+  for r in new_loop.results:
+    em.defs[r.id] = new_loop
+  after = []
+  if plan.async_reads:           # release the last iteration's stage once it is read
+    if Access.MMA_READ in plan.reads:
+      after.append(DotWait(0, loc))
+    if Access.TMA_READ in plan.reads:
+      after.append(AwaitStores(True, loc))
+    if isinstance(loop.stop, int):
+      after += [BarrierArrive(empty, (loop.stop - 1) % S, loc)] if loop.stop > 0 else []
+    else:
+      then, cond = ir.Block(), ir.Block()
+      with em.region(then):
+        last = mod(em, arith(em, BinOp.SUB, loop.stop, 1, loc), S, loc)
+      then.ops += [BarrierArrive(empty, last, loc), Yield((), loc)]
+      with em.region(cond):
+        ran = em.emit(Compare, CmpOp.GT, loop.stop, 0, loc=loc, types=[BOOL]).result
+      after += cond.ops + [If(ran, then, ir.Block([Yield((), loc)]), loc, ())]
+  return plan.pre + [new_loop] + after
+
+
+def _check_roles(consumer):
+  for o in ir.walk(consumer):
+    if any(a == Access.CLUSTER_BARRIER for _, a in ir.traits_of(o).effects(o)):
+      raise E.WarpSpecializeError(
+          "ml.cluster_sync() in a kernel with a warp-specialised loop: its producer warpgroup never"
+          " reaches this barrier, so the kernel would hang", o.loc,
+          hint="drop warp_specialize=True from the loop, or the cluster_sync")
+
+
+# ---------------------------------------------------------------- producer
+def _producer(kernel, plan, path, empty, em) -> list:
+  """The loops around the pipelined loop, sliced to what its loads need, and the load loop."""
+  defs = ir.def_table(kernel.body)       # still the loop as written: the plan's own ops win
+  for o in plan.pre + list(ir.walk(plan.loop.body)):
+    for r in o.results:
+      defs[r.id] = o
+  ivs = {id(o.body.args[0]) for o in path[:-1] if isinstance(o, For)}
+  need = _needed(plan, path, defs, ivs)
+  mapping: dict = {}
+  return _slice_block(kernel.body.ops, path, 0, need, mapping, plan, empty, em)
+
+
+def _needed(plan, path, defs, ivs) -> set:
+  """Ids of the values the producer computes: bounds and conditions on the path, the trip
+  count, the free values of the load windows, and what they are computed from."""
+  roots = []
+  for o in path[:-1]:
+    roots += [o.start, o.stop, o.step] if isinstance(o, For) else [o.cond]
+  roots.append(plan.loop.stop)
+  inner = {id(a) for _, _, addr in plan.sites for a in addr}
+  for _, view, addr in plan.sites:
+    for op in list(addr) + ([view] if view is not None else []):
+      roots += [v for v in op.operands() if v is not plan.iv and isinstance(v.type, ScalarType)]
+  need, todo = set(), [v for v in roots if isinstance(v, ir.Value)]
+  while todo:
+    v = todo.pop()
+    if id(v) in need:
+      continue
+    d = defs.get(v.id)
+    if d is not None and id(d) in inner:
+      continue
+    need.add(id(v))
+    if d is None:
+      if id(v) in ivs:
+        continue
+      raise E.WarpSpecializeError(
+          f"the loads of this warp-specialised loop depend on {v.name or 'a value'}, which is carried"
+          f" through an enclosing loop; the producer warpgroup can only recompute loop indices and"
+          f" scalar arithmetic on them", plan.loop.loc, hint="compute the load windows from loop indices")
+    if not pure_scalar(d):
+      raise E.WarpSpecializeError(
+          f"the loads of this warp-specialised loop depend on {v.name or 'a value'}, computed by an"
+          f" operation the producer warpgroup cannot repeat", d.loc,
+          hint="compute the load windows from program ids, loop indices and scalar arithmetic")
+    todo += [x for x in d.operands() if isinstance(x, ir.Value)]
+  return need
+
+
+def _slice_block(ops, path, depth, need, mapping, plan, empty, em) -> list:
+  out = []
+  target = path[depth]
+  for o in ops:
+    if o is target:
+      out += _slice_op(o, path, depth, need, mapping, plan, empty, em)
+      break
+    if any(id(r) in need for r in o.results) and not isinstance(o, SmemAlloc):
+      c = ir.clone(o, mapping)
+      for r in c.results:
+        em.defs[r.id] = c
+      out.append(c)
+  return out
+
+
+def _slice_op(o, path, depth, need, mapping, plan, empty, em) -> list:
+  sub = lambda x: mapping.get(x, x) if isinstance(x, ir.Value) else x
+  loc = o.loc
+  if o is path[-1]:
+    pre = [ir.clone(p, mapping) for p in plan.pre if any(id(r) in need for r in p.results)]
+    for c in pre:
+      for r in c.results:
+        em.defs[r.id] = c
+    k = ir.Value(I32, plan.iv.name)
+    body = ir.Block(args=(k,))
+    with em.region(body):
+      stage = mod(em, k, plan.stages, loc)
+    body.ops.append(BarrierWait(empty, stage, loc))
+    issue(em, plan, body, k, mapping, stage)
+    body.ops.append(Yield((), loc))
+    return pre + [For(0, sub(plan.loop.stop), 1, (), body, loc, ())]
+  if isinstance(o, For):
+    iv = ir.Value(I32, o.body.args[0].name)
+    mapping[o.body.args[0]] = iv
+    inner = _slice_block(o.body.ops, path, depth + 1, need, mapping, plan, empty, em)
+    body = ir.Block(inner + [Yield((), loc)], args=(iv,))
+    return [For(sub(o.start), sub(o.stop), sub(o.step), (), body, loc, ())]
+  if isinstance(o, If):
+    taken = o.then_block if _inside(o.then_block, path[depth + 1]) else o.else_block
+    inner = ir.Block(_slice_block(taken.ops, path, depth + 1, need, mapping, plan, empty, em) + [Yield((), loc)])
+    empty_b = ir.Block([Yield((), loc)])
+    then_b, else_b = (inner, empty_b) if taken is o.then_block else (empty_b, inner)
+    return [If(sub(o.cond), then_b, else_b, loc, ())]
+  raise E.WarpSpecializeError(
+      f"a warp-specialised loop inside {type(o).__name__.lower()} is not supported", o.loc,
+      hint="put the loop in the kernel body, or in for loops and ifs")
+
+
+def _inside(block, target) -> bool:
+  return any(o is target for o in ir.walk(block))

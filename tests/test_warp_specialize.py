@@ -1,0 +1,258 @@
+"""Warp specialisation: a producer warpgroup issues a pipelined loop's TMA loads, the compute
+warpgroups wait on full barriers and release stages on empty ones; persistent kernels."""
+import copy
+import os
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from mgpu_dsl.frontend import ir
+from mgpu_dsl.frontend import ops as O
+from mgpu_dsl.lowering import interpret as interp
+from locate import expect, where
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
+import matmul as ex  # noqa: E402
+
+S = jax.ShapeDtypeStruct
+
+
+def rand(shape, dtype, seed):
+  return jax.random.normal(jax.random.key(seed), shape, jnp.float32).astype(dtype)
+
+
+def rel_err(got, want):
+  got = jnp.asarray(got, jnp.float32)
+  return float(jnp.linalg.norm(got - want) / jnp.linalg.norm(want))
+
+
+def _out(a, b, *args, **meta):
+  return jax.ShapeDtypeStruct((a.shape[0], b.shape[1]), a.dtype)
+
+
+@mg.mgpu_kernel(out_shape=_out, grid=lambda a, b, ctas=3, **meta: (ctas,), block=256)
+def tiles_matmul(a, b, c, *, stages: ml.constexpr = 3, ctas: ml.constexpr = 3, bn: ml.constexpr = 128):
+  """A persistent warp-specialised matmul on a small grid: several tiles per CTA, unevenly."""
+  bm, bk = 128, 64
+  num_m, num_n = a.shape[0] // bm, b.shape[1] // bn
+  a_s, b_s, c_s = ml.smem((bm, bk)), ml.smem((bk, bn)), ml.smem((bm, bn))
+  for t in range(ml.program_id(0), num_m * num_n, ml.num_programs(0)):
+    i, j = ml.grouped_ids(t, num_m, num_n, group=2)
+    acc = ml.zeros((bm, bn), jnp.float32)
+    for k in ml.range(a.shape[1] // bk, stages=stages, warp_specialize=True):
+      ml.copy(a.at[ml.ds(i * bm, bm), ml.ds(k * bk, bk)], a_s)
+      ml.copy(b.at[ml.ds(k * bk, bk), ml.ds(j * bn, bn)], b_s)
+      acc = ml.dot(a_s, b_s, acc)
+    c_s[...] = acc.astype(c.dtype)
+    ml.copy(c_s, c.at[ml.ds(i * bm, bm), ml.ds(j * bn, bn)])
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(3,))
+def scale_ws(x, out):
+  """Register reads of the loaded stages; a store buffer per stage; tiles from the program id."""
+  x_s, o_s = ml.smem((64, 128)), ml.smem((64, 128))
+  for t in ml.range(ml.program_id(0), x.shape[0] // 64, ml.num_programs(0), stages=3, warp_specialize=True):
+    ml.copy(x.at[ml.ds(t * 64, 64)], x_s)
+    o_s[...] = x_s[...] * 2.0
+    ml.copy(o_s, out.at[ml.ds(t * 64, 64)])
+
+
+def roles(kernel):
+  return next(o for o in kernel.body.ops if isinstance(o, O.WarpSpecialize))
+
+
+def compiled(kfn, *args, **constexprs):
+  hit = kfn._compile(args, constexprs)
+  return copy.deepcopy(hit["kernel"]), hit["out_specs"]
+
+
+# ---------------------------------------------------------------- interpret mode
+@pytest.mark.parametrize("m,n,k", [(256, 256, 128), (384, 512, 256), (128, 128, 64)], ids=str)
+@pytest.mark.parametrize("stages", [2, 3, 4])
+def test_persistent_warp_specialized_matmul_interprets(m, n, k, stages):
+  a, b = rand((m, k), jnp.float16, 1), rand((k, n), jnp.float16, 2)
+  got = tiles_matmul(a, b, stages=stages, interpret=True)
+  assert rel_err(got, jnp.dot(a, b, preferred_element_type=jnp.float32)) < 1e-2
+
+
+@pytest.mark.parametrize("cfg", [dict(), dict(persistent=False), dict(bn=128, stages=4),
+                                 dict(specialize=False)], ids=str)
+def test_example_matmul_configurations_interpret(cfg):
+  a, b = rand((256, 256), jnp.bfloat16, 3), rand((256, 256), jnp.bfloat16, 4)
+  got = ex.matmul(a, b, interpret=True, **cfg)
+  assert rel_err(got, jnp.dot(a, b, preferred_element_type=jnp.float32)) < 1e-2
+
+
+@pytest.mark.parametrize("rows", [64, 192, 704])
+def test_warp_specialized_register_reads_and_stage_stores_interpret(rows):
+  x = rand((rows, 128), jnp.float32, 5)
+  np.testing.assert_array_equal(scale_ws(x, interpret=True), x * 2)
+
+
+# ---------------------------------------------------------------- the IR
+def test_roles_split_the_kernel_into_a_producer_and_consumers():
+  text = tiles_matmul.typed_ir(S((256, 256), jnp.float16), S((256, 256), jnp.float16))
+  assert "barrier<3, arrivals=256> = barrieralloc" in text
+  assert "warpspecialize producer_regs=40 consumer_regs=232" in text
+  producer = text[text.index("producer():"):text.index("consumer():")]
+  consumer = text[text.index("consumer():"):]
+  assert "barrierwait" in producer and "copy src=" in producer and "dot " not in producer
+  assert "waitload" not in producer and "store " not in producer
+  assert consumer.count("barrierarrive") == 3 + 2      # 3 stages made free, a release in and after the loop
+  assert "waitload" in consumer and "dot " in consumer and "copy src=%" in consumer
+  assert "slot=-1" in consumer and "slot=-1" not in producer   # only the consumers store
+
+
+def test_mosaic_module_trades_registers_and_meets_compute_threads_only():
+  txt = tiles_matmul.mlir(S((256, 256), jnp.float16), S((256, 256), jnp.float16))
+  assert txt.count("nvvm.setmaxregister") == 2
+  assert "bar.sync 15, 256" in txt                     # the consumers' barrier, not the CTA's
+  assert "384" in txt                                  # 2 compute warpgroups + the producer
+
+
+@pytest.mark.parametrize("cfg", [dict(), dict(persistent=False), dict(bn=128, stages=5)], ids=str)
+def test_warp_specialized_matmul_exports_for_cuda(cfg):
+  specs = [S((1024, 512), jnp.float16), S((512, 768), jnp.float16)]
+  exported = jax.export.export(jax.jit(lambda a, b: ex.matmul(a, b, **cfg)), platforms=["cuda"])(*specs)
+  assert "@mosaic_gpu" in exported.mlir_module()
+
+
+# ---------------------------------------------------------------- what the interpreter catches
+def _drop(block, cls, pred=lambda o: True):
+  for o in ir.walk(block):
+    for r in o.regions:
+      blk = getattr(o, r)
+      blk.ops[:] = [x for x in blk.ops if not (isinstance(x, cls) and pred(x))]
+  block.ops[:] = [x for x in block.ops if not (isinstance(x, cls) and pred(x))]
+
+
+def test_producer_that_does_not_wait_for_a_free_stage_is_a_race():
+  a, b = rand((128, 512), jnp.float16, 6), rand((512, 128), jnp.float16, 7)
+  kernel, specs = compiled(tiles_matmul, a, b)
+  _drop(roles(kernel).producer, O.BarrierWait)
+  with pytest.raises(interp.RaceError, match="starts before the first landed") as e:
+    interp.run(kernel, [a, b], specs)
+  assert e.value.lineno == where(tiles_matmul, "ml.copy(a.at")[0]
+
+
+def test_consumers_that_never_release_a_stage_hang():
+  a, b = rand((128, 512), jnp.float16, 6), rand((512, 128), jnp.float16, 7)
+  kernel, specs = compiled(tiles_matmul, a, b)
+  loop = next(o for o in ir.walk(roles(kernel).consumer) if isinstance(o, O.For) and o.warp_specialize)
+  _drop(loop.body, O.BarrierArrive)
+  with pytest.raises(mg.InterpretError, match="the kernel hangs: the producer and the consumer wait") as e:
+    interp.run(kernel, [a, b], specs)
+  assert e.value.lineno == where(tiles_matmul, "for k in ml.range")[0]
+
+
+def test_consumers_that_do_not_make_the_stages_free_first_hang():
+  a, b = rand((128, 128), jnp.float16, 6), rand((128, 128), jnp.float16, 7)
+  kernel, specs = compiled(tiles_matmul, a, b)
+  body = roles(kernel).consumer
+  body.ops[:] = [o for o in body.ops if not isinstance(o, O.BarrierArrive)]
+  with pytest.raises(mg.InterpretError, match="hangs"):
+    interp.run(kernel, [a, b], specs)
+
+
+# ---------------------------------------------------------------- diagnostics
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(2,), cluster=(2,))
+def ws_with_cluster_sync(x, out):
+  x_s, o_s = ml.smem((64, 128)), ml.smem((64, 128))
+  ml.cluster_sync()
+  for t in ml.range(x.shape[0] // 64, stages=2, warp_specialize=True):
+    ml.copy(x.at[ml.ds(t * 64, 64)], x_s)
+    o_s[...] = x_s[...]
+    ml.copy(o_s, out.at[ml.ds(t * 64, 64)])
+
+
+def test_cluster_sync_in_a_warp_specialized_kernel_is_rejected():
+  e = expect(ws_with_cluster_sync, [S((256, 128), jnp.float32)], mg.WarpSpecializeError, "ml.cluster_sync()",
+             "ml.cluster_sync() in a kernel with a warp-specialised loop: its producer warpgroup never"
+             " reaches this barrier, so the kernel would hang")
+  assert e.hint == "drop warp_specialize=True from the loop, or the cluster_sync"
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def two_specialized_loops(x, out):
+  x_s, o_s = ml.smem((64, 128)), ml.smem((64, 128))
+  for t in ml.range(2, stages=2, warp_specialize=True):
+    ml.copy(x.at[ml.ds(t * 64, 64)], x_s)
+    o_s[...] = x_s[...]
+    ml.copy(o_s, out.at[ml.ds(t * 64, 64)])
+  y_s = ml.smem((64, 128))
+  for t in ml.range(2, stages=2, warp_specialize=True):
+    ml.copy(x.at[ml.ds(128 + t * 64, 64)], y_s)
+    o_s[...] = y_s[...]
+    ml.copy(o_s, out.at[ml.ds(128 + t * 64, 64)])
+
+
+def test_a_second_warp_specialized_loop_is_rejected():
+  e = expect(two_specialized_loops, [S((256, 128), jnp.float32)], mg.WarpSpecializeError, "for t in", nth=1,
+             message="a kernel may have one warp-specialised loop; this is a second one")
+  assert e.notes and f":{where(two_specialized_loops, 'for t in')[0]}:" in e.notes[0]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def carried_window(x, out):
+  x_s, o_s = ml.smem((64, 128)), ml.smem((64, 128))
+  row = 0
+  for r in range(2):
+    for t in ml.range(2, stages=2, warp_specialize=True):
+      ml.copy(x.at[ml.ds(row + t * 64, 64)], x_s)
+      o_s[...] = x_s[...]
+      ml.copy(o_s, out.at[ml.ds(row + t * 64, 64)])
+    row = row + 128
+
+
+def test_load_window_carried_through_an_outer_loop_is_rejected():
+  expect(carried_window, [S((256, 128), jnp.float32)], mg.WarpSpecializeError, "for t in",
+         "the loads of this warp-specialised loop depend on row, which is carried through an enclosing"
+         " loop; the producer warpgroup can only recompute loop indices and scalar arithmetic on them")
+
+
+def test_warp_specialize_needs_stages():
+  @mg.mgpu_kernel(out_shape=lambda x: x)
+  def one_stage(x, out):
+    x_s = ml.smem((64, 128))
+    for t in ml.range(2, warp_specialize=True):
+      ml.copy(x.at[ml.ds(t * 64, 64)], x_s)
+      ml.copy(x_s, out.at[ml.ds(t * 64, 64)])
+  expect(one_stage, [S((128, 128), jnp.float32)], mg.KernelTypeError, "ml.range(2, warp",
+         "warp_specialize=True needs stages of at least 2")
+
+
+# ---------------------------------------------------------------- on the H200
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [jnp.float16, jnp.bfloat16], ids=str)
+@pytest.mark.parametrize("cfg", [dict(), dict(persistent=False), dict(bn=128, stages=5),
+                                 dict(specialize=False), dict(persistent=False, specialize=False, stages=4)],
+                         ids=str)
+@pytest.mark.parametrize("shape", [(1024, 768, 512), (2048, 2048, 1024), (384, 512, 256)], ids=str)
+def test_matmul_paths_on_the_gpu_match_jnp(shape, cfg, dtype):
+  m, n, k = shape
+  if n % cfg.get("bn", 256) or m % 128:
+    pytest.skip("tile does not divide the shape")
+  a, b = rand((m, k), dtype, 8), rand((k, n), dtype, 9)
+  got = jax.jit(lambda a, b: ex.matmul(a, b, **cfg))(a, b)
+  assert rel_err(got, jnp.dot(a, b, preferred_element_type=jnp.float32)) < 1e-2
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("stages", [2, 4])
+def test_small_grid_persistent_matmul_on_the_gpu_matches_interpret_mode(stages):
+  a, b = rand((384, 256), jnp.float16, 10), rand((256, 512), jnp.float16, 11)
+  got = jax.jit(lambda a, b: tiles_matmul(a, b, stages=stages))(a, b)
+  want = tiles_matmul(a, b, stages=stages, interpret=True)
+  np.testing.assert_allclose(np.asarray(got, np.float32), np.asarray(want, np.float32), rtol=2e-3, atol=2e-3)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("rows", [64, 704, 4096])
+def test_warp_specialized_elementwise_on_the_gpu(rows):
+  x = rand((rows, 128), jnp.float32, 12)
+  np.testing.assert_array_equal(jax.jit(scale_ws)(x), x * 2)
