@@ -2,7 +2,7 @@
 
     ncu --clock-control none --kernel-name regex:matmul --launch-skip 2 --launch-count 1 \
         --section SpeedOfLight --section Occupancy --section WarpStateStats \
-        python3 benchmarks/profile_matmul.py 2048 2048 2048 --bn 256 --stages 3
+        python3 benchmarks/profile_matmul.py 2048 2048 2048 --bn 256 --stages 3 [--no-persistent] [--no-specialize]
 """
 import argparse
 import os
@@ -22,14 +22,17 @@ def main():
   p.add_argument("k", type=int)
   p.add_argument("--bm", type=int, default=128)
   p.add_argument("--bn", type=int, default=256)
-  p.add_argument("--stages", type=int, default=4)
+  p.add_argument("--stages", type=int, default=None, help="default: the kernel's")
+  p.add_argument("--no-persistent", dest="persistent", action="store_false")
+  p.add_argument("--no-specialize", dest="specialize", action="store_false")
   p.add_argument("--dtype", default="float16")
   p.add_argument("--runs", type=int, default=4)
   a = p.parse_args()
   dt = jnp.dtype(a.dtype)
   x = jax.random.normal(jax.random.key(0), (a.m, a.k), jnp.float32).astype(dt)
   y = jax.random.normal(jax.random.key(1), (a.k, a.n), jnp.float32).astype(dt)
-  f = jax.jit(lambda x, y: ex.matmul(x, y, bm=a.bm, bn=a.bn, stages=a.stages))
+  cfg = dict(bm=a.bm, bn=a.bn, stages=a.stages, persistent=a.persistent, specialize=a.specialize)
+  f = jax.jit(lambda x, y: ex.matmul(x, y, **cfg))
   for _ in range(a.runs):
     jax.block_until_ready(f(x, y))
 
