@@ -29,7 +29,9 @@ from common import kernel_time, median_time, table  # noqa: E402
 SHAPES = [(2048, 2048, 2048), (4096, 4096, 4096), (4096, 8192, 4096), (8192, 8192, 8192),
           (16384, 4096, 4096)]
 OURS = [dict(bn=256, stages=3), dict(bn=128, stages=4), dict(bn=128, stages=5),        # persistent, warp-specialised
-        dict(bn=256, stages=3, group=16), dict(bn=256, stages=4, persistent=False),
+        dict(bn=256, stages=3, group=16), dict(bn=256, stages=3, cluster_m=2),
+        dict(bn=128, stages=5, cluster_m=2), dict(bn=256, stages=4, persistent=False, cluster_m=2),
+        dict(bn=256, stages=4, persistent=False),
         dict(bn=128, stages=4, persistent=False),
         dict(bn=256, stages=4, persistent=False, specialize=False),                    # the earlier pipeline
         dict(bn=256, stages=3, persistent=False, specialize=False)]
@@ -38,7 +40,8 @@ OURS = [dict(bn=256, stages=3), dict(bn=128, stages=4), dict(bn=128, stages=5), 
 def describe(cfg):
   kind = ("persistent " if cfg.get("persistent", True) else "") + ("ws" if cfg.get("specialize", True) else "sw")
   group = f" g{cfg['group']}" if "group" in cfg else ""
-  return f"128x{cfg['bn']}x64 s{cfg['stages']} {kind}{group}"
+  cluster = f" c{cfg['cluster_m']}" if "cluster_m" in cfg else ""
+  return f"128x{cfg['bn']}x64 s{cfg['stages']} {kind}{group}{cluster}"
 
 
 def tflops(m, n, k, t):
@@ -74,7 +77,7 @@ def best(candidates, a, b, ref, m, n, k):
 def ours(m, n, k):
   import matmul as ex
   for cfg in OURS:
-    if m % 128 or n % cfg["bn"] or k % 64:
+    if m % (128 * cfg.get("cluster_m", 1)) or n % cfg["bn"] or k % 64:
       continue
     yield describe(cfg), lambda cfg=cfg: jax.jit(lambda a, b: ex.matmul(a, b, **cfg))
 

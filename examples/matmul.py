@@ -23,44 +23,55 @@ def _out(a, b, *args, **meta):
   return jax.ShapeDtypeStruct((a.shape[0], b.shape[1]), a.dtype)
 
 
-def _grid(a, b, *args, bm=128, bn=256, persistent=False, **meta):
+def _grid(a, b, *args, bm=128, bn=256, persistent=False, cluster_m=1, **meta):
   tiles = (a.shape[0] // bm) * (b.shape[1] // bn)
-  return (min(tiles, mg.num_sms()) if persistent else tiles,)
+  return (min(tiles, mg.num_sms() // cluster_m * cluster_m) if persistent else tiles,)
 
 
 def _persistent_grid(a, b, *args, persistent=True, **meta):
   return _grid(a, b, *args, persistent=persistent, **meta)
 
 
+def _cluster(*args, cluster_m=1, **meta):
+  return (cluster_m,)
+
+
 @ml.inline
-def mainloop(a, b, a_s, b_s, i, j, stages, specialize):
-  """The (i, j) tile of a @ b in float32: TMA loads pipelined under the tensor cores."""
+def mainloop(a, b, a_s, b_s, i, j, stages, specialize, share_b=None):
+  """The (i, j) tile of a @ b in float32: TMA loads pipelined under the tensor cores. With
+  `share_b` (a cluster axis), the CTAs along it compute tiles of the same columns j and
+  receive one multicast load of each B tile."""
   (bm, bk), bn = a_s.shape, b_s.shape[1]
   acc = ml.zeros((bm, bn), jnp.float32)
   for k in ml.range(a.shape[1] // bk, stages=stages, warp_specialize=specialize):
     ml.copy(a.at[ml.ds(i * bm, bm), ml.ds(k * bk, bk)], a_s)
-    ml.copy(b.at[ml.ds(k * bk, bk), ml.ds(j * bn, bn)], b_s)
+    ml.copy(b.at[ml.ds(k * bk, bk), ml.ds(j * bn, bn)], b_s, multicast=share_b)
     acc = ml.dot(a_s, b_s, acc)
   return acc
 
 
-@mg.mgpu_kernel(out_shape=_out, grid=_persistent_grid, block=256)
+@mg.mgpu_kernel(out_shape=_out, grid=_persistent_grid, block=256, cluster=_cluster)
 def matmul(a, b, c, *, bm: ml.constexpr = 128, bn: ml.constexpr = 256, bk: ml.constexpr = 64,
            stages: ml.constexpr = None, persistent: ml.constexpr = True, specialize: ml.constexpr = True,
-           group: ml.constexpr = 8):
-  """c = a @ b. Default stages: as many as fit next to the epilogue's tile."""
+           group: ml.constexpr = 8, cluster_m: ml.constexpr = 1):
+  """c = a @ b. Default stages: as many as fit next to the epilogue's tile. With cluster_m=2,
+  pairs of CTAs compute vertically adjacent tiles and share each B tile (one multicast load)."""
   num_m, num_n = a.shape[0] // bm, b.shape[1] // bn
   s = stages or (3 if persistent and bn > 128 else 4)
+  cm, share_b = cluster_m, (0 if cluster_m > 1 else None)
+  pid = ml.program_id(0)
   a_s, b_s, c_s = ml.smem((bm, bk)), ml.smem((bk, bn)), ml.smem((bm, bn))
-  if persistent:
-    for t in range(ml.program_id(0), num_m * num_n, ml.num_programs(0)):
-      i, j = ml.grouped_ids(t, num_m, num_n, group=group)
-      acc = mainloop(a, b, a_s, b_s, i, j, s, specialize)
+  if persistent:     # the cluster walks its tiles: pid // cm, then every num_programs // cm
+    for t in range(pid // cm, num_m // cm * num_n, ml.num_programs(0) // cm):
+      i, j = ml.grouped_ids(t, num_m // cm, num_n, group=group)
+      i = i * cm + pid % cm
+      acc = mainloop(a, b, a_s, b_s, i, j, s, specialize, share_b)
       c_s[...] = acc.astype(c.dtype)
       ml.copy(c_s, c.at[ml.ds(i * bm, bm), ml.ds(j * bn, bn)])
   else:
-    i, j = ml.grouped_ids(ml.program_id(0), num_m, num_n, group=group)
-    acc = mainloop(a, b, a_s, b_s, i, j, s, specialize)
+    i, j = ml.grouped_ids(pid // cm, num_m // cm, num_n, group=group)
+    i = i * cm + pid % cm
+    acc = mainloop(a, b, a_s, b_s, i, j, s, specialize, share_b)
     c_s[...] = acc.astype(c.dtype)
     ml.copy(c_s, c.at[ml.ds(i * bm, bm), ml.ds(j * bn, bn)])
 
@@ -96,6 +107,7 @@ _A, _B = jax.ShapeDtypeStruct((1024, 512), jnp.bfloat16), jax.ShapeDtypeStruct((
 mg.check_specs(matmul, _A, _B, bn=256)
 mg.check_specs(matmul, _A.update(dtype=jnp.float16), _B.update(dtype=jnp.float16), bn=128, stages=5)
 mg.check_specs(matmul, _A, _B, persistent=False, specialize=False, stages=4)
+mg.check_specs(matmul, _A, _B, cluster_m=2)
 mg.check_specs(matmul_residual_relu, _A, _B, jax.ShapeDtypeStruct((1024, 768), jnp.bfloat16))
 mg.check_specs(matmul_bias_gelu, _A, _B, jax.ShapeDtypeStruct((768,), jnp.bfloat16))
 

@@ -94,7 +94,7 @@ LayoutError = _error("LayoutError", "MG204", "A register tensor shape the regist
 
 # memory-space mistakes.
 CopySpaceError = _error("CopySpaceError", "MG301", "A copy between memory spaces that has no hardware path (GMEM -> GMEM).")
-ClusterRefError = _error("ClusterRefError", "MG302", "ml.cluster_ref of anything but an SMEM buffer, or outside a cluster.")
+ClusterRefError = _error("ClusterRefError", "MG302", "ml.cluster_ref or multicast of anything but SMEM, or outside a cluster.")
 
 # TMA and SMEM limits.
 TmaLimitError = _error("TmaLimitError", "MG401", "A copy the TMA engine cannot do (box, rank, 16-byte rules).")

@@ -36,6 +36,7 @@ from .dtypes import DType
 from .ir import Access
 from .ops.control import AwaitStores, Barrier, For, If, Yield
 from .ops.elementwise import BinOp, Binary, CmpOp, Compare
+from .ops.memory import Copy
 from .ops.mma import DotWait
 from .pipeline_plan import I32, issue, make_plan, multibuffer, staged_body, stores_per_iteration
 from .types import ScalarType
@@ -60,7 +61,20 @@ def pipeline_loops(kernel: ir.Kernel, em) -> Pipelined:
           notes=(f"{specialized[0].loc}: the first one",),
           hint="keep warp_specialize=True on the main loop only")
     warp_specialize(kernel, specialized[0], em, out)
+  _check_multicasts(kernel.body, in_producer=False)
   return out
+
+
+def _check_multicasts(block, *, in_producer):
+  from .ops.control import WarpSpecialize
+  for o in block.ops:
+    if isinstance(o, Copy) and o.multicast is not None and not in_producer:
+      raise E.WarpSpecializeError(
+          "ml.copy(..., multicast=) is supported for the loads of a warp-specialised loop only", o.loc,
+          hint="load it in a loop ml.range(n, stages=s, warp_specialize=True), or drop multicast=")
+    for r in o.regions:
+      _check_multicasts(getattr(o, r), in_producer=in_producer or (isinstance(o, WarpSpecialize)
+                                                                   and r == "producer"))
 
 
 def _rewrite_block(kernel, block, em, out, specialized):

@@ -100,7 +100,8 @@ def issue(em, plan: Plan, block, it, mapping=None, stage=None):
       for a in addr:
         em.append(ir.clone(a, m))
       src = em.append(ir.clone(view, m)).result if isinstance(view, View) else o.src
-      block.ops.append(Copy(src, stage_view(em, o.dst, stage, loc), plan.slots[id(o)], o.loc, stage=stage))
+      block.ops.append(Copy(src, stage_view(em, o.dst, stage, loc), plan.slots[id(o)], o.loc, stage=stage,
+                            multicast=o.multicast))
 
 
 def staged_body(em, plan: Plan):

@@ -152,12 +152,14 @@ class BarrierType:
   completes a phase when `arrivals` threads have arrived."""
   count: int
   arrivals: int
+  cluster_axis: int | None = None   # also every CTA's along this cluster axis arrives (multicast)
 
   space = Space.SMEM
   shape = ()
 
   def __str__(self):
-    return f"barrier<{self.count}, arrivals={self.arrivals}>"
+    peers = "" if self.cluster_axis is None else f", cluster_axis={self.cluster_axis}"
+    return f"barrier<{self.count}, arrivals={self.arrivals}{peers}>"
 
 
 Type = RefType | TensorType | ScalarType

@@ -36,8 +36,8 @@ from . import hw
 from . import ir
 from .dtypes import DType
 from .ir import Access
-from .ops.control import (AwaitStores, BarrierAlloc, BarrierArrive, BarrierWait, For, If,
-                          WarpSpecialize, Yield)
+from .ops.control import (AwaitStores, BarrierAlloc, BarrierArrive, BarrierWait, ClusterSync, For,
+                          If, WarpSpecialize, Yield)
 from .ops.elementwise import BinOp, Binary, CmpOp, Compare
 from .ops.memory import SmemAlloc
 from .ops.mma import DotWait
@@ -60,7 +60,7 @@ def warp_specialize(kernel: ir.Kernel, loop: For, em, result) -> None:
       raise E.WarpSpecializeError(
           f"{buf.name} is allocated inside a loop or branch; a warp-specialised loop's buffers"
           f" must be allocated at the top of the kernel", loc, hint="move its ml.smem(...) to the top")
-  empty = ir.Value(BarrierType(S, kernel.block), "empty")
+  empty = ir.Value(BarrierType(S, kernel.block, _multicast_axis(plan)), "empty")
   alloc = em.defs[empty.id] = BarrierAlloc(loc, (empty,))
 
   consumer_ops = _consumer_loop(plan, empty, em)
@@ -75,7 +75,19 @@ def warp_specialize(kernel: ir.Kernel, loop: For, em, result) -> None:
   regs = hw.consumer_registers(kernel.block // hw.WARPGROUP)
   kernel.body.ops[:] = allocs + [alloc, WarpSpecialize(
       producer, consumer, hw.PRODUCER_REGISTERS, regs, loc)]
+  if empty.type.cluster_axis is not None:   # no CTA leaves while peers load into it or arrive on it
+    kernel.body.ops.append(ClusterSync(loc))
   ir.prune_dead(kernel.body)
+
+
+def _multicast_axis(plan):
+  """The cluster axis the loop's multicast loads share (their stages are freed cluster-wide)."""
+  axes = {o.multicast for o, _, _ in plan.sites if o.multicast is not None}
+  if len(axes) > 1:
+    raise E.WarpSpecializeError(
+        f"this loop multicasts loads along cluster axes {sorted(axes)}; one axis per loop is supported",
+        plan.loop.loc, hint="multicast along one axis of the cluster")
+  return axes.pop() if axes else None
 
 
 def _path_to(block, target) -> list:

@@ -86,6 +86,7 @@ class Machine(Memory):
         self.check_exit(c)
       self.phase.clear()
       alive = synced
+    self.check_multicasts()
 
 
 class CTA(CtaMemory):

@@ -180,6 +180,28 @@ class Memory:
       r[idx] |= 1 << me
     locs[me] = o.loc
 
+  def check_multicasts(self):
+    """The CTAs of a cluster along a multicast's axis must load the same windows, in order."""
+    c = self.kernel.cluster
+    for me in self.ctas:
+      for slot, win, o in me.multicasts[:1]:
+        coords = [me.rank % c[0], me.rank // c[0] % c[1], me.rank // (c[0] * c[1])]
+        peers = [p for p in self.ctas if all(
+            (p.rank % c[0], p.rank // c[0] % c[1], p.rank // (c[0] * c[1]))[a] == coords[a]
+            for a in range(3) if a != o.multicast)]
+        mine = [(s, w) for s, w, _ in me.multicasts]
+        for p in peers:
+          theirs = [(s, w) for s, w, _ in p.multicasts]
+          if theirs != mine:
+            n = next((i for i, (x, y) in enumerate(zip(mine, theirs)) if x != y), min(len(mine), len(theirs)))
+            bad = (me.multicasts[n] if n < len(mine) else p.multicasts[n])[2]
+            raise RaceError(
+                f"programs {me.pid} and {p.pid} of a cluster multicast different windows (load {n + 1}"
+                f" of this copy differs): every CTA along cluster axis {o.multicast} must load the same"
+                f" windows in the same order", bad.loc,
+                hint="compute the multicast window from what the CTAs of a cluster share (e.g. the"
+                     " cluster's tile index), and give them the same number of iterations")
+
   def check_exit(self, cta):
     """A CTA may not exit while a peer still uses its SMEM in the same phase."""
     for (owner, _), (_, _, locs) in self.phase.items():
@@ -209,6 +231,7 @@ class CtaMemory:
     # Warp-specialised roles (lowering/roles.py): the running one, TMA loads issued and waited
     # per barrier, and a count of ops run (a round of the roles without progress is a hang).
     self.role = None
+    self.multicasts: list[tuple] = []           # (load site, GMEM window, copy) of multicast loads
     self.issued: dict[int, int] = {}
     self.waited: dict[int, int] = {}
     self.steps = 0

@@ -213,7 +213,13 @@ def scratch_tree(kernel: kir.Kernel):
   for o in kernel.body.ops:
     if isinstance(o, BarrierAlloc):
       roles[o.result.id] = len(tree)
-      tree.append(mgpu.Barrier(arrival_count=o.result.type.arrivals, num_barriers=o.result.type.count))
+      t = o.result.type
+      if t.cluster_axis is None:
+        tree.append(mgpu.Barrier(arrival_count=t.arrivals, num_barriers=t.count))
+      else:   # each warpgroup arrives once, on this CTA's barrier and its peers' along the axis
+        dim = (gpu.Dimension.x, gpu.Dimension.y, gpu.Dimension.z)[t.cluster_axis]
+        tree.append(mgpu.ClusterBarrier((dim,), arrival_count=t.arrivals // hw.WARPGROUP,
+                                        num_barriers=t.count))
   arena_start = min(plan.offsets, default=plan.barrier_bytes)
   if arena_start > plan.barrier_bytes:
     tree.append(jax.ShapeDtypeStruct((arena_start - plan.barrier_bytes,), jnp.int8))

@@ -98,6 +98,8 @@ def _copy(ctx, o):
     smem_mem = mgpu.memref_reshape(smem_mem, tuple(box))
   if o.slot >= 0:   # GMEM -> SMEM
     gmem, gslice = ctx.gmem_window(src)
+    if o.multicast is not None:
+      kw["collective"] = (gpu.Dimension.x, gpu.Dimension.y, gpu.Dimension.z)[o.multicast]
     ctx.launch.async_copy(src_ref=gmem, dst_ref=smem_mem, gmem_slice=gslice,
                           barrier=ctx.barrier(o.slot, o.stage), predicate=ctx.tma_predicate, **kw)
   else:
@@ -165,5 +167,7 @@ def _i_copy(cta, o):
     barrier = o.slot + stage_of(cta, o.stage)
     cta.pending_load[(dst.root.id, dst.part)] = (barrier, o.loc)
     cta.issued[barrier] = cta.issued.get(barrier, 0) + 1
+    if o.multicast is not None:      # every peer along the axis must load this same window
+      cta.multicasts.append((o.slot, src.win, o))
   else:                              # SMEM -> GMEM reads SMEM until AwaitStores
     cta.pending_store.append(((src.root.id, src.part), o.loc))

@@ -50,7 +50,10 @@ def _barrier(ctx, o):
 
 @lower(BarrierArrive)
 def _barrier_arrive(ctx, o):
-  _barrier(ctx, o).arrive()
+  bar = _barrier(ctx, o)
+  if isinstance(bar, mgpu.CollectiveBarrierRef):
+    mgpu.utils.warpgroup_barrier()   # a few threads arrive for their warpgroup: all must be done
+  bar.arrive()
 
 
 @lower(BarrierWait)

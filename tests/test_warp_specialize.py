@@ -256,3 +256,98 @@ def test_small_grid_persistent_matmul_on_the_gpu_matches_interpret_mode(stages):
 def test_warp_specialized_elementwise_on_the_gpu(rows):
   x = rand((rows, 128), jnp.float32, 12)
   np.testing.assert_array_equal(jax.jit(scale_ws)(x), x * 2)
+
+
+# ---------------------------------------------------------------- clusters and multicast
+def test_multicast_loads_free_their_stages_cluster_wide():
+  specs = [S((512, 256), jnp.float16), S((256, 512), jnp.float16)]
+  text = ex.matmul.typed_ir(*specs, cluster_m=2)
+  assert "cluster=(2, 1, 1)" in text
+  assert "barrier<3, arrivals=256, cluster_axis=0> = barrieralloc" in text
+  assert text.count("multicast=0") == 1                 # B only, in the producer
+  assert text.rstrip().splitlines()[-2].strip().startswith("clustersync")   # no CTA leaves early
+  txt = ex.matmul.mlir(*specs, cluster_m=2)
+  assert "multicast" in txt and "mapa" in txt
+
+
+@pytest.mark.parametrize("cfg", [dict(cluster_m=2), dict(cluster_m=2, persistent=False),
+                                 dict(cluster_m=2, bn=128, stages=4)], ids=str)
+def test_multicast_matmul_interprets_and_exports(cfg):
+  a, b = rand((512, 256), jnp.bfloat16, 13), rand((256, 512), jnp.bfloat16, 14)
+  got = ex.matmul(a, b, interpret=True, **cfg)
+  assert rel_err(got, jnp.dot(a, b, preferred_element_type=jnp.float32)) < 1e-2
+  exported = jax.export.export(jax.jit(lambda a, b: ex.matmul(a, b, **cfg)), platforms=["cuda"])(a, b)
+  assert "@mosaic_gpu" in exported.mlir_module()
+
+
+@mg.mgpu_kernel(out_shape=_out, grid=(2,), block=256, cluster=(2,))
+def multicast_own_rows(a, b, c):
+  """Wrong: the peers load different rows of A but say it is one multicast window."""
+  a_s, b_s, c_s = ml.smem((128, 64)), ml.smem((64, 128)), ml.smem((128, 128))
+  i = ml.program_id(0)
+  acc = ml.zeros((128, 128), jnp.float32)
+  for k in ml.range(a.shape[1] // 64, stages=2, warp_specialize=True):
+    ml.copy(a.at[ml.ds(i * 128, 128), ml.ds(k * 64, 64)], a_s, multicast=0)
+    ml.copy(b.at[ml.ds(k * 64, 64), :], b_s)
+    acc = ml.dot(a_s, b_s, acc)
+  c_s[...] = acc.astype(c.dtype)
+  ml.copy(c_s, c.at[ml.ds(i * 128, 128)])
+
+
+def test_peers_multicasting_different_windows_is_a_race():
+  a, b = rand((256, 128), jnp.float16, 15), rand((128, 128), jnp.float16, 16)
+  with pytest.raises(interp.RaceError, match="multicast different windows") as e:
+    multicast_own_rows(a, b, interpret=True)
+  assert e.value.lineno == where(multicast_own_rows, "ml.copy(a.at")[0]
+
+
+def _multicast_kernel(body_line, cluster=(2,), specialize=True):
+  src = f'''
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(2,), cluster={cluster})
+def k(x, out):
+  x_s, o_s = ml.smem((64, 128)), ml.smem((64, 128))
+  for t in ml.range(2, stages=2, warp_specialize={specialize}):
+    {body_line}
+    o_s[...] = x_s[...]
+    ml.copy(o_s, out.at[ml.ds(t * 64, 64)])
+'''
+  return src
+
+
+@pytest.mark.parametrize("line,cluster,specialize,cls,message", [
+    ("ml.copy(x.at[ml.ds(t * 64, 64)], x_s, multicast=0)", (1,), True, mg.ClusterRefError,
+     "multicast along axis 0, but the kernel's cluster is (1, 1, 1)"),
+    ("ml.copy(x.at[ml.ds(t * 64, 64)], x_s, multicast=0)", (2,), False, mg.WarpSpecializeError,
+     "ml.copy(..., multicast=) is supported for the loads of a warp-specialised loop only"),
+    ("ml.copy(x.at[ml.ds(t * 64, 8)], x_s.at[0:8], multicast=0)", (2,), True, mg.ClusterRefError,
+     "a multicast load is split among the 2 CTAs along axis 0 by rows, in 8-row tiles, but x_s.at[0:8] has 8 rows"),
+    ("ml.copy(x.at[ml.ds(t * 64, 64)], x_s, multicast=True)", (2,), True, mg.KernelTypeError,
+     "multicast must be a cluster axis (0, 1 or 2), got True"),
+], ids=["no_cluster", "not_specialized", "rows", "axis"])
+def test_multicast_mistakes_are_located(tmp_path, line, cluster, specialize, cls, message):
+  path = tmp_path / "mc.py"
+  path.write_text("import jax, jax.numpy as jnp\nimport mgpu_dsl as mg\nfrom mgpu_dsl import language as ml\n"
+                  + _multicast_kernel(line, cluster, specialize))
+  import importlib.util
+  spec = importlib.util.spec_from_file_location("mc", path)
+  mod = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(mod)
+  with pytest.raises(mg.KernelError) as e:
+    mod.k.check(S((256, 128), jnp.float32))
+  assert type(e.value) is cls and e.value.code == cls.code
+  assert e.value.message == message
+  assert e.value.lineno == 9 and e.value.col_offset == 4 and e.value.hint
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [jnp.float16, jnp.bfloat16], ids=str)
+@pytest.mark.parametrize("cfg", [dict(cluster_m=2), dict(cluster_m=2, persistent=False),
+                                 dict(cluster_m=2, bn=128, stages=5)], ids=str)
+@pytest.mark.parametrize("shape", [(1024, 768, 512), (2048, 2048, 1024), (768, 512, 256)], ids=str)
+def test_multicast_matmul_on_the_gpu_matches_jnp(shape, cfg, dtype):
+  m, n, k = shape
+  if n % cfg.get("bn", 256) or m % 256:
+    pytest.skip("tile does not divide the shape")
+  a, b = rand((m, k), dtype, 17), rand((k, n), dtype, 18)
+  got = jax.jit(lambda a, b: ex.matmul(a, b, **cfg))(a, b)
+  assert rel_err(got, jnp.dot(a, b, preferred_element_type=jnp.float32)) < 1e-2

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 
 from .. import errors as E
+from .. import hw
 from .. import ir
 from .. import hw
 from .. import tma
@@ -72,7 +73,9 @@ class Copy(ir.Op):
   """An asynchronous TMA copy, GMEM -> SMEM or SMEM -> GMEM.
 
   `slot` numbers the copy sites that load SMEM; each has its own barrier. A
-  pipelined copy (frontend/pipeline.py) uses barrier `slot + stage`.
+  pipelined copy (frontend/pipeline.py) uses barrier `slot + stage`. A load with
+  `multicast=axis` is the same window in every CTA of the cluster along that axis:
+  each loads a share and the TMA engine delivers it to all of them.
   """
   src: ir.Value
   dst: ir.Value
@@ -81,6 +84,7 @@ class Copy(ir.Op):
   results: tuple = ()
   stage: ir.Operand = 0
   reduce: object = None       # an atomic.AtomicKind: the TMA engine reduces into GMEM (a store only)
+  multicast: int | None = None
 
 
 def is_load(o) -> bool:
@@ -321,7 +325,7 @@ def store(cx, ref, value):
 
 
 @builtin
-def copy(cx, src, dst, reduce=None):
+def copy(cx, src, dst, reduce=None, *, multicast=None):
   """Copy a ref into another of the same shape and dtype.
 
   GMEM -> SMEM and SMEM -> GMEM use the TMA engine (asynchronously; the
@@ -331,6 +335,10 @@ def copy(cx, src, dst, reduce=None):
 
   `reduce="add"` (or "max", "min") makes an SMEM -> GMEM copy combine with what GMEM holds,
   atomically (the TMA engine's reduction): `ml.copy(part, out.at[...], reduce="add")`.
+
+  `multicast=axis` (a load in a warp-specialised loop, in a kernel with a cluster):
+  every CTA of the cluster along `axis` loads the same window; each fetches a share
+  and the TMA engine delivers the whole window to all of them.
   """
   kind = _reduce_kind(cx, src, dst, reduce)
   for what, r in (("source", src), ("destination", dst)):
@@ -370,8 +378,10 @@ def copy(cx, src, dst, reduce=None):
         hint="read the peer's buffer into registers: local[...] = ml.cluster_ref(buf, cta)[...]")
   gmem, smem_ref = (src, dst) if s.space == Space.GMEM else (dst, src)
   tma.check_copy(cx.loc, gmem, window(cx.b, gmem), smem_ref, window(cx.b, smem_ref))
+  if multicast is not None:
+    _check_multicast(cx, multicast, d, dst)
   slot = cx.b.new_load_slot() if d.space == Space.SMEM else -1
-  cx.b.emit(Copy, src, dst, slot, loc=cx.loc, reduce=kind)
+  cx.b.emit(Copy, src, dst, slot, loc=cx.loc, reduce=kind, multicast=multicast)
 
 
 def _reduce_kind(cx, src, dst, reduce):
@@ -393,6 +403,26 @@ def _reduce_kind(cx, src, dst, reduce):
   atomic.check_dtype(cx, kind, dst.type.dtype, hw.TMA_REDUCE, f"ml.copy(..., reduce={reduce!r})",
                      "by the TMA engine")
   return kind
+
+
+def _check_multicast(cx, axis, d, dst):
+  if not isinstance(axis, int) or isinstance(axis, bool) or not 0 <= axis <= 2:
+    raise E.KernelTypeError(f"multicast must be a cluster axis (0, 1 or 2), got {axis!r}", cx.loc,
+                            hint="ml.copy(b.at[...], b_s, multicast=0)")
+  if d.space != Space.SMEM:
+    raise E.ClusterRefError("only loads (GMEM -> SMEM) can be multicast", cx.loc,
+                            hint="drop multicast= from this store")
+  n = cx.b.cluster[axis]
+  if n == 1:
+    raise E.ClusterRefError(
+        f"multicast along axis {axis}, but the kernel's cluster is {cx.b.cluster}", cx.loc,
+        hint="launch with @mgpu_kernel(..., cluster=(2,)) or larger along that axis")
+  rows = d.shape[0] if d.shape else 1
+  if rows % (hw.TILE_ROWS * n):
+    raise E.ClusterRefError(
+        f"a multicast load is split among the {n} CTAs along axis {axis} by rows, in {hw.TILE_ROWS}-row"
+        f" tiles, but {dst.name or 'its buffer'} has {rows} rows", cx.loc,
+        hint=f"make the window's first dimension a multiple of {hw.TILE_ROWS * n}")
 
 
 @builtin
