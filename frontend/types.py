@@ -149,7 +149,7 @@ class ScalarType:
 @dataclasses.dataclass(frozen=True)
 class BarrierType:
   """`count` mbarriers in SMEM (a compiler-made value: warp-specialised pipelines); each
-  completes a phase when `arrivals` threads have arrived."""
+  completes a phase when `arrivals` warpgroups have arrived (one thread for each)."""
   count: int
   arrivals: int
   cluster_axis: int | None = None   # also every CTA's along this cluster axis arrives (multicast)

@@ -60,7 +60,7 @@ def warp_specialize(kernel: ir.Kernel, loop: For, em, result) -> None:
       raise E.WarpSpecializeError(
           f"{buf.name} is allocated inside a loop or branch; a warp-specialised loop's buffers"
           f" must be allocated at the top of the kernel", loc, hint="move its ml.smem(...) to the top")
-  empty = ir.Value(BarrierType(S, kernel.block, _multicast_axis(plan)), "empty")
+  empty = ir.Value(BarrierType(S, kernel.block // hw.WARPGROUP, _multicast_axis(plan)), "empty")
   alloc = em.defs[empty.id] = BarrierAlloc(loc, (empty,))
 
   consumer_ops = _consumer_loop(plan, empty, em)
@@ -69,7 +69,7 @@ def warp_specialize(kernel: ir.Kernel, loop: For, em, result) -> None:
 
   allocs = [o for o in kernel.body.ops if isinstance(o, SmemAlloc)]
   rest = [o for o in kernel.body.ops if not isinstance(o, SmemAlloc)]
-  arrive_all = [BarrierArrive(empty, s, loc) for s in range(S)]
+  arrive_all = [BarrierArrive(empty, s, loc, sync=False) for s in range(S)]
   consumer = ir.Block(arrive_all + rest + [Yield((), loc)])
   _check_roles(consumer)
   regs = hw.consumer_registers(kernel.block // hw.WARPGROUP)
@@ -125,7 +125,8 @@ def _consumer_loop(plan, empty, em) -> list:
     with em.region(body):
       first = em.emit(Compare, CmpOp.GT, plan.iv, 0, loc=loc, types=[BOOL]).result
       prev = mod(em, em.emit(Binary, BinOp.ADD, plan.iv, S - 1, loc=loc, types=[I32]).result, S, loc)
-    body.ops.append(If(first, ir.Block([BarrierArrive(empty, prev, loc), Yield((), loc)]),
+    # DotWait and AwaitStores complete for the whole warpgroup: one thread may say so at once
+    body.ops.append(If(first, ir.Block([BarrierArrive(empty, prev, loc, sync=False), Yield((), loc)]),
                        ir.Block([Yield((), loc)]), loc, ()))
   else:                          # every thread has read this stage into registers
     body.ops.append(BarrierArrive(empty, stage, loc))
@@ -141,12 +142,12 @@ def _consumer_loop(plan, empty, em) -> list:
     if Access.TMA_READ in plan.reads:
       after.append(AwaitStores(True, loc))
     if isinstance(loop.stop, int):
-      after += [BarrierArrive(empty, (loop.stop - 1) % S, loc)] if loop.stop > 0 else []
+      after += [BarrierArrive(empty, (loop.stop - 1) % S, loc, sync=False)] if loop.stop > 0 else []
     else:
       then, cond = ir.Block(), ir.Block()
       with em.region(then):
         last = mod(em, arith(em, BinOp.SUB, loop.stop, 1, loc), S, loc)
-      then.ops += [BarrierArrive(empty, last, loc), Yield((), loc)]
+      then.ops += [BarrierArrive(empty, last, loc, sync=False), Yield((), loc)]
       with em.region(cond):
         ran = em.emit(Compare, CmpOp.GT, loop.stop, 0, loc=loc, types=[BOOL]).result
       after += cond.ops + [If(ran, then, ir.Block([Yield((), loc)]), loc, ())]

@@ -51,9 +51,12 @@ def _barrier(ctx, o):
 @lower(BarrierArrive)
 def _barrier_arrive(ctx, o):
   bar = _barrier(ctx, o)
+  if o.sync:
+    mgpu.utils.warpgroup_barrier()   # one thread arrives for its warpgroup: all must be done
   if isinstance(bar, mgpu.CollectiveBarrierRef):
-    mgpu.utils.warpgroup_barrier()   # a few threads arrive for their warpgroup: all must be done
-  bar.arrive()
+    bar.arrive()                     # arrives for the warpgroup on this CTA's and the peers' barrier
+  else:
+    bar.arrive(predicate=mgpu.single_thread_predicate(mgpu.ThreadSubset.WARPGROUP))
 
 
 @lower(BarrierWait)
@@ -107,7 +110,7 @@ def _i_barrier_alloc(cta, o):
 
 @interpret(BarrierArrive)
 def _i_barrier_arrive(cta, o):
-  cta.get(o.barrier).completed[int(cta.operand(o.index))] += 1   # every thread of the role arrives
+  cta.get(o.barrier).completed[int(cta.operand(o.index))] += 1   # every warpgroup of the role arrives
   cta.touched.clear()                # and releases its accesses to whoever waits for the phase
 
 

@@ -166,18 +166,20 @@ class WarpSpecialize(ir.Op):
 
 @ir.op(Traits())
 class BarrierAlloc(ir.Op):
-  """`count` mbarriers (a BarrierType value), each completing when `arrivals` threads arrive."""
+  """`count` mbarriers (a BarrierType value), each completing when `arrivals` warpgroups arrive."""
   loc: object
   results: tuple
 
 
 @ir.op(Traits())
 class BarrierArrive(ir.Op):
-  """Every thread of the running role arrives on barrier `index` of `barrier`."""
+  """Each warpgroup of the running role arrives on barrier `index` of `barrier`: one thread
+  for it, after (with `sync`) all its threads have met, so their accesses come before."""
   barrier: ir.Value
   index: ir.Operand
   loc: object
   results: tuple = ()
+  sync: bool = True
 
 
 @ir.op(Traits())
