@@ -36,6 +36,10 @@ _NO_REF = (Access.MMA_ISSUE, Access.CTA_BARRIER, Access.CLUSTER_BARRIER)
 class State:
   pending_load: dict = dataclasses.field(default_factory=dict)   # root id -> slot
   pending_store: set = dataclasses.field(default_factory=set)
+  # The TMA stores issued since this block began (or since the last wait), oldest first:
+  # (root, 1) for a store here, (root, 0) for stores inside a nested region (0 or more groups).
+  # A wait for a root's store may leave the newer ones in flight.
+  store_log: list = dataclasses.field(default_factory=list)
   dirty: set = dataclasses.field(default_factory=set)            # written from registers
   # Written from registers since the last proxy fence: a Barrier orders threads but
   # not the generic proxy against the async one (TMA, WGMMA), so only CommitShared clears it.
@@ -198,10 +202,15 @@ class SyncPass:
   def await_stores(self, roots, st, out, loc):
     """Wait until in-flight TMA stores stop reading SMEM, if any of `roots` has one; a
     pipelined store buffer's stage waits only for the stores issued before its last use."""
-    if set(roots) & st.pending_store:
-      out.append(AwaitStores(True, loc))
-      st.pending_store.clear()
-      st.deferred.clear()
+    hit = set(roots) & st.pending_store
+    if hit:
+      # Stores before the log began are older than all of it; the newer ones may stay in flight.
+      last = max((i for i, (r, _) in enumerate(st.store_log) if r in hit), default=-1)
+      newer = st.store_log[last + 1:]
+      out.append(AwaitStores(True, loc, pending=sum(n for _, n in newer)))
+      st.store_log = list(newer)
+      st.pending_store = {r for r, _ in newer}
+      st.deferred.clear()       # a pipelined stage's older stores are done too
       self.met(st)
     elif set(roots) & set(st.deferred):
       out.append(AwaitStores(True, loc, pending=min(st.deferred.values())))
@@ -243,6 +252,7 @@ class SyncPass:
       st.pending_load[root] = o.slot
     elif acc == Access.TMA_READ:
       st.pending_store.add(root)
+      st.store_log.append((root, 1))
     elif acc == Access.MMA_READ:
       st.dot_pending = True
       st.dot_reads.add(root)
@@ -276,6 +286,7 @@ class SyncPass:
     for r in {r for r, a in acc if a in (Access.REG_READ, Access.REG_WRITE)}:
       st.reg_windows.setdefault(r, set()).add(UNKNOWN_WINDOW)
     st.pending_store |= stored
+    st.store_log += [(r, 0) for r in sorted(stored)]
     st.dot_pending = st.dot_pending or dots
     if pipelined:   # its dots and stores still read its loaded buffers: memory shared with them must wait
       used = lambda kind: {self.group.get(r, r) for r in self.explicit
@@ -283,6 +294,7 @@ class SyncPass:
                                   for v, a in ir.traits_of(x).effects(x) if a == kind)}
       st.dot_reads |= used(Access.MMA_READ)
       st.pending_store |= used(Access.TMA_READ)
+      st.store_log += [(r, 0) for r in sorted(used(Access.TMA_READ))]
 
 
 _NOTHING_TO_ORDER = (WaitLoad,)

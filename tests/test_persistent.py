@@ -277,3 +277,30 @@ def test_a_pipelined_loop_whose_stages_do_not_fit_names_the_stages_that_do():
              "with stages=3 this loop's buffers need 295936 bytes (a_s 32 KiB, b_s 32 KiB, o_s 32 KiB"
              " per stage, 3 copies each), more than the 232448 bytes (227 KiB) a CTA can use")
   assert e.hint == "use stages=2 (197632 bytes) or smaller tiles"
+
+
+# ---------------------------------------------------------------- store waits in straight-line code
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def alternating_stores(x, out):
+  """Two staging buffers used in turn: each write waits only for its own buffer's last store."""
+  bufs = (ml.smem((64, 128)), ml.smem((64, 128)))
+  for r in ml.static_range(x.shape[0] // 64):
+    bufs[r % 2][...] = x.at[ml.ds(r * 64, 64)][...] * 2.0
+    ml.copy(bufs[r % 2], out.at[ml.ds(r * 64, 64)])
+
+
+def test_a_write_waits_only_for_its_buffers_store_the_newer_ones_stay_in_flight():
+  text = alternating_stores.typed_ir(S((256, 128), jnp.float32))
+  assert text.count("awaitstores read_only=True pending=1") == 2
+  assert "awaitstores read_only=True pending=0" not in text
+  x = ex.inputs((256, 128), (jnp.float32,))[0]
+  np.testing.assert_array_equal(alternating_stores(x, interpret=True), 2 * x)
+
+
+def test_a_wait_that_leaves_the_buffers_own_store_in_flight_is_a_race():
+  x = ex.inputs((256, 128), (jnp.float32,))[0]
+  kernel, specs = compiled(alternating_stores, x)
+  i = next(i for i, o in enumerate(kernel.body.ops) if isinstance(o, O.AwaitStores))
+  kernel.body.ops[i] = O.AwaitStores(True, kernel.body.ops[i].loc, pending=2)
+  with pytest.raises(interp.RaceError, match="overwritten while a TMA store may still be reading it"):
+    interp.run(kernel, [x], specs)
