@@ -28,11 +28,10 @@ from common import kernel_time, median_time, table  # noqa: E402
 
 SHAPES = [(2048, 2048, 2048), (4096, 4096, 4096), (4096, 8192, 4096), (8192, 8192, 8192),
           (16384, 4096, 4096)]
-OURS = [dict(bn=256, stages=3), dict(bn=128, stages=4), dict(bn=128, stages=5),        # persistent, warp-specialised
-        dict(bn=256, stages=3, group=16), dict(bn=256, stages=3, cluster_m=2),
-        dict(bn=128, stages=5, cluster_m=2), dict(bn=256, stages=4, persistent=False, cluster_m=2),
-        dict(bn=256, stages=4, persistent=False),
-        dict(bn=128, stages=4, persistent=False),
+OURS = [dict(bn=256, stages=4), dict(bn=256, stages=3), dict(bn=128, stages=6),        # persistent, warp-specialised
+        dict(bn=256, stages=4, group=16), dict(bn=256, stages=4, cluster_m=2),
+        dict(bn=128, stages=6, cluster_m=2), dict(bn=256, stages=4, persistent=False, cluster_m=2),
+        dict(bn=256, stages=4, persistent=False), dict(bn=128, stages=6, persistent=False),
         dict(bn=256, stages=4, persistent=False, specialize=False),                    # the earlier pipeline
         dict(bn=256, stages=3, persistent=False, specialize=False)]
 

@@ -50,30 +50,41 @@ def mainloop(a, b, a_s, b_s, i, j, stages, specialize, share_b=None):
   return acc
 
 
+@ml.inline
+def store_tile(acc, c, bufs, i, j):
+  """acc (converted to c's dtype) into c's (i, j) tile, in column chunks through two SMEM
+  buffers used in turn: each chunk's TMA store overlaps the next chunk's conversion, and
+  the buffers take a fraction of a whole tile's SMEM."""
+  (bm, epi), bn = bufs[0].shape, acc.shape[1]
+  out = acc.astype(c.dtype)
+  for e in ml.static_range(bn // epi):
+    bufs[e % 2][...] = out[:, e * epi:(e + 1) * epi]
+    ml.copy(bufs[e % 2], c.at[ml.ds(i * bm, bm), ml.ds(j * bn + e * epi, epi)])
+
+
 @mg.mgpu_kernel(out_shape=_out, grid=_persistent_grid, block=256, cluster=_cluster)
 def matmul(a, b, c, *, bm: ml.constexpr = 128, bn: ml.constexpr = 256, bk: ml.constexpr = 64,
-           stages: ml.constexpr = None, persistent: ml.constexpr = True, specialize: ml.constexpr = True,
-           group: ml.constexpr = 8, cluster_m: ml.constexpr = 1):
-  """c = a @ b. Default stages: as many as fit next to the epilogue's tile. With cluster_m=2,
-  pairs of CTAs compute vertically adjacent tiles and share each B tile (one multicast load)."""
+           stages: ml.constexpr = 4, persistent: ml.constexpr = True, specialize: ml.constexpr = True,
+           group: ml.constexpr = 8, cluster_m: ml.constexpr = 1, epi: ml.constexpr = 64):
+  """c = a @ b. The epilogue stores `epi` columns at a time. With cluster_m=2, pairs of CTAs
+  compute vertically adjacent tiles and share each B tile (one multicast load)."""
   num_m, num_n = a.shape[0] // bm, b.shape[1] // bn
-  s = stages or (3 if persistent and bn > 128 else 4)
+  s = stages
   cm, share_b = cluster_m, (0 if cluster_m > 1 else None)
   pid = ml.program_id(0)
-  a_s, b_s, c_s = ml.smem((bm, bk)), ml.smem((bk, bn)), ml.smem((bm, bn))
+  a_s, b_s = ml.smem((bm, bk)), ml.smem((bk, bn))
+  c_s = (ml.smem((bm, epi)), ml.smem((bm, epi)))
   if persistent:     # the cluster walks its tiles: pid // cm, then every num_programs // cm
     for t in range(pid // cm, num_m // cm * num_n, ml.num_programs(0) // cm):
       i, j = ml.grouped_ids(t, num_m // cm, num_n, group=group)
       i = i * cm + pid % cm
       acc = mainloop(a, b, a_s, b_s, i, j, s, specialize, share_b)
-      c_s[...] = acc.astype(c.dtype)
-      ml.copy(c_s, c.at[ml.ds(i * bm, bm), ml.ds(j * bn, bn)])
+      store_tile(acc, c, c_s, i, j)
   else:
     i, j = ml.grouped_ids(pid // cm, num_m // cm, num_n, group=group)
     i = i * cm + pid % cm
     acc = mainloop(a, b, a_s, b_s, i, j, s, specialize, share_b)
-    c_s[...] = acc.astype(c.dtype)
-    ml.copy(c_s, c.at[ml.ds(i * bm, bm), ml.ds(j * bn, bn)])
+    store_tile(acc, c, c_s, i, j)
 
 
 @mg.mgpu_kernel(out_shape=_out, grid=_grid, block=256)

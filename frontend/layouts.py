@@ -382,6 +382,18 @@ def assign_layouts(kernel: ir.Kernel, defs) -> None:
   s.smem_tilings()
   _check_tiled_views(kernel, defs)
   _check_tiled_copies(kernel, defs)
+  _check_slices(kernel)
+
+
+def _check_slices(kernel) -> None:
+  """Column slices of register tensors exist in the tensor-core layout only."""
+  from .ops.shape import Slice
+  for o in ir.walk(kernel.body):
+    if isinstance(o, Slice) and o.x.type.layout != Layout.WGMMA:
+      raise E.LayoutError(
+          f"x[:, a:b] slices register tensors in the tensor-core layout (ml.dot results and what is"
+          f" computed from them); {o.x.name or 'this tensor'} is in the {o.x.type.layout} layout", o.loc,
+          hint="slice the ref before reading it instead: ref.at[:, a:b][...]")
 
 
 def _check_tiled_copies(kernel, defs) -> None:

@@ -13,7 +13,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import arith
 
 from ..frontend.dtypes import DType
-from ..frontend.ops.shape import Broadcast, Reduce, ReduceKind, Reshape
+from ..frontend.ops.shape import Broadcast, Reduce, ReduceKind, Reshape, Slice
 from ..frontend.types import LayoutKind, ScalarType
 from . import interpret_numerics as N
 from .mosaic import layout_of, mlir_type
@@ -79,7 +79,17 @@ def _reshape(ctx, o):
   ctx.set(o.result, x if tuple(x.shape) == tuple(shape) else x.reshape(shape))
 
 
+@lower(Slice)
+def _slice(ctx, o):
+  ctx.set(o.result, ctx.get(o.x)[:, o.start:o.stop])
+
+
 # ---------------------------------------------------------------- interpreter
+@interpret(Slice)
+def _i_slice(cta, o):
+  cta.set(o.result, np.array(cta.get(o.x)[:, o.start:o.stop]))
+
+
 @interpret(Reduce)
 def _i_reduce(cta, o):
   x, d = cta.get(o.x), o.x.type.dtype

@@ -263,7 +263,7 @@ def test_multicast_loads_free_their_stages_cluster_wide():
   specs = [S((512, 256), jnp.float16), S((256, 512), jnp.float16)]
   text = ex.matmul.typed_ir(*specs, cluster_m=2)
   assert "cluster=(2, 1, 1)" in text
-  assert "barrier<3, arrivals=2, cluster_axis=0> = barrieralloc" in text
+  assert "barrier<4, arrivals=2, cluster_axis=0> = barrieralloc" in text
   assert text.count("multicast=0") == 1                 # B only, in the producer
   assert text.rstrip().splitlines()[-2].strip().startswith("clustersync")   # no CTA leaves early
   txt = ex.matmul.mlir(*specs, cluster_m=2)
@@ -351,3 +351,52 @@ def test_multicast_matmul_on_the_gpu_matches_jnp(shape, cfg, dtype):
   a, b = rand((m, k), dtype, 17), rand((k, n), dtype, 18)
   got = jax.jit(lambda a, b: ex.matmul(a, b, **cfg))(a, b)
   assert rel_err(got, jnp.dot(a, b, preferred_element_type=jnp.float32)) < 1e-2
+
+
+# ---------------------------------------------------------------- column slices of tensor-core tiles
+def test_epilogue_stores_column_chunks_through_two_buffers():
+  specs = [S((512, 256), jnp.float16), S((256, 512), jnp.float16)]
+  text = ex.matmul.typed_ir(*specs)
+  assert text.count("slice x=") == 4 and "tensor<128x64, float16, wgmma> = slice" in text
+  assert text.count("awaitstores read_only=True pending=1") == 2     # chunks 3 and 4 of each tile
+  assert text.count("ref<SMEM, 128x64, float16> = smemalloc") == 2
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: jax.ShapeDtypeStruct((a.shape[0], b.shape[1]), jnp.float32))
+def sliced_dot(a, b, c):
+  a_s, b_s = ml.smem(a.shape), ml.smem(b.shape)
+  ml.copy(a, a_s)
+  ml.copy(b, b_s)
+  acc = ml.dot(a_s, b_s)
+  c.at[:, 0:64][...] = acc[:, 64:128]
+  c.at[:, 64:128][...] = acc[:, 0:64] * 2.0
+
+
+def test_column_slices_of_a_dot_result_interpret():
+  a, b = rand((64, 64), jnp.float16, 20), rand((64, 128), jnp.float16, 21)
+  want = jnp.dot(a, b, preferred_element_type=jnp.float32)
+  got = sliced_dot(a, b, interpret=True)
+  np.testing.assert_allclose(got[:, :64], want[:, 64:], rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(got[:, 64:], 2 * want[:, :64], rtol=1e-5, atol=1e-5)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: jax.ShapeDtypeStruct((128, 64), x.dtype))
+def sliced_plain(x, out, *, cols: ml.constexpr = (0, 64)):
+  v = x[...] * 2.0
+  out[...] = v[:, cols[0]:cols[1]]
+
+
+@pytest.mark.parametrize("cols,cls,message", [
+    ((0, 64), mg.LayoutError, "x[:, a:b] slices register tensors in the tensor-core layout (ml.dot results and"
+                              " what is computed from them); v is in the strided layout"),
+    ((4, 68), mg.LayoutError, "columns 4:68 do not start and end on the tensor-core layout's 8-column tiles"),
+    ((64, 200), mg.IndexOutOfBoundsError, "columns 64:200 are outside a tensor of 128 columns"),
+], ids=["strided", "misaligned", "outside"])
+def test_column_slice_mistakes_are_located(cols, cls, message):
+  expect(sliced_plain, [S((128, 128), jnp.float32)], cls, "v[:, cols", message, cols=cols)
+
+
+@pytest.mark.gpu
+def test_column_slices_of_a_dot_result_on_the_gpu():
+  a, b = rand((64, 64), jnp.float16, 20), rand((64, 128), jnp.float16, 21)
+  np.testing.assert_allclose(jax.jit(sliced_dot)(a, b), sliced_dot(a, b, interpret=True), rtol=1e-5, atol=1e-5)

@@ -13,6 +13,7 @@ import enum
 import math
 
 from .. import errors as E
+from .. import hw
 from .. import ir
 from ..dtypes import DType
 from ..ir import LayoutRule, Traits
@@ -159,8 +160,12 @@ def _reducible(x) -> bool:
 
 
 def expand(cx, x, index):
-  """`x[:, None]`, `x[None, :]`, `x[..., None]`: a register tensor with size-1 axes inserted."""
+  """`x[:, None]`, `x[None, :]`, `x[..., None]`: a register tensor with size-1 axes inserted;
+  `x[:, a:b]`: static columns of a tensor-core tile (`slice_columns`)."""
   index = index if isinstance(index, tuple) else (index,)
+  if (len(index) == 2 and index[0] == slice(None) and isinstance(index[1], slice)
+      and index[1] != slice(None) and len(x.type.shape) == 2):
+    return slice_columns(cx, x, index[1])
   if sum(1 for i in index if i is Ellipsis) > 1:
     raise E.KernelTypeError("an index can hold at most one '...'", cx.loc, hint="x[..., None]")
   kept = sum(1 for i in index if i is not None and i is not Ellipsis)
@@ -314,3 +319,36 @@ def reshape(cx, x, shape):
   the strided layout (not on tensor-core or row-reduction tiles).
   """
   return reshape_(cx, x, shape)
+
+
+# ---------------------------------------------------------------- column slices
+@ir.op(Traits(pure=True, layout=LayoutRule.ELEMENTWISE))
+class Slice(ir.Op):
+  """Columns `start:stop` of a 2-D register tensor in the tensor-core layout (`x[:, a:b]`):
+  no data moves, each thread keeps its registers of those columns."""
+  x: ir.Value
+  start: int
+  stop: int
+  loc: object
+  results: tuple
+
+
+def slice_columns(cx, x, s: slice):
+  n = x.type.shape[1]
+  if s.step not in (None, 1) or not all(v is None or (isinstance(v, int) and not isinstance(v, bool))
+                                        for v in (s.start, s.stop)):
+    raise E.KernelTypeError("a register tensor is sliced with static ints and a step of 1: x[:, a:b]", cx.loc,
+                            hint="slice columns with static bounds, e.g. acc[:, 64 * j:64 * (j + 1)]"
+                                 " in a loop over ml.static_range")
+  start, stop, _ = s.indices(n)
+  if (s.start is not None and not -n <= s.start <= n) or (s.stop is not None and not -n <= s.stop <= n) \
+      or stop <= start:
+    raise E.IndexOutOfBoundsError(f"columns {s.start}:{s.stop} are outside a tensor of {n} columns", cx.loc,
+                                  hint=f"slice within 0:{n}")
+  if start % hw.MMA_N_STEP or stop % hw.MMA_N_STEP:
+    raise E.LayoutError(
+        f"columns {start}:{stop} do not start and end on the tensor-core layout's {hw.MMA_N_STEP}-column"
+        f" tiles", cx.loc, hint=f"slice at multiples of {hw.MMA_N_STEP} columns (64 is the usual chunk)")
+  t = x.type
+  return cx.b.emit(Slice, x, start, stop, loc=cx.loc, types=[TensorType((t.shape[0], stop - start), t.dtype)],
+                   names=[cx.name]).result
