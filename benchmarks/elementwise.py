@@ -41,12 +41,15 @@ def configs(kernel_dtypes, out_dtype, quick):
       for stages in (2, 3, 4, 6):
         if stages * per_stage <= SMEM_BUDGET // per_sm:
           yield dict(bm=bm, bn=bn, stages=stages, ctas=per_sm * mg.num_sms())
+          if per_sm == 1 and stages > 2:
+            yield dict(bm=bm, bn=bn, stages=stages, ctas=mg.num_sms(), specialize=True)
 
 
 def describe(cfg):
   if not cfg:
     return "defaults"
-  return f"{cfg['bm']}x{cfg['bn']} s{cfg['stages']} {cfg['ctas'] // mg.num_sms()}/SM"
+  ws = " ws" if cfg.get("specialize") else ""
+  return f"{cfg['bm']}x{cfg['bn']} s{cfg['stages']} {cfg['ctas'] // mg.num_sms()}/SM{ws}"
 
 
 def measure(fn, args, want, nbytes):

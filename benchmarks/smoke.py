@@ -20,6 +20,7 @@ CASES = {
     "elementwise gelu(a) * b": "ew('gelu(a) * b', {})",
     "elementwise f32 -> bf16": "ew('f32 -> bf16', {})",
     "elementwise 2 CTAs/SM": "ew('a * 2', dict(bm=32, bn=128, stages=3, ctas=2 * mg.num_sms()))",
+    "elementwise warp-specialised": "ew('a + b', dict(specialize=True))",
     "matmul default (persistent, warp-specialised)": "mm({})",
     "matmul cluster_m=2 (multicast)": "mm(dict(cluster_m=2))",
     "matmul 128x128 s6": "mm(dict(bn=128, stages=6))",

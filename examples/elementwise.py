@@ -12,7 +12,8 @@ wait is deferred until its buffer comes round again). Tile counts need not divid
 evenly among the CTAs.
 
 SMEM per CTA is `stages * (bytes of the loaded tiles + bytes of the stored tiles)`;
-it must stay under 227 KiB (about 113 KiB for two CTAs per SM).
+it must stay under 227 KiB (about 113 KiB for two CTAs per SM). `specialize=True` has
+a producer warpgroup issue the loads instead (warp specialisation).
 """
 import jax
 import jax.numpy as jnp
@@ -41,11 +42,11 @@ def tile(t, shape, bm, bn):
 @mg.mgpu_kernel(out_shape=lambda x: x, grid=persistent_grid)
 def scale(x, out, *, factor: ml.constexpr = 2.0, bm: ml.constexpr = CONFIG["bm"],
           bn: ml.constexpr = CONFIG["bn"], stages: ml.constexpr = CONFIG["stages"],
-          ctas: ml.constexpr = CONFIG["ctas"]):
+          ctas: ml.constexpr = CONFIG["ctas"], specialize: ml.constexpr = False):
   """out = x * factor."""
   x_s, o_s = ml.smem((bm, bn)), ml.smem((bm, bn))
   for t in ml.range(ml.program_id(0), x.shape[0] // bm * (x.shape[1] // bn), ml.num_programs(0),
-                    stages=stages):
+                    stages=stages, warp_specialize=specialize):
     rows, cols = tile(t, x.shape, bm, bn)
     ml.copy(x.at[rows, cols], x_s)
     o_s[...] = x_s[...] * factor
@@ -54,11 +55,11 @@ def scale(x, out, *, factor: ml.constexpr = 2.0, bm: ml.constexpr = CONFIG["bm"]
 
 @mg.mgpu_kernel(out_shape=lambda a, b: a, grid=persistent_grid)
 def add(a, b, out, *, bm: ml.constexpr = 32, bn: ml.constexpr = CONFIG["bn"],
-        stages: ml.constexpr = 4, ctas: ml.constexpr = CONFIG["ctas"]):
+        stages: ml.constexpr = 4, ctas: ml.constexpr = CONFIG["ctas"], specialize: ml.constexpr = False):
   """out = a + b."""
   a_s, b_s, o_s = ml.smem((bm, bn)), ml.smem((bm, bn)), ml.smem((bm, bn))
   for t in ml.range(ml.program_id(0), a.shape[0] // bm * (a.shape[1] // bn), ml.num_programs(0),
-                    stages=stages):
+                    stages=stages, warp_specialize=specialize):
     rows, cols = tile(t, a.shape, bm, bn)
     ml.copy(a.at[rows, cols], a_s)
     ml.copy(b.at[rows, cols], b_s)
@@ -74,11 +75,11 @@ def gelu(x):
 
 @mg.mgpu_kernel(out_shape=lambda a, b: a, grid=persistent_grid)
 def gelu_mul(a, b, out, *, bm: ml.constexpr = CONFIG["bm"], bn: ml.constexpr = CONFIG["bn"],
-             stages: ml.constexpr = 4, ctas: ml.constexpr = CONFIG["ctas"]):
+             stages: ml.constexpr = 4, ctas: ml.constexpr = CONFIG["ctas"], specialize: ml.constexpr = False):
   """out = gelu(a) * b, computed in float32 and rounded once to out's dtype."""
   a_s, b_s, o_s = ml.smem((bm, bn)), ml.smem((bm, bn)), ml.smem((bm, bn))
   for t in ml.range(ml.program_id(0), a.shape[0] // bm * (a.shape[1] // bn), ml.num_programs(0),
-                    stages=stages):
+                    stages=stages, warp_specialize=specialize):
     rows, cols = tile(t, a.shape, bm, bn)
     ml.copy(a.at[rows, cols], a_s)
     ml.copy(b.at[rows, cols], b_s)
@@ -94,11 +95,11 @@ def _cast_out(x, *, dtype=jnp.bfloat16, **meta):
 @mg.mgpu_kernel(out_shape=_cast_out, grid=persistent_grid)
 def cast(x, out, *, dtype: ml.constexpr = jnp.bfloat16, bm: ml.constexpr = CONFIG["bm"],
          bn: ml.constexpr = CONFIG["bn"], stages: ml.constexpr = 4,
-         ctas: ml.constexpr = CONFIG["ctas"]):
+         ctas: ml.constexpr = CONFIG["ctas"], specialize: ml.constexpr = False):
   """out = x.astype(dtype)."""
   x_s, o_s = ml.smem((bm, bn)), ml.smem((bm, bn), dtype)
   for t in ml.range(ml.program_id(0), x.shape[0] // bm * (x.shape[1] // bn), ml.num_programs(0),
-                    stages=stages):
+                    stages=stages, warp_specialize=specialize):
     rows, cols = tile(t, x.shape, bm, bn)
     ml.copy(x.at[rows, cols], x_s)
     o_s[...] = x_s[...].astype(dtype)

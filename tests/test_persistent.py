@@ -33,11 +33,13 @@ def compiled(kfn, *args, **constexprs):
 
 # ---------------------------------------------------------------- interpret mode
 @pytest.mark.parametrize("name", list(ex.KERNELS))
-@pytest.mark.parametrize("ctas,stages", [(3, 2), (7, 3), (8, 4), (32, 2)], ids=str)
-def test_persistent_kernels_match_jnp_with_uneven_tile_splits(name, ctas, stages):
+@pytest.mark.parametrize("ctas,stages,specialize", [(3, 2, False), (7, 3, False), (8, 4, False), (32, 2, False),
+                                                   (3, 3, True), (32, 2, True)], ids=str)
+def test_persistent_kernels_match_jnp_with_uneven_tile_splits(name, ctas, stages, specialize):
   kernel, ref, dtypes = ex.KERNELS[name]
   args = ex.inputs((320, 256), dtypes)           # 20 tiles of 32 x 128
-  ex.check(kernel(*args, bm=32, bn=128, ctas=ctas, stages=stages, interpret=True), ref(*args))
+  got = kernel(*args, bm=32, bn=128, ctas=ctas, stages=stages, specialize=specialize, interpret=True)
+  ex.check(got, ref(*args))
 
 
 @mg.mgpu_kernel(out_shape=lambda x: x, grid=(3,))
@@ -228,7 +230,8 @@ def test_writing_a_pipelined_load_buffer_is_rejected_with_the_two_buffer_pattern
 
 # ---------------------------------------------------------------- on the H200
 GPU_CONFIGS = [dict(), dict(bm=32, bn=128, stages=4), dict(bm=32, bn=256, stages=2, ctas=2 * hw.NUM_SMS),
-               dict(bm=64, bn=128, stages=2, ctas=5)]
+               dict(bm=64, bn=128, stages=2, ctas=5), dict(specialize=True), dict(bm=32, bn=128, stages=4,
+                                                                                   specialize=True, ctas=7)]
 
 
 @pytest.mark.gpu
