@@ -12,7 +12,6 @@ import dataclasses
 from .. import errors as E
 from .. import hw
 from .. import ir
-from .. import hw
 from .. import tma
 from ..dtypes import DType
 from ..infer import conflict, unify
