@@ -1,6 +1,6 @@
 """Matmul TFLOP/s on the H200: mgpu_dsl (examples/matmul.py) vs jnp.dot (cuBLAS) vs Pallas Mosaic GPU.
 
-    python benchmarks/matmul.py [--quick] [--plot docs/matmul.png]
+    python benchmarks/matmul.py [--quick] [--dtype float16|bfloat16] [--plot docs/matmul.png]
 
 For each shape and dtype, each contender runs at its best configuration of a small
 sweep, chosen by kernel time (CUPTI, via Mosaic GPU's profiler: the median of 20
@@ -118,11 +118,13 @@ def main():
   p = argparse.ArgumentParser()
   p.add_argument("--quick", action="store_true", help="4096x8192x4096 only")
   p.add_argument("--plot", default="", help="save a bar chart here")
+  p.add_argument("--dtype", choices=("float16", "bfloat16"), default=None,
+                 help="one dtype only (the full run takes two 10-minute device calls otherwise)")
   args = p.parse_args()
   shapes = [(4096, 8192, 4096)] if args.quick else SHAPES
   print(f"jax {jax.__version__} on {jax.devices()[0].device_kind}")
   rows, results = [], []
-  for dtype in (jnp.float16, jnp.bfloat16):
+  for dtype in [jnp.dtype(args.dtype)] if args.dtype else (jnp.float16, jnp.bfloat16):
     for m, n, k in shapes:
       ka, kb = jax.random.split(jax.random.key(m + n + k))
       a = jax.random.normal(ka, (m, k), jnp.float32).astype(dtype)
