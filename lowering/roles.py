@@ -20,6 +20,8 @@ from .interpret_memory import InterpretError
 from .mosaic import operand
 from .registry import interpret, lower
 
+CollectiveBarrierRef = getattr(mgpu, "CollectiveBarrierRef", None) or mgpu.utils.CollectiveBarrierRef
+
 
 # ---------------------------------------------------------------- Mosaic GPU
 @lower(WarpSpecialize)
@@ -53,7 +55,7 @@ def _barrier_arrive(ctx, o):
   bar = _barrier(ctx, o)
   if o.sync:
     mgpu.utils.warpgroup_barrier()   # one thread arrives for its warpgroup: all must be done
-  if isinstance(bar, mgpu.CollectiveBarrierRef):
+  if isinstance(bar, CollectiveBarrierRef):
     bar.arrive()                     # arrives for the warpgroup on this CTA's and the peers' barrier
   else:
     bar.arrive(predicate=mgpu.single_thread_predicate(mgpu.ThreadSubset.WARPGROUP))
