@@ -61,9 +61,13 @@ def measure(fn, args, want, nbytes):
 def main():
   p = argparse.ArgumentParser()
   p.add_argument("--quick", action="store_true", help="only the kernels' default configurations")
-  quick = p.parse_args().quick
+  p.add_argument("--kernel", action="append", help="only this kernel (repeatable), e.g. 'a * 2'")
+  a = p.parse_args()
+  quick = a.quick
   rows = []
   for name, (kernel, ref, dtypes) in ex.KERNELS.items():
+    if a.kernel and name not in a.kernel:
+      continue
     args = ex.inputs(SHAPE, dtypes)
     xla = jax.jit(ref)
     want = xla(*args)
@@ -77,6 +81,7 @@ def main():
       except Exception as e:   # report and keep going: one bad config must not hide the others
         print(f"{name} {describe(cfg)}: {type(e).__name__}: {str(e)[:200]}")
         continue
+      print(f"{name} {describe(cfg)}: {ok:.0f} GB/s kernel, {ow:.0f} wall (XLA {xk:.0f})", flush=True)
       if best is None or ok > best[0]:
         best = (ok, ow, cfg)
     if best is not None:

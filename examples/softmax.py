@@ -81,13 +81,14 @@ def softmax_cluster_rows(x, out, *, parts: ml.constexpr):
   ml.cluster_sync()          # no CTA exits while a peer still reads its SMEM
 
 
-def config(shape):
-  """(kernel, constexprs) for a (n, d) input: about 16 KiB of float32 per program; rows too
-  long for one CTA's registers are spread over a cluster."""
+def config(shape, itemsize=4):
+  """(kernel, constexprs) for a (n, d) input: about 16 KiB of float32 per program; float32 rows
+  too long for one CTA's registers are spread over a cluster, 16-bit ones take two passes
+  (faster for them on the H200: see docs/benchmarks.md)."""
   n, d = shape
   if d * 4 > MAX_ROW_BYTES:
     parts = d * 4 // PART_BYTES
-    if parts <= 8 and d % (parts * 128) == 0:
+    if itemsize == 4 and parts <= 8 and d % (parts * 128) == 0:
       return softmax_cluster_rows, {"parts": parts}
     if d % CHUNK == 0:
       return softmax_long_rows, {"rows": 1}
@@ -100,13 +101,13 @@ def config(shape):
 def softmax(x, *, interpret=None):
   """jax.nn.softmax(x, axis=-1) for a 2-D float32, float16 or bfloat16 array whose last
   dimension is a multiple of 128."""
-  kernel, meta = config(x.shape)
+  kernel, meta = config(x.shape, x.dtype.itemsize)
   return kernel(x, interpret=interpret, **meta)
 
 
 for _spec in [(256, 1024), (64, 16384), (8, 32768)]:
   for _dt in (jnp.float32, jnp.bfloat16):
-    _k, _meta = config(_spec)
+    _k, _meta = config(_spec, jnp.dtype(_dt).itemsize)
     mg.check_specs(_k, jax.ShapeDtypeStruct(_spec, _dt), **_meta)
   mg.check_specs(softmax_long_rows, jax.ShapeDtypeStruct(_spec, jnp.float32), rows=1)
 

@@ -42,6 +42,7 @@ def test_softmax_interpret_matches_jax_at_huge_logits(shape, dtype):
 
 def test_long_rows_take_a_cluster_or_two_passes():
   assert SM.config((2, 32768)) == (SM.softmax_cluster_rows, {"parts": 4})
+  assert SM.config((2, 32768), 2) == (SM.softmax_long_rows, {"rows": 1})
   assert SM.config((2, 8192 * 16))[0] is SM.softmax_long_rows
   assert SM.config((64, 1024)) == (SM.softmax_rows, {"rows": 4})
 
