@@ -123,6 +123,8 @@ class _Solver:
   def _dot(self, o):
     self.join(o.result, o.acc)
     self.seeds.add(("v", o.result.id))
+    if _is_tensor(o.a):                 # A from registers: the WGMMA layout
+      self.seeds.add(self.node(o.a))
     for v in o.operands():
       if isinstance(v.type, RefType):
         self.mma_roots.add(self.root(v).id)
