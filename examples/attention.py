@@ -202,23 +202,27 @@ attention_dq = mg.mgpu_kernel(dq_kernel, out_shape=_dq_out, grid=_q_grid, block=
 # ---------------------------------------------------------------- configuration
 @dataclasses.dataclass(frozen=True)
 class Config:
-  """Tile sizes: `bq` query rows per CTA (64 per warpgroup), `bkv` keys per step, `stages`
-  K/V buffers of the pipelined loop; `bwd_*` the same for the two backward kernels."""
+  """Tiles of the three kernels: query rows per CTA (`*_bq`), keys per CTA or step (`*_bkv`)
+  and pipelined stages. Split tiles (the forward's and dQ's bq, dK/dV's bkv) hold 64 rows
+  per warpgroup, so they are multiples of 128 with block=256."""
   bq: int = 128
   bkv: int = 128
   stages: int = 2
-  bwd_bq: int = 64
-  bwd_bkv: int = 128
-  bwd_stages: int = 2
+  dkv_bq: int = 64
+  dkv_bkv: int = 128
+  dkv_stages: int = 2
+  dq_bq: int = 128
+  dq_bkv: int = 64
+  dq_stages: int = 2
 
 
 def default_config(head_dim: int) -> Config:
   """Tiles that fit the 227 KiB of SMEM and the registers of two warpgroups."""
   if head_dim <= 64:
-    return Config(bq=128, bkv=128, stages=4, bwd_bq=64, bwd_bkv=128, bwd_stages=3)
+    return Config(bq=128, bkv=128, stages=4, dkv_bq=64, dkv_bkv=128, dkv_stages=3, dq_bkv=128, dq_stages=3)
   if head_dim <= 128:
-    return Config(bq=128, bkv=128, stages=3, bwd_bq=64, bwd_bkv=128, bwd_stages=2)
-  return Config(bq=128, bkv=64, stages=2, bwd_bq=64, bwd_bkv=128, bwd_stages=1)
+    return Config(bq=128, bkv=128, stages=3, dkv_bq=64, dkv_bkv=128, dkv_stages=2, dq_bkv=64, dq_stages=3)
+  return Config(bq=128, bkv=64, stages=2, dkv_bq=64, dkv_bkv=128, dkv_stages=1, dq_bkv=64, dq_stages=1)
 
 
 # ---------------------------------------------------------------- the JAX function
@@ -235,8 +239,11 @@ def _check(q, k, v, causal, config):
     raise ValueError(f"head_dim must be 64, 128 or 256, got {d}")
   if causal and sq != skv:
     raise ValueError(f"causal attention needs as many queries as keys, got {sq} and {skv}")
-  for n, blk, what in ((sq, config.bq, "seq"), (skv, config.bkv, "kv seq"),
-                       (sq, config.bwd_bq, "seq"), (skv, config.bwd_bkv, "kv seq")):
+  if config.bq % 128 or config.dkv_bkv % 128 or config.dq_bq % 128:
+    raise ValueError(f"bq, dkv_bkv and dq_bq must be multiples of 128 (64 rows for each of two warpgroups),"
+                     f" got {config}")
+  for n, blk, what in ((sq, config.bq, "seq"), (skv, config.bkv, "kv seq"), (sq, config.dkv_bq, "seq"),
+                       (skv, config.dkv_bkv, "kv seq"), (sq, config.dq_bq, "seq"), (skv, config.dq_bkv, "kv seq")):
     if n % blk:
       raise ValueError(f"{what} length {n} must be a multiple of the block {blk}")
 
@@ -258,10 +265,9 @@ def _attention_bwd(causal, scale, config, interpret, res, cotangents):
   # d lse / d s = p, so a cotangent of lse joins delta = rowsum(do * o) with the opposite sign.
   delta = jnp.einsum("bqhd,bqhd->bhq", o.astype(jnp.float32), do.astype(jnp.float32)) - dlse
   do = do.astype(q.dtype)
-  kw = dict(bq=config.bwd_bq, bkv=config.bwd_bkv, stages=config.bwd_stages, causal=causal, scale=scale,
-            interpret=interpret)
-  dk, dv = attention_dkv(q, k, v, do, lse, delta, **kw)
-  dq = attention_dq(q, k, v, do, lse, delta, **dict(kw, bq=config.bq, bkv=config.bwd_bkv))
+  kw = dict(causal=causal, scale=scale, interpret=interpret)
+  dk, dv = attention_dkv(q, k, v, do, lse, delta, bq=config.dkv_bq, bkv=config.dkv_bkv, stages=config.dkv_stages, **kw)
+  dq = attention_dq(q, k, v, do, lse, delta, bq=config.dq_bq, bkv=config.dq_bkv, stages=config.dq_stages, **kw)
   return dq, dk, dv
 
 
