@@ -48,3 +48,31 @@ def dot_chain(a, b, c, out):
   ml.copy(c, c_s)
   s = ml.dot(a_s, b_s.T)
   out[...] = ml.dot(s.astype(a.dtype), c_s)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b, c: jax.ShapeDtypeStruct((a.shape[0], b.shape[0]), jnp.float32),
+                block=256)
+def two_dots_in_flight(a, b, c, out):
+  """The first product is read while the second still runs: the wait keeps one group in flight."""
+  a_s = ml.smem(a.shape)
+  b_s = ml.smem(b.shape)
+  c_s = ml.smem(c.shape)
+  ml.copy(a, a_s)
+  ml.copy(b, b_s)
+  ml.copy(c, c_s)
+  s1 = ml.dot(a_s, b_s.T)
+  s2 = ml.dot(a_s, c_s.T)
+  m = ml.max(s1, axis=1)
+  out[...] = s2 - m[:, None]
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: jax.ShapeDtypeStruct((a.shape[0], b.shape[0]), a.dtype), block=256)
+def overwrite_after_dot(a, b, out):
+  """a_s is overwritten once the dot that read it is done, in every warpgroup."""
+  a_s = ml.smem(a.shape)
+  b_s = ml.smem(b.shape)
+  ml.copy(a, a_s)
+  ml.copy(b, b_s)
+  s = ml.dot(a_s, b_s.T)
+  a_s[...] = s.astype(a.dtype)
+  ml.copy(a_s, out)

@@ -34,6 +34,9 @@ CASES = [
     ("a_bT_pipelined", K.dot_bt, [(128, 256), (256, 256)], lambda a, b: f32(a) @ f32(b).T),
     ("aT_b", K.dot_at, [(64, 128), (64, 128)], lambda a, b: f32(a).T @ f32(b)),
     ("registers_a", K.dot_chain, [(128, 64), (128, 64), (128, 64)], chain_ref),
+    ("two_in_flight", K.two_dots_in_flight, [(128, 64)] * 3,
+     lambda a, b, c: f32(a) @ f32(c).T - (f32(a) @ f32(b).T).max(1, keepdims=True)),
+    ("overwrite_operand", K.overwrite_after_dot, [(128, 64), (64, 64)], lambda a, b: f32(a) @ f32(b).T),
 ]
 IDS = [c[0] for c in CASES]
 
@@ -188,3 +191,29 @@ def test_register_b_operand_is_rejected():
   e = expect(register_b, [S((128, 64), F16), S((64, 128), F16)], mg.MmaOperandError,
              "ml.dot(a_s, b[...])", "ml.dot operand b must be an SMEM buffer of this CTA, got a register tensor")
   assert e.hint.startswith("only a may come from registers")
+
+
+def ir_lines(kernel, *specs):
+  return [line.strip() for line in kernel.typed_ir(*specs).splitlines()]
+
+
+def test_reading_an_older_dot_leaves_the_newer_one_in_flight():
+  lines = ir_lines(K.two_dots_in_flight, *[S((128, 64), F16)] * 3)
+  waits = [line.split("#")[0].strip() for line in lines if line.startswith("dotwait")]
+  assert waits == ["dotwait pending=1", "dotwait pending=0"]
+  # No CTA barrier after a wait: the buffers the dots read are never written again.
+  assert not any(line.startswith("barrier") for line in lines)
+  a, b, c = args_of([(128, 64)] * 3, F16)
+  got = K.two_dots_in_flight(a, b, c, interpret=True)
+  s1, s2 = f32(a) @ f32(b).T, f32(a) @ f32(c).T
+  np.testing.assert_allclose(got, s2 - s1.max(1, keepdims=True), rtol=1e-5, atol=1e-3)
+
+
+def test_overwriting_what_a_dot_read_meets_the_other_warpgroups_first():
+  lines = ir_lines(K.overwrite_after_dot, S((128, 64), F16), S((64, 64), F16))
+  ops = [line.split("= ")[-1].split()[0] if " = " in line else line.split()[0] for line in lines[1:]]
+  i = ops.index("dotwait")
+  assert ops[i + 1:].index("barrier") < ops[i + 1:].index("store")     # before the store, not at the wait
+  a, b = args_of([(128, 64), (64, 64)], F16)
+  want = (f32(a) @ f32(b).T).astype(np.float16)
+  np.testing.assert_allclose(K.overwrite_after_dot(a, b, interpret=True), want)
