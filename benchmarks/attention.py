@@ -17,6 +17,7 @@ backward is timed alone: residuals come from one forward, then the jitted vjp ru
 --quick: float16, seq 4096 only.
 """
 import argparse
+import dataclasses
 import functools
 import os
 import sys
@@ -46,11 +47,11 @@ def ours_configs(d):
           128: [ex.Config(bq=128, bkv=128, stages=2, dkv_bq=64, dkv_bkv=128, dkv_stages=3, dq_bkv=128,
                           dq_stages=2),
                 ex.Config(bq=128, bkv=64, stages=4, dkv_bq=64, dkv_bkv=128, dkv_stages=2, dq_bkv=64)]}
-  return [base] + alts.get(d, [])
+  return [base, dataclasses.replace(base, overlap=False)] + alts.get(d, [])
 
 
 def cfg_name(c):
-  return f"q{c.bq} kv{c.bkv} s{c.stages} | dkv q{c.dkv_bq} kv{c.dkv_bkv} s{c.dkv_stages} | dq kv{c.dq_bkv} s{c.dq_stages}"
+  return f"{'overlap' if c.overlap else 'simple'} q{c.bq} kv{c.bkv} s{c.stages} | dkv q{c.dkv_bq} kv{c.dkv_bkv} s{c.dkv_stages} | dq kv{c.dq_bkv} s{c.dq_stages}"
 
 
 def contenders(d, causal):

@@ -17,7 +17,9 @@ output accumulator) in registers:
     acc = acc * alpha + p @ v     P straight from registers into the tensor cores
 
 Causal programs stop at the diagonal (a runtime trip count) and mask only the blocks
-that cross it. The backward recomputes P from the forward's logsumexp: one kernel per
+that cross it. `forward_overlap` (the default) reorders the loop as FlashAttention-3 does:
+each step issues the next block's q @ k.T before the softmax of the current one, so the
+tensor cores work while the softmax runs; the compiler's waits keep that dot in flight. The backward recomputes P from the forward's logsumexp: one kernel per
 K/V block accumulates dK and dV over the query blocks (and over the query heads that
 share a K/V head), one kernel per query block accumulates dQ.
 """
@@ -87,7 +89,57 @@ def forward_kernel(q, k, v, o, lse, *, bq: ml.constexpr, bkv: ml.constexpr, stag
   lse.at[b, h, ml.ds(i * bq, bq)][...] = (m + ml.log2(l)) * (1.0 / LOG2E)
 
 
+def forward_overlap_kernel(q, k, v, o, lse, *, bq: ml.constexpr, bkv: ml.constexpr, stages: ml.constexpr,
+                           causal: ml.constexpr, scale: ml.constexpr):
+  """forward_kernel with the tensor cores busy during the softmax (FlashAttention-3's order).
+
+  Step t issues s_next = q @ k_t.T, then runs the softmax of s (block t - 1, computed at the
+  previous step) while that dot runs, then issues p @ v_{t-1}. The compiler's dot waits keep
+  the newer group in flight. Step 0 has no block to finish: s starts as an empty tile (-inf),
+  which leaves m, l and acc as they are; the last step's extra product is discarded.
+  """
+  i = ml.program_id(0)
+  h = ml.program_id(1)
+  b = ml.program_id(2)
+  hk = h // (q.shape[2] // k.shape[2])
+  d = q.shape[3]
+  q_s = ml.smem((bq, d))
+  k_s = ml.smem((bkv, d))
+  v_s = ml.smem((bkv, d))
+  ml.copy(q.at[b, ml.ds(i * bq, bq), h, :], q_s)
+  c = scale * LOG2E
+  m = ml.full((bq,), -1e30, jnp.float32)     # finite: the empty first tile gives alpha = 1, not NaN
+  l = ml.zeros((bq,), jnp.float32)
+  acc = ml.zeros((bq, d), jnp.float32)
+  s = ml.full((bq, bkv), NEG_INF, jnp.float32)
+  n = k.shape[1] // bkv
+  if causal:
+    n = ((i + 1) * bq + bkv - 1) // bkv
+  for t in ml.range(n + 1, stages=stages):
+    ml.copy(k.at[b, ml.ds(ml.minimum(t, n - 1) * bkv, bkv), hk, :], k_s)
+    ml.copy(v.at[b, ml.ds(ml.maximum(t - 1, 0) * bkv, bkv), hk, :], v_s)
+    s_next = ml.dot(q_s, k_s.T)
+    j = t - 1
+    if causal:
+      if (j + 1) * bkv > i * bq:
+        rows = i * bq + ml.arange(bq)[:, None]
+        cols = j * bkv + ml.arange(bkv)[None, :]
+        s = ml.where(cols <= rows, s, NEG_INF)
+    m_new = ml.maximum(m, ml.max(s, axis=1) * c)
+    alpha = ml.exp2(m - m_new, approx=True)
+    p = ml.exp2(s * c - m_new[:, None], approx=True)
+    l = l * alpha + ml.sum(p, axis=1)
+    acc = ml.dot(p.astype(q.dtype), v_s, acc * alpha[:, None])
+    m = m_new
+    s = s_next
+  o_s = ml.smem((bq, d))
+  o_s[...] = (acc * (1.0 / l)[:, None]).astype(o.dtype)
+  ml.copy(o_s, o.at[b, ml.ds(i * bq, bq), h, :])
+  lse.at[b, h, ml.ds(i * bq, bq)][...] = (m + ml.log2(l)) * (1.0 / LOG2E)
+
+
 forward = mg.mgpu_kernel(forward_kernel, out_shape=_fwd_out, grid=_q_grid, block=256)
+forward_overlap = mg.mgpu_kernel(forward_overlap_kernel, out_shape=_fwd_out, grid=_q_grid, block=256)
 
 
 # ---------------------------------------------------------------- backward
@@ -203,11 +255,12 @@ attention_dq = mg.mgpu_kernel(dq_kernel, out_shape=_dq_out, grid=_q_grid, block=
 @dataclasses.dataclass(frozen=True)
 class Config:
   """Tiles of the three kernels: query rows per CTA (`*_bq`), keys per CTA or step (`*_bkv`)
-  and pipelined stages. Split tiles (the forward's and dQ's bq, dK/dV's bkv) hold 64 rows
+  and pipelined stages; which forward kernel runs. Split tiles (the forward's and dQ's bq, dK/dV's bkv) hold 64 rows
   per warpgroup, so they are multiples of 128 with block=256."""
   bq: int = 128
   bkv: int = 128
   stages: int = 2
+  overlap: bool = True       # the forward with softmax under the tensor cores (forward_overlap)
   dkv_bq: int = 64
   dkv_bkv: int = 128
   dkv_stages: int = 2
@@ -250,7 +303,8 @@ def _check(q, k, v, causal, config):
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(3, 4, 5, 6))
 def _attention(q, k, v, causal, scale, config, interpret):
-  return forward(q, k, v, bq=config.bq, bkv=config.bkv, stages=config.stages, causal=causal, scale=scale,
+  kernel = forward_overlap if config.overlap else forward
+  return kernel(q, k, v, bq=config.bq, bkv=config.bkv, stages=config.stages, causal=causal, scale=scale,
                  interpret=interpret)
 
 
@@ -312,6 +366,7 @@ _Q = jax.ShapeDtypeStruct((1, 1024, 4, 128), jnp.float16)
 _KV = jax.ShapeDtypeStruct((1, 1024, 2, 128), jnp.float16)
 _LSE = jax.ShapeDtypeStruct((1, 4, 1024), jnp.float32)
 mg.check_specs(forward, _Q, _KV, _KV, bq=128, bkv=128, stages=3, causal=True, scale=0.125)
+mg.check_specs(forward_overlap, _Q, _KV, _KV, bq=128, bkv=128, stages=3, causal=False, scale=0.125)
 mg.check_specs(attention_dkv, _Q, _KV, _KV, _Q, _LSE, _LSE, bq=64, bkv=128, stages=2, causal=True, scale=0.125)
 mg.check_specs(attention_dq, _Q, _KV, _KV, _Q, _LSE, _LSE, bq=128, bkv=128, stages=2, causal=False, scale=0.125)
 

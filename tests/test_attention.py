@@ -37,11 +37,15 @@ def rel(got, want):
 TOL = {jnp.float16: 5e-3, jnp.bfloat16: 3e-2}
 
 # (id, shape (batch, seq, heads, head_dim), kv heads, dtype, causal, config)
+SIMPLE = ex.Config(bq=128, bkv=64, stages=2, overlap=False, dkv_bq=64, dkv_bkv=128, dq_bkv=64)
 FORWARD = [
-    ("f16_d64_gqa", (1, 256, 2, 64), 1, jnp.float16, False, SMALL),
-    ("bf16_d128_causal", (1, 256, 2, 128), 2, jnp.bfloat16, True, SMALL),
-    ("f16_d64_causal_gqa_wide_kv", (2, 256, 2, 64), 1, jnp.float16, True,
-     ex.Config(bq=128, bkv=128, stages=2, dkv_bq=64, dkv_bkv=128, dq_bkv=128)),
+    ("f16_d64_gqa_overlap", (1, 256, 2, 64), 1, jnp.float16, False, SMALL),
+    ("f16_d64_gqa_simple", (1, 256, 2, 64), 1, jnp.float16, False, SIMPLE),
+    ("bf16_d128_causal_overlap", (1, 256, 2, 128), 2, jnp.bfloat16, True, SMALL),
+    ("f16_d64_causal_gqa_wide_kv_simple", (2, 256, 2, 64), 1, jnp.float16, True,
+     ex.Config(bq=128, bkv=128, stages=2, overlap=False, dkv_bq=64, dkv_bkv=128, dq_bkv=128)),
+    ("f16_d64_causal_wide_kv_overlap", (1, 256, 1, 64), 1, jnp.float16, True,
+     ex.Config(bq=128, bkv=128, stages=3, dkv_bq=64, dkv_bkv=128, dq_bkv=128)),
 ]
 
 
@@ -104,6 +108,18 @@ def test_forward_and_backward_export_for_cuda_with_default_tiles(head_dim, causa
   assert exported.mlir_module().count("mosaic_gpu") >= 3     # forward, dK/dV and dQ kernels
 
 
+def test_overlapped_forward_keeps_the_next_blocks_dot_in_flight_during_the_softmax():
+  spec = S((1, 1024, 1, 128), jnp.float16)
+  text = ex.forward_overlap.typed_ir(spec, spec, spec, bq=128, bkv=128, stages=3, causal=False, scale=0.1)
+  loop = text[text.index("= for "):]
+  ops = [line.split("= ")[-1].split()[0] if " = " in line else line.split()[0]
+         for line in (x.strip() for x in loop.splitlines()[1:])]
+  waits = [line.strip().split("#")[0].strip() for line in loop.splitlines() if "dotwait" in line]
+  assert waits[:2] == ["dotwait pending=1", "dotwait pending=1"]      # never a full wait in the loop
+  first_dot, first_wait = ops.index("dot"), ops.index("dotwait")
+  assert ops[first_dot:first_wait].count("unary") >= 2                # exp2s run under the dot
+
+
 def test_forward_kernel_reads_k_transposed_and_p_from_registers():
   cfg = ex.default_config(128)
   text = ex.forward.typed_ir(S((1, 1024, 2, 128), jnp.float16), S((1, 1024, 1, 128), jnp.float16),
@@ -118,12 +134,13 @@ def test_forward_kernel_reads_k_transposed_and_p_from_registers():
 
 
 def test_bad_shapes_are_rejected_before_tracing():
-  q, k, v, _ = inputs((1, 128, 3, 64), 2, jnp.float16)
+  z = lambda *shape: np.zeros(shape, np.float16)
   with pytest.raises(ValueError, match="kv_heads dividing"):
-    ex.attention(q, k, v)
-  q, k, v, _ = inputs((1, 128, 2, 96), 1, jnp.float16)
+    ex.attention(z(1, 128, 3, 64), z(1, 128, 2, 64), z(1, 128, 2, 64))
   with pytest.raises(ValueError, match="head_dim must be 64, 128 or 256"):
-    ex.attention(q, k, v)
+    ex.attention(z(1, 128, 2, 96), z(1, 128, 1, 96), z(1, 128, 1, 96))
+  with pytest.raises(ValueError, match="multiples of 128"):
+    ex.attention(z(1, 256, 2, 64), z(1, 256, 1, 64), z(1, 256, 1, 64), config=ex.Config(bq=64))
 
 
 # ---------------------------------------------------------------- GPU
