@@ -186,14 +186,14 @@ def dkv_kernel(q, k, v, do, lse, delta, dk, dv, *, bq: ml.constexpr, bkv: ml.con
     ml.copy(lse.at[b, h, ml.ds(j * bq, bq)], lse_s)
     ml.copy(delta.at[b, h, ml.ds(j * bq, bq)], delta_s)
     s = ml.dot(k_s, q_s.T)
+    dp = ml.dot(v_s, do_s.T)                 # runs while p is computed
     if causal:
       if j * bq < (i + 1) * bkv:
         rows = i * bkv + ml.arange(bkv)[:, None]
         cols = j * bq + ml.arange(bq)[None, :]
         s = ml.where(cols >= rows, s, NEG_INF)
     p = ml.exp2(s * c - (lse_s[...] * LOG2E)[None, :], approx=True)
-    dv_acc = ml.dot(p.astype(q.dtype), do_s, dv_acc)
-    dp = ml.dot(v_s, do_s.T)
+    dv_acc = ml.dot(p.astype(q.dtype), do_s, dv_acc)      # runs while ds is computed
     ds = p * (dp - delta_s[...][None, :])
     dk_acc = ml.dot(ds.astype(q.dtype), q_s, dk_acc)
   dk_s = ml.smem((bkv, d))
@@ -233,13 +233,13 @@ def dq_kernel(q, k, v, do, lse, delta, dq, *, bq: ml.constexpr, bkv: ml.constexp
     ml.copy(k.at[b, ml.ds(j * bkv, bkv), hk, :], k_s)
     ml.copy(v.at[b, ml.ds(j * bkv, bkv), hk, :], v_s)
     s = ml.dot(q_s, k_s.T)
+    dp = ml.dot(do_s, v_s.T)                 # runs while p is computed
     if causal:
       if (j + 1) * bkv > i * bq:
         rows = i * bq + ml.arange(bq)[:, None]
         cols = j * bkv + ml.arange(bkv)[None, :]
         s = ml.where(cols <= rows, s, NEG_INF)
     p = ml.exp2(s * c - lse2[:, None], approx=True)
-    dp = ml.dot(do_s, v_s.T)
     ds = p * (dp - delta_i[:, None])
     dq_acc = ml.dot(ds.astype(q.dtype), k_s, dq_acc)
   dq_s = ml.smem((bq, d))
