@@ -53,6 +53,8 @@ def forward_kernel(q, k, v, o, lse, *, bq: ml.constexpr, bkv: ml.constexpr, stag
                    causal: ml.constexpr, scale: ml.constexpr):
   """o = softmax(q @ k.T * scale) @ v for `bq` rows of one head; lse (natural log) per row."""
   i = ml.program_id(0)
+  if causal:
+    i = ml.num_programs(0) - 1 - i        # the longest rows first: a shorter tail
   h = ml.program_id(1)
   b = ml.program_id(2)
   hk = h // (q.shape[2] // k.shape[2])
@@ -99,6 +101,8 @@ def forward_overlap_kernel(q, k, v, o, lse, *, bq: ml.constexpr, bkv: ml.constex
   which leaves m, l and acc as they are; the last step's extra product is discarded.
   """
   i = ml.program_id(0)
+  if causal:
+    i = ml.num_programs(0) - 1 - i        # the longest rows first: a shorter tail
   h = ml.program_id(1)
   b = ml.program_id(2)
   hk = h // (q.shape[2] // k.shape[2])
@@ -212,6 +216,8 @@ def dq_kernel(q, k, v, do, lse, delta, dq, *, bq: ml.constexpr, bkv: ml.constexp
               stages: ml.constexpr, causal: ml.constexpr, scale: ml.constexpr):
   """dQ of `bq` query rows of one head: dq += (p * (do @ v.T - delta)) @ k over the key blocks."""
   i = ml.program_id(0)
+  if causal:
+    i = ml.num_programs(0) - 1 - i        # the longest rows first: a shorter tail
   h = ml.program_id(1)
   b = ml.program_id(2)
   hk = h // (q.shape[2] // k.shape[2])
