@@ -54,18 +54,25 @@ def cfg_name(c):
   return f"{'overlap' if c.overlap else 'simple'} q{c.bq} kv{c.bkv} s{c.stages} | dkv q{c.dkv_bq} kv{c.dkv_bkv} s{c.dkv_stages} | dq kv{c.dq_bkv} s{c.dq_stages}"
 
 
-def contenders(d, causal):
-  """(contender, [(config name, f(q, k, v) -> o)])."""
+def contenders(d, causal, bwd):
+  """(contender, [(config name, f(q, k, v) -> o)]); the Pallas sweep is over the blocks the
+  pass uses (forward: block_kv and pipeline depth; backward: the dK/dV and dQ blocks)."""
   ours = [(cfg_name(c), functools.partial(ex.attention, causal=causal, config=c)) for c in ours_configs(d)]
   cudnn = [("cudnn", lambda q, k, v: jax.nn.dot_product_attention(q, k, v, is_causal=causal,
                                                                    implementation="cudnn"))]
   from jax.experimental.pallas.ops.gpu import attention_mgpu as pa
   pallas = []
-  for bkv in (64, 128, 256):
-    for steps in (2, 3, 4):
-      cfg = pa.TuningConfig(block_q=64, block_kv=bkv, max_concurrent_steps=steps, causal=causal,
-                            block_q_dkv=64, block_kv_dkv=64, block_q_dq=64, block_kv_dq=64)
-      pallas.append((f"kv{bkv} s{steps}", lambda q, k, v, cfg=cfg: pa.attention(q, k, v, cfg)))
+  if bwd:
+    sweep = [dict(block_kv=128, max_concurrent_steps=2, block_q_dkv=a, block_kv_dkv=b, block_q_dq=c,
+                  block_kv_dq=e) for a, b, c, e in ((64, 64, 64, 64), (64, 128, 128, 64), (128, 128, 128, 128))]
+  else:
+    sweep = [dict(block_kv=bkv, max_concurrent_steps=steps) for bkv in (64, 128, 256) for steps in (2, 3, 4)]
+  for kw in sweep:
+    kw = dict(dict(block_q_dkv=64, block_kv_dkv=64, block_q_dq=64, block_kv_dq=64), **kw)
+    cfg = pa.TuningConfig(block_q=64, causal=causal, **kw)
+    name = (f"dkv {kw['block_q_dkv']}x{kw['block_kv_dkv']} dq {kw['block_q_dq']}x{kw['block_kv_dq']}" if bwd
+            else f"kv{kw['block_kv']} s{kw['max_concurrent_steps']}")
+    pallas.append((name, lambda q, k, v, cfg=cfg: pa.attention(q, k, v, cfg)))
   return [("mgpu_dsl", ours), ("cuDNN", cudnn), ("Pallas", pallas)]
 
 
@@ -125,7 +132,7 @@ def run_problem(dtype, d, causal, seq, passes):
       return jax.jit(lambda vjp, do: vjp(do)), (vjp, do)
 
     res = {}
-    for name, cands in contenders(d, causal):
+    for name, cands in contenders(d, causal, bwd):
       if bwd and name == "Pallas" and causal:
         res[name] = (float("nan"), float("nan"), "no causal backward")
         continue
