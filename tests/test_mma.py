@@ -217,3 +217,85 @@ def test_overwriting_what_a_dot_read_meets_the_other_warpgroups_first():
   a, b = args_of([(128, 64), (64, 64)], F16)
   want = (f32(a) @ f32(b).T).astype(np.float16)
   np.testing.assert_allclose(K.overwrite_after_dot(a, b, interpret=True), want)
+
+
+@mg.mgpu_kernel(out_shape=lambda a: a)
+def store_into_transpose(a, out):
+  a_s = ml.smem(a.shape)
+  a_s.T[...] = a[...]
+  ml.copy(a_s, out)
+
+
+def test_writing_a_transposed_view_is_rejected():
+  e = expect(store_into_transpose, [S((64, 64), F16)], mg.KernelTypeError, "a_s.T[...] = a[...]",
+             "cannot write a_s.T: a transposed view (.T) is only an ml.dot operand")
+  assert e.hint == "use the buffer itself here, and .T only inside ml.dot(a, b.T)"
+
+
+@mg.mgpu_kernel(out_shape=lambda a: S((128, 128), jnp.float32), cluster=(2,), grid=(2,))
+def transpose_of_peer(a, out):
+  a_s = ml.smem(a.shape)
+  ml.copy(a, a_s)
+  ml.cluster_sync()
+  out[...] = ml.dot(a_s, ml.cluster_ref(a_s, 1).T)
+
+
+def test_transpose_of_another_ctas_buffer_is_rejected():
+  e = expect(transpose_of_peer, [S((128, 64), F16)], mg.KernelTypeError, "ml.cluster_ref(a_s, 1).T",
+             "ml.cluster_ref(a_s, 1).T: only this CTA's SMEM buffers have a transposed view, not another CTA's SMEM")
+  assert e.hint.startswith("copy the tile into SMEM first")
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((128, 128), jnp.float32))
+def register_a_1d(a, b, out):
+  b_s = ml.smem(b.shape)
+  ml.copy(b, b_s)
+  out[...] = ml.dot(a[...], b_s)
+
+
+def test_register_a_operand_must_be_2d():
+  e = expect(register_a_1d, [S((1024,), F16), S((64, 128), F16)], mg.MmaOperandError,
+             "ml.dot(a[...], b_s)", "ml.dot operand a must be 2-D, got shape (1024,)")
+  assert e.hint == "pass an (m, k) tile"
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def exp2_approx_f16(x, out):
+  out[...] = ml.exp2(x[...], approx=True)
+
+
+def test_approximate_exp2_of_float16_is_rejected_with_a_float32_hint():
+  e = expect(exp2_approx_f16, [S((128, 64), F16)], mg.UnsupportedDtypeError, "ml.exp2(x[...], approx=True)",
+             "ml.exp2(..., approx=True) works on float32, got x[...] (float16)")
+  assert e.hint == "compute in float32: ml.exp2(x[...].astype(jnp.float32), approx=True)"
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def exp2_approx_not_bool(x, out):
+  out[...] = ml.exp2(x[...], approx="fast")
+
+
+def test_approximate_exp2_flag_must_be_a_bool():
+  e = expect(exp2_approx_not_bool, [S((128, 64), jnp.float32)], mg.KernelTypeError, "ml.exp2(x[...], approx=\"fast\")",
+             "ml.exp2's approx must be True or False, got 'fast'")
+  assert e.hint == "ml.exp2(x, approx=True)"
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def exp2_both_ways(x, out):
+  out[...] = ml.exp2(x[...], approx=True) - ml.exp2(x[...])
+
+
+def test_approximate_exp2_lowers_to_ex2_approx_and_interprets_as_exp2():
+  spec = S((128, 64), jnp.float32)
+  text = exp2_both_ways.mlir(spec)
+  assert "ex2.approx.ftz.f32" in text
+  x = jnp.linspace(-20, 20, 128 * 64, dtype=jnp.float32).reshape(128, 64)
+  np.testing.assert_allclose(exp2_both_ways(x, interpret=True), np.zeros((128, 64)), atol=0)
+
+
+@pytest.mark.gpu
+def test_gpu_approximate_exp2_is_within_a_few_ulp():
+  x = jnp.linspace(-20, 20, 128 * 64, dtype=jnp.float32).reshape(128, 64)
+  got = jax.jit(exp2_both_ways)(x)
+  assert float(jnp.max(jnp.abs(got) / jnp.exp2(x))) < 1e-6

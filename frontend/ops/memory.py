@@ -294,9 +294,9 @@ def transpose(cx, ref, name=""):
         hint="transpose the operand in SMEM: ml.dot(q_s, k_s.T); register tensors cannot be transposed")
   t = ref.type
   if t.space != Space.SMEM or t.remote:
+    where = "another CTA's SMEM" if t.remote else f"{t.space} refs"
     raise E.KernelTypeError(
-        f"{ref.name or 'this ref'}.T: only this CTA's SMEM buffers have a transposed view, not"
-        f" {'another CTA' if t.remote else t.space} refs", cx.loc,
+        f"{ref.name or 'this ref'}.T: only this CTA's SMEM buffers have a transposed view, not {where}", cx.loc,
         hint=f"copy the tile into SMEM first, then use the transposed view in ml.dot:"
              f" buf = ml.smem(shape); ml.copy(tile, buf); ml.dot(a_s, buf.T)")
   if len(t.shape) != 2:
