@@ -77,6 +77,16 @@ def test_gradients_match_the_vjp_of_the_reference(name, shape, kv_heads, dtype, 
     assert rel(got, want) < 4 * TOL[dtype], what
 
 
+def test_cross_attention_with_more_keys_than_queries():
+  q, _, _, do = inputs((1, 128, 2, 64), 1, jnp.float16, seed=3)
+  _, k, v, _ = inputs((1, 256, 2, 64), 1, jnp.float16, seed=4)
+  got, vjp = jax.vjp(lambda q, k, v: ex.attention(q, k, v, config=SMALL, interpret=True), q, k, v)
+  want, vjp_ref = jax.vjp(lambda q, k, v: ex.reference(q, k, v)[0], q, k, v)
+  assert rel(got, want) < TOL[jnp.float16]
+  for g, w in zip(vjp(do), vjp_ref(do)):
+    assert g.shape == w.shape and rel(g, w) < 4 * TOL[jnp.float16]
+
+
 def test_gradient_flows_through_the_logsumexp():
   q, k, v, _ = inputs((1, 128, 1, 64), 1, jnp.float16)
   cfg = SMALL
