@@ -25,10 +25,11 @@ import sys
 import jax
 import jax.numpy as jnp
 
+import mgpu_dsl as mg
+
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
 from common import table  # noqa: E402
-from kernel_time import kernel_ms, wall_ms  # noqa: E402
 import attention as ex  # noqa: E402
 
 TOKENS, HEADS = 16384, 16
@@ -93,8 +94,8 @@ def measure(fn, args, want, n_flops):
     err = rel(head0(o), w)
     if not err < 3e-2:
       raise AssertionError(f"relative error {err:.2g}")
-  ms = kernel_ms(fn, *args)
-  return n_flops / (ms * 1e-3) / 1e12, wall_ms(fn, *args)
+  ms = mg.bench(fn, *args) * 1e3
+  return n_flops / (ms * 1e-3) / 1e12, mg.bench_wall(fn, *args) * 1e3
 
 
 def best(cands, args_of, want, n_flops):

@@ -18,10 +18,11 @@ import sys
 import jax
 import jax.numpy as jnp
 
+import mgpu_dsl as mg
+
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
 from common import table  # noqa: E402
-from kernel_time import kernel_ms, wall_ms  # noqa: E402
 import matmul_fp8 as ex  # noqa: E402
 
 SHAPES = [(4096, 4096, 4096), (4096, 8192, 4096), (8192, 8192, 8192)]
@@ -42,7 +43,7 @@ def timed(fn, args, want, tol, m, n, k):
   err = rel(fn(*args), want)
   if not err < tol:
     raise AssertionError(f"relative error {err:.2g}")
-  return tflops(m, n, k, kernel_ms(fn, *args)), wall_ms(fn, *args)
+  return tflops(m, n, k, mg.bench(fn, *args) * 1e3), mg.bench_wall(fn, *args) * 1e3
 
 
 def ours_best(a, bt, rows, cols, want, out_dtype, m, n, k):
