@@ -54,9 +54,11 @@ def test_gpu_matches_jnp_dot(dtype, shape):
   a, bt, rows, cols = ex.random_operands(jax.random.key(2), m, n, k, dtype)
   got = jax.jit(lambda *x: ex.scaled_matmul(*x, out_dtype=jnp.float32))(a, bt, rows, cols)
   want = ex.reference(a, bt, rows, cols, jnp.float32)
-  assert rel(got, want) < 1e-5
+  # int8 sums exactly; Hopper's FP8 tensor cores accumulate with fewer mantissa bits than float32.
+  tol = 1e-6 if dtype == I8 else 2e-3
+  assert rel(got, want) < tol
   if m <= 1024:
-    assert rel(got, ex.scaled_matmul(a, bt, rows, cols, out_dtype=jnp.float32, interpret=True)) < 1e-6
+    assert rel(got, ex.scaled_matmul(a, bt, rows, cols, out_dtype=jnp.float32, interpret=True)) < tol
 
 
 # ---------------------------------------------------------------- the K-major rule
