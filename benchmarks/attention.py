@@ -42,18 +42,20 @@ def flops(b, s, h, d, causal, bwd):
 
 
 def ours_configs(d):
+  """The default tiles, the other forward and backward kernels, and a few other tiles."""
   base = ex.default_config(d)
   alts = {64: [ex.Config(bq=128, bkv=128, stages=3, dkv_bq=128, dkv_bkv=128, dkv_stages=2, dq_bkv=128),
-               ex.Config(bq=128, bkv=256, stages=3, overlap=False, dkv_bq=64, dkv_bkv=128, dq_bkv=128),
-               ex.Config(bq=128, bkv=64, stages=4, dkv_bq=64, dkv_bkv=128, dkv_stages=2, dq_bkv=64)],
+               ex.Config(bq=128, bkv=256, stages=3, overlap=False, dkv_bq=128, dkv_bkv=128, dkv_stages=2,
+                         dq_bkv=128),
+               ex.Config(bq=128, bkv=64, stages=4, dkv_bq=128, dkv_bkv=128, dkv_stages=2, dq_bkv=64)],
           128: [ex.Config(bq=128, bkv=128, stages=2, dkv_bq=64, dkv_bkv=128, dkv_stages=3, dq_bkv=128,
                           dq_stages=2),
-                ex.Config(bq=128, bkv=64, stages=4, dkv_bq=64, dkv_bkv=128, dkv_stages=2, dq_bkv=64)]}
-  return [base, dataclasses.replace(base, overlap=False)] + alts.get(d, [])
+                ex.Config(bq=128, bkv=64, stages=4, dkv_bq=64, dkv_bkv=128, dkv_stages=3, dq_bkv=64)]}
+  return [base, dataclasses.replace(base, overlap=False, fused_bwd=False)] + alts.get(d, [])
 
 
 def cfg_name(c):
-  return f"{'overlap' if c.overlap else 'simple'} q{c.bq} kv{c.bkv} s{c.stages} | dkv q{c.dkv_bq} kv{c.dkv_bkv} s{c.dkv_stages} | dq kv{c.dq_bkv} s{c.dq_stages}"
+  return f"{'overlap' if c.overlap else 'simple'} q{c.bq} kv{c.bkv} s{c.stages} | {'fused' if c.fused_bwd else 'dkv+dq'} q{c.dkv_bq} kv{c.dkv_bkv} s{c.dkv_stages} | dq kv{c.dq_bkv} s{c.dq_stages}"
 
 
 def contenders(d, causal, bwd):

@@ -19,9 +19,13 @@ output accumulator) in registers:
 Causal programs stop at the diagonal (a runtime trip count) and mask only the blocks
 that cross it. `forward_overlap` (the default) reorders the loop as FlashAttention-3 does:
 each step issues the next block's q @ k.T before the softmax of the current one, so the
-tensor cores work while the softmax runs; the compiler's waits keep that dot in flight. The backward recomputes P from the forward's logsumexp: one kernel per
-K/V block accumulates dK and dV over the query blocks (and over the query heads that
-share a K/V head), one kernel per query block accumulates dQ.
+tensor cores work while the softmax runs; the compiler's waits keep that dot in flight.
+
+The backward recomputes P from the forward's logsumexp: one kernel per K/V block
+accumulates dK and dV over the query blocks (and over the query heads that share a K/V
+head) and adds each block's share of dQ into a float32 buffer with TMA reductions
+(`dkv_dq_kernel`, the default); or, without atomics, a second kernel per query block
+accumulates dQ (`Config(fused_bwd=False)`, and for head_dim 256).
 """
 from __future__ import annotations
 
@@ -253,20 +257,101 @@ def dq_kernel(q, k, v, do, lse, delta, dq, *, bq: ml.constexpr, bkv: ml.constexp
   ml.copy(dq_s, dq.at[b, ml.ds(i * bq, bq), h, :])
 
 
+def dq_transposed(head_dim: int) -> bool:
+  """Whether the fused backward splits dQ's head_dim between the warpgroups (and accumulates
+  dQ transposed, (batch, heads, head_dim, seq)) rather than its query rows."""
+  return head_dim >= 128
+
+
+def _fused_out(q, k, v, do, lse, delta, **_):
+  b, s, h, d = q.shape
+  dq_shape = (b, h, d, s) if dq_transposed(d) else q.shape
+  return _dkv_out(q, k, v, do, lse, delta) + (jax.ShapeDtypeStruct(dq_shape, jnp.float32),)
+
+
+def dkv_dq_kernel(q, k, v, do, lse, delta, dk, dv, dq_acc, *, bq: ml.constexpr, bkv: ml.constexpr,
+                  stages: ml.constexpr, causal: ml.constexpr, scale: ml.constexpr):
+  """dkv_kernel that also adds this key block's share of dQ (unscaled, float32) into dq_acc
+  with a TMA reduction per step: the backward in one pass over the scores (five tensor-core
+  products per block pair, not seven).
+
+  ds (keys along the rows, as computed) goes through SMEM once. With head_dim >= 128 the
+  share is dq.T = k.T @ ds, head_dim split between the warpgroups, into dq_acc (batch, heads,
+  head_dim, seq); otherwise dq = ds.T @ k, query rows split (bq a multiple of 128), into
+  dq_acc (batch, seq, heads, head_dim).
+  """
+  i = ml.program_id(0)
+  hk = ml.program_id(1)
+  b = ml.program_id(2)
+  g = q.shape[2] // k.shape[2]
+  d = q.shape[3]
+  k_s = ml.smem((bkv, d))
+  v_s = ml.smem((bkv, d))
+  ml.copy(k.at[b, ml.ds(i * bkv, bkv), hk, :], k_s)
+  ml.copy(v.at[b, ml.ds(i * bkv, bkv), hk, :], v_s)
+  q_s = ml.smem((bq, d))
+  do_s = ml.smem((bq, d))
+  lse_s = ml.smem((bq,))
+  delta_s = ml.smem((bq,))
+  ds_s = ml.smem((bkv, bq))
+  dq_s = ml.smem((d, bq) if d >= 128 else (bq, d), jnp.float32)     # as dq_transposed(d)
+  c = scale * LOG2E
+  dk_acc = ml.zeros((bkv, d), jnp.float32)
+  dv_acc = ml.zeros((bkv, d), jnp.float32)
+  first = 0
+  if causal:
+    first = i * bkv // bq
+  count = q.shape[1] // bq - first
+  for t in ml.range(g * count, stages=stages):
+    h = hk * g + t // count
+    j = first + t % count
+    ml.copy(q.at[b, ml.ds(j * bq, bq), h, :], q_s)
+    ml.copy(do.at[b, ml.ds(j * bq, bq), h, :], do_s)
+    ml.copy(lse.at[b, h, ml.ds(j * bq, bq)], lse_s)
+    ml.copy(delta.at[b, h, ml.ds(j * bq, bq)], delta_s)
+    s = ml.dot(k_s, q_s.T)
+    dp = ml.dot(v_s, do_s.T)
+    if causal:
+      if j * bq < (i + 1) * bkv:
+        rows = i * bkv + ml.arange(bkv)[:, None]
+        cols = j * bq + ml.arange(bq)[None, :]
+        s = ml.where(cols >= rows, s, NEG_INF)
+    p = ml.exp2(s * c - (lse_s[...] * LOG2E)[None, :], approx=True)
+    dv_acc = ml.dot(p.astype(q.dtype), do_s, dv_acc)
+    ds = (p * (dp - delta_s[...][None, :])).astype(q.dtype)
+    dk_acc = ml.dot(ds, q_s, dk_acc)
+    ds_s[...] = ds
+    if d >= 128:
+      dq_s[...] = ml.dot(k_s.T, ds_s)
+      ml.copy(dq_s, dq_acc.at[b, h, :, ml.ds(j * bq, bq)], reduce="add")
+    else:
+      dq_s[...] = ml.dot(ds_s.T, k_s)
+      ml.copy(dq_s, dq_acc.at[b, ml.ds(j * bq, bq), h, :], reduce="add")
+  dk_s = ml.smem((bkv, d))
+  dv_s = ml.smem((bkv, d))
+  dk_s[...] = (dk_acc * scale).astype(dk.dtype)
+  dv_s[...] = dv_acc.astype(dv.dtype)
+  ml.copy(dk_s, dk.at[b, ml.ds(i * bkv, bkv), hk, :])
+  ml.copy(dv_s, dv.at[b, ml.ds(i * bkv, bkv), hk, :])
+
+
 attention_dkv = mg.mgpu_kernel(dkv_kernel, out_shape=_dkv_out, grid=_dkv_grid, block=256)
 attention_dq = mg.mgpu_kernel(dq_kernel, out_shape=_dq_out, grid=_q_grid, block=256)
+attention_bwd = mg.mgpu_kernel(dkv_dq_kernel, out_shape=_fused_out, grid=_dkv_grid, block=256)
 
 
 # ---------------------------------------------------------------- configuration
 @dataclasses.dataclass(frozen=True)
 class Config:
-  """Tiles of the three kernels: query rows per CTA (`*_bq`), keys per CTA or step (`*_bkv`)
-  and pipelined stages; which forward kernel runs. Split tiles (the forward's and dQ's bq, dK/dV's bkv) hold 64 rows
+  """Tiles of the kernels: query rows per CTA (`*_bq`), keys per CTA or step (`*_bkv`) and
+  pipelined stages; which forward and backward kernels run. The fused backward uses the
+  dkv_* tiles (dkv_bq a multiple of 128 when head_dim < 128). Split tiles (the forward's and dQ's bq, dK/dV's bkv) hold 64 rows
   per warpgroup, so they are multiples of 128 with block=256."""
   bq: int = 128
   bkv: int = 128
   stages: int = 2
   overlap: bool = True       # the forward with softmax under the tensor cores (forward_overlap)
+  fused_bwd: bool = True     # one backward kernel (dkv_dq_kernel, dk/dv tiles) rather than two
   dkv_bq: int = 64
   dkv_bkv: int = 128
   dkv_stages: int = 2
@@ -278,10 +363,11 @@ class Config:
 def default_config(head_dim: int) -> Config:
   """Tiles that fit the 227 KiB of SMEM and the registers of two warpgroups."""
   if head_dim <= 64:
-    return Config(bq=128, bkv=128, stages=4, dkv_bq=64, dkv_bkv=128, dkv_stages=3, dq_bkv=128, dq_stages=3)
+    return Config(bq=128, bkv=128, stages=4, dkv_bq=128, dkv_bkv=128, dkv_stages=3, dq_bkv=128, dq_stages=3)
   if head_dim <= 128:
     return Config(bq=128, bkv=128, stages=3, dkv_bq=64, dkv_bkv=128, dkv_stages=2, dq_bkv=64, dq_stages=3)
-  return Config(bq=128, bkv=64, stages=2, dkv_bq=64, dkv_bkv=128, dkv_stages=1, dq_bkv=64, dq_stages=1)
+  return Config(bq=128, bkv=64, stages=2, fused_bwd=False, dkv_bq=64, dkv_bkv=128, dkv_stages=1, dq_bkv=64,
+                dq_stages=1)
 
 
 # ---------------------------------------------------------------- the JAX function
@@ -298,6 +384,9 @@ def _check(q, k, v, causal, config):
     raise ValueError(f"head_dim must be 64, 128 or 256, got {d}")
   if causal and sq != skv:
     raise ValueError(f"causal attention needs as many queries as keys, got {sq} and {skv}")
+  if config.fused_bwd and not dq_transposed(d) and config.dkv_bq % 128:
+    raise ValueError(f"the fused backward splits dQ's query rows for head_dim {d}: dkv_bq must be a multiple"
+                     f" of 128, got {config}")
   if config.bq % 128 or config.dkv_bkv % 128 or config.dq_bq % 128:
     raise ValueError(f"bq, dkv_bkv and dq_bq must be multiples of 128 (64 rows for each of two warpgroups),"
                      f" got {config}")
@@ -326,6 +415,11 @@ def _attention_bwd(causal, scale, config, interpret, res, cotangents):
   delta = jnp.einsum("bqhd,bqhd->bhq", o.astype(jnp.float32), do.astype(jnp.float32)) - dlse
   do = do.astype(q.dtype)
   kw = dict(causal=causal, scale=scale, interpret=interpret)
+  if config.fused_bwd:
+    dk, dv, dq_acc = attention_bwd(q, k, v, do, lse, delta, bq=config.dkv_bq, bkv=config.dkv_bkv,
+                                   stages=config.dkv_stages, **kw)
+    dq = dq_acc.transpose(0, 3, 1, 2) if dq_transposed(q.shape[-1]) else dq_acc
+    return (dq * scale).astype(q.dtype), dk, dv
   dk, dv = attention_dkv(q, k, v, do, lse, delta, bq=config.dkv_bq, bkv=config.dkv_bkv, stages=config.dkv_stages, **kw)
   dq = attention_dq(q, k, v, do, lse, delta, bq=config.dq_bq, bkv=config.dq_bkv, stages=config.dq_stages, **kw)
   return dq, dk, dv
@@ -375,6 +469,7 @@ mg.check_specs(forward, _Q, _KV, _KV, bq=128, bkv=128, stages=3, causal=True, sc
 mg.check_specs(forward_overlap, _Q, _KV, _KV, bq=128, bkv=128, stages=3, causal=False, scale=0.125)
 mg.check_specs(attention_dkv, _Q, _KV, _KV, _Q, _LSE, _LSE, bq=64, bkv=128, stages=2, causal=True, scale=0.125)
 mg.check_specs(attention_dq, _Q, _KV, _KV, _Q, _LSE, _LSE, bq=128, bkv=128, stages=2, causal=False, scale=0.125)
+mg.check_specs(attention_bwd, _Q, _KV, _KV, _Q, _LSE, _LSE, bq=64, bkv=128, stages=2, causal=True, scale=0.125)
 
 
 def main():

@@ -16,7 +16,8 @@ import attention as ex  # noqa: E402
 
 S = jax.ShapeDtypeStruct
 # Small tiles so that short sequences still take several pipelined steps.
-SMALL = ex.Config(bq=128, bkv=64, stages=2, dkv_bq=64, dkv_bkv=128, dq_bkv=64)
+SMALL = ex.Config(bq=128, bkv=64, stages=2, dkv_bq=128, dkv_bkv=128, dq_bkv=64)
+TWO_KERNELS = ex.Config(bq=128, bkv=64, stages=2, fused_bwd=False, dkv_bq=64, dkv_bkv=128, dq_bkv=64)
 
 
 def inputs(shape, kv_heads, dtype, scale=1.0, seed=0):
@@ -37,15 +38,15 @@ def rel(got, want):
 TOL = {jnp.float16: 5e-3, jnp.bfloat16: 3e-2}
 
 # (id, shape (batch, seq, heads, head_dim), kv heads, dtype, causal, config)
-SIMPLE = ex.Config(bq=128, bkv=64, stages=2, overlap=False, dkv_bq=64, dkv_bkv=128, dq_bkv=64)
+SIMPLE = ex.Config(bq=128, bkv=64, stages=2, overlap=False, fused_bwd=False, dkv_bq=64, dkv_bkv=128, dq_bkv=64)
 FORWARD = [
     ("f16_d64_gqa_overlap", (1, 256, 2, 64), 1, jnp.float16, False, SMALL),
     ("f16_d64_gqa_simple", (1, 256, 2, 64), 1, jnp.float16, False, SIMPLE),
     ("bf16_d128_causal_overlap", (1, 256, 2, 128), 2, jnp.bfloat16, True, SMALL),
     ("f16_d64_causal_gqa_wide_kv_simple", (2, 256, 2, 64), 1, jnp.float16, True,
-     ex.Config(bq=128, bkv=128, stages=2, overlap=False, dkv_bq=64, dkv_bkv=128, dq_bkv=128)),
+     ex.Config(bq=128, bkv=128, stages=2, overlap=False, dkv_bq=128, dkv_bkv=128, dq_bkv=128)),
     ("f16_d64_causal_wide_kv_overlap", (1, 256, 1, 64), 1, jnp.float16, True,
-     ex.Config(bq=128, bkv=128, stages=3, dkv_bq=64, dkv_bkv=128, dq_bkv=128)),
+     ex.Config(bq=128, bkv=128, stages=3, dkv_bq=128, dkv_bkv=128, dq_bkv=128)),
 ]
 
 
@@ -62,15 +63,18 @@ def test_forward_and_logsumexp_match_the_reference_with_overflowing_logits(name,
 
 
 GRADS = [
-    ("f16_causal_gqa", (1, 256, 2, 64), 1, jnp.float16, True),
-    ("bf16_full", (1, 128, 1, 64), 1, jnp.bfloat16, False),
+    ("f16_causal_gqa_fused", (1, 256, 2, 64), 1, jnp.float16, True, SMALL),
+    ("bf16_d128_causal_gqa_fused_transposed_dq", (1, 256, 2, 128), 1, jnp.bfloat16, True,
+     ex.Config(bq=128, bkv=64, stages=2, dkv_bq=64, dkv_bkv=128, dq_bkv=64)),
+    ("f16_causal_gqa_two_kernels", (1, 256, 2, 64), 1, jnp.float16, True, TWO_KERNELS),
+    ("bf16_full_two_kernels", (1, 128, 1, 64), 1, jnp.bfloat16, False, TWO_KERNELS),
 ]
 
 
-@pytest.mark.parametrize("name,shape,kv_heads,dtype,causal", GRADS, ids=[c[0] for c in GRADS])
-def test_gradients_match_the_vjp_of_the_reference(name, shape, kv_heads, dtype, causal):
+@pytest.mark.parametrize("name,shape,kv_heads,dtype,causal,config", GRADS, ids=[c[0] for c in GRADS])
+def test_gradients_match_the_vjp_of_the_reference(name, shape, kv_heads, dtype, causal, config):
   q, k, v, do = inputs(shape, kv_heads, dtype)
-  _, vjp = jax.vjp(lambda q, k, v: ex.attention(q, k, v, causal, config=SMALL, interpret=True), q, k, v)
+  _, vjp = jax.vjp(lambda q, k, v: ex.attention(q, k, v, causal, config=config, interpret=True), q, k, v)
   _, vjp_ref = jax.vjp(lambda q, k, v: ex.reference(q, k, v, causal)[0], q, k, v)
   for got, want, what in zip(vjp(do), vjp_ref(do), "qkv"):
     assert got.shape == want.shape and got.dtype == dtype
@@ -115,7 +119,7 @@ def test_forward_and_backward_export_for_cuda_with_default_tiles(head_dim, causa
 
   exported = jax.export.export(jax.jit(jax.grad(loss, argnums=(0, 1, 2))), platforms=["cuda"])(
       spec_q, spec_kv, spec_kv)
-  assert exported.mlir_module().count("mosaic_gpu") >= 3     # forward, dK/dV and dQ kernels
+  assert exported.mlir_module().count("mosaic_gpu") >= 2     # forward and backward kernels
 
 
 def test_overlapped_forward_keeps_the_next_blocks_dot_in_flight_during_the_softmax():
@@ -150,7 +154,9 @@ def test_bad_shapes_are_rejected_before_tracing():
   with pytest.raises(ValueError, match="head_dim must be 64, 128 or 256"):
     ex.attention(z(1, 128, 2, 96), z(1, 128, 1, 96), z(1, 128, 1, 96))
   with pytest.raises(ValueError, match="multiples of 128"):
-    ex.attention(z(1, 256, 2, 64), z(1, 256, 1, 64), z(1, 256, 1, 64), config=ex.Config(bq=64))
+    ex.attention(z(1, 256, 2, 64), z(1, 256, 1, 64), z(1, 256, 1, 64), config=ex.Config(bq=64, dkv_bq=128))
+  with pytest.raises(ValueError, match="splits dQ's query rows"):
+    ex.attention(z(1, 256, 2, 64), z(1, 256, 1, 64), z(1, 256, 1, 64), config=ex.Config(dkv_bq=64))
 
 
 # ---------------------------------------------------------------- GPU
@@ -172,11 +178,12 @@ def test_gpu_forward_and_gradients_match_the_reference(head_dim, causal, dtype):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("config", [SMALL, TWO_KERNELS, SIMPLE], ids=["fused", "two_kernels", "simple"])
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
-def test_gpu_matches_interpret_mode(causal):
+def test_gpu_matches_interpret_mode(causal, config):
   q, k, v, do = inputs((1, 256, 2, 64), 1, jnp.float16, scale=2.5)
-  gpu = jax.vjp(lambda q, k, v: ex.attention(q, k, v, causal, config=SMALL), q, k, v)
-  cpu = jax.vjp(lambda q, k, v: ex.attention(q, k, v, causal, config=SMALL, interpret=True), q, k, v)
+  gpu = jax.vjp(lambda q, k, v: ex.attention(q, k, v, causal, config=config), q, k, v)
+  cpu = jax.vjp(lambda q, k, v: ex.attention(q, k, v, causal, config=config, interpret=True), q, k, v)
   assert rel(gpu[0], cpu[0]) < 2e-3
   for g, c in zip(gpu[1](do), cpu[1](do)):
     assert rel(g, c) < 1e-2
