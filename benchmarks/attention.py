@@ -48,9 +48,9 @@ def ours_configs(d):
                ex.Config(bq=128, bkv=256, stages=3, overlap=False, dkv_bq=128, dkv_bkv=128, dkv_stages=2,
                          dq_bkv=128),
                ex.Config(bq=128, bkv=64, stages=4, dkv_bq=128, dkv_bkv=128, dkv_stages=2, dq_bkv=64)],
-          128: [ex.Config(bq=128, bkv=128, stages=2, dkv_bq=64, dkv_bkv=128, dkv_stages=3, dq_bkv=128,
+          128: [ex.Config(bq=128, bkv=128, stages=2, dkv_bq=64, dkv_bkv=128, dkv_stages=2, dq_bkv=128,
                           dq_stages=2),
-                ex.Config(bq=128, bkv=64, stages=4, dkv_bq=64, dkv_bkv=128, dkv_stages=3, dq_bkv=64)]}
+                ex.Config(bq=128, bkv=64, stages=4, dkv_bq=64, dkv_bkv=128, dkv_stages=2, dq_bkv=64)]}
   return [base, dataclasses.replace(base, overlap=False, fused_bwd=False)] + alts.get(d, [])
 
 
