@@ -51,11 +51,13 @@ def ours_configs(d):
           128: [ex.Config(bq=128, bkv=128, stages=2, dkv_bq=64, dkv_bkv=128, dkv_stages=2, dq_bkv=128,
                           dq_stages=2),
                 ex.Config(bq=128, bkv=64, stages=4, dkv_bq=64, dkv_bkv=128, dkv_stages=2, dq_bkv=64)]}
-  return [base, dataclasses.replace(base, overlap=False, fused_bwd=False)] + alts.get(d, [])
+  variants = [base, dataclasses.replace(base, ws=True), dataclasses.replace(base, overlap=False, fused_bwd=False),
+              dataclasses.replace(base, overlap=False, fused_bwd=False, ws=True)]
+  return variants + alts.get(d, []) + [dataclasses.replace(c, ws=True) for c in alts.get(d, [])]
 
 
 def cfg_name(c):
-  return f"{'overlap' if c.overlap else 'simple'} q{c.bq} kv{c.bkv} s{c.stages} | {'fused' if c.fused_bwd else 'dkv+dq'} q{c.dkv_bq} kv{c.dkv_bkv} s{c.dkv_stages} | dq kv{c.dq_bkv} s{c.dq_stages}"
+  return f"{'ws ' if c.ws else ''}{'overlap' if c.overlap else 'simple'} q{c.bq} kv{c.bkv} s{c.stages} | {'fused' if c.fused_bwd else 'dkv+dq'} q{c.dkv_bq} kv{c.dkv_bkv} s{c.dkv_stages} | dq kv{c.dq_bkv} s{c.dq_stages}"
 
 
 def contenders(d, causal, bwd):

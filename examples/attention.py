@@ -54,7 +54,7 @@ def _q_grid(q, *_, bq, **__):
 
 
 def forward_kernel(q, k, v, o, lse, *, bq: ml.constexpr, bkv: ml.constexpr, stages: ml.constexpr,
-                   causal: ml.constexpr, scale: ml.constexpr):
+                   causal: ml.constexpr, scale: ml.constexpr, ws: ml.constexpr = False):
   """o = softmax(q @ k.T * scale) @ v for `bq` rows of one head; lse (natural log) per row."""
   i = ml.program_id(0)
   if causal:
@@ -74,7 +74,7 @@ def forward_kernel(q, k, v, o, lse, *, bq: ml.constexpr, bkv: ml.constexpr, stag
   n = k.shape[1] // bkv
   if causal:
     n = ((i + 1) * bq + bkv - 1) // bkv      # blocks up to the diagonal
-  for j in ml.range(n, stages=stages):
+  for j in ml.range(n, stages=stages, warp_specialize=ws):
     ml.copy(k.at[b, ml.ds(j * bkv, bkv), hk, :], k_s)
     ml.copy(v.at[b, ml.ds(j * bkv, bkv), hk, :], v_s)
     s = ml.dot(q_s, k_s.T)
@@ -96,7 +96,7 @@ def forward_kernel(q, k, v, o, lse, *, bq: ml.constexpr, bkv: ml.constexpr, stag
 
 
 def forward_overlap_kernel(q, k, v, o, lse, *, bq: ml.constexpr, bkv: ml.constexpr, stages: ml.constexpr,
-                           causal: ml.constexpr, scale: ml.constexpr):
+                           causal: ml.constexpr, scale: ml.constexpr, ws: ml.constexpr = False):
   """forward_kernel with the tensor cores busy during the softmax (FlashAttention-3's order).
 
   Step t issues s_next = q @ k_t.T, then runs the softmax of s (block t - 1, computed at the
@@ -123,7 +123,7 @@ def forward_overlap_kernel(q, k, v, o, lse, *, bq: ml.constexpr, bkv: ml.constex
   n = k.shape[1] // bkv
   if causal:
     n = ((i + 1) * bq + bkv - 1) // bkv
-  for t in ml.range(n + 1, stages=stages):
+  for t in ml.range(n + 1, stages=stages, warp_specialize=ws):
     ml.copy(k.at[b, ml.ds(ml.minimum(t, n - 1) * bkv, bkv), hk, :], k_s)
     ml.copy(v.at[b, ml.ds(ml.maximum(t - 1, 0) * bkv, bkv), hk, :], v_s)
     s_next = ml.dot(q_s, k_s.T)
@@ -160,7 +160,7 @@ def _dkv_grid(q, k, v, do, lse, delta, *, bkv, **_):
 
 
 def dkv_kernel(q, k, v, do, lse, delta, dk, dv, *, bq: ml.constexpr, bkv: ml.constexpr,
-               stages: ml.constexpr, causal: ml.constexpr, scale: ml.constexpr):
+               stages: ml.constexpr, causal: ml.constexpr, scale: ml.constexpr, ws: ml.constexpr = False):
   """dK and dV of `bkv` keys of one K/V head, summed over its query heads and query blocks.
 
   With s = k @ q.T (transposed scores, keys along the rows): p = 2 ** (s * c - lse * log2(e)),
@@ -186,7 +186,7 @@ def dkv_kernel(q, k, v, do, lse, delta, dk, dv, *, bq: ml.constexpr, bkv: ml.con
   if causal:
     first = i * bkv // bq                    # query blocks before it see none of these keys
   count = q.shape[1] // bq - first
-  for t in ml.range(g * count, stages=stages):
+  for t in ml.range(g * count, stages=stages, warp_specialize=ws):
     h = hk * g + t // count
     j = first + t % count
     ml.copy(q.at[b, ml.ds(j * bq, bq), h, :], q_s)
@@ -217,7 +217,7 @@ def _dq_out(q, k, v, do, lse, delta, **_):
 
 
 def dq_kernel(q, k, v, do, lse, delta, dq, *, bq: ml.constexpr, bkv: ml.constexpr,
-              stages: ml.constexpr, causal: ml.constexpr, scale: ml.constexpr):
+              stages: ml.constexpr, causal: ml.constexpr, scale: ml.constexpr, ws: ml.constexpr = False):
   """dQ of `bq` query rows of one head: dq += (p * (do @ v.T - delta)) @ k over the key blocks."""
   i = ml.program_id(0)
   if causal:
@@ -239,7 +239,7 @@ def dq_kernel(q, k, v, do, lse, delta, dq, *, bq: ml.constexpr, bkv: ml.constexp
   n = k.shape[1] // bkv
   if causal:
     n = ((i + 1) * bq + bkv - 1) // bkv
-  for j in ml.range(n, stages=stages):
+  for j in ml.range(n, stages=stages, warp_specialize=ws):
     ml.copy(k.at[b, ml.ds(j * bkv, bkv), hk, :], k_s)
     ml.copy(v.at[b, ml.ds(j * bkv, bkv), hk, :], v_s)
     s = ml.dot(q_s, k_s.T)
@@ -270,7 +270,7 @@ def _fused_out(q, k, v, do, lse, delta, **_):
 
 
 def dkv_dq_kernel(q, k, v, do, lse, delta, dk, dv, dq_acc, *, bq: ml.constexpr, bkv: ml.constexpr,
-                  stages: ml.constexpr, causal: ml.constexpr, scale: ml.constexpr):
+                  stages: ml.constexpr, causal: ml.constexpr, scale: ml.constexpr, ws: ml.constexpr = False):
   """dkv_kernel that also adds this key block's share of dQ (unscaled, float32) into dq_acc
   with a TMA reduction per step: the backward in one pass over the scores (five tensor-core
   products per block pair, not seven).
@@ -302,7 +302,7 @@ def dkv_dq_kernel(q, k, v, do, lse, delta, dk, dv, dq_acc, *, bq: ml.constexpr, 
   if causal:
     first = i * bkv // bq
   count = q.shape[1] // bq - first
-  for t in ml.range(g * count, stages=stages):
+  for t in ml.range(g * count, stages=stages, warp_specialize=ws):
     h = hk * g + t // count
     j = first + t % count
     ml.copy(q.at[b, ml.ds(j * bq, bq), h, :], q_s)
@@ -352,6 +352,7 @@ class Config:
   stages: int = 2
   overlap: bool = True       # the forward with softmax under the tensor cores (forward_overlap)
   fused_bwd: bool = True     # one backward kernel (dkv_dq_kernel, dk/dv tiles) rather than two
+  ws: bool = False           # warp specialisation: a producer warpgroup issues the K/V (Q/dO) loads
   dkv_bq: int = 64
   dkv_bkv: int = 128
   dkv_stages: int = 2
@@ -400,7 +401,7 @@ def _check(q, k, v, causal, config):
 def _attention(q, k, v, causal, scale, config, interpret):
   kernel = forward_overlap if config.overlap else forward
   return kernel(q, k, v, bq=config.bq, bkv=config.bkv, stages=config.stages, causal=causal, scale=scale,
-                 interpret=interpret)
+                ws=config.ws, interpret=interpret)
 
 
 def _attention_fwd(q, k, v, causal, scale, config, interpret):
@@ -414,7 +415,7 @@ def _attention_bwd(causal, scale, config, interpret, res, cotangents):
   # d lse / d s = p, so a cotangent of lse joins delta = rowsum(do * o) with the opposite sign.
   delta = jnp.einsum("bqhd,bqhd->bhq", o.astype(jnp.float32), do.astype(jnp.float32)) - dlse
   do = do.astype(q.dtype)
-  kw = dict(causal=causal, scale=scale, interpret=interpret)
+  kw = dict(causal=causal, scale=scale, ws=config.ws, interpret=interpret)
   if config.fused_bwd:
     dk, dv, dq_acc = attention_bwd(q, k, v, do, lse, delta, bq=config.dkv_bq, bkv=config.dkv_bkv,
                                    stages=config.dkv_stages, **kw)

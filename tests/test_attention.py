@@ -2,6 +2,7 @@
 against a float32 jnp reference, with logits that would overflow without the running max; CUDA
 export of the forward and backward on the CPU; the GPU against the reference and the
 interpreter (-m gpu)."""
+import dataclasses
 import math
 import os
 import sys
@@ -47,6 +48,8 @@ FORWARD = [
      ex.Config(bq=128, bkv=128, stages=2, overlap=False, dkv_bq=128, dkv_bkv=128, dq_bkv=128)),
     ("f16_d64_causal_wide_kv_overlap", (1, 256, 1, 64), 1, jnp.float16, True,
      ex.Config(bq=128, bkv=128, stages=3, dkv_bq=128, dkv_bkv=128, dq_bkv=128)),
+    ("bf16_d128_gqa_overlap_warp_specialized", (1, 256, 2, 128), 1, jnp.bfloat16, False,
+     dataclasses.replace(SMALL, ws=True)),
 ]
 
 
@@ -68,6 +71,10 @@ GRADS = [
      ex.Config(bq=128, bkv=64, stages=2, dkv_bq=64, dkv_bkv=128, dq_bkv=64)),
     ("f16_causal_gqa_two_kernels", (1, 256, 2, 64), 1, jnp.float16, True, TWO_KERNELS),
     ("bf16_full_two_kernels", (1, 128, 1, 64), 1, jnp.bfloat16, False, TWO_KERNELS),
+    ("f16_causal_gqa_fused_warp_specialized", (1, 256, 2, 64), 1, jnp.float16, True,
+     dataclasses.replace(SMALL, ws=True)),
+    ("f16_causal_two_kernels_warp_specialized", (1, 256, 1, 64), 1, jnp.float16, True,
+     dataclasses.replace(TWO_KERNELS, ws=True)),
 ]
 
 
@@ -160,14 +167,16 @@ def test_bad_shapes_are_rejected_before_tracing():
 
 
 # ---------------------------------------------------------------- GPU
-GPU_CASES = [(d, c, dt) for d in (64, 128, 256) for c in (False, True) for dt in (jnp.float16, jnp.bfloat16)]
+GPU_CASES = [(d, c, dt, ws) for d in (64, 128, 256) for c in (False, True) for dt in (jnp.float16, jnp.bfloat16)
+             for ws in (False, True)]
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("head_dim,causal,dtype", GPU_CASES, ids=str)
-def test_gpu_forward_and_gradients_match_the_reference(head_dim, causal, dtype):
+@pytest.mark.parametrize("head_dim,causal,dtype,ws", GPU_CASES, ids=str)
+def test_gpu_forward_and_gradients_match_the_reference(head_dim, causal, dtype, ws):
   q, k, v, do = inputs((2, 1024, 4, head_dim), 2, dtype, seed=head_dim)
-  run = jax.jit(lambda q, k, v: ex.attention(q, k, v, causal, return_lse=True))
+  config = dataclasses.replace(ex.default_config(head_dim), ws=ws)
+  run = jax.jit(lambda q, k, v: ex.attention(q, k, v, causal, return_lse=True, config=config))
   (got, lse), vjp = jax.vjp(run, q, k, v)
   (want, want_lse), vjp_ref = jax.vjp(lambda q, k, v: ex.reference(q, k, v, causal), q, k, v)
   assert rel(got, want) < TOL[dtype]
@@ -178,7 +187,9 @@ def test_gpu_forward_and_gradients_match_the_reference(head_dim, causal, dtype):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("config", [SMALL, TWO_KERNELS, SIMPLE], ids=["fused", "two_kernels", "simple"])
+@pytest.mark.parametrize("config", [SMALL, TWO_KERNELS, SIMPLE, dataclasses.replace(SMALL, ws=True),
+                                    dataclasses.replace(SIMPLE, ws=True)],
+                         ids=["fused", "two_kernels", "simple", "fused_ws", "simple_ws"])
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 def test_gpu_matches_interpret_mode(causal, config):
   q, k, v, do = inputs((1, 256, 2, 64), 1, jnp.float16, scale=2.5)
