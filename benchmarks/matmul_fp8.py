@@ -12,6 +12,7 @@ Figures: kernel time (CUPTI, median of 20) as TFLOP/s, and wall time (median of 
 in ms. --quick: 8192^3 float8_e4m3fn only.
 """
 import argparse
+import importlib.util
 import os
 import sys
 
@@ -21,13 +22,19 @@ import jax.numpy as jnp
 import mgpu_dsl as mg
 
 sys.path.insert(0, os.path.dirname(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
 from common import table  # noqa: E402
-import matmul_fp8 as ex  # noqa: E402
+
+# examples/matmul_fp8.py, loaded by path: this script has the same name.
+_spec = importlib.util.spec_from_file_location(
+    "matmul_fp8_example", os.path.join(os.path.dirname(__file__), "..", "examples", "matmul_fp8.py"))
+ex = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(ex)
 
 SHAPES = [(4096, 4096, 4096), (4096, 8192, 4096), (8192, 8192, 8192)]
 TILES = [dict(bm=128, bn=256, bk=128, stages=4), dict(bm=128, bn=256, bk=128, stages=3),
-         dict(bm=128, bn=128, bk=128, stages=6), dict(bm=256, bn=128, bk=128, stages=4)]
+         dict(bm=128, bn=128, bk=128, stages=6), dict(bm=256, bn=128, bk=128, stages=3),
+         dict(bm=128, bn=256, bk=128, stages=4, specialize=False),
+         dict(bm=128, bn=256, bk=128, stages=4, persistent=False, specialize=False)]
 
 
 def tflops(m, n, k, ms):
@@ -51,15 +58,15 @@ def ours_best(a, bt, rows, cols, want, out_dtype, m, n, k):
   for t in TILES:
     if m % t["bm"] or n % t["bn"]:
       continue
-    acc = jnp.int32 if a.dtype == jnp.int8 else jnp.float32
-    fn = jax.jit(lambda a, bt, r, c, t=t: ex.matmul_scaled(a, bt, r, c, acc_dtype=acc, out_dtype=out_dtype, **t))
+    fn = jax.jit(lambda a, bt, r, c, t=t: ex.scaled_matmul(a, bt, r, c, out_dtype=out_dtype, **t))
     try:
       tf, wall = timed(fn, (a, bt, rows, cols), want, 1e-2, m, n, k)
     except Exception as e:  # a tile the kernel cannot run: note it, go on
       why = f"{type(e).__name__}: {str(e).splitlines()[0][:60]}"
       continue
     if not top[0] >= tf:
-      top = (tf, wall, f"{t['bm']}x{t['bn']}x{t['bk']} s{t['stages']}")
+      kind = ("" if t.get("persistent", True) else "non-persistent ") + ("ws" if t.get("specialize", True) else "sw pipeline")
+      top = (tf, wall, f"{t['bm']}x{t['bn']}x{t['bk']} s{t['stages']} {kind}")
   return top if top[2] else (float("nan"), float("nan"), why)
 
 

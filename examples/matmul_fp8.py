@@ -9,8 +9,10 @@
 the kernel passes its tiles transposed, `ml.dot(a_s, bt_s.T, acc)`; no data moves. Products
 accumulate in float32 (int32 for int8). Scales: one per row of a (per token), one per
 column of c (per output channel); a per-tensor scale is a constant vector (`scaled_matmul`
-builds them). The main loop is the matmul example's: TMA loads pipelined `stages` deep under
-the tensor cores, two warpgroups splitting each (bm, bn) tile, grouped program order.
+builds them). The structure is the matmul example's: persistent CTAs walking the tiles in
+grouped order, a warp-specialised main loop (a producer warpgroup issues the TMA loads
+`stages` steps ahead), two compute warpgroups splitting each (bm, bn) tile, the epilogue
+stored in column chunks.
 """
 import jax
 import jax.numpy as jnp
@@ -24,29 +26,50 @@ def _out(a, bt, row_scale, col_scale, *, out_dtype=jnp.bfloat16, **meta):
   return jax.ShapeDtypeStruct((a.shape[0], bt.shape[0]), out_dtype)
 
 
-def _grid(a, bt, *args, bm=128, bn=256, **meta):
-  return ((a.shape[0] // bm) * (bt.shape[0] // bn),)
+def _grid(a, bt, *args, bm=128, bn=256, persistent=True, **meta):
+  tiles = (a.shape[0] // bm) * (bt.shape[0] // bn)
+  return (min(tiles, mg.num_sms()) if persistent else tiles,)
 
 
-@mg.mgpu_kernel(out_shape=_out, grid=_grid, block=256)
-def matmul_scaled(a, bt, row_scale, col_scale, c, *, acc_dtype: ml.constexpr = jnp.float32,
-                  out_dtype: ml.constexpr = jnp.bfloat16, bm: ml.constexpr = 128, bn: ml.constexpr = 256,
-                  bk: ml.constexpr = 128, stages: ml.constexpr = 4):
-  """c = (a @ bt.T) * row_scale[:, None] * col_scale[None, :], 8-bit a and bt."""
-  i, j = ml.grouped_ids(ml.program_id(0), a.shape[0] // bm, bt.shape[0] // bn, group=8)
-  a_s = ml.smem((bm, bk))
-  b_s = ml.smem((bn, bk))
+@ml.inline
+def scaled_tile(a, bt, row_scale, col_scale, c, a_s, b_s, c_s, i, j, acc_dtype, stages, specialize):
+  """c's (i, j) tile: the 8-bit main loop, then the scales, stored in column chunks through two
+  SMEM buffers used in turn (each chunk's TMA store overlaps the next chunk's conversion)."""
+  (bm, bk), bn, epi = a_s.shape, b_s.shape[0], c_s[0].shape[1]
   acc = ml.zeros((bm, bn), acc_dtype)
-  for k in ml.range(a.shape[1] // bk, stages=stages):
+  for k in ml.range(a.shape[1] // bk, stages=stages, warp_specialize=specialize):
     ml.copy(a.at[ml.ds(i * bm, bm), ml.ds(k * bk, bk)], a_s)
     ml.copy(bt.at[ml.ds(j * bn, bn), ml.ds(k * bk, bk)], b_s)
     acc = ml.dot(a_s, b_s.T, acc)
   rows = row_scale.at[ml.ds(i * bm, bm)][...]
   cols = col_scale.at[ml.ds(j * bn, bn)][...]
-  y = acc.astype(jnp.float32) * rows[:, None] * cols[None, :]
-  c_s = ml.smem((bm, bn))
-  c_s[...] = y.astype(c.dtype)
-  ml.copy(c_s, c.at[ml.ds(i * bm, bm), ml.ds(j * bn, bn)])
+  y = (acc.astype(jnp.float32) * rows[:, None] * cols[None, :]).astype(c.dtype)
+  for e in ml.static_range(bn // epi):
+    c_s[e % 2][...] = y[:, e * epi:(e + 1) * epi]
+    ml.copy(c_s[e % 2], c.at[ml.ds(i * bm, bm), ml.ds(j * bn + e * epi, epi)])
+
+
+@mg.mgpu_kernel(out_shape=_out, grid=_grid, block=256)
+def matmul_scaled(a, bt, row_scale, col_scale, c, *, acc_dtype: ml.constexpr = jnp.float32,
+                  out_dtype: ml.constexpr = jnp.bfloat16, bm: ml.constexpr = 128, bn: ml.constexpr = 256,
+                  bk: ml.constexpr = 128, stages: ml.constexpr = 4, persistent: ml.constexpr = True,
+                  specialize: ml.constexpr = True, group: ml.constexpr = 8, epi: ml.constexpr = 64):
+  """c = (a @ bt.T) * row_scale[:, None] * col_scale[None, :], 8-bit a and bt.
+
+  Persistent (one CTA per SM walks the tiles, grouped for L2) and warp-specialised (a
+  producer warpgroup loads `stages` steps ahead, across tiles) unless told otherwise.
+  """
+  num_m, num_n = a.shape[0] // bm, bt.shape[0] // bn
+  a_s, b_s = ml.smem((bm, bk)), ml.smem((bn, bk))
+  c_s = (ml.smem((bm, epi)), ml.smem((bm, epi)))
+  pid = ml.program_id(0)
+  if persistent:
+    for t in range(pid, num_m * num_n, ml.num_programs(0)):
+      i, j = ml.grouped_ids(t, num_m, num_n, group=group)
+      scaled_tile(a, bt, row_scale, col_scale, c, a_s, b_s, c_s, i, j, acc_dtype, stages, specialize)
+  else:
+    i, j = ml.grouped_ids(pid, num_m, num_n, group=group)
+    scaled_tile(a, bt, row_scale, col_scale, c, a_s, b_s, c_s, i, j, acc_dtype, stages, specialize)
 
 
 def scaled_matmul(a, bt, a_scale=1.0, b_scale=1.0, *, out_dtype=jnp.bfloat16, interpret=None, **tiles):
@@ -59,6 +82,8 @@ def scaled_matmul(a, bt, a_scale=1.0, b_scale=1.0, *, out_dtype=jnp.bfloat16, in
   rows = jnp.broadcast_to(jnp.asarray(a_scale, jnp.float32), (m,))
   cols = jnp.broadcast_to(jnp.asarray(b_scale, jnp.float32), (n,))
   acc = jnp.int32 if a.dtype == jnp.int8 else jnp.float32
+  if jnp.dtype(out_dtype).itemsize == 4:
+    tiles.setdefault("epi", 32)        # the two float32 epilogue buffers beside 4 stages
   return matmul_scaled(a, bt, rows, cols, acc_dtype=acc, out_dtype=out_dtype, interpret=interpret, **tiles)
 
 
@@ -76,7 +101,8 @@ mg.check_specs(matmul_scaled, _A8, _B8, _R, _C, bn=256)
 mg.check_specs(matmul_scaled, _A8.update(dtype=jnp.float8_e5m2), _B8.update(dtype=jnp.float8_e5m2), _R, _C,
                bn=128, out_dtype=jnp.float16)
 mg.check_specs(matmul_scaled, _A8.update(dtype=jnp.int8), _B8.update(dtype=jnp.int8), _R, _C,
-               acc_dtype=jnp.int32, out_dtype=jnp.float32)
+               acc_dtype=jnp.int32, out_dtype=jnp.float32, epi=32)
+mg.check_specs(matmul_scaled, _A8, _B8, _R, _C, persistent=False, specialize=False)
 
 
 def random_operands(key, m, n, k, dtype):
