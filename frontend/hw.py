@@ -50,9 +50,16 @@ TILE_ROWS = 8                 # a tiled SMEM operand is made of (8, SWIZZLE // i
 MMA_M = 64                    # rows per warpgroup per instruction
 MMA_N_STEP = 8
 MMA_N_MAX = 256
-MMA_DTYPES = frozenset({DType.f16, DType.bf16})
-# Accumulator dtypes each operand dtype may use.
-MMA_ACC = {DType.f16: (DType.f32, DType.f16), DType.bf16: (DType.f32,)}
+MMA_DTYPES = frozenset({DType.f16, DType.bf16, DType.f8e4m3, DType.f8e5m2, DType.i8})
+# Accumulator dtypes each operand dtype may use (the first is the default).
+MMA_ACC = {DType.f16: (DType.f32, DType.f16), DType.bf16: (DType.f32,),
+           DType.f8e4m3: (DType.f32, DType.f16), DType.f8e5m2: (DType.f32, DType.f16),
+           DType.i8: (DType.i32,)}
+# Operand dtypes the tensor cores read MN-major (a transposed A, a B stored (k, n)); the
+# others only K-major: A stored (m, k), B stored (n, k) and used transposed.
+MMA_MN_MAJOR_DTYPES = frozenset({DType.f16, DType.bf16})
+# Operand dtypes an A operand may come from registers in (the WGMMA layout of a 16-bit tile).
+MMA_REG_A_DTYPES = frozenset({DType.f16, DType.bf16})
 
 # ---------------------------------------------------------------- register arithmetic
 # Mosaic GPU has no pointwise arithmetic on 8-bit types (bitwise ops excepted).

@@ -123,6 +123,8 @@ class _Solver:
   def _dot(self, o):
     self.join(o.result, o.acc)
     self.seeds.add(("v", o.result.id))
+    if _is_tensor(o.a):                 # A from registers: the WGMMA layout
+      self.seeds.add(self.node(o.a))
     for v in o.operands():
       if isinstance(v.type, RefType):
         self.mma_roots.add(self.root(v).id)
@@ -419,7 +421,10 @@ def _check_tiled_copies(kernel, defs) -> None:
     tiles = f"({layout.tile[0]}, {layout.tile[1]})"
     if one_tile_column(layout, index, shape):
       continue                 # copied as plain swizzled rows: any row count and start
-    for d, t in zip(range(len(shape) - 2, len(shape)), layout.tile):
+    # The tiles cover the window's last two dimensions; integer-indexed ones (a head of a
+    # (batch, seq, heads, dim) array) drop out of the window.
+    kept = [d for d in range(len(shape)) if index is None or not index[d].squeeze]
+    for d, t in zip(kept[-2:], layout.tile):
       if shape[d] > t and shape[d] % t:
         raise E.TmaLimitError(
             f"{root(smem)[0].name} is tiled {tiles} for the tensor cores, so TMA copies whole tiles"

@@ -115,8 +115,25 @@ def staged_body(em, plan: Plan):
   for o, _, _ in plan.sites:
     new.ops.append(WaitLoad(plan.slots[id(o)], o.loc, stage=stage))
   moved = {id(o) for o, _, _ in plan.sites}
-  new.ops.extend(ir.substitute_deep(o, views) for o in plan.loop.body.ops[:-1] if id(o) not in moved)
+
+  def restage(o):
+    """`o` reading this iteration's stage: `buf.T` views get the stage index, others the stage view."""
+    if isinstance(o, View) and o.ref in views:
+      return dataclasses.replace(o, index=(ir.Idx(stage, 1, True),) + o.index)
+    o = ir.substitute(o, views)
+    for r in o.regions:
+      blk = getattr(o, r)
+      blk.ops[:] = [restage(x) for x in blk.ops]
+    return o
+
+  new.ops.extend(restage(o) for o in plan.loop.body.ops[:-1] if id(o) not in moved)
   return new, stage
+
+
+def whole_transpose(u) -> bool:
+  """`buf.T` of a whole loaded buffer: the loop reads it whole (restaged like the buffer)."""
+  return isinstance(u, View) and u.transpose and all(
+      not i.squeeze and i.start == 0 and i.size == n for i, n in zip(u.index, u.ref.type.shape))
 
 
 def stores_per_iteration(block) -> int:
@@ -197,7 +214,7 @@ def load_sites(kernel, body, iv):
           f"{o.dst.name} is loaded in a pipelined loop but also used outside it", o.loc,
           hint="give the loop its own buffers")
     if any(any(a in (Access.REG_WRITE, Access.TMA_WRITE) for r, a in ir.traits_of(u).effects(u)
-               if r is o.dst) or isinstance(u, View) for u in others):
+               if r is o.dst) or isinstance(u, View) and not whole_transpose(u) for u in others):
       raise E.PipelineError(
           f"{o.dst.name} is loaded by TMA in a pipelined loop, so the loop may only read it whole"
           f" (ml.dot, ml.copy from it, or [...])", o.loc,

@@ -49,15 +49,27 @@ class State:
   # warpgroup reading and writing one window owns the same elements in each
   # thread (the register layout is a function of the shape), so it needs no barrier.
   reg_windows: dict = dataclasses.field(default_factory=dict)
-  dot_pending: bool = False                                      # a Dot not yet awaited
+  # Dot groups issued and not yet awaited, oldest first: each the id of the value it computes,
+  # or UNKNOWN_DOT (one of `unknown_dot_values`, e.g. a pipelined loop's carried accumulator),
+  # and the buffers each reads.
+  dots: list = dataclasses.field(default_factory=list)
+  dot_roots: list = dataclasses.field(default_factory=list)
+  unknown_dot_values: set = dataclasses.field(default_factory=set)
   in_pipeline: bool = False       # a pipelined loop's body: its dots stay in flight across iterations
   # A pipelined loop's store buffers (frontend/pipeline.py): root -> stores that may stay in
   # flight when this iteration first writes its stage. Cleared by the first such wait.
   deferred: dict = dataclasses.field(default_factory=dict)
-  dot_reads: set = dataclasses.field(default_factory=set)       # buffers it reads
+  # Buffers read by dots this warpgroup has awaited: other warpgroups may still be reading them
+  # until the next barrier, so a write to them needs one first.
+  dot_retired: set = dataclasses.field(default_factory=set)
+
+  @property
+  def dot_pending(self) -> bool:
+    return bool(self.dots)
 
 
 UNKNOWN_WINDOW = object()
+UNKNOWN_DOT = -1
 
 
 def ir_error(o, why):
@@ -136,14 +148,19 @@ class SyncPass:
         st.pending_load.clear()
         if not st.in_pipeline:
           self.dot_wait(st, out, o.loc)
+      elif isinstance(o, DotWait):        # a pipelined loop's own wait
+        self.retire(st, o.pending)
       elif o.regions:
         inner = [x for r in o.regions for x in ir.walk(getattr(o, r))]
-        if st.dot_pending and any(self.needs_dot_result(x, st) or self.issues_dot(x) for x in inner):
+        if any(self.issues_dot(x) for x in inner):
           self.dot_wait(st, out, o.loc)
+        else:
+          inside = {r.id for x in inner for r in x.results} | {
+              a.id for x in [o, *inner] for r in x.regions for a in getattr(x, r).args}
+          self.dot_wait(st, out, o.loc, self.dot_wait_before(inner, st, inside))
         self.enter_region(o, st, out)
       else:
-        if st.dot_pending and self.needs_dot_result(o, st):
-          self.dot_wait(st, out, o.loc)
+        self.dot_wait(st, out, o.loc, self.dot_wait_before([o], st, set()))
         accs = self.accesses(o)
         for root, acc, ref in accs:
           if root is not None:
@@ -160,31 +177,72 @@ class SyncPass:
       if not o.regions:
         for root, acc, ref in self.accesses(o):
           self.after(root, acc, ref, o, st)
+        if self.issues_dot(o):
+          st.dots.append(o.results[0].id if o.results else UNKNOWN_DOT)
+          st.dot_roots.append({r for r, a, _ in self.accesses(o) if r is not None and a == Access.MMA_READ})
     block.ops[:] = out
 
   def issues_dot(self, o) -> bool:
     return any(a == Access.MMA_ISSUE for _, a in ir.traits_of(o).effects(o))
 
-  def needs_dot_result(self, o, st: State) -> bool:
-    """Whether `o` reads a tensor-core result or overwrites SMEM a running dot reads."""
-    if self.issues_dot(o):
-      return False
-    if any(isinstance(v.type, TensorType) and v.type.layout.kind == LayoutKind.WGMMA for v in o.operands()):
-      return True
-    return any(r in st.dot_reads for r, a, _ in self.accesses(o)
-               if a in (Access.REG_WRITE, Access.TMA_WRITE))
+  def dot_wait_before(self, ops, st: State, inside: set) -> int | None:
+    """How many dot groups may stay in flight before `ops` run (None: no wait): those issued
+    after every group computing a value the ops read or reading SMEM the ops write. Values in
+    `inside` are computed by the ops themselves."""
+    if not st.dots:
+      return None
+    keep = None
 
-  def dot_wait(self, st: State, out, loc):
-    if st.dot_pending:
-      out.append(DotWait(0, loc))
-      if not self.single_warpgroup and st.dot_reads:
-        # A warpgroup's wait covers its own dots only: meet the others before SMEM they read is reused.
-        out.append(Barrier(loc))
-      st.dot_pending = False
-      st.dot_reads.clear()
+    def through(i):      # retire group i and all older ones
+      nonlocal keep
+      later = len(st.dots) - 1 - i
+      keep = later if keep is None else min(keep, later)
+
+    for o in ops:
+      for r, a, _ in self.accesses(o):
+        if a in (Access.REG_WRITE, Access.TMA_WRITE):
+          for i, roots in enumerate(st.dot_roots):
+            if r in roots:
+              through(i)
+      reads = [o.a] if self.issues_dot(o) else o.operands()   # a dot chains its accumulator in flight
+      for v in reads:
+        if v.id in inside or not (isinstance(v.type, TensorType) and v.type.layout.kind == LayoutKind.WGMMA):
+          continue
+        key = v.id if v.id in st.dots else UNKNOWN_DOT if v.id in st.unknown_dot_values else None
+        if key is not None and key in st.dots:
+          through(st.dots.index(key))
+    return keep
+
+  def dot_wait(self, st: State, out, loc, pending: int | None = 0):
+    """Wait until at most `pending` dot groups run (nothing if None or if no more run)."""
+    if pending is not None and len(st.dots) > pending:
+      out.append(DotWait(pending, loc))
+      self.retire(st, pending)
+
+  def retire(self, st: State, pending: int):
+    n = max(0, len(st.dots) - pending)
+    if not self.single_warpgroup:
+      # A warpgroup's wait covers its own dots only: the others may still read these buffers.
+      for roots in st.dot_roots[:n]:
+        st.dot_retired |= roots
+    del st.dots[:n], st.dot_roots[:n]
+
+  def carried_dot(self, body: ir.Block) -> int | None:
+    """Which yielded value the body's last dot computes (it may still run when the next
+    iteration starts), or None if that is not known."""
+    last = None
+    for x in ir.walk(body):
+      if self.issues_dot(x):
+        last = x
+    values = body.ops[-1].values if body.ops and isinstance(body.ops[-1], Yield) else ()
+    for i, v in enumerate(values):
+      if last is not None and last in body.ops and last.results and v is last.results[0]:
+        return i
+    return None
 
   def met(self, st: State):
     """All threads met: their register accesses of SMEM are ordered."""
+    st.dot_retired.clear()
     st.dirty.clear()
     st.reg_read.clear()
     st.reg_windows.clear()
@@ -225,12 +283,13 @@ class SyncPass:
         self.sync(st, out, loc, fence=False)
     elif acc == Access.REG_WRITE:
       self.await_stores({root}, st, out, loc)
-      if (root in st.dirty or root in st.reg_read) and not self.thread_private(root, ref, st):
+      if ((root in st.dirty or root in st.reg_read) and not self.thread_private(root, ref, st)
+          or root in st.dot_retired):
         self.sync(st, out, loc, fence=False)
     elif acc == Access.TMA_WRITE:
       self.await_stores({root}, st, out, loc)
       fence = root in st.dirty or root in st.unfenced
-      if fence or root in st.reg_read:
+      if fence or root in st.reg_read or root in st.dot_retired:
         self.sync(st, out, loc, fence=fence)
     elif acc in (Access.TMA_READ, Access.MMA_READ):
       if root in st.dirty or root in st.unfenced:
@@ -238,8 +297,6 @@ class SyncPass:
 
   def after(self, root, acc, ref, o, st: State) -> None:
     if root is None:
-      if acc == Access.MMA_ISSUE:
-        st.dot_pending = True
       return
     if acc in (Access.REG_READ, Access.REG_WRITE):
       st.reg_windows.setdefault(root, set()).add(self.window(ref))
@@ -253,9 +310,6 @@ class SyncPass:
     elif acc == Access.TMA_READ:
       st.pending_store.add(root)
       st.store_log.append((root, 1))
-    elif acc == Access.MMA_READ:
-      st.dot_pending = True
-      st.dot_reads.add(root)
 
   def enter_region(self, o, st: State, out) -> None:
     acc = [a for r in o.regions for a in self.region_accesses(getattr(o, r))]
@@ -263,7 +317,7 @@ class SyncPass:
     written = {r for r, a in acc if a in (Access.REG_WRITE, Access.TMA_WRITE)}
     for r in sorted(touched & set(st.pending_load)):
       self.wait_load(r, st, out, o.loc)
-    if touched & (st.dirty | st.reg_read | st.unfenced):
+    if touched & (st.dirty | st.reg_read | st.unfenced) or written & st.dot_retired:
       self.sync(st, out, o.loc, fence=bool(touched & (st.dirty | st.unfenced)))
     self.await_stores(written, st, out, o.loc)
     loop = isinstance(o, LOOPS)
@@ -271,9 +325,17 @@ class SyncPass:
     pipelined = loop and getattr(o, "stages", 1) > 1
     dots = pipelined and any(self.issues_dot(x) for x in ir.walk(o.body))
     deferred = {r: n for r, n in self.deferred.items() if r in stored} if pipelined else {}
+    mma_read = {r for r, a in acc if a == Access.MMA_READ}
+    others = set() if self.single_warpgroup else mma_read
+    carried = self.carried_dot(o.body) if dots else None
     for r in o.regions:
       inner = State(pending_store=(st.pending_store & touched) | (stored - set(deferred) if loop else set()),
-                    in_pipeline=pipelined, dot_pending=dots, deferred=dict(deferred))
+                    in_pipeline=pipelined, deferred=dict(deferred),
+                    dot_retired=st.dot_retired | (others if loop else set()))
+      if dots:   # the previous iteration's last dot still runs
+        inner.dots = [UNKNOWN_DOT if carried is None else o.body.args[1 + carried].id]
+        inner.dot_roots = [set(mma_read)]
+        inner.unknown_dot_values = {a.id for a in o.body.args[1:]}
       if loop:   # the previous iteration's accesses, windows unknown
         inner.dirty = {x for x, a in acc if a == Access.REG_WRITE}
         inner.unfenced = set(inner.dirty)
@@ -287,12 +349,17 @@ class SyncPass:
       st.reg_windows.setdefault(r, set()).add(UNKNOWN_WINDOW)
     st.pending_store |= stored
     st.store_log += [(r, 0) for r in sorted(stored)]
-    st.dot_pending = st.dot_pending or dots
+    st.dot_retired |= others
+    if dots:   # its last dot still runs
+      st.dots = [UNKNOWN_DOT if carried is None else o.results[carried].id]
+      st.dot_roots = [set(mma_read)]
+      st.unknown_dot_values = {r.id for r in o.results}
     if pipelined:   # its dots and stores still read its loaded buffers: memory shared with them must wait
       used = lambda kind: {self.group.get(r, r) for r in self.explicit
                            if any(r == self.root(v).id for x in ir.walk(o.body)
                                   for v, a in ir.traits_of(x).effects(x) if a == kind)}
-      st.dot_reads |= used(Access.MMA_READ)
+      if dots:
+        st.dot_roots[-1] |= used(Access.MMA_READ)
       st.pending_store |= used(Access.TMA_READ)
       st.store_log += [(r, 0) for r in sorted(used(Access.TMA_READ))]
 

@@ -63,9 +63,11 @@ class RefType:
   dtype: DType | DTypeVar
   space: Space
   remote: bool = False            # a peer CTA's SMEM (ml.cluster_ref)
+  transposed: bool = False        # `buf.T`: a transposed view of a 2-D SMEM window (ml.dot operands)
 
   def __str__(self):
-    return f"ref<{self.space}, {_shape(self.shape)}, {dtype_name(self.dtype)}>"
+    t = ", T" if self.transposed else ""
+    return f"ref<{self.space}, {_shape(self.shape)}, {dtype_name(self.dtype)}{t}>"
 
   @property
   def nbytes(self) -> int:

@@ -118,7 +118,8 @@ def _unary(ctx, o):
   if isinstance(o.result.type, ScalarType):
     ctx.set(o.result, compat.scalar_unary(o.kind.value.name, x, o.x.type.dtype))
     return
-  fn = _ARRAY_UNARY.get(o.kind) or (lambda v: getattr(v, o.kind.value.name)())
+  kw = {"approx": True} if o.kind.value.approx else {}
+  fn = _ARRAY_UNARY.get(o.kind) or (lambda v: getattr(v, o.kind.value.name)(**kw))
   ctx.set(o.result, fn(x))
 
 

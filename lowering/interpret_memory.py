@@ -32,6 +32,7 @@ class Ref:
   root: ir.Value
   owner: int            # cluster rank of the CTA whose SMEM this is; -1 for GMEM
   win: tuple            # ((start, size, squeeze), ...) over the root's dimensions
+  transposed: bool = False   # `buf.T`: only ml.dot reads it (transposing what it reads)
 
   @staticmethod
   def whole(root: ir.Value, owner: int) -> "Ref":

@@ -42,6 +42,7 @@ class View:
   ref: object            # the root memref (ir.Value)
   index: tuple           # tuple[kir.Idx]
   root_id: int           # the typed-IR root ref's value id
+  transpose: bool = False   # `buf.T`: ml.dot transposes the memref (memref() returns it as stored)
 
 
 class LowerCtx:

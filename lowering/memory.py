@@ -22,7 +22,7 @@ def _smem_alloc(ctx, o):
 
 @lower(View)
 def _view(ctx, o):
-  ctx.set(o.result, ctx.View(ctx.get(o.ref), o.index, o.ref.id))
+  ctx.set(o.result, ctx.View(ctx.get(o.ref), o.index, o.ref.id, o.transpose))
 
 
 @lower(ClusterRef)
@@ -126,7 +126,7 @@ def _i_view(cta, o):
       continue
     i = next(it)
     win.append((s + int(cta.operand(i.start)), i.size, i.squeeze))
-  cta.set(o.result, Ref(base.root, base.owner, tuple(win)))
+  cta.set(o.result, Ref(base.root, base.owner, tuple(win), o.transpose))
 
 
 @interpret(ClusterRef)

@@ -3,23 +3,47 @@ from __future__ import annotations
 
 import jax.experimental.mosaic.gpu as mgpu
 import numpy as np
-from jaxlib.mlir.dialects import nvvm
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import arith, nvvm
 
 from ..frontend.ops.mma import Dot, DotWait
+from ..frontend.types import RefType
 from . import interpret_numerics as N
+from .interpret_memory import Ref
 from .mosaic import mlir_type
 from .registry import interpret, lower
+
+
+def _smem_operand(ctx, x, rows: int | None):
+  """The tiled memref WGMMA reads for an SMEM operand: this warpgroup's rows of an A operand
+  (`rows`: the tile's rows, None for B), transposed for a `buf.T` view."""
+  tiled = ctx.smem_layout(x)
+  mem = ctx.memref(x)
+  transpose = getattr(x, "transpose", False)
+  if rows is not None and ctx.num_warpgroups > 1:
+    if transpose:    # the rows of a.T are the columns of the stored buffer: slice whole column tiles
+      per = rows // ctx.num_warpgroups // tiled.tile[1]
+      start = arith.muli(ctx.wg, arith.constant(ir.IndexType.get(), per))
+      mem = mgpu.memref_slice(mem, (slice(None), mgpu.ds(start, per)))
+    else:
+      mem = ctx.my_rows(mem, rows, tiled)
+  if transpose:
+    mem = mgpu.memref_transpose(mem, (1, 0, 3, 2))
+  return mem, tiled
 
 
 @lower(Dot)
 def _dot(ctx, o):
   m, n = ctx.local_shape(o.result.type)
+  t = o.result.type.dtype
   acc = ctx.carried(o.acc) if o.acc is not None else mgpu.WGMMAAccumulator.zero(
-      m, n, mlir_type(o.result.type.dtype))
-  a, b = ctx.get(o.a), ctx.get(o.b)
-  tiled = ctx.smem_layout(a)
-  a_rows = ctx.my_rows(ctx.memref(a), o.a.type.shape[0], tiled)
-  res = mgpu.wgmma(acc, a_rows, ctx.memref(b), swizzle=tiled.swizzle)
+      m, n, mlir_type(t), is_signed=t.is_signed)
+  b, tiled = _smem_operand(ctx, ctx.get(o.b), None)
+  if isinstance(o.a.type, RefType):
+    a, _ = _smem_operand(ctx, ctx.get(o.a), o.a.type.shape[0])
+  else:
+    a = ctx.get(o.a)
+  res = mgpu.wgmma(acc, a, b, swizzle=tiled.swizzle)
   nvvm.wgmma_commit_group_sync_aligned()
   ctx.set(o.result, res)
 
@@ -33,14 +57,22 @@ def _dot_wait(ctx, o):
 def _i_dot(cta, o):
   """acc + a @ b: products summed in float32 (as WGMMA does), rounded to the acc dtype; the
   group stays in flight, reading a and b, until a DotWait retires it."""
-  a, b = cta.get(o.a), cta.get(o.b)
-  x = cta.read(a, o, "mma_read").astype(np.float32)
-  y = cta.read(b, o, "mma_read").astype(np.float32)
+  refs = [r for r in (cta.get(o.a), cta.get(o.b)) if isinstance(r, Ref)]
+  x, y = (_operand(cta, cta.get(v), o) for v in (o.a, o.b))
   t = o.result.type
-  acc = cta.get(o.acc).astype(np.float32) if o.acc is not None else np.float32(0)
-  r = (acc + x @ y).astype(N.np_dtype(t.dtype))
-  cta.dots.append((r, {(a.owner, a.root.id, a.part), (b.owner, b.root.id, b.part)}, o.loc))
+  wide = np.int64 if t.dtype.is_int else np.float32
+  acc = cta.get(o.acc).astype(wide) if o.acc is not None else wide(0)
+  r = (acc + x.astype(wide) @ y.astype(wide)).astype(N.np_dtype(t.dtype))
+  cta.dots.append((r, {(x.owner, x.root.id, x.part) for x in refs}, o.loc))
   cta.set(o.result, r)
+
+
+def _operand(cta, x, o):
+  """An operand as the tensor cores see it: an SMEM window (transposed for `buf.T`), or registers."""
+  if not isinstance(x, Ref):
+    return x
+  v = cta.read(x, o, "mma_read")
+  return v.T if x.transposed else v
 
 
 @interpret(DotWait)

@@ -44,6 +44,7 @@ class UnaryDef:
   name: str
   floats_only: bool
   numpy: object
+  approx: bool = False      # the hardware's approximate instruction (float32 only)
 
 
 _erf = np.vectorize(pymath.erf, otypes=[np.float64])
@@ -55,6 +56,7 @@ class UnOp(enum.Enum):
   ABS = UnaryDef("abs", False, np.abs)
   EXP = UnaryDef("exp", True, np.exp)
   EXP2 = UnaryDef("exp2", True, np.exp2)
+  EXP2_APPROX = UnaryDef("exp2", True, np.exp2, approx=True)
   LOG = UnaryDef("log", True, np.log)
   LOG2 = UnaryDef("log2", True, np.log2)
   SQRT = UnaryDef("sqrt", True, np.sqrt)
@@ -426,7 +428,24 @@ def _unary_builtin(kind: UnOp, doc: str):
 
 
 exp = _unary_builtin(UnOp.EXP, "Elementwise e**x (floating point).")
-exp2 = _unary_builtin(UnOp.EXP2, "Elementwise 2**x (floating point); the fast path for softmax: exp2(x * log2(e)).")
+@builtin
+def exp2(cx, x, *, approx=False):
+  """Elementwise 2**x (floating point); the fast path for softmax: exp2(x * log2(e)).
+
+  `approx=True` (float32) uses the hardware's approximate instruction (ex2.approx.ftz:
+  about 2 ulp, subnormal results flushed to zero), as flash attention kernels do:
+  `p = ml.exp2(s * c - m[:, None], approx=True)`.
+  """
+  if not isinstance(approx, bool):
+    raise E.KernelTypeError(f"ml.exp2's approx must be True or False, got {approx!r}", cx.loc,
+                            hint="ml.exp2(x, approx=True)")
+  if approx and is_value(x) and resolve(x.type.dtype) != DType.f32:
+    raise E.UnsupportedDtypeError(
+        f"ml.exp2(..., approx=True) works on float32, got {x.name or 'x'} ({dtype_name(x.type.dtype)})",
+        cx.loc, hint=f"compute in float32: ml.exp2({x.name or 'x'}.astype(jnp.float32), approx=True)")
+  return unary(cx, UnOp.EXP2_APPROX if approx else UnOp.EXP2, x)
+
+
 log = _unary_builtin(UnOp.LOG, "Elementwise natural logarithm (floating point).")
 log2 = _unary_builtin(UnOp.LOG2, "Elementwise base-2 logarithm (floating point).")
 sqrt = _unary_builtin(UnOp.SQRT, "Elementwise square root (floating point).")

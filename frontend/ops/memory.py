@@ -33,11 +33,16 @@ class SmemAlloc(ir.Op):
 
 @ir.op(Traits(pure=True))
 class View(ir.Op):
-  """A window of a root ref (a parameter, an SmemAlloc or a ClusterRef)."""
+  """A window of a root ref (a parameter, an SmemAlloc or a ClusterRef).
+
+  `transpose` marks `buf.T`: the window's two dimensions swapped, with no data moved
+  (only ml.dot reads such views: the tensor cores take the operand transposed).
+  """
   ref: ir.Value
   index: tuple
   loc: object
   results: tuple
+  transpose: bool = False
 
 
 @ir.op(Traits(pure=True))
@@ -236,6 +241,10 @@ def view(cx, ref: ir.Value, index, name=""):
   if not is_ref(ref):
     raise E.KernelTypeError(f".at[...] needs a ref, got {kind_of(ref)}", cx.loc,
                             hint="views are windows of kernel parameters and ml.smem buffers")
+  if ref.type.transposed:
+    raise E.KernelTypeError(
+        f"{ref.name or 'this view'} is transposed (.T); slice a buffer before transposing it, not after",
+        cx.loc, hint="buf.at[stage].T instead of buf.T.at[stage]")
   idx = normalize_index(cx, ref.type.shape, index, ref.name or name,
                         past_end=ref.type.space == Space.GMEM)
   parent = cx.b.defining(ref)
@@ -276,7 +285,41 @@ def check_in_bounds(cx, ref, what):
              f" ref.store(value, mask=...)")
 
 
+def transpose(cx, ref, name=""):
+  """`buf.T`: a transposed view of a 2-D SMEM window, for ml.dot operands. No data moves:
+  the tensor cores read the operand transposed (`ml.dot(q_s, k_s.T)`)."""
+  if not is_ref(ref):
+    raise E.KernelTypeError(
+        f".T of {kind_of(ref)}: only SMEM buffers (and views of them) have a transposed view", cx.loc,
+        hint="transpose the operand in SMEM: ml.dot(q_s, k_s.T); register tensors cannot be transposed")
+  t = ref.type
+  if t.space != Space.SMEM or t.remote:
+    where = "another CTA's SMEM" if t.remote else f"{t.space} refs"
+    raise E.KernelTypeError(
+        f"{ref.name or 'this ref'}.T: only this CTA's SMEM buffers have a transposed view, not {where}", cx.loc,
+        hint=f"copy the tile into SMEM first, then use the transposed view in ml.dot:"
+             f" buf = ml.smem(shape); ml.copy(tile, buf); ml.dot(a_s, buf.T)")
+  if len(t.shape) != 2:
+    raise E.KernelTypeError(
+        f"{ref.name or 'this ref'}.T: .T transposes 2-D windows, got shape {t.shape}", cx.loc,
+        hint="index the leading dimensions away first: buf.at[stage].T")
+  d = cx.b.defining(ref)
+  parent, index = (d.ref, d.index) if isinstance(d, View) else (ref, tuple(ir.Idx(0, n) for n in t.shape))
+  flip = not (isinstance(d, View) and d.transpose)
+  nt = RefType(t.shape[::-1], t.dtype, t.space, transposed=flip)
+  return cx.b.emit(View, parent, index, loc=cx.loc, types=[nt], names=[name], transpose=flip).result
+
+
+def check_not_transposed(cx, ref, what):
+  """Transposed views exist for the tensor cores only; memory ops move windows as stored."""
+  if is_ref(ref) and ref.type.transposed:
+    raise E.KernelTypeError(
+        f"cannot {what} {ref.name or 'a transposed view'}: a transposed view (.T) is only an ml.dot operand",
+        cx.loc, hint="use the buffer itself here, and .T only inside ml.dot(a, b.T)")
+
+
 def load(cx, ref, name=""):
+  check_not_transposed(cx, ref, "read")
   t = ref.type
   check_in_bounds(cx, ref, "read")
   if not t.shape:
@@ -290,6 +333,7 @@ def load(cx, ref, name=""):
 def store(cx, ref, value):
   from .elementwise import full_
   from .shape import broadcast_shape, broadcast_to_shape
+  check_not_transposed(cx, ref, "write")
   t = ref.type
   check_in_bounds(cx, ref, "write")
   if not t.shape:
@@ -345,6 +389,8 @@ def copy(cx, src, dst, reduce=None, *, multicast=None):
       raise E.KernelTypeError(
           f"ml.copy {what} must be a ref (a kernel parameter, an ml.smem buffer or a view),"
           f" got {kind_of(r)}", cx.loc, hint="to write registers into a ref use ref[...] = value")
+  check_not_transposed(cx, src, "copy")
+  check_not_transposed(cx, dst, "copy into")
   s, d = src.type, dst.type
   desc = lambda v: f"{v.name or 'ref'} ({v.type.space}, {dtype_name(v.type.dtype)})"
   if s.space == Space.GMEM and d.space == Space.GMEM:

@@ -17,16 +17,18 @@ from .base import builtin, is_value, kind_of
 
 
 def _dot_effects(o):
-  return [(o.a, Access.MMA_READ), (o.b, Access.MMA_READ), (None, Access.MMA_ISSUE)]
+  refs = [(x, Access.MMA_READ) for x in (o.a, o.b) if isinstance(x.type, RefType)]
+  return refs + [(None, Access.MMA_ISSUE)]
 
 
 @ir.op(Traits(effects=_dot_effects, layout=LayoutRule.DOT))
 class Dot(ir.Op):
   """`acc + a @ b` on the tensor cores (WGMMA), issued asynchronously.
 
-  `a` (m, k) and `b` (k, n) are SMEM refs that frontend/layouts.py tiles and
-  swizzles for the tensor cores; `acc` is an (m, n) tensor in the WGMMA layout,
-  or None for zeros. The sync pass waits for the result before it is read.
+  `b` (k, n) is an SMEM ref that frontend/layouts.py tiles and swizzles for the
+  tensor cores, possibly a transposed view (`buf.T`); `a` (m, k) is one too, or a
+  register tensor in the WGMMA layout. `acc` is an (m, n) tensor in the WGMMA
+  layout, or None for zeros. The sync pass waits for the result before it is read.
   """
   a: ir.Value
   b: ir.Value
@@ -43,26 +45,73 @@ class DotWait(ir.Op):
   results: tuple = ()
 
 
+def _operand(cx, what, x):
+  """An SMEM operand (b, or a from SMEM) must be a 2-D ref of this CTA's SMEM."""
+  if not is_value(x) or not isinstance(x.type, RefType) or x.type.space != Space.SMEM or x.type.remote:
+    got = f"{x.name} ({x.type.space})" if is_value(x) and isinstance(x.type, RefType) else kind_of(x)
+    hint = f"copy the tile into SMEM first: {what}_s = ml.smem(shape); ml.copy({what}_tile, {what}_s)"
+    if what == "a":
+      got_what = "an SMEM buffer of this CTA or a register tensor"
+    else:
+      got_what = "an SMEM buffer of this CTA"
+      if is_value(x) and isinstance(x.type, TensorType):
+        hint = "only a may come from registers; store b's tile in SMEM: b_s[...] = b_value"
+    raise E.MmaOperandError(f"ml.dot operand {what} must be {got_what}, got {got}", cx.loc, hint=hint)
+  if len(x.type.shape) != 2:
+    raise E.MmaOperandError(f"ml.dot operand {what} must be 2-D, got shape {x.type.shape}", cx.loc,
+                            hint="index the leading dimensions away: buf.at[stage]")
+
+
+def _register_a(cx, a, d):
+  """A register A operand: a 2-D 16-bit tile (the WGMMA layout a converted accumulator has)."""
+  if len(a.type.shape) != 2:
+    raise E.MmaOperandError(f"ml.dot operand a must be 2-D, got shape {a.type.shape}", cx.loc,
+                            hint="pass an (m, k) tile")
+  if isinstance(d, DType) and d not in hw.MMA_REG_A_DTYPES:
+    names = " or ".join(sorted(map(str, hw.MMA_REG_A_DTYPES)))
+    hint = (f"store the tile in SMEM and pass the buffer: a_s[...] = {a.name or 'a'}; ml.dot(a_s, ...)"
+            if d.bits == 8 else f"convert it: ml.dot({a.name or 'a'}.astype(jnp.float16), ...)")
+    raise E.UnsupportedDtypeError(
+        f"ml.dot takes operand a from registers in {names} only, got {a.name or 'a'} ({d})", cx.loc,
+        hint=hint)
+
+
+def _major(cx, a, b, d):
+  """8-bit (and other non-16-bit) operands must be K-major: A as stored, B stored (n, k) and
+  passed transposed."""
+  if not isinstance(d, DType) or d in hw.MMA_MN_MAJOR_DTYPES:
+    return
+  if isinstance(a.type, RefType) and a.type.transposed:
+    raise E.MmaOperandError(
+        f"ml.dot reads {d} operands K-major only, so a must be stored (m, k); {a.name} is a transposed view",
+        cx.loc, hint=f"store a's tile as (m, k) and pass the buffer itself, without .T")
+  if not b.type.transposed:
+    raise E.MmaOperandError(
+        f"ml.dot reads {d} operands K-major only, so b must be stored (n, k) and passed transposed;"
+        f" {b.name} is stored (k, n)", cx.loc,
+        hint="load B's tile as (n, k), e.g. from a (n, k) array bt, and pass bt_s.T: ml.dot(a_s, bt_s.T, acc)")
+
+
 @builtin
 def dot(cx, a, b, acc=None):
-  """`acc + a @ b` on the tensor cores (WGMMA), accumulating in float32.
+  """`acc + a @ b` on the tensor cores (WGMMA).
 
-  `a` (m, k) and `b` (k, n) are SMEM buffers (or stage views of them) of
-  float16 or bfloat16; the compiler tiles and swizzles them for the tensor
-  cores. `acc` is an (m, n) register tensor (float32; float16 for float16
-  inputs) or None for zeros. m a multiple of 64, n a multiple of 64 up to
-  256, k a multiple of 64.
+  `b` (k, n) is an SMEM buffer (or a stage view of one, or a transposed view
+  `buf.T` of an (n, k) buffer); `a` (m, k) is one too, or a register tensor (a
+  16-bit tile such as `p.astype(jnp.float16)`, read straight from registers).
+  Operands are float16, bfloat16, float8_e4m3fn, float8_e5m2 or int8; 8-bit
+  operands are K-major: `ml.dot(a_s, bt_s.T)` with bt_s stored (n, k). `acc` is an
+  (m, n) register tensor (float32; float16 also for float16 and FP8 inputs; int32
+  for int8) or None for zeros. m a multiple of 64, n a multiple of 64 up to 256,
+  k a multiple of 128 bytes (64 16-bit or 128 8-bit elements).
   """
   loc = cx.loc
-  for what, x in (("a", a), ("b", b)):
-    if not is_value(x) or not isinstance(x.type, RefType) or x.type.space != Space.SMEM or x.type.remote:
-      got = f"{x.name} ({x.type.space})" if is_value(x) and isinstance(x.type, RefType) else kind_of(x)
-      raise E.MmaOperandError(
-          f"ml.dot operand {what} must be an SMEM buffer of this CTA, got {got}", loc,
-          hint=f"copy the tile into SMEM first: {what}_s = ml.smem(shape); ml.copy({what}_tile, {what}_s)")
-    if len(x.type.shape) != 2:
-      raise E.MmaOperandError(f"ml.dot operand {what} must be 2-D, got shape {x.type.shape}", loc,
-                              hint="index the leading dimensions away: buf.at[stage]")
+  in_regs = is_value(a) and isinstance(a.type, TensorType)
+  if in_regs:
+    _register_a(cx, a, resolve(a.type.dtype))
+  else:
+    _operand(cx, "a", a)
+  _operand(cx, "b", b)
   (m, k), (k2, n) = a.type.shape, b.type.shape
   if k != k2:
     raise E.ShapeMismatchError(
@@ -76,34 +125,37 @@ def dot(cx, a, b, acc=None):
   d = resolve(dt)
   if isinstance(d, DType) and d not in hw.MMA_DTYPES:
     raise E.UnsupportedDtypeError(
-        f"ml.dot on {d}: the tensor cores take float16 or bfloat16 operands here", loc,
-        hint="convert the tiles to jnp.bfloat16 or jnp.float16 when you fill them")
-  k_step = hw.tile_cols(2)
+        f"ml.dot on {d}: the tensor cores take float16, bfloat16, float8_e4m3fn, float8_e5m2 or int8"
+        f" operands", loc, hint="convert the tiles to jnp.bfloat16 or jnp.float16 when you fill them")
+  _major(cx, a, b, d)
+  k_step = hw.tile_cols(d.itemsize if isinstance(d, DType) else 2)
+  n_step = hw.tile_cols(2)
   if m % hw.MMA_M:
     raise E.MmaOperandError(f"ml.dot needs m (rows of a) to be a multiple of {hw.MMA_M}, got {m}", loc,
                             hint="use a tile of 64, 128, ... rows")
-  if n % k_step or n > hw.MMA_N_MAX:
+  if n % n_step or n > hw.MMA_N_MAX:
     raise E.MmaOperandError(
-        f"ml.dot needs n (columns of b) to be a multiple of {k_step} and at most {hw.MMA_N_MAX}, got {n}", loc,
+        f"ml.dot needs n (columns of b) to be a multiple of {n_step} and at most {hw.MMA_N_MAX}, got {n}", loc,
         hint="split wider tiles into several dots of at most 256 columns")
   if k % k_step:
     raise E.MmaOperandError(
-        f"ml.dot needs k to be a multiple of {k_step} ({hw.SWIZZLE} bytes of 16-bit elements), got {k}",
-        loc, hint="use a k tile of 64 or 128")
-  acc_dtype = DType.f32
+        f"ml.dot needs k to be a multiple of {k_step} ({hw.SWIZZLE} bytes of"
+        f" {d if isinstance(d, DType) else '16-bit'} elements), got {k}",
+        loc, hint=f"use a k tile of {k_step} or {2 * k_step}")
+  ok = hw.MMA_ACC.get(d, (DType.f32,))
+  acc_dtype = ok[0]
   if acc is not None:
     if not is_value(acc) or not isinstance(acc.type, TensorType):
       raise E.KernelTypeError(f"ml.dot's acc must be a register tensor, got {kind_of(acc)}", loc,
-                              hint="start from acc = ml.zeros((m, n), jnp.float32)")
+                              hint=f"start from acc = ml.zeros((m, n), jnp.{ok[0]})")
     if acc.type.shape != (m, n):
       raise E.ShapeMismatchError(
           f"ml.dot's acc has shape {acc.type.shape}, but {a.name} @ {b.name} is {(m, n)}", loc,
           hint=f"accumulate in an ({m}, {n}) tensor")
     acc_dtype = resolve(acc.type.dtype)
-    ok = hw.MMA_ACC.get(d, (DType.f32,))
     if isinstance(acc_dtype, DType) and acc_dtype not in ok:
       raise E.UnsupportedDtypeError(
           f"ml.dot accumulates {d} products in {' or '.join(map(str, ok))}, not {acc_dtype}", loc,
-          hint="accumulate in jnp.float32: acc = ml.zeros((m, n), jnp.float32)")
+          hint=f"accumulate in jnp.{ok[0]}: acc = ml.zeros((m, n), jnp.{ok[0]})")
   t = TensorType((m, n), acc_dtype, Layout.WGMMA)
   return cx.b.emit(Dot, a, b, acc, loc=loc, types=[t], names=[cx.name]).result

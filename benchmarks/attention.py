@@ -1,0 +1,186 @@
+"""Attention TFLOP/s on the H200: mgpu_dsl (examples/attention.py) vs cuDNN vs Pallas Mosaic GPU.
+
+    python benchmarks/attention.py [--quick] [--dtype float16] [--seq 4096] [--head-dim 128] [--pass fwd]
+
+Forward and backward, causal and not, head_dim 64 and 128, seq 1024, 4096 and 16384 with
+batch x seq = 16384 tokens and 16 heads, float16 and bfloat16. Contenders, each at its best
+configuration of a small sweep and checked against a float32 jnp reference (on one head)
+before it is timed:
+  * mgpu_dsl: `attention(q, k, v, causal, config=...)` and its jax.grad backward;
+  * cuDNN: `jax.nn.dot_product_attention(..., implementation="cudnn")` and its gradient;
+  * Pallas: `jax.experimental.pallas.ops.gpu.attention_mgpu.attention` over a sweep of its
+    TuningConfig (no causal backward).
+Figures: kernel time (CUPTI: all kernels of one call, median of 20) as TFLOP/s, which the
+targets are stated in, and wall time (median of timed loops of the jitted call) in ms.
+Forward flops are 4 * S * S * D * H * B, halved when causal; backward 2.5x forward. The
+backward is timed alone: residuals come from one forward, then the jitted vjp runs.
+--quick: float16, seq 4096 only.
+"""
+import argparse
+import dataclasses
+import functools
+import os
+import sys
+
+import jax
+import jax.numpy as jnp
+
+import mgpu_dsl as mg
+
+sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
+from common import table  # noqa: E402
+import attention as ex  # noqa: E402
+
+TOKENS, HEADS = 16384, 16
+SEQS, HEAD_DIMS, DTYPES = (1024, 4096, 16384), (64, 128), ("float16", "bfloat16")
+
+
+def flops(b, s, h, d, causal, bwd):
+  f = 4 * s * s * d * h * b / (2 if causal else 1)
+  return f * (2.5 if bwd else 1.0)
+
+
+def ours_configs(d):
+  """The default tiles, the other forward and backward kernels, and a few other tiles."""
+  base = ex.default_config(d)
+  alts = {64: [ex.Config(bq=128, bkv=128, stages=3, dkv_bq=128, dkv_bkv=128, dkv_stages=2, dq_bkv=128),
+               ex.Config(bq=128, bkv=256, stages=3, overlap=False, dkv_bq=128, dkv_bkv=128, dkv_stages=2,
+                         dq_bkv=128),
+               ex.Config(bq=128, bkv=64, stages=4, dkv_bq=128, dkv_bkv=128, dkv_stages=2, dq_bkv=64)],
+          128: [ex.Config(bq=128, bkv=128, stages=2, dkv_bq=64, dkv_bkv=128, dkv_stages=2, dq_bkv=128,
+                          dq_stages=2),
+                ex.Config(bq=128, bkv=64, stages=4, dkv_bq=64, dkv_bkv=128, dkv_stages=2, dq_bkv=64)]}
+  variants = [base, dataclasses.replace(base, ws=True), dataclasses.replace(base, overlap=False, fused_bwd=False),
+              dataclasses.replace(base, overlap=False, fused_bwd=False, ws=True)]
+  return variants + alts.get(d, []) + [dataclasses.replace(c, ws=True) for c in alts.get(d, [])]
+
+
+def cfg_name(c):
+  return f"{'ws ' if c.ws else ''}{'overlap' if c.overlap else 'simple'} q{c.bq} kv{c.bkv} s{c.stages} | {'fused' if c.fused_bwd else 'dkv+dq'} q{c.dkv_bq} kv{c.dkv_bkv} s{c.dkv_stages} | dq kv{c.dq_bkv} s{c.dq_stages}"
+
+
+def contenders(d, causal, bwd):
+  """(contender, [(config name, f(q, k, v) -> o)]); the Pallas sweep is over the blocks the
+  pass uses (forward: block_kv and pipeline depth; backward: the dK/dV and dQ blocks)."""
+  ours = [(cfg_name(c), functools.partial(ex.attention, causal=causal, config=c)) for c in ours_configs(d)]
+  cudnn = [("cudnn", lambda q, k, v: jax.nn.dot_product_attention(q, k, v, is_causal=causal,
+                                                                   implementation="cudnn"))]
+  from jax.experimental.pallas.ops.gpu import attention_mgpu as pa
+  pallas = []
+  if bwd:
+    sweep = [dict(block_kv=128, max_concurrent_steps=2, block_q_dkv=a, block_kv_dkv=b, block_q_dq=c,
+                  block_kv_dq=e) for a, b, c, e in ((64, 64, 64, 64), (64, 128, 128, 64), (128, 128, 128, 128))]
+  else:
+    sweep = [dict(block_kv=bkv, max_concurrent_steps=steps) for bkv in (64, 128, 256) for steps in (2, 3, 4)]
+  for kw in sweep:
+    kw = dict(dict(block_q_dkv=64, block_kv_dkv=64, block_q_dq=64, block_kv_dq=64), **kw)
+    cfg = pa.TuningConfig(block_q=64, causal=causal, **kw)
+    name = (f"dkv {kw['block_q_dkv']}x{kw['block_kv_dkv']} dq {kw['block_q_dq']}x{kw['block_kv_dq']}" if bwd
+            else f"kv{kw['block_kv']} s{kw['max_concurrent_steps']}")
+    pallas.append((name, lambda q, k, v, cfg=cfg: pa.attention(q, k, v, cfg)))
+  return [("mgpu_dsl", ours), ("cuDNN", cudnn), ("Pallas", pallas)]
+
+
+def rel(got, want):
+  got, want = jnp.asarray(got, jnp.float32), jnp.asarray(want, jnp.float32)
+  return float(jnp.linalg.norm(got - want) / jnp.linalg.norm(want))
+
+
+def head0(x):
+  return x[:, :, :1]
+
+
+def measure(fn, args, want, n_flops):
+  """Check `fn(*args)` (its head 0) against `want`, then (TFLOP/s by kernel time, wall ms)."""
+  out = fn(*args)
+  outs = out if isinstance(out, tuple) else (out,)
+  for o, w in zip(outs, want):
+    err = rel(head0(o), w)
+    if not err < 3e-2:
+      raise AssertionError(f"relative error {err:.2g}")
+  ms = mg.bench(fn, *args) * 1e3
+  return n_flops / (ms * 1e-3) / 1e12, mg.bench_wall(fn, *args) * 1e3
+
+
+def best(cands, args_of, want, n_flops):
+  """(TFLOP/s, wall ms, config) of the fastest correct candidate; (nan, nan, why) if none runs."""
+  top, why = (float("nan"), float("nan"), ""), ""
+  for name, make in cands:
+    try:
+      fn, args = args_of(make)
+      tf, wall = measure(fn, args, want, n_flops)
+    except Exception as e:  # a configuration the contender cannot run: note it, go on
+      why = f"{type(e).__name__}: {str(e).splitlines()[0][:60]}"
+      continue
+    if not top[0] >= tf:
+      top = (tf, wall, name)
+  return top if top[2] else (float("nan"), float("nan"), why)
+
+
+def run_problem(dtype, d, causal, seq, passes):
+  b = TOKENS // seq
+  keys = jax.random.split(jax.random.key(seq + d + causal), 4)
+  q, k, v, do = (jax.random.normal(kk, (b, seq, HEADS, d), jnp.float32).astype(dtype) for kk in keys)
+  ref = lambda q, k, v: ex.reference(q, k, v, causal)[0]
+  want_o, vjp_ref = jax.vjp(ref, head0(q), head0(k), head0(v))
+  want_grads = vjp_ref(head0(do))
+  rows = []
+  for what in passes:
+    bwd = what == "bwd"
+    n_flops = flops(b, seq, HEADS, d, causal, bwd)
+
+    def args_of(make):
+      f = jax.jit(make)
+      if not bwd:
+        return f, (q, k, v)
+      _, vjp = jax.vjp(f, q, k, v)
+      return jax.jit(lambda vjp, do: vjp(do)), (vjp, do)
+
+    res = {}
+    for name, cands in contenders(d, causal, bwd):
+      if bwd and name == "Pallas" and causal:
+        res[name] = (float("nan"), float("nan"), "no causal backward")
+        continue
+      res[name] = best(cands, args_of, want_grads if bwd else (want_o,), n_flops)
+    o, c, p = res["mgpu_dsl"], res["cuDNN"], res["Pallas"]
+    top = max((x[0] for x in (c, p) if x[0] == x[0]), default=float("nan"))
+    rows.append((jnp.dtype(dtype).name, d, "causal" if causal else "full", seq, what,
+                 f"{o[0]:.0f}", f"{c[0]:.0f}", f"{p[0]:.0f}", f"{o[0] / c[0]:.2f}", f"{o[0] / top:.2f}",
+                 f"{o[1]:.3f}", f"{c[1]:.3f}", f"{p[1]:.3f}", o[2], p[2]))
+    print(table(HEADER, rows[-1:]), flush=True)
+  return rows
+
+
+HEADER = ("dtype", "D", "mask", "seq", "pass", "mgpu_dsl", "cuDNN", "Pallas", "vs cuDNN", "vs best",
+          "wall ms ours", "cuDNN", "Pallas", "our config", "Pallas config")
+
+
+def main():
+  p = argparse.ArgumentParser()
+  p.add_argument("--quick", action="store_true", help="float16, seq 4096 only")
+  p.add_argument("--dtype", choices=DTYPES, action="append")
+  p.add_argument("--seq", type=int, choices=SEQS, action="append")
+  p.add_argument("--head-dim", type=int, choices=HEAD_DIMS, action="append")
+  p.add_argument("--pass", dest="passes", choices=("fwd", "bwd"), action="append")
+  p.add_argument("--causal", choices=("full", "causal"), action="append")
+  a = p.parse_args()
+  dtypes = a.dtype or (["float16"] if a.quick else DTYPES)
+  seqs = a.seq or ([4096] if a.quick else SEQS)
+  dims = a.head_dim or HEAD_DIMS
+  masks = [m == "causal" for m in (a.causal or ("full", "causal"))]
+  passes = a.passes or ("fwd", "bwd")
+  print(f"jax {jax.__version__} on {jax.devices()[0].device_kind}; batch x seq = {TOKENS}, {HEADS} heads;"
+        f" TFLOP/s by kernel time (CUPTI), wall ms per call")
+  rows = []
+  for dtype in dtypes:
+    for d in dims:
+      for causal in masks:
+        for seq in seqs:
+          rows += run_problem(getattr(jnp, dtype), d, causal, seq, passes)
+  print("\nAttention, each contender at its best configuration:")
+  print(table(HEADER, rows))
+
+
+if __name__ == "__main__":
+  main()

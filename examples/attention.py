@@ -1,0 +1,503 @@
+"""Flash attention on Hopper in mgpu_dsl: forward and backward, causal or not, GQA.
+
+    python examples/attention.py       # checks against a jnp reference (on a GPU; small, interpreted, elsewhere)
+
+`attention(q, k, v, causal=False, sm_scale=None)` takes (batch, seq, heads, head_dim)
+arrays (float16 or bfloat16, head_dim 64, 128 or 256; k and v may have fewer heads than
+q, a divisor of them: grouped-query attention) and works under `jax.grad`.
+
+The forward kernel gives each CTA `bq` query rows of one head; with block=256 its two
+warpgroups own 64 rows each (the row split of tensor-core tiles). It walks the keys in
+blocks of `bkv`, in a loop the compiler software-pipelines (`stages` buffers of K and V,
+loaded by TMA ahead of use), and keeps the online softmax (row max `m`, row sum `l`, the
+output accumulator) in registers:
+
+    s = q @ k.T                   ml.dot(q_s, k_s.T): K read transposed from SMEM
+    p = 2 ** (s * c - m)          c = sm_scale * log2(e) folded into one multiply-add
+    acc = acc * alpha + p @ v     P straight from registers into the tensor cores
+
+Causal programs stop at the diagonal (a runtime trip count) and mask only the blocks
+that cross it. `forward_overlap` (the default) reorders the loop as FlashAttention-3 does:
+each step issues the next block's q @ k.T before the softmax of the current one, so the
+tensor cores work while the softmax runs; the compiler's waits keep that dot in flight.
+
+The backward recomputes P from the forward's logsumexp: one kernel per K/V block
+accumulates dK and dV over the query blocks (and over the query heads that share a K/V
+head) and adds each block's share of dQ into a float32 buffer with TMA reductions
+(`dkv_dq_kernel`, the default); or, without atomics, a second kernel per query block
+accumulates dQ (`Config(fused_bwd=False)`, and for head_dim 256).
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+
+import jax
+import jax.numpy as jnp
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+
+LOG2E = 1.4426950408889634
+NEG_INF = -float("inf")
+
+
+# ---------------------------------------------------------------- forward
+def _fwd_out(q, k, v, **_):
+  b, s, h, _d = q.shape
+  return jax.ShapeDtypeStruct(q.shape, q.dtype), jax.ShapeDtypeStruct((b, h, s), jnp.float32)
+
+
+def _q_grid(q, *_, bq, **__):
+  return (q.shape[1] // bq, q.shape[2], q.shape[0])
+
+
+def forward_kernel(q, k, v, o, lse, *, bq: ml.constexpr, bkv: ml.constexpr, stages: ml.constexpr,
+                   causal: ml.constexpr, scale: ml.constexpr, ws: ml.constexpr = False):
+  """o = softmax(q @ k.T * scale) @ v for `bq` rows of one head; lse (natural log) per row."""
+  i = ml.program_id(0)
+  if causal:
+    i = ml.num_programs(0) - 1 - i        # the longest rows first: a shorter tail
+  h = ml.program_id(1)
+  b = ml.program_id(2)
+  hk = h // (q.shape[2] // k.shape[2])
+  d = q.shape[3]
+  q_s = ml.smem((bq, d))
+  k_s = ml.smem((bkv, d))
+  v_s = ml.smem((bkv, d))
+  ml.copy(q.at[b, ml.ds(i * bq, bq), h, :], q_s)
+  c = scale * LOG2E                          # softmax in base 2: exp(x * scale) = 2 ** (x * c)
+  m = ml.full((bq,), NEG_INF, jnp.float32)   # running row max of s * c
+  l = ml.zeros((bq,), jnp.float32)           # running row sum of 2 ** (s * c - m)
+  acc = ml.zeros((bq, d), jnp.float32)
+  n = k.shape[1] // bkv
+  if causal:
+    n = ((i + 1) * bq + bkv - 1) // bkv      # blocks up to the diagonal
+  for j in ml.range(n, stages=stages, warp_specialize=ws):
+    ml.copy(k.at[b, ml.ds(j * bkv, bkv), hk, :], k_s)
+    ml.copy(v.at[b, ml.ds(j * bkv, bkv), hk, :], v_s)
+    s = ml.dot(q_s, k_s.T)
+    if causal:
+      if (j + 1) * bkv > i * bq:             # only blocks crossing the diagonal need the mask
+        rows = i * bq + ml.arange(bq)[:, None]
+        cols = j * bkv + ml.arange(bkv)[None, :]
+        s = ml.where(cols <= rows, s, NEG_INF)
+    m_new = ml.maximum(m, ml.max(s, axis=1) * c)
+    alpha = ml.exp2(m - m_new, approx=True)
+    p = ml.exp2(s * c - m_new[:, None], approx=True)
+    l = l * alpha + ml.sum(p, axis=1)
+    acc = ml.dot(p.astype(q.dtype), v_s, acc * alpha[:, None])
+    m = m_new
+  o_s = ml.smem((bq, d))
+  o_s[...] = (acc * (1.0 / l)[:, None]).astype(o.dtype)
+  ml.copy(o_s, o.at[b, ml.ds(i * bq, bq), h, :])
+  lse.at[b, h, ml.ds(i * bq, bq)][...] = (m + ml.log2(l)) * (1.0 / LOG2E)
+
+
+def forward_overlap_kernel(q, k, v, o, lse, *, bq: ml.constexpr, bkv: ml.constexpr, stages: ml.constexpr,
+                           causal: ml.constexpr, scale: ml.constexpr, ws: ml.constexpr = False):
+  """forward_kernel with the tensor cores busy during the softmax (FlashAttention-3's order).
+
+  Step t issues s_next = q @ k_t.T, then runs the softmax of s (block t - 1, computed at the
+  previous step) while that dot runs, then issues p @ v_{t-1}. The compiler's dot waits keep
+  the newer group in flight. Step 0 has no block to finish: s starts as an empty tile (-inf),
+  which leaves m, l and acc as they are; the last step's extra product is discarded.
+  """
+  i = ml.program_id(0)
+  if causal:
+    i = ml.num_programs(0) - 1 - i        # the longest rows first: a shorter tail
+  h = ml.program_id(1)
+  b = ml.program_id(2)
+  hk = h // (q.shape[2] // k.shape[2])
+  d = q.shape[3]
+  q_s = ml.smem((bq, d))
+  k_s = ml.smem((bkv, d))
+  v_s = ml.smem((bkv, d))
+  ml.copy(q.at[b, ml.ds(i * bq, bq), h, :], q_s)
+  c = scale * LOG2E
+  m = ml.full((bq,), -1e30, jnp.float32)     # finite: the empty first tile gives alpha = 1, not NaN
+  l = ml.zeros((bq,), jnp.float32)
+  acc = ml.zeros((bq, d), jnp.float32)
+  s = ml.full((bq, bkv), NEG_INF, jnp.float32)
+  n = k.shape[1] // bkv
+  if causal:
+    n = ((i + 1) * bq + bkv - 1) // bkv
+  for t in ml.range(n + 1, stages=stages, warp_specialize=ws):
+    ml.copy(k.at[b, ml.ds(ml.minimum(t, n - 1) * bkv, bkv), hk, :], k_s)
+    ml.copy(v.at[b, ml.ds(ml.maximum(t - 1, 0) * bkv, bkv), hk, :], v_s)
+    s_next = ml.dot(q_s, k_s.T)
+    j = t - 1
+    if causal:
+      if (j + 1) * bkv > i * bq:
+        rows = i * bq + ml.arange(bq)[:, None]
+        cols = j * bkv + ml.arange(bkv)[None, :]
+        s = ml.where(cols <= rows, s, NEG_INF)
+    m_new = ml.maximum(m, ml.max(s, axis=1) * c)
+    alpha = ml.exp2(m - m_new, approx=True)
+    p = ml.exp2(s * c - m_new[:, None], approx=True)
+    l = l * alpha + ml.sum(p, axis=1)
+    acc = ml.dot(p.astype(q.dtype), v_s, acc * alpha[:, None])
+    m = m_new
+    s = s_next
+  o_s = ml.smem((bq, d))
+  o_s[...] = (acc * (1.0 / l)[:, None]).astype(o.dtype)
+  ml.copy(o_s, o.at[b, ml.ds(i * bq, bq), h, :])
+  lse.at[b, h, ml.ds(i * bq, bq)][...] = (m + ml.log2(l)) * (1.0 / LOG2E)
+
+
+forward = mg.mgpu_kernel(forward_kernel, out_shape=_fwd_out, grid=_q_grid, block=256)
+forward_overlap = mg.mgpu_kernel(forward_overlap_kernel, out_shape=_fwd_out, grid=_q_grid, block=256)
+
+
+# ---------------------------------------------------------------- backward
+def _dkv_out(q, k, v, do, lse, delta, **_):
+  return jax.ShapeDtypeStruct(k.shape, k.dtype), jax.ShapeDtypeStruct(v.shape, v.dtype)
+
+
+def _dkv_grid(q, k, v, do, lse, delta, *, bkv, **_):
+  return (k.shape[1] // bkv, k.shape[2], k.shape[0])
+
+
+def dkv_kernel(q, k, v, do, lse, delta, dk, dv, *, bq: ml.constexpr, bkv: ml.constexpr,
+               stages: ml.constexpr, causal: ml.constexpr, scale: ml.constexpr, ws: ml.constexpr = False):
+  """dK and dV of `bkv` keys of one K/V head, summed over its query heads and query blocks.
+
+  With s = k @ q.T (transposed scores, keys along the rows): p = 2 ** (s * c - lse * log2(e)),
+  dv += p @ do, dp = v @ do.T, ds = p * (dp - delta), dk += ds @ q.
+  """
+  i = ml.program_id(0)
+  hk = ml.program_id(1)
+  b = ml.program_id(2)
+  g = q.shape[2] // k.shape[2]
+  d = q.shape[3]
+  k_s = ml.smem((bkv, d))
+  v_s = ml.smem((bkv, d))
+  ml.copy(k.at[b, ml.ds(i * bkv, bkv), hk, :], k_s)
+  ml.copy(v.at[b, ml.ds(i * bkv, bkv), hk, :], v_s)
+  q_s = ml.smem((bq, d))
+  do_s = ml.smem((bq, d))
+  lse_s = ml.smem((bq,))
+  delta_s = ml.smem((bq,))
+  c = scale * LOG2E
+  dk_acc = ml.zeros((bkv, d), jnp.float32)
+  dv_acc = ml.zeros((bkv, d), jnp.float32)
+  first = 0
+  if causal:
+    first = i * bkv // bq                    # query blocks before it see none of these keys
+  count = q.shape[1] // bq - first
+  for t in ml.range(g * count, stages=stages, warp_specialize=ws):
+    h = hk * g + t // count
+    j = first + t % count
+    ml.copy(q.at[b, ml.ds(j * bq, bq), h, :], q_s)
+    ml.copy(do.at[b, ml.ds(j * bq, bq), h, :], do_s)
+    ml.copy(lse.at[b, h, ml.ds(j * bq, bq)], lse_s)
+    ml.copy(delta.at[b, h, ml.ds(j * bq, bq)], delta_s)
+    s = ml.dot(k_s, q_s.T)
+    dp = ml.dot(v_s, do_s.T)                 # runs while p is computed
+    if causal:
+      if j * bq < (i + 1) * bkv:
+        rows = i * bkv + ml.arange(bkv)[:, None]
+        cols = j * bq + ml.arange(bq)[None, :]
+        s = ml.where(cols >= rows, s, NEG_INF)
+    p = ml.exp2(s * c - (lse_s[...] * LOG2E)[None, :], approx=True)
+    dv_acc = ml.dot(p.astype(q.dtype), do_s, dv_acc)      # runs while ds is computed
+    ds = p * (dp - delta_s[...][None, :])
+    dk_acc = ml.dot(ds.astype(q.dtype), q_s, dk_acc)
+  dk_s = ml.smem((bkv, d))
+  dv_s = ml.smem((bkv, d))
+  dk_s[...] = (dk_acc * scale).astype(dk.dtype)
+  dv_s[...] = dv_acc.astype(dv.dtype)
+  ml.copy(dk_s, dk.at[b, ml.ds(i * bkv, bkv), hk, :])
+  ml.copy(dv_s, dv.at[b, ml.ds(i * bkv, bkv), hk, :])
+
+
+def _dq_out(q, k, v, do, lse, delta, **_):
+  return jax.ShapeDtypeStruct(q.shape, q.dtype)
+
+
+def dq_kernel(q, k, v, do, lse, delta, dq, *, bq: ml.constexpr, bkv: ml.constexpr,
+              stages: ml.constexpr, causal: ml.constexpr, scale: ml.constexpr, ws: ml.constexpr = False):
+  """dQ of `bq` query rows of one head: dq += (p * (do @ v.T - delta)) @ k over the key blocks."""
+  i = ml.program_id(0)
+  if causal:
+    i = ml.num_programs(0) - 1 - i        # the longest rows first: a shorter tail
+  h = ml.program_id(1)
+  b = ml.program_id(2)
+  hk = h // (q.shape[2] // k.shape[2])
+  d = q.shape[3]
+  q_s = ml.smem((bq, d))
+  do_s = ml.smem((bq, d))
+  ml.copy(q.at[b, ml.ds(i * bq, bq), h, :], q_s)
+  ml.copy(do.at[b, ml.ds(i * bq, bq), h, :], do_s)
+  k_s = ml.smem((bkv, d))
+  v_s = ml.smem((bkv, d))
+  c = scale * LOG2E
+  lse2 = lse.at[b, h, ml.ds(i * bq, bq)][...] * LOG2E
+  delta_i = delta.at[b, h, ml.ds(i * bq, bq)][...]
+  dq_acc = ml.zeros((bq, d), jnp.float32)
+  n = k.shape[1] // bkv
+  if causal:
+    n = ((i + 1) * bq + bkv - 1) // bkv
+  for j in ml.range(n, stages=stages, warp_specialize=ws):
+    ml.copy(k.at[b, ml.ds(j * bkv, bkv), hk, :], k_s)
+    ml.copy(v.at[b, ml.ds(j * bkv, bkv), hk, :], v_s)
+    s = ml.dot(q_s, k_s.T)
+    dp = ml.dot(do_s, v_s.T)                 # runs while p is computed
+    if causal:
+      if (j + 1) * bkv > i * bq:
+        rows = i * bq + ml.arange(bq)[:, None]
+        cols = j * bkv + ml.arange(bkv)[None, :]
+        s = ml.where(cols <= rows, s, NEG_INF)
+    p = ml.exp2(s * c - lse2[:, None], approx=True)
+    ds = p * (dp - delta_i[:, None])
+    dq_acc = ml.dot(ds.astype(q.dtype), k_s, dq_acc)
+  dq_s = ml.smem((bq, d))
+  dq_s[...] = (dq_acc * scale).astype(dq.dtype)
+  ml.copy(dq_s, dq.at[b, ml.ds(i * bq, bq), h, :])
+
+
+def dq_transposed(head_dim: int) -> bool:
+  """Whether the fused backward splits dQ's head_dim between the warpgroups (and accumulates
+  dQ transposed, (batch, heads, head_dim, seq)) rather than its query rows."""
+  return head_dim >= 128
+
+
+def _fused_out(q, k, v, do, lse, delta, **_):
+  b, s, h, d = q.shape
+  dq_shape = (b, h, d, s) if dq_transposed(d) else q.shape
+  return _dkv_out(q, k, v, do, lse, delta) + (jax.ShapeDtypeStruct(dq_shape, jnp.float32),)
+
+
+def dkv_dq_kernel(q, k, v, do, lse, delta, dk, dv, dq_acc, *, bq: ml.constexpr, bkv: ml.constexpr,
+                  stages: ml.constexpr, causal: ml.constexpr, scale: ml.constexpr, ws: ml.constexpr = False):
+  """dkv_kernel that also adds this key block's share of dQ (unscaled, float32) into dq_acc
+  with a TMA reduction per step: the backward in one pass over the scores (five tensor-core
+  products per block pair, not seven).
+
+  ds (keys along the rows, as computed) goes through SMEM once. With head_dim >= 128 the
+  share is dq.T = k.T @ ds, head_dim split between the warpgroups, into dq_acc (batch, heads,
+  head_dim, seq); otherwise dq = ds.T @ k, query rows split (bq a multiple of 128), into
+  dq_acc (batch, seq, heads, head_dim).
+  """
+  i = ml.program_id(0)
+  hk = ml.program_id(1)
+  b = ml.program_id(2)
+  g = q.shape[2] // k.shape[2]
+  d = q.shape[3]
+  k_s = ml.smem((bkv, d))
+  v_s = ml.smem((bkv, d))
+  ml.copy(k.at[b, ml.ds(i * bkv, bkv), hk, :], k_s)
+  ml.copy(v.at[b, ml.ds(i * bkv, bkv), hk, :], v_s)
+  q_s = ml.smem((bq, d))
+  do_s = ml.smem((bq, d))
+  lse_s = ml.smem((bq,))
+  delta_s = ml.smem((bq,))
+  ds_s = ml.smem((bkv, bq))
+  dq_s = ml.smem((d, bq) if d >= 128 else (bq, d), jnp.float32)     # as dq_transposed(d)
+  c = scale * LOG2E
+  dk_acc = ml.zeros((bkv, d), jnp.float32)
+  dv_acc = ml.zeros((bkv, d), jnp.float32)
+  first = 0
+  if causal:
+    first = i * bkv // bq
+  count = q.shape[1] // bq - first
+  for t in ml.range(g * count, stages=stages, warp_specialize=ws):
+    h = hk * g + t // count
+    j = first + t % count
+    ml.copy(q.at[b, ml.ds(j * bq, bq), h, :], q_s)
+    ml.copy(do.at[b, ml.ds(j * bq, bq), h, :], do_s)
+    ml.copy(lse.at[b, h, ml.ds(j * bq, bq)], lse_s)
+    ml.copy(delta.at[b, h, ml.ds(j * bq, bq)], delta_s)
+    s = ml.dot(k_s, q_s.T)
+    dp = ml.dot(v_s, do_s.T)
+    if causal:
+      if j * bq < (i + 1) * bkv:
+        rows = i * bkv + ml.arange(bkv)[:, None]
+        cols = j * bq + ml.arange(bq)[None, :]
+        s = ml.where(cols >= rows, s, NEG_INF)
+    p = ml.exp2(s * c - (lse_s[...] * LOG2E)[None, :], approx=True)
+    dv_acc = ml.dot(p.astype(q.dtype), do_s, dv_acc)
+    ds = (p * (dp - delta_s[...][None, :])).astype(q.dtype)
+    dk_acc = ml.dot(ds, q_s, dk_acc)
+    ds_s[...] = ds
+    if d >= 128:
+      dq_s[...] = ml.dot(k_s.T, ds_s)
+      ml.copy(dq_s, dq_acc.at[b, h, :, ml.ds(j * bq, bq)], reduce="add")
+    else:
+      dq_s[...] = ml.dot(ds_s.T, k_s)
+      ml.copy(dq_s, dq_acc.at[b, ml.ds(j * bq, bq), h, :], reduce="add")
+  dk_s = ml.smem((bkv, d))
+  dv_s = ml.smem((bkv, d))
+  dk_s[...] = (dk_acc * scale).astype(dk.dtype)
+  dv_s[...] = dv_acc.astype(dv.dtype)
+  ml.copy(dk_s, dk.at[b, ml.ds(i * bkv, bkv), hk, :])
+  ml.copy(dv_s, dv.at[b, ml.ds(i * bkv, bkv), hk, :])
+
+
+attention_dkv = mg.mgpu_kernel(dkv_kernel, out_shape=_dkv_out, grid=_dkv_grid, block=256)
+attention_dq = mg.mgpu_kernel(dq_kernel, out_shape=_dq_out, grid=_q_grid, block=256)
+attention_bwd = mg.mgpu_kernel(dkv_dq_kernel, out_shape=_fused_out, grid=_dkv_grid, block=256)
+
+
+# ---------------------------------------------------------------- configuration
+@dataclasses.dataclass(frozen=True)
+class Config:
+  """Tiles of the kernels: query rows per CTA (`*_bq`), keys per CTA or step (`*_bkv`) and
+  pipelined stages; which forward and backward kernels run. The fused backward uses the
+  dkv_* tiles (dkv_bq a multiple of 128 when head_dim < 128). Split tiles (the forward's and dQ's bq, dK/dV's bkv) hold 64 rows
+  per warpgroup, so they are multiples of 128 with block=256."""
+  bq: int = 128
+  bkv: int = 128
+  stages: int = 2
+  overlap: bool = True       # the forward with softmax under the tensor cores (forward_overlap)
+  fused_bwd: bool = True     # one backward kernel (dkv_dq_kernel, dk/dv tiles) rather than two
+  ws: bool = False           # warp specialisation: a producer warpgroup issues the K/V (Q/dO) loads
+  dkv_bq: int = 64
+  dkv_bkv: int = 128
+  dkv_stages: int = 2
+  dq_bq: int = 128
+  dq_bkv: int = 64
+  dq_stages: int = 2
+
+
+def default_config(head_dim: int) -> Config:
+  """Tiles that fit the 227 KiB of SMEM and the registers of two warpgroups."""
+  if head_dim <= 64:
+    return Config(bq=128, bkv=128, stages=4, dkv_bq=128, dkv_bkv=128, dkv_stages=2, dq_bkv=128, dq_stages=3)
+  if head_dim <= 128:
+    return Config(bq=128, bkv=128, stages=3, dkv_bq=64, dkv_bkv=128, dkv_stages=2, dq_bkv=64, dq_stages=3)
+  return Config(bq=128, bkv=64, stages=2, fused_bwd=False, dkv_bq=64, dkv_bkv=128, dkv_stages=1, dq_bkv=64,
+                dq_stages=1)
+
+
+# ---------------------------------------------------------------- the JAX function
+def _check(q, k, v, causal, config):
+  if q.ndim != 4 or k.shape != v.shape or k.ndim != 4:
+    raise ValueError(f"q, k, v must be (batch, seq, heads, head_dim) arrays, got {q.shape}, {k.shape}, {v.shape}")
+  (bsz, sq, h, d), (bk, skv, hk, dk) = q.shape, k.shape
+  if bk != bsz or dk != d or h % hk:
+    raise ValueError(f"k and v must be (batch, seq_kv, kv_heads, head_dim) with kv_heads dividing the"
+                     f" {h} query heads, got {k.shape} for q {q.shape}")
+  if not q.dtype == k.dtype == v.dtype or q.dtype not in (jnp.float16, jnp.bfloat16):
+    raise ValueError(f"q, k, v must all be float16 or all bfloat16, got {q.dtype}, {k.dtype}, {v.dtype}")
+  if d not in (64, 128, 256):
+    raise ValueError(f"head_dim must be 64, 128 or 256, got {d}")
+  if causal and sq != skv:
+    raise ValueError(f"causal attention needs as many queries as keys, got {sq} and {skv}")
+  if config.fused_bwd and not dq_transposed(d) and config.dkv_bq % 128:
+    raise ValueError(f"the fused backward splits dQ's query rows for head_dim {d}: dkv_bq must be a multiple"
+                     f" of 128, got {config}")
+  if config.bq % 128 or config.dkv_bkv % 128 or config.dq_bq % 128:
+    raise ValueError(f"bq, dkv_bkv and dq_bq must be multiples of 128 (64 rows for each of two warpgroups),"
+                     f" got {config}")
+  for n, blk, what in ((sq, config.bq, "seq"), (skv, config.bkv, "kv seq"), (sq, config.dkv_bq, "seq"),
+                       (skv, config.dkv_bkv, "kv seq"), (sq, config.dq_bq, "seq"), (skv, config.dq_bkv, "kv seq")):
+    if n % blk:
+      raise ValueError(f"{what} length {n} must be a multiple of the block {blk}")
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(3, 4, 5, 6))
+def _attention(q, k, v, causal, scale, config, interpret):
+  kernel = forward_overlap if config.overlap else forward
+  return kernel(q, k, v, bq=config.bq, bkv=config.bkv, stages=config.stages, causal=causal, scale=scale,
+                ws=config.ws, interpret=interpret)
+
+
+def _attention_fwd(q, k, v, causal, scale, config, interpret):
+  o, lse = _attention(q, k, v, causal, scale, config, interpret)
+  return (o, lse), (q, k, v, o, lse)
+
+
+def _attention_bwd(causal, scale, config, interpret, res, cotangents):
+  q, k, v, o, lse = res
+  do, dlse = cotangents
+  # d lse / d s = p, so a cotangent of lse joins delta = rowsum(do * o) with the opposite sign.
+  delta = jnp.einsum("bqhd,bqhd->bhq", o.astype(jnp.float32), do.astype(jnp.float32)) - dlse
+  do = do.astype(q.dtype)
+  kw = dict(causal=causal, scale=scale, ws=config.ws, interpret=interpret)
+  if config.fused_bwd:
+    dk, dv, dq_acc = attention_bwd(q, k, v, do, lse, delta, bq=config.dkv_bq, bkv=config.dkv_bkv,
+                                   stages=config.dkv_stages, **kw)
+    dq = dq_acc.transpose(0, 3, 1, 2) if dq_transposed(q.shape[-1]) else dq_acc
+    return (dq * scale).astype(q.dtype), dk, dv
+  dk, dv = attention_dkv(q, k, v, do, lse, delta, bq=config.dkv_bq, bkv=config.dkv_bkv, stages=config.dkv_stages, **kw)
+  dq = attention_dq(q, k, v, do, lse, delta, bq=config.dq_bq, bkv=config.dq_bkv, stages=config.dq_stages, **kw)
+  return dq, dk, dv
+
+
+_attention.defvjp(_attention_fwd, _attention_bwd)
+
+
+def attention(q, k, v, causal: bool = False, sm_scale: float | None = None, *, return_lse: bool = False,
+              config: Config | None = None, interpret: bool | None = None):
+  """softmax(q @ k.T * sm_scale) @ v over (batch, seq, heads, head_dim) arrays, differentiable.
+
+  `k` and `v` may have fewer heads than `q` (a divisor: grouped-query attention). With
+  `causal`, query i attends to keys 0..i. `sm_scale` defaults to 1 / sqrt(head_dim).
+  With `return_lse`, also returns the logsumexp of each row of scaled logits,
+  (batch, heads, seq) float32 (differentiable too). `interpret=True` runs the kernels
+  with numpy on the CPU.
+
+      o = attention(q, k, v, causal=True)
+      dq, dk, dv = jax.grad(lambda q, k, v: attention(q, k, v).sum(), argnums=(0, 1, 2))(q, k, v)
+  """
+  config = config or default_config(q.shape[-1])
+  _check(q, k, v, causal, config)
+  scale = float(sm_scale) if sm_scale is not None else 1.0 / math.sqrt(q.shape[-1])
+  o, lse = _attention(q, k, v, bool(causal), scale, config, interpret)
+  return (o, lse) if return_lse else o
+
+
+def reference(q, k, v, causal=False, sm_scale=None):
+  """(o, lse) computed with jnp in float32 (the test and benchmark reference)."""
+  scale = sm_scale if sm_scale is not None else 1.0 / math.sqrt(q.shape[-1])
+  g = q.shape[2] // k.shape[2]
+  k, v = jnp.repeat(k, g, axis=2), jnp.repeat(v, g, axis=2)
+  s = jnp.einsum("bqhd,bkhd->bhqk", q.astype(jnp.float32), k.astype(jnp.float32)) * scale
+  if causal:
+    s = jnp.where(jnp.tril(jnp.ones(s.shape[-2:], bool)), s, -jnp.inf)
+  lse = jax.nn.logsumexp(s, axis=-1)
+  o = jnp.einsum("bhqk,bkhd->bqhd", jnp.exp(s - lse[..., None]), v.astype(jnp.float32))
+  return o.astype(q.dtype), lse
+
+
+# Specialisations `python -m mgpu_dsl check examples/attention.py` checks without a GPU.
+_Q = jax.ShapeDtypeStruct((1, 1024, 4, 128), jnp.float16)
+_KV = jax.ShapeDtypeStruct((1, 1024, 2, 128), jnp.float16)
+_LSE = jax.ShapeDtypeStruct((1, 4, 1024), jnp.float32)
+mg.check_specs(forward, _Q, _KV, _KV, bq=128, bkv=128, stages=3, causal=True, scale=0.125)
+mg.check_specs(forward_overlap, _Q, _KV, _KV, bq=128, bkv=128, stages=3, causal=False, scale=0.125)
+mg.check_specs(attention_dkv, _Q, _KV, _KV, _Q, _LSE, _LSE, bq=64, bkv=128, stages=2, causal=True, scale=0.125)
+mg.check_specs(attention_dq, _Q, _KV, _KV, _Q, _LSE, _LSE, bq=128, bkv=128, stages=2, causal=False, scale=0.125)
+mg.check_specs(attention_bwd, _Q, _KV, _KV, _Q, _LSE, _LSE, bq=64, bkv=128, stages=2, causal=True, scale=0.125)
+
+
+def main():
+  on_gpu = any(dev.platform == "gpu" for dev in jax.devices())
+  shape, heads_kv = ((2, 1024, 8, 128), 2) if on_gpu else ((1, 256, 2, 64), 1)
+  bsz, seq, heads, dim = shape
+  for dtype in (jnp.float16, jnp.bfloat16):
+    for causal in (False, True):
+      kq, kk, kv, kd = jax.random.split(jax.random.key(0), 4)
+      q = jax.random.normal(kq, shape, jnp.float32).astype(dtype)
+      k = jax.random.normal(kk, (bsz, seq, heads_kv, dim), jnp.float32).astype(dtype)
+      v = jax.random.normal(kv, (bsz, seq, heads_kv, dim), jnp.float32).astype(dtype)
+      do = jax.random.normal(kd, shape, jnp.float32).astype(dtype)
+      run = functools.partial(attention, causal=causal, interpret=not on_gpu)
+      got, vjp = jax.vjp(jax.jit(run) if on_gpu else run, q, k, v)
+      want, vjp_ref = jax.vjp(lambda q, k, v: reference(q, k, v, causal)[0], q, k, v)
+      err = _rel(got, want)
+      gerr = max(_rel(g, w) for g, w in zip(vjp(do), vjp_ref(do)))
+      print(f"{jnp.dtype(dtype).name} causal={causal} {shape} kv_heads={heads_kv}: output error {err:.1e},"
+            f" gradient error {gerr:.1e}{'' if on_gpu else ' (interpret mode)'}")
+      assert err < 2e-2 and gerr < 5e-2
+
+
+def _rel(got, want):
+  got, want = jnp.asarray(got, jnp.float32), jnp.asarray(want, jnp.float32)
+  return float(jnp.linalg.norm(got - want) / jnp.linalg.norm(want))
+
+
+if __name__ == "__main__":
+  main()

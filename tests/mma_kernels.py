@@ -1,0 +1,78 @@
+"""Tensor-core kernels with transposed SMEM operands (`buf.T`) and register A operands, shared by
+the interpret, export and GPU tests (tests/test_mma.py)."""
+import jax
+import jax.numpy as jnp
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+
+
+def _abt_out(a, b, **_):
+  return jax.ShapeDtypeStruct((a.shape[0], b.shape[0]), jnp.float32)
+
+
+@mg.mgpu_kernel(out_shape=_abt_out, grid=lambda a, b, **_: (b.shape[0] // 128,), block=256)
+def dot_bt(a, b, out, *, stages: ml.constexpr = 2):
+  """out = a @ b.T, b stored (n, k): the K-major B that attention's q @ k.T reads, pipelined."""
+  j = ml.program_id(0)
+  a_s = ml.smem((a.shape[0], 64))
+  b_s = ml.smem((128, 64))
+  acc = ml.zeros((a.shape[0], 128), jnp.float32)
+  for k in ml.range(a.shape[1] // 64, stages=stages):
+    ml.copy(a.at[:, ml.ds(k * 64, 64)], a_s)
+    ml.copy(b.at[ml.ds(j * 128, 128), ml.ds(k * 64, 64)], b_s)
+    acc = ml.dot(a_s, b_s.T, acc)
+  out.at[:, ml.ds(j * 128, 128)][...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: jax.ShapeDtypeStruct((a.shape[1], b.shape[1]), jnp.float32),
+                block=256)
+def dot_at(a, b, out):
+  """out = a.T @ b, a stored (k, m): an MN-major A read through a transposed view."""
+  a_s = ml.smem(a.shape)
+  b_s = ml.smem(b.shape)
+  ml.copy(a, a_s)
+  ml.copy(b, b_s)
+  out[...] = ml.dot(a_s.T, b_s.T.T)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b, c: jax.ShapeDtypeStruct((a.shape[0], c.shape[1]), jnp.float32),
+                block=256)
+def dot_chain(a, b, c, out):
+  """out = (a @ b.T as a's dtype) @ c: the second dot takes A from registers, as attention's P @ V."""
+  a_s = ml.smem(a.shape)
+  b_s = ml.smem(b.shape)
+  c_s = ml.smem(c.shape)
+  ml.copy(a, a_s)
+  ml.copy(b, b_s)
+  ml.copy(c, c_s)
+  s = ml.dot(a_s, b_s.T)
+  out[...] = ml.dot(s.astype(a.dtype), c_s)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b, c: jax.ShapeDtypeStruct((a.shape[0], b.shape[0]), jnp.float32),
+                block=256)
+def two_dots_in_flight(a, b, c, out):
+  """The first product is read while the second still runs: the wait keeps one group in flight."""
+  a_s = ml.smem(a.shape)
+  b_s = ml.smem(b.shape)
+  c_s = ml.smem(c.shape)
+  ml.copy(a, a_s)
+  ml.copy(b, b_s)
+  ml.copy(c, c_s)
+  s1 = ml.dot(a_s, b_s.T)
+  s2 = ml.dot(a_s, c_s.T)
+  m = ml.max(s1, axis=1)
+  out[...] = s2 - m[:, None]
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: jax.ShapeDtypeStruct((a.shape[0], b.shape[0]), a.dtype), block=256)
+def overwrite_after_dot(a, b, out):
+  """a_s is overwritten once the dot that read it is done, in every warpgroup."""
+  a_s = ml.smem(a.shape)
+  b_s = ml.smem(b.shape)
+  ml.copy(a, a_s)
+  ml.copy(b, b_s)
+  s = ml.dot(a_s, b_s.T)
+  a_s[...] = s.astype(a.dtype)
+  ml.copy(a_s, out)

@@ -1,0 +1,201 @@
+"""Flash attention (examples/attention.py): forward, logsumexp and gradients in interpret mode
+against a float32 jnp reference, with logits that would overflow without the running max; CUDA
+export of the forward and backward on the CPU; the GPU against the reference and the
+interpreter (-m gpu)."""
+import dataclasses
+import math
+import os
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
+import attention as ex  # noqa: E402
+
+S = jax.ShapeDtypeStruct
+# Small tiles so that short sequences still take several pipelined steps.
+SMALL = ex.Config(bq=128, bkv=64, stages=2, dkv_bq=128, dkv_bkv=128, dq_bkv=64)
+TWO_KERNELS = ex.Config(bq=128, bkv=64, stages=2, fused_bwd=False, dkv_bq=64, dkv_bkv=128, dq_bkv=64)
+
+
+def inputs(shape, kv_heads, dtype, scale=1.0, seed=0):
+  b, s, h, d = shape
+  kq, kk, kv, kd = jax.random.split(jax.random.key(seed), 4)
+  q = (jax.random.normal(kq, shape, jnp.float32) * scale).astype(dtype)
+  k = (jax.random.normal(kk, (b, s, kv_heads, d), jnp.float32) * scale).astype(dtype)
+  v = jax.random.normal(kv, (b, s, kv_heads, d), jnp.float32).astype(dtype)
+  do = jax.random.normal(kd, shape, jnp.float32).astype(dtype)
+  return q, k, v, do
+
+
+def rel(got, want):
+  got, want = np.asarray(got, np.float32), np.asarray(want, np.float32)
+  return np.linalg.norm(got - want) / np.linalg.norm(want)
+
+
+TOL = {jnp.float16: 5e-3, jnp.bfloat16: 3e-2}
+
+# (id, shape (batch, seq, heads, head_dim), kv heads, dtype, causal, config)
+SIMPLE = ex.Config(bq=128, bkv=64, stages=2, overlap=False, fused_bwd=False, dkv_bq=64, dkv_bkv=128, dq_bkv=64)
+FORWARD = [
+    ("f16_d64_gqa_overlap", (1, 256, 2, 64), 1, jnp.float16, False, SMALL),
+    ("f16_d64_gqa_simple", (1, 256, 2, 64), 1, jnp.float16, False, SIMPLE),
+    ("bf16_d128_causal_overlap", (1, 256, 2, 128), 2, jnp.bfloat16, True, SMALL),
+    ("f16_d64_causal_gqa_wide_kv_simple", (2, 256, 2, 64), 1, jnp.float16, True,
+     ex.Config(bq=128, bkv=128, stages=2, overlap=False, dkv_bq=128, dkv_bkv=128, dq_bkv=128)),
+    ("f16_d64_causal_wide_kv_overlap", (1, 256, 1, 64), 1, jnp.float16, True,
+     ex.Config(bq=128, bkv=128, stages=3, dkv_bq=128, dkv_bkv=128, dq_bkv=128)),
+    ("bf16_d128_gqa_overlap_warp_specialized", (1, 256, 2, 128), 1, jnp.bfloat16, False,
+     dataclasses.replace(SMALL, ws=True)),
+]
+
+
+@pytest.mark.parametrize("name,shape,kv_heads,dtype,causal,config", FORWARD, ids=[c[0] for c in FORWARD])
+def test_forward_and_logsumexp_match_the_reference_with_overflowing_logits(name, shape, kv_heads, dtype,
+                                                                           causal, config):
+  q, k, v, _ = inputs(shape, kv_heads, dtype, scale=2.5)
+  want, want_lse = ex.reference(q, k, v, causal, sm_scale=1.0)
+  assert float(want_lse.max()) > 100      # exp of the raw logits overflows float32 (> 88.7)
+  got, lse = ex.attention(q, k, v, causal, sm_scale=1.0, return_lse=True, config=config, interpret=True)
+  assert got.shape == q.shape and got.dtype == dtype and lse.shape == (shape[0], shape[2], shape[1])
+  assert rel(got, want) < TOL[dtype]
+  np.testing.assert_allclose(lse, want_lse, rtol=1e-3, atol=1e-2)
+
+
+GRADS = [
+    ("f16_causal_gqa_fused", (1, 256, 2, 64), 1, jnp.float16, True, SMALL),
+    ("bf16_d128_causal_gqa_fused_transposed_dq", (1, 256, 2, 128), 1, jnp.bfloat16, True,
+     ex.Config(bq=128, bkv=64, stages=2, dkv_bq=64, dkv_bkv=128, dq_bkv=64)),
+    ("f16_causal_gqa_two_kernels", (1, 256, 2, 64), 1, jnp.float16, True, TWO_KERNELS),
+    ("bf16_full_two_kernels", (1, 128, 1, 64), 1, jnp.bfloat16, False, TWO_KERNELS),
+    ("f16_causal_gqa_fused_warp_specialized", (1, 256, 2, 64), 1, jnp.float16, True,
+     dataclasses.replace(SMALL, ws=True)),
+    ("f16_causal_two_kernels_warp_specialized", (1, 256, 1, 64), 1, jnp.float16, True,
+     dataclasses.replace(TWO_KERNELS, ws=True)),
+]
+
+
+@pytest.mark.parametrize("name,shape,kv_heads,dtype,causal,config", GRADS, ids=[c[0] for c in GRADS])
+def test_gradients_match_the_vjp_of_the_reference(name, shape, kv_heads, dtype, causal, config):
+  q, k, v, do = inputs(shape, kv_heads, dtype)
+  _, vjp = jax.vjp(lambda q, k, v: ex.attention(q, k, v, causal, config=config, interpret=True), q, k, v)
+  _, vjp_ref = jax.vjp(lambda q, k, v: ex.reference(q, k, v, causal)[0], q, k, v)
+  for got, want, what in zip(vjp(do), vjp_ref(do), "qkv"):
+    assert got.shape == want.shape and got.dtype == dtype
+    assert rel(got, want) < 4 * TOL[dtype], what
+
+
+def test_cross_attention_with_more_keys_than_queries():
+  q, _, _, do = inputs((1, 128, 2, 64), 1, jnp.float16, seed=3)
+  _, k, v, _ = inputs((1, 256, 2, 64), 1, jnp.float16, seed=4)
+  got, vjp = jax.vjp(lambda q, k, v: ex.attention(q, k, v, config=SMALL, interpret=True), q, k, v)
+  want, vjp_ref = jax.vjp(lambda q, k, v: ex.reference(q, k, v)[0], q, k, v)
+  assert rel(got, want) < TOL[jnp.float16]
+  for g, w in zip(vjp(do), vjp_ref(do)):
+    assert g.shape == w.shape and rel(g, w) < 4 * TOL[jnp.float16]
+
+
+def test_gradient_flows_through_the_logsumexp():
+  q, k, v, _ = inputs((1, 128, 1, 64), 1, jnp.float16)
+  cfg = SMALL
+
+  def loss(fn):
+    def f(q, k, v):
+      o, lse = fn(q, k, v)
+      return (o.astype(jnp.float32) ** 2).sum() + (lse * jnp.linspace(-1, 1, lse.size).reshape(lse.shape)).sum()
+    return f
+
+  got = jax.grad(loss(lambda q, k, v: ex.attention(q, k, v, return_lse=True, config=cfg, interpret=True)),
+                 argnums=(0, 1, 2))(q, k, v)
+  want = jax.grad(loss(lambda q, k, v: ex.reference(q, k, v)), argnums=(0, 1, 2))(q, k, v)
+  for g, w in zip(got, want):
+    assert rel(g, w) < 2e-2
+
+
+@pytest.mark.parametrize("head_dim", [64, 128, 256])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_forward_and_backward_export_for_cuda_with_default_tiles(head_dim, causal):
+  spec_q = S((2, 1024, 4, head_dim), jnp.bfloat16)
+  spec_kv = S((2, 1024, 2, head_dim), jnp.bfloat16)
+
+  def loss(q, k, v):
+    return ex.attention(q, k, v, causal).astype(jnp.float32).sum()
+
+  exported = jax.export.export(jax.jit(jax.grad(loss, argnums=(0, 1, 2))), platforms=["cuda"])(
+      spec_q, spec_kv, spec_kv)
+  assert exported.mlir_module().count("mosaic_gpu") >= 2     # forward and backward kernels
+
+
+def test_overlapped_forward_keeps_the_next_blocks_dot_in_flight_during_the_softmax():
+  spec = S((1, 1024, 1, 128), jnp.float16)
+  text = ex.forward_overlap.typed_ir(spec, spec, spec, bq=128, bkv=128, stages=3, causal=False, scale=0.1)
+  loop = text[text.index("= for "):]
+  ops = [line.split("= ")[-1].split()[0] if " = " in line else line.split()[0]
+         for line in (x.strip() for x in loop.splitlines()[1:])]
+  waits = [line.strip().split("#")[0].strip() for line in loop.splitlines() if "dotwait" in line]
+  assert waits[:2] == ["dotwait pending=1", "dotwait pending=1"]      # never a full wait in the loop
+  first_dot, first_wait = ops.index("dot"), ops.index("dotwait")
+  assert ops[first_dot:first_wait].count("unary") >= 2                # exp2s run under the dot
+
+
+def test_forward_kernel_reads_k_transposed_and_p_from_registers():
+  cfg = ex.default_config(128)
+  text = ex.forward.typed_ir(S((1, 1024, 2, 128), jnp.float16), S((1, 1024, 1, 128), jnp.float16),
+                             S((1, 1024, 1, 128), jnp.float16), bq=cfg.bq, bkv=cfg.bkv, stages=cfg.stages,
+                             causal=True, scale=0.1)
+  assert "transpose=True" in text and "exp2_approx" in text
+  assert "ref<SMEM, 3x128x128, float16>" in text              # K and V pipelined three deep
+  dots = [line for line in text.splitlines() if "= dot a=" in line]
+  assert len(dots) == 2
+  # P @ V takes A from a float16 register tensor, not from SMEM.
+  assert any("float16, wgmma> = cast" in line for line in text.splitlines())
+
+
+def test_bad_shapes_are_rejected_before_tracing():
+  z = lambda *shape: np.zeros(shape, np.float16)
+  with pytest.raises(ValueError, match="kv_heads dividing"):
+    ex.attention(z(1, 128, 3, 64), z(1, 128, 2, 64), z(1, 128, 2, 64))
+  with pytest.raises(ValueError, match="head_dim must be 64, 128 or 256"):
+    ex.attention(z(1, 128, 2, 96), z(1, 128, 1, 96), z(1, 128, 1, 96))
+  with pytest.raises(ValueError, match="multiples of 128"):
+    ex.attention(z(1, 256, 2, 64), z(1, 256, 1, 64), z(1, 256, 1, 64), config=ex.Config(bq=64, dkv_bq=128))
+  with pytest.raises(ValueError, match="splits dQ's query rows"):
+    ex.attention(z(1, 256, 2, 64), z(1, 256, 1, 64), z(1, 256, 1, 64), config=ex.Config(dkv_bq=64))
+
+
+# ---------------------------------------------------------------- GPU
+GPU_CASES = [(d, c, dt, ws) for d in (64, 128, 256) for c in (False, True) for dt in (jnp.float16, jnp.bfloat16)
+             for ws in (False, True)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("head_dim,causal,dtype,ws", GPU_CASES, ids=str)
+def test_gpu_forward_and_gradients_match_the_reference(head_dim, causal, dtype, ws):
+  q, k, v, do = inputs((2, 1024, 4, head_dim), 2, dtype, seed=head_dim)
+  config = dataclasses.replace(ex.default_config(head_dim), ws=ws)
+  run = jax.jit(lambda q, k, v: ex.attention(q, k, v, causal, return_lse=True, config=config))
+  (got, lse), vjp = jax.vjp(run, q, k, v)
+  (want, want_lse), vjp_ref = jax.vjp(lambda q, k, v: ex.reference(q, k, v, causal), q, k, v)
+  assert rel(got, want) < TOL[dtype]
+  np.testing.assert_allclose(lse, want_lse, rtol=1e-3, atol=1e-3)
+  zero = jnp.zeros_like(lse)
+  for g, w, what in zip(vjp((do, zero)), vjp_ref((do, zero)), "qkv"):
+    assert rel(g, w) < 4 * TOL[dtype], what
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("config", [SMALL, TWO_KERNELS, SIMPLE, dataclasses.replace(SMALL, ws=True),
+                                    dataclasses.replace(SIMPLE, ws=True)],
+                         ids=["fused", "two_kernels", "simple", "fused_ws", "simple_ws"])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_gpu_matches_interpret_mode(causal, config):
+  q, k, v, do = inputs((1, 256, 2, 64), 1, jnp.float16, scale=2.5)
+  gpu = jax.vjp(lambda q, k, v: ex.attention(q, k, v, causal, config=config), q, k, v)
+  cpu = jax.vjp(lambda q, k, v: ex.attention(q, k, v, causal, config=config, interpret=True), q, k, v)
+  assert rel(gpu[0], cpu[0]) < 2e-3
+  for g, c in zip(gpu[1](do), cpu[1](do)):
+    assert rel(g, c) < 1e-2
+  assert math.isfinite(float(jnp.abs(gpu[0].astype(jnp.float32)).max()))

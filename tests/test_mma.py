@@ -1,0 +1,301 @@
+"""Transposed SMEM operands (`buf.T`) and register A operands of ml.dot: numbers in interpret mode,
+the Mosaic GPU module and CUDA export on the CPU, the GPU against both (-m gpu), and the
+diagnostics of their misuse."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+import mma_kernels as K
+from locate import expect
+
+S = jax.ShapeDtypeStruct
+F16 = jnp.float16
+DTYPES = [jnp.float16, jnp.bfloat16]
+
+
+def rand(key, shape, dtype):
+  return jax.random.normal(jax.random.key(key), shape, jnp.float32).astype(dtype)
+
+
+def f32(x):
+  return np.asarray(x, np.float32)
+
+
+def chain_ref(a, b, c):
+  s = jnp.asarray(f32(a) @ f32(b).T).astype(a.dtype)
+  return f32(s) @ f32(c)
+
+
+# (name, kernel, shapes, reference)
+CASES = [
+    ("a_bT_pipelined", K.dot_bt, [(128, 256), (256, 256)], lambda a, b: f32(a) @ f32(b).T),
+    ("aT_b", K.dot_at, [(64, 128), (64, 128)], lambda a, b: f32(a).T @ f32(b)),
+    ("registers_a", K.dot_chain, [(128, 64), (128, 64), (128, 64)], chain_ref),
+    ("two_in_flight", K.two_dots_in_flight, [(128, 64)] * 3,
+     lambda a, b, c: f32(a) @ f32(c).T - (f32(a) @ f32(b).T).max(1, keepdims=True)),
+    ("overwrite_operand", K.overwrite_after_dot, [(128, 64), (64, 64)], lambda a, b: f32(a) @ f32(b).T),
+]
+IDS = [c[0] for c in CASES]
+
+
+def args_of(shapes, dtype):
+  return [rand(i, s, dtype) for i, s in enumerate(shapes)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("name,kernel,shapes,ref", CASES, ids=IDS)
+def test_interpret_matches_numpy(name, kernel, shapes, ref, dtype):
+  args = args_of(shapes, dtype)
+  got = kernel(*args, interpret=True)
+  np.testing.assert_allclose(got, ref(*args), rtol=2e-2, atol=2e-2 * np.abs(ref(*args)).max())
+
+
+@pytest.mark.parametrize("name,kernel,shapes,ref", CASES, ids=IDS)
+def test_cuda_export_has_the_wgmma_calls(name, kernel, shapes, ref):
+  specs = [S(s, F16) for s in shapes]
+  text = kernel.mlir(*specs)
+  assert "wgmma.mma_async" in text
+  exported = jax.export.export(jax.jit(kernel), platforms=["cuda"])(*specs)
+  assert "mosaic_gpu" in exported.mlir_module()
+
+
+def test_transposed_view_is_a_view_with_the_swapped_shape():
+  text = K.dot_bt.typed_ir(S((128, 128), F16), S((128, 128), F16))
+  assert "ref<SMEM, 64x128, float16, T> = view" in text and "transpose=True" in text
+
+
+def test_pipelined_transposed_operand_reads_this_iterations_stage():
+  text = K.dot_bt.typed_ir(S((128, 256), F16), S((128, 256), F16), stages=3)
+  line = next(x for x in text.splitlines() if "transpose=True" in x)
+  assert "ref<SMEM, 3x128x64" not in line and "index=[%" in line    # a stage index first
+
+
+def test_register_a_operand_takes_the_wgmma_layout():
+  text = K.dot_chain.typed_ir(*[S((128, 64), F16)] * 3)
+  assert "tensor<128x128, float16, wgmma> = cast" in text
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("name,kernel,shapes,ref", CASES, ids=IDS)
+def test_gpu_matches_interpret_and_numpy(name, kernel, shapes, ref, dtype):
+  args = args_of(shapes, dtype)
+  got = jax.jit(kernel)(*args)
+  want = kernel(*args, interpret=True)
+  np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-3 * np.abs(want).max())
+  np.testing.assert_allclose(got, ref(*args), rtol=2e-2, atol=2e-2 * np.abs(want).max())
+
+
+# ---------------------------------------------------------------- diagnostics
+@mg.mgpu_kernel(out_shape=lambda a, b: S((128, 128), jnp.float32))
+def transpose_of_gmem(a, b, out):
+  a_s = ml.smem(a.shape)
+  ml.copy(a, a_s)
+  out[...] = ml.dot(a_s, b.T)
+
+
+def test_transpose_of_a_gmem_ref_is_rejected():
+  e = expect(transpose_of_gmem, [S((128, 64), F16)] * 2, mg.KernelTypeError, "b.T",
+             "b.T: only this CTA's SMEM buffers have a transposed view, not GMEM refs")
+  assert "ml.copy(tile, buf)" in e.hint
+
+
+@mg.mgpu_kernel(out_shape=lambda a: a)
+def transpose_of_registers(a, out):
+  out[...] = a[...].T
+
+
+def test_transpose_of_a_register_tensor_is_rejected():
+  e = expect(transpose_of_registers, [S((128, 128), F16)], mg.KernelTypeError, "a[...].T",
+             ".T of a register tensor: only SMEM buffers (and views of them) have a transposed view")
+  assert "ml.dot(q_s, k_s.T)" in e.hint
+
+
+@mg.mgpu_kernel(out_shape=lambda a: a)
+def transpose_of_3d(a, out):
+  a_s = ml.smem((2, 64, 64))
+  ml.copy(a, a_s)
+  out[...] = ml.dot(a_s.at[0], a_s.T)
+
+
+def test_transpose_of_a_3d_buffer_is_rejected():
+  e = expect(transpose_of_3d, [S((2, 64, 64), F16)], mg.KernelTypeError, "a_s.T",
+             "a_s.T: .T transposes 2-D windows, got shape (2, 64, 64)")
+  assert e.hint == "index the leading dimensions away first: buf.at[stage].T"
+
+
+@mg.mgpu_kernel(out_shape=lambda a: S((64, 64), jnp.float32))
+def view_of_transpose(a, out):
+  a_s = ml.smem((64, 64))
+  ml.copy(a, a_s)
+  t = a_s.T
+  out[...] = ml.dot(a_s, t.at[0:64])
+
+
+def test_slicing_a_transposed_view_is_rejected():
+  e = expect(view_of_transpose, [S((64, 64), F16)], mg.KernelTypeError, "t.at[0:64]",
+             "t is transposed (.T); slice a buffer before transposing it, not after")
+  assert e.hint == "buf.at[stage].T instead of buf.T.at[stage]"
+
+
+@mg.mgpu_kernel(out_shape=lambda a: a)
+def copy_of_transpose(a, out):
+  a_s = ml.smem(a.shape)
+  ml.copy(a, a_s)
+  ml.copy(a_s.T, out)
+
+
+def test_copying_a_transposed_view_is_rejected():
+  e = expect(copy_of_transpose, [S((64, 64), F16)], mg.KernelTypeError, "ml.copy(a_s.T, out)",
+             "cannot copy a_s.T: a transposed view (.T) is only an ml.dot operand")
+  assert e.hint == "use the buffer itself here, and .T only inside ml.dot(a, b.T)"
+
+
+@mg.mgpu_kernel(out_shape=lambda a: a)
+def read_of_transpose(a, out):
+  a_s = ml.smem(a.shape)
+  ml.copy(a, a_s)
+  out[...] = a_s.T[...]
+
+
+def test_reading_a_transposed_view_into_registers_is_rejected():
+  expect(read_of_transpose, [S((64, 64), F16)], mg.KernelTypeError, "a_s.T[...]",
+         "cannot read a_s.T: a transposed view (.T) is only an ml.dot operand")
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((128, 128), jnp.float32))
+def register_a_f32(a, b, out):
+  b_s = ml.smem(b.shape)
+  ml.copy(b, b_s)
+  x = a[...].astype(jnp.float32)
+  out[...] = ml.dot(x, b_s)
+
+
+def test_register_a_operand_of_float32_is_rejected_with_astype_hint():
+  e = expect(register_a_f32, [S((128, 64), F16), S((64, 128), F16)], mg.UnsupportedDtypeError,
+             "ml.dot(x, b_s)", "ml.dot takes operand a from registers in bfloat16 or float16 only, got x (float32)")
+  assert e.hint == "convert it: ml.dot(x.astype(jnp.float16), ...)"
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((128, 128), jnp.float32))
+def register_b(a, b, out):
+  a_s = ml.smem(a.shape)
+  ml.copy(a, a_s)
+  out[...] = ml.dot(a_s, b[...])
+
+
+def test_register_b_operand_is_rejected():
+  e = expect(register_b, [S((128, 64), F16), S((64, 128), F16)], mg.MmaOperandError,
+             "ml.dot(a_s, b[...])", "ml.dot operand b must be an SMEM buffer of this CTA, got a register tensor")
+  assert e.hint.startswith("only a may come from registers")
+
+
+def ir_lines(kernel, *specs):
+  return [line.strip() for line in kernel.typed_ir(*specs).splitlines()]
+
+
+def test_reading_an_older_dot_leaves_the_newer_one_in_flight():
+  lines = ir_lines(K.two_dots_in_flight, *[S((128, 64), F16)] * 3)
+  waits = [line.split("#")[0].strip() for line in lines if line.startswith("dotwait")]
+  assert waits == ["dotwait pending=1", "dotwait pending=0"]
+  # No CTA barrier after a wait: the buffers the dots read are never written again.
+  assert not any(line.startswith("barrier") for line in lines)
+  a, b, c = args_of([(128, 64)] * 3, F16)
+  got = K.two_dots_in_flight(a, b, c, interpret=True)
+  s1, s2 = f32(a) @ f32(b).T, f32(a) @ f32(c).T
+  np.testing.assert_allclose(got, s2 - s1.max(1, keepdims=True), rtol=1e-5, atol=1e-3)
+
+
+def test_overwriting_what_a_dot_read_meets_the_other_warpgroups_first():
+  lines = ir_lines(K.overwrite_after_dot, S((128, 64), F16), S((64, 64), F16))
+  ops = [line.split("= ")[-1].split()[0] if " = " in line else line.split()[0] for line in lines[1:]]
+  i = ops.index("dotwait")
+  assert ops[i + 1:].index("barrier") < ops[i + 1:].index("store")     # before the store, not at the wait
+  a, b = args_of([(128, 64), (64, 64)], F16)
+  want = (f32(a) @ f32(b).T).astype(np.float16)
+  np.testing.assert_allclose(K.overwrite_after_dot(a, b, interpret=True), want)
+
+
+@mg.mgpu_kernel(out_shape=lambda a: a)
+def store_into_transpose(a, out):
+  a_s = ml.smem(a.shape)
+  a_s.T[...] = a[...]
+  ml.copy(a_s, out)
+
+
+def test_writing_a_transposed_view_is_rejected():
+  e = expect(store_into_transpose, [S((64, 64), F16)], mg.KernelTypeError, "a_s.T[...] = a[...]",
+             "cannot write a_s.T: a transposed view (.T) is only an ml.dot operand")
+  assert e.hint == "use the buffer itself here, and .T only inside ml.dot(a, b.T)"
+
+
+@mg.mgpu_kernel(out_shape=lambda a: S((128, 128), jnp.float32), cluster=(2,), grid=(2,))
+def transpose_of_peer(a, out):
+  a_s = ml.smem(a.shape)
+  ml.copy(a, a_s)
+  ml.cluster_sync()
+  out[...] = ml.dot(a_s, ml.cluster_ref(a_s, 1).T)
+
+
+def test_transpose_of_another_ctas_buffer_is_rejected():
+  e = expect(transpose_of_peer, [S((128, 64), F16)], mg.KernelTypeError, "ml.cluster_ref(a_s, 1).T",
+             "ml.cluster_ref(a_s, 1).T: only this CTA's SMEM buffers have a transposed view, not another CTA's SMEM")
+  assert e.hint.startswith("copy the tile into SMEM first")
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((128, 128), jnp.float32))
+def register_a_1d(a, b, out):
+  b_s = ml.smem(b.shape)
+  ml.copy(b, b_s)
+  out[...] = ml.dot(a[...], b_s)
+
+
+def test_register_a_operand_must_be_2d():
+  e = expect(register_a_1d, [S((1024,), F16), S((64, 128), F16)], mg.MmaOperandError,
+             "ml.dot(a[...], b_s)", "ml.dot operand a must be 2-D, got shape (1024,)")
+  assert e.hint == "pass an (m, k) tile"
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def exp2_approx_f16(x, out):
+  out[...] = ml.exp2(x[...], approx=True)
+
+
+def test_approximate_exp2_of_float16_is_rejected_with_a_float32_hint():
+  e = expect(exp2_approx_f16, [S((128, 64), F16)], mg.UnsupportedDtypeError, "ml.exp2(x[...], approx=True)",
+             "ml.exp2(..., approx=True) works on float32, got x[...] (float16)")
+  assert e.hint == "compute in float32: ml.exp2(x[...].astype(jnp.float32), approx=True)"
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def exp2_approx_not_bool(x, out):
+  out[...] = ml.exp2(x[...], approx="fast")
+
+
+def test_approximate_exp2_flag_must_be_a_bool():
+  e = expect(exp2_approx_not_bool, [S((128, 64), jnp.float32)], mg.KernelTypeError, "ml.exp2(x[...], approx=\"fast\")",
+             "ml.exp2's approx must be True or False, got 'fast'")
+  assert e.hint == "ml.exp2(x, approx=True)"
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def exp2_both_ways(x, out):
+  out[...] = ml.exp2(x[...], approx=True) - ml.exp2(x[...])
+
+
+def test_approximate_exp2_lowers_to_ex2_approx_and_interprets_as_exp2():
+  spec = S((128, 64), jnp.float32)
+  text = exp2_both_ways.mlir(spec)
+  assert "ex2.approx.ftz.f32" in text
+  x = jnp.linspace(-20, 20, 128 * 64, dtype=jnp.float32).reshape(128, 64)
+  np.testing.assert_allclose(exp2_both_ways(x, interpret=True), np.zeros((128, 64)), atol=0)
+
+
+@pytest.mark.gpu
+def test_gpu_approximate_exp2_is_within_a_few_ulp():
+  x = jnp.linspace(-20, 20, 128 * 64, dtype=jnp.float32).reshape(128, 64)
+  got = jax.jit(exp2_both_ways)(x)
+  assert float(jnp.max(jnp.abs(got) / jnp.exp2(x))) < 1e-6
