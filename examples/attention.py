@@ -362,11 +362,15 @@ class Config:
 
 
 def default_config(head_dim: int) -> Config:
-  """Tiles that fit the 227 KiB of SMEM and the registers of two warpgroups."""
+  """Tiles that fit the 227 KiB of SMEM and the registers of two warpgroups. The forward is
+  warp-specialised in the plain order: the fastest forward at head_dim 64 and 128 on the H200
+  (benchmarks/attention.py --quick, docs/benchmarks.md)."""
   if head_dim <= 64:
-    return Config(bq=128, bkv=128, stages=4, dkv_bq=128, dkv_bkv=128, dkv_stages=2, dq_bkv=128, dq_stages=3)
+    return Config(bq=128, bkv=128, stages=4, overlap=False, ws=True, dkv_bq=128, dkv_bkv=128,
+                  dkv_stages=2, dq_bkv=128, dq_stages=3)
   if head_dim <= 128:
-    return Config(bq=128, bkv=128, stages=3, dkv_bq=64, dkv_bkv=128, dkv_stages=2, dq_bkv=64, dq_stages=3)
+    return Config(bq=128, bkv=128, stages=3, overlap=False, ws=True, dkv_bq=64, dkv_bkv=128,
+                  dkv_stages=2, dq_bkv=64, dq_stages=3)
   return Config(bq=128, bkv=64, stages=2, fused_bwd=False, dkv_bq=64, dkv_bkv=128, dkv_stages=1, dq_bkv=64,
                 dq_stages=1)
 
