@@ -61,3 +61,8 @@ def test_check_command_passes_on_the_examples():
                      capture_output=True, text=True, timeout=600)
   assert r.returncode == 0, r.stdout + r.stderr
   assert "no errors" in r.stdout and "matmul_bias_gelu" in r.stdout
+
+
+def test_attention_notebook_executes():
+  text, _ = _execute("attention.ipynb")
+  assert "causal attention matches the reference" in text and "dv: relative error" in text
