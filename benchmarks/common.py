@@ -58,9 +58,5 @@ def table(header, rows):
 def kernel_ms(fn, *args, iterations=20):
   """Median GPU milliseconds of the kernels one call of `fn(*args)` launches (CUPTI, via jax's
   Mosaic GPU profiler; all kernels of a call summed). DESIGN.md "How to time"."""
-  from jax.experimental.mosaic.gpu import profiler
-  jax.block_until_ready(fn(*args))
-  _, times = profiler.measure(fn, iterations=iterations)(*args)
-  if times is None:
-    raise RuntimeError("the call launched no kernel")
-  return statistics.median(times) if isinstance(times, (list, tuple)) else float(times)
+  import mgpu_dsl as mg
+  return mg.bench(fn, *args, iterations=iterations) * 1e3

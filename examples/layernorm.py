@@ -13,7 +13,6 @@ import functools
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml

@@ -13,7 +13,6 @@ per tile, `specialize=False` the single-producer software pipeline. `mainloop`, 
 """
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml

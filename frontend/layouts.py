@@ -30,7 +30,7 @@ from . import hw
 from . import ir
 from .ir import LayoutRule
 from .ops.memory import Copy, View
-from .types import Layout, LayoutKind, RefType, ScalarType, Space, TensorType
+from .types import Layout, LayoutKind, RefType, Space, TensorType
 
 
 @dataclasses.dataclass(frozen=True)

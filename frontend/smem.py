@@ -21,7 +21,7 @@ from .dtypes import DType
 from .ops.control import LOOPS, BarrierAlloc
 from .ops.memory import ClusterRef, SmemAlloc, View
 from .ops.shape import Reduce, ReduceKind
-from .types import LayoutKind, RefType, Space, TensorType
+from .types import LayoutKind, RefType, Space
 
 SMEM_LIMIT = hw.SMEM_LIMIT
 BUFFER_ALIGN = hw.SMEM_BUFFER_ALIGN

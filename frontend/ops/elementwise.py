@@ -18,9 +18,9 @@ from .. import hw
 from .. import ir
 from ..dtypes import DType, INDEX, PY_FLOAT
 from ..infer import unify
-from ..ir import Access, LayoutRule, Traits  # noqa: F401
+from ..ir import LayoutRule, Traits
 from ..types import DTypeVar, ScalarType, TensorType, dtype_name, resolve
-from .base import (Num, builtin, check_register_value, dtype_arg, is_tensor, is_value, kind_of,
+from .base import (Num, builtin, check_register_value, dtype_arg, is_value, kind_of,
                    static_shape)
 
 PURE_ELEMENTWISE = Traits(layout=LayoutRule.ELEMENTWISE, pure=True)

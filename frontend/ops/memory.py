@@ -297,8 +297,8 @@ def transpose(cx, ref, name=""):
     where = "another CTA's SMEM" if t.remote else f"{t.space} refs"
     raise E.KernelTypeError(
         f"{ref.name or 'this ref'}.T: only this CTA's SMEM buffers have a transposed view, not {where}", cx.loc,
-        hint=f"copy the tile into SMEM first, then use the transposed view in ml.dot:"
-             f" buf = ml.smem(shape); ml.copy(tile, buf); ml.dot(a_s, buf.T)")
+        hint="copy the tile into SMEM first, then use the transposed view in ml.dot:"
+             " buf = ml.smem(shape); ml.copy(tile, buf); ml.dot(a_s, buf.T)")
   if len(t.shape) != 2:
     raise E.KernelTypeError(
         f"{ref.name or 'this ref'}.T: .T transposes 2-D windows, got shape {t.shape}", cx.loc,

@@ -84,7 +84,7 @@ def _major(cx, a, b, d):
   if isinstance(a.type, RefType) and a.type.transposed:
     raise E.MmaOperandError(
         f"ml.dot reads {d} operands K-major only, so a must be stored (m, k); {a.name} is a transposed view",
-        cx.loc, hint=f"store a's tile as (m, k) and pass the buffer itself, without .T")
+        cx.loc, hint="store a's tile as (m, k) and pass the buffer itself, without .T")
   if not b.type.transposed:
     raise E.MmaOperandError(
         f"ml.dot reads {d} operands K-major only, so b must be stored (n, k) and passed transposed;"
