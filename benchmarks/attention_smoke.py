@@ -6,11 +6,11 @@ with a timeout (a wrong barrier hangs rather than fails; here that costs one cas
 Each case checks its result against a float32 jnp reference and prints OK, WRONG, ERROR or
 HANG with its wall time. Run it before tests/test_attention.py and the benchmarks.
 """
-import argparse
 import os
-import subprocess
 import sys
-import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import run_smoke_cases  # noqa: E402
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 
@@ -56,24 +56,8 @@ def mm8(dtype):
 
 
 def main():
-  p = argparse.ArgumentParser()
-  p.add_argument("--timeout", type=float, default=120)
-  p.add_argument("-k", default="", help="only cases whose name contains this")
-  args = p.parse_args()
-  prelude = PRELUDE.format(examples=os.path.join(ROOT, "examples"))
-  for name, call in CASES.items():
-    if args.k not in name:
-      continue
-    t0 = time.perf_counter()
-    try:
-      r = subprocess.run([sys.executable, "-c", prelude + call], capture_output=True, text=True,
-                         timeout=args.timeout, cwd=ROOT)
-      status = "OK" if r.returncode == 0 else ("WRONG" if "AssertionError" in r.stderr else "ERROR")
-      lines = r.stderr.strip().splitlines() or [""]
-      detail = "" if r.returncode == 0 else next((x for x in reversed(lines) if "Error" in x), lines[-1])[:200]
-    except subprocess.TimeoutExpired:
-      status, detail = "HANG", f"no result after {args.timeout:.0f} s"
-    print(f"{status:5} {time.perf_counter() - t0:6.1f} s  {name}  {detail}", flush=True)
+  run_smoke_cases(CASES, PRELUDE.format(examples=os.path.join(ROOT, "examples")), default_timeout=120,
+                  root=ROOT)
 
 
 if __name__ == "__main__":

@@ -60,3 +60,29 @@ def kernel_ms(fn, *args, iterations=20):
   Mosaic GPU profiler; all kernels of a call summed). DESIGN.md "How to time"."""
   import mgpu_dsl as mg
   return mg.bench(fn, *args, iterations=iterations) * 1e3
+
+
+def run_smoke_cases(cases: dict, prelude: str, *, default_timeout: float, root: str):
+  """Run each case (`name -> python source`, after `prelude`) once, in its own process with a
+  timeout, printing OK, WRONG (an AssertionError), ERROR or HANG with its wall time. A kernel
+  whose barriers are wrong hangs rather than fails: here a hang costs one case's timeout."""
+  import argparse
+  import subprocess
+  import sys
+  p = argparse.ArgumentParser()
+  p.add_argument("--timeout", type=float, default=default_timeout)
+  p.add_argument("-k", default="", help="only cases whose name contains this")
+  args = p.parse_args()
+  for name, call in cases.items():
+    if args.k not in name:
+      continue
+    t0 = time.perf_counter()
+    try:
+      r = subprocess.run([sys.executable, "-c", prelude + call], capture_output=True, text=True,
+                         timeout=args.timeout, cwd=root)
+      status = "OK" if r.returncode == 0 else ("WRONG" if "AssertionError" in r.stderr else "ERROR")
+      lines = r.stderr.strip().splitlines() or [""]
+      detail = "" if r.returncode == 0 else next((x for x in reversed(lines) if "Error" in x), lines[-1])[:200]
+    except subprocess.TimeoutExpired:
+      status, detail = "HANG", f"no result in {args.timeout:.0f} s"
+    print(f"{status:5} {time.perf_counter() - t0:6.1f} s  {name}  {detail}", flush=True)

@@ -6,11 +6,11 @@ A kernel whose barriers are wrong hangs rather than fails; here a hang costs one
 timeout, not a whole test run. Each case checks its result against jax.numpy and prints
 OK, WRONG, ERROR or HANG with its wall time. Run it before the GPU tests and benchmarks.
 """
-import argparse
 import os
-import subprocess
 import sys
-import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import run_smoke_cases  # noqa: E402
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 
@@ -52,24 +52,8 @@ def mm(cfg):
 
 
 def main():
-  p = argparse.ArgumentParser()
-  p.add_argument("--timeout", type=float, default=90)
-  p.add_argument("-k", default="", help="only cases whose name contains this")
-  args = p.parse_args()
-  prelude = PRELUDE.format(examples=os.path.join(ROOT, "examples"))
-  for name, call in CASES.items():
-    if args.k not in name:
-      continue
-    t0 = time.perf_counter()
-    try:
-      r = subprocess.run([sys.executable, "-c", prelude + call], capture_output=True, text=True,
-                         timeout=args.timeout, cwd=ROOT)
-      status = "OK" if r.returncode == 0 else ("WRONG" if "AssertionError" in r.stderr else "ERROR")
-      lines = r.stderr.strip().splitlines() or [""]
-      detail = "" if r.returncode == 0 else next((l for l in reversed(lines) if "Error" in l), lines[-1])[:200]
-    except subprocess.TimeoutExpired:
-      status, detail = "HANG", f"no result in {args.timeout:.0f} s"
-    print(f"{status:5} {time.perf_counter() - t0:6.1f} s  {name}  {detail}", flush=True)
+  run_smoke_cases(CASES, PRELUDE.format(examples=os.path.join(ROOT, "examples")), default_timeout=90,
+                  root=ROOT)
 
 
 if __name__ == "__main__":

@@ -159,6 +159,39 @@ def _dkv_grid(q, k, v, do, lse, delta, *, bkv, **_):
   return (k.shape[1] // bkv, k.shape[2], k.shape[0])
 
 
+@ml.inline
+def load_query_block(q, do, lse, delta, q_s, do_s, lse_s, delta_s, b, h, j, bq):
+  """Query block j of head h (and its dO, logsumexp and delta) into SMEM, by TMA."""
+  ml.copy(q.at[b, ml.ds(j * bq, bq), h, :], q_s)
+  ml.copy(do.at[b, ml.ds(j * bq, bq), h, :], do_s)
+  ml.copy(lse.at[b, h, ml.ds(j * bq, bq)], lse_s)
+  ml.copy(delta.at[b, h, ml.ds(j * bq, bq)], delta_s)
+
+
+@ml.inline
+def transposed_probabilities(k_s, v_s, q_s, do_s, lse_s, i, j, bq, bkv, c, causal):
+  """p = softmax probabilities with keys along the rows (recomputed from the logsumexp), and
+  dp = v @ do.T, whose dot runs while p is computed."""
+  s = ml.dot(k_s, q_s.T)
+  dp = ml.dot(v_s, do_s.T)
+  if causal:
+    if j * bq < (i + 1) * bkv:
+      rows = i * bkv + ml.arange(bkv)[:, None]
+      cols = j * bq + ml.arange(bq)[None, :]
+      s = ml.where(cols >= rows, s, NEG_INF)
+  return ml.exp2(s * c - (lse_s[...] * LOG2E)[None, :], approx=True), dp
+
+
+@ml.inline
+def store_dkv(dk_acc, dv_acc, dk, dv, b, i, hk, bkv, d, scale):
+  dk_s = ml.smem((bkv, d))
+  dv_s = ml.smem((bkv, d))
+  dk_s[...] = (dk_acc * scale).astype(dk.dtype)
+  dv_s[...] = dv_acc.astype(dv.dtype)
+  ml.copy(dk_s, dk.at[b, ml.ds(i * bkv, bkv), hk, :])
+  ml.copy(dv_s, dv.at[b, ml.ds(i * bkv, bkv), hk, :])
+
+
 def dkv_kernel(q, k, v, do, lse, delta, dk, dv, *, bq: ml.constexpr, bkv: ml.constexpr,
                stages: ml.constexpr, causal: ml.constexpr, scale: ml.constexpr, ws: ml.constexpr = False):
   """dK and dV of `bkv` keys of one K/V head, summed over its query heads and query blocks.
@@ -189,27 +222,12 @@ def dkv_kernel(q, k, v, do, lse, delta, dk, dv, *, bq: ml.constexpr, bkv: ml.con
   for t in ml.range(g * count, stages=stages, warp_specialize=ws):
     h = hk * g + t // count
     j = first + t % count
-    ml.copy(q.at[b, ml.ds(j * bq, bq), h, :], q_s)
-    ml.copy(do.at[b, ml.ds(j * bq, bq), h, :], do_s)
-    ml.copy(lse.at[b, h, ml.ds(j * bq, bq)], lse_s)
-    ml.copy(delta.at[b, h, ml.ds(j * bq, bq)], delta_s)
-    s = ml.dot(k_s, q_s.T)
-    dp = ml.dot(v_s, do_s.T)                 # runs while p is computed
-    if causal:
-      if j * bq < (i + 1) * bkv:
-        rows = i * bkv + ml.arange(bkv)[:, None]
-        cols = j * bq + ml.arange(bq)[None, :]
-        s = ml.where(cols >= rows, s, NEG_INF)
-    p = ml.exp2(s * c - (lse_s[...] * LOG2E)[None, :], approx=True)
+    load_query_block(q, do, lse, delta, q_s, do_s, lse_s, delta_s, b, h, j, bq)
+    p, dp = transposed_probabilities(k_s, v_s, q_s, do_s, lse_s, i, j, bq, bkv, c, causal)
     dv_acc = ml.dot(p.astype(q.dtype), do_s, dv_acc)      # runs while ds is computed
     ds = p * (dp - delta_s[...][None, :])
     dk_acc = ml.dot(ds.astype(q.dtype), q_s, dk_acc)
-  dk_s = ml.smem((bkv, d))
-  dv_s = ml.smem((bkv, d))
-  dk_s[...] = (dk_acc * scale).astype(dk.dtype)
-  dv_s[...] = dv_acc.astype(dv.dtype)
-  ml.copy(dk_s, dk.at[b, ml.ds(i * bkv, bkv), hk, :])
-  ml.copy(dv_s, dv.at[b, ml.ds(i * bkv, bkv), hk, :])
+  store_dkv(dk_acc, dv_acc, dk, dv, b, i, hk, bkv, d, scale)
 
 
 def _dq_out(q, k, v, do, lse, delta, **_):
@@ -305,18 +323,8 @@ def dkv_dq_kernel(q, k, v, do, lse, delta, dk, dv, dq_acc, *, bq: ml.constexpr, 
   for t in ml.range(g * count, stages=stages, warp_specialize=ws):
     h = hk * g + t // count
     j = first + t % count
-    ml.copy(q.at[b, ml.ds(j * bq, bq), h, :], q_s)
-    ml.copy(do.at[b, ml.ds(j * bq, bq), h, :], do_s)
-    ml.copy(lse.at[b, h, ml.ds(j * bq, bq)], lse_s)
-    ml.copy(delta.at[b, h, ml.ds(j * bq, bq)], delta_s)
-    s = ml.dot(k_s, q_s.T)
-    dp = ml.dot(v_s, do_s.T)
-    if causal:
-      if j * bq < (i + 1) * bkv:
-        rows = i * bkv + ml.arange(bkv)[:, None]
-        cols = j * bq + ml.arange(bq)[None, :]
-        s = ml.where(cols >= rows, s, NEG_INF)
-    p = ml.exp2(s * c - (lse_s[...] * LOG2E)[None, :], approx=True)
+    load_query_block(q, do, lse, delta, q_s, do_s, lse_s, delta_s, b, h, j, bq)
+    p, dp = transposed_probabilities(k_s, v_s, q_s, do_s, lse_s, i, j, bq, bkv, c, causal)
     dv_acc = ml.dot(p.astype(q.dtype), do_s, dv_acc)
     ds = (p * (dp - delta_s[...][None, :])).astype(q.dtype)
     dk_acc = ml.dot(ds, q_s, dk_acc)
@@ -327,12 +335,7 @@ def dkv_dq_kernel(q, k, v, do, lse, delta, dk, dv, dq_acc, *, bq: ml.constexpr, 
     else:
       dq_s[...] = ml.dot(ds_s.T, k_s)
       ml.copy(dq_s, dq_acc.at[b, ml.ds(j * bq, bq), h, :], reduce="add")
-  dk_s = ml.smem((bkv, d))
-  dv_s = ml.smem((bkv, d))
-  dk_s[...] = (dk_acc * scale).astype(dk.dtype)
-  dv_s[...] = dv_acc.astype(dv.dtype)
-  ml.copy(dk_s, dk.at[b, ml.ds(i * bkv, bkv), hk, :])
-  ml.copy(dv_s, dv.at[b, ml.ds(i * bkv, bkv), hk, :])
+  store_dkv(dk_acc, dv_acc, dk, dv, b, i, hk, bkv, d, scale)
 
 
 attention_dkv = mg.mgpu_kernel(dkv_kernel, out_shape=_dkv_out, grid=_dkv_grid, block=256)
