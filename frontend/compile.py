@@ -13,6 +13,7 @@ from . import errors as E
 from . import ir
 from . import language as L
 from .builder import Builder
+from .checks import check_kernel, check_tiled_starts
 from .dtypes import DType, to_dtype
 from .layouts import assign_layouts
 from .loc import Loc
@@ -58,6 +59,14 @@ class ParsedKernel:
   def loc(self) -> Loc:
     return self.source.loc(self.tree)
 
+  def option_loc(self, name: str) -> Loc:
+    """Where the decorator sets `name=` (the keyword and its value), else the kernel's `def`."""
+    for d in self.tree.decorator_list:
+      for k in (d.keywords if isinstance(d, ast.Call) else ()):
+        if k.arg == name:
+          return self.source.loc(k)
+    return self.loc
+
 
 def parse(fn) -> ParsedKernel:
   src, tree, scope = read_function(fn, "@mgpu_kernel")
@@ -98,8 +107,10 @@ class Batch:
 
 
 def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, block, cluster,
-          batch: Batch | None = None) -> ir.Kernel:
-  """Trace, infer and check one specialisation of a kernel."""
+          batch: Batch | None = None, aliases=None) -> ir.Kernel:
+  """Trace, infer and check one specialisation of a kernel.
+
+  `aliases` ({input index: output index}) makes an input and an output one buffer."""
   loc = pk.loc
   n_in, n_out = len(in_specs), len(out_specs)
   if len(pk.ref_params) != n_in + n_out:
@@ -115,13 +126,14 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, bloc
   if unknown:
     raise E.SignatureError(f"{pk.tree.name} has no constexpr parameter {unknown[0]!r}", loc,
                            hint=f"its constexpr parameters are: {', '.join(pk.constexpr_params) or 'none'}")
+  aliases = check_aliases(pk, aliases, in_specs, out_specs)
   em = Builder(cluster=cluster, block=block)
   tr = Tracer(pk.source, pk.scope, em)
   params = []
   for i, (name, spec) in enumerate(zip(pk.ref_params, list(in_specs) + list(out_specs))):
     lead = _batch_dims(batch, i, n_in)
     v = ir.Value(RefType(tuple(lead) + tuple(spec.shape), spec.dtype, Space.GMEM), name)
-    params.append(ir.Param(v, name, is_output=i >= n_in))
+    params.append(ir.Param(v, name, is_output=i >= n_in, loc=pk.source.loc(_arg_node(pk.tree, name))))
     tr.env[name] = v
   em.read_only = {p.value.id for p in params if not p.is_output}
   if batch is not None:
@@ -142,10 +154,15 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, bloc
                      em.num_load_slots, loc)
   kernel.globals_read = ir.Captured(tr.globals_read)
   kernel.accumulated = accumulated_outputs(kernel.body, em.defs, kernel.outputs)
+  kernel.aliases = aliases
   try:
+    errors, facts = check_kernel(kernel, em.defs)
+    if errors:
+      E.raise_all(errors)
     pipelined = pipeline_loops(kernel, em)
     ir.prune_dead(kernel.body)
     assign_layouts(kernel, em.defs)
+    check_tiled_starts(kernel, em.defs, facts)
     plan_scratch(kernel, em)
     end = pk.source.loc(pk.tree.body[-1])
     kernel.smem_plan = plan_smem(kernel, em.defs)
@@ -196,6 +213,41 @@ def _bind_scalar_param(pk, tr, em, name, n_in) -> None:
         f" ({ref.type.dtype})", loc,
         hint="pass a Python int or float, or a 0-d int or float array (jnp.float32(0.5))")
   tr.env[name] = scalar_load(Call(em, loc, name), ref, name)
+
+
+def _arg_node(tree: ast.FunctionDef, name: str):
+  a = tree.args
+  return next((p for p in a.posonlyargs + a.args + a.kwonlyargs if p.arg == name), tree)
+
+
+def check_aliases(pk: ParsedKernel, aliases, in_specs, out_specs) -> dict:
+  """`input_output_aliases`: each input index to an output index of the same shape and dtype."""
+  if not aliases:
+    return {}
+  loc = pk.option_loc("input_output_aliases")
+  hint = "input_output_aliases={input_index: output_index}, e.g. {0: 0} to update the first input in place"
+  if not isinstance(aliases, dict):
+    raise E.LaunchConfigError(f"input_output_aliases must be a dict, got {aliases!r}", loc, hint=hint)
+  seen = {}
+  for i, o in aliases.items():
+    if not all(isinstance(x, int) and not isinstance(x, bool) for x in (i, o)):
+      raise E.LaunchConfigError(f"input_output_aliases maps ints to ints, got {i!r}: {o!r}", loc, hint=hint)
+    if not 0 <= i < len(in_specs) or not 0 <= o < len(out_specs):
+      raise E.LaunchConfigError(
+          f"input_output_aliases {{{i}: {o}}}: the kernel has {len(in_specs)} input(s) and"
+          f" {len(out_specs)} output(s) (indices count from 0)", loc, hint=hint)
+    if o in seen:
+      raise E.LaunchConfigError(f"inputs {seen[o]} and {i} are both aliased to output {o}", loc,
+                                hint="alias each output to at most one input")
+    seen[o] = i
+    a, b = in_specs[i], out_specs[o]
+    if (a.shape, a.dtype) != (b.shape, b.dtype):
+      names = pk.ref_params
+      raise E.LaunchConfigError(
+          f"input {i} ({names[i]}: {a.dtype}{list(a.shape)}) cannot alias output {o}"
+          f" ({names[len(in_specs) + o]}: {b.dtype}{list(b.shape)}): an alias needs one shape and dtype",
+          loc, hint="make out_shape give the aliased output the input's shape and dtype")
+  return dict(aliases)
 
 
 def _smem_overflow(pk, em, params, grid, block, cluster) -> list:

@@ -95,6 +95,7 @@ LayoutError = _error("LayoutError", "MG204", "A register tensor shape the regist
 # memory-space mistakes.
 CopySpaceError = _error("CopySpaceError", "MG301", "A copy between memory spaces that has no hardware path (GMEM -> GMEM).")
 ClusterRefError = _error("ClusterRefError", "MG302", "ml.cluster_ref or multicast of anything but SMEM, or outside a cluster.")
+InputWriteError = _error("InputWriteError", "MG303", "A write into a kernel input (inputs are read-only unless aliased to an output).")
 
 # TMA and SMEM limits.
 TmaLimitError = _error("TmaLimitError", "MG401", "A copy the TMA engine cannot do (box, rank, 16-byte rules).")
@@ -105,6 +106,11 @@ MmaOperandError = _error("MmaOperandError", "MG501", "ml.dot operands the tensor
 PipelineError = _error("PipelineError", "MG502", "A loop ml.range(..., stages=) cannot pipeline.")
 WarpSpecializeError = _error("WarpSpecializeError", "MG503",
                              "A kernel with a warp-specialised loop has work one of its roles cannot do.")
+
+# What memory holds: reads of memory nothing wrote, outputs left unwritten. Reported while
+# compiling where the grid and the index arithmetic prove it, else by interpret mode.
+UninitializedReadError = _error("UninitializedReadError", "MG601", "A read of memory nothing wrote before it (SMEM, or an output before the program wrote it).")
+UncoveredOutputError = _error("UncoveredOutputError", "MG602", "Output elements that no program writes.")
 
 
 # Found while running in interpret mode (lowering/interpret.py).

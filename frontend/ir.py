@@ -167,6 +167,7 @@ class Param:
   value: Value
   name: str
   is_output: bool
+  loc: Loc | None = None       # the parameter in the kernel's signature
 
 
 @dataclasses.dataclass
@@ -186,6 +187,7 @@ class Kernel:
   globals_read: dict = dataclasses.field(default_factory=lambda: Captured())   # module names read -> value
   scratch_ids: set = dataclasses.field(default_factory=set)      # SMEM the compiler added (reductions)
   accumulated: dict = dataclasses.field(default_factory=dict)    # output id -> AtomicKind updating it
+  aliases: dict = dataclasses.field(default_factory=dict)        # input index -> output index (same memory)
 
   @property
   def inputs(self):

@@ -13,7 +13,7 @@ from .dtypes import DType
 from .ops import BUILTINS  # noqa: F401
 from .ops.access import load_ as load, store_ as store
 from .ops.atomic import atomic_add, atomic_max, atomic_min
-from .ops.control import cluster_sync, grouped_ids, num_programs, program_id, range, static_range
+from .ops.control import cluster_sync, grouped_ids, multiple_of, num_programs, program_id, range, static_range
 from .ops.elementwise import (abs_ as abs, arange, bitcast, cast, cdiv, cos, erf, exp, exp2, full, log,
                               log2, maximum, minimum, rsqrt, sigmoid, sin, sqrt, tanh, where, zeros)
 from .ops.memory import DSlice, cluster_ref, copy, ds, smem

@@ -177,11 +177,15 @@ def normalize(loop: For, em):
 
 
 def address_ops(body, view_op, iv):
-  """The body ops computing `view_op`'s index operands, in order; None if impure."""
+  """The body ops computing `view_op`'s index operands, in order; None if impure or if they
+  read a value the loop carries (the prefetch runs iterations ahead, before it is known)."""
   defs = {r: o for o in body.ops for r in o.results}
+  carried = {id(a) for a in body.args[1:]}
   need, seen = [], set()
 
   def visit(v):
+    if isinstance(v, ir.Value) and id(v) in carried:
+      return False
     if not isinstance(v, ir.Value) or v is iv or v not in defs or id(v) in seen:
       return True
     seen.add(id(v))
@@ -209,21 +213,26 @@ def load_sites(kernel, body, iv):
     if not isinstance(alloc, SmemAlloc) or id(alloc) in body_ops:
       continue
     others = [u for u in ir.walk(kernel.body) if o.dst in u.operands() and u is not o]
-    if any(id(u) not in in_body for u in others):
+    outside = next((u for u in others if id(u) not in in_body), None)
+    if outside is not None:     # reported where the buffer is used, not at the load
       raise E.PipelineError(
-          f"{o.dst.name} is loaded in a pipelined loop but also used outside it", o.loc,
-          hint="give the loop its own buffers")
-    if any(any(a in (Access.REG_WRITE, Access.TMA_WRITE) for r, a in ir.traits_of(u).effects(u)
-               if r is o.dst) or isinstance(u, View) and not whole_transpose(u) for u in others):
+          f"{o.dst.name} is loaded in a pipelined loop but also used outside it", outside.loc,
+          hint="give the loop its own buffers", notes=(f"{o.loc}: the pipelined load",))
+    bad = next((u for u in others if isinstance(u, View) and not whole_transpose(u) or any(
+        a in (Access.REG_WRITE, Access.TMA_WRITE) for r, a in ir.traits_of(u).effects(u) if r is o.dst)), None)
+    if bad is not None:
       raise E.PipelineError(
           f"{o.dst.name} is loaded by TMA in a pipelined loop, so the loop may only read it whole"
-          f" (ml.dot, ml.copy from it, or [...])", o.loc,
-          hint="write results into a separate ml.smem buffer (the compiler multi-buffers it too)")
+          f" (ml.dot, ml.copy from it, or [...])", bad.loc,
+          hint="write results into a separate ml.smem buffer (the compiler multi-buffers it too)",
+          notes=(f"{o.loc}: the pipelined load",))
     addr = address_ops(body, view, iv) if isinstance(view, View) else []
     if addr is None:
       raise E.PipelineError(
-          f"the window of this load depends on values computed in the loop body; a pipelined load's"
-          f" window may depend only on the loop index and on values from before the loop", o.loc)
+          f"the window of this load depends on values computed in the loop body or carried from one"
+          f" iteration to the next; a pipelined load's window may depend only on the loop index and on"
+          f" values from before the loop", o.loc,
+          hint="compute the window from the loop index (ml.ds(k * 64, 64)), or use stages=1")
     check_stage_alignment(o.dst, o.loc)
     sites.append((o, view, addr))
   return sites

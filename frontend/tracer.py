@@ -536,7 +536,7 @@ class Tracer(ast.NodeVisitor):
           spec = "".join(str(p.value) for p in v.format_spec.values
                          if isinstance(p, ast.Constant)) if v.format_spec is not None else ""
           if is_value(x):
-            parts.append((x, spec) if spec else x)   # the spec applies per element when printed
+            parts.append((x, spec, self.text(v.value), self.loc(v)) if spec else x)   # per element
           else:
             try:
               parts.append(format(x, spec))

@@ -7,7 +7,8 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import arith, gpu, nvvm, scf
 
 from ..frontend.ops.control import (AwaitStores, Barrier, ClusterSync, CommitShared, Condition, For,
-                                    If, NumPrograms, ProgramId, WaitLoad, While, Yield)
+                                    If, MultipleOf, NumPrograms, ProgramId, WaitLoad, While,
+                                    Yield)
 from .interpret_memory import InterpretError
 from .memory import stage_of
 from .mosaic import flat_types, i32, operand
@@ -84,6 +85,11 @@ def _if(ctx, o):
     ctx.lower_block(o.else_block, yield_fn=yield_fn)
   for r, v in zip(o.results, jax.tree.unflatten(trees[0], list(op_.results))):
     ctx.set(r, v)
+
+
+@lower(MultipleOf)
+def _multiple_of(ctx, o):
+  ctx.set(o.result, ctx.get(o.x))      # a promise the frontend uses; no code
 
 
 @lower(Yield, Condition)
@@ -175,6 +181,17 @@ def _i_if(cta, o):
   vals = yield from cta.block(o.then_block if bool(cta.get(o.cond)) else o.else_block)
   for r, v in zip(o.results, vals):
     cta.set(r, v)
+
+
+@interpret(MultipleOf)
+def _i_multiple_of(cta, o):
+  x = cta.get(o.x)
+  if int(x) % o.multiple:
+    raise InterpretError(
+        f"ml.multiple_of promises a multiple of {o.multiple}, but {o.x.name or 'the value'} is {int(x)}"
+        f" in program {cta.pid}", o.loc,
+        hint=f"promise only what holds in every program, or make the value a multiple of {o.multiple}")
+  cta.set(o.result, x)
 
 
 @interpret(Yield, Condition)

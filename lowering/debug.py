@@ -4,32 +4,44 @@ from __future__ import annotations
 
 import jax.experimental.mosaic.gpu as mgpu
 import numpy as np
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import arith
 
 from ..frontend import ir as kir
-from ..frontend.ops.debug import Breakpoint, Print
+from ..frontend.dtypes import DType
+from ..frontend.ops.debug import Breakpoint, Print, printf_spec
 from ..frontend.types import ScalarType
 from .interpret_memory import Ref
 from .registry import interpret, lower
 
 
-def _split(p):
-  return p if isinstance(p, tuple) else (p, "")
-
-
 @lower(Print)
 def _print(ctx, o):
+  """Text and scalars, once per warpgroup, through printf with the format specs translated
+  (frontend/ops/debug.py checked they translate); tensors print as their type."""
   fmt, args = "", []
-  for p in o.parts:
+  for p, spec in zip(o.parts, o.specs):
     if isinstance(p, str):
-      fmt += p.replace("{", "{{").replace("}", "}}")
+      fmt += p.replace("%", "%%")
       continue
-    v, _ = _split(p)
-    if isinstance(v, kir.Value) and isinstance(v.type, ScalarType):
-      fmt += "{}"
-      args.append(ctx.get(v))
+    if isinstance(p.type, ScalarType):
+      d = p.type.dtype
+      conv = printf_spec(spec, d)
+      x = ctx.get(p)
+      if d.is_float or conv[-1] in "fFeEgG":
+        if not d.is_float:
+          x = (arith.sitofp if d.is_signed or d == DType.bool_ else arith.uitofp)(ir.F32Type.get(), x)
+        elif d.bits < 32:
+          x = arith.extf(ir.F32Type.get(), x)
+      elif d.bits < 64:
+        i64 = ir.IntegerType.get_signless(64)
+        x = (arith.extsi if d.is_signed else arith.extui)(i64, x)
+      fmt += conv
+      args.append(x)
     else:   # a tensor: its values print in interpret mode only
-      fmt += f"<{v.type}>".replace("{", "{{").replace("}", "}}")
-  mgpu.utils.debug_print(fmt, *args)
+      fmt += f"<{p.type}>"
+  # debug_print fills "{}" with its own conversions; ours are in place, so it only passes the args.
+  mgpu.utils.debug_print(fmt.replace("{", "{{").replace("}", "}}"), *args)
 
 
 @lower(Breakpoint)
@@ -56,8 +68,7 @@ def _format(v, spec):
 
 @interpret(Print)
 def _i_print(cta, o):
-  text = "".join(p if isinstance(p, str) else _format(show(cta, _split(p)[0]), _split(p)[1])
-                 for p in o.parts)
+  text = "".join(p if isinstance(p, str) else _format(show(cta, p), spec) for p, spec in zip(o.parts, o.specs))
   print(f"[program {cta.pid}] {text}", flush=True)
 
 

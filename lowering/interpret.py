@@ -63,6 +63,7 @@ class Machine(Memory):
       self.ctas = [CTA(self, (ox + lx, oy + ly, oz + lz), lx + c[0] * (ly + c[1] * lz))
                    for lz, ly, lx in itertools.product(range(c[2]), range(c[1]), range(c[0]))]
       self.run_cluster()
+    self.check_covered()
     return [self.gmem[p.value.id] for p in self.kernel.outputs]
 
   def run_cluster(self):
@@ -84,6 +85,9 @@ class Machine(Memory):
             hint="call ml.cluster_sync() the same number of times in every CTA of a cluster")
       for c in done:
         self.check_exit(c)
+      for reader, ref, o in self.late_reads:
+        reader.check_filled(ref, o)
+      self.late_reads.clear()
       self.phase.clear()
       alive = synced
     self.check_multicasts()

@@ -14,6 +14,8 @@ import dataclasses
 import numpy as np
 
 from ..frontend import ir
+from ..frontend.checks import uncovered_error, uninitialized_read
+from ..frontend.coverage import describe
 from .interpret_numerics import np_dtype, poison
 from ..frontend.ops.atomic import identity
 
@@ -94,6 +96,13 @@ def _element(index, bad) -> tuple:
   return tuple(int(i) if isinstance(i, (int, np.integer)) else i.start + int(next(off)) for i in index)
 
 
+def _region(name, shape, index, bad) -> str:
+  """`name[a:b, ...]` bounding the elements `bad` of the window `index` of a buffer of `shape`."""
+  full = np.zeros(shape, bool)
+  full[index] = bad
+  return describe(name, shape, full, np.ones(len(shape), np.int64))[0]
+
+
 class Memory:
   """GMEM, who wrote and read each output element, and the current cluster's phase log."""
 
@@ -102,6 +111,11 @@ class Memory:
     self.gmem = {p.value.id: np.array(a, dtype=np_dtype(p.value.type.dtype))
                  for p, a in zip(kernel.inputs, args)}
     self.writers, self.readers, self.atomics, self.wlocs = {}, {}, {}, {}
+    # An aliased input and output are one buffer, tracked under the output's id.
+    self.canon = {kernel.inputs[i].value.id: kernel.outputs[o].value.id for i, o in kernel.aliases.items()}
+    self.aliased = set(self.canon.values())
+    # Outputs that start with values: aliased (the input's) and accumulated (the identity).
+    self.initialised = self.aliased | set(kernel.accumulated)
     for p in kernel.outputs:
       shape, d = p.value.type.shape, p.value.type.dtype
       kind = kernel.accumulated.get(p.value.id)
@@ -110,9 +124,12 @@ class Memory:
       self.writers[p.value.id] = np.full(shape, -1, np.int64)   # program, or -1
       self.readers[p.value.id] = np.full(shape, -1, np.int64)   # program, -1, or -2: several
       self.atomics[p.value.id] = np.full(shape, -1, np.int64)   # atomic updaters: as readers
+    for i, o in self.canon.items():
+      self.gmem[o] = self.gmem[i]
     self.csize = int(np.prod(kernel.cluster))
     self.ctas: list = []       # the CTAs of the cluster running now, by cluster rank
     self.phase: dict = {}      # (owner, root id) -> (writer rank, reader bitmask, locs)
+    self.late_reads: list = []  # reads of a peer's SMEM, checked for garbage when the phase ends
 
   def pid_of(self, lin: int) -> tuple:
     gx, gy, _ = self.kernel.grid
@@ -120,11 +137,15 @@ class Memory:
 
   def gmem_access(self, cta, ref: Ref, index, o, write: bool, atomic: bool = False):
     """Record a program's access to output elements; two programs meeting there is a race,
-    unless both update it atomically."""
-    rid = ref.root.id
+    unless both update it atomically. A plain read of an element nothing wrote reads garbage."""
+    rid = self.canon.get(ref.root.id, ref.root.id)
     if rid not in self.writers:
       return
     w, r, a, me = self.writers[rid], self.readers[rid], self.atomics[rid], cta.lin
+    if not write and not atomic and rid not in self.initialised and np.any(w[index] == -1):
+      name = next(p.name for p in self.kernel.outputs if p.value.id == rid)
+      raise uninitialized_read(name, _region(name, w.shape, index, w[index] == -1),
+                               f" in program {cta.pid}", True, o.loc)
     other = lambda t: ((t[index] >= 0) & (t[index] != me)) | (t[index] == -2)
     bad_w = (w[index] >= 0) & (w[index] != me)          # a plain write meets every access
     bad_r = other(r) if write or atomic else False     # a read meets writes and atomics
@@ -150,6 +171,17 @@ class Memory:
         f"{who} and program {cta.pid} both access {ref.name}{list(elem)}, and one writes it:"
         f" programs run in no fixed order, so the result depends on timing", self.kernel.loc,
         notes=notes + (f"{o.loc}: program {cta.pid} accesses it here",), hint=OWN_WINDOW)
+
+  def check_covered(self):
+    """Every element of every output that starts without values is written by some program."""
+    for p in self.kernel.outputs:
+      w = self.writers[p.value.id]
+      if p.value.id in self.initialised or not np.any(w == -1):
+        continue
+      locs = [loc for (rid, _), loc in self.wlocs.items() if rid == p.value.id]
+      g = np.ones(w.ndim, np.int64)
+      raise uncovered_error(p.name, w.shape, w == -1, g, self.kernel.grid,
+                            locs[0] if locs else p.loc or self.kernel.loc)
 
   def smem_phase(self, cta, ref: Ref, o, write: bool):
     """Record a CTA's access to a cluster's SMEM between two cluster_syncs."""
@@ -236,6 +268,14 @@ class CtaMemory:
     self.issued: dict[int, int] = {}
     self.waited: dict[int, int] = {}
     self.steps = 0
+    self.filled = {v.id: np.zeros(v.type.shape, bool) for v in m.kernel.smem}   # SMEM elements written
+
+  def check_filled(self, ref: Ref, o):
+    """An SMEM read must read elements something wrote (SMEM starts with garbage)."""
+    filled = self.m.ctas[ref.owner].filled[ref.root.id][ref.index]
+    if not np.all(filled):
+      raise uninitialized_read(ref.name, _region(ref.name, ref.root.type.shape, ref.index, ~filled),
+                               f" in program {self.pid}", False, o.loc)
 
   def buffer(self, ref: Ref) -> np.ndarray:
     return self.m.gmem[ref.root.id] if ref.owner < 0 else self.m.ctas[ref.owner].smem[ref.root.id]
@@ -300,6 +340,10 @@ class CtaMemory:
       ref.check_bounds(o)
       self.smem_sync(ref, o, kind)
       self.m.smem_phase(self, ref, o, write=False)
+      if ref.owner != self.rank:       # a peer may still write it in this phase (a race, reported then)
+        self.m.late_reads.append((self, ref, o))
+      else:
+        self.check_filled(ref, o)
       return self.buffer(ref)[ref.index].copy()
     if not tma:
       ref.check_bounds(o)
@@ -315,6 +359,7 @@ class CtaMemory:
     if ref.owner >= 0:
       self.smem_sync(ref, o, "write")
       self.m.smem_phase(self, ref, o, write=True)
+      self.check_filled(ref, o)          # an update reads what is there: not garbage
     else:
       self.m.gmem_access(self, ref, ref.index, o, write=True, atomic=True)
     buf = self.buffer(ref)
@@ -327,6 +372,7 @@ class CtaMemory:
       self.smem_sync(ref, o, kind)
       self.m.smem_phase(self, ref, o, write=True)
       self.buffer(ref)[ref.index] = data
+      self.m.ctas[ref.owner].filled[ref.root.id][ref.index] = True
       return
     if not tma:
       ref.check_bounds(o)

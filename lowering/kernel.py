@@ -247,19 +247,26 @@ def buffer_views(kernel: kir.Kernel, arena_ref, arena_start: int) -> dict:
 def build(kernel: kir.Kernel):
   """The jax-callable of `kernel` (jitted; inputs -> tuple of outputs).
 
-  Outputs updated by atomics (`kernel.accumulated`) are inouts of the Mosaic GPU kernel,
-  filled with their operation's identity before it runs."""
-  in_shapes = tuple(shape_dtype(p.value.type) for p in kernel.inputs)
-  acc = [p for p in kernel.outputs if p.value.id in kernel.accumulated]
-  plain = [p for p in kernel.outputs if p.value.id not in kernel.accumulated]
-  out_shapes = tuple(shape_dtype(p.value.type) for p in plain)
-  acc_shapes = tuple(shape_dtype(p.value.type) for p in acc)
+  Outputs that start with values are inouts of the Mosaic GPU kernel: an output aliased to
+  an input (`kernel.aliases`) starts as the input (the custom call aliases that operand to
+  its result, so XLA updates the buffer in place when the caller donates it), one updated by
+  atomics (`kernel.accumulated`) as its operation's identity."""
+  ins, outs = kernel.inputs, kernel.outputs
+  aliased = sorted(kernel.aliases.items(), key=lambda io: io[1])        # (input, output) pairs
+  plain_in = [i for i in range(len(ins)) if i not in kernel.aliases]
+  acc = [o for o, p in enumerate(outs) if p.value.id in kernel.accumulated and o not in kernel.aliases.values()]
+  inout = [o for _, o in aliased] + acc
+  plain_out = [o for o in range(len(outs)) if o not in inout]
+  shapes = lambda idx: tuple(shape_dtype(outs[k].value.type) for k in idx)
   scratch, groups, roles, arena, arena_start = scratch_tree(kernel)
+  # as_gpu_kernel's refs: plain inputs, inouts, plain outputs; its results: plain outputs, inouts.
+  order = [ins[i].value.id for i in plain_in] + [outs[o].value.id for o in inout + plain_out]
+  same = {ins[i].value.id: outs[o].value.id for i, o in aliased}     # an aliased input is its output
 
   def body(launch, *args):
     *refs, scratch_refs = args
-    by_param = dict(zip([p.value.id for p in kernel.inputs + acc + plain], refs))
-    refs = [by_param[p.value.id] for p in kernel.params]
+    by_id = dict(zip(order, refs))
+    refs = [by_id[same.get(p.value.id, p.value.id)] for p in kernel.params]
     barrier_groups = [scratch_refs[g] for g in groups]
     with ir.Location.file(kernel.loc.filename, kernel.loc.lineno, kernel.loc.col_offset + 1):
       smem_refs = buffer_views(kernel, scratch_refs[arena], arena_start) if arena is not None else {}
@@ -272,24 +279,26 @@ def build(kernel: kir.Kernel):
   with jax_mlir.make_ir_context(), ir.Location.unknown():
     try:
       fn = mgpu.as_gpu_kernel(
-          body, grid=kernel.grid, in_shape=in_shapes,
+          body, grid=kernel.grid,
           block=(kernel.block + (hw.WARPGROUP if warp_specialized(kernel) else 0), 1, 1),
-          out_shape=out_shapes, smem_scratch_shape=scratch, cluster=kernel.cluster,
-          module_name=kernel.name, kernel_name=kernel.name, inout_shape=acc_shapes)
+          in_shape=tuple(shape_dtype(ins[i].value.type) for i in plain_in),
+          out_shape=shapes(plain_out), smem_scratch_shape=scratch, cluster=kernel.cluster,
+          module_name=kernel.name, kernel_name=kernel.name, inout_shape=shapes(inout))
     except E.KernelError:
       raise
     except Exception as e:
       raise E.InternalError.wrap(f"Mosaic GPU could not build kernel {kernel.name}", e, kernel.loc) from e
-  if not acc:
+  if not inout:
     return fn
   from ..frontend.ops.atomic import identity
+  result_of = {o: k for k, o in enumerate(plain_out + inout)}
 
-  def with_accumulators(*args):
-    inits = [jnp.full(s.shape, identity(kernel.accumulated[p.value.id], p.value.type.dtype), s.dtype)
-             for p, s in zip(acc, acc_shapes)]
-    res = dict(zip([p.value.id for p in plain + acc], fn(*args, *inits)))
-    return tuple(res[p.value.id] for p in kernel.outputs)
-  return with_accumulators
+  def with_inouts(*args):
+    inits = [jnp.full(s.shape, identity(kernel.accumulated[outs[o].value.id], outs[o].value.type.dtype),
+                      s.dtype) for o, s in zip(acc, shapes(acc))]
+    res = fn(*[args[i] for i in plain_in], *[args[i] for i, _ in aliased], *inits)
+    return tuple(res[result_of[o]] for o in range(len(outs)))
+  return with_inouts
 
 
 def module_text(fn, in_shapes) -> str:

@@ -38,7 +38,9 @@ def _as_tuple3(x, what, loc):
     x = (x,)
   if (not isinstance(x, (tuple, list)) or not 1 <= len(x) <= 3
       or not all(isinstance(i, int) and not isinstance(i, bool) and i > 0 for i in x)):
-    raise E.LaunchConfigError(calling.cap(f"{what} must be 1 to 3 positive ints, got {x!r}"), loc)
+    raise E.LaunchConfigError(calling.cap(f"{what} must be 1 to 3 positive ints, got {x!r}"), loc,
+                              hint=f"{what}=(n,), (n, m) or (n, m, k) of positive ints; a grid callable"
+                                   " returns one, e.g. grid=lambda x: (x.shape[0] // 128,)")
   return tuple(x) + (1,) * (3 - len(x))
 
 
@@ -100,8 +102,10 @@ class KernelFunction:
   """
 
   def __init__(self, fn: Callable, *, out_shape, grid=(1,), block: int = 128, cluster=None,
-               interpret: bool | None = None, cache_size: int = DEFAULT_CACHE_SIZE):
+               interpret: bool | None = None, cache_size: int = DEFAULT_CACHE_SIZE,
+               input_output_aliases: dict | None = None):
     functools.update_wrapper(self, fn)
+    self.input_output_aliases = input_output_aliases
     self.fn = fn
     self.out_shape = out_shape
     self.grid = grid
@@ -169,12 +173,15 @@ class KernelFunction:
                                 hint="out_shape=jax.ShapeDtypeStruct(shape, dtype), or lambda x: x")
     static = hasattr(out, "shape") or not callable(out)
     calling.check_inputs(pk, args, self._input_bounds(pk), name, loc)
+    at = pk.option_loc      # launch configuration mistakes point at the decorator's argument
     if not static:
-      out = _call_with_meta(out, args, constexprs, "out_shape", loc)
+      out = _call_with_meta(out, args, constexprs, "out_shape", at("out_shape"))
     leaves, treedef = jax.tree.flatten(out)
     if not leaves or not all(calling.is_array_like(l) for l in leaves):
       raise E.LaunchConfigError(calling.cap(f"out_shape must give arrays or jax.ShapeDtypeStructs,"
-                                            f" got {calling.describe(out)}"), loc)
+                                            f" got {calling.describe(out)}"), at("out_shape"),
+                                hint="out_shape=jax.ShapeDtypeStruct(shape, dtype), a tuple of them, or a"
+                                     " callable of the inputs returning one")
     n_in = len(pk.ref_params) - len(leaves)
     calling.check_count(pk, len(args), (n_in, n_in), name, loc, outputs_known=True)
     grid, block, cluster = self._launch(args, constexprs, loc)
@@ -188,28 +195,32 @@ class KernelFunction:
       raise E.SignatureError(calling.cap(f"out_shape gives an output mgpu_dsl cannot make: {e}"), loc,
                              hint=f"supported dtypes: {calling.SUPPORTED_DTYPES}") from None
     key = (tuple(in_specs), tuple(out_fspecs), grid, block, cluster,
-           tuple(sorted((k, _key_value(v)) for k, v in constexprs.items())))
+           tuple(sorted((k, _key_value(v)) for k, v in constexprs.items())),
+           _key_value(self.input_output_aliases))
     return Specialisation(key, in_specs, out_fspecs, out_specs, treedef, grid, block, cluster)
 
   def _launch(self, args, constexprs, loc) -> tuple[tuple, int, tuple]:
-    """(grid, block, cluster) of a call, checked."""
-    grid = _call_with_meta(self.grid, args, constexprs, "grid", loc) if callable(self.grid) else self.grid
-    grid = _as_tuple3(grid, "grid", loc)
+    """(grid, block, cluster) of a call, checked; mistakes point at the decorator's argument."""
+    at = self.parsed.option_loc
+    grid = (_call_with_meta(self.grid, args, constexprs, "grid", at("grid")) if callable(self.grid)
+            else self.grid)
+    grid = _as_tuple3(grid, "grid", at("grid"))
     block = self.block
     if not isinstance(block, int) or isinstance(block, bool) or block % 128 or not 128 <= block <= 1024:
       raise E.LaunchConfigError(
           f"block must be a multiple of 128 threads (one warpgroup) between 128 and 1024, got {block!r}",
-          loc, hint="Mosaic GPU works in warpgroups of 128 threads: use block=128, 256 or 384")
+          at("block"), hint="Mosaic GPU works in warpgroups of 128 threads: use block=128, 256 or 384")
     cluster = self.cluster
     if callable(cluster):
-      cluster = _call_with_meta(cluster, args, constexprs, "cluster", loc)
-    cluster = _as_tuple3(cluster or (1,), "cluster", loc)
+      cluster = _call_with_meta(cluster, args, constexprs, "cluster", at("cluster"))
+    cluster = _as_tuple3(cluster or (1,), "cluster", at("cluster"))
     for d, g, c in zip("xyz", grid, cluster):
       if g % c:
-        raise E.LaunchConfigError(f"grid {grid[:3]} is not divisible by cluster {cluster} along {d}", loc,
-                                  hint="make each grid dimension a multiple of the cluster's")
+        raise E.LaunchConfigError(f"grid {grid[:3]} is not divisible by cluster {cluster} along {d}",
+                                  at("cluster"), hint="make each grid dimension a multiple of the cluster's")
     if cluster[0] * cluster[1] * cluster[2] > 16:
-      raise E.LaunchConfigError(f"a cluster holds at most 16 CTAs on Hopper, got {cluster}", loc)
+      raise E.LaunchConfigError(f"a cluster holds at most 16 CTAs on Hopper, got {cluster}", at("cluster"),
+                                hint="use at most 16 CTAs per cluster, e.g. cluster=(2,) or (2, 2)")
     return grid, block, cluster
 
   def _input_bounds(self, pk) -> tuple[int, int]:
@@ -289,7 +300,7 @@ class KernelFunction:
       return None
     return C.digest("traced", C.versions(), fingerprint, self.__name__, spec.in_specs,
                     spec.out_fspecs, spec.grid, spec.block, spec.cluster, consts,
-                    [(n, list(b)) for n, b in levels])
+                    [(n, list(b)) for n, b in levels], sorted((self.input_output_aliases or {}).items()))
 
   def _trace(self, spec, constexprs, levels=()) -> tuple[kir.Kernel, bool]:
     from . import batching
@@ -302,7 +313,7 @@ class KernelFunction:
         return kernel, True
     kernel = fc.trace(self.parsed, spec.in_specs, spec.out_fspecs, constexprs, grid=spec.grid,
                       block=spec.block, cluster=spec.cluster,
-                      batch=batching.batch_spec(levels, spec.grid))
+                      batch=batching.batch_spec(levels, spec.grid), aliases=self.input_output_aliases)
     if path is not None:
       C.store_traced(path, key, kernel)
     return kernel, False
@@ -390,7 +401,7 @@ class KernelFunction:
 
 def mgpu_kernel(fn: Callable | None = None, *, out_shape=None, grid=(1,), block: int = 128,
                 cluster=None, interpret: bool | None = None,
-                cache_size: int = DEFAULT_CACHE_SIZE) -> Any:
+                cache_size: int = DEFAULT_CACHE_SIZE, input_output_aliases: dict | None = None) -> Any:
   """Compile a Python kernel function to a Mosaic GPU kernel callable from JAX.
 
   Parameters of the kernel are GMEM refs: the inputs, then the outputs
@@ -418,11 +429,14 @@ def mgpu_kernel(fn: Callable | None = None, *, out_shape=None, grid=(1,), block:
     cluster: CTAs per cluster along up to 3 axes (each must divide the grid).
     interpret: run on the CPU with numpy instead (also MGPU_DSL_INTERPRET=1).
     cache_size: specialisations kept in memory (least recently used dropped first).
+    input_output_aliases: {input index: output index}: the output is the input's memory,
+      updated in place (as in Pallas); other inputs are read-only.
 
   Returns:
     A `KernelFunction` (or, without `fn`, a decorator that makes one).
   """
   def wrap_fn(f):
     return KernelFunction(f, out_shape=out_shape, grid=grid, block=block, cluster=cluster,
-                          interpret=interpret, cache_size=cache_size)
+                          interpret=interpret, cache_size=cache_size,
+                          input_output_aliases=input_output_aliases)
   return wrap_fn(fn) if fn is not None else wrap_fn

@@ -33,7 +33,7 @@ def double(x, out):
 
 
 def test_smem_dtype_is_inferred_from_the_copy_source():
-  k = build(double, [((1024, 64), "float16")], [((1024, 64), "float16")])
+  k = build(double, [((1024, 64), "float16")], [((1024, 64), "float16")], grid=(8, 1, 1))
   (alloc,) = ops(k, O.SmemAlloc)
   assert alloc.result.type.dtype == DType.f16
   assert alloc.result.type.space == Space.SMEM
@@ -49,7 +49,7 @@ def test_smem_dtype_is_inferred_from_a_register_store():
 
 
 def test_every_value_gets_a_dtype_shape_and_space():
-  k = build(double, [((256, 64), "float32")], [((256, 64), "float32")])
+  k = build(double, [((256, 64), "float32")], [((256, 64), "float32")], grid=(2, 1, 1))
   for o in ir.walk(k.body):
     for r in o.results:
       assert r.type.dtype in DType
@@ -65,7 +65,7 @@ def test_views_compose_onto_the_root_parameter():
     buf = ml.smem((16, 16))
     ml.copy(tile, buf)
     ml.copy(buf, out.at[0:16, 0:16])
-  kern = build(k, [((512, 64), "float32")], [((64, 64), "float32")])
+  kern = build(k, [((512, 64), "float32")], [((16, 16), "float32")])
   view = [v for v in ops(kern, O.View) if v.ref is kern.params[0].value][-1]   # `rows` is dead code
   assert len(ops(kern, O.View)) == 2
   assert [i.size for i in view.index] == [16, 16]
@@ -73,7 +73,7 @@ def test_views_compose_onto_the_root_parameter():
 
 
 def test_sync_pass_waits_before_first_read_and_commits_before_store():
-  k = build(double, [((256, 64), "float32")], [((256, 64), "float32")])
+  k = build(double, [((256, 64), "float32")], [((256, 64), "float32")], grid=(2, 1, 1))
   names = [type(o).__name__ for o in k.body.ops]
   assert names.index("WaitLoad") < names.index("Load")
   assert names.index("CommitShared") < len(names) - 1 - names[::-1].index("Copy")
@@ -144,7 +144,7 @@ def test_the_frontend_runs_without_jax():
       import sys, numpy as np
       sys.path.insert(0, %r)
       from test_frontend import build, double
-      k = build(double, [((256, 64), "float32")], [((256, 64), "float32")])
+      k = build(double, [((256, 64), "float32")], [((256, 64), "float32")], grid=(2, 1, 1))
       assert 'jax' not in sys.modules and 'jaxlib' not in sys.modules, sorted(m for m in sys.modules if 'jax' in m)
       print("ok")
   """) % (str(__import__("pathlib").Path(__file__).parent),)
@@ -153,7 +153,7 @@ def test_the_frontend_runs_without_jax():
 
 
 def test_reading_and_rewriting_one_window_needs_no_barrier():
-  k = build(double, [((256, 64), "float32")], [((256, 64), "float32")])
+  k = build(double, [((256, 64), "float32")], [((256, 64), "float32")], grid=(2, 1, 1))
   assert not ops(k, O.Barrier)
 
 
@@ -172,7 +172,7 @@ def test_rewriting_smem_another_window_read_gets_a_barrier():
 
 
 def test_two_warpgroups_rewriting_one_window_get_a_barrier():
-  k = build(double, [((256, 64), "float32")], [((256, 64), "float32")], block=256)
+  k = build(double, [((256, 64), "float32")], [((256, 64), "float32")], grid=(2, 1, 1), block=256)
   names = [type(o).__name__ for o in k.body.ops]
   assert names.index("Load") < names.index("Barrier") < names.index("Store")
 

@@ -382,6 +382,7 @@ LIMIT = 227 * 1024
 def smem_exact(x, out, *, n: ml.constexpr):
   big = ml.smem((n,), jnp.float32)
   big.at[0:128][...] = x[...]
+  out[...] = big.at[0:128][...]
 
 
 def test_smem_capacity_is_227_kib():
@@ -395,6 +396,7 @@ def test_smem_capacity_is_227_kib():
 def smem_with_barrier(x, out, *, n: ml.constexpr):
   big = ml.smem((n,), jnp.float32)
   ml.copy(x, big.at[0:128])
+  out[...] = big.at[0:128][...]
 
 
 def test_smem_capacity_counts_barriers_and_1024_byte_alignment():

@@ -250,9 +250,9 @@ def dot_result_in_two_branches(a, b, out):
   acc = ml.dot(a_s, b_s)
   i = ml.program_id(0)
   if i % 2 == 0:
-    t = acc - 0.5
+    out[...] = acc - 0.5
   if i % 2 == 1:
-    t = acc + 0.5
+    out[...] = acc + 0.5
 
 
 def test_dot_result_read_inside_two_branches_builds():

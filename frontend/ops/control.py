@@ -32,6 +32,15 @@ class NumPrograms(ir.Op):
   results: tuple
 
 
+@ir.op(Traits(pure=True))
+class MultipleOf(ir.Op):
+  """`x`, with the promise that it is a multiple of `multiple` (ml.multiple_of)."""
+  x: ir.Value
+  multiple: int
+  loc: object
+  results: tuple
+
+
 @ir.op(Traits(layout=LayoutRule.REGION))
 class For(ir.Op):
   """`for iv in range(start, stop, step)` carrying `inits` through `body`.
@@ -214,6 +223,25 @@ def num_programs(cx, axis):
   if _axis(cx, axis, "grid") == cx.b.batch_axis:
     return ew.constant(cx, 1)
   return cx.b.emit(NumPrograms, axis, loc=cx.loc, types=[ScalarType(INDEX)], names=[cx.name]).result
+
+
+@builtin
+def multiple_of(cx, x, multiple):
+  """`x`, promised to be a multiple of `multiple`: `ml.ds(ml.multiple_of(start, 8), 128)`.
+
+  The compiler uses the promise where it cannot prove alignment itself (a TMA window of a
+  tensor-core operand must start on a whole tile); interpret mode checks it.
+  """
+  if not isinstance(multiple, int) or isinstance(multiple, bool) or multiple <= 0:
+    raise E.KernelTypeError(f"ml.multiple_of needs a positive static int multiple, got {multiple!r}", cx.loc,
+                            hint="ml.multiple_of(i * n, 8): the multiple is fixed when the kernel is compiled")
+  x = index_operand(cx, x)
+  if isinstance(x, int):
+    if x % multiple:
+      raise E.KernelTypeError(f"ml.multiple_of({x}, {multiple}): {x} is not a multiple of {multiple}",
+                              cx.loc, hint="promise only what is true, or drop ml.multiple_of")
+    return x
+  return cx.b.emit(MultipleOf, x, multiple, loc=cx.loc, types=[x.type], names=[x.name]).result
 
 
 @builtin

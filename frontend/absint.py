@@ -1,0 +1,333 @@
+"""The scalar IR evaluated over the whole grid while compiling (abstract interpretation).
+
+Program ids, `ml.num_programs`, constants, loop counters and the integer arithmetic on
+them are known before the kernel runs. `GridEval` runs that scalar part of a kernel's
+IR for every program at once (each scalar is a numpy array over the grid), walks loops
+iteration by iteration within a budget, and hands each memory access, in program order,
+to a visitor with the window it touches in every program and two masks: the programs
+that certainly run it (`must`) and those that may (`may`). What it cannot know (data,
+loops past the budget, floats) is UNKNOWN; a branch on an unknown condition runs both
+sides as "may". Checks built on it (frontend/checks.py) report a mistake only where
+every program it names really makes it, so they never reject a valid kernel.
+
+`known_multiple` is the companion divisibility analysis: a number every value of a
+scalar is a multiple of (from constants, products and `ml.multiple_of`), for loops and
+values the grid evaluation cannot enumerate.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from . import ir
+from .dtypes import DType
+from .ops.control import For, If, MultipleOf, NumPrograms, ProgramId, Yield
+from .ops.elementwise import BinOp, Binary, Cast, CmpOp, Compare, Constant, UnOp, Unary, Where
+from .ops.memory import ClusterRef, View
+from .types import RefType, ScalarType
+
+UNKNOWN = None
+BUDGET = 100_000          # scalar op evaluations (each over the whole grid) before loops are summarised
+MAX_PROGRAMS = 1 << 22    # larger grids are not evaluated (every check then defers to interpret mode)
+
+
+@dataclasses.dataclass(frozen=True)
+class Window:
+  """The part of a root ref (a kernel parameter or an SMEM buffer) an access touches."""
+  root: ir.Value
+  starts: tuple          # per root dimension: int64 array over the programs, or UNKNOWN
+  sizes: tuple
+  remote: bool = False   # another CTA's SMEM (ml.cluster_ref)
+
+  @property
+  def shape(self):
+    return self.root.type.shape
+
+
+@dataclasses.dataclass(frozen=True)
+class Access:
+  op: ir.Op
+  ref: ir.Value
+  kind: ir.Access
+  window: Window
+  must: np.ndarray       # programs that certainly perform it
+  may: np.ndarray        # programs that may perform it
+  exact: bool            # False in a summarised pass over a loop (windows over-approximate)
+
+
+_BIN = {BinOp.ADD: np.add, BinOp.SUB: np.subtract, BinOp.MUL: np.multiply, BinOp.MAX: np.maximum,
+        BinOp.MIN: np.minimum, BinOp.AND: np.bitwise_and, BinOp.OR: np.bitwise_or,
+        BinOp.XOR: np.bitwise_xor}
+_CMP = {CmpOp.LT: np.less, CmpOp.LE: np.less_equal, CmpOp.GT: np.greater,
+        CmpOp.GE: np.greater_equal, CmpOp.EQ: np.equal, CmpOp.NE: np.not_equal}
+
+
+def _wrap(x, d: DType):
+  """`x` as the GPU holds it in `d` (integers wrap); UNKNOWN for dtypes not tracked."""
+  if d == DType.bool_:
+    return x.astype(bool)
+  if not d.is_int or d.bits > 32:
+    return UNKNOWN if not d.is_int else x
+  m = 1 << d.bits
+  x = np.mod(x, m)
+  return np.where(x >= m // 2, x - m, x) if d.is_signed else x
+
+
+class GridEval:
+  """Run `kernel`'s scalar IR over the grid; call `visit(Access)` for every memory access."""
+
+  def __init__(self, kernel: ir.Kernel, visit, *, budget: int = BUDGET):
+    self.kernel, self.visit, self.budget = kernel, visit, budget
+    g = kernel.grid
+    self.P = g[0] * g[1] * g[2]
+    lin = np.arange(self.P, dtype=np.int64)
+    self.pid = (lin % g[0], lin // g[0] % g[1], lin // (g[0] * g[1]))
+    self.env: dict[int, object] = {}
+    self.defs = ir.def_table(kernel.body)
+    self.exact = True
+
+  def program(self, p: int) -> tuple:
+    return tuple(int(a[p]) for a in self.pid)
+
+  def run(self) -> bool:
+    """Walk the kernel; False when the grid is too large to evaluate."""
+    if self.P > MAX_PROGRAMS:
+      return False
+    every = np.ones(self.P, bool)
+    self.block(self.kernel.body, every, every)
+    return True
+
+  # ------------------------------------------------------------ values
+  def value(self, x):
+    if isinstance(x, ir.Value):
+      return self.env.get(x.id, UNKNOWN)
+    if isinstance(x, (bool, np.bool_)):
+      return np.full(self.P, bool(x))
+    if isinstance(x, int):
+      return np.full(self.P, x, np.int64)
+    return UNKNOWN
+
+  def set(self, v: ir.Value, x):
+    self.env[v.id] = x if isinstance(v.type, ScalarType) else UNKNOWN
+
+  # ------------------------------------------------------------ blocks
+  def block(self, blk: ir.Block, must, may):
+    """Run `blk` for the programs in `may`; the values of its Yield."""
+    for o in blk.ops:
+      self.budget -= 1
+      if isinstance(o, Yield):
+        return [self.value(v) for v in o.values]
+      if isinstance(o, For):
+        self.loop(o, must, may)
+      elif isinstance(o, If):
+        self.branch(o, must, may)
+      else:
+        self.effects(o, must, may)
+        rule = _RULES.get(type(o))
+        out = rule(self, o) if rule is not None and o.results else None
+        for r in o.results:
+          self.set(r, out)
+    return []
+
+  def branch(self, o: If, must, may):
+    c = self.value(o.cond)
+    sides = []
+    for blk, on in ((o.then_block, c), (o.else_block, None if c is UNKNOWN else ~c)):
+      m = must & on if on is not None else np.zeros_like(must)
+      y = may & on if on is not None else may
+      sides.append(self.block(blk, m, y) if y.any() else [UNKNOWN] * len(o.results))
+    for r, a, b in zip(o.results, *sides):
+      if c is not UNKNOWN and a is not UNKNOWN and b is not UNKNOWN:
+        self.set(r, np.where(c, a, b))
+      else:
+        self.set(r, a if a is not UNKNOWN and b is not UNKNOWN and np.array_equal(a, b) else UNKNOWN)
+
+  def loop(self, o: For, must, may):
+    iv, *args = o.body.args
+    start, stop, step = (self.value(x) for x in (o.start, o.stop, o.step))
+    inits = [self.value(v) for v in o.inits]
+    trips = None
+    if not any(x is UNKNOWN for x in (start, stop, step)) and np.all(step[may] > 0):
+      n = np.maximum(0, -((start - stop) // np.maximum(step, 1)))
+      trips = int(n[may].max()) if may.any() else 0
+    size = sum(1 for _ in ir.walk(o.body))
+    if trips is not None and trips * size <= self.budget:
+      carried = inits
+      for k in range(trips):
+        on = k < n
+        self.env[iv.id] = start + k * step
+        for a, v in zip(args, carried):
+          self.set(a, v)
+        ys = self.block(o.body, must & on, may & on)
+        carried = [UNKNOWN if y is UNKNOWN or c is UNKNOWN else np.where(on, y, c)
+                   for y, c in zip(ys, carried)]
+      for r, v in zip(o.results, carried):
+        self.set(r, v)
+      return
+    # Summarise: the first iteration exactly (when it runs), then every iteration at once.
+    first = n > 0 if trips is not None else np.zeros_like(must)
+    self.env[iv.id] = start
+    for a, v in zip(args, inits):
+      self.set(a, v)
+    self.block(o.body, must & first, may)
+    saved, self.exact = self.exact, False
+    self.env[iv.id] = UNKNOWN
+    for a in args:
+      self.set(a, UNKNOWN)
+    self.block(o.body, np.zeros_like(must), may)
+    self.exact = saved
+    for r in o.results:
+      self.set(r, UNKNOWN)
+
+  # ------------------------------------------------------------ memory
+  def window(self, ref: ir.Value) -> Window:
+    d = self.defs.get(ref.id)
+    index = None
+    if isinstance(d, View):
+      index, ref = d.index, d.ref
+      d = self.defs.get(ref.id)
+    remote = isinstance(d, ClusterRef)
+    if remote:
+      ref, index = d.ref, None      # a peer's buffer: the whole window, over-approximated
+      d = self.defs.get(ref.id)
+      if isinstance(d, View):
+        ref = d.ref
+    shape = ref.type.shape
+    if index is None:
+      starts = tuple(UNKNOWN if remote else self.value(0) for _ in shape)
+      return Window(ref, starts, tuple(shape), remote)
+    starts = tuple(self.value(i.start) for i in index)
+    return Window(ref, starts, tuple(i.size for i in index), remote)
+
+  def effects(self, o, must, may):
+    for ref, kind in ir.traits_of(o).effects(o):
+      if ref is not None and isinstance(ref.type, RefType) and may.any():
+        self.visit(Access(o, ref, kind, self.window(ref), must, may, self.exact))
+
+
+# ---------------------------------------------------------------- scalar rules
+def _int_operands(ev, o, *xs):
+  vals = [ev.value(x) for x in xs]
+  return None if any(v is UNKNOWN for v in vals) else vals
+
+
+def _binary(ev, o):
+  d = o.result.type.dtype
+  vals = _int_operands(ev, o, o.lhs, o.rhs)
+  if vals is None or not (d.is_int or d == DType.bool_):
+    return UNKNOWN
+  a, b = vals
+  with np.errstate(all="ignore"):
+    if o.kind in (BinOp.FLOORDIV, BinOp.MOD):
+      if np.any(b == 0):
+        return UNKNOWN
+      r = np.floor_divide(a, b) if o.kind == BinOp.FLOORDIV else np.mod(a, b)
+    elif o.kind in (BinOp.SHL, BinOp.SHR):
+      if np.any((b < 0) | (b >= d.bits)):
+        return UNKNOWN
+      r = np.left_shift(a, b) if o.kind == BinOp.SHL else np.right_shift(a, b)
+    elif o.kind in _BIN:
+      r = _BIN[o.kind](a, b)
+    else:
+      return UNKNOWN
+  return _wrap(np.asarray(r, np.int64 if d != DType.bool_ else bool), d)
+
+
+def _compare(ev, o):
+  vals = _int_operands(ev, o, o.lhs, o.rhs)
+  if vals is None:
+    return UNKNOWN
+  d = next((x.type.dtype for x in (o.lhs, o.rhs) if isinstance(x, ir.Value)), DType.i32)
+  if not (d.is_int or d == DType.bool_):
+    return UNKNOWN
+  return _CMP[o.kind](*vals)
+
+
+def _unary(ev, o):
+  x, d = ev.value(o.x), o.result.type.dtype
+  if x is UNKNOWN:
+    return UNKNOWN
+  if o.kind == UnOp.NOT:
+    return ~x if x.dtype == bool else UNKNOWN
+  if o.kind == UnOp.NEG and d.is_int:
+    return _wrap(-x, d)
+  if o.kind == UnOp.ABS and d.is_int:
+    return _wrap(np.abs(x), d)
+  return UNKNOWN
+
+
+def _cast(ev, o):
+  x, d = ev.value(o.x), o.result.type.dtype
+  if x is UNKNOWN or o.bitcast or not (o.x.type.dtype.is_int or o.x.type.dtype == DType.bool_):
+    return UNKNOWN
+  return _wrap(x.astype(np.int64), d)
+
+
+def _where(ev, o):
+  vals = _int_operands(ev, o, o.cond, o.on_true, o.on_false)
+  return UNKNOWN if vals is None else np.where(*vals)
+
+
+def _constant(ev, o):
+  v = o.value
+  return ev.value(v) if isinstance(v, (bool, int)) else UNKNOWN
+
+
+_RULES = {
+    ProgramId: lambda ev, o: ev.pid[o.axis].copy(),
+    NumPrograms: lambda ev, o: np.full(ev.P, ev.kernel.grid[o.axis], np.int64),
+    Constant: _constant,
+    Binary: _binary,
+    Compare: _compare,
+    Unary: _unary,
+    Cast: _cast,
+    Where: _where,
+    MultipleOf: lambda ev, o: ev.value(o.x),
+}
+
+
+# ---------------------------------------------------------------- divisibility
+def known_multiple(x, defs: dict, loops: dict | None = None, depth: int = 0) -> int:
+  """A number every value of `x` is a multiple of (0: x is always 0); 1 when nothing is known.
+
+  `defs` maps value ids to their ops; `loops` maps a loop's counter id to its For.
+  """
+  if isinstance(x, bool):
+    return 1
+  if isinstance(x, int):
+    return abs(x)
+  if not isinstance(x, ir.Value) or depth > 64:
+    return 1
+  rec = lambda y: known_multiple(y, defs, loops, depth + 1)
+  if loops and x.id in loops:
+    f = loops[x.id]
+    return math.gcd(rec(f.start), rec(f.step))
+  o = defs.get(x.id)
+  if isinstance(o, MultipleOf):
+    return math.lcm(o.multiple, rec(o.x))
+  if isinstance(o, Constant):
+    return rec(o.value)
+  if isinstance(o, Cast) and not o.bitcast:
+    return rec(o.x)
+  if not isinstance(o, Binary):
+    return 1
+  a, b = rec(o.lhs), rec(o.rhs)
+  k = o.kind
+  if k in (BinOp.ADD, BinOp.SUB, BinOp.MAX, BinOp.MIN):
+    return math.gcd(a, b)
+  if k == BinOp.MUL:
+    return a * b
+  if k == BinOp.MOD and isinstance(o.rhs, int) and o.rhs:
+    return math.gcd(a, abs(o.rhs))
+  if k == BinOp.FLOORDIV and isinstance(o.rhs, int) and o.rhs > 0 and a % o.rhs == 0:
+    return a // o.rhs
+  if k == BinOp.SHL and isinstance(o.rhs, int) and 0 <= o.rhs < 32:
+    return a << o.rhs
+  return 1
+
+
+def loop_counters(block: ir.Block) -> dict:
+  """Loop counter value id -> its For, for every loop under `block`."""
+  return {o.body.args[0].id: o for o in ir.walk(block) if isinstance(o, For)}

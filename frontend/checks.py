@@ -1,0 +1,281 @@
+"""Whole-kernel proofs, on the typed IR after tracing and before the passes rewrite it.
+
+* Inputs are read-only: a write (store, TMA store, any op whose effects write a ref) into
+  an input that `input_output_aliases` does not alias to an output is an InputWriteError.
+* With the grid evaluated (frontend/absint.py), every access's window is known in every
+  program where the index arithmetic allows:
+  - a read of SMEM, or of an output, that nothing wrote before it is an UninitializedReadError;
+  - output elements that no program may write are an UncoveredOutputError;
+  - a register access (or the SMEM side of a copy) outside its buffer in a program that
+    certainly runs it is an IndexOutOfBoundsError (TMA's GMEM side may leave the array:
+    it reads zeros there and drops writes, as documented);
+  - the starts of TMA windows are recorded for `check_tiled_starts`, which runs after the
+    layout pass has decided which buffers are tiled for the tensor cores.
+Each check reports only what holds in every execution it names (writes are
+over-approximated, reads exact), so valid kernels pass; what cannot be decided here is
+checked by interpret mode.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from . import errors as E
+from . import ir
+from .absint import UNKNOWN, GridEval, known_multiple, loop_counters
+from .coverage import Boxes, describe
+from .ir import Access as A
+from .ops.memory import Copy, View
+from .types import Space
+
+READS = (A.REG_READ, A.TMA_READ, A.MMA_READ)
+MAX_READ_BOXES = 100_000
+_VERB = {A.REG_READ: "register read", A.REG_WRITE: "register write", A.MMA_READ: "ml.dot operand",
+         A.TMA_READ: "copy", A.TMA_WRITE: "copy"}
+
+
+@dataclasses.dataclass
+class Facts:
+  """What the proofs learnt for later passes: the GMEM window starts of each TMA copy site."""
+  tma_starts: dict = dataclasses.field(default_factory=dict)   # (loc, dim) -> np.ndarray or UNKNOWN
+
+
+def check_kernel(kernel: ir.Kernel, defs: dict) -> tuple[list, Facts]:
+  """Every mistake the proofs find, and the facts for check_tiled_starts."""
+  errors = check_input_writes(kernel, defs)
+  mem = _Memory(kernel)
+  ev = GridEval(kernel, mem)
+  mem.ev = ev
+  if ev.run():
+    errors += mem.errors + mem.coverage_errors()
+  else:
+    mem.facts.tma_starts.clear()
+  return errors, mem.facts
+
+
+def _root(defs, ref):
+  d = defs.get(ref.id)
+  return d.ref if isinstance(d, View) else ref
+
+
+def check_input_writes(kernel, defs) -> list:
+  inputs = {p.value.id: k for k, p in enumerate(kernel.inputs)}
+  out = []
+  for o in ir.walk(kernel.body):
+    for ref, kind in ir.traits_of(o).effects(o):
+      if ref is None or kind in READS:
+        continue
+      root = _root(defs, ref)
+      k = inputs.get(root.id)
+      if k is None or k in kernel.aliases or any(e.loc == o.loc for e in out):
+        continue
+      same = [j for j, p in enumerate(kernel.outputs) if p.value.type == root.type]
+      out.append(E.InputWriteError(
+          f"cannot write into {root.name}: it is an input of the kernel, and inputs are read-only"
+          f" (JAX arrays are immutable)", o.loc,
+          hint=f"write the result into an output; to update {root.name} in place, alias it to an output"
+               f" of its shape and dtype: @mgpu_kernel(..., input_output_aliases={{{k}: {same[0] if same else 0}}})"))
+  return out
+
+
+class _Memory:
+  """The visitor of the grid evaluation: what each SMEM buffer and output holds."""
+
+  def __init__(self, kernel: ir.Kernel):
+    self.kernel, self.ev = kernel, None
+    aliased = {kernel.outputs[o].value.id for o in kernel.aliases.values()}
+    self.tracked = {a.id: Boxes(a.type.shape) for a in kernel.smem if a.type.shape}
+    for p in kernel.outputs:
+      if p.value.id not in aliased and p.value.type.shape:
+        self.tracked[p.value.id] = Boxes(p.value.type.shape)
+    self.first_write: dict[int, object] = {}
+    self.errors: list = []
+    self.facts = Facts()
+
+  def __call__(self, acc):
+    w, kind = acc.window, acc.kind
+    gmem_tma = w.root.type.space == Space.GMEM and kind in (A.TMA_READ, A.TMA_WRITE)
+    if gmem_tma:
+      self.record_starts(acc)
+    if acc.exact and not w.remote and not gmem_tma:
+      self.check_bounds(acc)
+    boxes = self.tracked.get(w.root.id)
+    if boxes is None:
+      return
+    if kind not in READS:            # writes, and effects this check does not know: may write
+      boxes.add(*self.boxes_of(w, acc.may))
+      self.first_write.setdefault(w.root.id, acc.op.loc)
+    elif acc.exact and not w.remote:
+      self.check_read(acc, boxes)
+
+  def report(self, err):
+    if all((type(e), e.loc) != (type(err), err.loc) for e in self.errors):
+      self.errors.append(err)
+
+  def boxes_of(self, w, progs):
+    """(lo, hi) rows of the window in each program of `progs`; unknown starts span the dimension."""
+    idx = np.flatnonzero(progs)
+    lo = np.zeros((len(idx), len(w.shape)), np.int64)
+    hi = np.empty_like(lo)
+    for d, (s, n, full) in enumerate(zip(w.starts, w.sizes, w.shape)):
+      if s is UNKNOWN:
+        hi[:, d] = full
+      else:
+        lo[:, d] = s[idx]
+        hi[:, d] = s[idx] + n
+    return lo, hi
+
+  # ------------------------------------------------------------ reads
+  def check_read(self, acc, boxes: Boxes):
+    w = acc.window
+    lo, hi = self.boxes_of(w, acc.may)
+    shape = np.asarray(w.shape, np.int64)
+    lo, hi = np.clip(lo, 0, shape), np.clip(hi, 0, shape)
+    rows, first = np.unique(np.concatenate([lo, hi], axis=1), axis=0, return_index=True)
+    if len(rows) > MAX_READ_BOXES:
+      return
+    nd = len(w.shape)
+    g = boxes.cells([rows[:, :nd], rows[:, nd:]])
+    m = boxes.mask(g)
+    if m is None:
+      return
+    exact = all(s is not UNKNOWN for s in w.starts)
+    for row, f in sorted(zip(rows, first), key=lambda t: t[1]):
+      a, b = row[:nd] // g, row[nd:] // g
+      if np.any(b <= a):
+        continue
+      sub = m[tuple(slice(x, y) for x, y in zip(a, b))]
+      if sub.all() or (not exact and sub.any()):
+        continue
+      missing = np.zeros_like(m)
+      missing[tuple(slice(x, y) for x, y in zip(a, b))] = ~sub
+      pid = np.flatnonzero(acc.may)[f]
+      self.report(self.uninitialized(acc, missing, g, m.any(), pid if len(rows) > 1 else None))
+      return
+
+  def uninitialized(self, acc, missing, g, any_written, pid):
+    root = acc.window.root
+    name = root.name or "this buffer"
+    region = describe(name, root.type.shape, missing, g)[0] if any_written else name
+    where = f" in program {self.ev.program(pid)}" if pid is not None else ""
+    return uninitialized_read(name, region, where, root.type.space == Space.GMEM, acc.op.loc)
+
+  # ------------------------------------------------------------ bounds
+  def check_bounds(self, acc):
+    w = acc.window
+    for d, (s, n, full) in enumerate(zip(w.starts, w.sizes, w.shape)):
+      if s is UNKNOWN:
+        continue
+      bad = acc.must & ((s < 0) | (s + n > full))
+      if not bad.any():
+        continue
+      p = int(np.argmax(bad))
+      win = ", ".join("?" if x is UNKNOWN else f"{int(x[p])}:{int(x[p]) + k}"
+                      for x, k in zip(w.starts, w.sizes))
+      root = w.root.name or "the buffer"
+      where = f" in program {self.ev.program(p)}" if self.ev.P > 1 else ""
+      gmem = w.root.type.space == Space.GMEM
+      self.report(E.IndexOutOfBoundsError(
+          f"this {_VERB.get(acc.kind, 'access')} touches {root}[{win}]{where}, outside {root}'s shape"
+          f" {tuple(w.shape)}", acc.op.loc,
+          hint="guard the access (if i > 0:) or clamp its start (ml.maximum(start, 0));"
+               + (" ml.copy into SMEM instead reads zeros outside a GMEM array" if gmem else
+                  " windows of an SMEM buffer must stay inside it")))
+      return
+
+  # ------------------------------------------------------------ coverage
+  def coverage_errors(self) -> list:
+    out = []
+    for p in self.kernel.outputs:
+      boxes = self.tracked.get(p.value.id)
+      if boxes is None:
+        continue
+      g = boxes.cells()
+      m = boxes.mask(g)
+      if m is None or boxes.overflow or m.all():
+        continue
+      shape = p.value.type.shape
+      if not boxes:
+        out.append(E.UncoveredOutputError(
+            f"{p.name} is never written: every output must be written in full", p.loc or self.kernel.loc,
+            hint=f"store the results into {p.name} (ml.copy(buf, {p.name}.at[...]) or {p.name}[...] = value)"))
+        continue
+      out.append(uncovered_error(p.name, shape, ~m, g, self.kernel.grid, self.first_write[p.value.id]))
+    return out
+
+  # ------------------------------------------------------------ facts
+  def record_starts(self, acc):
+    w = acc.window
+    for d, s in enumerate(w.starts):
+      key = (acc.op.loc, d)
+      old = self.facts.tma_starts.get(key, ())
+      if s is UNKNOWN or old is UNKNOWN:
+        self.facts.tma_starts[key] = UNKNOWN
+      else:
+        self.facts.tma_starts[key] = np.union1d(old, s[acc.may])
+
+
+def uninitialized_read(name, region, where, gmem: bool, loc):
+  """The UninitializedReadError for a read of `region` of buffer `name` (also used by interpret mode)."""
+  if gmem:
+    return E.UninitializedReadError(
+        f"{region} is read{where} before this program writes it: outputs start uninitialised", loc,
+        hint=f"read inputs, not outputs; to update an array in place, pass it as an input and alias it"
+             f" to {name}: @mgpu_kernel(..., input_output_aliases={{input_index: output_index}})")
+  return E.UninitializedReadError(
+      f"{region} is read{where} before anything writes it: SMEM starts with garbage", loc,
+      hint=f"fill {name} first, with ml.copy(x.at[...], {name}) or {name}[...] = value, on every path"
+           f" to this read")
+
+
+def uncovered_error(name, shape, missing, g, grid, loc):
+  """The UncoveredOutputError for the cells `missing` of output `name` (also used by interpret mode)."""
+  region, count = describe(name, shape, missing, g)
+  n = math.prod(grid)
+  who = "the kernel's one program does not" if n == 1 else f"none of the {n} programs of grid {grid[:_rank(grid)]}"
+  return E.UncoveredOutputError(
+      f"{region} is never written: {who} write{'s' if n > 1 else ''} it, so {count} of {math.prod(shape)}"
+      f" elements of {name} would stay uninitialised", loc,
+      hint=f"launch enough programs for their windows to cover {name} {tuple(shape)} (for tiles of t rows,"
+           f" grid=lambda x: ((x.shape[0] + t - 1) // t,); ml.copy stores drop what falls outside the array),"
+           f" or write the rest")
+
+
+def _rank(grid) -> int:
+  return max([1] + [a + 1 for a, n in enumerate(grid) if n > 1])
+
+
+# ---------------------------------------------------------------- tiled TMA windows
+def check_tiled_starts(kernel: ir.Kernel, defs: dict, facts: Facts) -> None:
+  """A TMA copy of a buffer tiled for the tensor cores must start on a whole tile of the GMEM
+  array (Mosaic GPU reads garbage otherwise): dynamic starts must be proven multiples of the
+  tile, by the divisibility of their arithmetic, by their values over the grid, or by
+  ml.multiple_of."""
+  loops = loop_counters(kernel.body)
+  for o in ir.walk(kernel.body):
+    if not isinstance(o, Copy):
+      continue
+    smem, gmem = (o.dst, o.src) if o.dst.type.space == Space.SMEM else (o.src, o.dst)
+    tiled = kernel.smem_layouts.get(_root(defs, smem).id)
+    view = defs.get(gmem.id)
+    if tiled is None or gmem.type.space != Space.GMEM or not isinstance(view, View):
+      continue
+    nd = len(view.index)
+    for d, t in zip(range(nd - 2, nd), tiled.tile):
+      start = view.index[d].start
+      if not isinstance(start, ir.Value) or known_multiple(start, defs, loops) % t == 0:
+        continue
+      vals = facts.tma_starts.get((o.loc, d), UNKNOWN)
+      if vals is not UNKNOWN and len(vals) and np.all(vals % t == 0):
+        continue
+      bad = [int(v) for v in vals if v % t] if vals is not UNKNOWN else []
+      seen = f" (it is {bad[0]} in some program)" if bad else ""
+      buf = _root(defs, smem).name or "this buffer"
+      raise E.TmaLimitError(
+          f"{buf} is tiled {tiled.tile} for the tensor cores, so TMA copies whole tiles of"
+          f" {view.ref.name}; the start of {gmem.name or 'this window'} in dimension {d} is not provably"
+          f" a multiple of {t}{seen}", o.loc,
+          hint=f"start windows at multiples of {t} (e.g. i * {view.index[d].size}); if the start always is"
+               f" one, say so: ml.ds(ml.multiple_of(start, {t}), {view.index[d].size})")

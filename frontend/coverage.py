@@ -1,0 +1,80 @@
+"""Which elements of a buffer a set of windows covers, computed on a coarse grid of cells.
+
+Windows are boxes (a low and a high bound per dimension). Every bound and the buffer's
+shape are multiples of a cell size per dimension (their gcd), so a boolean mask over
+cells holds the union exactly while staying small: a (8192, 8192) output written in
+(128, 128) tiles is a (64, 64) mask. Used by the compile-time checks (frontend/checks.py)
+and by interpret mode's report of unwritten outputs; both describe what is missing with
+`describe`.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+MAX_CELLS = 50_000_000     # cells marked at once; beyond it the union is not computed (unknown)
+
+
+class Boxes:
+  """A union of boxes in a buffer of `shape`."""
+
+  def __init__(self, shape):
+    self.shape = tuple(shape)
+    self.lo: list[np.ndarray] = []     # (n, ndim) int64 arrays
+    self.hi: list[np.ndarray] = []
+    self.overflow = False              # too many to compute: the union is unknown
+    self._cache = None
+
+  def add(self, lo: np.ndarray, hi: np.ndarray) -> None:
+    """Add boxes (rows of `lo`, `hi`), clipped to the buffer; empty ones are dropped."""
+    shape = np.asarray(self.shape, np.int64)
+    lo, hi = np.clip(lo, 0, shape), np.clip(hi, 0, shape)
+    keep = np.all(hi > lo, axis=1)
+    if keep.any():
+      both = np.unique(np.concatenate([lo[keep], hi[keep]], axis=1), axis=0)
+      self.lo.append(both[:, :len(self.shape)])
+      self.hi.append(both[:, len(self.shape):])
+      self._cache = None
+
+  def __bool__(self):
+    return bool(self.lo)
+
+  def cells(self, extra=()) -> np.ndarray:
+    """The cell size per dimension: the gcd of the shape, every bound and the (n, ndim) `extra`."""
+    vals = [np.asarray(self.shape, np.int64)[None]] + self.lo + self.hi + [np.asarray(e, np.int64)
+                                                                          for e in extra]
+    return np.maximum(np.gcd.reduce(np.concatenate(vals), axis=0), 1)
+
+  def mask(self, g: np.ndarray) -> np.ndarray | None:
+    """Covered cells at cell size `g` (a bool array of shape // g); None when too large."""
+    key = tuple(int(x) for x in g)
+    if self._cache is not None and self._cache[0] == key:
+      return self._cache[1]
+    m = np.zeros(tuple(n // c for n, c in zip(self.shape, key)), bool)
+    if self.lo:
+      both = np.unique(np.concatenate([np.concatenate(self.lo), np.concatenate(self.hi)], axis=1), axis=0)
+      lo, hi = both[:, :len(key)] // g, both[:, len(key):] // g
+      counts = hi - lo
+      if int(np.prod(counts, axis=1).sum()) > MAX_CELLS:
+        self.overflow = True
+        return None
+      sizes, inv = np.unique(counts, axis=0, return_inverse=True)
+      for k, size in enumerate(sizes):
+        rows = lo[inv.reshape(-1) == k]
+        idx = []
+        for d, n in enumerate(size):
+          shape = [len(rows)] + [1] * len(size)
+          shape[d + 1] = int(n)
+          idx.append((rows[:, d][:, None] + np.arange(n)[None]).reshape(shape))
+        m[tuple(idx)] = True
+    self._cache = (key, m)
+    return m
+
+
+def describe(name: str, shape, missing: np.ndarray, g) -> tuple[str, int]:
+  """(`name[a:b, ...]` bounding the missing elements, how many are missing) from a cell mask."""
+  where = np.argwhere(missing)
+  lo = where.min(axis=0) * g
+  hi = (where.max(axis=0) + 1) * g
+  parts = [":" if a == 0 and b == n else f"{a}:{b}" for a, b, n in zip(lo, hi, shape)]
+  count = int(missing.sum()) * int(np.prod(g))
+  return f"{name}[{', '.join(parts)}]", count
