@@ -130,14 +130,17 @@ OutOfBoundsError = _interp_error("OutOfBoundsError", "MG952", "A dynamic index o
 class InternalError(KernelError):
   """A failure inside mgpu_dsl itself, at the user's line. Please report it."""
   code = "MG900"
+  default_hint = "this is a bug in mgpu_dsl, not in your kernel; please report it with the kernel"
+
+  def __init__(self, message: str, loc: Loc = UNKNOWN, hint: str | None = None, *, notes=()):
+    super().__init__(message, loc, hint or self.default_hint, notes=notes)
 
   @classmethod
   def wrap(cls, what: str, exc: Exception, loc: Loc) -> "InternalError":
     """`what` failed with `exc`: raise the result `from exc`, so bug reports keep the cause."""
     lines = str(exc).strip().splitlines()
     detail = lines[0][:300] if lines else ""
-    return cls(f"{what}: {type(exc).__name__}: {detail}", loc,
-               hint="this is a bug in mgpu_dsl, not in your kernel; please report it with the kernel")
+    return cls(f"{what}: {type(exc).__name__}: {detail}", loc)
 
 
 InternalError.__module__ = "mgpu_dsl"

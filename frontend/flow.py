@@ -67,28 +67,33 @@ def trace_for(tracer, node: ast.For):
   stages, specialize = 1, False
   for kw in it.keywords:
     if kw.arg not in ("stages", "warp_specialize"):
-      raise E.KernelTypeError(f"ml.range takes no keyword {kw.arg!r}", tracer.loc(kw.value))
+      raise E.KernelTypeError(f"ml.range takes no keyword {kw.arg!r}", tracer.loc(kw.value),
+                              hint="ml.range(start, stop, step, stages=s, warp_specialize=False)")
     value = tracer.eval(kw.value)
     if kw.arg == "warp_specialize":
       if not isinstance(value, bool):
-        raise E.KernelTypeError(f"warp_specialize must be a static bool, got {value!r}", tracer.loc(kw.value))
+        raise E.KernelTypeError(f"warp_specialize must be a static bool, got {value!r}", tracer.loc(kw.value),
+                                hint="warp_specialize=True or False (a Python bool or a constexpr)")
       specialize = value
       continue
     stages = value
     if not isinstance(stages, int) or isinstance(stages, bool) or not 1 <= stages <= 8:
-      raise E.KernelTypeError(f"stages must be a static int from 1 to 8, got {stages!r}", tracer.loc(kw.value))
+      raise E.KernelTypeError(f"stages must be a static int from 1 to 8, got {stages!r}", tracer.loc(kw.value),
+                              hint="pass a Python int or a constexpr: ml.range(n, stages=3)")
   if specialize and stages < 2:
     raise E.KernelTypeError("warp_specialize=True needs stages of at least 2", tracer.loc(it),
                             hint="ml.range(n, stages=4, warp_specialize=True)")
   args = [tracer.eval(a) for a in it.args]
   if not 1 <= len(args) <= 3:
-    raise E.KernelTypeError(f"range takes 1 to 3 arguments, got {len(args)}", tracer.loc(it))
+    raise E.KernelTypeError(f"range takes 1 to 3 arguments, got {len(args)}", tracer.loc(it),
+                            hint="range(stop), range(start, stop) or range(start, stop, step)")
   start, stop, step = (0, args[0], 1) if len(args) == 1 else (*args, 1)[:3]
   name = node.target.id
   if fn is ctl.static_range:
     if not all(isinstance(x, int) for x in (start, stop, step)):
       raise E.KernelTypeError("ml.static_range needs static int bounds; use range() for runtime bounds",
-                              tracer.loc(it))
+                              tracer.loc(it), hint="unroll over Python ints (shapes, constexprs); loop over"
+                                                   " runtime values with range(...)")
     for i in range(start, stop, step):
       tracer.env[name] = i
       tracer.run_body(node.body)
@@ -101,7 +106,8 @@ def trace_for(tracer, node: ast.For):
             f"runtime loop bounds must be 32-bit integers, got {x.name or 'a scalar'} ({x.type.dtype})",
             tracer.loc(it), hint=f"convert it: {x.name or 'n'}.astype(jnp.int32)")
   if isinstance(step, int) and step <= 0:
-    raise E.KernelTypeError("range() in a kernel needs a positive static step", tracer.loc(it))
+    raise E.KernelTypeError("range() in a kernel needs a positive static step", tracer.loc(it),
+                            hint="count upwards, range(start, stop, 2), and compute a descending index inside")
   if all(isinstance(x, int) for x in (start, stop)) and len(range(start, stop, step)) == 0:
     return
 

@@ -33,7 +33,10 @@ class Value:
     self.id = next(_ids)
 
   def __repr__(self):
-    return f"%{self.id}"
+    return f"%{self.id}"      # IR dumps only
+
+  def __str__(self):
+    return self.name or f"a {self.type}"   # messages: the user's name, never an internal id
 
 
 Operand = Union[Value, int, float, bool]

@@ -15,8 +15,8 @@ def where(kernel, text, nth=0):
   return hits[nth]
 
 
-def expect(kernel, specs, cls, at, message, *, nth=0, **constexprs):
-  """The kernel fails with `cls` (and its code) at `at`, with exactly `message`."""
+def expect(kernel, specs, cls, at, message, *, nth=0, hint=None, **constexprs):
+  """The kernel fails with `cls` (and its code) at `at`, with exactly `message` (and `hint`)."""
   with pytest.raises(mg.KernelError) as info:
     kernel.check(*specs, **constexprs)
   e = info.value
@@ -25,6 +25,9 @@ def expect(kernel, specs, cls, at, message, *, nth=0, **constexprs):
   assert (e.lineno, e.col_offset) == where(kernel, at, nth), e.render()
   assert e.filename == kernel.fn.__code__.co_filename
   assert e.message == message
+  assert e.hint, "every diagnostic has a hint"
+  if hint is not None:
+    assert e.hint == hint
   assert "Traceback" not in str(e) and "mlir" not in str(e).lower()
   return e
 

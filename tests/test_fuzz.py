@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import re
 import itertools
 import math
 import os
@@ -30,6 +31,7 @@ import traceback
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -92,6 +94,7 @@ class Var:
   kind: str              # "gmem", "smem", "tensor", "scalar"
   shape: tuple
   dtype: str | None      # None: an SMEM buffer whose dtype is inferred
+  filled: bool = True    # refs: every element written (inputs; SMEM and out once written whole)
 
 
 @dataclasses.dataclass
@@ -124,9 +127,23 @@ class Gen:
   def emit(self, line):
     self.lines.append("  " * self.depth + line)
 
-  def pick(self, kinds, pred=lambda v: True):
+  def pick(self, kinds, pred=lambda v: True, role="any"):
+    """A variable of one of `kinds`. Refs picked to be read are filled, refs picked to be
+    written are not inputs (inputs are read-only), unless a `bad` draw allows it."""
+    ok = {"any": lambda v: True,
+          "read": lambda v: v.filled,
+          "write": lambda v: not v.name.startswith("x"),
+          "rw": lambda v: v.filled and not v.name.startswith("x")}[role]
     cands = [v for v in self.env if v.kind in kinds and pred(v)]
+    good = [v for v in cands if ok(v)]
+    if good and (len(good) == len(cands) or not self.bad()):
+      cands = good
     return self.c.choice(cands) if cands else None
+
+  def written(self, ref, expr, shape):
+    """`ref` was written at `expr`: filled when that is all of it, outside any loop or branch."""
+    if self.depth == 1 and shape == ref.shape and expr in (ref.name, f"{ref.name}.at[...]"):
+      ref.filled = True
 
   def program_id(self):
     """The name of a program-id scalar, defining one if needed."""
@@ -179,7 +196,7 @@ class Gen:
     k = self.c.choice(["tensor", "tensor", "load", "const", "scalar"])
     if k == "tensor" and (v := self.pick(("tensor",), lambda v: v.shape == shape and v.dtype == dtype)):
       return v.name
-    if k == "load" and (r := self.pick(("gmem", "smem"), lambda v: v.dtype == dtype)):
+    if k == "load" and (r := self.pick(("gmem", "smem"), lambda v: v.dtype == dtype, "read")):
       expr, s = self.register_view(r)
       if s == shape:
         return f"{expr}[...]"
@@ -238,9 +255,9 @@ class Gen:
       dt = self.c.choice(DTYPES + ["float64"])
       self.emit(f"{name} = ml.smem({shape}, jnp.{jnp_name(dt)})")
       if isinstance(shape, tuple) and all(s > 0 for s in shape) and dt != "float64":
-        self.env.append(Var(name, "smem", shape, dt))
+        self.env.append(Var(name, "smem", shape, dt, filled=False))
       return
-    src = self.pick(("gmem",), lambda v: tma_ok(v.shape, v.dtype))
+    src = self.pick(("gmem",), lambda v: tma_ok(v.shape, v.dtype), "read")
     if src is not None and self.c.chance(0.5):   # inferred from the copy that fills it
       expr, shape = self.view(src)
       if tma_ok(shape, src.dtype):
@@ -251,7 +268,11 @@ class Gen:
     shape = self.c.choice(SHAPES)
     dt = self.c.choice([d for d in DTYPES if d != "bool"])
     self.emit(f"{name} = ml.smem({shape}, jnp.{jnp_name(dt)})")
-    self.env.append(Var(name, "smem", shape, dt))
+    v = Var(name, "smem", shape, dt, filled=False)
+    self.env.append(v)
+    if valid_layout(shape) and self.c.chance(0.8):      # fill it before anything reads it
+      self.emit(f"{name}[...] = ml.full({shape}, {self.c.choice(['0', '1', '2'])}, jnp.{jnp_name(dt)})")
+      self.written(v, name, shape)
 
   def s_copy(self):
     if self.bad():
@@ -261,21 +282,22 @@ class Gen:
                   f" {self.view(b)[0] if b.kind != 'tensor' else b.name})")
       return
     direction = self.c.choice(["load", "store", "smem"])
-    dst = self.pick(("smem",) if direction != "store" else ("gmem",))
+    dst = self.pick(("smem",) if direction != "store" else ("gmem",), role="write")
     if dst is None:
       return self.s_smem()
     dexpr, dshape = self.view(dst)
     kinds = ("gmem",) if direction == "load" else ("smem",)
-    src = self.pick(kinds, lambda v: v.dtype == dst.dtype and v is not dst)
+    src = self.pick(kinds, lambda v: v.dtype == dst.dtype and v is not dst, "read")
     if src is None:
       return self.s_smem()
     sexpr, sshape = self.view(src)
     if sshape != dshape:
       return self.s_smem()
     self.emit(f"ml.copy({sexpr}, {dexpr})")
+    self.written(dst, dexpr, dshape)
 
   def s_load(self):
-    r = self.pick(("gmem", "smem"))
+    r = self.pick(("gmem", "smem"), role="read")
     if r is None:
       return self.s_smem()
     expr, shape = self.register_view(r)
@@ -284,7 +306,7 @@ class Gen:
     self.env.append(Var(name, "tensor", shape, r.dtype))
 
   def s_store(self):
-    r = self.pick(("gmem", "smem"))
+    r = self.pick(("gmem", "smem"), role="write")
     if r is None:
       return self.s_smem()
     expr, shape = self.register_view(r)
@@ -301,6 +323,7 @@ class Gen:
     else:
       value = f"{v.name}.astype(jnp.{jnp_name(r.dtype)})"
     self.emit(f"{expr}[...] = {value}")
+    self.written(r, expr, shape)
 
   def s_binary(self):
     v = self.tensor(lambda d: d in ARITH or d == "bool")
@@ -394,7 +417,7 @@ class Gen:
       op = self.c.choice(["+", "*", "-"])
       self.emit(f"{v.name} {op}= {self.operand(v.shape, v.dtype)}")
       return
-    r = self.pick(("gmem", "smem"), lambda v: v.dtype in ARITH and valid_layout(v.shape))
+    r = self.pick(("gmem", "smem"), lambda v: v.dtype in ARITH and valid_layout(v.shape), "rw")
     if r is None:
       return self.s_smem()
     expr, shape = self.register_view(r)
@@ -454,7 +477,7 @@ class Gen:
     self.emit(f"{b} = ml.smem(({k}, {n}), jnp.{dt})")
     for name, shape in ((a, (m, k)), (b, (k, n))):
       src = self.pick(("gmem",), lambda v: v.dtype == dt and len(v.shape) == 2 and v.shape[1] == shape[1]
-                      and v.shape[0] >= shape[0] and v.shape[0] % shape[0] == 0)
+                      and v.shape[0] >= shape[0] and v.shape[0] % shape[0] == 0, "read")
       if src is not None and self.c.chance(0.7):
         self.emit(f"ml.copy({src.name}.at[ml.ds({self.program_id()} % {src.shape[0] // shape[0]} * {shape[0]},"
                   f" {shape[0]})], {name})")
@@ -477,7 +500,7 @@ class Gen:
       self.emit(f"for {var} in ml.range({self.c.choice([1, 2, 4])}, stages={self.c.choice([1, 2, 3])}):")
       self.depth += 1
       src = self.pick(("gmem",), lambda v: v.dtype == dt and len(v.shape) == 2 and v.shape[1] == k
-                      and v.shape[0] >= m)
+                      and v.shape[0] >= m, "read")
       if src is not None:
         self.emit(f"ml.copy({src.name}.at[ml.ds({var} % {src.shape[0] // m} * {m}, {m})], {a})")
       self.emit(f"{acc} = ml.dot({a}, {b}, {acc})")
@@ -518,7 +541,7 @@ class Gen:
         "u = jnp.sum(x0)", "v = ml.exp(2.0)", "for a, b in range(2):\n" + "  " * (self.depth + 1) + "pass"]))
 
   def s_cluster(self):
-    b = self.pick(("smem",), lambda v: not v.name.startswith("p"))
+    b = self.pick(("smem",), lambda v: not v.name.startswith("p"), "read")
     if b is None or self.c.chance(0.3):
       self.emit("ml.cluster_sync()")
       return
@@ -529,15 +552,47 @@ class Gen:
     self.emit(f"{name} = ml.cluster_ref({b.name}, {peer})")
     self.env.append(Var(name, "smem", b.shape, b.dtype))
 
+  def epilogue(self, grid):
+    """Write all of `out` once: each program its rows (when they divide evenly), else program 0."""
+    out = next(v for v in self.env if v.name == "out")
+    g = eval(grid)
+    n = math.prod(g)
+    if n <= 0:
+      return
+    rows = out.shape[0] // n if out.shape[0] % n == 0 else 0
+    shape = (rows,) + out.shape[1:]
+    if n == 1 or not rows or not valid_layout(shape) or self.c.chance(0.2):
+      if n > 1 and not valid_layout(out.shape):
+        return
+      shape, rows = out.shape, 0
+    src = self.pick(("gmem",), lambda v: v.shape == out.shape and v.dtype == out.dtype and v.name != "out",
+                    "read")
+    t = self.pick(("tensor",), lambda v: v.shape == shape and v.dtype == out.dtype)
+    lin = " + ".join(f"ml.program_id({a}) * {math.prod(g[:a])}" for a in range(len(g))) if n > 1 else "0"
+    if rows:
+      window = f"ml.ds(({lin}) * {rows}, {rows})"
+      value = (f"{src.name}.at[{window}][...]" if src and self.c.chance(0.6) else t.name if t
+               else f"ml.full({shape}, 1, jnp.{jnp_name(out.dtype)})")
+      self.emit(f"out.at[{window}][...] = {value}")
+      return
+    value = (f"{src.name}[...]" if src and self.c.chance(0.6) else t.name if t
+             else f"ml.full({shape}, 1, jnp.{jnp_name(out.dtype)})")
+    if n > 1:
+      self.emit(f"if {lin} == 0:")
+      self.emit(f"  out[...] = {value}")
+    else:
+      self.emit(f"out[...] = {value}")
+
   # -- the kernel
   def kernel(self) -> Program:
     bad = self.bad()
     n_in = self.c.integer(1, 2)
     specs = [(self.c.choice(SHAPES), self.c.choice(DTYPES)) for _ in range(n_in)]
-    out = (self.c.choice(SHAPES), self.c.choice(DTYPES)) if self.c.chance(0.5) else specs[0]
+    out = (self.c.choice(SHAPES), self.c.choice(DTYPES[:-1] if not bad else DTYPES)) if self.c.chance(0.5) \
+        else specs[0]
     for k, (shape, dt) in enumerate(specs):
       self.env.append(Var(f"x{k}", "gmem", shape, dt))
-    self.env.append(Var("out", "gmem", out[0], out[1]))
+    self.env.append(Var("out", "gmem", out[0], out[1], filled=False))
     grid, self.cluster = self.c.choice([("(1,)", None), ("(2,)", None), ("(4, 2)", None),
                                         ("(2,)", "(2,)"), ("(4, 2)", "(1, 2)")])
     block = "128" if self.c.chance(0.8) else "256"
@@ -548,6 +603,8 @@ class Gen:
     for _ in range(self.c.integer(1, MAX_STMTS)):
       if self.n_stmts < MAX_STMTS:
         self.stmt()
+    if not self.bad():
+      self.epilogue(grid)
     params = ", ".join([f"x{k}" for k in range(n_in)] + ["out"])
     head = [
         "import jax, jax.numpy as jnp",
@@ -595,21 +652,46 @@ def load(program: Program):
   return mod.kernel
 
 
-def check_program(program: Program):
-  """None if the kernel builds or fails with a located user error; else a failure description."""
+def _located(program, err):
+  """A failure description when `err` is not a located user error (an InternalError, or outside the kernel)."""
+  for e in err.errors:       # one pass reports every independent mistake: check them all
+    if isinstance(e, mg.InternalError):
+      return f"InternalError (reported after {type(err).__name__}): {e.message}", e
+    if not program.first_line <= e.lineno <= program.last_line:
+      return f"{type(e).__name__} outside the kernel (line {e.lineno}): {e.message}", e
+    if re.search(r"%\d", e.message):
+      return f"{type(e).__name__} shows an internal value name: {e.message}", e
+  return None
+
+
+def inputs(program, seed=0):
+  """Random arguments for the kernel's inputs (normal floats, small ints, random bools)."""
+  r = np.random.default_rng(seed)
+  out = []
+  for shape, dt in program.specs:
+    if dt in FLOATS:
+      a = r.standard_normal(shape).astype(np.float32)
+    elif dt == "bool":
+      a = r.random(shape) < 0.5
+    else:
+      a = r.integers(-100, 100, shape)
+    out.append(jnp.asarray(a, jnp.dtype(dt)))
+  return out
+
+
+def check_program(program: Program, *, run=True):
+  """None if the kernel builds (and, with `run`, runs in interpret mode) or fails with a located
+  user error; else a failure description."""
   kernel = load(program)
   specs = [jax.ShapeDtypeStruct(shape, jnp.dtype(dt)) for shape, dt in program.specs]
   try:
     kernel.check(*specs)
+    if run:       # checker-accepted kernels run in interpret mode, or fail with a located error
+      jax.block_until_ready(kernel(*inputs(program), interpret=True))
   except mg.InternalError as e:
     return f"InternalError: {e.message}", e
   except mg.KernelError as e:
-    for err in e.errors:       # one pass reports every independent mistake: check them all
-      if isinstance(err, mg.InternalError):
-        return f"InternalError (reported after {type(e).__name__}): {err.message}", err
-      if not program.first_line <= err.lineno <= program.last_line:
-        return f"{type(err).__name__} outside the kernel (line {err.lineno}): {err.message}", err
-    return None
+    return _located(program, e)
   except Exception as e:   # noqa: BLE001  (any other exception is the bug we look for)
     return f"{type(e).__name__}: {e}", e
   return None

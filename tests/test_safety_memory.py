@@ -1,0 +1,194 @@
+"""Memory contents and windows: SMEM read before anything wrote it (proved while compiling,
+else reported by interpret mode), windows outside their buffer (negative starts included),
+and the valid patterns the proofs must accept (double buffering, loops, branches)."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from locate import builds, expect, where
+
+S = jax.ShapeDtypeStruct
+F32, F16 = jnp.float32, jnp.float16
+SMEM_HINT = "fill {0} first, with ml.copy(x.at[...], {0}) or {0}[...] = value, on every path to this read"
+
+
+def rand(shape, dtype=F32, seed=0):
+  return jnp.asarray(np.random.default_rng(seed).standard_normal(shape), dtype)
+
+
+# ---------------------------------------------------------------------------- uninitialised SMEM
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def never_filled(x, out):
+  buf = ml.smem((128,), jnp.float32)
+  out[...] = buf[...] + x[...]
+
+
+def test_reading_smem_nothing_wrote_is_rejected():
+  expect(never_filled, [S((128,), F32)], mg.UninitializedReadError, "buf[...] + x",
+         "buf is read before anything writes it: SMEM starts with garbage", hint=SMEM_HINT.format("buf"))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def half_filled(x, out):
+  buf = ml.smem((256,), jnp.float32)
+  buf.at[0:128][...] = x.at[0:128][...]
+  out[...] = buf[...] * 2
+
+
+def test_reading_a_part_of_smem_nothing_wrote_names_the_part():
+  expect(half_filled, [S((256,), F32)], mg.UninitializedReadError, "buf[...] * 2",
+         "buf[128:256] is read before anything writes it: SMEM starts with garbage")
+
+
+@mg.mgpu_kernel(out_shape=lambda a: S((64, 64), F32))
+def dot_of_garbage(a, out):
+  a_s = ml.smem((64, 64), F16)
+  b_s = ml.smem((64, 64), F16)
+  ml.copy(a, a_s)
+  out[...] = ml.dot(a_s, b_s)
+
+
+def test_a_dot_operand_nothing_wrote_is_reported_at_the_dot():
+  expect(dot_of_garbage, [S((64, 64), F16)], mg.UninitializedReadError, "ml.dot(a_s, b_s)",
+         "b_s is read before anything writes it: SMEM starts with garbage")
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def accumulate_in_smem(x, out):
+  acc = ml.smem((128,), jnp.float32)
+  for k in range(4):
+    acc[...] = acc[...] + x[...]            # the first iteration reads garbage
+  out[...] = acc[...]
+
+
+def test_a_loop_reading_smem_before_its_first_write_is_rejected():
+  expect(accumulate_in_smem, [S((128,), F32)], mg.UninitializedReadError, "acc[...] + x",
+         "acc is read before anything writes it: SMEM starts with garbage")
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(2,))
+def filled_by_one_program(x, out):
+  i = ml.program_id(0)
+  buf = ml.smem((128,), jnp.float32)
+  if i == 0:
+    buf[...] = x.at[0:128][...]
+  out.at[ml.ds(i * 128, 128)][...] = buf[...]
+
+
+def test_smem_filled_on_some_paths_only_is_reported_by_interpret_mode():
+  builds(filled_by_one_program, S((256,), F32))     # some program may fill it: not provable here
+  with pytest.raises(mg.UninitializedReadError) as e:
+    filled_by_one_program(rand((256,)), interpret=True)
+  assert e.value.message == ("buf[:] is read in program (1, 0, 0) before anything writes it: SMEM starts"
+                             " with garbage")
+  assert (e.value.lineno, e.value.col_offset) == where(filled_by_one_program, "buf[...]", 1)
+  assert e.value.hint == SMEM_HINT.format("buf")
+
+
+# ---------------------------------------------------------------------------- valid patterns
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def double_buffered(x, out):
+  bufs = ml.smem((2, 128), jnp.float32)
+  bufs.at[0][...] = x.at[0:128][...]
+  for k in range(3):
+    nxt = bufs.at[(k + 1) % 2]
+    nxt[...] = bufs.at[k % 2][...] + x.at[ml.ds((k + 1) * 128, 128)][...]
+  out.at[0:128][...] = bufs.at[1][...]
+  out.at[128:512][...] = x.at[128:512][...]
+
+
+def test_smem_written_in_an_earlier_iteration_may_be_read():
+  x = rand((512,))
+  got = np.asarray(double_buffered(x, interpret=True))
+  want = np.asarray(x)
+  np.testing.assert_allclose(got[:128], want[:128] + want[128:256] + want[256:384] + want[384:512], rtol=1e-6)
+  builds(double_buffered, S((512,), F32))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(2,))
+def filled_in_both_branches(x, out):
+  i = ml.program_id(0)
+  buf = ml.smem((128,), jnp.float32)
+  if i == 0:
+    buf[...] = x.at[0:128][...]
+  else:
+    ml.copy(x.at[128:256], buf)
+  out.at[ml.ds(i * 128, 128)][...] = buf[...]
+
+
+def test_smem_filled_on_every_path_may_be_read():
+  x = rand((256,))
+  np.testing.assert_array_equal(filled_in_both_branches(x, interpret=True), x)
+  builds(filled_in_both_branches, S((256,), F32))
+
+
+# ---------------------------------------------------------------------------- windows
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(2,))
+def shifted_left(x, out):
+  i = ml.program_id(0)
+  out.at[ml.ds(i * 128, 128)][...] = x.at[ml.ds(i * 128 - 1, 128)][...]
+
+
+def test_a_register_read_starting_before_zero_is_rejected_with_its_program():
+  expect(shifted_left, [S((256,), F32)], mg.IndexOutOfBoundsError, "x.at[ml.ds(i * 128 - 1",
+         "this register read touches x[-1:127] in program (0, 0, 0), outside x's shape (256,)",
+         hint="guard the access (if i > 0:) or clamp its start (ml.maximum(start, 0)); ml.copy into SMEM"
+              " instead reads zeros outside a GMEM array")
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(2,))
+def guarded_shift(x, out):
+  i = ml.program_id(0)
+  out.at[ml.ds(i * 128, 128)][...] = x.at[ml.ds(i * 128, 128)][...]
+  if i > 0:
+    out.at[ml.ds(i * 128, 128)][...] = x.at[ml.ds(i * 128 - 1, 128)][...]
+
+
+def test_a_guarded_negative_window_is_accepted():
+  x = rand((256,))
+  got = np.asarray(guarded_shift(x, interpret=True))
+  np.testing.assert_array_equal(got[128:], np.asarray(x)[127:255])
+  builds(guarded_shift, S((256,), F32))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((256, 64), x.dtype), grid=(2,))
+def halo(x, out):
+  i = ml.program_id(0)
+  buf = ml.smem((128, 64))
+  ml.copy(x.at[ml.ds(i * 128 - 8, 128)], buf)      # TMA: rows before 0 read as zeros
+  ml.copy(buf, out.at[ml.ds(i * 128, 128)])
+
+
+def test_a_tma_window_starting_before_zero_reads_zeros():
+  x = rand((256, 64))
+  got = np.asarray(halo(x, interpret=True))
+  np.testing.assert_array_equal(got[:8], 0)
+  np.testing.assert_array_equal(got[8:], np.asarray(x)[:248])
+  builds(halo, S((256, 64), F32))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def smem_window_outside(x, out):
+  buf = ml.smem((256,), jnp.float32)
+  buf[...] = ml.zeros((256,), jnp.float32)
+  for k in range(3):
+    buf.at[ml.ds(k * 128, 128)][...] = x[...]
+  out[...] = buf.at[0:128][...]
+
+
+def test_an_smem_window_outside_its_buffer_in_a_loop_is_rejected():
+  expect(smem_window_outside, [S((128,), F32)], mg.IndexOutOfBoundsError, "buf.at[ml.ds(k * 128",
+         "this register write touches buf[256:384], outside buf's shape (256,)",
+         hint="guard the access (if i > 0:) or clamp its start (ml.maximum(start, 0)); windows of an SMEM"
+              " buffer must stay inside it")
+
+
+def test_integer_remainders_floor_as_in_python():
+  @mg.mgpu_kernel(out_shape=lambda x: x)
+  def rem(x, out):
+    out[...] = x[...] % 7 + x[...] // -3
+  x = jnp.arange(-64, 64, dtype=jnp.int32)
+  np.testing.assert_array_equal(rem(x, interpret=True), np.asarray(x) % 7 + np.asarray(x) // -3)
