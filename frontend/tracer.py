@@ -55,6 +55,11 @@ _NICE = {"While": "a while loop", "With": "a with statement", "Try": "try/except
 _DEBUG = {"print": object(), "breakpoint": object()}
 
 
+def _holds_value(x) -> bool:
+  """A runtime value, or a tuple or list holding one (sum((a, b)) must not reach Python's sum)."""
+  return is_value(x) or (isinstance(x, (tuple, list)) and any(_holds_value(y) for y in x))
+
+
 def _is_whole(index) -> bool:
   return index is Ellipsis or index == (Ellipsis,)
 
@@ -349,6 +354,11 @@ class Tracer(ast.NodeVisitor):
       if is_tensor(base):
         return shape.expand(cx, base, index)
       self.unsupported(node, "indexing a scalar")
+    if _holds_value(index):
+      raise E.KernelTypeError(
+          f"cannot index {self.text(node.value)} ({kind_of(base)}) with a runtime value", cx.loc,
+          hint="index Python tuples with static ints (shapes, constexprs); select between register values"
+               " with ml.where")
     try:
       return base[index]
     except Exception as e:
@@ -390,6 +400,9 @@ class Tracer(ast.NodeVisitor):
     a, b = self.eval(node.left), self.eval(node.comparators[0])
     op = type(node.ops[0])
     if not is_value(a) and not is_value(b):
+      if _holds_value(a) or _holds_value(b):     # Python would compare Value objects: silently False
+        self.unsupported(node, "comparing tuples that hold runtime values",
+                         hint="compare the scalars one by one: (i == 0) & (j == 1)")
       return _PYCMPOPS[op](a, b)
     if op not in _CMPOPS:
       self.unsupported(node, f"{op.__name__} on register values", hint="compare with < <= > >= == !=")
@@ -485,7 +498,7 @@ class Tracer(ast.NodeVisitor):
     dtype = to_dtype(fn) if isinstance(fn, type) or hasattr(fn, "dtype") else None
     if dtype is not None and len(args) == 1 and not kwargs and is_value(args[0]):
       return ew.astype(cx, args[0], dtype)    # jnp.float16(x)
-    if any(is_value(a) for a in list(args) + list(kwargs.values())):
+    if any(_holds_value(a) for a in list(args) + list(kwargs.values())):
       if fn is builtins.abs:
         return ew.unary(cx, ew.UnOp.ABS, args[0])
       if fn in (builtins.min, builtins.max) and len(args) == 2 and not kwargs:
@@ -496,9 +509,10 @@ class Tracer(ast.NodeVisitor):
             hint="reduce a register tensor with ml.sum(x, axis=...); add values with +")
       if fn is builtins.range:
         self.unsupported(node, "range() outside a for statement")
+      held = next((a for a in list(args) + list(kwargs.values()) if _holds_value(a)))
       raise E.KernelTypeError(
-          f"{getattr(fn, '__name__', repr(fn))} cannot take {kind_of(next(a for a in args if is_value(a)))}"
-          f" inside a kernel", cx.loc,
+          f"{getattr(fn, '__name__', repr(fn))} cannot take"
+          f" {kind_of(held) if is_value(held) else 'a tuple of register values'} inside a kernel", cx.loc,
           hint="kernels call ml.* functions on register values; decorate a helper of your own with"
                " @ml.inline to call it here")
     if fn in PY_BUILTINS.values():

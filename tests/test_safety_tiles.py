@@ -1,0 +1,195 @@
+"""Interpret mode computes what the GPU computes, or the kernel is rejected: TMA windows of
+tensor-core operands (tiled (8, 64) with a 128-byte swizzle) start on whole tiles, proved from
+the index arithmetic, the grid, or `ml.multiple_of` (checked in interpret mode); and the
+pipeliner rejects, at the load, a window it cannot prefetch (one that reads a loop carry)."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from locate import builds, expect, where
+
+S = jax.ShapeDtypeStruct
+F32, F16, I32 = jnp.float32, jnp.float16, jnp.int32
+TILE_HINT = ("start windows at multiples of 8 (e.g. i * 64); if the start always is one, say so:"
+             " ml.ds(ml.multiple_of(start, 8), 64)")
+
+
+def rand(shape, dtype=F32, seed=0):
+  return jnp.asarray(np.random.default_rng(seed).standard_normal(shape), dtype)
+
+
+def reference(a, b):
+  return np.asarray(a, np.float32) @ np.asarray(b, np.float32)
+
+
+# ---------------------------------------------------------------------------- tiled windows
+@mg.mgpu_kernel(out_shape=lambda a, b: S((128, 64), F32), grid=(2,))
+def rows_at_36(a, b, out):
+  i = ml.program_id(0)
+  a_s = ml.smem((64, 64), F16)
+  b_s = ml.smem((64, 64), F16)
+  ml.copy(a.at[ml.ds(i * 36, 64)], a_s)
+  ml.copy(b, b_s)
+  out.at[ml.ds(i * 64, 64)][...] = ml.dot(a_s, b_s)
+
+
+def test_a_tensor_core_tile_loaded_from_inside_a_tile_is_rejected():
+  expect(rows_at_36, [S((128, 64), F16), S((64, 64), F16)], mg.TmaLimitError, "ml.copy(a.at",
+         "a_s is tiled (8, 64) for the tensor cores, so TMA copies whole tiles of a; the start of"
+         " a.at[ml.ds(i * 36, 64)] in dimension 0 is not provably a multiple of 8 (it is 36 in some program)",
+         hint=TILE_HINT)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b, offs: S((64, 64), F32))
+def rows_from_data(a, b, offs, out):
+  start = ml.max(offs[...])
+  a_s = ml.smem((64, 64), F16)
+  b_s = ml.smem((64, 64), F16)
+  ml.copy(a.at[ml.ds(start, 64)], a_s)
+  ml.copy(b, b_s)
+  out[...] = ml.dot(a_s, b_s)
+
+
+def test_a_window_start_from_data_must_be_promised():
+  expect(rows_from_data, [S((128, 64), F16), S((64, 64), F16), S((128,), I32)], mg.TmaLimitError,
+         "ml.copy(a.at", "a_s is tiled (8, 64) for the tensor cores, so TMA copies whole tiles of a; the"
+         " start of a.at[ml.ds(start, 64)] in dimension 0 is not provably a multiple of 8", hint=TILE_HINT)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b, offs: S((64, 64), F32))
+def promised_rows(a, b, offs, out):
+  start = ml.multiple_of(ml.max(offs[...]), 8)
+  a_s = ml.smem((64, 64), F16)
+  b_s = ml.smem((64, 64), F16)
+  ml.copy(a.at[ml.ds(start, 64)], a_s)
+  ml.copy(b, b_s)
+  out[...] = ml.dot(a_s, b_s)
+
+
+def test_a_promised_multiple_is_accepted_and_checked_in_interpret_mode():
+  a, b = rand((128, 64), F16), rand((64, 64), F16, seed=1)
+  builds(promised_rows, S((128, 64), F16), S((64, 64), F16), S((128,), I32))
+  got = promised_rows(a, b, jnp.full((128,), 24, I32), interpret=True)
+  np.testing.assert_allclose(got, reference(a[24:88], b), rtol=1e-3, atol=1e-3)
+  with pytest.raises(mg.InterpretError) as e:
+    promised_rows(a, b, jnp.full((128,), 20, I32), interpret=True)
+  assert e.value.message == ("ml.multiple_of promises a multiple of 8, but start is 20 in program"
+                             " (0, 0, 0)")
+  assert (e.value.lineno, e.value.col_offset) == where(promised_rows, "ml.multiple_of(")
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], 128), F32), grid=lambda a, b: (a.shape[0] // 64,))
+def proven_rows(a, b, out):
+  i = ml.program_id(0)
+  a_s = ml.smem((64, 64), F16)
+  b_s = ml.smem((64, 128), F16)
+  acc = ml.zeros((64, 128), F32)
+  for k in ml.range(a.shape[1] // 64, stages=2):
+    ml.copy(a.at[ml.ds(i * 64, 64), ml.ds(k * 64, 64)], a_s)
+    ml.copy(b.at[ml.ds(k * 64, 64)], b_s)
+    acc = ml.dot(a_s, b_s, acc)
+  out.at[ml.ds(i * 64, 64)][...] = acc
+
+
+def test_windows_proven_by_their_arithmetic_are_accepted():
+  a, b = rand((128, 192), F16), rand((192, 128), F16, seed=1)
+  builds(proven_rows, S((128, 192), F16), S((192, 128), F16))
+  np.testing.assert_allclose(proven_rows(a, b, interpret=True), reference(a, b), rtol=1e-2, atol=1e-2)
+
+
+# ---------------------------------------------------------------------------- the pipeliner
+@mg.mgpu_kernel(out_shape=lambda a, b: S((64, 64), F32))
+def carried_window(a, b, out):
+  a_s = ml.smem((64, 64), F16)
+  b_s = ml.smem((64, 64), F16)
+  ml.copy(b, b_s)
+  acc = ml.zeros((64, 64), F32)
+  row = 0
+  for k in ml.range(4, stages=2):
+    ml.copy(a.at[ml.ds(row, 64)], a_s)
+    acc = ml.dot(a_s, b_s, acc)
+    row = row + 64
+  out[...] = acc
+
+
+def test_a_pipelined_load_whose_window_reads_a_loop_carry_is_rejected_at_the_load():
+  expect(carried_window, [S((256, 64), F16), S((64, 64), F16)], mg.PipelineError, "ml.copy(a.at",
+         "the window of this load depends on values computed in the loop body or carried from one"
+         " iteration to the next; a pipelined load's window may depend only on the loop index and on"
+         " values from before the loop",
+         hint="compute the window from the loop index (ml.ds(k * 64, 64)), or use stages=1")
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((64, 64), F32))
+def loaded_tile_used_after(a, b, out):
+  a_s = ml.smem((64, 64), F16)
+  b_s = ml.smem((64, 64), F16)
+  ml.copy(b, b_s)
+  acc = ml.zeros((64, 64), F32)
+  for k in ml.range(4, stages=2):
+    ml.copy(a.at[ml.ds(k * 64, 64)], a_s)
+    acc = ml.dot(a_s, b_s, acc)
+  out[...] = acc + a_s[...].astype(F32)
+
+
+def test_a_pipelined_buffer_used_after_the_loop_is_reported_where_it_is_used():
+  e = expect(loaded_tile_used_after, [S((256, 64), F16), S((64, 64), F16)], mg.PipelineError,
+             "a_s[...].astype", "a_s is loaded in a pipelined loop but also used outside it",
+             hint="give the loop its own buffers")
+  assert e.notes == (f"{e.filename}:{where(loaded_tile_used_after, 'ml.copy(a.at')[0]}:4: the pipelined load",)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((64, 64), F32))
+def sliced_in_loop(a, b, out):
+  a_s = ml.smem((64, 64), F16)
+  b_s = ml.smem((64, 64), F16)
+  ml.copy(b, b_s)
+  acc = ml.zeros((64, 64), F32)
+  for k in ml.range(4, stages=2):
+    ml.copy(a.at[ml.ds(k * 64, 64)], a_s)
+    acc = acc + a_s.at[0:64][...].astype(F32)
+  out[...] = acc
+
+
+def test_a_pipelined_buffer_sliced_in_the_loop_is_reported_at_the_slice():
+  expect(sliced_in_loop, [S((256, 64), F16), S((64, 64), F16)], mg.PipelineError, "a_s.at[0:64]",
+         "a_s is loaded by TMA in a pipelined loop, so the loop may only read it whole (ml.dot, ml.copy"
+         " from it, or [...])",
+         hint="read a_s whole, or copy it into another buffer first; to slice it use stages=1")
+
+
+def _loop(stages, guarded_load, register_read):
+  """A pipelined loop with a non-pipelined load under a branch (read by a dot), or a register
+  read of the stage at the top of the body: both raced (the fuzzer found them)."""
+  @mg.mgpu_kernel(out_shape=lambda a, b: (S((64, 64), F32), S((64, 64), F32)))
+  def loop(a, b, out, out2):
+    a_s = ml.smem((64, 64), F16)
+    b_s = ml.smem((64, 64), F16)
+    c_s = ml.smem((64, 64), F16)
+    first = ml.smem((64, 64), F32)
+    first[...] = ml.zeros((64, 64), F32)
+    ml.copy(b.at[0:64], b_s)
+    acc = ml.zeros((64, 64), F32)
+    for k in ml.range(5, stages=stages):
+      if guarded_load:
+        if k % 2 == 0:
+          ml.copy(a.at[ml.ds(k * 64, 64)], b_s)
+      ml.copy(a.at[ml.ds(k * 64, 64)], a_s)
+      acc = ml.dot(a_s, b_s, acc)
+      if register_read:
+        acc = acc + a_s[...].astype(F32)
+    out[...] = acc
+    out2[...] = first[...]
+  return loop
+
+
+@pytest.mark.parametrize("guarded_load,register_read", [(True, False), (False, True)], ids=str)
+def test_pipelined_loops_compute_what_the_unpipelined_loop_does(guarded_load, register_read):
+  a, b = rand((384, 64), F16), rand((384, 64), F16, seed=1)
+  got = _loop(3, guarded_load, register_read)(a, b, interpret=True)
+  want = _loop(1, guarded_load, register_read)(a, b, interpret=True)
+  for g, w in zip(got, want):
+    np.testing.assert_array_equal(g, w)
