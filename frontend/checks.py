@@ -28,6 +28,7 @@ from .absint import UNKNOWN, GridEval, known_multiple, loop_counters
 from .coverage import Boxes, describe
 from .ir import Access as A
 from .ops.memory import Copy, View
+from .races import Writers, race_error
 from .types import Space
 
 READS = (A.REG_READ, A.TMA_READ, A.MMA_READ)
@@ -49,7 +50,7 @@ def check_kernel(kernel: ir.Kernel, defs: dict) -> tuple[list, Facts]:
   ev = GridEval(kernel, mem)
   mem.ev = ev
   if ev.run():
-    errors += mem.errors + mem.coverage_errors()
+    errors += mem.errors + mem.coverage_errors() + mem.race_errors()
   else:
     mem.facts.tma_starts.clear()
   return errors, mem.facts
@@ -91,6 +92,7 @@ class _Memory:
       if p.value.id not in aliased and p.value.type.shape:
         self.tracked[p.value.id] = Boxes(p.value.type.shape)
     self.first_write: dict[int, object] = {}
+    self.writers = {p.value.id: Writers(p.value.type.shape) for p in kernel.outputs if p.value.type.shape}
     self.errors: list = []
     self.facts = Facts()
 
@@ -101,6 +103,9 @@ class _Memory:
       self.record_starts(acc)
     if acc.exact and not w.remote and not gmem_tma:
       self.check_bounds(acc)
+    if (kind not in READS and w.root.id in self.writers and acc.exact
+        and all(x is not UNKNOWN for x in w.starts) and acc.must.any()):
+      self.writers[w.root.id].add(*self.boxes_of(w, acc.must), np.flatnonzero(acc.must), acc.op.loc)
     boxes = self.tracked.get(w.root.id)
     if boxes is None:
       return
@@ -203,6 +208,15 @@ class _Memory:
             hint=f"store the results into {p.name} (ml.copy(buf, {p.name}.at[...]) or {p.name}[...] = value)"))
         continue
       out.append(uncovered_error(p.name, shape, ~m, g, self.kernel.grid, self.first_write[p.value.id]))
+    return out
+
+  def race_errors(self) -> list:
+    out = []
+    for p in self.kernel.outputs:
+      w = self.writers.get(p.value.id)
+      race = w.first_race() if w is not None else None
+      if race is not None:
+        out.append(race_error(p.name, race, self.ev.program))
     return out
 
   # ------------------------------------------------------------ facts

@@ -550,13 +550,13 @@ class Tracer(ast.NodeVisitor):
           spec = "".join(str(p.value) for p in v.format_spec.values
                          if isinstance(p, ast.Constant)) if v.format_spec is not None else ""
           if is_value(x):
-            parts.append((x, spec, self.text(v.value), self.loc(v)) if spec else x)   # per element
+            parts.append((x, spec, self.text(v.value), self.loc(v.value)) if spec else x)   # per element
           else:
             try:
               parts.append(format(x, spec))
             except (TypeError, ValueError) as e:
               raise E.KernelTypeError(f"cannot format {self.text(v.value)} with {spec!r}: {e}",
-                                      self.loc(v), hint="use a format spec that suits the value") from None
+                                      self.loc(v.value), hint="use a format spec that suits the value") from None
       else:
         x = self.eval(a)
         parts.append(x if is_value(x) else str(x))

@@ -312,13 +312,13 @@ def test_tma_store_after_a_barrier_still_needs_a_fence():
 
 # ---------------------------------------------------------------- race reports
 def test_two_programs_writing_the_same_rows_is_a_race():
-  @mg.mgpu_kernel(out_shape=lambda x: jax.ShapeDtypeStruct((128, 64), x.dtype), grid=(2,), interpret=True)
-  def racy(x, out):
+  @mg.mgpu_kernel(out_shape=lambda x, o: jax.ShapeDtypeStruct((128, 64), x.dtype), grid=(2,), interpret=True)
+  def racy(x, offsets, out):
     buf = ml.smem((128, 64))
     ml.copy(x.at[0:128], buf)
-    ml.copy(buf, out.at[0:128])
+    ml.copy(buf, out.at[ml.ds(ml.max(offsets[...]), 128)])    # a window from data: found at run time
   with pytest.raises(interp.RaceError) as e:
-    racy(rand((256, 64)))
+    racy(rand((256, 64)), jnp.zeros((128,), jnp.int32))
   assert e.value.lineno == def_line(racy)
   assert isinstance(e.value, mg.KernelError) and e.value.code == "MG951"
   assert "(0, 0, 0)" in str(e.value) and "(1, 0, 0)" in str(e.value) and "out[0, 0]" in str(e.value)

@@ -198,6 +198,21 @@ def read_back(x, offsets, out):
   out.at[0:128][...] = out.at[ml.ds(start - 128, 128)][...]
 
 
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(4,))
+def overlapping_tiles(x, out):
+  i = ml.program_id(0)
+  out.at[ml.ds(i * 96, 128)][...] = x.at[ml.ds(i * 96, 128)][...]
+  out.at[384:512][...] = x.at[384:512][...]
+
+
+def test_two_programs_certainly_writing_one_element_is_a_race_at_compile_time():
+  expect(overlapping_tiles, [S((512,), F32)], mg.RaceError, "out.at[ml.ds(i * 96",
+         "program (0, 0, 0) and program (1, 0, 0) both write out[96]: programs run in no fixed order, so"
+         " the result depends on timing",
+         hint="give each program its own window of the output, e.g. out.at[ml.ds(ml.program_id(0) * 128,"
+              " 128)]")
+
+
 # ---------------------------------------------------------------------------- valid coverage
 @mg.mgpu_kernel(out_shape=lambda x: x, grid=(4,))
 def covered_many_ways(x, out):
@@ -220,3 +235,18 @@ def test_outputs_written_in_branches_loops_and_views_of_views_are_covered():
     want[i * 512 + 256:i * 512 + 512] *= 3
   np.testing.assert_array_equal(covered_many_ways(x, interpret=True), want)
   builds(covered_many_ways, S((2048,), F32))
+
+
+@mg.mgpu_kernel(out_shape=lambda cache, new, *, pos: cache, input_output_aliases={0: 0})
+def append_rows(cache, new, out, *, pos: ml.constexpr):     # docs/language.md, In-place updates
+  buf = ml.smem(new.shape)
+  ml.copy(new, buf)
+  ml.copy(buf, out.at[pos:pos + new.shape[0]])
+
+
+def test_the_documented_kv_cache_append_updates_rows_in_place_under_jit_with_donation():
+  cache, new = rand((64, 128)), rand((8, 128), seed=1)
+  want = cache.at[16:24].set(new)
+  step = jax.jit(lambda c, n: append_rows(c, n, pos=16, interpret=True), donate_argnums=0)
+  np.testing.assert_array_equal(step(jnp.array(cache), new), want)
+  builds(append_rows, S((64, 128), F32), S((8, 128), F32), pos=16)

@@ -306,12 +306,12 @@ def test_tma_smem_window_with_a_dynamic_start_must_step_by_128_bytes():
          " buf.at[ml.program_id(0)] moves by 32 bytes per step of its dynamic index along dimension 0")
 
 
-@mg.mgpu_kernel(out_shape=lambda x: x, grid=(2,))
+@mg.mgpu_kernel(out_shape=lambda x: S((2,) + x.shape, x.dtype), grid=(2,))
 def tma_smem_stages(x, out):
   i = ml.program_id(0)
   buf = ml.smem((2, 32, 4), jnp.float32)
   ml.copy(x, buf.at[i])
-  ml.copy(buf.at[i], out)
+  ml.copy(buf.at[i], out.at[i])
 
 
 def test_tma_smem_windows_on_128_byte_boundaries_build():

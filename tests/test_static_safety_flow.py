@@ -216,12 +216,13 @@ def test_where_of_two_python_numbers_builds():
   builds(where_of_two_numbers, S((128,), I8))
 
 
-@mg.mgpu_kernel(out_shape=lambda x: x, grid=(2,))
+@mg.mgpu_kernel(out_shape=lambda x: S((2,) + x.shape, x.dtype), grid=(2,))
 def scalar_float_compare(x, out):
-  s = ml.program_id(0).astype(jnp.float32)
-  out[...] = x[...] * ml.where(x[...] > s, 1.0, 0.0)
+  i = ml.program_id(0)
+  s = i.astype(jnp.float32)
+  out.at[i][...] = x[...] * ml.where(x[...] > s, 1.0, 0.0)
   if s < 1.0:
-    out[...] = x[...]
+    out.at[i][...] = x[...]
 
 
 def test_scalar_float_comparison_builds():

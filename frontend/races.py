@@ -1,0 +1,78 @@
+"""Two programs that certainly write the same output element: a race the grid proves.
+
+Programs run in no fixed order, so such a kernel's result depends on timing. The grid
+evaluation (frontend/absint.py) gives, for each write a program certainly performs, its
+exact window; this module finds two programs whose windows share an element. Writes that
+only may happen (under a data-dependent branch, in loops past the evaluation budget) are
+left to interpret mode, which reports every race it sees.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import errors as E
+from .coverage import MAX_CELLS
+
+OWN_WINDOW = "give each program its own window of the output, e.g. out.at[ml.ds(ml.program_id(0) * 128, 128)]"
+
+
+class Writers:
+  """The certain writes into one output: boxes, the program of each, and where it is written."""
+
+  def __init__(self, shape):
+    self.shape = np.asarray(shape, np.int64)
+    self.lo, self.hi, self.pid, self.site = [], [], [], []
+    self.locs: list = []           # the write sites, numbered by `site`
+
+  def add(self, lo, hi, pids, loc):
+    lo, hi = np.clip(lo, 0, self.shape), np.clip(hi, 0, self.shape)
+    keep = np.all(hi > lo, axis=1)
+    if keep.any():
+      self.lo.append(lo[keep])
+      self.hi.append(hi[keep])
+      self.pid.append(pids[keep])
+      self.site.append(np.full(int(keep.sum()), len(self.locs)))
+      self.locs.append(loc)
+
+  def first_race(self):
+    """((element, program a, loc a, program b, loc b)) of a shared element, or None."""
+    if not self.lo:
+      return None
+    lo, hi = np.concatenate(self.lo), np.concatenate(self.hi)
+    pid = np.concatenate(self.pid)
+    site = np.concatenate(self.site)
+    g = np.maximum(np.gcd.reduce(np.concatenate([self.shape[None], lo, hi]), axis=0), 1)
+    grid = self.shape // g
+    a, b = lo // g, hi // g
+    counts = b - a
+    if int(np.prod(counts, axis=1).sum()) > MAX_CELLS:
+      return None
+    cells, owners, sites = [], [], []
+    sizes, inv = np.unique(counts, axis=0, return_inverse=True)
+    for k, size in enumerate(sizes):
+      rows = np.flatnonzero(inv.reshape(-1) == k)
+      idx = [a[rows, d][:, None] + np.arange(n)[None] for d, n in enumerate(size)]
+      flat = np.zeros((len(rows), 1), np.int64)
+      for d, ix in enumerate(idx):          # row-major cell numbers of each box
+        flat = (flat[:, :, None] * grid[d] + ix[:, None, :]).reshape(len(rows), -1)
+      cells.append(flat.reshape(-1))
+      owners.append(np.repeat(pid[rows], flat.shape[1]))
+      sites.append(np.repeat(site[rows], flat.shape[1]))
+    cells, owners, sites = map(np.concatenate, (cells, owners, sites))
+    order = np.lexsort((owners, cells))
+    cells, owners, sites = cells[order], owners[order], sites[order]
+    clash = np.flatnonzero((cells[1:] == cells[:-1]) & (owners[1:] != owners[:-1]))
+    if not len(clash):
+      return None
+    i = clash[0]
+    element = tuple(int(x) for x in np.unravel_index(cells[i], tuple(grid)) * g)
+    return (element, int(owners[i]), self.locs[int(sites[i])], int(owners[i + 1]),
+            self.locs[int(sites[i + 1])])
+
+
+def race_error(name, race, program):
+  element, p, loc_p, q, loc_q = race
+  return E.RaceError(
+      f"program {program(p)} and program {program(q)} both write {name}{list(element)}: programs run in"
+      f" no fixed order, so the result depends on timing", loc_q,
+      notes=(f"{loc_p}: program {program(p)} writes it here",) if loc_p != loc_q else (), hint=OWN_WINDOW)
