@@ -25,7 +25,7 @@ import numpy as np
 from . import errors as E
 from . import ir
 from .absint import UNKNOWN, GridEval, known_multiple, loop_counters
-from .coverage import Boxes, describe
+from .coverage import Boxes, describe, unique_rows
 from .ir import Access as A
 from .ops.memory import Copy, View
 from .races import Writers, race_error
@@ -105,7 +105,8 @@ class _Memory:
       self.check_bounds(acc)
     if (kind not in READS and w.root.id in self.writers and acc.exact
         and all(x is not UNKNOWN for x in w.starts) and acc.must.any()):
-      self.writers[w.root.id].add(*self.boxes_of(w, acc.must), np.flatnonzero(acc.must), acc.op.loc)
+      self.writers[w.root.id].add(*self.boxes_of(w, acc.must, dedupe=False), np.flatnonzero(acc.must),
+                                  acc.op.loc)
     boxes = self.tracked.get(w.root.id)
     if boxes is None:
       return
@@ -119,9 +120,11 @@ class _Memory:
     if all((type(e), e.loc) != (type(err), err.loc) for e in self.errors):
       self.errors.append(err)
 
-  def boxes_of(self, w, progs):
+  def boxes_of(self, w, progs, *, dedupe=True):
     """(lo, hi) rows of the window in each program of `progs`; unknown starts span the dimension."""
     idx = np.flatnonzero(progs)
+    if dedupe and all(s is UNKNOWN or (s[idx] == s[idx[0]]).all() for s in w.starts):
+      idx = idx[:1]                     # the same window in every program: one row
     lo = np.zeros((len(idx), len(w.shape)), np.int64)
     hi = np.empty_like(lo)
     for d, (s, n, full) in enumerate(zip(w.starts, w.sizes, w.shape)):
@@ -138,7 +141,7 @@ class _Memory:
     lo, hi = self.boxes_of(w, acc.may)
     shape = np.asarray(w.shape, np.int64)
     lo, hi = np.clip(lo, 0, shape), np.clip(hi, 0, shape)
-    rows, first = np.unique(np.concatenate([lo, hi], axis=1), axis=0, return_index=True)
+    rows, first = unique_rows(np.concatenate([lo, hi], axis=1))
     if len(rows) > MAX_READ_BOXES:
       return
     nd = len(w.shape)

@@ -14,6 +14,23 @@ import numpy as np
 MAX_CELLS = 50_000_000     # cells marked at once; beyond it the union is not computed (unknown)
 
 
+def unique_rows(a: np.ndarray):
+  """(distinct rows of the int array `a`, the index of each one's first occurrence)."""
+  if len(a) <= 1:
+    return a, np.arange(len(a))
+  if (a == a[0]).all():
+    return a[:1], np.zeros(1, np.int64)
+  lo = a.min(axis=0)
+  span = a.max(axis=0) - lo + 1
+  if np.prod(span.astype(np.float64)) >= 2.0 ** 62:
+    return np.unique(a, axis=0, return_index=True)
+  key = np.zeros(len(a), np.int64)
+  for d in range(a.shape[1]):         # one integer per row: sorting it is fast
+    key = key * span[d] + (a[:, d] - lo[d])
+  _, first = np.unique(key, return_index=True)
+  return a[first], first
+
+
 class Boxes:
   """A union of boxes in a buffer of `shape`."""
 
@@ -30,7 +47,7 @@ class Boxes:
     lo, hi = np.clip(lo, 0, shape), np.clip(hi, 0, shape)
     keep = np.all(hi > lo, axis=1)
     if keep.any():
-      both = np.unique(np.concatenate([lo[keep], hi[keep]], axis=1), axis=0)
+      both = unique_rows(np.concatenate([lo[keep], hi[keep]], axis=1))[0]
       self.lo.append(both[:, :len(self.shape)])
       self.hi.append(both[:, len(self.shape):])
       self._cache = None
@@ -51,7 +68,7 @@ class Boxes:
       return self._cache[1]
     m = np.zeros(tuple(n // c for n, c in zip(self.shape, key)), bool)
     if self.lo:
-      both = np.unique(np.concatenate([np.concatenate(self.lo), np.concatenate(self.hi)], axis=1), axis=0)
+      both = unique_rows(np.concatenate([np.concatenate(self.lo), np.concatenate(self.hi)], axis=1))[0]
       lo, hi = both[:, :len(key)] // g, both[:, len(key):] // g
       counts = hi - lo
       if int(np.prod(counts, axis=1).sum()) > MAX_CELLS:

@@ -32,11 +32,16 @@ class Value:
     self.name = name          # the user's expression, for messages and IR dumps
     self.id = next(_ids)
 
-  def __repr__(self):
-    return f"%{self.id}"      # IR dumps only
+  @property
+  def ref(self) -> str:
+    """`%id`: how IR dumps name the value."""
+    return f"%{self.id}"
 
-  def __str__(self):
-    return self.name or f"a {self.type}"   # messages: the user's name, never an internal id
+  def __repr__(self):
+    # Messages (and tuples of values in them) show the user's name, never an internal id.
+    return self.name or f"a {self.type}"
+
+  __str__ = __repr__
 
 
 Operand = Union[Value, int, float, bool]
@@ -293,7 +298,7 @@ def dump(kernel: Kernel) -> str:
   lines = [f"kernel @{kernel.name} grid={kernel.grid} block={kernel.block}"
            f" cluster={kernel.cluster}"]
   for p in kernel.params:
-    lines.append(f"  param {p.value!r} {p.name}: {p.value.type}"
+    lines.append(f"  param {p.value.ref} {p.name}: {p.value.type}"
                  f"{' (output)' if p.is_output else ''}")
   _dump_block(kernel.body, lines, "  ")
   return "\n".join(lines)
@@ -307,12 +312,14 @@ def _fmt(x) -> str:
     return "[" + ", ".join(_fmt(i) for i in x) + "]"
   if isinstance(x, enum.Enum):
     return x.name.lower()
+  if isinstance(x, Value):
+    return x.ref
   return repr(x)
 
 
 def _dump_block(block: Block, lines, ind):
   for o in block.ops:
-    res = ", ".join(f"{r!r}: {r.type}" for r in o.results)
+    res = ", ".join(f"{r.ref}: {r.type}" for r in o.results)
     fields = [f for f in dataclasses.fields(o)    # flags left at False are not shown
               if f.name not in ("loc", "results") and f.name not in o.regions
               and not (f.default is False and getattr(o, f.name) is False)]
@@ -322,5 +329,5 @@ def _dump_block(block: Block, lines, ind):
     if o.regions:
       for r in o.regions:
         blk = getattr(o, r)
-        lines.append(f"{ind}  {r}({', '.join(repr(a) for a in blk.args)}):")
+        lines.append(f"{ind}  {r}({', '.join(a.ref for a in blk.args)}):")
         _dump_block(blk, lines, ind + "    ")

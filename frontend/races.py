@@ -23,10 +23,16 @@ class Writers:
     self.shape = np.asarray(shape, np.int64)
     self.lo, self.hi, self.pid, self.site = [], [], [], []
     self.locs: list = []           # the write sites, numbered by `site`
+    self.found = None              # a race seen while adding
 
   def add(self, lo, hi, pids, loc):
     lo, hi = np.clip(lo, 0, self.shape), np.clip(hi, 0, self.shape)
     keep = np.all(hi > lo, axis=1)
+    lo, hi, pids = lo[keep], hi[keep], pids[keep]
+    if len(lo) > 1 and (lo == lo[0]).all() and (hi == hi[0]).all():   # one window, several programs
+      self.found = self.found or (tuple(int(x) for x in lo[0]), int(pids[0]), loc, int(pids[1]), loc)
+      lo, hi, pids = lo[:1], hi[:1], pids[:1]
+    keep = np.ones(len(lo), bool)
     if keep.any():
       self.lo.append(lo[keep])
       self.hi.append(hi[keep])
@@ -36,8 +42,8 @@ class Writers:
 
   def first_race(self):
     """((element, program a, loc a, program b, loc b)) of a shared element, or None."""
-    if not self.lo:
-      return None
+    if self.found is not None or not self.lo:
+      return self.found
     lo, hi = np.concatenate(self.lo), np.concatenate(self.hi)
     pid = np.concatenate(self.pid)
     site = np.concatenate(self.site)

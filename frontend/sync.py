@@ -62,6 +62,7 @@ class State:
   # Buffers read by dots this warpgroup has awaited: other warpgroups may still be reading them
   # until the next barrier, so a write to them needs one first.
   dot_retired: set = dataclasses.field(default_factory=set)
+  gmem_stored: set = dataclasses.field(default_factory=set)     # GMEM roots a TMA store may still write
 
   @property
   def dot_pending(self) -> bool:
@@ -161,6 +162,7 @@ class SyncPass:
         self.enter_region(o, st, out)
       else:
         self.dot_wait(st, out, o.loc, self.dot_wait_before([o], st, set()))
+        self.await_gmem(self.gmem_roots(o), st, out, o.loc)
         accs = self.accesses(o)
         for root, acc, ref in accs:
           if root is not None:
@@ -180,7 +182,26 @@ class SyncPass:
         if self.issues_dot(o):
           st.dots.append(o.results[0].id if o.results else UNKNOWN_DOT)
           st.dot_roots.append({r for r, a, _ in self.accesses(o) if r is not None and a == Access.MMA_READ})
+        st.gmem_stored |= self.gmem_stores(o)
     block.ops[:] = out
+
+  def gmem_roots(self, o) -> set:
+    """GMEM roots `o` reads or writes (a TMA store's own destination excluded)."""
+    return {self.root(r).id for r, a in ir.traits_of(o).effects(o) if r is not None
+            and r.type.space == Space.GMEM and a != Access.TMA_WRITE}
+
+  def gmem_stores(self, o) -> set:
+    return {self.root(r).id for r, a in ir.traits_of(o).effects(o) if r is not None
+            and r.type.space == Space.GMEM and a == Access.TMA_WRITE}
+
+  def await_gmem(self, roots, st: State, out, loc):
+    """GMEM a TMA store may still be writing is read (or rewritten) only after the store lands."""
+    if roots & st.gmem_stored:
+      out.append(AwaitStores(False, loc))     # every store done: SMEM reads and GMEM writes
+      st.gmem_stored.clear()
+      st.pending_store.clear()
+      st.store_log.clear()
+      st.deferred.clear()
 
   def issues_dot(self, o) -> bool:
     return any(a == Access.MMA_ISSUE for _, a in ir.traits_of(o).effects(o))
@@ -320,6 +341,9 @@ class SyncPass:
     if touched & (st.dirty | st.reg_read | st.unfenced) or written & st.dot_retired:
       self.sync(st, out, o.loc, fence=bool(touched & (st.dirty | st.unfenced)))
     self.await_stores(written, st, out, o.loc)
+    inner_ops = [x for r in o.regions for x in ir.walk(getattr(o, r))]
+    self.await_gmem(set().union(*(self.gmem_roots(x) for x in inner_ops)), st, out, o.loc)
+    region_stores = set().union(*(self.gmem_stores(x) for x in inner_ops))
     loop = isinstance(o, LOOPS)
     stored = {r for r, a in acc if a == Access.TMA_READ}
     pipelined = loop and getattr(o, "stages", 1) > 1
@@ -331,7 +355,8 @@ class SyncPass:
     for r in o.regions:
       inner = State(pending_store=(st.pending_store & touched) | (stored - set(deferred) if loop else set()),
                     in_pipeline=pipelined, deferred=dict(deferred),
-                    dot_retired=st.dot_retired | (others if loop else set()))
+                    dot_retired=st.dot_retired | (others if loop else set()),
+                    gmem_stored=set(st.gmem_stored) | (region_stores if loop else set()))
       if dots:   # the previous iteration's last dot still runs
         inner.dots = [UNKNOWN_DOT if carried is None else o.body.args[1 + carried].id]
         inner.dot_roots = [set(mma_read)]
@@ -349,6 +374,7 @@ class SyncPass:
       st.reg_windows.setdefault(r, set()).add(UNKNOWN_WINDOW)
     st.pending_store |= stored
     st.store_log += [(r, 0) for r in sorted(stored)]
+    st.gmem_stored |= region_stores
     st.dot_retired |= others
     if dots:   # its last dot still runs
       st.dots = [UNKNOWN_DOT if carried is None else o.results[carried].id]

@@ -210,6 +210,8 @@ def _i_wait_load(cta, o):
 @interpret(AwaitStores)
 def _i_await_stores(cta, o):
   cta.retire_stores(o.pending)
+  if not o.read_only:                # the stores' GMEM writes are done too
+    del cta.pending_gmem[:max(len(cta.pending_gmem) - o.pending, 0)]
   cta.touched.clear()
 
 

@@ -269,6 +269,7 @@ class CtaMemory:
     self.waited: dict[int, int] = {}
     self.steps = 0
     self.filled = {v.id: np.zeros(v.type.shape, bool) for v in m.kernel.smem}   # SMEM elements written
+    self.pending_gmem: list[tuple] = []         # (GMEM root id, loc) of TMA stores that may still write, in order
 
   def check_filled(self, ref: Ref, o):
     """An SMEM read must read elements something wrote (SMEM starts with garbage)."""
@@ -290,6 +291,17 @@ class CtaMemory:
     if self.dots:
       raise RaceError("the kernel ends while this ml.dot may still be running", self.dots[0][2],
                       hint=COMPILER_BUG)
+    if self.pending_gmem:
+      raise RaceError("the kernel ends while this TMA store may still be writing GMEM",
+                      self.pending_gmem[0][1], hint=COMPILER_BUG)
+
+  def gmem_sync(self, ref: Ref, o):
+    """GMEM a TMA store of this CTA may still be writing is not read or rewritten from registers."""
+    rid = self.m.canon.get(ref.root.id, ref.root.id)
+    at = next((loc for r, loc in self.pending_gmem if r == rid), None)
+    if at is not None:
+      raise RaceError(f"{ref.name} is accessed while a TMA store into it may still be in flight", o.loc,
+                      notes=(f"{at}: the TMA store starts here",), hint=COMPILER_BUG)
 
   def smem_sync(self, ref: Ref, o, kind: str):
     """Check one SMEM access against what is in flight.
@@ -347,6 +359,7 @@ class CtaMemory:
       return self.buffer(ref)[ref.index].copy()
     if not tma:
       ref.check_bounds(o)
+    self.gmem_sync(ref, o)
     out = np.zeros(tuple(n for _, n, sq in ref.win if not sq), np_dtype(ref.root.type.dtype))
     if (c := ref.clip()) is not None:
       self.m.gmem_access(self, ref, c[0], o, write=False)
@@ -376,6 +389,7 @@ class CtaMemory:
       return
     if not tma:
       ref.check_bounds(o)
+      self.gmem_sync(ref, o)
     if (c := ref.clip()) is not None:
       self.m.gmem_access(self, ref, c[0], o, write=True)
       self.buffer(ref)[c[0]] = data[c[1]]

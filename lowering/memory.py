@@ -169,5 +169,6 @@ def _i_copy(cta, o):
     cta.issued[barrier] = cta.issued.get(barrier, 0) + 1
     if o.multicast is not None:      # every peer along the axis must load this same window
       cta.multicasts.append((o.slot, src.win, o))
-  else:                              # SMEM -> GMEM reads SMEM until AwaitStores
+  else:                              # SMEM -> GMEM reads SMEM, and writes GMEM, until AwaitStores
     cta.pending_store.append(((src.root.id, src.part), o.loc))
+    cta.pending_gmem.append((cta.m.canon.get(dst.root.id, dst.root.id), o.loc))

@@ -20,7 +20,7 @@ import pytest
 import mgpu_dsl as mg
 import test_fuzz as fuzz
 import test_pipeline_fuzz as pfuzz
-from test_safety_memory import halo
+from test_safety_memory import halo, two_phase
 from test_safety_params import append, append_rows, rand, rows_by_floor_grid  # noqa: F401
 from test_safety_tiles import promised_rows, reference
 
@@ -59,8 +59,13 @@ def test_a_tma_window_before_zero_reads_zeros_on_the_gpu():
   np.testing.assert_array_equal(got[:8], 0)
 
 
+def test_an_output_read_after_its_tma_store_sees_the_stored_values_on_the_gpu():
+  x = rand((128, 64))
+  got, got2 = two_phase(x)
+  np.testing.assert_array_equal(got2, x * 2 + 1)
+
+
 def test_a_ceiling_grid_covers_a_ragged_output_on_the_gpu():
-  from test_safety_params import test_a_ceiling_grid_of_tma_tiles_covers_a_ragged_output as _  # noqa: F401
   import mgpu_dsl.language as ml
 
   @mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: ((x.shape[0] + 127) // 128,))

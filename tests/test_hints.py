@@ -53,5 +53,6 @@ def test_values_print_as_their_names_in_messages():
   from mgpu_dsl.frontend.dtypes import DType
   from mgpu_dsl.frontend.types import ScalarType
   named, anonymous = ir.Value(ScalarType(DType.i32), "i"), ir.Value(ScalarType(DType.i32))
-  assert f"{named}" == "i" and f"{anonymous}" == "a scalar<int32>"
-  assert repr(anonymous).startswith("%")          # IR dumps keep ids
+  assert f"{named}" == f"{named!r}" == "i" and f"{anonymous}" == "a scalar<int32>"
+  assert f"{(named, 128)}" == "(i, 128)"             # tuples in messages too
+  assert anonymous.ref.startswith("%")              # IR dumps keep ids

@@ -192,3 +192,29 @@ def test_integer_remainders_floor_as_in_python():
     out[...] = x[...] % 7 + x[...] // -3
   x = jnp.arange(-64, 64, dtype=jnp.int32)
   np.testing.assert_array_equal(rem(x, interpret=True), np.asarray(x) % 7 + np.asarray(x) // -3)
+
+
+# ---------------------------------------------------------------------------- GMEM after a TMA store
+@mg.mgpu_kernel(out_shape=lambda x: (x, x))
+def two_phase(x, out, out2):
+  buf = ml.smem((128, 64))
+  ml.copy(x, buf)
+  buf[...] = buf[...] * 2
+  ml.copy(buf, out)                       # an async TMA store into out
+  out2[...] = out[...] + 1.0              # reads out: only after the store has landed
+
+
+def test_an_output_read_after_its_tma_store_waits_for_the_store():
+  import copy as _copy
+  from mgpu_dsl.frontend import ops as O
+  from mgpu_dsl.lowering import interpret as interp
+  x = rand((128, 64))
+  got, got2 = two_phase(x, interpret=True)
+  np.testing.assert_array_equal(got2, x * 2 + 1)
+  hit = two_phase._compile((x,), {})
+  ops = [type(o).__name__ for o in hit["kernel"].body.ops]
+  assert ops[ops.index("Copy", ops.index("Copy") + 1) + 1] == "AwaitStores"
+  kernel = _copy.deepcopy(hit["kernel"])        # without the wait the interpreter reports the race
+  kernel.body.ops[:] = [o for o in kernel.body.ops if not isinstance(o, O.AwaitStores)]
+  with pytest.raises(interp.RaceError, match="out is accessed while a TMA store into it may still be in flight"):
+    interp.run(kernel, [x], hit["out_specs"])
