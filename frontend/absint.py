@@ -167,11 +167,12 @@ class GridEval:
         self.set(r, v)
       return
     # Summarise: the first iteration exactly (when it runs), then every iteration at once.
-    first = n > 0 if trips is not None else np.zeros_like(must)
+    runs = n > 0 if trips is not None else None        # programs that run a first iteration
     self.env[iv.id] = start
     for a, v in zip(args, inits):
       self.set(a, v)
-    self.block(o.body, must & first, may)
+    self.block(o.body, must & runs if runs is not None else np.zeros_like(must),
+               may & runs if runs is not None else may)
     saved, self.exact = self.exact, False
     self.env[iv.id] = UNKNOWN
     for a in args:

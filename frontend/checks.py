@@ -103,7 +103,7 @@ class _Memory:
       self.record_starts(acc)
     if acc.exact and not w.remote and not gmem_tma:
       self.check_bounds(acc)
-    if (kind not in READS and w.root.id in self.writers and acc.exact
+    if (kind in (A.REG_WRITE, A.TMA_WRITE) and w.root.id in self.writers and acc.exact
         and all(x is not UNKNOWN for x in w.starts) and acc.must.any()):
       self.writers[w.root.id].add(*self.boxes_of(w, acc.must, dedupe=False), np.flatnonzero(acc.must),
                                   acc.op.loc)

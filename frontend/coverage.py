@@ -88,10 +88,18 @@ class Boxes:
 
 
 def describe(name: str, shape, missing: np.ndarray, g) -> tuple[str, int]:
-  """(`name[a:b, ...]` bounding the missing elements, how many are missing) from a cell mask."""
-  where = np.argwhere(missing)
-  lo = where.min(axis=0) * g
-  hi = (where.max(axis=0) + 1) * g
-  parts = [":" if a == 0 and b == n else f"{a}:{b}" for a, b, n in zip(lo, hi, shape)]
+  """(`name[a:b, ...]`, a box of missing elements, and how many are missing in all) from a cell
+  mask. The box starts at the first missing element and grows while every element in it is
+  missing, so the text is true of each element it names."""
+  lo = [int(c) for c in np.argwhere(missing)[0]]
+  hi = [c + 1 for c in lo]
+  for d in reversed(range(missing.ndim)):
+    while hi[d] < missing.shape[d]:
+      grown = tuple(slice(a, b + 1 if e == d else b) for e, (a, b) in enumerate(zip(lo, hi)))
+      if not missing[grown].all():
+        break
+      hi[d] += 1
+  g = np.asarray(g, np.int64)
+  parts = [":" if a == 0 and b * c == n else f"{a * c}:{b * c}" for a, b, c, n in zip(lo, hi, g, shape)]
   count = int(missing.sum()) * int(np.prod(g))
   return f"{name}[{', '.join(parts)}]", count
