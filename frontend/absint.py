@@ -123,6 +123,8 @@ class GridEval:
         self.loop(o, must, may)
       elif isinstance(o, If):
         self.branch(o, must, may)
+      elif o.regions:
+        self.opaque(o, must, may)
       else:
         self.effects(o, must, may)
         rule = _RULES.get(type(o))
@@ -179,6 +181,20 @@ class GridEval:
       self.set(a, UNKNOWN)
     self.block(o.body, np.zeros_like(must), may)
     self.exact = saved
+    for r in o.results:
+      self.set(r, UNKNOWN)
+
+  def opaque(self, o, must, may):
+    """A region op without a rule here (a `while`): its regions may run any number of times,
+    with unknown block arguments; summarised as a loop of unknown trip count."""
+    for exact in (True, False):
+      saved, self.exact = self.exact, exact and self.exact
+      for r in o.regions:
+        blk = getattr(o, r)
+        for a in blk.args:
+          self.set(a, UNKNOWN)
+        self.block(blk, np.zeros_like(must), may)
+      self.exact = saved
     for r in o.results:
       self.set(r, UNKNOWN)
 

@@ -27,11 +27,15 @@ from . import ir
 from .absint import UNKNOWN, GridEval, known_multiple, loop_counters
 from .coverage import Boxes, describe, unique_rows
 from .ir import Access as A
+from .ops.access import MaskedLoad, MaskedStore
+from .ops.atomic import AtomicUpdate
 from .ops.memory import Copy, View
+from .layouts import one_tile_column
 from .races import Writers, race_error
 from .types import Space
 
 READS = (A.REG_READ, A.TMA_READ, A.MMA_READ)
+MASKED = (MaskedLoad, MaskedStore)      # touch only where a mask holds: windows may leave GMEM
 MAX_READ_BOXES = 100_000
 _VERB = {A.REG_READ: "register read", A.REG_WRITE: "register write", A.MMA_READ: "ml.dot operand",
          A.TMA_READ: "copy", A.TMA_WRITE: "copy"}
@@ -54,6 +58,13 @@ def check_kernel(kernel: ir.Kernel, defs: dict) -> tuple[list, Facts]:
   else:
     mem.facts.tma_starts.clear()
   return errors, mem.facts
+
+
+def _plain_write(acc) -> bool:
+  """A write that certainly replaces its whole window (not masked, atomic or reducing)."""
+  o = acc.op
+  return (acc.kind in (A.REG_WRITE, A.TMA_WRITE) and not isinstance(o, MASKED + (AtomicUpdate,))
+          and getattr(o, "reduce", None) is None)
 
 
 def _root(defs, ref):
@@ -86,7 +97,8 @@ class _Memory:
 
   def __init__(self, kernel: ir.Kernel):
     self.kernel, self.ev = kernel, None
-    aliased = {kernel.outputs[o].value.id for o in kernel.aliases.values()}
+    # Outputs that start with values: aliased to an input, or updated by atomics (the identity).
+    aliased = {kernel.outputs[o].value.id for o in kernel.aliases.values()} | set(kernel.accumulated)
     self.tracked = {a.id: Boxes(a.type.shape) for a in kernel.smem if a.type.shape}
     for p in kernel.outputs:
       if p.value.id not in aliased and p.value.type.shape:
@@ -101,9 +113,10 @@ class _Memory:
     gmem_tma = w.root.type.space == Space.GMEM and kind in (A.TMA_READ, A.TMA_WRITE)
     if gmem_tma:
       self.record_starts(acc)
-    if acc.exact and not w.remote and not gmem_tma:
+    masked = isinstance(acc.op, MASKED)
+    if acc.exact and not w.remote and not gmem_tma and not (masked and w.root.type.space == Space.GMEM):
       self.check_bounds(acc)
-    if (kind in (A.REG_WRITE, A.TMA_WRITE) and w.root.id in self.writers and acc.exact
+    if (_plain_write(acc) and w.root.id in self.writers and acc.exact
         and all(x is not UNKNOWN for x in w.starts) and acc.must.any()):
       self.writers[w.root.id].add(*self.boxes_of(w, acc.must, dedupe=False), np.flatnonzero(acc.must),
                                   acc.op.loc)
@@ -113,7 +126,7 @@ class _Memory:
     if kind not in READS:            # writes, and effects this check does not know: may write
       boxes.add(*self.boxes_of(w, acc.may))
       self.first_write.setdefault(w.root.id, acc.op.loc)
-    elif acc.exact and not w.remote:
+    elif acc.exact and not w.remote and not masked:
       self.check_read(acc, boxes)
 
   def report(self, err):
@@ -279,6 +292,9 @@ def check_tiled_starts(kernel: ir.Kernel, defs: dict, facts: Facts) -> None:
     view = defs.get(gmem.id)
     if tiled is None or gmem.type.space != Space.GMEM or not isinstance(view, View):
       continue
+    if one_tile_column(tiled, view.index, view.ref.type.shape):
+      continue                 # copied as plain swizzled rows: any start
+
     nd = len(view.index)
     for d, t in zip(range(nd - 2, nd), tiled.tile):
       start = view.index[d].start

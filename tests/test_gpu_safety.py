@@ -80,7 +80,7 @@ def test_a_ceiling_grid_covers_a_ragged_output_on_the_gpu():
 
 
 def test_a_promised_aligned_tensor_core_tile_on_the_gpu():
-  a, b = rand((128, 64), jnp.float16), rand((64, 64), jnp.float16, seed=1)
+  a, b = rand((128, 128), jnp.float16), rand((128, 64), jnp.float16, seed=1)
   got = promised_rows(a, b, jnp.full((128,), 24, jnp.int32))
   np.testing.assert_allclose(got, reference(a[24:88], b), rtol=1e-2, atol=1e-2)
 

@@ -43,7 +43,7 @@ def zero_programs(x, out):
     (odd_cluster, "cluster=(3,)", mg.LaunchConfigError,
      "grid (2, 1, 1) is not divisible by cluster (3, 1, 1) along x"),
     (bad_out_shape, "out_shape=lambda x: x.shap", mg.SignatureError,
-     "the out_shape callable failed for 1 input(s) of shapes [(256,)]: AttributeError:"
+     "the out_shape callable failed for 1 input(s) float32[256]: AttributeError:"
      " 'ShapeDtypeStruct' object has no attribute 'shap'"),
     (zero_programs, "grid=lambda x: x.shape[0] // 512", mg.LaunchConfigError,
      "grid must be 1 to 3 positive ints, got (0,)"),

@@ -249,3 +249,26 @@ def test_the_documented_kv_cache_append_updates_rows_in_place_under_jit_with_don
   step = jax.jit(lambda c, n: append_rows(c, n, pos=16, interpret=True), donate_argnums=0)
   np.testing.assert_array_equal(step(jnp.array(cache), new), want)
   builds(append_rows, S((64, 128), F32), S((8, 128), F32), pos=16)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(2,))
+def while_rows(x, out):
+  i = ml.program_id(0)
+  r = i * 256
+  while r < i * 256 + 256:                         # a while loop: its trip count is not evaluated
+    out.at[ml.ds(r, 128)][...] = x.at[ml.ds(r, 128)][...] * 2
+    r = r + 128
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((128,), F32), grid=(4,))
+def atomic_sums(x, out):
+  i = ml.program_id(0)
+  ml.atomic_add(out, x.at[ml.ds(i * 128, 128)][...])   # every program adds into all of out
+
+
+def test_writes_in_while_loops_and_atomic_accumulation_are_accepted():
+  x = rand((512,))
+  np.testing.assert_array_equal(while_rows(x, interpret=True), x * 2)
+  builds(while_rows, S((512,), F32))
+  np.testing.assert_allclose(atomic_sums(x, interpret=True), np.asarray(x).reshape(4, 128).sum(0), rtol=1e-5)
+  builds(atomic_sums, S((512,), F32))
