@@ -13,7 +13,6 @@ from . import errors as E
 from . import ir
 from . import language as L
 from .builder import Builder
-from . import checks
 from .checks import check_kernel, check_tiled_starts
 from .dtypes import DType, to_dtype
 from .layouts import assign_layouts

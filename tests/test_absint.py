@@ -8,13 +8,14 @@ from mgpu_dsl import language as ml
 from mgpu_dsl.frontend import compile as fc
 from mgpu_dsl.frontend import absint, ir
 from mgpu_dsl.frontend.absint import UNKNOWN, GridEval, known_multiple, loop_counters
+from mgpu_dsl.frontend.checks import Facts
 from test_frontend import build
 
 
 @pytest.fixture(autouse=True)
 def _no_proofs(monkeypatch):
   # These kernels leave outputs unwritten on purpose: evaluate them, do not reject them.
-  monkeypatch.setattr(fc, "check_kernel", lambda kernel, defs: ([], fc.checks.Facts()))
+  monkeypatch.setattr(fc, "check_kernel", lambda kernel, defs: ([], Facts()))
 
 
 def accesses(kernel, budget=absint.BUDGET):

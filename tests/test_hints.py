@@ -7,8 +7,6 @@ import ast
 import pathlib
 import sys
 
-import pytest
-
 import mgpu_dsl as mg
 from mgpu_dsl.frontend import errors as E
 from mgpu_dsl.frontend import ir

@@ -3,7 +3,6 @@ print's format specs (honoured on both backends, or rejected for what they are),
 constructs named in their messages."""
 import jax
 import jax.numpy as jnp
-import numpy as np
 import pytest
 
 import mgpu_dsl as mg

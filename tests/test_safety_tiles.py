@@ -168,7 +168,6 @@ def _loop(stages, guarded_load, register_read):
   def loop(a, b, out, out2):
     a_s = ml.smem((64, 64), F16)
     b_s = ml.smem((64, 64), F16)
-    c_s = ml.smem((64, 64), F16)
     first = ml.smem((64, 64), F32)
     first[...] = ml.zeros((64, 64), F32)
     ml.copy(b.at[0:64], b_s)
