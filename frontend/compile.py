@@ -156,10 +156,13 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, bloc
   kernel.accumulated = accumulated_outputs(kernel.body, em.defs, kernel.outputs)
   kernel.aliases = aliases
   try:
-    errors, facts = check_kernel(kernel, em.defs)
+    errors, facts = check_kernel(kernel, em.defs)   # on the program as written, before the rewrites
+    try:
+      pipelined = pipeline_loops(kernel, em)
+    except E.KernelError as e:      # a loop that cannot be pipelined comes first, then the proofs
+      E.raise_all([e] + errors)
     if errors:
       E.raise_all(errors)
-    pipelined = pipeline_loops(kernel, em)
     ir.prune_dead(kernel.body)
     assign_layouts(kernel, em.defs)
     check_tiled_starts(kernel, em.defs, facts)

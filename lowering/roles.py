@@ -122,7 +122,9 @@ def _i_barrier_wait(cta, o):
   n = bar.waits.get((cta.role, i), 0)
   while bar.completed[i] <= n:
     if cta.role is None:
-      raise InterpretError("the kernel hangs: it waits on a barrier nothing arrives on", o.loc)
+      raise InterpretError("the kernel hangs: it waits on a barrier nothing arrives on", o.loc,
+                           hint="this barrier is the compiler's; a kernel that reaches this is a bug in"
+                                " mgpu_dsl, please report it")
     yield Blocked(o.loc, f"waiting for phase {n} of barrier {i}")
   bar.waits[(cta.role, i)] = n + 1
 

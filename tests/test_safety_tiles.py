@@ -158,7 +158,7 @@ def test_a_pipelined_buffer_sliced_in_the_loop_is_reported_at_the_slice():
   expect(sliced_in_loop, [S((256, 64), F16), S((64, 64), F16)], mg.PipelineError, "a_s.at[0:64]",
          "a_s is loaded by TMA in a pipelined loop, so the loop may only read it whole (ml.dot, ml.copy"
          " from it, or [...])",
-         hint="read a_s whole, or copy it into another buffer first; to slice it use stages=1")
+         hint="write results into a separate ml.smem buffer (the compiler multi-buffers it too)")
 
 
 def _loop(stages, guarded_load, register_read):
