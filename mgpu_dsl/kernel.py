@@ -300,7 +300,7 @@ class KernelFunction:
       return None
     return C.digest("traced", C.versions(), fingerprint, self.__name__, spec.in_specs,
                     spec.out_fspecs, spec.grid, spec.block, spec.cluster, consts,
-                    [(n, list(b)) for n, b in levels], sorted((self.input_output_aliases or {}).items()))
+                    [(n, list(b)) for n, b in levels], repr(self.input_output_aliases))
 
   def _trace(self, spec, constexprs, levels=()) -> tuple[kir.Kernel, bool]:
     from . import batching

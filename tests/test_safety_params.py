@@ -272,3 +272,32 @@ def test_writes_in_while_loops_and_atomic_accumulation_are_accepted():
   builds(while_rows, S((512,), F32))
   np.testing.assert_allclose(atomic_sums(x, interpret=True), np.asarray(x).reshape(4, 128).sum(0), rtol=1e-5)
   builds(atomic_sums, S((512,), F32))
+
+
+def test_interpret_mode_reports_an_output_read_before_it_is_written_with_the_program():
+  with pytest.raises(mg.UninitializedReadError) as e:
+    read_back(rand((256,)), jnp.full((128,), 128, jnp.int32), interpret=True)
+  assert e.value.code == "MG601"
+  assert e.value.message == ("out[0:128] is read in program (0, 0, 0) before this program writes it: outputs"
+                             " start uninitialised")
+  assert (e.value.lineno, e.value.col_offset) == where(read_back, "out.at[ml.ds(start - 128")
+  assert e.value.hint.startswith("read inputs, not outputs; to update an array in place")
+
+
+def test_interpret_mode_reports_unwritten_outputs_with_the_fix():
+  with pytest.raises(mg.UncoveredOutputError) as e:
+    data_dependent_window(rand((256,)), jnp.full((128,), 128, jnp.int32), interpret=True)
+  assert e.value.code == "MG602"
+  assert e.value.hint.startswith("launch enough programs for their windows to cover out (256,)")
+
+
+@pytest.mark.parametrize("aliases,message", [
+    ([(0, 0)], "input_output_aliases must be a dict, got [(0, 0)]"),
+    ({0: "out"}, "input_output_aliases maps ints to ints, got 0: 'out'"),
+], ids=["not_a_dict", "not_ints"])
+def test_malformed_aliases_are_reported_at_the_decorator_argument(aliases, message):
+  @mg.mgpu_kernel(out_shape=lambda x: x, input_output_aliases=aliases)
+  def copy(x, out):
+    out[...] = x[...]
+  e = expect(copy, [S((128,), F32)], mg.LaunchConfigError, "input_output_aliases=aliases", message)
+  assert "input_output_aliases={input_index: output_index}" in e.hint

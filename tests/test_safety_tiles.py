@@ -209,3 +209,34 @@ def test_a_one_tile_wide_operand_may_start_on_any_row():
   builds(one_tile_column_at_36, S((128, 64), F16), S((64, 64), F16))
   got = np.asarray(one_tile_column_at_36(a, b, interpret=True))
   np.testing.assert_allclose(got[64:], reference(a[36:100], b), rtol=1e-2, atol=1e-2)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def promise_of_a_float(x, out):
+  i = ml.program_id(0)
+  out.at[ml.ds(ml.multiple_of(i, 2.5), 128)][...] = x[...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def false_static_promise(x, out):
+  out.at[ml.ds(ml.multiple_of(12, 8), 128)][...] = x.at[0:128][...]
+
+
+def test_ml_multiple_of_takes_a_positive_static_int():
+  expect(promise_of_a_float, [S((128,), F32)], mg.KernelTypeError, "ml.multiple_of(i, 2.5)",
+         "ml.multiple_of needs a positive static int multiple, got 2.5",
+         hint="ml.multiple_of(i * n, 8): the multiple is fixed when the kernel is compiled")
+
+
+def test_a_false_static_promise_is_rejected():
+  expect(false_static_promise, [S((256,), F32)], mg.KernelTypeError, "ml.multiple_of(12, 8)",
+         "ml.multiple_of(12, 8): 12 is not a multiple of 8",
+         hint="promise only what is true, or drop ml.multiple_of")
+
+
+def test_a_broken_runtime_promise_names_the_fix():
+  a, b = rand((128, 128), F16), rand((128, 64), F16, seed=1)
+  with pytest.raises(mg.InterpretError) as e:
+    promised_rows(a, b, jnp.full((128,), 20, I32), interpret=True)
+  assert e.value.code == "MG950"
+  assert e.value.hint == "promise only what holds in every program, or make the value a multiple of 8"
