@@ -295,8 +295,8 @@ def check_tiled_starts(kernel: ir.Kernel, defs: dict, facts: Facts) -> None:
     if one_tile_column(tiled, view.index, view.ref.type.shape):
       continue                 # copied as plain swizzled rows: any start
 
-    nd = len(view.index)
-    for d, t in zip(range(nd - 2, nd), tiled.tile):
+    kept = [d for d, i in enumerate(view.index) if not i.squeeze]   # the tiles cover these
+    for d, t in zip(kept[-2:], tiled.tile):
       start = view.index[d].start
       if not isinstance(start, ir.Value) or known_multiple(start, defs, loops) % t == 0:
         continue
