@@ -77,6 +77,9 @@ UnboundNameError = _error("UnboundNameError", "MG004", "A name possibly unbound 
 LoopCarryTypeError = _error("LoopCarryTypeError", "MG005", "A loop-carried value whose type changes across iterations.")
 SignatureError = _error("SignatureError", "MG006", "A kernel called with arguments that do not match its parameters.")
 LaunchConfigError = _error("LaunchConfigError", "MG007", "An invalid grid, block or cluster.")
+SourceUnavailableError = _error("SourceUnavailableError", "MG008", "A kernel or helper whose Python source cannot be read (exec, a REPL string).")
+DifferentiationError = _error("DifferentiationError", "MG009", "jax.grad (or another derivative) of a kernel call, which has no automatic derivative.")
+NoGpuError = _error("NoGpuError", "MG010", "A GPU-only tool (mg.bench) used where JAX sees no GPU, or that could not time the call.")
 
 # dtype mistakes.
 CopyDtypeError = _error("CopyDtypeError", "MG101", "A copy between refs whose element types differ.")

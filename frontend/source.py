@@ -34,7 +34,7 @@ def read_function(fn, what: str):
   try:
     lines, first = inspect.getsourcelines(fn)
   except (OSError, TypeError) as e:
-    raise E.KernelError(
+    raise E.SourceUnavailableError(
         f"cannot read the source of {fn.__qualname__}: {e}",
         Loc(filename, getattr(code, "co_firstlineno", 0), 0),
         hint="define kernels in a file or a notebook cell, not in exec() or a REPL string") from None
@@ -48,7 +48,7 @@ def read_function(fn, what: str):
     raise E.UnsupportedSyntaxError(f"{what} decorates a plain def function", src.loc(tree),
                                    hint="put the decorator on a `def` statement")
   if tree.name != fn.__name__:    # exec()'d code: linecache may hold some other "<string>"
-    raise E.KernelError(
+    raise E.SourceUnavailableError(
         f"cannot read the source of {fn.__qualname__}: {filename}:{first} holds {tree.name}",
         Loc(filename, first, 0),
         hint="define kernels in a file or a notebook cell, not in exec() or a REPL string")

@@ -58,7 +58,7 @@ def bench(fn: Callable, *args: Any, iterations: int = 20) -> float:
   if not isinstance(iterations, int) or iterations < 1:
     raise ValueError(f"iterations must be a positive int, got {iterations!r}")
   if not has_gpu():
-    raise E.KernelError("mg.bench measures GPU kernel time, and JAX sees no GPU here", caller_loc(),
+    raise E.NoGpuError("mg.bench measures GPU kernel time, and JAX sees no GPU here", caller_loc(),
                         hint="run it on a machine with an NVIDIA GPU; mg.bench_wall times calls on any device")
   from jax.experimental.mosaic.gpu import profiler
   name = getattr(fn, "__name__", None) or getattr(getattr(fn, "func", None), "__name__", "the function")
@@ -68,11 +68,11 @@ def bench(fn: Callable, *args: Any, iterations: int = 20) -> float:
     raise
   except Exception as e:    # CUPTI busy (Nsight attached), launches that differ per call, ...
     first = (str(e).strip().splitlines() or [""])[0][:300]
-    raise E.KernelError(f"mg.bench could not time {name}: {type(e).__name__}: {first}", caller_loc(),
+    raise E.NoGpuError(f"mg.bench could not time {name}: {type(e).__name__}: {first}", caller_loc(),
                         hint="CUPTI allows one subscriber: not under Nsight or another profiler;"
                              " mg.bench_wall needs no profiler") from e
   if ms is None:
-    raise E.KernelError(f"{name} launched no GPU kernel", caller_loc(),
+    raise E.NoGpuError(f"{name} launched no GPU kernel", caller_loc(),
                         hint="mg.bench times GPU work: pass a kernel or a jitted function of GPU arrays")
   ms = ms if isinstance(ms, list) else [ms]
   return statistics.median(ms) / 1e3

@@ -22,7 +22,7 @@ def no_derivative(f: Callable, name: str, loc) -> Callable:
 
   @call.defjvp
   def _jvp(primals, tangents):
-    raise E.KernelError(
+    raise E.DifferentiationError(
         f"jax cannot differentiate the kernel {name}: mgpu_dsl kernels have no automatic derivative",
         loc, hint="wrap the call in a function decorated with jax.custom_vjp and give it a backward"
                   " (a second kernel or jnp code); see docs/autodiff.md")

@@ -34,7 +34,7 @@ def x(n=4096):
 
 
 def test_grad_of_a_kernel_in_interpret_mode_is_a_clear_error():
-  with pytest.raises(mg.KernelError) as info:
+  with pytest.raises(mg.DifferentiationError) as info:
     jax.grad(lambda v: K.double(v, interpret=True).sum())(jnp.ones((256, 64), jnp.float32))
   assert info.value.message == ("jax cannot differentiate the kernel double: mgpu_dsl kernels have no"
                                 " automatic derivative")

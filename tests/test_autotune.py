@@ -151,8 +151,8 @@ def test_autotune_decorates_kernels_only():
 
 
 @no_gpu
-def test_bench_without_a_gpu_is_a_kernel_error():
-  with pytest.raises(mg.KernelError) as info:
+def test_bench_without_a_gpu_is_a_no_gpu_error():
+  with pytest.raises(mg.NoGpuError) as info:
     mg.bench(jnp.sin, jnp.ones(8))
   assert "no GPU" in info.value.message and "bench_wall" in info.value.hint
   assert info.value.filename == __file__

@@ -72,7 +72,7 @@ DOCUMENTED = sections()
 
 
 def test_every_error_class_has_a_section():
-  codes = {c.code: c.__name__ for c in E.ALL_ERRORS}
+  codes = {c.code: c.__name__ for c in E.ALL_ERRORS if c is not E.KernelError}   # the base is never raised
   assert {k: v[0] for k, v in DOCUMENTED.items()} == codes
 
 

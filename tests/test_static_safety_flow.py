@@ -200,7 +200,7 @@ def test_kernel_without_source_is_located_at_its_code():
   with pytest.raises(mg.KernelError) as info:
     mg.mgpu_kernel(ns["k"], out_shape=lambda x: x).check(S((128,), F32))
   e = info.value
-  assert type(e) is mg.KernelError and e.code == "MG000"
+  assert type(e) is mg.SourceUnavailableError and e.code == "MG008"
   assert (e.filename, e.lineno, e.col_offset) == ("<string>", 1, 0)
   assert e.message.startswith("cannot read the source of k: ")
 
