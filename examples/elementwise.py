@@ -106,12 +106,62 @@ def cast(x, out, *, dtype: ml.constexpr = jnp.bfloat16, bm: ml.constexpr = CONFI
     ml.copy(o_s, out.at[rows, cols])
 
 
+# The other pattern: no SMEM at all. One small tile per CTA, loaded from GMEM straight into
+# registers (each thread 16-byte vector loads) and stored back the same way; many CTAs per
+# SM keep the memory system busy, as XLA's own fusions do. benchmarks/elementwise.py
+# measures both patterns.
+DIRECT = dict(bm=8, bn=512)
+
+
+def tile_grid(x, *rest, bm=DIRECT["bm"], bn=DIRECT["bn"]):
+  """One CTA a tile."""
+  return (x.shape[0] // bm * (x.shape[1] // bn),)
+
+
+@ml.inline
+def my_tile(shape, bm, bn):
+  return tile(ml.program_id(0), shape, bm, bn)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=tile_grid)
+def scale_direct(x, out, *, factor: ml.constexpr = 2.0, bm: ml.constexpr = DIRECT["bm"],
+                 bn: ml.constexpr = DIRECT["bn"]):
+  """out = x * factor, through registers only."""
+  rows, cols = my_tile(x.shape, bm, bn)
+  out.at[rows, cols][...] = x.at[rows, cols][...] * factor
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: a, grid=tile_grid)
+def add_direct(a, b, out, *, bm: ml.constexpr = DIRECT["bm"], bn: ml.constexpr = DIRECT["bn"]):
+  """out = a + b, through registers only."""
+  rows, cols = my_tile(a.shape, bm, bn)
+  out.at[rows, cols][...] = a.at[rows, cols][...] + b.at[rows, cols][...]
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: a, grid=tile_grid)
+def gelu_mul_direct(a, b, out, *, bm: ml.constexpr = DIRECT["bm"], bn: ml.constexpr = DIRECT["bn"]):
+  """out = gelu(a) * b, through registers only."""
+  rows, cols = my_tile(a.shape, bm, bn)
+  y = gelu(a.at[rows, cols][...].astype(jnp.float32)) * b.at[rows, cols][...].astype(jnp.float32)
+  out.at[rows, cols][...] = y.astype(out.dtype)
+
+
+@mg.mgpu_kernel(out_shape=_cast_out, grid=tile_grid)
+def cast_direct(x, out, *, dtype: ml.constexpr = jnp.bfloat16, bm: ml.constexpr = DIRECT["bm"],
+                bn: ml.constexpr = DIRECT["bn"]):
+  """out = x.astype(dtype), through registers only."""
+  rows, cols = my_tile(x.shape, bm, bn)
+  out.at[rows, cols][...] = x.at[rows, cols][...].astype(dtype)
+
+
 # Specialisations `python -m mgpu_dsl check examples/elementwise.py` checks without a GPU.
 _X = jax.ShapeDtypeStruct((4096, 1024), jnp.float32)
 mg.check_specs(scale, _X)
 mg.check_specs(add, _X, _X)
 mg.check_specs(gelu_mul, _X.update(dtype=jnp.bfloat16), _X.update(dtype=jnp.bfloat16))
 mg.check_specs(cast, _X)
+mg.check_specs(scale_direct, _X)
+mg.check_specs(cast_direct, _X)
 
 KERNELS = {  # name -> (kernel, jnp reference, input dtypes)
     "a * 2": (scale, lambda a: a * 2, (jnp.float32,)),
@@ -119,6 +169,8 @@ KERNELS = {  # name -> (kernel, jnp reference, input dtypes)
     "gelu(a) * b": (gelu_mul, lambda a, b: jax.nn.gelu(a) * b, (jnp.bfloat16, jnp.bfloat16)),
     "f32 -> bf16": (cast, lambda a: a.astype(jnp.bfloat16), (jnp.float32,)),
 }
+DIRECT_KERNELS = {"a * 2": scale_direct, "a + b": add_direct, "gelu(a) * b": gelu_mul_direct,
+                  "f32 -> bf16": cast_direct}
 
 
 def inputs(shape, dtypes, seed=0):
@@ -133,12 +185,16 @@ def check(got, want):
 
 def main():
   on_gpu = any(d.platform == "gpu" for d in jax.devices())
-  shape = (8192, 4096) if on_gpu else (640, 256)   # on the CPU: 20 tiles on 8 CTAs
+  shape = (8192, 4096) if on_gpu else (640, 512)   # on the CPU: 40 tiles on 8 CTAs
   for name, (kernel, ref, dtypes) in KERNELS.items():
     args = inputs(shape, dtypes)
     got = jax.jit(kernel)(*args) if on_gpu else kernel(*args, ctas=8, interpret=True)
     check(got, ref(*args))
-    print(f"{name}: {'GPU' if on_gpu else 'interpret mode'} matches jax.numpy on {shape}")
+    direct = DIRECT_KERNELS[name]
+    got = jax.jit(direct)(*args) if on_gpu else direct(*args, interpret=True)
+    check(got, ref(*args))
+    print(f"{name}: {'GPU' if on_gpu else 'interpret mode'} matches jax.numpy on {shape}"
+          " (persistent pipelined and direct)")
 
 
 if __name__ == "__main__":

@@ -29,7 +29,8 @@ from .ops.memory import ClusterRef, View
 from .types import RefType, ScalarType
 
 UNKNOWN = None
-BUDGET = 100_000          # scalar op evaluations (each over the whole grid) before loops are summarised
+BUDGET = 4_000            # scalar op evaluations (each over the whole grid) before loops are summarised:
+                          # the proofs run on every compile, so they must stay a small part of its time
 MAX_PROGRAMS = 1 << 22    # larger grids are not evaluated (every check then defers to interpret mode)
 
 

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# One device visit: install, then the named steps, each under its own timeout, logs to $OUT.
+#   bash benchmarks/gpu_visit.sh STEP[:SECONDS] ...     (run from the repository root, with .whl/ carried)
+# A step is a name below; the log of each is $OUT/STEP.log. Steps run in order; a failing or
+# timed-out step is reported and the next one runs.
+set -u
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl >"$OUT/install.log" 2>&1
+export PYTHONPATH=/tmp/site
+python3 -m pip install -q --no-deps --no-build-isolation -e . >>"$OUT/install.log" 2>&1 || { echo "install failed"; tail "$OUT/install.log"; exit 1; }
+nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,memory.used --format=csv >"$OUT/gpu.txt" 2>&1
+step() {
+  case "$1" in
+    safety)      python3 -u -m pytest -q -p no:cacheprovider tests/test_gpu_safety.py tests/test_safety_params.py ;;
+    gputests)    python3 -u -m pytest -q -p no:cacheprovider -m gpu -k "not multicast" tests ;;
+    elementwise) python3 -u benchmarks/elementwise.py ;;
+    elementwise_quick) python3 -u benchmarks/elementwise.py --quick ;;
+    ragged)      python3 -u benchmarks/ragged_dot.py --quick ;;
+    ragged_full) python3 -u benchmarks/ragged_dot.py ;;
+    paged)       python3 -u benchmarks/paged_attention.py --quick ;;
+    paged_full)  python3 -u benchmarks/paged_attention.py ;;
+    matmul)      python3 -u benchmarks/matmul.py --no-multicast ;;
+    matmul_fp8)  python3 -u benchmarks/matmul_fp8.py ;;
+    attn_bwd)    python3 -u benchmarks/attention.py --quick --pass bwd ;;
+    attn_fwd)    python3 -u benchmarks/attention.py --quick --pass fwd ;;
+    tp)          python3 -u examples/tensor_parallel.py && python3 -u -m pytest -q -p no:cacheprovider tests/test_tensor_parallel.py ;;
+    examples)    for f in examples/*.py; do echo "== $f"; timeout 120 python3 -u "$f" 2>&1 | tail -5; done ;;
+    *)           echo "unknown step $1"; return 2 ;;
+  esac
+}
+for s in "$@"; do
+  name=${s%%:*}; secs=${s#*:}; [ "$secs" = "$s" ] && secs=300
+  t0=$(date +%s)
+  ( step "$name" ) >"$OUT/$name.log" 2>&1 &
+  pid=$!
+  ( sleep "$secs"; pkill -TERM -P $pid; sleep 2; pkill -KILL -P $pid ) 2>/dev/null &
+  killer=$!
+  wait $pid; rc=$?
+  kill $killer 2>/dev/null
+  echo "== $name rc=$rc $(( $(date +%s) - t0 ))s"; tail -n 25 "$OUT/$name.log"
+done
