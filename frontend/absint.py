@@ -29,8 +29,11 @@ from .ops.memory import ClusterRef, View
 from .types import RefType, ScalarType
 
 UNKNOWN = None
-BUDGET = 4_000            # scalar op evaluations (each over the whole grid) before loops are summarised:
-                          # the proofs run on every compile, so they must stay a small part of its time
+# The proofs run on every compile, so they must stay a small part of its time (tens of ms).
+# BUDGET is in units of one scalar op evaluated over the whole grid; a memory access, whose
+# checks cost about a dozen of those, counts ACCESS_COST more. Loops that do not fit are summarised.
+BUDGET = 1_000
+ACCESS_COST = 12
 MAX_PROGRAMS = 1 << 22    # larger grids are not evaluated (every check then defers to interpret mode)
 
 
@@ -117,7 +120,7 @@ class GridEval:
   def block(self, blk: ir.Block, must, may):
     """Run `blk` for the programs in `may`; the values of its Yield."""
     for o in blk.ops:
-      self.budget -= 1
+      self.budget -= _cost(o)
       if isinstance(o, Yield):
         return [self.value(v) for v in o.values]
       if isinstance(o, For):
@@ -155,7 +158,7 @@ class GridEval:
     if not any(x is UNKNOWN for x in (start, stop, step)) and np.all(step[may] > 0):
       n = np.maximum(0, -((start - stop) // np.maximum(step, 1)))
       trips = int(n[may].max()) if may.any() else 0
-    size = sum(1 for _ in ir.walk(o.body))
+    size = sum(_cost(x) for x in ir.walk(o.body))
     if trips is not None and trips * size <= self.budget:
       carried = inits
       for k in range(trips):
@@ -223,6 +226,14 @@ class GridEval:
     for ref, kind in ir.traits_of(o).effects(o):
       if ref is not None and isinstance(ref.type, RefType) and may.any():
         self.visit(Access(o, ref, kind, self.window(ref), must, may, self.exact))
+
+
+def _cost(o) -> int:
+  """What evaluating `o` costs against the budget: 1, plus ACCESS_COST per memory access."""
+  if o.regions:
+    return 1
+  return 1 + ACCESS_COST * sum(1 for ref, _ in ir.traits_of(o).effects(o)
+                               if ref is not None and isinstance(ref.type, RefType))
 
 
 # ---------------------------------------------------------------- scalar rules

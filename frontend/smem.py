@@ -6,9 +6,11 @@ then each buffer at a 1024-byte boundary (what 128-byte swizzled TMA needs).
 
 Buffers whose lifetimes do not overlap share memory (a matmul's epilogue tile
 reuses its pipeline's stages). A lifetime runs from a buffer's first access to
-its last, widened to whole loops; asynchronous work still running past it (a
-dot, a TMA store) is handled by the sync pass, which treats buffers sharing
-memory as one (`SmemPlan.group`).
+its last, widened to whole loops; a buffer whose last access is a TMA load that
+nothing reads afterwards lives to the kernel's end, where that load is awaited
+(inside a loop that reads the buffer, the next iteration awaits it). Other
+asynchronous work running past a lifetime (a dot, a TMA store) is handled by the
+sync pass, which treats buffers sharing memory as one (`SmemPlan.group`).
 """
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from . import hw
 from . import ir
 from .dtypes import DType
 from .ops.control import LOOPS, BarrierAlloc
-from .ops.memory import ClusterRef, SmemAlloc, View
+from .ops.memory import ClusterRef, SmemAlloc, View, is_load
 from .ops.shape import Reduce, ReduceKind
 from .types import LayoutKind, RefType, Space
 
@@ -61,6 +63,15 @@ def lifetimes(kernel, defs) -> dict[int, tuple[int, int]]:
         first, last = start, start + sum(1 for r in o.regions for _ in ir.walk(getattr(o, r)))
         for r in o.regions:
           visit(getattr(o, r), (first, last))
+        touched = {root_of(v).id: False for r in o.regions for x in ir.walk(getattr(o, r))
+                   for v in x.operands() if isinstance(v.type, RefType)}
+        for r in o.regions:
+          for x in ir.walk(getattr(o, r)):
+            for v in x.operands():
+              if isinstance(v.type, RefType) and not is_load(x):
+                touched[root_of(v).id] = True
+        for rid, read in touched.items():   # loaded in the loop and never read there: in flight after it
+          async_last[rid] = not read
       else:
         for r in o.regions:
           visit(getattr(o, r), loop_span)
@@ -72,9 +83,15 @@ def lifetimes(kernel, defs) -> dict[int, tuple[int, int]]:
         rid = root_of(v).id
         lo, hi = span.setdefault(rid, [here[0], here[1]])
         span[rid] = [min(lo, here[0]), max(hi, here[1])]
+        if loop_span is None:
+          async_last[rid] = is_load(o)
 
   allocated: dict = {}
+  async_last: dict = {}    # buffer id -> whether its last access so far is a TMA load
   visit(kernel.body, None)
+  for rid, last_is_copy in async_last.items():
+    if last_is_copy:       # the load may still be landing at the kernel's end: nothing may share it
+      span[rid][1] = max(span[rid][1], index)
   for bid, here in allocated.items():
     span.setdefault(bid, list(here))
   for sid in kernel.scratch_ids:     # reduction scratch never shares memory
