@@ -7,12 +7,13 @@ fixed-size pages scattered through a shared pool: `block_tables[b, i]` is the po
 sequence's i-th page, `lengths[b]` its number of tokens (as Pallas's `paged_attention`: q
 (batch, heads, head_dim), k_pages and v_pages (kv_heads, pages, page_size, head_dim)).
 
-Each program handles one (sequence, head, split of the sequence's pages): it reads the page
-table entry at run time and TMA-copies that page of K and V, several pages ahead
-(`ml.range(..., stages=)` pipelines copies whose windows come from the page table), and keeps
-a running softmax per token slot of the page (slot t sees tokens t, t + page, ...), so the
-loop needs no reduction across warps. The slots and then the splits are combined at the end
-(flash-decoding).
+Each program handles one (sequence, kv head, split of the sequence's pages) and every query
+head that shares the kv head (grouped-query attention reads each page once): it reads the
+page table entry at run time and TMA-copies that page of K and V, several pages ahead
+(`ml.range(..., stages=)` pipelines copies whose windows come from the page table), and keeps,
+per query head, a running softmax per token slot of the page (slot t sees tokens t, t + page,
+...), so the loop needs no reduction across warps; the heads' states are a list carried
+through the loop. The slots and then the splits are combined at the end (flash-decoding).
 """
 import functools
 
@@ -34,47 +35,58 @@ def _parts(q, k_pages, v_pages, block_tables, lengths, *, splits, **meta):
 
 
 def _grid(q, k_pages, v_pages, block_tables, lengths, *, splits, **meta):
-  return (q.shape[0] * q.shape[1], splits)
+  return (q.shape[0] * k_pages.shape[0], splits)
+
+
+@ml.inline
+def _step(state, qv, k, v, valid):
+  """One page for one query head: the running (max, sum, output) of each token slot."""
+  m, l, acc = state
+  logits = ml.where(valid, ml.sum(k * qv[None, :], axis=1), MASK)
+  m_new = ml.maximum(m, logits)
+  alpha = ml.exp(m - m_new)
+  p = ml.exp(logits - m_new)
+  return m_new, l * alpha + p, acc * alpha[:, None] + p[:, None] * v
 
 
 @mg.mgpu_kernel(out_shape=_parts, grid=_grid)
 def paged_attention_parts(q, k_pages, v_pages, block_tables, lengths, o_part, m_part, l_part, *,
                           splits: ml.constexpr, stages: ml.constexpr = 4):
-  """Per (sequence, head, split): the split's unnormalised output, its max logit and its sum."""
-  heads, page, dim = q.shape[1], k_pages.shape[2], q.shape[2]
-  bh = ml.program_id(0)
+  """Per (sequence, kv head, split): for each query head sharing that kv head (grouped-query
+  attention reads each page once for all of them), the split's unnormalised output, its max
+  logit and its sum."""
+  heads, kv_heads, page, dim = q.shape[1], k_pages.shape[0], k_pages.shape[2], q.shape[2]
+  group = heads // kv_heads
+  bk = ml.program_id(0)
   s = ml.program_id(1)
-  b = bh // heads
-  h = bh % heads
-  kv_head = h // (heads // k_pages.shape[0])           # grouped-query attention
+  b = bk // kv_heads
+  kv_head = bk % kv_heads
   per_split = block_tables.shape[1] // splits
   length = lengths[b]
   first = s * per_split
   count = ml.minimum(ml.maximum(ml.cdiv(length, page) - first, 0), per_split)
-  qv = q.at[b, h][...].astype(jnp.float32) * (1.0 / dim ** 0.5)
+  qs = [q.at[b, kv_head * group + j][...].astype(jnp.float32) * (1.0 / dim ** 0.5)
+        for j in ml.static_range(group)]
   k_s = ml.smem((page, dim))
   v_s = ml.smem((page, dim))
-  m = ml.full((page,), MASK, jnp.float32)
-  l = ml.zeros((page,), jnp.float32)
-  acc = ml.zeros((page, dim), jnp.float32)
+  state = [(ml.full((page,), MASK, jnp.float32), ml.zeros((page,), jnp.float32),
+            ml.zeros((page, dim), jnp.float32)) for j in ml.static_range(group)]
   for i in ml.range(count, stages=stages):
     pool_page = block_tables[b, first + i]
     ml.copy(k_pages.at[kv_head, pool_page], k_s)
     ml.copy(v_pages.at[kv_head, pool_page], v_s)
     valid = (first + i) * page + ml.arange(page) < length
-    logits = ml.where(valid, ml.sum(k_s[...].astype(jnp.float32) * qv[None, :], axis=1), MASK)
-    m_new = ml.maximum(m, logits)
-    alpha = ml.exp(m - m_new)
-    p = ml.exp(logits - m_new)
-    l = l * alpha + p
-    v = ml.where(valid[:, None], v_s[...].astype(jnp.float32), 0.0)   # cache slots past the end may hold anything
-    acc = acc * alpha[:, None] + p[:, None] * v
-    m = m_new
-  top = ml.max(m)                                        # combine the page's token slots
-  w = ml.exp(m - top)
-  o_part.at[b, h, s][...] = ml.sum(acc * w[:, None], axis=0)
-  m_part[b, h, s] = top
-  l_part[b, h, s] = ml.sum(l * w)
+    k = k_s[...].astype(jnp.float32)
+    v = ml.where(valid[:, None], v_s[...].astype(jnp.float32), 0.0)   # slots past the end may hold anything
+    state = [_step(state[j], qs[j], k, v, valid) for j in ml.static_range(group)]
+  for j in ml.static_range(group):                      # combine each head's token slots
+    m, l, acc = state[j]
+    top = ml.max(m)
+    w = ml.exp(m - top)
+    h = kv_head * group + j
+    o_part.at[b, h, s][...] = ml.sum(acc * w[:, None], axis=0)
+    m_part[b, h, s] = top
+    l_part[b, h, s] = ml.sum(l * w)
 
 
 def combine(o_part, m_part, l_part, dtype):

@@ -41,7 +41,69 @@ def _same_type(a: ir.Value, b: ir.Value, loc) -> bool:
 def _describe(v) -> str:
   if is_value(v):
     return str(v.type)
+  if type(v) in (tuple, list):
+    return f"a {type(v).__name__} of {len(v)}"
   return kind_of(v)
+
+
+def _structure(v):
+  """(leaves, rebuild) of a value a loop or branch can carry: one register value or number, or
+  a (nested) tuple or list of them; None for anything else."""
+  if _is_carriable(v):
+    return [v], lambda ls: ls[0]
+  if type(v) in (tuple, list) and v:
+    parts = [_structure(e) for e in v]
+    if any(p is None for p in parts):
+      return None
+    kind = type(v)
+
+    def rebuild(ls):
+      out, i = [], 0
+      for leaves, rb in parts:
+        out.append(rb(ls[i:i + len(leaves)]))
+        i += len(leaves)
+      return kind(out)
+    return [l for leaves, _ in parts for l in leaves], rebuild
+  return None
+
+
+class _Carry:
+  """A name a loop carries: one value, or a tuple or list of them (each leaf one loop value)."""
+
+  def __init__(self, name, value):
+    self.name, self.value = name, value
+    self.leaves, self.rebuild = _structure(value)
+    self.container = not _is_carriable(value)
+    self.leaf_names = [name + p for p in _paths(value)]
+
+
+def _paths(v, prefix="") -> list[str]:
+  """The index path of each leaf of a (nested) tuple or list: ["[0]", "[1][0]", ...]."""
+  if type(v) in (tuple, list) and not _is_carriable(v):
+    return [p for i, e in enumerate(v) for p in _paths(e, f"{prefix}[{i}]")]
+  return [prefix]
+
+
+def _carries(env, names) -> list:
+  """The names a loop carries: bound before it to a register value or number, or to a tuple or
+  list of them holding at least one register value (a tuple of numbers stays static)."""
+  out = []
+  for n in names:
+    if n not in env or _structure(env[n]) is None:
+      continue
+    c = _Carry(n, env[n])
+    if c.container and not any(is_value(l) for l in c.leaves):
+      continue
+    out.append(c)
+  return out
+
+
+def _bind(env, carries, values) -> None:
+  """Bind each carried name to its slice of `values` (rebuilt into its tuple or list)."""
+  i = 0
+  for c in carries:
+    env[c.name] = c.rebuild(list(values[i:i + len(c.leaves)]))
+    i += len(c.leaves)
 
 
 def trace_for(tracer, node: ast.For):
@@ -113,28 +175,27 @@ def trace_for(tracer, node: ast.For):
 
   env, b = tracer.env, tracer.b
   assigned = [n for n in assigned_names(node.body) if n != name]
-  carried = [n for n in assigned if n in env and _is_carriable(env[n])]
-  inits = tuple(_as_value(tracer, env[n], loc) for n in carried)
+  carries = _carries(env, assigned)
+  leaf_names = [ln for c in carries for ln in c.leaf_names]
+  inits = tuple(_as_value(tracer, l, loc) for c in carries for l in c.leaves)
   iv = ir.Value(ScalarType(DType.i32), name)
-  args_ = tuple(ir.Value(v.type, n) for v, n in zip(inits, carried))
+  args_ = tuple(ir.Value(v.type, n) for v, n in zip(inits, leaf_names))
   body = ir.Block(args=(iv, *args_))
   before = dict(env)
-  for n, a in zip(carried, args_):
-    env[n] = a
+  _bind(env, carries, args_)
   env[name] = iv
-  poisoned = _trace_body(tracer, node, loc, body, carried, inits, args_)
-  _after_loop(tracer, loc, assigned, carried, before, poisoned)
+  poisoned = _trace_body(tracer, node, loc, body, carries, inits, args_)
+  _after_loop(tracer, loc, assigned, [c.name for c in carries], before, poisoned)
   res = b.emit(ctl.For, start, stop, step, inits, body, loc=loc,
-                types=[v.type for v in inits], names=carried, stages=stages, warp_specialize=specialize)
-  for n, r in zip(carried, res.results):
-    env[n] = r
+                types=[v.type for v in inits], names=leaf_names, stages=stages, warp_specialize=specialize)
+  _bind(env, carries, res.results)
   for n in poisoned:
     env[n] = POISON
   env[name] = _Unbound(f"{name} is the loop variable of the loop at line {loc.lineno}, which is not"
                        f" defined after a runtime loop")
 
 
-def _trace_body(tracer, node, loc, body: ir.Block, carried, inits, args_) -> set:
+def _trace_body(tracer, node, loc, body: ir.Block, carries, inits, args_) -> set:
   """Trace a loop's body into `body` (its carries bound to `args_`) and end it with a Yield of
   the new carries, each checked against its type on entry. Returns the poisoned names."""
   env, b = tracer.env, tracer.b
@@ -142,28 +203,48 @@ def _trace_body(tracer, node, loc, body: ir.Block, carried, inits, args_) -> set
   with b.region(body):
     tracer.run_body(node.body)
     yields = []
-    for n, init in zip(carried, inits):
-      new = env[n]
+    i = 0
+    for c in carries:
+      k = len(c.leaves)
+      init_leaves, arg_leaves = inits[i:i + k], args_[i:i + k]
+      i += k
+      n, new = c.name, env[c.name]
       if new is POISON:           # its error is reported; keep the IR well formed
         poisoned.add(n)
-        yields.append(args_[carried.index(n)])
+        yields.extend(arg_leaves)
         continue
       where = _rebinding_loc(tracer, node, n)
-      if not _is_carriable(new):
+      st = _structure(new)
+      if c.container and (st is None or type(new) is not type(c.value) or len(st[0]) != k
+                          or _structure_shape(new) != _structure_shape(c.value)):
         raise E.LoopCarryTypeError(
-            f"{n} changes from {init.type} to {_describe(new)} inside the loop", where,
-            hint=f"keep {n} the same kind of value in every iteration",
+            f"{n} changes from {_describe(c.value)} values to {_describe(new)} inside the loop", where,
+            hint=f"keep {n} a {type(c.value).__name__} of the same length, of register values or numbers",
             notes=(f"{loc}: the loop that carries {n}",))
-      new = _as_value(tracer, new, loc)
-      if not _same_type(init, new, loc):
-        raise E.LoopCarryTypeError(
-            f"{n} enters the loop as {init.type} but an iteration makes it {new.type}", where,
-            hint=f"convert it back at the end of the body: {n} = {n}.astype(jnp.{dtype_name(init.type.dtype)})"
-            if init.type.shape == new.type.shape else f"keep {n}'s shape fixed across iterations",
-            notes=(f"{loc}: the loop that carries {n}",))
-      yields.append(new)
+      new_leaves = st[0] if c.container else [new]
+      for ln, init, leaf in zip(c.leaf_names, init_leaves, new_leaves):
+        if not _is_carriable(leaf):
+          raise E.LoopCarryTypeError(
+              f"{ln} changes from {init.type} to {_describe(leaf)} inside the loop", where,
+              hint=f"keep {ln} the same kind of value in every iteration",
+              notes=(f"{loc}: the loop that carries {n}",))
+        leaf = _as_value(tracer, leaf, loc)
+        if not _same_type(init, leaf, loc):
+          raise E.LoopCarryTypeError(
+              f"{ln} enters the loop as {init.type} but an iteration makes it {leaf.type}", where,
+              hint=f"convert it back at the end of the body: {ln} = {ln}.astype(jnp.{dtype_name(init.type.dtype)})"
+              if init.type.shape == leaf.type.shape else f"keep {ln}'s shape fixed across iterations",
+              notes=(f"{loc}: the loop that carries {n}",))
+        yields.append(leaf)
     b.emit(ctl.Yield, tuple(yields), loc=loc)
   return poisoned
+
+
+def _structure_shape(v):
+  """The nesting of a tuple or list (its lengths and kinds), leaves left out."""
+  if type(v) in (tuple, list):
+    return (type(v), tuple(_structure_shape(e) for e in v))
+  return None
 
 
 def _after_loop(tracer, loc, assigned, carried, before, poisoned) -> None:
@@ -194,13 +275,13 @@ def trace_while(tracer, node: ast.While):
   if node.orelse:
     tracer.unsupported(node, "while ... else")
   assigned = assigned_names(node.body)
-  carried = [n for n in assigned if n in env and _is_carriable(env[n])]
-  inits = tuple(_as_value(tracer, env[n], loc) for n in carried)
+  carries = _carries(env, assigned)
+  leaf_names = [ln for c in carries for ln in c.leaf_names]
+  inits = tuple(_as_value(tracer, l, loc) for c in carries for l in c.leaves)
   before = dict(env)
-  cond_args = tuple(ir.Value(v.type, n) for v, n in zip(inits, carried))
+  cond_args = tuple(ir.Value(v.type, n) for v, n in zip(inits, leaf_names))
   cond_blk = ir.Block(args=cond_args)
-  for n, a in zip(carried, cond_args):
-    env[n] = a
+  _bind(env, carries, cond_args)
   with b.region(cond_blk):
     cond = tracer.eval(node.test)
     if not is_value(cond):
@@ -214,15 +295,13 @@ def trace_while(tracer, node: ast.While):
           f"a while condition must be a boolean scalar, got {_describe(cond)}", tracer.loc(node.test),
           hint="compare scalars (i < n); reduce a tensor first: ml.max(x) > 0")
     b.emit(ctl.Condition, cond, cond_args, loc=loc)
-  args_ = tuple(ir.Value(v.type, n) for v, n in zip(inits, carried))
+  args_ = tuple(ir.Value(v.type, n) for v, n in zip(inits, leaf_names))
   body = ir.Block(args=args_)
-  for n, a in zip(carried, args_):
-    env[n] = a
-  poisoned = _trace_body(tracer, node, loc, body, carried, inits, args_)
-  _after_loop(tracer, loc, assigned, carried, before, poisoned)
-  res = b.emit(ctl.While, inits, cond_blk, body, loc=loc, types=[v.type for v in inits], names=carried)
-  for n, r in zip(carried, res.results):
-    env[n] = r
+  _bind(env, carries, args_)
+  poisoned = _trace_body(tracer, node, loc, body, carries, inits, args_)
+  _after_loop(tracer, loc, assigned, [c.name for c in carries], before, poisoned)
+  res = b.emit(ctl.While, inits, cond_blk, body, loc=loc, types=[v.type for v in inits], names=leaf_names)
+  _bind(env, carries, res.results)
   for n in poisoned:
     env[n] = POISON
 
@@ -239,7 +318,9 @@ def _rebinding_loc(tracer, loop, name: str):
 
 def _static_equal(a, b) -> bool:
   try:
-    return not is_value(a) and not is_value(b) and type(a) is type(b) and bool(a == b)
+    if any(is_value(l) for x in (a, b) for l in (_structure(x) or ([x], None))[0]):
+      return False
+    return type(a) is type(b) and bool(a == b)
   except Exception:
     return False
 
@@ -272,29 +353,35 @@ def trace_if(tracer, node: ast.If, cond: ir.Value):
     if _static_equal(a, b):
       env[n] = a
       continue
-    if not (_is_carriable(a) and _is_carriable(b)):
+    sa, sb = _structure(a), _structure(b)
+    if sa is None or sb is None or _structure_shape(a) != _structure_shape(b):
       raise E.KernelTypeError(
           f"{n} is {_describe(a)} after one branch of this if and {_describe(b)} after the other;"
-          f" only register values and numbers can differ between branches", loc,
-          hint=f"give {n} the same kind of value in both branches")
-    results.append((n, a, b))
-  then_vals, else_vals = [], []
-  for n, a, b_ in results:
-    with bld.region(then_blk):
-      x = _as_value(tracer, a, loc)
-    with bld.region(else_blk):
-      y = _as_value(tracer, b_, loc)
-    if not _same_type(x, y, loc):
-      raise E.KernelTypeError(f"{n} is {x.type} after one branch of this if and {y.type} after the other",
-                              loc, hint="make both branches produce the same shape and dtype")
-    then_vals.append(x)
-    else_vals.append(y)
+          f" only register values and numbers (or tuples and lists of them) can differ between branches",
+          loc, hint=f"give {n} the same kind of value in both branches")
+    results.append((n, sa, sb))
+  then_vals, else_vals, leaf_names = [], [], []
+  for n, (la, rebuild), (lb, _) in results:
+    names = [n + p for p in _paths(then_env.get(n))]
+    for ln, a, b_ in zip(names, la, lb):
+      with bld.region(then_blk):
+        x = _as_value(tracer, a, loc)
+      with bld.region(else_blk):
+        y = _as_value(tracer, b_, loc)
+      if not _same_type(x, y, loc):
+        raise E.KernelTypeError(f"{ln} is {x.type} after one branch of this if and {y.type} after the other",
+                                loc, hint="make both branches produce the same shape and dtype")
+      then_vals.append(x)
+      else_vals.append(y)
+      leaf_names.append(ln)
   with bld.region(then_blk):
     bld.emit(ctl.Yield, tuple(then_vals), loc=loc)
   with bld.region(else_blk):
     bld.emit(ctl.Yield, tuple(else_vals), loc=loc)
   res = bld.emit(ctl.If, cond, then_blk, else_blk, loc=loc,
-                types=[v.type for v in then_vals], names=[n for n, _, _ in results])
-  for (n, _, _), r in zip(results, res.results):
-    env[n] = r
+                types=[v.type for v in then_vals], names=leaf_names)
+  i = 0
+  for n, (la, rebuild), _ in results:
+    env[n] = rebuild(list(res.results[i:i + len(la)]))
+    i += len(la)
 
