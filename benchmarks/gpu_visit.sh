@@ -13,6 +13,7 @@ step() {
   case "$1" in
     safety)      python3 -u -m pytest -q -p no:cacheprovider tests/test_gpu_safety.py tests/test_safety_params.py ;;
     gputests)    python3 -u -m pytest -q -p no:cacheprovider -m gpu -k "not multicast" tests ;;
+    gpu_paged)   python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_paged_attention.py tests/test_ragged.py tests/test_gpu_safety.py tests/test_persistent.py ;;
     elementwise) python3 -u benchmarks/elementwise.py ;;
     elementwise_quick) python3 -u benchmarks/elementwise.py --quick ;;
     ragged)      python3 -u benchmarks/ragged_dot.py --quick ;;

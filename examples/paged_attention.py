@@ -89,6 +89,67 @@ def paged_attention_parts(q, k_pages, v_pages, block_tables, lengths, o_part, m_
     l_part[b, h, s] = ml.sum(l * w)
 
 
+ROWS = 64   # a tensor-core tile's rows: the query heads of one kv head, zero-padded
+
+
+def _parts_mma(q_pad, k_pages, v_pages, block_tables, lengths, *, splits, group, **meta):
+  b, kv_heads, rows, d = q_pad.shape
+  return (jax.ShapeDtypeStruct((b, kv_heads, splits, group, d), jnp.float32),
+          jax.ShapeDtypeStruct((b, kv_heads, splits, group), jnp.float32),
+          jax.ShapeDtypeStruct((b, kv_heads, splits, group), jnp.float32))
+
+
+def _grid_mma(q_pad, *rest, splits, **meta):
+  return (q_pad.shape[0] * q_pad.shape[1], splits)
+
+
+@mg.mgpu_kernel(out_shape=_parts_mma, grid=_grid_mma)
+def paged_attention_parts_mma(q_pad, k_pages, v_pages, block_tables, lengths, o_part, m_part, l_part, *,
+                              splits: ml.constexpr, group: ml.constexpr, stages: ml.constexpr = 2):
+  """The tensor-core variant, for grouped-query attention: per (sequence, kv head, split), the
+  query heads sharing the kv head are the rows of one 64-row tile (q_pad, zero-padded), so
+  each step (64 tokens: one page or several) is one `q @ k.T` and one `p @ v` on the tensor
+  cores, and the online softmax runs along the rows as in flash attention."""
+  kv_heads, page, dim = k_pages.shape[0], k_pages.shape[2], k_pages.shape[3]
+  bk = ml.program_id(0)
+  s = ml.program_id(1)
+  b = bk // kv_heads
+  kv_head = bk % kv_heads
+  per_split = block_tables.shape[1] // splits
+  length = lengths[b]
+  last = ml.cdiv(length, page) - 1                       # the sequence's last page
+  first = s * per_split
+  block = ROWS // page                                   # pages a step: 64 tokens, the dots' n
+  count = ml.cdiv(ml.minimum(ml.maximum(last + 1 - first, 0), per_split), block)
+  q_s = ml.smem((ROWS, dim))
+  k_s = ml.smem((ROWS, dim))
+  v_s = ml.smem((ROWS, dim))
+  ml.copy(q_pad.at[b, kv_head], q_s)
+  scale = 1.0 / dim ** 0.5
+  m = ml.full((ROWS,), MASK, jnp.float32)
+  l = ml.zeros((ROWS,), jnp.float32)
+  acc = ml.zeros((ROWS, dim), jnp.float32)
+  for i in ml.range(count, stages=stages):
+    for j in ml.static_range(block):                     # pages past the last load it again (masked)
+      pool_page = block_tables[b, ml.minimum(first + i * block + j, last)]
+      ml.copy(k_pages.at[kv_head, pool_page], k_s.at[ml.ds(j * page, page)])
+      ml.copy(v_pages.at[kv_head, pool_page], v_s.at[ml.ds(j * page, page)])
+    valid = (first + i * block) * page + ml.arange(ROWS)[None, :] < ml.minimum(length, (first + per_split) * page)
+    logits = ml.where(valid, ml.dot(q_s, k_s.T) * scale, MASK)
+    m_new = ml.maximum(m, ml.max(logits, axis=1))
+    alpha = ml.exp(m - m_new)
+    p = ml.exp(logits - m_new[:, None])
+    l = l * alpha + ml.sum(p, axis=1)
+    acc = ml.dot(p.astype(q_pad.dtype), v_s, acc * alpha[:, None])   # cache slots past the end get p = 0
+    m = m_new
+  # The tile's first `group` rows are the query heads: masked stores through 64-row windows
+  # that run past the end of the group's rows write just those.
+  head = ml.arange(ROWS) < group
+  o_part.at[b, kv_head, s, ml.ds(0, ROWS)].store(acc, mask=ml.broadcast_to(head[:, None], (ROWS, dim)))
+  m_part.at[b, kv_head, s, ml.ds(0, ROWS)].store(m, mask=head)
+  l_part.at[b, kv_head, s, ml.ds(0, ROWS)].store(l, mask=head)
+
+
 def combine(o_part, m_part, l_part, dtype):
   """Flash-decoding's last step: the splits' outputs weighted by their share of the softmax."""
   top = m_part.max(axis=-1, keepdims=True)
@@ -96,10 +157,30 @@ def combine(o_part, m_part, l_part, dtype):
   return ((o_part * w[..., None]).sum(-2) / (l_part * w).sum(-1)[..., None]).astype(dtype)
 
 
-@functools.partial(jax.jit, static_argnames=("splits", "stages", "interpret"))
-def paged_attention(q, k_pages, v_pages, block_tables, lengths, *, splits=8, stages=4, interpret=False):
-  """Decode attention: q (batch, heads, head_dim) over pages (kv_heads, pages, page_size, head_dim)."""
-  parts = paged_attention_parts(q, k_pages, v_pages, block_tables, lengths, splits=splits, stages=stages,
+@functools.partial(jax.jit, static_argnames=("splits", "stages", "tensor_cores", "interpret"))
+def paged_attention(q, k_pages, v_pages, block_tables, lengths, *, splits=8, stages=None, tensor_cores=None,
+                    interpret=False):
+  """Decode attention: q (batch, heads, head_dim) over pages (kv_heads, pages, page_size, head_dim).
+
+  `tensor_cores` (default: when several query heads share a kv head) puts each kv head's query
+  heads in one tensor-core tile; otherwise each token slot's softmax runs on the CUDA cores.
+  Cache slots past a sequence's length are multiplied by zero, so they must hold finite values
+  on the tensor-core path (a freshly allocated cache may not: zero it)."""
+  b, heads, d = q.shape
+  kv_heads = k_pages.shape[0]
+  group = heads // kv_heads
+  if tensor_cores is None:
+    tensor_cores = group > 1
+  if tensor_cores:
+    q_pad = jnp.zeros((b, kv_heads, ROWS, d), q.dtype).at[:, :, :group].set(q.reshape(b, kv_heads, group, d))
+    o_part, m_part, l_part = paged_attention_parts_mma(
+        q_pad, k_pages, v_pages, block_tables, lengths, splits=splits, group=group,
+        stages=stages or 2, interpret=interpret)
+    o_part = o_part.transpose(0, 1, 3, 2, 4).reshape(b, heads, splits, d)
+    m_part = m_part.transpose(0, 1, 3, 2).reshape(b, heads, splits)
+    l_part = l_part.transpose(0, 1, 3, 2).reshape(b, heads, splits)
+    return combine(o_part, m_part, l_part, q.dtype)
+  parts = paged_attention_parts(q, k_pages, v_pages, block_tables, lengths, splits=splits, stages=stages or 4,
                                 interpret=interpret)
   return combine(*parts, q.dtype)
 
@@ -134,6 +215,8 @@ def make_inputs(key, batch, heads, kv_heads, dim, page, pages_per_seq, dtype=jnp
 _S = jax.ShapeDtypeStruct
 mg.check_specs(paged_attention_parts, _S((4, 8, 128), jnp.float16), _S((2, 64, 16, 128), jnp.float16),
                _S((2, 64, 16, 128), jnp.float16), _S((4, 16), jnp.int32), _S((4,), jnp.int32), splits=4)
+mg.check_specs(paged_attention_parts_mma, _S((4, 2, ROWS, 128), jnp.float16), _S((2, 64, 16, 128), jnp.float16),
+               _S((2, 64, 16, 128), jnp.float16), _S((4, 16), jnp.int32), _S((4,), jnp.int32), splits=4, group=4)
 
 
 def main():
@@ -141,11 +224,14 @@ def main():
   shape = (8, 16, 4, 128, 16, 64) if on_gpu else (2, 4, 2, 128, 16, 8)
   args = make_inputs(jax.random.key(0), *shape)
   want = np.asarray(reference(*args), np.float32)
-  got = paged_attention(*args, splits=4 if on_gpu else 2, interpret=not on_gpu)
-  err = float(np.abs(np.asarray(got, np.float32) - want).max())
+  errs = []
+  for tc in (False, True):
+    got = paged_attention(*args, splits=4 if on_gpu else 2, tensor_cores=tc, interpret=not on_gpu)
+    errs.append(float(np.abs(np.asarray(got, np.float32) - want).max()))
+  err = max(errs)
   b, h, kvh, d, page, pps = shape
   print(f"paged attention batch={b} heads={h} kv_heads={kvh} head_dim={d} page={page}"
-        f" lengths={np.asarray(args[4]).tolist()}: max abs error {err:.2e}"
+        f" lengths={np.asarray(args[4]).tolist()}: max abs error {err:.2e} (CUDA cores and tensor cores)"
         + ("" if on_gpu else " (interpret mode)"))
   assert err < 1e-2
 

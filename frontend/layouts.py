@@ -446,13 +446,27 @@ def one_tile_column(layout: SmemLayout, index, shape) -> bool:
   return width == layout.tile[1]
 
 
+def whole_tiles(index, tile) -> bool:
+  """Whether the last two entries of a view's index are static windows of whole tiles."""
+  return all(not i.squeeze and isinstance(i.start, int) and i.start % t == 0 and i.size % t == 0
+             for i, t in zip(index[-2:], tile))
+
+
 def _check_tiled_views(kernel, defs) -> None:
-  """Views of tiled buffers may only pick whole leading slices (pipeline stages)."""
+  """Views of tiled buffers pick whole leading slices (pipeline stages); TMA copies may also
+  move static windows of whole tiles (several pages filling one operand)."""
+  copies = {}
+  for o in ir.walk(kernel.body):
+    for v in o.operands():
+      copies.setdefault(v.id, []).append(isinstance(o, Copy) and v in (o.src, o.dst))
   for o in ir.walk(kernel.body):
     if isinstance(o, View) and o.ref.id in kernel.smem_layouts:
       full = o.ref.type.shape
       inner = o.index[-2:]
       if any(i.squeeze or i.size != n or i.start != 0 for i, n in zip(inner, full[-2:])):
+        uses = copies.get(o.result.id, [])
+        if all(uses) and not o.transpose and whole_tiles(o.index, kernel.smem_layouts[o.ref.id].tile):
+          continue
         raise E.LayoutError(
             f"{o.result.name or 'this view'} slices the rows or columns of {o.ref.name}, which is tiled"
             f" for the tensor cores", o.loc,

@@ -35,6 +35,8 @@ class Plan:
   stores: list              # the store buffers
   reads: set                # how the body reads the loaded buffers (Access kinds)
   slots: dict = dataclasses.field(default_factory=dict)   # id(load copy) -> its first barrier
+  windows: dict = dataclasses.field(default_factory=dict)  # id(load copy) -> (buffer, View op) of a
+                                                           # load into a static window of a buffer
 
   @property
   def iv(self):
@@ -51,16 +53,17 @@ def make_plan(kernel, loop: For, em) -> Plan:
   S = loop.stages
   pre, loop = normalize(loop, em)
   body = loop.body
-  sites = load_sites(kernel, body, body.args[0])
+  windows = {}
+  sites = load_sites(kernel, body, body.args[0], windows)
   if not sites:
     raise E.PipelineError(
         "ml.range(..., stages=) found no TMA load to pipeline at the top level of this loop", loop.loc,
         hint="load the loop's tiles with ml.copy(gmem.at[...k...], buf) into buffers allocated before the loop")
-  loaded = [o.dst for o, _, _ in sites]
+  loaded = list(dict.fromkeys(windows[id(o)][0] if id(o) in windows else o.dst for o, _, _ in sites))
   stores = store_buffers(kernel, body, loaded)
   reads = {a for u in ir.walk(body) for r, a in ir.traits_of(u).effects(u) if r in loaded}
   check_fits(kernel, loaded + stores, S, len(sites), loop.loc)
-  return Plan(loop, pre, S, sites, loaded, stores, reads)
+  return Plan(loop, pre, S, sites, loaded, stores, reads, windows=windows)
 
 
 def multibuffer(kernel, plan: Plan, em) -> None:
@@ -100,8 +103,13 @@ def issue(em, plan: Plan, block, it, mapping=None, stage=None):
       for a in addr:
         em.append(ir.clone(a, m))
       src = em.append(ir.clone(view, m)).result if isinstance(view, View) else o.src
-      block.ops.append(Copy(src, stage_view(em, o.dst, stage, loc), plan.slots[id(o)], o.loc, stage=stage,
-                            multicast=o.multicast))
+      if id(o) in plan.windows:     # a static window of the buffer: the same window of the stage
+        buf, window = plan.windows[id(o)]      # one view of the buffer: [stage, *window]
+        view_op = ir.clone(window, {})
+        dst = em.append(dataclasses.replace(view_op, index=(ir.Idx(stage, 1, True),) + window.index)).result
+      else:
+        dst = stage_view(em, o.dst, stage, loc)
+      block.ops.append(Copy(src, dst, plan.slots[id(o)], o.loc, stage=stage, multicast=o.multicast))
 
 
 def staged_body(em, plan: Plan):
@@ -200,29 +208,57 @@ def address_ops(body, view_op, iv):
   return sorted(need, key=body.ops.index) if ok else None
 
 
-def load_sites(kernel, body, iv):
-  """[(copy, its GMEM view op, the address ops)] of the loads to pipeline; checks them."""
+def load_windows(defs, body) -> dict:
+  """View ops of SMEM buffers (allocated before the loop) at static windows, used only as the
+  destinations of TMA loads at the top of the body: several loads filling one buffer."""
+  top_loads = {id(o) for o in body.ops if is_load(o)}
+  users: dict = {}
+  for u in ir.walk(body):
+    for v in u.operands():
+      users.setdefault(v, []).append(u)
+  out = {}
+  for o in body.ops:
+    if not (isinstance(o, View) and not o.transpose and isinstance(defs.get(o.ref), SmemAlloc)):
+      continue
+    if not all(isinstance(i.start, int) for i in o.index):
+      continue
+    uses = users.get(o.result, [])
+    if uses and all(id(u) in top_loads and u.dst is o.result for u in uses):
+      out[o.result] = o
+  return out
+
+
+def load_sites(kernel, body, iv, windows=None):
+  """[(copy, its GMEM view op, the address ops)] of the loads to pipeline; checks them. Loads
+  into static windows of a buffer are recorded in `windows` (id(copy) -> (buffer, View op))."""
   defs = {r: o for o in ir.walk(kernel.body) for r in o.results}
   body_ops = set(map(id, body.ops))
   in_body = {id(x) for x in ir.walk(body)}
+  dst_views = load_windows(defs, body)
   sites = []
   for o in body.ops:
     if not is_load(o):
       continue
-    alloc, view = defs.get(o.dst), defs.get(o.src)
+    buf = dst_views[o.dst].ref if o.dst in dst_views else o.dst
+    alloc, view = defs.get(buf), defs.get(o.src)
     if not isinstance(alloc, SmemAlloc) or id(alloc) in body_ops:
       continue
-    others = [u for u in ir.walk(kernel.body) if o.dst in u.operands() and u is not o]
+    if o.dst in dst_views:
+      if windows is None:
+        continue
+      windows[id(o)] = (buf, dst_views[o.dst])
+    others = [u for u in ir.walk(kernel.body) if buf in u.operands() and u is not o
+              and not (isinstance(u, View) and u.result in dst_views)]
     outside = next((u for u in others if id(u) not in in_body), None)
     if outside is not None:     # reported where the buffer is used, not at the load
       raise E.PipelineError(
-          f"{o.dst.name} is loaded in a pipelined loop but also used outside it", outside.loc,
+          f"{buf.name} is loaded in a pipelined loop but also used outside it", outside.loc,
           hint="give the loop its own buffers", notes=(f"{o.loc}: the pipelined load",))
     bad = next((u for u in others if isinstance(u, View) and not whole_transpose(u) or any(
-        a in (Access.REG_WRITE, Access.TMA_WRITE) for r, a in ir.traits_of(u).effects(u) if r is o.dst)), None)
+        a in (Access.REG_WRITE, Access.TMA_WRITE) for r, a in ir.traits_of(u).effects(u) if r is buf)), None)
     if bad is not None:
       raise E.PipelineError(
-          f"{o.dst.name} is loaded by TMA in a pipelined loop, so the loop may only read it whole"
+          f"{buf.name} is loaded by TMA in a pipelined loop, so the loop may only read it whole"
           f" (ml.dot, ml.copy from it, or [...])", bad.loc,
           hint="write results into a separate ml.smem buffer (the compiler multi-buffers it too)",
           notes=(f"{o.loc}: the pipelined load",))
@@ -233,7 +269,7 @@ def load_sites(kernel, body, iv):
           f" iteration to the next; a pipelined load's window may depend only on the loop index and on"
           f" values from before the loop", o.loc,
           hint="compute the window from the loop index (ml.ds(k * 64, 64)), or use stages=1")
-    check_stage_alignment(o.dst, o.loc)
+    check_stage_alignment(buf, o.loc)
     sites.append((o, view, addr))
   return sites
 

@@ -19,7 +19,7 @@ from ..frontend.types import LayoutKind
 from . import interpret_numerics as N
 from .interpret_memory import OutOfBoundsError, Ref
 from .memory import _register_memref
-from .mosaic import index, layout_of, mlir_type, operand, scalar_const, to_index
+from .mosaic import index, is_split, layout_of, mlir_type, operand, scalar_const, to_index
 from .registry import interpret, lower
 
 
@@ -100,18 +100,57 @@ def _store_register(mem, elems, contiguous, mreg, val):
     scf.yield_([])
 
 
+def _overruns(ctx, ref) -> bool:
+  """A view of an untiled root whose static window runs past the root's end (a masked access
+  may): Mosaic GPU rejects such a slice, so the access indexes the root instead."""
+  if not isinstance(ref, ctx.View) or ctx.smem_layout(ref) is not None:
+    return False
+  dims = ir.MemRefType(ref.ref.type).shape
+  return any(isinstance(i.start, int) and not i.squeeze and i.start + i.size > d
+             for i, d in zip(ref.index, dims))
+
+
+def _masked_memref(ctx, ref, t):
+  """(memref, registers) of a masked access: each register's element indices into the memref
+  and whether they are contiguous along its last dimension."""
+  if not _overruns(ctx, ref):
+    mem, _ = _register_memref(ctx, ref, t)
+    rank = len(ir.MemRefType(mem.type).shape)
+    return mem, lambda n: _registers(ctx, t, rank, n)
+  kept = [k for k, i in enumerate(ref.index) if not i.squeeze]
+  if len(kept) != len(t.layout.register_shape(t.shape)):
+    raise NotImplementedError("a masked access of a window past the array's end that folds its"
+                              " value's dimensions")
+  starts = []
+  for i in ref.index:
+    s = operand(ctx, i.start)
+    starts.append(arith.constant(index(), s) if isinstance(s, int) else to_index(s))
+  if ctx.num_warpgroups > 1 and is_split(t):       # this warpgroup's rows
+    per = ctx.local_shape(t)[0]
+    k = kept[0]
+    starts[k] = arith.addi(starts[k], arith.muli(ctx.wg, arith.constant(index(), per)))
+
+  def registers(n):
+    for elems, contiguous in _registers(ctx, t, len(kept), n):
+      out = []
+      for idx in elems:
+        it = iter(idx)
+        out.append([st if i.squeeze else arith.addi(st, next(it)) for i, st in zip(ref.index, starts)])
+      yield out, contiguous and not ref.index[-1].squeeze
+  return ref.ref, registers
+
+
 @lower(MaskedLoad)
 def _masked_load(ctx, o):
   t = o.result.type
-  mem, _ = _register_memref(ctx, ctx.get(o.ref), t)
-  rank = len(ir.MemRefType(mem.type).shape)
+  mem, registers = _masked_memref(ctx, ctx.get(o.ref), t)
   mask = ctx.get(o.mask)
   other = operand(ctx, o.other)
   other = other if isinstance(other, ir.Value) else scalar_const(other, t.dtype)
   n = ir.VectorType(mask.registers.flat[0].type).shape[0]
   pass_thru = vector.broadcast(ir.VectorType.get((n,), mlir_type(t.dtype)), other)
   regs = np.empty(mask.registers.shape, dtype=object)
-  for k, ((elems, contiguous), mreg) in enumerate(zip(_registers(ctx, t, rank, n), mask.registers.flat)):
+  for k, ((elems, contiguous), mreg) in enumerate(zip(registers(n), mask.registers.flat)):
     regs.flat[k] = _load_register(mem, elems, contiguous, mreg, pass_thru)
   ctx.set(o.result, fa.FragmentedArray(_registers=regs, _layout=mask.layout, _is_signed=t.dtype.is_signed))
 
@@ -119,11 +158,10 @@ def _masked_load(ctx, o):
 @lower(MaskedStore)
 def _masked_store(ctx, o):
   t = o.value.type
-  mem, _ = _register_memref(ctx, ctx.get(o.ref), t)
-  rank = len(ir.MemRefType(mem.type).shape)
+  mem, registers = _masked_memref(ctx, ctx.get(o.ref), t)
   value, mask = ctx.get(o.value), ctx.get(o.mask)
   n = ir.VectorType(mask.registers.flat[0].type).shape[0]
-  for (elems, contiguous), mreg, val in zip(_registers(ctx, t, rank, n), mask.registers.flat,
+  for (elems, contiguous), mreg, val in zip(registers(n), mask.registers.flat,
                                             value.registers.flat):
     _store_register(mem, elems, contiguous, mreg, val)
 

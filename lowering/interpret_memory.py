@@ -46,14 +46,9 @@ class Ref:
 
   @property
   def part(self) -> tuple:
-    """The leading integer indices of the window (a pipeline stage): accesses of different
-    parts of one buffer do not overlap; () is the whole buffer."""
-    out = []
-    for s, _, sq in self.win:
-      if not sq:
-        break
-      out.append(s)
-    return tuple(out)
+    """The box of the window in the root, ((start, size), ...): accesses of disjoint boxes of
+    one buffer (pipeline stages, windows filled by separate copies) do not overlap."""
+    return tuple((s, 1 if sq else n) for s, n, sq in self.win)
 
   @property
   def index(self) -> tuple:
@@ -81,9 +76,8 @@ class Ref:
 
 
 def overlaps(p: tuple, q: tuple) -> bool:
-  """Whether two buffer parts (see Ref.part) share elements: one is a prefix of the other."""
-  n = min(len(p), len(q))
-  return p[:n] == q[:n]
+  """Whether two buffer parts (see Ref.part) share elements: their boxes intersect."""
+  return all(a < b + m and b < a + n for (a, n), (b, m) in zip(p, q))
 
 
 def _element(index, bad) -> tuple:

@@ -158,11 +158,20 @@ class LowerCtx:
   def memref(self, ref):
     """A memref for a root ref or a View (memref_slice of the root).
 
-    A tiled root is viewed only along its leading (stage) dimensions.
+    A tiled root (leading dims, then tiles of rows and of columns, then a tile) is viewed along
+    its leading (stage) dimensions and, for TMA copies, by whole tiles (the frontend checks).
     """
     if isinstance(ref, View):
-      index = ref.index[:-2] if ref.root_id in self.kernel.smem_layouts else ref.index
-      return mgpu.memref_slice(ref.ref, self._slices(index)) if index else ref.ref
+      tiled = self.kernel.smem_layouts.get(ref.root_id)
+      if tiled is None:
+        return mgpu.memref_slice(ref.ref, self._slices(ref.index)) if ref.index else ref.ref
+      lead = self._slices(ref.index[:-2])
+      tiles = tuple(slice(i.start // t, (i.start + i.size) // t) for i, t in zip(ref.index[-2:], tiled.tile))
+      if all(isinstance(i.start, int) and i.start == 0 and i.size == n * t for i, n, t in
+             zip(ref.index[-2:], ir.MemRefType(ref.ref.type).shape[-4:-2], tiled.tile)):
+        tiles = ()           # the whole tile grid
+      index = lead + tiles
+      return mgpu.memref_slice(ref.ref, index) if index else ref.ref
     return ref
 
   def gmem_window(self, ref):
