@@ -228,7 +228,7 @@ def load_windows(defs, body) -> dict:
   return out
 
 
-def load_sites(kernel, body, iv, windows=None):
+def load_sites(kernel, body, iv, windows: dict):
   """[(copy, its GMEM view op, the address ops)] of the loads to pipeline; checks them. Loads
   into static windows of a buffer are recorded in `windows` (id(copy) -> (buffer, View op))."""
   defs = {r: o for o in ir.walk(kernel.body) for r in o.results}
@@ -244,8 +244,6 @@ def load_sites(kernel, body, iv, windows=None):
     if not isinstance(alloc, SmemAlloc) or id(alloc) in body_ops:
       continue
     if o.dst in dst_views:
-      if windows is None:
-        continue
       windows[id(o)] = (buf, dst_views[o.dst])
     others = [u for u in ir.walk(kernel.body) if buf in u.operands() and u is not o
               and not (isinstance(u, View) and u.result in dst_views)]
