@@ -25,6 +25,8 @@ step() {
     attn_bwd)    python3 -u benchmarks/attention.py --quick --pass bwd ;;
     attn_fwd)    python3 -u benchmarks/attention.py --quick --pass fwd ;;
     tp)          python3 -u examples/tensor_parallel.py && python3 -u -m pytest -q -p no:cacheprovider tests/test_tensor_parallel.py ;;
+    first_call)  python3 -u benchmarks/first_call.py ;;
+    softmax_long) python3 -u benchmarks/softmax_long_rows.py ;;
     examples)    for f in examples/*.py; do echo "== $f"; timeout 120 python3 -u "$f" 2>&1 | tail -5; done ;;
     *)           echo "unknown step $1"; return 2 ;;
   esac

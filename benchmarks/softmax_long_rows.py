@@ -27,6 +27,10 @@ def main():
              ("cluster of 4", lambda x: SM.softmax_cluster_rows(x, parts=4)),
              ("cluster of 8", lambda x: SM.softmax_cluster_rows(x, parts=8)),
              ("two passes", lambda x: SM.softmax_long_rows(x, rows=1)),
+             ("SMEM row, 8 chunks", lambda x: SM.softmax_smem(x, chunks=8)),
+             ("SMEM row, 16 chunks", lambda x: SM.softmax_smem(x, chunks=16)),
+             ("SMEM row, 32 chunks", lambda x: SM.softmax_smem(x, chunks=32)),
+             ("SMEM row, 16, exp twice", lambda x: SM.softmax_smem(x, chunks=16, keep_exp=False)),
              ("one CTA a row", lambda x: SM.softmax_rows(x, rows=1)),
              ("softmax() default", SM.softmax)]
     for name, fn in cases:
@@ -35,9 +39,9 @@ def main():
         if name != "copy (a * 2)":
           err = float(jnp.abs(f(x).astype(jnp.float32) - ref).max())
           assert err < 1e-2, err
-        print(f"{dt.__name__:9s} {name:18s} {nbytes / mg.bench(f, x) / 1e9:6.0f} GB/s", flush=True)
+        print(f"{dt.__name__:9s} {name:24s} {nbytes / mg.bench(f, x) / 1e9:6.0f} GB/s", flush=True)
       except Exception as e:  # noqa: BLE001  (a variant that cannot run is reported, not fatal)
-        print(f"{dt.__name__:9s} {name:18s} failed: {type(e).__name__}: {str(e)[:120]}", flush=True)
+        print(f"{dt.__name__:9s} {name:24s} failed: {type(e).__name__}: {str(e)[:120]}", flush=True)
 
 
 if __name__ == "__main__":

@@ -69,10 +69,14 @@ def paged_attention_parts(q, k_pages, v_pages, block_tables, lengths, o_part, m_
         for j in ml.static_range(group)]
   k_s = ml.smem((page, dim))
   v_s = ml.smem((page, dim))
+  staged = per_split % 4 == 0                            # TMA moves whole 16-byte rows
+  if staged:   # the split's page-table entries in SMEM: one read of GMEM, not one a step
+    table = ml.smem((per_split,), jnp.int32)
+    ml.copy(block_tables.at[b, ml.ds(first, per_split)], table)
   state = [(ml.full((page,), MASK, jnp.float32), ml.zeros((page,), jnp.float32),
             ml.zeros((page, dim), jnp.float32)) for j in ml.static_range(group)]
   for i in ml.range(count, stages=stages):
-    pool_page = block_tables[b, first + i]
+    pool_page = table[i] if staged else block_tables[b, first + i]
     ml.copy(k_pages.at[kv_head, pool_page], k_s)
     ml.copy(v_pages.at[kv_head, pool_page], v_s)
     valid = (first + i) * page + ml.arange(page) < length
@@ -125,13 +129,18 @@ def paged_attention_parts_mma(q_pad, k_pages, v_pages, block_tables, lengths, o_
   k_s = ml.smem((ROWS, dim))
   v_s = ml.smem((ROWS, dim))
   ml.copy(q_pad.at[b, kv_head], q_s)
+  staged = per_split % 4 == 0                            # TMA moves whole 16-byte rows
+  if staged:   # the split's page-table entries in SMEM: one read of GMEM, not one per page a step
+    table = ml.smem((per_split,), jnp.int32)
+    ml.copy(block_tables.at[b, ml.ds(first, per_split)], table)
   scale = 1.0 / dim ** 0.5
   m = ml.full((ROWS,), MASK, jnp.float32)
   l = ml.zeros((ROWS,), jnp.float32)
   acc = ml.zeros((ROWS, dim), jnp.float32)
   for i in ml.range(count, stages=stages):
     for j in ml.static_range(block):                     # pages past the last load it again (masked)
-      pool_page = block_tables[b, ml.minimum(first + i * block + j, last)]
+      slot = ml.minimum(i * block + j, last - first)
+      pool_page = table[slot] if staged else block_tables[b, first + slot]
       ml.copy(k_pages.at[kv_head, pool_page], k_s.at[ml.ds(j * page, page)])
       ml.copy(v_pages.at[kv_head, pool_page], v_s.at[ml.ds(j * page, page)])
     valid = (first + i * block) * page + ml.arange(ROWS)[None, :] < ml.minimum(length, (first + per_split) * page)

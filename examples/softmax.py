@@ -81,6 +81,50 @@ def softmax_cluster_rows(x, out, *, parts: ml.constexpr):
   ml.cluster_sync()          # no CTA exits while a peer still reads its SMEM
 
 
+SEG = 256                     # columns a TMA box row spans: an SMEM-held row is (d // SEG, SEG)
+SMEM_ROW_BYTES = 192 * 1024   # a row up to this (in its own dtype) may be held in SMEM
+
+
+@mg.mgpu_kernel(out_shape=lambda x, *, chunks, keep_exp=False: x, grid=lambda x, *, chunks, keep_exp=False: (x.shape[0],))
+def softmax_smem_rows(x, out, *, chunks: ml.constexpr, keep_exp: ml.constexpr = False):
+  """One long row per program, held in SMEM (x viewed as (n, d // SEG, SEG)): `chunks` TMA loads
+  all in flight at once, the max taken from each as it lands; then the sum of exponentials from
+  SMEM; then each chunk normalised in place and stored by TMA while the next is computed. One
+  read and one write of GMEM. `keep_exp` (float32 only) keeps the exponentials in SMEM instead
+  of computing them twice."""
+  i = ml.program_id(0)
+  per = x.shape[1] // chunks
+  x_s = ml.smem(x.shape[1:], x.dtype)
+  for c in ml.static_range(chunks):
+    ml.copy(x.at[i, ml.ds(c * per, per)], x_s.at[ml.ds(c * per, per)])
+  m = ml.full((per, SEG), -float("inf"), jnp.float32)
+  for c in ml.static_range(chunks):          # each chunk awaited just before it is read
+    m = ml.maximum(m, x_s.at[ml.ds(c * per, per)][...].astype(jnp.float32))
+  top = ml.max(m)
+  s = ml.zeros((per, SEG), jnp.float32)
+  for c in ml.static_range(chunks):
+    e = ml.exp(x_s.at[ml.ds(c * per, per)][...].astype(jnp.float32) - top)
+    if keep_exp:
+      x_s.at[ml.ds(c * per, per)][...] = e
+    s = s + e
+  inv = 1.0 / ml.sum(s)
+  for c in ml.static_range(chunks):
+    v = x_s.at[ml.ds(c * per, per)][...].astype(jnp.float32)
+    y = v * inv if keep_exp else ml.exp(v - top) * inv
+    x_s.at[ml.ds(c * per, per)][...] = y.astype(out.dtype)
+    ml.copy(x_s.at[ml.ds(c * per, per)], out.at[i, ml.ds(c * per, per)])
+
+
+def softmax_smem(x, *, chunks=None, keep_exp=None, interpret=None):
+  """softmax_smem_rows on a 2-D x (its last dimension a multiple of SEG)."""
+  n, d = x.shape
+  r = d // SEG
+  chunks = chunks or max(1, min(16, r // 8))
+  keep_exp = x.dtype.itemsize == 4 if keep_exp is None else keep_exp
+  y = softmax_smem_rows(x.reshape(n, r, SEG), chunks=chunks, keep_exp=keep_exp, interpret=interpret)
+  return y.reshape(n, d)
+
+
 def config(shape, itemsize=4):
   """(kernel, constexprs) for a (n, d) input: about 16 KiB of float32 per program; float32 rows
   too long for one CTA's registers are spread over a cluster, 16-bit ones take two passes

@@ -17,6 +17,7 @@ from . import hw
 from . import ir
 from .dtypes import DType
 from .ir import Access
+from .ops.access import ScalarLoad
 from .ops.control import For, WaitLoad
 from .ops.elementwise import BinOp, Binary
 from .ops.memory import Copy, SmemAlloc, Store, View, is_load
@@ -184,12 +185,36 @@ def normalize(loop: For, em):
   return pre.ops, dataclasses.replace(loop, start=0, stop=trip, step=1, body=body)
 
 
-def address_ops(body, view_op, iv):
+def invariant_smem(kernel, body) -> set:
+  """SMEM buffers allocated before `body` that nothing in it writes: within the loop a read of
+  one is as pure as a read of an input (a page table staged in SMEM before the loop)."""
+  defs = {r: o for o in ir.walk(kernel.body) for r in o.results}
+
+  def root(v):
+    while isinstance(defs.get(v), View):
+      v = defs[v].ref
+    return v
+
+  inside = {id(o) for o in ir.walk(body)}
+  written = {id(root(r)) for o in ir.walk(body) for r, a in ir.traits_of(o).effects(o)
+             if a in (Access.REG_WRITE, Access.TMA_WRITE)}
+  return {id(r) for r, o in defs.items()
+          if isinstance(o, SmemAlloc) and id(o) not in inside and id(r) not in written}, root
+
+
+def address_ops(body, view_op, iv, invariant=(set(), None)):
   """The body ops computing `view_op`'s index operands, in order; None if impure or if they
-  read a value the loop carries (the prefetch runs iterations ahead, before it is known)."""
+  read a value the loop carries (the prefetch runs iterations ahead, before it is known).
+  Scalar reads of SMEM buffers in `invariant` (bufs, root) count as pure."""
   defs = {r: o for o in body.ops for r in o.results}
   carried = {id(a) for a in body.args[1:]}
+  bufs, root = invariant
   need, seen = [], set()
+
+  def stable(o, v):
+    if isinstance(o, View) and not o.transpose:      # a window of a buffer the loop never writes
+      return id(root(v)) in bufs
+    return isinstance(o, ScalarLoad) and isinstance(v.type, ScalarType) and id(root(o.ref)) in bufs
 
   def visit(v):
     if isinstance(v, ir.Value) and id(v) in carried:
@@ -198,7 +223,7 @@ def address_ops(body, view_op, iv):
       return True
     seen.add(id(v))
     o = defs[v]
-    if not pure_scalar(o) or not isinstance(v.type, ScalarType):
+    if not stable(o, v) and (not pure_scalar(o) or not isinstance(v.type, ScalarType)):
       return False
     ok = all(visit(x) for x in o.operands())
     need.append(o)
@@ -235,6 +260,7 @@ def load_sites(kernel, body, iv, windows: dict):
   body_ops = set(map(id, body.ops))
   in_body = {id(x) for x in ir.walk(body)}
   dst_views = load_windows(defs, body)
+  invariant = invariant_smem(kernel, body)
   sites = []
   for o in body.ops:
     if not is_load(o):
@@ -260,7 +286,7 @@ def load_sites(kernel, body, iv, windows: dict):
           f" (ml.dot, ml.copy from it, or [...])", bad.loc,
           hint="write results into a separate ml.smem buffer (the compiler multi-buffers it too)",
           notes=(f"{o.loc}: the pipelined load",))
-    addr = address_ops(body, view, iv) if isinstance(view, View) else []
+    addr = address_ops(body, view, iv, invariant) if isinstance(view, View) else []
     if addr is None:
       raise E.PipelineError(
           f"the window of this load depends on values computed in the loop body or carried from one"

@@ -34,12 +34,16 @@ _NO_REF = (Access.MMA_ISSUE, Access.CTA_BARRIER, Access.CLUSTER_BARRIER)
 
 @dataclasses.dataclass
 class State:
-  pending_load: dict = dataclasses.field(default_factory=dict)   # root id -> slot
+  # root id -> {slot: the window it fills}: loads into disjoint static windows of one buffer
+  # are awaited one by one, each before the first access that overlaps its window.
+  pending_load: dict = dataclasses.field(default_factory=dict)
   pending_store: set = dataclasses.field(default_factory=set)
   # The TMA stores issued since this block began (or since the last wait), oldest first:
-  # (root, 1) for a store here, (root, 0) for stores inside a nested region (0 or more groups).
-  # A wait for a root's store may leave the newer ones in flight.
+  # (root, 1, window) for a store here, (root, 0, None) for stores inside a nested region (0 or
+  # more groups). A wait for a root's store may leave the newer ones in flight.
   store_log: list = dataclasses.field(default_factory=list)
+  # Roots whose pending stores may predate the log (windows unknown).
+  store_base: set = dataclasses.field(default_factory=set)
   dirty: set = dataclasses.field(default_factory=set)            # written from registers
   # Written from registers since the last proxy fence: a Barrier orders threads but
   # not the generic proxy against the async one (TMA, WGMMA), so only CommitShared clears it.
@@ -71,6 +75,21 @@ class State:
 
 UNKNOWN_WINDOW = object()
 UNKNOWN_DOT = -1
+
+
+def overlap(a, b) -> bool:
+  """Whether two windows (SyncPass.window keys, or None: unknown) may share an element. Only
+  windows of one root with static starts are told apart."""
+  if a is None or b is None or a[0] != b[0] or len(a) == 1 or len(b) == 1 or len(a) != len(b):
+    return True
+  for (s1, n1, _), (s2, n2, _) in zip(a[1:], b[1:]):
+    if isinstance(s1, int) and isinstance(s2, int) and (s1 + n1 <= s2 or s2 + n2 <= s1):
+      return False
+  return True
+
+
+def all_slots(st: State) -> list:
+  return sorted(s for slots in st.pending_load.values() for s in slots)
 
 
 def ir_error(o, why):
@@ -134,7 +153,7 @@ class SyncPass:
   def run(self, kernel_body: ir.Block, loc) -> None:
     st = State()
     self.block(kernel_body, st)
-    tail = [WaitLoad(s, loc) for s in sorted(st.pending_load.values())]
+    tail = [WaitLoad(s, loc) for s in all_slots(st)]
     if st.dot_pending:
       tail.append(DotWait(0, loc))
     if any(a == Access.TMA_READ for o in ir.walk(kernel_body) for _, a in ir.traits_of(o).effects(o)):
@@ -145,7 +164,7 @@ class SyncPass:
     out = []
     for o in block.ops:
       if isinstance(o, (Yield, Condition)):
-        out.extend(WaitLoad(s, o.loc) for s in sorted(st.pending_load.values()))
+        out.extend(WaitLoad(s, o.loc) for s in all_slots(st))
         st.pending_load.clear()
         if not st.in_pipeline:
           self.dot_wait(st, out, o.loc)
@@ -169,7 +188,7 @@ class SyncPass:
             self.before(root, acc, ref, o, st, out)
         kinds = {a for r, a, _ in accs if r is None}
         if Access.CLUSTER_BARRIER in kinds:   # publishes this CTA's SMEM to the cluster
-          out.extend(WaitLoad(s, o.loc) for s in sorted(st.pending_load.values()))
+          out.extend(WaitLoad(s, o.loc) for s in all_slots(st))
           st.pending_load.clear()
         if kinds & {Access.CTA_BARRIER, Access.CLUSTER_BARRIER}:
           if isinstance(o, Barrier) and redundant_barrier(out):
@@ -201,6 +220,7 @@ class SyncPass:
       st.gmem_stored.clear()
       st.pending_store.clear()
       st.store_log.clear()
+      st.store_base.clear()
       st.deferred.clear()
 
   def issues_dot(self, o) -> bool:
@@ -274,21 +294,30 @@ class SyncPass:
       st.unfenced.clear()
     self.met(st)
 
-  def wait_load(self, root, st, out, loc):
-    if root in st.pending_load:
-      out.append(WaitLoad(st.pending_load.pop(root), loc))
+  def wait_load(self, root, st, out, loc, ref=None):
+    """Wait for the loads into `root` (those overlapping `ref`'s window, if given)."""
+    slots = st.pending_load.get(root, {})
+    win = None if ref is None else self.window(ref)
+    for s in sorted(s for s, w in slots.items() if overlap(w, win)):
+      out.append(WaitLoad(s, loc))
+      del slots[s]
+    if not slots:
+      st.pending_load.pop(root, None)
 
-  def await_stores(self, roots, st, out, loc):
-    """Wait until in-flight TMA stores stop reading SMEM, if any of `roots` has one; a
-    pipelined store buffer's stage waits only for the stores issued before its last use."""
+  def await_stores(self, roots, st, out, loc, ref=None):
+    """Wait until in-flight TMA stores stop reading SMEM, if any of `roots` has one (one whose
+    window overlaps `ref`'s, if given); a pipelined store buffer's stage waits only for the
+    stores issued before its last use."""
     hit = set(roots) & st.pending_store
-    if hit:
-      # Stores before the log began are older than all of it; the newer ones may stay in flight.
-      last = max((i for i, (r, _) in enumerate(st.store_log) if r in hit), default=-1)
+    win = None if ref is None else self.window(ref)
+    # Stores before the log began are older than all of it; the newer ones may stay in flight.
+    last = max((i for i, (r, _, w) in enumerate(st.store_log) if r in hit and overlap(w, win)), default=-1)
+    if hit and (last >= 0 or hit & st.store_base):
       newer = st.store_log[last + 1:]
-      out.append(AwaitStores(True, loc, pending=sum(n for _, n in newer)))
+      out.append(AwaitStores(True, loc, pending=sum(n for _, n, _ in newer)))
       st.store_log = list(newer)
-      st.pending_store = {r for r, _ in newer}
+      st.store_base = set()
+      st.pending_store = {r for r, _, _ in newer}
       st.deferred.clear()       # a pipelined stage's older stores are done too
       self.met(st)
     elif set(roots) & set(st.deferred):
@@ -298,17 +327,17 @@ class SyncPass:
 
   def before(self, root, acc, ref, o, st: State, out) -> None:
     loc = o.loc
-    self.wait_load(root, st, out, loc)
+    self.wait_load(root, st, out, loc, ref)
     if acc == Access.REG_READ:
       if root in st.dirty and not self.thread_private(root, ref, st):
         self.sync(st, out, loc, fence=False)
     elif acc == Access.REG_WRITE:
-      self.await_stores({root}, st, out, loc)
+      self.await_stores({root}, st, out, loc, ref)
       if ((root in st.dirty or root in st.reg_read) and not self.thread_private(root, ref, st)
           or root in st.dot_retired):
         self.sync(st, out, loc, fence=False)
     elif acc == Access.TMA_WRITE:
-      self.await_stores({root}, st, out, loc)
+      self.await_stores({root}, st, out, loc, ref)
       fence = root in st.dirty or root in st.unfenced
       if fence or root in st.reg_read or root in st.dot_retired:
         self.sync(st, out, loc, fence=fence)
@@ -327,10 +356,10 @@ class SyncPass:
       st.dirty.add(root)
       st.unfenced.add(root)
     elif acc == Access.TMA_WRITE:
-      st.pending_load[root] = o.slot
+      st.pending_load.setdefault(root, {})[o.slot] = self.window(ref)
     elif acc == Access.TMA_READ:
       st.pending_store.add(root)
-      st.store_log.append((root, 1))
+      st.store_log.append((root, 1, self.window(ref)))
 
   def enter_region(self, o, st: State, out) -> None:
     acc = [a for r in o.regions for a in self.region_accesses(getattr(o, r))]
@@ -353,7 +382,8 @@ class SyncPass:
     others = set() if self.single_warpgroup else mma_read
     carried = self.carried_dot(o.body) if dots else None
     for r in o.regions:
-      inner = State(pending_store=(st.pending_store & touched) | (stored - set(deferred) if loop else set()),
+      base = (st.pending_store & touched) | (stored - set(deferred) if loop else set())
+      inner = State(pending_store=set(base), store_base=set(base),
                     in_pipeline=pipelined, deferred=dict(deferred),
                     dot_retired=st.dot_retired | (others if loop else set()),
                     gmem_stored=set(st.gmem_stored) | (region_stores if loop else set()))
@@ -373,7 +403,7 @@ class SyncPass:
     for r in {r for r, a in acc if a in (Access.REG_READ, Access.REG_WRITE)}:
       st.reg_windows.setdefault(r, set()).add(UNKNOWN_WINDOW)
     st.pending_store |= stored
-    st.store_log += [(r, 0) for r in sorted(stored)]
+    st.store_log += [(r, 0, None) for r in sorted(stored)]
     st.gmem_stored |= region_stores
     st.dot_retired |= others
     if dots:   # its last dot still runs
@@ -387,7 +417,7 @@ class SyncPass:
       if dots:
         st.dot_roots[-1] |= used(Access.MMA_READ)
       st.pending_store |= used(Access.TMA_READ)
-      st.store_log += [(r, 0) for r in sorted(used(Access.TMA_READ))]
+      st.store_log += [(r, 0, None) for r in sorted(used(Access.TMA_READ))]
 
 
 _NOTHING_TO_ORDER = (WaitLoad,)

@@ -62,10 +62,13 @@ def test_several_pages_fill_one_pipelined_tensor_core_operand():
 
 
 def test_page_table_entries_drive_pipelined_tma_loads():
-  args = specs(pa.make_inputs(jax.random.key(3), 2, 4, 2, 128, 16, 8))
-  ir = pa.paged_attention_parts.typed_ir(*args, splits=2)
+  args = specs(pa.make_inputs(jax.random.key(3), 2, 4, 2, 128, 16, 6))
+  ir = pa.paged_attention_parts.typed_ir(*args, splits=3)       # 2 entries a split: read from GMEM
   tables = next(l.split()[1] for l in ir.splitlines() if "block_tables:" in l)
   assert "stages=4" in ir and f"scalarread ref={tables} " in ir    # a pure read: pipelined
+  args = specs(pa.make_inputs(jax.random.key(3), 2, 4, 2, 128, 16, 8))
+  ir = pa.paged_attention_parts.typed_ir(*args, splits=2)       # 4 entries a split: staged in SMEM
+  assert "stages=4" in ir and "scalarload" in ir and f"scalarread ref={tables} " not in ir
   mlir = pa.paged_attention_parts.mlir(*args, splits=2)
   assert "cp.async.bulk.tensor" in mlir and "scf.for" in mlir
 

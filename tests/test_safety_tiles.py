@@ -123,6 +123,51 @@ def test_a_pipelined_load_whose_window_reads_a_loop_carry_is_rejected_at_the_loa
          hint="compute the window from the loop index (ml.ds(k * 64, 64)), or use stages=1")
 
 
+@mg.mgpu_kernel(out_shape=lambda idx, a: S((8, 128), F32))
+def staged_gather(idx, a, out):        # the row of step k is idx[k], read from SMEM
+  table = ml.smem((8,), I32)
+  ml.copy(idx, table)
+  a_s = ml.smem((8, 128), F32)
+  acc = ml.zeros((8, 128), F32)
+  for k in ml.range(8, stages=3):
+    ml.copy(a.at[ml.ds(table[k] * 8, 8)], a_s)
+    acc = acc + a_s[...] * (k + 1).astype(F32)
+  out[...] = acc
+
+
+def test_a_pipelined_load_may_take_its_window_from_an_smem_buffer_the_loop_never_writes():
+  idx = jnp.asarray([5, 0, 7, 7, 2, 1, 6, 3], I32)
+  a = rand((64, 128))
+  got = np.asarray(staged_gather(idx, a, interpret=True))
+  rows = np.asarray(a).reshape(8, 8, 128)
+  want = sum((k + 1) * rows[int(i)] for k, i in enumerate(idx))
+  np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
+  ir = staged_gather.typed_ir(S((8,), I32), S((64, 128), F32))
+  assert "stages=3" in ir and "scalarload" in ir
+  assert "cp.async.bulk.tensor" in staged_gather.mlir(S((8,), I32), S((64, 128), F32))
+
+
+@mg.mgpu_kernel(out_shape=lambda idx, a: S((8, 128), F32))
+def rewritten_table(idx, a, out):
+  table = ml.smem((8,), I32)
+  ml.copy(idx, table)
+  a_s = ml.smem((8, 128), F32)
+  acc = ml.zeros((8, 128), F32)
+  for k in ml.range(8, stages=3):
+    ml.copy(a.at[ml.ds(table[k] * 8, 8)], a_s)
+    acc = acc + a_s[...]
+    table[k] = 0
+  out[...] = acc
+
+
+def test_a_pipelined_load_reading_an_smem_buffer_the_loop_writes_is_rejected():
+  expect(rewritten_table, [S((8,), I32), S((64, 128), F32)], mg.PipelineError, "ml.copy(a.at",
+         "the window of this load depends on values computed in the loop body or carried from one"
+         " iteration to the next; a pipelined load's window may depend only on the loop index and on"
+         " values from before the loop",
+         hint="compute the window from the loop index (ml.ds(k * 64, 64)), or use stages=1")
+
+
 @mg.mgpu_kernel(out_shape=lambda a, b: S((64, 64), F32))
 def loaded_tile_used_after(a, b, out):
   a_s = ml.smem((64, 64), F16)
