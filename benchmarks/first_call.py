@@ -84,11 +84,12 @@ def pallas(c):
   def kernel(x_ref, o_ref):
     o_ref[...] = x_ref[...] * c
 
+  import inspect
   spec = pl.BlockSpec(TILE, lambda i, j: (i, j))
+  extra = {"backend": "mosaic_gpu"} if "backend" in inspect.signature(pl.pallas_call).parameters else {}
   return jax.jit(pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(SHAPE, jnp.float32),
                                 grid=(SHAPE[0] // TILE[0], SHAPE[1] // TILE[1]), in_specs=[spec],
-                                out_specs=spec, compiler_params=plgpu.CompilerParams(),
-                                backend="mosaic_gpu"))
+                                out_specs=spec, compiler_params=plgpu.CompilerParams(), **extra))
 
 
 def ours(kernel, **meta):

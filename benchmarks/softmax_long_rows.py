@@ -27,10 +27,14 @@ def main():
              ("cluster of 4", lambda x: SM.softmax_cluster_rows(x, parts=4)),
              ("cluster of 8", lambda x: SM.softmax_cluster_rows(x, parts=8)),
              ("two passes", lambda x: SM.softmax_long_rows(x, rows=1)),
-             ("SMEM row, 8 chunks", lambda x: SM.softmax_smem(x, chunks=8)),
-             ("SMEM row, 16 chunks", lambda x: SM.softmax_smem(x, chunks=16)),
-             ("SMEM row, 32 chunks", lambda x: SM.softmax_smem(x, chunks=32)),
-             ("SMEM row, 16, exp twice", lambda x: SM.softmax_smem(x, chunks=16, keep_exp=False)),
+             ("SMEM row, 8 chunks", lambda x: SM.softmax_smem(x, chunks=8, rows=1)),
+             ("SMEM row, 16 chunks", lambda x: SM.softmax_smem(x, chunks=16, rows=1)),
+             ("SMEM stream 2 rows", lambda x: SM.softmax_smem(x, chunks=16, rows=2)),
+             ("SMEM stream 4 rows", lambda x: SM.softmax_smem(x, chunks=16, rows=4)),
+             ("SMEM stream 8 rows", lambda x: SM.softmax_smem(x, chunks=16, rows=8)),
+             ("SMEM stream 8, lag 1", lambda x: SM.softmax_smem(x, chunks=16, rows=8, lag=1)),
+             ("SMEM stream 8, lag 4", lambda x: SM.softmax_smem(x, chunks=16, rows=8, lag=4)),
+             ("SMEM stream 8, 8 chunks", lambda x: SM.softmax_smem(x, chunks=8, rows=8)),
              ("one CTA a row", lambda x: SM.softmax_rows(x, rows=1)),
              ("softmax() default", SM.softmax)]
     for name, fn in cases:

@@ -82,46 +82,78 @@ def softmax_cluster_rows(x, out, *, parts: ml.constexpr):
 
 
 SEG = 256                     # columns a TMA box row spans: an SMEM-held row is (d // SEG, SEG)
-SMEM_ROW_BYTES = 192 * 1024   # a row up to this (in its own dtype) may be held in SMEM
+SMEM_PART_BYTES = 64 * 1024   # bytes of a row one CTA holds in SMEM (three CTAs fit an SM)
+LOG2E = 1.4426950408889634
 
 
-@mg.mgpu_kernel(out_shape=lambda x, *, chunks, keep_exp=False: x, grid=lambda x, *, chunks, keep_exp=False: (x.shape[0],))
-def softmax_smem_rows(x, out, *, chunks: ml.constexpr, keep_exp: ml.constexpr = False):
-  """One long row per program, held in SMEM (x viewed as (n, d // SEG, SEG)): `chunks` TMA loads
-  all in flight at once, the max taken from each as it lands; then the sum of exponentials from
-  SMEM; then each chunk normalised in place and stored by TMA while the next is computed. One
-  read and one write of GMEM. `keep_exp` (float32 only) keeps the exponentials in SMEM instead
-  of computing them twice."""
+def _smem_grid(x, *, chunks, parts=1):
+  return (x.shape[0] * parts,)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, **meta: x, grid=_smem_grid, cluster=lambda x, *, chunks, parts=1: (parts,))
+def softmax_smem_rows(x, out, *, chunks: ml.constexpr, parts: ml.constexpr = 1):
+  """One long row per cluster of `parts` CTAs, each holding 1/parts of it in SMEM (x viewed as
+  (n, d // SEG, SEG)).
+
+  A CTA's part arrives as `chunks` TMA loads, all in flight at once, its max taken from each
+  chunk as it lands; then its sum of exponentials, read back from SMEM; the CTAs of a cluster
+  combine their (max, sum) through distributed shared memory; then each chunk is normalised in
+  place and stored by TMA while the next is computed. One read and one write of GMEM."""
   i = ml.program_id(0)
-  per = x.shape[1] // chunks
-  x_s = ml.smem(x.shape[1:], x.dtype)
+  row, part = i // parts, i % parts
+  rows = x.shape[1] // parts                 # SEG-wide rows of x's row this CTA holds
+  per = rows // chunks
+  first = part * rows
+  x_s = ml.smem((rows, SEG), x.dtype)
   for c in ml.static_range(chunks):
-    ml.copy(x.at[i, ml.ds(c * per, per)], x_s.at[ml.ds(c * per, per)])
+    ml.copy(x.at[row, ml.ds(first + c * per, per)], x_s.at[ml.ds(c * per, per)])
   m = ml.full((per, SEG), -float("inf"), jnp.float32)
   for c in ml.static_range(chunks):          # each chunk awaited just before it is read
     m = ml.maximum(m, x_s.at[ml.ds(c * per, per)][...].astype(jnp.float32))
-  top = ml.max(m)
+  top = ml.max(m) * LOG2E                    # exp(v - max) = 2 ** (v * log2(e) - top)
   s = ml.zeros((per, SEG), jnp.float32)
   for c in ml.static_range(chunks):
-    e = ml.exp(x_s.at[ml.ds(c * per, per)][...].astype(jnp.float32) - top)
-    if keep_exp:
-      x_s.at[ml.ds(c * per, per)][...] = e
-    s = s + e
-  inv = 1.0 / ml.sum(s)
+    s = s + ml.exp2(x_s.at[ml.ds(c * per, per)][...].astype(jnp.float32) * LOG2E - top, approx=True)
+  total = ml.sum(s)
+  if parts > 1:                              # combine the parts' (max, sum) across the cluster
+    stats = ml.smem((2, 128), jnp.float32)   # each repeated over 128 lanes
+    stats.at[0][...] = top
+    stats.at[1][...] = total
+    ml.cluster_sync()
+    tops = [ml.cluster_ref(stats, p).at[0][...] for p in ml.static_range(parts)]
+    big = tops[0]
+    for p in ml.static_range(1, parts):
+      big = ml.maximum(big, tops[p])
+    acc = ml.cluster_ref(stats, 0).at[1][...] * ml.exp2(tops[0] - big, approx=True)
+    for p in ml.static_range(1, parts):
+      acc = acc + ml.cluster_ref(stats, p).at[1][...] * ml.exp2(tops[p] - big, approx=True)
+    top = ml.max(big)                        # every lane holds the same values
+    total = ml.max(acc)
+  inv = 1.0 / total
   for c in ml.static_range(chunks):
     v = x_s.at[ml.ds(c * per, per)][...].astype(jnp.float32)
-    y = v * inv if keep_exp else ml.exp(v - top) * inv
-    x_s.at[ml.ds(c * per, per)][...] = y.astype(out.dtype)
-    ml.copy(x_s.at[ml.ds(c * per, per)], out.at[i, ml.ds(c * per, per)])
+    x_s.at[ml.ds(c * per, per)][...] = (ml.exp2(v * LOG2E - top, approx=True) * inv).astype(out.dtype)
+    ml.copy(x_s.at[ml.ds(c * per, per)], out.at[row, ml.ds(first + c * per, per)])
+  if parts > 1:
+    ml.cluster_sync()                        # no CTA exits while a peer still reads its SMEM
 
 
-def softmax_smem(x, *, chunks=None, keep_exp=None, interpret=None):
+def smem_config(d, itemsize):
+  """(chunks, parts) for rows of d elements: parts of at most SMEM_PART_BYTES, 8 chunks each."""
+  parts = 1
+  while d * itemsize // parts > SMEM_PART_BYTES and (d // SEG) % (parts * 2) == 0:
+    parts *= 2
+  rows = d // SEG // parts
+  return max(1, min(8, rows)), parts
+
+
+def softmax_smem(x, *, chunks=None, parts=None, interpret=None):
   """softmax_smem_rows on a 2-D x (its last dimension a multiple of SEG)."""
   n, d = x.shape
-  r = d // SEG
-  chunks = chunks or max(1, min(16, r // 8))
-  keep_exp = x.dtype.itemsize == 4 if keep_exp is None else keep_exp
-  y = softmax_smem_rows(x.reshape(n, r, SEG), chunks=chunks, keep_exp=keep_exp, interpret=interpret)
+  c0, p0 = smem_config(d, x.dtype.itemsize)
+  parts = parts or p0
+  chunks = chunks or min(c0, d // SEG // parts)
+  y = softmax_smem_rows(x.reshape(n, d // SEG, SEG), chunks=chunks, parts=parts, interpret=interpret)
   return y.reshape(n, d)
 
 

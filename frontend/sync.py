@@ -157,7 +157,11 @@ class SyncPass:
     if st.dot_pending:
       tail.append(DotWait(0, loc))
     if any(a == Access.TMA_READ for o in ir.walk(kernel_body) for _, a in ir.traits_of(o).effects(o)):
-      tail.append(AwaitStores(False, loc))   # also stores of pipelined stages, synchronised elsewhere
+      # Until the stores have read their SMEM (also stores of pipelined stages, synchronised
+      # elsewhere): the grid's completion makes their GMEM writes visible, so a CTA need not
+      # wait for them to land before it exits and the SM takes the next one (CUTLASS's
+      # epilogues end the same way, cp.async.bulk.wait_group.read 0).
+      tail.append(AwaitStores(True, loc))
     kernel_body.ops.extend(tail)
 
   def block(self, block: ir.Block, st: State) -> None:

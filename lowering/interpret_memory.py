@@ -285,9 +285,7 @@ class CtaMemory:
     if self.dots:
       raise RaceError("the kernel ends while this ml.dot may still be running", self.dots[0][2],
                       hint=COMPILER_BUG)
-    if self.pending_gmem:
-      raise RaceError("the kernel ends while this TMA store may still be writing GMEM",
-                      self.pending_gmem[0][1], hint=COMPILER_BUG)
+    # A TMA store may still be writing GMEM: the grid's completion makes it visible.
 
   def gmem_sync(self, ref: Ref, o):
     """GMEM a TMA store of this CTA may still be writing is not read or rewritten from registers."""
