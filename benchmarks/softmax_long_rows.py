@@ -27,14 +27,11 @@ def main():
              ("cluster of 4", lambda x: SM.softmax_cluster_rows(x, parts=4)),
              ("cluster of 8", lambda x: SM.softmax_cluster_rows(x, parts=8)),
              ("two passes", lambda x: SM.softmax_long_rows(x, rows=1)),
-             ("SMEM row, 8 chunks", lambda x: SM.softmax_smem(x, chunks=8, rows=1)),
-             ("SMEM row, 16 chunks", lambda x: SM.softmax_smem(x, chunks=16, rows=1)),
-             ("SMEM stream 2 rows", lambda x: SM.softmax_smem(x, chunks=16, rows=2)),
-             ("SMEM stream 4 rows", lambda x: SM.softmax_smem(x, chunks=16, rows=4)),
-             ("SMEM stream 8 rows", lambda x: SM.softmax_smem(x, chunks=16, rows=8)),
-             ("SMEM stream 8, lag 1", lambda x: SM.softmax_smem(x, chunks=16, rows=8, lag=1)),
-             ("SMEM stream 8, lag 4", lambda x: SM.softmax_smem(x, chunks=16, rows=8, lag=4)),
-             ("SMEM stream 8, 8 chunks", lambda x: SM.softmax_smem(x, chunks=8, rows=8)),
+             ("SMEM, 1 CTA a row, 8 chunks", lambda x: SM.softmax_smem(x, chunks=8, parts=1)),
+             ("SMEM, 2 CTAs a row, 4 chunks", lambda x: SM.softmax_smem(x, chunks=4, parts=2)),
+             ("SMEM, 2 CTAs a row, 8 chunks", lambda x: SM.softmax_smem(x, chunks=8, parts=2)),
+             ("SMEM, 4 CTAs a row, 4 chunks", lambda x: SM.softmax_smem(x, chunks=4, parts=4)),
+             ("SMEM, 1 CTA a row, 16 chunks", lambda x: SM.softmax_smem(x, chunks=16, parts=1)),
              ("one CTA a row", lambda x: SM.softmax_rows(x, rows=1)),
              ("softmax() default", SM.softmax)]
     for name, fn in cases:
@@ -43,9 +40,9 @@ def main():
         if name != "copy (a * 2)":
           err = float(jnp.abs(f(x).astype(jnp.float32) - ref).max())
           assert err < 1e-2, err
-        print(f"{dt.__name__:9s} {name:24s} {nbytes / mg.bench(f, x) / 1e9:6.0f} GB/s", flush=True)
+        print(f"{dt.__name__:9s} {name:30s} {nbytes / mg.bench(f, x) / 1e9:6.0f} GB/s", flush=True)
       except Exception as e:  # noqa: BLE001  (a variant that cannot run is reported, not fatal)
-        print(f"{dt.__name__:9s} {name:24s} failed: {type(e).__name__}: {str(e)[:120]}", flush=True)
+        print(f"{dt.__name__:9s} {name:30s} failed: {type(e).__name__}: {str(e)[:120]}", flush=True)
 
 
 if __name__ == "__main__":

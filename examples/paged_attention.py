@@ -25,6 +25,7 @@ import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 
 MASK = -1e30
+LOG2E = 1.4426950408889634
 
 
 def _parts(q, k_pages, v_pages, block_tables, lengths, *, splits, **meta):
@@ -109,7 +110,8 @@ def _grid_mma(q_pad, *rest, splits, **meta):
 
 @mg.mgpu_kernel(out_shape=_parts_mma, grid=_grid_mma)
 def paged_attention_parts_mma(q_pad, k_pages, v_pages, block_tables, lengths, o_part, m_part, l_part, *,
-                              splits: ml.constexpr, group: ml.constexpr, stages: ml.constexpr = 2):
+                              splits: ml.constexpr, group: ml.constexpr, stages: ml.constexpr = 2,
+                              tokens: ml.constexpr = 64):
   """The tensor-core variant, for grouped-query attention: per (sequence, kv head, split), the
   query heads sharing the kv head are the rows of one 64-row tile (q_pad, zero-padded), so
   each step (64 tokens: one page or several) is one `q @ k.T` and one `p @ v` on the tensor
@@ -123,17 +125,17 @@ def paged_attention_parts_mma(q_pad, k_pages, v_pages, block_tables, lengths, o_
   length = lengths[b]
   last = ml.cdiv(length, page) - 1                       # the sequence's last page
   first = s * per_split
-  block = ROWS // page                                   # pages a step: 64 tokens, the dots' n
+  block = tokens // page                                 # pages a step: `tokens`, the first dot's n
   count = ml.cdiv(ml.minimum(ml.maximum(last + 1 - first, 0), per_split), block)
   q_s = ml.smem((ROWS, dim))
-  k_s = ml.smem((ROWS, dim))
-  v_s = ml.smem((ROWS, dim))
+  k_s = ml.smem((tokens, dim))
+  v_s = ml.smem((tokens, dim))
   ml.copy(q_pad.at[b, kv_head], q_s)
   staged = per_split % 4 == 0                            # TMA moves whole 16-byte rows
   if staged:   # the split's page-table entries in SMEM: one read of GMEM, not one per page a step
     table = ml.smem((per_split,), jnp.int32)
     ml.copy(block_tables.at[b, ml.ds(first, per_split)], table)
-  scale = 1.0 / dim ** 0.5
+  scale = LOG2E / dim ** 0.5                            # the softmax in base 2
   m = ml.full((ROWS,), MASK, jnp.float32)
   l = ml.zeros((ROWS,), jnp.float32)
   acc = ml.zeros((ROWS, dim), jnp.float32)
@@ -143,11 +145,11 @@ def paged_attention_parts_mma(q_pad, k_pages, v_pages, block_tables, lengths, o_
       pool_page = table[slot] if staged else block_tables[b, first + slot]
       ml.copy(k_pages.at[kv_head, pool_page], k_s.at[ml.ds(j * page, page)])
       ml.copy(v_pages.at[kv_head, pool_page], v_s.at[ml.ds(j * page, page)])
-    valid = (first + i * block) * page + ml.arange(ROWS)[None, :] < ml.minimum(length, (first + per_split) * page)
-    logits = ml.where(valid, ml.dot(q_s, k_s.T) * scale, MASK)
+    valid = (first + i * block) * page + ml.arange(tokens)[None, :] < ml.minimum(length, (first + per_split) * page)
+    logits = ml.where(valid, ml.dot(q_s, k_s.T) * scale, MASK)     # in base 2: scale holds log2(e)
     m_new = ml.maximum(m, ml.max(logits, axis=1))
-    alpha = ml.exp(m - m_new)
-    p = ml.exp(logits - m_new[:, None])
+    alpha = ml.exp2(m - m_new, approx=True)
+    p = ml.exp2(logits - m_new[:, None], approx=True)
     l = l * alpha + ml.sum(p, axis=1)
     acc = ml.dot(p.astype(q_pad.dtype), v_s, acc * alpha[:, None])   # cache slots past the end get p = 0
     m = m_new
@@ -155,7 +157,7 @@ def paged_attention_parts_mma(q_pad, k_pages, v_pages, block_tables, lengths, o_
   # that run past the end of the group's rows write just those.
   head = ml.arange(ROWS) < group
   o_part.at[b, kv_head, s, ml.ds(0, ROWS)].store(acc, mask=ml.broadcast_to(head[:, None], (ROWS, dim)))
-  m_part.at[b, kv_head, s, ml.ds(0, ROWS)].store(m, mask=head)
+  m_part.at[b, kv_head, s, ml.ds(0, ROWS)].store(m * (1.0 / LOG2E), mask=head)
   l_part.at[b, kv_head, s, ml.ds(0, ROWS)].store(l, mask=head)
 
 
@@ -166,9 +168,9 @@ def combine(o_part, m_part, l_part, dtype):
   return ((o_part * w[..., None]).sum(-2) / (l_part * w).sum(-1)[..., None]).astype(dtype)
 
 
-@functools.partial(jax.jit, static_argnames=("splits", "stages", "tensor_cores", "interpret"))
+@functools.partial(jax.jit, static_argnames=("splits", "stages", "tensor_cores", "tokens", "interpret"))
 def paged_attention(q, k_pages, v_pages, block_tables, lengths, *, splits=8, stages=None, tensor_cores=None,
-                    interpret=False):
+                    tokens=64, interpret=False):
   """Decode attention: q (batch, heads, head_dim) over pages (kv_heads, pages, page_size, head_dim).
 
   `tensor_cores` (default: when several query heads share a kv head) puts each kv head's query
@@ -184,7 +186,7 @@ def paged_attention(q, k_pages, v_pages, block_tables, lengths, *, splits=8, sta
     q_pad = jnp.zeros((b, kv_heads, ROWS, d), q.dtype).at[:, :, :group].set(q.reshape(b, kv_heads, group, d))
     o_part, m_part, l_part = paged_attention_parts_mma(
         q_pad, k_pages, v_pages, block_tables, lengths, splits=splits, group=group,
-        stages=stages or 2, interpret=interpret)
+        stages=stages or 2, tokens=tokens, interpret=interpret)
     o_part = o_part.transpose(0, 1, 3, 2, 4).reshape(b, heads, splits, d)
     m_part = m_part.transpose(0, 1, 3, 2).reshape(b, heads, splits)
     l_part = l_part.transpose(0, 1, 3, 2).reshape(b, heads, splits)

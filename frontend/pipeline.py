@@ -92,6 +92,29 @@ def _rewrite_block(kernel, block, em, out, specialized):
   block.ops[:] = ops
 
 
+def early_refill(body, plan):
+  """(index, pending) where the refill may go before the body's end: just before the first op
+  that reads the result of a dot issued in this iteration (not as another dot's accumulator).
+  Waiting there for that dot (`pending` newer ones stay in flight) retires every dot of the
+  previous iteration, the only readers of the stage refilled, so the next loads are issued
+  while this iteration still computes (with two stages, a whole iteration earlier). None when
+  the body also reads the loaded buffers by TMA, or when a nested region comes first."""
+  if plan.reads - {Access.MMA_READ, Access.REG_READ} or Access.MMA_READ not in plan.reads:
+    return None
+  dots = []
+  for i, o in enumerate(body.ops):
+    if o.regions:
+      return None
+    issues = any(a == Access.MMA_ISSUE for _, a in ir.traits_of(o).effects(o))
+    reads = [v for v in o.operands() if not (issues and v is getattr(o, "acc", None))]
+    hit = [j for j, d in enumerate(dots) if any(v is d for v in reads)]
+    if hit:
+      return i, len(dots) - 1 - max(hit)
+    if issues:
+      dots.append(o.results[0] if o.results else None)
+  return None
+
+
 def record(plan, body, result: Pipelined):
   """The loaded roots the loop synchronises itself; the store buffers' deferred waits."""
   result.explicit |= {buf.id for buf in plan.loaded}
@@ -128,15 +151,24 @@ def _pipeline(kernel, loop: For, em, result: Pipelined):
   # The body: wait for this stage, run the body on it, refill a free stage.
   new_body, _ = staged_body(em, plan)
   record(plan, new_body, result)
-  if Access.MMA_READ in plan.reads:
-    new_body.ops.append(DotWait(1, loc))
+  early = early_refill(new_body, plan)
+  tail = ir.Block()
+  if early is not None:                 # as soon as the previous iteration's dots have retired
+    at, pending = early
+    tail.ops.append(DotWait(pending, loc))
+  elif Access.MMA_READ in plan.reads:
+    tail.ops.append(DotWait(1, loc))
   if Access.TMA_READ in plan.reads:     # includes a barrier
-    new_body.ops.append(AwaitStores(True, loc, pending=stores_per_iteration(new_body)))
+    tail.ops.append(AwaitStores(True, loc, pending=stores_per_iteration(new_body)))
   elif Access.REG_READ in plan.reads or (Access.MMA_READ in plan.reads and kernel.block > hw.WARPGROUP):
-    new_body.ops.append(Barrier(loc))   # every thread is done with the stage before it refills
-  with em.region(new_body):
+    tail.ops.append(Barrier(loc))       # every thread is done with the stage before it refills
+  with em.region(tail):
     nxt = em.emit(Binary, BinOp.ADD, plan.iv, ahead, loc=loc, types=[I32]).result
-  guarded(new_body, nxt, lambda b: issue(em, plan, b, nxt))
+  guarded(tail, nxt, lambda b: issue(em, plan, b, nxt))
+  if early is None:
+    new_body.ops.extend(tail.ops)
+  else:
+    new_body.ops[at:at] = tail.ops
   new_body.ops.append(loop.body.ops[-1])
   ir.prune_dead(new_body)
   new_loop = dataclasses.replace(loop, body=new_body)

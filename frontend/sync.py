@@ -371,7 +371,7 @@ class SyncPass:
     written = {r for r, a in acc if a in (Access.REG_WRITE, Access.TMA_WRITE)}
     for r in sorted(touched & set(st.pending_load)):
       self.wait_load(r, st, out, o.loc)
-    if touched & (st.dirty | st.reg_read | st.unfenced) or written & st.dot_retired:
+    if touched & (st.dirty | st.unfenced) or written & (st.reg_read | st.dot_retired):
       self.sync(st, out, o.loc, fence=bool(touched & (st.dirty | st.unfenced)))
     self.await_stores(written, st, out, o.loc)
     inner_ops = [x for r in o.regions for x in ir.walk(getattr(o, r))]
