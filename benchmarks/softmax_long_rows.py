@@ -29,9 +29,10 @@ def main():
              ("two passes", lambda x: SM.softmax_long_rows(x, rows=1)),
              ("SMEM, 1 CTA a row, 8 chunks", lambda x: SM.softmax_smem(x, chunks=8, parts=1)),
              ("SMEM, 2 CTAs a row, 4 chunks", lambda x: SM.softmax_smem(x, chunks=4, parts=2)),
-             ("SMEM, 2 CTAs a row, 8 chunks", lambda x: SM.softmax_smem(x, chunks=8, parts=2)),
-             ("SMEM, 4 CTAs a row, 4 chunks", lambda x: SM.softmax_smem(x, chunks=4, parts=4)),
-             ("SMEM, 1 CTA a row, 16 chunks", lambda x: SM.softmax_smem(x, chunks=16, parts=1)),
+             ("SMEM online, 1 CTA, 8 chunks", lambda x: SM.softmax_smem(x, chunks=8, parts=1, online=True)),
+             ("SMEM online, 1 CTA, 16 chunks", lambda x: SM.softmax_smem(x, chunks=16, parts=1, online=True)),
+             ("SMEM online, 2 CTAs, 4 chunks", lambda x: SM.softmax_smem(x, chunks=4, parts=2, online=True)),
+             ("SMEM online, 2 CTAs, 8 chunks", lambda x: SM.softmax_smem(x, chunks=8, parts=2, online=True)),
              ("one CTA a row", lambda x: SM.softmax_rows(x, rows=1)),
              ("softmax() default", SM.softmax)]
     for name, fn in cases:

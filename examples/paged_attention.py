@@ -111,7 +111,7 @@ def _grid_mma(q_pad, *rest, splits, **meta):
 @mg.mgpu_kernel(out_shape=_parts_mma, grid=_grid_mma)
 def paged_attention_parts_mma(q_pad, k_pages, v_pages, block_tables, lengths, o_part, m_part, l_part, *,
                               splits: ml.constexpr, group: ml.constexpr, stages: ml.constexpr = 2,
-                              tokens: ml.constexpr = 64):
+                              tokens: ml.constexpr = 64, q_regs: ml.constexpr = False):
   """The tensor-core variant, for grouped-query attention: per (sequence, kv head, split), the
   query heads sharing the kv head are the rows of one 64-row tile (q_pad, zero-padded), so
   each step (64 tokens: one page or several) is one `q @ k.T` and one `p @ v` on the tensor
@@ -136,6 +136,7 @@ def paged_attention_parts_mma(q_pad, k_pages, v_pages, block_tables, lengths, o_
     table = ml.smem((per_split,), jnp.int32)
     ml.copy(block_tables.at[b, ml.ds(first, per_split)], table)
   scale = LOG2E / dim ** 0.5                            # the softmax in base 2
+  q = q_s[...] if q_regs else q_s          # in registers, q_s's SMEM goes to the stages
   m = ml.full((ROWS,), MASK, jnp.float32)
   l = ml.zeros((ROWS,), jnp.float32)
   acc = ml.zeros((ROWS, dim), jnp.float32)
@@ -146,7 +147,7 @@ def paged_attention_parts_mma(q_pad, k_pages, v_pages, block_tables, lengths, o_
       ml.copy(k_pages.at[kv_head, pool_page], k_s.at[ml.ds(j * page, page)])
       ml.copy(v_pages.at[kv_head, pool_page], v_s.at[ml.ds(j * page, page)])
     valid = (first + i * block) * page + ml.arange(tokens)[None, :] < ml.minimum(length, (first + per_split) * page)
-    logits = ml.where(valid, ml.dot(q_s, k_s.T) * scale, MASK)     # in base 2: scale holds log2(e)
+    logits = ml.where(valid, ml.dot(q, k_s.T) * scale, MASK)     # in base 2: scale holds log2(e)
     m_new = ml.maximum(m, ml.max(logits, axis=1))
     alpha = ml.exp2(m - m_new, approx=True)
     p = ml.exp2(logits - m_new[:, None], approx=True)
@@ -168,9 +169,9 @@ def combine(o_part, m_part, l_part, dtype):
   return ((o_part * w[..., None]).sum(-2) / (l_part * w).sum(-1)[..., None]).astype(dtype)
 
 
-@functools.partial(jax.jit, static_argnames=("splits", "stages", "tensor_cores", "tokens", "interpret"))
+@functools.partial(jax.jit, static_argnames=("splits", "stages", "tensor_cores", "tokens", "q_regs", "interpret"))
 def paged_attention(q, k_pages, v_pages, block_tables, lengths, *, splits=8, stages=None, tensor_cores=None,
-                    tokens=64, interpret=False):
+                    tokens=64, q_regs=False, interpret=False):
   """Decode attention: q (batch, heads, head_dim) over pages (kv_heads, pages, page_size, head_dim).
 
   `tensor_cores` (default: when several query heads share a kv head) puts each kv head's query
@@ -186,7 +187,7 @@ def paged_attention(q, k_pages, v_pages, block_tables, lengths, *, splits=8, sta
     q_pad = jnp.zeros((b, kv_heads, ROWS, d), q.dtype).at[:, :, :group].set(q.reshape(b, kv_heads, group, d))
     o_part, m_part, l_part = paged_attention_parts_mma(
         q_pad, k_pages, v_pages, block_tables, lengths, splits=splits, group=group,
-        stages=stages or 2, tokens=tokens, interpret=interpret)
+        stages=stages or 2, tokens=tokens, q_regs=q_regs, interpret=interpret)
     o_part = o_part.transpose(0, 1, 3, 2, 4).reshape(b, heads, splits, d)
     m_part = m_part.transpose(0, 1, 3, 2).reshape(b, heads, splits)
     l_part = l_part.transpose(0, 1, 3, 2).reshape(b, heads, splits)

@@ -86,17 +86,20 @@ SMEM_PART_BYTES = 64 * 1024   # bytes of a row one CTA holds in SMEM (three CTAs
 LOG2E = 1.4426950408889634
 
 
-def _smem_grid(x, *, chunks, parts=1):
+def _smem_grid(x, *, chunks, parts=1, online=False):
   return (x.shape[0] * parts,)
 
 
-@mg.mgpu_kernel(out_shape=lambda x, **meta: x, grid=_smem_grid, cluster=lambda x, *, chunks, parts=1: (parts,))
-def softmax_smem_rows(x, out, *, chunks: ml.constexpr, parts: ml.constexpr = 1):
+@mg.mgpu_kernel(out_shape=lambda x, **meta: x, grid=_smem_grid,
+                cluster=lambda x, *, chunks, parts=1, online=False: (parts,))
+def softmax_smem_rows(x, out, *, chunks: ml.constexpr, parts: ml.constexpr = 1, online: ml.constexpr = False):
   """One long row per cluster of `parts` CTAs, each holding 1/parts of it in SMEM (x viewed as
   (n, d // SEG, SEG)).
 
   A CTA's part arrives as `chunks` TMA loads, all in flight at once, its max taken from each
-  chunk as it lands; then its sum of exponentials, read back from SMEM; the CTAs of a cluster
+  chunk as it lands (`online`: with a running sum, rescaled as the max grows, so that no pass
+  but the last runs after the last chunk lands); then its sum of exponentials, read back from
+  SMEM; the CTAs of a cluster
   combine their (max, sum) through distributed shared memory; then each chunk is normalised in
   place and stored by TMA while the next is computed. One read and one write of GMEM."""
   i = ml.program_id(0)
@@ -107,14 +110,25 @@ def softmax_smem_rows(x, out, *, chunks: ml.constexpr, parts: ml.constexpr = 1):
   x_s = ml.smem((rows, SEG), x.dtype)
   for c in ml.static_range(chunks):
     ml.copy(x.at[row, ml.ds(first + c * per, per)], x_s.at[ml.ds(c * per, per)])
-  m = ml.full((per, SEG), -float("inf"), jnp.float32)
-  for c in ml.static_range(chunks):          # each chunk awaited just before it is read
-    m = ml.maximum(m, x_s.at[ml.ds(c * per, per)][...].astype(jnp.float32))
-  top = ml.max(m) * LOG2E                    # exp(v - max) = 2 ** (v * log2(e) - top)
-  s = ml.zeros((per, SEG), jnp.float32)
-  for c in ml.static_range(chunks):
-    s = s + ml.exp2(x_s.at[ml.ds(c * per, per)][...].astype(jnp.float32) * LOG2E - top, approx=True)
-  total = ml.sum(s)
+  if online:                                 # in base 2: exp(v - max) = 2 ** (v * log2(e) - top)
+    m = ml.full((per, SEG), -1e30, jnp.float32)        # finite: rows of -inf give 0, not NaN
+    s = ml.zeros((per, SEG), jnp.float32)
+    for c in ml.static_range(chunks):        # each chunk awaited just before it is read
+      t = x_s.at[ml.ds(c * per, per)][...].astype(jnp.float32) * LOG2E
+      m_new = ml.maximum(m, t)
+      s = s * ml.exp2(m - m_new, approx=True) + ml.exp2(t - m_new, approx=True)
+      m = m_new
+    top = ml.max(m)
+    total = ml.sum(s * ml.exp2(m - top, approx=True))
+  else:
+    m = ml.full((per, SEG), -float("inf"), jnp.float32)
+    for c in ml.static_range(chunks):        # each chunk awaited just before it is read
+      m = ml.maximum(m, x_s.at[ml.ds(c * per, per)][...].astype(jnp.float32))
+    top = ml.max(m) * LOG2E
+    s = ml.zeros((per, SEG), jnp.float32)
+    for c in ml.static_range(chunks):
+      s = s + ml.exp2(x_s.at[ml.ds(c * per, per)][...].astype(jnp.float32) * LOG2E - top, approx=True)
+    total = ml.sum(s)
   if parts > 1:                              # combine the parts' (max, sum) across the cluster
     stats = ml.smem((2, 128), jnp.float32)   # each repeated over 128 lanes
     stats.at[0][...] = top
@@ -147,13 +161,14 @@ def smem_config(d, itemsize):
   return max(1, min(8, rows)), parts
 
 
-def softmax_smem(x, *, chunks=None, parts=None, interpret=None):
+def softmax_smem(x, *, chunks=None, parts=None, online=False, interpret=None):
   """softmax_smem_rows on a 2-D x (its last dimension a multiple of SEG)."""
   n, d = x.shape
   c0, p0 = smem_config(d, x.dtype.itemsize)
   parts = parts or p0
   chunks = chunks or min(c0, d // SEG // parts)
-  y = softmax_smem_rows(x.reshape(n, d // SEG, SEG), chunks=chunks, parts=parts, interpret=interpret)
+  y = softmax_smem_rows(x.reshape(n, d // SEG, SEG), chunks=chunks, parts=parts, online=online,
+                        interpret=interpret)
   return y.reshape(n, d)
 
 
