@@ -1,6 +1,6 @@
 """Row-wise kernels on the H200: softmax, layer norm forward and backward, RMS norm.
 
-    python benchmarks/rowwise.py [--quick] [--plot docs/rowwise.png]
+    python benchmarks/rowwise.py [--quick] [--op softmax] [--plot docs/rowwise.png]
 
 mgpu_dsl (examples/softmax.py, layernorm.py, rmsnorm.py) against XLA (jax.nn.softmax and
 jnp layer/RMS norms under jax.jit) and Pallas's GPU ops where they run. For each shape and
@@ -102,6 +102,7 @@ def main():
   p = argparse.ArgumentParser()
   p.add_argument("--quick", action="store_true", help="one shape per op")
   p.add_argument("--plot", help="write a bar chart of kernel-time GB/s to this PNG")
+  p.add_argument("--op", action="append", help="only these ops (softmax, layernorm fwd, layernorm bwd, rmsnorm)")
   a = p.parse_args()
   shapes = SHAPES[:1] if a.quick else SHAPES
   print(f"jax {jax.__version__} on {jax.devices()[0].device_kind}; GB/s by kernel time / by wall time")
@@ -123,6 +124,8 @@ def main():
           ("rmsnorm", RN.rmsnorm, _peers_rmsnorm(), [x, w], 2 * io),
       ]
       for op, ours, peers, args, nbytes in cases:
+        if a.op and op not in a.op:
+          continue
         ref_fn = peers["XLA"]
         ref = jax.jit(ref_fn)(*args)
         mine = measure("mgpu_dsl", ours, args, ref, nbytes, tol)

@@ -82,7 +82,7 @@ def softmax_cluster_rows(x, out, *, parts: ml.constexpr):
 
 
 SEG = 256                     # columns a TMA box row spans: an SMEM-held row is (d // SEG, SEG)
-SMEM_PART_BYTES = 64 * 1024   # bytes of a row one CTA holds in SMEM (three CTAs fit an SM)
+SMEM_PART_BYTES = 128 * 1024  # bytes of a row one CTA holds in SMEM (longer rows: a cluster)
 LOG2E = 1.4426950408889634
 
 
@@ -111,7 +111,7 @@ def softmax_smem_rows(x, out, *, chunks: ml.constexpr, parts: ml.constexpr = 1, 
   for c in ml.static_range(chunks):
     ml.copy(x.at[row, ml.ds(first + c * per, per)], x_s.at[ml.ds(c * per, per)])
   if online:                                 # in base 2: exp(v - max) = 2 ** (v * log2(e) - top)
-    m = ml.full((per, SEG), -1e30, jnp.float32)        # finite: rows of -inf give 0, not NaN
+    m = ml.full((per, SEG), -1e30, jnp.float32)        # finite: a part of -inf sums to 0, not NaN
     s = ml.zeros((per, SEG), jnp.float32)
     for c in ml.static_range(chunks):        # each chunk awaited just before it is read
       t = x_s.at[ml.ds(c * per, per)][...].astype(jnp.float32) * LOG2E
@@ -121,7 +121,7 @@ def softmax_smem_rows(x, out, *, chunks: ml.constexpr, parts: ml.constexpr = 1, 
     top = ml.max(m)
     total = ml.sum(s * ml.exp2(m - top, approx=True))
   else:
-    m = ml.full((per, SEG), -float("inf"), jnp.float32)
+    m = ml.full((per, SEG), -1e30, jnp.float32)
     for c in ml.static_range(chunks):        # each chunk awaited just before it is read
       m = ml.maximum(m, x_s.at[ml.ds(c * per, per)][...].astype(jnp.float32))
     top = ml.max(m) * LOG2E
@@ -153,10 +153,13 @@ def softmax_smem_rows(x, out, *, chunks: ml.constexpr, parts: ml.constexpr = 1, 
 
 
 def smem_config(d, itemsize):
-  """(chunks, parts) for rows of d elements: parts of at most SMEM_PART_BYTES, 8 chunks each."""
+  """(chunks, parts) for rows of d elements: parts of at most SMEM_PART_BYTES (clusters of up
+  to 8 CTAs), 8 chunks each; None if the row does not split so."""
   parts = 1
-  while d * itemsize // parts > SMEM_PART_BYTES and (d // SEG) % (parts * 2) == 0:
+  while d * itemsize // parts > SMEM_PART_BYTES and (d // SEG) % (parts * 2) == 0 and parts < 8:
     parts *= 2
+  if d % SEG or d * itemsize // parts > SMEM_PART_BYTES:
+    return None
   rows = d // SEG // parts
   return max(1, min(8, rows)), parts
 
@@ -164,7 +167,7 @@ def smem_config(d, itemsize):
 def softmax_smem(x, *, chunks=None, parts=None, online=False, interpret=None):
   """softmax_smem_rows on a 2-D x (its last dimension a multiple of SEG)."""
   n, d = x.shape
-  c0, p0 = smem_config(d, x.dtype.itemsize)
+  c0, p0 = smem_config(d, x.dtype.itemsize) or (8, 1)
   parts = parts or p0
   chunks = chunks or min(c0, d // SEG // parts)
   y = softmax_smem_rows(x.reshape(n, d // SEG, SEG), chunks=chunks, parts=parts, online=online,
@@ -173,10 +176,13 @@ def softmax_smem(x, *, chunks=None, parts=None, online=False, interpret=None):
 
 
 def config(shape, itemsize=4):
-  """(kernel, constexprs) for a (n, d) input: about 16 KiB of float32 per program; float32 rows
-  too long for one CTA's registers are spread over a cluster, 16-bit ones take two passes
-  (faster for them on the H200: see docs/benchmarks.md)."""
+  """(kernel, constexprs) for a (n, d) input: about 16 KiB of float32 per program in registers;
+  rows too long for one CTA's registers are held in SMEM (softmax_smem_rows, on x viewed as
+  (n, d // SEG, SEG)), else spread over a cluster's registers (float32) or taken in two passes
+  (see docs/benchmarks.md for the H200's figures of each)."""
   n, d = shape
+  if d * 4 > MAX_ROW_BYTES and (smem := smem_config(d, itemsize)) is not None:
+    return softmax_smem_rows, {"chunks": smem[0], "parts": smem[1]}
   if d * 4 > MAX_ROW_BYTES:
     parts = d * 4 // PART_BYTES
     if itemsize == 4 and parts <= 8 and d % (parts * 128) == 0:
@@ -193,14 +199,17 @@ def softmax(x, *, interpret=None):
   """jax.nn.softmax(x, axis=-1) for a 2-D float32, float16 or bfloat16 array whose last
   dimension is a multiple of 128."""
   kernel, meta = config(x.shape, x.dtype.itemsize)
+  if kernel is softmax_smem_rows:
+    return softmax_smem(x, interpret=interpret, **meta)
   return kernel(x, interpret=interpret, **meta)
 
 
-for _spec in [(256, 1024), (64, 16384), (8, 32768)]:
+for _spec in [(256, 1024), (64, 16384), (8, 32768), (4, 65536)]:
   for _dt in (jnp.float32, jnp.bfloat16):
     _k, _meta = config(_spec, jnp.dtype(_dt).itemsize)
-    mg.check_specs(_k, jax.ShapeDtypeStruct(_spec, _dt), **_meta)
-  if _spec[1] % CHUNK == 0:      # narrower rows would leave the output unwritten (MG602)
+    _shape = (_spec[0], _spec[1] // SEG, SEG) if _k is softmax_smem_rows else _spec
+    mg.check_specs(_k, jax.ShapeDtypeStruct(_shape, _dt), **_meta)
+  if _spec[1] % CHUNK == 0 and _spec[1] <= 32768:  # narrower rows would leave the output unwritten (MG602)
     mg.check_specs(softmax_long_rows, jax.ShapeDtypeStruct(_spec, jnp.float32), rows=1)
 
 

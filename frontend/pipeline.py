@@ -98,8 +98,9 @@ def early_refill(body, plan):
   Waiting there for that dot (`pending` newer ones stay in flight) retires every dot of the
   previous iteration, the only readers of the stage refilled, so the next loads are issued
   while this iteration still computes (with two stages, a whole iteration earlier). None when
-  the body also reads the loaded buffers by TMA, or when a nested region comes first."""
-  if plan.reads - {Access.MMA_READ, Access.REG_READ} or Access.MMA_READ not in plan.reads:
+  the body also reads the loaded buffers by TMA (TMA_WRITE: the loop's own loads), or when a
+  nested region comes first."""
+  if plan.reads - {Access.MMA_READ, Access.REG_READ, Access.TMA_WRITE} or Access.MMA_READ not in plan.reads:
     return None
   dots = []
   for i, o in enumerate(body.ops):

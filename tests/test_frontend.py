@@ -108,6 +108,47 @@ def test_store_overwriting_smem_waits_for_the_inflight_tma_store():
   assert "AwaitStores" in names[first_store:names.index("Store", first_store)]
 
 
+def _two_windows(x, out):
+  buf = ml.smem((256,), ml.float32)
+  ml.copy(x.at[0:128], buf.at[0:128])
+  ml.copy(x.at[128:256], buf.at[128:256])
+  a = buf.at[0:128][...]
+  b = buf.at[128:256][...]
+  out[...] = a + b
+
+
+def test_loads_into_disjoint_windows_of_one_buffer_are_awaited_one_by_one():
+  kern = build(_two_windows, [((256,), "float32")], [((128,), "float32")])
+  seq = [(type(o).__name__, getattr(o, "slot", None)) for o in kern.body.ops
+         if type(o).__name__ in ("Copy", "WaitLoad", "Load")]
+  assert seq == [("Copy", 0), ("Copy", 1), ("WaitLoad", 0), ("Load", None), ("WaitLoad", 1), ("Load", None)]
+
+
+def test_a_load_into_an_overlapping_window_waits_for_the_first():
+  def k(x, out):
+    buf = ml.smem((256,), ml.float32)
+    ml.copy(x.at[0:128], buf.at[0:128])
+    ml.copy(x.at[128:256], buf.at[64:192])
+    out[...] = buf.at[0:128][...]
+  kern = build(k, [((256,), "float32")], [((128,), "float32")])
+  seq = [(type(o).__name__, o.slot) for o in kern.body.ops if type(o).__name__ in ("Copy", "WaitLoad")]
+  assert seq[:3] == [("Copy", 0), ("WaitLoad", 0), ("Copy", 1)]
+
+
+def test_writing_one_window_leaves_the_store_of_another_in_flight():
+  def k(x, out):
+    buf = ml.smem((256,), ml.float32)
+    buf.at[0:128][...] = x[...]
+    ml.copy(buf.at[0:128], out.at[0:128])
+    buf.at[128:256][...] = x[...] * 2
+    ml.copy(buf.at[128:256], out.at[128:256])
+    buf.at[0:128][...] = x[...] * 3       # the first store's window: waits for it, not the second
+    ml.copy(buf.at[0:128], out.at[256:384])
+  kern = build(k, [((128,), "float32")], [((384,), "float32")])
+  waits = [o for o in kern.body.ops if isinstance(o, O.AwaitStores)]
+  assert [(w.read_only, w.pending) for w in waits] == [(True, 1), (True, 0)]   # the last: the kernel's end
+
+
 def test_constexpr_parameters_specialise_the_trace():
   def k(x, out, *, scale: ml.constexpr):
     out[...] = x[...] * scale

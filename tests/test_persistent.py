@@ -151,6 +151,38 @@ def test_register_reads_keep_the_barrier_before_the_refill():
   assert "barrier" in loop[:loop.index("if cond")]
 
 
+@mg.mgpu_kernel(out_shape=lambda a, b, c: S((64, 64), jnp.float32))
+def two_dots(a, b, c, out):
+  """Attention's shape of loop: a dot whose result is read, then a dot on a second loaded tile."""
+  a_s, b_s, c_s = ml.smem((64, 64), jnp.float16), ml.smem((64, 64), jnp.float16), ml.smem((64, 64), jnp.float16)
+  ml.copy(a, a_s)
+  acc = ml.zeros((64, 64), jnp.float32)
+  for k in ml.range(b.shape[0] // 64, stages=2):
+    ml.copy(b.at[ml.ds(k * 64, 64)], b_s)
+    ml.copy(c.at[ml.ds(k * 64, 64)], c_s)
+    s = ml.dot(a_s, b_s) * 0.125
+    acc = ml.dot(s.astype(jnp.float16), c_s, acc)
+  out[...] = acc
+
+
+def test_a_loop_whose_dot_result_is_read_refills_as_soon_as_the_last_iterations_dots_retire():
+  specs = (S((64, 64), jnp.float16), S((256, 64), jnp.float16), S((256, 64), jnp.float16))
+  text = two_dots.typed_ir(*specs)
+  body = text[text.index("stages=2"):text.index("yield values=[%")]
+  dots = [i for i, l in enumerate(body.splitlines()) if "= dot " in l]
+  lines = body.splitlines()
+  refill = next(i for i, l in enumerate(lines) if l.strip().startswith("if cond"))
+  assert dots[0] < refill < dots[1]                               # between the two dots
+  waits = [l.split("#")[0].strip() for l in lines[dots[0]:refill] if l.strip().startswith("dotwait")]
+  assert waits == ["dotwait pending=0"]                           # the first dot (and older) retired
+  a, b, c = (jnp.asarray(np.random.default_rng(i).standard_normal(sp.shape), jnp.float16)
+             for i, sp in enumerate(specs))
+  want = sum((np.asarray(a, np.float32) @ np.asarray(b, np.float32)[k * 64:(k + 1) * 64] * 0.125)
+             .astype(np.float16).astype(np.float32) @ np.asarray(c, np.float32)[k * 64:(k + 1) * 64]
+             for k in range(4))
+  np.testing.assert_allclose(two_dots(a, b, c, interpret=True), want, rtol=2e-2, atol=2e-2)
+
+
 def test_loop_from_program_id_by_grid_counts_trips_at_run_time():
   text = ex.scale.typed_ir(X, ctas=8)
   assert "kind=floordiv" in text and "numprograms" in text

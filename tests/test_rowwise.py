@@ -40,11 +40,34 @@ def test_softmax_interpret_matches_jax_at_huge_logits(shape, dtype):
   close(got, jax.nn.softmax(x.astype(F32), axis=-1), dtype)
 
 
-def test_long_rows_take_a_cluster_or_two_passes():
-  assert SM.config((2, 32768)) == (SM.softmax_cluster_rows, {"parts": 4})
-  assert SM.config((2, 32768), 2) == (SM.softmax_long_rows, {"rows": 1})
-  assert SM.config((2, 8192 * 16))[0] is SM.softmax_long_rows
+def test_long_rows_are_held_in_smem():
+  assert SM.config((2, 32768)) == (SM.softmax_smem_rows, {"chunks": 8, "parts": 1})
+  assert SM.config((2, 32768), 2) == (SM.softmax_smem_rows, {"chunks": 8, "parts": 1})
+  assert SM.config((2, 65536)) == (SM.softmax_smem_rows, {"chunks": 8, "parts": 2})   # a cluster of 2
+  assert SM.config((2, 8192 * 16))[1] == {"chunks": 8, "parts": 4}
+  assert SM.config((2, 8192 * 64))[0] is SM.softmax_long_rows       # more than 8 parts: two passes
   assert SM.config((64, 1024)) == (SM.softmax_rows, {"rows": 4})
+
+
+@pytest.mark.parametrize("parts,online", [(1, False), (2, False), (4, True), (1, True)])
+@pytest.mark.parametrize("dtype", [F32, BF16], ids=str)
+def test_smem_held_rows_match_jax_with_masked_entries(dtype, parts, online):
+  x = rand(6, (3, 4096), dtype, scale=30.0).at[1, :700].set(-jnp.inf).at[2, 5:].set(-jnp.inf)
+  got = SM.softmax_smem(x, parts=parts, online=online, interpret=True)
+  close(got, jax.nn.softmax(x.astype(F32), axis=-1), dtype)
+
+
+def test_smem_held_rows_keep_every_chunk_load_in_flight_and_overlap_the_stores():
+  ir = SM.softmax_smem_rows.typed_ir(jax.ShapeDtypeStruct((4, 32, SM.SEG), F32), chunks=4)
+  lines = [l.strip() for l in ir.splitlines()]
+  loads = [i for i, l in enumerate(lines) if l.startswith("copy") and "slot=-1" not in l]
+  waits = [i for i, l in enumerate(lines) if l.startswith("waitload")]
+  assert len(loads) == 4 and len(waits) == 4 and max(loads) < min(waits)    # all four issued first
+  stores = [i for i, l in enumerate(lines) if l.startswith("copy") and "slot=-1" in l]
+  assert len(stores) == 4
+  between = lines[stores[0]:stores[-1]]
+  assert not any(l.startswith("awaitstores") for l in between)    # chunk c + 1 written while c is stored
+  assert lines[-1].startswith("awaitstores read_only=True pending=0")
 
 
 @pytest.mark.parametrize("dtype", [F32, BF16], ids=str)
@@ -115,6 +138,15 @@ def test_layernorm_gpu(n, d, dtype):
 def test_rmsnorm_gpu(dtype):
   x, w = rand(2, (4096, 4096), dtype), rand(3, (4096,), dtype)
   close(jax.jit(RN.rmsnorm)(x, w), RN.reference(x, w), dtype)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("parts,online", [(1, True), (2, False)])
+@pytest.mark.parametrize("dtype", [F32, BF16], ids=str)
+def test_smem_held_rows_gpu(dtype, parts, online):
+  x = rand(7, (256, 32768), dtype, scale=1e4)
+  got = jax.jit(lambda x: SM.softmax_smem(x, parts=parts, online=online))(x)
+  close(got, jax.nn.softmax(x.astype(F32), axis=-1), dtype)
 
 
 @pytest.mark.gpu
