@@ -355,7 +355,7 @@ class Config:
   stages: int = 2
   overlap: bool = True       # the forward with softmax under the tensor cores (forward_overlap)
   fused_bwd: bool = True     # one backward kernel (dkv_dq_kernel, dk/dv tiles) rather than two
-  ws: bool = False           # warp specialisation: a producer warpgroup issues the K/V (Q/dO) loads
+  ws: bool = False           # warp specialisation: a producer warpgroup issues the K/V (Q/dO) loads (kernels of one stage: off)
   dkv_bq: int = 64
   dkv_bkv: int = 128
   dkv_stages: int = 2
@@ -422,14 +422,17 @@ def _attention_bwd(causal, scale, config, interpret, res, cotangents):
   # d lse / d s = p, so a cotangent of lse joins delta = rowsum(do * o) with the opposite sign.
   delta = jnp.einsum("bqhd,bqhd->bhq", o.astype(jnp.float32), do.astype(jnp.float32)) - dlse
   do = do.astype(q.dtype)
-  kw = dict(causal=causal, scale=scale, ws=config.ws, interpret=interpret)
+  kw = dict(causal=causal, scale=scale, interpret=interpret)
+  ws = lambda stages: config.ws and stages > 1     # a backward kernel of one stage has nothing to overlap
   if config.fused_bwd:
     dk, dv, dq_acc = attention_bwd(q, k, v, do, lse, delta, bq=config.dkv_bq, bkv=config.dkv_bkv,
-                                   stages=config.dkv_stages, **kw)
+                                   stages=config.dkv_stages, ws=ws(config.dkv_stages), **kw)
     dq = dq_acc.transpose(0, 3, 1, 2) if dq_transposed(q.shape[-1]) else dq_acc
     return (dq * scale).astype(q.dtype), dk, dv
-  dk, dv = attention_dkv(q, k, v, do, lse, delta, bq=config.dkv_bq, bkv=config.dkv_bkv, stages=config.dkv_stages, **kw)
-  dq = attention_dq(q, k, v, do, lse, delta, bq=config.dq_bq, bkv=config.dq_bkv, stages=config.dq_stages, **kw)
+  dk, dv = attention_dkv(q, k, v, do, lse, delta, bq=config.dkv_bq, bkv=config.dkv_bkv, stages=config.dkv_stages,
+                         ws=ws(config.dkv_stages), **kw)
+  dq = attention_dq(q, k, v, do, lse, delta, bq=config.dq_bq, bkv=config.dq_bkv, stages=config.dq_stages,
+                    ws=ws(config.dq_stages), **kw)
   return dq, dk, dv
 
 
