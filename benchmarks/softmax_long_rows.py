@@ -24,8 +24,6 @@ def main():
     ref = jax.nn.softmax(x.astype(jnp.float32), -1)
     cases = [("copy (a * 2)", lambda x: x * 2),
              ("XLA", lambda x: jax.nn.softmax(x.astype(jnp.float32), -1).astype(x.dtype)),
-             ("cluster of 4", lambda x: SM.softmax_cluster_rows(x, parts=4)),
-             ("cluster of 8", lambda x: SM.softmax_cluster_rows(x, parts=8)),
              ("two passes", lambda x: SM.softmax_long_rows(x, rows=1)),
              ("SMEM, 1 CTA a row, 8 chunks", lambda x: SM.softmax_smem(x, chunks=8, parts=1)),
              ("SMEM, 2 CTAs a row, 4 chunks", lambda x: SM.softmax_smem(x, chunks=4, parts=2)),

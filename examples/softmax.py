@@ -52,37 +52,6 @@ def softmax_long_rows(x, out, *, rows: ml.constexpr):
     out.at[ml.ds(i * rows, rows), ml.ds(c * CHUNK, CHUNK)][...] = y.astype(out.dtype)
 
 
-PART_BYTES = 32 * 1024        # float32 bytes of a long row each CTA of a cluster holds
-
-
-@mg.mgpu_kernel(out_shape=lambda x, *, parts: x, grid=lambda x, *, parts: (x.shape[0] * parts,),
-                cluster=lambda x, *, parts: (parts,))
-def softmax_cluster_rows(x, out, *, parts: ml.constexpr):
-  """One long row per cluster of `parts` CTAs, each holding 1/parts of it in registers: each
-  CTA's max and sum go to its SMEM, the CTAs of the cluster read each other's through
-  distributed shared memory (ml.cluster_ref) and combine them. One read and one write."""
-  i = ml.program_id(0)
-  row, part = i // parts, i % parts
-  w = x.shape[1] // parts
-  v = x.at[ml.ds(row, 1), ml.ds(part * w, w)][...].astype(jnp.float32)
-  m = ml.max(v)
-  s = ml.sum(ml.exp(v - m))
-  stats = ml.smem((2, 128), jnp.float32)       # (max, sum), each repeated over 128 lanes
-  stats.at[0][...] = m
-  stats.at[1][...] = s
-  ml.cluster_sync()
-  peer_m = [ml.cluster_ref(stats, p).at[0][...] for p in ml.static_range(parts)]
-  big_m = peer_m[0]
-  for p in ml.static_range(1, parts):
-    big_m = ml.maximum(big_m, peer_m[p])
-  total = ml.cluster_ref(stats, 0).at[1][...] * ml.exp(peer_m[0] - big_m)
-  for p in ml.static_range(1, parts):
-    total = total + ml.cluster_ref(stats, p).at[1][...] * ml.exp(peer_m[p] - big_m)
-  scale = 1.0 / ml.max(total)                   # one reduction: every lane holds the same values
-  out.at[ml.ds(row, 1), ml.ds(part * w, w)][...] = (ml.exp(v - ml.max(big_m)) * scale).astype(out.dtype)
-  ml.cluster_sync()          # no CTA exits while a peer still reads its SMEM
-
-
 SEG = 256                     # columns a TMA box row spans: an SMEM-held row is (d // SEG, SEG)
 SMEM_PART_BYTES = 128 * 1024  # bytes of a row one CTA holds in SMEM (longer rows: a cluster)
 LOG2E = 1.4426950408889634
@@ -99,11 +68,11 @@ def softmax_smem_rows(x, out, *, chunks: ml.constexpr, parts: ml.constexpr = 1, 
   (n, d // SEG, SEG)).
 
   A CTA's part arrives as `chunks` TMA loads, all in flight at once, its max taken from each
-  chunk as it lands (`online`: with a running sum, rescaled as the max grows, so that no pass
-  but the last runs after the last chunk lands); then its sum of exponentials, read back from
-  SMEM; the CTAs of a cluster
-  combine their (max, sum) through distributed shared memory; then each chunk is normalised in
-  place and stored by TMA while the next is computed. One read and one write of GMEM."""
+  chunk as it lands; then its sum of exponentials, read back from SMEM (`online`: the sum is
+  kept as the chunks land, rescaled as the max grows, so only the last pass runs after the
+  last chunk lands); the CTAs of a cluster combine their (max, sum) through distributed shared
+  memory; then each chunk is normalised in place and stored by TMA while the next is computed.
+  One read and one write of GMEM."""
   i = ml.program_id(0)
   row, part = i // parts, i % parts
   rows = x.shape[1] // parts                 # SEG-wide rows of x's row this CTA holds
@@ -180,17 +149,13 @@ def softmax_smem(x, *, chunks=None, parts=None, online=False, interpret=None):
 def config(shape, itemsize=4):
   """(kernel, constexprs) for a (n, d) input: about 16 KiB of float32 per program in registers;
   rows too long for one CTA's registers are held in SMEM (softmax_smem_rows, on x viewed as
-  (n, d // SEG, SEG)), else spread over a cluster's registers (float32) or taken in two passes
-  (see docs/benchmarks.md for the H200's figures of each)."""
+  (n, d // SEG, SEG)), else taken in two passes (see docs/benchmarks.md for the H200's figures
+  of each, and of the registers of a cluster, which this replaced)."""
   n, d = shape
   if d * 4 > MAX_ROW_BYTES and (smem := smem_config(d, itemsize)) is not None:
     return softmax_smem_rows, {"chunks": smem[0], "parts": smem[1]}
-  if d * 4 > MAX_ROW_BYTES:
-    parts = d * 4 // PART_BYTES
-    if itemsize == 4 and parts <= 8 and d % (parts * 128) == 0:
-      return softmax_cluster_rows, {"parts": parts}
-    if d % CHUNK == 0:
-      return softmax_long_rows, {"rows": 1}
+  if d * 4 > MAX_ROW_BYTES and d % CHUNK == 0:
+    return softmax_long_rows, {"rows": 1}
   rows = max(1, min(8, 4096 // d))
   while n % rows:
     rows //= 2
