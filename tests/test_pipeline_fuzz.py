@@ -6,7 +6,8 @@ iteration it prefetches).
 Shapes drawn: static and runtime trip counts (fewer than the stages too), 1 or 2 loaded
 buffers, windows from the loop index, from values computed before the loop, from values
 computed in the body, from a loop-carried value, loads under a branch, register reads and
-dots of the loaded tiles, stores inside the loop, and extra carried scalars.
+dots of the loaded tiles (accumulating, read in the body, feeding a second dot), stores inside
+the loop, and extra carried scalars.
 
 `MGPU_DSL_PIPELINE_FUZZ_EXAMPLES` sets the number of hypothesis examples (default 40);
 `python tests/test_pipeline_fuzz.py N` runs N random ones and prints failures.
@@ -50,9 +51,15 @@ def generate(c) -> tuple[str, int]:
     body.append(load)
   if two:
     body.append(f"ml.copy(b.at[ml.ds({c.choice(['k', '(k + 1)', 'base'])} % {M} * 64, 64)], c_s)")
-  use = c.choice(["dot", "dot", "read", "both"])
+  use = c.choice(["dot", "dot", "read", "both", "read_dot", "dot_of_dot"])
+  other = 'c_s' if two else 'b_s'
   if use in ("dot", "both"):
-    body.append(f"acc = ml.dot(a_s, {'c_s' if two else 'b_s'}, acc)")
+    body.append(f"acc = ml.dot(a_s, {other}, acc)")
+  if use == "read_dot":        # a dot's result read in the body: the refill moves before that read
+    body.append(f"acc = acc + ml.dot(a_s, {other}) * 0.5")
+  if use == "dot_of_dot":      # attention's shape: p = a @ x, then acc += p @ y
+    body.append(f"p = ml.dot(a_s, {other}) * 0.125")
+    body.append(f"acc = ml.dot(p.astype(jnp.float16), {c.choice(['b_s', other])}, acc)")
   if use in ("read", "both"):
     body.append("acc = acc + a_s[...].astype(jnp.float32)")
   if c.chance(0.3):
