@@ -6,7 +6,7 @@ against the GPU over fuzzed checker-accepted kernels.
 * TMA windows starting before 0 read zeros; a ceiling grid of TMA tiles covers a ragged
   output; tensor-core tiles from promised-aligned data offsets; print format specs; `%`;
 * `test_fuzzed_kernels_compute_the_same_in_interpret_mode_and_on_the_gpu` draws
-  MGPU_DSL_GPU_FUZZ kernels (default 100) from tests/test_fuzz.py's generator (and pipelined
+  MGPU_DSL_GPU_FUZZ kernels (default 100) from tests/fuzz_gen.py's generator (and pipelined
   loops from tests/test_pipeline_fuzz.py), keeps those the checker accepts and interpret
   mode runs, and compares the GPU's outputs with interpret mode's.
 """
@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import mgpu_dsl as mg
-import test_fuzz as fuzz
+import fuzz_gen as fuzz
 import test_pipeline_fuzz as pfuzz
 from test_safety_memory import halo, two_phase
 from test_safety_params import append, append_rows, rand

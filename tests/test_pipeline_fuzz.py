@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import mgpu_dsl as mg
-from test_fuzz import DataChooser, Program, RandomChooser, load
+from fuzz_gen import DataChooser, Program, RandomChooser, load
 
 M = 6            # rows of A in tiles of 64
 WINDOWS = ["k * 64", "(k + base) % {M} * 64", "(k * 2 + 1) % {M} * 64", "(k + i) % {M} * 64",
