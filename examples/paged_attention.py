@@ -114,8 +114,9 @@ def paged_attention_parts_mma(q_pad, k_pages, v_pages, block_tables, lengths, o_
                               tokens: ml.constexpr = 64, q_regs: ml.constexpr = False):
   """The tensor-core variant, for grouped-query attention: per (sequence, kv head, split), the
   query heads sharing the kv head are the rows of one 64-row tile (q_pad, zero-padded), so
-  each step (64 tokens: one page or several) is one `q @ k.T` and one `p @ v` on the tensor
-  cores, and the online softmax runs along the rows as in flash attention."""
+  each step (`tokens`, a multiple of 64: one page or several) is one `q @ k.T` and one `p @ v`
+  on the tensor cores, and the online softmax runs along the rows as in flash attention.
+  `q_regs` keeps the query tile in registers, so its SMEM goes to the pipeline's stages."""
   kv_heads, page, dim = k_pages.shape[0], k_pages.shape[2], k_pages.shape[3]
   bk = ml.program_id(0)
   s = ml.program_id(1)
