@@ -137,8 +137,10 @@ class SyncPass:
     full = d.ref.type.shape
     if all(i.start == 0 and i.size == n and not i.squeeze for i, n in zip(d.index, full)):
       return (rid,)
-    return (rid,) + tuple((i.start.id if isinstance(i.start, ir.Value) else i.start, i.size, i.squeeze)
-                 for i in d.index)
+    # A run-time start is keyed by its value, ("v", id): equal keys are the same window, and
+    # `overlap` tells apart only windows whose starts are ints.
+    return (rid,) + tuple((("v", i.start.id) if isinstance(i.start, ir.Value) else i.start, i.size, i.squeeze)
+                          for i in d.index)
 
   def thread_private(self, root, ref, st: State) -> bool:
     """Whether every register access of `root` since the last barrier is this window of it."""

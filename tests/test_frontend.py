@@ -135,6 +135,19 @@ def test_a_load_into_an_overlapping_window_waits_for_the_first():
   assert seq[:3] == [("Copy", 0), ("WaitLoad", 0), ("Copy", 1)]
 
 
+def test_loads_into_windows_at_run_time_starts_are_awaited_before_any_read():
+  def k(x, out):
+    i = ml.program_id(0)
+    buf = ml.smem((16, 32), ml.float32)
+    ml.copy(x.at[0:4], buf.at[ml.ds(i, 4)])                  # starts known only at run time
+    ml.copy(x.at[4:8], buf.at[ml.ds(i + 8, 4)])
+    out[...] = buf.at[ml.ds(i, 4)][...]
+  kern = build(k, [((8, 32), "float32")], [((4, 32), "float32")])
+  seq = [(type(o).__name__, getattr(o, "slot", None)) for o in kern.body.ops
+         if type(o).__name__ in ("Copy", "WaitLoad", "Load")]
+  assert seq == [("Copy", 0), ("WaitLoad", 0), ("Copy", 1), ("WaitLoad", 1), ("Load", None)]
+
+
 def test_writing_one_window_leaves_the_store_of_another_in_flight():
   def k(x, out):
     buf = ml.smem((256,), ml.float32)
