@@ -185,9 +185,10 @@ def normalize(loop: For, em):
   return pre.ops, dataclasses.replace(loop, start=0, stop=trip, step=1, body=body)
 
 
-def invariant_smem(kernel, body) -> set:
-  """SMEM buffers allocated before `body` that nothing in it writes: within the loop a read of
-  one is as pure as a read of an input (a page table staged in SMEM before the loop)."""
+def invariant_smem(kernel, body) -> tuple:
+  """(ids of the SMEM buffers allocated before `body` that nothing in it writes, the function
+  from a ref to its root): within the loop a read of such a buffer is as pure as a read of an
+  input (a page table staged in SMEM before the loop)."""
   defs = {r: o for o in ir.walk(kernel.body) for r in o.results}
 
   def root(v):
@@ -202,13 +203,13 @@ def invariant_smem(kernel, body) -> set:
           if isinstance(o, SmemAlloc) and id(o) not in inside and id(r) not in written}, root
 
 
-def address_ops(body, view_op, iv, invariant=(set(), None)):
+def address_ops(body, view_op, iv, invariant=None):
   """The body ops computing `view_op`'s index operands, in order; None if impure or if they
   read a value the loop carries (the prefetch runs iterations ahead, before it is known).
   Scalar reads of SMEM buffers in `invariant` (bufs, root) count as pure."""
   defs = {r: o for o in body.ops for r in o.results}
   carried = {id(a) for a in body.args[1:]}
-  bufs, root = invariant
+  bufs, root = invariant or (set(), lambda v: v)
   need, seen = [], set()
 
   def stable(o, v):
