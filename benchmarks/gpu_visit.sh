@@ -13,6 +13,9 @@ step() {
   case "$1" in
     safety)      python3 -u -m pytest -q -p no:cacheprovider tests/test_gpu_safety.py tests/test_safety_params.py ;;
     gputests)    python3 -u -m pytest -q -p no:cacheprovider -m gpu -k "not multicast" tests ;;
+    # The whole GPU suite takes more than 300 s: two halves, each fits a step's default limit.
+    gputests_a)  python3 -u -m pytest -q -p no:cacheprovider -m gpu -k "not multicast" tests/test_[a-l]*.py ;;
+    gputests_b)  python3 -u -m pytest -q -p no:cacheprovider -m gpu -k "not multicast" tests/test_[m-z]*.py ;;
     gpu_paged)   python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_paged_attention.py tests/test_ragged.py tests/test_gpu_safety.py tests/test_persistent.py ;;
     elementwise) python3 -u benchmarks/elementwise.py ;;
     elementwise_quick) python3 -u benchmarks/elementwise.py --quick ;;
