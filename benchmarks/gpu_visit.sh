@@ -31,6 +31,12 @@ step() {
     first_call)  python3 -u benchmarks/first_call.py ;;
     softmax_long) python3 -u benchmarks/softmax_long_rows.py ;;
     softmax_all) python3 -u benchmarks/rowwise.py --op softmax ;;
+    ncu_rows)    for cfg in "paged --splits 4 --stages 2" "paged --splits 4 --stages 3 --q-regs" "softmax --chunks 8"; do
+                   echo "=== $cfg"
+                   ncu --clock-control none --kernel-name regex:"paged|softmax" --launch-skip 2 --launch-count 1 \
+                     --section SpeedOfLight --section Occupancy --section WarpStateStats --section SchedulerStats \
+                     python3 benchmarks/profile_rows.py $cfg 2>&1 | grep -E "error|Throughput|Duration|Stall|stall|Occupancy|Registers|Shared Mem|Block Limit|Issued|Eligible|Active Warps|Warp Cycles"
+                 done ;;
     examples)    for f in examples/*.py; do echo "== $f"; timeout 120 python3 -u "$f" 2>&1 | tail -5; done ;;
     *)           echo "unknown step $1"; return 2 ;;
   esac
