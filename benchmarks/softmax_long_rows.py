@@ -25,6 +25,7 @@ def main():
     cases = [("copy (a * 2)", lambda x: x * 2),
              ("XLA", lambda x: jax.nn.softmax(x.astype(jnp.float32), -1).astype(x.dtype)),
              ("two passes", lambda x: SM.softmax_long_rows(x, rows=1)),
+             ("SMEM, 1 CTA a row, 4 chunks", lambda x: SM.softmax_smem(x, chunks=4, parts=1)),
              ("SMEM, 1 CTA a row, 8 chunks", lambda x: SM.softmax_smem(x, chunks=8, parts=1)),
              ("SMEM, 2 CTAs a row, 4 chunks", lambda x: SM.softmax_smem(x, chunks=4, parts=2)),
              ("SMEM online, 1 CTA, 8 chunks", lambda x: SM.softmax_smem(x, chunks=8, parts=1, online=True)),
