@@ -9,12 +9,16 @@ with S barriers per load site:
                 body (reads stage k % S; writes store stage k % S, TMA-stores it)
                 guard: the stage refilled next is no longer read
                 if k + d < n: load iteration k + d into stage (k + d) % S
+                (guard and refill at the body's end, or earlier: see below)
 
 d = S when the loaded buffers are only read into registers (reads end inside
 the iteration, so the refill reuses this iteration's stage after a barrier);
 d = S - 1 when dots or TMA stores read them asynchronously (the refill reuses
 the previous iteration's stage once its dots and stores retire: DotWait(1),
-AwaitStores(pending=stores per iteration)).
+AwaitStores(pending=stores per iteration)). When only dots read them and the body
+reads a dot's result, the guard and refill move up to just before that first read
+(`early_refill`): the wait there retires the previous iteration's dots, so the
+next loads are issued while the rest of this iteration runs.
 
 Buffers the body writes whole from registers and then TMA-stores (store
 buffers) get S copies too: iteration k writes stage k % S, and the sync pass

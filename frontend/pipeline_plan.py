@@ -185,37 +185,34 @@ def normalize(loop: For, em):
   return pre.ops, dataclasses.replace(loop, start=0, stop=trip, step=1, body=body)
 
 
-def invariant_smem(kernel, body) -> tuple:
-  """(ids of the SMEM buffers allocated before `body` that nothing in it writes, the function
-  from a ref to its root): within the loop a read of such a buffer is as pure as a read of an
-  input (a page table staged in SMEM before the loop)."""
+def invariant_smem(kernel, body) -> set:
+  """Ids of the SMEM buffers allocated before `body` that nothing in it writes: within the loop
+  a read of one is as pure as a read of an input (a page table staged in SMEM before the loop)."""
   defs = {r: o for o in ir.walk(kernel.body) for r in o.results}
-
-  def root(v):
-    while isinstance(defs.get(v), View):
-      v = defs[v].ref
-    return v
-
+  root = lambda v: defs[v].ref if isinstance(defs.get(v), View) else v     # views compose onto roots
   inside = {id(o) for o in ir.walk(body)}
   written = {id(root(r)) for o in ir.walk(body) for r, a in ir.traits_of(o).effects(o)
              if a in (Access.REG_WRITE, Access.TMA_WRITE)}
   return {id(r) for r, o in defs.items()
-          if isinstance(o, SmemAlloc) and id(o) not in inside and id(r) not in written}, root
+          if isinstance(o, SmemAlloc) and id(o) not in inside and id(r) not in written}
 
 
-def address_ops(body, view_op, iv, invariant=None):
+def address_ops(body, view_op, iv, invariant=frozenset()):
   """The body ops computing `view_op`'s index operands, in order; None if impure or if they
   read a value the loop carries (the prefetch runs iterations ahead, before it is known).
-  Scalar reads of SMEM buffers in `invariant` (bufs, root) count as pure."""
+  Windows of, and scalar reads from, the SMEM buffers in `invariant` count as pure."""
   defs = {r: o for o in body.ops for r in o.results}
   carried = {id(a) for a in body.args[1:]}
-  bufs, root = invariant or (set(), lambda v: v)
-  need, seen = [], set()
 
   def stable(o, v):
     if isinstance(o, View) and not o.transpose:      # a window of a buffer the loop never writes
-      return id(root(v)) in bufs
-    return isinstance(o, ScalarLoad) and isinstance(v.type, ScalarType) and id(root(o.ref)) in bufs
+      return id(o.ref) in invariant
+    if isinstance(o, ScalarLoad) and isinstance(v.type, ScalarType):
+      d = defs.get(o.ref)                            # a window made in the body, or a whole buffer
+      return id(d.ref if isinstance(d, View) else o.ref) in invariant
+    return False
+
+  need, seen = [], set()
 
   def visit(v):
     if isinstance(v, ir.Value) and id(v) in carried:
