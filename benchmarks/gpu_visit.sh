@@ -37,6 +37,9 @@ step() {
                      --section SpeedOfLight --section Occupancy --section WarpStateStats --section SchedulerStats \
                      python3 benchmarks/profile_rows.py $cfg 2>&1 | grep -E "error|Throughput|Duration|Stall|stall|Occupancy|Registers|Shared Mem|Block Limit|Issued|Eligible|Active Warps|Warp Cycles"
                  done ;;
+    kernels_rows) for cfg in "paged --splits 4 --stages 2" "paged --splits 4 --stages 2 --q-regs" "softmax --chunks 8"; do
+                   echo "=== $cfg"; python3 benchmarks/profile_rows.py $cfg --kernels; done ;;
+    rowwise_ln)  python3 -u benchmarks/rowwise.py --op "layernorm fwd" --op "layernorm bwd" --op rmsnorm ;;
     examples)    for f in examples/*.py; do echo "== $f"; timeout 120 python3 -u "$f" 2>&1 | tail -5; done ;;
     *)           echo "unknown step $1"; return 2 ;;
   esac

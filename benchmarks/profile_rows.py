@@ -32,6 +32,8 @@ def main():
   p.add_argument("--parts", type=int, default=1)
   p.add_argument("--online", action="store_true")
   p.add_argument("--runs", type=int, default=4)
+  p.add_argument("--kernels", action="store_true",
+                 help="print each kernel a call launches with its GPU time (CUPTI), not for ncu")
   a = p.parse_args()
   if a.kernel == "paged":
     import paged_attention as ex
@@ -46,6 +48,12 @@ def main():
     want = jax.nn.softmax(args[0], axis=-1)
   err = float(np.abs(np.asarray(fn(*args), np.float32) - np.asarray(want, np.float32)).max())
   print(f"{a.kernel}: max abs error {err:.2e}", flush=True)
+  if a.kernels:   # where a call's kernel time goes: ours, and the XLA ops around it
+    from jax.experimental.mosaic.gpu import profiler
+    _, per = profiler.measure(fn, aggregate=False, iterations=10)(*args)
+    for name, ms in per[-1] if per and isinstance(per[0], list) else per:
+      print(f"  {ms * 1e3:8.1f} us  {name[:100]}")
+    return
   for _ in range(a.runs):
     jax.block_until_ready(fn(*args))
 
