@@ -8,6 +8,13 @@ are row reductions that stay inside each warp) and also writes the per-row mean 
 gradients (column sums over all rows) in two steps: each of a few hundred programs
 walks its share of the rows accumulating partial column sums in registers, then a
 second kernel adds the partial rows up.
+
+Rows too long for registers (past 16384 elements) are held in SMEM instead, as the long-row
+softmax holds them (`layernorm_smem_rows`: every chunk's TMA load in flight, the mean and the
+variance from SMEM, each chunk normalised in place and stored while the next is computed; a
+cluster of CTAs past 128 KiB a row). Their backward takes the columns in windows: one kernel
+gives each row's two sums (`layernorm_bwd_stats`), then dx and the partial column sums per
+window of `cols` columns (`layernorm_bwd_cols`), so no program holds a whole row.
 """
 import functools
 
@@ -77,15 +84,171 @@ def layernorm_bwd(x, w, dy, mean, rstd, dx, dw_part, db_part, *, rows: ml.conste
   db_part.at[p][...] = ml.sum(db, axis=0)
 
 
-@mg.mgpu_kernel(out_shape=lambda parts, *, cols, dtype: jax.ShapeDtypeStruct((parts.shape[1],), dtype),
-                grid=lambda parts, *, cols, dtype: (parts.shape[1] // cols,))
-def column_sums(parts, out, *, cols: ml.constexpr, dtype: ml.constexpr):
-  """out[j] = sum over rows of parts[:, j], `cols` columns per program, 8 rows a step."""
+@mg.mgpu_kernel(out_shape=lambda parts, *, cols, step, dtype: jax.ShapeDtypeStruct((parts.shape[1],), dtype),
+                grid=lambda parts, *, cols, step, dtype: (parts.shape[1] // cols,))
+def column_sums(parts, out, *, cols: ml.constexpr, step: ml.constexpr, dtype: ml.constexpr):
+  """out[j] = sum over rows of parts[:, j], `cols` columns per program, `step` rows at a time."""
   j = ml.program_id(0)
   acc = ml.zeros((cols,), F32)
-  for r in range(parts.shape[0] // 8):
-    acc = acc + ml.sum(parts.at[ml.ds(r * 8, 8), ml.ds(j * cols, cols)][...], axis=0)
+  for r in range(parts.shape[0] // step):
+    acc = acc + ml.sum(parts.at[ml.ds(r * step, step), ml.ds(j * cols, cols)][...], axis=0)
   out.at[ml.ds(j * cols, cols)][...] = acc.astype(out.dtype)
+
+
+def _column_sums(parts, dtype, interpret):
+  """column_sums with the widest windows that tile parts: every row is summed, however few."""
+  step = 8
+  while parts.shape[0] % step:
+    step //= 2
+  cols = 256 if parts.shape[1] % 256 == 0 else 128
+  return column_sums(parts, cols=cols, step=step, dtype=dtype, interpret=interpret)
+
+
+SEG = 256                      # columns a TMA box row spans: an SMEM-held row is (d // SEG, SEG)
+SMEM_PART_BYTES = 128 * 1024   # bytes of a row one CTA holds in SMEM (longer rows: a cluster)
+MAX_ROW = 16384                # elements of a row the forward holds in registers
+COLS = 2048                    # columns a backward program takes at once when rows are long
+
+
+def _smem_out(x, w, b, **meta):
+  stat = jax.ShapeDtypeStruct((x.shape[0],), F32)
+  return x, stat, stat
+
+
+@mg.mgpu_kernel(out_shape=_smem_out, grid=lambda x, w, b, *, parts, **meta: (x.shape[0] * parts,),
+                cluster=lambda x, w, b, *, parts, **meta: (parts,))
+def layernorm_smem_rows(x, w, b, y, mean, rstd, *, chunks: ml.constexpr, parts: ml.constexpr,
+                        eps: ml.constexpr, center: ml.constexpr = True):
+  """One row per cluster of `parts` CTAs, each holding 1/parts of it in SMEM (x viewed as
+  (n, d // SEG, SEG), w and b as (d // SEG, SEG)). `center=False` is RMS norm (b unused).
+
+  A CTA's part arrives as `chunks` TMA loads, all in flight, summed as each lands; the sum of
+  squared deviations from the part's mean is read back from SMEM; the parts combine their
+  (mean, squared deviations) through distributed shared memory (Chan's parallel variance);
+  then each chunk is normalised in place and stored by TMA while the next is computed."""
+  i = ml.program_id(0)
+  row, part = i // parts, i % parts
+  segs = x.shape[1] // parts                 # SEG-wide rows of x's row this CTA holds
+  per = segs // chunks
+  first = part * segs
+  d = x.shape[1] * x.shape[2]
+  x_s = ml.smem((segs, SEG), x.dtype)
+  for c in ml.static_range(chunks):
+    ml.copy(x.at[row, ml.ds(first + c * per, per)], x_s.at[ml.ds(c * per, per)])
+  mu = 0.0
+  if center:
+    s = ml.zeros((per, SEG), F32)
+    for c in ml.static_range(chunks):        # each chunk awaited just before it is read
+      s = s + x_s.at[ml.ds(c * per, per)][...].astype(F32)
+    mu = ml.sum(s) * (parts / d)
+  q = ml.zeros((per, SEG), F32)
+  for c in ml.static_range(chunks):
+    t = x_s.at[ml.ds(c * per, per)][...].astype(F32) - mu
+    q = q + t * t
+  m2 = ml.sum(q)
+  if parts > 1:                              # combine the parts' (mean, m2) across the cluster
+    stats = ml.smem((2, 128), F32)           # each repeated over 128 lanes
+    stats.at[0][...] = mu
+    stats.at[1][...] = m2
+    ml.cluster_sync()
+    mus = [ml.cluster_ref(stats, p).at[0][...] for p in ml.static_range(parts)]
+    total = mus[0]
+    for p in ml.static_range(1, parts):
+      total = total + mus[p]
+    mu_all = total * (1.0 / parts)
+    m2_all = ml.zeros((128,), F32)
+    for p in ml.static_range(parts):
+      dev = mus[p] - mu_all
+      m2_all = m2_all + ml.cluster_ref(stats, p).at[1][...] + (d / parts) * dev * dev
+    mu = ml.max(mu_all)                      # every lane holds the same values
+    m2 = ml.max(m2_all)
+  r = ml.rsqrt(m2 / d + eps)
+  for c in ml.static_range(chunks):
+    win = ml.ds(first + c * per, per)
+    out = (x_s.at[ml.ds(c * per, per)][...].astype(F32) - mu) * r * w.at[win][...].astype(F32)
+    if center:
+      out = out + b.at[win][...].astype(F32)
+    x_s.at[ml.ds(c * per, per)][...] = out.astype(y.dtype)
+    ml.copy(x_s.at[ml.ds(c * per, per)], y.at[row, win])
+  if part == 0:                              # the row's first part writes its statistics
+    mean[row] = mu
+    rstd[row] = r
+  if parts > 1:
+    ml.cluster_sync()                        # no CTA exits while a peer still reads its SMEM
+
+
+def smem_config(d, itemsize):
+  """(chunks, parts) for rows of d elements held in SMEM: parts of at most SMEM_PART_BYTES
+  (clusters of up to 8 CTAs), 8 chunks each; None if the row does not split so."""
+  parts = 1
+  while d * itemsize // parts > SMEM_PART_BYTES and (d // SEG) % (parts * 2) == 0 and parts < 8:
+    parts *= 2
+  if d % SEG or d * itemsize // parts > SMEM_PART_BYTES:
+    return None
+  return max(1, min(8, d // SEG // parts)), parts
+
+
+def layernorm_smem(x, w, b, eps=1e-5, *, center=True, chunks=None, parts=None, interpret=None):
+  """layernorm_smem_rows on a 2-D x (its last dimension a multiple of SEG): (y, mean, rstd)."""
+  n, d = x.shape
+  c0, p0 = smem_config(d, x.dtype.itemsize) or (8, 1)
+  parts = parts or p0
+  chunks = chunks or min(c0, d // SEG // parts)
+  y, mean, rstd = layernorm_smem_rows(x.reshape(n, d // SEG, SEG), w.reshape(d // SEG, SEG),
+                                      b.reshape(d // SEG, SEG), chunks=chunks, parts=parts, eps=eps,
+                                      center=center, interpret=interpret)
+  return y.reshape(n, d), mean, rstd
+
+
+def _stats_out(x, w, dy, mean, rstd, **meta):
+  stat = jax.ShapeDtypeStruct((x.shape[0],), F32)
+  return stat, stat
+
+
+@mg.mgpu_kernel(out_shape=_stats_out, grid=lambda x, w, dy, mean, rstd, *, rows, cols: (x.shape[0] // rows,))
+def layernorm_bwd_stats(x, w, dy, mean, rstd, c1, c2, *, rows: ml.constexpr, cols: ml.constexpr):
+  """Per row, over windows of `cols` columns: c1 = mean(xhat * w * dy), c2 = mean(w * dy)."""
+  i = ml.program_id(0)
+  d = x.shape[1]
+  r0 = i * rows
+  mu = mean.at[ml.ds(r0, rows)][...]
+  a1 = ml.zeros((rows, cols), F32)
+  a2 = ml.zeros((rows, cols), F32)
+  for c in range(d // cols):
+    win = ml.ds(c * cols, cols)
+    wg = dy.at[ml.ds(r0, rows), win][...].astype(F32) * w.at[win][...].astype(F32)[None, :]
+    a1 = a1 + (x.at[ml.ds(r0, rows), win][...].astype(F32) - mu[:, None]) * wg
+    a2 = a2 + wg
+  c1.at[ml.ds(r0, rows)][...] = ml.sum(a1, axis=1) * rstd.at[ml.ds(r0, rows)][...] * (1.0 / d)
+  c2.at[ml.ds(r0, rows)][...] = ml.sum(a2, axis=1) * (1.0 / d)
+
+
+def _cols_out(x, w, dy, mean, rstd, c1, c2, *, rows, steps, cols):
+  part = jax.ShapeDtypeStruct((x.shape[0] // (rows * steps), x.shape[1]), F32)
+  return x, part, part
+
+
+@mg.mgpu_kernel(out_shape=_cols_out,
+                grid=lambda x, *rest, rows, steps, cols: (x.shape[0] // (rows * steps), x.shape[1] // cols))
+def layernorm_bwd_cols(x, w, dy, mean, rstd, c1, c2, dx, dw_part, db_part, *, rows: ml.constexpr,
+                       steps: ml.constexpr, cols: ml.constexpr):
+  """layernorm_bwd on one window of `cols` columns, the rows' c1 and c2 given."""
+  p = ml.program_id(0)
+  win = ml.ds(ml.program_id(1) * cols, cols)
+  wv = w.at[win][...].astype(F32)
+  dw = ml.zeros((rows, cols), F32)
+  db = ml.zeros((rows, cols), F32)
+  for s in range(steps):
+    rw = ml.ds((p * steps + s) * rows, rows)
+    rs = rstd.at[rw][...]
+    xhat = (x.at[rw, win][...].astype(F32) - mean.at[rw][...][:, None]) * rs[:, None]
+    g = dy.at[rw, win][...].astype(F32)
+    grad = (g * wv[None, :] - xhat * c1.at[rw][...][:, None] - c2.at[rw][...][:, None]) * rs[:, None]
+    dx.at[rw, win][...] = grad.astype(dx.dtype)
+    dw = dw + g * xhat
+    db = db + g
+  dw_part.at[p, win][...] = ml.sum(dw, axis=0)
+  db_part.at[p, win][...] = ml.sum(db, axis=0)
 
 
 def _bwd_config(n, d):
@@ -96,7 +259,18 @@ def _bwd_config(n, d):
   return rows, steps
 
 
+def _bwd_cols_config(n, d):
+  """(rows, steps) of layernorm_bwd_cols: about 512 programs, each walking rows * steps rows."""
+  rows = _rows(n, COLS)
+  steps = 1
+  while (n // (rows * steps * 2)) * (d // COLS) >= 512 and (n // rows) % (steps * 2) == 0:
+    steps *= 2
+  return rows, steps
+
+
 def _forward(x, w, b, eps, interpret):
+  if x.shape[1] > MAX_ROW and smem_config(x.shape[1], x.dtype.itemsize) is not None:
+    return layernorm_smem(x, w, b, eps, interpret=interpret)
   return layernorm_fwd(x, w, b, rows=_rows(*x.shape), eps=eps, interpret=interpret)
 
 
@@ -114,12 +288,18 @@ def _fwd(x, w, b, eps, interpret):
 
 def _bwd(eps, interpret, res, dy):
   x, w, b, mean, rstd = res
-  rows, steps = _bwd_config(*x.shape)
-  dx, dw_part, db_part = layernorm_bwd(x, w, dy, mean, rstd, rows=rows, steps=steps,
-                                       interpret=interpret)
-  cols = 256 if x.shape[1] % 256 == 0 else 128
-  dw = column_sums(dw_part, cols=cols, dtype=w.dtype, interpret=interpret)
-  db = column_sums(db_part, cols=cols, dtype=b.dtype, interpret=interpret)
+  n, d = x.shape
+  if d > 4096 and d % COLS == 0:           # long rows: column windows, the row sums first
+    rows, steps = _bwd_cols_config(n, d)
+    c1, c2 = layernorm_bwd_stats(x, w, dy, mean, rstd, rows=rows, cols=COLS, interpret=interpret)
+    dx, dw_part, db_part = layernorm_bwd_cols(x, w, dy, mean, rstd, c1, c2, rows=rows, steps=steps,
+                                              cols=COLS, interpret=interpret)
+  else:
+    rows, steps = _bwd_config(n, d)
+    dx, dw_part, db_part = layernorm_bwd(x, w, dy, mean, rstd, rows=rows, steps=steps,
+                                         interpret=interpret)
+  dw = _column_sums(dw_part, w.dtype, interpret)
+  db = _column_sums(db_part, b.dtype, interpret)
   return dx, dw, db
 
 
@@ -138,7 +318,15 @@ for _dt in (jnp.float32, jnp.bfloat16):
   mg.check_specs(layernorm_fwd, _S((64, 1024), _dt), _S((1024,), _dt), _S((1024,), _dt), rows=4, eps=1e-5)
   mg.check_specs(layernorm_bwd, _S((64, 1024), _dt), _S((1024,), _dt), _S((64, 1024), _dt),
                  _S((64,), F32), _S((64,), F32), rows=4, steps=2)
-  mg.check_specs(column_sums, _S((256, 1024), F32), cols=256, dtype=_dt)
+  mg.check_specs(column_sums, _S((256, 1024), F32), cols=256, step=8, dtype=_dt)
+  mg.check_specs(layernorm_smem_rows, _S((4, 128, SEG), _dt), _S((128, SEG), _dt), _S((128, SEG), _dt),
+                 chunks=8, parts=1, eps=1e-5)
+  mg.check_specs(layernorm_smem_rows, _S((4, 64, SEG), _dt), _S((64, SEG), _dt), _S((64, SEG), _dt),
+                 chunks=4, parts=2, eps=1e-5, center=False)
+  mg.check_specs(layernorm_bwd_stats, _S((64, 8192), _dt), _S((8192,), _dt), _S((64, 8192), _dt),
+                 _S((64,), F32), _S((64,), F32), rows=2, cols=COLS)
+  mg.check_specs(layernorm_bwd_cols, _S((64, 8192), _dt), _S((8192,), _dt), _S((64, 8192), _dt),
+                 _S((64,), F32), _S((64,), F32), _S((64,), F32), _S((64,), F32), rows=2, steps=4, cols=COLS)
 
 
 if __name__ == "__main__":

@@ -1,12 +1,17 @@
 """RMS norm: x / sqrt(mean(x^2) + eps) * w over the last axis, `rows` rows per program.
 
     python examples/rmsnorm.py           # on a GPU: checks against jnp; else interpret mode
+
+Rows too long for registers are held in SMEM by layer norm's kernel without the centring
+(`layernorm.layernorm_smem_rows`, `center=False`).
 """
 import jax
 import jax.numpy as jnp
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
+
+import layernorm as LN
 
 
 @mg.mgpu_kernel(out_shape=lambda x, w, *, rows, eps: x,
@@ -21,6 +26,8 @@ def rmsnorm_rows(x, w, out, *, rows: ml.constexpr, eps: ml.constexpr):
 def rmsnorm(x, w, eps=1e-6, *, interpret=None):
   """RMS norm of a 2-D array over its last axis (a multiple of 128)."""
   n, d = x.shape
+  if d > LN.MAX_ROW and LN.smem_config(d, x.dtype.itemsize) is not None:
+    return LN.layernorm_smem(x, w, w, eps, center=False, interpret=interpret)[0]   # b unused
   rows = max(1, min(8, 4096 // d))
   while n % rows:
     rows //= 2

@@ -89,9 +89,10 @@ def _grads(fn, x, w, b, dy):
   return jax.grad(lambda x, w, b: jnp.sum(fn(x, w, b).astype(F32) * dy.astype(F32)), argnums=(0, 1, 2))(x, w, b)
 
 
+@pytest.mark.parametrize("n,d", [(64, 512), (8, 1024)])     # 8 rows: fewer partial sums than 8
 @pytest.mark.parametrize("dtype", [F32, BF16], ids=str)
-def test_layernorm_forward_and_grad_interpret(dtype):
-  x, w, b, dy = _layernorm_case(dtype)
+def test_layernorm_forward_and_grad_interpret(dtype, n, d):
+  x, w, b, dy = _layernorm_case(dtype, n, d)
   close(LN.layernorm(x, w, b, 1e-5, True), LN.reference(x, w, b), dtype)
   got = _grads(lambda x, w, b: LN.layernorm(x, w, b, 1e-5, True), x, w, b, dy)
   want = _grads(LN.reference, x, w, b, dy)
@@ -104,6 +105,58 @@ def test_layernorm_forward_writes_mean_and_rstd():
   y, mean, rstd = LN.layernorm_fwd(x, w, b, rows=4, eps=1e-5, interpret=True)
   np.testing.assert_allclose(mean, x.mean(-1), rtol=1e-5, atol=1e-5)
   np.testing.assert_allclose(rstd, jax.lax.rsqrt(x.var(-1) + 1e-5), rtol=1e-5)
+
+
+@pytest.mark.parametrize("parts,center", [(1, True), (2, True), (4, False)])
+@pytest.mark.parametrize("dtype", [F32, BF16], ids=str)
+def test_smem_held_layernorm_rows_match_the_reference(dtype, parts, center):
+  """Rows far from zero (mean 100, std 3): the variance is taken about each part's mean and the
+  parts combined exactly (a sum of squares minus the squared mean would lose it in float32)."""
+  x, w, b, _ = _layernorm_case(dtype, 3, 4096)
+  x = (x.astype(F32) + 100).astype(dtype)
+  y, mean, rstd = LN.layernorm_smem(x, w, b, 1e-5, center=center, parts=parts, interpret=True)
+  xf = x.astype(F32)
+  mu = xf.mean(-1) if center else jnp.zeros(xf.shape[0])
+  var = ((xf - mu[:, None]) ** 2).mean(-1)
+  want = (xf - mu[:, None]) * jax.lax.rsqrt(var + 1e-5)[:, None] * w.astype(F32)
+  close(y, want + b.astype(F32) if center else want, dtype)
+  np.testing.assert_allclose(mean, mu, rtol=1e-6, atol=1e-5)
+  np.testing.assert_allclose(rstd, jax.lax.rsqrt(var + 1e-5), rtol=1e-5)
+
+
+def test_long_rows_take_the_smem_forward_and_the_windowed_backward():
+  assert LN.smem_config(32768, 4) == (8, 1) and LN.smem_config(65536, 4) == (8, 2)
+  assert LN.smem_config(32768 + 128, 4) is None                    # not whole 256-column segments
+  assert LN._bwd_cols_config(1024, 32768) == (2, 16)               # 512 programs of 32 rows
+  x, w, b, dy = _layernorm_case(F32, 4, 32768)
+  seen = []
+  spy = lambda k: (lambda *a, **kw: seen.append(k.__name__) or k(*a, **kw))
+  orig = {k: getattr(LN, k) for k in ("layernorm_smem_rows", "layernorm_fwd", "layernorm_bwd_stats",
+                                      "layernorm_bwd_cols", "layernorm_bwd")}
+  try:
+    for k, f in orig.items():
+      setattr(LN, k, spy(f))
+    _grads(lambda x, w, b: LN.layernorm(x, w, b, 1e-5, True), x, w, b, dy)
+  finally:
+    for k, f in orig.items():
+      setattr(LN, k, f)
+  assert seen == ["layernorm_smem_rows", "layernorm_bwd_stats", "layernorm_bwd_cols"]
+
+
+@pytest.mark.parametrize("dtype", [F32, BF16], ids=str)
+@pytest.mark.parametrize("n,d", [(16, 8192), (4, 32768)])
+def test_layernorm_grads_of_long_rows_in_column_windows(n, d, dtype):
+  x, w, b, dy = _layernorm_case(dtype, n, d)
+  close(LN.layernorm(x, w, b, 1e-5, True), LN.reference(x, w, b), dtype)
+  got = _grads(lambda x, w, b: LN.layernorm(x, w, b, 1e-5, True), x, w, b, dy)
+  for g, r in zip(got, _grads(LN.reference, x, w, b, dy)):
+    close(g, r, dtype, rel=True)
+
+
+@pytest.mark.parametrize("dtype", [F32, BF16], ids=str)
+def test_rmsnorm_of_long_rows_interpret(dtype):
+  x, w = rand(2, (2, 32768), dtype, shift=5.0), rand(3, (32768,), dtype)
+  close(RN.rmsnorm(x, w, interpret=True), RN.reference(x, w), dtype)
 
 
 @pytest.mark.parametrize("dtype", [F32, BF16], ids=str)
@@ -123,7 +176,7 @@ def test_softmax_gpu(shape, dtype):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [F32, BF16], ids=str)
-@pytest.mark.parametrize("n,d", [(1024, 1024), (4096, 4096), (256, 8192)])
+@pytest.mark.parametrize("n,d", [(1024, 1024), (4096, 4096), (256, 8192), (256, 32768), (64, 65536)])
 def test_layernorm_gpu(n, d, dtype):
   x, w, b, dy = _layernorm_case(dtype, n, d)
   close(jax.jit(LN.layernorm)(x, w, b), LN.reference(x, w, b), dtype)
@@ -135,8 +188,9 @@ def test_layernorm_gpu(n, d, dtype):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [F32, BF16], ids=str)
-def test_rmsnorm_gpu(dtype):
-  x, w = rand(2, (4096, 4096), dtype), rand(3, (4096,), dtype)
+@pytest.mark.parametrize("n,d", [(4096, 4096), (128, 32768)])
+def test_rmsnorm_gpu(n, d, dtype):
+  x, w = rand(2, (n, d), dtype), rand(3, (d,), dtype)
   close(jax.jit(RN.rmsnorm)(x, w), RN.reference(x, w), dtype)
 
 
