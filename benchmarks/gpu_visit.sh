@@ -23,6 +23,7 @@ step() {
     ragged_full) python3 -u benchmarks/ragged_dot.py ;;
     paged)       python3 -u benchmarks/paged_attention.py --quick ;;
     paged_full)  python3 -u benchmarks/paged_attention.py ;;
+    paged_gqa)   python3 -u benchmarks/paged_attention.py --shape 1 --tensor-cores ;;
     matmul)      python3 -u benchmarks/matmul.py --no-multicast ;;
     matmul_fp8)  python3 -u benchmarks/matmul_fp8.py ;;
     attn_bwd)    python3 -u benchmarks/attention.py --quick --pass bwd ;;
@@ -40,6 +41,8 @@ step() {
     kernels_rows) for cfg in "paged --splits 4 --stages 2" "paged --splits 4 --stages 2 --q-regs" "softmax --chunks 8"; do
                    echo "=== $cfg"; python3 benchmarks/profile_rows.py $cfg --kernels; done ;;
     rowwise_ln)  python3 -u benchmarks/rowwise.py --op "layernorm fwd" --op "layernorm bwd" --op rmsnorm ;;
+    rowwise)     python3 -u benchmarks/rowwise.py --plot "$OUT/rowwise.png" ;;
+    gpu_rows)    python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_rowwise.py tests/test_paged_attention.py ;;
     examples)    for f in examples/*.py; do echo "== $f"; timeout 120 python3 -u "$f" 2>&1 | tail -5; done ;;
     *)           echo "unknown step $1"; return 2 ;;
   esac

@@ -29,6 +29,7 @@ SHAPES = [(32, 16, 16, 128, 16, 256), (32, 32, 8, 128, 16, 256), (64, 8, 8, 128,
 OURS = ([dict(splits=s, stages=st, tensor_cores=True) for s in (2, 4, 8) for st in (2, 3, 4)]
         + [dict(splits=s, stages=st, tensor_cores=True, q_regs=True) for s in (2, 4, 8) for st in (2, 3)]
         + [dict(splits=s, stages=2, tensor_cores=True, tokens=128) for s in (2, 4)]
+        + [dict(splits=4, stages=st, tensor_cores=True, q_pad=True) for st in (2, 3)]   # q padded by XLA
         + [dict(splits=s, stages=st, tensor_cores=False) for s in (2, 4, 8) for st in (2, 4)])
 PALLAS = [dict(block_h=16, pages_per_compute_block=p, k_splits=s) for p in (4, 8) for s in (8, 16)]
 
@@ -77,19 +78,23 @@ def copy_bandwidth():
 def main():
   p = argparse.ArgumentParser()
   p.add_argument("--quick", action="store_true", help="the first shape, one configuration each")
+  p.add_argument("--shape", type=int, action="append", help="only these SHAPES (indices)")
+  p.add_argument("--tensor-cores", action="store_true", help="only our tensor-core configurations")
   a = p.parse_args()
   import paged_attention as ex
   print("jax", jax.__version__, jax.devices()[0].device_kind)
   copy = copy_bandwidth()
   print(f"copy (XLA x * 2, 1 GiB, best of f16 and f32): {copy:.0f} GB/s")
   rows = []
-  for shape in SHAPES[:1] if a.quick else SHAPES:
+  shapes = [SHAPES[i] for i in a.shape] if a.shape else SHAPES[:1] if a.quick else SHAPES
+  ours = [c for c in OURS if c["tensor_cores"]] if a.tensor_cores else OURS
+  for shape in shapes:
     args = ex.make_inputs(jax.random.key(1), *shape)
     want = np.asarray(ex.reference(*args), np.float32)
     nbytes = useful_bytes(args[0], args[1], args[4])
     tag = "b{} h{} kvh{} d{} page{} max{}".format(*shape[:5], shape[4] * shape[5])
     print(tag, f"({nbytes / 1e6:.0f} MB to read)", flush=True)
-    cands = [(str(c), functools.partial(ex.paged_attention, **c)) for c in (OURS[:1] if a.quick else OURS)
+    cands = [(str(c), functools.partial(ex.paged_attention, **c)) for c in (ours[:1] if a.quick else ours)
              if shape[5] % c["splits"] == 0]
     rows.append((tag, "mgpu_dsl", *best(cands, args, want, nbytes)))
     try:

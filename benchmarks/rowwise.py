@@ -144,7 +144,11 @@ def main():
         print(rows[-1], flush=True)
   print(table(("op", "dtype", "shape", "mgpu_dsl", "XLA", "Pallas", "vs copy", "vs best peer"), rows))
   if a.plot and plot:
-    import matplotlib
+    try:
+      import matplotlib
+    except ImportError:
+      print(f"no plot: matplotlib is not installed here ({a.plot} not written)")
+      return
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(max(8, len(plot) * 0.8), 4))

@@ -28,6 +28,10 @@ def main():
              ("SMEM, 1 CTA a row, 4 chunks", lambda x: SM.softmax_smem(x, chunks=4, parts=1)),
              ("SMEM, 1 CTA a row, 8 chunks", lambda x: SM.softmax_smem(x, chunks=8, parts=1)),
              ("SMEM, 2 CTAs a row, 4 chunks", lambda x: SM.softmax_smem(x, chunks=4, parts=2)),
+             # The last 1/4 or 1/8 of the row in registers: less SMEM a CTA, more CTAs an SM.
+             ("SMEM + 1/4 in registers, 8 chunks", lambda x: SM.softmax_smem(x, chunks=8, regs=32)),
+             ("SMEM + 1/8 in registers, 8 chunks", lambda x: SM.softmax_smem(x, chunks=8, regs=16)),
+             ("SMEM + 1/4 in registers, 4 chunks", lambda x: SM.softmax_smem(x, chunks=4, regs=32)),
              ("SMEM online, 1 CTA, 8 chunks", lambda x: SM.softmax_smem(x, chunks=8, parts=1, online=True)),
              ("SMEM online, 1 CTA, 16 chunks", lambda x: SM.softmax_smem(x, chunks=16, parts=1, online=True)),
              ("SMEM online, 2 CTAs, 4 chunks", lambda x: SM.softmax_smem(x, chunks=4, parts=2, online=True)),

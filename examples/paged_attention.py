@@ -97,25 +97,28 @@ def paged_attention_parts(q, k_pages, v_pages, block_tables, lengths, o_part, m_
 ROWS = 64   # a tensor-core tile's rows: the query heads of one kv head, zero-padded
 
 
-def _parts_mma(q_pad, k_pages, v_pages, block_tables, lengths, *, splits, group, **meta):
-  b, kv_heads, rows, d = q_pad.shape
+def _parts_mma(q, k_pages, v_pages, block_tables, lengths, *, splits, group, **meta):
+  b, kv_heads, d = q.shape[0], k_pages.shape[0], q.shape[-1]
   return (jax.ShapeDtypeStruct((b, kv_heads, splits, group, d), jnp.float32),
           jax.ShapeDtypeStruct((b, kv_heads, splits, group), jnp.float32),
           jax.ShapeDtypeStruct((b, kv_heads, splits, group), jnp.float32))
 
 
-def _grid_mma(q_pad, *rest, splits, **meta):
-  return (q_pad.shape[0] * q_pad.shape[1], splits)
+def _grid_mma(q, k_pages, *rest, splits, **meta):
+  return (q.shape[0] * k_pages.shape[0], splits)
 
 
 @mg.mgpu_kernel(out_shape=_parts_mma, grid=_grid_mma)
-def paged_attention_parts_mma(q_pad, k_pages, v_pages, block_tables, lengths, o_part, m_part, l_part, *,
+def paged_attention_parts_mma(q, k_pages, v_pages, block_tables, lengths, o_part, m_part, l_part, *,
                               splits: ml.constexpr, group: ml.constexpr, stages: ml.constexpr = 2,
                               tokens: ml.constexpr = 64, q_regs: ml.constexpr = False):
   """The tensor-core variant, for grouped-query attention: per (sequence, kv head, split), the
-  query heads sharing the kv head are the rows of one 64-row tile (q_pad, zero-padded), so
-  each step (`tokens`, a multiple of 64: one page or several) is one `q @ k.T` and one `p @ v`
-  on the tensor cores, and the online softmax runs along the rows as in flash attention.
+  query heads sharing the kv head are the rows of one 64-row tile, so each step (`tokens`, a
+  multiple of 64: one page or several) is one `q @ k.T` and one `p @ v` on the tensor cores,
+  and the online softmax runs along the rows as in flash attention.
+
+  q is either (batch, heads, head_dim), its `group` rows read by a masked load (rows past the
+  group read as zeros), or (batch, kv_heads, 64, head_dim) already zero-padded (TMA).
   `q_regs` keeps the query tile in registers, so its SMEM goes to the pipeline's stages."""
   kv_heads, page, dim = k_pages.shape[0], k_pages.shape[2], k_pages.shape[3]
   bk = ml.program_id(0)
@@ -128,16 +131,25 @@ def paged_attention_parts_mma(q_pad, k_pages, v_pages, block_tables, lengths, o_
   first = s * per_split
   block = tokens // page                                 # pages a step: `tokens`, the first dot's n
   count = ml.cdiv(ml.minimum(ml.maximum(last + 1 - first, 0), per_split), block)
-  q_s = ml.smem((ROWS, dim))
   k_s = ml.smem((tokens, dim))
   v_s = ml.smem((tokens, dim))
-  ml.copy(q_pad.at[b, kv_head], q_s)
+  if len(q.shape) == 3:                                  # the group's rows of q, zeros below them
+    rows = ml.arange(ROWS) < group
+    q_tile = q.at[b, ml.ds(kv_head * group, ROWS)].load(mask=rows[:, None], other=0.0)
+    if q_regs:
+      q_s = q_tile
+    else:
+      q_s = ml.smem((ROWS, dim))
+      q_s[...] = q_tile
+  else:
+    q_s = ml.smem((ROWS, dim))
+    ml.copy(q.at[b, kv_head], q_s)
   staged = per_split % 4 == 0                            # TMA moves whole 16-byte rows
   if staged:   # the split's page-table entries in SMEM: one read of GMEM, not one per page a step
     table = ml.smem((per_split,), jnp.int32)
     ml.copy(block_tables.at[b, ml.ds(first, per_split)], table)
   scale = LOG2E / dim ** 0.5                            # the softmax in base 2
-  q = q_s[...] if q_regs else q_s          # in registers, q_s's SMEM goes to the stages
+  q_op = q_s[...] if q_regs and len(q.shape) == 4 else q_s   # in registers, no SMEM for q
   m = ml.full((ROWS,), MASK, jnp.float32)
   l = ml.zeros((ROWS,), jnp.float32)
   acc = ml.zeros((ROWS, dim), jnp.float32)
@@ -148,12 +160,12 @@ def paged_attention_parts_mma(q_pad, k_pages, v_pages, block_tables, lengths, o_
       ml.copy(k_pages.at[kv_head, pool_page], k_s.at[ml.ds(j * page, page)])
       ml.copy(v_pages.at[kv_head, pool_page], v_s.at[ml.ds(j * page, page)])
     valid = (first + i * block) * page + ml.arange(tokens)[None, :] < ml.minimum(length, (first + per_split) * page)
-    logits = ml.where(valid, ml.dot(q, k_s.T) * scale, MASK)     # in base 2: scale holds log2(e)
+    logits = ml.where(valid, ml.dot(q_op, k_s.T) * scale, MASK)     # in base 2: scale holds log2(e)
     m_new = ml.maximum(m, ml.max(logits, axis=1))
     alpha = ml.exp2(m - m_new, approx=True)
     p = ml.exp2(logits - m_new[:, None], approx=True)
     l = l * alpha + ml.sum(p, axis=1)
-    acc = ml.dot(p.astype(q_pad.dtype), v_s, acc * alpha[:, None])   # cache slots past the end get p = 0
+    acc = ml.dot(p.astype(k_pages.dtype), v_s, acc * alpha[:, None])   # cache slots past the end get p = 0
     m = m_new
   # The tile's first `group` rows are the query heads: masked stores through 64-row windows
   # that run past the end of the group's rows write just those.
@@ -170,24 +182,28 @@ def combine(o_part, m_part, l_part, dtype):
   return ((o_part * w[..., None]).sum(-2) / (l_part * w).sum(-1)[..., None]).astype(dtype)
 
 
-@functools.partial(jax.jit, static_argnames=("splits", "stages", "tensor_cores", "tokens", "q_regs", "interpret"))
+@functools.partial(jax.jit, static_argnames=("splits", "stages", "tensor_cores", "tokens", "q_regs", "q_pad",
+                                             "interpret"))
 def paged_attention(q, k_pages, v_pages, block_tables, lengths, *, splits=8, stages=None, tensor_cores=None,
-                    tokens=64, q_regs=False, interpret=False):
+                    tokens=64, q_regs=False, q_pad=False, interpret=False):
   """Decode attention: q (batch, heads, head_dim) over pages (kv_heads, pages, page_size, head_dim).
 
   `tensor_cores` (default: when several query heads share a kv head) puts each kv head's query
   heads in one tensor-core tile; otherwise each token slot's softmax runs on the CUDA cores.
   Cache slots past a sequence's length are multiplied by zero, so they must hold finite values
-  on the tensor-core path (a freshly allocated cache may not: zero it)."""
+  on the tensor-core path (a freshly allocated cache may not: zero it). `q_pad`: XLA builds a
+  zero-padded copy of q for the tensor-core path (one more small kernel) instead of the kernel
+  reading the group's rows with a masked load."""
   b, heads, d = q.shape
   kv_heads = k_pages.shape[0]
   group = heads // kv_heads
   if tensor_cores is None:
     tensor_cores = group > 1
   if tensor_cores:
-    q_pad = jnp.zeros((b, kv_heads, ROWS, d), q.dtype).at[:, :, :group].set(q.reshape(b, kv_heads, group, d))
+    if q_pad:
+      q = jnp.zeros((b, kv_heads, ROWS, d), q.dtype).at[:, :, :group].set(q.reshape(b, kv_heads, group, d))
     o_part, m_part, l_part = paged_attention_parts_mma(
-        q_pad, k_pages, v_pages, block_tables, lengths, splits=splits, group=group,
+        q, k_pages, v_pages, block_tables, lengths, splits=splits, group=group,
         stages=stages or 2, tokens=tokens, q_regs=q_regs, interpret=interpret)
     o_part = o_part.transpose(0, 1, 3, 2, 4).reshape(b, heads, splits, d)
     m_part = m_part.transpose(0, 1, 3, 2).reshape(b, heads, splits)
@@ -230,6 +246,10 @@ mg.check_specs(paged_attention_parts, _S((4, 8, 128), jnp.float16), _S((2, 64, 1
                _S((2, 64, 16, 128), jnp.float16), _S((4, 16), jnp.int32), _S((4,), jnp.int32), splits=4)
 mg.check_specs(paged_attention_parts_mma, _S((4, 2, ROWS, 128), jnp.float16), _S((2, 64, 16, 128), jnp.float16),
                _S((2, 64, 16, 128), jnp.float16), _S((4, 16), jnp.int32), _S((4,), jnp.int32), splits=4, group=4)
+for _regs in (False, True):
+  mg.check_specs(paged_attention_parts_mma, _S((4, 8, 128), jnp.float16), _S((2, 64, 16, 128), jnp.float16),
+                 _S((2, 64, 16, 128), jnp.float16), _S((4, 16), jnp.int32), _S((4,), jnp.int32), splits=4,
+                 group=4, q_regs=_regs)
 
 
 def main():

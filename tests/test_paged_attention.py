@@ -28,6 +28,18 @@ def test_interpret_matches_reference(shape, splits):
                              atol=2e-3, rtol=2e-3)
 
 
+@pytest.mark.parametrize("q_pad,q_regs", [(False, False), (False, True), (True, False), (True, True)])
+def test_tensor_core_path_reads_the_groups_query_rows_itself_or_a_padded_copy(q_pad, q_regs):
+  args = pa.make_inputs(jax.random.key(5), 2, 12, 3, 128, 16, 8)     # 3 kv heads of 4 query heads
+  got = pa.paged_attention(*args, splits=2, tensor_cores=True, q_pad=q_pad, q_regs=q_regs, interpret=True)
+  np.testing.assert_allclose(np.asarray(got, np.float32), np.asarray(pa.reference(*args), np.float32),
+                             atol=2e-3, rtol=2e-3)
+  hlo = jax.export.export(jax.jit(lambda *a: pa.paged_attention(*a, splits=2, tensor_cores=True, q_pad=q_pad,
+                                                               q_regs=q_regs)), platforms=["cuda"])(*args).mlir_module()
+  assert "@mosaic_gpu" in hlo
+  assert ("stablehlo.pad" in hlo or "dynamic_update_slice" in hlo or "scatter" in hlo) == q_pad
+
+
 def test_cache_slots_past_a_sequence_may_hold_anything():
   q, k, v, tables, lengths = pa.make_inputs(jax.random.key(2), 2, 2, 2, 128, 16, 4, max_len=40)
   lengths = jnp.array([40, 17], jnp.int32)
@@ -96,14 +108,15 @@ def test_dropout_exports_for_cuda():
 @pytest.mark.gpu
 @pytest.mark.parametrize("shape,splits", [((8, 16, 4, 128, 16, 64), 8), ((4, 8, 8, 128, 32, 32), 4),
                                           ((2, 4, 2, 128, 16, 8), 2)], ids=["gqa", "mha_page32", "small"])
-@pytest.mark.parametrize("tc", [True, False], ids=["tensor_cores", "cuda_cores"])
-def test_gpu_matches_reference_and_interpret(shape, splits, tc):
+@pytest.mark.parametrize("tc,opts", [(True, {}), (True, {"q_regs": True}), (True, {"q_pad": True}), (False, {})],
+                         ids=["tensor_cores", "tensor_cores_q_regs", "tensor_cores_q_pad", "cuda_cores"])
+def test_gpu_matches_reference_and_interpret(shape, splits, tc, opts):
   args = pa.make_inputs(jax.random.key(6), *shape)
-  got = np.asarray(pa.paged_attention(*args, splits=splits, tensor_cores=tc), np.float32)
+  got = np.asarray(pa.paged_attention(*args, splits=splits, tensor_cores=tc, **opts), np.float32)
   np.testing.assert_allclose(got, np.asarray(pa.reference(*args), np.float32), atol=2e-3, rtol=2e-3)
   if shape[0] <= 2:
     # Within two float16 ulps of the output: the GPU's exp and numpy's differ in the last bits.
-    interpreted = pa.paged_attention(*args, splits=splits, tensor_cores=tc, interpret=True)
+    interpreted = pa.paged_attention(*args, splits=splits, tensor_cores=tc, interpret=True, **opts)
     np.testing.assert_allclose(got, np.asarray(interpreted, np.float32), atol=5e-4, rtol=2e-3)
 
 
