@@ -135,6 +135,10 @@ def layernorm_smem_rows(x, w, b, y, mean, rstd, *, chunks: ml.constexpr, parts: 
   x_s = ml.smem((segs, SEG), x.dtype)
   for c in ml.static_range(chunks):
     ml.copy(x.at[row, ml.ds(first + c * per, per)], x_s.at[ml.ds(c * per, per)])
+  # w and b come from GMEM (L2) into registers, one chunk ahead of their use: the first chunk's
+  # now, so the last pass never waits for them.
+  w_next = w.at[ml.ds(first, per)][...]
+  b_next = b.at[ml.ds(first, per)][...] if center else None
   mu = 0.0
   if center:
     s = ml.zeros((per, SEG), F32)
@@ -164,12 +168,15 @@ def layernorm_smem_rows(x, w, b, y, mean, rstd, *, chunks: ml.constexpr, parts: 
     m2 = ml.max(m2_all)
   r = ml.rsqrt(m2 / d + eps)
   for c in ml.static_range(chunks):
-    win = ml.ds(first + c * per, per)
-    out = (x_s.at[ml.ds(c * per, per)][...].astype(F32) - mu) * r * w.at[win][...].astype(F32)
+    w_c, b_c = w_next, b_next
+    if c + 1 < chunks:
+      w_next = w.at[ml.ds(first + (c + 1) * per, per)][...]
+      b_next = b.at[ml.ds(first + (c + 1) * per, per)][...] if center else None
+    out = (x_s.at[ml.ds(c * per, per)][...].astype(F32) - mu) * r * w_c.astype(F32)
     if center:
-      out = out + b.at[win][...].astype(F32)
+      out = out + b_c.astype(F32)
     x_s.at[ml.ds(c * per, per)][...] = out.astype(y.dtype)
-    ml.copy(x_s.at[ml.ds(c * per, per)], y.at[row, win])
+    ml.copy(x_s.at[ml.ds(c * per, per)], y.at[row, ml.ds(first + c * per, per)])
   if part == 0:                              # the row's first part writes its statistics
     mean[row] = mu
     rstd[row] = r
@@ -205,50 +212,67 @@ def _stats_out(x, w, dy, mean, rstd, **meta):
   return stat, stat
 
 
-@mg.mgpu_kernel(out_shape=_stats_out, grid=lambda x, w, dy, mean, rstd, *, rows, cols: (x.shape[0] // rows,))
-def layernorm_bwd_stats(x, w, dy, mean, rstd, c1, c2, *, rows: ml.constexpr, cols: ml.constexpr):
-  """Per row, over windows of `cols` columns: c1 = mean(xhat * w * dy), c2 = mean(w * dy)."""
-  i = ml.program_id(0)
-  d = x.shape[1]
-  r0 = i * rows
-  mu = mean.at[ml.ds(r0, rows)][...]
-  a1 = ml.zeros((rows, cols), F32)
-  a2 = ml.zeros((rows, cols), F32)
-  for c in range(d // cols):
-    win = ml.ds(c * cols, cols)
-    wg = dy.at[ml.ds(r0, rows), win][...].astype(F32) * w.at[win][...].astype(F32)[None, :]
-    a1 = a1 + (x.at[ml.ds(r0, rows), win][...].astype(F32) - mu[:, None]) * wg
+@mg.mgpu_kernel(out_shape=_stats_out, grid=lambda x, *rest, **meta: (x.shape[0],))
+def layernorm_bwd_stats(x, w, dy, mean, rstd, c1, c2, *, segs: ml.constexpr, stages: ml.constexpr = 3):
+  """Per row (x and dy viewed as (n, d // SEG, SEG), w as (d // SEG, SEG)): c1 = mean(xhat * w * dy)
+  and c2 = mean(w * dy), over windows of `segs` SEG-wide rows whose TMA loads run `stages` ahead."""
+  row = ml.program_id(0)
+  d = x.shape[1] * x.shape[2]
+  mu = mean[row]
+  x_s = ml.smem((segs, SEG), x.dtype)
+  dy_s = ml.smem((segs, SEG), dy.dtype)
+  w_s = ml.smem((segs, SEG), w.dtype)
+  a1 = ml.zeros((segs, SEG), F32)
+  a2 = ml.zeros((segs, SEG), F32)
+  for c in ml.range(x.shape[1] // segs, stages=stages):
+    win = ml.ds(c * segs, segs)
+    ml.copy(x.at[row, win], x_s)
+    ml.copy(dy.at[row, win], dy_s)
+    ml.copy(w.at[win], w_s)
+    wg = dy_s[...].astype(F32) * w_s[...].astype(F32)
+    a1 = a1 + (x_s[...].astype(F32) - mu) * wg
     a2 = a2 + wg
-  c1.at[ml.ds(r0, rows)][...] = ml.sum(a1, axis=1) * rstd.at[ml.ds(r0, rows)][...] * (1.0 / d)
-  c2.at[ml.ds(r0, rows)][...] = ml.sum(a2, axis=1) * (1.0 / d)
+  c1[row] = ml.sum(a1) * rstd[row] * (1.0 / d)
+  c2[row] = ml.sum(a2) * (1.0 / d)
 
 
-def _cols_out(x, w, dy, mean, rstd, c1, c2, *, rows, steps, cols):
-  part = jax.ShapeDtypeStruct((x.shape[0] // (rows * steps), x.shape[1]), F32)
+def _cols_out(x, w, dy, mean, rstd, c1, c2, *, steps, segs, stages=3):
+  part = jax.ShapeDtypeStruct((x.shape[0] // steps, x.shape[1], x.shape[2]), F32)
   return x, part, part
 
 
 @mg.mgpu_kernel(out_shape=_cols_out,
-                grid=lambda x, *rest, rows, steps, cols: (x.shape[0] // (rows * steps), x.shape[1] // cols))
-def layernorm_bwd_cols(x, w, dy, mean, rstd, c1, c2, dx, dw_part, db_part, *, rows: ml.constexpr,
-                       steps: ml.constexpr, cols: ml.constexpr):
-  """layernorm_bwd on one window of `cols` columns, the rows' c1 and c2 given."""
+                grid=lambda x, *rest, steps, segs, stages=3: (x.shape[0] // steps, x.shape[1] // segs))
+def layernorm_bwd_cols(x, w, dy, mean, rstd, c1, c2, dx, dw_part, db_part, *, steps: ml.constexpr,
+                       segs: ml.constexpr, stages: ml.constexpr = 3):
+  """layernorm_bwd on one window of `segs` SEG-wide rows of columns (x, dy, dx viewed as
+  (n, d // SEG, SEG)) for `steps` rows, the rows' c1 and c2 given: the rows' TMA loads run
+  `stages` ahead, their four statistics staged in SMEM once."""
   p = ml.program_id(0)
-  win = ml.ds(ml.program_id(1) * cols, cols)
+  win = ml.ds(ml.program_id(1) * segs, segs)
+  r0 = p * steps
+  mu_s, rs_s, c1_s, c2_s = (ml.smem((steps,), F32), ml.smem((steps,), F32), ml.smem((steps,), F32),
+                            ml.smem((steps,), F32))
+  ml.copy(mean.at[ml.ds(r0, steps)], mu_s)
+  ml.copy(rstd.at[ml.ds(r0, steps)], rs_s)
+  ml.copy(c1.at[ml.ds(r0, steps)], c1_s)
+  ml.copy(c2.at[ml.ds(r0, steps)], c2_s)
   wv = w.at[win][...].astype(F32)
-  dw = ml.zeros((rows, cols), F32)
-  db = ml.zeros((rows, cols), F32)
-  for s in range(steps):
-    rw = ml.ds((p * steps + s) * rows, rows)
-    rs = rstd.at[rw][...]
-    xhat = (x.at[rw, win][...].astype(F32) - mean.at[rw][...][:, None]) * rs[:, None]
-    g = dy.at[rw, win][...].astype(F32)
-    grad = (g * wv[None, :] - xhat * c1.at[rw][...][:, None] - c2.at[rw][...][:, None]) * rs[:, None]
-    dx.at[rw, win][...] = grad.astype(dx.dtype)
+  x_s = ml.smem((segs, SEG), x.dtype)
+  dy_s = ml.smem((segs, SEG), dy.dtype)
+  dw = ml.zeros((segs, SEG), F32)
+  db = ml.zeros((segs, SEG), F32)
+  for s in ml.range(steps, stages=stages):
+    ml.copy(x.at[r0 + s, win], x_s)
+    ml.copy(dy.at[r0 + s, win], dy_s)
+    rs = rs_s[s]
+    xhat = (x_s[...].astype(F32) - mu_s[s]) * rs
+    g = dy_s[...].astype(F32)
+    dx.at[r0 + s, win][...] = ((g * wv - xhat * c1_s[s] - c2_s[s]) * rs).astype(dx.dtype)
     dw = dw + g * xhat
     db = db + g
-  dw_part.at[p, win][...] = ml.sum(dw, axis=0)
-  db_part.at[p, win][...] = ml.sum(db, axis=0)
+  dw_part.at[p, win][...] = dw
+  db_part.at[p, win][...] = db
 
 
 def _bwd_config(n, d):
@@ -260,12 +284,13 @@ def _bwd_config(n, d):
 
 
 def _bwd_cols_config(n, d):
-  """(rows, steps) of layernorm_bwd_cols: about 512 programs, each walking rows * steps rows."""
-  rows = _rows(n, COLS)
-  steps = 1
-  while (n // (rows * steps * 2)) * (d // COLS) >= 512 and (n // rows) % (steps * 2) == 0:
+  """(steps, segs) of layernorm_bwd_cols: windows of COLS columns, each program walking `steps`
+  rows (at least 4: their statistics arrive by TMA, 16 bytes or more), about 1024 programs (fewer
+  would leave SMs idle, more write more rows of partial sums)."""
+  steps = 4
+  while (n // (steps * 2)) * (d // COLS) >= 1024 and n % (steps * 2) == 0 and steps < 64:
     steps *= 2
-  return rows, steps
+  return steps, COLS // SEG
 
 
 def _forward(x, w, b, eps, interpret):
@@ -289,11 +314,13 @@ def _fwd(x, w, b, eps, interpret):
 def _bwd(eps, interpret, res, dy):
   x, w, b, mean, rstd = res
   n, d = x.shape
-  if d > 4096 and d % COLS == 0:           # long rows: column windows, the row sums first
-    rows, steps = _bwd_cols_config(n, d)
-    c1, c2 = layernorm_bwd_stats(x, w, dy, mean, rstd, rows=rows, cols=COLS, interpret=interpret)
-    dx, dw_part, db_part = layernorm_bwd_cols(x, w, dy, mean, rstd, c1, c2, rows=rows, steps=steps,
-                                              cols=COLS, interpret=interpret)
+  if d > 4096 and d % COLS == 0 and n % 4 == 0:     # long rows: column windows, the row sums first
+    steps, segs = _bwd_cols_config(n, d)
+    x3, dy3, w2 = x.reshape(n, d // SEG, SEG), dy.reshape(n, d // SEG, SEG), w.reshape(d // SEG, SEG)
+    c1, c2 = layernorm_bwd_stats(x3, w2, dy3, mean, rstd, segs=segs, interpret=interpret)
+    dx, dw_part, db_part = layernorm_bwd_cols(x3, w2, dy3, mean, rstd, c1, c2, steps=steps, segs=segs,
+                                              interpret=interpret)
+    dx, dw_part, db_part = dx.reshape(n, d), dw_part.reshape(-1, d), db_part.reshape(-1, d)
   else:
     rows, steps = _bwd_config(n, d)
     dx, dw_part, db_part = layernorm_bwd(x, w, dy, mean, rstd, rows=rows, steps=steps,
@@ -323,10 +350,10 @@ for _dt in (jnp.float32, jnp.bfloat16):
                  chunks=8, parts=1, eps=1e-5)
   mg.check_specs(layernorm_smem_rows, _S((4, 64, SEG), _dt), _S((64, SEG), _dt), _S((64, SEG), _dt),
                  chunks=4, parts=2, eps=1e-5, center=False)
-  mg.check_specs(layernorm_bwd_stats, _S((64, 8192), _dt), _S((8192,), _dt), _S((64, 8192), _dt),
-                 _S((64,), F32), _S((64,), F32), rows=2, cols=COLS)
-  mg.check_specs(layernorm_bwd_cols, _S((64, 8192), _dt), _S((8192,), _dt), _S((64, 8192), _dt),
-                 _S((64,), F32), _S((64,), F32), _S((64,), F32), _S((64,), F32), rows=2, steps=4, cols=COLS)
+  mg.check_specs(layernorm_bwd_stats, _S((64, 32, SEG), _dt), _S((32, SEG), _dt), _S((64, 32, SEG), _dt),
+                 _S((64,), F32), _S((64,), F32), segs=8)
+  mg.check_specs(layernorm_bwd_cols, _S((64, 32, SEG), _dt), _S((32, SEG), _dt), _S((64, 32, SEG), _dt),
+                 _S((64,), F32), _S((64,), F32), _S((64,), F32), _S((64,), F32), steps=8, segs=8)
 
 
 if __name__ == "__main__":

@@ -129,7 +129,7 @@ def test_smem_held_layernorm_rows_match_the_reference(dtype, parts, center):
 def test_long_rows_take_the_smem_forward_and_the_windowed_backward():
   assert LN.smem_config(32768, 4) == (8, 1) and LN.smem_config(65536, 4) == (8, 2)
   assert LN.smem_config(32768 + 128, 4) is None                    # not whole 256-column segments
-  assert LN._bwd_cols_config(1024, 32768) == (2, 16)               # 512 programs of 32 rows
+  assert LN._bwd_cols_config(1024, 32768) == (16, 8)               # 1024 programs of 16 rows, 2048 columns
   x, w, b, dy = _layernorm_case(F32, 4, 32768)
   seen = []
   spy = lambda k: (lambda *a, **kw: seen.append(k.__name__) or k(*a, **kw))
