@@ -98,10 +98,10 @@ ROWS = 64   # a tensor-core tile's rows: the query heads of one kv head, zero-pa
 
 
 def _parts_mma(q, k_pages, v_pages, block_tables, lengths, *, splits, group, **meta):
-  b, kv_heads, d = q.shape[0], k_pages.shape[0], q.shape[-1]
-  return (jax.ShapeDtypeStruct((b, kv_heads, splits, group, d), jnp.float32),
-          jax.ShapeDtypeStruct((b, kv_heads, splits, group), jnp.float32),
-          jax.ShapeDtypeStruct((b, kv_heads, splits, group), jnp.float32))
+  rows, d = q.shape[0] * k_pages.shape[0] * group, q.shape[-1]     # a row per (sequence, query head)
+  return (jax.ShapeDtypeStruct((splits, rows, d), jnp.float32),
+          jax.ShapeDtypeStruct((splits, rows), jnp.float32),
+          jax.ShapeDtypeStruct((splits, rows), jnp.float32))
 
 
 def _grid_mma(q, k_pages, *rest, splits, **meta):
@@ -111,7 +111,8 @@ def _grid_mma(q, k_pages, *rest, splits, **meta):
 @mg.mgpu_kernel(out_shape=_parts_mma, grid=_grid_mma)
 def paged_attention_parts_mma(q, k_pages, v_pages, block_tables, lengths, o_part, m_part, l_part, *,
                               splits: ml.constexpr, group: ml.constexpr, stages: ml.constexpr = 2,
-                              tokens: ml.constexpr = 64, q_regs: ml.constexpr = False):
+                              tokens: ml.constexpr = 64, q_regs: ml.constexpr = False,
+                              even: ml.constexpr = False):
   """The tensor-core variant, for grouped-query attention: per (sequence, kv head, split), the
   query heads sharing the kv head are the rows of one 64-row tile, so each step (`tokens`, a
   multiple of 64: one page or several) is one `q @ k.T` and one `p @ v` on the tensor cores,
@@ -119,18 +120,21 @@ def paged_attention_parts_mma(q, k_pages, v_pages, block_tables, lengths, o_part
 
   q is either (batch, heads, head_dim), its `group` rows read by a masked load (rows past the
   group read as zeros), or (batch, kv_heads, 64, head_dim) already zero-padded (TMA).
-  `q_regs` keeps the query tile in registers, so its SMEM goes to the pipeline's stages."""
+  `q_regs` keeps the query tile in registers, so its SMEM goes to the pipeline's stages.
+  `even` splits each sequence's own pages evenly (in whole steps), so a short sequence's splits
+  are all short, rather than fixed page ranges (a short sequence's first split does all its work)."""
   kv_heads, page, dim = k_pages.shape[0], k_pages.shape[2], k_pages.shape[3]
   bk = ml.program_id(0)
   s = ml.program_id(1)
   b = bk // kv_heads
   kv_head = bk % kv_heads
-  per_split = block_tables.shape[1] // splits
+  block = tokens // page                                 # pages a step: `tokens`, the first dot's n
+  per_split = ml.cdiv(block_tables.shape[1], splits * block) * block if even else block_tables.shape[1] // splits
   length = lengths[b]
   last = ml.cdiv(length, page) - 1                       # the sequence's last page
-  first = s * per_split
-  block = tokens // page                                 # pages a step: `tokens`, the first dot's n
-  count = ml.cdiv(ml.minimum(ml.maximum(last + 1 - first, 0), per_split), block)
+  share = ml.cdiv(last + 1, splits * block) * block if even else per_split   # at most per_split
+  first = s * share
+  count = ml.cdiv(ml.minimum(ml.maximum(last + 1 - first, 0), share), block)
   k_s = ml.smem((tokens, dim))
   v_s = ml.smem((tokens, dim))
   if len(q.shape) == 3:                                  # the group's rows of q, zeros below them
@@ -144,7 +148,7 @@ def paged_attention_parts_mma(q, k_pages, v_pages, block_tables, lengths, o_part
   else:
     q_s = ml.smem((ROWS, dim))
     ml.copy(q.at[b, kv_head], q_s)
-  staged = per_split % 4 == 0                            # TMA moves whole 16-byte rows
+  staged = per_split % 4 == 0 and block_tables.shape[1] % 4 == 0     # TMA moves whole 16-byte rows
   if staged:   # the split's page-table entries in SMEM: one read of GMEM, not one per page a step
     table = ml.smem((per_split,), jnp.int32)
     ml.copy(block_tables.at[b, ml.ds(first, per_split)], table)
@@ -159,7 +163,7 @@ def paged_attention_parts_mma(q, k_pages, v_pages, block_tables, lengths, o_part
       pool_page = table[slot] if staged else block_tables[b, first + slot]
       ml.copy(k_pages.at[kv_head, pool_page], k_s.at[ml.ds(j * page, page)])
       ml.copy(v_pages.at[kv_head, pool_page], v_s.at[ml.ds(j * page, page)])
-    valid = (first + i * block) * page + ml.arange(tokens)[None, :] < ml.minimum(length, (first + per_split) * page)
+    valid = (first + i * block) * page + ml.arange(tokens)[None, :] < ml.minimum(length, (first + share) * page)
     logits = ml.where(valid, ml.dot(q_op, k_s.T) * scale, MASK)     # in base 2: scale holds log2(e)
     m_new = ml.maximum(m, ml.max(logits, axis=1))
     alpha = ml.exp2(m - m_new, approx=True)
@@ -170,9 +174,10 @@ def paged_attention_parts_mma(q, k_pages, v_pages, block_tables, lengths, o_part
   # The tile's first `group` rows are the query heads: masked stores through 64-row windows
   # that run past the end of the group's rows write just those.
   head = ml.arange(ROWS) < group
-  o_part.at[b, kv_head, s, ml.ds(0, ROWS)].store(acc, mask=ml.broadcast_to(head[:, None], (ROWS, dim)))
-  m_part.at[b, kv_head, s, ml.ds(0, ROWS)].store(m * (1.0 / LOG2E), mask=head)
-  l_part.at[b, kv_head, s, ml.ds(0, ROWS)].store(l, mask=head)
+  rows = ml.ds(bk * group, ROWS)                         # (sequence, query head) rows of this kv head
+  o_part.at[s, rows].store(acc, mask=ml.broadcast_to(head[:, None], (ROWS, dim)))
+  m_part.at[s, rows].store(m * (1.0 / LOG2E), mask=head)
+  l_part.at[s, rows].store(l, mask=head)
 
 
 def combine(o_part, m_part, l_part, dtype):
@@ -182,10 +187,35 @@ def combine(o_part, m_part, l_part, dtype):
   return ((o_part * w[..., None]).sum(-2) / (l_part * w).sum(-1)[..., None]).astype(dtype)
 
 
+COMBINE_ROWS = 16    # (sequence, head) rows a program of combine_splits takes
+
+
+@mg.mgpu_kernel(out_shape=lambda o_part, m_part, l_part, *, dtype: jax.ShapeDtypeStruct(o_part.shape[1:], dtype),
+                grid=lambda o_part, m_part, l_part, *, dtype: (ml.cdiv(o_part.shape[1], COMBINE_ROWS),))
+def combine_splits(o_part, m_part, l_part, out, *, dtype: ml.constexpr):
+  """combine() as one kernel, on (splits, rows, d) partial outputs and (splits, rows) maxima and
+  sums: COMBINE_ROWS rows a program, every split's tile loaded at once."""
+  win = ml.ds(ml.program_id(0) * COMBINE_ROWS, COMBINE_ROWS)
+  splits = o_part.shape[0]
+  ms = [m_part.at[s, win][...] for s in ml.static_range(splits)]
+  os = [o_part.at[s, win][...] for s in ml.static_range(splits)]
+  top = ms[0]
+  for s in ml.static_range(1, splits):
+    top = ml.maximum(top, ms[s])
+  w = ml.exp(ms[0] - top)
+  acc = os[0] * w[:, None]
+  den = l_part.at[0, win][...] * w
+  for s in ml.static_range(1, splits):
+    w = ml.exp(ms[s] - top)
+    acc = acc + os[s] * w[:, None]
+    den = den + l_part.at[s, win][...] * w
+  out.at[win][...] = (acc / den[:, None]).astype(out.dtype)
+
+
 @functools.partial(jax.jit, static_argnames=("splits", "stages", "tensor_cores", "tokens", "q_regs", "q_pad",
-                                             "interpret"))
+                                             "even", "fused_combine", "interpret"))
 def paged_attention(q, k_pages, v_pages, block_tables, lengths, *, splits=8, stages=None, tensor_cores=None,
-                    tokens=64, q_regs=False, q_pad=False, interpret=False):
+                    tokens=64, q_regs=False, q_pad=False, even=False, fused_combine=True, interpret=False):
   """Decode attention: q (batch, heads, head_dim) over pages (kv_heads, pages, page_size, head_dim).
 
   `tensor_cores` (default: when several query heads share a kv head) puts each kv head's query
@@ -193,7 +223,10 @@ def paged_attention(q, k_pages, v_pages, block_tables, lengths, *, splits=8, sta
   Cache slots past a sequence's length are multiplied by zero, so they must hold finite values
   on the tensor-core path (a freshly allocated cache may not: zero it). `q_pad`: XLA builds a
   zero-padded copy of q for the tensor-core path (one more small kernel) instead of the kernel
-  reading the group's rows with a masked load."""
+  reading the group's rows with a masked load. `even` (tensor-core path): the splits divide each
+  sequence's own pages evenly instead of fixed page ranges (a short sequence's work spread over
+  all its splits, not left to the first). `fused_combine` (tensor-core path): the splits are
+  combined by one mgpu_dsl kernel (combine_splits), not by XLA's ops (three kernels)."""
   b, heads, d = q.shape
   kv_heads = k_pages.shape[0]
   group = heads // kv_heads
@@ -204,11 +237,11 @@ def paged_attention(q, k_pages, v_pages, block_tables, lengths, *, splits=8, sta
       q = jnp.zeros((b, kv_heads, ROWS, d), q.dtype).at[:, :, :group].set(q.reshape(b, kv_heads, group, d))
     o_part, m_part, l_part = paged_attention_parts_mma(
         q, k_pages, v_pages, block_tables, lengths, splits=splits, group=group,
-        stages=stages or 2, tokens=tokens, q_regs=q_regs, interpret=interpret)
-    o_part = o_part.transpose(0, 1, 3, 2, 4).reshape(b, heads, splits, d)
-    m_part = m_part.transpose(0, 1, 3, 2).reshape(b, heads, splits)
-    l_part = l_part.transpose(0, 1, 3, 2).reshape(b, heads, splits)
-    return combine(o_part, m_part, l_part, q.dtype)
+        stages=stages or 2, tokens=tokens, q_regs=q_regs, even=even, interpret=interpret)
+    if fused_combine and (b * heads) % COMBINE_ROWS == 0:
+      return combine_splits(o_part, m_part, l_part, dtype=q.dtype, interpret=interpret).reshape(b, heads, d)
+    return combine(o_part.transpose(1, 0, 2).reshape(b, heads, splits, d), m_part.T.reshape(b, heads, splits),
+                   l_part.T.reshape(b, heads, splits), q.dtype)
   parts = paged_attention_parts(q, k_pages, v_pages, block_tables, lengths, splits=splits, stages=stages or 4,
                                 interpret=interpret)
   return combine(*parts, q.dtype)
@@ -246,6 +279,8 @@ mg.check_specs(paged_attention_parts, _S((4, 8, 128), jnp.float16), _S((2, 64, 1
                _S((2, 64, 16, 128), jnp.float16), _S((4, 16), jnp.int32), _S((4,), jnp.int32), splits=4)
 mg.check_specs(paged_attention_parts_mma, _S((4, 2, ROWS, 128), jnp.float16), _S((2, 64, 16, 128), jnp.float16),
                _S((2, 64, 16, 128), jnp.float16), _S((4, 16), jnp.int32), _S((4,), jnp.int32), splits=4, group=4)
+mg.check_specs(combine_splits, _S((4, 64, 128), jnp.float32), _S((4, 64), jnp.float32), _S((4, 64), jnp.float32),
+               dtype=jnp.float16)
 for _regs in (False, True):
   mg.check_specs(paged_attention_parts_mma, _S((4, 8, 128), jnp.float16), _S((2, 64, 16, 128), jnp.float16),
                  _S((2, 64, 16, 128), jnp.float16), _S((4, 16), jnp.int32), _S((4,), jnp.int32), splits=4,
