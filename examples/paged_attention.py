@@ -111,8 +111,7 @@ def _grid_mma(q, k_pages, *rest, splits, **meta):
 @mg.mgpu_kernel(out_shape=_parts_mma, grid=_grid_mma)
 def paged_attention_parts_mma(q, k_pages, v_pages, block_tables, lengths, o_part, m_part, l_part, *,
                               splits: ml.constexpr, group: ml.constexpr, stages: ml.constexpr = 2,
-                              tokens: ml.constexpr = 64, q_regs: ml.constexpr = False,
-                              even: ml.constexpr = False):
+                              tokens: ml.constexpr = 64, q_regs: ml.constexpr = False):
   """The tensor-core variant, for grouped-query attention: per (sequence, kv head, split), the
   query heads sharing the kv head are the rows of one 64-row tile, so each step (`tokens`, a
   multiple of 64: one page or several) is one `q @ k.T` and one `p @ v` on the tensor cores,
@@ -120,21 +119,18 @@ def paged_attention_parts_mma(q, k_pages, v_pages, block_tables, lengths, o_part
 
   q is either (batch, heads, head_dim), its `group` rows read by a masked load (rows past the
   group read as zeros), or (batch, kv_heads, 64, head_dim) already zero-padded (TMA).
-  `q_regs` keeps the query tile in registers, so its SMEM goes to the pipeline's stages.
-  `even` splits each sequence's own pages evenly (in whole steps), so a short sequence's splits
-  are all short, rather than fixed page ranges (a short sequence's first split does all its work)."""
+  `q_regs` keeps the query tile in registers, so its SMEM goes to the pipeline's stages."""
   kv_heads, page, dim = k_pages.shape[0], k_pages.shape[2], k_pages.shape[3]
   bk = ml.program_id(0)
   s = ml.program_id(1)
   b = bk // kv_heads
   kv_head = bk % kv_heads
   block = tokens // page                                 # pages a step: `tokens`, the first dot's n
-  per_split = ml.cdiv(block_tables.shape[1], splits * block) * block if even else block_tables.shape[1] // splits
+  per_split = block_tables.shape[1] // splits
   length = lengths[b]
   last = ml.cdiv(length, page) - 1                       # the sequence's last page
-  share = ml.cdiv(last + 1, splits * block) * block if even else per_split   # at most per_split
-  first = s * share
-  count = ml.cdiv(ml.minimum(ml.maximum(last + 1 - first, 0), share), block)
+  first = s * per_split
+  count = ml.cdiv(ml.minimum(ml.maximum(last + 1 - first, 0), per_split), block)
   k_s = ml.smem((tokens, dim))
   v_s = ml.smem((tokens, dim))
   if len(q.shape) == 3:                                  # the group's rows of q, zeros below them
@@ -148,7 +144,7 @@ def paged_attention_parts_mma(q, k_pages, v_pages, block_tables, lengths, o_part
   else:
     q_s = ml.smem((ROWS, dim))
     ml.copy(q.at[b, kv_head], q_s)
-  staged = per_split % 4 == 0 and block_tables.shape[1] % 4 == 0     # TMA moves whole 16-byte rows
+  staged = per_split % 4 == 0                            # TMA moves whole 16-byte rows
   if staged:   # the split's page-table entries in SMEM: one read of GMEM, not one per page a step
     table = ml.smem((per_split,), jnp.int32)
     ml.copy(block_tables.at[b, ml.ds(first, per_split)], table)
@@ -163,7 +159,7 @@ def paged_attention_parts_mma(q, k_pages, v_pages, block_tables, lengths, o_part
       pool_page = table[slot] if staged else block_tables[b, first + slot]
       ml.copy(k_pages.at[kv_head, pool_page], k_s.at[ml.ds(j * page, page)])
       ml.copy(v_pages.at[kv_head, pool_page], v_s.at[ml.ds(j * page, page)])
-    valid = (first + i * block) * page + ml.arange(tokens)[None, :] < ml.minimum(length, (first + share) * page)
+    valid = (first + i * block) * page + ml.arange(tokens)[None, :] < ml.minimum(length, (first + per_split) * page)
     logits = ml.where(valid, ml.dot(q_op, k_s.T) * scale, MASK)     # in base 2: scale holds log2(e)
     m_new = ml.maximum(m, ml.max(logits, axis=1))
     alpha = ml.exp2(m - m_new, approx=True)
@@ -213,9 +209,9 @@ def combine_splits(o_part, m_part, l_part, out, *, dtype: ml.constexpr):
 
 
 @functools.partial(jax.jit, static_argnames=("splits", "stages", "tensor_cores", "tokens", "q_regs", "q_pad",
-                                             "even", "fused_combine", "interpret"))
+                                             "fused_combine", "interpret"))
 def paged_attention(q, k_pages, v_pages, block_tables, lengths, *, splits=8, stages=None, tensor_cores=None,
-                    tokens=64, q_regs=False, q_pad=False, even=False, fused_combine=True, interpret=False):
+                    tokens=64, q_regs=False, q_pad=False, fused_combine=True, interpret=False):
   """Decode attention: q (batch, heads, head_dim) over pages (kv_heads, pages, page_size, head_dim).
 
   `tensor_cores` (default: when several query heads share a kv head) puts each kv head's query
@@ -223,9 +219,7 @@ def paged_attention(q, k_pages, v_pages, block_tables, lengths, *, splits=8, sta
   Cache slots past a sequence's length are multiplied by zero, so they must hold finite values
   on the tensor-core path (a freshly allocated cache may not: zero it). `q_pad`: XLA builds a
   zero-padded copy of q for the tensor-core path (one more small kernel) instead of the kernel
-  reading the group's rows with a masked load. `even` (tensor-core path): the splits divide each
-  sequence's own pages evenly instead of fixed page ranges (a short sequence's work spread over
-  all its splits, not left to the first). `fused_combine` (tensor-core path): the splits are
+  reading the group's rows with a masked load. `fused_combine` (tensor-core path): the splits are
   combined by one mgpu_dsl kernel (combine_splits), not by XLA's ops (three kernels)."""
   b, heads, d = q.shape
   kv_heads = k_pages.shape[0]
@@ -237,7 +231,7 @@ def paged_attention(q, k_pages, v_pages, block_tables, lengths, *, splits=8, sta
       q = jnp.zeros((b, kv_heads, ROWS, d), q.dtype).at[:, :, :group].set(q.reshape(b, kv_heads, group, d))
     o_part, m_part, l_part = paged_attention_parts_mma(
         q, k_pages, v_pages, block_tables, lengths, splits=splits, group=group,
-        stages=stages or 2, tokens=tokens, q_regs=q_regs, even=even, interpret=interpret)
+        stages=stages or 2, tokens=tokens, q_regs=q_regs, interpret=interpret)
     if fused_combine and (b * heads) % COMBINE_ROWS == 0:
       return combine_splits(o_part, m_part, l_part, dtype=q.dtype, interpret=interpret).reshape(b, heads, d)
     return combine(o_part.transpose(1, 0, 2).reshape(b, heads, splits, d), m_part.T.reshape(b, heads, splits),

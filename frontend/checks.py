@@ -32,7 +32,8 @@ from .ops.atomic import AtomicUpdate
 from .ops.memory import Copy, View
 from .layouts import one_tile_column
 from .races import Writers, race_error
-from .types import Space
+from . import hw
+from .types import DType, Space, dtype_name, resolve
 
 READS = (A.REG_READ, A.TMA_READ, A.MMA_READ)
 MASKED = (MaskedLoad, MaskedStore)      # touch only where a mask holds: windows may leave GMEM
@@ -275,6 +276,41 @@ def uncovered_error(name, shape, missing, g, grid, loc):
 
 def _rank(grid) -> int:
   return max([1] + [a + 1 for a, n in enumerate(grid) if n > 1])
+
+
+# ---------------------------------------------------------------- TMA window starts
+def check_minor_starts(kernel: ir.Kernel, defs: dict, facts: Facts) -> None:
+  """A TMA copy's window must start on a 16-byte boundary in the array's last dimension: on
+  the H200 a copy from a run-time start of 8 bytes faults (CUDA_ERROR_ILLEGAL_INSTRUCTION, and
+  the process's CUDA context with it). Run-time starts must be proven multiples of 16 bytes,
+  as check_tiled_starts proves tile starts (static starts are checked at the copy)."""
+  loops = loop_counters(kernel.body)
+  for o in ir.walk(kernel.body):
+    if not isinstance(o, Copy):
+      continue
+    gmem = o.src if o.dst.type.space == Space.SMEM else o.dst
+    view = defs.get(gmem.id)
+    if gmem.type.space != Space.GMEM or not isinstance(view, View) or view.index[-1].squeeze:
+      continue
+    d = resolve(gmem.type.dtype)
+    t = hw.TMA_ALIGN // d.itemsize if isinstance(d, DType) else 1
+    start, last = view.index[-1].start, len(view.index) - 1
+    if t <= 1 or not isinstance(start, ir.Value) or known_multiple(start, defs, loops) % t == 0:
+      continue
+    vals = facts.tma_starts.get((o.loc, last), UNKNOWN)
+    if vals is not UNKNOWN and len(vals) and np.all(vals % t == 0):
+      continue
+    bad = [int(v) for v in vals if v % t] if vals is not UNKNOWN else []
+    seen = f" (it is {bad[0]} in some program)" if bad else ""
+    size = view.index[-1].size
+    raise E.TmaLimitError(
+        f"TMA copies need a window's start in the last dimension to fall on a {hw.TMA_ALIGN}-byte boundary"
+        f" (a multiple of {t} {dtype_name(d)} elements); the start of {gmem.name or 'this window'} in"
+        f" {view.ref.name}'s last dimension is not provably one{seen}, and a misaligned start faults"
+        f" the GPU", o.loc,
+        hint=f"start windows at multiples of {t} (e.g. i * {size}); if the start always is one, say so:"
+             f" ml.ds(ml.multiple_of({start.name or 'start'}, {t}), {size}); or read the window into"
+             f" registers with ref[...]")
 
 
 # ---------------------------------------------------------------- tiled TMA windows

@@ -13,7 +13,7 @@ from . import errors as E
 from . import ir
 from . import language as L
 from .builder import Builder
-from .checks import check_kernel, check_tiled_starts
+from .checks import check_kernel, check_minor_starts, check_tiled_starts
 from .dtypes import DType, to_dtype
 from .layouts import assign_layouts
 from .loc import Loc
@@ -166,6 +166,7 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, bloc
     ir.prune_dead(kernel.body)
     assign_layouts(kernel, em.defs)
     check_tiled_starts(kernel, em.defs, facts)
+    check_minor_starts(kernel, em.defs, facts)
     plan_scratch(kernel, em)
     end = pk.source.loc(pk.tree.body[-1])
     kernel.smem_plan = plan_smem(kernel, em.defs)

@@ -46,6 +46,14 @@ def check_copy(loc, gmem: ir.Value, gwin, smem: ir.Value, swin) -> None:
         f"TMA copies need the last dimension to span a multiple of {ALIGN} bytes; {index[-1].size} x"
         f" {itemsize} bytes = {index[-1].size * itemsize}", loc,
         hint=f"make the last dimension a multiple of {ALIGN // itemsize} elements")
+  start = index[-1].start
+  if isinstance(start, int) and (start * itemsize) % ALIGN:
+    raise E.TmaLimitError(
+        f"TMA copies need a window's start in the last dimension to fall on a {ALIGN}-byte boundary;"
+        f" this window of {name} starts at element {start} ({start} x {itemsize} bytes), which would"
+        f" fault on the GPU", loc,
+        hint=f"start it at a multiple of {ALIGN // itemsize} elements, or read it into registers with"
+             f" ref[...] instead")
   if len(full) > 1 and (full[-1] * itemsize) % ALIGN:
     raise E.TmaLimitError(
         f"TMA copies need {name}'s rows to be a multiple of {ALIGN} bytes apart; its last dimension is"

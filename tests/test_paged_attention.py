@@ -40,20 +40,6 @@ def test_tensor_core_path_reads_the_groups_query_rows_itself_or_a_padded_copy(q_
   assert ("stablehlo.pad" in hlo or "dynamic_update_slice" in hlo or "scatter" in hlo) == q_pad
 
 
-@pytest.mark.parametrize("shape,splits", [((3, 8, 2, 128, 16, 8), 2), ((3, 8, 2, 128, 16, 6), 2),
-                                          ((2, 8, 2, 128, 16, 12), 3), ((2, 8, 2, 128, 16, 12), 2)],
-                         ids=["8pages", "6pages", "12pages_3splits", "12pages_window_past_the_table"])
-def test_even_splits_divide_each_sequences_pages(shape, splits):
-  """Each sequence's pages split evenly in whole 64-token steps; a split's page-table window may
-  run past the table's end (TMA fills zeros there, which are never used)."""
-  q, k, v, tables, _ = pa.make_inputs(jax.random.key(9), *shape)
-  for lengths in ([1, 17, shape[4] * shape[5]], [shape[4] * shape[5] - 3, 64, 65]):
-    lengths = jnp.array(lengths[:shape[0]], jnp.int32)
-    got = pa.paged_attention(q, k, v, tables, lengths, splits=splits, tensor_cores=True, even=True, interpret=True)
-    np.testing.assert_allclose(np.asarray(got, np.float32), np.asarray(pa.reference(q, k, v, tables, lengths), np.float32),
-                               atol=2e-3, rtol=2e-3)
-
-
 @pytest.mark.parametrize("fused", [True, False])
 def test_splits_combined_by_one_kernel_or_by_xla(fused):
   args = pa.make_inputs(jax.random.key(11), 4, 16, 4, 128, 16, 8)      # 64 (sequence, head) rows
@@ -134,8 +120,8 @@ def test_dropout_exports_for_cuda():
 @pytest.mark.parametrize("shape,splits", [((8, 16, 4, 128, 16, 64), 8), ((4, 8, 8, 128, 32, 32), 4),
                                           ((2, 4, 2, 128, 16, 8), 2)], ids=["gqa", "mha_page32", "small"])
 @pytest.mark.parametrize("tc,opts", [(True, {}), (True, {"q_regs": True}), (True, {"q_pad": True}),
-                                     (True, {"even": True, "q_regs": True}), (False, {})],
-                         ids=["tensor_cores", "tensor_cores_q_regs", "tensor_cores_q_pad", "tensor_cores_even",
+                                     (True, {"fused_combine": False}), (False, {})],
+                         ids=["tensor_cores", "tensor_cores_q_regs", "tensor_cores_q_pad", "tensor_cores_xla_combine",
                               "cuda_cores"])
 def test_gpu_matches_reference_and_interpret(shape, splits, tc, opts):
   args = pa.make_inputs(jax.random.key(6), *shape)

@@ -1,6 +1,8 @@
 """Interpret mode computes what the GPU computes, or the kernel is rejected: TMA windows of
-tensor-core operands (tiled (8, 64) with a 128-byte swizzle) start on whole tiles, proved from
-the index arithmetic, the grid, or `ml.multiple_of` (checked in interpret mode); and the
+tensor-core operands (tiled (8, 64) with a 128-byte swizzle) start on whole tiles, and every TMA
+window starts on a 16-byte boundary in its array's last dimension (on the H200 a copy from 8
+bytes in faults with CUDA_ERROR_ILLEGAL_INSTRUCTION: benchmarks/probe_tma_align.py), both proved
+from the index arithmetic, the grid, or `ml.multiple_of` (checked in interpret mode); and the
 pipeliner rejects, at the load, a window it cannot prefetch (one that reads a loop carry)."""
 import jax
 import jax.numpy as jnp
@@ -98,6 +100,68 @@ def test_windows_proven_by_their_arithmetic_are_accepted():
   a, b = rand((128, 192), F16), rand((192, 128), F16, seed=1)
   builds(proven_rows, S((128, 192), F16), S((192, 128), F16))
   np.testing.assert_allclose(proven_rows(a, b, interpret=True), reference(a, b), rtol=1e-2, atol=1e-2)
+
+
+# ---------------------------------------------------------------------------- 16-byte starts
+ALIGN_HINT = ("start windows at multiples of 4 (e.g. i * 8); if the start always is one, say so:"
+              " ml.ds(ml.multiple_of(first, 4), 8); or read the window into registers with ref[...]")
+
+
+@mg.mgpu_kernel(out_shape=lambda t, s: S((128,), I32))
+def entries_from(t, s, out):           # 8 int32 entries of row 1 from a run-time column
+  first = s[0]
+  buf = ml.smem((8,), I32)
+  ml.copy(t.at[1, ml.ds(first, 8)], buf)
+  out[...] = ml.zeros((128,), I32) + buf[3]
+
+
+def test_a_window_from_a_runtime_column_must_start_on_16_bytes():
+  expect(entries_from, [S((4, 32), I32), S((1,), I32)], mg.TmaLimitError, "ml.copy(t.at",
+         "TMA copies need a window's start in the last dimension to fall on a 16-byte boundary (a multiple"
+         " of 4 int32 elements); the start of t.at[1, ml.ds(first, 8)] in t's last dimension is not provably"
+         " one, and a misaligned start faults the GPU", hint=ALIGN_HINT)
+
+
+@mg.mgpu_kernel(out_shape=lambda t: S((128,), I32))
+def entries_at_2(t, out):
+  buf = ml.smem((8,), I32)
+  ml.copy(t.at[1, ml.ds(2, 8)], buf)
+  out[...] = ml.zeros((128,), I32) + buf[3]
+
+
+def test_a_window_at_a_static_column_off_16_bytes_is_rejected():
+  expect(entries_at_2, [S((4, 32), I32)], mg.TmaLimitError, "ml.copy(t.at",
+         "TMA copies need a window's start in the last dimension to fall on a 16-byte boundary; this window"
+         " of t.at[1, ml.ds(2, 8)] starts at element 2 (2 x 4 bytes), which would fault on the GPU",
+         hint="start it at a multiple of 4 elements, or read it into registers with ref[...] instead")
+
+
+@mg.mgpu_kernel(out_shape=lambda t, s: S((128,), I32))
+def promised_entries(t, s, out):
+  first = ml.multiple_of(s[0], 4)
+  buf = ml.smem((8,), I32)
+  ml.copy(t.at[1, ml.ds(first, 8)], buf)
+  out[...] = ml.zeros((128,), I32) + buf[3]
+
+
+@mg.mgpu_kernel(out_shape=lambda t: S((4, 128), I32), grid=(4,))
+def entries_by_program(t, out):        # starts 0, 4, 8, 12 over the grid; 2 * i * 2 by arithmetic
+  i = ml.program_id(0)
+  buf = ml.smem((4,), I32)
+  ml.copy(t.at[i, ml.ds(i * 2 * 2, 4)], buf)
+  out.at[i][...] = ml.zeros((128,), I32) + buf[1]
+
+
+def test_promised_and_proven_column_starts_are_accepted_and_checked_in_interpret_mode():
+  t = jnp.arange(4 * 32, dtype=I32).reshape(4, 32)
+  builds(promised_entries, S((4, 32), I32), S((1,), I32))
+  assert int(promised_entries(t, jnp.array([8], I32), interpret=True)[0]) == 32 + 8 + 3
+  with pytest.raises(mg.InterpretError) as e:
+    promised_entries(t, jnp.array([6], I32), interpret=True)
+  assert e.value.message == "ml.multiple_of promises a multiple of 4, but s[0] is 6 in program (0, 0, 0)"
+  builds(entries_by_program, S((4, 32), I32))
+  got = np.asarray(entries_by_program(t, interpret=True))[:, 0]
+  np.testing.assert_array_equal(got, [32 * i + 4 * i + 1 for i in range(4)])
 
 
 # ---------------------------------------------------------------------------- the pipeliner
