@@ -31,6 +31,7 @@ step() {
     tp)          python3 -u examples/tensor_parallel.py && python3 -u -m pytest -q -p no:cacheprovider tests/test_tensor_parallel.py ;;
     first_call)  python3 -u benchmarks/first_call.py ;;
     softmax_long) python3 -u benchmarks/softmax_long_rows.py ;;
+    layernorm_long) python3 -u benchmarks/layernorm_long_rows.py ;;
     softmax_all) python3 -u benchmarks/rowwise.py --op softmax --op "softmax smem" ;;
     ncu_rows)    for cfg in "paged --splits 4 --stages 2" "paged --splits 4 --stages 3 --q-regs" "softmax --chunks 8"; do
                    echo "=== $cfg"

@@ -118,14 +118,16 @@ def _smem_out(x, w, b, **meta):
 @mg.mgpu_kernel(out_shape=_smem_out, grid=lambda x, w, b, *, parts, **meta: (x.shape[0] * parts,),
                 cluster=lambda x, w, b, *, parts, **meta: (parts,))
 def layernorm_smem_rows(x, w, b, y, mean, rstd, *, chunks: ml.constexpr, parts: ml.constexpr,
-                        eps: ml.constexpr, center: ml.constexpr = True):
+                        eps: ml.constexpr, center: ml.constexpr = True, wb_slots: ml.constexpr = 0):
   """One row per cluster of `parts` CTAs, each holding 1/parts of it in SMEM (x viewed as
   (n, d // SEG, SEG), w and b as (d // SEG, SEG)). `center=False` is RMS norm (b unused).
 
   A CTA's part arrives as `chunks` TMA loads, all in flight, summed as each lands; the sum of
   squared deviations from the part's mean is read back from SMEM; the parts combine their
   (mean, squared deviations) through distributed shared memory (Chan's parallel variance);
-  then each chunk is normalised in place and stored by TMA while the next is computed."""
+  then each chunk is normalised in place and stored by TMA while the next is computed.
+  w and b come in by chunks: into registers one chunk ahead of their use, or, with `wb_slots`,
+  by TMA into that many SMEM slots (the first ones issued with the row's loads)."""
   i = ml.program_id(0)
   row, part = i // parts, i % parts
   segs = x.shape[1] // parts                 # SEG-wide rows of x's row this CTA holds
@@ -135,10 +137,18 @@ def layernorm_smem_rows(x, w, b, y, mean, rstd, *, chunks: ml.constexpr, parts: 
   x_s = ml.smem((segs, SEG), x.dtype)
   for c in ml.static_range(chunks):
     ml.copy(x.at[row, ml.ds(first + c * per, per)], x_s.at[ml.ds(c * per, per)])
-  # w and b come from GMEM (L2) into registers, one chunk ahead of their use: the first chunk's
-  # now, so the last pass never waits for them.
-  w_next = w.at[ml.ds(first, per)][...]
-  b_next = b.at[ml.ds(first, per)][...] if center else None
+  # w and b come from GMEM (L2) one chunk ahead of their use, or several by TMA: the first
+  # chunks' now, so the last pass does not wait for them.
+  if wb_slots:
+    w_s = ml.smem((wb_slots, per, SEG), w.dtype)
+    b_s = ml.smem((wb_slots, per, SEG), b.dtype)
+    for c in ml.static_range(min(wb_slots, chunks)):
+      ml.copy(w.at[ml.ds(first + c * per, per)], w_s.at[c])
+      if center:
+        ml.copy(b.at[ml.ds(first + c * per, per)], b_s.at[c])
+  else:
+    w_next = w.at[ml.ds(first, per)][...]
+    b_next = b.at[ml.ds(first, per)][...] if center else None
   mu = 0.0
   if center:
     s = ml.zeros((per, SEG), F32)
@@ -168,10 +178,18 @@ def layernorm_smem_rows(x, w, b, y, mean, rstd, *, chunks: ml.constexpr, parts: 
     m2 = ml.max(m2_all)
   r = ml.rsqrt(m2 / d + eps)
   for c in ml.static_range(chunks):
-    w_c, b_c = w_next, b_next
-    if c + 1 < chunks:
-      w_next = w.at[ml.ds(first + (c + 1) * per, per)][...]
-      b_next = b.at[ml.ds(first + (c + 1) * per, per)][...] if center else None
+    if wb_slots:
+      w_c = w_s.at[c % wb_slots][...]
+      b_c = b_s.at[c % wb_slots][...] if center else None
+      if c + wb_slots < chunks:              # the slot just read takes a later chunk
+        ml.copy(w.at[ml.ds(first + (c + wb_slots) * per, per)], w_s.at[c % wb_slots])
+        if center:
+          ml.copy(b.at[ml.ds(first + (c + wb_slots) * per, per)], b_s.at[c % wb_slots])
+    else:
+      w_c, b_c = w_next, b_next
+      if c + 1 < chunks:
+        w_next = w.at[ml.ds(first + (c + 1) * per, per)][...]
+        b_next = b.at[ml.ds(first + (c + 1) * per, per)][...] if center else None
     out = (x_s.at[ml.ds(c * per, per)][...].astype(F32) - mu) * r * w_c.astype(F32)
     if center:
       out = out + b_c.astype(F32)
@@ -195,15 +213,17 @@ def smem_config(d, itemsize):
   return max(1, min(8, d // SEG // parts)), parts
 
 
-def layernorm_smem(x, w, b, eps=1e-5, *, center=True, chunks=None, parts=None, interpret=None):
-  """layernorm_smem_rows on a 2-D x (its last dimension a multiple of SEG): (y, mean, rstd)."""
+def layernorm_smem(x, w, b, eps=1e-5, *, center=True, chunks=None, parts=None, wb_slots=None, interpret=None):
+  """layernorm_smem_rows on a 2-D x (its last dimension a multiple of SEG): (y, mean, rstd).
+  `wb_slots` (default: 2 for 4-byte elements, whose rows fill a CTA's SMEM alone anyway; else 0)."""
   n, d = x.shape
   c0, p0 = smem_config(d, x.dtype.itemsize) or (8, 1)
   parts = parts or p0
   chunks = chunks or min(c0, d // SEG // parts)
   y, mean, rstd = layernorm_smem_rows(x.reshape(n, d // SEG, SEG), w.reshape(d // SEG, SEG),
                                       b.reshape(d // SEG, SEG), chunks=chunks, parts=parts, eps=eps,
-                                      center=center, interpret=interpret)
+                                      center=center, wb_slots=(2 if x.dtype.itemsize == 4 else 0)
+                                      if wb_slots is None else wb_slots, interpret=interpret)
   return y.reshape(n, d), mean, rstd
 
 

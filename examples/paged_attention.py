@@ -127,10 +127,13 @@ def paged_attention_parts_mma(q, k_pages, v_pages, block_tables, lengths, o_part
   kv_head = bk % kv_heads
   block = tokens // page                                 # pages a step: `tokens`, the first dot's n
   per_split = block_tables.shape[1] // splits
-  length = lengths[b]
-  last = ml.cdiv(length, page) - 1                       # the sequence's last page
   first = s * per_split
-  count = ml.cdiv(ml.minimum(ml.maximum(last + 1 - first, 0), per_split), block)
+  # First what needs no run-time value: the page-table entries' copy and q's load are in flight
+  # while the sequence's length is read, and the first pages' loads wait only for the table.
+  staged = per_split % 4 == 0                            # TMA moves whole 16-byte rows
+  if staged:   # the split's page-table entries in SMEM: one read of GMEM, not one per page a step
+    table = ml.smem((per_split,), jnp.int32)
+    ml.copy(block_tables.at[b, ml.ds(first, per_split)], table)
   k_s = ml.smem((tokens, dim))
   v_s = ml.smem((tokens, dim))
   if len(q.shape) == 3:                                  # the group's rows of q, zeros below them
@@ -144,10 +147,9 @@ def paged_attention_parts_mma(q, k_pages, v_pages, block_tables, lengths, o_part
   else:
     q_s = ml.smem((ROWS, dim))
     ml.copy(q.at[b, kv_head], q_s)
-  staged = per_split % 4 == 0                            # TMA moves whole 16-byte rows
-  if staged:   # the split's page-table entries in SMEM: one read of GMEM, not one per page a step
-    table = ml.smem((per_split,), jnp.int32)
-    ml.copy(block_tables.at[b, ml.ds(first, per_split)], table)
+  length = lengths[b]
+  last = ml.cdiv(length, page) - 1                       # the sequence's last page
+  count = ml.cdiv(ml.minimum(ml.maximum(last + 1 - first, 0), per_split), block)
   scale = LOG2E / dim ** 0.5                            # the softmax in base 2
   q_op = q_s[...] if q_regs and len(q.shape) == 4 else q_s   # in registers, no SMEM for q
   m = ml.full((ROWS,), MASK, jnp.float32)
