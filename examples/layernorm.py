@@ -24,6 +24,8 @@ import jax.numpy as jnp
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 
+from softmax import SEG, cluster_exchange, smem_config   # rows held in SMEM as the long-row softmax holds them
+
 F32 = jnp.float32
 
 
@@ -104,8 +106,6 @@ def _column_sums(parts, dtype, interpret):
   return column_sums(parts, cols=cols, step=step, dtype=dtype, interpret=interpret)
 
 
-SEG = 256                      # columns a TMA box row spans: an SMEM-held row is (d // SEG, SEG)
-SMEM_PART_BYTES = 128 * 1024   # bytes of a row one CTA holds in SMEM (longer rows: a cluster)
 MAX_ROW = 16384                # elements of a row the forward holds in registers
 COLS = 2048                    # columns a backward program takes at once when rows are long
 
@@ -161,19 +161,15 @@ def layernorm_smem_rows(x, w, b, y, mean, rstd, *, chunks: ml.constexpr, parts: 
     q = q + t * t
   m2 = ml.sum(q)
   if parts > 1:                              # combine the parts' (mean, m2) across the cluster
-    stats = ml.smem((2, 128), F32)           # each repeated over 128 lanes
-    stats.at[0][...] = mu
-    stats.at[1][...] = m2
-    ml.cluster_sync()
-    mus = [ml.cluster_ref(stats, p).at[0][...] for p in ml.static_range(parts)]
-    total = mus[0]
+    got = cluster_exchange(mu, m2, parts)
+    total = got[0][0]
     for p in ml.static_range(1, parts):
-      total = total + mus[p]
+      total = total + got[p][0]
     mu_all = total * (1.0 / parts)
     m2_all = ml.zeros((128,), F32)
     for p in ml.static_range(parts):
-      dev = mus[p] - mu_all
-      m2_all = m2_all + ml.cluster_ref(stats, p).at[1][...] + (d / parts) * dev * dev
+      dev = got[p][0] - mu_all
+      m2_all = m2_all + got[p][1] + (d / parts) * dev * dev
     mu = ml.max(mu_all)                      # every lane holds the same values
     m2 = ml.max(m2_all)
   r = ml.rsqrt(m2 / d + eps)
@@ -200,17 +196,6 @@ def layernorm_smem_rows(x, w, b, y, mean, rstd, *, chunks: ml.constexpr, parts: 
     rstd[row] = r
   if parts > 1:
     ml.cluster_sync()                        # no CTA exits while a peer still reads its SMEM
-
-
-def smem_config(d, itemsize):
-  """(chunks, parts) for rows of d elements held in SMEM: parts of at most SMEM_PART_BYTES
-  (clusters of up to 8 CTAs), 8 chunks each; None if the row does not split so."""
-  parts = 1
-  while d * itemsize // parts > SMEM_PART_BYTES and (d // SEG) % (parts * 2) == 0 and parts < 8:
-    parts *= 2
-  if d % SEG or d * itemsize // parts > SMEM_PART_BYTES:
-    return None
-  return max(1, min(8, d // SEG // parts)), parts
 
 
 def layernorm_smem(x, w, b, eps=1e-5, *, center=True, chunks=None, parts=None, wb_slots=None, interpret=None):

@@ -57,6 +57,18 @@ SMEM_PART_BYTES = 128 * 1024  # bytes of a row one CTA holds in SMEM (longer row
 LOG2E = 1.4426950408889634
 
 
+@ml.inline
+def cluster_exchange(a, b, parts):
+  """Two float32 scalars from each of the `parts` CTAs of a cluster, through distributed shared
+  memory: [(a, b) of part p, each repeated over 128 lanes] for p in order."""
+  stats = ml.smem((2, 128), jnp.float32)
+  stats.at[0][...] = a
+  stats.at[1][...] = b
+  ml.cluster_sync()
+  return [(ml.cluster_ref(stats, p).at[0][...], ml.cluster_ref(stats, p).at[1][...])
+          for p in ml.static_range(parts)]
+
+
 def _smem_grid(x, *, chunks, parts=1, online=False, regs=0):
   return (x.shape[0] * parts,)
 
@@ -110,17 +122,13 @@ def softmax_smem_rows(x, out, *, chunks: ml.constexpr, parts: ml.constexpr = 1, 
     if regs:
       total = total + ml.sum(ml.exp2(held * LOG2E - top, approx=True))
   if parts > 1:                              # combine the parts' (max, sum) across the cluster
-    stats = ml.smem((2, 128), jnp.float32)   # each repeated over 128 lanes
-    stats.at[0][...] = top
-    stats.at[1][...] = total
-    ml.cluster_sync()
-    tops = [ml.cluster_ref(stats, p).at[0][...] for p in ml.static_range(parts)]
-    big = tops[0]
+    got = cluster_exchange(top, total, parts)
+    big = got[0][0]
     for p in ml.static_range(1, parts):
-      big = ml.maximum(big, tops[p])
-    acc = ml.cluster_ref(stats, 0).at[1][...] * ml.exp2(tops[0] - big, approx=True)
+      big = ml.maximum(big, got[p][0])
+    acc = got[0][1] * ml.exp2(got[0][0] - big, approx=True)
     for p in ml.static_range(1, parts):
-      acc = acc + ml.cluster_ref(stats, p).at[1][...] * ml.exp2(tops[p] - big, approx=True)
+      acc = acc + got[p][1] * ml.exp2(got[p][0] - big, approx=True)
     top = ml.max(big)                        # every lane holds the same values
     total = ml.max(acc)
   inv = 1.0 / total

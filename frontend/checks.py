@@ -279,6 +279,19 @@ def _rank(grid) -> int:
 
 
 # ---------------------------------------------------------------- TMA window starts
+def _unproven_multiple(o, d, start, t, defs, loops, facts):
+  """None when the start of copy `o`'s window in dimension `d` is a multiple of `t` (static, by
+  its arithmetic, or by its values over the grid); else the words naming a counterexample
+  (empty when none is known)."""
+  if not isinstance(start, ir.Value) or known_multiple(start, defs, loops) % t == 0:
+    return None
+  vals = facts.tma_starts.get((o.loc, d), UNKNOWN)
+  if vals is not UNKNOWN and len(vals) and np.all(vals % t == 0):
+    return None
+  bad = [int(v) for v in vals if v % t] if vals is not UNKNOWN else []
+  return f" (it is {bad[0]} in some program)" if bad else ""
+
+
 def check_minor_starts(kernel: ir.Kernel, defs: dict, facts: Facts) -> None:
   """A TMA copy's window must start on a 16-byte boundary in the array's last dimension: on
   the H200 a copy from a run-time start of 8 bytes faults (CUDA_ERROR_ILLEGAL_INSTRUCTION, and
@@ -295,13 +308,9 @@ def check_minor_starts(kernel: ir.Kernel, defs: dict, facts: Facts) -> None:
     d = resolve(gmem.type.dtype)
     t = hw.TMA_ALIGN // d.itemsize if isinstance(d, DType) else 1
     start, last = view.index[-1].start, len(view.index) - 1
-    if t <= 1 or not isinstance(start, ir.Value) or known_multiple(start, defs, loops) % t == 0:
+    seen = _unproven_multiple(o, last, start, t, defs, loops, facts) if t > 1 else None
+    if seen is None:
       continue
-    vals = facts.tma_starts.get((o.loc, last), UNKNOWN)
-    if vals is not UNKNOWN and len(vals) and np.all(vals % t == 0):
-      continue
-    bad = [int(v) for v in vals if v % t] if vals is not UNKNOWN else []
-    seen = f" (it is {bad[0]} in some program)" if bad else ""
     size = view.index[-1].size
     raise E.TmaLimitError(
         f"TMA copies need a window's start in the last dimension to fall on a {hw.TMA_ALIGN}-byte boundary"
@@ -334,13 +343,9 @@ def check_tiled_starts(kernel: ir.Kernel, defs: dict, facts: Facts) -> None:
     kept = [d for d, i in enumerate(view.index) if not i.squeeze]   # the tiles cover these
     for d, t in zip(kept[-2:], tiled.tile):
       start = view.index[d].start
-      if not isinstance(start, ir.Value) or known_multiple(start, defs, loops) % t == 0:
+      seen = _unproven_multiple(o, d, start, t, defs, loops, facts)
+      if seen is None:
         continue
-      vals = facts.tma_starts.get((o.loc, d), UNKNOWN)
-      if vals is not UNKNOWN and len(vals) and np.all(vals % t == 0):
-        continue
-      bad = [int(v) for v in vals if v % t] if vals is not UNKNOWN else []
-      seen = f" (it is {bad[0]} in some program)" if bad else ""
       buf = _root(defs, smem).name or "this buffer"
       raise E.TmaLimitError(
           f"{buf} is tiled {tiled.tile} for the tensor cores, so TMA copies whole tiles of"
