@@ -173,9 +173,12 @@ def config(shape, itemsize=4):
   """(kernel, constexprs) for a (n, d) input: about 16 KiB of float32 per program in registers;
   rows too long for one CTA's registers are held in SMEM (softmax_smem_rows, on x viewed as
   (n, d // SEG, SEG)), else taken in two passes (see docs/benchmarks.md for the H200's figures
-  of each, and of the registers of a cluster, which this replaced)."""
+  of each, and of the registers of a cluster, which this replaced). 2-byte rows of 8192 and
+  more are held in SMEM too: on the H200 that reads 8192 x 8192 bfloat16 at 4051 GB/s against
+  3508 in registers (docs/logs/rowwise_session4.log; float32 rows and shorter ones gain nothing)."""
   n, d = shape
-  if d * 4 > MAX_ROW_BYTES and (smem := smem_config(d, itemsize)) is not None:
+  long = d * 4 > MAX_ROW_BYTES or (itemsize == 2 and d >= 8192)
+  if long and (smem := smem_config(d, itemsize)) is not None:
     return softmax_smem_rows, {"chunks": smem[0], "parts": smem[1]}
   if d * 4 > MAX_ROW_BYTES and d % CHUNK == 0:
     return softmax_long_rows, {"rows": 1}

@@ -47,6 +47,9 @@ def test_long_rows_are_held_in_smem():
   assert SM.config((2, 8192 * 16))[1] == {"chunks": 8, "parts": 4}
   assert SM.config((2, 8192 * 64))[0] is SM.softmax_long_rows       # more than 8 parts: two passes
   assert SM.config((64, 1024)) == (SM.softmax_rows, {"rows": 4})
+  assert SM.config((64, 8192), 2) == (SM.softmax_smem_rows, {"chunks": 8, "parts": 1})   # measured faster
+  assert SM.config((64, 8192), 4)[0] is SM.softmax_rows
+  assert SM.config((64, 4096), 2)[0] is SM.softmax_rows
 
 
 @pytest.mark.parametrize("parts,online,regs", [(1, False, 0), (2, False, 0), (4, True, 0), (1, True, 0),
