@@ -69,14 +69,13 @@ def cluster_exchange(a, b, parts):
           for p in ml.static_range(parts)]
 
 
-def _smem_grid(x, *, chunks, parts=1, online=False, regs=0):
+def _smem_grid(x, *, chunks, parts=1, online=False):
   return (x.shape[0] * parts,)
 
 
 @mg.mgpu_kernel(out_shape=lambda x, **meta: x, grid=_smem_grid,
-                cluster=lambda x, *, chunks, parts=1, online=False, regs=0: (parts,))
-def softmax_smem_rows(x, out, *, chunks: ml.constexpr, parts: ml.constexpr = 1, online: ml.constexpr = False,
-                      regs: ml.constexpr = 0):
+                cluster=lambda x, *, chunks, parts=1, online=False: (parts,))
+def softmax_smem_rows(x, out, *, chunks: ml.constexpr, parts: ml.constexpr = 1, online: ml.constexpr = False):
   """One long row per cluster of `parts` CTAs, each holding 1/parts of it in SMEM (x viewed as
   (n, d // SEG, SEG)).
 
@@ -85,19 +84,15 @@ def softmax_smem_rows(x, out, *, chunks: ml.constexpr, parts: ml.constexpr = 1, 
   kept as the chunks land, rescaled as the max grows, so only the last pass runs after the
   last chunk lands); the CTAs of a cluster combine their (max, sum) through distributed shared
   memory; then each chunk is normalised in place and stored by TMA while the next is computed.
-  One read and one write of GMEM. `regs` (not with `online`): the last `regs` SEG-wide rows of
-  the part are held in registers instead (loaded while the chunks land), so a CTA needs less
-  SMEM and two fit on an SM."""
+  One read and one write of GMEM."""
   i = ml.program_id(0)
   row, part = i // parts, i % parts
-  rows = x.shape[1] // parts - regs          # SEG-wide rows of x's row this CTA holds in SMEM
+  rows = x.shape[1] // parts                 # SEG-wide rows of x's row this CTA holds
   per = rows // chunks
-  first = part * (rows + regs)
+  first = part * rows
   x_s = ml.smem((rows, SEG), x.dtype)
   for c in ml.static_range(chunks):
     ml.copy(x.at[row, ml.ds(first + c * per, per)], x_s.at[ml.ds(c * per, per)])
-  if regs:
-    held = x.at[row, ml.ds(first + rows, regs)][...].astype(jnp.float32)
   if online:                                 # in base 2: exp(v - max) = 2 ** (v * log2(e) - top)
     m = ml.full((per, SEG), -1e30, jnp.float32)        # finite: a part of -inf sums to 0, not NaN
     s = ml.zeros((per, SEG), jnp.float32)
@@ -112,15 +107,11 @@ def softmax_smem_rows(x, out, *, chunks: ml.constexpr, parts: ml.constexpr = 1, 
     m = ml.full((per, SEG), -1e30, jnp.float32)
     for c in ml.static_range(chunks):        # each chunk awaited just before it is read
       m = ml.maximum(m, x_s.at[ml.ds(c * per, per)][...].astype(jnp.float32))
-    if regs:
-      m = ml.maximum(m, ml.max(held))
     top = ml.max(m) * LOG2E
     s = ml.zeros((per, SEG), jnp.float32)
     for c in ml.static_range(chunks):
       s = s + ml.exp2(x_s.at[ml.ds(c * per, per)][...].astype(jnp.float32) * LOG2E - top, approx=True)
     total = ml.sum(s)
-    if regs:
-      total = total + ml.sum(ml.exp2(held * LOG2E - top, approx=True))
   if parts > 1:                              # combine the parts' (max, sum) across the cluster
     got = cluster_exchange(top, total, parts)
     big = got[0][0]
@@ -132,8 +123,6 @@ def softmax_smem_rows(x, out, *, chunks: ml.constexpr, parts: ml.constexpr = 1, 
     top = ml.max(big)                        # every lane holds the same values
     total = ml.max(acc)
   inv = 1.0 / total
-  if regs:
-    out.at[row, ml.ds(first + rows, regs)][...] = (ml.exp2(held * LOG2E - top, approx=True) * inv).astype(out.dtype)
   for c in ml.static_range(chunks):
     v = x_s.at[ml.ds(c * per, per)][...].astype(jnp.float32)
     x_s.at[ml.ds(c * per, per)][...] = (ml.exp2(v * LOG2E - top, approx=True) * inv).astype(out.dtype)
@@ -154,17 +143,15 @@ def smem_config(d, itemsize):
   return max(1, min(8, rows)), parts
 
 
-def softmax_smem(x, *, chunks=None, parts=None, online=False, regs=0, interpret=None):
+def softmax_smem(x, *, chunks=None, parts=None, online=False, interpret=None):
   """softmax_smem_rows on a 2-D x (its last dimension a multiple of SEG)."""
   n, d = x.shape
   c0, p0 = smem_config(d, x.dtype.itemsize) or (8, 1)
   parts = parts or p0
   chunks = chunks or min(c0, d // SEG // parts)
-  if online and regs:
-    raise ValueError("softmax_smem: regs= holds part of the row in registers, online= does not support it")
-  if (d // SEG // parts - regs) % chunks:
-    raise ValueError(f"softmax_smem: {d // SEG // parts - regs} SEG-wide rows in SMEM a CTA do not split into {chunks} chunks")
-  y = softmax_smem_rows(x.reshape(n, d // SEG, SEG), chunks=chunks, parts=parts, online=online, regs=regs,
+  if (d // SEG // parts) % chunks:
+    raise ValueError(f"softmax_smem: {d // SEG // parts} SEG-wide rows a CTA do not split into {chunks} chunks")
+  y = softmax_smem_rows(x.reshape(n, d // SEG, SEG), chunks=chunks, parts=parts, online=online,
                         interpret=interpret)
   return y.reshape(n, d)
 
