@@ -54,7 +54,8 @@ def _peers_layernorm():
   out = {"XLA": LN.reference}
   try:
     from jax.experimental.pallas.ops.gpu import layer_norm as pl
-    out["Pallas"] = lambda x, w, b: pl.layer_norm(x, w, b)
+    # Pallas's layer_norm vmaps twice over leading axes: (batch, rows, d), so one batch of rows.
+    out["Pallas"] = lambda x, w, b: pl.layer_norm(x[None], w, b)[0]
   except Exception:  # noqa: BLE001
     pass
   return out
@@ -64,7 +65,7 @@ def _peers_rmsnorm():
   out = {"XLA": RN.reference}
   try:
     from jax.experimental.pallas.ops.gpu import rms_norm as pl
-    out["Pallas"] = lambda x, w: pl.rms_norm(x, w, None)
+    out["Pallas"] = lambda x, w: pl.rms_norm(x[None], w, jnp.zeros_like(w), eps=1e-6)[0]   # as layer_norm
   except Exception:  # noqa: BLE001
     pass
   return out
