@@ -104,7 +104,7 @@ def main():
   p.add_argument("--quick", action="store_true", help="one shape per op")
   p.add_argument("--plot", help="write a bar chart of kernel-time GB/s to this PNG")
   p.add_argument("--op", action="append",
-                 help="only these ops (softmax, softmax smem, layernorm fwd, layernorm bwd, rmsnorm)")
+                 help="only these ops (softmax, softmax smem, layernorm fwd, layernorm smem, layernorm bwd, rmsnorm)")
   a = p.parse_args()
   shapes = SHAPES[:1] if a.quick else SHAPES
   print(f"jax {jax.__version__} on {jax.devices()[0].device_kind}; GB/s by kernel time / by wall time")
@@ -124,6 +124,8 @@ def main():
           # Rows held in SMEM at every width (the default takes them only past registers' reach).
           ("softmax smem", SM.softmax_smem, _peers_softmax(), [x], 2 * io),
           ("layernorm fwd", lambda x, w, b: LN.layernorm(x, w, b), _peers_layernorm(), [x, w, b], 2 * io),
+          # Rows held in SMEM at every width (the default takes them only past 16384).
+          ("layernorm smem", lambda x, w, b: LN.layernorm_smem(x, w, b)[0], _peers_layernorm(), [x, w, b], 2 * io),
           ("layernorm bwd", _ln_grad(LN.layernorm), {"XLA": _ln_grad(LN.reference)}, [x, w, b, dy], 3 * io),
           ("rmsnorm", RN.rmsnorm, _peers_rmsnorm(), [x, w], 2 * io),
       ]
