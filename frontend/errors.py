@@ -79,7 +79,7 @@ SignatureError = _error("SignatureError", "MG006", "A kernel called with argumen
 LaunchConfigError = _error("LaunchConfigError", "MG007", "An invalid grid, block or cluster.")
 SourceUnavailableError = _error("SourceUnavailableError", "MG008", "A kernel or helper whose Python source cannot be read (exec, a REPL string).")
 DifferentiationError = _error("DifferentiationError", "MG009", "jax.grad (or another derivative) of a kernel call, which has no automatic derivative.")
-NoGpuError = _error("NoGpuError", "MG010", "A GPU-only tool (mg.bench) used where JAX sees no GPU, or that could not time the call.")
+NoGpuError = _error("NoGpuError", "MG010", "A GPU-only tool (mg.bench) or a kernel call (not interpreted) where JAX sees no GPU, or a call mg.bench could not time.")
 
 # dtype mistakes.
 CopyDtypeError = _error("CopyDtypeError", "MG101", "A copy between refs whose element types differ.")

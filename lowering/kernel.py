@@ -21,12 +21,13 @@ from ..frontend import hw
 from ..frontend import ir as kir
 from ..frontend.types import LayoutKind, TensorType
 from ..frontend.ops.control import BarrierAlloc, Condition, WarpSpecialize, Yield
-from . import registry
+from . import platforms, registry
 from .mosaic import is_split, mlir_type, to_index
 
 MAX_BARRIERS_PER_GROUP = hw.MAX_BARRIERS_PER_GROUP
 CONSUMER_BARRIER_ID = 15      # named barrier of a warp-specialised kernel's compute threads
 registry.load()
+platforms.register()
 
 
 def jax_dtype(d):

@@ -13,6 +13,7 @@ from . import calling
 from . import deps as D
 from . import dump
 from . import wrap
+from .bench import caller_loc, has_gpu
 from .frontend import compile as fc
 from .frontend import errors as E
 from .frontend import ir as kir
@@ -277,6 +278,9 @@ class KernelFunction:
     """Run a compiled specialisation: on the GPU, or in interpret mode."""
     import jax
     if not interpret:
+      if not any(isinstance(a, jax.core.Tracer) for a in args) and not has_gpu():
+        from .lowering.platforms import no_gpu_error     # an eager call: say so at the user's line
+        raise no_gpu_error(self.__name__, jax.default_backend(), caller_loc())
       self._build(hit)
       return hit["call"](*args)
     from .lowering import interpret as interp

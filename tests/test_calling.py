@@ -144,3 +144,28 @@ def test_version_flag():
   if script is not None:
     out = subprocess.run([script, "--version"], capture_output=True, text=True)
     assert out.stdout.strip() == f"mgpu_dsl {mg.__version__}"
+
+
+# ------------------------------------------------------------------ no GPU
+NO_GPU_HINT = ("pass interpret=True (or set MGPU_DSL_INTERPRET=1) to run it on the CPU with numpy;"
+               " jax.export(jax.jit(f), platforms=['cuda']) and kernel.mlir(*specs) work without a GPU")
+
+
+@pytest.mark.skipif(any(d.platform == "gpu" for d in jax.devices()), reason="on a GPU the call runs")
+def test_a_kernel_called_without_a_gpu_says_so_at_the_users_line_not_inside_jax():
+  x = jnp.ones((256, 64), jnp.float32)
+  with pytest.raises(mg.NoGpuError) as e:
+    K.double(x)                                  # eager: the error is at this line
+  call_line = inspect.currentframe().f_lineno - 1
+  assert (e.value.filename, e.value.lineno) == (__file__, call_line)
+  assert e.value.message == ("double runs on an NVIDIA Hopper GPU (it is a Mosaic GPU kernel), but the call"
+                             " is being compiled for cpu: JAX sees no GPU here")
+  assert e.value.hint == NO_GPU_HINT
+  for f in (jax.jit(lambda x: K.double(x) * 2), lambda x: jax.jit(K.double).lower(x)):
+    with pytest.raises(mg.NoGpuError) as e:      # under jit the CPU lowering raises it, at the kernel
+      f(x)
+    assert (e.value.filename, e.value.lineno) == (K.__file__, K.double.fn.__code__.co_firstlineno + 1)
+    assert "runs on an NVIDIA Hopper GPU" in e.value.message and e.value.hint == NO_GPU_HINT
+  exported = jax.export.export(jax.jit(K.double), platforms=["cuda"])(x)    # for the GPU: unchanged
+  assert "@mosaic_gpu" in exported.mlir_module()
+  np.testing.assert_array_equal(K.double(x, interpret=True), x * 2)

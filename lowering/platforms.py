@@ -1,0 +1,62 @@
+"""What a kernel call becomes on a platform other than CUDA: a KernelError at the user's line.
+
+Mosaic GPU registers its custom call for "cuda" only, so `jax.jit` of a kernel on a machine
+without a GPU used to fail inside JAX ("MLIR translation rule for primitive 'mosaic_gpu_p'
+not found for platform cpu"). The rule below, registered for the CPU, raises NoGpuError where
+the kernel is (its first line, read from the module's locations), with the ways to run or
+inspect it there (an eager call fails earlier, at the call: mgpu_dsl/kernel.py).
+`jax.export(..., platforms=["cuda"])` is unaffected: it lowers with Mosaic GPU's own rule.
+"""
+from __future__ import annotations
+
+import os
+import re
+
+from jax._src.interpreters import mlir as jax_mlir
+from jax.experimental.mosaic.gpu import core as mgpu_core
+
+from ..frontend import errors as E
+from ..frontend.loc import Loc
+
+_OURS = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep for m in (E, mgpu_core))  # frontend, Mosaic
+_OURS += (os.path.dirname(os.path.abspath(__file__)) + os.sep,)                              # lowering
+
+
+def no_gpu_error(name: str, platform: str, loc: Loc) -> E.KernelError:
+  return E.NoGpuError(
+      f"{name} runs on an NVIDIA Hopper GPU (it is a Mosaic GPU kernel), but the call is being compiled"
+      f" for {platform}: JAX sees no GPU here", loc,
+      hint="pass interpret=True (or set MGPU_DSL_INTERPRET=1) to run it on the CPU with numpy;"
+           " jax.export(jax.jit(f), platforms=['cuda']) and kernel.mlir(*specs) work without a GPU")
+
+
+_FILE_LOC = re.compile(r'loc\("([^"]+)":(\d+):(\d+)')
+
+
+def kernel_loc(module) -> tuple[str, Loc]:
+  """(kernel name, its `def` line), read from its Mosaic GPU module: every op of a kernel is
+  emitted under the location of the kernel line it comes from, the preamble under the def's."""
+  import linecache
+  name = "the kernel"
+  try:
+    name = str(module.operation.attributes["sym_name"]).strip('"')
+  except (KeyError, AttributeError):
+    pass
+  found = [(m.group(1), int(m.group(2)), int(m.group(3)))
+           for m in _FILE_LOC.finditer(str(module.operation.get_asm(enable_debug_info=True)))
+           if not os.path.abspath(m.group(1)).startswith(_OURS)]
+  if not found:
+    return name, Loc("<unknown>", 0, 0)
+  path = found[0][0]                          # the kernel's file; its first line there is the def
+  line, col = min((ln, c) for p, ln, c in found if p == path)
+  return name, Loc(path, line, max(col - 1, 0), source_line=linecache.getline(path, line))
+
+
+def _lower_without_gpu(ctx, *args, module, **params):
+  platform = ", ".join(ctx.module_context.platforms) or "this platform"
+  name, loc = kernel_loc(module)
+  raise no_gpu_error(name, platform, loc)
+
+
+def register() -> None:
+  jax_mlir.register_lowering(mgpu_core.mosaic_gpu_p, _lower_without_gpu, "cpu")
