@@ -363,9 +363,9 @@ for _dt in (jnp.float32, jnp.bfloat16):
 
 if __name__ == "__main__":
   on_gpu = jax.default_backend() == "gpu"
-  n, d = (4096, 4096) if on_gpu else (64, 512)
+  shapes = [(4096, 4096), (256, 32768)] if on_gpu else [(64, 512), (4, 32768)]   # registers; rows in SMEM
   interp = None if on_gpu else True
-  for dtype in (jnp.float32, jnp.bfloat16):
+  for (n, d), dtype in [(s, t) for s in shapes for t in (jnp.float32, jnp.bfloat16)]:
     k = jax.random.split(jax.random.key(0), 4)
     x = (jax.random.normal(k[0], (n, d), F32) * 3 + 1).astype(dtype)
     w = jax.random.normal(k[1], (d,), F32).astype(dtype)
