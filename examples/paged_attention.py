@@ -213,7 +213,7 @@ def combine_splits(o_part, m_part, l_part, out, *, dtype: ml.constexpr):
 @functools.partial(jax.jit, static_argnames=("splits", "stages", "tensor_cores", "tokens", "q_regs", "q_pad",
                                              "fused_combine", "interpret"))
 def paged_attention(q, k_pages, v_pages, block_tables, lengths, *, splits=8, stages=None, tensor_cores=None,
-                    tokens=64, q_regs=False, q_pad=False, fused_combine=True, interpret=False):
+                    tokens=64, q_regs=True, q_pad=False, fused_combine=True, interpret=False):
   """Decode attention: q (batch, heads, head_dim) over pages (kv_heads, pages, page_size, head_dim).
 
   `tensor_cores` (default: when several query heads share a kv head) puts each kv head's query
@@ -222,7 +222,9 @@ def paged_attention(q, k_pages, v_pages, block_tables, lengths, *, splits=8, sta
   on the tensor-core path (a freshly allocated cache may not: zero it). `q_pad`: XLA builds a
   zero-padded copy of q for the tensor-core path (one more small kernel) instead of the kernel
   reading the group's rows with a masked load. `fused_combine` (tensor-core path): the splits are
-  combined by one mgpu_dsl kernel (combine_splits), not by XLA's ops (three kernels)."""
+  combined by one mgpu_dsl kernel (combine_splits), not by XLA's ops (three kernels). The
+  tensor-core defaults (`stages=3`, `q_regs=True`) are the H200's best for the grouped-query
+  shape of benchmarks/paged_attention.py (docs/logs/paged_gqa_session4b.log)."""
   b, heads, d = q.shape
   kv_heads = k_pages.shape[0]
   group = heads // kv_heads
@@ -233,7 +235,7 @@ def paged_attention(q, k_pages, v_pages, block_tables, lengths, *, splits=8, sta
       q = jnp.zeros((b, kv_heads, ROWS, d), q.dtype).at[:, :, :group].set(q.reshape(b, kv_heads, group, d))
     o_part, m_part, l_part = paged_attention_parts_mma(
         q, k_pages, v_pages, block_tables, lengths, splits=splits, group=group,
-        stages=stages or 2, tokens=tokens, q_regs=q_regs, interpret=interpret)
+        stages=stages or 3, tokens=tokens, q_regs=q_regs, interpret=interpret)
     if fused_combine and (b * heads) % COMBINE_ROWS == 0:
       return combine_splits(o_part, m_part, l_part, dtype=q.dtype, interpret=interpret).reshape(b, heads, d)
     return combine(o_part.transpose(1, 0, 2).reshape(b, heads, splits, d), m_part.T.reshape(b, heads, splits),

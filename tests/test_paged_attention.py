@@ -119,9 +119,9 @@ def test_dropout_exports_for_cuda():
 @pytest.mark.gpu
 @pytest.mark.parametrize("shape,splits", [((8, 16, 4, 128, 16, 64), 8), ((4, 8, 8, 128, 32, 32), 4),
                                           ((2, 4, 2, 128, 16, 8), 2)], ids=["gqa", "mha_page32", "small"])
-@pytest.mark.parametrize("tc,opts", [(True, {}), (True, {"q_regs": True}), (True, {"q_pad": True}),
+@pytest.mark.parametrize("tc,opts", [(True, {}), (True, {"q_regs": False}), (True, {"q_pad": True, "stages": 2}),
                                      (True, {"fused_combine": False}), (False, {})],
-                         ids=["tensor_cores", "tensor_cores_q_regs", "tensor_cores_q_pad", "tensor_cores_xla_combine",
+                         ids=["tensor_cores", "tensor_cores_q_smem", "tensor_cores_q_pad", "tensor_cores_xla_combine",
                               "cuda_cores"])
 def test_gpu_matches_reference_and_interpret(shape, splits, tc, opts):
   args = pa.make_inputs(jax.random.key(6), *shape)
