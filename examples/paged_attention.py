@@ -117,9 +117,8 @@ def paged_attention_parts_mma(q, k_pages, v_pages, block_tables, lengths, o_part
   multiple of 64: one page or several) is one `q @ k.T` and one `p @ v` on the tensor cores,
   and the online softmax runs along the rows as in flash attention.
 
-  q is either (batch, heads, head_dim), its `group` rows read by a masked load (rows past the
-  group read as zeros), or (batch, kv_heads, 64, head_dim) already zero-padded (TMA).
-  `q_regs` keeps the query tile in registers, so its SMEM goes to the pipeline's stages."""
+  The group's rows of q (batch, heads, head_dim) come in by a masked load, the tile's other
+  rows as zeros. `q_regs` keeps the query tile in registers, so its SMEM goes to the stages."""
   kv_heads, page, dim = k_pages.shape[0], k_pages.shape[2], k_pages.shape[3]
   bk = ml.program_id(0)
   s = ml.program_id(1)
@@ -136,22 +135,16 @@ def paged_attention_parts_mma(q, k_pages, v_pages, block_tables, lengths, o_part
     ml.copy(block_tables.at[b, ml.ds(first, per_split)], table)
   k_s = ml.smem((tokens, dim))
   v_s = ml.smem((tokens, dim))
-  if len(q.shape) == 3:                                  # the group's rows of q, zeros below them
-    rows = ml.arange(ROWS) < group
-    q_tile = q.at[b, ml.ds(kv_head * group, ROWS)].load(mask=rows[:, None], other=0.0)
-    if q_regs:
-      q_s = q_tile
-    else:
-      q_s = ml.smem((ROWS, dim))
-      q_s[...] = q_tile
-  else:
+  rows = ml.arange(ROWS) < group                         # the group's rows of q, zeros below them
+  q_op = q.at[b, ml.ds(kv_head * group, ROWS)].load(mask=rows[:, None], other=0.0)
+  if not q_regs:                                         # the dot reads it from SMEM
     q_s = ml.smem((ROWS, dim))
-    ml.copy(q.at[b, kv_head], q_s)
+    q_s[...] = q_op
+    q_op = q_s
   length = lengths[b]
   last = ml.cdiv(length, page) - 1                       # the sequence's last page
   count = ml.cdiv(ml.minimum(ml.maximum(last + 1 - first, 0), per_split), block)
   scale = LOG2E / dim ** 0.5                            # the softmax in base 2
-  q_op = q_s[...] if q_regs and len(q.shape) == 4 else q_s   # in registers, no SMEM for q
   m = ml.full((ROWS,), MASK, jnp.float32)
   l = ml.zeros((ROWS,), jnp.float32)
   acc = ml.zeros((ROWS, dim), jnp.float32)
@@ -210,18 +203,17 @@ def combine_splits(o_part, m_part, l_part, out, *, dtype: ml.constexpr):
   out.at[win][...] = (acc / den[:, None]).astype(out.dtype)
 
 
-@functools.partial(jax.jit, static_argnames=("splits", "stages", "tensor_cores", "tokens", "q_regs", "q_pad",
+@functools.partial(jax.jit, static_argnames=("splits", "stages", "tensor_cores", "tokens", "q_regs",
                                              "fused_combine", "interpret"))
 def paged_attention(q, k_pages, v_pages, block_tables, lengths, *, splits=8, stages=None, tensor_cores=None,
-                    tokens=64, q_regs=True, q_pad=False, fused_combine=True, interpret=False):
+                    tokens=64, q_regs=True, fused_combine=True, interpret=False):
   """Decode attention: q (batch, heads, head_dim) over pages (kv_heads, pages, page_size, head_dim).
 
   `tensor_cores` (default: when several query heads share a kv head) puts each kv head's query
   heads in one tensor-core tile; otherwise each token slot's softmax runs on the CUDA cores.
   Cache slots past a sequence's length are multiplied by zero, so they must hold finite values
-  on the tensor-core path (a freshly allocated cache may not: zero it). `q_pad`: XLA builds a
-  zero-padded copy of q for the tensor-core path (one more small kernel) instead of the kernel
-  reading the group's rows with a masked load. `fused_combine` (tensor-core path): the splits are
+  on the tensor-core path (a freshly allocated cache may not: zero it). `fused_combine`
+  (tensor-core path): the splits are
   combined by one mgpu_dsl kernel (combine_splits), not by XLA's ops (three kernels). The
   tensor-core defaults (`stages=3`, `q_regs=True`) are the H200's best for the grouped-query
   shape of benchmarks/paged_attention.py (docs/logs/paged_gqa_session4b.log)."""
@@ -231,8 +223,6 @@ def paged_attention(q, k_pages, v_pages, block_tables, lengths, *, splits=8, sta
   if tensor_cores is None:
     tensor_cores = group > 1
   if tensor_cores:
-    if q_pad:
-      q = jnp.zeros((b, kv_heads, ROWS, d), q.dtype).at[:, :, :group].set(q.reshape(b, kv_heads, group, d))
     o_part, m_part, l_part = paged_attention_parts_mma(
         q, k_pages, v_pages, block_tables, lengths, splits=splits, group=group,
         stages=stages or 3, tokens=tokens, q_regs=q_regs, interpret=interpret)
@@ -275,10 +265,6 @@ def make_inputs(key, batch, heads, kv_heads, dim, page, pages_per_seq, dtype=jnp
 _S = jax.ShapeDtypeStruct
 mg.check_specs(paged_attention_parts, _S((4, 8, 128), jnp.float16), _S((2, 64, 16, 128), jnp.float16),
                _S((2, 64, 16, 128), jnp.float16), _S((4, 16), jnp.int32), _S((4,), jnp.int32), splits=4)
-mg.check_specs(paged_attention_parts_mma, _S((4, 2, ROWS, 128), jnp.float16), _S((2, 64, 16, 128), jnp.float16),
-               _S((2, 64, 16, 128), jnp.float16), _S((4, 16), jnp.int32), _S((4,), jnp.int32), splits=4, group=4)
-mg.check_specs(combine_splits, _S((4, 64, 128), jnp.float32), _S((4, 64), jnp.float32), _S((4, 64), jnp.float32),
-               dtype=jnp.float16)
 for _regs in (False, True):
   mg.check_specs(paged_attention_parts_mma, _S((4, 8, 128), jnp.float16), _S((2, 64, 16, 128), jnp.float16),
                  _S((2, 64, 16, 128), jnp.float16), _S((4, 16), jnp.int32), _S((4,), jnp.int32), splits=4,

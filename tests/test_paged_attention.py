@@ -28,16 +28,16 @@ def test_interpret_matches_reference(shape, splits):
                              atol=2e-3, rtol=2e-3)
 
 
-@pytest.mark.parametrize("q_pad,q_regs", [(False, False), (False, True), (True, False), (True, True)])
-def test_tensor_core_path_reads_the_groups_query_rows_itself_or_a_padded_copy(q_pad, q_regs):
+@pytest.mark.parametrize("q_regs", [False, True])
+def test_tensor_core_path_reads_the_groups_query_rows_itself(q_regs):
   args = pa.make_inputs(jax.random.key(5), 2, 12, 3, 128, 16, 8)     # 3 kv heads of 4 query heads
-  got = pa.paged_attention(*args, splits=2, tensor_cores=True, q_pad=q_pad, q_regs=q_regs, interpret=True)
+  got = pa.paged_attention(*args, splits=2, tensor_cores=True, q_regs=q_regs, interpret=True)
   np.testing.assert_allclose(np.asarray(got, np.float32), np.asarray(pa.reference(*args), np.float32),
                              atol=2e-3, rtol=2e-3)
-  hlo = jax.export.export(jax.jit(lambda *a: pa.paged_attention(*a, splits=2, tensor_cores=True, q_pad=q_pad,
-                                                               q_regs=q_regs)), platforms=["cuda"])(*args).mlir_module()
+  hlo = jax.export.export(jax.jit(lambda *a: pa.paged_attention(*a, splits=2, tensor_cores=True, q_regs=q_regs)),
+                          platforms=["cuda"])(*args).mlir_module()
   assert "@mosaic_gpu" in hlo
-  assert ("stablehlo.pad" in hlo or "dynamic_update_slice" in hlo or "scatter" in hlo) == q_pad
+  assert not ("stablehlo.pad" in hlo or "dynamic_update_slice" in hlo or "scatter" in hlo)   # no padded copy
 
 
 @pytest.mark.parametrize("fused", [True, False])
@@ -75,12 +75,11 @@ def test_tensor_core_path_ignores_finite_garbage_past_a_sequence():
 
 def test_several_pages_fill_one_pipelined_tensor_core_operand():
   args = specs(pa.make_inputs(jax.random.key(3), 2, 8, 2, 128, 16, 8))
-  q_pad = jax.ShapeDtypeStruct((2, 2, pa.ROWS, 128), jnp.float16)
-  ir = pa.paged_attention_parts_mma.typed_ir(q_pad, *args[1:], splits=2, group=4)
+  ir = pa.paged_attention_parts_mma.typed_ir(*args, splits=2, group=4)
   assert "stages=2" in ir and "index=[%" in ir
   copies = [l for l in ir.splitlines() if " copy src=" in l and "slot=0 " not in l]
   assert len(copies) >= 16          # 4 pages of K and of V, in the prologue and the prefetch
-  mlir = pa.paged_attention_parts_mma.mlir(q_pad, *args[1:], splits=2, group=4)
+  mlir = pa.paged_attention_parts_mma.mlir(*args, splits=2, group=4)
   assert "wgmma" in mlir and "cp.async.bulk.tensor" in mlir
 
 
@@ -119,9 +118,9 @@ def test_dropout_exports_for_cuda():
 @pytest.mark.gpu
 @pytest.mark.parametrize("shape,splits", [((8, 16, 4, 128, 16, 64), 8), ((4, 8, 8, 128, 32, 32), 4),
                                           ((2, 4, 2, 128, 16, 8), 2)], ids=["gqa", "mha_page32", "small"])
-@pytest.mark.parametrize("tc,opts", [(True, {}), (True, {"q_regs": False}), (True, {"q_pad": True, "stages": 2}),
+@pytest.mark.parametrize("tc,opts", [(True, {}), (True, {"q_regs": False}), (True, {"q_regs": True, "stages": 2}),
                                      (True, {"fused_combine": False}), (False, {})],
-                         ids=["tensor_cores", "tensor_cores_q_smem", "tensor_cores_q_pad", "tensor_cores_xla_combine",
+                         ids=["tensor_cores", "tensor_cores_q_smem", "tensor_cores_stages2", "tensor_cores_xla_combine",
                               "cuda_cores"])
 def test_gpu_matches_reference_and_interpret(shape, splits, tc, opts):
   args = pa.make_inputs(jax.random.key(6), *shape)
