@@ -24,7 +24,9 @@ step() {
     paged)       python3 -u benchmarks/paged_attention.py --quick ;;
     paged_full)  python3 -u benchmarks/paged_attention.py ;;
     paged_gqa)   python3 -u benchmarks/paged_attention.py --shape 1 --tensor-cores ;;
-    matmul)      python3 -u benchmarks/matmul.py --no-multicast ;;
+    matmul)      python3 -u benchmarks/matmul.py ;;
+    matmul_quick) python3 -u benchmarks/matmul.py --quick ;;
+    multicast)   timeout 150 python3 -u -m pytest -q -p no:cacheprovider -m gpu -k multicast tests/test_warp_specialize.py ;;
     matmul_fp8)  python3 -u benchmarks/matmul_fp8.py ;;
     attn_bwd)    python3 -u benchmarks/attention.py --quick --pass bwd ;;
     attn_fwd)    python3 -u benchmarks/attention.py --quick --pass fwd ;;

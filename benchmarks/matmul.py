@@ -65,7 +65,9 @@ def best(candidates, a, b, ref, m, n, k):
       t = kernel_time(fn, a, b)
     except Exception as e:  # a config the contender cannot run: report, keep going
       last_err = f"{type(e).__name__}: {str(e)[:80]}"
+      print(f"  skip {name}: {last_err}", flush=True)
       continue
+    print(f"  {name}: {tflops(m, n, k, t):.0f} TFLOP/s (kernel)", flush=True)
     if out is None or tflops(m, n, k, t) > out[0]:
       out, fastest = (tflops(m, n, k, t), name), fn
   if out is None:
@@ -121,7 +123,7 @@ def main():
   p.add_argument("--dtype", choices=("float16", "bfloat16"), default=None,
                  help="one dtype only (the full run takes two 10-minute device calls otherwise)")
   p.add_argument("--no-multicast", action="store_true",
-                 help="leave out the cluster_m=2 (TMA multicast) configurations (they hang on the H200 today)")
+                 help="leave out the cluster_m=2 (TMA multicast) configurations")
   args = p.parse_args()
   if args.no_multicast:
     OURS[:] = [c for c in OURS if "cluster_m" not in c]

@@ -225,12 +225,14 @@ def scratch_tree(kernel: kir.Kernel):
     if isinstance(o, BarrierAlloc):
       roles[o.result.id] = len(tree)
       t = o.result.type
+      if t.arrivals < 1:   # an mbarrier of no arrivals never completes a phase: the GPU would hang
+        raise E.InternalError(f"a barrier of {t.arrivals} arrivals ({t})", o.loc)
       if t.cluster_axis is None:
         tree.append(mgpu.Barrier(arrival_count=t.arrivals, num_barriers=t.count))
-      else:   # each warpgroup arrives once, on this CTA's barrier and its peers' along the axis
+      else:   # each warpgroup arrives once, on this CTA's barrier and its peers' along the axis;
+        # Mosaic GPU multiplies the count by the CTAs along the axis
         dim = (gpu.Dimension.x, gpu.Dimension.y, gpu.Dimension.z)[t.cluster_axis]
-        tree.append(mgpu.ClusterBarrier((dim,), arrival_count=t.arrivals // hw.WARPGROUP,
-                                        num_barriers=t.count))
+        tree.append(mgpu.ClusterBarrier((dim,), arrival_count=t.arrivals, num_barriers=t.count))
   arena_start = min(plan.offsets, default=plan.barrier_bytes)
   if arena_start > plan.barrier_bytes:
     tree.append(jax.ShapeDtypeStruct((arena_start - plan.barrier_bytes,), jnp.int8))

@@ -2,6 +2,7 @@
 warpgroups wait on full barriers and release stages on empty ones; persistent kernels."""
 import copy
 import os
+import re
 import sys
 
 import jax
@@ -268,6 +269,23 @@ def test_multicast_loads_free_their_stages_cluster_wide():
   assert text.rstrip().splitlines()[-2].strip().startswith("clustersync")   # no CTA leaves early
   txt = ex.matmul.mlir(*specs, cluster_m=2)
   assert "multicast" in txt and "mapa" in txt
+
+
+def _mbarrier_init_counts(mlir_text):
+  """The arrival counts the kernel's mbarriers are initialised with, in order."""
+  return [int(m) for m in re.findall(r"nvvm\.mbarrier\.init %\w+, %c(\d+)_i32", mlir_text)]
+
+
+@pytest.mark.parametrize("cluster_m,stage_free", [(1, 2), (2, 4)])
+def test_stage_free_barriers_count_every_consumer_warpgroup_of_the_cluster(cluster_m, stage_free):
+  """The TMA barriers complete on one arrival; the stage-free barriers of a warp-specialised
+  loop on one arrival per consumer warpgroup (2), of every CTA sharing its multicast loads.
+  Once they were initialised with 0 arrivals in a cluster: the kernel hung on the H200."""
+  specs = [S((512, 256), jnp.float16), S((256, 512), jnp.float16)]
+  counts = _mbarrier_init_counts(ex.matmul.mlir(*specs, cluster_m=cluster_m, stages=4))
+  assert counts and min(counts) >= 1
+  assert counts[-4:] == [stage_free] * 4                # the 4 stages' empty barriers come last
+  assert set(counts[:-4]) == {1}
 
 
 @pytest.mark.parametrize("cfg", [dict(cluster_m=2), dict(cluster_m=2, persistent=False),
