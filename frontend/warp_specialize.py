@@ -44,7 +44,7 @@ from .ops.mma import DotWait
 from .pipeline import record
 from .pipeline_plan import I32, arith, issue, make_plan, mod, multibuffer, pure_scalar, staged_body
 from .pipeline_plan import stores_per_iteration
-from .types import BarrierType, ScalarType
+from .types import BarrierType, ScalarType, Space
 
 BOOL = ScalarType(DType.bool_)
 
@@ -171,19 +171,33 @@ def _producer(kernel, plan, path, empty, em) -> list:
     for r in o.results:
       defs[r.id] = o
   ivs = {id(o.body.args[0]) for o in path[:-1] if isinstance(o, For)}
-  need = _needed(plan, path, defs, ivs)
+  inputs = {id(p.value) for p in kernel.inputs}     # read-only while the kernel runs: both roles read them
+  need = _needed(plan, path, defs, ivs, inputs)
   mapping: dict = {}
   return _slice_block(kernel.body.ops, path, 0, need, mapping, plan, empty, em)
 
 
-def _needed(plan, path, defs, ivs) -> set:
+def _needed(plan, path, defs, ivs, inputs) -> set:
   """Ids of the values the producer computes: bounds and conditions on the path, the trip
-  count, the free values of the load windows, and what they are computed from."""
+  count, the free values of the load windows, and what they are computed from (scalar
+  arithmetic, and reads of the kernel's inputs, such as a sequence's length or a page-table
+  entry)."""
   roots = []
   for o in path[:-1]:
     roots += [o.start, o.stop, o.step] if isinstance(o, For) else [o.cond]
   roots.append(plan.loop.stop)
   inner = {id(a) for _, _, addr in plan.sites for a in addr}
+  for _, _, addr in plan.sites:          # the producer never waits for what the consumers put in SMEM
+    for op in addr:
+      ref = next((v for v in op.operands() if isinstance(v, ir.Value)
+                  and getattr(v.type, "space", None) == Space.SMEM), None)
+      if ref is not None:
+        raise E.WarpSpecializeError(
+            f"a load window of this warp-specialised loop is read from {ref.name or 'an SMEM buffer'}"
+            f" in SMEM; the producer warpgroup that issues the loads does not wait for what the"
+            f" kernel copies into SMEM, so it would read it before it lands", op.loc,
+            hint="read the window from the kernel's input (a page table in GMEM), or drop"
+                 " warp_specialize=True")
   for _, view, addr in plan.sites:
     for op in list(addr) + ([view] if view is not None else []):
       roots += [v for v in op.operands() if v is not plan.iv and isinstance(v.type, ScalarType)]
@@ -197,8 +211,14 @@ def _needed(plan, path, defs, ivs) -> set:
       continue
     need.add(id(v))
     if d is None:
-      if id(v) in ivs:
+      if id(v) in ivs or id(v) in inputs:
         continue
+      if not isinstance(v.type, ScalarType):
+        raise E.WarpSpecializeError(
+            f"the loads of this warp-specialised loop depend on a value read from {v.name or 'a buffer'},"
+            f" which the kernel writes; the producer warpgroup can only read the kernel's inputs",
+            plan.loop.loc, hint="compute the load windows from program ids, loop indices, scalar"
+                                " arithmetic and values read from inputs")
       raise E.WarpSpecializeError(
           f"the loads of this warp-specialised loop depend on {v.name or 'a value'}, which is carried"
           f" through an enclosing loop; the producer warpgroup can only recompute loop indices and"

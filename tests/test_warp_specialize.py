@@ -15,7 +15,7 @@ from mgpu_dsl import language as ml
 from mgpu_dsl.frontend import ir
 from mgpu_dsl.frontend import ops as O
 from mgpu_dsl.lowering import interpret as interp
-from locate import expect, where
+from locate import builds, expect, where
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
 import matmul as ex  # noqa: E402
@@ -214,6 +214,46 @@ def test_load_window_carried_through_an_outer_loop_is_rejected():
   expect(carried_window, [S((256, 128), jnp.float32)], mg.WarpSpecializeError, "for t in",
          "the loads of this warp-specialised loop depend on row, which is carried through an enclosing"
          " loop; the producer warpgroup can only recompute loop indices and scalar arithmetic on them")
+
+
+@mg.mgpu_kernel(out_shape=lambda x, idx: x, grid=(2,))
+def gather_ws(x, idx, out, *, from_smem: ml.constexpr = False):
+  """Row blocks of x in the order an index input gives (a page table): the producer reads it."""
+  x_s, o_s = ml.smem((64, 128)), ml.smem((64, 128))
+  p = ml.program_id(0)
+  n = idx[4 * p + 3] - idx[4 * p + 3] + 4          # a trip count read from the input, too
+  if from_smem:
+    table = ml.smem((8,), jnp.int32)
+    ml.copy(idx, table)
+  for t in ml.range(n, stages=2, warp_specialize=True):
+    page = table[4 * p + t] if from_smem else idx[4 * p + t]
+    ml.copy(x.at[ml.ds(page * 64, 64)], x_s)
+    o_s[...] = x_s[...] + 1.0
+    ml.copy(o_s, out.at[ml.ds((4 * p + t) * 64, 64)])
+
+
+def test_producer_reads_load_windows_and_trip_counts_from_inputs():
+  x = rand((512, 128), jnp.float32, 21)
+  idx = jnp.array([5, 2, 7, 0, 1, 6, 3, 4], jnp.int32)
+  got = gather_ws(x, idx, interpret=True)
+  want = (x.reshape(8, 64, 128)[idx] + 1.0).reshape(512, 128)
+  np.testing.assert_array_equal(got, want)
+  builds(gather_ws, S(x.shape, x.dtype), S(idx.shape, idx.dtype))
+
+
+def test_producer_reading_windows_from_smem_is_rejected():
+  expect(gather_ws, [S((512, 128), jnp.float32), S((8,), jnp.int32)], mg.WarpSpecializeError, "table[4",
+         "a load window of this warp-specialised loop is read from table in SMEM; the producer warpgroup"
+         " that issues the loads does not wait for what the kernel copies into SMEM, so it would read it"
+         " before it lands", from_smem=True,
+         hint="read the window from the kernel's input (a page table in GMEM), or drop warp_specialize=True")
+
+
+@pytest.mark.gpu
+def test_producer_reads_load_windows_from_inputs_on_the_gpu():
+  x = rand((512, 128), jnp.float32, 21)
+  idx = jnp.array([5, 2, 7, 0, 1, 6, 3, 4], jnp.int32)
+  np.testing.assert_array_equal(jax.jit(gather_ws)(x, idx), gather_ws(x, idx, interpret=True))
 
 
 def test_warp_specialize_needs_stages():
