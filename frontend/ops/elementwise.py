@@ -152,7 +152,28 @@ def result_type(shape, dtype):
 def constant(cx, value, dtype=None):
   dtype = dtype or (PY_FLOAT if isinstance(value, float) else
                     DType.bool_ if isinstance(value, bool) else INDEX)
+  check_python_int(cx, value, dtype, "this constant")
   return cx.b.emit(Constant, value, loc=cx.loc, types=[ScalarType(dtype)]).result
+
+
+def check_python_int(cx, value, dtype, what):
+  """A Python int that meets a kernel value must fit in 32 bits, as in JAX (whose Python ints
+  are int32 without x64): int32's range, or uint32's for an unsigned operand. Narrower integer
+  types then wrap, as jnp's do. Before this check, 2**32 + 5 silently became 5."""
+  if not isinstance(value, int) or isinstance(value, bool):
+    return
+  d = resolve(dtype) if dtype is not None else INDEX
+  if isinstance(d, DType) and d.is_float:       # converted to the float type, as a float would be
+    return
+  lo, hi = -2 ** 31, 2 ** 31 - 1
+  if isinstance(d, DType) and d.is_int and d.is_signed is False:
+    lo, hi = -2 ** 31, 2 ** 32 - 1
+  if not lo <= value <= hi:
+    kind = "uint32" if hi > 2 ** 31 else "int32"
+    raise E.KernelTypeError(
+        f"{what} uses the Python int {value}, which does not fit in {kind}: kernels compute in 32"
+        f" bits (a larger constant would silently lose its high bits)", cx.loc,
+        hint="use a constant in range, or a float (e.g. float(...)) if you meant floating point")
 
 
 def common(cx, a, b, what):
@@ -168,6 +189,7 @@ def common(cx, a, b, what):
   if da is None or db is None:
     dt, py = (da, b) if db is None else (db, a)
     rdt = resolve(dt)
+    check_python_int(cx, py, dt, what)
     if isinstance(py, float) and isinstance(rdt, DType) and not rdt.is_float:
       raise E.DtypeMismatchError(
           f"{what} mixes a float constant ({py}) with an {rdt} value", cx.loc,
@@ -253,6 +275,8 @@ def where_(cx, cond, a, b):
     check_register_value(cx, b, "ml.where")
     dt = (DType.bool_ if isinstance(a, bool) and isinstance(b, bool) else
           PY_FLOAT if isinstance(a, float) or isinstance(b, float) else INDEX)
+    for v in (a, b):
+      check_python_int(cx, v, dt, "ml.where")
   else:
     (a, b), _, dt = common(cx, a, b, "ml.where")
   (cond, a, b), shape = broadcast_operands(cx, (cond, a, b), "ml.where")
@@ -320,6 +344,8 @@ def full_(cx, shape, value, dtype):
   elif not isinstance(value, Num):
     raise E.KernelTypeError(f"ml.full's value must be a number or a scalar, got {kind_of(value)}", cx.loc,
                             hint="ml.full(shape, 0.0, jnp.float32)")
+  else:
+    check_python_int(cx, value, dtype, "ml.full")
   return cx.b.emit(Full, value, loc=cx.loc, types=[TensorType(shape, dtype)], names=[cx.name]).result
 
 

@@ -1,0 +1,38 @@
+"""Mistakes and habits a new user brings (found by porting Triton and Pallas kernels as a
+newcomer would): each gets a KernelError at the user's line, in the user's words, with a hint,
+and what the docs promise works."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from locate import expect
+
+S = jax.ShapeDtypeStruct
+
+
+# ---------------------------------------------------------------- Python ints that do not fit 32 bits
+@mg.mgpu_kernel(out_shape=lambda n: n, grid=(1,))
+def add_constant(n, out, *, c: ml.constexpr):
+  out[...] = n[...] + c
+
+
+@pytest.mark.parametrize("dtype,c", [(jnp.int32, 2 ** 31 - 1), (jnp.int32, -2 ** 31), (jnp.uint32, 2 ** 32 - 1),
+                                     (jnp.int16, 70000), (jnp.float32, 2 ** 40)], ids=str)
+def test_python_ints_in_range_wrap_like_jnp(dtype, c):
+  n = jnp.arange(256, dtype=dtype)
+  want = (np.asarray(n).astype(np.int64) + c).astype(np.dtype(dtype)) if dtype != jnp.float32 else \
+      np.asarray(n) + np.float32(c)
+  np.testing.assert_array_equal(add_constant(n, c=c, interpret=True), want)
+
+
+@pytest.mark.parametrize("dtype,c,kind", [(jnp.int32, 2 ** 32 + 5, "int32"), (jnp.int32, -2 ** 31 - 1, "int32"),
+                                          (jnp.uint32, 2 ** 32, "uint32"), (jnp.int8, 2 ** 40, "int32")], ids=str)
+def test_python_ints_past_32_bits_are_rejected(dtype, c, kind):
+  """Once 2**32 + 5 silently became 5 (JAX raises OverflowError for it)."""
+  expect(add_constant, [S((256,), dtype)], mg.KernelTypeError, "n[...] + c",
+         f"+ uses the Python int {c}, which does not fit in {kind}: kernels compute in 32 bits (a larger"
+         f" constant would silently lose its high bits)", c=c,
+         hint="use a constant in range, or a float (e.g. float(...)) if you meant floating point")
