@@ -236,6 +236,7 @@ class _Solver:
           vectors.append(v)
     bad = next((v for v in tiles if len(v.type.shape) != 2), None)
     if bad is not None:
+      self.reshaped_tile(bad, tiles)
       where = self.first_use.get(bad.id)
       raise E.LayoutError(
           f"{bad.name or 'this tensor'} of shape {bad.type.shape} is reduced or broadcast along an axis;"
@@ -261,6 +262,23 @@ class _Solver:
         f" multiple of {hw.WARPS_PER_WARPGROUP} unless the columns are a multiple of {hw.WARPGROUP}",
         where.loc if where else o.loc,
         hint="use tiles like (8, 256) or (1, 1024); pad the last dimension to a multiple of 32")
+
+  def reshaped_tile(self, bad, tiles):
+    """A tensor of another rank joined a row-wise tile through a reshape (say (8, 256) ->
+    (2048,) after a broadcast along the rows): reported at the reshape, in its own shapes."""
+    from .ops.shape import Reshape
+    ids = {v.id for v in tiles}
+    for o in ir.walk(self.kernel.body):
+      if isinstance(o, Reshape) and bad.id in (o.x.id, o.results[0].id):
+        src, dst = o.x, o.results[0]
+        tile = src if src.id in ids and len(src.type.shape) == 2 else dst
+        raise E.LayoutError(
+            f"reshape of {src.name or 'a tensor'} {src.type.shape} into {dst.type.shape}:"
+            f" {tile.name or 'the 2-D side'} is a row-wise tile here (it is reduced or broadcast along"
+            f" its rows, or meets such a tile), and a tile's rows live in fixed threads, so it can only"
+            f" gain or lose size-1 axes", o.loc,
+            hint="keep it 2-D and store it through a 2-D output (reshape the result outside the"
+                 " kernel), or reshape before the reduction or broadcast")
 
   def conflict(self, c, p, axes, o, layout, members):
     vec = (members.get(c) or [None])[0]

@@ -36,3 +36,20 @@ def test_python_ints_past_32_bits_are_rejected(dtype, c, kind):
          f"+ uses the Python int {c}, which does not fit in {kind}: kernels compute in 32 bits (a larger"
          f" constant would silently lose its high bits)", c=c,
          hint="use a constant in range, or a float (e.g. float(...)) if you meant floating point")
+
+
+# ---------------------------------------------------------------- reshaping a row-wise tile
+@mg.mgpu_kernel(out_shape=lambda x, s: S((x.size,), x.dtype), grid=(1,))
+def scale_flat(x, s, out):
+  y = x[...] * s[...][:, None]
+  out[...] = y.reshape((x.size,))
+
+
+def test_reshaping_a_row_wise_tile_is_reported_at_the_reshape_in_its_shapes():
+  """Once: 'y of shape (2048,) is reduced or broadcast along an axis', naming the wrong shape."""
+  expect(scale_flat, [S((8, 256), jnp.float32), S((8,), jnp.float32)], mg.LayoutError, "y.reshape",
+         "reshape of y (8, 256) into (2048,): y is a row-wise tile here (it is reduced or broadcast along"
+         " its rows, or meets such a tile), and a tile's rows live in fixed threads, so it can only gain or"
+         " lose size-1 axes",
+         hint="keep it 2-D and store it through a 2-D output (reshape the result outside the kernel), or"
+              " reshape before the reduction or broadcast")
