@@ -53,6 +53,7 @@ _NICE = {"While": "a while loop", "With": "a with statement", "Try": "try/except
          "Continue": "continue", "Assert": "assert", "ClassDef": "a class definition",
          "Match": "match"}
 _DEBUG = {"print": object(), "breakpoint": object()}
+_LIST_METHODS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse"})
 
 
 def _holds_value(x) -> bool:
@@ -328,6 +329,12 @@ class Tracer(ast.NodeVisitor):
           f"{kind_of(base)} has no attribute {attr!r}", self.loc(node),
           hint="refs have .at, .load, .store, .shape, .dtype; register values .astype, .reshape, .sum, .max, .min,"
                " .shape, .dtype")
+    if isinstance(base, tuple) and attr in _LIST_METHODS:
+      raise E.KernelTypeError(
+          f"{self.text(node.value)}.{attr}: lists in a kernel are fixed once built (the kernel sees"
+          f" them as tuples), so they have no .{attr}", self.loc(node),
+          hint=f"build it in one go: {self.text(node.value)} = [f(c) for c in ml.static_range(n)], or"
+               f" {self.text(node.value)} = {self.text(node.value)} + (value,) in an ml.static_range loop")
     try:
       return getattr(base, attr)
     except AttributeError:

@@ -53,3 +53,28 @@ def test_reshaping_a_row_wise_tile_is_reported_at_the_reshape_in_its_shapes():
          " lose size-1 axes",
          hint="keep it 2-D and store it through a 2-D output (reshape the result outside the kernel), or"
               " reshape before the reduction or broadcast")
+
+
+# ---------------------------------------------------------------- Python lists
+@mg.mgpu_kernel(out_shape=lambda x: S((4,), jnp.float32), grid=(1,))
+def append_sums(x, out, *, concat: ml.constexpr = False):
+  sums = []
+  for c in ml.static_range(4):
+    if concat:
+      sums = sums + (ml.sum(x.at[ml.ds(c * 256, 256)][...]),)
+    else:
+      sums.append(ml.sum(x.at[ml.ds(c * 256, 256)][...]))
+  for c in ml.static_range(4):
+    out[c] = sums[c]
+
+
+def test_list_append_says_lists_are_fixed_and_how_to_build_one():
+  """Once: 'sums has no attribute append' with the hint 'check the spelling'."""
+  expect(append_sums, [S((1024,), jnp.float32)], mg.KernelTypeError, "sums.append",
+         "sums.append: lists in a kernel are fixed once built (the kernel sees them as tuples), so they have"
+         " no .append",
+         hint="build it in one go: sums = [f(c) for c in ml.static_range(n)], or sums = sums + (value,) in an"
+              " ml.static_range loop")
+  x = jax.random.normal(jax.random.key(0), (1024,), jnp.float32)
+  np.testing.assert_allclose(append_sums(x, concat=True, interpret=True), np.asarray(x).reshape(4, 256).sum(1),
+                             rtol=1e-5)
