@@ -18,7 +18,7 @@ from .builder import Builder, Call
 from .dtypes import DType, to_dtype
 from .env import POISON, PoisonedUse, Unbound, assigned_names
 from .ops import METHODS, REF_METHODS, debug, elementwise as ew, memory, shape
-from .ops.base import Builtin, is_tensor, is_value, kind_of
+from .ops.base import BUILTINS, Builtin, is_tensor, is_value, kind_of
 from .source import Source
 from .types import RefType, ScalarType, resolve
 
@@ -54,6 +54,27 @@ _NICE = {"While": "a while loop", "With": "a with statement", "Try": "try/except
          "Match": "match"}
 _DEBUG = {"print": object(), "breakpoint": object()}
 _LIST_METHODS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse"})
+
+
+def _is_array_library(fn) -> bool:
+  """jnp.exp, np.exp, math.exp, ...: functions whose ml.* counterpart a user likely wants."""
+  mod = getattr(fn, "__module__", None) or ""
+  return mod.split(".")[0] in ("jax", "jaxlib", "numpy", "math") or type(fn).__name__ == "ufunc"
+
+
+def _static_result(cx, name, out):
+  """A static call's result as the kernel sees it: Python numbers, tuples, dtypes, ..."""
+  if isinstance(out, (bool, int, float, str, type(None), DType)) or isinstance(out, type):
+    return out
+  if isinstance(out, (tuple, list)):
+    return tuple(_static_result(cx, name, x) for x in out)
+  if getattr(out, "shape", None) == () and hasattr(out, "item"):     # a NumPy or JAX scalar
+    return out.item()
+  if hasattr(out, "shape"):
+    raise E.KernelTypeError(
+        f"{name}(...) returned an array of shape {tuple(out.shape)} while tracing; a kernel's tensors"
+        f" are built with ml.* functions", cx.loc, hint="use ml.zeros, ml.full, ml.arange, or load it from an input")
+  return out
 
 
 def _holds_value(x) -> bool:
@@ -517,23 +538,39 @@ class Tracer(ast.NodeVisitor):
       if fn is builtins.range:
         self.unsupported(node, "range() outside a for statement")
       held = next((a for a in list(args) + list(kwargs.values()) if _holds_value(a)))
+      name = getattr(fn, "__name__", repr(fn))
+      ours = BUILTINS.get(name) if _is_array_library(fn) else None
       raise E.KernelTypeError(
-          f"{getattr(fn, '__name__', repr(fn))} cannot take"
+          f"{name} cannot take"
           f" {kind_of(held) if is_value(held) else 'a tuple of register values'} inside a kernel", cx.loc,
-          hint="kernels call ml.* functions on register values; decorate a helper of your own with"
-               " @ml.inline to call it here")
+          hint=f"use ml.{name}: kernels call ml.* functions on register values" if ours is not None else
+          "kernels call ml.* functions on register values; decorate a helper of your own with"
+          " @ml.inline to call it here")
     if fn in PY_BUILTINS.values():
       try:
         return fn(*args, **kwargs)
       except Exception as e:
         raise E.KernelTypeError(f"{getattr(fn, '__name__', fn)}(...) failed: {e}", cx.loc,
                                 hint="static values compute as in Python") from None
-    if callable(fn):
-      raise E.UnsupportedSyntaxError(
-          f"calling {getattr(fn, '__name__', repr(fn))} is not supported in a kernel", cx.loc,
-          hint="decorate it with @ml.inline to trace it into the kernel")
+    if callable(fn):      # a Python function of static values (shapes, constexprs): computed now
+      return self.static_call(cx, fn, args, kwargs)
     raise E.KernelTypeError(f"{self.text(node.func)} is not callable", cx.loc,
                             hint="call ml.* functions or @ml.inline helpers")
+
+  def static_call(self, cx, fn, args, kwargs):
+    """`fn(*args)` of static values, called while tracing (`math.sqrt(d)`, a helper of the
+    user's on shapes); a NumPy or JAX scalar result becomes a Python number."""
+    name = getattr(fn, "__name__", repr(fn))
+    try:
+      out = fn(*args, **kwargs)
+    except E.KernelError:
+      raise
+    except Exception as e:
+      raise E.KernelTypeError(
+          f"{name}(...) of static values failed while tracing: {type(e).__name__}: {e}", cx.loc,
+          hint="a Python function called on static values (shapes, constexprs) runs while the kernel"
+               " is traced; one that computes on register values needs @ml.inline") from None
+    return _static_result(cx, name, out)
 
   # ------------------------------------------------------------ print and breakpoint
   def trace_print(self, node):

@@ -96,6 +96,11 @@ def check_count(pk, n_in: int, bounds: tuple[int, int], name: str, loc, *, outpu
   if lo < 0:
     msg = (f"out_shape describes {plural(len(refs) - lo, 'output')}, but {name} has only"
            f" {plural(len(refs), 'ref parameter')} ({', '.join(refs)})")
+  elif lo == hi and outputs_known and n_in > lo:
+    outs = len(refs) - lo
+    msg = (f"{name} was called with {plural(n_in, 'input')} and out_shape describes"
+           f" {plural(outs, 'output')}: {n_in + outs} ref parameters, but {name} has"
+           f" {len(refs)} ({', '.join(refs)})")
   elif lo == hi:
     takes = f"{plural(lo, 'input')} ({', '.join(refs[:lo])})" if lo else "no inputs"
     outs = refs[lo:]

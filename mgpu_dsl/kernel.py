@@ -405,7 +405,8 @@ class KernelFunction:
 
 def mgpu_kernel(fn: Callable | None = None, *, out_shape=None, grid=(1,), block: int = 128,
                 cluster=None, interpret: bool | None = None,
-                cache_size: int = DEFAULT_CACHE_SIZE, input_output_aliases: dict | None = None) -> Any:
+                cache_size: int = DEFAULT_CACHE_SIZE, input_output_aliases: dict | None = None,
+                **unknown) -> Any:
   """Compile a Python kernel function to a Mosaic GPU kernel callable from JAX.
 
   Parameters of the kernel are GMEM refs: the inputs, then the outputs
@@ -440,7 +441,35 @@ def mgpu_kernel(fn: Callable | None = None, *, out_shape=None, grid=(1,), block:
     A `KernelFunction` (or, without `fn`, a decorator that makes one).
   """
   def wrap_fn(f):
+    if unknown:
+      raise _unknown_option(f, unknown)
     return KernelFunction(f, out_shape=out_shape, grid=grid, block=block, cluster=cluster,
                           interpret=interpret, cache_size=cache_size,
                           input_output_aliases=input_output_aliases)
   return wrap_fn(fn) if fn is not None else wrap_fn
+
+
+_OPTIONS = ("out_shape", "grid", "block", "cluster", "interpret", "cache_size", "input_output_aliases")
+_ELSEWHERE = {   # what Triton and Pallas users reach for, and where it lives here
+    "num_warps": "threads per CTA are block= (a multiple of 128: num_warps=4 is block=128)",
+    "num_stages": "pipelining is per loop: ml.range(n, stages=s)",
+    "num_ctas": "CTAs per cluster are cluster=(n,)",
+    "in_specs": "kernels index their refs themselves: ml.copy(x.at[ml.ds(i * 128, 128)], buf)",
+    "out_specs": "kernels index their refs themselves: ml.copy(buf, out.at[ml.ds(i * 128, 128)])",
+    "grid_spec": "grid= takes the CTA counts, or a callable of the inputs returning them",
+    "compiler_params": "launch options are block=, cluster= and grid=; tile sizes are constexprs",
+}
+
+
+def _unknown_option(fn, unknown: dict) -> E.KernelError:
+  """An unknown keyword of @mgpu_kernel, at the keyword in the decorator."""
+  import difflib
+  name = sorted(unknown)[0]
+  try:
+    loc = fc.parse(fn).option_loc(name)
+  except E.KernelError:
+    loc = None
+  close = difflib.get_close_matches(name, _OPTIONS, n=1)
+  hint = _ELSEWHERE.get(name) or (f"did you mean {close[0]}=?" if close else
+                                  f"@mgpu_kernel takes {', '.join(_OPTIONS)}")
+  return E.SignatureError(f"@mgpu_kernel has no option {name}=", loc, hint=hint)

@@ -1,6 +1,8 @@
 """Mistakes and habits a new user brings (found by porting Triton and Pallas kernels as a
 newcomer would): each gets a KernelError at the user's line, in the user's words, with a hint,
 and what the docs promise works."""
+import math
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -78,3 +80,92 @@ def test_list_append_says_lists_are_fixed_and_how_to_build_one():
   x = jax.random.normal(jax.random.key(0), (1024,), jnp.float32)
   np.testing.assert_allclose(append_sums(x, concat=True, interpret=True), np.asarray(x).reshape(4, 256).sum(1),
                              rtol=1e-5)
+
+
+# ---------------------------------------------------------------- Python calls on static values
+def _half(n):
+  return n // 2
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def static_calls(x, out):
+  s = 1.0 / math.sqrt(x.shape[1]) + np.sqrt(4.0) * _half(x.shape[0]) + max(x.shape[0], 3)
+  out[...] = x[...] * s
+
+
+def test_python_functions_of_static_values_run_while_tracing():
+  """docs/language.md promises it; once every call but a builtin's was 'not supported'."""
+  x = jax.random.normal(jax.random.key(1), (8, 256), jnp.float32)
+  s = 1.0 / np.sqrt(256) + 2.0 * 4 + 8
+  np.testing.assert_allclose(static_calls(x, interpret=True), np.asarray(x) * np.float32(s), rtol=1e-6)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def numpy_habits(x, out, *, fail: ml.constexpr = "jnp"):
+  if fail == "jnp":
+    out[...] = jnp.exp(x[...])
+  else:
+    out[...] = x[...] + np.zeros((8, 256))[0, 0] + _half("eight")
+
+
+def test_a_numpy_function_on_a_register_tensor_names_the_ml_function():
+  expect(numpy_habits, [S((8, 256), jnp.float32)], mg.KernelTypeError, "jnp.exp",
+         "exp cannot take a register tensor inside a kernel",
+         hint="use ml.exp: kernels call ml.* functions on register values")
+
+
+def test_static_calls_that_fail_or_return_arrays_are_located():
+  e = expect(numpy_habits, [S((8, 256), jnp.float32)], mg.KernelTypeError, "np.zeros",
+             "zeros(...) returned an array of shape (8, 256) while tracing; a kernel's tensors are built with"
+             " ml.* functions", fail="np")
+  assert e.hint == "use ml.zeros, ml.full, ml.arange, or load it from an input"
+
+
+# ---------------------------------------------------------------- Triton's arange(start, stop)
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(4,))
+def add_offsets(x, out, *, start: ml.constexpr = 0):
+  pid = ml.program_id(0)
+  offs = pid * 256 + ml.arange(start, start + 256)
+  out.at[ml.ds(pid * 256, 256)][...] = x.at[ml.ds(pid * 256, 256)][...] + offs.astype(jnp.float32)
+
+
+@pytest.mark.parametrize("start", [0, 3])
+def test_arange_takes_trions_start_and_stop(start):
+  x = jnp.zeros((1024,), jnp.float32)
+  np.testing.assert_array_equal(add_offsets(x, start=start, interpret=True), np.arange(1024) + start)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def empty_arange(x, out):
+  out[...] = x[...] + ml.arange(8, 8).astype(jnp.float32)
+
+
+def test_an_empty_arange_is_located():
+  expect(empty_arange, [S((256,), jnp.float32)], mg.KernelTypeError, "ml.arange(8, 8)",
+         "ml.arange(8, 8) is empty: stop must be above start",
+         hint="ml.arange(start, stop) holds stop - start values, e.g. ml.arange(0, 128)")
+
+
+# ---------------------------------------------------------------- the decorator and the call
+def test_an_unknown_decorator_option_is_located_at_the_keyword():
+  with pytest.raises(mg.SignatureError) as e:
+    @mg.mgpu_kernel(out_shape=lambda x: x, grid=(4,), num_warps=4)
+    def copy(x, out):
+      out[...] = x[...]
+  line = test_an_unknown_decorator_option_is_located_at_the_keyword.__code__.co_firstlineno + 2
+  assert (e.value.lineno, e.value.message) == (line, "@mgpu_kernel has no option num_warps=")
+  assert e.value.hint == "threads per CTA are block= (a multiple of 128: num_warps=4 is block=128)"
+  with pytest.raises(mg.SignatureError, match="did you mean block="):
+    mg.mgpu_kernel(out_shape=lambda x: x, blocks=128)(static_calls.fn)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (x, x))
+def two_outputs_one_param(x, out):
+  out[...] = x[...]
+
+
+def test_out_shape_with_more_outputs_than_parameters_says_so():
+  with pytest.raises(mg.SignatureError) as e:
+    two_outputs_one_param.check(S((256,), jnp.float32))
+  assert e.value.message == ("two_outputs_one_param was called with 1 input and out_shape describes 2 outputs:"
+                             " 3 ref parameters, but two_outputs_one_param has 2 (x, out)")

@@ -387,10 +387,18 @@ def full(cx, shape, value, dtype):
 
 @builtin
 def arange(cx, n, dtype=None):
-  """The register vector `[0, 1, ..., n)` (int32 unless `dtype` says otherwise).
+  """The register vector `[0, 1, ..., n)` (int32 unless `dtype` says otherwise); also
+  Triton's two-bound form `ml.arange(start, stop)` of static ints, `[start, ..., stop)`.
 
   Index grids: `ml.arange(m)[:, None] * n + ml.arange(n)[None, :]`.
   """
+  if isinstance(dtype, int) and not isinstance(dtype, bool) and isinstance(n, int) and not isinstance(n, bool):
+    start, stop = n, dtype                      # tl.arange(start, stop)
+    if stop <= start:
+      raise E.KernelTypeError(f"ml.arange({start}, {stop}) is empty: stop must be above start", cx.loc,
+                              hint="ml.arange(start, stop) holds stop - start values, e.g. ml.arange(0, 128)")
+    base = arange.rule(cx, stop - start)
+    return base if start == 0 else binary(cx, BinOp.ADD, base, start)
   if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
     raise E.KernelTypeError(f"ml.arange needs a positive static int, got {n!r}", cx.loc,
                             hint="sizes are fixed when the kernel is compiled: ml.arange(128)")
