@@ -12,10 +12,10 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,memory.used --format=csv >"$OUT
 step() {
   case "$1" in
     safety)      python3 -u -m pytest -q -p no:cacheprovider tests/test_gpu_safety.py tests/test_safety_params.py ;;
-    gputests)    python3 -u -m pytest -q -p no:cacheprovider -m gpu -k "not multicast" tests ;;
+    gputests)    python3 -u -m pytest -q -p no:cacheprovider -m gpu tests ;;
     # The whole GPU suite takes more than 300 s: two halves, each fits a step's default limit.
-    gputests_a)  python3 -u -m pytest -q -p no:cacheprovider -m gpu -k "not multicast" tests/test_[a-l]*.py ;;
-    gputests_b)  python3 -u -m pytest -q -p no:cacheprovider -m gpu -k "not multicast" tests/test_[m-z]*.py ;;
+    gputests_a)  python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_[a-l]*.py ;;
+    gputests_b)  python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_[m-z]*.py ;;
     gpu_paged)   python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_paged_attention.py tests/test_ragged.py tests/test_gpu_safety.py tests/test_persistent.py ;;
     elementwise) python3 -u benchmarks/elementwise.py ;;
     elementwise_quick) python3 -u benchmarks/elementwise.py --quick ;;
@@ -47,6 +47,7 @@ step() {
     rowwise)     python3 -u benchmarks/rowwise.py --plot "$OUT/rowwise.png" ;;
     gpu_rows)    python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_rowwise.py tests/test_paged_attention.py ;;
     examples)    for f in examples/*.py; do echo "== $f"; timeout 120 python3 -u "$f" 2>&1 | tail -5; done ;;
+    examples_mm) for f in examples/matmul.py examples/paged_attention.py; do echo "== $f"; timeout 200 python3 -u "$f" 2>&1 | tail -8; done ;;
     *)           echo "unknown step $1"; return 2 ;;
   esac
 }
