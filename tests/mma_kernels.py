@@ -76,3 +76,22 @@ def overwrite_after_dot(a, b, out):
   s = ml.dot(a_s, b_s.T)
   a_s[...] = s.astype(a.dtype)
   ml.copy(a_s, out)
+
+
+@mg.mgpu_kernel(out_shape=_abt_out)
+def dot_narrow_bt(a, b, out):
+  """out = a @ b.T with b only a few rows (n = 8, 16, 24...): the K-major B of S^T = K Q^T, whose
+  n counts 8-row tiles, not 128-byte rows."""
+  a_s, b_s = ml.smem(a.shape), ml.smem(b.shape)
+  ml.copy(a, a_s)
+  ml.copy(b, b_s)
+  out[...] = ml.dot(a_s, b_s.T)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: jax.ShapeDtypeStruct((a.shape[0], b.shape[1]), jnp.float32))
+def dot_narrow_b(a, b, out):
+  """Wrong: b stored (k, n) with n = 8, narrower than its 64-element tile rows."""
+  a_s, b_s = ml.smem(a.shape), ml.smem(b.shape)
+  ml.copy(a, a_s)
+  ml.copy(b, b_s)
+  out[...] = ml.dot(a_s, b_s)

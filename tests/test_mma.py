@@ -37,6 +37,8 @@ CASES = [
     ("two_in_flight", K.two_dots_in_flight, [(128, 64)] * 3,
      lambda a, b, c: f32(a) @ f32(c).T - (f32(a) @ f32(b).T).max(1, keepdims=True)),
     ("overwrite_operand", K.overwrite_after_dot, [(128, 64), (64, 64)], lambda a, b: f32(a) @ f32(b).T),
+    ("narrow_bT_8", K.dot_narrow_bt, [(64, 128), (8, 128)], lambda a, b: f32(a) @ f32(b).T),
+    ("narrow_bT_24", K.dot_narrow_bt, [(128, 64), (24, 64)], lambda a, b: f32(a) @ f32(b).T),
 ]
 IDS = [c[0] for c in CASES]
 
@@ -90,6 +92,13 @@ def test_gpu_matches_interpret_and_numpy(name, kernel, shapes, ref, dtype):
 
 
 # ---------------------------------------------------------------- diagnostics
+def test_narrow_b_stored_k_by_n_is_rejected_with_the_transposed_form_in_mind():
+  expect(K.dot_narrow_b, [S((64, 128), F16), S((128, 8), F16)], mg.MmaOperandError, "ml.dot(a_s, b_s)",
+         "ml.dot needs n (columns of b) to be a multiple of 64 and at most 256, got 8",
+         hint="store b's tile as (n, k) and pass it transposed, ml.dot(a, b_s.T): n may then be any multiple of 8")
+
+
+
 @mg.mgpu_kernel(out_shape=lambda a, b: S((128, 128), jnp.float32))
 def transpose_of_gmem(a, b, out):
   a_s = ml.smem(a.shape)

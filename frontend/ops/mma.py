@@ -102,7 +102,7 @@ def dot(cx, a, b, acc=None):
   Operands are float16, bfloat16, float8_e4m3fn, float8_e5m2 or int8; 8-bit
   operands are K-major: `ml.dot(a_s, bt_s.T)` with bt_s stored (n, k). `acc` is an
   (m, n) register tensor (float32; float16 also for float16 and FP8 inputs; int32
-  for int8) or None for zeros. m a multiple of 64, n a multiple of 64 up to 256,
+  for int8) or None for zeros. m a multiple of 64, n a multiple of 64 (of 8 when b is `buf.T`) up to 256,
   k a multiple of 128 bytes (64 16-bit or 128 8-bit elements).
   """
   loc = cx.loc
@@ -129,14 +129,18 @@ def dot(cx, a, b, acc=None):
         f" operands", loc, hint="convert the tiles to jnp.bfloat16 or jnp.float16 when you fill them")
   _major(cx, a, b, d)
   k_step = hw.tile_cols(d.itemsize if isinstance(d, DType) else 2)
-  n_step = hw.tile_cols(2)
+  # B stored (k, n) has n along its 128-byte rows: whole rows of 64; stored (n, k) (passed as
+  # buf.T), n counts its 8-row tiles: any multiple of WGMMA's N step.
+  n_step = hw.MMA_N_STEP if b.type.transposed else hw.tile_cols(2)
   if m % hw.MMA_M:
     raise E.MmaOperandError(f"ml.dot needs m (rows of a) to be a multiple of {hw.MMA_M}, got {m}", loc,
                             hint="use a tile of 64, 128, ... rows")
   if n % n_step or n > hw.MMA_N_MAX:
+    narrow = n < hw.MMA_N_MAX and n % hw.MMA_N_STEP == 0 and not b.type.transposed
     raise E.MmaOperandError(
         f"ml.dot needs n (columns of b) to be a multiple of {n_step} and at most {hw.MMA_N_MAX}, got {n}", loc,
-        hint="split wider tiles into several dots of at most 256 columns")
+        hint="store b's tile as (n, k) and pass it transposed, ml.dot(a, b_s.T): n may then be any multiple"
+             f" of {hw.MMA_N_STEP}" if narrow else "split wider tiles into several dots of at most 256 columns")
   if k % k_step:
     raise E.MmaOperandError(
         f"ml.dot needs k to be a multiple of {k_step} ({hw.SWIZZLE} bytes of"
