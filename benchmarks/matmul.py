@@ -91,7 +91,9 @@ def cublas(m, n, k):
 def pallas(m, n, k):
   from jax.experimental.pallas.ops.gpu import hopper_matmul_mgpu as hm
   D = hm.MatmulDimension
-  for tm, tn, steps, wg in [(128, 256, 4, D.N), (256, 128, 4, D.M), (128, 128, 4, D.N)]:
+  # Pallas's 128x256 and 256x128 tiles take two warpgroups' tiles: four steps overflow SMEM on the
+  # H200 (docs/logs/matmul_quick_session5.log), two fit.
+  for tm, tn, steps, wg in [(128, 256, 2, D.N), (256, 128, 2, D.M), (128, 256, 4, D.N), (128, 128, 4, D.N)]:
     for width in (8, 16):
       cfg = hm.TuningConfig(tile_m=tm, tile_n=tn, tile_k=64, max_concurrent_steps=steps,
                             epi_tile_m=64, epi_tile_n=64, grid_minor_dim=D.N,
