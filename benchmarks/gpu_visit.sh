@@ -28,7 +28,10 @@ step() {
     matmul_quick) python3 -u benchmarks/matmul.py --quick ;;
     multicast)   timeout 150 python3 -u -m pytest -q -p no:cacheprovider -m gpu -k multicast tests/test_warp_specialize.py ;;
     matmul_fp8)  python3 -u benchmarks/matmul_fp8.py ;;
+    matmul_fp8q) python3 -u benchmarks/matmul_fp8.py --quick ;;
+    gpu_new)     python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_mma.py tests/test_warp_specialize.py -k "narrow or producer or multicast or transposed or register" ;;
     attn_bwd)    python3 -u benchmarks/attention.py --quick --pass bwd ;;
+    attn_bwd128) python3 -u benchmarks/attention.py --quick --pass bwd --head-dim 128 ;;
     attn_fwd)    python3 -u benchmarks/attention.py --quick --pass fwd ;;
     tp)          python3 -u examples/tensor_parallel.py && python3 -u -m pytest -q -p no:cacheprovider tests/test_tensor_parallel.py ;;
     first_call)  python3 -u benchmarks/first_call.py ;;
