@@ -37,17 +37,26 @@ def cache_dir() -> str | None:
   return os.path.join(base, "mgpu_dsl")
 
 
+def source_files() -> list[str]:
+  """Every .py file of mgpu_dsl's packages, subpackages included (frontend/ops once was not:
+  an op's changed rule kept serving kernels compiled by the old one)."""
+  out = []
+  for pkg in ("mgpu_dsl", "mgpu_dsl.frontend", "mgpu_dsl.lowering"):
+    root = list(importlib.util.find_spec(pkg).submodule_search_locations)[0]
+    for folder, dirs, files in os.walk(root):
+      dirs[:] = sorted(d for d in dirs if os.path.exists(os.path.join(folder, d, "__init__.py")))
+      out += [os.path.join(folder, f) for f in sorted(files) if f.endswith(".py")]
+  return out
+
+
 @functools.lru_cache(maxsize=None)
 def package_hash() -> str:
   """A digest of mgpu_dsl's own source files: a changed compiler never reads old entries."""
   h = hashlib.sha256()
-  for pkg in ("mgpu_dsl", "mgpu_dsl.frontend", "mgpu_dsl.lowering"):
-    folder = list(importlib.util.find_spec(pkg).submodule_search_locations)[0]
-    for name in sorted(os.listdir(folder)):
-      if name.endswith(".py"):
-        h.update(name.encode())
-        with open(os.path.join(folder, name), "rb") as f:
-          h.update(f.read())
+  for path in source_files():
+    h.update(os.path.basename(path).encode())
+    with open(path, "rb") as f:
+      h.update(f.read())
   return h.hexdigest()
 
 

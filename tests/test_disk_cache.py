@@ -153,3 +153,19 @@ def test_writes_leave_no_temporary_files(cache_dir):
   fresh(_scaled).typed_ir(S((128,), F32))
   assert [os.path.basename(p) for p in glob.glob(os.path.join(cache_dir, "traced", "*"))] == [
       os.path.basename(p) for p in entries(cache_dir)]
+
+
+def test_the_compiler_digest_covers_every_module_of_the_package():
+  """Cached kernels are keyed by a digest of the compiler's sources: every module counts, the
+  op families' subpackage too (once it did not, and a changed op kept its stale kernels)."""
+  import importlib
+  import pkgutil
+  import mgpu_dsl
+  hashed = set(C.source_files())
+  missing = []
+  for m in pkgutil.walk_packages(mgpu_dsl.__path__, "mgpu_dsl."):
+    spec = importlib.util.find_spec(m.name)
+    if spec.origin and spec.origin.endswith(".py") and spec.origin not in hashed:
+      missing.append(m.name)
+  assert not missing
+  assert any(p.endswith(os.path.join("ops", "elementwise.py")) for p in hashed)

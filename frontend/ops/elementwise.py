@@ -236,6 +236,10 @@ def binary(cx, kind: BinOp, a, b):
         hint="use // for integer division, or convert with .astype(jnp.float32)")
   if d == DType.bool_ and kind not in (BinOp.AND, BinOp.OR, BinOp.XOR):
     raise E.UnsupportedDtypeError(f"{what} on boolean values", cx.loc, hint="use & | ^ on booleans")
+  if kind in (BinOp.SHL, BinOp.SHR) and isinstance(d, DType) and isinstance(b, int) and not 0 <= b < d.bits:
+    raise E.KernelTypeError(      # interpret mode catches run-time amounts; this one is known now
+        f"{what} by {b} on {d}: a shift by an amount outside 0..{d.bits - 1} is undefined on the GPU",
+        cx.loc, hint=f"keep shift amounts below the bit width ({d.bits}); to clear the value, use 0")
   return cx.b.emit(Binary, kind, a, b, loc=cx.loc, types=[result_type(shape, dt)],
                    names=[cx.name]).result
 
