@@ -169,3 +169,21 @@ def test_out_shape_with_more_outputs_than_parameters_says_so():
     two_outputs_one_param.check(S((256,), jnp.float32))
   assert e.value.message == ("two_outputs_one_param was called with 1 input and out_shape describes 2 outputs:"
                              " 3 ref parameters, but two_outputs_one_param has 2 (x, out)")
+
+
+# ---------------------------------------------------------------- shifts past the bit width
+@mg.mgpu_kernel(out_shape=lambda n: n, grid=(1,))
+def shift_left(n, out, *, c: ml.constexpr):
+  out[...] = n[...] << c
+
+
+@pytest.mark.parametrize("dtype,c,bits", [(jnp.int32, 32, 32), (jnp.int16, 20, 16), (jnp.uint32, -1, 32)], ids=str)
+def test_a_static_shift_past_the_bit_width_is_rejected(dtype, c, bits):
+  expect(shift_left, [S((256,), dtype)], mg.KernelTypeError, "n[...] << c",
+         f"<< by {c} on {jnp.dtype(dtype).name}: a shift by an amount outside 0..{bits - 1} is undefined on the GPU",
+         c=c, hint=f"keep shift amounts below the bit width ({bits}); to clear the value, use 0")
+
+
+def test_a_shift_within_the_bit_width_matches_numpy():
+  n = jnp.arange(256, dtype=jnp.int32)
+  np.testing.assert_array_equal(shift_left(n, c=31, interpret=True), np.asarray(n) << 31)
