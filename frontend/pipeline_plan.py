@@ -62,9 +62,25 @@ def make_plan(kernel, loop: For, em) -> Plan:
         hint="load the loop's tiles with ml.copy(gmem.at[...k...], buf) into buffers allocated before the loop")
   loaded = list(dict.fromkeys(windows[id(o)][0] if id(o) in windows else o.dst for o, _, _ in sites))
   stores = store_buffers(kernel, body, loaded)
-  reads = {a for u in ir.walk(body) for r, a in ir.traits_of(u).effects(u) if r in loaded}
+  reads = loaded_reads(kernel, body, loaded)
   check_fits(kernel, loaded + stores, S, len(sites), loop.loc)
   return Plan(loop, pre, S, sites, loaded, stores, reads, windows=windows)
+
+
+def loaded_reads(kernel, body, loaded) -> set:
+  """How the body touches the loaded buffers (Access kinds), through views of them too: a dot
+  that reads only `k_s.T` reads k_s (once it counted as no read, and the loop refilled the
+  stage while the tensor cores still read it)."""
+  defs = {r.id: o for o in ir.walk(kernel.body) for r in o.results}
+  ids = {b.id for b in loaded}
+
+  def root(v):
+    while isinstance(defs.get(v.id), View):
+      v = defs[v.id].ref
+    return v
+
+  return {a for u in ir.walk(body) for r, a in ir.traits_of(u).effects(u)
+          if r is not None and root(r).id in ids}
 
 
 def multibuffer(kernel, plan: Plan, em) -> None:

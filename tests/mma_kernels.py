@@ -95,3 +95,16 @@ def dot_narrow_b(a, b, out):
   ml.copy(a, a_s)
   ml.copy(b, b_s)
   out[...] = ml.dot(a_s, b_s)
+
+
+@mg.mgpu_kernel(out_shape=lambda q, k, **_: jax.ShapeDtypeStruct((q.shape[0], 64), jnp.float32))
+def scores_kt_only(q, k, out, *, stages: ml.constexpr = 2, ws: ml.constexpr = False):
+  """sum over key blocks j of q @ k_j.T: the loop's only loaded buffer is read through .T (once
+  such a loop got no dot wait, and its refill raced the tensor cores)."""
+  q_s, k_s = ml.smem((64, q.shape[1])), ml.smem((64, k.shape[1]))
+  ml.copy(q, q_s)
+  acc = ml.zeros((64, 64), jnp.float32)
+  for j in ml.range(k.shape[0] // 64, stages=stages, warp_specialize=ws):
+    ml.copy(k.at[ml.ds(j * 64, 64)], k_s)
+    acc = ml.dot(q_s, k_s.T, acc)
+  out[...] = acc

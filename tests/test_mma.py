@@ -39,6 +39,8 @@ CASES = [
     ("overwrite_operand", K.overwrite_after_dot, [(128, 64), (64, 64)], lambda a, b: f32(a) @ f32(b).T),
     ("narrow_bT_8", K.dot_narrow_bt, [(64, 128), (8, 128)], lambda a, b: f32(a) @ f32(b).T),
     ("narrow_bT_24", K.dot_narrow_bt, [(128, 64), (24, 64)], lambda a, b: f32(a) @ f32(b).T),
+    ("kT_only_pipelined", K.scores_kt_only, [(64, 64), (256, 64)],
+     lambda q, k: sum(f32(q) @ f32(k[j * 64:(j + 1) * 64]).T for j in range(4))),
 ]
 IDS = [c[0] for c in CASES]
 
@@ -73,6 +75,18 @@ def test_pipelined_transposed_operand_reads_this_iterations_stage():
   text = K.dot_bt.typed_ir(S((128, 256), F16), S((128, 256), F16), stages=3)
   line = next(x for x in text.splitlines() if "transpose=True" in x)
   assert "ref<SMEM, 3x128x64" not in line and "index=[%" in line    # a stage index first
+
+
+@pytest.mark.parametrize("stages,ws", [(2, False), (3, False), (3, True)])
+def test_a_loop_reading_its_loads_only_through_transposed_views_waits_for_its_dots(stages, ws):
+  """A dot reading k_s.T reads k_s: the refill waits for it (DotWait) and reuses the previous
+  iteration's stage. Once the loop counted no read at all and refilled the stage in use."""
+  q, k = rand(1, (64, 64), F16), rand(2, (256, 64), F16)
+  got = K.scores_kt_only(q, k, stages=stages, ws=ws, interpret=True)     # a RaceError before
+  np.testing.assert_allclose(got, sum(f32(q) @ f32(k[j * 64:(j + 1) * 64]).T for j in range(4)), rtol=1e-3,
+                             atol=1e-3)
+  text = K.scores_kt_only.typed_ir(S((64, 64), F16), S((256, 64), F16), stages=stages, ws=ws)
+  assert "dotwait pending=1" in text
 
 
 def test_register_a_operand_takes_the_wgmma_layout():
