@@ -128,18 +128,6 @@ def test_smem_held_layernorm_rows_match_the_reference(dtype, parts, center):
   np.testing.assert_allclose(rstd, jax.lax.rsqrt(var + 1e-5), rtol=1e-5)
 
 
-@pytest.mark.parametrize("slots,wb_parts", [(2, 1), (3, 2), (6, 4)])
-def test_smem_held_layernorm_fetches_w_and_b_in_parts_of_chunks(slots, wb_parts):
-  """w and b by TMA into `slots` SMEM slots of 1/wb_parts of a chunk each, refilled as read."""
-  x, w, b, _ = _layernorm_case(F32, 2, 8192)
-  y, _, _ = LN.layernorm_smem(x, w, b, 1e-5, wb_slots=slots, wb_parts=wb_parts, interpret=True)
-  close(y, LN.reference(x, w, b), F32)
-  S = jax.ShapeDtypeStruct
-  text = LN.layernorm_smem_rows.typed_ir(S((2, 32, 256), F32), S((32, 256), F32), S((32, 256), F32), chunks=8,
-                                          parts=1, eps=1e-5, wb_slots=slots, wb_parts=wb_parts)
-  assert f"ref<SMEM, {slots}x{4 // wb_parts}x256, float32> = smemalloc" in text
-
-
 def test_long_rows_take_the_smem_forward_and_the_windowed_backward():
   assert LN.smem_config(32768, 4) == (8, 1) and LN.smem_config(65536, 4) == (8, 2)
   assert LN.smem_config(32768 + 128, 4) is None                    # not whole 256-column segments
