@@ -118,8 +118,7 @@ def _smem_out(x, w, b, **meta):
 @mg.mgpu_kernel(out_shape=_smem_out, grid=lambda x, w, b, *, parts, **meta: (x.shape[0] * parts,),
                 cluster=lambda x, w, b, *, parts, **meta: (parts,))
 def layernorm_smem_rows(x, w, b, y, mean, rstd, *, chunks: ml.constexpr, parts: ml.constexpr,
-                        eps: ml.constexpr, center: ml.constexpr = True, wb_slots: ml.constexpr = 0,
-                        wb_parts: ml.constexpr = 1):
+                        eps: ml.constexpr, center: ml.constexpr = True, wb_slots: ml.constexpr = 0):
   """One row per cluster of `parts` CTAs, each holding 1/parts of it in SMEM (x viewed as
   (n, d // SEG, SEG), w and b as (d // SEG, SEG)). `center=False` is RMS norm (b unused).
 
@@ -128,8 +127,7 @@ def layernorm_smem_rows(x, w, b, y, mean, rstd, *, chunks: ml.constexpr, parts: 
   (mean, squared deviations) through distributed shared memory (Chan's parallel variance);
   then each chunk is normalised in place and stored by TMA while the next is computed.
   w and b come in by chunks: into registers one chunk ahead of their use, or, with `wb_slots`,
-  by TMA into that many SMEM slots (the first ones issued with the row's loads), each slot
-  1/`wb_parts` of a chunk: more, smaller slots fetch further ahead in the same SMEM."""
+  by TMA into that many SMEM slots (the first ones issued with the row's loads)."""
   i = ml.program_id(0)
   row, part = i // parts, i % parts
   segs = x.shape[1] // parts                 # SEG-wide rows of x's row this CTA holds
@@ -141,15 +139,13 @@ def layernorm_smem_rows(x, w, b, y, mean, rstd, *, chunks: ml.constexpr, parts: 
     ml.copy(x.at[row, ml.ds(first + c * per, per)], x_s.at[ml.ds(c * per, per)])
   # w and b come from GMEM (L2) one chunk ahead of their use, or several by TMA: the first
   # chunks' now, so the last pass does not wait for them.
-  sub = per // wb_parts if wb_slots else per        # rows of x one w, b slot covers
-  units = segs // sub
   if wb_slots:
-    w_s = ml.smem((wb_slots, sub, SEG), w.dtype)
-    b_s = ml.smem((wb_slots, sub, SEG), b.dtype)
-    for u in ml.static_range(min(wb_slots, units)):
-      ml.copy(w.at[ml.ds(first + u * sub, sub)], w_s.at[u])
+    w_s = ml.smem((wb_slots, per, SEG), w.dtype)
+    b_s = ml.smem((wb_slots, per, SEG), b.dtype)
+    for c in ml.static_range(min(wb_slots, chunks)):
+      ml.copy(w.at[ml.ds(first + c * per, per)], w_s.at[c])
       if center:
-        ml.copy(b.at[ml.ds(first + u * sub, sub)], b_s.at[u])
+        ml.copy(b.at[ml.ds(first + c * per, per)], b_s.at[c])
   else:
     w_next = w.at[ml.ds(first, per)][...]
     b_next = b.at[ml.ds(first, per)][...] if center else None
@@ -177,24 +173,24 @@ def layernorm_smem_rows(x, w, b, y, mean, rstd, *, chunks: ml.constexpr, parts: 
     mu = ml.max(mu_all)                      # every lane holds the same values
     m2 = ml.max(m2_all)
   r = ml.rsqrt(m2 / d + eps)
-  for c in ml.static_range(units):           # `sub` rows of x at a time
+  for c in ml.static_range(chunks):
     if wb_slots:
       w_c = w_s.at[c % wb_slots][...]
       b_c = b_s.at[c % wb_slots][...] if center else None
-      if c + wb_slots < units:               # the slot just read takes a later part
-        ml.copy(w.at[ml.ds(first + (c + wb_slots) * sub, sub)], w_s.at[c % wb_slots])
+      if c + wb_slots < chunks:              # the slot just read takes a later chunk
+        ml.copy(w.at[ml.ds(first + (c + wb_slots) * per, per)], w_s.at[c % wb_slots])
         if center:
-          ml.copy(b.at[ml.ds(first + (c + wb_slots) * sub, sub)], b_s.at[c % wb_slots])
+          ml.copy(b.at[ml.ds(first + (c + wb_slots) * per, per)], b_s.at[c % wb_slots])
     else:
       w_c, b_c = w_next, b_next
-      if c + 1 < units:
-        w_next = w.at[ml.ds(first + (c + 1) * sub, sub)][...]
-        b_next = b.at[ml.ds(first + (c + 1) * sub, sub)][...] if center else None
-    out = (x_s.at[ml.ds(c * sub, sub)][...].astype(F32) - mu) * r * w_c.astype(F32)
+      if c + 1 < chunks:
+        w_next = w.at[ml.ds(first + (c + 1) * per, per)][...]
+        b_next = b.at[ml.ds(first + (c + 1) * per, per)][...] if center else None
+    out = (x_s.at[ml.ds(c * per, per)][...].astype(F32) - mu) * r * w_c.astype(F32)
     if center:
       out = out + b_c.astype(F32)
-    x_s.at[ml.ds(c * sub, sub)][...] = out.astype(y.dtype)
-    ml.copy(x_s.at[ml.ds(c * sub, sub)], y.at[row, ml.ds(first + c * sub, sub)])
+    x_s.at[ml.ds(c * per, per)][...] = out.astype(y.dtype)
+    ml.copy(x_s.at[ml.ds(c * per, per)], y.at[row, ml.ds(first + c * per, per)])
   if part == 0:                              # the row's first part writes its statistics
     mean[row] = mu
     rstd[row] = r
@@ -202,8 +198,7 @@ def layernorm_smem_rows(x, w, b, y, mean, rstd, *, chunks: ml.constexpr, parts: 
     ml.cluster_sync()                        # no CTA exits while a peer still reads its SMEM
 
 
-def layernorm_smem(x, w, b, eps=1e-5, *, center=True, chunks=None, parts=None, wb_slots=None, wb_parts=1,
-                   interpret=None):
+def layernorm_smem(x, w, b, eps=1e-5, *, center=True, chunks=None, parts=None, wb_slots=None, interpret=None):
   """layernorm_smem_rows on a 2-D x (its last dimension a multiple of SEG): (y, mean, rstd).
   `wb_slots` (default: 2 for 4-byte elements, whose rows fill a CTA's SMEM alone anyway; else 0)."""
   n, d = x.shape
@@ -213,7 +208,7 @@ def layernorm_smem(x, w, b, eps=1e-5, *, center=True, chunks=None, parts=None, w
   y, mean, rstd = layernorm_smem_rows(x.reshape(n, d // SEG, SEG), w.reshape(d // SEG, SEG),
                                       b.reshape(d // SEG, SEG), chunks=chunks, parts=parts, eps=eps,
                                       center=center, wb_slots=(2 if x.dtype.itemsize == 4 else 0)
-                                      if wb_slots is None else wb_slots, wb_parts=wb_parts, interpret=interpret)
+                                      if wb_slots is None else wb_slots, interpret=interpret)
   return y.reshape(n, d), mean, rstd
 
 
