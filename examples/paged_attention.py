@@ -111,17 +111,14 @@ def _grid_mma(q, k_pages, *rest, splits, **meta):
 @mg.mgpu_kernel(out_shape=_parts_mma, grid=_grid_mma)
 def paged_attention_parts_mma(q, k_pages, v_pages, block_tables, lengths, o_part, m_part, l_part, *,
                               splits: ml.constexpr, group: ml.constexpr, stages: ml.constexpr = 2,
-                              tokens: ml.constexpr = 64, q_regs: ml.constexpr = False,
-                              ws: ml.constexpr = False):
+                              tokens: ml.constexpr = 64, q_regs: ml.constexpr = False):
   """The tensor-core variant, for grouped-query attention: per (sequence, kv head, split), the
   query heads sharing the kv head are the rows of one 64-row tile, so each step (`tokens`, a
   multiple of 64: one page or several) is one `q @ k.T` and one `p @ v` on the tensor cores,
   and the online softmax runs along the rows as in flash attention.
 
   The group's rows of q (batch, heads, head_dim) come in by a masked load, the tile's other
-  rows as zeros. `q_regs` keeps the query tile in registers, so its SMEM goes to the stages.
-  `ws` has a producer warpgroup issue the page loads (warp specialisation); it reads the page
-  table from GMEM, since it cannot wait for a copy of it in SMEM."""
+  rows as zeros. `q_regs` keeps the query tile in registers, so its SMEM goes to the stages."""
   kv_heads, page, dim = k_pages.shape[0], k_pages.shape[2], k_pages.shape[3]
   bk = ml.program_id(0)
   s = ml.program_id(1)
@@ -132,7 +129,7 @@ def paged_attention_parts_mma(q, k_pages, v_pages, block_tables, lengths, o_part
   first = s * per_split
   # First what needs no run-time value: the page-table entries' copy and q's load are in flight
   # while the sequence's length is read, and the first pages' loads wait only for the table.
-  staged = per_split % 4 == 0 and not ws                 # TMA moves whole 16-byte rows
+  staged = per_split % 4 == 0                            # TMA moves whole 16-byte rows
   if staged:   # the split's page-table entries in SMEM: one read of GMEM, not one per page a step
     table = ml.smem((per_split,), jnp.int32)
     ml.copy(block_tables.at[b, ml.ds(first, per_split)], table)
@@ -151,7 +148,7 @@ def paged_attention_parts_mma(q, k_pages, v_pages, block_tables, lengths, o_part
   m = ml.full((ROWS,), MASK, jnp.float32)
   l = ml.zeros((ROWS,), jnp.float32)
   acc = ml.zeros((ROWS, dim), jnp.float32)
-  for i in ml.range(count, stages=stages, warp_specialize=ws):
+  for i in ml.range(count, stages=stages):
     for j in ml.static_range(block):                     # pages past the last load it again (masked)
       slot = ml.minimum(i * block + j, last - first)
       pool_page = table[slot] if staged else block_tables[b, first + slot]
@@ -207,9 +204,9 @@ def combine_splits(o_part, m_part, l_part, out, *, dtype: ml.constexpr):
 
 
 @functools.partial(jax.jit, static_argnames=("splits", "stages", "tensor_cores", "tokens", "q_regs",
-                                             "fused_combine", "ws", "interpret"))
+                                             "fused_combine", "interpret"))
 def paged_attention(q, k_pages, v_pages, block_tables, lengths, *, splits=8, stages=None, tensor_cores=None,
-                    tokens=64, q_regs=True, fused_combine=True, ws=False, interpret=False):
+                    tokens=64, q_regs=True, fused_combine=True, interpret=False):
   """Decode attention: q (batch, heads, head_dim) over pages (kv_heads, pages, page_size, head_dim).
 
   `tensor_cores` (default: when several query heads share a kv head) puts each kv head's query
@@ -228,7 +225,7 @@ def paged_attention(q, k_pages, v_pages, block_tables, lengths, *, splits=8, sta
   if tensor_cores:
     o_part, m_part, l_part = paged_attention_parts_mma(
         q, k_pages, v_pages, block_tables, lengths, splits=splits, group=group,
-        stages=stages or 3, tokens=tokens, q_regs=q_regs, ws=ws, interpret=interpret)
+        stages=stages or 3, tokens=tokens, q_regs=q_regs, interpret=interpret)
     if fused_combine and (b * heads) % COMBINE_ROWS == 0:
       return combine_splits(o_part, m_part, l_part, dtype=q.dtype, interpret=interpret).reshape(b, heads, d)
     return combine(o_part.transpose(1, 0, 2).reshape(b, heads, splits, d), m_part.T.reshape(b, heads, splits),

@@ -28,14 +28,6 @@ def test_interpret_matches_reference(shape, splits):
                              atol=2e-3, rtol=2e-3)
 
 
-@pytest.mark.parametrize("stages", [2, 3])
-def test_warp_specialized_tensor_core_path_reads_its_page_table_from_gmem(stages):
-  args = pa.make_inputs(jax.random.key(7), 2, 8, 2, 128, 16, 16)
-  got = pa.paged_attention(*args, splits=2, stages=stages, tensor_cores=True, ws=True, interpret=True)
-  np.testing.assert_allclose(np.asarray(got, np.float32), np.asarray(pa.reference(*args), np.float32),
-                             atol=2e-3, rtol=2e-3)
-
-
 @pytest.mark.parametrize("q_regs", [False, True])
 def test_tensor_core_path_reads_the_groups_query_rows_itself(q_regs):
   args = pa.make_inputs(jax.random.key(5), 2, 12, 3, 128, 16, 8)     # 3 kv heads of 4 query heads
@@ -127,9 +119,9 @@ def test_dropout_exports_for_cuda():
 @pytest.mark.parametrize("shape,splits", [((8, 16, 4, 128, 16, 64), 8), ((4, 8, 8, 128, 32, 32), 4),
                                           ((2, 4, 2, 128, 16, 8), 2)], ids=["gqa", "mha_page32", "small"])
 @pytest.mark.parametrize("tc,opts", [(True, {}), (True, {"q_regs": False}), (True, {"q_regs": True, "stages": 2}),
-                                     (True, {"fused_combine": False}), (True, {"ws": True}), (False, {})],
+                                     (True, {"fused_combine": False}), (False, {})],
                          ids=["tensor_cores", "tensor_cores_q_smem", "tensor_cores_stages2", "tensor_cores_xla_combine",
-                              "tensor_cores_ws", "cuda_cores"])
+                              "cuda_cores"])
 def test_gpu_matches_reference_and_interpret(shape, splits, tc, opts):
   args = pa.make_inputs(jax.random.key(6), *shape)
   got = np.asarray(pa.paged_attention(*args, splits=splits, tensor_cores=tc, **opts), np.float32)
