@@ -30,7 +30,12 @@ def _cluster_ref(ctx, o):
   dim = (gpu.Dimension.x, gpu.Dimension.y, gpu.Dimension.z)[o.axis]
   cta = operand(ctx, o.cta)
   cta = arith.constant(index(), cta) if isinstance(cta, int) else to_index(cta)
-  ctx.set(o.result, mgpu.utils.get_cluster_ref(ctx.memref(ctx.get(o.ref)), dim, cta))
+  src = ctx.get(o.ref)
+  peer = mgpu.utils.get_cluster_ref(ctx.memref(src), dim, cta)
+  rid = src.root_id if isinstance(src, ctx.View) else ctx.root_ids.get(id(src))
+  if rid is not None:       # the peer's buffer is laid out as ours: the same tiling and swizzle
+    ctx.root_ids[id(peer)] = rid
+  ctx.set(o.result, peer)
 
 
 def _register_memref(ctx, ref, t):
@@ -47,6 +52,12 @@ def _register_memref(ctx, ref, t):
   return mem, tiled
 
 
+def _local(mem) -> bool:
+  """Whether `mem` is this CTA's SMEM: Mosaic GPU's optimized tiled transfers take only that;
+  a peer's buffer (`ml.cluster_ref`, a generic address) goes element by element."""
+  return mgpu.utils.is_smem_ref(ir.MemRefType(mem.type))
+
+
 def _as_one_tile(mem):
   """`mem` with as many leading unit dimensions as it has dimensions: one tile of a tiled
   transfer. (Mosaic GPU's load_untiled reshapes, which fails on strided windows.)"""
@@ -61,7 +72,7 @@ def _load(ctx, o):
   mem, tiled = _register_memref(ctx, ctx.get(o.ref), t)
   signed = t.dtype.is_signed
   if tiled is not None:
-    x = fa.FragmentedArray.load_tiled(mem, swizzle=tiled.swizzle, is_signed=signed)
+    x = fa.FragmentedArray.load_tiled(mem, swizzle=tiled.swizzle, is_signed=signed, optimized=_local(mem))
   elif t.layout.kind == LayoutKind.STRIDED:
     x = fa.FragmentedArray.load_strided(mem, is_signed=signed, vec_size=t.layout.vec)
   else:
@@ -75,7 +86,7 @@ def _store(ctx, o):
   mem, tiled = _register_memref(ctx, ctx.get(o.ref), o.value.type)
   value, t = ctx.get(o.value), o.value.type
   if tiled is not None:
-    value.store_tiled(mem, swizzle=tiled.swizzle)
+    value.store_tiled(mem, swizzle=tiled.swizzle, optimized=_local(mem))
   elif t.layout.kind == LayoutKind.STRIDED:
     value.store_untiled(mem, optimized=False)
   else:

@@ -108,3 +108,20 @@ def scores_kt_only(q, k, out, *, stages: ml.constexpr = 2, ws: ml.constexpr = Fa
     ml.copy(k.at[ml.ds(j * 64, 64)], k_s)
     acc = ml.dot(q_s, k_s.T, acc)
   out[...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: jax.ShapeDtypeStruct((128, 64), jnp.float32), grid=(2,), cluster=(2,))
+def peer_partial_sums(a, b, c):
+  """Each CTA of a pair computes its rows' a @ b into SMEM (tiled for the dot's layout) and adds
+  the peer's through ml.cluster_ref (once an InternalError: the peer's tiling was not known)."""
+  pid = ml.program_id(0)
+  a_s, b_s = ml.smem((64, 64)), ml.smem((64, 64))
+  ml.copy(a.at[ml.ds(pid * 64, 64)], a_s)
+  ml.copy(b, b_s)
+  acc = ml.dot(a_s, b_s)
+  part = ml.smem((64, 64), jnp.float32)
+  part[...] = acc
+  ml.cluster_sync()
+  other = ml.cluster_ref(part, 1 - pid)[...]
+  ml.cluster_sync()
+  c.at[ml.ds(pid * 64, 64)][...] = acc + other

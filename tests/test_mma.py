@@ -41,6 +41,8 @@ CASES = [
     ("narrow_bT_24", K.dot_narrow_bt, [(128, 64), (24, 64)], lambda a, b: f32(a) @ f32(b).T),
     ("kT_only_pipelined", K.scores_kt_only, [(64, 64), (256, 64)],
      lambda q, k: sum(f32(q) @ f32(k[j * 64:(j + 1) * 64]).T for j in range(4))),
+    ("peer_tiled_smem", K.peer_partial_sums, [(128, 64), (64, 64)],
+     lambda a, b: (lambda p: p + np.concatenate([p[64:], p[:64]]))(f32(a) @ f32(b))),
 ]
 IDS = [c[0] for c in CASES]
 
