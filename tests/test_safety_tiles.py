@@ -267,7 +267,8 @@ def test_a_pipelined_buffer_sliced_in_the_loop_is_reported_at_the_slice():
   expect(sliced_in_loop, [S((256, 64), F16), S((64, 64), F16)], mg.PipelineError, "a_s.at[0:64]",
          "a_s is loaded by TMA in a pipelined loop, so the loop may only read it whole (ml.dot, ml.copy"
          " from it, or [...])",
-         hint="write results into a separate ml.smem buffer (the compiler multi-buffers it too)")
+         hint="read it whole (a_s[...]) and slice the register value, or load only the window you need into a"
+              " buffer of that shape")
 
 
 def _loop(stages, guarded_load, register_read):
