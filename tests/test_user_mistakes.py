@@ -187,3 +187,19 @@ def test_a_static_shift_past_the_bit_width_is_rejected(dtype, c, bits):
 def test_a_shift_within_the_bit_width_matches_numpy():
   n = jnp.arange(256, dtype=jnp.int32)
   np.testing.assert_array_equal(shift_left(n, c=31, interpret=True), np.asarray(n) << 31)
+
+
+# ---------------------------------------------------------------- tensor-core tiles and warpgroups
+@mg.mgpu_kernel(out_shape=lambda a, b: S((64, 64), jnp.float32), block=256)
+def small_tile_two_warpgroups(a, b, out):
+  a_s, b_s = ml.smem((64, 64)), ml.smem((64, 64))
+  ml.copy(a, a_s)
+  ml.copy(b, b_s)
+  out[...] = ml.dot(a_s, b_s)
+
+
+def test_a_dot_tile_too_short_for_the_warpgroups_is_reported_as_such():
+  """Once a LayoutError saying the dot's own result 'meets a tensor-core result'."""
+  expect(small_tile_two_warpgroups, [S((64, 64), jnp.float16)] * 2, mg.MmaOperandError, "ml.dot(a_s, b_s)",
+         "ml.dot with block=256 splits m across 2 warpgroups of 64 rows each, so m must be a multiple of 128,"
+         " got 64", hint="use block=128 for a 64-row tile, or tiles of 128 rows")

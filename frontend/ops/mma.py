@@ -135,6 +135,13 @@ def dot(cx, a, b, acc=None):
   if m % hw.MMA_M:
     raise E.MmaOperandError(f"ml.dot needs m (rows of a) to be a multiple of {hw.MMA_M}, got {m}", loc,
                             hint="use a tile of 64, 128, ... rows")
+  groups = cx.b.threads // hw.WARPGROUP
+  if m % (hw.MMA_M * groups):
+    raise E.MmaOperandError(
+        f"ml.dot with block={cx.b.threads} splits m across {groups} warpgroups of {hw.MMA_M} rows each,"
+        f" so m must be a multiple of {hw.MMA_M * groups}, got {m}", loc,
+        hint=f"use block={hw.WARPGROUP * (m // hw.MMA_M)} for a {m}-row tile, or tiles of"
+             f" {hw.MMA_M * groups} rows")
   if n % n_step or n > hw.MMA_N_MAX:
     narrow = n < hw.MMA_N_MAX and n % hw.MMA_N_STEP == 0 and not b.type.transposed
     raise E.MmaOperandError(
