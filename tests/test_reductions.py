@@ -67,7 +67,8 @@ def test_exports_for_cuda(name, kernel, make_args, kw, ref, tol):
 
 def test_softmax_without_the_max_would_overflow():
   x = rand(0, (8, 512), scale=1e4)
-  assert not np.isfinite(np.exp(np.asarray(x))).all()
+  with np.errstate(over="ignore"):            # the overflow is the point
+    assert not np.isfinite(np.exp(np.asarray(x))).all()
   assert np.isfinite(np.asarray(R.softmax_rows(x, rows=8, interpret=True))).all()
 
 
