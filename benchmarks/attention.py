@@ -50,6 +50,8 @@ def ours_configs(d):
                ex.Config(bq=128, bkv=64, stages=4, dkv_bq=128, dkv_bkv=128, dkv_stages=2, dq_bkv=64)],
           128: [ex.Config(bq=128, bkv=128, stages=2, dkv_bq=64, dkv_bkv=128, dkv_stages=2, dq_bkv=128,
                           dq_stages=2),
+                ex.Config(bq=128, bkv=128, stages=3, dkv_bq=64, dkv_bkv=128, dkv_stages=2, dq_bkv=64,
+                          dq_stages=3),                 # the overlapped forward at the default's depth
                 ex.Config(bq=128, bkv=64, stages=4, dkv_bq=64, dkv_bkv=128, dkv_stages=2, dq_bkv=64)]}
   variants = [base, dataclasses.replace(base, ws=True), dataclasses.replace(base, overlap=False, fused_bwd=False),
               dataclasses.replace(base, overlap=False, fused_bwd=False, ws=True)]
