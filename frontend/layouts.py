@@ -65,6 +65,7 @@ class _Solver:
     self.tensors: dict[int, ir.Value] = {}
     self.first_use: dict[int, ir.Op] = {}
     self.seeds, self.mma_roots = set(), set()
+    self.unit_vec = set()      # nodes read from or written to windows strided in their last dimension
     self.relations = []        # (child node, parent node, dropped axes, op)
     self.rows = 64 * (kernel.block // hw.WARPGROUP)   # WGMMA rows: warpgroups split them
 
@@ -111,12 +112,29 @@ class _Solver:
     for r in o.results:
       self.node(r)
 
+  def minor_strided(self, ref) -> bool:
+    """Whether a window's elements are apart in its last dimension: a view that indexes its
+    root's last dimension away (x.at[:, :, 0] of an (n, d, 2) array). Vectors of such a
+    window would read neighbours that are not its elements: it moves one element at a time."""
+    chain, d = [], self.defs.get(ref.id)
+    while isinstance(d, View):
+      chain.append(d)
+      d = self.defs.get(d.ref.id)
+    last_kept = True                    # the root's last dimension is still a dimension of the view
+    for view in reversed(chain):        # from the root outwards
+      if last_kept and view.index and view.index[-1].squeeze and not view.transpose:
+        last_kept = False
+    return not last_kept and bool(chain) and any(not i.squeeze for i in chain[0].index)
+
   def _memory(self, o):
     (ref, _), = [(r, a) for r, a in ir.traits_of(o).effects(o)]
     self.join(*[v for v in [*o.results, *o.operands()] if _is_tensor(v)])   # value, mask, result
+    strided = self.minor_strided(ref)
     for v in [*o.results, *o.operands()]:
       if _is_tensor(v):
         self.node(v)
+        if strided:
+          self.unit_vec.add(("v", v.id))
         if self.local_smem(ref):
           self.uf.union(("v", v.id), ("smem", self.root(ref).id))
 
@@ -243,8 +261,11 @@ class _Solver:
           f" that works on 2-D tiles (and vectors), not on {len(bad.type.shape)}-D tensors",
           where.loc if where else o.loc,
           hint="reshape to 2-D first: x.reshape((rows, cols)), reduce or broadcast, then reshape back")
-    # 16-byte accesses of the widest dtype (Mosaic GPU reduces at most 128 bits a lane across warps).
+    # 16-byte accesses of the widest dtype (Mosaic GPU reduces at most 128 bits a lane across warps),
+    # one element when a member moves to or from a window strided in its last dimension.
     widest = 16 // max((d.itemsize for d in dtypes), default=4)
+    if any(self.uf.find(u) in comp for u in self.unit_vec):
+      widest = 1
     R = [v.type.shape[0] for v in tiles]
     C = [v.type.shape[1] for v in tiles]
     for k in (1, 2, 4):
@@ -301,9 +322,23 @@ class _Solver:
         while vec > 1 and n % (hw.WARPGROUP * vec):
           vec //= 2
         strided_vec[cls] = min(strided_vec.get(cls, vec), vec)
+    for u in self.unit_vec:
+      if uf.find(u) in strided_vec:
+        strided_vec[uf.find(u)] = 1
+    unit = {uf.find(u) for u in self.unit_vec}
     for cls in list(strided_vec):        # short vectors: a column vector of a tile, held by the lanes
       vs = [v for v in self.members.get(cls, [])]
-      if vs and all(len(v.type.shape) == 1 for v in vs) and any(v.type.shape[0] % hw.WARPGROUP for v in vs):
+      short = vs and all(len(v.type.shape) == 1 for v in vs) and any(v.type.shape[0] % hw.WARPGROUP for v in vs)
+      if short and cls in unit:          # that layout moves vectors of elements side by side
+        v = next(v for v in vs if v.type.shape[0] % hw.WARPGROUP)
+        where = self.first_use.get(v.id)
+        raise E.LayoutError(
+            f"{v.name or 'this vector'} of shape {v.type.shape} comes from or goes to a window strided in"
+            f" its last dimension (its elements are not next to each other), and such a window moves a"
+            f" multiple of {hw.WARPGROUP} elements, one per thread", where.loc if where else self.kernel.loc,
+            hint=f"move a window of a multiple of {hw.WARPGROUP} elements (more rows at once), or lay the"
+                 f" array out with this dimension last")
+      if short:
         lay = _vector_layout({v.type.shape[0] for v in vs}, [v.type.dtype for v in vs])
         if lay is not None:
           layout[cls] = lay

@@ -203,3 +203,53 @@ def test_a_dot_tile_too_short_for_the_warpgroups_is_reported_as_such():
   expect(small_tile_two_warpgroups, [S((64, 64), jnp.float16)] * 2, mg.MmaOperandError, "ml.dot(a_s, b_s)",
          "ml.dot with block=256 splits m across 2 warpgroups of 64 rows each, so m must be a multiple of 128,"
          " got 64", hint="use block=128 for a 64-row tile, or tiles of 128 rows")
+
+
+# ---------------------------------------------------------------- windows strided in their last dimension
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def swap_pairs(x, out):
+  """x (n, d, 2): the interleaved halves of RoPE; each view's elements are 2 apart."""
+  out.at[:, :, 0][...] = x.at[:, :, 1][...]
+  out.at[:, :, 1][...] = x.at[:, :, 0][...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape[:2], x.dtype))
+def scaled_evens(x, out):
+  v = x.at[:, :, 0][...]
+  out[...] = v / ml.max(v, axis=1)[:, None]          # a row-wise tile from a strided window
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape[:1], x.dtype))
+def short_column(x, out):
+  out[...] = x.at[:, 1][...] * 2.0
+
+
+def _pairs(shape=(8, 256, 2)):
+  return jax.random.uniform(jax.random.key(3), shape, jnp.float32) + 0.5
+
+
+def test_windows_strided_in_their_last_dimension_move_element_by_element():
+  """Once an InternalError (MLIR: 'vector.load ... most minor memref dim must have unit stride')
+  at .check, while interpret mode ran them."""
+  x = _pairs()
+  np.testing.assert_array_equal(swap_pairs(x, interpret=True), np.asarray(x)[:, :, ::-1])
+  v = np.asarray(x)[:, :, 0]
+  np.testing.assert_allclose(scaled_evens(x, interpret=True), v / v.max(1, keepdims=True), rtol=1e-6)
+  for k in (swap_pairs, scaled_evens):
+    text = k.mlir(S(x.shape, x.dtype))
+    assert "vector<4xf32>" not in text and "vector<2xf32>" not in text
+
+
+def test_a_short_vector_of_a_strided_window_is_located():
+  expect(short_column, [S((64, 2), jnp.float32)], mg.LayoutError, "x.at[:, 1][...]",
+         "x.at[:, 1][...] of shape (64,) comes from or goes to a window strided in its last dimension (its"
+         " elements are not next to each other), and such a window moves a multiple of 128 elements, one per"
+         " thread", hint="move a window of a multiple of 128 elements (more rows at once), or lay the array out"
+                         " with this dimension last")
+
+
+@pytest.mark.gpu
+def test_strided_windows_on_the_gpu_match_interpret_mode():
+  x = _pairs()
+  np.testing.assert_array_equal(jax.jit(swap_pairs)(x), swap_pairs(x, interpret=True))
+  np.testing.assert_allclose(jax.jit(scaled_evens)(x), scaled_evens(x, interpret=True), rtol=1e-6)
