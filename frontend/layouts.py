@@ -252,10 +252,19 @@ class _Solver:
           tiles.append(v)
         else:
           vectors.append(v)
+    tiles.sort(key=lambda v: v.id)        # program order: the first mistake is the one reported
+    vectors.sort(key=lambda v: v.id)      # (a set's order changed from one call to the next)
     bad = next((v for v in tiles if len(v.type.shape) != 2), None)
     if bad is not None:
       self.reshaped_tile(bad, tiles)
       where = self.first_use.get(bad.id)
+      if len([n for n in bad.type.shape if n != 1]) <= 2:    # a tile with size-1 axes around it
+        raise E.LayoutError(
+            f"{bad.name or 'this tensor'} of shape {bad.type.shape} meets a row-wise tile (reduced or"
+            f" broadcast along its rows) through its size-1 axes; tiles are 2-D from where they are"
+            f" read", where.loc if where else o.loc,
+            hint="read it 2-D: index the size-1 axes away where you load it (x.at[i][...] rather than"
+                 " x.at[ml.ds(i, 1)][...] or x[...] of a (1, m, n) array)")
       raise E.LayoutError(
           f"{bad.name or 'this tensor'} of shape {bad.type.shape} is reduced or broadcast along an axis;"
           f" that works on 2-D tiles (and vectors), not on {len(bad.type.shape)}-D tensors",
@@ -286,20 +295,33 @@ class _Solver:
 
   def reshaped_tile(self, bad, tiles):
     """A tensor of another rank joined a row-wise tile through a reshape (say (8, 256) ->
-    (2048,) after a broadcast along the rows): reported at the reshape, in its own shapes."""
+    (2048,) after a broadcast along the rows, or (1, 100, 256) -> (100, 256) before a
+    reduction): reported at the reshape, in its own shapes."""
     from .ops.shape import Reshape
     ids = {v.id for v in tiles}
+    ones = lambda shape: tuple(n for n in shape if n != 1)
     for o in ir.walk(self.kernel.body):
-      if isinstance(o, Reshape) and bad.id in (o.x.id, o.results[0].id):
-        src, dst = o.x, o.results[0]
-        tile = src if src.id in ids and len(src.type.shape) == 2 else dst
+      if not isinstance(o, Reshape):
+        continue
+      src, dst = o.x, o.results[0]
+      if not ({src.id, dst.id} & ids) or 2 == len(src.type.shape) == len(dst.type.shape):
+        continue
+      if ones(src.type.shape) == ones(dst.type.shape):     # only size-1 axes change
+        nd = src if len(src.type.shape) != 2 else dst
         raise E.LayoutError(
-            f"reshape of {src.name or 'a tensor'} {src.type.shape} into {dst.type.shape}:"
-            f" {tile.name or 'the 2-D side'} is a row-wise tile here (it is reduced or broadcast along"
-            f" its rows, or meets such a tile), and a tile's rows live in fixed threads, so it can only"
-            f" gain or lose size-1 axes", o.loc,
-            hint="keep it 2-D and store it through a 2-D output (reshape the result outside the"
-                 " kernel), or reshape before the reduction or broadcast")
+            f"reshape of {src.name or 'a tensor'} {src.type.shape} into {dst.type.shape}: the"
+            f" {len(nd.type.shape)}-D side would join a row-wise tile (reduced or broadcast along its"
+            f" rows, or meeting such a tile), and tiles are 2-D from where they are read", o.loc,
+            hint="read it 2-D: index the size-1 axis away where you load it (x.at[i][...] rather than"
+                 " x.at[ml.ds(i, 1)][...])")
+      tile = src if src.id in ids and len(src.type.shape) == 2 else dst
+      raise E.LayoutError(
+          f"reshape of {src.name or 'a tensor'} {src.type.shape} into {dst.type.shape}:"
+          f" {tile.name or 'the 2-D side'} is a row-wise tile here (it is reduced or broadcast along"
+          f" its rows, or meets such a tile), and a tile's rows live in fixed threads, so it can only"
+          f" gain or lose size-1 axes", o.loc,
+          hint="keep it 2-D and store it through a 2-D output (reshape the result outside the"
+               " kernel), or reshape before the reduction or broadcast")
 
   def conflict(self, c, p, axes, o, layout, members):
     vec = (members.get(c) or [None])[0]

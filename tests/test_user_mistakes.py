@@ -253,3 +253,18 @@ def test_strided_windows_on_the_gpu_match_interpret_mode():
   x = _pairs()
   np.testing.assert_array_equal(jax.jit(swap_pairs)(x), swap_pairs(x, interpret=True))
   np.testing.assert_allclose(jax.jit(scaled_evens)(x), scaled_evens(x, interpret=True), rtol=1e-6)
+
+
+# ---------------------------------------------------------------- size-1 axes around a tile
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[2],), jnp.float32))
+def column_sums_of_a_slab(x, out):
+  out[...] = ml.sum(x[...].reshape((x.shape[1], x.shape[2])), axis=0)     # x (1, m, n)
+
+
+def test_a_tile_read_with_a_size_1_axis_says_to_index_it_away():
+  """Once: 'reshape to 2-D first', which the kernel had done."""
+  expect(column_sums_of_a_slab, [S((1, 128, 256), jnp.float32)], mg.LayoutError, "x[...]",
+         "x[...] of shape (1, 128, 256) meets a row-wise tile (reduced or broadcast along its rows) through its"
+         " size-1 axes; tiles are 2-D from where they are read",
+         hint="read it 2-D: index the size-1 axes away where you load it (x.at[i][...] rather than"
+              " x.at[ml.ds(i, 1)][...] or x[...] of a (1, m, n) array)")
