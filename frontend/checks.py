@@ -105,7 +105,7 @@ class _Memory:
       if p.value.id not in aliased and p.value.type.shape:
         self.tracked[p.value.id] = Boxes(p.value.type.shape)
     self.first_write: dict[int, object] = {}
-    self.writers = {p.value.id: Writers(p.value.type.shape) for p in kernel.outputs if p.value.type.shape}
+    self.writers = {p.value.id: Writers(p.value.type.shape) for p in kernel.outputs}   # 0-d ones too
     self.errors: list = []
     self.facts = Facts()
 

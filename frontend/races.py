@@ -76,9 +76,14 @@ class Writers:
             self.locs[int(sites[i + 1])])
 
 
+ONE_WRITER = ("write it from one program (if ml.program_id(0) == 0: ...), or add every program's share"
+              " with ml.atomic_add")
+
+
 def race_error(name, race, program):
   element, p, loc_p, q, loc_q = race
   return E.RaceError(
-      f"program {program(p)} and program {program(q)} both write {name}{list(element)}: programs run in"
-      f" no fixed order, so the result depends on timing", loc_q,
-      notes=(f"{loc_p}: program {program(p)} writes it here",) if loc_p != loc_q else (), hint=OWN_WINDOW)
+      f"program {program(p)} and program {program(q)} both write {name}{list(element) if element else ''}:"
+      f" programs run in no fixed order, so the result depends on timing", loc_q,
+      notes=(f"{loc_p}: program {program(p)} writes it here",) if loc_p != loc_q else (),
+      hint=OWN_WINDOW if element else ONE_WRITER)

@@ -16,16 +16,16 @@ import numpy as np
 from ..frontend import ir
 from ..frontend.checks import uncovered_error, uninitialized_read
 from ..frontend.coverage import describe
+from ..frontend.races import ONE_WRITER, OWN_WINDOW
 from .interpret_numerics import np_dtype, poison
 from ..frontend.ops.atomic import identity
-
 
 from ..frontend.errors import InterpretError, OutOfBoundsError, RaceError  # noqa: E402,F401
 
 
 COMPILER_BUG = ("the compiler inserts this synchronisation; an IR without it is a bug in mgpu_dsl,"
                 " please report it")
-OWN_WINDOW = "give each program its own window of the output, e.g. out.at[ml.ds(ml.program_id(0) * 128, 128)]"
+
 
 
 @dataclasses.dataclass(frozen=True)
@@ -162,9 +162,10 @@ class Memory:
     who = f"program {self.pid_of(other)}" if other >= 0 else "another program"
     notes = (f"{self.wlocs[(ref.root.id, other)]}: {who} writes it here",) if (ref.root.id, other) in self.wlocs else ()
     raise RaceError(
-        f"{who} and program {cta.pid} both access {ref.name}{list(elem)}, and one writes it:"
-        f" programs run in no fixed order, so the result depends on timing", self.kernel.loc,
-        notes=notes + (f"{o.loc}: program {cta.pid} accesses it here",), hint=OWN_WINDOW)
+        f"{who} and program {cta.pid} both access {ref.name}{list(elem) if len(elem) else ''}, and one"
+        f" writes it: programs run in no fixed order, so the result depends on timing", self.kernel.loc,
+        notes=notes + (f"{o.loc}: program {cta.pid} accesses it here",),
+        hint=OWN_WINDOW if len(elem) else ONE_WRITER)
 
   def check_covered(self):
     """Every element of every output that starts without values is written by some program."""

@@ -268,3 +268,18 @@ def test_a_tile_read_with_a_size_1_axis_says_to_index_it_away():
          " size-1 axes; tiles are 2-D from where they are read",
          hint="read it 2-D: index the size-1 axes away where you load it (x.at[i][...] rather than"
               " x.at[ml.ds(i, 1)][...] or x[...] of a (1, m, n) array)")
+
+
+# ---------------------------------------------------------------- a 0-d output every program writes
+@mg.mgpu_kernel(out_shape=lambda x: S((), jnp.float32), grid=(4,))
+def total_by_every_program(x, out):
+  out[...] = ml.sum(x[...])
+
+
+def test_every_program_writing_a_0d_output_is_a_race_found_when_compiling():
+  """Once only interpret mode saw it: the grid's write check skipped 0-d outputs."""
+  expect(total_by_every_program, [S((128,), jnp.float32)], mg.RaceError, "out[...] =",
+         "program (0, 0, 0) and program (1, 0, 0) both write out: programs run in no fixed order, so the"
+         " result depends on timing",
+         hint="write it from one program (if ml.program_id(0) == 0: ...), or add every program's share with"
+              " ml.atomic_add")
