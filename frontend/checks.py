@@ -271,7 +271,8 @@ def uncovered_error(name, shape, missing, g, grid, loc):
       f" elements of {name} would stay uninitialised", loc,
       hint=f"launch enough programs for their windows to cover {name} {tuple(shape)} (for tiles of t rows,"
            f" grid=lambda x: ((x.shape[0] + t - 1) // t,); ml.copy stores drop what falls outside the array),"
-           f" or write the rest")
+           f" or write the rest; to update part of an input in place, alias it to {name}:"
+           f" @mgpu_kernel(..., input_output_aliases={{input index: output index}})")
 
 
 def _rank(grid) -> int:

@@ -136,7 +136,8 @@ def test_a_grid_that_leaves_rows_unwritten_is_rejected():
          " 64000 elements of out would stay uninitialised",
          hint="launch enough programs for their windows to cover out (1000, 64) (for tiles of t rows,"
               " grid=lambda x: ((x.shape[0] + t - 1) // t,); ml.copy stores drop what falls outside the"
-              " array), or write the rest")
+              " array), or write the rest; to update part of an input in place, alias it to out:"
+              " @mgpu_kernel(..., input_output_aliases={input index: output index})")
 
 
 def test_a_ceiling_grid_of_tma_tiles_covers_a_ragged_output():
