@@ -283,3 +283,23 @@ def test_every_program_writing_a_0d_output_is_a_race_found_when_compiling():
          " result depends on timing",
          hint="write it from one program (if ml.program_id(0) == 0: ...), or add every program's share with"
               " ml.atomic_add")
+
+
+# ---------------------------------------------------------------- 1-D vectors of any multiple of 8
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def double_vector(x, out):
+  out[...] = x[...] * 2.0
+
+
+@pytest.mark.parametrize("n", [1000, 64, 256])
+def test_vectors_of_a_multiple_of_8_elements_interpret_and_build(n):
+  x = jnp.arange(n, dtype=jnp.float32)
+  np.testing.assert_array_equal(double_vector(x, interpret=True), np.asarray(x) * 2)
+  double_vector.check(S((n,), jnp.float32))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("n", [1000, 64, 256])
+def test_vectors_of_a_multiple_of_8_elements_on_the_gpu(n):
+  x = jnp.arange(n, dtype=jnp.float32)
+  np.testing.assert_array_equal(jax.jit(double_vector)(x), np.asarray(x) * 2)
