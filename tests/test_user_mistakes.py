@@ -303,3 +303,33 @@ def test_vectors_of_a_multiple_of_8_elements_interpret_and_build(n):
 def test_vectors_of_a_multiple_of_8_elements_on_the_gpu(n):
   x = jnp.arange(n, dtype=jnp.float32)
   np.testing.assert_array_equal(jax.jit(double_vector)(x), np.asarray(x) * 2)
+
+
+# ---------------------------------------------------------------- argmax and argmin of rows holding NaN
+@mg.mgpu_kernel(out_shape=lambda x: (S((x.shape[0],), jnp.int32),) * 2)
+def arg_extremes(x, hi, lo):
+  v = x[...]
+  hi[...] = ml.argmax(v, 1)
+  lo[...] = ml.argmin(v, 1)
+
+
+def _with_nans():
+  x = np.random.RandomState(0).randn(8, 128).astype(np.float32)
+  x[0, 5] = x[3, 100] = x[3, 7] = x[5, 127] = np.nan
+  return jnp.asarray(x)
+
+
+def test_argmax_and_argmin_point_at_the_first_nan_as_jnp_does():
+  """Once the index was the row length (out of range): NaN == max is never true."""
+  x = _with_nans()
+  hi, lo = arg_extremes(x, interpret=True)
+  np.testing.assert_array_equal(hi, jnp.argmax(x, 1))
+  np.testing.assert_array_equal(lo, jnp.argmin(x, 1))
+
+
+@pytest.mark.gpu
+def test_argmax_and_argmin_with_nans_on_the_gpu():
+  x = _with_nans()
+  hi, lo = jax.jit(arg_extremes)(x)
+  np.testing.assert_array_equal(hi, jnp.argmax(x, 1))
+  np.testing.assert_array_equal(lo, jnp.argmin(x, 1))

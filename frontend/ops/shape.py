@@ -275,6 +275,9 @@ def _arg(cx, x, axis, kind, what):
   (a,) = _axes(cx, axis, len(shape), what)
   best = reduce(cx, kind, x, a, True)
   hit = ew.compare(cx, ew.CmpOp.EQ, x, best)
+  d = resolve(x.type.dtype)
+  if isinstance(d, DType) and d.is_float:   # a NaN is the extreme, as in jnp (max and min propagate it;
+    hit = ew.binary(cx, ew.BinOp.OR, hit, ew.compare(cx, ew.CmpOp.NE, x, x))   # x == NaN is never true)
   iota = ew.arange.apply(cx, (shape[a],), {})
   iota = reshape_(cx, iota, tuple(n if i == a else 1 for i, n in enumerate(shape)))
   idx = ew.where_(cx, hit, iota, shape[a])
