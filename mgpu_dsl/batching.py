@@ -37,6 +37,17 @@ def call(kernel, args, constexprs, interpret, levels=(), hit=None):
 def batched(kernel, xs, constexprs, interpret, levels, size, in_batched):
   """One more batch level (size `size`, outermost) over a call at `levels`."""
   import jax
+  import jax.numpy as jnp
+  lead = (size,) + tuple(n for n, _ in levels)
+  if size == 0:                      # nothing to launch: empty outputs of the right shapes
+    spec = kernel._specialise(unbatched_specs(xs, ((size, in_batched),) + tuple(levels)), constexprs)
+    return [jnp.zeros(lead + tuple(s.shape), s.dtype) for s in spec.out_specs]
+  xs, in_batched = list(xs), list(in_batched)
+  for i in (kernel.input_output_aliases or {}):   # an aliased output is batched: so is its input
+    if not in_batched[i]:                          # (inner levels did the same for theirs)
+      xs[i] = jnp.broadcast_to(xs[i], (size,) + tuple(xs[i].shape))
+      in_batched[i] = True
+  in_batched = tuple(in_batched)
   new = ((size, in_batched),) + tuple(levels)
   grid = kernel._grid_of(unbatched_specs(xs, new), constexprs)
   if _free_axis(grid) is not None:

@@ -93,3 +93,29 @@ def test_vmap_on_the_gpu_matches_interpret_mode():
   y = jax.vmap(jax.vmap(K.double))(rand(10, (2, 3, 256, 64)))
   assert y.shape == (2, 3, 256, 64)
   np.testing.assert_array_equal(jax.vmap(uses_grid_z)(x), x + 1)
+
+
+# ---------------------------------------------------------------- edge batches (from a newcomer probe)
+@mg.mgpu_kernel(out_shape=lambda cache, new: cache, input_output_aliases={0: 0})
+def write_second_block(cache, new, out):
+  out.at[128:256][...] = new[...]
+
+
+def test_vmap_of_an_aliased_kernel_broadcasts_an_unbatched_aliased_input():
+  """The aliased output is batched, so its input must be too (was an InternalError in interpret
+  mode and a shape mismatch from Mosaic GPU when exported)."""
+  cache, new = jnp.arange(512, dtype=jnp.float32), jnp.ones((2, 128), jnp.float32)
+  got = jax.vmap(lambda c, n: write_second_block(c, n, interpret=True), in_axes=(None, 0))(cache, new)
+  want = np.stack([np.asarray(cache)] * 2)
+  want[:, 128:256] = 1.0
+  np.testing.assert_array_equal(got, want)
+  exported = jax.export.export(jax.jit(jax.vmap(write_second_block, in_axes=(None, 0))), platforms=["cuda"])(
+      cache, new)
+  assert exported.out_avals[0].shape == (2, 512)
+
+
+def test_vmap_over_an_empty_batch_gives_empty_outputs():
+  """Was a ZeroDivisionError from the batch's grid arithmetic."""
+  x = jnp.zeros((0, 128), jnp.float32)
+  got = jax.vmap(lambda a: write_second_block(jnp.zeros((512,)), a, interpret=True))(x)
+  assert got.shape == (0, 512)
