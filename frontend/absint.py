@@ -86,7 +86,7 @@ class GridEval:
     self.kernel, self.visit, self.budget = kernel, visit, budget
     g = kernel.grid
     self.P = g[0] * g[1] * g[2]
-    lin = np.arange(self.P, dtype=np.int64)
+    lin = np.arange(self.P if self.P <= MAX_PROGRAMS else 0, dtype=np.int64)   # (too many: not run)
     self.pid = (lin % g[0], lin // g[0] % g[1], lin // (g[0] * g[1]))
     self.env: dict[int, object] = {}
     self.defs = ir.def_table(kernel.body)

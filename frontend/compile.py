@@ -10,6 +10,7 @@ import dataclasses
 import math
 
 from . import errors as E
+from . import hw
 from . import ir
 from . import language as L
 from .builder import Builder
@@ -139,6 +140,12 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, bloc
   if batch is not None:
     _bind_batch_slices(tr, em, batch, params, n_in, loc)
     grid = tuple(math.prod(batch.sizes) if a == batch.axis else g for a, g in enumerate(grid))
+    if grid[batch.axis] > hw.MAX_GRID[batch.axis]:
+      raise E.LaunchConfigError(
+          f"jax.vmap folds a batch of {grid[batch.axis]} into grid axis {batch.axis}, and a launch has at most"
+          f" {hw.MAX_GRID[batch.axis]} CTAs along it", loc,
+          hint="vmap over smaller batches (reshape the batch and nest two vmaps, or use jax.lax.map over"
+               " chunks)")
   for c in pk.constexpr_params:
     tr.env[c] = constexprs.get(c, pk.defaults.get(c))
   for name in pk.scalar_params:

@@ -16,6 +16,7 @@ from . import wrap
 from .bench import caller_loc, has_gpu
 from .frontend import compile as fc
 from .frontend import errors as E
+from .frontend import hw
 from .frontend import ir as kir
 
 log = dump.log
@@ -206,6 +207,13 @@ class KernelFunction:
     grid = (_call_with_meta(self.grid, args, constexprs, "grid", at("grid")) if callable(self.grid)
             else self.grid)
     grid = _as_tuple3(grid, "grid", at("grid"))
+    over = next((a for a in range(3) if grid[a] > hw.MAX_GRID[a]), None)
+    if over is not None:
+      raise E.LaunchConfigError(
+          f"grid {grid} has {grid[over]} CTAs along {'xyz'[over]}; a launch has at most {hw.MAX_GRID[over]}"
+          f" there", at("grid"),
+          hint="put the long axis first (x takes up to 2**31 - 1), or let each program walk several tiles"
+               " (a persistent loop over range(ml.program_id(0), tiles, ml.num_programs(0)))")
     block = self.block
     if not isinstance(block, int) or isinstance(block, bool) or block % 128 or not 128 <= block <= 1024:
       raise E.LaunchConfigError(
@@ -367,6 +375,13 @@ class KernelFunction:
     import jax
     from . import batching
     calling.check_interpret(interpret, self.__name__, self.parsed.loc)
+    spec = next((i for i, a in enumerate(args) if isinstance(a, jax.ShapeDtypeStruct)), None)
+    if spec is not None:       # a spec has no values to run on
+      raise E.SignatureError(
+          f"{self.__name__}: input {spec} is a jax.ShapeDtypeStruct; a call runs the kernel on arrays",
+          caller_loc() or self.parsed.loc,
+          hint=f"build or inspect it for specs with {self.__name__}.check(*specs), .typed_ir(*specs) or"
+               f" .mlir(*specs); to run it, pass arrays")
     args = self._scalar_args(args)
     hit = self._compile(args, constexprs)
     outs = batching.call(self, args, constexprs, self._interpret(interpret), hit=hit)

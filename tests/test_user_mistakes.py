@@ -333,3 +333,30 @@ def test_argmax_and_argmin_with_nans_on_the_gpu():
   hi, lo = jax.jit(arg_extremes)(x)
   np.testing.assert_array_equal(hi, jnp.argmax(x, 1))
   np.testing.assert_array_equal(lo, jnp.argmin(x, 1))
+
+
+# ---------------------------------------------------------------- launch limits and calls with specs
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (1, x.shape[0] // 128))
+def rows_along_y(x, out):
+  r = ml.ds(ml.program_id(1) * 128, 128)
+  out.at[r][...] = x.at[r][...] * 2.0
+
+
+def test_a_grid_past_cudas_limit_along_y_is_rejected_at_the_grid():
+  with pytest.raises(mg.LaunchConfigError) as e:
+    rows_along_y.check(S((70000 * 128,), jnp.float32))
+  assert e.value.message == "grid (1, 70000, 1) has 70000 CTAs along y; a launch has at most 65535 there"
+  rows_along_y.check(S((65535 * 128,), jnp.float32))
+
+
+def test_a_vmap_batch_past_the_limit_of_its_grid_axis_is_rejected():
+  x = jnp.zeros((70000, 128), jnp.float32)
+  with pytest.raises(mg.LaunchConfigError, match="jax.vmap folds a batch of 70000 into grid axis 2"):
+    jax.export.export(jax.jit(jax.vmap(rows_along_y)), platforms=["cuda"])(x)
+
+
+def test_calling_a_kernel_on_specs_says_to_use_check():
+  with pytest.raises(mg.SignatureError) as e:
+    rows_along_y(S((256,), jnp.float32), interpret=True)
+  assert e.value.message == "rows_along_y: input 0 is a jax.ShapeDtypeStruct; a call runs the kernel on arrays"
+  assert ".check(*specs)" in e.value.hint
