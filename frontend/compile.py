@@ -9,6 +9,8 @@ import ast
 import dataclasses
 import math
 
+import numpy as np
+
 from . import errors as E
 from . import hw
 from . import ir
@@ -147,7 +149,8 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, bloc
           hint="vmap over smaller batches (reshape the batch and nest two vmaps, or use jax.lax.map over"
                " chunks)")
   for c in pk.constexpr_params:
-    tr.env[c] = constexprs.get(c, pk.defaults.get(c))
+    v = constexprs.get(c, pk.defaults.get(c))
+    tr.env[c] = v.item() if isinstance(v, np.generic) else v    # np.float32(3.0) is a Python number here
   for name in pk.scalar_params:
     _bind_scalar_param(pk, tr, em, name, n_in)
   try:

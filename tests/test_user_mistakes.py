@@ -360,3 +360,32 @@ def test_calling_a_kernel_on_specs_says_to_use_check():
     rows_along_y(S((256,), jnp.float32), interpret=True)
   assert e.value.message == "rows_along_y: input 0 is a jax.ShapeDtypeStruct; a call runs the kernel on arrays"
   assert ".check(*specs)" in e.value.hint
+
+
+@mg.mgpu_kernel(out_shape=lambda n: n, grid=(1,))
+def divide_by(n, out, *, c: ml.constexpr, op: ml.constexpr = "//"):
+  out[...] = n[...] // c if op == "//" else n[...] % c
+
+
+@pytest.mark.parametrize("op", ["//", "%"])
+def test_a_static_integer_division_by_zero_is_rejected(op):
+  at = "n[...] // c" if op == "//" else "n[...] % c"
+  expect(divide_by, [S((256,), jnp.int32)], mg.KernelTypeError, at,
+         f"{op} by 0 on int32: integer division by zero is undefined on the GPU", c=0, op=op,
+         hint="divide by a non-zero constant, or guard the divisor: ml.where(d != 0, x // d, 0)")
+
+
+def test_numpy_scalars_are_python_numbers_as_constexprs():
+  x = jnp.arange(256, dtype=jnp.int32)
+  np.testing.assert_array_equal(divide_by(x, c=np.int32(7), interpret=True), np.asarray(x) // 7)
+
+
+def test_an_int64_tensor_takes_64_bit_python_ints():
+  """With x64 on; the 32-bit range rule was applied to int64 operands too."""
+  before = jax.config.jax_enable_x64
+  jax.config.update("jax_enable_x64", True)
+  try:
+    n = jnp.arange(256, dtype=jnp.int64)
+    np.testing.assert_array_equal(add_constant(n, c=3 * 10 ** 9, interpret=True), np.asarray(n) + 3 * 10 ** 9)
+  finally:
+    jax.config.update("jax_enable_x64", before)

@@ -165,14 +165,15 @@ def check_python_int(cx, value, dtype, what):
   d = resolve(dtype) if dtype is not None else INDEX
   if isinstance(d, DType) and d.is_float:       # converted to the float type, as a float would be
     return
-  lo, hi = -2 ** 31, 2 ** 31 - 1
+  lo, hi, kind = -2 ** 31, 2 ** 31 - 1, "int32"
   if isinstance(d, DType) and d.is_int and d.is_signed is False:
-    lo, hi = -2 ** 31, 2 ** 32 - 1
+    lo, hi, kind = -2 ** 31, 2 ** 32 - 1, "uint32"
+  if d == DType.i64:                             # an int64 operand (jax_enable_x64) takes 64-bit ones
+    lo, hi, kind = -2 ** 63, 2 ** 63 - 1, "int64"
   if not lo <= value <= hi:
-    kind = "uint32" if hi > 2 ** 31 else "int32"
     raise E.KernelTypeError(
-        f"{what} uses the Python int {value}, which does not fit in {kind}: kernels compute in 32"
-        f" bits (a larger constant would silently lose its high bits)", cx.loc,
+        f"{what} uses the Python int {value}, which does not fit in {kind}: kernels compute in"
+        f" {kind[-2:]} bits (a larger constant would silently lose its high bits)", cx.loc,
         hint="use a constant in range, or a float (e.g. float(...)) if you meant floating point")
 
 
@@ -236,6 +237,9 @@ def binary(cx, kind: BinOp, a, b):
         hint="use // for integer division, or convert with .astype(jnp.float32)")
   if d == DType.bool_ and kind not in (BinOp.AND, BinOp.OR, BinOp.XOR):
     raise E.UnsupportedDtypeError(f"{what} on boolean values", cx.loc, hint="use & | ^ on booleans")
+  if kind in (BinOp.FLOORDIV, BinOp.MOD) and isinstance(d, DType) and d.is_int and isinstance(b, int) and b == 0:
+    raise E.KernelTypeError(f"{what} by 0 on {d}: integer division by zero is undefined on the GPU", cx.loc,
+                            hint="divide by a non-zero constant, or guard the divisor: ml.where(d != 0, x // d, 0)")
   if kind in (BinOp.SHL, BinOp.SHR) and isinstance(d, DType) and isinstance(b, int) and not 0 <= b < d.bits:
     raise E.KernelTypeError(      # interpret mode catches run-time amounts; this one is known now
         f"{what} by {b} on {d}: a shift by an amount outside 0..{d.bits - 1} is undefined on the GPU",
