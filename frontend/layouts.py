@@ -374,6 +374,10 @@ class _Solver:
     o = self.first_use.get(v.id)
     loc = o.loc if o else self.kernel.loc
     shape = v.type.shape
+    if math.prod(shape) == 0:
+      raise E.LayoutError(
+          f"{v.name or 'this tensor'} has shape {shape}: no elements, and a register tensor needs some",
+          loc, hint="call the kernel only on non-empty arrays (outside it, an empty output needs no kernel)")
     if lay.kind == LayoutKind.STRIDED:
       if math.prod(shape) % hw.WARPGROUP:
         raise E.LayoutError(

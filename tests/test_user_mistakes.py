@@ -389,3 +389,13 @@ def test_an_int64_tensor_takes_64_bit_python_ints():
     np.testing.assert_array_equal(add_constant(n, c=3 * 10 ** 9, interpret=True), np.asarray(n) + 3 * 10 ** 9)
   finally:
     jax.config.update("jax_enable_x64", before)
+
+
+@pytest.mark.parametrize("shape", [(0,), (0, 128), (128, 0)], ids=str)
+def test_a_register_tensor_of_no_elements_is_reported_in_both_modes(shape):
+  """Once interpret mode returned an empty array while .check raised an InternalError."""
+  expect(double_vector, [S(shape, jnp.float32)], mg.LayoutError, "x[...]",
+         f"x[...] has shape {shape}: no elements, and a register tensor needs some",
+         hint="call the kernel only on non-empty arrays (outside it, an empty output needs no kernel)")
+  with pytest.raises(mg.LayoutError):
+    double_vector(jnp.zeros(shape, jnp.float32), interpret=True)
