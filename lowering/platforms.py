@@ -23,6 +23,12 @@ _OURS += (os.path.dirname(os.path.abspath(__file__)) + os.sep,)                 
 
 
 def no_gpu_error(name: str, platform: str, loc: Loc) -> E.KernelError:
+  if "cuda" in platform:           # an export for several platforms, cpu among them
+    return E.NoGpuError(
+        f"{name} runs on an NVIDIA Hopper GPU (it is a Mosaic GPU kernel), but the call is being compiled"
+        f" for {platform}: a Mosaic GPU kernel has no lowering for the other platforms", loc,
+        hint="export for platforms=['cuda'] alone; for the CPU, export a function that calls the kernel"
+             " with interpret=True")
   return E.NoGpuError(
       f"{name} runs on an NVIDIA Hopper GPU (it is a Mosaic GPU kernel), but the call is being compiled"
       f" for {platform}: JAX sees no GPU here", loc,

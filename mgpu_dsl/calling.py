@@ -83,6 +83,13 @@ def check_inputs(pk, args, bounds: tuple[int, int], name: str, loc) -> None:
     if not ok:
       raise E.SignatureError(cap(f"{name}: {what} has dtype {a.dtype}, which kernels do not support"),
                              loc, hint=f"supported dtypes: {SUPPORTED_DTYPES}")
+    sym = next((d for d in a.shape if not isinstance(d, int)), None)
+    if sym is not None:       # jax.export's shape polymorphism: a symbolic dimension
+      raise E.SignatureError(
+          cap(f"{name}: {what} has shape {tuple(a.shape)}, with the symbolic dimension {sym}; a kernel is"
+              f" compiled for concrete shapes"), loc,
+          hint="export once per shape you need (concrete jax.ShapeDtypeStruct specs), or pad to a few"
+               " fixed sizes")
   check_count(pk, len(args), bounds, name, loc)
 
 

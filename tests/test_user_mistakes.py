@@ -399,3 +399,15 @@ def test_a_register_tensor_of_no_elements_is_reported_in_both_modes(shape):
          hint="call the kernel only on non-empty arrays (outside it, an empty output needs no kernel)")
   with pytest.raises(mg.LayoutError):
     double_vector(jnp.zeros(shape, jnp.float32), interpret=True)
+
+
+# ---------------------------------------------------------------- exports the kernel cannot take
+def test_an_export_with_a_symbolic_dimension_says_kernels_are_concrete():
+  n = jax.export.symbolic_shape("n")[0]
+  with pytest.raises(mg.SignatureError, match="symbolic dimension n; a kernel is compiled for concrete shapes"):
+    jax.export.export(jax.jit(double_vector), platforms=["cuda"])(S((256, n), jnp.float32))
+
+
+def test_an_export_for_cuda_and_cpu_names_the_cpu_as_the_problem():
+  with pytest.raises(mg.NoGpuError, match="has no lowering for the other platforms"):
+    jax.export.export(jax.jit(double_vector), platforms=["cuda", "cpu"])(S((256,), jnp.float32))
