@@ -54,7 +54,8 @@ def _input_hint(x) -> str:
     return "kernels take arrays positionally; pass the dict's arrays one by one"
   if isinstance(x, (bool, int, float, complex)):
     return ("a compile-time constant is a keyword-only (or `name: ml.constexpr`) parameter passed"
-            " by keyword; a runtime scalar is a 1-element array: jnp.asarray([v])")
+            " by keyword; a runtime scalar is a parameter annotated `name: ml.scalar` (pass an int or"
+            " float), or a 0-d array read with name[...]")
   return "pass a jax or numpy array (or a jax.ShapeDtypeStruct to typed_ir/mlir/check)"
 
 

@@ -245,7 +245,12 @@ class KernelFunction:
     import numpy as np
     args = list(args)
     for p in self.parsed.scalar_positions():
-      if p < len(args) and isinstance(args[p], (int, float)) and not isinstance(args[p], bool):
+      if p < len(args) and isinstance(args[p], bool):
+        name = self.parsed.ref_params[p]
+        raise E.SignatureError(f"{self.__name__}: {name} is an ml.scalar parameter, given the bool {args[p]}",
+                               caller_loc() or self.parsed.loc,
+                               hint=f"ml.scalar values are ints or floats: pass int({name}) (1 or 0)")
+      if p < len(args) and isinstance(args[p], (int, float)):
         args[p] = np.asarray(args[p], np.float32 if isinstance(args[p], float) else np.int32)
     return tuple(args)
 

@@ -411,3 +411,19 @@ def test_an_export_with_a_symbolic_dimension_says_kernels_are_concrete():
 def test_an_export_for_cuda_and_cpu_names_the_cpu_as_the_problem():
   with pytest.raises(mg.NoGpuError, match="has no lowering for the other platforms"):
     jax.export.export(jax.jit(double_vector), platforms=["cuda", "cpu"])(S((256,), jnp.float32))
+
+
+# ---------------------------------------------------------------- runtime scalars
+@mg.mgpu_kernel(out_shape=lambda x, a: x)
+def scale_by(x, a: ml.scalar, out):
+  out[...] = x[...] * a
+
+
+def test_a_bool_for_an_ml_scalar_says_what_to_pass():
+  """Once the generic hint asked for a 1-element array, which ml.scalar rejects."""
+  x = jnp.ones((256,), jnp.float32)
+  np.testing.assert_array_equal(scale_by(x, 3.0, interpret=True), np.full(256, 3.0, np.float32))
+  with pytest.raises(mg.SignatureError) as e:
+    scale_by(x, True, interpret=True)
+  assert e.value.message == "scale_by: a is an ml.scalar parameter, given the bool True"
+  assert e.value.hint == "ml.scalar values are ints or floats: pass int(a) (1 or 0)"
