@@ -35,7 +35,7 @@ step() {
     attn_fwd)    python3 -u benchmarks/attention.py --quick --pass fwd ;;
     attn_fwd128) python3 -u benchmarks/attention.py --quick --pass fwd --head-dim 128 ;;
     gpu_mma)     python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_mma.py ;;
-    gpu_final)   python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_mma.py tests/test_user_mistakes.py tests/test_disk_cache.py ;;
+    gpu_final)   python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_mma.py tests/test_user_mistakes.py tests/test_disk_cache.py tests/test_vmap.py tests/test_reductions.py tests/test_calling.py ;;
     tp)          python3 -u examples/tensor_parallel.py && python3 -u -m pytest -q -p no:cacheprovider tests/test_tensor_parallel.py ;;
     first_call)  python3 -u benchmarks/first_call.py ;;
     softmax_long) python3 -u benchmarks/softmax_long_rows.py ;;
