@@ -67,8 +67,31 @@ def _shift_right(a, b):
   return np.right_shift(a, b)    # arithmetic for signed, logical for unsigned, as shrsi / shrui
 
 
+def ieee_maximum(a, b):
+  """NaN-propagating maximum with -0.0 < +0.0 (the GPU's maximumf, jnp.maximum); numpy's
+  returns its first operand for two zeros."""
+  r = np.maximum(a, b)
+  return np.where((a == 0) & (b == 0), np.add(a, b), r)           # -0 + +0 = +0; -0 + -0 = -0
+
+
+def ieee_minimum(a, b):
+  r = np.minimum(a, b)
+  return np.where((a == 0) & (b == 0), -np.add(-a, -b), r)        # -0 if either zero is negative
+
+
+def ieee_reduce(kind_max: bool, x, axis):
+  """max or min of x over `axis`, with the signed-zero rule of ieee_maximum / ieee_minimum."""
+  r = (np.max if kind_max else np.min)(x, axis=axis)
+  if not np.issubdtype(x.dtype, np.floating):
+    return r
+  zero = np.asarray(x) == 0
+  keep = ~np.signbit(x) if kind_max else np.signbit(x)     # the zero that wins
+  won = np.any(zero & keep, axis=axis)
+  return np.where((r == 0) & won, np.where(kind_max, np.abs(r), -np.abs(r)).astype(r.dtype), r)
+
+
 FLOAT_BIN = {B.ADD: np.add, B.SUB: np.subtract, B.MUL: np.multiply, B.DIV: np.divide,
-             B.MAX: np.maximum, B.MIN: np.minimum, B.MOD: np.mod,
+             B.MAX: ieee_maximum, B.MIN: ieee_minimum, B.MOD: np.mod,
              B.FLOORDIV: lambda a, b: np.floor(np.divide(a, b))}
 INT_BIN = {B.ADD: np.add, B.SUB: np.subtract, B.MUL: np.multiply, B.FLOORDIV: np.floor_divide,
            B.MOD: np.mod, B.MAX: np.maximum, B.MIN: np.minimum, B.AND: np.bitwise_and,

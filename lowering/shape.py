@@ -97,7 +97,7 @@ def _i_reduce(cta, o):
     c = np.float32 if d.is_float else N.np_dtype(d)
     r = np.sum(x.astype(c), axis=o.axes, dtype=c)
   else:
-    r = (np.max if o.kind == ReduceKind.MAX else np.min)(x, axis=o.axes)
+    r = N.ieee_reduce(o.kind == ReduceKind.MAX, x, o.axes)
   cta.set(o.result, np.asarray(r).astype(N.np_dtype(d)))
 
 

@@ -428,3 +428,29 @@ def test_a_bool_for_an_ml_scalar_says_what_to_pass():
     scale_by(x, True, interpret=True)
   assert e.value.message == "scale_by: a is an ml.scalar parameter, given the bool True"
   assert e.value.hint == "ml.scalar values are ints or floats: pass int(a) (1 or 0)"
+
+
+# ---------------------------------------------------------------- signed zeros in max and min
+@mg.mgpu_kernel(out_shape=lambda a, b: (a, a, S((8,), a.dtype), S((8,), a.dtype)))
+def extremes(a, b, hi, lo, row_hi, row_lo):
+  x, y = a[...], b[...]
+  hi[...] = ml.maximum(x, y)
+  lo[...] = ml.minimum(x, y)
+  row_hi[...] = ml.max(x, axis=1)
+  row_lo[...] = ml.min(x, axis=1)
+
+
+def test_max_and_min_order_signed_zeros_as_the_gpu_and_jnp_do():
+  """-0.0 < +0.0 (the GPU's maximumf); interpret mode once followed numpy's operand order."""
+  a, b = np.zeros((8, 128), np.float32), np.zeros((8, 128), np.float32)
+  a[0] = -0.0
+  b[1] = -0.0
+  a[2] = b[2] = -0.0
+  a[3, 5] = np.nan
+  a[5] = -0.0
+  a[5, 3] = 0.0
+  got = extremes(jnp.asarray(a), jnp.asarray(b), interpret=True)
+  want = (jnp.maximum(a, b), jnp.minimum(a, b), jnp.max(a, 1), jnp.min(a, 1))
+  for g, w in zip(got, want):
+    np.testing.assert_array_equal(g, w)
+    np.testing.assert_array_equal(np.signbit(np.asarray(g)), np.signbit(np.asarray(w)))
