@@ -174,10 +174,20 @@ class KernelFunction:
       raise E.LaunchConfigError("@mgpu_kernel needs out_shape=", loc,
                                 hint="out_shape=jax.ShapeDtypeStruct(shape, dtype), or lambda x: x")
     static = hasattr(out, "shape") or not callable(out)
-    calling.check_inputs(pk, args, self._input_bounds(pk), name, loc)
     at = pk.option_loc      # launch configuration mistakes point at the decorator's argument
+
+    def no_outputs():
+      if not jax.tree.leaves(out):
+        raise E.LaunchConfigError(
+            f"out_shape describes no outputs ({calling.describe(out)}); a kernel returns at least one array",
+            at("out_shape"), hint="describe its outputs: out_shape=jax.ShapeDtypeStruct(shape, dtype); to"
+                                  " update an input in place, alias it (input_output_aliases={0: 0}) and return it")
+    if static:
+      no_outputs()
+    calling.check_inputs(pk, args, self._input_bounds(pk), name, loc)   # before any user callable runs
     if not static:
       out = _call_with_meta(out, args, constexprs, "out_shape", at("out_shape"))
+      no_outputs()
     leaves, treedef = jax.tree.flatten(out)
     if not leaves or not all(calling.is_array_like(l) for l in leaves):
       raise E.LaunchConfigError(calling.cap(f"out_shape must give arrays or jax.ShapeDtypeStructs,"

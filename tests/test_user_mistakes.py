@@ -454,3 +454,16 @@ def test_max_and_min_order_signed_zeros_as_the_gpu_and_jnp_do():
   for g, w in zip(got, want):
     np.testing.assert_array_equal(g, w)
     np.testing.assert_array_equal(np.signbit(np.asarray(g)), np.signbit(np.asarray(w)))
+
+
+@mg.mgpu_kernel(out_shape=())
+def no_outputs(x):
+  x[...] = x[...] * 2.0
+
+
+def test_an_out_shape_of_no_outputs_says_so():
+  """Once reported as a parameter count that named the input as an output."""
+  with pytest.raises(mg.LaunchConfigError) as e:
+    no_outputs.check(S((256,), jnp.float32))
+  assert e.value.message.startswith("out_shape describes no outputs")
+  assert "input_output_aliases" in e.value.hint
