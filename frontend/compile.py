@@ -142,12 +142,7 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, bloc
   if batch is not None:
     _bind_batch_slices(tr, em, batch, params, n_in, loc)
     grid = tuple(math.prod(batch.sizes) if a == batch.axis else g for a, g in enumerate(grid))
-    if grid[batch.axis] > hw.MAX_GRID[batch.axis]:
-      raise E.LaunchConfigError(
-          f"jax.vmap folds a batch of {grid[batch.axis]} into grid axis {batch.axis}, and a launch has at most"
-          f" {hw.MAX_GRID[batch.axis]} CTAs along it", loc,
-          hint="vmap over smaller batches (reshape the batch and nest two vmaps, or use jax.lax.map over"
-               " chunks)")
+    check_grid_limits(grid, loc, batch.axis)
   for c in pk.constexpr_params:
     v = constexprs.get(c, pk.defaults.get(c))
     tr.env[c] = v.item() if isinstance(v, np.generic) else v    # np.float32(3.0) is a Python number here
@@ -187,6 +182,23 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, bloc
   except Exception as e:   # a bug in a pass, not in the kernel: say so, at the kernel
     raise E.InternalError.wrap(f"mgpu_dsl failed while compiling {pk.tree.name}", e, loc) from e
   return kernel
+
+
+def check_grid_limits(grid, loc, vmap_axis=None) -> None:
+  """CUDA launches at most hw.MAX_GRID CTAs along each axis; `vmap_axis` is the axis a jax.vmap
+  batch was folded into (the kernel's own grid was checked before)."""
+  over = next((a for a in range(3) if grid[a] > hw.MAX_GRID[a]), None)
+  if over is None:
+    return
+  if over == vmap_axis:
+    raise E.LaunchConfigError(
+        f"jax.vmap folds a batch of {grid[over]} into grid axis {over}, and a launch has at most"
+        f" {hw.MAX_GRID[over]} CTAs along it", loc,
+        hint="vmap over smaller batches (reshape the batch and nest two vmaps, or use jax.lax.map over chunks)")
+  raise E.LaunchConfigError(
+      f"grid {grid} has {grid[over]} CTAs along {'xyz'[over]}; a launch has at most {hw.MAX_GRID[over]} there",
+      loc, hint="put the long axis first (x takes up to 2**31 - 1), or let each program walk several tiles"
+                " (a persistent loop over range(ml.program_id(0), tiles, ml.num_programs(0)))")
 
 
 def _batch_dims(batch, i, n_in) -> list[int]:

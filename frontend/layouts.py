@@ -39,6 +39,10 @@ class SmemLayout:
   swizzle: int              # bytes
 
 
+_READ_2D = ("read it 2-D: index the size-1 axes away where you load it (x.at[i][...] rather than"
+            " x.at[ml.ds(i, 1)][...] or x[...] of a (1, m, n) array)")
+
+
 def _is_tensor(x) -> bool:
   return isinstance(x, ir.Value) and isinstance(x.type, TensorType)
 
@@ -262,9 +266,7 @@ class _Solver:
         raise E.LayoutError(
             f"{bad.name or 'this tensor'} of shape {bad.type.shape} meets a row-wise tile (reduced or"
             f" broadcast along its rows) through its size-1 axes; tiles are 2-D from where they are"
-            f" read", where.loc if where else o.loc,
-            hint="read it 2-D: index the size-1 axes away where you load it (x.at[i][...] rather than"
-                 " x.at[ml.ds(i, 1)][...] or x[...] of a (1, m, n) array)")
+            f" read", where.loc if where else o.loc, hint=_READ_2D)
       raise E.LayoutError(
           f"{bad.name or 'this tensor'} of shape {bad.type.shape} is reduced or broadcast along an axis;"
           f" that works on 2-D tiles (and vectors), not on {len(bad.type.shape)}-D tensors",
@@ -312,8 +314,7 @@ class _Solver:
             f"reshape of {src.name or 'a tensor'} {src.type.shape} into {dst.type.shape}: the"
             f" {len(nd.type.shape)}-D side would join a row-wise tile (reduced or broadcast along its"
             f" rows, or meeting such a tile), and tiles are 2-D from where they are read", o.loc,
-            hint="read it 2-D: index the size-1 axis away where you load it (x.at[i][...] rather than"
-                 " x.at[ml.ds(i, 1)][...])")
+            hint=_READ_2D)
       tile = src if src.id in ids and len(src.type.shape) == 2 else dst
       raise E.LayoutError(
           f"reshape of {src.name or 'a tensor'} {src.type.shape} into {dst.type.shape}:"
@@ -344,10 +345,9 @@ class _Solver:
         while vec > 1 and n % (hw.WARPGROUP * vec):
           vec //= 2
         strided_vec[cls] = min(strided_vec.get(cls, vec), vec)
-    for u in self.unit_vec:
-      if uf.find(u) in strided_vec:
-        strided_vec[uf.find(u)] = 1
-    unit = {uf.find(u) for u in self.unit_vec}
+    unit = {uf.find(u) for u in self.unit_vec}    # classes moved to or from minor-strided windows
+    for cls in unit & strided_vec.keys():
+      strided_vec[cls] = 1
     for cls in list(strided_vec):        # short vectors: a column vector of a tile, held by the lanes
       vs = [v for v in self.members.get(cls, [])]
       short = vs and all(len(v.type.shape) == 1 for v in vs) and any(v.type.shape[0] % hw.WARPGROUP for v in vs)

@@ -27,7 +27,6 @@ COMPILER_BUG = ("the compiler inserts this synchronisation; an IR without it is 
                 " please report it")
 
 
-
 @dataclasses.dataclass(frozen=True)
 class Ref:
   """A window of a root buffer: a kernel parameter (GMEM) or one CTA's SMEM allocation."""

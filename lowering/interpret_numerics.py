@@ -87,7 +87,7 @@ def ieee_reduce(kind_max: bool, x, axis):
   zero = np.asarray(x) == 0
   keep = ~np.signbit(x) if kind_max else np.signbit(x)     # the zero that wins
   won = np.any(zero & keep, axis=axis)
-  return np.where((r == 0) & won, np.where(kind_max, np.abs(r), -np.abs(r)).astype(r.dtype), r)
+  return np.where((r == 0) & won, np.abs(r) if kind_max else -np.abs(r), r).astype(r.dtype)
 
 
 FLOAT_BIN = {B.ADD: np.add, B.SUB: np.subtract, B.MUL: np.multiply, B.DIV: np.divide,

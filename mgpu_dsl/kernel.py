@@ -16,7 +16,6 @@ from . import wrap
 from .bench import caller_loc, has_gpu
 from .frontend import compile as fc
 from .frontend import errors as E
-from .frontend import hw
 from .frontend import ir as kir
 
 log = dump.log
@@ -217,13 +216,7 @@ class KernelFunction:
     grid = (_call_with_meta(self.grid, args, constexprs, "grid", at("grid")) if callable(self.grid)
             else self.grid)
     grid = _as_tuple3(grid, "grid", at("grid"))
-    over = next((a for a in range(3) if grid[a] > hw.MAX_GRID[a]), None)
-    if over is not None:
-      raise E.LaunchConfigError(
-          f"grid {grid} has {grid[over]} CTAs along {'xyz'[over]}; a launch has at most {hw.MAX_GRID[over]}"
-          f" there", at("grid"),
-          hint="put the long axis first (x takes up to 2**31 - 1), or let each program walk several tiles"
-               " (a persistent loop over range(ml.program_id(0), tiles, ml.num_programs(0)))")
+    fc.check_grid_limits(grid, at("grid"))
     block = self.block
     if not isinstance(block, int) or isinstance(block, bool) or block % 128 or not 128 <= block <= 1024:
       raise E.LaunchConfigError(
@@ -479,7 +472,6 @@ def mgpu_kernel(fn: Callable | None = None, *, out_shape=None, grid=(1,), block:
   return wrap_fn(fn) if fn is not None else wrap_fn
 
 
-_OPTIONS = ("out_shape", "grid", "block", "cluster", "interpret", "cache_size", "input_output_aliases")
 _ELSEWHERE = {   # what Triton and Pallas users reach for, and where it lives here
     "num_warps": "threads per CTA are block= (a multiple of 128: num_warps=4 is block=128)",
     "num_stages": "pipelining is per loop: ml.range(n, stages=s)",
@@ -499,7 +491,9 @@ def _unknown_option(fn, unknown: dict) -> E.KernelError:
     loc = fc.parse(fn).option_loc(name)
   except E.KernelError:
     loc = None
-  close = difflib.get_close_matches(name, _OPTIONS, n=1)
+  options = [p.name for p in inspect.signature(mgpu_kernel).parameters.values()
+             if p.kind == inspect.Parameter.KEYWORD_ONLY]
+  close = difflib.get_close_matches(name, options, n=1)
   hint = _ELSEWHERE.get(name) or (f"did you mean {close[0]}=?" if close else
-                                  f"@mgpu_kernel takes {', '.join(_OPTIONS)}")
+                                  f"@mgpu_kernel takes {', '.join(options)}")
   return E.SignatureError(f"@mgpu_kernel has no option {name}=", loc, hint=hint)
