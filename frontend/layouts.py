@@ -70,6 +70,7 @@ class _Solver:
     self.first_use: dict[int, ir.Op] = {}
     self.seeds, self.mma_roots = set(), set()
     self.unit_vec = set()      # nodes read from or written to windows strided in their last dimension
+    self.windowed = set()      # SMEM roots moved to or from registers through windows of their rows or columns
     self.relations = []        # (child node, parent node, dropped axes, op)
     self.rows = 64 * (kernel.block // hw.WARPGROUP)   # WGMMA rows: warpgroups split them
 
@@ -88,6 +89,25 @@ class _Solver:
     nodes = [n for n in map(self.node, vals) if n is not None]
     for n in nodes[1:]:
       self.uf.union(n, nodes[0])
+
+  def smem_root(self, ref):
+    """The SMEM buffer under a view and a peer's copy of it (ml.cluster_ref), or None."""
+    from .ops.memory import ClusterRef
+    d = self.defs.get(ref.id)
+    while isinstance(d, (View, ClusterRef)):
+      ref = d.ref
+      d = self.defs.get(ref.id)
+    t = ref.type
+    return ref if isinstance(t, RefType) and t.space == Space.SMEM else None
+
+  def window_of_tiles(self, ref) -> bool:
+    """Whether `ref` is a window of its SMEM root's rows or columns (not only of its leading,
+    stage, dimensions)."""
+    root = self.smem_root(ref)
+    d = self.defs.get(ref.id)
+    if root is None or not isinstance(d, View) or len(root.type.shape) < 2:
+      return False
+    return any(i.squeeze or i.start != 0 or i.size != n for i, n in zip(d.index[-2:], root.type.shape[-2:]))
 
   def local_smem(self, ref):
     t = ref.type
@@ -139,7 +159,11 @@ class _Solver:
         self.node(v)
         if strided:
           self.unit_vec.add(("v", v.id))
-        if self.local_smem(ref):
+        if self.window_of_tiles(ref):
+          # A window of rows or columns moves in its own layout; its buffer stays untiled
+          # (a tiled buffer's rows are not where a plain window reads them).
+          self.windowed.add(self.smem_root(ref).id)
+        elif self.local_smem(ref):
           self.uf.union(("v", v.id), ("smem", self.root(ref).id))
 
   def _dot(self, o):
@@ -422,7 +446,7 @@ class _Solver:
             f"{alloc.name} ({shape}) cannot be tiled for the tensor cores: it needs rows a"
             f" multiple of {hw.TILE_ROWS} and columns a multiple of {tile_cols}", self.kernel.loc,
             hint=f"allocate it with a shape like (64, {tile_cols})")
-      if alloc.id in self.mma_roots or (in_wgmma and fits):
+      if alloc.id in self.mma_roots or (in_wgmma and fits and alloc.id not in self.windowed):
         self.kernel.smem_layouts[alloc.id] = SmemLayout((hw.TILE_ROWS, tile_cols), hw.SWIZZLE)
 
 

@@ -22,7 +22,8 @@ def _smem_alloc(ctx, o):
 
 @lower(View)
 def _view(ctx, o):
-  ctx.set(o.result, ctx.View(ctx.get(o.ref), o.index, o.ref.id, o.transpose))
+  base = ctx.get(o.ref)      # a root or a peer's copy of one (ml.cluster_ref): its root's tiling
+  ctx.set(o.result, ctx.View(base, o.index, ctx.root_ids.get(id(base), o.ref.id), o.transpose))
 
 
 @lower(ClusterRef)

@@ -125,3 +125,20 @@ def peer_partial_sums(a, b, c):
   other = ml.cluster_ref(part, 1 - pid)[...]
   ml.cluster_sync()
   c.at[ml.ds(pid * 64, 64)][...] = acc + other
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: jax.ShapeDtypeStruct((16, 64), jnp.float32), grid=(2,), cluster=(2,))
+def peer_rows_of_result(a, b, c):
+  """Rows 8..16 of this CTA's a @ b and the same rows of the peer's, read from SMEM through
+  windows of a buffer written from the dot's result (a flash-decoding combine reads just the
+  group's rows; once an IndexError inside Mosaic GPU for the peer, a LayoutError locally)."""
+  pid = ml.program_id(0)
+  a_s, b_s = ml.smem((64, 64)), ml.smem((64, 64))
+  ml.copy(a.at[ml.ds(pid * 64, 64)], a_s)
+  ml.copy(b, b_s)
+  part = ml.smem((64, 64), jnp.float32)
+  part[...] = ml.dot(a_s, b_s)
+  ml.cluster_sync()
+  mine = part.at[ml.ds(8, 8)][...]
+  c.at[ml.ds(pid * 8, 8)][...] = mine + ml.cluster_ref(part, 1 - pid).at[ml.ds(8, 8), ml.ds(0, 64)][...]
+  ml.cluster_sync()

@@ -43,6 +43,8 @@ CASES = [
      lambda q, k: sum(f32(q) @ f32(k[j * 64:(j + 1) * 64]).T for j in range(4))),
     ("peer_tiled_smem", K.peer_partial_sums, [(128, 64), (64, 64)],
      lambda a, b: (lambda p: p + np.concatenate([p[64:], p[:64]]))(f32(a) @ f32(b))),
+    ("rows_of_result", K.peer_rows_of_result, [(128, 64), (64, 64)],
+     lambda a, b: np.tile((lambda p: p[8:16] + p[72:80])(f32(a) @ f32(b)), (2, 1))),
 ]
 IDS = [c[0] for c in CASES]
 
