@@ -20,7 +20,7 @@ from .checks import check_kernel, check_minor_starts, check_tiled_starts
 from .dtypes import DType, to_dtype
 from .layouts import assign_layouts
 from .loc import Loc
-from .ops.atomic import accumulated_outputs
+from .ops.atomic import accumulated_outputs, check_atomic_layouts
 from .pipeline import pipeline_loops
 from .smem import plan_scratch, plan_smem
 from .source import Source, read_function
@@ -170,6 +170,7 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, bloc
       E.raise_all(errors)
     ir.prune_dead(kernel.body)
     assign_layouts(kernel, em.defs)
+    check_atomic_layouts(kernel)
     check_tiled_starts(kernel, em.defs, facts)
     check_minor_starts(kernel, em.defs, facts)
     plan_scratch(kernel, em)

@@ -13,7 +13,7 @@ from jax.experimental.mosaic.gpu import fragmented_array as fa
 from jaxlib.mlir.dialects import arith, llvm, scf, vector
 
 from ..frontend.dtypes import DType
-from ..frontend.ops.atomic import AtomicKind, AtomicUpdate
+from ..frontend.ops.atomic import AtomicKind, AtomicUpdate, odd_pairs
 from ..frontend.ops.elementwise import BinOp
 from . import interpret_numerics as N
 from .access import _scalar_indices
@@ -55,20 +55,26 @@ def _first_replica(layout):
   return ok
 
 
-def _replicated_update(x, mem, kind, d):
-  """Atomics of a tensor whose layout repeats values: each element once, by its first holder."""
+def _update_each_element(x, mem, kind, d):
+  """One `red` per element this thread holds (f16/bf16 `red` updates pairs of elements, so a
+  thread holding single ones, and the replicated layouts, update element by element)."""
   shape = tuple(x.shape)
   smem = mgpu.utils.is_smem_ref(mem)
+  for idx, reg in zip(x.layout.thread_idxs(shape), x.registers.flat):
+    n = ir.VectorType(reg.type).shape[0]
+    for j in range(n):
+      at = list(idx[:-1]) + [arith.addi(idx[-1], arith.constant(ir.IndexType.get(), j))]
+      ptr = mgpu.utils.memref_ptr(mgpu.memref_slice(mem, tuple(at)))
+      if smem:
+        ptr = llvm.ptrtoint(ir.IntegerType.get_signless(32), ptr)
+      v = vector.extract(reg, dynamic_position=[], static_position=ir.DenseI64ArrayAttr.get([j]))
+      _scalar_red(ptr, v, kind, d, smem=smem)
+
+
+def _replicated_update(x, mem, kind, d):
+  """Atomics of a tensor whose layout repeats values: each element once, by its first holder."""
   with ir.InsertionPoint(scf.IfOp(_first_replica(x.layout)).then_block):
-    for idx, reg in zip(x.layout.thread_idxs(shape), x.registers.flat):
-      n = ir.VectorType(reg.type).shape[0]
-      for j in range(n):
-        at = list(idx[:-1]) + [arith.addi(idx[-1], arith.constant(ir.IndexType.get(), j))]
-        ptr = mgpu.utils.memref_ptr(mgpu.memref_slice(mem, tuple(at)))
-        if smem:
-          ptr = llvm.ptrtoint(ir.IntegerType.get_signless(32), ptr)
-        v = vector.extract(reg, dynamic_position=[], static_position=ir.DenseI64ArrayAttr.get([j]))
-        _scalar_red(ptr, v, kind, d, smem=smem)
+    _update_each_element(x, mem, kind, d)
     scf.yield_([])
 
 
@@ -91,6 +97,8 @@ def _atomic_update(ctx, o):
   def emit():
     if t.layout.drop:
       _replicated_update(x, mem, o.kind, t.dtype)
+    elif tiled is None and odd_pairs(t):           # f16/bf16 held one element per register
+      _update_each_element(x, mem, o.kind, t.dtype)
     elif tiled is not None:
       x.store_tiled(mem, swizzle=tiled.swizzle, atomic=o.kind.value)
     else:

@@ -18,7 +18,7 @@ from .. import ir
 from ..dtypes import DType
 from ..infer import unify
 from ..ir import Access, LayoutRule, Traits
-from ..types import Space, TensorType, dtype_name, resolve
+from ..types import LayoutKind, Space, TensorType, dtype_name, resolve
 from .base import Num, builtin, is_ref, is_scalar, is_tensor, is_value, kind_of
 
 
@@ -139,6 +139,34 @@ def atomic_max(cx, ref, value):
 def atomic_min(cx, ref, value):
   """Store `min(ref, value)` into `ref` atomically (an output updated so starts at its highest value)."""
   return _atomic(cx, AtomicKind.MIN, ref, value)
+
+
+def odd_pairs(t: TensorType) -> bool:
+  """Whether a 16-bit tensor's registers hold single elements, not pairs of neighbours (a
+  strided or row-wise layout of one element per vector, or a replicated row or column
+  vector, updated element by element): Hopper's float16/bfloat16 atomics then take add only."""
+  lay = t.layout
+  return bool(lay.drop) or (lay.kind != LayoutKind.WGMMA and lay.vec % 2 == 1)
+
+
+def check_atomic_layouts(kernel: ir.Kernel) -> None:
+  """After the layout pass: float16/bfloat16 atomic max and min exist on the GPU only as `red`
+  of pairs of neighbouring elements in GMEM, so a tensor held one element per register cannot
+  be updated with them (add has a one-element form)."""
+  for o in ir.walk(kernel.body):
+    if not isinstance(o, AtomicUpdate) or o.kind == AtomicKind.ADD or not o.ref.type.shape:
+      continue
+    t = o.value.type
+    d = resolve(t.dtype)
+    if not (isinstance(d, DType) and d.is_float and d.bits == 16 and odd_pairs(t)):
+      continue
+    what = f"ml.atomic_{o.kind.value}"
+    raise E.LayoutError(
+        f"{what} of a {dtype_name(d)} tensor of shape {t.shape}: Hopper's {dtype_name(d)} atomic"
+        f" {o.kind.value} updates pairs of neighbouring elements, and the threads hold this tensor's"
+        f" elements singly", o.loc,
+        hint="update 256 elements or a multiple at once (e.g. a window of shape (256,) or (8, 128)),"
+             " not a row or column statistic (a reduction's result); ml.atomic_add takes any shape")
 
 
 def accumulated_outputs(body: ir.Block, defs, outputs) -> dict:
