@@ -170,7 +170,7 @@ def trace_for(tracer, node: ast.For):
   if isinstance(step, int) and step <= 0:
     raise E.KernelTypeError("range() in a kernel needs a positive static step", tracer.loc(it),
                             hint="count upwards, range(start, stop, 2), and compute a descending index inside")
-  if all(isinstance(x, int) for x in (start, stop)) and len(range(start, stop, step)) == 0:
+  if isinstance(start, int) and isinstance(stop, int) and stop <= start:   # empty for any positive step
     return
 
   env, b = tracer.env, tracer.b

@@ -140,8 +140,11 @@ def _i_num_programs(cta, o):
 def _i_for(cta, o):
   start, stop, step = (int(cta.operand(x)) for x in (o.start, o.stop, o.step))
   if step <= 0:
-    raise InterpretError(f"a loop step of {step}: scf.for needs a positive step", o.loc,
-                         hint="count upwards with a positive step")
+    raise InterpretError(f"this loop's run-time step is {step}: a loop counts upwards, so a run-time"
+                         f" step must be positive (with a step of 0 or less the GPU would skip the"
+                         f" loop or never end it)", o.loc,
+                         hint="count down with range(n) and an index n - 1 - i inside the loop, or pass a"
+                              " positive step")
   carried = [cta.get(v) for v in o.inits]
   iv, *args = o.body.args
   for i in range(start, stop, step):

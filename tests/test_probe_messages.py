@@ -88,3 +88,35 @@ def test_half_atomic_add_of_single_elements_on_the_gpu(shape, dtype):
   want = 2 * np.asarray(x, np.float32)
   np.testing.assert_array_equal(np.asarray(atomic_into_output(x), np.float32), want)
   np.testing.assert_array_equal(np.asarray(atomic_into_smem(x), np.float32), want)
+
+
+# ---------------------------------------------------------------- range() with a run-time step
+@mg.mgpu_kernel(out_shape=lambda x, n: S((), jnp.int32))
+def sum_with_runtime_step(x, n, out, *, start: ml.constexpr = 0, stop: ml.constexpr = 10):
+  acc = 0
+  for i in range(start, stop, n[...]):
+    acc = acc + i
+  out[...] = acc
+
+
+@pytest.mark.parametrize("start,stop", [(0, 10), (3, 11), (10, 0)])
+def test_static_bounds_with_a_runtime_step(start, stop):
+  """Once: InternalError "TypeError: 'Value' object cannot be interpreted as an integer" (the
+  tracer took len(range(start, stop, step)) of a run-time step)."""
+  x = jnp.zeros(128)
+  sum_with_runtime_step.check(x, jnp.array(2, jnp.int32), start=start, stop=stop)
+  for step in (1, 2, 3):
+    got = sum_with_runtime_step(x, jnp.array(step, jnp.int32), start=start, stop=stop, interpret=True)
+    assert int(got) == sum(range(start, stop, step))
+
+
+def test_a_negative_runtime_step_is_reported_in_the_users_terms():
+  """Once: 'a loop step of -1: scf.for needs a positive step'."""
+  with pytest.raises(mg.InterpretError) as info:
+    sum_with_runtime_step(jnp.zeros(128), jnp.array(-1, jnp.int32), interpret=True)
+  e = info.value
+  assert type(e) is mg.InterpretError and e.code == "MG950"
+  assert (e.lineno, e.col_offset) == where(sum_with_runtime_step, "for i in range(")
+  assert e.message == ("this loop's run-time step is -1: a loop counts upwards, so a run-time step must be"
+                       " positive (with a step of 0 or less the GPU would skip the loop or never end it)")
+  assert e.hint == "count down with range(n) and an index n - 1 - i inside the loop, or pass a positive step"
