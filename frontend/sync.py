@@ -13,6 +13,10 @@ flight and inserts exactly the ops the hardware needs, before:
 * overwriting SMEM other threads still read or write     -> Barrier / CommitShared
 * the kernel's end, with stores or loads in flight       -> WaitLoad / AwaitStores
 
+GMEM that registers write and read back (an output kept as a histogram, a result reread)
+is ordered the same way as SMEM: a barrier between one thread's write and another's read or
+write. Atomic updates need none among themselves.
+
 Control flow is handled conservatively: a loop body or branch starts from a
 state that assumes the previous iteration's accesses, and ends with its own
 loads landed.
@@ -24,12 +28,14 @@ import dataclasses
 from . import hw
 from . import ir
 from .ir import Access
+from .ops.atomic import AtomicUpdate
 from .ops.control import LOOPS, AwaitStores, Barrier, CommitShared, Condition, WaitLoad, Yield
 from .ops.memory import View
 from .ops.mma import DotWait
 from .types import LayoutKind, RefType, Space, TensorType
 
 _NO_REF = (Access.MMA_ISSUE, Access.CTA_BARRIER, Access.CLUSTER_BARRIER)
+ATOMIC = "atomic"    # a register write that is an atomic update: others of its kind need no order
 
 
 @dataclasses.dataclass
@@ -45,6 +51,7 @@ class State:
   # Roots whose pending stores may predate the log (windows unknown).
   store_base: set = dataclasses.field(default_factory=set)
   dirty: set = dataclasses.field(default_factory=set)            # written from registers
+  atomic: set = dataclasses.field(default_factory=set)           # updated by atomics
   # Written from registers since the last proxy fence: a Barrier orders threads but
   # not the generic proxy against the async one (TMA, WGMMA), so only CommitShared clears it.
   unfenced: set = dataclasses.field(default_factory=set)
@@ -74,6 +81,11 @@ class State:
 
 
 UNKNOWN_WINDOW = object()
+
+
+def tensor_access(o) -> bool:
+  """Whether `o` moves a register tensor (each thread its own elements), not a scalar."""
+  return any(isinstance(v.type, TensorType) for v in [*o.results, *o.operands()])
 UNKNOWN_DOT = -1
 
 
@@ -104,6 +116,7 @@ class SyncPass:
     self.single_warpgroup = block == hw.WARPGROUP
     self.explicit = explicit     # roots a pipelined loop synchronises itself
     self.deferred = {self.group.get(r, r): n for r, n in (deferred or {}).items()}
+    self.read_back = set()
 
   def root(self, ref: ir.Value) -> ir.Value:
     d = self.defs.get(ref.id)
@@ -117,16 +130,21 @@ class SyncPass:
     return None
 
   def accesses(self, o) -> list[tuple[int | None, Access]]:
-    """The op's effects on this CTA's SMEM (by root, or group of roots sharing memory) and its
-    ref-less effects (barriers, issuing tensor-core work), from its declared traits."""
+    """The op's effects on this CTA's SMEM (by root, or group of roots sharing memory), its
+    register accesses of GMEM (by root), and its ref-less effects (barriers, issuing
+    tensor-core work), from its declared traits."""
     out = []
     for ref, acc in ir.traits_of(o).effects(o):
+      if acc == Access.REG_WRITE and isinstance(o, AtomicUpdate):
+        acc = ATOMIC
       if ref is None:
         if acc not in _NO_REF:
           raise ir_error(o, f"effect {acc} needs a ref")
         out.append((None, acc, None))
       elif (r := self.local_smem(ref)) is not None:
         out.append((r, acc, ref))
+      elif self.root(ref).id in self.read_back and acc in (Access.REG_READ, Access.REG_WRITE, ATOMIC):
+        out.append((self.root(ref).id, acc, ref))
     return out
 
   def window(self, ref):
@@ -142,9 +160,10 @@ class SyncPass:
     return (rid,) + tuple((("v", i.start.id) if isinstance(i.start, ir.Value) else i.start, i.size, i.squeeze)
                           for i in d.index)
 
-  def thread_private(self, root, ref, st: State) -> bool:
-    """Whether every register access of `root` since the last barrier is this window of it."""
-    if not self.single_warpgroup:
+  def thread_private(self, root, ref, o, st: State) -> bool:
+    """Whether every register access of `root` since the last barrier is this window of it,
+    as a tensor (a scalar access is every thread's: all of them read or write the element)."""
+    if not self.single_warpgroup or not tensor_access(o):
       return False
     return st.reg_windows.get(root, {UNKNOWN_WINDOW}) == {self.window(ref)}
 
@@ -153,6 +172,14 @@ class SyncPass:
 
   # ------------------------------------------------------------------ rewriting
   def run(self, kernel_body: ir.Block, loc) -> None:
+    # GMEM that registers write and read back (an output kept as a histogram) is ordered
+    # among threads; GMEM only written, or only read, needs no order within a CTA.
+    seen: dict = {}
+    for o in ir.walk(kernel_body):
+      for ref, acc in ir.traits_of(o).effects(o):
+        if ref is not None and ref.type.space == Space.GMEM and acc in (Access.REG_READ, Access.REG_WRITE):
+          seen.setdefault(self.root(ref).id, set()).add(acc)
+    self.read_back = {r for r, accs in seen.items() if len(accs) == 2}
     st = State()
     self.block(kernel_body, st)
     tail = [WaitLoad(s, loc) for s in all_slots(st)]
@@ -291,6 +318,7 @@ class SyncPass:
     """All threads met: their register accesses of SMEM are ordered."""
     st.dot_retired.clear()
     st.dirty.clear()
+    st.atomic.clear()
     st.reg_read.clear()
     st.reg_windows.clear()
 
@@ -335,12 +363,12 @@ class SyncPass:
     loc = o.loc
     self.wait_load(root, st, out, loc, ref)
     if acc == Access.REG_READ:
-      if root in st.dirty and not self.thread_private(root, ref, st):
+      if root in st.atomic or root in st.dirty and not self.thread_private(root, ref, o, st):
         self.sync(st, out, loc, fence=False)
-    elif acc == Access.REG_WRITE:
+    elif acc in (Access.REG_WRITE, ATOMIC):
       self.await_stores({root}, st, out, loc, ref)
-      if ((root in st.dirty or root in st.reg_read) and not self.thread_private(root, ref, st)
-          or root in st.dot_retired):
+      if ((root in st.dirty or root in st.reg_read) and not self.thread_private(root, ref, o, st)
+          or root in st.dot_retired or acc == Access.REG_WRITE and root in st.atomic):
         self.sync(st, out, loc, fence=False)
     elif acc == Access.TMA_WRITE:
       self.await_stores({root}, st, out, loc, ref)
@@ -355,12 +383,13 @@ class SyncPass:
     if root is None:
       return
     if acc in (Access.REG_READ, Access.REG_WRITE):
-      st.reg_windows.setdefault(root, set()).add(self.window(ref))
+      st.reg_windows.setdefault(root, set()).add(self.window(ref) if tensor_access(o) else UNKNOWN_WINDOW)
     if acc == Access.REG_READ:
       st.reg_read.add(root)
-    elif acc == Access.REG_WRITE:
-      st.dirty.add(root)
-      st.unfenced.add(root)
+    elif acc in (ATOMIC, Access.REG_WRITE):
+      (st.atomic if acc == ATOMIC else st.dirty).add(root)
+      if root not in self.read_back:      # SMEM: the async proxy (TMA, WGMMA) needs a fence
+        st.unfenced.add(root)
     elif acc == Access.TMA_WRITE:
       st.pending_load.setdefault(root, {})[o.slot] = self.window(ref)
     elif acc == Access.TMA_READ:
@@ -370,11 +399,14 @@ class SyncPass:
   def enter_region(self, o, st: State, out) -> None:
     acc = [a for r in o.regions for a in self.region_accesses(getattr(o, r))]
     touched = {r for r, _ in acc}
-    written = {r for r, a in acc if a in (Access.REG_WRITE, Access.TMA_WRITE)}
+    written = {r for r, a in acc if a in (Access.REG_WRITE, Access.TMA_WRITE, ATOMIC)}
+    plain = {r for r, a in acc if a != ATOMIC}
+    # Atomics inside on buffers only updated atomically since the last barrier need no order.
+    ordered = {r for r in touched if r in plain or r in st.dirty}
     for r in sorted(touched & set(st.pending_load)):
       self.wait_load(r, st, out, o.loc)
-    if touched & (st.dirty | st.unfenced) or written & (st.reg_read | st.dot_retired):
-      self.sync(st, out, o.loc, fence=bool(touched & (st.dirty | st.unfenced)))
+    if ordered & (st.dirty | st.unfenced) or written & (st.reg_read | st.dot_retired) or plain & st.atomic:
+      self.sync(st, out, o.loc, fence=bool((ordered - self.read_back) & (st.dirty | st.unfenced)))
     self.await_stores(written, st, out, o.loc)
     inner_ops = [x for r in o.regions for x in ir.walk(getattr(o, r))]
     self.await_gmem(set().union(*(self.gmem_roots(x) for x in inner_ops)), st, out, o.loc)
@@ -399,12 +431,14 @@ class SyncPass:
         inner.unknown_dot_values = {a.id for a in o.body.args[1:]}
       if loop:   # the previous iteration's accesses, windows unknown
         inner.dirty = {x for x, a in acc if a == Access.REG_WRITE}
-        inner.unfenced = set(inner.dirty)
+        inner.atomic = {x for x, a in acc if a == ATOMIC}
+        inner.unfenced = (inner.dirty | inner.atomic) - self.read_back
         inner.reg_read = {x for x, a in acc if a == Access.REG_READ}
         inner.reg_windows = {x: {UNKNOWN_WINDOW} for x in inner.dirty | inner.reg_read}
       self.block(getattr(o, r), inner)
     st.dirty |= {r for r, a in acc if a == Access.REG_WRITE}
-    st.unfenced |= {r for r, a in acc if a == Access.REG_WRITE}
+    st.atomic |= {r for r, a in acc if a == ATOMIC}
+    st.unfenced |= {r for r, a in acc if a in (Access.REG_WRITE, ATOMIC)} - self.read_back
     st.reg_read |= {r for r, a in acc if a == Access.REG_READ}
     for r in {r for r, a in acc if a in (Access.REG_READ, Access.REG_WRITE)}:
       st.reg_windows.setdefault(r, set()).add(UNKNOWN_WINDOW)

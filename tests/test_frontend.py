@@ -231,6 +231,75 @@ def test_two_warpgroups_rewriting_one_window_get_a_barrier():
   assert names.index("Load") < names.index("Barrier") < names.index("Store")
 
 
+def _before(kern, first_cls, then_cls):
+  """Whether a Barrier stands between the first `first_cls` op and the next `then_cls` op."""
+  names = [type(o).__name__ for o in ir.walk(kern.body)]
+  i = names.index(first_cls)
+  j = names.index(then_cls, i)
+  return any(n in ("Barrier", "CommitShared") for n in names[i:j])
+
+
+def test_an_output_read_back_after_register_writes_gets_barriers():
+  # A histogram kept in its output: every thread reads and writes out[b]; a warp ahead would
+  # read an update of the next iteration (found by a probe: no barrier at all).
+  def hist(x, out):
+    out[...] = ml.zeros((32,), ml.int32)
+    for k in range(x.shape[0]):
+      b = x[k]
+      out[b] = out[b] + 1
+  kern = build(hist, [((300,), "int32")], [((32,), "int32")])
+  (loop,) = ops(kern, O.For)
+  body = [type(o).__name__ for o in loop.body.ops]
+  assert body.index("Barrier") < body.index("ScalarLoad") < body.index("Barrier", body.index("ScalarLoad")) \
+      < body.index("ScalarStore")
+  assert _before(kern, "Store", "For")
+
+
+def test_an_output_reread_in_another_layout_gets_a_barrier():
+  def reread(x, out, out2):
+    out[...] = x[...] * 2.0
+    out2[...] = ml.sum(out.at[ml.ds(64, 64)][...]) + x[...]
+  kern = build(reread, [((128,), "float32")], [((128,), "float32"), ((128,), "float32")])
+  assert _before(kern, "Store", "Load")
+
+
+def test_a_scalar_read_then_rewritten_gets_a_barrier_between():
+  # Every thread reads the element and every thread writes it: a warp ahead must not write
+  # the new value before a warp behind has read the old one.
+  def k(x, out):
+    buf = ml.smem((128,), ml.float32)
+    buf[...] = x[...]
+    v = buf[3]
+    buf[3] = v + 1.0
+    out[...] = buf[...]
+  kern = build(k, [((128,), "float32")], [((128,), "float32")])
+  names = [type(o).__name__ for o in kern.body.ops]
+  assert names.index("ScalarLoad") < names.index("Barrier", names.index("ScalarLoad")) < names.index("ScalarStore")
+
+
+def test_outputs_only_written_and_atomics_get_no_barriers():
+  def written(x, out):
+    for i in range(4):
+      out.at[ml.ds(i * 128, 128)][...] = x.at[ml.ds(i * 128, 128)][...] + 1.0
+  def atomics(x, out):
+    for i in range(4):
+      ml.atomic_add(out, x.at[ml.ds(i * 128, 128)][...])
+  assert not ops(build(written, [((512,), "float32")], [((512,), "float32")]), O.Barrier)
+  kern = build(atomics, [((512,), "float32")], [((128,), "float32")])
+  assert not ops(kern, O.Barrier) and not ops(kern, O.CommitShared)
+
+
+def test_a_plain_read_after_atomics_gets_a_barrier():
+  def k(x, out, total):
+    for i in range(4):
+      ml.atomic_add(out, x.at[ml.ds(i * 128, 128)][...])
+    total[...] = out[...] * 2.0
+  kern = build(k, [((512,), "float32")], [((128,), "float32"), ((128,), "float32")])
+  names = [type(o).__name__ for o in kern.body.ops]
+  assert names.index("For") < names.index("Barrier") < names.index("Load")
+  assert not any(isinstance(o, O.Barrier) for o in ops(kern, O.For)[0].body.ops)
+
+
 def test_buffers_with_disjoint_lifetimes_share_smem():
   def k(x, out):
     a = ml.smem((128, 64), ml.float32)

@@ -467,3 +467,25 @@ def test_an_out_shape_of_no_outputs_says_so():
     no_outputs.check(S((256,), jnp.float32))
   assert e.value.message.startswith("out_shape describes no outputs")
   assert "input_output_aliases" in e.value.hint
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((32,), jnp.int32))
+def histogram_in_output(x, out):
+  out[...] = ml.zeros((32,), jnp.int32)
+  for k in range(x.shape[0]):
+    b = x[k]
+    out[b] = out[b] + 1
+
+
+def test_a_histogram_kept_in_its_output_counts_every_item():
+  """Every thread reads and rewrites out[b]; without barriers a warp ahead read the next
+  iteration's update (the compiled kernel had none)."""
+  x = jax.random.randint(jax.random.key(3), (300,), 0, 32, jnp.int32)
+  np.testing.assert_array_equal(histogram_in_output(x, interpret=True), np.bincount(np.asarray(x), minlength=32))
+  assert histogram_in_output.mlir(S((300,), jnp.int32)).count("bar.sync") >= 3     # 1 before the loop, 2 a trip
+
+
+@pytest.mark.gpu
+def test_gpu_histogram_kept_in_its_output_counts_every_item():
+  x = jax.random.randint(jax.random.key(4), (3000,), 0, 32, jnp.int32)
+  np.testing.assert_array_equal(np.asarray(histogram_in_output(x)), np.bincount(np.asarray(x), minlength=32))
