@@ -184,8 +184,10 @@ class KernelFunction:
     if static:
       no_outputs()
     calling.check_inputs(pk, args, self._input_bounds(pk), name, loc)   # before any user callable runs
+    # The callables see the constexprs the kernel sees: those passed, and the kernel's defaults.
+    meta = {**{c: pk.defaults[c] for c in pk.constexpr_params if c in pk.defaults}, **constexprs}
     if not static:
-      out = _call_with_meta(out, args, constexprs, "out_shape", at("out_shape"))
+      out = _call_with_meta(out, args, meta, "out_shape", at("out_shape"))
       no_outputs()
     leaves, treedef = jax.tree.flatten(out)
     if not leaves or not all(calling.is_array_like(l) for l in leaves):
@@ -195,7 +197,7 @@ class KernelFunction:
                                      " callable of the inputs returning one")
     n_in = len(pk.ref_params) - len(leaves)
     calling.check_count(pk, len(args), (n_in, n_in), name, loc, outputs_known=True)
-    grid, block, cluster = self._launch(args, constexprs, loc)
+    grid, block, cluster = self._launch(args, meta, loc)
     try:
       # int64/float64 specs become what JAX will pass (int32/float32 unless x64 is on).
       canon = lambda x: jax.ShapeDtypeStruct(tuple(x.shape), jax.dtypes.canonicalize_dtype(x.dtype))

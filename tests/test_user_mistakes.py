@@ -489,3 +489,18 @@ def test_a_histogram_kept_in_its_output_counts_every_item():
 def test_gpu_histogram_kept_in_its_output_counts_every_item():
   x = jax.random.randint(jax.random.key(4), (3000,), 0, 32, jnp.int32)
   np.testing.assert_array_equal(np.asarray(histogram_in_output(x)), np.bincount(np.asarray(x), minlength=32))
+
+
+@mg.mgpu_kernel(out_shape=lambda x, *, n: S((x.shape[0] * n,), x.dtype), grid=lambda x, *, n, step=7: (n,))
+def repeat_rows(x, out, *, n: ml.constexpr = 2, step: ml.constexpr = 1):
+  i = ml.program_id(0)
+  out.at[ml.ds(i * 128, 128)][...] = x[...] + step
+
+
+def test_out_shape_and_grid_callables_see_the_kernels_constexpr_defaults():
+  """They got only the constexprs passed: a missing-argument SignatureError, or silently the
+  callable's own default where the kernel used its own."""
+  x = jnp.arange(128, dtype=jnp.float32)
+  np.testing.assert_array_equal(repeat_rows(x, interpret=True), np.tile(np.asarray(x) + 1, 2))
+  np.testing.assert_array_equal(repeat_rows(x, n=3, interpret=True), np.tile(np.asarray(x) + 1, 3))
+  repeat_rows.check(S((128,), jnp.float32))          # compiles with the grid of the default n
