@@ -308,7 +308,7 @@ class Tracer(ast.NodeVisitor):
     if name in self.scope:
       v = self.scope[name]
       self.globals_read.setdefault(name, v)
-      return v
+      return self.outer_value(name, v, node)
     if name in PY_BUILTINS:
       return PY_BUILTINS[name]
     if name in _DEBUG:
@@ -316,6 +316,19 @@ class Tracer(ast.NodeVisitor):
     self.env[name] = POISON         # report it once, at its first use
     raise E.UnknownNameError(f"name {name!r} is not defined", self.loc(node),
                              hint="kernels see their parameters, local names and module globals")
+
+  def outer_value(self, name, v, node):
+    """A global or closure variable as the kernel sees it: a NumPy scalar as the Python number
+    it holds (as constexprs and static calls' results are); a value JAX is tracing is an error."""
+    if type(v).__module__ == "numpy" and getattr(v, "shape", None) == () and hasattr(v, "item"):
+      return v.item()
+    if any(c.__name__.endswith("Tracer") for c in type(v).__mro__):
+      raise E.KernelTypeError(
+          f"{name} is a value JAX is tracing (captured from the function that calls the kernel); a"
+          f" kernel reads Python values, its inputs and its parameters", self.loc(node),
+          hint=f"pass {name} to the kernel as an input (a run-time scalar: `{name}: ml.scalar`), or make it"
+               f" a Python value (static_argnames in jax.jit)")
+    return v
 
   def eval_Attribute(self, node):
     base = self.eval(node.value)

@@ -4,9 +4,12 @@ from __future__ import annotations
 import collections
 import functools
 import inspect
+import numbers
 import os
 import time
 from typing import Any, Callable, NamedTuple
+
+import numpy as np
 
 from . import cache as C
 from . import calling
@@ -35,8 +38,11 @@ def _user_errors(fn):
 
 
 def _as_tuple3(x, what, loc):
-  if isinstance(x, int) and not isinstance(x, bool):
+  integral = lambda i: isinstance(i, numbers.Integral) and not isinstance(i, (bool, np.bool_))
+  if integral(x):
     x = (x,)
+  if isinstance(x, (tuple, list)) and all(integral(i) for i in x):
+    x = tuple(int(i) for i in x)        # NumPy ints (np.prod of a shape) are ints here
   if (not isinstance(x, (tuple, list)) or not 1 <= len(x) <= 3
       or not all(isinstance(i, int) and not isinstance(i, bool) and i > 0 for i in x)):
     raise E.LaunchConfigError(calling.cap(f"{what} must be 1 to 3 positive ints, got {x!r}"), loc,

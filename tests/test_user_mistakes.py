@@ -504,3 +504,32 @@ def test_out_shape_and_grid_callables_see_the_kernels_constexpr_defaults():
   np.testing.assert_array_equal(repeat_rows(x, interpret=True), np.tile(np.asarray(x) + 1, 2))
   np.testing.assert_array_equal(repeat_rows(x, n=3, interpret=True), np.tile(np.asarray(x) + 1, 3))
   repeat_rows.check(S((128,), jnp.float32))          # compiles with the grid of the default n
+
+
+HALF = np.float32(0.5)
+THREE = np.int64(3)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (np.prod(x.shape) // 128,))
+def numpy_values(x, out):
+  i = ml.program_id(0)
+  out.at[ml.ds(i * 128, 128)][...] = x.at[ml.ds(i * 128, 128)][...] * HALF + THREE
+
+
+def test_numpy_scalars_in_globals_and_numpy_ints_in_grids_are_python_numbers():
+  """A NumPy scalar global was 'cannot take a Python float32'; a grid of np.int64 was 'must
+  be positive ints, got (np.int64(2),)'."""
+  x = jnp.arange(256, dtype=jnp.float32)
+  np.testing.assert_array_equal(numpy_values(x, interpret=True), np.asarray(x) * 0.5 + 3)
+
+
+def test_a_traced_value_captured_by_a_kernel_says_to_pass_it_as_an_input():
+  def f(x, s):
+    @mg.mgpu_kernel(out_shape=lambda x: x)
+    def scale_by(x, out):
+      out[...] = x[...] * s
+    return scale_by(x, interpret=True)
+  with pytest.raises(mg.KernelTypeError) as e:
+    jax.jit(f)(jnp.ones(128), 3.0)
+  assert e.value.message.startswith("s is a value JAX is tracing") and "ml.scalar" in e.value.hint
+  assert e.value.lineno == f.__code__.co_firstlineno + 3
