@@ -160,13 +160,16 @@ def trace_for(tracer, node: ast.For):
       tracer.env[name] = i
       tracer.run_body(node.body)
     return
+  bounds = []
   for x in (start, stop, step):
     if not (isinstance(x, int) and not isinstance(x, bool)):
-      index_operand(Call(tracer.b, tracer.loc(it)), x)
+      x = index_operand(Call(tracer.b, tracer.loc(it)), x)    # 8- and 16-bit ones widen to int32
       if x.type.dtype.bits != 32:    # the loop counts in i32 (scf.for needs one type)
         raise E.KernelTypeError(
             f"runtime loop bounds must be 32-bit integers, got {x.name or 'a scalar'} ({x.type.dtype})",
             tracer.loc(it), hint=f"convert it: {x.name or 'n'}.astype(jnp.int32)")
+    bounds.append(x)
+  start, stop, step = bounds
   if isinstance(step, int) and step <= 0:
     raise E.KernelTypeError("range() in a kernel needs a positive static step", tracer.loc(it),
                             hint="count upwards, range(start, stop, 2), and compute a descending index inside")

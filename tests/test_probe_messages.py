@@ -120,3 +120,43 @@ def test_a_negative_runtime_step_is_reported_in_the_users_terms():
   assert e.message == ("this loop's run-time step is -1: a loop counts upwards, so a run-time step must be"
                        " positive (with a step of 0 or less the GPU would skip the loop or never end it)")
   assert e.hint == "count down with range(n) and an index n - 1 - i inside the loop, or pass a positive step"
+
+
+# ---------------------------------------------------------------- 8- and 16-bit integer scalars as indices
+@mg.mgpu_kernel(out_shape=lambda x, n: (S((128,), x.dtype), S((), x.dtype), S((), jnp.int32)))
+def index_with_a_narrow_scalar(x, n, window, element, total):
+  i = n[...]
+  window[...] = x.at[ml.ds(i, 128)][...]
+  element[...] = x[i]
+  acc = 0
+  for j in range(i):
+    acc = acc + j
+  total[...] = acc
+
+
+@pytest.mark.parametrize("dtype,value", [(jnp.int16, 7), (jnp.uint16, 300), (jnp.int8, 5), (jnp.uint8, 200),
+                                         (jnp.int8, -3), (jnp.uint8, 255)], ids=str)
+def test_narrow_integer_scalars_index_and_bound_loops(dtype, value):
+  """Once: 'an index must be an integer scalar, got a scalar [MG003]' for an int16 start."""
+  x = jnp.arange(1024, dtype=jnp.float32)
+  n = jnp.array(value, dtype)
+  index_with_a_narrow_scalar.check(x, n)
+  if value < 0:             # sign-extended: a window at -3 is outside x, as in jnp
+    with pytest.raises(mg.OutOfBoundsError, match=r"x\[-3:125\] is outside x's shape"):
+      index_with_a_narrow_scalar(x, n, interpret=True)
+    return
+  window, element, total = index_with_a_narrow_scalar(x, n, interpret=True)
+  np.testing.assert_array_equal(window, np.arange(value, value + 128, dtype=np.float32))
+  assert float(element) == value and int(total) == sum(range(value))
+
+
+def test_narrow_integer_indices_widen_by_signedness():
+  x = S((1024,), jnp.float32)
+  assert "arith.extsi" in index_with_a_narrow_scalar.mlir(x, S((), jnp.int16))
+  assert "arith.extui" in index_with_a_narrow_scalar.mlir(x, S((), jnp.uint8))
+
+
+def test_a_float_index_names_its_dtype():
+  e = expect(index_with_a_narrow_scalar, [S((1024,), jnp.float32), S((), jnp.float32)], mg.KernelTypeError,
+             "x.at[ml.ds(i, 128)]", "an index must be an integer scalar, got i (float32)")
+  assert e.hint.endswith("convert a float32 that holds an index: i.astype(jnp.int32)")

@@ -282,7 +282,7 @@ def grouped_ids(cx, pid, num_m, num_n, group=8):
     if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
       raise E.KernelTypeError(f"ml.grouped_ids' {name} must be a positive static int, got {v!r}", cx.loc,
                               hint="tile counts are static: m // bm")
-  index_operand(cx, pid)
+  pid = index_operand(cx, pid)
   B = ew.BinOp
   width = group * num_n
   first_m = ew.binary(cx, B.MUL, ew.binary(cx, B.FLOORDIV, pid, width), group)

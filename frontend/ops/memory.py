@@ -152,10 +152,23 @@ def smem(cx, shape, dtype=None):
 
 
 def index_operand(cx, x):
+  """`x` as an index (a window's start, a loop bound): a Python int or an integer scalar; an
+  8- or 16-bit one is widened to int32 (sign- or zero-extended, by its signedness)."""
   if isinstance(x, int) and not isinstance(x, bool):
     return x
-  if is_value(x) and isinstance(x.type, ScalarType) and resolve(x.type.dtype) in (DType.i32, DType.i64, DType.u32):
-    return x
+  if is_value(x) and isinstance(x.type, ScalarType):
+    d = resolve(x.type.dtype)
+    if d in (DType.i32, DType.i64, DType.u32):
+      return x
+    if isinstance(d, DType) and d.is_int and d.bits < 32:
+      from .elementwise import Cast
+      return cx.b.emit(Cast, x, loc=cx.loc, types=[ScalarType(DType.i32)], names=[x.name]).result
+    if isinstance(d, DType):
+      i = x.name if x.name and x.name.isidentifier() else f"({x.name or 'i'})"
+      raise E.KernelTypeError(
+          f"an index must be an integer scalar, got {x.name or 'a scalar'} ({dtype_name(d)})", cx.loc,
+          hint=f"index with ints, program ids, loop counters or integer scalar math; convert a"
+               f" {dtype_name(d)} that holds an index: {i}.astype(jnp.int32)")
   raise E.KernelTypeError(f"an index must be an integer scalar, got {kind_of(x)}", cx.loc,
                           hint="index with ints, program ids, loop counters or integer scalar math")
 
