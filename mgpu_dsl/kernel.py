@@ -261,6 +261,13 @@ class KernelFunction:
         raise E.SignatureError(f"{self.__name__}: {name} is an ml.scalar parameter, given the bool {args[p]}",
                                caller_loc() or self.parsed.loc,
                                hint=f"ml.scalar values are ints or floats: pass int({name}) (1 or 0)")
+      if p < len(args) and isinstance(args[p], int) and not -2 ** 31 <= args[p] < 2 ** 31:
+        name = self.parsed.ref_params[p]
+        raise E.SignatureError(
+            f"{self.__name__}: {name} is an ml.scalar parameter, given the Python int {args[p]}, which int32"
+            f" (a Python int's type here, as in JAX) cannot hold", caller_loc() or self.parsed.loc,
+            hint=f"pass a 0-d array of the type you mean: jnp.uint32({name}) for values below 2**32, or"
+                 f" jnp.int64({name}) with jax_enable_x64")
       if p < len(args) and isinstance(args[p], (int, float)):
         args[p] = np.asarray(args[p], np.float32 if isinstance(args[p], float) else np.int32)
     return tuple(args)

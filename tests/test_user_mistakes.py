@@ -533,3 +533,18 @@ def test_a_traced_value_captured_by_a_kernel_says_to_pass_it_as_an_input():
     jax.jit(f)(jnp.ones(128), 3.0)
   assert e.value.message.startswith("s is a value JAX is tracing") and "ml.scalar" in e.value.hint
   assert e.value.lineno == f.__code__.co_firstlineno + 3
+
+
+def test_a_python_int_past_int32_for_an_ml_scalar_says_which_array_to_pass():
+  """It was a raw OverflowError from NumPy, at the call and in .check."""
+  import os
+  import sys
+  sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "examples"))
+  from dropout import dropout, reference_mask
+  x = jnp.ones((1024,), jnp.float32)
+  with pytest.raises(mg.SignatureError) as e:
+    dropout(x, 2 ** 32 - 1, interpret=True)
+  assert "int32" in e.value.message and "jnp.uint32(seed)" in e.value.hint
+  assert e.value.filename == __file__
+  got = dropout(x, jnp.uint32(2 ** 32 - 1), p=0.5, interpret=True)
+  np.testing.assert_array_equal(np.asarray(got) != 0, reference_mask(1024, 2 ** 32 - 1, 0.5))
