@@ -10,6 +10,7 @@ the rule. A kernel whose grid uses all three axes runs the batch as a `jax.lax.m
 """
 from __future__ import annotations
 
+from . import calling
 from .frontend import compile as fc
 
 
@@ -19,7 +20,7 @@ def call(kernel, args, constexprs, interpret, levels=(), hit=None):
   import jax
   hit = hit or kernel._compile(args, constexprs, levels)
   n_out = len(hit["out_specs"])
-  if not any(isinstance(a, jax.core.Tracer) for a in args):   # an eager call: no transformation
+  if not calling.tracing(args):                                # an eager call: no transformation
     return list(kernel._run(hit, args, interpret))
 
   @jax.custom_batching.custom_vmap

@@ -31,10 +31,12 @@ def has_gpu() -> bool:
 
 
 def caller_loc() -> Loc:
-  """The location of the first frame outside mgpu_dsl: where the user called it from."""
-  here = os.path.dirname(os.path.abspath(__file__))
+  """The location of the first frame outside mgpu_dsl and JAX: where the user called it from
+  (through jax.vmap's rules, jax.jit's tracing...)."""
+  import jax
+  skip = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep for m in (sys.modules[__package__], jax))
   f = sys._getframe(1)
-  while f is not None and os.path.abspath(f.f_code.co_filename).startswith(here + os.sep):
+  while f is not None and os.path.abspath(f.f_code.co_filename).startswith(skip):
     f = f.f_back
   if f is None:
     return Loc("<unknown>", 0, 0)

@@ -148,6 +148,20 @@ def check_constexprs(pk, constexprs: dict, name: str, loc) -> None:
           loc, hint=f"pass a Python number or tuple, e.g. {k}=int(v)")
 
 
+def tracing(args) -> bool:
+  """Whether a call is being traced by JAX (jit, vmap, export...), not run eagerly: a traced
+  input, or a trace in progress around inputs that are all concrete (a kernel of no inputs
+  under jax.jit)."""
+  import jax
+  if any(isinstance(a, jax.core.Tracer) for a in args):
+    return True
+  try:
+    from jax._src import core
+    return not core.trace_state_clean()
+  except (ImportError, AttributeError):      # a JAX without it: concrete inputs run eagerly
+    return False
+
+
 def check_interpret(interpret, name: str, loc) -> None:
   import jax
   if isinstance(interpret, jax.core.Tracer):

@@ -309,13 +309,13 @@ class KernelFunction:
     """Run a compiled specialisation: on the GPU, or in interpret mode."""
     import jax
     if not interpret:
-      if not any(isinstance(a, jax.core.Tracer) for a in args) and not has_gpu():
+      if not calling.tracing(args) and not has_gpu():
         from .lowering.platforms import no_gpu_error     # an eager call: say so at the user's line
         raise no_gpu_error(self.__name__, jax.default_backend(), caller_loc())
       self._build(hit)
       return hit["call"](*args)
     from .lowering import interpret as interp
-    if any(isinstance(a, jax.core.Tracer) for a in args):
+    if calling.tracing(args):
       if "interpret_call" not in hit:
         kernel, specs = hit["kernel"], hit["out_specs"]
         hit["interpret_call"] = wrap.no_derivative(
@@ -504,8 +504,8 @@ def _unknown_option(fn, unknown: dict) -> E.KernelError:
   name = sorted(unknown)[0]
   try:
     loc = fc.parse(fn).option_loc(name)
-  except E.KernelError:
-    loc = None
+  except E.KernelError:      # no source to read (exec, a REPL): the decorator's caller
+    loc = caller_loc()
   options = [p.name for p in inspect.signature(mgpu_kernel).parameters.values()
              if p.kind == inspect.Parameter.KEYWORD_ONLY]
   close = difflib.get_close_matches(name, options, n=1)

@@ -548,3 +548,36 @@ def test_a_python_int_past_int32_for_an_ml_scalar_says_which_array_to_pass():
   assert e.value.filename == __file__
   got = dropout(x, jnp.uint32(2 ** 32 - 1), p=0.5, interpret=True)
   np.testing.assert_array_equal(np.asarray(got) != 0, reference_mask(1024, 2 ** 32 - 1, 0.5))
+
+
+@mg.mgpu_kernel(out_shape=S((128,), jnp.int32))
+def iota128(out):
+  out[...] = ml.arange(128)
+
+
+def test_a_kernel_of_no_traced_inputs_under_jit_is_staged_not_run():
+  """With no traced input the call ran eagerly while JAX traced (NoGpuError when exporting)."""
+  exported = jax.export.export(jax.jit(lambda x: iota128() + x), platforms=["cuda"])(S((128,), jnp.int32))
+  assert exported.mlir_module().count("@mosaic_gpu") >= 1
+  got = jax.jit(lambda x: iota128(interpret=True) + x)(jnp.ones((128,), jnp.int32))
+  np.testing.assert_array_equal(got, np.arange(128) + 1)
+
+
+@pytest.mark.skipif(any(d.platform == "gpu" for d in jax.devices()), reason="the error of a machine without a GPU")
+def test_no_gpu_under_eager_vmap_points_at_the_users_call():
+  """It pointed into jax/_src/custom_batching.py."""
+  with pytest.raises(mg.NoGpuError) as e:
+    jax.vmap(iota_like)(jnp.ones((4, 128)))
+  assert e.value.filename == __file__ and "jax.vmap(iota_like)" in e.value.loc.source_line
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def iota_like(x, out):
+  out[...] = x[...] * 2.0
+
+
+def test_an_unknown_option_of_a_kernel_without_source_is_still_readable():
+  """Its message could not be printed (a location of None)."""
+  with pytest.raises(mg.SignatureError) as e:
+    mg.mgpu_kernel(out_shape=lambda x: x, num_warps=4)(lambda x, o: None)
+  assert "no option num_warps=" in str(e.value) and e.value.filename == __file__
