@@ -11,6 +11,8 @@ import inspect
 import math
 import reprlib
 
+import numpy as np
+
 from .frontend import errors as E
 from .frontend import language as L
 from .frontend.dtypes import DType, to_dtype
@@ -167,6 +169,10 @@ def check_interpret(interpret, name: str, loc) -> None:
   if isinstance(interpret, jax.core.Tracer):
     raise E.SignatureError(f"{name}: interpret= is a traced value", loc,
                            hint="under jax.jit, mark it static: jax.jit(f, static_argnames=['interpret'])")
+  if interpret is not None and not isinstance(interpret, (bool, np.bool_)):
+    raise E.SignatureError(cap(f"{name}: interpret= takes True, False or None, got {interpret!r}"), loc,
+                           hint="interpret=True runs the kernel with numpy on the CPU; None (the default)"
+                                " follows MGPU_DSL_INTERPRET")
 
 
 # ---------------------------------------------------------------- the signature users see

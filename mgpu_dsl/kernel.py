@@ -119,8 +119,10 @@ class KernelFunction:
     self.block = block
     self.cluster = cluster
     self.interpret = interpret
-    if not isinstance(cache_size, int) or cache_size < 1:
-      raise ValueError(f"cache_size must be a positive int, got {cache_size!r}")
+    if not isinstance(cache_size, int) or isinstance(cache_size, bool) or cache_size < 1:
+      raise E.LaunchConfigError(calling.cap(f"cache_size must be a positive int, got {cache_size!r}"),
+                                _option_loc(fn, "cache_size"),
+                                hint=f"the number of specialisations kept in memory (default {DEFAULT_CACHE_SIZE})")
     self.cache_size = cache_size
     self._parsed = None
     self._deps: D.Dependencies | None = None
@@ -201,6 +203,12 @@ class KernelFunction:
                                             f" got {calling.describe(out)}"), at("out_shape"),
                                 hint="out_shape=jax.ShapeDtypeStruct(shape, dtype), a tuple of them, or a"
                                      " callable of the inputs returning one")
+    bad = next((l for l in leaves if any(isinstance(d, numbers.Integral) and d < 0 for d in l.shape)), None)
+    if bad is not None:
+      raise E.LaunchConfigError(calling.cap(f"out_shape gives an output of shape {tuple(bad.shape)}; dimensions"
+                                            f" are ints of 0 or more"), at("out_shape"),
+                                hint="compute the output's shape from the inputs' shapes, e.g."
+                                     " out_shape=lambda x: jax.ShapeDtypeStruct((x.shape[0], 4), x.dtype)")
     n_in = len(pk.ref_params) - len(leaves)
     calling.check_count(pk, len(args), (n_in, n_in), name, loc, outputs_known=True)
     grid, block, cluster = self._launch(args, meta, loc)
@@ -223,6 +231,12 @@ class KernelFunction:
     at = self.parsed.option_loc
     grid = (_call_with_meta(self.grid, args, constexprs, "grid", at("grid")) if callable(self.grid)
             else self.grid)
+    empty = [i for i, a in enumerate(args) if 0 in tuple(getattr(a, "shape", ()))]
+    if callable(self.grid) and empty and isinstance(grid, (tuple, list)) and 0 in grid:
+      raise E.LaunchConfigError(
+          calling.cap(f"the grid callable gave {tuple(grid)} for an empty input (input {empty[0]}:"
+                      f" {calling.describe(args[empty[0]])}); a launch needs at least one program"),
+          at("grid"), hint="call the kernel only on non-empty arrays (outside it, an empty output needs no kernel)")
     grid = _as_tuple3(grid, "grid", at("grid"))
     fc.check_grid_limits(grid, at("grid"))
     block = self.block
@@ -397,7 +411,7 @@ class KernelFunction:
     """
     import jax
     from . import batching
-    calling.check_interpret(interpret, self.__name__, self.parsed.loc)
+    calling.check_interpret(interpret, self.__name__, caller_loc())
     spec = next((i for i, a in enumerate(args) if isinstance(a, jax.ShapeDtypeStruct)), None)
     if spec is not None:       # a spec has no values to run on
       raise E.SignatureError(
@@ -498,14 +512,19 @@ _ELSEWHERE = {   # what Triton and Pallas users reach for, and where it lives he
 }
 
 
+def _option_loc(fn, name):
+  """Where the decorator's option `name` is written; its caller's line if there is no source."""
+  try:
+    return fc.parse(fn).option_loc(name)
+  except E.KernelError:      # no source to read (exec, a REPL)
+    return caller_loc()
+
+
 def _unknown_option(fn, unknown: dict) -> E.KernelError:
   """An unknown keyword of @mgpu_kernel, at the keyword in the decorator."""
   import difflib
   name = sorted(unknown)[0]
-  try:
-    loc = fc.parse(fn).option_loc(name)
-  except E.KernelError:      # no source to read (exec, a REPL): the decorator's caller
-    loc = caller_loc()
+  loc = _option_loc(fn, name)
   options = [p.name for p in inspect.signature(mgpu_kernel).parameters.values()
              if p.kind == inspect.Parameter.KEYWORD_ONLY]
   close = difflib.get_close_matches(name, options, n=1)

@@ -148,5 +148,5 @@ def test_cache_clear_forgets_every_specialisation():
 
 
 def test_cache_size_must_be_positive():
-  with pytest.raises(ValueError, match="cache_size"):
+  with pytest.raises(mg.LaunchConfigError, match="cache_size"):
     mg.mgpu_kernel(out_shape=lambda x: x, cache_size=0)(times.fn)

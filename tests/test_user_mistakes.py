@@ -581,3 +581,25 @@ def test_an_unknown_option_of_a_kernel_without_source_is_still_readable():
   with pytest.raises(mg.SignatureError) as e:
     mg.mgpu_kernel(out_shape=lambda x: x, num_warps=4)(lambda x, o: None)
   assert "no option num_warps=" in str(e.value) and e.value.filename == __file__
+
+
+def test_decorator_and_call_options_are_checked_where_written():
+  """cache_size=0 was a raw ValueError; interpret='false' silently interpreted; an output of
+  shape (-1,) was reported at a store; an empty input's grid of (0,) did not say why."""
+  with pytest.raises(mg.LaunchConfigError) as e:
+    mg.mgpu_kernel(out_shape=lambda x: x, cache_size=0)(iota_like.fn)
+  assert e.value.message.startswith("cache_size must be a positive int") and e.value.filename == __file__
+  with pytest.raises(mg.SignatureError) as e:
+    iota_like(jnp.ones(128), interpret="false")
+  assert "interpret= takes True, False or None" in e.value.message and e.value.filename == __file__
+  with pytest.raises(mg.LaunchConfigError) as e:
+    negative_out(jnp.ones(128), interpret=True)
+  assert "shape (-1,)" in e.value.message and "out_shape=" in e.value.loc.source_line
+  with pytest.raises(mg.LaunchConfigError) as e:
+    numpy_values(jnp.ones((0,)), interpret=True)
+  assert "for an empty input (input 0: float32[0])" in e.value.message
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((-1,), x.dtype))
+def negative_out(x, out):
+  out[...] = x[...]
