@@ -19,6 +19,8 @@ from mgpu_dsl import language as ml
 
 
 def _out(a, b, *args, **meta):
+  if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:    # a TMA load past b's end would read zeros
+    raise ValueError(f"a @ b needs a (m, k) and b (k, n), got {tuple(a.shape)} and {tuple(b.shape)}")
   return jax.ShapeDtypeStruct((a.shape[0], b.shape[1]), a.dtype)
 
 

@@ -23,6 +23,8 @@ from mgpu_dsl import language as ml
 
 
 def _out(a, bt, row_scale, col_scale, *, out_dtype=jnp.bfloat16, **meta):
+  if a.ndim != 2 or bt.ndim != 2 or a.shape[1] != bt.shape[1]:
+    raise ValueError(f"a @ bt.T needs a (m, k) and bt (n, k), got {tuple(a.shape)} and {tuple(bt.shape)}")
   return jax.ShapeDtypeStruct((a.shape[0], bt.shape[0]), out_dtype)
 
 

@@ -603,3 +603,14 @@ def test_decorator_and_call_options_are_checked_where_written():
 @mg.mgpu_kernel(out_shape=lambda x: S((-1,), x.dtype))
 def negative_out(x, out):
   out[...] = x[...]
+
+
+def test_the_matmul_examples_reject_operands_whose_inner_dimensions_differ():
+  """matmul of (128, 128) and (64, 256) returned a[:, :64] @ b (TMA reads past b's end as zeros)."""
+  import os
+  import sys
+  sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "examples"))
+  import matmul as M
+  with pytest.raises(mg.SignatureError) as e:
+    M.matmul(jnp.ones((128, 128), jnp.bfloat16), jnp.ones((64, 256), jnp.bfloat16), interpret=True)
+  assert "a @ b needs a (m, k) and b (k, n), got (128, 128) and (64, 256)" in e.value.message
