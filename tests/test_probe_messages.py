@@ -160,3 +160,96 @@ def test_a_float_index_names_its_dtype():
   e = expect(index_with_a_narrow_scalar, [S((1024,), jnp.float32), S((), jnp.float32)], mg.KernelTypeError,
              "x.at[ml.ds(i, 128)]", "an index must be an integer scalar, got i (float32)")
   assert e.hint.endswith("convert a float32 that holds an index: i.astype(jnp.int32)")
+
+
+# ---------------------------------------------------------------- messages in the user's words
+@mg.mgpu_kernel(out_shape=lambda x, n: S((256,), jnp.float32))
+def load_with_an_int_mask(x, n, o):
+  idx = ml.arange(256)
+  o[...] = x.at[ml.ds(0, 256)].load(mask=(idx < n[...]).astype(jnp.int32), other=0.0)
+
+
+def test_an_int_mask_names_its_dtype():
+  """Once: 'ml.load's mask must be a boolean tensor, got a register tensor'."""
+  expect(load_with_an_int_mask, [S((1024,), jnp.float32), S((), jnp.int32)], mg.KernelTypeError,
+         "x.at[ml.ds(0, 256)].load(", "ml.load's mask must be a boolean tensor, got an int32 tensor",
+         hint="pass a comparison as it is (mask=rows < n, without .astype), or compare a number tensor:"
+              " mask=m != 0")
+
+
+@mg.mgpu_kernel(out_shape=lambda x, n: S((256,), jnp.float32))
+def load_with_an_int_other(x, n, o):
+  m = ml.arange(256) < n[...]
+  o[...] = x.at[ml.ds(0, 256)].load(mask=m, other=ml.zeros((256,), jnp.int32))
+
+
+def test_a_tensor_other_of_another_dtype_is_the_loads_mistake():
+  """Once: 'ml.where on v (float32) and v (int32)': the user wrote no ml.where."""
+  expect(load_with_an_int_other, [S((1024,), jnp.float32), S((), jnp.int32)], mg.DtypeMismatchError,
+         "x.at[ml.ds(0, 256)].load(", "ml.load's other (int32) differs from x.at[ml.ds(0, 256)]'s dtype (float32)",
+         hint="convert it: other=v.astype(jnp.float32)")
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def ref_plus_one(x, o):
+  o[...] = x + 1
+
+
+@mg.mgpu_kernel(out_shape=lambda x_ptr, n: S(x_ptr.shape, x_ptr.dtype), grid=(4,))
+def triton_pointer_arithmetic(x_ptr, n, o, *, BLOCK: ml.constexpr = 256):
+  pid = ml.program_id(0)
+  offsets = pid * BLOCK + ml.arange(BLOCK)
+  mask = offsets < n[...]
+  x = ml.load(x_ptr + offsets, mask=mask)
+  o.at[ml.ds(pid * BLOCK, BLOCK)][...] = x
+
+
+def test_triton_pointer_arithmetic_points_to_the_window_form():
+  """Once: hint 'read it into registers first: x_ptr[...]', which gives x_ptr's values plus offsets."""
+  expect(triton_pointer_arithmetic, [S((1024,), jnp.float32), S((), jnp.int32)], mg.KernelTypeError,
+         "x_ptr + offsets", "+ works on register values, got x_ptr (GMEM ref) plus integer offsets: a ref is"
+         " not a pointer, so offsets are not added to it",
+         hint="read the window the offsets cover: x_ptr.at[ml.ds(pid * BLOCK, BLOCK)].load(mask=mask); to add"
+              " to x_ptr's values, read it first: x_ptr[...] + ...")
+  # a ref plus a number is a ref read as a value, not pointer arithmetic
+  expect(ref_plus_one, [S((256,), jnp.float32)], mg.KernelTypeError, "x + 1",
+         "+ works on register values, got x (GMEM ref)", hint="read it into registers first: x[...]")
+
+
+@mg.mgpu_kernel(out_shape=lambda x, n: S((128,), jnp.float32))
+def zeros_of_a_runtime_size(x, n, o):
+  o[...] = ml.zeros((n[...],), jnp.float32)
+
+
+def test_zeros_with_a_runtime_size_names_ml_zeros():
+  """Once: 'ml.full needs a static shape'."""
+  expect(zeros_of_a_runtime_size, [S((1024,), jnp.float32), S((), jnp.int32)], mg.KernelTypeError,
+         "ml.zeros(", "ml.zeros needs a static shape: a tuple of positive Python ints, got (n[...],)")
+
+
+@mg.mgpu_kernel(out_shape=lambda x, n: S((), jnp.int32))
+def cdiv_of_a_float_scalar(x, n: ml.scalar, o):
+  o[...] = ml.cdiv(n, 128)
+
+
+def test_cdiv_of_a_float_scalar_names_ml_cdiv():
+  """Once: '// needs integer operands'."""
+  expect(cdiv_of_a_float_scalar, [S((1024,), jnp.float32), 3.0], mg.KernelTypeError, "ml.cdiv(",
+         "ml.cdiv needs integers, got n (float32)", hint="convert it: n.astype(jnp.int32)")
+  cdiv_of_a_float_scalar.check(S((1024,), jnp.float32), 3)
+  assert int(cdiv_of_a_float_scalar(jnp.zeros(1024), 300, interpret=True)) == 3
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((16,), jnp.float32))
+def one_hot_counts(x, o):
+  v = x[...]
+  onehot = (v[:, None] == ml.arange(16)[None, :])
+  o[...] = ml.sum(onehot.astype(jnp.float32), axis=0)
+
+
+def test_a_broadcast_tile_is_not_named_after_its_vector():
+  """Once: 'v of shape (128, 16) is reduced or broadcast...', v being the (128,) vector."""
+  expect(one_hot_counts, [S((128,), jnp.int32)], mg.LayoutError, "v[:, None] ==",
+         "this tile of shape (128, 16) is reduced or broadcast along its rows or columns, which needs columns"
+         " a multiple of 32 (one per lane of a warp), and rows a multiple of 4 unless the columns are a"
+         " multiple of 128")

@@ -124,7 +124,13 @@ def _ref_arg(cx, ref, what):
 def _mask_arg(cx, ref, mask, what):
   """The mask broadcast to the window's shape."""
   from .shape import broadcast_shape, broadcast_to_shape
-  if not is_tensor(mask) or resolve(mask.type.dtype) != DType.bool_:
+  if is_tensor(mask) and resolve(mask.type.dtype) != DType.bool_:
+    d = dtype_name(mask.type.dtype)
+    raise E.KernelTypeError(f"{what}'s mask must be a boolean tensor, got a{'n' if d[0] in 'aeiou' else ''}"
+                            f" {d} tensor", cx.loc,
+                            hint="pass a comparison as it is (mask=rows < n, without .astype), or compare a"
+                                 " number tensor: mask=m != 0")
+  if not is_tensor(mask):
     raise E.KernelTypeError(f"{what}'s mask must be a boolean tensor, got {kind_of(mask)}", cx.loc,
                             hint="compare an index grid with a bound: rows = i * 128 + ml.arange(128);"
                                  " mask = rows[:, None] < n")
@@ -152,13 +158,15 @@ def load_(cx, ref, mask=None, other=0):
   _ref_arg(cx, ref, "ml.load")
   mask = _mask_arg(cx, ref, mask, "ml.load")
   d = ref.type.dtype
+  if is_value(other) and not is_ref(other) and unify(d, other.type.dtype, cx.loc, "ml.load's other") is None:
+    convert = "s" if not is_tensor(other) else (other.name if (other.name or "").isidentifier() else
+                                                 f"({other.name})" if other.name else "v")
+    raise E.DtypeMismatchError(
+        f"ml.load's other ({dtype_name(other.type.dtype)}) differs from {ref.name or 'the ref'}'s dtype"
+        f" ({dtype_name(d)})", cx.loc, hint=f"convert it: other={convert}.astype(jnp.{dtype_name(d)})")
   if is_tensor(other):
     plain = _masked_read(cx, ref, mask, 0)
     return ew.where_(cx, mask, plain, other)
-  if is_value(other) and unify(d, other.type.dtype, cx.loc, "ml.load's other") is None:
-    raise E.DtypeMismatchError(
-        f"ml.load's other ({dtype_name(other.type.dtype)}) differs from {ref.name or 'the ref'}'s dtype"
-        f" ({dtype_name(d)})", cx.loc, hint=f"convert it: other=s.astype(jnp.{dtype_name(d)})")
   if not (is_value(other) or isinstance(other, Num)):
     raise E.KernelTypeError(f"ml.load's other must be a number, a scalar or a tensor, got {kind_of(other)}",
                             cx.loc, hint="other=0.0")

@@ -20,7 +20,7 @@ from ..dtypes import DType, INDEX, PY_FLOAT
 from ..infer import unify
 from ..ir import LayoutRule, Traits
 from ..types import DTypeVar, ScalarType, TensorType, dtype_name, resolve
-from .base import (Num, builtin, check_register_value, dtype_arg, is_value, kind_of,
+from .base import (Num, builtin, check_register_value, dtype_arg, is_ref, is_value, kind_of,
                    static_shape)
 
 PURE_ELEMENTWISE = Traits(layout=LayoutRule.ELEMENTWISE, pure=True)
@@ -177,10 +177,30 @@ def check_python_int(cx, value, dtype, what):
         hint="use a constant in range, or a float (e.g. float(...)) if you meant floating point")
 
 
+def _check_pointer_arithmetic(cx, a, b):
+  """Triton's `x_ptr + offsets`: a ref plus a tensor of integer offsets. Refs are not
+  pointers; a window of one is what Triton's offsets describe."""
+  from .base import is_tensor
+  ref, off = (a, b) if is_ref(a) else (b, a)
+  if not (is_ref(ref) and is_tensor(off)):
+    return
+  d = resolve(off.type.dtype)
+  if not (isinstance(d, DType) and d.is_int):
+    return
+  name = ref.name or "x"
+  raise E.KernelTypeError(
+      f"+ works on register values, got {name} ({ref.type.space} ref) plus integer offsets: a ref is"
+      f" not a pointer, so offsets are not added to it", cx.loc,
+      hint=f"read the window the offsets cover: {name}.at[ml.ds(pid * BLOCK, BLOCK)].load(mask=mask); to add"
+           f" to {name}'s values, read it first: {name}[...] + ...")
+
+
 def common(cx, a, b, what):
   """(operands, shape, dtype) of a binary op: tensors broadcast to one shape, weak
   Python numbers take the other side's dtype."""
   from .shape import broadcast_operands
+  if what == "+":
+    _check_pointer_arithmetic(cx, a, b)
   check_register_value(cx, a, what)
   check_register_value(cx, b, what)
   (a, b), shape = broadcast_operands(cx, (a, b), what)
@@ -336,16 +356,16 @@ def _like(t, dtype):
   return dataclasses.replace(t, dtype=dtype)
 
 
-def full_(cx, shape, value, dtype):
-  shape = static_shape(cx, shape, "ml.full")
+def full_(cx, shape, value, dtype, what="ml.full"):
+  shape = static_shape(cx, shape, what)
   if not isinstance(dtype, (DType, DTypeVar)):
-    raise E.KernelTypeError(f"ml.full needs a dtype such as jnp.float32, got {dtype!r}", cx.loc,
+    raise E.KernelTypeError(f"{what} needs a dtype such as jnp.float32, got {dtype!r}", cx.loc,
                             hint="ml.full(shape, 1.0, jnp.float32)")
   if is_value(value):
     if not isinstance(value.type, ScalarType):
       raise E.KernelTypeError(f"ml.full's value must be a number or a scalar, got {kind_of(value)}", cx.loc,
                               hint="to repeat a vector along a new axis use ml.broadcast_to")
-    if unify(value.type.dtype, dtype, cx.loc, "ml.full") is None:
+    if unify(value.type.dtype, dtype, cx.loc, what) is None:
       raise E.DtypeMismatchError(
           f"ml.full of a {dtype_name(value.type.dtype)} scalar as {dtype_name(dtype)}", cx.loc,
           hint="convert the scalar first: s.astype(...)")
@@ -353,7 +373,7 @@ def full_(cx, shape, value, dtype):
     raise E.KernelTypeError(f"ml.full's value must be a number or a scalar, got {kind_of(value)}", cx.loc,
                             hint="ml.full(shape, 0.0, jnp.float32)")
   else:
-    check_python_int(cx, value, dtype, "ml.full")
+    check_python_int(cx, value, dtype, what)
   return cx.b.emit(Full, value, loc=cx.loc, types=[TensorType(shape, dtype)], names=[cx.name]).result
 
 
@@ -384,7 +404,7 @@ def bitcast(cx, x, dtype):
 @builtin
 def zeros(cx, shape, dtype):
   """A register tensor of zeros: `acc = ml.zeros((128, 64), jnp.float32)`."""
-  return full_(cx, shape, 0, dtype_arg(cx, dtype, "ml.zeros"))
+  return full_(cx, shape, 0, dtype_arg(cx, dtype, "ml.zeros"), "ml.zeros")
 
 
 @builtin
@@ -451,6 +471,13 @@ def cdiv(cx, a, b):
     if b <= 0:
       raise E.KernelTypeError(f"ml.cdiv needs a positive divisor, got {b}", cx.loc, hint="ml.cdiv(n, 128)")
     return -(-a // b)
+  for v in (a, b):
+    d = resolve(v.type.dtype) if is_value(v) else None
+    if (is_value(v) and isinstance(d, DType) and not d.is_int) or isinstance(v, float):
+      what = f"{v.name or 'a value'} ({dtype_name(d)})" if is_value(v) else repr(v)
+      raise E.KernelTypeError(f"ml.cdiv needs integers, got {what}", cx.loc,
+                              hint=f"convert it: {v.name or 'n'}.astype(jnp.int32)" if is_value(v) else
+                              "ml.cdiv(n, 128)")
   bm1 = b - 1 if not is_value(b) else binary(cx, BinOp.SUB, b, 1)
   return binary(cx, BinOp.FLOORDIV, binary(cx, BinOp.ADD, a, bm1), b)
 

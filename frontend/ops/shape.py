@@ -91,8 +91,10 @@ def broadcast_to_shape(cx, x, shape, dims=None):
   made = cx.b.defining(x)
   if isinstance(made, ew.Full):
     return ew.full_(cx, shape, made.value, x.type.dtype)
+  # A broadcast that repeats x is not x: diagnostics about the result's shape must not name x.
+  name = x.name if math.prod(shape) == math.prod(x.type.shape) else None
   return cx.b.emit(Broadcast, x, tuple(dims), loc=cx.loc, types=[TensorType(shape, x.type.dtype)],
-                   names=[x.name]).result
+                   names=[name]).result
 
 
 def broadcast_operands(cx, operands, what):
