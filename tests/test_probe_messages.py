@@ -253,3 +253,33 @@ def test_a_broadcast_tile_is_not_named_after_its_vector():
          "this tile of shape (128, 16) is reduced or broadcast along its rows or columns, which needs columns"
          " a multiple of 32 (one per lane of a warp), and rows a multiple of 4 unless the columns are a"
          " multiple of 128")
+
+
+# ---------------------------------------------------------------- what the docs promise
+LANGUAGE_MD = (__import__("pathlib").Path(__file__).parent.parent / "docs" / "language.md").read_text()
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((16,), jnp.int32))
+def smem_histogram_of_one_bin(x, o):
+  h = ml.smem((16,), jnp.int32)
+  h[...] = ml.zeros((16,), jnp.int32)
+  b = x[3]
+  h[b] = h[b] + 1
+  o[...] = h[...]
+
+
+@mg.mgpu_kernel(out_shape=lambda m, x: x)
+def read_a_bool_array(m, x, o):
+  o[...] = ml.where(m[...], x[...], 0.0)
+
+
+def test_the_docs_say_how_one_smem_element_is_updated_and_that_bool_arrays_stay_out_of_memory():
+  """language.md's atomics table had a 'single element' column that read as if SMEM took
+  scalar atomics (it is MG003 by design), and its dtype list offered jnp.bool_ with no word that
+  every read or write of a bool array is MG106."""
+  assert "`h[b] = h[b] + 1`" in LANGUAGE_MD and "error (MG003) by design" in LANGUAGE_MD
+  got = smem_histogram_of_one_bin(jnp.arange(128, dtype=jnp.int32) % 16, interpret=True)
+  np.testing.assert_array_equal(got, np.eye(16, dtype=np.int32)[3])
+  assert "bool\narrays in memory cannot be read or written (MG106)" in LANGUAGE_MD
+  with pytest.raises(mg.UnsupportedDtypeError):
+    read_a_bool_array.check(S((256,), jnp.bool_), S((256,), jnp.float32))
