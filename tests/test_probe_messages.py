@@ -150,6 +150,16 @@ def test_narrow_integer_scalars_index_and_bound_loops(dtype, value):
   assert float(element) == value and int(total) == sum(range(value))
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype,value", [(jnp.int16, 7), (jnp.uint16, 300), (jnp.int8, 5), (jnp.uint8, 200)],
+                         ids=str)
+def test_narrow_integer_scalars_index_on_the_gpu(dtype, value):
+  x = jnp.arange(1024, dtype=jnp.float32)
+  window, element, total = index_with_a_narrow_scalar(x, jnp.array(value, dtype))
+  np.testing.assert_array_equal(window, np.arange(value, value + 128, dtype=np.float32))
+  assert float(element) == value and int(total) == sum(range(value))
+
+
 def test_narrow_integer_indices_widen_by_signedness():
   x = S((1024,), jnp.float32)
   assert "arith.extsi" in index_with_a_narrow_scalar.mlir(x, S((), jnp.int16))
