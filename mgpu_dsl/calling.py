@@ -46,7 +46,17 @@ def describe(x) -> str:
   return f"{type(x).__name__} {_short.repr(x)}"
 
 
-SUPPORTED_DTYPES = ", ".join(d.value for d in DType)
+SUPPORTED_DTYPES = ", ".join(d.value for d in DType if d.value != "bool") + " (masks go in and out as int8)"
+
+ELSEWHERE = {   # what Triton and Pallas users reach for, and where it lives here
+    "num_warps": "threads per CTA are block= (a multiple of 128: num_warps=4 is block=128)",
+    "num_stages": "pipelining is per loop: ml.range(n, stages=s)",
+    "num_ctas": "CTAs per cluster are cluster=(n,)",
+    "in_specs": "kernels index their refs themselves: ml.copy(x.at[ml.ds(i * 128, 128)], buf)",
+    "out_specs": "kernels index their refs themselves: ml.copy(buf, out.at[ml.ds(i * 128, 128)])",
+    "grid_spec": "grid= takes the CTA counts, or a callable of the inputs returning them",
+    "compiler_params": "launch options are block=, cluster= and grid=; tile sizes are constexprs",
+}
 
 
 def _input_hint(x) -> str:
@@ -133,6 +143,7 @@ def check_constexprs(pk, constexprs: dict, name: str, loc) -> None:
     raise E.SignatureError(
         f"{name} has no constexpr parameter {unknown[0]!r}" + (" (it is a ref parameter)" if ref else ""),
         loc, hint=(f"pass {unknown[0]} positionally, as an array" if ref else
+                   f"{unknown[0]} is not a kernel option here: {ELSEWHERE[unknown[0]]}" if unknown[0] in ELSEWHERE else
                    f"its constexpr parameters are: {', '.join(pk.constexpr_params) or 'none'}"))
   missing = [c for c in pk.constexpr_params if c not in constexprs and c not in pk.defaults]
   if missing:

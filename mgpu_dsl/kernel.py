@@ -332,8 +332,13 @@ class KernelFunction:
     if calling.tracing(args):
       if "interpret_call" not in hit:
         kernel, specs = hit["kernel"], hit["out_specs"]
-        hit["interpret_call"] = wrap.no_derivative(
-            lambda *a: tuple(interp.run(kernel, a, specs)), self.__name__, self.parsed.loc)
+
+        def compiled():
+          self._build(hit)
+          return hit["call"]
+        prim = wrap.interpreted_call(lambda *a: tuple(interp.run(kernel, a, specs)), compiled, specs,
+                                     self.__name__)
+        hit["interpret_call"] = wrap.no_derivative(lambda *a: tuple(prim(*a)), self.__name__, self.parsed.loc)
       return hit["interpret_call"](*args)
     return interp.run(hit["kernel"], args, hit["out_specs"])
 
@@ -501,15 +506,6 @@ def mgpu_kernel(fn: Callable | None = None, *, out_shape=None, grid=(1,), block:
   return wrap_fn(fn) if fn is not None else wrap_fn
 
 
-_ELSEWHERE = {   # what Triton and Pallas users reach for, and where it lives here
-    "num_warps": "threads per CTA are block= (a multiple of 128: num_warps=4 is block=128)",
-    "num_stages": "pipelining is per loop: ml.range(n, stages=s)",
-    "num_ctas": "CTAs per cluster are cluster=(n,)",
-    "in_specs": "kernels index their refs themselves: ml.copy(x.at[ml.ds(i * 128, 128)], buf)",
-    "out_specs": "kernels index their refs themselves: ml.copy(buf, out.at[ml.ds(i * 128, 128)])",
-    "grid_spec": "grid= takes the CTA counts, or a callable of the inputs returning them",
-    "compiler_params": "launch options are block=, cluster= and grid=; tile sizes are constexprs",
-}
 
 
 def _option_loc(fn, name):
@@ -528,6 +524,6 @@ def _unknown_option(fn, unknown: dict) -> E.KernelError:
   options = [p.name for p in inspect.signature(mgpu_kernel).parameters.values()
              if p.kind == inspect.Parameter.KEYWORD_ONLY]
   close = difflib.get_close_matches(name, options, n=1)
-  hint = _ELSEWHERE.get(name) or (f"did you mean {close[0]}=?" if close else
+  hint = calling.ELSEWHERE.get(name) or (f"did you mean {close[0]}=?" if close else
                                   f"@mgpu_kernel takes {', '.join(options)}")
   return E.SignatureError(f"@mgpu_kernel has no option {name}=", loc, hint=hint)

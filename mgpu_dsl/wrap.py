@@ -44,3 +44,65 @@ def named_call(f: Callable, name: str, loc) -> Callable:
 
   call.__name__ = call.__qualname__ = name
   return jax.jit(call)
+
+
+class _Call:
+  """One interpreted specialisation under a JAX trace: how it runs on each platform. Hashed by
+  identity (a primitive's parameter)."""
+
+  def __init__(self, interpret_fn: Callable, kernel_fn: Callable, out_specs, name: str):
+    self.interpret_fn = interpret_fn     # jax.pure_callback of the interpreter
+    self.kernel_fn = kernel_fn           # () -> the compiled Mosaic GPU call (built when asked)
+    self.out_specs = out_specs
+    self.name = name
+
+  def __repr__(self):
+    return f"interpret({self.name})"
+
+
+_INTERPRET_P = None
+
+
+def _interpret_primitive():
+  """`mgpu_dsl_interpret`: interpret mode under a JAX trace. On the CPU (and on a machine with
+  a GPU) it lowers to the interpreter's callback; lowered for CUDA where there is no GPU (an
+  export for a GPU elsewhere, with MGPU_DSL_INTERPRET=1 or interpret=True) it lowers to the
+  compiled kernel: a callback cannot run in an exported CUDA module, and the interpreter
+  stands in for a GPU this machine lacks, not for the kernel."""
+  global _INTERPRET_P
+  if _INTERPRET_P is not None:
+    return _INTERPRET_P
+  import jax
+  from jax.extend.core import Primitive
+  from jax.interpreters import mlir
+
+  from .bench import has_gpu
+
+  p = Primitive("mgpu_dsl_interpret")
+  p.multiple_results = True
+  p.def_impl(lambda *args, call: call.interpret_fn(*args))
+  p.def_abstract_eval(lambda *avals, call: [jax.core.ShapedArray(tuple(s.shape), s.dtype) for s in call.out_specs])
+
+  def interpreted(ctx, *args, call):
+    return mlir.lower_fun(lambda *a: call.interpret_fn(*a), multiple_results=True)(ctx, *args)
+
+  def cuda(ctx, *args, call):
+    if has_gpu():
+      return interpreted(ctx, *args, call=call)
+    run = call.kernel_fn()
+    return mlir.lower_fun(lambda *a: list(run(*a)), multiple_results=True)(ctx, *args)
+
+  mlir.register_lowering(p, interpreted)
+  mlir.register_lowering(p, cuda, platform="cuda")
+  _INTERPRET_P = p
+  return p
+
+
+def interpreted_call(interpret_fn: Callable, kernel_fn: Callable, out_specs, name: str) -> Callable:
+  """`interpret_fn` (the interpreter under a trace) as one JAX primitive whose CUDA lowering on
+  a machine without a GPU is the compiled kernel `kernel_fn()` (see _interpret_primitive)."""
+  call = _Call(interpret_fn, kernel_fn, out_specs, name)
+
+  def run(*args):
+    return _interpret_primitive().bind(*args, call=call)
+  return run

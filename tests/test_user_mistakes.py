@@ -614,3 +614,18 @@ def test_the_matmul_examples_reject_operands_whose_inner_dimensions_differ():
   with pytest.raises(mg.SignatureError) as e:
     M.matmul(jnp.ones((128, 128), jnp.bfloat16), jnp.ones((64, 256), jnp.bfloat16), interpret=True)
   assert "a @ b needs a (m, k) and b (k, n), got (128, 128) and (64, 256)" in e.value.message
+
+
+def test_an_export_for_cuda_of_an_interpreted_call_holds_the_compiled_kernel():
+  """With MGPU_DSL_INTERPRET=1 (or interpret=True) an export for cuda failed inside JAX (a
+  callback has no CUDA lowering without a GPU); it now holds the kernel, as without it."""
+  f = jax.jit(lambda x: iota_like(x, interpret=True) + 1.0)
+  text = jax.export.export(f, platforms=["cuda"])(S((128,), jnp.float32)).mlir_module()
+  assert "@mosaic_gpu" in text and "callback" not in text
+  np.testing.assert_array_equal(f(jnp.arange(128, dtype=jnp.float32)), np.arange(128) * 2.0 + 1)
+
+
+def test_num_warps_at_the_call_says_where_it_lives():
+  with pytest.raises(mg.SignatureError) as e:
+    iota_like(jnp.ones(128), num_warps=4, interpret=True)
+  assert "no constexpr parameter 'num_warps'" in e.value.message and "block=128" in e.value.hint
