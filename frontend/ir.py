@@ -255,8 +255,8 @@ def prune_dead(block: Block) -> None:
 def _sub_one(x, mapping):
   if isinstance(x, Value):
     return mapping.get(x, x)
-  if isinstance(x, Idx) and isinstance(x.start, Value):
-    return dataclasses.replace(x, start=mapping.get(x.start, x.start))
+  if isinstance(x, Idx) and isinstance(x.start, Value) and x.start in mapping:
+    return dataclasses.replace(x, start=mapping[x.start])
   return x
 
 
@@ -270,7 +270,9 @@ def substitute(o: Op, mapping: dict) -> Op:
     if isinstance(v, Value) and v in mapping:
       changes[f.name] = mapping[v]
     elif isinstance(v, tuple) and any(isinstance(x, (Value, Idx)) for x in v):
-      changes[f.name] = tuple(_sub_one(x, mapping) for x in v)
+      new = tuple(_sub_one(x, mapping) for x in v)
+      if any(a is not b for a, b in zip(new, v)):    # an op nothing maps stays itself
+        changes[f.name] = new
   return dataclasses.replace(o, **changes) if changes else o
 
 

@@ -173,8 +173,9 @@ def pure_scalar(o) -> bool:
 
 def arith(em, kind, a, b, loc):
   """a `kind` b on i32 scalars, folded when both are ints (Python semantics, as the DSL's)."""
-  if isinstance(a, int) and isinstance(b, int):
-    return {BinOp.ADD: a + b, BinOp.SUB: a - b, BinOp.MUL: a * b, BinOp.FLOORDIV: a // b}[kind]
+  if isinstance(a, int) and isinstance(b, int):     # (only the one asked for: b may be 0)
+    return {BinOp.ADD: lambda: a + b, BinOp.SUB: lambda: a - b, BinOp.MUL: lambda: a * b,
+            BinOp.FLOORDIV: lambda: a // b}[kind]()
   if kind == BinOp.MUL and 1 in (a, b):
     return b if a == 1 else a
   if kind in (BinOp.ADD, BinOp.SUB) and b == 0:

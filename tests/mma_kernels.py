@@ -142,3 +142,28 @@ def peer_rows_of_result(a, b, c):
   mine = part.at[ml.ds(8, 8)][...]
   c.at[ml.ds(pid * 8, 8)][...] = mine + ml.cluster_ref(part, 1 - pid).at[ml.ds(8, 8), ml.ds(0, 64)][...]
   ml.cluster_sync()
+
+
+@mg.mgpu_kernel(out_shape=lambda a, bt: jax.ShapeDtypeStruct((128, 128), jnp.float32))
+def tiles_from_one(a, bt, out):
+  """Pipelined k-tiles 1..3 (a static start other than 0) of a @ bt.T: once an InternalError
+  (ZeroDivisionError folding the trip count), and with `.T` a false 'used outside the loop'."""
+  a_s, b_s = ml.smem((128, 64)), ml.smem((128, 64))
+  acc = ml.zeros((128, 128), jnp.float32)
+  for k in ml.range(1, a.shape[1] // 64, stages=2):
+    ml.copy(a.at[:, ml.ds(k * 64, 64)], a_s)
+    ml.copy(bt.at[:, ml.ds(k * 64, 64)], b_s)
+    acc = ml.dot(a_s, b_s.T, acc)
+  out[...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: jax.ShapeDtypeStruct((128, 128), jnp.float32))
+def even_k_tiles(a, b, out):
+  """Pipelined k-tiles 0, 2, 4, ... (a static step other than 1)."""
+  a_s, b_s = ml.smem((128, 64)), ml.smem((64, 128))
+  acc = ml.zeros((128, 128), jnp.float32)
+  for k in ml.range(0, a.shape[1] // 64, 2, stages=2):
+    ml.copy(a.at[:, ml.ds(k * 64, 64)], a_s)
+    ml.copy(b.at[ml.ds(k * 64, 64), :], b_s)
+    acc = ml.dot(a_s, b_s, acc)
+  out[...] = acc

@@ -43,6 +43,10 @@ CASES = [
      lambda q, k: sum(f32(q) @ f32(k[j * 64:(j + 1) * 64]).T for j in range(4))),
     ("peer_tiled_smem", K.peer_partial_sums, [(128, 64), (64, 64)],
      lambda a, b: (lambda p: p + np.concatenate([p[64:], p[:64]]))(f32(a) @ f32(b))),
+    ("pipelined_from_1_bT", K.tiles_from_one, [(128, 256), (128, 256)],
+     lambda a, bt: f32(a)[:, 64:] @ f32(bt)[:, 64:].T),
+    ("pipelined_step_2", K.even_k_tiles, [(128, 256), (256, 128)],
+     lambda a, b: sum(f32(a)[:, k:k + 64] @ f32(b)[k:k + 64] for k in (0, 128))),
     ("rows_of_result", K.peer_rows_of_result, [(128, 64), (64, 64)],
      lambda a, b: np.tile((lambda p: p[8:16] + p[72:80])(f32(a) @ f32(b)), (2, 1))),
 ]
