@@ -218,7 +218,7 @@ def _trace_body(tracer, node, loc, body: ir.Block, carries, inits, args_) -> set
         continue
       where = _rebinding_loc(tracer, node, n)
       st = _structure(new)
-      if c.container and (st is None or type(new) is not type(c.value) or len(st[0]) != k
+      if c.container and (st is None or len(st[0]) != k
                           or _structure_shape(new) != _structure_shape(c.value)):
         raise E.LoopCarryTypeError(
             f"{n} changes from {_describe(c.value)} values to {_describe(new)} inside the loop", where,
@@ -244,9 +244,10 @@ def _trace_body(tracer, node, loc, body: ir.Block, carries, inits, args_) -> set
 
 
 def _structure_shape(v):
-  """The nesting of a tuple or list (its lengths and kinds), leaves left out."""
+  """The nesting of a tuple or list (its lengths), leaves left out: a list may become a tuple of
+  the same shape and back (a list literal rebuilt by a comprehension), as in Python."""
   if type(v) in (tuple, list):
-    return (type(v), tuple(_structure_shape(e) for e in v))
+    return tuple(_structure_shape(e) for e in v)
   return None
 
 

@@ -77,6 +77,11 @@ def _static_result(cx, name, out):
   return out
 
 
+def _tuples(x):
+  """`x` with its lists made tuples (a list literal is a list in a kernel, as in Python)."""
+  return tuple(_tuples(e) for e in x) if isinstance(x, (list, tuple)) else x
+
+
 def _holds_value(x) -> bool:
   """A runtime value, or a tuple or list holding one (sum((a, b)) must not reach Python's sum)."""
   return is_value(x) or (isinstance(x, (tuple, list)) and any(_holds_value(y) for y in x))
@@ -225,7 +230,7 @@ class Tracer(ast.NodeVisitor):
         value.name = target.id      # messages say `a`, not the expression that made it
       self.env[target.id] = value
     elif isinstance(target, (ast.Tuple, ast.List)):
-      if not isinstance(value, tuple) or len(value) != len(target.elts):
+      if not isinstance(value, (tuple, list)) or len(value) != len(target.elts):
         raise E.KernelTypeError(
             f"cannot unpack {kind_of(value)} into {len(target.elts)} names", self.loc(target),
             hint="unpack a tuple of the same length")
@@ -290,7 +295,8 @@ class Tracer(ast.NodeVisitor):
   def eval_Tuple(self, node):
     return tuple(self.eval(e) for e in node.elts)
 
-  eval_List = eval_Tuple
+  def eval_List(self, node):
+    return [self.eval(e) for e in node.elts]
 
   def eval_Name(self, node):
     return self.lookup(node.id, node)
@@ -363,12 +369,13 @@ class Tracer(ast.NodeVisitor):
           f"{kind_of(base)} has no attribute {attr!r}", self.loc(node),
           hint="refs have .at, .load, .store, .shape, .dtype; register values .astype, .reshape, .sum, .max, .min,"
                " .shape, .dtype")
-    if isinstance(base, tuple) and attr in _LIST_METHODS:
+    if isinstance(base, (tuple, list)) and attr in _LIST_METHODS:
       raise E.KernelTypeError(
-          f"{self.text(node.value)}.{attr}: lists in a kernel are fixed once built (the kernel sees"
-          f" them as tuples), so they have no .{attr}", self.loc(node),
+          f"{self.text(node.value)}.{attr}: lists in a kernel are fixed once built (a loop carries them"
+          f" as values, and a change in place would happen once, while tracing), so they have no .{attr}",
+          self.loc(node),
           hint=f"build it in one go: {self.text(node.value)} = [f(c) for c in ml.static_range(n)], or"
-               f" {self.text(node.value)} = {self.text(node.value)} + (value,) in an ml.static_range loop")
+               f" {self.text(node.value)} = {self.text(node.value)} + [value] in an ml.static_range loop")
     try:
       return getattr(base, attr)
     except AttributeError:
@@ -411,11 +418,17 @@ class Tracer(ast.NodeVisitor):
 
   def binop(self, op, a, b, node, name=""):
     if not is_value(a) and not is_value(b):
+      if op is ast.Add and {type(a), type(b)} == {list, tuple}:    # sums = [] ... sums + (v,): the left's kind
+        return type(a)(list(a) + list(b))
       try:
         return _PYBINOPS[op](a, b)
       except Exception as e:
         raise E.KernelTypeError(f"cannot compute {self.text(node)}: {e}", self.loc(node),
                                 hint="static values compute as in Python") from None
+    if op is ast.MatMult:
+      self.unsupported(node, "the operator @ in a kernel",
+                       hint="tensor-core products are ml.dot(a_s, b_s) of SMEM buffers (A may be a register"
+                            " tensor: ml.dot(p.astype(jnp.float16), v_s, acc))")
     if op not in _BINOPS:
       self.unsupported(node, f"the operator {op.__name__} on register values",
                        hint="** on register values: use ml.exp2(y * ml.log2(x)), or multiply")
@@ -532,6 +545,8 @@ class Tracer(ast.NodeVisitor):
     if isinstance(fn, Inline):
       from .inline import call_inline
       return call_inline(self, node, fn, args, kwargs)
+    if isinstance(fn, (Builtin, _Method)):    # ml.* take sequences as tuples: ml.zeros([128, 64])
+      args, kwargs = [_tuples(a) for a in args], {k: _tuples(v) for k, v in kwargs.items()}
     if isinstance(fn, Builtin):
       return fn.apply(cx, args, kwargs)
     if isinstance(fn, _Method):

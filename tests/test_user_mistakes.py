@@ -73,9 +73,9 @@ def append_sums(x, out, *, concat: ml.constexpr = False):
 def test_list_append_says_lists_are_fixed_and_how_to_build_one():
   """Once: 'sums has no attribute append' with the hint 'check the spelling'."""
   expect(append_sums, [S((1024,), jnp.float32)], mg.KernelTypeError, "sums.append",
-         "sums.append: lists in a kernel are fixed once built (the kernel sees them as tuples), so they have"
-         " no .append",
-         hint="build it in one go: sums = [f(c) for c in ml.static_range(n)], or sums = sums + (value,) in an"
+         "sums.append: lists in a kernel are fixed once built (a loop carries them as values, and a change in"
+         " place would happen once, while tracing), so they have no .append",
+         hint="build it in one go: sums = [f(c) for c in ml.static_range(n)], or sums = sums + [value] in an"
               " ml.static_range loop")
   x = jax.random.normal(jax.random.key(0), (1024,), jnp.float32)
   np.testing.assert_allclose(append_sums(x, concat=True, interpret=True), np.asarray(x).reshape(4, 256).sum(1),
@@ -629,3 +629,34 @@ def test_num_warps_at_the_call_says_where_it_lives():
   with pytest.raises(mg.SignatureError) as e:
     iota_like(jnp.ones(128), num_warps=4, interpret=True)
   assert "no constexpr parameter 'num_warps'" in e.value.message and "block=128" in e.value.hint
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def per_head_state(x, out):
+  st = [ml.zeros((128,), jnp.float32), ml.zeros((128,), jnp.float32)]     # a list literal
+  for i in range(3):
+    st = [st[h] + x[...] for h in ml.static_range(2)]                     # rebuilt by a comprehension
+  new = []
+  for h in ml.static_range(2):
+    new = new + [st[h] * 2.0]
+  out[...] = new[0] + new[1] + ml.zeros([128], jnp.float32)              # a list as a shape
+
+
+def test_a_list_literal_is_a_list_carried_like_a_comprehension():
+  """A list literal was traced as a tuple: 'st changes from a tuple of 2 values to a list of 2'."""
+  np.testing.assert_array_equal(per_head_state(jnp.ones((128,), jnp.float32), interpret=True), np.full(128, 12.0))
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((64, 64), jnp.float32))
+def matmul_operator(a, b, out):
+  a_s, b_s = ml.smem((64, 64)), ml.smem((64, 64))
+  ml.copy(a, a_s)
+  ml.copy(b, b_s)
+  out[...] = a_s[...] @ b_s[...]
+
+
+def test_the_matmul_operator_hints_ml_dot():
+  """It hinted how to write ** instead."""
+  with pytest.raises(mg.UnsupportedSyntaxError) as e:
+    matmul_operator.check(S((64, 64), jnp.float16), S((64, 64), jnp.float16))
+  assert "the operator @" in e.value.message and "ml.dot(a_s, b_s)" in e.value.hint
