@@ -532,7 +532,10 @@ def _check_tiled_copies(kernel, defs) -> None:
         raise E.TmaLimitError(
             f"{root(smem)[0].name} is tiled {tiles} for the tensor cores, so TMA copies whole tiles"
             f" of {array.name}; {array.name}'s dimension {d} ({shape[d]}) must then be a multiple"
-            f" of {t}", o.loc, hint=f"pad {array.name} to a multiple of {tiles} in its last two dimensions")
+            f" of {t}", o.loc,
+            hint=f"copy windows one tile wide ({layout.tile[1]} columns: .at[..., ml.ds(j, {layout.tile[1]})]),"
+                 f" which may have any number of rows and start on any row, or pad {array.name} to a multiple"
+                 f" of {tiles} in its last two dimensions")
       start = index[d].start if index is not None else 0
       if isinstance(start, int) and start % t:
         raise E.TmaLimitError(
@@ -556,21 +559,27 @@ def whole_tiles(index, tile) -> bool:
 
 
 def _check_tiled_views(kernel, defs) -> None:
-  """Views of tiled buffers pick whole leading slices (pipeline stages); TMA copies may also
-  move static windows of whole tiles (several pages filling one operand)."""
-  copies = {}
+  """Views of tiled buffers pick whole leading slices (pipeline stages); TMA copies and ml.dot
+  may also take static windows of whole tiles (several pages filling one operand, a
+  warpgroup's rows, a K sub-step of a stage)."""
+  from .ops.mma import Dot
+  uses: dict = {}
   for o in ir.walk(kernel.body):
     for v in o.operands():
-      copies.setdefault(v.id, []).append(isinstance(o, Copy) and v in (o.src, o.dst))
+      kind = "copy" if isinstance(o, Copy) and v in (o.src, o.dst) else "dot" if (
+          isinstance(o, Dot) and v in (o.a, o.b)) else None
+      uses.setdefault(v.id, []).append(kind)
   for o in ir.walk(kernel.body):
     if isinstance(o, View) and o.ref.id in kernel.smem_layouts:
       full = o.ref.type.shape
       inner = o.index[-2:]
       if any(i.squeeze or i.size != n or i.start != 0 for i, n in zip(inner, full[-2:])):
-        uses = copies.get(o.result.id, [])
-        if all(uses) and not o.transpose and whole_tiles(o.index, kernel.smem_layouts[o.ref.id].tile):
+        kinds = set(uses.get(o.result.id, [])) or {"copy"}
+        whole = whole_tiles(o.index, kernel.smem_layouts[o.ref.id].tile)
+        if whole and (kinds == {"copy"} and not o.transpose or kinds == {"dot"}):
           continue
         raise E.LayoutError(
             f"{o.result.name or 'this view'} slices the rows or columns of {o.ref.name}, which is tiled"
             f" for the tensor cores", o.loc,
-            hint="index only the leading (stage) dimensions of a buffer ml.dot reads")
+            hint="index only the leading (stage) dimensions of a buffer ml.dot reads, or take static windows"
+                 " of whole tiles for ml.dot or ml.copy (rows a multiple of 8, columns of 128 bytes)")

@@ -40,10 +40,10 @@ from .dtypes import DType
 from .ir import Access
 from .ops.control import AwaitStores, Barrier, For, If, Yield
 from .ops.elementwise import BinOp, Binary, CmpOp, Compare
-from .ops.memory import Copy
+from .ops.memory import Copy, SmemAlloc, View
 from .ops.mma import DotWait
 from .pipeline_plan import I32, issue, make_plan, multibuffer, staged_body, stores_per_iteration
-from .types import ScalarType
+from .types import ScalarType, Space
 
 
 @dataclasses.dataclass
@@ -56,6 +56,7 @@ class Pipelined:
 def pipeline_loops(kernel: ir.Kernel, em) -> Pipelined:
   """Rewrite every pipelined loop of `kernel` (the warp-specialised one last)."""
   out, specialized = Pipelined(), []
+  _own_buffers(kernel, em)
   _rewrite_block(kernel, kernel.body, em, out, specialized)
   if specialized:
     from .warp_specialize import warp_specialize
@@ -67,6 +68,54 @@ def pipeline_loops(kernel: ir.Kernel, em) -> Pipelined:
     warp_specialize(kernel, specialized[0], em, out)
   _check_multicasts(kernel.body, in_producer=False)
   return out
+
+
+def _own_buffers(kernel, em) -> None:
+  """Pipelined loops that load one buffer one after the other (the two phases of a causal
+  attention's loop over keys) each get a buffer of their own, allocated just before the loop:
+  each is multi-buffered for its own stages, and the SMEM planner lets them share memory (their
+  lifetimes do not overlap). A buffer also used outside those loops stays as it is (the
+  pipelining reports it)."""
+  loops = []          # (block, loop) of every pipelined loop
+
+  def walk(block):
+    for o in block.ops:
+      if isinstance(o, For) and o.stages > 1:
+        loops.append((block, o))
+      for r in o.regions:
+        walk(getattr(o, r))
+  walk(kernel.body)
+  if len(loops) < 2:
+    return
+  defs = {r.id: o for o in ir.walk(kernel.body) for r in o.results}
+
+  def root(v):
+    while isinstance(defs.get(v.id), View):
+      v = defs[v.id].ref
+    return v
+
+  loaded = {}          # alloc value -> the loops that TMA-load it at their top level
+  for _, loop in loops:
+    for o in loop.body.ops:
+      if isinstance(o, Copy) and o.dst.type.space == Space.SMEM and isinstance(defs.get(root(o.dst).id), SmemAlloc):
+        loaded.setdefault(root(o.dst), [])
+        if not any(l is loop for l in loaded[root(o.dst)]):
+          loaded[root(o.dst)].append(loop)
+  for buf, users in loaded.items():
+    if len(users) < 2:
+      continue
+    inside = {id(x) for loop in users for x in ir.walk(loop.body)}
+    if any(buf in x.operands() and id(x) not in inside for x in ir.walk(kernel.body)):
+      continue
+    alloc = defs[buf.id]
+    for loop in users[1:]:
+      block = next(b for b, l in loops if l is loop)
+      new = ir.Value(buf.type, buf.name)
+      op = SmemAlloc(loc=alloc.loc, results=(new,))
+      em.defs[new.id] = op
+      kernel.smem.append(new)
+      loop.body.ops[:] = [ir.substitute_deep(x, {buf: new}) for x in loop.body.ops]
+      block.ops.insert(next(i for i, x in enumerate(block.ops) if x is loop), op)
 
 
 def _check_multicasts(block, *, in_producer):

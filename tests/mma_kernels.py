@@ -167,3 +167,60 @@ def even_k_tiles(a, b, out):
     ml.copy(b.at[ml.ds(k * 64, 64), :], b_s)
     acc = ml.dot(a_s, b_s, acc)
   out[...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: jax.ShapeDtypeStruct((384,), jnp.float32), block=256)
+def two_warpgroup_reductions(a, b, out):
+  """Column sums (across the two warpgroups' rows) and row maxima of a 256-row dot result."""
+  a_s, b_s = ml.smem((256, 64)), ml.smem((64, 128))
+  ml.copy(a, a_s)
+  ml.copy(b, b_s)
+  acc = ml.dot(a_s, b_s)
+  out.at[ml.ds(0, 128)][...] = ml.sum(acc, axis=0)
+  out.at[ml.ds(128, 256)][...] = ml.max(acc, axis=1)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: jax.ShapeDtypeStruct((128, 128), jnp.float32))
+def k_substeps(a, b, out):
+  """A stage's K split into two dots on whole-tile windows of the operands (once MG204)."""
+  a_s, b_s = ml.smem((128, 128)), ml.smem((128, 128))
+  ml.copy(a, a_s)
+  ml.copy(b, b_s)
+  acc = ml.dot(a_s.at[:, ml.ds(0, 64)], b_s.at[ml.ds(0, 64)])
+  out[...] = ml.dot(a_s.at[:, ml.ds(64, 64)], b_s.at[ml.ds(64, 64)], acc)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, bt: jax.ShapeDtypeStruct((128, 128), jnp.float32))
+def window_rows_bt(a, bt, out):
+  """Rows 64.. of A and rows 128.. of a stored (n, k) B, as windows of their buffers."""
+  a_s, b_s = ml.smem((192, 64)), ml.smem((256, 64))
+  ml.copy(a, a_s)
+  ml.copy(bt, b_s)
+  out[...] = ml.dot(a_s.at[ml.ds(64, 128)], b_s.at[ml.ds(128, 128)].T)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: jax.ShapeDtypeStruct((256, 128), jnp.float32), block=256)
+def window_rows_two_warpgroups(a, b, out):
+  """The second half of a 512-row A, split between two warpgroups."""
+  a_s, b_s = ml.smem((512, 64)), ml.smem((64, 128))
+  ml.copy(a.at[ml.ds(0, 256)], a_s.at[ml.ds(0, 256)])
+  ml.copy(a.at[ml.ds(256, 256)], a_s.at[ml.ds(256, 256)])
+  ml.copy(b, b_s)
+  out[...] = ml.dot(a_s.at[ml.ds(256, 256)], b_s)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: jax.ShapeDtypeStruct((128, 128), jnp.float32))
+def two_phase_loops(a, b, out):
+  """Two pipelined loops loading the same buffers one after the other (each gets its own)."""
+  a_s, b_s = ml.smem((128, 64)), ml.smem((64, 128))
+  acc = ml.zeros((128, 128), jnp.float32)
+  for k in ml.range(0, 2, stages=2):
+    ml.copy(a.at[:, ml.ds(k * 64, 64)], a_s)
+    ml.copy(b.at[ml.ds(k * 64, 64), :], b_s)
+    acc = ml.dot(a_s, b_s, acc)
+  acc = acc * 0.5
+  for k in ml.range(2, a.shape[1] // 64, stages=2):
+    ml.copy(a.at[:, ml.ds(k * 64, 64)], a_s)
+    ml.copy(b.at[ml.ds(k * 64, 64), :], b_s)
+    acc = ml.dot(a_s, b_s, acc)
+  out[...] = acc

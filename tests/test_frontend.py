@@ -300,6 +300,26 @@ def test_a_plain_read_after_atomics_gets_a_barrier():
   assert not any(isinstance(o, O.Barrier) for o in ops(kern, O.For)[0].body.ops)
 
 
+def test_two_pipelined_loops_loading_one_buffer_get_a_buffer_each_sharing_memory():
+  # Triton's two-phase causal attention loads K and V tiles in two loops; it was "loaded in a
+  # pipelined loop but also used outside it".
+  def two_phase(a, out):
+    a_s = ml.smem((64, 64))
+    acc = ml.zeros((64, 64), ml.float32)
+    for k in ml.range(0, 2, stages=2):
+      ml.copy(a.at[:, ml.ds(k * 64, 64)], a_s)
+      acc = acc + a_s[...].astype(ml.float32)
+    for k in ml.range(2, 4, stages=2):
+      ml.copy(a.at[:, ml.ds(k * 64, 64)], a_s)
+      acc = acc + a_s[...].astype(ml.float32)
+    out[...] = acc
+  kern = build(two_phase, [((64, 256), "float16")], [((64, 64), "float32")])
+  assert len(kern.smem) == 2 and all(b.type.shape == (2, 64, 64) for b in kern.smem)
+  assert kern.smem_plan.offsets[0] == kern.smem_plan.offsets[1]
+  loops = [o for o in kern.body.ops if isinstance(o, O.For)]
+  assert len(loops) >= 2
+
+
 def test_buffers_with_disjoint_lifetimes_share_smem():
   def k(x, out):
     a = ml.smem((128, 64), ml.float32)

@@ -47,6 +47,13 @@ CASES = [
      lambda a, bt: f32(a)[:, 64:] @ f32(bt)[:, 64:].T),
     ("pipelined_step_2", K.even_k_tiles, [(128, 256), (256, 128)],
      lambda a, b: sum(f32(a)[:, k:k + 64] @ f32(b)[k:k + 64] for k in (0, 128))),
+    ("block256_reductions", K.two_warpgroup_reductions, [(256, 64), (64, 128)],
+     lambda a, b: np.concatenate([(f32(a) @ f32(b)).sum(0), (f32(a) @ f32(b)).max(1)])),
+    ("k_substeps", K.k_substeps, [(128, 128), (128, 128)], lambda a, b: f32(a) @ f32(b)),
+    ("window_rows_bT", K.window_rows_bt, [(192, 64), (256, 64)], lambda a, bt: f32(a)[64:] @ f32(bt)[128:].T),
+    ("window_rows_2wg", K.window_rows_two_warpgroups, [(512, 64), (64, 128)], lambda a, b: f32(a)[256:] @ f32(b)),
+    ("two_phase_loops", K.two_phase_loops, [(128, 320), (320, 128)],
+     lambda a, b: (f32(a)[:, :128] @ f32(b)[:128]) * 0.5 + f32(a)[:, 128:] @ f32(b)[128:]),
     ("rows_of_result", K.peer_rows_of_result, [(128, 64), (64, 64)],
      lambda a, b: np.tile((lambda p: p[8:16] + p[72:80])(f32(a) @ f32(b)), (2, 1))),
 ]

@@ -56,6 +56,10 @@ def _operand(cx, what, x):
       got_what = "an SMEM buffer of this CTA"
       if is_value(x) and isinstance(x.type, TensorType):
         hint = "only a may come from registers; store b's tile in SMEM: b_s[...] = b_value"
+    if is_value(x) and isinstance(x.type, RefType) and x.type.remote:
+      hint = (f"the tensor cores read this CTA's SMEM only: read the peer's tile into registers and store it in"
+              f" a buffer of this CTA ({what}_s[...] = {x.name or 'peer'}[...])"
+              + (", or pass it as a register A operand" if what == "a" else ""))
     raise E.MmaOperandError(f"ml.dot operand {what} must be {got_what}, got {got}", cx.loc, hint=hint)
   if len(x.type.shape) != 2:
     raise E.MmaOperandError(f"ml.dot operand {what} must be 2-D, got shape {x.type.shape}", cx.loc,
@@ -69,7 +73,8 @@ def _register_a(cx, a, d):
                             hint="pass an (m, k) tile")
   if isinstance(d, DType) and d not in hw.MMA_REG_A_DTYPES:
     names = " or ".join(sorted(map(str, hw.MMA_REG_A_DTYPES)))
-    hint = (f"store the tile in SMEM and pass the buffer: a_s[...] = {a.name or 'a'}; ml.dot(a_s, ...)"
+    hint = (f"store the tile in an SMEM buffer and pass the buffer: buf = ml.smem({a.type.shape}, {d});"
+            f" buf[...] = <the tile>; ml.dot(buf, ...) (a tile read from SMEM: pass that buffer itself)"
             if d.bits == 8 else f"convert it: ml.dot({a.name or 'a'}.astype(jnp.float16), ...)")
     raise E.UnsupportedDtypeError(
         f"ml.dot takes operand a from registers in {names} only, got {a.name or 'a'} ({d})", cx.loc,

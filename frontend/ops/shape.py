@@ -174,8 +174,11 @@ def expand(cx, x, index):
   rank = len(x.type.shape)
   if any(not (i is None or i is Ellipsis or (isinstance(i, slice) and i == slice(None))) for i in index):
     raise E.UnsupportedSyntaxError(
-        "indexing a register tensor is not supported (only x[:, None]-style axis insertion)", cx.loc,
-        hint="index the ref before reading it: ref.at[...][...], or insert axes with x[:, None]")
+        "this index of a register tensor is not supported: a register tensor takes x[:, None]-style axis"
+        " insertion, and a tensor-core tile (a dot result) static column slices x[:, a:b] (a and b"
+        " multiples of 8); its rows and single elements live in other threads", cx.loc,
+        hint="index the ref before reading it: ref.at[...][...] (store a dot result to SMEM first to read"
+             " its rows), select with ml.where, or insert axes with x[:, None]")
   if kept > rank:
     raise E.IndexOutOfBoundsError(f"too many indices for a tensor of rank {rank}: {kept}", cx.loc,
                                   hint="use one ':' per axis and None for each new axis")
