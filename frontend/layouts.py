@@ -488,6 +488,27 @@ def assign_layouts(kernel: ir.Kernel, defs) -> None:
   _check_tiled_views(kernel, defs)
   _check_tiled_copies(kernel, defs)
   _check_slices(kernel)
+  _check_split_reductions(kernel)
+
+
+def _check_split_reductions(kernel) -> None:
+  """With several warpgroups each holds its own rows of a tensor-core tile (and of its row
+  statistics), so a reduction across rows would combine only a warpgroup's share: on the
+  H200 the column sums of a 256-row tile at block=256 came out wrong. Rejected until the
+  warpgroups combine their shares."""
+  from .ops.shape import Reduce
+  if kernel.block <= hw.WARPGROUP:
+    return
+  for o in ir.walk(kernel.body):
+    lay = o.x.type.layout if isinstance(o, Reduce) and isinstance(o.x.type, TensorType) else None
+    if lay is None or lay.kind != LayoutKind.WGMMA or lay.drop == (0,) or 0 not in o.axes:
+      continue
+    raise E.LayoutError(
+        f"this reduction runs across the rows of {o.x.name or 'a tensor-core tile'} {o.x.type.shape}, which"
+        f" block={kernel.block} splits among {kernel.block // hw.WARPGROUP} warpgroups (each holds its own"
+        f" rows); reductions across the warpgroups are not supported", o.loc,
+        hint="reduce along axis 1 (a row statistic: each warpgroup holds whole rows), use block=128, or store"
+             " the tile in SMEM (t_s[...] = tile) and reduce windows of it read back")
 
 
 def _check_slices(kernel) -> None:

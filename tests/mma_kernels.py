@@ -169,15 +169,30 @@ def even_k_tiles(a, b, out):
   out[...] = acc
 
 
-@mg.mgpu_kernel(out_shape=lambda a, b: jax.ShapeDtypeStruct((384,), jnp.float32), block=256)
-def two_warpgroup_reductions(a, b, out):
-  """Column sums (across the two warpgroups' rows) and row maxima of a 256-row dot result."""
+@mg.mgpu_kernel(out_shape=lambda a, b: jax.ShapeDtypeStruct((256,), jnp.float32), block=256)
+def two_warpgroup_row_max(a, b, out):
+  """Row maxima of a 256-row dot result split between two warpgroups."""
+  a_s, b_s = ml.smem((256, 64)), ml.smem((64, 128))
+  ml.copy(a, a_s)
+  ml.copy(b, b_s)
+  out[...] = ml.max(ml.dot(a_s, b_s), axis=1)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b, **kw: jax.ShapeDtypeStruct((128,), jnp.float32), block=256)
+def two_warpgroup_reductions(a, b, out, *, how: ml.constexpr):
+  """Wrong: reductions across the rows two warpgroups hold (rejected)."""
   a_s, b_s = ml.smem((256, 64)), ml.smem((64, 128))
   ml.copy(a, a_s)
   ml.copy(b, b_s)
   acc = ml.dot(a_s, b_s)
-  out.at[ml.ds(0, 128)][...] = ml.sum(acc, axis=0)
-  out.at[ml.ds(128, 256)][...] = ml.max(acc, axis=1)
+  if how == "sum0":
+    out[...] = ml.sum(acc, axis=0)
+  elif how == "full":
+    out[...] = ml.full((128,), ml.sum(acc), jnp.float32)
+  elif how == "argmax0":
+    out[...] = ml.argmax(acc, axis=0).astype(jnp.float32)
+  else:
+    out[...] = ml.full((128,), ml.sum(ml.max(acc, axis=1)), jnp.float32)
 
 
 @mg.mgpu_kernel(out_shape=lambda a, b: jax.ShapeDtypeStruct((128, 128), jnp.float32))
