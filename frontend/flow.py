@@ -173,8 +173,8 @@ def trace_for(tracer, node: ast.For):
   if isinstance(step, int) and step <= 0:
     raise E.KernelTypeError("range() in a kernel needs a positive static step", tracer.loc(it),
                             hint="count upwards, range(start, stop, 2), and compute a descending index inside")
-  if isinstance(start, int) and isinstance(stop, int) and stop <= start:   # empty for any positive step
-    return
+  if isinstance(start, int) and isinstance(stop, int) and isinstance(step, int) and stop <= start:
+    return        # empty (a run-time step is still emitted: interpret mode checks it is positive)
 
   env, b = tracer.env, tracer.b
   assigned = [n for n in assigned_names(node.body) if n != name]

@@ -263,6 +263,8 @@ def build(kernel: kir.Kernel):
   an input (`kernel.aliases`) starts as the input (the custom call aliases that operand to
   its result, so XLA updates the buffer in place when the caller donates it), one updated by
   atomics (`kernel.accumulated`) as its operation's identity."""
+  from .platforms import KERNEL_LOCS
+  KERNEL_LOCS[kernel.name] = kernel.loc      # where a NoGpuError at lowering points (its def)
   ins, outs = kernel.inputs, kernel.outputs
   aliased = sorted(kernel.aliases.items(), key=lambda io: io[1])        # (input, output) pairs
   plain_in = [i for i in range(len(ins)) if i not in kernel.aliases]

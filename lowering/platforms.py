@@ -37,6 +37,8 @@ def no_gpu_error(name: str, platform: str, loc: Loc) -> E.KernelError:
            " jax.export(jax.jit(f), platforms=['cuda']) and kernel.mlir(*specs) work without a GPU")
 
 
+KERNEL_LOCS: dict = {}    # kernel name -> its def's location, recorded as each kernel is built
+
 _FILE_LOC = re.compile(r'loc\("([^"]+)":(\d+):(\d+)')
 
 
@@ -62,6 +64,7 @@ def kernel_loc(module) -> tuple[str, Loc]:
 def _lower_without_gpu(ctx, *args, module, **params):
   platform = ", ".join(ctx.module_context.platforms) or "this platform"
   name, loc = kernel_loc(module)
+  loc = KERNEL_LOCS.get(name, loc)     # the def: the module's first line may be an @ml.inline helper's
   raise no_gpu_error(name, platform, loc)
 
 

@@ -59,7 +59,7 @@ def _python_files(paths, parser):
 def check(args, parser) -> int:
   from . import check as C
   files = _python_files(args.paths, parser)
-  n_checked = n_failed = n_errors = 0
+  n_checked = n_failed = n_errors = n_unimportable = 0
   skipped, records = [], []
   failed = False
   say = (lambda *a: None) if args.format == "json" else print
@@ -67,6 +67,7 @@ def check(args, parser) -> int:
     report = C.check_file(path)
     if report.import_error is not None:
       failed = True
+      n_unimportable += 1
       say(C.render_import_error(path, report.import_error))
       records.append({"file": path, "status": "import-error",
                       "error": f"{type(report.import_error).__name__}: {report.import_error}"})
@@ -104,9 +105,12 @@ def check(args, parser) -> int:
   else:
     summary = (f"checked {n_checked} specialisation{'s' if n_checked != 1 else ''} in"
                f" {len(files)} file{'s' if len(files) != 1 else ''}: ")
-    summary += (f"{n_errors} error(s) in {n_failed} of them" if n_failed else "no errors")
+    found = [f"{n_errors} error(s) in {n_failed} of them"] if n_failed else []
+    found += [f"{n_unimportable} file(s) could not be imported"] if n_unimportable else []
+    summary += "; ".join(found) or "no errors"
     if skipped:
-      summary += f"; {len(skipped)} kernel(s) skipped (no specs declared)"
+      summary += f"; {len(skipped)} kernel(s) skipped (no specs declared"
+      summary += ", which --require-specs makes an error)" if args.require_specs else ")"
     print(summary)
   return 1 if failed else 0
 

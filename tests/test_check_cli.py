@@ -115,6 +115,7 @@ def test_a_file_that_does_not_import_fails_the_check(files):
   rc, out, _ = run("check", "broken.py", cwd=files)
   assert rc == 1
   assert "broken.py: cannot import (at broken.py:5): RuntimeError: boom" in out
+  assert out.strip().splitlines()[-1] == "checked 0 specialisations in 1 file: 1 file(s) could not be imported"
 
 
 def test_the_checker_is_usable_in_process(files):

@@ -660,3 +660,39 @@ def test_the_matmul_operator_hints_ml_dot():
   with pytest.raises(mg.UnsupportedSyntaxError) as e:
     matmul_operator.check(S((64, 64), jnp.float16), S((64, 64), jnp.float16))
   assert "the operator @" in e.value.message and "ml.dot(a_s, b_s)" in e.value.hint
+
+
+@mg.mgpu_kernel(out_shape=lambda x, s: x)
+def count_down_wrongly(x, s, out):
+  v = x[...]
+  for i in range(4, 0, s[...]):
+    v = v * 2
+  out[...] = v
+
+
+def test_a_negative_runtime_step_is_reported_even_when_the_loop_would_be_empty():
+  """range(4, 0, s) with s = -1 silently ran no trip (the loop was dropped while tracing)."""
+  with pytest.raises(mg.InterpretError) as e:
+    count_down_wrongly(jnp.ones(128, jnp.float32), jnp.int32(-1), interpret=True)
+  assert "run-time step is -1" in e.value.message
+  np.testing.assert_array_equal(count_down_wrongly(jnp.ones(128, jnp.float32), jnp.int32(1), interpret=True),
+                                np.ones(128))
+
+
+@ml.inline
+def _twice(v):
+  w = v * 2.0
+  return w
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def doubled_by_helper(x, out):
+  out[...] = _twice(x[...])
+
+
+@pytest.mark.skipif(any(d.platform == "gpu" for d in jax.devices()), reason="the error of a machine without a GPU")
+def test_no_gpu_under_jit_points_at_the_kernels_def_not_a_helper_above_it():
+  """It pointed at the first line of the module, inside the @ml.inline helper."""
+  with pytest.raises(mg.NoGpuError) as e:
+    jax.jit(doubled_by_helper)(jnp.ones(128, jnp.float32))
+  assert e.value.lineno == doubled_by_helper.fn.__code__.co_firstlineno + 1

@@ -53,7 +53,7 @@ def check_target(cx, b, ref, what):
   from .memory import root
   r = root(b, ref)
   if r.id in b.read_only:
-    raise E.KernelTypeError(
+    raise E.InputWriteError(
         f"{what} updates {r.name}, an input: inputs are read-only", cx.loc,
         hint="accumulate into an output (it starts at the operation's identity, e.g. 0 for add)")
 

@@ -235,7 +235,7 @@ def check_dtype_support(cx, dtype, what, *, floats_only=False, ints_only=False, 
   if d not in hw.ARITH_DTYPES and d != DType.bool_:
     raise E.UnsupportedDtypeError(
         f"{what} is not supported on {d}: Hopper has no register arithmetic on 8-bit types", cx.loc,
-        hint="upcast first: x.astype(jnp.float16), compute, then cast back")
+        hint=f"upcast first: x.astype(jnp.{'int32' if d.is_int else 'float16'}), compute, then cast back")
   if floats_only and not d.is_float:
     raise E.UnsupportedDtypeError(f"{what} needs a floating-point operand, got {d}", cx.loc,
                                   hint="convert first: x.astype(jnp.float32)")
