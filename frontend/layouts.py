@@ -105,7 +105,7 @@ class _Solver:
     stage, dimensions)."""
     root = self.smem_root(ref)
     d = self.defs.get(ref.id)
-    if root is None or not isinstance(d, View) or len(root.type.shape) < 2:
+    if root is None or not isinstance(d, View) or not root.type.shape:
       return False
     return any(i.squeeze or i.start != 0 or i.size != n for i, n in zip(d.index[-2:], root.type.shape[-2:]))
 
@@ -163,7 +163,9 @@ class _Solver:
           # A window of rows or columns moves in its own layout; its buffer stays untiled
           # (a tiled buffer's rows are not where a plain window reads them).
           self.windowed.add(self.smem_root(ref).id)
-        elif self.local_smem(ref):
+        elif self.local_smem(ref) and len(self.root(ref).type.shape) >= 2:
+          # (only a 2-D buffer may be tiled for the tensor cores: a vector's transfers each take
+          # their own layout, so a row statistic stored may be read back as a column vector)
           self.uf.union(("v", v.id), ("smem", self.root(ref).id))
 
   def _dot(self, o):
@@ -295,10 +297,16 @@ class _Solver:
           f"{bad.name or 'this tensor'} of shape {bad.type.shape} is reduced or broadcast along an axis;"
           f" that works on 2-D tiles (and vectors), not on {len(bad.type.shape)}-D tensors",
           where.loc if where else o.loc,
-          hint="reshape to 2-D first: x.reshape((rows, cols)), reduce or broadcast, then reshape back")
+          hint="read the tensor in the 2-D shape you reduce: reshape the array outside the kernel (x.reshape(-1, c), free in XLA) and load 2-D windows of it, or load each leading index 2-D (x.at[i][...]) in an ml.static_range loop; a register tile cannot be reshaped into one")
     # 16-byte accesses of the widest dtype (Mosaic GPU reduces at most 128 bits a lane across warps),
     # one element when a member moves to or from a window strided in its last dimension.
     widest = 16 // max((d.itemsize for d in dtypes), default=4)
+    # A float16/bfloat16 sum runs in float32: across warps (down the columns) its lanes then hold
+    # twice the bits, so such tiles take at most 4 elements a lane.
+    from .ops.shape import Reduce, ReduceKind
+    if any(isinstance(r, Reduce) and r.kind == ReduceKind.SUM and 0 in axes and r.x.type.dtype.itemsize == 2
+           and r.x.type.dtype.is_float for _, q, axes, r in rels if q in comp):
+      widest = min(widest, 16 // 4)
     if any(self.uf.find(u) in comp for u in self.unit_vec):
       widest = 1
     R = [v.type.shape[0] for v in tiles]
@@ -345,8 +353,7 @@ class _Solver:
           f" {tile.name or 'the 2-D side'} is a row-wise tile here (it is reduced or broadcast along"
           f" its rows, or meets such a tile), and a tile's rows live in fixed threads, so it can only"
           f" gain or lose size-1 axes", o.loc,
-          hint="keep it 2-D and store it through a 2-D output (reshape the result outside the"
-               " kernel), or reshape before the reduction or broadcast")
+          hint="read the tensor in the 2-D shape you reduce: reshape the array outside the kernel (x.reshape(-1, c), free in XLA) and load 2-D windows of it, or load each leading index 2-D (x.at[i][...]) in an ml.static_range loop; a register tile cannot be reshaped into one (results likewise: store them through a 2-D output and reshape outside)")
 
   def conflict(self, c, p, axes, o, layout, members):
     vec = (members.get(c) or [None])[0]
@@ -354,7 +361,9 @@ class _Solver:
     raise E.LayoutError(
         f"{name} is used as {_role(layout[c])} of one tile and as {_role(layout[p].dropped(axes))} of"
         f" another ({layout[c]} vs {layout[p].dropped(axes)} register layouts)", o.loc,
-        hint="give each use its own copy: compute the vector twice, or load it again from memory")
+        hint="give each use its own copy: compute the vector twice, load it again from memory, or pass one"
+             " through an SMEM vector (t = ml.smem((n,), jnp.float32); t[...] = v; then t[...] reads it"
+             " in the layout its use needs)")
 
   # ------------------------------------------------------------ applying
   def apply(self):

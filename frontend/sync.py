@@ -86,6 +86,13 @@ UNKNOWN_WINDOW = object()
 def tensor_access(o) -> bool:
   """Whether `o` moves a register tensor (each thread its own elements), not a scalar."""
   return any(isinstance(v.type, TensorType) for v in [*o.results, *o.operands()])
+
+
+def access_key(o, window):
+  """What decides which elements each thread touches: the window and the tensor's layout (a
+  vector stored as a row statistic and read back as a column vector moves between threads)."""
+  layouts = [v.type.layout for v in [*o.results, *o.operands()] if isinstance(v.type, TensorType)]
+  return (window, layouts[0] if layouts else None)
 UNKNOWN_DOT = -1
 
 
@@ -165,7 +172,7 @@ class SyncPass:
     as a tensor (a scalar access is every thread's: all of them read or write the element)."""
     if not self.single_warpgroup or not tensor_access(o):
       return False
-    return st.reg_windows.get(root, {UNKNOWN_WINDOW}) == {self.window(ref)}
+    return st.reg_windows.get(root, {UNKNOWN_WINDOW}) == {access_key(o, self.window(ref))}
 
   def region_accesses(self, block: ir.Block) -> list[tuple[int, Access]]:
     return [(r, a) for o in ir.walk(block) for r, a, _ in self.accesses(o) if r is not None]
@@ -383,7 +390,8 @@ class SyncPass:
     if root is None:
       return
     if acc in (Access.REG_READ, Access.REG_WRITE):
-      st.reg_windows.setdefault(root, set()).add(self.window(ref) if tensor_access(o) else UNKNOWN_WINDOW)
+      st.reg_windows.setdefault(root, set()).add(access_key(o, self.window(ref)) if tensor_access(o)
+                                                 else UNKNOWN_WINDOW)
     if acc == Access.REG_READ:
       st.reg_read.add(root)
     elif acc in (ATOMIC, Access.REG_WRITE):

@@ -226,7 +226,7 @@ class Tracer(ast.NodeVisitor):
 
   def assign(self, target, value, value_node):
     if isinstance(target, ast.Name):
-      if is_value(value) and not value.name.isidentifier():
+      if is_value(value) and not (value.name or "").isidentifier():
         value.name = target.id      # messages say `a`, not the expression that made it
       self.env[target.id] = value
     elif isinstance(target, (ast.Tuple, ast.List)):

@@ -53,8 +53,10 @@ def test_reshaping_a_row_wise_tile_is_reported_at_the_reshape_in_its_shapes():
          "reshape of y (8, 256) into (2048,): y is a row-wise tile here (it is reduced or broadcast along"
          " its rows, or meets such a tile), and a tile's rows live in fixed threads, so it can only gain or"
          " lose size-1 axes",
-         hint="keep it 2-D and store it through a 2-D output (reshape the result outside the kernel), or"
-              " reshape before the reduction or broadcast")
+         hint="read the tensor in the 2-D shape you reduce: reshape the array outside the kernel"
+              " (x.reshape(-1, c), free in XLA) and load 2-D windows of it, or load each leading index 2-D"
+              " (x.at[i][...]) in an ml.static_range loop; a register tile cannot be reshaped into one"
+              " (results likewise: store them through a 2-D output and reshape outside)")
 
 
 # ---------------------------------------------------------------- Python lists

@@ -236,7 +236,7 @@ def reduce(cx, kind: ReduceKind, x, axis, keepdims):
     raise E.LayoutError(
         f"{what} over axis {axis} of a {len(shape)}-D tensor {shape}: partial reductions work on"
         f" 1-D and 2-D tensors", cx.loc,
-        hint="reshape to 2-D first, e.g. x.reshape((a * b, c)), then reduce axis 1")
+        hint="read the tensor in the 2-D shape you reduce: reshape the array outside the kernel (x.reshape(-1, c), free in XLA) and load 2-D windows of it, or load each leading index 2-D (x.at[i][...]) in an ml.static_range loop; a register tile cannot be reshaped into one")
   if len(axes) == len(shape):
     res = cx.b.emit(Reduce, kind, x, axes, loc=cx.loc, types=[ScalarType(x.type.dtype)],
                     names=[cx.name]).result
