@@ -293,9 +293,11 @@ def _finalize_types(em: Builder, params) -> None:
   for alloc in em.allocs:
     d = resolve(alloc.type.dtype)
     if isinstance(d, DTypeVar):
+      used = any(alloc in o.operands() for o in ir.walk(em.block))
       raise E.DtypeInferenceError(
-          f"cannot infer the dtype of {alloc.name or 'this buffer'}: no copy or store gives it one",
-          d.loc, hint="pass a dtype: ml.smem(shape, jnp.float32)")
+          f"cannot infer the dtype of {alloc.name or 'this buffer'}: "
+          + ("no copy or store gives it one" if used else "it is allocated but never used"),
+          d.loc, hint="pass a dtype: ml.smem(shape, jnp.float32)" + ("" if used else ", or remove it"))
 
   def fix(v):
     v.type = resolved(v.type)

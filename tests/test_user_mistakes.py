@@ -698,3 +698,17 @@ def test_no_gpu_under_jit_points_at_the_kernels_def_not_a_helper_above_it():
   with pytest.raises(mg.NoGpuError) as e:
     jax.jit(doubled_by_helper)(jnp.ones(128, jnp.float32))
   assert e.value.lineno == doubled_by_helper.fn.__code__.co_firstlineno + 1
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def unused_buffer(x, out):
+  o_s = ml.smem((128,))
+  out[...] = x[...]
+
+
+def test_an_unused_buffer_says_it_is_unused():
+  """It said no copy or store gives it a dtype, as if one were missing."""
+  with pytest.raises(mg.DtypeInferenceError) as e:
+    unused_buffer.check(S((128,), jnp.float32))
+  assert e.value.message == "cannot infer the dtype of o_s: it is allocated but never used"
+  assert e.value.hint.endswith("or remove it")
