@@ -77,6 +77,35 @@ def _static_result(cx, name, out):
   return out
 
 
+_NOT_YET = {   # what Triton and jnp users reach for that mgpu_dsl does not have, and what to write
+    "cumsum": "no scans yet: carry a running sum through a loop, or multiply by a triangular mask and ml.sum",
+    "cumprod": "no scans yet: carry a running product through a loop",
+    "associative_scan": "no scans yet: carry the running value through a loop",
+    "sort": "no sort: repeated ml.argmax with ml.where masks picks the top k in k passes",
+    "topk": "no top-k: repeated ml.argmax with ml.where masks picks the top k in k passes",
+    "trans": "no register transposes: store the tile in SMEM and read its columns (buf.at[:, c][...]), or"
+             " give ml.dot the transposed view buf.T",
+    "permute": "no register transposes: store the tile in SMEM and read it back by windows",
+    "transpose": "no register transposes: store the tile in SMEM and read its columns, or give ml.dot buf.T",
+    "join": "build it in an SMEM buffer's windows: t.at[0:n][...] = a; t.at[n:2 * n][...] = b; t[...]",
+    "cat": "build it in an SMEM buffer's windows: t.at[0:n][...] = a; t.at[n:2 * n][...] = b; t[...]",
+    "concatenate": "build it in an SMEM buffer's windows: t.at[0:n][...] = a; t.at[n:2 * n][...] = b; t[...]",
+    "split": "read the halves through windows of the ref: x.at[:, 0:n][...] and x.at[:, n:2 * n][...]",
+}
+
+
+def _missing_hint(base, attr) -> str:
+  """The hint for a name a module lacks: the ml function a Triton or jnp user meant, if any."""
+  import difflib
+  if getattr(base, "__name__", "").endswith("language"):
+    if attr in _NOT_YET:
+      return _NOT_YET[attr]
+    close = difflib.get_close_matches(attr, [n for n in dir(base) if not n.startswith("_")], n=1)
+    if close:
+      return f"did you mean ml.{close[0]}?"
+  return "check the spelling"
+
+
 def _tuples(x):
   """`x` with its lists made tuples (a list literal is a list in a kernel, as in Python)."""
   return tuple(_tuples(e) for e in x) if isinstance(x, (list, tuple)) else x
@@ -380,7 +409,7 @@ class Tracer(ast.NodeVisitor):
       return getattr(base, attr)
     except AttributeError:
       raise E.UnknownNameError(f"{self.text(node.value)} has no attribute {attr!r}", self.loc(node),
-                               hint="check the spelling") from None
+                               hint=_missing_hint(base, attr)) from None
 
   def eval_index(self, node):
     if isinstance(node, ast.Slice):

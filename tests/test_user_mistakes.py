@@ -712,3 +712,19 @@ def test_an_unused_buffer_says_it_is_unused():
     unused_buffer.check(S((128,), jnp.float32))
   assert e.value.message == "cannot infer the dtype of o_s: it is allocated but never used"
   assert e.value.hint.endswith("or remove it")
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def missing_ml_functions(x, out, *, f: ml.constexpr = "cumsum"):
+  if f == "cumsum":
+    out[...] = ml.cumsum(x[...], axis=0)
+  else:
+    out[...] = ml.maximun(x[...], 0.0)
+
+
+@pytest.mark.parametrize("f,hint", [("cumsum", "no scans yet"), ("typo", "did you mean ml.maximum?")])
+def test_a_missing_ml_function_says_what_to_write(f, hint):
+  """Both said 'check the spelling'."""
+  with pytest.raises(mg.UnknownNameError) as e:
+    missing_ml_functions.check(S((128,), jnp.float32), f=f)
+  assert e.value.hint.startswith(hint)
