@@ -30,6 +30,7 @@ from . import hw
 from . import ir
 from .ir import LayoutRule
 from .ops.memory import Copy, View
+from .ops.shape import READ_2D_FIRST
 from .types import Layout, LayoutKind, RefType, Space, TensorType
 
 
@@ -297,7 +298,7 @@ class _Solver:
           f"{bad.name or 'this tensor'} of shape {bad.type.shape} is reduced or broadcast along an axis;"
           f" that works on 2-D tiles (and vectors), not on {len(bad.type.shape)}-D tensors",
           where.loc if where else o.loc,
-          hint="read the tensor in the 2-D shape you reduce: reshape the array outside the kernel (x.reshape(-1, c), free in XLA) and load 2-D windows of it, or load each leading index 2-D (x.at[i][...]) in an ml.static_range loop; a register tile cannot be reshaped into one")
+          hint=READ_2D_FIRST)
     # 16-byte accesses of the widest dtype (Mosaic GPU reduces at most 128 bits a lane across warps),
     # one element when a member moves to or from a window strided in its last dimension.
     widest = 16 // max((d.itemsize for d in dtypes), default=4)
@@ -353,7 +354,7 @@ class _Solver:
           f" {tile.name or 'the 2-D side'} is a row-wise tile here (it is reduced or broadcast along"
           f" its rows, or meets such a tile), and a tile's rows live in fixed threads, so it can only"
           f" gain or lose size-1 axes", o.loc,
-          hint="read the tensor in the 2-D shape you reduce: reshape the array outside the kernel (x.reshape(-1, c), free in XLA) and load 2-D windows of it, or load each leading index 2-D (x.at[i][...]) in an ml.static_range loop; a register tile cannot be reshaped into one (results likewise: store them through a 2-D output and reshape outside)")
+          hint=READ_2D_FIRST + " (results likewise: store them through a 2-D output and reshape outside)")
 
   def conflict(self, c, p, axes, o, layout, members):
     vec = (members.get(c) or [None])[0]

@@ -11,6 +11,7 @@ per stage and each load site one barrier per stage.
 from __future__ import annotations
 
 import dataclasses
+import operator
 
 from . import errors as E
 from . import hw
@@ -174,8 +175,8 @@ def pure_scalar(o) -> bool:
 def arith(em, kind, a, b, loc):
   """a `kind` b on i32 scalars, folded when both are ints (Python semantics, as the DSL's)."""
   if isinstance(a, int) and isinstance(b, int):     # (only the one asked for: b may be 0)
-    return {BinOp.ADD: lambda: a + b, BinOp.SUB: lambda: a - b, BinOp.MUL: lambda: a * b,
-            BinOp.FLOORDIV: lambda: a // b}[kind]()
+    return {BinOp.ADD: operator.add, BinOp.SUB: operator.sub, BinOp.MUL: operator.mul,
+            BinOp.FLOORDIV: operator.floordiv}[kind](a, b)
   if kind == BinOp.MUL and 1 in (a, b):
     return b if a == 1 else a
   if kind in (BinOp.ADD, BinOp.SUB) and b == 0:

@@ -81,19 +81,15 @@ class State:
 
 
 UNKNOWN_WINDOW = object()
-
-
-def tensor_access(o) -> bool:
-  """Whether `o` moves a register tensor (each thread its own elements), not a scalar."""
-  return any(isinstance(v.type, TensorType) for v in [*o.results, *o.operands()])
+UNKNOWN_DOT = -1
 
 
 def access_key(o, window):
-  """What decides which elements each thread touches: the window and the tensor's layout (a
-  vector stored as a row statistic and read back as a column vector moves between threads)."""
+  """Which elements each thread of a register access touches: the window and the tensor's
+  layout (a vector stored as a row statistic and read back as a column vector moves between
+  threads); None for a scalar access, which is every thread's."""
   layouts = [v.type.layout for v in [*o.results, *o.operands()] if isinstance(v.type, TensorType)]
-  return (window, layouts[0] if layouts else None)
-UNKNOWN_DOT = -1
+  return (window, layouts[0]) if layouts else None
 
 
 def overlap(a, b) -> bool:
@@ -170,9 +166,10 @@ class SyncPass:
   def thread_private(self, root, ref, o, st: State) -> bool:
     """Whether every register access of `root` since the last barrier is this window of it,
     as a tensor (a scalar access is every thread's: all of them read or write the element)."""
-    if not self.single_warpgroup or not tensor_access(o):
+    key = access_key(o, self.window(ref))
+    if not self.single_warpgroup or key is None:
       return False
-    return st.reg_windows.get(root, {UNKNOWN_WINDOW}) == {access_key(o, self.window(ref))}
+    return st.reg_windows.get(root, {UNKNOWN_WINDOW}) == {key}
 
   def region_accesses(self, block: ir.Block) -> list[tuple[int, Access]]:
     return [(r, a) for o in ir.walk(block) for r, a, _ in self.accesses(o) if r is not None]
@@ -390,8 +387,7 @@ class SyncPass:
     if root is None:
       return
     if acc in (Access.REG_READ, Access.REG_WRITE):
-      st.reg_windows.setdefault(root, set()).add(access_key(o, self.window(ref)) if tensor_access(o)
-                                                 else UNKNOWN_WINDOW)
+      st.reg_windows.setdefault(root, set()).add(access_key(o, self.window(ref)) or UNKNOWN_WINDOW)
     if acc == Access.REG_READ:
       st.reg_read.add(root)
     elif acc in (ATOMIC, Access.REG_WRITE):

@@ -77,19 +77,15 @@ def _static_result(cx, name, out):
   return out
 
 
+_SCAN = "no scans yet: carry the running value through a loop (a sum also: a triangular mask and ml.sum)"
+_TOP = "no sort: repeated ml.argmax with ml.where masks picks the top k in k passes"
+_TRANSPOSE = ("no register transposes: store the tile in SMEM and read its columns (buf.at[:, c][...]),"
+              " or give ml.dot the transposed view buf.T")
+_CONCAT = "build it in an SMEM buffer's windows: t.at[0:n][...] = a; t.at[n:2 * n][...] = b; then t[...]"
 _NOT_YET = {   # what Triton and jnp users reach for that mgpu_dsl does not have, and what to write
-    "cumsum": "no scans yet: carry a running sum through a loop, or multiply by a triangular mask and ml.sum",
-    "cumprod": "no scans yet: carry a running product through a loop",
-    "associative_scan": "no scans yet: carry the running value through a loop",
-    "sort": "no sort: repeated ml.argmax with ml.where masks picks the top k in k passes",
-    "topk": "no top-k: repeated ml.argmax with ml.where masks picks the top k in k passes",
-    "trans": "no register transposes: store the tile in SMEM and read its columns (buf.at[:, c][...]), or"
-             " give ml.dot the transposed view buf.T",
-    "permute": "no register transposes: store the tile in SMEM and read it back by windows",
-    "transpose": "no register transposes: store the tile in SMEM and read its columns, or give ml.dot buf.T",
-    "join": "build it in an SMEM buffer's windows: t.at[0:n][...] = a; t.at[n:2 * n][...] = b; t[...]",
-    "cat": "build it in an SMEM buffer's windows: t.at[0:n][...] = a; t.at[n:2 * n][...] = b; t[...]",
-    "concatenate": "build it in an SMEM buffer's windows: t.at[0:n][...] = a; t.at[n:2 * n][...] = b; t[...]",
+    "cumsum": _SCAN, "cumprod": _SCAN, "associative_scan": _SCAN, "sort": _TOP, "topk": _TOP,
+    "trans": _TRANSPOSE, "permute": _TRANSPOSE, "transpose": _TRANSPOSE,
+    "join": _CONCAT, "cat": _CONCAT, "concatenate": _CONCAT,
     "split": "read the halves through windows of the ref: x.at[:, 0:n][...] and x.at[:, n:2 * n][...]",
 }
 

@@ -20,7 +20,6 @@ from ..frontend.loc import Loc
 
 _OURS = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep for m in (E, mgpu_core))  # frontend, Mosaic
 _OURS += (os.path.dirname(os.path.abspath(__file__)) + os.sep,)                              # lowering
-_OURS += (os.path.dirname(os.path.abspath(jax_mlir.__file__)).rsplit(os.sep + "_src", 1)[0] + os.sep,)  # JAX (vmap's rules)
 
 
 def no_gpu_error(name: str, platform: str, loc: Loc) -> E.KernelError:

@@ -7,6 +7,7 @@ KernelError that says how to attach a backward (docs/autodiff.md).
 """
 from __future__ import annotations
 
+import functools
 from typing import Callable
 
 from .frontend import errors as E
@@ -60,18 +61,13 @@ class _Call:
     return f"interpret({self.name})"
 
 
-_INTERPRET_P = None
-
-
+@functools.lru_cache(maxsize=None)
 def _interpret_primitive():
   """`mgpu_dsl_interpret`: interpret mode under a JAX trace. On the CPU (and on a machine with
   a GPU) it lowers to the interpreter's callback; lowered for CUDA where there is no GPU (an
   export for a GPU elsewhere, with MGPU_DSL_INTERPRET=1 or interpret=True) it lowers to the
   compiled kernel: a callback cannot run in an exported CUDA module, and the interpreter
   stands in for a GPU this machine lacks, not for the kernel."""
-  global _INTERPRET_P
-  if _INTERPRET_P is not None:
-    return _INTERPRET_P
   import jax
   from jax.extend.core import Primitive
   from jax.interpreters import mlir
@@ -84,7 +80,7 @@ def _interpret_primitive():
   p.def_abstract_eval(lambda *avals, call: [jax.core.ShapedArray(tuple(s.shape), s.dtype) for s in call.out_specs])
 
   def interpreted(ctx, *args, call):
-    return mlir.lower_fun(lambda *a: call.interpret_fn(*a), multiple_results=True)(ctx, *args)
+    return mlir.lower_fun(call.interpret_fn, multiple_results=True)(ctx, *args)
 
   def cuda(ctx, *args, call):
     if has_gpu():
@@ -94,7 +90,6 @@ def _interpret_primitive():
 
   mlir.register_lowering(p, interpreted)
   mlir.register_lowering(p, cuda, platform="cuda")
-  _INTERPRET_P = p
   return p
 
 

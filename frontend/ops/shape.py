@@ -80,6 +80,11 @@ def broadcast_shape(cx, shapes, what, names):
   return tuple(out)
 
 
+READ_2D_FIRST = ("read the tensor in the 2-D shape you reduce: reshape the array outside the kernel"
+                 " (x.reshape(-1, c), free in XLA) and load 2-D windows of it, or load each leading index"
+                 " 2-D (x.at[i][...]) in an ml.static_range loop; a register tile cannot be reshaped into one")
+
+
 def broadcast_to_shape(cx, x, shape, dims=None):
   """`x` broadcast to `shape` (no op when it already has it; a filled tensor is filled anew).
   `dims`: the result axis of each of x's axes; NumPy's trailing alignment by default."""
@@ -236,7 +241,7 @@ def reduce(cx, kind: ReduceKind, x, axis, keepdims):
     raise E.LayoutError(
         f"{what} over axis {axis} of a {len(shape)}-D tensor {shape}: partial reductions work on"
         f" 1-D and 2-D tensors", cx.loc,
-        hint="read the tensor in the 2-D shape you reduce: reshape the array outside the kernel (x.reshape(-1, c), free in XLA) and load 2-D windows of it, or load each leading index 2-D (x.at[i][...]) in an ml.static_range loop; a register tile cannot be reshaped into one")
+        hint=READ_2D_FIRST)
   if len(axes) == len(shape):
     res = cx.b.emit(Reduce, kind, x, axes, loc=cx.loc, types=[ScalarType(x.type.dtype)],
                     names=[cx.name]).result
