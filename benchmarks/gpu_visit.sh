@@ -35,6 +35,7 @@ step() {
     attn_fwd)    python3 -u benchmarks/attention.py --quick --pass fwd ;;
     attn_fwd128) python3 -u benchmarks/attention.py --quick --pass fwd --head-dim 128 ;;
     gpu_cluster) python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_paged_attention.py tests/test_mma.py -k "cluster or rows_of_result or tensor_cores" ;;
+    gpu_review)  python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_gpu.py tests/test_gpu_safety.py tests/test_layout_cases.py tests/test_user_mistakes.py tests/test_mma.py tests/test_rowwise.py tests/test_paged_attention.py tests/test_attention.py tests/test_reductions.py ;;
     gpu_mma)     python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_mma.py ;;
     gpu_final)   python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_mma.py tests/test_user_mistakes.py tests/test_disk_cache.py tests/test_vmap.py tests/test_reductions.py tests/test_calling.py ;;
     tp)          python3 -u examples/tensor_parallel.py && python3 -u -m pytest -q -p no:cacheprovider tests/test_tensor_parallel.py ;;
