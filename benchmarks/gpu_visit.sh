@@ -24,6 +24,8 @@ step() {
     paged)       python3 -u benchmarks/paged_attention.py --quick ;;
     paged_full)  python3 -u benchmarks/paged_attention.py ;;
     paged_gqa)   python3 -u benchmarks/paged_attention.py --shape 1 --tensor-cores ;;
+    wall)        python3 -u benchmarks/wall_overhead.py ;;
+    gpu_paged_quick) python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_paged_attention.py tests/test_ragged.py ;;
     matmul)      python3 -u benchmarks/matmul.py ;;
     matmul_quick) python3 -u benchmarks/matmul.py --quick ;;
     multicast)   timeout 150 python3 -u -m pytest -q -p no:cacheprovider -m gpu -k multicast tests/test_warp_specialize.py ;;

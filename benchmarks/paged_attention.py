@@ -30,6 +30,8 @@ OURS = ([dict(splits=s, stages=st, tensor_cores=True, q_regs=False) for s in (2,
         + [dict(splits=s, stages=st, tensor_cores=True, q_regs=True) for s in (2, 4, 8) for st in (2, 3)]
         + [dict(splits=s, stages=2, tensor_cores=True, q_regs=False, tokens=128) for s in (2, 4)]
         + [dict(splits=4, stages=3, tensor_cores=True, q_regs=True, fused_combine=False)]  # XLA combines
+        + [dict(splits=s, stages=st, tensor_cores=True, q_regs=True, longest_first=False)  # the grid's order
+           for s in (4, 8) for st in (2, 3)]
         + [dict(splits=s, stages=st, tensor_cores=False) for s in (2, 4, 8) for st in (2, 4)])
 PALLAS = [dict(block_h=16, pages_per_compute_block=p, k_splits=s) for p in (4, 8) for s in (8, 16)]
 

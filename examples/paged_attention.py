@@ -97,6 +97,53 @@ def paged_attention_parts(q, k_pages, v_pages, block_tables, lengths, o_part, m_
 ROWS = 64   # a tensor-core tile's rows: the query heads of one kv head, zero-padded
 
 
+@ml.inline
+def _longest_first(lengths, r, page, per_split, splits):
+  """The (sequence, split) of the r-th work item, longest first.
+
+  A sequence of `pages` pages splits into full items of `per_split` pages, at most one partial
+  item and empty items. Programs take them in this order: the full items (sequence by
+  sequence), the partial ones by size (largest first), then the empty ones (which exit at
+  once). Lengths are random at run time, so with the natural order the last programs
+  the GPU starts may be long ones that run on alone; largest first, the tail is short.
+  Every program computes the same order: lane b of the vectors is sequence b, and one
+  unrolled pass over the sequences counts, for each b, the full and empty items before its
+  own and the partial items larger than its own."""
+  batch = lengths.shape[0]
+  lanes = ml.cdiv(batch, 8) * 8                          # a vector of whole 8-element groups
+  seq = ml.arange(lanes)
+  real = seq < batch
+  pages = ml.cdiv(lengths.at[ml.ds(0, lanes)].load(mask=real, other=0), page)
+  full = ml.minimum(pages // per_split, splits)
+  rest = pages - full * per_split
+  partial = rest > 0
+  empty = ml.where(real, splits - full - ml.where(partial, 1, 0), 0)
+  full_before = ml.zeros((lanes,), jnp.int32)            # full items of the sequences before b
+  empty_before = ml.zeros((lanes,), jnp.int32)
+  larger = ml.zeros((lanes,), jnp.int32)                 # partial items ranked before b's
+  n_full = 0
+  n_partial = 0
+  for o in ml.static_range(batch):
+    o_pages = ml.cdiv(lengths[o], page)
+    o_full = ml.minimum(o_pages // per_split, splits)
+    o_rest = o_pages - o_full * per_split
+    o_partial = ml.where(o_rest > 0, 1, 0)
+    before = seq > o
+    full_before = full_before + ml.where(before, o_full, 0)
+    empty_before = empty_before + ml.where(before, splits - o_full - o_partial, 0)
+    larger = larger + ml.where((o_rest > rest) | ((o_rest == rest) & before), o_partial, 0)
+    n_full = n_full + o_full
+    n_partial = n_partial + o_partial
+  r_empty = r - n_full - n_partial
+  pick = ml.where(r < n_full, (full_before <= r) & (r < full_before + full),
+                  ml.where(r < n_full + n_partial, partial & (larger == r - n_full),
+                           (empty_before <= r_empty) & (r_empty < empty_before + empty)))
+  split = ml.where(r < n_full, r - full_before,
+                   ml.where(r < n_full + n_partial, full, full + ml.where(partial, 1, 0) + r_empty - empty_before))
+  pick = pick & real
+  return ml.sum(ml.where(pick, seq, 0)), ml.sum(ml.where(pick, split, 0))
+
+
 def _parts_mma(q, k_pages, v_pages, block_tables, lengths, *, splits, group, **meta):
   rows, d = q.shape[0] * k_pages.shape[0] * group, q.shape[-1]     # a row per (sequence, query head)
   return (jax.ShapeDtypeStruct((splits, rows, d), jnp.float32),
@@ -104,28 +151,38 @@ def _parts_mma(q, k_pages, v_pages, block_tables, lengths, *, splits, group, **m
           jax.ShapeDtypeStruct((splits, rows), jnp.float32))
 
 
-def _grid_mma(q, k_pages, *rest, splits, **meta):
+def _grid_mma(q, k_pages, *rest, splits, longest_first, **meta):
+  if longest_first:                                      # kv heads, then work items
+    return (k_pages.shape[0], q.shape[0] * splits)
   return (q.shape[0] * k_pages.shape[0], splits)
 
 
 @mg.mgpu_kernel(out_shape=_parts_mma, grid=_grid_mma)
 def paged_attention_parts_mma(q, k_pages, v_pages, block_tables, lengths, o_part, m_part, l_part, *,
                               splits: ml.constexpr, group: ml.constexpr, stages: ml.constexpr = 2,
-                              tokens: ml.constexpr = 64, q_regs: ml.constexpr = False):
+                              tokens: ml.constexpr = 64, q_regs: ml.constexpr = False,
+                              longest_first: ml.constexpr = True):
   """The tensor-core variant, for grouped-query attention: per (sequence, kv head, split), the
   query heads sharing the kv head are the rows of one 64-row tile, so each step (`tokens`, a
   multiple of 64: one page or several) is one `q @ k.T` and one `p @ v` on the tensor cores,
   and the online softmax runs along the rows as in flash attention.
 
   The group's rows of q (batch, heads, head_dim) come in by a masked load, the tile's other
-  rows as zeros. `q_regs` keeps the query tile in registers, so its SMEM goes to the stages."""
+  rows as zeros. `q_regs` keeps the query tile in registers, so its SMEM goes to the stages.
+  `longest_first` hands the (sequence, split) items to programs largest first (the lengths
+  are read at run time), not in the order of the grid."""
   kv_heads, page, dim = k_pages.shape[0], k_pages.shape[2], k_pages.shape[3]
-  bk = ml.program_id(0)
-  s = ml.program_id(1)
-  b = bk // kv_heads
-  kv_head = bk % kv_heads
   block = tokens // page                                 # pages a step: `tokens`, the first dot's n
   per_split = block_tables.shape[1] // splits
+  if longest_first:
+    kv_head = ml.program_id(0)
+    b, s = _longest_first(lengths, ml.program_id(1), page, per_split, splits)
+    bk = b * kv_heads + kv_head
+  else:
+    bk = ml.program_id(0)
+    s = ml.program_id(1)
+    b = bk // kv_heads
+    kv_head = bk % kv_heads
   first = s * per_split
   # First what needs no run-time value: the page-table entries' copy and q's load are in flight
   # while the sequence's length is read, and the first pages' loads wait only for the table.
@@ -204,9 +261,9 @@ def combine_splits(o_part, m_part, l_part, out, *, dtype: ml.constexpr):
 
 
 @functools.partial(jax.jit, static_argnames=("splits", "stages", "tensor_cores", "tokens", "q_regs",
-                                             "fused_combine", "interpret"))
+                                             "fused_combine", "longest_first", "interpret"))
 def paged_attention(q, k_pages, v_pages, block_tables, lengths, *, splits=8, stages=None, tensor_cores=None,
-                    tokens=64, q_regs=True, fused_combine=True, interpret=False):
+                    tokens=64, q_regs=True, fused_combine=True, longest_first=True, interpret=False):
   """Decode attention: q (batch, heads, head_dim) over pages (kv_heads, pages, page_size, head_dim).
 
   `tensor_cores` (default: when several query heads share a kv head) puts each kv head's query
@@ -225,7 +282,7 @@ def paged_attention(q, k_pages, v_pages, block_tables, lengths, *, splits=8, sta
   if tensor_cores:
     o_part, m_part, l_part = paged_attention_parts_mma(
         q, k_pages, v_pages, block_tables, lengths, splits=splits, group=group,
-        stages=stages or 3, tokens=tokens, q_regs=q_regs, interpret=interpret)
+        stages=stages or 3, tokens=tokens, q_regs=q_regs, longest_first=longest_first, interpret=interpret)
     if fused_combine and (b * heads) % COMBINE_ROWS == 0:
       return combine_splits(o_part, m_part, l_part, dtype=q.dtype, interpret=interpret).reshape(b, heads, d)
     return combine(o_part.transpose(1, 0, 2).reshape(b, heads, splits, d), m_part.T.reshape(b, heads, splits),

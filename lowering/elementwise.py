@@ -126,6 +126,11 @@ def _unary(ctx, o):
 @lower(Where)
 def _where(ctx, o):
   t = o.result.type
+  if isinstance(t, ScalarType):
+    a, b = (operand(ctx, x) if isinstance(x, kir.Value) else scalar_const(x, t.dtype)
+            for x in (o.on_true, o.on_false))
+    ctx.set(o.result, arith.select(ctx.get(o.cond), a, b))
+    return
   cond = as_array(ctx, ctx.get(o.cond), TensorType(t.shape, DType.bool_, t.layout), DType.bool_)
   a = as_array(ctx, operand(ctx, o.on_true), t, t.dtype)
   b = as_array(ctx, operand(ctx, o.on_false), t, t.dtype)

@@ -131,3 +131,13 @@ def masked_pairs(x, out):
   inside = flat.reshape((256, 2)) < x.size
   v = x.at[ml.ds(i * 256, 256)].load(mask=inside, other=1.0)
   out.at[ml.ds(i * 256, 256)].store(v + 1.0, mask=inside)
+
+
+@mg.mgpu_kernel(out_shape=lambda n, x: x, grid=lambda n, x: (x.shape[0],))
+def scalar_selects(n, x, out):
+  """ml.where between scalars: a run-time condition picks a scalar, no branch."""
+  i = ml.program_id(0)
+  limit = n[0]
+  k = ml.where(i < limit, i * 2, -1)                       # int scalars
+  f = ml.where(i % 2 == 0, 1.5, k.astype(jnp.float32))     # a number or a scalar
+  out.at[i][...] = x.at[i][...] * f + ml.where(k > 3, 1.0, 0.0)

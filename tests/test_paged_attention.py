@@ -8,6 +8,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "examples"))
 import dropout as dx  # noqa: E402
 import paged_attention as pa  # noqa: E402
@@ -26,6 +29,26 @@ def test_interpret_matches_reference(shape, splits):
   got = pa.paged_attention(*args, splits=splits, interpret=True)
   np.testing.assert_allclose(np.asarray(got, np.float32), np.asarray(pa.reference(*args), np.float32),
                              atol=2e-3, rtol=2e-3)
+
+
+@pytest.mark.parametrize("lengths", [[0, 64, 65, 255, 256], [1, 17, 130, 3, 200, 256, 64, 90, 48]])
+def test_work_items_go_to_programs_longest_first(lengths):
+  page, per_split, splits = 16, 4, 4                    # pages of 16 tokens, 4 a split, 16 a sequence
+  batch = len(lengths)
+
+  @mg.mgpu_kernel(out_shape=lambda n: jax.ShapeDtypeStruct((batch * splits, 8), jnp.int32),
+                  grid=(batch * splits,))
+  def schedule(n, out):
+    r = ml.program_id(0)
+    b, s = pa._longest_first(n, r, page, per_split, splits)
+    out.at[r][...] = ml.where(ml.arange(8) == 0, b, s)
+
+  got = np.asarray(schedule(jnp.array(lengths, jnp.int32), interpret=True))[:, :2]
+  assert sorted(map(tuple, got.tolist())) == [(b, s) for b in range(batch) for s in range(splits)]
+  pages = -(-np.array(lengths) // page)
+  work = [min(max(pages[b] - s * per_split, 0), per_split) for b, s in got]
+  assert work == sorted(work, reverse=True), work       # each program's item is no larger than the last's
+  schedule.check(S((batch,), jnp.int32))
 
 
 @pytest.mark.parametrize("q_regs", [False, True])

@@ -58,6 +58,10 @@ CASES = [
      lambda x: np.asarray(x) * 3, 0.0),
     ("dot_from_row_4", R.dot_from_row_4, lambda: [rand(14, (300, 64), jnp.float16), rand(15, (64, 128), jnp.float16)],
      lambda a, b: np.asarray(a, np.float32)[4:68] @ np.asarray(b, np.float32), 1e-3),
+    ("scalar_selects", R.scalar_selects, lambda: [jnp.array([5], jnp.int32), rand(17, (8, 128))],
+     lambda n, x: np.asarray(x) * np.array([1.5 if i % 2 == 0 else (2.0 * i if i < 5 else -1.0) for i in range(8)],
+                                            np.float32)[:, None]
+     + np.array([1.0 if i < 5 and 2 * i > 3 else 0.0 for i in range(8)], np.float32)[:, None], 1e-6),
     ("random_bits", R.random_bits, lambda: [jnp.zeros((4096,), jnp.float32), 1234],
      lambda n, s: (np.array([philox_reference(s, 0, i)[0] for i in range(4096)], np.uint32),
                    (np.array([philox_reference(s, 0, i)[0] for i in range(4096)], np.uint32) >> 8)

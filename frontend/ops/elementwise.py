@@ -308,12 +308,10 @@ def where_(cx, cond, a, b):
   else:
     (a, b), _, dt = common(cx, a, b, "ml.where")
   (cond, a, b), shape = broadcast_operands(cx, (cond, a, b), "ml.where")
-  if shape is None:
-    raise E.KernelTypeError("ml.where needs tensors; for scalars use an if statement", cx.loc,
-                            hint="if c: v = a else: v = b")
   check_dtype_support(cx, dt, "ml.where")
-  return cx.b.emit(Where, cond, a, b, loc=cx.loc, types=[TensorType(shape, dt)],
-                   names=[cx.name]).result
+  # All scalars (a run-time condition between scalars or numbers): a scalar select.
+  rtype = ScalarType(dt) if shape is None else TensorType(shape, dt)
+  return cx.b.emit(Where, cond, a, b, loc=cx.loc, types=[rtype], names=[cx.name]).result
 
 
 def cast_problem(src: DType, dst: DType, *, scalar: bool) -> str | None:
