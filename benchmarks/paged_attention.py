@@ -26,12 +26,13 @@ from common import kernel_ms, median_time, table  # noqa: E402
 
 # (batch, heads, kv_heads, head_dim, page_size, pages_per_sequence)
 SHAPES = [(32, 16, 16, 128, 16, 256), (32, 32, 8, 128, 16, 256), (64, 8, 8, 128, 64, 32)]
-OURS = ([dict(splits=s, stages=st, tensor_cores=True, q_regs=False) for s in (2, 4, 8) for st in (2, 3, 4)]
+OURS = ([dict(tensor_cores=True)]                       # the example's defaults (splits: default_splits)
+        + [dict(splits=s, stages=st, tensor_cores=True, q_regs=False) for s in (2, 4, 8) for st in (2, 3, 4)]
         + [dict(splits=s, stages=st, tensor_cores=True, q_regs=True) for s in (2, 4, 8) for st in (2, 3)]
         + [dict(splits=s, stages=2, tensor_cores=True, q_regs=False, tokens=128) for s in (2, 4)]
         + [dict(splits=4, stages=3, tensor_cores=True, q_regs=True, fused_combine=False)]  # XLA combines
         + [dict(splits=s, stages=st, tensor_cores=True, q_regs=True, longest_first=False)  # the grid's order
-           for s in (4, 8) for st in (2, 3)]
+           for s in (2, 4, 8) for st in (2, 3)]
         + [dict(splits=s, stages=st, tensor_cores=False) for s in (2, 4, 8) for st in (2, 4)])
 PALLAS = [dict(block_h=16, pages_per_compute_block=p, k_splits=s) for p in (4, 8) for s in (8, 16)]
 
@@ -97,7 +98,7 @@ def main():
     tag = "b{} h{} kvh{} d{} page{} max{}".format(*shape[:5], shape[4] * shape[5])
     print(tag, f"({nbytes / 1e6:.0f} MB to read)", flush=True)
     cands = [(str(c), functools.partial(ex.paged_attention, **c)) for c in (ours[:1] if a.quick else ours)
-             if shape[5] % c["splits"] == 0]
+             if shape[5] % c.get("splits", 1) == 0]
     rows.append((tag, "mgpu_dsl", *best(cands, args, want, nbytes)))
     try:
       from jax.experimental.pallas.ops.gpu import paged_attention as pal

@@ -14,6 +14,11 @@ page table entry at run time and TMA-copies that page of K and V, several pages 
 per query head, a running softmax per token slot of the page (slot t sees tokens t, t + page,
 ...), so the loop needs no reduction across warps; the heads' states are a list carried
 through the loop. The slots and then the splits are combined at the end (flash-decoding).
+
+The tensor-core path (grouped-query attention: the query heads of a kv head are the rows of one
+tile) hands the (sequence, split) work items to programs longest first: every program reads
+the lengths and computes the order itself (`_longest_first`), so no long item starts last
+and runs on alone; then a few splits suffice (`default_splits`).
 """
 import functools
 
@@ -260,9 +265,22 @@ def combine_splits(o_part, m_part, l_part, out, *, dtype: ml.constexpr):
   out.at[win][...] = (acc / den[:, None]).astype(out.dtype)
 
 
+def default_splits(batch, kv_heads, pages_per_sequence, per_sm=2):
+  """How many parts the tensor-core path splits each sequence's pages into: the fewest (a power of
+  two dividing the page table's width) that give the GPU about one and a half times as many
+  (sequence, kv head, split) work items as it runs at once (`per_sm` an SM). Longest first, the
+  items balance over the SMs; more splits than that only add partial outputs to combine. On the
+  H200's 132 SMs: 2 for 32 sequences of 8 kv heads (docs/benchmarks.md, seventh session)."""
+  splits = 1
+  while (batch * kv_heads * splits * 2 < 3 * per_sm * mg.num_sms()
+         and pages_per_sequence % (2 * splits) == 0):
+    splits *= 2
+  return splits
+
+
 @functools.partial(jax.jit, static_argnames=("splits", "stages", "tensor_cores", "tokens", "q_regs",
                                              "fused_combine", "longest_first", "interpret"))
-def paged_attention(q, k_pages, v_pages, block_tables, lengths, *, splits=8, stages=None, tensor_cores=None,
+def paged_attention(q, k_pages, v_pages, block_tables, lengths, *, splits=None, stages=None, tensor_cores=None,
                     tokens=64, q_regs=True, fused_combine=True, longest_first=True, interpret=False):
   """Decode attention: q (batch, heads, head_dim) over pages (kv_heads, pages, page_size, head_dim).
 
@@ -273,12 +291,16 @@ def paged_attention(q, k_pages, v_pages, block_tables, lengths, *, splits=8, sta
   (tensor-core path): the splits are
   combined by one mgpu_dsl kernel (combine_splits), not by XLA's ops (three kernels). The
   tensor-core defaults (`stages=3`, `q_regs=True`) are the H200's best for the grouped-query
-  shape of benchmarks/paged_attention.py (docs/logs/paged_gqa_session4b.log)."""
+  shape of benchmarks/paged_attention.py (docs/logs/paged_gqa_session4b.log). `splits`
+  (default: default_splits on the tensor-core path, 8 on the other) parts of each sequence's
+  pages run as separate programs, combined at the end."""
   b, heads, d = q.shape
   kv_heads = k_pages.shape[0]
   group = heads // kv_heads
   if tensor_cores is None:
     tensor_cores = group > 1
+  if splits is None:
+    splits = default_splits(b, kv_heads, block_tables.shape[1]) if tensor_cores else 8
   if tensor_cores:
     o_part, m_part, l_part = paged_attention_parts_mma(
         q, k_pages, v_pages, block_tables, lengths, splits=splits, group=group,
