@@ -25,6 +25,7 @@ from . import ir
 from .dtypes import DType
 from .ops.control import For, If, MultipleOf, NumPrograms, ProgramId, Yield
 from .ops.elementwise import BinOp, Binary, Cast, CmpOp, Compare, Constant, UnOp, Unary, Where
+from .ops.access import ScalarRead
 from .ops.memory import ClusterRef, View
 from .types import RefType, ScalarType
 
@@ -131,6 +132,9 @@ class GridEval:
         self.opaque(o, must, may)
       else:
         self.effects(o, must, may)
+        if isinstance(o, ScalarRead) and may.any():   # pure, yet its index may leave the input
+          w = Window(o.ref, tuple(self.value(i.start) for i in o.index), (1,) * len(o.index), False)
+          self.visit(Access(o, o.ref, ir.Access.REG_READ, w, must, may, self.exact))
         rule = _RULES.get(type(o))
         out = rule(self, o) if rule is not None and o.results else None
         for r in o.results:

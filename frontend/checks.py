@@ -27,7 +27,7 @@ from . import ir
 from .absint import UNKNOWN, GridEval, known_multiple, loop_counters
 from .coverage import Boxes, describe, unique_rows
 from .ir import Access as A
-from .ops.access import MaskedLoad, MaskedStore
+from .ops.access import MaskedLoad, MaskedStore, ScalarRead
 from .ops.atomic import AtomicUpdate
 from .ops.memory import Copy, View
 from .layouts import one_tile_column
@@ -199,6 +199,13 @@ class _Memory:
       root = w.root.name or "the buffer"
       where = f" in program {self.ev.program(p)}" if self.ev.P > 1 else ""
       gmem = w.root.type.space == Space.GMEM
+      if isinstance(acc.op, ScalarRead):
+        win = ", ".join("?" if x is UNKNOWN else str(int(x[p])) for x in w.starts)
+        self.report(E.IndexOutOfBoundsError(
+            f"{root}[{win}] is read{where}, outside {root}'s shape {tuple(w.shape)}", acc.op.loc,
+            hint=f"guard the read (if i < {root}.shape[0]:) or clamp its index (ml.minimum(i, n - 1)),"
+                 f" or pass a longer {root}"))
+        return
       self.report(E.IndexOutOfBoundsError(
           f"this {_VERB.get(acc.kind, 'access')} touches {root}[{win}]{where}, outside {root}'s shape"
           f" {tuple(w.shape)}", acc.op.loc,

@@ -339,3 +339,18 @@ def test_no_internal_text_reaches_the_user(kernel):
     kernel.check(*(V if kernel is not unmasked_read_past_end and kernel is not float_mask else [X]))
   text = str(info.value)
   assert "Traceback" not in text and "mlir" not in text.lower() and "InternalError" not in text
+
+
+@mg.mgpu_kernel(out_shape=lambda x, lab: S((x.shape[0],), jnp.int32), grid=lambda x, lab: (x.shape[0],))
+def scalar_read_past_labels(x, lab, out):
+  r = ml.program_id(0)
+  out[r] = lab[r]
+
+
+def test_a_scalar_read_the_grid_takes_past_the_end_is_rejected():
+  # A labels array one shorter than the grid: program 1 certainly reads past it (as a window
+  # read does, a single element is proved from the grid, not left to interpret mode).
+  e = expect(scalar_read_past_labels, [S((2, 128), jnp.float32), S((1,), jnp.int32)], mg.IndexOutOfBoundsError,
+             "lab[r]", "lab[1] is read in program (1, 0, 0), outside lab's shape (1,)")
+  assert "ml.minimum" in e.hint
+  builds(scalar_read_past_labels, S((2, 128), jnp.float32), S((2,), jnp.int32))
