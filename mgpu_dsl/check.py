@@ -36,7 +36,8 @@ _modules = itertools.count()
 def check_specs(kernel: KernelFunction | Autotuner, *specs, **constexprs) -> KernelFunction | Autotuner:
   """Declare one specialisation of `kernel` for `python -m mgpu_dsl check`.
 
-  `specs` are the kernel's inputs as `jax.ShapeDtypeStruct`s (or arrays),
+  `specs` are the kernel's inputs as `jax.ShapeDtypeStruct`s (or arrays; a Python number
+  for an `ml.scalar` parameter),
   `constexprs` its compile-time constants, exactly as `kernel.check` takes
   them. Call it once per specialisation worth checking::
 
@@ -54,10 +55,11 @@ def check_specs(kernel: KernelFunction | Autotuner, *specs, **constexprs) -> Ker
     return kernel
   if not isinstance(kernel, KernelFunction):
     raise TypeError(f"mg.check_specs takes an @mgpu_kernel function first, got {kernel!r}")
-  for s in specs:
-    if not (hasattr(s, "shape") and hasattr(s, "dtype")):
+  for s in specs:      # arrays' specs, or Python numbers for ml.scalar parameters (as kernel.check)
+    if not (hasattr(s, "shape") and hasattr(s, "dtype")) and not isinstance(s, (bool, int, float)):
       raise TypeError(f"mg.check_specs: each spec needs .shape and .dtype"
-                      f" (a jax.ShapeDtypeStruct), got {s!r}")
+                      f" (a jax.ShapeDtypeStruct), or is a Python number for an ml.scalar parameter;"
+                      f" got {s!r}")
   declared = _DECLARED.setdefault(kernel, [])
   entry = (tuple(specs), dict(constexprs))
   if entry not in declared:       # a module imported twice declares its specs twice
@@ -85,7 +87,8 @@ class Result:
 
   @property
   def title(self) -> str:
-    args = [f"{_dtype_name(s.dtype)}[{','.join(str(int(n)) for n in s.shape)}]" for s in self.specs]
+    args = [repr(s) if isinstance(s, (bool, int, float)) else
+            f"{_dtype_name(s.dtype)}[{','.join(str(int(n)) for n in s.shape)}]" for s in self.specs]
     args += [f"{k}={v!r}" for k, v in self.constexprs.items()]
     return f"{self.kernel.__name__}({', '.join(args)})"
 

@@ -127,3 +127,17 @@ def test_the_checker_is_usable_in_process(files):
                                                        "CopyDtypeError"]
   with pytest.raises(TypeError, match="takes an @mgpu_kernel function"):
     C.check_specs(lambda x: x)
+
+
+def test_a_python_number_declares_an_ml_scalar_as_kernel_check_takes_it(tmp_path):
+  (tmp_path / "scalar.py").write_text(HEADER + textwrap.dedent("""\
+      @mg.mgpu_kernel(out_shape=lambda x, a: x, grid=(1,))
+      def axpy(x, a: ml.scalar, out):
+        out[...] = x[...] * a
+
+
+      mg.check_specs(axpy, jax.ShapeDtypeStruct((128,), jnp.float32), 0.5)
+      """))
+  rc, out, err = run("check", "scalar.py", cwd=tmp_path)
+  assert rc == 0, out + err
+  assert out.splitlines()[0] == "scalar.py: axpy(float32[128], 0.5): ok"
