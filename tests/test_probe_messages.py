@@ -293,3 +293,33 @@ def test_the_docs_say_how_one_smem_element_is_updated_and_that_bool_arrays_stay_
   assert "bool\narrays in memory cannot be read or written (MG106)" in LANGUAGE_MD
   with pytest.raises(mg.UnsupportedDtypeError):
     read_a_bool_array.check(S((256,), jnp.bool_), S((256,), jnp.float32))
+
+
+# ---------------------------------------------------------------- strided slices: a hint that can be followed
+@mg.mgpu_kernel(out_shape=lambda q: q, grid=(1,))
+def rope_pairs_strided(q, out):
+  even = q.at[:, 0::2][...]
+  out[...] = q[...]
+
+
+@mg.mgpu_kernel(out_shape=lambda q: S(q.shape[:-1], q.dtype), grid=(1,))
+def rope_pairs_split(q, out):
+  even = q.at[:, :, 0][...]                 # the hint's way: an axis of 2, indexed with an int
+  odd = q.at[:, :, 1][...]
+  out[...] = even - odd
+
+
+def test_a_strided_slice_hints_an_axis_indexed_with_an_int_and_that_works():
+  e = expect(rope_pairs_strided, [S((64, 128), jnp.float32)], mg.KernelTypeError, "q.at[:, 0::2]",
+             "strided slices (step 2) are not supported; use a step of 1")
+  assert "x.reshape(..., n // 2, 2)" in e.hint and "x.at[..., :, 0]" in e.hint
+  q = jax.random.normal(jax.random.key(0), (64, 64, 2), jnp.float32)
+  got = rope_pairs_split(q, interpret=True)
+  np.testing.assert_array_equal(np.asarray(got), np.asarray(q[..., 0] - q[..., 1]))
+  rope_pairs_split.check(S((64, 64, 2), jnp.float32))
+
+
+@pytest.mark.gpu
+def test_gpu_reads_an_interleaved_pair_through_an_int_index():
+  q = jax.random.normal(jax.random.key(1), (64, 64, 2), jnp.float32)
+  np.testing.assert_array_equal(np.asarray(jax.jit(rope_pairs_split)(q)), np.asarray(q[..., 0] - q[..., 1]))

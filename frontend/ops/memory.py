@@ -217,8 +217,12 @@ def _one_index(cx, d, i, n, name, past_end=False):
     return ir.Idx(i % n, 1, True)
   if isinstance(i, slice):
     if i.step not in (None, 1):
-      raise E.KernelTypeError("strided slices are not supported; use a step of 1", cx.loc,
-                              hint="copy the whole window and select in registers")
+      step = i.step
+      raise E.KernelTypeError(f"strided slices (step {step}) are not supported; use a step of 1", cx.loc,
+                              hint=f"give the array an axis of size {step} outside the kernel and index it"
+                                   f" with an int: x.reshape(..., n // {step}, {step}) passed in, then"
+                                   f" x.at[..., :, 0] for [0::{step}] (an interleaved pair: [..., :, 0] and"
+                                   f" [..., :, 1])")
     if not all(x is None or (isinstance(x, int) and not isinstance(x, bool)) for x in (i.start, i.stop)):
       raise E.KernelTypeError("slice bounds must be static ints; for a dynamic start use ml.ds(start, size)",
                               cx.loc, hint="x.at[ml.ds(i * 128, 128)]")
