@@ -33,7 +33,7 @@ from .ops.memory import Copy, View
 from .layouts import one_tile_column
 from .races import Writers, race_error
 from . import hw
-from .types import DType, Space, dtype_name, resolve
+from .types import DType, Space, TensorType, dtype_name, resolve
 
 READS = (A.REG_READ, A.TMA_READ, A.MMA_READ)
 MASKED = (MaskedLoad, MaskedStore)      # touch only where a mask holds: windows may leave GMEM
@@ -50,7 +50,7 @@ class Facts:
 
 def check_kernel(kernel: ir.Kernel, defs: dict) -> tuple[list, Facts]:
   """Every mistake the proofs find, and the facts for check_tiled_starts."""
-  errors = check_input_writes(kernel, defs)
+  errors = check_input_writes(kernel, defs) + check_register_values(kernel)
   mem = _Memory(kernel)
   ev = GridEval(kernel, mem)
   mem.ev = ev
@@ -59,6 +59,29 @@ def check_kernel(kernel: ir.Kernel, defs: dict) -> tuple[list, Facts]:
   else:
     mem.facts.tma_starts.clear()
   return errors, mem.facts
+
+
+REGISTER_SLACK = 8     # a value may spill (ptxas copes, slowly); past 8x a thread's registers it is a mistake
+
+
+def check_register_values(kernel: ir.Kernel) -> list:
+  """A register tensor needing more than REGISTER_SLACK times a thread's registers, even spread
+  over every thread of the CTA, is a RegisterCapacityError: ptxas would spill it whole to local
+  memory (or not finish), so it is reported at the op that makes it, once per kernel."""
+  for o in ir.walk(kernel.body):
+    for r in o.results:
+      t = r.type
+      if not (isinstance(t, TensorType) and isinstance(resolve(t.dtype), DType)):
+        continue
+      words = math.prod(t.shape) * max(resolve(t.dtype).bits, 32) // 32 / kernel.block
+      if words > REGISTER_SLACK * hw.THREAD_REGISTERS:
+        what = f"this {'x'.join(map(str, t.shape))} {dtype_name(t.dtype)} tile"
+        return [E.RegisterCapacityError(
+            f"{what} needs {int(words)} registers a thread across the CTA's {kernel.block} threads;"
+            f" a thread has {hw.THREAD_REGISTERS}", o.loc,
+            hint="keep tiles of at most a few hundred values a thread: loop over smaller windows"
+                 " (rows or column chunks), or hold the data in SMEM (ml.smem) and read it in parts")]
+  return []
 
 
 def _plain_write(acc) -> bool:

@@ -25,6 +25,7 @@ MAX_BARRIERS_PER_GROUP = 32   # mbarriers in one Mosaic GPU barrier group (utils
 # ---------------------------------------------------------------- warp specialisation
 REGISTERS = 64 * 1024         # 32-bit registers of an SM (its CTA's, at one CTA per SM)
 MAX_THREAD_REGISTERS = 256    # setmaxnreg's upper bound (multiples of 8)
+THREAD_REGISTERS = 255        # 32-bit registers a thread may address (ptxas's limit; the rest spills)
 MAX_GRID = (2 ** 31 - 1, 65535, 65535)   # CTAs a launch may have along x, y and z (CUDA's limits)
 PRODUCER_REGISTERS = 40       # per thread of a TMA producer warpgroup (setmaxnreg.dec)
 

@@ -323,3 +323,21 @@ def test_a_strided_slice_hints_an_axis_indexed_with_an_int_and_that_works():
 def test_gpu_reads_an_interleaved_pair_through_an_int_index():
   q = jax.random.normal(jax.random.key(1), (64, 64, 2), jnp.float32)
   np.testing.assert_array_equal(np.asarray(jax.jit(rope_pairs_split)(q)), np.asarray(q[..., 0] - q[..., 1]))
+
+
+# ---------------------------------------------------------------- register values no thread can hold
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 256,))
+def softmax_whole_rows(x, out):
+  i = ml.program_id(0)
+  v = x.at[ml.ds(i * 256, 256), :][...]
+  e = ml.exp(v - ml.max(v, axis=1)[:, None])
+  out.at[ml.ds(i * 256, 256), :][...] = e / ml.sum(e, axis=1)[:, None]
+
+
+def test_a_tile_far_past_a_threads_registers_is_rejected_where_it_is_made():
+  e = expect(softmax_whole_rows, [S((1024, 8192), jnp.float32)], mg.RegisterCapacityError,
+             "x.at[ml.ds(i * 256, 256), :][...]",
+             "this 256x8192 float32 tile needs 16384 registers a thread across the CTA's 128 threads;"
+             " a thread has 255")
+  assert "ml.smem" in e.hint
+  softmax_whole_rows.check(S((1024, 256), jnp.float32))     # 512 a thread: spills, but builds
