@@ -4,7 +4,11 @@ Kept apart from the interpreter so the GPU-matching rules are in one place:
 narrow floats (f16, bf16, f8 via ml_dtypes) compute in float32 and round back
 after every op, as the GPU rounds per instruction; integers wrap; `//` and `%`
 floor (Python's rules, which the lowering follows too); comparisons give bool;
-float -> int casts truncate toward zero and saturate (PTX cvt.rzi).
+float -> int casts truncate toward zero and saturate, NaN -> 0 (PTX cvt.rzi; the lowering
+clamps before narrowing to 8/16 bits so the GPU does the same); float -> float8 casts
+saturate finite overflow and +-inf to the largest finite value, NaN staying NaN (PTX
+cvt.rn.satfinite, which the GPU uses); the hardware's approximate instructions (`.ftz`)
+flush subnormal inputs and results to zero.
 """
 from __future__ import annotations
 
@@ -36,26 +40,51 @@ def poison(shape, d: DType) -> np.ndarray:
   return np.full(shape, v, np_dtype(d))
 
 
+def int_of_float(x: float, d: DType) -> int:
+  """A Python float as an integer of `d` by the cast rule: truncated toward zero, saturated to
+  `d`'s range, NaN -> 0 (as a float -> int cast on the GPU, and as jnp converts)."""
+  return int(_float_to_int(np.asarray(x, np.float64), d))
+
+
 def const(x, d: DType) -> np.ndarray:
-  """A Python scalar as a value of `d` (arith.constant: rounded for floats, wrapped for ints)."""
+  """A Python scalar as a value of `d` (arith.constant: rounded for floats, wrapped for ints;
+  a Python float given an integer dtype converts as a cast does: `int_of_float`)."""
   if d.is_float:
     return np.asarray(np.float64(x)).astype(np_dtype(d))
   if d == DType.bool_:
     return np.asarray(bool(x))
+  if isinstance(x, float):
+    return np.asarray(int_of_float(x, d)).astype(np_dtype(d))
   return np.asarray(np.int64(int(x))).astype(np_dtype(d))
 
 
+FLOAT8 = (DType.f8e4m3, DType.f8e5m2)
+
+
+def float8_max(d: DType) -> float:
+  return float(ml_dtypes.finfo(np_dtype(d)).max)      # 448 (e4m3fn), 57344 (e5m2)
+
+
+def _float_to_int(f: np.ndarray, dst: DType) -> np.ndarray:
+  nd = np_dtype(dst)
+  f = np.trunc(f)
+  info = np.iinfo(nd)
+  hi, lo = f >= float(info.max), f <= float(info.min)
+  out = np.where(hi | lo | np.isnan(f), 0, f).astype(nd)
+  return np.where(hi, info.max, np.where(lo, info.min, out)).astype(nd)
+
+
 def cast(x: np.ndarray, src: DType, dst: DType) -> np.ndarray:
-  """arith casts: float -> int truncates and saturates, NaN -> 0 (PTX cvt.rzi); ints wrap."""
+  """arith casts: float -> int truncates and saturates, NaN -> 0 (PTX cvt.rzi); ints wrap;
+  -> float8 saturates (PTX cvt.rn.satfinite: +-inf and finite overflow become +-max, NaN stays)."""
   nd = np_dtype(dst)
   if src == dst:
     return x
   if src.is_float and not dst.is_float:
-    f = np.trunc(x.astype(np.float64))
-    info = np.iinfo(nd)
-    hi, lo = f >= float(info.max), f <= float(info.min)
-    out = np.where(hi | lo | np.isnan(f), 0, f).astype(nd)
-    return np.where(hi, info.max, np.where(lo, info.min, out)).astype(nd)
+    return _float_to_int(x.astype(np.float64), dst)
+  if dst in FLOAT8:
+    m = float8_max(dst)
+    return np.clip(np.asarray(x).astype(np.float64), -m, m).astype(nd)      # clip keeps NaN
   return x.astype(np.float64).astype(nd) if dst.is_float else x.astype(nd)
 
 
@@ -101,5 +130,14 @@ CMP = {C.LT: np.less, C.LE: np.less_equal, C.GT: np.greater, C.GE: np.greater_eq
 INT_UN = {U.NEG: np.negative, U.ABS: np.abs, U.NOT: np.logical_not}
 
 
+def flush_subnormals(x: np.ndarray) -> np.ndarray:
+  """`.ftz`: subnormal values become zero of the same sign."""
+  x = np.asarray(x)
+  tiny = np.finfo(x.dtype).tiny
+  return np.where((np.abs(x) < tiny) & (x != 0), np.copysign(np.zeros_like(x), x), x).astype(x.dtype)
+
+
 def float_unary(kind, x):
+  if kind.value.approx:         # ex2.approx.ftz.f32: subnormal inputs and results are flushed
+    return flush_subnormals(np.asarray(kind.value.numpy(flush_subnormals(x))).astype(x.dtype))
   return np.asarray(kind.value.numpy(x)).astype(x.dtype)

@@ -137,10 +137,14 @@ def static_shape(cx, shape, what) -> tuple[int, ...]:
   return shape
 
 
+# Python's types as dtypes, as jnp gives them without x64: x.astype(int) is int32, not int64.
+PYTHON_TYPES = {int: DType.i32, float: DType.f32, bool: DType.bool_}
+
+
 def dtype_arg(cx, x, what, *, optional=False) -> DType | None:
   if x is None and optional:
     return None
-  d = to_dtype(x)
+  d = PYTHON_TYPES[x] if isinstance(x, type) and x in PYTHON_TYPES else to_dtype(x)
   if d is None:
     raise E.KernelTypeError(f"{what} needs a dtype such as jnp.float32, got {x!r}", cx.loc,
                             hint="pass a jnp dtype: jnp.float32, jnp.bfloat16, jnp.int32, ...")
