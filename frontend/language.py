@@ -14,12 +14,13 @@ from .ops import BUILTINS  # noqa: F401
 from .ops.access import load_ as load, store_ as store
 from .ops.atomic import atomic_add, atomic_max, atomic_min
 from .ops.control import cluster_sync, grouped_ids, multiple_of, num_programs, program_id, range, static_range
-from .ops.elementwise import (abs_ as abs, arange, bitcast, cast, cdiv, cos, erf, exp, exp2, full, log,
-                              log2, maximum, minimum, rsqrt, sigmoid, sin, sqrt, tanh, where, zeros)
+from .ops.elementwise import (abs_ as abs, arange, bitcast, cast, cdiv, ceil, clip, cos, erf, exp, exp2,
+                              floor, full, isnan, log, log2, maximum, minimum, round_ as round, rsqrt,
+                              sigmoid, sin, sqrt, tanh, trunc, where, zeros)
 from .ops.memory import DSlice, cluster_ref, copy, ds, smem
 from .ops.mma import dot
 from .ops.random import rand, randint, randint4x
-from .ops.shape import (argmax, argmin, broadcast_to, max_ as max, min_ as min, reshape,
+from .ops.shape import (argmax, argmin, broadcast_to, max_ as max, mean, min_ as min, reshape,
                         sum_ as sum)
 
 

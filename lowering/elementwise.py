@@ -109,7 +109,9 @@ def _compare(ctx, o):
 
 
 _ARRAY_UNARY = {UnOp.NEG: lambda x: -x, UnOp.NOT: lambda x: x == False,  # noqa: E712
-                UnOp.SQRT: compat.array_sqrt, UnOp.ABS: lambda x: x.abs()}
+                UnOp.SQRT: compat.array_sqrt, UnOp.ABS: lambda x: x.abs(),
+                **{k: (lambda x, n=k.value.name: compat.array_rounding(n, x))
+                   for k in (UnOp.FLOOR, UnOp.CEIL, UnOp.TRUNC, UnOp.ROUND)}}
 
 
 @lower(Unary)

@@ -65,6 +65,10 @@ class UnOp(enum.Enum):
   SIN = UnaryDef("sin", True, np.sin)
   COS = UnaryDef("cos", True, np.cos)
   ERF = UnaryDef("erf", True, lambda x: _erf(x))
+  FLOOR = UnaryDef("floor", True, np.floor)
+  CEIL = UnaryDef("ceil", True, np.ceil)
+  TRUNC = UnaryDef("trunc", True, np.trunc)
+  ROUND = UnaryDef("round", True, np.rint)      # half to even (math.roundeven), as jnp.round
 
 
 _INT_ONLY = {BinOp.FLOORDIV, BinOp.MOD, BinOp.AND, BinOp.OR, BinOp.XOR, BinOp.SHL, BinOp.SHR}
@@ -522,6 +526,53 @@ sin = _unary_builtin(UnOp.SIN, "Elementwise sine (floating point).")
 cos = _unary_builtin(UnOp.COS, "Elementwise cosine (floating point).")
 erf = _unary_builtin(UnOp.ERF, "Elementwise error function (floating point).")
 abs_ = _unary_builtin(UnOp.ABS, "Elementwise absolute value.")
+
+
+def _rounding_builtin(kind: UnOp, doc: str):
+  def rule(cx, x):
+    check_register_value(cx, x, f"ml.{kind.value.name}")
+    if is_value(x):
+      d = resolve(x.type.dtype)
+      if isinstance(d, DType) and d.is_int:
+        return x                                  # integers are whole already (jnp returns them)
+    return unary(cx, kind, x)
+  rule.__doc__ = doc
+  rule.__name__ = kind.value.name
+  return builtin(rule)
+
+
+floor = _rounding_builtin(UnOp.FLOOR, "Elementwise floor: the largest whole number <= x (integers unchanged).")
+ceil = _rounding_builtin(UnOp.CEIL, "Elementwise ceiling: the smallest whole number >= x (integers unchanged).")
+trunc = _rounding_builtin(UnOp.TRUNC, "Elementwise rounding toward zero (integers unchanged).")
+round_ = _rounding_builtin(
+    UnOp.ROUND, "Elementwise rounding to the nearest whole number, halves to even as `jnp.round`"
+    " (0.5 -> 0, 1.5 -> 2, 2.5 -> 2); integers unchanged. Convert with `.astype` afterwards.")
+
+
+@builtin
+def clip(cx, x, min=None, max=None):
+  """`x` limited to `[min, max]` (either may be None), as `jnp.clip`:
+  `ml.minimum(ml.maximum(x, min), max)`; NaN stays NaN."""
+  check_register_value(cx, x, "ml.clip")
+  if not is_value(x):
+    raise E.KernelTypeError("ml.clip of a Python number should be computed in Python", cx.loc,
+                            hint="use min(max(x, lo), hi) on static numbers")
+  if min is None and max is None:
+    raise E.KernelTypeError("ml.clip needs min, max or both", cx.loc, hint="ml.clip(x, -127.0, 127.0)")
+  if min is not None:
+    x = binary(cx, BinOp.MAX, x, min)
+  if max is not None:
+    x = binary(cx, BinOp.MIN, x, max)
+  return x
+
+
+@builtin
+def isnan(cx, x):
+  """Elementwise test for NaN (a boolean tensor): `x != x`; False for integers."""
+  check_register_value(cx, x, "ml.isnan")
+  if not is_value(x):
+    return pymath.isnan(x)
+  return compare(cx, CmpOp.NE, x, x)
 
 
 @builtin

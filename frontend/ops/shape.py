@@ -224,8 +224,8 @@ def _axes(cx, axis, rank, what):
   return tuple(sorted(out))
 
 
-def reduce(cx, kind: ReduceKind, x, axis, keepdims):
-  what = f"ml.{kind.value}"
+def reduce(cx, kind: ReduceKind, x, axis, keepdims, what=None):
+  what = what or f"ml.{kind.value}"
   check_register_value(cx, x, what)
   if not is_tensor(x):
     raise E.KernelTypeError(f"{what} reduces a register tensor, got {kind_of(x)}", cx.loc,
@@ -233,6 +233,11 @@ def reduce(cx, kind: ReduceKind, x, axis, keepdims):
   shape = x.type.shape
   axes = _axes(cx, axis, len(shape), what)
   d = resolve(x.type.dtype)
+  if kind == ReduceKind.SUM and isinstance(d, DType) and d.is_int and d.bits < 32:
+    # As jnp.sum: narrow integers accumulate in, and give, int32 (uint32 if unsigned); a
+    # 16-bit accumulator wrapped (128 x 1000 summed to -3072).
+    x = ew.astype(cx, x, DType.i32 if d.is_signed else DType.u32)
+    d = resolve(x.type.dtype)
   if isinstance(d, DType) and (d == DType.bool_ or d.bits < 16):
     raise E.UnsupportedDtypeError(
         f"{what} of {dtype_name(d)} values is not supported", cx.loc,
@@ -259,9 +264,30 @@ def sum_(cx, x, axis=None, keepdims=False):
   """The sum of `x` over `axis` (an int, a tuple, or None for all: a scalar).
 
   `ml.sum(x, axis=1)` of an (m, n) tile is the (m,) vector of row sums. float16 and
-  bfloat16 values are summed in float32 and rounded once, as `jnp.sum` does.
+  bfloat16 values are summed in float32 and rounded once, as `jnp.sum` does; 8- and 16-bit
+  integers are summed in, and give, int32 (uint32 if unsigned), as `jnp.sum` does.
   """
   return reduce(cx, ReduceKind.SUM, x, axis, keepdims)
+
+
+@builtin(methods=("mean",))
+def mean(cx, x, axis=None, keepdims=False):
+  """The mean of `x` over `axis`: `ml.sum` divided by the number of elements, as `jnp.mean`
+  (integers give float32; float16/bfloat16 are summed and divided in float32, rounded once)."""
+  check_register_value(cx, x, "ml.mean")
+  if not is_tensor(x):
+    raise E.KernelTypeError(f"ml.mean reduces a register tensor, got {kind_of(x)}", cx.loc,
+                            hint="read the ref into registers first: ml.mean(ref[...], axis=...)")
+  d = resolve(x.type.dtype)
+  axes = _axes(cx, axis, len(x.type.shape), "ml.mean")
+  n = math.prod(x.type.shape[a] for a in axes)
+  if isinstance(d, DType) and d != DType.bool_ and d != DType.f32:
+    x = ew.astype(cx, x, DType.f32)       # ints -> float32; narrow floats round once at the end
+  s = reduce(cx, ReduceKind.SUM, x, axis, keepdims, what="ml.mean")
+  m = ew.binary(cx, ew.BinOp.DIV, s, float(n))
+  if isinstance(d, DType) and d.is_float and d != DType.f32:
+    m = ew.astype(cx, m, d)
+  return m
 
 
 @builtin(methods=("max",))
@@ -283,7 +309,7 @@ def _arg(cx, x, axis, kind, what):
                             hint=f"{what}(x, axis=1)")
   shape = x.type.shape
   (a,) = _axes(cx, axis, len(shape), what)
-  best = reduce(cx, kind, x, a, True)
+  best = reduce(cx, kind, x, a, True, what=what)
   hit = ew.compare(cx, ew.CmpOp.EQ, x, best)
   d = resolve(x.type.dtype)
   if isinstance(d, DType) and d.is_float:   # a NaN is the extreme, as in jnp (max and min propagate it;
