@@ -22,6 +22,7 @@ from .ops.access import ScalarLoad
 from .ops.control import For, WaitLoad
 from .ops.elementwise import BinOp, Binary
 from .ops.memory import Copy, SmemAlloc, Store, View, is_load
+from .pipeline_hazards import check_loads_of_written_memory
 from .types import RefType, ScalarType
 
 I32 = ScalarType(DType.i32)
@@ -57,6 +58,7 @@ def make_plan(kernel, loop: For, em) -> Plan:
   body = loop.body
   windows = {}
   sites = load_sites(kernel, body, body.args[0], windows)
+  check_loads_of_written_memory(kernel, body, body.args[0], sites, S)
   if not sites:
     raise E.PipelineError(
         "ml.range(..., stages=) found no TMA load to pipeline at the top level of this loop", loop.loc,

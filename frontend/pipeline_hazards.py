@@ -1,0 +1,110 @@
+"""Pipelined loads of GMEM that the same loop writes.
+
+A pipelined loop issues the TMA load of trip j up to `stages - 1` trips early, before the
+writes of trips j - stages + 1 .. j - 1 (and, when a write comes before the load in the body,
+of trip j itself). A load from an array the loop writes (an output read back, or an input
+aliased to one by `input_output_aliases`) is sound only when no such write touches its window.
+The windows' starts are taken as affine functions of the trip counter (`c * k + base + offset`,
+`base` a value from before the loop); where two starts share `c` and `base` the overlap is
+decided exactly, elsewhere it is assumed. Found overlaps are a PipelineError at the load.
+"""
+from __future__ import annotations
+
+from . import errors as E
+from . import ir
+from .ir import Access
+from .ops.elementwise import BinOp, Binary
+from .ops.memory import View
+from .types import RefType, Space
+
+WRITES = (Access.REG_WRITE, Access.TMA_WRITE)
+
+
+def _affine(v, iv, body_defs, depth=0):
+  """(coef, base, offset) with v == coef * iv + sum(base) + offset, or None."""
+  if isinstance(v, bool):
+    return None
+  if isinstance(v, int):
+    return 0, (), v
+  if v is iv:
+    return 1, (), 0
+  if not isinstance(v, ir.Value) or depth > 32:
+    return None
+  o = body_defs.get(id(v))
+  if o is None:                                   # from before the loop: a fixed base
+    return 0, ((id(v), 1),), 0
+  if not isinstance(o, Binary) or o.kind not in (BinOp.ADD, BinOp.SUB, BinOp.MUL):
+    return None
+  a, b = (_affine(x, iv, body_defs, depth + 1) for x in (o.lhs, o.rhs))
+  if a is None or b is None:
+    return None
+  if o.kind == BinOp.MUL:
+    const = next(((x, y) for x, y in ((a, b), (b, a)) if x[0] == 0 and not x[1]), None)
+    if const is None:
+      return None
+    k, (c, base, off) = const[0][2], const[1]
+    return c * k, tuple((i, m * k) for i, m in base if m * k), off * k
+  sign = 1 if o.kind == BinOp.ADD else -1
+  base = dict(a[1])
+  for i, m in b[1]:
+    base[i] = base.get(i, 0) + sign * m
+  return a[0] + sign * b[0], tuple(sorted((i, m) for i, m in base.items() if m)), a[2] + sign * b[2]
+
+
+def _window(ref, iv, body_defs, all_defs):
+  """(root, [(affine start or None, size)] per root dimension) of a GMEM ref or view of one."""
+  d = all_defs.get(id(ref))
+  if isinstance(d, View) and not d.transpose:
+    root = d.ref
+    if all_defs.get(id(root)) is not None:        # a view of a view: not followed
+      return root, [(None, n) for n in root.type.shape]
+    return root, [(_affine(i.start, iv, body_defs), i.size) for i in d.index]
+  return ref, [((0, (), 0), n) for n in ref.type.shape]
+
+
+def _may_overlap(load, write, deltas) -> bool:
+  """Whether load's window of trip t + delta meets write's window of trip t for some delta."""
+  for delta in deltas:
+    if all(_dim_overlaps(l, w, delta) for l, w in zip(load, write)):
+      return True
+  return False
+
+
+def _dim_overlaps(l, w, delta) -> bool:
+  (la, ls), (wa, ws) = l, w
+  if la is None or wa is None or la[0] != wa[0] or la[1] != wa[1]:
+    return True                                   # not comparable: assume they meet
+  diff = la[0] * delta + la[2] - wa[2]           # load start - write start
+  return -ls < diff < ws
+
+
+def check_loads_of_written_memory(kernel, body, iv, sites, stages) -> None:
+  """PipelineError at a pipelined load whose window a write of the loop may change before the
+  original program would have read it."""
+  params = {id(p.value): k for k, p in enumerate(kernel.params)}
+  inputs = [p for p in kernel.params if not p.is_output]
+  outputs = [p for p in kernel.params if p.is_output]
+  same_memory = {id(inputs[i].value): id(outputs[o].value) for i, o in kernel.aliases.items()}
+  memory = lambda root: same_memory.get(id(root), id(root))
+  body_defs = {id(r): o for o in ir.walk(body) for r in o.results}
+  all_defs = {id(r): o for o in ir.walk(kernel.body) for r in o.results}
+  order = {id(o): n for n, o in enumerate(ir.walk(body))}
+  for copy, _view, _addr in sites:
+    root, load = _window(copy.src, iv, body_defs, all_defs)
+    if id(root) not in params or root.type.space != Space.GMEM:
+      continue
+    for o in ir.walk(body):
+      for ref, kind in ir.traits_of(o).effects(o):
+        if ref is None or kind not in WRITES or not isinstance(ref.type, RefType):
+          continue
+        wroot, write = _window(ref, iv, body_defs, all_defs)
+        if memory(wroot) != memory(root):
+          continue
+        first = 0 if order[id(o)] < order[id(copy)] else 1
+        if _may_overlap(load, write, range(first, stages)):
+          via = f" (through {wroot.name}, its alias)" if wroot is not root else ""
+          raise E.PipelineError(
+              f"this pipelined load reads {root.name}, which the loop writes{via}: with stages={stages}"
+              f" it is issued up to {stages - 1} trip(s) early, before those writes", copy.loc,
+              hint="use stages=1 (or range()) for a loop that reads back what it writes, or read"
+                   " from another array", notes=(f"{o.loc}: the write",))
