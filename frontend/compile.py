@@ -138,6 +138,7 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, bloc
     v = ir.Value(RefType(tuple(lead) + tuple(spec.shape), spec.dtype, Space.GMEM), name)
     params.append(ir.Param(v, name, is_output=i >= n_in, loc=pk.source.loc(_arg_node(pk.tree, name))))
     tr.env[name] = v
+    _check_dims(v, params[-1].loc or loc)
   em.read_only = {p.value.id for p in params if not p.is_output}
   if batch is not None:
     _bind_batch_slices(tr, em, batch, params, n_in, loc)
@@ -183,6 +184,23 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, bloc
   except Exception as e:   # a bug in a pass, not in the kernel: say so, at the kernel
     raise E.InternalError.wrap(f"mgpu_dsl failed while compiling {pk.tree.name}", e, loc) from e
   return kernel
+
+
+def _check_dims(v, loc) -> None:
+  """An array dimension past hw.MAX_DIM elements cannot be indexed: kernels compute indices,
+  and TMA takes coordinates, in 32 bits (an index past it would wrap silently)."""
+  d = next((d for d, n in enumerate(v.type.shape) if n > hw.MAX_DIM), None)
+  if d is None:
+    return
+  shape = v.type.shape
+  n = shape[d]
+  split = next((k for k in (1024, 512, 256, 128) if n % k == 0), None)
+  example = (f": {v.name}.reshape{tuple(shape[:d]) + (n // split, split) + tuple(shape[d + 1:])}"
+             if split else " (pad it to a multiple of 1024 first)")
+  raise E.SignatureError(
+      f"{v.name} has {n} elements along dimension {d}, more than the {hw.MAX_DIM} (2**31 - 1) a kernel"
+      f" can index along one dimension: indices and TMA coordinates are 32-bit", loc,
+      hint=f"split that dimension in two outside the kernel{example}, and index both in the kernel")
 
 
 def check_grid_limits(grid, loc, vmap_axis=None) -> None:

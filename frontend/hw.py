@@ -27,6 +27,7 @@ REGISTERS = 64 * 1024         # 32-bit registers of an SM (its CTA's, at one CTA
 MAX_THREAD_REGISTERS = 256    # setmaxnreg's upper bound (multiples of 8)
 THREAD_REGISTERS = 255        # 32-bit registers a thread may address (ptxas's limit; the rest spills)
 MAX_GRID = (2 ** 31 - 1, 65535, 65535)   # CTAs a launch may have along x, y and z (CUDA's limits)
+MAX_DIM = 2 ** 31 - 1         # elements along one array dimension: indices and TMA coordinates are 32-bit
 PRODUCER_REGISTERS = 40       # per thread of a TMA producer warpgroup (setmaxnreg.dec)
 
 

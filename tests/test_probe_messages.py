@@ -341,3 +341,21 @@ def test_a_tile_far_past_a_threads_registers_is_rejected_where_it_is_made():
              " a thread has 255")
   assert "ml.smem" in e.hint
   softmax_whole_rows.check(S((1024, 256), jnp.float32))     # 512 a thread: spills, but builds
+
+
+# ---------------------------------------------------------------- dimensions past 32-bit indices
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (ml.cdiv(x.shape[0], 256),))
+def double_long(x, out):
+  i = ml.program_id(0)
+  buf = ml.smem((256,))
+  ml.copy(x.at[ml.ds(i * 256, 256)], buf)
+  ml.copy(buf, out.at[ml.ds(i * 256, 256)])
+
+
+def test_a_dimension_past_int32_is_rejected_at_its_parameter():
+  # i * 256 wraps past program 2**23; TMA coordinates are 32-bit: the last tile was silently lost.
+  e = expect(double_long, [S((2 ** 31 + 256,), jnp.float16)], mg.SignatureError, "x, out):",
+             "x has 2147483904 elements along dimension 0, more than the 2147483647 (2**31 - 1) a kernel"
+             " can index along one dimension: indices and TMA coordinates are 32-bit")
+  assert "x.reshape(8388609, 256)" in e.hint
+  double_long.check(S((2 ** 31 - 256,), jnp.float16))       # just below: fine
