@@ -170,6 +170,14 @@ def trace_for(tracer, node: ast.For):
             tracer.loc(it), hint=f"convert it: {x.name or 'n'}.astype(jnp.int32)")
     bounds.append(x)
   start, stop, step = bounds
+  kinds = {x.type.dtype for x in bounds if isinstance(x, ir.Value)}
+  counter = DType.u32 if DType.u32 in kinds else DType.i32   # uint32 bounds past 2**31 count unsigned
+  if counter == DType.u32 and (len(kinds) > 1 or stages > 1):
+    raise E.KernelTypeError(
+        "this loop's run-time bounds are uint32" + (" and int32" if len(kinds) > 1 else "")
+        + (": a pipelined loop counts in int32" if stages > 1 else ": a loop counts in one integer type"),
+        tracer.loc(it), hint="convert the bounds to one type: n.astype(jnp.int32) (values below 2**31),"
+                             " or make every bound uint32")
   if isinstance(step, int) and step <= 0:
     raise E.KernelTypeError("range() in a kernel needs a positive static step", tracer.loc(it),
                             hint="count upwards, range(start, stop, 2), and compute a descending index inside")
@@ -181,7 +189,7 @@ def trace_for(tracer, node: ast.For):
   carries = _carries(env, assigned)
   leaf_names = [ln for c in carries for ln in c.leaf_names]
   inits = tuple(_as_value(tracer, l, loc) for c in carries for l in c.leaves)
-  iv = ir.Value(ScalarType(DType.i32), name)
+  iv = ir.Value(ScalarType(counter), name)
   args_ = tuple(ir.Value(v.type, n) for v, n in zip(inits, leaf_names))
   body = ir.Block(args=(iv, *args_))
   before = dict(env)

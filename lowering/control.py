@@ -37,6 +37,9 @@ def _for(ctx, o):
   inits = [ctx.carried(v) for v in o.inits]
   flat, tree = jax.tree.flatten(inits)
   loop = scf.ForOp(bound(o.start), bound(o.stop), bound(o.step), flat)
+  iv_dtype = o.body.args[0].type.dtype
+  if getattr(iv_dtype, "is_int", False) and not iv_dtype.is_signed:
+    loop.operation.attributes["unsignedCmp"] = ir.UnitAttr.get()    # uint32 bounds past 2**31
   with ir.InsertionPoint(loop.body):
     iv, *args = o.body.args
     ctx.set(iv, loop.induction_variable)
@@ -147,8 +150,9 @@ def _i_for(cta, o):
                               " positive step")
   carried = [cta.get(v) for v in o.inits]
   iv, *args = o.body.args
+  dt = iv.type.dtype
   for i in range(start, stop, step):
-    cta.set(iv, np.asarray(i, np.int32))
+    cta.set(iv, np.asarray(i, np.uint32 if getattr(dt, "is_int", False) and not dt.is_signed else np.int32))
     for a, v in zip(args, carried):
       cta.set(a, v)
     carried = yield from cta.block(o.body)

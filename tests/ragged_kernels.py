@@ -141,3 +141,12 @@ def scalar_selects(n, x, out):
   k = ml.where(i < limit, i * 2, -1)                       # int scalars
   f = ml.where(i % 2 == 0, 1.5, k.astype(jnp.float32))     # a number or a scalar
   out.at[i][...] = x.at[i][...] * f + ml.where(k > 3, 1.0, 0.0)
+
+
+@mg.mgpu_kernel(out_shape=lambda n, x: x)
+def count_between(n, x, out):
+  """A loop over run-time uint32 bounds (past 2**31 too): it counts unsigned."""
+  acc = x[...]
+  for i in range(n[0], n[1]):
+    acc = acc + 1.0
+  out[...] = acc

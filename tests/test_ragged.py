@@ -62,6 +62,12 @@ CASES = [
      lambda n, x: np.asarray(x) * np.array([1.5 if i % 2 == 0 else (2.0 * i if i < 5 else -1.0) for i in range(8)],
                                             np.float32)[:, None]
      + np.array([1.0 if i < 5 and 2 * i > 3 else 0.0 for i in range(8)], np.float32)[:, None], 1e-6),
+    ("uint32_loop_past_2_31", R.count_between, lambda: [jnp.array([2 ** 31 - 2, 2 ** 31 + 1], jnp.uint32),
+                                                      jnp.zeros((128,), jnp.float32)],
+     lambda n, x: np.asarray(x) + 3.0, 0.0),
+    ("uint32_loop_near_2_32", R.count_between, lambda: [jnp.array([2 ** 32 - 4, 2 ** 32 - 1], jnp.uint32),
+                                                      jnp.zeros((128,), jnp.float32)],
+     lambda n, x: np.asarray(x) + 3.0, 0.0),
     ("random_bits", R.random_bits, lambda: [jnp.zeros((4096,), jnp.float32), 1234],
      lambda n, s: (np.array([philox_reference(s, 0, i)[0] for i in range(4096)], np.uint32),
                    (np.array([philox_reference(s, 0, i)[0] for i in range(4096)], np.uint32) >> 8)
@@ -122,6 +128,12 @@ def test_masked_accesses_are_predicated_per_register():
 def test_scalars_are_memref_loads_and_stores():
   txt = R.segment_sums.mlir(S((6,), jnp.int32), S((1024,), jnp.float32))
   assert txt.count("memref.load") >= 2 and "memref.store" in txt
+
+
+def test_uint32_loop_bounds_compare_unsigned():
+  txt = R.count_between.mlir(S((2,), jnp.uint32), S((128,), jnp.float32))
+  assert "scf.for unsigned" in txt
+  assert "scf.for unsigned" not in R.count_between.mlir(S((2,), jnp.int32), S((128,), jnp.float32))
 
 
 def test_while_lowers_to_scf_while():
