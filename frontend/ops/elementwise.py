@@ -326,6 +326,10 @@ def cast_problem(src: DType, dst: DType, *, scalar: bool) -> str | None:
   """
   if dst == DType.bool_:
     return "casting to bool is not supported"
+  if scalar and (src in _FLOAT8 or dst in _FLOAT8):
+    # The GPU's pass pipeline has no scalar 8-bit float conversion (arith.truncf/extf to f8
+    # fails to translate; tensors use the paired cvt.satfinite instructions).
+    return f"scalars cannot be converted {'from' if src in _FLOAT8 else 'to'} 8-bit floats on the GPU"
   if scalar and src.is_float and dst.is_float and src != dst and src.bits == dst.bits:
     return f"scalars convert between floats of one width ({src} -> {dst}) only through float32"
   if not scalar and dst in _FLOAT8 and src.is_int and src.bits > 8:
@@ -348,9 +352,12 @@ def astype(cx, x, dtype):
                                   hint="m = x != 0")
   why = cast_problem(src, dtype, scalar=isinstance(x.type, ScalarType)) if isinstance(src, DType) else None
   if why:
+    f8 = isinstance(x.type, ScalarType) and (src in _FLOAT8 or dtype in _FLOAT8)
     raise E.UnsupportedDtypeError(
         f"cannot cast {x.name or 'this value'} from {src} to {dtype}: {why}", cx.loc,
-        hint=f"cast in two steps: ({x.name or 'x'}).astype(jnp.float32).astype(jnp.{dtype})")
+        hint="convert tensors instead: read a window into registers (x.at[ml.ds(i, 128)][...]) and cast"
+             " that, or keep scalars in float32" if f8 else
+             f"cast in two steps: ({x.name or 'x'}).astype(jnp.float32).astype(jnp.{dtype})")
   return cx.b.emit(Cast, x, loc=cx.loc, types=[_like(x.type, dtype)], names=[cx.name]).result
 
 
