@@ -265,6 +265,9 @@ def combine_splits(o_part, m_part, l_part, out, *, dtype: ml.constexpr):
   out.at[win][...] = (acc / den[:, None]).astype(out.dtype)
 
 
+LONGEST_FIRST_MAX_BATCH = 256   # past it, programs take items in the grid's order (each scans every length)
+
+
 def default_splits(batch, kv_heads, pages_per_sequence, per_sm=2):
   """How many parts the tensor-core path splits each sequence's pages into: the fewest (a power of
   two dividing the page table's width) that give the GPU about one and a half times as many
@@ -281,7 +284,7 @@ def default_splits(batch, kv_heads, pages_per_sequence, per_sm=2):
 @functools.partial(jax.jit, static_argnames=("splits", "stages", "tensor_cores", "tokens", "q_regs",
                                              "fused_combine", "longest_first", "interpret"))
 def paged_attention(q, k_pages, v_pages, block_tables, lengths, *, splits=None, stages=None, tensor_cores=None,
-                    tokens=64, q_regs=True, fused_combine=True, longest_first=True, interpret=False):
+                    tokens=64, q_regs=True, fused_combine=True, longest_first=None, interpret=False):
   """Decode attention: q (batch, heads, head_dim) over pages (kv_heads, pages, page_size, head_dim).
 
   `tensor_cores` (default: when several query heads share a kv head) puts each kv head's query
@@ -293,14 +296,18 @@ def paged_attention(q, k_pages, v_pages, block_tables, lengths, *, splits=None, 
   tensor-core defaults (`stages=3`, `q_regs=True`) are the H200's best for the grouped-query
   shape of benchmarks/paged_attention.py (docs/logs/paged_gqa_session4b.log). `splits`
   (default: default_splits on the tensor-core path, 8 on the other) parts of each sequence's
-  pages run as separate programs, combined at the end."""
+  pages run as separate programs, combined at the end. `longest_first` (default: up to
+  LONGEST_FIRST_MAX_BATCH sequences) orders the tensor-core path's work items by size."""
   b, heads, d = q.shape
   kv_heads = k_pages.shape[0]
   group = heads // kv_heads
   if tensor_cores is None:
     tensor_cores = group > 1
+  if longest_first is None:        # every program scans all lengths: cheap up to a few hundred sequences
+    longest_first = b <= LONGEST_FIRST_MAX_BATCH
   if splits is None:
-    splits = default_splits(b, kv_heads, block_tables.shape[1]) if tensor_cores else 8
+    splits = (default_splits(b, kv_heads, block_tables.shape[1]) if tensor_cores and longest_first
+              else 4 if tensor_cores else 8)
   if tensor_cores:
     o_part, m_part, l_part = paged_attention_parts_mma(
         q, k_pages, v_pages, block_tables, lengths, splits=splits, group=group,
