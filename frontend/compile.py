@@ -213,7 +213,8 @@ def check_grid_limits(grid, loc, vmap_axis=None) -> None:
     raise E.LaunchConfigError(
         f"jax.vmap folds a batch of {grid[over]} into grid axis {over}, and a launch has at most"
         f" {hw.MAX_GRID[over]} CTAs along it", loc,
-        hint="vmap over smaller batches (reshape the batch and nest two vmaps, or use jax.lax.map over chunks)")
+        hint=f"map over chunks of at most {hw.MAX_GRID[over]}: jax.lax.map(f, xs, batch_size={hw.MAX_GRID[over]})"
+             " runs jax.vmap(f) on one chunk at a time (nested vmaps fold into the same grid axis)")
   raise E.LaunchConfigError(
       f"grid {grid} has {grid[over]} CTAs along {'xyz'[over]}; a launch has at most {hw.MAX_GRID[over]} there",
       loc, hint="put the long axis first (x takes up to 2**31 - 1), or let each program walk several tiles"

@@ -26,7 +26,8 @@ def no_derivative(f: Callable, name: str, loc) -> Callable:
     raise E.DifferentiationError(
         f"jax cannot differentiate the kernel {name}: mgpu_dsl kernels have no automatic derivative",
         loc, hint="wrap the call in a function decorated with jax.custom_vjp and give it a backward"
-                  " (a second kernel or jnp code); see docs/autodiff.md")
+                  " (a second kernel or jnp code); for forward mode (jax.jvp, jax.jacfwd) use"
+                  " jax.custom_jvp and give it a tangent rule; see docs/autodiff.md")
 
   return call
 
