@@ -1,13 +1,144 @@
-"""Reading a Python function's source for tracing: its AST, positions in the user's file, scope."""
+"""Reading a Python function's source for tracing: its AST, positions in the user's file, scope.
+
+A function's source is read once and kept (`snapshot`): at decoration for kernels (and
+`@ml.inline` helpers, when the kernel that calls them is decorated in the same file), at
+first read otherwise. Every later parse, retrace and cache key uses that text, so a process
+compiles what Python runs even after the file is edited on disk without a reload (the
+notebook situation). A file's text is recorded when a kernel in it is decorated; a function
+takes the newest recorded text whose lines at its position match its code object (line
+numbers and constants), and otherwise the file as it is now.
+"""
 from __future__ import annotations
 
 import ast
+import dataclasses
 import inspect
 import linecache
+import os
+import re
 import textwrap
+import types
+import weakref
 
 from . import errors as E
 from .loc import Loc
+
+CHANGED = "the file changed since it was imported; reload the module to compile the new text"
+_DEF = re.compile(r"^\s*(@|def\s|async\s+def\s)")
+
+
+@dataclasses.dataclass(frozen=True)
+class Snapshot:
+  """The text of one function as Python compiled it (as far as can be told)."""
+  code: object                # the code object it describes
+  filename: str
+  file_lines: tuple           # the whole file, lines ending in "\n"
+  lines: tuple                # the function's own lines (decorators included)
+  first: int                  # 1-based line of `lines[0]`
+  changed: bool = False       # no recorded text matched the code: the file changed since import
+
+  @property
+  def text(self) -> str:
+    return "".join(self.lines)
+
+
+_snapshots: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_files: dict[str, list[tuple]] = {}       # filename -> texts recorded at decorations, oldest first
+_FUTURE = 0
+for _f in __import__("__future__").all_feature_names:
+  _FUTURE |= getattr(__import__("__future__"), _f).compiler_flag
+
+
+def _filename(fn) -> str:
+  code = fn.__code__
+  try:
+    return inspect.getsourcefile(fn) or code.co_filename
+  except TypeError:
+    return code.co_filename
+
+
+def _current_lines(fn, filename) -> tuple:
+  if not (filename.startswith("<") and filename.endswith(">")):
+    linecache.checkcache(filename)
+  return tuple(linecache.getlines(filename, fn.__globals__))
+
+
+def record_file(fn) -> None:
+  """Record the text of `fn`'s file now (called when a kernel is decorated: the module is
+  being executed, so its file holds what Python compiled)."""
+  code = getattr(fn, "__code__", None)
+  if not isinstance(code, types.CodeType):
+    return
+  filename = _filename(fn)
+  lines = _current_lines(fn, filename)
+  if lines:
+    versions = _files.setdefault(filename, [])
+    if not versions or versions[-1] != lines:
+      versions.append(lines)
+
+
+def _block(file_lines, code) -> tuple | None:
+  """The lines of the def (decorators included) starting at `code.co_firstlineno`."""
+  start = code.co_firstlineno - 1
+  if not 0 <= start < len(file_lines) or not _DEF.match(file_lines[start]):
+    return None
+  try:
+    return tuple(inspect.getblock(list(file_lines[start:])))
+  except (IndentationError, SyntaxError, IndexError):
+    return None
+
+
+def _shape(code):
+  lines = frozenset(l for _, _, l in code.co_lines() if l is not None)
+  consts = tuple(_shape(c) if isinstance(c, types.CodeType) else (type(c).__name__, repr(c))
+                 for c in code.co_consts)
+  return code.co_name, lines, consts
+
+
+def _matches(code, block, filename) -> bool:
+  """Whether `block` (at `code.co_firstlineno`) compiles to a function of `code`'s line numbers
+  and constants; True when that cannot be told (the block does not compile on its own)."""
+  src = "\n" * (code.co_firstlineno - 1) + textwrap.dedent("".join(block))
+  try:
+    module = compile(src, filename, "exec", flags=code.co_flags & _FUTURE, dont_inherit=True)
+  except (SyntaxError, ValueError):
+    return True
+  found = [c for c in module.co_consts if isinstance(c, types.CodeType) and c.co_name == code.co_name]
+  return bool(found) and _shape(found[0]) == _shape(code)
+
+
+def snapshot(fn, *, record: bool = False) -> Snapshot | None:
+  """The kept source of the function `fn` (read now if it was not yet); None when it has none.
+  `record`: also record its file's text now (at a kernel's decoration)."""
+  code = getattr(fn, "__code__", None)
+  if not isinstance(code, types.CodeType) or not isinstance(fn, types.FunctionType):
+    return None
+  snap = _snapshots.get(fn)
+  if snap is not None and snap.code is code:
+    return snap
+  if record:
+    record_file(fn)
+  filename = _filename(fn)
+  current = _current_lines(fn, filename)
+  candidates = list(reversed(_files.get(filename, []))) + [current]
+  snap = None
+  for file_lines in candidates:
+    block = _block(file_lines, code)
+    if block is not None and _matches(code, block, filename):
+      snap = Snapshot(code, filename, file_lines, block, code.co_firstlineno)
+      break
+  if snap is None:
+    # No recorded text matches the code: a lambda (its line is not a def), source that only
+    # inspect finds (a zip import, a REPL), or a file edited since Python compiled it.
+    try:
+      lines, first = inspect.getsourcelines(fn)
+    except (OSError, TypeError):
+      return None
+    file_lines = current if len(current) >= first - 1 + len(lines) else tuple([""] * (first - 1) + lines)
+    snap = Snapshot(code, filename, file_lines, tuple(lines), first,
+                    changed=code.co_name != "<lambda>" and bool(current) and os.path.isfile(filename))
+  _snapshots[fn] = snap
+  return snap
 
 
 class Source:
@@ -17,41 +148,64 @@ class Source:
     self.filename, self.lines = filename, lines
     self.first_lineno, self.indent = first_lineno, indent
 
+  def _column(self, line: int, offset: int) -> int:
+    """ast's UTF-8 byte offset (in the dedented text) as a character column of the file's line."""
+    text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
+    raw = offset + self.indent
+    if text.isascii():
+      return raw
+    data = text.encode("utf-8")
+    return len(data[:raw].decode("utf-8", "replace")) + max(0, raw - len(data))
+
   def loc(self, node) -> Loc:
     line = node.lineno + self.first_lineno - 1
     end = getattr(node, "end_lineno", None)
     end = end + self.first_lineno - 1 if end else None
-    col = node.col_offset + self.indent
-    end_col = node.end_col_offset + self.indent if getattr(node, "end_col_offset", None) is not None else None
+    col = self._column(line, node.col_offset)
+    end_col = (self._column(end or line, node.end_col_offset)
+               if getattr(node, "end_col_offset", None) is not None else None)
     text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
     return Loc(self.filename, line, col, end, end_col, text)
+
+
+def _unavailable(fn, filename, reason, changed=False) -> E.KernelError:
+  code = getattr(fn, "__code__", None)
+  first = getattr(code, "co_firstlineno", 0)
+  return E.SourceUnavailableError(
+      f"cannot read the source of {fn.__qualname__}: {reason}", Loc(filename, first, 0),
+      hint=CHANGED if changed else "define kernels in a file or a notebook cell, not in exec() or a REPL string")
 
 
 def read_function(fn, what: str):
   """(Source, ast.FunctionDef, scope) of `fn`; `what` names the decorator, for messages."""
   code = getattr(fn, "__code__", None)
-  filename = inspect.getsourcefile(fn) or getattr(code, "co_filename", "<unknown>")
-  try:
-    lines, first = inspect.getsourcelines(fn)
-  except (OSError, TypeError) as e:
-    raise E.SourceUnavailableError(
-        f"cannot read the source of {fn.__qualname__}: {e}",
-        Loc(filename, getattr(code, "co_firstlineno", 0), 0),
-        hint="define kernels in a file or a notebook cell, not in exec() or a REPL string") from None
+  if not isinstance(fn, types.FunctionType) or not isinstance(code, types.CodeType):
+    raise not_a_function(fn, what)
+  filename = _filename(fn)
+  snap = snapshot(fn)
+  if snap is None:
+    try:
+      inspect.getsourcelines(fn)
+      reason = "no file holds it"
+    except (OSError, TypeError) as e:
+      reason = str(e)
+    raise _unavailable(fn, filename, reason)
+  lines, first = list(snap.lines), snap.first
+  if snap.changed:
+    raise _unavailable(fn, filename, f"{filename}:{first} no longer holds the text Python compiled", True)
   text = "".join(lines)
   dedented = textwrap.dedent(text)
   indent = len(lines[0]) - len(lines[0].lstrip()) if dedented != text else 0
-  file_lines = linecache.getlines(filename) or [""] * (first - 1) + lines
-  src = Source(filename, [l.rstrip("\n") for l in file_lines], first, indent)
-  tree = ast.parse(dedented).body[0]
-  if not isinstance(tree, ast.FunctionDef):
+  src = Source(filename, [l.rstrip("\n") for l in snap.file_lines], first, indent)
+  try:
+    tree = ast.parse(dedented).body[0]
+  except SyntaxError as e:
+    raise _unavailable(fn, filename, f"{filename}:{first} does not parse ({e.msg})") from None
+  if not isinstance(tree, (ast.FunctionDef, ast.AsyncFunctionDef)):
     raise E.UnsupportedSyntaxError(f"{what} decorates a plain def function", src.loc(tree),
                                    hint="put the decorator on a `def` statement")
   if tree.name != fn.__name__:    # exec()'d code: linecache may hold some other "<string>"
-    raise E.SourceUnavailableError(
-        f"cannot read the source of {fn.__qualname__}: {filename}:{first} holds {tree.name}",
-        Loc(filename, first, 0),
-        hint="define kernels in a file or a notebook cell, not in exec() or a REPL string")
+    raise _unavailable(fn, filename, f"{filename}:{first} holds {tree.name}")
   scope = dict(fn.__globals__)
   if fn.__closure__:
     for name, cell in zip(fn.__code__.co_freevars, fn.__closure__):
@@ -60,3 +214,38 @@ def read_function(fn, what: str):
       except ValueError:
         pass
   return src, tree, scope
+
+
+def not_a_function(fn, what: str, loc: Loc | None = None) -> E.KernelError:
+  """The error for decorating something other than a plain function (a functools.partial, a
+  kernel: decorated twice, a class or another callable), at `loc` (else the inner function's)."""
+  import functools
+  from .loc import UNKNOWN
+  inner = fn.func if isinstance(fn, functools.partial) else getattr(fn, "fn", None)
+  code = getattr(inner, "__code__", None)
+  if loc is not None:
+    pass
+  elif not isinstance(code, types.CodeType):
+    loc = UNKNOWN
+  else:
+    line = code.co_firstlineno
+    loc = Loc(code.co_filename, line, 0, source_line=linecache.getline(code.co_filename, line).rstrip("\n"))
+  if isinstance(fn, functools.partial):
+    import reprlib
+    short = reprlib.Repr()
+    short.maxstring = short.maxother = 30
+    bound = ", ".join([short.repr(a) for a in fn.args][:4] + [f"{k}={short.repr(v)}" for k, v in fn.keywords.items()][:4])
+    name = getattr(fn.func, "__name__", "the function")
+    first = next(iter(fn.keywords), None)
+    return E.SignatureError(
+        f"{what} takes a def function, got functools.partial({name}, {bound})", loc,
+        hint=(f"make {first} a constexpr (`*, {first}: ml.constexpr`) and pass it by keyword at the call,"
+              if first else "make the bound arguments constexprs and pass them by keyword at the call,")
+             + f" or write a def that calls {name} with them and decorate that")
+  if hasattr(fn, "fn") and hasattr(fn, "cache_info"):
+    return E.SignatureError(
+        f"{what} decorates {getattr(fn.fn, '__name__', fn.fn)}, which is already an @mgpu_kernel", loc,
+        hint="decorate once: remove the second @mgpu_kernel (pass all options to one)")
+  return E.SignatureError(
+      f"{what} takes a def function, got {type(fn).__name__} {fn!r:.60}", loc,
+      hint="put the decorator on a `def` statement")

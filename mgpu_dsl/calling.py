@@ -80,9 +80,28 @@ def _supported(dtype) -> bool:
     return False
 
 
-def check_inputs(pk, args, bounds: tuple[int, int], name: str, loc) -> None:
+def _dtype_hint(pk, i, a) -> str:
+  """The hint for an input of an unsupported dtype: with jax_enable_x64 on, a float64 or int64
+  is most likely a Python number that jax.jit made a 64-bit array."""
+  import jax
+  try:
+    dtype = np.dtype(a.dtype)
+  except TypeError:
+    dtype = None
+  if dtype == np.float64 and jax.config.jax_enable_x64:
+    refs = pk.ref_params
+    name = refs[i] if i < len(refs) else "x"
+    scalar = name in getattr(pk, "scalar_params", ())
+    return (f"jax_enable_x64 is on, so a Python float passed through jax.jit arrives as float64: pass"
+            f" jnp.float32({name})" + (" (or call with the Python float outside jax.jit)" if scalar
+                                       else f" or {name}.astype(jnp.float32)")
+            + f"; supported dtypes: {SUPPORTED_DTYPES}")
+  return f"supported dtypes: {SUPPORTED_DTYPES}"
+
+
+def check_inputs(pk, args, bounds: tuple[int, int], name: str, loc, *, count: bool = True) -> None:
   """Raise SignatureError unless `args` are arrays of supported dtypes, between `bounds`
-  (from `input_bounds`) in number."""
+  (from `input_bounds`) in number (`count=False`: the number is checked later)."""
   refs = pk.ref_params
   for i, a in enumerate(args):
     what = f"input {i}" + (f" ({refs[i]})" if i < len(refs) else "")
@@ -95,7 +114,7 @@ def check_inputs(pk, args, bounds: tuple[int, int], name: str, loc) -> None:
       ok = _supported.__wrapped__(a.dtype)
     if not ok:
       raise E.SignatureError(cap(f"{name}: {what} has dtype {a.dtype}, which kernels do not support"),
-                             loc, hint=f"supported dtypes: {SUPPORTED_DTYPES}")
+                             loc, hint=_dtype_hint(pk, i, a))
     sym = next((d for d in a.shape if not isinstance(d, int)), None)
     if sym is not None:       # jax.export's shape polymorphism: a symbolic dimension
       raise E.SignatureError(
@@ -103,7 +122,8 @@ def check_inputs(pk, args, bounds: tuple[int, int], name: str, loc) -> None:
               f" compiled for concrete shapes"), loc,
           hint="export once per shape you need (concrete jax.ShapeDtypeStruct specs), or pad to a few"
                " fixed sizes")
-  check_count(pk, len(args), bounds, name, loc)
+  if count:
+    check_count(pk, len(args), bounds, name, loc)
 
 
 def check_count(pk, n_in: int, bounds: tuple[int, int], name: str, loc, *, outputs_known=False) -> None:
@@ -197,7 +217,7 @@ def parameters(f) -> tuple[inspect.Parameter, ...] | None:
     return None
 
 
-def _arity(f, constexprs) -> tuple[int, float] | None:
+def arity(f, constexprs) -> tuple[int, float] | None:
   """(min, max) positional inputs the callable `f` takes (constexprs it names excluded)."""
   params = parameters(f)
   if params is None:
@@ -220,7 +240,7 @@ def input_bounds(pk, out_shape, grid) -> tuple[int, int]:
     lo, hi = max(lo, n), min(hi, n)
   for f in (out_shape, grid):
     if callable(f) and not hasattr(f, "shape"):
-      a = _arity(f, pk.constexpr_params)
+      a = arity(f, pk.constexpr_params)
       if a is not None:
         lo, hi = max(lo, a[0]), min(hi, a[1])
   return (lo, int(hi)) if lo <= hi else (0, refs - 1)

@@ -20,7 +20,6 @@ from __future__ import annotations
 import ast
 import dataclasses
 import enum
-import inspect
 import sys
 import textwrap
 import types
@@ -28,6 +27,7 @@ import types
 import numpy as np
 
 from .frontend import language as L
+from .frontend import source
 
 MISSING = object()
 _VALUE_TYPES = (type(None), bool, int, float, complex, str, bytes)
@@ -57,19 +57,37 @@ class Read:
 
 
 def same(a, b) -> bool:
-  """True when `b` stands for the value `a` was (identity, or equal plain values of one type)."""
+  """True when `b` stands for the value `a` was (identity, or equal plain values of one type).
+  Floats compare by their text (`repr`): 0.0 and -0.0 differ, nan is nan."""
   if a is b:
     return True
   if type(a) is not type(b):
     return False
   if isinstance(a, _VALUE_TYPES) or isinstance(a, np.dtype):
     try:
-      return bool(a == b) or (a != a and b != b)      # nan stays nan
+      return value_key(a) == value_key(b)
     except Exception:
       return False
   if type(a) is tuple:
     return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
   return False
+
+
+def value_key(v):
+  """`v` as a dict key that tells apart what compiles differently: floats (Python's and
+  numpy's, and complex ones) by their text, so 0.0 and -0.0 are two keys and nan equals nan;
+  tuples, lists and frozensets item by item; unhashable values by repr."""
+  if isinstance(v, (float, complex, np.floating, np.complexfloating)):
+    return (type(v), repr(v))
+  if isinstance(v, (tuple, list)):
+    return (type(v), tuple(value_key(x) for x in v))
+  if isinstance(v, frozenset):
+    return (type(v), frozenset(value_key(x) for x in v))
+  try:
+    hash(v)
+  except TypeError:
+    return (type(v), repr(v))
+  return (type(v), v)
 
 
 def is_library(obj) -> bool:
@@ -196,19 +214,27 @@ def value_text(v) -> str | None:
   return None
 
 
+def _snapshot(fn):
+  """The source `fn` was compiled from, kept from its first read (frontend/source.py); None
+  when there is none, or when its file no longer holds it (the bytecode then says what it reads)."""
+  snap = source.snapshot(fn)
+  return None if snap is None or snap.changed else snap
+
+
 def _source_text(fn) -> str | None:
-  try:
-    lines, first = inspect.getsourcelines(fn)
-    filename = inspect.getsourcefile(fn) or fn.__code__.co_filename
-  except (OSError, TypeError):
+  snap = _snapshot(fn)
+  if snap is None:
     return None
-  return f"# {filename}:{first}\n" + "".join(lines)
+  return f"# {snap.filename}:{snap.first}\n" + snap.text
 
 
 def _function_tree(fn) -> ast.FunctionDef | None:
+  snap = _snapshot(fn)
+  if snap is None:
+    return None
   try:
-    tree = ast.parse(textwrap.dedent(inspect.getsource(fn))).body[0]
-  except (OSError, TypeError, SyntaxError, IndexError):
+    tree = ast.parse(textwrap.dedent(snap.text)).body[0]
+  except (SyntaxError, IndexError):
     return None
   return tree if isinstance(tree, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
 

@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import collections
+import dataclasses
 import functools
 import inspect
 import numbers
 import os
 import time
+import types
 from typing import Any, Callable, NamedTuple
 
 import numpy as np
@@ -20,6 +22,7 @@ from .bench import caller_loc, has_gpu
 from .frontend import compile as fc
 from .frontend import errors as E
 from .frontend import ir as kir
+from .frontend import source as fsource
 
 log = dump.log
 DEFAULT_CACHE_SIZE = 64
@@ -72,12 +75,9 @@ def _call_with_meta(f, args, constexprs, what, loc):
 
 
 def _key_value(v):
-  """A constexpr as a cache key: its type too, so 2, 2.0 and True are three specialisations."""
-  try:
-    hash(v)
-  except TypeError:
-    v = repr(v)
-  return (type(v), v)
+  """A constexpr as a cache key: its type too, so 2, 2.0 and True are three specialisations, and
+  floats by their text, so 0.0 and -0.0 are two and a nan finds its compile (deps.value_key)."""
+  return D.value_key(v)
 
 
 class Specialisation(NamedTuple):
@@ -111,6 +111,9 @@ class KernelFunction:
   def __init__(self, fn: Callable, *, out_shape, grid=(1,), block: int = 128, cluster=None,
                interpret: bool | None = None, cache_size: int = DEFAULT_CACHE_SIZE,
                input_output_aliases: dict | None = None):
+    if not isinstance(fn, types.FunctionType):     # a functools.partial, a kernel decorated twice
+      raise fsource.not_a_function(fn, "@mgpu_kernel", _statement_loc(caller_loc()))
+    fsource.snapshot(fn, record=True)      # the text Python compiled, kept for every later trace
     functools.update_wrapper(self, fn)
     self.input_output_aliases = input_output_aliases
     self.fn = fn
@@ -185,16 +188,26 @@ class KernelFunction:
 
     def no_outputs():
       if not jax.tree.leaves(out):
+        what = "out_shape describes" if static else "the out_shape callable returned"
         raise E.LaunchConfigError(
-            f"out_shape describes no outputs ({calling.describe(out)}); a kernel returns at least one array",
+            f"{what} no outputs ({calling.describe(out)}); a kernel returns at least one array",
             at("out_shape"), hint="describe its outputs: out_shape=jax.ShapeDtypeStruct(shape, dtype); to"
                                   " update an input in place, alias it (input_output_aliases={0: 0}) and return it")
     if static:
       no_outputs()
-    calling.check_inputs(pk, args, self._input_bounds(pk), name, loc)   # before any user callable runs
+    bounds = self._input_bounds(pk)
+    calling.check_inputs(pk, args, bounds, name, loc, count=False)   # before any user callable runs
     # The callables see the constexprs the kernel sees: those passed, and the kernel's defaults.
     meta = {**{c: pk.defaults[c] for c in pk.constexpr_params if c in pk.defaults}, **constexprs}
-    if not static:
+    arity = None if static else calling.arity(out, pk.constexpr_params)
+    if not static and arity is not None and arity[0] == arity[1] == len(args) == len(pk.ref_params):
+      # The out_shape callable takes every parameter as an input: one that returns no outputs
+      # (lambda x: ()) is the mistake to report, not the count.
+      out = _call_with_meta(out, args, meta, "out_shape", at("out_shape"))
+      no_outputs()
+      arity = "called"
+    calling.check_count(pk, len(args), bounds, name, loc)
+    if not static and arity != "called":
       out = _call_with_meta(out, args, meta, "out_shape", at("out_shape"))
       no_outputs()
     leaves, treedef = jax.tree.flatten(out)
@@ -497,6 +510,7 @@ def mgpu_kernel(fn: Callable | None = None, *, out_shape=None, grid=(1,), block:
   Returns:
     A `KernelFunction` (or, without `fn`, a decorator that makes one).
   """
+  @_user_errors
   def wrap_fn(f):
     if unknown:
       raise _unknown_option(f, unknown)
@@ -506,6 +520,14 @@ def mgpu_kernel(fn: Callable | None = None, *, out_shape=None, grid=(1,), block:
   return wrap_fn(fn) if fn is not None else wrap_fn
 
 
+
+
+def _statement_loc(loc):
+  """`loc` (a caller's line, column 0) at the first character of its statement."""
+  if loc is None:
+    return None
+  text = loc.source_line.rstrip("\n")
+  return dataclasses.replace(loc, col_offset=len(text) - len(text.lstrip()), source_line=text)
 
 
 def _option_loc(fn, name):
