@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import errors as E
-from .coverage import MAX_CELLS
+from .coverage import MAX_CELLS, group_rows
 
 OWN_WINDOW = "give each program its own window of the output, e.g. out.at[ml.ds(ml.program_id(0) * 128, 128)]"
 
@@ -54,9 +54,9 @@ class Writers:
     if int(np.prod(counts, axis=1).sum()) > MAX_CELLS:
       return None
     cells, owners, sites = [], [], []
-    sizes, inv = np.unique(counts, axis=0, return_inverse=True)
+    sizes, inv = group_rows(counts)
     for k, size in enumerate(sizes):
-      rows = np.flatnonzero(inv.reshape(-1) == k)
+      rows = np.flatnonzero(inv == k)
       idx = [a[rows, d][:, None] + np.arange(n)[None] for d, n in enumerate(size)]
       flat = np.zeros((len(rows), 1), np.int64)
       for d, ix in enumerate(idx):          # row-major cell numbers of each box

@@ -82,3 +82,13 @@ def test_the_region_named_in_a_message_is_all_missing():
   assert describe("out", (32, 64), missing, (8, 16)) == ("out[8:24, 32:64]", 5 * 128)
   assert describe("out", (4,), np.array([False, True, True, True]), (1,)) == ("out[1:4]", 3)
   assert describe("buf", (4,), np.ones(4, bool), (1,)) == ("buf[:]", 4)
+
+
+def test_group_rows_is_np_unique_along_rows():
+  from mgpu_dsl.frontend.coverage import group_rows
+  rng = np.random.default_rng(0)
+  for a in (rng.integers(-5, 5, (1000, 3)), np.zeros((4, 2), np.int64), rng.integers(0, 2 ** 40, (50, 2))):
+    u, inv = group_rows(a)
+    want_u, want_inv = np.unique(a, axis=0, return_inverse=True)
+    assert sorted(map(tuple, u.tolist())) == sorted(map(tuple, want_u.tolist()))
+    np.testing.assert_array_equal(u[inv], a)

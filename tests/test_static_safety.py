@@ -161,7 +161,7 @@ def test_scalar_cast_between_floats_of_one_width_is_rejected():
     (DType.i8, DType.f8e4m3, False, True), (DType.f32, DType.f8e4m3, False, True),
     (DType.f16, DType.bf16, False, True), (DType.f16, DType.bf16, True, False),
     (DType.f8e4m3, DType.f8e5m2, True, False), (DType.f32, DType.bool_, False, False),
-    (DType.bool_, DType.f32, False, True), (DType.i32, DType.f8e4m3, True, True),
+    (DType.bool_, DType.f32, False, True), (DType.i32, DType.f8e4m3, True, False),   # no scalar f8 on the GPU
 ], ids=str)
 def test_cast_table(src, dst, scalar, ok):
   assert (elementwise.cast_problem(src, dst, scalar=scalar) is None) == ok
