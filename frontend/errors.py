@@ -45,7 +45,8 @@ class KernelError(Exception):
         width = max(1, self.loc.end_col_offset - col)
       else:
         width = max(1, len(src.rstrip()) - col)
-      out.append("    " + " " * col + "^" + "~" * (width - 1))
+      pad = "".join(c if c == "\t" else " " for c in src[:col])     # tabs kept: the caret lines up
+      out.append("    " + pad + "^" + "~" * (width - 1))
     out.extend(f"note: {n}" for n in self.notes)
     if self.hint:
       out.append(f"hint: {self.hint}")

@@ -30,7 +30,9 @@ class Inline:
   def __init__(self, fn):
     functools.update_wrapper(self, fn)
     self.fn = fn
-    self.parsed = None          # (Source, ast.FunctionDef, scope), read on first use
+    self.parsed = None          # (Source, ast.FunctionDef, scope), parsed on first use
+    from .source import snapshot
+    snapshot(fn, record=True)   # its text as Python compiled it, however the file changes later
 
   def __repr__(self):
     return f"<mgpu_dsl inline function {self.fn.__qualname__}>"
