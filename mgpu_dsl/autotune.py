@@ -74,7 +74,9 @@ class Autotuner:
       return None
     try:
       configs = json.dumps(self.configs, sort_keys=True)
-      source = inspect.getsource(self.kernel.fn)
+      from .frontend.source import snapshot
+      snap = snapshot(self.kernel.fn)           # the text Python compiled, as the kernel's own caches
+      source = "".join(snap.lines) if snap is not None else inspect.getsource(self.kernel.fn)
     except (TypeError, ValueError, OSError):
       return None       # configs that JSON cannot hold, or no source: tuned in memory only
     fn = self.kernel.fn
