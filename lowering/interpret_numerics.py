@@ -85,7 +85,21 @@ def cast(x: np.ndarray, src: DType, dst: DType) -> np.ndarray:
   if dst in FLOAT8:
     m = float8_max(dst)
     return np.clip(np.asarray(x).astype(np.float64), -m, m).astype(nd)      # clip keeps NaN
+  if dst.is_float and src.is_int and dst in _SIGNIFICANT_BITS:
+    with np.errstate(over="ignore"):         # past the range: inf, as the GPU
+      return _round_significand(x.astype(np.float64), _SIGNIFICANT_BITS[dst]).astype(nd)
   return x.astype(np.float64).astype(nd) if dst.is_float else x.astype(nd)
+
+
+# int -> 16-bit float rounds once, to nearest even (the GPU's cvt.rn); numpy's float64 ->
+# bfloat16 goes through float32 and can round twice (16842753 -> 16777216, not 16908288).
+_SIGNIFICANT_BITS = {DType.bf16: 8, DType.f16: 11}
+
+
+def _round_significand(x: np.ndarray, bits: int) -> np.ndarray:
+  """float64 `x` rounded to `bits` significant bits, half to even (exact values then cast exactly)."""
+  m, e = np.frexp(x)                       # x = m * 2**e, 0.5 <= |m| < 1
+  return np.ldexp(np.rint(np.ldexp(m, bits)), e - bits)
 
 
 def bitcast(x: np.ndarray, dst: DType) -> np.ndarray:
