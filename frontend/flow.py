@@ -17,7 +17,7 @@ from .infer import unify
 from .ops import control as ctl, elementwise as ew
 from .ops.base import Num, is_value, kind_of
 from .ops.memory import index_operand
-from .types import RefType, ScalarType, dtype_name
+from .types import RefType, ScalarType, TensorType, dtype_name
 
 
 def _is_carriable(v) -> bool:
@@ -25,10 +25,17 @@ def _is_carriable(v) -> bool:
       isinstance(v, Num) and not isinstance(v, bool))
 
 
-def _as_value(tracer, v, loc):
+def _as_value(tracer, v, loc, note=None):
+  """`v` as a value: a Python number becomes a constant, any error about it reported at `loc`
+  (the assignment that bound it), with `note` (the loop or if that made it a value)."""
   if is_value(v):
     return v
-  return ew.constant(Call(tracer.b, loc), v)
+  try:
+    return ew.constant(Call(tracer.b, loc), v)
+  except E.KernelError as e:
+    if note:
+      e.notes = e.notes + (note,)
+    raise
 
 
 def _same_type(a: ir.Value, b: ir.Value, loc) -> bool:
@@ -110,17 +117,24 @@ def trace_for(tracer, node: ast.For):
   loc = tracer.loc(node)
   if node.orelse:
     tracer.unsupported(node, "for ... else")
-  if not isinstance(node.target, ast.Name):
-    tracer.unsupported(node.target, "unpacking in a for target", hint="loop over one index: for i in range(n)")
   it = node.iter
   fn = tracer.eval(it.func) if isinstance(it, ast.Call) else None
   if fn not in (range, ctl.static_range, ctl.range):
-    seq = tracer.eval(it)             # a static sequence (a tuple, a list): unrolled
-    if isinstance(seq, (tuple, list)) and not isinstance(node.target, ast.Tuple):
+    seq = tracer.eval(it)             # a static sequence (a tuple, a list, enumerate/zip of them): unrolled
+    if hasattr(seq, "__next__") and not is_value(seq):
+      seq = tuple(seq)
+    if isinstance(seq, (tuple, list)) and isinstance(node.target, (ast.Name, ast.Tuple, ast.List)):
       for v in seq:
-        tracer.env[node.target.id] = v
-        tracer.run_body(node.body)
+        tracer.stmt = node
+        tracer.assign(node.target, v, it)
+        if not tracer.run_unrolled(node.body):
+          break
       return
+  if not isinstance(node.target, ast.Name):
+    tracer.unsupported(node.target, "unpacking in a for target",
+                       hint="loop over one index: for i in range(n); unpacking works over a static tuple or"
+                            " list (for i, c in enumerate((1.0, 2.0)))")
+  if fn not in (range, ctl.static_range, ctl.range):
     tracer.unsupported(it, "iterating over anything but range(...), ml.range(...), ml.static_range(...)"
                        " or a static tuple or list",
                        hint="loop over indices: for i in range(n), or unroll with ml.static_range(n)")
@@ -158,7 +172,9 @@ def trace_for(tracer, node: ast.For):
                                                    " runtime values with range(...)")
     for i in range(start, stop, step):
       tracer.env[name] = i
-      tracer.run_body(node.body)
+      tracer.where[name] = loc
+      if not tracer.run_unrolled(node.body):
+        break
     return
   bounds = []
   for x in (start, stop, step):
@@ -188,15 +204,15 @@ def trace_for(tracer, node: ast.For):
   assigned = [n for n in assigned_names(node.body) if n != name]
   carries = _carries(env, assigned)
   leaf_names = [ln for c in carries for ln in c.leaf_names]
-  inits = tuple(_as_value(tracer, l, loc) for c in carries for l in c.leaves)
+  inits = _inits(tracer, carries, loc)
   iv = ir.Value(ScalarType(counter), name)
   args_ = tuple(ir.Value(v.type, n) for v, n in zip(inits, leaf_names))
   body = ir.Block(args=(iv, *args_))
-  before = dict(env)
+  before, where = dict(env), dict(tracer.where)
   _bind(env, carries, args_)
   env[name] = iv
   poisoned = _trace_body(tracer, node, loc, body, carries, inits, args_)
-  _after_loop(tracer, loc, assigned, [c.name for c in carries], before, poisoned)
+  _after_loop(tracer, loc, assigned, carries, before, poisoned, where)
   res = b.emit(ctl.For, start, stop, step, inits, body, loc=loc,
                 types=[v.type for v in inits], names=leaf_names, stages=stages, warp_specialize=specialize)
   _bind(env, carries, res.results)
@@ -206,13 +222,33 @@ def trace_for(tracer, node: ast.For):
                        f" defined after a runtime loop")
 
 
+def _inits(tracer, carries, loc):
+  """The loop's initial values; a number that cannot be a constant is reported where it was
+  assigned, with a note at the loop."""
+  out = []
+  for c in carries:
+    at = tracer.where.get(c.name, loc)
+    for l in c.leaves:
+      out.append(_as_value(tracer, l, at, note=f"{loc}: the loop that carries {c.name}"))
+  return tuple(out)
+
+
 def _trace_body(tracer, node, loc, body: ir.Block, carries, inits, args_) -> set:
   """Trace a loop's body into `body` (its carries bound to `args_`) and end it with a Yield of
   the new carries, each checked against its type on entry. Returns the poisoned names."""
   env, b = tracer.env, tracer.b
   poisoned = set()
+  carried = tracer.carried
+  tracer.carried = {**carried, **{ln: (init, loc) for c in carries
+                                  for ln, init in zip(c.leaf_names, _slices(inits, carries, c))}}
+  tracer.loops.append(None)
+  try:
+    with b.region(body):
+      tracer.run_body(node.body)
+  finally:
+    tracer.loops.pop()
+    tracer.carried = carried
   with b.region(body):
-    tracer.run_body(node.body)
     yields = []
     i = 0
     for c in carries:
@@ -239,7 +275,7 @@ def _trace_body(tracer, node, loc, body: ir.Block, carries, inits, args_) -> set
               f"{ln} changes from {init.type} to {_describe(leaf)} inside the loop", where,
               hint=f"keep {ln} the same kind of value in every iteration",
               notes=(f"{loc}: the loop that carries {n}",))
-        leaf = _as_value(tracer, leaf, loc)
+        leaf = _as_value(tracer, leaf, where, note=f"{loc}: the loop that carries {n}")
         if not _same_type(init, leaf, loc):
           raise E.LoopCarryTypeError(
               f"{ln} enters the loop as {init.type} but an iteration makes it {leaf.type}", where,
@@ -251,6 +287,16 @@ def _trace_body(tracer, node, loc, body: ir.Block, carries, inits, args_) -> set
   return poisoned
 
 
+def _slices(inits, carries, c):
+  """The initial values of carry `c`'s leaves."""
+  i = 0
+  for d in carries:
+    if d is c:
+      return inits[i:i + len(c.leaves)]
+    i += len(d.leaves)
+  return ()
+
+
 def _structure_shape(v):
   """The nesting of a tuple or list (its lengths), leaves left out: a list may become a tuple of
   the same shape and back (a list literal rebuilt by a comprehension), as in Python."""
@@ -259,9 +305,15 @@ def _structure_shape(v):
   return None
 
 
-def _after_loop(tracer, loc, assigned, carried, before, poisoned) -> None:
-  """Names the body bound that the loop does not carry: unbound after it, or unchanged."""
+def _after_loop(tracer, loc, assigned, carries, before, poisoned, where) -> None:
+  """Names the body bound that the loop does not carry: unbound after it, or unchanged. A name
+  bound before the loop to a ref or a Python object that the body rebinds is reported at the
+  body's assignment."""
   env = tracer.env
+  carried = [c.name for c in carries]
+  body_where, tracer.where = tracer.where, where
+  for n in carried:
+    tracer.where[n] = loc
   for n in assigned:
     if n in carried:
       continue
@@ -270,10 +322,17 @@ def _after_loop(tracer, loc, assigned, carried, before, poisoned) -> None:
       continue
     bound_before = n in before and not isinstance(before[n], _Unbound)
     if bound_before and before[n] is not env.get(n) and not _static_equal(before[n], env.get(n)):
+      new = env.get(n)
+      if isinstance(getattr(new, "type", None), RefType):
+        hint = (f"a loop cannot switch {n} to another buffer or window: allocate buffers once before the loop"
+                f" and index them with the loop's index (buf.at[ml.ds(i * n, n)]), or unroll it with"
+                f" ml.static_range")
+      else:
+        hint = "use ml.static_range to unroll the loop, or compute it before the loop"
       raise E.LoopCarryTypeError(
-          f"{n} is rebound inside a runtime loop to {_describe(env.get(n))}; only register values and"
-          f" numbers can change across iterations", loc,
-          hint="use ml.static_range to unroll the loop, or allocate buffers before it")
+          f"{n} is rebound inside a runtime loop to {_describe(new)}; only register values and"
+          f" numbers can change across iterations", body_where.get(n, loc), hint=hint,
+          notes=(f"{loc}: the runtime loop",))
     if not bound_before:
       env[n] = _Unbound(f"it is only assigned inside the loop at line {loc.lineno}")
     else:
@@ -289,8 +348,8 @@ def trace_while(tracer, node: ast.While):
   assigned = assigned_names(node.body)
   carries = _carries(env, assigned)
   leaf_names = [ln for c in carries for ln in c.leaf_names]
-  inits = tuple(_as_value(tracer, l, loc) for c in carries for l in c.leaves)
-  before = dict(env)
+  inits = _inits(tracer, carries, loc)
+  before, where = dict(env), dict(tracer.where)
   cond_args = tuple(ir.Value(v.type, n) for v, n in zip(inits, leaf_names))
   cond_blk = ir.Block(args=cond_args)
   _bind(env, carries, cond_args)
@@ -311,7 +370,7 @@ def trace_while(tracer, node: ast.While):
   body = ir.Block(args=args_)
   _bind(env, carries, args_)
   poisoned = _trace_body(tracer, node, loc, body, carries, inits, args_)
-  _after_loop(tracer, loc, assigned, [c.name for c in carries], before, poisoned)
+  _after_loop(tracer, loc, assigned, carries, before, poisoned, where)
   res = b.emit(ctl.While, inits, cond_blk, body, loc=loc, types=[v.type for v in inits], names=leaf_names)
   _bind(env, carries, res.results)
   for n in poisoned:
@@ -339,17 +398,22 @@ def _static_equal(a, b) -> bool:
 
 def trace_if(tracer, node: ast.If, cond: ir.Value):
   loc, env, bld = tracer.loc(node), tracer.env, tracer.b
-  before = dict(env)
+  before, where = dict(env), dict(tracer.where)
   branches = []
-  for stmts in (node.body, node.orelse):
-    tracer.env = dict(before)
-    blk = ir.Block()
-    with bld.region(blk):
-      tracer.run_body(stmts)
-    branches.append((blk, tracer.env))
-  tracer.env = env
-  (then_blk, then_env), (else_blk, else_env) = branches
+  tracer.ifs.append(node)
+  try:
+    for stmts in (node.body, node.orelse):
+      tracer.env, tracer.where = dict(before), dict(where)
+      blk = ir.Block()
+      with bld.region(blk):
+        tracer.run_body(stmts)
+      branches.append((blk, tracer.env, tracer.where))
+  finally:
+    tracer.ifs.pop()
+  tracer.env, tracer.where = env, where
+  (then_blk, then_env, then_where), (else_blk, else_env, else_where) = branches
   names = assigned_names(node.body + node.orelse)
+  paths = _Paths(tracer, loc, before, where, (then_env, else_env), (then_where, else_where))
   results = []
   for n in names:
     a, b = then_env.get(n), else_env.get(n)
@@ -358,6 +422,7 @@ def trace_if(tracer, node: ast.If, cond: ir.Value):
       continue
     if a is b and a is not None:
       env[n] = a
+      where[n] = then_where.get(n, loc)
       continue
     if a is None or b is None or isinstance(a, _Unbound) or isinstance(b, _Unbound):
       env[n] = _Unbound(f"it is assigned in only one branch of the if at line {loc.lineno}")
@@ -367,22 +432,37 @@ def trace_if(tracer, node: ast.If, cond: ir.Value):
       continue
     sa, sb = _structure(a), _structure(b)
     if sa is None or sb is None or _structure_shape(a) != _structure_shape(b):
+      k, at, notes = paths.culprit(n)
+      if isinstance(getattr(a, "type", None), RefType) and isinstance(getattr(b, "type", None), RefType):
+        ra, rb = (a.name or "a", b.name or "b")
+        raise E.KernelTypeError(
+            f"{n} is a different ref on each path through the if at line {loc.lineno}; a ref cannot be"
+            f" chosen at run time", at, notes=notes,
+            hint=f"read or write inside each branch instead (v = {ra}[...] in one, v = {rb}[...] in the"
+                 f" other), index one ref with a run-time index (ref.at[ml.ds(i * n, n)]), or choose with"
+                 f" an ml.constexpr (an if on it is static)")
+      if k is None:
+        raise E.KernelTypeError(
+            f"{n} is {_describe(a)} after one branch of this if and {_describe(b)} after the other;"
+            f" only register values and numbers (or tuples and lists of them) can differ between branches",
+            at, hint=f"give {n} the same kind of value in both branches", notes=notes)
+      here, there = (a, b) if k == 0 else (b, a)
       raise E.KernelTypeError(
-          f"{n} is {_describe(a)} after one branch of this if and {_describe(b)} after the other;"
-          f" only register values and numbers (or tuples and lists of them) can differ between branches",
-          loc, hint=f"give {n} the same kind of value in both branches")
+          f"{n} is {_describe(here)} after this assignment but {_describe(there)} on the other path through"
+          f" the if at line {loc.lineno}; only register values and numbers (or tuples and lists of them) can"
+          f" differ between branches", at, hint=f"give {n} the same kind of value on both paths", notes=notes)
     results.append((n, sa, sb))
+    where[n] = loc
   then_vals, else_vals, leaf_names = [], [], []
   for n, (la, rebuild), (lb, _) in results:
     names = [n + p for p in _paths(then_env.get(n))]
     for ln, a, b_ in zip(names, la, lb):
       with bld.region(then_blk):
-        x = _as_value(tracer, a, loc)
+        x = _as_value(tracer, a, then_where.get(n, loc))
       with bld.region(else_blk):
-        y = _as_value(tracer, b_, loc)
+        y = _as_value(tracer, b_, else_where.get(n, loc))
       if not _same_type(x, y, loc):
-        raise E.KernelTypeError(f"{ln} is {x.type} after one branch of this if and {y.type} after the other",
-                                loc, hint="make both branches produce the same shape and dtype")
+        paths.mismatch(n, ln, (a, b_), (x, y))
       then_vals.append(x)
       else_vals.append(y)
       leaf_names.append(ln)
@@ -397,3 +477,66 @@ def trace_if(tracer, node: ast.If, cond: ir.Value):
     env[n] = rebuild(list(res.results[i:i + len(la)]))
     i += len(la)
 
+
+class _Paths:
+  """The two paths through a runtime if, for reporting a name they leave different at the
+  assignment that made it so."""
+
+  def __init__(self, tracer, loc, before, where, envs, wheres):
+    self.tracer, self.loc, self.before, self.where = tracer, loc, before, where
+    self.envs, self.wheres = envs, wheres
+
+  def rebinds(self, k, n) -> bool:
+    return self.envs[k].get(n) is not self.before.get(n)
+
+  def culprit(self, n, fits=None):
+    """(branch, Loc, notes) of the assignment that makes `n` differ: the one branch that rebinds
+    it, else the branch `fits` does not accept; (None, the if's Loc, both assignments) if neither
+    stands out."""
+    at = [self.wheres[k].get(n) if self.rebinds(k, n) else None for k in (0, 1)]
+    k = None
+    if at[0] is not None and at[1] is None:
+      k = 0
+    elif at[1] is not None and at[0] is None:
+      k = 1
+    elif fits is not None and fits[0] != fits[1]:
+      k = 1 if fits[0] else 0
+    if k is not None and at[k] is not None:
+      return k, at[k], (f"{self.loc}: the if whose paths give {n} different types",)
+    return None, self.loc, tuple(f"{a}: {n} is assigned here" for a in at if a is not None)
+
+  def mismatch(self, n, ln, raw, vals):
+    """Raise the error for leaf `ln` of `n` whose two paths give values `vals` of different types:
+    a loop carry changed by one branch is MG005 at that branch's assignment."""
+    carried = self.tracer.carried.get(ln)
+    fits = None
+    if carried is not None:
+      fits = [_same_type(carried[0], v, self.loc) for v in vals]
+    elif ln in self.before and is_value(self.before[ln]):
+      fits = [_same_type(self.before[ln], v, self.loc) for v in vals]
+    k, at, notes = self.culprit(n, fits)
+    if k is not None and carried is not None and fits[1 - k]:
+      init, loop = carried
+      bad = vals[k]
+      raise E.LoopCarryTypeError(
+          f"{ln} enters the loop as {init.type} but an iteration makes it {bad.type}", at,
+          hint=f"convert it back after this assignment: {ln} = {ln}.astype(jnp.{dtype_name(init.type.dtype)})"
+          if init.type.shape == bad.type.shape else f"keep {ln}'s shape fixed across iterations",
+          notes=(f"{loop}: the loop that carries {n}",) + notes)
+    x, y = vals
+    if k is None:
+      raise E.KernelTypeError(f"{ln} is {x.type} after one branch of this if and {y.type} after the other",
+                              at, hint="make both branches produce the same shape and dtype", notes=notes)
+    here, there = vals[k], vals[1 - k]
+    hint = "make both paths produce the same shape and dtype"
+    if here.type.shape == there.type.shape:
+      hint = f"convert it after this assignment: {ln} = {ln}.astype(jnp.{dtype_name(there.type.dtype)})"
+    elif (isinstance(here.type, TensorType) and isinstance(raw[1 - k], Num) and ln == n
+          and not self.rebinds(1 - k, n)):
+      hint = (f"start {n} as a tensor before the if: {n} = ml.full({here.type.shape}, {raw[1 - k]!r},"
+              f" jnp.{dtype_name(here.type.dtype)})")
+    elif isinstance(there.type, TensorType) and isinstance(raw[k], Num) and ln == n:
+      hint = f"make it a tensor here: {n} = ml.full({there.type.shape}, {raw[k]!r}, jnp.{dtype_name(there.type.dtype)})"
+    raise E.KernelTypeError(
+        f"{ln} is {here.type} after this assignment but {there.type} on the other path through the if at"
+        f" line {self.loc.lineno}", at, hint=hint, notes=notes)

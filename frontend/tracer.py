@@ -144,6 +144,12 @@ class Tracer(ast.NodeVisitor):
     self.errors: list[E.KernelError] = []   # every independent mistake, in program order
     self.depth = 0                           # @ml.inline nesting
     self.globals_read: dict[str, object] = {}   # module-level names the kernel read, and their values
+    self.where: dict[str, object] = {}        # name -> Loc of the statement that last bound it
+    self.carried: dict[str, tuple] = {}       # leaf name -> (entry value, loop Loc) of enclosing runtime loops
+    self.loops: list = []     # enclosing loops, innermost last: an unrolled one's block, None for a runtime one
+    self.ifs: list = []       # enclosing runtime ifs (ast.If), innermost last
+    self.jump: str | None = None   # "break"/"continue" ending an unrolled iteration, "return" ending the kernel
+    self.top = builder.block  # the kernel's top-level block: a static `return` is allowed there
 
   def child(self, source: Source, scope: dict) -> "Tracer":
     """A tracer for an @ml.inline helper's body, sharing the builder and the error list."""
@@ -188,12 +194,30 @@ class Tracer(ast.NodeVisitor):
   def run_body(self, stmts):
     for s in stmts:
       self.run_stmt(s)
+      if self.jump:      # a static break/continue/return: the rest of the block does not run
+        return
+
+  def run_unrolled(self, stmts) -> bool:
+    """One iteration of a loop unrolled while tracing; False when a static `break` (or a
+    `return`) ends the loop."""
+    self.loops.append(self.b.block)
+    try:
+      self.run_body(stmts)
+    finally:
+      self.loops.pop()
+    if self.jump == "continue":
+      self.jump = None
+    elif self.jump == "break":
+      self.jump = None
+      return False
+    return self.jump is None
 
   def run_stmt(self, node):
     """Trace one statement. A user mistake in it is recorded, the names it binds are
     poisoned, and tracing goes on with the next statement, so one pass reports every
     independent mistake (compile.trace raises them together)."""
     env = self.env
+    self.stmt = node
     try:
       self.visit(node)
     except E.InternalError:
@@ -225,9 +249,20 @@ class Tracer(ast.NodeVisitor):
     if node.value is not None:
       self.unsupported(node, "returning a value",
                        hint="kernels write their results into output refs (the last parameters)")
-    self.unsupported(node, "return", hint="let the kernel run to its end; guard work with if")
+    if self.depth == 0 and self.b.block is self.top:
+      self.jump = "return"      # at the top level or under static conditions: the kernel ends here
+      return
+    if self.ifs and not any(blk is None for blk in self.loops):
+      test = self.text(self.ifs[-1].test)
+      self.unsupported(node, "return under a run-time condition",
+                       hint=f"a kernel ends early only under a static condition; put the rest of the kernel"
+                            f" in the else: branch of `if {test}:` instead")
+    self.unsupported(node, "return inside a runtime loop",
+                     hint="runtime loops cannot exit early: loop with while and fold the exit into its"
+                          " condition, e.g. found = 0; while (i < n) & (found == 0): ...")
 
   def visit_Assign(self, node):
+    self.stmt = node
     t = node.targets[0]
     self.pending_name = t.id if len(node.targets) == 1 and isinstance(t, ast.Name) else ""
     value = self.eval(node.value)
@@ -240,6 +275,7 @@ class Tracer(ast.NodeVisitor):
   def visit_AnnAssign(self, node):
     if node.value is None:
       return
+    self.stmt = node
     self.assign(node.target, self.eval(node.value), node.value)
 
   def visit_AugAssign(self, node):
@@ -247,6 +283,7 @@ class Tracer(ast.NodeVisitor):
     if isinstance(node.target, ast.Name):
       cur = self.lookup(node.target.id, node.target)
       self.env[node.target.id] = self.binop(op, cur, self.eval(node.value), node, self.text(node.target))
+      self.where[node.target.id] = self.loc(node)
     elif isinstance(node.target, ast.Subscript):
       ref, index = self.subscript_target(node.target)
       view = memory.view(self.cx(node.target), ref, index, self.text(node.target))
@@ -260,7 +297,13 @@ class Tracer(ast.NodeVisitor):
       if is_value(value) and not (value.name or "").isidentifier():
         value.name = target.id      # messages say `a`, not the expression that made it
       self.env[target.id] = value
+      self.where[target.id] = self.loc(getattr(self, "stmt", None) or target)
     elif isinstance(target, (ast.Tuple, ast.List)):
+      starred = [i for i, t in enumerate(target.elts) if isinstance(t, ast.Starred)]
+      if starred:
+        raise E.UnsupportedSyntaxError(
+            "starred unpacking is not supported in a kernel", self.loc(target.elts[starred[0]]),
+            hint=f"index instead: {self._index_instead(target, value_node, starred[0])}")
       if not isinstance(value, (tuple, list)) or len(value) != len(target.elts):
         raise E.KernelTypeError(
             f"cannot unpack {kind_of(value)} into {len(target.elts)} names", self.loc(target),
@@ -276,15 +319,60 @@ class Tracer(ast.NodeVisitor):
     else:
       self.unsupported(target, "this assignment target")
 
+  def _index_instead(self, target, value_node, star) -> str:
+    """`a, *rest = t` written with indices: `a, rest = t[0], t[1:]`."""
+    n = len(target.elts)
+    names = [self.text(t.value if isinstance(t, ast.Starred) else t) for t in target.elts]
+    named = isinstance(value_node, (ast.Name, ast.Attribute))
+    seq = self.text(value_node) if named else "t"
+    idx = [f"{seq}[{i}]" for i in range(star)]
+    idx.append(f"{seq}[{star}:{star - n + 1 or ''}]")
+    idx += [f"{seq}[{i - n}]" for i in range(star + 1, n)]
+    first = "" if named else f"t = {self.text(value_node)}; "
+    return f"{first}{', '.join(names)} = {', '.join(idx)}"
+
   def subscript_target(self, target):
     base = self.eval(target.value)
     if isinstance(base, _At):
       self.unsupported(target, "assigning to ref.at[...]", hint="write through the ref: ref[idx] = value")
+    if isinstance(base, (tuple, list)):
+      self._item_assignment(target, base)
     if not is_value(base) or not isinstance(base.type, RefType):
       raise E.KernelTypeError(
           f"only refs can be written with [...] =, but {self.text(target.value)} is {kind_of(base)}",
           self.loc(target), hint="write into a kernel parameter or an ml.smem buffer")
     return base, self.eval_index(target.slice)
+
+  def _item_assignment(self, target, base):
+    """`st[1] = v` on a Python list or tuple: they are values in a kernel (loops and branches
+    carry them as such), so say how to rebuild one."""
+    kind = type(base).__name__
+    name = self.text(target.value)
+    index = self.eval_index(target.slice)
+    stmt = self.stmt if isinstance(getattr(self, "stmt", None), (ast.Assign, ast.AugAssign)) else None
+    value = "v"
+    if isinstance(stmt, ast.Assign):
+      value = self.text(stmt.value)
+    elif isinstance(stmt, ast.AugAssign):
+      value = self.text(ast.BinOp(left=target, op=stmt.op, right=stmt.value))
+    if len(value) > 40:
+      value = "v"
+    if _holds_value(index):
+      raise E.KernelTypeError(
+          f"{name} is a Python {kind}: {kind}s in a kernel are values, so an item cannot be assigned",
+          self.loc(target), hint=f"a {kind} is indexed with static ints (Python values, constexprs,"
+                                 f" ml.static_range indices); to write at a run-time index keep the values in"
+                                 f" an ml.smem buffer")
+    if isinstance(index, int) and not isinstance(index, bool) and -len(base) <= index < len(base):
+      i = index % len(base)
+      item = f"[{value}]" if kind == "list" else f"({value},)"
+      rebuilt = f"{name}[:{i}] + {item} + {name}[{i + 1}:]"
+    else:
+      rebuilt = (f"[{value} if j == {self.text(target.slice)} else {name}[j]"
+                 f" for j in ml.static_range(len({name}))]")
+    raise E.KernelTypeError(
+        f"{name} is a Python {kind}: {kind}s in a kernel are values, so an item cannot be assigned",
+        self.loc(target), hint=f"rebuild it: {name} = {rebuilt}")
 
   def visit_If(self, node):
     cond = self.eval(node.test)
@@ -307,11 +395,26 @@ class Tracer(ast.NodeVisitor):
     trace_while(self, node)
 
   def visit_Break(self, node):
-    self.unsupported(node, "break", hint="runtime loops cannot exit early: loop with while and fold the"
-                     " exit into its condition, e.g. found = 0; while (i < n) & (found == 0): ...")
+    self._jump(node, "break", "runtime loops cannot exit early: loop with while and fold the"
+               " exit into its condition, e.g. found = 0; while (i < n) & (found == 0): ...")
 
   def visit_Continue(self, node):
-    self.unsupported(node, "continue", hint="guard the rest of the loop body with an if instead")
+    self._jump(node, "continue", "guard the rest of the loop body with an if instead")
+
+  def _jump(self, node, what, hint):
+    """break/continue: taken while unrolling when its loop is unrolled and nothing between them
+    depends on run-time values; otherwise an error."""
+    loop = self.loops[-1] if self.loops else None
+    if loop is not None and self.b.block is loop:
+      self.jump = what
+      return
+    if loop is not None:
+      self.unsupported(node, f"{what} under a run-time condition",
+                       hint=f"this loop is unrolled while tracing, so only a static condition (Python values,"
+                            f" constexprs) can {'end it' if what == 'break' else 'skip an iteration'}; "
+                            + ("for a run-time exit, " + hint[len("runtime loops cannot exit early: "):]
+                               if what == "break" else hint))
+    self.unsupported(node, what, hint=hint)
 
   # ------------------------------------------------------------ expressions
   def eval(self, node):
@@ -480,10 +583,21 @@ class Tracer(ast.NodeVisitor):
     return ew.unary(self.cx(node), kind, x)
 
   def eval_Compare(self, node):
-    if len(node.ops) != 1:
-      self.unsupported(node, "a chained comparison", hint="split it: (a < b) & (b < c)")
-    a, b = self.eval(node.left), self.eval(node.comparators[0])
-    op = type(node.ops[0])
+    """`a < b`; a chain `a < b < c` is `(a < b) and (b < c)` with b evaluated once: static parts
+    short-circuit as in Python, run-time parts combine with &."""
+    out, a = None, self.eval(node.left)
+    for op, right in zip(node.ops, node.comparators):
+      b = self.eval(right)
+      r = self.compare(node, type(op), a, b)
+      if not is_value(r):
+        if not r:
+          return r       # False: Python stops here (so do we, even after a run-time part)
+      else:
+        out = r if out is None else ew.binary(self.cx(node), ew.BinOp.AND, out, r)
+      a = b
+    return out if out is not None else r
+
+  def compare(self, node, op, a, b):
     if not is_value(a) and not is_value(b):
       if _holds_value(a) or _holds_value(b):     # Python would compare Value objects: silently False
         self.unsupported(node, "comparing tuples that hold runtime values",
@@ -494,18 +608,30 @@ class Tracer(ast.NodeVisitor):
     return ew.compare(self.cx(node), _CMPOPS[op], a, b)
 
   def eval_BoolOp(self, node):
-    vals = [self.eval(v) for v in node.values]
-    if any(is_value(v) for v in vals):
-      self.unsupported(node, "'and'/'or' on register values", hint="use & and | on booleans")
-    out = vals[0]
-    for v in vals[1:]:
-      out = (out and v) if isinstance(node.op, ast.And) else (out or v)
-    return out
+    """Python's short-circuit, evaluated while tracing: a static operand decides whether the next
+    one is evaluated; a run-time value may only be the last one evaluated."""
+    is_and = isinstance(node.op, ast.And)
+    for i, sub in enumerate(node.values):
+      v = self.eval(sub)
+      if is_value(v):
+        if i == len(node.values) - 1:
+          return v
+        op = " & " if is_and else " | "
+        parts = [self.text(x) if isinstance(x, (ast.Name, ast.Call, ast.Subscript, ast.Attribute,
+                                                ast.Constant)) else f"({self.text(x)})"
+                 for x in node.values[i:]]
+        self.unsupported(node, "'and'/'or' on register values",
+                         hint=f"use & and | on booleans (both sides are computed): {op.join(parts)}")
+      if (not v) if is_and else v:
+        return v
+    return v
 
   def eval_IfExp(self, node):
     cond = self.eval(node.test)
     if is_value(cond):
-      self.unsupported(node, "a conditional expression on a runtime value", hint="use ml.where(cond, a, b)")
+      self.unsupported(node, "a conditional expression on a runtime value",
+                       hint=f"use ml.where({self.text(node.test)}, {self.text(node.body)}, {self.text(node.orelse)}),"
+                            f" or an if statement that assigns a name in both branches")
     return self.eval(node.body if cond else node.orelse)
 
   def eval_ListComp(self, node):
@@ -582,6 +708,21 @@ class Tracer(ast.NodeVisitor):
       return fn.apply(cx, args, kwargs)
     if isinstance(fn, _Method):
       return fn.fn.apply(cx, [fn.value, *args], kwargs)
+    if fn in (builtins.int, builtins.float) and len(args) == 1 and not kwargs and is_value(args[0]):
+      x = args[0]              # int(x) / float(x) of a register value: a cast to the kernel's 32 bits
+      if isinstance(x.type, RefType):
+        raise E.KernelTypeError(f"{fn.__name__}() of {kind_of(x)}", cx.loc,
+                                hint=f"read it into registers first: {fn.__name__}({self.text(node.args[0])}[...])")
+      return ew.astype(cx, x, DType.i32 if fn is builtins.int else DType.f32)
+    if fn in (builtins.len, builtins.tuple, builtins.list, builtins.enumerate, builtins.reversed) \
+        and len(args) == 1 and not kwargs:
+      x = args[0]              # the structure of a Python list or tuple of register values is static
+      if isinstance(x, (tuple, list)):
+        return fn(x)
+      if fn is builtins.len and is_value(x) and x.type.shape:
+        return x.type.shape[0]
+    if fn is builtins.zip and not kwargs and all(isinstance(a, (tuple, list)) for a in args):
+      return zip(*args)
     dtype = to_dtype(fn) if isinstance(fn, type) or hasattr(fn, "dtype") else None
     if dtype is not None and len(args) == 1 and not kwargs and is_value(args[0]):
       return ew.astype(cx, args[0], dtype)    # jnp.float16(x)
@@ -601,7 +742,8 @@ class Tracer(ast.NodeVisitor):
       ours = BUILTINS.get(name) if _is_array_library(fn) else None
       raise E.KernelTypeError(
           f"{name} cannot take"
-          f" {kind_of(held) if is_value(held) else 'a tuple of register values'} inside a kernel", cx.loc,
+          f" {kind_of(held) if is_value(held) else f'a {type(held).__name__} of register values'} inside a"
+          f" kernel", cx.loc,
           hint=f"use ml.{name}: kernels call ml.* functions on register values" if ours is not None else
           "kernels call ml.* functions on register values; decorate a helper of your own with"
           " @ml.inline to call it here")
