@@ -414,6 +414,15 @@ class _Solver:
           loc, hint="call the kernel only on non-empty arrays (outside it, an empty output needs no kernel)")
     if lay.kind == LayoutKind.STRIDED:
       if math.prod(shape) % hw.WARPGROUP:
+        if len(shape) == 1:
+          n = shape[0]
+          up = -(-n // 8) * 8
+          raise E.LayoutError(
+              f"{v.name or 'this tensor'} has shape {shape}: a 1-D register vector needs a multiple of 8"
+              f" elements (other register tensors a multiple of {hw.WARPGROUP}, one per thread of a"
+              f" warpgroup)", loc,
+              hint=f"pad it with a masked window: ref.at[ml.ds(start, {up})].load(mask=ml.arange({up}) < {n},"
+                   f" other=0) and a masked store of the same window")
         raise E.LayoutError(
             f"{v.name or 'this tensor'} has shape {shape}: register tensors need a multiple of"
             f" {hw.WARPGROUP} elements (one per thread of a warpgroup)", loc,
