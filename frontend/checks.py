@@ -31,7 +31,7 @@ from .ops.access import MaskedLoad, MaskedStore, ScalarRead
 from .ops.atomic import AtomicUpdate
 from .ops.memory import Copy, View
 from .layouts import one_tile_column
-from .races import Writers, race_error
+from .races import ACCUMULATED_READ, Writers, race_error
 from . import hw
 from .types import DType, Space, TensorType, dtype_name, resolve
 
@@ -140,6 +140,11 @@ class _Memory:
     masked = isinstance(acc.op, MASKED)
     if acc.exact and not w.remote and not gmem_tma and not (masked and w.root.type.space == Space.GMEM):
       self.check_bounds(acc)
+    if kind in READS and w.root.id in self.kernel.accumulated and self.ev.P > 1 and acc.must.any():
+      self.report(E.RaceError(
+          f"{w.root.name} is read here while other programs may still be adding to it with atomics:"
+          f" programs run in no fixed order, so the value read depends on timing", acc.op.loc,
+          hint=ACCUMULATED_READ))
     if (_plain_write(acc) and w.root.id in self.writers and acc.exact
         and all(x is not UNKNOWN for x in w.starts) and acc.must.any()):
       self.writers[w.root.id].add(*self.boxes_of(w, acc.must, dedupe=False), np.flatnonzero(acc.must),

@@ -5,7 +5,6 @@ reported where it is; the caller's statement is then skipped without a second er
 """
 from __future__ import annotations
 
-import ast
 import inspect
 
 from . import errors as E
@@ -30,19 +29,10 @@ def call_inline(tracer, node, fn, args, kwargs):
     raise E.KernelTypeError(f"{tree.name}(...): {e}", loc,
                             hint=f"{tree.name}{inspect.signature(fn.fn)}") from None
   bound.apply_defaults()
-  body, ret = tree.body, None
-  if body and isinstance(body[-1], ast.Return):
-    body, ret = body[:-1], body[-1].value
-  for stmt in body:
-    for n in ast.walk(stmt):
-      if isinstance(n, ast.Return):
-        raise E.UnsupportedSyntaxError(
-            "return before the end of an @ml.inline function", src.loc(n),
-            hint="compute the result in a name and return it from the last statement")
   child = tracer.child(src, scope)
   child.env = dict(bound.arguments)
   before = len(tracer.errors)
-  child.run_body(body)
+  child.run_body(tree.body)      # a `return` (at the end, or under static conditions) ends it
   if len(tracer.errors) > before:
     raise PoisonedUse()          # reported inside the helper; skip the caller's statement
-  return child.eval(ret) if ret is not None else None
+  return child.returned

@@ -76,6 +76,8 @@ class Writers:
             self.locs[int(sites[i + 1])])
 
 
+ACCUMULATED_READ = ("an output that programs update with atomics holds the total only once the kernel has"
+                    " ended: read it in a second kernel (or in JAX after the call)")
 ONE_WRITER = ("write it from one program (if ml.program_id(0) == 0: ...), or add every program's share"
               " with ml.atomic_add")
 

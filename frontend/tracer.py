@@ -150,6 +150,7 @@ class Tracer(ast.NodeVisitor):
     self.ifs: list = []       # enclosing runtime ifs (ast.If), innermost last
     self.jump: str | None = None   # "break"/"continue" ending an unrolled iteration, "return" ending the kernel
     self.top = builder.block  # the kernel's top-level block: a static `return` is allowed there
+    self.returned = None      # what an @ml.inline helper's `return` gave
 
   def child(self, source: Source, scope: dict) -> "Tracer":
     """A tracer for an @ml.inline helper's body, sharing the builder and the error list."""
@@ -246,6 +247,14 @@ class Tracer(ast.NodeVisitor):
     pass
 
   def visit_Return(self, node):
+    if self.depth > 0:                # an @ml.inline helper's return: its value is the call's
+      if self.b.block is self.top and not self.loops:
+        self.returned = self.eval(node.value) if node.value is not None else None
+        self.jump = "return"          # the rest of the helper does not run
+        return
+      self.unsupported(node, "return under a run-time condition or loop of an @ml.inline helper",
+                       hint="compute the result in a name (ml.where(cond, a, b) for tensors) and return"
+                            " it from the helper's last statement")
     if node.value is not None:
       self.unsupported(node, "returning a value",
                        hint="kernels write their results into output refs (the last parameters)")

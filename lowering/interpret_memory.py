@@ -16,7 +16,7 @@ import numpy as np
 from ..frontend import ir
 from ..frontend.checks import uncovered_error, uninitialized_read
 from ..frontend.coverage import describe
-from ..frontend.races import ONE_WRITER, OWN_WINDOW
+from ..frontend.races import ACCUMULATED_READ, ONE_WRITER, OWN_WINDOW
 from .interpret_numerics import np_dtype, poison
 from ..frontend.ops.atomic import identity
 
@@ -103,7 +103,7 @@ class Memory:
     self.kernel = kernel
     self.gmem = {p.value.id: np.array(a, dtype=np_dtype(p.value.type.dtype))
                  for p, a in zip(kernel.inputs, args)}
-    self.writers, self.readers, self.atomics, self.wlocs = {}, {}, {}, {}
+    self.writers, self.readers, self.atomics, self.wlocs, self.rlocs = {}, {}, {}, {}, {}
     # An aliased input and output are one buffer, tracked under the output's id.
     self.canon = {kernel.inputs[i].value.id: kernel.outputs[o].value.id for i, o in kernel.aliases.items()}
     self.aliased = set(self.canon.values())
@@ -145,7 +145,8 @@ class Memory:
     bad_a = False if atomic else other(a)               # atomics meet plain accesses
     bad = bad_w | bad_r | bad_a
     if np.any(bad):
-      self.report_race(cta, ref, index, o, bad, w, w if np.any(bad_w) else r if np.any(bad_r) else a)
+      met = "writes" if np.any(bad_w) else "reads" if np.any(bad_r) else "updates"
+      self.report_race(cta, ref, index, o, bad, w, {"writes": w, "reads": r, "updates": a}[met], met, rid)
     if atomic:
       a[index] = np.where((a[index] == -1) | (a[index] == me), me, -2)
       self.wlocs[(rid, me)] = o.loc
@@ -154,17 +155,21 @@ class Memory:
       self.wlocs[(rid, me)] = o.loc
     else:
       r[index] = np.where((r[index] == -1) | (r[index] == me), me, -2)
+      self.rlocs[(rid, me)] = o.loc
 
-  def report_race(self, cta, ref, index, o, bad, w, r):
+  def report_race(self, cta, ref, index, o, bad, w, r, met="writes", rid=None):
     elem = _element(index, bad)
     other = int(w[elem]) if w[elem] >= 0 and w[elem] != cta.lin else int(r[elem])
     who = f"program {self.pid_of(other)}" if other >= 0 else "another program"
-    notes = (f"{self.wlocs[(ref.root.id, other)]}: {who} writes it here",) if (ref.root.id, other) in self.wlocs else ()
+    locs = self.rlocs if met == "reads" else self.wlocs
+    rid = ref.root.id if rid is None else rid
+    notes = (f"{locs[(rid, other)]}: {who} {met} it here",) if (rid, other) in locs else ()
+    accumulated = rid in self.kernel.accumulated
     raise RaceError(
         f"{who} and program {cta.pid} both access {ref.name}{list(elem) if len(elem) else ''}, and one"
         f" writes it: programs run in no fixed order, so the result depends on timing", self.kernel.loc,
         notes=notes + (f"{o.loc}: program {cta.pid} accesses it here",),
-        hint=OWN_WINDOW if len(elem) else ONE_WRITER)
+        hint=ACCUMULATED_READ if accumulated else OWN_WINDOW if len(elem) else ONE_WRITER)
 
   def check_covered(self):
     """Every element of every output that starts without values is written by some program."""

@@ -303,18 +303,42 @@ def test_calling_an_undecorated_helper_on_runtime_values_suggests_inline():
 
 
 @ml.inline
-def _early_return(v):
-  if True:
-    return v
+def _early_return(v, relu):
+  if relu:                      # a static condition: the helper ends here
+    return ml.maximum(v, 0.0)
+  return v
+
+
+@ml.inline
+def _runtime_early_return(v):
+  if ml.program_id(0) > 0:
+    return v * 2.0
   return v
 
 
 @mg.mgpu_kernel(out_shape=lambda x: x)
-def calls_early_return(x, out):
-  out[...] = _early_return(x[...])
+def calls_early_return(x, out, *, relu: ml.constexpr):
+  out[...] = _early_return(x[...], relu)
 
 
-def test_return_before_the_end_of_an_inline_helper_is_rejected():
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def calls_runtime_early_return(x, out):
+  out[...] = _runtime_early_return(x[...])
+
+
+def test_an_inline_helper_may_return_early_under_a_static_condition():
+  x = jnp.linspace(-1.0, 1.0, 128, dtype=F32)
+  np.testing.assert_array_equal(np.asarray(calls_early_return(x, relu=True, interpret=True)),
+                                np.maximum(np.asarray(x), 0.0))
+  np.testing.assert_array_equal(np.asarray(calls_early_return(x, relu=False, interpret=True)), np.asarray(x))
+  calls_early_return.check(S((128,), F32), relu=True)
+
+
+def test_an_inline_helper_returning_under_a_runtime_condition_is_rejected_at_the_return():
   with pytest.raises(mg.UnsupportedSyntaxError) as info:
-    calls_early_return.check(S((128,), F32))
-  assert "return before the end of an @ml.inline function" in info.value.message
+    calls_runtime_early_return.check(S((128,), F32))
+  e = info.value
+  assert e.message == ("return under a run-time condition or loop of an @ml.inline helper is not supported"
+                       " in a kernel")
+  assert (e.lineno, e.col_offset) == (_runtime_early_return.fn.__code__.co_firstlineno + 3, 4)
+  assert "ml.where" in e.hint

@@ -359,3 +359,38 @@ def test_a_dimension_past_int32_is_rejected_at_its_parameter():
              " can index along one dimension: indices and TMA coordinates are 32-bit")
   assert "x.reshape(8388609, 256)" in e.hint
   double_long.check(S((2 ** 31 - 256,), jnp.float16))       # just below: fine
+
+
+# ---------------------------------------------------------------- reading what other programs accumulate
+@mg.mgpu_kernel(out_shape=lambda x: (S((), jnp.float32), x), grid=lambda x: (x.shape[0] // 128,))
+def normalise_by_running_total(x, tot, out):
+  i = ml.program_id(0)
+  v = x.at[ml.ds(i * 128, 128)][...]
+  ml.atomic_add(tot, ml.sum(v))
+  out.at[ml.ds(i * 128, 128)][...] = v / tot[...]
+
+
+@mg.mgpu_kernel(out_shape=lambda n, x: (S((), jnp.float32), x), grid=lambda n, x: (x.shape[0] // 128,))
+def normalise_if(n, x, tot, out):
+  i = ml.program_id(0)
+  v = x.at[ml.ds(i * 128, 128)][...]
+  ml.atomic_add(tot, ml.sum(v))
+  if n[0] > 0:                                       # data-dependent: left to interpret mode
+    v = v / tot[...]
+  out.at[ml.ds(i * 128, 128)][...] = v
+
+
+def test_reading_an_output_other_programs_accumulate_is_a_race_when_compiling():
+  e = expect(normalise_by_running_total, [S((256,), jnp.float32)], mg.RaceError, "tot[...]",
+             "tot is read here while other programs may still be adding to it with atomics: programs run"
+             " in no fixed order, so the value read depends on timing")
+  assert "second kernel" in e.hint
+
+
+def test_interpret_mode_names_the_read_that_races_with_atomics():
+  with pytest.raises(mg.RaceError) as info:
+    normalise_if(jnp.ones((1,), jnp.int32), jnp.ones((256,), jnp.float32), interpret=True)
+  e = info.value
+  read_line = where(normalise_if, "tot[...]")[0]
+  assert any(f":{read_line}:" in n and "reads it here" in n for n in e.notes), e.notes
+  assert "second kernel" in e.hint
