@@ -305,18 +305,20 @@ class SyncPass:
         st.dot_retired |= roots
     del st.dots[:n], st.dot_roots[:n]
 
-  def carried_dot(self, body: ir.Block) -> int | None:
-    """Which yielded value the body's last dot computes (it may still run when the next
-    iteration starts), or None if that is not known."""
-    last = None
-    for x in ir.walk(body):
-      if self.issues_dot(x):
-        last = x
+  def carried_dots(self, body: ir.Block) -> list:
+    """The dot groups that may still run when the body ends (so when the next iteration starts,
+    or the loop ends), oldest first: for each, the position of the yielded value it computes,
+    or None (a group computing no yielded value). Follows the body's own dots and the waits
+    already in it (a pipelined loop's); empty if it issues none at its top level."""
     values = body.ops[-1].values if body.ops and isinstance(body.ops[-1], Yield) else ()
-    for i, v in enumerate(values):
-      if last is not None and last in body.ops and last.results and v is last.results[0]:
-        return i
-    return None
+    where = {id(v): i for i, v in enumerate(values)}
+    flight = []
+    for x in body.ops:
+      if self.issues_dot(x):
+        flight.append(where.get(id(x.results[0])) if x.results else None)
+      elif isinstance(x, DotWait):
+        flight = flight[max(0, len(flight) - x.pending):]
+    return flight
 
   def met(self, st: State):
     """All threads met: their register accesses of SMEM are ordered."""
@@ -422,16 +424,16 @@ class SyncPass:
     deferred = {r: n for r, n in self.deferred.items() if r in stored} if pipelined else {}
     mma_read = {r for r, a in acc if a == Access.MMA_READ}
     others = set() if self.single_warpgroup else mma_read
-    carried = self.carried_dot(o.body) if dots else None
+    carried = self.carried_dots(o.body) if dots else []
     for r in o.regions:
       base = (st.pending_store & touched) | (stored - set(deferred) if loop else set())
       inner = State(pending_store=set(base), store_base=set(base),
                     in_pipeline=pipelined, deferred=dict(deferred),
                     dot_retired=st.dot_retired | (others if loop else set()),
                     gmem_stored=set(st.gmem_stored) | (region_stores if loop else set()))
-      if dots:   # the previous iteration's last dot still runs
-        inner.dots = [UNKNOWN_DOT if carried is None else o.body.args[1 + carried].id]
-        inner.dot_roots = [set(mma_read)]
+      if dots:   # the previous iteration's dots still run (each dot yielding a carried value)
+        inner.dots = [UNKNOWN_DOT if i is None else o.body.args[1 + i].id for i in carried] or [UNKNOWN_DOT]
+        inner.dot_roots = [set(mma_read) for _ in inner.dots]
         inner.unknown_dot_values = {a.id for a in o.body.args[1:]}
       if loop:   # the previous iteration's accesses, windows unknown
         inner.dirty = {x for x, a in acc if a == Access.REG_WRITE}
@@ -450,9 +452,9 @@ class SyncPass:
     st.store_log += [(r, 0, None) for r in sorted(stored)]
     st.gmem_stored |= region_stores
     st.dot_retired |= others
-    if dots:   # its last dot still runs
-      st.dots = [UNKNOWN_DOT if carried is None else o.results[carried].id]
-      st.dot_roots = [set(mma_read)]
+    if dots:   # its dots still run
+      st.dots = [UNKNOWN_DOT if i is None else o.results[i].id for i in carried] or [UNKNOWN_DOT]
+      st.dot_roots = [set(mma_read) for _ in st.dots]
       st.unknown_dot_values = {r.id for r in o.results}
     if pipelined:   # its dots and stores still read its loaded buffers: memory shared with them must wait
       used = lambda kind: {self.group.get(r, r) for r in self.explicit
