@@ -302,8 +302,9 @@ def load_sites(kernel, body, iv, windows: dict):
       raise E.PipelineError(
           f"{buf.name} is loaded by TMA in a pipelined loop, so the loop may only read it whole"
           f" (ml.dot, ml.copy from it, or [...])", bad.loc,
-          hint=(f"read it whole ({buf.name}[...]) and slice the register value, or load only the window"
-                f" you need into a buffer of that shape") if isinstance(bad, View) else
+          hint=(f"load each window you need into its own buffer of that shape (for K steps of a dot: one"
+                f" ml.copy into its own ml.smem and one ml.dot a step), or read it whole ({buf.name}[...])"
+                f" and slice the register value") if isinstance(bad, View) else
           "write results into a separate ml.smem buffer (the compiler multi-buffers it too)",
           notes=(f"{o.loc}: the pipelined load",))
     addr = address_ops(body, view, iv, invariant) if isinstance(view, View) else []

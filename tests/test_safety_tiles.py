@@ -267,8 +267,9 @@ def test_a_pipelined_buffer_sliced_in_the_loop_is_reported_at_the_slice():
   expect(sliced_in_loop, [S((256, 64), F16), S((64, 64), F16)], mg.PipelineError, "a_s.at[0:64]",
          "a_s is loaded by TMA in a pipelined loop, so the loop may only read it whole (ml.dot, ml.copy"
          " from it, or [...])",
-         hint="read it whole (a_s[...]) and slice the register value, or load only the window you need into a"
-              " buffer of that shape")
+         hint="load each window you need into its own buffer of that shape (for K steps of a dot: one ml.copy"
+              " into its own ml.smem and one ml.dot a step), or read it whole (a_s[...]) and slice the register"
+              " value")
 
 
 def _loop(stages, guarded_load, register_read):
