@@ -394,3 +394,16 @@ def test_interpret_mode_names_the_read_that_races_with_atomics():
   read_line = where(normalise_if, "tot[...]")[0]
   assert any(f":{read_line}:" in n and "reads it here" in n for n in e.notes), e.notes
   assert "second kernel" in e.hint
+
+
+# ---------------------------------------------------------------- a float `other` for an integer load
+@mg.mgpu_kernel(out_shape=lambda x: S((), jnp.int32))
+def int_row_max(x, out):
+  m = ml.arange(128) < x.shape[0]
+  out[...] = ml.max(x.at[ml.ds(0, 128)].load(mask=m, other=-float("inf")))
+
+
+def test_a_float_other_for_an_int_load_hints_the_identity_of_the_reduction():
+  e = expect(int_row_max, [S((100,), jnp.int32)], mg.DtypeMismatchError, "x.at[ml.ds(0, 128)].load(",
+             "ml.load's other (-inf) is a float but x.at[ml.ds(0, 128)] is int32")
+  assert "other=-2147483648 for a max" in e.hint and "other=0 for a sum" in e.hint

@@ -177,8 +177,12 @@ def _masked_read(cx, ref, mask, other):
   if ref.type.space == Space.SMEM:      # always in bounds: a select in registers
     return ew.where_(cx, mask, load(cx, ref, ref.name), other)
   if isinstance(other, float) and isinstance(resolve(ref.type.dtype), DType) and not resolve(ref.type.dtype).is_float:
+    d = resolve(ref.type.dtype)
+    lo, hi = (0, 2 ** d.bits - 1) if not d.is_signed else (-2 ** (d.bits - 1), 2 ** (d.bits - 1) - 1)
     raise E.DtypeMismatchError(f"ml.load's other ({other}) is a float but {ref.name} is"
-                               f" {dtype_name(ref.type.dtype)}", cx.loc, hint="other=0")
+                               f" {dtype_name(ref.type.dtype)}", cx.loc,
+                               hint=f"an integer of {dtype_name(ref.type.dtype)}, the identity of what you reduce:"
+                                    f" other=0 for a sum, other={lo} for a max, other={hi} for a min")
   t = TensorType(ref.type.shape, ref.type.dtype)
   return cx.b.emit(MaskedLoad, ref, mask, other, loc=cx.loc, types=[t], names=[cx.name]).result
 
