@@ -573,15 +573,62 @@ def _check_tiled_copies(kernel, defs) -> None:
             f"{root(smem)[0].name} is tiled {tiles} for the tensor cores, so TMA copies whole tiles"
             f" of {array.name}; {array.name}'s dimension {d} ({shape[d]}) must then be a multiple"
             f" of {t}", o.loc,
-            hint=f"copy windows one tile wide ({layout.tile[1]} columns: .at[..., ml.ds(j, {layout.tile[1]})]),"
-                 f" which may have any number of rows and start on any row, or pad {array.name} to a multiple"
-                 f" of {tiles} in its last two dimensions")
+            hint=_ragged_tiles_hint(kernel, defs, root(smem)[0], array, d, t, layout,
+                                    rows=d == kept[-2] and len(kept) >= 2))
       start = index[d].start if index is not None else 0
       if isinstance(start, int) and start % t:
         raise E.TmaLimitError(
             f"{root(smem)[0].name} is tiled {tiles} for the tensor cores, so TMA copies whole tiles of"
             f" {array.name}; this window starts at {start} in dimension {d}, inside a tile", o.loc,
             hint=f"start windows at multiples of {t} in that dimension")
+
+
+def _ragged_tiles_hint(kernel, defs, buf, array, d, t, layout, *, rows) -> str:
+  """What works when a tiled buffer's GMEM array is ragged in dimension d: padding it outside
+  the kernel, or (ragged rows) loading buffers one tile wide, which TMA fills as plain swizzled
+  rows of any count from any start (`one_tile_column`), with one dot per buffer. (A window of a
+  buffer's columns is no TMA destination: MG401 too.)"""
+  from .ops.mma import Dot
+  dims = array.type.shape
+  widths = ", ".join("(0, %d)" % (-n % t if k == d else 0) for k, n in enumerate(dims))
+  pad = (f"pad {array.name}'s dimension {d} to a multiple of {t} outside the kernel"
+         f" (jnp.pad({array.name}, ({widths}{',' if len(dims) == 1 else ''})))")
+  if not rows:
+    return pad
+  w = layout.tile[1]
+  shape = buf.type.shape[-2:]
+  parts = shape[-1] // w
+  x = buf.name or "buf"
+  more = ", ..." if parts > 2 else ""
+
+  def base(v):
+    while isinstance(defs.get(v.id), View):
+      v = defs[v.id].ref
+    return v
+
+  how = "and give each its own ml.dot"
+  for o in ir.walk(kernel.body):
+    if not isinstance(o, Dot):
+      continue
+    other = lambda v: (base(v).name or "x") if isinstance(v.type, RefType) else (v.name or "x")
+    if base(o.b) is buf and getattr(defs.get(o.b.id), "transpose", False):     # q @ k.T: split K
+      a = other(o.a)
+      how = (f"and sum one ml.dot per buffer: s = ml.dot({a}.at[:, ml.ds(0, {w})], {x}0.T), then"
+             f" s = ml.dot({a}.at[:, ml.ds({w}, {w})], {x}1.T, s){more}")
+    elif base(o.b) is buf:                                                      # p @ v: split N
+      how = f"and one ml.dot per buffer, each giving {w} columns of the result: ml.dot({other(o.a)}, {x}0){more}"
+    elif isinstance(o.a.type, RefType) and base(o.a) is buf and not getattr(defs.get(o.a.id), "transpose", False):
+      b = other(o.b)                                                            # a @ b: split K
+      how = (f"and sum one ml.dot per buffer: acc = ml.dot({x}0, {b}.at[ml.ds(0, {w})]), then"
+             f" acc = ml.dot({x}1, {b}.at[ml.ds({w}, {w})], acc){more}")
+    else:
+      continue
+    break
+  return (f"{pad}; or load {array.name} into {parts if parts > 1 else 'a'} separate"
+          f" buffer{'s' if parts > 1 else ''} one tile ({w} columns) wide, which TMA fills with any"
+          f" number of rows from any row: {x}0 = ml.smem(({shape[0]}, {w})) filled from the same"
+          f" window of {array.name} with ml.ds(0, {w}) as its last index, {x}1 with ml.ds({w}, {w}){more},"
+          f" {how} (a window of {x}'s columns cannot be a TMA destination)")
 
 
 def one_tile_column(layout: SmemLayout, index, shape) -> bool:

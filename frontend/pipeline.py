@@ -115,6 +115,9 @@ def _own_buffers(kernel, em) -> None:
       em.defs[new.id] = op
       kernel.smem.append(new)
       loop.body.ops[:] = [ir.substitute_deep(x, {buf: new}) for x in loop.body.ops]
+      for x in ir.walk(loop.body):   # the passes after this one find each view's buffer through
+        for r in x.results:          # em.defs: point them at the rewritten ops (the layout pass
+          em.defs[r.id] = x          # tiled the first loop's buffer for the second loop's dot)
       block.ops.insert(next(i for i, x in enumerate(block.ops) if x is loop), op)
 
 

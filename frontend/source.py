@@ -36,6 +36,7 @@ class Snapshot:
   lines: tuple                # the function's own lines (decorators included)
   first: int                  # 1-based line of `lines[0]`
   changed: bool = False       # no recorded text matched the code: the file changed since import
+  verified: bool = False      # `lines` compiled to the code's lines and constants (not only assumed)
 
   @property
   def text(self) -> str:
@@ -95,16 +96,19 @@ def _shape(code):
   return code.co_name, lines, consts
 
 
-def _matches(code, block, filename) -> bool:
+def _matches(code, block, filename) -> bool | None:
   """Whether `block` (at `code.co_firstlineno`) compiles to a function of `code`'s line numbers
-  and constants; True when that cannot be told (the block does not compile on its own)."""
+  and constants; None when that cannot be told (the block does not compile on its own)."""
   src = "\n" * (code.co_firstlineno - 1) + textwrap.dedent("".join(block))
   try:
     module = compile(src, filename, "exec", flags=code.co_flags & _FUTURE, dont_inherit=True)
   except (SyntaxError, ValueError):
-    return True
-  found = [c for c in module.co_consts if isinstance(c, types.CodeType) and c.co_name == code.co_name]
-  return bool(found) and _shape(found[0]) == _shape(code)
+    return None
+  # The def is found by its first line, not its name: a function renamed after its def
+  # (`f.__name__ = ...`, `code.replace(co_name=...)`: factory-built kernels) is still found.
+  found = [c for c in module.co_consts if isinstance(c, types.CodeType)
+           and c.co_firstlineno == code.co_firstlineno and c.co_name != "<lambda>"]
+  return any(_shape(c)[1:] == _shape(code)[1:] for c in found)
 
 
 def snapshot(fn, *, record: bool = False) -> Snapshot | None:
@@ -124,8 +128,9 @@ def snapshot(fn, *, record: bool = False) -> Snapshot | None:
   snap = None
   for file_lines in candidates:
     block = _block(file_lines, code)
-    if block is not None and _matches(code, block, filename):
-      snap = Snapshot(code, filename, file_lines, block, code.co_firstlineno)
+    matched = _matches(code, block, filename) if block is not None else False
+    if matched is not False:
+      snap = Snapshot(code, filename, file_lines, block, code.co_firstlineno, verified=bool(matched))
       break
   if snap is None:
     # No recorded text matches the code: a lambda (its line is not a def), source that only
@@ -204,7 +209,10 @@ def read_function(fn, what: str):
   if not isinstance(tree, (ast.FunctionDef, ast.AsyncFunctionDef)):
     raise E.UnsupportedSyntaxError(f"{what} decorates a plain def function", src.loc(tree),
                                    hint="put the decorator on a `def` statement")
-  if tree.name != fn.__name__:    # exec()'d code: linecache may hold some other "<string>"
+  if tree.name not in (code.co_name, fn.__name__) and not (snap.verified and os.path.isfile(filename)):
+    # exec()'d code: linecache may hold some other "<string>". (In a file, text that compiles to
+    # this very code is found by its first line, whatever the function is called now: `__name__`
+    # or `co_name` set by a kernel factory.)
     raise _unavailable(fn, filename, f"{filename}:{first} holds {tree.name}")
   scope = dict(fn.__globals__)
   if fn.__closure__:
