@@ -4,6 +4,9 @@
   (`ml.dot(q_s, k_s.T)`, the two phases of a causal attention's loop over keys): the second
   loop's own buffer is tiled and transposed exactly as the first loop's (it was left untiled,
   an InternalError in the lowering).
+- MG401 for a tiled buffer whose array has a ragged row count hints what builds (padding the
+  rows, or separate one-tile-wide buffers with one dot each), and both do build.
+- A kernel renamed by its factory (`k.__name__ = ...`) finds its source by its first line.
 """
 import re
 
