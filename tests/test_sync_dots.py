@@ -59,7 +59,8 @@ def _lines(rescale):
 
 def test_after_the_loop_the_first_accumulator_waits_for_its_own_dot():
   lines = _lines(False)
-  store0 = next(i for i, l in enumerate(lines) if l.startswith("store ref=%3 "))
+  o0 = next(l.split()[1] for l in lines if l.startswith("param ") and " o0:" in l)
+  store0 = next(i for i, l in enumerate(lines) if l.startswith(f"store ref={o0} "))
   assert lines[store0 - 1] == "dotwait pending=1" or lines[store0 - 1].startswith("dotwait pending=1 "), lines[store0 - 3:store0 + 1]
 
 
