@@ -78,15 +78,20 @@ def cast_s(x, out, *, dt: ml.constexpr):
 
 
 # ------------------------------------------------------------------ 1. float -> float8 saturates
+def fp8_edge_input(n, src):
+  """16 values at float8's edges (overflow, inf, NaN, subnormals, -0.0), then random ones."""
+  big = np.array([1000.0, 500.0, 464.0, 448.0, 70000.0, 61440.0, 57344.0, -1e4, np.inf, -np.inf, np.nan,
+                  2.0 ** -10, 2.0 ** -17, -0.0, 1.0, -460.0], np.float32)
+  x = np.zeros(n, np.float32)
+  x[:16] = big
+  x[16:] = np.random.default_rng(1).normal(size=n - 16).astype(np.float32) * 500
+  return jnp.asarray(x).astype(src)
+
+
 @pytest.mark.parametrize("dt", F8, ids=lambda d: jnp.dtype(d).name)
 @pytest.mark.parametrize("src", [jnp.float32, jnp.float16, jnp.bfloat16], ids=lambda d: jnp.dtype(d).name)
 def test_fp8_cast_saturates_like_satfinite(src, dt):
-  big = np.array([1000.0, 500.0, 464.0, 448.0, 70000.0, 61440.0, 57344.0, -1e4, np.inf, -np.inf, np.nan,
-                  2.0 ** -10, 2.0 ** -17, -0.0, 1.0, -460.0], np.float32)
-  x = np.zeros(256, np.float32)
-  x[:16] = big
-  x[16:] = np.random.default_rng(1).normal(size=240).astype(np.float32) * 500
-  x = jnp.asarray(x).astype(src)
+  x = fp8_edge_input(256, src)
   want = f8_ref(np.asarray(x).astype(np.float32), dt)
   same(cast_t(x, dt=dt, interpret=True), want)
   got = np.asarray(cast_t(x, dt=dt, interpret=True)).astype(np.float32)
@@ -395,12 +400,7 @@ def _gpu(k, *args, **kw):
 @pytest.mark.parametrize("dt", F8, ids=lambda d: jnp.dtype(d).name)
 @pytest.mark.parametrize("src", [jnp.float32, jnp.float16, jnp.bfloat16], ids=lambda d: jnp.dtype(d).name)
 def test_gpu_fp8_saturation(src, dt):
-  big = np.array([1000.0, 500.0, 464.0, 448.0, 70000.0, 61440.0, 57344.0, -1e4, np.inf, -np.inf, np.nan,
-                  2.0 ** -10, 2.0 ** -17, -0.0, 1.0, -460.0], np.float32)
-  x = np.zeros(4096, np.float32)
-  x[:16] = big
-  x[16:] = np.random.default_rng(1).normal(size=4080).astype(np.float32) * 500
-  x = jnp.asarray(x).astype(src)
+  x = fp8_edge_input(4096, src)
   want = f8_ref(np.asarray(x).astype(np.float32), dt)
   got = _gpu(cast_t, x, dt=dt)
   same(got, want)
