@@ -141,6 +141,7 @@ class Tracer(ast.NodeVisitor):
     self.b = builder
     self.env: dict[str, object] = {}
     self.pending_name = ""      # the name an assignment is about to bind (names buffers)
+    self.pending_node = None    # the assigned expression, whose call gets that name
     self.errors: list[E.KernelError] = []   # every independent mistake, in program order
     self.depth = 0                           # @ml.inline nesting
     self.globals_read: dict[str, object] = {}   # module-level names the kernel read, and their values
@@ -224,7 +225,7 @@ class Tracer(ast.NodeVisitor):
     except E.InternalError:
       raise
     except (E.KernelError, PoisonedUse) as e:
-      self.env, self.pending_name = env, ""
+      self.env, self.pending_name, self.pending_node = env, "", None
       if isinstance(e, E.KernelError):
         self.record(e)
       for name in assigned_names([node]):
@@ -274,8 +275,9 @@ class Tracer(ast.NodeVisitor):
     self.stmt = node
     t = node.targets[0]
     self.pending_name = t.id if len(node.targets) == 1 and isinstance(t, ast.Name) else ""
+    self.pending_node = node.value    # the call the name is for; calls inside it keep their own text
     value = self.eval(node.value)
-    self.pending_name = ""
+    self.pending_name, self.pending_node = "", None
     if isinstance(t, ast.Subscript) and is_value(value) and not value.name:
       value.name = self.text(node.value)     # messages about the store quote the expression
     for target in node.targets:
@@ -707,7 +709,8 @@ class Tracer(ast.NodeVisitor):
 
   def call(self, node, fn, args, kwargs):
     from .language import Inline
-    cx = Call(self.b, self.loc(node), self.pending_name, self.text(node))
+    own = self.pending_node is None or node is self.pending_node
+    cx = Call(self.b, self.loc(node), self.pending_name if own else self.text(node), self.text(node))
     if isinstance(fn, Inline):
       from .inline import call_inline
       return call_inline(self, node, fn, args, kwargs)

@@ -197,7 +197,7 @@ def test_a_tensor_other_of_another_dtype_is_the_loads_mistake():
   """Once: 'ml.where on v (float32) and v (int32)': the user wrote no ml.where."""
   expect(load_with_an_int_other, [S((1024,), jnp.float32), S((), jnp.int32)], mg.DtypeMismatchError,
          "x.at[ml.ds(0, 256)].load(", "ml.load's other (int32) differs from x.at[ml.ds(0, 256)]'s dtype (float32)",
-         hint="convert it: other=v.astype(jnp.float32)")
+         hint="convert it: other=(ml.zeros((256,), jnp.int32)).astype(jnp.float32)")
 
 
 @mg.mgpu_kernel(out_shape=lambda x: x)
@@ -407,3 +407,17 @@ def test_a_float_other_for_an_int_load_hints_the_identity_of_the_reduction():
   e = expect(int_row_max, [S((100,), jnp.int32)], mg.DtypeMismatchError, "x.at[ml.ds(0, 128)].load(",
              "ml.load's other (-inf) is a float but x.at[ml.ds(0, 128)] is int32")
   assert "other=-2147483648 for a max" in e.hint and "other=0 for a sum" in e.hint
+
+
+# ---------------------------------------------------------------- operands named by their own text
+@mg.mgpu_kernel(out_shape=lambda x, b, t: x)
+def bias_correction(x, b: ml.scalar, t: ml.scalar, out):
+  bc = 1.0 - ml.exp(t * ml.log(b))
+  out[...] = x[...] / bc
+
+
+def test_a_dtype_mismatch_names_the_operand_not_the_assignment_target():
+  e = expect(bias_correction, [S((128,), jnp.float32), S((), jnp.bfloat16), S((), jnp.float32)],
+             mg.DtypeMismatchError, "t * ml.log(b)",
+             "* on t (float32) and ml.log(b) (bfloat16): dtypes differ and are never converted implicitly")
+  assert e.hint == "convert one side explicitly, e.g. (ml.log(b)).astype(jnp.float32)"

@@ -78,7 +78,7 @@ def test_a_promised_multiple_is_accepted_and_checked_in_interpret_mode():
   np.testing.assert_allclose(got, reference(a[24:88], b), rtol=1e-3, atol=1e-3)
   with pytest.raises(mg.InterpretError) as e:
     promised_rows(a, b, jnp.full((128,), 20, I32), interpret=True)
-  assert e.value.message == ("ml.multiple_of promises a multiple of 8, but start is 20 in program"
+  assert e.value.message == ("ml.multiple_of promises a multiple of 8, but ml.max(offs[...]) is 20 in program"
                              " (0, 0, 0)")
   assert (e.value.lineno, e.value.col_offset) == where(promised_rows, "ml.multiple_of(")
 
