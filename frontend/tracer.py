@@ -17,6 +17,7 @@ from . import errors as E
 from .builder import Builder, Call
 from .dtypes import DType, to_dtype
 from .env import POISON, PoisonedUse, Unbound, assigned_names
+from .missing import missing_hint
 from .ops import METHODS, REF_METHODS, debug, elementwise as ew, memory, shape
 from .ops.base import BUILTINS, Builtin, is_tensor, is_value, kind_of
 from .source import Source
@@ -75,37 +76,6 @@ def _static_result(cx, name, out):
         f"{name}(...) returned an array of shape {tuple(out.shape)} while tracing; a kernel's tensors"
         f" are built with ml.* functions", cx.loc, hint="use ml.zeros, ml.full, ml.arange, or load it from an input")
   return out
-
-
-_SCAN = "no scans yet: carry the running value through a loop (a sum also: a triangular mask and ml.sum)"
-_TOP = "no sort: repeated ml.argmax with ml.where masks picks the top k in k passes"
-_TRANSPOSE = ("no register transposes: store the tile in SMEM and read its columns (buf.at[:, c][...]),"
-              " or give ml.dot the transposed view buf.T")
-_CONCAT = "build it in an SMEM buffer's windows: t.at[0:n][...] = a; t.at[n:2 * n][...] = b; then t[...]"
-_POW = "no ml.pow: for x > 0 write ml.exp2(y * ml.log2(x)); whole powers as products (x * x)"
-_NOT_YET = {   # what Triton and jnp users reach for that mgpu_dsl does not have, and what to write
-    "cumsum": _SCAN, "cumprod": _SCAN, "associative_scan": _SCAN, "sort": _TOP, "topk": _TOP,
-    "trans": _TRANSPOSE, "permute": _TRANSPOSE, "transpose": _TRANSPOSE,
-    "join": _CONCAT, "cat": _CONCAT, "concatenate": _CONCAT,
-    "split": "read the halves through windows of the ref: x.at[:, 0:n][...] and x.at[:, n:2 * n][...]",
-    "log1p": "no ml.log1p: ml.log(1 + x) loses the digits of small x; accurate for finite x:"
-             " u = 1 + x; ml.where(u == 1, x, ml.log(u) * (x / (u - 1)))",
-    "expm1": "no ml.expm1: ml.exp(x) - 1 loses the digits of small x; accurate for x below 88:"
-             " u = ml.exp(x); ml.where(u == 1, x, ml.where(x < -20, -1.0, (u - 1) * (x / ml.log(u))))",
-    "pow": _POW, "power": _POW,
-}
-
-
-def _missing_hint(base, attr) -> str:
-  """The hint for a name a module lacks: the ml function a Triton or jnp user meant, if any."""
-  import difflib
-  if getattr(base, "__name__", "").endswith("language"):
-    if attr in _NOT_YET:
-      return _NOT_YET[attr]
-    close = difflib.get_close_matches(attr, [n for n in dir(base) if not n.startswith("_")], n=1)
-    if close:
-      return f"did you mean ml.{close[0]}?"
-  return "check the spelling"
 
 
 def _tuples(x):
@@ -525,7 +495,7 @@ class Tracer(ast.NodeVisitor):
       return getattr(base, attr)
     except AttributeError:
       raise E.UnknownNameError(f"{self.text(node.value)} has no attribute {attr!r}", self.loc(node),
-                               hint=_missing_hint(base, attr)) from None
+                               hint=missing_hint(base, attr)) from None
 
   def eval_index(self, node):
     if isinstance(node, ast.Slice):
