@@ -70,7 +70,8 @@ _BITS = {
     DType.f8e5m2: 8, DType.i64: 64, DType.i32: 32, DType.i16: 16, DType.i8: 8,
     DType.u32: 32, DType.u16: 16, DType.u8: 8, DType.bool_: 1,
 }
-_FLOATS = frozenset({DType.f32, DType.f16, DType.bf16, DType.f8e4m3, DType.f8e5m2})
+FLOAT8 = frozenset({DType.f8e4m3, DType.f8e5m2})
+_FLOATS = frozenset({DType.f32, DType.f16, DType.bf16}) | FLOAT8
 _SIGNED = frozenset({DType.i64, DType.i32, DType.i16, DType.i8})
 _UNSIGNED = frozenset({DType.u32, DType.u16, DType.u8})
 _BY_NAME = {d.value: d for d in DType}

@@ -62,17 +62,9 @@ def _scalar_clamp(x: ir.Value, lo: float, hi: float) -> ir.Value:
 
 
 def scalar_cast(x: ir.Value, src: DType, dst: DType, dst_type: ir.Type) -> ir.Value:
-  from . import interpret_numerics as N
+  # (Scalars never convert to or from 8-bit floats: the frontend rejects it, cast_problem.)
   if src == dst:
     return x
-  if dst in N.FLOAT8 and not src.is_float:
-    x = (arith.sitofp if src.is_signed else arith.uitofp)(ir.F32Type.get(), x)
-    src = DType.f32
-  if src.is_float and dst in N.FLOAT8:
-    # As the tensors' cvt.rn.satfinite: clamp first (448 and 57344 are exact in every wider
-    # float type), so whatever the scalar truncf becomes, it never overflows.
-    m = N.float8_max(dst)
-    return arith.truncf(dst_type, _scalar_clamp(x, -m, m))
   if src.is_float and dst.is_float:
     return arith.extf(dst_type, x) if dst.bits > src.bits else arith.truncf(dst_type, x)
   if src.is_float:

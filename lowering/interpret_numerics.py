@@ -15,7 +15,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
-from ..frontend.dtypes import DType
+from ..frontend.dtypes import DType, FLOAT8
 from ..frontend.ops.elementwise import BinOp as B, CmpOp as C, UnOp as U
 
 
@@ -56,9 +56,6 @@ def const(x, d: DType) -> np.ndarray:
   if isinstance(x, float):
     return np.asarray(int_of_float(x, d)).astype(np_dtype(d))
   return np.asarray(np.int64(int(x))).astype(np_dtype(d))
-
-
-FLOAT8 = (DType.f8e4m3, DType.f8e5m2)
 
 
 def float8_max(d: DType) -> float:

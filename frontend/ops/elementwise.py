@@ -16,7 +16,7 @@ import numpy as np
 from .. import errors as E
 from .. import hw
 from .. import ir
-from ..dtypes import DType, INDEX, PY_FLOAT
+from ..dtypes import DType, FLOAT8, INDEX, PY_FLOAT
 from ..infer import unify
 from ..ir import LayoutRule, Traits
 from ..types import DTypeVar, ScalarType, TensorType, dtype_name, resolve
@@ -74,7 +74,6 @@ class UnOp(enum.Enum):
 _INT_ONLY = {BinOp.FLOORDIV, BinOp.MOD, BinOp.AND, BinOp.OR, BinOp.XOR, BinOp.SHL, BinOp.SHR}
 # Mosaic GPU allows these on 8-bit integers (bitwise ops and equality need no arithmetic).
 _BITWISE_8BIT = {BinOp.AND, BinOp.OR, BinOp.XOR, CmpOp.EQ, CmpOp.NE}
-_FLOAT8 = frozenset({DType.f8e4m3, DType.f8e5m2})
 # Register values `ml.arange` can produce (Mosaic GPU's iota has no 8-bit float or bool form).
 _ARANGE_DTYPES = frozenset(d for d in DType if d.is_int) | {DType.f32, DType.f16, DType.bf16}
 
@@ -326,13 +325,13 @@ def cast_problem(src: DType, dst: DType, *, scalar: bool) -> str | None:
   """
   if dst == DType.bool_:
     return "casting to bool is not supported"
-  if scalar and (src in _FLOAT8 or dst in _FLOAT8):
+  if scalar and (src in FLOAT8 or dst in FLOAT8):
     # The GPU's pass pipeline has no scalar 8-bit float conversion (arith.truncf/extf to f8
     # fails to translate; tensors use the paired cvt.satfinite instructions).
-    return f"scalars cannot be converted {'from' if src in _FLOAT8 else 'to'} 8-bit floats on the GPU"
+    return f"scalars cannot be converted {'from' if src in FLOAT8 else 'to'} 8-bit floats on the GPU"
   if scalar and src.is_float and dst.is_float and src != dst and src.bits == dst.bits:
     return f"scalars convert between floats of one width ({src} -> {dst}) only through float32"
-  if not scalar and dst in _FLOAT8 and src.is_int and src.bits > 8:
+  if not scalar and dst in FLOAT8 and src.is_int and src.bits > 8:
     return f"Mosaic GPU converts {src} to 8-bit floats only through float32"
   return None
 
@@ -352,7 +351,7 @@ def astype(cx, x, dtype):
                                   hint="m = x != 0")
   why = cast_problem(src, dtype, scalar=isinstance(x.type, ScalarType)) if isinstance(src, DType) else None
   if why:
-    f8 = isinstance(x.type, ScalarType) and (src in _FLOAT8 or dtype in _FLOAT8)
+    f8 = isinstance(x.type, ScalarType) and (src in FLOAT8 or dtype in FLOAT8)
     raise E.UnsupportedDtypeError(
         f"cannot cast {x.name or 'this value'} from {src} to {dtype}: {why}", cx.loc,
         hint="convert tensors instead: read a window into registers (x.at[ml.ds(i, 128)][...]) and cast"
@@ -444,7 +443,7 @@ def arange(cx, n, dtype=None):
     raise E.UnsupportedDtypeError(
         f"ml.arange cannot produce {dtype}: it makes integers, float32, float16 or bfloat16", cx.loc,
         hint=f"make it as int32 and convert: ml.arange({n}).astype(jnp.float32)" + (
-            f".astype(jnp.{dtype})" if dtype in _FLOAT8 else ""))
+            f".astype(jnp.{dtype})" if dtype in FLOAT8 else ""))
   return cx.b.emit(Arange, 0, loc=cx.loc, types=[TensorType((n,), dtype)], names=[cx.name]).result
 
 
