@@ -14,38 +14,35 @@ import numpy as np
 MAX_CELLS = 50_000_000     # cells marked at once; beyond it the union is not computed (unknown)
 
 
+def _distinct(a: np.ndarray, inverse: bool):
+  """np.unique(a, axis=0, return_index=True[, return_inverse]) of the int array `a`, through one
+  integer key a row (np.unique(axis=0) sorts structured rows slowly)."""
+  lo = a.min(axis=0)
+  span = a.max(axis=0) - lo + 1
+  if np.prod(span.astype(np.float64)) >= 2.0 ** 62:
+    return np.unique(a, axis=0, return_index=True, return_inverse=inverse)
+  key = np.zeros(len(a), np.int64)
+  for d in range(a.shape[1]):         # one integer per row: sorting it is fast
+    key = key * span[d] + (a[:, d] - lo[d])
+  _, first, *inv = np.unique(key, return_index=True, return_inverse=inverse)
+  return (a[first], first, *inv)
+
+
 def unique_rows(a: np.ndarray):
   """(distinct rows of the int array `a`, the index of each one's first occurrence)."""
   if len(a) <= 1:
     return a, np.arange(len(a))
   if (a == a[0]).all():
     return a[:1], np.zeros(1, np.int64)
-  lo = a.min(axis=0)
-  span = a.max(axis=0) - lo + 1
-  if np.prod(span.astype(np.float64)) >= 2.0 ** 62:
-    return np.unique(a, axis=0, return_index=True)
-  key = np.zeros(len(a), np.int64)
-  for d in range(a.shape[1]):         # one integer per row: sorting it is fast
-    key = key * span[d] + (a[:, d] - lo[d])
-  _, first = np.unique(key, return_index=True)
-  return a[first], first
+  return _distinct(a, False)
 
 
 def group_rows(a: np.ndarray):
-  """(distinct rows of the int array `a`, the index of each row's distinct row): np.unique's
-  axis=0 sort, through one integer key a row (np.unique(axis=0) sorts structured rows slowly)."""
+  """(distinct rows of the int array `a`, the index of each row's distinct row)."""
   if len(a) == 0 or (a == a[0]).all():
     return a[:1], np.zeros(len(a), np.int64)
-  lo = a.min(axis=0)
-  span = a.max(axis=0) - lo + 1
-  if np.prod(span.astype(np.float64)) >= 2.0 ** 62:
-    u, inv = np.unique(a, axis=0, return_inverse=True)
-    return u, inv.reshape(-1)
-  key = np.zeros(len(a), np.int64)
-  for d in range(a.shape[1]):
-    key = key * span[d] + (a[:, d] - lo[d])
-  _, first, inv = np.unique(key, return_index=True, return_inverse=True)
-  return a[first], inv.reshape(-1)
+  u, _, inv = _distinct(a, True)
+  return u, inv.reshape(-1)
 
 
 class Boxes:
