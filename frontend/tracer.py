@@ -18,7 +18,8 @@ from .builder import Builder, Call
 from .dtypes import DType, to_dtype
 from .env import POISON, PoisonedUse, Unbound, assigned_names
 from .missing import missing_hint
-from .ops import METHODS, REF_METHODS, debug, elementwise as ew, memory, shape
+from .trace_debug import trace_breakpoint, trace_print
+from .ops import METHODS, REF_METHODS, elementwise as ew, memory, shape
 from .ops.base import BUILTINS, Builtin, is_tensor, is_value, kind_of
 from .source import Source
 from .types import RefType, ScalarType, resolve
@@ -668,9 +669,9 @@ class Tracer(ast.NodeVisitor):
   def eval_Call(self, node):
     fn = self.eval(node.func)
     if fn is _DEBUG["print"]:
-      return self.trace_print(node)
+      return trace_print(self, node)
     if fn is _DEBUG["breakpoint"]:
-      return self.trace_breakpoint(node)
+      return trace_breakpoint(self, node)
     if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
       self.unsupported(node, "*args/**kwargs in a call", hint="pass each argument by name or position")
     args = [self.eval(a) for a in node.args]
@@ -754,56 +755,3 @@ class Tracer(ast.NodeVisitor):
           hint="a Python function called on static values (shapes, constexprs) runs while the kernel"
                " is traced; one that computes on register values needs @ml.inline") from None
     return _static_result(cx, name, out)
-
-  # ------------------------------------------------------------ print and breakpoint
-  def trace_print(self, node):
-    kw = {k.arg: k for k in node.keywords}
-    unknown = set(kw) - {"sep", "end"}
-    if unknown or any(isinstance(a, ast.Starred) for a in node.args):
-      self.unsupported(node, f"print with {', '.join(sorted(unknown)) or '*args'}",
-                       hint="print(a, b, sep=' ', end='\\n') with values and f-strings")
-    sep = self._static_text(node, kw["sep"].value, "sep") if "sep" in kw else " "
-    end = self._static_text(node, kw["end"].value, "end") if "end" in kw else ""
-    parts = []
-    for i, a in enumerate(node.args):
-      if i:
-        parts.append(sep)
-      if isinstance(a, ast.JoinedStr):
-        for v in a.values:
-          if isinstance(v, ast.Constant):
-            parts.append(str(v.value))
-            continue
-          x = self.eval(v.value)
-          spec = "".join(str(p.value) for p in v.format_spec.values
-                         if isinstance(p, ast.Constant)) if v.format_spec is not None else ""
-          if is_value(x):
-            parts.append((x, spec, self.text(v.value), self.loc(v.value)) if spec else x)   # per element
-          else:
-            try:
-              parts.append(format(x, spec))
-            except (TypeError, ValueError) as e:
-              raise E.KernelTypeError(f"cannot format {self.text(v.value)} with {spec!r}: {e}",
-                                      self.loc(v.value), hint="use a format spec that suits the value") from None
-      else:
-        x = self.eval(a)
-        parts.append(x if is_value(x) else str(x))
-    if end and end != "\n":
-      parts.append(end.rstrip("\n"))
-    debug.print_(self.cx(node), parts)
-
-  def _static_text(self, node, value_node, what):
-    x = self.eval(value_node)
-    if is_value(x):
-      raise E.KernelTypeError(f"print's {what} must be a static string", self.loc(node),
-                              hint=f"{what}=' '")
-    return x
-
-  def trace_breakpoint(self, node):
-    if node.args or node.keywords:
-      self.unsupported(node, "breakpoint with arguments")
-    names, values = [], []
-    for name, v in self.env.items():
-      if is_value(v) or isinstance(v, (int, float, bool, str, tuple)):
-        names.append(name)
-        values.append(v)
-    debug.breakpoint_(self.cx(node), names, values)
