@@ -95,6 +95,14 @@ def test_two_loops_transposed_b_same_operand(kern):
   assert all("memref<2x8x1x8x64xf16" in "".join(g) for g in groups)
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("kern", [two_loops_t, two_loops_t_acc], ids=["read_each", "accumulate"])
+def test_gpu_two_loops_transposed_b(kern):
+  q, k, want = _qk()
+  got = jax.jit(kern)(q, k)
+  np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-2, atol=1e-1)
+
+
 # ---------------------------------------------------------------- 2. ragged rows, head_dim 128
 def _qk_out(q, k):
   return jax.ShapeDtypeStruct((64, k.shape[0]), jnp.float32)
