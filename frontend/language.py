@@ -21,7 +21,7 @@ from .ops.memory import DSlice, cluster_ref, copy, ds, smem
 from .ops.mma import dot
 from .ops.random import rand, randint, randint4x
 from .ops.shape import (argmax, argmin, broadcast_to, max_ as max, mean, min_ as min, reshape,
-                        sum_ as sum)
+                        sum_ as sum, transpose)
 
 
 class Inline:

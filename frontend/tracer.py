@@ -476,7 +476,9 @@ class Tracer(ast.NodeVisitor):
       if attr == "at" and isinstance(t, RefType):
         return _At(base)
       if attr == "T":
-        return memory.transpose(self.cx(node), base, self.text(node))
+        if isinstance(t, RefType):
+          return memory.transpose(self.cx(node), base, self.text(node))
+        return shape.transpose_tensor(self.cx(node), base, self.text(node))
       if attr in METHODS and not isinstance(t, RefType):
         return _Method(METHODS[attr], base)
       if attr in REF_METHODS and isinstance(t, RefType):

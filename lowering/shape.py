@@ -8,15 +8,16 @@ float32 and round once (as jnp.sum).
 from __future__ import annotations
 
 import jax.experimental.mosaic.gpu as mgpu
+from jax.experimental.mosaic.gpu import fragmented_array as fa
 import numpy as np
 from jaxlib.mlir import ir
-from jaxlib.mlir.dialects import arith
+from jaxlib.mlir.dialects import arith, memref
 
 from ..frontend.dtypes import DType
-from ..frontend.ops.shape import Broadcast, Reduce, ReduceKind, Reshape, Slice
+from ..frontend.ops.shape import Broadcast, Reduce, ReduceKind, Reshape, Slice, TransposeLoad, TransposeStore
 from ..frontend.types import LayoutKind, ScalarType
 from . import interpret_numerics as N
-from .mosaic import layout_of, mlir_type
+from .mosaic import is_split, layout_of, mlir_type
 from .registry import interpret, lower
 
 _OPS = {ReduceKind.SUM: "add", ReduceKind.MAX: "max", ReduceKind.MIN: "min"}
@@ -84,7 +85,67 @@ def _slice(ctx, o):
   ctx.set(o.result, ctx.get(o.x)[:, o.start:o.stop])
 
 
+def _element_indices(ctx, t, idx):
+  """(row, column) index Values of a 2-D tensor's element from FragmentedArray.foreach's `idx`
+  (squeezed axes put back, this warpgroup's row offset added where warpgroups split the rows)."""
+  index = ir.IndexType.get()
+  idx = list(idx)
+  for a in sorted(t.layout.drop):
+    idx.insert(a, arith.constant(index, 0))
+  if ctx.num_warpgroups > 1 and is_split(t):
+    rows = ctx.local_shape(t)[0]
+    idx[0] = arith.addi(idx[0], arith.muli(ctx.wg, arith.constant(index, rows)))
+  return idx
+
+
+def _flat(i, j, row):
+  index = ir.IndexType.get()
+  return arith.addi(arith.muli(i, arith.constant(index, row)), j)
+
+
+@lower(TransposeStore)
+def _transpose_store(ctx, o):
+  mem, t = ctx.memref(ctx.get(o.scratch)), o.x.type
+  row = t.shape[1] + o.pad
+
+  def put(v, idx):
+    i, j = _element_indices(ctx, t, idx)
+    memref.store(v, mem, [_flat(i, j, row)])
+
+  ctx.get(o.x).foreach(put)
+
+
+@lower(TransposeLoad)
+def _transpose_load(ctx, o):
+  mem, t = ctx.memref(ctx.get(o.scratch)), o.result.type
+  row = t.shape[0] + o.pad            # the stored tensor's rows are the result's columns
+  zero = arith.constant(mlir_type(t.dtype), 0.0 if t.dtype.is_float else 0)
+  base = fa.FragmentedArray.splat(zero, ctx.local_shape(t), layout_of(t), is_signed=t.dtype.is_signed)
+
+  def get(_, idx):
+    r, c = _element_indices(ctx, t, idx)
+    return memref.load(mem, [_flat(c, r, row)])
+
+  ctx.set(o.result, base.foreach(get, create_array=True, is_signed=t.dtype.is_signed))
+
+
 # ---------------------------------------------------------------- interpreter
+@interpret(TransposeStore)
+def _i_transpose_store(cta, o):
+  ref = cta.get(o.scratch)
+  m, n = o.x.type.shape
+  flat = np.zeros((m, n + o.pad), N.np_dtype(o.x.type.dtype))
+  flat[:, :n] = cta.get(o.x)
+  cta.write(ref, flat.reshape(-1), o)
+
+
+@interpret(TransposeLoad)
+def _i_transpose_load(cta, o):
+  n, m = o.result.type.shape
+  flat = cta.read(cta.get(o.scratch), o).reshape(m, n + o.pad)
+  cta.set(o.result, np.ascontiguousarray(flat[:, :n].T))
+
+
 @interpret(Slice)
 def _i_slice(cta, o):
   cta.set(o.result, np.array(cta.get(o.x)[:, o.start:o.stop]))

@@ -308,7 +308,8 @@ def transpose(cx, ref, name=""):
   if not is_ref(ref):
     raise E.KernelTypeError(
         f".T of {kind_of(ref)}: only SMEM buffers (and views of them) have a transposed view", cx.loc,
-        hint="transpose the operand in SMEM: ml.dot(q_s, k_s.T); register tensors cannot be transposed")
+        hint="transpose the operand in SMEM: ml.dot(q_s, k_s.T); a register tensor's x.T is"
+             " ml.transpose(x)")
   t = ref.type
   if t.space != Space.SMEM or t.remote:
     where = "another CTA's SMEM" if t.remote else f"{t.space} refs"
@@ -331,11 +332,24 @@ def check_not_transposed(cx, ref, what):
   """Transposed views exist for the tensor cores only; memory ops move windows as stored."""
   if is_ref(ref) and ref.type.transposed:
     raise E.KernelTypeError(
-        f"cannot {what} {ref.name or 'a transposed view'}: a transposed view (.T) is only an ml.dot operand",
-        cx.loc, hint="use the buffer itself here, and .T only inside ml.dot(a, b.T)")
+        f"cannot {what} {ref.name or 'a transposed view'}: TMA copies move windows as they are stored;"
+        f" a transposed view (.T) is an ml.dot operand, or read and written from registers", cx.loc,
+        hint="copy the buffer itself, and transpose in registers: buf.T[...] (or ml.transpose(buf[...]))"
+             " reads it transposed, buf.T[...] = x writes x transposed")
+
+
+def untransposed(cx, ref):
+  """The window a transposed view `buf.T` shows, as stored."""
+  d = cx.b.defining(ref)
+  t = ref.type
+  return cx.b.emit(View, d.ref, d.index, loc=cx.loc, types=[RefType(t.shape[::-1], t.dtype, t.space)],
+                   names=[ref.name], transpose=False).result
 
 
 def load(cx, ref, name=""):
+  if is_ref(ref) and ref.type.transposed:        # buf.T[...]: the window read, then transposed
+    from .shape import transpose_tensor
+    return transpose_tensor(cx, load(cx, untransposed(cx, ref)), name)
   check_not_transposed(cx, ref, "read")
   t = ref.type
   check_in_bounds(cx, ref, "read")
@@ -350,6 +364,16 @@ def load(cx, ref, name=""):
 def store(cx, ref, value):
   from .elementwise import full_
   from .shape import broadcast_shape, broadcast_to_shape
+  if is_ref(ref) and ref.type.transposed and (isinstance(value, Num) or is_value(value) and isinstance(
+      value.type, ScalarType)):
+    return store(cx, untransposed(cx, ref), value)   # one value everywhere: the same either way
+  if is_ref(ref) and ref.type.transposed and is_value(value) and isinstance(value.type, TensorType):
+    from .shape import transpose_tensor       # buf.T[...] = x: x transposed, into the window
+    if value.type.shape != ref.type.shape:
+      raise E.ShapeMismatchError(
+          f"cannot store a tensor of shape {value.type.shape} into {ref.name or 'a transposed view'} of"
+          f" shape {ref.type.shape}", cx.loc, hint="store a value of the view's shape")
+    return store(cx, untransposed(cx, ref), transpose_tensor(cx, value))
   check_not_transposed(cx, ref, "write")
   t = ref.type
   check_in_bounds(cx, ref, "write")

@@ -391,3 +391,76 @@ def slice_columns(cx, x, s: slice):
   t = x.type
   return cx.b.emit(Slice, x, start, stop, loc=cx.loc, types=[TensorType((t.shape[0], stop - start), t.dtype)],
                    names=[cx.name]).result
+
+
+# ---------------------------------------------------------------- transposes
+# A register tensor is transposed through an SMEM scratch the compiler allocates: every thread
+# stores its elements, a barrier (the sync pass's), every thread loads the elements the result's
+# layout gives it. Rows are padded by 4 bytes so that a warp reading a column meets 32 banks.
+def _transpose_effects(o):
+  return [(o.scratch, ir.Access.REG_WRITE if isinstance(o, TransposeStore) else ir.Access.REG_READ)]
+
+
+@ir.op(Traits(effects=_transpose_effects))
+class TransposeStore(ir.Op):
+  """Write the (m, n) tensor `x` into `scratch` (flat, rows of n + pad elements)."""
+  scratch: ir.Value
+  x: ir.Value
+  pad: int
+  loc: object
+  results: tuple = ()
+  MOVES_ELEMENTS = True        # its threads and TransposeLoad's differ: the sync pass puts a barrier between
+
+
+@ir.op(Traits(effects=_transpose_effects, layout=LayoutRule.FRESH))
+class TransposeLoad(ir.Op):
+  """Read the transpose (n, m) of what TransposeStore wrote into `scratch`."""
+  scratch: ir.Value
+  pad: int
+  loc: object
+  results: tuple
+  MOVES_ELEMENTS = True
+
+
+def transpose_pad(dtype) -> int:
+  """Elements of padding a scratch row gets: one 4-byte bank."""
+  return max(1, 4 // (dtype.bits // 8))
+
+
+def transpose_tensor(cx, x, name=""):
+  from ..types import RefType, Space
+  from .memory import SmemAlloc
+  check_register_value(cx, x, "ml.transpose")
+  t = x.type
+  if not is_tensor(x) or len(t.shape) != 2:
+    raise E.KernelTypeError(
+        f"ml.transpose takes a 2-D register tensor, got {kind_of(x)}"
+        + (f" of shape {t.shape}" if is_tensor(x) else ""), cx.loc,
+        hint="reshape it to 2-D first (x.reshape(m, n)); a 1-D vector needs no transpose:"
+             " v[:, None] and v[None, :] make it a column or a row")
+  d = resolve(t.dtype)
+  if d == DType.bool_:
+    raise E.UnsupportedDtypeError(
+        "ml.transpose of a bool tensor: transposes go through SMEM, which cannot hold 1-bit elements",
+        cx.loc, hint="transpose m.astype(jnp.int8) and compare the result with 0")
+  m, n = t.shape
+  if isinstance(d, DType) and d.bits > 32:
+    raise E.UnsupportedDtypeError(f"ml.transpose of {dtype_name(d)}: 8-, 16- and 32-bit elements only",
+                                  cx.loc, hint="transpose a 32-bit tensor")
+  pad = transpose_pad(d) if isinstance(d, DType) else 1
+  scratch = cx.b.emit(SmemAlloc, loc=cx.loc, types=[RefType((m * (n + pad),), t.dtype, Space.SMEM)],
+                      names=["transpose scratch"]).result
+  cx.b.allocs.append(scratch)
+  cx.b.emit(TransposeStore, scratch, x, pad, loc=cx.loc, types=[])
+  return cx.b.emit(TransposeLoad, scratch, pad, loc=cx.loc, types=[TensorType((n, m), t.dtype)],
+                   names=[name]).result
+
+
+@builtin(methods=("transpose",))
+def transpose(cx, x, axes=None):
+  """The transpose of a 2-D register tensor (also `x.T` and `x.transpose()`), through an SMEM
+  scratch of the tile's size: a copy through shared memory, not free as `buf.T` in ml.dot is."""
+  if axes is not None and tuple(axes) not in ((1, 0),):
+    raise E.KernelTypeError(f"ml.transpose(x, axes={axes!r}): 2-D tensors swap their two axes only",
+                            cx.loc, hint="leave axes out: ml.transpose(x)")
+  return transpose_tensor(cx, x, cx.name or "")
