@@ -27,6 +27,8 @@ step() {
     wall)        python3 -u benchmarks/wall_overhead.py ;;
     gpu_session7) python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_numerics_edges.py tests/test_pipeline_hazards.py tests/test_probe_messages.py tests/test_ragged.py tests/test_paged_attention.py tests/test_reductions.py tests/test_gpu.py tests/test_sources_and_caches.py ;;
     gpu_pending) python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_sync_dots.py tests/test_probe_e.py tests/test_numerics_edges.py tests/test_mma.py tests/test_probe_messages.py ;;
+    transpose)   python3 -u benchmarks/transpose.py && python3 -u examples/transpose.py ;;
+    gpu_session8) python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_transpose.py tests/test_mma.py ;;
     gpu_paged_quick) python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_paged_attention.py tests/test_ragged.py ;;
     matmul)      python3 -u benchmarks/matmul.py ;;
     matmul_quick) python3 -u benchmarks/matmul.py --quick ;;
