@@ -154,6 +154,26 @@ def check_count(pk, n_in: int, bounds: tuple[int, int], name: str, loc, *, outpu
                          " constants are keyword-only (or `name: ml.constexpr`) and passed by keyword")
 
 
+def check_output_names(pk, out, n_in: int, loc, at) -> None:
+  """A dict out_shape binds its leaves to the output parameters in JAX's order (sorted keys).
+  Raise SignatureError where a key names an output parameter other than the one it binds:
+  `{"var": ..., "mean": ...}` with `def k(x, var, mean)` would silently swap them."""
+  import jax
+  outs = pk.ref_params[n_in:]
+  flat, _ = jax.tree_util.tree_flatten_with_path(out)
+  keys = [path[-1].key if path and isinstance(path[-1], jax.tree_util.DictKey) else None for path, _ in flat]
+  if len(keys) != len(outs):
+    return
+  for i, (key, param) in enumerate(zip(keys, outs)):
+    if isinstance(key, str) and key != param and key in outs:
+      order = ", ".join(repr(k) for k in keys)
+      raise E.SignatureError(
+          f"out_shape's key {key!r} binds output parameter {param!r}, not the parameter named {key!r}:"
+          f" a dict's outputs follow its sorted keys ({order}), not parameter names", at("out_shape"),
+          hint=f"name the output parameters in sorted-key order ({', '.join(k for k in keys if isinstance(k, str))}),"
+               f" or give out_shape a tuple in the parameters' order")
+
+
 def check_constexprs(pk, constexprs: dict, name: str, loc) -> None:
   """Raise SignatureError for an unknown, missing or traced constexpr."""
   import jax

@@ -224,6 +224,7 @@ class KernelFunction:
                                      " out_shape=lambda x: jax.ShapeDtypeStruct((x.shape[0], 4), x.dtype)")
     n_in = len(pk.ref_params) - len(leaves)
     calling.check_count(pk, len(args), (n_in, n_in), name, loc, outputs_known=True)
+    calling.check_output_names(pk, out, n_in, loc, at)
     grid, block, cluster = self._launch(args, meta, loc)
     try:
       # int64/float64 specs become what JAX will pass (int32/float32 unless x64 is on).

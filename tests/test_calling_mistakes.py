@@ -183,3 +183,36 @@ def test_no_gpu_under_jit_points_at_the_kernels_def_not_a_helper_above_it():
   with pytest.raises(mg.NoGpuError) as e:
     jax.jit(doubled_by_helper)(jnp.ones(128, jnp.float32))
   assert e.value.lineno == doubled_by_helper.fn.__code__.co_firstlineno + 1
+
+
+@mg.mgpu_kernel(out_shape=lambda x: {"var": x, "mean": x})
+def stats_named_out_of_order(x, var, mean):
+  mean[...] = x[...]
+  var[...] = x[...] * 0.0
+
+
+@mg.mgpu_kernel(out_shape=lambda x: {"var": x, "mean": x})
+def stats_in_sorted_order(x, mean, var):
+  mean[...] = x[...]
+  var[...] = x[...] * 0.0
+
+
+@mg.mgpu_kernel(out_shape=lambda x: {"b": x, "a": x})
+def stats_other_names(x, first, second):
+  first[...] = x[...]
+  second[...] = x[...] * 0.0
+
+
+def test_dict_outputs_named_like_other_parameters_are_rejected_not_swapped():
+  """A dict's leaves bind in sorted-key order: keys naming other output parameters swapped them."""
+  with pytest.raises(mg.SignatureError) as e:
+    stats_named_out_of_order.check(S((128,), jnp.float32))
+  assert e.value.message == ("out_shape's key 'mean' binds output parameter 'var', not the parameter named"
+                             " 'mean': a dict's outputs follow its sorted keys ('mean', 'var'), not parameter names")
+  assert e.value.hint.startswith("name the output parameters in sorted-key order (mean, var)")
+  assert e.value.lineno == stats_named_out_of_order.fn.__code__.co_firstlineno     # the decorator's line
+  x = jnp.arange(128, dtype=jnp.float32)
+  for kernel in (stats_in_sorted_order, stats_other_names):    # matching names, or unrelated ones: fine
+    got = kernel(x, interpret=True)
+    first = got["mean"] if kernel is stats_in_sorted_order else got["a"]
+    np.testing.assert_array_equal(np.asarray(first), np.asarray(x))
