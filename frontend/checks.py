@@ -42,6 +42,20 @@ _VERB = {A.REG_READ: "register read", A.REG_WRITE: "register write", A.MMA_READ:
          A.TMA_READ: "copy", A.TMA_WRITE: "copy"}
 
 
+def _bounds_hint(acc, root, d, n, full, before, gmem) -> str:
+  """What fixes a window that starts before 0 (`before`) or runs past the end of dimension d."""
+  fix = ("guard the access (if i > 0:) or clamp its start (ml.maximum(start, 0))" if before else
+         f"guard the access (if start + {n} <= {full}:) or clamp its start (ml.minimum(start, {full - n}))")
+  if not gmem:
+    return fix + "; windows of an SMEM buffer must stay inside it"
+  if acc.kind in (A.REG_READ, A.REG_WRITE):
+    inside = (f"start + ml.arange({n}) >= 0" if before else f"start + ml.arange({n}) < {root}.shape[{d}]")
+    op = (f"{root}.at[...].load(mask={inside}, other=0)" if acc.kind == A.REG_READ
+          else f"{root}.at[...].store(value, mask={inside})")
+    return fix + f"; or mask it to the elements inside: {op}"
+  return fix + "; ml.copy into SMEM instead reads zeros outside a GMEM array"
+
+
 @dataclasses.dataclass
 class Facts:
   """What the proofs learnt for later passes: the GMEM window starts of each TMA copy site."""
@@ -236,10 +250,7 @@ class _Memory:
         return
       self.report(E.IndexOutOfBoundsError(
           f"this {_VERB.get(acc.kind, 'access')} touches {root}[{win}]{where}, outside {root}'s shape"
-          f" {tuple(w.shape)}", acc.op.loc,
-          hint="guard the access (if i > 0:) or clamp its start (ml.maximum(start, 0));"
-               + (" ml.copy into SMEM instead reads zeros outside a GMEM array" if gmem else
-                  " windows of an SMEM buffer must stay inside it")))
+          f" {tuple(w.shape)}", acc.op.loc, hint=_bounds_hint(acc, root, d, n, full, bool((s[p] < 0)), gmem)))
       return
 
   # ------------------------------------------------------------ coverage

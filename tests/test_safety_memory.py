@@ -135,8 +135,8 @@ def shifted_left(x, out):
 def test_a_register_read_starting_before_zero_is_rejected_with_its_program():
   expect(shifted_left, [S((256,), F32)], mg.IndexOutOfBoundsError, "x.at[ml.ds(i * 128 - 1",
          "this register read touches x[-1:127] in program (0, 0, 0), outside x's shape (256,)",
-         hint="guard the access (if i > 0:) or clamp its start (ml.maximum(start, 0)); ml.copy into SMEM"
-              " instead reads zeros outside a GMEM array")
+         hint="guard the access (if i > 0:) or clamp its start (ml.maximum(start, 0)); or mask it to the"
+              " elements inside: x.at[...].load(mask=start + ml.arange(128) >= 0, other=0)")
 
 
 @mg.mgpu_kernel(out_shape=lambda x: x, grid=(2,))
@@ -182,8 +182,8 @@ def smem_window_outside(x, out):
 def test_an_smem_window_outside_its_buffer_in_a_loop_is_rejected():
   expect(smem_window_outside, [S((128,), F32)], mg.IndexOutOfBoundsError, "buf.at[ml.ds(k * 128",
          "this register write touches buf[256:384], outside buf's shape (256,)",
-         hint="guard the access (if i > 0:) or clamp its start (ml.maximum(start, 0)); windows of an SMEM"
-              " buffer must stay inside it")
+         hint="guard the access (if start + 128 <= 256:) or clamp its start (ml.minimum(start, 128)); windows"
+              " of an SMEM buffer must stay inside it")
 
 
 def test_integer_remainders_floor_as_in_python():
@@ -218,3 +218,29 @@ def test_an_output_read_after_its_tma_store_waits_for_the_store():
   kernel.body.ops[:] = [o for o in kernel.body.ops if not isinstance(o, O.AwaitStores)]
   with pytest.raises(interp.RaceError, match="out is accessed while a TMA store into it may still be in flight"):
     interp.run(kernel, [x], hit["out_specs"])
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (ml.cdiv(x.shape[0], 128),))
+def unmasked_tail(x, out):
+  w = ml.ds(ml.program_id(0) * 128, 128)
+  out.at[w][...] = x.at[w][...] * 3.0
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (ml.cdiv(x.shape[0], 128),))
+def masked_tail(x, out):
+  start = ml.program_id(0) * 128
+  w = ml.ds(start, 128)
+  inside = start + ml.arange(128) < x.shape[0]
+  out.at[w].store(x.at[w].load(mask=inside, other=0) * 3.0, mask=inside)
+
+
+def test_a_window_past_the_end_hints_a_mask_that_works():
+  """Once the hint for a window before 0 (clamp with ml.maximum), which does not fix this."""
+  e = expect(unmasked_tail, [S((1000,), F32)], mg.IndexOutOfBoundsError, "x.at[w][...]",
+             "this register read touches x[896:1024] in program (7, 0, 0), outside x's shape (1000,)")
+  assert e.hint == ("guard the access (if start + 128 <= 1000:) or clamp its start (ml.minimum(start, 872));"
+                    " or mask it to the elements inside: x.at[...].load(mask=start + ml.arange(128)"
+                    " < x.shape[0], other=0)")
+  x = rand((1000,))
+  np.testing.assert_allclose(np.asarray(masked_tail(x, interpret=True)), np.asarray(x) * 3.0, rtol=1e-6)
+  builds(masked_tail, S((1000,), F32))
