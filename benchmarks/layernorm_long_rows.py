@@ -35,10 +35,18 @@ def main():
       for chunks in (8, 16):
         cases.append((f"SMEM rows, wb_slots={slots}, {chunks} chunks",
                       lambda x, w, b, s=slots, c=chunks: LN.layernorm_smem(x, w, b, wb_slots=s, chunks=c)[0]))
+    for slots in (0, 2):              # half a row a CTA, two CTAs a cluster: two clusters an SM
+      for chunks in (4, 8):
+        cases.append((f"2 CTAs a row, wb_slots={slots}, {chunks} chunks",
+                      lambda x, w, b, s=slots, c=chunks: LN.layernorm_smem(x, w, b, wb_slots=s, chunks=c,
+                                                                           parts=2)[0]))
+    cases.append(("RMS norm default", lambda x, w, b: LN.layernorm_smem(x, w, b, center=False)[0]))
+    cases.append(("RMS norm, 2 CTAs a row, 4 chunks",
+                  lambda x, w, b: LN.layernorm_smem(x, w, b, center=False, parts=2, chunks=4)[0]))
     for name, fn in cases:
       try:
         f = jax.jit(fn)
-        if name != "copy (a * 2)":
+        if name != "copy (a * 2)" and not name.startswith("RMS"):
           err = float(jnp.abs(f(x, w, b).astype(F32) - ref).max())
           assert err < 0.1, err
         print(f"{dt.__name__:9s} {name:34s} {nbytes / mg.bench(f, x, w, b) / 1e9:6.0f} GB/s", flush=True)
