@@ -89,6 +89,17 @@ def _holds_value(x) -> bool:
   return is_value(x) or (isinstance(x, (tuple, list)) and any(_holds_value(y) for y in x))
 
 
+def _check_tensor_steps(cx, x, index):
+  """`v[::-1]`, `v[::2]` of a register tensor: the slice-step error, with a hint that works."""
+  items = index if isinstance(index, tuple) else (index,)
+  d = 0
+  for i in items:
+    if isinstance(i, slice) and i.step not in (None, 1):
+      raise memory.slice_step_error(cx, i.step, d, len(x.type.shape), tensor=True)
+    if i is not None:
+      d += 1
+
+
 def _is_whole(index) -> bool:
   return index is Ellipsis or index == (Ellipsis,)
 
@@ -518,6 +529,7 @@ class Tracer(ast.NodeVisitor):
         view = base if _is_whole(index) else memory.view(cx, base, index, name)
         return memory.load(cx, view, name)
       if is_tensor(base):
+        _check_tensor_steps(cx, base, index)
         return shape.expand(cx, base, index)
       self.unsupported(node, "indexing a scalar")
     if _holds_value(index):

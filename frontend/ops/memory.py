@@ -201,11 +201,45 @@ def normalize_index(cx, shape, index, name, *, past_end=False):
         f"too many indices for {name or 'ref'} of rank {len(shape)}: got {len(index)}", cx.loc,
         hint=f"{name or 'the ref'} has shape {shape}")
   index = index + (slice(None),) * (len(shape) - len(index))
-  return tuple(_one_index(cx, d, i, n, name or "ref", past_end)
+  return tuple(_one_index(cx, d, i, n, name or "ref", past_end, len(shape))
                for d, (i, n) in enumerate(zip(index, shape)))
 
 
-def _one_index(cx, d, i, n, name, past_end=False):
+def slice_step_error(cx, step, d, rank, tensor=False) -> E.KernelError:
+  """The error for a slice with a step other than 1 along dimension `d` of a rank-`rank` ref
+  (or register tensor), with a hint that works for that step: an axis made outside the kernel
+  for a positive stride, the reversal done outside the kernel (or rows read from the end) for
+  a negative one."""
+  of = " of a register tensor" if tensor else ""
+  if not isinstance(step, int) or isinstance(step, bool):
+    return E.KernelTypeError(f"slice steps{of} must be static ints of 1, got {kind_of(step)}", cx.loc,
+                             hint="slice with a step of 1: x.at[a:b], or a dynamic window: x.at[ml.ds(start, size)]")
+  if step == 0:
+    return E.KernelTypeError(f"slice step cannot be zero (dimension {d}{of})", cx.loc,
+                             hint="slice with a step of 1 (x.at[a:b]), or index one element with an int")
+  lead = ":, " * d
+  if step < 0:
+    flip = f" (jnp.flip(x, axis={d}))" if step == -1 else ""
+    hint = (f"reverse outside the kernel, where XLA fuses it into the producer: call the kernel on"
+            f" x[{lead}::{step}]{flip} from your jitted function")
+    if d < rank - 1 and step == -1:
+      hint += f"; or read row n - 1 - r of the ref with an int index: x.at[{lead}n - 1 - r]"
+    why = "its elements live in other threads" if tensor else "windows are read in memory order"
+    return E.KernelTypeError(f"reversed slices (step {step}){of} are not supported: {why}", cx.loc, hint=hint)
+  if tensor:
+    return E.KernelTypeError(
+        f"strided slices (step {step}) of a register tensor are not supported: its elements live in"
+        f" other threads", cx.loc,
+        hint=f"slice the ref before reading it: give the array an axis of size {step} outside the kernel"
+             f" (x.reshape(..., n // {step}, {step}) passed in) and read x.at[..., :, 0][...] for [0::{step}]")
+  return E.KernelTypeError(f"strided slices (step {step}) are not supported; use a step of 1", cx.loc,
+                           hint=f"give the array an axis of size {step} outside the kernel and index it"
+                                f" with an int: x.reshape(..., n // {step}, {step}) passed in, then"
+                                f" x.at[..., :, 0] for [0::{step}] (an interleaved pair: [..., :, 0] and"
+                                f" [..., :, 1])")
+
+
+def _one_index(cx, d, i, n, name, past_end=False, rank=1):
   hint = f"dimension {d} of {name} has size {n}"
   if isinstance(i, bool) or i is None:
     raise E.KernelTypeError(f"cannot index a ref with {i!r} (dimension {d})", cx.loc,
@@ -217,12 +251,7 @@ def _one_index(cx, d, i, n, name, past_end=False):
     return ir.Idx(i % n, 1, True)
   if isinstance(i, slice):
     if i.step not in (None, 1):
-      step = i.step
-      raise E.KernelTypeError(f"strided slices (step {step}) are not supported; use a step of 1", cx.loc,
-                              hint=f"give the array an axis of size {step} outside the kernel and index it"
-                                   f" with an int: x.reshape(..., n // {step}, {step}) passed in, then"
-                                   f" x.at[..., :, 0] for [0::{step}] (an interleaved pair: [..., :, 0] and"
-                                   f" [..., :, 1])")
+      raise slice_step_error(cx, i.step, d, rank)
     if not all(x is None or (isinstance(x, int) and not isinstance(x, bool)) for x in (i.start, i.stop)):
       raise E.KernelTypeError("slice bounds must be static ints; for a dynamic start use ml.ds(start, size)",
                               cx.loc, hint="x.at[ml.ds(i * 128, 128)]")
