@@ -19,7 +19,7 @@ from .dtypes import DType, to_dtype
 from .env import POISON, PoisonedUse, Unbound, assigned_names
 from .missing import missing_hint
 from .trace_debug import trace_breakpoint, trace_print
-from .ops import METHODS, REF_METHODS, elementwise as ew, memory, shape
+from .ops import METHODS, REF_METHODS, elementwise as ew, gather, memory, shape
 from .ops.base import BUILTINS, Builtin, is_tensor, is_value, kind_of
 from .source import Source
 from .types import RefType, ScalarType, resolve
@@ -526,6 +526,8 @@ class Tracer(ast.NodeVisitor):
       return memory.view(cx, base.ref, index, name)
     if is_value(base):
       if isinstance(base.type, RefType):
+        if gather.has_tensor_index(index):        # table[ids, :]: NumPy's advanced indexing
+          return gather.gather(cx, base, index, name)
         view = base if _is_whole(index) else memory.view(cx, base, index, name)
         return memory.load(cx, view, name)
       if is_tensor(base):

@@ -1,0 +1,176 @@
+"""Gathers: a GMEM ref indexed by register tensors of indices (NumPy's advanced indexing).
+
+    rows = ids.at[ml.ds(i * 64, 64)][...]          # (64,) int32, read from memory
+    out.at[ml.ds(i * 64, 64), :][...] = table[rows, :]    # (64, d): row rows[r] of table
+
+Every index is an integer tensor, a scalar or a Python int, and they broadcast together as in
+NumPy; slices (`:`, `a:b`, `ml.ds`) add the axes they span, after the indices' axes when the
+indices are adjacent and before a slice, else in NumPy's order. Each thread loads its own
+elements (no TMA, no vectorised loads): a gather costs a load instruction an element. Interpret
+mode checks every index against the array (MG952); on the GPU an index outside reads whatever
+memory is there, as in Triton.
+"""
+from __future__ import annotations
+
+from .. import errors as E
+from .. import ir
+from ..dtypes import DType
+from ..ir import Access, LayoutRule, Traits
+from ..types import Space, TensorType, dtype_name, resolve
+from . import elementwise as ew
+from .base import is_tensor, is_value, kind_of
+from .memory import DSlice, View, index_operand
+from .shape import broadcast_shape, broadcast_to_shape
+
+
+@ir.op(Traits(effects=lambda o: [(o.ref, Access.REG_READ)], layout=LayoutRule.ELEMENTWISE))
+class Gather(ir.Op):
+  """result[e] = ref[indices[0][e], indices[1][e], ...] for every element e of the result:
+  `indices` holds one entry per dimension of the root ref `ref`, each an int32 tensor of the
+  result's shape, an integer scalar or a Python int."""
+  ref: ir.Value
+  indices: tuple
+  loc: object
+  results: tuple
+  # The last index is a slice's span along the result's last axis, 16-byte aligned in start and
+  # size, in rows of a multiple of 16 bytes: a register's consecutive elements are one vector load.
+  contiguous: bool = False
+
+
+def has_tensor_index(index) -> bool:
+  items = index if isinstance(index, tuple) else (index,)
+  return any(is_tensor(i) for i in items)
+
+
+def _advanced(i) -> bool:
+  return is_value(i) or (isinstance(i, int) and not isinstance(i, bool))
+
+
+def gather(cx, ref, index, name=""):
+  """`ref[index]` where some index is a register tensor."""
+  t = ref.type
+  if t.space != Space.GMEM or t.remote or t.transposed:
+    raise E.KernelTypeError(
+        f"{ref.name or 'this ref'} is indexed with a tensor of indices (a gather): only GMEM refs gather",
+        cx.loc, hint="gather from the kernel's GMEM parameter itself (table[ids, :]); for an SMEM buffer,"
+                     " read the rows one by one in an ml.static_range loop, or copy what you need by TMA")
+  items = index if isinstance(index, tuple) else (index,)
+  if sum(1 for i in items if i is Ellipsis) > 1:
+    raise E.KernelTypeError("an index can hold at most one '...'", cx.loc, hint="table[ids, ...]")
+  if Ellipsis in items:
+    k = items.index(Ellipsis)
+    items = items[:k] + (slice(None),) * (len(t.shape) - len(items) + 1) + items[k + 1:]
+  if len(items) > len(t.shape):
+    raise E.IndexOutOfBoundsError(f"too many indices for {ref.name or 'ref'} of rank {len(t.shape)}:"
+                                  f" got {len(items)}", cx.loc, hint=f"it has shape {t.shape}")
+  items = items + (slice(None),) * (len(t.shape) - len(items))
+
+  # Each dimension: an advanced index (tensor, scalar, int) or the aranged span of a slice.
+  adv, spans = [], {}
+  for d, (i, n) in enumerate(zip(items, t.shape)):
+    if is_tensor(i):
+      dt = resolve(i.type.dtype)
+      if not (isinstance(dt, DType) and dt.is_int):
+        raise E.KernelTypeError(
+            f"a gather's indices are integers, got {i.name or kind_of(i)} ({dtype_name(dt)}) for dimension"
+            f" {d} of {ref.name or 'the ref'}",
+            cx.loc, hint="convert them: ids.astype(jnp.int32)")
+      adv.append(d)
+    elif isinstance(i, bool) or i is None:
+      raise E.KernelTypeError(f"cannot index a ref with {i!r} (dimension {d})", cx.loc,
+                              hint="index with integer tensors, ints, slices or ml.ds(start, size)")
+    elif _advanced(i):
+      if isinstance(i, int) and not -n <= i < n:
+        raise E.IndexOutOfBoundsError(f"index {i} is out of bounds for dimension {d} of"
+                                      f" {ref.name or 'the ref'} (size {n})", cx.loc, hint=f"it has size {n}")
+      adv.append(d)
+    elif isinstance(i, slice):
+      if i.step not in (None, 1) or not all(x is None or isinstance(x, int) for x in (i.start, i.stop)):
+        raise E.KernelTypeError("a gather's slices are static with a step of 1", cx.loc,
+                                hint="use ml.ds(start, size) for a run-time start")
+      start, stop, _ = slice(i.start, i.stop).indices(n)
+      if stop <= start:
+        raise E.IndexOutOfBoundsError(f"slice {i.start}:{i.stop} of dimension {d} is empty", cx.loc,
+                                      hint=f"dimension {d} has size {n}")
+      spans[d] = (start, stop - start)
+    elif isinstance(i, DSlice):
+      if not isinstance(i.size, int) or i.size <= 0 or i.size > n:
+        raise E.KernelTypeError(f"ml.ds size must be a positive static int up to {n}, got {i.size!r}",
+                                cx.loc, hint="the size of a window is fixed when the kernel is compiled")
+      spans[d] = (index_operand(cx, i.start), i.size)
+    else:
+      raise E.KernelTypeError(f"cannot index with {kind_of(i)}", cx.loc,
+                              hint="index with integer tensors, ints, slices or ml.ds(start, size)")
+
+  tensors = [items[d] for d in adv if is_tensor(items[d])]
+  b = broadcast_shape(cx, [x.type.shape for x in tensors], "a gather's indices",
+                      [x.name or "an index" for x in tensors])
+  adjacent = adv == list(range(adv[0], adv[0] + len(adv))) if adv else True
+  where = adv[0] if adjacent and adv else 0     # NumPy: adjacent indices' axes stay in place
+  slice_dims = [d for d in range(len(t.shape)) if d in spans]
+  before = [d for d in slice_dims if adjacent and d < where]
+  after = [d for d in slice_dims if d not in before]
+  out_shape = tuple(spans[d][1] for d in before) + b + tuple(spans[d][1] for d in after)
+  if not out_shape:
+    raise E.KernelTypeError("this index reads one element: a gather reads a tensor of them", cx.loc,
+                            hint="read a single element with ref[i, j]")
+  axis_of = {d: k for k, d in enumerate(before)}
+  axis_of.update({d: len(before) + len(b) + k for k, d in enumerate(after)})
+
+  view = cx.b.defining(ref)
+  root, root_index = (view.ref, view.index) if isinstance(view, View) else (ref, None)
+  per_dim = []
+  for d, i in enumerate(items):
+    if d in spans:
+      start, size = spans[d]
+      x = broadcast_to_shape(cx, ew.arange.rule(cx, size), out_shape, (axis_of[d],))
+      per_dim.append(ew.binary(cx, ew.BinOp.ADD, x, start) if not (isinstance(start, int) and start == 0) else x)
+    elif is_tensor(i):
+      if resolve(i.type.dtype) != DType.i32:
+        i = ew.astype(cx, i, DType.i32)
+      dims = tuple(len(before) + len(b) - len(i.type.shape) + k for k in range(len(i.type.shape)))
+      per_dim.append(broadcast_to_shape(cx, i, out_shape, dims))
+    elif isinstance(i, int):
+      per_dim.append(i % t.shape[d])
+    else:
+      per_dim.append(index_operand(cx, i))
+  if root_index is not None:                 # a window: its starts added, its squeezed axes put back
+    it = iter(per_dim)
+    full = []
+    for p in root_index:
+      if p.squeeze:
+        full.append(p.start)
+        continue
+      x = next(it)
+      if isinstance(p.start, int) and p.start == 0:
+        full.append(x)
+      elif isinstance(x, int) and isinstance(p.start, int):
+        full.append(x + p.start)
+      else:
+        full.append(ew.binary(cx, ew.BinOp.ADD, x, p.start))
+    per_dim = full
+  per_dim = [x if isinstance(x, int) or not is_value(x) or isinstance(x.type, TensorType)
+             or resolve(x.type.dtype) == DType.i32 else ew.astype(cx, x, DType.i32) for x in per_dim]
+  if not any(is_tensor(x) for x in per_dim):
+    raise E.KernelTypeError("a gather needs a tensor of indices", cx.loc, hint="table[ids, :]")
+  last = len(t.shape) - 1
+  start = _last_start(spans, root_index, last)
+  nbytes = resolve(t.dtype).bits // 8 if isinstance(resolve(t.dtype), DType) else 0
+  contiguous = (last in spans and axis_of[last] == len(out_shape) - 1 and isinstance(start, int) and nbytes
+                and (start * nbytes) % 16 == 0 and (root.type.shape[-1] * nbytes) % 16 == 0
+                and (out_shape[-1] * nbytes) % 16 == 0)
+  return cx.b.emit(Gather, root, tuple(per_dim), loc=cx.loc, types=[TensorType(out_shape, t.dtype)],
+                   names=[name], contiguous=bool(contiguous)).result
+
+
+def _last_start(spans, root_index, last):
+  """The static start, in the root, of the last dimension's span (None if not static)."""
+  if last not in spans or not isinstance(spans[last][0], int):
+    return None
+  start = spans[last][0]
+  if root_index is not None:
+    p = root_index[-1]
+    if p.squeeze or not isinstance(p.start, int):
+      return None
+    start += p.start
+  return start

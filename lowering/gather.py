@@ -1,0 +1,79 @@
+"""Gathers on both backends: every thread loads its own elements of a GMEM ref, at the indices
+its registers of the index tensors hold (one `memref.load` an element; the index tensors and
+the result share a layout, so the registers line up)."""
+from __future__ import annotations
+
+import numpy as np
+from jax.experimental.mosaic.gpu import fragmented_array as fa
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import arith, memref, vector
+
+from ..frontend.ops.gather import Gather
+from ..frontend.types import TensorType
+from .interpret_memory import OutOfBoundsError
+from .mosaic import mlir_type
+from .registry import interpret, lower
+
+
+def _element(reg, e):
+  if not isinstance(reg.type, ir.VectorType):
+    return reg
+  return vector.extract(reg, dynamic_position=[], static_position=ir.DenseI64ArrayAttr.get([e]))
+
+
+def _as_index(v):
+  index = ir.IndexType.get()
+  if isinstance(v, int):
+    return arith.constant(index, v)
+  return arith.index_cast(index, v)
+
+
+@lower(Gather)
+def _gather(ctx, o):
+  mem = ctx.memref(ctx.get(o.ref))
+  t = o.result.type
+  parts = [ctx.get(i) if not isinstance(i, int) else i for i in o.indices]
+  arrays = [p for p, i in zip(parts, o.indices) if not isinstance(i, int) and isinstance(i.type, TensorType)]
+  like = arrays[0]
+  elem_ty = mlir_type(t.dtype)
+  regs = np.empty(like.registers.shape, dtype=object)
+  for k in np.ndindex(like.registers.shape):
+    first = like.registers[k]
+    n = ir.VectorType(first.type).shape[0] if isinstance(first.type, ir.VectorType) else 1
+    uniform = [None if isinstance(p, fa.FragmentedArray) else _as_index(p) for p in parts]
+    out = None if n == 1 and not isinstance(first.type, ir.VectorType) else \
+        vector.broadcast(ir.VectorType.get((n,), elem_ty), arith.constant(elem_ty, 0.0 if t.dtype.is_float else 0))
+    if o.contiguous and n > 1:      # consecutive last indices: one vector load at the first
+      idx = [u if u is not None else _as_index(_element(p.registers[k], 0)) for u, p in zip(uniform, parts)]
+      regs[k] = vector.load(ir.VectorType.get((n,), elem_ty), mem, idx)
+      continue
+    for e in range(n):
+      idx = [u if u is not None else _as_index(_element(p.registers[k], e)) for u, p in zip(uniform, parts)]
+      v = memref.load(mem, idx)
+      if out is None:
+        out = v
+      else:
+        out = vector.insert(v, out, dynamic_position=[], static_position=ir.DenseI64ArrayAttr.get([e]))
+    regs[k] = out
+  ctx.set(o.result, fa.FragmentedArray(_registers=regs, _layout=like.layout, _is_signed=t.dtype.is_signed))
+
+
+@interpret(Gather)
+def _i_gather(cta, o):
+  ref = cta.get(o.ref)
+  shape = o.result.type.shape
+  coords = [np.broadcast_to(np.asarray(i if isinstance(i, int) else cta.get(i), np.int64), shape)
+            for i in o.indices]
+  dims = o.ref.type.shape
+  inside = np.ones(shape, bool)
+  for c, n in zip(coords, dims):
+    inside &= (c >= 0) & (c < n)
+  if not inside.all():
+    pos = tuple(int(p) for p in np.argwhere(~inside)[0])
+    elem = [int(c[pos]) for c in coords]
+    raise OutOfBoundsError(
+        f"this gather reads {o.ref.name or 'the ref'}{elem}, outside its shape {tuple(dims)}", o.loc,
+        hint="clamp the indices (ml.minimum(ids, n - 1)) or mask the result with ml.where")
+  flat = tuple(c.reshape(-1) for c in coords)
+  cta.m.gmem_access(cta, ref, flat, o, write=False)
+  cta.set(o.result, np.asarray(cta.buffer(ref)[flat]).reshape(shape))

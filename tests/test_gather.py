@@ -1,0 +1,131 @@
+"""Gathers: GMEM refs indexed by register tensors of indices (`table[ids, :]`, `x[idx]`), with
+NumPy's advanced-indexing shapes, in interpret mode, as built for CUDA, and on the GPU."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from locate import builds, expect
+
+S = jax.ShapeDtypeStruct
+F32 = jnp.float32
+R = 64
+
+
+@mg.mgpu_kernel(out_shape=lambda table, ids: S((ids.shape[0], table.shape[1]), table.dtype),
+                grid=lambda table, ids: (ids.shape[0] // R,))
+def embedding(table, ids, out):
+  """R rows of the table a program, at indices read from memory."""
+  i = ml.program_id(0)
+  rows = ids.at[ml.ds(i * R, R)][...]
+  out.at[ml.ds(i * R, R), :][...] = table[rows, :]
+
+
+@mg.mgpu_kernel(out_shape=lambda x, idx: S(idx.shape, x.dtype))
+def take(x, idx, out):
+  out[...] = x[idx[...]] * 2
+
+
+@mg.mgpu_kernel(out_shape=lambda t, ids: S((ids.shape[0], 64), t.dtype))
+def rows_of_a_window(t, ids, out):
+  out[...] = t.at[:, ml.ds(64, 64)][ids[...], :]
+
+
+@mg.mgpu_kernel(out_shape=lambda t, ids: S((t.shape[0], ids.shape[0]), t.dtype))
+def columns(t, ids, out):
+  out[...] = t[:, ids[...]]
+
+
+@mg.mgpu_kernel(out_shape=lambda t, r, c: S(r.shape, t.dtype))
+def pairs(t, r, c, out):
+  """t[r[k], c[k]]: two index vectors broadcast together (int16 indices widen)."""
+  out[...] = t[r[...], c[...]]
+
+
+def _table(shape, dtype=F32):
+  return jax.random.normal(jax.random.key(0), shape, F32).astype(dtype)
+
+
+def _ids(n, hi, seed=1):
+  return jax.random.randint(jax.random.key(seed), (n,), 0, hi)
+
+
+def _cases():
+  t = _table((1000, 128))
+  ids = _ids(256, 1000)
+  small = _table((64, 128), jnp.bfloat16)
+  r, c = _ids(128, 64, 2).astype(jnp.int16), _ids(128, 128, 3)
+  return [
+      ("embedding", embedding, (t, ids), lambda: np.asarray(t)[np.asarray(ids)]),
+      ("embedding_bf16", embedding, (t.astype(jnp.bfloat16), ids), lambda: np.asarray(t.astype(jnp.bfloat16))[np.asarray(ids)]),
+      ("take", take, (t.reshape(-1), ids), lambda: np.asarray(t).reshape(-1)[np.asarray(ids)] * 2),
+      ("rows_of_a_window", rows_of_a_window, (t, ids[:128]), lambda: np.asarray(t)[np.asarray(ids[:128]), 64:]),
+      ("columns", columns, (small, c), lambda: np.asarray(small)[:, np.asarray(c)]),
+      ("pairs", pairs, (small, r, c), lambda: np.asarray(small)[np.asarray(r), np.asarray(c)]),
+  ]
+
+
+CASES = {name: case for name, *case in _cases()}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_interpret_mode_and_cuda_build(name):
+  kernel, args, want = CASES[name]
+  got = kernel(*args, interpret=True)
+  np.testing.assert_array_equal(np.asarray(got), want())
+  builds(kernel, *[S(a.shape, a.dtype) for a in args])
+  exported = jax.export.export(jax.jit(kernel), platforms=["cuda"])(*args)
+  assert "mosaic_gpu" in exported.mlir_module()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", list(CASES))
+def test_gpu(name):
+  kernel, args, want = CASES[name]
+  np.testing.assert_array_equal(np.asarray(jax.jit(kernel)(*args)), want())
+
+
+def test_rows_are_gathered_a_vector_at_a_time_where_aligned():
+  specs = S((1000, 128), F32), S((256,), jnp.int32)
+  assert "contiguous=True" in embedding.typed_ir(*specs)
+  mlir = embedding.mlir(*specs)         # 64 x 128 float32: 16 registers of 4 a thread, 16 vector loads
+  assert mlir.count("memref.load") == 0 and mlir.count("vector.load") == 16
+  # a column gather has no contiguous run: an element at a time
+  specs = S((64, 128), F32), S((128,), jnp.int32)
+  assert "contiguous=True" not in columns.typed_ir(*specs)
+  assert columns.mlir(*specs).count("memref.load") == 64
+
+
+def test_an_index_outside_the_table_is_reported_in_interpret_mode():
+  t, ids = _table((100, 128)), jnp.full((64,), 100, jnp.int32)
+  with pytest.raises(mg.OutOfBoundsError) as e:
+    embedding(t, ids, interpret=True)
+  assert e.value.message == "this gather reads table[100, 0], outside its shape (100, 128)"
+  assert e.value.lineno == embedding.fn.__code__.co_firstlineno + 6     # table[rows, :]
+
+
+# ---------------------------------------------------------------- diagnostics
+@mg.mgpu_kernel(out_shape=lambda x, idx: S(idx.shape, x.dtype))
+def gather_from_smem(x, idx, out):
+  s = ml.smem(x.shape)
+  ml.copy(x, s)
+  out[...] = s[idx[...]]
+
+
+@mg.mgpu_kernel(out_shape=lambda x, idx: S(idx.shape, x.dtype))
+def float_indices(x, idx, out):
+  out[...] = x[idx[...]]
+
+
+def test_a_gather_from_smem_says_what_works():
+  e = expect(gather_from_smem, [S((256,), F32), S((128,), jnp.int32)], mg.KernelTypeError, "s[idx[...]]",
+             "s is indexed with a tensor of indices (a gather): only GMEM refs gather")
+  assert e.hint.startswith("gather from the kernel's GMEM parameter itself")
+
+
+def test_float_indices_are_rejected():
+  expect(float_indices, [S((256,), F32), S((128,), F32)], mg.KernelTypeError, "x[idx[...]]",
+         "a gather's indices are integers, got idx[...] (float32) for dimension 0 of x",
+         hint="convert them: ids.astype(jnp.int32)")
