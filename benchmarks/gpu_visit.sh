@@ -29,6 +29,8 @@ step() {
     gpu_pending) python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_sync_dots.py tests/test_probe_e.py tests/test_numerics_edges.py tests/test_mma.py tests/test_probe_messages.py ;;
     transpose)   python3 -u benchmarks/transpose.py && python3 -u examples/transpose.py ;;
     gpu_session8) python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_transpose.py tests/test_mma.py ;;
+    gather)      python3 -u benchmarks/gather.py ;;
+    gpu_gather)  python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_gather.py tests/test_transpose.py ;;
     gpu_paged_quick) python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_paged_attention.py tests/test_ragged.py ;;
     matmul)      python3 -u benchmarks/matmul.py ;;
     matmul_quick) python3 -u benchmarks/matmul.py --quick ;;
