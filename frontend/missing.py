@@ -9,7 +9,8 @@ _TOP = "no sort: repeated ml.argmax with ml.where masks picks the top k in k pas
 _TRANSPOSE = ("no register transposes: store the tile in SMEM and read its columns (buf.at[:, c][...]),"
               " or give ml.dot the transposed view buf.T")
 _CONCAT = "build it in an SMEM buffer's windows: t.at[0:n][...] = a; t.at[n:2 * n][...] = b; then t[...]"
-_POW = "no ml.pow: for x > 0 write ml.exp2(y * ml.log2(x)); whole powers as products (x * x)"
+_POW = ("no ml.pow: use the ** operator for x ** n (a static int), x ** 0.5 and c ** t (c a positive"
+        " Python number); otherwise, for x > 0, write ml.exp2(y * ml.log2(x))")
 _NOT_YET = {   # what Triton and jnp users reach for that mgpu_dsl does not have, and what to write
     "cumsum": _SCAN, "cumprod": _SCAN, "associative_scan": _SCAN, "sort": _TOP, "topk": _TOP,
     "trans": _TRANSPOSE, "permute": _TRANSPOSE, "transpose": _TRANSPOSE,

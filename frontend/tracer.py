@@ -561,9 +561,11 @@ class Tracer(ast.NodeVisitor):
       self.unsupported(node, "the operator @ in a kernel",
                        hint="tensor-core products are ml.dot(a_s, b_s) of SMEM buffers (A may be a register"
                             " tensor: ml.dot(p.astype(jnp.float16), v_s, acc))")
+    if op is ast.Pow:
+      left, right = (node.left, node.right) if isinstance(node, ast.BinOp) else (node.target, node.value)
+      return ew.power(self.cx(node, name), a, b, self.text(left), self.text(right))
     if op not in _BINOPS:
-      self.unsupported(node, f"the operator {op.__name__} on register values",
-                       hint="** on register values: use ml.exp2(y * ml.log2(x)), or multiply")
+      self.unsupported(node, f"the operator {op.__name__} on register values")
     return ew.binary(self.cx(node, name), _BINOPS[op], a, b)
 
   def eval_UnaryOp(self, node):

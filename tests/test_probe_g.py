@@ -3,7 +3,12 @@
 1. A reversed slice (`x.at[::-1]`, `v[::-1]`) got the strided-slice hint built for a step of
    -1 ("an axis of size -1 ... n // -1"); negative and zero steps now have their own messages
    and hints, and the hints work.
+2. `**` was unsupported and its hint failed for a Python-number base (`ml.log2(0.9)` is MG003):
+   now x ** n (a static int: products as lax.integer_pow, bit for bit jnp's), x ** 0.5
+   (ml.sqrt) and c ** t (a positive Python number c: exp2(t * log2(c))) work; other forms
+   are errors whose hints work, and ml.log2 of a Python number hints math.log2.
 """
+import math
 import functools
 
 import jax
@@ -117,3 +122,207 @@ def test_the_reversal_hints_work():
 def test_gpu_rows_from_the_end():
   x = jax.random.normal(jax.random.key(1), (64, 128), F32)
   np.testing.assert_array_equal(np.asarray(jax.jit(rows_from_the_end)(x)), np.asarray(x[::-1]))
+
+
+# ---------------------------------------------------------------- 2. the ** operator
+@mg.mgpu_kernel(out_shape=lambda x: (x,) * 9)
+def powers(x, o2, o3, om1, o0, oh, oc, o2f, om3, o7):
+  v = x[...]
+  o2[...] = v ** 2
+  o3[...] = v ** 3
+  om1[...] = v ** -1
+  o0[...] = v ** 0
+  oh[...] = v ** 0.5
+  oc[...] = 0.9 ** v
+  o2f[...] = v ** 2.0
+  om3[...] = v ** -3
+  w = v
+  w **= 7
+  o7[...] = w
+
+
+def _powers_ref(x):
+  return (x ** 2, x ** 3, x ** -1, x ** 0, x ** 0.5, 0.9 ** x, x ** 2.0, x ** -3, x ** 7)
+
+
+SPECIALS = [-0.0, 0.0, -np.inf, np.inf, -1.0, np.nan, 2.0, 1e-30, -3.5, 1e20]
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, jnp.bfloat16])
+def test_powers_match_jnp(dtype):
+  rnd = np.random.RandomState(0).randn(256 - len(SPECIALS)) * 4
+  x = jnp.asarray(np.r_[SPECIALS, rnd], dtype)
+  got = powers(x, interpret=True)
+  ref = _powers_ref(x)
+  for k, (g, r) in enumerate(zip(got, ref)):
+    g, r = np.asarray(g, np.float32), np.asarray(r, np.float32)
+    if k == 4:          # x ** 0.5 is ml.sqrt (correctly rounded; XLA's pow is within an ulp of it);
+      with np.errstate(invalid="ignore"):         # jnp.power gives 0.0 for -0.0 and inf for -inf
+        np.testing.assert_array_equal(g, np.sqrt(np.asarray(x)).astype(np.float32))
+      np.testing.assert_allclose(g[4:], r[4:], rtol=2 ** -23 if dtype == F32 else 2 ** -7, atol=0)
+      assert np.signbit(g[0]) and np.isnan(g[2]) and not np.signbit(r[0]) and r[2] == np.inf
+    elif k == 5:        # 0.9 ** x = exp2(x * log2(0.9)): to a few ulp of float32, then rounded
+      tol = 2e-6 if dtype == F32 else 2 ** -10 if dtype == F16 else 2 ** -7
+      np.testing.assert_allclose(g, r, rtol=tol, atol=0)
+    else:               # products in lax.integer_pow's order: bit for bit
+      np.testing.assert_array_equal(g, r, err_msg=f"output {k}")
+  powers.check(S((256,), dtype))
+  exports(powers, x)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, s: (x, x, x, S((), jnp.float32)))
+def int_and_scalar_powers(x, s, o3, o0, o1, so):
+  v = x[...]
+  o3[...] = v ** 3
+  o0[...] = v ** 0
+  o1[...] = v ** 1
+  t = ml.sum(s[...])
+  so[...] = t ** 2 + t ** -1 + 2 ** t + t ** 0
+
+
+def test_integer_and_scalar_powers_match_jnp():
+  x = jnp.arange(-64, 64, dtype=jnp.int32) * 37
+  s = jnp.full((128,), 0.0125, F32)
+  o3, o0, o1, so = int_and_scalar_powers(x, s, interpret=True)
+  np.testing.assert_array_equal(np.asarray(o3), np.asarray(x ** 3))    # wraps as jnp's
+  np.testing.assert_array_equal(np.asarray(o0), np.ones(128, np.int32))
+  np.testing.assert_array_equal(np.asarray(o1), np.asarray(x))
+  t = jnp.sum(s)
+  np.testing.assert_allclose(np.asarray(so), np.asarray(t ** 2 + t ** -1 + 2 ** t + t ** 0), rtol=1e-6)
+  int_and_scalar_powers.check(S((128,), jnp.int32), S((128,), F32))
+  exports(int_and_scalar_powers, x, s)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def int_negative_power(x, out):
+  out[...] = (x[...] + 1) ** -2
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, jnp.float32))
+def int_negative_power_fixed(x, out):
+  out[...] = (x[...] + 1).astype(jnp.float32) ** -2
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def float_exponent(x, out):
+  v = x[...]
+  out[...] = v ** 1.5
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def float_exponent_fixed(x, out):
+  v = x[...]
+  out[...] = ml.exp2(1.5 * ml.log2(v))
+
+
+@mg.mgpu_kernel(out_shape=lambda x, y: x)
+def tensor_exponent(x, y, out):
+  v = x[...]
+  w = y[...]
+  out[...] = v ** w
+
+
+@mg.mgpu_kernel(out_shape=lambda x, y: x)
+def tensor_exponent_fixed(x, y, out):
+  v = x[...]
+  w = y[...]
+  out[...] = ml.exp2(w * ml.log2(v))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def negative_base(x, out):
+  t = x[...]
+  out[...] = (-2.0) ** t
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def int_exponent_base(x, out):
+  k = x[...]
+  out[...] = 2 ** k
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def int_exponent_base_fixed(x, out):
+  k = x[...]
+  out[...] = 1 << k
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def log_of_number(x, out):
+  t = x[...]
+  out[...] = ml.exp2(t * ml.log2(0.9))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def log_of_number_fixed(x, out):
+  t = x[...]
+  out[...] = ml.exp2(t * math.log2(0.9))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def exp_of_number(x, out):
+  out[...] = x[...] * ml.exp(-1.5)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def exp_of_number_fixed(x, out):
+  out[...] = x[...] * math.exp(-1.5)
+
+
+def test_unsupported_powers_hint_what_works():
+  f = S((128,), F32)
+  i = S((128,), jnp.int32)
+  expect(int_negative_power, [i], mg.UnsupportedDtypeError, "(x[...] + 1) ** -2",
+         "(x[...] + 1) ** -2: integers cannot be raised to negative powers (as in jnp)",
+         hint="compute in floating point: (x[...] + 1).astype(jnp.float32) ** -2")
+  x = jnp.arange(128, dtype=jnp.int32)
+  np.testing.assert_array_equal(np.asarray(int_negative_power_fixed(x, interpret=True)),
+                                np.asarray((x + 1).astype(F32) ** -2))
+  expect(float_exponent, [f], mg.UnsupportedSyntaxError, "v ** 1.5",
+         "v ** 1.5: a float exponent on a register value is supported for 0.5 (ml.sqrt) and whole numbers"
+         " (products) only", hint="for v > 0: ml.exp2(1.5 * ml.log2(v))")
+  expect(tensor_exponent, [f, f], mg.UnsupportedSyntaxError, "v ** w",
+         "v ** w: an exponent held in registers is supported on a Python-number base only (c ** t); the"
+         " exponent of a register value must be a static number", hint="for v > 0: ml.exp2(w * ml.log2(v))")
+  xs = jnp.linspace(0.5, 3.0, 128, dtype=F32)
+  ys = jnp.linspace(-2.0, 2.0, 128, dtype=F32)
+  np.testing.assert_allclose(np.asarray(float_exponent_fixed(xs, interpret=True)), np.asarray(xs ** 1.5),
+                             rtol=1e-5)
+  np.testing.assert_allclose(np.asarray(tensor_exponent_fixed(xs, ys, interpret=True)), np.asarray(xs ** ys),
+                             rtol=1e-5)
+  expect(negative_base, [f], mg.KernelTypeError, "(-2.0) ** t",
+         "(-2.0) ** t: a Python-number base must be positive and finite: c ** t is ml.exp2(t * log2(c)), and"
+         " only those have a logarithm")
+  expect(int_exponent_base, [i], mg.UnsupportedDtypeError, "2 ** k",
+         "2 ** k: an exponent held in registers must be floating point, got int32",
+         hint="convert the exponent (the result is then a float): 2 ** k.astype(jnp.float32); 2 ** k of"
+              " integers is 1 << k")
+  k = jnp.arange(128, dtype=jnp.int32) % 31
+  np.testing.assert_array_equal(np.asarray(int_exponent_base_fixed(k, interpret=True)), np.asarray(2 ** k))
+  expect(log_of_number, [f], mg.KernelTypeError, "ml.log2(0.9)",
+         "ml.log2 of a Python number should be computed in Python",
+         hint="compute it in Python while the kernel is traced: math.log2(0.9) (import math)")
+  expect(exp_of_number, [f], mg.KernelTypeError, "ml.exp(-1.5)",
+         "ml.exp of a Python number should be computed in Python",
+         hint="compute it in Python while the kernel is traced: math.exp(-1.5) (import math)")
+  t = jnp.linspace(-20.0, 20.0, 128, dtype=F32)
+  np.testing.assert_allclose(np.asarray(log_of_number_fixed(t, interpret=True)), np.asarray(0.9 ** t), rtol=2e-6)
+  np.testing.assert_allclose(np.asarray(exp_of_number_fixed(t, interpret=True)), np.asarray(t * math.exp(-1.5)),
+                             rtol=1e-6)
+  for k_ in (int_negative_power_fixed, float_exponent_fixed, tensor_exponent_fixed, log_of_number_fixed):
+    k_.check(*([i] if k_ is int_negative_power_fixed else [f, f] if k_ is tensor_exponent_fixed else [f]))
+  exports(log_of_number_fixed, t)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [F32, jnp.bfloat16])
+def test_gpu_powers(dtype):
+  rnd = np.random.RandomState(0).randn(256 - len(SPECIALS)) * 4
+  x = jnp.asarray(np.r_[SPECIALS, rnd], dtype)
+  got = jax.jit(powers)(x)
+  for k, (g, r) in enumerate(zip(got, _powers_ref(x))):
+    g, r = np.asarray(g, np.float32), np.asarray(r, np.float32)
+    if k in (4, 5):
+      np.testing.assert_allclose(g[4:], r[4:], rtol=2e-6 if dtype == F32 else 1e-2)
+    else:
+      np.testing.assert_array_equal(g, r, err_msg=f"output {k}")
