@@ -101,12 +101,12 @@ def _store_register(mem, elems, contiguous, mreg, val):
 
 
 def _overruns(ctx, ref) -> bool:
-  """A view of an untiled root whose static window runs past the root's end (a masked access
-  may): Mosaic GPU rejects such a slice, so the access indexes the root instead."""
+  """A view of an untiled root whose static window starts before 0 or runs past the root's end
+  (a masked access may): Mosaic GPU rejects such a slice, so the access indexes the root instead."""
   if not isinstance(ref, ctx.View) or ctx.smem_layout(ref) is not None:
     return False
   dims = ir.MemRefType(ref.ref.type).shape
-  return any(isinstance(i.start, int) and not i.squeeze and i.start + i.size > d
+  return any(isinstance(i.start, int) and not i.squeeze and (i.start < 0 or i.start + i.size > d)
              for i, d in zip(ref.index, dims))
 
 
@@ -219,7 +219,7 @@ def _on_elements(cta, ref, mask, o, what):
     elem = [int(c[pos]) for c in coords]
     raise OutOfBoundsError(
         f"a masked {what} touches {ref.name}{elem}, outside {ref.name}'s shape {ref.root.type.shape}:"
-        f" the mask is on there", o.loc, hint="turn the mask off for elements past the array's end")
+        f" the mask is on there", o.loc, hint="turn the mask off for elements outside the array (before index 0 or past its end)")
   return tuple(c[mask] for c in coords)
 
 

@@ -7,6 +7,11 @@
    now x ** n (a static int: products as lax.integer_pow, bit for bit jnp's), x ** 0.5
    (ml.sqrt) and c ** t (a positive Python number c: exp2(t * log2(c))) work; other forms
    are errors whose hints work, and ml.log2 of a Python number hints math.log2.
+3. A masked access of a GMEM window with a static negative start (`x.at[ml.ds(-1, 128)]
+   .load(mask=j >= 1)`) was MG203 while the same window with a run-time start was accepted;
+   now a GMEM window may start before 0 as it may run past the end (a masked-on element
+   outside is interpret mode's OutOfBoundsError, as for run-time starts). The lowering sliced
+   such a window as Python does (`[127:126]`, an empty memref): it now indexes the root.
 """
 import math
 import functools
@@ -326,3 +331,108 @@ def test_gpu_powers(dtype):
       np.testing.assert_allclose(g[4:], r[4:], rtol=2e-6 if dtype == F32 else 1e-2)
     else:
       np.testing.assert_array_equal(g, r, err_msg=f"output {k}")
+
+
+# ---------------------------------------------------------------- 3. static negative starts, masked
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def shift_right(x, out):                      # out[i] = x[i - 1], out[0] = 0
+  j = ml.arange(128)
+  out.at[ml.ds(0, 128)][...] = x.at[ml.ds(-1, 128)].load(mask=j >= 1, other=0.0)
+  out.at[ml.ds(128, 128)][...] = x.at[ml.ds(127, 128)][...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def shift_left_store(x, out):                 # out[i - 1] = x[i], out[255] = 0
+  j = ml.arange(128)
+  out[...] = ml.zeros((256,), x.dtype)
+  out.at[ml.ds(-1, 128)].store(x.at[ml.ds(0, 128)][...], mask=j >= 1)
+  out.at[ml.ds(127, 128)].store(x.at[ml.ds(128, 128)][...], mask=j < 128)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def shift_rows_down(x, out):                  # out[r] = x[r - 1], out[0] = 0: a 2-D window
+  r = ml.arange(64)
+  out[...] = x.at[ml.ds(-1, 64), :].load(mask=(r >= 1)[:, None], other=0.0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 128,))
+def shift_right_dyn(x, out):                  # the run-time start that was always accepted
+  t = ml.program_id(0)
+  j = t * 128 + ml.arange(128)
+  out.at[ml.ds(t * 128, 128)][...] = x.at[ml.ds(t * 128 - 1, 128)].load(mask=j >= 1, other=0.0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def shift_mask_on_outside(x, out):
+  j = ml.arange(128)
+  out[...] = x.at[ml.ds(-1, 128)].load(mask=j >= 0, other=0.0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def unmasked_negative(x, out):
+  out[...] = x.at[ml.ds(-1, 128)][...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def unmasked_negative_rows(x, out):
+  out[...] = x.at[ml.ds(-1, 64), :][...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def wholly_before(x, out):
+  j = ml.arange(128)
+  out[...] = x.at[ml.ds(-128, 128)].load(mask=j >= 1, other=0.0)
+
+
+def _shift(x, k, axis=0):
+  return np.asarray(jnp.roll(x, k, axis).at[(slice(None),) * axis + ((slice(0, k) if k > 0 else slice(k, None)),)]
+                    .set(0))
+
+
+def test_a_static_negative_start_with_a_mask_is_accepted_and_right():
+  x = jnp.arange(1, 257, dtype=F32)
+  np.testing.assert_array_equal(np.asarray(shift_right(x, interpret=True)), _shift(x, 1))
+  np.testing.assert_array_equal(np.asarray(shift_right_dyn(x, interpret=True)), _shift(x, 1))
+  np.testing.assert_array_equal(np.asarray(shift_left_store(x, interpret=True)), _shift(x, -1))
+  x2 = jax.random.normal(jax.random.key(0), (64, 128), F32)
+  np.testing.assert_array_equal(np.asarray(shift_rows_down(x2, interpret=True)), _shift(x2, 1))
+  for k, a in ((shift_right, x), (shift_left_store, x), (shift_rows_down, x2), (shift_right_dyn, x)):
+    k.check(S(a.shape, a.dtype))
+    exports(k, a)
+
+
+def test_the_lowering_indexes_the_root_for_a_window_starting_before_0():
+  text = shift_right.mlir(S((256,), F32))
+  assert "memref<0xf32" not in text and "[127] [0]" not in text     # was memref.subview %x[127] [0] [1]
+  assert "arith.constant -1 : index" in text
+
+
+def test_a_masked_on_element_before_0_is_found_in_interpret_mode():
+  x = jnp.arange(128, dtype=F32)
+  shift_mask_on_outside.check(S((128,), F32))        # as for a run-time start: the mask is data
+  with pytest.raises(mg.OutOfBoundsError) as e:
+    shift_mask_on_outside(x, interpret=True)
+  assert e.value.message == "a masked load touches x[-1], outside x's shape (128,): the mask is on there"
+  assert e.value.hint == "turn the mask off for elements outside the array (before index 0 or past its end)"
+
+
+def test_unmasked_and_wholly_outside_negative_windows_are_still_errors():
+  expect(unmasked_negative, [S((128,), F32)], mg.IndexOutOfBoundsError, "x.at[ml.ds(-1, 128)][...]",
+         "ml.ds(-1, 128) is out of bounds for dimension 0 of x (size 128)",
+         hint="a register read must stay inside the array: mask it to the elements inside:"
+              " ref.load(mask=ml.arange(128) >= 1, other=0)")
+  expect(unmasked_negative_rows, [S((64, 128), F32)], mg.IndexOutOfBoundsError, "x.at[ml.ds(-1, 64), :][...]",
+         "ml.ds(-1, 64) is out of bounds for dimension 0 of x (size 64)",
+         hint="a register read must stay inside the array: mask it to the elements inside:"
+              " ref.load(mask=ml.arange(64)[:, None] >= 1, other=0)")
+  expect(wholly_before, [S((128,), F32)], mg.IndexOutOfBoundsError, "x.at[ml.ds(-128, 128)]",
+         "ml.ds(-128, 128) is out of bounds for dimension 0 of x (size 128)")
+
+
+@pytest.mark.gpu
+def test_gpu_static_negative_starts():
+  x = jnp.arange(1, 257, dtype=F32)
+  np.testing.assert_array_equal(np.asarray(jax.jit(shift_right)(x)), _shift(x, 1))
+  np.testing.assert_array_equal(np.asarray(jax.jit(shift_left_store)(x)), _shift(x, -1))
+  x2 = jax.random.normal(jax.random.key(0), (64, 128), F32)
+  np.testing.assert_array_equal(np.asarray(jax.jit(shift_rows_down)(x2)), _shift(x2, 1))

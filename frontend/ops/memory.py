@@ -271,8 +271,11 @@ def _one_index(cx, d, i, n, name, past_end=False, rank=1):
       raise E.IndexOutOfBoundsError(f"ml.ds size {size} exceeds dimension {d} of {name} (size {n})",
                                     cx.loc, hint=hint)
     start = index_operand(cx, i.start)
-    last = n - 1 if past_end else n - size
-    if isinstance(start, int) and not 0 <= start <= last:
+    # A GMEM window may leave the array on either side as long as part of it is inside: masked
+    # register accesses touch only the elements their mask turns on (an unmasked access of it is
+    # check_in_bounds's error). A window wholly outside has no element a mask could keep.
+    first, last = (1 - size, n - 1) if past_end else (0, n - size)
+    if isinstance(start, int) and not first <= start <= last:
       raise E.IndexOutOfBoundsError(
           f"ml.ds({start}, {size}) is out of bounds for dimension {d} of {name} (size {n})", cx.loc, hint=hint)
     return ir.Idx(start, size)
@@ -324,11 +327,20 @@ def check_in_bounds(cx, ref, what):
   if over is not None:
     d, start, size, n = over
     name = root(cx.b, ref).name or "the ref"
+    if start < 0:        # a mask keeps the elements before 0 untouched; TMA windows start aligned
+      _, index = window(cx.b, ref)
+      k, rank = sum(1 for i in index[:d] if not i.squeeze), len(ref.type.shape)
+      axes = "" if rank == 1 else "[" + ", ".join(":" if j == k else "None" for j in range(rank)) + "]"
+      on = f"ml.arange({size}){axes} >= {-start}"
+      op = (f"ref.load(mask={on}, other=0)" if what == "read" else f"ref.store(value, mask={on})"
+            if what == "write" else "ref.load(mask=...) / ref.store(value, mask=...)")
+      hint = f"a register {what} must stay inside the array: mask it to the elements inside: {op}"
+    else:
+      hint = (f"a register {what} must stay inside the array: copy the window with ml.copy (TMA reads"
+              f" zeros past the end and drops writes there), or mask it: ref.load(mask=...) /"
+              f" ref.store(value, mask=...)")
     raise E.IndexOutOfBoundsError(
-        f"ml.ds({start}, {size}) is out of bounds for dimension {d} of {name} (size {n})", cx.loc,
-        hint=f"a register {what} must stay inside the array: copy the window with ml.copy (TMA reads"
-             f" zeros past the end and drops writes there), or mask it: ref.load(mask=...) /"
-             f" ref.store(value, mask=...)")
+        f"ml.ds({start}, {size}) is out of bounds for dimension {d} of {name} (size {n})", cx.loc, hint=hint)
 
 
 def transpose(cx, ref, name=""):
