@@ -1,0 +1,119 @@
+"""Scans of register tensors: `ml.cumsum`, `ml.cumprod`, `ml.cummax`, `ml.cummin` along an axis.
+
+A scan moves values between threads, so it runs through an SMEM scratch the compiler allocates
+(rows padded by 4 bytes, as for transposes): every thread stores its elements, then
+ceil(log2(n)) steps each add (multiply, take the max or min of) the element 2**k before,
+read back from the scratch (Hillis and Steele), with a barrier between a step's reads and its
+writes. float16/bfloat16 sums and products run in float32 and round once; 8- and 16-bit
+integer ones give int32 (uint32), as jnp.cumsum does. Interpret mode combines in the same order.
+"""
+from __future__ import annotations
+
+import enum
+
+from .. import errors as E
+from .. import ir
+from ..dtypes import DType
+from ..ir import Access, LayoutRule, Traits
+from ..types import RefType, Space, TensorType, dtype_name, resolve
+from . import elementwise as ew
+from .base import builtin, check_register_value, is_tensor, kind_of
+from .memory import SmemAlloc
+from .shape import transpose_pad
+
+
+class ScanKind(enum.Enum):
+  SUM = "sum"
+  PROD = "prod"
+  MAX = "max"
+  MIN = "min"
+
+
+@ir.op(Traits(effects=lambda o: [(o.scratch, Access.REG_WRITE), (o.scratch, Access.REG_READ)],
+              layout=LayoutRule.ELEMENTWISE))
+class Scan(ir.Op):
+  """The inclusive scan of the 1- or 2-D tensor `x` along `axis` (from the end if `reverse`),
+  through `scratch` (flat: x's rows of n + pad elements; a 1-D x is one row)."""
+  kind: ScanKind
+  x: ir.Value
+  axis: int
+  reverse: bool
+  scratch: ir.Value
+  pad: int
+  loc: object
+  results: tuple
+  MOVES_ELEMENTS = True        # threads read each other's elements: barriers around it
+
+
+def _axis(cx, axis, rank, what):
+  if axis is None:
+    if rank == 1:
+      return 0
+    raise E.KernelTypeError(f"{what} of a {rank}-D tensor needs an axis (jnp's axis=None flattens it)",
+                            cx.loc, hint=f"{what}(x, axis=1) scans each row; {what}(x, axis=0) each column")
+  if not isinstance(axis, int) or isinstance(axis, bool) or not -rank <= axis < rank:
+    raise E.KernelTypeError(f"{what}: axis {axis!r} is out of range for a {rank}-D tensor", cx.loc,
+                            hint=f"axis is a static int in [-{rank}, {rank})")
+  return axis % rank
+
+
+def scan(cx, kind: ScanKind, x, axis, reverse, what):
+  check_register_value(cx, x, what)
+  if not is_tensor(x) or len(x.type.shape) not in (1, 2):
+    raise E.KernelTypeError(f"{what} takes a 1- or 2-D register tensor, got {kind_of(x)}", cx.loc,
+                            hint="read the data in the 2-D shape you scan: x.at[...][...] of a 2-D window")
+  if not isinstance(reverse, bool):
+    raise E.KernelTypeError(f"{what}: reverse is a static bool, got {reverse!r}", cx.loc,
+                            hint="reverse=True scans from the end")
+  shape = x.type.shape
+  axis = _axis(cx, axis, len(shape), what)
+  d = resolve(x.type.dtype)
+  if not isinstance(d, DType):
+    raise E.DtypeInferenceError(f"{what}: the dtype of {x.name or 'the tensor'} is not known yet", cx.loc,
+                                hint="give its buffer a dtype: ml.smem(shape, jnp.float32)")
+  acc = d
+  if kind in (ScanKind.SUM, ScanKind.PROD):
+    if d in (DType.f16, DType.bf16):
+      acc = DType.f32
+    elif d == DType.bool_ or (d.is_int and d.bits < 32):
+      acc = DType.u32 if d.is_int and not d.is_signed else DType.i32
+  elif d == DType.bool_:
+    raise E.UnsupportedDtypeError(f"{what} of a bool tensor: scans go through SMEM, which holds no bool",
+                                  cx.loc, hint=f"{what}(m.astype(jnp.int8), ...) != 0")
+  if acc.bits > 32:
+    raise E.UnsupportedDtypeError(f"{what} of {dtype_name(d)}: 8- to 32-bit elements only", cx.loc,
+                                  hint="scan a 32-bit tensor")
+  v = x if acc == d else ew.astype(cx, x, acc)
+  rows, n = (1, shape[0]) if len(shape) == 1 else shape
+  pad = transpose_pad(acc)
+  scratch = cx.b.emit(SmemAlloc, loc=cx.loc, types=[RefType((rows * (n + pad),), acc, Space.SMEM)],
+                      names=["scan scratch"]).result
+  cx.b.allocs.append(scratch)
+  rounds = d in (DType.f16, DType.bf16) and acc == DType.f32     # back to the input's dtype, once
+  r = cx.b.emit(Scan, kind, v, axis, reverse, scratch, pad, loc=cx.loc, types=[TensorType(shape, acc)],
+                names=[None if rounds else cx.name]).result
+  return ew.astype(cx, r, d) if rounds else r
+
+
+@builtin
+def cumsum(cx, x, axis=None, reverse=False):
+  """Inclusive cumulative sum along `axis` (jnp.cumsum; `reverse` as lax.cumsum)."""
+  return scan(cx, ScanKind.SUM, x, axis, reverse, "ml.cumsum")
+
+
+@builtin
+def cumprod(cx, x, axis=None, reverse=False):
+  """Inclusive cumulative product along `axis` (jnp.cumprod)."""
+  return scan(cx, ScanKind.PROD, x, axis, reverse, "ml.cumprod")
+
+
+@builtin
+def cummax(cx, x, axis=None, reverse=False):
+  """Inclusive running maximum along `axis` (lax.cummax; NaN propagates, as jnp.maximum)."""
+  return scan(cx, ScanKind.MAX, x, axis, reverse, "ml.cummax")
+
+
+@builtin
+def cummin(cx, x, axis=None, reverse=False):
+  """Inclusive running minimum along `axis` (lax.cummin)."""
+  return scan(cx, ScanKind.MIN, x, axis, reverse, "ml.cummin")

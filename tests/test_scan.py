@@ -1,0 +1,189 @@
+"""Scans: ml.cumsum / cumprod / cummax / cummin along an axis of a register tensor, through an
+SMEM scratch (Hillis and Steele), in interpret mode, as built for CUDA, and on the GPU."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from locate import builds, expect
+
+S = jax.ShapeDtypeStruct
+F16, F32 = jnp.float16, jnp.float32
+
+
+def _same(x):
+  return S(x.shape, x.dtype)
+
+
+def _widened(x):
+  return S(x.shape, jnp.int32 if x.dtype in (jnp.int8, jnp.int16) else x.dtype)
+
+
+@mg.mgpu_kernel(out_shape=_widened)
+def row_cumsum(x, out):
+  out[...] = ml.cumsum(x[...], axis=1)
+
+
+@mg.mgpu_kernel(out_shape=_same)
+def column_cummax(x, out):
+  out[...] = ml.cummax(x[...], axis=0)
+
+
+@mg.mgpu_kernel(out_shape=_same)
+def reversed_cumsum_1d(x, out):
+  out[...] = ml.cumsum(x[...], reverse=True)
+
+
+@mg.mgpu_kernel(out_shape=_same)
+def row_cumprod_and_cummin(x, out):
+  out[...] = ml.cumprod(x[...], axis=-1) + ml.cummin(x[...], axis=1)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: (S((128, 64), F32), S((128, 64), F32)), block=256)
+def scans_of_a_dot(a, b, rows, cols):
+  """A tensor-core result split between two warpgroups: along its rows, and across them."""
+  a_s, b_s = ml.smem(a.shape), ml.smem(b.shape)
+  ml.copy(a, a_s)
+  ml.copy(b, b_s)
+  acc = ml.dot(a_s, b_s.T)
+  rows[...] = ml.cumsum(acc, axis=1)
+  cols[...] = ml.cumsum(acc, axis=0)
+
+
+@mg.mgpu_kernel(out_shape=_same)
+def scans_in_a_loop(x, out):
+  acc = x[...]
+  for k in ml.range(3):               # a run-time loop: one scratch, reused every trip
+    acc = ml.cumsum(acc, axis=1) * 0.5
+  out[...] = acc
+
+
+def _np_cum(kind, x, axis, reverse=False):
+  x = np.flip(x, axis) if reverse else x
+  f = {"sum": np.cumsum, "prod": np.cumprod, "max": np.maximum.accumulate, "min": np.minimum.accumulate}[kind]
+  r = f(x, axis=axis)
+  return np.flip(r, axis) if reverse else r
+
+
+def _want(kernel, args):
+  x = [np.asarray(a).astype(np.float64) for a in args]
+  if kernel is row_cumsum:
+    return [_np_cum("sum", x[0], 1)]
+  if kernel is column_cummax:
+    return [_np_cum("max", x[0], 0)]
+  if kernel is reversed_cumsum_1d:
+    return [_np_cum("sum", x[0], 0, reverse=True)]
+  if kernel is row_cumprod_and_cummin:
+    return [_np_cum("prod", x[0], 1) + _np_cum("min", x[0], 1)]
+  if kernel is scans_of_a_dot:
+    acc = x[0] @ x[1].T
+    return [np.cumsum(acc, 1), np.cumsum(acc, 0)]
+  acc = x[0]
+  for _ in range(3):
+    acc = np.cumsum(acc, 1) * 0.5
+  return [acc]
+
+
+def _args(shapes, dtype, low=-3, high=3):
+  keys = jax.random.split(jax.random.key(0), len(shapes))
+  if jnp.issubdtype(dtype, jnp.integer):
+    return [jax.random.randint(k, s, low, high).astype(dtype) for k, s in zip(keys, shapes)]
+  return [jax.random.uniform(k, s, F32, low, high).astype(dtype) for k, s in zip(keys, shapes)]
+
+
+CASES = [
+    ("row_cumsum_f32", row_cumsum, [(64, 128)], F32),
+    ("row_cumsum_bf16", row_cumsum, [(16, 256)], jnp.bfloat16),
+    ("row_cumsum_int8_widens", row_cumsum, [(8, 128)], jnp.int8),
+    ("row_cumsum_uint32", row_cumsum, [(8, 128)], jnp.uint32),
+    ("column_cummax_f32", column_cummax, [(64, 128)], F32),
+    ("column_cummax_int32", column_cummax, [(32, 64)], jnp.int32),
+    ("reversed_cumsum_1d", reversed_cumsum_1d, [(1000 // 8 * 8,)], F32),
+    ("cumprod_cummin", row_cumprod_and_cummin, [(8, 16 * 8)], F32),
+    ("scans_of_a_dot", scans_of_a_dot, [(128, 64), (64, 64)], F16),
+    ("scans_in_a_loop", scans_in_a_loop, [(16, 128)], F32),
+]
+
+
+def _run_case(name, interpret):
+  _, kernel, shapes, dtype = next(c for c in CASES if c[0] == name)
+  low, high = ((0.9, 1.1) if kernel is row_cumprod_and_cummin else (0, 3) if dtype == jnp.uint32 else (-3, 3))
+  args = _args(shapes, dtype, low, high)
+  got = kernel(*args, interpret=True) if interpret else jax.jit(kernel)(*args)
+  got = got if isinstance(got, tuple) else (got,)
+  tol = dict(rtol=2e-2, atol=5e-2) if dtype in (F16, jnp.bfloat16) else dict(rtol=1e-5, atol=1e-4)
+  for g, w in zip(got, _want(kernel, args)):
+    np.testing.assert_allclose(np.asarray(g).astype(np.float64), w, **tol)
+  return kernel, args
+
+
+@pytest.mark.parametrize("name", [c[0] for c in CASES])
+def test_interpret_mode_and_cuda_build(name):
+  kernel, args = _run_case(name, interpret=True)
+  builds(kernel, *[_same(a) for a in args])
+  exported = jax.export.export(jax.jit(kernel), platforms=["cuda"])(*args)
+  assert "mosaic_gpu" in exported.mlir_module()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", [c[0] for c in CASES])
+def test_gpu(name):
+  _run_case(name, interpret=False)
+
+
+@pytest.mark.gpu
+def test_gpu_matches_interpret_mode_bit_for_bit():
+  """The same combining order on both backends (a float32 sum depends on it)."""
+  x = _args([(32, 512)], F32)[0] * 1e3
+  np.testing.assert_array_equal(np.asarray(jax.jit(row_cumsum)(x)), np.asarray(row_cumsum(x, interpret=True)))
+
+
+def test_int8_sums_widen_to_int32_and_half_sums_round_once():
+  x = jnp.full((8, 128), 100, jnp.int8)
+  got = row_cumsum(x, interpret=True)
+  assert got.dtype == jnp.int32 and int(got[0, -1]) == 12800        # int8 would have wrapped
+  y = jnp.full((8, 256), 0.1, jnp.bfloat16)
+  want = np.cumsum(np.full((8, 256), float(jnp.bfloat16(0.1)), np.float32), 1)
+  np.testing.assert_allclose(np.asarray(row_cumsum(y, interpret=True)).astype(np.float32), want, rtol=8e-3)
+
+
+def test_a_barrier_separates_each_step_and_each_loop_trip():
+  lines = [line.split("#")[0].strip() for line in scans_in_a_loop.typed_ir(S((16, 128), F32)).splitlines()]
+  ops = [line.split(" = ")[-1].split()[0] if line else "" for line in lines]
+  loop = ops[ops.index("for"):]
+  assert loop[loop.index("scan") - 1] == "barrier", loop     # the last trip's reads of the scratch are done
+
+
+# ---------------------------------------------------------------- diagnostics
+@mg.mgpu_kernel(out_shape=_same)
+def no_axis(x, out):
+  out[...] = ml.cumsum(x[...])
+
+
+@mg.mgpu_kernel(out_shape=_same)
+def bad_axis(x, out):
+  out[...] = ml.cumsum(x[...], axis=2)
+
+
+@mg.mgpu_kernel(out_shape=_same)
+def bool_cummax(x, out):
+  out[...] = ml.where(ml.cummax(x[...] > 0, axis=1), 1.0, 0.0)
+
+
+def test_a_2d_scan_needs_an_axis():
+  e = expect(no_axis, [S((8, 128), F32)], mg.KernelTypeError, "ml.cumsum(x[...])",
+             "ml.cumsum of a 2-D tensor needs an axis (jnp's axis=None flattens it)")
+  assert e.hint.startswith("ml.cumsum(x, axis=1) scans each row")
+
+
+def test_an_axis_out_of_range_is_rejected():
+  expect(bad_axis, [S((8, 128), F32)], mg.KernelTypeError, "ml.cumsum(x[...], axis=2)",
+         "ml.cumsum: axis 2 is out of range for a 2-D tensor", hint="axis is a static int in [-2, 2)")
+
+
+def test_a_bool_running_max_says_how():
+  e = expect(bool_cummax, [S((8, 128), F32)], mg.UnsupportedDtypeError, "ml.cummax(x[...] > 0, axis=1)",
+             "ml.cummax of a bool tensor: scans go through SMEM, which holds no bool")
+  assert "astype(jnp.int8)" in e.hint
