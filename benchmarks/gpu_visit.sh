@@ -31,6 +31,8 @@ step() {
     gpu_session8) python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_transpose.py tests/test_mma.py ;;
     gather)      python3 -u benchmarks/gather.py ;;
     gpu_gather)  python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_gather.py tests/test_transpose.py ;;
+    scan)        python3 -u benchmarks/scan.py ;;
+    gpu_scan)    python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_scan.py ;;
     gpu_paged_quick) python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_paged_attention.py tests/test_ragged.py ;;
     matmul)      python3 -u benchmarks/matmul.py ;;
     matmul_quick) python3 -u benchmarks/matmul.py --quick ;;
