@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import difflib
 
-_SCAN = "no scans yet: carry the running value through a loop (a sum also: a triangular mask and ml.sum)"
+_SCAN = ("no general associative scan: ml.cumsum, ml.cumprod, ml.cummax and ml.cummin scan along an axis;"
+         " for another combination, carry the running value through a loop")
 _TOP = "no sort: repeated ml.argmax with ml.where masks picks the top k in k passes"
-_TRANSPOSE = ("no register transposes: store the tile in SMEM and read its columns (buf.at[:, c][...]),"
-              " or give ml.dot the transposed view buf.T")
+_TRANSPOSE = ("a 2-D tensor transposes with x.T or ml.transpose(x) (through SMEM); for the tensor cores,"
+              " give ml.dot the transposed view buf.T, which moves no data")
 _CONCAT = "build it in an SMEM buffer's windows: t.at[0:n][...] = a; t.at[n:2 * n][...] = b; then t[...]"
 _POW = ("no ml.pow: use the ** operator for x ** n (a static int), x ** 0.5 and c ** t (c a positive"
         " Python number); otherwise, for x > 0, write ml.exp2(y * ml.log2(x))")
 _NOT_YET = {   # what Triton and jnp users reach for that mgpu_dsl does not have, and what to write
-    "cumsum": _SCAN, "cumprod": _SCAN, "associative_scan": _SCAN, "sort": _TOP, "topk": _TOP,
-    "trans": _TRANSPOSE, "permute": _TRANSPOSE, "transpose": _TRANSPOSE,
+    "associative_scan": _SCAN, "scan": _SCAN, "sort": _TOP, "topk": _TOP,
+    "trans": _TRANSPOSE, "permute": _TRANSPOSE,
+    "gather": "index the GMEM ref with a tensor of indices: table[ids, :] (NumPy's advanced indexing)",
+    "take": "index the GMEM ref with a tensor of indices: x[idx] (NumPy's advanced indexing)",
     "join": _CONCAT, "cat": _CONCAT, "concatenate": _CONCAT,
     "split": "read the halves through windows of the ref: x.at[:, 0:n][...] and x.at[:, n:2 * n][...]",
     "log1p": "no ml.log1p: ml.log(1 + x) loses the digits of small x; accurate for finite x:"
