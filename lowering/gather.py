@@ -21,11 +21,15 @@ def _element(reg, e):
   return vector.extract(reg, dynamic_position=[], static_position=ir.DenseI64ArrayAttr.get([e]))
 
 
-def _as_index(v):
+def _as_index(v, unsigned=False):
   index = ir.IndexType.get()
   if isinstance(v, int):
     return arith.constant(index, v)
-  return arith.index_cast(index, v)
+  return (arith.index_castui if unsigned else arith.index_cast)(index, v)
+
+
+def _unsigned(i) -> bool:
+  return not isinstance(i, int) and not i.type.dtype.is_signed
 
 
 @lower(Gather)
@@ -40,15 +44,18 @@ def _gather(ctx, o):
   for k in np.ndindex(like.registers.shape):
     first = like.registers[k]
     n = ir.VectorType(first.type).shape[0] if isinstance(first.type, ir.VectorType) else 1
-    uniform = [None if isinstance(p, fa.FragmentedArray) else _as_index(p) for p in parts]
+    uniform = [None if isinstance(p, fa.FragmentedArray) else _as_index(p, _unsigned(i))
+               for p, i in zip(parts, o.indices)]
     out = None if n == 1 and not isinstance(first.type, ir.VectorType) else \
         vector.broadcast(ir.VectorType.get((n,), elem_ty), arith.constant(elem_ty, 0.0 if t.dtype.is_float else 0))
     if o.contiguous and n > 1:      # consecutive last indices: one vector load at the first
-      idx = [u if u is not None else _as_index(_element(p.registers[k], 0)) for u, p in zip(uniform, parts)]
+      idx = [u if u is not None else _as_index(_element(p.registers[k], 0), _unsigned(i))
+             for u, p, i in zip(uniform, parts, o.indices)]
       regs[k] = vector.load(ir.VectorType.get((n,), elem_ty), mem, idx)
       continue
     for e in range(n):
-      idx = [u if u is not None else _as_index(_element(p.registers[k], e)) for u, p in zip(uniform, parts)]
+      idx = [u if u is not None else _as_index(_element(p.registers[k], e), _unsigned(i))
+             for u, p, i in zip(uniform, parts, o.indices)]
       v = memref.load(mem, idx)
       if out is None:
         out = v
@@ -65,15 +72,21 @@ def _i_gather(cta, o):
   coords = [np.broadcast_to(np.asarray(i if isinstance(i, int) else cta.get(i), np.int64), shape)
             for i in o.indices]
   dims = o.ref.type.shape
+  lo = [0] * len(dims) if not o.window else [int(cta.operand(p.start)) for p in o.window]
+  hi = list(dims) if not o.window else [a + (1 if p.squeeze else p.size) for a, p in zip(lo, o.window)]
   inside = np.ones(shape, bool)
-  for c, n in zip(coords, dims):
-    inside &= (c >= 0) & (c < n)
+  for c, a, b in zip(coords, lo, hi):
+    inside &= (c >= a) & (c < b)
   if not inside.all():
     pos = tuple(int(p) for p in np.argwhere(~inside)[0])
     elem = [int(c[pos]) for c in coords]
+    name = o.ref.name or "the ref"
+    where = (f"outside its shape {tuple(dims)}" if not o.window else
+             f"outside the view {name}[{', '.join(f'{a}:{b}' for a, b in zip(lo, hi))}] it indexes")
     raise OutOfBoundsError(
-        f"this gather reads {o.ref.name or 'the ref'}{elem}, outside its shape {tuple(dims)}", o.loc,
-        hint="clamp the indices (ml.minimum(ids, n - 1)) or mask the result with ml.where")
+        f"this gather reads {name}{elem}, {where}", o.loc,
+        hint="clamp the indices into range (ml.minimum(ml.maximum(ids, 0), n - 1), n the size indexed)"
+             " or mask the result with ml.where")
   flat = tuple(c.reshape(-1) for c in coords)
   cta.m.gmem_access(cta, ref, flat, o, write=False)
   cta.set(o.result, np.asarray(cta.buffer(ref)[flat]).reshape(shape))

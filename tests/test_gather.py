@@ -129,3 +129,60 @@ def test_float_indices_are_rejected():
   expect(float_indices, [S((256,), F32), S((128,), F32)], mg.KernelTypeError, "x[idx[...]]",
          "a gather's indices are integers, got idx[...] (float32) for dimension 0 of x",
          hint="convert them: ids.astype(jnp.int32)")
+
+
+@mg.mgpu_kernel(out_shape=lambda t, ids: S((ids.shape[0], t.shape[1]), t.dtype))
+def rows_of_the_first_32(t, ids, out):
+  out[...] = t.at[0:32][ids[...], :]
+
+
+def test_an_index_outside_the_view_is_reported_not_read_from_the_rest_of_the_array():
+  """Once read row 40 of the whole table silently (NumPy raises for the view)."""
+  t, ids = _table((100, 128)), jnp.full((16,), 40, jnp.int32)
+  with pytest.raises(mg.OutOfBoundsError) as e:
+    rows_of_the_first_32(t, ids, interpret=True)
+  assert e.value.message == "this gather reads t[40, 0], outside the view t[0:32, 0:128] it indexes"
+  assert "ml.maximum(ids, 0)" in e.value.hint
+  np.testing.assert_array_equal(np.asarray(rows_of_the_first_32(t, ids % 32, interpret=True)),
+                                np.asarray(t)[np.asarray(ids % 32)])
+
+
+@mg.mgpu_kernel(out_shape=lambda x, idx: S(idx.shape, x.dtype))
+def take_u32(x, idx, out):
+  out[...] = x[idx[...]]
+
+
+def test_uint32_indices_stay_unsigned():
+  x = _table((256,))
+  idx = jnp.full((128,), 2 ** 31, jnp.uint32)
+  with pytest.raises(mg.OutOfBoundsError) as e:
+    take_u32(x, idx, interpret=True)
+  assert e.value.message == "this gather reads x[2147483648], outside its shape (256,)"
+  ok = jnp.arange(128, dtype=jnp.uint32) * 2
+  np.testing.assert_array_equal(np.asarray(take_u32(x, ok, interpret=True)), np.asarray(x)[::2])
+  assert "index_castui" in take_u32.mlir(S((256,), F32), S((128,), jnp.uint32))
+
+
+@mg.mgpu_kernel(out_shape=lambda t, ids: S((ids.shape[0], t.shape[1]), t.dtype))
+def bool_rows(t, ids, out):
+  out[...] = t[ids[...] > 3, :]
+
+
+@mg.mgpu_kernel(out_shape=lambda t, ids, g: t)
+def scatter_rows(t, ids, g, out):
+  out[ids[...], :] = g[...]
+
+
+def test_a_mask_index_says_the_shape_would_depend_on_the_data():
+  e = expect(bool_rows, [S((100, 128), F32), S((16,), jnp.int32)], mg.KernelTypeError, "t[ids[...] > 3, :]",
+             "t is indexed with a bool tensor: selecting by a mask gives a shape that depends on the data,"
+             " which a kernel's tensors cannot have")
+  assert e.hint.startswith("keep the shape and select: ml.where(mask, x, 0)")
+
+
+def test_a_scatter_says_only_reads_gather_and_how_to_write_rows():
+  e = expect(scatter_rows, [S((100, 128), F32), S((16,), jnp.int32), S((16, 128), F32)], mg.KernelTypeError,
+             "out[ids[...], :] = g[...]",
+             "an index here must be an integer scalar, got ids[...]: only a read of a GMEM ref takes a tensor of"
+             " indices (a gather, table[ids, :])")
+  assert "one row at a time" in e.hint

@@ -162,7 +162,7 @@ def transpose_axes(x, out):
 def test_a_3d_tensor_is_rejected_at_the_call():
   e = expect(transpose_3d, [S((2, 64, 64), F32)], mg.KernelTypeError, "ml.transpose(x[...])",
              "ml.transpose takes a 2-D register tensor, got a register tensor of shape (2, 64, 64)")
-  assert "reshape it to 2-D" in e.hint
+  assert "x.reshape((m, n))" in e.hint and "x.at[b][...]" in e.hint
 
 
 def test_a_bool_tensor_is_rejected_with_the_int8_route():
@@ -174,3 +174,34 @@ def test_a_bool_tensor_is_rejected_with_the_int8_route():
 def test_other_axes_are_rejected():
   expect(transpose_axes, [S((64, 64), F32)], mg.KernelTypeError, "ml.transpose(x[...], (0, 1))",
          "ml.transpose(x, axes=(0, 1)): 2-D tensors swap their two axes only", hint="leave axes out: ml.transpose(x)")
+
+
+@mg.mgpu_kernel(out_shape=_t_out)
+def axes_given(x, out):
+  out[...] = x[...].transpose(1, 0) + ml.transpose(x[...], (1, 0))
+
+
+def test_axes_may_be_given_as_jnp_and_numpy_take_them():
+  x = np.arange(64 * 128, dtype=np.float32).reshape(64, 128)
+  np.testing.assert_array_equal(np.asarray(axes_given(x, interpret=True)), 2 * x.T)
+
+
+@mg.mgpu_kernel(out_shape=_t_out)
+def pipelined_transposed_reads(x, out):
+  """Each trip's TMA-loaded stage read transposed, whole (once a PipelineError)."""
+  x_s = ml.smem((x.shape[0], 64))
+  for j in ml.range(x.shape[1] // 64, stages=2):
+    ml.copy(x.at[:, ml.ds(j * 64, 64)], x_s)
+    out.at[ml.ds(j * 64, 64), :][...] = x_s.T[...]
+
+
+def test_a_pipelined_stage_may_be_read_transposed():
+  x = np.arange(64 * 256, dtype=np.float32).reshape(64, 256)
+  np.testing.assert_array_equal(np.asarray(pipelined_transposed_reads(x, interpret=True)), x.T)
+  builds(pipelined_transposed_reads, S(x.shape, F32))
+
+
+@pytest.mark.gpu
+def test_gpu_pipelined_transposed_reads():
+  x = np.arange(64 * 256, dtype=np.float32).reshape(64, 256)
+  np.testing.assert_array_equal(np.asarray(jax.jit(pipelined_transposed_reads)(x)), x.T)

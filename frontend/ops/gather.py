@@ -6,9 +6,9 @@
 Every index is an integer tensor, a scalar or a Python int, and they broadcast together as in
 NumPy; slices (`:`, `a:b`, `ml.ds`) add the axes they span, after the indices' axes when the
 indices are adjacent and before a slice, else in NumPy's order. Each thread loads its own
-elements (no TMA, no vectorised loads): a gather costs a load instruction an element. Interpret
-mode checks every index against the array (MG952); on the GPU an index outside reads whatever
-memory is there, as in Triton.
+elements (a vector load for consecutive elements of a row, else one load an element). Interpret
+mode checks every index against the view indexed (MG952); on the GPU an index outside reads
+whatever memory is there, as in Triton. Indices are int32 or uint32 (narrower ones widen).
 """
 from __future__ import annotations
 
@@ -35,6 +35,9 @@ class Gather(ir.Op):
   # The last index is a slice's span along the result's last axis, 16-byte aligned in start and
   # size, in rows of a multiple of 16 bytes: a register's consecutive elements are one vector load.
   contiguous: bool = False
+  # The view the user indexed (ir.Idx per root dimension; empty: the whole ref): interpret mode
+  # reports indices outside it, as NumPy would for the view.
+  window: tuple = ()
 
 
 def has_tensor_index(index) -> bool:
@@ -70,6 +73,12 @@ def gather(cx, ref, index, name=""):
   for d, (i, n) in enumerate(zip(items, t.shape)):
     if is_tensor(i):
       dt = resolve(i.type.dtype)
+      if dt == DType.bool_:
+        raise E.KernelTypeError(
+            f"{ref.name or 'the ref'} is indexed with a bool tensor: selecting by a mask gives a shape that"
+            f" depends on the data, which a kernel's tensors cannot have", cx.loc,
+            hint="keep the shape and select: ml.where(mask, x, 0), or read and write with a mask:"
+                 " ref.at[...].load(mask=m, other=0), ref.at[...].store(v, mask=m)")
       if not (isinstance(dt, DType) and dt.is_int):
         raise E.KernelTypeError(
             f"a gather's indices are integers, got {i.name or kind_of(i)} ({dtype_name(dt)}) for dimension"
@@ -126,8 +135,8 @@ def gather(cx, ref, index, name=""):
       x = broadcast_to_shape(cx, ew.arange.rule(cx, size), out_shape, (axis_of[d],))
       per_dim.append(ew.binary(cx, ew.BinOp.ADD, x, start) if not (isinstance(start, int) and start == 0) else x)
     elif is_tensor(i):
-      if resolve(i.type.dtype) != DType.i32:
-        i = ew.astype(cx, i, DType.i32)
+      if resolve(i.type.dtype) not in (DType.i32, DType.u32):
+        i = ew.astype(cx, i, DType.u32 if not resolve(i.type.dtype).is_signed else DType.i32)
       dims = tuple(len(before) + len(b) - len(i.type.shape) + k for k in range(len(i.type.shape)))
       per_dim.append(broadcast_to_shape(cx, i, out_shape, dims))
     elif isinstance(i, int):
@@ -150,7 +159,7 @@ def gather(cx, ref, index, name=""):
         full.append(ew.binary(cx, ew.BinOp.ADD, x, p.start))
     per_dim = full
   per_dim = [x if isinstance(x, int) or not is_value(x) or isinstance(x.type, TensorType)
-             or resolve(x.type.dtype) == DType.i32 else ew.astype(cx, x, DType.i32) for x in per_dim]
+             or resolve(x.type.dtype) in (DType.i32, DType.u32) else ew.astype(cx, x, DType.i32) for x in per_dim]
   if not any(is_tensor(x) for x in per_dim):
     raise E.KernelTypeError("a gather needs a tensor of indices", cx.loc, hint="table[ids, :]")
   last = len(t.shape) - 1
@@ -160,7 +169,7 @@ def gather(cx, ref, index, name=""):
                 and (start * nbytes) % 16 == 0 and (root.type.shape[-1] * nbytes) % 16 == 0
                 and (out_shape[-1] * nbytes) % 16 == 0)
   return cx.b.emit(Gather, root, tuple(per_dim), loc=cx.loc, types=[TensorType(out_shape, t.dtype)],
-                   names=[name], contiguous=bool(contiguous)).result
+                   names=[name], contiguous=bool(contiguous), window=tuple(root_index or ())).result
 
 
 def _last_start(spans, root_index, last):

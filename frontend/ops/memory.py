@@ -169,6 +169,13 @@ def index_operand(cx, x):
           f"an index must be an integer scalar, got {x.name or 'a scalar'} ({dtype_name(d)})", cx.loc,
           hint=f"index with ints, program ids, loop counters or integer scalar math; convert a"
                f" {dtype_name(d)} that holds an index: {i}.astype(jnp.int32)")
+  if is_value(x) and isinstance(x.type, TensorType):
+    raise E.KernelTypeError(
+        f"an index here must be an integer scalar, got {x.name or 'a register tensor'}: only a read of a GMEM"
+        f" ref takes a tensor of indices (a gather, table[ids, :])", cx.loc,
+        hint="to write (or atomically add) rows at computed places, take one row at a time: for r in"
+             " ml.static_range(n): ml.atomic_add(out.at[ids_ref[i * n + r]], g.at[i * n + r][...]) (an index"
+             " read from memory as a scalar); to mask a read, gather and select: ml.where(m, t[ids, :], 0)")
   raise E.KernelTypeError(f"an index must be an integer scalar, got {kind_of(x)}", cx.loc,
                           hint="index with ints, program ids, loop counters or integer scalar math")
 
@@ -356,8 +363,9 @@ def transpose(cx, ref, name=""):
     where = "another CTA's SMEM" if t.remote else f"{t.space} refs"
     raise E.KernelTypeError(
         f"{ref.name or 'this ref'}.T: only this CTA's SMEM buffers have a transposed view, not {where}", cx.loc,
-        hint="copy the tile into SMEM first, then use the transposed view in ml.dot:"
-             " buf = ml.smem(shape); ml.copy(tile, buf); ml.dot(a_s, buf.T)")
+        hint=f"read it and transpose in registers: {ref.name or 'x'}[...].T; or copy the tile into SMEM"
+             " (buf = ml.smem(shape); ml.copy(tile, buf)) and use buf.T in ml.dot(a_s, buf.T), which moves"
+             " no data, or read buf.T[...]")
   if len(t.shape) != 2:
     raise E.KernelTypeError(
         f"{ref.name or 'this ref'}.T: .T transposes 2-D windows, got shape {t.shape}", cx.loc,
@@ -383,6 +391,9 @@ def untransposed(cx, ref):
   """The window a transposed view `buf.T` shows, as stored."""
   d = cx.b.defining(ref)
   t = ref.type
+  if not isinstance(cx.b.defining(d.ref), View) and tuple(d.ref.type.shape) == tuple(t.shape[::-1]) and all(
+      not i.squeeze and isinstance(i.start, int) and i.start == 0 for i in d.index):
+    return d.ref                    # the whole buffer (a pipelined stage is read whole, not through a view)
   return cx.b.emit(View, d.ref, d.index, loc=cx.loc, types=[RefType(t.shape[::-1], t.dtype, t.space)],
                    names=[ref.name], transpose=False).result
 

@@ -436,8 +436,9 @@ def transpose_tensor(cx, x, name=""):
     raise E.KernelTypeError(
         f"ml.transpose takes a 2-D register tensor, got {kind_of(x)}"
         + (f" of shape {t.shape}" if is_tensor(x) else ""), cx.loc,
-        hint="reshape it to 2-D first (x.reshape(m, n)); a 1-D vector needs no transpose:"
-             " v[:, None] and v[None, :] make it a column or a row")
+        hint="transpose 2-D tiles: read them 2-D (x.at[b][...] of a (b, m, n) array, one per leading index)"
+             " or reshape the tensor to 2-D first (x.reshape((m, n)), which changes what the transpose"
+             " swaps); a 1-D vector needs no transpose: v[:, None] and v[None, :] make it a column or a row")
   d = resolve(t.dtype)
   if d == DType.bool_:
     raise E.UnsupportedDtypeError(
@@ -457,10 +458,14 @@ def transpose_tensor(cx, x, name=""):
 
 
 @builtin(methods=("transpose",))
-def transpose(cx, x, axes=None):
-  """The transpose of a 2-D register tensor (also `x.T` and `x.transpose()`), through an SMEM
-  scratch of the tile's size: a copy through shared memory, not free as `buf.T` in ml.dot is."""
-  if axes is not None and tuple(axes) not in ((1, 0),):
+def transpose(cx, x, *axes):
+  """The transpose of a 2-D register tensor (also `x.T`, `x.transpose()` and `x.transpose(1, 0)`),
+  through an SMEM scratch of the tile's size: a copy through shared memory, not free as `buf.T`
+  in ml.dot is."""
+  if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+    axes = tuple(axes[0])                       # ml.transpose(x, (1, 0)), as jnp.transpose
+  axes = tuple(axes) or None
+  if axes is not None and axes not in ((1, 0), (-1, -2), (1, -2), (-1, 0)):
     raise E.KernelTypeError(f"ml.transpose(x, axes={axes!r}): 2-D tensors swap their two axes only",
                             cx.loc, hint="leave axes out: ml.transpose(x)")
   return transpose_tensor(cx, x, cx.name or "")
