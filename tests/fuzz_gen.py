@@ -219,7 +219,7 @@ class Gen:
     kind = self.c.choice(["smem", "smem", "copy", "copy", "copy", "load", "load", "store", "store",
                           "binary", "binary", "compare", "unary", "cast", "cast", "where", "full",
                           "pid", "for", "if", "cluster", "aug", "scalar", "attr", "dot",
-                          "scalar_cast", "grouped", "syntax"])
+                          "scalar_cast", "grouped", "syntax", "transpose", "scan", "gather"])
     getattr(self, "s_" + kind)()
 
   def s_pid(self):
@@ -374,6 +374,51 @@ class Gen:
       cond = self.c.choice([v.name, "True", "x0"])
     self.emit(f"{name} = ml.where({cond}, {v.name}, {self.operand(v.shape, v.dtype)})")
     self.env.append(Var(name, "tensor", v.shape, v.dtype))
+
+  def s_transpose(self):
+    """x.T / ml.transpose(x) / x.transpose() of a 2-D tensor (any dtype but bool, unless bad)."""
+    bad = self.bad()
+    v = self.tensor(None if bad else (lambda d: d != "bool"))
+    if len(v.shape) != 2 and not bad:
+      return
+    name = self.fresh("t")
+    form = self.c.choice(["{a}.T", "ml.transpose({a})", "{a}.transpose()", "{a}.transpose(1, 0)"])
+    self.emit(f"{name} = " + form.format(a=v.name))
+    self.env.append(Var(name, "tensor", tuple(reversed(v.shape)), v.dtype))
+
+  def s_scan(self):
+    """ml.cumsum / cummax / cummin along an axis of a 1- or 2-D arithmetic tensor."""
+    bad = self.bad()
+    v = self.tensor(None if bad else (lambda d: d in ("float32", "int32")))
+    if len(v.shape) > 2 and not bad:
+      return
+    f = self.c.choice(["cumsum", "cummax", "cummin"])
+    axis = self.c.choice(range(len(v.shape))) if not bad else self.c.choice([None, 2, -3])
+    rev = ", reverse=True" if self.c.chance(0.3) else ""
+    name = self.fresh("t")
+    self.emit(f"{name} = ml.{f}({v.name}, axis={axis}{rev})")
+    self.env.append(Var(name, "tensor", v.shape, v.dtype))
+
+  def s_gather(self):
+    """Rows (or elements) of an input at indices computed from ml.arange, kept inside it."""
+    ref = self.pick(("gmem",), lambda r: r.name.startswith("x") and len(r.shape) <= 2 and r.dtype != "bool")
+    if ref is None:
+      return
+    n0 = ref.shape[0]
+    mult = self.c.choice([1, 3, 7])
+    if len(ref.shape) == 1:
+      k = self.c.choice([128, 256])
+      idx = f"(ml.arange({k}) * {mult}) % {n0}" if not self.bad() else f"ml.arange({k}) * {mult}"
+      name = self.fresh("t")
+      self.emit(f"{name} = {ref.name}[{idx}]")
+      self.env.append(Var(name, "tensor", (k,), ref.dtype))
+      return
+    d = ref.shape[1]
+    k = self.c.choice([k for k in (2, 4, 8, 16, 64) if (k * d) % 128 == 0] or [128])
+    rows = f"(ml.arange({k}) * {mult} + {self.program_id()}) % {n0}"
+    name = self.fresh("t")
+    self.emit(f"{name} = {ref.name}[{rows}, :]")
+    self.env.append(Var(name, "tensor", (k, d), ref.dtype))
 
   def s_full(self):
     bad = self.bad()
