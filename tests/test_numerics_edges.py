@@ -505,3 +505,22 @@ def test_gpu_rounding_ops(dt):
     same(g, i)
   for g, i in zip(_gpu(rounding_s, x), rounding_s(x, interpret=True)):
     same(g, i)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, y: jax.ShapeDtypeStruct(x.shape, jnp.float32))
+def jnp_float_promotion(x, y, out):
+  """As jnp: an int meeting a Python float, and true division of ints, compute in float32."""
+  out[...] = x[...] * 1.5 + x[...] / y[...] + ml.maximum(x[...], 0.5) + x[...] / 3 + (x[...] + 1.0)
+
+
+@pytest.mark.parametrize("dtype", [jnp.int8, jnp.int32, jnp.uint32])
+def test_ints_meeting_python_floats_and_true_division_are_float32_as_jnp(dtype):
+  x = jnp.arange(1, 129).astype(dtype)
+  y = jnp.full((128,), 7, dtype)
+  want = x * 1.5 + x / y + jnp.maximum(x, 0.5) + x / 3 + (x + 1.0)
+  assert want.dtype == jnp.float32
+  got = jnp_float_promotion(x, y, interpret=True)
+  np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6)
+  specs = [jax.ShapeDtypeStruct(x.shape, x.dtype)] * 2
+  jnp_float_promotion.check(*specs)
+  assert "cast" in jnp_float_promotion.typed_ir(*specs)

@@ -215,9 +215,12 @@ def common(cx, a, b, what):
     rdt = resolve(dt)
     check_python_int(cx, py, dt, what)
     if isinstance(py, float) and isinstance(rdt, DType) and not rdt.is_float:
-      raise E.DtypeMismatchError(
-          f"{what} mixes a float constant ({py}) with an {rdt} value", cx.loc,
-          hint="convert the integer operand first: x.astype(jnp.float32)")
+      # As jnp: an integer (or bool) operand meeting a Python float computes in float32.
+      if db is None:
+        a = astype(cx, a, DType.f32)
+      else:
+        b = astype(cx, b, DType.f32)
+      return (a, b), shape, DType.f32
     return (a, b), shape, dt
   dt = unify(da, db, cx.loc, what)
   if dt is None:
@@ -253,11 +256,11 @@ def binary(cx, kind: BinOp, a, b):
   what = kind.value if kind not in (BinOp.MAX, BinOp.MIN) else f"ml.{kind.name.lower()}imum"
   (a, b), shape, dt = common(cx, a, b, what)
   d = resolve(dt)
-  check_dtype_support(cx, dt, what, ints_only=kind in _INT_ONLY, bitwise=kind in _BITWISE_8BIT)
   if kind == BinOp.DIV and isinstance(d, DType) and not d.is_float:
-    raise E.UnsupportedDtypeError(
-        f"/ on {d} values: true division needs floating point", cx.loc,
-        hint="use // for integer division, or convert with .astype(jnp.float32)")
+    # As jnp: true division of integers (or bools) computes in float32.
+    a, b = (astype(cx, x, DType.f32) if is_value(x) else float(x) for x in (a, b))
+    dt = d = DType.f32
+  check_dtype_support(cx, dt, what, ints_only=kind in _INT_ONLY, bitwise=kind in _BITWISE_8BIT)
   if d == DType.bool_ and kind not in (BinOp.AND, BinOp.OR, BinOp.XOR):
     raise E.UnsupportedDtypeError(f"{what} on boolean values", cx.loc, hint="use & | ^ on booleans")
   if kind in (BinOp.FLOORDIV, BinOp.MOD) and isinstance(d, DType) and d.is_int and isinstance(b, int) and b == 0:
