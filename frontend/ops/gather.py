@@ -6,9 +6,10 @@
 Every index is an integer tensor, a scalar or a Python int, and they broadcast together as in
 NumPy; slices (`:`, `a:b`, `ml.ds`) add the axes they span, after the indices' axes when the
 indices are adjacent and before a slice, else in NumPy's order. Each thread loads its own
-elements (a vector load for consecutive elements of a row, else one load an element). Interpret
-mode checks every index against the view indexed (MG952); on the GPU an index outside reads
-whatever memory is there, as in Triton. Indices are int32 or uint32 (narrower ones widen).
+elements (a vector load for consecutive elements of a row, else one load an element). Indices
+follow jnp's gather: a negative index counts from the end of the view indexed, and indices past
+it clamp to its last element, so no read leaves the view (a few integer ops an index, on the
+index vector before it is broadcast). Indices are int32 or uint32 (narrower ones widen).
 """
 from __future__ import annotations
 
@@ -38,6 +39,15 @@ class Gather(ir.Op):
   # The view the user indexed (ir.Idx per root dimension; empty: the whole ref): interpret mode
   # reports indices outside it, as NumPy would for the view.
   window: tuple = ()
+
+
+def _in_range(cx, i, n):
+  """jnp's gather semantics for an index of a dimension of size n: a negative index counts from
+  the end, then indices clamp into [0, n). No index reads outside the view."""
+  if resolve(i.type.dtype).is_signed:
+    i = ew.where_(cx, ew.compare(cx, ew.CmpOp.LT, i, 0), ew.binary(cx, ew.BinOp.ADD, i, n), i)
+    i = ew.binary(cx, ew.BinOp.MAX, i, 0)
+  return ew.binary(cx, ew.BinOp.MIN, i, n - 1)
 
 
 def has_tensor_index(index) -> bool:
@@ -137,12 +147,13 @@ def gather(cx, ref, index, name=""):
     elif is_tensor(i):
       if resolve(i.type.dtype) not in (DType.i32, DType.u32):
         i = ew.astype(cx, i, DType.u32 if not resolve(i.type.dtype).is_signed else DType.i32)
+      i = _in_range(cx, i, t.shape[d])        # on the index vector, before it is broadcast
       dims = tuple(len(before) + len(b) - len(i.type.shape) + k for k in range(len(i.type.shape)))
       per_dim.append(broadcast_to_shape(cx, i, out_shape, dims))
     elif isinstance(i, int):
       per_dim.append(i % t.shape[d])
     else:
-      per_dim.append(index_operand(cx, i))
+      per_dim.append(_in_range(cx, index_operand(cx, i), t.shape[d]))
   if root_index is not None:                 # a window: its starts added, its squeezed axes put back
     it = iter(per_dim)
     full = []
