@@ -10,10 +10,12 @@ in the same order, so results match bit for bit.
 from __future__ import annotations
 
 import numpy as np
+from jax.experimental.mosaic.gpu import fragmented_array as fa
 from jaxlib.mlir import ir
-from jaxlib.mlir.dialects import arith, memref
+from jaxlib.mlir.dialects import arith, memref, vector
 
 from ..frontend.ops.scan import Scan, ScanKind
+from ..frontend.types import LayoutKind
 from . import interpret_numerics as N
 from .mosaic import mlir_type
 from .registry import interpret, lower
@@ -49,8 +51,74 @@ def _steps(n):
   return [1 << k for k in range(max(0, (n - 1).bit_length()))]
 
 
+def _vec(t) -> int:
+  """Elements in each register vector along the scanned last axis, when the fast path applies
+  (both backends decide the same way, so their combining orders match): 1 otherwise."""
+  lay = t.layout
+  if lay.drop:
+    return 1
+  v = 2 if lay.kind == LayoutKind.WGMMA else lay.vec
+  return v if v > 1 and t.shape[-1] % v == 0 and t.shape[-1] // v >= 1 else 1
+
+
+def _scan_vectors(ctx, o, vec):
+  """Along the last axis, each register's `vec` consecutive elements scanned in registers first;
+  then Hillis and Steele over the vectors' totals through the scratch (steps of vec elements);
+  then each vector combined with the scanned total of the vector before it."""
+  t, d = o.x.type, o.x.type.dtype
+  mem = ctx.memref(ctx.get(o.scratch))
+  two_d = len(t.shape) == 2
+  n = t.shape[-1]
+  row = n + o.pad
+  index = ir.IndexType.get()
+  c = lambda v: arith.constant(index, v)
+  ident = arith.constant(mlir_type(d), float(_identity(o.kind, d)) if d.is_float else _identity(o.kind, d))
+  x = ctx.get(o.x)
+  elem = lambda r, e: vector.extract(r, dynamic_position=[], static_position=ir.DenseI64ArrayAttr.get([e]))
+  regs, where = [], []
+  for idx, k in zip(x.layout.thread_idxs(x.shape), np.ndindex(x.registers.shape)):
+    es = [elem(x.registers[k], e) for e in range(vec)]
+    order = range(vec - 2, -1, -1) if o.reverse else range(1, vec)
+    for e in order:
+      es[e] = _combine(o.kind, d, es[e + 1] if o.reverse else es[e - 1], es[e])
+    i, j0 = _element_indices(ctx, t, idx) if two_d else (c(0), idx[0])
+    jt = j0 if o.reverse else arith.addi(j0, c(vec - 1))      # where the vector's total lives
+    regs.append((k, es))
+    where.append((i, jt))
+  totals = [es[0] if o.reverse else es[-1] for _, es in regs]
+
+  def store_totals():
+    for tot, (i, jt) in zip(totals, where):
+      memref.store(tot, mem, [_flat(i, jt, row)])
+
+  def neighbour(i, jt, dist):
+    if o.reverse:
+      valid = arith.cmpi(arith.CmpIPredicate.ult, arith.addi(jt, c(dist)), c(n))
+      other = arith.select(valid, arith.addi(jt, c(dist)), jt)
+    else:
+      valid = arith.cmpi(arith.CmpIPredicate.uge, jt, c(dist))
+      other = arith.select(valid, arith.subi(jt, c(dist)), jt)
+    return arith.select(valid, memref.load(mem, [_flat(i, other, row)]), ident)
+
+  store_totals()
+  for s in _steps(n // vec):
+    ctx.thread_barrier()
+    totals = [_combine(o.kind, d, tot, neighbour(i, jt, s * vec)) for tot, (i, jt) in zip(totals, where)]
+    ctx.thread_barrier()
+    store_totals()
+  ctx.thread_barrier()
+  out = np.empty(x.registers.shape, dtype=object)
+  for (k, es), (i, jt) in zip(regs, where):
+    prev = neighbour(i, jt, vec)
+    es = [_combine(o.kind, d, prev, e) for e in es]
+    out[k] = vector.from_elements(ir.VectorType.get((vec,), mlir_type(d)), es)
+  ctx.set(o.result, fa.FragmentedArray(_registers=out, _layout=x.layout, _is_signed=x.is_signed))
+
+
 @lower(Scan)
 def _scan(ctx, o):
+  if o.axis == len(o.x.type.shape) - 1 and (vec := _vec(o.x.type)) > 1:
+    return _scan_vectors(ctx, o, vec)
   t, d = o.x.type, o.x.type.dtype
   mem = ctx.memref(ctx.get(o.scratch))
   two_d = len(t.shape) == 2
@@ -116,7 +184,11 @@ def _i_scan(cta, o):
   scratch[:, :x.shape[-1]] = x.reshape(rows, -1)
   cta.write(ref, scratch.reshape(-1), o)       # the scratch's traffic, for the race checks
   axis = o.axis
+  vec = _vec(o.x.type) if axis == x.ndim - 1 else 1
   with np.errstate(over="ignore", invalid="ignore"):
+    if vec > 1:
+      cta.set(o.result, _i_scan_vectors(o, x, vec, d))
+      return
     for s in _steps(x.shape[axis]):
       nb = np.full_like(x, _identity(o.kind, d))
       src = [slice(None)] * x.ndim
@@ -128,3 +200,27 @@ def _i_scan(cta, o):
       nb[tuple(dst)] = x[tuple(src)]
       x = _np_combine(o.kind, x, nb).astype(x.dtype)
   cta.set(o.result, x)
+
+
+def _shifted(a, s, reverse, fill):
+  """a moved s places along its last axis (towards the end; towards the start if reverse)."""
+  out = np.full_like(a, fill)
+  if reverse:
+    out[..., :-s] = a[..., s:]
+  else:
+    out[..., s:] = a[..., :-s]
+  return out
+
+
+def _i_scan_vectors(o, x, vec, d):
+  """_scan_vectors's order: within each vector, over the vectors' totals, then the vector before."""
+  ident = _identity(o.kind, d)
+  loc = x.reshape(*x.shape[:-1], x.shape[-1] // vec, vec).copy()
+  order = range(vec - 2, -1, -1) if o.reverse else range(1, vec)
+  for e in order:
+    loc[..., e] = _np_combine(o.kind, loc[..., e + 1] if o.reverse else loc[..., e - 1], loc[..., e])
+  tot = loc[..., 0] if o.reverse else loc[..., -1]
+  for s in _steps(tot.shape[-1]):
+    tot = _np_combine(o.kind, tot, _shifted(tot, s, o.reverse, ident)).astype(tot.dtype)
+  prev = _shifted(tot, 1, o.reverse, ident)
+  return _np_combine(o.kind, prev[..., None], loc).astype(x.dtype).reshape(x.shape)
