@@ -1,10 +1,11 @@
 """Scans of register tensors: `ml.cumsum`, `ml.cumprod`, `ml.cummax`, `ml.cummin` along an axis.
 
 A scan moves values between threads, so it runs through an SMEM scratch the compiler allocates
-(rows padded by 4 bytes, as for transposes): every thread stores its elements, then
-ceil(log2(n)) steps each add (multiply, take the max or min of) the element 2**k before,
-read back from the scratch (Hillis and Steele), with a barrier between a step's reads and its
-writes. float16/bfloat16 sums and products run in float32 and round once; 8- and 16-bit
+(rows padded by 4 bytes, as for transposes): every thread stores its elements (along the last
+axis: the totals of its register vectors, each scanned in registers first), then ceil(log2(n))
+steps each add (multiply, take the max or min of) the element 2**k before, read back from the
+scratch (Hillis and Steele), with a barrier between a step's reads and its writes
+(lowering/scan.py). float16/bfloat16 sums and products run in float32 and round once; 8- and 16-bit
 integer ones give int32 (uint32), as jnp.cumsum does. Interpret mode combines in the same order.
 """
 from __future__ import annotations
