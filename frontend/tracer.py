@@ -523,7 +523,15 @@ class Tracer(ast.NodeVisitor):
     index = self.eval_index(node.slice)
     cx, name = self.cx(node), self.text(node)
     if isinstance(base, _At):
+      if gather.has_tensor_index(index):        # out.at[ids, :]: read it (a gather) or scatter into it
+        return gather.IndexedRef(base.ref, index)
       return memory.view(cx, base.ref, index, name)
+    if isinstance(base, gather.IndexedRef):
+      if index is not Ellipsis:
+        raise E.KernelTypeError(
+            f"{self.text(node.value)} is indexed by tensors already: read it whole with [...]", cx.loc,
+            hint="put every index in one subscript: table.at[ids, ml.ds(0, 64)][...] or table[ids, 0:64]")
+      return gather.gather(cx, base.ref, base.index, name)
     if is_value(base):
       if isinstance(base.type, RefType):
         if gather.has_tensor_index(index):        # table[ids, :]: NumPy's advanced indexing

@@ -1,17 +1,20 @@
-"""Gathers on both backends: every thread loads its own elements of a GMEM ref, at the indices
-its registers of the index tensors hold (one `memref.load` an element; the index tensors and
-the result share a layout, so the registers line up)."""
+"""Gathers and atomic scatters on both backends: every thread loads (or `red`s into) its own
+elements of a GMEM ref, at the indices its registers of the index tensors hold (one access an
+element, or a vector load for a row's consecutive elements; the index tensors and the values
+share a layout, so the registers line up)."""
 from __future__ import annotations
 
+import jax.experimental.mosaic.gpu as mgpu
 import numpy as np
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 from jaxlib.mlir import ir
-from jaxlib.mlir.dialects import arith, memref, vector
+from jaxlib.mlir.dialects import arith, memref, scf, vector
 
-from ..frontend.ops.gather import Gather
+from ..frontend.ops.gather import Gather, ScatterUpdate
 from ..frontend.types import TensorType
+from .atomic import _first_replica, _scalar_red, combine
 from .interpret_memory import OutOfBoundsError
-from .mosaic import mlir_type
+from .mosaic import is_split, mlir_type
 from .registry import interpret, lower
 
 
@@ -90,3 +93,54 @@ def _i_gather(cta, o):
   flat = tuple(c.reshape(-1) for c in coords)
   cta.m.gmem_access(cta, ref, flat, o, write=False)
   cta.set(o.result, np.asarray(cta.buffer(ref)[flat]).reshape(shape))
+
+
+# ---------------------------------------------------------------- scatters
+@lower(ScatterUpdate)
+def _scatter(ctx, o):
+  mem = ctx.memref(ctx.get(o.ref))
+  t = o.value.type
+  d = t.dtype
+  x = ctx.get(o.value)
+  parts = [ctx.get(i) if not isinstance(i, int) else i for i in o.indices]
+
+  def emit():
+    for k in np.ndindex(x.registers.shape):
+      reg = x.registers[k]
+      n = ir.VectorType(reg.type).shape[0] if isinstance(reg.type, ir.VectorType) else 1
+      for e in range(n):
+        idx = [_as_index(p, _unsigned(i)) if not isinstance(p, fa.FragmentedArray)
+               else _as_index(_element(p.registers[k], e), _unsigned(i)) for p, i in zip(parts, o.indices)]
+        ptr = mgpu.utils.memref_ptr(mgpu.memref_slice(mem, tuple(idx)))
+        _scalar_red(ptr, _element(reg, e), o.kind, d)
+
+  def first_copy():           # a layout repeating values: each element once, by its first holder
+    if t.layout.drop:
+      with ir.InsertionPoint(scf.IfOp(_first_replica(x.layout)).then_block):
+        emit()
+        scf.yield_([])
+    else:
+      emit()
+
+  if ctx.num_warpgroups > 1 and not is_split(t):   # every warpgroup holds it: one updates
+    first = arith.cmpi(arith.CmpIPredicate.eq, ctx.wg, arith.constant(ir.IndexType.get(), 0))
+    with ir.InsertionPoint(scf.IfOp(first).then_block):
+      first_copy()
+      scf.yield_([])
+  else:
+    first_copy()
+
+
+@interpret(ScatterUpdate)
+def _i_scatter(cta, o):
+  ref = cta.get(o.ref)
+  shape = o.value.type.shape
+  d = o.value.type.dtype
+  coords = [np.broadcast_to(np.asarray(i if isinstance(i, int) else cta.get(i), np.int64), shape).reshape(-1)
+            for i in o.indices]
+  value = np.asarray(cta.get(o.value)).reshape(-1)
+  cta.m.gmem_access(cta, ref, tuple(coords), o, write=True, atomic=True)
+  buf = cta.buffer(ref)
+  for e in range(value.size):               # one element at a time: repeated indices accumulate
+    at = tuple(int(c[e]) for c in coords)
+    buf[at] = combine(o.kind, d, buf[at], value[e])

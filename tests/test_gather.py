@@ -129,7 +129,7 @@ def float_indices(x, idx, out):
 def test_a_gather_from_smem_says_what_works():
   e = expect(gather_from_smem, [S((256,), F32), S((128,), jnp.int32)], mg.KernelTypeError, "s[idx[...]]",
              "s is indexed with a tensor of indices (a gather): only GMEM refs gather")
-  assert e.hint.startswith("gather from the kernel's GMEM parameter itself")
+  assert e.hint.startswith("gather with the kernel's GMEM parameter itself")
 
 
 def test_float_indices_are_rejected():
@@ -187,4 +187,4 @@ def test_a_scatter_says_only_reads_gather_and_how_to_write_rows():
              "out[ids[...], :] = g[...]",
              "an index here must be an integer scalar, got ids[...]: only a read of a GMEM ref takes a tensor of"
              " indices (a gather, table[ids, :])")
-  assert "one row at a time" in e.hint
+  assert "ml.atomic_add(out.at[ids, :], rows)" in e.hint

@@ -74,6 +74,9 @@ def _atomic(cx, kind: AtomicKind, ref, value):
   from .shape import broadcast_shape, broadcast_to_shape
   from .elementwise import full_
   what = f"ml.atomic_{kind.value}"
+  from .gather import IndexedRef, scatter
+  if isinstance(ref, IndexedRef):            # out.at[ids, :]: a scatter
+    return scatter(cx, kind, ref, value)
   if not is_ref(ref):
     raise E.KernelTypeError(f"{what} needs a ref (an output, an ml.smem buffer or a view of one), got"
                             f" {kind_of(ref)}", cx.loc, hint=f"{what}(out.at[ml.ds(i * 128, 128)], x)")

@@ -103,6 +103,8 @@ def kind_of(x) -> str:
     if isinstance(t, RefType):
       return f"a {t.space} ref"
     return "a register tensor" if isinstance(t, TensorType) else "a scalar"
+  if hasattr(x, "KIND"):
+    return x.KIND
   return f"a Python {type(x).__name__}"
 
 

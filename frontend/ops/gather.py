@@ -13,7 +13,10 @@ index vector before it is broadcast). Indices are int32 or uint32 (narrower ones
 """
 from __future__ import annotations
 
+import dataclasses
+
 from .. import errors as E
+from .. import hw
 from .. import ir
 from ..dtypes import DType
 from ..ir import Access, LayoutRule, Traits
@@ -50,6 +53,13 @@ def _in_range(cx, i, n):
   return ew.binary(cx, ew.BinOp.MIN, i, n - 1)
 
 
+def _inside(cx, i, n):
+  """A bool of i's shape: the index (negative ones counting from the end) falls in [0, n)."""
+  if resolve(i.type.dtype).is_signed:
+    return ew.binary(cx, ew.BinOp.AND, ew.compare(cx, ew.CmpOp.GE, i, -n), ew.compare(cx, ew.CmpOp.LT, i, n))
+  return ew.compare(cx, ew.CmpOp.LT, i, n)
+
+
 def has_tensor_index(index) -> bool:
   items = index if isinstance(index, tuple) else (index,)
   return any(is_tensor(i) for i in items)
@@ -59,14 +69,42 @@ def _advanced(i) -> bool:
   return is_value(i) or (isinstance(i, int) and not isinstance(i, bool))
 
 
+class IndexedRef:
+  """`ref.at[ids, :]`: a ref indexed by tensors of indices (not a ref: no data moves). It is read
+  (`[...]`, a gather) or updated atomically (`ml.atomic_add(out.at[ids, :], v)`, a scatter)."""
+  KIND = "a ref indexed by tensors (ref.at[ids, ...])"
+
+  def __init__(self, ref, index):
+    self.ref, self.index = ref, index
+
+
+@dataclasses.dataclass
+class _Plan:
+  root: ir.Value
+  per_dim: list             # one index operand per root dimension (int, scalar Value or int tensor)
+  out_shape: tuple
+  contiguous: bool
+  window: tuple
+  inside: ir.Value | None   # scatters: a bool tensor, the elements whose indices were in range
+
+
 def gather(cx, ref, index, name=""):
   """`ref[index]` where some index is a register tensor."""
+  p = _plan(cx, ref, index, "gather")
+  return cx.b.emit(Gather, p.root, tuple(p.per_dim), loc=cx.loc, types=[TensorType(p.out_shape, ref.type.dtype)],
+                   names=[name], contiguous=p.contiguous, window=p.window).result
+
+
+def _plan(cx, ref, index, what):
+  """The index operands of `ref[index]` over the root ref. A gather clamps indices into the view
+  (jnp's gather); a scatter (`what == "scatter"`) also returns which elements' indices were
+  inside, since jnp's scatter drops updates at indices outside."""
   t = ref.type
   if t.space != Space.GMEM or t.remote or t.transposed:
     raise E.KernelTypeError(
-        f"{ref.name or 'this ref'} is indexed with a tensor of indices (a gather): only GMEM refs gather",
-        cx.loc, hint="gather from the kernel's GMEM parameter itself (table[ids, :]); for an SMEM buffer,"
-                     " read the rows one by one in an ml.static_range loop, or copy what you need by TMA")
+        f"{ref.name or 'this ref'} is indexed with a tensor of indices (a {what}): only GMEM refs {what}",
+        cx.loc, hint=f"{what} with the kernel's GMEM parameter itself (table[ids, :]); for an SMEM buffer,"
+                     " take the rows one by one in an ml.static_range loop, or copy what you need by TMA")
   items = index if isinstance(index, tuple) else (index,)
   if sum(1 for i in items if i is Ellipsis) > 1:
     raise E.KernelTypeError("an index can hold at most one '...'", cx.loc, hint="table[ids, ...]")
@@ -138,7 +176,7 @@ def gather(cx, ref, index, name=""):
 
   view = cx.b.defining(ref)
   root, root_index = (view.ref, view.index) if isinstance(view, View) else (ref, None)
-  per_dim = []
+  per_dim, inside = [], None
   for d, i in enumerate(items):
     if d in spans:
       start, size = spans[d]
@@ -147,13 +185,22 @@ def gather(cx, ref, index, name=""):
     elif is_tensor(i):
       if resolve(i.type.dtype) not in (DType.i32, DType.u32):
         i = ew.astype(cx, i, DType.u32 if not resolve(i.type.dtype).is_signed else DType.i32)
-      i = _in_range(cx, i, t.shape[d])        # on the index vector, before it is broadcast
       dims = tuple(len(before) + len(b) - len(i.type.shape) + k for k in range(len(i.type.shape)))
+      if what == "scatter":
+        ok = _inside(cx, i, t.shape[d])
+        ok = broadcast_to_shape(cx, ok, out_shape, dims)
+        inside = ok if inside is None else ew.binary(cx, ew.BinOp.AND, inside, ok)
+      i = _in_range(cx, i, t.shape[d])        # on the index vector, before it is broadcast
       per_dim.append(broadcast_to_shape(cx, i, out_shape, dims))
     elif isinstance(i, int):
       per_dim.append(i % t.shape[d])
     else:
-      per_dim.append(_in_range(cx, index_operand(cx, i), t.shape[d]))
+      i = index_operand(cx, i)
+      if what == "scatter":
+        ok = broadcast_to_shape(cx, ew.full_(cx, (1,) * len(out_shape), True, DType.bool_), out_shape)
+        ok = ew.where_(cx, _inside(cx, i, t.shape[d]), ok, False)
+        inside = ok if inside is None else ew.binary(cx, ew.BinOp.AND, inside, ok)
+      per_dim.append(_in_range(cx, i, t.shape[d]))
   if root_index is not None:                 # a window: its starts added, its squeezed axes put back
     it = iter(per_dim)
     full = []
@@ -179,8 +226,7 @@ def gather(cx, ref, index, name=""):
   contiguous = (last in spans and axis_of[last] == len(out_shape) - 1 and isinstance(start, int) and nbytes
                 and (start * nbytes) % 16 == 0 and (root.type.shape[-1] * nbytes) % 16 == 0
                 and (out_shape[-1] * nbytes) % 16 == 0)
-  return cx.b.emit(Gather, root, tuple(per_dim), loc=cx.loc, types=[TensorType(out_shape, t.dtype)],
-                   names=[name], contiguous=bool(contiguous), window=tuple(root_index or ())).result
+  return _Plan(root, per_dim, out_shape, bool(contiguous), tuple(root_index or ()), inside)
 
 
 def _last_start(spans, root_index, last):
@@ -194,3 +240,49 @@ def _last_start(spans, root_index, last):
       return None
     start += p.start
   return start
+
+
+# ---------------------------------------------------------------- scatters (atomic)
+from .atomic import AtomicKind, AtomicUpdate, check_dtype, check_target, identity  # noqa: E402
+
+
+@ir.op(Traits(effects=lambda o: [(o.ref, Access.REG_WRITE)], layout=LayoutRule.ELEMENTWISE))
+class ScatterUpdate(AtomicUpdate):
+  """`ml.atomic_<kind>(ref.at[indices], value)`: each element of `value` combined atomically into
+  the root ref `ref` at its own indices (one operand per root dimension, as Gather's); the
+  passes treat it as the atomic update it is. Elements whose indices fell outside carry the
+  operation's identity (jnp's scatter drops them)."""
+  indices: tuple = ()
+
+
+def scatter(cx, kind: AtomicKind, iref: IndexedRef, value):
+  from ..infer import unify
+  from .base import Num, is_scalar
+  from .shape import broadcast_shape
+  what = f"ml.atomic_{kind.value}"
+  ref = iref.ref
+  check_target(cx, cx.b, ref, what)
+  p = _plan(cx, ref, iref.index, "scatter")
+  d = resolve(ref.type.dtype)
+  check_dtype(cx, kind, d, hw.ATOMIC_SCALAR, what, "through a tensor of indices (one element at a time)")
+  if isinstance(value, Num) or is_scalar(value):
+    value = ew.full_(cx, p.out_shape, value, ref.type.dtype)
+  elif not is_tensor(value):
+    raise E.KernelTypeError(f"{what} adds a register value, got {kind_of(value)}", cx.loc,
+                            hint=f"read refs first: {what}(out.at[ids, :], src[...])")
+  elif value.type.shape != p.out_shape:
+    if broadcast_shape(cx, [value.type.shape, p.out_shape], what,
+                       [value.name or "the value", "the indexed elements"]) != p.out_shape:
+      raise E.ShapeMismatchError(
+          f"{what} of a tensor of shape {value.type.shape} into {ref.name or 'a ref'} indexed to shape"
+          f" {p.out_shape}", cx.loc, hint="the value takes the shape the indices give (as ref[indices] has)")
+    value = broadcast_to_shape(cx, value, p.out_shape)
+  if unify(ref.type.dtype, value.type.dtype, cx.loc, what) is None:
+    raise E.DtypeMismatchError(
+        f"{what} of {value.name or 'a value'} ({dtype_name(value.type.dtype)}) into {ref.name or 'a ref'}"
+        f" ({dtype_name(ref.type.dtype)}): dtypes differ", cx.loc,
+        hint=f"convert explicitly: ({value.name or 'value'}).astype(jnp.{dtype_name(ref.type.dtype)})")
+  if p.inside is not None:
+    value = ew.where_(cx, p.inside, value, identity(kind, d))
+  cx.b.emit(ScatterUpdate, kind, p.root, value, loc=cx.loc, types=[], indices=tuple(p.per_dim))
+  return None

@@ -173,9 +173,10 @@ def index_operand(cx, x):
     raise E.KernelTypeError(
         f"an index here must be an integer scalar, got {x.name or 'a register tensor'}: only a read of a GMEM"
         f" ref takes a tensor of indices (a gather, table[ids, :])", cx.loc,
-        hint="to write (or atomically add) rows at computed places, take one row at a time: for r in"
-             " ml.static_range(n): ml.atomic_add(out.at[ids_ref[i * n + r]], g.at[i * n + r][...]) (an index"
-             " read from memory as a scalar); to mask a read, gather and select: ml.where(m, t[ids, :], 0)")
+        hint="to add (or take the max or min) at computed places, scatter atomically:"
+             " ml.atomic_add(out.at[ids, :], rows) (an output so updated starts at 0); to set rows at"
+             " computed places, take one row at a time (out.at[ids_ref[r]][...] = row, an index read as"
+             " a scalar); to mask a read, gather and select: ml.where(m, t[ids, :], 0)")
   raise E.KernelTypeError(f"an index must be an integer scalar, got {kind_of(x)}", cx.loc,
                           hint="index with ints, program ids, loop counters or integer scalar math")
 
