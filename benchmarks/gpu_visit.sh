@@ -33,6 +33,7 @@ step() {
     gpu_gather)  python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_gather.py tests/test_transpose.py ;;
     scan)        python3 -u benchmarks/scan.py ;;
     gpu_scan)    python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_scan.py ;;
+    gpu_scatter) python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_scatter.py tests/test_gather.py tests/test_numerics_edges.py -k "not fp8" ;;
     gpu_paged_quick) python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_paged_attention.py tests/test_ragged.py ;;
     matmul)      python3 -u benchmarks/matmul.py ;;
     matmul_quick) python3 -u benchmarks/matmul.py --quick ;;
