@@ -1,5 +1,6 @@
-"""Embedding lookup (a row gather) on the H200: `table[ids, :]` in an mgpu_dsl kernel against XLA's
-`table[ids]` and the `x * 2` copy of the output's size.
+"""Embedding lookup (a row gather) and its backward (an atomic row scatter-add) on the H200:
+`table[ids, :]` and `ml.atomic_add(dt.at[ids, :], g)` in mgpu_dsl kernels against XLA's `table[ids]`
+and `jnp.zeros(...).at[ids].add(g)`, and the `x * 2` copy of the output's size.
 
     python benchmarks/gather.py
 
@@ -22,6 +23,7 @@ import mgpu_dsl as mg  # noqa: E402
 from mgpu_dsl import language as ml  # noqa: E402
 
 ROWS, DIM, IDS = 65536, 2048, 16384
+BWD_ROWS = 16384
 
 
 def _out(t, ids, *, r, c):
@@ -33,6 +35,49 @@ def embedding(t, ids, out, *, r: ml.constexpr, c: ml.constexpr):
   i, j = ml.program_id(0), ml.program_id(1)
   rows = ids.at[ml.ds(i * r, r)][...]
   out.at[ml.ds(i * r, r), ml.ds(j * c, c)][...] = t.at[:, ml.ds(j * c, c)][rows, :]
+
+
+def _bwd_out(g, ids, *, r, c, n):
+  return jax.ShapeDtypeStruct((n, g.shape[1]), g.dtype)
+
+
+@mg.mgpu_kernel(out_shape=_bwd_out, grid=lambda g, ids, *, r, c, n: (ids.shape[0] // r, g.shape[1] // c))
+def embedding_backward(g, ids, dt, *, r: ml.constexpr, c: ml.constexpr, n: ml.constexpr):
+  i, j = ml.program_id(0), ml.program_id(1)
+  rows = ids.at[ml.ds(i * r, r)][...]
+  ml.atomic_add(dt.at[:, ml.ds(j * c, c)].at[rows, :], g.at[ml.ds(i * r, r), ml.ds(j * c, c)][...])
+
+
+def backward():
+  """float32 only (the single-element red adds float32, int32, uint32). A (16384, 2048) table: both
+  contenders also zero it (128 MiB), which the figure counts as written."""
+  n = BWD_ROWS
+  g = jax.random.normal(jax.random.key(2), (IDS, DIM), jnp.float32)
+  ids = jax.random.randint(jax.random.key(1), (IDS,), 0, n)
+  want = np.asarray(jnp.zeros((n, DIM), jnp.float32).at[ids].add(g))
+  nbytes = (IDS + n) * DIM * 4                  # g read, the table zeroed (and rows updated in L2)
+  xla = jax.jit(lambda g, ids: jnp.zeros((n, DIM), jnp.float32).at[ids].add(g))
+  xla_t = timings(xla, g, ids)
+  best = None
+  for r, c in [(8, 512), (16, 256), (4, 2048), (32, 256)]:
+    f = jax.jit(lambda g, ids, r=r, c=c: embedding_backward(g, ids, r=r, c=c, n=n))
+    try:
+      err = float(np.abs(np.asarray(f(g, ids)) - want).max())
+      if not err < 1e-4:
+        print(f"  backward {r}x{c}: WRONG RESULT (max error {err})", flush=True)
+        continue
+      tm = timings(f, g, ids)
+    except Exception as e:  # noqa: BLE001
+      print(f"  backward {r}x{c}: {type(e).__name__}: {str(e).splitlines()[0][:100]}", flush=True)
+      continue
+    print(f"  backward float32 {r}x{c}: {nbytes / tm.kernel_s / 1e9:.0f} GB/s (kernel)", flush=True)
+    if best is None or tm.kernel_s < best[1].kernel_s:
+      best = (f"{r}x{c}", tm)
+  gb = lambda tm: f"{nbytes / tm.kernel_s / 1e9:.0f} / {nbytes / tm.wall_s / 1e9:.0f}"
+  print(f"\nbackward (scatter-add of {IDS} rows into a zeroed ({n}, {DIM}) float32 table), GB/s of g read"
+        " and the table written:")
+  print(table(["XLA .at[ids].add", "mgpu_dsl atomic scatter", "rows x cols", "vs XLA"],
+              [[gb(xla_t), gb(best[1]), best[0], f"{xla_t.kernel_s / best[1].kernel_s:.2f}"]]))
 
 
 def main():
@@ -67,6 +112,7 @@ def main():
                      f"{xla_t.kernel_s / best[1].kernel_s:.2f}", f"{copy.kernel_s / best[1].kernel_s:.2f}"])
   print("\nGB/s by kernel time / by wall time:")
   print(table(["dtype", "copy (y * 2)", "XLA t[ids]", "mgpu_dsl", "rows x cols", "vs XLA", "of copy"], out_rows))
+  backward()
 
 
 if __name__ == "__main__":
