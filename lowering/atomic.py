@@ -104,7 +104,13 @@ def _atomic_update(ctx, o):
     else:
       x.store_untiled(mem, optimized=False, atomic=o.kind.value)
 
-  if ctx.num_warpgroups > 1 and not is_split(t):   # every warpgroup holds it: one updates
+  once_per_cta(ctx, t, emit)
+
+
+def once_per_cta(ctx, t, emit):
+  """emit() by warpgroup 0 only when every warpgroup holds the tensor `t` whole (not split by
+  rows), so that an update is applied once."""
+  if ctx.num_warpgroups > 1 and not is_split(t):
     first = arith.cmpi(arith.CmpIPredicate.eq, ctx.wg, arith.constant(ir.IndexType.get(), 0))
     with ir.InsertionPoint(scf.IfOp(first).then_block):
       emit()

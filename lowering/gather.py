@@ -12,9 +12,9 @@ from jaxlib.mlir.dialects import arith, memref, scf, vector
 
 from ..frontend.ops.gather import Gather, ScatterUpdate
 from ..frontend.types import TensorType
-from .atomic import _first_replica, _scalar_red, combine
+from .atomic import _first_replica, _scalar_red, combine, once_per_cta
 from .interpret_memory import OutOfBoundsError
-from .mosaic import is_split, mlir_type
+from .mosaic import mlir_type
 from .registry import interpret, lower
 
 
@@ -122,13 +122,7 @@ def _scatter(ctx, o):
     else:
       emit()
 
-  if ctx.num_warpgroups > 1 and not is_split(t):   # every warpgroup holds it: one updates
-    first = arith.cmpi(arith.CmpIPredicate.eq, ctx.wg, arith.constant(ir.IndexType.get(), 0))
-    with ir.InsertionPoint(scf.IfOp(first).then_block):
-      first_copy()
-      scf.yield_([])
-  else:
-    first_copy()
+  once_per_cta(ctx, t, first_copy)
 
 
 @interpret(ScatterUpdate)

@@ -51,6 +51,18 @@ def _steps(n):
   return [1 << k for k in range(max(0, (n - 1).bit_length()))]
 
 
+def _partner(pos, dist, length, reverse):
+  """(valid, where): the position `dist` before `pos` along the axis (after it, reversed), and
+  whether it exists; where it does not, `pos` itself (a harmless address; the value is unused)."""
+  index = ir.IndexType.get()
+  d = arith.constant(index, dist)
+  if reverse:
+    valid = arith.cmpi(arith.CmpIPredicate.ult, arith.addi(pos, d), arith.constant(index, length))
+    return valid, arith.select(valid, arith.addi(pos, d), pos)
+  valid = arith.cmpi(arith.CmpIPredicate.uge, pos, d)
+  return valid, arith.select(valid, arith.subi(pos, d), pos)
+
+
 def _vec(t) -> int:
   """Elements in each register vector along the scanned last axis, when the fast path applies
   (both backends decide the same way, so their combining orders match): 1 otherwise."""
@@ -92,12 +104,7 @@ def _scan_vectors(ctx, o, vec):
       memref.store(tot, mem, [_flat(i, jt, row)])
 
   def neighbour(i, jt, dist):
-    if o.reverse:
-      valid = arith.cmpi(arith.CmpIPredicate.ult, arith.addi(jt, c(dist)), c(n))
-      other = arith.select(valid, arith.addi(jt, c(dist)), jt)
-    else:
-      valid = arith.cmpi(arith.CmpIPredicate.uge, jt, c(dist))
-      other = arith.select(valid, arith.subi(jt, c(dist)), jt)
+    valid, other = _partner(jt, dist, n, o.reverse)
     return arith.select(valid, memref.load(mem, [_flat(i, other, row)]), ident)
 
   store_totals()
@@ -146,12 +153,7 @@ def _scan(ctx, o):
     def step(v, idx, s=s):
       i, j = coords(idx)
       pos = [i, j][o.axis if two_d else 1]
-      if o.reverse:
-        valid = arith.cmpi(arith.CmpIPredicate.ult, arith.addi(pos, c(s)), c(length))
-        other = arith.select(valid, arith.addi(pos, c(s)), pos)
-      else:
-        valid = arith.cmpi(arith.CmpIPredicate.uge, pos, c(s))
-        other = arith.select(valid, arith.subi(pos, c(s)), pos)
+      valid, other = _partner(pos, s, length, o.reverse)
       at = _flat(other, j, row) if (two_d and o.axis == 0) else _flat(i, other, row)
       nb = arith.select(valid, memref.load(mem, [at]), ident)
       return _combine(o.kind, d, v, nb)
