@@ -321,6 +321,20 @@ class _Solver:
     bad = next(v for v in tiles if v.type.shape[1] % hw.WARP or v.type.shape[0] % hw.WARPS_PER_WARPGROUP
                and v.type.shape[1] % (hw.WARPGROUP))
     where = self.first_use.get(bad.id)
+    from .ops.gather import Gather, ScatterUpdate
+    ids = {v.id for v in tiles}
+    indexed = next((x for x in ir.walk(self.kernel.body) if isinstance(x, (Gather, ScatterUpdate))
+                    and any(u.id in ids for u in [*x.operands(), *x.results])), None)
+    if indexed is not None:        # the compiler's index grids, not a broadcast the user wrote
+      where, verb = indexed, "gather" if isinstance(indexed, Gather) else "scatter"
+      bad = next((r for r in indexed.results), bad)
+      raise E.LayoutError(
+          f"this {verb} of shape {bad.type.shape} spreads each row's index along the row: that needs"
+          f" columns a multiple of {hw.WARP} (one per lane of a warp), and rows a multiple of"
+          f" {hw.WARPS_PER_WARPGROUP} unless the columns are a multiple of {hw.WARPGROUP}", where.loc,
+          hint=f"take at least {hw.WARP} columns at a time: pad the table's rows to a multiple of"
+               f" {hw.WARP} elements outside the kernel (jnp.pad), or take a window t.at[:, ml.ds(c, {hw.WARP})]"
+               f" that stays inside the rows")
     raise E.LayoutError(
         f"{bad.name or 'this tile'} of shape {bad.type.shape} is reduced or broadcast along its rows or"
         f" columns, which needs columns a multiple of {hw.WARP} (one per lane of a warp), and rows a"

@@ -104,6 +104,11 @@ def _is_whole(index) -> bool:
   return index is Ellipsis or index == (Ellipsis,)
 
 
+_SCATTER_HINT = ("read rows at computed places with t[ids, :]; add (or take the max or min) at them with"
+                 " ml.atomic_add(out.at[ids, :], rows) (the output starts at 0); a plain scatter (set) is not"
+                 " supported: write rows one at a time with scalar indices")
+
+
 class _At:
   """`ref.at`: subscripting it makes a view."""
   def __init__(self, ref):
@@ -326,6 +331,10 @@ class Tracer(ast.NodeVisitor):
 
   def subscript_target(self, target):
     base = self.eval(target.value)
+    if isinstance(base, gather.IndexedRef):
+      raise E.KernelTypeError(
+          f"{self.text(target.value)} is indexed by tensors: it is read ([...], a gather) or updated"
+          f" atomically (a scatter), not assigned", self.loc(target), hint=_SCATTER_HINT)
     if isinstance(base, _At):
       self.unsupported(target, "assigning to ref.at[...]", hint="write through the ref: ref[idx] = value")
     if isinstance(base, (tuple, list)):
@@ -466,6 +475,10 @@ class Tracer(ast.NodeVisitor):
   def eval_Attribute(self, node):
     base = self.eval(node.value)
     attr = node.attr
+    if isinstance(base, gather.IndexedRef):
+      raise E.KernelTypeError(
+          f"{self.text(node.value)} is indexed by tensors: it has no .{attr}; it is read ([...], a"
+          f" gather) or updated atomically (a scatter)", self.loc(node), hint=_SCATTER_HINT)
     if is_value(base):
       t = base.type
       if attr == "shape":

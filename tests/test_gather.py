@@ -188,3 +188,17 @@ def test_a_scatter_says_only_reads_gather_and_how_to_write_rows():
              "an index here must be an integer scalar, got ids[...]: only a read of a GMEM ref takes a tensor of"
              " indices (a gather, table[ids, :])")
   assert "ml.atomic_add(out.at[ids, :], rows)" in e.hint
+
+
+@mg.mgpu_kernel(out_shape=lambda t, ids: S((128, 16), t.dtype))
+def narrow_rows(t, ids, out):
+  out[...] = t[ids[...], :]
+
+
+def test_a_gather_too_narrow_for_a_warp_says_so_in_its_own_words():
+  """Once said the tile 'is reduced or broadcast', which the user never wrote."""
+  e = expect(narrow_rows, [S((100, 16), F32), S((128,), jnp.int32)], mg.LayoutError, "t[ids[...], :]",
+             "this gather of shape (128, 16) spreads each row's index along the row: that needs columns a"
+             " multiple of 32 (one per lane of a warp), and rows a multiple of 4 unless the columns are a"
+             " multiple of 128")
+  assert "jnp.pad" in e.hint

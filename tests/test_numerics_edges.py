@@ -524,3 +524,22 @@ def test_ints_meeting_python_floats_and_true_division_are_float32_as_jnp(dtype):
   specs = [jax.ShapeDtypeStruct(x.shape, x.dtype)] * 2
   jnp_float_promotion.check(*specs)
   assert "cast" in jnp_float_promotion.typed_ir(*specs)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def float_floor_div(x, out):
+  out[...] = x[...] // 2.0
+
+
+@mg.mgpu_kernel(out_shape=lambda x: jax.ShapeDtypeStruct(x.shape, jnp.int32))
+def bool_plus_one(x, out):
+  out[...] = (x[...] != 0) + 1
+
+
+def test_float_floor_division_and_bool_arithmetic_hint_what_works():
+  e = expect(float_floor_div, [jax.ShapeDtypeStruct((128,), jnp.float32)], mg.UnsupportedDtypeError,
+             "x[...] // 2.0", "// needs integer operands, got float32")
+  assert e.hint == "floor division of floats: ml.floor(a / b)"
+  e = expect(bool_plus_one, [jax.ShapeDtypeStruct((128,), jnp.int32)], mg.UnsupportedDtypeError,
+             "(x[...] != 0) + 1", "+ on boolean values")
+  assert "m.astype(jnp.int32)" in e.hint

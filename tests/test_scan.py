@@ -188,3 +188,32 @@ def test_a_bool_running_max_says_how():
   e = expect(bool_cummax, [S((8, 128), F32)], mg.UnsupportedDtypeError, "ml.cummax(x[...] > 0, axis=1)",
              "ml.cummax of a bool tensor: scans go through SMEM, which holds no bool")
   assert "astype(jnp.int8)" in e.hint
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (_same(x), _same(x)))
+def f8_scans(x, mx, sm):
+  mx[...] = ml.cummax(x[...])        # both float32 inside, rounded once to float8
+  sm[...] = ml.cumsum(x[...])
+
+
+def test_float8_scans_run_in_float32_and_round_once():
+  """Once accepted with an e4m3fn NaN as the max's identity (all NaN) and a sum rounded to
+  float8 at every step."""
+  x = jax.random.uniform(jax.random.key(0), (128,), F32, 0, 1).astype(jnp.float8_e4m3fn)
+  mx, sm = (np.asarray(a).astype(np.float32) for a in f8_scans(x, interpret=True))
+  x32 = np.asarray(x).astype(np.float32)
+  np.testing.assert_array_equal(mx, np.maximum.accumulate(x32))        # exact: maxima of float8 values
+  want = np.asarray(jnp.asarray(np.cumsum(x32)).astype(jnp.float8_e4m3fn)).astype(np.float32)
+  np.testing.assert_allclose(sm, want, rtol=1e-6)      # the float32 sum, rounded once
+  assert (np.diff(sm) >= 0).all()                      # non-negative terms: never decreasing
+  f8_scans.check(S(x.shape, x.dtype))
+
+
+@mg.mgpu_kernel(out_shape=_same)
+def float_axis(x, out):
+  out[...] = ml.cumsum(x[...], axis=1.0)
+
+
+def test_a_float_axis_says_it_must_be_an_int():
+  expect(float_axis, [S((8, 128), F32)], mg.KernelTypeError, "ml.cumsum(x[...], axis=1.0)",
+         "ml.cumsum: axis must be a static int, got 1.0", hint="axis is a static int in [-2, 2)")

@@ -139,3 +139,25 @@ def test_a_plain_scatter_points_at_the_atomic_one():
 def test_reading_an_output_while_it_is_scattered_into_is_a_race():
   with pytest.raises(mg.RaceError):
     read_while_scattered.check(S((128,), F32), S((128,), I32))
+
+
+@mg.mgpu_kernel(out_shape=lambda v, ids: S((64,), v.dtype))
+def store_method_on_indexed(v, ids, out):
+  out.at[ids[...]].store(v[...])
+
+
+@mg.mgpu_kernel(out_shape=lambda v, ids: S((64,), v.dtype))
+def assign_to_indexed(v, ids, out):
+  out.at[ids[...]][...] = v[...]
+
+
+@pytest.mark.parametrize("kernel, at, message", [
+    (store_method_on_indexed, "out.at[ids[...]].store",
+     "out.at[ids[...]] is indexed by tensors: it has no .store; it is read ([...], a gather) or updated"
+     " atomically (a scatter)"),
+    (assign_to_indexed, "out.at[ids[...]][...]",
+     "out.at[ids[...]] is indexed by tensors: it is read ([...], a gather) or updated atomically (a"
+     " scatter), not assigned")])
+def test_writing_a_tensor_indexed_ref_points_at_the_atomic_scatter(kernel, at, message):
+  e = expect(kernel, [S((128,), F32), S((128,), I32)], mg.KernelTypeError, at, message)
+  assert "ml.atomic_add(out.at[ids, :], rows)" in e.hint

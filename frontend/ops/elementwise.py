@@ -248,7 +248,8 @@ def check_dtype_support(cx, dtype, what, *, floats_only=False, ints_only=False, 
   if ints_only and not (d.is_int or d == DType.bool_):
     raise E.UnsupportedDtypeError(
         f"{what} needs integer operands, got {d}", cx.loc,
-        hint="use / for floating-point division" if what == "//" else
+        hint="floor division of floats: ml.floor(a / b)" if what == "//" else
+        "the remainder of floats, as jnp's: a - ml.floor(a / b) * b" if what == "%" else
         "convert first: x.astype(jnp.int32)")
 
 
@@ -262,7 +263,9 @@ def binary(cx, kind: BinOp, a, b):
     dt = d = DType.f32
   check_dtype_support(cx, dt, what, ints_only=kind in _INT_ONLY, bitwise=kind in _BITWISE_8BIT)
   if d == DType.bool_ and kind not in (BinOp.AND, BinOp.OR, BinOp.XOR):
-    raise E.UnsupportedDtypeError(f"{what} on boolean values", cx.loc, hint="use & | ^ on booleans")
+    raise E.UnsupportedDtypeError(f"{what} on boolean values", cx.loc,
+                                  hint="for logic use & | ^; to count or compute, convert first:"
+                                       " m.astype(jnp.int32) (or jnp.float32)")
   if kind in (BinOp.FLOORDIV, BinOp.MOD) and isinstance(d, DType) and d.is_int and isinstance(b, int) and b == 0:
     raise E.KernelTypeError(f"{what} by 0 on {d}: integer division by zero is undefined on the GPU", cx.loc,
                             hint="divide by a non-zero constant, or guard the divisor: ml.where(d != 0, x // d, 0)")

@@ -52,7 +52,10 @@ def _axis(cx, axis, rank, what):
       return 0
     raise E.KernelTypeError(f"{what} of a {rank}-D tensor needs an axis (jnp's axis=None flattens it)",
                             cx.loc, hint=f"{what}(x, axis=1) scans each row; {what}(x, axis=0) each column")
-  if not isinstance(axis, int) or isinstance(axis, bool) or not -rank <= axis < rank:
+  if not isinstance(axis, int) or isinstance(axis, bool):
+    raise E.KernelTypeError(f"{what}: axis must be a static int, got {axis!r}", cx.loc,
+                            hint=f"axis is a static int in [-{rank}, {rank})")
+  if not -rank <= axis < rank:
     raise E.KernelTypeError(f"{what}: axis {axis!r} is out of range for a {rank}-D tensor", cx.loc,
                             hint=f"axis is a static int in [-{rank}, {rank})")
   return axis % rank
@@ -61,7 +64,8 @@ def _axis(cx, axis, rank, what):
 def scan(cx, kind: ScanKind, x, axis, reverse, what):
   check_register_value(cx, x, what)
   if not is_tensor(x) or len(x.type.shape) not in (1, 2):
-    raise E.KernelTypeError(f"{what} takes a 1- or 2-D register tensor, got {kind_of(x)}", cx.loc,
+    raise E.KernelTypeError(f"{what} takes a 1- or 2-D register tensor, got {kind_of(x)}"
+                            + (f" of shape {x.type.shape}" if is_tensor(x) else ""), cx.loc,
                             hint="read the data in the 2-D shape you scan: x.at[...][...] of a 2-D window")
   if not isinstance(reverse, bool):
     raise E.KernelTypeError(f"{what}: reverse is a static bool, got {reverse!r}", cx.loc,
@@ -73,7 +77,9 @@ def scan(cx, kind: ScanKind, x, axis, reverse, what):
     raise E.DtypeInferenceError(f"{what}: the dtype of {x.name or 'the tensor'} is not known yet", cx.loc,
                                 hint="give its buffer a dtype: ml.smem(shape, jnp.float32)")
   acc = d
-  if kind in (ScanKind.SUM, ScanKind.PROD):
+  if d.is_float and d.bits == 8:              # no 8-bit float arithmetic: float32, rounded once
+    acc = DType.f32
+  elif kind in (ScanKind.SUM, ScanKind.PROD):
     if d in (DType.f16, DType.bf16):
       acc = DType.f32
     elif d == DType.bool_ or (d.is_int and d.bits < 32):
@@ -90,7 +96,7 @@ def scan(cx, kind: ScanKind, x, axis, reverse, what):
   scratch = cx.b.emit(SmemAlloc, loc=cx.loc, types=[RefType((rows * (n + pad),), acc, Space.SMEM)],
                       names=["scan scratch"]).result
   cx.b.allocs.append(scratch)
-  rounds = d in (DType.f16, DType.bf16) and acc == DType.f32     # back to the input's dtype, once
+  rounds = d.is_float and acc != d                                # back to the input's dtype, once
   r = cx.b.emit(Scan, kind, v, axis, reverse, scratch, pad, loc=cx.loc, types=[TensorType(shape, acc)],
                 names=[None if rounds else cx.name]).result
   return ew.astype(cx, r, d) if rounds else r
