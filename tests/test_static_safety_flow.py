@@ -91,7 +91,7 @@ def three_mistakes(x, out):
   ml.copy(x, buf)
   y = x[...] + scale_factr
   z = y * 2
-  out[...] = x[...] * 2.5
+  out[...] = x[...] * x[...].astype(jnp.float16)
 
 
 def test_one_pass_reports_three_independent_mistakes():
@@ -101,7 +101,7 @@ def test_one_pass_reports_three_independent_mistakes():
   assert [(type(e), (e.lineno, e.col_offset)) for e in errors] == [
       (mg.CopyDtypeError, where(three_mistakes, "ml.copy(x, buf)")),
       (mg.UnknownNameError, where(three_mistakes, "scale_factr")),
-      (mg.DtypeMismatchError, where(three_mistakes, "x[...] * 2.5")),
+      (mg.DtypeMismatchError, where(three_mistakes, "x[...] * x[...].astype(jnp.float16)")),
   ]   # `z = y * 2` uses y, which the failed line did not bind: no second report
   text = str(info.value)
   assert "2 more error(s) in this kernel:" in text
@@ -145,7 +145,7 @@ def test_a_name_is_reported_unknown_once():
 @mg.mgpu_kernel(out_shape=lambda x: x)
 def error_and_overflow(x, out):
   big = ml.smem((256, 256), jnp.float32)
-  out[...] = x[...] + 0.5
+  out[...] = x[...] + x[...].astype(jnp.float32)
 
 
 def test_smem_overflow_is_reported_with_other_errors():
@@ -157,7 +157,7 @@ def test_smem_overflow_is_reported_with_other_errors():
 @mg.mgpu_kernel(out_shape=lambda x: x)
 def many_in_static_loop(x, out):
   for j in ml.static_range(3):
-    out[...] = x[...] + 0.5
+    out[...] = x[...] + x[...].astype(jnp.float32)
 
 
 def test_an_error_repeated_by_an_unrolled_loop_is_reported_once():
