@@ -8,8 +8,10 @@ import jax.experimental.mosaic.gpu as mgpu
 import numpy as np
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 from jaxlib.mlir import ir
-from jaxlib.mlir.dialects import arith, memref, scf, vector
+from jaxlib.mlir.dialects import arith, llvm, memref, scf, vector
 
+from ..frontend.dtypes import DType
+from ..frontend.ops.atomic import AtomicKind
 from ..frontend.ops.gather import Gather, ScatterUpdate
 from ..frontend.types import TensorType
 from .atomic import _first_replica, _scalar_red, combine, once_per_cta
@@ -108,6 +110,12 @@ def _scatter(ctx, o):
     for k in np.ndindex(x.registers.shape):
       reg = x.registers[k]
       n = ir.VectorType(reg.type).shape[0] if isinstance(reg.type, ir.VectorType) else 1
+      if o.contiguous and n in (2, 4) and d == DType.f32 and o.kind == AtomicKind.ADD and not t.layout.drop:
+        idx = [_as_index(p, _unsigned(i)) if not isinstance(p, fa.FragmentedArray)
+               else _as_index(_element(p.registers[k], 0), _unsigned(i)) for p, i in zip(parts, o.indices)]
+        ptr = mgpu.utils.memref_ptr(mgpu.memref_slice(mem, tuple(idx)))
+        _vector_red_f32(ptr, [_element(reg, e) for e in range(n)])   # sm_90's red.v2/.v4.f32
+        continue
       for e in range(n):
         idx = [_as_index(p, _unsigned(i)) if not isinstance(p, fa.FragmentedArray)
                else _as_index(_element(p.registers[k], e), _unsigned(i)) for p, i in zip(parts, o.indices)]
@@ -123,6 +131,16 @@ def _scatter(ctx, o):
       emit()
 
   once_per_cta(ctx, t, first_copy)
+
+
+def _vector_red_f32(ptr, values):
+  """One `red.global.add.v{2,4}.f32` of consecutive float32 elements at `ptr` (16- or 8-byte
+  aligned: the frontend's `contiguous` proves it)."""
+  n = len(values)
+  regs = ", ".join(f"${k + 1}" for k in range(n))
+  llvm.inline_asm(ir.Type.parse("!llvm.void"), [ptr, *values],
+                  f"red.relaxed.gpu.global.add.v{n}.f32 [$0], {{{regs}}};", "l" + ",f" * n,
+                  has_side_effects=True)
 
 
 @interpret(ScatterUpdate)

@@ -202,3 +202,29 @@ def test_a_gather_too_narrow_for_a_warp_says_so_in_its_own_words():
              " multiple of 32 (one per lane of a warp), and rows a multiple of 4 unless the columns are a"
              " multiple of 128")
   assert "jnp.pad" in e.hint
+
+
+@mg.mgpu_kernel(out_shape=lambda t, ids, *, c, shift: S((ids.shape[0], c), t.dtype),
+                grid=lambda t, ids, *, c, shift: (t.shape[1] // c - 1,))
+def column_block(t, ids, out, *, c: ml.constexpr, shift: ml.constexpr):
+  j = ml.program_id(0)
+  if j == 0:
+    out[...] = t.at[:, ml.ds(j * c + shift, c)][ids[...], :]
+
+
+def test_a_run_time_view_start_proved_aligned_gathers_a_vector_at_a_time():
+  specs = S((100, 512), F32), S((64,), jnp.int32)
+  assert "contiguous=True" in column_block.typed_ir(*specs, c=128, shift=0)     # j * 128: 512-byte aligned
+  assert "contiguous=True" not in column_block.typed_ir(*specs, c=128, shift=1)  # j * 128 + 1: not
+  t, ids = _table((100, 512)), _ids(64, 100)
+  for shift in (0, 1):
+    np.testing.assert_array_equal(np.asarray(column_block(t, ids, c=128, shift=shift, interpret=True)),
+                                  np.asarray(t)[np.asarray(ids), shift:shift + 128])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shift", [0, 1])
+def test_gpu_run_time_view_starts(shift):
+  t, ids = _table((100, 512)), _ids(64, 100)
+  got = jax.jit(lambda t, i: column_block(t, i, c=128, shift=shift))(t, ids)
+  np.testing.assert_array_equal(np.asarray(got), np.asarray(t)[np.asarray(ids), shift:shift + 128])

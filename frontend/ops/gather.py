@@ -14,6 +14,7 @@ index vector before it is broadcast). Indices are int32 or uint32 (narrower ones
 from __future__ import annotations
 
 import dataclasses
+import math
 
 from .. import errors as E
 from .. import hw
@@ -221,25 +222,27 @@ def _plan(cx, ref, index, what):
   if not any(is_tensor(x) for x in per_dim):
     raise E.KernelTypeError("a gather needs a tensor of indices", cx.loc, hint="table[ids, :]")
   last = len(t.shape) - 1
-  start = _last_start(spans, root_index, last)
   nbytes = resolve(t.dtype).bits // 8 if isinstance(resolve(t.dtype), DType) else 0
-  contiguous = (last in spans and axis_of[last] == len(out_shape) - 1 and isinstance(start, int) and nbytes
-                and (start * nbytes) % 16 == 0 and (root.type.shape[-1] * nbytes) % 16 == 0
-                and (out_shape[-1] * nbytes) % 16 == 0)
+  contiguous = (last in spans and axis_of[last] == len(out_shape) - 1 and nbytes
+                and (_start_multiple(cx, spans, root_index, last) * nbytes) % 16 == 0
+                and (root.type.shape[-1] * nbytes) % 16 == 0 and (out_shape[-1] * nbytes) % 16 == 0)
   return _Plan(root, per_dim, out_shape, bool(contiguous), tuple(root_index or ()), inside)
 
 
-def _last_start(spans, root_index, last):
-  """The static start, in the root, of the last dimension's span (None if not static)."""
-  if last not in spans or not isinstance(spans[last][0], int):
-    return None
-  start = spans[last][0]
+def _start_multiple(cx, spans, root_index, last) -> int:
+  """A number the root start of the last dimension's span is always a multiple of (0: always 0;
+  1: nothing known): the span's start plus the view's, by frontend/absint.py's divisibility."""
+  from ..absint import known_multiple
+  starts = [spans[last][0]]
   if root_index is not None:
     p = root_index[-1]
-    if p.squeeze or not isinstance(p.start, int):
-      return None
-    start += p.start
-  return start
+    if p.squeeze:
+      return 1
+    starts.append(p.start)
+  m = 0
+  for x in starts:
+    m = math.gcd(m, known_multiple(x, cx.b.defs))
+  return m
 
 
 # ---------------------------------------------------------------- scatters (atomic)
@@ -253,6 +256,7 @@ class ScatterUpdate(AtomicUpdate):
   passes treat it as the atomic update it is. Elements whose indices fell outside carry the
   operation's identity (jnp's scatter drops them)."""
   indices: tuple = ()
+  contiguous: bool = False     # as Gather's: a row's consecutive elements, one vector `red` a register
 
 
 def scatter(cx, kind: AtomicKind, iref: IndexedRef, value):
@@ -284,5 +288,6 @@ def scatter(cx, kind: AtomicKind, iref: IndexedRef, value):
         hint=f"convert explicitly: ({value.name or 'value'}).astype(jnp.{dtype_name(ref.type.dtype)})")
   if p.inside is not None:
     value = ew.where_(cx, p.inside, value, identity(kind, d))
-  cx.b.emit(ScatterUpdate, kind, p.root, value, loc=cx.loc, types=[], indices=tuple(p.per_dim))
+  cx.b.emit(ScatterUpdate, kind, p.root, value, loc=cx.loc, types=[], indices=tuple(p.per_dim),
+            contiguous=p.contiguous)
   return None
