@@ -268,7 +268,7 @@ def scatter(cx, kind: AtomicKind, iref: IndexedRef, value):
   check_target(cx, cx.b, ref, what)
   p = _plan(cx, ref, iref.index, "scatter")
   d = resolve(ref.type.dtype)
-  check_dtype(cx, kind, d, hw.ATOMIC_SCALAR, what, "through a tensor of indices (one element at a time)")
+  check_dtype(cx, kind, d, hw.ATOMIC_ELEMENT, what, "through a tensor of indices (one element at a time)")
   if isinstance(value, Num) or is_scalar(value):
     value = ew.full_(cx, p.out_shape, value, ref.type.dtype)
   elif not is_tensor(value):
