@@ -339,13 +339,14 @@ def check_fits(kernel, bufs, S, sites, loc):
   need = loop_bytes(bufs, S, sites, kernel.num_load_slots)
   if need <= hw.SMEM_LIMIT:
     return
-  fits = [s for s in range(S - 1, 1, -1) if loop_bytes(bufs, s, sites, kernel.num_load_slots) <= hw.SMEM_LIMIT]
+  fits = [s for s in range(S - 1, 0, -1) if loop_bytes(bufs, s, sites, kernel.num_load_slots) <= hw.SMEM_LIMIT]
   per_stage = ", ".join(f"{b.name or '?'} {b.type.nbytes // 1024} KiB" for b in bufs)
   raise E.SmemCapacityError(
       f"with stages={S} this loop's buffers need {need} bytes ({per_stage} per stage, {S} copies each),"
       f" more than the {hw.SMEM_LIMIT} bytes (227 KiB) a CTA can use", loc,
       hint=(f"use stages={fits[0]} ({loop_bytes(bufs, fits[0], sites, kernel.num_load_slots)} bytes)"
-            f" or smaller tiles" if fits else "use smaller tiles"))
+            + (" (no loads ahead of use: the loop then runs unpipelined)" if fits[0] == 1 else "")
+            + " or smaller tiles" if fits else "use smaller tiles"))
 
 
 def store_buffers(kernel, body, loaded) -> list:

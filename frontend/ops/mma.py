@@ -157,7 +157,9 @@ def dot(cx, a, b, acc=None):
     raise E.MmaOperandError(
         f"ml.dot needs k to be a multiple of {k_step} ({hw.SWIZZLE} bytes of"
         f" {d if isinstance(d, DType) else '16-bit'} elements), got {k}",
-        loc, hint=f"use a k tile of {k_step} or {2 * k_step}")
+        loc, hint=f"use a k tile of {k_step} or {2 * k_step}; when k is a whole dimension of the data (a"
+                  f" head_dim of {k}), pad it to a multiple of {k_step} outside the kernel (jnp.pad: zero columns"
+                  f" of both operands leave the product unchanged)")
   ok = hw.MMA_ACC.get(d, (DType.f32,))
   acc_dtype = ok[0]
   if acc is not None:
