@@ -228,3 +228,30 @@ def test_gpu_run_time_view_starts(shift):
   t, ids = _table((100, 512)), _ids(64, 100)
   got = jax.jit(lambda t, i: column_block(t, i, c=128, shift=shift))(t, ids)
   np.testing.assert_array_equal(np.asarray(got), np.asarray(t)[np.asarray(ids), shift:shift + 128])
+
+
+@mg.mgpu_kernel(out_shape=lambda t, a, b: S((128,), t.dtype))
+def too_many_indices(t, a, b, out):
+  out[...] = t[a[...], b[...], 0]
+
+
+@mg.mgpu_kernel(out_shape=lambda t, a, b: S((128, 64), t.dtype))
+def strided_slice_gather(t, a, b, out):
+  out[...] = t[a[...], ::2]
+
+
+@mg.mgpu_kernel(out_shape=lambda t, a, b: S((128,), t.dtype))
+def unbroadcastable(t, a, b, out):
+  out[...] = t[a[...], b.at[0:64][...]]
+
+
+@pytest.mark.parametrize("kernel, at, cls, message", [
+    (too_many_indices, "t[a[...], b[...], 0]", mg.IndexOutOfBoundsError,
+     "too many indices for t of rank 2: got 3"),
+    (strided_slice_gather, "t[a[...], ::2]", mg.KernelTypeError, "a gather's slices are static with a step of 1"),
+    (unbroadcastable, "t[a[...], b.at[0:64][...]]", mg.ShapeMismatchError,
+     "a gather's indices on a[...] of shape (128,) and b.at[0:64][...] of shape (64,): the shapes do not"
+     " broadcast (axis 0 of the result would be both 128 and 64)"),
+])
+def test_gather_mistakes_are_located(kernel, at, cls, message):
+  expect(kernel, [S((100, 128), F32), S((128,), jnp.int32), S((128,), jnp.int32)], cls, at, message)
