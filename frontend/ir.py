@@ -96,6 +96,9 @@ class Traits:
   layout: LayoutRule = LayoutRule.NONE
   pure: bool = False          # no effects: may be cloned, hoisted, moved across pipeline stages, dropped
   inserted: bool = False      # synchronisation the compiler inserts; users never write it
+  # Its register accesses of its ref give each thread other threads' elements (a transpose or a
+  # scan through SMEM scratch): the sync pass never counts them as thread-private.
+  moves_elements: bool = False
 
 
 class Op:

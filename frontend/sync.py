@@ -88,7 +88,7 @@ def access_key(o, window):
   """Which elements each thread of a register access touches: the window and the tensor's
   layout (a vector stored as a row statistic and read back as a column vector moves between
   threads); None for a scalar access, which is every thread's."""
-  if getattr(o, "MOVES_ELEMENTS", False):      # a transpose: each thread's elements are others'
+  if ir.traits_of(o).moves_elements:          # a transpose, a scan: each thread's elements are others'
     return None
   layouts = [v.type.layout for v in [*o.results, *o.operands()] if isinstance(v.type, TensorType)]
   return (window, layouts[0]) if layouts else None

@@ -15,7 +15,6 @@ from ..frontend.ops.atomic import AtomicKind
 from ..frontend.ops.gather import Gather, ScatterUpdate
 from ..frontend.types import TensorType
 from .atomic import _first_replica, _scalar_red, combine, once_per_cta
-from .interpret_memory import OutOfBoundsError
 from .mosaic import mlir_type
 from .registry import interpret, lower
 
@@ -37,6 +36,20 @@ def _unsigned(i) -> bool:
   return not isinstance(i, int) and not i.type.dtype.is_signed
 
 
+def _uniform(parts, indices):
+  """Index values shared by every element (ints, scalars); None where an index is a tensor."""
+  return [None if isinstance(p, fa.FragmentedArray) else _as_index(p, _unsigned(i)) for p, i in zip(parts, indices)]
+
+
+def _at(uniform, parts, indices, k, e):
+  """The index of each root dimension for element `e` of register `k` (ints and scalars from
+  `uniform`, or cast here when it is None)."""
+  return [_as_index(p, _unsigned(i)) if not isinstance(p, fa.FragmentedArray) and uniform is None
+          else uniform[j] if not isinstance(p, fa.FragmentedArray)
+          else _as_index(_element(p.registers[k], e), _unsigned(i))
+          for j, (p, i) in enumerate(zip(parts, indices))]
+
+
 @lower(Gather)
 def _gather(ctx, o):
   mem = ctx.memref(ctx.get(o.ref))
@@ -49,19 +62,14 @@ def _gather(ctx, o):
   for k in np.ndindex(like.registers.shape):
     first = like.registers[k]
     n = ir.VectorType(first.type).shape[0] if isinstance(first.type, ir.VectorType) else 1
-    uniform = [None if isinstance(p, fa.FragmentedArray) else _as_index(p, _unsigned(i))
-               for p, i in zip(parts, o.indices)]
+    uniform = _uniform(parts, o.indices)
+    if o.contiguous and n > 1:      # consecutive last indices: one vector load at the first
+      regs[k] = vector.load(ir.VectorType.get((n,), elem_ty), mem, _at(uniform, parts, o.indices, k, 0))
+      continue
     out = None if n == 1 and not isinstance(first.type, ir.VectorType) else \
         vector.broadcast(ir.VectorType.get((n,), elem_ty), arith.constant(elem_ty, 0.0 if t.dtype.is_float else 0))
-    if o.contiguous and n > 1:      # consecutive last indices: one vector load at the first
-      idx = [u if u is not None else _as_index(_element(p.registers[k], 0), _unsigned(i))
-             for u, p, i in zip(uniform, parts, o.indices)]
-      regs[k] = vector.load(ir.VectorType.get((n,), elem_ty), mem, idx)
-      continue
     for e in range(n):
-      idx = [u if u is not None else _as_index(_element(p.registers[k], e), _unsigned(i))
-             for u, p, i in zip(uniform, parts, o.indices)]
-      v = memref.load(mem, idx)
+      v = memref.load(mem, _at(uniform, parts, o.indices, k, e))
       if out is None:
         out = v
       else:
@@ -72,29 +80,13 @@ def _gather(ctx, o):
 
 @interpret(Gather)
 def _i_gather(cta, o):
+  """Every index is inside the view indexed (the frontend clamps them, as jnp's gather does)."""
   ref = cta.get(o.ref)
   shape = o.result.type.shape
-  coords = [np.broadcast_to(np.asarray(i if isinstance(i, int) else cta.get(i), np.int64), shape)
-            for i in o.indices]
-  dims = o.ref.type.shape
-  lo = [0] * len(dims) if not o.window else [int(cta.operand(p.start)) for p in o.window]
-  hi = list(dims) if not o.window else [a + (1 if p.squeeze else p.size) for a, p in zip(lo, o.window)]
-  inside = np.ones(shape, bool)
-  for c, a, b in zip(coords, lo, hi):
-    inside &= (c >= a) & (c < b)
-  if not inside.all():
-    pos = tuple(int(p) for p in np.argwhere(~inside)[0])
-    elem = [int(c[pos]) for c in coords]
-    name = o.ref.name or "the ref"
-    where = (f"outside its shape {tuple(dims)}" if not o.window else
-             f"outside the view {name}[{', '.join(f'{a}:{b}' for a, b in zip(lo, hi))}] it indexes")
-    raise OutOfBoundsError(
-        f"this gather reads {name}{elem}, {where}", o.loc,
-        hint="clamp the indices into range (ml.minimum(ml.maximum(ids, 0), n - 1), n the size indexed)"
-             " or mask the result with ml.where")
-  flat = tuple(c.reshape(-1) for c in coords)
-  cta.m.gmem_access(cta, ref, flat, o, write=False)
-  cta.set(o.result, np.asarray(cta.buffer(ref)[flat]).reshape(shape))
+  coords = tuple(np.broadcast_to(np.asarray(i if isinstance(i, int) else cta.get(i), np.int64), shape).reshape(-1)
+                 for i in o.indices)
+  cta.m.gmem_access(cta, ref, coords, o, write=False)
+  cta.set(o.result, np.asarray(cta.buffer(ref)[coords]).reshape(shape))
 
 
 # ---------------------------------------------------------------- scatters
@@ -111,15 +103,11 @@ def _scatter(ctx, o):
       reg = x.registers[k]
       n = ir.VectorType(reg.type).shape[0] if isinstance(reg.type, ir.VectorType) else 1
       if o.contiguous and n in (2, 4) and d == DType.f32 and o.kind == AtomicKind.ADD and not t.layout.drop:
-        idx = [_as_index(p, _unsigned(i)) if not isinstance(p, fa.FragmentedArray)
-               else _as_index(_element(p.registers[k], 0), _unsigned(i)) for p, i in zip(parts, o.indices)]
-        ptr = mgpu.utils.memref_ptr(mgpu.memref_slice(mem, tuple(idx)))
+        ptr = mgpu.utils.memref_ptr(mgpu.memref_slice(mem, tuple(_at(None, parts, o.indices, k, 0))))
         _vector_red_f32(ptr, [_element(reg, e) for e in range(n)])   # sm_90's red.v2/.v4.f32
         continue
       for e in range(n):
-        idx = [_as_index(p, _unsigned(i)) if not isinstance(p, fa.FragmentedArray)
-               else _as_index(_element(p.registers[k], e), _unsigned(i)) for p, i in zip(parts, o.indices)]
-        ptr = mgpu.utils.memref_ptr(mgpu.memref_slice(mem, tuple(idx)))
+        ptr = mgpu.utils.memref_ptr(mgpu.memref_slice(mem, tuple(_at(None, parts, o.indices, k, e))))
         _scalar_red(ptr, _element(reg, e), o.kind, d)
 
   def first_copy():           # a layout repeating values: each element once, by its first holder

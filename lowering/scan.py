@@ -14,6 +14,7 @@ from jax.experimental.mosaic.gpu import fragmented_array as fa
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import arith, memref, vector
 
+from ..frontend.ops.atomic import AtomicKind, identity
 from ..frontend.ops.scan import Scan, ScanKind
 from ..frontend.types import LayoutKind
 from . import interpret_numerics as N
@@ -23,15 +24,15 @@ from .shape import _element_indices, _flat
 
 
 def _identity(kind, d):
-  if kind == ScanKind.SUM:
-    return 0
+  """The value that leaves an element unchanged when combined with it (the atomics' for sum,
+  max and min)."""
   if kind == ScanKind.PROD:
     return 1
-  if d.is_float:
-    return float("-inf") if kind == ScanKind.MAX else float("inf")
-  if d.is_signed:
-    return -(2 ** (d.bits - 1)) if kind == ScanKind.MAX else 2 ** (d.bits - 1) - 1
-  return 0 if kind == ScanKind.MAX else 2 ** d.bits - 1
+  return identity(AtomicKind.ADD if kind == ScanKind.SUM else AtomicKind(kind.value), d)
+
+
+def _identity_const(kind, d):
+  return arith.constant(mlir_type(d), float(_identity(kind, d)) if d.is_float else _identity(kind, d))
 
 
 def _combine(kind, d, a, b):
@@ -70,7 +71,7 @@ def _vec(t) -> int:
   if lay.drop:
     return 1
   v = 2 if lay.kind == LayoutKind.WGMMA else lay.vec
-  return v if v > 1 and t.shape[-1] % v == 0 and t.shape[-1] // v >= 1 else 1
+  return v if v > 1 and t.shape[-1] % v == 0 else 1
 
 
 def _scan_vectors(ctx, o, vec):
@@ -84,7 +85,7 @@ def _scan_vectors(ctx, o, vec):
   row = n + o.pad
   index = ir.IndexType.get()
   c = lambda v: arith.constant(index, v)
-  ident = arith.constant(mlir_type(d), float(_identity(o.kind, d)) if d.is_float else _identity(o.kind, d))
+  ident = _identity_const(o.kind, d)
   x = ctx.get(o.x)
   elem = lambda r, e: vector.extract(r, dynamic_position=[], static_position=ir.DenseI64ArrayAttr.get([e]))
   regs, where = [], []
@@ -134,7 +135,7 @@ def _scan(ctx, o):
   row = n + o.pad
   index = ir.IndexType.get()
   c = lambda v: arith.constant(index, v)
-  ident = arith.constant(mlir_type(d), float(_identity(o.kind, d)) if d.is_float else _identity(o.kind, d))
+  ident = _identity_const(o.kind, d)
 
   def coords(idx):
     return _element_indices(ctx, t, idx) if two_d else [c(0), idx[0]]

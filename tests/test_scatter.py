@@ -167,3 +167,17 @@ def assign_to_indexed(v, ids, out):
 def test_writing_a_tensor_indexed_ref_points_at_the_atomic_scatter(kernel, at, message):
   e = expect(kernel, [S((128,), F32), S((128,), I32)], mg.KernelTypeError, at, message)
   assert "ml.atomic_add(out.at[ids, :], rows)" in e.hint
+
+
+@mg.mgpu_kernel(out_shape=lambda v, cols, r: S((8, 128), v.dtype))
+def run_time_row(v, cols, r, out):
+  ml.atomic_add(out.at[r[0], cols[...]], v[...])
+
+
+def test_a_run_time_scalar_index_wraps_and_drops_as_jnp():
+  v = jnp.arange(128, dtype=F32)
+  cols = jnp.arange(128, dtype=I32)[::-1]
+  for row in (3, -1, 9):                          # -1 is the last row; 9 is outside: dropped
+    got = run_time_row(v, cols, jnp.array([row], I32), interpret=True)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(jnp.zeros((8, 128), F32).at[row, cols].add(v)))
+  builds(run_time_row, S((128,), F32), S((128,), I32), S((1,), I32))

@@ -23,7 +23,8 @@ from ..dtypes import DType
 from ..ir import Access, LayoutRule, Traits
 from ..types import Space, TensorType, dtype_name, resolve
 from . import elementwise as ew
-from .base import is_tensor, is_value, kind_of
+from .atomic import AtomicKind, AtomicUpdate, check_dtype, check_target, identity
+from .base import Num, is_scalar, is_tensor, is_value, kind_of
 from .memory import DSlice, View, index_operand
 from .shape import broadcast_shape, broadcast_to_shape
 
@@ -40,9 +41,6 @@ class Gather(ir.Op):
   # The last index is a slice's span along the result's last axis, 16-byte aligned in start and
   # size, in rows of a multiple of 16 bytes: a register's consecutive elements are one vector load.
   contiguous: bool = False
-  # The view the user indexed (ir.Idx per root dimension; empty: the whole ref): interpret mode
-  # reports indices outside it, as NumPy would for the view.
-  window: tuple = ()
 
 
 def _in_range(cx, i, n):
@@ -85,7 +83,6 @@ class _Plan:
   per_dim: list             # one index operand per root dimension (int, scalar Value or int tensor)
   out_shape: tuple
   contiguous: bool
-  window: tuple
   inside: ir.Value | None   # scatters: a bool tensor, the elements whose indices were in range
 
 
@@ -93,7 +90,7 @@ def gather(cx, ref, index, name=""):
   """`ref[index]` where some index is a register tensor."""
   p = _plan(cx, ref, index, "gather")
   return cx.b.emit(Gather, p.root, tuple(p.per_dim), loc=cx.loc, types=[TensorType(p.out_shape, ref.type.dtype)],
-                   names=[name], contiguous=p.contiguous, window=p.window).result
+                   names=[name], contiguous=p.contiguous).result
 
 
 def _plan(cx, ref, index, what):
@@ -198,8 +195,7 @@ def _plan(cx, ref, index, what):
     else:
       i = index_operand(cx, i)
       if what == "scatter":
-        ok = broadcast_to_shape(cx, ew.full_(cx, (1,) * len(out_shape), True, DType.bool_), out_shape)
-        ok = ew.where_(cx, _inside(cx, i, t.shape[d]), ok, False)
+        ok = _inside(cx, i, t.shape[d])         # a scalar: it broadcasts in the AND below
         inside = ok if inside is None else ew.binary(cx, ew.BinOp.AND, inside, ok)
       per_dim.append(_in_range(cx, i, t.shape[d]))
   if root_index is not None:                 # a window: its starts added, its squeezed axes put back
@@ -226,7 +222,7 @@ def _plan(cx, ref, index, what):
   contiguous = (last in spans and axis_of[last] == len(out_shape) - 1 and nbytes
                 and (_start_multiple(cx, spans, root_index, last) * nbytes) % 16 == 0
                 and (root.type.shape[-1] * nbytes) % 16 == 0 and (out_shape[-1] * nbytes) % 16 == 0)
-  return _Plan(root, per_dim, out_shape, bool(contiguous), tuple(root_index or ()), inside)
+  return _Plan(root, per_dim, out_shape, bool(contiguous), inside)
 
 
 def _start_multiple(cx, spans, root_index, last) -> int:
@@ -246,7 +242,6 @@ def _start_multiple(cx, spans, root_index, last) -> int:
 
 
 # ---------------------------------------------------------------- scatters (atomic)
-from .atomic import AtomicKind, AtomicUpdate, check_dtype, check_target, identity  # noqa: E402
 
 
 @ir.op(Traits(effects=lambda o: [(o.ref, Access.REG_WRITE)], layout=LayoutRule.ELEMENTWISE))
@@ -261,8 +256,6 @@ class ScatterUpdate(AtomicUpdate):
 
 def scatter(cx, kind: AtomicKind, iref: IndexedRef, value):
   from ..infer import unify
-  from .base import Num, is_scalar
-  from .shape import broadcast_shape
   what = f"ml.atomic_{kind.value}"
   ref = iref.ref
   check_target(cx, cx.b, ref, what)

@@ -417,16 +417,15 @@ def load(cx, ref, name=""):
 def store(cx, ref, value):
   from .elementwise import full_
   from .shape import broadcast_shape, broadcast_to_shape
-  if is_ref(ref) and ref.type.transposed and (isinstance(value, Num) or is_value(value) and isinstance(
-      value.type, ScalarType)):
-    return store(cx, untransposed(cx, ref), value)   # one value everywhere: the same either way
-  if is_ref(ref) and ref.type.transposed and is_value(value) and isinstance(value.type, TensorType):
-    from .shape import transpose_tensor       # buf.T[...] = x: x transposed, into the window
-    if value.type.shape != ref.type.shape:
-      raise E.ShapeMismatchError(
-          f"cannot store a tensor of shape {value.type.shape} into {ref.name or 'a transposed view'} of"
-          f" shape {ref.type.shape}", cx.loc, hint="store a value of the view's shape")
-    return store(cx, untransposed(cx, ref), transpose_tensor(cx, value))
+  if is_ref(ref) and ref.type.transposed:        # buf.T[...] = x: x transposed, into the window as stored
+    if is_value(value) and isinstance(value.type, TensorType):
+      from .shape import transpose_tensor
+      if value.type.shape != ref.type.shape:
+        raise E.ShapeMismatchError(
+            f"cannot store a tensor of shape {value.type.shape} into {ref.name or 'a transposed view'} of"
+            f" shape {ref.type.shape}", cx.loc, hint="store a value of the view's shape")
+      value = transpose_tensor(cx, value)
+    return store(cx, untransposed(cx, ref), value)   # (a scalar is the same either way)
   check_not_transposed(cx, ref, "write")
   t = ref.type
   check_in_bounds(cx, ref, "write")

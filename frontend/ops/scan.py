@@ -16,11 +16,10 @@ from .. import errors as E
 from .. import ir
 from ..dtypes import DType
 from ..ir import Access, LayoutRule, Traits
-from ..types import RefType, Space, TensorType, dtype_name, resolve
+from ..types import TensorType, dtype_name, resolve
 from . import elementwise as ew
 from .base import builtin, check_register_value, is_tensor, kind_of
-from .memory import SmemAlloc
-from .shape import transpose_pad
+from .shape import row_scratch
 
 
 class ScanKind(enum.Enum):
@@ -31,7 +30,7 @@ class ScanKind(enum.Enum):
 
 
 @ir.op(Traits(effects=lambda o: [(o.scratch, Access.REG_WRITE), (o.scratch, Access.REG_READ)],
-              layout=LayoutRule.ELEMENTWISE))
+              layout=LayoutRule.ELEMENTWISE, moves_elements=True))
 class Scan(ir.Op):
   """The inclusive scan of the 1- or 2-D tensor `x` along `axis` (from the end if `reverse`),
   through `scratch` (flat: x's rows of n + pad elements; a 1-D x is one row)."""
@@ -43,7 +42,6 @@ class Scan(ir.Op):
   pad: int
   loc: object
   results: tuple
-  MOVES_ELEMENTS = True        # threads read each other's elements: barriers around it
 
 
 def _axis(cx, axis, rank, what):
@@ -92,10 +90,7 @@ def scan(cx, kind: ScanKind, x, axis, reverse, what):
                                   hint="scan a 32-bit tensor")
   v = x if acc == d else ew.astype(cx, x, acc)
   rows, n = (1, shape[0]) if len(shape) == 1 else shape
-  pad = transpose_pad(acc)
-  scratch = cx.b.emit(SmemAlloc, loc=cx.loc, types=[RefType((rows * (n + pad),), acc, Space.SMEM)],
-                      names=["scan scratch"]).result
-  cx.b.allocs.append(scratch)
+  scratch, pad = row_scratch(cx, rows, n, acc, "scan scratch")
   rounds = d.is_float and acc != d                                # back to the input's dtype, once
   r = cx.b.emit(Scan, kind, v, axis, reverse, scratch, pad, loc=cx.loc, types=[TensorType(shape, acc)],
                 names=[None if rounds else cx.name]).result

@@ -401,7 +401,7 @@ def _transpose_effects(o):
   return [(o.scratch, ir.Access.REG_WRITE if isinstance(o, TransposeStore) else ir.Access.REG_READ)]
 
 
-@ir.op(Traits(effects=_transpose_effects))
+@ir.op(Traits(effects=_transpose_effects, moves_elements=True))
 class TransposeStore(ir.Op):
   """Write the (m, n) tensor `x` into `scratch` (flat, rows of n + pad elements)."""
   scratch: ir.Value
@@ -409,27 +409,31 @@ class TransposeStore(ir.Op):
   pad: int
   loc: object
   results: tuple = ()
-  MOVES_ELEMENTS = True        # its threads and TransposeLoad's differ: the sync pass puts a barrier between
 
 
-@ir.op(Traits(effects=_transpose_effects, layout=LayoutRule.FRESH))
+@ir.op(Traits(effects=_transpose_effects, layout=LayoutRule.FRESH, moves_elements=True))
 class TransposeLoad(ir.Op):
   """Read the transpose (n, m) of what TransposeStore wrote into `scratch`."""
   scratch: ir.Value
   pad: int
   loc: object
   results: tuple
-  MOVES_ELEMENTS = True
 
 
-def transpose_pad(dtype) -> int:
-  """Elements of padding a scratch row gets: one 4-byte bank."""
-  return max(1, 4 // (dtype.bits // 8))
+def row_scratch(cx, rows, n, dtype, name):
+  """(scratch, pad): an SMEM scratch for a tensor of `rows` rows of `n` elements, flat, each row
+  padded by one 4-byte bank so that a warp reading a column meets 32 banks (transposes, scans)."""
+  from ..types import RefType, Space
+  from .memory import SmemAlloc
+  d = resolve(dtype)
+  pad = max(1, 4 // (d.bits // 8)) if isinstance(d, DType) else 1
+  scratch = cx.b.emit(SmemAlloc, loc=cx.loc, types=[RefType((rows * (n + pad),), dtype, Space.SMEM)],
+                      names=[name]).result
+  cx.b.allocs.append(scratch)
+  return scratch, pad
 
 
 def transpose_tensor(cx, x, name=""):
-  from ..types import RefType, Space
-  from .memory import SmemAlloc
   check_register_value(cx, x, "ml.transpose")
   t = x.type
   if not is_tensor(x) or len(t.shape) != 2:
@@ -448,10 +452,7 @@ def transpose_tensor(cx, x, name=""):
   if isinstance(d, DType) and d.bits > 32:
     raise E.UnsupportedDtypeError(f"ml.transpose of {dtype_name(d)}: 8-, 16- and 32-bit elements only",
                                   cx.loc, hint="transpose a 32-bit tensor")
-  pad = transpose_pad(d) if isinstance(d, DType) else 1
-  scratch = cx.b.emit(SmemAlloc, loc=cx.loc, types=[RefType((m * (n + pad),), t.dtype, Space.SMEM)],
-                      names=["transpose scratch"]).result
-  cx.b.allocs.append(scratch)
+  scratch, pad = row_scratch(cx, m, n, t.dtype, "transpose scratch")
   cx.b.emit(TransposeStore, scratch, x, pad, loc=cx.loc, types=[])
   return cx.b.emit(TransposeLoad, scratch, pad, loc=cx.loc, types=[TensorType((n, m), t.dtype)],
                    names=[name]).result
