@@ -21,6 +21,7 @@ from .missing import missing_hint
 from .trace_debug import trace_breakpoint, trace_print
 from .ops import METHODS, REF_METHODS, elementwise as ew, gather, memory, shape
 from .ops.base import BUILTINS, Builtin, is_tensor, is_value, kind_of
+from .ops.power import power
 from .source import Source
 from .types import RefType, ScalarType, resolve
 
@@ -584,7 +585,7 @@ class Tracer(ast.NodeVisitor):
                             " tensor: ml.dot(p.astype(jnp.float16), v_s, acc))")
     if op is ast.Pow:
       left, right = (node.left, node.right) if isinstance(node, ast.BinOp) else (node.target, node.value)
-      return ew.power(self.cx(node, name), a, b, self.text(left), self.text(right))
+      return power(self.cx(node, name), a, b, self.text(left), self.text(right))
     if op not in _BINOPS:
       self.unsupported(node, f"the operator {op.__name__} on register values")
     return ew.binary(self.cx(node, name), _BINOPS[op], a, b)

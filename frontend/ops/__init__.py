@@ -3,10 +3,10 @@
 One module per family: memory (buffers, views, copies), access (masked and scalar
 accesses), atomic (atomic updates), elementwise (math), shape (reductions, broadcasting,
 reshapes), mma (tensor cores), control (grid, loops, barriers), debug (print, breakpoint),
-random (counter-based random numbers), gather (GMEM indexed by tensors of indices), scan (cumulative sums, products, max, min).
+random (counter-based random numbers), gather (GMEM indexed by tensors of indices), scan (cumulative sums, products, max, min); power (`x ** y`, composed from elementwise ops).
 See docs/design-notes.md, "How to add an op".
 """
-from . import base, memory, elementwise, shape, mma, control, debug, access, atomic, random, gather, scan  # noqa: F401
+from . import base, memory, elementwise, shape, mma, control, debug, access, atomic, random, gather, scan, power  # noqa: F401
 from .base import BUILTINS, METHODS, REF_METHODS  # noqa: F401
 
 # Every op class, by name (`ops.Copy`, `ops.Reduce`, ...).

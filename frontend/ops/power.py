@@ -1,0 +1,133 @@
+"""`x ** y` in a kernel, as jnp computes it where that is cheap and exact, composed from the
+elementwise family's ops (frontend/ops/elementwise.py): products by repeated squaring for static
+integer powers, ml.sqrt for 0.5, ml.exp2 of a logarithm taken in Python for a Python-number base.
+"""
+from __future__ import annotations
+
+import math as pymath
+
+import numpy as np
+
+from .. import errors as E
+from ..dtypes import DType
+from ..types import ScalarType, resolve
+from .base import check_register_value, is_value
+from .elementwise import (BinOp, Constant, UnOp, astype, binary, check_dtype_support, full_,
+                          unary)
+
+
+def _one(cx, x):
+  """1 in `x`'s shape and dtype (x ** 0, 1.0 ** t: 1 even where x is NaN, as jnp)."""
+  if isinstance(x.type, ScalarType):
+    return cx.b.emit(Constant, 1, loc=cx.loc, types=[ScalarType(x.type.dtype)], names=[cx.name]).result
+  return full_(cx, x.type.shape, 1, x.type.dtype, "**")
+
+
+def _int_power(cx, x, n: int):
+  """x ** n for a static int n, as lax.integer_pow (what jnp's x ** n is): binary exponentiation
+  by repeated squaring, 1 / x ** -n for a negative n. The same products in the same order, so
+  the results are jnp's bit for bit."""
+  if n == 0:
+    return _one(cx, x)
+  neg, n = n < 0, abs(n)
+  acc = None
+  while n:
+    if n & 1:
+      acc = x if acc is None else binary(cx, BinOp.MUL, acc, x)
+    n >>= 1
+    if n:
+      x = binary(cx, BinOp.MUL, x, x)
+  return binary(cx, BinOp.DIV, 1, acc) if neg else acc
+
+
+def _as_weak_float(c, d) -> float:
+  """The Python number `c` rounded to the float dtype `d` (to nearest, ties to even), as a weakly
+  typed number meeting a `d` tensor is in jnp."""
+  if d == DType.f16:
+    return float(np.float16(c))
+  if d == DType.bf16:
+    bits = int(np.float32(c).view(np.uint32))
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16 << 16
+    return float(np.uint32(bits).view(np.float32))
+  if d == DType.f32:
+    return float(np.float32(c))
+  return float(c)
+
+
+def _number_base_power(cx, c, t, t_text):
+  """c ** t for a Python number c > 0 and a float register value t: exp2(t * log2(c)), log2(c)
+  computed in Python now; 16-bit floats compute in float32 and round once."""
+  d = resolve(t.type.dtype)
+  if isinstance(d, DType) and not d.is_float:
+    raise E.UnsupportedDtypeError(
+        f"{c!r} ** {t_text}: an exponent held in registers must be floating point, got {d}", cx.loc,
+        hint=f"convert the exponent (the result is then a float): {c!r} ** {t_text}.astype(jnp.float32)"
+             + (f"; 2 ** {t_text} of integers is 1 << {t_text}" if c == 2 else ""))
+  check_dtype_support(cx, t.type.dtype, "**", floats_only=True)
+  cw = _as_weak_float(c, d) if not isinstance(c, bool) else 0.0   # jnp rounds the weak base to t's dtype
+  if not cw > 0 or pymath.isinf(cw):
+    shown = f"({c!r})" if c < 0 else repr(c)
+    inside = "" if cw == c or not 0 < c < pymath.inf else f" (it is {cw} in {d})"
+    raise E.KernelTypeError(
+        f"{shown} ** {t_text}: a Python-number base must be positive and finite{inside}: c ** t is"
+        f" ml.exp2(t * log2(c)), and only those have a logarithm", cx.loc,
+        hint=f"select the cases with ml.where, e.g. 0.0 ** t for t >= 0 is ml.where({t_text} == 0, 1.0, 0.0);"
+             f" for a negative base, (-c) ** t times the sign you need")
+  c = cw
+  if c == 1:
+    return _one(cx, t)                    # 1 ** t is 1, NaN and inf included (jnp.power)
+  k = pymath.log2(c)
+  wide = isinstance(d, DType) and d.bits < 32
+  y = astype(cx, t, DType.f32) if wide else t
+  if k != 1.0:
+    y = binary(cx, BinOp.MUL, y, k)
+  y = unary(cx, UnOp.EXP2, y)
+  return astype(cx, y, d) if wide else y
+
+
+def power(cx, a, b, a_text="x", b_text="y"):
+  """`a ** b` as jnp computes it where that is cheap and exact:
+
+  - a register value to a static int (or a whole float) n: products by repeated squaring, as
+    lax.integer_pow (bit for bit jnp's x ** n); 1 for n == 0; 1 / x ** -n for negative n
+    (floats only);
+  - a float register value to 0.5: ml.sqrt (jnp.power gives 0.0 for -0.0 and inf for -inf,
+    sqrt -0.0 and nan);
+  - a positive Python number c to a float register value t: ml.exp2(t * math.log2(c)).
+  Anything else is an error whose hint is the exp2/log2 form."""
+  check_register_value(cx, a, "**")
+  check_register_value(cx, b, "**")
+  pa = a_text if a_text.isidentifier() else f"({a_text})"
+  if not is_value(b):
+    n = b
+    d = resolve(a.type.dtype)
+    if d == DType.bool_:
+      raise E.UnsupportedDtypeError(f"** on boolean values ({a_text})", cx.loc,
+                                    hint=f"convert first: {pa}.astype(jnp.int32) ** {b!r}")
+    if isinstance(b, float) and b.is_integer() and isinstance(d, DType) and d.is_float:
+      n = int(b)                         # x ** 2.0: XLA's pow of a whole exponent multiplies too
+    if isinstance(n, int):
+      check_dtype_support(cx, a.type.dtype, "**")
+      if n < 0 and isinstance(d, DType) and not d.is_float:
+        raise E.UnsupportedDtypeError(
+            f"{pa} ** {b!r}: integers cannot be raised to negative powers (as in jnp)", cx.loc,
+            hint=f"compute in floating point: {pa}.astype(jnp.float32) ** {b!r}")
+      return _int_power(cx, a, n)
+    if b == 0.5:
+      check_dtype_support(cx, a.type.dtype, "**", floats_only=True)
+      return unary(cx, UnOp.SQRT, a)
+    if isinstance(d, DType) and not d.is_float:
+      raise E.UnsupportedDtypeError(
+          f"{pa} ** {b!r}: a float exponent needs a floating-point base, got {d}", cx.loc,
+          hint=f"convert first: {pa}.astype(jnp.float32) ** {b!r}")
+    raise E.UnsupportedSyntaxError(
+        f"{pa} ** {b!r}: a float exponent on a register value is supported for 0.5 (ml.sqrt) and"
+        f" whole numbers (products) only", cx.loc,
+        hint=f"for {pa} > 0: ml.exp2({b!r} * ml.log2({a_text}))")
+  pb = b_text if b_text.isidentifier() else f"({b_text})"
+  if not is_value(a):
+    return _number_base_power(cx, a, b, pb)
+  raise E.UnsupportedSyntaxError(
+      f"{pa} ** {pb}: an exponent held in registers is supported on a Python-number base"
+      f" only (c ** t); the exponent of a register value must be a static number", cx.loc,
+      hint=f"for {pa} > 0: ml.exp2({pb} * ml.log2({a_text}))")
