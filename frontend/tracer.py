@@ -22,6 +22,7 @@ from .trace_debug import trace_breakpoint, trace_print
 from .ops import METHODS, REF_METHODS, elementwise as ew, gather, memory, shape
 from .ops.base import BUILTINS, Builtin, is_tensor, is_value, kind_of
 from .ops.power import power
+from .assign import SCATTER_HINT, Assignments, At, holds_value, is_whole
 from .source import Source
 from .types import RefType, ScalarType, resolve
 
@@ -85,11 +86,6 @@ def _tuples(x):
   return tuple(_tuples(e) for e in x) if isinstance(x, (list, tuple)) else x
 
 
-def _holds_value(x) -> bool:
-  """A runtime value, or a tuple or list holding one (sum((a, b)) must not reach Python's sum)."""
-  return is_value(x) or (isinstance(x, (tuple, list)) and any(_holds_value(y) for y in x))
-
-
 def _check_tensor_steps(cx, x, index):
   """`v[::-1]`, `v[::2]` of a register tensor: the slice-step error, with a hint that works."""
   items = index if isinstance(index, tuple) else (index,)
@@ -101,28 +97,13 @@ def _check_tensor_steps(cx, x, index):
       d += 1
 
 
-def _is_whole(index) -> bool:
-  return index is Ellipsis or index == (Ellipsis,)
-
-
-_SCATTER_HINT = ("read rows at computed places with t[ids, :]; add (or take the max or min) at them with"
-                 " ml.atomic_add(out.at[ids, :], rows) (the output starts at 0); a plain scatter (set) is not"
-                 " supported: write rows one at a time with scalar indices")
-
-
-class _At:
-  """`ref.at`: subscripting it makes a view."""
-  def __init__(self, ref):
-    self.ref = ref
-
-
 class _Method:
   """A bound method of a register tensor (`x.astype`, `x.sum`)."""
   def __init__(self, fn: Builtin, value):
     self.fn, self.value = fn, value
 
 
-class Tracer(ast.NodeVisitor):
+class Tracer(Assignments, ast.NodeVisitor):
   def __init__(self, source: Source, scope: dict, builder: Builder):
     self.src = source
     self.scope = scope          # globals + closure of the kernel function
@@ -259,124 +240,6 @@ class Tracer(ast.NodeVisitor):
                      hint="runtime loops cannot exit early: loop with while and fold the exit into its"
                           " condition, e.g. found = 0; while (i < n) & (found == 0): ...")
 
-  def visit_Assign(self, node):
-    self.stmt = node
-    t = node.targets[0]
-    self.pending_name = t.id if len(node.targets) == 1 and isinstance(t, ast.Name) else ""
-    self.pending_node = node.value    # the call the name is for; calls inside it keep their own text
-    value = self.eval(node.value)
-    self.pending_name, self.pending_node = "", None
-    if isinstance(t, ast.Subscript) and is_value(value) and not value.name:
-      value.name = self.text(node.value)     # messages about the store quote the expression
-    for target in node.targets:
-      self.assign(target, value, node.value)
-
-  def visit_AnnAssign(self, node):
-    if node.value is None:
-      return
-    self.stmt = node
-    self.assign(node.target, self.eval(node.value), node.value)
-
-  def visit_AugAssign(self, node):
-    op = type(node.op)
-    if isinstance(node.target, ast.Name):
-      cur = self.lookup(node.target.id, node.target)
-      self.env[node.target.id] = self.binop(op, cur, self.eval(node.value), node, self.text(node.target))
-      self.where[node.target.id] = self.loc(node)
-    elif isinstance(node.target, ast.Subscript):
-      ref, index = self.subscript_target(node.target)
-      view = memory.view(self.cx(node.target), ref, index, self.text(node.target))
-      cur = memory.load(self.cx(node), view, self.text(node.target))
-      memory.store(self.cx(node), view, self.binop(op, cur, self.eval(node.value), node))
-    else:
-      self.unsupported(node, "this augmented assignment target")
-
-  def assign(self, target, value, value_node):
-    if isinstance(target, ast.Name):
-      if is_value(value) and not (value.name or "").isidentifier():
-        value.name = target.id      # messages say `a`, not the expression that made it
-      self.env[target.id] = value
-      self.where[target.id] = self.loc(getattr(self, "stmt", None) or target)
-    elif isinstance(target, (ast.Tuple, ast.List)):
-      starred = [i for i, t in enumerate(target.elts) if isinstance(t, ast.Starred)]
-      if starred:
-        raise E.UnsupportedSyntaxError(
-            "starred unpacking is not supported in a kernel", self.loc(target.elts[starred[0]]),
-            hint=f"index instead: {self._index_instead(target, value_node, starred[0])}")
-      if not isinstance(value, (tuple, list)) or len(value) != len(target.elts):
-        raise E.KernelTypeError(
-            f"cannot unpack {kind_of(value)} into {len(target.elts)} names", self.loc(target),
-            hint="unpack a tuple of the same length")
-      for t, v in zip(target.elts, value):
-        self.assign(t, v, value_node)
-    elif isinstance(target, ast.Subscript):
-      ref, index = self.subscript_target(target)
-      view = ref if _is_whole(index) else memory.view(self.cx(target), ref, index, self.text(target))
-      memory.store(self.cx(target), view, value)
-    elif isinstance(target, ast.Attribute):
-      self.unsupported(target, "assigning to an attribute")
-    else:
-      self.unsupported(target, "this assignment target")
-
-  def _index_instead(self, target, value_node, star) -> str:
-    """`a, *rest = t` written with indices: `a, rest = t[0], t[1:]`."""
-    n = len(target.elts)
-    names = [self.text(t.value if isinstance(t, ast.Starred) else t) for t in target.elts]
-    named = isinstance(value_node, (ast.Name, ast.Attribute))
-    seq = self.text(value_node) if named else "t"
-    idx = [f"{seq}[{i}]" for i in range(star)]
-    idx.append(f"{seq}[{star}:{star - n + 1 or ''}]")
-    idx += [f"{seq}[{i - n}]" for i in range(star + 1, n)]
-    first = "" if named else f"t = {self.text(value_node)}; "
-    return f"{first}{', '.join(names)} = {', '.join(idx)}"
-
-  def subscript_target(self, target):
-    base = self.eval(target.value)
-    if isinstance(base, gather.IndexedRef):
-      raise E.KernelTypeError(
-          f"{self.text(target.value)} is indexed by tensors: it is read ([...], a gather) or updated"
-          f" atomically (a scatter), not assigned", self.loc(target), hint=_SCATTER_HINT)
-    if isinstance(base, _At):
-      self.unsupported(target, "assigning to ref.at[...]", hint="write through the ref: ref[idx] = value")
-    if isinstance(base, (tuple, list)):
-      self._item_assignment(target, base)
-    if not is_value(base) or not isinstance(base.type, RefType):
-      raise E.KernelTypeError(
-          f"only refs can be written with [...] =, but {self.text(target.value)} is {kind_of(base)}",
-          self.loc(target), hint="write into a kernel parameter or an ml.smem buffer")
-    return base, self.eval_index(target.slice)
-
-  def _item_assignment(self, target, base):
-    """`st[1] = v` on a Python list or tuple: they are values in a kernel (loops and branches
-    carry them as such), so say how to rebuild one."""
-    kind = type(base).__name__
-    name = self.text(target.value)
-    index = self.eval_index(target.slice)
-    stmt = self.stmt if isinstance(getattr(self, "stmt", None), (ast.Assign, ast.AugAssign)) else None
-    value = "v"
-    if isinstance(stmt, ast.Assign):
-      value = self.text(stmt.value)
-    elif isinstance(stmt, ast.AugAssign):
-      value = self.text(ast.BinOp(left=target, op=stmt.op, right=stmt.value))
-    if len(value) > 40:
-      value = "v"
-    if _holds_value(index):
-      raise E.KernelTypeError(
-          f"{name} is a Python {kind}: {kind}s in a kernel are values, so an item cannot be assigned",
-          self.loc(target), hint=f"a {kind} is indexed with static ints (Python values, constexprs,"
-                                 f" ml.static_range indices); to write at a run-time index keep the values in"
-                                 f" an ml.smem buffer")
-    if isinstance(index, int) and not isinstance(index, bool) and -len(base) <= index < len(base):
-      i = index % len(base)
-      item = f"[{value}]" if kind == "list" else f"({value},)"
-      rebuilt = f"{name}[:{i}] + {item} + {name}[{i + 1}:]"
-    else:
-      rebuilt = (f"[{value} if j == {self.text(target.slice)} else {name}[j]"
-                 f" for j in ml.static_range(len({name}))]")
-    raise E.KernelTypeError(
-        f"{name} is a Python {kind}: {kind}s in a kernel are values, so an item cannot be assigned",
-        self.loc(target), hint=f"rebuild it: {name} = {rebuilt}")
-
   def visit_If(self, node):
     cond = self.eval(node.test)
     if not is_value(cond):
@@ -479,7 +342,7 @@ class Tracer(ast.NodeVisitor):
     if isinstance(base, gather.IndexedRef):
       raise E.KernelTypeError(
           f"{self.text(node.value)} is indexed by tensors: it has no .{attr}; it is read ([...], a"
-          f" gather) or updated atomically (a scatter)", self.loc(node), hint=_SCATTER_HINT)
+          f" gather) or updated atomically (a scatter)", self.loc(node), hint=SCATTER_HINT)
     if is_value(base):
       t = base.type
       if attr == "shape":
@@ -499,7 +362,7 @@ class Tracer(ast.NodeVisitor):
               hint="give the buffer a dtype: ml.smem(shape, jnp.float32)")
         return d
       if attr == "at" and isinstance(t, RefType):
-        return _At(base)
+        return At(base)
       if attr == "T":
         if isinstance(t, RefType):
           return memory.transpose(self.cx(node), base, self.text(node))
@@ -536,7 +399,7 @@ class Tracer(ast.NodeVisitor):
     base = self.eval(node.value)
     index = self.eval_index(node.slice)
     cx, name = self.cx(node), self.text(node)
-    if isinstance(base, _At):
+    if isinstance(base, At):
       if gather.has_tensor_index(index):        # out.at[ids, :]: read it (a gather) or scatter into it
         return gather.IndexedRef(base.ref, index)
       return memory.view(cx, base.ref, index, name)
@@ -550,13 +413,13 @@ class Tracer(ast.NodeVisitor):
       if isinstance(base.type, RefType):
         if gather.has_tensor_index(index):        # table[ids, :]: NumPy's advanced indexing
           return gather.gather(cx, base, index, name)
-        view = base if _is_whole(index) else memory.view(cx, base, index, name)
+        view = base if is_whole(index) else memory.view(cx, base, index, name)
         return memory.load(cx, view, name)
       if is_tensor(base):
         _check_tensor_steps(cx, base, index)
         return shape.expand(cx, base, index)
       self.unsupported(node, "indexing a scalar")
-    if _holds_value(index):
+    if holds_value(index):
       raise E.KernelTypeError(
           f"cannot index {self.text(node.value)} ({kind_of(base)}) with a runtime value", cx.loc,
           hint="index Python tuples with static ints (shapes, constexprs); select between register values"
@@ -621,7 +484,7 @@ class Tracer(ast.NodeVisitor):
 
   def compare(self, node, op, a, b):
     if not is_value(a) and not is_value(b):
-      if _holds_value(a) or _holds_value(b):     # Python would compare Value objects: silently False
+      if holds_value(a) or holds_value(b):     # Python would compare Value objects: silently False
         self.unsupported(node, "comparing tuples that hold runtime values",
                          hint="compare the scalars one by one: (i == 0) & (j == 1)")
       return _PYCMPOPS[op](a, b)
@@ -749,7 +612,7 @@ class Tracer(ast.NodeVisitor):
     dtype = to_dtype(fn) if isinstance(fn, type) or hasattr(fn, "dtype") else None
     if dtype is not None and len(args) == 1 and not kwargs and is_value(args[0]):
       return ew.astype(cx, args[0], dtype)    # jnp.float16(x)
-    if any(_holds_value(a) for a in list(args) + list(kwargs.values())):
+    if any(holds_value(a) for a in list(args) + list(kwargs.values())):
       if fn is builtins.abs:
         return ew.unary(cx, ew.UnOp.ABS, args[0])
       if fn in (builtins.min, builtins.max) and len(args) == 2 and not kwargs:
@@ -760,7 +623,7 @@ class Tracer(ast.NodeVisitor):
             hint="reduce a register tensor with ml.sum(x, axis=...); add values with +")
       if fn is builtins.range:
         self.unsupported(node, "range() outside a for statement")
-      held = next((a for a in list(args) + list(kwargs.values()) if _holds_value(a)))
+      held = next((a for a in list(args) + list(kwargs.values()) if holds_value(a)))
       name = getattr(fn, "__name__", repr(fn))
       ours = BUILTINS.get(name) if _is_array_library(fn) else None
       raise E.KernelTypeError(

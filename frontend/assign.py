@@ -1,0 +1,152 @@
+"""Assignments in a kernel (`x = ...`, `ref[idx] = v`, `ref[idx] += v`, tuple unpacking), the
+tracer's statements that bind names and write refs; frontend/tracer.py mixes them in."""
+from __future__ import annotations
+
+import ast
+
+from . import errors as E
+from .ops import gather, memory
+from .ops.base import is_value, kind_of
+from .types import RefType
+
+
+def holds_value(x) -> bool:
+  """A runtime value, or a tuple or list holding one (sum((a, b)) must not reach Python's sum)."""
+  return is_value(x) or (isinstance(x, (tuple, list)) and any(holds_value(y) for y in x))
+
+
+def is_whole(index) -> bool:
+  return index is Ellipsis or index == (Ellipsis,)
+
+
+SCATTER_HINT = ("read rows at computed places with t[ids, :]; add (or take the max or min) at them with"
+                " ml.atomic_add(out.at[ids, :], rows) (the output starts at 0); a plain scatter (set) is not"
+                " supported: write rows one at a time with scalar indices")
+
+
+class At:
+  """`ref.at`: subscripting it makes a view."""
+  def __init__(self, ref):
+    self.ref = ref
+
+
+class Assignments:
+  """The assignment statements of the Tracer (which provides eval, lookup, binop, loc, cx, text)."""
+
+  def visit_Assign(self, node):
+    self.stmt = node
+    t = node.targets[0]
+    self.pending_name = t.id if len(node.targets) == 1 and isinstance(t, ast.Name) else ""
+    self.pending_node = node.value    # the call the name is for; calls inside it keep their own text
+    value = self.eval(node.value)
+    self.pending_name, self.pending_node = "", None
+    if isinstance(t, ast.Subscript) and is_value(value) and not value.name:
+      value.name = self.text(node.value)     # messages about the store quote the expression
+    for target in node.targets:
+      self.assign(target, value, node.value)
+
+  def visit_AnnAssign(self, node):
+    if node.value is None:
+      return
+    self.stmt = node
+    self.assign(node.target, self.eval(node.value), node.value)
+
+  def visit_AugAssign(self, node):
+    op = type(node.op)
+    if isinstance(node.target, ast.Name):
+      cur = self.lookup(node.target.id, node.target)
+      self.env[node.target.id] = self.binop(op, cur, self.eval(node.value), node, self.text(node.target))
+      self.where[node.target.id] = self.loc(node)
+    elif isinstance(node.target, ast.Subscript):
+      ref, index = self.subscript_target(node.target)
+      view = memory.view(self.cx(node.target), ref, index, self.text(node.target))
+      cur = memory.load(self.cx(node), view, self.text(node.target))
+      memory.store(self.cx(node), view, self.binop(op, cur, self.eval(node.value), node))
+    else:
+      self.unsupported(node, "this augmented assignment target")
+
+  def assign(self, target, value, value_node):
+    if isinstance(target, ast.Name):
+      if is_value(value) and not (value.name or "").isidentifier():
+        value.name = target.id      # messages say `a`, not the expression that made it
+      self.env[target.id] = value
+      self.where[target.id] = self.loc(getattr(self, "stmt", None) or target)
+    elif isinstance(target, (ast.Tuple, ast.List)):
+      starred = [i for i, t in enumerate(target.elts) if isinstance(t, ast.Starred)]
+      if starred:
+        raise E.UnsupportedSyntaxError(
+            "starred unpacking is not supported in a kernel", self.loc(target.elts[starred[0]]),
+            hint=f"index instead: {self._index_instead(target, value_node, starred[0])}")
+      if not isinstance(value, (tuple, list)) or len(value) != len(target.elts):
+        raise E.KernelTypeError(
+            f"cannot unpack {kind_of(value)} into {len(target.elts)} names", self.loc(target),
+            hint="unpack a tuple of the same length")
+      for t, v in zip(target.elts, value):
+        self.assign(t, v, value_node)
+    elif isinstance(target, ast.Subscript):
+      ref, index = self.subscript_target(target)
+      view = ref if is_whole(index) else memory.view(self.cx(target), ref, index, self.text(target))
+      memory.store(self.cx(target), view, value)
+    elif isinstance(target, ast.Attribute):
+      self.unsupported(target, "assigning to an attribute")
+    else:
+      self.unsupported(target, "this assignment target")
+
+  def _index_instead(self, target, value_node, star) -> str:
+    """`a, *rest = t` written with indices: `a, rest = t[0], t[1:]`."""
+    n = len(target.elts)
+    names = [self.text(t.value if isinstance(t, ast.Starred) else t) for t in target.elts]
+    named = isinstance(value_node, (ast.Name, ast.Attribute))
+    seq = self.text(value_node) if named else "t"
+    idx = [f"{seq}[{i}]" for i in range(star)]
+    idx.append(f"{seq}[{star}:{star - n + 1 or ''}]")
+    idx += [f"{seq}[{i - n}]" for i in range(star + 1, n)]
+    first = "" if named else f"t = {self.text(value_node)}; "
+    return f"{first}{', '.join(names)} = {', '.join(idx)}"
+
+  def subscript_target(self, target):
+    base = self.eval(target.value)
+    if isinstance(base, gather.IndexedRef):
+      raise E.KernelTypeError(
+          f"{self.text(target.value)} is indexed by tensors: it is read ([...], a gather) or updated"
+          f" atomically (a scatter), not assigned", self.loc(target), hint=SCATTER_HINT)
+    if isinstance(base, At):
+      self.unsupported(target, "assigning to ref.at[...]", hint="write through the ref: ref[idx] = value")
+    if isinstance(base, (tuple, list)):
+      self._item_assignment(target, base)
+    if not is_value(base) or not isinstance(base.type, RefType):
+      raise E.KernelTypeError(
+          f"only refs can be written with [...] =, but {self.text(target.value)} is {kind_of(base)}",
+          self.loc(target), hint="write into a kernel parameter or an ml.smem buffer")
+    return base, self.eval_index(target.slice)
+
+  def _item_assignment(self, target, base):
+    """`st[1] = v` on a Python list or tuple: they are values in a kernel (loops and branches
+    carry them as such), so say how to rebuild one."""
+    kind = type(base).__name__
+    name = self.text(target.value)
+    index = self.eval_index(target.slice)
+    stmt = self.stmt if isinstance(getattr(self, "stmt", None), (ast.Assign, ast.AugAssign)) else None
+    value = "v"
+    if isinstance(stmt, ast.Assign):
+      value = self.text(stmt.value)
+    elif isinstance(stmt, ast.AugAssign):
+      value = self.text(ast.BinOp(left=target, op=stmt.op, right=stmt.value))
+    if len(value) > 40:
+      value = "v"
+    if holds_value(index):
+      raise E.KernelTypeError(
+          f"{name} is a Python {kind}: {kind}s in a kernel are values, so an item cannot be assigned",
+          self.loc(target), hint=f"a {kind} is indexed with static ints (Python values, constexprs,"
+                                 f" ml.static_range indices); to write at a run-time index keep the values in"
+                                 f" an ml.smem buffer")
+    if isinstance(index, int) and not isinstance(index, bool) and -len(base) <= index < len(base):
+      i = index % len(base)
+      item = f"[{value}]" if kind == "list" else f"({value},)"
+      rebuilt = f"{name}[:{i}] + {item} + {name}[{i + 1}:]"
+    else:
+      rebuilt = (f"[{value} if j == {self.text(target.slice)} else {name}[j]"
+                 f" for j in ml.static_range(len({name}))]")
+    raise E.KernelTypeError(
+        f"{name} is a Python {kind}: {kind}s in a kernel are values, so an item cannot be assigned",
+        self.loc(target), hint=f"rebuild it: {name} = {rebuilt}")
