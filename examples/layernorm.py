@@ -212,6 +212,78 @@ def layernorm_smem(x, w, b, eps=1e-5, *, center=True, chunks=None, parts=None, w
   return y.reshape(n, d), mean, rstd
 
 
+@mg.mgpu_kernel(out_shape=_smem_out, grid=lambda x, w, b, *, programs, **meta: (programs,))
+def layernorm_persistent_rows(x, w, b, y, mean, rstd, *, chunks: ml.constexpr, programs: ml.constexpr,
+                              eps: ml.constexpr, center: ml.constexpr = True):
+  """Whole rows in SMEM (x viewed as (n, d // SEG, SEG), w and b as (d // SEG, SEG)), `programs`
+  CTAs each walking the rows pid, pid + programs, ...; `center=False` is RMS norm.
+
+  The statistics come in one pass as the chunks land: each element position keeps a running
+  mean and sum of squared deviations over the chunks (Welford), combined over positions at
+  the end (Chan). Then each chunk is normalised and written out straight from registers, and
+  the same chunk of the CTA's next row is loaded into its place, so the next row streams in
+  while this one streams out. w and b cycle through two SMEM slots, chunk c + 2 fetched as
+  chunk c is used (the last two: the next row's first two)."""
+  pid = ml.program_id(0)
+  n, segs = x.shape[0], x.shape[1]
+  per = segs // chunks
+  d = segs * SEG
+  x_s = ml.smem((segs, SEG), x.dtype)
+  for c in ml.static_range(chunks):
+    ml.copy(x.at[pid, ml.ds(c * per, per)], x_s.at[ml.ds(c * per, per)])
+  w_s = ml.smem((2, per, SEG), w.dtype)
+  b_s = ml.smem((2, per, SEG), b.dtype) if center else None
+  for c in ml.static_range(min(2, chunks)):
+    ml.copy(w.at[ml.ds(c * per, per)], w_s.at[c])
+    if center:
+      ml.copy(b.at[ml.ds(c * per, per)], b_s.at[c])
+  for row in range(pid, n, programs):
+    if center:
+      avg = ml.zeros((per, SEG), F32)          # per element position, over the chunks so far
+      m2 = ml.zeros((per, SEG), F32)
+      for c in ml.static_range(chunks):        # each chunk awaited just before it is read
+        t = x_s.at[ml.ds(c * per, per)][...].astype(F32)
+        delta = t - avg
+        avg = avg + delta * (1.0 / (c + 1))
+        m2 = m2 + delta * (t - avg)
+      mu = ml.sum(avg) * (1.0 / (per * SEG))
+      dev = avg - mu
+      var = (ml.sum(m2) + chunks * ml.sum(dev * dev)) * (1.0 / d)
+    else:
+      q = ml.zeros((per, SEG), F32)
+      for c in ml.static_range(chunks):
+        t = x_s.at[ml.ds(c * per, per)][...].astype(F32)
+        q = q + t * t
+      mu = 0.0
+      var = ml.sum(q) * (1.0 / d)
+    r = ml.rsqrt(var + eps)
+    nxt = ml.where(row + programs < n, row + programs, row)   # the last row: its own again (in L2)
+    for c in ml.static_range(chunks):
+      slot = c % 2
+      out = (x_s.at[ml.ds(c * per, per)][...].astype(F32) - mu) * r * w_s.at[slot][...].astype(F32)
+      if center:
+        out = out + b_s.at[slot][...].astype(F32)
+      y.at[row, ml.ds(c * per, per)][...] = out.astype(y.dtype)
+      nc = (c + 2) % chunks                    # the chunk this slot holds next (maybe the next row's)
+      ml.copy(w.at[ml.ds(nc * per, per)], w_s.at[slot])
+      if center:
+        ml.copy(b.at[ml.ds(nc * per, per)], b_s.at[slot])
+      ml.copy(x.at[nxt, ml.ds(c * per, per)], x_s.at[ml.ds(c * per, per)])
+    mean[row] = mu
+    rstd[row] = r
+
+
+def layernorm_persistent(x, w, b, eps=1e-5, *, center=True, chunks=8, programs=None, interpret=None):
+  """layernorm_persistent_rows on a 2-D x whose rows (a multiple of SEG) fit one CTA's SMEM
+  beside two chunks of w and b: (y, mean, rstd)."""
+  n, d = x.shape
+  programs = min(n, programs or mg.num_sms())
+  y, mean, rstd = layernorm_persistent_rows(
+      x.reshape(n, d // SEG, SEG), w.reshape(d // SEG, SEG), b.reshape(d // SEG, SEG),
+      chunks=min(chunks, d // SEG), programs=programs, eps=eps, center=center, interpret=interpret)
+  return y.reshape(n, d), mean, rstd
+
+
 def _stats_out(x, w, dy, mean, rstd, **meta):
   stat = jax.ShapeDtypeStruct((x.shape[0],), F32)
   return stat, stat

@@ -19,7 +19,12 @@ write. Atomic updates need none among themselves.
 
 Control flow is handled conservatively: a loop body or branch starts from a
 state that assumes the previous iteration's accesses, and ends with its own
-loads landed.
+loads landed. One exception keeps loads in flight across a plain runtime loop's back
+edge (`carried_loads`): when loads into static windows of a buffer are in flight as the
+loop starts, and its body's last access of each such window is a load into it at the
+body's top level (a persistent kernel fetching its next row while it finishes this one),
+those loads reuse the barriers of the ones before the loop and are awaited where the next
+iteration (or the code after the loop) first touches their window.
 """
 from __future__ import annotations
 
@@ -29,7 +34,7 @@ from . import hw
 from . import ir
 from .ir import Access
 from .ops.atomic import AtomicUpdate
-from .ops.control import LOOPS, AwaitStores, Barrier, CommitShared, Condition, WaitLoad, Yield
+from .ops.control import LOOPS, AwaitStores, For, Barrier, CommitShared, Condition, WaitLoad, Yield
 from .ops.memory import View
 from .ops.mma import DotWait
 from .types import LayoutKind, RefType, Space, TensorType
@@ -67,6 +72,9 @@ class State:
   dot_roots: list = dataclasses.field(default_factory=list)
   unknown_dot_values: set = dataclasses.field(default_factory=set)
   in_pipeline: bool = False       # a pipelined loop's body: its dots stay in flight across iterations
+  # Barrier slots of loads the body re-issues for the next iteration (carried_loads): they stay
+  # in flight at the back edge.
+  carried: set = dataclasses.field(default_factory=set)
   # A pipelined loop's store buffers (frontend/pipeline.py): root -> stores that may stay in
   # flight when this iteration first writes its stage. Cleared by the first such wait.
   deferred: dict = dataclasses.field(default_factory=dict)
@@ -176,6 +184,9 @@ class SyncPass:
   def region_accesses(self, block: ir.Block) -> list[tuple[int, Access]]:
     return [(r, a) for o in ir.walk(block) for r, a, _ in self.accesses(o) if r is not None]
 
+  def region_accesses_of(self, o) -> list[tuple[int, Access]]:
+    return [x for r in o.regions for x in self.region_accesses(getattr(o, r))]
+
   # ------------------------------------------------------------------ rewriting
   def run(self, kernel_body: ir.Block, loc) -> None:
     # GMEM that registers write and read back (an output kept as a histogram) is ordered
@@ -203,7 +214,9 @@ class SyncPass:
     out = []
     for o in block.ops:
       if isinstance(o, (Yield, Condition)):
-        out.extend(WaitLoad(s, o.loc) for s in all_slots(st))
+        if not st.carried <= set(all_slots(st)):
+          raise ir_error(o, "a carried load is not in flight at the loop's end")
+        out.extend(WaitLoad(s, o.loc) for s in all_slots(st) if s not in st.carried)
         st.pending_load.clear()
         if not st.in_pipeline:
           self.dot_wait(st, out, o.loc)
@@ -411,7 +424,8 @@ class SyncPass:
     plain = {r for r, a in acc if a != ATOMIC}
     # Atomics inside on buffers only updated atomically since the last barrier need no order.
     ordered = {r for r in touched if r in plain or r in st.dirty}
-    for r in sorted(touched & set(st.pending_load)):
+    carry = self.carried_loads(o, st)
+    for r in sorted(touched & set(st.pending_load) - set(carry)):
       self.wait_load(r, st, out, o.loc)
     if ordered & (st.dirty | st.unfenced) or written & (st.reg_read | st.dot_retired) or plain & st.atomic:
       self.sync(st, out, o.loc, fence=bool((ordered - self.read_back) & (st.dirty | st.unfenced)))
@@ -433,6 +447,9 @@ class SyncPass:
                     in_pipeline=pipelined, deferred=dict(deferred),
                     dot_retired=st.dot_retired | (others if loop else set()),
                     gmem_stored=set(st.gmem_stored) | (region_stores if loop else set()))
+      if carry:  # loads issued before the loop, or by the previous iteration for this one
+        inner.pending_load = {root: dict(st.pending_load[root]) for root in carry}
+        inner.carried = {slot for root in carry for slot in st.pending_load[root]}
       if dots:   # the previous iteration's dots still run (each dot yielding a carried value)
         inner.dots = [UNKNOWN_DOT if i is None else o.body.args[1 + i].id for i in carried] or [UNKNOWN_DOT]
         inner.dot_roots = [set(mma_read) for _ in inner.dots]
@@ -466,6 +483,55 @@ class SyncPass:
         st.dot_roots[-1] |= used(Access.MMA_READ)
       st.pending_store |= used(Access.TMA_READ)
       st.store_log += [(r, 0, None) for r in sorted(used(Access.TMA_READ))]
+
+
+  def carried_loads(self, o, st: State) -> dict:
+    """Buffers whose loads may stay in flight across the back edge of loop `o`: root -> the
+    body's copies, each given the barrier slot of the load in flight before the loop into
+    the same window (replaced in the body). Every window of the root loaded before the loop must be reloaded
+    by a copy at the body's top level, after which the body does not touch the window again
+    (the last thing an iteration does with it is fetch the next iteration's data); windows
+    static and pairwise disjoint; a plain runtime `for` (pipelined and warp-specialised
+    loops schedule their own loads). {} if none qualify."""
+    if not isinstance(o, For) or o.stages > 1 or o.warp_specialize or st.in_pipeline:
+      return {}
+    ops = o.body.ops
+    carry = {}
+    for root, before in st.pending_load.items():
+      wins = list(before.values())
+      if not all(static_window(w) for w in wins) or any(
+          overlap(a, b) for i, a in enumerate(wins) for b in wins[i + 1:]):
+        continue
+      copies = {}              # window -> (position, copy op)
+      last = {}                # window -> position of the body's last access overlapping it
+      ok = True
+      for i, x in enumerate(ops):
+        if x.regions:          # nested accesses: windows unknown, never a carried copy
+          if any(r == root for r, _ in self.region_accesses_of(x)):
+            ok = False
+          continue
+        for r, a, ref in self.accesses(x):
+          if r != root:
+            continue
+          w = self.window(ref)
+          if a == Access.TMA_WRITE:
+            if w not in wins:
+              ok = False
+            copies[w] = (i, x)     # the last load into the window is the carried one
+          for v in wins:
+            if overlap(v, w):
+              last[v] = i
+      if not ok or set(copies) != set(wins) or any(last[w] != copies[w][0] for w in wins):
+        continue
+      carry[root] = [(copies[w][0], slot) for slot, w in before.items()]
+    for pairs in carry.values():
+      for i, slot in pairs:
+        ops[i] = dataclasses.replace(ops[i], slot=slot)
+    return carry
+
+
+def static_window(w) -> bool:
+  return len(w) > 1 and all(isinstance(s, int) for s, _, _ in w[1:])
 
 
 _NOTHING_TO_ORDER = (WaitLoad,)
