@@ -41,9 +41,13 @@ def flops(b, s, h, d, causal, bwd):
   return f * (2.5 if bwd else 1.0)
 
 
-def ours_configs(d):
-  """The default tiles, the other forward and backward kernels, and a few other tiles."""
+def ours_configs(d, few=False):
+  """The default tiles, the other forward and backward kernels, and a few other tiles (`few`: the
+  default and its variants in the two loop orders, with and without ping-pong)."""
   base = ex.default_config(d)
+  if few:
+    two = [base, dataclasses.replace(base, overlap=not base.overlap)]
+    return two + [dataclasses.replace(c, pingpong=True) for c in two if c.ws]
   alts = {64: [ex.Config(bq=128, bkv=128, stages=3, dkv_bq=128, dkv_bkv=128, dkv_stages=2, dq_bkv=128),
                ex.Config(bq=128, bkv=256, stages=3, overlap=False, dkv_bq=128, dkv_bkv=128, dkv_stages=2,
                          dq_bkv=128),
@@ -55,17 +59,18 @@ def ours_configs(d):
                 ex.Config(bq=128, bkv=64, stages=4, dkv_bq=64, dkv_bkv=128, dkv_stages=2, dq_bkv=64)]}
   variants = [base, dataclasses.replace(base, ws=True), dataclasses.replace(base, overlap=False, fused_bwd=False),
               dataclasses.replace(base, overlap=False, fused_bwd=False, ws=True)]
-  return variants + alts.get(d, []) + [dataclasses.replace(c, ws=True) for c in alts.get(d, [])]
+  out = variants + alts.get(d, []) + [dataclasses.replace(c, ws=True) for c in alts.get(d, [])]
+  return out + [dataclasses.replace(c, pingpong=True) for c in out if c.ws]   # the warpgroups take turns
 
 
 def cfg_name(c):
-  return f"{'ws ' if c.ws else ''}{'overlap' if c.overlap else 'simple'} q{c.bq} kv{c.bkv} s{c.stages} | {'fused' if c.fused_bwd else 'dkv+dq'} q{c.dkv_bq} kv{c.dkv_bkv} s{c.dkv_stages} | dq kv{c.dq_bkv} s{c.dq_stages}"
+  return f"{'ws ' if c.ws else ''}{'pp ' if c.pingpong else ''}{'overlap' if c.overlap else 'simple'} q{c.bq} kv{c.bkv} s{c.stages} | {'fused' if c.fused_bwd else 'dkv+dq'} q{c.dkv_bq} kv{c.dkv_bkv} s{c.dkv_stages} | dq kv{c.dq_bkv} s{c.dq_stages}"
 
 
-def contenders(d, causal, bwd):
+def contenders(d, causal, bwd, few=False):
   """(contender, [(config name, f(q, k, v) -> o)]); the Pallas sweep is over the blocks the
   pass uses (forward: block_kv and pipeline depth; backward: the dK/dV and dQ blocks)."""
-  ours = [(cfg_name(c), functools.partial(ex.attention, causal=causal, config=c)) for c in ours_configs(d)]
+  ours = [(cfg_name(c), functools.partial(ex.attention, causal=causal, config=c)) for c in ours_configs(d, few)]
   cudnn = [("cudnn", lambda q, k, v: jax.nn.dot_product_attention(q, k, v, is_causal=causal,
                                                                    implementation="cudnn"))]
   from jax.experimental.pallas.ops.gpu import attention_mgpu as pa
@@ -105,8 +110,9 @@ def measure(fn, args, want, n_flops):
   return n_flops / (ms * 1e-3) / 1e12, mg.bench_wall(fn, *args) * 1e3
 
 
-def best(cands, args_of, want, n_flops):
-  """(TFLOP/s, wall ms, config) of the fastest correct candidate; (nan, nan, why) if none runs."""
+def best(cands, args_of, want, n_flops, each=False):
+  """(TFLOP/s, wall ms, config) of the fastest correct candidate; (nan, nan, why) if none runs.
+  `each`: print every candidate's figures as it is measured."""
   top, why = (float("nan"), float("nan"), ""), ""
   for name, make in cands:
     try:
@@ -114,13 +120,17 @@ def best(cands, args_of, want, n_flops):
       tf, wall = measure(fn, args, want, n_flops)
     except Exception as e:  # a configuration the contender cannot run: note it, go on
       why = f"{type(e).__name__}: {str(e).splitlines()[0][:60]}"
+      if each:
+        print(f"  {name}: {why}", flush=True)
       continue
+    if each:
+      print(f"  {name}: {tf:.0f} TFLOP/s, wall {wall:.3f} ms", flush=True)
     if not top[0] >= tf:
       top = (tf, wall, name)
   return top if top[2] else (float("nan"), float("nan"), why)
 
 
-def run_problem(dtype, d, causal, seq, passes):
+def run_problem(dtype, d, causal, seq, passes, few=False, each=False, peers=True):
   b = TOKENS // seq
   keys = jax.random.split(jax.random.key(seq + d + causal), 4)
   q, k, v, do = (jax.random.normal(kk, (b, seq, HEADS, d), jnp.float32).astype(dtype) for kk in keys)
@@ -140,11 +150,14 @@ def run_problem(dtype, d, causal, seq, passes):
       return jax.jit(lambda vjp, do: vjp(do)), (vjp, do)
 
     res = {}
-    for name, cands in contenders(d, causal, bwd):
+    for name, cands in contenders(d, causal, bwd, few):
+      if name == "Pallas" and not peers:
+        res[name] = (float("nan"), float("nan"), "not run (--no-pallas)")
+        continue
       if bwd and name == "Pallas" and causal:
         res[name] = (float("nan"), float("nan"), "no causal backward")
         continue
-      res[name] = best(cands, args_of, want_grads if bwd else (want_o,), n_flops)
+      res[name] = best(cands, args_of, want_grads if bwd else (want_o,), n_flops, each)
     o, c, p = res["mgpu_dsl"], res["cuDNN"], res["Pallas"]
     top = max((x[0] for x in (c, p) if x[0] == x[0]), default=float("nan"))
     rows.append((jnp.dtype(dtype).name, d, "causal" if causal else "full", seq, what,
@@ -166,6 +179,10 @@ def main():
   p.add_argument("--head-dim", type=int, choices=HEAD_DIMS, action="append")
   p.add_argument("--pass", dest="passes", choices=("fwd", "bwd"), action="append")
   p.add_argument("--causal", choices=("full", "causal"), action="append")
+  p.add_argument("--few", action="store_true", help="our default tiles only, in both loop orders, with and"
+                                                    " without ping-pong")
+  p.add_argument("--each", action="store_true", help="print every configuration's figures")
+  p.add_argument("--no-pallas", action="store_true", help="skip Pallas (its forward overflows SMEM on jax 0.11.2)")
   a = p.parse_args()
   dtypes = a.dtype or (["float16"] if a.quick else DTYPES)
   seqs = a.seq or ([4096] if a.quick else SEQS)
@@ -179,7 +196,7 @@ def main():
     for d in dims:
       for causal in masks:
         for seq in seqs:
-          rows += run_problem(getattr(jnp, dtype), d, causal, seq, passes)
+          rows += run_problem(getattr(jnp, dtype), d, causal, seq, passes, a.few, a.each, not a.no_pallas)
   print("\nAttention, each contender at its best configuration:")
   print(table(HEADER, rows))
 

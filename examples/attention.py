@@ -54,7 +54,8 @@ def _q_grid(q, *_, bq, **__):
 
 
 def forward_kernel(q, k, v, o, lse, *, bq: ml.constexpr, bkv: ml.constexpr, stages: ml.constexpr,
-                   causal: ml.constexpr, scale: ml.constexpr, ws: ml.constexpr = False):
+                   causal: ml.constexpr, scale: ml.constexpr, ws: ml.constexpr = False,
+                   pingpong: ml.constexpr = False):
   """o = softmax(q @ k.T * scale) @ v for `bq` rows of one head; lse (natural log) per row."""
   i = ml.program_id(0)
   if causal:
@@ -74,7 +75,7 @@ def forward_kernel(q, k, v, o, lse, *, bq: ml.constexpr, bkv: ml.constexpr, stag
   n = k.shape[1] // bkv
   if causal:
     n = ((i + 1) * bq + bkv - 1) // bkv      # blocks up to the diagonal
-  for j in ml.range(n, stages=stages, warp_specialize=ws):
+  for j in ml.range(n, stages=stages, warp_specialize=ws, pingpong=pingpong):
     ml.copy(k.at[b, ml.ds(j * bkv, bkv), hk, :], k_s)
     ml.copy(v.at[b, ml.ds(j * bkv, bkv), hk, :], v_s)
     s = ml.dot(q_s, k_s.T)
@@ -96,7 +97,8 @@ def forward_kernel(q, k, v, o, lse, *, bq: ml.constexpr, bkv: ml.constexpr, stag
 
 
 def forward_overlap_kernel(q, k, v, o, lse, *, bq: ml.constexpr, bkv: ml.constexpr, stages: ml.constexpr,
-                           causal: ml.constexpr, scale: ml.constexpr, ws: ml.constexpr = False):
+                           causal: ml.constexpr, scale: ml.constexpr, ws: ml.constexpr = False,
+                           pingpong: ml.constexpr = False):
   """forward_kernel with the tensor cores busy during the softmax (FlashAttention-3's order).
 
   Step t issues s_next = q @ k_t.T, then runs the softmax of s (block t - 1, computed at the
@@ -123,7 +125,7 @@ def forward_overlap_kernel(q, k, v, o, lse, *, bq: ml.constexpr, bkv: ml.constex
   n = k.shape[1] // bkv
   if causal:
     n = ((i + 1) * bq + bkv - 1) // bkv
-  for t in ml.range(n + 1, stages=stages, warp_specialize=ws):
+  for t in ml.range(n + 1, stages=stages, warp_specialize=ws, pingpong=pingpong):
     ml.copy(k.at[b, ml.ds(ml.minimum(t, n - 1) * bkv, bkv), hk, :], k_s)
     ml.copy(v.at[b, ml.ds(ml.maximum(t - 1, 0) * bkv, bkv), hk, :], v_s)
     s_next = ml.dot(q_s, k_s.T)
@@ -356,6 +358,7 @@ class Config:
   overlap: bool = True       # the forward with softmax under the tensor cores (forward_overlap)
   fused_bwd: bool = True     # one backward kernel (dkv_dq_kernel, dk/dv tiles) rather than two
   ws: bool = False           # warp specialisation: a producer warpgroup issues the K/V (Q/dO) loads (kernels of one stage: off)
+  pingpong: bool = False     # with ws: the forward's two warpgroups take turns on the tensor cores (FA3)
   dkv_bq: int = 64
   dkv_bkv: int = 128
   dkv_stages: int = 2
@@ -408,7 +411,7 @@ def _check(q, k, v, causal, config):
 def _attention(q, k, v, causal, scale, config, interpret):
   kernel = forward_overlap if config.overlap else forward
   return kernel(q, k, v, bq=config.bq, bkv=config.bkv, stages=config.stages, causal=causal, scale=scale,
-                ws=config.ws, interpret=interpret)
+                ws=config.ws, pingpong=config.pingpong, interpret=interpret)
 
 
 def _attention_fwd(q, k, v, causal, scale, config, interpret):

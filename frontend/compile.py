@@ -22,6 +22,7 @@ from .layouts import assign_layouts
 from .loc import Loc
 from .ops.atomic import accumulated_outputs, check_atomic_layouts
 from .pipeline import pipeline_loops
+from .pingpong import insert_turns
 from .smem import plan_scratch, plan_smem
 from .source import Source, read_function
 from .sync import SyncPass
@@ -179,6 +180,7 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, bloc
     kernel.smem_plan = plan_smem(kernel, em.defs)
     SyncPass(em.defs, block=block, explicit=pipelined.explicit, deferred=pipelined.deferred,
              group=kernel.smem_plan.group).run(em.block, end)
+    insert_turns(kernel)
   except E.KernelError:
     raise
   except Exception as e:   # a bug in a pass, not in the kernel: say so, at the kernel

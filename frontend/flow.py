@@ -140,17 +140,20 @@ def trace_for(tracer, node: ast.For):
                        hint="loop over indices: for i in range(n), or unroll with ml.static_range(n)")
   if it.keywords and fn is not ctl.range:
     tracer.unsupported(it, "keywords in range(...)", hint="only ml.range takes stages=")
-  stages, specialize = 1, False
+  stages, specialize, pingpong = 1, False, False
   for kw in it.keywords:
-    if kw.arg not in ("stages", "warp_specialize"):
+    if kw.arg not in ("stages", "warp_specialize", "pingpong"):
       raise E.KernelTypeError(f"ml.range takes no keyword {kw.arg!r}", tracer.loc(kw.value),
-                              hint="ml.range(start, stop, step, stages=s, warp_specialize=False)")
+                              hint="ml.range(start, stop, step, stages=s, warp_specialize=False, pingpong=False)")
     value = tracer.eval(kw.value)
-    if kw.arg == "warp_specialize":
+    if kw.arg in ("warp_specialize", "pingpong"):
       if not isinstance(value, bool):
-        raise E.KernelTypeError(f"warp_specialize must be a static bool, got {value!r}", tracer.loc(kw.value),
-                                hint="warp_specialize=True or False (a Python bool or a constexpr)")
-      specialize = value
+        raise E.KernelTypeError(f"{kw.arg} must be a static bool, got {value!r}", tracer.loc(kw.value),
+                                hint=f"{kw.arg}=True or False (a Python bool or a constexpr)")
+      if kw.arg == "pingpong":
+        pingpong = value
+      else:
+        specialize = value
       continue
     stages = value
     if not isinstance(stages, int) or isinstance(stages, bool) or not 1 <= stages <= 8:
@@ -159,6 +162,11 @@ def trace_for(tracer, node: ast.For):
   if specialize and stages < 2:
     raise E.KernelTypeError("warp_specialize=True needs stages of at least 2", tracer.loc(it),
                             hint="ml.range(n, stages=4, warp_specialize=True)")
+  if pingpong and not specialize:
+    raise E.KernelTypeError(
+        "pingpong=True needs warp_specialize=True: the compute warpgroups take turns on the tensor cores"
+        " while a producer warpgroup loads for both", tracer.loc(it),
+        hint="ml.range(n, stages=3, warp_specialize=True, pingpong=True) in a kernel with block=256")
   args = [tracer.eval(a) for a in it.args]
   if not 1 <= len(args) <= 3:
     raise E.KernelTypeError(f"range takes 1 to 3 arguments, got {len(args)}", tracer.loc(it),
@@ -214,7 +222,8 @@ def trace_for(tracer, node: ast.For):
   poisoned = _trace_body(tracer, node, loc, body, carries, inits, args_)
   _after_loop(tracer, loc, assigned, carries, before, poisoned, where)
   res = b.emit(ctl.For, start, stop, step, inits, body, loc=loc,
-                types=[v.type for v in inits], names=leaf_names, stages=stages, warp_specialize=specialize)
+                types=[v.type for v in inits], names=leaf_names, stages=stages, warp_specialize=specialize,
+                pingpong=pingpong)
   _bind(env, carries, res.results)
   for n in poisoned:
     env[n] = POISON

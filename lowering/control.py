@@ -7,7 +7,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import arith, gpu, nvvm, scf
 
 from ..frontend.ops.control import (AwaitStores, Barrier, ClusterSync, CommitShared, Condition, For,
-                                    If, MultipleOf, NumPrograms, ProgramId, WaitLoad, While,
+                                    If, MultipleOf, NumPrograms, ProgramId, Turn, WaitLoad, While,
                                     Yield)
 from .interpret_memory import InterpretError
 from .memory import stage_of
@@ -122,6 +122,11 @@ def _barrier(ctx, o):
   ctx.thread_barrier()
 
 
+@lower(Turn)
+def _turn(ctx, o):
+  ctx.turn(o.take, o.only)
+
+
 @lower(ClusterSync)
 def _cluster_sync(ctx, o):
   nvvm.cluster_arrive(aligned=True)
@@ -231,6 +236,11 @@ def _i_commit_shared(cta, o):
 @interpret(Barrier)
 def _i_barrier(cta, o):
   cta.touched.clear()
+
+
+@interpret(Turn)
+def _i_turn(cta, o):
+  pass                               # scheduling only: interpret mode runs the warpgroups as one
 
 
 @interpret(ClusterSync)

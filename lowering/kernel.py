@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import jax.experimental.mosaic.gpu as mgpu
 from jax._src.interpreters import mlir as jax_mlir
 from jaxlib.mlir import ir
-from jaxlib.mlir.dialects import arith, gpu, llvm, memref
+from jaxlib.mlir.dialects import arith, gpu, llvm, memref, scf
 
 from ..frontend import errors as E
 from ..frontend import hw
@@ -26,6 +26,7 @@ from .mosaic import is_split, mlir_type, to_index
 
 MAX_BARRIERS_PER_GROUP = hw.MAX_BARRIERS_PER_GROUP
 CONSUMER_BARRIER_ID = 15      # named barrier of a warp-specialised kernel's compute threads
+TURN_BARRIER_ID = 12          # named barriers 12 and 13: warpgroup 0's and 1's turn of a ping-pong loop
 registry.load()
 platforms.register()
 
@@ -131,6 +132,25 @@ class LowerCtx:
     else:
       llvm.inline_asm(ir.Type.parse("!llvm.void"), [], f"bar.sync {CONSUMER_BARRIER_ID}, {threads};", "",
                       has_side_effects=True)
+
+  def turn(self, take: bool, only):
+    """A ping-pong loop's turn (frontend/pingpong.py): warpgroup w takes it by waiting on named
+    barrier TURN_BARRIER_ID + w, which completes when the other warpgroup has arrived there
+    (passed it); run by both warpgroups, or only by warpgroup `only`."""
+    i32 = ir.IntegerType.get_signless(32)
+    wg = arith.index_cast(i32, self.wg)
+    mine = wg if take else arith.subi(arith.constant(i32, 1), wg)
+    bar = arith.addi(mine, arith.constant(i32, TURN_BARRIER_ID))
+    asm = lambda: llvm.inline_asm(ir.Type.parse("!llvm.void"), [bar],
+                                  f"bar.{'sync' if take else 'arrive'} $0, {self.kernel.block};", "r",
+                                  has_side_effects=True)
+    if only is None:
+      asm()
+      return
+    branch = scf.IfOp(arith.cmpi(arith.CmpIPredicate.eq, self.wg, arith.constant(ir.IndexType.get(), only)))
+    with ir.InsertionPoint(branch.then_block):
+      asm()
+      scf.yield_([])
 
   @contextlib.contextmanager
   def in_role(self, role: str):

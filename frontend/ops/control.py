@@ -48,7 +48,8 @@ class For(ir.Op):
   body.args = (iv, *carried); the body ends with a `Yield` of the new carries.
   `stages` > 1 asks for a software pipeline (frontend/pipeline.py): its TMA
   loads run `stages - 1` iterations ahead and its dots overlap them;
-  `warp_specialize` has a producer warpgroup issue them (frontend/warp_specialize.py).
+  `warp_specialize` has a producer warpgroup issue them (frontend/warp_specialize.py);
+  `pingpong` has its two compute warpgroups take turns issuing dots (frontend/pingpong.py).
   """
   start: ir.Operand
   stop: ir.Operand
@@ -60,6 +61,7 @@ class For(ir.Op):
   stages: int = 1
   regions: ClassVar = ("body",)
   warp_specialize: bool = False
+  pingpong: bool = False
 
 
 @ir.op(Traits(layout=LayoutRule.REGION))
@@ -173,6 +175,17 @@ class WarpSpecialize(ir.Op):
   regions: ClassVar = ("producer", "consumer")
 
 
+@ir.op(Traits(inserted=True))
+class Turn(ir.Op):
+  """A ping-pong loop's turn on the tensor cores (frontend/pingpong.py): `take` waits until the
+  other compute warpgroup has passed it, else pass it to the other; run by both warpgroups, or
+  by warpgroup `only`. It orders no memory, only when the warpgroups issue their dots."""
+  take: bool
+  only: int | None
+  loc: object
+  results: tuple = ()
+
+
 @ir.op(Traits())
 class BarrierAlloc(ir.Op):
   """`count` mbarriers (a BarrierType value), each completing when `arrivals` warpgroups arrive."""
@@ -251,14 +264,16 @@ def cluster_sync(cx):
 
 
 @builtin
-def range(cx, *args, stages=1, warp_specialize=False):
+def range(cx, *args, stages=1, warp_specialize=False, pingpong=False):
   """A runtime loop like `range`; with `stages=s > 1`, a software pipeline.
 
   In `for k in ml.range(n, stages=4):` the TMA loads into SMEM buffers at the top
   of the body run 3 iterations ahead: the compiler gives each such buffer 4
   copies, and overlaps the loads of later iterations with this one's ml.dot.
   With `warp_specialize=True` an extra producer warpgroup issues the loads, up to
-  4 ahead, across the iterations of any loops around this one.
+  4 ahead, across the iterations of any loops around this one. With `pingpong=True`
+  (and block=256) the two compute warpgroups take turns on the tensor cores: one issues
+  its dots while the other runs the code between its own (FlashAttention-3's ping-pong).
   """
   raise E.UnsupportedSyntaxError("ml.range here is not supported in a kernel", cx.loc,
                                  hint="ml.range(...) is for `for` loops: for k in ml.range(n, stages=3):")
