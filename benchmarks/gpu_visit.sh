@@ -53,12 +53,9 @@ step() {
     first_call)  python3 -u benchmarks/first_call.py ;;
     softmax_long) python3 -u benchmarks/softmax_long_rows.py ;;
     layernorm_long) python3 -u benchmarks/layernorm_long_rows.py ;;
-    persistent_rows) python3 -u benchmarks/persistent_rows.py ;;
-    persistent_rows2) python3 -u benchmarks/persistent_rows.py --shape 4096x16384 --shape 8192x8192 ;;
     attn_pp)     python3 -u benchmarks/attention.py --quick --pass fwd --few --each --no-pallas ;;
     gpu_pingpong) python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_pingpong.py ;;
-    softmax_persistent) python3 -u benchmarks/persistent_rows.py --dtype float32 2>&1 | grep -E "copy|softmax" ;;
-    gpu_persistent) python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_rowwise.py -k "persistent or smem or long" ;;
+    gpu_session9) python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_sync_carried.py tests/test_pingpong.py tests/test_rowwise.py tests/test_probe9.py ;;
     softmax_all) python3 -u benchmarks/rowwise.py --op softmax --op "softmax smem" ;;
     ncu_rows)    for cfg in "paged --splits 4 --stages 2" "paged --splits 4 --stages 3 --q-regs" "softmax --chunks 8"; do
                    echo "=== $cfg"

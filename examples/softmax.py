@@ -131,48 +131,6 @@ def softmax_smem_rows(x, out, *, chunks: ml.constexpr, parts: ml.constexpr = 1, 
     ml.cluster_sync()                        # no CTA exits while a peer still reads its SMEM
 
 
-def _persistent_grid(x, *, chunks, programs):
-  return (programs,)
-
-
-@mg.mgpu_kernel(out_shape=lambda x, **meta: x, grid=_persistent_grid)
-def softmax_persistent_rows(x, out, *, chunks: ml.constexpr, programs: ml.constexpr):
-  """Whole rows in SMEM (x viewed as (n, d // SEG, SEG)), `programs` CTAs each walking the rows
-  pid, pid + programs, ...: as each chunk of this row is normalised and written out (straight
-  from registers), the same chunk of the CTA's next row is loaded into its place, so the next
-  row streams in while this one streams out, and its loads are in flight across the loop's
-  back edge (the compiler awaits each where the next iteration first reads it)."""
-  pid = ml.program_id(0)
-  n, segs = x.shape[0], x.shape[1]
-  per = segs // chunks
-  x_s = ml.smem((segs, SEG), x.dtype)
-  for c in ml.static_range(chunks):
-    ml.copy(x.at[pid, ml.ds(c * per, per)], x_s.at[ml.ds(c * per, per)])
-  for row in range(pid, n, programs):
-    m = ml.full((per, SEG), -1e30, jnp.float32)
-    for c in ml.static_range(chunks):        # each chunk awaited just before it is read
-      m = ml.maximum(m, x_s.at[ml.ds(c * per, per)][...].astype(jnp.float32))
-    top = ml.max(m) * LOG2E
-    s = ml.zeros((per, SEG), jnp.float32)
-    for c in ml.static_range(chunks):
-      s = s + ml.exp2(x_s.at[ml.ds(c * per, per)][...].astype(jnp.float32) * LOG2E - top, approx=True)
-    inv = 1.0 / ml.sum(s)
-    nxt = ml.where(row + programs < n, row + programs, row)   # the last row: its own again (in L2)
-    for c in ml.static_range(chunks):
-      v = x_s.at[ml.ds(c * per, per)][...].astype(jnp.float32)
-      out.at[row, ml.ds(c * per, per)][...] = (ml.exp2(v * LOG2E - top, approx=True) * inv).astype(out.dtype)
-      ml.copy(x.at[nxt, ml.ds(c * per, per)], x_s.at[ml.ds(c * per, per)])
-
-
-def softmax_persistent(x, *, chunks=8, programs=None, interpret=None):
-  """softmax_persistent_rows on a 2-D x whose rows (a multiple of SEG) fit one CTA's SMEM."""
-  n, d = x.shape
-  programs = min(n, programs or mg.num_sms())
-  y = softmax_persistent_rows(x.reshape(n, d // SEG, SEG), chunks=min(chunks, d // SEG),
-                              programs=programs, interpret=interpret)
-  return y.reshape(n, d)
-
-
 def smem_config(d, itemsize):
   """(chunks, parts) for rows of d elements: parts of at most SMEM_PART_BYTES (clusters of up
   to 8 CTAs), 8 chunks each; None if the row does not split so."""

@@ -157,53 +157,6 @@ def test_layernorm_grads_of_long_rows_in_column_windows(n, d, dtype):
     close(g, r, dtype, rel=True)
 
 
-@pytest.mark.parametrize("n,d,programs,chunks", [(11, 4096, 4, 4), (3, 2048, 5, 8), (4, 256, 3, 1)])
-@pytest.mark.parametrize("dtype", [F32, BF16], ids=str)
-def test_persistent_softmax_rows_match_jax(dtype, n, d, programs, chunks):
-  """Each CTA walks several rows (11 over 4 CTAs: some take 3, some 2; 5 CTAs for 3 rows: the
-  grid is clamped), the next row's chunks loaded as this row's are written."""
-  x = rand(8, (n, d), dtype, scale=30.0).at[1, :700].set(-jnp.inf)
-  x = x.at[0, -9].set(1e4)
-  got = SM.softmax_persistent(x, programs=programs, chunks=chunks, interpret=True)
-  close(got, jax.nn.softmax(x.astype(F32), axis=-1), dtype)
-
-
-@pytest.mark.parametrize("center", [True, False])
-@pytest.mark.parametrize("n,d,programs,chunks", [(11, 4096, 4, 8), (3, 2048, 5, 2), (4, 256, 3, 1)])
-@pytest.mark.parametrize("dtype", [F32, BF16], ids=str)
-def test_persistent_layernorm_rows_match_the_reference(dtype, n, d, programs, chunks, center):
-  """Rows far from zero (mean 100, std 3): Welford over the chunks, Chan over positions."""
-  x, w, b, _ = _layernorm_case(dtype, n, d)
-  x = (x.astype(F32) + 100).astype(dtype)
-  y, mean, rstd = LN.layernorm_persistent(x, w, b, 1e-5, center=center, programs=programs, chunks=chunks,
-                                          interpret=True)
-  xf = x.astype(F32)
-  mu = xf.mean(-1) if center else jnp.zeros(xf.shape[0])
-  var = ((xf - mu[:, None]) ** 2).mean(-1)
-  want = (xf - mu[:, None]) * jax.lax.rsqrt(var + 1e-5)[:, None] * w.astype(F32)
-  close(y, want + b.astype(F32) if center else want, dtype)
-  np.testing.assert_allclose(mean, mu, rtol=1e-6, atol=1e-5)
-  np.testing.assert_allclose(rstd, jax.lax.rsqrt(var + 1e-5), rtol=1e-5)
-
-
-def test_persistent_rows_keep_the_next_rows_loads_in_flight_across_the_loop():
-  """No wait at the row loop's back edge: the next row's chunk loads (and w's and b's slots)
-  reuse the barriers of the loads before the loop and are awaited at their first read."""
-  S = jax.ShapeDtypeStruct
-  for ir in [SM.softmax_persistent_rows.typed_ir(S((64, 32, SM.SEG), F32), chunks=4, programs=8),
-             LN.layernorm_persistent_rows.typed_ir(S((64, 32, SM.SEG), F32), S((32, SM.SEG), F32),
-                                                   S((32, SM.SEG), F32), chunks=4, programs=8, eps=1e-5)]:
-    lines = [l.strip() for l in ir.splitlines()]
-    start = next(i for i, l in enumerate(lines) if " = for " in l)
-    end = next(i for i, l in enumerate(lines) if l.startswith("yield") and i > start)
-    before = {l.split("slot=")[1].split()[0] for l in lines[:start] if l.startswith("copy")}
-    inside = [l.split("slot=")[1].split()[0] for l in lines[start:end] if l.startswith("copy")]
-    assert before and before <= set(inside)        # the carried loads take the barriers of the first ones
-    assert not lines[end - 1].startswith("waitload")
-    x_waits = [l for l in lines[start:start + 40] if l.startswith("waitload slot=0 ")]
-    assert x_waits                                   # the first chunk awaited inside the loop
-
-
 @pytest.mark.parametrize("dtype", [F32, BF16], ids=str)
 def test_rmsnorm_of_long_rows_interpret(dtype):
   x, w = rand(2, (2, 32768), dtype, shift=5.0), rand(3, (32768,), dtype)
@@ -252,23 +205,6 @@ def test_smem_held_rows_gpu(dtype, parts, online):
   x = rand(7, (256, 32768), dtype, scale=1e4)
   got = jax.jit(lambda x: SM.softmax_smem(x, parts=parts, online=online))(x)
   close(got, jax.nn.softmax(x.astype(F32), axis=-1), dtype)
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("n,d", [(1024, 32768), (300, 16384), (131, 8192)])
-@pytest.mark.parametrize("dtype", [F32, BF16], ids=str)
-def test_persistent_rows_gpu(n, d, dtype):
-  x = rand(9, (n, d), dtype, scale=1e4)
-  close(jax.jit(SM.softmax_persistent)(x), jax.nn.softmax(x.astype(F32), axis=-1), dtype)
-  x, w, b, _ = _layernorm_case(dtype, n, d)
-  for center in (True, False):
-    y, mean, rstd = jax.jit(lambda x, w, b: LN.layernorm_persistent(x, w, b, center=center))(x, w, b)
-    xf = x.astype(F32)
-    mu = xf.mean(-1) if center else jnp.zeros(n)
-    var = ((xf - mu[:, None]) ** 2).mean(-1)
-    want = (xf - mu[:, None]) * jax.lax.rsqrt(var + 1e-5)[:, None] * w.astype(F32)
-    close(y, want + b.astype(F32) if center else want, dtype)
-    np.testing.assert_allclose(rstd, jax.lax.rsqrt(var + 1e-5), rtol=1e-4)
 
 
 @pytest.mark.gpu
