@@ -53,11 +53,13 @@ TILE_ROWS = 8                 # a tiled SMEM operand is made of (8, SWIZZLE // i
 MMA_M = 64                    # rows per warpgroup per instruction
 MMA_N_STEP = 8
 MMA_N_MAX = 256
-MMA_DTYPES = frozenset({DType.f16, DType.bf16, DType.f8e4m3, DType.f8e5m2, DType.i8})
+# float32 operands run as TF32: the tensor cores read the top 19 bits of each (sign, exponent,
+# 10 mantissa bits), as cuBLAS and Triton do for float32 dots by default.
+MMA_DTYPES = frozenset({DType.f16, DType.bf16, DType.f8e4m3, DType.f8e5m2, DType.i8, DType.f32})
 # Accumulator dtypes each operand dtype may use (the first is the default).
 MMA_ACC = {DType.f16: (DType.f32, DType.f16), DType.bf16: (DType.f32,),
            DType.f8e4m3: (DType.f32, DType.f16), DType.f8e5m2: (DType.f32, DType.f16),
-           DType.i8: (DType.i32,)}
+           DType.i8: (DType.i32,), DType.f32: (DType.f32,)}
 # Operand dtypes the tensor cores read MN-major (a transposed A, a B stored (k, n)); the
 # others only K-major: A stored (m, k), B stored (n, k) and used transposed.
 MMA_MN_MAJOR_DTYPES = frozenset({DType.f16, DType.bf16})

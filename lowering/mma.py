@@ -56,15 +56,22 @@ def _dot_wait(ctx, o):
 @interpret(Dot)
 def _i_dot(cta, o):
   """acc + a @ b: products summed in float32 (as WGMMA does), rounded to the acc dtype; the
-  group stays in flight, reading a and b, until a DotWait retires it."""
+  group stays in flight, reading a and b, until a DotWait retires it. float32 operands are
+  read as TF32 (their low 13 mantissa bits dropped), as the tensor cores read them."""
   refs = [r for r in (cta.get(o.a), cta.get(o.b)) if isinstance(r, Ref)]
-  x, y = (_operand(cta, cta.get(v), o) for v in (o.a, o.b))
+  x, y = (_tf32(_operand(cta, cta.get(v), o)) for v in (o.a, o.b))
   t = o.result.type
   wide = np.int64 if t.dtype.is_int else np.float32
   acc = cta.get(o.acc).astype(wide) if o.acc is not None else wide(0)
   r = (acc + x.astype(wide) @ y.astype(wide)).astype(N.np_dtype(t.dtype))
   cta.dots.append((r, {(x.owner, x.root.id, x.part) for x in refs}, o.loc))
   cta.set(o.result, r)
+
+
+def _tf32(v):
+  if v.dtype != np.float32:
+    return v
+  return (np.ascontiguousarray(v).view(np.uint32) & np.uint32(0xFFFFE000)).view(np.float32)
 
 
 def _operand(cta, x, o):

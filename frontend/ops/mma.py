@@ -104,11 +104,11 @@ def dot(cx, a, b, acc=None):
   `b` (k, n) is an SMEM buffer (or a stage view of one, or a transposed view
   `buf.T` of an (n, k) buffer); `a` (m, k) is one too, or a register tensor (a
   16-bit tile such as `p.astype(jnp.float16)`, read straight from registers).
-  Operands are float16, bfloat16, float8_e4m3fn, float8_e5m2 or int8; 8-bit
-  operands are K-major: `ml.dot(a_s, bt_s.T)` with bt_s stored (n, k). `acc` is an
-  (m, n) register tensor (float32; float16 also for float16 and FP8 inputs; int32
-  for int8) or None for zeros. m a multiple of 64, n a multiple of 64 (of 8 when b is `buf.T`) up to 256,
-  k a multiple of 128 bytes (64 16-bit or 128 8-bit elements).
+  Operands are float16, bfloat16, float8_e4m3fn, float8_e5m2, int8 or float32 (read
+  as TF32); 8-bit and float32 operands are K-major: `ml.dot(a_s, bt_s.T)` with bt_s
+  stored (n, k). `acc` is an (m, n) register tensor (float32; float16 also for float16
+  and FP8 inputs; int32 for int8) or None for zeros. m a multiple of 64, n a multiple of 64 (of 8 when b is `buf.T`) up to 256,
+  k a multiple of 128 bytes (32 float32, 64 16-bit or 128 8-bit elements).
   """
   loc = cx.loc
   in_regs = is_value(a) and isinstance(a.type, TensorType)
@@ -130,8 +130,8 @@ def dot(cx, a, b, acc=None):
   d = resolve(dt)
   if isinstance(d, DType) and d not in hw.MMA_DTYPES:
     raise E.UnsupportedDtypeError(
-        f"ml.dot on {d}: the tensor cores take float16, bfloat16, float8_e4m3fn, float8_e5m2 or int8"
-        f" operands", loc, hint="convert the tiles to jnp.bfloat16 or jnp.float16 when you fill them")
+        f"ml.dot on {d}: the tensor cores take float16, bfloat16, float8_e4m3fn, float8_e5m2, int8 or"
+        f" float32 (as TF32) operands", loc, hint="convert the tiles to jnp.bfloat16 or jnp.float16 when you fill them")
   _major(cx, a, b, d)
   k_step = hw.tile_cols(d.itemsize if isinstance(d, DType) else 2)
   # B stored (k, n) has n along its 128-byte rows: whole rows of 64; stored (n, k) (passed as
