@@ -63,6 +63,13 @@ step() {
                      --section SpeedOfLight --section Occupancy --section WarpStateStats --section SchedulerStats \
                      python3 benchmarks/profile_rows.py $cfg 2>&1 | grep -E "error|Throughput|Duration|Stall|stall|Occupancy|Registers|Shared Mem|Block Limit|Issued|Eligible|Active Warps|Warp Cycles"
                  done ;;
+    ncu_attn)    for cfg in "" "--pingpong" "--causal"; do
+                   echo "=== attention forward $cfg"
+                   ncu --clock-control none --kernel-name regex:forward --launch-skip 2 --launch-count 1 \
+                     --section SpeedOfLight --section ComputeWorkloadAnalysis --section WarpStateStats \
+                     --section SchedulerStats --section Occupancy \
+                     python3 benchmarks/profile_attention.py $cfg 2>&1 | grep -E "error|Throughput|Duration|Stall|stall|Occupancy|Registers|Shared Mem|Block Limit|Issued|Eligible|Active Warps|Warp Cycles|Pipe|pipe|Executed Ipc|SM Busy"
+                 done ;;
     kernels_rows) for cfg in "paged --splits 4 --stages 2" "paged --splits 4 --stages 2 --q-regs" "softmax --chunks 8"; do
                    echo "=== $cfg"; python3 benchmarks/profile_rows.py $cfg --kernels; done ;;
     rowwise_ln)  python3 -u benchmarks/rowwise.py --op "layernorm fwd" --op "layernorm bwd" --op rmsnorm ;;
