@@ -37,6 +37,7 @@ step() {
     gpu_paged_quick) python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_paged_attention.py tests/test_ragged.py ;;
     matmul)      python3 -u benchmarks/matmul.py ;;
     matmul_quick) python3 -u benchmarks/matmul.py --quick ;;
+    matmul_power) python3 -u benchmarks/matmul_power.py ;;
     multicast)   timeout 150 python3 -u -m pytest -q -p no:cacheprovider -m gpu -k multicast tests/test_warp_specialize.py ;;
     matmul_fp8)  python3 -u benchmarks/matmul_fp8.py ;;
     matmul_fp8q) python3 -u benchmarks/matmul_fp8.py --quick ;;
@@ -55,7 +56,8 @@ step() {
     layernorm_long) python3 -u benchmarks/layernorm_long_rows.py ;;
     attn_pp)     python3 -u benchmarks/attention.py --quick --pass fwd --few --each --no-pallas ;;
     gpu_pingpong) python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_pingpong.py ;;
-    gpu_session9) python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_sync_carried.py tests/test_pingpong.py tests/test_rowwise.py tests/test_probe9.py ;;
+    gpu_session9) python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_sync_carried.py tests/test_tf32.py tests/test_rowwise.py tests/test_mma.py ;;
+    gpu_session9b) python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_probe9.py tests/test_reductions.py tests/test_attention.py tests/test_warp_specialize.py ;;
     softmax_all) python3 -u benchmarks/rowwise.py --op softmax --op "softmax smem" ;;
     ncu_rows)    for cfg in "paged --splits 4 --stages 2" "paged --splits 4 --stages 3 --q-regs" "softmax --chunks 8"; do
                    echo "=== $cfg"
