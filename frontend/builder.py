@@ -63,3 +63,10 @@ class Call:
   loc: Loc
   name: str = ""      # the name the call's result is about to be bound to (names buffers)
   text: str = ""      # the call's source text, for messages
+  operands: object = None   # the user's operand values -> their source text (see `named`)
+
+  def named(self, x, default: str = "x") -> str:
+    """How messages name the value `x`: the user's text for it where it is an operand the user
+    wrote at this call or operator, else its name, else `default`."""
+    text = self.operands.get(x) if self.operands is not None else None
+    return text or getattr(x, "name", None) or default

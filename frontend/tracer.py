@@ -103,6 +103,18 @@ class _Method:
     self.fn, self.value = fn, value
 
 
+class _Texts:
+  """The source text of the register values a call or operator was given, by value; made only
+  when a message asks for it. Values the rule derives from them (a broadcast, a cast) have none."""
+  def __init__(self, tracer, values, nodes):
+    self.tracer = tracer
+    self.nodes = {id(v): (v, n) for v, n in zip(values, nodes) if is_value(v)}
+
+  def get(self, x):
+    hit = self.nodes.get(id(x))
+    return self.tracer.text(hit[1]) if hit is not None and hit[0] is x else None
+
+
 class Tracer(Assignments, ast.NodeVisitor):
   def __init__(self, source: Source, scope: dict, builder: Builder):
     self.src = source
@@ -132,8 +144,10 @@ class Tracer(Assignments, ast.NodeVisitor):
   def loc(self, node):
     return self.src.loc(node)
 
-  def cx(self, node, name="") -> Call:
-    return Call(self.b, self.loc(node), name, "")
+  def cx(self, node, name="", values=(), operands=()) -> Call:
+    """The Call of an operator at `node`; `values` and `operands`: its operands and their AST
+    nodes, whose text messages quote."""
+    return Call(self.b, self.loc(node), name, "", _Texts(self, values, operands))
 
   def text(self, node) -> str:
     """The user's expression, for messages (without the parentheses astor wraps it in)."""
@@ -336,6 +350,17 @@ class Tracer(Assignments, ast.NodeVisitor):
                f" a Python value (static_argnames in jax.jit)")
     return v
 
+  def _untyped_hint(self, v) -> str:
+    """Give an untyped buffer the dtype it should hold: an input's (`x.dtype`) where there is one."""
+    from .types import Space
+    src = next((k for k, x in self.env.items() if is_value(x) and isinstance(x.type, RefType)
+                and x.type.space == Space.GMEM and isinstance(resolve(x.type.dtype), DType)), None)
+    dtype = f"{src}.dtype" if src else "jnp.bfloat16"
+    shape = v.type.shape if isinstance(v.type, RefType) else "shape"
+    buf = f"{v.name} = " if isinstance(v.type, RefType) and v.name and v.name.isidentifier() else ""
+    return (f"give the buffer, when you make it, the dtype of the data it will hold: {buf}ml.smem({shape},"
+            f" {dtype})")
+
   def eval_Attribute(self, node):
     base = self.eval(node.value)
     attr = node.attr
@@ -359,7 +384,7 @@ class Tracer(Assignments, ast.NodeVisitor):
         if not isinstance(d, DType):
           raise E.DtypeInferenceError(
               f"{base.name or 'this buffer'}'s dtype is not known yet at this point", self.loc(node),
-              hint="give the buffer a dtype: ml.smem(shape, jnp.float32)")
+              hint=self._untyped_hint(base))
         return d
       if attr == "at" and isinstance(t, RefType):
         return At(base)
@@ -446,12 +471,12 @@ class Tracer(Assignments, ast.NodeVisitor):
       self.unsupported(node, "the operator @ in a kernel",
                        hint="tensor-core products are ml.dot(a_s, b_s) of SMEM buffers (A may be a register"
                             " tensor: ml.dot(p.astype(jnp.float16), v_s, acc))")
+    left, right = (node.left, node.right) if isinstance(node, ast.BinOp) else (node.target, node.value)
     if op is ast.Pow:
-      left, right = (node.left, node.right) if isinstance(node, ast.BinOp) else (node.target, node.value)
       return power(self.cx(node, name), a, b, self.text(left), self.text(right))
     if op not in _BINOPS:
       self.unsupported(node, f"the operator {op.__name__} on register values")
-    return ew.binary(self.cx(node, name), _BINOPS[op], a, b)
+    return ew.binary(self.cx(node, name, (a, b), (left, right)), _BINOPS[op], a, b)
 
   def eval_UnaryOp(self, node):
     x = self.eval(node.operand)
@@ -462,18 +487,19 @@ class Tracer(Assignments, ast.NodeVisitor):
       return x
     if isinstance(node.op, ast.Invert):
       if resolve(x.type.dtype) == DType.bool_:
-        return ew.unary(self.cx(node), ew.UnOp.NOT, x)
-      return ew.binary(self.cx(node), ew.BinOp.XOR, x, -1)
+        return ew.unary(self.cx(node, "", (x,), (node.operand,)), ew.UnOp.NOT, x)
+      return ew.binary(self.cx(node, "", (x,), (node.operand,)), ew.BinOp.XOR, x, -1)
     kind = ew.UnOp.NEG if isinstance(node.op, ast.USub) else ew.UnOp.NOT
-    return ew.unary(self.cx(node), kind, x)
+    return ew.unary(self.cx(node, "", (x,), (node.operand,)), kind, x)
 
   def eval_Compare(self, node):
     """`a < b`; a chain `a < b < c` is `(a < b) and (b < c)` with b evaluated once: static parts
     short-circuit as in Python, run-time parts combine with &."""
-    out, a = None, self.eval(node.left)
+    out, a, left = None, self.eval(node.left), node.left
     for op, right in zip(node.ops, node.comparators):
       b = self.eval(right)
-      r = self.compare(node, type(op), a, b)
+      r = self.compare(node, type(op), a, b, (left, right))
+      left = right
       if not is_value(r):
         if not r:
           return r       # False: Python stops here (so do we, even after a run-time part)
@@ -482,7 +508,7 @@ class Tracer(Assignments, ast.NodeVisitor):
       a = b
     return out if out is not None else r
 
-  def compare(self, node, op, a, b):
+  def compare(self, node, op, a, b, operands=()):
     if not is_value(a) and not is_value(b):
       if holds_value(a) or holds_value(b):     # Python would compare Value objects: silently False
         self.unsupported(node, "comparing tuples that hold runtime values",
@@ -490,7 +516,7 @@ class Tracer(Assignments, ast.NodeVisitor):
       return _PYCMPOPS[op](a, b)
     if op not in _CMPOPS:
       self.unsupported(node, f"{op.__name__} on register values", hint="compare with < <= > >= == !=")
-    return ew.compare(self.cx(node), _CMPOPS[op], a, b)
+    return ew.compare(self.cx(node, "", (a, b), operands), _CMPOPS[op], a, b)
 
   def eval_BoolOp(self, node):
     """Python's short-circuit, evaluated while tracing: a static operand decides whether the next
@@ -584,7 +610,14 @@ class Tracer(Assignments, ast.NodeVisitor):
   def call(self, node, fn, args, kwargs):
     from .language import Inline
     own = self.pending_node is None or node is self.pending_node
-    cx = Call(self.b, self.loc(node), self.pending_name if own else self.text(node), self.text(node))
+    values, nodes = list(args), list(getattr(node, "args", ()))
+    for k in getattr(node, "keywords", ()):
+      values.append(kwargs.get(k.arg))
+      nodes.append(k.value)
+    if isinstance(getattr(node, "func", None), ast.Attribute) and isinstance(fn, _Method):
+      values, nodes = [fn.value, *values], [node.func.value, *nodes]   # x.sum(): the receiver too
+    cx = Call(self.b, self.loc(node), self.pending_name if own else self.text(node), self.text(node),
+              _Texts(self, values, nodes))
     if isinstance(fn, Inline):
       from .inline import call_inline
       return call_inline(self, node, fn, args, kwargs)

@@ -420,4 +420,4 @@ def test_a_dtype_mismatch_names_the_operand_not_the_assignment_target():
   e = expect(bias_correction, [S((128,), jnp.float32), S((), jnp.bfloat16), S((), jnp.float32)],
              mg.DtypeMismatchError, "t * ml.log(b)",
              "* on t (float32) and ml.log(b) (bfloat16): dtypes differ and are never converted implicitly")
-  assert e.hint == "convert one side explicitly, e.g. (ml.log(b)).astype(jnp.float32)"
+  assert e.hint == "convert one side explicitly, e.g. ml.log(b).astype(jnp.float32)"

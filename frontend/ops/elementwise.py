@@ -206,6 +206,8 @@ def common(cx, a, b, what):
     _check_pointer_arithmetic(cx, a, b)
   check_register_value(cx, a, what)
   check_register_value(cx, b, what)
+  # Named before broadcasting: a broadcast operand is not the value the user wrote.
+  names = [cx.named(x, kind_of(x)) for x in (a, b)]
   (a, b), shape = broadcast_operands(cx, (a, b), what)
   da, db = (x.type.dtype if is_value(x) else None for x in (a, b))
   if da is None and db is None:
@@ -224,15 +226,26 @@ def common(cx, a, b, what):
     return (a, b), shape, dt
   dt = unify(da, db, cx.loc, what)
   if dt is None:
-    names = [x.name or kind_of(x) for x in (a, b)]
     raise E.DtypeMismatchError(
         f"{what} on {names[0]} ({dtype_name(da)}) and {names[1]} ({dtype_name(db)}):"
         f" dtypes differ and are never converted implicitly", cx.loc,
-        hint=f"convert one side explicitly, e.g. ({names[1]}).astype(jnp.{dtype_name(da)})")
+        hint=f"convert one side explicitly, e.g. {method_on(names[1])}.astype(jnp.{dtype_name(da)})")
   return (a, b), shape, dt
 
 
-def check_dtype_support(cx, dtype, what, *, floats_only=False, ints_only=False, bitwise=False):
+def method_on(text: str) -> str:
+  """`text` as the receiver of a method call: `v`, `ml.mean(v)`, but `(a + b)`."""
+  import ast
+  try:
+    node = ast.parse(text, mode="eval").body
+  except SyntaxError:
+    return f"({text})"
+  return text if isinstance(node, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)) else f"({text})"
+
+
+def check_dtype_support(cx, dtype, what, *, floats_only=False, ints_only=False, bitwise=False, x=None):
+  """`x`: the operand, which hints name (as the user wrote it)."""
+  x = method_on(cx.named(x))
   d = resolve(dtype)
   if not isinstance(d, DType):
     return
@@ -241,31 +254,33 @@ def check_dtype_support(cx, dtype, what, *, floats_only=False, ints_only=False, 
   if d not in hw.ARITH_DTYPES and d != DType.bool_:
     raise E.UnsupportedDtypeError(
         f"{what} is not supported on {d}: Hopper has no register arithmetic on 8-bit types", cx.loc,
-        hint=f"upcast first: x.astype(jnp.{'int32' if d.is_int else 'float16'}), compute, then cast back")
+        hint=f"upcast first: {x}.astype(jnp.{'int32' if d.is_int else 'float16'}), compute, then cast back")
   if floats_only and not d.is_float:
     raise E.UnsupportedDtypeError(f"{what} needs a floating-point operand, got {d}", cx.loc,
-                                  hint="convert first: x.astype(jnp.float32)")
+                                  hint=f"convert first: {x}.astype(jnp.float32)")
   if ints_only and not (d.is_int or d == DType.bool_):
     raise E.UnsupportedDtypeError(
         f"{what} needs integer operands, got {d}", cx.loc,
         hint="floor division of floats: ml.floor(a / b)" if what == "//" else
         "the remainder of floats, as jnp's: a - ml.floor(a / b) * b" if what == "%" else
-        "convert first: x.astype(jnp.int32)")
+        f"convert first: {x}.astype(jnp.int32)")
 
 
 def binary(cx, kind: BinOp, a, b):
   what = kind.value if kind not in (BinOp.MAX, BinOp.MIN) else f"ml.{kind.name.lower()}imum"
+  a0, b0 = a, b          # as the user gave them, for hints
   (a, b), shape, dt = common(cx, a, b, what)
   d = resolve(dt)
   if kind == BinOp.DIV and isinstance(d, DType) and not d.is_float:
     # As jnp: true division of integers (or bools) computes in float32.
     a, b = (astype(cx, x, DType.f32) if is_value(x) else float(x) for x in (a, b))
     dt = d = DType.f32
-  check_dtype_support(cx, dt, what, ints_only=kind in _INT_ONLY, bitwise=kind in _BITWISE_8BIT)
+  x = next((v for v in (a0, b0) if is_value(v)), None)
+  check_dtype_support(cx, dt, what, ints_only=kind in _INT_ONLY, bitwise=kind in _BITWISE_8BIT, x=x)
   if d == DType.bool_ and kind not in (BinOp.AND, BinOp.OR, BinOp.XOR):
     raise E.UnsupportedDtypeError(f"{what} on boolean values", cx.loc,
                                   hint="for logic use & | ^; to count or compute, convert first:"
-                                       " m.astype(jnp.int32) (or jnp.float32)")
+                                       f" {method_on(cx.named(x, 'm'))}.astype(jnp.int32) (or jnp.float32)")
   if kind in (BinOp.FLOORDIV, BinOp.MOD) and isinstance(d, DType) and d.is_int and isinstance(b, int) and b == 0:
     raise E.KernelTypeError(f"{what} by 0 on {d}: integer division by zero is undefined on the GPU", cx.loc,
                             hint="divide by a non-zero constant, or guard the divisor: ml.where(d != 0, x // d, 0)")
@@ -296,7 +311,7 @@ def unary(cx, kind: UnOp, x):
       raise E.UnsupportedDtypeError(f"'not' on {d}; use it on booleans (comparisons)", cx.loc,
                                     hint="compare first: x != 0")
   else:
-    check_dtype_support(cx, x.type.dtype, what, floats_only=kind.value.floats_only)
+    check_dtype_support(cx, x.type.dtype, what, floats_only=kind.value.floats_only, x=x)
   return cx.b.emit(Unary, kind, x, loc=cx.loc, types=[x.type], names=[cx.name]).result
 
 

@@ -73,7 +73,8 @@ def scan(cx, kind: ScanKind, x, axis, reverse, what):
   d = resolve(x.type.dtype)
   if not isinstance(d, DType):
     raise E.DtypeInferenceError(f"{what}: the dtype of {x.name or 'the tensor'} is not known yet", cx.loc,
-                                hint="give its buffer a dtype: ml.smem(shape, jnp.float32)")
+                                hint="give its buffer, when you make it, the dtype of the data it will hold:"
+                                     " ml.smem(shape, x.dtype) of an input x, or a dtype such as jnp.bfloat16")
   acc = d
   if d.is_float and d.bits == 8:              # no 8-bit float arithmetic: float32, rounded once
     acc = DType.f32
