@@ -47,6 +47,56 @@ def test_bool_arithmetic_hint_names_the_operand():
          hint="for logic use & | ^; to count or compute, convert first: b.astype(jnp.int32) (or jnp.float32)")
 
 
+# ---------------------------------------------------------------- reductions of booleans, as jnp
+@mg.mgpu_kernel(out_shape=lambda x: (S((), I32), S((8,), I32), S((8,), F32), S((), F32),
+                                     S((8,), jnp.int8), S((8,), jnp.int8), S((8,), I32), S((8,), I32)))
+def bool_stats(x, total, rows, frac, mean_all, any_pos, all_pos, first_pos, first_neg):
+  b = x[...] > 0
+  total[...] = ml.sum(b)
+  rows[...] = b.sum(axis=1)
+  frac[...] = ml.mean(b, axis=1)
+  mean_all[...] = ml.mean(b)
+  any_pos[...] = ml.max(b, axis=1).astype(jnp.int8)
+  all_pos[...] = ml.min(b, axis=1).astype(jnp.int8)
+  first_pos[...] = ml.argmax(b, axis=1)
+  first_neg[...] = ml.argmin(b, axis=1)
+
+
+def bool_inputs():
+  x = jax.random.normal(jax.random.key(9), (8, 128), F32)
+  return x.at[3].set(1.0).at[5].set(-1.0)         # a row all True, a row all False
+
+
+def test_bool_reductions_follow_jnp():
+  x = bool_inputs()
+  b = x > 0
+  want = (jnp.sum(b), b.sum(1), b.mean(1), jnp.mean(b), b.max(1).astype(jnp.int8), b.min(1).astype(jnp.int8),
+          jnp.argmax(b, 1), jnp.argmin(b, 1))
+  got = bool_stats(x, interpret=True)
+  for g, w in zip(got, want):
+    assert g.dtype == w.dtype and g.shape == w.shape
+    np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-6)
+  assert jnp.sum(b).dtype == jnp.int32 and jnp.mean(b).dtype == jnp.float32 and b.max().dtype == jnp.bool_
+
+
+def test_bool_reductions_export_for_cuda():
+  txt = jax.export.export(jax.jit(bool_stats), platforms=["cuda"])(S((8, 128), F32)).mlir_module()
+  assert "@mosaic_gpu" in txt
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((), I32))
+def count_positive(x, out):
+  b = x[...] > 0
+  out[...] = ml.sum(b)
+
+
+def test_counting_booleans_matches_jnp_on_a_vector():
+  x = jnp.arange(-60, 68, dtype=F32)
+  assert int(count_positive(x, interpret=True)) == int(jnp.sum(x > 0)) == 67
+  txt = jax.export.export(jax.jit(count_positive), platforms=["cuda"])(S((128,), F32)).mlir_module()
+  assert "@mosaic_gpu" in txt
+
+
 # ---------------------------------------------------------------- an untyped SMEM buffer's dtype
 @mg.mgpu_kernel(out_shape=lambda x: x)
 def untyped_out_buffer(x, out):

@@ -233,6 +233,15 @@ def reduce(cx, kind: ReduceKind, x, axis, keepdims, what=None):
   shape = x.type.shape
   axes = _axes(cx, axis, len(shape), what)
   d = resolve(x.type.dtype)
+  given = x
+  if d == DType.bool_ and kind in (ReduceKind.MAX, ReduceKind.MIN):
+    # As jnp: the max of booleans is whether any holds, the min whether all do (a bool).
+    r = reduce(cx, kind, ew.astype(cx, x, DType.i32), axis, keepdims, what)
+    return ew.compare(cx, ew.CmpOp.NE, r, 0)
+  if kind == ReduceKind.SUM and d == DType.bool_:
+    # As jnp.sum: booleans count as 0 and 1, in int32.
+    x = ew.astype(cx, x, DType.i32)
+    d = DType.i32
   if kind == ReduceKind.SUM and isinstance(d, DType) and d.is_int and d.bits < 32:
     # As jnp.sum: narrow integers accumulate in, and give, int32 (uint32 if unsigned); a
     # 16-bit accumulator wrapped (128 x 1000 summed to -3072).
@@ -241,7 +250,7 @@ def reduce(cx, kind: ReduceKind, x, axis, keepdims, what=None):
   if isinstance(d, DType) and (d == DType.bool_ or d.bits < 16):
     raise E.UnsupportedDtypeError(
         f"{what} of {dtype_name(d)} values is not supported", cx.loc,
-        hint="convert first: x.astype(jnp.int32) (or jnp.float32)")
+        hint=f"convert first: {ew.method_on(cx.named(given))}.astype(jnp.float32)")
   if len(axes) < len(shape) and len(shape) > 2:
     raise E.LayoutError(
         f"{what} over axis {axis} of a {len(shape)}-D tensor {shape}: partial reductions work on"
@@ -281,8 +290,8 @@ def mean(cx, x, axis=None, keepdims=False):
   d = resolve(x.type.dtype)
   axes = _axes(cx, axis, len(x.type.shape), "ml.mean")
   n = math.prod(x.type.shape[a] for a in axes)
-  if isinstance(d, DType) and d != DType.bool_ and d != DType.f32:
-    x = ew.astype(cx, x, DType.f32)       # ints -> float32; narrow floats round once at the end
+  if isinstance(d, DType) and d != DType.f32:
+    x = ew.astype(cx, x, DType.f32)       # ints and bools -> float32; narrow floats round once at the end
   s = reduce(cx, ReduceKind.SUM, x, axis, keepdims, what="ml.mean")
   m = ew.binary(cx, ew.BinOp.DIV, s, float(n))
   if isinstance(d, DType) and d.is_float and d != DType.f32:
@@ -309,6 +318,8 @@ def _arg(cx, x, axis, kind, what):
                             hint=f"{what}(x, axis=1)")
   shape = x.type.shape
   (a,) = _axes(cx, axis, len(shape), what)
+  if resolve(x.type.dtype) == DType.bool_:      # as jnp: the first True (argmax) or False (argmin)
+    x = ew.astype(cx, x, DType.i32)
   best = reduce(cx, kind, x, a, True, what=what)
   hit = ew.compare(cx, ew.CmpOp.EQ, x, best)
   d = resolve(x.type.dtype)
