@@ -13,6 +13,48 @@ S = jax.ShapeDtypeStruct
 F32, I32 = jnp.float32, jnp.int32
 
 
+# ---------------------------------------------------------------- a tensor as a loop bound
+@mg.mgpu_kernel(out_shape=lambda x, n: x)
+def loop_to_a_tensor(x, n, out):
+  v = x[...]
+  for _ in range(n[...]):
+    v = v * 2
+  out[...] = v
+
+
+@mg.mgpu_kernel(out_shape=lambda x, n: x)
+def loop_to_a_float(x, n, out):
+  v = x[...]
+  for _ in range(ml.max(n[...]) * 0.5):
+    v = v * 2
+  out[...] = v
+
+
+@mg.mgpu_kernel(out_shape=lambda x, n: x)
+def loop_to_one_element(x, n, out):
+  v = x[...]
+  for _ in range(n[0]):
+    v = v * 2
+  out[...] = v
+
+
+def test_a_tensor_loop_bound_says_a_bound_is_one_number():
+  expect(loop_to_a_tensor, [S((128,), F32), S((8,), I32)], mg.KernelTypeError, "range(n[...])",
+         "a loop bound must be an integer scalar, got n[...] of shape (8,)",
+         hint="read one element, range(n[0]), or reduce the tensor, range(ml.max(n[...]))")
+
+
+def test_a_float_loop_bound_says_loop_bound():
+  expect(loop_to_a_float, [S((128,), F32), S((8,), F32)], mg.KernelTypeError, "range(ml.max(",
+         "a loop bound must be an integer scalar, got a scalar (float32)",
+         hint="convert it: range((ml.max(n[...]) * 0.5).astype(jnp.int32))")
+
+
+def test_the_loop_bound_hint_works():
+  out = loop_to_one_element(jnp.ones((128,), F32), jnp.full((8,), 3, I32), interpret=True)
+  np.testing.assert_array_equal(out, np.full((128,), 8.0, np.float32))
+
+
 # ---------------------------------------------------------------- operands quoted as written
 @mg.mgpu_kernel(out_shape=lambda x: x)
 def center_int(x, out):

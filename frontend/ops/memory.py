@@ -8,6 +8,7 @@ it from their uses (frontend/infer.py).
 from __future__ import annotations
 
 import dataclasses
+import re
 
 from .. import errors as E
 from .. import hw
@@ -151,6 +152,11 @@ def smem(cx, shape, dtype=None):
   return v
 
 
+def _loop_bound(loc) -> bool:
+  """Whether `loc` is a `range(...)` (or `ml.range(...)`) call: the loop's bounds are checked there."""
+  return bool(re.match(r"(\w+\.)?range\(", loc.source_line[loc.col_offset:]))
+
+
 def index_operand(cx, x):
   """`x` as an index (a window's start, a loop bound): a Python int or an integer scalar; an
   8- or 16-bit one is widened to int32 (sign- or zero-extended, by its signedness)."""
@@ -164,11 +170,15 @@ def index_operand(cx, x):
       from .elementwise import Cast
       return cx.b.emit(Cast, x, loc=cx.loc, types=[ScalarType(DType.i32)], names=[x.name]).result
     if isinstance(d, DType):
+      if _loop_bound(cx.loc):
+        raise _bad_loop_bound(cx, x)
       i = x.name if x.name and x.name.isidentifier() else f"({x.name or 'i'})"
       raise E.KernelTypeError(
           f"an index must be an integer scalar, got {x.name or 'a scalar'} ({dtype_name(d)})", cx.loc,
           hint=f"index with ints, program ids, loop counters or integer scalar math; convert a"
                f" {dtype_name(d)} that holds an index: {i}.astype(jnp.int32)")
+  if _loop_bound(cx.loc):
+    raise _bad_loop_bound(cx, x)
   if is_value(x) and isinstance(x.type, TensorType):
     raise E.KernelTypeError(
         f"an index here must be an integer scalar, got {x.name or 'a register tensor'}: only a read of a GMEM"
@@ -179,6 +189,41 @@ def index_operand(cx, x):
              " a scalar); to mask a read, gather and select: ml.where(m, t[ids, :], 0)")
   raise E.KernelTypeError(f"an index must be an integer scalar, got {kind_of(x)}", cx.loc,
                           hint="index with ints, program ids, loop counters or integer scalar math")
+
+
+def _sole_bound(loc) -> str | None:
+  """The text of the bound of a one-argument `range(bound)` at `loc`, if it is on one line."""
+  import ast
+  if loc.end_lineno != loc.lineno or loc.end_col_offset is None:
+    return None
+  try:
+    call = ast.parse(loc.source_line[loc.col_offset:loc.end_col_offset], mode="eval").body
+  except SyntaxError:
+    return None
+  return ast.unparse(call.args[0]) if isinstance(call, ast.Call) and len(call.args) == 1 else None
+
+
+def _bad_loop_bound(cx, x):
+  """The error for a bound of `for i in range(...)` that is not an integer scalar."""
+  if is_value(x) and isinstance(x.type, ScalarType):
+    d = resolve(x.type.dtype)
+    text = x.name or _sole_bound(cx.loc)
+    n = text if text and text.isidentifier() else f"({text or 'n'})"
+    return E.KernelTypeError(
+        f"a loop bound must be an integer scalar, got {x.name or 'a scalar'} ({dtype_name(d)})", cx.loc,
+        hint=f"convert it: range({n}.astype(jnp.int32))")
+  if is_value(x) and isinstance(x.type, TensorType):
+    text, shape = x.name or "", x.type.shape
+    first = ", ".join("0" for _ in shape)
+    hint = (f"read one element, range({text[:-5]}[{first}]), or reduce the tensor, range(ml.max({text}))"
+            if text.endswith("[...]") else
+            f"reduce the tensor, range(ml.max({text or 'v'})), or read one element of the ref it comes from,"
+            f" range(n[{first}])")
+    return E.KernelTypeError(
+        f"a loop bound must be an integer scalar, got {text or 'a register tensor'} of shape {shape}", cx.loc,
+        hint=hint)
+  return E.KernelTypeError(f"a loop bound must be an integer scalar, got {kind_of(x)}", cx.loc,
+                           hint="loop to ints, constexprs, shapes or integer scalars: range(x.shape[0] // 128)")
 
 
 def add_index(cx, a, b):
