@@ -29,7 +29,8 @@ from . import errors as E
 from . import hw
 from . import ir
 from .ir import LayoutRule
-from .ops.memory import Copy, View
+from .ops.elementwise import Full
+from .ops.memory import Copy, Store, View
 from .ops.shape import READ_2D_FIRST
 from .types import Layout, LayoutKind, RefType, Space, TensorType
 
@@ -418,6 +419,20 @@ class _Solver:
       self.check(v, lay)
       v.type = dataclasses.replace(v.type, layout=lay)
 
+  def _scalar_store_hint(self, v) -> str | None:
+    """For `out[...] = s` of a scalar `s` into a one-element ref (the scalar filled into a
+    tensor of the ref's shape): store it as a scalar, `out[0] = s`."""
+    made = self.defs.get(v.id)
+    if not (isinstance(made, Full) and math.prod(v.type.shape) == 1):
+      return None
+    use = next((o for o in ir.walk(self.kernel.body) if isinstance(o, Store) and o.value is v), None)
+    if use is None:
+      return None
+    value = made.value
+    text = getattr(value, "name", None) or (repr(value) if not isinstance(value, ir.Value) else "s")
+    index = ", ".join("0" for _ in v.type.shape)
+    return f"store the scalar into the one element: {use.ref.name or 'out'}[{index}] = {text}"
+
   def check(self, v, lay: Layout):
     o = self.first_use.get(v.id)
     loc = o.loc if o else self.kernel.loc
@@ -435,12 +450,14 @@ class _Solver:
               f"{v.name or 'this tensor'} has shape {shape}: a 1-D register vector needs a multiple of 8"
               f" elements (other register tensors a multiple of {hw.WARPGROUP}, one per thread of a"
               f" warpgroup)", loc,
-              hint=f"pad it with a masked window: ref.at[ml.ds(start, {up})].load(mask=ml.arange({up}) < {n},"
+              hint=self._scalar_store_hint(v) or
+                   f"pad it with a masked window: ref.at[ml.ds(start, {up})].load(mask=ml.arange({up}) < {n},"
                    f" other=0) and a masked store of the same window")
         raise E.LayoutError(
             f"{v.name or 'this tensor'} has shape {shape}: register tensors need a multiple of"
             f" {hw.WARPGROUP} elements (one per thread of a warpgroup)", loc,
-            hint="work on tiles of 128 elements or more, e.g. (128,) or (8, 16); a 1-D vector may be"
+            hint=self._scalar_store_hint(v) or
+                 "work on tiles of 128 elements or more, e.g. (128,) or (8, 16); a 1-D vector may be"
                  " shorter if its length is a multiple of 8")
       return
     if lay.drop and (len(shape) > 2 or any(shape[a] != 1 for a in lay.drop if len(shape) == 2)) or (

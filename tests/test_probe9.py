@@ -55,6 +55,26 @@ def test_the_loop_bound_hint_works():
   np.testing.assert_array_equal(out, np.full((128,), 8.0, np.float32))
 
 
+# ---------------------------------------------------------------- a scalar into a one-element output
+@mg.mgpu_kernel(out_shape=lambda x: S((1,), x.dtype))
+def total_whole(x, out):
+  out[...] = ml.sum(x[...])
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((1,), x.dtype))
+def total_first(x, out):
+  out[0] = ml.sum(x[...])
+
+
+def test_a_scalar_stored_whole_into_one_element_hints_the_element():
+  expect(total_whole, [S((128,), F32)], mg.LayoutError, "out[...] =",
+         "this tensor has shape (1,): a 1-D register vector needs a multiple of 8 elements (other register"
+         " tensors a multiple of 128, one per thread of a warpgroup)",
+         hint="store the scalar into the one element: out[0] = ml.sum(x[...])")
+  out = total_first(jnp.ones((128,), F32), interpret=True)        # the hint, followed
+  np.testing.assert_array_equal(out, [128.0])
+
+
 # ---------------------------------------------------------------- operands quoted as written
 @mg.mgpu_kernel(out_shape=lambda x: x)
 def center_int(x, out):
