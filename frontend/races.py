@@ -76,6 +76,9 @@ class Writers:
             self.locs[int(sites[i + 1])])
 
 
+CROSS_PROGRAM_READ = ("programs do not wait for each other, so an output written by other programs cannot be"
+                      " read in the same launch: read it in a second kernel, or compute the value in this"
+                      " program from the inputs")
 ACCUMULATED_READ = ("an output that programs update with atomics holds the total only once the kernel has"
                     " ended: read it in a second kernel (or in JAX after the call)")
 ONE_WRITER = ("write it from one program (if ml.program_id(0) == 0: ...), or add every program's share"

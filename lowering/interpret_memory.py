@@ -16,7 +16,7 @@ import numpy as np
 from ..frontend import ir
 from ..frontend.checks import uncovered_error, uninitialized_read
 from ..frontend.coverage import describe
-from ..frontend.races import ACCUMULATED_READ, ONE_WRITER, OWN_WINDOW
+from ..frontend.races import ACCUMULATED_READ, CROSS_PROGRAM_READ, ONE_WRITER, OWN_WINDOW
 from .interpret_numerics import np_dtype, poison
 from ..frontend.ops.atomic import identity
 
@@ -146,7 +146,8 @@ class Memory:
     bad = bad_w | bad_r | bad_a
     if np.any(bad):
       met = "writes" if np.any(bad_w) else "reads" if np.any(bad_r) else "updates"
-      self.report_race(cta, ref, index, o, bad, w, {"writes": w, "reads": r, "updates": a}[met], met, rid)
+      mine = "updates" if atomic else "writes" if write else "reads"
+      self.report_race(cta, ref, index, o, bad, w, {"writes": w, "reads": r, "updates": a}[met], met, rid, mine)
     if atomic:
       a[index] = np.where((a[index] == -1) | (a[index] == me), me, -2)
       self.wlocs[(rid, me)] = o.loc
@@ -157,7 +158,9 @@ class Memory:
       r[index] = np.where((r[index] == -1) | (r[index] == me), me, -2)
       self.rlocs[(rid, me)] = o.loc
 
-  def report_race(self, cta, ref, index, o, bad, w, r, met="writes", rid=None):
+  def report_race(self, cta, ref, index, o, bad, w, r, met="writes", rid=None, mine="writes"):
+    """A race found at this program's access `o` (which `mine` it): reported there, with a note
+    at the other program's access."""
     elem = _element(index, bad)
     other = int(w[elem]) if w[elem] >= 0 and w[elem] != cta.lin else int(r[elem])
     who = f"program {self.pid_of(other)}" if other >= 0 else "another program"
@@ -165,11 +168,15 @@ class Memory:
     rid = ref.root.id if rid is None else rid
     notes = (f"{locs[(rid, other)]}: {who} {met} it here",) if (rid, other) in locs else ()
     accumulated = rid in self.kernel.accumulated
+    here = getattr(o, "loc", None)
+    here = here if here is not None and getattr(here, "lineno", 0) else None
+    crossed = "reads" in (met, mine) and "updates" not in (met, mine)   # one program reads what another writes
     raise RaceError(
         f"{who} and program {cta.pid} both access {ref.name}{list(elem) if len(elem) else ''}, and one"
-        f" writes it: programs run in no fixed order, so the result depends on timing", self.kernel.loc,
-        notes=notes + (f"{o.loc}: program {cta.pid} accesses it here",),
-        hint=ACCUMULATED_READ if accumulated else OWN_WINDOW if len(elem) else ONE_WRITER)
+        f" writes it: programs run in no fixed order, so the result depends on timing", here or self.kernel.loc,
+        notes=notes + (() if here else (f"{o.loc}: program {cta.pid} {mine} it here",)),
+        hint=ACCUMULATED_READ if accumulated else CROSS_PROGRAM_READ if crossed else
+        OWN_WINDOW if len(elem) else ONE_WRITER)
 
   def check_covered(self):
     """Every element of every output that starts without values is written by some program."""

@@ -159,6 +159,29 @@ def test_counting_booleans_matches_jnp_on_a_vector():
   assert "@mosaic_gpu" in txt
 
 
+# ---------------------------------------------------------------- reading another program's output
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 128,))
+def running(x, out):
+  i = ml.program_id(0)
+  out.at[ml.ds(i * 128, 128)][...] = x.at[ml.ds(i * 128, 128)][...]
+  if i > 0:
+    out.at[ml.ds(i * 128, 128)][...] = x.at[ml.ds(i * 128, 128)][...] + out.at[ml.ds(i * 128 - 128, 128)][...]
+
+
+def test_reading_another_programs_output_is_reported_at_the_read():
+  with pytest.raises(mg.RaceError) as info:
+    running(jnp.ones((512,), F32), interpret=True)
+  e = info.value
+  assert (e.lineno, e.col_offset) == where(running, "out.at[ml.ds(i * 128 - 128"), e.render()
+  assert e.message == ("program (0, 0, 0) and program (1, 0, 0) both access out[0], and one writes it:"
+                       " programs run in no fixed order, so the result depends on timing")
+  assert e.hint == ("programs do not wait for each other, so an output written by other programs cannot be"
+                    " read in the same launch: read it in a second kernel, or compute the value in this"
+                    " program from the inputs")
+  write_line = where(running, "out.at[ml.ds(i * 128, 128)][...] = x")[0]
+  assert [n for n in e.notes if f":{write_line}:" in n and "writes it here" in n], e.notes
+
+
 # ---------------------------------------------------------------- an untyped SMEM buffer's dtype
 @mg.mgpu_kernel(out_shape=lambda x: x)
 def untyped_out_buffer(x, out):
