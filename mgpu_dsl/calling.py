@@ -174,8 +174,9 @@ def check_output_names(pk, out, n_in: int, loc, at) -> None:
                f" or give out_shape a tuple in the parameters' order")
 
 
-def check_constexprs(pk, constexprs: dict, name: str, loc) -> None:
-  """Raise SignatureError for an unknown, missing or traced constexpr."""
+def check_constexprs(pk, constexprs: dict, name: str, loc, args=()) -> None:
+  """Raise SignatureError for an unknown, missing or traced constexpr (`args`: the positional
+  arguments, where a constexpr passed by position shows as an extra non-array)."""
   import jax
   unknown = [c for c in constexprs if c not in pk.constexpr_params]
   if unknown:
@@ -187,6 +188,19 @@ def check_constexprs(pk, constexprs: dict, name: str, loc) -> None:
                    f"its constexpr parameters are: {', '.join(pk.constexpr_params) or 'none'}"))
   missing = [c for c in pk.constexpr_params if c not in constexprs and c not in pk.defaults]
   if missing:
+    extra = []                    # trailing non-arrays: constexprs passed by position
+    for a in reversed(args):
+      if is_array_like(a):
+        break
+      extra.insert(0, a)
+    if extra:
+      given = ", ".join(describe(a) for a in extra)
+      s = "s" if len(extra) > 1 else ""
+      raise E.SignatureError(
+          f"{name} was given {len(extra)} extra positional argument{s} ({given}), and needs constexpr"
+          f" argument(s) {', '.join(missing)}: constexprs are passed by keyword, not by position", loc,
+          hint=f"pass them by keyword: {name}(..., " + ", ".join(
+              f"{c}={extra[i]!r}" if i < len(extra) else f"{c}=..." for i, c in enumerate(missing)) + ")")
     raise E.SignatureError(f"{name} needs constexpr argument(s) {', '.join(missing)}", loc,
                            hint=f"pass them by keyword: {name}(..., {missing[0]}=...)")
   for k, v in constexprs.items():

@@ -208,3 +208,17 @@ def test_an_untyped_buffer_hints_the_inputs_dtype():
               " o_s = ml.smem((32, 128), x.dtype)")
   x = jnp.ones((32, 128), jnp.bfloat16)
   np.testing.assert_array_equal(typed_out_buffer(x, interpret=True).astype(F32), 2.0)   # followed
+
+
+# ---------------------------------------------------------------- a constexpr passed by position
+@mg.mgpu_kernel(out_shape=lambda x, *, rows: x, grid=lambda x, *, rows: (x.shape[0] // rows,))
+def copy_rows(x, out, *, rows: ml.constexpr):
+  i = ml.program_id(0)
+  out.at[ml.ds(i * rows, rows)][...] = x.at[ml.ds(i * rows, rows)][...]
+
+
+def test_a_positional_constexpr_is_named_as_an_extra_argument():
+  expect(copy_rows, [S((64, 128), F32), 8], mg.SignatureError, "def copy_rows(",
+         "copy_rows was given 1 extra positional argument (int 8), and needs constexpr argument(s) rows:"
+         " constexprs are passed by keyword, not by position",
+         hint="pass them by keyword: copy_rows(..., rows=8)")
