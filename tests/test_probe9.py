@@ -222,3 +222,18 @@ def test_a_positional_constexpr_is_named_as_an_extra_argument():
          "copy_rows was given 1 extra positional argument (int 8), and needs constexpr argument(s) rows:"
          " constexprs are passed by keyword, not by position",
          hint="pass them by keyword: copy_rows(..., rows=8)")
+
+
+# ---------------------------------------------------------------- a float `other` for an int load
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (ml.cdiv(x.shape[0], 256),))
+def triple_ragged(x, out):
+  i = ml.program_id(0)
+  m = (i * 256 + ml.arange(256)) < x.shape[0]
+  v = x.at[ml.ds(i * 256, 256)].load(mask=m, other=0.0)
+  out.at[ml.ds(i * 256, 256)].store(v * 3, mask=m)
+
+
+def test_a_finite_float_other_on_an_int_load_hints_the_int():
+  expect(triple_ragged, [S((1000,), I32)], mg.DtypeMismatchError, "x.at[ml.ds(i * 256, 256)].load(",
+         "ml.load's other (0.0) is a float but x.at[ml.ds(i * 256, 256)] is int32",
+         hint="an integer of int32: other=0")

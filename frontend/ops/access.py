@@ -12,6 +12,8 @@ writes one.
 """
 from __future__ import annotations
 
+import math
+
 from .. import errors as E
 from .. import ir
 from ..dtypes import DType
@@ -173,6 +175,15 @@ def load_(cx, ref, mask=None, other=0):
   return _masked_read(cx, ref, mask, other)
 
 
+def _int_other_hint(other: float, dtype: str, lo: int, hi: int) -> str:
+  """An integer `other` for an integer load: an infinity is a reduction's identity (-inf a max's),
+  so the hint gives the integer identities; a finite float, the integer it stands for."""
+  if math.isinf(other) or math.isnan(other):
+    return (f"an integer of {dtype}, the identity of what you reduce: other=0 for a sum, other={lo} for a"
+            f" max, other={hi} for a min")
+  return f"an integer of {dtype}: other={min(max(int(other), lo), hi)}"
+
+
 def _masked_read(cx, ref, mask, other):
   if ref.type.space == Space.SMEM:      # always in bounds: a select in registers
     return ew.where_(cx, mask, load(cx, ref, ref.name), other)
@@ -181,8 +192,7 @@ def _masked_read(cx, ref, mask, other):
     lo, hi = (0, 2 ** d.bits - 1) if not d.is_signed else (-2 ** (d.bits - 1), 2 ** (d.bits - 1) - 1)
     raise E.DtypeMismatchError(f"ml.load's other ({other}) is a float but {ref.name} is"
                                f" {dtype_name(ref.type.dtype)}", cx.loc,
-                               hint=f"an integer of {dtype_name(ref.type.dtype)}, the identity of what you reduce:"
-                                    f" other=0 for a sum, other={lo} for a max, other={hi} for a min")
+                               hint=_int_other_hint(other, dtype_name(ref.type.dtype), lo, hi))
   t = TensorType(ref.type.shape, ref.type.dtype)
   return cx.b.emit(MaskedLoad, ref, mask, other, loc=cx.loc, types=[t], names=[cx.name]).result
 
