@@ -174,7 +174,9 @@ class KernelFunction:
       self._stats["retraces"] += 1
       self.cache_clear()
 
-  def _specialise(self, args, constexprs) -> Specialisation:
+  def _specialise(self, args, constexprs, allow_empty=False) -> Specialisation:
+    """The call's specialisation. With `allow_empty` (a call on arrays), a grid with no programs
+    whose outputs are all empty gives one with grid None: nothing to launch."""
     import jax
     pk = self.parsed
     loc, name = pk.loc, pk.tree.name
@@ -225,7 +227,11 @@ class KernelFunction:
     n_in = len(pk.ref_params) - len(leaves)
     calling.check_count(pk, len(args), (n_in, n_in), name, loc, outputs_known=True)
     calling.check_output_names(pk, out, n_in, loc, at)
-    grid, block, cluster = self._launch(args, meta, loc)
+    nothing = allow_empty and all(0 in tuple(l.shape) for l in leaves)
+    grid, block, cluster = self._launch(args, meta, loc, nothing)
+    if grid is None:          # no programs and nothing to write: the outputs are the empty arrays
+      return Specialisation(None, None, None, [jax.ShapeDtypeStruct(tuple(l.shape), l.dtype) for l in leaves],
+                            treedef, None, block, cluster)
     try:
       # int64/float64 specs become what JAX will pass (int32/float32 unless x64 is on).
       canon = lambda x: jax.ShapeDtypeStruct(tuple(x.shape), jax.dtypes.canonicalize_dtype(x.dtype))
@@ -240,17 +246,22 @@ class KernelFunction:
            _key_value(self.input_output_aliases))
     return Specialisation(key, in_specs, out_fspecs, out_specs, treedef, grid, block, cluster)
 
-  def _launch(self, args, constexprs, loc) -> tuple[tuple, int, tuple]:
-    """(grid, block, cluster) of a call, checked; mistakes point at the decorator's argument."""
+  def _launch(self, args, constexprs, loc, nothing=False) -> tuple[tuple | None, int, tuple]:
+    """(grid, block, cluster) of a call, checked; mistakes point at the decorator's argument.
+    `nothing`: every output is empty, so a grid of no programs is no launch (grid None)."""
     at = self.parsed.option_loc
     grid = (_call_with_meta(self.grid, args, constexprs, "grid", at("grid")) if callable(self.grid)
             else self.grid)
     empty = [i for i, a in enumerate(args) if 0 in tuple(getattr(a, "shape", ()))]
     if callable(self.grid) and empty and isinstance(grid, (tuple, list)) and 0 in grid:
+      if nothing:
+        return None, self.block, None
       raise E.LaunchConfigError(
           calling.cap(f"the grid callable gave {tuple(grid)} for an empty input (input {empty[0]}:"
-                      f" {calling.describe(args[empty[0]])}); a launch needs at least one program"),
-          at("grid"), hint="call the kernel only on non-empty arrays (outside it, an empty output needs no kernel)")
+                      f" {calling.describe(args[empty[0]])}); a launch needs at least one program, and with"
+                      f" none this call's non-empty outputs would be left unwritten"),
+          at("grid"), hint="call the kernel only on non-empty arrays, or fill the outputs outside it for an"
+                           " empty batch (a call whose outputs are all empty returns them without a launch)")
     grid = _as_tuple3(grid, "grid", at("grid"))
     fc.check_grid_limits(grid, at("grid"))
     block = self.block
@@ -300,13 +311,16 @@ class KernelFunction:
         args[p] = np.asarray(args[p], np.float32 if isinstance(args[p], float) else np.int32)
     return tuple(args)
 
-  def _compile(self, args, constexprs, levels=()) -> dict:
+  def _compile(self, args, constexprs, levels=(), allow_empty=False) -> dict:
     """The compiled specialisation for `args`; `levels` are jax.vmap batch levels in front of
     the batched inputs (mgpu_dsl/batching.py), () for a plain call."""
     from . import batching
     self._check_fresh()
     args = self._scalar_args(args)
-    spec = self._specialise(batching.unbatched_specs(args, levels) if levels else args, constexprs)
+    spec = self._specialise(batching.unbatched_specs(args, levels) if levels else args, constexprs,
+                            allow_empty=allow_empty)
+    if spec.grid is None:
+      return {"empty": spec, "treedef": spec.treedef}
     key = spec.key + ((tuple((n, tuple(b)) for n, b in levels),) if levels else ())
     hit = self._cache.get(key)
     if hit is not None:
@@ -439,9 +453,18 @@ class KernelFunction:
           hint=f"build or inspect it for specs with {self.__name__}.check(*specs), .typed_ir(*specs) or"
                f" .mlir(*specs); to run it, pass arrays")
     args = self._scalar_args(args)
-    hit = self._compile(args, constexprs)
+    hit = self._compile(args, constexprs, allow_empty=True)
+    if "empty" in hit:         # every output empty, no programs: nothing to launch
+      return jax.tree.unflatten(hit["treedef"], self._empty_outputs(hit["empty"], args))
     outs = batching.call(self, args, constexprs, self._interpret(interpret), hit=hit)
     return jax.tree.unflatten(hit["treedef"], list(outs))
+
+  def _empty_outputs(self, spec, args) -> list:
+    """The outputs of a call with nothing to write: empty arrays (an aliased one is its input)."""
+    import jax.numpy as jnp
+    aliased = {o: i for i, o in (self.input_output_aliases or {}).items()}
+    return [args[aliased[k]] if k in aliased else jnp.zeros(s.shape, s.dtype)
+            for k, s in enumerate(spec.out_specs)]
 
   @_user_errors
   def typed_ir(self, *specs, **constexprs) -> str:

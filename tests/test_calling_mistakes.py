@@ -134,8 +134,36 @@ def test_decorator_and_call_options_are_checked_where_written():
     negative_out(jnp.ones(128), interpret=True)
   assert "shape (-1,)" in e.value.message and "out_shape=" in e.value.loc.source_line
   with pytest.raises(mg.LaunchConfigError) as e:
-    numpy_values(jnp.ones((0,)), interpret=True)
-  assert "for an empty input (input 0: float32[0])" in e.value.message
+    count_rows(jnp.ones((0, 128)), interpret=True)
+  assert "for an empty input (input 0: float32[0, 128])" in e.value.message
+  assert "non-empty outputs would be left unwritten" in e.value.message
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((1,), jnp.float32), grid=lambda x: (x.shape[0] // 8,))
+def count_rows(x, out):
+  ml.atomic_add(out.at[0], ml.sum(x.at[ml.ds(ml.program_id(0) * 8, 8), :][...]))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (x, S((x.shape[0],), jnp.float32)), grid=lambda x: (x.shape[0] // 8,),
+                input_output_aliases={0: 0})
+def scale_rows(x, y, s):
+  rows = ml.ds(ml.program_id(0) * 8, 8)
+  v = x.at[rows, :][...]
+  y.at[rows, :][...] = v * 2
+  s.at[rows][...] = ml.sum(v, axis=1)
+
+
+def test_a_call_whose_outputs_are_all_empty_returns_them_without_a_launch():
+  """An empty batch: the grid callable gives no programs and there is nothing to write, so the
+  call returns the empty outputs (an aliased one is its input), as jnp does; was MG007."""
+  x = jnp.ones((0, 128), jnp.float32)
+  for run in (lambda x: scale_rows(x, interpret=True), jax.jit(scale_rows)):
+    y, s = run(x)
+    assert (y.shape, y.dtype, s.shape, s.dtype) == ((0, 128), jnp.float32, (0,), jnp.float32)
+  y, s = jax.vmap(scale_rows)(jnp.ones((3, 0, 128), jnp.float32))
+  assert y.shape == (3, 0, 128) and s.shape == (3, 0)
+  assert numpy_values(jnp.ones((0,)), interpret=True).shape == (0,)
+  np.testing.assert_array_equal(scale_rows(jnp.ones((8, 128)), interpret=True)[1], np.full(8, 128.0))
 
 
 @mg.mgpu_kernel(out_shape=lambda x: S((-1,), x.dtype))
