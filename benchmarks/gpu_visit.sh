@@ -72,6 +72,11 @@ step() {
                      --section SchedulerStats --section Occupancy \
                      python3 benchmarks/profile_attention.py $cfg 2>&1 | grep -E "error|Throughput|Duration|Stall|stall|Occupancy|Registers|Shared Mem|Block Limit|Issued|Eligible|Active Warps|Warp Cycles|Pipe|pipe|Executed Ipc|SM Busy"
                  done ;;
+    ncu_attn_bwd) echo "=== attention backward"
+                 ncu --clock-control none --kernel-name regex:"dkv|dq" --launch-skip 1 --launch-count 1 \
+                   --section SpeedOfLight --section ComputeWorkloadAnalysis --section WarpStateStats \
+                   --section SchedulerStats --section Occupancy --section LaunchStats \
+                   python3 benchmarks/profile_attention.py --bwd 2>&1 | grep -E "error|Throughput|Duration|Stall|stall|Occupancy|Registers|Shared Mem|Block Limit|Issued|Eligible|Active Warps|Warp Cycles|Pipe|pipe|Executed Ipc|SM Busy|Grid Size|Block Size|==PROF==" ;;
     kernels_rows) for cfg in "paged --splits 4 --stages 2" "paged --splits 4 --stages 2 --q-regs" "softmax --chunks 8"; do
                    echo "=== $cfg"; python3 benchmarks/profile_rows.py $cfg --kernels; done ;;
     rowwise_ln)  python3 -u benchmarks/rowwise.py --op "layernorm fwd" --op "layernorm bwd" --op rmsnorm ;;

@@ -1,4 +1,4 @@
-"""Run examples/attention.py's forward a few times for Nsight Compute (f16, b4 s4096 h16):
+"""Run examples/attention.py's forward (or backward) a few times for Nsight Compute (f16, b4 s4096 h16):
 
     ncu --clock-control none --kernel-name regex:forward --launch-skip 2 --launch-count 1 \
         --section SpeedOfLight --section ComputeWorkloadAnalysis --section WarpStateStats \
@@ -26,6 +26,7 @@ def main():
   p.add_argument("--causal", action="store_true")
   p.add_argument("--pingpong", action="store_true")
   p.add_argument("--overlap", action="store_true")
+  p.add_argument("--bwd", action="store_true", help="profile the backward (dK/dV with dQ) instead")
   p.add_argument("--runs", type=int, default=4)
   a = p.parse_args()
   keys = jax.random.split(jax.random.key(0), 3)
@@ -36,8 +37,13 @@ def main():
   want = ex.reference(q[:, :, :1], k[:, :, :1], v[:, :, :1], a.causal)[0]
   err = float(np.abs(np.asarray(got[:, :, :1], np.float32) - np.asarray(want, np.float32)).max())
   print(f"attention forward d{a.head_dim} causal={a.causal} {config}: max abs error {err:.2e}", flush=True)
+  if a.bwd:
+    _, vjp = jax.vjp(fn, q, k, v)
+    fn, args = jax.jit(lambda vjp, do: vjp(do)), (vjp, got)
+  else:
+    args = (q, k, v)
   for _ in range(a.runs):
-    jax.block_until_ready(fn(q, k, v))
+    jax.block_until_ready(fn(*args))
 
 
 if __name__ == "__main__":

@@ -187,7 +187,7 @@ def trace_for(tracer, node: ast.For):
   bounds = []
   for x in (start, stop, step):
     if not (isinstance(x, int) and not isinstance(x, bool)):
-      x = index_operand(Call(tracer.b, tracer.loc(it)), x)    # 8- and 16-bit ones widen to int32
+      x = index_operand(Call(tracer.b, tracer.loc(it)), x, bound=True)   # 8- and 16-bit ones widen to int32
       if x.type.dtype.bits != 32:    # the loop counts in i32 (scf.for needs one type)
         raise E.KernelTypeError(
             f"runtime loop bounds must be 32-bit integers, got {x.name or 'a scalar'} ({x.type.dtype})",

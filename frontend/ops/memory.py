@@ -8,7 +8,6 @@ it from their uses (frontend/infer.py).
 from __future__ import annotations
 
 import dataclasses
-import re
 
 from .. import errors as E
 from .. import hw
@@ -152,14 +151,10 @@ def smem(cx, shape, dtype=None):
   return v
 
 
-def _loop_bound(loc) -> bool:
-  """Whether `loc` is a `range(...)` (or `ml.range(...)`) call: the loop's bounds are checked there."""
-  return bool(re.match(r"(\w+\.)?range\(", loc.source_line[loc.col_offset:]))
-
-
-def index_operand(cx, x):
+def index_operand(cx, x, bound=False):
   """`x` as an index (a window's start, a loop bound): a Python int or an integer scalar; an
-  8- or 16-bit one is widened to int32 (sign- or zero-extended, by its signedness)."""
+  8- or 16-bit one is widened to int32 (sign- or zero-extended, by its signedness). `bound`:
+  a `range(...)` bound, whose mistakes say so."""
   if isinstance(x, int) and not isinstance(x, bool):
     return x
   if is_value(x) and isinstance(x.type, ScalarType):
@@ -170,14 +165,14 @@ def index_operand(cx, x):
       from .elementwise import Cast
       return cx.b.emit(Cast, x, loc=cx.loc, types=[ScalarType(DType.i32)], names=[x.name]).result
     if isinstance(d, DType):
-      if _loop_bound(cx.loc):
+      if bound:
         raise _bad_loop_bound(cx, x)
       i = x.name if x.name and x.name.isidentifier() else f"({x.name or 'i'})"
       raise E.KernelTypeError(
           f"an index must be an integer scalar, got {x.name or 'a scalar'} ({dtype_name(d)})", cx.loc,
           hint=f"index with ints, program ids, loop counters or integer scalar math; convert a"
                f" {dtype_name(d)} that holds an index: {i}.astype(jnp.int32)")
-  if _loop_bound(cx.loc):
+  if bound:
     raise _bad_loop_bound(cx, x)
   if is_value(x) and isinstance(x.type, TensorType):
     raise E.KernelTypeError(
