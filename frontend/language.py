@@ -21,6 +21,7 @@ from .ops.memory import DSlice, cluster_ref, copy, ds, smem
 from .ops.mma import dot
 from .ops.random import rand, randint, randint4x
 from .ops.scan import cummax, cummin, cumprod, cumsum
+from .ops.sort import argsort, sort
 from .ops.shape import (argmax, argmin, broadcast_to, max_ as max, mean, min_ as min, reshape,
                         sum_ as sum, transpose)
 

@@ -3,10 +3,10 @@
 One module per family: memory (buffers, views, copies), access (masked and scalar
 accesses), atomic (atomic updates), elementwise (math), shape (reductions, broadcasting,
 reshapes), mma (tensor cores), control (grid, loops, barriers), debug (print, breakpoint),
-random (counter-based random numbers), gather (GMEM indexed by tensors of indices), scan (cumulative sums, products, max, min); power (`x ** y`, composed from elementwise ops).
+random (counter-based random numbers), gather (GMEM indexed by tensors of indices), scan (cumulative sums, products, max, min), sort (sorts and argsorts); power (`x ** y`, composed from elementwise ops).
 See docs/design-notes.md, "How to add an op".
 """
-from . import base, memory, elementwise, shape, mma, control, debug, access, atomic, random, gather, scan, power  # noqa: F401
+from . import base, memory, elementwise, shape, mma, control, debug, access, atomic, random, gather, scan, sort, power  # noqa: F401
 from .base import BUILTINS, METHODS, REF_METHODS  # noqa: F401
 
 # Every op class, by name (`ops.Copy`, `ops.Reduce`, ...).
@@ -25,3 +25,4 @@ from .shape import (Broadcast, Reduce, ReduceKind, Reshape, Slice, TransposeLoad
                     TransposeStore)
 from .gather import Gather  # noqa: F401,E402
 from .scan import Scan, ScanKind  # noqa: F401,E402
+from .sort import Sort  # noqa: F401,E402

@@ -1,0 +1,96 @@
+"""Sorting register tensors along their last axis: `ml.sort`, `ml.argsort`.
+
+A sort moves values between threads, so it runs through two SMEM scratches the compiler
+allocates (the keys, and each key's original position): a bitonic network of
+log2(n) * (log2(n) + 1) / 2 compare-exchange steps, each element reading its partner from the
+scratch, with a barrier between a step's reads and its writes (lowering/sort.py). Keys are
+ordered as jnp.sort orders them (NaN last; first when descending) and ties by original position,
+so the order is total: the result equals jnp.sort's and jnp.argsort's (stable) exactly, and
+interpret mode computes it directly. The sorted length must be a power of two.
+"""
+from __future__ import annotations
+
+from .. import errors as E
+from .. import ir
+from ..dtypes import DType
+from ..ir import Access, LayoutRule, Traits
+from ..types import TensorType, dtype_name, resolve
+from . import elementwise as ew
+from .base import builtin, check_register_value, is_tensor, kind_of
+from .shape import row_scratch
+
+
+@ir.op(Traits(effects=lambda o: [(o.keys, Access.REG_WRITE), (o.keys, Access.REG_READ),
+                                 (o.order, Access.REG_WRITE), (o.order, Access.REG_READ)],
+              layout=LayoutRule.ELEMENTWISE, moves_elements=True))
+class Sort(ir.Op):
+  """`x` (1- or 2-D) sorted along its last axis: results (the sorted values, the positions they
+  came from, int32). Equal keys keep their order, or (`late_first`) the reverse: jnp.sort with
+  descending=True is the ascending sort reversed. `keys` and `order` are flat scratches of x's
+  rows of n + pad elements."""
+  x: ir.Value
+  descending: bool
+  late_first: bool
+  keys: ir.Value
+  order: ir.Value
+  pad: int
+  loc: object
+  results: tuple
+
+
+def sort_tensor(cx, x, axis, descending, what, late_first=False):
+  check_register_value(cx, x, what)
+  if not is_tensor(x) or len(x.type.shape) not in (1, 2):
+    raise E.KernelTypeError(f"{what} takes a 1- or 2-D register tensor, got {kind_of(x)}"
+                            + (f" of shape {x.type.shape}" if is_tensor(x) else ""), cx.loc,
+                            hint="read the data in the 2-D shape you sort: x.at[...][...] of a 2-D window")
+  shape = x.type.shape
+  rank = len(shape)
+  if not isinstance(axis, int) or isinstance(axis, bool) or not -rank <= axis < rank:
+    raise E.KernelTypeError(f"{what}: axis must be a static int in [-{rank}, {rank}), got {axis!r}", cx.loc,
+                            hint=f"{what}(x) sorts along the last axis")
+  if axis % rank != rank - 1:
+    raise E.KernelTypeError(f"{what} sorts along the last axis; axis {axis} of a {rank}-D tensor is not it",
+                            cx.loc, hint=f"transpose first: {what}({x.name or 'x'}.T).T sorts each column")
+  if not isinstance(descending, bool):
+    raise E.KernelTypeError(f"{what}: descending is a static bool, got {descending!r}", cx.loc,
+                            hint="descending=True puts the largest first")
+  n = shape[-1]
+  if n & (n - 1):
+    up = 1 << n.bit_length()
+    raise E.KernelTypeError(
+        f"{what} of {x.name or 'a tensor'} {shape}: the sorted axis has {n} elements, and a sort needs a power"
+        f" of two", cx.loc,
+        hint=f"pad it to {up}: read a window of {up} columns with mask= and other=float('inf') (or the dtype's"
+             f" largest value; -inf for descending=True), sort, and use the first {n}")
+  d = resolve(x.type.dtype)
+  if not isinstance(d, DType):
+    raise E.DtypeInferenceError(f"{what}: the dtype of {x.name or 'the tensor'} is not known yet", cx.loc,
+                                hint="give its buffer, when you make it, the dtype of the data it will hold:"
+                                     " ml.smem(shape, x.dtype) of an input x, or a dtype such as jnp.float32")
+  if d == DType.bool_ or d.bits > 32 or (d.is_float and d.bits == 8):
+    raise E.UnsupportedDtypeError(f"{what} of {dtype_name(d)}: 16- and 32-bit elements, and 8-bit integers",
+                                  cx.loc, hint=f"sort a converted copy: {x.name or 'x'}.astype(jnp.float32)")
+  key = DType.i32 if d.is_int and d.bits == 8 and d.is_signed else DType.u32 if d.is_int and d.bits == 8 else d
+  v = x if key == d else ew.astype(cx, x, key)
+  rows = 1 if rank == 1 else shape[0]
+  keys, pad = row_scratch(cx, rows, n, key, "sort keys")
+  order, _ = row_scratch(cx, rows, n + pad - 1, DType.i32, "sort positions")   # rows of the same length
+  vals, pos = cx.b.emit(Sort, v, descending, late_first, keys, order, pad, loc=cx.loc,
+                        types=[TensorType(shape, key), TensorType(shape, DType.i32)],
+                        names=[cx.name, None]).results
+  return (vals if key == d else ew.astype(cx, vals, d)), pos
+
+
+@builtin
+def sort(cx, x, axis=-1, descending=False):
+  """`x` sorted along its last axis (jnp.sort: NaN last; `descending=True` gives jnp's ascending
+  order reversed, NaN first). The axis's length must be a power of two."""
+  return sort_tensor(cx, x, axis, descending, "ml.sort", late_first=descending)[0]
+
+
+@builtin
+def argsort(cx, x, axis=-1, descending=False):
+  """The int32 positions that sort `x` along its last axis (jnp.argsort, stable: equal keys keep
+  their order). The axis's length must be a power of two."""
+  return sort_tensor(cx, x, axis, descending, "ml.argsort")[1]

@@ -1,0 +1,134 @@
+"""Sorts on both backends (frontend/ops/sort.py): a bitonic network through two SMEM scratches.
+
+Every thread stores its elements' keys and positions; then each step (k, j) of the network gives
+the element at position p the smaller or the larger (in the sort's total order: the key, NaN
+last, then the original position) of itself and the element at p ^ j, read back from the
+scratches, with a barrier between a step's reads and its writes. Warpgroups holding the same
+elements store the same values. Interpret mode sorts directly: the total order makes the result
+the same.
+"""
+from __future__ import annotations
+
+import numpy as np
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import arith, memref
+
+from ..frontend.ops.sort import Sort
+from . import interpret_numerics as N
+from .registry import interpret, lower
+from .shape import _element_indices, _flat
+
+
+def _stages(n):
+  k = 2
+  while k <= n:
+    j = k // 2
+    while j >= 1:
+      yield k, j
+      j //= 2
+    k *= 2
+
+
+def _before(d, descending, late_first, ka, ia, kb, ib):
+  """Whether (ka, ia) comes before (kb, ib): keys in jnp.sort's order, ties by position (the later
+  first if `late_first`)."""
+  first = arith.cmpi(arith.CmpIPredicate.sgt if late_first else arith.CmpIPredicate.slt, ia, ib)
+  if d.is_float:
+    a_nan = arith.cmpf(arith.CmpFPredicate.UNO, ka, ka)
+    b_nan = arith.cmpf(arith.CmpFPredicate.UNO, kb, kb)
+    lt = arith.cmpf(arith.CmpFPredicate.OLT, ka, kb)
+    gt = arith.cmpf(arith.CmpFPredicate.OGT, ka, kb)
+    if descending:
+      lt, gt = gt, lt
+    tie = arith.andi(arith.xori(gt, _true()), first)             # equal keys (0.0 and -0.0 too)
+    if descending:       # NaN first: a NaN precedes any number, NaNs by position
+      return arith.select(a_nan, arith.ori(arith.xori(b_nan, _true()), first),
+                          arith.andi(arith.xori(b_nan, _true()), arith.ori(lt, tie)))
+    return arith.select(a_nan, arith.andi(b_nan, first), arith.ori(b_nan, arith.ori(lt, tie)))
+  signed = d.is_signed
+  lt = arith.cmpi(arith.CmpIPredicate.slt if signed else arith.CmpIPredicate.ult, ka, kb)
+  gt = arith.cmpi(arith.CmpIPredicate.sgt if signed else arith.CmpIPredicate.ugt, ka, kb)
+  if descending:
+    lt, gt = gt, lt
+  return arith.ori(lt, arith.andi(arith.xori(gt, _true()), first))
+
+
+def _true():
+  return arith.constant(ir.IntegerType.get_signless(1), 1)
+
+
+@lower(Sort)
+def _sort(ctx, o):
+  t, d = o.x.type, o.x.type.dtype
+  keys, order = ctx.memref(ctx.get(o.keys)), ctx.memref(ctx.get(o.order))
+  two_d = len(t.shape) == 2
+  n = t.shape[-1]
+  row = n + o.pad
+  index = ir.IndexType.get()
+  i32 = ir.IntegerType.get_signless(32)
+
+  def coords(idx):
+    return _element_indices(ctx, t, idx) if two_d else [arith.constant(index, 0), idx[0]]
+
+  x = ctx.get(o.x)
+  pos = x.foreach(lambda v, idx: arith.index_cast(i32, coords(idx)[1]), create_array=True, is_signed=True)
+
+  def put(arr, mem):
+    def store(v, idx):
+      i, j = coords(idx)
+      memref.store(v, mem, [_flat(i, j, row)])
+    arr.foreach(store)
+
+  for k, j in _stages(n):
+    put(x, keys)
+    put(pos, order)
+    ctx.thread_barrier()             # the step's reads see every thread's writes
+
+    def choose(want_key, k=k, j=j):
+      def step(v, idx):
+        i, p = coords(idx)
+        at = _flat(i, p, row)
+        q = arith.xori(p, arith.constant(index, j))
+        other = _flat(i, q, row)
+        ka, ia = memref.load(keys, [at]), memref.load(order, [at])
+        kb, ib = memref.load(keys, [other]), memref.load(order, [other])
+        lower_half = arith.cmpi(arith.CmpIPredicate.ult, p, q)
+        up = arith.cmpi(arith.CmpIPredicate.eq, arith.andi(p, arith.constant(index, k)), arith.constant(index, 0))
+        wants_first = arith.xori(arith.xori(lower_half, up), _true())    # lower_half == up
+        keep = arith.xori(arith.xori(_before(d, o.descending, o.late_first, ka, ia, kb, ib), wants_first), _true())
+        return arith.select(keep, ka, kb) if want_key else arith.select(keep, ia, ib)
+      return step
+
+    new_x = x.foreach(choose(True), create_array=True, is_signed=d.is_signed if d.is_int else None)
+    new_pos = pos.foreach(choose(False), create_array=True, is_signed=True)
+    ctx.thread_barrier()             # every read of this step is done before the next writes
+    x, pos = new_x, new_pos
+  ctx.set(o.results[0], x)
+  ctx.set(o.results[1], pos)
+
+
+# ---------------------------------------------------------------- interpreter
+@interpret(Sort)
+def _i_sort(cta, o):
+  d = o.x.type.dtype
+  x = np.array(cta.get(o.x), N.np_dtype(d))
+  rows = 1 if x.ndim == 1 else x.shape[0]
+  n = x.shape[-1]
+  flat = x.reshape(rows, n)
+  scratch = np.zeros((rows, n + o.pad), N.np_dtype(d))
+  scratch[:, :n] = flat
+  cta.write(cta.get(o.keys), scratch.reshape(-1), o)       # the scratches' traffic, for the race checks
+  cta.write(cta.get(o.order), np.zeros(rows * (n + o.pad), np.int32), o)
+  pos = np.broadcast_to(np.arange(n)[::-1] if o.late_first else np.arange(n), flat.shape)
+  if d.is_float:
+    wide = flat.astype(np.float64)
+    nan = np.isnan(wide)
+    value = np.where(nan, 0.0, -wide if o.descending else wide)
+    rank = ~nan if o.descending else nan          # NaN last (first when descending)
+  else:
+    wide = flat.astype(np.int64)
+    value, rank = (-wide if o.descending else wide), np.zeros(flat.shape, bool)
+  perm = np.stack([np.lexsort((pos[r], value[r], rank[r])) for r in range(rows)])
+  vals = np.take_along_axis(flat, perm, axis=1).reshape(x.shape)
+  cta.set(o.results[0], vals)
+  cta.set(o.results[1], perm.astype(np.int32).reshape(x.shape))
