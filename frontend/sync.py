@@ -130,6 +130,11 @@ class SyncPass:
     self.explicit = explicit     # roots a pipelined loop synchronises itself
     self.deferred = {self.group.get(r, r): n for r, n in (deferred or {}).items()}
     self.read_back = set()
+    self.proxy_back = set()
+
+  def register_only(self) -> set:
+    """GMEM roots only registers access (no TMA load reads them back): no proxy fence."""
+    return self.read_back - self.proxy_back
 
   def root(self, ref: ir.Value) -> ir.Value:
     d = self.defs.get(ref.id)
@@ -157,6 +162,8 @@ class SyncPass:
       elif (r := self.local_smem(ref)) is not None:
         out.append((r, acc, ref))
       elif self.root(ref).id in self.read_back and acc in (Access.REG_READ, Access.REG_WRITE, ATOMIC):
+        out.append((self.root(ref).id, acc, ref))
+      elif self.root(ref).id in self.proxy_back and acc in (Access.REG_WRITE, ATOMIC, Access.TMA_READ):
         out.append((self.root(ref).id, acc, ref))
     return out
 
@@ -191,12 +198,19 @@ class SyncPass:
   def run(self, kernel_body: ir.Block, loc) -> None:
     # GMEM that registers write and read back (an output kept as a histogram) is ordered
     # among threads; GMEM only written, or only read, needs no order within a CTA.
+    # GMEM written from registers (or atomically) and read by a TMA load in the same kernel needs
+    # a barrier and a proxy fence for global memory between the two (`proxy_back`).
     seen: dict = {}
     for o in ir.walk(kernel_body):
       for ref, acc in ir.traits_of(o).effects(o):
-        if ref is not None and ref.type.space == Space.GMEM and acc in (Access.REG_READ, Access.REG_WRITE):
+        if ref is not None and ref.type.space == Space.GMEM and acc in (Access.REG_READ, Access.REG_WRITE,
+                                                                          Access.TMA_READ):
+          if acc == Access.REG_WRITE and isinstance(o, AtomicUpdate):
+            acc = ATOMIC
           seen.setdefault(self.root(ref).id, set()).add(acc)
-    self.read_back = {r for r, accs in seen.items() if len(accs) == 2}
+    self.read_back = {r for r, accs in seen.items() if {Access.REG_READ, Access.REG_WRITE} <= accs}
+    self.proxy_back = {r for r, accs in seen.items()
+                       if Access.TMA_READ in accs and accs & {Access.REG_WRITE, ATOMIC}}
     st = State()
     self.block(kernel_body, st)
     tail = [WaitLoad(s, loc) for s in all_slots(st)]
@@ -344,8 +358,13 @@ class SyncPass:
     st.reg_windows.clear()
 
   def sync(self, st: State, out, loc, *, fence: bool):
-    out.append(CommitShared(loc) if fence else Barrier(loc))
-    if fence:
+    """A barrier; with `fence`, a proxy fence first for the unfenced writes (SMEM, and GMEM that a
+    TMA load reads back)."""
+    if not fence:
+      out.append(Barrier(loc))
+    else:
+      gmem = bool(st.unfenced & self.proxy_back)
+      out.append(CommitShared(loc, global_=gmem, only_global=gmem and not st.unfenced - self.proxy_back))
       st.unfenced.clear()
     self.met(st)
 
@@ -409,7 +428,7 @@ class SyncPass:
       st.reg_read.add(root)
     elif acc in (ATOMIC, Access.REG_WRITE):
       (st.atomic if acc == ATOMIC else st.dirty).add(root)
-      if root not in self.read_back:      # SMEM: the async proxy (TMA, WGMMA) needs a fence
+      if root not in self.read_back or root in self.proxy_back:   # the async proxy (TMA, WGMMA) needs a fence
         st.unfenced.add(root)
     elif acc == Access.TMA_WRITE:
       st.pending_load.setdefault(root, {})[o.slot] = self.window(ref)
@@ -428,7 +447,7 @@ class SyncPass:
     for r in sorted(touched & set(st.pending_load) - set(carry)):
       self.wait_load(r, st, out, o.loc)
     if ordered & (st.dirty | st.unfenced) or written & (st.reg_read | st.dot_retired) or plain & st.atomic:
-      self.sync(st, out, o.loc, fence=bool((ordered - self.read_back) & (st.dirty | st.unfenced)))
+      self.sync(st, out, o.loc, fence=bool((ordered - self.register_only()) & (st.dirty | st.unfenced)))
     self.await_stores(written, st, out, o.loc)
     inner_ops = [x for r in o.regions for x in ir.walk(getattr(o, r))]
     self.await_gmem(set().union(*(self.gmem_roots(x) for x in inner_ops)), st, out, o.loc)
@@ -457,13 +476,13 @@ class SyncPass:
       if loop:   # the previous iteration's accesses, windows unknown
         inner.dirty = {x for x, a in acc if a == Access.REG_WRITE}
         inner.atomic = {x for x, a in acc if a == ATOMIC}
-        inner.unfenced = (inner.dirty | inner.atomic) - self.read_back
+        inner.unfenced = (inner.dirty | inner.atomic) - self.register_only()
         inner.reg_read = {x for x, a in acc if a == Access.REG_READ}
         inner.reg_windows = {x: {UNKNOWN_WINDOW} for x in inner.dirty | inner.reg_read}
       self.block(getattr(o, r), inner)
     st.dirty |= {r for r, a in acc if a == Access.REG_WRITE}
     st.atomic |= {r for r, a in acc if a == ATOMIC}
-    st.unfenced |= {r for r, a in acc if a in (Access.REG_WRITE, ATOMIC)} - self.read_back
+    st.unfenced |= {r for r, a in acc if a in (Access.REG_WRITE, ATOMIC)} - self.register_only()
     st.reg_read |= {r for r, a in acc if a == Access.REG_READ}
     for r in {r for r, a in acc if a in (Access.REG_READ, Access.REG_WRITE)}:
       st.reg_windows.setdefault(r, set()).add(UNKNOWN_WINDOW)

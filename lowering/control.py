@@ -4,7 +4,7 @@ from __future__ import annotations
 import jax
 import numpy as np
 from jaxlib.mlir import ir
-from jaxlib.mlir.dialects import arith, gpu, nvvm, scf
+from jaxlib.mlir.dialects import arith, gpu, llvm, nvvm, scf
 
 from ..frontend.ops.control import (AwaitStores, Barrier, ClusterSync, CommitShared, Condition, For,
                                     If, MultipleOf, NumPrograms, ProgramId, Turn, WaitLoad, While,
@@ -113,7 +113,10 @@ def _await_stores(ctx, o):
 
 @lower(CommitShared)
 def _commit_shared(ctx, o):
-  nvvm.fence_proxy(nvvm.ProxyKind.async_shared, space=nvvm.SharedSpace.shared_cta)
+  if not o.only_global:
+    nvvm.fence_proxy(nvvm.ProxyKind.async_shared, space=nvvm.SharedSpace.shared_cta)
+  if o.global_:
+    llvm.inline_asm(ir.Type.parse("!llvm.void"), [], "fence.proxy.async.global;", "", has_side_effects=True)
   ctx.thread_barrier()
 
 

@@ -148,9 +148,13 @@ class AwaitStores(ir.Op):
 
 @ir.op(Traits(effects=lambda o: [(None, Access.CTA_BARRIER)], inserted=True))
 class CommitShared(ir.Op):
-  """Make register writes to SMEM visible to the TMA engine (fence + barrier)."""
+  """Make register writes visible to the TMA engine: each thread's proxy fence, then a barrier.
+  `global_`: writes to GMEM (an output written from registers and read back by a TMA load)
+  are fenced too, or (`only_global`) instead of writes to SMEM."""
   loc: object
   results: tuple = ()
+  global_: bool = False
+  only_global: bool = False
 
 
 @ir.op(Traits(effects=lambda o: [(None, Access.CTA_BARRIER)], inserted=True))
