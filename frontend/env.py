@@ -5,9 +5,11 @@ import ast
 
 
 class Unbound:
-  """A name that is not bound on every path to here."""
-  def __init__(self, why: str):
+  """A name that is not bound on every path to here (or is None on some: `message` and `hint`
+  then replace the default ones)."""
+  def __init__(self, why: str, message: str | None = None, hint: str | None = None):
     self.why = why
+    self.message, self.hint = message, hint
 
 
 class _Poison:

@@ -53,6 +53,27 @@ def _describe(v) -> str:
   return kind_of(v)
 
 
+def _start_kind(v) -> str:
+  """What a name holds when a loop starts, in words: None, a ref, a Python object."""
+  if v is None:
+    return "None"
+  return _describe(v)
+
+
+def _initial_value(n, v) -> str:
+  """The assignment that starts `n` as the kind of value `v` (a register value or a number)."""
+  if isinstance(v, Num):
+    return f"{n} = {type(v)(0)!r}"
+  t = v.type
+  if isinstance(t, TensorType):
+    return f"{n} = ml.zeros({tuple(t.shape)!r}, jnp.{dtype_name(t.dtype)})"
+  if t.dtype == DType.f32:
+    return f"{n} = 0.0"
+  if t.dtype == DType.i32:
+    return f"{n} = 0"
+  return f"{n} = ml.cast(0, jnp.{dtype_name(t.dtype)})"
+
+
 def _structure(v):
   """(leaves, rebuild) of a value a loop or branch can carry: one register value or number, or
   a (nested) tuple or list of them; None for anything else."""
@@ -332,6 +353,15 @@ def _after_loop(tracer, loc, assigned, carries, before, poisoned, where) -> None
     bound_before = n in before and not isinstance(before[n], _Unbound)
     if bound_before and before[n] is not env.get(n) and not _static_equal(before[n], env.get(n)):
       new = env.get(n)
+      if _is_carriable(new) and not _is_carriable(before[n]) and _structure(before[n]) is None:
+        # `acc = None` before the loop, `acc = ml.dot(a_s, b_s, acc)` inside (Triton's habit): the
+        # loop could carry acc if it started as a register value or a number.
+        raise E.LoopCarryTypeError(
+            f"{n} starts this runtime loop as {_start_kind(before[n])} and the loop makes it"
+            f" {_describe(new)}; a runtime loop carries a value only if it starts as a register value"
+            f" or a number", body_where.get(n, loc),
+            hint=f"start it as {_initial_value(n, new)} before the loop",
+            notes=(f"{loc}: the runtime loop",))
       if isinstance(getattr(new, "type", None), RefType):
         hint = (f"a loop cannot switch {n} to another buffer or window: allocate buffers once before the loop"
                 f" and index them with the loop's index (buf.at[ml.ds(i * n, n)]), or unroll it with"
@@ -432,6 +462,17 @@ def trace_if(tracer, node: ast.If, cond: ir.Value):
     if a is b and a is not None:
       env[n] = a
       where[n] = then_where.get(n, loc)
+      continue
+    none = [v for v, e in ((a, then_env), (b, else_env)) if v is None and n in e]
+    other = b if a is None else a
+    if len(none) == 1 and _is_carriable(other):
+      # `acc = None` before the if and a register value or number on the other path: the name
+      # can be neither after it.
+      env[n] = _Unbound(
+          f"it is None on one path through the if at line {loc.lineno}",
+          message=f"{n} is None on one path through the if at line {loc.lineno} and {_describe(other)}"
+                  f" on the other; after a runtime if it must be a register value or a number on both",
+          hint=f"start it as {_initial_value(n, other)} before the if")
       continue
     if a is None or b is None or isinstance(a, _Unbound) or isinstance(b, _Unbound):
       env[n] = _Unbound(f"it is assigned in only one branch of the if at line {loc.lineno}")

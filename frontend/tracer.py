@@ -322,8 +322,8 @@ class Tracer(Assignments, ast.NodeVisitor):
         raise PoisonedUse(name)
       if isinstance(v, Unbound):
         self.env[name] = POISON     # report it once, at its first read
-        raise E.UnboundNameError(f"{name} is possibly unbound here: {v.why}", self.loc(node),
-                                 hint=f"assign {name} before the branch or loop")
+        raise E.UnboundNameError(v.message or f"{name} is possibly unbound here: {v.why}", self.loc(node),
+                                 hint=v.hint or f"assign {name} before the branch or loop")
       return v
     if name in self.scope:
       v = self.scope[name]

@@ -1,0 +1,102 @@
+"""A user probe's findings (probe 10, tensor cores and pipelines): messages whose text or hint
+did not fit the mistake, or that pointed at the wrong line or gave the less useful error first."""
+import jax
+import jax.numpy as jnp
+import pytest
+
+import mgpu_dsl as mg
+from locate import expect, where
+from mgpu_dsl import language as ml
+
+S = jax.ShapeDtypeStruct
+F16, F32, I32 = jnp.float16, jnp.float32, jnp.int32
+MM = (S((128, 256), F16), S((256, 128), F16))
+N_X = (S((1,), I32), S((128,), F32))
+
+
+# ---------------------------------------------------------------- 1. a name a loop or if starts as None
+@mg.mgpu_kernel(out_shape=lambda a, b: S((128, 128), F32))
+def acc_starts_none(a, b, c):
+  a_s, b_s = ml.smem((128, 64)), ml.smem((64, 128))
+  acc = None
+  for k in ml.range(a.shape[1] // 64, stages=2):
+    ml.copy(a.at[:, ml.ds(k * 64, 64)], a_s)
+    ml.copy(b.at[ml.ds(k * 64, 64)], b_s)
+    acc = ml.dot(a_s, b_s, acc)
+  c[...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((128, 128), F32))
+def acc_starts_zeros(a, b, c):
+  a_s, b_s = ml.smem((128, 64)), ml.smem((64, 128))
+  acc = ml.zeros((128, 128), jnp.float32)
+  for k in ml.range(a.shape[1] // 64, stages=2):
+    ml.copy(a.at[:, ml.ds(k * 64, 64)], a_s)
+    ml.copy(b.at[ml.ds(k * 64, 64)], b_s)
+    acc = ml.dot(a_s, b_s, acc)
+  c[...] = acc
+
+
+def test_an_accumulator_started_as_none_says_so_and_hints_its_zeros():
+  e = expect(acc_starts_none, MM, mg.LoopCarryTypeError, "acc = ml.dot",
+             "acc starts this runtime loop as None and the loop makes it tensor<128x128, float32, wgmma>;"
+             " a runtime loop carries a value only if it starts as a register value or a number",
+             hint="start it as acc = ml.zeros((128, 128), jnp.float32) before the loop")
+  assert e.notes == (f"{e.filename}:{where(acc_starts_none, 'for k in')[0]}:2: the runtime loop",)
+  acc_starts_zeros.check(*MM)      # the hint works
+
+
+@mg.mgpu_kernel(out_shape=lambda n, x: x)
+def scalar_starts_none(n, x, out):
+  s = None
+  i = 0
+  while i < n[0]:
+    s = x[0].astype(jnp.float16)
+    i += 1
+  out[...] = x[...]
+
+
+@mg.mgpu_kernel(out_shape=lambda n, x: x)
+def scalar_starts_cast(n, x, out):
+  s = ml.cast(0, jnp.float16)
+  i = 0
+  while i < n[0]:
+    s = x[0].astype(jnp.float16)
+    i += 1
+  out[...] = x[...] + s.astype(jnp.float32)
+
+
+@mg.mgpu_kernel(out_shape=lambda n, x: x)
+def number_starts_none(n, x, out):
+  s = None
+  for i in range(n[0]):
+    s = 3
+  out[...] = x[...]
+
+
+def test_a_scalar_or_number_started_as_none_hints_its_initial_value():
+  expect(scalar_starts_none, N_X, mg.LoopCarryTypeError, "s = x[0]",
+         "s starts this runtime loop as None and the loop makes it scalar<float16>; a runtime loop"
+         " carries a value only if it starts as a register value or a number",
+         hint="start it as s = ml.cast(0, jnp.float16) before the loop")
+  scalar_starts_cast.check(*N_X)
+  expect(number_starts_none, N_X, mg.LoopCarryTypeError, "s = 3",
+         "s starts this runtime loop as None and the loop makes it a Python int; a runtime loop"
+         " carries a value only if it starts as a register value or a number",
+         hint="start it as s = 0 before the loop")
+
+
+@mg.mgpu_kernel(out_shape=lambda n, x: x)
+def none_on_one_path(n, x, out):
+  v = None
+  if n[0] > 0:
+    v = x[...] * 2.0
+  out[...] = v + 1.0
+
+
+def test_a_name_none_on_one_path_through_a_runtime_if_says_so():
+  expect(none_on_one_path, N_X, mg.UnboundNameError, "v + 1.0",
+         "v is None on one path through the if at line"
+         f" {where(none_on_one_path, 'if n[0]')[0]} and tensor<128, float32> on the other; after a"
+         " runtime if it must be a register value or a number on both",
+         hint="start it as v = ml.zeros((128,), jnp.float32) before the if")
