@@ -1,6 +1,7 @@
 """Sorts on both backends (frontend/ops/sort.py): a bitonic network through two SMEM scratches.
 
-Every thread stores its elements' keys and positions; then each step (k, j) of the network gives
+Every thread stores its elements' keys and positions; then each step (k, j) of the network (two
+nested loops, so each thread's code for a step is emitted once) gives
 the element at position p the smaller or the larger (in the sort's total order: the key, NaN
 last, then the original position) of itself and the element at p ^ j, read back from the
 scratches, with a barrier between a step's reads and its writes. Warpgroups holding the same
@@ -11,22 +12,12 @@ from __future__ import annotations
 
 import numpy as np
 from jaxlib.mlir import ir
-from jaxlib.mlir.dialects import arith, memref
+from jaxlib.mlir.dialects import arith, memref, scf
 
 from ..frontend.ops.sort import Sort
 from . import interpret_numerics as N
 from .registry import interpret, lower
 from .shape import _element_indices, _flat
-
-
-def _stages(n):
-  k = 2
-  while k <= n:
-    j = k // 2
-    while j >= 1:
-      yield k, j
-      j //= 2
-    k *= 2
 
 
 def _before(d, descending, late_first, ka, ia, kb, ib):
@@ -59,6 +50,8 @@ def _true():
 
 @lower(Sort)
 def _sort(ctx, o):
+  """The network's stages run as two nested scf.for loops (k = 2**a, j = 2**(a - 1 - b)): each
+  thread's code for one step is emitted once, not once per step."""
   t, d = o.x.type, o.x.type.dtype
   keys, order = ctx.memref(ctx.get(o.keys)), ctx.memref(ctx.get(o.order))
   two_d = len(t.shape) == 2
@@ -66,9 +59,10 @@ def _sort(ctx, o):
   row = n + o.pad
   index = ir.IndexType.get()
   i32 = ir.IntegerType.get_signless(32)
+  c = lambda v: arith.constant(index, v)
 
   def coords(idx):
-    return _element_indices(ctx, t, idx) if two_d else [arith.constant(index, 0), idx[0]]
+    return _element_indices(ctx, t, idx) if two_d else [c(0), idx[0]]
 
   x = ctx.get(o.x)
   pos = x.foreach(lambda v, idx: arith.index_cast(i32, coords(idx)[1]), create_array=True, is_signed=True)
@@ -79,32 +73,46 @@ def _sort(ctx, o):
       memref.store(v, mem, [_flat(i, j, row)])
     arr.foreach(store)
 
-  for k, j in _stages(n):
-    put(x, keys)
-    put(pos, order)
-    ctx.thread_barrier()             # the step's reads see every thread's writes
+  def choose(want_key, k, j):
+    def step(v, idx):
+      i, p = coords(idx)
+      at = _flat(i, p, row)
+      q = arith.xori(p, j)
+      other = _flat(i, q, row)
+      ka, ia = memref.load(keys, [at]), memref.load(order, [at])
+      kb, ib = memref.load(keys, [other]), memref.load(order, [other])
+      lower_half = arith.cmpi(arith.CmpIPredicate.ult, p, q)
+      up = arith.cmpi(arith.CmpIPredicate.eq, arith.andi(p, k), c(0))
+      wants_first = arith.xori(arith.xori(lower_half, up), _true())    # lower_half == up
+      keep = arith.xori(arith.xori(_before(d, o.descending, o.late_first, ka, ia, kb, ib), wants_first), _true())
+      return arith.select(keep, ka, kb) if want_key else arith.select(keep, ia, ib)
+    return step
 
-    def choose(want_key, k=k, j=j):
-      def step(v, idx):
-        i, p = coords(idx)
-        at = _flat(i, p, row)
-        q = arith.xori(p, arith.constant(index, j))
-        other = _flat(i, q, row)
-        ka, ia = memref.load(keys, [at]), memref.load(order, [at])
-        kb, ib = memref.load(keys, [other]), memref.load(order, [other])
-        lower_half = arith.cmpi(arith.CmpIPredicate.ult, p, q)
-        up = arith.cmpi(arith.CmpIPredicate.eq, arith.andi(p, arith.constant(index, k)), arith.constant(index, 0))
-        wants_first = arith.xori(arith.xori(lower_half, up), _true())    # lower_half == up
-        keep = arith.xori(arith.xori(_before(d, o.descending, o.late_first, ka, ia, kb, ib), wants_first), _true())
-        return arith.select(keep, ka, kb) if want_key else arith.select(keep, ia, ib)
-      return step
+  put(x, keys)
+  put(pos, order)
+  levels = max(0, n.bit_length() - 1)                  # n = 2 ** levels
+  outer = scf.ForOp(c(1), c(levels + 1), c(1))
+  with ir.InsertionPoint(outer.body):
+    a = outer.induction_variable
+    inner = scf.ForOp(c(0), a, c(1))
+    with ir.InsertionPoint(inner.body):
+      b = inner.induction_variable
+      k = arith.shli(c(1), a)
+      j = arith.shli(c(1), arith.subi(arith.subi(a, c(1)), b))
+      ctx.thread_barrier()           # the step's reads see every thread's writes
+      new_x = x.foreach(choose(True, k, j), create_array=True, is_signed=d.is_signed if d.is_int else None)
+      new_pos = pos.foreach(choose(False, k, j), create_array=True, is_signed=True)
+      ctx.thread_barrier()           # every read of this step is done before it is overwritten
+      put(new_x, keys)
+      put(new_pos, order)
+      scf.yield_([])
+    scf.yield_([])
+  ctx.thread_barrier()
 
-    new_x = x.foreach(choose(True), create_array=True, is_signed=d.is_signed if d.is_int else None)
-    new_pos = pos.foreach(choose(False), create_array=True, is_signed=True)
-    ctx.thread_barrier()             # every read of this step is done before the next writes
-    x, pos = new_x, new_pos
-  ctx.set(o.results[0], x)
-  ctx.set(o.results[1], pos)
+  def read(mem):
+    return lambda v, idx: memref.load(mem, [_flat(*coords(idx), row)])
+  ctx.set(o.results[0], x.foreach(read(keys), create_array=True, is_signed=d.is_signed if d.is_int else None))
+  ctx.set(o.results[1], pos.foreach(read(order), create_array=True, is_signed=True))
 
 
 # ---------------------------------------------------------------- interpreter
