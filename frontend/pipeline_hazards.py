@@ -78,7 +78,7 @@ def _dim_overlaps(l, w, delta) -> bool:
   return -ls < diff < ws
 
 
-def check_loads_of_written_memory(kernel, body, iv, sites, stages) -> None:
+def check_loads_of_written_memory(kernel, body, iv, sites, stages, unpipelined="stages=1") -> None:
   """PipelineError at a pipelined load whose window a write of the loop may change before the
   original program would have read it."""
   params = {id(p.value): k for k, p in enumerate(kernel.params)}
@@ -106,5 +106,5 @@ def check_loads_of_written_memory(kernel, body, iv, sites, stages) -> None:
           raise E.PipelineError(
               f"this pipelined load reads {root.name}, which the loop writes{via}: with stages={stages}"
               f" it is issued up to {stages - 1} trip(s) early, before those writes", copy.loc,
-              hint="use stages=1 (or range()) for a loop that reads back what it writes, or read"
+              hint=f"use {unpipelined} (or range()) for a loop that reads back what it writes, or read"
                    " from another array", notes=(f"{o.loc}: the write",))

@@ -57,8 +57,8 @@ def make_plan(kernel, loop: For, em) -> Plan:
   pre, loop = normalize(loop, em)
   body = loop.body
   windows = {}
-  sites = load_sites(kernel, body, body.args[0], windows)
-  check_loads_of_written_memory(kernel, body, body.args[0], sites, S)
+  sites = load_sites(kernel, body, body.args[0], windows, loop.warp_specialize)
+  check_loads_of_written_memory(kernel, body, body.args[0], sites, S, unpipelined(loop.warp_specialize))
   if not sites:
     raise E.PipelineError(
         "ml.range(..., stages=) found no TMA load to pipeline at the top level of this loop", loop.loc,
@@ -66,7 +66,7 @@ def make_plan(kernel, loop: For, em) -> Plan:
   loaded = list(dict.fromkeys(windows[id(o)][0] if id(o) in windows else o.dst for o, _, _ in sites))
   stores = store_buffers(kernel, body, loaded)
   reads = loaded_reads(kernel, body, loaded)
-  check_fits(kernel, loaded + stores, S, len(sites), loop.loc)
+  check_fits(kernel, loaded + stores, S, len(sites), loop.loc, loop.warp_specialize)
   return Plan(loop, pre, S, sites, loaded, stores, reads, windows=windows)
 
 
@@ -271,7 +271,13 @@ def load_windows(defs, body) -> dict:
   return out
 
 
-def load_sites(kernel, body, iv, windows: dict):
+def unpipelined(ws: bool) -> str:
+  """How a hint says to run a loop unpipelined: a warp-specialised loop needs stages >= 2, so
+  stages=1 works only without warp_specialize=True."""
+  return "stages=1 without warp_specialize=True" if ws else "stages=1"
+
+
+def load_sites(kernel, body, iv, windows: dict, ws: bool = False):
   """[(copy, its GMEM view op, the address ops)] of the loads to pipeline; checks them. Loads
   into static windows of a buffer are recorded in `windows` (id(copy) -> (buffer, View op))."""
   defs = {r: o for o in ir.walk(kernel.body) for r in o.results}
@@ -313,18 +319,18 @@ def load_sites(kernel, body, iv, windows: dict):
           f"the window of this load depends on values computed in the loop body or carried from one"
           f" iteration to the next; a pipelined load's window may depend only on the loop index and on"
           f" values from before the loop", o.loc,
-          hint="compute the window from the loop index (ml.ds(k * 64, 64)), or use stages=1")
-    check_stage_alignment(buf, o.loc)
+          hint=f"compute the window from the loop index (ml.ds(k * 64, 64)), or use {unpipelined(ws)}")
+    check_stage_alignment(buf, o.loc, ws)
     sites.append((o, view, addr))
   return sites
 
 
-def check_stage_alignment(buf, loc):
+def check_stage_alignment(buf, loc, ws: bool = False):
   if buf.type.nbytes % hw.TMA_SMEM_ALIGN:
     raise E.TmaLimitError(
         f"{buf.name or 'this buffer'} ({buf.type.nbytes} bytes) cannot get one copy per stage of"
         f" this pipelined loop: TMA needs each copy to start at a multiple of {hw.TMA_SMEM_ALIGN} bytes",
-        loc, hint=f"make the buffer a multiple of {hw.TMA_SMEM_ALIGN} bytes, or use stages=1")
+        loc, hint=f"make the buffer a multiple of {hw.TMA_SMEM_ALIGN} bytes, or use {unpipelined(ws)}")
 
 
 def loop_bytes(bufs, stages, sites, slots_before):
@@ -333,7 +339,7 @@ def loop_bytes(bufs, stages, sites, slots_before):
   return align(barriers) + sum(align(stages * b.type.nbytes) for b in bufs)
 
 
-def check_fits(kernel, bufs, S, sites, loc):
+def check_fits(kernel, bufs, S, sites, loc, ws: bool = False):
   """The loop's buffers, S copies each, all live at once: a clear error, at the loop, with the
   number of stages that fits (frontend/smem.py checks the whole kernel later)."""
   need = loop_bytes(bufs, S, sites, kernel.num_load_slots)
@@ -344,7 +350,8 @@ def check_fits(kernel, bufs, S, sites, loc):
   raise E.SmemCapacityError(
       f"with stages={S} this loop's buffers need {need} bytes ({per_stage} per stage, {S} copies each),"
       f" more than the {hw.SMEM_LIMIT} bytes (227 KiB) a CTA can use", loc,
-      hint=(f"use stages={fits[0]} ({loop_bytes(bufs, fits[0], sites, kernel.num_load_slots)} bytes)"
+      hint=(f"use {unpipelined(ws) if fits[0] == 1 else f'stages={fits[0]}'}"
+            f" ({loop_bytes(bufs, fits[0], sites, kernel.num_load_slots)} bytes)"
             + (" (no loads ahead of use: the loop then runs unpipelined)" if fits[0] == 1 else "")
             + " or smaller tiles" if fits else "use smaller tiles"))
 

@@ -100,3 +100,60 @@ def test_a_name_none_on_one_path_through_a_runtime_if_says_so():
          f" {where(none_on_one_path, 'if n[0]')[0]} and tensor<128, float32> on the other; after a"
          " runtime if it must be a register value or a number on both",
          hint="start it as v = ml.zeros((128,), jnp.float32) before the if")
+
+
+# ---------------------------------------------------------------- 2. no bare stages=1 for a warp-specialised loop
+UNPIPELINED_WS = "stages=1 without warp_specialize=True"
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((128, 128), F32), block=256)
+def ws_window_from_counter(a, b, c, *, ws: ml.constexpr = True, stages: ml.constexpr = 2):
+  a_s, b_s = ml.smem((128, 64)), ml.smem((64, 128))
+  acc = ml.zeros((128, 128), jnp.float32)
+  kk = 0
+  for k in ml.range(a.shape[1] // 64, stages=stages, warp_specialize=ws):
+    ml.copy(a.at[:, ml.ds(kk * 64, 64)], a_s)
+    ml.copy(b.at[ml.ds(kk * 64, 64)], b_s)
+    acc = ml.dot(a_s, b_s, acc)
+    kk = kk + 1
+  c[...] = acc
+
+
+def test_a_carried_window_in_a_warp_specialised_loop_hints_dropping_warp_specialize():
+  expect(ws_window_from_counter, MM, mg.PipelineError, "ml.copy(a.at",
+         "the window of this load depends on values computed in the loop body or carried from one"
+         " iteration to the next; a pipelined load's window may depend only on the loop index and on"
+         " values from before the loop",
+         hint=f"compute the window from the loop index (ml.ds(k * 64, 64)), or use {UNPIPELINED_WS}")
+  ws_window_from_counter.check(*MM, ws=False, stages=1)      # the hint works
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, block=256)
+def ws_reads_what_it_writes(x, out):
+  x_s = ml.smem((64, 128))
+  acc = ml.zeros((64, 128), jnp.float32)
+  for t in ml.range(x.shape[0] // 64 - 1, stages=2, warp_specialize=True):
+    ml.copy(out.at[ml.ds(t * 64, 64)], x_s)
+    acc = acc + x_s[...]
+    out.at[ml.ds((t + 1) * 64, 64)][...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((64, 256), x.dtype), block=256)
+def ws_two_big_buffers(x, out):
+  a_s, b_s = ml.smem((64, 256)), ml.smem((64, 256))
+  acc = ml.zeros((64, 256), jnp.float32)
+  for k in ml.range(x.shape[0] // 128, stages=2, warp_specialize=True):
+    ml.copy(x.at[ml.ds(k * 128, 64)], a_s)
+    ml.copy(x.at[ml.ds(k * 128 + 64, 64)], b_s)
+    acc = acc + a_s[...] + b_s[...]
+  out[...] = acc.astype(out.dtype)
+
+
+def test_other_stage_hints_of_a_warp_specialised_loop_say_to_drop_it_too():
+  e = expect(ws_reads_what_it_writes, [S((512, 128), F32)], mg.PipelineError, "ml.copy(out.at",
+             "this pipelined load reads out, which the loop writes: with stages=2 it is issued up to 1"
+             " trip(s) early, before those writes")
+  assert e.hint.startswith(f"use {UNPIPELINED_WS} (or range())"), e.hint
+  with pytest.raises(mg.SmemCapacityError) as info:
+    ws_two_big_buffers.check(S((1024, 256), F32))
+  assert info.value.hint.startswith(f"use {UNPIPELINED_WS} ("), info.value.hint
