@@ -57,9 +57,12 @@ def warp_specialize(kernel: ir.Kernel, loop: For, em, result) -> None:
   loc, S = plan.loop.loc, plan.stages
   for buf in plan.loaded:
     if not any(o.results == (buf,) for o in kernel.body.ops):
+      # reported at the ml.smem(...) the hint says to move, the loop in a note
+      alloc = next((o for o in ir.walk(kernel.body) if isinstance(o, SmemAlloc) and o.results == (buf,)), None)
       raise E.WarpSpecializeError(
           f"{buf.name} is allocated inside a loop or branch; a warp-specialised loop's buffers"
-          f" must be allocated at the top of the kernel", loc, hint="move its ml.smem(...) to the top")
+          f" must be allocated at the top of the kernel", alloc.loc if alloc is not None else loc,
+          hint="move its ml.smem(...) to the top", notes=(f"{loc}: the warp-specialised loop",))
   empty = ir.Value(BarrierType(S, kernel.block // hw.WARPGROUP, _multicast_axis(plan)), "empty")
   alloc = em.defs[empty.id] = BarrierAlloc(loc, (empty,))
 

@@ -157,3 +157,39 @@ def test_other_stage_hints_of_a_warp_specialised_loop_say_to_drop_it_too():
   with pytest.raises(mg.SmemCapacityError) as info:
     ws_two_big_buffers.check(S((1024, 256), F32))
   assert info.value.hint.startswith(f"use {UNPIPELINED_WS} ("), info.value.hint
+
+
+# ---------------------------------------------------------------- 3. at the ml.smem(...) to move, not the loop
+@mg.mgpu_kernel(out_shape=lambda a, b: S((128, 128), F32), block=256)
+def ws_buffers_in_a_branch(a, b, c):
+  if ml.program_id(0) >= 0:
+    a_s, b_s = ml.smem((128, 64)), ml.smem((64, 128))
+    acc = ml.zeros((128, 128), jnp.float32)
+    for k in ml.range(a.shape[1] // 64, stages=2, warp_specialize=True):
+      ml.copy(a.at[:, ml.ds(k * 64, 64)], a_s)
+      ml.copy(b.at[ml.ds(k * 64, 64)], b_s)
+      acc = ml.dot(a_s, b_s, acc)
+    c[...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((128, 128), F32), block=256)
+def ws_buffer_in_an_outer_loop(a, b, c):
+  a_s = ml.smem((128, 64))
+  acc = ml.zeros((128, 128), jnp.float32)
+  for r in range(1):
+    b_s = ml.smem((64, 128))
+    for k in ml.range(a.shape[1] // 64, stages=2, warp_specialize=True):
+      ml.copy(a.at[:, ml.ds(k * 64, 64)], a_s)
+      ml.copy(b.at[ml.ds(k * 64, 64)], b_s)
+      acc = ml.dot(a_s, b_s, acc)
+  c[...] = acc
+
+
+def test_warp_specialised_buffers_allocated_in_a_branch_or_loop_are_reported_at_the_allocation():
+  for kernel, name, at in ((ws_buffers_in_a_branch, "a_s", "ml.smem((128, 64))"),
+                           (ws_buffer_in_an_outer_loop, "b_s", "ml.smem((64, 128))")):
+    e = expect(kernel, MM, mg.WarpSpecializeError, at,
+               f"{name} is allocated inside a loop or branch; a warp-specialised loop's buffers must be"
+               f" allocated at the top of the kernel", hint="move its ml.smem(...) to the top")
+    assert e.notes == (f"{e.filename}:{where(kernel, 'for k in')[0]}:{where(kernel, 'for k in')[1]}:"
+                       f" the warp-specialised loop",)
