@@ -151,6 +151,8 @@ class _Memory:
     gmem_tma = w.root.type.space == Space.GMEM and kind in (A.TMA_READ, A.TMA_WRITE)
     if gmem_tma:
       self.record_starts(acc)
+      if kind == A.TMA_READ and isinstance(acc.op, Copy) and acc.op.multicast is not None:
+        self.check_multicast(acc)
     masked = isinstance(acc.op, MASKED)
     if acc.exact and not w.remote and not gmem_tma and not (masked and w.root.type.space == Space.GMEM):
       self.check_bounds(acc)
@@ -281,6 +283,32 @@ class _Memory:
       if race is not None:
         out.append(race_error(p.name, race, self.ev.program))
     return out
+
+  def check_multicast(self, acc):
+    """The CTAs of a cluster along a multicast's axis load one window (each fetches a share
+    of it for all): starts that differ between such peers are a race, proved over the grid
+    (interpret mode checks what depends on data)."""
+    w, axis, c = acc.window, acc.op.multicast, self.kernel.cluster
+    if any(s is UNKNOWN for s in w.starts) or self.ev.P < 2:
+      return
+    progs = np.flatnonzero(acc.must)
+    if len(progs) < 2:
+      return
+    pid = self.ev.pid
+    group = [pid[a][progs] // c[a] for a in range(3)] + [pid[a][progs] % c[a] for a in range(3) if a != axis]
+    _, first, inverse = np.unique(np.stack(group, axis=1), axis=0, return_index=True, return_inverse=True)
+    starts = np.stack([s[progs] for s in w.starts], axis=1)
+    lead = starts[first][inverse.reshape(-1)]
+    bad = np.flatnonzero((starts != lead).any(axis=1))
+    if len(bad):
+      p, q = progs[bad[0]], progs[first[inverse.reshape(-1)[bad[0]]]]
+      self.report(E.RaceError(
+          f"programs {self.ev.program(q)} and {self.ev.program(p)} of a cluster multicast different windows"
+          f" ({w.root.name} from {tuple(int(s[q]) for s in w.starts)} and from"
+          f" {tuple(int(s[p]) for s in w.starts)}): every CTA along cluster axis {axis} must load the same"
+          f" window, which each fetches a share of for all", acc.op.loc,
+          hint="compute the multicast window from what the CTAs of a cluster share (e.g. the cluster's tile"
+               " index, program_id // cluster size), or drop multicast= for a window that is each CTA's own"))
 
   # ------------------------------------------------------------ facts
   def record_starts(self, acc):

@@ -458,3 +458,15 @@ def test_column_slice_mistakes_are_located(cols, cls, message):
 def test_column_slices_of_a_dot_result_on_the_gpu():
   a, b = rand((64, 64), jnp.float16, 20), rand((64, 128), jnp.float16, 21)
   np.testing.assert_allclose(jax.jit(sliced_dot)(a, b), sliced_dot(a, b, interpret=True), rtol=1e-5, atol=1e-5)
+
+
+def test_peers_multicasting_different_windows_is_proved_before_running():
+  """The window's start depends only on the program id: .check proves the peers differ (was found
+  by interpret mode only)."""
+  specs = (S((256, 128), jnp.float16), S((128, 128), jnp.float16))
+  with pytest.raises(mg.RaceError) as e:
+    multicast_own_rows.check(*specs)
+  assert e.value.lineno == where(multicast_own_rows, "ml.copy(a.at")[0]
+  assert e.value.message.startswith("programs (0, 0, 0) and (1, 0, 0) of a cluster multicast different windows"
+                                    " (a from (0, 0) and from (128, 0))")
+  assert "program_id // cluster size" in e.value.hint
