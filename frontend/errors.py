@@ -151,8 +151,30 @@ class InternalError(KernelError):
 
 InternalError.__module__ = "mgpu_dsl"
 
+def about(err: KernelError, buffers, *, cause: bool = False) -> KernelError:
+  """Mark `err` as about these SMEM buffers (ir.Values); a `cause` (a tile shape that an op
+  cannot take at all) comes before the earlier errors about the same buffers, whose fixes would
+  not help (copying an (n=512) tile in pieces still leaves a dot too wide)."""
+  err.about = frozenset(b.id for b in buffers)
+  err.cause = cause
+  return err
+
+
+def causes_first(errors: list[KernelError]) -> list[KernelError]:
+  """`errors` in program order, except that a cause (see `about`) moves before the first earlier
+  error about one of its buffers."""
+  out = list(errors)
+  for e in [e for e in errors if getattr(e, "cause", False)]:
+    at = out.index(e)
+    first = next((i for i, x in enumerate(out[:at]) if getattr(x, "about", frozenset()) & e.about), None)
+    if first is not None:
+      out.insert(first, out.pop(at))
+  return out
+
+
 def raise_all(errors: list[KernelError]):
   """Raise the first of `errors` with `.errors` holding them all (str() renders every one)."""
+  errors = causes_first(errors)
   first = errors[0]
   first.errors = list(errors)
   raise first

@@ -38,9 +38,10 @@ def check_copy(loc, gmem: ir.Value, gwin, smem: ir.Value, swin) -> None:
              " ones), then copy windows of that")
   big = [b for b in box if b > MAX_BOX]
   if big:
-    raise E.TmaLimitError(
+    raise E.about(E.TmaLimitError(
         f"TMA copies move at most {MAX_BOX} elements along each dimension; this window is {tuple(box)}", loc,
-        hint=f"copy it in pieces of at most {MAX_BOX} along that dimension (e.g. with ml.static_range)")
+        hint=f"copy it in pieces of at most {MAX_BOX} along that dimension (e.g. with ml.static_range)"),
+        [swin[0]])
   if (index[-1].size * itemsize) % ALIGN:
     raise E.TmaLimitError(
         f"TMA copies need the last dimension to span a multiple of {ALIGN} bytes; {index[-1].size} x"

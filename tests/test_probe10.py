@@ -193,3 +193,44 @@ def test_warp_specialised_buffers_allocated_in_a_branch_or_loop_are_reported_at_
                f" allocated at the top of the kernel", hint="move its ml.smem(...) to the top")
     assert e.notes == (f"{e.filename}:{where(kernel, 'for k in')[0]}:{where(kernel, 'for k in')[1]}:"
                        f" the warp-specialised loop",)
+
+
+# ---------------------------------------------------------------- 4. a dot too wide before the TMA box it needs
+@mg.mgpu_kernel(out_shape=lambda a, b: S((64, 512), F32))
+def dot_n512(a, b, c):
+  a_s, b_s = ml.smem((64, 64)), ml.smem((64, 512))
+  ml.copy(a, a_s)
+  ml.copy(b, b_s)
+  c[...] = ml.dot(a_s, b_s)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, bt: S((64, 512), F32))
+def dot_n512_transposed_in_a_loop(a, bt, c):
+  a_s, bt_s = ml.smem((64, 64)), ml.smem((512, 64))
+  acc = ml.zeros((64, 512), jnp.float32)
+  for k in ml.range(a.shape[1] // 64, stages=2):
+    ml.copy(a.at[:, ml.ds(k * 64, 64)], a_s)
+    ml.copy(bt.at[:, ml.ds(k * 64, 64)], bt_s)
+    acc = ml.dot(a_s, bt_s.T, acc)
+  c[...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((64, 512), F32))
+def tma_box_only(a, b, c):
+  b_s = ml.smem((64, 512))
+  ml.copy(b, b_s)
+  c[...] = b_s[...].astype(jnp.float32)
+
+
+def test_a_dot_wider_than_256_is_the_first_error_before_the_tma_box_of_its_tile():
+  dot_msg = "ml.dot needs n (columns of b) to be a multiple of {} and at most 256, got 512"
+  e = expect(dot_n512, (S((64, 64), F16), S((64, 512), F16)), mg.MmaOperandError, "ml.dot(a_s, b_s)",
+             dot_msg.format(64), hint="split wider tiles into several dots of at most 256 columns")
+  assert [type(x) for x in e.errors] == [mg.MmaOperandError, mg.TmaLimitError]
+  assert e.errors[1].lineno == where(dot_n512, "ml.copy(b, b_s)")[0]
+  e = expect(dot_n512_transposed_in_a_loop, (S((64, 128), F16), S((512, 128), F16)), mg.MmaOperandError,
+             "ml.dot(a_s, bt_s.T, acc)", dot_msg.format(8))
+  assert [type(x) for x in e.errors] == [mg.MmaOperandError, mg.TmaLimitError]
+  # without a dot, the TMA limit stays the error
+  expect(tma_box_only, (S((64, 64), F16), S((64, 512), F16)), mg.TmaLimitError, "ml.copy(b, b_s)",
+         "TMA copies move at most 256 elements along each dimension; this window is (64, 512)")

@@ -14,6 +14,7 @@ from ..infer import unify
 from ..ir import Access, LayoutRule, Traits
 from ..types import Layout, RefType, Space, TensorType, dtype_name, resolve
 from .base import builtin, is_value, kind_of
+from .memory import View
 
 
 def _dot_effects(o):
@@ -97,6 +98,12 @@ def _major(cx, a, b, d):
         hint="load B's tile as (n, k), e.g. from a (n, k) array bt, and pass bt_s.T: ml.dot(a_s, bt_s.T, acc)")
 
 
+def _root(cx, ref):
+  """The buffer a view of an SMEM ref (b_s.T, a window) reads."""
+  d = cx.b.defining(ref)
+  return _root(cx, d.ref) if isinstance(d, View) else ref
+
+
 @builtin
 def dot(cx, a, b, acc=None):
   """`acc + a @ b` on the tensor cores (WGMMA).
@@ -149,10 +156,12 @@ def dot(cx, a, b, acc=None):
              f" {hw.MMA_M * groups} rows")
   if n % n_step or n > hw.MMA_N_MAX:
     narrow = n < hw.MMA_N_MAX and n % hw.MMA_N_STEP == 0 and not b.type.transposed
-    raise E.MmaOperandError(
+    err = E.MmaOperandError(
         f"ml.dot needs n (columns of b) to be a multiple of {n_step} and at most {hw.MMA_N_MAX}, got {n}", loc,
         hint="store b's tile as (n, k) and pass it transposed, ml.dot(a, b_s.T): n may then be any multiple"
              f" of {hw.MMA_N_STEP}" if narrow else "split wider tiles into several dots of at most 256 columns")
+    # too wide a b tile is also too wide for one TMA copy: that error, earlier, comes second
+    raise E.about(err, [_root(cx, b)], cause=n > hw.MMA_N_MAX)
   if k % k_step:
     raise E.MmaOperandError(
         f"ml.dot needs k to be a multiple of {k_step} ({hw.SWIZZLE} bytes of"
