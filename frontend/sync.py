@@ -208,7 +208,7 @@ class SyncPass:
           if acc == Access.REG_WRITE and isinstance(o, AtomicUpdate):
             acc = ATOMIC
           seen.setdefault(self.root(ref).id, set()).add(acc)
-    self.read_back = {r for r, accs in seen.items() if {Access.REG_READ, Access.REG_WRITE} <= accs}
+    self.read_back = {r for r, accs in seen.items() if Access.REG_READ in accs and accs & {Access.REG_WRITE, ATOMIC}}
     self.proxy_back = {r for r, accs in seen.items()
                        if Access.TMA_READ in accs and accs & {Access.REG_WRITE, ATOMIC}}
     st = State()
