@@ -199,6 +199,7 @@ class Kernel:
   scratch_ids: set = dataclasses.field(default_factory=set)      # SMEM the compiler added (reductions)
   accumulated: dict = dataclasses.field(default_factory=dict)    # output id -> AtomicKind updating it
   aliases: dict = dataclasses.field(default_factory=dict)        # input index -> output index (same memory)
+  pipelines: list = dataclasses.field(default_factory=list)      # frontend/pipeline_plan.py Staged, a loop each
 
   @property
   def inputs(self):

@@ -86,9 +86,20 @@ def loaded_reads(kernel, body, loaded) -> set:
           if r is not None and root(r).id in ids}
 
 
+@dataclasses.dataclass(frozen=True)
+class Staged:
+  """A pipelined loop's multi-buffering, for the SMEM budget's hint (frontend/smem.py)."""
+  stages: int
+  fewest: int          # the fewest stages the loop takes (2 when warp-specialised)
+  buffers: frozenset   # ids of the buffers with one copy per stage
+  loc: object          # the loop
+
+
 def multibuffer(kernel, plan: Plan, em) -> None:
   """One copy per stage of each loaded and store buffer; S barriers per load site."""
   S = plan.stages
+  kernel.pipelines.append(Staged(S, 2 if plan.loop.warp_specialize else 1,
+                                 frozenset(b.id for b in plan.loaded + plan.stores), plan.loop.loc))
   for buf in plan.loaded + plan.stores:
     buf.type = dataclasses.replace(buf.type, shape=(S,) + buf.type.shape)
   for o, _, _ in plan.sites:

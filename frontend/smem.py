@@ -107,28 +107,16 @@ def barrier_count(kernel) -> int:
 def plan_smem(kernel, defs=None) -> SmemPlan:
   barrier_bytes = barrier_count(kernel) * MBARRIER_BYTES
   life = lifetimes(kernel, defs or {})
-  placed: list[tuple[int, int, int, tuple]] = []   # (buffer id, offset, end, lifetime)
-  order = sorted(kernel.smem, key=lambda b: -b.type.nbytes)
-  offsets = {}
-  base = _align(barrier_bytes, BUFFER_ALIGN)
-  for buf in order:
-    lt = life.get(buf.id, (0, 0))
-    live = sorted((o, e) for _, o, e, l in placed if l[0] <= lt[1] and lt[0] <= l[1])
-    off = base
-    for o, e in live:
-      if off + buf.type.nbytes <= o:
-        break
-      off = max(off, _align(e, BUFFER_ALIGN))
-    offsets[buf.id] = off
-    placed.append((buf.id, off, off + buf.type.nbytes, lt))
-  total = max([e for _, _, e, _ in placed], default=barrier_bytes)
+  placed, total = _place(kernel.smem, life, barrier_bytes, lambda b: b.type.nbytes)
+  offsets = {bid: off for bid, off, _, _ in placed}
   if total > SMEM_LIMIT:
     sizes = ", ".join(f"{b.name or '?'} {b.type.nbytes // 1024} KiB" for b in kernel.smem)
     biggest = max(kernel.smem, key=lambda b: b.type.nbytes)
+    hint, notes = _fewer_stages_hint(kernel, life, barrier_bytes)
     raise E.SmemCapacityError(
         f"the kernel's SMEM needs {total} bytes ({sizes}, plus barriers and alignment), more than the"
         f" {SMEM_LIMIT} bytes (227 KiB) a CTA can use", _alloc_loc(kernel, biggest),
-        hint="use smaller tiles or fewer pipeline stages")
+        hint=hint, notes=notes)
   group = {b: b for b, *_ in placed}
   find = lambda x: x if group[x] == x else find(group[x])
   for i, (a, ao, ae, _) in enumerate(placed):
@@ -137,6 +125,45 @@ def plan_smem(kernel, defs=None) -> SmemPlan:
         group[find(a)] = find(b)
   return SmemPlan(barrier_bytes, tuple(offsets[b.id] for b in kernel.smem), total,
                   {b: find(b) for b in group})
+
+
+def _place(bufs, life, barrier_bytes, nbytes):
+  """[(buffer id, offset, end, lifetime)] of `bufs` (largest first, each at the lowest offset
+  free of the buffers live with it), and the bytes they span."""
+  placed: list[tuple[int, int, int, tuple]] = []
+  base = _align(barrier_bytes, BUFFER_ALIGN)
+  for buf in sorted(bufs, key=lambda b: -nbytes(b)):
+    lt = life.get(buf.id, (0, 0))
+    live = sorted((o, e) for _, o, e, l in placed if l[0] <= lt[1] and lt[0] <= l[1])
+    off = base
+    for o, e in live:
+      if off + nbytes(buf) <= o:
+        break
+      off = max(off, _align(e, BUFFER_ALIGN))
+    placed.append((buf.id, off, off + nbytes(buf), lt))
+  return placed, max([e for _, _, e, _ in placed], default=barrier_bytes)
+
+
+def _fewer_stages_hint(kernel, life, barrier_bytes):
+  """(hint, notes) of an SMEM overflow: the largest stage count of the pipelined loops that fits
+  with the rest of the kernel's buffers, when one does (the loops all cut to at most that many;
+  barriers counted as for the stages asked for, so the count named fits)."""
+  loops = kernel.pipelines
+  generic = "use smaller tiles or fewer pipeline stages"
+  if not loops:
+    return generic, ()
+  stages = {bid: p.stages for p in loops for bid in p.buffers}
+  fewest = max(p.fewest for p in loops)
+  for s in range(max(p.stages for p in loops) - 1, fewest - 1, -1):
+    nbytes = lambda b: b.type.nbytes // stages[b.id] * min(s, stages[b.id]) if b.id in stages else b.type.nbytes
+    if _place(kernel.smem, life, barrier_bytes, nbytes)[1] <= SMEM_LIMIT:
+      unpipelined = " (no loads ahead of use: the loop then runs unpipelined)" if s == 1 else ""
+      where = "" if len(loops) == 1 else " in the pipelined loops"
+      return (f"use stages={s}{where}{unpipelined}, or smaller tiles",
+              tuple(f"{p.loc}: a pipelined loop with stages={p.stages}" for p in loops if p.stages > s))
+  if fewest == 2:
+    return "use smaller tiles (a warp-specialised loop needs stages of at least 2)", ()
+  return "use smaller tiles", ()
 
 
 def _alloc_loc(kernel, buf):

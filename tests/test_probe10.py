@@ -234,3 +234,50 @@ def test_a_dot_wider_than_256_is_the_first_error_before_the_tma_box_of_its_tile(
   # without a dot, the TMA limit stays the error
   expect(tma_box_only, (S((64, 64), F16), S((64, 512), F16)), mg.TmaLimitError, "ml.copy(b, b_s)",
          "TMA copies move at most 256 elements along each dimension; this window is (64, 512)")
+
+
+# ---------------------------------------------------------------- 5. the stages that fit beside other buffers
+@mg.mgpu_kernel(out_shape=lambda a, b, r: S((a.shape[0], b.shape[1]), F16),
+                grid=lambda a, b, r: (a.shape[0] // 128, b.shape[1] // 256), block=256)
+def stages_and_residual(a, b, r, c, *, stages: ml.constexpr = 4):
+  i, j = ml.program_id(0), ml.program_id(1)
+  a_s, b_s = ml.smem((128, 64)), ml.smem((64, 256))
+  r_s = ml.smem((128, 256))
+  ml.copy(r.at[ml.ds(i * 128, 128), ml.ds(j * 256, 256)], r_s)
+  acc = ml.zeros((128, 256), jnp.float32)
+  for k in ml.range(a.shape[1] // 64, stages=stages):
+    ml.copy(a.at[ml.ds(i * 128, 128), ml.ds(k * 64, 64)], a_s)
+    ml.copy(b.at[ml.ds(k * 64, 64), ml.ds(j * 256, 256)], b_s)
+    acc = ml.dot(a_s, b_s, acc)
+  c_s = ml.smem((128, 256))
+  c_s[...] = (acc + r_s[...].astype(jnp.float32)).astype(c.dtype)
+  ml.copy(c_s, c.at[ml.ds(i * 128, 128), ml.ds(j * 256, 256)])
+
+
+def test_an_smem_overflow_beside_a_pipelined_loop_names_the_stages_that_fit():
+  specs = (S((256, 512), F16), S((512, 256), F16), S((256, 256), F16))
+  e = expect(stages_and_residual, specs, mg.SmemCapacityError, "ml.smem((64, 256))",
+             "the kernel's SMEM needs 263168 bytes (a_s 64 KiB, b_s 128 KiB, r_s 64 KiB, c_s 64 KiB, plus"
+             " barriers and alignment), more than the 232448 bytes (227 KiB) a CTA can use",
+             hint="use stages=3, or smaller tiles")
+  assert e.notes == (f"{e.filename}:{where(stages_and_residual, 'for k in')[0]}:2:"
+                     f" a pipelined loop with stages=4",)
+  stages_and_residual.check(*specs, stages=3)      # the hint works
+  # when no stage count fits beside the other buffers, only smaller tiles help
+  with pytest.raises(mg.SmemCapacityError) as info:
+    loop_beside_a_huge_buffer.check(*MM, S((224, 256), F32))
+  assert info.value.hint == "use smaller tiles", info.value.hint
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b, r: (S((128, 128), F32), r))
+def loop_beside_a_huge_buffer(a, b, r, c, r_out):
+  a_s, b_s = ml.smem((128, 64)), ml.smem((64, 128))
+  big = ml.smem((224, 256), jnp.float32)
+  ml.copy(r, big)
+  acc = ml.zeros((128, 128), jnp.float32)
+  for k in ml.range(a.shape[1] // 64, stages=2):
+    ml.copy(a.at[:, ml.ds(k * 64, 64)], a_s)
+    ml.copy(b.at[ml.ds(k * 64, 64)], b_s)
+    acc = ml.dot(a_s, b_s, acc)
+  c[...] = acc
+  ml.copy(big, r_out)
