@@ -1,0 +1,401 @@
+"""The python blocks of the user docs stay true (docs/errors.md has tests/test_errors_doc.py).
+
+Every kernel a block of README.md, docs/language.md, docs/autodiff.md or docs/tooling.md
+defines (a `def` decorated with `@mg.mgpu_kernel`, whose body is not a `...` sketch) is read
+from the docs at test time, imported from a file (kernels need their source), checked with
+`kernel.check(*specs)` for the specs CASES gives it, and, where CASES says how, run in
+interpret mode against jnp. A kernel block with no case fails, so a new one gets specs.
+
+The fragments of docs/language.md (a loop body, a few lines) are found by their first line,
+placed in a minimal kernel (FRAGMENTS) and checked: a builtin or keyword that does not exist,
+or a shape that cannot work, fails. A fragment whose first line changed fails too: update its
+marker here.
+
+Each block's file keeps the doc's line numbers, so an error names the line of the doc.
+"""
+from __future__ import annotations
+
+import ast
+import dataclasses
+import importlib.util
+import os
+import re
+import textwrap
+from typing import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+ROOT = os.path.join(os.path.dirname(__file__), os.pardir)
+DOCS = ("README.md", "docs/language.md", "docs/autodiff.md", "docs/tooling.md")
+BLOCK = re.compile(r"^```python\n(.*?)^```\s*$", re.M | re.S)
+PRELUDE = "import jax, jax.numpy as jnp; import mgpu_dsl as mg; from mgpu_dsl import language as ml\n"
+
+S = jax.ShapeDtypeStruct
+f32, f16, i32 = jnp.float32, jnp.float16, jnp.int32
+
+
+@dataclasses.dataclass
+class Block:
+  doc: str          # "docs/language.md"
+  line: int         # the doc's line of the block's first code line
+  text: str
+
+  @property
+  def where(self) -> str:
+    return f"{self.doc}:{self.line}"
+
+
+def doc_blocks() -> list[Block]:
+  out = []
+  for doc in DOCS:
+    text = open(os.path.join(ROOT, doc)).read()
+    for m in BLOCK.finditer(text):
+      out.append(Block(doc, text.count("\n", 0, m.start(1)) + 1, m.group(1)))
+  return out
+
+
+def is_kernel_decorator(d: ast.expr) -> bool:
+  f = d.func if isinstance(d, ast.Call) else d
+  return isinstance(f, ast.Attribute) and f.attr == "mgpu_kernel"
+
+
+def is_sketch(fn: ast.FunctionDef) -> bool:
+  """A body that stands for code written elsewhere (`...  # examples/matmul.py's body`)."""
+  return any(isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant) and s.value.value is ...
+             for s in fn.body)
+
+
+def kernels_of(block: Block) -> list[str]:
+  try:
+    tree = ast.parse(block.text)
+  except SyntaxError:       # a signature shown as a call, a doctest
+    return []
+  return [n.name for n in tree.body if isinstance(n, ast.FunctionDef)
+          and any(map(is_kernel_decorator, n.decorator_list)) and not is_sketch(n)]
+
+
+def definitions(block: Block) -> str:
+  """The block's imports, constants and definitions at the doc's line numbers; the lines that
+  use them (`y = scale(x, block_rows=128)`) blanked."""
+  tree = ast.parse(block.text)
+  lines = [""] * len(block.text.split("\n"))
+  src = block.text.split("\n")
+  for node in tree.body:
+    keep = isinstance(node, (ast.Import, ast.ImportFrom, ast.FunctionDef)) or (
+        isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant))
+    if keep:
+      first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+      for i in range(first - 1, node.end_lineno):
+        lines[i] = src[i]
+  return PRELUDE + "\n" * (block.line - 2) + "\n".join(lines)
+
+
+def import_source(source: str, folder, name: str):
+  """`source` imported as a module from `folder`/`name`.py."""
+  folder.mkdir(parents=True, exist_ok=True)
+  path = folder / f"{name}.py"
+  path.write_text(source)
+  spec = importlib.util.spec_from_file_location(f"docsnip_{folder.name}_{name}", path)
+  mod = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(mod)
+  return mod
+
+
+def module_name(doc: str) -> str:
+  return os.path.basename(doc).replace(".", "_")        # language_md.py: errors name the doc
+
+
+# ---------------------------------------------------------------------------------------------
+# Complete kernels: specs to check, and (for the small ones) interpret-mode numbers.
+
+rng = np.random.default_rng(0)
+
+
+def rand(*shape, dtype=np.float32):
+  return jnp.asarray(rng.standard_normal(shape).astype(dtype))
+
+
+def close(got, want, tol=1e-5):
+  np.testing.assert_allclose(np.asarray(got, np.float64), np.asarray(want, np.float64),
+                             rtol=tol, atol=tol)
+
+
+def run_scale(k):
+  x = rand(512, 64)
+  close(k(x, block_rows=128, interpret=True), x * 2)
+  close(k(x, block_rows=64, factor=3.0, interpret=True), x * 3)
+
+
+def run_axpb(k):
+  x = rand(512)
+  close(k(x, 0.5, 2.0, interpret=True), x * 0.5 + 2.0)
+  close(k(x, 0.25, 1.0, interpret=True), x * 0.25 + 1.0)
+  assert k.cache_info().misses == 1                   # "no recompilation"
+
+
+def run_append(k):
+  cache, new = rand(64, 128, dtype=np.float16), rand(16, 128, dtype=np.float16)
+  close(k(cache, new, pos=16, interpret=True), cache.at[16:32].set(new), 0)
+
+
+def run_double_masked(k):
+  x = rand(1000, 64)                                  # "any number of rows"
+  close(k(x, interpret=True), x * 2, 0)
+
+
+def run_segment_sums(k):
+  off = jnp.array([0, 100, 100, 700, 1024], i32)
+  x = rand(1024)
+  want = [x[int(off[g]):int(off[g + 1])].sum() for g in range(4)]
+  close(k(off, x, interpret=True), want, 1e-4)
+
+
+def run_embedding(k):
+  table, ids = rand(100, 64), jnp.asarray(rng.integers(0, 100, 128).astype(np.int32))
+  close(k(table, ids, interpret=True), table[ids], 0)
+
+
+def run_softmax(k):
+  x = rand(64, 256)
+  close(k(x, interpret=True), jax.nn.softmax(x, axis=1))
+
+
+def run_transpose(k):
+  x = rand(128, 256)
+  close(k(x, interpret=True), x.T, 0)
+
+
+def run_double_twice(k):
+  x = rand(256, 512)
+  close(k(x, interpret=True), x * 2, 0)
+
+
+def run_readme_double(k):
+  x = rand(1024, 64)
+  close(k(x, interpret=True), x * 2, 0)
+
+
+def run_double_direct(k):
+  x = rand(64, 1024)
+  close(k(x, interpret=True), x * 2, 0)
+
+
+def run_fold(k):
+  x = rand(1024)
+  sums, count = k(x, interpret=True)
+  close(sums, x.reshape(2, 4, 128).sum(0))
+  assert int(count) == 8
+
+
+def run_embedding_backward(k):
+  g, ids = rand(128, 64), jnp.asarray(rng.integers(-100, 100, 128).astype(np.int32))
+  close(k(g, ids, n=100, interpret=True), jnp.zeros((100, 64), f32).at[ids].add(g))
+
+
+def run_dropout(k):
+  x = rand(3000)                                      # not a multiple of 1024: masked
+  y = np.asarray(k(x, 7, interpret=True))
+  kept = y != 0
+  assert 0.4 < kept.mean() < 0.6
+  close(y[kept], 2 * np.asarray(x)[kept])
+
+
+def run_swap_pairs(k):
+  x = rand(256, 64)
+  close(k(x, interpret=True), jnp.concatenate([x[128:], x[:128]]), 0)
+
+
+def run_square(k):
+  x = rand(2048)
+  close(k(x, interpret=True), x * x)
+
+
+def run_square_vjp(k):
+  x, g = rand(2048), rand(2048)
+  close(k(x, g, interpret=True), 2 * x * g)
+
+
+@dataclasses.dataclass
+class Case:
+  doc: str
+  name: str
+  specs: list
+  constexprs: dict = dataclasses.field(default_factory=dict)
+  run: Callable | None = None
+  marker: str | None = None     # text of the block, where a doc defines two kernels of one name
+
+  @property
+  def id(self) -> str:
+    return f"{os.path.basename(self.doc)}:{self.name}" + (f"[{self.marker}]" if self.marker else "")
+
+
+L = "docs/language.md"
+CASES = [
+    Case("README.md", "double", [S((1024, 64), f32)], run=run_readme_double),
+    Case(L, "scale", [S((512, 64), f32)], dict(block_rows=128), run_scale),
+    Case(L, "axpb", [S((512,), f32), S((), f32), S((), f32)], run=run_axpb),
+    Case(L, "append", [S((64, 128), f16), S((16, 128), f16)], dict(pos=16), run_append),
+    Case(L, "double", [S((1000, 64), f32)], run=run_double_masked, marker="ml.cdiv"),
+    Case(L, "segment_sums", [S((5,), i32), S((1024,), f32)], run=run_segment_sums),
+    Case(L, "embedding", [S((100, 64), f32), S((128,), i32)], run=run_embedding),
+    Case(L, "softmax", [S((64, 256), f32)], run=run_softmax),
+    Case(L, "transpose", [S((128, 256), f32)], run=run_transpose),
+    Case(L, "matmul", [S((512, 256), f16), S((256, 512), f16)]),
+    Case(L, "double", [S((256, 512), f32)], run=run_double_twice, marker="mg.num_sms()"),
+    Case(L, "double_direct", [S((64, 1024), f32)], run=run_double_direct),
+    Case(L, "fold", [S((1024,), f32)], run=run_fold),
+    Case(L, "embedding_backward", [S((128, 64), f32), S((128,), i32)], dict(n=100), run_embedding_backward),
+    Case(L, "dropout", [S((3000,), f32), S((), i32)], run=run_dropout),
+    Case(L, "swap_pairs", [S((256, 64), f32)], run=run_swap_pairs),
+    Case("docs/autodiff.md", "square", [S((4096,), f32)], run=run_square),
+    Case("docs/autodiff.md", "square_vjp", [S((4096,), f32), S((4096,), f32)], run=run_square_vjp),
+]
+
+
+def blocks_of(case: Case) -> list[Block]:
+  return [b for b in doc_blocks() if b.doc == case.doc and case.name in kernels_of(b)
+          and (case.marker is None or case.marker in b.text)]
+
+
+def test_every_kernel_of_the_docs_has_a_case():
+  cases = {(c.doc, c.name, b.line) for c in CASES for b in blocks_of(c)}
+  missing = [f"{b.where}: {name}" for b in doc_blocks() for name in kernels_of(b)
+             if (b.doc, name, b.line) not in cases]
+  assert not missing, f"kernels in the docs with no Case in {__file__}: {missing}"
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_doc_kernel_checks_and_computes(case, tmp_path):
+  found = blocks_of(case)
+  assert len(found) == 1, f"{case.id}: {len(found)} blocks of {case.doc} define it (update CASES)"
+  block = found[0]
+  mod = import_source(definitions(block), tmp_path / f"l{block.line}", module_name(block.doc))
+  kernel = getattr(mod, case.name)
+  kernel.check(*case.specs, **case.constexprs)
+  if case.run is not None:
+    case.run(kernel)
+
+
+# ---------------------------------------------------------------------------------------------
+# Fragments of docs/language.md, each in a minimal kernel. `{frag}` is the block, indented by
+# four spaces; `edit` replaces a placeholder line of the fragment.
+
+FRAGMENTS = {
+    "table = ml.smem((per_split,), jnp.int32)": ("""
+@mg.mgpu_kernel(out_shape=lambda k_pages, block_tables: jax.ShapeDtypeStruct((block_tables.shape[0], 64, 64), jnp.float32),
+                grid=lambda k_pages, block_tables: (block_tables.shape[0],))
+def frag(k_pages, block_tables, out):
+    b, per_split, first, count, kv_head = ml.program_id(0), 16, 0, 8, 0
+    k_s = ml.smem((64, 64), k_pages.dtype)
+    acc = ml.zeros((64, 64), jnp.float32)
+{frag}
+        acc = acc + k_s[...].astype(jnp.float32)
+    out.at[b][...] = acc
+""", [S((2, 32, 64, 64), f16), S((4, 16), i32)], None),
+    "# x viewed as (n, d // 256, 256)": ("""
+@mg.mgpu_kernel(out_shape=lambda x: jax.ShapeDtypeStruct((x.shape[0],), jnp.float32), grid=lambda x: (x.shape[0],))
+def frag(x, out):
+    i, rows, chunks = ml.program_id(0), x.shape[1], 4
+    per = rows // chunks
+{frag}
+    out[i] = ml.max(m)
+""", [S((4, 32, 256), f32)], None),
+    "for c in ml.static_range(chunks):": ("""
+@ml.inline
+def f(v):
+    return v * 2.0
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(4,))
+def frag(x, out):
+    pid, programs, n, chunks = ml.program_id(0), ml.num_programs(0), x.shape[0], 4
+    per = x.shape[1] // chunks
+    x_s = ml.smem((x.shape[1], 256), x.dtype)
+{frag}
+""", [S((16, 32, 256), f32)], ("...", "nxt = ml.where(row + programs < n, row + programs, row)")),
+    "for k in ml.range(a.shape[1] // bk, stages=4):\n    ml.copy(a.at[ml.ds(i * bm, bm), ml.ds(k * bk, bk)], a_s)     #": ("""
+@mg.mgpu_kernel(out_shape=lambda a, bt, row_scale, col_scale: jax.ShapeDtypeStruct((a.shape[0], bt.shape[0]), jnp.float32),
+                grid=lambda a, bt, row_scale, col_scale: (a.shape[0] // 128, bt.shape[0] // 128))
+def frag(a, bt, row_scale, col_scale, c):
+    i, j, bm, bn, bk = ml.program_id(0), ml.program_id(1), 128, 128, 128
+    a_s, b_s = ml.smem((bm, bk)), ml.smem((bn, bk))
+    acc = ml.zeros((bm, bn), jnp.float32)
+{frag}
+    c.at[ml.ds(i * bm, bm), ml.ds(j * bn, bn)][...] = y
+""", [S((256, 512), jnp.float8_e4m3fn), S((256, 512), jnp.float8_e4m3fn), S((256,), f32), S((256,), f32)], None),
+    "s = ml.dot(q_s, k_s.T)": ("""
+@mg.mgpu_kernel(out_shape=lambda q, k, v: jax.ShapeDtypeStruct((64, 64), jnp.float32))
+def frag(q, k, v, out):
+    q_s, k_s, v_s = ml.smem((64, 64)), ml.smem((64, 64)), ml.smem((64, 64))
+    ml.copy(q, q_s)
+    ml.copy(k, k_s)
+    ml.copy(v, v_s)
+    acc = ml.zeros((64, 64), jnp.float32)
+{frag}
+    out[...] = acc
+""", [S((64, 64), f16)] * 3, None),
+    "for k in ml.range(a.shape[1] // bk, stages=4):\n    ml.copy(a.at[ml.ds(i * bm, bm), ml.ds(k * bk, bk)], a_s)\n": ("""
+@mg.mgpu_kernel(out_shape=lambda a, b: jax.ShapeDtypeStruct((a.shape[0], b.shape[1]), jnp.float32),
+                grid=lambda a, b: (a.shape[0] // 128, b.shape[1] // 128))
+def frag(a, b, c):
+    i, j, bm, bn, bk = ml.program_id(0), ml.program_id(1), 128, 128, 64
+    a_s, b_s = ml.smem((bm, bk)), ml.smem((bk, bn))
+    acc = ml.zeros((bm, bn), jnp.float32)
+{frag}
+    c.at[ml.ds(i * bm, bm), ml.ds(j * bn, bn)][...] = acc
+""", [S((256, 512), f16), S((512, 256), f16)], None),
+    "for j in ml.range(n, stages=3):": ("""
+@mg.mgpu_kernel(out_shape=lambda q, k, v: jax.ShapeDtypeStruct(q.shape, jnp.float32),
+                grid=lambda q, k, v: (q.shape[0], q.shape[2]))
+def frag(q, k, v, out):
+    b, h = ml.program_id(0), ml.program_id(1)
+    hk, bkv, c = h, 64, 0.125 * 1.4426950408889634
+    n = k.shape[1] // bkv
+    q_s, k_s, v_s = ml.smem((64, q.shape[3])), ml.smem((bkv, q.shape[3])), ml.smem((bkv, q.shape[3]))
+    ml.copy(q.at[b, ml.ds(0, 64), h, :], q_s)
+    m = ml.full((64,), -1e30, jnp.float32)
+    l = ml.zeros((64,), jnp.float32)
+    acc = ml.zeros((64, q.shape[3]), jnp.float32)
+{frag}
+    out.at[b, :, h, :][...] = acc / l[:, None]
+""", [S((2, 64, 2, 64), f16), S((2, 256, 2, 64), f16), S((2, 256, 2, 64), f16)], None),
+    "steps = 0": ("""
+@mg.mgpu_kernel(out_shape=lambda x, lim: (x, jax.ShapeDtypeStruct((), jnp.int32)))
+def frag(x, lim, out, nsteps):
+    v = x[...]
+    limit = lim[...]
+{frag}
+    out[...] = v
+    nsteps[...] = steps
+""", [S((256,), f32), S((), f32)], None),
+    "@ml.inline\ndef mainloop(": ("""{frag}
+@mg.mgpu_kernel(out_shape=lambda a, b: jax.ShapeDtypeStruct((a.shape[0], b.shape[1]), jnp.float32),
+                grid=lambda a, b: (a.shape[0] // 128, b.shape[1] // 128))
+def frag(a, b, c):
+    i, j = ml.program_id(0), ml.program_id(1)
+    c.at[ml.ds(i * 128, 128), ml.ds(j * 128, 128)][...] = mainloop(a, b, i, j, 128, 128, 64, 3)
+""", [S((256, 512), f16), S((512, 256), f16)], None),
+}
+
+
+@pytest.mark.parametrize("marker", list(FRAGMENTS), ids=lambda m: m.split("\n")[0][:40])
+def test_language_fragment_checks_in_a_kernel(marker, tmp_path):
+  found = [b for b in doc_blocks() if b.doc == L and b.text.startswith(marker)]
+  assert len(found) == 1, f"{len(found)} blocks of {L} start with {marker!r} (update FRAGMENTS)"
+  template, specs, edit = FRAGMENTS[marker]
+  frag = found[0].text.rstrip("\n")
+  if edit is not None:
+    old, new = edit
+    lines = frag.split("\n")
+    hits = [n for n, line in enumerate(lines) if line.split("#")[0].strip() == old]
+    assert len(hits) == 1, f"the fragment at {found[0].where} has no line {old!r}"
+    lines[hits[0]] = lines[hits[0]][:len(lines[hits[0]]) - len(lines[hits[0]].lstrip())] + new
+    frag = "\n".join(lines)
+  if template.startswith("{frag}"):
+    source = PRELUDE + template.replace("{frag}", frag)
+  else:
+    source = PRELUDE + template.replace("{frag}", textwrap.indent(frag, "    "))
+  mod = import_source(source, tmp_path / f"l{found[0].line}", "language_fragment")
+  mod.frag.check(*specs)
