@@ -166,6 +166,70 @@ def _reducible(x) -> bool:
   return not isinstance(d, DType) or (d != DType.bool_ and d.bits >= 16)
 
 
+def _is_int_index(i) -> bool:
+  if isinstance(i, bool):
+    return False
+  if isinstance(i, int):
+    return True
+  return is_value(i) and isinstance(i.type, ScalarType) and isinstance(resolve(i.type.dtype), DType) \
+      and resolve(i.type.dtype).is_int
+
+
+def _plain_slice(i) -> bool:
+  return (isinstance(i, slice) and all(v is None or (isinstance(v, int) and not isinstance(v, bool))
+                                       for v in (i.start, i.stop)) and i.step in (None, 1))
+
+
+def _element_index(index, rank) -> bool:
+  """Whether `index` picks elements, rows or a static window: integers (static or run-time
+  scalars) and static slices of step 1, one entry per axis at most, not all of them `:`."""
+  return (len(index) <= rank and all(_is_int_index(i) or _plain_slice(i) for i in index)
+          and any(not (isinstance(i, slice) and i == slice(None)) for i in index))
+
+
+def index_through_smem(cx, x, index):
+  """`v[i]`, `v[i, j]`, `m[i]`, `m[:, j]`, `v[a:b]`, `m[a:b]` of a register tensor: its elements live in other threads,
+  so the tensor goes through an SMEM scratch the compiler allocates (a store, a barrier the sync
+  pass puts in, and a read of the element or the row; a column is a row of the transpose). Indices as jnp's: negative ones count from
+  the end; a run-time one past either end is clamped; a static one past the end is an error."""
+  from .memory import SmemAlloc, load, store, view
+  from ..types import RefType, Space
+  d = resolve(x.type.dtype)
+  if d == DType.bool_:
+    raise E.UnsupportedDtypeError(
+        f"indexing {x.name or 'a bool tensor'}: its elements go through SMEM, which holds no bool", cx.loc,
+        hint=f"index an int8 copy: {x.name or 'm'}.astype(jnp.int8)[...] != 0")
+  shape = x.type.shape
+  if len(shape) == 2 and len(index) == 2 and index[0] == slice(None) and _is_int_index(index[1]):   # a column: a row of x.T
+    return index_through_smem(cx, transpose_tensor(cx, x), (index[1],))
+  idx = []
+  for dim, (i, n) in enumerate(zip(index, shape)):
+    if isinstance(i, slice):
+      lo, hi, _ = i.indices(n)
+      if hi <= lo:
+        raise E.IndexOutOfBoundsError(
+            f"{x.name or 'the tensor'}[...] selects no elements along axis {dim} ({i.start}:{i.stop} of {n})",
+            cx.loc, hint="a register tensor needs some elements: select a non-empty range")
+      idx.append(slice(lo, hi))
+    elif isinstance(i, int):
+      if not -n <= i < n:
+        raise E.IndexOutOfBoundsError(
+            f"index {i} is out of range for axis {dim} of {x.name or 'the tensor'} {shape}", cx.loc,
+            hint=f"indices of axis {dim} run from {-n} to {n - 1}")
+      idx.append(i % n)
+    elif _is_int_index(i):
+      i = ew.astype(cx, i, DType.i32) if resolve(i.type.dtype) != DType.i32 else i
+      wrapped = ew.where_(cx, ew.compare(cx, ew.CmpOp.LT, i, 0), ew.binary(cx, ew.BinOp.ADD, i, n), i)
+      idx.append(ew.binary(cx, ew.BinOp.MAX, ew.binary(cx, ew.BinOp.MIN, wrapped, n - 1), 0))
+    else:
+      idx.append(i)
+  buf = cx.b.emit(SmemAlloc, loc=cx.loc, types=[RefType(shape, x.type.dtype, Space.SMEM)],
+                  names=[f"{x.name or 'tensor'} scratch"]).result
+  cx.b.allocs.append(buf)
+  store(cx, buf, x)
+  return load(cx, view(cx, buf, tuple(idx)), cx.name)
+
+
 def expand(cx, x, index):
   """`x[:, None]`, `x[None, :]`, `x[..., None]`: a register tensor with size-1 axes inserted;
   `x[:, a:b]`: static columns of a tensor-core tile (`slice_columns`)."""
@@ -177,13 +241,15 @@ def expand(cx, x, index):
     raise E.KernelTypeError("an index can hold at most one '...'", cx.loc, hint="x[..., None]")
   kept = sum(1 for i in index if i is not None and i is not Ellipsis)
   rank = len(x.type.shape)
+  if _element_index(index, rank):
+    return index_through_smem(cx, x, index)
   if any(not (i is None or i is Ellipsis or (isinstance(i, slice) and i == slice(None))) for i in index):
     raise E.UnsupportedSyntaxError(
-        "this index of a register tensor is not supported: a register tensor takes x[:, None]-style axis"
-        " insertion, and a tensor-core tile (a dot result) static column slices x[:, a:b] (a and b"
-        " multiples of 8); its rows and single elements live in other threads", cx.loc,
-        hint="index the ref before reading it: ref.at[...][...] (store a dot result to SMEM first to read"
-             " its rows), select with ml.where, or insert axes with x[:, None]")
+        "this index of a register tensor is not supported: a register tensor takes integer indices (an"
+        " element, a row or a column: x[i, j], x[i], x[:, j]), x[:, None]-style axis insertion, and a"
+        " tensor-core tile (a dot result) static column slices x[:, a:b] (a and b multiples of 8)", cx.loc,
+        hint="slice the ref before reading it: ref.at[...][...] (store a computed tensor into an ml.smem"
+             " buffer first), select with ml.where, or insert axes with x[:, None]")
   if kept > rank:
     raise E.IndexOutOfBoundsError(f"too many indices for a tensor of rank {rank}: {kept}", cx.loc,
                                   hint="use one ':' per axis and None for each new axis")

@@ -1,0 +1,98 @@
+"""Integer indices of register tensors (`v[i]`, `m[i, j]`, `m[i]`, `m[:, j]`): through an SMEM
+scratch the compiler allocates (frontend/ops/shape.py, index_through_smem), with jnp's index rules."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from locate import expect
+
+S = jax.ShapeDtypeStruct
+F32 = jnp.float32
+
+
+def _outs(x, i):
+  return (S((5,), F32), S((x.shape[1],), F32), S((x.shape[0],), F32), S((2, x.shape[1] - 128), F32))
+
+
+@mg.mgpu_kernel(out_shape=_outs, grid=(1,))
+def pick(x, i, out, row, col, win):
+  v = ml.cumsum(x[...], axis=1)          # computed in registers: its elements live in other threads
+  k = i[0]
+  out[0] = v[3, 5]
+  out[1] = v[-1, -1]
+  out[2] = v[k, 7]
+  out[3] = v[k - 100, 0]                 # a run-time index past the start: clamped, as jnp
+  out[4] = v[k + 100, 1]                 # and past the end
+  row[...] = v[k]
+  win[...] = v[2:4, 128:]
+  col[...] = v[:, 2]
+
+
+@pytest.mark.parametrize("k", [0, 6, -3])
+def test_elements_rows_and_columns_of_a_register_tensor_interpret(k):
+  x = jax.random.normal(jax.random.key(0), (8, 256), F32)
+  o, r, c, w = pick(x, jnp.array([k], jnp.int32), interpret=True)
+  v = np.cumsum(np.asarray(x, np.float64), axis=1)
+  n = 8
+  kk = k % n
+  want = [v[3, 5], v[-1, -1], v[kk, 7], v[max(0, min(n - 1, k - 100 + (n if k - 100 < 0 else 0))), 0],
+          v[min(n - 1, k + 100), 1]]
+  np.testing.assert_allclose(o, want, rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(r, v[kk], rtol=1e-5, atol=1e-4)
+  np.testing.assert_allclose(c, v[:, 2], rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(w, v[2:4, 128:], rtol=1e-5, atol=1e-4)
+
+
+def test_register_indexing_exports_for_cuda():
+  specs = (S((8, 256), F32), S((1,), jnp.int32))
+  assert "mosaic_gpu" in jax.export.export(jax.jit(pick), platforms=["cuda"])(*specs).mlir_module()
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((1,), F32), grid=(1,))
+def past_the_end(x, out):
+  v = ml.cumsum(x[...])
+  out[0] = v[256]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((1,), jnp.int32), grid=(1,))
+def bool_element(x, out):
+  m = x[...] > 0
+  out[0] = m[3].astype(jnp.int32)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((128,), F32), grid=(1,))
+def stepped(x, out):
+  v = ml.cumsum(x[...])
+  out[...] = v[0:128, None][:, 0]
+
+
+def test_a_static_index_past_the_end_is_an_error():
+  expect(past_the_end, [S((256,), F32)], mg.IndexOutOfBoundsError, "v[256]",
+         "index 256 is out of range for axis 0 of v (256,)", hint="indices of axis 0 run from -256 to 255")
+
+
+def test_a_bool_tensor_is_indexed_through_an_int8_copy():
+  expect(bool_element, [S((256,), F32)], mg.UnsupportedDtypeError, "m[3]",
+         "indexing m: its elements go through SMEM, which holds no bool",
+         hint="index an int8 copy: m.astype(jnp.int8)[...] != 0")
+
+
+def test_other_register_indices_name_what_works():
+  e = expect(stepped, [S((256,), F32)], mg.UnsupportedSyntaxError, "v[0:128, None]",
+             "this index of a register tensor is not supported: a register tensor takes integer indices (an"
+             " element, a row or a column: x[i, j], x[i], x[:, j]), x[:, None]-style axis insertion, and a"
+             " tensor-core tile (a dot result) static column slices x[:, a:b] (a and b multiples of 8)")
+  assert e.hint.startswith("slice the ref before reading it")
+
+
+@pytest.mark.gpu
+def test_gpu_elements_rows_and_columns_of_a_register_tensor():
+  x = jax.random.normal(jax.random.key(1), (8, 256), F32)
+  i = jnp.array([5], jnp.int32)
+  got = jax.jit(pick)(x, i)
+  want = pick(x, i, interpret=True)
+  for g, w in zip(got, want):
+    np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6)
