@@ -541,6 +541,13 @@ def mgpu_kernel(fn: Callable | None = None, *, out_shape=None, grid=(1,), block:
     return KernelFunction(f, out_shape=out_shape, grid=grid, block=block, cluster=cluster,
                           interpret=interpret, cache_size=cache_size,
                           input_output_aliases=input_output_aliases)
+  if fn is not None and (getattr(fn, "__name__", "") == "<lambda>" or not callable(fn)):
+    got = "a lambda" if callable(fn) else calling.describe(fn)
+    raise E.LaunchConfigError(
+        f"mgpu_kernel's positional argument is the kernel function, got {got}: out_shape"
+        f" and the other options are passed by keyword", caller_loc(),
+        hint="@mg.mgpu_kernel(out_shape=lambda x: x, grid=...) above a def, or"
+             " mg.mgpu_kernel(kernel_fn, out_shape=...)")
   return wrap_fn(fn) if fn is not None else wrap_fn
 
 

@@ -244,3 +244,15 @@ def test_dict_outputs_named_like_other_parameters_are_rejected_not_swapped():
     got = kernel(x, interpret=True)
     first = got["mean"] if kernel is stats_in_sorted_order else got["a"]
     np.testing.assert_array_equal(np.asarray(first), np.asarray(x))
+
+
+def test_out_shape_passed_positionally_is_named():
+  """The docs once showed mgpu_kernel(out_shape, grid=...): a lambda taken for the kernel function
+  was 'cannot read the source of <lambda>' (MG008) at the first call."""
+  with pytest.raises(mg.LaunchConfigError) as e:
+    mg.mgpu_kernel(lambda x: x, grid=(1,))
+  assert e.value.message == ("mgpu_kernel's positional argument is the kernel function, got a lambda:"
+                             " out_shape and the other options are passed by keyword")
+  assert e.value.filename == __file__ and "out_shape=lambda x: x" in e.value.hint
+  with pytest.raises(mg.LaunchConfigError):
+    mg.mgpu_kernel(S((128,), jnp.float32))
