@@ -96,3 +96,18 @@ def test_gpu_elements_rows_and_columns_of_a_register_tensor():
   want = pick(x, i, interpret=True)
   for g, w in zip(got, want):
     np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0], x.shape[1] // 2), x.dtype), grid=lambda x: (x.shape[0] // 64,))
+def swiglu(x, out):
+  rows = ml.ds(ml.program_id(0) * 64, 64)
+  h = x.shape[1] // 2
+  v = x.at[rows, :][...].astype(F32)
+  a, b = v[:, :h], v[:, h:]
+  out.at[rows, :][...] = (a * ml.sigmoid(a) * b).astype(out.dtype)
+
+
+def test_column_halves_of_a_loaded_tile_swiglu():
+  x = jax.random.normal(jax.random.key(3), (128, 512), F32)
+  np.testing.assert_allclose(swiglu(x, interpret=True), jax.nn.silu(x[:, :256]) * x[:, 256:], rtol=1e-5, atol=1e-6)
+  assert "mosaic_gpu" in jax.export.export(jax.jit(swiglu), platforms=["cuda"])(S((128, 512), jnp.bfloat16)).mlir_module()

@@ -187,6 +187,28 @@ def _element_index(index, rank) -> bool:
           and any(not (isinstance(i, slice) and i == slice(None)) for i in index))
 
 
+def _may_hold_dot_result(cx, x) -> bool:
+  """Whether `x` may be computed from an ml.dot result (so be in the tensor-core layout, whose
+  columns slice in registers): an op on the way is a dot, a loop or branch holding one, or a
+  value with no defining op here (a loop's carried value)."""
+  from .mma import Dot
+  seen, todo = set(), [x]
+  while todo:
+    v = todo.pop()
+    if v.id in seen:
+      continue
+    seen.add(v.id)
+    o = cx.b.defining(v)
+    if o is None:
+      if isinstance(v.type, TensorType):
+        return True
+      continue
+    if isinstance(o, Dot) or any(isinstance(y, Dot) for r in o.regions for y in ir.walk(getattr(o, r))):
+      return True
+    todo += [u for u in o.operands() if is_value(u) and isinstance(u.type, TensorType)]
+  return False
+
+
 def index_through_smem(cx, x, index):
   """`v[i]`, `v[i, j]`, `m[i]`, `m[:, j]`, `v[a:b]`, `m[a:b]` of a register tensor: its elements live in other threads,
   so the tensor goes through an SMEM scratch the compiler allocates (a store, a barrier the sync
@@ -236,6 +258,8 @@ def expand(cx, x, index):
   index = index if isinstance(index, tuple) else (index,)
   if (len(index) == 2 and index[0] == slice(None) and isinstance(index[1], slice)
       and index[1] != slice(None) and len(x.type.shape) == 2):
+    if _plain_slice(index[1]) and not _may_hold_dot_result(cx, x):
+      return index_through_smem(cx, x, index)       # strided or row layouts: through SMEM
     return slice_columns(cx, x, index[1])
   if sum(1 for i in index if i is Ellipsis) > 1:
     raise E.KernelTypeError("an index can hold at most one '...'", cx.loc, hint="x[..., None]")
