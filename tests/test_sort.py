@@ -82,8 +82,8 @@ def sort_columns(x, y):
 def test_a_length_not_a_power_of_two_says_how_to_pad():
   expect(sort_odd, [S((384,), jnp.float32)], mg.KernelTypeError, "ml.sort(",
          "ml.sort of x[...] (384,): the sorted axis has 384 elements, and a sort needs a power of two",
-         hint="pad it to 512: read a window of 512 columns with mask= and other=float('inf') (or the dtype's"
-              " largest value; -inf for descending=True), sort, and use the first 384")
+         hint="pad it to 512: read a window of 512 columns with mask= and other=float('nan') (after every real"
+              " element, NaNs included, since equal keys keep their order), sort, and use the first 384")
 
 
 def test_sorting_along_the_first_axis_says_to_transpose():
@@ -99,3 +99,17 @@ def test_gpu_sort_matches_jnp(dtype, descending):
   x = _data((64, 1024), dtype, seed=1)
   y, ix = jax.jit(lambda x: sort_rows(x, descending=descending))(x)
   _check(x, y, ix, descending)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (S((x.shape[0], 96), x.dtype), S((x.shape[0], 96), jnp.int32)), grid=(1,))
+def sort_padded(x, y, ix):
+  w = ml.load(x.at[:, ml.ds(0, 128)], mask=(ml.arange(128) < 96)[None, :], other=float("nan"))
+  y[...] = ml.sort(w)[:, :96]
+  ix[...] = ml.argsort(w)[:, :96]
+
+
+def test_the_padding_the_hint_gives_keeps_nans():
+  """The hint said other=float('inf'): a NaN sorted after the padding and was cut off."""
+  x = _data((8, 96), jnp.float32, seed=5)
+  y, ix = sort_padded(x, interpret=True)
+  _check(x, y, ix, False)

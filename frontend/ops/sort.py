@@ -56,21 +56,25 @@ def sort_tensor(cx, x, axis, descending, what, late_first=False):
     raise E.KernelTypeError(f"{what}: descending is a static bool, got {descending!r}", cx.loc,
                             hint="descending=True puts the largest first")
   n = shape[-1]
+  d = resolve(x.type.dtype)
   if n & (n - 1):
     up = 1 << n.bit_length()
+    fill = ("float('-inf')" if descending else "float('nan')") if isinstance(d, DType) and d.is_float else \
+        ("the dtype's smallest value" if descending else "the dtype's largest value")
     raise E.KernelTypeError(
         f"{what} of {x.name or 'a tensor'} {shape}: the sorted axis has {n} elements, and a sort needs a power"
         f" of two", cx.loc,
-        hint=f"pad it to {up}: read a window of {up} columns with mask= and other=float('inf') (or the dtype's"
-             f" largest value; -inf for descending=True), sort, and use the first {n}")
-  d = resolve(x.type.dtype)
+        hint=f"pad it to {up}: read a window of {up} columns with mask= and other={fill} (after every real"
+             f" element, NaNs included, since equal keys keep their order), sort, and use the first {n}")
   if not isinstance(d, DType):
     raise E.DtypeInferenceError(f"{what}: the dtype of {x.name or 'the tensor'} is not known yet", cx.loc,
                                 hint="give its buffer, when you make it, the dtype of the data it will hold:"
                                      " ml.smem(shape, x.dtype) of an input x, or a dtype such as jnp.float32")
   if d == DType.bool_ or d.bits > 32 or (d.is_float and d.bits == 8):
+    to = "jnp.int32" if d == DType.bool_ else "jnp.float32" if d.is_float else None
     raise E.UnsupportedDtypeError(f"{what} of {dtype_name(d)}: 16- and 32-bit elements, and 8-bit integers",
-                                  cx.loc, hint=f"sort a converted copy: {x.name or 'x'}.astype(jnp.float32)")
+                                  cx.loc, hint=f"sort a converted copy: {x.name or 'x'}.astype({to})" if to else
+                                  "sort 32-bit keys (64-bit elements do not fit the sort's scratch)")
   key = DType.i32 if d.is_int and d.bits == 8 and d.is_signed else DType.u32 if d.is_int and d.bits == 8 else d
   v = x if key == d else ew.astype(cx, x, key)
   rows = 1 if rank == 1 else shape[0]
