@@ -163,6 +163,10 @@ def trace_for(tracer, node: ast.For):
     tracer.unsupported(it, "keywords in range(...)", hint="only ml.range takes stages=")
   stages, specialize, pingpong = 1, False, False
   for kw in it.keywords:
+    if kw.arg is None:
+      raise E.KernelTypeError("ml.range(..., **kwargs): its options are written out", tracer.loc(kw.value),
+                              hint="ml.range(n, stages=s, warp_specialize=..., pingpong=...) with each keyword"
+                                   " given by name (constexprs work as values)")
     if kw.arg not in ("stages", "warp_specialize", "pingpong"):
       raise E.KernelTypeError(f"ml.range takes no keyword {kw.arg!r}", tracer.loc(kw.value),
                               hint="ml.range(start, stop, step, stages=s, warp_specialize=False, pingpong=False)")
@@ -184,7 +188,7 @@ def trace_for(tracer, node: ast.For):
     raise E.KernelTypeError("warp_specialize=True needs stages of at least 2", tracer.loc(it),
                             hint="ml.range(n, stages=4, warp_specialize=True)")
   if pingpong and not specialize:
-    raise E.KernelTypeError(
+    raise E.WarpSpecializeError(
         "pingpong=True needs warp_specialize=True: the compute warpgroups take turns on the tensor cores"
         " while a producer warpgroup loads for both", tracer.loc(it),
         hint="ml.range(n, stages=3, warp_specialize=True, pingpong=True) in a kernel with block=256")

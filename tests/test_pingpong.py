@@ -141,7 +141,7 @@ AB = (S((128, 256), F16), S((256, 128), F16))
 
 
 def test_pingpong_without_warp_specialisation_is_rejected_at_the_loop():
-  expect(pp_without_ws, AB, mg.KernelTypeError, "ml.range(",
+  expect(pp_without_ws, AB, mg.WarpSpecializeError, "ml.range(",
          "pingpong=True needs warp_specialize=True: the compute warpgroups take turns on the tensor cores"
          " while a producer warpgroup loads for both",
          hint="ml.range(n, stages=3, warp_specialize=True, pingpong=True) in a kernel with block=256")
@@ -226,3 +226,19 @@ def test_gpu_pingpong_matmul_of_one_dot_a_step():
   b = jax.random.normal(jax.random.key(1), (1024, 384), jnp.float32).astype(F16)
   want = a.astype(jnp.float32) @ b.astype(jnp.float32)
   np.testing.assert_allclose(jax.jit(pp_matmul)(a, b), want, rtol=1e-3, atol=5e-2)
+
+
+OPTS = {"stages": 2}
+
+
+def test_range_options_by_splat_say_so():
+  @mg.mgpu_kernel(out_shape=_out, grid=(1,))
+  def splat(a, b, c):
+    a_s, b_s = ml.smem((128, 64), a.dtype), ml.smem((64, 128), b.dtype)
+    acc = ml.zeros((128, 128), jnp.float32)
+    for k in ml.range(a.shape[1] // 64, **OPTS):
+      ml.copy(a.at[:, ml.ds(k * 64, 64)], a_s)
+      ml.copy(b.at[ml.ds(k * 64, 64), :], b_s)
+      acc = ml.dot(a_s, b_s, acc)
+    c[...] = acc
+  expect(splat, AB, mg.KernelTypeError, "OPTS):", "ml.range(..., **kwargs): its options are written out")

@@ -111,3 +111,15 @@ def test_column_halves_of_a_loaded_tile_swiglu():
   x = jax.random.normal(jax.random.key(3), (128, 512), F32)
   np.testing.assert_allclose(swiglu(x, interpret=True), jax.nn.silu(x[:, :256]) * x[:, 256:], rtol=1e-5, atol=1e-6)
   assert "mosaic_gpu" in jax.export.export(jax.jit(swiglu), platforms=["cuda"])(S((128, 512), jnp.bfloat16)).mlir_module()
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), F32), grid=(1,))
+def column_past_the_end(x, out):
+  v = ml.cumsum(x[...], axis=1)
+  out[...] = v[:, 128]
+
+
+def test_a_column_index_past_the_end_names_the_tensor_as_written():
+  """Was reported for axis 0 of the transposed scratch, (128, 16)."""
+  expect(column_past_the_end, [S((16, 128), F32)], mg.IndexOutOfBoundsError, "v[:, 128]",
+         "index 128 is out of range for axis 1 of v (16, 128)", hint="indices of axis 1 run from -128 to 127")

@@ -223,7 +223,11 @@ def index_through_smem(cx, x, index):
         hint=f"index an int8 copy: {x.name or 'm'}.astype(jnp.int8)[...] != 0")
   shape = x.type.shape
   if len(shape) == 2 and len(index) == 2 and index[0] == slice(None) and _is_int_index(index[1]):   # a column: a row of x.T
-    return index_through_smem(cx, transpose_tensor(cx, x), (index[1],))
+    j, n = index[1], shape[1]
+    if isinstance(j, int) and not -n <= j < n:
+      raise E.IndexOutOfBoundsError(f"index {j} is out of range for axis 1 of {x.name or 'the tensor'} {shape}",
+                                    cx.loc, hint=f"indices of axis 1 run from {-n} to {n - 1}")
+    return index_through_smem(cx, transpose_tensor(cx, x), (j,))
   idx = []
   for dim, (i, n) in enumerate(zip(index, shape)):
     if isinstance(i, slice):
