@@ -83,8 +83,8 @@ def test_a_bool_tensor_is_indexed_through_an_int8_copy():
 def test_other_register_indices_name_what_works():
   e = expect(stepped, [S((256,), F32)], mg.UnsupportedSyntaxError, "v[0:128, None]",
              "this index of a register tensor is not supported: a register tensor takes integer indices (an"
-             " element, a row or a column: x[i, j], x[i], x[:, j]), x[:, None]-style axis insertion, and a"
-             " tensor-core tile (a dot result) static column slices x[:, a:b] (a and b multiples of 8)")
+             " element, a row or a column: x[i, j], x[i], x[:, j]), static windows (x[a:b], x[i, a:b], x[:, a:b]),"
+             " and x[:, None]-style axis insertion, one kind at a time")
   assert e.hint.startswith("slice the ref before reading it")
 
 
@@ -123,3 +123,34 @@ def test_a_column_index_past_the_end_names_the_tensor_as_written():
   """Was reported for axis 0 of the transposed scratch, (128, 16)."""
   expect(column_past_the_end, [S((16, 128), F32)], mg.IndexOutOfBoundsError, "v[:, 128]",
          "index 128 is out of range for axis 1 of v (16, 128)", hint="indices of axis 1 run from -128 to 127")
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((128,), F32), grid=(1,))
+def index_mistakes(x, out, *, kind: ml.constexpr):
+  v = ml.cumsum(x[...])
+  f = x[3]
+  i = ml.program_id(0)
+  if kind == "mask":
+    out[...] = v[v > 0]
+  elif kind == "tensor":
+    out[...] = v[ml.arange(128)]
+  elif kind == "float":
+    out[0] = v[f]
+  elif kind == "window":
+    out[...] = v[i:i + 128]
+  else:
+    out[0] = v[1, 2]
+
+
+@pytest.mark.parametrize("kind,cls,message", [
+    ("mask", mg.KernelTypeError, "v[mask]: a boolean mask selects a data-dependent number of elements, and a"
+                                 " register tensor has a static shape"),
+    ("tensor", mg.KernelTypeError, "v is indexed by a tensor of indices: gathers read refs (table[ids, :] of a"
+                                   " kernel input), not register tensors"),
+    ("float", mg.KernelTypeError, "an index of v must be an integer, got f (float32)"),
+    ("window", mg.KernelTypeError, "a window of v needs static bounds; this one starts or ends at a run-time value"),
+    ("rank", mg.IndexOutOfBoundsError, "too many indices for v, a tensor of rank 1: 2"),
+], ids=lambda x: x if isinstance(x, str) and len(x) < 10 else "")
+def test_register_index_mistakes_say_what_is_wrong(kind, cls, message):
+  at = {"mask": "v[v > 0]", "tensor": "v[ml.arange", "float": "v[f]", "window": "v[i:i", "rank": "v[1, 2]"}[kind]
+  expect(index_mistakes, [S((256,), F32)], cls, at, message, kind=kind)

@@ -180,6 +180,37 @@ def _plain_slice(i) -> bool:
                                        for v in (i.start, i.stop)) and i.step in (None, 1))
 
 
+def _check_register_index(cx, x, index, rank, kept):
+  """The index mistakes of a register tensor that have a message of their own."""
+  name = x.name or "the tensor"
+  for i in index:
+    if is_value(i) and isinstance(i.type, TensorType):
+      d = resolve(i.type.dtype)
+      if d == DType.bool_:
+        raise E.KernelTypeError(
+            f"{name}[mask]: a boolean mask selects a data-dependent number of elements, and a register tensor"
+            f" has a static shape", cx.loc,
+            hint=f"keep the shape and zero the rest: ml.where(mask, {name}, 0); to pack the selected elements,"
+                 f" compute their positions with ml.cumsum(mask.astype(jnp.int32)) and scatter")
+      raise E.KernelTypeError(
+          f"{name} is indexed by a tensor of indices: gathers read refs (table[ids, :] of a kernel input), not"
+          f" register tensors", cx.loc,
+          hint="gather from the array the values came from, or store the tensor into an ml.smem buffer and read"
+               " the elements you need with integer indices")
+    if is_value(i) and isinstance(i.type, ScalarType) and not _is_int_index(i):
+      raise E.KernelTypeError(
+          f"an index of {name} must be an integer, got {i.name or 'a scalar'} ({dtype_name(resolve(i.type.dtype))})",
+          cx.loc, hint=f"convert it: {i.name or 'i'}.astype(jnp.int32)")
+    if isinstance(i, slice) and any(is_value(v) for v in (i.start, i.stop)):
+      raise E.KernelTypeError(
+          f"a window of {name} needs static bounds; this one starts or ends at a run-time value", cx.loc,
+          hint="read the window from a ref: ref.at[ml.ds(i, size)][...] (store the tensor into an ml.smem buffer"
+               " first), or select elements with integer indices")
+  if kept > rank:
+    raise E.IndexOutOfBoundsError(f"too many indices for {name}, a tensor of rank {rank}: {kept}", cx.loc,
+                                  hint="use one index or ':' per axis, and None for each new axis")
+
+
 def _element_index(index, rank) -> bool:
   """Whether `index` picks elements, rows or a static window: integers (static or run-time
   scalars) and static slices of step 1, one entry per axis at most, not all of them `:`."""
@@ -269,13 +300,14 @@ def expand(cx, x, index):
     raise E.KernelTypeError("an index can hold at most one '...'", cx.loc, hint="x[..., None]")
   kept = sum(1 for i in index if i is not None and i is not Ellipsis)
   rank = len(x.type.shape)
+  _check_register_index(cx, x, index, rank, kept)
   if _element_index(index, rank):
     return index_through_smem(cx, x, index)
   if any(not (i is None or i is Ellipsis or (isinstance(i, slice) and i == slice(None))) for i in index):
     raise E.UnsupportedSyntaxError(
         "this index of a register tensor is not supported: a register tensor takes integer indices (an"
-        " element, a row or a column: x[i, j], x[i], x[:, j]), x[:, None]-style axis insertion, and a"
-        " tensor-core tile (a dot result) static column slices x[:, a:b] (a and b multiples of 8)", cx.loc,
+        " element, a row or a column: x[i, j], x[i], x[:, j]), static windows (x[a:b], x[i, a:b], x[:, a:b]),"
+        " and x[:, None]-style axis insertion, one kind at a time", cx.loc,
         hint="slice the ref before reading it: ref.at[...][...] (store a computed tensor into an ml.smem"
              " buffer first), select with ml.where, or insert axes with x[:, None]")
   if kept > rank:
