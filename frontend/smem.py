@@ -151,7 +151,12 @@ def _fewer_stages_hint(kernel, life, barrier_bytes):
   loops = kernel.pipelines
   generic = "use smaller tiles or fewer pipeline stages"
   if not loops:
-    return generic, ()
+    big = max(kernel.smem, key=lambda b: b.type.nbytes, default=None)
+    if big is not None and (big.name or "").endswith(("scratch", "sort keys", "sort positions")):
+      return (f"use smaller tiles: the largest buffer, {big.name}, is one the compiler allocates to move a"
+              f" register tensor's elements between threads (indexing, slicing, sorting, transposing, scanning"
+              f" it); read such pieces straight from the ref instead (ref.at[rows, ml.ds(a, n)][...])"), ()
+    return "use smaller tiles", ()
   stages = {bid: p.stages for p in loops for bid in p.buffers}
   fewest = max(p.fewest for p in loops)
   for s in range(max(p.stages for p in loops) - 1, fewest - 1, -1):

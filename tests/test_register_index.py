@@ -154,3 +154,20 @@ def index_mistakes(x, out, *, kind: ml.constexpr):
 def test_register_index_mistakes_say_what_is_wrong(kind, cls, message):
   at = {"mask": "v[v > 0]", "tensor": "v[ml.arange", "float": "v[f]", "window": "v[i:i", "rank": "v[1, 2]"}[kind]
   expect(index_mistakes, [S((256,), F32)], cls, at, message, kind=kind)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0], x.shape[1] // 2), F32), grid=(1,))
+def swiglu_wide(x, out):
+  v = x[...].astype(F32)
+  d = x.shape[1] // 2
+  g, u = v[:, :d], v[:, d:]
+  out[...] = g * ml.sigmoid(g) * u
+
+
+def test_slices_of_one_value_share_its_scratch_and_an_overflow_names_it():
+  ir = swiglu_wide.typed_ir(S((8, 1024), jnp.bfloat16))
+  assert ir.count("smemalloc") == 1                      # v stored once for both halves
+  e = expect(swiglu_wide, [S((8, 8192), jnp.bfloat16)], mg.SmemCapacityError, "v[:, :d]",
+             "the kernel's SMEM needs 262144 bytes (v scratch 256 KiB, plus barriers and alignment), more than the"
+             " 232448 bytes (227 KiB) a CTA can use")
+  assert e.hint.startswith("use smaller tiles: the largest buffer, v scratch, is one the compiler allocates")

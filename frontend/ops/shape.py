@@ -280,10 +280,14 @@ def index_through_smem(cx, x, index):
       idx.append(ew.binary(cx, ew.BinOp.MAX, ew.binary(cx, ew.BinOp.MIN, wrapped, n - 1), 0))
     else:
       idx.append(i)
-  buf = cx.b.emit(SmemAlloc, loc=cx.loc, types=[RefType(shape, x.type.dtype, Space.SMEM)],
-                  names=[f"{x.name or 'tensor'} scratch"]).result
-  cx.b.allocs.append(buf)
-  store(cx, buf, x)
+  stored = getattr(cx.b, "index_scratch", {})   # a value stored once serves every index of it in its block
+  buf, block = stored.get(x.id, (None, None))
+  if block is not cx.b.block:
+    buf = cx.b.emit(SmemAlloc, loc=cx.loc, types=[RefType(shape, x.type.dtype, Space.SMEM)],
+                    names=[f"{x.name or 'tensor'} scratch"]).result
+    cx.b.allocs.append(buf)
+    store(cx, buf, x)
+    cx.b.index_scratch = {**stored, x.id: (buf, cx.b.block)}
   return load(cx, view(cx, buf, tuple(idx)), cx.name)
 
 
