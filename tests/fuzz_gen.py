@@ -219,7 +219,8 @@ class Gen:
     kind = self.c.choice(["smem", "smem", "copy", "copy", "copy", "load", "load", "store", "store",
                           "binary", "binary", "compare", "unary", "cast", "cast", "where", "full",
                           "pid", "for", "if", "cluster", "aug", "scalar", "attr", "dot",
-                          "scalar_cast", "grouped", "syntax", "transpose", "scan", "gather"])
+                          "scalar_cast", "grouped", "syntax", "transpose", "scan", "gather", "sort",
+                          "index"])
     getattr(self, "s_" + kind)()
 
   def s_pid(self):
@@ -398,6 +399,46 @@ class Gen:
     name = self.fresh("t")
     self.emit(f"{name} = ml.{f}({v.name}, axis={axis}{rev})")
     self.env.append(Var(name, "tensor", v.shape, v.dtype))
+
+  def s_sort(self):
+    """ml.sort / ml.argsort along the last axis of a 1- or 2-D tensor whose last axis is a power of
+    two (not, or a bool tensor, when bad)."""
+    bad = self.bad()
+    v = self.tensor(None if bad else (lambda d: d in ("float32", "int32", "float16", "bfloat16", "int8")))
+    if (len(v.shape) > 2 or v.shape[-1] & (v.shape[-1] - 1)) and not bad:
+      return
+    f = self.c.choice(["sort", "argsort"])
+    desc = ", descending=True" if self.c.chance(0.3) else ""
+    name = self.fresh("t")
+    self.emit(f"{name} = ml.{f}({v.name}{desc})")
+    self.env.append(Var(name, "tensor", v.shape, v.dtype if f == "sort" else "int32"))
+
+  def s_index(self):
+    """An element, a row, a column or a static window of a register tensor (through SMEM)."""
+    v = self.tensor(lambda d: d != "bool")
+    if len(v.shape) not in (1, 2):
+      return
+    n0 = v.shape[0]
+    i = self.c.choice([str(self.c.choice([0, n0 - 1, -1])), self.program_id()])
+    name = self.fresh("t")
+    if len(v.shape) == 1:
+      k = self.c.choice([128, n0]) if n0 >= 128 else n0
+      if self.c.chance(0.5) and n0 >= 128 and n0 % 128 == 0:
+        lo = self.c.choice([0, n0 - k])
+        self.emit(f"{name} = {v.name}[{lo}:{lo + k}]")
+        self.env.append(Var(name, "tensor", (k,), v.dtype))
+      else:
+        self.emit(f"{name} = {v.name}[{i}]")
+        self.env.append(Var(name, "scalar", (), v.dtype))
+      return
+    n1 = v.shape[1]
+    form = self.c.choice(["row", "elem", "elem"])
+    if form == "row" and valid_layout((n1,)):
+      self.emit(f"{name} = {v.name}[{i}]")
+      self.env.append(Var(name, "tensor", (n1,), v.dtype))
+    else:
+      self.emit(f"{name} = {v.name}[{i}, {self.c.choice([0, n1 - 1])}]")
+      self.env.append(Var(name, "scalar", (), v.dtype))
 
   def s_gather(self):
     """Rows (or elements) of an input at indices computed from ml.arange, kept inside it."""
@@ -651,7 +692,8 @@ class Gen:
         f" grid={grid}, cluster={self.cluster}, block={block})",
         f"def kernel({params}):",
     ]
-    text = "\n".join(head + self.lines) + "\n"
+    lines = self.lines or ["  pass"]     # every statement drawn may have found nothing to use
+    text = "\n".join(head + lines) + "\n"
     return Program(text, specs, out, first_line=5, last_line=text.count("\n"))
 
 
