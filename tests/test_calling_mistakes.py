@@ -256,3 +256,30 @@ def test_out_shape_passed_positionally_is_named():
   assert e.value.filename == __file__ and "out_shape=lambda x: x" in e.value.hint
   with pytest.raises(mg.LaunchConfigError):
     mg.mgpu_kernel(S((128,), jnp.float32))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def stage_out(x, out):
+  buf = ml.smem((128, 64), jnp.float16)
+  buf[...] = x[...].astype(jnp.float16)
+  ml.copy(buf, out)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def stage_in(x, out):
+  buf = ml.smem((128, 64), jnp.float16)
+  ml.copy(x, buf)
+  out[...] = buf[...].astype(jnp.float32)
+
+
+def test_a_copy_dtype_hint_converts_towards_the_other_side():
+  """The hint said buf2[...] = buf[...].astype(jnp.float16): buf's own type, which fixes nothing."""
+  spec = S((128, 64), jnp.float32)
+  with pytest.raises(mg.CopyDtypeError) as e:
+    stage_out.check(spec)
+  assert e.value.hint.endswith("buf2 = ml.smem((128, 64), jnp.float32); buf2[...] = buf[...].astype(jnp.float32);"
+                               " ml.copy(buf2, out)")
+  with pytest.raises(mg.CopyDtypeError) as e:
+    stage_in.check(spec)
+  assert e.value.hint.endswith("buf2 = ml.smem((128, 64), jnp.float32); ml.copy(x, buf2);"
+                               " buf[...] = buf2[...].astype(jnp.float16)")

@@ -542,11 +542,16 @@ def copy(cx, src, dst, reduce=None, *, multicast=None):
     var_side, other = (d, s) if isinstance(d.dtype, DTypeVar) else (s, d)
     err = conflict(var_side.dtype, other.dtype, cx.loc, f"copy {src.name} -> {dst.name}")
     smem_side = dst if d.space == Space.SMEM else src
+    want = dtype_name((s if smem_side is dst else d).dtype)     # the other side's element type
+    have = dtype_name(smem_side.type.dtype)
+    buf2 = f"buf2 = ml.smem({tuple(smem_side.type.shape)}, jnp.{want})"
+    convert = (f"{buf2}; ml.copy({src.name}, buf2); {dst.name}[...] = buf2[...].astype(jnp.{have})"
+               if smem_side is dst else
+               f"{buf2}; buf2[...] = {src.name}[...].astype(jnp.{want}); ml.copy(buf2, {dst.name})")
     raise err or E.CopyDtypeError(
         f"cannot copy {desc(src)} into {desc(dst)}: element types differ", cx.loc,
-        hint=f"allocate {smem_side.name} as {dtype_name((s if smem_side is dst else d).dtype)}"
-             f" (or leave dtype out to infer it), or convert in registers:"
-             f" buf2[...] = {smem_side.name}[...].astype(jnp.{dtype_name(smem_side.type.dtype)})")
+        hint=f"allocate {smem_side.name} as {want} (or leave dtype out to infer it), or convert in registers"
+             f" through a {want} buffer: {convert}")
   if s.space == Space.SMEM and d.space == Space.SMEM:
     store(cx, dst, load(cx, src, src.name))   # through registers
     return
