@@ -281,7 +281,7 @@ class _Memory:
       w = self.writers.get(p.value.id)
       race = w.first_race() if w is not None else None
       if race is not None:
-        out.append(race_error(p.name, race, self.ev.program))
+        out.append(race_error(p.name, race, self.ev.program, p.value.type.shape, self.kernel.grid))
     return out
 
   def check_multicast(self, acc):

@@ -26,15 +26,24 @@ def unify(a, b, loc: Loc, why: str):
   return concrete
 
 
-def conflict(var_dtype, other, loc: Loc, what: str):
-  """If `var_dtype` is a bound inferred dtype, the DtypeConflictError naming both uses."""
+def conflict(var_dtype, other, loc: Loc, what: str, stored: str | None = None, shape=None):
+  """If `var_dtype` is a bound inferred dtype, the DtypeConflictError naming both uses.
+  `stored`: the stored value as the user wrote it, where the conflict is a register store;
+  `shape`: the buffer's shape, where it is a copy."""
   if not isinstance(var_dtype, DTypeVar):
     return None
   v = var_dtype.find()
   if v.dtype is None or v.bound_at is None:
     return None
+  if stored is not None:     # an explicit dtype alone only turns this into MG102: convert the value
+    hint = (f"convert the stored value to {v.dtype}: {v.owner}[...] = {stored}.astype(jnp.{v.dtype});"
+            f" giving {v.owner} an explicit dtype does not convert it")
+  else:                      # TMA copies never convert: the other dtype needs a buffer of its own
+    hint = (f"copies never convert: copy the {dtype_name(other)} data into a buffer of its own,"
+            f" ml.smem({tuple(shape) if shape is not None else 'shape'}, jnp.{dtype_name(other)}), and convert between the two in registers"
+            f" with .astype(...)")
   return E.DtypeConflictError(
       f"{v.owner} (SMEM, inferred dtype) would be {dtype_name(other)} here ({what}),"
       f" but line {v.bound_at.lineno} already made it {v.dtype} ({v.bound_by})",
-      loc, hint=f"give {v.owner} an explicit dtype, or convert one side with .astype(...)",
+      loc, hint=hint,
       notes=(f"{v.bound_at}: {v.owner} inferred as {v.dtype} here",))

@@ -13,9 +13,6 @@ import numpy as np
 from . import errors as E
 from .coverage import MAX_CELLS, group_rows
 
-OWN_WINDOW = "give each program its own window of the output, e.g. out.at[ml.ds(ml.program_id(0) * 128, 128)]"
-
-
 class Writers:
   """The certain writes into one output: boxes, the program of each, and where it is written."""
 
@@ -85,10 +82,26 @@ ONE_WRITER = ("write it from one program (if ml.program_id(0) == 0: ...), or add
               " with ml.atomic_add")
 
 
-def race_error(name, race, program):
+OWN_WINDOW = "give each program its own window of the output, e.g. out.at[ml.ds(ml.program_id(0) * 128, 128)]"
+
+
+def own_window(name, shape, grid):
+  """The hint for programs writing one element: a window of `name` a program, sized so the
+  programs along grid axis 0 split its first dimension (a fixed 128 ran past small outputs)."""
+  n = grid[0] if grid else 1
+  if shape and n > 1 and shape[0] % n == 0:
+    t = shape[0] // n
+    return (f"give each program its own window of {name}: {n} programs split its {shape[0]} rows"
+            f" into {t} each, e.g. {name}.at[ml.ds(ml.program_id(0) * {t}, {t})], and read the"
+            f" matching window of the inputs")
+  return (f"give each program its own window of {name}, e.g. {name}.at[ml.ds(ml.program_id(0) * t, t)]"
+          f" with grid=lambda x: ((x.shape[0] + t - 1) // t,), and read the matching window of the inputs")
+
+
+def race_error(name, race, program, shape=None, grid=None):
   element, p, loc_p, q, loc_q = race
   return E.RaceError(
       f"program {program(p)} and program {program(q)} both write {name}{list(element) if element else ''}:"
       f" programs run in no fixed order, so the result depends on timing", loc_q,
       notes=(f"{loc_p}: program {program(p)} writes it here",) if loc_p != loc_q else (),
-      hint=OWN_WINDOW if element else ONE_WRITER)
+      hint=own_window(name, shape, grid) if element else ONE_WRITER)

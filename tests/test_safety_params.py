@@ -209,8 +209,8 @@ def test_two_programs_certainly_writing_one_element_is_a_race_at_compile_time():
   expect(overlapping_tiles, [S((416,), F32)], mg.RaceError, "out.at[ml.ds(i * 96",
          "program (0, 0, 0) and program (1, 0, 0) both write out[96]: programs run in no fixed order, so"
          " the result depends on timing",
-         hint="give each program its own window of the output, e.g. out.at[ml.ds(ml.program_id(0) * 128,"
-              " 128)]")
+         hint="give each program its own window of out: 4 programs split its 416 rows into 104 each, e.g."
+              " out.at[ml.ds(ml.program_id(0) * 104, 104)], and read the matching window of the inputs")
 
 
 # ---------------------------------------------------------------------------- valid coverage

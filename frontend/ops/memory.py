@@ -492,7 +492,9 @@ def store(cx, ref, value):
   if rd == DType.bool_ or (isinstance(rd, DTypeVar) and resolve(value.type.dtype) == DType.bool_):
     raise bool_ref_error(cx, ref, "write")
   if unify(t.dtype, value.type.dtype, cx.loc, f"store of {value.name or 'a value'}") is None:
-    err = conflict(t.dtype, value.type.dtype, cx.loc, f"store of {value.type.dtype}")
+    from .elementwise import method_on
+    err = conflict(t.dtype, value.type.dtype, cx.loc, f"store of {value.type.dtype}",
+                   stored=method_on(value.name or "value"))
     raise err or E.StoreDtypeError(
         f"cannot store {value.name or 'a value'} ({dtype_name(value.type.dtype)}) into"
         f" {ref.name or 'a ref'} ({t.space}, {dtype_name(t.dtype)}): no implicit conversion", cx.loc,
@@ -540,7 +542,8 @@ def copy(cx, src, dst, reduce=None, *, multicast=None):
   if unify(s.dtype, d.dtype, cx.loc, f"copy from {src.name}" if d.space == Space.SMEM
            else f"copy to {dst.name}") is None:
     var_side, other = (d, s) if isinstance(d.dtype, DTypeVar) else (s, d)
-    err = conflict(var_side.dtype, other.dtype, cx.loc, f"copy {src.name} -> {dst.name}")
+    err = conflict(var_side.dtype, other.dtype, cx.loc, f"copy {src.name} -> {dst.name}",
+                   shape=var_side.shape)
     smem_side = dst if d.space == Space.SMEM else src
     want = dtype_name((s if smem_side is dst else d).dtype)     # the other side's element type
     have = dtype_name(smem_side.type.dtype)
@@ -626,7 +629,9 @@ def cluster_ref(cx, buf, cta, axis=0):
   if cluster[axis] == 1:
     raise E.ClusterRefError(
         f"ml.cluster_ref along axis {axis}, but the kernel's cluster is {cluster}", cx.loc,
-        hint="launch with @mgpu_kernel(..., cluster=(2,)) or larger along that axis")
+        hint=f"launch with @mgpu_kernel(..., cluster={(1,) * axis + (2,)}) or larger along that axis,"
+             f" and put ml.cluster_sync() between the peers' writes of {buf.name or 'the buffer'} and"
+             f" these reads, and again after the last read (a CTA must not exit while a peer reads its SMEM)")
   if isinstance(cta, int) and not 0 <= cta < cluster[axis]:
     raise E.IndexOutOfBoundsError(
         f"CTA {cta} is outside the cluster's {cluster[axis]} CTAs along axis {axis}", cx.loc,
