@@ -82,9 +82,6 @@ ONE_WRITER = ("write it from one program (if ml.program_id(0) == 0: ...), or add
               " with ml.atomic_add")
 
 
-OWN_WINDOW = "give each program its own window of the output, e.g. out.at[ml.ds(ml.program_id(0) * 128, 128)]"
-
-
 def own_window(name, shape, grid):
   """The hint for programs writing one element: a window of `name` a program, sized so the
   programs along grid axis 0 split its first dimension (a fixed 128 ran past small outputs)."""

@@ -16,7 +16,7 @@ import numpy as np
 from ..frontend import ir
 from ..frontend.checks import uncovered_error, uninitialized_read
 from ..frontend.coverage import describe
-from ..frontend.races import ACCUMULATED_READ, CROSS_PROGRAM_READ, ONE_WRITER, OWN_WINDOW
+from ..frontend.races import ACCUMULATED_READ, CROSS_PROGRAM_READ, ONE_WRITER, own_window
 from .interpret_numerics import np_dtype, poison
 from ..frontend.ops.atomic import identity
 
@@ -176,7 +176,8 @@ class Memory:
         f" writes it: programs run in no fixed order, so the result depends on timing", here or self.kernel.loc,
         notes=notes + (() if here else (f"{o.loc}: program {cta.pid} {mine} it here",)),
         hint=ACCUMULATED_READ if accumulated else CROSS_PROGRAM_READ if crossed else
-        OWN_WINDOW if len(elem) else ONE_WRITER)
+        own_window(ref.name, tuple(getattr(ref.root.type, 'shape', ())), self.kernel.grid) if len(elem)
+        else ONE_WRITER)
 
   def check_covered(self):
     """Every element of every output that starts without values is written by some program."""

@@ -8,6 +8,7 @@ import re
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
@@ -158,3 +159,19 @@ def test_race_hint_sizes_the_window_to_the_output_and_grid():
   x = jnp.arange(128, dtype=F32)
   copy_fixed.check(S((128,), F32))
   np.testing.assert_array_equal(np.asarray(copy_fixed(x, interpret=True)), np.asarray(x))
+
+
+@mg.mgpu_kernel(out_shape=lambda x, s: x, grid=(4,))
+def data_dependent_window(x, s, out):
+  start = s[0] * ml.program_id(0)        # s holds 0: every program writes rows 0:64
+  out.at[ml.ds(start, 64)][...] = x.at[ml.ds(start, 64)][...]
+
+
+def test_the_interpret_mode_race_hint_sizes_the_window_to_the_output_and_grid():
+  """Interpret mode's race hint said out.at[ml.ds(ml.program_id(0) * 128, 128)] whatever the sizes."""
+  x = jnp.arange(256, dtype=jnp.float32)
+  with pytest.raises(mg.RaceError) as e:
+    data_dependent_window(x, jnp.zeros((1,), jnp.int32), interpret=True)
+  assert e.value.hint == ("give each program its own window of out: 4 programs split its 256 rows into 64 each,"
+                          " e.g. out.at[ml.ds(ml.program_id(0) * 64, 64)], and read the matching window of the"
+                          " inputs")
