@@ -22,8 +22,8 @@ from .ops.mma import dot
 from .ops.random import rand, randint, randint4x
 from .ops.scan import cummax, cummin, cumprod, cumsum
 from .ops.sort import argsort, sort
-from .ops.shape import (argmax, argmin, broadcast_to, max_ as max, mean, min_ as min, reshape,
-                        sum_ as sum, transpose)
+from .ops.shape import (argmax, argmin, broadcast_to, concatenate, max_ as max, mean, min_ as min,
+                        reshape, sum_ as sum, transpose)
 
 
 class Inline:

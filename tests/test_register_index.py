@@ -171,3 +171,62 @@ def test_slices_of_one_value_share_its_scratch_and_an_overflow_names_it():
              "the kernel's SMEM needs 262144 bytes (v scratch 256 KiB, plus barriers and alignment), more than the"
              " 232448 bytes (227 KiB) a CTA can use")
   assert e.hint.startswith("use smaller tiles: the largest buffer, v scratch, is one the compiler allocates")
+
+
+# ------------------------------------------------------------------ ml.concatenate
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 64,))
+def rotate_half(x, out):
+  rows = ml.ds(ml.program_id(0) * 64, 64)
+  v = x.at[rows, :][...]
+  h = x.shape[1] // 2
+  out.at[rows, :][...] = ml.concatenate([-v[:, h:], v[:, :h]], axis=1)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0] * 2 + b.shape[0],), a.dtype), grid=(1,))
+def join3(a, b, out):
+  out[...] = ml.concatenate((a[...], b[...] * 2, a[...] + 1))
+
+
+@pytest.mark.parametrize("dtype", [F32, jnp.bfloat16], ids=str)
+def test_concatenate_matches_jnp_interpret(dtype):
+  x = jax.random.normal(jax.random.key(4), (128, 256), F32).astype(dtype)
+  np.testing.assert_array_equal(np.asarray(rotate_half(x, interpret=True), np.float32),
+                                np.asarray(jnp.concatenate([-x[:, 128:], x[:, :128]], axis=1), np.float32))
+  a, b = jnp.arange(128, dtype=F32).astype(dtype), jnp.arange(256, dtype=F32).astype(dtype)
+  np.testing.assert_array_equal(np.asarray(join3(a, b, interpret=True), np.float32),
+                                np.asarray(jnp.concatenate([a, b * 2, a + 1]), np.float32))
+  spec = S((128, 256), dtype)
+  assert "mosaic_gpu" in jax.export.export(jax.jit(rotate_half), platforms=["cuda"])(spec).mlir_module()
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def concat_mistakes(x, out, *, kind: ml.constexpr):
+  v = x[...]
+  if kind == "rank":
+    out[...] = ml.concatenate([v, v[:, 0]], axis=1)
+  elif kind == "shape":
+    out[...] = ml.concatenate([v[0:8], v[0:16, 0:64]], axis=0)
+  elif kind == "dtype":
+    out[...] = ml.concatenate([v, v.astype(jnp.int32)], axis=1)
+  else:
+    out[...] = ml.concatenate(v, axis=1)
+
+
+@pytest.mark.parametrize("kind,cls,message", [
+    ("rank", mg.ShapeMismatchError, "ml.concatenate of tensors of ranks [2, 1]: the parts need one rank"),
+    ("shape", mg.ShapeMismatchError, "ml.concatenate along axis 0 of a tensor (8, 128) and a tensor (16, 64): the"
+                                     " other axes differ"),
+    ("dtype", mg.DtypeMismatchError, "ml.concatenate of float32 and int32 parts: one dtype for every part"),
+    ("list", mg.KernelTypeError, "ml.concatenate takes a list or tuple of register tensors, got a register tensor"),
+], ids=["rank", "shape", "dtype", "list"])
+def test_concatenate_mistakes(kind, cls, message):
+  nth = ["rank", "shape", "dtype", "list"].index(kind)
+  e = expect(concat_mistakes, [S((16, 128), F32)], cls, "ml.concatenate(", message, kind=kind, nth=nth)
+  assert e.hint
+
+
+@pytest.mark.gpu
+def test_gpu_concatenate_and_column_halves():
+  x = jax.random.normal(jax.random.key(6), (128, 256), F32)
+  np.testing.assert_array_equal(jax.jit(rotate_half)(x), rotate_half(x, interpret=True))
+  np.testing.assert_allclose(jax.jit(swiglu)(x), swiglu(x, interpret=True), rtol=1e-6, atol=1e-6)

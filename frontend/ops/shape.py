@@ -19,6 +19,7 @@ from ..dtypes import DType
 from ..ir import LayoutRule, Traits
 from ..types import ScalarType, TensorType, dtype_name, resolve
 from . import elementwise as ew
+from ..infer import unify
 from .base import builtin, check_register_value, is_tensor, is_value, kind_of, static_shape
 
 
@@ -489,6 +490,61 @@ def broadcast_to(cx, x, shape):
     raise E.ShapeMismatchError(f"ml.broadcast_to cannot make {x.type.shape} into {shape}", cx.loc,
                                hint="only size-1 and missing leading axes stretch")
   return broadcast_to_shape(cx, x, shape)
+
+
+@builtin
+def concatenate(cx, xs, axis=0):
+  """Register tensors joined along `axis` (jnp.concatenate): `ml.concatenate([-x2, x1], axis=1)`.
+
+  The parts go into an SMEM scratch the compiler allocates, each into its window, and the
+  result is read back whole (a store per part, a barrier, a load). One dtype for every part."""
+  if not isinstance(xs, (list, tuple)) or not xs:
+    raise E.KernelTypeError(f"ml.concatenate takes a list or tuple of register tensors, got {kind_of(xs)}",
+                            cx.loc, hint="ml.concatenate([a, b], axis=1)")
+  for x in xs:
+    check_register_value(cx, x, "ml.concatenate")
+    if not is_tensor(x):
+      raise E.KernelTypeError(f"ml.concatenate joins register tensors, got {kind_of(x)}", cx.loc,
+                              hint="make a number a tensor first: ml.full(shape, value, dtype)")
+  rank = len(xs[0].type.shape)
+  if any(len(x.type.shape) != rank for x in xs):
+    raise E.ShapeMismatchError(
+        f"ml.concatenate of tensors of ranks {[len(x.type.shape) for x in xs]}: the parts need one rank", cx.loc,
+        hint="insert axes first: v[:, None]")
+  if not isinstance(axis, int) or isinstance(axis, bool) or not -rank <= axis < rank:
+    raise E.KernelTypeError(f"ml.concatenate: axis must be a static int in [-{rank}, {rank}), got {axis!r}",
+                            cx.loc, hint="ml.concatenate([a, b], axis=-1) joins along the last axis")
+  axis %= rank
+  for x in xs[1:]:
+    if any(n != m for d, (n, m) in enumerate(zip(x.type.shape, xs[0].type.shape)) if d != axis):
+      raise E.ShapeMismatchError(
+          f"ml.concatenate along axis {axis} of {xs[0].name or 'a tensor'} {xs[0].type.shape} and"
+          f" {x.name or 'a tensor'} {x.type.shape}: the other axes differ", cx.loc,
+          hint="the parts agree on every axis but the one they are joined along")
+  dt = xs[0].type.dtype
+  for x in xs[1:]:
+    if unify(dt, x.type.dtype, cx.loc, "ml.concatenate part") is None:
+      raise E.DtypeMismatchError(
+          f"ml.concatenate of {dtype_name(resolve(dt))} and {dtype_name(resolve(x.type.dtype))} parts: one dtype"
+          f" for every part", cx.loc, hint=f"convert the parts to one dtype first, e.g. part.astype(jnp.{dtype_name(resolve(dt))})")
+  d = resolve(dt)
+  if d == DType.bool_:
+    raise E.UnsupportedDtypeError("ml.concatenate of bool tensors: the parts go through SMEM, which holds no bool",
+                                  cx.loc, hint="join int8 copies: ml.concatenate([a.astype(jnp.int8), ...]) != 0")
+  from .memory import SmemAlloc, load, store, view
+  from ..types import RefType, Space
+  shape = list(xs[0].type.shape)
+  shape[axis] = sum(x.type.shape[axis] for x in xs)
+  buf = cx.b.emit(SmemAlloc, loc=cx.loc, types=[RefType(tuple(shape), dt, Space.SMEM)],
+                  names=["concatenate scratch"]).result
+  cx.b.allocs.append(buf)
+  at = 0
+  for x in xs:
+    n = x.type.shape[axis]
+    index = tuple(slice(at, at + n) if dim == axis else slice(None) for dim in range(rank))
+    store(cx, view(cx, buf, index), x)
+    at += n
+  return load(cx, buf, cx.name)
 
 
 @builtin(methods=("reshape",))
