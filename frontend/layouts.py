@@ -341,7 +341,10 @@ class _Solver:
         f" columns, which needs columns a multiple of {hw.WARP} (one per lane of a warp), and rows a"
         f" multiple of {hw.WARPS_PER_WARPGROUP} unless the columns are a multiple of {hw.WARPGROUP}",
         where.loc if where else o.loc,
-        hint="use tiles like (8, 256) or (1, 1024); pad the last dimension to a multiple of 32")
+        hint=(f"keep the full rows and mask the columns you do not need: for the first k columns of a tile t,"
+              f" ml.where(ml.arange(t.shape[1])[None, :] < k, t, 0) (reduce or broadcast that), and slice only"
+              f" to store: t[:, :k]" if len(bad.type.shape) == 2 and bad.type.shape[-1] < hw.WARP else
+              "use tiles like (8, 256) or (1, 1024); pad the last dimension to a multiple of 32"))
 
   def reshaped_tile(self, bad, tiles):
     """A tensor of another rank joined a row-wise tile through a reshape (say (8, 256) ->

@@ -175,3 +175,29 @@ def test_the_interpret_mode_race_hint_sizes_the_window_to_the_output_and_grid():
   assert e.value.hint == ("give each program its own window of out: 4 programs split its 256 rows into 64 each,"
                           " e.g. out.at[ml.ds(ml.program_id(0) * 64, 64)], and read the matching window of the"
                           " inputs")
+
+
+@mg.mgpu_kernel(out_shape=lambda p: jax.ShapeDtypeStruct((p.shape[0], 2), jnp.float32), grid=lambda p: (p.shape[0] // 64,))
+def top2_sliced(p, w):
+  i = ml.program_id(0)
+  top = ml.sort(p.at[ml.ds(i * 64, 64), :][...], descending=True)[:, :2]
+  w.at[ml.ds(i * 64, 64), :][...] = top / ml.sum(top, axis=1, keepdims=True)
+
+
+@mg.mgpu_kernel(out_shape=lambda p: jax.ShapeDtypeStruct((p.shape[0], 2), jnp.float32), grid=lambda p: (p.shape[0] // 64,))
+def top2_masked(p, w):
+  i = ml.program_id(0)
+  t = ml.sort(p.at[ml.ds(i * 64, 64), :][...], descending=True)
+  keep = ml.where(ml.arange(t.shape[1])[None, :] < 2, t, 0.0)
+  w.at[ml.ds(i * 64, 64), :][...] = (t / ml.sum(keep, axis=1, keepdims=True))[:, :2]
+
+
+def test_a_top_k_of_a_few_columns_gets_a_hint_that_works():
+  """Reducing a (64, 2) tile along its rows: the hint said to pad to 32 columns, which a top-2 cannot."""
+  spec = jax.ShapeDtypeStruct((128, 64), jnp.float32)
+  with pytest.raises(mg.LayoutError) as e:
+    top2_sliced.check(spec)
+  assert e.value.hint.startswith("keep the full rows and mask the columns you do not need")
+  p = jax.nn.softmax(jax.random.normal(jax.random.key(0), (128, 64)), -1)
+  s = -np.sort(-np.asarray(p), axis=1)[:, :2]
+  np.testing.assert_allclose(top2_masked(p, interpret=True), s / s.sum(1, keepdims=True), rtol=1e-6)
