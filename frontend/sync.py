@@ -34,7 +34,7 @@ from . import hw
 from . import ir
 from .ir import Access
 from .ops.atomic import AtomicUpdate
-from .ops.control import LOOPS, AwaitStores, For, Barrier, CommitShared, Condition, WaitLoad, Yield
+from .ops.control import LOOPS, AwaitStores, Barrier, CommitShared, Condition, For, WaitLoad, Yield
 from .ops.memory import View
 from .ops.mma import DotWait
 from .types import LayoutKind, RefType, Space, TensorType
@@ -503,12 +503,11 @@ class SyncPass:
       st.pending_store |= used(Access.TMA_READ)
       st.store_log += [(r, 0, None) for r in sorted(used(Access.TMA_READ))]
 
-
   def carried_loads(self, o, st: State) -> dict:
     """Buffers whose loads may stay in flight across the back edge of loop `o`: root -> the
     body's copies, each given the barrier slot of the load in flight before the loop into
-    the same window (replaced in the body). Every window of the root loaded before the loop must be reloaded
-    by a copy at the body's top level, after which the body does not touch the window again
+    the same window (replaced in the body). Every window of the root loaded before the loop must
+    be reloaded by a copy at the body's top level, after which the body does not touch it again
     (the last thing an iteration does with it is fetch the next iteration's data); windows
     static and pairwise disjoint; a plain runtime `for` (pipelined and warp-specialised
     loops schedule their own loads). {} if none qualify."""

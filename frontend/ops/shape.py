@@ -18,8 +18,8 @@ from .. import ir
 from ..dtypes import DType
 from ..ir import LayoutRule, Traits
 from ..types import ScalarType, TensorType, dtype_name, resolve
-from . import elementwise as ew
 from ..infer import unify
+from . import elementwise as ew
 from .base import builtin, check_register_value, is_tensor, is_value, kind_of, static_shape
 
 
@@ -246,8 +246,7 @@ def index_through_smem(cx, x, index):
   so the tensor goes through an SMEM scratch the compiler allocates (a store, a barrier the sync
   pass puts in, and a read of the element or the row; a column is a row of the transpose). Indices as jnp's: negative ones count from
   the end; a run-time one past either end is clamped; a static one past the end is an error."""
-  from .memory import SmemAlloc, load, store, view
-  from ..types import RefType, Space
+  from .memory import load, store, view
   d = resolve(x.type.dtype)
   if d == DType.bool_:
     raise E.UnsupportedDtypeError(
@@ -281,14 +280,11 @@ def index_through_smem(cx, x, index):
       idx.append(ew.binary(cx, ew.BinOp.MAX, ew.binary(cx, ew.BinOp.MIN, wrapped, n - 1), 0))
     else:
       idx.append(i)
-  stored = getattr(cx.b, "index_scratch", {})   # a value stored once serves every index of it in its block
-  buf, block = stored.get(x.id, (None, None))
+  buf, block = cx.b.index_scratch.get(x.id, (None, None))   # one store serves every index of x in its block
   if block is not cx.b.block:
-    buf = cx.b.emit(SmemAlloc, loc=cx.loc, types=[RefType(shape, x.type.dtype, Space.SMEM)],
-                    names=[f"{x.name or 'tensor'} scratch"]).result
-    cx.b.allocs.append(buf)
+    buf = scratch(cx, shape, x.type.dtype, f"{x.name or 'tensor'} scratch")
     store(cx, buf, x)
-    cx.b.index_scratch = {**stored, x.id: (buf, cx.b.block)}
+    cx.b.index_scratch[x.id] = (buf, cx.b.block)
   return load(cx, view(cx, buf, tuple(idx)), cx.name)
 
 
@@ -315,9 +311,6 @@ def expand(cx, x, index):
         " and x[:, None]-style axis insertion, one kind at a time", cx.loc,
         hint="slice the ref before reading it: ref.at[...][...] (store a computed tensor into an ml.smem"
              " buffer first), select with ml.where, or insert axes with x[:, None]")
-  if kept > rank:
-    raise E.IndexOutOfBoundsError(f"too many indices for a tensor of rank {rank}: {kept}", cx.loc,
-                                  hint="use one ':' per axis and None for each new axis")
   if Ellipsis in index:
     k = index.index(Ellipsis)
     index = index[:k] + (slice(None),) * (rank - kept) + index[k + 1:]
@@ -531,13 +524,10 @@ def concatenate(cx, xs, axis=0):
   if d == DType.bool_:
     raise E.UnsupportedDtypeError("ml.concatenate of bool tensors: the parts go through SMEM, which holds no bool",
                                   cx.loc, hint="join int8 copies: ml.concatenate([a.astype(jnp.int8), ...]) != 0")
-  from .memory import SmemAlloc, load, store, view
-  from ..types import RefType, Space
+  from .memory import load, store, view
   shape = list(xs[0].type.shape)
   shape[axis] = sum(x.type.shape[axis] for x in xs)
-  buf = cx.b.emit(SmemAlloc, loc=cx.loc, types=[RefType(tuple(shape), dt, Space.SMEM)],
-                  names=["concatenate scratch"]).result
-  cx.b.allocs.append(buf)
+  buf = scratch(cx, shape, dt, "concatenate scratch")
   at = 0
   for x in xs:
     n = x.type.shape[axis]
@@ -617,17 +607,21 @@ class TransposeLoad(ir.Op):
   results: tuple
 
 
+def scratch(cx, shape, dtype, name):
+  """An SMEM buffer the compiler allocates for a builtin (planned and shared like any buffer)."""
+  from ..types import RefType, Space
+  from .memory import SmemAlloc
+  buf = cx.b.emit(SmemAlloc, loc=cx.loc, types=[RefType(tuple(shape), dtype, Space.SMEM)], names=[name]).result
+  cx.b.allocs.append(buf)
+  return buf
+
+
 def row_scratch(cx, rows, n, dtype, name):
   """(scratch, pad): an SMEM scratch for a tensor of `rows` rows of `n` elements, flat, each row
   padded by one 4-byte bank so that a warp reading a column meets 32 banks (transposes, scans)."""
-  from ..types import RefType, Space
-  from .memory import SmemAlloc
   d = resolve(dtype)
   pad = max(1, 4 // (d.bits // 8)) if isinstance(d, DType) else 1
-  scratch = cx.b.emit(SmemAlloc, loc=cx.loc, types=[RefType((rows * (n + pad),), dtype, Space.SMEM)],
-                      names=[name]).result
-  cx.b.allocs.append(scratch)
-  return scratch, pad
+  return scratch(cx, (rows * (n + pad),), dtype, name), pad
 
 
 def transpose_tensor(cx, x, name=""):

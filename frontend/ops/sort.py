@@ -17,7 +17,7 @@ from ..ir import Access, LayoutRule, Traits
 from ..types import TensorType, dtype_name, resolve
 from . import elementwise as ew
 from .base import builtin, check_register_value, is_tensor, kind_of
-from .shape import row_scratch
+from .shape import row_scratch, scratch
 
 
 @ir.op(Traits(effects=lambda o: [(o.keys, Access.REG_WRITE), (o.keys, Access.REG_READ),
@@ -79,7 +79,7 @@ def sort_tensor(cx, x, axis, descending, what, late_first=False):
   v = x if key == d else ew.astype(cx, x, key)
   rows = 1 if rank == 1 else shape[0]
   keys, pad = row_scratch(cx, rows, n, key, "sort keys")
-  order, _ = row_scratch(cx, rows, n + pad - 1, DType.i32, "sort positions")   # rows of the same length
+  order = scratch(cx, (rows * (n + pad),), DType.i32, "sort positions")       # rows as long as the keys'
   vals, pos = cx.b.emit(Sort, v, descending, late_first, keys, order, pad, loc=cx.loc,
                         types=[TensorType(shape, key), TensorType(shape, DType.i32)],
                         names=[cx.name, None]).results
