@@ -30,7 +30,7 @@ from .ir import Access as A
 from .ops.access import MaskedLoad, MaskedStore, ScalarRead
 from .ops.atomic import AtomicUpdate
 from .ops.memory import Copy, View
-from .layouts import one_tile_column
+from .layout_checks import one_tile_column
 from .races import ACCUMULATED_READ, Writers, race_error
 from . import hw
 from .types import DType, Space, TensorType, dtype_name, resolve

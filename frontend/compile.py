@@ -18,6 +18,7 @@ from . import language as L
 from .builder import Builder
 from .checks import check_kernel, check_minor_starts, check_tiled_starts
 from .dtypes import DType, to_dtype
+from .layout_checks import check_layouts
 from .layouts import assign_layouts
 from .loc import Loc
 from .ops.atomic import accumulated_outputs, check_atomic_layouts
@@ -172,6 +173,7 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, bloc
       E.raise_all(errors)
     ir.prune_dead(kernel.body)
     assign_layouts(kernel, em.defs)
+    check_layouts(kernel, em.defs)
     check_atomic_layouts(kernel)
     check_tiled_starts(kernel, em.defs, facts)
     check_minor_starts(kernel, em.defs, facts)

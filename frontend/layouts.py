@@ -30,7 +30,7 @@ from . import hw
 from . import ir
 from .ir import LayoutRule
 from .ops.elementwise import Full
-from .ops.memory import Copy, Store, View
+from .ops.memory import Store, View
 from .ops.shape import READ_2D_FIRST
 from .types import Layout, LayoutKind, RefType, Space, TensorType
 
@@ -341,9 +341,9 @@ class _Solver:
         f" columns, which needs columns a multiple of {hw.WARP} (one per lane of a warp), and rows a"
         f" multiple of {hw.WARPS_PER_WARPGROUP} unless the columns are a multiple of {hw.WARPGROUP}",
         where.loc if where else o.loc,
-        hint=(f"keep the full rows and mask the columns you do not need: for the first k columns of a tile t,"
-              f" ml.where(ml.arange(t.shape[1])[None, :] < k, t, 0) (reduce or broadcast that), and slice only"
-              f" to store: t[:, :k]" if len(bad.type.shape) == 2 and bad.type.shape[-1] < hw.WARP else
+        hint=("keep the full rows and mask the columns you do not need: for the first k columns of a tile t,"
+              " ml.where(ml.arange(t.shape[1])[None, :] < k, t, 0) (reduce or broadcast that), and slice only"
+              " to store: t[:, :k]" if len(bad.type.shape) == 2 and bad.type.shape[-1] < hw.WARP else
               "use tiles like (8, 256) or (1, 1024); pad the last dimension to a multiple of 32"))
 
   def reshaped_tile(self, bad, tiles):
@@ -538,169 +538,3 @@ def assign_layouts(kernel: ir.Kernel, defs) -> None:
   s.solve()
   s.apply()
   s.smem_tilings()
-  _check_tiled_views(kernel, defs)
-  _check_tiled_copies(kernel, defs)
-  _check_slices(kernel)
-  _check_split_reductions(kernel)
-
-
-def _check_split_reductions(kernel) -> None:
-  """With several warpgroups each holds its own rows of a tensor-core tile (and of its row
-  statistics), so a reduction across rows would combine only a warpgroup's share: on the
-  H200 the column sums of a 256-row tile at block=256 came out wrong. Rejected until the
-  warpgroups combine their shares."""
-  from .ops.shape import Reduce
-  if kernel.block <= hw.WARPGROUP:
-    return
-  for o in ir.walk(kernel.body):
-    lay = o.x.type.layout if isinstance(o, Reduce) and isinstance(o.x.type, TensorType) else None
-    if lay is None or lay.kind != LayoutKind.WGMMA or lay.drop == (0,) or 0 not in o.axes:
-      continue
-    raise E.LayoutError(
-        f"this reduction runs across the rows of {o.x.name or 'a tensor-core tile'} {o.x.type.shape}, which"
-        f" block={kernel.block} splits among {kernel.block // hw.WARPGROUP} warpgroups (each holds its own"
-        f" rows); reductions across the warpgroups are not supported", o.loc,
-        hint="reduce along axis 1 (a row statistic: each warpgroup holds whole rows), use block=128, or store"
-             " the tile in SMEM (t_s[...] = tile) and reduce windows of it read back")
-
-
-def _check_slices(kernel) -> None:
-  """Column slices of register tensors exist in the tensor-core layout only."""
-  from .ops.shape import Slice
-  for o in ir.walk(kernel.body):
-    if isinstance(o, Slice) and o.x.type.layout != Layout.WGMMA:
-      raise E.LayoutError(
-          f"x[:, a:b] slices register tensors in the tensor-core layout (ml.dot results and what is"
-          f" computed from them); {o.x.name or 'this tensor'} is in the {o.x.type.layout} layout", o.loc,
-          hint="slice the ref before reading it instead: ref.at[:, a:b][...]")
-
-
-def _check_tiled_copies(kernel, defs) -> None:
-  """TMA copies of tiled buffers copy whole (8, 128-byte) tiles of the GMEM array.
-
-  Mosaic GPU tiles the GMEM array the same way (TileTransform), so its last two
-  dimensions must be multiples of the tile (or smaller than it), and a window must
-  start on a tile boundary: a window starting inside a tile reads zeros silently.
-  """
-  def root(v):
-    d = defs.get(v.id)
-    return (d.ref, d.index) if isinstance(d, View) else (v, None)
-
-  for o in ir.walk(kernel.body):
-    if not isinstance(o, Copy):
-      continue
-    smem, gmem = (o.dst, o.src) if o.dst.type.space == Space.SMEM else (o.src, o.dst)
-    layout = kernel.smem_layouts.get(root(smem)[0].id)
-    if layout is None or gmem.type.space != Space.GMEM:
-      continue
-    array, index = root(gmem)
-    shape = array.type.shape
-    tiles = f"({layout.tile[0]}, {layout.tile[1]})"
-    if one_tile_column(layout, index, shape):
-      continue                 # copied as plain swizzled rows: any row count and start
-    # The tiles cover the window's last two dimensions; integer-indexed ones (a head of a
-    # (batch, seq, heads, dim) array) drop out of the window.
-    kept = [d for d in range(len(shape)) if index is None or not index[d].squeeze]
-    for d, t in zip(kept[-2:], layout.tile):
-      if shape[d] > t and shape[d] % t:
-        raise E.TmaLimitError(
-            f"{root(smem)[0].name} is tiled {tiles} for the tensor cores, so TMA copies whole tiles"
-            f" of {array.name}; {array.name}'s dimension {d} ({shape[d]}) must then be a multiple"
-            f" of {t}", o.loc,
-            hint=_ragged_tiles_hint(kernel, defs, root(smem)[0], array, d, t, layout,
-                                    rows=d == kept[-2] and len(kept) >= 2))
-      start = index[d].start if index is not None else 0
-      if isinstance(start, int) and start % t:
-        raise E.TmaLimitError(
-            f"{root(smem)[0].name} is tiled {tiles} for the tensor cores, so TMA copies whole tiles of"
-            f" {array.name}; this window starts at {start} in dimension {d}, inside a tile", o.loc,
-            hint=f"start windows at multiples of {t} in that dimension")
-
-
-def _ragged_tiles_hint(kernel, defs, buf, array, d, t, layout, *, rows) -> str:
-  """What works when a tiled buffer's GMEM array is ragged in dimension d: padding it outside
-  the kernel, or (ragged rows) loading buffers one tile wide, which TMA fills as plain swizzled
-  rows of any count from any start (`one_tile_column`), with one dot per buffer. (A window of a
-  buffer's columns is no TMA destination: MG401 too.)"""
-  from .ops.mma import Dot
-  dims = array.type.shape
-  widths = ", ".join("(0, %d)" % (-n % t if k == d else 0) for k, n in enumerate(dims))
-  pad = (f"pad {array.name}'s dimension {d} to a multiple of {t} outside the kernel"
-         f" (jnp.pad({array.name}, ({widths}{',' if len(dims) == 1 else ''})))")
-  if not rows:
-    return pad
-  w = layout.tile[1]
-  shape = buf.type.shape[-2:]
-  parts = shape[-1] // w
-  x = buf.name or "buf"
-  more = ", ..." if parts > 2 else ""
-
-  def base(v):
-    while isinstance(defs.get(v.id), View):
-      v = defs[v.id].ref
-    return v
-
-  how = "and give each its own ml.dot"
-  for o in ir.walk(kernel.body):
-    if not isinstance(o, Dot):
-      continue
-    other = lambda v: (base(v).name or "x") if isinstance(v.type, RefType) else (v.name or "x")
-    if base(o.b) is buf and getattr(defs.get(o.b.id), "transpose", False):     # q @ k.T: split K
-      a = other(o.a)
-      how = (f"and sum one ml.dot per buffer: s = ml.dot({a}.at[:, ml.ds(0, {w})], {x}0.T), then"
-             f" s = ml.dot({a}.at[:, ml.ds({w}, {w})], {x}1.T, s){more}")
-    elif base(o.b) is buf:                                                      # p @ v: split N
-      how = f"and one ml.dot per buffer, each giving {w} columns of the result: ml.dot({other(o.a)}, {x}0){more}"
-    elif isinstance(o.a.type, RefType) and base(o.a) is buf and not getattr(defs.get(o.a.id), "transpose", False):
-      b = other(o.b)                                                            # a @ b: split K
-      how = (f"and sum one ml.dot per buffer: acc = ml.dot({x}0, {b}.at[ml.ds(0, {w})]), then"
-             f" acc = ml.dot({x}1, {b}.at[ml.ds({w}, {w})], acc){more}")
-    else:
-      continue
-    break
-  return (f"{pad}; or load {array.name} into {parts if parts > 1 else 'a'} separate"
-          f" buffer{'s' if parts > 1 else ''} one tile ({w} columns) wide, which TMA fills with any"
-          f" number of rows from any row: {x}0 = ml.smem(({shape[0]}, {w})) filled from the same"
-          f" window of {array.name} with ml.ds(0, {w}) as its last index, {x}1 with ml.ds({w}, {w}){more},"
-          f" {how} (a window of {x}'s columns cannot be a TMA destination)")
-
-
-def one_tile_column(layout: SmemLayout, index, shape) -> bool:
-  """Whether a TMA copy of a tiled buffer is one column of tiles: its box is exactly one tile
-  wide. Then the tiled SMEM bytes equal the swizzled rows of the box, so the copy needs no
-  tiling of the GMEM array (its rows may be any number, its windows start on any row)."""
-  width = index[-1].size if index is not None else shape[-1]
-  return width == layout.tile[1]
-
-
-def whole_tiles(index, tile) -> bool:
-  """Whether the last two entries of a view's index are static windows of whole tiles."""
-  return all(not i.squeeze and isinstance(i.start, int) and i.start % t == 0 and i.size % t == 0
-             for i, t in zip(index[-2:], tile))
-
-
-def _check_tiled_views(kernel, defs) -> None:
-  """Views of tiled buffers pick whole leading slices (pipeline stages); TMA copies and ml.dot
-  may also take static windows of whole tiles (several pages filling one operand, a
-  warpgroup's rows, a K sub-step of a stage)."""
-  from .ops.mma import Dot
-  uses: dict = {}
-  for o in ir.walk(kernel.body):
-    for v in o.operands():
-      kind = "copy" if isinstance(o, Copy) and v in (o.src, o.dst) else "dot" if (
-          isinstance(o, Dot) and v in (o.a, o.b)) else None
-      uses.setdefault(v.id, []).append(kind)
-  for o in ir.walk(kernel.body):
-    if isinstance(o, View) and o.ref.id in kernel.smem_layouts:
-      full = o.ref.type.shape
-      inner = o.index[-2:]
-      if any(i.squeeze or i.size != n or i.start != 0 for i, n in zip(inner, full[-2:])):
-        kinds = set(uses.get(o.result.id, [])) or {"copy"}
-        whole = whole_tiles(o.index, kernel.smem_layouts[o.ref.id].tile)
-        if whole and (kinds == {"copy"} and not o.transpose or kinds == {"dot"}):
-          continue
-        raise E.LayoutError(
-            f"{o.result.name or 'this view'} slices the rows or columns of {o.ref.name}, which is tiled"
-            f" for the tensor cores", o.loc,
-            hint="index only the leading (stage) dimensions of a buffer ml.dot reads, or take static windows"
-                 " of whole tiles for ml.dot or ml.copy (rows a multiple of 8, columns of 128 bytes)")
