@@ -116,9 +116,11 @@ def _smem_out(x, w, b, **meta):
 
 
 @mg.mgpu_kernel(out_shape=_smem_out, grid=lambda x, w, b, *, parts, **meta: (x.shape[0] * parts,),
-                cluster=lambda x, w, b, *, parts, **meta: (parts,))
+                cluster=lambda x, w, b, *, parts, **meta: (parts,),
+                block=lambda x, w, b, *, warpgroups=1: 128 * warpgroups)
 def layernorm_smem_rows(x, w, b, y, mean, rstd, *, chunks: ml.constexpr, parts: ml.constexpr,
-                        eps: ml.constexpr, center: ml.constexpr = True, wb_slots: ml.constexpr = 0):
+                        eps: ml.constexpr, center: ml.constexpr = True, wb_slots: ml.constexpr = 0,
+                        warpgroups: ml.constexpr = 1):
   """One row per cluster of `parts` CTAs, each holding 1/parts of it in SMEM (x viewed as
   (n, d // SEG, SEG), w and b as (d // SEG, SEG)). `center=False` is RMS norm (b unused).
 
@@ -198,9 +200,11 @@ def layernorm_smem_rows(x, w, b, y, mean, rstd, *, chunks: ml.constexpr, parts: 
     ml.cluster_sync()                        # no CTA exits while a peer still reads its SMEM
 
 
-def layernorm_smem(x, w, b, eps=1e-5, *, center=True, chunks=None, parts=None, wb_slots=None, interpret=None):
+def layernorm_smem(x, w, b, eps=1e-5, *, center=True, chunks=None, parts=None, wb_slots=None, warpgroups=1,
+                   interpret=None):
   """layernorm_smem_rows on a 2-D x (its last dimension a multiple of SEG): (y, mean, rstd).
-  `wb_slots` (default: 2 for 4-byte elements, whose rows fill a CTA's SMEM alone anyway; else 0)."""
+  `wb_slots` (default: 2 for 4-byte elements, whose rows fill a CTA's SMEM alone anyway; else 0);
+  `warpgroups` splits each chunk's rows among that many warpgroups (block=128 * warpgroups)."""
   n, d = x.shape
   c0, p0 = smem_config(d, x.dtype.itemsize) or (8, 1)
   parts = parts or p0
@@ -208,7 +212,8 @@ def layernorm_smem(x, w, b, eps=1e-5, *, center=True, chunks=None, parts=None, w
   y, mean, rstd = layernorm_smem_rows(x.reshape(n, d // SEG, SEG), w.reshape(d // SEG, SEG),
                                       b.reshape(d // SEG, SEG), chunks=chunks, parts=parts, eps=eps,
                                       center=center, wb_slots=(2 if x.dtype.itemsize == 4 else 0)
-                                      if wb_slots is None else wb_slots, interpret=interpret)
+                                      if wb_slots is None else wb_slots, warpgroups=warpgroups,
+                                      interpret=interpret)
   return y.reshape(n, d), mean, rstd
 
 

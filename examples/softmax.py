@@ -74,8 +74,10 @@ def _smem_grid(x, *, chunks, parts=1, online=False):
 
 
 @mg.mgpu_kernel(out_shape=lambda x, **meta: x, grid=_smem_grid,
-                cluster=lambda x, *, chunks, parts=1, online=False: (parts,))
-def softmax_smem_rows(x, out, *, chunks: ml.constexpr, parts: ml.constexpr = 1, online: ml.constexpr = False):
+                cluster=lambda x, *, chunks, parts=1, online=False: (parts,),
+                block=lambda x, *, warpgroups=1: 128 * warpgroups)
+def softmax_smem_rows(x, out, *, chunks: ml.constexpr, parts: ml.constexpr = 1, online: ml.constexpr = False,
+                      warpgroups: ml.constexpr = 1):
   """One long row per cluster of `parts` CTAs, each holding 1/parts of it in SMEM (x viewed as
   (n, d // SEG, SEG)).
 
@@ -84,7 +86,9 @@ def softmax_smem_rows(x, out, *, chunks: ml.constexpr, parts: ml.constexpr = 1, 
   kept as the chunks land, rescaled as the max grows, so only the last pass runs after the
   last chunk lands); the CTAs of a cluster combine their (max, sum) through distributed shared
   memory; then each chunk is normalised in place and stored by TMA while the next is computed.
-  One read and one write of GMEM."""
+  One read and one write of GMEM. With `warpgroups` > 1 (block=128 * warpgroups) the compiler
+  splits each chunk's rows among the warpgroups (each computes its own rows; the full max and
+  sum combine their parts), so more warps hide each other's latency."""
   i = ml.program_id(0)
   row, part = i // parts, i % parts
   rows = x.shape[1] // parts                 # SEG-wide rows of x's row this CTA holds
@@ -143,7 +147,7 @@ def smem_config(d, itemsize):
   return max(1, min(8, rows)), parts
 
 
-def softmax_smem(x, *, chunks=None, parts=None, online=False, interpret=None):
+def softmax_smem(x, *, chunks=None, parts=None, online=False, warpgroups=1, interpret=None):
   """softmax_smem_rows on a 2-D x (its last dimension a multiple of SEG)."""
   n, d = x.shape
   c0, p0 = smem_config(d, x.dtype.itemsize) or (8, 1)
@@ -152,7 +156,7 @@ def softmax_smem(x, *, chunks=None, parts=None, online=False, interpret=None):
   if (d // SEG // parts) % chunks:
     raise ValueError(f"softmax_smem: {d // SEG // parts} SEG-wide rows a CTA do not split into {chunks} chunks")
   y = softmax_smem_rows(x.reshape(n, d // SEG, SEG), chunks=chunks, parts=parts, online=online,
-                        interpret=interpret)
+                        warpgroups=warpgroups, interpret=interpret)
   return y.reshape(n, d)
 
 

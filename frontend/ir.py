@@ -99,6 +99,9 @@ class Traits:
   # Its register accesses of its ref give each thread other threads' elements (a transpose or a
   # scan through SMEM scratch): the sync pass never counts them as thread-private.
   moves_elements: bool = False
+  # Its lowering takes register tensors split by rows among warpgroups (each warpgroup its
+  # ctx.local_shape rows: frontend/layouts.py splits strided tensors that only such ops touch).
+  splits: bool = False
 
 
 class Op:

@@ -14,7 +14,11 @@ A group's layout:
 * ROWS if it is the tile of a reduction or a broadcast: each warp owns whole rows
   (or a quarter, half of one for short tiles), lanes run along the columns with
   16-byte vectors, so row reductions need no SMEM;
-* STRIDED otherwise: contiguous 16-byte vectors over the flattened tensor.
+* STRIDED otherwise: contiguous 16-byte vectors over the flattened tensor. With several
+  warpgroups (block=256 or more), a STRIDED group that only ops declaring `splits` touch
+  (loads, stores, elementwise math, full reductions, loop carries) is split by its
+  leading axis: each warpgroup holds and computes its own rows (Layout.wgs), instead of
+  every warpgroup computing the whole tensor.
 
 SMEM buffers a dot reads are tiled (8 rows x 128 bytes) and 128-byte swizzled, as
 WGMMA requires; so are buffers only ever written and read in the WGMMA layout when
@@ -74,6 +78,8 @@ class _Solver:
     self.unit_vec = set()      # nodes read from or written to windows strided in their last dimension
     self.windowed = set()      # SMEM roots moved to or from registers through windows of their rows or columns
     self.relations = []        # (child node, parent node, dropped axes, op)
+    self.nosplit = set()       # tensors an op touches whose lowering takes them whole only
+    self.warp_specialized = False
     self.rows = 64 * (kernel.block // hw.WARPGROUP)   # WGMMA rows: warpgroups split them
 
   # ------------------------------------------------------------ collecting constraints
@@ -126,6 +132,16 @@ class _Solver:
       if handler is None:
         raise E.InternalError(f"the layout pass has no rule {rule} (op {type(o).__name__})", o.loc)
       handler(self, o)
+      self.note_split(o)
+
+  def note_split(self, o):
+    """Record the tensors of `o` that must stay whole in every warpgroup (Layout.wgs)."""
+    from .ops.control import WarpSpecialize
+    from .ops.shape import Reduce
+    self.warp_specialized |= isinstance(o, WarpSpecialize)
+    whole = not ir.traits_of(o).splits or (isinstance(o, Reduce) and o.results and _is_tensor(o.result))
+    if whole:
+      self.nosplit |= {v.id for v in [*o.results, *o.operands()] if _is_tensor(v)}
 
   def _none(self, o):
     for r in o.results:
@@ -416,11 +432,34 @@ class _Solver:
         lay = _vector_layout({v.type.shape[0] for v in vs}, [v.type.dtype for v in vs])
         if lay is not None:
           layout[cls] = lay
+    split = self.split_classes(strided_vec)
     for v in self.tensors.values():
       cls = uf.find(("v", v.id))
-      lay = layout.get(cls) or Layout(LayoutKind.STRIDED, vec=strided_vec[cls])
+      lay = layout.get(cls) or split.get(cls) or Layout(LayoutKind.STRIDED, vec=strided_vec[cls])
       self.check(v, lay)
       v.type = dataclasses.replace(v.type, layout=lay)
+
+  def split_classes(self, strided_vec) -> dict:
+    """STRIDED layouts split among the warpgroups, for the strided classes that allow it:
+    every member's leading axis divides among them into parts of a multiple of 128 elements
+    and only ops declaring `splits` touch it (a warp-specialised kernel splits nothing)."""
+    wgs = self.kernel.block // hw.WARPGROUP
+    out = {}
+    if wgs == 1 or self.warp_specialized:
+      return out
+    for cls, vec in strided_vec.items():
+      if cls in self.layout:
+        continue
+      vs = self.members.get(cls, [])
+      if not vs or any(v.id in self.nosplit or not v.type.shape or v.type.shape[0] % wgs for v in vs):
+        continue
+      local = [math.prod(v.type.shape) // wgs for v in vs]
+      if any(n % hw.WARPGROUP for n in local):
+        continue
+      while vec > 1 and any(n % (hw.WARPGROUP * vec) for n in local):
+        vec //= 2
+      out[cls] = Layout(LayoutKind.STRIDED, vec=vec, wgs=wgs)
+    return out
 
   def _scalar_store_hint(self, v) -> str | None:
     """For `out[...] = s` of a scalar `s` into a one-element ref (the scalar filled into a

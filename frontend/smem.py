@@ -204,7 +204,9 @@ def plan_scratch(kernel, builder) -> None:
         lay = o.x.type.layout
         vec = 2 if lay.kind == LayoutKind.WGMMA else lay.vec
         elems = hw.WARPGROUP * max(vec, 1) * SCRATCH_STEPS
-        t = RefType((elems * warpgroups,), scratch_dtype(o), Space.SMEM)
+        # A tensor split among the warpgroups: one more slot each, where they exchange their parts.
+        extra = warpgroups if lay.wgs > 1 else 0
+        t = RefType((elems * warpgroups + extra,), scratch_dtype(o), Space.SMEM)
         v = ir.Value(t, "reduction scratch")
         alloc = SmemAlloc(o.loc, (v,))
         builder.defs[v.id] = alloc

@@ -182,11 +182,17 @@ class SyncPass:
 
   def thread_private(self, root, ref, o, st: State) -> bool:
     """Whether every register access of `root` since the last barrier is this window of it,
-    as a tensor (a scalar access is every thread's: all of them read or write the element)."""
-    key = access_key(o, self.window(ref))
-    if not self.single_warpgroup or key is None:
+    as a tensor (a scalar access is every thread's: all of them read or write the element),
+    or a window no element of which this one touches."""
+    window = self.window(ref)
+    key = access_key(o, window)
+    if key is None:
       return False
-    return st.reg_windows.get(root, {UNKNOWN_WINDOW}) == {key}
+    # With several warpgroups each holds every element, unless the tensor is split among them
+    # by rows (Layout.wgs): then too each element is one thread's.
+    mine = self.single_warpgroup or key[1].wgs > 1
+    return all(k == key and mine or k is not UNKNOWN_WINDOW and not overlap(k[0], window)
+               for k in st.reg_windows.get(root, {UNKNOWN_WINDOW}))
 
   def region_accesses(self, block: ir.Block) -> list[tuple[int, Access]]:
     return [(r, a) for o in ir.walk(block) for r, a, _ in self.accesses(o) if r is not None]

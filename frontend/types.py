@@ -88,15 +88,20 @@ class Layout:
   WGMMA and ROWS are 2-D tile layouts; `drop` names the axes of the tile a vector lacks:
   (1,) is one value per row (a row statistic, shape (m,) or (m, 1)), (0,) one value per
   column (shape (n,) or (1, n)). ROWS tiles put `warps_per_row` warps on each row and
-  `vec` contiguous elements in each thread's registers.
+  `vec` contiguous elements in each thread's registers. A STRIDED tensor with `wgs` > 1 is
+  split by its leading axis among the CTA's warpgroups: warpgroup w holds rows
+  [w * n / wgs, (w + 1) * n / wgs), so block=256 halves each warpgroup's work.
   """
   kind: LayoutKind
   drop: tuple[int, ...] = ()
   warps_per_row: int = 1
   vec: int = 1
+  wgs: int = 1           # STRIDED: warpgroups splitting the leading axis (each its own rows)
 
   def __str__(self):
     s = self.kind.value
+    if self.wgs > 1:
+      s += f"/{self.wgs}wg"
     if self.kind == LayoutKind.ROWS:
       s += f"{self.warps_per_row}x{self.vec}"
     if self.drop:
@@ -109,6 +114,10 @@ class Layout:
   @property
   def tile(self) -> "Layout":
     return dataclasses.replace(self, drop=())
+
+  def local_shape(self, shape) -> tuple[int, ...]:
+    """The part of a STRIDED tensor of `shape` one warpgroup holds (its rows when split)."""
+    return (shape[0] // self.wgs,) + tuple(shape[1:]) if self.wgs > 1 else tuple(shape)
 
   def register_shape(self, shape) -> tuple[int, ...]:
     """The shape the backend holds: a vector's size-1 tile axes are squeezed away."""

@@ -67,15 +67,17 @@ def rows_layout(warps_per_row: int, vec: int) -> fa.TiledLayout:
 def layout_of(t: TensorType):
   """The Mosaic GPU layout of a register tensor of type `t`."""
   lay = t.layout
-  if lay.kind == LayoutKind.STRIDED:
-    return fa.WGStridedFragLayout(shape=tuple(t.shape), vec_size=lay.vec)
+  if lay.kind == LayoutKind.STRIDED:     # (this warpgroup's rows of a split tensor)
+    return fa.WGStridedFragLayout(shape=lay.local_shape(t.shape), vec_size=lay.vec)
   base = fa.WGMMA_LAYOUT if lay.kind == LayoutKind.WGMMA else rows_layout(lay.warps_per_row, lay.vec)
   return base.reduce(lay.drop) if lay.drop else base
 
 
 def is_split(t) -> bool:
-  """Whether warpgroups split this tensor by rows (tensor-core tiles and their row vectors)."""
-  return isinstance(t, TensorType) and t.layout.kind == LayoutKind.WGMMA and 0 not in t.layout.drop
+  """Whether warpgroups split this tensor by rows (tensor-core tiles and their row vectors,
+  strided tensors the layout pass split)."""
+  return isinstance(t, TensorType) and (t.layout.kind == LayoutKind.WGMMA and 0 not in t.layout.drop
+                                        or t.layout.wgs > 1)
 
 
 def flat_types(ctx, t) -> list[ir.Type]:

@@ -39,17 +39,20 @@ def _reduce(ctx, o):
     x = x.astype(ir.F32Type.get())
   full = len(o.axes) == len(xt.shape)
   axes = tuple(range(len(x.shape))) if full else o.axes
-  scratch = None
+  scratch = whole = None
+  parts = xt.layout.wgs
   if o.scratch is not None:
-    scratch = ctx.memref(ctx.get(o.scratch))
+    scratch = whole = ctx.memref(ctx.get(o.scratch))
     if ctx.num_warpgroups > 1:
-      n = o.scratch.type.shape[0] // ctx.num_warpgroups
+      n = (o.scratch.type.shape[0] - (parts if parts > 1 else 0)) // ctx.num_warpgroups
       start = arith.muli(ctx.wg, arith.constant(ir.IndexType.get(), n))
       scratch = mgpu.memref_slice(scratch, mgpu.ds(start, n))
   r = x.reduce(_OPS[o.kind], axes, scratch)
   d = o.result.type.dtype
   if full:
     v = r.registers.item()
+    if parts > 1:                 # each warpgroup reduced its rows: combine the parts
+      v = _combine_parts(ctx, o, v, whole, parts)
     if _upcast(o):
       v = arith.truncf(mlir_type(d), v)
     ctx.set(o.result, v)
@@ -57,6 +60,30 @@ def _reduce(ctx, o):
   if _upcast(o):
     r = r.astype(mlir_type(d))
   ctx.set(o.result, r)
+
+
+@lower(Broadcast)
+def _combine_parts(ctx, o, v, scratch, parts):
+  """The reduction of the warpgroups' partial results `v` (each uniform in its warpgroup),
+  through the scratch's last `parts` slots, combined in warpgroup order in every thread."""
+  index = ir.IndexType.get()
+  base = ir.MemRefType(scratch.type).shape[0] - parts
+  memref.store(v, scratch, [arith.addi(ctx.wg, arith.constant(index, base))])
+  ctx.thread_barrier()
+  vals = [memref.load(scratch, [arith.constant(index, base + p)]) for p in range(parts)]
+  ctx.thread_barrier()            # every part read before a warpgroup reduces here again
+  d = o.x.type.dtype
+  acc = vals[0]
+  for x in vals[1:]:
+    if o.kind == ReduceKind.SUM:
+      acc = arith.addf(acc, x) if d.is_float else arith.addi(acc, x)
+    elif d.is_float:
+      acc = (arith.maximumf if o.kind == ReduceKind.MAX else arith.minimumf)(acc, x)
+    elif o.kind == ReduceKind.MAX:
+      acc = (arith.maxsi if d.is_signed else arith.maxui)(acc, x)
+    else:
+      acc = (arith.minsi if d.is_signed else arith.minui)(acc, x)
+  return acc
 
 
 @lower(Broadcast)

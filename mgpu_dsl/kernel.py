@@ -255,7 +255,7 @@ class KernelFunction:
     empty = [i for i, a in enumerate(args) if 0 in tuple(getattr(a, "shape", ()))]
     if callable(self.grid) and empty and isinstance(grid, (tuple, list)) and 0 in grid:
       if nothing:
-        return None, self.block, None
+        return None, self.block if not callable(self.block) else 128, None
       raise E.LaunchConfigError(
           calling.cap(f"the grid callable gave {tuple(grid)} for an empty input (input {empty[0]}:"
                       f" {calling.describe(args[empty[0]])}); a launch needs at least one program, and with"
@@ -265,6 +265,8 @@ class KernelFunction:
     grid = _as_tuple3(grid, "grid", at("grid"))
     fc.check_grid_limits(grid, at("grid"))
     block = self.block
+    if callable(block):
+      block = _call_with_meta(block, args, constexprs, "block", at("block"))
     if not isinstance(block, int) or isinstance(block, bool) or block % 128 or not 128 <= block <= 1024:
       raise E.LaunchConfigError(
           f"block must be a multiple of 128 threads (one warpgroup) between 128 and 1024, got {block!r}",
@@ -524,7 +526,8 @@ def mgpu_kernel(fn: Callable | None = None, *, out_shape=None, grid=(1,), block:
       inputs (and constexprs) returning one.
     grid: the number of CTAs (programs) along up to 3 axes, or a callable of
       the inputs (and constexprs).
-    block: threads per CTA, a multiple of 128 (one warpgroup).
+    block: threads per CTA, a multiple of 128 (one warpgroup), or a callable of the
+      inputs (and constexprs).
     cluster: CTAs per cluster along up to 3 axes (each must divide the grid).
     interpret: run on the CPU with numpy instead (also MGPU_DSL_INTERPRET=1).
     cache_size: specialisations kept in memory (least recently used dropped first).

@@ -211,24 +211,47 @@ def test_reading_and_rewriting_one_window_needs_no_barrier():
   assert not ops(k, O.Barrier)
 
 
-def test_rewriting_smem_another_window_read_gets_a_barrier():
+def _shift(start):
   def shift(x, out):
     buf = ml.smem((256,), ml.float32)
     ml.copy(x, buf)
     v = buf.at[0:128][...]
-    buf.at[128:256][...] = v
+    buf.at[start:start + 128][...] = v
     ml.copy(buf, out)
-  k = build(shift, [((256,), "float32")], [((256,), "float32")])
+  return shift
+
+
+def test_rewriting_an_overlapping_smem_window_after_a_read_gets_a_barrier():
+  k = build(_shift(64), [((256,), "float32")], [((256,), "float32")])
   names = [type(o).__name__ for o in k.body.ops]
   assert names.index("Load") < names.index("Barrier") < names.index("Store")
-  k2 = build(shift, [((256,), "float32")], [((256,), "float32")], block=256)
-  assert ops(k2, O.CommitShared)
+  k2 = build(_shift(64), [((256,), "float32")], [((256,), "float32")], block=256)
+  names = [type(o).__name__ for o in k2.body.ops]
+  assert names.index("Load") < names.index("Barrier") < names.index("Store")
+
+
+def test_writing_a_disjoint_smem_window_after_a_read_needs_no_barrier():
+  # Elements [0, 128) read, [128, 256) written: no thread touches another's element.
+  for block in (128, 256):
+    k = build(_shift(128), [((256,), "float32")], [((256,), "float32")], block=block)
+    names = [type(o).__name__ for o in k.body.ops]
+    assert "Barrier" not in names[names.index("Load"):names.index("Store")], block
+    assert ops(k, O.CommitShared)     # before the TMA store reads what registers wrote
 
 
 def test_two_warpgroups_rewriting_one_window_get_a_barrier():
-  k = build(double, [((256, 64), "float32")], [((256, 64), "float32")], grid=(2, 1, 1), block=256)
+  # 384 threads: 128 rows do not split among 3 warpgroups, so each holds the whole tile.
+  k = build(double, [((256, 64), "float32")], [((256, 64), "float32")], grid=(2, 1, 1), block=384)
+  assert "wg" not in str(ops(k, O.Load)[0].result.type)
   names = [type(o).__name__ for o in k.body.ops]
   assert names.index("Load") < names.index("Barrier") < names.index("Store")
+
+
+def test_two_warpgroups_rewriting_their_own_rows_need_no_barrier():
+  # 256 threads: each warpgroup holds and rewrites its own 64 of the tile's 128 rows.
+  k = build(double, [((256, 64), "float32")], [((256, 64), "float32")], grid=(2, 1, 1), block=256)
+  assert str(ops(k, O.Load)[0].result.type).endswith("strided/2wg>")
+  assert not ops(k, O.Barrier)
 
 
 def _before(kern, first_cls, then_cls):

@@ -41,7 +41,7 @@ class MultipleOf(ir.Op):
   results: tuple
 
 
-@ir.op(Traits(layout=LayoutRule.REGION))
+@ir.op(Traits(layout=LayoutRule.REGION, splits=True))
 class For(ir.Op):
   """`for iv in range(start, stop, step)` carrying `inits` through `body`.
 
@@ -64,7 +64,7 @@ class For(ir.Op):
   pingpong: bool = False
 
 
-@ir.op(Traits(layout=LayoutRule.REGION))
+@ir.op(Traits(layout=LayoutRule.REGION, splits=True))
 class While(ir.Op):
   """`while cond:` carrying `inits`, as MLIR's scf.while.
 
@@ -80,7 +80,7 @@ class While(ir.Op):
   regions: ClassVar = ("before", "body")
 
 
-@ir.op(Traits())
+@ir.op(Traits(splits=True))
 class Condition(ir.Op):
   """Ends a While's `before` block: go on with `values` into the body while `cond` holds."""
   cond: ir.Value
@@ -89,7 +89,7 @@ class Condition(ir.Op):
   results: tuple = ()
 
 
-@ir.op(Traits(layout=LayoutRule.REGION))
+@ir.op(Traits(layout=LayoutRule.REGION, splits=True))
 class If(ir.Op):
   cond: ir.Value
   then_block: ir.Block
@@ -99,7 +99,7 @@ class If(ir.Op):
   regions: ClassVar = ("then_block", "else_block")
 
 
-@ir.op(Traits())
+@ir.op(Traits(splits=True))
 class Yield(ir.Op):
   values: tuple
   loc: object

@@ -23,8 +23,9 @@ from ..types import DTypeVar, ScalarType, TensorType, dtype_name, resolve
 from .base import (Num, builtin, check_register_value, dtype_arg, is_ref, is_value, kind_of,
                    static_shape)
 
-PURE_ELEMENTWISE = Traits(layout=LayoutRule.ELEMENTWISE, pure=True)
-PURE_FRESH = Traits(layout=LayoutRule.FRESH, pure=True)
+# Elementwise lowering works on each warpgroup's own rows as on a whole tensor: splits=True.
+PURE_ELEMENTWISE = Traits(layout=LayoutRule.ELEMENTWISE, pure=True, splits=True)
+PURE_FRESH = Traits(layout=LayoutRule.FRESH, pure=True, splits=True)
 
 
 class BinOp(enum.Enum):

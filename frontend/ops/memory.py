@@ -55,7 +55,8 @@ class ClusterRef(ir.Op):
   results: tuple
 
 
-@ir.op(Traits(effects=lambda o: [(o.ref, Access.REG_READ)], layout=LayoutRule.MEMORY))
+@ir.op(Traits(effects=lambda o: [(o.ref, Access.REG_READ)], layout=LayoutRule.MEMORY,
+              splits=True))
 class Load(ir.Op):
   """Read a whole ref (GMEM or SMEM) into registers."""
   ref: ir.Value
@@ -63,7 +64,8 @@ class Load(ir.Op):
   results: tuple
 
 
-@ir.op(Traits(effects=lambda o: [(o.ref, Access.REG_WRITE)], layout=LayoutRule.MEMORY))
+@ir.op(Traits(effects=lambda o: [(o.ref, Access.REG_WRITE)], layout=LayoutRule.MEMORY,
+              splits=True))
 class Store(ir.Op):
   """Write a register tensor (same shape and dtype) into a ref."""
   ref: ir.Value

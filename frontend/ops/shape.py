@@ -49,7 +49,7 @@ class Reshape(ir.Op):
   results: tuple
 
 
-@ir.op(Traits(layout=LayoutRule.REDUCE, pure=True))
+@ir.op(Traits(layout=LayoutRule.REDUCE, pure=True, splits=True))   # full reductions only
 class Reduce(ir.Op):
   """`x` reduced over `axes` (all of them: a scalar). `scratch`: SMEM for a reduction across
   warps, set by frontend/smem.py's scratch planning once layouts are known."""
