@@ -7,8 +7,10 @@ picks a layout in which each warp owns whole rows, or spreads warps across a sin
 row), subtracts the row max, exponentiates and divides by the row sum, and writes the
 rows back: one read and one write of every element. Rows too long for registers are held
 in SMEM (up to 128 KiB a CTA, a cluster of CTAs beyond): their chunks' TMA loads all in flight,
-each chunk read as it lands, normalised in place and stored while the next is computed. Rows
-that do not split into 256-column boxes take two passes over column chunks instead.
+each chunk read as it lands, normalised in place and stored while the next is computed; a
+float32 row past 96 KiB keeps its last chunks in registers instead, so that two CTAs fit an SM
+(softmax_mixed_rows). Rows that do not split into 256-column boxes take two passes over column
+chunks instead.
 """
 import jax
 import jax.numpy as jnp
@@ -135,6 +137,48 @@ def softmax_smem_rows(x, out, *, chunks: ml.constexpr, parts: ml.constexpr = 1, 
     ml.cluster_sync()                        # no CTA exits while a peer still reads its SMEM
 
 
+def _row_grid(x, **meta):
+  return (x.shape[0],)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, **meta: x, grid=_row_grid)
+def softmax_mixed_rows(x, out, *, chunks: ml.constexpr, in_regs: ml.constexpr):
+  """One long row a CTA (x viewed as (n, d // SEG, SEG)) in `chunks` chunks: the first
+  chunks - in_regs held in SMEM (TMA loads, all in flight), the last in_regs read straight into
+  registers and kept there. A float32 row of 128 KiB held whole in SMEM leaves room for one CTA
+  an SM, whose loads stop while it normalises; with a part in registers two CTAs share an SM and
+  one's loads run while the other computes (docs/benchmarks.md, tenth session)."""
+  row = ml.program_id(0)
+  per = x.shape[1] // chunks
+  held = chunks - in_regs
+  x_s = ml.smem((held * per, SEG), x.dtype)
+  for c in ml.static_range(held):
+    ml.copy(x.at[row, ml.ds(c * per, per)], x_s.at[ml.ds(c * per, per)])
+  regs = [x.at[row, ml.ds((held + c) * per, per)][...].astype(jnp.float32) * LOG2E
+          for c in ml.static_range(in_regs)]
+  m = regs[0]
+  for c in ml.static_range(1, in_regs):
+    m = ml.maximum(m, regs[c])
+  for c in ml.static_range(held):               # each chunk awaited just before it is read
+    m = ml.maximum(m, x_s.at[ml.ds(c * per, per)][...].astype(jnp.float32) * LOG2E)
+  top = ml.max(m)                               # in base 2: exp(v - max) = 2 ** (v * log2(e) - top)
+  s = ml.zeros((per, SEG), jnp.float32)
+  for c in ml.static_range(in_regs):
+    s = s + ml.exp2(regs[c] - top, approx=True)
+  for c in ml.static_range(held):
+    s = s + ml.exp2(x_s.at[ml.ds(c * per, per)][...].astype(jnp.float32) * LOG2E - top, approx=True)
+  inv = 1.0 / ml.sum(s)
+  for c in ml.static_range(held):
+    v = x_s.at[ml.ds(c * per, per)][...].astype(jnp.float32)
+    x_s.at[ml.ds(c * per, per)][...] = (ml.exp2(v * LOG2E - top, approx=True) * inv).astype(out.dtype)
+    ml.copy(x_s.at[ml.ds(c * per, per)], out.at[row, ml.ds(c * per, per)])
+  for c in ml.static_range(in_regs):
+    out.at[row, ml.ds((held + c) * per, per)][...] = (ml.exp2(regs[c] - top, approx=True) * inv).astype(out.dtype)
+
+
+MIXED = (16, 6)   # (chunks, in registers) for float32 rows past 96 KiB: 80 KiB of SMEM a CTA, two CTAs an SM
+
+
 def smem_config(d, itemsize):
   """(chunks, parts) for rows of d elements: parts of at most SMEM_PART_BYTES (clusters of up
   to 8 CTAs), 8 chunks each; None if the row does not split so."""
@@ -169,6 +213,8 @@ def config(shape, itemsize=4):
   3508 in registers (docs/logs/rowwise_session4.log; float32 rows and shorter ones gain nothing)."""
   n, d = shape
   long = d * 4 > MAX_ROW_BYTES or (itemsize == 2 and d >= 8192)
+  if itemsize == 4 and 96 * 1024 < d * 4 <= SMEM_PART_BYTES and (d // SEG) % MIXED[0] == 0:
+    return softmax_mixed_rows, {"chunks": MIXED[0], "in_regs": MIXED[1]}
   if long and (smem := smem_config(d, itemsize)) is not None:
     return softmax_smem_rows, {"chunks": smem[0], "parts": smem[1]}
   if d * 4 > MAX_ROW_BYTES and d % CHUNK == 0:
@@ -185,13 +231,16 @@ def softmax(x, *, interpret=None):
   kernel, meta = config(x.shape, x.dtype.itemsize)
   if kernel is softmax_smem_rows:
     return softmax_smem(x, interpret=interpret, **meta)
+  if kernel is softmax_mixed_rows:
+    n, d = x.shape
+    return kernel(x.reshape(n, d // SEG, SEG), interpret=interpret, **meta).reshape(n, d)
   return kernel(x, interpret=interpret, **meta)
 
 
 for _spec in [(256, 1024), (64, 16384), (8, 32768), (4, 65536)]:
   for _dt in (jnp.float32, jnp.bfloat16):
     _k, _meta = config(_spec, jnp.dtype(_dt).itemsize)
-    _shape = (_spec[0], _spec[1] // SEG, SEG) if _k is softmax_smem_rows else _spec
+    _shape = (_spec[0], _spec[1] // SEG, SEG) if _k in (softmax_smem_rows, softmax_mixed_rows) else _spec
     mg.check_specs(_k, jax.ShapeDtypeStruct(_shape, _dt), **_meta)
   if _spec[1] % CHUNK == 0 and _spec[1] <= 32768:  # narrower rows would leave the output unwritten (MG602)
     mg.check_specs(softmax_long_rows, jax.ShapeDtypeStruct(_spec, jnp.float32), rows=1)

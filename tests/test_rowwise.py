@@ -41,7 +41,9 @@ def test_softmax_interpret_matches_jax_at_huge_logits(shape, dtype):
 
 
 def test_long_rows_are_held_in_smem():
-  assert SM.config((2, 32768)) == (SM.softmax_smem_rows, {"chunks": 8, "parts": 1})
+  # float32 rows past 96 KiB: part in registers, so two CTAs share an SM
+  assert SM.config((2, 32768)) == (SM.softmax_mixed_rows, {"chunks": 16, "in_regs": 6})
+  assert SM.config((2, 16384))[0] is not SM.softmax_mixed_rows     # 64 KiB rows: three CTAs an SM anyway
   assert SM.config((2, 32768), 2) == (SM.softmax_smem_rows, {"chunks": 8, "parts": 1})
   assert SM.config((2, 65536)) == (SM.softmax_smem_rows, {"chunks": 8, "parts": 2})   # a cluster of 2
   assert SM.config((2, 8192 * 16))[1] == {"chunks": 8, "parts": 4}
@@ -205,6 +207,21 @@ def test_smem_held_rows_gpu(dtype, parts, online):
   x = rand(7, (256, 32768), dtype, scale=1e4)
   got = jax.jit(lambda x: SM.softmax_smem(x, parts=parts, online=online))(x)
   close(got, jax.nn.softmax(x.astype(F32), axis=-1), dtype)
+
+
+@pytest.mark.parametrize("chunks,in_regs", [(16, 6), (8, 3), (4, 3)])
+def test_rows_partly_in_registers_match_jax(chunks, in_regs):
+  x = rand(8, (3, 8192), F32, scale=30.0).at[1, :7000].set(-jnp.inf)
+  x = x.at[0, -9].set(1e4).at[2, 3].set(1e4)   # row 0's max in a register chunk, row 2's in SMEM
+  got = SM.softmax_mixed_rows(x.reshape(3, 32, SM.SEG), chunks=chunks, in_regs=in_regs, interpret=True)
+  close(got.reshape(3, 8192), jax.nn.softmax(x, axis=-1), F32)
+
+
+@pytest.mark.gpu
+def test_rows_partly_in_registers_gpu():
+  x = rand(9, (256, 32768), F32, scale=1e4)
+  assert SM.config(x.shape)[0] is SM.softmax_mixed_rows
+  close(jax.jit(SM.softmax)(x), jax.nn.softmax(x, axis=-1), F32)
 
 
 @pytest.mark.gpu
