@@ -31,9 +31,10 @@ from .ops.access import MaskedLoad, MaskedStore, ScalarRead
 from .ops.atomic import AtomicUpdate
 from .ops.memory import Copy, View
 from .layout_checks import one_tile_column
+from .loc import call_at
 from .races import ACCUMULATED_READ, Writers, race_error
 from . import hw
-from .types import DType, Space, TensorType, dtype_name, resolve
+from .types import DType, RefType, Space, TensorType, dtype_name, resolve
 
 READS = (A.REG_READ, A.TMA_READ, A.MMA_READ)
 MASKED = (MaskedLoad, MaskedStore)      # touch only where a mask holds: windows may leave GMEM
@@ -42,17 +43,36 @@ _VERB = {A.REG_READ: "register read", A.REG_WRITE: "register write", A.MMA_READ:
          A.TMA_READ: "copy", A.TMA_WRITE: "copy"}
 
 
-def _bounds_hint(acc, root, d, n, full, before, gmem) -> str:
-  """What fixes a window that starts before 0 (`before`) or runs past the end of dimension d."""
+def _view_axis(view, d):
+  """(axis of the view that dimension d of its root becomes, the view's rank); axis None when
+  an integer index drops dimension d."""
+  if not isinstance(view, View):
+    return d, None
+  kept = [k for k, i in enumerate(view.index) if not i.squeeze]
+  return (kept.index(d) if d in kept else None), len(kept)
+
+
+def _bounds_hint(acc, root, d, n, full, before, gmem, view=None) -> str:
+  """What fixes a window that starts before 0 (`before`) or runs past the end of dimension d.
+  The mask it suggests has the window's rank: the positions along the masked axis, with the
+  window's other axes inserted as size-1 axes (`[:, None]` for rows of a 2-D window)."""
   fix = ("guard the access (if i > 0:) or clamp its start (ml.maximum(start, 0))" if before else
          f"guard the access (if start + {n} <= {full}:) or clamp its start (ml.minimum(start, {full - n}))")
   if not gmem:
     return fix + "; windows of an SMEM buffer must stay inside it"
-  if acc.kind in (A.REG_READ, A.REG_WRITE):
-    inside = (f"start + ml.arange({n}) >= 0" if before else f"start + ml.arange({n}) < {root}.shape[{d}]")
+  axis, rank = _view_axis(view, d)
+  if rank is None:
+    rank = len(acc.ref.type.shape) if isinstance(acc.ref.type, RefType) else 1
+  if acc.kind in (A.REG_READ, A.REG_WRITE) and axis is not None:
+    pos = f"start + ml.arange({n})"
+    if rank > 1:
+      pos = f"({pos})[{', '.join(':' if k == axis else 'None' for k in range(rank))}]"
+    inside = (f"{pos} >= 0" if before else f"{pos} < {root}.shape[{d}]")
     op = (f"{root}.at[...].load(mask={inside}, other=0)" if acc.kind == A.REG_READ
           else f"{root}.at[...].store(value, mask={inside})")
     return fix + f"; or mask it to the elements inside: {op}"
+  if acc.kind in (A.REG_READ, A.REG_WRITE):
+    return fix                 # an integer index past the end: no mask drops it
   return fix + "; ml.copy into SMEM instead reads zeros outside a GMEM array"
 
 
@@ -252,7 +272,8 @@ class _Memory:
         return
       self.report(E.IndexOutOfBoundsError(
           f"this {_VERB.get(acc.kind, 'access')} touches {root}[{win}]{where}, outside {root}'s shape"
-          f" {tuple(w.shape)}", acc.op.loc, hint=_bounds_hint(acc, root, d, n, full, bool((s[p] < 0)), gmem)))
+          f" {tuple(w.shape)}", acc.op.loc, hint=_bounds_hint(acc, root, d, n, full, bool((s[p] < 0)), gmem,
+                                              self.ev.defs.get(acc.ref.id))))
       return
 
   # ------------------------------------------------------------ coverage
@@ -327,7 +348,9 @@ def uninitialized_read(name, region, where, gmem: bool, loc):
   if gmem:
     return E.UninitializedReadError(
         f"{region} is read{where} before this program writes it: outputs start uninitialised", loc,
-        hint=f"read inputs, not outputs; to update an array in place, pass it as an input and alias it"
+        hint=f"read inputs, not outputs: to accumulate into {name}, keep the running value in registers and"
+             f" store it once (acc = ml.zeros(shape, dtype) before the loop, acc = acc + ... in it,"
+             f" {name}[...] = acc after); to update an array in place, pass it as an input and alias it"
              f" to {name}: @mgpu_kernel(..., input_output_aliases={{input_index: output_index}})")
   return E.UninitializedReadError(
       f"{region} is read{where} before anything writes it: SMEM starts with garbage", loc,
@@ -335,9 +358,51 @@ def uninitialized_read(name, region, where, gmem: bool, loc):
            f" to this read")
 
 
-def uncovered_error(name, shape, missing, g, grid, loc):
-  """The UncoveredOutputError for the cells `missing` of output `name` (also used by interpret mode)."""
+def masked_store(kernel: ir.Kernel, out_id: int):
+  """(loc, (ref, mask, value) as the user wrote them) of the first masked store into the output
+  `out_id` of `kernel`, or None: interpret mode's UncoveredOutputError names it (elements every
+  program's windows cover that no program wrote were skipped by its mask)."""
+  defs = ir.def_table(kernel.body)
+  for o in ir.walk(kernel.body):
+    if isinstance(o, MaskedStore) and _root(defs, o.ref).id == out_id:
+      written = _store_call(o.loc)      # the mask and value as the user wrote them, where known
+      name = next(p.name for p in kernel.outputs if p.value.id == out_id)
+      return o.loc, (o.ref.name or f"{name}.at[...]", written.get("mask") or o.mask.name or "mask",
+                     written.get("value") or o.value.name or "value")
+  return None
+
+
+def _store_call(loc) -> dict:
+  """{"mask": text, "value": text} of a `ref.store(value, mask=...)` call at `loc`."""
+  import ast
+  node = call_at(loc)
+  if node is None:
+    return {}
+  args = {k.arg: k.value for k in node.keywords if k.arg in ("mask", "value")}
+  f = node.func
+  if isinstance(f, ast.Attribute) and f.attr == "store":     # ref.store(value, ...), ml.store(ref, value, ...)
+    k = 1 if isinstance(f.value, ast.Name) and f.value.id == "ml" else 0
+    if len(node.args) > k:
+      args.setdefault("value", node.args[k])
+  return {k: ast.unparse(v) for k, v in args.items()}
+
+
+def uncovered_error(name, shape, missing, g, grid, loc, masked=None):
+  """The UncoveredOutputError for the cells `missing` of output `name` (also used by interpret
+  mode). `masked`: interpret mode's masked_store into the output (it records only the elements
+  written, after the proof over the windows each program may write passed, so the cells were
+  skipped by that store's mask)."""
   region, count = describe(name, shape, missing, g)
+  store = masked
+  if store is not None:
+    at, (ref, mask, value) = store
+    return E.UncoveredOutputError(
+        f"{region} is never written: the masked store into {name} (line {at.lineno}) leaves the elements"
+        f" where its mask is false unwritten, and nothing else writes them, so {count} of"
+        f" {math.prod(shape)} elements of {name} would stay uninitialised", at,
+        hint=f"write every element of {name}: put the mask into the value and store it unmasked,"
+             f" {ref}[...] = ml.where({mask}, {value}, 0); or fill the window first ({ref}[...] = 0)"
+             f" and then store with the mask")
   n = math.prod(grid)
   who = "the kernel's one program does not" if n == 1 else f"none of the {n} programs of grid {grid[:_rank(grid)]}"
   return E.UncoveredOutputError(

@@ -7,6 +7,7 @@ from . import errors as E
 from . import hw
 from . import ir
 from .layouts import SmemLayout
+from .loc import call_at
 from .ops.memory import Copy, View
 from .types import Layout, LayoutKind, RefType, Space, TensorType
 
@@ -35,8 +36,42 @@ def _check_split_reductions(kernel) -> None:
         f"this reduction runs across the rows of {o.x.name or 'a tensor-core tile'} {o.x.type.shape}, which"
         f" block={kernel.block} splits among {kernel.block // hw.WARPGROUP} warpgroups (each holds its own"
         f" rows); reductions across the warpgroups are not supported", o.loc,
-        hint="reduce along axis 1 (a row statistic: each warpgroup holds whole rows), use block=128, or store"
-             " the tile in SMEM (t_s[...] = tile) and reduce windows of it read back")
+        hint=_split_reduction_hint(o))
+
+
+_REDUCTIONS = ("ml.sum", "ml.max", "ml.min", "ml.mean", "ml.argmax", "ml.argmin")
+
+
+def _split_reduction_hint(o) -> str:
+  """What works for reduction `o` across the warpgroups' rows: a transpose (it goes through
+  SMEM into a layout whose rows any reduction combines), written for the value's rank and axes
+  with the function the user called (ml.argmax reduces inside: name it, not its parts)."""
+  called = _called(o.loc)
+  fn = called if called in _REDUCTIONS else f"ml.{o.kind.value}"
+  x = o.x.name or "tile"
+  arg = fn in ("ml.argmax", "ml.argmin")
+  if len(o.x.type.shape) == 1:       # a row statistic: make it one row of a 2-D tensor
+    fix = f"reduce it as one row: {fn}({x}[:, None].T{', axis=1' if arg else ''})"
+  elif tuple(o.axes) == (0,):
+    fix = f"reduce its transpose along axis 1: {fn}({x}.T, axis=1)"
+    if not arg:
+      buf = x[:-len("[...]")] if x.endswith("[...]") else None
+      windows = (f"{buf}.at[ml.ds(r * 8, 8)][...]" if buf else
+                 f"t_s.at[ml.ds(r * 8, 8)][...] after t_s[...] = {x}")
+      fix += f", or reduce windows of 8 rows read back from SMEM ({windows}) and combine them"
+  else:
+    fix = f"reduce its transpose: {fn}({x}.T)"
+  return f"{fix}; or use block=128 (one warpgroup holds all rows)"
+
+
+def _called(loc) -> str | None:
+  """`ml.name` when the source at `loc` is a call of an ml function (ml.argmax(acc, axis=0))."""
+  import ast
+  node = call_at(loc)
+  f = node.func if node is not None else None
+  if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "ml":
+    return f"ml.{f.attr}"
+  return None
 
 
 def _check_slices(kernel) -> None:

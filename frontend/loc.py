@@ -23,3 +23,17 @@ class Loc:
 
 
 UNKNOWN = Loc("<unknown>", 0, 0)
+
+
+def call_at(loc):
+  """The call expression written at `loc` (one line of the user's source) as an ast.Call, or
+  None: hints quote the user's own arguments (the mask of their store, the ml function called)."""
+  import ast
+  line, a, b = getattr(loc, "source_line", ""), getattr(loc, "col_offset", 0), getattr(loc, "end_col_offset", None)
+  if not line or b is None or getattr(loc, "end_lineno", None) != getattr(loc, "lineno", None):
+    return None
+  try:
+    node = ast.parse(line[a:b], mode="eval").body
+  except SyntaxError:
+    return None
+  return node if isinstance(node, ast.Call) else None

@@ -12,6 +12,8 @@ _TRANSPOSE = ("a 2-D tensor transposes with x.T or ml.transpose(x) (through SMEM
 _CONCAT = "build it in an SMEM buffer's windows: t.at[0:n][...] = a; t.at[n:2 * n][...] = b; then t[...]"
 _POW = ("no ml.pow: use the ** operator for x ** n (a static int), x ** 0.5 and c ** t (c a positive"
         " Python number); otherwise, for x > 0, write ml.exp2(y * ml.log2(x))")
+_DIV = "no ml.{}: divide with the / operator, x / y (ml.cdiv(a, b) is the ceiling of an integer division)"
+_FLOOR_DIV = "no ml.{}: divide with the // operator, x // y (ml.cdiv(a, b) rounds up instead)"
 _NOT_YET = {   # what Triton and jnp users reach for that mgpu_dsl does not have, and what to write
     "associative_scan": _SCAN, "scan": _SCAN, "sort": _TOP, "topk": _TOP,
     "trans": _TRANSPOSE, "permute": _TRANSPOSE,
@@ -24,6 +26,8 @@ _NOT_YET = {   # what Triton and jnp users reach for that mgpu_dsl does not have
     "expm1": "no ml.expm1: ml.exp(x) - 1 loses the digits of small x; accurate for x below 88:"
              " u = ml.exp(x); ml.where(u == 1, x, ml.where(x < -20, -1.0, (u - 1) * (x / ml.log(u))))",
     "pow": _POW, "power": _POW,
+    **{n: _DIV.format(n) for n in ("fdiv", "div_rn", "divide", "true_divide")},
+    **{n: _FLOOR_DIV.format(n) for n in ("floor_divide", "floordiv")},
 }
 
 

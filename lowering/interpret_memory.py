@@ -14,7 +14,7 @@ import dataclasses
 import numpy as np
 
 from ..frontend import ir
-from ..frontend.checks import uncovered_error, uninitialized_read
+from ..frontend.checks import masked_store, uncovered_error, uninitialized_read
 from ..frontend.coverage import describe
 from ..frontend.races import ACCUMULATED_READ, CROSS_PROGRAM_READ, ONE_WRITER, own_window
 from .interpret_numerics import np_dtype, poison
@@ -188,7 +188,8 @@ class Memory:
       locs = [loc for (rid, _), loc in self.wlocs.items() if rid == p.value.id]
       g = np.ones(w.ndim, np.int64)
       raise uncovered_error(p.name, w.shape, w == -1, g, self.kernel.grid,
-                            locs[0] if locs else p.loc or self.kernel.loc)
+                            locs[0] if locs else p.loc or self.kernel.loc,
+                            masked=masked_store(self.kernel, p.value.id))
 
   def smem_phase(self, cta, ref: Ref, o, write: bool):
     """Record a CTA's access to a cluster's SMEM between two cluster_syncs."""

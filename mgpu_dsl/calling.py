@@ -174,6 +174,16 @@ def check_output_names(pk, out, n_in: int, loc, at) -> None:
                f" or give out_shape a tuple in the parameters' order")
 
 
+def _declare_constexpr(pk, name: str, param: str, value) -> str:
+  """The hint for a ref parameter given a Python constant by keyword: it was meant as a
+  constexpr (the annotation forgotten), so show the signature that declares it one."""
+  scalars = getattr(pk, "scalar_params", ())
+  refs = [f"{r}: ml.scalar" if r in scalars else r for r in pk.ref_params if r != param]
+  kws = [c for c in pk.constexpr_params if c != param] + [f"{param}: ml.constexpr"]
+  return (f"{param}={value!r} is a compile-time constant: declare {param} a constexpr, keyword-only"
+          f" after the arrays: def {name}({', '.join(refs + ['*'] + kws)})")
+
+
 def check_constexprs(pk, constexprs: dict, name: str, loc, args=()) -> None:
   """Raise SignatureError for an unknown, missing or traced constexpr (`args`: the positional
   arguments, where a constexpr passed by position shows as an extra non-array)."""
@@ -183,7 +193,9 @@ def check_constexprs(pk, constexprs: dict, name: str, loc, args=()) -> None:
     ref = unknown[0] in pk.ref_params
     raise E.SignatureError(
         f"{name} has no constexpr parameter {unknown[0]!r}" + (" (it is a ref parameter)" if ref else ""),
-        loc, hint=(f"pass {unknown[0]} positionally, as an array" if ref else
+        loc, hint=(_declare_constexpr(pk, name, unknown[0], constexprs[unknown[0]])
+                   if ref and isinstance(constexprs[unknown[0]], (bool, int, float, str)) else
+                   f"pass {unknown[0]} positionally, as an array" if ref else
                    f"{unknown[0]} is not a kernel option here: {ELSEWHERE[unknown[0]]}" if unknown[0] in ELSEWHERE else
                    f"its constexpr parameters are: {', '.join(pk.constexpr_params) or 'none'}"))
   missing = [c for c in pk.constexpr_params if c not in constexprs and c not in pk.defaults]

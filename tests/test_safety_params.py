@@ -117,7 +117,9 @@ def accumulate_into_output(x, out):
 def test_an_output_read_before_it_is_written_is_rejected():
   expect(accumulate_into_output, [S((128,), F32)], mg.UninitializedReadError, "out[...] + x",
          "out is read before this program writes it: outputs start uninitialised",
-         hint="read inputs, not outputs; to update an array in place, pass it as an input and alias it"
+         hint="read inputs, not outputs: to accumulate into out, keep the running value in registers and"
+              " store it once (acc = ml.zeros(shape, dtype) before the loop, acc = acc + ... in it,"
+              " out[...] = acc after); to update an array in place, pass it as an input and alias it"
               " to out: @mgpu_kernel(..., input_output_aliases={input_index: output_index})")
 
 
@@ -282,7 +284,7 @@ def test_interpret_mode_reports_an_output_read_before_it_is_written_with_the_pro
   assert e.value.message == ("out[0:128] is read in program (0, 0, 0) before this program writes it: outputs"
                              " start uninitialised")
   assert (e.value.lineno, e.value.col_offset) == where(read_back, "out.at[ml.ds(start - 128")
-  assert e.value.hint.startswith("read inputs, not outputs; to update an array in place")
+  assert e.value.hint.startswith("read inputs, not outputs: to accumulate into out")
 
 
 def test_interpret_mode_reports_unwritten_outputs_with_the_fix():

@@ -172,8 +172,8 @@ def index_operand(cx, x, bound=False):
       i = x.name if x.name and x.name.isidentifier() else f"({x.name or 'i'})"
       raise E.KernelTypeError(
           f"an index must be an integer scalar, got {x.name or 'a scalar'} ({dtype_name(d)})", cx.loc,
-          hint=f"index with ints, program ids, loop counters or integer scalar math; convert a"
-               f" {dtype_name(d)} that holds an index: {i}.astype(jnp.int32)")
+          hint=f"index with ints, program ids, loop counters or integer scalar math (divide with //:"
+               f" / gives a float); convert a {dtype_name(d)} that holds an index: {i}.astype(jnp.int32)")
   if bound:
     raise _bad_loop_bound(cx, x)
   if is_value(x) and isinstance(x.type, TensorType):
@@ -331,8 +331,13 @@ def _one_index(cx, d, i, n, name, past_end=False, rank=1):
     return ir.Idx(start, size)
   if is_value(i):
     return ir.Idx(index_operand(cx, i), 1, True)
+  if isinstance(i, float):      # x.shape[0] / 2: Python's / gives a float even of two ints
+    raise E.KernelTypeError(f"cannot index with {kind_of(i)}; use ints, static slices or ml.ds(start, size)",
+                            cx.loc, hint=f"an index is an integer: divide with // (e.g. {name}.shape[{d}] // 2,"
+                                         f" not {name}.shape[{d}] / 2), or convert with int(...)")
   raise E.KernelTypeError(f"cannot index with {kind_of(i)}; use ints, static slices or ml.ds(start, size)",
-                          cx.loc, hint="x.at[ml.ds(i * 128, 128), :]")
+                          cx.loc, hint=f"index {name} with ints, static slices (a:b) or windows"
+                                       f" {name}.at[ml.ds(start, size)]")
 
 
 def view(cx, ref: ir.Value, index, name=""):
