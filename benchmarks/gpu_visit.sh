@@ -66,6 +66,12 @@ step() {
                      --section SpeedOfLight --section Occupancy --section WarpStateStats --section SchedulerStats \
                      python3 benchmarks/profile_rows.py $cfg 2>&1 | grep -E "error|Throughput|Duration|Stall|stall|Occupancy|Registers|Shared Mem|Block Limit|Issued|Eligible|Active Warps|Warp Cycles"
                  done ;;
+    ncu_rows_l2) for cfg in softmax softmax_default rmsnorm layernorm; do   # is long-row layer norm L2-bound?
+                   echo "=== $cfg"
+                   ncu --clock-control none --kernel-name regex:"softmax|layernorm" --launch-skip 2 --launch-count 1 \
+                     --metrics gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_bytes.sum,lts__throughput.avg.pct_of_peak_sustained_elapsed,l1tex__m_xbar2l1tex_read_bytes.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed,sm__warps_active.avg.pct_of_peak_sustained_active \
+                     python3 benchmarks/profile_rows.py $cfg 2>&1 | grep -E "error|==PROF==|gpu__|dram__|lts__|l1tex__|sm__"
+                 done ;;
     ncu_attn)    for cfg in "" "--pingpong" "--causal"; do
                    echo "=== attention forward $cfg"
                    ncu --clock-control none --kernel-name regex:forward --launch-skip 2 --launch-count 1 \

@@ -7,7 +7,8 @@
 
 `paged`: examples/paged_attention.py on the benchmark's grouped-query shape (b32 h32 kvh8 d128,
 page 16, up to 4096 tokens), tensor cores. `softmax`: examples/softmax.py's SMEM-held rows on
-1024 x 32768 float32. Each call is checked against its reference once.
+1024 x 32768 float32 (`softmax_default`: its default there, rows partly in registers);
+`layernorm` / `rmsnorm`: examples/layernorm.py's SMEM-held rows on the same shape. Each call is checked against its reference once.
 """
 import argparse
 import functools
@@ -23,7 +24,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
 
 def main():
   p = argparse.ArgumentParser()
-  p.add_argument("kernel", choices=["paged", "softmax"])
+  p.add_argument("kernel", choices=["paged", "softmax", "softmax_default", "layernorm", "rmsnorm"])
   p.add_argument("--splits", type=int, default=4)
   p.add_argument("--stages", type=int, default=2)
   p.add_argument("--tokens", type=int, default=64)
@@ -41,10 +42,19 @@ def main():
     fn = jax.jit(functools.partial(ex.paged_attention, splits=a.splits, stages=a.stages, tensor_cores=True,
                                    tokens=a.tokens, q_regs=a.q_regs))
     want = ex.reference(*args)
+  elif a.kernel in ("layernorm", "rmsnorm"):     # the SMEM-held rows of examples/layernorm.py
+    import layernorm as ex
+    k = jax.random.split(jax.random.key(0), 3)
+    args = tuple(jax.random.normal(k[i], s, jnp.float32) for i, s in enumerate([(1024, 32768), (32768,), (32768,)]))
+    center = a.kernel == "layernorm"
+    fn = jax.jit(lambda x, w, b: ex.layernorm_smem(x, w, b, center=center)[0])
+    want = ex.reference(*args) if center else args[0] * jax.lax.rsqrt(
+        jnp.mean(args[0] ** 2, -1, keepdims=True) + 1e-5) * args[1]
   else:
     import softmax as ex
     args = (jax.random.normal(jax.random.key(0), (1024, 32768), jnp.float32),)
-    fn = jax.jit(functools.partial(ex.softmax_smem, chunks=a.chunks, parts=a.parts, online=a.online))
+    fn = jax.jit(ex.softmax if a.kernel == "softmax_default" else
+                 functools.partial(ex.softmax_smem, chunks=a.chunks, parts=a.parts, online=a.online))
     want = jax.nn.softmax(args[0], axis=-1)
   err = float(np.abs(np.asarray(fn(*args), np.float32) - np.asarray(want, np.float32)).max())
   print(f"{a.kernel}: max abs error {err:.2e}", flush=True)
