@@ -88,13 +88,18 @@ def test_a_split_reduction_exchanges_its_parts_between_two_barriers():
 
 
 # ---------------------------------------------------------------- interpret mode and export
+def _rows_case(n, d, dtype):
+  """(x with logits up to ~100, w, b, tolerance) for n rows of d elements."""
+  k = jax.random.split(jax.random.key(0), 3)
+  x = (jax.random.normal(k[0], (n, d), F32) * 30).astype(dtype)
+  w, b = (jax.random.normal(k[i], (d,), F32).astype(dtype) for i in (1, 2))
+  return x, w, b, 1e-5 if dtype == F32 else 2e-2
+
+
 @pytest.mark.parametrize("dtype", [F32, jnp.bfloat16])
 @pytest.mark.parametrize("warpgroups", [2, 4])
 def test_split_long_rows_interpret(dtype, warpgroups):
-  x = (jax.random.normal(jax.random.key(0), (2, 8192), F32) * 30).astype(dtype)
-  w = jax.random.normal(jax.random.key(1), (8192,), F32).astype(dtype)
-  b = jax.random.normal(jax.random.key(2), (8192,), F32).astype(dtype)
-  tol = 1e-5 if dtype == F32 else 2e-2
+  x, w, b, tol = _rows_case(2, 8192, dtype)
   y = SM.softmax_smem(x, chunks=4, warpgroups=warpgroups, interpret=True)
   np.testing.assert_allclose(np.asarray(y, np.float32), jax.nn.softmax(x.astype(F32), -1), atol=tol)
   y, mean, rstd = LN.layernorm_smem(x, w, b, chunks=4, warpgroups=warpgroups, interpret=True)
@@ -134,10 +139,7 @@ def test_split_reductions_interpret():
 @pytest.mark.parametrize("dtype", [F32, jnp.bfloat16])
 @pytest.mark.parametrize("warpgroups", [2, 4])
 def test_split_long_rows_gpu(dtype, warpgroups):
-  x = (jax.random.normal(jax.random.key(0), (64, 32768), F32) * 30).astype(dtype)
-  w = jax.random.normal(jax.random.key(1), (32768,), F32).astype(dtype)
-  b = jax.random.normal(jax.random.key(2), (32768,), F32).astype(dtype)
-  tol = 1e-5 if dtype == F32 else 2e-2
+  x, w, b, tol = _rows_case(64, 32768, dtype)
   for chunks in (8, 16):
     y = jax.jit(lambda x: SM.softmax_smem(x, chunks=chunks, warpgroups=warpgroups))(x)
     np.testing.assert_allclose(np.asarray(y, np.float32), jax.nn.softmax(x.astype(F32), -1), atol=tol)
