@@ -434,6 +434,8 @@ def _copy_kernel(**launch):
 @pytest.mark.parametrize("launch,message", [
     (dict(block=96), "block must be a multiple of 128 threads (one warpgroup) between 128 and 1024, got 96"),
     (dict(block=2048), "block must be a multiple of 128 threads (one warpgroup) between 128 and 1024, got 2048"),
+    (dict(block=lambda x: x.shape[0] // 2), "block must be a multiple of 128 threads (one warpgroup) between 128"
+                                            " and 1024, got 64"),
     (dict(grid=(0,)), "grid must be 1 to 3 positive ints, got (0,)"),
     (dict(grid=(3,), cluster=(2,)), "grid (3, 1, 1) is not divisible by cluster (2, 1, 1) along x"),
     (dict(grid=(32,), cluster=(32,)), "a cluster holds at most 16 CTAs on Hopper, got (32, 1, 1)"),
@@ -445,6 +447,16 @@ def test_launch_config_errors(launch, message):
   e = info.value
   assert (e.code, e.message) == ("MG007", message)
   assert (e.lineno, e.col_offset) == where(k, "def copy(x, out):")
+
+
+def test_block_callable_gets_the_inputs_and_the_constexprs_it_names():
+  @mg.mgpu_kernel(out_shape=lambda x, **meta: x, block=lambda x, *, wgs: 128 * wgs)
+  def copy(x, out, *, wgs: ml.constexpr):
+    out[...] = x[...]
+  assert "/2wg>" in copy.typed_ir(S((256,), F32), wgs=2)
+  with pytest.raises(mg.SignatureError) as info:     # a callable that fails: at the decorator
+    _copy_kernel(block=lambda x: x.shape[7]).check(S((128,), F32))
+  assert "the block callable failed" in info.value.message
 
 
 # ---------------------------------------------------------------------------- not expressible
