@@ -20,7 +20,7 @@ from .env import POISON, PoisonedUse, Unbound, assigned_names
 from .missing import missing_hint
 from .trace_debug import trace_breakpoint, trace_print
 from .ops import METHODS, REF_METHODS, elementwise as ew, gather, memory, shape
-from .ops.base import BUILTINS, Builtin, is_tensor, is_value, kind_of
+from .ops.base import BUILTINS, Builtin, is_tensor, is_value, kind_of, typed_number
 from .ops.power import power
 from .assign import SCATTER_HINT, Assignments, At, holds_value, is_whole
 from .source import Source
@@ -73,7 +73,7 @@ def _static_result(cx, name, out):
   if isinstance(out, (tuple, list)):
     return tuple(_static_result(cx, name, x) for x in out)
   if getattr(out, "shape", None) == () and hasattr(out, "item"):     # a NumPy or JAX scalar
-    return out.item()
+    return typed_number(out)
   if hasattr(out, "shape"):
     raise E.KernelTypeError(
         f"{name}(...) returned an array of shape {tuple(out.shape)} while tracing; a kernel's tensors"
@@ -341,7 +341,7 @@ class Tracer(Assignments, ast.NodeVisitor):
     """A global or closure variable as the kernel sees it: a NumPy scalar as the Python number
     it holds (as constexprs and static calls' results are); a value JAX is tracing is an error."""
     if type(v).__module__ == "numpy" and getattr(v, "shape", None) == () and hasattr(v, "item"):
-      return v.item()
+      return typed_number(v)
     if any(c.__name__.endswith("Tracer") for c in type(v).__mro__):
       raise E.KernelTypeError(
           f"{name} is a value JAX is tracing (captured from the function that calls the kernel); a"

@@ -29,6 +29,31 @@ REF_METHODS: dict[str, "Builtin"] = {}  # ref methods: ref.<name>(...) -> builti
 Num = (int, float, bool)
 
 
+class TypedFloat(float):
+  """A NumPy or JAX float scalar (`jnp.float32(c)`, a module's `np.float16` constant) as the
+  kernel sees it: a Python float that remembers its dtype. Where a Python number would take a
+  register value's dtype (weak typing), this one, like jnp's strongly typed scalars, must match
+  it: dtypes are never converted implicitly (elementwise.common)."""
+  dtype: DType
+
+
+class TypedInt(int):
+  """A NumPy or JAX integer scalar (`jnp.int32(c)`): TypedFloat's rule for integers."""
+  dtype: DType
+
+
+def typed_number(v):
+  """The Python number a 0-d NumPy or JAX value holds; float and integer ones (not bools)
+  remember their dtype (TypedFloat, TypedInt)."""
+  x = v.item()
+  d = to_dtype(getattr(v, "dtype", None))
+  if d is None or isinstance(x, bool) or not (d.is_float or d.is_int):
+    return x
+  out = (TypedFloat if isinstance(x, float) else TypedInt)(x)
+  out.dtype = d
+  return out
+
+
 class Builtin:
   """A DSL function (`ml.<name>`)."""
 

@@ -216,6 +216,8 @@ def common(cx, a, b, what):
   if da is None or db is None:
     dt, py = (da, b) if db is None else (db, a)
     rdt = resolve(dt)
+    _check_typed_number(cx, py, rdt, names[1] if db is None else names[0], names[0] if db is None else names[1],
+                        what)
     check_python_int(cx, py, dt, what)
     if isinstance(py, float) and isinstance(rdt, DType) and not rdt.is_float:
       # As jnp: an integer (or bool) operand meeting a Python float computes in float32.
@@ -232,6 +234,44 @@ def common(cx, a, b, what):
         f" dtypes differ and are never converted implicitly", cx.loc,
         hint=f"convert one side explicitly, e.g. {method_on(names[1])}.astype(jnp.{dtype_name(da)})")
   return (a, b), shape, dt
+
+
+def _check_typed_number(cx, py, d, py_name, name, what):
+  """A NumPy or JAX scalar (jnp.float32(c)) keeps its dtype, as in jnp: it must match the
+  register value's (jnp would promote; here dtypes are never converted implicitly)."""
+  from .base import TypedFloat, TypedInt
+  want = py.dtype if isinstance(py, (TypedFloat, TypedInt)) else None
+  if want is None or not isinstance(d, DType) or _jnp_result(d, want) == d:
+    return
+  promoted = _jnp_result(d, want)
+  import numpy as np
+  try:
+    text = str(np.dtype(want.numpy_name).type(py))     # 1.001, not float32's 1.0010000467300415
+  except TypeError:
+    text = repr(py + 0)
+  to = promoted or (DType.f32 if d.is_float or want.is_float else want)
+  raise E.DtypeMismatchError(
+      f"{what} on {name} ({dtype_name(d)}) and the {dtype_name(want)} scalar {text}: a NumPy or JAX scalar"
+      f" keeps its dtype, and dtypes are never converted implicitly (jnp would compute in"
+      f" {dtype_name(to)} here)", cx.loc,
+      hint=f"write the Python number {text} to compute in {dtype_name(d)}, or convert the value:"
+           f" {method_on(name)}.astype(jnp.{dtype_name(to)})")
+
+
+def _jnp_result(t: DType, s: DType) -> DType | None:
+  """The dtype jnp computes `t` (a value's dtype) with a strongly typed scalar of dtype `s` in,
+  without 64-bit types (an int64 scalar is int32); None where its lattice leaves 32 bits."""
+  s = {DType.i64: DType.i32}.get(s, s)
+  if s == t:
+    return t
+  if t.is_float != s.is_float:           # an integer meets a float: the float's dtype
+    return t if t.is_float else s
+  if t.is_float:                         # float16 with bfloat16 is float32 in jnp
+    return max(t, s, key=lambda d: d.bits) if t.bits != s.bits else DType.f32
+  if t.is_signed == s.is_signed:
+    return max(t, s, key=lambda d: d.bits)
+  signed, unsigned = (t, s) if t.is_signed else (s, t)
+  return signed if signed.bits > unsigned.bits else None
 
 
 def method_on(text: str) -> str:

@@ -1,0 +1,93 @@
+"""Probe 11's findings: NumPy and JAX scalars keep their dtype (jnp's strong typing), as
+constants written in the kernel and as module constants; constexprs stay Python numbers."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from locate import expect
+
+S = jax.ShapeDtypeStruct
+HALF = np.float16(0.5)
+WIDE = np.float32(2.5)
+
+
+def _f32_out(x, **meta):
+  return S(x.shape, jnp.float32)
+
+
+@mg.mgpu_kernel(out_shape=_f32_out)
+def times_f32_scalar(x, out):
+  out[...] = (x[...] * jnp.float32(1.001)).astype(jnp.float32)
+
+
+@mg.mgpu_kernel(out_shape=_f32_out)
+def plus_i32_scalar(x, out):
+  out[...] = (x[...] + jnp.int32(70000)).astype(jnp.float32)
+
+
+@mg.mgpu_kernel(out_shape=_f32_out)
+def times_module_constants(x, out):
+  out[...] = (x[...] * HALF).astype(jnp.float32) * WIDE
+
+
+@mg.mgpu_kernel(out_shape=_f32_out)
+def times_module_f32_on_f16(x, out):
+  out[...] = (x[...] * WIDE).astype(jnp.float32)
+
+
+@mg.mgpu_kernel(out_shape=_f32_out)
+def static_uses(x, out, *, scale: ml.constexpr):
+  acc = ml.zeros((np.int32(8), x.shape[1]), jnp.float32)
+  for _ in ml.static_range(jnp.int32(2)):
+    acc = acc + (x[...] * scale).astype(jnp.float32)
+  out[...] = acc
+
+
+def test_a_numpy_scalar_of_another_dtype_is_a_dtype_mismatch_not_a_weak_number():
+  f16 = [S((8, 128), jnp.float16)]
+  expect(times_f32_scalar, f16, mg.DtypeMismatchError, "x[...] * jnp.float32(1.001)",
+         "* on x[...] (float16) and the float32 scalar 1.001: a NumPy or JAX scalar keeps its dtype, and"
+         " dtypes are never converted implicitly (jnp would compute in float32 here)",
+         hint="write the Python number 1.001 to compute in float16, or convert the value:"
+              " x[...].astype(jnp.float32)")
+  expect(plus_i32_scalar, [S((8, 128), jnp.int16)], mg.DtypeMismatchError, "x[...] + jnp.int32(70000)",
+         "+ on x[...] (int16) and the int32 scalar 70000: a NumPy or JAX scalar keeps its dtype, and"
+         " dtypes are never converted implicitly (jnp would compute in int32 here)",
+         hint="write the Python number 70000 to compute in int16, or convert the value:"
+              " x[...].astype(jnp.int32)")
+  expect(times_module_f32_on_f16, f16, mg.DtypeMismatchError, "x[...] * WIDE",
+         "* on x[...] (float16) and the float32 scalar 2.5: a NumPy or JAX scalar keeps its dtype, and"
+         " dtypes are never converted implicitly (jnp would compute in float32 here)")
+
+
+def test_the_hints_followed_compute_as_jnp():
+  @mg.mgpu_kernel(out_shape=_f32_out)
+  def fixed(x, out):
+    out[...] = x[...].astype(jnp.float32) * jnp.float32(1.001)
+  x = jnp.ones((8, 128), jnp.float16)
+  np.testing.assert_array_equal(fixed(x, interpret=True), x * jnp.float32(1.001))
+
+
+def test_numpy_scalars_of_the_same_dtype_and_in_static_places_work():
+  x = jax.random.normal(jax.random.key(0), (8, 128), jnp.float16)
+  got = times_module_constants(x, interpret=True)
+  np.testing.assert_allclose(got, (x * HALF).astype(jnp.float32) * WIDE, rtol=1e-6)
+  # shapes and static loop counts, and a NumPy constexpr (a Python number: x's dtype)
+  got = static_uses(x, scale=np.float32(3.0), interpret=True)
+  np.testing.assert_allclose(got, 2 * (x * 3).astype(jnp.float32), rtol=1e-6)
+  jax.export.export(jax.jit(lambda x: static_uses(x, scale=np.float32(3.0))), platforms=["cuda"])(
+      S(x.shape, x.dtype))
+
+
+@mg.mgpu_kernel(out_shape=_f32_out)
+def narrow_scalars(x, out):
+  out[...] = x[...] * np.float16(0.5) + np.int64(3) + jnp.int8(1)
+
+
+def test_scalars_jnp_would_not_widen_the_value_by_are_constants_of_its_dtype():
+  # float32 with a float16, an int64 (int32 without x64) and an int8 scalar: float32 in jnp too
+  x = jax.random.normal(jax.random.key(1), (8, 128), jnp.float32)
+  np.testing.assert_allclose(narrow_scalars(x, interpret=True),
+                             x * np.float16(0.5) + np.int64(3) + jnp.int8(1), rtol=1e-6)
