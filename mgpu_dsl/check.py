@@ -30,6 +30,7 @@ if TYPE_CHECKING:
   from .autotune import Autotuner
 
 _DECLARED: dict[KernelFunction, list[tuple[tuple, dict]]] = {}
+_DECLARED_IN: dict[KernelFunction, set[str]] = {}    # the files whose check_specs calls declared them
 _modules = itertools.count()
 
 
@@ -61,10 +62,19 @@ def check_specs(kernel: KernelFunction | Autotuner, *specs, **constexprs) -> Ker
                       f" (a jax.ShapeDtypeStruct), or is a Python number for an ml.scalar parameter;"
                       f" got {s!r}")
   declared = _DECLARED.setdefault(kernel, [])
+  _DECLARED_IN.setdefault(kernel, set()).add(_caller_file())
   entry = (tuple(specs), dict(constexprs))
   if entry not in declared:       # a module imported twice declares its specs twice
     declared.append(entry)
   return kernel
+
+
+def _caller_file() -> str:
+  """The file of the first frame outside this module: where check_specs was called."""
+  f = sys._getframe(1)
+  while f is not None and f.f_code.co_filename == __file__:
+    f = f.f_back
+  return os.path.abspath(f.f_code.co_filename) if f is not None else ""
 
 
 def declared_specs(kernel: KernelFunction) -> list[tuple[tuple, dict]]:
@@ -152,16 +162,22 @@ def kernels_of(module, declared_before=None) -> list[KernelFunction]:
   """The kernels a module defines, plus those it declared specs for, in definition order.
 
   `declared_before` (the kernels declared before the module was imported) also picks
-  up kernels the module declared without defining them (imported or made by exec).
+  up kernels the module declared without defining them (imported or made by exec), but not
+  those that modules it imports declared (their own files report them).
   """
   def mine(k):
     return getattr(k.fn, "__module__", None) == module.__name__
+
+  here = os.path.abspath(getattr(module, "__file__", "") or "")
+
+  def declared_here(k):
+    return k not in declared_before and here in _DECLARED_IN.get(k, ())
 
   from .autotune import Autotuner
   found = [v.kernel if isinstance(v, Autotuner) else v for v in vars(module).values()]
   out = [v for v in found if isinstance(v, KernelFunction) and mine(v)]
   out += [k for k in _DECLARED if k not in out and (
-      mine(k) if declared_before is None else k not in declared_before)]
+      mine(k) if declared_before is None else declared_here(k))]
   return list(dict.fromkeys(out))      # a kernel bound to two names is checked once
 
 

@@ -141,3 +141,18 @@ def test_a_python_number_declares_an_ml_scalar_as_kernel_check_takes_it(tmp_path
   rc, out, err = run("check", "scalar.py", cwd=tmp_path)
   assert rc == 0, out + err
   assert out.splitlines()[0] == "scalar.py: axpy(float32[128], 0.5): ok"
+
+
+def test_a_file_reports_the_specs_it_declares_not_those_of_the_modules_it_imports(files):
+  # user.py imports good.py (which declares double's two specs) and declares one of its own
+  (files / "user.py").write_text(HEADER + textwrap.dedent("""\
+      from good import undeclared
+
+      mg.check_specs(undeclared, jax.ShapeDtypeStruct((128,), jnp.float32))
+      """))
+  rc, out, err = run("check", "user.py", "good.py", cwd=files)
+  assert rc == 0, out + err
+  lines = out.splitlines()
+  assert [ln for ln in lines if ln.startswith("user.py")] == ["user.py: undeclared(float32[128]): ok"]
+  assert len([ln for ln in lines if ln.startswith("good.py: double")]) == 2
+  assert lines[-1].startswith("checked 3 specialisations in 2 files")
