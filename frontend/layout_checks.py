@@ -23,14 +23,18 @@ def check_layouts(kernel: ir.Kernel, defs) -> None:
 def _check_split_reductions(kernel) -> None:
   """With several warpgroups each holds its own rows of a tensor-core tile (and of its row
   statistics), so a reduction across rows would combine only a warpgroup's share: on the
-  H200 the column sums of a 256-row tile at block=256 came out wrong. Rejected until the
-  warpgroups combine their shares."""
+  H200 the column sums of a 256-row tile at block=256 came out wrong. A full reduction (a
+  scalar) combines the warpgroups' shares (smem.exchange_slots); one along the rows, into a
+  vector, is rejected, as is any in a warp-specialised kernel (whose warpgroups run apart)."""
   from .ops.shape import Reduce
+  from .smem import exchange_slots
   if kernel.block <= hw.WARPGROUP:
     return
   for o in ir.walk(kernel.body):
     lay = o.x.type.layout if isinstance(o, Reduce) and isinstance(o.x.type, TensorType) else None
     if lay is None or lay.kind != LayoutKind.WGMMA or lay.drop == (0,) or 0 not in o.axes:
+      continue
+    if exchange_slots(kernel, o):
       continue
     raise E.LayoutError(
         f"this reduction runs across the rows of {o.x.name or 'a tensor-core tile'} {o.x.type.shape}, which"

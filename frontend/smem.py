@@ -23,7 +23,7 @@ from .dtypes import DType
 from .ops.control import LOOPS, BarrierAlloc
 from .ops.memory import ClusterRef, SmemAlloc, View, is_load
 from .ops.shape import Reduce, ReduceKind
-from .types import LayoutKind, RefType, Space
+from .types import LayoutKind, RefType, Space, TensorType
 
 SMEM_LIMIT = hw.SMEM_LIMIT
 BUFFER_ALIGN = hw.SMEM_BUFFER_ALIGN
@@ -39,6 +39,9 @@ class SmemPlan:
   offsets: tuple[int, ...]     # byte offset of each kernel.smem buffer
   total: int
   group: dict                  # buffer value id -> id of the group of buffers sharing its memory
+  # The reductions' scratches share one place (a kernel that did not fit otherwise): the
+  # lowering then ends each such reduction with a warpgroup barrier before the next one writes.
+  shared_scratch: bool = False
 
 
 def _align(n, a):
@@ -108,6 +111,10 @@ def plan_smem(kernel, defs=None) -> SmemPlan:
   barrier_bytes = barrier_count(kernel) * MBARRIER_BYTES
   life = lifetimes(kernel, defs or {})
   placed, total = _place(kernel.smem, life, barrier_bytes, lambda b: b.type.nbytes)
+  shared = False
+  if total > SMEM_LIMIT and len(kernel.scratch_ids) > 1:
+    placed, total = _place_sharing_scratch(kernel, life, barrier_bytes)
+    shared = True
   offsets = {bid: off for bid, off, _, _ in placed}
   if total > SMEM_LIMIT:
     sizes = ", ".join(f"{b.name or '?'} {b.type.nbytes // 1024} KiB" for b in kernel.smem)
@@ -124,7 +131,19 @@ def plan_smem(kernel, defs=None) -> SmemPlan:
       if ao < be and bo < ae:
         group[find(a)] = find(b)
   return SmemPlan(barrier_bytes, tuple(offsets[b.id] for b in kernel.smem), total,
-                  {b: find(b) for b in group})
+                  {b: find(b) for b in group}, shared)
+
+
+def _place_sharing_scratch(kernel, life, barrier_bytes):
+  """_place with every reduction scratch at one offset (the largest one's): reductions run one
+  after another, each done with its scratch when it returns."""
+  scratch = [b for b in kernel.smem if b.id in kernel.scratch_ids]
+  big = max(scratch, key=lambda b: b.type.nbytes)
+  placed, total = _place([b for b in kernel.smem if b.id not in kernel.scratch_ids or b is big], life,
+                         barrier_bytes, lambda b: b.type.nbytes)
+  at = next(off for bid, off, _, _ in placed if bid == big.id)
+  placed += [(b.id, at, at + b.type.nbytes, life.get(b.id, (0, 0))) for b in scratch if b is not big]
+  return placed, total
 
 
 def _place(bufs, life, barrier_bytes, nbytes):
@@ -192,6 +211,24 @@ def scratch_dtype(o: Reduce) -> DType:
   return DType.f32 if o.kind == ReduceKind.SUM and d in (DType.f16, DType.bf16) else d
 
 
+def exchange_slots(kernel, o: Reduce) -> int:
+  """Scratch slots, one a warpgroup, through which the warpgroups combine their parts of a full
+  reduction of a tensor they split by rows (a Layout.wgs strided tensor; a tensor-core tile or
+  its row statistic, outside warp-specialised kernels); 0 for any other reduction."""
+  from .ops.control import WarpSpecialize
+  warpgroups = kernel.block // hw.WARPGROUP
+  lay = o.x.type.layout
+  full = len(o.axes) == len(o.x.type.shape) and not (o.results and isinstance(o.result.type, TensorType))
+  if warpgroups == 1 or not full:
+    return 0
+  if lay.wgs > 1:
+    return warpgroups
+  split_tile = lay.kind == LayoutKind.WGMMA and 0 not in lay.drop
+  if split_tile and not any(isinstance(x, WarpSpecialize) for x in ir.walk(kernel.body)):
+    return warpgroups
+  return 0
+
+
 def plan_scratch(kernel, builder) -> None:
   """Give every reduction across warps its SMEM scratch (one per warpgroup)."""
   warpgroups = kernel.block // hw.WARPGROUP
@@ -204,9 +241,7 @@ def plan_scratch(kernel, builder) -> None:
         lay = o.x.type.layout
         vec = 2 if lay.kind == LayoutKind.WGMMA else lay.vec
         elems = hw.WARPGROUP * max(vec, 1) * SCRATCH_STEPS
-        # A tensor split among the warpgroups: one more slot each, where they exchange their parts.
-        extra = warpgroups if lay.wgs > 1 else 0
-        t = RefType((elems * warpgroups + extra,), scratch_dtype(o), Space.SMEM)
+        t = RefType((elems * warpgroups + exchange_slots(kernel, o),), scratch_dtype(o), Space.SMEM)
         v = ir.Value(t, "reduction scratch")
         alloc = SmemAlloc(o.loc, (v,))
         builder.defs[v.id] = alloc

@@ -14,6 +14,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import arith, memref
 
 from ..frontend.dtypes import DType
+from ..frontend.smem import exchange_slots
 from ..frontend.ops.shape import Broadcast, Reduce, ReduceKind, Reshape, Slice, TransposeLoad, TransposeStore
 from ..frontend.types import LayoutKind, ScalarType
 from . import interpret_numerics as N
@@ -40,18 +41,20 @@ def _reduce(ctx, o):
   full = len(o.axes) == len(xt.shape)
   axes = tuple(range(len(x.shape))) if full else o.axes
   scratch = whole = None
-  parts = xt.layout.wgs
+  parts = exchange_slots(ctx.kernel, o)       # warpgroups combining their parts, or 0
   if o.scratch is not None:
     scratch = whole = ctx.memref(ctx.get(o.scratch))
     if ctx.num_warpgroups > 1:
-      n = (o.scratch.type.shape[0] - (parts if parts > 1 else 0)) // ctx.num_warpgroups
+      n = (o.scratch.type.shape[0] - parts) // ctx.num_warpgroups
       start = arith.muli(ctx.wg, arith.constant(ir.IndexType.get(), n))
       scratch = mgpu.memref_slice(scratch, mgpu.ds(start, n))
   r = x.reduce(_OPS[o.kind], axes, scratch)
+  if scratch is not None and getattr(ctx.kernel.smem_plan, "shared_scratch", False):
+    mgpu.utils.warpgroup_barrier()   # every thread done reading it before another reduction writes
   d = o.result.type.dtype
   if full:
     v = r.registers.item()
-    if parts > 1:                 # each warpgroup reduced its rows: combine the parts
+    if parts:                     # each warpgroup reduced its rows: combine the parts
       v = _combine_parts(ctx, o, v, whole, parts)
     if _upcast(o):
       v = arith.truncf(mlir_type(d), v)

@@ -183,3 +183,37 @@ def test_split_loop_carries_and_iota_gpu():
   np.testing.assert_allclose(out, x.reshape(8, 8, 256).sum(0), rtol=1e-5, atol=1e-5)
   y = jax.jit(iota_plus)(jnp.arange(256, dtype=jnp.int32) * 3)
   np.testing.assert_array_equal(y, np.arange(256) * 4)
+
+
+# ---------------------------------------------------------------- reductions sharing one scratch
+@mg.mgpu_kernel(out_shape=lambda x, *, n, warpgroups: S((n,), F32), block=lambda x, *, n, warpgroups: 128 * warpgroups)
+def many_sums(x, sums, *, n: ml.constexpr, warpgroups: ml.constexpr):
+  """n full reductions beside a 192 KiB buffer: their scratches fit only in one shared place."""
+  big = ml.smem((48, 1024), F32)
+  big[...] = ml.full((48, 1024), 0.5, F32)
+  t = x[...]
+  for j in ml.static_range(n):
+    sums[j] = ml.sum(t * float(j + 1)) + ml.max(big.at[ml.ds(j, 8), ml.ds(0, 128)][...])
+
+
+def test_reductions_share_one_scratch_when_the_kernel_would_not_fit_otherwise():
+  spec = S((64, 256), F32)
+  for wg in (1, 2):
+    text = many_sums.mlir(spec, n=8, warpgroups=wg)
+    # each of the 16 reductions ends with a warpgroup barrier of its own before the next writes
+    assert text.count("bar.sync") + text.count("nvvm.barrier") >= 16, wg
+    jax.export.export(jax.jit(lambda x: many_sums(x, n=8, warpgroups=wg)), platforms=["cuda"])(spec)
+  # a kernel that fits keeps one scratch a reduction, with no extra barrier
+  small = many_sums.mlir(spec, n=1, warpgroups=1)
+  assert small.count("bar.sync") + small.count("nvvm.barrier") < 16
+  x = jax.random.normal(jax.random.key(6), (64, 256), F32)
+  got = many_sums(x, n=8, warpgroups=2, interpret=True)
+  np.testing.assert_allclose(got, [float(x.sum()) * (j + 1) + 0.5 for j in range(8)], rtol=1e-5, atol=1e-3)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("warpgroups", [1, 2])
+def test_reductions_sharing_one_scratch_gpu(warpgroups):
+  x = jax.random.normal(jax.random.key(6), (64, 256), F32)
+  got = jax.jit(lambda x: many_sums(x, n=8, warpgroups=warpgroups))(x)
+  np.testing.assert_allclose(got, [float(x.sum()) * (j + 1) + 0.5 for j in range(8)], rtol=1e-5, atol=1e-3)
