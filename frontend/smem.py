@@ -224,7 +224,7 @@ def exchange_slots(kernel, o: Reduce) -> int:
   if lay.wgs > 1:
     return warpgroups
   split_tile = lay.kind == LayoutKind.WGMMA and 0 not in lay.drop
-  if split_tile and not any(isinstance(x, WarpSpecialize) for x in ir.walk(kernel.body)):
+  if split_tile and not any(isinstance(x, WarpSpecialize) for x in kernel.body.ops):   # (top level only)
     return warpgroups
   return 0
 

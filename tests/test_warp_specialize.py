@@ -486,3 +486,21 @@ def test_peers_multicasting_different_windows_is_proved_before_running():
   assert e.value.message.startswith("programs (0, 0, 0) and (1, 0, 0) of a cluster multicast different windows"
                                     " (a from (0, 0) and from (128, 0))")
   assert "program_id // cluster size" in e.value.hint
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: jax.ShapeDtypeStruct((1,), jnp.float32), block=256)
+def ws_total(a, b, out):
+  """A full reduction of a split tile in a warp-specialised kernel (warpgroups run apart)."""
+  a_s, b_s = ml.smem((128, 64)), ml.smem((64, 128))
+  acc = ml.zeros((128, 128), jnp.float32)
+  for k in ml.range(a.shape[1] // 64, stages=2, warp_specialize=True):
+    ml.copy(a.at[:, ml.ds(k * 64, 64)], a_s)
+    ml.copy(b.at[ml.ds(k * 64, 64), :], b_s)
+    acc = ml.dot(a_s, b_s, acc)
+  out[0] = ml.sum(acc)
+
+
+def test_a_full_reduction_of_a_split_tile_in_a_warp_specialised_kernel_is_rejected():
+  with pytest.raises(mg.LayoutError) as e:
+    ws_total.check(jax.ShapeDtypeStruct((128, 128), jnp.float16), jax.ShapeDtypeStruct((128, 128), jnp.float16))
+  assert "splits among 2 warpgroups" in e.value.message and "block=128" in e.value.hint
