@@ -94,6 +94,7 @@ step() {
     gpu_split)   python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_split_rows.py tests/test_rowwise.py tests/test_sync_carried.py ;;
     rowwise_softmax) python3 -u benchmarks/rowwise.py --op softmax ;;
     mixed_rows)  python3 -u benchmarks/mixed_rows.py ;;
+    ln_pairs)    python3 -u benchmarks/mixed_rows.py --pairs ;;
     rows_wg)     python3 -u benchmarks/rows_warpgroups.py ;;
     examples_mm) for f in examples/matmul.py examples/paged_attention.py; do echo "== $f"; timeout 200 python3 -u "$f" 2>&1 | tail -8; done ;;
     *)           echo "unknown step $1"; return 2 ;;

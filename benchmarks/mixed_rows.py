@@ -1,6 +1,7 @@
 """Long float32 rows held partly in SMEM, partly in registers, so two CTAs fit an SM (issue #8).
 
-    python benchmarks/mixed_rows.py
+    python benchmarks/mixed_rows.py            # softmax, layer norm and RMS norm, rows partly in registers
+    python benchmarks/mixed_rows.py --pairs    # layer norm, two rows a CTA sharing w and b (not yet measured)
 
 A 1024 x 32768 float32 row is 128 KiB: held whole in SMEM (examples/softmax.py's
 softmax_smem_rows, layernorm.py's layernorm_smem_rows) it leaves room for one CTA an SM, whose
@@ -132,7 +133,92 @@ def layernorm_mixed(x, w, b, eps=1e-5, *, center=True, chunks=8, in_regs=2, warp
   return y.reshape(n, d), mean, rstd
 
 
+def _pairs(x, *rest, **meta):
+  return (x.shape[0] // 2,)
+
+
+@mg.mgpu_kernel(out_shape=_ln_out, grid=_pairs, block=_block)
+def layernorm_pair_rows(x, w, b, y, mean, rstd, *, chunks: ml.constexpr, in_regs: ml.constexpr,
+                        eps: ml.constexpr, warpgroups: ml.constexpr = 2):
+  """Layer norm of two rows a CTA, each held as layernorm_mixed_rows holds one, sharing every
+  chunk of w and b: one read of them from L2 for two rows (the long-row layer norm is L2-bound,
+  docs/benchmarks.md, tenth session). Not yet measured."""
+  p = ml.program_id(0)
+  per = x.shape[1] // chunks
+  held = chunks - in_regs
+  d = x.shape[1] * x.shape[2]
+  x_s = ml.smem((2, held * per, SEG), x.dtype)
+  for r in ml.static_range(2):
+    for c in ml.static_range(held):
+      ml.copy(x.at[2 * p + r, ml.ds(c * per, per)], x_s.at[r, ml.ds(c * per, per)])
+  regs = [[x.at[2 * p + r, ml.ds((held + c) * per, per)][...].astype(F32) for c in ml.static_range(in_regs)]
+          for r in ml.static_range(2)]
+  mus, rs = [], []
+  for r in ml.static_range(2):
+    s = regs[r][0]
+    for c in ml.static_range(1, in_regs):
+      s = s + regs[r][c]
+    for c in ml.static_range(held):
+      s = s + x_s.at[r, ml.ds(c * per, per)][...].astype(F32)
+    mu = ml.sum(s) * (1.0 / d)
+    q = ml.zeros((per, SEG), F32)
+    for c in ml.static_range(chunks):
+      t = (x_s.at[r, ml.ds(c * per, per)][...].astype(F32) if c < held else regs[r][c - held]) - mu
+      q = q + t * t
+    mus = mus + [mu]
+    rs = rs + [ml.rsqrt(ml.sum(q) * (1.0 / d) + eps)]
+  w_next, b_next = w.at[ml.ds(0, per)][...], b.at[ml.ds(0, per)][...]
+  for c in ml.static_range(chunks):
+    w_c, b_c = w_next.astype(F32), b_next.astype(F32)
+    if c + 1 < chunks:
+      w_next, b_next = w.at[ml.ds((c + 1) * per, per)][...], b.at[ml.ds((c + 1) * per, per)][...]
+    for r in ml.static_range(2):
+      v = x_s.at[r, ml.ds(c * per, per)][...].astype(F32) if c < held else regs[r][c - held]
+      o = ((v - mus[r]) * rs[r] * w_c + b_c).astype(y.dtype)
+      if c < held:
+        x_s.at[r, ml.ds(c * per, per)][...] = o
+        ml.copy(x_s.at[r, ml.ds(c * per, per)], y.at[2 * p + r, ml.ds(c * per, per)])
+      else:
+        y.at[2 * p + r, ml.ds(c * per, per)][...] = o
+  for r in ml.static_range(2):
+    mean[2 * p + r] = mus[r]
+    rstd[2 * p + r] = rs[r]
+
+
+def layernorm_pairs(x, w, b, eps=1e-5, *, chunks=16, in_regs=6, warpgroups=2, interpret=None):
+  n, d = x.shape
+  y, mean, rstd = layernorm_pair_rows(x.reshape(n, d // SEG, SEG), w.reshape(d // SEG, SEG),
+                                      b.reshape(d // SEG, SEG), chunks=chunks, in_regs=in_regs, eps=eps,
+                                      warpgroups=warpgroups, interpret=interpret)
+  return y.reshape(n, d), mean, rstd
+
+
+def main_pairs():
+  """--pairs: layernorm_pair_rows against the default, for the next session's device time."""
+  shape = (1024, 32768)
+  k = jax.random.split(jax.random.key(0), 3)
+  x = jax.random.normal(k[0], shape, F32)
+  w, b = (jax.random.normal(k[i], shape[1:], F32) for i in (1, 2))
+  io = 2 * x.size * 4
+  copy = measure("copy", lambda x: x * 2, [x], x * 2, io, 1e-6)
+  ref = jax.jit(LN.reference)(x, w, b)
+  rows = [("copy", "", f"{copy[0]:.0f} / {copy[1]:.0f}", "1.00")]
+  cases = [("layer norm", "default", lambda x, w, b: LN.layernorm(x, w, b))]
+  for chunks, in_regs, g in ((16, 6, 2), (16, 8, 2), (16, 4, 2), (16, 6, 1), (16, 4, 1)):
+    cases.append(("layer norm, two rows a CTA", f"{chunks} chunks, {in_regs} in registers, {g} wg",
+                  lambda x, w, b, c=chunks, r=in_regs, g=g: layernorm_pairs(x, w, b, chunks=c, in_regs=r,
+                                                                           warpgroups=g)[0]))
+  for op, tag, fn in cases:
+    r = measure(op, fn, [x, w, b], ref, io, 1e-4)
+    ok = not isinstance(r, str)
+    rows.append((op, tag, f"{r[0]:.0f} / {r[1]:.0f}" if ok else r, f"{r[0] / copy[0]:.2f}" if ok else "-"))
+    print(rows[-1], flush=True)
+  print(table(("kernel", "float32 1024x32768", "GB/s kernel / wall", "of copy"), rows))
+
+
 def main():
+  if "--pairs" in sys.argv:
+    return main_pairs()
   shape = (1024, 32768)
   print(f"jax {jax.__version__} on {jax.devices()[0].device_kind}; GB/s by kernel time / by wall time")
   k = jax.random.split(jax.random.key(0), 3)
