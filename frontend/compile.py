@@ -180,8 +180,10 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, bloc
     plan_scratch(kernel, em)
     end = pk.source.loc(pk.tree.body[-1])
     kernel.smem_plan = plan_smem(kernel, em.defs)
+    ins, outs = kernel.inputs, kernel.outputs
     SyncPass(em.defs, block=block, explicit=pipelined.explicit, deferred=pipelined.deferred,
-             group=kernel.smem_plan.group).run(em.block, end)
+             group=kernel.smem_plan.group,
+             alias={ins[i].value.id: outs[o].value for i, o in (kernel.aliases or {}).items()}).run(em.block, end)
     insert_turns(kernel)
   except E.KernelError:
     raise

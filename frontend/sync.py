@@ -123,9 +123,11 @@ def ir_error(o, why):
 
 
 class SyncPass:
-  def __init__(self, defs, *, block: int = 128, explicit=frozenset(), deferred=None, group=None):
+  def __init__(self, defs, *, block: int = 128, explicit=frozenset(), deferred=None, group=None, alias=None):
     self.defs = defs
     self.group = group or {}     # buffers sharing memory (frontend/smem.py) are tracked as one
+    # An input aliased to an output (input_output_aliases) is that output's memory: one root.
+    self.alias = alias or {}     # input value id -> output value
     self.single_warpgroup = block == hw.WARPGROUP
     self.explicit = explicit     # roots a pipelined loop synchronises itself
     self.deferred = {self.group.get(r, r): n for r, n in (deferred or {}).items()}
@@ -138,7 +140,8 @@ class SyncPass:
 
   def root(self, ref: ir.Value) -> ir.Value:
     d = self.defs.get(ref.id)
-    return d.ref if isinstance(d, View) else ref
+    r = d.ref if isinstance(d, View) else ref
+    return self.alias.get(r.id, r)
 
   def local_smem(self, ref: ir.Value):
     t = ref.type
