@@ -122,7 +122,7 @@ def _check_tiled_copies(kernel, defs) -> None:
             f" of {array.name}; {array.name}'s dimension {d} ({shape[d]}) must then be a multiple"
             f" of {t}", o.loc,
             hint=_ragged_tiles_hint(kernel, defs, root(smem)[0], array, d, t, layout,
-                                    rows=d == kept[-2] and len(kept) >= 2))
+                                    rows=d == kept[-2] and len(kept) >= 2, copy=o))
       start = index[d].start if index is not None else 0
       if isinstance(start, int) and start % t:
         raise E.TmaLimitError(
@@ -131,18 +131,29 @@ def _check_tiled_copies(kernel, defs) -> None:
             hint=f"start windows at multiples of {t} in that dimension")
 
 
-def _ragged_tiles_hint(kernel, defs, buf, array, d, t, layout, *, rows) -> str:
+def _ragged_tiles_hint(kernel, defs, buf, array, d, t, layout, *, rows, copy) -> str:
   """What works when a tiled buffer's GMEM array is ragged in dimension d: padding it outside
   the kernel, or (ragged rows) loading buffers one tile wide, which TMA fills as plain swizzled
   rows of any count from any start (`one_tile_column`), with one dot per buffer. (A window of a
-  buffer's columns is no TMA destination: MG401 too.)"""
+  buffer's columns is no TMA destination: MG401 too.) An output cannot be padded outside the
+  kernel: its out_shape can be enlarged (the result sliced afterwards), and a store goes through
+  buffers one tile wide, each written from its columns of the tile and copied out on its own."""
   from .ops.mma import Dot
   dims = array.type.shape
-  widths = ", ".join("(0, %d)" % (-n % t if k == d else 0) for k, n in enumerate(dims))
-  pad = (f"pad {array.name}'s dimension {d} to a multiple of {t} outside the kernel"
-         f" (jnp.pad({array.name}, ({widths}{',' if len(dims) == 1 else ''})))")
+  output = any(p.is_output and p.value is array for p in kernel.params)
+  if output:
+    up = -(-dims[d] // t) * t
+    cut = ", ".join([":"] * d + [f":{dims[d]}"])
+    pad = (f"make {array.name}'s out_shape dimension {d} a multiple of {t} ({up} rather than {dims[d]})"
+           f" and slice the kernel's result outside it (result[{cut}])")
+  else:
+    widths = ", ".join("(0, %d)" % (-n % t if k == d else 0) for k, n in enumerate(dims))
+    pad = (f"pad {array.name}'s dimension {d} to a multiple of {t} outside the kernel"
+           f" (jnp.pad({array.name}, ({widths}{',' if len(dims) == 1 else ''})))")
   if not rows:
     return pad
+  if copy.dst.type.space == Space.GMEM:
+    return f"{pad}; or {_split_store(kernel, buf, array, layout, copy)}"
   w = layout.tile[1]
   shape = buf.type.shape[-2:]
   parts = shape[-1] // w
@@ -179,6 +190,46 @@ def _ragged_tiles_hint(kernel, defs, buf, array, d, t, layout, *, rows) -> str:
           f" {how} (a window of {x}'s columns cannot be a TMA destination)")
 
 
+def _split_store(kernel, buf, array, layout, copy) -> str:
+  """A TMA store of a tiled buffer into an array with ragged rows, as buffers one tile wide:
+  each written from its columns of the tile stored into `buf` (x[:, a:b] of a tensor-core
+  tile), then copied to its columns of the same window of the array."""
+  import ast
+  from .ops.memory import Store
+  w = layout.tile[1]
+  rows, cols = buf.type.shape[-2:]
+  parts = cols // w
+  x = buf.name or "buf"
+  stored = next((o.value for o in ir.walk(kernel.body) if isinstance(o, Store) and o.ref is buf), None)
+  y = stored.name if stored is not None and (stored.name or "").isidentifier() else "y"
+  node = call_at(copy.loc)
+  target = None                       # the array window's text, and the last index's start
+  if node is not None and len(node.args) == 2 and isinstance(node.args[1], ast.Subscript):
+    window = node.args[1]
+    elts = list(window.slice.elts) if isinstance(window.slice, ast.Tuple) else [window.slice]
+    last = elts[-1]
+    if (len(elts) == len(array.type.shape) and isinstance(last, ast.Call) and len(last.args) == 2
+        and ast.unparse(last.func) == "ml.ds"):
+      start = ast.unparse(last.args[0])
+      target = (ast.unparse(window.value), [ast.unparse(e) for e in elts[:-1]], start)
+  if target is None:
+    windows = (f"each copied to the same window of {array.name} with ml.ds(start, {w}) as its last"
+               f" index, {x}1 with ml.ds(start + {w}, {w})" + (", ..." if parts > 2 else ""))
+  else:
+    name, lead, start = target
+
+    def at(k):
+      s = start if k == 0 else (f"{k * w}" if start == "0" else f"{start} + {k * w}")
+      return f"ml.copy({x}{k}, {name}[{', '.join(lead + [f'ml.ds({s}, {w})'])}])"
+    windows = f"then {at(0)} and {at(1)}" + (", ..." if parts > 2 else "")
+  more = ", ..." if parts > 2 else ""
+  return (f"store through {parts} separate buffers one tile ({w} columns) wide, which TMA writes to"
+          f" any number of rows at any row (rows past {array.name}'s end are dropped):"
+          f" {x}0 = ml.smem(({rows}, {w})) with {x}0[...] = {y}[:, 0:{w}], {x}1 with"
+          f" {y}[:, {w}:{2 * w}]{more}" + ("" if y != "y" else f", y the tile you store into {x}")
+          + f"; {windows} (a window of {x}'s columns cannot be a TMA source)")
+
+
 def one_tile_column(layout: SmemLayout, index, shape) -> bool:
   """Whether a TMA copy of a tiled buffer is one column of tiles: its box is exactly one tile
   wide. Then the tiled SMEM bytes equal the swizzled rows of the box, so the copy needs no
@@ -193,17 +244,88 @@ def whole_tiles(index, tile) -> bool:
              for i, t in zip(index[-2:], tile))
 
 
+def _stored_value(kernel, buf):
+  """The register value stored into SMEM buffer `buf` whole (`buf[...] = v`), or None."""
+  from .ops.memory import Store
+  return next((o.value for o in ir.walk(kernel.body) if isinstance(o, Store) and o.ref is buf), None)
+
+
+def _result_window_hint(kernel, view, kinds, value) -> str:
+  """What works for a window of the rows or columns of a buffer tiled because an ml.dot result is
+  stored into it (not because ml.dot reads it): ml.copy takes static windows of whole tiles of
+  it, so a run-time start becomes one branch per window; or the result is stored from
+  registers with a mask, not through the buffer."""
+  import ast
+  x = view.ref.name or "buf"
+  whole = "(rows a multiple of 8, columns of 128 bytes)"
+  dynamic = [(d, i) for d, i in enumerate(view.index) if not isinstance(i.start, int) and not i.squeeze]
+  if len(dynamic) != 1 or view.transpose or set(kinds) != {"copy"}:
+    return (f"take static windows of whole tiles {whole} of {x} for ml.copy"
+            + (f", or store the value from registers instead of through {x}" if value is not None else ""))
+  d, idx = dynamic[0]
+  n = view.ref.type.shape[d]
+  line, a, b = view.loc.source_line, view.loc.col_offset, view.loc.end_col_offset
+  var = None                           # `r` of a start written `r * 64`: one branch per value of r
+  try:
+    node = ast.parse(line[a:b], mode="eval").body if view.loc.end_lineno == view.loc.lineno else None
+  except SyntaxError:
+    node = None
+  if isinstance(node, ast.Subscript):
+    elts = list(node.slice.elts) if isinstance(node.slice, ast.Tuple) else [node.slice]
+    e = elts[d] if d < len(elts) and not any(isinstance(t, ast.Constant) and t.value is Ellipsis
+                                                for t in elts) else None
+    start = e.args[0] if isinstance(e, ast.Call) and e.args else None
+    if isinstance(start, ast.BinOp) and isinstance(start.op, ast.Mult):
+      for v, k in ((start.left, start.right), (start.right, start.left)):
+        if isinstance(v, ast.Name) and isinstance(k, ast.Constant) and k.value == idx.size:
+          var = v.id
+
+  copy = next((c for c in ir.walk(kernel.body) if isinstance(c, Copy) and view.result in (c.src, c.dst)), None)
+  into = copy is not None and copy.dst is view.result
+
+  def window(k):
+    return ", ".join([":"] * d + [f"{k * idx.size}:{(k + 1) * idx.size}"])
+
+  def copy_of(k):
+    w = f"{x}.at[{window(k)}]"
+    return f"ml.copy(..., {w})" if into else f"ml.copy({w}, ...)"
+  count = n // idx.size if n % idx.size == 0 else 0
+  if var is not None and count >= 2 and idx.size % hw.TILE_ROWS == 0:
+    branches = [f"{'if' if k == 0 else 'elif' if k < count - 1 else 'else'}"
+                + (f" {var} == {k}" if k < count - 1 else "") + f": {copy_of(k)}"
+                for k in range(count)][:3]
+    split = (" ".join(branches) + (" ..." if count > 3 else "")
+             + " (each copying to its own window of the array)")
+  else:
+    split = f"a branch per start, each copying a static window of whole tiles {whole} ({x}.at[{window(0)}])"
+  fix = f"a window of a tiled buffer must be static (ml.copy takes static windows of whole tiles): {split}"
+  if value is None or into:
+    return fix
+  y = value.name if (value.name or "").isidentifier() else "the value"
+  rows = d == len(view.index) - 2
+  keep = (f"ml.arange({n})[:, None] // {idx.size} == {var}" if rows and var
+          else f"ml.arange({n})[None, :] // {idx.size} == {var}" if var else "the elements this program writes")
+  return (f"{fix}; or store {y} from registers, not through {x}, into the array's window of all {n}"
+          f" {'rows' if rows else 'columns'} with a mask: .store({y}, mask={keep})")
+
+
 def _check_tiled_views(kernel, defs) -> None:
   """Views of tiled buffers pick whole leading slices (pipeline stages); TMA copies and ml.dot
   may also take static windows of whole tiles (several pages filling one operand, a
   warpgroup's rows, a K sub-step of a stage)."""
   from .ops.mma import Dot
   uses: dict = {}
+  dot_read = set()           # the buffers ml.dot reads (tiled as its operands)
   for o in ir.walk(kernel.body):
     for v in o.operands():
       kind = "copy" if isinstance(o, Copy) and v in (o.src, o.dst) else "dot" if (
           isinstance(o, Dot) and v in (o.a, o.b)) else None
       uses.setdefault(v.id, []).append(kind)
+    if isinstance(o, Dot):
+      for v in (o.a, o.b):
+        while isinstance(defs.get(v.id), View):
+          v = defs[v.id].ref
+        dot_read.add(v.id)
   for o in ir.walk(kernel.body):
     if isinstance(o, View) and o.ref.id in kernel.smem_layouts:
       full = o.ref.type.shape
@@ -213,8 +335,16 @@ def _check_tiled_views(kernel, defs) -> None:
         whole = whole_tiles(o.index, kernel.smem_layouts[o.ref.id].tile)
         if whole and (kinds == {"copy"} and not o.transpose or kinds == {"dot"}):
           continue
+        if o.ref.id in dot_read:
+          raise E.LayoutError(
+              f"{o.result.name or 'this view'} slices the rows or columns of {o.ref.name}, which is tiled"
+              f" for the tensor cores", o.loc,
+              hint="index only the leading (stage) dimensions of a buffer ml.dot reads, or take static windows"
+                   " of whole tiles for ml.dot or ml.copy (rows a multiple of 8, columns of 128 bytes)")
+        stored = _stored_value(kernel, o.ref)
+        why = ("an ml.dot result (a value in the WGMMA layout) is stored into it" if stored is not None
+               else "its values are read in the WGMMA layout of ml.dot results")
         raise E.LayoutError(
             f"{o.result.name or 'this view'} slices the rows or columns of {o.ref.name}, which is tiled"
-            f" for the tensor cores", o.loc,
-            hint="index only the leading (stage) dimensions of a buffer ml.dot reads, or take static windows"
-                 " of whole tiles for ml.dot or ml.copy (rows a multiple of 8, columns of 128 bytes)")
+            f" for the tensor cores (8-row, 128-byte tiles) because {why}", o.loc,
+            hint=_result_window_hint(kernel, o, uses.get(o.result.id, []), stored))

@@ -517,6 +517,8 @@ class _Solver:
         ok = len(full) == 1 and full[0] % rows == 0
       else:
         ok = len(full) == 1 and full[0] % hw.MMA_N_STEP == 0
+      if not ok and not lay.drop:
+        self.operand_tile(v, shape, rows, loc)
       if not ok:
         raise E.LayoutError(
             f"{v.name or 'this tensor'} of shape {shape} meets a tensor-core result, so it must be"
@@ -524,6 +526,43 @@ class _Solver:
             f" (or a vector of its rows or columns)", loc,
             hint="keep values that combine with ml.dot results in the dot's (m, n) tile shape"
                  + (", or use fewer warpgroups (block=)" if rows > 64 else ""))
+
+  def operand_tile(self, v, shape, rows, loc):
+    """MG204 for a tile moved between registers and a buffer ml.dot reads, which meets no ml.dot
+    result: such a buffer is tiled for the tensor cores, so its register reads and writes take
+    the WGMMA layout (rows in 64-row shares, one per warpgroup)."""
+    from .ops.mma import Dot
+    uf = self.uf
+    cls = uf.find(("v", v.id))
+    if any(s[0] == "v" and uf.find(s) == cls for s in self.seeds):
+      return                             # it meets a dot result (or a register A operand)
+    bufs = [a for a in self.kernel.smem if a.id in self.mma_roots and uf.find(("smem", a.id)) == cls]
+    if not bufs:
+      return
+    buf = bufs[0]
+    x = buf.name or "the buffer"
+    wgs = self.kernel.block // hw.WARPGROUP
+    split = f", which block={self.kernel.block} splits among {wgs} warpgroups" if wgs > 1 else ""
+    fixes = []
+    if wgs > 1 and len(shape) == 2 and shape[0] % 64 == 0 and shape[1] % hw.MMA_N_STEP == 0:
+      fixes.append(f"use block=128 (one warpgroup holds all {shape[0]} rows)")
+    fixes.append(f"give {x} a multiple of {rows} rows")
+    fix = " or ".join(fixes)
+    dot = next((o for o in ir.walk(self.kernel.body) if isinstance(o, Dot)
+                and isinstance(o.b.type, RefType) and self.root(o.b) is buf
+                and not getattr(self.defs.get(o.b.id), "transpose", False)), None)
+    if dot is not None:                  # B (k, n) as TMA loaded it: scale A's columns or the result
+      a = self.root(dot.a).name if isinstance(dot.a.type, RefType) else None
+      acc = dot.result.name if (dot.result.name or "").isidentifier() else "acc"
+      ra = f"{a}[...]" if a and not self.window_of_tiles(dot.a) else "the A tile"
+      fix += (f"; or leave {x} as loaded and scale in registers instead: a scale of its rows (along k)"
+              f" on the A operand, ml.dot({ra} * s, {x}, {acc}); one of its columns (or a scalar) on"
+              f" the result, {acc} * s after the last ml.dot")
+    raise E.LayoutError(
+        f"{v.name or 'this tensor'} of shape {shape} moves between registers and {x}, which ml.dot"
+        f" reads (tiled for the tensor cores), so it takes the tensor-core (WGMMA) layout{split}: it"
+        f" must be 2-D with rows a multiple of {rows} (64 per warpgroup) and columns a multiple of 8",
+        loc, hint=fix)
 
   def smem_tilings(self):
     for alloc in self.kernel.smem:

@@ -1,0 +1,259 @@
+"""A newcomer probe's hints that were wrong or did not fix the kernel when followed literally
+(probe 12): each diagnostic, checked as printed, and the code its hint suggests, built for the
+GPU (typed IR and a CUDA export) and run in interpret mode against jnp."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import mgpu_dsl as mg
+from locate import expect
+from mgpu_dsl import language as ml
+
+S = jax.ShapeDtypeStruct
+F32, BF16, F16 = jnp.float32, jnp.bfloat16, jnp.float16
+
+
+def exports(kernel, *specs, **constexprs):
+  """The kernel builds for the GPU: its typed IR, and a CUDA export of a call."""
+  kernel.typed_ir(*specs, **constexprs)
+  f = jax.jit(lambda *a: kernel(*a, **constexprs))
+  assert "mosaic_gpu" in jax.export.export(f, platforms=["cuda"])(*specs).mlir_module()
+
+
+def rn(shape, dtype, key, scale=1.0):
+  return (scale * jax.random.normal(jax.random.key(key), shape, F32)).astype(dtype)
+
+
+def mm(a, b):
+  return np.asarray(jnp.dot(a, b, preferred_element_type=F32))
+
+
+# ---------------------------------------------------------------- 1. MG401: a TMA store into a ragged output
+def _out(a, b):
+  return S((a.shape[0], b.shape[1]), F16)
+
+
+@mg.mgpu_kernel(out_shape=_out, grid=lambda a, b: (ml.cdiv(a.shape[0], 128), b.shape[1] // 128))
+def ragged_store(a, b, c):
+  i, j = ml.program_id(0), ml.program_id(1)
+  a_s, b_s = ml.smem((128, 64)), ml.smem((64, 128))
+  acc = ml.zeros((128, 128), F32)
+  for k in ml.range(ml.cdiv(a.shape[1], 64), stages=2):
+    ml.copy(a.at[ml.ds(i * 128, 128), ml.ds(k * 64, 64)], a_s)
+    ml.copy(b.at[ml.ds(k * 64, 64), ml.ds(j * 128, 128)], b_s)
+    acc = ml.dot(a_s, b_s, acc)
+  c_s = ml.smem((128, 128))
+  c_s[...] = acc.astype(F16)
+  ml.copy(c_s, c.at[ml.ds(i * 128, 128), ml.ds(j * 128, 128)])
+
+
+@mg.mgpu_kernel(out_shape=_out, grid=lambda a, b: (ml.cdiv(a.shape[0], 128), b.shape[1] // 128))
+def ragged_store_split(a, b, c):          # the hint's second way, followed
+  i, j = ml.program_id(0), ml.program_id(1)
+  a_s, b_s = ml.smem((128, 64)), ml.smem((64, 128))
+  acc = ml.zeros((128, 128), F32)
+  for k in ml.range(ml.cdiv(a.shape[1], 64), stages=2):
+    ml.copy(a.at[ml.ds(i * 128, 128), ml.ds(k * 64, 64)], a_s)
+    ml.copy(b.at[ml.ds(k * 64, 64), ml.ds(j * 128, 128)], b_s)
+    acc = ml.dot(a_s, b_s, acc)
+  y = acc.astype(F16)
+  c_s0, c_s1 = ml.smem((128, 64)), ml.smem((128, 64))
+  c_s0[...] = y[:, 0:64]
+  c_s1[...] = y[:, 64:128]
+  ml.copy(c_s0, c.at[ml.ds(i * 128, 128), ml.ds(j * 128, 64)])
+  ml.copy(c_s1, c.at[ml.ds(i * 128, 128), ml.ds(j * 128 + 64, 64)])
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((ml.cdiv(a.shape[0], 8) * 8, b.shape[1]), F16),
+                grid=lambda a, b: (ml.cdiv(a.shape[0], 128), b.shape[1] // 128))
+def ragged_store_enlarged(a, b, c):       # the hint's first way, followed: 304 rows, sliced to 300
+  i, j = ml.program_id(0), ml.program_id(1)
+  a_s, b_s = ml.smem((128, 64)), ml.smem((64, 128))
+  acc = ml.zeros((128, 128), F32)
+  for k in ml.range(ml.cdiv(a.shape[1], 64), stages=2):
+    ml.copy(a.at[ml.ds(i * 128, 128), ml.ds(k * 64, 64)], a_s)
+    ml.copy(b.at[ml.ds(k * 64, 64), ml.ds(j * 128, 128)], b_s)
+    acc = ml.dot(a_s, b_s, acc)
+  c_s = ml.smem((128, 128))
+  c_s[...] = acc.astype(F16)
+  ml.copy(c_s, c.at[ml.ds(i * 128, 128), ml.ds(j * 128, 128)])
+
+
+def _cols_store(a, b, c, n: ml.constexpr):
+  i, j = ml.program_id(0), ml.program_id(1)
+  a_s, b_s = ml.smem((128, 64)), ml.smem((64, 128))
+  acc = ml.zeros((128, 128), F32)
+  for k in ml.range(a.shape[1] // 64, stages=2):
+    ml.copy(a.at[ml.ds(i * 128, 128), ml.ds(k * 64, 64)], a_s)
+    ml.copy(b.at[ml.ds(k * 64, 64), ml.ds(j * 128, 128)], b_s)
+    acc = ml.dot(a_s, b_s, acc)
+  c_s = ml.smem((128, 128))
+  c_s[...] = acc.astype(F16)
+  ml.copy(c_s, c.at[ml.ds(i * 128, 128), ml.ds(j * 128, 128)])
+
+
+# b's columns padded to 256 outside the kernel, the output n = 200 columns wide
+ragged_cols_store = mg.mgpu_kernel(out_shape=lambda a, b, n: S((a.shape[0], n), F16),
+                                   grid=lambda a, b, n: (a.shape[0] // 128, b.shape[1] // 128))(_cols_store)
+# the hint, followed: the output as wide as b (256), sliced to 200 outside the kernel
+ragged_cols_store_enlarged = mg.mgpu_kernel(out_shape=lambda a, b, n: S((a.shape[0], b.shape[1]), F16),
+                                            grid=lambda a, b, n: (a.shape[0] // 128, b.shape[1] // 128))(_cols_store)
+
+
+def test_a_ragged_tma_store_hint_is_for_an_output():
+  a, b = rn((300, 136), F16, 1), rn((136, 256), F16, 2)
+  specs = [S(a.shape, F16), S(b.shape, F16)]
+  expect(ragged_store, specs, mg.TmaLimitError, "ml.copy(c_s, c.at[",
+         "c_s is tiled (8, 64) for the tensor cores, so TMA copies whole tiles of c; c's dimension 0 (300)"
+         " must then be a multiple of 8",
+         hint="make c's out_shape dimension 0 a multiple of 8 (304 rather than 300) and slice the kernel's"
+              " result outside it (result[:300]); or store through 2 separate buffers one tile (64 columns)"
+              " wide, which TMA writes to any number of rows at any row (rows past c's end are dropped):"
+              " c_s0 = ml.smem((128, 64)) with c_s0[...] = y[:, 0:64], c_s1 with y[:, 64:128], y the tile"
+              " you store into c_s; then ml.copy(c_s0, c.at[ml.ds(i * 128, 128), ml.ds(j * 128, 64)]) and"
+              " ml.copy(c_s1, c.at[ml.ds(i * 128, 128), ml.ds(j * 128 + 64, 64)]) (a window of c_s's"
+              " columns cannot be a TMA source)")
+  want = mm(a, b)
+  exports(ragged_store_split, *specs)
+  got = np.asarray(ragged_store_split(a, b, interpret=True), np.float32)
+  np.testing.assert_allclose(got, want, rtol=2e-2, atol=2e-2)
+  exports(ragged_store_enlarged, *specs)
+  got = np.asarray(ragged_store_enlarged(a, b, interpret=True), np.float32)
+  assert got.shape == (304, 256)
+  np.testing.assert_allclose(got[:300], want, rtol=2e-2, atol=2e-2)
+
+
+def test_a_ragged_tma_store_in_columns_says_to_enlarge_the_output():
+  a, b = rn((256, 128), F16, 3), rn((128, 200), F16, 4)
+  bp = jnp.pad(b, ((0, 0), (0, 56)))
+  specs = [S(a.shape, F16), S(bp.shape, F16)]
+  expect(ragged_cols_store, specs, mg.TmaLimitError, "ml.copy(c_s, c.at[",
+         "c_s is tiled (8, 64) for the tensor cores, so TMA copies whole tiles of c; c's dimension 1 (200)"
+         " must then be a multiple of 64",
+         hint="make c's out_shape dimension 1 a multiple of 64 (256 rather than 200) and slice the kernel's"
+              " result outside it (result[:, :200])", n=200)
+  exports(ragged_cols_store_enlarged, *specs, n=200)
+  got = np.asarray(ragged_cols_store_enlarged(a, bp, n=200, interpret=True), np.float32)[:, :200]
+  np.testing.assert_allclose(got, mm(a, b), rtol=2e-2, atol=2e-2)
+
+
+# ---------------------------------------------------------------- 2. MG204: a run-time window of a dot result's buffer
+@ml.inline
+def _splitk(a, b, c):
+  r, i = ml.program_id(0), ml.program_id(1)
+  half = a.shape[1] // 2
+  a_s, b_s = ml.smem((128, 64)), ml.smem((64, 128))
+  acc = ml.zeros((128, 128), F32)
+  for k in ml.range(half // 64, stages=2):
+    ml.copy(a.at[ml.ds(i * 128, 128), ml.ds(r * half + k * 64, 64)], a_s)
+    ml.copy(b.at[ml.ds(r * half + k * 64, 64), :], b_s)
+    acc = ml.dot(a_s, b_s, acc)
+  part = ml.smem((128, 128), F32)
+  part[...] = acc
+  ml.cluster_sync()
+  other = ml.cluster_ref(part, 1 - r)[...]
+  ml.cluster_sync()
+  return r, i, acc + other
+
+
+SPLITK = dict(out_shape=lambda a, b: S((a.shape[0], b.shape[1]), F32),
+              grid=lambda a, b: (2, a.shape[0] // 128), cluster=(2, 1))
+
+
+@mg.mgpu_kernel(**SPLITK)
+def splitk_window(a, b, c):
+  r, i, tot = _splitk(a, b, c)
+  res = ml.smem((128, 128), F32)
+  res[...] = tot
+  ml.copy(res.at[ml.ds(r * 64, 64)], c.at[ml.ds(i * 128 + r * 64, 64)])
+
+
+@mg.mgpu_kernel(**SPLITK)
+def splitk_branches(a, b, c):             # the hint's first way, followed
+  r, i, tot = _splitk(a, b, c)
+  res = ml.smem((128, 128), F32)
+  res[...] = tot
+  if r == 0:
+    ml.copy(res.at[0:64], c.at[ml.ds(i * 128, 64)])
+  else:
+    ml.copy(res.at[64:128], c.at[ml.ds(i * 128 + 64, 64)])
+
+
+@mg.mgpu_kernel(**SPLITK)
+def splitk_masked(a, b, c):               # the hint's second way, followed
+  r, i, tot = _splitk(a, b, c)
+  c.at[ml.ds(i * 128, 128)].store(tot, mask=ml.arange(128)[:, None] // 64 == r)
+
+
+def test_a_runtime_window_of_a_dot_results_buffer_says_why_it_is_tiled():
+  a, b = rn((256, 256), F16, 1), rn((256, 128), F16, 2)
+  specs = [S(a.shape, F16), S(b.shape, F16)]
+  expect(splitk_window, specs, mg.LayoutError, "res.at[ml.ds(r * 64, 64)]",
+         "res.at[ml.ds(r * 64, 64)] slices the rows or columns of res, which is tiled for the tensor cores"
+         " (8-row, 128-byte tiles) because an ml.dot result (a value in the WGMMA layout) is stored into it",
+         hint="a window of a tiled buffer must be static (ml.copy takes static windows of whole tiles):"
+              " if r == 0: ml.copy(res.at[0:64], ...) else: ml.copy(res.at[64:128], ...) (each copying to"
+              " its own window of the array); or store tot from registers, not through res, into the"
+              " array's window of all 128 rows with a mask: .store(tot, mask=ml.arange(128)[:, None] // 64"
+              " == r)")
+  want = mm(a, b)
+  for kernel in (splitk_branches, splitk_masked):
+    exports(kernel, *specs)
+    np.testing.assert_allclose(np.asarray(kernel(a, b, interpret=True)), want, rtol=1e-5, atol=1e-4)
+
+
+# ---------------------------------------------------------------- 3. MG204: an ml.dot operand rescaled in SMEM
+def _scaled(block, bk, scale_b_in_smem, scale_a_in_regs=False, scale_result=False):
+  @mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[1]), F32), grid=lambda a, b: (1,),
+                  block=block)
+  def kernel(a, b, c):
+    a_s, b_s = ml.smem((128, bk)), ml.smem((bk, 128))
+    acc = ml.zeros((128, 128), F32)
+    for k in range(a.shape[1] // bk):
+      ml.copy(a.at[:, ml.ds(k * bk, bk)], a_s)
+      ml.copy(b.at[ml.ds(k * bk, bk), :], b_s)
+      if scale_b_in_smem:
+        b_s[...] = b_s[...] * 2.0
+      if scale_a_in_regs:
+        acc = ml.dot(a_s[...] * 2.0, b_s, acc)
+      else:
+        acc = ml.dot(a_s, b_s, acc)
+    if scale_result:
+      c[...] = acc * 2.0
+    else:
+      c[...] = acc
+  return kernel
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[1]), F32), grid=lambda a, b: (1,), block=256)
+def rescale_b(a, b, c):
+  a_s, b_s = ml.smem((128, 64)), ml.smem((64, 128))
+  acc = ml.zeros((128, 128), F32)
+  for k in range(a.shape[1] // 64):
+    ml.copy(a.at[:, ml.ds(k * 64, 64)], a_s)
+    ml.copy(b.at[ml.ds(k * 64, 64), :], b_s)
+    b_s[...] = b_s[...] * 2.0
+    acc = ml.dot(a_s, b_s, acc)
+  c[...] = acc
+
+
+def test_a_dot_operand_rescaled_in_smem_is_not_called_a_tensor_core_result():
+  a, b = rn((128, 256), BF16, 1), rn((256, 128), BF16, 2)
+  specs = [S(a.shape, BF16), S(b.shape, BF16)]
+  expect(rescale_b, specs, mg.LayoutError, "b_s[...] * 2.0",
+         "b_s[...] of shape (64, 128) moves between registers and b_s, which ml.dot reads (tiled for the"
+         " tensor cores), so it takes the tensor-core (WGMMA) layout, which block=256 splits among 2"
+         " warpgroups: it must be 2-D with rows a multiple of 128 (64 per warpgroup) and columns a"
+         " multiple of 8",
+         hint="use block=128 (one warpgroup holds all 64 rows) or give b_s a multiple of 128 rows; or leave"
+              " b_s as loaded and scale in registers instead: a scale of its rows (along k) on the A"
+              " operand, ml.dot(a_s[...] * s, b_s, acc); one of its columns (or a scalar) on the result,"
+              " acc * s after the last ml.dot")
+  want = 2 * mm(a, b)
+  followed = [_scaled(128, 64, True),                          # block=128
+              _scaled(256, 128, True),                         # b_s of 128 rows (a k step of 128)
+              _scaled(256, 64, False, scale_a_in_regs=True),   # the A operand scaled
+              _scaled(256, 64, False, scale_result=True)]      # the result scaled
+  for kernel in followed:
+    exports(kernel, *specs)
+    np.testing.assert_allclose(np.asarray(kernel(a, b, interpret=True)), want, rtol=1e-4, atol=1e-3)
