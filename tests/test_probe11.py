@@ -91,3 +91,15 @@ def test_scalars_jnp_would_not_widen_the_value_by_are_constants_of_its_dtype():
   x = jax.random.normal(jax.random.key(1), (8, 128), jnp.float32)
   np.testing.assert_allclose(narrow_scalars(x, interpret=True),
                              x * np.float16(0.5) + np.int64(3) + jnp.int8(1), rtol=1e-6)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, jnp.float16))
+def where_typed(x, out):
+  out[...] = ml.where(x[...] > 0, jnp.float16(1.5), jnp.float16(-1.5))
+
+
+def test_where_between_two_numpy_scalars_of_one_dtype_takes_that_dtype():
+  assert "float16" in [line for line in where_typed.typed_ir(S((8, 128), jnp.float32)).splitlines()
+                       if "= where" in line][0]
+  x = jax.random.normal(jax.random.key(2), (8, 128), jnp.float32)
+  np.testing.assert_array_equal(where_typed(x, interpret=True), jnp.where(x > 0, jnp.float16(1.5), jnp.float16(-1.5)))

@@ -390,6 +390,9 @@ def where_(cx, cond, a, b):
     check_register_value(cx, b, "ml.where")
     dt = (DType.bool_ if isinstance(a, bool) and isinstance(b, bool) else
           PY_FLOAT if isinstance(a, float) or isinstance(b, float) else INDEX)
+    typed = {getattr(v, "dtype", None) for v in (a, b)} - {None}
+    if len(typed) == 1 and all(isinstance(getattr(v, "dtype", None), DType) for v in (a, b)):
+      dt = typed.pop()                      # two NumPy/JAX scalars of one dtype: theirs, as jnp
     for v in (a, b):
       check_python_int(cx, v, dt, "ml.where")
   else:
