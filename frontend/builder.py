@@ -23,6 +23,7 @@ class Builder:
     self.num_load_slots = 0              # TMA load sites so far; each gets an mbarrier
     self.batch_axis = None               # the grid axis jax.vmap added (frontend/compile.py Batch)
     self.read_only: set[int] = set()     # value ids of the kernel's input refs
+    self.aliased: set[int] = set()       # inputs aliased to an output: the kernel may change them
     self.index_scratch: dict = {}        # value id -> (SMEM scratch holding it, block it was stored in)
 
   def new_load_slot(self) -> int:

@@ -142,6 +142,7 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, bloc
     tr.env[name] = v
     _check_dims(v, params[-1].loc or loc)
   em.read_only = {p.value.id for p in params if not p.is_output}
+  em.aliased = {params[i].value.id for i in aliases}
   if batch is not None:
     _bind_batch_slices(tr, em, batch, params, n_in, loc)
     grid = tuple(math.prod(batch.sizes) if a == batch.axis else g for a, g in enumerate(grid))

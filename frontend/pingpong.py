@@ -26,6 +26,7 @@ from . import hw
 from . import ir
 from .ir import Access
 from .ops.control import For, Turn
+from .types import Space
 
 _MEET = (Access.CTA_BARRIER, Access.CLUSTER_BARRIER)
 
@@ -69,7 +70,9 @@ def _check(kernel, loop) -> None:
         hint="drop pingpong=True")
   for o in ir.walk(loop.body):
     t = ir.traits_of(o)
-    if t.moves_elements or any(a in _MEET for _, a in t.effects(o)):
+    through_smem = t.moves_elements and any(r is not None and getattr(r.type, "space", None) == Space.SMEM
+                                            for r, _ in t.effects(o))   # (not a gather from GMEM)
+    if through_smem or any(a in _MEET for _, a in t.effects(o)):
       raise E.WarpSpecializeError(
           "here every compute thread of the CTA would have to meet, but the warpgroups of a pingpong=True"
           " loop run a turn apart, so they would meet at different points of the loop", o.loc,

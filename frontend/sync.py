@@ -35,7 +35,7 @@ from . import ir
 from .ir import Access
 from .ops.atomic import AtomicUpdate
 from .ops.control import LOOPS, AwaitStores, Barrier, CommitShared, Condition, For, WaitLoad, Yield
-from .ops.memory import View
+from .ops.memory import Copy, View
 from .ops.mma import DotWait
 from .types import LayoutKind, RefType, Space, TensorType
 
@@ -82,6 +82,8 @@ class State:
   # until the next barrier, so a write to them needs one first.
   dot_retired: set = dataclasses.field(default_factory=set)
   gmem_stored: set = dataclasses.field(default_factory=set)     # GMEM roots a TMA store may still write
+  # GMEM root -> {(SMEM root, slot)} of TMA loads from it that may still be reading it.
+  load_src: dict = dataclasses.field(default_factory=dict)
 
   @property
   def dot_pending(self) -> bool:
@@ -166,7 +168,8 @@ class SyncPass:
         out.append((r, acc, ref))
       elif self.root(ref).id in self.read_back and acc in (Access.REG_READ, Access.REG_WRITE, ATOMIC):
         out.append((self.root(ref).id, acc, ref))
-      elif self.root(ref).id in self.proxy_back and acc in (Access.REG_WRITE, ATOMIC, Access.TMA_READ):
+      elif self.root(ref).id in self.proxy_back and acc in (Access.REG_WRITE, ATOMIC, Access.TMA_READ,
+                                                            Access.TMA_WRITE):
         out.append((self.root(ref).id, acc, ref))
     return out
 
@@ -213,13 +216,16 @@ class SyncPass:
     for o in ir.walk(kernel_body):
       for ref, acc in ir.traits_of(o).effects(o):
         if ref is not None and ref.type.space == Space.GMEM and acc in (Access.REG_READ, Access.REG_WRITE,
-                                                                          Access.TMA_READ):
+                                                                          Access.TMA_READ, Access.TMA_WRITE):
           if acc == Access.REG_WRITE and isinstance(o, AtomicUpdate):
             acc = ATOMIC
           seen.setdefault(self.root(ref).id, set()).add(acc)
-    self.read_back = {r for r, accs in seen.items() if Access.REG_READ in accs and accs & {Access.REG_WRITE, ATOMIC}}
+    # Read back, or written from registers and updated atomically by other threads.
+    self.read_back = {r for r, accs in seen.items() if Access.REG_READ in accs and accs & {Access.REG_WRITE, ATOMIC}
+                      or {Access.REG_WRITE, ATOMIC} <= accs}
+    # Written from registers (or atomically) and read or written by TMA: a proxy fence between.
     self.proxy_back = {r for r, accs in seen.items()
-                       if Access.TMA_READ in accs and accs & {Access.REG_WRITE, ATOMIC}}
+                       if accs & {Access.TMA_READ, Access.TMA_WRITE} and accs & {Access.REG_WRITE, ATOMIC}}
     st = State()
     self.block(kernel_body, st)
     tail = [WaitLoad(s, loc) for s in all_slots(st)]
@@ -247,6 +253,7 @@ class SyncPass:
         self.retire(st, o.pending)
       elif o.regions:
         inner = [x for r in o.regions for x in ir.walk(getattr(o, r))]
+        self.await_gmem_loads({g for x in inner for g in self.gmem_writes(x)}, st, out, o.loc)
         if any(self.issues_dot(x) for x in inner):
           self.dot_wait(st, out, o.loc)
         else:
@@ -257,6 +264,7 @@ class SyncPass:
       else:
         self.dot_wait(st, out, o.loc, self.dot_wait_before([o], st, set()))
         self.await_gmem(self.gmem_roots(o), st, out, o.loc)
+        self.await_gmem_loads(self.gmem_writes(o), st, out, o.loc)
         accs = self.accesses(o)
         for root, acc, ref in accs:
           if root is not None:
@@ -277,7 +285,25 @@ class SyncPass:
           st.dots.append(o.results[0].id if o.results else UNKNOWN_DOT)
           st.dot_roots.append({r for r, a, _ in self.accesses(o) if r is not None and a == Access.MMA_READ})
         st.gmem_stored |= self.gmem_stores(o)
+        if isinstance(o, Copy) and o.slot >= 0 and (r := self.local_smem(o.dst)) is not None:
+          st.load_src.setdefault(self.root(o.src).id, set()).add((r, o.slot))
     block.ops[:] = out
+
+  def gmem_writes(self, o) -> set:
+    """GMEM roots `o` writes: from registers, atomically, or by a TMA store."""
+    return {self.root(r).id for r, a in ir.traits_of(o).effects(o) if r is not None
+            and r.type.space == Space.GMEM and a in (Access.REG_WRITE, Access.TMA_WRITE)}
+
+  def await_gmem_loads(self, roots, st: State, out, loc):
+    """GMEM that a TMA load may still be reading is written only once the load has landed."""
+    for g in roots & set(st.load_src):
+      for smem, slot in sorted(st.load_src.pop(g)):
+        slots = st.pending_load.get(smem, {})
+        if slot in slots:
+          out.append(WaitLoad(slot, loc))
+          del slots[slot]
+          if not slots:
+            st.pending_load.pop(smem, None)
 
   def gmem_roots(self, o) -> set:
     """GMEM roots `o` reads or writes (a TMA store's own destination excluded)."""
@@ -439,7 +465,7 @@ class SyncPass:
       (st.atomic if acc == ATOMIC else st.dirty).add(root)
       if root not in self.read_back or root in self.proxy_back:   # the async proxy (TMA, WGMMA) needs a fence
         st.unfenced.add(root)
-    elif acc == Access.TMA_WRITE:
+    elif acc == Access.TMA_WRITE and ref.type.space == Space.SMEM:   # (a TMA store's GMEM is not a load)
       st.pending_load.setdefault(root, {})[o.slot] = self.window(ref)
     elif acc == Access.TMA_READ:
       st.pending_store.add(root)

@@ -132,8 +132,20 @@ def _turn(ctx, o):
 
 @lower(ClusterSync)
 def _cluster_sync(ctx, o):
+  if _writes_peers(ctx.kernel):
+    # A peer may next read what this CTA wrote into its SMEM through the async proxy (a TMA
+    # store, ml.dot): order those generic-proxy writes first, as commit_shared does locally.
+    llvm.inline_asm(ir.Type.parse("!llvm.void"), [], "fence.proxy.async;", "", has_side_effects=True)
   nvvm.cluster_arrive(aligned=True)
   nvvm.cluster_wait(aligned=True)
+
+
+def _writes_peers(kernel) -> bool:
+  """Whether registers write another CTA's SMEM (ml.cluster_ref(...)[...] = v) anywhere."""
+  from ..frontend import ir as kir
+  from ..frontend.ir import Access
+  return any(acc in (Access.REG_WRITE,) and ref is not None and getattr(ref.type, "remote", False)
+             for o in kir.walk(kernel.body) for ref, acc in kir.traits_of(o).effects(o))
 
 
 # ---------------------------------------------------------------- interpreter

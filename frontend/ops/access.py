@@ -80,7 +80,7 @@ def scalar_load(cx, ref, name=""):
     raise bool_ref_error(cx, ref, "read")
   from .memory import window
   base, index = window(cx.b, ref)
-  if base.id in cx.b.read_only:
+  if base.id in cx.b.read_only and base.id not in cx.b.aliased:   # a pure read of an input
     index = index if index is not None else ()
     return cx.b.emit(ScalarRead, base, index, loc=cx.loc, types=[ScalarType(ref.type.dtype)],
                      names=[name]).result

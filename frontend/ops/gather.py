@@ -29,7 +29,8 @@ from .memory import DSlice, View, index_operand
 from .shape import broadcast_shape, broadcast_to_shape
 
 
-@ir.op(Traits(effects=lambda o: [(o.ref, Access.REG_READ)], layout=LayoutRule.ELEMENTWISE))
+@ir.op(Traits(effects=lambda o: [(o.ref, Access.REG_READ)], layout=LayoutRule.ELEMENTWISE,
+              moves_elements=True))   # each thread reads the elements its indices name
 class Gather(ir.Op):
   """result[e] = ref[indices[0][e], indices[1][e], ...] for every element e of the result:
   `indices` holds one entry per dimension of the root ref `ref`, each an int32 tensor of the
@@ -244,7 +245,8 @@ def _start_multiple(cx, spans, root_index, last) -> int:
 # ---------------------------------------------------------------- scatters (atomic)
 
 
-@ir.op(Traits(effects=lambda o: [(o.ref, Access.REG_WRITE)], layout=LayoutRule.ELEMENTWISE))
+@ir.op(Traits(effects=lambda o: [(o.ref, Access.REG_WRITE)], layout=LayoutRule.ELEMENTWISE,
+              moves_elements=True))   # each thread writes the elements its indices name
 class ScatterUpdate(AtomicUpdate):
   """`ml.atomic_<kind>(ref.at[indices], value)`: each element of `value` combined atomically into
   the root ref `ref` at its own indices (one operand per root dimension, as Gather's); the

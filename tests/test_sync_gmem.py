@@ -1,0 +1,139 @@
+"""GMEM a CTA both writes and reads or rewrites (probe 13): each pair of accesses of one output
+(or aliased input) gets the wait, barrier or proxy fence the GPU needs, found in the typed IR."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+
+S = jax.ShapeDtypeStruct
+F32 = jnp.float32
+X = S((128, 128), F32)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def store_then_tma_store(x, out):
+  out[...] = x[...] + 1.0                 # registers, then
+  b = ml.smem((128, 128))
+  ml.copy(x, b)
+  ml.copy(b, out)                         # TMA over the same elements: the final value is x
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def store_then_tma_add(x, out):
+  out[...] = x[...]
+  b = ml.smem((128, 128))
+  b[...] = ml.full((128, 128), 1.0, F32)
+  ml.copy(b, out, reduce="add")           # x + 1
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, input_output_aliases={0: 0})
+def load_then_overwrite(x, out):
+  b = ml.smem((64, 128))
+  ml.copy(x.at[ml.ds(0, 64)], b)          # the load may still be reading x[0:64] ...
+  out.at[ml.ds(0, 64)][...] = ml.full((64, 128), 7.0, F32)    # ... when this overwrites it
+  out.at[ml.ds(64, 64)][...] = b[...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x, ids: x)
+def store_then_scatter(x, ids, out):
+  out[...] = x[...]
+  ml.atomic_add(out.at[ids[...]], ml.full((1024,), 1.0, F32))
+
+
+@mg.mgpu_kernel(out_shape=lambda x, ids: (x, x))
+def store_then_gather(x, ids, out, res):
+  out[...] = x[...] * 2.0
+  res[...] = out[ids[...]]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, input_output_aliases={0: 0})
+def store_then_scalar(x, out):
+  out.at[ml.ds(0, 128)][...] = ml.full((128,), 5.0, F32)
+  s = x[77]                               # reads the 5.0 just written through out
+  out.at[ml.ds(128, 128)][...] = ml.full((128,), 1.0, F32) * s
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 128,), cluster=(2,))
+def push_then_tma_store(x, out):
+  i = ml.program_id(0)
+  buf = ml.smem((128, 128))
+  ml.cluster_ref(buf, (i + 1) % 2)[...] = x.at[ml.ds(i * 128, 128)][...]
+  ml.cluster_sync()
+  ml.copy(buf, out.at[ml.ds(i * 128, 128)])
+
+
+def _ops(kernel, *specs):
+  return [line.split("#")[0].strip() for line in kernel.typed_ir(*specs).splitlines()]
+
+
+def _before(lines, marker, then):
+  """The ops between the first line containing `marker` and the next containing `then`."""
+  i = next(n for n, line in enumerate(lines) if marker in line)
+  j = next(n for n, line in enumerate(lines[i + 1:], i + 1) if then in line)
+  return lines[i + 1:j]
+
+
+def test_registers_then_tma_into_one_output_are_fenced():
+  for kernel in (store_then_tma_store, store_then_tma_add):
+    between = _before(_ops(kernel, X), "store ref=", "slot=-1")
+    assert any(line.startswith("commitshared global_=True") for line in between), kernel
+
+
+def test_a_write_waits_for_a_tma_load_still_reading_the_same_array():
+  lines = _ops(load_then_overwrite, X)
+  assert "waitload slot=0 stage=0" in _before(lines, "slot=0", "store ref=")
+
+
+def test_a_plain_store_then_scatter_or_gather_of_the_output_meets_at_a_barrier():
+  ids = S((1024,), jnp.int32)
+  for kernel, then in ((store_then_scatter, "scatterupdate"), (store_then_gather, "= gather")):
+    assert "barrier" in _before(_ops(kernel, S((1024,), F32), ids), "store ref=", then), kernel
+
+
+def test_a_scalar_read_of_an_aliased_input_is_ordered_after_writes():
+  lines = _ops(store_then_scalar, S((256,), F32))
+  assert "barrier" in _before(lines, "store ref=", "scalarload")
+
+
+def test_writes_into_a_peers_smem_are_fenced_for_its_tma_store():
+  text = push_then_tma_store.mlir(S((256, 128), F32))
+  assert text.index("fence.proxy.async;") < text.index("nvvm.cluster.arrive {aligned}")
+  assert "fence.proxy.async;" not in (mg.mgpu_kernel(out_shape=lambda x: x, grid=(2,), cluster=(2,))(
+      _sync_only).mlir(S((256, 128), F32)))
+
+
+def _sync_only(x, out):
+  i = ml.program_id(0)
+  ml.cluster_sync()
+  out.at[ml.ds(i * 128, 128)][...] = x.at[ml.ds(i * 128, 128)][...]
+
+
+def _cases():
+  k = jax.random.split(jax.random.key(0), 2)
+  x = jax.random.normal(k[0], (128, 128), F32)
+  v = jax.random.normal(k[1], (1024,), F32)
+  ids = jax.random.randint(k[1], (1024,), 0, 1024)
+  return [
+      (store_then_tma_store, (x,), x),
+      (store_then_tma_add, (x,), x + 1),
+      (load_then_overwrite, (x,), jnp.concatenate([jnp.full((64, 128), 7.0), x[:64]])),
+      (store_then_scatter, (v, ids), v.at[ids].add(1.0)),
+      (store_then_scalar, (jnp.zeros((256,), F32),), jnp.concatenate([jnp.full((128,), 5.0),
+                                                                       jnp.full((128,), 5.0)])),
+  ]
+
+
+@pytest.mark.parametrize("case", range(5))
+def test_gmem_orderings_interpret(case):
+  kernel, args, want = _cases()[case]
+  np.testing.assert_allclose(kernel(*args, interpret=True), want, rtol=1e-6)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", range(5))
+def test_gmem_orderings_gpu(case):
+  kernel, args, want = _cases()[case]
+  np.testing.assert_allclose(jax.jit(kernel)(*args), want, rtol=1e-6)
