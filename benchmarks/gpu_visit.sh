@@ -90,7 +90,7 @@ step() {
     rowwise)     python3 -u benchmarks/rowwise.py --plot "$OUT/rowwise.png" ;;
     gpu_rows)    python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_rowwise.py tests/test_paged_attention.py ;;
     examples)    for f in examples/*.py; do echo "== $f"; timeout 120 python3 -u "$f" 2>&1 | tail -5; done ;;
-    gpu_pending10) python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_split_rows.py tests/test_mma.py tests/test_alias_sync.py tests/test_sync_gmem.py -k "shar or full_reductions or split or alias or in_place or gmem" ;;
+    gpu_pending10) python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_split_rows.py tests/test_mma.py tests/test_alias_sync.py tests/test_sync_gmem.py tests/test_probe14.py -k "shar or full_reductions or split or alias or in_place or gmem or cluster" ;;
     gpu_split)   python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_split_rows.py tests/test_rowwise.py tests/test_sync_carried.py ;;
     rowwise_softmax) python3 -u benchmarks/rowwise.py --op softmax ;;
     mixed_rows)  python3 -u benchmarks/mixed_rows.py ;;

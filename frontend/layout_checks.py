@@ -18,6 +18,30 @@ def check_layouts(kernel: ir.Kernel, defs) -> None:
   _check_tiled_copies(kernel, defs)
   _check_slices(kernel)
   _check_split_reductions(kernel)
+  _check_peer_tiled_stores(kernel, defs)
+
+
+def _check_peer_tiled_stores(kernel, defs) -> None:
+  """A register store into a peer CTA's buffer (ml.cluster_ref) that is tiled for the tensor
+  cores: its value keeps a plain layout (peers' buffers take no part in layout choice), which
+  a tiled buffer cannot take."""
+  from .ops.memory import ClusterRef, Store
+  for o in ir.walk(kernel.body):
+    if not isinstance(o, Store):
+      continue
+    d, peer = defs.get(o.ref.id), False
+    while isinstance(d, (View, ClusterRef)):
+      peer |= isinstance(d, ClusterRef)
+      d = defs.get(d.ref.id)
+    root = d.results[0] if d is not None and d.results else None
+    if peer and root is not None and root.id in kernel.smem_layouts:
+      raise E.LayoutError(
+          f"this stores registers into a peer CTA's {root.name or 'buffer'}, which is tiled for the tensor"
+          f" cores (ml.dot reads it, or it holds a dot result); register stores into a peer's buffer take"
+          f" plain buffers only", o.loc,
+          hint=f"store into a plain buffer of the peer (one ml.dot does not read) and let the peer copy it"
+               f" into its {root.name or 'buffer'}, or have the peer read your values through"
+               f" ml.cluster_ref and store them into its own {root.name or 'buffer'}")
 
 
 def _check_split_reductions(kernel) -> None:

@@ -244,7 +244,13 @@ class SyncPass:
     for o in block.ops:
       if isinstance(o, (Yield, Condition)):
         if not st.carried <= set(all_slots(st)):
-          raise ir_error(o, "a carried load is not in flight at the loop's end")
+          from .errors import PipelineError
+          raise PipelineError(
+              "this loop loads the next trip's data into SMEM before its body ends (the load stays in"
+              " flight across the back edge), but something after that load waits for it: an"
+              " ml.cluster_sync(), or a write into the array the load reads", o.loc,
+              hint="move the ml.cluster_sync() or the write before the load of the next trip, or load the"
+                   " next trip's data at the top of the next trip instead")
         out.extend(WaitLoad(s, o.loc) for s in all_slots(st) if s not in st.carried)
         st.pending_load.clear()
         if not st.in_pipeline:
@@ -273,6 +279,14 @@ class SyncPass:
         if Access.CLUSTER_BARRIER in kinds:   # publishes this CTA's SMEM to the cluster
           out.extend(WaitLoad(s, o.loc) for s in all_slots(st))
           st.pending_load.clear()
+          # ... and hands it to peers that may write it: nothing of this CTA may still read it.
+          self.dot_wait(st, out, o.loc)
+          if st.pending_store:
+            out.append(AwaitStores(True, o.loc))
+            st.pending_store.clear()
+            st.store_log.clear()
+            st.store_base.clear()
+            st.deferred.clear()
         if kinds & {Access.CTA_BARRIER, Access.CLUSTER_BARRIER}:
           if isinstance(o, Barrier) and redundant_barrier(out):
             continue

@@ -39,7 +39,7 @@ from .ir import Access
 from .ops.control import (AwaitStores, BarrierAlloc, BarrierArrive, BarrierWait, ClusterSync, For,
                           If, WarpSpecialize, Yield)
 from .ops.elementwise import BinOp, Binary, CmpOp, Compare
-from .ops.memory import SmemAlloc
+from .ops.memory import SmemAlloc, View
 from .ops.mma import DotWait
 from .pipeline import record
 from .pipeline_plan import I32, arith, issue, make_plan, mod, multibuffer, pure_scalar, staged_body
@@ -63,6 +63,7 @@ def warp_specialize(kernel: ir.Kernel, loop: For, em, result) -> None:
           f"{buf.name} is allocated inside a loop or branch; a warp-specialised loop's buffers"
           f" must be allocated at the top of the kernel", alloc.loc if alloc is not None else loc,
           hint="move its ml.smem(...) to the top", notes=(f"{loc}: the warp-specialised loop",))
+  _check_sources_not_written(kernel, plan, em)
   empty = ir.Value(BarrierType(S, kernel.block // hw.WARPGROUP, _multicast_axis(plan)), "empty")
   alloc = em.defs[empty.id] = BarrierAlloc(loc, (empty,))
 
@@ -81,6 +82,37 @@ def warp_specialize(kernel: ir.Kernel, loop: For, em, result) -> None:
   if empty.type.cluster_axis is not None:   # no CTA leaves while peers load into it or arrive on it
     kernel.body.ops.append(ClusterSync(loc))
   ir.prune_dead(kernel.body)
+
+
+def _check_sources_not_written(kernel, plan, em) -> None:
+  """The producer warpgroup starts loading at the kernel's start, ordered after nothing the
+  compute warpgroups do outside the loop: a loop may not load arrays the kernel writes
+  outside it (before it, or in an enclosing loop's other trips). Writes inside the loop are
+  pipeline_plan's check_loads_of_written_memory's (MG502, by windows)."""
+  def root(v):
+    d = em.defs.get(v.id)
+    while isinstance(d, View):
+      v, d = d.ref, em.defs.get(d.ref.id)
+    return v
+
+  alias = {kernel.inputs[i].value.id: kernel.outputs[o].value.id for i, o in (kernel.aliases or {}).items()}
+  inside = {id(o) for o in ir.walk(plan.loop.body)}
+  written = set()
+  for o in ir.walk(kernel.body):
+    if id(o) in inside:
+      continue
+    for ref, acc in ir.traits_of(o).effects(o):
+      if ref is not None and acc in (Access.REG_WRITE, Access.TMA_WRITE) and ref.type.space == Space.GMEM:
+        written.add(alias.get(root(ref).id, root(ref).id))
+  for copy, _, _ in plan.sites:
+    src = root(copy.src)
+    if alias.get(src.id, src.id) in written:
+      raise E.WarpSpecializeError(
+          f"this warp-specialised loop loads from {src.name}, which the kernel writes outside it; its producer"
+          f" warpgroup issues the loads from the kernel's start, ordered after nothing the other"
+          f" warpgroups write, so it could read {src.name} before the writes land", copy.loc,
+          hint="load from the kernel's inputs only (pass what the kernel computed to a second kernel), or"
+               " drop warp_specialize=True")
 
 
 def _multicast_axis(plan):
