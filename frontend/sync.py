@@ -37,7 +37,7 @@ from .ops.atomic import AtomicUpdate
 from .ops.control import LOOPS, AwaitStores, Barrier, CommitShared, Condition, For, WaitLoad, Yield
 from .ops.memory import Copy, View
 from .ops.mma import DotWait
-from .types import LayoutKind, RefType, Space, TensorType
+from .types import LayoutKind, RefType, ScalarType, Space, TensorType
 
 _NO_REF = (Access.MMA_ISSUE, Access.CTA_BARRIER, Access.CLUSTER_BARRIER)
 ATOMIC = "atomic"    # a register write that is an atomic update: others of its kind need no order
@@ -181,10 +181,23 @@ class SyncPass:
     full = d.ref.type.shape
     if all(i.start == 0 and i.size == n and not i.squeeze for i, n in zip(d.index, full)):
       return (rid,)
-    # A run-time start is keyed by its value, ("v", id): equal keys are the same window, and
-    # `overlap` tells apart only windows whose starts are ints.
-    return (rid,) + tuple((("v", i.start.id) if isinstance(i.start, ir.Value) else i.start, i.size, i.squeeze)
+    # A run-time start is keyed by how it is computed (expr_key): equal keys are the same
+    # window, and `overlap` tells apart only windows whose starts are ints.
+    return (rid,) + tuple((self.expr_key(i.start) if isinstance(i.start, ir.Value) else i.start, i.size, i.squeeze)
                           for i in d.index)
+
+  def expr_key(self, v):
+    """A key equal for run-time scalars computed alike in one trip (`i * 64` written twice:
+    the same program id or loop index, the same arithmetic); ("v", id) for anything else."""
+    from .ops.control import ProgramId
+    from .ops.elementwise import Binary
+    d = self.defs.get(v.id)
+    if isinstance(d, ProgramId):
+      return ("pid", d.axis)
+    if isinstance(d, Binary) and isinstance(v.type, ScalarType):
+      side = lambda x: self.expr_key(x) if isinstance(x, ir.Value) else ("c", x)
+      return ("bin", d.kind, side(d.lhs), side(d.rhs))
+    return ("v", v.id)
 
   def thread_private(self, root, ref, o, st: State) -> bool:
     """Whether every register access of `root` since the last barrier is this window of it,
