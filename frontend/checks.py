@@ -176,7 +176,9 @@ class _Memory:
     masked = isinstance(acc.op, MASKED)
     if acc.exact and not w.remote and not gmem_tma and not (masked and w.root.type.space == Space.GMEM):
       self.check_bounds(acc)
-    if kind in READS and w.root.id in self.kernel.accumulated and self.ev.P > 1 and acc.must.any():
+    # (programs along the batch axis jax.vmap added update separate slices: not "other programs")
+    batch = self.kernel.grid[self.kernel.batch_axis] if self.kernel.batch_axis is not None else 1
+    if kind in READS and w.root.id in self.kernel.accumulated and self.ev.P // batch > 1 and acc.must.any():
       self.report(E.RaceError(
           f"{w.root.name} is read here while other programs may still be adding to it with atomics:"
           f" programs run in no fixed order, so the value read depends on timing", acc.op.loc,

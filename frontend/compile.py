@@ -164,6 +164,7 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, bloc
   kernel.globals_read = ir.Captured(tr.globals_read)
   kernel.accumulated = accumulated_outputs(kernel.body, em.defs, kernel.outputs)
   kernel.aliases = aliases
+  kernel.batch_axis = em.batch_axis
   try:
     errors, facts = check_kernel(kernel, em.defs)   # on the program as written, before the rewrites
     try:

@@ -203,6 +203,7 @@ class Kernel:
   accumulated: dict = dataclasses.field(default_factory=dict)    # output id -> AtomicKind updating it
   aliases: dict = dataclasses.field(default_factory=dict)        # input index -> output index (same memory)
   pipelines: list = dataclasses.field(default_factory=list)      # frontend/pipeline_plan.py Staged, a loop each
+  batch_axis: int | None = None      # the grid axis jax.vmap added: its programs work on separate batch slices
 
   @property
   def inputs(self):

@@ -109,3 +109,19 @@ def test_a_warp_specialised_loop_may_not_load_what_the_kernel_writes_outside_it(
 def test_cluster_sync_after_a_tma_store_gpu():
   x = jax.random.normal(jax.random.key(0), (256, 128), F32)
   np.testing.assert_array_equal(jax.jit(store_then_peer_writes)(x), x)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (S((128,), F32), S((128,), F32)))
+def accumulate_then_read(x, h, p):
+  ml.atomic_add(h, x[...])
+  ml.atomic_add(h, x[...])
+  p[...] = h[...] * 0.5
+
+
+def test_vmap_of_a_one_program_histogram_is_not_a_cross_program_race():
+  # each batch element's program updates and reads its own slice of h (was MG951 under vmap)
+  x = jax.random.normal(jax.random.key(3), (3, 128), F32)
+  h, p = jax.vmap(lambda v: accumulate_then_read(v, interpret=True))(x)
+  np.testing.assert_allclose(h, 2 * x, rtol=1e-6)
+  np.testing.assert_allclose(p, x, rtol=1e-6)
+  jax.export.export(jax.jit(jax.vmap(accumulate_then_read)), platforms=["cuda"])(S((3, 128), F32))
