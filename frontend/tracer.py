@@ -342,7 +342,10 @@ class Tracer(Assignments, ast.NodeVisitor):
     it holds (as constexprs and static calls' results are); a value JAX is tracing is an error."""
     if type(v).__module__ == "numpy" and getattr(v, "shape", None) == () and hasattr(v, "item"):
       return typed_number(v)
-    if any(c.__name__.endswith("Tracer") for c in type(v).__mro__):
+    traced = any(c.__name__.endswith("Tracer") for c in type(v).__mro__)
+    if not traced and getattr(v, "shape", None) == () and hasattr(v, "item") and hasattr(v, "dtype"):
+      return typed_number(v)     # a concrete 0-d JAX array: jnp.float32(0.5) at module level
+    if traced:
       raise E.KernelTypeError(
           f"{name} is a value JAX is tracing (captured from the function that calls the kernel); a"
           f" kernel reads Python values, its inputs and its parameters", self.loc(node),

@@ -395,9 +395,13 @@ class KernelFunction:
       if kernel is not None:
         self._stats["disk_hits"] += 1
         return kernel, True
-    kernel = fc.trace(self.parsed, spec.in_specs, spec.out_fspecs, constexprs, grid=spec.grid,
-                      block=spec.block, cluster=spec.cluster,
-                      batch=batching.batch_spec(levels, spec.grid), aliases=self.input_output_aliases)
+    import jax
+    # jnp calls on static values in the kernel (jnp.float32(0.5), 1 / jnp.sqrt(d)) run while
+    # tracing: eagerly, even when the call to the kernel is itself being traced by jax.jit.
+    with jax.ensure_compile_time_eval():
+      kernel = fc.trace(self.parsed, spec.in_specs, spec.out_fspecs, constexprs, grid=spec.grid,
+                        block=spec.block, cluster=spec.cluster,
+                        batch=batching.batch_spec(levels, spec.grid), aliases=self.input_output_aliases)
     if path is not None:
       C.store_traced(path, key, kernel)
     return kernel, False

@@ -103,3 +103,23 @@ def test_where_between_two_numpy_scalars_of_one_dtype_takes_that_dtype():
                        if "= where" in line][0]
   x = jax.random.normal(jax.random.key(2), (8, 128), jnp.float32)
   np.testing.assert_array_equal(where_typed(x, interpret=True), jnp.where(x > 0, jnp.float16(1.5), jnp.float16(-1.5)))
+
+
+J_HALF = jnp.float32(0.5)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def jnp_scalars(x, out):
+  out[...] = x[...] * jnp.float32(0.5) * (1.0 / jnp.sqrt(x.shape[1])) * J_HALF
+
+
+def test_jnp_scalars_in_a_kernel_work_under_jit_and_export():
+  # (under jax.jit the static call jnp.sqrt(128) was a tracer: an internal error; a module-level
+  # jnp.float32 was "cannot take a Python ArrayImpl")
+  x = jax.random.normal(jax.random.key(4), (8, 128), jnp.float32)
+  want = x * 0.5 * (1.0 / np.sqrt(128)) * 0.5
+  np.testing.assert_allclose(jax.jit(lambda x: jnp_scalars(x, interpret=True))(x), want, rtol=1e-6)
+  jax.export.export(jax.jit(jnp_scalars), platforms=["cuda"])(S((8, 128), jnp.float32))
+  expect(jnp_scalars, [S((8, 128), jnp.float16)], mg.DtypeMismatchError, "x[...] * jnp.float32(0.5)",
+         "* on x[...] (float16) and the float32 scalar 0.5: a NumPy or JAX scalar keeps its dtype, and"
+         " dtypes are never converted implicitly (jnp would compute in float32 here)")
