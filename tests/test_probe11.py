@@ -3,6 +3,7 @@ constants written in the kernel and as module constants; constexprs stay Python 
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
@@ -123,3 +124,23 @@ def test_jnp_scalars_in_a_kernel_work_under_jit_and_export():
   expect(jnp_scalars, [S((8, 128), jnp.float16)], mg.DtypeMismatchError, "x[...] * jnp.float32(0.5)",
          "* on x[...] (float16) and the float32 scalar 0.5: a NumPy or JAX scalar keeps its dtype, and"
          " dtypes are never converted implicitly (jnp would compute in float32 here)")
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, jnp.int8))
+def thresholds(x, out):
+  out[...] = ((x[...] > np.float32(0.0)) & (x[...] < np.float32(1.5))).astype(jnp.int8)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, jnp.int8))
+def inexact_threshold(x, out):
+  out[...] = (x[...] > np.float32(0.1)).astype(jnp.int8)
+
+
+def test_comparisons_with_scalars_the_dtype_holds_exactly_are_constants():
+  # jnp compares bfloat16 with a float32 scalar in float32; for 0.0 and 1.5, exact in bfloat16,
+  # the booleans are the same, so it is a constant; 0.1 is not exact: MG104
+  x = jax.random.normal(jax.random.key(5), (8, 128), jnp.float32).astype(jnp.bfloat16)
+  want = ((x > np.float32(0.0)) & (x < np.float32(1.5))).astype(jnp.int8)
+  np.testing.assert_array_equal(thresholds(x, interpret=True), want)
+  with pytest.raises(mg.DtypeMismatchError):
+    inexact_threshold.check(S((8, 128), jnp.bfloat16))

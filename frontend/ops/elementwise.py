@@ -243,6 +243,8 @@ def _check_typed_number(cx, py, d, py_name, name, what):
   want = py.dtype if isinstance(py, (TypedFloat, TypedInt)) else None
   if want is None or not isinstance(d, DType) or _jnp_result(d, want) == d:
     return
+  if what in {c.value for c in CmpOp} and _exact_in(py, want, d):
+    return      # a comparison with a value the operand's dtype holds exactly: the same booleans
   promoted = _jnp_result(d, want)
   import numpy as np
   try:
@@ -256,6 +258,16 @@ def _check_typed_number(cx, py, d, py_name, name, what):
       f" {dtype_name(to)} here)", cx.loc,
       hint=f"write the Python number {text} to compute in {dtype_name(d)}, or convert the value:"
            f" {method_on(name)}.astype(jnp.{dtype_name(to)})")
+
+
+def _exact_in(py, have: DType, d: DType) -> bool:
+  """Whether the `have` scalar `py` converts to `d` and back unchanged."""
+  import numpy as np
+  try:
+    v = np.array(py, dtype=have.numpy_name)
+    return bool(v.astype(d.numpy_name).astype(have.numpy_name) == v)
+  except (TypeError, ValueError, OverflowError):
+    return False
 
 
 def _jnp_result(t: DType, s: DType) -> DType | None:
