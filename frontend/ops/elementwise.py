@@ -216,8 +216,14 @@ def common(cx, a, b, what):
   if da is None or db is None:
     dt, py = (da, b) if db is None else (db, a)
     rdt = resolve(dt)
-    _check_typed_number(cx, py, rdt, names[1] if db is None else names[0], names[0] if db is None else names[1],
-                        what)
+    up = _typed_number_dtype(cx, py, rdt, names[1] if db is None else names[0],
+                             names[0] if db is None else names[1], what)
+    if up is not None:            # as jnp: the value computes in the scalar's wider dtype
+      if db is None:
+        a = astype(cx, a, up)
+      else:
+        b = astype(cx, b, up)
+      return (a, b), shape, up
     check_python_int(cx, py, dt, what)
     if isinstance(py, float) and isinstance(rdt, DType) and not rdt.is_float:
       # As jnp: an integer (or bool) operand meeting a Python float computes in float32.
@@ -236,16 +242,20 @@ def common(cx, a, b, what):
   return (a, b), shape, dt
 
 
-def _check_typed_number(cx, py, d, py_name, name, what):
-  """A NumPy or JAX scalar (jnp.float32(c)) keeps its dtype, as in jnp: it must match the
-  register value's (jnp would promote; here dtypes are never converted implicitly)."""
+def _typed_number_dtype(cx, py, d, py_name, name, what):
+  """A NumPy or JAX scalar (jnp.float32(c)) keeps its dtype, as in jnp: None where jnp computes
+  in the register value's dtype `d` (the scalar is then a constant of it), else the dtype jnp
+  promotes both to (the value is converted, as jnp does); MG104 where jnp's promotion leaves
+  32 bits (uint32 with int32)."""
   from .base import TypedFloat, TypedInt
   want = py.dtype if isinstance(py, (TypedFloat, TypedInt)) else None
   if want is None or not isinstance(d, DType) or _jnp_result(d, want) == d:
-    return
+    return None
   if what in {c.value for c in CmpOp} and _exact_in(py, want, d):
-    return      # a comparison with a value the operand's dtype holds exactly: the same booleans
+    return None   # a comparison with a value the operand's dtype holds exactly: the same booleans
   promoted = _jnp_result(d, want)
+  if promoted is not None:
+    return promoted
   import numpy as np
   try:
     text = str(np.dtype(want.numpy_name).type(py))     # 1.001, not float32's 1.0010000467300415
@@ -254,8 +264,8 @@ def _check_typed_number(cx, py, d, py_name, name, what):
   to = promoted or (DType.f32 if d.is_float or want.is_float else want)
   raise E.DtypeMismatchError(
       f"{what} on {name} ({dtype_name(d)}) and the {dtype_name(want)} scalar {text}: a NumPy or JAX scalar"
-      f" keeps its dtype, and dtypes are never converted implicitly (jnp would compute in"
-      f" {dtype_name(to)} here)", cx.loc,
+      f" keeps its dtype, and jnp computes these two in a 64-bit type, which kernels do not have"
+      f" ({dtype_name(to)} here)", cx.loc,
       hint=f"write the Python number {text} to compute in {dtype_name(d)}, or convert the value:"
            f" {method_on(name)}.astype(jnp.{dtype_name(to)})")
 
@@ -283,7 +293,10 @@ def _jnp_result(t: DType, s: DType) -> DType | None:
   if t.is_signed == s.is_signed:
     return max(t, s, key=lambda d: d.bits)
   signed, unsigned = (t, s) if t.is_signed else (s, t)
-  return signed if signed.bits > unsigned.bits else None
+  if signed.bits > unsigned.bits:
+    return signed
+  wider = {8: DType.i16, 16: DType.i32}.get(unsigned.bits)    # uint8 with int8: int16, as jnp
+  return wider
 
 
 def method_on(text: str) -> str:
