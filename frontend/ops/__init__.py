@@ -3,7 +3,8 @@
 One module per family: memory (buffers, views, copies), access (masked and scalar
 accesses), atomic (atomic updates), elementwise (math), shape (reductions, broadcasting,
 reshapes), mma (tensor cores), control (grid, loops, barriers), debug (print, breakpoint),
-random (counter-based random numbers), gather (GMEM indexed by tensors of indices), scan (cumulative sums, products, max, min), sort (sorts and argsorts); power (`x ** y`, composed from elementwise ops).
+random (counter-based random numbers), gather (GMEM indexed by tensors of indices), scan (cumulative sums, products, max, min), sort (sorts and argsorts); power (`x ** y`, composed from elementwise ops); promotion
+(no ops: jnp's promotion with NumPy/JAX scalars, for elementwise).
 See docs/design-notes.md, "How to add an op".
 """
 from . import base, memory, elementwise, shape, mma, control, debug, access, atomic, random, gather, scan, sort, power  # noqa: F401

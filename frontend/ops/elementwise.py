@@ -22,6 +22,7 @@ from ..ir import LayoutRule, Traits
 from ..types import DTypeVar, ScalarType, TensorType, dtype_name, resolve
 from .base import (Num, builtin, check_register_value, dtype_arg, is_ref, is_value, kind_of,
                    static_shape)
+from .promotion import exact_in, jnp_result
 
 # Elementwise lowering works on each warpgroup's own rows as on a whole tensor: splits=True.
 PURE_ELEMENTWISE = Traits(layout=LayoutRule.ELEMENTWISE, pure=True, splits=True)
@@ -249,11 +250,11 @@ def _typed_number_dtype(cx, py, d, py_name, name, what):
   32 bits (uint32 with int32)."""
   from .base import TypedFloat, TypedInt
   want = py.dtype if isinstance(py, (TypedFloat, TypedInt)) else None
-  if want is None or not isinstance(d, DType) or _jnp_result(d, want) == d:
+  if want is None or not isinstance(d, DType):
     return None
-  if what in {c.value for c in CmpOp} and _exact_in(py, want, d):
-    return None   # a comparison with a value the operand's dtype holds exactly: the same booleans
-  promoted = _jnp_result(d, want)
+  promoted = jnp_result(d, want)
+  if promoted == d or what in {c.value for c in CmpOp} and exact_in(py, want, d):
+    return None   # (a comparison with a value the operand's dtype holds exactly: the same booleans)
   if promoted is not None:
     return promoted
   import numpy as np
@@ -261,42 +262,13 @@ def _typed_number_dtype(cx, py, d, py_name, name, what):
     text = str(np.dtype(want.numpy_name).type(py))     # 1.001, not float32's 1.0010000467300415
   except TypeError:
     text = repr(py + 0)
-  to = promoted or (DType.f32 if d.is_float or want.is_float else want)
+  to = DType.f32 if d.is_float or want.is_float else want
   raise E.DtypeMismatchError(
       f"{what} on {name} ({dtype_name(d)}) and the {dtype_name(want)} scalar {text}: a NumPy or JAX scalar"
       f" keeps its dtype, and jnp computes these two in a 64-bit type, which kernels do not have"
       f" ({dtype_name(to)} here)", cx.loc,
       hint=f"write the Python number {text} to compute in {dtype_name(d)}, or convert the value:"
            f" {method_on(name)}.astype(jnp.{dtype_name(to)})")
-
-
-def _exact_in(py, have: DType, d: DType) -> bool:
-  """Whether the `have` scalar `py` converts to `d` and back unchanged."""
-  import numpy as np
-  try:
-    v = np.array(py, dtype=have.numpy_name)
-    return bool(v.astype(d.numpy_name).astype(have.numpy_name) == v)
-  except (TypeError, ValueError, OverflowError):
-    return False
-
-
-def _jnp_result(t: DType, s: DType) -> DType | None:
-  """The dtype jnp computes `t` (a value's dtype) with a strongly typed scalar of dtype `s` in,
-  without 64-bit types (an int64 scalar is int32); None where its lattice leaves 32 bits."""
-  s = {DType.i64: DType.i32}.get(s, s)
-  if s == t:
-    return t
-  if t.is_float != s.is_float:           # an integer meets a float: the float's dtype
-    return t if t.is_float else s
-  if t.is_float:                         # float16 with bfloat16 is float32 in jnp
-    return max(t, s, key=lambda d: d.bits) if t.bits != s.bits else DType.f32
-  if t.is_signed == s.is_signed:
-    return max(t, s, key=lambda d: d.bits)
-  signed, unsigned = (t, s) if t.is_signed else (s, t)
-  if signed.bits > unsigned.bits:
-    return signed
-  wider = {8: DType.i16, 16: DType.i32}.get(unsigned.bits)    # uint8 with int8: int16, as jnp
-  return wider
 
 
 def method_on(text: str) -> str:

@@ -1,0 +1,34 @@
+"""jnp's promotion of a value's dtype with a strongly typed (NumPy or JAX) scalar's, without
+64-bit types: the rule elementwise.common applies to `x * jnp.float32(c)`."""
+from __future__ import annotations
+
+from ..dtypes import DType
+
+
+def exact_in(py, have: DType, d: DType) -> bool:
+  """Whether the `have` scalar `py` converts to `d` and back unchanged."""
+  import numpy as np
+  try:
+    v = np.array(py, dtype=have.numpy_name)
+    return bool(v.astype(d.numpy_name).astype(have.numpy_name) == v)
+  except (TypeError, ValueError, OverflowError):
+    return False
+
+
+def jnp_result(t: DType, s: DType) -> DType | None:
+  """The dtype jnp computes `t` (a value's dtype) with a strongly typed scalar of dtype `s` in,
+  without 64-bit types (an int64 scalar is int32); None where its lattice leaves 32 bits."""
+  s = {DType.i64: DType.i32}.get(s, s)
+  if s == t:
+    return t
+  if t.is_float != s.is_float:           # an integer meets a float: the float's dtype
+    return t if t.is_float else s
+  if t.is_float:                         # float16 with bfloat16 is float32 in jnp
+    return max(t, s, key=lambda d: d.bits) if t.bits != s.bits else DType.f32
+  if t.is_signed == s.is_signed:
+    return max(t, s, key=lambda d: d.bits)
+  signed, unsigned = (t, s) if t.is_signed else (s, t)
+  if signed.bits > unsigned.bits:
+    return signed
+  wider = {8: DType.i16, 16: DType.i32}.get(unsigned.bits)    # uint8 with int8: int16, as jnp
+  return wider
