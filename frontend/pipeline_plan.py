@@ -20,12 +20,13 @@ from .dtypes import DType
 from .ir import Access
 from .ops.access import ScalarLoad
 from .ops.control import For, WaitLoad
-from .ops.elementwise import BinOp, Binary
+from .ops.elementwise import BinOp, Binary, Cast, CmpOp, Compare, Constant, Where
 from .ops.memory import Copy, SmemAlloc, Store, View, is_load
 from .pipeline_hazards import check_loads_of_written_memory
 from .types import RefType, ScalarType
 
 I32 = ScalarType(DType.i32)
+U32 = ScalarType(DType.u32)
 
 
 @dataclasses.dataclass
@@ -197,15 +198,47 @@ def arith(em, kind, a, b, loc):
   return em.emit(Binary, kind, a, b, loc=loc, types=[I32]).result
 
 
+def trip_count(em, start, stop, step, loc):
+  """How many times `range(start, stop, step)` runs (step > 0), as an i32 scalar. The span is
+  taken unsigned and the count as (span - 1) // step + 1 where stop > start, so bounds whose
+  difference passes 2**31 (a persistent loop over 2**31 - 1 tiles) count right instead of wrapping."""
+  if all(isinstance(x, int) for x in (start, stop, step)):
+    return len(range(start, stop, step))
+  bound = next(x for x in (start, stop) if not isinstance(x, int)) if not all(
+      isinstance(x, int) for x in (start, stop)) else None
+  kind = bound.type if bound is not None else I32
+  if bound is None:
+    span = stop - start
+  elif isinstance(start, int) and start == 0:
+    span = stop
+  else:
+    span = em.emit(Binary, BinOp.SUB, stop, start, loc=loc, types=[kind]).result
+  if isinstance(span, int):
+    span_u = span % 2 ** 32
+  else:
+    span_u = span if kind == U32 else em.emit(Cast, span, loc=loc, types=[U32]).result
+  step_u = step if isinstance(step, int) else em.emit(Cast, step, loc=loc, types=[U32]).result
+  if isinstance(span_u, int):
+    less = em.emit(Binary, BinOp.SUB, em.emit(Constant, span_u, loc=loc, types=[U32]).result, 1, loc=loc,
+                   types=[U32]).result
+  else:
+    less = em.emit(Binary, BinOp.SUB, span_u, 1, loc=loc, types=[U32]).result
+  count = em.emit(Binary, BinOp.ADD, em.emit(Binary, BinOp.FLOORDIV, less, step_u, loc=loc, types=[U32]).result,
+                  1, loc=loc, types=[U32]).result
+  count = em.emit(Cast, count, loc=loc, types=[I32]).result
+  if bound is None:
+    return count if stop > start else 0
+  runs = em.emit(Compare, CmpOp.GT, stop, start, loc=loc, types=[ScalarType(DType.bool_)]).result
+  return em.emit(Where, runs, count, 0, loc=loc, types=[I32]).result
+
+
 def normalize(loop: For, em):
   """(ops before the loop, a loop counting 0 .. trip - 1 by 1 with the same meaning)."""
   if loop.start == 0 and loop.step == 1:
     return [], loop
   loc, pre = loop.loc, ir.Block()
   with em.region(pre):
-    span = arith(em, BinOp.SUB, loop.stop, loop.start, loc)
-    trip = arith(em, BinOp.FLOORDIV, arith(em, BinOp.ADD, span, arith(em, BinOp.SUB, loop.step, 1, loc), loc),
-                  loop.step, loc)
+    trip = trip_count(em, loop.start, loop.stop, loop.step, loc)
   old_iv, *carried = loop.body.args
   iv = ir.Value(I32, old_iv.name)
   body = ir.Block(args=(iv, *carried))

@@ -31,18 +31,26 @@ def _num_programs(ctx, o):
 
 @lower(For)
 def _for(ctx, o):
+  iv_dtype = o.body.args[0].type.dtype
+  unsigned = getattr(iv_dtype, "is_int", False) and not iv_dtype.is_signed
+  bounds = [operand(ctx, x) for x in (o.start, o.stop, o.step)]
+  # The counter steps past the last index before the loop ends: where that can pass 2**31 (run-time
+  # bounds, or static ones near it) the loop counts in 64 bits, as Python's range would.
+  wide = any(not isinstance(x, int) for x in bounds) or bounds[1] + bounds[2] > 2 ** 31 - 1
+  i64 = ir.IntegerType.get_signless(64)
+
   def bound(x):
-    x = operand(ctx, x)
-    return arith.constant(i32(), x) if isinstance(x, int) else x
+    if isinstance(x, int):
+      return arith.constant(i64 if wide else i32(), x)
+    return (arith.extui if unsigned else arith.extsi)(i64, x) if wide else x
   inits = [ctx.carried(v) for v in o.inits]
   flat, tree = jax.tree.flatten(inits)
-  loop = scf.ForOp(bound(o.start), bound(o.stop), bound(o.step), flat)
-  iv_dtype = o.body.args[0].type.dtype
-  if getattr(iv_dtype, "is_int", False) and not iv_dtype.is_signed:
+  loop = scf.ForOp(*map(bound, bounds), flat)
+  if unsigned and not wide:
     loop.operation.attributes["unsignedCmp"] = ir.UnitAttr.get()    # uint32 bounds past 2**31
   with ir.InsertionPoint(loop.body):
     iv, *args = o.body.args
-    ctx.set(iv, loop.induction_variable)
+    ctx.set(iv, arith.trunci(i32(), loop.induction_variable) if wide else loop.induction_variable)
     for a, v in zip(args, jax.tree.unflatten(tree, list(loop.inner_iter_args))):
       ctx.set(a, v)
     ctx.lower_block(o.body, yield_fn=lambda vals: scf.YieldOp(jax.tree.flatten(vals)[0]),

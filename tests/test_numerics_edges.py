@@ -543,3 +543,56 @@ def test_float_floor_division_and_bool_arithmetic_hint_what_works():
   e = expect(bool_plus_one, [jax.ShapeDtypeStruct((128,), jnp.int32)], mg.UnsupportedDtypeError,
              "(x[...] != 0) + 1", "+ on boolean values")
   assert "(x[...] != 0).astype(jnp.int32)" in e.hint       # the operand as written
+
+
+# Loop bounds near 2**31: the counter steps past the last index before the loop ends.
+@mg.mgpu_kernel(out_shape=lambda x, b, c: S((8, 128), jnp.float32))
+def range_sum(x, b: ml.scalar, c: ml.scalar, out):
+  acc = ml.zeros((8, 128), jnp.float32)
+  for k in ml.range(b, 2147483647, c):
+    acc = acc + x.at[ml.ds((k % 8) * 8, 8)][...]
+  out[...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda x, b, c: S((8, 128), jnp.float32))
+def range_sum_pipelined(x, b: ml.scalar, c: ml.scalar, out):
+  buf = ml.smem((8, 128))
+  acc = ml.zeros((8, 128), jnp.float32)
+  for k in ml.range(b, 2147483647, c, stages=2):
+    ml.copy(x.at[ml.ds((k % 8) * 8, 8)], buf)
+    acc = acc + buf[...]
+  out[...] = acc
+
+
+BOUNDS = [(0, 1073741824), (-2147483647, 1073741824), (-2147483648, 2147483647), (2147483600, 40),
+          (2147483647, 1), (2147483640, 3)]
+
+
+def _range_ref(x, b, c):
+  xs = np.asarray(x).reshape(8, 8, 128)
+  return sum((xs[k % 8] for k in range(b, 2147483647, c)), np.zeros((8, 128), np.float32))
+
+
+@pytest.mark.parametrize("kernel", [range_sum, range_sum_pipelined], ids=["plain", "pipelined"])
+def test_loop_bounds_whose_span_passes_int32_count_as_python(kernel):
+  x = jax.random.normal(jax.random.key(0), (64, 128), jnp.float32)
+  for b, c in BOUNDS:
+    np.testing.assert_allclose(kernel(x, b, c, interpret=True), _range_ref(x, b, c), rtol=1e-6,
+                               err_msg=str((b, c)))
+
+
+def test_loops_with_run_time_bounds_count_in_64_bits():
+  specs = (S((64, 128), jnp.float32), S((), jnp.int32), S((), jnp.int32))
+  for kernel in (range_sum, range_sum_pipelined):
+    text = kernel.mlir(*specs)
+    assert re.search(r"scf\.for %\S+ = %\S+ to %\S+ step %\S+ ?: i64", text) or \
+        re.search(r"scf\.for .*\n?.*i64", text), kernel.__name__
+    assert "arith.trunci" in text
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kernel", [range_sum, range_sum_pipelined], ids=["plain", "pipelined"])
+def test_gpu_loop_bounds_whose_span_passes_int32(kernel):
+  x = jax.random.normal(jax.random.key(0), (64, 128), jnp.float32)
+  for b, c in BOUNDS:
+    np.testing.assert_allclose(kernel(x, b, c), _range_ref(x, b, c), rtol=1e-6, err_msg=str((b, c)))
