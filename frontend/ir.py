@@ -199,7 +199,7 @@ class Kernel:
   smem_plan: object = None            # frontend/smem.py SmemPlan
   smem_layouts: dict = dataclasses.field(default_factory=dict)   # alloc value id -> SmemLayout
   globals_read: dict = dataclasses.field(default_factory=lambda: Captured())   # module names read -> value
-  scratch_ids: set = dataclasses.field(default_factory=set)      # SMEM the compiler added (reductions)
+  scratch_ids: dict = dataclasses.field(default_factory=dict)    # SMEM the compiler added (reductions) -> its exchange slots
   accumulated: dict = dataclasses.field(default_factory=dict)    # output id -> AtomicKind updating it
   aliases: dict = dataclasses.field(default_factory=dict)        # input index -> output index (same memory)
   pipelines: list = dataclasses.field(default_factory=list)      # frontend/pipeline_plan.py Staged, a loop each

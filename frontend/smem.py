@@ -41,7 +41,11 @@ class SmemPlan:
   group: dict                  # buffer value id -> id of the group of buffers sharing its memory
   # The reductions' scratches share one place (a kernel that did not fit otherwise): the
   # lowering then ends each such reduction with a warpgroup barrier before the next one writes.
+  # Each warpgroup's slice of every scratch starts at warpgroup x scratch_stride bytes, and the
+  # exchange slots at warpgroups x scratch_stride, in a place of scratch_region bytes.
   shared_scratch: bool = False
+  scratch_stride: int = 0
+  scratch_region: int = 0
 
 
 def _align(n, a):
@@ -111,9 +115,9 @@ def plan_smem(kernel, defs=None) -> SmemPlan:
   barrier_bytes = barrier_count(kernel) * MBARRIER_BYTES
   life = lifetimes(kernel, defs or {})
   placed, total = _place(kernel.smem, life, barrier_bytes, lambda b: b.type.nbytes)
-  shared = False
+  shared, stride, region = False, 0, 0
   if total > SMEM_LIMIT and len(kernel.scratch_ids) > 1:
-    placed, total = _place_sharing_scratch(kernel, life, barrier_bytes)
+    placed, total, stride, region = _place_sharing_scratch(kernel, life, barrier_bytes)
     shared = True
   offsets = {bid: off for bid, off, _, _ in placed}
   if total > SMEM_LIMIT:
@@ -131,19 +135,27 @@ def plan_smem(kernel, defs=None) -> SmemPlan:
       if ao < be and bo < ae:
         group[find(a)] = find(b)
   return SmemPlan(barrier_bytes, tuple(offsets[b.id] for b in kernel.smem), total,
-                  {b: find(b) for b in group}, shared)
+                  {b: find(b) for b in group}, shared, stride, region)
 
 
 def _place_sharing_scratch(kernel, life, barrier_bytes):
-  """_place with every reduction scratch at one offset (the largest one's): reductions run one
-  after another, each done with its scratch when it returns."""
+  """_place with every reduction scratch in one place: reductions run one after another, each
+  done with its scratch when it returns. Warpgroups run ahead of each other, so one may start the
+  next reduction while another still reads its part of the last: every warpgroup's slice starts at
+  the same byte (warpgroup x the largest slice) in every scratch, and the exchange slots after all
+  slices, so each warpgroup only ever touches its own bytes (and the exchange, between CTA barriers).
+  (placed, total, slice stride, region bytes)."""
+  warpgroups = kernel.block // hw.WARPGROUP
   scratch = [b for b in kernel.smem if b.id in kernel.scratch_ids]
-  big = max(scratch, key=lambda b: b.type.nbytes)
+  item = lambda b: b.type.dtype.itemsize
+  stride = _align(max((b.type.shape[0] - kernel.scratch_ids[b.id]) // warpgroups * item(b) for b in scratch), 16)
+  region = warpgroups * stride + max(kernel.scratch_ids[b.id] * item(b) for b in scratch)
+  big = scratch[0]
   placed, total = _place([b for b in kernel.smem if b.id not in kernel.scratch_ids or b is big], life,
-                         barrier_bytes, lambda b: b.type.nbytes)
+                         barrier_bytes, lambda b: region if b is big else b.type.nbytes)
   at = next(off for bid, off, _, _ in placed if bid == big.id)
-  placed += [(b.id, at, at + b.type.nbytes, life.get(b.id, (0, 0))) for b in scratch if b is not big]
-  return placed, total
+  placed += [(b.id, at, at + region, life.get(b.id, (0, 0))) for b in scratch if b is not big]
+  return placed, total, stride, region
 
 
 def _place(bufs, life, barrier_bytes, nbytes):
@@ -201,6 +213,9 @@ def needs_scratch(o: Reduce) -> bool:
   """Whether Mosaic GPU reduces `o` across warps (through SMEM): all but a tile's rows
   reduced within each warp."""
   lay = o.x.type.layout
+  if lay.kind == LayoutKind.STRIDED and all(o.x.type.shape[a] == 1 for a in o.axes) and o.results \
+      and isinstance(o.result.type, TensorType):
+    return False                 # size-1 axes removed: a reshape (lowering/shape.py)
   within_warp = (len(o.x.type.shape) == 2 and o.axes == (1,) and not lay.drop
                  and (lay.kind == LayoutKind.WGMMA or (lay.kind == LayoutKind.ROWS and lay.warps_per_row == 1)))
   return not within_warp
@@ -241,13 +256,14 @@ def plan_scratch(kernel, builder) -> None:
         lay = o.x.type.layout
         vec = 2 if lay.kind == LayoutKind.WGMMA else lay.vec
         elems = hw.WARPGROUP * max(vec, 1) * SCRATCH_STEPS
-        t = RefType((elems * warpgroups + exchange_slots(kernel, o),), scratch_dtype(o), Space.SMEM)
+        parts = exchange_slots(kernel, o)
+        t = RefType((elems * warpgroups + parts,), scratch_dtype(o), Space.SMEM)
         v = ir.Value(t, "reduction scratch")
         alloc = SmemAlloc(o.loc, (v,))
         builder.defs[v.id] = alloc
         allocs.append(alloc)
         kernel.smem.append(v)
-        kernel.scratch_ids.add(v.id)
+        kernel.scratch_ids[v.id] = parts
         block.ops[i] = dataclasses.replace(o, scratch=v)
         for res in o.results:
           builder.defs[res.id] = block.ops[i]

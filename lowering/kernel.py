@@ -268,6 +268,8 @@ def buffer_views(kernel: kir.Kernel, arena_ref, arena_start: int) -> dict:
   out = {}
   for buf, off in zip(kernel.smem, kernel.smem_plan.offsets):
     shape = tuple(buf.type.shape)
+    if kernel.smem_plan.shared_scratch and buf.id in kernel.scratch_ids:    # the whole shared place
+      shape = (kernel.smem_plan.scratch_region // buf.type.dtype.itemsize,)
     tiled = kernel.smem_layouts.get(buf.id)
     if tiled is not None:
       shape = shape[:-2] + mgpu.tile_shape(shape[-2:], tiled.tile)

@@ -7,6 +7,8 @@ float32 and round once (as jnp.sum).
 """
 from __future__ import annotations
 
+import math
+
 import jax.experimental.mosaic.gpu as mgpu
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 import numpy as np
@@ -36,26 +38,35 @@ def _reduce(ctx, o):
       and tuple(x.shape) == ctx.local_shape(o.result.type):
     ctx.set(o.result, x)          # size-1 axes the register layout already leaves out
     return
+  if o.results and not isinstance(o.result.type, ScalarType) and xt.layout.kind == LayoutKind.STRIDED \
+      and all(xt.shape[a] == 1 for a in o.axes):
+    ctx.set(o.result, x.reshape(ctx.local_shape(o.result.type)))    # size-1 axes of a strided tensor
+    return
   if _upcast(o):
     x = x.astype(ir.F32Type.get())
   full = len(o.axes) == len(xt.shape)
   axes = tuple(range(len(x.shape))) if full else o.axes
   scratch = whole = None
   parts = exchange_slots(ctx.kernel, o)       # warpgroups combining their parts, or 0
+  plan = ctx.kernel.smem_plan
+  shared = getattr(plan, "shared_scratch", False)
   if o.scratch is not None:
     scratch = whole = ctx.memref(ctx.get(o.scratch))
-    if ctx.num_warpgroups > 1:
-      n = (o.scratch.type.shape[0] - parts) // ctx.num_warpgroups
+    if ctx.num_warpgroups > 1:     # each warpgroup its slice (frontend/smem.py: where, when shared)
+      n = (plan.scratch_stride // o.scratch.type.dtype.itemsize if shared
+           else (o.scratch.type.shape[0] - parts) // ctx.num_warpgroups)
       start = arith.muli(ctx.wg, arith.constant(ir.IndexType.get(), n))
       scratch = mgpu.memref_slice(scratch, mgpu.ds(start, n))
   r = x.reduce(_OPS[o.kind], axes, scratch)
-  if scratch is not None and getattr(ctx.kernel.smem_plan, "shared_scratch", False):
-    mgpu.utils.warpgroup_barrier()   # every thread done reading it before another reduction writes
+  if scratch is not None and shared:
+    mgpu.utils.warpgroup_barrier()   # every thread of the warpgroup done reading its slice first
   d = o.result.type.dtype
   if full:
     v = r.registers.item()
     if parts:                     # each warpgroup reduced its rows: combine the parts
-      v = _combine_parts(ctx, o, v, whole, parts)
+      base = (ctx.num_warpgroups * plan.scratch_stride // o.scratch.type.dtype.itemsize if shared
+              else o.scratch.type.shape[0] - parts)
+      v = _combine_parts(ctx, o, v, whole, base, parts)
     if _upcast(o):
       v = arith.truncf(mlir_type(d), v)
     ctx.set(o.result, v)
@@ -66,11 +77,10 @@ def _reduce(ctx, o):
 
 
 @lower(Broadcast)
-def _combine_parts(ctx, o, v, scratch, parts):
+def _combine_parts(ctx, o, v, scratch, base, parts):
   """The reduction of the warpgroups' partial results `v` (each uniform in its warpgroup),
-  through the scratch's last `parts` slots, combined in warpgroup order in every thread."""
+  through the scratch's `parts` slots from `base`, combined in warpgroup order in every thread."""
   index = ir.IndexType.get()
-  base = ir.MemRefType(scratch.type).shape[0] - parts
   memref.store(v, scratch, [arith.addi(ctx.wg, arith.constant(index, base))])
   ctx.thread_barrier()
   vals = [memref.load(scratch, [arith.constant(index, base + p)]) for p in range(parts)]
@@ -95,6 +105,10 @@ def _broadcast(ctx, o):
   shape = ctx.local_shape(t)
   if tuple(x.shape) == tuple(shape) and xt.layout == t.layout:
     ctx.set(o.result, x)          # only size-1 axes the register layout leaves out
+    return
+  if xt.layout.kind == LayoutKind.STRIDED and t.layout.kind == LayoutKind.STRIDED \
+      and math.prod(shape) == math.prod(x.shape):
+    ctx.set(o.result, x.reshape(shape))      # size-1 axes inserted: no element moves
     return
   if xt.layout.kind == LayoutKind.STRIDED:
     dims = tuple(range(len(shape) - len(x.shape), len(shape)))

@@ -3,6 +3,7 @@ split_classes): with block=256 or more each warpgroup holds and computes its own
 tensor that only loads, stores, elementwise math, full reductions and loop carries touch;
 full reductions combine the warpgroups' parts through SMEM."""
 import os
+import re
 import sys
 
 import jax
@@ -217,3 +218,42 @@ def test_reductions_sharing_one_scratch_gpu(warpgroups):
   x = jax.random.normal(jax.random.key(6), (64, 256), F32)
   got = jax.jit(lambda x: many_sums(x, n=8, warpgroups=warpgroups))(x)
   np.testing.assert_allclose(got, [float(x.sum()) * (j + 1) + 0.5 for j in range(8)], rtol=1e-5, atol=1e-3)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, y: (S((x.shape[1],), F32), S((y.shape[1],), F32), S((8, 256), F32)), block=256)
+def column_maxes_beside_a_big_buffer(x, y, a, b, z):
+  """Two column reductions whose scratches differ in size (each warpgroup reduces the whole
+  tile), beside a buffer that leaves room only for one shared scratch."""
+  big = ml.smem((218, 256), F32)
+  big[...] = ml.full((218, 256), 1.0, F32)
+  a[...] = ml.max(x[...], axis=0)
+  b[...] = ml.max(y[...], axis=0)
+  z[...] = big.at[ml.ds(0, 8)][...]
+
+
+def test_shared_scratch_gives_each_warpgroup_the_same_bytes_in_every_scratch():
+  """Warpgroup 0 may start the second reduction while warpgroup 1 still reads its slice of the
+  first: their slices must not overlap, so every scratch is cut at the same stride (probe B)."""
+  sx, sy = S((16, 32), F32), S((16, 256), F32)
+  k = column_maxes_beside_a_big_buffer._compile((sx, sy), {})["kernel"]
+  plan = k.smem_plan
+  assert plan.shared_scratch and plan.scratch_stride >= 1024 * 4
+  text = column_maxes_beside_a_big_buffer.mlir(sx, sy)
+  slices = re.findall(r"memref\.subview %view_\d+\[%\w+\] \[(\d+)\] \[1\] : memref<(\d+)xf32", text)
+  assert len(slices) == 2 and {int(n) for n, _ in slices} == {plan.scratch_stride // 4}, slices
+  x = jax.random.normal(jax.random.key(0), (16, 32), F32)
+  y = jax.random.normal(jax.random.key(1), (16, 256), F32)
+  a, b, _ = column_maxes_beside_a_big_buffer(x, y, interpret=True)
+  np.testing.assert_array_equal(a, x.max(0))
+  np.testing.assert_array_equal(b, y.max(0))
+
+
+@pytest.mark.gpu
+def test_shared_scratch_of_different_sizes_gpu():
+  x = jax.random.normal(jax.random.key(0), (16, 32), F32)
+  y = jax.random.normal(jax.random.key(1), (16, 256), F32)
+  for _ in range(20):
+    a, b, z = jax.jit(column_maxes_beside_a_big_buffer)(x, y)
+    np.testing.assert_array_equal(a, x.max(0))
+    np.testing.assert_array_equal(b, y.max(0))
+  np.testing.assert_array_equal(z, np.ones((8, 256), np.float32))
