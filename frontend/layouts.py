@@ -80,6 +80,7 @@ class _Solver:
     self.relations = []        # (child node, parent node, dropped axes, op)
     self.nosplit = set()       # tensors an op touches whose lowering takes them whole only
     self.warp_specialized = False
+    self.strided_links = []    # classes joined by size-1 axis changes only: STRIDED, one vector length
     self.rows = 64 * (kernel.block // hw.WARPGROUP)   # WGMMA rows: warpgroups split them
 
   # ------------------------------------------------------------ collecting constraints
@@ -133,6 +134,10 @@ class _Solver:
         raise E.InternalError(f"the layout pass has no rule {rule} (op {type(o).__name__})", o.loc)
       handler(self, o)
       self.note_split(o)
+      for ref, access in ir.traits_of(o).effects(o):
+        if access in (ir.Access.REG_READ, ir.Access.REG_WRITE) and not any(map(_is_tensor, o.results)) \
+            and self.window_of_tiles(ref):
+          self.windowed.add(self.smem_root(ref).id)     # an element read or written (t[i, j]): untiled
 
   def note_split(self, o):
     """Record the tensors of `o` that must stay whole in every warpgroup (Layout.wgs)."""
@@ -261,11 +266,25 @@ class _Solver:
         layout[p] = self.rows_layout(p, rels, members, o, tiles)
         propagate()
     for c, p, axes, o in rels:          # what no tile decided (vectors broadcast among themselves)
-      if p not in layout:
+      if p not in layout and not self.unit_axes_only(p, rels, members, layout, tiles):
         layout[p] = self.rows_layout(p, rels, members, o, tiles | {p})
         propagate()
     self.layout = layout
     self.members = members
+
+  def unit_axes_only(self, p, rels, members, layout, tiles) -> bool:
+    """Whether `p` is linked only to tensors that differ from it by size-1 axes (v[:, None],
+    x.reshape((n, 1)), t[:, 0] of an (n, 1) tile), none of them laid out yet, each a multiple of
+    128 elements: no element moves, so they all stay STRIDED (one vector length among them,
+    `strided_links`) and those ops lower to reshapes."""
+    comp = self.component(p, rels)
+    if comp & tiles or any(c in layout for c in comp):
+      return False
+    vs = [v for c in comp for v in members.get(c, [])]
+    if not vs or any(math.prod(v.type.shape) % hw.WARPGROUP for v in vs):
+      return False
+    self.strided_links.append(comp)
+    return True
 
   def component(self, start, rels):
     """The classes linked to `start` through reductions and broadcasts."""
@@ -284,7 +303,7 @@ class _Solver:
     element along its axes (not a vector with size-1 axes added, like v[:, None])."""
     out = set()
     for _, q, axes, _ in rels:
-      if any(len(v.type.shape) != 2 or any(v.type.shape[a] != 1 for a in axes) for v in members.get(q, [])):
+      if any(any(v.type.shape[a] != 1 for a in axes) for v in members.get(q, [])):
         out.add(q)
     return out
 
@@ -305,7 +324,9 @@ class _Solver:
     bad = next((v for v in tiles if len(v.type.shape) != 2), None)
     if bad is not None:
       self.reshaped_tile(bad, tiles)
-      where = self.first_use.get(bad.id)
+      # at the reduction or broadcast that makes it a row-wise tile, not where it was first read
+      cls = self.uf.find(("v", bad.id))
+      where = next((r for c, q, _, r in rels if cls in (c, q)), None) or self.first_use.get(bad.id)
       if len([n for n in bad.type.shape if n != 1]) <= 2:    # a tile with size-1 axes around it
         raise E.LayoutError(
             f"{bad.name or 'this tensor'} of shape {bad.type.shape} meets a row-wise tile (reduced or"
@@ -416,6 +437,11 @@ class _Solver:
     unit = {uf.find(u) for u in self.unit_vec}    # classes moved to or from minor-strided windows
     for cls in unit & strided_vec.keys():
       strided_vec[cls] = 1
+    for comp in self.strided_links:      # reshaped into each other: one vector length
+      vec = min(strided_vec.get(c, 16) for c in comp)
+      for c in comp:
+        if c in strided_vec:
+          strided_vec[c] = vec
     for cls in list(strided_vec):        # short vectors: a column vector of a tile, held by the lanes
       vs = [v for v in self.members.get(cls, [])]
       short = vs and all(len(v.type.shape) == 1 for v in vs) and any(v.type.shape[0] % hw.WARPGROUP for v in vs)

@@ -173,6 +173,11 @@ class Tracer(Assignments, ast.NodeVisitor):
       hint = "reduce register tensors with ml.sum / ml.max / ml.min; unroll static loops with ml.static_range"
     elif name in ("ListComp", "DictComp", "SetComp"):
       hint = "build tuples of static values with a for loop over ml.static_range"
+    elif name in ("FunctionDef", "AsyncFunctionDef", "Lambda"):
+      hint = ("define the helper at module level, outside the kernel, decorated with @ml.inline, and call it"
+              " here (kernel-side arguments: register tensors, refs, scalars; static ones: ints, dtypes)")
+      if node.__class__.__name__ != "Lambda" and node.decorator_list:
+        node = node.decorator_list[0]      # the caret at the decorator, where the helper starts
     self.unsupported(node, _NICE.get(name, f"the Python construct {name}"), hint)
 
   # ------------------------------------------------------------ statements

@@ -118,7 +118,9 @@ def _masked_memref(ctx, ref, t):
     rank = len(ir.MemRefType(mem.type).shape)
     return mem, lambda n: _registers(ctx, t, rank, n)
   kept = [k for k, i in enumerate(ref.index) if not i.squeeze]
-  if len(kept) != len(t.layout.register_shape(t.shape)):
+  # the value's size-1 axes its layout leaves out (a row statistic kept 2-D, (m, 1)): index 0
+  folded = set(t.layout.drop) if len(t.layout.register_shape(t.shape)) < len(t.shape) else set()
+  if len(kept) != len(t.shape) or len(t.layout.register_shape(t.shape)) != len(t.shape) - len(folded):
     raise NotImplementedError("a masked access of a window past the array's end that folds its"
                               " value's dimensions")
   starts = []
@@ -130,13 +132,16 @@ def _masked_memref(ctx, ref, t):
     k = kept[0]
     starts[k] = arith.addi(starts[k], arith.muli(ctx.wg, arith.constant(index(), per)))
 
+  zero = arith.constant(index(), 0)
+
   def registers(n):
-    for elems, contiguous in _registers(ctx, t, len(kept), n):
+    for elems, contiguous in _registers(ctx, t, len(kept) - len(folded), n):
       out = []
       for idx in elems:
         it = iter(idx)
-        out.append([st if i.squeeze else arith.addi(st, next(it)) for i, st in zip(ref.index, starts)])
-      yield out, contiguous and not ref.index[-1].squeeze
+        full = iter([zero if d in folded else next(it) for d in range(len(t.shape))])
+        out.append([st if i.squeeze else arith.addi(st, next(full)) for i, st in zip(ref.index, starts)])
+      yield out, contiguous and not ref.index[-1].squeeze and len(t.shape) - 1 not in folded
   return ref.ref, registers
 
 

@@ -238,6 +238,25 @@ def _check_register_index(cx, x, index, rank, kept):
                                   hint="use one index or ':' per axis, and None for each new axis")
 
 
+def _unit_squeeze(shape, index):
+  """The shape `x[index]` has when `index` only inserts axes (None), keeps them (:) and takes
+  index 0 or -1 of size-1 axes (static ints), at least one such; None otherwise."""
+  out, axis, took = [], 0, False
+  for i in index:
+    if i is None:
+      out.append(1)
+    elif isinstance(i, slice) and i == slice(None):
+      if axis >= len(shape):
+        return None
+      out.append(shape[axis])
+      axis += 1
+    elif isinstance(i, int) and not isinstance(i, bool) and axis < len(shape) and shape[axis] == 1 and i in (0, -1):
+      axis, took = axis + 1, True
+    else:
+      return None
+  return tuple(out) + tuple(shape[axis:]) if took else None
+
+
 def _element_index(index, rank) -> bool:
   """Whether `index` picks elements, rows or a static window: integers (static or run-time
   scalars) and static slices of step 1, one entry per axis at most, not all of them `:`."""
@@ -328,6 +347,13 @@ def expand(cx, x, index):
   kept = sum(1 for i in index if i is not None and i is not Ellipsis)
   rank = len(x.type.shape)
   _check_register_index(cx, x, index, rank, kept)
+  if Ellipsis in index:          # '...' stands for the axes the rest leaves out
+    k = index.index(Ellipsis)
+    index = index[:k] + (slice(None),) * (rank - kept) + index[k + 1:]
+    kept = rank
+  squeezed = _unit_squeeze(x.type.shape, index)
+  if squeezed is not None:       # t[:, 0] of an (n, 1) tile, v[None][0]: no element moves
+    return reshape_(cx, x, squeezed)
   if _element_index(index, rank):
     return index_through_smem(cx, x, index)
   if any(not (i is None or i is Ellipsis or (isinstance(i, slice) and i == slice(None))) for i in index):
@@ -337,10 +363,7 @@ def expand(cx, x, index):
         " and x[:, None]-style axis insertion, one kind at a time", cx.loc,
         hint="slice the ref before reading it: ref.at[...][...] (store a computed tensor into an ml.smem"
              " buffer first), select with ml.where, or insert axes with x[:, None]")
-  if Ellipsis in index:
-    k = index.index(Ellipsis)
-    index = index[:k] + (slice(None),) * (rank - kept) + index[k + 1:]
-  index = index + (slice(None),) * (rank - kept if Ellipsis not in index else 0)
+  index = index + (slice(None),) * (rank - kept)
   shape, dims, it = [], [], iter(x.type.shape)
   for i in index:
     if i is None:

@@ -1,0 +1,109 @@
+"""Probe 15 (two helpers porting and attacking kernels from the docs): a masked (m, 1) window past
+the array's end added to a dot result, an element of a dot result, a 3-D broadcast reported at
+the broadcast, and a helper defined inside a kernel."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from locate import expect
+
+S = jax.ShapeDtypeStruct
+F32, F16 = jnp.float32, jnp.float16
+
+
+def _ab():
+  k = jax.random.split(jax.random.key(0), 3)
+  a = jax.random.normal(k[0], (128, 64), F16)
+  b = jax.random.normal(k[1], (64, 128), F16)
+  c = jax.random.normal(k[2], (200, 4), F32)
+  return a, b, c, a.astype(F32) @ b.astype(F32)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b, c, *, block: (S((128, 128), F32), S((200, 1), F32)),
+                block=lambda a, b, c, *, block: block)
+def dot_plus_masked_column(a, b, c, o, m, *, block: ml.constexpr):
+  a_s, b_s = ml.smem((128, 64), F16), ml.smem((64, 128), F16)
+  ml.copy(a, a_s)
+  ml.copy(b, b_s)
+  acc = ml.dot(a_s, b_s)
+  rows = ml.arange(128) + 100
+  v = c.at[ml.ds(100, 128), ml.ds(0, 1)].load(mask=(rows < c.shape[0])[:, None], other=0.0)   # (128, 1)
+  o[...] = acc + v
+  mx = ml.max(acc, axis=1, keepdims=True)                      # (128, 1)
+  m.at[ml.ds(0, 128), ml.ds(0, 1)][...] = mx
+  ml.store(m.at[ml.ds(100, 128), ml.ds(0, 1)], mx, mask=(rows < m.shape[0])[:, None])   # over rows 100:128
+
+
+@pytest.mark.parametrize("block", [128, 256])
+def test_masked_column_window_past_the_end_beside_a_dot(block):
+  """Was MG900 at export (a masked access folding its value's size-1 axis); interpret was right."""
+  a, b, c, ref = _ab()
+  col = jnp.zeros((128,)).at[:100].set(c[100:, 0])
+  o, m = dot_plus_masked_column(a, b, c, block=block, interpret=True)
+  np.testing.assert_allclose(o, ref + col[:, None], rtol=1e-3, atol=1e-2)
+  mx = ref.max(1)
+  np.testing.assert_allclose(m[:, 0], jnp.concatenate([mx[:100], mx[:100]]), rtol=1e-3, atol=1e-2)
+  jax.export.export(jax.jit(lambda a, b, c: dot_plus_masked_column(a, b, c, block=block)),
+                    platforms=["cuda"])(S(a.shape, F16), S(b.shape, F16), S(c.shape, F32))
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b, *, block: S((128,), F32), block=lambda a, b, *, block: block)
+def element_of_a_dot(a, b, o, *, block: ml.constexpr):
+  a_s, b_s = ml.smem((128, 64), F16), ml.smem((64, 128), F16)
+  ml.copy(a, a_s)
+  ml.copy(b, b_s)
+  acc = ml.dot(a_s, b_s)
+  o[...] = ml.full((128,), 0.0, F32) + acc[100, 3] + acc[127, 127]
+
+
+@pytest.mark.parametrize("block", [128, 256])
+def test_an_element_of_a_dot_result(block):
+  """language.md lists x[i, j]; a tensor-core result was MG204 (its scratch tiled)."""
+  a, b, _, ref = _ab()
+  got = element_of_a_dot(a, b, block=block, interpret=True)
+  np.testing.assert_allclose(got, jnp.full((128,), ref[100, 3] + ref[127, 127]), rtol=1e-3, atol=1e-2)
+  jax.export.export(jax.jit(lambda a, b: element_of_a_dot(a, b, block=block)),
+                    platforms=["cuda"])(S(a.shape, F16), S(b.shape, F16))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def broadcast_3d(x, o):
+  v = x[...]
+  w = v * 2
+  o[...] = w + v[0][None, :, :]
+
+
+def test_a_3d_broadcast_is_reported_at_the_broadcast():
+  expect(broadcast_3d, [S((2, 8, 64), F32)], mg.LayoutError, "v[0][None, :, :]",
+         "v of shape (2, 8, 64) is reduced or broadcast along an axis; that works on 2-D tiles (and vectors),"
+         " not on 3-D tensors")
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def helper_inside(x, o):
+  @ml.inline
+  def twice(v):
+    return v * 2
+  o[...] = twice(x[...])
+
+
+def test_a_helper_defined_in_a_kernel_says_where_to_define_it():
+  e = expect(helper_inside, [S((128,), F32)], mg.UnsupportedSyntaxError, "ml.inline",
+             "a nested function is not supported in a kernel")
+  assert "module level" in e.hint and "@ml.inline" in e.hint
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("block", [128, 256])
+def test_probe15_gpu(block):
+  a, b, c, ref = _ab()
+  col = jnp.zeros((128,)).at[:100].set(c[100:, 0])
+  o, m = jax.jit(lambda a, b, c: dot_plus_masked_column(a, b, c, block=block))(a, b, c)
+  np.testing.assert_allclose(o, ref + col[:, None], rtol=1e-3, atol=1e-2)
+  mx = ref.max(1)
+  np.testing.assert_allclose(m[:, 0], jnp.concatenate([mx[:100], mx[:100]]), rtol=1e-3, atol=1e-2)
+  got = jax.jit(lambda a, b: element_of_a_dot(a, b, block=block))(a, b)
+  np.testing.assert_allclose(got, jnp.full((128,), ref[100, 3] + ref[127, 127]), rtol=1e-3, atol=1e-2)
