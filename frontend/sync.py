@@ -82,6 +82,13 @@ class State:
   # until the next barrier, so a write to them needs one first.
   dot_retired: set = dataclasses.field(default_factory=set)
   gmem_stored: set = dataclasses.field(default_factory=set)     # GMEM roots a TMA store may still write
+  # GMEM root -> {(window, reduce kind)} of the TMA stores that may still write it (windows as
+  # SyncPass.window keys): a store to elements one of them surely writes waits for it first.
+  store_windows: dict = dataclasses.field(default_factory=dict)
+  # GMEM root (written from registers only, not read back) -> the access keys of its register
+  # writes since the last barrier: a write by other threads to elements one of them surely wrote
+  # meets them at a barrier first (the last write wins, as in interpret mode).
+  gmem_reg_writes: dict = dataclasses.field(default_factory=dict)
   # GMEM root -> {(SMEM root, slot)} of TMA loads from it that may still be reading it.
   load_src: dict = dataclasses.field(default_factory=dict)
 
@@ -283,6 +290,10 @@ class SyncPass:
       else:
         self.dot_wait(st, out, o.loc, self.dot_wait_before([o], st, set()))
         self.await_gmem(self.gmem_roots(o), st, out, o.loc)
+        if any(self.same_elements(p, w) for p, w in self.store_pairs(o, st)):
+          self.await_gmem(set(st.gmem_stored), st, out, o.loc)   # TMA stores land in no order
+        if self.rewrites_others_elements(o, st):
+          self.sync(st, out, o.loc, fence=False)
         self.await_gmem_loads(self.gmem_writes(o), st, out, o.loc)
         accs = self.accesses(o)
         for root, acc, ref in accs:
@@ -312,6 +323,10 @@ class SyncPass:
           st.dots.append(o.results[0].id if o.results else UNKNOWN_DOT)
           st.dot_roots.append({r for r, a, _ in self.accesses(o) if r is not None and a == Access.MMA_READ})
         st.gmem_stored |= self.gmem_stores(o)
+        for root, k in self.reg_write_keys(o):
+          st.gmem_reg_writes.setdefault(root, set()).add(k)
+        for root, w in self.store_keys(o):
+          st.store_windows.setdefault(root, set()).add(w)
         if isinstance(o, Copy) and o.slot >= 0 and (r := self.local_smem(o.dst)) is not None:
           st.load_src.setdefault(self.root(o.src).id, set()).add((r, o.slot))
     block.ops[:] = out
@@ -341,11 +356,55 @@ class SyncPass:
     return {self.root(r).id for r, a in ir.traits_of(o).effects(o) if r is not None
             and r.type.space == Space.GMEM and a == Access.TMA_WRITE}
 
+  def store_keys(self, o) -> list:
+    """[(GMEM root id, (window, reduce kind))] of the TMA stores `o` issues (at any depth)."""
+    return [(self.root(r).id, (self.window(r), x.reduce)) for x in [o, *(y for g in o.regions for y in ir.walk(getattr(o, g)))] for r, a in
+            ir.traits_of(x).effects(x) if r is not None and r.type.space == Space.GMEM and a == Access.TMA_WRITE]
+
+  def reg_write_keys(self, o) -> list:
+    """[(GMEM root id, access key)] of the plain register writes `o` makes (at any depth) into
+    GMEM that nothing reads back (read-back GMEM is ordered by `before`)."""
+    out = []
+    for x in [o, *(y for g in o.regions for y in ir.walk(getattr(o, g)))]:
+      for r, a in ir.traits_of(x).effects(x):
+        if r is not None and r.type.space == Space.GMEM and a == Access.REG_WRITE and not isinstance(x, AtomicUpdate) \
+            and self.root(r).id not in self.read_back:
+          out.append((self.root(r).id, access_key(x, self.window(r)) or (self.window(r), None)))
+    return out
+
+  def rewrites_others_elements(self, o, st: State) -> bool:
+    """Whether `o` writes GMEM elements that other threads surely wrote since the last barrier."""
+    for root, key in self.reg_write_keys(o):
+      for k in st.gmem_reg_writes.get(root, ()):
+        mine = k == key and key[1] is not None and (self.single_warpgroup or key[1].wgs > 1)
+        if not mine and self.same_elements(k[0], key[0]):
+          return True
+    return False
+
+  def store_pairs(self, o, st: State):
+    """(an in-flight store, a store of `o`) to one GMEM root, not both the same atomic reduction."""
+    for root, w in self.store_keys(o):
+      for p in st.store_windows.get(root, ()):
+        if p[1] is None or p[1] != w[1]:
+          yield p[0], w[0]
+
+  @staticmethod
+  def same_elements(a, b) -> bool:
+    """Whether two windows of one root surely share elements: one is the whole root, they are
+    static and overlap, or their starts are computed alike from program ids and constants only
+    (a loop index or a loaded scalar may differ between trips: such windows count as apart)."""
+    if len(a) == 1 or len(b) == 1:
+      return True
+    if static_window(a) and static_window(b):
+      return overlap(a, b)
+    return a == b and not _varies(a)
+
   def await_gmem(self, roots, st: State, out, loc):
     """GMEM a TMA store may still be writing is read (or rewritten) only after the store lands."""
     if roots & st.gmem_stored:
       out.append(AwaitStores(False, loc))     # every store done: SMEM reads and GMEM writes
       st.gmem_stored.clear()
+      st.store_windows.clear()
       st.pending_store.clear()
       st.store_log.clear()
       st.store_base.clear()
@@ -418,6 +477,7 @@ class SyncPass:
     st.atomic.clear()
     st.reg_read.clear()
     st.reg_windows.clear()
+    st.gmem_reg_writes.clear()
 
   def sync(self, st: State, out, loc, *, fence: bool):
     """A barrier; with `fence`, a proxy fence first for the unfenced writes (SMEM, and GMEM that a
@@ -527,7 +587,14 @@ class SyncPass:
       inner = State(pending_store=set(base), store_base=set(base),
                     in_pipeline=pipelined, deferred=dict(deferred),
                     dot_retired=st.dot_retired | (others if loop else set()),
-                    gmem_stored=set(st.gmem_stored) | (region_stores if loop else set()))
+                    gmem_stored=set(st.gmem_stored) | (region_stores if loop else set()),
+                    store_windows={k: set(v) for k, v in st.store_windows.items()},
+                    gmem_reg_writes={k: set(v) for k, v in st.gmem_reg_writes.items()})
+      if loop:   # the previous trip's stores and register writes
+        for root, w in self.store_keys(o):
+          inner.store_windows.setdefault(root, set()).add(w)
+        for root, k in self.reg_write_keys(o):
+          inner.gmem_reg_writes.setdefault(root, set()).add(k)
       if carry:  # loads issued before the loop, or by the previous iteration for this one
         inner.pending_load = {root: dict(st.pending_load[root]) for root in carry}
         inner.carried = {slot for root in carry for slot in st.pending_load[root]}
@@ -551,6 +618,10 @@ class SyncPass:
     st.pending_store |= stored
     st.store_log += [(r, 0, None) for r in sorted(stored)]
     st.gmem_stored |= region_stores
+    for root, w in self.store_keys(o):
+      st.store_windows.setdefault(root, set()).add(w)
+    for root, k in self.reg_write_keys(o):
+      st.gmem_reg_writes.setdefault(root, set()).add(k)
     st.dot_retired |= others
     if dots:   # its dots still run
       st.dots = [UNKNOWN_DOT if i is None else o.results[i].id for i in carried] or [UNKNOWN_DOT]
@@ -608,6 +679,13 @@ class SyncPass:
       for i, slot in pairs:
         ops[i] = dataclasses.replace(ops[i], slot=slot)
     return carry
+
+
+def _varies(key) -> bool:
+  """Whether a window key holds a run-time value other than a program id (("v", id) leaves)."""
+  if isinstance(key, tuple):
+    return (len(key) == 2 and key[0] == "v") or any(_varies(k) for k in key)
+  return False
 
 
 def static_window(w) -> bool:

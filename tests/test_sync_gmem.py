@@ -137,3 +137,86 @@ def test_gmem_orderings_interpret(case):
 def test_gmem_orderings_gpu(case):
   kernel, args, want = _cases()[case]
   np.testing.assert_allclose(jax.jit(kernel)(*args), want, rtol=1e-6)
+
+
+# ---------------------------------------------------------------- TMA stores to the same elements
+# TMA stores land in no order: a second store to elements an in-flight one surely writes waits for
+# it (the last one written wins, as in interpret mode). Stores to other windows, or to windows
+# that a loop index moves, keep overlapping.
+@mg.mgpu_kernel(out_shape=lambda x: S((16, 128), F32))
+def store_one_window_twice(x, out):
+  a, b = ml.smem((8, 128)), ml.smem((8, 128))
+  ml.copy(x.at[ml.ds(0, 8)], a)
+  ml.copy(a, out.at[ml.ds(0, 8)])
+  ml.copy(x.at[ml.ds(8, 8)], b)
+  ml.copy(b, out.at[ml.ds(0, 8)])          # over the first: waits for it
+  ml.copy(b, out.at[ml.ds(8, 8)])          # other elements: no wait
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0] // 4, 128), F32), grid=lambda x: (x.shape[0] // 64,))
+def store_each_trip_to_the_programs_window(x, out):
+  i = ml.program_id(0)
+  a = ml.smem((16, 128))
+  for t in ml.static_range(4):
+    ml.copy(x.at[ml.ds(i * 64 + t * 16, 16)], a)
+    ml.copy(a, out.at[ml.ds(i * 16, 16)])  # the same window each trip: the last trip's rows win
+
+
+@mg.mgpu_kernel(out_shape=lambda x, n: S((x.shape[0], 128), F32))
+def store_where_the_loop_moves(x, n: ml.scalar, out):
+  a = ml.smem((8, 128))
+  for t in ml.range(n):
+    ml.copy(x.at[ml.ds(t * 8, 8)], a)
+    ml.copy(a, out.at[ml.ds(t * 8, 8)])    # a window a trip: no wait for the last trip's store
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((8, 128), F32))
+def tma_add_twice(x, out):
+  a = ml.smem((8, 128))
+  ml.copy(x.at[ml.ds(0, 8)], a)
+  ml.copy(a, out, reduce="add")
+  ml.copy(a, out, reduce="add")            # additions commute: no wait
+
+
+def _full_waits_between(lines, first, second):
+  stores = [n for n, line in enumerate(lines) if line.startswith("copy") and "slot=-1" in line]
+  return sum(1 for line in lines[stores[first] + 1:stores[second]] if line == "awaitstores read_only=False pending=0")
+
+
+def test_a_tma_store_over_elements_still_being_stored_waits_for_that_store():
+  lines = _ops(store_one_window_twice, S((16, 128), F32))
+  assert _full_waits_between(lines, 0, 1) == 1
+  assert _full_waits_between(lines, 1, 2) == 0
+
+
+def test_stores_to_one_window_in_an_unrolled_loop_are_ordered():
+  lines = _ops(store_each_trip_to_the_programs_window, S((256, 128), F32))
+  assert [_full_waits_between(lines, t, t + 1) for t in range(3)] == [1, 1, 1]
+
+
+def test_stores_a_loop_index_moves_and_atomic_adds_are_not_ordered():
+  lines = _ops(store_where_the_loop_moves, S((64, 128), F32), S((), jnp.int32))
+  assert "awaitstores read_only=False pending=0" not in lines
+  lines = _ops(tma_add_twice, S((8, 128), F32))
+  assert "awaitstores read_only=False pending=0" not in lines
+
+
+def _store_cases():
+  x = jax.random.normal(jax.random.key(3), (256, 128), F32)
+  return [(store_one_window_twice, (x[:16],), jnp.concatenate([x[8:16], x[8:16]])),
+          (store_each_trip_to_the_programs_window, (x,), x.reshape(4, 4, 16, 128)[:, 3].reshape(64, 128)),
+          (tma_add_twice, (x[:8],), x[:8] * 2)]
+
+
+@pytest.mark.parametrize("case", range(3))
+def test_tma_store_orderings_interpret(case):
+  kernel, args, want = _store_cases()[case]
+  np.testing.assert_allclose(kernel(*args, interpret=True), want, rtol=1e-6)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", range(3))
+def test_tma_store_orderings_gpu(case):
+  kernel, args, want = _store_cases()[case]
+  for _ in range(10):
+    np.testing.assert_allclose(jax.jit(kernel)(*args), want, rtol=1e-6)
