@@ -15,6 +15,7 @@ from ..frontend.ops.atomic import AtomicKind
 from ..frontend.ops.gather import Gather, ScatterUpdate
 from ..frontend.types import TensorType
 from .atomic import _first_replica, _scalar_red, combine, once_per_cta
+from .interpret_memory import OutOfBoundsError
 from .mosaic import mlir_type
 from .registry import interpret, lower
 
@@ -78,13 +79,31 @@ def _gather(ctx, o):
   ctx.set(o.result, fa.FragmentedArray(_registers=regs, _layout=like.layout, _is_signed=t.dtype.is_signed))
 
 
+def _check_inside(cta, ref, coords, o):
+  """OutOfBoundsError where an index the frontend does not clamp (a view's run-time row or
+  window start, `t.at[b][ids]`, `t.at[ml.ds(s, 8)][ids]`) leaves the buffer: the GPU would
+  read or write outside it."""
+  shape = cta.buffer(ref).shape
+  for axis, (c, n) in enumerate(zip(coords, shape)):
+    bad = (c < 0) | (c >= n)
+    if bad.any():
+      i = int(c[np.argmax(bad)])
+      raise OutOfBoundsError(
+          f"this {'gather' if isinstance(o, Gather) else 'scatter'} reaches {ref.name}[..., {i}, ...] along axis"
+          f" {axis}, outside {ref.name}'s shape {tuple(shape)}", o.loc,
+          hint="check the run-time row or ml.ds start of the view it indexes (the tensor indices are"
+               " clamped to the view, as jnp's gather does; the view itself must lie inside the array)")
+
+
 @interpret(Gather)
 def _i_gather(cta, o):
-  """Every index is inside the view indexed (the frontend clamps them, as jnp's gather does)."""
+  """Every tensor index is inside the view indexed (the frontend clamps them, as jnp's gather
+  does); the view's own run-time row or ml.ds start is checked as a plain access's is."""
   ref = cta.get(o.ref)
   shape = o.result.type.shape
   coords = tuple(np.broadcast_to(np.asarray(i if isinstance(i, int) else cta.get(i), np.int64), shape).reshape(-1)
                  for i in o.indices)
+  _check_inside(cta, ref, coords, o)
   cta.m.gmem_access(cta, ref, coords, o, write=False)
   cta.set(o.result, np.asarray(cta.buffer(ref)[coords]).reshape(shape))
 
@@ -139,6 +158,7 @@ def _i_scatter(cta, o):
   coords = [np.broadcast_to(np.asarray(i if isinstance(i, int) else cta.get(i), np.int64), shape).reshape(-1)
             for i in o.indices]
   value = np.asarray(cta.get(o.value)).reshape(-1)
+  _check_inside(cta, ref, coords, o)
   cta.m.gmem_access(cta, ref, tuple(coords), o, write=True, atomic=True)
   buf = cta.buffer(ref)
   for e in range(value.size):               # one element at a time: repeated indices accumulate

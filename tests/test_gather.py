@@ -255,3 +255,42 @@ def unbroadcastable(t, a, b, out):
 ])
 def test_gather_mistakes_are_located(kernel, at, cls, message):
   expect(kernel, [S((100, 128), F32), S((128,), jnp.int32), S((128,), jnp.int32)], cls, at, message)
+
+
+# ---------------------------------------------------------------- a view's own run-time index
+@mg.mgpu_kernel(out_shape=lambda t, b: S((128,), t.dtype))
+def gather_from_a_runtime_row(t, b, out):
+  out[...] = t.at[b[0]][ml.arange(128)]
+
+
+@mg.mgpu_kernel(out_shape=lambda v, b: S((4, 128), jnp.float32))
+def scatter_into_a_runtime_row(v, b, out):
+  ml.atomic_add(out.at[b[0]].at[ml.arange(128)], v[...])
+
+
+@mg.mgpu_kernel(out_shape=lambda t, s: S((8, 128), t.dtype))
+def gather_from_a_runtime_window(t, s, out):
+  out[...] = t.at[ml.ds(s[0], 8)][ml.arange(8)[:, None], ml.arange(128)[None, :]]
+
+
+@pytest.mark.parametrize("b", [-1, 4, -5])
+def test_a_gather_or_scatter_through_a_view_outside_the_array_is_out_of_bounds(b):
+  """The tensor indices are clamped to the view (jnp); the view's own run-time row is not, and
+  interpret mode wrapped -1 to the last row (numpy) or failed with MG900: now MG952, as a
+  plain read of the same view (the GPU would read or write outside the array)."""
+  t = jnp.arange(4 * 128, dtype=jnp.float32).reshape(4, 128)
+  bb = jnp.array([b], jnp.int32)
+  for kernel, args in ((gather_from_a_runtime_row, (t, bb)), (scatter_into_a_runtime_row, (t[0], bb))):
+    with pytest.raises(mg.OutOfBoundsError) as info:
+      kernel(*args, interpret=True)
+    assert info.value.code == "MG952" and "outside" in info.value.message
+  with pytest.raises(mg.OutOfBoundsError):
+    gather_from_a_runtime_window(jnp.zeros((16, 128)), jnp.array([b * 4 + 2], jnp.int32), interpret=True)
+
+
+def test_a_gather_through_a_view_inside_the_array_reads_it():
+  t = jnp.arange(16 * 128, dtype=jnp.float32).reshape(16, 128)
+  np.testing.assert_array_equal(gather_from_a_runtime_row(t[:4], jnp.array([3], jnp.int32), interpret=True), t[3])
+  np.testing.assert_array_equal(gather_from_a_runtime_window(t, jnp.array([8], jnp.int32), interpret=True), t[8:16])
+  got = scatter_into_a_runtime_row(t[0], jnp.array([2], jnp.int32), interpret=True)
+  np.testing.assert_array_equal(got, jnp.zeros((4, 128)).at[2].set(t[0]))
