@@ -476,7 +476,7 @@ class Tracer(Assignments, ast.NodeVisitor):
         raise E.KernelTypeError(f"cannot compute {self.text(node)}: {e}", self.loc(node),
                                 hint="static values compute as in Python") from None
     if op is ast.MatMult:
-      self.unsupported(node, "the operator @ in a kernel",
+      self.unsupported(node, "the operator @",
                        hint="tensor-core products are ml.dot(a_s, b_s) of SMEM buffers (A may be a register"
                             " tensor: ml.dot(p.astype(jnp.float16), v_s, acc))")
     left, right = (node.left, node.right) if isinstance(node, ast.BinOp) else (node.target, node.value)

@@ -27,8 +27,9 @@ def no_gpu_error(name: str, platform: str, loc: Loc) -> E.KernelError:
     return E.NoGpuError(
         f"{name} runs on an NVIDIA Hopper GPU (it is a Mosaic GPU kernel), but the call is being compiled"
         f" for {platform}: a Mosaic GPU kernel has no lowering for the other platforms", loc,
-        hint="export for platforms=['cuda'] alone; for the CPU, export a function that calls the kernel"
-             " with interpret=True")
+        hint="export for platforms=['cuda'] alone; interpret mode (interpret=True) runs on the CPU through"
+             " host callbacks, which jax.export cannot serialise: export a jnp version of the function for"
+             " the CPU")
   return E.NoGpuError(
       f"{name} runs on an NVIDIA Hopper GPU (it is a Mosaic GPU kernel), but the call is being compiled"
       f" for {platform}: JAX sees no GPU here", loc,

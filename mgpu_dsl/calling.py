@@ -224,7 +224,7 @@ def check_constexprs(pk, constexprs: dict, name: str, loc, args=()) -> None:
     if isinstance(v, jax.Array):
       raise E.SignatureError(
           cap(f"{name}: constexpr {k} is a jax array ({describe(v)}); a constexpr must be a Python value"),
-          loc, hint=f"pass a Python number or tuple, e.g. {k}=int(v)")
+          loc, hint=f"pass a Python number or tuple, e.g. {k}=v.item() ({k}=float(v) or int(v) as its dtype is)")
 
 
 def tracing(args) -> bool:

@@ -69,6 +69,7 @@ def test_jax_array_constexpr_is_rejected():
   with pytest.raises(mg.SignatureError) as info:
     K.row_block_sum(jnp.ones((256, 64), F32), n=jnp.int32(2), interpret=True)
   assert "constexpr n is a jax array" in info.value.message
+  assert "n=v.item()" in info.value.hint          # not int(v), which truncates a float (probe 15)
 
 
 def test_list_input_is_one_short_signature_error():

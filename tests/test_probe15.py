@@ -107,3 +107,36 @@ def test_probe15_gpu(block):
   np.testing.assert_allclose(m[:, 0], jnp.concatenate([mx[:100], mx[:100]]), rtol=1e-3, atol=1e-2)
   got = jax.jit(lambda a, b: element_of_a_dot(a, b, block=block))(a, b)
   np.testing.assert_allclose(got, jnp.full((128,), ref[100, 3] + ref[127, 127]), rtol=1e-3, atol=1e-2)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, bt, w: S((128, 128), F32))
+def int_dot_times_float_scales(a, bt, w, o):
+  a_s, bt_s = ml.smem((128, 128), jnp.int8), ml.smem((128, 128), jnp.int8)
+  ml.copy(a, a_s)
+  ml.copy(bt, bt_s)
+  acc = ml.dot(a_s, bt_s.T, ml.zeros((128, 128), jnp.int32))
+  o[...] = acc * w[...][None, :]
+
+
+def test_the_dtype_hint_converts_the_side_jnp_widens():
+  """MG104's hint said w[...][None, :].astype(jnp.int32): followed, float scales in (0, 1)
+  truncated to 0 and the kernel returned zeros (probe 15)."""
+  expect(int_dot_times_float_scales, [S((128, 128), jnp.int8), S((128, 128), jnp.int8), S((128,), F32)],
+         mg.DtypeMismatchError, "acc * w",
+         "* on acc (int32) and w[...][None, :] (float32): dtypes differ and are never converted implicitly",
+         hint="convert one side explicitly, e.g. acc.astype(jnp.float32)")
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((64, 64), F32))
+def dot_of_transposed_ref(a, b, o):
+  a_s, b_s = ml.smem((64, 64), F16), ml.smem((64, 64), F16)
+  ml.copy(a, a_s)
+  ml.copy(b, b_s)
+  o[...] = ml.dot(a_s, ml.transpose(b_s))
+
+
+def test_transposing_an_smem_operand_hints_the_free_view():
+  """The hint said b_s[...], and ml.dot then rejected a register B (probe 15)."""
+  e = expect(dot_of_transposed_ref, [S((64, 64), F16)] * 2, mg.KernelTypeError, "ml.transpose(b_s)",
+             "ml.transpose works on register values, got b_s (SMEM ref)")
+  assert "ml.dot(a_s, b_s.T, acc)" in e.hint

@@ -92,7 +92,7 @@ def test_a_broadcast_operand_is_quoted_as_written():
   expect(center_int, [S((8, 128), I32)], mg.DtypeMismatchError, "v - ml.mean",
          "- on v (int32) and ml.mean(v, axis=1, keepdims=True) (float32): dtypes differ and are never"
          " converted implicitly",
-         hint="convert one side explicitly, e.g. ml.mean(v, axis=1, keepdims=True).astype(jnp.int32)")
+         hint="convert one side explicitly, e.g. v.astype(jnp.float32)")     # the side jnp widens
   expect(mean_minus_sum, [S((8, 128), I32)], mg.DtypeMismatchError, "ml.mean(v, axis=1)[:, None] -",
          "- on ml.mean(v, axis=1)[:, None] (float32) and v + 1 (int32): dtypes differ and are never"
          " converted implicitly", hint="convert one side explicitly, e.g. (v + 1).astype(jnp.float32)")

@@ -136,9 +136,13 @@ def kind_of(x) -> str:
 def check_register_value(cx, x, what):
   """`x` must be a register tensor, a scalar or a Python number."""
   if is_ref(x):
+    name = x.name or "ref"
+    hint = f"read it into registers first: {name}[...]"
+    if what == "ml.transpose" and str(x.type.space) == "SMEM":
+      hint = (f"for an ml.dot operand write {name}.T: a transposed view of the SMEM buffer, no data moved"
+              f" (ml.dot(a_s, {name}.T, acc)); to transpose its values, {name}[...].T")
     raise E.KernelTypeError(
-        f"{what} works on register values, got {x.name or 'a ref'} ({x.type.space} ref)", cx.loc,
-        hint=f"read it into registers first: {x.name or 'ref'}[...]")
+        f"{what} works on register values, got {x.name or 'a ref'} ({x.type.space} ref)", cx.loc, hint=hint)
   if not (is_value(x) or isinstance(x, Num)):
     raise E.KernelTypeError(f"{what} cannot take {kind_of(x)}", cx.loc,
                             hint="pass a register tensor, a scalar or a Python number")

@@ -239,8 +239,22 @@ def common(cx, a, b, what):
     raise E.DtypeMismatchError(
         f"{what} on {names[0]} ({dtype_name(da)}) and {names[1]} ({dtype_name(db)}):"
         f" dtypes differ and are never converted implicitly", cx.loc,
-        hint=f"convert one side explicitly, e.g. {method_on(names[1])}.astype(jnp.{dtype_name(da)})")
+        hint=_convert_hint(names, da, db))
   return (a, b), shape, dt
+
+
+def _convert_hint(names, da, db) -> str:
+  """Convert the side jnp would widen (an integer meeting a float, the narrower of two), never
+  the side that would lose values (a float scale truncated to int32 gives zeros)."""
+  from .promotion import jnp_result
+  want = jnp_result(da, db) if isinstance(da, DType) and isinstance(db, DType) else None
+  if want is None or want not in (da, db):
+    if want is None:
+      return f"convert one side explicitly, e.g. {method_on(names[1])}.astype(jnp.{dtype_name(da)})"
+    return (f"convert both sides to the dtype jnp would compute in: {method_on(names[0])}.astype(jnp.{dtype_name(want)})"
+            f" and {method_on(names[1])}.astype(jnp.{dtype_name(want)})")
+  side, to = (names[1], da) if want == da else (names[0], db)
+  return f"convert one side explicitly, e.g. {method_on(side)}.astype(jnp.{dtype_name(to)})"
 
 
 def _typed_number_dtype(cx, py, d, py_name, name, what):
