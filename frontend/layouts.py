@@ -358,7 +358,12 @@ class _Solver:
           return Layout(LayoutKind.ROWS, (), k, vec)
     bad = next(v for v in tiles if v.type.shape[1] % hw.WARP or v.type.shape[0] % hw.WARPS_PER_WARPGROUP
                and v.type.shape[1] % (hw.WARPGROUP))
-    where = self.first_use.get(bad.id)
+    # at the reduction or broadcast that makes it a row-wise tile (not where the tile was read)
+    from .ops.shape import Reduce
+    cls = self.uf.find(("v", bad.id))
+    linked = [r for c, q, _, r in rels if q == cls]
+    where = next((r for r in linked if isinstance(r, Reduce)), None) or next(iter(linked), None) \
+        or self.first_use.get(bad.id)
     from .ops.gather import Gather, ScatterUpdate
     ids = {v.id for v in tiles}
     indexed = next((x for x in ir.walk(self.kernel.body) if isinstance(x, (Gather, ScatterUpdate))
@@ -378,9 +383,7 @@ class _Solver:
         f" columns, which needs columns a multiple of {hw.WARP} (one per lane of a warp), and rows a"
         f" multiple of {hw.WARPS_PER_WARPGROUP} unless the columns are a multiple of {hw.WARPGROUP}",
         where.loc if where else o.loc,
-        hint=("keep the full rows and mask the columns you do not need: for the first k columns of a tile t,"
-              " ml.where(ml.arange(t.shape[1])[None, :] < k, t, 0) (reduce or broadcast that), and slice only"
-              " to store: t[:, :k]" if len(bad.type.shape) == 2 and bad.type.shape[-1] < hw.WARP else
+        hint=(_narrow_rows_hint(bad) if len(bad.type.shape) == 2 and bad.type.shape[-1] < hw.WARP else
               "use tiles like (8, 256) or (1, 1024); pad the last dimension to a multiple of 32"))
 
   def reshaped_tile(self, bad, tiles):
@@ -605,6 +608,17 @@ class _Solver:
             hint=f"allocate it with a shape like (64, {tile_cols})")
       if alloc.id in self.mma_roots or (in_wgmma and fits and alloc.id not in self.windowed):
         self.kernel.smem_layouts[alloc.id] = SmemLayout((hw.TILE_ROWS, tile_cols), hw.SWIZZLE)
+
+
+def _narrow_rows_hint(bad) -> str:
+  """Rows narrower than a warp: mask columns of the full rows (a top-k of a sorted row); where
+  the rows are that narrow in memory (8 experts of a router), read them 32 wide, masked."""
+  n = bad.type.shape[-1]
+  return ("keep the full rows and mask the columns you do not need: for the first k columns of a tile t,"
+          " ml.where(ml.arange(t.shape[1])[None, :] < k, t, 0) (reduce or broadcast that), and slice only"
+          f" to store: t[:, :k]; rows only {n} wide in memory: read {hw.WARP} columns where you load them, the"
+          f" rest masked to what the reduction ignores, x.at[rows, ml.ds(0, {hw.WARP})].load(mask=ml.arange("
+          f"{hw.WARP})[None, :] < {n}, other=float('-inf')) for a max (0.0 for a sum)")
 
 
 def _vector_layout(lengths, dtypes):

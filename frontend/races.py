@@ -101,4 +101,6 @@ def race_error(name, race, program, shape=None, grid=None):
       f"program {program(p)} and program {program(q)} both write {name}{list(element) if element else ''}:"
       f" programs run in no fixed order, so the result depends on timing", loc_q,
       notes=(f"{loc_p}: program {program(p)} writes it here",) if loc_p != loc_q else (),
-      hint=own_window(name, shape, grid) if element else ONE_WRITER)
+      hint=(own_window(name, shape, grid) + "; where programs add partial results into the same"
+            " elements (split-K), add them atomically: ml.atomic_add(ref, value) or"
+            " ml.copy(buf, ref, reduce=\"add\")") if element else ONE_WRITER)

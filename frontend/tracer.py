@@ -653,6 +653,13 @@ class Tracer(Assignments, ast.NodeVisitor):
     dtype = to_dtype(fn) if isinstance(fn, type) or hasattr(fn, "dtype") else None
     if dtype is not None and len(args) == 1 and not kwargs and is_value(args[0]):
       return ew.astype(cx, args[0], dtype)    # jnp.float16(x)
+    if type(fn).__name__ == "KernelFunction" and hasattr(fn, "typed_ir"):     # an @mgpu_kernel
+      name = getattr(getattr(fn, "fn", None), "__name__", "it")
+      raise E.KernelTypeError(
+          f"a kernel cannot call another kernel ({name}): kernels are launched from JAX, one grid each", cx.loc,
+          hint=f"move {name}'s body into an @ml.inline helper taking the refs it reads and writes"
+               f" (def body(x, out): ...), call it from both kernels, and keep {name} as a kernel calling it;"
+               f" or call the two kernels one after the other from JAX")
     if any(holds_value(a) for a in list(args) + list(kwargs.values())):
       if fn is builtins.abs:
         return ew.unary(cx, ew.UnOp.ABS, args[0])

@@ -106,6 +106,8 @@ def check_inputs(pk, args, bounds: tuple[int, int], name: str, loc, *, count: bo
   for i, a in enumerate(args):
     what = f"input {i}" + (f" ({refs[i]})" if i < len(refs) else "")
     if not is_array_like(a):
+      if len(args) > bounds[1]:     # a constexpr passed by position (scale(x, 128)): the count says so
+        check_count(pk, len(args), bounds, name, loc)
       raise E.SignatureError(cap(f"{name}: {what} is {describe(a)}; kernel inputs are arrays"), loc,
                              hint=_input_hint(a))
     try:

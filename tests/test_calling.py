@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import mgpu_dsl as mg
+from mgpu_dsl import language as ml
 from mgpu_dsl import calling
 
 import kernels as K
@@ -170,3 +171,16 @@ def test_a_kernel_called_without_a_gpu_says_so_at_the_users_line_not_inside_jax(
   exported = jax.export.export(jax.jit(K.double), platforms=["cuda"])(x)    # for the GPU: unchanged
   assert "@mosaic_gpu" in exported.mlir_module()
   np.testing.assert_array_equal(K.double(x, interpret=True), x * 2)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, **kw: x)
+def scaled_by(x, out, *, f: ml.constexpr = 2.0):
+  out[...] = x[...] * f
+
+
+def test_a_constexpr_passed_by_position_is_reported_as_a_count():
+  """It said 'input 1 (out) is float 3.0; kernel inputs are arrays', naming an output (probe 15)."""
+  with pytest.raises(mg.SignatureError) as info:
+    scaled_by(jnp.ones((128,), F32), 3.0, interpret=True)
+  assert info.value.message == "scaled_by takes 1 input (x), then 1 output (out), but was called with 2 inputs"
+  assert "keyword" in info.value.hint

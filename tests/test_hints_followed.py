@@ -155,7 +155,9 @@ def test_race_hint_sizes_the_window_to_the_output_and_grid():
          "program (0, 0, 0) and program (1, 0, 0) both write out[0]: programs run in no fixed order, so"
          " the result depends on timing",
          hint="give each program its own window of out: 2 programs split its 128 rows into 64 each, e.g."
-              " out.at[ml.ds(ml.program_id(0) * 64, 64)], and read the matching window of the inputs")
+              " out.at[ml.ds(ml.program_id(0) * 64, 64)], and read the matching window of the inputs"
+              "; where programs add partial results into the same elements (split-K), add them atomically:"
+              " ml.atomic_add(ref, value) or ml.copy(buf, ref, reduce=\"add\")")
   x = jnp.arange(128, dtype=F32)
   copy_fixed.check(S((128,), F32))
   np.testing.assert_array_equal(np.asarray(copy_fixed(x, interpret=True)), np.asarray(x))

@@ -140,3 +140,57 @@ def test_transposing_an_smem_operand_hints_the_free_view():
   e = expect(dot_of_transposed_ref, [S((64, 64), F16)] * 2, mg.KernelTypeError, "ml.transpose(b_s)",
              "ml.transpose works on register values, got b_s (SMEM ref)")
   assert "ml.dot(a_s, b_s.T, acc)" in e.hint
+
+
+@mg.mgpu_kernel(out_shape=lambda l: S(l.shape, F32))
+def router_top2(logits, w):
+  srt = ml.sort(logits[...], descending=True)                        # (64, 8): 8 experts
+  keep = ml.arange(srt.shape[1])[None, :] < 2
+  m = ml.max(ml.where(keep, srt, -1e30), axis=1)
+  e = ml.where(keep, ml.exp(srt - m[:, None]), 0.0)
+  w[...] = e / ml.sum(e, axis=1)[:, None]
+
+
+@mg.mgpu_kernel(out_shape=lambda l: S(l.shape, F32))
+def router_top2_32_wide(logits, w):
+  t = logits.at[:, ml.ds(0, 32)].load(mask=ml.arange(32)[None, :] < logits.shape[1], other=float("-inf"))
+  srt = ml.sort(t, descending=True)
+  keep = ml.arange(32)[None, :] < 2
+  m = ml.max(ml.where(keep, srt, -1e30), axis=1)
+  e = ml.where(keep, ml.exp(srt - m[:, None]), 0.0)
+  w[...] = (e / ml.sum(e, axis=1)[:, None])[:, :8]
+
+
+def test_rows_narrower_than_a_warp_are_reported_at_the_reduction_with_a_hint_that_works():
+  """8 experts: MG204 pointed at the load and its hint (mask columns of the full rows) could not
+  be followed, the full rows being 8 wide (probe 15). Now at the ml.max, and the hint's
+  32-wide masked read works."""
+  e = expect(router_top2, [S((64, 8), F32)], mg.LayoutError, "ml.max(ml.where(keep, srt, -1e30), axis=1)",
+             "logits[...] of shape (64, 8) is reduced or broadcast along its rows or columns, which needs"
+             " columns a multiple of 32 (one per lane of a warp), and rows a multiple of 4 unless the columns"
+             " are a multiple of 128")
+  assert "x.at[rows, ml.ds(0, 32)].load(mask=ml.arange(32)[None, :] < 8, other=float('-inf'))" in e.hint
+  x = jnp.asarray(np.random.RandomState(0).randn(64, 8), F32)
+  s = -jnp.sort(-x, axis=1)
+  p = jnp.exp(s[:, :2] - s[:, :1])
+  want = jnp.zeros((64, 8)).at[:, :2].set(p / p.sum(1, keepdims=True))
+  np.testing.assert_allclose(router_top2_32_wide(x, interpret=True), want, rtol=1e-5)
+  jax.export.export(jax.jit(router_top2_32_wide), platforms=["cuda"])(S((64, 8), F32))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def doubled(x, out):
+  out[...] = x[...] * 2
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def calls_a_kernel(x, out):
+  y = doubled(x)
+  out[...] = y[...]
+
+
+def test_a_kernel_called_from_a_kernel_says_so():
+  """It said 'doubled cannot take a GMEM ref inside a kernel' (probe 15)."""
+  e = expect(calls_a_kernel, [S((128,), F32)], mg.KernelTypeError, "doubled(x)",
+             "a kernel cannot call another kernel (doubled): kernels are launched from JAX, one grid each")
+  assert "@ml.inline" in e.hint

@@ -212,7 +212,9 @@ def test_two_programs_certainly_writing_one_element_is_a_race_at_compile_time():
          "program (0, 0, 0) and program (1, 0, 0) both write out[96]: programs run in no fixed order, so"
          " the result depends on timing",
          hint="give each program its own window of out: 4 programs split its 416 rows into 104 each, e.g."
-              " out.at[ml.ds(ml.program_id(0) * 104, 104)], and read the matching window of the inputs")
+              " out.at[ml.ds(ml.program_id(0) * 104, 104)], and read the matching window of the inputs"
+              "; where programs add partial results into the same elements (split-K), add them atomically:"
+              " ml.atomic_add(ref, value) or ml.copy(buf, ref, reduce=\"add\")")
 
 
 # ---------------------------------------------------------------------------- valid coverage
