@@ -163,6 +163,10 @@ class _Memory:
         self.tracked[p.value.id] = Boxes(p.value.type.shape)
     self.first_write: dict[int, object] = {}
     self.writers = {p.value.id: Writers(p.value.type.shape) for p in kernel.outputs}   # 0-d ones too
+    # Reads of an output's memory (through an input aliased to it, or the output itself) race
+    # with other programs' certain writes of the same elements.
+    self.read_as = {kernel.inputs[i].value.id: kernel.outputs[o].value.id for i, o in kernel.aliases.items()}
+    self.read_as.update({p.value.id: p.value.id for p in kernel.outputs})
     self.errors: list = []
     self.facts = Facts()
 
@@ -187,6 +191,11 @@ class _Memory:
         and all(x is not UNKNOWN for x in w.starts) and acc.must.any()):
       self.writers[w.root.id].add(*self.boxes_of(w, acc.must, dedupe=False), np.flatnonzero(acc.must),
                                   acc.op.loc)
+    out = self.read_as.get(w.root.id)
+    if (kind in READS and out is not None and out not in self.kernel.accumulated and acc.exact and not masked
+        and all(x is not UNKNOWN for x in w.starts) and acc.must.any()):
+      self.writers[out].add(*self.boxes_of(w, acc.must, dedupe=False), np.flatnonzero(acc.must), acc.op.loc,
+                            read=w.root.name or "this array")
     boxes = self.tracked.get(w.root.id)
     if boxes is None:
       return

@@ -527,7 +527,7 @@ class _Solver:
         raise E.LayoutError(
             f"{v.name or 'this tensor'} has shape {shape}: register tensors need a multiple of"
             f" {hw.WARPGROUP} elements (one per thread of a warpgroup)", loc,
-            hint=self._scalar_store_hint(v) or
+            hint=self._scalar_store_hint(v) or _column_slice_hint(v.name) or
                  "work on tiles of 128 elements or more, e.g. (128,) or (8, 16); a 1-D vector may be"
                  " shorter if its length is a multiple of 8")
       return
@@ -610,13 +610,29 @@ class _Solver:
         self.kernel.smem_layouts[alloc.id] = SmemLayout((hw.TILE_ROWS, tile_cols), hw.SWIZZLE)
 
 
+def _column_slice_hint(name) -> str | None:
+  """For a too-small `t[:, a:b]` (the first k weights of a top-k): store t whole, masked."""
+  import re
+  m = re.fullmatch(r"(.+)\[:, *(\d*) *: *(\d+) *\]", name or "")
+  if m is None:
+    return None
+  t, a, b = m.group(1), m.group(2) or "0", m.group(3)
+  cols = f"ml.arange({t}.shape[1])[None, :]"
+  cond = f"{cols} < {b}" if a == "0" else f"({cols} >= {a}) & ({cols} < {b})"
+  return (f"store {t} whole with a mask instead of slicing it: out.at[rows, ml.ds(0, {t}.shape[1])].store({t},"
+          f" mask={cond}) (the window may run past out's last column: masked elements are never written)")
+
+
 def _narrow_rows_hint(bad) -> str:
   """Rows narrower than a warp: mask columns of the full rows (a top-k of a sorted row); where
   the rows are that narrow in memory (8 experts of a router), read them 32 wide, masked."""
   n = bad.type.shape[-1]
   return ("keep the full rows and mask the columns you do not need: for the first k columns of a tile t,"
-          " ml.where(ml.arange(t.shape[1])[None, :] < k, t, 0) (reduce or broadcast that), and slice only"
-          f" to store: t[:, :k]; rows only {n} wide in memory: read {hw.WARP} columns where you load them, the"
+          " ml.where(ml.arange(t.shape[1])[None, :] < k, t, 0) (reduce or broadcast that), and store only those"
+          " columns, with a mask: out.at[rows, ml.ds(0, t.shape[1])].store(t, mask=ml.arange(t.shape[1])[None, :]"
+          f" < k) (the window may run past out's last column: masked elements are never written; or t[:, :k]"
+          f" where that keeps a multiple of 128 elements); rows only {n}"
+          f" wide in memory: read {hw.WARP} columns where you load them, the"
           f" rest masked to what the reduction ignores, x.at[rows, ml.ds(0, {hw.WARP})].load(mask=ml.arange("
           f"{hw.WARP})[None, :] < {n}, other=float('-inf')) for a max (0.0 for a sum)")
 

@@ -19,13 +19,23 @@ class Writers:
   def __init__(self, shape):
     self.shape = np.asarray(shape, np.int64)
     self.lo, self.hi, self.pid, self.site = [], [], [], []
-    self.locs: list = []           # the write sites, numbered by `site`
+    self.locs: list = []           # the write (and read) sites, numbered by `site`
+    self.reads: dict = {}          # sites that read (an aliased input, an output read back) -> the name read
     self.found = None              # a race seen while adding
 
-  def add(self, lo, hi, pids, loc):
+  def add(self, lo, hi, pids, loc, *, read=None):
     lo, hi = np.clip(lo, 0, self.shape), np.clip(hi, 0, self.shape)
     keep = np.all(hi > lo, axis=1)
     lo, hi, pids = lo[keep], hi[keep], pids[keep]
+    if read is not None:             # reads race only with other programs' writes (first_race)
+      if len(lo):
+        self.reads[len(self.locs)] = read
+        self.lo.append(lo)
+        self.hi.append(hi)
+        self.pid.append(pids)
+        self.site.append(np.full(len(lo), len(self.locs)))
+        self.locs.append(loc)
+      return
     if len(lo) > 1 and (lo == lo[0]).all() and (hi == hi[0]).all():   # one window, several programs
       self.found = self.found or (tuple(int(x) for x in lo[0]), int(pids[0]), loc, int(pids[1]), loc)
       lo, hi, pids = lo[:1], hi[:1], pids[:1]
@@ -38,7 +48,8 @@ class Writers:
       self.locs.append(loc)
 
   def first_race(self):
-    """((element, program a, loc a, program b, loc b)) of a shared element, or None."""
+    """((element, program a, loc a, program b, loc b)) of an element two programs write, or
+    one reads and another writes (program b's access a write, a's a read or a write), or None."""
     if self.found is not None or not self.lo:
       return self.found
     lo, hi = np.concatenate(self.lo), np.concatenate(self.hi)
@@ -64,13 +75,25 @@ class Writers:
     cells, owners, sites = map(np.concatenate, (cells, owners, sites))
     order = np.lexsort((owners, cells))
     cells, owners, sites = cells[order], owners[order], sites[order]
-    clash = np.flatnonzero((cells[1:] == cells[:-1]) & (owners[1:] != owners[:-1]))
-    if not len(clash):
-      return None
-    i = clash[0]
-    element = tuple(int(x) for x in np.unravel_index(cells[i], tuple(grid)) * g)
-    return (element, int(owners[i]), self.locs[int(sites[i])], int(owners[i + 1]),
-            self.locs[int(sites[i + 1])])
+    if not self.reads:
+      clash = np.flatnonzero((cells[1:] == cells[:-1]) & (owners[1:] != owners[:-1]))
+      if not len(clash):
+        return None
+      i, j = clash[0], clash[0] + 1
+    else:                  # a write whose cell another program also touches
+      write = ~np.isin(sites, list(self.reads))
+      starts = np.flatnonzero(np.r_[True, cells[1:] != cells[:-1]])
+      lo_own = np.minimum.reduceat(owners, starts)[np.searchsorted(starts, np.arange(len(cells)), "right") - 1]
+      hi_own = np.maximum.reduceat(owners, starts)[np.searchsorted(starts, np.arange(len(cells)), "right") - 1]
+      clash = np.flatnonzero(write & ((owners != lo_own) | (owners != hi_own)))
+      if not len(clash):
+        return None
+      j = clash[0]
+      group = np.flatnonzero((cells == cells[j]) & (owners != owners[j]))
+      i = group[0]
+    element = tuple(int(x) for x in np.unravel_index(cells[j], tuple(grid)) * g)
+    return (element, int(owners[i]), self.locs[int(sites[i])], int(owners[j]),
+            self.locs[int(sites[j])], self.reads.get(int(sites[i])))
 
 
 CROSS_PROGRAM_READ = ("programs do not wait for each other, so an output written by other programs cannot be"
@@ -96,7 +119,15 @@ def own_window(name, shape, grid):
 
 
 def race_error(name, race, program, shape=None, grid=None):
-  element, p, loc_p, q, loc_q = race
+  element, p, loc_p, q, loc_q, *read = race
+  if read and read[0] is not None:
+    seen = read[0] if read[0] == name else f"{read[0]}{list(element)}, the memory of {name} (aliased),"
+    what = f"{name}{list(element)}" if read[0] == name else seen
+    return E.RaceError(
+        f"program {program(p)} reads {what} while program {program(q)} writes {name}{list(element)}:"
+        f" programs run in no fixed order, so the value read depends on timing", loc_p,
+        notes=(f"{loc_q}: program {program(q)} writes it here",),
+        hint=CROSS_PROGRAM_READ)
   return E.RaceError(
       f"program {program(p)} and program {program(q)} both write {name}{list(element) if element else ''}:"
       f" programs run in no fixed order, so the result depends on timing", loc_q,

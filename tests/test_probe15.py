@@ -194,3 +194,80 @@ def test_a_kernel_called_from_a_kernel_says_so():
   e = expect(calls_a_kernel, [S((128,), F32)], mg.KernelTypeError, "doubled(x)",
              "a kernel cannot call another kernel (doubled): kernels are launched from JAX, one grid each")
   assert "@ml.inline" in e.hint
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (S((), F32), S((), jnp.int32)))
+def running_max_from_full(x, out, count):
+  m = ml.full((), -1e30, F32)                    # a scalar, as jnp.full((), ...) is a 0-d array
+  n = ml.zeros((), jnp.int32)
+  for c in range(x.shape[0] // 128):
+    m = ml.maximum(m, ml.max(x.at[ml.ds(c * 128, 128)][...]))
+    n = n + 1
+  out[...] = m
+  count[...] = n
+
+
+def test_full_of_an_empty_shape_is_a_scalar():
+  """ml.full((), v, dtype) was MG003 'a tuple of positive Python ints, got ()' (probe 15)."""
+  x = jax.random.normal(jax.random.key(2), (512,), F32)
+  m, n = running_max_from_full(x, interpret=True)
+  assert float(m) == float(x.max()) and int(n) == 4
+  jax.export.export(jax.jit(running_max_from_full), platforms=["cuda"])(S((512,), F32))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 128 - 1,), input_output_aliases={0: 0})
+def shift_left_in_place(x, out):
+  i = ml.program_id(0)
+  v = x.at[ml.ds(i * 128 + 128, 128)][...]     # program i + 1 overwrites these in place
+  out.at[ml.ds(i * 128, 128)][...] = v * 2.0
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 128,), input_output_aliases={0: 0})
+def scale_in_place(x, out):
+  i = ml.program_id(0)
+  out.at[ml.ds(i * 128, 128)][...] = x.at[ml.ds(i * 128, 128)][...] * 2.0
+  out.at[ml.ds(i * 128, 128)][...] = out.at[ml.ds(i * 128, 128)][...] + 1.0   # its own elements
+
+
+def test_reading_elements_another_program_writes_in_place_is_a_race_at_compile_time():
+  """Interpret mode saw it (MG951) but export passed: the grid check counted writes only (probe 15)."""
+  expect(shift_left_in_place, [S((1024,), F32)], mg.RaceError, "x.at[ml.ds(i * 128 + 128, 128)][...]",
+         "program (0, 0, 0) reads x[128], the memory of out (aliased), while program (1, 0, 0) writes out[128]:"
+         " programs run in no fixed order, so the value read depends on timing")
+  scale_in_place.check(S((1024,), F32))
+  x = jnp.arange(1024, dtype=F32)
+  np.testing.assert_array_equal(scale_in_place(x, interpret=True), x * 2.0 + 1.0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0], 2), F32), grid=lambda x: (x.shape[0] // 16,))
+def top2_weights_sliced(x, w_out):
+  i = ml.program_id(0)
+  top = ml.sort(x.at[ml.ds(i * 16, 16), :][...], axis=-1, descending=True)
+  keep = ml.arange(64)[None, :] < 2
+  e = ml.where(keep, ml.exp(top - ml.max(top, axis=1, keepdims=True)), 0.0)
+  w = e / ml.sum(e, axis=1, keepdims=True)
+  w_out.at[ml.ds(i * 16, 16), :][...] = w[:, :2]           # (16, 2): 32 elements
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0], 2), F32), grid=lambda x: (x.shape[0] // 16,))
+def top2_weights_masked_store(x, w_out):
+  i = ml.program_id(0)
+  top = ml.sort(x.at[ml.ds(i * 16, 16), :][...], axis=-1, descending=True)
+  keep = ml.arange(64)[None, :] < 2
+  e = ml.where(keep, ml.exp(top - ml.max(top, axis=1, keepdims=True)), 0.0)
+  w = e / ml.sum(e, axis=1, keepdims=True)
+  w_out.at[ml.ds(i * 16, 16), ml.ds(0, 64)].store(w, mask=ml.arange(64)[None, :] < 2)
+
+
+def test_the_narrow_tile_hint_stores_with_a_mask_where_slicing_cannot():
+  """'slice only to store: t[:, :k]' gave a (16, 2) tile, itself MG204 (probe 15)."""
+  with pytest.raises(mg.LayoutError) as e:
+    top2_weights_sliced.check(S((64, 64), F32))
+  assert e.value.hint == ("store w whole with a mask instead of slicing it: out.at[rows, ml.ds(0, w.shape[1])].store(w,"
+                          " mask=ml.arange(w.shape[1])[None, :] < 2) (the window may run past out's last column:"
+                          " masked elements are never written)")
+  x = jax.random.normal(jax.random.key(0), (64, 64))
+  s = -jnp.sort(-x, axis=1)[:, :2]
+  p = jnp.exp(s - s[:, :1])
+  np.testing.assert_allclose(top2_weights_masked_store(x, interpret=True), p / p.sum(1, keepdims=True), rtol=1e-5)
+  jax.export.export(jax.jit(top2_weights_masked_store), platforms=["cuda"])(S((64, 64), F32))

@@ -463,6 +463,8 @@ def _like(t, dtype):
 
 
 def full_(cx, shape, value, dtype, what="ml.full"):
+  if isinstance(shape, (tuple, list)) and len(shape) == 0 and isinstance(dtype, DType):
+    return _scalar_full(cx, value, dtype, what)      # ml.full((), v, dtype): a scalar, as jnp's 0-d array
   shape = static_shape(cx, shape, what)
   if not isinstance(dtype, (DType, DTypeVar)):
     raise E.KernelTypeError(f"{what} needs a dtype such as jnp.float32, got {dtype!r}", cx.loc,
@@ -481,6 +483,18 @@ def full_(cx, shape, value, dtype, what="ml.full"):
   else:
     check_python_int(cx, value, dtype, what)
   return cx.b.emit(Full, value, loc=cx.loc, types=[TensorType(shape, dtype)], names=[cx.name]).result
+
+
+def _scalar_full(cx, value, dtype, what):
+  """A CTA-uniform scalar of `dtype` holding `value` (a Python number or a scalar)."""
+  if is_value(value) and isinstance(value.type, ScalarType):
+    return astype(cx, value, dtype) if value.type.dtype != dtype else value
+  if not isinstance(value, Num) or is_value(value):
+    raise E.KernelTypeError(f"{what}'s value must be a number or a scalar, got {kind_of(value)}", cx.loc,
+                            hint="ml.full((), 0.0, jnp.float32)")
+  check_python_int(cx, value, dtype, what)
+  v = float(value) if dtype.is_float else (bool(value) if dtype == DType.bool_ else int(value))
+  return cx.b.emit(Constant, v, loc=cx.loc, types=[ScalarType(dtype)], names=[cx.name]).result
 
 
 # ---------------------------------------------------------------- builtins
