@@ -4,8 +4,10 @@
 
 out[r] = lhs[r] @ rhs[g] for the rows r of group g; groups are consecutive runs of rows whose
 sizes `group_sizes` (g,) are known only at run time. The grid has one program per (row tile,
-column tile) pair of the layout below, which needs at most cdiv(m, bm) + g - 1 row tiles:
-each group boundary inside a tile makes that tile twice, once per group. A program finds its
+column tile) pair of the layout below, which needs at most cdiv(m, bm) + g row tiles:
+each group boundary inside a tile makes that tile twice, once per group, and rows past the
+groups' total (sum(group_sizes) < m: tokens a router dropped) are zeros, as in
+jax.lax.ragged_dot, written by one more run of tiles. A program finds its
 group by scanning the group sizes (scalars read from memory, in an unrolled loop), runs the
 tensor-core main loop on that group's rhs, and stores only its group's rows: a whole tile
 inside one group by a TMA store, a tile cut by a group boundary by a masked register store
@@ -27,11 +29,11 @@ def _out(lhs, rhs, group_sizes, **meta):
 
 
 def _grid(lhs, rhs, group_sizes, *, bm=128, bn=256, **meta):
-  return ((ml.cdiv(lhs.shape[0], bm) + rhs.shape[0] - 1) * (rhs.shape[2] // bn),)
+  return ((ml.cdiv(lhs.shape[0], bm) + rhs.shape[0]) * (rhs.shape[2] // bn),)
 
 
 @ml.inline
-def find_group(group_sizes, t, bm):
+def find_group(group_sizes, t, bm, m):
   """(group, its first row, its end, the tile's first row) of row tile t in the layout where
   each group covers the row tiles its rows touch."""
   end = 0
@@ -49,6 +51,16 @@ def find_group(group_sizes, t, bm):
       first = start
       last = end
       tile = t - g
+  # Rows past the groups' total (tokens an MoE router dropped) are zeros, as in
+  # jax.lax.ragged_dot: one more run of tiles, after the groups', writes them (group -1).
+  g = group_sizes.shape[0]
+  t0 = end // bm + g
+  t1 = (m - 1) // bm + 1 + g
+  if (t0 <= t) & (t < t1) & (end < m):
+    group = -1
+    first = end
+    last = m
+    tile = t - g
   return group, first, last, tile
 
 
@@ -56,13 +68,17 @@ def find_group(group_sizes, t, bm):
 def ragged_dot(lhs, rhs, group_sizes, out, *, bm: ml.constexpr = 128, bn: ml.constexpr = 256,
                bk: ml.constexpr = 64, stages: ml.constexpr = 4):
   """out = jax.lax.ragged_dot(lhs (m, k), rhs (g, k, n), group_sizes (g,))."""
-  num_t = ml.cdiv(lhs.shape[0], bm) + rhs.shape[0] - 1
+  num_t = ml.cdiv(lhs.shape[0], bm) + rhs.shape[0]
   t, j = ml.grouped_ids(ml.program_id(0), num_t, rhs.shape[2] // bn, group=8)
-  group, first, last, tile = find_group(group_sizes, t, bm)
+  group, first, last, tile = find_group(group_sizes, t, bm, lhs.shape[0])
   row0 = tile * bm
   lo = ml.maximum(first, row0)
-  hi = ml.minimum(last, row0 + bm)
-  if hi > lo:                                   # some tiles of the layout hold no rows
+  hi = ml.minimum(ml.minimum(last, row0 + bm), lhs.shape[0])    # (groups summing past m end at m)
+  if (hi > lo) & (group < 0):                   # rows past the groups' total: zeros
+    rows = row0 + ml.arange(bm)[:, None]
+    out.at[ml.ds(row0, bm), ml.ds(j * bn, bn)].store(ml.zeros((bm, bn), out.dtype),
+                                                      mask=(rows >= lo) & (rows < hi))
+  if (hi > lo) & (group >= 0):                  # some tiles of the layout hold no rows
     a_s = ml.smem((bm, bk))
     b_s = ml.smem((bk, bn))
     acc = ml.zeros((bm, bn), jnp.float32)

@@ -81,3 +81,18 @@ def test_gpu_matches_interpret_on_group_edge_cases(name):
   got = ex.ragged_dot(lhs, rhs, sizes, bn=128)
   want = ex.ragged_dot(lhs, rhs, sizes, bn=128, interpret=True)
   assert rel_err(got, want) < 1e-3
+
+
+@pytest.mark.parametrize("sizes", [[50, 50, 50, 40], [0, 0, 0, 0], [128, 0, 0, 0], [100, 100, 100, 50]],
+                         ids=["short_by_10", "all_empty", "one_tile", "past_m"])
+def test_groups_not_summing_to_m_match_lax_ragged_dot(sizes):
+  """Rows past the groups' total are zeros, as in jax.lax.ragged_dot (an MoE router that dropped
+  tokens): they were left unwritten, garbage on the GPU (probe 15). Groups summing past m end at m."""
+  lhs, rhs, _ = operands([200])
+  rhs = jnp.concatenate([rhs] * 4)
+  gs = jnp.array(sizes, jnp.int32)
+  got = np.asarray(ex.ragged_dot(lhs, rhs, gs, bn=128, interpret=True), np.float32)
+  want = np.asarray(jax.lax.ragged_dot(lhs, rhs, gs, preferred_element_type=jnp.float32), np.float32)
+  total = min(sum(sizes), 200)
+  np.testing.assert_array_equal(got[total:], 0.0)
+  np.testing.assert_allclose(got[:total], want[:total], rtol=2e-2, atol=2e-2)
