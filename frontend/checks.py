@@ -321,12 +321,28 @@ class _Memory:
     of it for all): starts that differ between such peers are a race, proved over the grid
     (interpret mode checks what depends on data)."""
     w, axis, c = acc.window, acc.op.multicast, self.kernel.cluster
-    if any(s is UNKNOWN for s in w.starts) or self.ev.P < 2:
+    if self.ev.P < 2:
+      return
+    pid = self.ev.pid
+    every = [pid[a] // c[a] for a in range(3)] + [pid[a] % c[a] for a in range(3) if a != axis]
+    _, peers = np.unique(np.stack(every, axis=1), axis=0, return_inverse=True)
+    peers = peers.reshape(-1)
+    lone = np.flatnonzero(acc.must & np.isin(peers, peers[~acc.may]))
+    if len(lone):                 # a peer certainly skips a multicast another certainly issues
+      p = lone[0]
+      q = np.flatnonzero((peers == peers[p]) & ~acc.may)[0]
+      self.report(E.RaceError(
+          f"program {self.ev.program(p)} multicasts into its cluster here, but its peer {self.ev.program(q)}"
+          f" along cluster axis {axis} does not (a loop of other trip counts, a branch): the peer's SMEM"
+          f" would take a load it does not wait for, and the loads' barriers would never complete", acc.op.loc,
+          hint="give the CTAs of a cluster the same trip counts and branches around a multicast (compute them"
+               " from what they share: program_id // cluster size), or drop multicast="))
+      return
+    if any(s is UNKNOWN for s in w.starts):
       return
     progs = np.flatnonzero(acc.must)
     if len(progs) < 2:
       return
-    pid = self.ev.pid
     group = [pid[a][progs] // c[a] for a in range(3)] + [pid[a][progs] % c[a] for a in range(3) if a != axis]
     _, first, inverse = np.unique(np.stack(group, axis=1), axis=0, return_index=True, return_inverse=True)
     starts = np.stack([s[progs] for s in w.starts], axis=1)

@@ -135,6 +135,10 @@ class SyncPass:
   def __init__(self, defs, *, block: int = 128, explicit=frozenset(), deferred=None, group=None, alias=None):
     self.defs = defs
     self.group = group or {}     # buffers sharing memory (frontend/smem.py) are tracked as one
+    sizes: dict = {}
+    for g in self.group.values():
+      sizes[g] = sizes.get(g, 0) + 1
+    self.shared_groups = {g for g, n in sizes.items() if n > 1}
     # An input aliased to an output (input_output_aliases) is that output's memory: one root.
     self.alias = alias or {}     # input value id -> output value
     self.single_warpgroup = block == hw.WARPGROUP
@@ -262,6 +266,10 @@ class SyncPass:
   def block(self, block: ir.Block, st: State) -> None:
     out = []
     for o in block.ops:
+      for g in self.stage_loads(o):       # a pipelined loop's loads into memory other buffers had
+        if any(g in roots for roots in st.dot_roots):
+          self.dot_wait(st, out, o.loc)
+        self.before(g, Access.TMA_WRITE, None, o, st, out)
       if isinstance(o, (Yield, Condition)):
         if not st.carried <= set(all_slots(st)):
           from .errors import PipelineError
@@ -360,6 +368,23 @@ class SyncPass:
     """[(GMEM root id, (window, reduce kind))] of the TMA stores `o` issues (at any depth)."""
     return [(self.root(r).id, (self.window(r), x.reduce)) for x in [o, *(y for g in o.regions for y in ir.walk(getattr(o, g)))] for r, a in
             ir.traits_of(x).effects(x) if r is not None and r.type.space == Space.GMEM and a == Access.TMA_WRITE]
+
+  def stage_loads(self, o) -> list:
+    """The memory groups that TMA loads of `o` (at any depth) fill through buffers a pipelined loop
+    handles itself (`explicit`), where the group also holds other buffers: the loop's first loads
+    land in memory an earlier buffer used, so they wait for what may still read it (a dot, a TMA
+    store, other threads' register reads), as a load into that buffer would."""
+    if not self.shared_groups:
+      return []
+    out = set()
+    for x in [o, *(y for g in o.regions for y in ir.walk(getattr(o, g)))]:
+      for r, a in ir.traits_of(x).effects(x):
+        if a == Access.TMA_WRITE and r is not None and r.type.space == Space.SMEM:
+          rid = self.root(r).id
+          g = self.group.get(rid, rid)
+          if rid in self.explicit and g in self.shared_groups:
+            out.add(g)
+    return sorted(out)
 
   def reg_write_keys(self, o) -> list:
     """[(GMEM root id, access key)] of the plain register writes `o` makes (at any depth) into

@@ -156,12 +156,14 @@ def _consumer_loop(plan, empty, em) -> list:
     body.ops.append(DotWait(1, loc))
   if Access.TMA_READ in plan.reads:
     body.ops.append(AwaitStores(True, loc, pending=stores_per_iteration(body)))
+  regs = Access.REG_READ in plan.reads
   if plan.async_reads:           # the previous iteration's stage is free now
     with em.region(body):
       first = em.emit(Compare, CmpOp.GT, plan.iv, 0, loc=loc, types=[BOOL]).result
       prev = mod(em, em.emit(Binary, BinOp.ADD, plan.iv, S - 1, loc=loc, types=[I32]).result, S, loc)
-    # DotWait and AwaitStores complete for the whole warpgroup: one thread may say so at once
-    body.ops.append(If(first, ir.Block([BarrierArrive(empty, prev, loc, sync=False), Yield((), loc)]),
+    # DotWait and AwaitStores complete for the whole warpgroup: one thread may say so at once,
+    # unless threads also read the stage into registers (other warps may still be reading it)
+    body.ops.append(If(first, ir.Block([BarrierArrive(empty, prev, loc, sync=regs), Yield((), loc)]),
                        ir.Block([Yield((), loc)]), loc, ()))
   else:                          # every thread has read this stage into registers
     body.ops.append(BarrierArrive(empty, stage, loc))
@@ -177,12 +179,12 @@ def _consumer_loop(plan, empty, em) -> list:
     if Access.TMA_READ in plan.reads:
       after.append(AwaitStores(True, loc))
     if isinstance(loop.stop, int):
-      after += [BarrierArrive(empty, (loop.stop - 1) % S, loc, sync=False)] if loop.stop > 0 else []
+      after += [BarrierArrive(empty, (loop.stop - 1) % S, loc, sync=regs)] if loop.stop > 0 else []
     else:
       then, cond = ir.Block(), ir.Block()
       with em.region(then):
         last = mod(em, arith(em, BinOp.SUB, loop.stop, 1, loc), S, loc)
-      then.ops += [BarrierArrive(empty, last, loc, sync=False), Yield((), loc)]
+      then.ops += [BarrierArrive(empty, last, loc, sync=regs), Yield((), loc)]
       with em.region(cond):
         ran = em.emit(Compare, CmpOp.GT, loop.stop, 0, loc=loc, types=[BOOL]).result
       after += cond.ops + [If(ran, then, ir.Block([Yield((), loc)]), loc, ())]
