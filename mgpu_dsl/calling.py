@@ -222,7 +222,9 @@ def check_constexprs(pk, constexprs: dict, name: str, loc, args=()) -> None:
       raise E.SignatureError(
           f"{name}: constexpr {k} is a traced value ({describe(v)}); a constexpr must be a Python"
           f" value known when the kernel is compiled", loc,
-          hint=f"under jax.jit, mark it static: jax.jit(f, static_argnames=[{k!r}])")
+          hint=f"mark it static: jax.jit({name}, static_argnames=[{k!r}]) when you jit the kernel itself; in"
+               f" your own jitted function, the argument that carries it (static_argnames=['<its name>'] or"
+               f" static_argnums); or pass a Python value")
     if isinstance(v, jax.Array):
       raise E.SignatureError(
           cap(f"{name}: constexpr {k} is a jax array ({describe(v)}); a constexpr must be a Python value"),

@@ -432,6 +432,18 @@ class KernelFunction:
 
   # ------------------------------------------------------------ public
   @_user_errors
+  def __getitem__(self, grid):
+    """`kernel[grid](...)`, Triton's launch: the grid belongs to the decorator here."""
+    name = self.fn.__name__
+    raise E.SignatureError(
+        f"{name}[{grid!r}]: an mgpu_dsl kernel takes no grid at the call (Triton's kernel[grid](...));"
+        f" its grid is the decorator's grid= (a tuple, or a callable of the inputs and constexprs), and a"
+        f" call returns the outputs", _statement_loc(caller_loc()),
+        hint=f"declare it on the decorator, @mg.mgpu_kernel(out_shape=..., grid={grid!r}) (or a callable,"
+             f" grid=lambda x, **kw: (x.shape[0] // 128,)), and call {name}(inputs...): outputs are"
+             f" returned, not passed")
+
+  @_user_errors
   def __call__(self, *args: Any, interpret: bool | None = None, **constexprs: Any) -> Any:
     """Run the kernel on `args` (arrays: its inputs, in order) and return its outputs.
 

@@ -57,7 +57,8 @@ def test_traced_constexpr_says_to_mark_it_static():
   with pytest.raises(mg.SignatureError) as info:
     jax.jit(K.row_block_sum)(jnp.ones((256, 64), F32), n=2)
   assert info.value.message.startswith("row_block_sum: constexpr n is a traced value")
-  assert "jax.jit(f, static_argnames=['n'])" in info.value.hint
+  assert "jax.jit(row_block_sum, static_argnames=['n'])" in info.value.hint
+  assert "the argument that carries it" in info.value.hint     # f(x, s) passing n=s (probe 15)
 
 
 def test_traced_interpret_flag_says_to_mark_it_static():

@@ -1,10 +1,12 @@
-"""Probe 15 (two helpers porting and attacking kernels from the docs): a masked (m, 1) window past
-the array's end added to a dot result, an element of a dot result, a 3-D broadcast reported at
-the broadcast, and a helper defined inside a kernel."""
+"""Probe 15 (helpers porting and attacking kernels from the docs): what compiled wrongly or
+failed (a masked (m, 1) window past the array's end beside a dot result, an element of a dot
+result, ml.full of shape (), reads of another program's writes) and the messages and hints that
+misled (dtype hints, narrow rows, column slices, Triton/Pallas/NumPy habits)."""
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from jax.experimental import pallas as pl
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
@@ -271,3 +273,47 @@ def test_the_narrow_tile_hint_stores_with_a_mask_where_slicing_cannot():
   p = jnp.exp(s - s[:, :1])
   np.testing.assert_allclose(top2_weights_masked_store(x, interpret=True), p / p.sum(1, keepdims=True), rtol=1e-5)
   jax.export.export(jax.jit(top2_weights_masked_store), platforms=["cuda"])(S((64, 64), F32))
+
+
+# ---------------------------------------------------------------- Triton / Pallas / NumPy habits (probe G)
+@mg.mgpu_kernel(out_shape=lambda x: S((16, 128), F32))
+def reshape_numpy_style(x, o):
+  v = x[...]                                   # (2048,)
+  o[...] = v.reshape(16, 128) + v.reshape(-1, 128) * 0.0 + v.reshape((16, -1)) * 0.0
+
+
+def test_reshape_takes_sizes_as_arguments_and_one_minus_one():
+  x = jnp.arange(2048, dtype=F32)
+  np.testing.assert_array_equal(reshape_numpy_style(x, interpret=True), x.reshape(16, 128))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(8,))
+def pallas_program_id(x, out):
+  i = pl.program_id(0)
+  out.at[ml.ds(i * 128, 128)][...] = x.at[ml.ds(i * 128, 128)][...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((128,), F32))
+def lax_fori_loop(x, out):
+  out[...] = jax.lax.fori_loop(0, 4, twice_plus, ml.zeros((128,), F32))
+
+
+@ml.inline
+def twice_plus(j, acc):
+  return acc * 2 + 1
+
+
+def test_foreign_functions_name_the_mgpu_dsl_spelling():
+  spec = [S((1024,), F32)]
+  e = expect(pallas_program_id, spec, mg.KernelTypeError, "pl.program_id(0)",
+             "pl.program_id is Pallas's; an mgpu_dsl kernel calls ml.* functions")
+  assert e.hint == "write ml.program_id(axis)"
+  e = expect(lax_fori_loop, spec, mg.KernelTypeError, "jax.lax.fori_loop(",
+             "jax.lax.fori_loop is JAX's control flow, which a kernel writes in Python")
+  assert e.hint.startswith("for j in range(lower, upper)")
+
+
+def test_triton_launch_syntax_is_a_signature_error():
+  with pytest.raises(mg.SignatureError) as info:
+    doubled[(8,)](jnp.ones((128,), F32))
+  assert "takes no grid at the call" in info.value.message and "grid=(8,)" in info.value.hint

@@ -104,7 +104,7 @@ def scalar_store(cx, ref, value):
     raise E.StoreDtypeError(
         f"cannot store {value.name or 'a scalar'} ({dtype_name(value.type.dtype)}) into {what}"
         f" ({t.space}, {dtype_name(t.dtype)}): no implicit conversion", cx.loc,
-        hint=f"convert explicitly: ({value.name or 'value'}).astype(jnp.{dtype_name(t.dtype)})")
+        hint=f"convert explicitly: ({cx.named(value, 'value')}).astype(jnp.{dtype_name(t.dtype)})")
   if isinstance(value, float) and isinstance(resolve(t.dtype), DType) and not resolve(t.dtype).is_float:
     raise E.DtypeMismatchError(f"cannot store the float {value} into {what} ({dtype_name(t.dtype)})",
                                cx.loc, hint="store an int, or convert the value explicitly")
@@ -226,10 +226,11 @@ def _stored_tensor(cx, ref, value):
     raise E.KernelTypeError(f"cannot store {kind_of(value)} into {ref.name or 'a ref'}", cx.loc,
                             hint="store a register tensor")
   if unify(t.dtype, value.type.dtype, cx.loc, "ml.store") is None:
+    text = cx.named(value, "")
     raise E.StoreDtypeError(
-        f"cannot store {value.name or 'a value'} ({dtype_name(value.type.dtype)}) into"
+        f"cannot store {text or 'a value'} ({dtype_name(value.type.dtype)}) into"
         f" {ref.name or 'a ref'} ({t.space}, {dtype_name(t.dtype)}): no implicit conversion", cx.loc,
-        hint=f"convert explicitly: ({value.name or 'value'}).astype(jnp.{dtype_name(t.dtype)})")
+        hint=f"convert explicitly: ({text or 'value'}).astype(jnp.{dtype_name(t.dtype)})")
   if value.type.shape != t.shape:
     if broadcast_shape(cx, [value.type.shape, t.shape], "ml.store", [value.name or "the value",
                                                                    ref.name or "the window"]) != t.shape:

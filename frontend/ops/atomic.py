@@ -93,7 +93,7 @@ def _atomic(cx, kind: AtomicKind, ref, value):
     raise E.DtypeMismatchError(
         f"{what} of {value.name or 'a value'} ({dtype_name(value.type.dtype)}) into {ref.name or 'a ref'}"
         f" ({dtype_name(t.dtype)}): dtypes differ", cx.loc,
-        hint=f"convert explicitly: ({value.name or 'value'}).astype(jnp.{dtype_name(t.dtype)})")
+        hint=f"convert explicitly: ({cx.named(value, 'value')}).astype(jnp.{dtype_name(t.dtype)})")
   if not t.shape:                                 # one element: one thread does it
     if t.space != Space.GMEM:
       raise E.KernelTypeError(

@@ -162,9 +162,17 @@ def static_shape(cx, shape, what) -> tuple[int, ...]:
     shape = (shape,)
   if (not isinstance(shape, tuple) or not shape
       or not all(isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in shape)):
+    ints = isinstance(shape, tuple) and all(isinstance(s, int) and not isinstance(s, bool) for s in shape)
+    if ints and shape and -1 in shape:
+      hint = "give every size: -1 (the rest of the elements) is for x.reshape, not for a new tensor"
+    elif ints and shape:
+      hint = f"sizes are counts of elements, each at least 1 (got {min(shape)})"
+    elif ints:
+      hint = "shape () is a scalar: a Python number, or ml.full((), value, dtype)"
+    else:
+      hint = "shapes are fixed when the kernel is compiled; use constexpr parameters for sizes"
     raise E.KernelTypeError(
-        f"{what} needs a static shape: a tuple of positive Python ints, got {shape!r}", cx.loc,
-        hint="shapes are fixed when the kernel is compiled; use constexpr parameters for sizes")
+        f"{what} needs a static shape: a tuple of positive Python ints, got {shape!r}", cx.loc, hint=hint)
   return shape
 
 

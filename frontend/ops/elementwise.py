@@ -196,8 +196,17 @@ def _check_pointer_arithmetic(cx, a, b):
   raise E.KernelTypeError(
       f"+ works on register values, got {name} ({ref.type.space} ref) plus integer offsets: a ref is"
       f" not a pointer, so offsets are not added to it", cx.loc,
-      hint=f"read the window the offsets cover: {name}.at[ml.ds(pid * BLOCK, BLOCK)].load(mask=mask); to add"
-           f" to {name}'s values, read it first: {name}[...] + ...")
+      hint=_pointer_hint(name, off))
+
+
+def _pointer_hint(name, off) -> str:
+  """What Triton's `ptr + offsets` becomes: the window the offsets cover (start + ml.arange(n)),
+  for a load, a store and an atomic; any other offsets index the ref (a gather)."""
+  n = off.type.shape[-1] if len(off.type.shape) == 1 else None
+  w = f"{name}.at[ml.ds(start, {n})]" if n else f"{name}.at[ml.ds(start, n)]"
+  return (f"for offsets start + ml.arange({n or 'n'}), take the window they cover: load {w}.load(mask=mask,"
+          f" other=0.0), store ml.store({w}, value, mask=mask), atomics ml.atomic_add({w}, value); other"
+          f" offsets index it, {name}[offsets] (a gather); to add to {name}'s values, read it first: {name}[...] + ...")
 
 
 def common(cx, a, b, what):

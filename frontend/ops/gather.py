@@ -280,7 +280,7 @@ def scatter(cx, kind: AtomicKind, iref: IndexedRef, value):
     raise E.DtypeMismatchError(
         f"{what} of {value.name or 'a value'} ({dtype_name(value.type.dtype)}) into {ref.name or 'a ref'}"
         f" ({dtype_name(ref.type.dtype)}): dtypes differ", cx.loc,
-        hint=f"convert explicitly: ({value.name or 'value'}).astype(jnp.{dtype_name(ref.type.dtype)})")
+        hint=f"convert explicitly: ({cx.named(value, 'value')}).astype(jnp.{dtype_name(ref.type.dtype)})")
   if p.inside is not None:
     value = ew.where_(cx, p.inside, value, identity(kind, d))
   cx.b.emit(ScatterUpdate, kind, p.root, value, loc=cx.loc, types=[], indices=tuple(p.per_dim),

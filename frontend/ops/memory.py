@@ -503,9 +503,9 @@ def store(cx, ref, value):
     err = conflict(t.dtype, value.type.dtype, cx.loc, f"store of {value.type.dtype}",
                    stored=method_on(value.name or "value"))
     raise err or E.StoreDtypeError(
-        f"cannot store {value.name or 'a value'} ({dtype_name(value.type.dtype)}) into"
+        f"cannot store {cx.named(value, 'a value')} ({dtype_name(value.type.dtype)}) into"
         f" {ref.name or 'a ref'} ({t.space}, {dtype_name(t.dtype)}): no implicit conversion", cx.loc,
-        hint=f"convert explicitly: {ref.name or 'ref'}[...] = ({value.name or 'value'}).astype(jnp.{dtype_name(t.dtype)})")
+        hint=f"convert explicitly: {ref.name or 'ref'}[...] = ({cx.named(value, 'value')}).astype(jnp.{dtype_name(t.dtype)})")
   cx.b.emit(Store, ref, value, loc=cx.loc)
 
 

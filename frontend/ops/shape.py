@@ -587,12 +587,21 @@ def concatenate(cx, xs, axis=0):
 
 
 @builtin(methods=("reshape",))
-def reshape(cx, x, shape):
-  """`x` with another shape of the same size: `x.reshape((m, 1))`, `ml.reshape(x, (n,))`.
+def reshape(cx, x, shape, *more):
+  """`x` with another shape of the same size: `x.reshape((m, 1))`, `x.reshape(m, 1)`,
+  `ml.reshape(x, (n,))`; one size may be -1 (the rest of the elements), as in NumPy.
 
   Inserting or removing size-1 axes always works; other reshapes work on tensors in
   the strided layout (not on tensor-core or row-reduction tiles).
   """
+  if more or isinstance(shape, int):
+    shape = (shape, *more)
+  if isinstance(shape, tuple) and shape.count(-1) == 1 and is_tensor(x) and all(
+      isinstance(n, int) and not isinstance(n, bool) for n in shape):
+    rest = math.prod(n for n in shape if n != -1)
+    total = math.prod(x.type.shape)
+    if rest > 0 and total % rest == 0:
+      shape = tuple(total // rest if n == -1 else n for n in shape)
   return reshape_(cx, x, shape)
 
 
