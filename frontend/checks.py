@@ -70,7 +70,9 @@ def _bounds_hint(acc, root, d, n, full, before, gmem, view=None) -> str:
     inside = (f"{pos} >= 0" if before else f"{pos} < {root}.shape[{d}]")
     op = (f"{root}.at[...].load(mask={inside}, other=0)" if acc.kind == A.REG_READ
           else f"{root}.at[...].store(value, mask={inside})")
-    return fix + f"; or mask it to the elements inside: {op}"
+    # the mask first: a guard leaves a ragged tail unwritten, a clamped start overlaps a neighbour's
+    return (f"mask it to the elements inside, start being the window's start: {op} (read an input's tail"
+            f" the same way, .load(mask=..., other=0)); or {fix}")
   if acc.kind in (A.REG_READ, A.REG_WRITE):
     return fix                 # an integer index past the end: no mask drops it
   return fix + "; ml.copy into SMEM instead reads zeros outside a GMEM array"

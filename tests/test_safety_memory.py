@@ -135,8 +135,9 @@ def shifted_left(x, out):
 def test_a_register_read_starting_before_zero_is_rejected_with_its_program():
   expect(shifted_left, [S((256,), F32)], mg.IndexOutOfBoundsError, "x.at[ml.ds(i * 128 - 1",
          "this register read touches x[-1:127] in program (0, 0, 0), outside x's shape (256,)",
-         hint="guard the access (if i > 0:) or clamp its start (ml.maximum(start, 0)); or mask it to the"
-              " elements inside: x.at[...].load(mask=start + ml.arange(128) >= 0, other=0)")
+         hint="mask it to the elements inside, start being the window's start: x.at[...].load(mask=start +"
+              " ml.arange(128) >= 0, other=0) (read an input's tail the same way, .load(mask=..., other=0));"
+              " or guard the access (if i > 0:) or clamp its start (ml.maximum(start, 0))")
 
 
 @mg.mgpu_kernel(out_shape=lambda x: x, grid=(2,))
@@ -238,9 +239,10 @@ def test_a_window_past_the_end_hints_a_mask_that_works():
   """Once the hint for a window before 0 (clamp with ml.maximum), which does not fix this."""
   e = expect(unmasked_tail, [S((1000,), F32)], mg.IndexOutOfBoundsError, "x.at[w][...]",
              "this register read touches x[896:1024] in program (7, 0, 0), outside x's shape (1000,)")
-  assert e.hint == ("guard the access (if start + 128 <= 1000:) or clamp its start (ml.minimum(start, 872));"
-                    " or mask it to the elements inside: x.at[...].load(mask=start + ml.arange(128)"
-                    " < x.shape[0], other=0)")
+  assert e.hint == ("mask it to the elements inside, start being the window's start: x.at[...].load(mask=start"
+                    " + ml.arange(128) < x.shape[0], other=0) (read an input's tail the same way,"
+                    " .load(mask=..., other=0)); or guard the access (if start + 128 <= 1000:) or clamp its"
+                    " start (ml.minimum(start, 872))")
   x = rand((1000,))
   np.testing.assert_allclose(np.asarray(masked_tail(x, interpret=True)), np.asarray(x) * 3.0, rtol=1e-6)
   builds(masked_tail, S((1000,), F32))
