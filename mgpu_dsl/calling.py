@@ -106,6 +106,10 @@ def check_inputs(pk, args, bounds: tuple[int, int], name: str, loc, *, count: bo
   for i, a in enumerate(args):
     what = f"input {i}" + (f" ({refs[i]})" if i < len(refs) else "")
     if not is_array_like(a):
+      if isinstance(a, bool) and i == len(args) - 1 and i >= bounds[0]:
+        raise E.SignatureError(
+            cap(f"{name}: input {i} is the bool {a}; a kernel's inputs are arrays, and interpret is passed"
+                f" by keyword"), loc, hint=f"{name}(..., interpret={a})")
       if len(args) > bounds[1]:     # a constexpr passed by position (scale(x, 128)): the count says so
         check_count(pk, len(args), bounds, name, loc)
       raise E.SignatureError(cap(f"{name}: {what} is {describe(a)}; kernel inputs are arrays"), loc,
@@ -152,8 +156,13 @@ def check_count(pk, n_in: int, bounds: tuple[int, int], name: str, loc, *, outpu
     span = f"at most {plural(hi, 'input')}" if lo == 0 else f"{lo} to {plural(hi, 'input')}"
     msg = (f"{name} has {plural(len(refs), 'ref parameter')} ({', '.join(refs)}) and takes {span}"
            f" (the rest are outputs), but was called with {n_in}")
-  raise E.SignatureError(cap(msg), loc, hint="parameters are the inputs, then the outputs; compile-time"
-                         " constants are keyword-only (or `name: ml.constexpr`) and passed by keyword")
+  hint = ("parameters are the inputs, then the outputs; compile-time constants are keyword-only (or"
+          " `name: ml.constexpr`) and passed by keyword")
+  if lo == hi and 0 < n_in < lo:        # fewer inputs than out_shape leaves: it describes too few outputs
+    hint = (f"if {', '.join(refs[n_in:lo])} {'is an output' if lo - n_in == 1 else 'are outputs'} too, describe"
+            f" {plural(len(refs) - n_in, 'output')} in out_shape (a tuple of jax.ShapeDtypeStruct, one per"
+            f" output parameter: {', '.join(refs[n_in:])}); otherwise pass every input. " + hint)
+  raise E.SignatureError(cap(msg), loc, hint=hint)
 
 
 def check_output_names(pk, out, n_in: int, loc, at) -> None:

@@ -185,3 +185,21 @@ def test_a_constexpr_passed_by_position_is_reported_as_a_count():
     scaled_by(jnp.ones((128,), F32), 3.0, interpret=True)
   assert info.value.message == "scaled_by takes 1 input (x), then 1 output (out), but was called with 2 inputs"
   assert "keyword" in info.value.hint
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def two_outputs_one_described(x, out, out2):
+  out[...] = x[...]
+  out2[...] = x[...]
+
+
+def test_too_few_outputs_in_out_shape_hint_names_the_parameters():
+  with pytest.raises(mg.SignatureError) as info:
+    two_outputs_one_described(jnp.ones((128,), F32), interpret=True)
+  assert info.value.hint.startswith("if out is an output too, describe 2 outputs in out_shape")
+
+
+def test_interpret_passed_by_position_says_keyword():
+  with pytest.raises(mg.SignatureError) as info:
+    scaled_by(jnp.ones((128,), F32), True)
+  assert "interpret is passed by keyword" in info.value.message and info.value.hint == "scaled_by(..., interpret=True)"
