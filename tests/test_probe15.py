@@ -317,3 +317,15 @@ def test_triton_launch_syntax_is_a_signature_error():
   with pytest.raises(mg.SignatureError) as info:
     doubled[(8,)](jnp.ones((128,), F32))
   assert "takes no grid at the call" in info.value.message and "grid=(8,)" in info.value.hint
+
+
+@mg.mgpu_kernel(out_shape=lambda x, n: x)
+def cdiv_of_a_ref(x, n, out):
+  tiles = ml.cdiv(n, 128)
+  out[...] = x[...] * tiles
+
+
+def test_cdiv_of_a_ref_names_ml_cdiv():
+  """It said '+ works on register values', naming an operator the user did not write (probe 15)."""
+  expect(cdiv_of_a_ref, [S((128,), F32), S((), jnp.int32)], mg.KernelTypeError, "ml.cdiv(n, 128)",
+         "ml.cdiv works on register values, got n (GMEM ref)", hint="read it into registers first: n[...]")

@@ -601,6 +601,7 @@ def cdiv(cx, a, b):
       raise E.KernelTypeError(f"ml.cdiv needs a positive divisor, got {b}", cx.loc, hint="ml.cdiv(n, 128)")
     return -(-a // b)
   for v in (a, b):
+    check_register_value(cx, v, "ml.cdiv")      # a ref: read it first (n[...]), named as ml.cdiv's
     d = resolve(v.type.dtype) if is_value(v) else None
     if (is_value(v) and isinstance(d, DType) and not d.is_int) or isinstance(v, float):
       what = f"{v.name or 'a value'} ({dtype_name(d)})" if is_value(v) else repr(v)
