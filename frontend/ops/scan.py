@@ -54,8 +54,8 @@ def _axis(cx, axis, rank, what):
     raise E.KernelTypeError(f"{what}: axis must be a static int, got {axis!r}", cx.loc,
                             hint=f"axis is a static int in [-{rank}, {rank})")
   if not -rank <= axis < rank:
-    raise E.KernelTypeError(f"{what}: axis {axis!r} is out of range for a {rank}-D tensor", cx.loc,
-                            hint=f"axis is a static int in [-{rank}, {rank})")
+    raise E.IndexOutOfBoundsError(f"{what}: axis {axis!r} is out of range for a tensor of rank {rank}", cx.loc,
+                                  hint=f"axes run from {-rank} to {rank - 1}")     # (as ml.sum's)
   return axis % rank
 
 
