@@ -303,7 +303,8 @@ class _Solver:
     element along its axes (not a vector with size-1 axes added, like v[:, None])."""
     out = set()
     for _, q, axes, _ in rels:
-      if any(any(v.type.shape[a] != 1 for a in axes) for v in members.get(q, [])):
+      if any(len(v.type.shape) <= max(axes, default=-1) or any(v.type.shape[a] != 1 for a in axes)
+             for v in members.get(q, [])):      # (a member of another rank: joined through a reshape)
         out.add(q)
     return out
 
@@ -322,8 +323,8 @@ class _Solver:
     tiles.sort(key=lambda v: v.id)        # program order: the first mistake is the one reported
     vectors.sort(key=lambda v: v.id)      # (a set's order changed from one call to the next)
     bad = next((v for v in tiles if len(v.type.shape) != 2), None)
+    self.reshaped_tile(bad, tiles)      # a reshape that moves a tile's elements between rows
     if bad is not None:
-      self.reshaped_tile(bad, tiles)
       # at the reduction or broadcast that makes it a row-wise tile, not where it was first read
       cls = self.uf.find(("v", bad.id))
       where = next((r for c, q, _, r in rels if cls in (c, q)), None) or self.first_use.get(bad.id)
@@ -397,7 +398,8 @@ class _Solver:
       if not isinstance(o, Reshape):
         continue
       src, dst = o.x, o.results[0]
-      if not ({src.id, dst.id} & ids) or 2 == len(src.type.shape) == len(dst.type.shape):
+      if not ({src.id, dst.id} & ids) or (2 == len(src.type.shape) == len(dst.type.shape)
+                                          and ones(src.type.shape) == ones(dst.type.shape)):
         continue
       if ones(src.type.shape) == ones(dst.type.shape):     # only size-1 axes change
         nd = src if len(src.type.shape) != 2 else dst

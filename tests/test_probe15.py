@@ -329,3 +329,19 @@ def test_cdiv_of_a_ref_names_ml_cdiv():
   """It said '+ works on register values', naming an operator the user did not write (probe 15)."""
   expect(cdiv_of_a_ref, [S((128,), F32), S((), jnp.int32)], mg.KernelTypeError, "ml.cdiv(n, 128)",
          "ml.cdiv works on register values, got n (GMEM ref)", hint="read it into registers first: n[...]")
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((16,), x.dtype))
+def row_sums_of_a_reshape(x, o):
+  o[...] = ml.sum(x[...].reshape(16, 128), axis=1)
+
+
+@pytest.mark.parametrize("shape", [(2048,), (8, 256)])
+def test_a_reshape_that_moves_a_reduced_tiles_rows_is_a_layout_error(shape):
+  """(2048,) -> (16, 128) then a row sum was MG900 (IndexError) and (8, 256) -> (16, 128) MG900 at
+  export (Mosaic GPU cannot reshape the row layout): both now MG204 at the reshape (probe 15)."""
+  e = expect(row_sums_of_a_reshape, [S(shape, F32)], mg.LayoutError, "x[...].reshape(16, 128)",
+             f"reshape of x[...] {shape} into (16, 128): x[...] is a row-wise tile here (it is reduced or"
+             f" broadcast along its rows, or meets such a tile), and a tile's rows live in fixed threads, so"
+             f" it can only gain or lose size-1 axes")
+  assert "outside the kernel" in e.hint
