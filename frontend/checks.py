@@ -306,7 +306,8 @@ class _Memory:
             f"{p.name} is never written: every output must be written in full", p.loc or self.kernel.loc,
             hint=f"store the results into {p.name} (ml.copy(buf, {p.name}.at[...]) or {p.name}[...] = value)"))
         continue
-      out.append(uncovered_error(p.name, shape, ~m, g, self.kernel.grid, self.first_write[p.value.id]))
+      out.append(_with_lone_axis_note(self.kernel, uncovered_error(p.name, shape, ~m, g, self.kernel.grid,
+                                                                   self.first_write[p.value.id])))
     return out
 
   def race_errors(self) -> list:
@@ -315,7 +316,8 @@ class _Memory:
       w = self.writers.get(p.value.id)
       race = w.first_race() if w is not None else None
       if race is not None:
-        out.append(race_error(p.name, race, self.ev.program, p.value.type.shape, self.kernel.grid))
+        out.append(_with_lone_axis_note(self.kernel, race_error(p.name, race, self.ev.program,
+                                                                p.value.type.shape, self.kernel.grid)))
     return out
 
   def check_multicast(self, acc):
@@ -441,6 +443,20 @@ def uncovered_error(name, shape, missing, g, grid, loc, masked=None):
            f" grid=lambda x: ((x.shape[0] + t - 1) // t,); ml.copy stores drop what falls outside the array),"
            f" or write the rest; to update part of an input in place, alias it to {name}:"
            f" @mgpu_kernel(..., input_output_aliases={{input index: output index}})")
+
+
+def _with_lone_axis_note(kernel, err):
+  """`err` with a note where the kernel reads ml.program_id of an axis the grid has one program
+  along (ml.program_id(1) on a 1-D grid: always 0), the likely cause of windows that collide or
+  leave the output unwritten."""
+  from .ops.control import ProgramId
+  lone = next((o for o in ir.walk(kernel.body) if isinstance(o, ProgramId) and o.axis > 0
+               and kernel.grid[o.axis] == 1), None)
+  if lone is not None:
+    err.notes = tuple(err.notes) + (
+        f"{lone.loc}: ml.program_id({lone.axis}) is 0 in every program: the grid has 1 program along axis"
+        f" {lone.axis} (grid {tuple(kernel.grid[:_rank(kernel.grid)])})",)
+  return err
 
 
 def _rank(grid) -> int:

@@ -598,4 +598,9 @@ def _unknown_option(fn, unknown: dict) -> E.KernelError:
   close = difflib.get_close_matches(name, options, n=1)
   hint = calling.ELSEWHERE.get(name) or (f"did you mean {close[0]}=?" if close else
                                   f"@mgpu_kernel takes {', '.join(options)}")
-  return E.SignatureError(f"@mgpu_kernel has no option {name}=", loc, hint=hint)
+  others = sorted(unknown)[1:]
+  if others:                          # every unknown option at once (num_warps= and num_stages=)
+    hint += "; " + "; ".join(f"{o}=: {calling.ELSEWHERE.get(o) or 'not an option either'}" for o in others)
+  names = ", ".join(f"{o}=" for o in sorted(unknown))
+  what = f"option {name}=" if not others else f"options {names}"
+  return E.SignatureError(f"@mgpu_kernel has no {what}", loc, hint=hint)

@@ -345,3 +345,26 @@ def test_a_reshape_that_moves_a_reduced_tiles_rows_is_a_layout_error(shape):
              f" broadcast along its rows, or meets such a tile), and a tile's rows live in fixed threads, so"
              f" it can only gain or lose size-1 axes")
   assert "outside the kernel" in e.hint
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 128,))
+def second_axis_on_a_1d_grid(x, out):
+  i = ml.program_id(1)
+  out.at[ml.ds(i * 128, 128)][...] = x.at[ml.ds(i * 128, 128)][...] * 2
+
+
+def test_program_id_of_an_axis_of_one_program_is_named_in_a_note():
+  """The errors named only the store; the cause was ml.program_id(1) on a 1-D grid (probe 15)."""
+  with pytest.raises(mg.UncoveredOutputError) as info:
+    second_axis_on_a_1d_grid.check(S((1024,), F32))
+  assert any("ml.program_id(1) is 0 in every program: the grid has 1 program along axis 1 (grid (8,))" in n
+             for n in info.value.notes)
+
+
+def test_every_unknown_decorator_option_is_named():
+  with pytest.raises(mg.SignatureError) as info:
+    @mg.mgpu_kernel(out_shape=lambda x: x, num_warps=8, num_stages=3)
+    def triton_options(x, out):
+      out[...] = x[...]
+  assert info.value.message == "@mgpu_kernel has no options num_stages=, num_warps="
+  assert "ml.range(n, stages=s)" in info.value.hint and "num_warps=4 is block=128" in info.value.hint
