@@ -204,32 +204,22 @@ def trip_count(em, start, stop, step, loc):
   difference passes 2**31 (a persistent loop over 2**31 - 1 tiles) count right instead of wrapping."""
   if all(isinstance(x, int) for x in (start, stop, step)):
     return len(range(start, stop, step))
-  bound = next(x for x in (start, stop) if not isinstance(x, int)) if not all(
-      isinstance(x, int) for x in (start, stop)) else None
-  kind = bound.type if bound is not None else I32
-  if bound is None:
-    span = stop - start
-  elif isinstance(start, int) and start == 0:
-    span = stop
+  emit = lambda op, *args, t=U32: em.emit(op, *args, loc=loc, types=[t]).result
+  static = isinstance(start, int) and isinstance(stop, int)       # only the step is a run-time value
+  if static:
+    if stop <= start:
+      return 0
+    span = emit(Constant, stop - start)
   else:
-    span = em.emit(Binary, BinOp.SUB, stop, start, loc=loc, types=[kind]).result
-  if isinstance(span, int):
-    span_u = span % 2 ** 32
-  else:
-    span_u = span if kind == U32 else em.emit(Cast, span, loc=loc, types=[U32]).result
-  step_u = step if isinstance(step, int) else em.emit(Cast, step, loc=loc, types=[U32]).result
-  if isinstance(span_u, int):
-    less = em.emit(Binary, BinOp.SUB, em.emit(Constant, span_u, loc=loc, types=[U32]).result, 1, loc=loc,
-                   types=[U32]).result
-  else:
-    less = em.emit(Binary, BinOp.SUB, span_u, 1, loc=loc, types=[U32]).result
-  count = em.emit(Binary, BinOp.ADD, em.emit(Binary, BinOp.FLOORDIV, less, step_u, loc=loc, types=[U32]).result,
-                  1, loc=loc, types=[U32]).result
-  count = em.emit(Cast, count, loc=loc, types=[I32]).result
-  if bound is None:
-    return count if stop > start else 0
-  runs = em.emit(Compare, CmpOp.GT, stop, start, loc=loc, types=[ScalarType(DType.bool_)]).result
-  return em.emit(Where, runs, count, 0, loc=loc, types=[I32]).result
+    kind = stop.type if isinstance(start, int) else start.type
+    span = stop if isinstance(start, int) and start == 0 else emit(Binary, BinOp.SUB, stop, start, t=kind)
+    span = span if kind == U32 else emit(Cast, span)
+  step = step if isinstance(step, int) else emit(Cast, step)
+  count = emit(Binary, BinOp.ADD, emit(Binary, BinOp.FLOORDIV, emit(Binary, BinOp.SUB, span, 1), step), 1)
+  count = emit(Cast, count, t=I32)
+  if static:
+    return count
+  return emit(Where, emit(Compare, CmpOp.GT, stop, start, t=ScalarType(DType.bool_)), count, 0, t=I32)
 
 
 def normalize(loop: For, em):

@@ -596,3 +596,21 @@ def test_gpu_loop_bounds_whose_span_passes_int32(kernel):
   x = jax.random.normal(jax.random.key(0), (64, 128), jnp.float32)
   for b, c in BOUNDS:
     np.testing.assert_allclose(kernel(x, b, c), _range_ref(x, b, c), rtol=1e-6, err_msg=str((b, c)))
+
+
+@mg.mgpu_kernel(out_shape=lambda x, c: S((8, 128), jnp.float32))
+def range_sum_static_span(x, c: ml.scalar, out):
+  buf = ml.smem((8, 128))
+  acc = ml.zeros((8, 128), jnp.float32)
+  for k in ml.range(-2147483647, 2147483647, c, stages=2):     # only the step is a run-time value
+    ml.copy(x.at[ml.ds((k % 8) * 8, 8)], buf)
+    acc = acc + buf[...]
+  out[...] = acc
+
+
+def test_pipelined_loop_with_static_bounds_and_a_run_time_step_counts_as_python():
+  x = jax.random.normal(jax.random.key(0), (64, 128), jnp.float32)
+  xs = np.asarray(x).reshape(8, 8, 128)
+  for c in (1073741824, 2147483647):
+    want = sum((xs[k % 8] for k in range(-2147483647, 2147483647, c)), np.zeros((8, 128), np.float32))
+    np.testing.assert_allclose(range_sum_static_span(x, c, interpret=True), want, rtol=1e-6)
