@@ -1,5 +1,6 @@
 """What Triton and jnp users reach for that mgpu_dsl does not have, and what to write instead:
-the hints for a missing `ml.` name (the tracer's `ml.<name>` lookups)."""
+the hints for a missing `ml.` name (the tracer's `ml.<name>` lookups), and for Triton's, Pallas's
+and JAX's own functions called in a kernel out of habit."""
 from __future__ import annotations
 
 import difflib
@@ -40,3 +41,38 @@ def missing_hint(base, attr) -> str:
     if close:
       return f"did you mean ml.{close[0]}?"
   return "check the spelling"
+
+
+# ---------------------------------------------------------------- other DSLs
+FOREIGN_MODULES = {"tl": "Triton (triton.language)", "triton": "Triton", "pl": "Pallas", "plgpu": "Pallas Mosaic GPU"}
+# Pallas and Triton functions a kernel may call out of habit -> what mgpu_dsl writes instead.
+_FOREIGN = {"program_id": "ml.program_id(axis)", "num_programs": "ml.num_programs(axis)",
+            "ds": "ml.ds(start, size)", "dslice": "ml.ds(start, size)", "cdiv": "ml.cdiv(a, b)",
+            "copy_gmem_to_smem": "ml.copy(src, dst) (GMEM to SMEM, awaited for you)",
+            "copy_smem_to_gmem": "ml.copy(src, dst) (SMEM to GMEM)", "wgmma": "ml.dot(a_s, b_s, acc)",
+            "dot": "ml.dot(a_s, b_s, acc)", "load": "ref[...] or ml.load(ref, mask=..., other=...)",
+            "store": "ref[...] = value or ml.store(ref, value, mask=...)", "arange": "ml.arange(n)",
+            "zeros": "ml.zeros(shape, dtype)", "full": "ml.full(shape, value, dtype)",
+            "atomic_add": "ml.atomic_add(ref, value)", "where": "ml.where(cond, a, b)",
+            "multiple_of": "ml.multiple_of(x, n)", "barrier_wait": "nothing: mgpu_dsl places waits itself",
+            "barrier_arrive": "nothing: mgpu_dsl places barriers itself", "commit_smem": "nothing: mgpu_dsl fences"
+            " itself", "wait_smem_to_gmem": "nothing: mgpu_dsl waits for stores itself"}
+_FOREIGN_PACKAGES = ("jax.experimental.pallas", "jax._src.pallas", "jax._src.state.indexing", "jax._src.indexing",
+                     "triton")
+# JAX's control flow called in a kernel -> the Python statement that is the kernel's control flow.
+LAX_CONTROL = {
+    "fori_loop": "for j in range(lower, upper): acc = ... (ml.range(..., stages=s) to pipeline its loads)",
+    "scan": "a for loop carrying the state: for j in range(n): carry = ...; store each step's output",
+    "while_loop": "while cond: state = ... (the condition a scalar)",
+    "cond": "if pred: ... else: ... (the predicate a scalar), or ml.where(pred, a, b) for tensors",
+    "switch": "if index == 0: ... elif index == 1: ...",
+    "map": "for j in range(n): ..."}
+
+
+def foreign_dsl(fn) -> str | None:
+  """'pl.ds' -> the hint naming mgpu_dsl's spelling, for a Pallas or Triton function."""
+  mod = getattr(fn, "__module__", None) or ""
+  if not mod.startswith(_FOREIGN_PACKAGES):
+    return None
+  name = getattr(fn, "__name__", "")
+  return _FOREIGN.get(name, "the ml.* function of that name (docs/language.md lists them)")

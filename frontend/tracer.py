@@ -17,6 +17,7 @@ from . import errors as E
 from .builder import Builder, Call
 from .dtypes import DType, to_dtype
 from .env import POISON, PoisonedUse, Unbound, assigned_names
+from . import missing
 from .missing import missing_hint
 from .trace_debug import trace_breakpoint, trace_print
 from .ops import METHODS, REF_METHODS, elementwise as ew, gather, memory, shape
@@ -58,39 +59,6 @@ _NICE = {"While": "a while loop", "With": "a with statement", "Try": "try/except
          "Match": "match"}
 _DEBUG = {"print": object(), "breakpoint": object()}
 _LIST_METHODS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse"})
-
-
-_FOREIGN_MODULES = {"tl": "Triton (triton.language)", "triton": "Triton", "pl": "Pallas", "plgpu": "Pallas Mosaic GPU"}
-# Pallas and Triton functions a kernel may call out of habit -> what mgpu_dsl writes instead.
-_FOREIGN = {"program_id": "ml.program_id(axis)", "num_programs": "ml.num_programs(axis)",
-            "ds": "ml.ds(start, size)", "dslice": "ml.ds(start, size)", "cdiv": "ml.cdiv(a, b)",
-            "copy_gmem_to_smem": "ml.copy(src, dst) (GMEM to SMEM, awaited for you)",
-            "copy_smem_to_gmem": "ml.copy(src, dst) (SMEM to GMEM)", "wgmma": "ml.dot(a_s, b_s, acc)",
-            "dot": "ml.dot(a_s, b_s, acc)", "load": "ref[...] or ml.load(ref, mask=..., other=...)",
-            "store": "ref[...] = value or ml.store(ref, value, mask=...)", "arange": "ml.arange(n)",
-            "zeros": "ml.zeros(shape, dtype)", "full": "ml.full(shape, value, dtype)",
-            "atomic_add": "ml.atomic_add(ref, value)", "where": "ml.where(cond, a, b)",
-            "multiple_of": "ml.multiple_of(x, n)", "barrier_wait": "nothing: mgpu_dsl places waits itself",
-            "barrier_arrive": "nothing: mgpu_dsl places barriers itself", "commit_smem": "nothing: mgpu_dsl fences"
-            " itself", "wait_smem_to_gmem": "nothing: mgpu_dsl waits for stores itself"}
-
-
-_LAX_CONTROL = {
-    "fori_loop": "for j in range(lower, upper): acc = ... (ml.range(..., stages=s) to pipeline its loads)",
-    "scan": "a for loop carrying the state: for j in range(n): carry = ...; store each step's output",
-    "while_loop": "while cond: state = ... (the condition a scalar)",
-    "cond": "if pred: ... else: ... (the predicate a scalar), or ml.where(pred, a, b) for tensors",
-    "switch": "if index == 0: ... elif index == 1: ...",
-    "map": "for j in range(n): ..."}
-
-
-def _foreign_dsl(fn) -> str | None:
-  """'pl.ds' -> the hint naming mgpu_dsl's spelling, for a Pallas or Triton function."""
-  mod = getattr(fn, "__module__", None) or ""
-  if not mod.startswith(("jax.experimental.pallas", "jax._src.pallas", "jax._src.state.indexing", "jax._src.indexing", "triton")):
-    return None
-  name = getattr(fn, "__name__", "")
-  return _FOREIGN.get(name, "the ml.* function of that name (docs/language.md lists them)")
 
 
 def _is_array_library(fn) -> bool:
@@ -373,7 +341,7 @@ class Tracer(Assignments, ast.NodeVisitor):
     if name in _DEBUG:
       return _DEBUG[name]
     self.env[name] = POISON         # report it once, at its first use
-    foreign = _FOREIGN_MODULES.get(name)
+    foreign = missing.FOREIGN_MODULES.get(name)
     raise E.UnknownNameError(f"name {name!r} is not defined", self.loc(node),
                              hint=(f"{name} is {foreign}'s name; mgpu_dsl's language is ml (from mgpu_dsl import"
                                    f" language as ml): ml.program_id, ml.arange, ml.load/ml.store or ref[...],"
@@ -673,11 +641,11 @@ class Tracer(Assignments, ast.NodeVisitor):
       return fn.apply(cx, args, kwargs)
     if isinstance(fn, _Method):
       return fn.fn.apply(cx, [fn.value, *args], kwargs)
-    if getattr(fn, "__module__", "").startswith("jax") and getattr(fn, "__name__", "") in _LAX_CONTROL:
+    if getattr(fn, "__module__", "").startswith("jax") and getattr(fn, "__name__", "") in missing.LAX_CONTROL:
       raise E.KernelTypeError(
           f"{self.text(node.func)} is JAX's control flow, which a kernel writes in Python", cx.loc,
-          hint=_LAX_CONTROL[fn.__name__])
-    if (foreign := _foreign_dsl(fn)) is not None:
+          hint=missing.LAX_CONTROL[fn.__name__])
+    if (foreign := missing.foreign_dsl(fn)) is not None:
       what = "Triton" if (getattr(fn, "__module__", "") or "").startswith("triton") else "Pallas"
       raise E.KernelTypeError(f"{self.text(node.func)} is {what}'s; an mgpu_dsl kernel calls ml.* functions",
                               cx.loc, hint=f"write {foreign}")
