@@ -204,7 +204,7 @@ class _Memory:
     if kind not in READS:            # writes, and effects this check does not know: may write
       boxes.add(*self.boxes_of(w, acc.may))
       self.first_write.setdefault(w.root.id, acc.op.loc)
-    elif acc.exact and not w.remote and not masked:
+    elif acc.exact and not w.remote and not masked and not getattr(acc.op, "merge", False):
       self.check_read(acc, boxes)
 
   def report(self, err):

@@ -20,6 +20,7 @@ from .checks import check_kernel, check_minor_starts, check_tiled_starts
 from .dtypes import DType, to_dtype
 from .layout_checks import check_layouts
 from .layouts import assign_layouts
+from .remat import split_index_vectors
 from .loc import Loc
 from .ops.atomic import accumulated_outputs, check_atomic_layouts
 from .pipeline import pipeline_loops
@@ -28,6 +29,7 @@ from .smem import plan_scratch, plan_smem
 from .source import Source, read_function
 from .sync import SyncPass
 from .tracer import Tracer
+from .env import local_names
 from .types import DTypeVar, RefType, ScalarType, Space, resolve, resolved
 
 
@@ -153,6 +155,7 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, bloc
   for name in pk.scalar_params:
     _bind_scalar_param(pk, tr, em, name, n_in)
   try:
+    tr.local_names = local_names(pk.tree.body)
     tr.run_body(pk.tree.body)
   except E.InternalError as e:
     E.raise_all(tr.errors + [e])
@@ -174,6 +177,7 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, bloc
     if errors:
       E.raise_all(errors)
     ir.prune_dead(kernel.body)
+    split_index_vectors(kernel, em.defs)
     assign_layouts(kernel, em.defs)
     check_layouts(kernel, em.defs)
     check_atomic_layouts(kernel)

@@ -29,6 +29,29 @@ class PoisonedUse(Exception):
   """A statement read a poisoned name: skip it without a new error."""
 
 
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.ListComp, ast.SetComp,
+           ast.DictComp, ast.GeneratorExp)
+
+
+def local_names(stmts) -> set[str]:
+  """The names a function body makes local, as Python does: those it assigns (not in nested
+  functions or comprehensions, which have scopes of their own), less `global`/`nonlocal` ones."""
+  out: set[str] = set()
+  declared: set[str] = set()
+
+  def visit(node):
+    if isinstance(node, (ast.Global, ast.Nonlocal)):
+      declared.update(node.names)
+    if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+      out.add(node.id)
+    for child in ast.iter_child_nodes(node):
+      if not isinstance(child, _SCOPES):
+        visit(child)
+  for s in stmts:
+    visit(s)
+  return out - declared
+
+
 def assigned_names(stmts) -> list[str]:
   """Names bound by assignment anywhere in `stmts` (nested blocks included), in order."""
   out: list[str] = []

@@ -21,8 +21,9 @@ from .types import RefType, ScalarType, TensorType, dtype_name
 
 
 def _is_carriable(v) -> bool:
-  return (is_value(v) and not isinstance(v.type, RefType)) or (
-      isinstance(v, Num) and not isinstance(v, bool))
+  """A register value, or a Python number (a bool too: a flag set in a runtime if becomes a
+  boolean scalar, as an int becomes an int32 one)."""
+  return (is_value(v) and not isinstance(v.type, RefType)) or isinstance(v, Num)
 
 
 def _as_value(tracer, v, loc, note=None):
@@ -253,7 +254,9 @@ def trace_for(tracer, node: ast.For):
   for n in poisoned:
     env[n] = POISON
   env[name] = _Unbound(f"{name} is the loop variable of the loop at line {loc.lineno}, which is not"
-                       f" defined after a runtime loop")
+                       f" defined after a runtime loop (it may run no trips)",
+                       hint=f"keep what you need in a variable the loop carries: last = 0 before the loop,"
+                            f" last = {name} in its body, then use last after it")
 
 
 def _inits(tracer, carries, loc):
@@ -313,12 +316,36 @@ def _trace_body(tracer, node, loc, body: ir.Block, carries, inits, args_) -> set
         if not _same_type(init, leaf, loc):
           raise E.LoopCarryTypeError(
               f"{ln} enters the loop as {init.type} but an iteration makes it {leaf.type}", where,
-              hint=f"convert it back at the end of the body: {ln} = {ln}.astype(jnp.{dtype_name(init.type.dtype)})"
+              hint=f"convert it back at the end of the body: "
+                   + _rebuilt(n, c.value if c.container else None, ln,
+                              f"{{}}.astype(jnp.{dtype_name(init.type.dtype)})")
               if init.type.shape == leaf.type.shape else f"keep {ln}'s shape fixed across iterations",
               notes=(f"{loc}: the loop that carries {n}",))
         yields.append(leaf)
     b.emit(ctl.Yield, tuple(yields), loc=loc)
   return poisoned
+
+
+def _rebuilt(name, value, leaf_name, fix) -> str:
+  """`leaf = fix(leaf)` for a plain carry; for a leaf of a carried tuple (`st[1][1]`, whose items
+  cannot be assigned), the tuple rebuilt with that leaf fixed: st = (st[0], (st[1][0], fix))."""
+  import re
+  path = [int(i) for i in re.findall(r"\[(\d+)\]", leaf_name[len(name):])]
+  if not isinstance(value, (tuple, list)) or not path:
+    return f"{leaf_name} = {fix.format(leaf_name)}"
+
+  def build(expr, v, rest):
+    if not rest:
+      return fix.format(expr)
+    if not isinstance(v, (tuple, list)) or rest[0] >= len(v):
+      raise IndexError
+    items = [build(f"{expr}[{i}]", x, rest[1:]) if i == rest[0] else f"{expr}[{i}]" for i, x in enumerate(v)]
+    body = ", ".join(items) + ("," if len(items) == 1 and isinstance(v, tuple) else "")
+    return f"({body})" if isinstance(v, tuple) else f"[{body}]"
+  try:
+    return f"{name} = {build(name, value, path)}"
+  except IndexError:
+    return f"{leaf_name} = {fix.format(leaf_name)}"
 
 
 def _slices(inits, carries, c):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import inspect
 
 from . import errors as E
-from .env import PoisonedUse
+from .env import PoisonedUse, local_names
 from .source import read_function
 
 MAX_DEPTH = 16
@@ -32,6 +32,7 @@ def call_inline(tracer, node, fn, args, kwargs):
   child = tracer.child(src, scope)
   child.env = dict(bound.arguments)
   before = len(tracer.errors)
+  child.local_names = local_names(tree.body)
   child.run_body(tree.body)      # a `return` (at the end, or under static conditions) ends it
   if len(tracer.errors) > before:
     raise PoisonedUse()          # reported inside the helper; skip the caller's statement

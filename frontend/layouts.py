@@ -328,6 +328,20 @@ class _Solver:
       # at the reduction or broadcast that makes it a row-wise tile, not where it was first read
       cls = self.uf.find(("v", bad.id))
       where = next((r for c, q, _, r in rels if cls in (c, q)), None) or self.first_use.get(bad.id)
+      from .ops.shape import Broadcast
+      spread = next((r for c, q, _, r in rels if (c in comp or q in comp) and isinstance(r, Broadcast)
+                     and len([n for n in r.result.type.shape if n != 1]) >= 2 and len(r.result.type.shape) > 2
+                     and math.prod(r.result.type.shape) > math.prod(r.x.type.shape)),   # it stretches
+                    None)
+      if spread is not None:      # NumPy broadcasting into a 3-D (or more) result
+        src, dst = spread.x.type.shape, spread.result.type.shape
+        raise E.LayoutError(
+            f"broadcasting {spread.x.name or 'a tensor'} of shape {src} to {dst}: broadcasting works into"
+            f" 1-D and 2-D tensors, not {len(dst)}-D ones (a register tile keeps its rows in fixed threads)",
+            spread.loc,
+            hint="take the leading axis in an ml.static_range loop, 2-D at a time: for i in"
+                 f" ml.static_range({dst[0]}): out.at[i][...] = x.at[i][...] + b[...]; or reshape the arrays"
+                 " to 2-D outside the kernel (x.reshape(-1, n), free in XLA)")
       if len([n for n in bad.type.shape if n != 1]) <= 2:    # a tile with size-1 axes around it
         raise E.LayoutError(
             f"{bad.name or 'this tensor'} of shape {bad.type.shape} meets a row-wise tile (reduced or"
@@ -417,14 +431,27 @@ class _Solver:
           hint=READ_2D_FIRST + " (results likewise: store them through a 2-D output and reshape outside)")
 
   def conflict(self, c, p, axes, o, layout, members):
-    vec = (members.get(c) or [None])[0]
-    name = vec.name if vec is not None and vec.name else "this vector"
+    from .ops.shape import Reduce
+    # The vector as the user named it: a variable (`c`) rather than the expression it came from.
+    names = [v.name for v in members.get(c, []) if v.name and len(v.type.shape) == 1]
+    name = next((n for n in names if n.isidentifier()), names[0] if names else "this vector")
+    if isinstance(o, Reduce) and o.results and len(o.result.type.shape) == 1:
+      # Two reductions' vectors met in elementwise math (or a branch): no broadcast involved.
+      others = [v.name for v in members.get(c, []) if v.name and v.id != o.result.id and len(v.type.shape) == 1]
+      other = next((n for n in others if n.isidentifier()), others[0] if others else "another vector")
+      raise E.LayoutError(
+          f"this reduction gives {_role(layout[p].dropped(axes))} of {o.x.name or 'its tile'}, but it meets"
+          f" {other}, {_role(layout[c])}, in elementwise math or a branch: the two live in different"
+          f" register layouts", o.loc,
+          hint="pass one through an SMEM vector to combine them: tmp = ml.smem((n,), jnp.float32); tmp[...] = v;"
+               " then tmp[...] reads it back in the layout the other needs")
     raise E.LayoutError(
         f"{name} is used as {_role(layout[c])} of one tile and as {_role(layout[p].dropped(axes))} of"
-        f" another ({layout[c]} vs {layout[p].dropped(axes)} register layouts)", o.loc,
-        hint="give each use its own copy: compute the vector twice, load it again from memory, or pass one"
-             " through an SMEM vector (t = ml.smem((n,), jnp.float32); t[...] = v; then t[...] reads it"
-             " in the layout its use needs)")
+        f" another: a register vector lives in one of the two layouts", o.loc,
+        hint="give each use its own copy: compute the vector twice (an index vector: write its ml.arange"
+             " expression again for the second use), load it again from memory, or pass one through an"
+             " SMEM vector (t = ml.smem((n,), jnp.float32); t[...] = v; then t[...] reads it in the"
+             " layout its use needs)")
 
   # ------------------------------------------------------------ applying
   def apply(self):

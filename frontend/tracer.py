@@ -134,6 +134,9 @@ class Tracer(Assignments, ast.NodeVisitor):
     self.jump: str | None = None   # "break"/"continue" ending an unrolled iteration, "return" ending the kernel
     self.top = builder.block  # the kernel's top-level block: a static `return` is allowed there
     self.returned = None      # what an @ml.inline helper's `return` gave
+    # Names the function assigns anywhere: as in Python, they are its locals, never the module's
+    # globals of the same name (reading one before its assignment is an error, not the global).
+    self.local_names: set[str] = set()
 
   def child(self, source: Source, scope: dict) -> "Tracer":
     """A tracer for an @ml.inline helper's body, sharing the builder and the error list."""
@@ -332,6 +335,16 @@ class Tracer(Assignments, ast.NodeVisitor):
         raise E.UnboundNameError(v.message or f"{name} is possibly unbound here: {v.why}", self.loc(node),
                                  hint=v.hint or f"assign {name} before the branch or loop")
       return v
+    if name in self.local_names:
+      self.env[name] = POISON     # report it once, at its first read
+      shadows = name in self.scope
+      raise E.UnboundNameError(
+          f"{name} is read before it is assigned: it is assigned in this kernel, so (as in Python) it is a"
+          f" local name" + (", not the module's global of the same name" if shadows else "")
+          + ("" if not self.loops else ", and an iteration does not see what the previous one assigned"
+             " unless it is assigned before the loop"), self.loc(node),
+          hint=(f"assign {name} before its first read" + (" (before the loop, to carry it)" if self.loops else "")
+                + (f"; to use the global, give the local another name" if shadows else "")))
     if name in self.scope:
       v = self.scope[name]
       self.globals_read.setdefault(name, v)
@@ -412,8 +425,10 @@ class Tracer(Assignments, ast.NodeVisitor):
         return _Method(REF_METHODS[attr], base)
       raise E.KernelTypeError(
           f"{kind_of(base)} has no attribute {attr!r}", self.loc(node),
-          hint="refs have .at, .load, .store, .shape, .dtype; register values .astype, .reshape, .sum, .max, .min,"
-               " .shape, .dtype")
+          hint="refs have .at, .load, .store, .T, .shape, .dtype; register values "
+               + ", ".join(f".{m}" for m in sorted(set(METHODS) | {"T", "shape", "dtype"}))
+               + (f" (for .{attr}, call ml.{attr}(x, ...))" if attr in ("argmax", "argmin", "cumsum", "sort", "argsort")
+                  else ""))
     if isinstance(base, (tuple, list)) and attr in _LIST_METHODS:
       raise E.KernelTypeError(
           f"{self.text(node.value)}.{attr}: lists in a kernel are fixed once built (a loop carries them"

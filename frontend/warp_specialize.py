@@ -219,8 +219,15 @@ def _needed(plan, path, defs, ivs, inputs) -> set:
   count, the free values of the load windows, and what they are computed from (scalar
   arithmetic, and reads of the kernel's inputs, such as a sequence's length or a page-table
   entry)."""
+  from .ops.control import If
   roots = []
   for o in path[:-1]:
+    if not isinstance(o, (For, If)):      # a while loop: its condition is computed in the compute role
+      raise E.WarpSpecializeError(
+          "a warp-specialised loop inside a while loop: the producer warpgroup walks the for loops and"
+          " ifs around the loop, not a while loop's condition", plan.loop.loc,
+          hint="write the outer loop as a for loop over a trip count (for t in range(n):), or drop"
+               " warp_specialize=True")
     roots += [o.start, o.stop, o.step] if isinstance(o, For) else [o.cond]
   roots.append(plan.loop.stop)
   inner = {id(a) for _, _, addr in plan.sites for a in addr}

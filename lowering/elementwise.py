@@ -202,8 +202,11 @@ def _i_binary(cta, o):
     r = N.FLOAT_BIN[o.kind](a.astype(c), b.astype(c))
   else:
     if o.kind in (BinOp.FLOORDIV, BinOp.MOD) and np.any(b == 0):
+      a_, d_ = (x.name if isinstance(x, kir.Value) and x.name else str(x) if not isinstance(x, kir.Value)
+                else n for x, n in ((o.lhs, "a"), (o.rhs, "d")))
+      a_, d_ = (t if t.isidentifier() or t.endswith("]") and "(" not in t else f"({t})" for t in (a_, d_))
       raise InterpretError(f"integer {o.kind.value} by zero (undefined on the GPU)", o.loc,
-                           hint="guard the divisor: ml.where(d == 0, 1, d)")
+                           hint=f"guard the divisor: {a_} {o.kind.value} ml.where({d_} == 0, 1, {d_})")
     if o.kind in (BinOp.SHL, BinOp.SHR) and np.any((b < 0) | (b >= d.bits)):
       raise InterpretError(f"a shift by an amount outside 0..{d.bits - 1} (undefined on the GPU)", o.loc,
                            hint=f"keep shift amounts below the bit width ({d.bits})")
@@ -234,6 +237,10 @@ def _i_where(cta, o):
   t = o.result.type
   r = np.where(cta.get(o.cond), cta.operand(o.on_true, t.dtype), cta.operand(o.on_false, t.dtype))
   cta.set(o.result, np.array(np.broadcast_to(r, t.shape), N.np_dtype(t.dtype)))
+  if isinstance(o.on_false, kir.Value) and (h := cta.holes.get(o.on_false.id)) is not None:
+    holes = np.broadcast_to(h & ~np.asarray(cta.get(o.cond), bool), t.shape)   # a masked SMEM store's merge
+    if holes.any():
+      cta.holes[o.result.id] = holes
 
 
 @interpret(Cast)

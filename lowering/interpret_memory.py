@@ -277,11 +277,16 @@ class CtaMemory:
     self.waited: dict[int, int] = {}
     self.steps = 0
     self.filled = {v.id: np.zeros(v.type.shape, bool) for v in m.kernel.smem}   # SMEM elements written
+    self.holes: dict = {}                       # value id -> elements a masked SMEM store's merge read unwritten
     self.pending_gmem: list[tuple] = []         # (GMEM root id, loc) of TMA stores that may still write, in order
 
-  def check_filled(self, ref: Ref, o):
-    """An SMEM read must read elements something wrote (SMEM starts with garbage)."""
+  def check_filled(self, ref: Ref, o, box=None):
+    """An SMEM read must read elements something wrote (SMEM starts with garbage); `box`: only
+    those of the window's elements (a TMA store's, whose elements past GMEM's end are dropped)."""
     filled = self.m.ctas[ref.owner].filled[ref.root.id][ref.index]
+    if box is not None:
+      filled = np.ones_like(filled)
+      filled[box] = self.m.ctas[ref.owner].filled[ref.root.id][ref.index][box]
     if not np.all(filled):
       raise uninitialized_read(ref.name, _region(ref.name, ref.root.type.shape, ref.index, ~filled),
                                f" in program {self.pid}", False, o.loc)
@@ -352,7 +357,7 @@ class CtaMemory:
     """cp.async.bulk.wait_group(pending): all but the `pending` newest stores are done."""
     del self.pending_store[:max(len(self.pending_store) - pending, 0)]
 
-  def read(self, ref: Ref, o, kind: str = "read") -> np.ndarray:
+  def read(self, ref: Ref, o, kind: str = "read", check: bool = True) -> np.ndarray:
     tma = kind == "tma_read"
     if ref.owner >= 0:
       ref.check_bounds(o)
@@ -360,7 +365,7 @@ class CtaMemory:
       self.m.smem_phase(self, ref, o, write=False)
       if ref.owner != self.rank:       # a peer may still write it in this phase (a race, reported then)
         self.m.late_reads.append((self, ref, o))
-      else:
+      elif check:
         self.check_filled(ref, o)
       return self.buffer(ref)[ref.index].copy()
     if not tma:
@@ -384,14 +389,16 @@ class CtaMemory:
     buf = self.buffer(ref)
     buf[ref.index] = fn(buf[ref.index])
 
-  def write(self, ref: Ref, data: np.ndarray, o, kind: str = "write"):
+  def write(self, ref: Ref, data: np.ndarray, o, kind: str = "write", holes=None):
+    """`holes`: elements of the window a masked SMEM store leaves unwritten (see Load.merge)."""
     tma = kind == "tma_write"
     if ref.owner >= 0:
       ref.check_bounds(o)
       self.smem_sync(ref, o, kind)
       self.m.smem_phase(self, ref, o, write=True)
       self.buffer(ref)[ref.index] = data
-      self.m.ctas[ref.owner].filled[ref.root.id][ref.index] = True
+      filled = self.m.ctas[ref.owner].filled[ref.root.id]
+      filled[ref.index] = True if holes is None else ~holes.reshape(filled[ref.index].shape)
       return
     if not tma:
       ref.check_bounds(o)

@@ -119,10 +119,16 @@ def ieee_minimum(a, b):
   return np.where((a == 0) & (b == 0), -np.add(-a, -b), r)        # -0 if either zero is negative
 
 
+def is_floating(dtype) -> bool:
+  """numpy's floats and ml_dtypes' (bfloat16, float8), which numpy's issubdtype does not count."""
+  name = np.dtype(dtype).name
+  return np.issubdtype(dtype, np.floating) or name.startswith(("bfloat", "float")) and name in ml_dtypes.__all__
+
+
 def ieee_reduce(kind_max: bool, x, axis):
   """max or min of x over `axis`, with the signed-zero rule of ieee_maximum / ieee_minimum."""
   r = (np.max if kind_max else np.min)(x, axis=axis)
-  if not np.issubdtype(x.dtype, np.floating):
+  if not is_floating(x.dtype):
     return r
   zero = np.asarray(x) == 0
   keep = ~np.signbit(x) if kind_max else np.signbit(x)     # the zero that wins

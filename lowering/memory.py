@@ -155,12 +155,17 @@ def _i_cluster_ref(cta, o):
 
 @interpret(Load)
 def _i_load(cta, o):
-  cta.set(o.result, cta.read(cta.get(o.ref), o).reshape(o.result.type.shape))
+  ref = cta.get(o.ref)
+  cta.set(o.result, cta.read(ref, o, check=not o.merge).reshape(o.result.type.shape))
+  if o.merge and ref.owner >= 0:     # elements nothing wrote: kept unwritten by the masked store
+    holes = ~cta.m.ctas[ref.owner].filled[ref.root.id][ref.index]
+    if holes.any():
+      cta.holes[o.result.id] = holes.reshape(o.result.type.shape)
 
 
 @interpret(Store)
 def _i_store(cta, o):
-  cta.write(cta.get(o.ref), cta.get(o.value), o)
+  cta.write(cta.get(o.ref), cta.get(o.value), o, holes=cta.holes.pop(o.value.id, None))
 
 
 def stage_of(cta, stage) -> int:
@@ -173,6 +178,11 @@ def _i_copy(cta, o):
   if o.reduce is not None:
     from .atomic import reduce_into_gmem
     reduce_into_gmem(cta, dst, cta.read(src, o, "tma_read"), o.reduce, o)
+  elif src.owner == cta.rank and dst.owner < 0:   # SMEM -> GMEM: elements past GMEM's end are dropped
+    data = cta.read(src, o, "tma_read", check=False)
+    if (c := dst.clip()) is not None:
+      cta.check_filled(src, o, c[1])
+    cta.write(dst, data, o, "tma_write")
   else:
     cta.write(dst, cta.read(src, o, "tma_read"), o, "tma_write")
   if dst.owner >= 0:                 # GMEM -> SMEM lands at the matching WaitLoad

@@ -172,7 +172,7 @@ def _np_combine(kind, a, b):
     return a + b
   if kind == ScanKind.PROD:
     return a * b
-  if np.issubdtype(a.dtype, np.floating):
+  if N.is_floating(a.dtype):
     return N.ieee_maximum(a, b) if kind == ScanKind.MAX else N.ieee_minimum(a, b)
   return np.maximum(a, b) if kind == ScanKind.MAX else np.minimum(a, b)
 

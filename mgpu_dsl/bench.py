@@ -41,8 +41,10 @@ def caller_loc() -> Loc:
   if f is None:
     return Loc("<unknown>", 0, 0)
   import linecache
-  return Loc(f.f_code.co_filename, f.f_lineno, 0, source_line=linecache.getline(f.f_code.co_filename,
-                                                                               f.f_lineno))
+  line = linecache.getline(f.f_code.co_filename, f.f_lineno)
+  col = len(line) - len(line.lstrip()) if line.strip() else 0     # the statement, not its indentation
+  return Loc(f.f_code.co_filename, f.f_lineno, col, f.f_lineno, len(line.rstrip()) if line.strip() else None,
+             source_line=line)
 
 
 def bench(fn: Callable, *args: Any, iterations: int = 20) -> float:

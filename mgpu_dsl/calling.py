@@ -88,6 +88,10 @@ def _dtype_hint(pk, i, a) -> str:
     dtype = np.dtype(a.dtype)
   except TypeError:
     dtype = None
+  if dtype == np.float64 and jax.config.jax_enable_x64 and not isinstance(a, jax.core.Tracer):
+    refs = pk.ref_params
+    name = refs[i] if i < len(refs) else "x"
+    return f"convert it to a supported dtype: {name}.astype(np.float32); supported dtypes: {SUPPORTED_DTYPES}"
   if dtype == np.float64 and jax.config.jax_enable_x64:
     refs = pk.ref_params
     name = refs[i] if i < len(refs) else "x"

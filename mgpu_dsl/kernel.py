@@ -311,6 +311,13 @@ class KernelFunction:
                  f" jnp.int64({name}) with jax_enable_x64")
       if p < len(args) and isinstance(args[p], (int, float)):
         args[p] = np.asarray(args[p], np.float32 if isinstance(args[p], float) else np.int32)
+      elif p < len(args) and getattr(getattr(args[p], "aval", None), "weak_type", False):
+        # A Python number through jax.jit with jax_enable_x64: a weak int64/float64 scalar. Typed as
+        # the same number passed eagerly (int32, float32), as jnp keeps weak values in 32 bits.
+        import jax
+        d = np.dtype(args[p].dtype)
+        if d in (np.int64, np.float64):
+          args[p] = jax.lax.convert_element_type(args[p], np.int32 if d == np.int64 else np.float32)
     return tuple(args)
 
   def _compile(self, args, constexprs, levels=(), allow_empty=False) -> dict:

@@ -75,7 +75,7 @@ def leaf_changes_dtype(x, out):
 def test_a_leaf_changing_dtype_is_named_by_its_index():
   expect(leaf_changes_dtype, [S((4, 64), jnp.float16)], mg.LoopCarryTypeError, "st = [st[0], x",
          "st[1] enters the loop as tensor<64, float32> but an iteration makes it tensor<64, float16>",
-         hint="convert it back at the end of the body: st[1] = st[1].astype(jnp.float32)")
+         hint="convert it back at the end of the body: st = [st[0], st[1].astype(jnp.float32)]")
 
 
 @mg.mgpu_kernel(out_shape=lambda x: S((64,), F32), grid=(2,))

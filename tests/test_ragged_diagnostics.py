@@ -87,7 +87,7 @@ def test_a_mask_must_fit_the_window():
 def test_other_must_have_the_refs_dtype():
   e = expect(other_of_wrong_dtype, [X], mg.DtypeMismatchError, "x.at[ml.ds(0, 128)].load(",
              "ml.load's other (int32) differs from x.at[ml.ds(0, 128)]'s dtype (float32)")
-  assert e.hint == "convert it: other=s.astype(jnp.float32)"
+  assert e.hint == "convert it: other=(ml.sum(ml.arange(128))).astype(jnp.float32)"
 
 
 def test_cdiv_needs_integers():

@@ -66,7 +66,7 @@ def row_and_column(x, out):
 def test_a_vector_used_as_row_and_column_statistic_is_a_layout_conflict():
   e = expect(row_and_column, [S((128, 128), F32)], mg.LayoutError, "v[None, :]",
              "v is used as a row statistic (one value per row) of one tile and as a column vector"
-             " (one value per column) of another (rows1x4_row vs rows1x4_col register layouts)")
+             " (one value per column) of another: a register vector lives in one of the two layouts")
   assert "load it again" in e.hint
 
 

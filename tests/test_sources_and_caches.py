@@ -294,14 +294,18 @@ def axpb(x, s: ml.scalar, out):
   out.at[r][...] = x.at[r][...] * s
 
 
-def test_a_python_float_under_jit_with_x64_says_x64_is_on():
+def test_a_python_float_under_jit_with_x64_is_float32_and_a_float64_array_says_x64_is_on():
+  """A Python float through jax.jit (a weak float64 scalar with x64) is a float32 scalar, as when
+  the kernel is called eagerly; a float64 array under jit is an error whose hint names x64."""
   before = jax.config.jax_enable_x64
   jax.config.update("jax_enable_x64", True)
   try:
     x = jnp.ones(128, jnp.float32)
     np.testing.assert_array_equal(axpb(x, 0.5, interpret=True), np.full(128, 0.5, np.float32))
+    np.testing.assert_array_equal(jax.jit(lambda x, s: axpb(x, s, interpret=True))(x, 0.5),
+                                  np.full(128, 0.5, np.float32))
     with pytest.raises(mg.SignatureError) as e:
-      jax.jit(lambda x, s: axpb(x, s, interpret=True))(x, 0.5)
+      jax.jit(lambda x, s: axpb(x, s, interpret=True))(x, np.float64(0.5))
     np.testing.assert_array_equal(jax.jit(lambda x, s: axpb(x, jnp.float32(s), interpret=True))(x, 0.5),
                                   np.full(128, 0.5, np.float32))
   finally:

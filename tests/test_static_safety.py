@@ -479,6 +479,6 @@ def f4_smem(x, out):
 
 
 def test_blackwell_4bit_smem_is_not_expressible():
-  e = expect(f4_smem, [S((128,), F32)], mg.KernelTypeError, "ml.smem(",
-             "ml.smem needs a dtype such as jnp.float32, got <class 'jax.numpy.float4_e2m1fn'>")
-  assert e.code == "MG003"
+  e = expect(f4_smem, [S((128,), F32)], mg.UnsupportedDtypeError, "ml.smem(",
+             "ml.smem: float4_e2m1fn is not a kernel dtype")
+  assert e.code == "MG106" and "float8_e4m3fn" in e.hint

@@ -81,7 +81,7 @@ def test_loop_variable_is_unbound_after_a_runtime_loop():
   line, _ = where(loop_variable_after_loop, "for k in range(2):")
   expect(loop_variable_after_loop, [S((128,), F32)], mg.UnboundNameError, "k * 128",
          f"k is possibly unbound here: k is the loop variable of the loop at line {line}, which is"
-         f" not defined after a runtime loop")
+         f" not defined after a runtime loop (it may run no trips)")
 
 
 # ---------------------------------------------------------------------------- one pass, every error

@@ -132,15 +132,19 @@ def _mask_arg(cx, ref, mask, what):
                             f" {d} tensor", cx.loc,
                             hint="pass a comparison as it is (mask=rows < n, without .astype), or compare a"
                                  " number tensor: mask=m != 0")
+  shape = ref.type.shape
+  if is_scalar(mask) and resolve(mask.type.dtype) == DType.bool_:   # one condition for the whole window
+    return ew.full_(cx, shape, mask, DType.bool_, f"{what}'s mask")
+  n = shape[0] if shape else 128
+  grid = f"rows = i * {n} + ml.arange({n}); mask = " + ("rows < n" if len(shape) <= 1 else
+                                                          f"rows[:{', None' * (len(shape) - 1)}] < n")
   if not is_tensor(mask):
     raise E.KernelTypeError(f"{what}'s mask must be a boolean tensor, got {kind_of(mask)}", cx.loc,
-                            hint="compare an index grid with a bound: rows = i * 128 + ml.arange(128);"
-                                 " mask = rows[:, None] < n")
-  shape = ref.type.shape
+                            hint=f"compare an index grid with a bound: {grid}")
   if broadcast_shape(cx, [mask.type.shape, shape], what, ["the mask", ref.name or "the window"]) != shape:
     raise E.ShapeMismatchError(
         f"{what}'s mask of shape {mask.type.shape} does not fit {ref.name or 'the window'} of shape {shape}",
-        cx.loc, hint="the mask needs the window's shape, or one that broadcasts to it (rows[:, None])")
+        cx.loc, hint=f"the mask needs the window's shape {shape}, or one that broadcasts to it: {grid}")
   return broadcast_to_shape(cx, mask, shape)
 
 
@@ -161,8 +165,9 @@ def load_(cx, ref, mask=None, other=0):
   mask = _mask_arg(cx, ref, mask, "ml.load")
   d = ref.type.dtype
   if is_value(other) and not is_ref(other) and unify(d, other.type.dtype, cx.loc, "ml.load's other") is None:
-    convert = "s" if not is_tensor(other) else (other.name if (other.name or "").isidentifier() else
-                                                 f"({other.name})" if other.name else "v")
+    named = other.name or ""
+    convert = (named if named.isidentifier() else f"({named})" if named else "s" if not is_tensor(other)
+               else "v")
     raise E.DtypeMismatchError(
         f"ml.load's other ({dtype_name(other.type.dtype)}) differs from {ref.name or 'the ref'}'s dtype"
         f" ({dtype_name(d)})", cx.loc, hint=f"convert it: other={convert}.astype(jnp.{dtype_name(d)})")
@@ -172,6 +177,9 @@ def load_(cx, ref, mask=None, other=0):
   if not (is_value(other) or isinstance(other, Num)):
     raise E.KernelTypeError(f"ml.load's other must be a number, a scalar or a tensor, got {kind_of(other)}",
                             cx.loc, hint="other=0.0")
+  if isinstance(other, int) and isinstance(dt := resolve(d), DType) and dt.is_int:
+    lo, hi = (0, 2 ** dt.bits - 1) if not dt.is_signed else (-2 ** (dt.bits - 1), 2 ** (dt.bits - 1) - 1)
+    ew.check_python_int(cx, other, d, "ml.load's other", hint=_int_other_hint(other, dtype_name(d), lo, hi))
   return _masked_read(cx, ref, mask, other)
 
 
@@ -211,7 +219,7 @@ def store_(cx, ref, value, mask=None):
   _ref_arg(cx, ref, "ml.store")
   mask = _mask_arg(cx, ref, mask, "ml.store")
   if ref.type.space == Space.SMEM:      # always in bounds: merge in registers
-    return store(cx, ref, ew.where_(cx, mask, value, load(cx, ref, ref.name)))
+    return store(cx, ref, ew.where_(cx, mask, value, load(cx, ref, ref.name, merge=True)))
   view_value = _stored_tensor(cx, ref, value)
   cx.b.emit(MaskedStore, ref, view_value, mask, loc=cx.loc)
 
@@ -221,7 +229,7 @@ def _stored_tensor(cx, ref, value):
   from .shape import broadcast_shape, broadcast_to_shape
   t = ref.type
   if isinstance(value, Num) or is_scalar(value):
-    return ew.full_(cx, t.shape, value, t.dtype)
+    return ew.full_(cx, t.shape, value, t.dtype, f"the store into {ref.name or 'this ref'}")
   if not is_tensor(value):
     raise E.KernelTypeError(f"cannot store {kind_of(value)} into {ref.name or 'a ref'}", cx.loc,
                             hint="store a register tensor")

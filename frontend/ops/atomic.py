@@ -108,7 +108,7 @@ def _atomic(cx, kind: AtomicKind, ref, value):
   check_dtype(cx, kind, t.dtype, hw.ATOMIC_GMEM if t.space == Space.GMEM else hw.ATOMIC_SMEM, what,
               f"in {t.space}")
   if isinstance(value, Num) or is_scalar(value):
-    value = full_(cx, t.shape, value, t.dtype)
+    value = full_(cx, t.shape, value, t.dtype, what)
   elif value.type.shape != t.shape:
     if broadcast_shape(cx, [value.type.shape, t.shape], what, [value.name or "the value",
                                                              ref.name or "the window"]) != t.shape:

@@ -185,6 +185,16 @@ def dtype_arg(cx, x, what, *, optional=False) -> DType | None:
     return None
   d = PYTHON_TYPES[x] if isinstance(x, type) and x in PYTHON_TYPES else to_dtype(x)
   if d is None:
+    import numpy as np
+    try:
+      known = np.dtype(x).name              # a real dtype, just not one kernels compute in
+    except TypeError:
+      known = None
+    if known is not None and known != "object":
+      raise E.UnsupportedDtypeError(
+          f"{what}: {known} is not a kernel dtype", cx.loc,
+          hint="kernels compute in float32, float16, bfloat16, float8_e4m3fn, float8_e5m2, int8 to int64 and"
+               " uint8 to uint32 (int64 with jax_enable_x64)")
     raise E.KernelTypeError(f"{what} needs a dtype such as jnp.float32, got {x!r}", cx.loc,
                             hint="pass a jnp dtype: jnp.float32, jnp.bfloat16, jnp.int32, ...")
   return d

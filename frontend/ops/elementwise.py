@@ -161,7 +161,7 @@ def constant(cx, value, dtype=None):
   return cx.b.emit(Constant, value, loc=cx.loc, types=[ScalarType(dtype)]).result
 
 
-def check_python_int(cx, value, dtype, what):
+def check_python_int(cx, value, dtype, what, hint=None):
   """A Python int that meets a kernel value must fit in 32 bits, as in JAX (whose Python ints
   are int32 without x64): int32's range, or uint32's for an unsigned operand. Narrower integer
   types then wrap, as jnp's do. Before this check, 2**32 + 5 silently became 5."""
@@ -179,7 +179,7 @@ def check_python_int(cx, value, dtype, what):
     raise E.KernelTypeError(
         f"{what} uses the Python int {value}, which does not fit in {kind}: kernels compute in"
         f" {kind[-2:]} bits (a larger constant would silently lose its high bits)", cx.loc,
-        hint="use a constant in range, or a float (e.g. float(...)) if you meant floating point")
+        hint=hint or "use a constant in range, or a float (e.g. float(...)) if you meant floating point")
 
 
 def _check_pointer_arithmetic(cx, a, b):
@@ -371,6 +371,10 @@ def unary(cx, kind: UnOp, x):
     if isinstance(d, DType) and d != DType.bool_:
       raise E.UnsupportedDtypeError(f"'not' on {d}; use it on booleans (comparisons)", cx.loc,
                                     hint="compare first: x != 0")
+  elif kind == UnOp.NEG and d == DType.bool_:     # (1-bit subtraction from 0 is the identity)
+    raise E.UnsupportedDtypeError("- on boolean values", cx.loc,
+                                  hint=f"for logic use ~{method_on(cx.named(x, 'm'))} (not); to negate numbers, convert first:"
+                                       f" -{method_on(cx.named(x, 'm'))}.astype(jnp.int32)")
   else:
     check_dtype_support(cx, x.type.dtype, what, floats_only=kind.value.floats_only, x=x)
   return cx.b.emit(Unary, kind, x, loc=cx.loc, types=[x.type], names=[cx.name]).result
@@ -471,7 +475,9 @@ def _like(t, dtype):
   return dataclasses.replace(t, dtype=dtype)
 
 
-def full_(cx, shape, value, dtype, what="ml.full"):
+def full_(cx, shape, value, dtype, what="ml.full", convert=False):
+  """A tensor of `shape` holding `value`; a scalar of another dtype is converted with `convert`
+  (ml.full, as jnp.full), else an error naming `what` (a store, an atomic: no implicit conversion)."""
   if isinstance(shape, (tuple, list)) and len(shape) == 0 and isinstance(dtype, DType):
     return _scalar_full(cx, value, dtype, what)      # ml.full((), v, dtype): a scalar, as jnp's 0-d array
   shape = static_shape(cx, shape, what)
@@ -483,9 +489,12 @@ def full_(cx, shape, value, dtype, what="ml.full"):
       raise E.KernelTypeError(f"ml.full's value must be a number or a scalar, got {kind_of(value)}", cx.loc,
                               hint="to repeat a vector along a new axis use ml.broadcast_to")
     if unify(value.type.dtype, dtype, cx.loc, what) is None:
-      raise E.DtypeMismatchError(
-          f"ml.full of a {dtype_name(value.type.dtype)} scalar as {dtype_name(dtype)}", cx.loc,
-          hint="convert the scalar first: s.astype(...)")
+      if not convert:
+        vd, name = dtype_name(value.type.dtype), value.name if (value.name or "").isidentifier() else "s"
+        raise E.DtypeMismatchError(
+            f"{what} of {'an' if vd[0] in 'aeiou' else 'a'} {vd} scalar as {dtype_name(dtype)}: no implicit"
+            f" conversion", cx.loc, hint=f"convert it first: {name}.astype(jnp.{dtype_name(dtype)})")
+      value = astype(cx, value, dtype)          # ml.full(shape, i, jnp.float32): as jnp.full
   elif not isinstance(value, Num):
     raise E.KernelTypeError(f"ml.full's value must be a number or a scalar, got {kind_of(value)}", cx.loc,
                             hint="ml.full(shape, 0.0, jnp.float32)")
@@ -539,7 +548,7 @@ def zeros(cx, shape, dtype):
 @builtin
 def full(cx, shape, value, dtype):
   """A register tensor filled with `value` (a Python number or a scalar)."""
-  return full_(cx, shape, value, dtype_arg(cx, dtype, "ml.full"))
+  return full_(cx, shape, value, dtype_arg(cx, dtype, "ml.full"), convert=True)
 
 
 @builtin
@@ -686,7 +695,8 @@ def clip(cx, x, min=None, max=None):
     raise E.KernelTypeError("ml.clip of a Python number should be computed in Python", cx.loc,
                             hint="use min(max(x, lo), hi) on static numbers")
   if min is None and max is None:
-    raise E.KernelTypeError("ml.clip needs min, max or both", cx.loc, hint="ml.clip(x, -127.0, 127.0)")
+    raise E.KernelTypeError("ml.clip needs min, max or both", cx.loc,
+                            hint=f"give the bounds: ml.clip({cx.named(x, 'x')}, min=lo, max=hi), or min= or max= alone")
   if min is not None:
     x = binary(cx, BinOp.MAX, x, min)
   if max is not None:

@@ -265,7 +265,7 @@ def scatter(cx, kind: AtomicKind, iref: IndexedRef, value):
   d = resolve(ref.type.dtype)
   check_dtype(cx, kind, d, hw.ATOMIC_ELEMENT, what, "through a tensor of indices (one element at a time)")
   if isinstance(value, Num) or is_scalar(value):
-    value = ew.full_(cx, p.out_shape, value, ref.type.dtype)
+    value = ew.full_(cx, p.out_shape, value, ref.type.dtype, what)
   elif not is_tensor(value):
     raise E.KernelTypeError(f"{what} adds a register value, got {kind_of(value)}", cx.loc,
                             hint=f"read refs first: {what}(out.at[ids, :], src[...])")

@@ -58,10 +58,13 @@ class ClusterRef(ir.Op):
 @ir.op(Traits(effects=lambda o: [(o.ref, Access.REG_READ)], layout=LayoutRule.MEMORY,
               splits=True))
 class Load(ir.Op):
-  """Read a whole ref (GMEM or SMEM) into registers."""
+  """Read a whole ref (GMEM or SMEM) into registers. `merge`: the read of a masked SMEM store
+  (ml.store(buf, v, mask=m) keeps the old elements where m is off), which may read elements
+  nothing wrote: they are written back unchanged, and stay unwritten."""
   ref: ir.Value
   loc: object
   results: tuple
+  merge: bool = False
 
 
 @ir.op(Traits(effects=lambda o: [(o.ref, Access.REG_WRITE)], layout=LayoutRule.MEMORY,
@@ -315,8 +318,18 @@ def _one_index(cx, d, i, n, name, past_end=False, rank=1):
   if isinstance(i, DSlice):
     size = i.size
     if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
-      raise E.KernelTypeError(f"ml.ds size must be a positive static int, got {size!r}", cx.loc,
-                              hint="the size of a window is fixed when the kernel is compiled")
+      from .control import For, If, While
+      made = cx.b.defining(size) if is_value(size) else None
+      why = ""
+      if isinstance(made, If):           # a Python int given different values in a runtime if's branches
+        why = (f": {size!r} differs between the branches of the if at line {made.loc.lineno}, so it is a"
+               f" run-time value after it")
+      elif isinstance(made, (For, While)):
+        why = f": {size!r} changes in the loop at line {made.loc.lineno}, so it is a run-time value"
+      raise E.KernelTypeError(f"ml.ds size must be a positive static int, got {size!r}{why}", cx.loc,
+                              hint="the size of a window is fixed when the kernel is compiled" + (
+                                  "; choose it with an ml.constexpr (an if on one is static), or take the"
+                                  " larger window with a mask" if why else ""))
     if size > n and not past_end:
       raise E.IndexOutOfBoundsError(f"ml.ds size {size} exceeds dimension {d} of {name} (size {n})",
                                     cx.loc, hint=hint)
@@ -446,7 +459,7 @@ def untransposed(cx, ref):
                    names=[ref.name], transpose=False).result
 
 
-def load(cx, ref, name=""):
+def load(cx, ref, name="", merge=False):
   if is_ref(ref) and ref.type.transposed:        # buf.T[...]: the window read, then transposed
     from .shape import transpose_tensor
     return transpose_tensor(cx, load(cx, untransposed(cx, ref)), name)
@@ -458,7 +471,7 @@ def load(cx, ref, name=""):
     return scalar_load(cx, ref, name)
   if resolve(t.dtype) == DType.bool_:
     raise bool_ref_error(cx, ref, "read")
-  return cx.b.emit(Load, ref, loc=cx.loc, types=[TensorType(t.shape, t.dtype)], names=[name]).result
+  return cx.b.emit(Load, ref, loc=cx.loc, types=[TensorType(t.shape, t.dtype)], names=[name], merge=merge).result
 
 
 def store(cx, ref, value):
@@ -479,8 +492,15 @@ def store(cx, ref, value):
   if not t.shape:
     from .access import scalar_store
     return scalar_store(cx, ref, value)
+  if all(n == 1 for n in t.shape):    # one element: a number, a scalar or a stretched one (keepdims)
+    from .access import scalar_store
+    from .elementwise import Full
+    made = cx.b.defining(value) if is_value(value) and isinstance(value.type, TensorType) else None
+    one = made.value if isinstance(made, Full) else value if not isinstance(made, ir.Op) else None
+    if one is not None and (isinstance(one, Num) or is_value(one) and isinstance(one.type, ScalarType)):
+      return scalar_store(cx, view(cx, ref, (0,) * len(t.shape)), one)
   if isinstance(value, Num) or (is_value(value) and isinstance(value.type, ScalarType)):
-    value = full_(cx, t.shape, value, t.dtype)
+    value = full_(cx, t.shape, value, t.dtype, f"the store into {ref.name or 'this ref'}")
   if not is_value(value) or not isinstance(value.type, TensorType):
     raise E.KernelTypeError(f"cannot store {kind_of(value)} into {ref.name or 'a ref'}", cx.loc,
                             hint="store a register tensor: ref[...] = other_ref[...] * 2")

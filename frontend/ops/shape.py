@@ -405,6 +405,9 @@ def reduce(cx, kind: ReduceKind, x, axis, keepdims, what=None):
                             hint=f"read the ref into registers first: {what}(ref[...], axis=...)")
   shape = x.type.shape
   axes = _axes(cx, axis, len(shape), what)
+  if keepdims and len(axes) == len(shape):      # jnp's (1, ..., 1): the scalar, stretched where it is used
+    res = reduce(cx, kind, x, axis, False, what)
+    return ew.full_(cx, (1,) * len(shape), res, res.type.dtype)
   d = resolve(x.type.dtype)
   given = x
   if d == DType.bool_ and kind in (ReduceKind.MAX, ReduceKind.MIN):
@@ -420,6 +423,12 @@ def reduce(cx, kind: ReduceKind, x, axis, keepdims, what=None):
     # 16-bit accumulator wrapped (128 x 1000 summed to -3072).
     x = ew.astype(cx, x, DType.i32 if d.is_signed else DType.u32)
     d = resolve(x.type.dtype)
+  if (kind != ReduceKind.SUM and isinstance(d, DType) and d != DType.bool_ and d.bits < 16
+      and (d.is_int or len(axes) < len(shape))):
+    # 8-bit max and min: in 32 bits (exact), then back to the dtype, as jnp keeps it (an 8-bit
+    # float scalar cannot be made on the GPU: a full reduction of one stays an error).
+    wide = ew.astype(cx, x, DType.f32 if d.is_float else DType.i32 if d.is_signed else DType.u32)
+    return ew.astype(cx, reduce(cx, kind, wide, axis, keepdims, what), d)
   if isinstance(d, DType) and (d == DType.bool_ or d.bits < 16):
     raise E.UnsupportedDtypeError(
         f"{what} of {dtype_name(d)} values is not supported", cx.loc,
@@ -463,6 +472,9 @@ def mean(cx, x, axis=None, keepdims=False):
   d = resolve(x.type.dtype)
   axes = _axes(cx, axis, len(x.type.shape), "ml.mean")
   n = math.prod(x.type.shape[a] for a in axes)
+  if keepdims and len(axes) == len(x.type.shape):   # jnp's (1, ..., 1): the scalar mean, stretched
+    res = mean.rule(cx, x, axis, False)
+    return ew.full_(cx, (1,) * len(x.type.shape), res, res.type.dtype)
   if isinstance(d, DType) and d != DType.f32:
     x = ew.astype(cx, x, DType.f32)       # ints and bools -> float32; narrow floats round once at the end
   s = reduce(cx, ReduceKind.SUM, x, axis, keepdims, what="ml.mean")
@@ -486,13 +498,24 @@ def min_(cx, x, axis=None, keepdims=False):
 
 def _arg(cx, x, axis, kind, what):
   check_register_value(cx, x, what)
+  if is_tensor(x) and axis is None and len(x.type.shape) == 1:
+    axis = 0                                    # as jnp: the index into the (already flat) vector
   if not is_tensor(x) or not isinstance(axis, int) or isinstance(axis, bool):
-    raise E.KernelTypeError(f"{what} takes a register tensor and one static axis", cx.loc,
-                            hint=f"{what}(x, axis=1)")
+    rank = len(x.type.shape) if is_tensor(x) else 2
+    name = ew.method_on(cx.named(x, "x")) if is_tensor(x) else "x"
+    hint = f"{what}({name}, axis={rank - 1})"
+    if is_tensor(x) and axis is None:           # jnp's flat index of a tile: its row, then its column
+      hint = (f"the row first, then the column: i = {what}(ml.{'max' if kind == ReduceKind.MAX else 'min'}"
+              f"({name}, axis=1), axis=0); j = {what}({name}[i], axis=0)")
+    raise E.KernelTypeError(f"{what} takes a register tensor and one static axis (axis=None only for a"
+                            f" 1-D tensor)", cx.loc, hint=hint)
   shape = x.type.shape
   (a,) = _axes(cx, axis, len(shape), what)
-  if resolve(x.type.dtype) == DType.bool_:      # as jnp: the first True (argmax) or False (argmin)
+  d0 = resolve(x.type.dtype)
+  if d0 == DType.bool_:      # as jnp: the first True (argmax) or False (argmin)
     x = ew.astype(cx, x, DType.i32)
+  elif isinstance(d0, DType) and d0.bits < 16:  # 8-bit: compared in 32 bits (exact)
+    x = ew.astype(cx, x, DType.f32 if d0.is_float else DType.i32 if d0.is_signed else DType.u32)
   best = reduce(cx, kind, x, a, True, what=what)
   hit = ew.compare(cx, ew.CmpOp.EQ, x, best)
   d = resolve(x.type.dtype)
@@ -505,14 +528,14 @@ def _arg(cx, x, axis, kind, what):
 
 
 @builtin
-def argmax(cx, x, axis):
-  """The index of the first maximum of `x` along `axis` (int32)."""
+def argmax(cx, x, axis=None):
+  """The index of the first maximum of `x` along `axis` (int32); axis=None for a 1-D `x`."""
   return _arg(cx, x, axis, ReduceKind.MAX, "ml.argmax")
 
 
 @builtin
-def argmin(cx, x, axis):
-  """The index of the first minimum of `x` along `axis` (int32)."""
+def argmin(cx, x, axis=None):
+  """The index of the first minimum of `x` along `axis` (int32); axis=None for a 1-D `x`."""
   return _arg(cx, x, axis, ReduceKind.MIN, "ml.argmin")
 
 

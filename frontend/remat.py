@@ -1,0 +1,92 @@
+"""Index vectors recomputed for each orientation they are broadcast in.
+
+A register vector lives in one layout: as the rows' values of one tile or as the columns' of
+another, not both (layouts.py reports such a conflict as MG204). Index vectors are the common
+case in real kernels: a masked transpose compares `c = j * T + ml.arange(T)` against the bound
+as `c[:, None]` for one tile and as `c[None, :]` for the other, as Triton users write it. Such a
+vector costs a few instructions to compute, so before layouts are assigned this pass gives each
+broadcast orientation of a vector computed only from `ml.arange`, constants and scalars its own
+copy of the computation (the first orientation keeps the original), as the user would have
+written it twice. Vectors read from memory or reduced are left alone: their conflicts stay MG204.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from . import ir
+from .ops.elementwise import Arange, Binary, Cast, Compare, Full, Unary, Where
+from .ops.shape import Broadcast
+from .types import TensorType
+
+_PURE = (Binary, Compare, Unary, Cast, Where)
+
+
+def _blocks(block: ir.Block):
+  """Each (op, the block holding it), nested blocks included."""
+  for o in block.ops:
+    yield o, block
+    for r in o.regions:
+      yield from _blocks(getattr(o, r))
+
+
+class _Index:
+  def __init__(self, defs):
+    self.defs = defs
+    self.memo: dict[int, bool] = {}
+
+  def pure(self, v) -> bool:
+    """Whether tensor `v` is computed from ml.arange, constants and scalars only."""
+    if not isinstance(v, ir.Value) or not isinstance(v.type, TensorType):
+      return True                        # a number or a scalar operand
+    if v.id in self.memo:
+      return self.memo[v.id]
+    self.memo[v.id] = False              # (no cycles in pure chains; loop carries are not pure)
+    d = self.defs.get(v.id)
+    ok = isinstance(d, (Arange, Full)) or isinstance(d, _PURE) and all(self.pure(x) for x in d.operands())
+    self.memo[v.id] = ok
+    return ok
+
+  def chain(self, v, out: list, seen: set) -> None:
+    """The ops computing tensor `v`, operands first."""
+    if not isinstance(v, ir.Value) or not isinstance(v.type, TensorType) or v.id in seen:
+      return
+    seen.add(v.id)
+    d = self.defs[v.id]
+    for x in d.operands():
+      self.chain(x, out, seen)
+    out.append(d)
+
+
+def _clone(o, mapping: dict):
+  kw = {f.name: mapping[getattr(o, f.name).id] for f in dataclasses.fields(o)
+        if isinstance(getattr(o, f.name), ir.Value) and getattr(o, f.name).id in mapping}
+  results = tuple(ir.Value(r.type, r.name) for r in o.results)
+  mapping.update({r.id: n for r, n in zip(o.results, results)})
+  return dataclasses.replace(o, results=results, **kw)
+
+
+def split_index_vectors(kernel: ir.Kernel, defs: dict) -> None:
+  idx = _Index(defs)
+  uses = []        # (broadcast op, its block, the ops computing its operand)
+  for o, block in list(_blocks(kernel.body)):
+    if isinstance(o, Broadcast) and len(o.x.type.shape) == 1 and isinstance(defs.get(o.x.id), (Arange, *_PURE)) \
+        and idx.pure(o.x):
+      ops: list = []
+      idx.chain(o.x, ops, set())
+      uses.append((o, block, ops))
+  kept: dict[int, tuple] = {}      # id of a chain op -> the orientation that owns it
+  for o, block, ops in uses:
+    key = (o.dims, len(o.result.type.shape))      # where the vector's values go: its orientation
+    if all(kept.get(id(x), key) == key for x in ops):
+      kept.update({id(x): key for x in ops})
+      continue
+    mapping: dict = {}
+    clones = [_clone(x, mapping) for x in ops]
+    for c in clones:
+      for r in c.results:
+        defs[r.id] = c
+    new = dataclasses.replace(o, x=mapping[o.x.id])
+    for r in new.results:
+      defs[r.id] = new
+    at = next(k for k, x in enumerate(block.ops) if x is o)
+    block.ops[at:at + 1] = clones + [new]

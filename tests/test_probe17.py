@@ -1,0 +1,200 @@
+"""Probe 17 (helpers auditing the docs' claims and register shapes): 8-bit max/min/argmax were
+rejected though the docs said they work; a full reduction with keepdims=True was MG204; bf16
+max and cummax gave -0.0 where jnp gives +0.0 in interpret mode; argmax(axis=None); and hints
+that named variables the kernel does not have, or that could not fix the error."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from locate import expect
+
+S = jax.ShapeDtypeStruct
+F32, I32 = jnp.float32, jnp.int32
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (S((x.shape[0],), x.dtype), x))
+def max_and_cummax(x, m, c):
+  m[...] = ml.max(x[...], axis=1)
+  c[...] = ml.cummax(x[...], axis=1)
+
+
+@pytest.mark.parametrize("dt", [jnp.float32, jnp.float16, jnp.bfloat16])
+def test_max_of_signed_zeros_is_positive_in_every_float(dt):
+  """bfloat16 gave -0.0: the signed-zero rule skipped ml_dtypes' floats."""
+  x = jnp.zeros((8, 128), dt).at[:, 64:].set(-0.0)
+  m, c = max_and_cummax(x, interpret=True)
+  assert not np.signbit(np.asarray(m, np.float32)).any()
+  assert not np.signbit(np.asarray(c, np.float32)[:, -1]).any()
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (S((1,), x.dtype), S((x.shape[0],), x.dtype), S((x.shape[1],), x.dtype),
+                                      S((x.shape[0],), I32), S((1,), I32)))
+def narrow_extremes(x, a, b, c, d, e):
+  t = x[...]
+  a[0] = ml.max(t)
+  b[...] = ml.min(t, axis=1)
+  c[...] = ml.max(t, axis=0)
+  d[...] = ml.argmin(t, axis=1)
+  e[0] = ml.argmax(t[3])                       # axis=None of a vector: its index
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (S((x.shape[0],), x.dtype), S((x.shape[0],), I32)))
+def float8_rows(x, a, b):
+  a[...] = ml.max(x[...], axis=1)
+  b[...] = ml.argmax(x[...], axis=1)
+
+
+@pytest.mark.parametrize("dt", [jnp.int8, jnp.uint8])
+def test_8bit_max_min_and_arg_reductions(dt):
+  """Were MG106 ('ml.max of int8 values is not supported'); they compute in 32 bits, exactly."""
+  x = (jax.random.normal(jax.random.key(1), (8, 128)) * 50).astype(dt)
+  got = narrow_extremes(x, interpret=True)
+  want = (x.max()[None], x.min(1), x.max(0), jnp.argmin(x, 1), jnp.argmax(x[3])[None])
+  for g, w in zip(got, want):
+    assert g.dtype == w.dtype
+    np.testing.assert_array_equal(g, w)
+  jax.export.export(jax.jit(narrow_extremes), platforms=["cuda"])(S(x.shape, dt))
+
+
+def test_float8_row_max_and_argmax():
+  x = (jax.random.normal(jax.random.key(2), (8, 128)) * 20).astype(jnp.float8_e4m3fn)
+  a, b = float8_rows(x, interpret=True)
+  np.testing.assert_array_equal(np.asarray(a, F32), np.asarray(x.astype(F32).max(1)))
+  np.testing.assert_array_equal(b, jnp.argmax(x.astype(F32), 1))
+  jax.export.export(jax.jit(float8_rows), platforms=["cuda"])(S(x.shape, jnp.float8_e4m3fn))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (S((1, 1), x.dtype), S((1, 1), x.dtype), S((1, 1), F32), x))
+def keepdims_everything(x, a, b, c, d):
+  a[...] = ml.sum(x[...], keepdims=True)
+  b[...] = ml.max(x[...], axis=(0, 1), keepdims=True)
+  c[...] = ml.mean(x[...], keepdims=True)
+  d[...] = x[...] - ml.max(x[...], axis=(-1, 0), keepdims=True)
+
+
+def test_full_reductions_with_keepdims():
+  """Were MG204 ('(1, 1): register tensors need a multiple of 128 elements')."""
+  x = jax.random.normal(jax.random.key(0), (16, 64))
+  got = keepdims_everything(x, interpret=True)
+  want = (x.sum(keepdims=True), x.max(keepdims=True), x.mean(keepdims=True), x - x.max(keepdims=True))
+  for g, w in zip(got, want):
+    assert g.shape == w.shape
+    np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+  jax.export.export(jax.jit(keepdims_everything), platforms=["cuda"])(S(x.shape, F32))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (x, S((1,), I32)))
+def argmax_of_a_tile(x, out, idx):
+  out[...] = x[...]
+  idx[0] = ml.argmax(x[...])
+
+
+def test_argmax_of_a_tile_without_axis_says_how():
+  expect(argmax_of_a_tile, [S((8, 128), F32)], mg.KernelTypeError, "ml.argmax(",
+         "ml.argmax takes a register tensor and one static axis (axis=None only for a 1-D tensor)",
+         hint="the row first, then the column: i = ml.argmax(ml.max(x[...], axis=1), axis=0); j ="
+              " ml.argmax(x[...][i], axis=0)")
+
+
+@mg.mgpu_kernel(out_shape=lambda x, n: x)
+def loop_variable_after_the_loop(x, n, out):
+  i = 0
+  for i in range(n[0]):
+    pass
+  out[...] = x[...] + i
+
+
+def test_loop_variable_after_a_runtime_loop_hints_a_carry():
+  """The hint said 'assign i before the branch or loop', which the kernel already did."""
+  expect(loop_variable_after_the_loop, [S((128,), I32), S((1,), I32)], mg.UnboundNameError, "i\n",
+         "i is possibly unbound here: i is the loop variable of the loop at line"
+         f" {loop_variable_after_the_loop.fn.__code__.co_firstlineno + 3}, which is not defined after a"
+         " runtime loop (it may run no trips)",
+         hint="keep what you need in a variable the loop carries: last = 0 before the loop, last = i in its"
+              " body, then use last after it")
+
+
+@mg.mgpu_kernel(out_shape=lambda x, n: x)
+def tuple_leaf_changes_dtype(x, n, out):
+  v = x[...]
+  st = (v, (v, v))
+  for _ in range(n[0]):
+    st = (v, (v, v.astype(jnp.float16)))
+  out[...] = st[0]
+
+
+def test_a_carried_tuple_leaf_hint_rebuilds_the_tuple():
+  """The hint said `st[1][1] = st[1][1].astype(...)`: an item of a tuple cannot be assigned."""
+  expect(tuple_leaf_changes_dtype, [S((128,), F32), S((1,), I32)], mg.LoopCarryTypeError, "st = (v, (v, v.astype",
+         "st[1][1] enters the loop as tensor<128, float32> but an iteration makes it tensor<128, float16>",
+         hint="convert it back at the end of the body: st = (st[0], (st[1][0], st[1][1].astype(jnp.float32)))")
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), x.dtype))
+def row_plus_column_statistic(x, out):
+  t = x[...]
+  out[...] = ml.max(t, axis=1) + ml.max(t, axis=0)
+
+
+def test_two_reductions_in_two_layouts_say_so():
+  """The message said the vector was 'used as a column vector of another tile' (nothing is broadcast)."""
+  e = expect(row_plus_column_statistic, [S((64, 64), F32)], mg.LayoutError, "ml.max(t, axis=0)",
+             "this reduction gives a column vector (one value per column) of t, but it meets ml.max(t, axis=1),"
+             " a row statistic (one value per row), in elementwise math or a branch: the two live in different"
+             " register layouts")
+  assert "tmp = ml.smem" in e.hint
+
+
+@mg.mgpu_kernel(out_shape=lambda x, y: x)
+def floor_divide(x, y, out):
+  out[...] = x[...] // y[...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def other_of_another_dtype(x, out):
+  i = ml.program_id(0)
+  out[...] = x.at[ml.ds(0, 128)].load(mask=ml.arange(128) < 5, other=i)
+
+
+def test_hints_name_the_kernels_own_values():
+  """They said ml.where(d == 0, 1, d) and other=s.astype(...)."""
+  with pytest.raises(mg.InterpretError) as e:
+    floor_divide(jnp.ones(128, I32), jnp.zeros(128, I32), interpret=True)
+  assert e.value.hint == "guard the divisor: x[...] // ml.where(y[...] == 0, 1, y[...])"
+  expect(other_of_another_dtype, [S((128,), F32)], mg.DtypeMismatchError, "x.at[",
+         "ml.load's other (int32) differs from x.at[ml.ds(0, 128)]'s dtype (float32)",
+         hint="convert it: other=i.astype(jnp.float32)")
+
+
+@mg.mgpu_kernel(out_shape=lambda x, s: x)
+def with_scalar(x, s: ml.scalar, out):
+  out[...] = x[...] + s
+
+
+def _indented_call():
+  if True:
+    return with_scalar(jnp.ones(128, I32), 2**31, interpret=True)
+
+
+def test_a_call_site_error_points_at_the_statement_not_its_indentation():
+  with pytest.raises(mg.SignatureError) as e:
+    _indented_call()
+  assert e.value.filename == __file__
+  assert e.value.col_offset == 4 and "return with_scalar(" in e.value.render()
+
+
+@pytest.mark.gpu
+def test_probe17_gpu():
+  x = (jax.random.normal(jax.random.key(1), (8, 128)) * 50).astype(jnp.int8)
+  got = jax.jit(narrow_extremes)(x)
+  want = (x.max()[None], x.min(1), x.max(0), jnp.argmin(x, 1), jnp.argmax(x[3])[None])
+  for g, w in zip(got, want):
+    np.testing.assert_array_equal(g, w)
+  f = jax.random.normal(jax.random.key(0), (16, 64))
+  got = jax.jit(keepdims_everything)(f)
+  want = (f.sum(keepdims=True), f.max(keepdims=True), f.mean(keepdims=True), f - f.max(keepdims=True))
+  for g, w in zip(got, want):
+    np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
