@@ -7,6 +7,7 @@ import ast
 from . import errors as E
 from .ops import gather, memory
 from .ops.base import is_value, kind_of
+from .env import Unbound
 from .types import RefType
 
 
@@ -30,6 +31,18 @@ class At:
     self.ref = ref
 
 
+def _nothing(callee: str, name: str) -> Unbound:
+  """What a name bound to a call that returns nothing (ml.store, ml.copy, an atomic) holds: an
+  error at its first use that says so (Triton's tl.atomic_add returns the old value)."""
+  atomic = callee.rsplit(".", 1)[-1].startswith("atomic_")
+  return Unbound(
+      "", message=f"{name} is None: {callee}(...) returns nothing"
+                  + (" (unlike Triton's tl.atomic_*, no old value)" if atomic else ""),
+      hint=("compute what you need from the old value another way: positions from ml.cumsum of the"
+            " counts, or read the array after a barrier in one program" if atomic else
+            f"use {callee}(...) as a statement, not a value"))
+
+
 class Assignments:
   """The assignment statements of the Tracer (which provides eval, lookup, binop, loc, cx, text)."""
 
@@ -42,6 +55,9 @@ class Assignments:
     self.pending_name, self.pending_node = "", None
     if isinstance(t, ast.Subscript) and is_value(value) and not value.name:
       value.name = self.text(node.value)     # messages about the store quote the expression
+    if (value is None and isinstance(node.value, ast.Call) and isinstance(t, ast.Name)
+        and self.text(node.value.func).startswith("ml.")):
+      value = _nothing(self.text(node.value.func), t.id)      # old = ml.atomic_add(...): reported at a use
     for target in node.targets:
       self.assign(target, value, node.value)
 

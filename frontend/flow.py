@@ -312,18 +312,31 @@ def _trace_body(tracer, node, loc, body: ir.Block, carries, inits, args_) -> set
               f"{ln} changes from {init.type} to {_describe(leaf)} inside the loop", where,
               hint=f"keep {ln} the same kind of value in every iteration",
               notes=(f"{loc}: the loop that carries {n}",))
+        raw_leaf = leaf
         leaf = _as_value(tracer, leaf, where, note=f"{loc}: the loop that carries {n}")
         if not _same_type(init, leaf, loc):
           raise E.LoopCarryTypeError(
               f"{ln} enters the loop as {init.type} but an iteration makes it {leaf.type}", where,
               hint=f"convert it back at the end of the body: "
                    + _rebuilt(n, c.value if c.container else None, ln,
-                              f"{{}}.astype(jnp.{dtype_name(init.type.dtype)})")
+                              _conversion(init.type.dtype, raw_leaf if isinstance(raw_leaf, Num) else None))
               if init.type.shape == leaf.type.shape else f"keep {ln}'s shape fixed across iterations",
               notes=(f"{loc}: the loop that carries {n}",))
         yields.append(leaf)
     b.emit(ctl.Yield, tuple(yields), loc=loc)
   return poisoned
+
+
+def _conversion(dtype, raw=None) -> str:
+  """How to make a value of `dtype` from `{}`: a literal for a Python number (`flag = 1`, not
+  True.astype), a comparison for a bool (casts to bool do not exist), else .astype."""
+  d = dtype_name(dtype)
+  if isinstance(raw, (bool, int, float)):
+    v = bool(raw) if d == "bool" else float(raw) if d.startswith(("float", "bfloat")) else int(raw)
+    return repr(v)
+  if d == "bool":
+    return "{} != 0"
+  return "{}.astype(jnp." + d + ")"
 
 
 def _rebuilt(name, value, leaf_name, fix) -> str:
@@ -601,7 +614,8 @@ class _Paths:
       bad = vals[k]
       raise E.LoopCarryTypeError(
           f"{ln} enters the loop as {init.type} but an iteration makes it {bad.type}", at,
-          hint=f"convert it back after this assignment: {ln} = {ln}.astype(jnp.{dtype_name(init.type.dtype)})"
+          hint=f"convert it back after this assignment: {ln} = "
+               + _conversion(init.type.dtype, raw[k] if isinstance(raw[k], Num) else None).format(ln)
           if init.type.shape == bad.type.shape else f"keep {ln}'s shape fixed across iterations",
           notes=(f"{loop}: the loop that carries {n}",) + notes)
     x, y = vals
@@ -611,7 +625,8 @@ class _Paths:
     here, there = vals[k], vals[1 - k]
     hint = "make both paths produce the same shape and dtype"
     if here.type.shape == there.type.shape:
-      hint = f"convert it after this assignment: {ln} = {ln}.astype(jnp.{dtype_name(there.type.dtype)})"
+      hint = (f"convert it after this assignment: {ln} = "
+              + _conversion(there.type.dtype, raw[k] if isinstance(raw[k], Num) else None).format(ln))
     elif (isinstance(here.type, TensorType) and isinstance(raw[1 - k], Num) and ln == n
           and not self.rebinds(1 - k, n)):
       hint = (f"start {n} as a tensor before the if: {n} = ml.full({here.type.shape}, {raw[1 - k]!r},"

@@ -390,9 +390,14 @@ class _Solver:
           f"this {verb} of shape {bad.type.shape} spreads each row's index along the row: that needs"
           f" columns a multiple of {hw.WARP} (one per lane of a warp), and rows a multiple of"
           f" {hw.WARPS_PER_WARPGROUP} unless the columns are a multiple of {hw.WARPGROUP}", where.loc,
-          hint=f"take at least {hw.WARP} columns at a time: pad the table's rows to a multiple of"
-               f" {hw.WARP} elements outside the kernel (jnp.pad), or take a window t.at[:, ml.ds(c, {hw.WARP})]"
-               f" that stays inside the rows")
+          hint=(f"take {hw.WARP} columns and drop the extra ones at the store: v = t[ids[:, None],"
+                f" ml.arange({hw.WARP})[None, :]] (columns past the row's end clamp to its last),"
+                f" then out.at[rows, ml.ds(0, {hw.WARP})].store(v, mask=ml.arange({hw.WARP})[None, :] <"
+                f" {bad.type.shape[-1]}); or pad the table's rows to {hw.WARP} elements outside the kernel"
+                f" (jnp.pad)" if bad.type.shape[-1] < hw.WARP else
+                f"take at least {hw.WARP} columns at a time: pad the table's rows to a multiple of"
+                f" {hw.WARP} elements outside the kernel (jnp.pad), or take a window t.at[:, ml.ds(c, {hw.WARP})]"
+                f" that stays inside the rows"))
     raise E.LayoutError(
         f"{bad.name or 'this tile'} of shape {bad.type.shape} is reduced or broadcast along its rows or"
         f" columns, which needs columns a multiple of {hw.WARP} (one per lane of a warp), and rows a"

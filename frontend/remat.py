@@ -6,8 +6,8 @@ case in real kernels: a masked transpose compares `c = j * T + ml.arange(T)` aga
 as `c[:, None]` for one tile and as `c[None, :]` for the other, as Triton users write it. Such a
 vector costs a few instructions to compute, so before layouts are assigned this pass gives each
 broadcast orientation of a vector computed only from `ml.arange`, constants and scalars its own
-copy of the computation (the first orientation keeps the original), as the user would have
-written it twice. Vectors read from memory or reduced are left alone: their conflicts stay MG204.
+copy of the computation (the original stays for its uses that are not broadcast), as the user
+would have written it for each use. Vectors read from memory or reduced are left alone: their conflicts stay MG204.
 """
 from __future__ import annotations
 
@@ -74,11 +74,14 @@ def split_index_vectors(kernel: ir.Kernel, defs: dict) -> None:
       ops: list = []
       idx.chain(o.x, ops, set())
       uses.append((o, block, ops))
-  kept: dict[int, tuple] = {}      # id of a chain op -> the orientation that owns it
+  orientations: dict[int, set] = {}    # id of a chain op -> where the vectors it computes go
+  for o, _, ops in uses:
+    for x in ops:
+      orientations.setdefault(id(x), set()).add((o.dims, len(o.result.type.shape)))
   for o, block, ops in uses:
-    key = (o.dims, len(o.result.type.shape))      # where the vector's values go: its orientation
-    if all(kept.get(id(x), key) == key for x in ops):
-      kept.update({id(x): key for x in ops})
+    # Every broadcast of a chain that is broadcast both ways gets its own copy; the original
+    # stays for the chain's other uses (a 1-D store, a sum with a row statistic).
+    if all(len(orientations[id(x)]) == 1 for x in ops):
       continue
     mapping: dict = {}
     clones = [_clone(x, mapping) for x in ops]

@@ -121,7 +121,8 @@ def plan_smem(kernel, defs=None) -> SmemPlan:
     shared = True
   offsets = {bid: off for bid, off, _, _ in placed}
   if total > SMEM_LIMIT:
-    sizes = ", ".join(f"{b.name or '?'} {b.type.nbytes // 1024} KiB" for b in kernel.smem)
+    kib = lambda n: f"{n // 1024} KiB" if n >= 1024 else f"{n} bytes"
+    sizes = ", ".join(f"{b.name or '?'} {kib(b.type.nbytes)}" for b in kernel.smem)
     biggest = max(kernel.smem, key=lambda b: b.type.nbytes)
     hint, notes = _fewer_stages_hint(kernel, life, barrier_bytes)
     raise E.SmemCapacityError(

@@ -339,8 +339,8 @@ class Tracer(Assignments, ast.NodeVisitor):
       self.env[name] = POISON     # report it once, at its first read
       shadows = name in self.scope
       raise E.UnboundNameError(
-          f"{name} is read before it is assigned: it is assigned in this kernel, so (as in Python) it is a"
-          f" local name" + (", not the module's global of the same name" if shadows else "")
+          f"{name} is read before it is assigned: it is assigned in this"
+          f" {'function' if self.depth else 'kernel'}, so (as in Python) it is a local name" + (", not the module's global of the same name" if shadows else "")
           + ("" if not self.loops else ", and an iteration does not see what the previous one assigned"
              " unless it is assigned before the loop"), self.loc(node),
           hint=(f"assign {name} before its first read" + (" (before the loop, to carry it)" if self.loops else "")
@@ -703,13 +703,16 @@ class Tracer(Assignments, ast.NodeVisitor):
       held = next((a for a in list(args) + list(kwargs.values()) if holds_value(a)))
       name = getattr(fn, "__name__", repr(fn))
       ours = BUILTINS.get(name) if _is_array_library(fn) else None
+      hint = (f"use ml.{name}: kernels call ml.* functions on register values" if ours is not None else
+              "kernels call ml.* functions on register values; decorate a helper of your own with"
+              " @ml.inline to call it here")
+      if name in ("take", "take_along_axis") and _is_array_library(fn):
+        hint = ("index the GMEM ref with a tensor of indices: t[ids, :] gathers rows, t[:, ids] columns"
+                " (as jnp indexes; `ml.atomic_add(out.at[ids, :], rows)` scatters)")
       raise E.KernelTypeError(
           f"{name} cannot take"
           f" {kind_of(held) if is_value(held) else f'a {type(held).__name__} of register values'} inside a"
-          f" kernel", cx.loc,
-          hint=f"use ml.{name}: kernels call ml.* functions on register values" if ours is not None else
-          "kernels call ml.* functions on register values; decorate a helper of your own with"
-          " @ml.inline to call it here")
+          f" kernel", cx.loc, hint=hint)
     if fn in PY_BUILTINS.values():
       try:
         return fn(*args, **kwargs)

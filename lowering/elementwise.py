@@ -237,6 +237,7 @@ def _i_where(cta, o):
   t = o.result.type
   r = np.where(cta.get(o.cond), cta.operand(o.on_true, t.dtype), cta.operand(o.on_false, t.dtype))
   cta.set(o.result, np.array(np.broadcast_to(r, t.shape), N.np_dtype(t.dtype)))
+  cta.holes.pop(o.result.id, None)     # (a loop's earlier trip may have left its own)
   if isinstance(o.on_false, kir.Value) and (h := cta.holes.get(o.on_false.id)) is not None:
     holes = np.broadcast_to(h & ~np.asarray(cta.get(o.cond), bool), t.shape)   # a masked SMEM store's merge
     if holes.any():

@@ -91,8 +91,9 @@ def _check_inside(cta, ref, coords, o):
       raise OutOfBoundsError(
           f"this {'gather' if isinstance(o, Gather) else 'scatter'} reaches {ref.name}[..., {i}, ...] along axis"
           f" {axis}, outside {ref.name}'s shape {tuple(shape)}", o.loc,
-          hint="check the run-time row or ml.ds start of the view it indexes (the tensor indices are"
-               " clamped to the view, as jnp's gather does; the view itself must lie inside the array)")
+          hint="check the run-time row or ml.ds start of the view it indexes (the view itself must lie inside"
+               " the array; " + ("its tensor indices are clamped to the view, as jnp's gather does)"
+                                 if isinstance(o, Gather) else "its tensor indices outside the view are dropped)"))
 
 
 @interpret(Gather)

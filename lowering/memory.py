@@ -159,6 +159,7 @@ def _i_load(cta, o):
   cta.set(o.result, cta.read(ref, o, check=not o.merge).reshape(o.result.type.shape))
   if o.merge and ref.owner >= 0:     # elements nothing wrote: kept unwritten by the masked store
     holes = ~cta.m.ctas[ref.owner].filled[ref.root.id][ref.index]
+    cta.holes.pop(o.result.id, None)   # (a loop's earlier trip may have left its own)
     if holes.any():
       cta.holes[o.result.id] = holes.reshape(o.result.type.shape)
 
@@ -177,7 +178,10 @@ def _i_copy(cta, o):
   src, dst = cta.get(o.src), cta.get(o.dst)
   if o.reduce is not None:
     from .atomic import reduce_into_gmem
-    reduce_into_gmem(cta, dst, cta.read(src, o, "tma_read"), o.reduce, o)
+    data = cta.read(src, o, "tma_read", check=src.owner != cta.rank)
+    if src.owner == cta.rank and (c := dst.clip()) is not None:   # elements past GMEM's end are dropped
+      cta.check_filled(src, o, c[1])
+    reduce_into_gmem(cta, dst, data, o.reduce, o)
   elif src.owner == cta.rank and dst.owner < 0:   # SMEM -> GMEM: elements past GMEM's end are dropped
     data = cta.read(src, o, "tma_read", check=False)
     if (c := dst.clip()) is not None:

@@ -133,8 +133,13 @@ def _mask_arg(cx, ref, mask, what):
                             hint="pass a comparison as it is (mask=rows < n, without .astype), or compare a"
                                  " number tensor: mask=m != 0")
   shape = ref.type.shape
-  if is_scalar(mask) and resolve(mask.type.dtype) == DType.bool_:   # one condition for the whole window
-    return ew.full_(cx, shape, mask, DType.bool_, f"{what}'s mask")
+  if isinstance(mask, bool) or is_scalar(mask) and resolve(mask.type.dtype) == DType.bool_:
+    return ew.full_(cx, shape, mask, DType.bool_, f"{what}'s mask")     # one condition for the whole window
+  if is_scalar(mask):
+    d = dtype_name(mask.type.dtype)
+    raise E.KernelTypeError(f"{what}'s mask must be a boolean tensor or scalar, got a{'n' if d[0] in 'aeiou' else ''}"
+                            f" {d} scalar", cx.loc,
+                            hint=f"compare it: mask={cx.named(mask, 'n')} != 0")
   n = shape[0] if shape else 128
   grid = f"rows = i * {n} + ml.arange({n}); mask = " + ("rows < n" if len(shape) <= 1 else
                                                           f"rows[:{', None' * (len(shape) - 1)}] < n")

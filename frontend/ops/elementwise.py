@@ -329,6 +329,9 @@ def check_dtype_support(cx, dtype, what, *, floats_only=False, ints_only=False, 
 
 def binary(cx, kind: BinOp, a, b):
   what = kind.value if kind not in (BinOp.MAX, BinOp.MIN) else f"ml.{kind.name.lower()}imum"
+  folded = _fold_one_element(cx, (a, b), lambda sa, sb: binary(cx, kind, sa, sb))
+  if folded is not None:
+    return folded
   a0, b0 = a, b          # as the user gave them, for hints
   (a, b), shape, dt = common(cx, a, b, what)
   d = resolve(dt)
@@ -354,6 +357,9 @@ def binary(cx, kind: BinOp, a, b):
 
 
 def compare(cx, kind: CmpOp, a, b):
+  folded = _fold_one_element(cx, (a, b), lambda sa, sb: compare(cx, kind, sa, sb))
+  if folded is not None:
+    return folded
   (a, b), shape, dt = common(cx, a, b, kind.value)
   check_dtype_support(cx, dt, kind.value, bitwise=kind in _BITWISE_8BIT)
   return cx.b.emit(Compare, kind, a, b, loc=cx.loc,
@@ -366,6 +372,9 @@ def unary(cx, kind: UnOp, x):
   if not is_value(x):
     raise E.KernelTypeError(f"{what} of a Python number should be computed in Python", cx.loc,
                             hint=_python_math_hint(cx, kind, x))
+  folded = _fold_one_element(cx, (x,), lambda s: unary(cx, kind, s))
+  if folded is not None:
+    return folded
   d = resolve(x.type.dtype)
   if kind == UnOp.NOT:
     if isinstance(d, DType) and d != DType.bool_:
@@ -457,6 +466,9 @@ def astype(cx, x, dtype):
   src = resolve(x.type.dtype)
   if src == dtype:
     return x
+  folded = _fold_one_element(cx, (x,), lambda s: astype(cx, s, dtype))
+  if folded is not None:
+    return folded
   if dtype == DType.bool_:
     raise E.UnsupportedDtypeError("casting to bool is not supported; compare instead: x != 0", cx.loc,
                                   hint="m = x != 0")
@@ -473,6 +485,36 @@ def astype(cx, x, dtype):
 
 def _like(t, dtype):
   return dataclasses.replace(t, dtype=dtype)
+
+
+def _fold_one_element(cx, operands, op):
+  """`op` on the scalars of one-element ml.full tensors (numbers and scalars as they are), the
+  result stretched back to the tensors' shape; None unless every tensor operand is one."""
+  tensors = [v for v in operands if is_value(v) and isinstance(v.type, TensorType)]
+  if not tensors:
+    return None
+  scalars = {id(v): one_element_scalar(cx, v) for v in tensors}
+  if any(s is None for s in scalars.values()):
+    return None
+  shape = max((v.type.shape for v in tensors), key=len)
+  res = op(*[scalars.get(id(v), v) if is_value(v) and isinstance(v.type, TensorType) else v for v in operands])
+  return stretch(cx, shape, res)
+
+
+def one_element_scalar(cx, v):
+  """The scalar a one-element tensor made by ml.full holds (a full reduction with keepdims=True,
+  `ml.full((1, 1), s, dtype)`), typed as the tensor, or None. Such a tensor cannot be held in
+  registers by itself, so math on it is done on the scalar and stretched again (`stretch`)."""
+  if not (is_value(v) and isinstance(v.type, TensorType) and all(n == 1 for n in v.type.shape)):
+    return None
+  made = cx.b.defining(v)
+  if not isinstance(made, Full):
+    return None
+  return _scalar_full(cx, made.value, v.type.dtype, "ml.full")
+
+
+def stretch(cx, shape, scalar):
+  return full_(cx, shape, scalar, scalar.type.dtype) if is_value(scalar) else scalar
 
 
 def full_(cx, shape, value, dtype, what="ml.full", convert=False):

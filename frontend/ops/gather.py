@@ -182,6 +182,11 @@ def _plan(cx, ref, index, what):
       x = broadcast_to_shape(cx, ew.arange.rule(cx, size), out_shape, (axis_of[d],))
       per_dim.append(ew.binary(cx, ew.BinOp.ADD, x, start) if not (isinstance(start, int) and start == 0) else x)
     elif is_tensor(i):
+      if resolve(i.type.dtype) == DType.i64:     # (a narrowing cast would wrap 2**32 + 5 to 5)
+        raise E.KernelTypeError(
+            f"{what} through int64 indices ({i.name or 'a tensor'}): kernels index in 32 bits", cx.loc,
+            hint=f"convert them: {ew.method_on(i.name or 'ids')}.astype(jnp.int32) (or clip first, where"
+                 f" an id may exceed 2**31 - 1)")
       if resolve(i.type.dtype) not in (DType.i32, DType.u32):
         i = ew.astype(cx, i, DType.u32 if not resolve(i.type.dtype).is_signed else DType.i32)
       dims = tuple(len(before) + len(b) - len(i.type.shape) + k for k in range(len(i.type.shape)))

@@ -494,11 +494,10 @@ def store(cx, ref, value):
     return scalar_store(cx, ref, value)
   if all(n == 1 for n in t.shape):    # one element: a number, a scalar or a stretched one (keepdims)
     from .access import scalar_store
-    from .elementwise import Full
-    made = cx.b.defining(value) if is_value(value) and isinstance(value.type, TensorType) else None
-    one = made.value if isinstance(made, Full) else value if not isinstance(made, ir.Op) else None
+    from .elementwise import one_element_scalar
+    one = one_element_scalar(cx, value) if is_value(value) and isinstance(value.type, TensorType) else value
     if one is not None and (isinstance(one, Num) or is_value(one) and isinstance(one.type, ScalarType)):
-      return scalar_store(cx, view(cx, ref, (0,) * len(t.shape)), one)
+      return scalar_store(cx, view(cx, ref, (0,) * len(t.shape), ref.name), one)
   if isinstance(value, Num) or (is_value(value) and isinstance(value.type, ScalarType)):
     value = full_(cx, t.shape, value, t.dtype, f"the store into {ref.name or 'this ref'}")
   if not is_value(value) or not isinstance(value.type, TensorType):
