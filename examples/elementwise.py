@@ -27,6 +27,14 @@ from mgpu_dsl import language as ml
 CONFIG = dict(bm=64, bn=128, stages=3, ctas=None)
 
 
+def same_shape(a, b, **meta):
+  """The output of a binary op of two arrays of one shape (this file does not broadcast)."""
+  if a.shape != b.shape:
+    raise ValueError(f"a and b must have one shape, got {a.shape} and {b.shape}: broadcast them outside"
+                     f" the kernel (jnp.broadcast_to)")
+  return a
+
+
 def persistent_grid(*args, ctas=None, **meta):
   """`ctas` CTAs, by default one per SM; CTAs beyond the number of tiles find no work."""
   return (ctas or mg.num_sms(),)
@@ -53,7 +61,7 @@ def scale(x, out, *, factor: ml.constexpr = 2.0, bm: ml.constexpr = CONFIG["bm"]
     ml.copy(o_s, out.at[rows, cols])
 
 
-@mg.mgpu_kernel(out_shape=lambda a, b: a, grid=persistent_grid)
+@mg.mgpu_kernel(out_shape=same_shape, grid=persistent_grid)
 def add(a, b, out, *, bm: ml.constexpr = 32, bn: ml.constexpr = CONFIG["bn"],
         stages: ml.constexpr = 4, ctas: ml.constexpr = CONFIG["ctas"], specialize: ml.constexpr = False):
   """out = a + b."""
@@ -73,7 +81,7 @@ def gelu(x):
   return 0.5 * x * (1.0 + ml.tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))
 
 
-@mg.mgpu_kernel(out_shape=lambda a, b: a, grid=persistent_grid)
+@mg.mgpu_kernel(out_shape=same_shape, grid=persistent_grid)
 def gelu_mul(a, b, out, *, bm: ml.constexpr = CONFIG["bm"], bn: ml.constexpr = CONFIG["bn"],
              stages: ml.constexpr = 4, ctas: ml.constexpr = CONFIG["ctas"], specialize: ml.constexpr = False):
   """out = gelu(a) * b, computed in float32 and rounded once to out's dtype."""
@@ -131,14 +139,14 @@ def scale_direct(x, out, *, factor: ml.constexpr = 2.0, bm: ml.constexpr = DIREC
   out.at[rows, cols][...] = x.at[rows, cols][...] * factor
 
 
-@mg.mgpu_kernel(out_shape=lambda a, b: a, grid=tile_grid)
+@mg.mgpu_kernel(out_shape=same_shape, grid=tile_grid)
 def add_direct(a, b, out, *, bm: ml.constexpr = DIRECT["bm"], bn: ml.constexpr = DIRECT["bn"]):
   """out = a + b, through registers only."""
   rows, cols = my_tile(a.shape, bm, bn)
   out.at[rows, cols][...] = a.at[rows, cols][...] + b.at[rows, cols][...]
 
 
-@mg.mgpu_kernel(out_shape=lambda a, b: a, grid=tile_grid)
+@mg.mgpu_kernel(out_shape=same_shape, grid=tile_grid)
 def gelu_mul_direct(a, b, out, *, bm: ml.constexpr = DIRECT["bm"], bn: ml.constexpr = DIRECT["bn"]):
   """out = gelu(a) * b, through registers only."""
   rows, cols = my_tile(a.shape, bm, bn)

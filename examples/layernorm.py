@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 
-from softmax import SEG, cluster_exchange, smem_config   # rows held in SMEM as the long-row softmax holds them
+from softmax import SEG, check_rows, cluster_exchange, smem_config   # rows held in SMEM as the long-row softmax holds them
 
 F32 = jnp.float32
 
@@ -303,7 +303,16 @@ def _bwd_cols_config(n, d):
   return steps, COLS // SEG
 
 
+def check_weights(name, x, *ws):
+  """check_rows, and each of `ws` a (d,) vector for x's rows of d."""
+  check_rows(name, x)
+  for w in ws:
+    if w.shape != (x.shape[1],):
+      raise ValueError(f"{name}: the weights must have shape ({x.shape[1]},) for rows of {x.shape[1]}, got {w.shape}")
+
+
 def _forward(x, w, b, eps, interpret):
+  check_weights("layernorm", x, w, b)
   if x.shape[1] > MAX_ROW and smem_config(x.shape[1], x.dtype.itemsize) is not None:
     return layernorm_smem(x, w, b, eps, interpret=interpret)
   return layernorm_fwd(x, w, b, rows=_rows(*x.shape), eps=eps, interpret=interpret)

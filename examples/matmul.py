@@ -18,9 +18,21 @@ import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 
 
-def _out(a, b, *args, **meta):
+def check_tiles(name, m, n, k, bm, bn, bk):
+  """A ValueError at the call for shapes the tiles do not divide: a K remainder would be dropped
+  (TMA reads zeros only past the array's end), an N remainder never written."""
+  for dim, size, tile, fix in (("k", k, bk, "pad a's columns and b's rows with zeros (the product is unchanged)"),
+                               ("n", n, bn, "pass a smaller bn, or pad b's columns"),
+                               ("m", m, bm, "pad a's rows")):
+    if size % tile:
+      raise ValueError(f"{name}: {dim} = {size} is not a multiple of b{dim} = {tile}: {fix} to a multiple of"
+                       f" b{dim}, or pass b{dim}= a divisor of {size}")
+
+
+def _out(a, b, *args, bm=128, bn=256, bk=64, **meta):
   if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:    # a TMA load past b's end would read zeros
     raise ValueError(f"a @ b needs a (m, k) and b (k, n), got {tuple(a.shape)} and {tuple(b.shape)}")
+  check_tiles("matmul", a.shape[0], b.shape[1], a.shape[1], bm, bn, bk)
   return jax.ShapeDtypeStruct((a.shape[0], b.shape[1]), a.dtype)
 
 

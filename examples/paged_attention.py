@@ -298,9 +298,20 @@ def paged_attention(q, k_pages, v_pages, block_tables, lengths, *, splits=None, 
   (default: default_splits on the tensor-core path, 8 on the other) parts of each sequence's
   pages run as separate programs, combined at the end. `longest_first` (default: up to
   LONGEST_FIRST_MAX_BATCH sequences) orders the tensor-core path's work items by size."""
+  if q.ndim != 3 or k_pages.ndim != 4 or v_pages.shape != k_pages.shape or k_pages.shape[3] != q.shape[2]:
+    raise ValueError(f"paged_attention needs q (batch, heads, head_dim) and k_pages, v_pages (kv_heads, pages,"
+                     f" page_size, head_dim), got {q.shape}, {k_pages.shape} and {v_pages.shape}")
   b, heads, d = q.shape
   kv_heads = k_pages.shape[0]
+  if heads % kv_heads:
+    raise ValueError(f"paged_attention: kv_heads ({kv_heads}) must divide heads ({heads})")
+  if block_tables.shape[0] != b or lengths.shape != (b,):
+    raise ValueError(f"paged_attention needs block_tables (batch, pages_per_sequence) and lengths (batch,) for"
+                     f" batch {b}, got {block_tables.shape} and {lengths.shape}")
   group = heads // kv_heads
+  pages = block_tables.shape[1]
+  if splits is not None and pages % splits:
+    raise ValueError(f"paged_attention: splits ({splits}) must divide the pages per sequence ({pages})")
   if tensor_cores is None:
     tensor_cores = group > 1
   if longest_first is None:        # every program scans all lengths: cheap up to a few hundred sequences
@@ -308,6 +319,8 @@ def paged_attention(q, k_pages, v_pages, block_tables, lengths, *, splits=None, 
   if splits is None:
     splits = (default_splits(b, kv_heads, block_tables.shape[1]) if tensor_cores and longest_first
               else 4 if tensor_cores else 8)
+    while pages % splits:          # a divisor of the pages per sequence (each split takes as many)
+      splits -= 1
   if tensor_cores:
     o_part, m_part, l_part = paged_attention_parts_mma(
         q, k_pages, v_pages, block_tables, lengths, splits=splits, group=group,

@@ -25,6 +25,7 @@ def rmsnorm_rows(x, w, out, *, rows: ml.constexpr, eps: ml.constexpr):
 
 def rmsnorm(x, w, eps=1e-6, *, interpret=None):
   """RMS norm of a 2-D array over its last axis (a multiple of 128)."""
+  LN.check_weights("rmsnorm", x, w)
   n, d = x.shape
   if d > LN.MAX_ROW and LN.smem_config(d, x.dtype.itemsize) is not None:
     return LN.layernorm_smem(x, w, w, eps, center=False, interpret=interpret)[0]   # b unused

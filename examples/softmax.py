@@ -57,6 +57,7 @@ def softmax_long_rows(x, out, *, rows: ml.constexpr):
 SEG = 256                     # columns a TMA box row spans: an SMEM-held row is (d // SEG, SEG)
 SMEM_PART_BYTES = 128 * 1024  # bytes of a row one CTA holds in SMEM (longer rows: a cluster)
 LOG2E = 1.4426950408889634
+LOWEST = float(jnp.finfo(jnp.float32).min)   # where a running max starts: finite, so -inf - it is -inf
 
 
 @ml.inline
@@ -99,39 +100,43 @@ def softmax_smem_rows(x, out, *, chunks: ml.constexpr, parts: ml.constexpr = 1, 
   x_s = ml.smem((rows, SEG), x.dtype)
   for c in ml.static_range(chunks):
     ml.copy(x.at[row, ml.ds(first + c * per, per)], x_s.at[ml.ds(c * per, per)])
-  if online:                                 # in base 2: exp(v - max) = 2 ** (v * log2(e) - top)
-    m = ml.full((per, SEG), -1e30, jnp.float32)        # finite: a part of -inf sums to 0, not NaN
+  # In base 2: exp(v - max) = 2 ** ((v - max) * log2(e)). The difference is taken first, so a row
+  # of finfo.min (a fully masked row) gives 2 ** 0 everywhere, as jax.nn.softmax does, where
+  # v * log2(e) would overflow to -inf and -inf - -inf is NaN; the maxima start at the lowest
+  # finite float, so lanes (or a cluster's part) of -inf give 0, not NaN.
+  if online:
+    m = ml.full((per, SEG), LOWEST, jnp.float32)
     s = ml.zeros((per, SEG), jnp.float32)
     for c in ml.static_range(chunks):        # each chunk awaited just before it is read
-      t = x_s.at[ml.ds(c * per, per)][...].astype(jnp.float32) * LOG2E
+      t = x_s.at[ml.ds(c * per, per)][...].astype(jnp.float32)
       m_new = ml.maximum(m, t)
-      s = s * ml.exp2(m - m_new, approx=True) + ml.exp2(t - m_new, approx=True)
+      s = s * ml.exp2((m - m_new) * LOG2E, approx=True) + ml.exp2((t - m_new) * LOG2E, approx=True)
       m = m_new
     top = ml.max(m)
-    total = ml.sum(s * ml.exp2(m - top, approx=True))
+    total = ml.sum(s * ml.exp2((m - top) * LOG2E, approx=True))
   else:
-    m = ml.full((per, SEG), -1e30, jnp.float32)
+    m = ml.full((per, SEG), LOWEST, jnp.float32)
     for c in ml.static_range(chunks):        # each chunk awaited just before it is read
       m = ml.maximum(m, x_s.at[ml.ds(c * per, per)][...].astype(jnp.float32))
-    top = ml.max(m) * LOG2E
+    top = ml.max(m)
     s = ml.zeros((per, SEG), jnp.float32)
     for c in ml.static_range(chunks):
-      s = s + ml.exp2(x_s.at[ml.ds(c * per, per)][...].astype(jnp.float32) * LOG2E - top, approx=True)
+      s = s + ml.exp2((x_s.at[ml.ds(c * per, per)][...].astype(jnp.float32) - top) * LOG2E, approx=True)
     total = ml.sum(s)
   if parts > 1:                              # combine the parts' (max, sum) across the cluster
     got = cluster_exchange(top, total, parts)
     big = got[0][0]
     for p in ml.static_range(1, parts):
       big = ml.maximum(big, got[p][0])
-    acc = got[0][1] * ml.exp2(got[0][0] - big, approx=True)
+    acc = got[0][1] * ml.exp2((got[0][0] - big) * LOG2E, approx=True)
     for p in ml.static_range(1, parts):
-      acc = acc + got[p][1] * ml.exp2(got[p][0] - big, approx=True)
+      acc = acc + got[p][1] * ml.exp2((got[p][0] - big) * LOG2E, approx=True)
     top = ml.max(big)                        # every lane holds the same values
     total = ml.max(acc)
   inv = 1.0 / total
   for c in ml.static_range(chunks):
     v = x_s.at[ml.ds(c * per, per)][...].astype(jnp.float32)
-    x_s.at[ml.ds(c * per, per)][...] = (ml.exp2(v * LOG2E - top, approx=True) * inv).astype(out.dtype)
+    x_s.at[ml.ds(c * per, per)][...] = (ml.exp2((v - top) * LOG2E, approx=True) * inv).astype(out.dtype)
     ml.copy(x_s.at[ml.ds(c * per, per)], out.at[row, ml.ds(first + c * per, per)])
   if parts > 1:
     ml.cluster_sync()                        # no CTA exits while a peer still reads its SMEM
@@ -154,26 +159,26 @@ def softmax_mixed_rows(x, out, *, chunks: ml.constexpr, in_regs: ml.constexpr):
   x_s = ml.smem((held * per, SEG), x.dtype)
   for c in ml.static_range(held):
     ml.copy(x.at[row, ml.ds(c * per, per)], x_s.at[ml.ds(c * per, per)])
-  regs = [x.at[row, ml.ds((held + c) * per, per)][...].astype(jnp.float32) * LOG2E
-          for c in ml.static_range(in_regs)]
+  regs = [x.at[row, ml.ds((held + c) * per, per)][...].astype(jnp.float32) for c in ml.static_range(in_regs)]
   m = regs[0]
   for c in ml.static_range(1, in_regs):
     m = ml.maximum(m, regs[c])
   for c in ml.static_range(held):               # each chunk awaited just before it is read
-    m = ml.maximum(m, x_s.at[ml.ds(c * per, per)][...].astype(jnp.float32) * LOG2E)
-  top = ml.max(m)                               # in base 2: exp(v - max) = 2 ** (v * log2(e) - top)
+    m = ml.maximum(m, x_s.at[ml.ds(c * per, per)][...].astype(jnp.float32))
+  top = ml.max(m)        # in base 2: exp(v - max) = 2 ** ((v - max) * log2(e)), the difference first
   s = ml.zeros((per, SEG), jnp.float32)
   for c in ml.static_range(in_regs):
-    s = s + ml.exp2(regs[c] - top, approx=True)
+    s = s + ml.exp2((regs[c] - top) * LOG2E, approx=True)
   for c in ml.static_range(held):
-    s = s + ml.exp2(x_s.at[ml.ds(c * per, per)][...].astype(jnp.float32) * LOG2E - top, approx=True)
+    s = s + ml.exp2((x_s.at[ml.ds(c * per, per)][...].astype(jnp.float32) - top) * LOG2E, approx=True)
   inv = 1.0 / ml.sum(s)
   for c in ml.static_range(held):
     v = x_s.at[ml.ds(c * per, per)][...].astype(jnp.float32)
-    x_s.at[ml.ds(c * per, per)][...] = (ml.exp2(v * LOG2E - top, approx=True) * inv).astype(out.dtype)
+    x_s.at[ml.ds(c * per, per)][...] = (ml.exp2((v - top) * LOG2E, approx=True) * inv).astype(out.dtype)
     ml.copy(x_s.at[ml.ds(c * per, per)], out.at[row, ml.ds(c * per, per)])
   for c in ml.static_range(in_regs):
-    out.at[row, ml.ds((held + c) * per, per)][...] = (ml.exp2(regs[c] - top, approx=True) * inv).astype(out.dtype)
+    out.at[row, ml.ds((held + c) * per, per)][...] = (ml.exp2((regs[c] - top) * LOG2E, approx=True)
+                                                      * inv).astype(out.dtype)
 
 
 MIXED = (16, 6)   # (chunks, in registers) for float32 rows past 96 KiB: 80 KiB of SMEM a CTA, two CTAs an SM
@@ -191,12 +196,30 @@ def smem_config(d, itemsize):
   return max(1, min(8, rows)), parts
 
 
+def check_rows(name, x, multiple=128):
+  """A ValueError at the call for what the row kernels do not take: they normalise the rows of a
+  2-D float array whose width is a multiple of `multiple`."""
+  if x.ndim != 2:
+    raise ValueError(f"{name} takes a 2-D array (rows, width), got shape {x.shape}: reshape it,"
+                     f" x.reshape(-1, x.shape[-1])")
+  if not jnp.issubdtype(x.dtype, jnp.floating):
+    raise ValueError(f"{name} takes float32, float16 or bfloat16 rows, got {x.dtype}: convert them,"
+                     f" x.astype(jnp.float32)")
+  if x.shape[1] % multiple:
+    fix = ("pad them with -inf (which leaves the softmax unchanged)" if name.startswith("softmax") else
+           "for other widths use a masked kernel or the jnp reference (padding would change a norm's statistics)")
+    raise ValueError(f"{name} takes rows a multiple of {multiple} wide, got {x.shape[1]}: {fix}")
+
+
 def softmax_smem(x, *, chunks=None, parts=None, online=False, warpgroups=1, interpret=None):
   """softmax_smem_rows on a 2-D x (its last dimension a multiple of SEG)."""
+  check_rows("softmax_smem", x, SEG)
   n, d = x.shape
   c0, p0 = smem_config(d, x.dtype.itemsize) or (8, 1)
   parts = parts or p0
   chunks = chunks or min(c0, d // SEG // parts)
+  if (d // SEG) % parts:
+    raise ValueError(f"softmax_smem: a row's {d // SEG} SEG-wide rows do not split into {parts} parts")
   if (d // SEG // parts) % chunks:
     raise ValueError(f"softmax_smem: {d // SEG // parts} SEG-wide rows a CTA do not split into {chunks} chunks")
   y = softmax_smem_rows(x.reshape(n, d // SEG, SEG), chunks=chunks, parts=parts, online=online,
@@ -213,7 +236,7 @@ def config(shape, itemsize=4):
   3508 in registers (docs/logs/rowwise_session4.log; float32 rows and shorter ones gain nothing)."""
   n, d = shape
   long = d * 4 > MAX_ROW_BYTES or (itemsize == 2 and d >= 8192)
-  if itemsize == 4 and 96 * 1024 < d * 4 <= SMEM_PART_BYTES and (d // SEG) % MIXED[0] == 0:
+  if itemsize == 4 and 96 * 1024 < d * 4 <= SMEM_PART_BYTES and d % SEG == 0 and (d // SEG) % MIXED[0] == 0:
     return softmax_mixed_rows, {"chunks": MIXED[0], "in_regs": MIXED[1]}
   if long and (smem := smem_config(d, itemsize)) is not None:
     return softmax_smem_rows, {"chunks": smem[0], "parts": smem[1]}
@@ -228,6 +251,7 @@ def config(shape, itemsize=4):
 def softmax(x, *, interpret=None):
   """jax.nn.softmax(x, axis=-1) for a 2-D float32, float16 or bfloat16 array whose last
   dimension is a multiple of 128."""
+  check_rows("softmax", x)
   kernel, meta = config(x.shape, x.dtype.itemsize)
   if kernel is softmax_smem_rows:
     return softmax_smem(x, interpret=interpret, **meta)

@@ -706,6 +706,9 @@ class Tracer(Assignments, ast.NodeVisitor):
       hint = (f"use ml.{name}: kernels call ml.* functions on register values" if ours is not None else
               "kernels call ml.* functions on register values; decorate a helper of your own with"
               " @ml.inline to call it here")
+      if name in ("dot", "matmul", "einsum") and _is_array_library(fn):
+        hint = ("use ml.dot(a_s, b_s, acc): it takes SMEM buffers (and A from registers) and runs on the"
+                " tensor cores")
       if name in ("take", "take_along_axis") and _is_array_library(fn):
         hint = ("index the GMEM ref with a tensor of indices: t[ids, :] gathers rows, t[:, ids] columns"
                 " (as jnp indexes; `ml.atomic_add(out.at[ids, :], rows)` scatters)")

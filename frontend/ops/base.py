@@ -126,7 +126,7 @@ def kind_of(x) -> str:
   if isinstance(x, ir.Value):
     t = x.type
     if isinstance(t, RefType):
-      return f"a {t.space} ref"
+      return f"{'an' if str(t.space) == 'SMEM' else 'a'} {t.space} ref"
     return "a register tensor" if isinstance(t, TensorType) else "a scalar"
   if hasattr(x, "KIND"):
     return x.KIND

@@ -56,7 +56,8 @@ def _operand(cx, what, x):
     else:
       got_what = "an SMEM buffer of this CTA"
       if is_value(x) and isinstance(x.type, TensorType):
-        hint = "only a may come from registers; store b's tile in SMEM: b_s[...] = b_value"
+        hint = ("only a may come from registers; store b's tile in SMEM: b_s[...] = b_value (a tile read from"
+                " SMEM: pass that buffer itself)")
     if is_value(x) and isinstance(x.type, RefType) and x.type.remote:
       hint = (f"the tensor cores read this CTA's SMEM only: read the peer's tile into registers and store it in"
               f" a buffer of this CTA ({what}_s[...] = {x.name or 'peer'}[...])"
@@ -74,7 +75,7 @@ def _register_a(cx, a, d):
                             hint="pass an (m, k) tile")
   if isinstance(d, DType) and d not in hw.MMA_REG_A_DTYPES:
     names = " or ".join(sorted(map(str, hw.MMA_REG_A_DTYPES)))
-    hint = (f"store the tile in an SMEM buffer and pass the buffer: buf = ml.smem({a.type.shape}, {d});"
+    hint = (f"store the tile in an SMEM buffer and pass the buffer: buf = ml.smem({a.type.shape}, jnp.{d});"
             f" buf[...] = <the tile>; ml.dot(buf, ...) (a tile read from SMEM: pass that buffer itself)"
             if d.bits == 8 else f"convert it: ml.dot({a.name or 'a'}.astype(jnp.float16), ...)")
     raise E.UnsupportedDtypeError(
