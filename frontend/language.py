@@ -14,7 +14,7 @@ from .ops import BUILTINS  # noqa: F401
 from .ops.access import load_ as load, store_ as store
 from .ops.atomic import atomic_add, atomic_max, atomic_min
 from .ops.control import cluster_sync, grouped_ids, multiple_of, num_programs, program_id, range, static_range
-from .ops.elementwise import (abs_ as abs, arange, bitcast, cast, cdiv, ceil, clip, cos, erf, exp, exp2,
+from .ops.elementwise_fns import (abs_ as abs, arange, bitcast, cast, cdiv, ceil, clip, cos, erf, exp, exp2,
                               floor, full, isnan, log, log2, maximum, minimum, round_ as round, rsqrt,
                               sigmoid, sin, sqrt, tanh, trunc, where, zeros)
 from .ops.memory import DSlice, cluster_ref, copy, ds, smem
@@ -22,8 +22,8 @@ from .ops.mma import dot
 from .ops.random import rand, randint, randint4x
 from .ops.scan import cummax, cummin, cumprod, cumsum
 from .ops.sort import argsort, sort
-from .ops.shape import (argmax, argmin, broadcast_to, concatenate, max_ as max, mean, min_ as min,
-                        reshape, sum_ as sum, transpose)
+from .ops.reduce import argmax, argmin, max_ as max, mean, min_ as min, sum_ as sum
+from .ops.shape import broadcast_to, concatenate, reshape, transpose
 
 
 class Inline:

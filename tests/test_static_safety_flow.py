@@ -6,7 +6,7 @@ import pytest
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
-from mgpu_dsl.frontend.ops import elementwise
+from mgpu_dsl.frontend.ops import elementwise_fns
 from mgpu_dsl.frontend.dtypes import DType
 from locate import builds, expect, where  # noqa: F401
 
@@ -169,7 +169,7 @@ def test_an_error_repeated_by_an_unrolled_loop_is_reported_once():
 def test_unexpected_exceptions_become_internal_errors_at_the_statement(monkeypatch):
   def broken(*args, **kwargs):
     raise ZeroDivisionError("simulated bug")
-  monkeypatch.setattr(elementwise.arange, "rule", broken)
+  monkeypatch.setattr(elementwise_fns.arange, "rule", broken)
 
   @mg.mgpu_kernel(out_shape=lambda x: x)
   def uses_arange(x, out):

@@ -1,4 +1,5 @@
-"""Elementwise math: constants, arithmetic, comparisons, math functions, casts, fills, iotas.
+"""Elementwise math: the ops (constants, arithmetic, comparisons, math functions, casts, fills,
+iotas) and their type rules; the `ml.` builtins that call them are in elementwise_fns.py.
 
 Operands of different shapes broadcast as in NumPy (frontend/ops/shape.py inserts
 the `Broadcast`); Python numbers are weakly typed (they take the dtype of the
@@ -6,7 +7,6 @@ tensor they meet); two tensors of different dtypes are never converted implicitl
 """
 from __future__ import annotations
 
-import builtins
 import dataclasses
 import enum
 import math as pymath
@@ -20,8 +20,7 @@ from ..dtypes import DType, FLOAT8, INDEX, PY_FLOAT
 from ..infer import unify
 from ..ir import LayoutRule, Traits
 from ..types import DTypeVar, ScalarType, TensorType, dtype_name, resolve
-from .base import (Num, builtin, check_register_value, dtype_arg, is_ref, is_value, kind_of,
-                   static_shape)
+from .base import Num, check_register_value, is_ref, is_value, kind_of, static_shape
 from .promotion import exact_in, jnp_result
 
 # Elementwise lowering works on each warpgroup's own rows as on a whole tensor: splits=True.
@@ -77,7 +76,6 @@ _INT_ONLY = {BinOp.FLOORDIV, BinOp.MOD, BinOp.AND, BinOp.OR, BinOp.XOR, BinOp.SH
 # Mosaic GPU allows these on 8-bit integers (bitwise ops and equality need no arithmetic).
 _BITWISE_8BIT = {BinOp.AND, BinOp.OR, BinOp.XOR, CmpOp.EQ, CmpOp.NE}
 # Register values `ml.arange` can produce (Mosaic GPU's iota has no 8-bit float or bool form).
-_ARANGE_DTYPES = frozenset(d for d in DType if d.is_int) | {DType.f32, DType.f16, DType.bf16}
 
 
 # ---------------------------------------------------------------- ops
@@ -555,209 +553,3 @@ def _scalar_full(cx, value, dtype, what):
   check_python_int(cx, value, dtype, what)
   v = float(value) if dtype.is_float else (bool(value) if dtype == DType.bool_ else int(value))
   return cx.b.emit(Constant, v, loc=cx.loc, types=[ScalarType(dtype)], names=[cx.name]).result
-
-
-# ---------------------------------------------------------------- builtins
-@builtin(methods=("astype",))
-def cast(cx, x, dtype):
-  """`x` converted to `dtype` (also `x.astype(dtype)`); values are never converted implicitly."""
-  return astype(cx, x, dtype_arg(cx, dtype, "ml.cast"))
-
-
-@builtin
-def bitcast(cx, x, dtype):
-  """`x`'s bits reinterpreted as `dtype` of the same width: `ml.bitcast(f, jnp.uint32)`."""
-  dtype = dtype_arg(cx, dtype, "ml.bitcast")
-  check_register_value(cx, x, "ml.bitcast")
-  if not is_value(x):
-    raise E.KernelTypeError("ml.bitcast needs a register value, got a Python number", cx.loc,
-                            hint="make it a tensor first: ml.full(shape, value, dtype)")
-  src = resolve(x.type.dtype)
-  if isinstance(src, DType) and (src.bits != dtype.bits or DType.bool_ in (src, dtype)):
-    raise E.UnsupportedDtypeError(
-        f"ml.bitcast from {src} ({src.bits} bits) to {dtype} ({dtype.bits} bits): widths differ", cx.loc,
-        hint="bitcast between types of one width, e.g. float32 <-> uint32 or int32")
-  return cx.b.emit(Cast, x, loc=cx.loc, types=[_like(x.type, dtype)], names=[cx.name],
-                   bitcast=True).result
-
-
-@builtin
-def zeros(cx, shape, dtype):
-  """A register tensor of zeros: `acc = ml.zeros((128, 64), jnp.float32)`."""
-  return full_(cx, shape, 0, dtype_arg(cx, dtype, "ml.zeros"), "ml.zeros")
-
-
-@builtin
-def full(cx, shape, value, dtype):
-  """A register tensor filled with `value` (a Python number or a scalar)."""
-  return full_(cx, shape, value, dtype_arg(cx, dtype, "ml.full"), convert=True)
-
-
-@builtin
-def arange(cx, n, dtype=None):
-  """The register vector `[0, 1, ..., n)` (int32 unless `dtype` says otherwise); also
-  Triton's two-bound form `ml.arange(start, stop)` of static ints, `[start, ..., stop)`.
-
-  Index grids: `ml.arange(m)[:, None] * n + ml.arange(n)[None, :]`.
-  """
-  if isinstance(dtype, int) and not isinstance(dtype, bool) and isinstance(n, int) and not isinstance(n, bool):
-    start, stop = n, dtype                      # tl.arange(start, stop)
-    if stop <= start:
-      raise E.KernelTypeError(f"ml.arange({start}, {stop}) is empty: stop must be above start", cx.loc,
-                              hint="ml.arange(start, stop) holds stop - start values, e.g. ml.arange(0, 128)")
-    base = arange.rule(cx, stop - start)
-    return base if start == 0 else binary(cx, BinOp.ADD, base, start)
-  if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
-    raise E.KernelTypeError(f"ml.arange needs a positive static int, got {n!r}", cx.loc,
-                            hint="sizes are fixed when the kernel is compiled: ml.arange(128)")
-  dtype = dtype_arg(cx, dtype, "ml.arange", optional=True) or INDEX
-  if dtype not in _ARANGE_DTYPES:
-    raise E.UnsupportedDtypeError(
-        f"ml.arange cannot produce {dtype}: it makes integers, float32, float16 or bfloat16", cx.loc,
-        hint=f"make it as int32 and convert: ml.arange({n}).astype(jnp.float32)" + (
-            f".astype(jnp.{dtype})" if dtype in FLOAT8 else ""))
-  return cx.b.emit(Arange, 0, loc=cx.loc, types=[TensorType((n,), dtype)], names=[cx.name]).result
-
-
-def _min_max(cx, kind, x, y):
-  if not is_value(x) and not is_value(y) and all(isinstance(v, (int, float)) for v in (x, y)):
-    return (builtins.max if kind == BinOp.MAX else builtins.min)(x, y)     # static numbers stay Python
-  return binary(cx, kind, x, y)
-
-
-@builtin
-def maximum(cx, a, b):
-  """Elementwise maximum (NaN if either is NaN)."""
-  return _min_max(cx, BinOp.MAX, a, b)
-
-
-@builtin
-def minimum(cx, a, b):
-  """Elementwise minimum (NaN if either is NaN)."""
-  return _min_max(cx, BinOp.MIN, a, b)
-
-
-@builtin(eager=True)
-def cdiv(cx, a, b):
-  """Ceiling division `(a + b - 1) // b` of integers: tiles covering `a` elements, `b` a tile.
-
-  On Python ints it is a Python int (`grid=lambda x: (ml.cdiv(x.shape[0], 128),)` works too);
-  on integer scalars (a runtime size read from memory) it is a scalar.
-  """
-  if not is_value(a) and not is_value(b):
-    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (a, b)):
-      raise E.KernelTypeError(f"ml.cdiv needs integers, got {a!r} and {b!r}", cx.loc,
-                              hint="ml.cdiv(n, 128)")
-    if b <= 0:
-      raise E.KernelTypeError(f"ml.cdiv needs a positive divisor, got {b}", cx.loc, hint="ml.cdiv(n, 128)")
-    return -(-a // b)
-  for v in (a, b):
-    check_register_value(cx, v, "ml.cdiv")      # a ref: read it first (n[...]), named as ml.cdiv's
-    d = resolve(v.type.dtype) if is_value(v) else None
-    if (is_value(v) and isinstance(d, DType) and not d.is_int) or isinstance(v, float):
-      what = f"{v.name or 'a value'} ({dtype_name(d)})" if is_value(v) else repr(v)
-      raise E.KernelTypeError(f"ml.cdiv needs integers, got {what}", cx.loc,
-                              hint=f"convert it: {v.name or 'n'}.astype(jnp.int32)" if is_value(v) else
-                              "ml.cdiv(n, 128)")
-  bm1 = b - 1 if not is_value(b) else binary(cx, BinOp.SUB, b, 1)
-  return binary(cx, BinOp.FLOORDIV, binary(cx, BinOp.ADD, a, bm1), b)
-
-
-@builtin
-def where(cx, cond, a, b):
-  """`a` where `cond` holds, else `b` (cond a boolean tensor, e.g. `x > 0`); operands broadcast."""
-  return where_(cx, cond, a, b)
-
-
-def _unary_builtin(kind: UnOp, doc: str):
-  def rule(cx, x):
-    return unary(cx, kind, x)
-  rule.__doc__ = doc
-  rule.__name__ = kind.value.name
-  return builtin(rule)
-
-
-exp = _unary_builtin(UnOp.EXP, "Elementwise e**x (floating point).")
-@builtin
-def exp2(cx, x, *, approx=False):
-  """Elementwise 2**x (floating point); the fast path for softmax: exp2(x * log2(e)).
-
-  `approx=True` (float32) uses the hardware's approximate instruction (ex2.approx.ftz:
-  about 2 ulp, subnormal results flushed to zero), as flash attention kernels do:
-  `p = ml.exp2(s * c - m[:, None], approx=True)`.
-  """
-  if not isinstance(approx, bool):
-    raise E.KernelTypeError(f"ml.exp2's approx must be True or False, got {approx!r}", cx.loc,
-                            hint="ml.exp2(x, approx=True)")
-  if approx and is_value(x) and resolve(x.type.dtype) != DType.f32:
-    raise E.UnsupportedDtypeError(
-        f"ml.exp2(..., approx=True) works on float32, got {x.name or 'x'} ({dtype_name(x.type.dtype)})",
-        cx.loc, hint=f"compute in float32: ml.exp2({x.name or 'x'}.astype(jnp.float32), approx=True)")
-  return unary(cx, UnOp.EXP2_APPROX if approx else UnOp.EXP2, x)
-
-
-log = _unary_builtin(UnOp.LOG, "Elementwise natural logarithm (floating point).")
-log2 = _unary_builtin(UnOp.LOG2, "Elementwise base-2 logarithm (floating point).")
-sqrt = _unary_builtin(UnOp.SQRT, "Elementwise square root (floating point).")
-rsqrt = _unary_builtin(UnOp.RSQRT, "Elementwise 1/sqrt(x) (floating point).")
-tanh = _unary_builtin(UnOp.TANH, "Elementwise hyperbolic tangent (floating point).")
-sin = _unary_builtin(UnOp.SIN, "Elementwise sine (floating point).")
-cos = _unary_builtin(UnOp.COS, "Elementwise cosine (floating point).")
-erf = _unary_builtin(UnOp.ERF, "Elementwise error function (floating point).")
-abs_ = _unary_builtin(UnOp.ABS, "Elementwise absolute value.")
-
-
-def _rounding_builtin(kind: UnOp, doc: str):
-  def rule(cx, x):
-    check_register_value(cx, x, f"ml.{kind.value.name}")
-    if is_value(x):
-      d = resolve(x.type.dtype)
-      if isinstance(d, DType) and d.is_int:
-        return x                                  # integers are whole already (jnp returns them)
-    return unary(cx, kind, x)
-  rule.__doc__ = doc
-  rule.__name__ = kind.value.name
-  return builtin(rule)
-
-
-floor = _rounding_builtin(UnOp.FLOOR, "Elementwise floor: the largest whole number <= x (integers unchanged).")
-ceil = _rounding_builtin(UnOp.CEIL, "Elementwise ceiling: the smallest whole number >= x (integers unchanged).")
-trunc = _rounding_builtin(UnOp.TRUNC, "Elementwise rounding toward zero (integers unchanged).")
-round_ = _rounding_builtin(
-    UnOp.ROUND, "Elementwise rounding to the nearest whole number, halves to even as `jnp.round`"
-    " (0.5 -> 0, 1.5 -> 2, 2.5 -> 2); integers unchanged. Convert with `.astype` afterwards.")
-
-
-@builtin
-def clip(cx, x, min=None, max=None):
-  """`x` limited to `[min, max]` (either may be None), as `jnp.clip`:
-  `ml.minimum(ml.maximum(x, min), max)`; NaN stays NaN."""
-  check_register_value(cx, x, "ml.clip")
-  if not is_value(x):
-    raise E.KernelTypeError("ml.clip of a Python number should be computed in Python", cx.loc,
-                            hint="use min(max(x, lo), hi) on static numbers")
-  if min is None and max is None:
-    raise E.KernelTypeError("ml.clip needs min, max or both", cx.loc,
-                            hint=f"give the bounds: ml.clip({cx.named(x, 'x')}, min=lo, max=hi), or min= or max= alone")
-  if min is not None:
-    x = binary(cx, BinOp.MAX, x, min)
-  if max is not None:
-    x = binary(cx, BinOp.MIN, x, max)
-  return x
-
-
-@builtin
-def isnan(cx, x):
-  """Elementwise test for NaN (a boolean tensor): `x != x`; False for integers."""
-  check_register_value(cx, x, "ml.isnan")
-  if not is_value(x):
-    return pymath.isnan(x)
-  return compare(cx, CmpOp.NE, x, x)
-
-
-@builtin
-def sigmoid(cx, x):
-  """Elementwise logistic function 1 / (1 + exp(-x)) (floating point)."""
-  check_dtype_support(cx, x.type.dtype if is_value(x) else PY_FLOAT, "ml.sigmoid", floats_only=True)
-  e = unary(cx, UnOp.EXP, unary(cx, UnOp.NEG, x))
-  return binary(cx, BinOp.DIV, 1.0, binary(cx, BinOp.ADD, e, 1.0))

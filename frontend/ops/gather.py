@@ -23,6 +23,7 @@ from ..dtypes import DType
 from ..ir import Access, LayoutRule, Traits
 from ..types import Space, TensorType, dtype_name, resolve
 from . import elementwise as ew
+from .elementwise_fns import arange
 from .atomic import AtomicKind, AtomicUpdate, check_dtype, check_target, identity
 from .base import Num, is_scalar, is_tensor, is_value, kind_of
 from .memory import DSlice, View, index_operand
@@ -179,7 +180,7 @@ def _plan(cx, ref, index, what):
   for d, i in enumerate(items):
     if d in spans:
       start, size = spans[d]
-      x = broadcast_to_shape(cx, ew.arange.rule(cx, size), out_shape, (axis_of[d],))
+      x = broadcast_to_shape(cx, arange.rule(cx, size), out_shape, (axis_of[d],))
       per_dim.append(ew.binary(cx, ew.BinOp.ADD, x, start) if not (isinstance(start, int) and start == 0) else x)
     elif is_tensor(i):
       if resolve(i.type.dtype) == DType.i64:     # (a narrowing cast would wrap 2**32 + 5 to 5)

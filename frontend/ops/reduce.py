@@ -1,0 +1,180 @@
+"""Reductions of register tensors: ml.sum, ml.mean, ml.max, ml.min, ml.argmax, ml.argmin.
+
+A partial reduction keeps a 2-D tile's rows or columns as a vector (`ml.max(s, axis=1)` is one
+value per row); a full reduction gives a scalar, usable in scalar math and in a runtime `if`
+(with keepdims=True, that scalar stretched to (1, ..., 1)). The IR op is shape.Reduce, which
+shape's reshapes also emit; frontend/layouts.py chooses the layouts that make it possible.
+"""
+from __future__ import annotations
+
+import math
+
+from .. import errors as E
+from ..dtypes import DType
+from ..types import ScalarType, TensorType, dtype_name, resolve
+from . import elementwise as ew
+from .elementwise_fns import arange
+from .base import builtin, check_register_value, is_tensor, kind_of
+from .shape import READ_2D_FIRST, Reduce, ReduceKind, reshape_
+
+# ---------------------------------------------------------------- reductions
+def _axes(cx, axis, rank, what):
+  if axis is None:
+    return tuple(range(rank))
+  axes = axis if isinstance(axis, tuple) else (axis,)
+  out = []
+  for a in axes:
+    if not isinstance(a, int) or isinstance(a, bool):
+      raise E.KernelTypeError(f"{what}: axis must be a static int or a tuple of them, got {a!r}", cx.loc,
+                              hint="e.g. axis=1 (along each row) or axis=None (everything)")
+    if not -rank <= a < rank:
+      raise E.IndexOutOfBoundsError(
+          f"{what}: axis {a} is out of range for a tensor of rank {rank}", cx.loc,
+          hint=f"axes run from {-rank} to {rank - 1}")
+    out.append(a % rank)
+  if len(set(out)) != len(out):
+    raise E.KernelTypeError(f"{what}: axis {axis} repeats an axis", cx.loc, hint="name each axis once")
+  return tuple(sorted(out))
+
+
+def reduce(cx, kind: ReduceKind, x, axis, keepdims, what=None):
+  what = what or f"ml.{kind.value}"
+  check_register_value(cx, x, what)
+  if not is_tensor(x):
+    raise E.KernelTypeError(f"{what} reduces a register tensor, got {kind_of(x)}", cx.loc,
+                            hint=f"read the ref into registers first: {what}(ref[...], axis=...)")
+  shape = x.type.shape
+  axes = _axes(cx, axis, len(shape), what)
+  if keepdims and len(axes) == len(shape):      # jnp's (1, ..., 1): the scalar, stretched where it is used
+    res = reduce(cx, kind, x, axis, False, what)
+    return ew.full_(cx, (1,) * len(shape), res, res.type.dtype)
+  d = resolve(x.type.dtype)
+  given = x
+  if d == DType.bool_ and kind in (ReduceKind.MAX, ReduceKind.MIN):
+    # As jnp: the max of booleans is whether any holds, the min whether all do (a bool).
+    r = reduce(cx, kind, ew.astype(cx, x, DType.i32), axis, keepdims, what)
+    return ew.compare(cx, ew.CmpOp.NE, r, 0)
+  if kind == ReduceKind.SUM and d == DType.bool_:
+    # As jnp.sum: booleans count as 0 and 1, in int32.
+    x = ew.astype(cx, x, DType.i32)
+    d = DType.i32
+  if kind == ReduceKind.SUM and isinstance(d, DType) and d.is_int and d.bits < 32:
+    # As jnp.sum: narrow integers accumulate in, and give, int32 (uint32 if unsigned); a
+    # 16-bit accumulator wrapped (128 x 1000 summed to -3072).
+    x = ew.astype(cx, x, DType.i32 if d.is_signed else DType.u32)
+    d = resolve(x.type.dtype)
+  if (kind != ReduceKind.SUM and isinstance(d, DType) and d != DType.bool_ and d.bits < 16
+      and (d.is_int or d == DType.f8e4m3 and len(axes) < len(shape))):
+    # 8-bit max and min: in 32 bits (exact), then back to the dtype, as jnp keeps it. Not for
+    # float8_e5m2, whose infinities the saturating conversion back would turn into +-57344, nor
+    # for a full reduction of a float8 (an 8-bit float scalar cannot be made on the GPU).
+    wide = ew.astype(cx, x, DType.f32 if d.is_float else DType.i32 if d.is_signed else DType.u32)
+    return ew.astype(cx, reduce(cx, kind, wide, axis, keepdims, what), d)
+  if isinstance(d, DType) and (d == DType.bool_ or d.bits < 16):
+    raise E.UnsupportedDtypeError(
+        f"{what} of {dtype_name(d)} values is not supported", cx.loc,
+        hint=f"convert first: {ew.method_on(cx.named(given))}.astype(jnp.float32)")
+  if len(axes) < len(shape) and len(shape) > 2:
+    raise E.LayoutError(
+        f"{what} over axis {axis} of a {len(shape)}-D tensor {shape}: partial reductions work on"
+        f" 1-D and 2-D tensors", cx.loc,
+        hint=READ_2D_FIRST)
+  if len(axes) == len(shape):
+    res = cx.b.emit(Reduce, kind, x, axes, loc=cx.loc, types=[ScalarType(x.type.dtype)],
+                    names=[cx.name]).result
+    return ew.full_(cx, (1,) * len(shape), res, x.type.dtype) if keepdims else res
+  out = tuple(n for i, n in enumerate(shape) if i not in axes)
+  res = cx.b.emit(Reduce, kind, x, axes, loc=cx.loc, types=[TensorType(out, x.type.dtype)],
+                  names=[cx.name]).result
+  if keepdims:
+    res = reshape_(cx, res, tuple(1 if i in axes else n for i, n in enumerate(shape)))
+  return res
+
+
+@builtin(methods=("sum",))
+def sum_(cx, x, axis=None, keepdims=False):
+  """The sum of `x` over `axis` (an int, a tuple, or None for all: a scalar).
+
+  `ml.sum(x, axis=1)` of an (m, n) tile is the (m,) vector of row sums. float16 and
+  bfloat16 values are summed in float32 and rounded once, as `jnp.sum` does; 8- and 16-bit
+  integers are summed in, and give, int32 (uint32 if unsigned), as `jnp.sum` does.
+  """
+  return reduce(cx, ReduceKind.SUM, x, axis, keepdims)
+
+
+@builtin(methods=("mean",))
+def mean(cx, x, axis=None, keepdims=False):
+  """The mean of `x` over `axis`: `ml.sum` divided by the number of elements, as `jnp.mean`
+  (integers give float32; float16/bfloat16 are summed and divided in float32, rounded once)."""
+  check_register_value(cx, x, "ml.mean")
+  if not is_tensor(x):
+    raise E.KernelTypeError(f"ml.mean reduces a register tensor, got {kind_of(x)}", cx.loc,
+                            hint="read the ref into registers first: ml.mean(ref[...], axis=...)")
+  d = resolve(x.type.dtype)
+  axes = _axes(cx, axis, len(x.type.shape), "ml.mean")
+  n = math.prod(x.type.shape[a] for a in axes)
+  if keepdims and len(axes) == len(x.type.shape):   # jnp's (1, ..., 1): the scalar mean, stretched
+    res = mean.rule(cx, x, axis, False)
+    return ew.full_(cx, (1,) * len(x.type.shape), res, res.type.dtype)
+  if isinstance(d, DType) and d != DType.f32:
+    x = ew.astype(cx, x, DType.f32)       # ints and bools -> float32; narrow floats round once at the end
+  s = reduce(cx, ReduceKind.SUM, x, axis, keepdims, what="ml.mean")
+  m = ew.binary(cx, ew.BinOp.DIV, s, float(n))
+  if isinstance(d, DType) and d.is_float and d != DType.f32:
+    m = ew.astype(cx, m, d)
+  return m
+
+
+@builtin(methods=("max",))
+def max_(cx, x, axis=None, keepdims=False):
+  """The maximum of `x` over `axis` (None: everything, a scalar); NaN if any is NaN."""
+  return reduce(cx, ReduceKind.MAX, x, axis, keepdims)
+
+
+@builtin(methods=("min",))
+def min_(cx, x, axis=None, keepdims=False):
+  """The minimum of `x` over `axis` (None: everything, a scalar); NaN if any is NaN."""
+  return reduce(cx, ReduceKind.MIN, x, axis, keepdims)
+
+
+def _arg(cx, x, axis, kind, what):
+  check_register_value(cx, x, what)
+  if is_tensor(x) and axis is None and len(x.type.shape) == 1:
+    axis = 0                                    # as jnp: the index into the (already flat) vector
+  if not is_tensor(x) or not isinstance(axis, int) or isinstance(axis, bool):
+    rank = len(x.type.shape) if is_tensor(x) else 2
+    name = ew.method_on(cx.named(x, "x")) if is_tensor(x) else "x"
+    hint = f"{what}({name}, axis={rank - 1})"
+    if is_tensor(x) and axis is None:           # jnp's flat index of a tile: its row, then its column
+      hint = (f"the row first, then the column: i = {what}(ml.{'max' if kind == ReduceKind.MAX else 'min'}"
+              f"({name}, axis=1), axis=0); j = {what}({name}[i], axis=0)")
+    raise E.KernelTypeError(f"{what} takes a register tensor and one static axis (axis=None only for a"
+                            f" 1-D tensor)", cx.loc, hint=hint)
+  shape = x.type.shape
+  (a,) = _axes(cx, axis, len(shape), what)
+  d0 = resolve(x.type.dtype)
+  if d0 == DType.bool_:      # as jnp: the first True (argmax) or False (argmin)
+    x = ew.astype(cx, x, DType.i32)
+  elif isinstance(d0, DType) and d0.bits < 16:  # 8-bit: compared in 32 bits (exact)
+    x = ew.astype(cx, x, DType.f32 if d0.is_float else DType.i32 if d0.is_signed else DType.u32)
+  best = reduce(cx, kind, x, a, True, what=what)
+  hit = ew.compare(cx, ew.CmpOp.EQ, x, best)
+  d = resolve(x.type.dtype)
+  if isinstance(d, DType) and d.is_float:   # a NaN is the extreme, as in jnp (max and min propagate it;
+    hit = ew.binary(cx, ew.BinOp.OR, hit, ew.compare(cx, ew.CmpOp.NE, x, x))   # x == NaN is never true)
+  iota = arange.apply(cx, (shape[a],), {})
+  iota = reshape_(cx, iota, tuple(n if i == a else 1 for i, n in enumerate(shape)))
+  idx = ew.where_(cx, hit, iota, shape[a])
+  return reduce(cx, ReduceKind.MIN, idx, a, False)
+
+
+@builtin
+def argmax(cx, x, axis=None):
+  """The index of the first maximum of `x` along `axis` (int32); axis=None for a 1-D `x`."""
+  return _arg(cx, x, axis, ReduceKind.MAX, "ml.argmax")
+
+
+@builtin
+def argmin(cx, x, axis=None):
+  """The index of the first minimum of `x` along `axis` (int32); axis=None for a 1-D `x`."""
+  return _arg(cx, x, axis, ReduceKind.MIN, "ml.argmin")
