@@ -8,20 +8,19 @@ the DSL does not support reaches `generic_visit` and is reported at its node.
 from __future__ import annotations
 
 import ast
-import builtins
 import operator
 
 import astor
 
 from . import errors as E
 from .builder import Builder, Call
-from .dtypes import DType, to_dtype
+from .calls import _DEBUG, PY_BUILTINS, Calls, _Method, _Texts
+from .dtypes import DType
 from .env import POISON, PoisonedUse, Unbound, assigned_names
 from . import missing
 from .missing import missing_hint
-from .trace_debug import trace_breakpoint, trace_print
 from .ops import METHODS, REF_METHODS, elementwise as ew, gather, memory, shape
-from .ops.base import BUILTINS, Builtin, is_tensor, is_value, kind_of, typed_number
+from .ops.base import is_tensor, is_value, kind_of, typed_number
 from .ops.power import power
 from .assign import SCATTER_HINT, Assignments, At, holds_value, is_whole
 from .source import Source
@@ -41,11 +40,6 @@ _PYCMPOPS = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast
              ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Is: operator.is_,
              ast.IsNot: operator.is_not, ast.In: lambda a, b: a in b,
              ast.NotIn: lambda a, b: a not in b}
-# Python builtins a kernel may call on static values.
-PY_BUILTINS = {f: getattr(builtins, f) for f in
-               ("len", "min", "max", "int", "float", "bool", "abs", "tuple", "range", "isinstance",
-                "round", "sum", "all", "any", "divmod", "pow", "list", "zip", "enumerate", "reversed",
-                "sorted", "str")}
 SUPPORTED = ("assignments, augmented assignments, if/else, for over range()/ml.range()/ml.static_range(),"
              " expressions, calls of ml.* functions")
 _NICE = {"While": "a while loop", "With": "a with statement", "Try": "try/except",
@@ -57,34 +51,7 @@ _NICE = {"While": "a while loop", "With": "a with statement", "Try": "try/except
          "Await": "await", "NamedExpr": "the := operator", "Break": "break",
          "Continue": "continue", "Assert": "assert", "ClassDef": "a class definition",
          "Match": "match"}
-_DEBUG = {"print": object(), "breakpoint": object()}
 _LIST_METHODS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse"})
-
-
-def _is_array_library(fn) -> bool:
-  """jnp.exp, np.exp, math.exp, ...: functions whose ml.* counterpart a user likely wants."""
-  mod = getattr(fn, "__module__", None) or ""
-  return mod.split(".")[0] in ("jax", "jaxlib", "numpy", "math") or type(fn).__name__ == "ufunc"
-
-
-def _static_result(cx, name, out):
-  """A static call's result as the kernel sees it: Python numbers, tuples, dtypes, ..."""
-  if isinstance(out, (bool, int, float, str, type(None), DType)) or isinstance(out, type):
-    return out
-  if isinstance(out, (tuple, list)):
-    return tuple(_static_result(cx, name, x) for x in out)
-  if getattr(out, "shape", None) == () and hasattr(out, "item"):     # a NumPy or JAX scalar
-    return typed_number(out)
-  if hasattr(out, "shape"):
-    raise E.KernelTypeError(
-        f"{name}(...) returned an array of shape {tuple(out.shape)} while tracing; a kernel's tensors"
-        f" are built with ml.* functions", cx.loc, hint="use ml.zeros, ml.full, ml.arange, or load it from an input")
-  return out
-
-
-def _tuples(x):
-  """`x` with its lists made tuples (a list literal is a list in a kernel, as in Python)."""
-  return tuple(_tuples(e) for e in x) if isinstance(x, (list, tuple)) else x
 
 
 def _check_tensor_steps(cx, x, index):
@@ -98,25 +65,7 @@ def _check_tensor_steps(cx, x, index):
       d += 1
 
 
-class _Method:
-  """A bound method of a register tensor (`x.astype`, `x.sum`)."""
-  def __init__(self, fn: Builtin, value):
-    self.fn, self.value = fn, value
-
-
-class _Texts:
-  """The source text of the register values a call or operator was given, by value; made only
-  when a message asks for it. Values the rule derives from them (a broadcast, a cast) have none."""
-  def __init__(self, tracer, values, nodes):
-    self.tracer = tracer
-    self.nodes = {id(v): (v, n) for v, n in zip(values, nodes) if is_value(v)}
-
-  def get(self, x):
-    hit = self.nodes.get(id(x))
-    return self.tracer.text(hit[1]) if hit is not None and hit[0] is x else None
-
-
-class Tracer(Assignments, ast.NodeVisitor):
+class Tracer(Assignments, Calls, ast.NodeVisitor):
   def __init__(self, source: Source, scope: dict, builder: Builder):
     self.src = source
     self.scope = scope          # globals + closure of the kernel function
@@ -340,11 +289,12 @@ class Tracer(Assignments, ast.NodeVisitor):
       shadows = name in self.scope
       raise E.UnboundNameError(
           f"{name} is read before it is assigned: it is assigned in this"
-          f" {'function' if self.depth else 'kernel'}, so (as in Python) it is a local name" + (", not the module's global of the same name" if shadows else "")
+          f" {'function' if self.depth else 'kernel'}, so (as in Python) it is a local name"
+          + (", not the module's global of the same name" if shadows else "")
           + ("" if not self.loops else ", and an iteration does not see what the previous one assigned"
              " unless it is assigned before the loop"), self.loc(node),
           hint=(f"assign {name} before its first read" + (" (before the loop, to carry it)" if self.loops else "")
-                + (f"; to use the global, give the local another name" if shadows else "")))
+                + ("; to use the global, give the local another name" if shadows else "")))
     if name in self.scope:
       v = self.scope[name]
       self.globals_read.setdefault(name, v)
@@ -623,121 +573,3 @@ class Tracer(Assignments, ast.NodeVisitor):
   def eval_JoinedStr(self, node):
     self.unsupported(node, "an f-string outside print(...)",
                      hint="f-strings format values in print(f'...'); build other strings in Python")
-
-  def eval_Call(self, node):
-    fn = self.eval(node.func)
-    if fn is _DEBUG["print"]:
-      return trace_print(self, node)
-    if fn is _DEBUG["breakpoint"]:
-      return trace_breakpoint(self, node)
-    if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
-      self.unsupported(node, "*args/**kwargs in a call", hint="pass each argument by name or position")
-    args = [self.eval(a) for a in node.args]
-    kwargs = {k.arg: self.eval(k.value) for k in node.keywords}
-    return self.call(node, fn, args, kwargs)
-
-  def call(self, node, fn, args, kwargs):
-    from .language import Inline
-    own = self.pending_node is None or node is self.pending_node
-    values, nodes = list(args), list(getattr(node, "args", ()))
-    for k in getattr(node, "keywords", ()):
-      values.append(kwargs.get(k.arg))
-      nodes.append(k.value)
-    if isinstance(getattr(node, "func", None), ast.Attribute) and isinstance(fn, _Method):
-      values, nodes = [fn.value, *values], [node.func.value, *nodes]   # x.sum(): the receiver too
-    cx = Call(self.b, self.loc(node), self.pending_name if own else self.text(node), self.text(node),
-              _Texts(self, values, nodes))
-    if isinstance(fn, Inline):
-      from .inline import call_inline
-      return call_inline(self, node, fn, args, kwargs)
-    if isinstance(fn, (Builtin, _Method)):    # ml.* take sequences as tuples: ml.zeros([128, 64])
-      args, kwargs = [_tuples(a) for a in args], {k: _tuples(v) for k, v in kwargs.items()}
-    if isinstance(fn, Builtin):
-      return fn.apply(cx, args, kwargs)
-    if isinstance(fn, _Method):
-      return fn.fn.apply(cx, [fn.value, *args], kwargs)
-    if getattr(fn, "__module__", "").startswith("jax") and getattr(fn, "__name__", "") in missing.LAX_CONTROL:
-      raise E.KernelTypeError(
-          f"{self.text(node.func)} is JAX's control flow, which a kernel writes in Python", cx.loc,
-          hint=missing.LAX_CONTROL[fn.__name__])
-    if (foreign := missing.foreign_dsl(fn)) is not None:
-      what = "Triton" if (getattr(fn, "__module__", "") or "").startswith("triton") else "Pallas"
-      raise E.KernelTypeError(f"{self.text(node.func)} is {what}'s; an mgpu_dsl kernel calls ml.* functions",
-                              cx.loc, hint=f"write {foreign}")
-    if fn in (builtins.int, builtins.float) and len(args) == 1 and not kwargs and is_value(args[0]):
-      x = args[0]              # int(x) / float(x) of a register value: a cast to the kernel's 32 bits
-      if isinstance(x.type, RefType):
-        raise E.KernelTypeError(f"{fn.__name__}() of {kind_of(x)}", cx.loc,
-                                hint=f"read it into registers first: {fn.__name__}({self.text(node.args[0])}[...])")
-      return ew.astype(cx, x, DType.i32 if fn is builtins.int else DType.f32)
-    if fn in (builtins.len, builtins.tuple, builtins.list, builtins.enumerate, builtins.reversed) \
-        and len(args) == 1 and not kwargs:
-      x = args[0]              # the structure of a Python list or tuple of register values is static
-      if isinstance(x, (tuple, list)):
-        return fn(x)
-      if fn is builtins.len and is_value(x) and x.type.shape:
-        return x.type.shape[0]
-    if fn is builtins.zip and not kwargs and all(isinstance(a, (tuple, list)) for a in args):
-      return zip(*args)
-    dtype = to_dtype(fn) if isinstance(fn, type) or hasattr(fn, "dtype") else None
-    if dtype is not None and len(args) == 1 and not kwargs and is_value(args[0]):
-      return ew.astype(cx, args[0], dtype)    # jnp.float16(x)
-    if type(fn).__name__ == "KernelFunction" and hasattr(fn, "typed_ir"):     # an @mgpu_kernel
-      name = getattr(getattr(fn, "fn", None), "__name__", "it")
-      raise E.KernelTypeError(
-          f"a kernel cannot call another kernel ({name}): kernels are launched from JAX, one grid each", cx.loc,
-          hint=f"move {name}'s body into an @ml.inline helper taking the refs it reads and writes"
-               f" (def body(x, out): ...), call it from both kernels, and keep {name} as a kernel calling it;"
-               f" or call the two kernels one after the other from JAX")
-    if any(holds_value(a) for a in list(args) + list(kwargs.values())):
-      if fn is builtins.abs:
-        return ew.unary(cx, ew.UnOp.ABS, args[0])
-      if fn in (builtins.min, builtins.max) and len(args) == 2 and not kwargs:
-        return ew.binary(cx, ew.BinOp.MIN if fn is builtins.min else ew.BinOp.MAX, args[0], args[1])
-      if fn is builtins.sum:
-        raise E.UnsupportedSyntaxError(
-            "sum(...) of register values is not supported in a kernel", cx.loc,
-            hint="reduce a register tensor with ml.sum(x, axis=...); add values with +")
-      if fn is builtins.range:
-        self.unsupported(node, "range() outside a for statement")
-      held = next((a for a in list(args) + list(kwargs.values()) if holds_value(a)))
-      name = getattr(fn, "__name__", repr(fn))
-      ours = BUILTINS.get(name) if _is_array_library(fn) else None
-      hint = (f"use ml.{name}: kernels call ml.* functions on register values" if ours is not None else
-              "kernels call ml.* functions on register values; decorate a helper of your own with"
-              " @ml.inline to call it here")
-      if name in ("dot", "matmul", "einsum") and _is_array_library(fn):
-        hint = ("use ml.dot(a_s, b_s, acc): it takes SMEM buffers (and A from registers) and runs on the"
-                " tensor cores")
-      if name in ("take", "take_along_axis") and _is_array_library(fn):
-        hint = ("index the GMEM ref with a tensor of indices: t[ids, :] gathers rows, t[:, ids] columns"
-                " (as jnp indexes; `ml.atomic_add(out.at[ids, :], rows)` scatters)")
-      raise E.KernelTypeError(
-          f"{name} cannot take"
-          f" {kind_of(held) if is_value(held) else f'a {type(held).__name__} of register values'} inside a"
-          f" kernel", cx.loc, hint=hint)
-    if fn in PY_BUILTINS.values():
-      try:
-        return fn(*args, **kwargs)
-      except Exception as e:
-        raise E.KernelTypeError(f"{getattr(fn, '__name__', fn)}(...) failed: {e}", cx.loc,
-                                hint="static values compute as in Python") from None
-    if callable(fn):      # a Python function of static values (shapes, constexprs): computed now
-      return self.static_call(cx, fn, args, kwargs)
-    raise E.KernelTypeError(f"{self.text(node.func)} is not callable", cx.loc,
-                            hint="call ml.* functions or @ml.inline helpers")
-
-  def static_call(self, cx, fn, args, kwargs):
-    """`fn(*args)` of static values, called while tracing (`math.sqrt(d)`, a helper of the
-    user's on shapes); a NumPy or JAX scalar result becomes a Python number."""
-    name = getattr(fn, "__name__", repr(fn))
-    try:
-      out = fn(*args, **kwargs)
-    except E.KernelError:
-      raise
-    except Exception as e:
-      raise E.KernelTypeError(
-          f"{name}(...) of static values failed while tracing: {type(e).__name__}: {e}", cx.loc,
-          hint="a Python function called on static values (shapes, constexprs) runs while the kernel"
-               " is traced; one that computes on register values needs @ml.inline") from None
-    return _static_result(cx, name, out)
