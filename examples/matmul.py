@@ -26,7 +26,7 @@ def check_tiles(name, m, n, k, bm, bn, bk):
                                ("m", m, bm, "pad a's rows")):
     if size % tile:
       raise ValueError(f"{name}: {dim} = {size} is not a multiple of b{dim} = {tile}: {fix} to a multiple of"
-                       f" b{dim}, or pass b{dim}= a divisor of {size}")
+                       f" b{dim}" + (f", or pass a smaller b{dim} that divides {size}" if dim != "k" else ""))
 
 
 def _out(a, b, *args, bm=128, bn=256, bk=64, **meta):

@@ -21,11 +21,12 @@ import numpy as np
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 
+from matmul import check_tiles   # K, N, M remainders the tiles would drop
+
 
 def _out(a, bt, row_scale, col_scale, *, out_dtype=jnp.bfloat16, bm=128, bn=256, bk=128, **meta):
   if a.ndim != 2 or bt.ndim != 2 or a.shape[1] != bt.shape[1]:
     raise ValueError(f"a @ bt.T needs a (m, k) and bt (n, k), got {tuple(a.shape)} and {tuple(bt.shape)}")
-  from matmul import check_tiles
   check_tiles("scaled_matmul", a.shape[0], bt.shape[0], a.shape[1], bm, bn, bk)
   return jax.ShapeDtypeStruct((a.shape[0], bt.shape[0]), out_dtype)
 

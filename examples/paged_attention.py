@@ -305,12 +305,12 @@ def paged_attention(q, k_pages, v_pages, block_tables, lengths, *, splits=None, 
   kv_heads = k_pages.shape[0]
   if heads % kv_heads:
     raise ValueError(f"paged_attention: kv_heads ({kv_heads}) must divide heads ({heads})")
-  if block_tables.shape[0] != b or lengths.shape != (b,):
+  if block_tables.ndim != 2 or block_tables.shape[0] != b or lengths.shape != (b,):
     raise ValueError(f"paged_attention needs block_tables (batch, pages_per_sequence) and lengths (batch,) for"
                      f" batch {b}, got {block_tables.shape} and {lengths.shape}")
   group = heads // kv_heads
   pages = block_tables.shape[1]
-  if splits is not None and pages % splits:
+  if splits is not None and (not isinstance(splits, int) or splits < 1 or pages % splits):
     raise ValueError(f"paged_attention: splits ({splits}) must divide the pages per sequence ({pages})")
   if tensor_cores is None:
     tensor_cores = group > 1

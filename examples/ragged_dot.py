@@ -20,12 +20,13 @@ import numpy as np
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 
+from matmul import check_tiles   # K, N, M remainders the tiles would drop
+
 
 def _out(lhs, rhs, group_sizes, *, bn=256, bk=64, **meta):
   if lhs.ndim != 2 or rhs.ndim != 3 or lhs.shape[1] != rhs.shape[1] or group_sizes.shape != (rhs.shape[0],):
     raise ValueError(f"ragged_dot needs lhs (m, k), rhs (groups, k, n) and group_sizes (groups,), got"
                      f" {tuple(lhs.shape)}, {tuple(rhs.shape)} and {tuple(group_sizes.shape)}")
-  from matmul import check_tiles
   check_tiles("ragged_dot", 0, rhs.shape[2], lhs.shape[1], 1, bn, bk)   # (rows: any m, tails masked)
   return jax.ShapeDtypeStruct((lhs.shape[0], rhs.shape[2]), lhs.dtype)
 

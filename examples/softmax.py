@@ -41,7 +41,7 @@ def softmax_long_rows(x, out, *, rows: ml.constexpr):
   """One long row per program in two passes over CHUNK-column windows: an online max and sum,
   then the normalised values (one more read of the row)."""
   i = ml.program_id(0)
-  m = ml.full((rows,), -float("inf"), jnp.float32)
+  m = ml.full((rows,), float(jnp.finfo(jnp.float32).min), jnp.float32)   # finite: -inf - it is -inf, not NaN
   s = ml.zeros((rows,), jnp.float32)
   for c in range(x.shape[1] // CHUNK):
     v = x.at[ml.ds(i * rows, rows), ml.ds(c * CHUNK, CHUNK)][...].astype(jnp.float32)

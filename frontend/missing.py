@@ -7,7 +7,8 @@ import difflib
 
 _SCAN = ("no general associative scan: ml.cumsum, ml.cumprod, ml.cummax and ml.cummin scan along an axis;"
          " for another combination, carry the running value through a loop")
-_TOP = "no sort: repeated ml.argmax with ml.where masks picks the top k in k passes"
+_TOP = ("no top-k: ml.sort or ml.argsort the rows (descending) and take their first k columns, or pick"
+        " the top k with k passes of ml.argmax and ml.where masks")
 _TRANSPOSE = ("a 2-D tensor transposes with x.T or ml.transpose(x) (through SMEM); for the tensor cores,"
               " give ml.dot the transposed view buf.T, which moves no data")
 _CONCAT = "build it in an SMEM buffer's windows: t.at[0:n][...] = a; t.at[n:2 * n][...] = b; then t[...]"
@@ -27,6 +28,21 @@ _NOT_YET = {   # what Triton and jnp users reach for that mgpu_dsl does not have
     "expm1": "no ml.expm1: ml.exp(x) - 1 loses the digits of small x; accurate for x below 88:"
              " u = ml.exp(x); ml.where(u == 1, x, ml.where(x < -20, -1.0, (u - 1) * (x / ml.log(u))))",
     "pow": _POW, "power": _POW,
+    "tan": "no ml.tan: ml.sin(x) / ml.cos(x)",
+    "sinh": "no ml.sinh: (ml.exp(x) - ml.exp(-x)) * 0.5", "cosh": "no ml.cosh: (ml.exp(x) + ml.exp(-x)) * 0.5",
+    "asinh": "no ml.asinh: ml.log(x + ml.sqrt(x * x + 1)) (for x >= 0; odd: use -asinh(-x) below 0)",
+    "acosh": "no ml.acosh: ml.log(x + ml.sqrt(x * x - 1))",
+    "atanh": "no ml.atanh: 0.5 * ml.log((1 + x) / (1 - x))",
+    **{n: (f"no ml.{n}: the inverse trigonometric functions are not built in; write a polynomial or rational"
+           f" approximation (as libdevice does) from ml.sqrt, * and +") for n in ("asin", "acos", "atan", "atan2",
+                                                                                  "arcsin", "arccos", "arctan")},
+    "sign": "no ml.sign: ml.where(x > 0, 1.0, ml.where(x < 0, -1.0, 0.0))",
+    "isinf": "no ml.isinf: ml.abs(x) == float('inf')",
+    "isfinite": "no ml.isfinite: ml.abs(x) < float('inf') (False for NaN too)",
+    "fma": "no ml.fma: write a * b + c (it compiles to a fused multiply-add)",
+    **{n: ("no compare-and-swap or exchange, so no locks: accumulate partial results with ml.atomic_add into"
+           " an output (one reduced atomically starts at zero), or write each program's partials to rows of"
+           " their own and sum them in a second kernel") for n in ("atomic_cas", "atomic_xchg")},
     **{n: _DIV.format(n) for n in ("fdiv", "div_rn", "divide", "true_divide")},
     **{n: _FLOOR_DIV.format(n) for n in ("floor_divide", "floordiv")},
 }

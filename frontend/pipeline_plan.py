@@ -315,6 +315,9 @@ def load_sites(kernel, body, iv, windows: dict, ws: bool = False):
   """[(copy, its GMEM view op, the address ops)] of the loads to pipeline; checks them. Loads
   into static windows of a buffer are recorded in `windows` (id(copy) -> (buffer, View op))."""
   defs = {r: o for o in ir.walk(kernel.body) for r in o.results}
+  # The body's own ops as normalize() rewrote them: a view whose start is the loop variable itself
+  # reads the rewritten index (start + k * step), and so must the prefetch that clones it.
+  defs.update({r: o for o in ir.walk(body) for r in o.results})
   body_ops = set(map(id, body.ops))
   in_body = {id(x) for x in ir.walk(body)}
   dst_views = load_windows(defs, body)

@@ -98,8 +98,14 @@ def scalar_store(cx, ref, value):
   if not (isinstance(value, Num) or is_scalar(value)):
     raise E.KernelTypeError(f"cannot store {kind_of(value)} into {what}", cx.loc,
                             hint="store a number or a scalar")
-  if resolve(t.dtype) == DType.bool_ or (is_value(value) and resolve(value.type.dtype) == DType.bool_):
+  if resolve(t.dtype) == DType.bool_:
     raise bool_ref_error(cx, ref, "write")
+  if is_value(value) and resolve(value.type.dtype) == DType.bool_:
+    raise E.StoreDtypeError(
+        f"cannot store {value.name or 'a boolean scalar'} (bool) into {what} ({t.space},"
+        f" {dtype_name(t.dtype)}): no implicit conversion", cx.loc,
+        hint=f"make it a number: ml.where({cx.named(value, 'cond')}, 1, 0)")
+  ew.check_python_int(cx, value, t.dtype, f"the store into {what}")
   if is_value(value) and unify(t.dtype, value.type.dtype, cx.loc, f"store into {what}") is None:
     raise E.StoreDtypeError(
         f"cannot store {value.name or 'a scalar'} ({dtype_name(value.type.dtype)}) into {what}"

@@ -551,5 +551,13 @@ def _scalar_full(cx, value, dtype, what):
     raise E.KernelTypeError(f"{what}'s value must be a number or a scalar, got {kind_of(value)}", cx.loc,
                             hint="ml.full((), 0.0, jnp.float32)")
   check_python_int(cx, value, dtype, what)
-  v = float(value) if dtype.is_float else (bool(value) if dtype == DType.bool_ else int(value))
+  if dtype.is_float:
+    v = float(value)
+  elif dtype == DType.bool_:
+    v = bool(value)
+  elif isinstance(value, float):       # as a cast (and jnp.full) converts: NaN -> 0, out of range saturates
+    lo, hi = (0, 2 ** dtype.bits - 1) if not dtype.is_signed else (-2 ** (dtype.bits - 1), 2 ** (dtype.bits - 1) - 1)
+    v = 0 if value != value else int(min(max(value, lo), hi))
+  else:
+    v = int(value)
   return cx.b.emit(Constant, v, loc=cx.loc, types=[ScalarType(dtype)], names=[cx.name]).result

@@ -1,0 +1,130 @@
+"""Probe 21 (a helper reviewing the session's last commits, another porting Triton's tutorials):
+a pipelined loop whose stepped loop variable is a TMA window's start (Triton's attention loop,
+`for start_n in range(0, hi, BLOCK_N)`) was MG900; a one-element ml.full of an out-of-range float
+wrapped (1e10 -> 1410065407) where a cast saturates; a Python int too large for a one-element
+window was stored truncated; softmax_long_rows gave NaN rows; and hints that suggested a
+different function (ml.asin -> 'did you mean ml.sin?')."""
+import os
+import subprocess
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from locate import expect
+
+S = jax.ShapeDtypeStruct
+F32, I32 = jnp.float32, jnp.int32
+ROOT = os.path.join(os.path.dirname(__file__), "..")
+sys.path.insert(0, os.path.join(ROOT, "examples"))
+import paged_attention as PA  # noqa: E402
+import softmax as SM  # noqa: E402
+
+
+@mg.mgpu_kernel(out_shape=lambda x, *, ws: S((64, 64), F32), block=lambda x, *, ws: 128)
+def stepped_pipeline(x, out, *, ws: ml.constexpr):
+  acc = ml.zeros((64, 64), F32)
+  s = ml.smem((64, 64))
+  for start in ml.range(0, x.shape[0], 64, stages=2, warp_specialize=ws):
+    ml.copy(x.at[ml.ds(start, 64), :], s)
+    acc = acc + s[...]
+  out[...] = acc
+
+
+@pytest.mark.parametrize("ws", [False, True])
+def test_a_stepped_loop_variable_as_a_window_start(ws):
+  """The prefetch cloned the view as written before the loop was normalised: MG900 KeyError."""
+  x = jnp.arange(256 * 64, dtype=F32).reshape(256, 64)
+  want = x.reshape(4, 64, 64).sum(0)
+  np.testing.assert_array_equal(stepped_pipeline(x, ws=ws, interpret=True), want)
+  jax.export.export(jax.jit(lambda x: stepped_pipeline(x, ws=ws)), platforms=["cuda"])(S(x.shape, F32))
+
+
+@mg.mgpu_kernel(out_shape=lambda x, *, v, dt: S((1, 1), dt))
+def one_element_full_minus_one(x, out, *, v: ml.constexpr, dt: ml.constexpr):
+  out[...] = ml.full((1, 1), v, dt) - 1
+
+
+@mg.mgpu_kernel(out_shape=lambda x, *, v, dt: S((1, 1), dt))
+def one_element_full(x, out, *, v: ml.constexpr, dt: ml.constexpr):
+  out[...] = ml.full((1, 1), v, dt)
+
+
+@pytest.mark.parametrize("v,dt", [(1e10, I32), (-3e9, I32), (300.0, jnp.int8), (-1.0, jnp.uint32),
+                                  (float("nan"), I32), (float("inf"), I32)])
+def test_a_one_element_full_saturates_as_jnp_full(v, dt):
+  """Wrapped modulo 2**32 (or was MG900 for NaN and inf), while a (128,) ml.full and jnp.full saturate."""
+  want = np.asarray(jnp.full((1, 1), v, dt))
+  np.testing.assert_array_equal(one_element_full(jnp.zeros(8), v=v, dt=dt, interpret=True), want)
+  if dt != jnp.int8:      # (no 8-bit arithmetic)
+    got = one_element_full_minus_one(jnp.zeros(8), v=v, dt=dt, interpret=True)
+    np.testing.assert_array_equal(got, (want.astype(np.int64) - 1).astype(want.dtype))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((1, 1), I32))
+def too_large_into_one_element(x, out):
+  out[...] = 2**40
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((1,), I32))
+def comparison_into_one_int(x, out):
+  out[...] = ml.sum(x[...]) > 3.0
+
+
+def test_one_element_stores_check_like_wider_ones():
+  """2**40 was stored as 0; a bool scalar into int32 blamed a bool array."""
+  expect(too_large_into_one_element, [S((8,), F32)], mg.KernelTypeError, "out[...] = 2**40",
+         "the store into out uses the Python int 1099511627776, which does not fit in int32: kernels compute in"
+         " 32 bits (a larger constant would silently lose its high bits)")
+  expect(comparison_into_one_int, [S((128,), F32)], mg.StoreDtypeError, "out[...] =",
+         "cannot store ml.sum(x[...]) > 3.0 (bool) into out (GMEM, int32): no implicit conversion",
+         hint="make it a number: ml.where(ml.sum(x[...]) > 3.0, 1, 0)")
+
+
+def test_two_pass_softmax_of_a_row_starting_with_minus_inf():
+  """The running max started at -inf: exp(-inf - -inf) made the whole row NaN."""
+  y = jax.random.normal(jax.random.key(0), (2, 8192)).at[0, :4096].set(-jnp.inf)
+  got = SM.softmax_long_rows(y, rows=1, interpret=True)
+  np.testing.assert_allclose(got, jax.nn.softmax(y, -1), atol=1e-7)
+
+
+@pytest.mark.parametrize("name", ["ragged_dot.py", "matmul_fp8.py"])
+def test_examples_check_alone(name):
+  """check of one file failed: the out_shape callable imported matmul lazily, off sys.path."""
+  env = dict(os.environ, MGPU_DSL_CACHE_DIR="off", JAX_PLATFORMS="cpu")
+  r = subprocess.run([sys.executable, "-m", "mgpu_dsl", "check", os.path.join(ROOT, "examples", name)],
+                     capture_output=True, text=True, env=env, timeout=600)
+  assert r.returncode == 0 and "no errors" in r.stdout, r.stdout + r.stderr
+
+
+def test_paged_attention_refuses_zero_splits_and_flat_block_tables():
+  args = PA.make_inputs(jax.random.key(0), 2, 4, 2, 128, 16, 8)
+  with pytest.raises(ValueError, match=r"splits \(0\) must divide"):
+    PA.paged_attention(*args, splits=0, interpret=True)
+  q, kp, vp, bt, ln = args
+  with pytest.raises(ValueError, match="block_tables"):
+    PA.paged_attention(q, kp, vp, bt.reshape(-1), ln, interpret=True)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def arcsine(x, out):
+  out[...] = ml.asin(x[...])
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def compare_and_swap(x, out):
+  ml.atomic_cas(out.at[0], 0, 1)
+
+
+def test_missing_functions_are_not_mistaken_for_others():
+  """asin said 'did you mean ml.sin?' (which compiles, and computes something else); atomic_cas
+  said 'did you mean ml.atomic_max?'."""
+  e = expect(arcsine, [S((128,), F32)], mg.UnknownNameError, "ml.asin", "ml has no attribute 'asin'")
+  assert e.hint.startswith("no ml.asin") and "ml.sin?" not in e.hint
+  e = expect(compare_and_swap, [S((128,), I32)], mg.UnknownNameError, "ml.atomic_cas",
+             "ml has no attribute 'atomic_cas'")
+  assert e.hint.startswith("no compare-and-swap or exchange, so no locks")
