@@ -128,3 +128,27 @@ def test_missing_functions_are_not_mistaken_for_others():
   e = expect(compare_and_swap, [S((128,), I32)], mg.UnknownNameError, "ml.atomic_cas",
              "ml has no attribute 'atomic_cas'")
   assert e.hint.startswith("no compare-and-swap or exchange, so no locks")
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((4, x.shape[1]), F32), grid=lambda x: (x.shape[0],))
+def ragged_partial_sums(x, dw):
+  row = ml.program_id(0)
+  cols = ml.arange(0, 1024)
+  v = x.at[row, ml.ds(0, 1024)].load(mask=cols < x.shape[1], other=0.0)
+  ml.atomic_add(dw.at[row % 4, ml.ds(0, 1024)], v)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((4, x.shape[1]), F32), grid=lambda x: (x.shape[0],))
+def ragged_partial_sums_as_hinted(x, dw):
+  row = ml.program_id(0)
+  cols = ml.arange(0, 1024)
+  v = x.at[row, ml.ds(0, 1024)].load(mask=cols < x.shape[1], other=0.0)
+  ml.atomic_add(dw.at[row % 4, ml.arange(1024)], v)
+
+
+def test_an_atomic_past_the_end_hints_the_index_tensor_form():
+  """The hint said to mask it with ref.load/ref.store, which an atomic does not take."""
+  e = expect(ragged_partial_sums, [S((8, 700), F32)], mg.IndexOutOfBoundsError, "ml.atomic_add(",
+             "ml.ds(0, 1024) is out of bounds for dimension 1 of dw (size 700)")
+  assert "ml.atomic_add(dw.at[..., ml.arange(1024), ...], value)" in e.hint
+  np.testing.assert_array_equal(ragged_partial_sums_as_hinted(jnp.ones((8, 700)), interpret=True), 2.0)

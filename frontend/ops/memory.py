@@ -403,6 +403,11 @@ def check_in_bounds(cx, ref, what):
       op = (f"ref.load(mask={on}, other=0)" if what == "read" else f"ref.store(value, mask={on})"
             if what == "write" else "ref.load(mask=...) / ref.store(value, mask=...)")
       hint = f"a register {what} must stay inside the array: mask it to the elements inside: {op}"
+    elif what == "update":     # an atomic has no mask: an index tensor drops the elements outside
+      hint = (f"an atomic update must stay inside the array: index dimension {d} with a tensor instead,"
+              f" ml.atomic_add({name}.at[..., {f'{start} + ' if start else ''}ml.arange({size}), ...], value), which drops the"
+              f" elements past the end (or ml.copy(buf, window, reduce=\"add\") from SMEM, which TMA"
+              f" clips)")
     else:
       hint = (f"a register {what} must stay inside the array: copy the window with ml.copy (TMA reads"
               f" zeros past the end and drops writes there), or mask it: ref.load(mask=...) /"
