@@ -152,3 +152,20 @@ def test_an_atomic_past_the_end_hints_the_index_tensor_form():
              "ml.ds(0, 1024) is out of bounds for dimension 1 of dw (size 700)")
   assert "ml.atomic_add(dw.at[..., ml.arange(1024), ...], value)" in e.hint
   np.testing.assert_array_equal(ragged_partial_sums_as_hinted(jnp.ones((8, 700)), interpret=True), 2.0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (S((1, 1), F32), S((1, 1), I32)))
+def where_of_keepdims(x, a, b):
+  s = ml.sum(x[...], keepdims=True)
+  a[...] = ml.where(s > 0.0, s, -s)
+  b[...] = ml.where(s > 1.0, 1, 0)
+
+
+def test_where_of_keepdims_results():
+  """Was MG204 ('register tensors need a multiple of 128 elements'): ml.where now folds one-element
+  operands to scalars as elementwise math does."""
+  x = -jnp.ones((8, 128))
+  a, b = where_of_keepdims(x, interpret=True)
+  np.testing.assert_array_equal(a, [[1024.0]])
+  np.testing.assert_array_equal(b, [[0]])
+  jax.export.export(jax.jit(where_of_keepdims), platforms=["cuda"])(S(x.shape, F32))

@@ -411,6 +411,9 @@ def _python_math_hint(cx, kind, x) -> str:
 
 def where_(cx, cond, a, b):
   from .shape import broadcast_operands
+  folded = _fold_one_element(cx, (cond, a, b), lambda c, x, y: where_(cx, c, x, y))
+  if folded is not None:
+    return folded
   check_register_value(cx, cond, "ml.where")
   if not is_value(cond) or resolve(cond.type.dtype) != DType.bool_:
     raise E.KernelTypeError(
