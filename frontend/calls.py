@@ -23,7 +23,10 @@ PY_BUILTINS = {f: getattr(builtins, f) for f in
                ("len", "min", "max", "int", "float", "bool", "abs", "tuple", "range", "isinstance",
                 "round", "sum", "all", "any", "divmod", "pow", "list", "zip", "enumerate", "reversed",
                 "sorted", "str")}
+# print and breakpoint: traced by trace_debug, not called.
 _DEBUG = {"print": object(), "breakpoint": object()}
+
+
 def _is_array_library(fn) -> bool:
   """jnp.exp, np.exp, math.exp, ...: functions whose ml.* counterpart a user likely wants."""
   mod = getattr(fn, "__module__", None) or ""
@@ -153,12 +156,8 @@ class Calls:
       hint = (f"use ml.{name}: kernels call ml.* functions on register values" if ours is not None else
               "kernels call ml.* functions on register values; decorate a helper of your own with"
               " @ml.inline to call it here")
-      if name in ("dot", "matmul", "einsum") and _is_array_library(fn):
-        hint = ("use ml.dot(a_s, b_s, acc): it takes SMEM buffers (and A from registers) and runs on the"
-                " tensor cores")
-      if name in ("take", "take_along_axis") and _is_array_library(fn):
-        hint = ("index the GMEM ref with a tensor of indices: t[ids, :] gathers rows, t[:, ids] columns"
-                " (as jnp indexes; `ml.atomic_add(out.at[ids, :], rows)` scatters)")
+      if _is_array_library(fn):
+        hint = missing.ARRAY_CALLS.get(name, hint)
       raise E.KernelTypeError(
           f"{name} cannot take"
           f" {kind_of(held) if is_value(held) else f'a {type(held).__name__} of register values'} inside a"

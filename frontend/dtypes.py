@@ -47,6 +47,11 @@ class DType(enum.Enum):
     return self in _SIGNED or self in _UNSIGNED
 
   @property
+  def int_range(self) -> tuple[int, int]:
+    """(lowest, highest) value of an integer dtype."""
+    return (-2 ** (self.bits - 1), 2 ** (self.bits - 1) - 1) if self.is_signed else (0, 2 ** self.bits - 1)
+
+  @property
   def is_signed(self) -> bool | None:
     """True/False for integers, False for bool (i1), None for floats: Mosaic's convention.
 

@@ -7,6 +7,7 @@ unbound, so reading it later is an error at that read.
 from __future__ import annotations
 
 import ast
+import re
 
 from . import errors as E
 from . import ir
@@ -317,7 +318,7 @@ def _trace_body(tracer, node, loc, body: ir.Block, carries, inits, args_) -> set
         if not _same_type(init, leaf, loc):
           raise E.LoopCarryTypeError(
               f"{ln} enters the loop as {init.type} but an iteration makes it {leaf.type}", where,
-              hint=f"convert it back at the end of the body: "
+              hint="convert it back at the end of the body: "
                    + _rebuilt(n, c.value if c.container else None, ln,
                               _conversion(init.type.dtype, raw_leaf if isinstance(raw_leaf, Num) else None))
               if init.type.shape == leaf.type.shape else f"keep {ln}'s shape fixed across iterations",
@@ -342,7 +343,6 @@ def _conversion(dtype, raw=None) -> str:
 def _rebuilt(name, value, leaf_name, fix) -> str:
   """`leaf = fix(leaf)` for a plain carry; for a leaf of a carried tuple (`st[1][1]`, whose items
   cannot be assigned), the tuple rebuilt with that leaf fixed: st = (st[0], (st[1][0], fix))."""
-  import re
   path = [int(i) for i in re.findall(r"\[(\d+)\]", leaf_name[len(name):])]
   if not isinstance(value, (tuple, list)) or not path:
     return f"{leaf_name} = {fix.format(leaf_name)}"

@@ -437,13 +437,14 @@ class _Solver:
 
   def conflict(self, c, p, axes, o, layout, members):
     from .ops.shape import Reduce
-    # The vector as the user named it: a variable (`c`) rather than the expression it came from.
-    names = [v.name for v in members.get(c, []) if v.name and len(v.type.shape) == 1]
-    name = next((n for n in names if n.isidentifier()), names[0] if names else "this vector")
+
+    def named(skip=None, default="this vector"):
+      """A vector of the class as the user named it: a variable (`c`) before an expression."""
+      names = [v.name for v in members.get(c, []) if v.name and v is not skip and len(v.type.shape) == 1]
+      return next((n for n in names if n.isidentifier()), names[0] if names else default)
     if isinstance(o, Reduce) and o.results and len(o.result.type.shape) == 1:
       # Two reductions' vectors met in elementwise math (or a branch): no broadcast involved.
-      others = [v.name for v in members.get(c, []) if v.name and v.id != o.result.id and len(v.type.shape) == 1]
-      other = next((n for n in others if n.isidentifier()), others[0] if others else "another vector")
+      other = named(skip=o.result, default="another vector")
       raise E.LayoutError(
           f"this reduction gives {_role(layout[p].dropped(axes))} of {o.x.name or 'its tile'}, but it meets"
           f" {other}, {_role(layout[c])}, in elementwise math or a branch: the two live in different"
@@ -451,11 +452,11 @@ class _Solver:
           hint="pass one through an SMEM vector to combine them: tmp = ml.smem((n,), jnp.float32); tmp[...] = v;"
                " then tmp[...] reads it back in the layout the other needs")
     raise E.LayoutError(
-        f"{name} is used as {_role(layout[c])} of one tile and as {_role(layout[p].dropped(axes))} of"
+        f"{named()} is used as {_role(layout[c])} of one tile and as {_role(layout[p].dropped(axes))} of"
         f" another: a register vector lives in one of the two layouts", o.loc,
         hint="give each use its own copy: compute the vector twice (an index vector: write its ml.arange"
              " expression again for the second use), load it again from memory, or pass one through an"
-             " SMEM vector (t = ml.smem((n,), jnp.float32); t[...] = v; then t[...] reads it in the"
+             " SMEM vector (tmp = ml.smem((n,), jnp.float32); tmp[...] = v; then tmp[...] reads it in the"
              " layout its use needs)")
 
   # ------------------------------------------------------------ applying

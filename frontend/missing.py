@@ -76,6 +76,13 @@ _FOREIGN = {"program_id": "ml.program_id(axis)", "num_programs": "ml.num_program
 _FOREIGN_PACKAGES = ("jax.experimental.pallas", "jax._src.pallas", "jax._src.state.indexing", "jax._src.indexing",
                      "triton")
 # JAX's control flow called in a kernel -> the Python statement that is the kernel's control flow.
+# jnp/np functions called on refs or register values -> what a kernel writes (others: ml.<name>).
+_DOT = ("use ml.dot(a_s, b_s, acc): it takes SMEM buffers (and A from registers) and runs on the"
+        " tensor cores")
+_TAKE = ("index the GMEM ref with a tensor of indices: t[ids, :] gathers rows, t[:, ids] columns"
+         " (as jnp indexes; `ml.atomic_add(out.at[ids, :], rows)` scatters)")
+ARRAY_CALLS = {"dot": _DOT, "matmul": _DOT, "einsum": _DOT, "take": _TAKE, "take_along_axis": _TAKE}
+
 LAX_CONTROL = {
     "fori_loop": "for j in range(lower, upper): acc = ... (ml.range(..., stages=s) to pipeline its loads)",
     "scan": "a for loop carrying the state: for j in range(n): carry = ...; store each step's output",

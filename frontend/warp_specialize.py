@@ -219,7 +219,6 @@ def _needed(plan, path, defs, ivs, inputs) -> set:
   count, the free values of the load windows, and what they are computed from (scalar
   arithmetic, and reads of the kernel's inputs, such as a sequence's length or a page-table
   entry)."""
-  from .ops.control import If
   roots = []
   for o in path[:-1]:
     if not isinstance(o, (For, If)):      # a while loop: its condition is computed in the compute role

@@ -176,19 +176,17 @@ def stage_of(cta, stage) -> int:
 @interpret(Copy)
 def _i_copy(cta, o):
   src, dst = cta.get(o.src), cta.get(o.dst)
-  if o.reduce is not None:
-    from .atomic import reduce_into_gmem
-    data = cta.read(src, o, "tma_read", check=src.owner != cta.rank)
-    if src.owner == cta.rank and (c := dst.clip()) is not None:   # elements past GMEM's end are dropped
-      cta.check_filled(src, o, c[1])
-    reduce_into_gmem(cta, dst, data, o.reduce, o)
-  elif src.owner == cta.rank and dst.owner < 0:   # SMEM -> GMEM: elements past GMEM's end are dropped
+  if src.owner == cta.rank and dst.owner < 0:   # SMEM -> GMEM: only the elements inside GMEM are read
     data = cta.read(src, o, "tma_read", check=False)
     if (c := dst.clip()) is not None:
       cta.check_filled(src, o, c[1])
-    cta.write(dst, data, o, "tma_write")
   else:
-    cta.write(dst, cta.read(src, o, "tma_read"), o, "tma_write")
+    data = cta.read(src, o, "tma_read")
+  if o.reduce is not None:
+    from .atomic import reduce_into_gmem
+    reduce_into_gmem(cta, dst, data, o.reduce, o)
+  else:
+    cta.write(dst, data, o, "tma_write")
   if dst.owner >= 0:                 # GMEM -> SMEM lands at the matching WaitLoad
     barrier = o.slot + stage_of(cta, o.stage)
     cta.pending_load[(dst.root.id, dst.part)] = (barrier, o.loc)

@@ -189,7 +189,7 @@ def load_(cx, ref, mask=None, other=0):
     raise E.KernelTypeError(f"ml.load's other must be a number, a scalar or a tensor, got {kind_of(other)}",
                             cx.loc, hint="other=0.0")
   if isinstance(other, int) and isinstance(dt := resolve(d), DType) and dt.is_int:
-    lo, hi = (0, 2 ** dt.bits - 1) if not dt.is_signed else (-2 ** (dt.bits - 1), 2 ** (dt.bits - 1) - 1)
+    lo, hi = dt.int_range
     ew.check_python_int(cx, other, d, "ml.load's other", hint=_int_other_hint(other, dtype_name(d), lo, hi))
   return _masked_read(cx, ref, mask, other)
 
@@ -208,7 +208,7 @@ def _masked_read(cx, ref, mask, other):
     return ew.where_(cx, mask, load(cx, ref, ref.name), other)
   if isinstance(other, float) and isinstance(resolve(ref.type.dtype), DType) and not resolve(ref.type.dtype).is_float:
     d = resolve(ref.type.dtype)
-    lo, hi = (0, 2 ** d.bits - 1) if not d.is_signed else (-2 ** (d.bits - 1), 2 ** (d.bits - 1) - 1)
+    lo, hi = d.int_range
     raise E.DtypeMismatchError(f"ml.load's other ({other}) is a float but {ref.name} is"
                                f" {dtype_name(ref.type.dtype)}", cx.loc,
                                hint=_int_other_hint(other, dtype_name(ref.type.dtype), lo, hi))

@@ -559,7 +559,7 @@ def _scalar_full(cx, value, dtype, what):
   elif dtype == DType.bool_:
     v = bool(value)
   elif isinstance(value, float):       # as a cast (and jnp.full) converts: NaN -> 0, out of range saturates
-    lo, hi = (0, 2 ** dtype.bits - 1) if not dtype.is_signed else (-2 ** (dtype.bits - 1), 2 ** (dtype.bits - 1) - 1)
+    lo, hi = dtype.int_range
     v = 0 if value != value else int(min(max(value, lo), hi))
   else:
     v = int(value)
