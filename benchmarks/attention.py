@@ -45,6 +45,12 @@ def ours_configs(d, few=False):
   """The default tiles, the other forward and backward kernels, and a few other tiles (`few`: the
   default and its variants in the two loop orders, with and without ping-pong)."""
   base = ex.default_config(d)
+  if few == "wg3":       # three compute warpgroups on 192 query rows against two on 128
+    r = dataclasses.replace
+    tiles = ((128, 4, False), (128, 3, False), (128, 4, True)) if d <= 64 else \
+        ((128, 2, False), (128, 3, False), (64, 4, False))
+    wg3 = [r(base, bq=192, bkv=kv, stages=s, overlap=o) for kv, s, o in tiles]
+    return [base] + wg3 + [r(wg3[0], ws=False)]
   if few:
     two = [base, dataclasses.replace(base, overlap=not base.overlap)]
     return two + [dataclasses.replace(c, pingpong=True) for c in two if c.ws]
@@ -181,6 +187,7 @@ def main():
   p.add_argument("--causal", choices=("full", "causal"), action="append")
   p.add_argument("--few", action="store_true", help="our default tiles only, in both loop orders, with and"
                                                     " without ping-pong")
+  p.add_argument("--wg3", action="store_true", help="the default tiles against 192 query rows on three warpgroups")
   p.add_argument("--each", action="store_true", help="print every configuration's figures")
   p.add_argument("--no-pallas", action="store_true", help="skip Pallas (its forward overflows SMEM on jax 0.11.2)")
   a = p.parse_args()
@@ -196,7 +203,8 @@ def main():
     for d in dims:
       for causal in masks:
         for seq in seqs:
-          rows += run_problem(getattr(jnp, dtype), d, causal, seq, passes, a.few, a.each, not a.no_pallas)
+          rows += run_problem(getattr(jnp, dtype), d, causal, seq, passes, "wg3" if a.wg3 else a.few, a.each,
+                               not a.no_pallas)
   print("\nAttention, each contender at its best configuration:")
   print(table(HEADER, rows))
 

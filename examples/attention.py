@@ -53,6 +53,24 @@ def _q_grid(q, *_, bq, **__):
   return (q.shape[1] // bq, q.shape[2], q.shape[0])
 
 
+def _fwd_grid(q, *_, bq, **__):
+  return (ml.cdiv(q.shape[1], bq), q.shape[2], q.shape[0])     # a partial last query tile
+
+
+def _fwd_block(q, *_, bq, **__):
+  return 384 if bq == 192 else 256       # 64 query rows a warpgroup: three for bq=192
+
+
+@ml.inline
+def store_lse(lse, value, b, h, i, bq):
+  """The logsumexp of query rows i * bq ..., those inside the sequence (the last tile may be partial)."""
+  if lse.shape[2] % bq:
+    rows = i * bq + ml.arange(bq)
+    lse.at[b, h, ml.ds(i * bq, bq)].store(value, mask=rows < lse.shape[2])
+  else:
+    lse.at[b, h, ml.ds(i * bq, bq)][...] = value
+
+
 def forward_kernel(q, k, v, o, lse, *, bq: ml.constexpr, bkv: ml.constexpr, stages: ml.constexpr,
                    causal: ml.constexpr, scale: ml.constexpr, ws: ml.constexpr = False,
                    pingpong: ml.constexpr = False):
@@ -75,6 +93,8 @@ def forward_kernel(q, k, v, o, lse, *, bq: ml.constexpr, bkv: ml.constexpr, stag
   n = k.shape[1] // bkv
   if causal:
     n = ((i + 1) * bq + bkv - 1) // bkv      # blocks up to the diagonal
+    if q.shape[1] % bq:
+      n = ml.minimum(n, k.shape[1] // bkv)   # the partial last query tile
   for j in ml.range(n, stages=stages, warp_specialize=ws, pingpong=pingpong):
     ml.copy(k.at[b, ml.ds(j * bkv, bkv), hk, :], k_s)
     ml.copy(v.at[b, ml.ds(j * bkv, bkv), hk, :], v_s)
@@ -90,10 +110,10 @@ def forward_kernel(q, k, v, o, lse, *, bq: ml.constexpr, bkv: ml.constexpr, stag
     l = l * alpha + ml.sum(p, axis=1)
     acc = ml.dot(p.astype(q.dtype), v_s, acc * alpha[:, None])
     m = m_new
-  o_s = ml.smem((bq, d))
+  o_s = q_s                                  # q is spent: its SMEM takes the output tile
   o_s[...] = (acc * (1.0 / l)[:, None]).astype(o.dtype)
   ml.copy(o_s, o.at[b, ml.ds(i * bq, bq), h, :])
-  lse.at[b, h, ml.ds(i * bq, bq)][...] = (m + ml.log2(l)) * (1.0 / LOG2E)
+  store_lse(lse, (m + ml.log2(l)) * (1.0 / LOG2E), b, h, i, bq)
 
 
 def forward_overlap_kernel(q, k, v, o, lse, *, bq: ml.constexpr, bkv: ml.constexpr, stages: ml.constexpr,
@@ -125,6 +145,8 @@ def forward_overlap_kernel(q, k, v, o, lse, *, bq: ml.constexpr, bkv: ml.constex
   n = k.shape[1] // bkv
   if causal:
     n = ((i + 1) * bq + bkv - 1) // bkv
+    if q.shape[1] % bq:
+      n = ml.minimum(n, k.shape[1] // bkv)
   for t in ml.range(n + 1, stages=stages, warp_specialize=ws, pingpong=pingpong):
     ml.copy(k.at[b, ml.ds(ml.minimum(t, n - 1) * bkv, bkv), hk, :], k_s)
     ml.copy(v.at[b, ml.ds(ml.maximum(t - 1, 0) * bkv, bkv), hk, :], v_s)
@@ -142,14 +164,14 @@ def forward_overlap_kernel(q, k, v, o, lse, *, bq: ml.constexpr, bkv: ml.constex
     acc = ml.dot(p.astype(q.dtype), v_s, acc * alpha[:, None])
     m = m_new
     s = s_next
-  o_s = ml.smem((bq, d))
+  o_s = q_s                                  # q is spent: its SMEM takes the output tile
   o_s[...] = (acc * (1.0 / l)[:, None]).astype(o.dtype)
   ml.copy(o_s, o.at[b, ml.ds(i * bq, bq), h, :])
-  lse.at[b, h, ml.ds(i * bq, bq)][...] = (m + ml.log2(l)) * (1.0 / LOG2E)
+  store_lse(lse, (m + ml.log2(l)) * (1.0 / LOG2E), b, h, i, bq)
 
 
-forward = mg.mgpu_kernel(forward_kernel, out_shape=_fwd_out, grid=_q_grid, block=256)
-forward_overlap = mg.mgpu_kernel(forward_overlap_kernel, out_shape=_fwd_out, grid=_q_grid, block=256)
+forward = mg.mgpu_kernel(forward_kernel, out_shape=_fwd_out, grid=_fwd_grid, block=_fwd_block)
+forward_overlap = mg.mgpu_kernel(forward_overlap_kernel, out_shape=_fwd_out, grid=_fwd_grid, block=_fwd_block)
 
 
 # ---------------------------------------------------------------- backward
@@ -350,8 +372,9 @@ attention_bwd = mg.mgpu_kernel(dkv_dq_kernel, out_shape=_fused_out, grid=_dkv_gr
 class Config:
   """Tiles of the kernels: query rows per CTA (`*_bq`), keys per CTA or step (`*_bkv`) and
   pipelined stages; which forward and backward kernels run. The fused backward uses the
-  dkv_* tiles (dkv_bq a multiple of 128 when head_dim < 128). Split tiles (the forward's and dQ's bq, dK/dV's bkv) hold 64 rows
-  per warpgroup, so they are multiples of 128 with block=256."""
+  dkv_* tiles (dkv_bq a multiple of 128 when head_dim < 128). Split tiles (the forward's and dQ's bq,
+  dK/dV's bkv) hold 64 rows per warpgroup, so they are multiples of 128 with block=256; the forward's
+  bq may also be 192 (three warpgroups), and its last query tile may be partial."""
   bq: int = 128
   bkv: int = 128
   stages: int = 2
@@ -367,13 +390,15 @@ class Config:
   dq_stages: int = 2
 
 
-def default_config(head_dim: int) -> Config:
-  """Tiles that fit the 227 KiB of SMEM and the registers of two warpgroups. The forward is
+def default_config(head_dim: int, causal: bool = False) -> Config:
+  """Tiles that fit the 227 KiB of SMEM and the registers of the warpgroups. The forward is
   warp-specialised in the plain order: the fastest forward at head_dim 64 and 128 on the H200
-  (benchmarks/attention.py --quick, docs/benchmarks.md)."""
+  (benchmarks/attention.py --quick, docs/benchmarks.md); at head_dim 64 without a mask, on
+  three warpgroups of 64 query rows each (437-443 against 410 TFLOP/s on two; with the mask
+  the diagonal blocks of 192 rows waste more than the third warpgroup gains)."""
   if head_dim <= 64:
-    return Config(bq=128, bkv=128, stages=4, overlap=False, ws=True, dkv_bq=128, dkv_bkv=128,
-                  dkv_stages=2, dq_bkv=128, dq_stages=3)
+    return Config(bq=128 if causal else 192, bkv=128, stages=4 if causal else 3, overlap=False, ws=True,
+                  dkv_bq=128, dkv_bkv=128, dkv_stages=2, dq_bkv=128, dq_stages=3)
   if head_dim <= 128:
     return Config(bq=128, bkv=128, stages=3, overlap=False, ws=True, dkv_bq=64, dkv_bkv=128,
                   dkv_stages=2, dq_bkv=64, dq_stages=3)
@@ -395,16 +420,24 @@ def _check(q, k, v, causal, config):
     raise ValueError(f"head_dim must be 64, 128 or 256, got {d}")
   if causal and sq != skv:
     raise ValueError(f"causal attention needs as many queries as keys, got {sq} and {skv}")
+  if (config.bq % 128 and config.bq != 192) or config.dkv_bkv % 128 or config.dq_bq % 128:
+    raise ValueError(f"bq (or 192: three warpgroups), dkv_bkv and dq_bq must be multiples of 128 (64 rows for each"
+                     f" of two warpgroups), got {config}")
+  if skv % config.bkv:
+    raise ValueError(f"kv seq length {skv} must be a multiple of the block {config.bkv}")
+
+
+def _check_bwd(q, k, config):
+  """The backward's tiles (the forward takes any number of queries: its last tile may be partial)."""
+  sq, skv, d = q.shape[1], k.shape[1], q.shape[3]
   if config.fused_bwd and not dq_transposed(d) and config.dkv_bq % 128:
     raise ValueError(f"the fused backward splits dQ's query rows for head_dim {d}: dkv_bq must be a multiple"
                      f" of 128, got {config}")
-  if config.bq % 128 or config.dkv_bkv % 128 or config.dq_bq % 128:
-    raise ValueError(f"bq, dkv_bkv and dq_bq must be multiples of 128 (64 rows for each of two warpgroups),"
-                     f" got {config}")
-  for n, blk, what in ((sq, config.bq, "seq"), (skv, config.bkv, "kv seq"), (sq, config.dkv_bq, "seq"),
-                       (skv, config.dkv_bkv, "kv seq"), (sq, config.dq_bq, "seq"), (skv, config.dq_bkv, "kv seq")):
+  for n, blk, what in ((sq, config.dkv_bq, "seq"), (skv, config.dkv_bkv, "kv seq"), (sq, config.dq_bq, "seq"),
+                       (skv, config.dq_bkv, "kv seq")):
     if n % blk:
-      raise ValueError(f"{what} length {n} must be a multiple of the block {blk}")
+      raise ValueError(f"the backward needs the {what} length {n} to be a multiple of the block {blk}"
+                       f" (Config.dkv_bq, dkv_bkv, dq_bq, dq_bkv)")
 
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(3, 4, 5, 6))
@@ -421,6 +454,7 @@ def _attention_fwd(q, k, v, causal, scale, config, interpret):
 
 def _attention_bwd(causal, scale, config, interpret, res, cotangents):
   q, k, v, o, lse = res
+  _check_bwd(q, k, config)
   do, dlse = cotangents
   # d lse / d s = p, so a cotangent of lse joins delta = rowsum(do * o) with the opposite sign.
   delta = jnp.einsum("bqhd,bqhd->bhq", o.astype(jnp.float32), do.astype(jnp.float32)) - dlse
@@ -455,7 +489,7 @@ def attention(q, k, v, causal: bool = False, sm_scale: float | None = None, *, r
       o = attention(q, k, v, causal=True)
       dq, dk, dv = jax.grad(lambda q, k, v: attention(q, k, v).sum(), argnums=(0, 1, 2))(q, k, v)
   """
-  config = config or default_config(q.shape[-1])
+  config = config or default_config(q.shape[-1], bool(causal))
   _check(q, k, v, causal, config)
   scale = float(sm_scale) if sm_scale is not None else 1.0 / math.sqrt(q.shape[-1])
   o, lse = _attention(q, k, v, bool(causal), scale, config, interpret)

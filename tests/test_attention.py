@@ -50,6 +50,13 @@ FORWARD = [
      ex.Config(bq=128, bkv=128, stages=3, dkv_bq=128, dkv_bkv=128, dq_bkv=128)),
     ("bf16_d128_gqa_overlap_warp_specialized", (1, 256, 2, 128), 1, jnp.bfloat16, False,
      dataclasses.replace(SMALL, ws=True)),
+    # three warpgroups on 192 query rows; 320 = 192 + 128 rows: a partial last query tile
+    ("f16_d64_gqa_three_warpgroups_partial_tile", (1, 320, 2, 64), 1, jnp.float16, False,
+     ex.Config(bq=192, bkv=64, stages=3, overlap=False, ws=True)),
+    ("bf16_d64_causal_three_warpgroups_partial_tile_overlap", (1, 320, 1, 64), 1, jnp.bfloat16, True,
+     ex.Config(bq=192, bkv=64, stages=2)),
+    ("f16_d128_causal_partial_tile", (1, 192, 1, 128), 1, jnp.float16, True,
+     ex.Config(bq=128, bkv=64, stages=2, overlap=False)),
 ]
 
 
@@ -75,6 +82,7 @@ GRADS = [
      dataclasses.replace(SMALL, ws=True)),
     ("f16_causal_two_kernels_warp_specialized", (1, 256, 1, 64), 1, jnp.float16, True,
      dataclasses.replace(TWO_KERNELS, ws=True)),
+    ("f16_full_three_warpgroups_forward", (1, 256, 2, 64), 1, jnp.float16, False, ex.default_config(64)),
 ]
 
 
@@ -154,6 +162,14 @@ def test_forward_kernel_reads_k_transposed_and_p_from_registers():
   assert any("float16, wgmma> = cast" in line for line in text.splitlines())
 
 
+def test_three_warpgroup_forward_launches_384_threads_over_a_partial_last_tile():
+  spec = S((1, 1000, 2, 64), jnp.float16)
+  kv = S((1, 1024, 2, 64), jnp.float16)
+  ir = ex.forward.typed_ir(spec, kv, kv, bq=192, bkv=128, stages=3, causal=False, scale=0.1, ws=True)
+  assert "grid=(6, 2, 1) block=384" in ir       # ceil(1000 / 192) tiles; three compute warpgroups
+  assert ex.default_config(64).bq == 192 and ex.default_config(64, causal=True).bq == 128
+
+
 def test_bad_shapes_are_rejected_before_tracing():
   z = lambda *shape: np.zeros(shape, np.float16)
   with pytest.raises(ValueError, match="kv_heads dividing"):
@@ -162,8 +178,14 @@ def test_bad_shapes_are_rejected_before_tracing():
     ex.attention(z(1, 128, 2, 96), z(1, 128, 1, 96), z(1, 128, 1, 96))
   with pytest.raises(ValueError, match="multiples of 128"):
     ex.attention(z(1, 256, 2, 64), z(1, 256, 1, 64), z(1, 256, 1, 64), config=ex.Config(bq=64, dkv_bq=128))
-  with pytest.raises(ValueError, match="splits dQ's query rows"):
-    ex.attention(z(1, 256, 2, 64), z(1, 256, 1, 64), z(1, 256, 1, 64), config=ex.Config(dkv_bq=64))
+  with pytest.raises(ValueError, match="splits dQ's query rows"):      # a backward tile: checked in the backward
+    jax.grad(lambda q: ex.attention(q, z(1, 256, 1, 64), z(1, 256, 1, 64), config=ex.Config(dkv_bq=64),
+                                    interpret=True).astype(jnp.float32).sum())(z(1, 256, 2, 64))
+  x = jnp.zeros((1, 320, 1, 64), jnp.float16)      # the forward takes 320 queries, the backward's tiles do not
+  assert ex.attention(x, x, x, config=ex.Config(bkv=64), interpret=True).shape == x.shape
+  with pytest.raises(ValueError, match="backward needs the seq length 320 to be a multiple of the block 128"):
+    jax.grad(lambda q: ex.attention(q, x, x, config=ex.Config(bkv=64, dkv_bq=128),
+                                    interpret=True).astype(jnp.float32).sum())(x)
 
 
 # ---------------------------------------------------------------- GPU
@@ -175,7 +197,7 @@ GPU_CASES = [(d, c, dt, ws) for d in (64, 128, 256) for c in (False, True) for d
 @pytest.mark.parametrize("head_dim,causal,dtype,ws", GPU_CASES, ids=str)
 def test_gpu_forward_and_gradients_match_the_reference(head_dim, causal, dtype, ws):
   q, k, v, do = inputs((2, 1024, 4, head_dim), 2, dtype, seed=head_dim)
-  config = dataclasses.replace(ex.default_config(head_dim), ws=ws)
+  config = dataclasses.replace(ex.default_config(head_dim, causal), ws=ws)
   run = jax.jit(lambda q, k, v: ex.attention(q, k, v, causal, return_lse=True, config=config))
   (got, lse), vjp = jax.vjp(run, q, k, v)
   (want, want_lse), vjp_ref = jax.vjp(lambda q, k, v: ex.reference(q, k, v, causal), q, k, v)

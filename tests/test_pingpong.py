@@ -187,7 +187,7 @@ def test_pingpong_must_be_a_static_bool():
 @pytest.mark.parametrize("dtype", [jnp.float16, jnp.bfloat16], ids=str)
 def test_gpu_pingpong_forward_matches_the_reference(head_dim, causal, overlap, dtype):
   q, k, v = inputs((2, 1024, 4, head_dim), dtype, scale=1.0, seed=head_dim)
-  config = dataclasses.replace(ex.default_config(head_dim), pingpong=True, overlap=overlap)
+  config = dataclasses.replace(ex.default_config(head_dim, causal), bq=128, pingpong=True, overlap=overlap)  # two warpgroups
   got, lse = jax.jit(lambda q, k, v: ex.attention(q, k, v, causal, return_lse=True, config=config))(q, k, v)
   want, want_lse = ex.reference(q, k, v, causal)
   assert rel(got, want) < (5e-3 if dtype == jnp.float16 else 3e-2)
