@@ -45,6 +45,10 @@ def ours_configs(d, few=False):
   """The default tiles, the other forward and backward kernels, and a few other tiles (`few`: the
   default and its variants in the two loop orders, with and without ping-pong)."""
   base = ex.default_config(d)
+  if few == "wg3b":      # head_dim 64: the three-warpgroup tiles against the two-warpgroup ones
+    r = dataclasses.replace
+    return [base] + [r(base, bq=bq, bkv=kv, stages=s) for bq, kv, s in
+                     ((192, 128, 2), (192, 64, 4), (192, 64, 6), (128, 128, 4), (128, 64, 6))]
   if few == "wg3":       # three compute warpgroups on 192 query rows against two on 128
     r = dataclasses.replace
     tiles = ((128, 4, False), (128, 3, False), (128, 4, True)) if d <= 64 else \
@@ -188,6 +192,7 @@ def main():
   p.add_argument("--few", action="store_true", help="our default tiles only, in both loop orders, with and"
                                                     " without ping-pong")
   p.add_argument("--wg3", action="store_true", help="the default tiles against 192 query rows on three warpgroups")
+  p.add_argument("--wg3b", action="store_true", help="head_dim 64: more tiles of two and three warpgroups")
   p.add_argument("--each", action="store_true", help="print every configuration's figures")
   p.add_argument("--no-pallas", action="store_true", help="skip Pallas (its forward overflows SMEM on jax 0.11.2)")
   a = p.parse_args()
@@ -203,7 +208,7 @@ def main():
     for d in dims:
       for causal in masks:
         for seq in seqs:
-          rows += run_problem(getattr(jnp, dtype), d, causal, seq, passes, "wg3" if a.wg3 else a.few, a.each,
+          rows += run_problem(getattr(jnp, dtype), d, causal, seq, passes, "wg3" if a.wg3 else "wg3b" if a.wg3b else a.few, a.each,
                                not a.no_pallas)
   print("\nAttention, each contender at its best configuration:")
   print(table(HEADER, rows))

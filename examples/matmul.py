@@ -71,14 +71,15 @@ def store_tile(acc, c, bufs, i, j):
   (bm, epi), bn = bufs[0].shape, acc.shape[1]
   out = acc.astype(c.dtype)
   for e in ml.static_range(bn // epi):
-    bufs[e % 2][...] = out[:, e * epi:(e + 1) * epi]
-    ml.copy(bufs[e % 2], c.at[ml.ds(i * bm, bm), ml.ds(j * bn + e * epi, epi)])
+    bufs[e % len(bufs)][...] = out[:, e * epi:(e + 1) * epi]
+    ml.copy(bufs[e % len(bufs)], c.at[ml.ds(i * bm, bm), ml.ds(j * bn + e * epi, epi)])
 
 
 @mg.mgpu_kernel(out_shape=_out, grid=_persistent_grid, block=256, cluster=_cluster)
 def matmul(a, b, c, *, bm: ml.constexpr = 128, bn: ml.constexpr = 256, bk: ml.constexpr = 64,
            stages: ml.constexpr = 4, persistent: ml.constexpr = True, specialize: ml.constexpr = True,
-           group: ml.constexpr = 8, cluster_m: ml.constexpr = 1, epi: ml.constexpr = 64):
+           group: ml.constexpr = 8, cluster_m: ml.constexpr = 1, epi: ml.constexpr = 64,
+           epi_bufs: ml.constexpr = 2):
   """c = a @ b. The epilogue stores `epi` columns at a time. With cluster_m=2, pairs of CTAs
   compute vertically adjacent tiles and share each B tile (one multicast load)."""
   num_m, num_n = a.shape[0] // bm, b.shape[1] // bn
@@ -86,7 +87,7 @@ def matmul(a, b, c, *, bm: ml.constexpr = 128, bn: ml.constexpr = 256, bk: ml.co
   cm, share_b = cluster_m, (0 if cluster_m > 1 else None)
   pid = ml.program_id(0)
   a_s, b_s = ml.smem((bm, bk)), ml.smem((bk, bn))
-  c_s = (ml.smem((bm, epi)), ml.smem((bm, epi)))
+  c_s = tuple(ml.smem((bm, epi)) for _ in ml.static_range(epi_bufs))
   if persistent:     # the cluster walks its tiles: pid // cm, then every num_programs // cm
     for t in range(pid // cm, num_m // cm * num_n, ml.num_programs(0) // cm):
       i, j = ml.grouped_ids(t, num_m // cm, num_n, group=group)

@@ -50,15 +50,16 @@ def scaled_tile(a, bt, row_scale, col_scale, c, a_s, b_s, c_s, i, j, acc_dtype, 
   cols = col_scale.at[ml.ds(j * bn, bn)][...]
   y = (acc.astype(jnp.float32) * rows[:, None] * cols[None, :]).astype(c.dtype)
   for e in ml.static_range(bn // epi):
-    c_s[e % 2][...] = y[:, e * epi:(e + 1) * epi]
-    ml.copy(c_s[e % 2], c.at[ml.ds(i * bm, bm), ml.ds(j * bn + e * epi, epi)])
+    c_s[e % len(c_s)][...] = y[:, e * epi:(e + 1) * epi]
+    ml.copy(c_s[e % len(c_s)], c.at[ml.ds(i * bm, bm), ml.ds(j * bn + e * epi, epi)])
 
 
 @mg.mgpu_kernel(out_shape=_out, grid=_grid, block=256)
 def matmul_scaled(a, bt, row_scale, col_scale, c, *, acc_dtype: ml.constexpr = jnp.float32,
                   out_dtype: ml.constexpr = jnp.bfloat16, bm: ml.constexpr = 128, bn: ml.constexpr = 256,
                   bk: ml.constexpr = 128, stages: ml.constexpr = 4, persistent: ml.constexpr = True,
-                  specialize: ml.constexpr = True, group: ml.constexpr = 8, epi: ml.constexpr = 64):
+                  specialize: ml.constexpr = True, group: ml.constexpr = 8, epi: ml.constexpr = 64,
+                  epi_bufs: ml.constexpr = 2):
   """c = (a @ bt.T) * row_scale[:, None] * col_scale[None, :], 8-bit a and bt.
 
   Persistent (one CTA per SM walks the tiles, grouped for L2) and warp-specialised (a
@@ -66,7 +67,7 @@ def matmul_scaled(a, bt, row_scale, col_scale, c, *, acc_dtype: ml.constexpr = j
   """
   num_m, num_n = a.shape[0] // bm, bt.shape[0] // bn
   a_s, b_s = ml.smem((bm, bk)), ml.smem((bn, bk))
-  c_s = (ml.smem((bm, epi)), ml.smem((bm, epi)))
+  c_s = tuple(ml.smem((bm, epi)) for _ in ml.static_range(epi_bufs))
   pid = ml.program_id(0)
   if persistent:
     for t in range(pid, num_m * num_n, ml.num_programs(0)):

@@ -23,7 +23,7 @@ import numpy as np
 
 from . import ir
 from .dtypes import DType
-from .ops.control import For, If, MultipleOf, NumPrograms, ProgramId, Yield
+from .ops.control import For, If, MultipleOf, NumPrograms, PositiveStep, ProgramId, Yield
 from .ops.elementwise import BinOp, Binary, Cast, CmpOp, Compare, Constant, UnOp, Unary, Where
 from .ops.access import ScalarRead
 from .ops.memory import ClusterRef, View
@@ -318,6 +318,7 @@ _RULES = {
     Cast: _cast,
     Where: _where,
     MultipleOf: lambda ev, o: ev.value(o.x),
+    PositiveStep: lambda ev, o: ev.value(o.x),
 }
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 import ast
 import builtins
 
+import numpy as np
+
 from . import errors as E
 from . import missing
 from .assign import holds_value
@@ -18,11 +20,12 @@ from .ops.base import BUILTINS, Builtin, is_value, kind_of, typed_number
 from .trace_debug import trace_breakpoint, trace_print
 from .types import RefType
 
-# Python builtins a kernel may call on static values.
+# Python builtins a kernel may call on static values, and the exceptions it may raise while tracing.
 PY_BUILTINS = {f: getattr(builtins, f) for f in
                ("len", "min", "max", "int", "float", "bool", "abs", "tuple", "range", "isinstance",
                 "round", "sum", "all", "any", "divmod", "pow", "list", "zip", "enumerate", "reversed",
-                "sorted", "str")}
+                "sorted", "str", "slice")}
+PY_BUILTINS.update({n: e for n, e in vars(builtins).items() if isinstance(e, type) and issubclass(e, Exception)})
 # print and breakpoint: traced by trace_debug, not called.
 _DEBUG = {"print": object(), "breakpoint": object()}
 
@@ -36,6 +39,8 @@ def _is_array_library(fn) -> bool:
 def _static_result(cx, name, out):
   """A static call's result as the kernel sees it: Python numbers, tuples, dtypes, ..."""
   if isinstance(out, (bool, int, float, str, type(None), DType)) or isinstance(out, type):
+    return out
+  if isinstance(out, np.dtype):      # jnp.dtype("float16"), jnp.result_type(...): a static dtype
     return out
   if isinstance(out, (tuple, list)):
     return tuple(_static_result(cx, name, x) for x in out)
@@ -106,7 +111,7 @@ class Calls:
       return fn.apply(cx, args, kwargs)
     if isinstance(fn, _Method):
       return fn.fn.apply(cx, [fn.value, *args], kwargs)
-    if getattr(fn, "__module__", "").startswith("jax") and getattr(fn, "__name__", "") in missing.LAX_CONTROL:
+    if (getattr(fn, "__module__", "") or "").startswith("jax") and getattr(fn, "__name__", "") in missing.LAX_CONTROL:
       raise E.KernelTypeError(
           f"{self.text(node.func)} is JAX's control flow, which a kernel writes in Python", cx.loc,
           hint=missing.LAX_CONTROL[fn.__name__])
@@ -144,6 +149,16 @@ class Calls:
         return ew.unary(cx, ew.UnOp.ABS, args[0])
       if fn in (builtins.min, builtins.max) and len(args) == 2 and not kwargs:
         return ew.binary(cx, ew.BinOp.MIN if fn is builtins.min else ew.BinOp.MAX, args[0], args[1])
+      if fn is builtins.pow and len(args) == 2 and not kwargs:       # pow(v, 2) is v ** 2
+        from .ops.power import power
+        return power(cx, args[0], args[1], self.text(node.args[0]), self.text(node.args[1]))
+      if fn is builtins.round and len(args) == 1 and not kwargs and is_value(args[0]):
+        return BUILTINS["round"].apply(cx, args, {})               # round(v) of an array, as numpy: ml.round
+      if fn is builtins.sum and args and isinstance(args[0], (tuple, list)) and len(args) <= 2 and not kwargs:
+        total = args[1] if len(args) == 2 else 0        # Python's sum: start + a + b + ...
+        for v in args[0]:
+          total = ew.binary(cx, ew.BinOp.ADD, total, v) if holds_value(total) or holds_value(v) else total + v
+        return total
       if fn is builtins.sum:
         raise E.UnsupportedSyntaxError(
             "sum(...) of register values is not supported in a kernel", cx.loc,

@@ -58,6 +58,13 @@ def _bounds_hint(acc, root, d, n, full, before, gmem, view=None) -> str:
   window's other axes inserted as size-1 axes (`[:, None]` for rows of a 2-D window)."""
   fix = ("guard the access (if i > 0:) or clamp its start (ml.maximum(start, 0))" if before else
          f"guard the access (if start + {n} <= {full}:) or clamp its start (ml.minimum(start, {full - n}))")
+  if isinstance(acc.op, AtomicUpdate) and gmem and not before:
+    # a guard skips the tail and a clamped start adds the overlap twice: a scatter drops what is outside
+    axis, rank = _view_axis(view, d)
+    rank = rank if rank is not None else len(acc.ref.type.shape)
+    pos = ", ".join(f"start + ml.arange({n})" if k == (axis or 0) else ":" for k in range(max(rank, 1)))
+    return (f"index the window with a tensor of positions (a scatter), whose updates past the end are dropped:"
+            f" ml.atomic_{acc.op.kind.value}({root}.at[{pos}], value), start being the window's start")
   if not gmem:
     return fix + "; windows of an SMEM buffer must stay inside it"
   axis, rank = _view_axis(view, d)

@@ -18,6 +18,7 @@ from . import language as L
 from .builder import Builder
 from .checks import check_kernel, check_minor_starts, check_tiled_starts
 from .dtypes import DType, to_dtype
+from .infer import unify
 from .layout_checks import check_layouts
 from .layouts import assign_layouts
 from .remat import split_index_vectors
@@ -151,7 +152,7 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, bloc
     check_grid_limits(grid, loc, batch.axis)
   for c in pk.constexpr_params:
     v = constexprs.get(c, pk.defaults.get(c))
-    tr.env[c] = v.item() if isinstance(v, np.generic) else v    # np.float32(3.0) is a Python number here
+    tr.env[c] = _weak(v)          # np.float32(3.0) (in a tuple too, or 0-d) is a Python number here
   for name in pk.scalar_params:
     _bind_scalar_param(pk, tr, em, name, n_in)
   try:
@@ -159,6 +160,7 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, bloc
     tr.run_body(pk.tree.body)
   except E.InternalError as e:
     E.raise_all(tr.errors + [e])
+  tr.errors.extend(_rebound_outputs(tr, em, params))
   if tr.errors:     # every independent mistake of the pass, plus an SMEM overflow if known
     E.raise_all(tr.errors + _smem_overflow(pk, em, params, grid, block, cluster))
   _finalize_types(em, params)
@@ -320,11 +322,38 @@ def _smem_overflow(pk, em, params, grid, block, cluster) -> list:
   return []
 
 
+def _weak(v):
+  """A constexpr as the kernel sees it: NumPy scalars and 0-d arrays, also inside tuples and lists, as
+  the Python numbers they hold (docs/language.md: constexprs passed as NumPy scalars are weak)."""
+  if isinstance(v, np.generic) or isinstance(v, np.ndarray) and v.shape == ():
+    return v.item()
+  if type(v) in (tuple, list):
+    return type(v)(_weak(x) for x in v)
+  return v
+
+
+def _rebound_outputs(tr, em, params) -> list:
+  """`out = x[...] * 2` for `out[...] = ...`: an output whose name the kernel rebinds to something
+  else before anything writes it is reported at the rebinding (not as 'never written' at the def)."""
+  used = {id(v) for o in ir.walk(em.block) for v in o.operands()}
+  out = []
+  for p in params:
+    now = tr.env.get(p.name)
+    if p.is_output and now is not p.value and id(p.value) not in used and p.name in tr.where:
+      out.append(E.UncoveredOutputError(
+          f"{p.name} is an output, and this assignment rebinds the name: nothing writes the output", tr.where[p.name],
+          hint=f"write into it: {p.name}[...] = value (or ml.copy(buf, {p.name}.at[...]))"))
+  return out
+
+
 def _finalize_types(em: Builder, params) -> None:
   for alloc in em.allocs:
     d = resolve(alloc.type.dtype)
     if isinstance(d, DTypeVar):
       used = any(alloc in o.operands() for o in ir.walk(em.block))
+      if not used and getattr(em, "empty_loops", False):   # its uses in a loop of no trips, untraced
+        unify(d, DType.u8, d.loc, "an unused buffer")
+        continue
       raise E.DtypeInferenceError(
           f"cannot infer the dtype of {alloc.name or 'this buffer'}: "
           + ("no copy or store gives it one" if used else "it is allocated but never used"),

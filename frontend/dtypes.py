@@ -30,6 +30,29 @@ class DType(enum.Enum):
   def __str__(self):
     return self.value
 
+  def __eq__(self, other):
+    """Equal to the same type however written (jnp.float32, np.dtype("float32"), "float32"), as numpy's
+    dtypes compare, so `x.dtype == jnp.float32` in a kernel means what it means in numpy."""
+    if isinstance(other, DType):
+      return self is other
+    if isinstance(other, str):
+      d = to_dtype_name(other)
+    elif isinstance(other, (np.dtype, type)):
+      d = to_dtype(other)
+    else:
+      return NotImplemented
+    return NotImplemented if d is None else d is self
+
+  __hash__ = enum.Enum.__hash__
+
+  @property
+  def np(self) -> np.dtype:
+    """numpy's dtype (bfloat16 and float8 from ml_dtypes, which numpy learns of on its import)."""
+    if self.value not in _NUMPY:
+      import ml_dtypes  # noqa: F401  (registers bfloat16 and the float8 types with numpy)
+      _NUMPY[self.value] = np.dtype(self.value)
+    return _NUMPY[self.value]
+
   @property
   def bits(self) -> int:
     return _BITS[self]
@@ -80,6 +103,7 @@ _FLOATS = frozenset({DType.f32, DType.f16, DType.bf16}) | FLOAT8
 _SIGNED = frozenset({DType.i64, DType.i32, DType.i16, DType.i8})
 _UNSIGNED = frozenset({DType.u32, DType.u16, DType.u8})
 _BY_NAME = {d.value: d for d in DType}
+_NUMPY: dict = {}
 
 # What a Python scalar becomes when it has to stand alone (a loop counter, a
 # constant): Python ints are int32 indices, floats are float32.
@@ -100,9 +124,19 @@ def to_dtype(obj) -> DType | None:
     return None
   try:
     name = np.dtype(obj).name
-  except TypeError:
+  except (TypeError, ValueError):
     return None
   return _BY_NAME.get(name)
+
+
+def to_dtype_name(name: str) -> DType | None:
+  """The DType a string names as numpy reads it ("float16", "f4", "bfloat16"); None if none."""
+  if name in _BY_NAME:
+    return _BY_NAME[name]
+  try:
+    return _BY_NAME.get(np.dtype(name).name)
+  except TypeError:
+    return None
 
 
 def from_name(name: str) -> DType:

@@ -59,6 +59,8 @@ def assigned_names(stmts) -> list[str]:
   def visit(node):
     if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id not in out:
       out.append(node.id)
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name not in out:
+      out.append(node.name)      # `def sq(...)` binds sq (an error in a kernel: its uses are not others)
     for child in ast.iter_child_nodes(node):
       visit(child)
 

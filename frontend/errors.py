@@ -80,6 +80,7 @@ SignatureError = _error("SignatureError", "MG006", "A kernel called with argumen
 LaunchConfigError = _error("LaunchConfigError", "MG007", "An invalid grid, block or cluster.")
 SourceUnavailableError = _error("SourceUnavailableError", "MG008", "A kernel or helper whose Python source cannot be read (exec, a REPL string).")
 DifferentiationError = _error("DifferentiationError", "MG009", "jax.grad (or another derivative) of a kernel call, which has no automatic derivative.")
+StaticAssertionError = _error("StaticAssertionError", "MG011", "An assert (or raise) of the kernel's own that fails while tracing, on static values (shapes, dtypes, constexprs).")
 NoGpuError = _error("NoGpuError", "MG010", "A GPU-only tool (mg.bench) or a kernel call (not interpreted) where JAX sees no GPU, or a call mg.bench could not time.")
 
 # dtype mistakes.

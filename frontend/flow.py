@@ -18,7 +18,7 @@ from .infer import unify
 from .ops import control as ctl, elementwise as ew
 from .ops.base import Num, is_value, kind_of
 from .ops.memory import index_operand
-from .types import RefType, ScalarType, TensorType, dtype_name
+from .types import RefType, ScalarType, TensorType, dtype_name, resolve
 
 
 def _is_carriable(v) -> bool:
@@ -114,18 +114,38 @@ def _paths(v, prefix="") -> list[str]:
   return [prefix]
 
 
-def _carries(env, names) -> list:
+def _carries(env, names, body=(), loop_var=None) -> list:
   """The names a loop carries: bound before it to a register value or number, or to a tuple or
-  list of them holding at least one register value (a tuple of numbers stays static)."""
+  list of them holding a register value; a tuple of numbers only where the body computes it
+  from what changes between trips (`st = (st[0] + 1, st[1])`: its leaves become scalars, as a
+  number does), not where it rebinds the same static tuple (`shape = (64,)`)."""
   out = []
   for n in names:
     if n not in env or _structure(env[n]) is None:
       continue
     c = _Carry(n, env[n])
-    if c.container and not any(is_value(l) for l in c.leaves):
+    if c.container and not any(is_value(l) for l in c.leaves) and not _recomputed(body, n, names, loop_var):
       continue
     out.append(c)
   return out
+
+
+def _recomputed(body, name, assigned, loop_var) -> bool:
+  """Whether a statement of the loop `body` binds `name` from values that change between trips:
+  an augmented assignment, or an expression reading `name`, the loop variable or a name the
+  body assigns."""
+  moving = set(assigned) | {name} | ({loop_var} if loop_var else set())
+  for node in (n for stmt in body for n in ast.walk(stmt)):
+    if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and node.target.id == name:
+      return True
+    if isinstance(node, ast.Assign) and any(name in _target_names(t) for t in node.targets):
+      if any(isinstance(x, ast.Name) and x.id in moving for x in ast.walk(node.value)):
+        return True
+  return False
+
+
+def _target_names(t) -> set:
+  return {x.id for x in ast.walk(t) if isinstance(x, ast.Name)}
 
 
 def _bind(env, carries, values) -> None:
@@ -233,11 +253,12 @@ def trace_for(tracer, node: ast.For):
     raise E.KernelTypeError("range() in a kernel needs a positive static step", tracer.loc(it),
                             hint="count upwards, range(start, stop, 2), and compute a descending index inside")
   if isinstance(start, int) and isinstance(stop, int) and isinstance(step, int) and stop <= start:
+    tracer.b.empty_loops = True      # buffers used only in its body are not "never used"
     return        # empty (a run-time step is still emitted: interpret mode checks it is positive)
 
   env, b = tracer.env, tracer.b
   assigned = [n for n in assigned_names(node.body) if n != name]
-  carries = _carries(env, assigned)
+  carries = _carries(env, assigned, node.body, name)
   leaf_names = [ln for c in carries for ln in c.leaf_names]
   inits = _inits(tracer, carries, loc)
   iv = ir.Value(ScalarType(counter), name)
@@ -307,7 +328,7 @@ def _trace_body(tracer, node, loc, body: ir.Block, carries, inits, args_) -> set
             hint=f"keep {n} a {type(c.value).__name__} of the same length, of register values or numbers",
             notes=(f"{loc}: the loop that carries {n}",))
       new_leaves = st[0] if c.container else [new]
-      for ln, init, leaf in zip(c.leaf_names, init_leaves, new_leaves):
+      for ln, init, leaf, start in zip(c.leaf_names, init_leaves, new_leaves, c.leaves):
         if not _is_carriable(leaf):
           raise E.LoopCarryTypeError(
               f"{ln} changes from {init.type} to {_describe(leaf)} inside the loop", where,
@@ -316,13 +337,20 @@ def _trace_body(tracer, node, loc, body: ir.Block, carries, inits, args_) -> set
         raw_leaf = leaf
         leaf = _as_value(tracer, leaf, where, note=f"{loc}: the loop that carries {n}")
         if not _same_type(init, leaf, loc):
+          d1 = resolve(leaf.type.dtype)
+          if (isinstance(start, int) and not isinstance(start, bool) and isinstance(d1, DType) and d1.is_float
+              and init.type.shape == leaf.type.shape):
+            hint = (f"start it as a float before the loop: {ln} = {float(start)!r} (a Python int starts an"
+                    f" int32 carry)")      # acc = 0 summing floats: converting back would truncate
+          elif init.type.shape == leaf.type.shape:
+            hint = "convert it back at the end of the body: " + _rebuilt(
+                n, c.value if c.container else None, ln,
+                _conversion(init.type.dtype, raw_leaf if isinstance(raw_leaf, Num) else None))
+          else:
+            hint = f"keep {ln}'s shape fixed across iterations"
           raise E.LoopCarryTypeError(
               f"{ln} enters the loop as {init.type} but an iteration makes it {leaf.type}", where,
-              hint="convert it back at the end of the body: "
-                   + _rebuilt(n, c.value if c.container else None, ln,
-                              _conversion(init.type.dtype, raw_leaf if isinstance(raw_leaf, Num) else None))
-              if init.type.shape == leaf.type.shape else f"keep {ln}'s shape fixed across iterations",
-              notes=(f"{loc}: the loop that carries {n}",))
+              hint=hint, notes=(f"{loc}: the loop that carries {n}",))
         yields.append(leaf)
     b.emit(ctl.Yield, tuple(yields), loc=loc)
   return poisoned
@@ -429,7 +457,7 @@ def trace_while(tracer, node: ast.While):
   if node.orelse:
     tracer.unsupported(node, "while ... else")
   assigned = assigned_names(node.body)
-  carries = _carries(env, assigned)
+  carries = _carries(env, assigned, node.body)
   leaf_names = [ln for c in carries for ln in c.leaf_names]
   inits = _inits(tracer, carries, loc)
   before, where = dict(env), dict(tracer.where)

@@ -35,5 +35,8 @@ def call_inline(tracer, node, fn, args, kwargs):
   child.local_names = local_names(tree.body)
   child.run_body(tree.body)      # a `return` (at the end, or under static conditions) ends it
   if len(tracer.errors) > before:
+    at = tracer.loc(node)        # which call of the helper the mistake comes from
+    for e in tracer.errors[before:]:
+      e.notes = tuple(e.notes) + (f"{at}: in this call of {tree.name}",)
     raise PoisonedUse()          # reported inside the helper; skip the caller's statement
   return child.returned

@@ -40,7 +40,11 @@ class Inline:
     return f"<mgpu_dsl inline function {self.fn.__qualname__}>"
 
   def __call__(self, *args, **kwargs):
-    raise RuntimeError(f"{self.fn.__qualname__} is an @ml.inline helper: call it from an @mgpu_kernel function")
+    from . import errors as E
+    from .loc import user_loc
+    raise E.KernelTypeError(f"{self.fn.__qualname__} is an @ml.inline helper: call it from an @mgpu_kernel function",
+                            user_loc(), hint=f"call {self.fn.__name__}(...) inside a kernel; its undecorated function"
+                                             f" is {self.fn.__name__}.fn")
 
 
 def inline(fn):

@@ -37,3 +37,23 @@ def call_at(loc):
   except SyntaxError:
     return None
   return node if isinstance(node, ast.Call) else None
+
+
+def user_loc() -> "Loc":
+  """The statement of the first frame outside mgpu_dsl: where the user called an ml.* function or
+  an @ml.inline helper outside a kernel."""
+  import linecache
+  import os
+  import sys
+  ours = {os.path.dirname(os.path.abspath(__file__)) + os.sep} | {
+      os.path.dirname(os.path.abspath(m.__file__)) + os.sep
+      for m in (sys.modules.get(n) for n in ("mgpu_dsl", "mgpu_dsl.lowering")) if getattr(m, "__file__", None)}
+  f = sys._getframe(1)
+  while f is not None and os.path.abspath(f.f_code.co_filename).startswith(tuple(ours)):
+    f = f.f_back
+  if f is None:
+    return UNKNOWN
+  line = linecache.getline(f.f_code.co_filename, f.f_lineno)
+  col = len(line) - len(line.lstrip()) if line.strip() else 0
+  return Loc(f.f_code.co_filename, f.f_lineno, col, f.f_lineno, len(line.rstrip()) if line.strip() else None,
+             source_line=line)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from . import errors as E
 from . import ir
 from .ir import Access
+from .ops.control import NumPrograms, PositiveStep, ProgramId
 from .ops.elementwise import BinOp, Binary
 from .ops.memory import View
 from .types import RefType, Space
@@ -20,35 +21,58 @@ from .types import RefType, Space
 WRITES = (Access.REG_WRITE, Access.TMA_WRITE)
 
 
-def _affine(v, iv, body_defs, depth=0):
-  """(coef, base, offset) with v == coef * iv + sum(base) + offset, or None."""
+def _positive(v, all_defs) -> bool:
+  """Whether `v`, a value from before the loop, is at least 1: a grid size (ml.num_programs), or
+  a pipelined loop's run-time step (checked positive)."""
+  return isinstance(all_defs.get(id(v)), (NumPrograms, PositiveStep))
+
+
+def _affine(v, iv, body_defs, all_defs, depth=0):
+  """(coef, base, offset) with v == coef * iv + sum(base) + offset, or None. `coef` is
+  (c, s): c times the value `s` (by id) from before the loop that is at least 1, or times 1
+  (s None): the stride of a persistent loop, `t = pid + k * ml.num_programs(0)`, is (1, id of it)."""
   if isinstance(v, bool):
     return None
   if isinstance(v, int):
-    return 0, (), v
+    return (0, None), (), v
   if v is iv:
-    return 1, (), 0
+    return (1, None), (), 0
   if not isinstance(v, ir.Value) or depth > 32:
     return None
   o = body_defs.get(id(v))
-  if o is None:                                   # from before the loop: a fixed base
-    return 0, ((id(v), 1),), 0
+  if o is None or isinstance(o, (ProgramId, NumPrograms)):     # from before the loop, or the same
+    return (0, None), ((id(v), 1),), 0                        # in every trip: a fixed base
   if not isinstance(o, Binary) or o.kind not in (BinOp.ADD, BinOp.SUB, BinOp.MUL):
     return None
-  a, b = (_affine(x, iv, body_defs, depth + 1) for x in (o.lhs, o.rhs))
+  a, b = (_affine(x, iv, body_defs, all_defs, depth + 1) for x in (o.lhs, o.rhs))
   if a is None or b is None:
     return None
   if o.kind == BinOp.MUL:
-    const = next(((x, y) for x, y in ((a, b), (b, a)) if x[0] == 0 and not x[1]), None)
-    if const is None:
-      return None
-    k, (c, base, off) = const[0][2], const[1]
-    return c * k, tuple((i, m * k) for i, m in base if m * k), off * k
+    const = next(((x, y) for x, y in ((a, b), (b, a)) if x[0][0] == 0 and not x[1]), None)
+    if const is not None:
+      k, ((c, sym), base, off) = const[0][2], const[1]
+      return (c * k, sym), tuple((i, m * k) for i, m in base if m * k), off * k
+    # iv (times c) times a positive value from before the loop: a stride only known to be >= 1
+    for (c, sym), base, off in ((a[0], a[1], a[2]), (b[0], b[1], b[2])):
+      other = b if (c, sym) == a[0] and base == a[1] else a
+      if sym is None and not base and off == 0 and other[0] == (0, None) and other[2] == 0 \
+          and len(other[1]) == 1 and other[1][0][1] == 1:
+        sid = other[1][0][0]
+        value = next((x for x in (o.lhs, o.rhs) if id(x) == sid), None)
+        if value is not None and _positive(value, all_defs):
+          return (c, sid), (), 0
+    return None
   sign = 1 if o.kind == BinOp.ADD else -1
+  (ca, sa), (cb, sb) = a[0], b[0]
+  if sa is not None and sb is not None and sa != sb or (sa or sb) is not None and ca and cb and sa != sb:
+    return None
+  if (sa is None) != (sb is None) and (ca if sa is None else cb):
+    return None                                   # c * iv + d * s * iv: not one stride
   base = dict(a[1])
   for i, m in b[1]:
     base[i] = base.get(i, 0) + sign * m
-  return a[0] + sign * b[0], tuple(sorted((i, m) for i, m in base.items() if m)), a[2] + sign * b[2]
+  return ((ca + sign * cb, sa if sa is not None else sb), tuple(sorted((i, m) for i, m in base.items() if m)),
+          a[2] + sign * b[2])
 
 
 def _window(ref, iv, body_defs, all_defs):
@@ -58,8 +82,8 @@ def _window(ref, iv, body_defs, all_defs):
     root = d.ref
     if all_defs.get(id(root)) is not None:        # a view of a view: not followed
       return root, [(None, n) for n in root.type.shape]
-    return root, [(_affine(i.start, iv, body_defs), i.size) for i in d.index]
-  return ref, [((0, (), 0), n) for n in ref.type.shape]
+    return root, [(_affine(i.start, iv, body_defs, all_defs), i.size) for i in d.index]
+  return ref, [(((0, None), (), 0), n) for n in ref.type.shape]
 
 
 def _may_overlap(load, write, deltas) -> bool:
@@ -74,20 +98,25 @@ def _dim_overlaps(l, w, delta) -> bool:
   (la, ls), (wa, ws) = l, w
   if la is None or wa is None or la[0] != wa[0] or la[1] != wa[1]:
     return True                                   # not comparable: assume they meet
-  diff = la[0] * delta + la[2] - wa[2]           # load start - write start
-  return -ls < diff < ws
+  (c, sym), off = la[0], la[2] - wa[2]
+  diff = c * delta + off                          # load start - write start (a stride of 1)
+  if sym is None or c * delta == 0:
+    return -ls < diff < ws
+  # stride S >= 1 unknown: the difference is c * delta * S + off, from diff on away from off
+  return diff < ws if c * delta > 0 else diff > -ls
 
 
-def check_loads_of_written_memory(kernel, body, iv, sites, stages, unpipelined="stages=1") -> None:
+def check_loads_of_written_memory(kernel, body, iv, sites, stages, unpipelined="stages=1", pre=()) -> None:
   """PipelineError at a pipelined load whose window a write of the loop may change before the
-  original program would have read it."""
+  original program would have read it. `pre`: ops the loop's normalisation put before it (its
+  checked run-time step), not yet in the kernel's body."""
   params = {id(p.value): k for k, p in enumerate(kernel.params)}
   inputs = [p for p in kernel.params if not p.is_output]
   outputs = [p for p in kernel.params if p.is_output]
   same_memory = {id(inputs[i].value): id(outputs[o].value) for i, o in kernel.aliases.items()}
   memory = lambda root: same_memory.get(id(root), id(root))
   body_defs = {id(r): o for o in ir.walk(body) for r in o.results}
-  all_defs = {id(r): o for o in ir.walk(kernel.body) for r in o.results}
+  all_defs = {id(r): o for o in [*ir.walk(kernel.body), *pre] for r in o.results}
   order = {id(o): n for n, o in enumerate(ir.walk(body))}
   for copy, _view, _addr in sites:
     root, load = _window(copy.src, iv, body_defs, all_defs)

@@ -19,11 +19,11 @@ from . import ir
 from .dtypes import DType
 from .ir import Access
 from .ops.access import ScalarLoad
-from .ops.control import For, WaitLoad
+from .ops.control import For, PositiveStep, WaitLoad
 from .ops.elementwise import BinOp, Binary, Cast, CmpOp, Compare, Constant, Where
 from .ops.memory import Copy, SmemAlloc, Store, View, is_load
 from .pipeline_hazards import check_loads_of_written_memory
-from .types import RefType, ScalarType
+from .types import RefType, ScalarType, resolve
 
 I32 = ScalarType(DType.i32)
 U32 = ScalarType(DType.u32)
@@ -59,7 +59,7 @@ def make_plan(kernel, loop: For, em) -> Plan:
   body = loop.body
   windows = {}
   sites = load_sites(kernel, body, body.args[0], windows, loop.warp_specialize)
-  check_loads_of_written_memory(kernel, body, body.args[0], sites, S, unpipelined(loop.warp_specialize))
+  check_loads_of_written_memory(kernel, body, body.args[0], sites, S, unpipelined(loop.warp_specialize), pre)
   if not sites:
     raise E.PipelineError(
         "ml.range(..., stages=) found no TMA load to pipeline at the top level of this loop", loop.loc,
@@ -227,13 +227,16 @@ def normalize(loop: For, em):
   if loop.start == 0 and loop.step == 1:
     return [], loop
   loc, pre = loop.loc, ir.Block()
+  step = loop.step
   with em.region(pre):
-    trip = trip_count(em, loop.start, loop.stop, loop.step, loc)
+    if not isinstance(step, int):       # checked positive in interpret mode, as a plain loop's step
+      step = em.emit(PositiveStep, step, loc=loc, types=[step.type], names=[step.name]).result
+    trip = trip_count(em, loop.start, loop.stop, step, loc)
   old_iv, *carried = loop.body.args
   iv = ir.Value(I32, old_iv.name)
   body = ir.Block(args=(iv, *carried))
   with em.region(body):
-    index = arith(em, BinOp.ADD, loop.start, arith(em, BinOp.MUL, iv, loop.step, loc), loc)
+    index = arith(em, BinOp.ADD, loop.start, arith(em, BinOp.MUL, iv, step, loc), loc)
   mapping = {old_iv: index}
   body.ops.extend(ir.substitute_deep(o, mapping) for o in loop.body.ops)
   return pre.ops, dataclasses.replace(loop, start=0, stop=trip, step=1, body=body)
@@ -382,13 +385,20 @@ def check_fits(kernel, bufs, S, sites, loc, ws: bool = False):
   need = loop_bytes(bufs, S, sites, kernel.num_load_slots)
   if need <= hw.SMEM_LIMIT:
     return
-  fits = [s for s in range(S - 1, 0, -1) if loop_bytes(bufs, s, sites, kernel.num_load_slots) <= hw.SMEM_LIMIT]
+  # the kernel's other buffers (a residual tile live across the loop) share the SMEM: the stage
+  # count suggested must fit beside them, or the next build fails again at the buffers (MG402)
+  ids = {id(b) for b in bufs}
+  other = sum(o.result.type.nbytes for o in ir.walk(kernel.body)
+              if isinstance(o, SmemAlloc) and id(o.result) not in ids and isinstance(resolve(o.result.type.dtype), DType))
+  fits = [s for s in range(S - 1, 0, -1)
+          if loop_bytes(bufs, s, sites, kernel.num_load_slots) + other <= hw.SMEM_LIMIT]
   per_stage = ", ".join(f"{b.name or '?'} {b.type.nbytes // 1024} KiB" for b in bufs)
   raise E.SmemCapacityError(
       f"with stages={S} this loop's buffers need {need} bytes ({per_stage} per stage, {S} copies each),"
       f" more than the {hw.SMEM_LIMIT} bytes (227 KiB) a CTA can use", loc,
       hint=(f"use {unpipelined(ws) if fits[0] == 1 else f'stages={fits[0]}'}"
-            f" ({loop_bytes(bufs, fits[0], sites, kernel.num_load_slots)} bytes)"
+            f" ({loop_bytes(bufs, fits[0], sites, kernel.num_load_slots) + other} bytes with the kernel's"
+            f" other buffers)"
             + (" (no loads ahead of use: the loop then runs unpipelined)" if fits[0] == 1 else "")
             + " or smaller tiles" if fits else "use smaller tiles"))
 

@@ -49,7 +49,7 @@ _NICE = {"While": "a while loop", "With": "a with statement", "Try": "try/except
          "DictComp": "a dict comprehension", "SetComp": "a set comprehension",
          "Dict": "a dict", "Set": "a set", "Starred": "star-unpacking", "Yield": "yield",
          "Await": "await", "NamedExpr": "the := operator", "Break": "break",
-         "Continue": "continue", "Assert": "assert", "ClassDef": "a class definition",
+         "Continue": "continue", "ClassDef": "a class definition",
          "Match": "match"}
 _LIST_METHODS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse"})
 
@@ -172,6 +172,11 @@ class Tracer(Assignments, Calls, ast.NodeVisitor):
         self.record(e)
       for name in assigned_names([node]):
         self.env[name] = POISON
+      call = node.value if isinstance(node, ast.Expr) else None      # lst.append(v) failed: lst is
+      if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) \
+          and isinstance(call.func.value, ast.Name) \
+          and isinstance(self.env.get(call.func.value.id), (list, dict, set)):
+        self.env[call.func.value.id] = POISON                         # not what the rest expects
     except Exception as e:   # a bug in mgpu_dsl: wrap it once, at the user's statement
       raise E.InternalError.wrap("mgpu_dsl failed while tracing this statement", e, self.loc(node)) from e
 
@@ -219,11 +224,41 @@ class Tracer(Assignments, Calls, ast.NodeVisitor):
       self.run_body(node.body if cond else node.orelse)
       return
     if not isinstance(cond.type, ScalarType) or resolve(cond.type.dtype) != DType.bool_:
+      scalar = isinstance(cond.type, ScalarType)
       raise E.KernelTypeError(
-          f"an if condition must be a Python value or a boolean scalar, got {kind_of(cond)}",
-          self.loc(node.test), hint="compare scalars (i < n); tensors select with ml.where")
+          f"an if condition must be a Python value or a boolean scalar, got "
+          + (f"a {resolve(cond.type.dtype)} scalar" if scalar else kind_of(cond)),
+          self.loc(node.test), hint=f"compare it: if {self.text(node.test)} != 0:" if scalar else
+          "compare scalars (i < n); tensors select with ml.where")
     from .flow import trace_if
     trace_if(self, node, cond)
+
+  def visit_Assert(self, node):
+    """assert on static values (shapes, dtypes, constexprs), checked while tracing, as in Pallas."""
+    cond = self.eval(node.test)
+    if is_value(cond):
+      self.unsupported(node.test, "assert of a run-time value",
+                       hint="a kernel's assert runs while tracing, so it checks static values (shapes, dtypes,"
+                            " constexprs: assert x.shape[0] % 128 == 0); run-time indices are checked by"
+                            " interpret mode (interpret=True), and ml.where masks values")
+    if not cond:
+      msg = "" if node.msg is None else f": {self.eval(node.msg)}"
+      raise E.StaticAssertionError(f"assert {self.text(node.test)} failed{msg}", self.loc(node),
+                                   hint="the kernel's own check, on the shapes, dtypes and constexprs of this"
+                                        " call: call it with arguments that satisfy it")
+
+  def visit_Raise(self, node):
+    """raise reached while tracing outside run-time control flow: the kernel's own argument check."""
+    if self.b.block is not self.top or node.exc is None:
+      self.unsupported(node, "raise under a run-time condition" if node.exc is not None else "a bare raise",
+                       hint="a kernel raises only while tracing, under static conditions (shapes, dtypes,"
+                            " constexprs): if x.shape[0] % 128: raise ValueError(...)")
+    exc = self.eval(node.exc)
+    what = (f"{type(exc).__name__}: {exc}" if isinstance(exc, BaseException) else
+            exc.__name__ if isinstance(exc, type) else self.text(node.exc))
+    raise E.StaticAssertionError(f"the kernel raised {what}", self.loc(node),
+                                 hint="the kernel's own check, on the shapes, dtypes and constexprs of this"
+                                      " call: call it with arguments that satisfy it")
 
   def visit_For(self, node):
     from .flow import trace_for
@@ -362,7 +397,7 @@ class Tracer(Assignments, Calls, ast.NodeVisitor):
           raise E.DtypeInferenceError(
               f"{base.name or 'this buffer'}'s dtype is not known yet at this point", self.loc(node),
               hint=self._untyped_hint(base))
-        return d
+        return d.np                         # numpy's dtype: == jnp.float32, .name, jnp.finfo all work
       if attr == "at" and isinstance(t, RefType):
         return At(base)
       if attr == "T":
@@ -429,10 +464,13 @@ class Tracer(Assignments, Calls, ast.NodeVisitor):
           hint="index Python tuples with static ints (shapes, constexprs); select between register values"
                " with ml.where")
     try:
-      return base[index]
+      out = base[index]
     except Exception as e:
       raise E.KernelTypeError(f"cannot index {self.text(node.value)}: {e}", cx.loc,
                               hint="static values index as in Python") from None
+    if type(out).__module__ == "numpy" and getattr(out, "shape", None) == () and hasattr(out, "item"):
+      return typed_number(out)      # COEFFS[2] of a module's NumPy array: a NumPy scalar, as COEFFS2 = np.float32(..)
+    return out
 
   def eval_BinOp(self, node):
     return self.binop(type(node.op), self.eval(node.left), self.eval(node.right), node)
@@ -465,6 +503,12 @@ class Tracer(Assignments, Calls, ast.NodeVisitor):
     if isinstance(node.op, ast.UAdd):
       return x
     if isinstance(node.op, ast.Invert):
+      d = resolve(x.type.dtype)
+      if isinstance(d, DType) and d.is_float and not isinstance(x.type, RefType):
+        raise E.UnsupportedDtypeError(
+            f"~ needs an integer or boolean operand, got {self.text(node.operand)} ({d})", self.loc(node),
+            hint="negate a mask before it becomes a float (~(x > 0) is x <= 0); for the bits,"
+                 f" ~ml.bitcast({self.text(node.operand)}, jnp.int{d.bits})")
       if resolve(x.type.dtype) == DType.bool_:
         return ew.unary(self.cx(node, "", (x,), (node.operand,)), ew.UnOp.NOT, x)
       return ew.binary(self.cx(node, "", (x,), (node.operand,)), ew.BinOp.XOR, x, -1)
@@ -493,8 +537,14 @@ class Tracer(Assignments, Calls, ast.NodeVisitor):
         self.unsupported(node, "comparing tuples that hold runtime values",
                          hint="compare the scalars one by one: (i == 0) & (j == 1)")
       return _PYCMPOPS[op](a, b)
+    if op in (ast.Is, ast.IsNot) and (a is None or b is None):
+      return op is ast.IsNot            # a ref or register value is never None, as in Python
     if op not in _CMPOPS:
-      self.unsupported(node, f"{op.__name__} on register values", hint="compare with < <= > >= == !=")
+      word = {ast.Is: "is", ast.IsNot: "is not", ast.In: "in", ast.NotIn: "not in"}.get(op, op.__name__)
+      held = a if is_value(a) else b
+      self.unsupported(node, f"`{word}` on {kind_of(held)}",
+                       hint="test each value with ==: (v == 1.0) | (v == 2.0)" if op in (ast.In, ast.NotIn) else
+                       "compare values with == and != (`is` compares Python objects, which a traced value is not)")
     return ew.compare(self.cx(node, "", (a, b), operands), _CMPOPS[op], a, b)
 
   def eval_BoolOp(self, node):
@@ -565,11 +615,22 @@ class Tracer(Assignments, Calls, ast.NodeVisitor):
     return out
 
   def eval_GeneratorExp(self, node):
-    raise E.UnsupportedSyntaxError(
-        "a generator expression is not supported in a kernel", self.loc(node),
-        hint="use a list comprehension over static values, or reduce a register tensor with"
-             " ml.sum / ml.max / ml.min")
+    """`tuple(f(i) for i in ml.static_range(n))`: unrolled while tracing, as the list comprehension
+    (its elements computed at once, which nothing static can tell from Python's lazy order)."""
+    return tuple(self.eval_ListComp(node))
 
   def eval_JoinedStr(self, node):
-    self.unsupported(node, "an f-string outside print(...)",
-                     hint="f-strings format values in print(f'...'); build other strings in Python")
+    """An f-string of static values (a message for raise or assert) is a Python string."""
+    parts = []
+    for v in node.values:
+      if isinstance(v, ast.Constant):
+        parts.append(str(v.value))
+        continue
+      x = self.eval(v.value)
+      if holds_value(x):
+        self.unsupported(node, "an f-string of register values outside print(...)",
+                         hint="f-strings format run-time values in print(f'...') only")
+      spec = "" if v.format_spec is None else self.eval(v.format_spec)
+      x = {115: str, 114: repr, 97: ascii}.get(v.conversion, lambda y: y)(x)
+      parts.append(format(x, spec))
+    return "".join(parts)

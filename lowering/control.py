@@ -7,7 +7,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import arith, gpu, llvm, nvvm, scf
 
 from ..frontend.ops.control import (AwaitStores, Barrier, ClusterSync, CommitShared, Condition, For,
-                                    If, MultipleOf, NumPrograms, ProgramId, Turn, WaitLoad, While,
+                                    If, MultipleOf, NumPrograms, PositiveStep, ProgramId, Turn, WaitLoad, While,
                                     Yield)
 from .interpret_memory import InterpretError
 from .memory import stage_of
@@ -98,9 +98,9 @@ def _if(ctx, o):
     ctx.set(r, v)
 
 
-@lower(MultipleOf)
+@lower(MultipleOf, PositiveStep)
 def _multiple_of(ctx, o):
-  ctx.set(o.result, ctx.get(o.x))      # a promise the frontend uses; no code
+  ctx.set(o.result, ctx.get(o.x))      # a promise the frontend uses (checked in interpret mode); no code
 
 
 @lower(Yield, Condition)
@@ -167,15 +167,26 @@ def _i_num_programs(cta, o):
   cta.set(o.result, np.asarray(cta.m.kernel.grid[o.axis], np.int32))
 
 
-@interpret(For)
-def _i_for(cta, o):
-  start, stop, step = (int(cta.operand(x)) for x in (o.start, o.stop, o.step))
+def _check_step(step, loc):
   if step <= 0:
     raise InterpretError(f"this loop's run-time step is {step}: a loop counts upwards, so a run-time"
                          f" step must be positive (with a step of 0 or less the GPU would skip the"
-                         f" loop or never end it)", o.loc,
+                         f" loop or never end it)", loc,
                          hint="count down with range(n) and an index n - 1 - i inside the loop, or pass a"
                               " positive step")
+
+
+@interpret(PositiveStep)
+def _i_positive_step(cta, o):
+  x = cta.get(o.x)
+  _check_step(int(x), o.loc)
+  cta.set(o.result, x)
+
+
+@interpret(For)
+def _i_for(cta, o):
+  start, stop, step = (int(cta.operand(x)) for x in (o.start, o.stop, o.step))
+  _check_step(step, o.loc)
   carried = [cta.get(v) for v in o.inits]
   iv, *args = o.body.args
   dt = iv.type.dtype

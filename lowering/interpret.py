@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import logging
 
 import jax
 import jax.numpy as jnp
@@ -177,5 +178,20 @@ def run(kernel: ir.Kernel, args, out_specs) -> list:
   return [jnp.asarray(x) for x in run_numpy(kernel, *args)]
 
 
+class _QuietKernelErrors(logging.Filter):
+  """jax logs a failing pure_callback's whole traceback (through this interpreter) to stderr; a
+  KernelError is the user's mistake, and its text reaches them in the JaxRuntimeError already."""
+
+  def filter(self, record):
+    exc = record.exc_info[1] if record.exc_info else None
+    return not isinstance(exc, E.KernelError)
+
+
+logging.getLogger("jax._src.callback").addFilter(_QuietKernelErrors())
+
+
 def _callback(kernel, *args):
-  return tuple(run_numpy(kernel, *args))
+  try:
+    return tuple(run_numpy(kernel, *args))
+  except E.KernelError as e:     # its text, not the interpreter's frames, in XLA's message
+    raise e.with_traceback(None) from None

@@ -278,7 +278,7 @@ class CtaMemory:
     self.steps = 0
     self.filled = {v.id: np.zeros(v.type.shape, bool) for v in m.kernel.smem}   # SMEM elements written
     self.holes: dict = {}                       # value id -> elements a masked SMEM store's merge read unwritten
-    self.pending_gmem: list[tuple] = []         # (GMEM root id, loc) of TMA stores that may still write, in order
+    self.pending_gmem: list[tuple] = []         # (GMEM root id, box, loc) of TMA stores that may still write, in order
 
   def check_filled(self, ref: Ref, o, box=None):
     """An SMEM read must read elements something wrote (SMEM starts with garbage); `box`: only
@@ -307,9 +307,10 @@ class CtaMemory:
     # A TMA store may still be writing GMEM: the grid's completion makes it visible.
 
   def gmem_sync(self, ref: Ref, o):
-    """GMEM a TMA store of this CTA may still be writing is not read or rewritten from registers."""
+    """GMEM elements a TMA store of this CTA may still be writing are not read or rewritten (an
+    aliased array's other tiles may be: a tile-by-tile in-place update)."""
     rid = self.m.canon.get(ref.root.id, ref.root.id)
-    at = next((loc for r, loc in self.pending_gmem if r == rid), None)
+    at = next((loc for r, box, loc in self.pending_gmem if r == rid and overlaps(box, ref.part)), None)
     if at is not None:
       raise RaceError(f"{ref.name} is accessed while a TMA store into it may still be in flight", o.loc,
                       notes=(f"{at}: the TMA store starts here",), hint=COMPILER_BUG)

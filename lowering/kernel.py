@@ -170,8 +170,10 @@ class LowerCtx:
       start = self.get(i.start) if isinstance(i.start, kir.Value) else i.start
       if i.squeeze:
         out.append(to_index(start))
-      elif isinstance(start, int):
+      elif isinstance(start, int) and start >= 0:
         out.append(slice(start, start + i.size))
+      elif isinstance(start, int):     # before 0 (TMA reads zeros there): a constant, not a Python
+        out.append(mgpu.ds(arith.constant(ir.IndexType.get(), start), i.size))    # slice, whose -1 is the last
       else:
         out.append(mgpu.ds(to_index(start), i.size))
     return tuple(out)

@@ -195,4 +195,4 @@ def _i_copy(cta, o):
       cta.multicasts.append((o.slot, src.win, o))
   else:                              # SMEM -> GMEM reads SMEM, and writes GMEM, until AwaitStores
     cta.pending_store.append(((src.root.id, src.part), o.loc))
-    cta.pending_gmem.append((cta.m.canon.get(dst.root.id, dst.root.id), o.loc))
+    cta.pending_gmem.append((cta.m.canon.get(dst.root.id, dst.root.id), dst.part, o.loc))

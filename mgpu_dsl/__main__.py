@@ -63,8 +63,9 @@ def check(args, parser) -> int:
   skipped, records = [], []
   failed = False
   say = (lambda *a: None) if args.format == "json" else print
+  seen: set = set()            # one run: a specialisation is checked (and reported) once
   for path in files:
-    report = C.check_file(path)
+    report = C.check_file(path, seen)
     if report.import_error is not None:
       failed = True
       n_unimportable += 1

@@ -8,8 +8,8 @@ On the first call for each (input shapes, dtypes, other constexprs) on a GPU,
 every configuration that compiles is timed with `mg.bench` (kernel time) and the
 fastest is kept, in memory and on disk (JSON under the cache folder, keyed by the
 kernel's source, the configurations, the shapes, the jax version and the GPU
-kind). Without a GPU, and in interpret mode, the first configuration is used
-untimed. See docs/tooling.md.
+kind). Without a GPU, and in interpret mode, the first configuration that compiles for
+the call is used, untimed. See docs/tooling.md.
 """
 from __future__ import annotations
 
@@ -90,6 +90,21 @@ class Autotuner:
     return jax.devices()[0].device_kind
 
   # ------------------------------------------------------------ choosing
+  def _first_that_builds(self, args, constexprs) -> dict:
+    """Untimed (interpret mode, no GPU): the first config that compiles for these arguments, as
+    tuning on a GPU would skip one that does not (bs=256 on 384 elements); the first if none does,
+    whose error the call then reports."""
+    import jax
+    specs = [jax.ShapeDtypeStruct(a.shape, a.dtype) if hasattr(a, "shape") and hasattr(a, "dtype") else a
+             for a in args]
+    for cfg in self.configs:
+      try:
+        self.kernel.typed_ir(*specs, **constexprs, **cfg)
+        return cfg
+      except E.KernelError:
+        continue
+    return self.configs[0]
+
   def best_config(self, *args: Any, interpret: bool | None = None, **constexprs: Any) -> dict:
     """The configuration a call with these arguments runs (tuning it first if needed)."""
     clash = sorted(self.tuned & set(constexprs))
@@ -99,12 +114,12 @@ class Autotuner:
                              hint="leave tuned constexprs out of the call, or call the kernel itself:"
                                   f" {self.__name__}.kernel(..., {clash[0]}=...)")
     if self.kernel._interpret(interpret):
-      return self.configs[0]
+      return self._first_that_builds(args, constexprs)
     key = self._tuning_key(args, constexprs)
     if key in self.best:
       return self.best[key]
     if self.timer is None and not has_gpu():
-      return self.configs[0]
+      return self._first_that_builds(args, constexprs)
     path = self._winners_path()
     disk_key = json.dumps([key, self._device_kind()])
     if path is not None:

@@ -93,6 +93,10 @@ def bench_wall(fn: Callable, *args: Any, warmup: int = 3, iterations: int = 20,
       t = mg.bench_wall(jax.jit(double), x)
   """
   import jax
+  for name, v, least in (("warmup", warmup, 0), ("iterations", iterations, 1), ("samples", samples, 1)):
+    if not isinstance(v, int) or isinstance(v, bool) or v < least:
+      raise E.KernelTypeError(f"mg.bench_wall's {name} must be an int of at least {least}, got {v!r}",
+                              caller_loc(), hint="mg.bench_wall(f, *args, warmup=3, iterations=20, samples=5)")
   for _ in range(warmup):
     jax.block_until_ready(fn(*args))
   times = []

@@ -54,13 +54,16 @@ def check_specs(kernel: KernelFunction | Autotuner, *specs, **constexprs) -> Ker
     for cfg in kernel.configs:
       check_specs(kernel.kernel, *specs, **constexprs, **cfg)
     return kernel
+  from .bench import caller_loc
   if not isinstance(kernel, KernelFunction):
-    raise TypeError(f"mg.check_specs takes an @mgpu_kernel function first, got {kernel!r}")
+    raise E.KernelTypeError(f"mg.check_specs takes an @mgpu_kernel function first, got {kernel!r}", caller_loc(),
+                            hint="mg.check_specs(kernel, jax.ShapeDtypeStruct((1024,), jnp.float32), n=4)")
   for s in specs:      # arrays' specs, or Python numbers for ml.scalar parameters (as kernel.check)
     if not (hasattr(s, "shape") and hasattr(s, "dtype")) and not isinstance(s, (bool, int, float)):
-      raise TypeError(f"mg.check_specs: each spec needs .shape and .dtype"
-                      f" (a jax.ShapeDtypeStruct), or is a Python number for an ml.scalar parameter;"
-                      f" got {s!r}")
+      raise E.KernelTypeError(f"mg.check_specs: each spec needs .shape and .dtype"
+                              f" (a jax.ShapeDtypeStruct), or is a Python number for an ml.scalar parameter;"
+                              f" got {s!r}", caller_loc(),
+                              hint="jax.ShapeDtypeStruct((1024,), jnp.float32) for an input of 1024 float32")
   declared = _DECLARED.setdefault(kernel, [])
   _DECLARED_IN.setdefault(kernel, set()).add(_caller_file())
   entry = (tuple(specs), dict(constexprs))
@@ -119,10 +122,15 @@ def _dtype_name(dtype) -> str:
   return getattr(dtype, "name", None) or str(dtype)
 
 
-def check_kernel(kernel: KernelFunction) -> list[Result]:
-  """Check every specialisation declared for `kernel`."""
+def check_kernel(kernel: KernelFunction, first: int = 0, seen: set | None = None) -> list[Result]:
+  """Check every specialisation declared for `kernel` (from the `first`-th on; not those in `seen`,
+  the (kernel, index) pairs an earlier file of the same run checked)."""
   out = []
-  for specs, constexprs in declared_specs(kernel):
+  for n, (specs, constexprs) in enumerate(declared_specs(kernel)):
+    if n < first or seen is not None and (id(kernel), n) in seen:
+      continue
+    if seen is not None:
+      seen.add((id(kernel), n))
     r = Result(kernel, specs, constexprs)
     try:
       kernel.check(*specs, **constexprs)
@@ -134,9 +142,28 @@ def check_kernel(kernel: KernelFunction) -> list[Result]:
   return out
 
 
-def load_module(path: str):
-  """Import the Python file `path` as a fresh module (its `__main__` block does not run)."""
+def load_module(path: str, reuse: bool = False):
+  """Import the Python file `path` as a fresh module (its `__main__` block does not run); with
+  `reuse`, the module an earlier file of the same run imported from it (not a second copy)."""
   stem = os.path.splitext(os.path.basename(path))[0]
+  package = _package_name(path)
+  if package is not None:         # a file of a package: imported as package.module (relative imports work)
+    root = os.path.abspath(path)
+    for _ in range(package.count(".") + 1):
+      root = os.path.dirname(root)
+    added = root not in sys.path
+    if added:
+      sys.path.insert(0, root)
+    try:
+      if not reuse:
+        sys.modules.pop(package, None)
+      return importlib.import_module(package)
+    finally:
+      if added:
+        sys.path.remove(root)
+  loaded = sys.modules.get(stem)
+  if reuse and loaded is not None and os.path.abspath(getattr(loaded, "__file__", "") or "") == os.path.abspath(path):
+    return loaded
   name = stem if stem.isidentifier() and stem not in sys.modules else f"_mgpu_dsl_check_{next(_modules)}_{stem}"
   spec = importlib.util.spec_from_file_location(name, path)
   if spec is None or spec.loader is None:
@@ -158,6 +185,20 @@ def load_module(path: str):
   return module
 
 
+def _package_name(path: str) -> str | None:
+  """`pkg.sub.mod` for a file inside package folders (each with an __init__.py), else None."""
+  folder, parts = os.path.dirname(os.path.abspath(path)), [os.path.splitext(os.path.basename(path))[0]]
+  if parts[0] == "__init__" or not os.path.isfile(os.path.join(folder, "__init__.py")):
+    return None
+  while os.path.isfile(os.path.join(folder, "__init__.py")):
+    name = os.path.basename(folder)
+    if not name.isidentifier():
+      return None
+    parts.insert(0, name)
+    folder = os.path.dirname(folder)
+  return ".".join(parts) if all(p.isidentifier() for p in parts) else None
+
+
 def kernels_of(module, declared_before=None) -> list[KernelFunction]:
   """The kernels a module defines, plus those it declared specs for, in definition order.
 
@@ -170,8 +211,8 @@ def kernels_of(module, declared_before=None) -> list[KernelFunction]:
 
   here = os.path.abspath(getattr(module, "__file__", "") or "")
 
-  def declared_here(k):
-    return k not in declared_before and here in _DECLARED_IN.get(k, ())
+  def declared_here(k):        # new specs, declared by this file (for a kernel defined elsewhere too)
+    return len(_DECLARED.get(k, ())) > declared_before.get(k, 0) and here in _DECLARED_IN.get(k, ())
 
   from .autotune import Autotuner
   found = [v.kernel if isinstance(v, Autotuner) else v for v in vars(module).values()]
@@ -181,22 +222,24 @@ def kernels_of(module, declared_before=None) -> list[KernelFunction]:
   return list(dict.fromkeys(out))      # a kernel bound to two names is checked once
 
 
-def check_file(path: str) -> FileReport:
-  """Import `path` and check every declared specialisation of every kernel in it."""
+def check_file(path: str, seen: set | None = None) -> FileReport:
+  """Import `path` and check every declared specialisation of every kernel in it. `seen`: the
+  specialisations earlier files of one run checked (a run's files import each other)."""
   report = FileReport(path)
-  before = set(_DECLARED)
+  before = {k: len(v) for k, v in _DECLARED.items()}
   try:
-    module = load_module(path)
+    module = load_module(path, reuse=seen is not None)
   except BaseException as e:   # noqa: BLE001  (a file that does not import is a failed check)
     if isinstance(e, KeyboardInterrupt):
       raise
     report.import_error = e
     return report
   for kernel in kernels_of(module, before):
+    mine = getattr(kernel.fn, "__module__", None) == module.__name__
     if kernel not in _DECLARED:
       report.skipped.append(kernel)
-    else:
-      report.results.extend(check_kernel(kernel))
+    else:         # a kernel of another file: the specs this file added to it
+      report.results.extend(check_kernel(kernel, 0 if mine else before.get(kernel, 0), seen))
   return report
 
 

@@ -148,13 +148,17 @@ class Dependencies:
         self._visit(read.value)
         base = read.value
 
-  def _visit(self, value):
+  def _visit(self, value, depth=0):
     if isinstance(value, L.Inline):
       if value not in self.inlines:
         self.inlines.append(value)
       self._follow(value.fn)
     elif isinstance(value, types.FunctionType) and not is_library(value):
       self._follow(value)
+    elif isinstance(value, (tuple, list, frozenset, dict)) and depth < 4 and len(value) <= 64:
+      # helpers held in a container (ACTS = (relu, gelu); ACTS[i](v)): followed too
+      for item in (value.values() if isinstance(value, dict) else value):
+        self._visit(item, depth + 1)
 
   # ------------------------------------------------------------ queries
   def changed(self) -> list[str]:
@@ -199,10 +203,15 @@ def value_text(v) -> str | None:
     return f"enum:{type(v).__module__}.{type(v).__qualname__}.{v.name}"
   if isinstance(v, types.ModuleType):
     return f"module:{v.__name__}"
-  if isinstance(v, L.Inline):
-    return f"inline:{v.fn.__module__}.{v.fn.__qualname__}"
-  if isinstance(v, types.FunctionType) and not is_library(v):
-    return f"function:{v.__module__}.{v.__qualname__}"
+  if isinstance(v, L.Inline) or isinstance(v, types.FunctionType) and not is_library(v):
+    # a helper passed as a constexpr: its source and what it reads, not only its name
+    fn = v.fn if isinstance(v, L.Inline) else v
+    body = Dependencies(fn).fingerprint()
+    if body is None:
+      return None
+    import hashlib
+    kind = "inline" if isinstance(v, L.Inline) else "function"
+    return f"{kind}:{fn.__module__}.{fn.__qualname__}:{hashlib.sha256(body.encode()).hexdigest()[:16]}"
   if is_library(v):
     qual = getattr(v, "__qualname__", None)
     if isinstance(qual, str):          # a library function or class
@@ -267,3 +276,14 @@ def _code_names(code) -> set[str]:
     if isinstance(c, types.CodeType):
       names |= _code_names(c)
   return names
+
+
+def helpers_in(value, depth=0) -> list:
+  """The user functions and @ml.inline helpers in a constexpr's value (inside tuples too)."""
+  if isinstance(value, L.Inline) or isinstance(value, types.FunctionType) and not is_library(value):
+    return [value]
+  if isinstance(value, (tuple, list, frozenset)) and depth < 4:
+    return [h for x in value for h in helpers_in(x, depth + 1)]
+  if isinstance(value, dict) and depth < 4:
+    return [h for x in value.values() for h in helpers_in(x, depth + 1)]
+  return []

@@ -22,6 +22,7 @@ from .bench import caller_loc, has_gpu
 from .frontend import compile as fc
 from .frontend import errors as E
 from .frontend import ir as kir
+from .frontend import language as L
 from .frontend import source as fsource
 
 log = dump.log
@@ -38,6 +39,17 @@ def _user_errors(fn):
       # An InternalError keeps its cause: the Mosaic GPU traceback is what a bug report needs.
       raise e.with_traceback(None) from (e.__cause__ if isinstance(e, E.InternalError) else None)
   return wrapper
+
+
+def _at_call(e: E.KernelError, def_loc) -> E.KernelError:
+  """A call's mistake (a misspelt or missing constexpr, an input too many) found at the kernel's
+  def, moved to the call that made it, the def kept as a note."""
+  at = caller_loc()
+  if (e.lineno, e.filename) != (def_loc.lineno, def_loc.filename) or at is None or not at.lineno:
+    return e
+  e.notes = (f"{e.loc}: the kernel",) + tuple(e.notes)
+  e.loc = at
+  return e
 
 
 def _as_tuple3(x, what, loc):
@@ -129,6 +141,7 @@ class KernelFunction:
     self.cache_size = cache_size
     self._parsed = None
     self._deps: D.Dependencies | None = None
+    self._const_deps: dict = {}    # id -> (helper passed as a constexpr, what it reads)
     self._cache: collections.OrderedDict = collections.OrderedDict()
     self._stats = collections.Counter()
     self._bounds = None
@@ -154,6 +167,7 @@ class KernelFunction:
   def cache_clear(self) -> None:
     """Forget every compiled specialisation and the parsed source (the disk cache stays)."""
     self._cache.clear()
+    self._const_deps.clear()
     self._parsed = self._deps = None
 
   def cache_info(self) -> CacheInfo:
@@ -167,11 +181,14 @@ class KernelFunction:
     """Drop the compiled kernel when a global or helper it reads was rebound since."""
     if self._deps is None:
       return
-    changed = self._deps.changed()
+    changed = self._deps.changed() + [c for _, d in self._const_deps.values() for c in d.changed()]
     if changed:
       log.info("mgpu_dsl: %s: %s changed since it was compiled; recompiling", self.__name__,
                ", ".join(changed[:5]))
       self._stats["retraces"] += 1
+      for h, _ in self._const_deps.values():
+        if isinstance(h, L.Inline):       # its scope snapshot predates the rebinding: read it afresh
+          h.parsed = None
       self.cache_clear()
 
   def _specialise(self, args, constexprs, allow_empty=False) -> Specialisation:
@@ -227,8 +244,8 @@ class KernelFunction:
     n_in = len(pk.ref_params) - len(leaves)
     calling.check_count(pk, len(args), (n_in, n_in), name, loc, outputs_known=True)
     calling.check_output_names(pk, out, n_in, loc, at)
-    nothing = allow_empty and all(0 in tuple(l.shape) for l in leaves)
-    grid, block, cluster = self._launch(args, meta, loc, nothing)
+    all_empty = all(0 in tuple(l.shape) for l in leaves)
+    grid, block, cluster = self._launch(args, meta, loc, allow_empty and all_empty, all_empty)
     if grid is None:          # no programs and nothing to write: the outputs are the empty arrays
       return Specialisation(None, None, None, [jax.ShapeDtypeStruct(tuple(l.shape), l.dtype) for l in leaves],
                             treedef, None, block, cluster)
@@ -246,16 +263,22 @@ class KernelFunction:
            _key_value(self.input_output_aliases))
     return Specialisation(key, in_specs, out_fspecs, out_specs, treedef, grid, block, cluster)
 
-  def _launch(self, args, constexprs, loc, nothing=False) -> tuple[tuple | None, int, tuple]:
+  def _launch(self, args, constexprs, loc, nothing=False, all_empty=False) -> tuple[tuple | None, int, tuple]:
     """(grid, block, cluster) of a call, checked; mistakes point at the decorator's argument.
-    `nothing`: every output is empty, so a grid of no programs is no launch (grid None)."""
+    `nothing`: every output is empty, so a grid of no programs is no launch (grid None);
+    `all_empty`: so it is, but the caller (check, mlir) needs a kernel."""
     at = self.parsed.option_loc
     grid = (_call_with_meta(self.grid, args, constexprs, "grid", at("grid")) if callable(self.grid)
             else self.grid)
     empty = [i for i, a in enumerate(args) if 0 in tuple(getattr(a, "shape", ()))]
-    if callable(self.grid) and empty and isinstance(grid, (tuple, list)) and 0 in grid:
+    if callable(self.grid) and (empty or all_empty) and isinstance(grid, (tuple, list)) and 0 in grid:
       if nothing:
         return None, self.block if not callable(self.block) else 128, None
+      if all_empty:
+        raise E.LaunchConfigError(
+            f"the grid callable gave {tuple(grid)} and every output of this call is empty: a call on arrays"
+            f" returns the empty outputs without a launch, and there is no kernel to check or build",
+            at("grid"), hint="check or build a specialisation whose outputs have elements")
       raise E.LaunchConfigError(
           calling.cap(f"the grid callable gave {tuple(grid)} for an empty input (input {empty[0]}:"
                       f" {calling.describe(args[empty[0]])}); a launch needs at least one program, and with"
@@ -325,6 +348,10 @@ class KernelFunction:
     the batched inputs (mgpu_dsl/batching.py), () for a plain call."""
     from . import batching
     self._check_fresh()
+    for v in constexprs.values():      # a helper passed as a constexpr: what it reads is watched too
+      for h in D.helpers_in(v):
+        if id(h) not in self._const_deps:
+          self._const_deps[id(h)] = (h, D.Dependencies(h.fn if isinstance(h, L.Inline) else h))
     args = self._scalar_args(args)
     spec = self._specialise(batching.unbatched_specs(args, levels) if levels else args, constexprs,
                             allow_empty=allow_empty)
@@ -478,7 +505,10 @@ class KernelFunction:
           hint=f"build or inspect it for specs with {self.__name__}.check(*specs), .typed_ir(*specs) or"
                f" .mlir(*specs); to run it, pass arrays")
     args = self._scalar_args(args)
-    hit = self._compile(args, constexprs, allow_empty=True)
+    try:
+      hit = self._compile(args, constexprs, allow_empty=True)
+    except E.SignatureError as e:
+      raise _at_call(e, self.parsed.loc) from None
     if "empty" in hit:         # every output empty, no programs: nothing to launch
       return jax.tree.unflatten(hit["treedef"], self._empty_outputs(hit["empty"], args))
     outs = batching.call(self, args, constexprs, self._interpret(interpret), hit=hit)
@@ -567,6 +597,11 @@ def mgpu_kernel(fn: Callable | None = None, *, out_shape=None, grid=(1,), block:
     return KernelFunction(f, out_shape=out_shape, grid=grid, block=block, cluster=cluster,
                           interpret=interpret, cache_size=cache_size,
                           input_output_aliases=input_output_aliases)
+  if fn is not None and getattr(fn, "__name__", "") == "<lambda>" and out_shape is not None:
+    raise E.LaunchConfigError(           # mg.mgpu_kernel(lambda x, out: ..., out_shape=...)
+        "a kernel must be a def: a lambda's body is one expression, and a kernel writes its outputs in"
+        " statements", caller_loc(),
+        hint="def body(x, out): out[...] = ...  then mg.mgpu_kernel(body, out_shape=...)")
   if fn is not None and (getattr(fn, "__name__", "") == "<lambda>" or not callable(fn)):
     got = "a lambda" if callable(fn) else calling.describe(fn)
     raise E.LaunchConfigError(

@@ -150,3 +150,45 @@ def test_cache_clear_forgets_every_specialisation():
 def test_cache_size_must_be_positive():
   with pytest.raises(mg.LaunchConfigError, match="cache_size"):
     mg.mgpu_kernel(out_shape=lambda x: x, cache_size=0)(times.fn)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 128,))
+def apply(x, out, *, act: ml.constexpr):
+  i = ml.program_id(0)
+  out.at[ml.ds(i * 128, 128)][...] = act(x.at[ml.ds(i * 128, 128)][...])
+
+
+HELPERS = (plus_offset, times_ten)
+BY_NAME = {"offset": plus_offset}
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 128,))
+def apply_held(x, out, *, j: ml.constexpr):
+  i = ml.program_id(0)
+  v = x.at[ml.ds(i * 128, 128)][...]
+  out.at[ml.ds(i * 128, 128)][...] = HELPERS[j](v) + BY_NAME["offset"](v)
+
+
+def test_a_global_read_by_a_helper_passed_as_a_constexpr_is_watched(monkeypatch):
+  """The helper's reads were not followed: rebinding OFFSET kept the stale kernel (2.0 for 7.0)."""
+  out, x = run(apply, act=plus_offset)
+  np.testing.assert_array_equal(out, x)
+  monkeypatch.setattr(THIS, "OFFSET", 5.0)
+  out, x = run(apply, act=plus_offset)
+  np.testing.assert_array_equal(out, x + 5.0)
+
+
+def test_a_global_read_by_helpers_held_in_a_tuple_or_dict_is_watched(monkeypatch):
+  out, x = run(apply_held, j=0)
+  np.testing.assert_array_equal(out, 2 * x)
+  monkeypatch.setattr(THIS, "OFFSET", 1.0)
+  out, x = run(apply_held, j=0)
+  np.testing.assert_array_equal(out, 2 * x + 2.0)
+
+
+def test_the_disk_key_of_a_helper_constexpr_holds_its_source_and_reads(monkeypatch):
+  """It named the helper only: a changed helper body or global was served from disk."""
+  from mgpu_dsl import deps as D
+  before = D.value_text(plus_offset)
+  monkeypatch.setattr(THIS, "OFFSET", 3.0)
+  assert D.value_text(plus_offset) != before and D.value_text(plus_offset).startswith("inline:")

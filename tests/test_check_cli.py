@@ -125,7 +125,8 @@ def test_the_checker_is_usable_in_process(files):
   [result] = report.results
   assert [type(e).__name__ for e in result.errors] == ["CopyDtypeError", "UnknownNameError",
                                                        "CopyDtypeError"]
-  with pytest.raises(TypeError, match="takes an @mgpu_kernel function"):
+  import mgpu_dsl as mg
+  with pytest.raises(mg.KernelTypeError, match="takes an @mgpu_kernel function"):
     C.check_specs(lambda x: x)
 
 
@@ -156,3 +157,38 @@ def test_a_file_reports_the_specs_it_declares_not_those_of_the_modules_it_import
   assert [ln for ln in lines if ln.startswith("user.py")] == ["user.py: undeclared(float32[128]): ok"]
   assert len([ln for ln in lines if ln.startswith("good.py: double")]) == 2
   assert lines[-1].startswith("checked 3 specialisations in 2 files")
+
+
+def test_a_spec_declared_for_a_kernel_of_a_file_checked_earlier_is_checked(files):
+  """`check good.py user.py` (or `check .`): good.py's kernel was declared before user.py added an
+  int8 spec to it, which was then dropped: the run passed with a mistake in it."""
+  (files / "user.py").write_text(HEADER + textwrap.dedent("""\
+      from good import double
+
+      mg.check_specs(double, jax.ShapeDtypeStruct((1024, 64), jnp.int8))      # 8-bit * 2: MG106
+      """))
+  for order in (("good.py", "user.py"), ("user.py", "good.py")):
+    rc, out, err = run("check", *order, cwd=files)
+    assert rc == 1, out + err
+    assert out.count("double(int8[1024,64]): 1 error") == 1, out
+    assert out.count("double(float32[1024,64]): ok") == 1, out
+
+
+def test_files_of_a_package_are_imported_as_its_modules(tmp_path):
+  pkg = tmp_path / "mypkg"
+  pkg.mkdir()
+  (pkg / "__init__.py").write_text("")
+  (pkg / "consts.py").write_text("BLOCK = 128\n")
+  (pkg / "kernels.py").write_text(HEADER + textwrap.dedent("""\
+      from .consts import BLOCK
+
+      @mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // BLOCK,))
+      def double(x, out):
+        i = ml.program_id(0)
+        out.at[ml.ds(i * BLOCK, BLOCK)][...] = x.at[ml.ds(i * BLOCK, BLOCK)][...] * 2
+
+      mg.check_specs(double, jax.ShapeDtypeStruct((512,), jnp.float32))
+      """))
+  rc, out, err = run("check", "mypkg", cwd=tmp_path)
+  assert rc == 0, out + err
+  assert "mypkg/kernels.py: double(float32[512]): ok" in out

@@ -65,7 +65,7 @@ def u32_plus_i32(x, out):
 def test_a_promotion_jnp_takes_to_64_bits_is_a_dtype_mismatch():
   expect(u32_plus_i32, [S((8, 128), jnp.uint32)], mg.DtypeMismatchError, "x[...] + np.int32(1)",
          "+ on x[...] (uint32) and the int32 scalar 1: a NumPy or JAX scalar keeps its dtype, and jnp"
-         " computes these two in a 64-bit type, which kernels do not have (int32 here)")
+         " computes these two in int64, which kernels do not have")
 
 
 def test_numpy_scalars_of_the_same_dtype_and_in_static_places_work():

@@ -3,6 +3,7 @@ print's format specs (honoured on both backends, or rejected for what they are),
 constructs named in their messages."""
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 
 import mgpu_dsl as mg
@@ -117,13 +118,20 @@ def tuple_index(x, out):
   out[...] = x[...] * (1.0, 2.0)[i]
 
 
-def test_a_generator_expression_is_named():
-  expect(generator_sum, [S((128,), F32)], mg.UnsupportedSyntaxError, "(v * k for",
-         "a generator expression is not supported in a kernel")
+@mg.mgpu_kernel(out_shape=lambda x: S((), F32))
+def tensor_sum(x, out):
+  out[...] = sum(x[...])
 
 
-def test_sum_of_register_values_is_named():
-  expect(tuple_sum, [S((128,), F32)], mg.UnsupportedSyntaxError, "sum((v, v))",
+def test_generator_expressions_and_sum_of_a_tuple_are_pythons():
+  """Unrolled while tracing: sum(v * k for k in range(3)) is 0 + v * 0 + v * 1 + v * 2."""
+  x = jnp.linspace(-1, 1, 128, dtype=F32)
+  np.testing.assert_allclose(generator_sum(x, interpret=True), 3 * x, rtol=1e-6)
+  np.testing.assert_allclose(tuple_sum(x, interpret=True), 2 * x, rtol=1e-6)
+
+
+def test_sum_of_a_register_tensor_is_named():
+  expect(tensor_sum, [S((128,), F32)], mg.UnsupportedSyntaxError, "sum(x[...])",
          "sum(...) of register values is not supported in a kernel",
          hint="reduce a register tensor with ml.sum(x, axis=...); add values with +")
 

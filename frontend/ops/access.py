@@ -204,16 +204,27 @@ def _int_other_hint(other: float, dtype: str, lo: int, hi: int) -> str:
 
 
 def _masked_read(cx, ref, mask, other):
-  if ref.type.space == Space.SMEM:      # always in bounds: a select in registers
-    return ew.where_(cx, mask, load(cx, ref, ref.name), other)
   if isinstance(other, float) and isinstance(resolve(ref.type.dtype), DType) and not resolve(ref.type.dtype).is_float:
     d = resolve(ref.type.dtype)
     lo, hi = d.int_range
     raise E.DtypeMismatchError(f"ml.load's other ({other}) is a float but {ref.name} is"
                                f" {dtype_name(ref.type.dtype)}", cx.loc,
                                hint=_int_other_hint(other, dtype_name(ref.type.dtype), lo, hi))
+  if ref.type.space == Space.SMEM:      # always in bounds: a select in registers
+    return _select(cx, mask, load(cx, ref, ref.name), other)
   t = TensorType(ref.type.shape, ref.type.dtype)
   return cx.b.emit(MaskedLoad, ref, mask, other, loc=cx.loc, types=[t], names=[cx.name]).result
+
+
+def _select(cx, mask, a, b):
+  """ml.where(mask, a, b) for a masked SMEM access; 8-bit values (which have no register select)
+  are selected in 32 bits and converted back, exactly (the values come from the 8-bit type)."""
+  d = resolve(a.type.dtype) if is_value(a) else None
+  if not (isinstance(d, DType) and d.bits == 8):
+    return ew.where_(cx, mask, a, b)
+  wide = DType.f32 if d.is_float else DType.i32
+  widen = lambda v: ew.astype(cx, v, wide) if is_value(v) else v
+  return ew.astype(cx, ew.where_(cx, mask, widen(a), widen(b)), d)
 
 
 @builtin(ref_methods=("store",))
@@ -230,7 +241,7 @@ def store_(cx, ref, value, mask=None):
   _ref_arg(cx, ref, "ml.store")
   mask = _mask_arg(cx, ref, mask, "ml.store")
   if ref.type.space == Space.SMEM:      # always in bounds: merge in registers
-    return store(cx, ref, ew.where_(cx, mask, value, load(cx, ref, ref.name, merge=True)))
+    return store(cx, ref, _select(cx, mask, value, load(cx, ref, ref.name, merge=True)))
   view_value = _stored_tensor(cx, ref, value)
   cx.b.emit(MaskedStore, ref, view_value, mask, loc=cx.loc)
 

@@ -121,26 +121,41 @@ def _atomic(cx, kind: AtomicKind, ref, value):
   return None
 
 
+def _no_mask(cx, mask, kind: AtomicKind):
+  """Triton's tl.atomic_add(ptr, v, mask=m): here a scatter (an index tensor) drops what leaves the array."""
+  if mask is None:
+    return
+  what = f"ml.atomic_{kind.value}"
+  raise E.KernelTypeError(
+      f"{what} takes no mask=", cx.loc,
+      hint=f"index the window with a tensor of positions (a scatter), whose updates outside the array are"
+           f" dropped: {what}(out.at[start + ml.arange(n)], value); for elements inside it, update with the"
+           f" identity where the mask is off" + (": ml.where(m, value, 0)" if kind == AtomicKind.ADD else ""))
+
+
 @builtin
-def atomic_add(cx, ref, value):
+def atomic_add(cx, ref, value, mask=None):
   """Add `value` into `ref` atomically: `ml.atomic_add(out.at[ml.ds(j * 128, 128)], partial)`.
 
   `ref` is a window of an output or an SMEM buffer; `value` a tensor of its shape (or a
   number, or a scalar for a single element, which one thread of the CTA adds). Returns None.
   An output updated by atomics starts at zero.
   """
+  _no_mask(cx, mask, AtomicKind.ADD)
   return _atomic(cx, AtomicKind.ADD, ref, value)
 
 
 @builtin
-def atomic_max(cx, ref, value):
+def atomic_max(cx, ref, value, mask=None):
   """Store `max(ref, value)` into `ref` atomically (an output updated so starts at its lowest value)."""
+  _no_mask(cx, mask, AtomicKind.MAX)
   return _atomic(cx, AtomicKind.MAX, ref, value)
 
 
 @builtin
-def atomic_min(cx, ref, value):
+def atomic_min(cx, ref, value, mask=None):
   """Store `min(ref, value)` into `ref` atomically (an output updated so starts at its highest value)."""
+  _no_mask(cx, mask, AtomicKind.MIN)
   return _atomic(cx, AtomicKind.MIN, ref, value)
 
 

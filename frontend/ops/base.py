@@ -19,7 +19,7 @@ import inspect
 
 from .. import errors as E
 from .. import ir
-from ..dtypes import DType, to_dtype
+from ..dtypes import DType, to_dtype, to_dtype_name
 from ..types import RefType, ScalarType, TensorType
 
 BUILTINS: dict[str, "Builtin"] = {}     # ml.<name> -> builtin
@@ -75,7 +75,9 @@ class Builtin:
       from ..builder import Call
       from ..loc import UNKNOWN
       return self.rule(Call(None, UNKNOWN), *args, **kwargs)
-    raise RuntimeError(f"ml.{self.__name__} can only be used inside an @mgpu_kernel function")
+    from ..loc import user_loc
+    raise E.KernelTypeError(f"ml.{self.__name__} can only be used inside an @mgpu_kernel function", user_loc(),
+                            hint="call it in a kernel's body (or an @ml.inline helper's); outside, use jax.numpy")
 
   def bind(self, cx, args, kwargs):
     """Bind the user's arguments by Python's rules; a mismatch is a KernelTypeError at the call."""
@@ -184,6 +186,8 @@ def dtype_arg(cx, x, what, *, optional=False) -> DType | None:
   if x is None and optional:
     return None
   d = PYTHON_TYPES[x] if isinstance(x, type) and x in PYTHON_TYPES else to_dtype(x)
+  if d is None and isinstance(x, str):        # x.astype("float16"), as numpy and jnp take it
+    d = to_dtype_name(x)
   if d is None:
     import numpy as np
     try:

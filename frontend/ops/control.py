@@ -41,6 +41,15 @@ class MultipleOf(ir.Op):
   results: tuple
 
 
+@ir.op(Traits(pure=True))
+class PositiveStep(ir.Op):
+  """`step`, a pipelined loop's run-time step, which must be positive (interpret mode checks it, as
+  it does a plain loop's; the loop is renumbered 0 .. trip - 1 around it)."""
+  x: ir.Value
+  loc: object
+  results: tuple
+
+
 @ir.op(Traits(layout=LayoutRule.REGION, splits=True))
 class For(ir.Op):
   """`for iv in range(start, stop, step)` carrying `inits` through `body`.

@@ -233,6 +233,13 @@ def common(cx, a, b, what):
         b = astype(cx, b, up)
       return (a, b), shape, up
     check_python_int(cx, py, dt, what)
+    if rdt == DType.bool_ and isinstance(py, int) and not isinstance(py, bool):
+      # As jnp: a boolean meeting a Python int computes in int32 (m & 6 is 0 or 0, not m & True).
+      if db is None:
+        a = astype(cx, a, DType.i32)
+      else:
+        b = astype(cx, b, DType.i32)
+      return (a, b), shape, DType.i32
     if isinstance(py, float) and isinstance(rdt, DType) and not rdt.is_float:
       # As jnp: an integer (or bool) operand meeting a Python float computes in float32.
       if db is None:
@@ -284,12 +291,14 @@ def _typed_number_dtype(cx, py, d, py_name, name, what):
   except TypeError:
     text = repr(py + 0)
   to = DType.f32 if d.is_float or want.is_float else want
+  wide = "float64" if d.is_float or want.is_float else "int64"
+  fits = d.is_float or not want.is_int or d.int_range[0] <= int(py) <= d.int_range[1]
   raise E.DtypeMismatchError(
       f"{what} on {name} ({dtype_name(d)}) and the {dtype_name(want)} scalar {text}: a NumPy or JAX scalar"
-      f" keeps its dtype, and jnp computes these two in a 64-bit type, which kernels do not have"
-      f" ({dtype_name(to)} here)", cx.loc,
-      hint=f"write the Python number {text} to compute in {dtype_name(d)}, or convert the value:"
-           f" {method_on(name)}.astype(jnp.{dtype_name(to)})")
+      f" keeps its dtype, and jnp computes these two in {wide}, which kernels do not have", cx.loc,
+      hint=(f"write the Python number {text} to compute in {dtype_name(d)}, or convert the value:" if fits else
+            f"{text} is outside {dtype_name(d)}: convert the value:")
+           + f" {method_on(name)}.astype(jnp.{dtype_name(to)})")
 
 
 def method_on(text: str) -> str:
@@ -358,8 +367,9 @@ def compare(cx, kind: CmpOp, a, b):
   folded = _fold_one_element(cx, (a, b), lambda sa, sb: compare(cx, kind, sa, sb))
   if folded is not None:
     return folded
+  x = next((v for v in (a, b) if is_value(v)), None)      # as the user gave it, for hints
   (a, b), shape, dt = common(cx, a, b, kind.value)
-  check_dtype_support(cx, dt, kind.value, bitwise=kind in _BITWISE_8BIT)
+  check_dtype_support(cx, dt, kind.value, bitwise=kind in _BITWISE_8BIT, x=x)
   return cx.b.emit(Compare, kind, a, b, loc=cx.loc,
                    types=[result_type(shape, DType.bool_)], names=[cx.name]).result
 
@@ -431,8 +441,9 @@ def where_(cx, cond, a, b):
       check_python_int(cx, v, dt, "ml.where")
   else:
     (a, b), _, dt = common(cx, a, b, "ml.where")
+  x = next((v for v in (a, b) if is_value(v)), None)
   (cond, a, b), shape = broadcast_operands(cx, (cond, a, b), "ml.where")
-  check_dtype_support(cx, dt, "ml.where")
+  check_dtype_support(cx, dt, "ml.where", x=x)
   # All scalars (a run-time condition between scalars or numbers): a scalar select.
   rtype = ScalarType(dt) if shape is None else TensorType(shape, dt)
   return cx.b.emit(Where, cond, a, b, loc=cx.loc, types=[rtype], names=[cx.name]).result

@@ -289,7 +289,7 @@ def slice_step_error(cx, step, d, rank, tensor=False) -> E.KernelError:
                            hint=f"give the array an axis of size {step} outside the kernel and index it"
                                 f" with an int: x.reshape(..., n // {step}, {step}) passed in, then"
                                 f" x.at[..., :, 0] for [0::{step}] (an interleaved pair: [..., :, 0] and"
-                                f" [..., :, 1])")
+                                f" [..., :, 1]; such a strided window moves a multiple of 128 elements)")
 
 
 def _one_index(cx, d, i, n, name, past_end=False, rank=1):
@@ -633,7 +633,9 @@ def _check_multicast(cx, axis, d, dst):
   if n == 1:
     raise E.ClusterRefError(
         f"multicast along axis {axis}, but the kernel's cluster is {cx.b.cluster}", cx.loc,
-        hint="launch with @mgpu_kernel(..., cluster=(2,)) or larger along that axis")
+        hint=f"launch with @mgpu_kernel(..., cluster={(1,) * axis + (2,)}) or larger along that axis"
+             + "".join(f", or multicast along axis {k}, where the cluster has {c} CTAs"
+                       for k, c in enumerate(cx.b.cluster) if c > 1)[:200])
   rows = d.shape[0] if d.shape else 1
   if rows % (hw.TILE_ROWS * n):
     raise E.ClusterRefError(

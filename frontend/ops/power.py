@@ -130,4 +130,10 @@ def power(cx, a, b, a_text="x", b_text="y"):
   raise E.UnsupportedSyntaxError(
       f"{pa} ** {pb}: an exponent held in registers is supported on a Python-number base"
       f" only (c ** t); the exponent of a register value must be a static number", cx.loc,
-      hint=f"for {pa} > 0: ml.exp2({pb} * ml.log2({a_text}))")
+      hint=f"for {pa} > 0: ml.exp2({pb}{_float_text(b)} * ml.log2({a_text}))")
+
+
+def _float_text(b) -> str:
+  """`.astype(jnp.float32)` where the exponent is an integer value (int32 * float32 is MG104)."""
+  d = resolve(b.type.dtype) if is_value(b) else None
+  return ".astype(jnp.float32)" if isinstance(d, DType) and not d.is_float else ""

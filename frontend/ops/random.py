@@ -53,15 +53,19 @@ def _keys(cx, seed):
     seed &= (1 << 64) - 1
     return seed & MASK32, seed >> 32
   d = resolve(seed.type.dtype) if is_scalar(seed) else None
+  bits = lambda v: cx.b.emit(ew.Cast, v, loc=cx.loc, types=[ScalarType(DType.u32)], bitcast=True).result
+  if d == DType.i64:              # jax_enable_x64: its two 32-bit halves, as a Python int's
+    lo = ew.astype(cx, seed, DType.i32)
+    return bits(lo), bits(ew.astype(cx, ew.binary(cx, ew.BinOp.SHR, seed, 32), DType.i32))
   if d not in (DType.i32, DType.u32):
     raise E.KernelTypeError(
-        f"a random seed must be a Python int or an int32/uint32 scalar, got {kind_of(seed)}"
+        f"a random seed must be a Python int or an int32/uint32/int64 scalar, got {kind_of(seed)}"
         + (f" ({d})" if d is not None else ""), cx.loc,
-        hint="pass the seed as an ml.scalar parameter (seed: ml.scalar) or read it: seed = s[...]")
+        hint=(f"convert it: {cx.named(seed, 'seed')}.astype(jnp.int32), or pass a Python int" if d is not None and d.is_float
+              else "pass the seed as an ml.scalar parameter (seed: ml.scalar) or read it: seed = s[...]"))
   if d == DType.u32:
     return seed, 0
   hi = ew.astype(cx, ew.binary(cx, ew.BinOp.SHR, seed, 31), DType.i32)
-  bits = lambda v: cx.b.emit(ew.Cast, v, loc=cx.loc, types=[ScalarType(DType.u32)], bitcast=True).result
   return bits(seed), bits(hi)
 
 

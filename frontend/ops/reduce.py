@@ -169,12 +169,24 @@ def _arg(cx, x, axis, kind, what):
 
 
 @builtin
-def argmax(cx, x, axis=None):
-  """The index of the first maximum of `x` along `axis` (int32); axis=None for a 1-D `x`."""
-  return _arg(cx, x, axis, ReduceKind.MAX, "ml.argmax")
+def argmax(cx, x, axis=None, keepdims=False):
+  """The index of the first maximum of `x` along `axis` (int32); axis=None for a 1-D `x`; with
+  keepdims, that axis kept with size 1 (jnp's, `ml.argmax(x, axis=1)[:, None]`)."""
+  return _kept(cx, _arg(cx, x, axis, ReduceKind.MAX, "ml.argmax"), x, axis, keepdims)
 
 
 @builtin
-def argmin(cx, x, axis=None):
-  """The index of the first minimum of `x` along `axis` (int32); axis=None for a 1-D `x`."""
-  return _arg(cx, x, axis, ReduceKind.MIN, "ml.argmin")
+def argmin(cx, x, axis=None, keepdims=False):
+  """The index of the first minimum of `x` along `axis` (int32); see ml.argmax."""
+  return _kept(cx, _arg(cx, x, axis, ReduceKind.MIN, "ml.argmin"), x, axis, keepdims)
+
+
+def _kept(cx, r, x, axis, keepdims):
+  if not keepdims:
+    return r
+  from .shape import expand
+  rank = len(x.type.shape)
+  a = (0 if axis is None else axis) % rank
+  if rank == 1:                        # one index, kept as a (1,) tensor: a scalar stretched
+    return ew.full_(cx, (1,), r, DType.i32)
+  return expand(cx, r, tuple(None if k == a else slice(None) for k in range(rank)))
