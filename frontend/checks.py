@@ -178,6 +178,19 @@ class _Memory:
     self.read_as.update({p.value.id: p.value.id for p in kernel.outputs})
     self.errors: list = []
     self.facts = Facts()
+    # Outputs updated with atomics: each program's certain updates, and reads of them (added as the
+    # "writes" of a Writers, the updates as its "reads"), so a read races only with other programs'
+    # updates of the same elements; an output updated where the proof cannot tell stays whole.
+    self.atomic = {o: Writers(v.type.shape) for o in kernel.accumulated
+                   for v in [next(p.value for p in kernel.outputs if p.value.id == o)]}
+    self.atomic_unknown: set = set()
+
+  def _accumulated_read(self, acc, w) -> bool:
+    """Record a read of an atomically updated output for race_errors; False if it cannot be told."""
+    if not (acc.exact and all(x is not UNKNOWN for x in w.starts) and w.root.id not in self.atomic_unknown):
+      return False
+    self.atomic[w.root.id].add(*self.boxes_of(w, acc.must, dedupe=False), np.flatnonzero(acc.must), acc.op.loc)
+    return True
 
   def __call__(self, acc):
     w, kind = acc.window, acc.kind
@@ -191,7 +204,14 @@ class _Memory:
       self.check_bounds(acc)
     # (programs along the batch axis jax.vmap added update separate slices: not "other programs")
     batch = self.kernel.grid[self.kernel.batch_axis] if self.kernel.batch_axis is not None else 1
-    if kind in READS and w.root.id in self.kernel.accumulated and self.ev.P // batch > 1 and acc.must.any():
+    if (kind not in READS and w.root.id in self.atomic and not _plain_write(acc) and acc.must.any()):
+      if acc.exact and all(x is not UNKNOWN for x in w.starts):        # an atomic update (or reduce=)
+        self.atomic[w.root.id].add(*self.boxes_of(w, acc.must, dedupe=False), np.flatnonzero(acc.must),
+                                   acc.op.loc, read="update")
+      else:
+        self.atomic_unknown.add(w.root.id)
+    if (kind in READS and w.root.id in self.kernel.accumulated and self.ev.P // batch > 1 and acc.must.any()
+        and not self._accumulated_read(acc, w)):
       self.report(E.RaceError(
           f"{w.root.name} is read here while other programs may still be adding to it with atomics:"
           f" programs run in no fixed order, so the value read depends on timing", acc.op.loc,
@@ -319,6 +339,16 @@ class _Memory:
 
   def race_errors(self) -> list:
     out = []
+    batch = self.kernel.grid[self.kernel.batch_axis] if self.kernel.batch_axis is not None else 1
+    for o, w in self.atomic.items():      # a read of elements another program updates atomically
+      race = w.first_race() if self.ev.P // batch > 1 else None
+      if race is not None or (o in self.atomic_unknown and any(i not in w.reads for i in range(len(w.locs)))):
+        loc = race[4] if race is not None else next(l for i, l in enumerate(w.locs) if i not in w.reads)
+        name = next(p.name for p in self.kernel.outputs if p.value.id == o)
+        out.append(E.RaceError(
+            f"{name} is read here while other programs may still be adding to it with atomics:"
+            f" programs run in no fixed order, so the value read depends on timing", loc,
+            hint=ACCUMULATED_READ))
     for p in self.kernel.outputs:
       w = self.writers.get(p.value.id)
       race = w.first_race() if w is not None else None

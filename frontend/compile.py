@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import numbers
 import math
 
 import numpy as np
@@ -85,7 +86,14 @@ def parse(fn) -> ParsedKernel:
   refs, consts, scalars, defaults = [], [], [], {}
   positional = a.posonlyargs + a.args
   pos_defaults = dict(zip([p.arg for p in positional][len(positional) - len(a.defaults):], a.defaults))
+  if not positional + a.kwonlyargs:
+    raise E.SignatureError(f"{tree.name} has no parameters: a kernel takes its inputs, then one parameter per"
+                           f" output (the refs it writes)", src.loc(tree),
+                           hint=f"def {tree.name}(x, out): out[...] = x[...]")
   for p in positional + a.kwonlyargs:
+    if p.arg == "interpret":          # the call's own keyword: the constexpr would never be passed
+      raise E.SignatureError("a kernel parameter cannot be named interpret: kernel(..., interpret=True) is the"
+                             " call's switch to interpret mode", src.loc(p), hint="rename the parameter")
     is_const = p in a.kwonlyargs or (p.annotation is not None and _annotation(p.annotation, scope) is L.constexpr)
     (consts if is_const else refs).append(p.arg)
     if not is_const and p.annotation is not None and _annotation(p.annotation, scope) is L.scalar:
@@ -288,10 +296,12 @@ def check_aliases(pk: ParsedKernel, aliases, in_specs, out_specs) -> dict:
   hint = "input_output_aliases={input_index: output_index}, e.g. {0: 0} to update the first input in place"
   if not isinstance(aliases, dict):
     raise E.LaunchConfigError(f"input_output_aliases must be a dict, got {aliases!r}", loc, hint=hint)
-  seen = {}
+  seen, out = {}, {}
   for i, o in aliases.items():
-    if not all(isinstance(x, int) and not isinstance(x, bool) for x in (i, o)):
+    if not all(isinstance(x, numbers.Integral) and not isinstance(x, (bool, np.bool_)) for x in (i, o)):
       raise E.LaunchConfigError(f"input_output_aliases maps ints to ints, got {i!r}: {o!r}", loc, hint=hint)
+    i, o = int(i), int(o)              # NumPy ints too, as grid= takes them
+    out[i] = o
     if not 0 <= i < len(in_specs) or not 0 <= o < len(out_specs):
       raise E.LaunchConfigError(
           f"input_output_aliases {{{i}: {o}}}: the kernel has {len(in_specs)} input(s) and"
@@ -307,7 +317,7 @@ def check_aliases(pk: ParsedKernel, aliases, in_specs, out_specs) -> dict:
           f"input {i} ({names[i]}: {a.dtype}{list(a.shape)}) cannot alias output {o}"
           f" ({names[len(in_specs) + o]}: {b.dtype}{list(b.shape)}): an alias needs one shape and dtype",
           loc, hint="make out_shape give the aliased output the input's shape and dtype")
-  return dict(aliases)
+  return out
 
 
 def _smem_overflow(pk, em, params, grid, block, cluster) -> list:

@@ -250,8 +250,9 @@ def trace_for(tracer, node: ast.For):
         tracer.loc(it), hint="convert the bounds to one type: n.astype(jnp.int32) (values below 2**31),"
                              " or make every bound uint32")
   if isinstance(step, int) and step <= 0:
-    raise E.KernelTypeError("range() in a kernel needs a positive static step", tracer.loc(it),
-                            hint="count upwards, range(start, stop, 2), and compute a descending index inside")
+    raise E.KernelTypeError(f"range() in a kernel counts upwards: a step of {step} is not supported", tracer.loc(it),
+                            hint="count upwards and compute the descending index inside: for k in range(n):"
+                                 " c = n - 1 - k")
   if isinstance(start, int) and isinstance(stop, int) and isinstance(step, int) and stop <= start:
     tracer.b.empty_loops = True      # buffers used only in its body are not "never used"
     return        # empty (a run-time step is still emitted: interpret mode checks it is positive)

@@ -61,15 +61,16 @@ def lifetimes(kernel, defs) -> dict[int, tuple[int, int]]:
     d = defs.get(v.id)
     return d.ref if isinstance(d, (View, ClusterRef)) else v
 
-  def visit(block, loop_span):
+  def visit(block, loop_span, loops=()):
     nonlocal index
     for o in block.ops:
       start = index
       index += 1
+      inner = loops + (id(o),) if isinstance(o, LOOPS) else loops
       if isinstance(o, LOOPS) and loop_span is None:   # a loop: its buffers live through it
         first, last = start, start + sum(1 for r in o.regions for _ in ir.walk(getattr(o, r)))
         for r in o.regions:
-          visit(getattr(o, r), (first, last))
+          visit(getattr(o, r), (first, last), inner)
         touched = {root_of(v).id: False for r in o.regions for x in ir.walk(getattr(o, r))
                    for v in x.operands() if isinstance(v.type, RefType)}
         for r in o.regions:
@@ -81,21 +82,33 @@ def lifetimes(kernel, defs) -> dict[int, tuple[int, int]]:
           async_last[rid] = not read
       else:
         for r in o.regions:
-          visit(getattr(o, r), loop_span)
+          visit(getattr(o, r), loop_span, inner)
       here = loop_span or (start, start)
       if isinstance(o, SmemAlloc):     # a buffer lives from its first use (or here, if unused)
         allocated[o.result.id] = here
+        if loops:
+          local[o.result.id] = loops
       used = [v for v in o.operands() if isinstance(v.type, RefType)]
       for v in used:
         rid = root_of(v).id
         lo, hi = span.setdefault(rid, [here[0], here[1]])
         span[rid] = [min(lo, here[0]), max(hi, here[1])]
+        own.setdefault(rid, []).append((start, loops, is_load(o)))
         if loop_span is None:
           async_last[rid] = is_load(o)
 
   allocated: dict = {}
   async_last: dict = {}    # buffer id -> whether its last access so far is a TMA load
+  local: dict = {}         # buffer id -> the loops enclosing its allocation, if inside one
+  own: dict = {}           # buffer id -> [(op index, enclosing loops, a TMA load)] of its uses
   visit(kernel.body, None)
+  for rid, loops in local.items():
+    # Allocated inside a loop (fresh each trip: a compiler scratch, an ml.smem in the body) and
+    # used only in that loop's body, not in a loop nested in it, ending in a read: it lives from its
+    # first use to its last, not the whole loop (scans and concatenations of one body share memory).
+    uses = own.get(rid, [])
+    if uses and all(u[1] == loops for u in uses) and not max(uses)[2]:
+      span[rid] = [min(u[0] for u in uses), max(u[0] for u in uses)]
   for rid, last_is_copy in async_last.items():
     if last_is_copy:       # the load may still be landing at the kernel's end: nothing may share it
       span[rid][1] = max(span[rid][1], index)

@@ -422,10 +422,13 @@ class Tracer(Assignments, Calls, ast.NodeVisitor):
           hint=f"build it in one go: {self.text(node.value)} = [f(c) for c in ml.static_range(n)], or"
                f" {self.text(node.value)} = {self.text(node.value)} + [value] in an ml.static_range loop")
     try:
-      return getattr(base, attr)
+      out = getattr(base, attr)
     except AttributeError:
       raise E.UnknownNameError(f"{self.text(node.value)} has no attribute {attr!r}", self.loc(node),
                                hint=missing_hint(base, attr)) from None
+    if type(out).__module__ == "numpy" and getattr(out, "shape", None) == () and hasattr(out, "item"):
+      return typed_number(out)       # jnp.finfo(x.dtype).min: a NumPy scalar, as a module constant is
+    return out
 
   def eval_index(self, node):
     if isinstance(node, ast.Slice):

@@ -60,9 +60,13 @@ def _as_tuple3(x, what, loc):
     x = tuple(int(i) for i in x)        # NumPy ints (np.prod of a shape) are ints here
   if (not isinstance(x, (tuple, list)) or not 1 <= len(x) <= 3
       or not all(isinstance(i, int) and not isinstance(i, bool) and i > 0 for i in x)):
-    raise E.LaunchConfigError(calling.cap(f"{what} must be 1 to 3 positive ints, got {x!r}"), loc,
-                              hint=f"{what}=(n,), (n, m) or (n, m, k) of positive ints; a grid callable"
-                                   " returns one, e.g. grid=lambda x: (x.shape[0] // 128,)")
+    runtime = isinstance(x, (tuple, list)) and any(hasattr(i, "shape") and hasattr(i, "dtype") for i in x)
+    raise E.LaunchConfigError(
+        calling.cap(f"{what} must be 1 to 3 positive ints, got {x!r}"
+                    + (": a value known only at run time (an ml.scalar or an array's element)" if runtime else "")),
+        loc, hint=(f"compute the {what} from shapes and constexprs, e.g. {what}=lambda x, *, n: (n,)" if runtime else
+                   f"{what}=(n,), (n, m) or (n, m, k) of positive ints; a {what} callable returns one, e.g. "
+                   + ("grid=lambda x: (x.shape[0] // 128,)" if what == "grid" else f"{what}=(2,)")))
   return tuple(x) + (1,) * (3 - len(x))
 
 
@@ -127,6 +131,10 @@ class KernelFunction:
       raise fsource.not_a_function(fn, "@mgpu_kernel", _statement_loc(caller_loc()))
     fsource.snapshot(fn, record=True)      # the text Python compiled, kept for every later trace
     functools.update_wrapper(self, fn)
+    if isinstance(input_output_aliases, dict) and all(
+        isinstance(x, numbers.Integral) and not isinstance(x, (bool, np.bool_))
+        for kv in input_output_aliases.items() for x in kv):
+      input_output_aliases = {int(i): int(o) for i, o in input_output_aliases.items()}   # NumPy ints too
     self.input_output_aliases = input_output_aliases
     self.fn = fn
     self.out_shape = out_shape
@@ -235,6 +243,13 @@ class KernelFunction:
                                             f" got {calling.describe(out)}"), at("out_shape"),
                                 hint="out_shape=jax.ShapeDtypeStruct(shape, dtype), a tuple of them, or a"
                                      " callable of the inputs returning one")
+    runtime = next((l for l in leaves if not all(isinstance(d, numbers.Integral) for d in tuple(l.shape))), None)
+    if runtime is not None:       # a shape from an ml.scalar or an array's value: known only at run time
+      raise E.LaunchConfigError(
+          calling.cap(f"out_shape gives an output whose shape holds a run-time value"
+                      f" ({', '.join(type(d).__name__ for d in tuple(runtime.shape))}): shapes are static"),
+          at("out_shape"), hint="pass the size as a constexpr (def k(x, out, *, n: ml.constexpr), out_shape=lambda"
+                                " x, *, n: jax.ShapeDtypeStruct((n,), x.dtype)) and call k(x, n=128)")
     bad = next((l for l in leaves if any(isinstance(d, numbers.Integral) and d < 0 for d in l.shape)), None)
     if bad is not None:
       raise E.LaunchConfigError(calling.cap(f"out_shape gives an output of shape {tuple(bad.shape)}; dimensions"
@@ -297,7 +312,7 @@ class KernelFunction:
     cluster = self.cluster
     if callable(cluster):
       cluster = _call_with_meta(cluster, args, constexprs, "cluster", at("cluster"))
-    cluster = _as_tuple3(cluster or (1,), "cluster", at("cluster"))
+    cluster = _as_tuple3((1,) if cluster is None else cluster, "cluster", at("cluster"))
     for d, g, c in zip("xyz", grid, cluster):
       if g % c:
         raise E.LaunchConfigError(f"grid {grid[:3]} is not divisible by cluster {cluster} along {d}",

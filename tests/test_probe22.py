@@ -616,3 +616,97 @@ def test_a_misspelt_constexpr_at_a_call_is_reported_at_the_call():
   line = inspect.currentframe().f_lineno - 1
   assert (info.value.filename, info.value.lineno) == (__file__, line)
   assert info.value.notes[0].endswith(": the kernel")
+
+
+# ---------------------------------------------------------------- cross-CTA (probe of split work)
+@mg.mgpu_kernel(out_shape=lambda x, *, other: (S((8,), F32),) * 2, grid=(8,))
+def own_partial(x, acc, out, *, other: ml.constexpr):
+  i = ml.program_id(0)
+  ml.atomic_add(acc.at[i], ml.sum(x.at[ml.ds(i * 128, 128)][...]))
+  out[i] = acc[(i + other) % 8]
+
+
+def test_reading_back_only_what_this_program_adds_atomically_is_no_race():
+  """Any read of an atomically updated output was a race, even of elements no other program touches."""
+  x = jnp.arange(1024, dtype=F32)
+  acc, out = own_partial(x, other=0, interpret=True)
+  np.testing.assert_array_equal(acc, x.reshape(8, 128).sum(1))
+  np.testing.assert_array_equal(out, acc)
+  expect(own_partial, [S((1024,), F32)], mg.RaceError, "acc[(i + other) % 8]",
+         "acc is read here while other programs may still be adding to it with atomics: programs run in no"
+         " fixed order, so the value read depends on timing", other=1)
+
+
+def test_a_run_time_shape_a_misplaced_cluster_and_reserved_names_are_launch_errors():
+  @mg.mgpu_kernel(out_shape=lambda x, n: S((n,), F32), grid=(1,))
+  def head(x, n: ml.scalar, out):
+    out[...] = x.at[ml.ds(0, out.shape[0])][...]
+  x = jnp.ones((256,), F32)
+  with pytest.raises(mg.LaunchConfigError, match="out_shape gives an output whose shape holds a run-time value"):
+    jax.jit(lambda x, n: head(x, n, interpret=True))(x, 128)
+  for bad in (0, (), False):
+    k = mg.mgpu_kernel(scale_kernel.fn, out_shape=lambda x: x, cluster=bad)
+    with pytest.raises(mg.LaunchConfigError, match="cluster must be 1 to 3 positive ints"):
+      k(x, interpret=True)
+  aliased = mg.mgpu_kernel(scale_kernel.fn, out_shape=lambda x: x, input_output_aliases={np.int64(0): 0})
+  np.testing.assert_array_equal(aliased(x, interpret=True), 2 * x)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def interpret_named(x, out, *, interpret: ml.constexpr = 1):
+  out[...] = x[...] * interpret
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def no_params():
+  pass
+
+
+def test_a_parameter_named_interpret_and_a_kernel_of_no_parameters_are_named():
+  expect(interpret_named, [S((128,), F32)], mg.SignatureError, "interpret: ml",
+         "a kernel parameter cannot be named interpret: kernel(..., interpret=True) is the call's switch to"
+         " interpret mode")
+  with pytest.raises(mg.SignatureError, match="no_params has no parameters"):
+    no_params.check(S((128,), F32))
+
+
+# ---------------------------------------------------------------- scans (probe of sequence kernels)
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def scans_in_a_loop(x, out):
+  for c in range(x.shape[0] // 128):
+    v = x.at[ml.ds(c * 128, 128)][...]
+    v = ml.cumsum(ml.cumsum(v, axis=0), axis=1)
+    v = ml.cumsum(ml.cumsum(v, axis=0, reverse=True), axis=1, reverse=True)
+    out.at[ml.ds(c * 128, 128)][...] = v
+
+
+def test_scratches_of_one_loop_body_share_smem():
+  """Four 64 KiB scan scratches in a runtime loop lived through the whole loop: MG402 (265728 bytes)."""
+  x = jax.random.normal(jax.random.key(5), (256, 128), F32)
+  t = x.reshape(2, 128, 128)
+  t = jnp.cumsum(jnp.cumsum(t, 1), 2)
+  t = jnp.flip(jnp.cumsum(jnp.flip(t, 1), 1), 1)
+  t = jnp.flip(jnp.cumsum(jnp.flip(t, 2), 2), 2)
+  np.testing.assert_allclose(scans_in_a_loop(x, interpret=True), t.reshape(256, 128), rtol=1e-3, atol=5e-2)
+  scans_in_a_loop.check(S(x.shape, F32))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def clamp_low(x, out):
+  lo = jnp.finfo(x.dtype).min
+  out[...] = ml.maximum(x[...], lo) + np.finfo(np.float32).eps
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def count_down(x, out):
+  for c in range(3, -1, -1):
+    out[...] = x[...]
+
+
+def test_numpy_scalars_from_static_attributes_and_the_count_down_hint():
+  x = jnp.array([-jnp.inf, 0.0, 1.0] + [2.0] * 125, F32)
+  np.testing.assert_array_equal(clamp_low(x, interpret=True),
+                                jnp.maximum(x, jnp.finfo(F32).min) + jnp.finfo(F32).eps)
+  expect(count_down, [S((128,), F32)], mg.KernelTypeError, "range(3, -1, -1)",
+         "range() in a kernel counts upwards: a step of -1 is not supported",
+         hint="count upwards and compute the descending index inside: for k in range(n): c = n - 1 - k")
