@@ -41,10 +41,10 @@ def flops(b, s, h, d, causal, bwd):
   return f * (2.5 if bwd else 1.0)
 
 
-def ours_configs(d, few=False):
+def ours_configs(d, few=False, causal=False):
   """The default tiles, the other forward and backward kernels, and a few other tiles (`few`: the
   default and its variants in the two loop orders, with and without ping-pong)."""
-  base = ex.default_config(d)
+  base = ex.default_config(d, causal)
   if few == "wg3b":      # head_dim 64: the three-warpgroup tiles against the two-warpgroup ones
     r = dataclasses.replace
     return [base] + [r(base, bq=bq, bkv=kv, stages=s) for bq, kv, s in
@@ -80,7 +80,7 @@ def cfg_name(c):
 def contenders(d, causal, bwd, few=False):
   """(contender, [(config name, f(q, k, v) -> o)]); the Pallas sweep is over the blocks the
   pass uses (forward: block_kv and pipeline depth; backward: the dK/dV and dQ blocks)."""
-  ours = [(cfg_name(c), functools.partial(ex.attention, causal=causal, config=c)) for c in ours_configs(d, few)]
+  ours = [(cfg_name(c), functools.partial(ex.attention, causal=causal, config=c)) for c in ours_configs(d, few, causal)]
   cudnn = [("cudnn", lambda q, k, v: jax.nn.dot_product_attention(q, k, v, is_causal=causal,
                                                                    implementation="cudnn"))]
   from jax.experimental.pallas.ops.gpu import attention_mgpu as pa

@@ -40,7 +40,7 @@ def att(d, causal, cfg):
   keys = jax.random.split(jax.random.key(0), 4)
   q, do = (jax.random.normal(k, (2, 1024, 4, d), jnp.float32).astype(jnp.float16) for k in keys[:2])
   k, v = (jax.random.normal(k, (2, 1024, 2, d), jnp.float32).astype(jnp.float16) for k in keys[2:])
-  config = dataclasses.replace(A.default_config(d), **cfg)
+  config = dataclasses.replace(A.default_config(d, causal), **cfg)
   o, vjp = jax.vjp(jax.jit(lambda q, k, v: A.attention(q, k, v, causal, config=config)), q, k, v)
   grads = jax.block_until_ready(vjp(do))
   want, vjp_ref = jax.vjp(lambda q, k, v: A.reference(q, k, v, causal)[0], q, k, v)

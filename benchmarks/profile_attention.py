@@ -31,7 +31,7 @@ def main():
   a = p.parse_args()
   keys = jax.random.split(jax.random.key(0), 3)
   q, k, v = (jax.random.normal(kk, (4, 4096, 16, a.head_dim), jnp.float32).astype(jnp.float16) for kk in keys)
-  config = dataclasses.replace(ex.default_config(a.head_dim), pingpong=a.pingpong, overlap=a.overlap)
+  config = dataclasses.replace(ex.default_config(a.head_dim, a.causal), pingpong=a.pingpong, overlap=a.overlap)
   fn = jax.jit(lambda q, k, v: ex.attention(q, k, v, a.causal, config=config))
   got = fn(q, k, v)
   want = ex.reference(q[:, :, :1], k[:, :, :1], v[:, :, :1], a.causal)[0]

@@ -26,6 +26,7 @@ from .dtypes import DType
 from .ops.control import For, If, MultipleOf, NumPrograms, PositiveStep, ProgramId, Yield
 from .ops.elementwise import BinOp, Binary, Cast, CmpOp, Compare, Constant, UnOp, Unary, Where
 from .ops.access import ScalarRead
+from .ops.gather import Gather
 from .ops.memory import ClusterRef, View
 from .types import RefType, ScalarType
 
@@ -227,9 +228,11 @@ class GridEval:
     return Window(ref, starts, tuple(i.size for i in index), remote)
 
   def effects(self, o, must, may):
+    # A gather reads the elements its index tensors name (data): its window is only where they may be.
+    exact = self.exact and not isinstance(o, Gather)
     for ref, kind in ir.traits_of(o).effects(o):
       if ref is not None and isinstance(ref.type, RefType) and may.any():
-        self.visit(Access(o, ref, kind, self.window(ref), must, may, self.exact))
+        self.visit(Access(o, ref, kind, self.window(ref), must, may, exact))
 
 
 def _cost(o) -> int:

@@ -168,7 +168,7 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, bloc
     tr.run_body(pk.tree.body)
   except E.InternalError as e:
     E.raise_all(tr.errors + [e])
-  tr.errors.extend(_rebound_outputs(tr, em, params))
+  tr.errors.extend(_rebound_outputs(tr, em, [p for k, p in enumerate(params) if k - n_in not in aliases.values()]))
   if tr.errors:     # every independent mistake of the pass, plus an SMEM overflow if known
     E.raise_all(tr.errors + _smem_overflow(pk, em, params, grid, block, cluster))
   _finalize_types(em, params)
@@ -361,7 +361,7 @@ def _finalize_types(em: Builder, params) -> None:
     d = resolve(alloc.type.dtype)
     if isinstance(d, DTypeVar):
       used = any(alloc in o.operands() for o in ir.walk(em.block))
-      if not used and getattr(em, "empty_loops", False):   # its uses in a loop of no trips, untraced
+      if not used and alloc.name in getattr(em, "empty_loop_names", ()):   # used only in a loop of no trips
         unify(d, DType.u8, d.loc, "an unused buffer")
         continue
       raise E.DtypeInferenceError(

@@ -11,6 +11,10 @@ import enum
 import numpy as np
 
 
+_NUMPY: dict = {}      # DType value -> numpy's dtype, made on first use
+_HASH: dict = {}       # DType value -> that dtype's hash
+
+
 class DType(enum.Enum):
   """An element type. The value is numpy's name for it."""
   f32 = "float32"
@@ -43,7 +47,12 @@ class DType(enum.Enum):
       return NotImplemented
     return NotImplemented if d is None else d is self
 
-  __hash__ = enum.Enum.__hash__
+  def __hash__(self):
+    # numpy's dtype's hash, so that a set or dict of DTypes finds x.dtype (numpy's) too
+    h = _HASH.get(self.value)
+    if h is None:
+      h = _HASH[self.value] = hash(self.np)
+    return h
 
   @property
   def np(self) -> np.dtype:
@@ -103,7 +112,6 @@ _FLOATS = frozenset({DType.f32, DType.f16, DType.bf16}) | FLOAT8
 _SIGNED = frozenset({DType.i64, DType.i32, DType.i16, DType.i8})
 _UNSIGNED = frozenset({DType.u32, DType.u16, DType.u8})
 _BY_NAME = {d.value: d for d in DType}
-_NUMPY: dict = {}
 
 # What a Python scalar becomes when it has to stand alone (a loop counter, a
 # constant): Python ints are int32 indices, floats are float32.

@@ -124,28 +124,33 @@ def _carries(env, names, body=(), loop_var=None) -> list:
     if n not in env or _structure(env[n]) is None:
       continue
     c = _Carry(n, env[n])
-    if c.container and not any(is_value(l) for l in c.leaves) and not _recomputed(body, n, names, loop_var):
+    if c.container and not any(is_value(l) for l in c.leaves) and not _recomputed(body, n, env[n], loop_var):
       continue
     out.append(c)
   return out
 
 
-def _recomputed(body, name, assigned, loop_var) -> bool:
-  """Whether a statement of the loop `body` binds `name` from values that change between trips:
-  an augmented assignment, or an expression reading `name`, the loop variable or a name the
-  body assigns."""
-  moving = set(assigned) | {name} | ({loop_var} if loop_var else set())
+def _recomputed(body, name, entry, loop_var) -> bool:
+  """Whether a statement of the loop `body` binds the tuple `name` to something that changes
+  between trips: an augmented assignment, an expression of `name` itself or of the loop variable
+  (a recurrence, `st = (st[0] + 1, st[1])`), or a literal other than its value on entry
+  (`st = (1, 2)` after `st = (0, 0)`). A tuple rebound to the same static value (`shape = (64,)`,
+  `shp = v.shape`) stays static."""
+  moving = {name} | ({loop_var} if loop_var else set())
   for node in (n for stmt in body for n in ast.walk(stmt)):
     if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and node.target.id == name:
       return True
-    if isinstance(node, ast.Assign) and any(name in _target_names(t) for t in node.targets):
+    if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
       if any(isinstance(x, ast.Name) and x.id in moving for x in ast.walk(node.value)):
+        return True
+      try:
+        literal = ast.literal_eval(node.value)
+      except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        continue
+      if literal != entry or type(literal) is not type(entry):
         return True
   return False
 
-
-def _target_names(t) -> set:
-  return {x.id for x in ast.walk(t) if isinstance(x, ast.Name)}
 
 
 def _bind(env, carries, values) -> None:
@@ -254,7 +259,9 @@ def trace_for(tracer, node: ast.For):
                             hint="count upwards and compute the descending index inside: for k in range(n):"
                                  " c = n - 1 - k")
   if isinstance(start, int) and isinstance(stop, int) and isinstance(step, int) and stop <= start:
-    tracer.b.empty_loops = True      # buffers used only in its body are not "never used"
+    names = getattr(tracer.b, "empty_loop_names", set())     # buffers used only in its body
+    tracer.b.empty_loop_names = names | {n.id for st in node.body for n in ast.walk(st)   # are not
+                                         if isinstance(n, ast.Name)}                      # "never used"
     return        # empty (a run-time step is still emitted: interpret mode checks it is positive)
 
   env, b = tracer.env, tracer.b

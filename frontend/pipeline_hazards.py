@@ -106,7 +106,12 @@ def _dim_overlaps(l, w, delta) -> bool:
   return diff < ws if c * delta > 0 else diff > -ls
 
 
-def check_loads_of_written_memory(kernel, body, iv, sites, stages, unpipelined="stages=1", pre=()) -> None:
+# How many trips back a warp-specialised loop's read of its own writes is looked for.
+READ_BACK_TRIPS = 4096
+
+
+def check_loads_of_written_memory(kernel, body, iv, sites, stages, unpipelined="stages=1", pre=(),
+                                  ws=False, trips=None) -> None:
   """PipelineError at a pipelined load whose window a write of the loop may change before the
   original program would have read it. `pre`: ops the loop's normalisation put before it (its
   checked run-time step), not yet in the kernel's body."""
@@ -130,8 +135,18 @@ def check_loads_of_written_memory(kernel, body, iv, sites, stages, unpipelined="
         if memory(wroot) != memory(root):
           continue
         first = 0 if order[id(o)] < order[id(copy)] else 1
+        via = f" (through {wroot.name}, its alias)" if wroot is not root else ""
+        back = READ_BACK_TRIPS if not isinstance(trips, int) else min(trips, READ_BACK_TRIPS)
+        if ws and _may_overlap(load, write, range(max(first, stages), back)):
+          # The producer warpgroup's loads wait for stage slots, not for the consumers' stores (their
+          # TMA stores may still be writing GMEM; register stores need a proxy fence): reading back
+          # an earlier trip's writes would race on the GPU.
+          raise E.WarpSpecializeError(
+              f"this load reads {root.name}, which an earlier trip of this warp-specialised loop writes{via}:"
+              f" the producer's loads do not wait for the consumers' stores", copy.loc,
+              hint="use warp_specialize=False (the software pipeline waits for the stores before such a"
+                   " load), or read from another array", notes=(f"{o.loc}: the write",))
         if _may_overlap(load, write, range(first, stages)):
-          via = f" (through {wroot.name}, its alias)" if wroot is not root else ""
           raise E.PipelineError(
               f"this pipelined load reads {root.name}, which the loop writes{via}: with stages={stages}"
               f" it is issued up to {stages - 1} trip(s) early, before those writes", copy.loc,

@@ -59,7 +59,8 @@ def make_plan(kernel, loop: For, em) -> Plan:
   body = loop.body
   windows = {}
   sites = load_sites(kernel, body, body.args[0], windows, loop.warp_specialize)
-  check_loads_of_written_memory(kernel, body, body.args[0], sites, S, unpipelined(loop.warp_specialize), pre)
+  check_loads_of_written_memory(kernel, body, body.args[0], sites, S, unpipelined(loop.warp_specialize), pre,
+                                ws=loop.warp_specialize, trips=loop.stop if isinstance(loop.stop, int) else None)
   if not sites:
     raise E.PipelineError(
         "ml.range(..., stages=) found no TMA load to pipeline at the top level of this loop", loop.loc,

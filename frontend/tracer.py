@@ -8,6 +8,8 @@ the DSL does not support reaches `generic_visit` and is reported at its node.
 from __future__ import annotations
 
 import ast
+
+import numpy as np
 import operator
 
 import astor
@@ -241,7 +243,12 @@ class Tracer(Assignments, Calls, ast.NodeVisitor):
                        hint="a kernel's assert runs while tracing, so it checks static values (shapes, dtypes,"
                             " constexprs: assert x.shape[0] % 128 == 0); run-time indices are checked by"
                             " interpret mode (interpret=True), and ml.where masks values")
-    if not cond:
+    try:
+      holds = bool(cond)
+    except Exception as e:        # an array's truth, a user object's __bool__: the user's to fix
+      raise E.KernelTypeError(f"assert {self.text(node.test)}: its truth cannot be decided: {type(e).__name__}: {e}",
+                              self.loc(node.test), hint="assert on a Python bool (for arrays: (a == b).all())") from None
+    if not holds:
       msg = "" if node.msg is None else f": {self.eval(node.msg)}"
       raise E.StaticAssertionError(f"assert {self.text(node.test)} failed{msg}", self.loc(node),
                                    hint="the kernel's own check, on the shapes, dtypes and constexprs of this"
@@ -249,7 +256,7 @@ class Tracer(Assignments, Calls, ast.NodeVisitor):
 
   def visit_Raise(self, node):
     """raise reached while tracing outside run-time control flow: the kernel's own argument check."""
-    if self.b.block is not self.top or node.exc is None:
+    if self.ifs or node.exc is None:         # (a static if inside a run-time loop is static)
       self.unsupported(node, "raise under a run-time condition" if node.exc is not None else "a bare raise",
                        hint="a kernel raises only while tracing, under static conditions (shapes, dtypes,"
                             " constexprs): if x.shape[0] % 128: raise ValueError(...)")
@@ -349,7 +356,7 @@ class Tracer(Assignments, Calls, ast.NodeVisitor):
   def outer_value(self, name, v, node):
     """A global or closure variable as the kernel sees it: a NumPy scalar as the Python number
     it holds (as constexprs and static calls' results are); a value JAX is tracing is an error."""
-    if type(v).__module__ == "numpy" and getattr(v, "shape", None) == () and hasattr(v, "item"):
+    if isinstance(v, np.generic) and hasattr(v, "item"):     # numpy's and ml_dtypes' (bfloat16) scalars
       return typed_number(v)
     traced = any(c.__name__.endswith("Tracer") for c in type(v).__mro__)
     if not traced and getattr(v, "shape", None) == () and hasattr(v, "item") and hasattr(v, "dtype"):
@@ -426,7 +433,7 @@ class Tracer(Assignments, Calls, ast.NodeVisitor):
     except AttributeError:
       raise E.UnknownNameError(f"{self.text(node.value)} has no attribute {attr!r}", self.loc(node),
                                hint=missing_hint(base, attr)) from None
-    if type(out).__module__ == "numpy" and getattr(out, "shape", None) == () and hasattr(out, "item"):
+    if isinstance(out, np.generic) and hasattr(out, "item"):
       return typed_number(out)       # jnp.finfo(x.dtype).min: a NumPy scalar, as a module constant is
     return out
 
@@ -471,7 +478,7 @@ class Tracer(Assignments, Calls, ast.NodeVisitor):
     except Exception as e:
       raise E.KernelTypeError(f"cannot index {self.text(node.value)}: {e}", cx.loc,
                               hint="static values index as in Python") from None
-    if type(out).__module__ == "numpy" and getattr(out, "shape", None) == () and hasattr(out, "item"):
+    if isinstance(out, np.generic) and hasattr(out, "item"):
       return typed_number(out)      # COEFFS[2] of a module's NumPy array: a NumPy scalar, as COEFFS2 = np.float32(..)
     return out
 
@@ -527,7 +534,14 @@ class Tracer(Assignments, Calls, ast.NodeVisitor):
       r = self.compare(node, type(op), a, b, (left, right))
       left = right
       if not is_value(r):
-        if not r:
+        if len(node.ops) == 1:
+          return r       # one comparison: its value as Python gives it (a NumPy array's too)
+        try:
+          stop = not r
+        except Exception as e:     # a chained comparison of arrays: Python cannot either
+          raise E.KernelTypeError(f"{self.text(node)}: {type(e).__name__}: {e}", self.loc(node),
+                                  hint="compare static arrays with (a == b).all()") from None
+        if stop:
           return r       # False: Python stops here (so do we, even after a run-time part)
       else:
         out = r if out is None else ew.binary(self.cx(node), ew.BinOp.AND, out, r)
@@ -545,9 +559,15 @@ class Tracer(Assignments, Calls, ast.NodeVisitor):
     if op not in _CMPOPS:
       word = {ast.Is: "is", ast.IsNot: "is not", ast.In: "in", ast.NotIn: "not in"}.get(op, op.__name__)
       held = a if is_value(a) else b
-      self.unsupported(node, f"`{word}` on {kind_of(held)}",
-                       hint="test each value with ==: (v == 1.0) | (v == 2.0)" if op in (ast.In, ast.NotIn) else
-                       "compare values with == and != (`is` compares Python objects, which a traced value is not)")
+      hint = "compare values with == and != (`is` compares Python objects, which a traced value is not)"
+      if op in (ast.In, ast.NotIn):
+        name = self.text(operands[0]) if operands else "v"
+        name = name if name.isidentifier() else f"({name})"
+        items = list(b)[:4] if isinstance(b, (tuple, list)) and b and is_value(a) else [1.0, 2.0]
+        hint = "test each value with ==: " + " | ".join(f"({name} == {e!r})" for e in items)
+        if op is ast.NotIn:
+          hint = "test each value with !=: " + " & ".join(f"({name} != {e!r})" for e in items)
+      self.unsupported(node, f"`{word}` on {kind_of(held)}", hint=hint)
     return ew.compare(self.cx(node, "", (a, b), operands), _CMPOPS[op], a, b)
 
   def eval_BoolOp(self, node):
@@ -635,5 +655,9 @@ class Tracer(Assignments, Calls, ast.NodeVisitor):
                          hint="f-strings format run-time values in print(f'...') only")
       spec = "" if v.format_spec is None else self.eval(v.format_spec)
       x = {115: str, 114: repr, 97: ascii}.get(v.conversion, lambda y: y)(x)
-      parts.append(format(x, spec))
+      try:
+        parts.append(format(x, spec))
+      except (ValueError, TypeError) as e:
+        raise E.KernelTypeError(f"cannot format {self.text(v.value)} with {spec!r}: {e}", self.loc(v.value),
+                                hint="use a format spec that suits the value") from None
     return "".join(parts)

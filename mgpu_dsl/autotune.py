@@ -237,8 +237,8 @@ def autotune(configs: Sequence[dict], key: Callable | None = None, *,
       c = matmul(a, b)          # times both configs on the first call for these shapes
 
   Args:
-    configs: dicts of constexpr values; the first is used untimed without a GPU and
-      in interpret mode. A config that fails to compile is skipped (and logged).
+    configs: dicts of constexpr values; without a GPU and in interpret mode the first that
+      compiles for the call is used, untimed. A config that fails to compile is skipped (and logged).
     key: a callable of the inputs (and other constexprs) whose result replaces the
       shapes, dtypes and constexprs as the tuning key (e.g. to bucket shapes);
       None tunes once per exact (shapes, dtypes, other constexprs).

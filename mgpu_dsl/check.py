@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
 _DECLARED: dict[KernelFunction, list[tuple[tuple, dict]]] = {}
 _DECLARED_IN: dict[KernelFunction, set[str]] = {}    # the files whose check_specs calls declared them
+_SPEC_FILE: dict[tuple[int, int], str] = {}           # (id of a kernel, index of a spec) -> its file
 _modules = itertools.count()
 
 
@@ -68,6 +69,7 @@ def check_specs(kernel: KernelFunction | Autotuner, *specs, **constexprs) -> Ker
   _DECLARED_IN.setdefault(kernel, set()).add(_caller_file())
   entry = (tuple(specs), dict(constexprs))
   if entry not in declared:       # a module imported twice declares its specs twice
+    _SPEC_FILE[(id(kernel), len(declared))] = _caller_file()
     declared.append(entry)
   return kernel
 
@@ -122,12 +124,16 @@ def _dtype_name(dtype) -> str:
   return getattr(dtype, "name", None) or str(dtype)
 
 
-def check_kernel(kernel: KernelFunction, first: int = 0, seen: set | None = None) -> list[Result]:
+def check_kernel(kernel: KernelFunction, first: int = 0, seen: set | None = None,
+                 only_file: str | None = None) -> list[Result]:
   """Check every specialisation declared for `kernel` (from the `first`-th on; not those in `seen`,
-  the (kernel, index) pairs an earlier file of the same run checked)."""
+  the (kernel, index) pairs an earlier file of the same run checked; with `only_file`, those that
+  file declared)."""
   out = []
   for n, (specs, constexprs) in enumerate(declared_specs(kernel)):
     if n < first or seen is not None and (id(kernel), n) in seen:
+      continue
+    if only_file is not None and _SPEC_FILE.get((id(kernel), n)) != only_file:
       continue
     if seen is not None:
       seen.add((id(kernel), n))
@@ -151,16 +157,17 @@ def load_module(path: str, reuse: bool = False):
     root = os.path.abspath(path)
     for _ in range(package.count(".") + 1):
       root = os.path.dirname(root)
-    added = root not in sys.path
-    if added:
-      sys.path.insert(0, root)
+    folders = [f for f in (root, os.path.dirname(os.path.abspath(path))) if f not in sys.path]
+    sys.path[:0] = folders        # the package's root, and the file's own folder (its neighbours)
     try:
       if not reuse:
         sys.modules.pop(package, None)
       return importlib.import_module(package)
+    except ImportError:           # not importable as a package module: as a plain file, below
+      sys.modules.pop(package, None)
     finally:
-      if added:
-        sys.path.remove(root)
+      for f in folders:
+        sys.path.remove(f)
   loaded = sys.modules.get(stem)
   if reuse and loaded is not None and os.path.abspath(getattr(loaded, "__file__", "") or "") == os.path.abspath(path):
     return loaded
@@ -239,7 +246,8 @@ def check_file(path: str, seen: set | None = None) -> FileReport:
     if kernel not in _DECLARED:
       report.skipped.append(kernel)
     else:         # a kernel of another file: the specs this file added to it
-      report.results.extend(check_kernel(kernel, 0 if mine else before.get(kernel, 0), seen))
+      here = None if mine else os.path.abspath(getattr(module, "__file__", "") or "")
+      report.results.extend(check_kernel(kernel, 0 if mine else before.get(kernel, 0), seen, here))
   return report
 
 

@@ -176,7 +176,7 @@ class Dependencies:
           return None
         parts.append(src)
       for r in self.reads:
-        t = value_text(r.value)
+        t = value_text(r.value, deep=False)      # helpers read here: their source is in parts already
         if t is None:
           return None
         parts.append(f"{r.where}={t}")
@@ -188,14 +188,16 @@ class Dependencies:
     return [r.where for r in self.reads if value_text(r.value) is None]
 
 
-def value_text(v) -> str | None:
-  """A text that names `v` across processes, or None when there is no reliable one."""
+def value_text(v, deep: bool = True) -> str | None:
+  """A text that names `v` across processes, or None when there is no reliable one. `deep`: a
+  helper is named with its source and what it reads (a constexpr's); else by name only (a read of a
+  kernel's, whose helpers' sources the kernel's fingerprint holds already)."""
   if v is MISSING:
     return "<missing>"
   if isinstance(v, _VALUE_TYPES):
     return f"{type(v).__name__}:{v!r}"
   if isinstance(v, (tuple, list, frozenset)):
-    items = [value_text(x) for x in (sorted(v, key=repr) if isinstance(v, frozenset) else v)]
+    items = [value_text(x, deep) for x in (sorted(v, key=repr) if isinstance(v, frozenset) else v)]
     return None if None in items else f"{type(v).__name__}({', '.join(items)})"
   if isinstance(v, np.dtype):
     return f"dtype:{v}"
@@ -204,13 +206,15 @@ def value_text(v) -> str | None:
   if isinstance(v, types.ModuleType):
     return f"module:{v.__name__}"
   if isinstance(v, L.Inline) or isinstance(v, types.FunctionType) and not is_library(v):
-    # a helper passed as a constexpr: its source and what it reads, not only its name
     fn = v.fn if isinstance(v, L.Inline) else v
+    kind = "inline" if isinstance(v, L.Inline) else "function"
+    if not deep:
+      return f"{kind}:{fn.__module__}.{fn.__qualname__}"
+    # a helper passed as a constexpr: its source and what it reads (transitively, once each)
     body = Dependencies(fn).fingerprint()
     if body is None:
       return None
     import hashlib
-    kind = "inline" if isinstance(v, L.Inline) else "function"
     return f"{kind}:{fn.__module__}.{fn.__qualname__}:{hashlib.sha256(body.encode()).hexdigest()[:16]}"
   if is_library(v):
     qual = getattr(v, "__qualname__", None)

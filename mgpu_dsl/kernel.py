@@ -367,6 +367,8 @@ class KernelFunction:
       for h in D.helpers_in(v):
         if id(h) not in self._const_deps:
           self._const_deps[id(h)] = (h, D.Dependencies(h.fn if isinstance(h, L.Inline) else h))
+          while len(self._const_deps) > 4 * self.cache_size:      # helpers of calls long evicted
+            del self._const_deps[next(iter(self._const_deps))]
     args = self._scalar_args(args)
     spec = self._specialise(batching.unbatched_specs(args, levels) if levels else args, constexprs,
                             allow_empty=allow_empty)

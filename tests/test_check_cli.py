@@ -192,3 +192,21 @@ def test_files_of_a_package_are_imported_as_its_modules(tmp_path):
   rc, out, err = run("check", "mypkg", cwd=tmp_path)
   assert rc == 0, out + err
   assert "mypkg/kernels.py: double(float32[512]): ok" in out
+
+
+def test_a_package_file_still_imports_its_neighbours_by_plain_name(tmp_path):
+  pkg = tmp_path / "pkg"
+  pkg.mkdir()
+  (pkg / "__init__.py").write_text("")
+  (pkg / "helpers.py").write_text("SCALE = 2.0\n")
+  (pkg / "kern.py").write_text(HEADER + textwrap.dedent("""\
+      from helpers import SCALE
+
+      @mg.mgpu_kernel(out_shape=lambda x: x)
+      def k(x, out):
+        out[...] = x[...] * SCALE
+
+      mg.check_specs(k, jax.ShapeDtypeStruct((128,), jnp.float32))
+      """))
+  rc, out, err = run("check", "pkg/kern.py", cwd=tmp_path)
+  assert rc == 0, out + err

@@ -710,3 +710,136 @@ def test_numpy_scalars_from_static_attributes_and_the_count_down_hint():
   expect(count_down, [S((128,), F32)], mg.KernelTypeError, "range(3, -1, -1)",
          "range() in a kernel counts upwards: a step of -1 is not supported",
          hint="count upwards and compute the descending index inside: for k in range(n): c = n - 1 - k")
+
+
+# ---------------------------------------------------------------- review of this session's changes
+@ml.inline
+def next_pow2(n):
+  return 1 if n <= 1 else 2 * next_pow2((n + 1) // 2)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def uses_recursion(x, out, *, act: ml.constexpr = None):
+  out[...] = x[...] * next_pow2(3)
+
+
+def test_a_recursive_helper_and_a_helper_constexpr_have_a_disk_key():
+  """value_text of a helper fingerprinted its helpers again, without end (RecursionError)."""
+  from mgpu_dsl import deps as D
+  assert D.value_text(next_pow2).startswith("inline:")
+  assert D.Dependencies(uses_recursion.fn).fingerprint() is not None
+
+
+HALF = {ml.float16, ml.bfloat16}
+OFFSETS = {ml.float16: 100.0, ml.bfloat16: 100.0}
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def dtype_sets(x, out):
+  v = x[...].astype(jnp.float32)
+  if x.dtype in HALF:
+    v = v + OFFSETS[x.dtype]
+  out[...] = v.astype(x.dtype)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def static_tuple_in_loop(x, out):
+  tile = (128,)
+  shp = (128,)
+  acc = ml.zeros(tile, F32)
+  for i in range(2):
+    w = 128
+    tile = (w,)
+    v = x.at[ml.ds(i * 128, 128)][...]
+    shp = v.shape
+    acc = acc + v
+  out.at[ml.ds(0, 128)][...] = acc + ml.zeros(shp, F32) + ml.zeros(tile, F32)
+  out.at[ml.ds(128, 128)][...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, input_output_aliases={0: 0})
+def aliased_through_input(x, out):
+  x[...] = x[...] + 1
+  out = None
+
+
+def test_review_of_the_sessions_changes():
+  x = jnp.ones((128,), jnp.float16)
+  np.testing.assert_array_equal(dtype_sets(x, interpret=True), x + 100)      # a set of DTypes finds x.dtype
+  y = jnp.arange(256, dtype=F32)
+  got = static_tuple_in_loop(y, interpret=True)
+  np.testing.assert_array_equal(got[:128], y[:128] + y[128:])                 # tile, shp stayed static
+  np.testing.assert_array_equal(aliased_through_input(y, interpret=True), y + 1)   # aliased: no MG602
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def clamp_bf16(x, out):
+  out[...] = ml.maximum(x[...], jnp.finfo(x.dtype).min) + jnp.finfo(x.dtype).eps
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((128,), jnp.int32))
+def in_scalar(x, out):
+  i = ml.program_id(0)
+  out[...] = ml.where(i in (0, 1), 1, 0) + ml.zeros((128,), jnp.int32)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def round_digits(x, out):
+  out[...] = round(x[...], 2)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def and_f8(x, out):
+  out[...] = x[...] & x[...]
+
+
+def test_docs_audit_bfloat16_finfo_and_hints():
+  x = jnp.array([-jnp.inf, 0.0, 1.0] + [2.0] * 125, jnp.bfloat16)
+  want = jnp.maximum(x, jnp.finfo(jnp.bfloat16).min) + jnp.finfo(jnp.bfloat16).eps
+  np.testing.assert_array_equal(np.asarray(clamp_bf16(x, interpret=True), np.float32), np.asarray(want, np.float32))
+  expect(in_scalar, [S((128,), F32)], mg.UnsupportedSyntaxError, "i in (0, 1)",
+         "`in` on a scalar is not supported in a kernel", hint="test each value with ==: (i == 0) | (i == 1)")
+  expect(round_digits, [S((128,), F32)], mg.KernelTypeError, "round(",
+         "round(x, ndigits) of a register value: only round(x) (to whole numbers) is supported")
+  expect(and_f8, [S((128,), jnp.float8_e5m2)], mg.UnsupportedDtypeError, "x[...] & x[...]",
+         "& needs integer operands, got float8_e5m2")
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,), input_output_aliases={0: 0})
+def ws_reads_back(x, out, *, back: ml.constexpr):
+  x_s, o_s = ml.smem((64, 128)), ml.smem((64, 128))
+  for t in ml.range(8, 32, stages=2, warp_specialize=True):
+    ml.copy(x.at[ml.ds((t - back) * 64, 64)], x_s)
+    o_s[...] = x_s[...] + 1
+    ml.copy(o_s, out.at[ml.ds(t * 64, 64)])
+
+
+def test_a_warp_specialised_loop_reading_back_an_earlier_trips_store_is_rejected():
+  """The producer's TMA load of tile t - 8 did not wait for the consumers' TMA store of it (trip t - 8):
+  a race on the GPU that check and export accepted (the software pipeline waits)."""
+  expect(ws_reads_back, [S((32 * 64, 128), F32)], mg.WarpSpecializeError, "ml.copy(x.at",
+         "this load reads x, which an earlier trip of this warp-specialised loop writes (through out, its"
+         " alias): the producer's loads do not wait for the consumers' stores", back=8)
+  x = jax.random.normal(jax.random.key(6), (32 * 64, 128), F32)
+  got = ws_reads_back(x, back=-1, interpret=True)      # reading ahead (a tile later trips write) is fine
+  t = x.reshape(32, 64, 128)
+  want = jnp.concatenate([t[:8], t[9:] + 1, jnp.ones((1, 64, 128), F32)]).reshape(x.shape)
+  np.testing.assert_array_equal(got, want)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, r: x, grid=lambda x, r: (x.shape[0] // 128,))
+def permute_own_tile(x, r, out):
+  i = ml.program_id(0)
+  out.at[ml.ds(i * 128, 128)][...] = x.at[ml.ds(i * 128, 128)][...]
+  rows = r.at[ml.ds(i * 128, 128)][...]
+  tile = out.at[ml.ds(i * 128, 128)]
+  v = tile[rows, :]                                   # a gather of this program's own rows
+  tile[...] = v
+
+
+def test_a_gather_from_this_programs_own_window_of_an_output_is_no_certain_race():
+  """The gather's window was taken as the whole output, read for certain: a compile-time MG951."""
+  x = jax.random.normal(jax.random.key(7), (256, 64), F32)
+  r = jnp.concatenate([jax.random.permutation(jax.random.key(8), 128)] * 2).astype(jnp.int32)
+  want = jnp.concatenate([x[:128][r[:128]], x[128:][r[128:]]])
+  np.testing.assert_array_equal(permute_own_tile(x, r, interpret=True), want)

@@ -319,6 +319,9 @@ def check_dtype_support(cx, dtype, what, *, floats_only=False, ints_only=False, 
     return
   if bitwise and d.is_int:
     return
+  if ints_only and d.is_float and d.bits == 8:     # & on float8: the integer rule, not the 8-bit one
+    raise E.UnsupportedDtypeError(f"{what} needs integer operands, got {d}", cx.loc,
+                                  hint=f"on the bits: ml.bitcast({x}, jnp.uint8) (a uint8 result {what} works on)")
   if d not in hw.ARITH_DTYPES and d != DType.bool_:
     raise E.UnsupportedDtypeError(
         f"{what} is not supported on {d}: Hopper has no register arithmetic on 8-bit types", cx.loc,
