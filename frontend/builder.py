@@ -25,6 +25,7 @@ class Builder:
     self.read_only: set[int] = set()     # value ids of the kernel's input refs
     self.aliased: set[int] = set()       # inputs aliased to an output: the kernel may change them
     self.index_scratch: dict = {}        # value id -> (SMEM scratch holding it, block it was stored in)
+    self.transient: set[int] = set()     # compiler scratches: written whole, then read, by one builtin
 
   def new_load_slot(self) -> int:
     self.num_load_slots += 1

@@ -204,8 +204,11 @@ class _Memory:
       self.check_bounds(acc)
     # (programs along the batch axis jax.vmap added update separate slices: not "other programs")
     batch = self.kernel.grid[self.kernel.batch_axis] if self.kernel.batch_axis is not None else 1
-    if (kind not in READS and w.root.id in self.atomic and not _plain_write(acc) and acc.must.any()):
-      if acc.exact and all(x is not UNKNOWN for x in w.starts):        # an atomic update (or reduce=)
+    if kind not in READS and w.root.id in self.atomic and acc.may.any():
+      # any write of an atomically updated output (an update, a reduce=, a plain store): reads of the
+      # same elements by other programs race with it. Only what certainly happens where the proof
+      # knows the window is recorded; a write that may happen leaves the output to the whole rule.
+      if acc.exact and all(x is not UNKNOWN for x in w.starts) and not (acc.may & ~acc.must).any():
         self.atomic[w.root.id].add(*self.boxes_of(w, acc.must, dedupe=False), np.flatnonzero(acc.must),
                                    acc.op.loc, read="update")
       else:

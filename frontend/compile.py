@@ -25,6 +25,7 @@ from .layouts import assign_layouts
 from .remat import split_index_vectors
 from .loc import Loc
 from .ops.atomic import accumulated_outputs, check_atomic_layouts
+from .ops.memory import View
 from .pipeline import pipeline_loops
 from .pingpong import insert_turns
 from .smem import plan_scratch, plan_smem
@@ -168,13 +169,15 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, bloc
     tr.run_body(pk.tree.body)
   except E.InternalError as e:
     E.raise_all(tr.errors + [e])
-  tr.errors.extend(_rebound_outputs(tr, em, [p for k, p in enumerate(params) if k - n_in not in aliases.values()]))
+  tr.errors.extend(_rebound_outputs(tr, em, params, {params[n_in + o].value.id: params[i].value.id
+                                                     for i, o in aliases.items()}))
   if tr.errors:     # every independent mistake of the pass, plus an SMEM overflow if known
     E.raise_all(tr.errors + _smem_overflow(pk, em, params, grid, block, cluster))
   _finalize_types(em, params)
   kernel = ir.Kernel(pk.tree.name, params, em.allocs, em.block, grid, block, cluster,
                      em.num_load_slots, loc)
   kernel.globals_read = ir.Captured(tr.globals_read)
+  kernel.transient_ids = frozenset(em.transient)
   kernel.accumulated = accumulated_outputs(kernel.body, em.defs, kernel.outputs)
   kernel.aliases = aliases
   kernel.batch_axis = em.batch_axis
@@ -342,13 +345,19 @@ def _weak(v):
   return v
 
 
-def _rebound_outputs(tr, em, params) -> list:
+def _rebound_outputs(tr, em, params, alias_of=None) -> list:
   """`out = x[...] * 2` for `out[...] = ...`: an output whose name the kernel rebinds to something
-  else before anything writes it is reported at the rebinding (not as 'never written' at the def)."""
+  else before anything writes it is reported at the rebinding (not as 'never written' at the def).
+  An aliased output written through its input (`alias_of`: output id -> input id) is written."""
   used = {id(v) for o in ir.walk(em.block) for v in o.operands()}
+  root = lambda v: getattr(em.defs.get(v.id), "ref", v) if isinstance(em.defs.get(v.id), View) else v
+  written = {root(r).id for o in ir.walk(em.block) for r, a in ir.traits_of(o).effects(o)
+             if r is not None and a in (ir.Access.REG_WRITE, ir.Access.TMA_WRITE)}
   out = []
   for p in params:
     now = tr.env.get(p.name)
+    if (alias_of or {}).get(p.value.id) in written:
+      continue
     if p.is_output and now is not p.value and id(p.value) not in used and p.name in tr.where:
       out.append(E.UncoveredOutputError(
           f"{p.name} is an output, and this assignment rebinds the name: nothing writes the output", tr.where[p.name],

@@ -114,43 +114,54 @@ def _paths(v, prefix="") -> list[str]:
   return [prefix]
 
 
-def _carries(env, names, body=(), loop_var=None) -> list:
+def _carries(env, names, forced=frozenset()) -> list:
   """The names a loop carries: bound before it to a register value or number, or to a tuple or
-  list of them holding a register value; a tuple of numbers only where the body computes it
-  from what changes between trips (`st = (st[0] + 1, st[1])`: its leaves become scalars, as a
-  number does), not where it rebinds the same static tuple (`shape = (64,)`)."""
+  list of them holding a register value; a tuple of numbers only when tracing the body showed that
+  it changes (`forced`, see _Attempt): its leaves then become scalars, as a number does."""
   out = []
   for n in names:
     if n not in env or _structure(env[n]) is None:
       continue
     c = _Carry(n, env[n])
-    if c.container and not any(is_value(l) for l in c.leaves) and not _recomputed(body, n, env[n], loop_var):
+    if c.container and not any(is_value(l) for l in c.leaves) and n not in forced:
       continue
     out.append(c)
   return out
 
 
-def _recomputed(body, name, entry, loop_var) -> bool:
-  """Whether a statement of the loop `body` binds the tuple `name` to something that changes
-  between trips: an augmented assignment, an expression of `name` itself or of the loop variable
-  (a recurrence, `st = (st[0] + 1, st[1])`), or a literal other than its value on entry
-  (`st = (1, 2)` after `st = (0, 0)`). A tuple rebound to the same static value (`shape = (64,)`,
-  `shp = v.shape`) stays static."""
-  moving = {name} | ({loop_var} if loop_var else set())
-  for node in (n for stmt in body for n in ast.walk(stmt)):
-    if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and node.target.id == name:
-      return True
-    if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
-      if any(isinstance(x, ast.Name) and x.id in moving for x in ast.walk(node.value)):
-        return True
-      try:
-        literal = ast.literal_eval(node.value)
-      except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        continue
-      if literal != entry or type(literal) is not type(entry):
-        return True
-  return False
+class _Attempt:
+  """A loop traced once more: what tracing its body added to the builder and tracer, undone. A
+  tuple of numbers the body changes (st = (st[0] + 1, 0), st = (j, 1)) is known only after tracing
+  it; the loop is then traced again with that tuple carried. One rebound to the same static value
+  (shape = (64,), shp = v.shape) stays static."""
 
+  def __init__(self, tracer):
+    b = tracer.b
+    self.ops, self.allocs, self.slots = len(b.block.ops), len(b.allocs), b.num_load_slots
+    self.errors, self.env, self.where = len(tracer.errors), dict(tracer.env), dict(tracer.where)
+
+  def changed(self, tracer, assigned, carries) -> set:
+    carried = {c.name for c in carries}
+    out = set()
+    for n in assigned:
+      old, new = self.env.get(n), tracer.env.get(n)
+      if (n in carried or old is None or new is POISON or type(old) not in (tuple, list)
+          or _structure(old) is None or any(is_value(l) for l in _structure(old)[0])):
+        continue
+      if not _static_equal(old, new) and _structure(new) is not None \
+          and _structure_shape(new) == _structure_shape(old):
+        out.add(n)
+    return out
+
+  def undo(self, tracer):
+    b = tracer.b
+    del b.block.ops[self.ops:]
+    del b.allocs[self.allocs:]
+    b.num_load_slots = self.slots
+    del tracer.errors[self.errors:]
+    tracer.env.clear()
+    tracer.env.update(self.env)
+    tracer.where = dict(self.where)
 
 
 def _bind(env, carries, values) -> None:
@@ -264,18 +275,27 @@ def trace_for(tracer, node: ast.For):
                                          if isinstance(n, ast.Name)}                      # "never used"
     return        # empty (a run-time step is still emitted: interpret mode checks it is positive)
 
-  env, b = tracer.env, tracer.b
+  b = tracer.b
   assigned = [n for n in assigned_names(node.body) if n != name]
-  carries = _carries(env, assigned, node.body, name)
-  leaf_names = [ln for c in carries for ln in c.leaf_names]
-  inits = _inits(tracer, carries, loc)
-  iv = ir.Value(ScalarType(counter), name)
-  args_ = tuple(ir.Value(v.type, n) for v, n in zip(inits, leaf_names))
-  body = ir.Block(args=(iv, *args_))
-  before, where = dict(env), dict(tracer.where)
-  _bind(env, carries, args_)
-  env[name] = iv
-  poisoned = _trace_body(tracer, node, loc, body, carries, inits, args_)
+  forced: set = set()
+  while True:
+    attempt = _Attempt(tracer)
+    env = tracer.env
+    carries = _carries(env, assigned, forced)
+    leaf_names = [ln for c in carries for ln in c.leaf_names]
+    inits = _inits(tracer, carries, loc)
+    iv = ir.Value(ScalarType(counter), name)
+    args_ = tuple(ir.Value(v.type, n) for v, n in zip(inits, leaf_names))
+    body = ir.Block(args=(iv, *args_))
+    before, where = dict(env), dict(tracer.where)
+    _bind(env, carries, args_)
+    env[name] = iv
+    poisoned = _trace_body(tracer, node, loc, body, carries, inits, args_)
+    grow = attempt.changed(tracer, assigned, carries) - forced
+    if not grow:
+      break
+    attempt.undo(tracer)
+    forced |= grow
   _after_loop(tracer, loc, assigned, carries, before, poisoned, where)
   res = b.emit(ctl.For, start, stop, step, inits, body, loc=loc,
                 types=[v.type for v in inits], names=leaf_names, stages=stages, warp_specialize=specialize,
@@ -461,11 +481,25 @@ def _after_loop(tracer, loc, assigned, carries, before, poisoned, where) -> None
 def trace_while(tracer, node: ast.While):
   """`while cond:` on a runtime boolean scalar: an scf.while whose `before` block evaluates the
   condition on the carried values and whose body updates them."""
-  loc, env, b = tracer.loc(node), tracer.env, tracer.b
+  loc, b = tracer.loc(node), tracer.b
   if node.orelse:
     tracer.unsupported(node, "while ... else")
   assigned = assigned_names(node.body)
-  carries = _carries(env, assigned, node.body)
+  forced: set = set()
+  while True:
+    attempt = _Attempt(tracer)
+    carries, res = _trace_while_once(tracer, node, loc, assigned, forced)
+    grow = attempt.changed(tracer, assigned, carries) - forced
+    if not grow:
+      break
+    attempt.undo(tracer)
+    forced |= grow
+  _finish_while(tracer, node, loc, assigned, carries, res)
+
+
+def _trace_while_once(tracer, node, loc, assigned, forced):
+  env, b = tracer.env, tracer.b
+  carries = _carries(env, assigned, forced)
   leaf_names = [ln for c in carries for ln in c.leaf_names]
   inits = _inits(tracer, carries, loc)
   before, where = dict(env), dict(tracer.where)
@@ -489,6 +523,12 @@ def trace_while(tracer, node: ast.While):
   body = ir.Block(args=args_)
   _bind(env, carries, args_)
   poisoned = _trace_body(tracer, node, loc, body, carries, inits, args_)
+  return carries, (before, where, poisoned, inits, cond_blk, body, leaf_names)
+
+
+def _finish_while(tracer, node, loc, assigned, carries, res):
+  before, where, poisoned, inits, cond_blk, body, leaf_names = res
+  env, b = tracer.env, tracer.b
   _after_loop(tracer, loc, assigned, carries, before, poisoned, where)
   res = b.emit(ctl.While, inits, cond_blk, body, loc=loc, types=[v.type for v in inits], names=leaf_names)
   _bind(env, carries, res.results)

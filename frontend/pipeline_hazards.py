@@ -137,7 +137,9 @@ def check_loads_of_written_memory(kernel, body, iv, sites, stages, unpipelined="
         first = 0 if order[id(o)] < order[id(copy)] else 1
         via = f" (through {wroot.name}, its alias)" if wroot is not root else ""
         back = READ_BACK_TRIPS if not isinstance(trips, int) else min(trips, READ_BACK_TRIPS)
-        if ws and _may_overlap(load, write, range(max(first, stages), back)):
+        comparable = all(l is not None and w is not None and l[0] == w[0] and l[1] == w[1]
+                         for (l, _), (w, _) in zip(load, write))        # (else MG502 below decides)
+        if ws and comparable and _may_overlap(load, write, range(max(first, stages), back)):
           # The producer warpgroup's loads wait for stage slots, not for the consumers' stores (their
           # TMA stores may still be writing GMEM; register stores need a proxy fence): reading back
           # an earlier trip's writes would race on the GPU.

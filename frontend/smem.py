@@ -102,12 +102,14 @@ def lifetimes(kernel, defs) -> dict[int, tuple[int, int]]:
   local: dict = {}         # buffer id -> the loops enclosing its allocation, if inside one
   own: dict = {}           # buffer id -> [(op index, enclosing loops, a TMA load)] of its uses
   visit(kernel.body, None)
+  transient = getattr(kernel, "transient_ids", frozenset())
   for rid, loops in local.items():
-    # Allocated inside a loop (fresh each trip: a compiler scratch, an ml.smem in the body) and
-    # used only in that loop's body, not in a loop nested in it, ending in a read: it lives from its
-    # first use to its last, not the whole loop (scans and concatenations of one body share memory).
+    # A compiler scratch (written whole, then read, by one builtin: a scan, a concatenation) made
+    # inside a loop and used only in that loop's body: it lives from its first use to its last, not
+    # the whole loop (a body's scans share memory). A user's ml.smem in a loop body keeps the whole
+    # loop: its data may be meant for a later trip (filled on the first trip only).
     uses = own.get(rid, [])
-    if uses and all(u[1] == loops for u in uses) and not max(uses)[2]:
+    if rid in transient and uses and all(u[1] == loops for u in uses) and not max(uses)[2]:
       span[rid] = [min(u[0] for u in uses), max(u[0] for u in uses)]
   for rid, last_is_copy in async_last.items():
     if last_is_copy:       # the load may still be landing at the kernel's end: nothing may share it

@@ -64,7 +64,8 @@ class Autotuner:
   def _tuning_key(self, args, constexprs) -> str:
     if self.key is not None:
       return json.dumps(["key", repr(self.key(*args, **constexprs))])
-    specs = [[list(map(int, a.shape)), str(getattr(a.dtype, "name", a.dtype))] for a in args]
+    specs = [[list(map(int, a.shape)), str(getattr(a.dtype, "name", a.dtype))] if hasattr(a, "shape")
+             else [type(a).__name__] for a in args]      # a Python number for an ml.scalar: its type
     consts = sorted((k, type(v).__name__, repr(v)) for k, v in constexprs.items())
     return json.dumps([specs, consts])
 

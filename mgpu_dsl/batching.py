@@ -38,6 +38,14 @@ def call(kernel, args, constexprs, interpret, levels=(), hit=None):
 def batched(kernel, xs, constexprs, interpret, levels, size, in_batched):
   """One more batch level (size `size`, outermost) over a call at `levels`."""
   import jax
+  if not isinstance(size, int):     # jax.export's shape polymorphism: a symbolic batch
+    from .bench import caller_loc
+    from .frontend import errors as E
+    raise E.SignatureError(
+        calling.cap(f"{kernel.__name__}: jax.vmap over a batch of symbolic size {size}; a kernel is compiled"
+                    f" for concrete shapes"), caller_loc(),
+        hint="export once per batch size you need (concrete jax.ShapeDtypeStruct specs), or pad the batch"
+             " to a few fixed sizes")
   import jax.numpy as jnp
   lead = (size,) + tuple(n for n, _ in levels)
   if size == 0:                      # nothing to launch: empty outputs of the right shapes

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 _DECLARED: dict[KernelFunction, list[tuple[tuple, dict]]] = {}
 _DECLARED_IN: dict[KernelFunction, set[str]] = {}    # the files whose check_specs calls declared them
-_SPEC_FILE: dict[tuple[int, int], str] = {}           # (id of a kernel, index of a spec) -> its file
+_SPEC_FILE: dict[tuple[int, int], set] = {}           # (id of a kernel, index of a spec) -> the files declaring it
 _modules = itertools.count()
 
 
@@ -69,8 +69,8 @@ def check_specs(kernel: KernelFunction | Autotuner, *specs, **constexprs) -> Ker
   _DECLARED_IN.setdefault(kernel, set()).add(_caller_file())
   entry = (tuple(specs), dict(constexprs))
   if entry not in declared:       # a module imported twice declares its specs twice
-    _SPEC_FILE[(id(kernel), len(declared))] = _caller_file()
     declared.append(entry)
+  _SPEC_FILE.setdefault((id(kernel), declared.index(entry)), set()).add(_caller_file())
   return kernel
 
 
@@ -133,7 +133,7 @@ def check_kernel(kernel: KernelFunction, first: int = 0, seen: set | None = None
   for n, (specs, constexprs) in enumerate(declared_specs(kernel)):
     if n < first or seen is not None and (id(kernel), n) in seen:
       continue
-    if only_file is not None and _SPEC_FILE.get((id(kernel), n)) != only_file:
+    if only_file is not None and only_file not in _SPEC_FILE.get((id(kernel), n), ()):
       continue
     if seen is not None:
       seen.add((id(kernel), n))
@@ -163,8 +163,10 @@ def load_module(path: str, reuse: bool = False):
       if not reuse:
         sys.modules.pop(package, None)
       return importlib.import_module(package)
-    except ImportError:           # not importable as a package module: as a plain file, below
+    except ImportError as e:      # the package itself not importable: as a plain file, below
       sys.modules.pop(package, None)
+      if getattr(e, "name", None) and not (package + ".").startswith(e.name + "."):
+        raise                     # the module's own missing dependency: that is the error to show
     finally:
       for f in folders:
         sys.path.remove(f)

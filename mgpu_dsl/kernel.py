@@ -244,6 +244,10 @@ class KernelFunction:
                                 hint="out_shape=jax.ShapeDtypeStruct(shape, dtype), a tuple of them, or a"
                                      " callable of the inputs returning one")
     runtime = next((l for l in leaves if not all(isinstance(d, numbers.Integral) for d in tuple(l.shape))), None)
+    if runtime is not None and not any(hasattr(d, "shape") for d in tuple(runtime.shape)):
+      raise E.LaunchConfigError(calling.cap(f"out_shape gives an output of shape {tuple(runtime.shape)}; dimensions"
+                                            f" are ints of 0 or more"), at("out_shape"),
+                                hint="use // for sizes: jax.ShapeDtypeStruct((x.shape[0] // 2,), x.dtype)")
     if runtime is not None:       # a shape from an ml.scalar or an array's value: known only at run time
       raise E.LaunchConfigError(
           calling.cap(f"out_shape gives an output whose shape holds a run-time value"
@@ -259,7 +263,9 @@ class KernelFunction:
     n_in = len(pk.ref_params) - len(leaves)
     calling.check_count(pk, len(args), (n_in, n_in), name, loc, outputs_known=True)
     calling.check_output_names(pk, out, n_in, loc, at)
-    all_empty = all(0 in tuple(l.shape) for l in leaves)
+    # Outputs with nothing to write: empty ones, and those aliased to an input (they keep its values).
+    aliased = set((self.input_output_aliases or {}).values()) if isinstance(self.input_output_aliases, dict) else set()
+    all_empty = all(0 in tuple(l.shape) or k in aliased for k, l in enumerate(leaves))
     grid, block, cluster = self._launch(args, meta, loc, allow_empty and all_empty, all_empty)
     if grid is None:          # no programs and nothing to write: the outputs are the empty arrays
       return Specialisation(None, None, None, [jax.ShapeDtypeStruct(tuple(l.shape), l.dtype) for l in leaves],
@@ -291,8 +297,8 @@ class KernelFunction:
         return None, self.block if not callable(self.block) else 128, None
       if all_empty:
         raise E.LaunchConfigError(
-            f"the grid callable gave {tuple(grid)} and every output of this call is empty: a call on arrays"
-            f" returns the empty outputs without a launch, and there is no kernel to check or build",
+            f"the grid callable gave {tuple(grid)} and every output of this call is empty (or aliased to an"
+            f" input): a call on arrays returns them without a launch, and there is no kernel to check or build",
             at("grid"), hint="check or build a specialisation whose outputs have elements")
       raise E.LaunchConfigError(
           calling.cap(f"the grid callable gave {tuple(grid)} for an empty input (input {empty[0]}:"

@@ -347,8 +347,8 @@ def test_no_segments_is_no_launch_even_when_the_data_is_not_empty():
   off = jnp.zeros((1,), jnp.int32)
   for n in (0, 1000):
     assert segment_sums(off, jnp.ones((n,), F32), interpret=True).shape == (0,)
-  with pytest.raises(mg.LaunchConfigError, match="every output of this call is empty: a call on arrays returns the"
-                                                 " empty outputs without a launch"):
+  with pytest.raises(mg.LaunchConfigError, match=r"every output of this call is empty \(or aliased to an input\): a"
+                                                 " call on arrays returns them without a launch"):
     segment_sums.check(S((1,), jnp.int32), S((1000,), F32))
 
 
@@ -843,3 +843,79 @@ def test_a_gather_from_this_programs_own_window_of_an_output_is_no_certain_race(
   r = jnp.concatenate([jax.random.permutation(jax.random.key(8), 128)] * 2).astype(jnp.int32)
   want = jnp.concatenate([x[:128][r[:128]], x[128:][r[128:]]])
   np.testing.assert_array_equal(permute_own_tile(x, r, interpret=True), want)
+
+
+@mg.mgpu_kernel(out_shape=lambda cache, new: cache, grid=lambda cache, new: (new.shape[0] // 8,),
+                input_output_aliases={0: 0})
+def append_rows(cache, new, out):
+  i = ml.program_id(0)
+  out.at[ml.ds(i * 8, 8), :][...] = new.at[ml.ds(i * 8, 8), :][...]
+
+
+def test_an_aliased_kernel_with_no_programs_returns_its_input_unchanged():
+  """MG007 'non-empty outputs would be left unwritten': an aliased output holds the input's values."""
+  cache = jnp.arange(16 * 128, dtype=F32).reshape(16, 128)
+  got = append_rows(cache, jnp.zeros((0, 128), F32), interpret=True)
+  np.testing.assert_array_equal(got, cache)
+
+
+def test_autotune_with_a_python_number_for_an_ml_scalar_and_a_symbolic_vmap_batch():
+  @mg.autotune(configs=[dict(bm=64), dict(bm=128)])
+  @mg.mgpu_kernel(out_shape=lambda x, a, *, bm: x, grid=lambda x, a, *, bm: (x.shape[0] // bm,))
+  def scale(x, a: ml.scalar, out, *, bm: ml.constexpr):
+    i = ml.program_id(0)
+    out.at[ml.ds(i * bm, bm)][...] = x.at[ml.ds(i * bm, bm)][...] * a
+  x = jnp.ones((256,), F32)
+  assert scale.best_config(x, 2.0) == {"bm": 64}            # 'float' object has no attribute 'shape'
+  b = jax.export.symbolic_shape("b")[0]
+  with pytest.raises(mg.SignatureError, match="jax.vmap over a batch of symbolic size b"):
+    jax.export.export(jax.jit(jax.vmap(scale_kernel)), platforms=["cuda"])(S((b, 128), F32))
+
+
+# ---------------------------------------------------------------- second review
+@mg.mgpu_kernel(out_shape=lambda x: (S((8,), F32),) * 2, grid=(8,))
+def maybe_update_neighbour(x, acc, out):
+  i = ml.program_id(0)
+  s = ml.sum(x.at[ml.ds(i * 128, 128)][...])
+  if s > 0.0:                                     # data-dependent: may happen
+    ml.atomic_add(acc.at[(i + 1) % 8], s)
+  out[i] = acc[i]
+
+
+def test_a_read_racing_with_an_update_that_may_happen_stays_a_race():
+  expect(maybe_update_neighbour, [S((1024,), F32)], mg.RaceError, "acc[i]",
+         "acc is read here while other programs may still be adding to it with atomics: programs run in no"
+         " fixed order, so the value read depends on timing")
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def filled_once(x, out):
+  for i in range(4):
+    tab = ml.smem((128,), F32)
+    if i == 0:
+      tab[...] = x.at[ml.ds(0, 128)][...]
+    tmp = ml.smem((128,), F32)
+    tmp[...] = tab[...] * 2
+    out.at[ml.ds(i * 128, 128)][...] = tmp[...] + i.astype(F32)
+
+
+def test_a_users_buffer_in_a_loop_body_keeps_the_whole_loop():
+  """Only compiler scratches live from first to last use in a loop body: tab (filled on trip 0) and
+  tmp shared memory, and trips 1-3 would read tmp's data on the GPU."""
+  from mgpu_dsl.frontend.smem import plan_smem
+  hit = filled_once._compile((S((512,), F32),), {})
+  plan = plan_smem(hit["kernel"], {})
+  assert len(set(plan.offsets)) == len(plan.offsets)          # every buffer its own place
+  x = jnp.arange(512, dtype=F32)
+  want = jnp.concatenate([x[:128] * 2 + i for i in range(4)])
+  np.testing.assert_array_equal(filled_once(x, interpret=True), want)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, input_output_aliases={0: 0})
+def aliased_rebound(x, out):
+  out = x[...] + 1
+
+
+def test_an_aliased_output_rebound_without_any_write_is_reported():
+  expect(aliased_rebound, [S((128,), F32)], mg.UncoveredOutputError, "out = x",
+         "out is an output, and this assignment rebinds the name: nothing writes the output")

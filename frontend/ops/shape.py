@@ -530,6 +530,7 @@ def scratch(cx, shape, dtype, name):
   from .memory import SmemAlloc
   buf = cx.b.emit(SmemAlloc, loc=cx.loc, types=[RefType(tuple(shape), dtype, Space.SMEM)], names=[name]).result
   cx.b.allocs.append(buf)
+  cx.b.transient.add(buf.id)       # its data never outlives the builtin (frontend/smem.py lifetimes)
   return buf
 
 
