@@ -374,7 +374,8 @@ class Config:
   pipelined stages; which forward and backward kernels run. The fused backward uses the
   dkv_* tiles (dkv_bq a multiple of 128 when head_dim < 128). Split tiles (the forward's and dQ's bq,
   dK/dV's bkv) hold 64 rows per warpgroup, so they are multiples of 128 with block=256; the forward's
-  bq may also be 192 (three warpgroups), and its last query tile may be partial."""
+  bq may also be 192 (three warpgroups), and its last query tile may be partial (seq a multiple of 8
+  for head_dim 128 and 256)."""
   bq: int = 128
   bkv: int = 128
   stages: int = 2
@@ -411,13 +412,15 @@ def _check(q, k, v, causal, config):
   if q.ndim != 4 or k.shape != v.shape or k.ndim != 4:
     raise ValueError(f"q, k, v must be (batch, seq, heads, head_dim) arrays, got {q.shape}, {k.shape}, {v.shape}")
   (bsz, sq, h, d), (bk, skv, hk, dk) = q.shape, k.shape
-  if bk != bsz or dk != d or h % hk:
+  if bk != bsz or dk != d or hk == 0 or h % hk:
     raise ValueError(f"k and v must be (batch, seq_kv, kv_heads, head_dim) with kv_heads dividing the"
                      f" {h} query heads, got {k.shape} for q {q.shape}")
   if not q.dtype == k.dtype == v.dtype or q.dtype not in (jnp.float16, jnp.bfloat16):
     raise ValueError(f"q, k, v must all be float16 or all bfloat16, got {q.dtype}, {k.dtype}, {v.dtype}")
   if d not in (64, 128, 256):
     raise ValueError(f"head_dim must be 64, 128 or 256, got {d}")
+  if d >= 128 and sq % 8:          # q's (8, 64) tiles of a head wider than 128 bytes: TMA needs whole ones
+    raise ValueError(f"seq length {sq} must be a multiple of 8 for head_dim {d} (any length for head_dim 64)")
   if causal and sq != skv:
     raise ValueError(f"causal attention needs as many queries as keys, got {sq} and {skv}")
   if (config.bq % 128 and config.bq != 192) or config.dkv_bkv % 128 or config.dq_bq % 128:
@@ -428,7 +431,8 @@ def _check(q, k, v, causal, config):
 
 
 def _check_bwd(q, k, config):
-  """The backward's tiles (the forward takes any number of queries: its last tile may be partial)."""
+  """The backward's tiles (the forward takes any number of queries, a multiple of 8 for head_dim 128
+  and 256: its last tile may be partial)."""
   sq, skv, d = q.shape[1], k.shape[1], q.shape[3]
   if config.fused_bwd and not dq_transposed(d) and config.dkv_bq % 128:
     raise ValueError(f"the fused backward splits dQ's query rows for head_dim {d}: dkv_bq must be a multiple"
@@ -492,6 +496,8 @@ def attention(q, k, v, causal: bool = False, sm_scale: float | None = None, *, r
   config = config or default_config(q.shape[-1], bool(causal))
   _check(q, k, v, causal, config)
   scale = float(sm_scale) if sm_scale is not None else 1.0 / math.sqrt(q.shape[-1])
+  if not scale > 0:                # the kernels mask with -inf before scaling: a scale of 0 or less breaks it
+    raise ValueError(f"sm_scale must be positive, got {sm_scale}")
   o, lse = _attention(q, k, v, bool(causal), scale, config, interpret)
   return (o, lse) if return_lse else o
 

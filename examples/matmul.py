@@ -101,7 +101,14 @@ def matmul(a, b, c, *, bm: ml.constexpr = 128, bn: ml.constexpr = 256, bk: ml.co
     store_tile(acc, c, c_s, i, j)
 
 
-@mg.mgpu_kernel(out_shape=_out, grid=_grid, block=256)
+def _out_residual(a, b, r, **meta):
+  out = _out(a, b, **meta)
+  if tuple(r.shape) != tuple(out.shape):        # a TMA load past r's end would read zeros
+    raise ValueError(f"matmul_residual_relu: r must have the result's shape {tuple(out.shape)}, got {tuple(r.shape)}")
+  return out
+
+
+@mg.mgpu_kernel(out_shape=_out_residual, grid=_grid, block=256)
 def matmul_residual_relu(a, b, r, c, *, bm: ml.constexpr = 128, bn: ml.constexpr = 256,
                          bk: ml.constexpr = 64, stages: ml.constexpr = 3):
   """c = relu(a @ b + r): the epilogue is fused into the matmul."""

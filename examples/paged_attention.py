@@ -21,6 +21,7 @@ the lengths and computes the order itself (`_longest_first`), so no long item st
 and runs on alone; then a few splits suffice (`default_splits`).
 """
 import functools
+import numbers
 
 import jax
 import jax.numpy as jnp
@@ -303,17 +304,24 @@ def paged_attention(q, k_pages, v_pages, block_tables, lengths, *, splits=None, 
                      f" page_size, head_dim), got {q.shape}, {k_pages.shape} and {v_pages.shape}")
   b, heads, d = q.shape
   kv_heads = k_pages.shape[0]
-  if heads % kv_heads:
+  if kv_heads == 0 or heads % kv_heads:
     raise ValueError(f"paged_attention: kv_heads ({kv_heads}) must divide heads ({heads})")
   if block_tables.ndim != 2 or block_tables.shape[0] != b or lengths.shape != (b,):
     raise ValueError(f"paged_attention needs block_tables (batch, pages_per_sequence) and lengths (batch,) for"
                      f" batch {b}, got {block_tables.shape} and {lengths.shape}")
   group = heads // kv_heads
   pages = block_tables.shape[1]
-  if splits is not None and (not isinstance(splits, int) or splits < 1 or pages % splits):
-    raise ValueError(f"paged_attention: splits ({splits}) must divide the pages per sequence ({pages})")
+  if splits is not None and (not isinstance(splits, numbers.Integral) or isinstance(splits, bool)
+                             or splits < 1 or pages % splits):
+    raise ValueError(f"paged_attention: splits ({splits}) must be a positive int dividing the pages per"
+                     f" sequence ({pages})")
+  if splits is not None:
+    splits = int(splits)
   if tensor_cores is None:
     tensor_cores = group > 1
+  if tensor_cores and group > ROWS:
+    raise ValueError(f"paged_attention: the tensor-core path takes at most {ROWS} query heads a kv head, got"
+                     f" {group} ({heads} heads, {kv_heads} kv heads): pass tensor_cores=False")
   if longest_first is None:        # every program scans all lengths: cheap up to a few hundred sequences
     longest_first = b <= LONGEST_FIRST_MAX_BATCH
   if splits is None:

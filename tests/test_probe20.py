@@ -69,7 +69,7 @@ def test_paged_attention_splits_divide_the_pages():
   """splits=3 of 8 pages gave errors of 0.33 (and a store outside o_part on the tensor-core path);
   the CUDA-core default of 8 splits of 12 pages was as wrong."""
   args = PA.make_inputs(jax.random.key(0), 2, 4, 2, 128, 16, 8)
-  with pytest.raises(ValueError, match=r"splits \(3\) must divide the pages per sequence \(8\)"):
+  with pytest.raises(ValueError, match=r"splits \(3\) must be a positive int dividing the pages per sequence \(8\)"):
     PA.paged_attention(*args, splits=3, interpret=True)
   with pytest.raises(ValueError, match=r"kv_heads \(2\) must divide heads \(3\)"):
     PA.paged_attention(*PA.make_inputs(jax.random.key(0), 2, 3, 2, 128, 16, 8), interpret=True)

@@ -919,3 +919,29 @@ def aliased_rebound(x, out):
 def test_an_aliased_output_rebound_without_any_write_is_reported():
   expect(aliased_rebound, [S((128,), F32)], mg.UncoveredOutputError, "out = x",
          "out is an output, and this assignment rebinds the name: nothing writes the output")
+
+
+# ---------------------------------------------------------------- the examples as a library (round 2)
+def test_the_examples_refuse_inputs_they_would_get_wrong():
+  import sys, os
+  sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
+  import attention as AT
+  import paged_attention as PA
+  import quickstart as QS
+  q = jnp.ones((1, 128, 1, 64), jnp.float16)
+  with pytest.raises(ValueError, match="sm_scale must be positive"):       # -inf masks times a negative scale: NaN
+    AT.attention(q, q, q, sm_scale=-0.125, interpret=True)
+  q128 = jnp.ones((1, 100, 1, 128), jnp.float16)
+  with pytest.raises(ValueError, match="seq length 100 must be a multiple of 8 for head_dim 128"):
+    AT.attention(q128, q128, q128, interpret=True)
+  with pytest.raises(ValueError, match="kv_heads dividing"):
+    AT.attention(q, q[:, :, :0], q[:, :, :0], interpret=True)
+  qp = jnp.ones((1, 128, 64), jnp.float16)
+  pages = jnp.ones((1, 8, 16, 64), jnp.float16)
+  tables, lengths = jnp.zeros((1, 8), jnp.int32), jnp.full((1,), 16, jnp.int32)
+  with pytest.raises(ValueError, match="at most 64 query heads a kv head, got 128"):
+    PA.paged_attention(qp, pages, pages, tables, lengths, tensor_cores=True, interpret=True)
+  got = PA.paged_attention(qp[:, :4], pages, pages, tables, lengths, splits=np.int64(2), interpret=True)
+  assert got.shape == (1, 4, 64)                                     # a NumPy int splits: accepted
+  with pytest.raises(mg.SignatureError, match="gelu_mul needs x and y of one shape"):
+    QS.gelu_mul(jnp.ones((128, 64), F32), jnp.ones((64, 64), F32), interpret=True)
