@@ -481,7 +481,7 @@ def _after_loop(tracer, loc, assigned, carries, before, poisoned, where) -> None
 def trace_while(tracer, node: ast.While):
   """`while cond:` on a runtime boolean scalar: an scf.while whose `before` block evaluates the
   condition on the carried values and whose body updates them."""
-  loc, b = tracer.loc(node), tracer.b
+  loc = tracer.loc(node)
   if node.orelse:
     tracer.unsupported(node, "while ... else")
   assigned = assigned_names(node.body)

@@ -22,7 +22,7 @@ from .env import POISON, PoisonedUse, Unbound, assigned_names
 from . import missing
 from .missing import missing_hint
 from .ops import METHODS, REF_METHODS, elementwise as ew, gather, memory, shape
-from .ops.base import is_tensor, is_value, kind_of, typed_number
+from .ops.base import is_tensor, is_value, kind_of, static_number, typed_number
 from .ops.power import power
 from .assign import SCATTER_HINT, Assignments, At, holds_value, is_whole
 from .source import Source
@@ -228,7 +228,7 @@ class Tracer(Assignments, Calls, ast.NodeVisitor):
     if not isinstance(cond.type, ScalarType) or resolve(cond.type.dtype) != DType.bool_:
       scalar = isinstance(cond.type, ScalarType)
       raise E.KernelTypeError(
-          f"an if condition must be a Python value or a boolean scalar, got "
+          "an if condition must be a Python value or a boolean scalar, got "
           + (f"a {resolve(cond.type.dtype)} scalar" if scalar else kind_of(cond)),
           self.loc(node.test), hint=f"compare it: if {self.text(node.test)} != 0:" if scalar else
           "compare scalars (i < n); tensors select with ml.where")
@@ -356,8 +356,8 @@ class Tracer(Assignments, Calls, ast.NodeVisitor):
   def outer_value(self, name, v, node):
     """A global or closure variable as the kernel sees it: a NumPy scalar as the Python number
     it holds (as constexprs and static calls' results are); a value JAX is tracing is an error."""
-    if isinstance(v, np.generic) and hasattr(v, "item"):     # numpy's and ml_dtypes' (bfloat16) scalars
-      return typed_number(v)
+    if isinstance(v, np.generic):        # numpy's and ml_dtypes' (bfloat16) scalars
+      return static_number(v)
     traced = any(c.__name__.endswith("Tracer") for c in type(v).__mro__)
     if not traced and getattr(v, "shape", None) == () and hasattr(v, "item") and hasattr(v, "dtype"):
       return typed_number(v)     # a concrete 0-d JAX array: jnp.float32(0.5) at module level
@@ -433,9 +433,7 @@ class Tracer(Assignments, Calls, ast.NodeVisitor):
     except AttributeError:
       raise E.UnknownNameError(f"{self.text(node.value)} has no attribute {attr!r}", self.loc(node),
                                hint=missing_hint(base, attr)) from None
-    if isinstance(out, np.generic) and hasattr(out, "item"):
-      return typed_number(out)       # jnp.finfo(x.dtype).min: a NumPy scalar, as a module constant is
-    return out
+    return static_number(out)        # jnp.finfo(x.dtype).min: a NumPy scalar, as a module constant is
 
   def eval_index(self, node):
     if isinstance(node, ast.Slice):
@@ -478,9 +476,7 @@ class Tracer(Assignments, Calls, ast.NodeVisitor):
     except Exception as e:
       raise E.KernelTypeError(f"cannot index {self.text(node.value)}: {e}", cx.loc,
                               hint="static values index as in Python") from None
-    if isinstance(out, np.generic) and hasattr(out, "item"):
-      return typed_number(out)      # COEFFS[2] of a module's NumPy array: a NumPy scalar, as COEFFS2 = np.float32(..)
-    return out
+    return static_number(out)       # COEFFS[2] of a module's NumPy array: a NumPy scalar, as a constant is
 
   def eval_BinOp(self, node):
     return self.binop(type(node.op), self.eval(node.left), self.eval(node.right), node)

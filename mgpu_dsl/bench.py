@@ -10,14 +10,12 @@ DESIGN.md states targets in. Wall time is what a user's step sees.
 from __future__ import annotations
 
 import functools
-import os
 import statistics
-import sys
 import time
 from typing import Any, Callable
 
 from .frontend import errors as E
-from .frontend.loc import Loc
+from .frontend.loc import Loc, user_loc
 
 
 @functools.lru_cache(maxsize=None)
@@ -34,17 +32,7 @@ def caller_loc() -> Loc:
   """The location of the first frame outside mgpu_dsl and JAX: where the user called it from
   (through jax.vmap's rules, jax.jit's tracing...)."""
   import jax
-  skip = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep for m in (sys.modules[__package__], jax))
-  f = sys._getframe(1)
-  while f is not None and os.path.abspath(f.f_code.co_filename).startswith(skip):
-    f = f.f_back
-  if f is None:
-    return Loc("<unknown>", 0, 0)
-  import linecache
-  line = linecache.getline(f.f_code.co_filename, f.f_lineno)
-  col = len(line) - len(line.lstrip()) if line.strip() else 0     # the statement, not its indentation
-  return Loc(f.f_code.co_filename, f.f_lineno, col, f.f_lineno, len(line.rstrip()) if line.strip() else None,
-             source_line=line)
+  return user_loc(skip=(jax,))
 
 
 def bench(fn: Callable, *args: Any, iterations: int = 20) -> float:

@@ -54,6 +54,13 @@ def typed_number(v):
   return out
 
 
+def static_number(v):
+  """A NumPy (or ml_dtypes) scalar met while tracing (a module constant, `COEFFS[2]`,
+  `jnp.finfo(x.dtype).min`) as the typed Python number it holds; any other value unchanged."""
+  import numpy as np
+  return typed_number(v) if isinstance(v, np.generic) and hasattr(v, "item") else v
+
+
 class Builtin:
   """A DSL function (`ml.<name>`)."""
 
