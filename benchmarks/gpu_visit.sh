@@ -96,6 +96,7 @@ step() {
     mixed_rows)  python3 -u benchmarks/mixed_rows.py ;;
     ln_pairs)    python3 -u benchmarks/mixed_rows.py --pairs ;;
     ln_mc)       python3 -u benchmarks/ln_multicast.py ;;
+    ln_res)      python3 -u benchmarks/ln_resident.py ;;
     attn_exp)    python3 -u benchmarks/attn_exp.py ;;
     epi_bufs)    python3 -u benchmarks/epilogue_bufs.py ;;
     attn_wg3)    python3 -u benchmarks/attention.py --quick --pass fwd --wg3 --each --no-pallas ;;
