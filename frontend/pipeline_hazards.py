@@ -6,9 +6,14 @@ of trip j itself). A load from an array the loop writes (an output read back, or
 aliased to one by `input_output_aliases`) is sound only when no such write touches its window.
 The windows' starts are taken as affine functions of the trip counter (`c * k + base + offset`,
 `base` a value from before the loop); where two starts share `c` and `base` the overlap is
-decided exactly, elsewhere it is assumed. Found overlaps are a PipelineError at the load.
+decided exactly. A start may instead be `(T // P) * k + base + offset` or `(T % P) * k + ...`
+(a `Part`), T affine with a non-zero stride and P != 0: different trips have different T, so
+different (T // P, T % P) pairs, and tiles indexed by both in two dimensions cannot meet.
+Elsewhere overlap is assumed. Found overlaps are a PipelineError at the load.
 """
 from __future__ import annotations
+
+import collections
 
 from . import errors as E
 from . import ir
@@ -19,12 +24,22 @@ from .ops.memory import View
 from .types import RefType, Space
 
 WRITES = (Access.REG_WRITE, Access.TMA_WRITE)
+# A window start `(T // P) * k + base + off` (op "//") or `(T % P) * k + base + off` (op "%"):
+# tp = (T's affine form, P's key), k != 0.
+Part = collections.namedtuple("Part", "op tp k base off")
 
 
 def _positive(v, all_defs) -> bool:
   """Whether `v`, a value from before the loop, is at least 1: a grid size (ml.num_programs), or
   a pipelined loop's run-time step (checked positive)."""
   return isinstance(all_defs.get(id(v)), (NumPrograms, PositiveStep))
+
+
+def _divisor(v, all_defs):
+  """A key for `v` as a divisor known not to be 0 and the same in every trip, or None."""
+  if isinstance(v, int) and not isinstance(v, bool):
+    return v or None
+  return ("value", id(v)) if isinstance(v, ir.Value) and _positive(v, all_defs) else None
 
 
 def _affine(v, iv, body_defs, all_defs, depth=0):
@@ -42,6 +57,13 @@ def _affine(v, iv, body_defs, all_defs, depth=0):
   o = body_defs.get(id(v))
   if o is None or isinstance(o, (ProgramId, NumPrograms)):     # from before the loop, or the same
     return (0, None), ((id(v), 1),), 0                        # in every trip: a fixed base
+  if isinstance(o, Binary) and o.kind in (BinOp.FLOORDIV, BinOp.MOD) \
+      and getattr(o.results[0].type.dtype, "is_int", False):
+    # T // P or T % P, T varying with the trip: a term of its own (a base key that is a tuple)
+    t, p = _affine(o.lhs, iv, body_defs, all_defs, depth + 1), _divisor(o.rhs, all_defs)
+    if t is None or p is None or not t[0][0] or any(isinstance(i, tuple) for i, _ in t[1]):
+      return None
+    return (0, None), (((o.kind.value, t, p), 1),), 0
   if not isinstance(o, Binary) or o.kind not in (BinOp.ADD, BinOp.SUB, BinOp.MUL):
     return None
   a, b = (_affine(x, iv, body_defs, all_defs, depth + 1) for x in (o.lhs, o.rhs))
@@ -71,8 +93,20 @@ def _affine(v, iv, body_defs, all_defs, depth=0):
   base = dict(a[1])
   for i, m in b[1]:
     base[i] = base.get(i, 0) + sign * m
-  return ((ca + sign * cb, sa if sa is not None else sb), tuple(sorted((i, m) for i, m in base.items() if m)),
-          a[2] + sign * b[2])
+  return ((ca + sign * cb, sa if sa is not None else sb),
+          tuple(sorted(((i, m) for i, m in base.items() if m), key=repr)), a[2] + sign * b[2])
+
+
+def _start(v, iv, body_defs, all_defs):
+  """A window start: an affine form (as `_affine`), a `Part`, or None (not understood)."""
+  a = _affine(v, iv, body_defs, all_defs)
+  terms = [e for e in a[1] if isinstance(e[0], tuple)] if a is not None else ()
+  if not terms:
+    return a
+  if len(terms) > 1 or a[0][0]:
+    return None                                   # two such terms, or one plus the counter itself
+  (op, t, p), k = terms[0]
+  return Part(op, (t, p), k, tuple(e for e in a[1] if e is not terms[0]), a[2])
 
 
 def _window(ref, iv, body_defs, all_defs):
@@ -82,22 +116,44 @@ def _window(ref, iv, body_defs, all_defs):
     root = d.ref
     if all_defs.get(id(root)) is not None:        # a view of a view: not followed
       return root, [(None, n) for n in root.type.shape]
-    return root, [(_affine(i.start, iv, body_defs, all_defs), i.size) for i in d.index]
+    return root, [(_start(i.start, iv, body_defs, all_defs), i.size) for i in d.index]
   return ref, [(((0, None), (), 0), n) for n in ref.type.shape]
+
+
+def _comparable(la, wa) -> bool:
+  """Whether two starts differ only in their offsets (so their distance is known)."""
+  if la is None or wa is None or isinstance(la, Part) != isinstance(wa, Part):
+    return False
+  return la[:4] == wa[:4] if isinstance(la, Part) else la[:2] == wa[:2]
+
+
+# The trips t + delta and t (delta != 0) have different T, so for one P the quotients T // P,
+# the remainders T % P or both differ: (quotients differ, remainders differ).
+_DIFFER = ((True, True), (True, False), (False, True))
 
 
 def _may_overlap(load, write, deltas) -> bool:
   """Whether load's window of trip t + delta meets write's window of trip t for some delta."""
+  tp = next((s.tp for s, _ in load if isinstance(s, Part)), None)   # the (T, P) split on
   for delta in deltas:
-    if all(_dim_overlaps(l, w, delta) for l, w in zip(load, write)):
-      return True
+    for differ in (_DIFFER if delta and tp else ((False, False),)):
+      if all(_dim_overlaps(l, w, delta, tp, differ) for l, w in zip(load, write)):
+        return True
   return False
 
 
-def _dim_overlaps(l, w, delta) -> bool:
+def _dim_overlaps(l, w, delta, tp=None, differ=(False, False)) -> bool:
   (la, ls), (wa, ws) = l, w
-  if la is None or wa is None or la[0] != wa[0] or la[1] != wa[1]:
+  if not _comparable(la, wa):
     return True                                   # not comparable: assume they meet
+  if isinstance(la, Part):
+    if delta and la.tp != tp:
+      return True                                 # another T or P: its terms may be anything
+    off = la.off - wa.off
+    if not differ[la.op == "%"]:                  # the same quotient (remainder) in both trips
+      return -ls < off < ws
+    # m * k + off for some integer m != 0: apart when |k| clears the windows both ways
+    return abs(la.k) < ws - off or abs(la.k) < ls + off
   (c, sym), off = la[0], la[2] - wa[2]
   diff = c * delta + off                          # load start - write start (a stride of 1)
   if sym is None or c * delta == 0:
@@ -137,8 +193,7 @@ def check_loads_of_written_memory(kernel, body, iv, sites, stages, unpipelined="
         first = 0 if order[id(o)] < order[id(copy)] else 1
         via = f" (through {wroot.name}, its alias)" if wroot is not root else ""
         back = READ_BACK_TRIPS if not isinstance(trips, int) else min(trips, READ_BACK_TRIPS)
-        comparable = all(l is not None and w is not None and l[0] == w[0] and l[1] == w[1]
-                         for (l, _), (w, _) in zip(load, write))        # (else MG502 below decides)
+        comparable = all(_comparable(l, w) for (l, _), (w, _) in zip(load, write))   # (else MG502 decides)
         if ws and comparable and _may_overlap(load, write, range(max(first, stages), back)):
           # The producer warpgroup's loads wait for stage slots, not for the consumers' stores (their
           # TMA stores may still be writing GMEM; register stores need a proxy fence): reading back
@@ -152,5 +207,7 @@ def check_loads_of_written_memory(kernel, body, iv, sites, stages, unpipelined="
           raise E.PipelineError(
               f"this pipelined load reads {root.name}, which the loop writes{via}: with stages={stages}"
               f" it is issued up to {stages - 1} trip(s) early, before those writes", copy.loc,
-              hint=f"use {unpipelined} (or range()) for a loop that reads back what it writes, or read"
-                   " from another array", notes=(f"{o.loc}: the write",))
+              hint=f"use {unpipelined} (or range()) for a loop that reads back what it writes" + (
+                  ", or read from another array" if not via else "; an in-place update may stay pipelined"
+                  " when no two trips share a tile (ml.ds(t * bm, bm), or rows t // n * bm, columns t % n * bn)"),
+              notes=(f"{o.loc}: the write",))
