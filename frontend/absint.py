@@ -93,6 +93,7 @@ class GridEval:
     self.env: dict[int, object] = {}
     self.defs = ir.def_table(kernel.body)
     self.exact = True
+    self.trips = []           # (loop index, its values now) of the loops being walked, outermost first
 
   def program(self, p: int) -> tuple:
     return tuple(int(a[p]) for a in self.pid)
@@ -171,7 +172,11 @@ class GridEval:
         self.env[iv.id] = start + k * step
         for a, v in zip(args, carried):
           self.set(a, v)
-        ys = self.block(o.body, must & on, may & on)
+        self.trips.append((iv, self.env[iv.id]))
+        try:
+          ys = self.block(o.body, must & on, may & on)
+        finally:
+          self.trips.pop()
         carried = [UNKNOWN if y is UNKNOWN or c is UNKNOWN else np.where(on, y, c)
                    for y, c in zip(ys, carried)]
       for r, v in zip(o.results, carried):
@@ -182,8 +187,12 @@ class GridEval:
     self.env[iv.id] = start
     for a, v in zip(args, inits):
       self.set(a, v)
-    self.block(o.body, must & runs if runs is not None else np.zeros_like(must),
-               may & runs if runs is not None else may)
+    self.trips.append((iv, start))
+    try:
+      self.block(o.body, must & runs if runs is not None else np.zeros_like(must),
+                 may & runs if runs is not None else may)
+    finally:
+      self.trips.pop()
     saved, self.exact = self.exact, False
     self.env[iv.id] = UNKNOWN
     for a in args:

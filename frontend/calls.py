@@ -162,6 +162,11 @@ class Calls:
         for v in args[0]:
           total = ew.binary(cx, ew.BinOp.ADD, total, v) if holds_value(total) or holds_value(v) else total + v
         return total
+      if fn in (builtins.min, builtins.max) and len(args) == 1 and is_value(args[0]):
+        raise E.KernelTypeError(
+            f"{fn.__name__}(...) of one register value is Python's iteration, which kernels do not do", cx.loc,
+            hint=f"reduce it with ml.{fn.__name__}(x) (or ml.{fn.__name__}(x, axis=...)); the elementwise"
+                 f" {fn.__name__} of two values is {fn.__name__}(a, b) or ml.{fn.__name__}imum(a, b)")
       if fn is builtins.sum:
         raise E.UnsupportedSyntaxError(
             "sum(...) of register values is not supported in a kernel", cx.loc,

@@ -52,12 +52,16 @@ def _view_axis(view, d):
   return (kept.index(d) if d in kept else None), len(kept)
 
 
-def _bounds_hint(acc, root, d, n, full, before, gmem, view=None) -> str:
+def _bounds_hint(acc, root, d, n, full, before, gmem, view=None, output=False) -> str:
   """What fixes a window that starts before 0 (`before`) or runs past the end of dimension d.
   The mask it suggests has the window's rank: the positions along the masked axis, with the
-  window's other axes inserted as size-1 axes (`[:, None]` for rows of a 2-D window)."""
-  fix = ("guard the access (if i > 0:) or clamp its start (ml.maximum(start, 0))" if before else
-         f"guard the access (if start + {n} <= {full}:) or clamp its start (ml.minimum(start, {full - n}))")
+  window's other axes inserted as size-1 axes (`[:, None]` for rows of a 2-D window). A read of
+  an output is not clamped: the clamped window is one this program has not written yet."""
+  clamp = not (output and acc.kind in READS)
+  fix = ("guard the access (if start >= 0:, with the trips it skips handled apart)"
+         + (" or clamp its start (ml.maximum(start, 0))" if clamp else "") if before else
+         f"guard the access (if start + {n} <= {full}:)"
+         + (f" or clamp its start (ml.minimum(start, {full - n}))" if clamp else ""))
   if isinstance(acc.op, AtomicUpdate) and gmem and not before:
     # a guard skips the tail and a clamped start adds the overlap twice: a scatter drops what is outside
     axis, rank = _view_axis(view, d)
@@ -292,6 +296,15 @@ class _Memory:
     return uninitialized_read(name, region, where, root.type.space == Space.GMEM, acc.op.loc)
 
   # ------------------------------------------------------------ bounds
+  def _trip(self, p) -> str:
+    """" when t = 0" (", i = 2"): the loop indices, named by the user, of the trip being walked."""
+    known = [(iv.name, v) for iv, v in self.ev.trips
+             if iv.name and iv.name.isidentifier() and v is not UNKNOWN]
+    return (" when " + ", ".join(f"{name} = {int(v[p])}" for name, v in known)) if known else ""
+
+  def _is_output(self, root) -> bool:
+    return any(q.is_output and q.value is root for q in self.kernel.params)
+
   def check_bounds(self, acc):
     w = acc.window
     for d, (s, n, full) in enumerate(zip(w.starts, w.sizes, w.shape)):
@@ -313,10 +326,11 @@ class _Memory:
             hint=f"guard the read (if i < {root}.shape[0]:) or clamp its index (ml.minimum(i, n - 1)),"
                  f" or pass a longer {root}"))
         return
+      trip = self._trip(p)
       self.report(E.IndexOutOfBoundsError(
-          f"this {_VERB.get(acc.kind, 'access')} touches {root}[{win}]{where}, outside {root}'s shape"
+          f"this {_VERB.get(acc.kind, 'access')} touches {root}[{win}]{where}{trip}, outside {root}'s shape"
           f" {tuple(w.shape)}", acc.op.loc, hint=_bounds_hint(acc, root, d, n, full, bool((s[p] < 0)), gmem,
-                                              self.ev.defs.get(acc.ref.id))))
+                                              self.ev.defs.get(acc.ref.id), output=self._is_output(w.root))))
       return
 
   # ------------------------------------------------------------ coverage

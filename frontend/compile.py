@@ -192,10 +192,9 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, bloc
     ir.prune_dead(kernel.body)
     split_index_vectors(kernel, em.defs)
     assign_layouts(kernel, em.defs)
-    check_layouts(kernel, em.defs)
-    check_atomic_layouts(kernel)
-    check_tiled_starts(kernel, em.defs, facts)
-    check_minor_starts(kernel, em.defs, facts)
+    _each_reported(lambda: check_layouts(kernel, em.defs), lambda: check_atomic_layouts(kernel),
+                   lambda: check_tiled_starts(kernel, em.defs, facts),
+                   lambda: check_minor_starts(kernel, em.defs, facts))
     plan_scratch(kernel, em)
     end = pk.source.loc(pk.tree.body[-1])
     kernel.smem_plan = plan_smem(kernel, em.defs)
@@ -209,6 +208,23 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, bloc
   except Exception as e:   # a bug in a pass, not in the kernel: say so, at the kernel
     raise E.InternalError.wrap(f"mgpu_dsl failed while compiling {pk.tree.name}", e, loc) from e
   return kernel
+
+
+def _each_reported(*checks) -> None:
+  """Run independent checks of the laid-out kernel; raise every mistake they find at once (each
+  check stops at its first), in source order."""
+  found = []
+  for check in checks:
+    try:
+      check()
+    except E.KernelError as e:
+      if isinstance(e, E.InternalError):
+        raise
+      found.extend(e.errors)
+  if found:
+    if len({e.filename for e in found}) == 1:
+      found.sort(key=lambda e: (e.lineno or 0, e.col_offset or 0))
+    E.raise_all(found)
 
 
 def _check_dims(v, loc) -> None:
@@ -282,7 +298,10 @@ def _bind_scalar_param(pk, tr, em, name, n_in) -> None:
     raise E.SignatureError(
         f"{name} is annotated ml.scalar but was given an array of shape {ref.type.shape}"
         f" ({ref.type.dtype})", loc,
-        hint="pass a Python int or float, or a 0-d int or float array (jnp.float32(0.5))")
+        hint=f"pass a Python int or float, or a 0-d int or float array (jnp.float32(0.5)); a flag as an int:"
+             f" {name}.astype(jnp.int32) at the call, `if {name} != 0:` in the kernel"
+             if ref.type.dtype == DType.bool_ else
+             "pass a Python int or float, or a 0-d int or float array (jnp.float32(0.5))")
   tr.env[name] = scalar_load(Call(em, loc, name), ref, name)
 
 

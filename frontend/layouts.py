@@ -169,7 +169,8 @@ class _Solver:
       d = self.defs.get(d.ref.id)
     last_kept = True                    # the root's last dimension is still a dimension of the view
     for view in reversed(chain):        # from the root outwards
-      if last_kept and view.index and view.index[-1].squeeze and not view.transpose:
+      if last_kept and view.index and view.index[-1].squeeze and not view.transpose \
+          and view.ref.type.shape[-1] != 1:         # x.at[:, 0] of an (n, 1) x: still next to each other
         last_kept = False
     return not last_kept and bool(chain) and any(not i.squeeze for i in chain[0].index)
 
@@ -339,9 +340,7 @@ class _Solver:
             f"broadcasting {spread.x.name or 'a tensor'} of shape {src} to {dst}: broadcasting works into"
             f" 1-D and 2-D tensors, not {len(dst)}-D ones (a register tile keeps its rows in fixed threads)",
             spread.loc,
-            hint="take the leading axis in an ml.static_range loop, 2-D at a time: for i in"
-                 f" ml.static_range({dst[0]}): out.at[i][...] = x.at[i][...] + b[...]; or reshape the arrays"
-                 " to 2-D outside the kernel (x.reshape(-1, n), free in XLA)")
+            hint=_broadcast_loops_hint(spread.x.name, src, dst))
       if len([n for n in bad.type.shape if n != 1]) <= 2:    # a tile with size-1 axes around it
         raise E.LayoutError(
             f"{bad.name or 'this tensor'} of shape {bad.type.shape} meets a row-wise tile (reduced or"
@@ -381,6 +380,8 @@ class _Solver:
         or self.first_use.get(bad.id)
     from .ops.gather import Gather, ScatterUpdate
     ids = {v.id for v in tiles}
+    if isinstance(where, Reduce) and where.x.id in ids and where.x.type.shape == bad.type.shape:
+      bad = where.x                # name the tile under the caret, not another of its class
     indexed = next((x for x in ir.walk(self.kernel.body) if isinstance(x, (Gather, ScatterUpdate))
                     and any(u.id in ids for u in [*x.operands(), *x.results])), None)
     if indexed is not None:        # the compiler's index grids, not a broadcast the user wrote
@@ -539,6 +540,20 @@ class _Solver:
     index = ", ".join("0" for _ in v.type.shape)
     return f"store the scalar into the one element: {use.ref.name or 'out'}[{index}] = {text}"
 
+  @staticmethod
+  def _smem_vector_hint(o, n, up):
+    """A short vector read from or written to an SMEM buffer: windows of SMEM cannot run past its
+    end, so the buffer itself takes the padding."""
+    refs = [r for r, _ in ir.traits_of(o).effects(o) if r is not None] if o is not None else []
+    smem = next((r for r in refs if isinstance(r.type, RefType) and r.type.space == Space.SMEM), None)
+    if smem is None:
+      return None
+    name = smem.name or "buf"
+    return (f"an SMEM window cannot run past its buffer: allocate {name} with {up} elements, fill it"
+            f" whole ({name}[...] = ml.zeros(({up},), ...)), put your {n} in {name}.at[ml.ds(0, {n})] and read"
+            f" all {up} ({name}[...]; store them with mask=ml.arange({up}) < {n}); or keep the value in"
+            f" registers instead of going through SMEM")
+
   def check(self, v, lay: Layout):
     o = self.first_use.get(v.id)
     loc = o.loc if o else self.kernel.loc
@@ -556,7 +571,7 @@ class _Solver:
               f"{v.name or 'this tensor'} has shape {shape}: a 1-D register vector needs a multiple of 8"
               f" elements (other register tensors a multiple of {hw.WARPGROUP}, one per thread of a"
               f" warpgroup)", loc,
-              hint=self._scalar_store_hint(v) or
+              hint=self._scalar_store_hint(v) or self._smem_vector_hint(o, n, up) or
                    f"pad it with a masked window: ref.at[ml.ds(start, {up})].load(mask=ml.arange({up}) < {n},"
                    f" other=0) and a masked store of the same window")
         raise E.LayoutError(
@@ -707,3 +722,22 @@ def assign_layouts(kernel: ir.Kernel, defs) -> None:
   s.solve()
   s.apply()
   s.smem_tilings()
+
+
+def _broadcast_loops_hint(text, src, dst) -> str:
+  """Loops over a broadcast's leading axes, each trip 2-D: `for i in ml.static_range(2): for j in
+  ml.static_range(4):` with every array indexed `.at[i, j]` (a size-1 axis of the source by 0)."""
+  lead = len(dst) - 2
+  names = "ijklm"[:lead]
+  loops = " ".join(f"for {n} in ml.static_range({dst[k]}):" for k, n in enumerate(names))
+  pad = len(dst) - len(src)
+  full = (1,) * pad + tuple(src)
+  at = ", ".join("0" if full[k] == 1 else n for k, n in enumerate(names))
+  lone = all(full[k] == 1 for k in range(lead))
+  if text and text.endswith("[...]") and text[:-5].isidentifier() and pad == 0:
+    source = f"{text[:-5]}.at[{at}][...]"
+  else:
+    source = f"{text or 'the source'} with its leading axes indexed ({at})"
+  return (f"take the leading axes in ml.static_range loops, 2-D at a time: {loops} each array .at[{', '.join(names)}]"
+          f" (shape {tuple(dst[lead:])}), and {source}" + (" (the same for every trip)" if lone else "")
+          + f"; or reshape the arrays to 2-D outside the kernel (x.reshape(-1, {dst[-1]}), free in XLA)")

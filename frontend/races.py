@@ -118,6 +118,19 @@ def own_window(name, shape, grid):
           f" with grid=lambda x: ((x.shape[0] + t - 1) // t,), and read the matching window of the inputs")
 
 
+def _apart_along(name, a, b, grid):
+  """The hint for two programs that differ along one grid axis only and write one element: that
+  axis does not give each program a window of its own (out.at[h // 2] of a grid over h)."""
+  axes = [k for k, (x, y) in enumerate(zip(a, b)) if x != y]
+  if len(axes) != 1 or not grid or axes[0] == 0 and grid[0] > 1 and all(n == 1 for n in grid[1:]):
+    return None
+  k = axes[0]
+  return (f"programs {a} and {b} differ only along grid axis {k}, yet write the same elements: {name}'s"
+          f" window must change one-to-one with ml.program_id({k}) (launch as many programs along axis"
+          f" {k} as it has windows there, each its own), or add the programs' shares atomically:"
+          f" ml.atomic_add(ref, value)")
+
+
 def race_error(name, race, program, shape=None, grid=None):
   element, p, loc_p, q, loc_q, *read = race
   if read and read[0] is not None:
@@ -132,6 +145,6 @@ def race_error(name, race, program, shape=None, grid=None):
       f"program {program(p)} and program {program(q)} both write {name}{list(element) if element else ''}:"
       f" programs run in no fixed order, so the result depends on timing", loc_q,
       notes=(f"{loc_p}: program {program(p)} writes it here",) if loc_p != loc_q else (),
-      hint=(own_window(name, shape, grid) + "; where programs add partial results into the same"
-            " elements (split-K), add them atomically: ml.atomic_add(ref, value) or"
-            " ml.copy(buf, ref, reduce=\"add\")") if element else ONE_WRITER)
+      hint=(_apart_along(name, program(p), program(q), grid) or own_window(name, shape, grid)
+            + "; where programs add partial results into the same elements (split-K), add them atomically:"
+            " ml.atomic_add(ref, value) or ml.copy(buf, ref, reduce=\"add\")") if element else ONE_WRITER)

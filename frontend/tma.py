@@ -40,7 +40,12 @@ def check_copy(loc, gmem: ir.Value, gwin, smem: ir.Value, swin) -> None:
   if big:
     raise E.about(E.TmaLimitError(
         f"TMA copies move at most {MAX_BOX} elements along each dimension; this window is {tuple(box)}", loc,
-        hint=f"copy it in pieces of at most {MAX_BOX} along that dimension (e.g. with ml.static_range)"),
+        hint=f"the last dimension cannot be copied in pieces into one buffer (an SMEM window must be"
+             f" contiguous): split it outside the kernel, {groot.name or 'x'}.reshape(..., {full[-1]} // {MAX_BOX}, {MAX_BOX}) (free),"
+             f" and copy windows of that into a buffer of the same shape, or copy each {MAX_BOX}-wide piece"
+             f" into a buffer of its own" if box[-1] > MAX_BOX and any(b > 1 for b in box[:-1]) else
+             f"copy it in pieces of at most {MAX_BOX} along that dimension into leading-dimension windows of the"
+             f" buffer, {swin[0].name or 'buf'}.at[ml.ds(k * {MAX_BOX}, {MAX_BOX})] for k in ml.static_range(...)"),
         [swin[0]])
   if (index[-1].size * itemsize) % ALIGN:
     raise E.TmaLimitError(

@@ -128,10 +128,13 @@ def tma_reduction_op(kind: AtomicKind, d: DType) -> str:
 
 # ---------------------------------------------------------------- interpreter
 def combine(kind: AtomicKind, d: DType, old, new):
-  """What an atomic `kind` leaves in memory, in `d`'s numerics (narrow floats round once)."""
+  """What an atomic `kind` leaves in memory, in `d`'s numerics (narrow floats round once). Float
+  max and min are the hardware's (`red.max`, TMA's reducing store, no `.NaN` qualifier): a NaN
+  operand gives the other one, as np.fmax and np.fmin."""
   if d.is_float:
     c = N.compute_dtype(d)
-    r = N.FLOAT_BIN[_BIN[kind]](np.asarray(old).astype(c), np.asarray(new).astype(c))
+    fn = {AtomicKind.MAX: np.fmax, AtomicKind.MIN: np.fmin}.get(kind) or N.FLOAT_BIN[_BIN[kind]]
+    r = fn(np.asarray(old).astype(c), np.asarray(new).astype(c))
   else:
     r = N.INT_BIN[_BIN[kind]](np.asarray(old), np.asarray(new))
   return np.asarray(r).astype(N.np_dtype(d))

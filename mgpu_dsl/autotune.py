@@ -111,7 +111,7 @@ class Autotuner:
     clash = sorted(self.tuned & set(constexprs))
     if clash:
       raise E.SignatureError(f"{self.__name__}: {', '.join(clash)} is chosen by @mg.autotune",
-                             self.kernel.parsed.loc,
+                             caller_loc() or self.kernel.parsed.loc,
                              hint="leave tuned constexprs out of the call, or call the kernel itself:"
                                   f" {self.__name__}.kernel(..., {clash[0]}=...)")
     if self.kernel._interpret(interpret):

@@ -107,6 +107,11 @@ def check_inputs(pk, args, bounds: tuple[int, int], name: str, loc, *, count: bo
   """Raise SignatureError unless `args` are arrays of supported dtypes, between `bounds`
   (from `input_bounds`) in number (`count=False`: the number is checked later)."""
   refs = pk.ref_params
+  if refs and refs[0] in ("self", "cls") and (not args or not is_array_like(args[0]) or len(args) < bounds[0]):
+    raise E.SignatureError(
+        f"{name}'s first parameter is {refs[0]}, but a kernel is not a method: it binds no {refs[0]} (every"
+        f" parameter is an array)", loc,
+        hint=f"drop {refs[0]} and put @staticmethod above @mg.mgpu_kernel, or define the kernel at module level")
   for i, a in enumerate(args):
     what = f"input {i}" + (f" ({refs[i]})" if i < len(refs) else "")
     if not is_array_like(a):
@@ -204,6 +209,13 @@ def check_constexprs(pk, constexprs: dict, name: str, loc, args=()) -> None:
   arguments, where a constexpr passed by position shows as an extra non-array)."""
   import jax
   unknown = [c for c in constexprs if c not in pk.constexpr_params]
+  scalars = [c for c in unknown if c in getattr(pk, "scalar_params", ())]
+  if scalars:                   # a run-time scalar by keyword: it is an input, passed by position
+    k = pk.ref_params.index(scalars[0])
+    raise E.SignatureError(
+        f"{name}: {scalars[0]} is an ml.scalar parameter (a run-time input), passed by position, not by"
+        f" keyword", loc,
+        hint=f"pass it in its place among the inputs: {name}({', '.join(pk.ref_params[:k + 1])})")
   if unknown:
     ref = unknown[0] in pk.ref_params
     raise E.SignatureError(

@@ -52,6 +52,19 @@ def _at_call(e: E.KernelError, def_loc) -> E.KernelError:
   return e
 
 
+def _call_noted(e: E.KernelError, args, names) -> E.KernelError:
+  """A mistake found in the kernel (or its options) for this call's arguments: a note names the
+  call and what it passed (an int8 input meeting a float, a batch too large), unless the error
+  is already at the call."""
+  at = caller_loc()
+  if at is None or not at.lineno or isinstance(e, E.InternalError) or \
+      (e.filename, e.lineno) == (at.filename, at.lineno):
+    return e
+  shown = [f"{n}: {calling.describe(a)}" for n, a in zip(names, args)]
+  e.notes = tuple(e.notes) + (f"{at}: the call ({', '.join(shown)})",)
+  return e
+
+
 def _as_tuple3(x, what, loc):
   integral = lambda i: isinstance(i, numbers.Integral) and not isinstance(i, (bool, np.bool_))
   if integral(x):
@@ -345,7 +358,8 @@ class KernelFunction:
         name = self.parsed.ref_params[p]
         raise E.SignatureError(f"{self.__name__}: {name} is an ml.scalar parameter, given the bool {args[p]}",
                                caller_loc() or self.parsed.loc,
-                               hint=f"ml.scalar values are ints or floats: pass int({name}) (1 or 0)")
+                               hint=f"ml.scalar values are ints or floats: pass int({name}) (1 or 0) and test it"
+                                    f" in the kernel: `if {name} != 0:`, ml.where({name} != 0, ...)")
       if p < len(args) and isinstance(args[p], int) and not -2 ** 31 <= args[p] < 2 ** 31:
         name = self.parsed.ref_params[p]
         raise E.SignatureError(
@@ -530,11 +544,13 @@ class KernelFunction:
     args = self._scalar_args(args)
     try:
       hit = self._compile(args, constexprs, allow_empty=True)
-    except E.SignatureError as e:
-      raise _at_call(e, self.parsed.loc) from None
-    if "empty" in hit:         # every output empty, no programs: nothing to launch
-      return jax.tree.unflatten(hit["treedef"], self._empty_outputs(hit["empty"], args))
-    outs = batching.call(self, args, constexprs, self._interpret(interpret), hit=hit)
+      if "empty" in hit:       # every output empty, no programs: nothing to launch
+        return jax.tree.unflatten(hit["treedef"], self._empty_outputs(hit["empty"], args))
+      outs = batching.call(self, args, constexprs, self._interpret(interpret), hit=hit)
+    except E.KernelError as e:
+      if isinstance(e, E.SignatureError):
+        e = _at_call(e, self.parsed.loc)
+      raise _call_noted(e, args, self.parsed.ref_params) from None
     return jax.tree.unflatten(hit["treedef"], list(outs))
 
   def _empty_outputs(self, spec, args) -> list:

@@ -67,8 +67,8 @@ def _interpret_primitive():
   """`mgpu_dsl_interpret`: interpret mode under a JAX trace. On the CPU (and on a machine with
   a GPU) it lowers to the interpreter's callback; lowered for CUDA where there is no GPU (an
   export for a GPU elsewhere, with MGPU_DSL_INTERPRET=1 or interpret=True) it lowers to the
-  compiled kernel: a callback cannot run in an exported CUDA module, and the interpreter
-  stands in for a GPU this machine lacks, not for the kernel."""
+  compiled kernel, as does any export for CUDA: a callback cannot run in an exported CUDA
+  module, and the interpreter stands in for a GPU this machine lacks, not for the kernel."""
   import jax
   from jax.extend.core import Primitive
   from jax.interpreters import mlir
@@ -81,10 +81,18 @@ def _interpret_primitive():
   p.def_abstract_eval(lambda *avals, call: [jax.core.ShapedArray(tuple(s.shape), s.dtype) for s in call.out_specs])
 
   def interpreted(ctx, *args, call):
+    if getattr(ctx.module_context.lowering_parameters, "for_export", False):
+      from .bench import caller_loc
+      platforms = ", ".join(ctx.module_context.platforms)
+      raise E.SignatureError(
+          f"{call.name} runs in interpret mode, a host callback, which jax.export cannot hold (exporting for"
+          f" {platforms})", caller_loc(),
+          hint="export for platforms=['cuda'] alone (the export holds the compiled kernel, also in interpret"
+               " mode); run interpret mode by calling the function, not through jax.export")
     return mlir.lower_fun(call.interpret_fn, multiple_results=True)(ctx, *args)
 
   def cuda(ctx, *args, call):
-    if has_gpu():
+    if has_gpu() and not getattr(ctx.module_context.lowering_parameters, "for_export", False):
       return interpreted(ctx, *args, call=call)
     run = call.kernel_fn()
     return mlir.lower_fun(lambda *a: list(run(*a)), multiple_results=True)(ctx, *args)

@@ -215,7 +215,7 @@ def register_a_f32(a, b, out):
 def test_register_a_operand_of_float32_is_rejected_with_astype_hint():
   e = expect(register_a_f32, [S((128, 64), F16), S((64, 128), F16)], mg.UnsupportedDtypeError,
              "ml.dot(x, b_s)", "ml.dot takes operand a from registers in bfloat16 or float16 only, got x (float32)")
-  assert e.hint == "convert it: ml.dot(x.astype(jnp.float16), ...)"
+  assert e.hint == "convert it to b's dtype: ml.dot(x.astype(jnp.float16), ...)"
 
 
 @mg.mgpu_kernel(out_shape=lambda a, b: S((128, 128), jnp.float32))

@@ -168,7 +168,7 @@ def test_rows_narrower_than_a_warp_are_reported_at_the_reduction_with_a_hint_tha
   be followed, the full rows being 8 wide (probe 15). Now at the ml.max, and the hint's
   32-wide masked read works."""
   e = expect(router_top2, [S((64, 8), F32)], mg.LayoutError, "ml.max(ml.where(keep, srt, -1e30), axis=1)",
-             "logits[...] of shape (64, 8) is reduced or broadcast along its rows or columns, which needs"
+             "ml.where(keep, srt, -1e+30) of shape (64, 8) is reduced or broadcast along its rows or columns, which needs"
              " columns a multiple of 32 (one per lane of a warp), and rows a multiple of 4 unless the columns"
              " are a multiple of 128")
   assert "x.at[rows, ml.ds(0, 32)].load(mask=ml.arange(32)[None, :] < 8, other=float('-inf'))" in e.hint

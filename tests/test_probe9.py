@@ -230,11 +230,12 @@ def test_a_positional_constexpr_is_named_as_an_extra_argument():
 def triple_ragged(x, out):
   i = ml.program_id(0)
   m = (i * 256 + ml.arange(256)) < x.shape[0]
-  v = x.at[ml.ds(i * 256, 256)].load(mask=m, other=0.0)
+  v = x.at[ml.ds(i * 256, 256)].load(mask=m, other=0.5)
   out.at[ml.ds(i * 256, 256)].store(v * 3, mask=m)
 
 
-def test_a_finite_float_other_on_an_int_load_hints_the_int():
+def test_a_fractional_float_other_on_an_int_load_hints_the_int():
+  # (a whole-number float, other=0.0, is the integer it holds, as in Triton: tests/test_probe23.py)
   expect(triple_ragged, [S((1000,), I32)], mg.DtypeMismatchError, "x.at[ml.ds(i * 256, 256)].load(",
-         "ml.load's other (0.0) is a float but x.at[ml.ds(i * 256, 256)] is int32",
+         "ml.load's other (0.5) is a float but x.at[ml.ds(i * 256, 256)] is int32",
          hint="an integer of int32: other=0")

@@ -262,7 +262,7 @@ def one_hot_counts(x, o):
 def test_a_broadcast_tile_is_not_named_after_its_vector():
   """Once: 'v of shape (128, 16) is reduced or broadcast...', v being the (128,) vector."""
   expect(one_hot_counts, [S((128,), jnp.int32)], mg.LayoutError, "ml.sum(onehot",     # at the reduction
-         "this tile of shape (128, 16) is reduced or broadcast along its rows or columns, which needs columns"
+         "onehot.astype(jnp.float32) of shape (128, 16) is reduced or broadcast along its rows or columns, which needs columns"
          " a multiple of 32 (one per lane of a warp), and rows a multiple of 4 unless the columns are a"
          " multiple of 128")
 

@@ -137,7 +137,8 @@ def test_a_register_read_starting_before_zero_is_rejected_with_its_program():
          "this register read touches x[-1:127] in program (0, 0, 0), outside x's shape (256,)",
          hint="mask it to the elements inside, start being the window's start: x.at[...].load(mask=start +"
               " ml.arange(128) >= 0, other=0) (read an input's tail the same way, .load(mask=..., other=0));"
-              " or guard the access (if i > 0:) or clamp its start (ml.maximum(start, 0))")
+              " or guard the access (if start >= 0:, with the trips it skips handled apart) or clamp its start"
+              " (ml.maximum(start, 0))")
 
 
 @mg.mgpu_kernel(out_shape=lambda x: x, grid=(2,))
@@ -182,7 +183,7 @@ def smem_window_outside(x, out):
 
 def test_an_smem_window_outside_its_buffer_in_a_loop_is_rejected():
   expect(smem_window_outside, [S((128,), F32)], mg.IndexOutOfBoundsError, "buf.at[ml.ds(k * 128",
-         "this register write touches buf[256:384], outside buf's shape (256,)",
+         "this register write touches buf[256:384] when k = 2, outside buf's shape (256,)",
          hint="guard the access (if start + 128 <= 256:) or clamp its start (ml.minimum(start, 128)); windows"
               " of an SMEM buffer must stay inside it")
 

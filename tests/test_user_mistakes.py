@@ -429,7 +429,8 @@ def test_a_bool_for_an_ml_scalar_says_what_to_pass():
   with pytest.raises(mg.SignatureError) as e:
     scale_by(x, True, interpret=True)
   assert e.value.message == "scale_by: a is an ml.scalar parameter, given the bool True"
-  assert e.value.hint == "ml.scalar values are ints or floats: pass int(a) (1 or 0)"
+  assert e.value.hint == ("ml.scalar values are ints or floats: pass int(a) (1 or 0) and test it in the kernel:"
+                          " `if a != 0:`, ml.where(a != 0, ...)")
 
 
 # ---------------------------------------------------------------- signed zeros in max and min

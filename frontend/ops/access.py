@@ -207,6 +207,8 @@ def _masked_read(cx, ref, mask, other):
   if isinstance(other, float) and isinstance(resolve(ref.type.dtype), DType) and not resolve(ref.type.dtype).is_float:
     d = resolve(ref.type.dtype)
     lo, hi = d.int_range
+    if other.is_integer() and lo <= other <= hi:
+      return _masked_read(cx, ref, mask, int(other))     # other=0.0 on int8 data: the integer 0, as Triton
     raise E.DtypeMismatchError(f"ml.load's other ({other}) is a float but {ref.name} is"
                                f" {dtype_name(ref.type.dtype)}", cx.loc,
                                hint=_int_other_hint(other, dtype_name(ref.type.dtype), lo, hi))
@@ -217,14 +219,8 @@ def _masked_read(cx, ref, mask, other):
 
 
 def _select(cx, mask, a, b):
-  """ml.where(mask, a, b) for a masked SMEM access; 8-bit values (which have no register select)
-  are selected in 32 bits and converted back, exactly (the values come from the 8-bit type)."""
-  d = resolve(a.type.dtype) if is_value(a) else None
-  if not (isinstance(d, DType) and d.bits == 8):
-    return ew.where_(cx, mask, a, b)
-  wide = DType.f32 if d.is_float else DType.i32
-  widen = lambda v: ew.astype(cx, v, wide) if is_value(v) else v
-  return ew.astype(cx, ew.where_(cx, mask, widen(a), widen(b)), d)
+  """ml.where(mask, a, b) for a masked SMEM access (8-bit values select in 32 bits: ew.where_)."""
+  return ew.where_(cx, mask, a, b)
 
 
 @builtin(ref_methods=("store",))

@@ -139,7 +139,14 @@ def kind_of(x) -> str:
     return "a register tensor" if isinstance(t, TensorType) else "a scalar"
   if hasattr(x, "KIND"):
     return x.KIND
+  if _outside_array(x):
+    return f"an array from outside the kernel ({x.dtype}{list(x.shape)})"
   return f"a Python {type(x).__name__}"
+
+
+def _outside_array(x) -> bool:
+  """A NumPy or JAX array met in a kernel body: a global or closure variable."""
+  return hasattr(x, "shape") and hasattr(x, "dtype") and isinstance(getattr(x, "shape"), tuple)
 
 
 def check_register_value(cx, x, what):
@@ -154,7 +161,9 @@ def check_register_value(cx, x, what):
         f"{what} works on register values, got {x.name or 'a ref'} ({x.type.space} ref)", cx.loc, hint=hint)
   if not (is_value(x) or isinstance(x, Num)):
     raise E.KernelTypeError(f"{what} cannot take {kind_of(x)}", cx.loc,
-                            hint="pass a register tensor, a scalar or a Python number")
+                            hint="pass the array to the kernel as an input (kernels read arrays through their"
+                                 " parameters)" if _outside_array(x) else
+                                 "pass a register tensor, a scalar or a Python number")
 
 
 def static_int(cx, x, what, *, minimum=None) -> int:

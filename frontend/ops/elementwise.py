@@ -337,14 +337,37 @@ def check_dtype_support(cx, dtype, what, *, floats_only=False, ints_only=False, 
         f"convert first: {x}.astype(jnp.int32)")
 
 
-def binary(cx, kind: BinOp, a, b):
-  what = kind.value if kind not in (BinOp.MAX, BinOp.MIN) else f"ml.{kind.name.lower()}imum"
-  folded = _fold_one_element(cx, (a, b), lambda sa, sb: binary(cx, kind, sa, sb))
+def _wide(d):
+  """The 32-bit type an 8-bit value computes a comparison, max, min or select in (exactly: every
+  8-bit value is one of it), or None where `d` has register arithmetic of its own."""
+  if isinstance(d, DType) and d.bits == 8 and d not in hw.ARITH_DTYPES:
+    return DType.f32 if d.is_float else DType.i32
+  return None
+
+
+def _widened(cx, values, wide, narrow=None):
+  """`values` in `wide`; a Python number first rounded to the 8-bit float `narrow`, as jnp's weak
+  typing converts it (x > 101 on float8_e4m3fn compares with 104)."""
+  def one(v):
+    if is_value(v):
+      return astype(cx, v, wide)
+    if isinstance(v, (int, float)) and not isinstance(v, bool) and narrow is not None and narrow.is_float:
+      return float(np.asarray(v, np.float32).astype(narrow.np))
+    return v
+  return [one(v) for v in values]
+
+
+def binary(cx, kind: BinOp, a, b, what=None):
+  what = what or (kind.value if kind not in (BinOp.MAX, BinOp.MIN) else f"ml.{kind.name.lower()}imum")
+  folded = _fold_one_element(cx, (a, b), lambda sa, sb: binary(cx, kind, sa, sb, what))
   if folded is not None:
     return folded
   a0, b0 = a, b          # as the user gave them, for hints
   (a, b), shape, dt = common(cx, a, b, what)
   d = resolve(dt)
+  if kind in (BinOp.MAX, BinOp.MIN) and (wide := _wide(d)) is not None:
+    # 8-bit max/min (a uint8 image's max-pooling): in 32 bits, converted back exactly
+    return astype(cx, binary(cx, kind, *_widened(cx, (a, b), wide, d), what), d)
   if kind == BinOp.DIV and isinstance(d, DType) and not d.is_float:
     # As jnp: true division of integers (or bools) computes in float32.
     a, b = (astype(cx, x, DType.f32) if is_value(x) else float(x) for x in (a, b))
@@ -372,6 +395,9 @@ def compare(cx, kind: CmpOp, a, b):
     return folded
   x = next((v for v in (a, b) if is_value(v)), None)      # as the user gave it, for hints
   (a, b), shape, dt = common(cx, a, b, kind.value)
+  wide = _wide(resolve(dt))
+  if wide is not None and not (kind in _BITWISE_8BIT and resolve(dt).is_int):     # (fp8 == by value, not bits)
+    (a, b), dt = _widened(cx, (a, b), wide, resolve(dt)), wide          # 8-bit order: in 32 bits, exactly
   check_dtype_support(cx, dt, kind.value, bitwise=kind in _BITWISE_8BIT, x=x)
   return cx.b.emit(Compare, kind, a, b, loc=cx.loc,
                    types=[result_type(shape, DType.bool_)], names=[cx.name]).result
@@ -429,9 +455,12 @@ def where_(cx, cond, a, b):
     return folded
   check_register_value(cx, cond, "ml.where")
   if not is_value(cond) or resolve(cond.type.dtype) != DType.bool_:
+    what = (f"{kind_of(cond)} ({resolve(cond.type.dtype)})" if is_value(cond) else kind_of(cond))
+    name = cx.named(cond)
     raise E.KernelTypeError(
-        f"ml.where's condition must be a boolean tensor (a comparison), got {kind_of(cond)}", cx.loc,
-        hint="compare to make one: ml.where(x > 0, x, 0.0)")
+        f"ml.where's condition must be a boolean (a comparison), got {what}", cx.loc,
+        hint=f"compare to make one: ml.where({name} != 0, ...)" if is_value(cond) and name != "x" else
+             "compare to make one: ml.where(x > 0, x, 0.0)")
   if not is_value(a) and not is_value(b):   # two Python numbers: their default dtype
     check_register_value(cx, a, "ml.where")
     check_register_value(cx, b, "ml.where")
@@ -445,6 +474,8 @@ def where_(cx, cond, a, b):
   else:
     (a, b), _, dt = common(cx, a, b, "ml.where")
   x = next((v for v in (a, b) if is_value(v)), None)
+  if (wide := _wide(resolve(dt))) is not None:       # an 8-bit select: in 32 bits, converted back exactly
+    return astype(cx, where_(cx, cond, *_widened(cx, (a, b), wide, resolve(dt))), dt)
   (cond, a, b), shape = broadcast_operands(cx, (cond, a, b), "ml.where")
   check_dtype_support(cx, dt, "ml.where", x=x)
   # All scalars (a run-time condition between scalars or numbers): a scalar select.

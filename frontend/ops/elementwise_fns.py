@@ -198,9 +198,9 @@ def clip(cx, x, min=None, max=None):
     raise E.KernelTypeError("ml.clip needs min, max or both", cx.loc,
                             hint=f"give the bounds: ml.clip({cx.named(x, 'x')}, min=lo, max=hi), or min= or max= alone")
   if min is not None:
-    x = binary(cx, BinOp.MAX, x, min)
+    x = binary(cx, BinOp.MAX, x, min, "ml.clip")
   if max is not None:
-    x = binary(cx, BinOp.MIN, x, max)
+    x = binary(cx, BinOp.MIN, x, max, "ml.clip")
   return x
 
 

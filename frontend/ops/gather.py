@@ -171,6 +171,15 @@ def _plan(cx, ref, index, what):
   if not out_shape:
     raise E.KernelTypeError("this index reads one element: a gather reads a tensor of them", cx.loc,
                             hint="read a single element with ref[i, j]")
+  if len([n for n in out_shape if n != 1]) > 2:      # its index grids would broadcast into 3-D
+    lead = next(d for d in range(len(t.shape)) if d in spans or d in adv)
+    n = spans[lead][1] if lead in spans else None
+    raise E.LayoutError(
+        f"this {what} gives a {len(out_shape)}-D result {out_shape}: a {what} (its index grids broadcast"
+        f" together) gives 1-D and 2-D tensors", cx.loc,
+        hint=(f"take dimension {lead} in an ml.static_range loop, a 2-D {what} a trip: for c in"
+              f" ml.static_range({n}): index dimension {lead} with c (a slice becomes that int)" if n else
+              f"index one dimension with an int in an ml.static_range loop, a 2-D {what} a trip"))
   axis_of = {d: k for k, d in enumerate(before)}
   axis_of.update({d: len(before) + len(b) + k for k, d in enumerate(after)})
 

@@ -6,6 +6,8 @@ accumulator lives in registers in the WGMMA layout. The limits are hw.py's.
 """
 from __future__ import annotations
 
+import re
+
 from .. import errors as E
 from .. import hw
 from .. import ir
@@ -68,7 +70,7 @@ def _operand(cx, what, x):
                             hint="index the leading dimensions away: buf.at[stage]")
 
 
-def _register_a(cx, a, d):
+def _register_a(cx, a, d, b=None):
   """A register A operand: a 2-D 16-bit tile (the WGMMA layout a converted accumulator has)."""
   if len(a.type.shape) != 2:
     raise E.MmaOperandError(f"ml.dot operand a must be 2-D, got shape {a.type.shape}", cx.loc,
@@ -77,10 +79,21 @@ def _register_a(cx, a, d):
     names = " or ".join(sorted(map(str, hw.MMA_REG_A_DTYPES)))
     hint = (f"store the tile in an SMEM buffer and pass the buffer: buf = ml.smem({a.type.shape}, jnp.{d});"
             f" buf[...] = <the tile>; ml.dot(buf, ...) (a tile read from SMEM: pass that buffer itself)"
-            if d.bits == 8 else f"convert it: ml.dot({a.name or 'a'}.astype(jnp.float16), ...)")
+            if d.bits == 8 else f"convert it to b's dtype: ml.dot({_unconverted(a.name or 'a')}.astype(jnp.{_b_dtype(b)}), ...)")
     raise E.UnsupportedDtypeError(
         f"ml.dot takes operand a from registers in {names} only, got {a.name or 'a'} ({d})", cx.loc,
         hint=hint)
+
+
+def _unconverted(text: str) -> str:
+  """`a[...].astype(jnp.float32)` -> `a[...]`: a hint converts the value once, not twice."""
+  return re.sub(r"\.astype\([^()]*\)$", "", text) or text
+
+
+def _b_dtype(b) -> DType:
+  """The 16-bit dtype a register A operand should take: b's where b is 16-bit, else float16."""
+  d = resolve(b.type.dtype) if is_value(b) else None
+  return d if d in hw.MMA_REG_A_DTYPES else DType.f16
 
 
 def _major(cx, a, b, d):
@@ -121,7 +134,7 @@ def dot(cx, a, b, acc=None):
   loc = cx.loc
   in_regs = is_value(a) and isinstance(a.type, TensorType)
   if in_regs:
-    _register_a(cx, a, resolve(a.type.dtype))
+    _register_a(cx, a, resolve(a.type.dtype), b)
   else:
     _operand(cx, "a", a)
   _operand(cx, "b", b)
@@ -160,7 +173,11 @@ def dot(cx, a, b, acc=None):
     err = E.MmaOperandError(
         f"ml.dot needs n (columns of b) to be a multiple of {n_step} and at most {hw.MMA_N_MAX}, got {n}", loc,
         hint="store b's tile as (n, k) and pass it transposed, ml.dot(a, b_s.T): n may then be any multiple"
-             f" of {hw.MMA_N_STEP}" if narrow else "split wider tiles into several dots of at most 256 columns")
+             f" of {hw.MMA_N_STEP}" if narrow else
+             "split wider tiles into several dots of at most 256 columns" if n > hw.MMA_N_MAX else
+             f"pad n to a multiple of {n_step}: a b tile of {-(-n // n_step) * n_step} columns (a TMA copy"
+             f" past the array's end fills zeros; or mask a register load with other=0), and store only"
+             f" the first {n} columns of the result (a masked store)")
     # too wide a b tile is also too wide for one TMA copy: that error, earlier, comes second
     raise E.about(err, [_root(cx, b)], cause=n > hw.MMA_N_MAX)
   if k % k_step:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 from .. import errors as E
+from .. import ir
 from ..dtypes import DType
 from ..types import ScalarType, TensorType, dtype_name, resolve
 from . import elementwise as ew
@@ -25,8 +26,12 @@ def _axes(cx, axis, rank, what):
   out = []
   for a in axes:
     if not isinstance(a, int) or isinstance(a, bool):
-      raise E.KernelTypeError(f"{what}: axis must be a static int or a tuple of them, got {a!r}", cx.loc,
-                              hint="e.g. axis=1 (along each row) or axis=None (everything)")
+      pair = {"ml.max": "ml.maximum", "ml.min": "ml.minimum"}.get(what)
+      tensor = isinstance(a, ir.Value)
+      raise E.KernelTypeError(f"{what}: axis must be a static int or a tuple of them, got"
+                              f" {kind_of(a) if tensor else repr(a)}", cx.loc,
+                              hint=f"{what} reduces one tensor; the elementwise {what[3:]} of two is {pair}(a, b)"
+                              if pair and tensor else "e.g. axis=1 (along each row) or axis=None (everything)")
     if not -rank <= a < rank:
       raise E.IndexOutOfBoundsError(
           f"{what}: axis {a} is out of range for a tensor of rank {rank}", cx.loc,
