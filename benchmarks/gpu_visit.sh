@@ -97,6 +97,8 @@ step() {
     ln_pairs)    python3 -u benchmarks/mixed_rows.py --pairs ;;
     ln_mc)       python3 -u benchmarks/ln_multicast.py ;;
     ln_res)      python3 -u benchmarks/ln_resident.py ;;
+    gpu_pending14) python3 -u -m pytest -q -p no:cacheprovider tests/test_probe23.py tests/test_pipeline_tiles.py
+                 python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_scatter.py tests/test_gather.py tests/test_probe16.py tests/test_probe17.py tests/test_numerics_edges.py tests/test_layout_cases.py ;;
     attn_exp)    python3 -u benchmarks/attn_exp.py ;;
     epi_bufs)    python3 -u benchmarks/epilogue_bufs.py ;;
     attn_wg3)    python3 -u benchmarks/attention.py --quick --pass fwd --wg3 --each --no-pallas ;;
