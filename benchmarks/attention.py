@@ -45,6 +45,10 @@ def ours_configs(d, few=False, causal=False):
   """The default tiles, the other forward and backward kernels, and a few other tiles (`few`: the
   default and its variants in the two loop orders, with and without ping-pong)."""
   base = ex.default_config(d, causal)
+  if few == "lpt":       # the longest causal query tiles of every head first (q tiles the slowest grid axis)
+    r = dataclasses.replace
+    extra = [r(base, lpt=True, bq=192, stages=3), r(base, lpt=True, stages=3)] if causal and d <= 64 else []
+    return [r(base, lpt=False), r(base, lpt=True)] + extra
   if few == "wg3b":      # head_dim 64: the three-warpgroup tiles against the two-warpgroup ones
     r = dataclasses.replace
     return [base] + [r(base, bq=bq, bkv=kv, stages=s) for bq, kv, s in
@@ -74,7 +78,7 @@ def ours_configs(d, few=False, causal=False):
 
 
 def cfg_name(c):
-  return f"{'ws ' if c.ws else ''}{'pp ' if c.pingpong else ''}{'overlap' if c.overlap else 'simple'} q{c.bq} kv{c.bkv} s{c.stages} | {'fused' if c.fused_bwd else 'dkv+dq'} q{c.dkv_bq} kv{c.dkv_bkv} s{c.dkv_stages} | dq kv{c.dq_bkv} s{c.dq_stages}"
+  return f"{'lpt ' if c.lpt else ''}{'ws ' if c.ws else ''}{'pp ' if c.pingpong else ''}{'overlap' if c.overlap else 'simple'} q{c.bq} kv{c.bkv} s{c.stages} | {'fused' if c.fused_bwd else 'dkv+dq'} q{c.dkv_bq} kv{c.dkv_bkv} s{c.dkv_stages} | dq kv{c.dq_bkv} s{c.dq_stages}"
 
 
 def contenders(d, causal, bwd, few=False):
@@ -193,6 +197,8 @@ def main():
                                                     " without ping-pong")
   p.add_argument("--wg3", action="store_true", help="the default tiles against 192 query rows on three warpgroups")
   p.add_argument("--wg3b", action="store_true", help="head_dim 64: more tiles of two and three warpgroups")
+  p.add_argument("--lpt", action="store_true", help="the default tiles against the same with query tiles the"
+                                                    " slowest grid axis (causal: longest first across heads)")
   p.add_argument("--each", action="store_true", help="print every configuration's figures")
   p.add_argument("--no-pallas", action="store_true", help="skip Pallas (its forward overflows SMEM on jax 0.11.2)")
   a = p.parse_args()
@@ -208,7 +214,7 @@ def main():
     for d in dims:
       for causal in masks:
         for seq in seqs:
-          rows += run_problem(getattr(jnp, dtype), d, causal, seq, passes, "wg3" if a.wg3 else "wg3b" if a.wg3b else a.few, a.each,
+          rows += run_problem(getattr(jnp, dtype), d, causal, seq, passes, "wg3" if a.wg3 else "wg3b" if a.wg3b else "lpt" if a.lpt else a.few, a.each,
                                not a.no_pallas)
   print("\nAttention, each contender at its best configuration:")
   print(table(HEADER, rows))

@@ -53,8 +53,22 @@ def _q_grid(q, *_, bq, **__):
   return (q.shape[1] // bq, q.shape[2], q.shape[0])
 
 
-def _fwd_grid(q, *_, bq, **__):
+def _fwd_grid(q, *_, bq, lpt=False, **__):
+  if lpt:      # query tiles the slowest axis: every head's longest (causal) tile launches first
+    return (q.shape[2], q.shape[0], ml.cdiv(q.shape[1], bq))
   return (ml.cdiv(q.shape[1], bq), q.shape[2], q.shape[0])     # a partial last query tile
+
+
+@ml.inline
+def fwd_ids(causal, lpt):
+  """(query tile, head, batch) of this program: with `causal`, the longest rows first (a shorter
+  tail); with `lpt`, across all heads and batches (the grid's slowest axis), else within each."""
+  if lpt:
+    return ml.num_programs(2) - 1 - ml.program_id(2), ml.program_id(0), ml.program_id(1)
+  i = ml.program_id(0)
+  if causal:
+    i = ml.num_programs(0) - 1 - i
+  return i, ml.program_id(1), ml.program_id(2)
 
 
 def _fwd_block(q, *_, bq, **__):
@@ -73,13 +87,9 @@ def store_lse(lse, value, b, h, i, bq):
 
 def forward_kernel(q, k, v, o, lse, *, bq: ml.constexpr, bkv: ml.constexpr, stages: ml.constexpr,
                    causal: ml.constexpr, scale: ml.constexpr, ws: ml.constexpr = False,
-                   pingpong: ml.constexpr = False):
+                   pingpong: ml.constexpr = False, lpt: ml.constexpr = False):
   """o = softmax(q @ k.T * scale) @ v for `bq` rows of one head; lse (natural log) per row."""
-  i = ml.program_id(0)
-  if causal:
-    i = ml.num_programs(0) - 1 - i        # the longest rows first: a shorter tail
-  h = ml.program_id(1)
-  b = ml.program_id(2)
+  i, h, b = fwd_ids(causal, lpt)
   hk = h // (q.shape[2] // k.shape[2])
   d = q.shape[3]
   q_s = ml.smem((bq, d))
@@ -118,7 +128,7 @@ def forward_kernel(q, k, v, o, lse, *, bq: ml.constexpr, bkv: ml.constexpr, stag
 
 def forward_overlap_kernel(q, k, v, o, lse, *, bq: ml.constexpr, bkv: ml.constexpr, stages: ml.constexpr,
                            causal: ml.constexpr, scale: ml.constexpr, ws: ml.constexpr = False,
-                           pingpong: ml.constexpr = False):
+                           pingpong: ml.constexpr = False, lpt: ml.constexpr = False):
   """forward_kernel with the tensor cores busy during the softmax (FlashAttention-3's order).
 
   Step t issues s_next = q @ k_t.T, then runs the softmax of s (block t - 1, computed at the
@@ -126,11 +136,7 @@ def forward_overlap_kernel(q, k, v, o, lse, *, bq: ml.constexpr, bkv: ml.constex
   the newer group in flight. Step 0 has no block to finish: s starts as an empty tile (-inf),
   which leaves m, l and acc as they are; the last step's extra product is discarded.
   """
-  i = ml.program_id(0)
-  if causal:
-    i = ml.num_programs(0) - 1 - i        # the longest rows first: a shorter tail
-  h = ml.program_id(1)
-  b = ml.program_id(2)
+  i, h, b = fwd_ids(causal, lpt)
   hk = h // (q.shape[2] // k.shape[2])
   d = q.shape[3]
   q_s = ml.smem((bq, d))
@@ -383,6 +389,7 @@ class Config:
   fused_bwd: bool = True     # one backward kernel (dkv_dq_kernel, dk/dv tiles) rather than two
   ws: bool = False           # warp specialisation: a producer warpgroup issues the K/V (Q/dO) loads (kernels of one stage: off)
   pingpong: bool = False     # with ws: the forward's two warpgroups take turns on the tensor cores (FA3)
+  lpt: bool = False          # the forward's query tiles the grid's slowest axis (causal: longest first overall)
   dkv_bq: int = 64
   dkv_bkv: int = 128
   dkv_stages: int = 2
@@ -396,10 +403,13 @@ def default_config(head_dim: int, causal: bool = False) -> Config:
   warp-specialised in the plain order: the fastest forward at head_dim 64 and 128 on the H200
   (benchmarks/attention.py --quick, docs/benchmarks.md); at head_dim 64 without a mask, on
   three warpgroups of 64 query rows each (437-443 against 410 TFLOP/s on two; with the mask
-  the diagonal blocks of 192 rows waste more than the third warpgroup gains)."""
+  the diagonal blocks of 192 rows waste more than the third warpgroup gains). At head_dim 64 the
+  query tiles are the grid's slowest axis (`lpt`): with the mask, every head's longest tiles run
+  first (383 against 373 TFLOP/s); at head_dim 128 that order loses K and V's reuse in L2 (558
+  against 601)."""
   if head_dim <= 64:
     return Config(bq=128 if causal else 192, bkv=128, stages=4 if causal else 3, overlap=False, ws=True,
-                  dkv_bq=128, dkv_bkv=128, dkv_stages=2, dq_bkv=128, dq_stages=3)
+                  lpt=True, dkv_bq=128, dkv_bkv=128, dkv_stages=2, dq_bkv=128, dq_stages=3)
   if head_dim <= 128:
     return Config(bq=128, bkv=128, stages=3, overlap=False, ws=True, dkv_bq=64, dkv_bkv=128,
                   dkv_stages=2, dq_bkv=64, dq_stages=3)
@@ -448,7 +458,7 @@ def _check_bwd(q, k, config):
 def _attention(q, k, v, causal, scale, config, interpret):
   kernel = forward_overlap if config.overlap else forward
   return kernel(q, k, v, bq=config.bq, bkv=config.bkv, stages=config.stages, causal=causal, scale=scale,
-                ws=config.ws, pingpong=config.pingpong, interpret=interpret)
+                ws=config.ws, pingpong=config.pingpong, lpt=config.lpt, interpret=interpret)
 
 
 def _attention_fwd(q, k, v, causal, scale, config, interpret):

@@ -170,6 +170,19 @@ def test_three_warpgroup_forward_launches_384_threads_over_a_partial_last_tile()
   assert ex.default_config(64).bq == 192 and ex.default_config(64, causal=True).bq == 128
 
 
+@pytest.mark.parametrize("causal", [False, True])
+def test_query_tiles_as_the_slowest_grid_axis_compute_the_same(causal):
+  q = jax.random.normal(jax.random.key(0), (2, 384, 4, 64), jnp.float16)
+  k, v = (jax.random.normal(jax.random.key(i), (2, 384, 2, 64), jnp.float16) for i in (1, 2))
+  base = dataclasses.replace(ex.default_config(64, causal), lpt=False)
+  want = ex.attention(q, k, v, causal, config=base, interpret=True)
+  got = ex.attention(q, k, v, causal, config=dataclasses.replace(base, lpt=True), interpret=True)
+  np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+  ir = ex.forward.typed_ir(q, k, k, bq=base.bq, bkv=128, stages=3, causal=causal, scale=0.1, ws=True, lpt=True)
+  assert f"grid=(4, 2, {384 // base.bq})" in ir     # (heads, batch, query tiles)
+  assert ex.default_config(64, causal).lpt and not ex.default_config(128, causal).lpt
+
+
 def test_bad_shapes_are_rejected_before_tracing():
   z = lambda *shape: np.zeros(shape, np.float16)
   with pytest.raises(ValueError, match="kv_heads dividing"):
