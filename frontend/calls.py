@@ -85,11 +85,21 @@ class Calls:
       return trace_print(self, node)
     if fn is _DEBUG["breakpoint"]:
       return trace_breakpoint(self, node)
+    self._not_foreign(node, fn)     # before its arguments: plgpu.emit_pipeline(body, in_specs=[lambda...])
     if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
       self.unsupported(node, "*args/**kwargs in a call", hint="pass each argument by name or position")
     args = [self.eval(a) for a in node.args]
     kwargs = {k.arg: self.eval(k.value) for k in node.keywords}
     return self.call(node, fn, args, kwargs)
+
+  def _not_foreign(self, node, fn):
+    """KernelTypeError at a call of a Pallas or Triton function, naming what mgpu_dsl writes."""
+    func = getattr(node, "func", None)
+    if func is None or (foreign := missing.foreign_dsl(fn, self.text(func))) is None:
+      return
+    what = "Triton" if (getattr(fn, "__module__", "") or "").startswith("triton") else "Pallas"
+    raise E.KernelTypeError(f"{self.text(func)} is {what}'s; an mgpu_dsl kernel calls ml.* functions",
+                            self.loc(node), hint=foreign)
 
   def call(self, node, fn, args, kwargs):
     from .language import Inline
@@ -115,10 +125,7 @@ class Calls:
       raise E.KernelTypeError(
           f"{self.text(node.func)} is JAX's control flow, which a kernel writes in Python", cx.loc,
           hint=missing.LAX_CONTROL[fn.__name__])
-    if (foreign := missing.foreign_dsl(fn)) is not None:
-      what = "Triton" if (getattr(fn, "__module__", "") or "").startswith("triton") else "Pallas"
-      raise E.KernelTypeError(f"{self.text(node.func)} is {what}'s; an mgpu_dsl kernel calls ml.* functions",
-                              cx.loc, hint=f"write {foreign}")
+    self._not_foreign(node, fn)
     if fn in (builtins.int, builtins.float) and len(args) == 1 and not kwargs and is_value(args[0]):
       x = args[0]              # int(x) / float(x) of a register value: a cast to the kernel's 32 bits
       if isinstance(x.type, RefType):

@@ -6,6 +6,8 @@ unbound, so reading it later is an error at that read.
 """
 from __future__ import annotations
 
+import builtins
+
 import ast
 import re
 
@@ -180,8 +182,8 @@ def trace_for(tracer, node: ast.For):
   fn = tracer.eval(it.func) if isinstance(it, ast.Call) else None
   if fn not in (range, ctl.static_range, ctl.range):
     seq = tracer.eval(it)             # a static sequence (a tuple, a list, enumerate/zip of them): unrolled
-    if hasattr(seq, "__next__") and not is_value(seq):
-      seq = tuple(seq)
+    if (hasattr(seq, "__next__") or isinstance(seq, builtins.range)) and not is_value(seq):
+      seq = tuple(seq)                # (r = ml.static_range(4) then for i in r: a Python range)
     if isinstance(seq, (tuple, list)) and isinstance(node.target, (ast.Name, ast.Tuple, ast.List)):
       for v in seq:
         tracer.stmt = node
@@ -206,8 +208,11 @@ def trace_for(tracer, node: ast.For):
                               hint="ml.range(n, stages=s, warp_specialize=..., pingpong=...) with each keyword"
                                    " given by name (constexprs work as values)")
     if kw.arg not in ("stages", "warp_specialize", "pingpong"):
-      raise E.KernelTypeError(f"ml.range takes no keyword {kw.arg!r}", tracer.loc(kw.value),
-                              hint="ml.range(start, stop, step, stages=s, warp_specialize=False, pingpong=False)")
+      meant = {"num_stages": "stages", "stage": "stages", "warp_specialization": "warp_specialize",
+               "ws": "warp_specialize", "ping_pong": "pingpong"}.get(kw.arg)
+      raise E.KernelTypeError(f"ml.range takes no keyword {kw.arg!r}", tracer.loc(kw),
+                              hint=(f"write {meant}= (Triton's num_stages is ml.range's stages): " if meant else "")
+                                   + "ml.range(start, stop, step, stages=s, warp_specialize=False, pingpong=False)")
     value = tracer.eval(kw.value)
     if kw.arg in ("warp_specialize", "pingpong"):
       if not isinstance(value, bool):

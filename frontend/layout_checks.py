@@ -202,8 +202,12 @@ def _ragged_tiles_hint(kernel, defs, buf, array, d, t, layout, *, rows, copy) ->
       how = f"and one ml.dot per buffer, each giving {w} columns of the result: ml.dot({other(o.a)}, {x}0){more}"
     elif isinstance(o.a.type, RefType) and base(o.a) is buf and not getattr(defs.get(o.a.id), "transpose", False):
       b = other(o.b)                                                            # a @ b: split K
-      how = (f"and sum one ml.dot per buffer: acc = ml.dot({x}0, {b}.at[ml.ds(0, {w})]), then"
-             f" acc = ml.dot({x}1, {b}.at[ml.ds({w}, {w})], acc){more}")
+      if getattr(defs.get(o.b.id), "transpose", False):                          # a @ b_s.T: b's columns
+        part = lambda k: f"{b}.at[:, ml.ds({k}, {w})].T"
+      else:
+        part = lambda k: f"{b}.at[ml.ds({k}, {w})]"
+      how = (f"and sum one ml.dot per buffer: acc = ml.dot({x}0, {part(0)}), then"
+             f" acc = ml.dot({x}1, {part(w)}, acc){more}")
     else:
       continue
     break

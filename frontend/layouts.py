@@ -169,9 +169,13 @@ class _Solver:
       d = self.defs.get(d.ref.id)
     last_kept = True                    # the root's last dimension is still a dimension of the view
     for view in reversed(chain):        # from the root outwards
-      if last_kept and view.index and view.index[-1].squeeze and not view.transpose \
-          and view.ref.type.shape[-1] != 1:         # x.at[:, 0] of an (n, 1) x: still next to each other
-        last_kept = False
+      if last_kept and view.index and view.index[-1].squeeze and not view.transpose:
+        kept = [d for d, i in enumerate(view.index) if not i.squeeze]
+        shape = view.ref.type.shape
+        # x.at[:, 0] of an (n, 1) x: its elements are still next to each other (every dimension after
+        # the last kept one has size 1); x.at[:, 0, 0] of an (n, d, 1) x: d apart
+        if not kept or any(shape[j] != 1 for j in range(kept[-1] + 1, len(shape))):
+          last_kept = False
     return not last_kept and bool(chain) and any(not i.squeeze for i in chain[0].index)
 
   def _memory(self, o):
@@ -452,10 +456,16 @@ class _Solver:
           f" register layouts", o.loc,
           hint="pass one through an SMEM vector to combine them: tmp = ml.smem((n,), jnp.float32); tmp[...] = v;"
                " then tmp[...] reads it back in the layout the other needs")
+    here = getattr(o, "x", None)        # the vector this op broadcasts, when it is of the class
+    name = (here.name if here is not None and here.name and here in members.get(c, []) else named())
+    was, now = _role(layout[c]), _role(layout[p].dropped(axes))
+    meant = (f"if {name} holds a value per row, broadcast it along the rows: {name}[:, None] (a (n,) vector"
+             f" meeting an (m, n) tile aligns with its columns, as in NumPy); otherwise "
+             if was.startswith("a row statistic") and now.startswith("a column vector") else "")
     raise E.LayoutError(
-        f"{named()} is used as {_role(layout[c])} of one tile and as {_role(layout[p].dropped(axes))} of"
-        f" another: a register vector lives in one of the two layouts", o.loc,
-        hint="give each use its own copy: compute the vector twice (an index vector: write its ml.arange"
+        f"{name} is used as {was} of one tile and as {now} of another: a register vector lives in one of the"
+        f" two layouts", o.loc,
+        hint=meant + "give each use its own copy: compute the vector twice (an index vector: write its ml.arange"
              " expression again for the second use), load it again from memory, or pass one through an"
              " SMEM vector (tmp = ml.smem((n,), jnp.float32); tmp[...] = v; then tmp[...] reads it in the"
              " layout its use needs)")

@@ -37,9 +37,24 @@ _NOT_YET = {   # what Triton and jnp users reach for that mgpu_dsl does not have
            f" approximation (as libdevice does) from ml.sqrt, * and +") for n in ("asin", "acos", "atan", "atan2",
                                                                                   "arcsin", "arccos", "arctan")},
     "sign": "no ml.sign: ml.where(x > 0, 1.0, ml.where(x < 0, -1.0, 0.0))",
+    **{n: ("no block pointers or tensor descriptors: take a window of the ref, x.at[ml.ds(i * bm, bm), :], and"
+           " ml.copy it into an ml.smem buffer (a TMA copy), or read it with x.at[...][...]")
+       for n in ("make_block_ptr", "make_tensor_descriptor", "advance")},
+    "debug_barrier": "no ml.debug_barrier: the compiler places the barriers between threads itself",
+    "max_contiguous": "no ml.max_contiguous: not needed (the compiler vectorises contiguous windows);"
+                      " ml.multiple_of(x, n) promises alignment",
+    "max_constancy": "no ml.max_constancy: not needed",
+    **{n: "no ml.{}: write Python's assert on static values; for run-time checks, interpret mode reports"
+          " out-of-bounds windows and races itself".format(n) for n in ("static_assert", "device_assert")},
+    **{n: "no ml.{}: Python's print(...) of static values prints while tracing; of run-time values, on the"
+          " GPU and in interpret mode".format(n) for n in ("static_print", "device_print")},
+    "reduce": "no general ml.reduce: ml.sum, ml.max, ml.min, ml.argmax and ml.argmin reduce along an axis;"
+              " for another combination, reduce pairs of halves with windows, or carry it through a loop",
+    "histogram": "no ml.histogram: scatter ones into a zeroed output, ml.atomic_add(out.at[bins], ml.full(bins.shape,"
+                 " 1, jnp.int32))",
     "isinf": "no ml.isinf: ml.abs(x) == float('inf')",
     "isfinite": "no ml.isfinite: ml.abs(x) < float('inf') (False for NaN too)",
-    "fma": "no ml.fma: write a * b + c (it compiles to a fused multiply-add)",
+    "fma": "no ml.fma: write a * b + c (the GPU may fuse it into one fused multiply-add; interpret mode rounds twice)",
     **{n: ("no compare-and-swap or exchange, so no locks: accumulate partial results with ml.atomic_add into"
            " an output (one reduced atomically starts at zero), or write each program's partials to rows of"
            " their own and sum them in a second kernel") for n in ("atomic_cas", "atomic_xchg")},
@@ -72,7 +87,31 @@ _FOREIGN = {"program_id": "ml.program_id(axis)", "num_programs": "ml.num_program
             "atomic_add": "ml.atomic_add(ref, value)", "where": "ml.where(cond, a, b)",
             "multiple_of": "ml.multiple_of(x, n)", "barrier_wait": "nothing: mgpu_dsl places waits itself",
             "barrier_arrive": "nothing: mgpu_dsl places barriers itself", "commit_smem": "nothing: mgpu_dsl fences"
-            " itself", "wait_smem_to_gmem": "nothing: mgpu_dsl waits for stores itself"}
+            " itself", "wait_smem_to_gmem": "nothing: mgpu_dsl waits for stores itself",
+            "SMEM": "ml.smem(shape, dtype) in the kernel body", "GMEM": "nothing: the kernel's parameters are GMEM refs",
+            "run_scoped": "ml.smem(shape, dtype) in the kernel body (scratch lives as long as its uses)",
+            "emit_pipeline": "a pipelined loop: for k in ml.range(n, stages=s): ml.copy(x.at[...], buf); ...",
+            "emit_pipeline_warp_specialized": "for k in ml.range(n, stages=s, warp_specialize=True): ...",
+            "when": "a Python if on a scalar: if i == 0: ...", "loop": "a for loop: for i in range(n): ...",
+            "fori_loop": "a for loop: for i in range(n): ...", "nd_loop": "nested for loops",
+            "wgmma_wait": "nothing: mgpu_dsl waits for dots itself",
+            "wgmma_accumulator_load": "nothing: ml.dot returns its accumulator in registers",
+            "set_max_registers": "nothing: warp specialisation sets the registers itself",
+            "layout_cast": "nothing: the compiler chooses register layouts",
+            "broadcasted_iota": "ml.arange(n)[:, None] or ml.arange(n)[None, :], broadcast as needed",
+            "iota": "ml.arange(n)", "debug_print": "print(...) (also in interpret mode)",
+            "Barrier": "nothing: mgpu_dsl creates and waits on barriers itself",
+            "kernel": "@mg.mgpu_kernel(out_shape=..., grid=...)", "pallas_call": "@mg.mgpu_kernel(out_shape=..., grid=...)",
+            "BlockSpec": "windows in the kernel body: x.at[ml.ds(i * bm, bm), :] with i = ml.program_id(0)",
+            "reciprocal": "1.0 / x", "multicast_ref": "ml.copy(src, buf, multicast=axis) in a warp-specialised loop",
+            "async_prefetch": "ml.copy into SMEM (loads are asynchronous; a pipelined loop prefetches)",
+            "commit_smem_to_gmem_group": "nothing: mgpu_dsl commits and fences stores itself",
+            "dynamic_scheduling_loop": "a persistent loop: for t in ml.range(ml.program_id(0), n,"
+                                       " ml.num_programs(0), stages=s)",
+            "planar_snake": "ml.grouped_ids(pid, num_m, num_n, group=8)",
+            "semaphore_signal": "no semaphores: ml.cluster_sync() within a cluster, or a second kernel",
+            "semaphore_wait": "no semaphores: ml.cluster_sync() within a cluster, or a second kernel",
+            "get_global": "an extra output, or ml.smem for scratch"}
 _FOREIGN_PACKAGES = ("jax.experimental.pallas", "jax._src.pallas", "jax._src.state.indexing", "jax._src.indexing",
                      "triton")
 # JAX's control flow called in a kernel -> the Python statement that is the kernel's control flow.
@@ -92,10 +131,17 @@ LAX_CONTROL = {
     "map": "for j in range(n): ..."}
 
 
-def foreign_dsl(fn) -> str | None:
-  """'pl.ds' -> the hint naming mgpu_dsl's spelling, for a Pallas or Triton function."""
+def foreign_dsl(fn, text: str = "") -> str | None:
+  """'pl.ds' -> the hint naming mgpu_dsl's spelling, for a Pallas or Triton function (`text`: the
+  call's function as written, for objects without a __name__)."""
   mod = getattr(fn, "__module__", None) or ""
-  if not mod.startswith(_FOREIGN_PACKAGES):
-    return None
-  name = getattr(fn, "__name__", "")
-  return _FOREIGN.get(name, "the ml.* function of that name (docs/language.md lists them)")
+  if not any(mod == p or mod.startswith(p + ".") for p in _FOREIGN_PACKAGES):
+    return None                       # (a user's own triton_helpers module is not Triton)
+  name = getattr(fn, "__name__", "") or text.rsplit(".", 1)[-1]
+  if name in _FOREIGN:
+    return f"write {_FOREIGN[name]}"
+  from . import language
+  if name and hasattr(language, name):
+    return f"write ml.{name}"
+  return (f"mgpu_dsl has no {name or 'such function'}: docs/language.md lists the ml.* functions (pipelines"
+          f" are ml.range(n, stages=s), scratch is ml.smem(shape, dtype), barriers and waits are placed for you)")

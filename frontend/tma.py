@@ -16,8 +16,9 @@ from .hw import TMA_SMEM_ALIGN as SMEM_ALIGN
 from .types import DTypeVar, resolve
 
 
-def check_copy(loc, gmem: ir.Value, gwin, smem: ir.Value, swin) -> None:
-  """`gwin`/`swin`: (root ref, index over the root or None for the whole root) of each side."""
+def check_copy(loc, gmem: ir.Value, gwin, smem: ir.Value, swin, store: bool = False) -> None:
+  """`gwin`/`swin`: (root ref, index over the root or None for the whole root) of each side;
+  `store`: the copy writes GMEM (hints say how to store from registers instead)."""
   d = resolve(gmem.type.dtype)
   itemsize = d.itemsize if not isinstance(d, DTypeVar) else 1
   groot, index = gwin
@@ -38,12 +39,18 @@ def check_copy(loc, gmem: ir.Value, gwin, smem: ir.Value, swin) -> None:
              " ones), then copy windows of that")
   big = [b for b in box if b > MAX_BOX]
   if big:
+    # a split of the last dimension that divides it, each piece a whole number of 16-byte units
+    seg = next((n for n in range(MAX_BOX, 0, -1) if full[-1] % n == 0 and (n * itemsize) % ALIGN == 0), None)
+    split = (f"split it outside the kernel, {groot.name or 'x'}.reshape(..., {full[-1] // seg}, {seg}) (free),"
+             f" and copy windows of that into a buffer of the same shape, or " if seg and full[-1] > MAX_BOX
+             else f"take a window no wider than {groot.name or 'the array'} ({full[-1]} columns; a tile size"
+                  f" above the array's is a config that does not fit this shape), or " if box[-1] > full[-1]
+             else "")
     raise E.about(E.TmaLimitError(
         f"TMA copies move at most {MAX_BOX} elements along each dimension; this window is {tuple(box)}", loc,
         hint=f"the last dimension cannot be copied in pieces into one buffer (an SMEM window must be"
-             f" contiguous): split it outside the kernel, {groot.name or 'x'}.reshape(..., {full[-1]} // {MAX_BOX}, {MAX_BOX}) (free),"
-             f" and copy windows of that into a buffer of the same shape, or copy each {MAX_BOX}-wide piece"
-             f" into a buffer of its own" if box[-1] > MAX_BOX and any(b > 1 for b in box[:-1]) else
+             f" contiguous): {split}copy each piece of at most {MAX_BOX} into a buffer of its own"
+             if box[-1] > MAX_BOX and any(b > 1 for b in box[:-1]) else
              f"copy it in pieces of at most {MAX_BOX} along that dimension into leading-dimension windows of the"
              f" buffer, {swin[0].name or 'buf'}.at[ml.ds(k * {MAX_BOX}, {MAX_BOX})] for k in ml.static_range(...)"),
         [swin[0]])
@@ -51,20 +58,22 @@ def check_copy(loc, gmem: ir.Value, gwin, smem: ir.Value, swin) -> None:
     raise E.TmaLimitError(
         f"TMA copies need the last dimension to span a multiple of {ALIGN} bytes; {index[-1].size} x"
         f" {itemsize} bytes = {index[-1].size * itemsize}", loc,
-        hint=f"make the last dimension a multiple of {ALIGN // itemsize} elements")
+        hint=f"make the last dimension a multiple of {ALIGN // itemsize} elements" if (full[-1] * itemsize) % ALIGN == 0
+        else f"{groot.name or 'the array'}'s rows are {full[-1] * itemsize} bytes, so no window of them is: read it"
+             f" into registers instead ({name}[...]), or reshape the array outside the kernel so that its last"
+             f" dimension spans a multiple of {ALIGN} bytes ({groot.name or 'x'}.reshape(-1) for a column)")
   start = index[-1].start
   if isinstance(start, int) and (start * itemsize) % ALIGN:
     raise E.TmaLimitError(
         f"TMA copies need a window's start in the last dimension to fall on a {ALIGN}-byte boundary;"
         f" this window of {name} starts at element {start} ({start} x {itemsize} bytes), which would"
         f" fault on the GPU", loc,
-        hint=f"start it at a multiple of {ALIGN // itemsize} elements, or read it into registers with"
-             f" ref[...] instead")
+        hint=f"start it at a multiple of {ALIGN // itemsize} elements, or {_registers(store, groot.name or 'out')} instead")
   if len(full) > 1 and (full[-1] * itemsize) % ALIGN:
     raise E.TmaLimitError(
         f"TMA copies need {name}'s rows to be a multiple of {ALIGN} bytes apart; its last dimension is"
         f" {full[-1]} x {itemsize} bytes", loc,
-        hint="pad the array's last dimension, or read it into registers with ref[...] instead")
+        hint=f"pad the array's last dimension, or {_registers(store, groot.name or 'out')} instead")
   if swin[1] is not None:
     _check_smem_contiguous(smem, swin, loc)
     _check_smem_aligned(smem, swin, itemsize, loc)
@@ -103,6 +112,11 @@ def _check_smem_aligned(smem: ir.Value, swin, itemsize: int, loc) -> None:
       raise E.TmaLimitError(
           f"TMA copies need the SMEM window to start at a multiple of {SMEM_ALIGN} bytes; {name} moves"
           f" by {s} bytes per step of its dynamic index along dimension {d}", loc, hint=hint)
+
+
+def _registers(store: bool, root: str = "out") -> str:
+  return (f"store it from registers, {root}.at[...][...] = value (with .store(value, mask=...) where the window"
+          f" runs past the array)" if store else "read it into registers with ref[...]")
 
 
 def _check_smem_contiguous(smem: ir.Value, swin, loc) -> None:

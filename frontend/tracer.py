@@ -42,8 +42,8 @@ _PYCMPOPS = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast
              ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Is: operator.is_,
              ast.IsNot: operator.is_not, ast.In: lambda a, b: a in b,
              ast.NotIn: lambda a, b: a not in b}
-SUPPORTED = ("assignments, augmented assignments, if/else, for over range()/ml.range()/ml.static_range(),"
-             " expressions, calls of ml.* functions")
+SUPPORTED = ("assignments, augmented assignments, if/else, for over range()/ml.range()/ml.static_range()"
+             " (without else), while (without else), expressions, calls of ml.* functions")
 _NICE = {"While": "a while loop", "With": "a with statement", "Try": "try/except",
          "FunctionDef": "a nested function", "Lambda": "a lambda", "Raise": "raise",
          "Import": "import", "ImportFrom": "import", "Global": "global", "Nonlocal": "nonlocal",
@@ -134,6 +134,11 @@ class Tracer(Assignments, Calls, ast.NodeVisitor):
               " body for jax.lax.fori_loop or scan is a Python loop here: for j in range(n): acc = ...")
       if node.__class__.__name__ != "Lambda" and node.decorator_list:
         node = node.decorator_list[0]      # the caret at the decorator, where the helper starts
+        deco = self.text(node)
+        if deco.split("(")[0].endswith("when"):          # Pallas's @pl.when(cond) body
+          hint = "Pallas's @pl.when(cond) body is an if statement here: if cond: ..."
+        elif deco.split("(")[0].endswith(("loop", "fori_loop")):
+          hint = "Pallas's @pl.loop(...) body is a for loop here: for i in range(start, stop): ..."
     self.unsupported(node, _NICE.get(name, f"the Python construct {name}"), hint)
 
   # ------------------------------------------------------------ statements
@@ -467,6 +472,15 @@ class Tracer(Assignments, Calls, ast.NodeVisitor):
         return shape.expand(cx, base, index)
       self.unsupported(node, "indexing a scalar")
     if holds_value(index):
+      bufs = isinstance(base, (list, tuple)) and base and all(
+          is_value(b) and isinstance(b.type, RefType) and str(b.type.space) == "SMEM" for b in base)
+      if bufs:       # double buffering by hand: one stacked buffer, indexed at run time
+        shp = base[0].type.shape
+        raise E.KernelTypeError(
+            f"cannot index {self.text(node.value)} (a Python {type(base).__name__} of SMEM buffers) with a"
+            f" runtime value", cx.loc,
+            hint=f"stack them in one buffer with a leading axis and take a window of it at run time:"
+                 f" buf = ml.smem(({len(base)}, {', '.join(map(str, shp))}), ...); buf.at[i % {len(base)}]")
       raise E.KernelTypeError(
           f"cannot index {self.text(node.value)} ({kind_of(base)}) with a runtime value", cx.loc,
           hint="index Python tuples with static ints (shapes, constexprs); select between register values"
@@ -599,8 +613,9 @@ class Tracer(Assignments, Calls, ast.NodeVisitor):
       self.unsupported(node, "a comprehension with several for clauses",
                        hint="nest ml.static_range loops instead")
     gen = node.generators[0]
-    if not isinstance(gen.target, ast.Name):
-      self.unsupported(gen.target, "unpacking in a comprehension", hint="iterate over one name")
+    names = _target_names(gen.target)
+    if names is None:
+      self.unsupported(gen.target, "this comprehension target", hint="iterate over names: for i, w in zip(...)")
     it = gen.iter
     fn = self.eval(it.func) if isinstance(it, ast.Call) else None
     from .ops import control
@@ -612,14 +627,16 @@ class Tracer(Assignments, Calls, ast.NodeVisitor):
       items = range(*args)
     else:
       items = self.eval(it)
+      if hasattr(items, "__next__") and not is_value(items):     # zip, enumerate, reversed of static values
+        items = tuple(items)
       if is_value(items) or not isinstance(items, (tuple, list, range)):
         raise E.KernelTypeError(f"a comprehension iterates over static values, not {kind_of(items)}",
                                 self.loc(it), hint="iterate over ml.static_range(n) or a tuple")
-    name, saved = gen.target.id, self.env.get(gen.target.id, POISON)
+    saved = {n: self.env.get(n, POISON) for n in names}
     out = []
     try:
       for v in items:
-        self.env[name] = v
+        self._bind_static(gen.target, v, it)
         conds = [self.eval(c) for c in gen.ifs]
         if any(is_value(c) for c in conds):
           raise E.KernelTypeError("a comprehension's if must be static", self.loc(gen.ifs[0]),
@@ -627,11 +644,23 @@ class Tracer(Assignments, Calls, ast.NodeVisitor):
         if all(conds):
           out.append(self.eval(node.elt))
     finally:
-      if saved is POISON:
-        self.env.pop(name, None)
-      else:
-        self.env[name] = saved
+      for n, was in saved.items():
+        if was is POISON:
+          self.env.pop(n, None)
+        else:
+          self.env[n] = was
     return out
+
+  def _bind_static(self, target, v, node):
+    """A comprehension's target bound to one item: a name, or names unpacked from a static tuple."""
+    if isinstance(target, ast.Name):
+      self.env[target.id] = v
+      return
+    if not isinstance(v, (tuple, list)) or len(v) != len(target.elts):
+      raise E.KernelTypeError(f"cannot unpack {v!r} into {self.text(target)}", self.loc(node),
+                              hint="unpack tuples of the same length as the target")
+    for t, x in zip(target.elts, v):
+      self._bind_static(t, x, node)
 
   def eval_GeneratorExp(self, node):
     """`tuple(f(i) for i in ml.static_range(n))`: unrolled while tracing, as the list comprehension
@@ -657,3 +686,13 @@ class Tracer(Assignments, Calls, ast.NodeVisitor):
         raise E.KernelTypeError(f"cannot format {self.text(v.value)} with {spec!r}: {e}", self.loc(v.value),
                                 hint="use a format spec that suits the value") from None
     return "".join(parts)
+
+
+def _target_names(target):
+  """The names a comprehension's target binds (`i`, `(i, (a, b))`), or None for other targets."""
+  if isinstance(target, ast.Name):
+    return [target.id]
+  if isinstance(target, (ast.Tuple, ast.List)):
+    parts = [_target_names(t) for t in target.elts]
+    return None if any(p is None for p in parts) else [n for p in parts for n in p]
+  return None

@@ -268,9 +268,11 @@ def _needed(plan, path, defs, ivs, inputs) -> set:
           f" scalar arithmetic on them", plan.loop.loc, hint="compute the load windows from loop indices")
     if not pure_scalar(d):
       raise E.WarpSpecializeError(
-          f"the loads of this warp-specialised loop depend on {v.name or 'a value'}, computed by an"
-          f" operation the producer warpgroup cannot repeat", d.loc,
-          hint="compute the load windows from program ids, loop indices and scalar arithmetic")
+          f"the loads or the trip count of this warp-specialised loop depend on {v.name or 'a value'},"
+          f" computed by an operation the producer warpgroup cannot repeat", d.loc,
+          hint="compute them from program ids, loop indices, scalar arithmetic and elements of the kernel's"
+               " inputs read directly (lens[b], not a copy of lens in SMEM or registers, nor a reduction"
+               " of it)")
     todo += [x for x in d.operands() if isinstance(x, ir.Value)]
   return need
 

@@ -46,6 +46,14 @@ class Autotuner:
       raise E.SignatureError(calling.cap(f"autotune configs must be a non-empty list of dicts of"
                                          f" constexprs, got {configs!r}"), loc,
                              hint="configs=[dict(bn=256, stages=4), dict(bn=128, stages=6)]")
+    for name, fn in (("key", key), ("timer", timer)):
+      if fn is not None and not callable(fn):
+        names = (", ".join(map(str, fn)) if isinstance(fn, (list, tuple)) else "x") or "x"
+        raise E.SignatureError(
+            f"autotune's {name}= must be a callable, got {calling.describe(fn)}", loc,
+            hint=(f"key=lambda *args, **constexprs: <what separates tunings>, e.g. key=lambda x, **kw: x.shape"
+                  f" (Triton's key=[{names!r}] lists argument names; here the default key, every input's shape"
+                  f" and dtype, already covers them)") if name == "key" else "timer=mg.bench_wall, or leave it out")
     functools.update_wrapper(self, kernel, updated=())
     self.kernel = kernel
     self.configs = configs

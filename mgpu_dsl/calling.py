@@ -56,6 +56,8 @@ ELSEWHERE = {   # what Triton and Pallas users reach for, and where it lives her
     "out_specs": "kernels index their refs themselves: ml.copy(buf, out.at[ml.ds(i * 128, 128)])",
     "grid_spec": "grid= takes the CTA counts, or a callable of the inputs returning them",
     "compiler_params": "launch options are block=, cluster= and grid=; tile sizes are constexprs",
+    "scratch_shapes": "scratch is allocated in the kernel body: acc = ml.smem(shape, dtype) (SMEM), or"
+                      " ml.zeros(shape, dtype) (registers); a kernel's parameters are its inputs and outputs",
 }
 
 
@@ -121,6 +123,14 @@ def check_inputs(pk, args, bounds: tuple[int, int], name: str, loc, *, count: bo
                 f" by keyword"), loc, hint=f"{name}(..., interpret={a})")
       if len(args) > bounds[1]:     # a constexpr passed by position (scale(x, 128)): the count says so
         check_count(pk, len(args), bounds, name, loc)
+      scalars = [r for r in refs[i + 1:] if r in getattr(pk, "scalar_params", ())]
+      if scalars and isinstance(a, (int, float)) and not isinstance(a, bool):
+        order = [r for r in refs if r in scalars or refs.index(r) < i] + [r for r in refs[i:] if r not in scalars]
+        raise E.SignatureError(
+            cap(f"{name}: {what} is {describe(a)}, but {refs[i]} is not an ml.scalar parameter; {scalars[0]}"
+                f" is, after it"), loc,
+            hint=f"ml.scalar parameters are inputs, so they come before the outputs: def {name}("
+                 f"{', '.join(f'{r}: ml.scalar' if r in scalars else r for r in order)}, ...)")
       raise E.SignatureError(cap(f"{name}: {what} is {describe(a)}; kernel inputs are arrays"), loc,
                              hint=_input_hint(a))
     try:

@@ -548,6 +548,8 @@ class KernelFunction:
         return jax.tree.unflatten(hit["treedef"], self._empty_outputs(hit["empty"], args))
       outs = batching.call(self, args, constexprs, self._interpret(interpret), hit=hit)
     except E.KernelError as e:
+      if isinstance(e, E.InternalError):
+        raise                          # (its cause, the Mosaic GPU diagnostic, is what a bug report needs)
       if isinstance(e, E.SignatureError):
         e = _at_call(e, self.parsed.loc)
       raise _call_noted(e, args, self.parsed.ref_params) from None

@@ -7,6 +7,7 @@ offending text; `where` finds its line and column in this file.
 """
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 
 import mgpu_dsl as mg
@@ -115,9 +116,10 @@ def int8_where(x, out):
   out[...] = ml.where(x[...] == 0, x[...], 1)
 
 
-def test_where_on_8bit_values_is_rejected():
-  expect(int8_where, [S((128,), I8)], mg.UnsupportedDtypeError, "ml.where(",
-         "ml.where is not supported on int8: Hopper has no register arithmetic on 8-bit types")
+def test_where_on_8bit_values_selects_in_32_bits():
+  x = jnp.arange(-64, 64, dtype=I8)
+  np.testing.assert_array_equal(int8_where(x, interpret=True), jnp.where(x == 0, x, 1).astype(I8))
+  builds(int8_where, S((128,), I8))
 
 
 # ---------------------------------------------------------------------------- casts

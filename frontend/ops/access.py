@@ -213,14 +213,10 @@ def _masked_read(cx, ref, mask, other):
                                f" {dtype_name(ref.type.dtype)}", cx.loc,
                                hint=_int_other_hint(other, dtype_name(ref.type.dtype), lo, hi))
   if ref.type.space == Space.SMEM:      # always in bounds: a select in registers
-    return _select(cx, mask, load(cx, ref, ref.name), other)
+    return ew.where_(cx, mask, load(cx, ref, ref.name), other)
   t = TensorType(ref.type.shape, ref.type.dtype)
   return cx.b.emit(MaskedLoad, ref, mask, other, loc=cx.loc, types=[t], names=[cx.name]).result
 
-
-def _select(cx, mask, a, b):
-  """ml.where(mask, a, b) for a masked SMEM access (8-bit values select in 32 bits: ew.where_)."""
-  return ew.where_(cx, mask, a, b)
 
 
 @builtin(ref_methods=("store",))
@@ -237,7 +233,7 @@ def store_(cx, ref, value, mask=None):
   _ref_arg(cx, ref, "ml.store")
   mask = _mask_arg(cx, ref, mask, "ml.store")
   if ref.type.space == Space.SMEM:      # always in bounds: merge in registers
-    return store(cx, ref, _select(cx, mask, value, load(cx, ref, ref.name, merge=True)))
+    return store(cx, ref, ew.where_(cx, mask, value, load(cx, ref, ref.name, merge=True)))
   view_value = _stored_tensor(cx, ref, value)
   cx.b.emit(MaskedStore, ref, view_value, mask, loc=cx.loc)
 

@@ -159,6 +159,10 @@ def atomic_min(cx, ref, value, mask=None):
   return _atomic(cx, AtomicKind.MIN, ref, value)
 
 
+for _f in (atomic_add, atomic_max, atomic_min):
+  _f.rule.refused = ("mask",)        # (a mask= gets its own message: index a scatter instead)
+
+
 def odd_pairs(t: TensorType) -> bool:
   """Whether a 16-bit tensor's registers hold single elements, not pairs of neighbours (a
   strided or row-wise layout of one element per vector, or a replicated row or column

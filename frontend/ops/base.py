@@ -91,8 +91,10 @@ class Builtin:
     try:
       return self.__signature__.bind(*args, **kwargs)
     except TypeError as e:
-      raise E.KernelTypeError(f"ml.{self.__name__}: {e}", cx.loc,
-                              hint=f"ml.{self.__name__}{self.__signature__}") from None
+      refused = getattr(self.rule, "refused", ())     # taken only to be refused with a message of its own
+      shown = self.__signature__.replace(
+          parameters=[p for p in self.__signature__.parameters.values() if p.name not in refused])
+      raise E.KernelTypeError(f"ml.{self.__name__}: {e}", cx.loc, hint=f"ml.{self.__name__}{shown}") from None
 
   def apply(self, cx, args, kwargs):
     bound = self.bind(cx, args, kwargs)

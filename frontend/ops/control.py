@@ -6,6 +6,8 @@ never write them); `ml.cluster_sync()` is the one barrier users write.
 """
 from __future__ import annotations
 
+import builtins
+
 from typing import ClassVar
 
 from .. import errors as E
@@ -294,9 +296,13 @@ def range(cx, *args, stages=1, warp_specialize=False, pingpong=False):
 
 @builtin
 def static_range(cx, *args):
-  """Like `range`, but the loop is unrolled while tracing (bounds must be static)."""
-  raise E.UnsupportedSyntaxError("ml.static_range here is not supported in a kernel", cx.loc,
-                                 hint="ml.static_range is only for `for` loops")
+  """Like `range`, but the loop is unrolled while tracing (bounds must be static). Outside a `for`
+  header (zip(ml.static_range(2), ws), reversed(...)) it is Python's range of those bounds."""
+  if 1 <= len(args) <= 3 and all(isinstance(a, int) and not isinstance(a, bool) for a in args):
+    return builtins.range(*args)            # (`range` here is ml.range)
+  raise E.UnsupportedSyntaxError("ml.static_range takes one to three static ints (it is unrolled while"
+                                 " tracing)", cx.loc,
+                                 hint="for a bound known only at run time, use range(...) or ml.range(...)")
 
 
 @builtin

@@ -250,10 +250,18 @@ def common(cx, a, b, what):
     return (a, b), shape, dt
   dt = unify(da, db, cx.loc, what)
   if dt is None:
+    # a loop carry started from a Python int (s = 0) meeting floats: converting it in the body
+    # changes its type from one trip to the next (MG005); it should start as a float
+    carried = next((x for x in (a, b) if is_value(x) and cx.b.defining(x) is None and x.name
+                    and x.name.isidentifier() and resolve(x.type.dtype) in (DType.i32, DType.u32)
+                    and resolve((db if x is a else da)).is_float), None) if isinstance(da, DType) \
+        and isinstance(db, DType) else None
+    hint = (f"if {carried.name} is carried by a loop from a Python int ({carried.name} = 0 before it), start it"
+            f" as a float ({carried.name} = 0.0); else {_convert_hint(names, da, db)}" if carried is not None
+            else _convert_hint(names, da, db))
     raise E.DtypeMismatchError(
         f"{what} on {names[0]} ({dtype_name(da)}) and {names[1]} ({dtype_name(db)}):"
-        f" dtypes differ and are never converted implicitly", cx.loc,
-        hint=_convert_hint(names, da, db))
+        f" dtypes differ and are never converted implicitly", cx.loc, hint=hint)
   return (a, b), shape, dt
 
 
@@ -339,20 +347,46 @@ def check_dtype_support(cx, dtype, what, *, floats_only=False, ints_only=False, 
 
 def _wide(d):
   """The 32-bit type an 8-bit value computes a comparison, max, min or select in (exactly: every
-  8-bit value is one of it), or None where `d` has register arithmetic of its own."""
-  if isinstance(d, DType) and d.bits == 8 and d not in hw.ARITH_DTYPES:
+  8-bit value is one of it), or None where `d` has register arithmetic of its own (16 bits up)."""
+  if isinstance(d, DType) and d not in hw.ARITH_DTYPES and d != DType.bool_:
     return DType.f32 if d.is_float else DType.i32
   return None
 
 
-def _widened(cx, values, wide, narrow=None):
-  """`values` in `wide`; a Python number first rounded to the 8-bit float `narrow`, as jnp's weak
-  typing converts it (x > 101 on float8_e4m3fn compares with 104)."""
+def _narrowed(cx, r, d):
+  """`r`, computed in 32 bits from values of the 8-bit `d`, back in `d`, exactly. The float8 cast
+  saturates (+-inf -> +-57344 in float8_e5m2), so e5m2's infinities are put back by their bits."""
+  out = astype(cx, r, d)
+  if d == DType.f8e5m2 and is_value(r) and isinstance(r.type, TensorType):
+    from .elementwise_fns import bitcast
+    bits = bitcast.rule(cx, out, DType.u8)
+    bits = where_(cx, compare(cx, CmpOp.EQ, r, float("inf")), 0x7C,
+                  where_(cx, compare(cx, CmpOp.EQ, r, float("-inf")), 0xFC, bits))
+    out = bitcast.rule(cx, bits, d)
+  return out
+
+
+def _widened(cx, values, wide, narrow, what, shape=None):
+  """`values` in `wide`. A Python number first becomes the 8-bit `narrow` as the operation would
+  have converted it: a float rounded to float8 as jnp's weak typing does (x > 101 on
+  float8_e4m3fn compares with 104), an int wrapped to the 8-bit integer as == and 16-bit types
+  do (300 is 44 in uint8). A float8 scalar has no conversion on the GPU: it is broadcast to the
+  result's `shape` first (a tensor converts)."""
   def one(v):
     if is_value(v):
+      if isinstance(v.type, ScalarType) and narrow.is_float and shape is not None:
+        from .shape import broadcast_to
+        v = broadcast_to.rule(cx, v, shape)
+      if isinstance(v.type, ScalarType) and narrow.is_float:
+        raise E.UnsupportedDtypeError(
+            f"{what} with the {narrow} scalar {cx.named(v)}: the GPU cannot convert 8-bit float scalars", cx.loc,
+            hint="use a tensor operand, or read the value as a float32 tensor first: x.at[...][...].astype(jnp.float32)")
       return astype(cx, v, wide)
-    if isinstance(v, (int, float)) and not isinstance(v, bool) and narrow is not None and narrow.is_float:
-      return float(np.asarray(v, np.float32).astype(narrow.np))
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+      if narrow.is_float:
+        return float(np.asarray(v, np.float32).astype(narrow.np))
+      if isinstance(v, int):
+        return int(np.asarray(v, np.int64).astype(narrow.np))
     return v
   return [one(v) for v in values]
 
@@ -367,7 +401,7 @@ def binary(cx, kind: BinOp, a, b, what=None):
   d = resolve(dt)
   if kind in (BinOp.MAX, BinOp.MIN) and (wide := _wide(d)) is not None:
     # 8-bit max/min (a uint8 image's max-pooling): in 32 bits, converted back exactly
-    return astype(cx, binary(cx, kind, *_widened(cx, (a, b), wide, d), what), d)
+    return _narrowed(cx, binary(cx, kind, *_widened(cx, (a, b), wide, d, what, shape), what), d)
   if kind == BinOp.DIV and isinstance(d, DType) and not d.is_float:
     # As jnp: true division of integers (or bools) computes in float32.
     a, b = (astype(cx, x, DType.f32) if is_value(x) else float(x) for x in (a, b))
@@ -397,7 +431,7 @@ def compare(cx, kind: CmpOp, a, b):
   (a, b), shape, dt = common(cx, a, b, kind.value)
   wide = _wide(resolve(dt))
   if wide is not None and not (kind in _BITWISE_8BIT and resolve(dt).is_int):     # (fp8 == by value, not bits)
-    (a, b), dt = _widened(cx, (a, b), wide, resolve(dt)), wide          # 8-bit order: in 32 bits, exactly
+    (a, b), dt = _widened(cx, (a, b), wide, resolve(dt), kind.value, shape), wide     # 8-bit order: in 32 bits, exactly
   check_dtype_support(cx, dt, kind.value, bitwise=kind in _BITWISE_8BIT, x=x)
   return cx.b.emit(Compare, kind, a, b, loc=cx.loc,
                    types=[result_type(shape, DType.bool_)], names=[cx.name]).result
@@ -475,7 +509,8 @@ def where_(cx, cond, a, b):
     (a, b), _, dt = common(cx, a, b, "ml.where")
   x = next((v for v in (a, b) if is_value(v)), None)
   if (wide := _wide(resolve(dt))) is not None:       # an 8-bit select: in 32 bits, converted back exactly
-    return astype(cx, where_(cx, cond, *_widened(cx, (a, b), wide, resolve(dt))), dt)
+    shape = next((v.type.shape for v in (cond, a, b) if is_value(v) and isinstance(v.type, TensorType)), None)
+    return _narrowed(cx, where_(cx, cond, *_widened(cx, (a, b), wide, resolve(dt), "ml.where", shape)), resolve(dt))
   (cond, a, b), shape = broadcast_operands(cx, (cond, a, b), "ml.where")
   check_dtype_support(cx, dt, "ml.where", x=x)
   # All scalars (a run-time condition between scalars or numbers): a scalar select.

@@ -10,7 +10,7 @@ import math as pymath
 from .. import errors as E
 from ..dtypes import DType, FLOAT8, INDEX, PY_FLOAT
 from ..types import TensorType, dtype_name, resolve
-from .base import builtin, check_register_value, dtype_arg, is_value
+from .base import builtin, check_register_value, dtype_arg, is_value, kind_of
 from .elementwise import (Arange, BinOp, Cast, CmpOp, UnOp, _like, astype, binary, check_dtype_support, compare,
                           full_, unary, where_)
 
@@ -52,19 +52,35 @@ def full(cx, shape, value, dtype):
 
 
 @builtin
-def arange(cx, n, dtype=None):
+def arange(cx, n, stop=None, dtype=None):
   """The register vector `[0, 1, ..., n)` (int32 unless `dtype` says otherwise); also
-  Triton's two-bound form `ml.arange(start, stop)` of static ints, `[start, ..., stop)`.
+  Triton's two-bound form `ml.arange(start, stop)` of static ints, `[start, ..., stop)`
+  (`ml.arange(start, stop, dtype=...)`; `ml.arange(n, dtype)` takes the dtype second).
 
   Index grids: `ml.arange(m)[:, None] * n + ml.arange(n)[None, :]`.
   """
-  if isinstance(dtype, int) and not isinstance(dtype, bool) and isinstance(n, int) and not isinstance(n, bool):
-    start, stop = n, dtype                      # tl.arange(start, stop)
+  is_int = lambda v: isinstance(v, int) and not isinstance(v, bool)
+  if stop is not None and not is_int(stop) and (is_value(stop) or isinstance(stop, (bool, float))):
+    raise E.KernelTypeError(f"ml.arange(start, stop) takes static ints, got {kind_of(stop) if is_value(stop) else repr(stop)}"
+                            f" for stop", cx.loc,
+                            hint="sizes are fixed when the kernel is compiled: take a static N and mask the run-time"
+                                 " length, ml.arange(N) < n")
+  if stop is not None and not is_int(stop):
+    if dtype is not None:
+      raise E.KernelTypeError(f"ml.arange: two dtypes, {stop!r} and dtype={dtype!r}", cx.loc,
+                              hint="ml.arange(n, dtype=...) or ml.arange(start, stop, dtype=...)")
+    stop, dtype = None, stop                    # ml.arange(n, jnp.float32)
+  if stop is not None and is_int(n):
+    start = n                                   # tl.arange(start, stop)
     if stop <= start:
       raise E.KernelTypeError(f"ml.arange({start}, {stop}) is empty: stop must be above start", cx.loc,
                               hint="ml.arange(start, stop) holds stop - start values, e.g. ml.arange(0, 128)")
-    base = arange.rule(cx, stop - start)
-    return base if start == 0 else binary(cx, BinOp.ADD, base, start)
+    if start == 0:
+      return arange.rule(cx, stop, None, dtype)
+    d = dtype_arg(cx, dtype, "ml.arange", optional=True)
+    if d is not None and d.is_int and d.bits == 8:      # (no 8-bit +: in int32, then converted)
+      return astype(cx, binary(cx, BinOp.ADD, arange.rule(cx, stop - start), start), d)
+    return binary(cx, BinOp.ADD, arange.rule(cx, stop - start, None, dtype), start)
   if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
     raise E.KernelTypeError(f"ml.arange needs a positive static int, got {n!r}", cx.loc,
                             hint="sizes are fixed when the kernel is compiled: ml.arange(128)")

@@ -79,10 +79,25 @@ def _register_a(cx, a, d, b=None):
     names = " or ".join(sorted(map(str, hw.MMA_REG_A_DTYPES)))
     hint = (f"store the tile in an SMEM buffer and pass the buffer: buf = ml.smem({a.type.shape}, jnp.{d});"
             f" buf[...] = <the tile>; ml.dot(buf, ...) (a tile read from SMEM: pass that buffer itself)"
-            if d.bits == 8 else f"convert it to b's dtype: ml.dot({_unconverted(a.name or 'a')}.astype(jnp.{_b_dtype(b)}), ...)")
+            if d.bits == 8 else _tf32_hint(a, b) if _is_f32(b) else
+            f"convert it to b's dtype: ml.dot({_unconverted(a.name or 'a')}.astype(jnp.{_b_dtype(b)}), ...)")
     raise E.UnsupportedDtypeError(
         f"ml.dot takes operand a from registers in {names} only, got {a.name or 'a'} ({d})", cx.loc,
         hint=hint)
+
+
+def _is_f32(b) -> bool:
+  return is_value(b) and resolve(b.type.dtype) == DType.f32
+
+
+def _tf32_hint(a, b) -> str:
+  """A float32 register A with a float32 b: TF32 reads both operands from SMEM, K-major."""
+  name = a.name if (a.name or "").isidentifier() else "a"
+  bn = (b.name or "b_s").removesuffix(".T")
+  return (f"a float32 (TF32) dot reads both operands from SMEM: {name}_s = ml.smem({a.type.shape}, jnp.float32);"
+          f" {name}_s[...] = {name}; ml.dot({name}_s, ...); b must be K-major too (stored (n, k) and passed"
+          f" transposed, {bn}.T); or convert both to 16 bits (ml.dot({name}.astype(jnp.bfloat16), ...) with b"
+          f" stored as bfloat16)")
 
 
 def _unconverted(text: str) -> str:
@@ -184,9 +199,10 @@ def dot(cx, a, b, acc=None):
     raise E.MmaOperandError(
         f"ml.dot needs k to be a multiple of {k_step} ({hw.SWIZZLE} bytes of"
         f" {d if isinstance(d, DType) else '16-bit'} elements), got {k}",
-        loc, hint=f"use a k tile of {k_step} or {2 * k_step}; when k is a whole dimension of the data (a"
-                  f" head_dim of {k}), pad it to a multiple of {k_step} outside the kernel (jnp.pad: zero columns"
-                  f" of both operands leave the product unchanged)")
+        loc, hint=f"use a k tile of {k_step} or {2 * k_step} (several small tiles, such as {k}-row pages, gathered"
+                  f" into one {k_step}-row buffer); when k is a whole dimension of the data (a head_dim of {k}),"
+                  f" pad it to a multiple of {k_step} outside the kernel (jnp.pad: zero columns of both operands"
+                  f" leave the product unchanged; padded keys must be masked out of a softmax first)")
   ok = hw.MMA_ACC.get(d, (DType.f32,))
   acc_dtype = ok[0]
   if acc is not None:

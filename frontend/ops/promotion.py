@@ -13,7 +13,8 @@ def exact_in(py, have: DType, d: DType) -> bool:
     if have.is_int and d.is_int:       # by value: int16 -1 goes to uint16 and back through a wrap
       lo, hi = d.int_range
       return lo <= int(v) <= hi
-    return bool(v.astype(d.numpy_name).astype(have.numpy_name) == v)
+    with np.errstate(invalid="ignore", over="ignore"):      # (NaN or inf to an integer: not exact)
+      return bool(v.astype(d.numpy_name).astype(have.numpy_name) == v)
   except (TypeError, ValueError, OverflowError):
     return False
 
