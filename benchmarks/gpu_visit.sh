@@ -104,6 +104,7 @@ step() {
     attn_wg3)    python3 -u benchmarks/attention.py --quick --pass fwd --wg3 --each --no-pallas ;;
     attn_lpt)    python3 -u benchmarks/attention.py --quick --pass fwd --lpt --each --no-pallas ;;
     attn_lpt64c) python3 -u benchmarks/attention.py --quick --pass fwd --lpt --each --no-pallas --head-dim 64 --causal causal ;;
+    gpu_last14)  python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_probe23.py tests/test_probe16.py tests/test_probe17.py tests/test_numerics_edges.py ;;
     gpu_final14) python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_attention.py tests/test_probe23.py tests/test_pipeline_tiles.py ;;
     attn_wg3b)   python3 -u benchmarks/attention.py --quick --pass fwd --head-dim 64 --wg3b --each --no-pallas ;;
     rows_wg)     python3 -u benchmarks/rows_warpgroups.py ;;
