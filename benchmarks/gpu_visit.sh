@@ -97,15 +97,15 @@ step() {
     ln_pairs)    python3 -u benchmarks/mixed_rows.py --pairs ;;
     ln_mc)       python3 -u benchmarks/ln_multicast.py ;;
     ln_res)      python3 -u benchmarks/ln_resident.py ;;
-    gpu_pending14) python3 -u -m pytest -q -p no:cacheprovider tests/test_probe23.py tests/test_pipeline_tiles.py
+    gpu_pending14) python3 -u -m pytest -q -p no:cacheprovider tests/test_probe23.py tests/test_probe23b.py tests/test_pipeline_tiles.py
                  python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_scatter.py tests/test_gather.py tests/test_probe16.py tests/test_probe17.py tests/test_numerics_edges.py tests/test_layout_cases.py ;;
     attn_exp)    python3 -u benchmarks/attn_exp.py ;;
     epi_bufs)    python3 -u benchmarks/epilogue_bufs.py ;;
     attn_wg3)    python3 -u benchmarks/attention.py --quick --pass fwd --wg3 --each --no-pallas ;;
     attn_lpt)    python3 -u benchmarks/attention.py --quick --pass fwd --lpt --each --no-pallas ;;
     attn_lpt64c) python3 -u benchmarks/attention.py --quick --pass fwd --lpt --each --no-pallas --head-dim 64 --causal causal ;;
-    gpu_last14)  python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_probe23.py tests/test_probe16.py tests/test_probe17.py tests/test_numerics_edges.py ;;
-    gpu_final14) python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_attention.py tests/test_probe23.py tests/test_pipeline_tiles.py ;;
+    gpu_last14)  python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_probe23.py tests/test_probe23b.py tests/test_probe16.py tests/test_probe17.py tests/test_numerics_edges.py ;;
+    gpu_final14) python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_attention.py tests/test_probe23.py tests/test_probe23b.py tests/test_pipeline_tiles.py ;;
     attn_wg3b)   python3 -u benchmarks/attention.py --quick --pass fwd --head-dim 64 --wg3b --each --no-pallas ;;
     rows_wg)     python3 -u benchmarks/rows_warpgroups.py ;;
     gpu_pending11) python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_unit_axes.py tests/test_probe15.py tests/test_sync_gmem.py tests/test_split_rows.py tests/test_numerics_edges.py tests/test_ragged.py -k "unit or probe15 or tma_store or gmem or shared_scratch or loop or ragged or gpu_matches" ;;

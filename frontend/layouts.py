@@ -36,6 +36,7 @@ from .ir import LayoutRule
 from .ops.elementwise import Full
 from .ops.memory import Store, View
 from .ops.shape import READ_2D_FIRST
+from .layout_hints import broadcast_loops_hint, column_slice_hint, narrow_rows_hint, role
 from .types import Layout, LayoutKind, RefType, Space, TensorType
 
 
@@ -344,7 +345,7 @@ class _Solver:
             f"broadcasting {spread.x.name or 'a tensor'} of shape {src} to {dst}: broadcasting works into"
             f" 1-D and 2-D tensors, not {len(dst)}-D ones (a register tile keeps its rows in fixed threads)",
             spread.loc,
-            hint=_broadcast_loops_hint(spread.x.name, src, dst))
+            hint=broadcast_loops_hint(spread.x.name, src, dst))
       if len([n for n in bad.type.shape if n != 1]) <= 2:    # a tile with size-1 axes around it
         raise E.LayoutError(
             f"{bad.name or 'this tensor'} of shape {bad.type.shape} meets a row-wise tile (reduced or"
@@ -408,7 +409,7 @@ class _Solver:
         f" columns, which needs columns a multiple of {hw.WARP} (one per lane of a warp), and rows a"
         f" multiple of {hw.WARPS_PER_WARPGROUP} unless the columns are a multiple of {hw.WARPGROUP}",
         where.loc if where else o.loc,
-        hint=(_narrow_rows_hint(bad) if len(bad.type.shape) == 2 and bad.type.shape[-1] < hw.WARP else
+        hint=(narrow_rows_hint(bad) if len(bad.type.shape) == 2 and bad.type.shape[-1] < hw.WARP else
               "use tiles like (8, 256) or (1, 1024); pad the last dimension to a multiple of 32"))
 
   def reshaped_tile(self, bad, tiles):
@@ -451,14 +452,14 @@ class _Solver:
       # Two reductions' vectors met in elementwise math (or a branch): no broadcast involved.
       other = named(skip=o.result, default="another vector")
       raise E.LayoutError(
-          f"this reduction gives {_role(layout[p].dropped(axes))} of {o.x.name or 'its tile'}, but it meets"
-          f" {other}, {_role(layout[c])}, in elementwise math or a branch: the two live in different"
+          f"this reduction gives {role(layout[p].dropped(axes))} of {o.x.name or 'its tile'}, but it meets"
+          f" {other}, {role(layout[c])}, in elementwise math or a branch: the two live in different"
           f" register layouts", o.loc,
           hint="pass one through an SMEM vector to combine them: tmp = ml.smem((n,), jnp.float32); tmp[...] = v;"
                " then tmp[...] reads it back in the layout the other needs")
     here = getattr(o, "x", None)        # the vector this op broadcasts, when it is of the class
     name = (here.name if here is not None and here.name and here in members.get(c, []) else named())
-    was, now = _role(layout[c]), _role(layout[p].dropped(axes))
+    was, now = role(layout[c]), role(layout[p].dropped(axes))
     meant = (f"if {name} holds a value per row, broadcast it along the rows: {name}[:, None] (a (n,) vector"
              f" meeting an (m, n) tile aligns with its columns, as in NumPy); otherwise "
              if was.startswith("a row statistic") and now.startswith("a column vector") else "")
@@ -587,7 +588,7 @@ class _Solver:
         raise E.LayoutError(
             f"{v.name or 'this tensor'} has shape {shape}: register tensors need a multiple of"
             f" {hw.WARPGROUP} elements (one per thread of a warpgroup)", loc,
-            hint=self._scalar_store_hint(v) or _column_slice_hint(v.name) or
+            hint=self._scalar_store_hint(v) or column_slice_hint(v.name) or
                  "work on tiles of 128 elements or more, e.g. (128,) or (8, 16); a 1-D vector may be"
                  " shorter if its length is a multiple of 8")
       return
@@ -670,33 +671,6 @@ class _Solver:
         self.kernel.smem_layouts[alloc.id] = SmemLayout((hw.TILE_ROWS, tile_cols), hw.SWIZZLE)
 
 
-def _column_slice_hint(name) -> str | None:
-  """For a too-small `t[:, a:b]` (the first k weights of a top-k): store t whole, masked."""
-  import re
-  m = re.fullmatch(r"(.+)\[:, *(\d*) *: *(\d+) *\]", name or "")
-  if m is None:
-    return None
-  t, a, b = m.group(1), m.group(2) or "0", m.group(3)
-  cols = f"ml.arange({t}.shape[1])[None, :]"
-  cond = f"{cols} < {b}" if a == "0" else f"({cols} >= {a}) & ({cols} < {b})"
-  return (f"store {t} whole with a mask instead of slicing it: out.at[rows, ml.ds(0, {t}.shape[1])].store({t},"
-          f" mask={cond}) (the window may run past out's last column: masked elements are never written)")
-
-
-def _narrow_rows_hint(bad) -> str:
-  """Rows narrower than a warp: mask columns of the full rows (a top-k of a sorted row); where
-  the rows are that narrow in memory (8 experts of a router), read them 32 wide, masked."""
-  n = bad.type.shape[-1]
-  return ("keep the full rows and mask the columns you do not need: for the first k columns of a tile t,"
-          " ml.where(ml.arange(t.shape[1])[None, :] < k, t, 0) (reduce or broadcast that), and store only those"
-          " columns, with a mask: out.at[rows, ml.ds(0, t.shape[1])].store(t, mask=ml.arange(t.shape[1])[None, :]"
-          f" < k) (the window may run past out's last column: masked elements are never written; or t[:, :k]"
-          f" where that keeps a multiple of 128 elements); rows only {n}"
-          f" wide in memory: read {hw.WARP} columns where you load them, the"
-          f" rest masked to what the reduction ignores, x.at[rows, ml.ds(0, {hw.WARP})].load(mask=ml.arange("
-          f"{hw.WARP})[None, :] < {n}, other=float('-inf')) for a max (0.0 for a sum)")
-
-
 def _vector_layout(lengths, dtypes):
   """A layout for 1-D vectors of `lengths` too short for the strided layout: one value per lane
   (the column vector of a ROWS tile, warps holding copies), or the tensor cores' column vector."""
@@ -707,11 +681,6 @@ def _vector_layout(lengths, dtypes):
   if all(n % hw.MMA_N_STEP == 0 for n in lengths):
     return Layout.COL
   return None
-
-
-def _role(lay: Layout) -> str:
-  return {(1,): "a row statistic (one value per row)", (0,): "a column vector (one value per column)"}.get(
-      lay.drop, f"a {lay} tensor")
 
 
 _RULES = {
@@ -732,22 +701,3 @@ def assign_layouts(kernel: ir.Kernel, defs) -> None:
   s.solve()
   s.apply()
   s.smem_tilings()
-
-
-def _broadcast_loops_hint(text, src, dst) -> str:
-  """Loops over a broadcast's leading axes, each trip 2-D: `for i in ml.static_range(2): for j in
-  ml.static_range(4):` with every array indexed `.at[i, j]` (a size-1 axis of the source by 0)."""
-  lead = len(dst) - 2
-  names = "ijklm"[:lead]
-  loops = " ".join(f"for {n} in ml.static_range({dst[k]}):" for k, n in enumerate(names))
-  pad = len(dst) - len(src)
-  full = (1,) * pad + tuple(src)
-  at = ", ".join("0" if full[k] == 1 else n for k, n in enumerate(names))
-  lone = all(full[k] == 1 for k in range(lead))
-  if text and text.endswith("[...]") and text[:-5].isidentifier() and pad == 0:
-    source = f"{text[:-5]}.at[{at}][...]"
-  else:
-    source = f"{text or 'the source'} with its leading axes indexed ({at})"
-  return (f"take the leading axes in ml.static_range loops, 2-D at a time: {loops} each array .at[{', '.join(names)}]"
-          f" (shape {tuple(dst[lead:])}), and {source}" + (" (the same for every trip)" if lone else "")
-          + f"; or reshape the arrays to 2-D outside the kernel (x.reshape(-1, {dst[-1]}), free in XLA)")

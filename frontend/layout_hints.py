@@ -1,0 +1,58 @@
+"""The hints and role names of frontend/layouts.py's messages: what a user writes instead when a
+register layout cannot hold what the kernel asks (narrow rows, column slices, broadcasts into
+3-D and 4-D tensors), in the user's names."""
+from __future__ import annotations
+
+from . import hw
+from .types import Layout
+
+
+def column_slice_hint(name) -> str | None:
+  """For a too-small `t[:, a:b]` (the first k weights of a top-k): store t whole, masked."""
+  import re
+  m = re.fullmatch(r"(.+)\[:, *(\d*) *: *(\d+) *\]", name or "")
+  if m is None:
+    return None
+  t, a, b = m.group(1), m.group(2) or "0", m.group(3)
+  cols = f"ml.arange({t}.shape[1])[None, :]"
+  cond = f"{cols} < {b}" if a == "0" else f"({cols} >= {a}) & ({cols} < {b})"
+  return (f"store {t} whole with a mask instead of slicing it: out.at[rows, ml.ds(0, {t}.shape[1])].store({t},"
+          f" mask={cond}) (the window may run past out's last column: masked elements are never written)")
+
+
+def narrow_rows_hint(bad) -> str:
+  """Rows narrower than a warp: mask columns of the full rows (a top-k of a sorted row); where
+  the rows are that narrow in memory (8 experts of a router), read them 32 wide, masked."""
+  n = bad.type.shape[-1]
+  return ("keep the full rows and mask the columns you do not need: for the first k columns of a tile t,"
+          " ml.where(ml.arange(t.shape[1])[None, :] < k, t, 0) (reduce or broadcast that), and store only those"
+          " columns, with a mask: out.at[rows, ml.ds(0, t.shape[1])].store(t, mask=ml.arange(t.shape[1])[None, :]"
+          f" < k) (the window may run past out's last column: masked elements are never written; or t[:, :k]"
+          f" where that keeps a multiple of 128 elements); rows only {n}"
+          f" wide in memory: read {hw.WARP} columns where you load them, the"
+          f" rest masked to what the reduction ignores, x.at[rows, ml.ds(0, {hw.WARP})].load(mask=ml.arange("
+          f"{hw.WARP})[None, :] < {n}, other=float('-inf')) for a max (0.0 for a sum)")
+
+
+def role(lay: Layout) -> str:
+  return {(1,): "a row statistic (one value per row)", (0,): "a column vector (one value per column)"}.get(
+      lay.drop, f"a {lay} tensor")
+
+
+def broadcast_loops_hint(text, src, dst) -> str:
+  """Loops over a broadcast's leading axes, each trip 2-D: `for i in ml.static_range(2): for j in
+  ml.static_range(4):` with every array indexed `.at[i, j]` (a size-1 axis of the source by 0)."""
+  lead = len(dst) - 2
+  names = "ijklm"[:lead]
+  loops = " ".join(f"for {n} in ml.static_range({dst[k]}):" for k, n in enumerate(names))
+  pad = len(dst) - len(src)
+  full = (1,) * pad + tuple(src)
+  at = ", ".join("0" if full[k] == 1 else n for k, n in enumerate(names))
+  lone = all(full[k] == 1 for k in range(lead))
+  if text and text.endswith("[...]") and text[:-5].isidentifier() and pad == 0:
+    source = f"{text[:-5]}.at[{at}][...]"
+  else:
+    source = f"{text or 'the source'} with its leading axes indexed ({at})"
+  return (f"take the leading axes in ml.static_range loops, 2-D at a time: {loops} each array .at[{', '.join(names)}]"
+          f" (shape {tuple(dst[lead:])}), and {source}" + (" (the same for every trip)" if lone else "")
+          + f"; or reshape the arrays to 2-D outside the kernel (x.reshape(-1, {dst[-1]}), free in XLA)")

@@ -1,0 +1,419 @@
+"""Probe 23, second part (helpers porting attention, Triton and Pallas kernels and control flow from
+the docs; a regression hunt and a review of the session's own changes). The first part,
+tests/test_probe23.py, holds the LLM, sequence, matmul, vision, statistics and JAX-citizen probes."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from locate import expect
+
+S = jax.ShapeDtypeStruct
+F32 = jnp.float32
+BF16 = jnp.bfloat16
+
+
+def _raises(fn):
+  with pytest.raises(mg.KernelError) as info:
+    fn()
+  return info.value
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def plus_one(x, out):
+  out[...] = x[...] + 1.0
+
+
+@mg.autotune(configs=[dict(bs=256), dict(bs=128)])
+@mg.mgpu_kernel(out_shape=lambda x, *, bs: x, grid=lambda x, *, bs: (x.shape[0] // bs,))
+def tuned_inc(x, out, *, bs: ml.constexpr = 128):
+  i = ml.program_id(0)
+  out.at[ml.ds(i * bs, bs)][...] = x.at[ml.ds(i * bs, bs)][...] + 1.0
+
+
+# ---------------------------------------------------------------- attention written by users
+@mg.mgpu_kernel(out_shape=lambda q, k: S((q.shape[0], k.shape[0]), F32), grid=lambda q, k, **_: (ml.cdiv(q.shape[0], 64),))
+def q_times_k_t(q, k, s_out, *, split: ml.constexpr = False):
+  i = ml.program_id(0)
+  k_s = ml.smem((128, 128))
+  ml.copy(k, k_s)
+  if not split:
+    q_s = ml.smem((64, 128))
+    ml.copy(q.at[ml.ds(i * 64, 64)], q_s)
+    s = ml.dot(q_s, k_s.T)
+  else:                      # the hint, followed
+    q_s0, q_s1 = ml.smem((64, 64)), ml.smem((64, 64))
+    ml.copy(q.at[ml.ds(i * 64, 64), ml.ds(0, 64)], q_s0)
+    ml.copy(q.at[ml.ds(i * 64, 64), ml.ds(64, 64)], q_s1)
+    s = ml.dot(q_s0, k_s.at[:, ml.ds(0, 64)].T)
+    s = ml.dot(q_s1, k_s.at[:, ml.ds(64, 64)].T, s)
+  s_out.at[ml.ds(i * 64, 64)].store(s, mask=(i * 64 + ml.arange(64))[:, None] < q.shape[0])
+
+
+def test_the_hint_splitting_q_keeps_k_transposed():
+  e = expect(q_times_k_t, [S((100, 128), jnp.float16), S((128, 128), jnp.float16)], mg.TmaLimitError,
+             "ml.copy(q.at[ml.ds(i * 64, 64)], q_s)",
+             "q_s is tiled (8, 64) for the tensor cores, so TMA copies whole tiles of q; q's dimension 0 (100)"
+             " must then be a multiple of 8")
+  assert "acc = ml.dot(q_s0, k_s.at[:, ml.ds(0, 64)].T)" in e.hint
+  q = jax.random.normal(jax.random.key(0), (100, 128), F32).astype(jnp.float16)
+  k = jax.random.normal(jax.random.key(1), (128, 128), F32).astype(jnp.float16)
+  want = q.astype(F32) @ k.astype(F32).T
+  np.testing.assert_allclose(q_times_k_t(q, k, split=True, interpret=True), want, rtol=2e-2, atol=2e-2)
+
+
+@mg.mgpu_kernel(out_shape=lambda q, k: q, grid=lambda q, k: (q.shape[0],))
+def gqa_heads_past_kv(q, k, out):
+  h = ml.program_id(0)
+  b = ml.smem(k.shape[1:], k.dtype)
+  ml.copy(k.at[h], b)
+  out.at[h][...] = q.at[h][...] + b[...]
+
+
+def test_a_tma_load_wholly_outside_the_array_is_an_error():
+  e = expect(gqa_heads_past_kv, [S((6, 64, 64), F32), S((4, 64, 64), F32)], mg.IndexOutOfBoundsError,
+             "ml.copy(k.at[h], b)",
+             "this copy reads k[4:5, 0:64, 0:64] in program (4, 0, 0): index 4 is outside dimension 0 of k's"
+             " shape (4, 64, 64) (a TMA load there reads only zeros)")
+  assert "h // (heads // kv_heads)" in e.hint
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(2,))
+def persistent_past_the_end(x, out):
+  buf = ml.smem((64, 128), x.dtype)
+  for k in range(ml.cdiv(x.shape[0] // 64, 2)):      # the same trip count in every program
+    t = ml.program_id(0) + k * 2
+    ml.copy(x.at[ml.ds(t * 64, 64)], buf)            # past the end on the last trip: zeros
+    buf[...] = buf[...] * 2.0
+    ml.copy(buf, out.at[ml.ds(t * 64, 64)])          # dropped past the end
+
+
+def test_a_window_wholly_past_the_end_still_reads_zeros():
+  x = jax.random.normal(jax.random.key(4), (192, 128), F32)
+  np.testing.assert_array_equal(persistent_past_the_end(x, interpret=True), x * 2)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def stage_576(x, o):
+  x_s = ml.smem((64, 576))
+  ml.copy(x, x_s)
+  ml.copy(x_s, o)
+
+
+def test_a_too_wide_row_hints_a_split_that_divides_it():
+  e = expect(stage_576, [S((64, 576), BF16)], mg.TmaLimitError, "ml.copy(x, x_s)",
+             "TMA copies move at most 256 elements along each dimension; this window is (64, 576)")
+  assert "x.reshape(..., 3, 192)" in e.hint
+  assert jnp.zeros((64, 576)).reshape(64, 3, 192).shape == (64, 3, 192)
+
+
+@mg.mgpu_kernel(out_shape=lambda q, k, v: S((64, 64), F32))
+def f32_attention_tile(q, k, v, o):
+  q_s, k_s, v_s = ml.smem((64, 64)), ml.smem((64, 64)), ml.smem((64, 64))
+  ml.copy(q, q_s)
+  ml.copy(k, k_s)
+  ml.copy(v, v_s)
+  s = ml.dot(q_s, k_s.T)
+  p = ml.exp(s - ml.max(s, axis=1)[:, None])
+  o[...] = ml.dot(p, v_s) / ml.sum(p, axis=1)[:, None]
+
+
+def test_a_float32_register_operand_hints_the_tf32_path():
+  e = expect(f32_attention_tile, [S((64, 64), F32)] * 3, mg.UnsupportedDtypeError, "ml.dot(p, v_s)",
+             "ml.dot takes operand a from registers in bfloat16 or float16 only, got p (float32)")
+  assert e.hint.startswith("a float32 (TF32) dot reads both operands from SMEM: p_s = ml.smem((64, 64), jnp.float32)")
+  assert "v_s.T" in e.hint
+
+
+@mg.mgpu_kernel(out_shape=lambda q, k, v: S((64, 64), F32))
+def missing_row_broadcast(q, k, v, o):
+  q_s, k_s, v_s = ml.smem((64, 64)), ml.smem((64, 64)), ml.smem((64, 64))
+  ml.copy(q, q_s)
+  ml.copy(k, k_s)
+  ml.copy(v, v_s)
+  m = ml.full((64,), -1e30, F32)
+  s = ml.dot(q_s, k_s.T)
+  m_new = ml.maximum(m, ml.max(s, axis=1))
+  p = ml.exp(s - m_new)
+  o[...] = ml.dot(p.astype(jnp.float16), v_s) / ml.sum(p, axis=1)[:, None]
+
+
+def test_a_missing_row_broadcast_names_the_vector_and_hints_the_none_axis():
+  e = expect(missing_row_broadcast, [S((64, 64), jnp.float16)] * 3, mg.LayoutError, "s - m_new",
+             "m_new is used as a row statistic (one value per row) of one tile and as a column vector (one value"
+             " per column) of another: a register vector lives in one of the two layouts")
+  assert e.hint.startswith("if m_new holds a value per row, broadcast it along the rows: m_new[:, None]")
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape[:2], F32), grid=lambda x: (ml.cdiv(x.shape[1], 64), x.shape[0]))
+def lse_rows_ragged(x, lse):
+  i, h = ml.program_id(0), ml.program_id(1)
+  l_s = ml.smem((64,), F32)
+  l_s[...] = ml.zeros((64,), F32)
+  ml.copy(l_s, lse.at[h, ml.ds(i * 64, 64)])
+
+
+def test_a_tma_store_limit_hints_a_register_store():
+  e = expect(lse_rows_ragged, [S((2, 101, 64), jnp.float16)], mg.TmaLimitError, "ml.copy(l_s",
+             "TMA copies need lse.at[h, ml.ds(i * 64, 64)]'s rows to be a multiple of 16 bytes apart; its last"
+             " dimension is 101 x 4 bytes")
+  assert "store it from registers, lse.at[...][...] = value" in e.hint
+
+
+# ---------------------------------------------------------------- control flow
+@mg.mgpu_kernel(out_shape=lambda x, n: S((), F32))
+def int_carry_meets_float(x, n, out):
+  s = 0
+  for k in range(n[0]):
+    s = s + ml.sum(x[...])
+  out[...] = s
+
+
+def test_an_int_started_carry_meeting_floats_hints_starting_it_as_a_float():
+  e = expect(int_carry_meets_float, [S((128,), F32), S((1,), jnp.int32)], mg.DtypeMismatchError, "s + ml.sum",
+             "+ on s (int32) and ml.sum(x[...]) (float32): dtypes differ and are never converted implicitly")
+  assert e.hint.startswith("if s is carried by a loop from a Python int (s = 0 before it), start it as a float"
+                           " (s = 0.0)")
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def static_ranges_in_zip_and_reversed(x, out):
+  v = x[...]
+  for a, w in zip(ml.static_range(2), (1.0, 3.0)):
+    v = v + w * float(a)
+  for a in reversed(ml.static_range(3)):
+    v = v * 2.0 + a
+  out[...] = v
+
+
+def test_static_ranges_work_inside_zip_and_reversed():
+  x = jnp.ones((256,), F32)
+  want = x + 3.0
+  for a in reversed(range(3)):
+    want = want * 2.0 + a
+  np.testing.assert_array_equal(static_ranges_in_zip_and_reversed(x, interpret=True), want)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def list_of_buffers_by_runtime_index(x, out):
+  bufs = [ml.smem((256,)), ml.smem((256,))]
+  for i in range(2):
+    bufs[i % 2][...] = x[...]
+  out[...] = bufs[0][...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def range_with_num_stages(x, out):
+  buf = ml.smem((256,))
+  for t in ml.range(4, num_stages=3):
+    ml.copy(x, buf)
+  out[...] = buf[...]
+
+
+def test_runtime_indexed_buffer_lists_and_tritons_num_stages_get_hints_that_apply():
+  e = expect(list_of_buffers_by_runtime_index, [S((256,), F32)], mg.KernelTypeError, "bufs[i % 2]",
+             "cannot index bufs (a Python list of SMEM buffers) with a runtime value")
+  assert "buf = ml.smem((2, 256), ...); buf.at[i % 2]" in e.hint
+  e = expect(range_with_num_stages, [S((256,), F32)], mg.KernelTypeError, "num_stages=3",
+             "ml.range takes no keyword 'num_stages'")
+  assert e.hint.startswith("write stages=")
+
+
+# ---------------------------------------------------------------- Pallas and Triton habits
+from jax.experimental.pallas import mosaic_gpu as _plgpu  # noqa: E402
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(8,))
+def pallas_smem_scratch(x_ref, o_ref):
+  i = ml.program_id(0)
+  buf = _plgpu.SMEM((128, 128), jnp.float32)
+  ml.copy(x_ref.at[ml.ds(i * 128, 128)], buf)
+  ml.copy(buf, o_ref.at[ml.ds(i * 128, 128)])
+
+
+def test_pallas_names_get_the_mgpu_dsl_spelling():
+  e = expect(pallas_smem_scratch, [S((1024, 128), F32)], mg.KernelTypeError, "_plgpu.SMEM(",
+             "_plgpu.SMEM is Pallas's; an mgpu_dsl kernel calls ml.* functions")
+  assert e.hint == "write ml.smem(shape, dtype) in the kernel body"
+  with pytest.raises(mg.SignatureError) as info:
+    mg.mgpu_kernel(out_shape=lambda x: x, scratch_shapes=[S((8,), F32)])(plus_one)
+  assert "acc = ml.smem(shape, dtype)" in info.value.hint
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def triton_habits(x, out, *, which: ml.constexpr):
+  if which == "block_ptr":
+    p = ml.make_block_ptr(x)
+  elif which == "histogram":
+    p = ml.histogram(x[...], 16)
+  out[...] = x[...]
+
+
+def test_triton_names_without_an_ml_twin_say_what_to_write():
+  for which, start in (("block_ptr", "no block pointers or tensor descriptors"),
+                       ("histogram", "no ml.histogram: scatter ones")):
+    e = _raises(lambda: triton_habits.check(S((128,), F32), which=which))
+    assert type(e) is mg.UnknownNameError and e.hint.startswith(start)
+
+
+def test_autotune_keys_must_be_callables():
+  with pytest.raises(mg.SignatureError, match="autotune's key= must be a callable") as info:
+    mg.autotune(configs=[dict(bs=128)], key=["n_elements"])(tuned_inc.kernel)
+  assert "key=lambda" in info.value.hint
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def atomic_with_sem(x, out):
+  ml.atomic_add(out, x[...], sem="relaxed")
+
+
+@mg.mgpu_kernel(out_shape=lambda x, n, *, B: x, grid=(1,))
+def scalar_after_output(x, out, n: ml.scalar, *, B: ml.constexpr):
+  out[...] = x[...] * n
+
+
+def test_atomic_signature_hint_and_scalars_after_outputs():
+  e = expect(atomic_with_sem, [S((128,), F32)], mg.KernelTypeError, "ml.atomic_add(",
+             "ml.atomic_add: got an unexpected keyword argument 'sem'")
+  assert e.hint == "ml.atomic_add(ref, value)"
+  e = _raises(lambda: scalar_after_output(jnp.ones((128,), F32), 1000, B=128, interpret=True))
+  assert e.message == ("scalar_after_output: input 1 (out) is int 1000, but out is not an ml.scalar parameter;"
+                       " n is, after it")
+  assert "def scalar_after_output(x, n: ml.scalar, out, ...)" in e.hint
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (x, x, S((128,), jnp.int32)))
+def aranges(x, a, b, c):
+  a[...] = ml.arange(128, 256, dtype=jnp.float32)
+  b[...] = ml.arange(128, jnp.float32)
+  c[...] = ml.arange(128, 256)
+
+
+def test_arange_takes_start_stop_and_a_dtype():
+  got = aranges(jnp.zeros((128,), F32), interpret=True)
+  for g, w in zip(got, (np.arange(128, 256), np.arange(128), np.arange(128, 256))):
+    np.testing.assert_array_equal(g, w)
+  assert got[0].dtype == jnp.float32
+
+
+# ---------------------------------------------------------------- the regression hunt and the review of this session
+@mg.mgpu_kernel(out_shape=lambda x, lo: (x, x, x, x, x), grid=(1,))
+def e5m2_selects(x, lo, mx, wh, cl, sm, fl):
+  v = x[...]
+  mx[...] = ml.maximum(v, ml.minimum(v, 0.0))
+  wh[...] = ml.where(v != v, v, v)
+  cl[...] = ml.clip(v, min=0.0)
+  buf = ml.smem(x.shape, x.dtype)
+  buf[...] = v
+  sm[...] = buf.load(mask=ml.arange(x.shape[0]) < x.shape[0] - 2, other=1.0)
+  fl[...] = ml.maximum(v, lo[...])          # a float8 scalar meets the tensor
+
+
+def _e5m2_inputs():
+  x = jnp.array([np.inf, -np.inf, 3.0, -2.0] * 32, jnp.float8_e5m2)
+  return x, jnp.array(0.5, jnp.float8_e5m2)
+
+
+def _e5m2_want(x, lo):
+  n = x.shape[0]
+  keep = jnp.arange(n) < n - 2
+  return (jnp.maximum(x, jnp.minimum(x, 0.0)), x, jnp.clip(x, 0.0), jnp.where(keep, x, jnp.ones_like(x)), jnp.maximum(x, lo))
+
+
+def test_float8_e5m2_infinities_survive_selects_max_min_and_masked_loads():
+  x, lo = _e5m2_inputs()
+  for g, w in zip(e5m2_selects(x, lo, interpret=True), _e5m2_want(x, lo)):
+    np.testing.assert_array_equal(np.asarray(g, np.float32), np.asarray(w, np.float32))
+  jax.export.export(jax.jit(e5m2_selects), platforms=["cuda"])(S((128,), jnp.float8_e5m2), S((), jnp.float8_e5m2))
+
+
+@pytest.mark.gpu
+def test_float8_e5m2_infinities_survive_selects_on_the_gpu():
+  x, lo = _e5m2_inputs()
+  for g, w in zip(e5m2_selects(x, lo), _e5m2_want(x, lo)):
+    np.testing.assert_array_equal(np.asarray(g, np.float32), np.asarray(w, np.float32))
+
+
+@mg.mgpu_kernel(out_shape=lambda x, u: (x, u, S(u.shape, jnp.int8), S(u.shape, jnp.int8), S(x.shape, jnp.int8)),
+                grid=(1,))
+def eight_bit_python_ints(x, u, mx, mu, lt, eq, ar):
+  mx[...] = ml.maximum(x[...], 255)       # 255 is -1 in int8, as jnp converts it
+  mu[...] = ml.maximum(u[...], -1)        # -1 is 255 in uint8
+  lt[...] = (u[...] < 256).astype(jnp.int8)
+  eq[...] = (u[...] == 300).astype(jnp.int8)
+  ar[...] = ml.arange(5, 5 + x.shape[0], dtype=jnp.int8)
+
+
+def test_python_ints_meet_8_bit_values_as_jnp_converts_them():
+  x = jnp.array([0, 5, -1, 100] * 32, jnp.int8)
+  u = jnp.arange(128, dtype=jnp.uint8) * 2
+  got = eight_bit_python_ints(x, u, interpret=True)
+  wrap = lambda v, d: np.asarray(v).astype(d)
+  want = (jnp.maximum(x, wrap(255, np.int8)), jnp.maximum(u, wrap(-1, np.uint8)), (u < wrap(256, np.uint8)),
+          u == wrap(300, np.uint8), np.arange(5, 133).astype(np.int8))
+  for g, w in zip(got, want):
+    np.testing.assert_array_equal(np.asarray(g), np.asarray(w).astype(np.asarray(g).dtype))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def where_on_an_untyped_buffer(x, out):
+  buf = ml.smem(x.shape)
+  ml.copy(x, buf)
+  v = buf[...]
+  out[...] = ml.where(v > 3, v, 0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape[:1], x.dtype))
+def column_of_a_3d_array(x, out):
+  out[...] = x.at[:, 0, 0][...] * 2
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((128,), x.dtype))
+def weighted_rows(x, out):
+  out[...] = sum([x.at[i][...] * w for i, w in zip(ml.static_range(4), (1.0, 2.0, 3.0, 4.0))])
+  r = ml.static_range(2)
+  for i in r:
+    out[...] = out[...] + 0.0
+
+
+def test_untyped_8_bit_buffers_strided_columns_and_unpacking_comprehensions():
+  u = jnp.arange(128, dtype=jnp.uint8)
+  np.testing.assert_array_equal(where_on_an_untyped_buffer(u, interpret=True), jnp.where(u > 3, u, 0))
+  x = jnp.arange(256 * 4, dtype=F32).reshape(256, 4, 1)
+  np.testing.assert_array_equal(column_of_a_3d_array(x, interpret=True), x[:, 0, 0] * 2)
+  jax.export.export(jax.jit(column_of_a_3d_array), platforms=["cuda"])(S((256, 4, 1), F32))   # (stride 4: no vector load)
+  w = jnp.ones((8, 128), F32)
+  np.testing.assert_array_equal(weighted_rows(w, interpret=True), w[0] * 10)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(3,))
+def store_past_the_batch(x, out):
+  b = ml.program_id(0)
+  buf = ml.smem(x.shape[1:], x.dtype)
+  buf[...] = ml.zeros(x.shape[1:], x.dtype)
+  ml.copy(buf, out.at[b])
+
+
+@mg.mgpu_kernel(out_shape=lambda s: s)
+def tma_of_a_column(s, out):
+  buf = ml.smem(s.shape[:1], s.dtype)
+  ml.copy(s.at[:, 0], buf)
+  out.at[:, 0][...] = buf[...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x, n: x)
+def arange_to_a_runtime_stop(x, n, out):
+  out[...] = ml.arange(0, n[0]).astype(F32)
+
+
+def test_store_indices_tma_columns_and_runtime_aranges_are_reported_with_hints_that_apply():
+  e = expect(store_past_the_batch, [S((2, 64, 128), F32)], mg.IndexOutOfBoundsError, "ml.copy(buf, out",
+             "this copy writes out[2:3, 0:64, 0:128] in program (2, 0, 0): index 2 is outside dimension 0 of out's"
+             " shape (2, 64, 128) (a TMA store there is dropped)")
+  e = expect(tma_of_a_column, [S((256, 1), F32)], mg.TmaLimitError, "ml.copy(s.at",
+             "TMA copies need the last dimension to span a multiple of 16 bytes; 1 x 4 bytes = 4")
+  assert e.hint.startswith("s's rows are 4 bytes, so no window of them is: read it into registers instead")
+  e = expect(arange_to_a_runtime_stop, [S((128,), F32), S((1,), jnp.int32)], mg.KernelTypeError, "ml.arange(",
+             "ml.arange(start, stop) takes static ints, got a scalar for stop")
