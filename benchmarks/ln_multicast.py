@@ -22,9 +22,7 @@ import jax.numpy as jnp
 HERE = os.path.dirname(__file__)
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "examples"))
-from common import table  # noqa: E402
-from rowwise import measure  # noqa: E402
-import layernorm as LN  # noqa: E402
+from rowwise import long_layernorm_variants  # noqa: E402
 import mgpu_dsl as mg  # noqa: E402
 from mgpu_dsl import language as ml  # noqa: E402
 
@@ -85,27 +83,12 @@ mg.check_specs(layernorm_multicast_rows, _S((4, 256, 128), F32), _S((256, 128), 
 
 
 def main():
-  shape = (1024, 32768)
-  print(f"jax {jax.__version__} on {jax.devices()[0].device_kind}; GB/s by kernel time / by wall time")
-  k = jax.random.split(jax.random.key(0), 3)
-  x = jax.random.normal(k[0], shape, F32)
-  w, b = (jax.random.normal(k[i], shape[1:], F32) for i in (1, 2))
-  io = 2 * x.size * 4
-  copy = measure("copy", lambda x: x * 2, [x], x * 2, io, 1e-6)
-  ref = jax.jit(LN.reference)(x, w, b)
-  rows = [("copy", "", f"{copy[0]:.0f} / {copy[1]:.0f}", "1.00")]
-  cases = [("layer norm", "default", lambda x, w, b: LN.layernorm(x, w, b))]
-  for cl, chunks, seg, stages in ((1, 8, 256, 2), (2, 8, 256, 2), (2, 8, 128, 2), (4, 8, 128, 2), (2, 16, 128, 3),
-                                  (2, 16, 128, 2), (2, 16, 128, 4), (1, 16, 128, 3)):
-    cases.append(("layer norm, multicast", f"cluster {cl}, {chunks} chunks, seg {seg}, {stages} stages",
-                  lambda x, w, b, a=(cl, chunks, seg, stages): layernorm_multicast(
-                      x, w, b, cl=a[0], chunks=a[1], seg=a[2], stages=a[3])[0]))
-  for op, tag, fn in cases:
-    r = measure(op, fn, [x, w, b], ref, io, 1e-4)
-    ok = not isinstance(r, str)
-    rows.append((op, tag, f"{r[0]:.0f} / {r[1]:.0f}" if ok else r, f"{r[0] / copy[0]:.2f}" if ok else "-"))
-    print(rows[-1], flush=True)
-  print(table(("kernel", "float32 1024x32768", "GB/s kernel / wall", "of copy"), rows))
+  long_layernorm_variants([
+      ("layer norm, multicast", f"cluster {cl}, {chunks} chunks, seg {seg}, {stages} stages",
+       lambda x, w, b, a=(cl, chunks, seg, stages): layernorm_multicast(x, w, b, cl=a[0], chunks=a[1], seg=a[2],
+                                                                        stages=a[3])[0])
+      for cl, chunks, seg, stages in ((1, 8, 256, 2), (2, 8, 256, 2), (2, 8, 128, 2), (4, 8, 128, 2),
+                                      (2, 16, 128, 3), (2, 16, 128, 2), (2, 16, 128, 4), (1, 16, 128, 3))])
 
 
 if __name__ == "__main__":

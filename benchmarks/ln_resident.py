@@ -24,9 +24,7 @@ import jax.numpy as jnp
 HERE = os.path.dirname(__file__)
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "examples"))
-from common import table  # noqa: E402
-from rowwise import measure  # noqa: E402
-import layernorm as LN  # noqa: E402
+from rowwise import long_layernorm_variants  # noqa: E402
 import mgpu_dsl as mg  # noqa: E402
 from mgpu_dsl import language as ml  # noqa: E402
 
@@ -115,26 +113,11 @@ CONFIGS = (  # parts, clusters (None: SMs // parts), stages, warpgroups, syncs
 
 
 def main():
-  shape = (1024, 32768)
-  print(f"jax {jax.__version__} on {jax.devices()[0].device_kind}; GB/s by kernel time / by wall time")
-  k = jax.random.split(jax.random.key(0), 3)
-  x = jax.random.normal(k[0], shape, F32)
-  w, b = (jax.random.normal(k[i], shape[1:], F32) for i in (1, 2))
-  io = 2 * x.size * 4
-  copy = measure("copy", lambda x: x * 2, [x], x * 2, io, 1e-6)
-  ref = jax.jit(LN.reference)(x, w, b)
-  rows = [("copy", "", f"{copy[0]:.0f} / {copy[1]:.0f}", "1.00")]
-  cases = [("layer norm", "default", lambda x, w, b: LN.layernorm(x, w, b))]
-  for cfg in CONFIGS:
-    cases.append(("layer norm, resident w and b", "parts {}, clusters {}, stages {}, warpgroups {}, syncs {}"
-                  .format(*cfg), lambda x, w, b, a=cfg: layernorm_resident(
-                      x, w, b, parts=a[0], clusters=a[1], stages=a[2], warpgroups=a[3], syncs=a[4])))
-  for op, tag, fn in cases:
-    r = measure(op, fn, [x, w, b], ref, io, 1e-4)
-    ok = not isinstance(r, str)
-    rows.append((op, tag, f"{r[0]:.0f} / {r[1]:.0f}" if ok else r, f"{r[0] / copy[0]:.2f}" if ok else "-"))
-    print(rows[-1], flush=True)
-  print(table(("kernel", "float32 1024x32768", "GB/s kernel / wall", "of copy"), rows))
+  long_layernorm_variants([
+      ("layer norm, resident w and b", "parts {}, clusters {}, stages {}, warpgroups {}, syncs {}".format(*cfg),
+       lambda x, w, b, a=cfg: layernorm_resident(x, w, b, parts=a[0], clusters=a[1], stages=a[2],
+                                                 warpgroups=a[3], syncs=a[4]))
+      for cfg in CONFIGS])
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ HERE = os.path.dirname(__file__)
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "examples"))
 from common import table  # noqa: E402
-from rowwise import measure  # noqa: E402
+from rowwise import long_layernorm_variants, measure  # noqa: E402
 import layernorm as LN  # noqa: E402
 import softmax as SM  # noqa: E402
 import mgpu_dsl as mg  # noqa: E402
@@ -194,26 +194,11 @@ def layernorm_pairs(x, w, b, eps=1e-5, *, chunks=16, in_regs=6, warpgroups=2, in
 
 
 def main_pairs():
-  """--pairs: layernorm_pair_rows against the default, for the next session's device time."""
-  shape = (1024, 32768)
-  k = jax.random.split(jax.random.key(0), 3)
-  x = jax.random.normal(k[0], shape, F32)
-  w, b = (jax.random.normal(k[i], shape[1:], F32) for i in (1, 2))
-  io = 2 * x.size * 4
-  copy = measure("copy", lambda x: x * 2, [x], x * 2, io, 1e-6)
-  ref = jax.jit(LN.reference)(x, w, b)
-  rows = [("copy", "", f"{copy[0]:.0f} / {copy[1]:.0f}", "1.00")]
-  cases = [("layer norm", "default", lambda x, w, b: LN.layernorm(x, w, b))]
-  for chunks, in_regs, g in ((16, 6, 2), (16, 8, 2), (16, 4, 2), (16, 6, 1), (16, 4, 1)):
-    cases.append(("layer norm, two rows a CTA", f"{chunks} chunks, {in_regs} in registers, {g} wg",
-                  lambda x, w, b, c=chunks, r=in_regs, g=g: layernorm_pairs(x, w, b, chunks=c, in_regs=r,
-                                                                           warpgroups=g)[0]))
-  for op, tag, fn in cases:
-    r = measure(op, fn, [x, w, b], ref, io, 1e-4)
-    ok = not isinstance(r, str)
-    rows.append((op, tag, f"{r[0]:.0f} / {r[1]:.0f}" if ok else r, f"{r[0] / copy[0]:.2f}" if ok else "-"))
-    print(rows[-1], flush=True)
-  print(table(("kernel", "float32 1024x32768", "GB/s kernel / wall", "of copy"), rows))
+  """--pairs: layernorm_pair_rows against the default."""
+  long_layernorm_variants([
+      ("layer norm, two rows a CTA", f"{chunks} chunks, {in_regs} in registers, {g} wg",
+       lambda x, w, b, c=chunks, r=in_regs, g=g: layernorm_pairs(x, w, b, chunks=c, in_regs=r, warpgroups=g)[0])
+      for chunks, in_regs, g in ((16, 6, 2), (16, 8, 2), (16, 4, 2), (16, 6, 1), (16, 4, 1))])
 
 
 def main():

@@ -95,6 +95,27 @@ def measure(name, fn, args, ref, nbytes, tol):
     return f"{type(e).__name__}: {str(e).splitlines()[0][:60]}"
 
 
+def long_layernorm_variants(variants):
+  """Layer norm of 1024 x 32768 float32 rows (the L2-bound shape of issue #8): the `x * 2` copy,
+  the example's default and each (op, tag, fn(x, w, b)) of `variants`, checked against jnp and
+  timed; GB/s by kernel time / wall time and the ratio to the copy, as a table."""
+  shape = (1024, 32768)
+  print(f"jax {jax.__version__} on {jax.devices()[0].device_kind}; GB/s by kernel time / by wall time")
+  k = jax.random.split(jax.random.key(0), 3)
+  x = jax.random.normal(k[0], shape, F32)
+  w, b = (jax.random.normal(k[i], shape[1:], F32) for i in (1, 2))
+  io = 2 * x.size * 4
+  copy = measure("copy", lambda x: x * 2, [x], x * 2, io, 1e-6)
+  ref = jax.jit(LN.reference)(x, w, b)
+  rows = [("copy", "", f"{copy[0]:.0f} / {copy[1]:.0f}", "1.00")]
+  for op, tag, fn in [("layer norm", "default", lambda x, w, b: LN.layernorm(x, w, b)), *variants]:
+    r = measure(op, fn, [x, w, b], ref, io, 1e-4)
+    ok = not isinstance(r, str)
+    rows.append((op, tag, f"{r[0]:.0f} / {r[1]:.0f}" if ok else r, f"{r[0] / copy[0]:.2f}" if ok else "-"))
+    print(rows[-1], flush=True)
+  print(table(("kernel", "float32 1024x32768", "GB/s kernel / wall", "of copy"), rows))
+
+
 def fmt(r):
   return r if isinstance(r, str) else f"{r[0]:.0f} / {r[1]:.0f}"
 
