@@ -18,6 +18,7 @@ class Builder:
     self.block = ir.Block()
     self.defs: dict[int, ir.Op] = {}
     self.allocs: list[ir.Value] = []     # SMEM buffers, in allocation order
+    self.loop_indices: set = set()        # ids of for loops' index values (not carries), for messages
     self.cluster = cluster               # the launch configuration some type rules check
     self.threads = block
     self.num_load_slots = 0              # TMA load sites so far; each gets an mbarrier

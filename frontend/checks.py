@@ -155,11 +155,15 @@ def check_input_writes(kernel, defs) -> list:
       if k is None or k in kernel.aliases or any(e.loc == o.loc for e in out):
         continue
       same = [j for j, p in enumerate(kernel.outputs) if p.value.type == root.type]
+      n_out = len(kernel.outputs)
+      alias = (f"alias it to an output of its shape and dtype: @mgpu_kernel(..., input_output_aliases={{{k}:"
+               f" {same[0]}}})" if same else
+               f"add an output of its shape and dtype (out_shape gives {n_out + 1} outputs, the last like"
+               f" {root.name}) and alias it: input_output_aliases={{{k}: {n_out}}}")
       out.append(E.InputWriteError(
           f"cannot write into {root.name}: it is an input of the kernel, and inputs are read-only"
           f" (JAX arrays are immutable)", o.loc,
-          hint=f"write the result into an output; to update {root.name} in place, alias it to an output"
-               f" of its shape and dtype: @mgpu_kernel(..., input_output_aliases={{{k}: {same[0] if same else 0}}})"))
+          hint=f"write the result into an output; to update {root.name} in place, {alias}"))
   return out
 
 
@@ -203,8 +207,6 @@ class _Memory:
       self.record_starts(acc)
       if kind == A.TMA_READ and isinstance(acc.op, Copy) and acc.op.multicast is not None:
         self.check_multicast(acc)
-      if acc.exact and not w.remote:
-        self.check_tma_outside(acc)
     masked = isinstance(acc.op, MASKED)
     if acc.exact and not w.remote and not gmem_tma and not (masked and w.root.type.space == Space.GMEM):
       self.check_bounds(acc)
@@ -306,39 +308,6 @@ class _Memory:
 
   def _is_output(self, root) -> bool:
     return any(q.is_output and q.value is root for q in self.kernel.params)
-
-  def check_tma_outside(self, acc):
-    """A TMA load may run past the array's end (it reads zeros there, for partial tiles, and a
-    window wholly past it reads zeros: persistent loops and split-K may rely on that), but an
-    integer index outside its dimension (k.at[h] with h past the heads) is a program id or index
-    that went past the data (6 query heads over 4 kv heads), as in NumPy."""
-    w = acc.window
-    view = self.ev.defs.get(acc.ref.id)
-    if not isinstance(view, View) or view.ref is not w.root or len(view.index) != len(w.shape):
-      return
-    for d, (s, n, full) in enumerate(zip(w.starts, w.sizes, w.shape)):
-      if s is UNKNOWN or not view.index[d].squeeze:
-        continue
-      bad = acc.must & ((s >= full) | (s + n <= 0))
-      if not bad.any():
-        continue
-      p = int(np.argmax(bad))
-      win = ", ".join("?" if x is UNKNOWN else f"{int(x[p])}:{int(x[p]) + k}" for x, k in zip(w.starts, w.sizes))
-      root = w.root.name or "the array"
-      where = f" in program {self.ev.program(p)}" if self.ev.P > 1 else ""
-      trip = self._trip(p)
-      load = acc.kind == A.TMA_READ
-      verb, effect = ("reads", "load there reads only zeros") if load else ("writes", "store there is dropped")
-      self.report(E.IndexOutOfBoundsError(
-          f"this copy {verb} {root}[{win}]{where}{trip}: index {int(s[p])} is outside dimension {d} of"
-          f" {root}'s shape {tuple(w.shape)} (a TMA {effect})", acc.op.loc,
-          hint=(f"in a loop, bound its trip count so that no trip goes past the data, or clamp the index:"
-                f" ml.minimum(index, {root}.shape[{d}] - 1) (and skip that trip's result)" if trip else
-                "guard the copy (if index >= 0:), or keep the index in range" if int(s[p]) < 0 else
-                f"launch only the programs that have data (a grid of {root}.shape[{d}] along that axis, or"
-                f" ml.cdiv of it), guard the copy (if index < {root}.shape[{d}]:), or map the index into range"
-                f" (query heads onto kv heads: h // (heads // kv_heads))")))
-      return
 
   def check_bounds(self, acc):
     w = acc.window

@@ -246,6 +246,8 @@ def trace_for(tracer, node: ast.For):
       raise E.KernelTypeError("ml.static_range needs static int bounds; use range() for runtime bounds",
                               tracer.loc(it), hint="unroll over Python ints (shapes, constexprs); loop over"
                                                    " runtime values with range(...)")
+    if step == 0:
+      raise E.KernelTypeError("ml.static_range's step is 0", tracer.loc(it), hint="use a non-zero step, as range() does")
     for i in range(start, stop, step):
       tracer.env[name] = i
       tracer.where[name] = loc
@@ -290,6 +292,7 @@ def trace_for(tracer, node: ast.For):
     leaf_names = [ln for c in carries for ln in c.leaf_names]
     inits = _inits(tracer, carries, loc)
     iv = ir.Value(ScalarType(counter), name)
+    tracer.b.loop_indices.add(iv.id)
     args_ = tuple(ir.Value(v.type, n) for v, n in zip(inits, leaf_names))
     body = ir.Block(args=(iv, *args_))
     before, where = dict(env), dict(tracer.where)

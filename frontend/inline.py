@@ -34,9 +34,11 @@ def call_inline(tracer, node, fn, args, kwargs):
   before = len(tracer.errors)
   child.local_names = local_names(tree.body)
   child.run_body(tree.body)      # a `return` (at the end, or under static conditions) ends it
-  if len(tracer.errors) > before:
+  if len(tracer.errors) > before or child.failed:
     at = tracer.loc(node)        # which call of the helper the mistake comes from
     for e in tracer.errors[before:]:
-      e.notes = tuple(e.notes) + (f"{at}: in this call of {tree.name}",)
-    raise PoisonedUse()          # reported inside the helper; skip the caller's statement
+      note = f"{at}: in this call of {tree.name}"
+      if note not in e.notes:    # (recursion: one note, not one per level)
+        e.notes = tuple(e.notes) + (note,)
+    raise PoisonedUse()          # reported inside the helper (a repeat: already); skip the caller's statement
   return child.returned

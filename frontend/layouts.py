@@ -460,9 +460,11 @@ class _Solver:
     here = getattr(o, "x", None)        # the vector this op broadcasts, when it is of the class
     name = (here.name if here is not None and here.name and here in members.get(c, []) else named())
     was, now = role(layout[c]), role(layout[p].dropped(axes))
+    written = (getattr(o.loc, "source_line", "") or "").replace(" ", "")
+    implicit = f"{name}[None" not in written and f"{name}[:,None]" not in written     # (an outer product's v[None, :])
     meant = (f"if {name} holds a value per row, broadcast it along the rows: {name}[:, None] (a (n,) vector"
              f" meeting an (m, n) tile aligns with its columns, as in NumPy); otherwise "
-             if was.startswith("a row statistic") and now.startswith("a column vector") else "")
+             if was.startswith("a row statistic") and now.startswith("a column vector") and implicit else "")
     raise E.LayoutError(
         f"{name} is used as {was} of one tile and as {now} of another: a register vector lives in one of the"
         f" two layouts", o.loc,

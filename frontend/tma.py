@@ -40,7 +40,8 @@ def check_copy(loc, gmem: ir.Value, gwin, smem: ir.Value, swin, store: bool = Fa
   big = [b for b in box if b > MAX_BOX]
   if big:
     # a split of the last dimension that divides it, each piece a whole number of 16-byte units
-    seg = next((n for n in range(MAX_BOX, 0, -1) if full[-1] % n == 0 and (n * itemsize) % ALIGN == 0), None)
+    seg = next((n for n in range(MAX_BOX, 0, -1) if full[-1] % n == 0 and (n * itemsize) % ALIGN == 0
+                and full[-1] // n <= MAX_BOX), None)
     split = (f"split it outside the kernel, {groot.name or 'x'}.reshape(..., {full[-1] // seg}, {seg}) (free),"
              f" and copy windows of that into a buffer of the same shape, or " if seg and full[-1] > MAX_BOX
              else f"take a window no wider than {groot.name or 'the array'} ({full[-1]} columns; a tile size"

@@ -88,6 +88,7 @@ class Tracer(Assignments, Calls, ast.NodeVisitor):
     # Names the function assigns anywhere: as in Python, they are its locals, never the module's
     # globals of the same name (reading one before its assignment is an error, not the global).
     self.local_names: set[str] = set()
+    self.failed = 0           # statements that failed (their errors may repeat one already recorded)
 
   def child(self, source: Source, scope: dict) -> "Tracer":
     """A tracer for an @ml.inline helper's body, sharing the builder and the error list."""
@@ -134,10 +135,10 @@ class Tracer(Assignments, Calls, ast.NodeVisitor):
               " body for jax.lax.fori_loop or scan is a Python loop here: for j in range(n): acc = ...")
       if node.__class__.__name__ != "Lambda" and node.decorator_list:
         node = node.decorator_list[0]      # the caret at the decorator, where the helper starts
-        deco = self.text(node)
-        if deco.split("(")[0].endswith("when"):          # Pallas's @pl.when(cond) body
+        deco = self.text(node).split("(")[0].rsplit(".", 1)[-1]
+        if deco == "when":                                # Pallas's @pl.when(cond) body
           hint = "Pallas's @pl.when(cond) body is an if statement here: if cond: ..."
-        elif deco.split("(")[0].endswith(("loop", "fori_loop")):
+        elif deco in ("loop", "fori_loop"):
           hint = "Pallas's @pl.loop(...) body is a for loop here: for i in range(start, stop): ..."
     self.unsupported(node, _NICE.get(name, f"the Python construct {name}"), hint)
 
@@ -175,6 +176,7 @@ class Tracer(Assignments, Calls, ast.NodeVisitor):
       raise
     except (E.KernelError, PoisonedUse) as e:
       self.env, self.pending_name, self.pending_node = env, "", None
+      self.failed += 1
       if isinstance(e, E.KernelError):
         self.record(e)
       for name in assigned_names([node]):

@@ -48,12 +48,12 @@ class Autotuner:
                              hint="configs=[dict(bn=256, stages=4), dict(bn=128, stages=6)]")
     for name, fn in (("key", key), ("timer", timer)):
       if fn is not None and not callable(fn):
-        names = (", ".join(map(str, fn)) if isinstance(fn, (list, tuple)) else "x") or "x"
+        given = list(fn) if isinstance(fn, (list, tuple)) else fn
         raise E.SignatureError(
             f"autotune's {name}= must be a callable, got {calling.describe(fn)}", loc,
             hint=(f"key=lambda *args, **constexprs: <what separates tunings>, e.g. key=lambda x, **kw: x.shape"
-                  f" (Triton's key=[{names!r}] lists argument names; here the default key, every input's shape"
-                  f" and dtype, already covers them)") if name == "key" else "timer=mg.bench_wall, or leave it out")
+                  f" (Triton's key={given!r} names arguments; here the default key, every input's shape and dtype"
+                  f" and the constexprs, already covers them)") if name == "key" else "timer=mg.bench_wall, or leave it out")
     functools.update_wrapper(self, kernel, updated=())
     self.kernel = kernel
     self.configs = configs
@@ -109,9 +109,12 @@ class Autotuner:
     for cfg in self.configs:
       try:
         self.kernel.typed_ir(*specs, **constexprs, **cfg)
-        return cfg
-      except E.KernelError:
+      except E.KernelError as e:
+        log.info("mgpu_dsl: autotune %s: %s skipped: %s", self.__name__, _text(cfg), e.message)
         continue
+      log.info("mgpu_dsl: autotune %s: %s, the first config that builds (untimed: no GPU or interpret mode)",
+               self.__name__, _text(cfg))
+      return cfg
     return self.configs[0]
 
   def best_config(self, *args: Any, interpret: bool | None = None, **constexprs: Any) -> dict:

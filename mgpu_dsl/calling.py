@@ -130,7 +130,7 @@ def check_inputs(pk, args, bounds: tuple[int, int], name: str, loc, *, count: bo
             cap(f"{name}: {what} is {describe(a)}, but {refs[i]} is not an ml.scalar parameter; {scalars[0]}"
                 f" is, after it"), loc,
             hint=f"ml.scalar parameters are inputs, so they come before the outputs: def {name}("
-                 f"{', '.join(f'{r}: ml.scalar' if r in scalars else r for r in order)}, ...)")
+                 f"{', '.join(f'{r}: ml.scalar' if r in pk.scalar_params else r for r in order)}, ...)")
       raise E.SignatureError(cap(f"{name}: {what} is {describe(a)}; kernel inputs are arrays"), loc,
                              hint=_input_hint(a))
     try:

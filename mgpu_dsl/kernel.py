@@ -52,7 +52,7 @@ def _at_call(e: E.KernelError, def_loc) -> E.KernelError:
   return e
 
 
-def _call_noted(e: E.KernelError, args, names) -> E.KernelError:
+def _call_noted(e: E.KernelError, args, names, constexprs=None) -> E.KernelError:
   """A mistake found in the kernel (or its options) for this call's arguments: a note names the
   call and what it passed (an int8 input meeting a float, a batch too large), unless the error
   is already at the call."""
@@ -61,7 +61,11 @@ def _call_noted(e: E.KernelError, args, names) -> E.KernelError:
       (e.filename, e.lineno) == (at.filename, at.lineno):
     return e
   shown = [f"{n}: {calling.describe(a)}" for n, a in zip(names, args)]
-  e.notes = tuple(e.notes) + (f"{at}: the call ({', '.join(shown)})",)
+  shown += [f"{k}={v!r}" for k, v in (constexprs or {}).items()]
+  note = f"{at}: the call ({', '.join(shown)})"
+  for err in getattr(e, "errors", None) or [e]:      # every mistake the call found, not only the first
+    if note not in err.notes:
+      err.notes = tuple(err.notes) + (note,)
   return e
 
 
@@ -283,14 +287,18 @@ class KernelFunction:
     if grid is None:          # no programs and nothing to write: the outputs are the empty arrays
       return Specialisation(None, None, None, [jax.ShapeDtypeStruct(tuple(l.shape), l.dtype) for l in leaves],
                             treedef, None, block, cluster)
+    # int64/float64 specs become what JAX will pass (int32/float32 unless x64 is on).
+    canon = lambda x: jax.ShapeDtypeStruct(tuple(x.shape), jax.dtypes.canonicalize_dtype(x.dtype))
     try:
-      # int64/float64 specs become what JAX will pass (int32/float32 unless x64 is on).
-      canon = lambda x: jax.ShapeDtypeStruct(tuple(x.shape), jax.dtypes.canonicalize_dtype(x.dtype))
       in_specs = [fc.ArgSpec.of(canon(a)) for a in args]
+    except (TypeError, AttributeError, ValueError) as e:
+      raise E.SignatureError(calling.cap(f"{name}: an input mgpu_dsl cannot take: {e}"), loc,
+                             hint=f"supported dtypes: {calling.SUPPORTED_DTYPES}") from None
+    try:
       out_specs = [canon(s) for s in leaves]
       out_fspecs = [fc.ArgSpec.of(s) for s in out_specs]
     except (TypeError, AttributeError, ValueError) as e:
-      raise E.SignatureError(calling.cap(f"out_shape gives an output mgpu_dsl cannot make: {e}"), loc,
+      raise E.SignatureError(calling.cap(f"out_shape gives an output mgpu_dsl cannot make: {e}"), at("out_shape"),
                              hint=f"supported dtypes: {calling.SUPPORTED_DTYPES}") from None
     key = (tuple(in_specs), tuple(out_fspecs), grid, block, cluster,
            tuple(sorted((k, _key_value(v)) for k, v in constexprs.items())),
@@ -552,7 +560,7 @@ class KernelFunction:
         raise                          # (its cause, the Mosaic GPU diagnostic, is what a bug report needs)
       if isinstance(e, E.SignatureError):
         e = _at_call(e, self.parsed.loc)
-      raise _call_noted(e, args, self.parsed.ref_params) from None
+      raise _call_noted(e, args, self.parsed.ref_params, constexprs) from None
     return jax.tree.unflatten(hit["treedef"], list(outs))
 
   def _empty_outputs(self, spec, args) -> list:

@@ -299,6 +299,8 @@ def static_range(cx, *args):
   """Like `range`, but the loop is unrolled while tracing (bounds must be static). Outside a `for`
   header (zip(ml.static_range(2), ws), reversed(...)) it is Python's range of those bounds."""
   if 1 <= len(args) <= 3 and all(isinstance(a, int) and not isinstance(a, bool) for a in args):
+    if len(args) == 3 and args[2] == 0:
+      raise E.KernelTypeError("ml.static_range's step is 0", cx.loc, hint="use a non-zero step, as range() does")
     return builtins.range(*args)            # (`range` here is ml.range)
   raise E.UnsupportedSyntaxError("ml.static_range takes one to three static ints (it is unrolled while"
                                  " tracing)", cx.loc,

@@ -253,6 +253,7 @@ def common(cx, a, b, what):
     # a loop carry started from a Python int (s = 0) meeting floats: converting it in the body
     # changes its type from one trip to the next (MG005); it should start as a float
     carried = next((x for x in (a, b) if is_value(x) and cx.b.defining(x) is None and x.name
+                    and x.id not in getattr(cx.b, "loop_indices", ())
                     and x.name.isidentifier() and resolve(x.type.dtype) in (DType.i32, DType.u32)
                     and resolve((db if x is a else da)).is_float), None) if isinstance(da, DType) \
         and isinstance(db, DType) else None
@@ -380,7 +381,8 @@ def _widened(cx, values, wide, narrow, what, shape=None):
       if isinstance(v.type, ScalarType) and narrow.is_float:
         raise E.UnsupportedDtypeError(
             f"{what} with the {narrow} scalar {cx.named(v)}: the GPU cannot convert 8-bit float scalars", cx.loc,
-            hint="use a tensor operand, or read the value as a float32 tensor first: x.at[...][...].astype(jnp.float32)")
+            hint=f"pass {cx.named(v)} as a (1,) array and read it as a tensor, or meet it with a tensor operand"
+                 f" (it is then broadcast)")
       return astype(cx, v, wide)
     if isinstance(v, (int, float)) and not isinstance(v, bool):
       if narrow.is_float:

@@ -60,11 +60,14 @@ def arange(cx, n, stop=None, dtype=None):
   Index grids: `ml.arange(m)[:, None] * n + ml.arange(n)[None, :]`.
   """
   is_int = lambda v: isinstance(v, int) and not isinstance(v, bool)
-  if stop is not None and not is_int(stop) and (is_value(stop) or isinstance(stop, (bool, float))):
-    raise E.KernelTypeError(f"ml.arange(start, stop) takes static ints, got {kind_of(stop) if is_value(stop) else repr(stop)}"
-                            f" for stop", cx.loc,
-                            hint="sizes are fixed when the kernel is compiled: take a static N and mask the run-time"
-                                 " length, ml.arange(N) < n")
+  bad = next(((w, v) for w, v in (("start", n), ("stop", stop))
+              if stop is not None and (is_value(v) or isinstance(v, (bool, float)))), None)
+  if bad is not None:                           # (a dtype second is ml.arange(n, dtype), below)
+    raise E.KernelTypeError(
+        f"ml.arange(start, stop) takes static ints, got {kind_of(bad[1]) if is_value(bad[1]) else repr(bad[1])}"
+        f" for {bad[0]}", cx.loc,
+        hint="a run-time start is added to a static length: start + ml.arange(n); a run-time length is a"
+             " mask over a static N: ml.arange(N) < n")
   if stop is not None and not is_int(stop):
     if dtype is not None:
       raise E.KernelTypeError(f"ml.arange: two dtypes, {stop!r} and dtype={dtype!r}", cx.loc,
