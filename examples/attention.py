@@ -503,6 +503,10 @@ def attention(q, k, v, causal: bool = False, sm_scale: float | None = None, *, r
       o = attention(q, k, v, causal=True)
       dq, dk, dv = jax.grad(lambda q, k, v: attention(q, k, v).sum(), argnums=(0, 1, 2))(q, k, v)
   """
+  for name, value in (("causal", causal), ("sm_scale", sm_scale)):
+    if isinstance(value, jax.core.Tracer):      # (bool() of it would be JAX's TracerBoolConversionError)
+      raise ValueError(f"attention: {name} must be a Python value (it is built into the kernels), got a value"
+                       f" jax.jit is tracing: mark it static, jax.jit(f, static_argnames=[{name!r}])")
   config = config or default_config(q.shape[-1], bool(causal))
   _check(q, k, v, causal, config)
   scale = float(sm_scale) if sm_scale is not None else 1.0 / math.sqrt(q.shape[-1])

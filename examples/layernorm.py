@@ -318,10 +318,22 @@ def _forward(x, w, b, eps, interpret):
   return layernorm_fwd(x, w, b, rows=_rows(*x.shape), eps=eps, interpret=interpret)
 
 
-@functools.partial(jax.custom_vjp, nondiff_argnums=(3, 4))
+def check_static(fn, name, value):
+  """A ValueError for an option traced by jax.jit: kernels are built for Python values."""
+  if isinstance(value, jax.core.Tracer):
+    raise ValueError(f"{fn}: {name} must be a Python value (it is built into the kernel), got a value jax.jit is"
+                     f" tracing: mark it static, jax.jit(f, static_argnames=[{name!r}]) (or static_argnums)")
+
+
 def layernorm(x, w, b, eps=1e-5, interpret=None):
   """(x - mean) / sqrt(var + eps) * w + b over the last axis of a 2-D array (its last
   dimension a multiple of 128; rows a multiple of 8 for the backward)."""
+  check_static("layernorm", "eps", eps)
+  return _layernorm(x, w, b, eps, interpret)
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(3, 4))
+def _layernorm(x, w, b, eps, interpret):
   return _forward(x, w, b, eps, interpret)[0]
 
 
@@ -349,7 +361,7 @@ def _bwd(eps, interpret, res, dy):
   return dx, dw, db
 
 
-layernorm.defvjp(_fwd, _bwd)
+_layernorm.defvjp(_fwd, _bwd)
 
 
 def reference(x, w, b, eps=1e-5):

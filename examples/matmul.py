@@ -21,12 +21,13 @@ from mgpu_dsl import language as ml
 def check_tiles(name, m, n, k, bm, bn, bk):
   """A ValueError at the call for shapes the tiles do not divide: a K remainder would be dropped
   (TMA reads zeros only past the array's end), an N remainder never written."""
+  # (a smaller tile seldom helps: bm must stay a multiple of 64 rows a warpgroup, bn of 16 bytes)
   for dim, size, tile, fix in (("k", k, bk, "pad a's columns and b's rows with zeros (the product is unchanged)"),
-                               ("n", n, bn, "pass a smaller bn, or pad b's columns"),
-                               ("m", m, bm, "pad a's rows")):
+                               ("n", n, bn, "pad b's columns with zeros (slice the result's columns after)"),
+                               ("m", m, bm, "pad a's rows with zeros (slice the result's rows after)")):
     if size % tile:
       raise ValueError(f"{name}: {dim} = {size} is not a multiple of b{dim} = {tile}: {fix} to a multiple of"
-                       f" b{dim}" + (f", or pass a smaller b{dim} that divides {size}" if dim != "k" else ""))
+                       f" b{dim}, {-(-size // tile) * tile}")
 
 
 def _out(a, b, *args, bm=128, bn=256, bk=64, **meta):

@@ -85,6 +85,10 @@ def scaled_matmul(a, bt, a_scale=1.0, b_scale=1.0, *, out_dtype=jnp.bfloat16, in
   (n,) vector (per column of the result). int8 operands accumulate in int32.
   """
   m, n = a.shape[0], bt.shape[0]
+  for name, s, size, what in (("a_scale", a_scale, m, "row of a"), ("b_scale", b_scale, n, "row of bt")):
+    if jnp.ndim(s) > 1 or jnp.size(s) not in (1, size):
+      raise ValueError(f"scaled_matmul: {name} must be a number or a ({size},) vector, one per {what} ({size}),"
+                       f" got shape {jnp.shape(s)}")
   rows = jnp.broadcast_to(jnp.asarray(a_scale, jnp.float32), (m,))
   cols = jnp.broadcast_to(jnp.asarray(b_scale, jnp.float32), (n,))
   acc = jnp.int32 if a.dtype == jnp.int8 else jnp.float32

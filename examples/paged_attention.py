@@ -311,6 +311,10 @@ def paged_attention(q, k_pages, v_pages, block_tables, lengths, *, splits=None, 
                      f" batch {b}, got {block_tables.shape} and {lengths.shape}")
   group = heads // kv_heads
   pages = block_tables.shape[1]
+  page = k_pages.shape[2]
+  for name, t in (("block_tables", block_tables), ("lengths", lengths)):
+    if jnp.dtype(t.dtype) != jnp.int32:
+      raise ValueError(f"paged_attention: {name} must be int32, got {t.dtype} (convert: {name}.astype(jnp.int32))")
   if splits is not None and (not isinstance(splits, numbers.Integral) or isinstance(splits, bool)
                              or splits < 1 or pages % splits):
     raise ValueError(f"paged_attention: splits ({splits}) must be a positive int dividing the pages per"
@@ -322,6 +326,15 @@ def paged_attention(q, k_pages, v_pages, block_tables, lengths, *, splits=None, 
   if tensor_cores and group > ROWS:
     raise ValueError(f"paged_attention: the tensor-core path takes at most {ROWS} query heads a kv head, got"
                      f" {group} ({heads} heads, {kv_heads} kv heads): pass tensor_cores=False")
+  if tensor_cores:
+    tokens = max(tokens, page)      # a step takes whole pages (page_size 128: one page a step)
+    if page % 8:
+      raise ValueError(f"paged_attention: the tensor-core path takes pages of a multiple of 8 tokens, got"
+                       f" page_size {page}: pass tensor_cores=False")
+    if tokens % page or tokens % 64:
+      raise ValueError(f"paged_attention: the tensor-core path takes steps of `tokens` (a multiple of 64 and of"
+                       f" the page size {page}), got tokens={tokens}: pass tokens={max(64, page)} or"
+                       f" tensor_cores=False")
   if longest_first is None:        # every program scans all lengths: cheap up to a few hundred sequences
     longest_first = b <= LONGEST_FIRST_MAX_BATCH
   if splits is None:
@@ -337,7 +350,9 @@ def paged_attention(q, k_pages, v_pages, block_tables, lengths, *, splits=None, 
       return combine_splits(o_part, m_part, l_part, dtype=q.dtype, interpret=interpret).reshape(b, heads, d)
     return combine(o_part.transpose(1, 0, 2).reshape(b, heads, splits, d), m_part.T.reshape(b, heads, splits),
                    l_part.T.reshape(b, heads, splits), q.dtype)
-  parts = paged_attention_parts(q, k_pages, v_pages, block_tables, lengths, splits=splits, stages=stages or 4,
+  if stages is None:               # as many as fit: each stage holds a page of K and of V
+    stages = max(1, min(4, (192 * 1024) // (2 * page * d * jnp.dtype(k_pages.dtype).itemsize)))
+  parts = paged_attention_parts(q, k_pages, v_pages, block_tables, lengths, splits=splits, stages=stages,
                                 interpret=interpret)
   return combine(*parts, q.dtype)
 

@@ -205,6 +205,8 @@ def check_rows(name, x, multiple=128):
   if not jnp.issubdtype(x.dtype, jnp.floating):
     raise ValueError(f"{name} takes float32, float16 or bfloat16 rows, got {x.dtype}: convert them,"
                      f" x.astype(jnp.float32)")
+  if x.shape[1] == 0:
+    raise ValueError(f"{name} takes rows of at least {multiple} elements, got rows of width 0 (shape {x.shape})")
   if x.shape[1] % multiple:
     fix = ("pad them with -inf (which leaves the softmax unchanged)" if name.startswith("softmax") else
            "for other widths use a masked kernel or the jnp reference (padding would change a norm's statistics)")

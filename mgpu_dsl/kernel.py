@@ -78,10 +78,15 @@ def _as_tuple3(x, what, loc):
   if (not isinstance(x, (tuple, list)) or not 1 <= len(x) <= 3
       or not all(isinstance(i, int) and not isinstance(i, bool) and i > 0 for i in x)):
     runtime = isinstance(x, (tuple, list)) and any(hasattr(i, "shape") and hasattr(i, "dtype") for i in x)
+    zero = (what == "grid" and isinstance(x, (tuple, list)) and 1 <= len(x) <= 3
+            and all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in x) and 0 in x)
     raise E.LaunchConfigError(
         calling.cap(f"{what} must be 1 to 3 positive ints, got {x!r}"
                     + (": a value known only at run time (an ml.scalar or an array's element)" if runtime else "")),
         loc, hint=(f"compute the {what} from shapes and constexprs, e.g. {what}=lambda x, *, n: (n,)" if runtime else
+                   "the grid callable gave no programs along an axis for these inputs (fewer rows than one"
+                   " program's tile, with //): round up, grid=lambda x: (ml.cdiv(x.shape[0], 128),), and mask the"
+                   " last tile's accesses (or pad the input)" if zero else
                    f"{what}=(n,), (n, m) or (n, m, k) of positive ints; a {what} callable returns one, e.g. "
                    + ("grid=lambda x: (x.shape[0] // 128,)" if what == "grid" else f"{what}=(2,)")))
   return tuple(x) + (1,) * (3 - len(x))

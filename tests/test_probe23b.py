@@ -536,3 +536,52 @@ def test_hints_keep_the_users_annotations_names_and_splits_that_fit():
   e = expect(stage_1028, [S((8, 1028), F32)], mg.TmaLimitError, "ml.copy(x, x_s)",
              "TMA copies move at most 256 elements along each dimension; this window is (8, 1028)")
   assert "reshape" not in e.hint                   # 1028 = 257 x 4: no split keeps both sides within 256
+
+
+# ---------------------------------------------------------------- the examples as a library
+import os as _os  # noqa: E402
+import sys as _sys  # noqa: E402
+_sys.path.insert(0, _os.path.join(_os.path.dirname(__file__), "..", "examples"))
+import attention as _A  # noqa: E402
+import layernorm as _LN  # noqa: E402
+import matmul_fp8 as _F8  # noqa: E402
+import paged_attention as _PA  # noqa: E402
+import softmax as _SM  # noqa: E402
+
+
+def test_paged_attention_takes_pages_of_128_tokens_with_its_defaults():
+  args = _PA.make_inputs(jax.random.key(0), 2, 4, 2, 128, 128, 4)     # page_size 128, head_dim 128
+  want = _PA.reference(*args)
+  for kw in ({}, {"tensor_cores": False}):
+    got = _PA.paged_attention(*args, interpret=True, **kw)
+    np.testing.assert_allclose(np.asarray(got, np.float32), np.asarray(want, np.float32), atol=2e-3, rtol=2e-3)
+  q, kp, vp, tables, lengths = args
+  with pytest.raises(ValueError, match="lengths must be int32"):
+    _PA.paged_attention(q, kp, vp, tables, lengths.astype(jnp.int16), interpret=True)
+
+
+def test_example_wrappers_refuse_what_they_cannot_take_with_value_errors():
+  with pytest.raises(ValueError, match="rows of width 0"):
+    _SM.softmax(jnp.ones((4, 0), F32), interpret=True)
+  q = jnp.ones((1, 128, 2, 64), jnp.float16)
+  with pytest.raises(ValueError, match="causal must be a Python value"):
+    jax.jit(lambda q, c: _A.attention(q, q, q, c, interpret=True))(q, True)
+  x, w = jnp.ones((8, 256), F32), jnp.ones((256,), F32)
+  with pytest.raises(ValueError, match="eps must be a Python value"):
+    jax.jit(lambda x, e: _LN.layernorm(x, w, w, e, True))(x, 1e-5)
+  np.testing.assert_allclose(_LN.layernorm(x, w, w, 1e-5, True), _LN.reference(x, w, w), atol=1e-5)
+  a = jnp.ones((128, 128), jnp.float8_e4m3fn)
+  bt = jnp.ones((256, 128), jnp.float8_e4m3fn)
+  with pytest.raises(ValueError, match="a_scale must be a number or a \\(128,\\) vector"):
+    _F8.scaled_matmul(a, bt, jnp.ones((256,)), jnp.ones((128,)), interpret=True)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 128,))
+def rows_of_128(x, out):
+  i = ml.program_id(0)
+  out.at[ml.ds(i * 128, 128)][...] = x.at[ml.ds(i * 128, 128)][...] * 2
+
+
+def test_an_empty_grid_hints_rounding_up():
+  e = _raises(lambda: rows_of_128(jnp.ones((100, 64), F32), interpret=True))
+  assert type(e) is mg.LaunchConfigError and "ml.cdiv(x.shape[0], 128)" in e.hint
