@@ -19,6 +19,8 @@ class Builder:
     self.defs: dict[int, ir.Op] = {}
     self.allocs: list[ir.Value] = []     # SMEM buffers, in allocation order
     self.loop_indices: set = set()        # ids of for loops' index values (not carries), for messages
+    self.inline_stack: list = []          # the @ml.inline calls being traced: (call site, helper name)
+    self.inline_sites: dict = {}          # an op's (file, line, col) -> the inline call paths it came from
     self.cluster = cluster               # the launch configuration some type rules check
     self.threads = block
     self.num_load_slots = 0              # TMA load sites so far; each gets an mbarrier
@@ -38,6 +40,8 @@ class Builder:
     self.block.ops.append(o)
     for r in results:
       self.defs[r.id] = o
+    if self.inline_stack:       # for the notes of errors found after tracing (races, uninitialised reads)
+      self.inline_sites.setdefault((loc.filename, loc.lineno, loc.col_offset), set()).add(tuple(self.inline_stack))
     return o
 
   def append(self, o: ir.Op) -> ir.Op:

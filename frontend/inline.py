@@ -33,7 +33,11 @@ def call_inline(tracer, node, fn, args, kwargs):
   child.env = dict(bound.arguments)
   before = len(tracer.errors)
   child.local_names = local_names(tree.body)
-  child.run_body(tree.body)      # a `return` (at the end, or under static conditions) ends it
+  tracer.b.inline_stack.append((str(loc), tree.name))
+  try:
+    child.run_body(tree.body)    # a `return` (at the end, or under static conditions) ends it
+  finally:
+    tracer.b.inline_stack.pop()
   if len(tracer.errors) > before or child.failed:
     at = tracer.loc(node)        # which call of the helper the mistake comes from
     for e in tracer.errors[before:]:

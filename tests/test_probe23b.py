@@ -585,3 +585,23 @@ def rows_of_128(x, out):
 def test_an_empty_grid_hints_rounding_up():
   e = _raises(lambda: rows_of_128(jnp.ones((100, 64), F32), interpret=True))
   assert type(e) is mg.LaunchConfigError and "ml.cdiv(x.shape[0], 128)" in e.hint
+
+
+@ml.inline
+def read_both_halves(buf):
+  return buf.at[ml.ds(0, 128)][...] + buf.at[ml.ds(128, 128)][...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((128,), F32))
+def half_filled_through_a_helper(x, out):
+  full, half = ml.smem((256,), F32), ml.smem((256,), F32)
+  ml.copy(x, full)
+  ml.copy(x.at[ml.ds(0, 128)], half.at[ml.ds(0, 128)])
+  out[...] = read_both_halves(full) + read_both_halves(half)
+
+
+def test_errors_found_after_tracing_name_the_helper_calls_they_come_from():
+  with pytest.raises(mg.UninitializedReadError) as info:
+    half_filled_through_a_helper.check(S((256,), F32))
+  notes = [n for n in info.value.notes if "call of read_both_halves" in n]
+  assert len(notes) == 2 and all(": in a call of read_both_halves" in n for n in notes)
