@@ -178,6 +178,7 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, bloc
                      em.num_load_slots, loc)
   kernel.globals_read = ir.Captured(tr.globals_read)
   kernel.transient_ids = frozenset(em.transient)
+  kernel.inline_sites = em.inline_sites            # (for notes on errors found later, interpret mode's too)
   kernel.accumulated = accumulated_outputs(kernel.body, em.defs, kernel.outputs)
   kernel.aliases = aliases
   kernel.batch_axis = em.batch_axis
@@ -204,23 +205,11 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, bloc
              alias={ins[i].value.id: outs[o].value for i, o in (kernel.aliases or {}).items()}).run(em.block, end)
     insert_turns(kernel)
   except E.KernelError as e:
-    _note_inline_calls(e, em.inline_sites)
+    E.note_inline_calls(e, em.inline_sites)
     raise
   except Exception as e:   # a bug in a pass, not in the kernel: say so, at the kernel
     raise E.InternalError.wrap(f"mgpu_dsl failed while compiling {pk.tree.name}", e, loc) from e
   return kernel
-
-
-def _note_inline_calls(e: E.KernelError, sites: dict) -> None:
-  """Errors found after tracing (a race, an uninitialised read, SMEM capacity) at a line of an
-  @ml.inline helper: notes naming the calls of the helper that line was traced for."""
-  for err in e.errors:
-    paths = sites.get((err.filename, err.lineno, err.col_offset))
-    if not paths or any(" call of " in n for n in err.notes):
-      continue
-    calls = sorted({path[-1] for path in paths})[:4]
-    which = "this call" if len(calls) == 1 else "a call"      # (traced once for each call)
-    err.notes = tuple(err.notes) + tuple(f"{at}: in {which} of {name}" for at, name in calls)
 
 
 def _each_reported(*checks) -> None:

@@ -173,6 +173,19 @@ def causes_first(errors: list[KernelError]) -> list[KernelError]:
   return out
 
 
+def note_inline_calls(e: KernelError, sites: dict) -> None:
+  """Errors found after tracing (a race, an uninitialised read, SMEM capacity; interpret mode's) at a
+  line of an @ml.inline helper: notes naming the calls of the helper that line was traced for
+  (`sites`: frontend.builder.Builder.inline_sites)."""
+  for err in e.errors:
+    paths = sites.get((err.filename, err.lineno, err.col_offset))
+    if not paths or any(" call of " in n for n in err.notes):
+      continue
+    calls = sorted({path[-1] for path in paths})[:4]
+    which = "this call" if len(calls) == 1 else "a call"      # (traced once for each call)
+    err.notes = tuple(err.notes) + tuple(f"{at}: in {which} of {name}" for at, name in calls)
+
+
 def raise_all(errors: list[KernelError]):
   """Raise the first of `errors` with `.errors` holding them all (str() renders every one)."""
   errors = causes_first(errors)

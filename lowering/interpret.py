@@ -165,7 +165,11 @@ def open_debugger(values: dict, where: str) -> None:
 def run_numpy(kernel: ir.Kernel, *args) -> list[np.ndarray]:
   """Run every program of `kernel` on numpy copies of `args`; returns the outputs."""
   with np.errstate(all="ignore"):
-    return Machine(kernel, args).run()
+    try:
+      return Machine(kernel, args).run()
+    except E.KernelError as e:      # a mistake at a line of an @ml.inline helper: which calls
+      E.note_inline_calls(e, getattr(kernel, "inline_sites", {}))
+      raise
 
 
 def run(kernel: ir.Kernel, args, out_specs) -> list:

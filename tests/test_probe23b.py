@@ -605,3 +605,21 @@ def test_errors_found_after_tracing_name_the_helper_calls_they_come_from():
     half_filled_through_a_helper.check(S((256,), F32))
   notes = [n for n in info.value.notes if "call of read_both_halves" in n]
   assert len(notes) == 2 and all(": in a call of read_both_halves" in n for n in notes)
+
+
+@ml.inline
+def window_at(ref, start):
+  return ref.at[ml.ds(start, 128)][...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x, off: S((128,), x.dtype))
+def windows_at_run_time(x, off, out):
+  s = ml.max(off[...])
+  out[...] = window_at(x, 0) + window_at(x, s)
+
+
+def test_interpret_mode_errors_in_a_helper_name_its_calls():
+  x = jnp.arange(256, dtype=jnp.int32)
+  with pytest.raises(mg.KernelError) as info:
+    windows_at_run_time(x, jnp.full((128,), 200, jnp.int32), interpret=True)
+  assert sum(": in a call of window_at" in n for n in info.value.notes) == 2
