@@ -125,7 +125,6 @@ class Calls:
       raise E.KernelTypeError(
           f"{self.text(node.func)} is JAX's control flow, which a kernel writes in Python", cx.loc,
           hint=missing.LAX_CONTROL[fn.__name__])
-    self._not_foreign(node, fn)
     if fn in (builtins.int, builtins.float) and len(args) == 1 and not kwargs and is_value(args[0]):
       x = args[0]              # int(x) / float(x) of a register value: a cast to the kernel's 32 bits
       if isinstance(x.type, RefType):

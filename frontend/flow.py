@@ -6,8 +6,6 @@ unbound, so reading it later is an error at that read.
 """
 from __future__ import annotations
 
-import builtins
-
 import ast
 import re
 
@@ -182,7 +180,7 @@ def trace_for(tracer, node: ast.For):
   fn = tracer.eval(it.func) if isinstance(it, ast.Call) else None
   if fn not in (range, ctl.static_range, ctl.range):
     seq = tracer.eval(it)             # a static sequence (a tuple, a list, enumerate/zip of them): unrolled
-    if (hasattr(seq, "__next__") or isinstance(seq, builtins.range)) and not is_value(seq):
+    if (hasattr(seq, "__next__") or isinstance(seq, range)) and not is_value(seq):
       seq = tuple(seq)                # (r = ml.static_range(4) then for i in r: a Python range)
     if isinstance(seq, (tuple, list)) and isinstance(node.target, (ast.Name, ast.Tuple, ast.List)):
       for v in seq:
@@ -201,40 +199,7 @@ def trace_for(tracer, node: ast.For):
                        hint="loop over indices: for i in range(n), or unroll with ml.static_range(n)")
   if it.keywords and fn is not ctl.range:
     tracer.unsupported(it, "keywords in range(...)", hint="only ml.range takes stages=")
-  stages, specialize, pingpong = 1, False, False
-  for kw in it.keywords:
-    if kw.arg is None:
-      raise E.KernelTypeError("ml.range(..., **kwargs): its options are written out", tracer.loc(kw.value),
-                              hint="ml.range(n, stages=s, warp_specialize=..., pingpong=...) with each keyword"
-                                   " given by name (constexprs work as values)")
-    if kw.arg not in ("stages", "warp_specialize", "pingpong"):
-      meant = {"num_stages": "stages", "stage": "stages", "warp_specialization": "warp_specialize",
-               "ws": "warp_specialize", "ping_pong": "pingpong"}.get(kw.arg)
-      raise E.KernelTypeError(f"ml.range takes no keyword {kw.arg!r}", tracer.loc(kw),
-                              hint=(f"write {meant}= (Triton's num_stages is ml.range's stages): " if meant else "")
-                                   + "ml.range(start, stop, step, stages=s, warp_specialize=False, pingpong=False)")
-    value = tracer.eval(kw.value)
-    if kw.arg in ("warp_specialize", "pingpong"):
-      if not isinstance(value, bool):
-        raise E.KernelTypeError(f"{kw.arg} must be a static bool, got {value!r}", tracer.loc(kw.value),
-                                hint=f"{kw.arg}=True or False (a Python bool or a constexpr)")
-      if kw.arg == "pingpong":
-        pingpong = value
-      else:
-        specialize = value
-      continue
-    stages = value
-    if not isinstance(stages, int) or isinstance(stages, bool) or not 1 <= stages <= 8:
-      raise E.KernelTypeError(f"stages must be a static int from 1 to 8, got {stages!r}", tracer.loc(kw.value),
-                              hint="pass a Python int or a constexpr: ml.range(n, stages=3)")
-  if specialize and stages < 2:
-    raise E.KernelTypeError("warp_specialize=True needs stages of at least 2", tracer.loc(it),
-                            hint="ml.range(n, stages=4, warp_specialize=True)")
-  if pingpong and not specialize:
-    raise E.WarpSpecializeError(
-        "pingpong=True needs warp_specialize=True: the compute warpgroups take turns on the tensor cores"
-        " while a producer warpgroup loads for both", tracer.loc(it),
-        hint="ml.range(n, stages=3, warp_specialize=True, pingpong=True) in a kernel with block=256")
+  stages, specialize, pingpong = ctl.range_options(it.keywords, tracer.eval, tracer.loc, tracer.loc(it))
   args = [tracer.eval(a) for a in it.args]
   if not 1 <= len(args) <= 3:
     raise E.KernelTypeError(f"range takes 1 to 3 arguments, got {len(args)}", tracer.loc(it),

@@ -4,7 +4,8 @@ register layout cannot hold what the kernel asks (narrow rows, column slices, br
 from __future__ import annotations
 
 from . import hw
-from .types import Layout
+from . import ir
+from .types import Layout, RefType, Space
 
 
 def column_slice_hint(name) -> str | None:
@@ -56,3 +57,17 @@ def broadcast_loops_hint(text, src, dst) -> str:
   return (f"take the leading axes in ml.static_range loops, 2-D at a time: {loops} each array .at[{', '.join(names)}]"
           f" (shape {tuple(dst[lead:])}), and {source}" + (" (the same for every trip)" if lone else "")
           + f"; or reshape the arrays to 2-D outside the kernel (x.reshape(-1, {dst[-1]}), free in XLA)")
+
+
+def smem_vector_hint(o, n, up):
+  """A short vector read from or written to an SMEM buffer: windows of SMEM cannot run past its
+  end, so the buffer itself takes the padding."""
+  refs = [r for r, _ in ir.traits_of(o).effects(o) if r is not None] if o is not None else []
+  smem = next((r for r in refs if isinstance(r.type, RefType) and r.type.space == Space.SMEM), None)
+  if smem is None:
+    return None
+  name = smem.name or "buf"
+  return (f"an SMEM window cannot run past its buffer: allocate {name} with {up} elements, fill it"
+          f" whole ({name}[...] = ml.zeros(({up},), ...)), put your {n} in {name}.at[ml.ds(0, {n})] and read"
+          f" all {up} ({name}[...]; store them with mask=ml.arange({up}) < {n}); or keep the value in"
+          f" registers instead of going through SMEM")

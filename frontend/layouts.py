@@ -36,7 +36,7 @@ from .ir import LayoutRule
 from .ops.elementwise import Full
 from .ops.memory import Store, View
 from .ops.shape import READ_2D_FIRST
-from .layout_hints import broadcast_loops_hint, column_slice_hint, narrow_rows_hint, role
+from .layout_hints import broadcast_loops_hint, column_slice_hint, narrow_rows_hint, role, smem_vector_hint
 from .types import Layout, LayoutKind, RefType, Space, TensorType
 
 
@@ -553,20 +553,6 @@ class _Solver:
     index = ", ".join("0" for _ in v.type.shape)
     return f"store the scalar into the one element: {use.ref.name or 'out'}[{index}] = {text}"
 
-  @staticmethod
-  def _smem_vector_hint(o, n, up):
-    """A short vector read from or written to an SMEM buffer: windows of SMEM cannot run past its
-    end, so the buffer itself takes the padding."""
-    refs = [r for r, _ in ir.traits_of(o).effects(o) if r is not None] if o is not None else []
-    smem = next((r for r in refs if isinstance(r.type, RefType) and r.type.space == Space.SMEM), None)
-    if smem is None:
-      return None
-    name = smem.name or "buf"
-    return (f"an SMEM window cannot run past its buffer: allocate {name} with {up} elements, fill it"
-            f" whole ({name}[...] = ml.zeros(({up},), ...)), put your {n} in {name}.at[ml.ds(0, {n})] and read"
-            f" all {up} ({name}[...]; store them with mask=ml.arange({up}) < {n}); or keep the value in"
-            f" registers instead of going through SMEM")
-
   def check(self, v, lay: Layout):
     o = self.first_use.get(v.id)
     loc = o.loc if o else self.kernel.loc
@@ -584,7 +570,7 @@ class _Solver:
               f"{v.name or 'this tensor'} has shape {shape}: a 1-D register vector needs a multiple of 8"
               f" elements (other register tensors a multiple of {hw.WARPGROUP}, one per thread of a"
               f" warpgroup)", loc,
-              hint=self._scalar_store_hint(v) or self._smem_vector_hint(o, n, up) or
+              hint=self._scalar_store_hint(v) or smem_vector_hint(o, n, up) or
                    f"pad it with a masked window: ref.at[ml.ds(start, {up})].load(mask=ml.arange({up}) < {n},"
                    f" other=0) and a masked store of the same window")
         raise E.LayoutError(

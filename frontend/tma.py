@@ -37,24 +37,10 @@ def check_copy(loc, gmem: ir.Value, gwin, smem: ir.Value, swin, store: bool = Fa
         f" {tuple(full)}) needs {rank}", loc,
         hint="reshape the array outside the kernel to at most 5 dimensions (merge neighbouring"
              " ones), then copy windows of that")
-  big = [b for b in box if b > MAX_BOX]
-  if big:
-    # a split of the last dimension that divides it, each piece a whole number of 16-byte units
-    seg = next((n for n in range(MAX_BOX, 0, -1) if full[-1] % n == 0 and (n * itemsize) % ALIGN == 0
-                and full[-1] // n <= MAX_BOX), None)
-    split = (f"split it outside the kernel, {groot.name or 'x'}.reshape(..., {full[-1] // seg}, {seg}) (free),"
-             f" and copy windows of that into a buffer of the same shape, or " if seg and full[-1] > MAX_BOX
-             else f"take a window no wider than {groot.name or 'the array'} ({full[-1]} columns; a tile size"
-                  f" above the array's is a config that does not fit this shape), or " if box[-1] > full[-1]
-             else "")
+  if any(b > MAX_BOX for b in box):
     raise E.about(E.TmaLimitError(
         f"TMA copies move at most {MAX_BOX} elements along each dimension; this window is {tuple(box)}", loc,
-        hint=f"the last dimension cannot be copied in pieces into one buffer (an SMEM window must be"
-             f" contiguous): {split}copy each piece of at most {MAX_BOX} into a buffer of its own"
-             if box[-1] > MAX_BOX and any(b > 1 for b in box[:-1]) else
-             f"copy it in pieces of at most {MAX_BOX} along that dimension into leading-dimension windows of the"
-             f" buffer, {swin[0].name or 'buf'}.at[ml.ds(k * {MAX_BOX}, {MAX_BOX})] for k in ml.static_range(...)"),
-        [swin[0]])
+        hint=_box_hint(groot, full, box, itemsize, swin[0].name)), [swin[0]])
   if (index[-1].size * itemsize) % ALIGN:
     raise E.TmaLimitError(
         f"TMA copies need the last dimension to span a multiple of {ALIGN} bytes; {index[-1].size} x"
@@ -113,6 +99,26 @@ def _check_smem_aligned(smem: ir.Value, swin, itemsize: int, loc) -> None:
       raise E.TmaLimitError(
           f"TMA copies need the SMEM window to start at a multiple of {SMEM_ALIGN} bytes; {name} moves"
           f" by {s} bytes per step of its dynamic index along dimension {d}", loc, hint=hint)
+
+
+def _box_hint(groot, full, box, itemsize, buf) -> str:
+  """How to copy a window wider than a TMA box: in pieces along a leading dimension; a last
+  dimension (inner in SMEM, so not split into one buffer's windows) split outside the kernel
+  where a split divides it into pieces of whole 16-byte units, each side within a box."""
+  array = groot.name or "x"
+  if not (box[-1] > MAX_BOX and any(b > 1 for b in box[:-1])):
+    return (f"copy it in pieces of at most {MAX_BOX} along that dimension into leading-dimension windows of"
+            f" the buffer, {buf or 'buf'}.at[ml.ds(k * {MAX_BOX}, {MAX_BOX})] for k in ml.static_range(...)")
+  fix = "the last dimension cannot be copied in pieces into one buffer (an SMEM window must be contiguous): "
+  seg = next((n for n in range(MAX_BOX, 0, -1) if full[-1] % n == 0 and (n * itemsize) % ALIGN == 0
+              and full[-1] // n <= MAX_BOX), None)
+  if seg and full[-1] > MAX_BOX:
+    fix += (f"split it outside the kernel, {array}.reshape(..., {full[-1] // seg}, {seg}) (free), and copy"
+            f" windows of that into a buffer of the same shape, or ")
+  elif box[-1] > full[-1]:
+    fix += (f"take a window no wider than {array} ({full[-1]} columns; a tile size above the array's is a"
+            f" config that does not fit this shape), or ")
+  return fix + f"copy each piece of at most {MAX_BOX} into a buffer of its own"
 
 
 def _registers(store: bool, root: str = "out") -> str:

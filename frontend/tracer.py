@@ -615,9 +615,9 @@ class Tracer(Assignments, Calls, ast.NodeVisitor):
       self.unsupported(node, "a comprehension with several for clauses",
                        hint="nest ml.static_range loops instead")
     gen = node.generators[0]
-    names = _target_names(gen.target)
-    if names is None:
+    if any(isinstance(t, (ast.Subscript, ast.Attribute, ast.Starred)) for t in ast.walk(gen.target)):
       self.unsupported(gen.target, "this comprehension target", hint="iterate over names: for i, w in zip(...)")
+    names = assigned_names([gen.target])
     it = gen.iter
     fn = self.eval(it.func) if isinstance(it, ast.Call) else None
     from .ops import control
@@ -638,7 +638,7 @@ class Tracer(Assignments, Calls, ast.NodeVisitor):
     out = []
     try:
       for v in items:
-        self._bind_static(gen.target, v, it)
+        self.assign(gen.target, v, it)
         conds = [self.eval(c) for c in gen.ifs]
         if any(is_value(c) for c in conds):
           raise E.KernelTypeError("a comprehension's if must be static", self.loc(gen.ifs[0]),
@@ -652,17 +652,6 @@ class Tracer(Assignments, Calls, ast.NodeVisitor):
         else:
           self.env[n] = was
     return out
-
-  def _bind_static(self, target, v, node):
-    """A comprehension's target bound to one item: a name, or names unpacked from a static tuple."""
-    if isinstance(target, ast.Name):
-      self.env[target.id] = v
-      return
-    if not isinstance(v, (tuple, list)) or len(v) != len(target.elts):
-      raise E.KernelTypeError(f"cannot unpack {v!r} into {self.text(target)}", self.loc(node),
-                              hint="unpack tuples of the same length as the target")
-    for t, x in zip(target.elts, v):
-      self._bind_static(t, x, node)
 
   def eval_GeneratorExp(self, node):
     """`tuple(f(i) for i in ml.static_range(n))`: unrolled while tracing, as the list comprehension
@@ -688,13 +677,3 @@ class Tracer(Assignments, Calls, ast.NodeVisitor):
         raise E.KernelTypeError(f"cannot format {self.text(v.value)} with {spec!r}: {e}", self.loc(v.value),
                                 hint="use a format spec that suits the value") from None
     return "".join(parts)
-
-
-def _target_names(target):
-  """The names a comprehension's target binds (`i`, `(i, (a, b))`), or None for other targets."""
-  if isinstance(target, ast.Name):
-    return [target.id]
-  if isinstance(target, (ast.Tuple, ast.List)):
-    parts = [_target_names(t) for t in target.elts]
-    return None if any(p is None for p in parts) else [n for p in parts for n in p]
-  return None

@@ -123,14 +123,15 @@ def check_inputs(pk, args, bounds: tuple[int, int], name: str, loc, *, count: bo
                 f" by keyword"), loc, hint=f"{name}(..., interpret={a})")
       if len(args) > bounds[1]:     # a constexpr passed by position (scale(x, 128)): the count says so
         check_count(pk, len(args), bounds, name, loc)
-      scalars = [r for r in refs[i + 1:] if r in getattr(pk, "scalar_params", ())]
+      marked = getattr(pk, "scalar_params", ())
+      scalars = [r for r in refs[i + 1:] if r in marked]
       if scalars and isinstance(a, (int, float)) and not isinstance(a, bool):
-        order = [r for r in refs if r in scalars or refs.index(r) < i] + [r for r in refs[i:] if r not in scalars]
+        order = refs[:i] + scalars + [r for r in refs[i:] if r not in scalars]
         raise E.SignatureError(
             cap(f"{name}: {what} is {describe(a)}, but {refs[i]} is not an ml.scalar parameter; {scalars[0]}"
                 f" is, after it"), loc,
             hint=f"ml.scalar parameters are inputs, so they come before the outputs: def {name}("
-                 f"{', '.join(f'{r}: ml.scalar' if r in pk.scalar_params else r for r in order)}, ...)")
+                 f"{', '.join(f'{r}: ml.scalar' if r in marked else r for r in order)}, ...)")
       raise E.SignatureError(cap(f"{name}: {what} is {describe(a)}; kernel inputs are arrays"), loc,
                              hint=_input_hint(a))
     try:
@@ -202,6 +203,31 @@ def check_output_names(pk, out, n_in: int, loc, at) -> None:
           f" a dict's outputs follow its sorted keys ({order}), not parameter names", at("out_shape"),
           hint=f"name the output parameters in sorted-key order ({', '.join(k for k in keys if isinstance(k, str))}),"
                f" or give out_shape a tuple in the parameters' order")
+
+
+def at_call(e: E.KernelError, def_loc, at) -> E.KernelError:
+  """A call's mistake (a misspelt or missing constexpr, an input too many) found at the kernel's
+  def, moved to the call `at` that made it, the def kept as a note."""
+  if (e.lineno, e.filename) != (def_loc.lineno, def_loc.filename) or at is None or not at.lineno:
+    return e
+  e.notes = (f"{e.loc}: the kernel",) + tuple(e.notes)
+  e.loc = at
+  return e
+
+
+def call_noted(e: E.KernelError, at, args, names, constexprs=None) -> E.KernelError:
+  """Mistakes found in the kernel (or its options) for this call's arguments: each gets a note
+  naming the call `at` and what it passed (an int8 input meeting a float, a batch too large),
+  unless the mistake is at the call already."""
+  if at is None or not at.lineno or (e.filename, e.lineno) == (at.filename, at.lineno):
+    return e
+  shown = [f"{n}: {describe(a)}" for n, a in zip(names, args)]
+  shown += [f"{k}={v!r}" for k, v in (constexprs or {}).items()]
+  note = f"{at}: the call ({', '.join(shown)})"
+  for err in e.errors:
+    if note not in err.notes:
+      err.notes = tuple(err.notes) + (note,)
+  return e
 
 
 def _declare_constexpr(pk, name: str, param: str, value) -> str:

@@ -41,34 +41,6 @@ def _user_errors(fn):
   return wrapper
 
 
-def _at_call(e: E.KernelError, def_loc) -> E.KernelError:
-  """A call's mistake (a misspelt or missing constexpr, an input too many) found at the kernel's
-  def, moved to the call that made it, the def kept as a note."""
-  at = caller_loc()
-  if (e.lineno, e.filename) != (def_loc.lineno, def_loc.filename) or at is None or not at.lineno:
-    return e
-  e.notes = (f"{e.loc}: the kernel",) + tuple(e.notes)
-  e.loc = at
-  return e
-
-
-def _call_noted(e: E.KernelError, args, names, constexprs=None) -> E.KernelError:
-  """A mistake found in the kernel (or its options) for this call's arguments: a note names the
-  call and what it passed (an int8 input meeting a float, a batch too large), unless the error
-  is already at the call."""
-  at = caller_loc()
-  if at is None or not at.lineno or isinstance(e, E.InternalError) or \
-      (e.filename, e.lineno) == (at.filename, at.lineno):
-    return e
-  shown = [f"{n}: {calling.describe(a)}" for n, a in zip(names, args)]
-  shown += [f"{k}={v!r}" for k, v in (constexprs or {}).items()]
-  note = f"{at}: the call ({', '.join(shown)})"
-  for err in getattr(e, "errors", None) or [e]:      # every mistake the call found, not only the first
-    if note not in err.notes:
-      err.notes = tuple(err.notes) + (note,)
-  return e
-
-
 def _as_tuple3(x, what, loc):
   integral = lambda i: isinstance(i, numbers.Integral) and not isinstance(i, (bool, np.bool_))
   if integral(x):
@@ -564,8 +536,8 @@ class KernelFunction:
       if isinstance(e, E.InternalError):
         raise                          # (its cause, the Mosaic GPU diagnostic, is what a bug report needs)
       if isinstance(e, E.SignatureError):
-        e = _at_call(e, self.parsed.loc)
-      raise _call_noted(e, args, self.parsed.ref_params, constexprs) from None
+        e = calling.at_call(e, self.parsed.loc, caller_loc())
+      raise calling.call_noted(e, caller_loc(), args, self.parsed.ref_params, constexprs) from None
     return jax.tree.unflatten(hit["treedef"], list(outs))
 
   def _empty_outputs(self, spec, args) -> list:

@@ -294,6 +294,46 @@ def range(cx, *args, stages=1, warp_specialize=False, pingpong=False):
                                  hint="ml.range(...) is for `for` loops: for k in ml.range(n, stages=3):")
 
 
+def range_options(keywords, evaluate, loc, at) -> tuple:
+  """(stages, warp_specialize, pingpong) of an `ml.range(...)` loop header's keywords (ast nodes):
+  each value `evaluate`d while tracing, mistakes a KernelTypeError at `loc(node)` (`at`: the call)."""
+  stages, specialize, pingpong = 1, False, False
+  for kw in keywords:
+    if kw.arg is None:
+      raise E.KernelTypeError("ml.range(..., **kwargs): its options are written out", loc(kw.value),
+                              hint="ml.range(n, stages=s, warp_specialize=..., pingpong=...) with each keyword"
+                                   " given by name (constexprs work as values)")
+    if kw.arg not in ("stages", "warp_specialize", "pingpong"):
+      meant = {"num_stages": "stages", "stage": "stages", "warp_specialization": "warp_specialize",
+               "ws": "warp_specialize", "ping_pong": "pingpong"}.get(kw.arg)
+      raise E.KernelTypeError(f"ml.range takes no keyword {kw.arg!r}", loc(kw),
+                              hint=(f"write {meant}= (Triton's num_stages is ml.range's stages): " if meant else "")
+                                   + "ml.range(start, stop, step, stages=s, warp_specialize=False, pingpong=False)")
+    value = evaluate(kw.value)
+    if kw.arg in ("warp_specialize", "pingpong"):
+      if not isinstance(value, bool):
+        raise E.KernelTypeError(f"{kw.arg} must be a static bool, got {value!r}", loc(kw.value),
+                                hint=f"{kw.arg}=True or False (a Python bool or a constexpr)")
+      if kw.arg == "pingpong":
+        pingpong = value
+      else:
+        specialize = value
+      continue
+    stages = value
+    if not isinstance(stages, int) or isinstance(stages, bool) or not 1 <= stages <= 8:
+      raise E.KernelTypeError(f"stages must be a static int from 1 to 8, got {stages!r}", loc(kw.value),
+                              hint="pass a Python int or a constexpr: ml.range(n, stages=3)")
+  if specialize and stages < 2:
+    raise E.KernelTypeError("warp_specialize=True needs stages of at least 2", at,
+                            hint="ml.range(n, stages=4, warp_specialize=True)")
+  if pingpong and not specialize:
+    raise E.WarpSpecializeError(
+        "pingpong=True needs warp_specialize=True: the compute warpgroups take turns on the tensor cores"
+        " while a producer warpgroup loads for both", at,
+        hint="ml.range(n, stages=3, warp_specialize=True, pingpong=True) in a kernel with block=256")
+  return stages, specialize, pingpong
+
+
 @builtin
 def static_range(cx, *args):
   """Like `range`, but the loop is unrolled while tracing (bounds must be static). Outside a `for`

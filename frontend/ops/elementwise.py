@@ -253,7 +253,7 @@ def common(cx, a, b, what):
     # a loop carry started from a Python int (s = 0) meeting floats: converting it in the body
     # changes its type from one trip to the next (MG005); it should start as a float
     carried = next((x for x in (a, b) if is_value(x) and cx.b.defining(x) is None and x.name
-                    and x.id not in getattr(cx.b, "loop_indices", ())
+                    and x.id not in cx.b.loop_indices
                     and x.name.isidentifier() and resolve(x.type.dtype) in (DType.i32, DType.u32)
                     and resolve((db if x is a else da)).is_float), None) if isinstance(da, DType) \
         and isinstance(db, DType) else None
