@@ -111,6 +111,9 @@ step() {
     gpu_pending11) python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_unit_axes.py tests/test_probe15.py tests/test_sync_gmem.py tests/test_split_rows.py tests/test_numerics_edges.py tests/test_ragged.py -k "unit or probe15 or tma_store or gmem or shared_scratch or loop or ragged or gpu_matches" ;;
     gpu_pending11b) python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_sync_stages.py tests/test_ragged_dot.py tests/test_probe15.py ;;
     gpu_pending12)  python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_probe16.py tests/test_probe17.py ;;
+    gpu_pending15) python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_probe23b.py -k "128_tokens" ;;
+    attn_ptxas)  n=0; for o in "" --overlap "--overlap --pingpong" --bwd; do n=$((n+1)); echo "== $o"; MOSAIC_GPU_DUMP_PTXAS=1 MOSAIC_GPU_DUMP_TO=/tmp/dump$n python3 -u benchmarks/profile_attention.py --head-dim 128 --runs 1 $o 2>&1 | grep -iE "error|registers|spill|stack" | head -20; ls /tmp/dump$n 2>/dev/null | head -3; grep -rihE "registers|spill" /tmp/dump$n 2>/dev/null | head -8; done ;;
+    attn_overlap) MOSAIC_GPU_DUMP_PTXAS=1 python3 -u benchmarks/attn_overlap.py ;;
     examples_mm) for f in examples/matmul.py examples/paged_attention.py; do echo "== $f"; timeout 200 python3 -u "$f" 2>&1 | tail -8; done ;;
     *)           echo "unknown step $1"; return 2 ;;
   esac

@@ -17,9 +17,9 @@ output accumulator) in registers:
     acc = acc * alpha + p @ v     P straight from registers into the tensor cores
 
 Causal programs stop at the diagonal (a runtime trip count) and mask only the blocks
-that cross it. `forward_overlap` (the default) reorders the loop as FlashAttention-3 does:
-each step issues the next block's q @ k.T before the softmax of the current one, so the
-tensor cores work while the softmax runs; the compiler's waits keep that dot in flight.
+that cross it. `forward_overlap` (an option, slower on the H200) reorders the loop as
+FlashAttention-3 does: each step issues q @ k.T of its block and p @ v of the previous one,
+and runs the softmax while p @ v runs.
 
 The backward recomputes P from the forward's logsumexp: one kernel per K/V block
 accumulates dK and dV over the query blocks (and over the query heads that share a K/V
@@ -129,12 +129,15 @@ def forward_kernel(q, k, v, o, lse, *, bq: ml.constexpr, bkv: ml.constexpr, stag
 def forward_overlap_kernel(q, k, v, o, lse, *, bq: ml.constexpr, bkv: ml.constexpr, stages: ml.constexpr,
                            causal: ml.constexpr, scale: ml.constexpr, ws: ml.constexpr = False,
                            pingpong: ml.constexpr = False, lpt: ml.constexpr = False):
-  """forward_kernel with the tensor cores busy during the softmax (FlashAttention-3's order).
+  """forward_kernel with the softmax under the tensor cores (FlashAttention-3's intra-warpgroup order).
 
-  Step t issues s_next = q @ k_t.T, then runs the softmax of s (block t - 1, computed at the
-  previous step) while that dot runs, then issues p @ v_{t-1}. The compiler's dot waits keep
-  the newer group in flight. Step 0 has no block to finish: s starts as an empty tile (-inf),
-  which leaves m, l and acc as they are; the last step's extra product is discarded.
+  Step t issues s = q @ k_t.T, then p_{t-1} @ v_{t-1} (the previous block's probabilities, in
+  registers), then runs block t's softmax while that second dot runs, and waits for it at the end
+  of the step before converting the new p: ptxas serialises every dot of the loop (warning C7514)
+  if a register a running dot reads is redefined, or a dot runs across the loop's back edge.
+  Step 0 has no block to finish (p = 0, alpha = 1) and step n no block to start: its scores are
+  shifted to -1e30 per row (`kill`), which leaves m and l and gives p = 0. Slower than the plain
+  order on the H200 (548 against 613 TFLOP/s at head_dim 128; docs/benchmarks.md): an option.
   """
   i, h, b = fwd_ids(causal, lpt)
   hk = h // (q.shape[2] // k.shape[2])
@@ -144,10 +147,11 @@ def forward_overlap_kernel(q, k, v, o, lse, *, bq: ml.constexpr, bkv: ml.constex
   v_s = ml.smem((bkv, d))
   ml.copy(q.at[b, ml.ds(i * bq, bq), h, :], q_s)
   c = scale * LOG2E
-  m = ml.full((bq,), -1e30, jnp.float32)     # finite: the empty first tile gives alpha = 1, not NaN
+  m = ml.full((bq,), -1e30, jnp.float32)     # finite: a step with no block gives alpha = 1, not NaN
   l = ml.zeros((bq,), jnp.float32)
   acc = ml.zeros((bq, d), jnp.float32)
-  s = ml.full((bq, bkv), NEG_INF, jnp.float32)
+  p = ml.zeros((bq, bkv), q.dtype)
+  alpha = ml.full((bq,), 1.0, jnp.float32)
   n = k.shape[1] // bkv
   if causal:
     n = ((i + 1) * bq + bkv - 1) // bkv
@@ -156,20 +160,21 @@ def forward_overlap_kernel(q, k, v, o, lse, *, bq: ml.constexpr, bkv: ml.constex
   for t in ml.range(n + 1, stages=stages, warp_specialize=ws, pingpong=pingpong):
     ml.copy(k.at[b, ml.ds(ml.minimum(t, n - 1) * bkv, bkv), hk, :], k_s)
     ml.copy(v.at[b, ml.ds(ml.maximum(t - 1, 0) * bkv, bkv), hk, :], v_s)
-    s_next = ml.dot(q_s, k_s.T)
-    j = t - 1
+    s = ml.dot(q_s, k_s.T)
+    acc = ml.dot(p, v_s, acc * alpha[:, None])
     if causal:
-      if (j + 1) * bkv > i * bq:
+      if (t + 1) * bkv > i * bq:
         rows = i * bq + ml.arange(bq)[:, None]
-        cols = j * bkv + ml.arange(bkv)[None, :]
+        cols = t * bkv + ml.arange(bkv)[None, :]
         s = ml.where(cols <= rows, s, NEG_INF)
-    m_new = ml.maximum(m, ml.max(s, axis=1) * c)
+    kill = ml.where(t < n, 0.0, -1e30)       # step n: no block
+    m_new = ml.maximum(m, ml.max(s, axis=1) * c + kill)
     alpha = ml.exp2(m - m_new, approx=True)
-    p = ml.exp2(s * c - m_new[:, None], approx=True)
-    l = l * alpha + ml.sum(p, axis=1)
-    acc = ml.dot(p.astype(q.dtype), v_s, acc * alpha[:, None])
+    pf = ml.exp2(s * c - (m_new - kill)[:, None], approx=True)
+    l = l * alpha + ml.sum(pf, axis=1)
     m = m_new
-    s = s_next
+    acc = acc * 1.0                          # a read of acc: waits for p @ v before p changes
+    p = pf.astype(q.dtype)
   o_s = q_s                                  # q is spent: its SMEM takes the output tile
   o_s[...] = (acc * (1.0 / l)[:, None]).astype(o.dtype)
   ml.copy(o_s, o.at[b, ml.ds(i * bq, bq), h, :])

@@ -137,16 +137,20 @@ def test_forward_and_backward_export_for_cuda_with_default_tiles(head_dim, causa
   assert exported.mlir_module().count("mosaic_gpu") >= 2     # forward and backward kernels
 
 
-def test_overlapped_forward_keeps_the_next_blocks_dot_in_flight_during_the_softmax():
+def test_overlapped_forward_runs_the_softmax_under_p_at_v_and_redefines_p_after_its_wait():
   spec = S((1, 1024, 1, 128), jnp.float16)
   text = ex.forward_overlap.typed_ir(spec, spec, spec, bq=128, bkv=128, stages=3, causal=False, scale=0.1)
   loop = text[text.index("= for "):]
+  loop = loop[:loop.index("yield values=[%")]                         # the body, to its yield
   ops = [line.split("= ")[-1].split()[0] if " = " in line else line.split()[0]
-         for line in (x.strip() for x in loop.splitlines()[1:])]
-  waits = [line.strip().split("#")[0].strip() for line in loop.splitlines() if "dotwait" in line]
-  assert waits[:2] == ["dotwait pending=1", "dotwait pending=1"]      # never a full wait in the loop
-  first_dot, first_wait = ops.index("dot"), ops.index("dotwait")
-  assert ops[first_dot:first_wait].count("unary") >= 2                # exp2s run under the dot
+         for line in (x.strip() for x in loop.splitlines()[1:]) if line]
+  waits = [i for i, op in enumerate(ops) if op == "dotwait"]
+  dots = [i for i, op in enumerate(ops) if op == "dot"]
+  assert dots[0] < waits[0] < dots[1] < waits[1]                      # q @ k.T, then p @ v, both in flight
+  assert "dotwait pending=1" in loop and "dotwait pending=0" in loop
+  settle = [i for i in waits if i > dots[1]][-1]                      # p @ v done before p is redefined
+  assert ops[dots[1]:settle].count("unary") >= 2                      # exp2s run under p @ v
+  assert "cast" in ops[settle:] and "cast" not in ops[dots[0]:settle]
 
 
 def test_forward_kernel_reads_k_transposed_and_p_from_registers():

@@ -560,6 +560,15 @@ def test_paged_attention_takes_pages_of_128_tokens_with_its_defaults():
     _PA.paged_attention(q, kp, vp, tables, lengths.astype(jnp.int16), interpret=True)
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("tensor_cores", [True, False])
+def test_gpu_paged_attention_takes_pages_of_128_tokens(tensor_cores):
+  args = _PA.make_inputs(jax.random.key(1), 3, 8, 2, 128, 128, 6)
+  got = _PA.paged_attention(*args, tensor_cores=tensor_cores)
+  np.testing.assert_allclose(np.asarray(got, np.float32), np.asarray(_PA.reference(*args), np.float32),
+                             atol=2e-3, rtol=2e-3)
+
+
 def test_example_wrappers_refuse_what_they_cannot_take_with_value_errors():
   with pytest.raises(ValueError, match="rows of width 0"):
     _SM.softmax(jnp.ones((4, 0), F32), interpret=True)
