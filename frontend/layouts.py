@@ -77,6 +77,7 @@ class _Solver:
     self.first_use: dict[int, ir.Op] = {}
     self.seeds, self.mma_roots = set(), set()
     self.unit_vec = set()      # nodes read from or written to windows strided in their last dimension
+    self.vec_limit = {}        # node -> what its window's geometry lets one vector move (window_vec)
     self.windowed = set()      # SMEM roots moved to or from registers through windows of their rows or columns
     self.relations = []        # (child node, parent node, dropped axes, op)
     self.nosplit = set()       # tensors an op touches whose lowering takes them whole only
@@ -179,13 +180,41 @@ class _Solver:
           last_kept = False
     return not last_kept and bool(chain) and any(not i.squeeze for i in chain[0].index)
 
+  def window_vec(self, ref) -> int | None:
+    """The most elements one vector of a register transfer of window `ref` may move (None: any):
+    it must divide the window's last extent, the steps of its other dimensions and its static
+    start in the root array (Mosaic GPU's strided transfers), as in x.at[:, 0:2] of (n, 3) rows."""
+    chain, d = [], self.defs.get(ref.id)
+    while isinstance(d, View):
+      chain.append(d)
+      d = self.defs.get(d.ref.id)
+    if not chain or any(view.transpose for view in chain):
+      return None
+    shape = chain[-1].ref.type.shape
+    steps = [math.prod(shape[i + 1:]) for i in range(len(shape))]
+    dims, offset = list(zip(steps, shape)), 0
+    for view in reversed(chain):        # from the root outwards
+      if len(view.index) != len(dims):
+        return None
+      offset += sum(i.start * st for (st, _), i in zip(dims, view.index) if isinstance(i.start, int))
+      dims = [(st, i.size) for (st, _), i in zip(dims, view.index) if not i.squeeze]
+    dims = [(st, n) for st, n in dims if n != 1]       # size-1 axes are folded away
+    if not dims:
+      return None
+    if dims[-1][0] != 1:
+      return 1
+    return math.gcd(dims[-1][1], offset, *(st for st, _ in dims[:-1]))
+
   def _memory(self, o):
     (ref, _), = [(r, a) for r, a in ir.traits_of(o).effects(o)]
     self.join(*[v for v in [*o.results, *o.operands()] if _is_tensor(v)])   # value, mask, result
     strided = self.minor_strided(ref)
+    limit = 1 if strided else self.window_vec(ref)
     for v in [*o.results, *o.operands()]:
       if _is_tensor(v):
         self.node(v)
+        if limit is not None:
+          self.vec_limit[("v", v.id)] = min(limit, self.vec_limit.get(("v", v.id), limit))
         if strided:
           self.unit_vec.add(("v", v.id))
         if self.window_of_tiles(ref):
@@ -489,6 +518,11 @@ class _Solver:
     unit = {uf.find(u) for u in self.unit_vec}    # classes moved to or from minor-strided windows
     for cls in unit & strided_vec.keys():
       strided_vec[cls] = 1
+    for node, limit in self.vec_limit.items():    # windows whose rows or start break longer vectors
+      cls = uf.find(node)
+      if cls in strided_vec:
+        while strided_vec[cls] > 1 and limit % strided_vec[cls]:
+          strided_vec[cls] //= 2
     for comp in self.strided_links:      # reshaped into each other: one vector length
       vec = min(strided_vec.get(c, 16) for c in comp)
       for c in comp:
