@@ -87,8 +87,9 @@ def warp_specialize(kernel: ir.Kernel, loop: For, em, result) -> None:
 def _check_sources_not_written(kernel, plan, em) -> None:
   """The producer warpgroup starts loading at the kernel's start, ordered after nothing the
   compute warpgroups do outside the loop: a loop may not load arrays the kernel writes
-  outside it (before it, or in an enclosing loop's other trips). Writes inside the loop are
-  pipeline_plan's check_loads_of_written_memory's (MG502, by windows)."""
+  before it, or in an enclosing loop (whose next trips the producer loads ahead of). A write
+  after the loop is after every load landed. Writes inside the loop are pipeline_plan's
+  check_loads_of_written_memory's (MG502, by windows)."""
   def root(v):
     d = em.defs.get(v.id)
     while isinstance(d, View):
@@ -97,22 +98,27 @@ def _check_sources_not_written(kernel, plan, em) -> None:
 
   alias = {kernel.inputs[i].value.id: kernel.outputs[o].value.id for i, o in (kernel.aliases or {}).items()}
   inside = {id(o) for o in ir.walk(plan.loop.body)}
-  written = set()
+  outer = [o for o in _path_to(kernel.body, plan.loop)[:-1] if "body" in o.regions]   # enclosing loops
+  repeated = {id(x) for o in outer for x in ir.walk(o.body)}
+  written, after = {}, False
   for o in ir.walk(kernel.body):
-    if id(o) in inside:
+    after = after or o is plan.loop
+    if id(o) in inside or after and id(o) not in repeated:
       continue
     for ref, acc in ir.traits_of(o).effects(o):
       if ref is not None and acc in (Access.REG_WRITE, Access.TMA_WRITE) and ref.type.space == Space.GMEM:
-        written.add(alias.get(root(ref).id, root(ref).id))
+        written.setdefault(alias.get(root(ref).id, root(ref).id), o)
   for copy, _, _ in plan.sites:
     src = root(copy.src)
-    if alias.get(src.id, src.id) in written:
+    w = written.get(alias.get(src.id, src.id))
+    if w is not None:
+      where = "in an enclosing loop" if id(w) in repeated else "before it"
       raise E.WarpSpecializeError(
-          f"this warp-specialised loop loads from {src.name}, which the kernel writes outside it; its producer"
-          f" warpgroup issues the loads from the kernel's start, ordered after nothing the other"
-          f" warpgroups write, so it could read {src.name} before the writes land", copy.loc,
-          hint="load from the kernel's inputs only (pass what the kernel computed to a second kernel), or"
-               " drop warp_specialize=True")
+          f"this warp-specialised loop loads from {src.name}, which the kernel writes {where} (line"
+          f" {w.loc.lineno}); its producer warpgroup issues the loads from the kernel's start, ordered after"
+          f" nothing the other warpgroups write, so it could read {src.name} before the writes land", copy.loc,
+          hint=f"write {src.name} only after the loop (at the kernel's top level), pass what the kernel"
+               f" computed to a second kernel, or drop warp_specialize=True")
 
 
 def _multicast_axis(plan):

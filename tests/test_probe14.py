@@ -97,9 +97,9 @@ def test_a_register_store_into_a_peers_tiled_buffer_is_a_located_error():
 
 def test_a_warp_specialised_loop_may_not_load_what_the_kernel_writes_outside_it():
   expect(ws_loads_written, [S((256, 128), F32)], mg.WarpSpecializeError, "ml.copy(o.at[ml.ds(k * 64, 64)], b)",
-         "this warp-specialised loop loads from o, which the kernel writes outside it; its producer warpgroup"
-         " issues the loads from the kernel's start, ordered after nothing the other warpgroups write, so"
-         " it could read o before the writes land")
+         "this warp-specialised loop loads from o, which the kernel writes before it (line 60); its producer"
+         " warpgroup issues the loads from the kernel's start, ordered after nothing the other warpgroups"
+         " write, so it could read o before the writes land")
   x = jax.random.normal(jax.random.key(1), (256, 128), F32)       # inside the loop only: fine
   np.testing.assert_allclose(ws_in_place(x, interpret=True), x * 3.0)
   jax.export.export(jax.jit(ws_in_place), platforms=["cuda"])(S((256, 128), F32))

@@ -74,3 +74,62 @@ def test_gpu_register_windows_at_unaligned_starts(dtype):
   x = jnp.arange(2048, dtype=F32).astype(dtype)
   for s in (0, 1, 3):
     np.testing.assert_array_equal(from_offset(x, s), x[s:s + 1024] + x[1:1025])
+
+
+# ---------------------------------------------------------------- warp-specialised loops and writes after them
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 16,), input_output_aliases={0: 0})
+def halves_in_place(x, out):
+  r = ml.program_id(0)
+  x_s, o_s = ml.smem((16, 128)), ml.smem((16, 256))
+  acc = ml.zeros((16, 128), F32)
+  for t in ml.range(2, stages=2, warp_specialize=True):
+    ml.copy(x.at[ml.ds(r * 16, 16), ml.ds(t * 128, 128)], x_s)
+    acc = acc + x_s[...]
+  o_s.at[:, 0:128][...] = acc
+  o_s.at[:, 128:256][...] = acc
+  ml.copy(o_s, out.at[ml.ds(r * 16, 16)])
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, input_output_aliases={0: 0})
+def rows_in_place_persistent(x, out):
+  x_s = ml.smem((16, 128))
+  for r in range(1, x.shape[0] // 16):
+    acc = ml.zeros((16, 128), F32)
+    for t in ml.range(2, stages=2, warp_specialize=True):
+      ml.copy(x.at[ml.ds((r - 1) * 16, 16), ml.ds(t * 128, 128)], x_s)
+      acc = acc + x_s[...]
+    out.at[ml.ds(r * 16, 16), 0:128][...] = acc
+
+
+def test_a_warp_specialised_loop_may_load_what_the_kernel_writes_after_it():
+  # the write after the loop comes after every load landed; it was refused as "outside the loop"
+  x = jax.random.normal(jax.random.key(0), (64, 256), F32)
+  np.testing.assert_allclose(halves_in_place(x, interpret=True), jnp.tile(x[:, :128] + x[:, 128:], (1, 2)),
+                             rtol=1e-6)
+  _export(halves_in_place, S((64, 256), F32))
+  e = expect(rows_in_place_persistent, [S((64, 256), F32)], mg.WarpSpecializeError, "ml.copy(",
+             "this warp-specialised loop loads from x, which the kernel writes in an enclosing loop (line"
+             f" {rows_in_place_persistent.fn.__code__.co_firstlineno + 8}); its producer warpgroup issues the"
+             " loads from the kernel's start, ordered after nothing the other warpgroups write, so it could"
+             " read x before the writes land")
+  assert "only after the loop" in e.hint and "inputs only" not in e.hint
+
+
+# ---------------------------------------------------------------- float8 constants
+@mg.mgpu_kernel(out_shape=lambda x, *, v: (S((128,), x.dtype), S((128,), x.dtype)))
+def fill8(x, a, b, *, v: ml.constexpr):
+  a[...] = ml.full((128,), v, x.dtype)
+  b[...] = ml.full((128,), v, F32).astype(x.dtype)
+
+
+@pytest.mark.parametrize("dtype", [jnp.float8_e4m3fn, jnp.float8_e5m2])
+@pytest.mark.parametrize("v", [1000.0, -1e6, float("inf"), float("-inf"), 3.0])
+def test_ml_full_of_float8_saturates_as_astype_does(dtype, v):
+  # ml.full((n,), 1000.0, float8_e4m3fn) was NaN (the constant rounded as jnp.full rounds), where
+  # the docs say it converts as a cast does and .astype saturates to 448
+  x = jnp.zeros((128,), dtype)
+  a, b = fill8(x, v=v, interpret=True)
+  np.testing.assert_array_equal(np.asarray(a, np.float32), np.asarray(b, np.float32))
+  top = float(jnp.finfo(dtype).max)
+  assert float(a[0]) == float(jnp.float32(min(max(v, -top), top)).astype(dtype))
+  _export(lambda x: fill8(x, v=v)[0], S((128,), dtype))

@@ -625,6 +625,10 @@ def full_(cx, shape, value, dtype, what="ml.full", convert=False):
                             hint="ml.full(shape, 0.0, jnp.float32)")
   else:
     check_python_int(cx, value, dtype, what)
+    if convert and dtype in FLOAT8 and value == value:   # as .astype: saturating (jnp.full would give NaN)
+      import ml_dtypes
+      top = float(ml_dtypes.finfo(dtype.np).max)
+      value = min(max(float(value), -top), top)
   return cx.b.emit(Full, value, loc=cx.loc, types=[TensorType(shape, dtype)], names=[cx.name]).result
 
 
