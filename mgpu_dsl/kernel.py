@@ -301,9 +301,11 @@ class KernelFunction:
       raise E.LaunchConfigError(
           calling.cap(f"the grid callable gave {tuple(grid)} for an empty input (input {empty[0]}:"
                       f" {calling.describe(args[empty[0]])}); a launch needs at least one program, and with"
-                      f" none this call's non-empty outputs would be left unwritten"),
-          at("grid"), hint="call the kernel only on non-empty arrays, or fill the outputs outside it for an"
-                           " empty batch (a call whose outputs are all empty returns them without a launch)")
+                      f" none this call's non-empty outputs would be neither written nor zeroed"),
+          at("grid"), hint="launch at least one program, whose masked loads then read nothing (outputs updated"
+                           " only by atomics start at 0): grid=lambda x: (max(1, ml.cdiv(x.shape[0], 128)),);"
+                           " or fill the outputs outside the kernel for an empty batch (a call whose outputs are"
+                           " all empty returns them without a launch)")
     grid = _as_tuple3(grid, "grid", at("grid"))
     fc.check_grid_limits(grid, at("grid"))
     block = self.block

@@ -133,3 +133,47 @@ def test_ml_full_of_float8_saturates_as_astype_does(dtype, v):
   top = float(jnp.finfo(dtype).max)
   assert float(a[0]) == float(jnp.float32(min(max(v, -top), top)).astype(dtype))
   _export(lambda x: fill8(x, v=v)[0], S((128,), dtype))
+
+
+@mg.mgpu_kernel(out_shape=lambda a, bt: S((64, 64), F32), grid=(1,))
+def mixed8(a, bt, out):
+  a_s, b_s = ml.smem((64, 128)), ml.smem((64, 128))
+  ml.copy(a, a_s)
+  ml.copy(bt, b_s)
+  out[...] = ml.dot(a_s, b_s.T)
+
+
+def test_an_e4m3_by_e5m2_dot_says_why_and_which_conversion_keeps_the_values():
+  e = expect(mixed8, [S((64, 128), jnp.float8_e4m3fn), S((64, 128), jnp.float8_e5m2)], mg.DtypeMismatchError,
+             "ml.dot(", "ml.dot of a_s (float8_e4m3fn) and b_s.T (float8_e5m2): both operands must have one"
+             " dtype (Mosaic GPU's tensor-core dots take no e4m3 x e5m2 pair)")
+  assert "float16" in e.hint and "saturates beyond 448" in e.hint
+
+
+# ---------------------------------------------------------------- empty inputs
+@mg.mgpu_kernel(out_shape=lambda ids: S((8,), jnp.int32), grid=lambda ids: (ml.cdiv(ids.shape[0], 128),))
+def count_tokens(ids, counts):
+  i = ml.program_id(0)
+  pos = i * 128 + ml.arange(128)
+  e = ids.at[ml.ds(i * 128, 128)].load(mask=pos < ids.shape[0], other=8)
+  ml.atomic_add(counts.at[e], ml.full((128,), 1, jnp.int32))
+
+
+count_tokens_any = mg.mgpu_kernel(count_tokens.fn, out_shape=lambda ids: S((8,), jnp.int32),
+                                  grid=lambda ids: (max(1, ml.cdiv(ids.shape[0], 128)),))
+
+
+def test_an_empty_grid_hints_one_program_and_that_hint_counts_nothing():
+  e = _raises(lambda: count_tokens(jnp.zeros((0,), jnp.int32), interpret=True))
+  assert type(e) is mg.LaunchConfigError and "neither written nor zeroed" in e.message
+  assert "grid=lambda x: (max(1, ml.cdiv(x.shape[0], 128)),)" in e.hint
+  np.testing.assert_array_equal(count_tokens_any(jnp.zeros((0,), jnp.int32), interpret=True), np.zeros(8))
+  np.testing.assert_array_equal(count_tokens_any(jnp.array([1, 2, 2], jnp.int32), interpret=True),
+                                [0, 1, 2, 0, 0, 0, 0, 0])
+  _export(count_tokens_any, S((0,), jnp.int32))
+
+
+@pytest.mark.gpu
+def test_gpu_one_program_over_an_empty_input_counts_nothing():
+  np.testing.assert_array_equal(count_tokens_any(jnp.zeros((0,), jnp.int32)), np.zeros(8))
+  np.testing.assert_array_equal(count_tokens_any(jnp.array([1, 2, 2], jnp.int32)), [0, 1, 2, 0, 0, 0, 0, 0])

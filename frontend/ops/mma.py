@@ -160,9 +160,16 @@ def dot(cx, a, b, acc=None):
         hint="a is (m, k) and b is (k, n)")
   dt = unify(a.type.dtype, b.type.dtype, loc, "ml.dot operand")
   if dt is None:
+    da, db = resolve(a.type.dtype), resolve(b.type.dtype)
+    fp8 = {da, db} == {DType.f8e4m3, DType.f8e5m2}
     raise E.DtypeMismatchError(
         f"ml.dot of {a.name} ({dtype_name(a.type.dtype)}) and {b.name} ({dtype_name(b.type.dtype)}):"
-        f" both operands must have one dtype", loc, hint="convert one operand's tile when you fill it")
+        f" both operands must have one dtype" + (" (Mosaic GPU's tensor-core dots take no e4m3 x e5m2 pair)"
+                                                 if fp8 else ""), loc,
+        hint="convert both tiles to float16 when you fill them (exact for both float8 types, at half the"
+             " float8 rate), or the float8_e4m3fn one to float8_e5m2 (keeps its range, drops a mantissa bit);"
+             " float8_e5m2 to float8_e4m3fn saturates beyond 448" if fp8 else
+             "convert one operand's tile when you fill it")
   d = resolve(dt)
   if isinstance(d, DType) and d not in hw.MMA_DTYPES:
     raise E.UnsupportedDtypeError(
