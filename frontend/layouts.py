@@ -37,7 +37,7 @@ from .ops.elementwise import Full
 from .ops.memory import Store, View
 from .ops.shape import READ_2D_FIRST
 from .layout_hints import broadcast_loops_hint, column_slice_hint, narrow_rows_hint, role, smem_vector_hint
-from .types import Layout, LayoutKind, RefType, Space, TensorType
+from .types import Layout, LayoutKind, RefType, Space, TensorType, dtype_name
 
 
 @dataclasses.dataclass(frozen=True)
@@ -477,6 +477,9 @@ class _Solver:
       """A vector of the class as the user named it: a variable (`c`) before an expression."""
       names = [v.name for v in members.get(c, []) if v.name and v is not skip and len(v.type.shape) == 1]
       return next((n for n in names if n.isidentifier()), names[0] if names else default)
+    vec = next((v for v in members.get(c, []) if len(v.type.shape) == 1), None)
+    tmp = (f"tmp = ml.smem(({vec.type.shape[0]},), jnp.{dtype_name(vec.type.dtype)})" if vec is not None else
+           "tmp = ml.smem((n,), v.dtype)")
     if isinstance(o, Reduce) and o.results and len(o.result.type.shape) == 1:
       # Two reductions' vectors met in elementwise math (or a branch): no broadcast involved.
       other = named(skip=o.result, default="another vector")
@@ -484,7 +487,7 @@ class _Solver:
           f"this reduction gives {role(layout[p].dropped(axes))} of {o.x.name or 'its tile'}, but it meets"
           f" {other}, {role(layout[c])}, in elementwise math or a branch: the two live in different"
           f" register layouts", o.loc,
-          hint="pass one through an SMEM vector to combine them: tmp = ml.smem((n,), jnp.float32); tmp[...] = v;"
+          hint=f"pass one through an SMEM vector to combine them: {tmp}; tmp[...] = v;"
                " then tmp[...] reads it back in the layout the other needs")
     here = getattr(o, "x", None)        # the vector this op broadcasts, when it is of the class
     name = (here.name if here is not None and here.name and here in members.get(c, []) else named())
@@ -494,12 +497,23 @@ class _Solver:
     meant = (f"if {name} holds a value per row, broadcast it along the rows: {name}[:, None] (a (n,) vector"
              f" meeting an (m, n) tile aligns with its columns, as in NumPy); otherwise "
              if was.startswith("a row statistic") and now.startswith("a column vector") and implicit else "")
+    lone = (here is not None and here in members.get(c, []) and len(members.get(p, [])) == 1
+            and math.prod(o.result.type.shape) == math.prod(here.type.shape))
+    if lone and was.startswith("a row statistic") and now.startswith("a column vector"):
+      # v[None, :] of a row statistic, used nowhere else as a tile: a (1, n) row of it
+      raise E.LayoutError(
+          f"{name}[None, :] makes a {o.result.type.shape} row of {name}, {was}: the threads of each row of"
+          f" its tile hold its values, where a row tile spreads them along the columns, and registers cannot"
+          f" move between the two", o.loc,
+          hint=f"store {name} through a 1-D view of the row (out.at[0][...] = {name}), keep the axis and"
+               f" transpose (ml.sum(x, axis=1, keepdims=True).T), or pass it through an SMEM vector ({tmp};"
+               f" tmp[...] = {name}; then tmp[...][None, :])")
     raise E.LayoutError(
         f"{name} is used as {was} of one tile and as {now} of another: a register vector lives in one of the"
         f" two layouts", o.loc,
         hint=meant + "give each use its own copy: compute the vector twice (an index vector: write its ml.arange"
-             " expression again for the second use), load it again from memory, or pass one through an"
-             " SMEM vector (tmp = ml.smem((n,), jnp.float32); tmp[...] = v; then tmp[...] reads it in the"
+             f" expression again for the second use), load it again from memory, or pass one through an"
+             f" SMEM vector ({tmp}; tmp[...] = v; then tmp[...] reads it in the"
              " layout its use needs)")
 
   # ------------------------------------------------------------ applying
@@ -616,10 +630,16 @@ class _Solver:
       return
     if lay.drop and (len(shape) > 2 or any(shape[a] != 1 for a in lay.drop if len(shape) == 2)) or (
         not lay.drop and len(shape) != 2):
+      vec = next((u for u in self.members.get(self.uf.find(("v", v.id)), []) if len(u.type.shape) == 1), None)
+      what = f"{role(lay)} of a tile" if lay.drop else "a tile whose rows and columns a reduction or broadcast fixed"
+      hint = "reshape before the reduction or broadcast, in registers that are not a tile yet"
+      if lay.drop and vec is not None and len(shape) == 2:
+        n, dt, name = vec.type.shape[0], dtype_name(vec.type.dtype), vec.name or "v"
+        hint = (f"go through SMEM: tmp = ml.smem(({n},), jnp.{dt}); tmp[...] = {name}; then read row k of the"
+                f" {shape} result as tmp.at[ml.ds(k * {shape[1]}, {shape[1]})][...] (k in ml.static_range({shape[0]}))")
       raise E.LayoutError(
-          f"{v.name or 'this tensor'} of shape {shape} is reshaped from or into a {lay} tile: a tile's"
-          f" rows and columns live in fixed threads, so only size-1 axes can be added or removed", loc,
-          hint="reshape before the reduction or broadcast, in registers that are not a tile yet")
+          f"this {shape} tensor is reshaped from or into {what}: its values live in"
+          f" fixed threads, so only size-1 axes can be added or removed", loc, hint=hint)
     if lay.kind == LayoutKind.WGMMA:
       rows = self.rows
       full = lay.register_shape(shape)

@@ -177,3 +177,51 @@ def test_an_empty_grid_hints_one_program_and_that_hint_counts_nothing():
 def test_gpu_one_program_over_an_empty_input_counts_nothing():
   np.testing.assert_array_equal(count_tokens_any(jnp.zeros((0,), jnp.int32)), np.zeros(8))
   np.testing.assert_array_equal(count_tokens_any(jnp.array([1, 2, 2], jnp.int32)), [0, 1, 2, 0, 0, 0, 0, 0])
+
+
+# ---------------------------------------------------------------- row statistics in other shapes
+@mg.mgpu_kernel(out_shape=lambda x: S((1, x.shape[0]), x.dtype))
+def row_sums_as_row(x, out):
+  s = ml.sum(x[...], axis=1)
+  out[...] = s[None, :]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((1, x.shape[0]), x.dtype))
+def row_sums_via_smem(x, out):
+  s = ml.sum(x[...], axis=1)
+  tmp = ml.smem((128,), jnp.float32)
+  tmp[...] = s
+  out[...] = tmp[...][None, :]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((2, 128), x.dtype))
+def row_sums_reshaped(x, out):
+  s = ml.sum(x[...], axis=1)
+  out[...] = s.reshape(2, 128)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, y: S((64, 64), jnp.int32))
+def int_outer(x, y, out):
+  a = ml.sum(x[...], axis=1)
+  b = ml.sum(y[...], axis=1)
+  out[...] = a[:, None] * b[None, :]
+
+
+def test_a_row_statistic_made_a_row_says_so_and_hints_what_works():
+  # was "s is used as a row statistic of one tile and as a column vector of another" (there is no other)
+  e = expect(row_sums_as_row, [S((128, 32), F32)], mg.LayoutError, "s[None, :]",
+             "s[None, :] makes a (1, 128) row of s, a row statistic (one value per row): the threads of each row"
+             " of its tile hold its values, where a row tile spreads them along the columns, and registers"
+             " cannot move between the two")
+  assert "out.at[0][...] = s" in e.hint and "tmp = ml.smem((128,), jnp.float32)" in e.hint
+  x = jax.random.normal(jax.random.key(0), (128, 32), F32)
+  np.testing.assert_allclose(row_sums_via_smem(x, interpret=True), x.sum(1)[None, :], rtol=1e-5, atol=1e-5)
+  e = expect(row_sums_reshaped, [S((256, 32), F32)], mg.LayoutError, "s.reshape(2, 128)",
+             "this (2, 128) tensor is reshaped from or into a row statistic (one value per row) of a tile: its"
+             " values live in fixed threads, so only size-1 axes can be added or removed")
+  assert "rows1x1" not in e.message + e.hint and "tmp.at[ml.ds(k * 128, 128)][...]" in e.hint
+
+
+def test_smem_vector_hints_take_the_vectors_dtype():
+  e = _raises(lambda: int_outer.check(S((64, 128), jnp.int32), S((64, 128), jnp.int32)))
+  assert type(e) is mg.LayoutError and "jnp.int32" in e.hint and "jnp.float32" not in e.hint
