@@ -614,13 +614,20 @@ class _Solver:
         if len(shape) == 1:
           n = shape[0]
           up = -(-n // 8) * 8
+          from .ops.gather import Gather, ScatterUpdate
+          cls = self.uf.find(("v", v.id))
+          index = any(isinstance(u, (Gather, ScatterUpdate)) and any(
+              _is_tensor(i) and self.uf.find(("v", i.id)) == cls for i in u.indices) for u in ir.walk(self.kernel.body))
           raise E.LayoutError(
               f"{v.name or 'this tensor'} has shape {shape}: a 1-D register vector needs a multiple of 8"
               f" elements (other register tensors a multiple of {hw.WARPGROUP}, one per thread of a"
               f" warpgroup)", loc,
               hint=self._scalar_store_hint(v) or smem_vector_hint(o, n, up) or
                    f"pad it with a masked window: ref.at[ml.ds(start, {up})].load(mask=ml.arange({up}) < {n},"
-                   f" other=0) and a masked store of the same window")
+                   + (f" other=<an index past the indexed array's end>): a scatter drops those updates (and a"
+                      f" gather's masked lanes are yours to ignore), where other=0 would add {up - n}"
+                      f" updates at index 0" if index else
+                      " other=0) and a masked store of the same window"))
         raise E.LayoutError(
             f"{v.name or 'this tensor'} has shape {shape}: register tensors need a multiple of"
             f" {hw.WARPGROUP} elements (one per thread of a warpgroup)", loc,

@@ -53,6 +53,16 @@ _NOT_YET = {   # what Triton and jnp users reach for that mgpu_dsl does not have
     "histogram": "no ml.histogram: scatter ones into a zeroed output, ml.atomic_add(out.at[bins], ml.full(bins.shape,"
                  " 1, jnp.int32))",
     "isinf": "no ml.isinf: ml.abs(x) == float('inf')",
+    "rint": "no ml.rint: ml.round(x) rounds to the nearest integer, ties to even, as jnp.rint",
+    "bincount": "no ml.bincount: ml.atomic_add(counts.at[ids], ml.full(ids.shape, 1, jnp.int32)) into a zeroed"
+                " output (an output updated only by atomics starts at 0)",
+    "scatter": "no ml.scatter (nor a plain scatter: repeated indices would race): accumulate into a zeroed"
+               " output with ml.atomic_add(out.at[ids], values) (rows: out.at[ids, :]; indices outside the"
+               " array are dropped), or write rows one at a time with scalar indices",
+    "scatter_add": "ml.atomic_add(out.at[ids], values) (an output updated only by atomics starts at 0)",
+    "top_k": _TOP,
+    "nonzero": "no ml.nonzero (its length depends on the data): keep a mask, or compact with an exclusive"
+               " ml.cumsum of the mask as each kept element's position and a scatter",
     "isfinite": "no ml.isfinite: ml.abs(x) < float('inf') (False for NaN too)",
     "fma": "no ml.fma: write a * b + c (the GPU may fuse it into one fused multiply-add; interpret mode rounds twice)",
     **{n: ("no compare-and-swap or exchange, so no locks: accumulate partial results with ml.atomic_add into"
@@ -120,7 +130,15 @@ _DOT = ("use ml.dot(a_s, b_s, acc): it takes SMEM buffers (and A from registers)
         " tensor cores")
 _TAKE = ("index the GMEM ref with a tensor of indices: t[ids, :] gathers rows, t[:, ids] columns"
          " (as jnp indexes; `ml.atomic_add(out.at[ids, :], rows)` scatters)")
-ARRAY_CALLS = {"dot": _DOT, "matmul": _DOT, "einsum": _DOT, "take": _TAKE, "take_along_axis": _TAKE}
+_ASTYPE = "convert with x.astype(dtype) (or ml.cast(x, dtype)); values in a kernel are arrays already"
+ARRAY_CALLS = {"dot": _DOT, "matmul": _DOT, "einsum": _DOT, "take": _TAKE, "take_along_axis": _TAKE,
+               "bitcast_convert_type": "use ml.bitcast(x, dtype): the same bits, another dtype of the same width",
+               "convert_element_type": _ASTYPE, "asarray": _ASTYPE, "array": _ASTYPE,
+               "rint": "use ml.round(x) (to the nearest integer, ties to even, as jnp.rint)",
+               "bincount": "no bincount: ml.atomic_add(counts.at[ids], ml.full(ids.shape, 1, jnp.int32)) into a"
+                           " zeroed output (one updated only by atomics starts at 0)",
+               "nonzero": "no nonzero (its length depends on the data): a mask, ml.where(x != 0, ...), or an"
+                          " exclusive ml.cumsum of the mask as each kept element's position, scattered"}
 
 LAX_CONTROL = {
     "fori_loop": "for j in range(lower, upper): acc = ... (ml.range(..., stages=s) to pipeline its loads)",

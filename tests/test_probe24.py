@@ -225,3 +225,56 @@ def test_a_row_statistic_made_a_row_says_so_and_hints_what_works():
 def test_smem_vector_hints_take_the_vectors_dtype():
   e = _raises(lambda: int_outer.check(S((64, 128), jnp.int32), S((64, 128), jnp.int32)))
   assert type(e) is mg.LayoutError and "jnp.int32" in e.hint and "jnp.float32" not in e.hint
+
+
+# ---------------------------------------------------------------- names users reach for
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, jnp.uint8), grid=(1,))
+def lax_bitcast(x, out):
+  out[...] = jax.lax.bitcast_convert_type(x[...], jnp.uint8)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, jnp.uint8), grid=(1,))
+def lax_convert(x, out):
+  out[...] = jax.lax.convert_element_type(x[...], jnp.uint8)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def uses_rint(x, out):
+  out[...] = ml.rint(x[...])
+
+
+@mg.mgpu_kernel(out_shape=lambda ids: S((8,), jnp.int32), grid=(1,))
+def uses_bincount(ids, counts):
+  counts[...] = ml.bincount(ids[...])
+
+
+def test_jax_conversions_and_missing_names_point_at_what_mgpu_dsl_writes():
+  e = expect(lax_bitcast, [S((8, 128), jnp.int8)], mg.KernelTypeError, "jax.lax.bitcast_convert_type",
+             "bitcast_convert_type cannot take a register tensor inside a kernel")
+  assert e.hint.startswith("use ml.bitcast(x, dtype)")
+  e = expect(lax_convert, [S((8, 128), jnp.int8)], mg.KernelTypeError, "jax.lax.convert_element_type",
+             "convert_element_type cannot take a register tensor inside a kernel")
+  assert "x.astype(dtype)" in e.hint
+  e = _raises(lambda: uses_rint.check(S((128,), F32)))
+  assert type(e) is mg.UnknownNameError and e.hint.startswith("no ml.rint: ml.round(x)")
+  e = _raises(lambda: uses_bincount.check(S((128,), jnp.int32)))
+  assert "ml.atomic_add(counts.at[ids]" in e.hint
+
+
+@mg.mgpu_kernel(out_shape=lambda ids: S((8,), jnp.int32), grid=(1,))
+def count_100(ids, counts):
+  ml.atomic_add(counts.at[ids[...]], ml.full(ids.shape, 1, jnp.int32))
+
+
+@mg.mgpu_kernel(out_shape=lambda ids: S((8,), jnp.int32), grid=(1,))
+def count_100_padded(ids, counts):
+  e = ids.at[ml.ds(0, 104)].load(mask=ml.arange(104) < 100, other=8)
+  ml.atomic_add(counts.at[e], ml.full((104,), 1, jnp.int32))
+
+
+def test_padding_an_index_vector_hints_an_index_the_scatter_drops():
+  # the hint said other=0, which counted the 4 padding lanes at index 0
+  e = _raises(lambda: count_100.check(S((100,), jnp.int32)))
+  assert type(e) is mg.LayoutError and "other=<an index past the indexed array's end>" in e.hint
+  ids = jax.random.randint(jax.random.key(0), (100,), 0, 8, jnp.int32)
+  np.testing.assert_array_equal(count_100_padded(ids, interpret=True), jnp.zeros(8, jnp.int32).at[ids].add(1))
