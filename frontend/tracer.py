@@ -472,7 +472,11 @@ class Tracer(Assignments, Calls, ast.NodeVisitor):
       if is_tensor(base):
         _check_tensor_steps(cx, base, index)
         return shape.expand(cx, base, index)
-      self.unsupported(node, "indexing a scalar")
+      name = base.name if (base.name or "").isidentifier() else None
+      self.unsupported(node, "indexing a scalar", hint=(
+          f"{name} is a scalar (as an ml.scalar parameter is: it has no elements): use it as {name},"
+          f" without an index" if name else
+          "a scalar has no elements to index: use it as it is"))
     if holds_value(index):
       bufs = isinstance(base, (list, tuple)) and base and all(
           is_value(b) and isinstance(b.type, RefType) and str(b.type.space) == "SMEM" for b in base)

@@ -42,7 +42,8 @@ def describe(x) -> str:
     except TypeError:
       pass
   if isinstance(x, (list, tuple, dict, set)):
-    return f"a {type(x).__name__} of {len(x)} item{'s' if len(x) != 1 else ''}"
+    kind = type(x).__name__
+    return f"{'an' if kind[0].lower() in 'aeiou' else 'a'} {kind} of {len(x)} item{'s' if len(x) != 1 else ''}"
   return f"{type(x).__name__} {_short.repr(x)}"
 
 
@@ -167,6 +168,18 @@ def check_count(pk, n_in: int, bounds: tuple[int, int], name: str, loc, *, outpu
     msg = (f"{name} was called with {plural(n_in, 'input')} and out_shape describes"
            f" {plural(outs, 'output')}: {n_in + outs} ref parameters, but {name} has"
            f" {len(refs)} ({', '.join(refs)})")
+  elif lo == hi and any(r in getattr(pk, "scalar_params", ()) for r in refs[lo:]):
+    # the out_shape/grid callables take fewer arguments than the kernel has inputs: an ml.scalar
+    # parameter (always an input) would otherwise be called an output
+    scalar = next(r for r in refs[lo:] if r in pk.scalar_params)
+    ins = refs[:refs.index(scalar) + 1]
+    while len(ins) < len(refs) - 1 and refs[len(ins)] in pk.scalar_params:
+      ins = refs[:len(ins) + 1]
+    msg = (f"the out_shape and grid callables take {plural(lo, 'argument')} ({', '.join(refs[:lo]) or 'none'}),"
+           f" but {name}'s inputs include {scalar} (an ml.scalar parameter, so an input), and {name} was called"
+           f" with {plural(n_in, 'input')}")
+    raise E.SignatureError(cap(msg), loc, hint=f"give out_shape and grid (as callables) every input:"
+                                               f" lambda {', '.join(ins)}: ...")
   elif lo == hi:
     takes = f"{plural(lo, 'input')} ({', '.join(refs[:lo])})" if lo else "no inputs"
     outs = refs[lo:]

@@ -278,3 +278,31 @@ def test_padding_an_index_vector_hints_an_index_the_scatter_drops():
   assert type(e) is mg.LayoutError and "other=<an index past the indexed array's end>" in e.hint
   ids = jax.random.randint(jax.random.key(0), (100,), 0, 8, jnp.int32)
   np.testing.assert_array_equal(count_100_padded(ids, interpret=True), jnp.zeros(8, jnp.int32).at[ids].add(1))
+
+
+# ---------------------------------------------------------------- run-time scalars
+@mg.mgpu_kernel(out_shape=lambda p, g, lr: p, grid=(1,))
+def sgd_indexed(p, g, lr: ml.scalar, out):
+  out[...] = p[...] - lr[...] * g[...]
+
+
+@mg.mgpu_kernel(out_shape=lambda p: p, grid=lambda p: (p.shape[0] // 1024,))
+def sgd_lambdas_forgot_lr(p, lr: ml.scalar, out):
+  w = ml.ds(ml.program_id(0) * 1024, 1024)
+  out.at[w][...] = p.at[w][...] * lr
+
+
+def test_run_time_scalar_mistakes_name_the_scalar():
+  x = jnp.ones((1024,), F32)
+  e = _raises(lambda: sgd_indexed(x, x, 0.1, interpret=True))
+  assert type(e) is mg.UnsupportedSyntaxError and e.hint.startswith("lr is a scalar")
+  e = _raises(lambda: sgd_lambdas_forgot_lr(jnp.ones((4096,), F32), 0.5, interpret=True))
+  assert type(e) is mg.SignatureError and e.message == (
+      "the out_shape and grid callables take 1 argument (p), but sgd_lambdas_forgot_lr's inputs include lr (an"
+      " ml.scalar parameter, so an input), and sgd_lambdas_forgot_lr was called with 2 inputs")
+  assert e.hint.endswith("lambda p, lr: ...")
+  from mgpu_dsl import calling
+  assert calling.describe((1, 2)) == "a tuple of 2 items"
+  import collections
+  Adam = collections.namedtuple("AdamState", "mu nu")
+  assert calling.describe(Adam(1, 2)) == "an AdamState of 2 items"
