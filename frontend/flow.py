@@ -198,7 +198,10 @@ def trace_for(tracer, node: ast.For):
                        " or a static tuple or list",
                        hint="loop over indices: for i in range(n), or unroll with ml.static_range(n)")
   if it.keywords and fn is not ctl.range:
-    tracer.unsupported(it, "keywords in range(...)", hint="only ml.range takes stages=")
+    called = "ml.static_range" if fn is ctl.static_range else "range"
+    tracer.unsupported(it, f"keywords in {called}(...)",
+                       hint="only ml.range takes stages= (and warp_specialize=, pingpong=): for t in"
+                            " ml.range(n, stages=2) pipelines the loop's loads; ml.static_range unrolls")
   stages, specialize, pingpong = ctl.range_options(it.keywords, tracer.eval, tracer.loc, tracer.loc(it))
   args = [tracer.eval(a) for a in it.args]
   if not 1 <= len(args) <= 3:

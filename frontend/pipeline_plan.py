@@ -62,6 +62,16 @@ def make_plan(kernel, loop: For, em) -> Plan:
   check_loads_of_written_memory(kernel, body, body.args[0], sites, S, unpipelined(loop.warp_specialize), pre,
                                 ws=loop.warp_specialize, trips=loop.stop if isinstance(loop.stop, int) else None)
   if not sites:
+    from .ops.memory import Copy, SmemAlloc
+    inner = {r.id: o for o in body.ops if isinstance(o, SmemAlloc) for r in o.results}
+    filled = next((o for o in body.ops if isinstance(o, Copy) and _root_id(kernel, o.dst) in inner), None)
+    if filled is not None:
+      buf = inner[_root_id(kernel, filled.dst)].results[0]
+      raise E.PipelineError(
+          f"this pipelined loop's TMA load fills {buf.name or 'a buffer'}, which is allocated inside the loop: a"
+          f" pipelined loop keeps {S} copies (stages) of each buffer it loads, so they must live across trips",
+          filled.loc, hint=f"allocate {buf.name or 'the buffer'} before the loop: move its ml.smem(...) line"
+                           f" above the for statement")
     raise E.PipelineError(
         "ml.range(..., stages=) found no TMA load to pipeline at the top level of this loop", loop.loc,
         hint="load the loop's tiles with ml.copy(gmem.at[...k...], buf) into buffers allocated before the loop")
@@ -424,3 +434,11 @@ def store_buffers(kernel, body, loaded) -> list:
   return out
 
 
+def _root_id(kernel, ref) -> int:
+  """The id of the buffer a (view of a) ref is a window of."""
+  from .ops.memory import View
+  defs = {r.id: o for o in ir.walk(kernel.body) for r in o.results}
+  d = defs.get(ref.id)
+  while isinstance(d, View):
+    ref, d = d.ref, defs.get(d.ref.id)
+  return ref.id

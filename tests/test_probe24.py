@@ -306,3 +306,48 @@ def test_run_time_scalar_mistakes_name_the_scalar():
   import collections
   Adam = collections.namedtuple("AdamState", "mu nu")
   assert calling.describe(Adam(1, 2)) == "an AdamState of 2 items"
+
+
+# ---------------------------------------------------------------- loops
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), F32))
+def ws_in_static_range(x, out):
+  x_s = ml.smem((32, 128))
+  for r in ml.static_range(x.shape[0] // 32):
+    acc = ml.zeros((32, 128), F32)
+    for k in ml.range(x.shape[1] // 128, stages=2, warp_specialize=True):
+      ml.copy(x.at[ml.ds(r * 32, 32), ml.ds(k * 128, 128)], x_s)
+      acc = acc + x_s[...]
+    out.at[ml.ds(r * 32, 32)][...] = ml.sum(acc, axis=1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((16, 128), F32))
+def alloc_in_pipelined_loop(x, out):
+  acc = ml.zeros((16, 128), F32)
+  for t in ml.range(16, stages=2):
+    x_s = ml.smem((16, 128))
+    ml.copy(x.at[ml.ds(t * 16, 16)], x_s)
+    acc = acc + x_s[...]
+  out[...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((16, 128), F32))
+def static_range_stages(x, out):
+  x_s = ml.smem((16, 128))
+  acc = ml.zeros((16, 128), F32)
+  for t in ml.static_range(16, stages=2):
+    ml.copy(x.at[ml.ds(t * 16, 16)], x_s)
+    acc = acc + x_s[...]
+  out[...] = acc
+
+
+def test_loop_mistakes_name_what_the_user_wrote():
+  e = expect(ws_in_static_range, [S((64, 256), F32)], mg.WarpSpecializeError, "for k in ml.range",
+             "a kernel may have one warp-specialised loop, and this one is unrolled into 2: an ml.static_range"
+             " loop (or a Python loop over a static sequence) around it copies it once a trip")
+  assert "for r in range(n)" in e.hint
+  expect(alloc_in_pipelined_loop, [S((256, 128), F32)], mg.PipelineError, "ml.copy(",
+         "this pipelined loop's TMA load fills x_s, which is allocated inside the loop: a pipelined loop keeps 2"
+         " copies (stages) of each buffer it loads, so they must live across trips")
+  e = expect(static_range_stages, [S((256, 128), F32)], mg.UnsupportedSyntaxError, "ml.static_range(16",
+             "keywords in ml.static_range(...) is not supported in a kernel")
+  assert e.hint.startswith("only ml.range takes stages=")
