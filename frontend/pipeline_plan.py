@@ -62,7 +62,6 @@ def make_plan(kernel, loop: For, em) -> Plan:
   check_loads_of_written_memory(kernel, body, body.args[0], sites, S, unpipelined(loop.warp_specialize), pre,
                                 ws=loop.warp_specialize, trips=loop.stop if isinstance(loop.stop, int) else None)
   if not sites:
-    from .ops.memory import Copy, SmemAlloc
     inner = {r.id: o for o in body.ops if isinstance(o, SmemAlloc) for r in o.results}
     filled = next((o for o in body.ops if isinstance(o, Copy) and _root_id(kernel, o.dst) in inner), None)
     if filled is not None:
@@ -78,7 +77,7 @@ def make_plan(kernel, loop: For, em) -> Plan:
   loaded = list(dict.fromkeys(windows[id(o)][0] if id(o) in windows else o.dst for o, _, _ in sites))
   stores = store_buffers(kernel, body, loaded)
   reads = loaded_reads(kernel, body, loaded)
-  check_fits(kernel, loaded + stores, S, len(sites), loop.loc, loop.warp_specialize)
+  check_fits(kernel, loaded + stores, S, len(sites), loop.loc, loop.warp_specialize, loop=loop)
   return Plan(loop, pre, S, sites, loaded, stores, reads, windows=windows)
 
 
@@ -370,7 +369,9 @@ def load_sites(kernel, body, iv, windows: dict, ws: bool = False):
           f"the window of this load depends on values computed in the loop body or carried from one"
           f" iteration to the next; a pipelined load's window may depend only on the loop index and on"
           f" values from before the loop", o.loc,
-          hint=f"compute the window from the loop index (ml.ds(k * 64, 64)), or use {unpipelined(ws)}")
+          hint=f"compute the window from the loop index (ml.ds(k * 64, 64)); an element of a register tensor at"
+               f" the loop index (p[t]) is computed in the body (through SMEM), so read it from the array in"
+               f" memory instead (ml.ds(perm[t], 1) of an input perm); or use {unpipelined(ws)}")
     check_stage_alignment(buf, o.loc, ws)
     sites.append((o, view, addr))
   return sites
@@ -390,17 +391,33 @@ def loop_bytes(bufs, stages, sites, slots_before):
   return align(barriers) + sum(align(stages * b.type.nbytes) for b in bufs)
 
 
-def check_fits(kernel, bufs, S, sites, loc, ws: bool = False):
+def check_fits(kernel, bufs, S, sites, loc, ws: bool = False, loop=None):
   """The loop's buffers, S copies each, all live at once: a clear error, at the loop, with the
   number of stages that fits (frontend/smem.py checks the whole kernel later)."""
   need = loop_bytes(bufs, S, sites, kernel.num_load_slots)
   if need <= hw.SMEM_LIMIT:
     return
   # the kernel's other buffers (a residual tile live across the loop) share the SMEM: the stage
-  # count suggested must fit beside them, or the next build fails again at the buffers (MG402)
+  # count suggested must fit beside them, or the next build fails again at the buffers (MG402).
+  # Buffers used only after the loop (an epilogue's tile) or only before it share the stages' bytes.
   ids = {id(b) for b in bufs}
-  other = sum(o.result.type.nbytes for o in ir.walk(kernel.body)
-              if isinstance(o, SmemAlloc) and id(o.result) not in ids and isinstance(resolve(o.result.type.dtype), DType))
+  order = list(ir.walk(kernel.body))
+  span = (order.index(loop), order.index(loop) + len(list(ir.walk(loop.body)))) if loop in order else None
+  defs = {r.id: o for o in order for r in o.results}
+
+  def root(v):
+    d = defs.get(v.id)
+    while isinstance(d, View):
+      v, d = d.ref, defs.get(d.ref.id)
+    return v
+
+  def during_loop(buf) -> bool:
+    at = [i for i, o in enumerate(order) if not isinstance(o, SmemAlloc)
+          and any(root(v) is buf for v in o.operands() if isinstance(v, ir.Value))]
+    return span is None or not at or not (max(at) < span[0] or min(at) > span[1])
+  other = sum(o.result.type.nbytes for o in order
+              if isinstance(o, SmemAlloc) and id(o.result) not in ids and isinstance(resolve(o.result.type.dtype), DType)
+              and during_loop(o.result))
   fits = [s for s in range(S - 1, 0, -1)
           if loop_bytes(bufs, s, sites, kernel.num_load_slots) + other <= hw.SMEM_LIMIT]
   per_stage = ", ".join(f"{b.name or '?'} {b.type.nbytes // 1024} KiB" for b in bufs)
@@ -436,7 +453,6 @@ def store_buffers(kernel, body, loaded) -> list:
 
 def _root_id(kernel, ref) -> int:
   """The id of the buffer a (view of a) ref is a window of."""
-  from .ops.memory import View
   defs = {r.id: o for o in ir.walk(kernel.body) for r in o.results}
   d = defs.get(ref.id)
   while isinstance(d, View):

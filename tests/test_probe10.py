@@ -124,7 +124,9 @@ def test_a_carried_window_in_a_warp_specialised_loop_hints_dropping_warp_special
          "the window of this load depends on values computed in the loop body or carried from one"
          " iteration to the next; a pipelined load's window may depend only on the loop index and on"
          " values from before the loop",
-         hint=f"compute the window from the loop index (ml.ds(k * 64, 64)), or use {UNPIPELINED_WS}")
+         hint="compute the window from the loop index (ml.ds(k * 64, 64)); an element of a register tensor at"
+              " the loop index (p[t]) is computed in the body (through SMEM), so read it from the array in"
+              f" memory instead (ml.ds(perm[t], 1) of an input perm); or use {UNPIPELINED_WS}")
   ws_window_from_counter.check(*MM, ws=False, stages=1)      # the hint works
 
 

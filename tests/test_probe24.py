@@ -351,3 +351,26 @@ def test_loop_mistakes_name_what_the_user_wrote():
   e = expect(static_range_stages, [S((256, 128), F32)], mg.UnsupportedSyntaxError, "ml.static_range(16",
              "keywords in ml.static_range(...) is not supported in a kernel")
   assert e.hint.startswith("only ml.range takes stages=")
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b, **k: S((a.shape[0], b.shape[1]), a.dtype),
+                grid=lambda a, b, **k: (a.shape[0] // 128, b.shape[1] // 256), block=256)
+def mm_epilogue_tile(a, b, c, *, stages: ml.constexpr = 6):
+  i, j = ml.program_id(0), ml.program_id(1)
+  a_s, b_s, c_s = ml.smem((128, 64)), ml.smem((64, 256)), ml.smem((128, 256))
+  acc = ml.zeros((128, 256), F32)
+  for k in ml.range(a.shape[1] // 64, stages=stages):
+    ml.copy(a.at[ml.ds(i * 128, 128), ml.ds(k * 64, 64)], a_s)
+    ml.copy(b.at[ml.ds(k * 64, 64), ml.ds(j * 256, 256)], b_s)
+    acc = ml.dot(a_s, b_s, acc)
+  c_s[...] = acc.astype(c.dtype)
+  ml.copy(c_s, c.at[ml.ds(i * 128, 128), ml.ds(j * 256, 256)])
+
+
+def test_the_stages_hint_lets_the_epilogue_tile_share_the_stages_bytes():
+  # the hint counted the epilogue's c_s beside the stages (stages=3) where the SMEM plan overlaps
+  # them (stages=4 builds)
+  A, B = S((128, 512), BF16), S((512, 256), BF16)
+  e = _raises(lambda: mm_epilogue_tile.check(A, B, stages=6))
+  assert type(e) is mg.SmemCapacityError and e.hint.startswith("use stages=4 ")
+  mm_epilogue_tile.check(A, B, stages=4)

@@ -184,7 +184,9 @@ def test_a_pipelined_load_whose_window_reads_a_loop_carry_is_rejected_at_the_loa
          "the window of this load depends on values computed in the loop body or carried from one"
          " iteration to the next; a pipelined load's window may depend only on the loop index and on"
          " values from before the loop",
-         hint="compute the window from the loop index (ml.ds(k * 64, 64)), or use stages=1")
+         hint="compute the window from the loop index (ml.ds(k * 64, 64)); an element of a register tensor at"
+              " the loop index (p[t]) is computed in the body (through SMEM), so read it from the array in"
+              " memory instead (ml.ds(perm[t], 1) of an input perm); or use stages=1")
 
 
 @mg.mgpu_kernel(out_shape=lambda idx, a: S((8, 128), F32))
@@ -229,7 +231,9 @@ def test_a_pipelined_load_reading_an_smem_buffer_the_loop_writes_is_rejected():
          "the window of this load depends on values computed in the loop body or carried from one"
          " iteration to the next; a pipelined load's window may depend only on the loop index and on"
          " values from before the loop",
-         hint="compute the window from the loop index (ml.ds(k * 64, 64)), or use stages=1")
+         hint="compute the window from the loop index (ml.ds(k * 64, 64)); an element of a register tensor at"
+              " the loop index (p[t]) is computed in the body (through SMEM), so read it from the array in"
+              " memory instead (ml.ds(perm[t], 1) of an input perm); or use stages=1")
 
 
 @mg.mgpu_kernel(out_shape=lambda a, b: S((64, 64), F32))
