@@ -107,8 +107,11 @@ def _box_hint(groot, full, box, itemsize, buf) -> str:
   where a split divides it into pieces of whole 16-byte units, each side within a box."""
   array = groot.name or "x"
   if not (box[-1] > MAX_BOX and any(b > 1 for b in box[:-1])):
-    return (f"copy it in pieces of at most {MAX_BOX} along that dimension into leading-dimension windows of"
-            f" the buffer, {buf or 'buf'}.at[ml.ds(k * {MAX_BOX}, {MAX_BOX})] for k in ml.static_range(...)")
+    d = next(i for i, b in enumerate(box) if b > MAX_BOX)     # every dimension before it has size 1
+    at = ":, " * d
+    return (f"copy it in pieces of at most {MAX_BOX} along that dimension into windows of the buffer,"
+            f" {buf or 'buf'}.at[{at}ml.ds(k * {MAX_BOX}, {MAX_BOX})] (and the same window of the array) for k"
+            f" in ml.static_range(...)")
   fix = "the last dimension cannot be copied in pieces into one buffer (an SMEM window must be contiguous): "
   seg = next((n for n in range(MAX_BOX, 0, -1) if full[-1] % n == 0 and (n * itemsize) % ALIGN == 0
               and full[-1] // n <= MAX_BOX), None)

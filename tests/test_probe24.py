@@ -374,3 +374,28 @@ def test_the_stages_hint_lets_the_epilogue_tile_share_the_stages_bytes():
   e = _raises(lambda: mm_epilogue_tile.check(A, B, stages=6))
   assert type(e) is mg.SmemCapacityError and e.hint.startswith("use stages=4 ")
   mm_epilogue_tile.check(A, B, stages=4)
+
+
+# ---------------------------------------------------------------- TMA boxes
+@mg.mgpu_kernel(out_shape=lambda g: S((1, 512), F32), grid=lambda g: (g.shape[0] // 8,))
+def dbias_row(g, db):
+  s = ml.smem((1, 512), F32)
+  s[...] = ml.sum(g.at[ml.ds(ml.program_id(0) * 8, 8), :][...], axis=0, keepdims=True)
+  ml.copy(s, db, reduce="add")
+
+
+@mg.mgpu_kernel(out_shape=lambda g: S((1, 512), F32), grid=lambda g: (g.shape[0] // 8,))
+def dbias_row_halves(g, db):
+  s = ml.smem((1, 512), F32)
+  s[...] = ml.sum(g.at[ml.ds(ml.program_id(0) * 8, 8), :][...], axis=0, keepdims=True)
+  for k in ml.static_range(2):
+    ml.copy(s.at[:, ml.ds(k * 256, 256)], db.at[:, ml.ds(k * 256, 256)], reduce="add")
+
+
+def test_a_wide_box_of_one_row_hints_column_windows_that_work():
+  e = expect(dbias_row, [S((64, 512), F32)], mg.TmaLimitError, "ml.copy(s, db",
+             "TMA copies move at most 256 elements along each dimension; this window is (1, 512)")
+  assert "s.at[:, ml.ds(k * 256, 256)]" in e.hint
+  g = jax.random.normal(jax.random.key(0), (64, 512), F32)
+  np.testing.assert_allclose(dbias_row_halves(g, interpret=True), g.sum(0, keepdims=True), rtol=1e-5, atol=1e-4)
+  _export(dbias_row_halves, S((64, 512), F32))
