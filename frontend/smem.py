@@ -199,6 +199,13 @@ def _fewer_stages_hint(kernel, life, barrier_bytes):
   generic = "use smaller tiles or fewer pipeline stages"
   if not loops:
     big = max(kernel.smem, key=lambda b: b.type.nbytes, default=None)
+    if big is not None and (big.name or "").startswith(("scan", "sort")):
+      what = "scan" if big.name.startswith("scan") else "sort"
+      more = (", or scan blocks of columns in a loop, carrying each row's running total into the next"
+              if what == "scan" else "")
+      return (f"{what} fewer rows per program{more}: the largest buffer, {big.name}, holds every row being"
+              f" {what}{'ned' if what == 'scan' else 'ed'} (the whole rows: reading pieces of them does not"
+              f" help)"), ()
     if big is not None and (big.name or "").endswith(("scratch", "sort keys", "sort positions")):
       return (f"use smaller tiles: the largest buffer, {big.name}, is one the compiler allocates to move a"
               f" register tensor's elements between threads (indexing, slicing, sorting, transposing, scanning"

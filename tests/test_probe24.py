@@ -399,3 +399,35 @@ def test_a_wide_box_of_one_row_hints_column_windows_that_work():
   g = jax.random.normal(jax.random.key(0), (64, 512), F32)
   np.testing.assert_allclose(dbias_row_halves(g, interpret=True), g.sum(0, keepdims=True), rtol=1e-5, atol=1e-4)
   _export(dbias_row_halves, S((64, 512), F32))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[1],), BF16), grid=lambda x: (x.shape[0] // 16,))
+def colamax(x, out):
+  v = ml.abs(x.at[ml.ds(ml.program_id(0) * 16, 16), :][...])
+  ml.atomic_max(out, ml.max(v, axis=0))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[1],), BF16), grid=lambda x: (x.shape[0] // 16,))
+def colamax_via_smem(x, out):
+  buf = ml.smem((256,), BF16)
+  buf[...] = ml.max(ml.abs(x.at[ml.ds(ml.program_id(0) * 16, 16), :][...]), axis=0)
+  ml.atomic_max(out, buf[...])
+
+
+def test_a_16_bit_atomic_max_of_a_statistic_hints_the_smem_route():
+  e = _raises(lambda: colamax.check(S((64, 256), BF16)))
+  assert type(e) is mg.LayoutError and "buf = ml.smem((256,), jnp.bfloat16); buf[...] = v" in e.hint
+  x = jax.random.normal(jax.random.key(0), (64, 256), F32).astype(BF16)
+  np.testing.assert_array_equal(colamax_via_smem(x, interpret=True), jnp.abs(x).max(0))
+  _export(colamax_via_smem, S((64, 256), BF16))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def big_scan(x, out):
+  out[...] = ml.cumsum(x[...], axis=1)
+
+
+def test_a_scan_too_big_for_smem_hints_fewer_rows_not_reading_pieces():
+  e = _raises(lambda: big_scan.check(S((128, 512), F32)))
+  assert type(e) is mg.SmemCapacityError and e.hint.startswith("scan fewer rows per program")
+  assert "ref.at[rows" not in e.hint

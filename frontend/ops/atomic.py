@@ -187,8 +187,11 @@ def check_atomic_layouts(kernel: ir.Kernel) -> None:
         f"{what} of a {dtype_name(d)} tensor of shape {t.shape}: Hopper's {dtype_name(d)} atomic"
         f" {o.kind.value} updates pairs of neighbouring elements, and the threads hold this tensor's"
         f" elements singly", o.loc,
-        hint="update 256 elements or a multiple at once (e.g. a window of shape (256,) or (8, 128)),"
-             " not a row or column statistic (a reduction's result); ml.atomic_add takes any shape")
+        hint=(f"pass the statistic through SMEM, which reads it back as a plain tensor:"
+              f" buf = ml.smem({t.shape}, jnp.{dtype_name(d)}); buf[...] = v; {what}(..., buf[...])"
+              if t.layout.drop else
+              "update 256 elements or a multiple at once (e.g. a window of shape (256,) or (8, 128))")
+             + "; or keep the output float32 (its atomics take any shape, as ml.atomic_add does)")
 
 
 def accumulated_outputs(body: ir.Block, defs, outputs) -> dict:
