@@ -431,3 +431,18 @@ def test_a_scan_too_big_for_smem_hints_fewer_rows_not_reading_pieces():
   e = _raises(lambda: big_scan.check(S((128, 512), F32)))
   assert type(e) is mg.SmemCapacityError and e.hint.startswith("scan fewer rows per program")
   assert "ref.at[rows" not in e.hint
+
+
+BLOCK_OF_ZERO = 0
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (ml.cdiv(x.shape[0], BLOCK_OF_ZERO),))
+def grid_divides_by_zero(x, out):
+  out[...] = x[...]
+
+
+def test_a_kernel_error_inside_a_grid_callable_is_said_once_at_the_callable():
+  e = _raises(lambda: grid_divides_by_zero.check(S((128,), F32)))
+  assert type(e) is mg.SignatureError and e.message == (
+      "the grid callable failed for 1 input(s) float32[128]: ml.cdiv needs a positive divisor, got 0")
+  assert "<unknown>" not in str(e) and str(e).count("[MG") == 1
