@@ -74,6 +74,15 @@ class Assignments:
       self.env[node.target.id] = self.binop(op, cur, self.eval(node.value), node, self.text(node.target))
       self.where[node.target.id] = self.loc(node)
     elif isinstance(node.target, ast.Subscript):
+      if isinstance(node.target.value, ast.Attribute) and node.target.value.attr == "at" and isinstance(
+          node.op, (ast.Add, ast.Sub)):    # jnp's x.at[ids].add(v), written as x.at[ids] += v
+        ref = self.text(node.target.value.value)
+        idx = self.text(node.target.slice)
+        sign = "-" if isinstance(node.op, ast.Sub) else ""
+        self.unsupported(node.target, "assigning to ref.at[...]", hint=(
+            f"accumulate with ml.atomic_add({ref}.at[{idx}], {sign}{self.text(node.value)}) (jnp's"
+            f" {ref}.at[{idx}].add; repeated indices add up); for a window rather than indices, write"
+            f" through the ref without .at: {ref}[{idx}] {'-' if sign else '+'}= ..."))
       ref, index = self.subscript_target(node.target)
       view = memory.view(self.cx(node.target), ref, index, self.text(node.target))
       cur = memory.load(self.cx(node), view, self.text(node.target))

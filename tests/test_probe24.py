@@ -446,3 +446,24 @@ def test_a_kernel_error_inside_a_grid_callable_is_said_once_at_the_callable():
   assert type(e) is mg.SignatureError and e.message == (
       "the grid callable failed for 1 input(s) float32[128]: ml.cdiv needs a positive divisor, got 0")
   assert "<unknown>" not in str(e) and str(e).count("[MG") == 1
+
+
+# ---------------------------------------------------------------- scatters
+@mg.mgpu_kernel(out_shape=lambda expert: S((8,), jnp.int32), grid=(1,))
+def count_float_ids(expert, counts):
+  e = expert[...]
+  ml.atomic_add(counts.at[e], ml.full((128,), 1, jnp.int32))
+
+
+@mg.mgpu_kernel(out_shape=lambda ids: S((8,), jnp.int32), grid=(1,))
+def count_jnp_style(ids, counts):
+  counts.at[ids[...]] += 1
+
+
+def test_scatter_mistakes_say_scatter_and_hint_atomic_add():
+  e = expect(count_float_ids, [S((128,), F32)], mg.KernelTypeError, "ml.atomic_add(",
+             "a scatter's indices are integers, got e (float32) for dimension 0 of counts")
+  assert e.hint == "convert them: e.astype(jnp.int32)"
+  e = expect(count_jnp_style, [S((128,), jnp.int32)], mg.UnsupportedSyntaxError, "counts.at[ids[...]]",
+             "assigning to ref.at[...] is not supported in a kernel")
+  assert e.hint.startswith("accumulate with ml.atomic_add(counts.at[ids[...]], 1)")

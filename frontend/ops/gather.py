@@ -128,10 +128,11 @@ def _plan(cx, ref, index, what):
             hint="keep the shape and select: ml.where(mask, x, 0), or read and write with a mask:"
                  " ref.at[...].load(mask=m, other=0), ref.at[...].store(v, mask=m)")
       if not (isinstance(dt, DType) and dt.is_int):
+        name = i.name if (i.name or "").isidentifier() else None
         raise E.KernelTypeError(
-            f"a gather's indices are integers, got {i.name or kind_of(i)} ({dtype_name(dt)}) for dimension"
+            f"a {what}'s indices are integers, got {i.name or kind_of(i)} ({dtype_name(dt)}) for dimension"
             f" {d} of {ref.name or 'the ref'}",
-            cx.loc, hint="convert them: ids.astype(jnp.int32)")
+            cx.loc, hint=f"convert them: {name or 'ids'}.astype(jnp.int32)")
       adv.append(d)
     elif isinstance(i, bool) or i is None:
       raise E.KernelTypeError(f"cannot index a ref with {i!r} (dimension {d})", cx.loc,
