@@ -391,9 +391,15 @@ class Tracer(Assignments, Calls, ast.NodeVisitor):
     base = self.eval(node.value)
     attr = node.attr
     if isinstance(base, gather.IndexedRef):
+      hint = SCATTER_HINT
+      if attr in ("load", "store"):     # Triton's x_ptr + offs: a window is what moves a run of elements
+        ref = base.ref.name or "x"
+        hint = (f"for a run of consecutive elements (Triton's ptr + offs, offs = start + tl.arange(n)), index"
+                f" with a window: {ref}.at[ml.ds(start, n)].{attr}(..., mask=...), masked where it runs past"
+                f" the end; for indices scattered at random, " + SCATTER_HINT[0].lower() + SCATTER_HINT[1:])
       raise E.KernelTypeError(
           f"{self.text(node.value)} is indexed by tensors: it has no .{attr}; it is read ([...], a"
-          f" gather) or updated atomically (a scatter)", self.loc(node), hint=SCATTER_HINT)
+          f" gather) or updated atomically (a scatter)", self.loc(node), hint=hint)
     if is_value(base):
       t = base.type
       if attr == "shape":

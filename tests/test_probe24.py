@@ -467,3 +467,26 @@ def test_scatter_mistakes_say_scatter_and_hint_atomic_add():
   e = expect(count_jnp_style, [S((128,), jnp.int32)], mg.UnsupportedSyntaxError, "counts.at[ids[...]]",
              "assigning to ref.at[...] is not supported in a kernel")
   assert e.hint.startswith("accumulate with ml.atomic_add(counts.at[ids[...]], 1)")
+
+
+# ---------------------------------------------------------------- Triton habits and SMEM windows
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (ml.cdiv(x.shape[0], 128),))
+def triton_offsets(x, out):
+  offs = ml.program_id(0) * 128 + ml.arange(128)
+  m = offs < x.shape[0]
+  out.at[offs].store(x[...], mask=m)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def smem_window_past_end(x, out):
+  buf = ml.smem((256,), F32)
+  ml.copy(x.at[ml.ds(0, 256)], buf)
+  out.at[ml.ds(0, 128)][...] = buf.at[ml.ds(200, 128)].load(mask=200 + ml.arange(128) < 256, other=0.0)
+
+
+def test_triton_offsets_and_masked_smem_windows_get_hints_that_fit():
+  e = _raises(lambda: triton_offsets.check(S((200,), F32)))
+  assert type(e) is mg.KernelTypeError and "out.at[ml.ds(start, n)].store(..., mask=...)" in e.hint
+  e = expect(smem_window_past_end, [S((256,), F32)], mg.IndexOutOfBoundsError, "ml.ds(200, 128)",
+             "ml.ds(200, 128) is out of bounds for dimension 0 of buf (size 256)")
+  assert "allocate buf with room for the whole window (328 elements" in e.hint

@@ -339,6 +339,10 @@ def _one_index(cx, d, i, n, name, past_end=False, rank=1):
     # check_in_bounds's error). A window wholly outside has no element a mask could keep.
     first, last = (1 - size, n - 1) if past_end else (0, n - size)
     if isinstance(start, int) and not first <= start <= last:
+      if not past_end and 0 <= start < n:      # an SMEM window partly past the buffer's end
+        hint += (f"; an SMEM buffer's windows stay inside it, masked or not (only GMEM windows may run past"
+                 f" the end): allocate {name} with room for the whole window ({start + size} elements along"
+                 f" dimension {d})")
       raise E.IndexOutOfBoundsError(
           f"ml.ds({start}, {size}) is out of bounds for dimension {d} of {name} (size {n})", cx.loc, hint=hint)
     return ir.Idx(start, size)
