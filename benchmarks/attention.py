@@ -45,6 +45,9 @@ def ours_configs(d, few=False, causal=False):
   """The default tiles, the other forward and backward kernels, and a few other tiles (`few`: the
   default and its variants in the two loop orders, with and without ping-pong)."""
   base = ex.default_config(d, causal)
+  if few == "bwdws":     # the backward without its producer warpgroup: two warpgroups, 255 registers each
+    r = dataclasses.replace
+    return [base, r(base, ws=False)]
   if few == "lpt":       # the longest causal query tiles of every head first (q tiles the slowest grid axis)
     r = dataclasses.replace
     extra = [r(base, lpt=True, bq=192, stages=3), r(base, lpt=True, stages=3)] if causal and d <= 64 else []
@@ -197,6 +200,8 @@ def main():
                                                     " without ping-pong")
   p.add_argument("--wg3", action="store_true", help="the default tiles against 192 query rows on three warpgroups")
   p.add_argument("--wg3b", action="store_true", help="head_dim 64: more tiles of two and three warpgroups")
+  p.add_argument("--bwd-ws", action="store_true", help="the default backward against the same without warp"
+                 " specialisation (its dkv_dq kernel spills under the producer's register split)")
   p.add_argument("--lpt", action="store_true", help="the default tiles against the same with query tiles the"
                                                     " slowest grid axis (causal: longest first across heads)")
   p.add_argument("--each", action="store_true", help="print every configuration's figures")
@@ -214,7 +219,7 @@ def main():
     for d in dims:
       for causal in masks:
         for seq in seqs:
-          rows += run_problem(getattr(jnp, dtype), d, causal, seq, passes, "wg3" if a.wg3 else "wg3b" if a.wg3b else "lpt" if a.lpt else a.few, a.each,
+          rows += run_problem(getattr(jnp, dtype), d, causal, seq, passes, "wg3" if a.wg3 else "wg3b" if a.wg3b else "lpt" if a.lpt else "bwdws" if a.bwd_ws else a.few, a.each,
                                not a.no_pallas)
   print("\nAttention, each contender at its best configuration:")
   print(table(HEADER, rows))

@@ -29,10 +29,11 @@ def narrow_rows_hint(bad) -> str:
           " ml.where(ml.arange(t.shape[1])[None, :] < k, t, 0) (reduce or broadcast that), and store only those"
           " columns, with a mask: out.at[rows, ml.ds(0, t.shape[1])].store(t, mask=ml.arange(t.shape[1])[None, :]"
           f" < k) (the window may run past out's last column: masked elements are never written; or t[:, :k]"
-          f" where that keeps a multiple of 128 elements); rows only {n}"
-          f" wide in memory: read {hw.WARP} columns where you load them, the"
-          f" rest masked to what the reduction ignores, x.at[rows, ml.ds(0, {hw.WARP})].load(mask=ml.arange("
-          f"{hw.WARP})[None, :] < {n}, other=float('-inf')) for a max (0.0 for a sum)")
+          f" where that keeps a multiple of 128 elements); a tile only {n} columns wide where you load it"
+          f" (rows that narrow, or a window of {n} columns): read {hw.WARP} columns from its first one, c0,"
+          f" the rest masked to what the reduction ignores, x.at[rows, ml.ds(c0, {hw.WARP})].load(mask=ml.arange("
+          f"{hw.WARP})[None, :] < {n}, other=float('-inf')) for a max (0.0 for a sum), and store {n} columns"
+          f" back with the same column mask")
 
 
 def role(lay: Layout) -> str:

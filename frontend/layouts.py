@@ -500,14 +500,20 @@ class _Solver:
     lone = (here is not None and here in members.get(c, []) and len(members.get(p, [])) == 1
             and math.prod(o.result.type.shape) == math.prod(here.type.shape))
     if lone and was.startswith("a row statistic") and now.startswith("a column vector"):
-      # v[None, :] of a row statistic, used nowhere else as a tile: a (1, n) row of it
+      # v[None, :] (or a reshape or broadcast_to) of a row statistic, used nowhere else as a tile
+      red = next((r for r in ir.walk(self.kernel.body) if isinstance(r, Reduce) and r.results
+                  and self.uf.find(("v", r.result.id)) == c), None)
+      n = here.type.shape[0]
+      hint = f"store {name} itself through a 1-D view of the row you write (ref.at[0][...] = {name})"
+      if n % hw.WARPGROUP == 0:      # (1, n) register tensors need n a multiple of 128
+        again = (f"ml.{red.kind.value}({red.x.name or 't'}, axis=1, keepdims=True).T" if red is not None
+                 and (red.x.name or "").isidentifier() else "the reduction with keepdims=True, then .T")
+        hint += (f", keep the reduced axis and transpose ({again}), or pass it through an SMEM vector ({tmp};"
+                 f" tmp[...] = {name}; then tmp[...][None, :])")
       raise E.LayoutError(
-          f"{name}[None, :] makes a {o.result.type.shape} row of {name}, {was}: the threads of each row of"
-          f" its tile hold its values, where a row tile spreads them along the columns, and registers cannot"
-          f" move between the two", o.loc,
-          hint=f"store {name} through a 1-D view of the row (out.at[0][...] = {name}), keep the axis and"
-               f" transpose (ml.sum(x, axis=1, keepdims=True).T), or pass it through an SMEM vector ({tmp};"
-               f" tmp[...] = {name}; then tmp[...][None, :])")
+          f"this makes a {o.result.type.shape} row of {name}, {was}: the threads of each row of its tile hold"
+          f" its values, where a row tile spreads them along the columns, and registers cannot move between"
+          f" the two", o.loc, hint=hint)
     raise E.LayoutError(
         f"{name} is used as {was} of one tile and as {now} of another: a register vector lives in one of the"
         f" two layouts", o.loc,

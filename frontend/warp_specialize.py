@@ -63,7 +63,7 @@ def warp_specialize(kernel: ir.Kernel, loop: For, em, result) -> None:
           f"{buf.name} is allocated inside a loop or branch; a warp-specialised loop's buffers"
           f" must be allocated at the top of the kernel", alloc.loc if alloc is not None else loc,
           hint="move its ml.smem(...) to the top", notes=(f"{loc}: the warp-specialised loop",))
-  _check_sources_not_written(kernel, plan, em)
+  _check_sources_not_written(kernel, plan, em, loop)
   empty = ir.Value(BarrierType(S, kernel.block // hw.WARPGROUP, _multicast_axis(plan)), "empty")
   alloc = em.defs[empty.id] = BarrierAlloc(loc, (empty,))
 
@@ -84,7 +84,7 @@ def warp_specialize(kernel: ir.Kernel, loop: For, em, result) -> None:
   ir.prune_dead(kernel.body)
 
 
-def _check_sources_not_written(kernel, plan, em) -> None:
+def _check_sources_not_written(kernel, plan, em, loop) -> None:
   """The producer warpgroup starts loading at the kernel's start, ordered after nothing the
   compute warpgroups do outside the loop: a loop may not load arrays the kernel writes
   before it, or in an enclosing loop (whose next trips the producer loads ahead of). A write
@@ -97,12 +97,13 @@ def _check_sources_not_written(kernel, plan, em) -> None:
     return v
 
   alias = {kernel.inputs[i].value.id: kernel.outputs[o].value.id for i, o in (kernel.aliases or {}).items()}
-  inside = {id(o) for o in ir.walk(plan.loop.body)}
-  outer = [o for o in _path_to(kernel.body, plan.loop)[:-1] if "body" in o.regions]   # enclosing loops
+  # `loop` is the loop as written (still in the kernel's body); plan.loop its normalised copy
+  inside = {id(o) for o in ir.walk(loop.body)}
+  outer = [o for o in _path_to(kernel.body, loop)[:-1] if "body" in o.regions]   # enclosing loops
   repeated = {id(x) for o in outer for x in ir.walk(o.body)}
   written, after = {}, False
   for o in ir.walk(kernel.body):
-    after = after or o is plan.loop
+    after = after or o is loop
     if id(o) in inside or after and id(o) not in repeated:
       continue
     for ref, acc in ir.traits_of(o).effects(o):

@@ -50,7 +50,8 @@ def const(x, d: DType) -> np.ndarray:
   """A Python scalar as a value of `d` (arith.constant: rounded for floats, wrapped for ints;
   a Python float given an integer dtype converts as a cast does: `int_of_float`)."""
   if d.is_float:
-    return np.asarray(np.float64(x)).astype(np_dtype(d))
+    with np.errstate(over="ignore"):      # 1e6 as float16 is inf, as on the GPU: no warning
+      return np.asarray(np.float64(x)).astype(np_dtype(d))
   if d == DType.bool_:
     return np.asarray(bool(x))
   if isinstance(x, float):

@@ -39,10 +39,10 @@ def to_index(x) -> ir.Value | int:
 def scalar_const(value, d: DType) -> ir.Value:
   """A Python number as an MLIR constant of `d`; a Python float given an integer dtype converts
   by the cast rule (truncated, saturated, NaN -> 0), as interpret mode's `const`."""
-  from .interpret_numerics import int_of_float
+  from .interpret_numerics import const, int_of_float
   t = mlir_type(d)
-  if d.is_float:
-    return arith.constant(t, float(value))
+  if d.is_float:     # rounded as interpret mode and jnp round it (numpy's cast), then exact in MLIR
+    return arith.constant(t, float(const(value, d)))
   if isinstance(value, float) and d != DType.bool_:
     return arith.constant(t, int_of_float(value, d))
   return arith.constant(t, int(value))

@@ -210,10 +210,13 @@ def int_outer(x, y, out):
 def test_a_row_statistic_made_a_row_says_so_and_hints_what_works():
   # was "s is used as a row statistic of one tile and as a column vector of another" (there is no other)
   e = expect(row_sums_as_row, [S((128, 32), F32)], mg.LayoutError, "s[None, :]",
-             "s[None, :] makes a (1, 128) row of s, a row statistic (one value per row): the threads of each row"
+             "this makes a (1, 128) row of s, a row statistic (one value per row): the threads of each row"
              " of its tile hold its values, where a row tile spreads them along the columns, and registers"
              " cannot move between the two")
-  assert "out.at[0][...] = s" in e.hint and "tmp = ml.smem((128,), jnp.float32)" in e.hint
+  assert "ref.at[0][...] = s" in e.hint and "tmp = ml.smem((128,), jnp.float32)" in e.hint
+  assert "ml.sum(x, axis=1, keepdims=True).T" not in e.hint      # x is the GMEM ref: the reduction's operand
+  e = _raises(lambda: row_sums_as_row.check(S((64, 32), F32)))    # (1, 64) tiles: only the 1-D route works
+  assert "keepdims" not in e.hint and "tmp" not in e.hint
   x = jax.random.normal(jax.random.key(0), (128, 32), F32)
   np.testing.assert_allclose(row_sums_via_smem(x, interpret=True), x.sum(1)[None, :], rtol=1e-5, atol=1e-5)
   e = expect(row_sums_reshaped, [S((256, 32), F32)], mg.LayoutError, "s.reshape(2, 128)",
@@ -490,3 +493,55 @@ def test_triton_offsets_and_masked_smem_windows_get_hints_that_fit():
   e = expect(smem_window_past_end, [S((256,), F32)], mg.IndexOutOfBoundsError, "buf.at[ml.ds(200, 128)]",
              "ml.ds(200, 128) is out of bounds for dimension 0 of buf (size 256)")
   assert "allocate buf with room for the whole window (328 elements" in e.hint
+
+
+@mg.mgpu_kernel(out_shape=lambda x, *, start: x, grid=lambda x, *, start: (x.shape[0] // 64,),
+                input_output_aliases={0: 0})
+def tile_sums_from(x, out, *, start: ml.constexpr):
+  i = ml.program_id(0)
+  x_s = ml.smem((64, 128), x.dtype)
+  acc = ml.zeros((64, 128), F32)
+  for k in ml.range(start, x.shape[1] // 128, stages=2, warp_specialize=True):
+    ml.copy(x.at[ml.ds(i * 64, 64), ml.ds(k * 128, 128)], x_s)
+    acc = acc + x_s[...]
+  out.at[ml.ds(i * 64, 64), ml.ds(0, 128)][...] = acc
+
+
+def test_a_warp_specialised_loop_from_a_later_start_may_be_followed_by_writes():
+  # a loop not counting from 0 by 1 is normalised into a copy; the check looked for the copy in the
+  # kernel's body, never found where the loop ends, and called the write after it "before it"
+  x = jax.random.normal(jax.random.key(0), (128, 512), F32)
+  for start in (0, 1):
+    want = x.at[:, :128].set(sum(x[:, k * 128:(k + 1) * 128] for k in range(start, 4)))
+    np.testing.assert_allclose(tile_sums_from(x, start=start, interpret=True), want, rtol=1e-5, atol=1e-5)
+
+
+# ---------------------------------------------------------------- constants
+@mg.mgpu_kernel(out_shape=lambda x, *, v: x)
+def scale_by(x, out, *, v: ml.constexpr):
+  out[...] = x[...] * v
+
+
+@mg.mgpu_kernel(out_shape=lambda x, *, v: (S((), x.dtype), x))
+def fill_both(x, s, t, *, v: ml.constexpr):
+  s[...] = ml.full((), v, x.dtype)
+  t[...] = ml.full((128,), v, x.dtype)
+
+
+def test_python_float_constants_round_once_the_same_way_in_interpret_mode_and_on_the_gpu():
+  # the GPU's constant was rounded from float64 in one step, interpret mode's through float32 (as
+  # jnp's): 1 + 2**-8 + 2**-40 times a bfloat16 was 1.0078 on the GPU and 1.0 in interpret mode
+  import re
+  v = 1 + 2 ** -8 + 2 ** -40
+  got = float(scale_by(jnp.ones((128,), BF16), v=v, interpret=True)[0].astype(F32))
+  assert got == float(jnp.asarray(v, BF16).astype(F32)) == 1.0
+  assert re.findall(r"arith.constant (\S+) : bf16", scale_by.mlir(S((128,), BF16), v=v)) == ["1.000000e+00"]
+
+
+@pytest.mark.parametrize("dtype", [jnp.float8_e4m3fn, jnp.float8_e5m2])
+@pytest.mark.parametrize("v", [1000.0, 1e6, float("inf"), -float("inf")])
+def test_ml_full_of_a_float8_scalar_saturates_as_the_tensor_form_does(dtype, v):
+  s, t = fill_both(jnp.zeros((128,), dtype), v=v, interpret=True)
+  top = float(jnp.finfo(dtype).max)
+  want = float(jnp.float32(min(max(v, -top), top)).astype(dtype).astype(F32))
+  assert float(s.astype(F32)) == float(t[0].astype(F32)) == want

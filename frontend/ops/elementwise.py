@@ -625,11 +625,19 @@ def full_(cx, shape, value, dtype, what="ml.full", convert=False):
                             hint="ml.full(shape, 0.0, jnp.float32)")
   else:
     check_python_int(cx, value, dtype, what)
-    if convert and dtype in FLOAT8 and value == value:   # as .astype: saturating (jnp.full would give NaN)
-      import ml_dtypes
-      top = float(ml_dtypes.finfo(dtype.np).max)
-      value = min(max(float(value), -top), top)
+    if convert:
+      value = _saturated(value, dtype)
   return cx.b.emit(Full, value, loc=cx.loc, types=[TensorType(shape, dtype)], names=[cx.name]).result
+
+
+def _saturated(value, dtype):
+  """A Python number as ml.full converts it to a float8 type: saturating, as .astype (jnp.full
+  would give NaN or inf); other dtypes and NaN as they are."""
+  if dtype not in FLOAT8 or value != value:
+    return value
+  import ml_dtypes
+  top = float(ml_dtypes.finfo(dtype.np).max)
+  return min(max(float(value), -top), top)
 
 
 def _scalar_full(cx, value, dtype, what):
@@ -641,7 +649,7 @@ def _scalar_full(cx, value, dtype, what):
                             hint="ml.full((), 0.0, jnp.float32)")
   check_python_int(cx, value, dtype, what)
   if dtype.is_float:
-    v = float(value)
+    v = float(_saturated(value, dtype))
   elif dtype == DType.bool_:
     v = bool(value)
   elif isinstance(value, float):       # as a cast (and jnp.full) converts: NaN -> 0, out of range saturates
