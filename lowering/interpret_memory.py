@@ -325,6 +325,15 @@ class CtaMemory:
     hit = lambda table: next((k for k in table if k[0] == rid and overlaps(k[1], ref.part)), None)
     if (key := hit(owner.pending_load)) is not None:
       slot, at = owner.pending_load[key]
+      if not local:     # the peer's own load (a later trip's refill): the user's missing cluster_sync
+        verb = "reads" if kind in ("read", "tma_read", "mma_read") else "writes"
+        raise RaceError(
+            f"program {self.pid} {verb} program {owner.pid}'s {name} while an async copy into it (program"
+            f" {owner.pid}'s own load, such as a pipelined loop's load of a later trip) may be in flight",
+            o.loc, notes=(f"{at}: program {owner.pid}'s async copy starts here",),
+            hint="a CTA refills its buffer once its own threads are done with it, not its peers: put an"
+                 " ml.cluster_sync() after the peers' reads of it in each trip, so that every CTA has read it"
+                 " before any refills it (or read the peer's data from a buffer the loop does not load)")
       what = {"read": f"{name} is read before its async copy landed",
               "write": f"{name} is written while an async copy into it is in flight",
               "tma_write": f"a second async copy into {name} starts before the first landed",

@@ -545,3 +545,38 @@ def test_ml_full_of_a_float8_scalar_saturates_as_the_tensor_form_does(dtype, v):
   top = float(jnp.finfo(dtype).max)
   want = float(jnp.float32(min(max(v, -top), top)).astype(dtype).astype(F32))
   assert float(s.astype(F32)) == float(t[0].astype(F32)) == want
+
+
+# ---------------------------------------------------------------- clusters
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(2,), cluster=(2,))
+def peers_pipelined(x, out):
+  me = ml.program_id(0)
+  x_s = ml.smem((64, 128))
+  for t in ml.range(x.shape[0] // 128, stages=2):
+    ml.copy(x.at[ml.ds((t * 2 + me) * 64, 64)], x_s)
+    ml.cluster_sync()
+    v = x_s[...] + ml.cluster_ref(x_s, 1 - me)[...]
+    out.at[ml.ds((t * 2 + me) * 64, 64)][...] = v
+  ml.cluster_sync()
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(2,), cluster=(2,))
+def peers_pipelined_synced(x, out):
+  me = ml.program_id(0)
+  x_s = ml.smem((64, 128))
+  for t in ml.range(x.shape[0] // 128, stages=2):
+    ml.copy(x.at[ml.ds((t * 2 + me) * 64, 64)], x_s)
+    ml.cluster_sync()
+    v = x_s[...] + ml.cluster_ref(x_s, 1 - me)[...]
+    ml.cluster_sync()
+    out.at[ml.ds((t * 2 + me) * 64, 64)][...] = v
+
+
+def test_a_peers_refill_racing_a_read_is_the_users_missing_cluster_sync_not_a_compiler_bug():
+  x = jax.random.normal(jax.random.key(0), (768, 128), F32)
+  e = _raises(lambda: peers_pipelined(x, interpret=True))
+  assert type(e) is mg.RaceError and "program (1, 0, 0) reads program (0, 0, 0)'s x_s" in e.message
+  assert "bug in mgpu_dsl" not in e.hint and "ml.cluster_sync() after the peers' reads" in e.hint
+  got = peers_pipelined_synced(x, interpret=True)
+  pairs = x.reshape(6, 2, 64, 128)
+  np.testing.assert_allclose(got, (pairs + pairs[:, ::-1]).reshape(768, 128), rtol=1e-6)
