@@ -199,7 +199,15 @@ def _consumer_loop(plan, empty, em) -> list:
 
 
 def _check_roles(consumer):
+  from .ops.memory import ClusterRef
   for o in ir.walk(consumer):
+    if isinstance(o, ClusterRef):
+      raise E.WarpSpecializeError(
+          f"ml.cluster_ref in a kernel with a warp-specialised loop: a peer's SMEM is read or written safely"
+          f" only between ml.cluster_sync() calls, which such a kernel cannot make (its producer warpgroup"
+          f" never reaches them)", o.loc,
+          hint="drop warp_specialize=True from the loop (then separate the peers' accesses with"
+               " ml.cluster_sync()), or share loaded tiles with ml.copy(..., multicast=axis) instead")
     if any(a == Access.CLUSTER_BARRIER for _, a in ir.traits_of(o).effects(o)):
       raise E.WarpSpecializeError(
           "ml.cluster_sync() in a kernel with a warp-specialised loop: its producer warpgroup never"

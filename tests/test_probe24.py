@@ -580,3 +580,64 @@ def test_a_peers_refill_racing_a_read_is_the_users_missing_cluster_sync_not_a_co
   got = peers_pipelined_synced(x, interpret=True)
   pairs = x.reshape(6, 2, 64, 128)
   np.testing.assert_allclose(got, (pairs + pairs[:, ::-1]).reshape(768, 128), rtol=1e-6)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(2,), cluster=(2,))
+def ws_reads_peer(x, out):
+  me = ml.program_id(0)
+  x_s, o_s = ml.smem((64, 128)), ml.smem((64, 128))
+  acc = ml.zeros((64, 128), F32)
+  for t in ml.range(2, stages=2, warp_specialize=True):
+    ml.copy(x.at[ml.ds((t * 2 + me) * 64, 64)], x_s)
+    acc = acc + x_s[...]
+  o_s[...] = acc
+  out.at[ml.ds(me * 64, 64)][...] = o_s[...] + ml.cluster_ref(o_s, 1 - me)[...]
+
+
+def test_a_peers_smem_in_a_warp_specialised_kernel_is_refused_when_compiling():
+  # check() accepted it, interpret mode reported a race whose hint (a cluster_sync) is refused there
+  e = _raises(lambda: ws_reads_peer.check(S((256, 128), F32)))
+  assert type(e) is mg.WarpSpecializeError and e.message.startswith(
+      "ml.cluster_ref in a kernel with a warp-specialised loop")
+  assert "multicast" in e.hint
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(2,), cluster=(2,))
+def peer_of_registers(x, out):
+  v = x[...]
+  out[...] = ml.cluster_ref(v, 1 - ml.program_id(0))[...]
+
+
+def test_a_peer_of_a_register_tensor_hints_storing_it_first():
+  e = _raises(lambda: peer_of_registers.check(S((128, 64), F32)))
+  assert type(e) is mg.ClusterRefError and "buf = ml.smem((128, 64), jnp.float32); buf[...] = v" in e.hint
+
+
+# ---------------------------------------------------------------- numerics messages
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def add_big(x, out):
+  out[...] = x[...] + 2 ** 31
+
+
+@mg.mgpu_kernel(out_shape=lambda t: S(t.shape, F32))
+def alternating(t, out):
+  out[...] = (-1.0) ** t[...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((8,), x.dtype))
+def column_means(x, out):
+  v = x[...]
+  out[...] = ml.mean(v, axis=0)
+
+
+def test_numerics_messages_keep_the_users_values():
+  # uint16 + 2**31 silently added 0 (int16 was an error; jnp raises OverflowError for both)
+  for dt in (jnp.uint16, jnp.int16, jnp.uint8):
+    e = _raises(lambda: add_big.check(S((128,), dt)))
+    assert type(e) is mg.KernelTypeError and "does not fit in int32" in e.message
+  add_big.check(S((128,), jnp.uint32))                       # 2**31 fits a uint32
+  e = expect(alternating, [S((128,), jnp.int32)], mg.UnsupportedDtypeError, "(-1.0) ** t[...]",
+             "(-1.0) ** (t[...]): an exponent held in registers must be floating point, got int32")
+  assert e.hint == "(-1) ** k of integers k is a sign: ml.where((t[...]) % 2 == 0, 1.0, -1.0)"
+  e = _raises(lambda: column_means.check(S((128, 8), jnp.float16)))     # named v, not the mean's result
+  assert type(e) is mg.LayoutError and e.message.startswith("v of shape (128, 8)")

@@ -169,7 +169,7 @@ def check_python_int(cx, value, dtype, what, hint=None):
   if isinstance(d, DType) and d.is_float:       # converted to the float type, as a float would be
     return
   lo, hi, kind = -2 ** 31, 2 ** 31 - 1, "int32"
-  if isinstance(d, DType) and d.is_int and d.is_signed is False:
+  if d == DType.u32:          # (narrower unsigned types take int32's range, as jnp's Python ints, then wrap)
     lo, hi, kind = -2 ** 31, 2 ** 32 - 1, "uint32"
   if d == DType.i64:                             # an int64 operand (jax_enable_x64) takes 64-bit ones
     lo, hi, kind = -2 ** 63, 2 ** 63 - 1, "int64"

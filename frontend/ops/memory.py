@@ -656,9 +656,14 @@ def cluster_ref(cx, buf, cta, axis=0):
   """
   if not is_ref(buf) or buf.type.space != Space.SMEM or buf.type.remote:
     what = f"{buf.name or 'it'} ({buf.type.space})" if is_ref(buf) else kind_of(buf)
-    raise E.ClusterRefError(
-        f"ml.cluster_ref needs an SMEM buffer of this CTA, got {what}", cx.loc,
-        hint="only SMEM is shared within a cluster; copy GMEM data into an ml.smem buffer first")
+    if is_value(buf) and isinstance(buf.type, TensorType):
+      name = buf.name if (buf.name or "").isidentifier() else "v"
+      hint = (f"only SMEM is shared within a cluster: store the tensor first, buf = ml.smem({buf.type.shape},"
+              f" jnp.{dtype_name(buf.type.dtype)}); buf[...] = {name}; ml.cluster_sync(); then"
+              f" ml.cluster_ref(buf, cta)[...]")
+    else:
+      hint = "only SMEM is shared within a cluster; copy GMEM data into an ml.smem buffer first"
+    raise E.ClusterRefError(f"ml.cluster_ref needs an SMEM buffer of this CTA, got {what}", cx.loc, hint=hint)
   if not isinstance(axis, int) or not 0 <= axis <= 2:
     raise E.KernelTypeError(f"cluster axis must be 0, 1 or 2, got {axis!r}", cx.loc,
                             hint="ml.cluster_ref(buf, cta, axis=0)")

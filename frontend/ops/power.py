@@ -59,10 +59,17 @@ def _number_base_power(cx, c, t, t_text):
   computed in Python now; 16-bit floats compute in float32 and round once."""
   d = resolve(t.type.dtype)
   if isinstance(d, DType) and not d.is_float:
-    raise E.UnsupportedDtypeError(
-        f"{c!r} ** {t_text}: an exponent held in registers must be floating point, got {d}", cx.loc,
-        hint=f"convert the exponent (the result is then a float): {c!r} ** {t_text}.astype(jnp.float32)"
+    shown = f"({c!r})" if c < 0 else repr(c)
+    if c == -1:
+      fix = f"(-1) ** k of integers k is a sign: ml.where({t_text} % 2 == 0, 1.0, -1.0)"
+    elif c < 0:
+      fix = (f"a negative base takes integer powers only: ({-c!r} ** {t_text}.astype(jnp.float32)) *"
+             f" ml.where({t_text} % 2 == 0, 1.0, -1.0)")
+    else:
+      fix = (f"convert the exponent (the result is then a float): {shown} ** {t_text}.astype(jnp.float32)"
              + (f"; 2 ** {t_text} of integers is 1 << {t_text}" if c == 2 else ""))
+    raise E.UnsupportedDtypeError(
+        f"{shown} ** {t_text}: an exponent held in registers must be floating point, got {d}", cx.loc, hint=fix)
   check_dtype_support(cx, t.type.dtype, "**", floats_only=True)
   cw = _as_weak_float(c, d) if not isinstance(c, bool) else 0.0   # jnp rounds the weak base to t's dtype
   if not cw > 0 or pymath.isinf(cw):

@@ -7,6 +7,7 @@ shape's reshapes also emit; frontend/layouts.py chooses the layouts that make it
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from .. import errors as E
@@ -122,7 +123,9 @@ def mean(cx, x, axis=None, keepdims=False):
     res = mean.rule(cx, x, axis, False)
     return ew.full_(cx, (1,) * len(x.type.shape), res, res.type.dtype)
   if isinstance(d, DType) and d != DType.f32:
-    x = ew.astype(cx, x, DType.f32)       # ints and bools -> float32; narrow floats round once at the end
+    # ints and bools -> float32; narrow floats round once at the end (the copy named as x: messages
+    # about the tile reduced name the user's value, not the mean's result)
+    x = ew.astype(dataclasses.replace(cx, name=x.name or cx.named(x)), x, DType.f32)
   s = reduce(cx, ReduceKind.SUM, x, axis, keepdims, what="ml.mean")
   m = ew.binary(cx, ew.BinOp.DIV, s, float(n))
   if isinstance(d, DType) and d.is_float and d != DType.f32:
