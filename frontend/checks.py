@@ -115,6 +115,7 @@ def check_register_values(kernel: ir.Kernel) -> list:
   """A register tensor needing more than REGISTER_SLACK times a thread's registers, even spread
   over every thread of the CTA, is a RegisterCapacityError: ptxas would spill it whole to local
   memory (or not finish), so it is reported at the op that makes it, once per kernel."""
+  big = []
   for o in ir.walk(kernel.body):
     for r in o.results:
       t = r.type
@@ -122,12 +123,18 @@ def check_register_values(kernel: ir.Kernel) -> list:
         continue
       words = math.prod(t.shape) * max(resolve(t.dtype).bits, 32) // 32 / kernel.block
       if words > REGISTER_SLACK * hw.THREAD_REGISTERS:
-        what = f"this {'x'.join(map(str, t.shape))} {dtype_name(t.dtype)} tile"
-        return [E.RegisterCapacityError(
-            f"{what} needs {int(words)} registers a thread across the CTA's {kernel.block} threads;"
-            f" a thread has {hw.THREAD_REGISTERS}", o.loc,
-            hint="keep tiles of at most a few hundred values a thread: loop over smaller windows"
-                 " (rows or column chunks), or hold the data in SMEM (ml.smem) and read it in parts")]
+        big.append((o, r, words))
+  if big:
+    # the statement of the first one; of its tensors, the last it computes (a gather's value, not
+    # the index grid the compiler makes for it)
+    o, r, words = [b for b in big if b[0].loc == big[0][0].loc][-1]
+    t = r.type
+    what = f"this {'x'.join(map(str, t.shape))} {dtype_name(t.dtype)} tile"
+    return [E.RegisterCapacityError(
+        f"{what} needs {int(words)} registers a thread across the CTA's {kernel.block} threads;"
+        f" a thread has {hw.THREAD_REGISTERS}", o.loc,
+        hint="keep tiles of at most a few hundred values a thread: loop over smaller windows"
+             " (rows or column chunks), or hold the data in SMEM (ml.smem) and read it in parts")]
   return []
 
 

@@ -176,7 +176,10 @@ class Memory:
         f" writes it: programs run in no fixed order, so the result depends on timing", here or self.kernel.loc,
         notes=notes + (() if here else (f"{o.loc}: program {cta.pid} {mine} it here",)),
         hint=ACCUMULATED_READ if accumulated else CROSS_PROGRAM_READ if crossed else
-        own_window(ref.name, tuple(getattr(ref.root.type, 'shape', ())), self.kernel.grid) if len(elem)
+        own_window(ref.name, tuple(getattr(ref.root.type, 'shape', ())), self.kernel.grid)
+        + (f"; where the place comes from data and repeats ({ref.name}[seg[k]] = v), accumulate instead:"
+           f" ml.atomic_add({ref.name}.at[seg[k]], v) into a zeroed output (repeated places add up)"
+           if mine == met == "writes" else "") if len(elem)
         else ONE_WRITER)
 
   def check_covered(self):

@@ -191,6 +191,13 @@ def check_count(pk, n_in: int, bounds: tuple[int, int], name: str, loc, *, outpu
            f" (the rest are outputs), but was called with {n_in}")
   hint = ("parameters are the inputs, then the outputs; compile-time constants are keyword-only (or"
           " `name: ml.constexpr`) and passed by keyword")
+  if lo == hi and lo < n_in < len(refs) and not outputs_known:
+    # more inputs than the out_shape/grid callables take: they decide the count, and may be stale
+    extra = ", ".join(refs[lo:n_in])
+    hint = (f"the out_shape and grid callables take {plural(lo, 'argument')}, which makes {name} take"
+            f" {plural(lo, 'input')}; if {extra} {'is an input' if n_in - lo == 1 else 'are inputs'}, give the"
+            f" callables {'a parameter' if n_in - lo == 1 else 'parameters'} for {'it' if n_in - lo == 1 else 'them'}"
+            f" (lambda {', '.join(refs[:n_in])}: ...)")
   if lo == hi and 0 < n_in < lo:        # fewer inputs than out_shape leaves: it describes too few outputs
     hint = (f"if {', '.join(refs[n_in:lo])} {'is an output' if lo - n_in == 1 else 'are outputs'} too, describe"
             f" {plural(len(refs) - n_in, 'output')} in out_shape (a tuple of jax.ShapeDtypeStruct, one per"

@@ -641,3 +641,63 @@ def test_numerics_messages_keep_the_users_values():
   assert e.hint == "(-1) ** k of integers k is a sign: ml.where((t[...]) % 2 == 0, 1.0, -1.0)"
   e = _raises(lambda: column_means.check(S((128, 8), jnp.float16)))     # named v, not the mean's result
   assert type(e) is mg.LayoutError and e.message.startswith("v of shape (128, 8)")
+
+
+# ---------------------------------------------------------------- sparse kernels' mistakes
+def _o_two(table, ids):
+  return S((ids.shape[0], table.shape[1]), table.dtype)
+
+
+@mg.mgpu_kernel(out_shape=_o_two, grid=(1,))
+def weighted_rows(table, ids, w, out):
+  out[...] = table[ids[...], :] * w[...][:, None]
+
+
+@mg.mgpu_kernel(out_shape=lambda t, ids: S((128,), t.dtype), grid=(1,))
+def gather_by_ref(t, ids, out):
+  out[...] = t[ids]
+
+
+@mg.mgpu_kernel(out_shape=lambda ip, x: S((4,), x.dtype), grid=(4,))
+def csr_bounds_as_windows(ip, x, out):
+  r = ml.program_id(0)
+  acc = ml.zeros((), F32)
+  for k in range(ip.at[r], ip.at[r + 1]):
+    acc = acc + x[k]
+  out[r] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda h, ids: S((64, h.shape[1]), h.dtype), grid=(1,))
+def gather_wide_rows(h, ids, out):
+  out[...] = h[ids[...], :]
+
+
+@mg.mgpu_kernel(out_shape=lambda ids: S((128,), jnp.int32), grid=(1,))
+def smem_histogram(ids, out):
+  h = ml.smem((128,), jnp.int32)
+  h[...] = ml.zeros((128,), jnp.int32)
+  ml.atomic_add(h.at[ids[...]], ml.full((128,), 1, jnp.int32))
+  out[...] = h[...]
+
+
+@mg.mgpu_kernel(out_shape=lambda v, seg: S((8,), F32), grid=lambda v, seg: (v.shape[0],))
+def put_by_segment(v, seg, out):
+  k = ml.program_id(0)
+  out[seg[k]] = v[k]
+
+
+def test_sparse_kernel_mistakes_get_hints_that_fit():
+  t, ids, w = jnp.ones((10, 64), F32), jnp.zeros((32,), jnp.int32), jnp.ones((32,), F32)
+  e = _raises(lambda: weighted_rows(t, ids, w, interpret=True))
+  assert type(e) is mg.SignatureError and "(lambda table, ids, w: ...)" in e.hint
+  e = _raises(lambda: gather_by_ref.check(S((128,), F32), S((128,), jnp.int32)))
+  assert "t[ids[...]]" in e.hint
+  e = _raises(lambda: csr_bounds_as_windows.check(S((5,), jnp.int32), S((64,), F32)))
+  assert e.hint.startswith("read the element as a scalar: ip[r]")
+  e = _raises(lambda: gather_wide_rows.check(S((100, 4096), F32), S((64,), jnp.int32)))
+  assert type(e) is mg.RegisterCapacityError and e.message.startswith("this 64x4096 float32 tile")
+  e = _raises(lambda: smem_histogram.check(S((128,), jnp.int32)))
+  assert e.hint.startswith("scatter into a GMEM output: ml.atomic_add(out.at[ids], values)")
+  e = _raises(lambda: put_by_segment(jnp.arange(8, dtype=F32), jnp.array([0, 1, 2, 3, 4, 5, 6, 6], jnp.int32),
+                                     interpret=True))
+  assert type(e) is mg.RaceError and "ml.atomic_add(out.at[seg[k]], v)" in e.hint

@@ -103,8 +103,12 @@ def _plan(cx, ref, index, what):
   if t.space != Space.GMEM or t.remote or t.transposed:
     raise E.KernelTypeError(
         f"{ref.name or 'this ref'} is indexed with a tensor of indices (a {what}): only GMEM refs {what}",
-        cx.loc, hint=f"{what} with the kernel's GMEM parameter itself (table[ids, :]); for an SMEM buffer,"
-                     " take the rows one by one in an ml.static_range loop, or copy what you need by TMA")
+        cx.loc, hint=("gather with the kernel's GMEM parameter itself (table[ids, :]); for an SMEM buffer,"
+                      " take the rows one by one in an ml.static_range loop, or copy what you need by TMA"
+                      if what == "gather" else
+                      "scatter into a GMEM output: ml.atomic_add(out.at[ids], values) (an output updated only"
+                      " by atomics starts at 0; a histogram is ml.atomic_add(counts.at[ids], 1)); into an"
+                      " SMEM buffer, update elements one by one with scalar indices"))
   items = index if isinstance(index, tuple) else (index,)
   if sum(1 for i in items if i is Ellipsis) > 1:
     raise E.KernelTypeError("an index can hold at most one '...'", cx.loc, hint="table[ids, ...]")

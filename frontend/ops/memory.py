@@ -187,6 +187,11 @@ def index_operand(cx, x, bound=False):
              " ml.atomic_add(out.at[ids, :], rows) (an output so updated starts at 0); to set rows at"
              " computed places, take one row at a time (out.at[ids_ref[r]][...] = row, an index read as"
              " a scalar); to mask a read, gather and select: ml.where(m, t[ids, :], 0)")
+  if is_ref(x):     # t[ids] of a ref ids: meant its values
+    n = x.name if (x.name or "").isidentifier() else "ids"
+    raise E.KernelTypeError(f"an index must be an integer scalar, got {kind_of(x)} ({n})", cx.loc,
+                            hint=f"read its values first: t[{n}[...]] (a gather by all of them) or"
+                                 f" t[{n}[i]] (one element as a scalar index)")
   raise E.KernelTypeError(f"an index must be an integer scalar, got {kind_of(x)}", cx.loc,
                           hint="index with ints, program ids, loop counters or integer scalar math")
 
@@ -222,6 +227,12 @@ def _bad_loop_bound(cx, x):
     return E.KernelTypeError(
         f"a loop bound must be an integer scalar, got {text or 'a register tensor'} of shape {shape}", cx.loc,
         hint=hint)
+  if is_ref(x):     # range(ip.at[r], ...): meant the element ip[r]
+    text = x.name or ""
+    elem = text.replace(".at[", "[", 1) if ".at[" in text else f"{text or 'n'}[i]"
+    return E.KernelTypeError(f"a loop bound must be an integer scalar, got {kind_of(x)}", cx.loc,
+                             hint=f"read the element as a scalar: {elem} (ref[i], not ref.at[i], which is a"
+                                  f" window)")
   return E.KernelTypeError(f"a loop bound must be an integer scalar, got {kind_of(x)}", cx.loc,
                            hint="loop to ints, constexprs, shapes or integer scalars: range(x.shape[0] // 128)")
 
