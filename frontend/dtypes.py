@@ -63,6 +63,12 @@ class DType(enum.Enum):
     return _NUMPY[self.value]
 
   @property
+  def float_max(self) -> float:
+    """The largest finite value of a float dtype (448 for float8_e4m3fn, 57344 for float8_e5m2)."""
+    import ml_dtypes
+    return float(ml_dtypes.finfo(self.np).max)
+
+  @property
   def bits(self) -> int:
     return _BITS[self]
 

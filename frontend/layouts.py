@@ -33,9 +33,12 @@ from . import errors as E
 from . import hw
 from . import ir
 from .ir import LayoutRule
-from .ops.elementwise import Full
-from .ops.memory import Store, View
-from .ops.shape import READ_2D_FIRST
+from .ops.control import WarpSpecialize
+from .ops.elementwise import BinOp, Full
+from .ops.gather import Gather, ScatterUpdate
+from .ops.memory import ClusterRef, Store, View
+from .ops.mma import Dot
+from .ops.shape import READ_2D_FIRST, Broadcast, Reduce, ReduceKind, Reshape
 from .layout_hints import broadcast_loops_hint, column_slice_hint, narrow_rows_hint, role, smem_vector_hint
 from .types import Layout, LayoutKind, RefType, Space, TensorType, dtype_name
 
@@ -103,7 +106,6 @@ class _Solver:
 
   def smem_root(self, ref):
     """The SMEM buffer under a view and a peer's copy of it (ml.cluster_ref), or None."""
-    from .ops.memory import ClusterRef
     d = self.defs.get(ref.id)
     while isinstance(d, (View, ClusterRef)):
       ref = d.ref
@@ -143,8 +145,6 @@ class _Solver:
 
   def note_split(self, o):
     """Record the tensors of `o` that must stay whole in every warpgroup (Layout.wgs)."""
-    from .ops.control import WarpSpecialize
-    from .ops.shape import Reduce
     self.warp_specialized |= isinstance(o, WarpSpecialize)
     whole = not ir.traits_of(o).splits or (isinstance(o, Reduce) and o.results and _is_tensor(o.result))
     if whole:
@@ -161,14 +161,21 @@ class _Solver:
     for r in o.results:
       self.node(r)
 
+  def view_chain(self, ref) -> list:
+    """The views from `ref` back to its root, outermost first; through a peer's buffer
+    (ml.cluster_ref of a view, which has the view's geometry)."""
+    chain, d = [], self.defs.get(ref.id)
+    while isinstance(d, (View, ClusterRef)):
+      if isinstance(d, View):
+        chain.append(d)
+      d = self.defs.get(d.ref.id)
+    return chain
+
   def minor_strided(self, ref) -> bool:
     """Whether a window's elements are apart in its last dimension: a view that indexes its
     root's last dimension away (x.at[:, :, 0] of an (n, d, 2) array). Vectors of such a
     window would read neighbours that are not its elements: it moves one element at a time."""
-    chain, d = [], self.defs.get(ref.id)
-    while isinstance(d, View):
-      chain.append(d)
-      d = self.defs.get(d.ref.id)
+    chain = self.view_chain(ref)
     last_kept = True                    # the root's last dimension is still a dimension of the view
     for view in reversed(chain):        # from the root outwards
       if last_kept and view.index and view.index[-1].squeeze and not view.transpose:
@@ -184,10 +191,7 @@ class _Solver:
     """The most elements one vector of a register transfer of window `ref` may move (None: any):
     it must divide the window's last extent, the steps of its other dimensions and its static
     start in the root array (Mosaic GPU's strided transfers), as in x.at[:, 0:2] of (n, 3) rows."""
-    chain, d = [], self.defs.get(ref.id)
-    while isinstance(d, View):
-      chain.append(d)
-      d = self.defs.get(d.ref.id)
+    chain = self.view_chain(ref)
     if not chain or any(view.transpose for view in chain):
       return None
     shape = chain[-1].ref.type.shape
@@ -363,7 +367,6 @@ class _Solver:
       # at the reduction or broadcast that makes it a row-wise tile, not where it was first read
       cls = self.uf.find(("v", bad.id))
       where = next((r for c, q, _, r in rels if cls in (c, q)), None) or self.first_use.get(bad.id)
-      from .ops.shape import Broadcast
       spread = next((r for c, q, _, r in rels if (c in comp or q in comp) and isinstance(r, Broadcast)
                      and len([n for n in r.result.type.shape if n != 1]) >= 2 and len(r.result.type.shape) > 2
                      and math.prod(r.result.type.shape) > math.prod(r.x.type.shape)),   # it stretches
@@ -390,7 +393,6 @@ class _Solver:
     widest = 16 // max((d.itemsize for d in dtypes), default=4)
     # A float16/bfloat16 sum runs in float32: across warps (down the columns) its lanes then hold
     # twice the bits, so such tiles take at most 4 elements a lane.
-    from .ops.shape import Reduce, ReduceKind
     if any(isinstance(r, Reduce) and r.kind == ReduceKind.SUM and 0 in axes and r.x.type.dtype.itemsize == 2
            and r.x.type.dtype.is_float for _, q, axes, r in rels if q in comp):
       widest = min(widest, 16 // 4)
@@ -407,12 +409,10 @@ class _Solver:
     bad = next(v for v in tiles if v.type.shape[1] % hw.WARP or v.type.shape[0] % hw.WARPS_PER_WARPGROUP
                and v.type.shape[1] % (hw.WARPGROUP))
     # at the reduction or broadcast that makes it a row-wise tile (not where the tile was read)
-    from .ops.shape import Reduce
     cls = self.uf.find(("v", bad.id))
     linked = [r for c, q, _, r in rels if q == cls]
     where = next((r for r in linked if isinstance(r, Reduce)), None) or next(iter(linked), None) \
         or self.first_use.get(bad.id)
-    from .ops.gather import Gather, ScatterUpdate
     ids = {v.id for v in tiles}
     if isinstance(where, Reduce) and where.x.id in ids and where.x.type.shape == bad.type.shape:
       bad = where.x                # name the tile under the caret, not another of its class
@@ -445,7 +445,6 @@ class _Solver:
     """A tensor of another rank joined a row-wise tile through a reshape (say (8, 256) ->
     (2048,) after a broadcast along the rows, or (1, 100, 256) -> (100, 256) before a
     reduction): reported at the reshape, in its own shapes."""
-    from .ops.shape import Reshape
     ids = {v.id for v in tiles}
     ones = lambda shape: tuple(n for n in shape if n != 1)
     for o in ir.walk(self.kernel.body):
@@ -471,7 +470,6 @@ class _Solver:
           hint=READ_2D_FIRST + " (results likewise: store them through a 2-D output and reshape outside)")
 
   def conflict(self, c, p, axes, o, layout, members):
-    from .ops.shape import Reduce
 
     def named(skip=None, default="this vector"):
       """A vector of the class as the user named it: a variable (`c`) before an expression."""
@@ -480,6 +478,7 @@ class _Solver:
     vec = next((v for v in members.get(c, []) if len(v.type.shape) == 1), None)
     tmp = (f"tmp = ml.smem(({vec.type.shape[0]},), jnp.{dtype_name(vec.type.dtype)})" if vec is not None else
            "tmp = ml.smem((n,), v.dtype)")
+    held = named(default="v")
     if isinstance(o, Reduce) and o.results and len(o.result.type.shape) == 1:
       # Two reductions' vectors met in elementwise math (or a branch): no broadcast involved.
       other = named(skip=o.result, default="another vector")
@@ -487,7 +486,7 @@ class _Solver:
           f"this reduction gives {role(layout[p].dropped(axes))} of {o.x.name or 'its tile'}, but it meets"
           f" {other}, {role(layout[c])}, in elementwise math or a branch: the two live in different"
           f" register layouts", o.loc,
-          hint=f"pass one through an SMEM vector to combine them: {tmp}; tmp[...] = v;"
+          hint=f"pass one through an SMEM vector to combine them: {tmp}; tmp[...] = {held};"
                " then tmp[...] reads it back in the layout the other needs")
     here = getattr(o, "x", None)        # the vector this op broadcasts, when it is of the class
     name = (here.name if here is not None and here.name and here in members.get(c, []) else named())
@@ -497,8 +496,11 @@ class _Solver:
     meant = (f"if {name} holds a value per row, broadcast it along the rows: {name}[:, None] (a (n,) vector"
              f" meeting an (m, n) tile aligns with its columns, as in NumPy); otherwise "
              if was.startswith("a row statistic") and now.startswith("a column vector") and implicit else "")
+    # a (1, n) row of the vector that is not itself stretched into a tile (x + c[None, :] is a
+    # column vector's use, not a row's)
     lone = (here is not None and here in members.get(c, []) and len(members.get(p, [])) == 1
-            and math.prod(o.result.type.shape) == math.prod(here.type.shape))
+            and math.prod(o.result.type.shape) == math.prod(here.type.shape)
+            and not any(self.uf.find(child) == p for child, _, _, _ in self.relations))
     if lone and was.startswith("a row statistic") and now.startswith("a column vector"):
       # v[None, :] (or a reshape or broadcast_to) of a row statistic, used nowhere else as a tile
       red = next((r for r in ir.walk(self.kernel.body) if isinstance(r, Reduce) and r.results
@@ -506,8 +508,10 @@ class _Solver:
       n = here.type.shape[0]
       hint = f"store {name} itself through a 1-D view of the row you write (ref.at[0][...] = {name})"
       if n % hw.WARPGROUP == 0:      # (1, n) register tensors need n a multiple of 128
+        divided = any(getattr(self.defs.get(v.id), "kind", None) == BinOp.DIV for v in members.get(c, []))
         again = (f"ml.{red.kind.value}({red.x.name or 't'}, axis=1, keepdims=True).T" if red is not None
-                 and (red.x.name or "").isidentifier() else "the reduction with keepdims=True, then .T")
+                 and (red.x.name or "").isidentifier() and not divided      # (ml.mean is a sum, then /)
+                 else "the reduction with keepdims=True, then .T")
         hint += (f", keep the reduced axis and transpose ({again}), or pass it through an SMEM vector ({tmp};"
                  f" tmp[...] = {name}; then tmp[...][None, :])")
       raise E.LayoutError(
@@ -519,7 +523,7 @@ class _Solver:
         f" two layouts", o.loc,
         hint=meant + "give each use its own copy: compute the vector twice (an index vector: write its ml.arange"
              f" expression again for the second use), load it again from memory, or pass one through an"
-             f" SMEM vector ({tmp}; tmp[...] = v; then tmp[...] reads it in the"
+             f" SMEM vector ({tmp}; tmp[...] = {name if name.isidentifier() else 'v'}; then tmp[...] reads it in the"
              " layout its use needs)")
 
   # ------------------------------------------------------------ applying
@@ -620,7 +624,6 @@ class _Solver:
         if len(shape) == 1:
           n = shape[0]
           up = -(-n // 8) * 8
-          from .ops.gather import Gather, ScatterUpdate
           cls = self.uf.find(("v", v.id))
           index = any(isinstance(u, (Gather, ScatterUpdate)) and any(
               _is_tensor(i) and self.uf.find(("v", i.id)) == cls for i in u.indices) for u in ir.walk(self.kernel.body))
@@ -676,7 +679,6 @@ class _Solver:
     """MG204 for a tile moved between registers and a buffer ml.dot reads, which meets no ml.dot
     result: such a buffer is tiled for the tensor cores, so its register reads and writes take
     the WGMMA layout (rows in 64-row shares, one per warpgroup)."""
-    from .ops.mma import Dot
     uf = self.uf
     cls = uf.find(("v", v.id))
     if any(s[0] == "v" and uf.find(s) == cls for s in self.seeds):

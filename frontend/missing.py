@@ -133,7 +133,7 @@ _TAKE = ("index the GMEM ref with a tensor of indices: t[ids, :] gathers rows, t
 _ASTYPE = "convert with x.astype(dtype) (or ml.cast(x, dtype)); values in a kernel are arrays already"
 ARRAY_CALLS = {"dot": _DOT, "matmul": _DOT, "einsum": _DOT, "take": _TAKE, "take_along_axis": _TAKE,
                "bitcast_convert_type": "use ml.bitcast(x, dtype): the same bits, another dtype of the same width",
-               "convert_element_type": _ASTYPE, "asarray": _ASTYPE, "array": _ASTYPE,
+               "convert_element_type": _ASTYPE, "asarray": _ASTYPE,
                "rint": "use ml.round(x) (to the nearest integer, ties to even, as jnp.rint)",
                "bincount": "no bincount: ml.atomic_add(counts.at[ids], ml.full(ids.shape, 1, jnp.int32)) into a"
                            " zeroed output (one updated only by atomics starts at 0)",

@@ -62,11 +62,12 @@ def pipeline_loops(kernel: ir.Kernel, em) -> Pipelined:
     from .warp_specialize import warp_specialize
     if len(specialized) > 1 and all(o.loc == specialized[0].loc for o in specialized):
       raise E.WarpSpecializeError(
-          f"a kernel may have one warp-specialised loop, and this one is unrolled into {len(specialized)}: an"
-          f" ml.static_range loop (or a Python loop over a static sequence) around it copies it once a trip",
+          f"a kernel may have one warp-specialised loop, and this one is traced {len(specialized)} times: an"
+          f" ml.static_range loop (or a Python loop over a static sequence) around it copies it once a trip,"
+          f" as does an @ml.inline helper holding it called more than once",
           specialized[0].loc,
           hint="make the outer loop a run-time loop, for r in range(n): ..., which keeps one warp-specialised"
-               " loop inside it")
+               " loop inside it; or call the helper once")
     if len(specialized) > 1:
       raise E.WarpSpecializeError(
           "a kernel may have one warp-specialised loop; this is a second one", specialized[1].loc,

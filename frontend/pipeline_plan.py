@@ -19,9 +19,9 @@ from . import ir
 from .dtypes import DType
 from .ir import Access
 from .ops.access import ScalarLoad
-from .ops.control import For, PositiveStep, WaitLoad
+from .ops.control import LOOPS, For, PositiveStep, WaitLoad
 from .ops.elementwise import BinOp, Binary, Cast, CmpOp, Compare, Constant, Where
-from .ops.memory import Copy, SmemAlloc, Store, View, is_load
+from .ops.memory import Copy, SmemAlloc, Store, View, is_load, root_in
 from .pipeline_hazards import check_loads_of_written_memory
 from .types import RefType, ScalarType, resolve
 
@@ -54,7 +54,7 @@ class Plan:
 
 def make_plan(kernel, loop: For, em) -> Plan:
   """Normalise and analyse a pipelined loop; checks it (PipelineError, SmemCapacityError)."""
-  S = loop.stages
+  S, written = loop.stages, loop          # (the loop as written: its place in the kernel's body)
   pre, loop = normalize(loop, em)
   body = loop.body
   windows = {}
@@ -62,10 +62,11 @@ def make_plan(kernel, loop: For, em) -> Plan:
   check_loads_of_written_memory(kernel, body, body.args[0], sites, S, unpipelined(loop.warp_specialize), pre,
                                 ws=loop.warp_specialize, trips=loop.stop if isinstance(loop.stop, int) else None)
   if not sites:
+    defs = ir.def_table(kernel.body)
     inner = {r.id: o for o in body.ops if isinstance(o, SmemAlloc) for r in o.results}
-    filled = next((o for o in body.ops if isinstance(o, Copy) and _root_id(kernel, o.dst) in inner), None)
+    filled = next((o for o in body.ops if isinstance(o, Copy) and root_in(defs, o.dst).id in inner), None)
     if filled is not None:
-      buf = inner[_root_id(kernel, filled.dst)].results[0]
+      buf = inner[root_in(defs, filled.dst).id].results[0]
       raise E.PipelineError(
           f"this pipelined loop's TMA load fills {buf.name or 'a buffer'}, which is allocated inside the loop: a"
           f" pipelined loop keeps {S} copies (stages) of each buffer it loads, so they must live across trips",
@@ -77,7 +78,7 @@ def make_plan(kernel, loop: For, em) -> Plan:
   loaded = list(dict.fromkeys(windows[id(o)][0] if id(o) in windows else o.dst for o, _, _ in sites))
   stores = store_buffers(kernel, body, loaded)
   reads = loaded_reads(kernel, body, loaded)
-  check_fits(kernel, loaded + stores, S, len(sites), loop.loc, loop.warp_specialize, loop=loop)
+  check_fits(kernel, loaded + stores, S, len(sites), loop.loc, loop.warp_specialize, loop=written)
   return Plan(loop, pre, S, sites, loaded, stores, reads, windows=windows)
 
 
@@ -366,9 +367,9 @@ def load_sites(kernel, body, iv, windows: dict, ws: bool = False):
     addr = address_ops(body, view, iv, invariant) if isinstance(view, View) else []
     if addr is None:
       raise E.PipelineError(
-          f"the window of this load depends on values computed in the loop body or carried from one"
-          f" iteration to the next; a pipelined load's window may depend only on the loop index and on"
-          f" values from before the loop", o.loc,
+          "the window of this load depends on values computed in the loop body or carried from one"
+          " iteration to the next; a pipelined load's window may depend only on the loop index and on"
+          " values from before the loop", o.loc,
           hint=f"compute the window from the loop index (ml.ds(k * 64, 64)); an element of a register tensor at"
                f" the loop index (p[t]) is computed in the body (through SMEM), so read it from the array in"
                f" memory instead (ml.ds(perm[t], 1) of an input perm); or use {unpipelined(ws)}")
@@ -400,20 +401,16 @@ def check_fits(kernel, bufs, S, sites, loc, ws: bool = False, loop=None):
   # the kernel's other buffers (a residual tile live across the loop) share the SMEM: the stage
   # count suggested must fit beside them, or the next build fails again at the buffers (MG402).
   # Buffers used only after the loop (an epilogue's tile) or only before it share the stages' bytes.
+  # (the outermost loop around the pipelined one: the SMEM plan keeps a loop's buffers live through it)
   ids = {id(b) for b in bufs}
   order = list(ir.walk(kernel.body))
-  span = (order.index(loop), order.index(loop) + len(list(ir.walk(loop.body)))) if loop in order else None
+  whole = next((o for o in _path_to(kernel.body, loop) if isinstance(o, LOOPS)), loop)
+  span = (order.index(whole), order.index(whole) + len(list(ir.walk(whole.body)))) if whole in order else None
   defs = {r.id: o for o in order for r in o.results}
-
-  def root(v):
-    d = defs.get(v.id)
-    while isinstance(d, View):
-      v, d = d.ref, defs.get(d.ref.id)
-    return v
 
   def during_loop(buf) -> bool:
     at = [i for i, o in enumerate(order) if not isinstance(o, SmemAlloc)
-          and any(root(v) is buf for v in o.operands() if isinstance(v, ir.Value))]
+          and any(root_in(defs, v) is buf for v in o.operands() if isinstance(v, ir.Value))]
     return span is None or not at or not (max(at) < span[0] or min(at) > span[1])
   other = sum(o.result.type.nbytes for o in order
               if isinstance(o, SmemAlloc) and id(o.result) not in ids and isinstance(resolve(o.result.type.dtype), DType)
@@ -451,10 +448,14 @@ def store_buffers(kernel, body, loaded) -> list:
   return out
 
 
-def _root_id(kernel, ref) -> int:
-  """The id of the buffer a (view of a) ref is a window of."""
-  defs = {r.id: o for o in ir.walk(kernel.body) for r in o.results}
-  d = defs.get(ref.id)
-  while isinstance(d, View):
-    ref, d = d.ref, defs.get(d.ref.id)
-  return ref.id
+
+def _path_to(block, target) -> list:
+  """The region ops from `block` down to `target` (outermost first, target last)."""
+  for o in block.ops:
+    if o is target:
+      return [o]
+    for r in o.regions:
+      sub = _path_to(getattr(o, r), target)
+      if sub:
+        return [o] + sub
+  return []

@@ -199,7 +199,7 @@ def _fewer_stages_hint(kernel, life, barrier_bytes):
   generic = "use smaller tiles or fewer pipeline stages"
   if not loops:
     big = max(kernel.smem, key=lambda b: b.type.nbytes, default=None)
-    if big is not None and (big.name or "").startswith(("scan", "sort")):
+    if big is not None and big.name in ("scan scratch", "sort keys", "sort positions"):
       what = "scan" if big.name.startswith("scan") else "sort"
       more = (", or scan blocks of columns in a loop, carrying each row's running total into the next"
               if what == "scan" else "")

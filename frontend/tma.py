@@ -107,7 +107,7 @@ def _box_hint(groot, full, box, itemsize, buf) -> str:
   where a split divides it into pieces of whole 16-byte units, each side within a box."""
   array = groot.name or "x"
   if not (box[-1] > MAX_BOX and any(b > 1 for b in box[:-1])):
-    d = next(i for i, b in enumerate(box) if b > MAX_BOX)     # every dimension before it has size 1
+    d = next(i for i, b in enumerate(box) if b > MAX_BOX)     # the wide one (the last only if the others are 1)
     at = ":, " * d
     return (f"copy it in pieces of at most {MAX_BOX} along that dimension into windows of the buffer,"
             f" {buf or 'buf'}.at[{at}ml.ds(k * {MAX_BOX}, {MAX_BOX})] (and the same window of the array) for k"

@@ -36,10 +36,10 @@ from . import hw
 from . import ir
 from .dtypes import DType
 from .ir import Access
-from .ops.control import (AwaitStores, BarrierAlloc, BarrierArrive, BarrierWait, ClusterSync, For,
+from .ops.control import (LOOPS, AwaitStores, BarrierAlloc, BarrierArrive, BarrierWait, ClusterSync, For,
                           If, WarpSpecialize, Yield)
 from .ops.elementwise import BinOp, Binary, CmpOp, Compare
-from .ops.memory import SmemAlloc, View
+from .ops.memory import ClusterRef, SmemAlloc, root_in
 from .ops.mma import DotWait
 from .pipeline import record
 from .pipeline_plan import I32, arith, issue, make_plan, mod, multibuffer, pure_scalar, staged_body
@@ -90,21 +90,20 @@ def _check_sources_not_written(kernel, plan, em, loop) -> None:
   before it, or in an enclosing loop (whose next trips the producer loads ahead of). A write
   after the loop is after every load landed. Writes inside the loop are pipeline_plan's
   check_loads_of_written_memory's (MG502, by windows)."""
-  def root(v):
-    d = em.defs.get(v.id)
-    while isinstance(d, View):
-      v, d = d.ref, em.defs.get(d.ref.id)
-    return v
-
+  root = lambda v: root_in(em.defs, v)
   alias = {kernel.inputs[i].value.id: kernel.outputs[o].value.id for i, o in (kernel.aliases or {}).items()}
   # `loop` is the loop as written (still in the kernel's body); plan.loop its normalised copy
   inside = {id(o) for o in ir.walk(loop.body)}
-  outer = [o for o in _path_to(kernel.body, loop)[:-1] if "body" in o.regions]   # enclosing loops
+  path = _path_to(kernel.body, loop)
+  outer = [o for o in path[:-1] if isinstance(o, LOOPS)]          # enclosing loops
   repeated = {id(x) for o in outer for x in ir.walk(o.body)}
+  # the other branches of the ifs around the loop: never run with it in one trip
+  others = {id(x) for o, down in zip(path, path[1:]) if not isinstance(o, LOOPS) for r in o.regions
+            if down not in getattr(o, r).ops for x in ir.walk(getattr(o, r))}
   written, after = {}, False
   for o in ir.walk(kernel.body):
     after = after or o is loop
-    if id(o) in inside or after and id(o) not in repeated:
+    if id(o) in inside or (after or id(o) in others) and id(o) not in repeated:
       continue
     for ref, acc in ir.traits_of(o).effects(o):
       if ref is not None and acc in (Access.REG_WRITE, Access.TMA_WRITE) and ref.type.space == Space.GMEM:
@@ -199,13 +198,12 @@ def _consumer_loop(plan, empty, em) -> list:
 
 
 def _check_roles(consumer):
-  from .ops.memory import ClusterRef
   for o in ir.walk(consumer):
     if isinstance(o, ClusterRef):
       raise E.WarpSpecializeError(
-          f"ml.cluster_ref in a kernel with a warp-specialised loop: a peer's SMEM is read or written safely"
-          f" only between ml.cluster_sync() calls, which such a kernel cannot make (its producer warpgroup"
-          f" never reaches them)", o.loc,
+          "ml.cluster_ref in a kernel with a warp-specialised loop: a peer's SMEM is read or written safely"
+          " only between ml.cluster_sync() calls, which such a kernel cannot make (its producer warpgroup"
+          " never reaches them)", o.loc,
           hint="drop warp_specialize=True from the loop (then separate the peers' accesses with"
                " ml.cluster_sync()), or share loaded tiles with ml.copy(..., multicast=axis) instead")
     if any(a == Access.CLUSTER_BARRIER for _, a in ir.traits_of(o).effects(o)):

@@ -18,6 +18,8 @@ from ..frontend.checks import masked_store, uncovered_error, uninitialized_read
 from ..frontend.coverage import describe
 from ..frontend.races import ACCUMULATED_READ, CROSS_PROGRAM_READ, ONE_WRITER, own_window
 from .interpret_numerics import np_dtype, poison
+from ..frontend.ops.access import ScalarRead
+from ..frontend.types import RefType
 from ..frontend.ops.atomic import identity
 
 from ..frontend.errors import InterpretError, OutOfBoundsError, RaceError  # noqa: E402,F401
@@ -179,8 +181,24 @@ class Memory:
         own_window(ref.name, tuple(getattr(ref.root.type, 'shape', ())), self.kernel.grid)
         + (f"; where the place comes from data and repeats ({ref.name}[seg[k]] = v), accumulate instead:"
            f" ml.atomic_add({ref.name}.at[seg[k]], v) into a zeroed output (repeated places add up)"
-           if mine == met == "writes" else "") if len(elem)
+           if mine == met == "writes" and self.data_dependent(o) else "") if len(elem)
         else ONE_WRITER)
+
+  def data_dependent(self, o) -> bool:
+    """Whether the window op `o` writes is indexed by a value read from memory (out[seg[k]])."""
+    if not hasattr(self, "_defs"):
+      self._defs = ir.def_table(self.kernel.body)
+    todo, seen = [x for x in o.operands() if isinstance(x, ir.Value)], set()
+    while todo:
+      v = todo.pop()
+      d = self._defs.get(v.id)
+      if d is None or id(d) in seen:
+        continue
+      seen.add(id(d))
+      if isinstance(d, ScalarRead) or any(a == ir.Access.REG_READ for _, a in ir.traits_of(d).effects(d)):
+        return True
+      todo += [x for x in d.operands() if isinstance(x, ir.Value) and not isinstance(x.type, RefType)]
+    return False
 
   def check_covered(self):
     """Every element of every output that starts without values is written by some program."""

@@ -12,6 +12,7 @@ from ..frontend import hw
 from ..frontend import ir as kir
 from ..frontend.dtypes import DType
 from ..frontend.types import LayoutKind, ScalarType, TensorType
+from .interpret_numerics import const, int_of_float
 
 
 def mlir_type(d: DType) -> ir.Type:
@@ -39,7 +40,6 @@ def to_index(x) -> ir.Value | int:
 def scalar_const(value, d: DType) -> ir.Value:
   """A Python number as an MLIR constant of `d`; a Python float given an integer dtype converts
   by the cast rule (truncated, saturated, NaN -> 0), as interpret mode's `const`."""
-  from .interpret_numerics import const, int_of_float
   t = mlir_type(d)
   if d.is_float:     # rounded as interpret mode and jnp round it (numpy's cast), then exact in MLIR
     return arith.constant(t, float(const(value, d)))

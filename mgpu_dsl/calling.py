@@ -169,17 +169,16 @@ def check_count(pk, n_in: int, bounds: tuple[int, int], name: str, loc, *, outpu
            f" {plural(outs, 'output')}: {n_in + outs} ref parameters, but {name} has"
            f" {len(refs)} ({', '.join(refs)})")
   elif lo == hi and any(r in getattr(pk, "scalar_params", ()) for r in refs[lo:]):
-    # the out_shape/grid callables take fewer arguments than the kernel has inputs: an ml.scalar
-    # parameter (always an input) would otherwise be called an output
+    # out_shape or grid make the kernel take fewer inputs than it has: an ml.scalar parameter
+    # (always an input) would otherwise be called an output
     scalar = next(r for r in refs[lo:] if r in pk.scalar_params)
-    ins = refs[:refs.index(scalar) + 1]
-    while len(ins) < len(refs) - 1 and refs[len(ins)] in pk.scalar_params:
-      ins = refs[:len(ins) + 1]
-    msg = (f"the out_shape and grid callables take {plural(lo, 'argument')} ({', '.join(refs[:lo]) or 'none'}),"
-           f" but {name}'s inputs include {scalar} (an ml.scalar parameter, so an input), and {name} was called"
-           f" with {plural(n_in, 'input')}")
-    raise E.SignatureError(cap(msg), loc, hint=f"give out_shape and grid (as callables) every input:"
-                                               f" lambda {', '.join(ins)}: ...")
+    ins = refs[:max(n_in, refs.index(scalar) + 1)]
+    msg = (f"{name}'s out_shape and grid make it take {plural(lo, 'input')} ({', '.join(refs[:lo]) or 'none'}),"
+           f" but its inputs include {scalar} (an ml.scalar parameter, so an input), and it was called with"
+           f" {plural(n_in, 'input')}")
+    raise E.SignatureError(cap(msg), loc, hint=(
+        f"give a callable out_shape or grid every input (lambda {', '.join(ins)}: ...); a static out_shape"
+        f" describes only the outputs ({', '.join(refs[len(ins):]) or 'none left'})"))
   elif lo == hi:
     takes = f"{plural(lo, 'input')} ({', '.join(refs[:lo])})" if lo else "no inputs"
     outs = refs[lo:]
@@ -194,12 +193,13 @@ def check_count(pk, n_in: int, bounds: tuple[int, int], name: str, loc, *, outpu
   if lo == hi and lo < n_in < len(refs) and not outputs_known:
     # more inputs than the out_shape/grid callables take: they decide the count, and may be stale
     extra = ", ".join(refs[lo:n_in])
-    hint = (f"the out_shape and grid callables take {plural(lo, 'argument')}, which makes {name} take"
-            f" {plural(lo, 'input')}; if {extra} {'is an input' if n_in - lo == 1 else 'are inputs'}, give the"
-            f" callables {'a parameter' if n_in - lo == 1 else 'parameters'} for {'it' if n_in - lo == 1 else 'them'}"
-            f" (lambda {', '.join(refs[:n_in])}: ...)")
-  if lo == hi and 0 < n_in < lo:        # fewer inputs than out_shape leaves: it describes too few outputs
-    hint = (f"if {', '.join(refs[n_in:lo])} {'is an output' if lo - n_in == 1 else 'are outputs'} too, describe"
+    hint = (f"{name}'s out_shape and grid make it take {plural(lo, 'input')}; if {extra}"
+            f" {'is an input' if n_in - lo == 1 else 'are inputs'}, give a callable out_shape or grid"
+            f" {'a parameter' if n_in - lo == 1 else 'parameters'} for {'it' if n_in - lo == 1 else 'them'}"
+            f" (lambda {', '.join(refs[:n_in])}: ...), or describe fewer outputs in a static out_shape")
+  outputs_too = [r for r in refs[n_in:lo] if r not in getattr(pk, "scalar_params", ())]
+  if lo == hi and 0 < n_in < lo and outputs_too:   # fewer inputs than out_shape leaves: too few outputs?
+    hint = (f"if {', '.join(outputs_too)} {'is an output' if len(outputs_too) == 1 else 'are outputs'} too, describe"
             f" {plural(len(refs) - n_in, 'output')} in out_shape (a tuple of jax.ShapeDtypeStruct, one per"
             f" output parameter: {', '.join(refs[n_in:])}); otherwise pass every input. " + hint)
   raise E.SignatureError(cap(msg), loc, hint=hint)

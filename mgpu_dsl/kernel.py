@@ -77,6 +77,8 @@ def _call_with_meta(f, args, constexprs, what, loc):
       return f(*args, **constexprs)
     names = {p.name for p in params}
     return f(*args, **{k: v for k, v in constexprs.items() if k in names})
+  except E.InternalError:
+    raise
   except E.KernelError as e:     # ml.cdiv(n, 0) in the callable: its own words, once
     raise E.SignatureError(calling.cap(
         f"the {what} callable failed for {len(args)} input(s)"

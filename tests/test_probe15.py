@@ -171,7 +171,7 @@ def test_rows_narrower_than_a_warp_are_reported_at_the_reduction_with_a_hint_tha
              "ml.where(keep, srt, -1e+30) of shape (64, 8) is reduced or broadcast along its rows or columns, which needs"
              " columns a multiple of 32 (one per lane of a warp), and rows a multiple of 4 unless the columns"
              " are a multiple of 128")
-  assert "x.at[rows, ml.ds(0, 32)].load(mask=ml.arange(32)[None, :] < 8, other=float('-inf'))" in e.hint
+  assert "x.at[rows, ml.ds(c0, 32)].load(mask=ml.arange(32)[None, :] < 8, other=float('-inf'))" in e.hint
   x = jnp.asarray(np.random.RandomState(0).randn(64, 8), F32)
   s = -jnp.sort(-x, axis=1)
   p = jnp.exp(s[:, :2] - s[:, :1])

@@ -20,6 +20,7 @@ from ..infer import unify
 from ..ir import Access, LayoutRule, Traits
 from ..types import LayoutKind, Space, TensorType, dtype_name, resolve
 from .base import Num, builtin, is_ref, is_scalar, is_tensor, is_value, kind_of
+from .shape import Reduce
 
 
 class AtomicKind(enum.Enum):
@@ -175,6 +176,7 @@ def check_atomic_layouts(kernel: ir.Kernel) -> None:
   """After the layout pass: float16/bfloat16 atomic max and min exist on the GPU only as `red`
   of pairs of neighbouring elements in GMEM, so a tensor held one element per register cannot
   be updated with them (add has a one-element form)."""
+  defs = ir.def_table(kernel.body)
   for o in ir.walk(kernel.body):
     if not isinstance(o, AtomicUpdate) or o.kind == AtomicKind.ADD or not o.ref.type.shape:
       continue
@@ -189,7 +191,7 @@ def check_atomic_layouts(kernel: ir.Kernel) -> None:
         f" elements singly", o.loc,
         hint=(f"pass the statistic through SMEM, which reads it back as a plain tensor:"
               f" buf = ml.smem({t.shape}, jnp.{dtype_name(d)}); buf[...] = v; {what}(..., buf[...])"
-              if t.layout.drop else
+              if isinstance(defs.get(o.value.id), Reduce) else
               "update 256 elements or a multiple at once (e.g. a window of shape (256,) or (8, 128))")
              + "; or keep the output float32 (its atomics take any shape, as ml.atomic_add does)")
 

@@ -635,9 +635,12 @@ def _saturated(value, dtype):
   would give NaN or inf); other dtypes and NaN as they are."""
   if dtype not in FLOAT8 or value != value:
     return value
-  import ml_dtypes
-  top = float(ml_dtypes.finfo(dtype.np).max)
-  return min(max(float(value), -top), top)
+  top = dtype.float_max
+  try:
+    value = float(value)
+  except OverflowError:           # an int past float's range: an infinity, saturated like it
+    value = pymath.inf if value > 0 else -pymath.inf
+  return min(max(value, -top), top)
 
 
 def _scalar_full(cx, value, dtype, what):

@@ -107,6 +107,12 @@ def root(b, ref: ir.Value) -> ir.Value:
   return d.ref if isinstance(d, View) else ref
 
 
+def root_in(defs: dict, ref: ir.Value) -> ir.Value:
+  """`root` from a def table (value id -> op): views compose onto their root when made."""
+  d = defs.get(ref.id)
+  return d.ref if isinstance(d, View) else ref
+
+
 def window(b, ref: ir.Value):
   """(root ref, index over the root) of a view; (ref, None) for a whole root."""
   d = b.defining(ref)
