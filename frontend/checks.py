@@ -199,6 +199,7 @@ class _Memory:
     self.atomic = {o: Writers(v.type.shape) for o in kernel.accumulated
                    for v in [next(p.value for p in kernel.outputs if p.value.id == o)]}
     self.atomic_unknown: set = set()
+    self.atomic_plain: set = set()     # locations of plain stores into atomically updated outputs
 
   def _accumulated_read(self, acc, w) -> bool:
     """Record a read of an atomically updated output for race_errors; False if it cannot be told."""
@@ -224,8 +225,11 @@ class _Memory:
       # same elements by other programs race with it. Only what certainly happens where the proof
       # knows the window is recorded; a write that may happen leaves the output to the whole rule.
       if acc.exact and all(x is not UNKNOWN for x in w.starts) and not (acc.may & ~acc.must).any():
+        plain = _plain_write(acc)    # a plain store races with other programs' updates, as a read does
+        if plain:
+          self.atomic_plain.add(acc.op.loc)
         self.atomic[w.root.id].add(*self.boxes_of(w, acc.must, dedupe=False), np.flatnonzero(acc.must),
-                                   acc.op.loc, read="update")
+                                   acc.op.loc, read=None if plain else "update")
       else:
         self.atomic_unknown.add(w.root.id)
     if (kind in READS and w.root.id in self.kernel.accumulated and self.ev.P // batch > 1 and acc.must.any()
@@ -373,6 +377,15 @@ class _Memory:
       if race is not None or (o in self.atomic_unknown and any(i not in w.reads for i in range(len(w.locs)))):
         loc = race[4] if race is not None else next(l for i, l in enumerate(w.locs) if i not in w.reads)
         name = next(p.name for p in self.kernel.outputs if p.value.id == o)
+        if race is not None and loc in self.atomic_plain:
+          element, a, _, b, _, _ = race
+          out.append(E.RaceError(
+              f"program {self.ev.program(b)} writes {name}{list(element)} here while program {self.ev.program(a)}"
+              f" adds to it with atomics: programs run in no fixed order, so the sum depends on timing", loc,
+              notes=(f"{race[2]}: program {self.ev.program(a)}'s atomic update",),
+              hint=f"an output updated with atomics starts at 0: drop the plain write of {name} (to start"
+                   f" elsewhere, pass the start in as an input aliased to {name}, or add it atomically too)"))
+          continue
         out.append(E.RaceError(
             f"{name} is read here while other programs may still be adding to it with atomics:"
             f" programs run in no fixed order, so the value read depends on timing", loc,

@@ -773,3 +773,27 @@ def test_review_of_the_sessions_changes():
   assert type(e) is mg.SmemCapacityError and "sort fewer rows" not in e.hint
   a = fill8_huge(jnp.zeros((128,), F32), interpret=True)
   assert float(a[0].astype(F32)) == 448.0
+
+
+# ---------------------------------------------------------------- first-day mistakes
+@mg.mgpu_kernel(out_shape=lambda x: S((256,), F32), grid=lambda x: (x.shape[0] // 256,))
+def zero_then_add(x, out):
+  pid = ml.program_id(0)
+  if pid == 0:
+    out[...] = ml.zeros((256,), F32)
+  ml.atomic_add(out, x.at[ml.ds(pid * 256, 256)][...])
+
+
+@mg.mgpu_kernel(out_shape=lambda s, x: s, grid=lambda s, x: (x.shape[0] // 256,), input_output_aliases={0: 0})
+def add_onto_start(s, x, out):
+  ml.atomic_add(out, x.at[ml.ds(ml.program_id(0) * 256, 256)][...])
+
+
+def test_zeroing_an_output_others_add_to_atomically_is_a_race_when_compiling():
+  # interpret mode reported it; the export went through with a racy kernel
+  e = expect(zero_then_add, [S((768,), F32)], mg.RaceError, "out[...] = ml.zeros",
+             "program (0, 0, 0) writes out[0] here while program (1, 0, 0) adds to it with atomics: programs"
+             " run in no fixed order, so the sum depends on timing")
+  assert "drop the plain write of out" in e.hint
+  np.testing.assert_array_equal(add_onto_start(jnp.full((256,), 10.0), jnp.ones(768), interpret=True),
+                                np.full(256, 13.0))      # the hint's alias route: starts at the input
