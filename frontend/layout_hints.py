@@ -6,6 +6,7 @@ from __future__ import annotations
 from . import hw
 from . import ir
 from .types import Layout, RefType, Space
+from .ops.memory import root_in
 
 
 def column_slice_hint(name) -> str | None:
@@ -60,13 +61,18 @@ def broadcast_loops_hint(text, src, dst) -> str:
           + f"; or reshape the arrays to 2-D outside the kernel (x.reshape(-1, {dst[-1]}), free in XLA)")
 
 
-def smem_vector_hint(o, n, up):
+def smem_vector_hint(o, n, up, defs=None):
   """A short vector read from or written to an SMEM buffer: windows of SMEM cannot run past its
   end, so the buffer itself takes the padding."""
   refs = [r for r, _ in ir.traits_of(o).effects(o) if r is not None] if o is not None else []
   smem = next((r for r in refs if isinstance(r.type, RefType) and r.type.space == Space.SMEM), None)
   if smem is None:
     return None
+  root = root_in(defs, smem) if defs is not None else smem
+  if (root.name or "").endswith(" scratch"):     # the compiler's, for v[a:b] of a register tensor
+    return (f"slice {up} elements instead (a multiple of 8, e.g. v[:{up}]) and store them with a mask,"
+            f" out.at[..., ml.ds(0, {up})].store(v[:{up}], mask=ml.arange({up}) < {n}) (a window past the"
+            f" output's end is fine: masked elements are not written)")
   name = smem.name or "buf"
   return (f"an SMEM window cannot run past its buffer: allocate {name} with {up} elements, fill it"
           f" whole ({name}[...] = ml.zeros(({up},), ...)), put your {n} in {name}.at[ml.ds(0, {n})] and read"

@@ -439,6 +439,7 @@ class _Solver:
         f" multiple of {hw.WARPS_PER_WARPGROUP} unless the columns are a multiple of {hw.WARPGROUP}",
         where.loc if where else o.loc,
         hint=(narrow_rows_hint(bad) if len(bad.type.shape) == 2 and bad.type.shape[-1] < hw.WARP else
+              _rows_hint(bad.type.shape) if len(bad.type.shape) == 2 and bad.type.shape[-1] % hw.WARP == 0 else
               "use tiles like (8, 256) or (1, 1024); pad the last dimension to a multiple of 32"))
 
   def reshaped_tile(self, bad, tiles):
@@ -631,7 +632,7 @@ class _Solver:
               f"{v.name or 'this tensor'} has shape {shape}: a 1-D register vector needs a multiple of 8"
               f" elements (other register tensors a multiple of {hw.WARPGROUP}, one per thread of a"
               f" warpgroup)", loc,
-              hint=self._scalar_store_hint(v) or smem_vector_hint(o, n, up) or
+              hint=self._scalar_store_hint(v) or smem_vector_hint(o, n, up, self.defs) or
                    f"pad it with a masked window: ref.at[ml.ds(start, {up})].load(mask=ml.arange({up}) < {n},"
                    + (f" other=<an index past the indexed array's end>): a scatter drops those updates (and a"
                       f" gather's masked lanes are yours to ignore), where other=0 would add {up - n}"
@@ -758,3 +759,13 @@ def assign_layouts(kernel: ir.Kernel, defs) -> None:
   s.solve()
   s.apply()
   s.smem_tilings()
+
+
+def _rows_hint(shape) -> str:
+  """Columns a multiple of a warp's lanes but rows not of the warps: pad the rows with a mask."""
+  r = shape[0]
+  up = -(-r // hw.WARPS_PER_WARPGROUP) * hw.WARPS_PER_WARPGROUP
+  return (f"make the rows a multiple of {hw.WARPS_PER_WARPGROUP}: read {up} rows with a masked window,"
+          f" x.at[ml.ds(r0, {up}), :].load(mask=(ml.arange({up}) < {r})[:, None], other=0.0), and store the"
+          f" result with the same mask; or use tiles whose columns are a multiple of {hw.WARPGROUP}, with"
+          f" which any number of rows works")

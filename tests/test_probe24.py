@@ -797,3 +797,31 @@ def test_zeroing_an_output_others_add_to_atomically_is_a_race_when_compiling():
   assert "drop the plain write of out" in e.hint
   np.testing.assert_array_equal(add_onto_start(jnp.full((256,), 10.0), jnp.ones(768), interpret=True),
                                 np.full(256, 13.0))      # the hint's alias route: starts at the input
+
+
+@mg.mgpu_kernel(out_shape=lambda x, c: x, grid=(1,))
+def ten_rows(x, c, out):
+  out[...] = x[...] * c[...][None, :]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0], 5), jnp.int32), grid=lambda x: (x.shape[0],))
+def top5(x, ids):
+  b = ml.program_id(0)
+  o = ml.argsort(x.at[b][...], descending=True)
+  ids.at[b][...] = o[:5]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0], 5), jnp.int32), grid=lambda x: (x.shape[0],))
+def top5_masked(x, ids):
+  b = ml.program_id(0)
+  o = ml.argsort(x.at[b][...], descending=True)
+  ids.at[b, ml.ds(0, 8)].store(o[:8], mask=ml.arange(8) < 5)
+
+
+def test_narrow_tiles_and_short_slices_get_hints_that_fit():
+  e = _raises(lambda: ten_rows.check(S((10, 32), F32), S((32,), F32)))
+  assert type(e) is mg.LayoutError and e.hint.startswith("make the rows a multiple of 4: read 12 rows")
+  e = _raises(lambda: top5.check(S((4, 256), F32)))      # no SMEM buffer in the kernel: a register slice
+  assert type(e) is mg.LayoutError and e.hint.startswith("slice 8 elements instead") and "allocate" not in e.hint
+  x = jax.random.normal(jax.random.key(0), (4, 256), F32)
+  np.testing.assert_array_equal(top5_masked(x, interpret=True), jnp.argsort(-x, axis=1)[:, :5])
