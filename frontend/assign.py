@@ -8,7 +8,7 @@ from . import errors as E
 from .ops import gather, memory
 from .ops.base import is_value, kind_of
 from .env import Unbound
-from .types import RefType
+from .types import RefType, TensorType
 
 
 def holds_value(x) -> bool:
@@ -84,6 +84,15 @@ class Assignments:
             f" {ref}.at[{idx}].add; repeated indices add up); for a window rather than indices, write"
             f" through the ref without .at: {ref}[{idx}] {'-' if sign else '+'}= ..."))
       ref, index = self.subscript_target(node.target)
+      if any(is_value(i) and isinstance(i.type, TensorType) for i in (index if isinstance(index, tuple) else (index,))):
+        name, idx = self.text(node.target.value), self.text(node.target.slice)   # counts[ids] += 1
+        sign = "-" if isinstance(node.op, ast.Sub) else ""
+        self.unsupported(node.target, "an augmented assignment at a tensor of indices", hint=(
+            f"accumulate with ml.atomic_add({name}.at[{idx}], {sign}{self.text(node.value)}) (jnp's"
+            f" {name}.at[{idx}].add; repeated indices add up; an output so updated starts at 0)"
+            if isinstance(node.op, (ast.Add, ast.Sub)) else
+            f"gather, combine and update element by element: {name}[...] is read and written whole,"
+            f" scatters only add, max or min (ml.atomic_add / ml.atomic_max / ml.atomic_min)"))
       view = memory.view(self.cx(node.target), ref, index, self.text(node.target))
       cur = memory.load(self.cx(node), view, self.text(node.target))
       memory.store(self.cx(node), view, self.binop(op, cur, self.eval(node.value), node))

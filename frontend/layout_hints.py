@@ -33,8 +33,9 @@ def narrow_rows_hint(bad) -> str:
           f" where that keeps a multiple of 128 elements); a tile only {n} columns wide where you load it"
           f" (rows that narrow, or a window of {n} columns): read {hw.WARP} columns from its first one, c0,"
           f" the rest masked to what the reduction ignores, x.at[rows, ml.ds(c0, {hw.WARP})].load(mask=ml.arange("
-          f"{hw.WARP})[None, :] < {n}, other=float('-inf')) for a max (0.0 for a sum), and store {n} columns"
-          f" back with the same column mask")
+          f"{hw.WARP})[None, :] < {n}, other=float('-inf')) for a max (0.0 for a sum; for a mean, that sum"
+          f" divided by {n}, not ml.mean of the padded tile), and store {n} columns back with the same column"
+          f" mask")
 
 
 def role(lay: Layout) -> str:

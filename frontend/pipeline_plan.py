@@ -415,8 +415,13 @@ def check_fits(kernel, bufs, S, sites, loc, ws: bool = False, loop=None):
   other = sum(o.result.type.nbytes for o in order
               if isinstance(o, SmemAlloc) and id(o.result) not in ids and isinstance(resolve(o.result.type.dtype), DType)
               and during_loop(o.result))
+  # the buffers used before or after the loop share its bytes, but must fit themselves
+  apart = sum(o.result.type.nbytes for o in order
+              if isinstance(o, SmemAlloc) and id(o.result) not in ids and isinstance(resolve(o.result.type.dtype), DType)
+              and not during_loop(o.result))
   fits = [s for s in range(S - 1, 0, -1)
-          if loop_bytes(bufs, s, sites, kernel.num_load_slots) + other <= hw.SMEM_LIMIT]
+          if loop_bytes(bufs, s, sites, kernel.num_load_slots) + other <= hw.SMEM_LIMIT
+          and apart + other + hw.SMEM_BUFFER_ALIGN <= hw.SMEM_LIMIT]
   per_stage = ", ".join(f"{b.name or '?'} {b.type.nbytes // 1024} KiB" for b in bufs)
   raise E.SmemCapacityError(
       f"with stages={S} this loop's buffers need {need} bytes ({per_stage} per stage, {S} copies each),"

@@ -49,9 +49,9 @@ def int_of_float(x: float, d: DType) -> int:
 def const(x, d: DType) -> np.ndarray:
   """A Python scalar as a value of `d` (arith.constant: rounded for floats, wrapped for ints;
   a Python float given an integer dtype converts as a cast does: `int_of_float`)."""
-  if d.is_float:
+  if d.is_float:      # through float32, as jnp converts a Python float (x64 off): rounded twice below it
     with np.errstate(over="ignore"):      # 1e6 as float16 is inf, as on the GPU: no warning
-      return np.asarray(np.float64(x)).astype(np_dtype(d))
+      return np.asarray(np.float32(x)).astype(np_dtype(d))
   if d == DType.bool_:
     return np.asarray(bool(x))
   if isinstance(x, float):

@@ -166,7 +166,7 @@ count_tokens_any = mg.mgpu_kernel(count_tokens.fn, out_shape=lambda ids: S((8,),
 def test_an_empty_grid_hints_one_program_and_that_hint_counts_nothing():
   e = _raises(lambda: count_tokens(jnp.zeros((0,), jnp.int32), interpret=True))
   assert type(e) is mg.LaunchConfigError and "neither written nor zeroed" in e.message
-  assert "grid=lambda x: (max(1, ml.cdiv(x.shape[0], 128)),)" in e.hint
+  assert "grid=lambda ids: (max(1, ml.cdiv(ids.shape[0], 128)),)" in e.hint     # the user's grid, wrapped
   np.testing.assert_array_equal(count_tokens_any(jnp.zeros((0,), jnp.int32), interpret=True), np.zeros(8))
   np.testing.assert_array_equal(count_tokens_any(jnp.array([1, 2, 2], jnp.int32), interpret=True),
                                 [0, 1, 2, 0, 0, 0, 0, 0])
@@ -825,3 +825,61 @@ def test_narrow_tiles_and_short_slices_get_hints_that_fit():
   assert type(e) is mg.LayoutError and e.hint.startswith("slice 8 elements instead") and "allocate" not in e.hint
   x = jax.random.normal(jax.random.key(0), (4, 256), F32)
   np.testing.assert_array_equal(top5_masked(x, interpret=True), jnp.argsort(-x, axis=1)[:, :5])
+
+
+# ---------------------------------------------------------------- second regression hunt
+@mg.mgpu_kernel(out_shape=lambda x, *, v: (x, S(x.shape, jnp.int8)))
+def scale_and_compare(x, out, eq, *, v: ml.constexpr):
+  out[...] = x[...] * v
+  eq[...] = (x[...] == v).astype(jnp.int8)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b, *, stages: S((a.shape[0], b.shape[1]), F32),
+                grid=lambda a, b, *, stages: (a.shape[0] // 256, b.shape[1] // 256))
+def mm_huge_epilogue(a, b, c, *, stages: ml.constexpr):
+  i, j = ml.program_id(0), ml.program_id(1)
+  a_s, b_s, c_s = ml.smem((256, 64)), ml.smem((64, 256)), ml.smem((256, 256), F32)
+  acc = ml.zeros((256, 256), F32)
+  for k in ml.range(a.shape[1] // 64, stages=stages):
+    ml.copy(a.at[ml.ds(i * 256, 256), ml.ds(k * 64, 64)], a_s)
+    ml.copy(b.at[ml.ds(k * 64, 64), ml.ds(j * 256, 256)], b_s)
+    acc = ml.dot(a_s, b_s, acc)
+  c_s[...] = acc
+  ml.copy(c_s, c.at[ml.ds(i * 256, 256), ml.ds(j * 256, 256)])
+
+
+@mg.mgpu_kernel(out_shape=lambda ids: S((8,), jnp.int32), grid=(1,))
+def count_augmented(ids, counts):
+  counts[ids[...]] += 1
+
+
+@mg.mgpu_kernel(out_shape=lambda n, x: S((1,), F32), grid=(1,))
+def loop_to_a_0d_ref(n, x, out):
+  acc = ml.zeros((), F32)
+  for k in range(n):
+    acc = acc + x[k]
+  out[0] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((8,), F32))
+def mean_of_float8(x, out):
+  out[...] = ml.mean(x[...], axis=1)
+
+
+def test_second_regression_hunt():
+  # float16 constants round through float32, as jnp's weak-typed numbers do (once from float64 they
+  # gave 1.00098 where jnp gives 1.0, and x == C disagreed)
+  c = 1 + 2 ** -11 + 2 ** -30
+  x = jnp.ones((128,), jnp.float16)
+  out, eq = scale_and_compare(x, v=c, interpret=True)
+  assert float(out[0]) == float(x[0] * c) == 1.0 and int(eq[0]) == int(x[0] == c) == 1
+  # an epilogue buffer too big on its own: no stage count helps
+  for s in (4, 3):
+    e = _raises(lambda: mm_huge_epilogue.check(S((512, 512), BF16), S((512, 512), BF16), stages=s))
+    assert type(e) is mg.SmemCapacityError and e.hint == "use smaller tiles"
+  e = _raises(lambda: count_augmented.check(S((128,), jnp.int32)))
+  assert e.hint.startswith("accumulate with ml.atomic_add(counts.at[ids[...]], 1)")
+  e = _raises(lambda: loop_to_a_0d_ref.check(S((), jnp.int32), S((64,), F32)))
+  assert e.hint.startswith("read the element as a scalar: n[...]")
+  e = _raises(lambda: mean_of_float8.check(S((8, 128), jnp.float8_e4m3fn)))
+  assert type(e) is mg.UnsupportedDtypeError and "astype(jnp.float32)" in e.hint

@@ -386,7 +386,8 @@ def _widened(cx, values, wide, narrow, what, shape=None):
       return astype(cx, v, wide)
     if isinstance(v, (int, float)) and not isinstance(v, bool):
       if narrow.is_float:
-        return float(np.asarray(v, np.float32).astype(narrow.np))
+        with np.errstate(over="ignore"):     # 1e39 -> inf -> NaN in float8_e4m3fn, as jnp: no warning
+          return float(np.asarray(v, np.float32).astype(narrow.np))
       if isinstance(v, int):
         return int(np.asarray(v, np.int64).astype(narrow.np))
     return v

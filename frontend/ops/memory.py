@@ -196,8 +196,9 @@ def index_operand(cx, x, bound=False):
   if is_ref(x):     # t[ids] of a ref ids: meant its values
     n = x.name if (x.name or "").isidentifier() else "ids"
     raise E.KernelTypeError(f"an index must be an integer scalar, got {kind_of(x)} ({n})", cx.loc,
-                            hint=f"read its values first: t[{n}[...]] (a gather by all of them) or"
-                                 f" t[{n}[i]] (one element as a scalar index)")
+                            hint=f"read its values first: index with {n}[...] (table[{n}[...], :] gathers rows"
+                                 f" by all of them, ml.atomic_add(out.at[{n}[...]], v) scatters) or {n}[i] (one"
+                                 f" element, a scalar index)")
   raise E.KernelTypeError(f"an index must be an integer scalar, got {kind_of(x)}", cx.loc,
                           hint="index with ints, program ids, loop counters or integer scalar math")
 
@@ -235,7 +236,8 @@ def _bad_loop_bound(cx, x):
         hint=hint)
   if is_ref(x):     # range(ip.at[r], ...): meant the element ip[r]
     text = x.name or ""
-    elem = text.replace(".at[", "[", 1) if ".at[" in text else f"{text or 'n'}[i]"
+    elem = (text.replace(".at[", "[", 1) if ".at[" in text else f"{text or 'n'}[...]" if x.type.shape == ()
+            else f"{text or 'n'}[i]")
     return E.KernelTypeError(f"a loop bound must be an integer scalar, got {kind_of(x)}", cx.loc,
                              hint=f"read the element as a scalar: {elem} (ref[i], not ref.at[i], which is a"
                                   f" window)")

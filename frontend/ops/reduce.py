@@ -117,6 +117,10 @@ def mean(cx, x, axis=None, keepdims=False):
     raise E.KernelTypeError(f"ml.mean reduces a register tensor, got {kind_of(x)}", cx.loc,
                             hint="read the ref into registers first: ml.mean(ref[...], axis=...)")
   d = resolve(x.type.dtype)
+  if isinstance(d, DType) and d.is_float and d.bits < 16:     # as ml.sum of float8 (jnp's mean rounds in f8)
+    raise E.UnsupportedDtypeError(
+        f"ml.mean of {dtype_name(d)} values is not supported", cx.loc,
+        hint=f"convert first: {ew.method_on(cx.named(x))}.astype(jnp.float32)")
   axes = _axes(cx, axis, len(x.type.shape), "ml.mean")
   n = math.prod(x.type.shape[a] for a in axes)
   if keepdims and len(axes) == len(x.type.shape):   # jnp's (1, ..., 1): the scalar mean, stretched
