@@ -153,8 +153,12 @@ class Calls:
     if any(holds_value(a) for a in list(args) + list(kwargs.values())):
       if fn is builtins.abs:
         return ew.unary(cx, ew.UnOp.ABS, args[0])
-      if fn in (builtins.min, builtins.max) and len(args) == 2 and not kwargs:
-        return ew.binary(cx, ew.BinOp.MIN if fn is builtins.min else ew.BinOp.MAX, args[0], args[1])
+      if fn in (builtins.min, builtins.max) and len(args) >= 2 and not kwargs:   # max(a, b, c): pairwise
+        out = args[0]
+        for v in args[1:]:
+          out = (ew.binary(cx, ew.BinOp.MIN if fn is builtins.min else ew.BinOp.MAX, out, v)
+                 if holds_value(out) or holds_value(v) else fn(out, v))
+        return out
       if fn is builtins.pow and len(args) == 2 and not kwargs:       # pow(v, 2) is v ** 2
         from .ops.power import power
         return power(cx, args[0], args[1], self.text(node.args[0]), self.text(node.args[1]))

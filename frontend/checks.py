@@ -509,9 +509,10 @@ def uncovered_error(name, shape, missing, g, grid, loc, masked=None):
         f"{region} is never written: the masked store into {name} (line {at.lineno}) leaves the elements"
         f" where its mask is false unwritten, and nothing else writes them, so {count} of"
         f" {math.prod(shape)} elements of {name} would stay uninitialised", at,
-        hint=f"write every element of {name}: put the mask into the value and store it unmasked,"
-             f" {ref}[...] = ml.where({mask}, {value}, 0); or fill the window first ({ref}[...] = 0)"
-             f" and then store with the mask")
+        hint=f"write every element of {name}: put the mask into the value, ml.where({mask}, {value}, 0), and"
+             f" store that unmasked, {ref}[...] = ..., where the window lies inside {name}; a window running"
+             f" past {name}'s end keeps a mask of {name}'s own extent only, {ref}.store(..., mask=offs <"
+             f" {name}.shape[0]) with offs the window's positions")
   n = math.prod(grid)
   who = "the kernel's one program does not" if n == 1 else f"none of the {n} programs of grid {grid[:_rank(grid)]}"
   return E.UncoveredOutputError(

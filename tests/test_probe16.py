@@ -153,7 +153,7 @@ def to_uint64(x, out):
 def test_uint64_is_named_as_unsupported():
   """Was 'ml.cast needs a dtype such as jnp.float32, got <class 'jax.numpy.uint64'>'."""
   expect(to_uint64, [S((128,), I32)], mg.UnsupportedDtypeError, "x[...].astype",
-         "ml.cast: uint64 is not a kernel dtype")
+         "the conversion (.astype / ml.cast): uint64 is not a kernel dtype")
 
 
 _X64 = textwrap.dedent('''

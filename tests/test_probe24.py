@@ -883,3 +883,30 @@ def test_second_regression_hunt():
   assert e.hint.startswith("read the element as a scalar: n[...]")
   e = _raises(lambda: mean_of_float8.check(S((8, 128), jnp.float8_e4m3fn)))
   assert type(e) is mg.UnsupportedDtypeError and "astype(jnp.float32)" in e.hint
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((1,), F32), grid=lambda x: (x.shape[0] // 256,))
+def total_into_one(x, out):
+  ml.atomic_add(out, ml.sum(x.at[ml.ds(ml.program_id(0) * 256, 256)][...]))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def relu3(x, out):
+  v = x[...]
+  out[...] = max(v, -v, 0.0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def to_float64(x, out):
+  out[...] = x[...].astype(jnp.float64).astype(F32)
+
+
+def test_first_day_forms_work_or_say_what_to_write():
+  x = jax.random.normal(jax.random.key(0), (768,), F32)
+  np.testing.assert_allclose(total_into_one(x, interpret=True), [float(x.sum())], rtol=1e-5)   # was MG204
+  _export(total_into_one, S((768,), F32))
+  y = jax.random.normal(jax.random.key(1), (256,), F32)
+  np.testing.assert_array_equal(relu3(y, interpret=True), jnp.maximum(jnp.maximum(y, -y), 0.0))
+  e = _raises(lambda: to_float64.check(S((256,), F32)))
+  assert type(e) is mg.UnsupportedDtypeError and e.message.startswith("the conversion (.astype / ml.cast)")
+  assert e.hint.startswith("use jnp.float32")

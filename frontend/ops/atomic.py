@@ -10,6 +10,8 @@ another program to an element updated atomically does.
 """
 from __future__ import annotations
 
+import math
+
 import enum
 
 from .. import errors as E
@@ -95,6 +97,10 @@ def _atomic(cx, kind: AtomicKind, ref, value):
         f"{what} of {value.name or 'a value'} ({dtype_name(value.type.dtype)}) into {ref.name or 'a ref'}"
         f" ({dtype_name(t.dtype)}): dtypes differ", cx.loc,
         hint=f"convert explicitly: ({cx.named(value, 'value')}).astype(jnp.{dtype_name(t.dtype)})")
+  if t.shape and math.prod(t.shape) == 1 and t.space == Space.GMEM and (isinstance(value, Num) or is_scalar(value)):
+    from .memory import view                      # out of shape (1,) updated with a scalar: its element
+    ref = view(cx, ref, (0,) * len(t.shape), f"{ref.name or 'out'}[0]")
+    t = ref.type
   if not t.shape:                                 # one element: one thread does it
     if t.space != Space.GMEM:
       raise E.KernelTypeError(

@@ -215,8 +215,10 @@ def dtype_arg(cx, x, what, *, optional=False) -> DType | None:
     if known is not None and known != "object":
       raise E.UnsupportedDtypeError(
           f"{what}: {known} is not a kernel dtype", cx.loc,
-          hint="kernels compute in float32, float16, bfloat16, float8_e4m3fn, float8_e5m2, int8 to int64 and"
-               " uint8 to uint32 (int64 with jax_enable_x64)")
+          hint=("use jnp.float32: kernels have no float64 (the GPU's float64 units are a fraction of its"
+                " float32 ones); " if known == "float64" else "")
+               + "kernels compute in float32, float16, bfloat16, float8_e4m3fn, float8_e5m2, int8 to int64 and"
+                 " uint8 to uint32 (int64 with jax_enable_x64)")
     raise E.KernelTypeError(f"{what} needs a dtype such as jnp.float32, got {x!r}", cx.loc,
                             hint="pass a jnp dtype: jnp.float32, jnp.bfloat16, jnp.int32, ...")
   return d

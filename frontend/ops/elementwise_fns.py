@@ -19,7 +19,7 @@ _ARANGE_DTYPES = frozenset(d for d in DType if d.is_int) | {DType.f32, DType.f16
 @builtin(methods=("astype",))
 def cast(cx, x, dtype):
   """`x` converted to `dtype` (also `x.astype(dtype)`); values are never converted implicitly."""
-  return astype(cx, x, dtype_arg(cx, dtype, "ml.cast"))
+  return astype(cx, x, dtype_arg(cx, dtype, "the conversion (.astype / ml.cast)"))
 
 
 @builtin
