@@ -57,5 +57,18 @@ def user_loc(skip=()) -> "Loc":
     return UNKNOWN
   line = linecache.getline(f.f_code.co_filename, f.f_lineno)
   col = len(line) - len(line.lstrip()) if line.strip() else 0
-  return Loc(f.f_code.co_filename, f.f_lineno, col, f.f_lineno, len(line.rstrip()) if line.strip() else None,
-             source_line=line)
+  end = len(line.rstrip()) if line.strip() else None
+  pos = _call_positions(f)        # the call itself, not its whole statement (Python 3.11's positions)
+  if pos is not None and pos[0] == pos[1] == f.f_lineno and None not in pos[2:] and line.strip():
+    col, end = pos[2], pos[3]
+  return Loc(f.f_code.co_filename, f.f_lineno, col, f.f_lineno, end, source_line=line)
+
+
+def _call_positions(frame):
+  """(lineno, end_lineno, col, end_col) of the instruction a frame is executing, if known."""
+  try:
+    import inspect
+    p = inspect.getframeinfo(frame, context=0).positions
+    return (p.lineno, p.end_lineno, p.col_offset, p.end_col_offset) if p is not None else None
+  except (AttributeError, ValueError, TypeError):
+    return None

@@ -59,8 +59,12 @@ class Ref:
     shape = self.root.type.shape
     if any(s < 0 or s + n > d for (s, n, _), d in zip(self.win, shape)):
       win = ", ".join(str(s) if sq else f"{s}:{s + n}" for s, n, sq in self.win)
+      negative = any(s < 0 for s, _, _ in self.win)
       raise OutOfBoundsError(f"{self.name}[{win}] is outside {self.name}'s shape {shape}", o.loc,
-                             hint="check the dynamic indices (ml.ds starts, program ids) of this access")
+                             hint="check the dynamic indices (ml.ds starts, program ids) of this access"
+                                  + ("; a negative run-time index does not count from the end (only a"
+                                     " static one does, as x.at[-1]): ml.where(i < 0, i + n, i)" if negative
+                                     else ""))
 
   def clip(self):
     """(root index, box index) of the part of a TMA box inside the root, or None: TMA

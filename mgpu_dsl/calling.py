@@ -123,7 +123,7 @@ def check_inputs(pk, args, bounds: tuple[int, int], name: str, loc, *, count: bo
             cap(f"{name}: input {i} is the bool {a}; a kernel's inputs are arrays, and interpret is passed"
                 f" by keyword"), loc, hint=f"{name}(..., interpret={a})")
       if len(args) > bounds[1]:     # a constexpr passed by position (scale(x, 128)): the count says so
-        check_count(pk, len(args), bounds, name, loc)
+        check_count(pk, len(args), bounds, name, loc, args=args)
       marked = getattr(pk, "scalar_params", ())
       scalars = [r for r in refs[i + 1:] if r in marked]
       if scalars and isinstance(a, (int, float)) and not isinstance(a, bool):
@@ -150,14 +150,26 @@ def check_inputs(pk, args, bounds: tuple[int, int], name: str, loc, *, count: bo
           hint="export once per shape you need (concrete jax.ShapeDtypeStruct specs), or pad to a few"
                " fixed sizes")
   if count:
-    check_count(pk, len(args), bounds, name, loc)
+    check_count(pk, len(args), bounds, name, loc, args=args)
 
 
-def check_count(pk, n_in: int, bounds: tuple[int, int], name: str, loc, *, outputs_known=False) -> None:
-  """Raise SignatureError unless lo <= n_in <= hi."""
+def check_count(pk, n_in: int, bounds: tuple[int, int], name: str, loc, *, outputs_known=False,
+                args=()) -> None:
+  """Raise SignatureError unless lo <= n_in <= hi (`args`: the call's positional arguments, where
+  trailing non-arrays past the inputs are constexprs passed by position)."""
   lo, hi = bounds
   if lo <= n_in <= hi:
     return
+  extra = list(args[hi:]) if lo == hi and args and len(args) == n_in > hi else []
+  if extra and pk.constexpr_params and not any(is_array_like(a) for a in extra):
+    given = ", ".join(describe(a) for a in extra)
+    s = "s" if len(extra) > 1 else ""
+    raise E.SignatureError(
+        f"{name} was given {len(extra)} extra positional argument{s} ({given}) after its"
+        f" {len(args) - len(extra)} input{'s' if len(args) - len(extra) != 1 else ''}: constexprs are passed by"
+        f" keyword, not by position", loc,
+        hint=f"pass {'them' if s else 'it'} by keyword: {name}(..., " + ", ".join(
+            f"{c}={a!r}" for c, a in zip(pk.constexpr_params, extra)) + ")")
   refs = pk.ref_params
   plural = lambda n, w: f"{n} {w}{'s' if n != 1 else ''}"
   if lo < 0:

@@ -202,7 +202,14 @@ class KernelFunction:
       return calling.fallback_signature()
 
   def cache_clear(self) -> None:
-    """Forget every compiled specialisation and the parsed source (the disk cache stays)."""
+    """Forget every compiled specialisation and the parsed source, and zero the counters, as
+    functools.lru_cache's cache_clear does (the disk cache stays)."""
+    self._forget()
+    for k in self._stats:
+      self._stats[k] = 0
+
+  def _forget(self) -> None:
+    """Drop the compiled specialisations and the parsed source (a retrace: the counters stay)."""
     self._cache.clear()
     self._const_deps.clear()
     self._parsed = self._deps = None
@@ -226,7 +233,7 @@ class KernelFunction:
       for h, _ in self._const_deps.values():
         if isinstance(h, L.Inline):       # its scope snapshot predates the rebinding: read it afresh
           h.parsed = None
-      self.cache_clear()
+      self._forget()
 
   def _specialise(self, args, constexprs, allow_empty=False) -> Specialisation:
     """The call's specialisation. With `allow_empty` (a call on arrays), a grid with no programs

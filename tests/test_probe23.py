@@ -124,7 +124,7 @@ def mixed_add(x, y, out):
 def test_a_mistake_the_arguments_cause_names_the_call_and_its_arguments():
   e = _raises(lambda: mixed_add(jnp.ones((256,), F32), jnp.ones((256,), BF16), interpret=True))  # the-call
   assert type(e) is mg.DtypeMismatchError
-  assert e.notes[-1] == f"{__file__}:{_line_of('# the-call')}:2: the call (x: float32[256], y: bfloat16[256])"
+  assert e.notes[-1] == f"{__file__}:{_line_of('# the-call')}:22: the call (x: float32[256], y: bfloat16[256])"
 
 
 @mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))

@@ -910,3 +910,28 @@ def test_first_day_forms_work_or_say_what_to_write():
   e = _raises(lambda: to_float64.check(S((256,), F32)))
   assert type(e) is mg.UnsupportedDtypeError and e.message.startswith("the conversion (.astype / ml.cast)")
   assert e.hint.startswith("use jnp.float32")
+
+
+@mg.mgpu_kernel(out_shape=lambda x, i: S((128,), x.dtype))
+def row_at(x, i, out):
+  out[...] = x.at[i[...]][...]
+
+
+def test_docs_audit_call_columns_cache_counters_and_negative_run_time_indices():
+  e = _raises(lambda: 1.0 + jnp.sum(scaled_by_default(jnp.ones((128,), F32), 2.0, interpret=True)))  # col
+  line = open(__file__).read().splitlines()[e.lineno - 1]
+  assert line[e.col_offset:e.end_col_offset].startswith("scaled_by_default(")      # the call, not the line
+  assert e.hint == "pass it by keyword: scaled_by_default(..., f=2.0)"
+  scaled_by_default(jnp.ones((128,), F32), f=3.0, interpret=True)
+  scaled_by_default.cache_clear()
+  info = scaled_by_default.cache_info()
+  assert (info.hits, info.misses, info.currsize) == (0, 0, 0)
+  x = jnp.arange(8 * 128, dtype=F32).reshape(8, 128)
+  e = _raises(lambda: row_at(x, jnp.int32(-1), interpret=True))
+  assert type(e) is mg.OutOfBoundsError and "ml.where(i < 0, i + n, i)" in e.hint
+  np.testing.assert_array_equal(row_at(x, jnp.int32(7), interpret=True), x[7])
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def scaled_by_default(x, out, *, f: ml.constexpr = 2.0):
+  out[...] = x[...] * f
