@@ -935,3 +935,19 @@ def test_docs_audit_call_columns_cache_counters_and_negative_run_time_indices():
 @mg.mgpu_kernel(out_shape=lambda x: x)
 def scaled_by_default(x, out, *, f: ml.constexpr = 2.0):
   out[...] = x[...] * f
+
+
+@pytest.mark.gpu
+def test_gpu_session15_forms():
+  x = jax.random.normal(jax.random.key(0), (768,), F32)
+  np.testing.assert_allclose(total_into_one(x), [float(x.sum())], rtol=1e-4)
+  y = jax.random.normal(jax.random.key(1), (4, 256), F32)
+  np.testing.assert_array_equal(top5_masked(y), jnp.argsort(-y, axis=1)[:, :5])
+  z = jax.random.normal(jax.random.key(2), (256, 128), F32)
+  np.testing.assert_allclose(peers_pipelined_synced(jnp.tile(z, (3, 1))),
+                             (lambda p: (p + p[:, ::-1]).reshape(768, 128))(jnp.tile(z, (3, 1)).reshape(6, 2, 64, 128)),
+                             rtol=1e-6)
+  w = jax.random.normal(jax.random.key(3), (64, 256), F32)
+  np.testing.assert_allclose(halves_in_place(w), jnp.tile(w[:, :128] + w[:, 128:], (1, 2)), rtol=1e-6)
+  c = 1 + 2 ** -8 + 2 ** -40
+  assert float(scale_by(jnp.ones((128,), BF16), v=c)[0].astype(F32)) == 1.0
