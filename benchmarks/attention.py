@@ -45,9 +45,9 @@ def ours_configs(d, few=False, causal=False):
   """The default tiles, the other forward and backward kernels, and a few other tiles (`few`: the
   default and its variants in the two loop orders, with and without ping-pong)."""
   base = ex.default_config(d, causal)
-  if few == "bwdws":     # the backward without its producer warpgroup: two warpgroups, 255 registers each
+  if few == "bwdws":     # the backward with and without a producer warpgroup (255 registers a thread without)
     r = dataclasses.replace
-    return [base, r(base, ws=False)]
+    return [base, r(base, bwd_ws=True)]
   if few == "lpt":       # the longest causal query tiles of every head first (q tiles the slowest grid axis)
     r = dataclasses.replace
     extra = [r(base, lpt=True, bq=192, stages=3), r(base, lpt=True, stages=3)] if causal and d <= 64 else []
@@ -81,7 +81,7 @@ def ours_configs(d, few=False, causal=False):
 
 
 def cfg_name(c):
-  return f"{'lpt ' if c.lpt else ''}{'ws ' if c.ws else ''}{'pp ' if c.pingpong else ''}{'overlap' if c.overlap else 'simple'} q{c.bq} kv{c.bkv} s{c.stages} | {'fused' if c.fused_bwd else 'dkv+dq'} q{c.dkv_bq} kv{c.dkv_bkv} s{c.dkv_stages} | dq kv{c.dq_bkv} s{c.dq_stages}"
+  return f"{'lpt ' if c.lpt else ''}{'ws ' if c.ws else ''}{'bwd-ws ' if c.bwd_ws else ''}{'pp ' if c.pingpong else ''}{'overlap' if c.overlap else 'simple'} q{c.bq} kv{c.bkv} s{c.stages} | {'fused' if c.fused_bwd else 'dkv+dq'} q{c.dkv_bq} kv{c.dkv_bkv} s{c.dkv_stages} | dq kv{c.dq_bkv} s{c.dq_stages}"
 
 
 def contenders(d, causal, bwd, few=False):

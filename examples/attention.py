@@ -392,7 +392,9 @@ class Config:
   stages: int = 2
   overlap: bool = True       # the forward with softmax under the tensor cores (forward_overlap)
   fused_bwd: bool = True     # one backward kernel (dkv_dq_kernel, dk/dv tiles) rather than two
-  ws: bool = False           # warp specialisation: a producer warpgroup issues the K/V (Q/dO) loads (kernels of one stage: off)
+  ws: bool = False           # the forward warp-specialised: a producer warpgroup issues the K/V loads
+  bwd_ws: bool = False       # the backward kernels too (Q/dO loads; kernels of one stage: off). Slower on
+                             # the H200: 294 against 444 TFLOP/s at head_dim 128 (docs/benchmarks.md)
   pingpong: bool = False     # with ws: the forward's two warpgroups take turns on the tensor cores (FA3)
   lpt: bool = False          # the forward's query tiles the grid's slowest axis (causal: longest first overall)
   dkv_bq: int = 64
@@ -411,7 +413,9 @@ def default_config(head_dim: int, causal: bool = False) -> Config:
   the diagonal blocks of 192 rows waste more than the third warpgroup gains). At head_dim 64 the
   query tiles are the grid's slowest axis (`lpt`): with the mask, every head's longest tiles run
   first (383 against 373 TFLOP/s); at head_dim 128 that order loses K and V's reuse in L2 (558
-  against 601)."""
+  against 601). The backward kernels are not warp-specialised (`bwd_ws`): with a producer warpgroup
+  their registers spill and they run at 135 / 294 TFLOP/s against 284 / 444 without (head_dim 64 /
+  128, fifteenth session)."""
   if head_dim <= 64:
     return Config(bq=128 if causal else 192, bkv=128, stages=4 if causal else 3, overlap=False, ws=True,
                   lpt=True, dkv_bq=128, dkv_bkv=128, dkv_stages=2, dq_bkv=128, dq_stages=3)
@@ -479,7 +483,7 @@ def _attention_bwd(causal, scale, config, interpret, res, cotangents):
   delta = jnp.einsum("bqhd,bqhd->bhq", o.astype(jnp.float32), do.astype(jnp.float32)) - dlse
   do = do.astype(q.dtype)
   kw = dict(causal=causal, scale=scale, interpret=interpret)
-  ws = lambda stages: config.ws and stages > 1     # a backward kernel of one stage has nothing to overlap
+  ws = lambda stages: config.bwd_ws and stages > 1     # a backward kernel of one stage has nothing to overlap
   if config.fused_bwd:
     dk, dv, dq_acc = attention_bwd(q, k, v, do, lse, delta, bq=config.dkv_bq, bkv=config.dkv_bkv,
                                    stages=config.dkv_stages, ws=ws(config.dkv_stages), **kw)

@@ -49,7 +49,7 @@ FORWARD = [
     ("f16_d64_causal_wide_kv_overlap", (1, 256, 1, 64), 1, jnp.float16, True,
      ex.Config(bq=128, bkv=128, stages=3, dkv_bq=128, dkv_bkv=128, dq_bkv=128)),
     ("bf16_d128_gqa_overlap_warp_specialized", (1, 256, 2, 128), 1, jnp.bfloat16, False,
-     dataclasses.replace(SMALL, ws=True)),
+     dataclasses.replace(SMALL, ws=True, bwd_ws=True)),
     # three warpgroups on 192 query rows; 320 = 192 + 128 rows: a partial last query tile
     ("f16_d64_gqa_three_warpgroups_partial_tile", (1, 320, 2, 64), 1, jnp.float16, False,
      ex.Config(bq=192, bkv=64, stages=3, overlap=False, ws=True)),
@@ -79,9 +79,9 @@ GRADS = [
     ("f16_causal_gqa_two_kernels", (1, 256, 2, 64), 1, jnp.float16, True, TWO_KERNELS),
     ("bf16_full_two_kernels", (1, 128, 1, 64), 1, jnp.bfloat16, False, TWO_KERNELS),
     ("f16_causal_gqa_fused_warp_specialized", (1, 256, 2, 64), 1, jnp.float16, True,
-     dataclasses.replace(SMALL, ws=True)),
+     dataclasses.replace(SMALL, ws=True, bwd_ws=True)),
     ("f16_causal_two_kernels_warp_specialized", (1, 256, 1, 64), 1, jnp.float16, True,
-     dataclasses.replace(TWO_KERNELS, ws=True)),
+     dataclasses.replace(TWO_KERNELS, ws=True, bwd_ws=True)),
     ("f16_full_three_warpgroups_forward", (1, 256, 2, 64), 1, jnp.float16, False, ex.default_config(64)),
 ]
 
@@ -226,8 +226,8 @@ def test_gpu_forward_and_gradients_match_the_reference(head_dim, causal, dtype, 
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("config", [SMALL, TWO_KERNELS, SIMPLE, dataclasses.replace(SMALL, ws=True),
-                                    dataclasses.replace(SIMPLE, ws=True)],
+@pytest.mark.parametrize("config", [SMALL, TWO_KERNELS, SIMPLE, dataclasses.replace(SMALL, ws=True, bwd_ws=True),
+                                    dataclasses.replace(SIMPLE, ws=True, bwd_ws=True)],
                          ids=["fused", "two_kernels", "simple", "fused_ws", "simple_ws"])
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 def test_gpu_matches_interpret_mode(causal, config):
