@@ -19,6 +19,7 @@ slower than the plain order (548 against 613 TFLOP/s at head_dim 128; 394 agains
 the example's `forward_overlap` now has that form and stays an option.
 """
 import dataclasses
+import importlib.util
 import os
 import sys
 
@@ -30,9 +31,12 @@ from mgpu_dsl import language as ml
 
 HERE = os.path.dirname(__file__)
 sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "examples"))
 from common import table  # noqa: E402
-import attention as ex  # noqa: E402
+
+# examples/attention.py by its path: `attention` is also this folder's benchmark module
+_spec = importlib.util.spec_from_file_location("attention_example", os.path.join(HERE, "..", "examples", "attention.py"))
+ex = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(ex)
 
 
 def overlap_kernel(q, k, v, o, lse, *, bq: ml.constexpr, bkv: ml.constexpr, stages: ml.constexpr,
