@@ -36,6 +36,7 @@ from common import table  # noqa: E402
 # examples/attention.py by its path: `attention` is also this folder's benchmark module
 _spec = importlib.util.spec_from_file_location("attention_example", os.path.join(HERE, "..", "examples", "attention.py"))
 ex = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = ex             # (its dataclasses look their module up)
 _spec.loader.exec_module(ex)
 
 
