@@ -223,6 +223,18 @@ def walk(block: Block):
       yield from walk(getattr(o, r))
 
 
+def path_to(block: Block, target) -> list:
+  """The region ops from `block` down to `target` (outermost first, target last); [] if absent."""
+  for o in block.ops:
+    if o is target:
+      return [o]
+    for r in o.regions:
+      sub = path_to(getattr(o, r), target)
+      if sub:
+        return [o] + sub
+  return []
+
+
 def def_table(block: Block) -> dict[int, Op]:
   """Value id -> the op defining it, for every op under `block`."""
   return {r.id: o for o in walk(block) for r in o.results}

@@ -404,7 +404,7 @@ def check_fits(kernel, bufs, S, sites, loc, ws: bool = False, loop=None):
   # (the outermost loop around the pipelined one: the SMEM plan keeps a loop's buffers live through it)
   ids = {id(b) for b in bufs}
   order = list(ir.walk(kernel.body))
-  whole = next((o for o in _path_to(kernel.body, loop) if isinstance(o, LOOPS)), loop)
+  whole = next((o for o in ir.path_to(kernel.body, loop) if isinstance(o, LOOPS)), loop)
   span = (order.index(whole), order.index(whole) + len(list(ir.walk(whole.body)))) if whole in order else None
   defs = {r.id: o for o in order for r in o.results}
 
@@ -451,16 +451,3 @@ def store_buffers(kernel, body, loaded) -> list:
     if stored and isinstance(first, Store) and first.ref is buf and id(first) in body_ops:
       out.append(buf)
   return out
-
-
-
-def _path_to(block, target) -> list:
-  """The region ops from `block` down to `target` (outermost first, target last)."""
-  for o in block.ops:
-    if o is target:
-      return [o]
-    for r in o.regions:
-      sub = _path_to(getattr(o, r), target)
-      if sub:
-        return [o] + sub
-  return []

@@ -50,7 +50,7 @@ BOOL = ScalarType(DType.bool_)
 
 
 def warp_specialize(kernel: ir.Kernel, loop: For, em, result) -> None:
-  path = _path_to(kernel.body, loop)
+  path = ir.path_to(kernel.body, loop)
   plan = make_plan(kernel, loop, em)
   multibuffer(kernel, plan, em)
   record(plan, plan.loop.body, result)
@@ -94,7 +94,7 @@ def _check_sources_not_written(kernel, plan, em, loop) -> None:
   alias = {kernel.inputs[i].value.id: kernel.outputs[o].value.id for i, o in (kernel.aliases or {}).items()}
   # `loop` is the loop as written (still in the kernel's body); plan.loop its normalised copy
   inside = {id(o) for o in ir.walk(loop.body)}
-  path = _path_to(kernel.body, loop)
+  path = ir.path_to(kernel.body, loop)
   outer = [o for o in path[:-1] if isinstance(o, LOOPS)]          # enclosing loops
   repeated = {id(x) for o in outer for x in ir.walk(o.body)}
   # the other branches of the ifs around the loop: never run with it in one trip
@@ -129,18 +129,6 @@ def _multicast_axis(plan):
         f"this loop multicasts loads along cluster axes {sorted(axes)}; one axis per loop is supported",
         plan.loop.loc, hint="multicast along one axis of the cluster")
   return axes.pop() if axes else None
-
-
-def _path_to(block, target) -> list:
-  """The region ops from the kernel body down to `target` (outermost first, target last)."""
-  for o in block.ops:
-    if o is target:
-      return [o]
-    for r in o.regions:
-      sub = _path_to(getattr(o, r), target)
-      if sub:
-        return [o] + sub
-  return []
 
 
 def _replace(block, old, new_ops, path):
