@@ -39,6 +39,7 @@ from .ops.gather import Gather, ScatterUpdate
 from .ops.memory import ClusterRef, Store, View
 from .ops.mma import Dot
 from .ops.shape import READ_2D_FIRST, Broadcast, Reduce, ReduceKind, Reshape
+from .windows import minor_strided, window_vec
 from .layout_hints import broadcast_loops_hint, column_slice_hint, narrow_rows_hint, role, smem_vector_hint
 from .types import Layout, LayoutKind, RefType, Space, TensorType, dtype_name
 
@@ -161,59 +162,11 @@ class _Solver:
     for r in o.results:
       self.node(r)
 
-  def view_chain(self, ref) -> list:
-    """The views from `ref` back to its root, outermost first; through a peer's buffer
-    (ml.cluster_ref of a view, which has the view's geometry)."""
-    chain, d = [], self.defs.get(ref.id)
-    while isinstance(d, (View, ClusterRef)):
-      if isinstance(d, View):
-        chain.append(d)
-      d = self.defs.get(d.ref.id)
-    return chain
-
-  def minor_strided(self, ref) -> bool:
-    """Whether a window's elements are apart in its last dimension: a view that indexes its
-    root's last dimension away (x.at[:, :, 0] of an (n, d, 2) array). Vectors of such a
-    window would read neighbours that are not its elements: it moves one element at a time."""
-    chain = self.view_chain(ref)
-    last_kept = True                    # the root's last dimension is still a dimension of the view
-    for view in reversed(chain):        # from the root outwards
-      if last_kept and view.index and view.index[-1].squeeze and not view.transpose:
-        kept = [d for d, i in enumerate(view.index) if not i.squeeze]
-        shape = view.ref.type.shape
-        # x.at[:, 0] of an (n, 1) x: its elements are still next to each other (every dimension after
-        # the last kept one has size 1); x.at[:, 0, 0] of an (n, d, 1) x: d apart
-        if not kept or any(shape[j] != 1 for j in range(kept[-1] + 1, len(shape))):
-          last_kept = False
-    return not last_kept and bool(chain) and any(not i.squeeze for i in chain[0].index)
-
-  def window_vec(self, ref) -> int | None:
-    """The most elements one vector of a register transfer of window `ref` may move (None: any):
-    it must divide the window's last extent, the steps of its other dimensions and its static
-    start in the root array (Mosaic GPU's strided transfers), as in x.at[:, 0:2] of (n, 3) rows."""
-    chain = self.view_chain(ref)
-    if not chain or any(view.transpose for view in chain):
-      return None
-    shape = chain[-1].ref.type.shape
-    steps = [math.prod(shape[i + 1:]) for i in range(len(shape))]
-    dims, offset = list(zip(steps, shape)), 0
-    for view in reversed(chain):        # from the root outwards
-      if len(view.index) != len(dims):
-        return None
-      offset += sum(i.start * st for (st, _), i in zip(dims, view.index) if isinstance(i.start, int))
-      dims = [(st, i.size) for (st, _), i in zip(dims, view.index) if not i.squeeze]
-    dims = [(st, n) for st, n in dims if n != 1]       # size-1 axes are folded away
-    if not dims:
-      return None
-    if dims[-1][0] != 1:
-      return 1
-    return math.gcd(dims[-1][1], offset, *(st for st, _ in dims[:-1]))
-
   def _memory(self, o):
     (ref, _), = [(r, a) for r, a in ir.traits_of(o).effects(o)]
     self.join(*[v for v in [*o.results, *o.operands()] if _is_tensor(v)])   # value, mask, result
-    strided = self.minor_strided(ref)
-    limit = 1 if strided else self.window_vec(ref)
+    strided = minor_strided(self.defs, ref)
+    limit = 1 if strided else window_vec(self.defs, ref)
     for v in [*o.results, *o.operands()]:
       if _is_tensor(v):
         self.node(v)

@@ -1,0 +1,58 @@
+"""The geometry of a window a register transfer moves: how far apart its elements are in the
+root array, and so how many one vector of a Mosaic GPU strided transfer may carry."""
+from __future__ import annotations
+
+import math
+
+from .ops.memory import ClusterRef, View
+
+
+def view_chain(defs: dict, ref) -> list:
+  """The views from `ref` back to its root, outermost first; through a peer's buffer
+  (ml.cluster_ref of a view, which has the view's geometry)."""
+  chain, d = [], defs.get(ref.id)
+  while isinstance(d, (View, ClusterRef)):
+    if isinstance(d, View):
+      chain.append(d)
+    d = defs.get(d.ref.id)
+  return chain
+
+
+def minor_strided(defs: dict, ref) -> bool:
+  """Whether a window's elements are apart in its last dimension: a view that indexes its
+  root's last dimension away (x.at[:, :, 0] of an (n, d, 2) array). Vectors of such a
+  window would read neighbours that are not its elements: it moves one element at a time."""
+  chain = view_chain(defs, ref)
+  last_kept = True                    # the root's last dimension is still a dimension of the view
+  for view in reversed(chain):        # from the root outwards
+    if last_kept and view.index and view.index[-1].squeeze and not view.transpose:
+      kept = [d for d, i in enumerate(view.index) if not i.squeeze]
+      shape = view.ref.type.shape
+      # x.at[:, 0] of an (n, 1) x: its elements are still next to each other (every dimension after
+      # the last kept one has size 1); x.at[:, 0, 0] of an (n, d, 1) x: d apart
+      if not kept or any(shape[j] != 1 for j in range(kept[-1] + 1, len(shape))):
+        last_kept = False
+  return not last_kept and bool(chain) and any(not i.squeeze for i in chain[0].index)
+
+
+def window_vec(defs: dict, ref) -> int | None:
+  """The most elements one vector of a register transfer of window `ref` may move (None: any):
+  it must divide the window's last extent, the steps of its other dimensions and its static
+  start in the root array (Mosaic GPU's strided transfers), as in x.at[:, 0:2] of (n, 3) rows."""
+  chain = view_chain(defs, ref)
+  if not chain or any(view.transpose for view in chain):
+    return None
+  shape = chain[-1].ref.type.shape
+  steps = [math.prod(shape[i + 1:]) for i in range(len(shape))]
+  dims, offset = list(zip(steps, shape)), 0
+  for view in reversed(chain):        # from the root outwards
+    if len(view.index) != len(dims):
+      return None
+    offset += sum(i.start * st for (st, _), i in zip(dims, view.index) if isinstance(i.start, int))
+    dims = [(st, i.size) for (st, _), i in zip(dims, view.index) if not i.squeeze]
+  dims = [(st, n) for st, n in dims if n != 1]       # size-1 axes are folded away
+  if not dims:
+    return None
+  if dims[-1][0] != 1:
+    return 1
+  return math.gcd(dims[-1][1], offset, *(st for st, _ in dims[:-1]))
