@@ -114,7 +114,7 @@ step() {
     gpu_pending15) python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_probe23b.py -k "128_tokens" ;;
     attn_ptxas)  n=0; for o in "" --overlap "--overlap --pingpong" --bwd; do n=$((n+1)); echo "== $o"; MOSAIC_GPU_DUMP_PTXAS=1 MOSAIC_GPU_DUMP_TO=/tmp/dump$n python3 -u benchmarks/profile_attention.py --head-dim 128 --runs 1 $o 2>&1 | grep -iE "error|registers|spill|stack" | head -20; ls /tmp/dump$n 2>/dev/null | head -3; grep -rihE "registers|spill" /tmp/dump$n 2>/dev/null | head -8; done ;;
     attn_bwd_ws) python3 -u benchmarks/attention.py --quick --pass bwd --bwd-ws --each --no-pallas --causal full ;;
-    gpu_pending15b) python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_probe24.py tests/test_attention.py ;;
+    gpu_pending15b) python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_probe24.py tests/test_probe24b.py tests/test_attention.py ;;
     attn_overlap) MOSAIC_GPU_DUMP_PTXAS=1 python3 -u benchmarks/attn_overlap.py ;;
     examples_mm) for f in examples/matmul.py examples/paged_attention.py; do echo "== $f"; timeout 200 python3 -u "$f" 2>&1 | tail -8; done ;;
     *)           echo "unknown step $1"; return 2 ;;
