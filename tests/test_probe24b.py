@@ -450,3 +450,16 @@ def test_gpu_session15_forms():
   np.testing.assert_allclose(halves_in_place(w), jnp.tile(w[:, :128] + w[:, 128:], (1, 2)), rtol=1e-6)
   c = 1 + 2 ** -8 + 2 ** -40
   assert float(scale_by(jnp.ones((128,), BF16), v=c)[0].astype(F32)) == 1.0
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((64, 128), F32))
+def outer_of_slices(x, out):
+  a = x[...]
+  out[...] = a[:64, None] * a[None, :128]
+
+
+def test_a_slice_and_a_new_axis_in_one_index_work_as_in_numpy():
+  # a[:64, None] was refused ("one kind at a time"); it is the slice, then the new axis
+  x = jax.random.normal(jax.random.key(0), (256,), F32)
+  np.testing.assert_allclose(outer_of_slices(x, interpret=True), x[:64, None] * x[None, :128], rtol=1e-6)
+  _export(outer_of_slices, S((256,), F32))
