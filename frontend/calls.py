@@ -172,6 +172,14 @@ class Calls:
         for v in args[0]:
           total = ew.binary(cx, ew.BinOp.ADD, total, v) if holds_value(total) or holds_value(v) else total + v
         return total
+      if fn in (builtins.min, builtins.max) and (kwargs or len(args) == 1 and isinstance(args[0], (list, tuple))):
+        how = ("key= (a key function)" if "key" in kwargs else f"{', '.join(kwargs)}=") if kwargs else \
+            "a list or tuple of values"
+        raise E.KernelTypeError(
+            f"{fn.__name__}(...) of register values with {how} is not supported in a kernel", cx.loc,
+            hint=f"pass the values themselves, {fn.__name__}(a, b, c) (elementwise, as ml.{fn.__name__}imum), or"
+                 f" select by your key with ml.where(key(a) >= key(b), a, b)" if "key" in kwargs else
+                 f"pass the values themselves: {fn.__name__}(a, b, c), elementwise, as ml.{fn.__name__}imum")
       if fn in (builtins.min, builtins.max) and len(args) == 1 and is_value(args[0]):
         raise E.KernelTypeError(
             f"{fn.__name__}(...) of one register value is Python's iteration, which kernels do not do", cx.loc,

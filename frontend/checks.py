@@ -29,6 +29,7 @@ from .coverage import Boxes, describe, unique_rows
 from .ir import Access as A
 from .ops.access import MaskedLoad, MaskedStore, ScalarRead
 from .ops.atomic import AtomicUpdate
+from .ops.gather import ScatterUpdate
 from .ops.memory import Copy, View
 from .layout_checks import one_tile_column
 from .loc import call_at
@@ -200,6 +201,7 @@ class _Memory:
                    for v in [next(p.value for p in kernel.outputs if p.value.id == o)]}
     self.atomic_unknown: set = set()
     self.atomic_plain: set = set()     # locations of plain stores into atomically updated outputs
+    self.scattered = {o.ref.id for o in ir.walk(kernel.body) if isinstance(o, ScatterUpdate)}
 
   def _accumulated_read(self, acc, w) -> bool:
     """Record a read of an atomically updated output for race_errors; False if it cannot be told."""
@@ -224,13 +226,15 @@ class _Memory:
       # any write of an atomically updated output (an update, a reduce=, a plain store): reads of the
       # same elements by other programs race with it. Only what certainly happens where the proof
       # knows the window is recorded; a write that may happen leaves the output to the whole rule.
-      if acc.exact and all(x is not UNKNOWN for x in w.starts) and not (acc.may & ~acc.must).any():
-        plain = _plain_write(acc)    # a plain store races with other programs' updates, as a read does
+      plain = _plain_write(acc)      # a plain store races with other programs' updates, as a read does
+      if plain and w.root.id in self.scattered:
+        pass                         # the updates' elements are data: left to interpret mode
+      elif acc.exact and all(x is not UNKNOWN for x in w.starts) and not (acc.may & ~acc.must).any():
         if plain:
           self.atomic_plain.add(acc.op.loc)
         self.atomic[w.root.id].add(*self.boxes_of(w, acc.must, dedupe=False), np.flatnonzero(acc.must),
                                    acc.op.loc, read=None if plain else "update")
-      else:
+      elif not plain:
         self.atomic_unknown.add(w.root.id)
     if (kind in READS and w.root.id in self.kernel.accumulated and self.ev.P // batch > 1 and acc.must.any()
         and not self._accumulated_read(acc, w)):
@@ -374,17 +378,23 @@ class _Memory:
     batch = self.kernel.grid[self.kernel.batch_axis] if self.kernel.batch_axis is not None else 1
     for o, w in self.atomic.items():      # a read of elements another program updates atomically
       race = w.first_race() if self.ev.P // batch > 1 else None
-      if race is not None or (o in self.atomic_unknown and any(i not in w.reads for i in range(len(w.locs)))):
-        loc = race[4] if race is not None else next(l for i, l in enumerate(w.locs) if i not in w.reads)
+      # (a read whose updates are not all known is reported whole; a plain write is then left to
+      # interpret mode: a scatter's elements are data)
+      reads = [i for i in range(len(w.locs)) if i not in w.reads and w.locs[i] not in self.atomic_plain]
+      if race is not None or (o in self.atomic_unknown and reads):
+        loc = race[4] if race is not None else w.locs[reads[0]]
         name = next(p.name for p in self.kernel.outputs if p.value.id == o)
         if race is not None and loc in self.atomic_plain:
-          element, a, _, b, _, _ = race
+          element, a, at, b = race[:4]
+          aliased = o in {self.kernel.outputs[j].value.id for j in (self.kernel.aliases or {}).values()}
+          start = "the input it is aliased to" if aliased else "0"
           out.append(E.RaceError(
               f"program {self.ev.program(b)} writes {name}{list(element)} here while program {self.ev.program(a)}"
               f" adds to it with atomics: programs run in no fixed order, so the sum depends on timing", loc,
-              notes=(f"{race[2]}: program {self.ev.program(a)}'s atomic update",),
-              hint=f"an output updated with atomics starts at 0: drop the plain write of {name} (to start"
-                   f" elsewhere, pass the start in as an input aliased to {name}, or add it atomically too)"))
+              notes=(f"{at}: program {self.ev.program(a)}'s atomic update",),
+              hint=f"an output updated with atomics starts at {start}: drop the plain write of {name}"
+                   + ("" if aliased else f" (to start elsewhere, pass the start in as an input aliased to"
+                                         f" {name})") + ", or make it an atomic update too"))
           continue
         out.append(E.RaceError(
             f"{name} is read here while other programs may still be adding to it with atomics:"

@@ -371,6 +371,18 @@ class _Solver:
       bad = where.x                # name the tile under the caret, not another of its class
     indexed = next((x for x in ir.walk(self.kernel.body) if isinstance(x, (Gather, ScatterUpdate))
                     and any(u.id in ids for u in [*x.operands(), *x.results])), None)
+    if indexed is not None and len(indexed.ref.type.shape) == 1 and len(bad.type.shape) == 2:
+      # a 1-D table: the 2-D indices are the user's own arithmetic (rows[:, None] * n + ids), whose
+      # broadcast of a column needs the columns
+      r, k = bad.type.shape
+      raise E.LayoutError(
+          f"the indices of this gather, a ({r}, {k}) tile, are broadcast along their rows (a column stretched"
+          f" to {k} columns): that needs columns a multiple of {hw.WARP} (one per lane of a warp), and rows a"
+          f" multiple of {hw.WARPS_PER_WARPGROUP} unless the columns are a multiple of {hw.WARPGROUP}",
+          indexed.loc,
+          hint=f"gather each column of indices by itself, 1-D (t[ml.arange({r}) * n + ids[:, j]] for j in"
+               f" ml.static_range({k}), stored as out.at[:, j]), or index a 2-D view of the table passed in"
+               f" reshaped (t2[rows, ids] with t2 = t.reshape(-1, n) outside the kernel)")
     if indexed is not None:        # the compiler's index grids, not a broadcast the user wrote
       where, verb = indexed, "gather" if isinstance(indexed, Gather) else "scatter"
       bad = next((r for r in indexed.results), bad)

@@ -59,8 +59,9 @@ def user_loc(skip=()) -> "Loc":
   col = len(line) - len(line.lstrip()) if line.strip() else 0
   end = len(line.rstrip()) if line.strip() else None
   pos = _call_positions(f)        # the call itself, not its whole statement (Python 3.11's positions)
-  if pos is not None and pos[0] == pos[1] == f.f_lineno and None not in pos[2:] and line.strip():
-    col, end = pos[2], pos[3]
+  if pos is not None and None not in pos and line.strip() and pos[0] <= f.f_lineno <= pos[1]:
+    first = linecache.getline(f.f_code.co_filename, pos[0])
+    return Loc(f.f_code.co_filename, pos[0], pos[2], pos[1], pos[3], source_line=first)
   return Loc(f.f_code.co_filename, f.f_lineno, col, f.f_lineno, end, source_line=line)
 
 

@@ -34,6 +34,17 @@ def is_array_like(x) -> bool:
   return hasattr(x, "shape") and hasattr(x, "dtype") and not isinstance(x, type)
 
 
+def source_repr(v) -> str:
+  """A Python value as a user writes it: dtypes as jnp.float16, others by repr."""
+  import numpy as np
+  try:
+    if isinstance(v, type) or isinstance(v, np.dtype):
+      return f"jnp.{np.dtype(v).name}"
+  except TypeError:
+    pass
+  return repr(v)
+
+
 def describe(x) -> str:
   """A short description of a call argument: `float32[1024, 64]`, `a list of 3 items`, ..."""
   if is_array_like(x):
@@ -44,6 +55,10 @@ def describe(x) -> str:
   if isinstance(x, (list, tuple, dict, set)):
     kind = type(x).__name__
     return f"{'an' if kind[0].lower() in 'aeiou' else 'a'} {kind} of {len(x)} item{'s' if len(x) != 1 else ''}"
+  if isinstance(x, type):
+    shown = source_repr(x)
+    if shown.startswith("jnp."):
+      return f"the dtype {shown}"
   return f"{type(x).__name__} {_short.repr(x)}"
 
 
@@ -106,7 +121,8 @@ def _dtype_hint(pk, i, a) -> str:
   return f"supported dtypes: {SUPPORTED_DTYPES}"
 
 
-def check_inputs(pk, args, bounds: tuple[int, int], name: str, loc, *, count: bool = True) -> None:
+def check_inputs(pk, args, bounds: tuple[int, int], name: str, loc, *, count: bool = True,
+                 constexprs=()) -> None:
   """Raise SignatureError unless `args` are arrays of supported dtypes, between `bounds`
   (from `input_bounds`) in number (`count=False`: the number is checked later)."""
   refs = pk.ref_params
@@ -123,7 +139,7 @@ def check_inputs(pk, args, bounds: tuple[int, int], name: str, loc, *, count: bo
             cap(f"{name}: input {i} is the bool {a}; a kernel's inputs are arrays, and interpret is passed"
                 f" by keyword"), loc, hint=f"{name}(..., interpret={a})")
       if len(args) > bounds[1]:     # a constexpr passed by position (scale(x, 128)): the count says so
-        check_count(pk, len(args), bounds, name, loc, args=args)
+        check_count(pk, len(args), bounds, name, loc, args=args, constexprs=constexprs)
       marked = getattr(pk, "scalar_params", ())
       scalars = [r for r in refs[i + 1:] if r in marked]
       if scalars and isinstance(a, (int, float)) and not isinstance(a, bool):
@@ -150,11 +166,11 @@ def check_inputs(pk, args, bounds: tuple[int, int], name: str, loc, *, count: bo
           hint="export once per shape you need (concrete jax.ShapeDtypeStruct specs), or pad to a few"
                " fixed sizes")
   if count:
-    check_count(pk, len(args), bounds, name, loc, args=args)
+    check_count(pk, len(args), bounds, name, loc, args=args, constexprs=constexprs)
 
 
 def check_count(pk, n_in: int, bounds: tuple[int, int], name: str, loc, *, outputs_known=False,
-                args=()) -> None:
+                args=(), constexprs=()) -> None:
   """Raise SignatureError unless lo <= n_in <= hi (`args`: the call's positional arguments, where
   trailing non-arrays past the inputs are constexprs passed by position)."""
   lo, hi = bounds
@@ -169,7 +185,8 @@ def check_count(pk, n_in: int, bounds: tuple[int, int], name: str, loc, *, outpu
         f" {len(args) - len(extra)} input{'s' if len(args) - len(extra) != 1 else ''}: constexprs are passed by"
         f" keyword, not by position", loc,
         hint=f"pass {'them' if s else 'it'} by keyword: {name}(..., " + ", ".join(
-            f"{c}={a!r}" for c, a in zip(pk.constexpr_params, extra)) + ")")
+            f"{c}={source_repr(a)}" for c, a in zip([c for c in pk.constexpr_params if c not in constexprs],
+                                                  extra)) + ")")
   refs = pk.ref_params
   plural = lambda n, w: f"{n} {w}{'s' if n != 1 else ''}"
   if lo < 0:

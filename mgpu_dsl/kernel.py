@@ -259,7 +259,7 @@ class KernelFunction:
     if static:
       no_outputs()
     bounds = self._input_bounds(pk)
-    calling.check_inputs(pk, args, bounds, name, loc, count=False)   # before any user callable runs
+    calling.check_inputs(pk, args, bounds, name, loc, count=False, constexprs=constexprs)   # before any user callable runs
     # The callables see the constexprs the kernel sees: those passed, and the kernel's defaults.
     meta = {**{c: pk.defaults[c] for c in pk.constexpr_params if c in pk.defaults}, **constexprs}
     arity = None if static else calling.arity(out, pk.constexpr_params)

@@ -463,3 +463,64 @@ def test_a_slice_and_a_new_axis_in_one_index_work_as_in_numpy():
   x = jax.random.normal(jax.random.key(0), (256,), F32)
   np.testing.assert_allclose(outer_of_slices(x, interpret=True), x[:64, None] * x[None, :128], rtol=1e-6)
   _export(outer_of_slices, S((256,), F32))
+
+
+# ---------------------------------------------------------------- third regression hunt
+@mg.mgpu_kernel(out_shape=lambda x: S((128,), F32), grid=lambda x: (x.shape[0] // 128,))
+def every_program_zeroes(x, out):
+  i = ml.program_id(0)
+  out[...] = ml.zeros((128,), F32)
+  ml.atomic_add(out, x.at[ml.ds(i * 128, 128)][...])
+
+
+@mg.mgpu_kernel(out_shape=lambda ids: S((9,), jnp.int32), grid=lambda ids: (ids.shape[0] // 128,))
+def histogram_with_header(ids, out):
+  i = ml.program_id(0)
+  ml.atomic_add(out.at[ids.at[ml.ds(i * 128, 128)][...]], 1)
+  if i == 0:
+    out[8] = ids.shape[0]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((256,), F32), grid=(4,))
+def sums_and_a_copy(x, out):
+  i = ml.program_id(0)
+  ml.atomic_add(out.at[ml.ds(0, 128)], x.at[ml.ds(i * 128, 128)][...])
+  if i == 0:
+    for j in range(128):
+      out[128 + j] = x[j]
+
+
+@mg.mgpu_kernel(out_shape=lambda x, *, dt: S(x.shape, dt))
+def cast_scaled(x, out, *, dt: ml.constexpr = F32, k: ml.constexpr = 2.0):
+  out[...] = (x[...] * k).astype(dt)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def max_by_key(x, out):
+  a = x[...]
+  out[...] = max(a, -a, key=abs)
+
+
+def test_third_regression_hunt():
+  # every program zeroing crashed the new check (MG900); a scatter and a plain write elsewhere were
+  # a false race; scalar writes in a loop were called reads
+  e = _raises(lambda: every_program_zeroes.check(S((512,), F32)))
+  assert type(e) is mg.RaceError and "adds to it with atomics" in e.message
+  ids = jax.random.randint(jax.random.key(0), (512,), 0, 8, jnp.int32)
+  np.testing.assert_array_equal(histogram_with_header(ids, interpret=True),
+                                jnp.zeros(9, jnp.int32).at[ids].add(1).at[8].set(512))
+  x = jnp.arange(512, dtype=F32)
+  y = sums_and_a_copy(x, interpret=True)
+  np.testing.assert_array_equal(y[128:], x[:128])
+  np.testing.assert_array_equal(y[:128], x.reshape(4, 128).sum(0))
+  e = _raises(lambda: cast_scaled(jnp.ones((128,), F32), jnp.float16, interpret=True))
+  assert e.hint == "pass it by keyword: cast_scaled(..., dt=jnp.float16)"
+  e = _raises(lambda: cast_scaled(jnp.ones((128,), F32), 3.0, dt=jnp.float16, interpret=True))
+  assert e.hint == "pass it by keyword: cast_scaled(..., k=3.0)"
+  e = _raises(lambda: cast_scaled(jnp.ones((128,), F32),
+                                  3.0,
+                                  interpret=True))
+  first = open(__file__).read().splitlines()[e.lineno - 1]        # a call over three lines: all of it
+  assert e.end_lineno == e.lineno + 2 and first[e.col_offset:].startswith("cast_scaled(")
+  e = _raises(lambda: max_by_key.check(S((128,), F32)))
+  assert "key=" in e.message and "ml.where" in e.hint
