@@ -41,7 +41,7 @@ def _user_errors(fn):
   return wrapper
 
 
-def _as_tuple3(x, what, loc):
+def _as_tuple3(x, what, loc, computed=True):
   integral = lambda i: isinstance(i, numbers.Integral) and not isinstance(i, (bool, np.bool_))
   if integral(x):
     x = (x,)
@@ -58,7 +58,9 @@ def _as_tuple3(x, what, loc):
         loc, hint=(f"compute the {what} from shapes and constexprs, e.g. {what}=lambda x, *, n: (n,)" if runtime else
                    "the grid callable gave no programs along an axis for these inputs (fewer rows than one"
                    " program's tile, with //): round up, grid=lambda x: (ml.cdiv(x.shape[0], 128),), and mask the"
-                   " last tile's accesses (or pad the input)" if zero else
+                   " last tile's accesses (or pad the input)" if zero and computed else
+                   "a grid has at least one program along each axis: grid=(1,), or a callable that computes it"
+                   " from the inputs, grid=lambda x: (ml.cdiv(x.shape[0], 128),)" if zero else
                    f"{what}=(n,), (n, m) or (n, m, k) of positive ints; a {what} callable returns one, e.g. "
                    + ("grid=lambda x: (x.shape[0] // 128,)" if what == "grid" else f"{what}=(2,)")))
   return tuple(x) + (1,) * (3 - len(x))
@@ -348,7 +350,7 @@ class KernelFunction:
                            f" only by atomics start at 0): {_one_program_grid(at('grid'), grid, self.grid)}; or fill the"
                            " outputs outside the kernel for an empty batch (a call whose outputs are all empty"
                            " returns them without a launch)")
-    grid = _as_tuple3(grid, "grid", at("grid"))
+    grid = _as_tuple3(grid, "grid", at("grid"), computed=callable(self.grid))
     fc.check_grid_limits(grid, at("grid"))
     block = self.block
     if callable(block):

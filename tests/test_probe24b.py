@@ -524,3 +524,13 @@ def test_third_regression_hunt():
   assert e.end_lineno == e.lineno + 2 and first[e.col_offset:].startswith("cast_scaled(")
   e = _raises(lambda: max_by_key.check(S((128,), F32)))
   assert "key=" in e.message and "ml.where" in e.hint
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(0,))
+def no_programs(x, out):
+  out[...] = x[...]
+
+
+def test_a_static_grid_of_no_programs_is_not_called_a_callable():
+  e = _raises(lambda: no_programs.check(S((128,), F32)))
+  assert type(e) is mg.LaunchConfigError and e.hint.startswith("a grid has at least one program along each axis")
