@@ -25,6 +25,7 @@ def _grid(x, seed, **meta):
 @mg.mgpu_kernel(out_shape=lambda x, seed, **meta: x, grid=_grid)
 def dropout(x, seed: ml.scalar, out, *, p: ml.constexpr = 0.5):
   """out = x / (1 - p) where the element is kept, 0 elsewhere; x is 1-D of any length."""
+  assert len(x.shape) == 1, "dropout takes a 1-D x: flatten it, dropout(x.reshape(-1), seed).reshape(x.shape)"
   i = ml.program_id(0)
   idx = i * BLOCK + ml.arange(BLOCK)
   inside = idx < x.shape[0]

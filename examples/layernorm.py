@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 
-from softmax import SEG, check_rows, cluster_exchange, smem_config   # rows held in SMEM as the long-row softmax holds them
+from softmax import SEG, check_rows, cluster_exchange, most_chunks, smem_config   # rows held in SMEM as the long-row softmax holds them
 
 F32 = jnp.float32
 
@@ -208,7 +208,10 @@ def layernorm_smem(x, w, b, eps=1e-5, *, center=True, chunks=None, parts=None, w
   n, d = x.shape
   c0, p0 = smem_config(d, x.dtype.itemsize) or (8, 1)
   parts = parts or p0
-  chunks = chunks or min(c0, d // SEG // parts)
+  chunks = chunks or most_chunks(d // SEG // parts, c0)
+  if (d // SEG) % parts or (d // SEG // parts) % chunks:
+    raise ValueError(f"layernorm_smem: a row's {d // SEG} segments of {SEG} do not split into {parts} parts of"
+                     f" {chunks} chunks")
   y, mean, rstd = layernorm_smem_rows(x.reshape(n, d // SEG, SEG), w.reshape(d // SEG, SEG),
                                       b.reshape(d // SEG, SEG), chunks=chunks, parts=parts, eps=eps,
                                       center=center, wb_slots=(2 if x.dtype.itemsize == 4 else 0)

@@ -84,6 +84,10 @@ def scaled_matmul(a, bt, a_scale=1.0, b_scale=1.0, *, out_dtype=jnp.bfloat16, in
   `a_scale` is a number (per tensor) or an (m,) vector (per row); `b_scale` a number or an
   (n,) vector (per column of the result). int8 operands accumulate in int32.
   """
+  eight = (jnp.int8, jnp.float8_e4m3fn, jnp.float8_e5m2)
+  if a.dtype not in eight or bt.dtype != a.dtype:
+    raise ValueError(f"scaled_matmul: a and bt must share one 8-bit dtype (int8, float8_e4m3fn, float8_e5m2), got"
+                     f" {a.dtype} and {bt.dtype}: for 16-bit operands use examples/matmul.py's matmul")
   m, n = a.shape[0], bt.shape[0]
   for name, s, size, what in (("a_scale", a_scale, m, "row of a"), ("b_scale", b_scale, n, "row of bt")):
     if jnp.ndim(s) > 1 or jnp.size(s) not in (1, size):

@@ -298,7 +298,8 @@ def paged_attention(q, k_pages, v_pages, block_tables, lengths, *, splits=None, 
   shape of benchmarks/paged_attention.py (docs/logs/paged_gqa_session4b.log). `splits`
   (default: default_splits on the tensor-core path, 8 on the other) parts of each sequence's
   pages run as separate programs, combined at the end. `longest_first` (default: up to
-  LONGEST_FIRST_MAX_BATCH sequences) orders the tensor-core path's work items by size."""
+  LONGEST_FIRST_MAX_BATCH sequences) orders the tensor-core path's work items by size. A length
+  past the table's capacity (pages_per_sequence * page_size tokens) counts as the capacity."""
   if q.ndim != 3 or k_pages.ndim != 4 or v_pages.shape != k_pages.shape or k_pages.shape[3] != q.shape[2]:
     raise ValueError(f"paged_attention needs q (batch, heads, head_dim) and k_pages, v_pages (kv_heads, pages,"
                      f" page_size, head_dim), got {q.shape}, {k_pages.shape} and {v_pages.shape}")
@@ -315,6 +316,8 @@ def paged_attention(q, k_pages, v_pages, block_tables, lengths, *, splits=None, 
   for name, t in (("block_tables", block_tables), ("lengths", lengths)):
     if jnp.dtype(t.dtype) != jnp.int32:
       raise ValueError(f"paged_attention: {name} must be int32, got {t.dtype} (convert: {name}.astype(jnp.int32))")
+  # a length past the table's pages_per_sequence * page_size tokens: the tokens it holds (both paths)
+  lengths = jnp.minimum(lengths, pages * page)
   if splits is not None and (not isinstance(splits, numbers.Integral) or isinstance(splits, bool)
                              or splits < 1 or pages % splits):
     raise ValueError(f"paged_attention: splits ({splits}) must be a positive int dividing the pages per"

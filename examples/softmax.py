@@ -192,8 +192,12 @@ def smem_config(d, itemsize):
     parts *= 2
   if d % SEG or d * itemsize // parts > SMEM_PART_BYTES:
     return None
-  rows = d // SEG // parts
-  return max(1, min(8, rows)), parts
+  return most_chunks(d // SEG // parts), parts
+
+
+def most_chunks(rows, most=8):
+  """The most chunks (at most `most`) that `rows` SEG-wide rows split into evenly: 33 rows take 3."""
+  return max(c for c in range(1, min(most, rows) + 1) if rows % c == 0)
 
 
 def check_rows(name, x, multiple=128):
@@ -219,11 +223,12 @@ def softmax_smem(x, *, chunks=None, parts=None, online=False, warpgroups=1, inte
   n, d = x.shape
   c0, p0 = smem_config(d, x.dtype.itemsize) or (8, 1)
   parts = parts or p0
-  chunks = chunks or min(c0, d // SEG // parts)
+  chunks = chunks or most_chunks(d // SEG // parts, c0)
   if (d // SEG) % parts:
-    raise ValueError(f"softmax_smem: a row's {d // SEG} SEG-wide rows do not split into {parts} parts")
+    raise ValueError(f"softmax_smem: a row's {d // SEG} segments of {SEG} columns do not split into {parts} parts")
   if (d // SEG // parts) % chunks:
-    raise ValueError(f"softmax_smem: {d // SEG // parts} SEG-wide rows a CTA do not split into {chunks} chunks")
+    raise ValueError(f"softmax_smem: a part of {d // SEG // parts} segments of {SEG} columns does not split into"
+                     f" {chunks} chunks")
   y = softmax_smem_rows(x.reshape(n, d // SEG, SEG), chunks=chunks, parts=parts, online=online,
                         warpgroups=warpgroups, interpret=interpret)
   return y.reshape(n, d)

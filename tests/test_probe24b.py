@@ -534,3 +534,44 @@ def no_programs(x, out):
 def test_a_static_grid_of_no_programs_is_not_called_a_callable():
   e = _raises(lambda: no_programs.check(S((128,), F32)))
   assert type(e) is mg.LaunchConfigError and e.hint.startswith("a grid has at least one program along each axis")
+
+
+# ---------------------------------------------------------------- the examples as a library
+import os as _os  # noqa: E402
+import sys as _sys  # noqa: E402
+_sys.path.insert(0, _os.path.join(_os.path.dirname(__file__), "..", "examples"))
+import dropout as _DO  # noqa: E402
+import layernorm as _LN  # noqa: E402
+import matmul_fp8 as _F8  # noqa: E402
+import paged_attention as _PA  # noqa: E402
+import rmsnorm as _RN  # noqa: E402
+import softmax as _SM  # noqa: E402
+
+
+def test_long_rows_of_any_multiple_of_256_columns_split_into_chunks_that_divide_them():
+  # 33 segments of 256 were cut into 8 chunks: a ValueError (softmax) or an uncovered output (norms)
+  for d, dt in ((8448, BF16), (16640, F32)):
+    x = jax.random.normal(jax.random.key(d), (2, d), F32).astype(dt)
+    np.testing.assert_allclose(np.asarray(_SM.softmax(x, interpret=True), np.float32),
+                               np.asarray(jax.nn.softmax(x.astype(F32), axis=-1)), atol=2e-3, rtol=2e-2)
+  x = jax.random.normal(jax.random.key(0), (2, 16640), F32)
+  w, b = jnp.ones((16640,), F32), jnp.zeros((16640,), F32)
+  np.testing.assert_allclose(_LN.layernorm(x, w, b, 1e-5, True), _LN.reference(x, w, b), atol=1e-4, rtol=1e-4)
+  x = jax.random.normal(jax.random.key(1), (2, 17408), F32).astype(BF16)
+  w = jnp.ones((17408,), BF16)
+  np.testing.assert_allclose(np.asarray(_RN.rmsnorm(x, w, interpret=True), np.float32),
+                             np.asarray(_RN.reference(x, w), np.float32), atol=2e-2, rtol=2e-2)
+  assert _SM.most_chunks(33) == 3 and _SM.most_chunks(64) == 8 and _SM.most_chunks(7) == 7
+
+
+def test_example_wrappers_check_what_their_kernels_cannot_take():
+  e = _raises(lambda: _DO.dropout(jnp.zeros((4, 1024), F32), 1, interpret=True))
+  assert type(e) is mg.StaticAssertionError and "1-D" in e.message
+  with pytest.raises(ValueError, match="one 8-bit dtype"):
+    _F8.scaled_matmul(jnp.ones((128, 128), BF16), jnp.ones((128, 128), BF16), interpret=True)
+  q, k, v, bt, _ = _PA.make_inputs(jax.random.key(0), 2, 8, 2, 128, 16, 8)
+  lengths = jnp.array([500, 10], jnp.int32)            # past the table's 128 tokens: counts as 128
+  want = _PA.reference(q, k, v, bt, jnp.array([128, 10], jnp.int32))
+  for tc in (False, True):
+    got = _PA.paged_attention(q, k, v, bt, lengths, tensor_cores=tc, interpret=True)
+    np.testing.assert_allclose(np.asarray(got, np.float32), np.asarray(want, np.float32), atol=2e-3, rtol=2e-3)
