@@ -575,3 +575,17 @@ def test_example_wrappers_check_what_their_kernels_cannot_take():
   for tc in (False, True):
     got = _PA.paged_attention(q, k, v, bt, lengths, tensor_cores=tc, interpret=True)
     np.testing.assert_allclose(np.asarray(got, np.float32), np.asarray(want, np.float32), atol=2e-3, rtol=2e-3)
+
+
+@mg.mgpu_kernel(out_shape=lambda p, ids: S(ids.shape, p.dtype), grid=(1,))
+def take_top2_flat(p, ids, out):
+  rows = ml.arange(ids.shape[0])[:, None]
+  out[...] = p[rows * 32 + ids[...]]
+
+
+def test_a_gather_by_broadcast_flat_indices_names_the_broadcast():
+  # the hint was the 2-D gather's (t[ids[:, None], ml.arange(32)...]), which drops the user's ids
+  e = _raises(lambda: take_top2_flat.check(S((64 * 32,), F32), S((64, 2), jnp.int32)))
+  assert type(e) is mg.LayoutError and e.message.startswith("the indices of this gather, a (64, 2) tile, are"
+                                                            " broadcast along their rows")
+  assert "ml.static_range(2)" in e.hint and "reshape" in e.hint
