@@ -196,7 +196,6 @@ def _fewer_stages_hint(kernel, life, barrier_bytes):
   with the rest of the kernel's buffers, when one does (the loops all cut to at most that many;
   barriers counted as for the stages asked for, so the count named fits)."""
   loops = kernel.pipelines
-  generic = "use smaller tiles or fewer pipeline stages"
   if not loops:
     big = max(kernel.smem, key=lambda b: b.type.nbytes, default=None)
     if big is not None and big.name in ("scan scratch", "sort keys", "sort positions"):
