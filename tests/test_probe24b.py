@@ -589,3 +589,17 @@ def test_a_gather_by_broadcast_flat_indices_names_the_broadcast():
   assert type(e) is mg.LayoutError and e.message.startswith("the indices of this gather, a (64, 2) tile, are"
                                                             " broadcast along their rows")
   assert "ml.static_range(2)" in e.hint and "reshape" in e.hint
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((128,), F32), grid=lambda x: (max(1, ml.cdiv(x.shape[0], 128)),))
+def total_of_any_length(x, s):
+  i = ml.program_id(0)
+  pos = i * 128 + ml.arange(128)
+  ml.atomic_add(s, x.at[ml.ds(i * 128, 128)].load(mask=pos < x.shape[0], other=0.0))
+
+
+def test_vmap_over_empty_rows_works_as_the_unbatched_call():
+  # the batch's views x.at[b, :] of (3, 0) rows were an MG203 "slice of dimension 1 is empty"
+  got = jax.vmap(lambda v: total_of_any_length(v, interpret=True))(jnp.zeros((3, 0), F32))
+  np.testing.assert_array_equal(got, np.zeros((3, 128)))
+  jax.export.export(jax.jit(jax.vmap(total_of_any_length)), platforms=["cuda"])(S((3, 0), F32))

@@ -331,7 +331,7 @@ def _one_index(cx, d, i, n, name, past_end=False, rank=1):
     if i.start is not None and not -n <= i.start <= n or i.stop is not None and not -n <= i.stop <= n:
       raise E.IndexOutOfBoundsError(
           f"slice {i.start}:{i.stop} is out of bounds for dimension {d} of {name} (size {n})", cx.loc, hint=hint)
-    if stop <= start:
+    if stop <= start and not (n == 0 and i.start is None and i.stop is None):   # (x.at[b, :] of an empty row: empty)
       raise E.IndexOutOfBoundsError(f"slice {i.start}:{i.stop} of dimension {d} is empty", cx.loc, hint=hint)
     return ir.Idx(start, stop - start)
   if isinstance(i, DSlice):
