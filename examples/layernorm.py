@@ -200,6 +200,9 @@ def layernorm_smem_rows(x, w, b, y, mean, rstd, *, chunks: ml.constexpr, parts: 
     ml.cluster_sync()                        # no CTA exits while a peer still reads its SMEM
 
 
+WB_SMEM_BUDGET = 200 * 1024   # bytes of SMEM a CTA's row part and its w and b slots may take
+
+
 def layernorm_smem(x, w, b, eps=1e-5, *, center=True, chunks=None, parts=None, wb_slots=None, warpgroups=1,
                    interpret=None):
   """layernorm_smem_rows on a 2-D x (its last dimension a multiple of SEG): (y, mean, rstd).
@@ -212,10 +215,12 @@ def layernorm_smem(x, w, b, eps=1e-5, *, center=True, chunks=None, parts=None, w
   if (d // SEG) % parts or (d // SEG // parts) % chunks:
     raise ValueError(f"layernorm_smem: a row's {d // SEG} segments of {SEG} do not split into {parts} parts of"
                      f" {chunks} chunks")
+  if wb_slots is None:     # two SMEM slots of w and b a chunk where they fit beside the row (few chunks: not)
+    chunk = d // parts // chunks * w.dtype.itemsize
+    wb_slots = 2 if x.dtype.itemsize == 4 and d * x.dtype.itemsize // parts + 4 * chunk <= WB_SMEM_BUDGET else 0
   y, mean, rstd = layernorm_smem_rows(x.reshape(n, d // SEG, SEG), w.reshape(d // SEG, SEG),
                                       b.reshape(d // SEG, SEG), chunks=chunks, parts=parts, eps=eps,
-                                      center=center, wb_slots=(2 if x.dtype.itemsize == 4 else 0)
-                                      if wb_slots is None else wb_slots, warpgroups=warpgroups,
+                                      center=center, wb_slots=wb_slots, warpgroups=warpgroups,
                                       interpret=interpret)
   return y.reshape(n, d), mean, rstd
 

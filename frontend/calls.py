@@ -150,6 +150,11 @@ class Calls:
           hint=f"move {name}'s body into an @ml.inline helper taking the refs it reads and writes"
                f" (def body(x, out): ...), call it from both kernels, and keep {name} as a kernel calling it;"
                f" or call the two kernels one after the other from JAX")
+    if fn in (builtins.min, builtins.max) and kwargs.get("key", 0) is None:
+      kwargs = {k: v for k, v in kwargs.items() if k != "key"}     # Python's default key
+    if fn in (builtins.min, builtins.max) and len(args) == 1 and isinstance(args[0], (list, tuple)) and not kwargs \
+        and len(args[0]) >= 2 and any(holds_value(a) for a in args[0]):
+      args = tuple(args[0])                                          # max([a, b, c]) as max(a, b, c)
     if any(holds_value(a) for a in list(args) + list(kwargs.values())):
       if fn is builtins.abs:
         return ew.unary(cx, ew.UnOp.ABS, args[0])
@@ -175,10 +180,13 @@ class Calls:
       if fn in (builtins.min, builtins.max) and (kwargs or len(args) == 1 and isinstance(args[0], (list, tuple))):
         how = ("key= (a key function)" if "key" in kwargs else f"{', '.join(kwargs)}=") if kwargs else \
             "a list or tuple of values"
+        cmp = ">=" if fn is builtins.max else "<="
         raise E.KernelTypeError(
             f"{fn.__name__}(...) of register values with {how} is not supported in a kernel", cx.loc,
             hint=f"pass the values themselves, {fn.__name__}(a, b, c) (elementwise, as ml.{fn.__name__}imum), or"
-                 f" select by your key with ml.where(key(a) >= key(b), a, b)" if "key" in kwargs else
+                 f" select by your key with ml.where(key(a) {cmp} key(b), a, b)" if "key" in kwargs else
+                 f"the {fn.__name__} of one tensor's elements is ml.{fn.__name__}(t) (its default is not needed:"
+                 f" a tensor is never empty)" if "default" in kwargs else
                  f"pass the values themselves: {fn.__name__}(a, b, c), elementwise, as ml.{fn.__name__}imum")
       if fn in (builtins.min, builtins.max) and len(args) == 1 and is_value(args[0]):
         raise E.KernelTypeError(

@@ -40,7 +40,7 @@ def narrow_rows_hint(bad) -> str:
 
 def role(lay: Layout) -> str:
   return {(1,): "a row statistic (one value per row)", (0,): "a column vector (one value per column)"}.get(
-      lay.drop, f"a {lay} tensor")
+      lay.drop, "a vector laid out for another tile (an axis of it taken or inserted)")
 
 
 def broadcast_loops_hint(text, src, dst) -> str:

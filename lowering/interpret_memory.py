@@ -181,7 +181,9 @@ class Memory:
         f"{who} and program {cta.pid} both access {ref.name}{list(elem) if len(elem) else ''}, and one"
         f" writes it: programs run in no fixed order, so the result depends on timing", here or self.kernel.loc,
         notes=notes + (() if here else (f"{o.loc}: program {cta.pid} {mine} it here",)),
-        hint=ACCUMULATED_READ if accumulated else CROSS_PROGRAM_READ if crossed else
+        hint=(f"an output updated with atomics starts at 0 (or at the input it is aliased to): drop the plain"
+              f" write of {ref.name}, or make it an atomic update too" if accumulated and mine == "writes" else
+              ACCUMULATED_READ) if accumulated else CROSS_PROGRAM_READ if crossed else
         own_window(ref.name, tuple(getattr(ref.root.type, 'shape', ())), self.kernel.grid)
         + (f"; where the place comes from data and repeats ({ref.name}[seg[k]] = v), accumulate instead:"
            f" ml.atomic_add({ref.name}.at[seg[k]], v) into a zeroed output (repeated places add up)"

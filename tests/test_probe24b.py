@@ -603,3 +603,35 @@ def test_vmap_over_empty_rows_works_as_the_unbatched_call():
   got = jax.vmap(lambda v: total_of_any_length(v, interpret=True))(jnp.zeros((3, 0), F32))
   np.testing.assert_array_equal(got, np.zeros((3, 128)))
   jax.export.export(jax.jit(jax.vmap(total_of_any_length)), platforms=["cuda"])(S((3, 0), F32))
+
+
+# ---------------------------------------------------------------- fourth regression hunt
+@mg.mgpu_kernel(out_shape=lambda x: (S((128, 1), x.dtype), S((1, 128), x.dtype)))
+def element_and_new_axis(x, a, b):
+  t = x[...]
+  a[...] = t[:, 0, None]
+  b[...] = t[3, None, :]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (x, x), grid=(1,))
+def min_max_forms(x, lo, hi):
+  a = x[...]
+  lo[...] = min(a, 1.0, key=None)
+  hi[...] = max([a, -a, 0.5])
+
+
+def test_fourth_regression_hunt():
+  x = jax.random.normal(jax.random.key(0), (128, 128), F32)
+  a, b = element_and_new_axis(x, interpret=True)
+  np.testing.assert_array_equal(a, x[:, 0, None])
+  np.testing.assert_array_equal(b, x[3, None, :])
+  _export(element_and_new_axis, S((128, 128), F32))
+  y = jax.random.normal(jax.random.key(1), (128,), F32)
+  lo, hi = min_max_forms(y, interpret=True)
+  np.testing.assert_array_equal(lo, jnp.minimum(y, 1.0))
+  np.testing.assert_array_equal(hi, jnp.maximum(jnp.maximum(y, -y), 0.5))
+  # float32 rows of a prime number of 256-column segments: one chunk, w and b out of SMEM slots
+  for d in (17152, 32000):
+    z = jax.random.normal(jax.random.key(d), (2, d), F32)
+    w, bias = jnp.ones((d,), F32), jnp.zeros((d,), F32)
+    np.testing.assert_allclose(_LN.layernorm(z, w, bias, 1e-5, True), _LN.reference(z, w, bias), atol=1e-4, rtol=1e-4)

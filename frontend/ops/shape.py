@@ -354,11 +354,12 @@ def expand(cx, x, index):
     return reshape_(cx, x, squeezed)
   if _element_index(index, rank):
     return index_through_smem(cx, x, index)
-  if None in index and not any(isinstance(i, int) or is_value(i) for i in index) and any(
-      isinstance(i, slice) and i != slice(None) for i in index):
-    # a[:64, None]: NumPy's slice and new axis at once, done one after the other
-    sliced = expand(cx, x, tuple(i for i in index if i is not None))
-    return expand(cx, sliced, tuple(slice(None) if isinstance(i, slice) else i for i in index))
+  if None in index and not any(is_value(i) or isinstance(i, bool) for i in index) and any(
+      isinstance(i, int) or isinstance(i, slice) and i != slice(None) for i in index):
+    # a[:64, None], t[:, 0, None]: NumPy's slice or element and new axes at once, one after the other
+    picked = expand(cx, x, tuple(i for i in index if i is not None))
+    return expand(cx, picked, tuple(slice(None) if isinstance(i, slice) else i for i in index
+                                    if not isinstance(i, int)))
   if any(not (i is None or i is Ellipsis or (isinstance(i, slice) and i == slice(None))) for i in index):
     raise E.UnsupportedSyntaxError(
         "this index of a register tensor is not supported: a register tensor takes integer indices (an"
