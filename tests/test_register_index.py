@@ -72,7 +72,7 @@ def stepped(x, out):
 @mg.mgpu_kernel(out_shape=lambda x: S((1, 128), F32), grid=(1,))
 def element_and_axis(x, out):
   v = x[...]
-  out[...] = v[None, 3]
+  out[...] = v[None, ml.program_id(0)]
 
 
 def test_a_static_index_past_the_end_is_an_error():
@@ -89,7 +89,7 @@ def test_a_bool_tensor_is_indexed_through_an_int8_copy():
 def test_other_register_indices_name_what_works():
   x = jax.random.normal(jax.random.key(0), (256,), F32)       # a slice and a new axis: one after the other
   np.testing.assert_allclose(stepped(x, interpret=True), jnp.cumsum(x)[:128], rtol=1e-5, atol=1e-5)
-  e = expect(element_and_axis, [S((8, 128), F32)], mg.UnsupportedSyntaxError, "v[None, 3]",
+  e = expect(element_and_axis, [S((8, 128), F32)], mg.UnsupportedSyntaxError, "v[None, ml.program_id(0)]",
              "this index of a register tensor is not supported: a register tensor takes integer indices (an"
              " element, a row or a column: x[i, j], x[i], x[:, j]), static windows (x[a:b], x[i, a:b], x[:, a:b]),"
              " and x[:, None]-style axis insertion, one kind at a time")
