@@ -33,7 +33,7 @@ from .ops.gather import ScatterUpdate
 from .ops.memory import Copy, View
 from .layout_checks import one_tile_column
 from .loc import call_at
-from .races import ACCUMULATED_READ, Writers, race_error
+from .races import ACCUMULATED_READ, Writers, plain_write_hint, race_error
 from . import hw
 from .types import DType, RefType, Space, TensorType, dtype_name, resolve
 
@@ -387,14 +387,10 @@ class _Memory:
         if race is not None and loc in self.atomic_plain:
           element, a, at, b = race[:4]
           aliased = o in {self.kernel.outputs[j].value.id for j in (self.kernel.aliases or {}).values()}
-          start = "the input it is aliased to" if aliased else "0"
           out.append(E.RaceError(
               f"program {self.ev.program(b)} writes {name}{list(element)} here while program {self.ev.program(a)}"
               f" adds to it with atomics: programs run in no fixed order, so the sum depends on timing", loc,
-              notes=(f"{at}: program {self.ev.program(a)}'s atomic update",),
-              hint=f"an output updated with atomics starts at {start}: drop the plain write of {name}"
-                   + ("" if aliased else f" (to start elsewhere, pass the start in as an input aliased to"
-                                         f" {name})") + ", or make it an atomic update too"))
+              notes=(f"{at}: program {self.ev.program(a)}'s atomic update",), hint=plain_write_hint(name, aliased)))
           continue
         out.append(E.RaceError(
             f"{name} is read here while other programs may still be adding to it with atomics:"

@@ -105,6 +105,14 @@ ONE_WRITER = ("write it from one program (if ml.program_id(0) == 0: ...), or add
               " with ml.atomic_add")
 
 
+def plain_write_hint(name, aliased) -> str:
+  """The hint for a plain write into an output other programs update with atomics."""
+  return (f"an output updated with atomics starts at {'the input it is aliased to' if aliased else '0'}: drop"
+          f" the plain write of {name}" + ("" if aliased else f" (to start elsewhere, pass the start in as an input"
+                                                                 f" aliased to {name})")
+          + ", or make it an atomic update too")
+
+
 def own_window(name, shape, grid):
   """The hint for programs writing one element: a window of `name` a program, sized so the
   programs along grid axis 0 split its first dimension (a fixed 128 ran past small outputs)."""

@@ -16,7 +16,7 @@ import numpy as np
 from ..frontend import ir
 from ..frontend.checks import masked_store, uncovered_error, uninitialized_read
 from ..frontend.coverage import describe
-from ..frontend.races import ACCUMULATED_READ, CROSS_PROGRAM_READ, ONE_WRITER, own_window
+from ..frontend.races import ACCUMULATED_READ, CROSS_PROGRAM_READ, ONE_WRITER, own_window, plain_write_hint
 from .interpret_numerics import np_dtype, poison
 from ..frontend.ops.access import ScalarRead
 from ..frontend.types import RefType
@@ -107,6 +107,8 @@ class Memory:
 
   def __init__(self, kernel: ir.Kernel, args):
     self.kernel = kernel
+    self.aliased_outputs = {kernel.outputs[j].value.id for j in (kernel.aliases or {}).values()}
+    self._defs = None                  # value id -> op, for data_dependent (made at the first race)
     self.gmem = {p.value.id: np.array(a, dtype=np_dtype(p.value.type.dtype))
                  for p, a in zip(kernel.inputs, args)}
     self.writers, self.readers, self.atomics, self.wlocs, self.rlocs = {}, {}, {}, {}, {}
@@ -181,9 +183,8 @@ class Memory:
         f"{who} and program {cta.pid} both access {ref.name}{list(elem) if len(elem) else ''}, and one"
         f" writes it: programs run in no fixed order, so the result depends on timing", here or self.kernel.loc,
         notes=notes + (() if here else (f"{o.loc}: program {cta.pid} {mine} it here",)),
-        hint=(f"an output updated with atomics starts at 0 (or at the input it is aliased to): drop the plain"
-              f" write of {ref.name}, or make it an atomic update too" if accumulated and mine == "writes" else
-              ACCUMULATED_READ) if accumulated else CROSS_PROGRAM_READ if crossed else
+        hint=(plain_write_hint(ref.name, rid in self.aliased_outputs) if mine == "writes" else ACCUMULATED_READ)
+        if accumulated else CROSS_PROGRAM_READ if crossed else
         own_window(ref.name, tuple(getattr(ref.root.type, 'shape', ())), self.kernel.grid)
         + (f"; where the place comes from data and repeats ({ref.name}[seg[k]] = v), accumulate instead:"
            f" ml.atomic_add({ref.name}.at[seg[k]], v) into a zeroed output (repeated places add up)"
@@ -192,7 +193,7 @@ class Memory:
 
   def data_dependent(self, o) -> bool:
     """Whether the window op `o` writes is indexed by a value read from memory (out[seg[k]])."""
-    if not hasattr(self, "_defs"):
+    if self._defs is None:
       self._defs = ir.def_table(self.kernel.body)
     todo, seen = [x for x in o.operands() if isinstance(x, ir.Value)], set()
     while todo:
