@@ -79,3 +79,46 @@ def smem_vector_hint(o, n, up, defs=None):
           f" whole ({name}[...] = ml.zeros(({up},), ...)), put your {n} in {name}.at[ml.ds(0, {n})] and read"
           f" all {up} ({name}[...]; store them with mask=ml.arange({up}) < {n}); or keep the value in"
           f" registers instead of going through SMEM")
+
+
+def rows_hint(shape) -> str:
+  """Columns a multiple of a warp's lanes but rows not of the warps: pad the rows with a mask."""
+  r = shape[0]
+  up = -(-r // hw.WARPS_PER_WARPGROUP) * hw.WARPS_PER_WARPGROUP
+  return (f"make the rows a multiple of {hw.WARPS_PER_WARPGROUP}: read {up} rows with a masked window,"
+          f" x.at[ml.ds(r0, {up}), :].load(mask=(ml.arange({up}) < {r})[:, None], other=0.0), and store the"
+          f" result with the same mask; or use tiles whose columns are a multiple of {hw.WARPGROUP}, with"
+          f" which any number of rows works")
+
+
+def flat_gather_error(r, k) -> tuple[str, str]:
+  """(message, hint) for a gather from a 1-D table by an (r, k) index tile the user broadcast
+  from a column (rows[:, None] * n + ids): that broadcast needs the columns."""
+  return (f"the indices of this gather, a ({r}, {k}) tile, are broadcast along their rows (a column stretched"
+          f" to {k} columns): that needs columns a multiple of {hw.WARP} (one per lane of a warp), and rows a"
+          f" multiple of {hw.WARPS_PER_WARPGROUP} unless the columns are a multiple of {hw.WARPGROUP}",
+          f"gather each column of indices by itself, 1-D (t[ml.arange({r}) * n + ids[:, j]] for j in"
+          f" ml.static_range({k}), stored as out.at[:, j]), or index a 2-D view of the table passed in"
+          f" reshaped (t2[rows, ids] with t2 = t.reshape(-1, n) outside the kernel)")
+
+
+def row_of_statistic(name, shape, n, was, tmp, red) -> tuple[str, str]:
+  """(message, hint) for v[None, :] (a reshape, a broadcast_to) of a row statistic `name` of n
+  values made a `shape` row; `red` the Reduce that made it, where rewriting it with keepdims holds."""
+  hint = f"store {name} itself through a 1-D view of the row you write (ref.at[0][...] = {name})"
+  if n % hw.WARPGROUP == 0:      # (1, n) register tensors need n a multiple of 128
+    again = (f"ml.{red.kind.value}({red.x.name or 't'}, axis=1, keepdims=True).T"
+             if red is not None and (red.x.name or "").isidentifier() else "the reduction with keepdims=True, then .T")
+    hint += (f", keep the reduced axis and transpose ({again}), or pass it through an SMEM vector ({tmp};"
+             f" tmp[...] = {name}; then tmp[...][None, :])")
+  return (f"this makes a {shape} row of {name}, {was}: the threads of each row of its tile hold its values,"
+          f" where a row tile spreads them along the columns, and registers cannot move between the two", hint)
+
+
+def pad_hint(n, up, index) -> str:
+  """A 1-D vector of n elements padded to `up` by a masked window; `index`: it indexes a gather or
+  a scatter, whose padding lanes need an index the scatter drops (0 would count)."""
+  return (f"pad it with a masked window: ref.at[ml.ds(start, {up})].load(mask=ml.arange({up}) < {n},"
+          + (f" other=<an index past the indexed array's end>): a scatter drops those updates (and a"
+             f" gather's masked lanes are yours to ignore), where other=0 would add {up - n} updates at index 0"
+             if index else " other=0) and a masked store of the same window"))

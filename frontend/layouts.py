@@ -40,7 +40,8 @@ from .ops.memory import ClusterRef, Store, View
 from .ops.mma import Dot
 from .ops.shape import READ_2D_FIRST, Broadcast, Reduce, ReduceKind, Reshape
 from .windows import minor_strided, window_vec
-from .layout_hints import broadcast_loops_hint, column_slice_hint, narrow_rows_hint, role, smem_vector_hint
+from .layout_hints import (broadcast_loops_hint, column_slice_hint, flat_gather_error, narrow_rows_hint, role,
+                           pad_hint, row_of_statistic, rows_hint, smem_vector_hint)
 from .types import Layout, LayoutKind, RefType, Space, TensorType, dtype_name
 
 
@@ -374,15 +375,8 @@ class _Solver:
     if indexed is not None and len(indexed.ref.type.shape) == 1 and len(bad.type.shape) == 2:
       # a 1-D table: the 2-D indices are the user's own arithmetic (rows[:, None] * n + ids), whose
       # broadcast of a column needs the columns
-      r, k = bad.type.shape
-      raise E.LayoutError(
-          f"the indices of this gather, a ({r}, {k}) tile, are broadcast along their rows (a column stretched"
-          f" to {k} columns): that needs columns a multiple of {hw.WARP} (one per lane of a warp), and rows a"
-          f" multiple of {hw.WARPS_PER_WARPGROUP} unless the columns are a multiple of {hw.WARPGROUP}",
-          indexed.loc,
-          hint=f"gather each column of indices by itself, 1-D (t[ml.arange({r}) * n + ids[:, j]] for j in"
-               f" ml.static_range({k}), stored as out.at[:, j]), or index a 2-D view of the table passed in"
-               f" reshaped (t2[rows, ids] with t2 = t.reshape(-1, n) outside the kernel)")
+      message, hint = flat_gather_error(*bad.type.shape)
+      raise E.LayoutError(message, indexed.loc, hint=hint)
     if indexed is not None:        # the compiler's index grids, not a broadcast the user wrote
       where, verb = indexed, "gather" if isinstance(indexed, Gather) else "scatter"
       bad = next((r for r in indexed.results), bad)
@@ -404,7 +398,7 @@ class _Solver:
         f" multiple of {hw.WARPS_PER_WARPGROUP} unless the columns are a multiple of {hw.WARPGROUP}",
         where.loc if where else o.loc,
         hint=(narrow_rows_hint(bad) if len(bad.type.shape) == 2 and bad.type.shape[-1] < hw.WARP else
-              _rows_hint(bad.type.shape) if len(bad.type.shape) == 2 and bad.type.shape[-1] % hw.WARP == 0 else
+              rows_hint(bad.type.shape) if len(bad.type.shape) == 2 and bad.type.shape[-1] % hw.WARP == 0 else
               "use tiles like (8, 256) or (1, 1024); pad the last dimension to a multiple of 32"))
 
   def reshaped_tile(self, bad, tiles):
@@ -471,19 +465,10 @@ class _Solver:
       # v[None, :] (or a reshape or broadcast_to) of a row statistic, used nowhere else as a tile
       red = next((r for r in ir.walk(self.kernel.body) if isinstance(r, Reduce) and r.results
                   and self.uf.find(("v", r.result.id)) == c), None)
-      n = here.type.shape[0]
-      hint = f"store {name} itself through a 1-D view of the row you write (ref.at[0][...] = {name})"
-      if n % hw.WARPGROUP == 0:      # (1, n) register tensors need n a multiple of 128
-        divided = any(getattr(self.defs.get(v.id), "kind", None) == BinOp.DIV for v in members.get(c, []))
-        again = (f"ml.{red.kind.value}({red.x.name or 't'}, axis=1, keepdims=True).T" if red is not None
-                 and (red.x.name or "").isidentifier() and not divided      # (ml.mean is a sum, then /)
-                 else "the reduction with keepdims=True, then .T")
-        hint += (f", keep the reduced axis and transpose ({again}), or pass it through an SMEM vector ({tmp};"
-                 f" tmp[...] = {name}; then tmp[...][None, :])")
-      raise E.LayoutError(
-          f"this makes a {o.result.type.shape} row of {name}, {was}: the threads of each row of its tile hold"
-          f" its values, where a row tile spreads them along the columns, and registers cannot move between"
-          f" the two", o.loc, hint=hint)
+      divided = any(getattr(self.defs.get(v.id), "kind", None) == BinOp.DIV for v in members.get(c, []))
+      message, hint = row_of_statistic(name, o.result.type.shape, here.type.shape[0], was, tmp,
+                                       None if divided else red)     # (ml.mean is a sum, then /)
+      raise E.LayoutError(message, o.loc, hint=hint)
     raise E.LayoutError(
         f"{name} is used as {was} of one tile and as {now} of another: a register vector lives in one of the"
         f" two layouts", o.loc,
@@ -597,12 +582,7 @@ class _Solver:
               f"{v.name or 'this tensor'} has shape {shape}: a 1-D register vector needs a multiple of 8"
               f" elements (other register tensors a multiple of {hw.WARPGROUP}, one per thread of a"
               f" warpgroup)", loc,
-              hint=self._scalar_store_hint(v) or smem_vector_hint(o, n, up, self.defs) or
-                   f"pad it with a masked window: ref.at[ml.ds(start, {up})].load(mask=ml.arange({up}) < {n},"
-                   + (f" other=<an index past the indexed array's end>): a scatter drops those updates (and a"
-                      f" gather's masked lanes are yours to ignore), where other=0 would add {up - n}"
-                      f" updates at index 0" if index else
-                      " other=0) and a masked store of the same window"))
+              hint=self._scalar_store_hint(v) or smem_vector_hint(o, n, up, self.defs) or pad_hint(n, up, index))
         raise E.LayoutError(
             f"{v.name or 'this tensor'} has shape {shape}: register tensors need a multiple of"
             f" {hw.WARPGROUP} elements (one per thread of a warpgroup)", loc,
@@ -724,13 +704,3 @@ def assign_layouts(kernel: ir.Kernel, defs) -> None:
   s.solve()
   s.apply()
   s.smem_tilings()
-
-
-def _rows_hint(shape) -> str:
-  """Columns a multiple of a warp's lanes but rows not of the warps: pad the rows with a mask."""
-  r = shape[0]
-  up = -(-r // hw.WARPS_PER_WARPGROUP) * hw.WARPS_PER_WARPGROUP
-  return (f"make the rows a multiple of {hw.WARPS_PER_WARPGROUP}: read {up} rows with a masked window,"
-          f" x.at[ml.ds(r0, {up}), :].load(mask=(ml.arange({up}) < {r})[:, None], other=0.0), and store the"
-          f" result with the same mask; or use tiles whose columns are a multiple of {hw.WARPGROUP}, with"
-          f" which any number of rows works")

@@ -424,3 +424,32 @@ def fallback_signature() -> inspect.Signature:
   return inspect.Signature([P("inputs", P.VAR_POSITIONAL),
                             P("interpret", P.KEYWORD_ONLY, default=None, annotation="bool | None"),
                             P("constexprs", P.VAR_KEYWORD)])
+
+
+def one_program_grid(loc, grid, fn) -> str:
+  """The user's grid callable with each axis that came out 0 wrapped in max(1, ...); in words
+  where its source is not one lambda."""
+  import ast
+  import inspect
+  zero = [a for a, n in enumerate(grid) if n == 0]
+  words = (f"a grid with each axis that came out 0 (axis {', '.join(map(str, zero))} of {tuple(grid)}) wrapped"
+           f" in max(1, ...), e.g. max(1, ml.cdiv(x.shape[0], 128))")
+  texts = []
+  if loc.end_lineno == loc.lineno:
+    texts.append(loc.source_line[loc.col_offset:loc.end_col_offset].split("=", 1)[-1])
+  try:
+    texts.append(inspect.getsource(fn).strip())
+  except (OSError, TypeError):
+    pass
+  for text in texts:
+    try:
+      found = [n for n in ast.walk(ast.parse(text.rstrip(",)") if text.count("(") < text.count(")") else text))
+               if isinstance(n, ast.Lambda)]
+    except SyntaxError:
+      continue
+    if len(found) == 1 and isinstance(found[0].body, ast.Tuple) and len(found[0].body.elts) == len(grid):
+      lam = found[0]
+      lam.body.elts = [ast.Call(ast.Name("max", ast.Load()), [ast.Constant(1), e], []) if n == 0 else e
+                       for e, n in zip(lam.body.elts, grid)]
+      return "grid=" + ast.unparse(lam)
+  return words

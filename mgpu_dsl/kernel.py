@@ -66,35 +66,6 @@ def _as_tuple3(x, what, loc, computed=True):
   return tuple(x) + (1,) * (3 - len(x))
 
 
-def _one_program_grid(loc, grid, fn) -> str:
-  """The user's grid callable with each axis that came out 0 wrapped in max(1, ...); in words
-  where its source is not one lambda."""
-  import ast
-  import inspect
-  zero = [a for a, n in enumerate(grid) if n == 0]
-  words = (f"a grid with each axis that came out 0 (axis {', '.join(map(str, zero))} of {tuple(grid)}) wrapped"
-           f" in max(1, ...), e.g. max(1, ml.cdiv(x.shape[0], 128))")
-  texts = []
-  if loc.end_lineno == loc.lineno:
-    texts.append(loc.source_line[loc.col_offset:loc.end_col_offset].split("=", 1)[-1])
-  try:
-    texts.append(inspect.getsource(fn).strip())
-  except (OSError, TypeError):
-    pass
-  for text in texts:
-    try:
-      found = [n for n in ast.walk(ast.parse(text.rstrip(",)") if text.count("(") < text.count(")") else text))
-               if isinstance(n, ast.Lambda)]
-    except SyntaxError:
-      continue
-    if len(found) == 1 and isinstance(found[0].body, ast.Tuple) and len(found[0].body.elts) == len(grid):
-      lam = found[0]
-      lam.body.elts = [ast.Call(ast.Name("max", ast.Load()), [ast.Constant(1), e], []) if n == 0 else e
-                       for e, n in zip(lam.body.elts, grid)]
-      return "grid=" + ast.unparse(lam)
-  return words
-
-
 def _call_with_meta(f, args, constexprs, what, loc):
   """Call a grid/out_shape callable with the inputs and whichever constexprs it names."""
   try:
@@ -347,7 +318,7 @@ class KernelFunction:
                       f" {calling.describe(args[empty[0]])}); a launch needs at least one program, and with"
                       f" none this call's non-empty outputs would be neither written nor zeroed"),
           at("grid"), hint="launch at least one program, whose masked loads then read nothing (outputs updated"
-                           f" only by atomics start at 0): {_one_program_grid(at('grid'), grid, self.grid)}; or fill the"
+                           f" only by atomics start at 0): {calling.one_program_grid(at('grid'), grid, self.grid)}; or fill the"
                            " outputs outside the kernel for an empty batch (a call whose outputs are all empty"
                            " returns them without a launch)")
     grid = _as_tuple3(grid, "grid", at("grid"), computed=callable(self.grid))
