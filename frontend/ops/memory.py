@@ -101,16 +101,16 @@ def is_load(o) -> bool:
   return isinstance(o, Copy) and o.slot >= 0
 
 
-def root(b, ref: ir.Value) -> ir.Value:
-  """The parameter, SMEM buffer or cluster ref a view looks into."""
-  d = b.defining(ref)
-  return d.ref if isinstance(d, View) else ref
-
-
 def root_in(defs: dict, ref: ir.Value) -> ir.Value:
-  """`root` from a def table (value id -> op): views compose onto their root when made."""
+  """The parameter, SMEM buffer or cluster ref a view looks into, from a def table (value id ->
+  op): views compose onto their root when made."""
   d = defs.get(ref.id)
   return d.ref if isinstance(d, View) else ref
+
+
+def root(b, ref: ir.Value) -> ir.Value:
+  """root_in for the ops a builder has made."""
+  return root_in(b.defs, ref)
 
 
 def window(b, ref: ir.Value):
