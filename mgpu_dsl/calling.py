@@ -45,6 +45,12 @@ def source_repr(v) -> str:
   return repr(v)
 
 
+def keyword_hint(name, names, values) -> str:
+  """`pass it by keyword: f(..., a=1.0, b=...)`: constexprs `names` given `values` by position."""
+  shown = [f"{c}={source_repr(values[i])}" if i < len(values) else f"{c}=..." for i, c in enumerate(names)]
+  return f"pass {'them' if len(names) > 1 else 'it'} by keyword: {name}(..., {', '.join(shown)})"
+
+
 def describe(x) -> str:
   """A short description of a call argument: `float32[1024, 64]`, `a list of 3 items`, ..."""
   if is_array_like(x):
@@ -184,9 +190,7 @@ def check_count(pk, n_in: int, bounds: tuple[int, int], name: str, loc, *, outpu
         f"{name} was given {len(extra)} extra positional argument{s} ({given}) after its"
         f" {len(args) - len(extra)} input{'s' if len(args) - len(extra) != 1 else ''}: constexprs are passed by"
         f" keyword, not by position", loc,
-        hint=f"pass {'them' if s else 'it'} by keyword: {name}(..., " + ", ".join(
-            f"{c}={source_repr(a)}" for c, a in zip([c for c in pk.constexpr_params if c not in constexprs],
-                                                  extra)) + ")")
+        hint=keyword_hint(name, [c for c in pk.constexpr_params if c not in constexprs][:len(extra)], extra))
   refs = pk.ref_params
   plural = lambda n, w: f"{n} {w}{'s' if n != 1 else ''}"
   if lo < 0:
@@ -323,10 +327,9 @@ def check_constexprs(pk, constexprs: dict, name: str, loc, args=()) -> None:
       raise E.SignatureError(
           f"{name} was given {len(extra)} extra positional argument{s} ({given}), and needs constexpr"
           f" argument(s) {', '.join(missing)}: constexprs are passed by keyword, not by position", loc,
-          hint=f"pass them by keyword: {name}(..., " + ", ".join(
-              f"{c}={extra[i]!r}" if i < len(extra) else f"{c}=..." for i, c in enumerate(missing)) + ")")
+          hint=keyword_hint(name, missing, extra))
     raise E.SignatureError(f"{name} needs constexpr argument(s) {', '.join(missing)}", loc,
-                           hint=f"pass them by keyword: {name}(..., {missing[0]}=...)")
+                           hint=keyword_hint(name, missing, ()))
   for k, v in constexprs.items():
     if isinstance(v, jax.core.Tracer):
       raise E.SignatureError(

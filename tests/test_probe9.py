@@ -222,7 +222,7 @@ def test_a_positional_constexpr_is_named_as_an_extra_argument():
   expect(copy_rows, [S((64, 128), F32), 8], mg.SignatureError, "def copy_rows(",
          "copy_rows was given 1 extra positional argument (int 8), and needs constexpr argument(s) rows:"
          " constexprs are passed by keyword, not by position",
-         hint="pass them by keyword: copy_rows(..., rows=8)")
+         hint="pass it by keyword: copy_rows(..., rows=8)")
 
 
 # ---------------------------------------------------------------- a float `other` for an int load
