@@ -116,6 +116,7 @@ step() {
     attn_bwd_ws) python3 -u benchmarks/attention.py --quick --pass bwd --bwd-ws --each --no-pallas --causal full ;;
     gpu_pending15b) python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_probe24.py tests/test_probe24b.py tests/test_attention.py ;;
     attn_overlap) MOSAIC_GPU_DUMP_PTXAS=1 python3 -u benchmarks/attn_overlap.py ;;
+    attn_bwd_order) MOSAIC_GPU_DUMP_PTXAS=1 python3 -u benchmarks/attn_bwd_order.py 2>&1 | grep -vE "bytes gmem|Compile time|Function properties" ;;
     examples_mm) for f in examples/matmul.py examples/paged_attention.py; do echo "== $f"; timeout 200 python3 -u "$f" 2>&1 | tail -8; done ;;
     *)           echo "unknown step $1"; return 2 ;;
   esac
