@@ -45,6 +45,9 @@ def ours_configs(d, few=False, causal=False):
   """The default tiles, the other forward and backward kernels, and a few other tiles (`few`: the
   default and its variants in the two loop orders, with and without ping-pong)."""
   base = ex.default_config(d, causal)
+  if few == "dqfirst":   # the fused backward with dQ's product issued before dK's, and not
+    r = dataclasses.replace
+    return [base, r(base, bwd_dq_first=not base.bwd_dq_first)]
   if few == "bwdws":     # the backward with and without a producer warpgroup (255 registers a thread without)
     r = dataclasses.replace
     return [base, r(base, bwd_ws=True)]
@@ -81,7 +84,7 @@ def ours_configs(d, few=False, causal=False):
 
 
 def cfg_name(c):
-  return f"{'lpt ' if c.lpt else ''}{'ws ' if c.ws else ''}{'bwd-ws ' if c.bwd_ws else ''}{'pp ' if c.pingpong else ''}{'overlap' if c.overlap else 'simple'} q{c.bq} kv{c.bkv} s{c.stages} | {'fused' if c.fused_bwd else 'dkv+dq'} q{c.dkv_bq} kv{c.dkv_bkv} s{c.dkv_stages} | dq kv{c.dq_bkv} s{c.dq_stages}"
+  return f"{'lpt ' if c.lpt else ''}{'ws ' if c.ws else ''}{'bwd-ws ' if c.bwd_ws else ''}{'dq-first ' if c.bwd_dq_first else ''}{'pp ' if c.pingpong else ''}{'overlap' if c.overlap else 'simple'} q{c.bq} kv{c.bkv} s{c.stages} | {'fused' if c.fused_bwd else 'dkv+dq'} q{c.dkv_bq} kv{c.dkv_bkv} s{c.dkv_stages} | dq kv{c.dq_bkv} s{c.dq_stages}"
 
 
 def contenders(d, causal, bwd, few=False):
@@ -202,6 +205,8 @@ def main():
   p.add_argument("--wg3b", action="store_true", help="head_dim 64: more tiles of two and three warpgroups")
   p.add_argument("--bwd-ws", action="store_true", help="the default backward against the same without warp"
                  " specialisation (its dkv_dq kernel spills under the producer's register split)")
+  p.add_argument("--dq-first", action="store_true", help="the default backward against the same with dQ's"
+                 " product issued before dK's (or after, where the default issues it first)")
   p.add_argument("--lpt", action="store_true", help="the default tiles against the same with query tiles the"
                                                     " slowest grid axis (causal: longest first across heads)")
   p.add_argument("--each", action="store_true", help="print every configuration's figures")
@@ -219,7 +224,7 @@ def main():
     for d in dims:
       for causal in masks:
         for seq in seqs:
-          rows += run_problem(getattr(jnp, dtype), d, causal, seq, passes, "wg3" if a.wg3 else "wg3b" if a.wg3b else "lpt" if a.lpt else "bwdws" if a.bwd_ws else a.few, a.each,
+          rows += run_problem(getattr(jnp, dtype), d, causal, seq, passes, "wg3" if a.wg3 else "wg3b" if a.wg3b else "lpt" if a.lpt else "bwdws" if a.bwd_ws else "dqfirst" if a.dq_first else a.few, a.each,
                                not a.no_pallas)
   print("\nAttention, each contender at its best configuration:")
   print(table(HEADER, rows))

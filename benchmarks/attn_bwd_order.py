@@ -38,7 +38,8 @@ _spec.loader.exec_module(ex)
 
 def bwd_kernel(q, k, v, do, lse, delta, dk, dv, dq_acc, *, bq: ml.constexpr, bkv: ml.constexpr,
                stages: ml.constexpr, causal: ml.constexpr, scale: ml.constexpr,
-               dq_first: ml.constexpr = False, settle: ml.constexpr = False):
+               dq_first: ml.constexpr = False, settle: ml.constexpr = False,
+               ds_smem: ml.constexpr = False, p_smem: ml.constexpr = False):
   i = ml.program_id(0)
   hk = ml.program_id(1)
   b = ml.program_id(2)
@@ -53,6 +54,8 @@ def bwd_kernel(q, k, v, do, lse, delta, dk, dv, dq_acc, *, bq: ml.constexpr, bkv
   lse_s = ml.smem((bq,))
   delta_s = ml.smem((bq,))
   ds_s = ml.smem((bkv, bq))
+  if p_smem:
+    p_s = ml.smem((bkv, bq))
   dq_s = ml.smem((d, bq) if d >= 128 else (bq, d), jnp.float32)
   c = scale * ex.LOG2E
   dk_acc = ml.zeros((bkv, d), jnp.float32)
@@ -66,17 +69,23 @@ def bwd_kernel(q, k, v, do, lse, delta, dk, dv, dq_acc, *, bq: ml.constexpr, bkv
     j = first + t % count
     ex.load_query_block(q, do, lse, delta, q_s, do_s, lse_s, delta_s, b, h, j, bq)
     p, dp = ex.transposed_probabilities(k_s, v_s, q_s, do_s, lse_s, i, j, bq, bkv, c, causal)
-    dv_acc = ml.dot(p.astype(q.dtype), do_s, dv_acc)
+    if p_smem:
+      p_s[...] = p.astype(q.dtype)
+      dv_acc = ml.dot(p_s, do_s, dv_acc)
+    else:
+      dv_acc = ml.dot(p.astype(q.dtype), do_s, dv_acc)
     ds = (p * (dp - delta_s[...][None, :])).astype(q.dtype)
-    if not dq_first:
+    if not dq_first and not ds_smem:
       dk_acc = ml.dot(ds, q_s, dk_acc)
     ds_s[...] = ds
+    if ds_smem and not dq_first:
+      dk_acc = ml.dot(ds_s, q_s, dk_acc)
     if d >= 128:
       dq = ml.dot(k_s.T, ds_s)
     else:
       dq = ml.dot(ds_s.T, k_s)
     if dq_first:
-      dk_acc = ml.dot(ds, q_s, dk_acc)
+      dk_acc = ml.dot(ds_s if ds_smem else ds, q_s, dk_acc)
     dq_s[...] = dq
     if d >= 128:
       ml.copy(dq_s, dq_acc.at[b, h, :, ml.ds(j * bq, bq)], reduce="add")
@@ -113,6 +122,10 @@ def make(causal, config, **flags):
   return f
 
 
+VARIANTS = [dict(dq_first=True, settle=True), dict(ds_smem=True), dict(ds_smem=True, p_smem=True),
+            dict(dq_first=True, settle=True, ds_smem=True), dict(dq_first=True, settle=True, ds_smem=True, p_smem=True)]
+
+
 def main():
   rows = []
   head = ("D", "mask", "backward", "TFLOP/s", "wall ms")
@@ -126,8 +139,9 @@ def main():
     want = vjp_ref(do[:, :, :1])
     flops = 2.5 * 4 * seq * seq * d * heads * b / (2 if causal else 1)
     cands = [("example (dk, then dq)", lambda q, k, v: ex.attention(q, k, v, causal, config=cfg))]
-    for dq_first, settle in ((False, False), (True, False), (True, True)):
-      cands.append((f"dq_first={dq_first} settle={settle}", make(causal, cfg, dq_first=dq_first, settle=settle)))
+    for flags in VARIANTS:
+      name = " ".join(k for k, on in flags.items() if on) or "same order"
+      cands.append((name, make(causal, cfg, **flags)))
     cands.append(("cuDNN", lambda q, k, v: jax.nn.dot_product_attention(q, k, v, is_causal=causal,
                                                                          implementation="cudnn")))
     for name, fn in cands:

@@ -323,7 +323,8 @@ def _fused_out(q, k, v, do, lse, delta, **_):
 
 
 def dkv_dq_kernel(q, k, v, do, lse, delta, dk, dv, dq_acc, *, bq: ml.constexpr, bkv: ml.constexpr,
-                  stages: ml.constexpr, causal: ml.constexpr, scale: ml.constexpr, ws: ml.constexpr = False):
+                  stages: ml.constexpr, causal: ml.constexpr, scale: ml.constexpr, ws: ml.constexpr = False,
+                  dq_first: ml.constexpr = False):
   """dkv_kernel that also adds this key block's share of dQ (unscaled, float32) into dq_acc
   with a TMA reduction per step: the backward in one pass over the scores (five tensor-core
   products per block pair, not seven).
@@ -332,6 +333,11 @@ def dkv_dq_kernel(q, k, v, do, lse, delta, dk, dv, dq_acc, *, bq: ml.constexpr, 
   share is dq.T = k.T @ ds, head_dim split between the warpgroups, into dq_acc (batch, heads,
   head_dim, seq); otherwise dq = ds.T @ k, query rows split (bq a multiple of 128), into
   dq_acc (batch, seq, heads, head_dim).
+
+  `dq_first`: issue dQ's product before dK's, store dQ while dK's runs, and wait for dK's at the
+  end of the step (a read of its accumulator). Fewer registers live at once: at head_dim 64
+  without the mask ptxas spills 16 bytes a thread rather than 236, and the backward runs at 349
+  rather than 285 TFLOP/s; slower at head_dim 128 and with the mask (benchmarks/attn_bwd_order.py).
   """
   i = ml.program_id(0)
   hk = ml.program_id(1)
@@ -362,14 +368,19 @@ def dkv_dq_kernel(q, k, v, do, lse, delta, dk, dv, dq_acc, *, bq: ml.constexpr, 
     p, dp = transposed_probabilities(k_s, v_s, q_s, do_s, lse_s, i, j, bq, bkv, c, causal)
     dv_acc = ml.dot(p.astype(q.dtype), do_s, dv_acc)
     ds = (p * (dp - delta_s[...][None, :])).astype(q.dtype)
-    dk_acc = ml.dot(ds, q_s, dk_acc)
+    if not dq_first:
+      dk_acc = ml.dot(ds, q_s, dk_acc)
     ds_s[...] = ds
+    dq = ml.dot(k_s.T, ds_s) if d >= 128 else ml.dot(ds_s.T, k_s)
+    if dq_first:
+      dk_acc = ml.dot(ds, q_s, dk_acc)
+    dq_s[...] = dq
     if d >= 128:
-      dq_s[...] = ml.dot(k_s.T, ds_s)
       ml.copy(dq_s, dq_acc.at[b, h, :, ml.ds(j * bq, bq)], reduce="add")
     else:
-      dq_s[...] = ml.dot(ds_s.T, k_s)
       ml.copy(dq_s, dq_acc.at[b, ml.ds(j * bq, bq), h, :], reduce="add")
+    if dq_first:
+      dk_acc = dk_acc * 1.0                  # a read: waits for dK's product before the step ends
   store_dkv(dk_acc, dv_acc, dk, dv, b, i, hk, bkv, d, scale)
 
 
@@ -395,6 +406,7 @@ class Config:
   ws: bool = False           # the forward warp-specialised: a producer warpgroup issues the K/V loads
   bwd_ws: bool = False       # the backward kernels too (Q/dO loads; kernels of one stage: off). Slower on
                              # the H200: 294 against 444 TFLOP/s at head_dim 128 (docs/benchmarks.md)
+  bwd_dq_first: bool = False  # the fused backward issues dQ's product before dK's (dkv_dq_kernel's dq_first)
   pingpong: bool = False     # with ws: the forward's two warpgroups take turns on the tensor cores (FA3)
   lpt: bool = False          # the forward's query tiles the grid's slowest axis (causal: longest first overall)
   dkv_bq: int = 64
@@ -415,10 +427,12 @@ def default_config(head_dim: int, causal: bool = False) -> Config:
   first (383 against 373 TFLOP/s); at head_dim 128 that order loses K and V's reuse in L2 (558
   against 601). The backward kernels are not warp-specialised (`bwd_ws`): with a producer warpgroup
   their registers spill and they run at 135 / 294 TFLOP/s against 284 / 444 without (head_dim 64 /
-  128, fifteenth session)."""
+  128, fifteenth session). At head_dim 64 without the mask the fused backward issues dQ's product
+  first (`bwd_dq_first`: 349 against 285 TFLOP/s, sixteenth session; slower elsewhere)."""
   if head_dim <= 64:
     return Config(bq=128 if causal else 192, bkv=128, stages=4 if causal else 3, overlap=False, ws=True,
-                  lpt=True, dkv_bq=128, dkv_bkv=128, dkv_stages=2, dq_bkv=128, dq_stages=3)
+                  lpt=True, bwd_dq_first=not causal, dkv_bq=128, dkv_bkv=128, dkv_stages=2, dq_bkv=128,
+                  dq_stages=3)
   if head_dim <= 128:
     return Config(bq=128, bkv=128, stages=3, overlap=False, ws=True, dkv_bq=64, dkv_bkv=128,
                   dkv_stages=2, dq_bkv=64, dq_stages=3)
@@ -486,7 +500,8 @@ def _attention_bwd(causal, scale, config, interpret, res, cotangents):
   ws = lambda stages: config.bwd_ws and stages > 1     # a backward kernel of one stage has nothing to overlap
   if config.fused_bwd:
     dk, dv, dq_acc = attention_bwd(q, k, v, do, lse, delta, bq=config.dkv_bq, bkv=config.dkv_bkv,
-                                   stages=config.dkv_stages, ws=ws(config.dkv_stages), **kw)
+                                   stages=config.dkv_stages, ws=ws(config.dkv_stages), dq_first=config.bwd_dq_first,
+                                   **kw)
     dq = dq_acc.transpose(0, 3, 1, 2) if dq_transposed(q.shape[-1]) else dq_acc
     return (dq * scale).astype(q.dtype), dk, dv
   dk, dv = attention_dkv(q, k, v, do, lse, delta, bq=config.dkv_bq, bkv=config.dkv_bkv, stages=config.dkv_stages,
