@@ -377,7 +377,7 @@ def test_static_cta_index_outside_the_cluster_is_rejected():
 
 
 # ---------------------------------------------------------------------------- SMEM capacity
-LIMIT = 227 * 1024
+LIMIT = 226 * 1024           # 227 KiB a CTA, less 1 KiB: Mosaic GPU's static SMEM (frontend/hw.py)
 
 
 @mg.mgpu_kernel(out_shape=lambda x: x)
@@ -387,11 +387,11 @@ def smem_exact(x, out, *, n: ml.constexpr):
   out[...] = big.at[0:128][...]
 
 
-def test_smem_capacity_is_227_kib():
+def test_smem_capacity_is_226_kib():
   builds(smem_exact, S((128,), F32), n=LIMIT // 4)
   expect(smem_exact, [S((128,), F32)], mg.SmemCapacityError, "ml.smem((n,), jnp.float32)",
-         f"the kernel's SMEM needs {LIMIT + 4} bytes (big 227 KiB, plus barriers and alignment),"
-         f" more than the {LIMIT} bytes (227 KiB) a CTA can use", n=LIMIT // 4 + 1)
+         f"the kernel's SMEM needs {LIMIT + 4} bytes (big 226 KiB, plus barriers and alignment),"
+         f" more than the {LIMIT} bytes (226 KiB) a kernel's buffers can use", n=LIMIT // 4 + 1)
 
 
 @mg.mgpu_kernel(out_shape=lambda x: x)
@@ -405,8 +405,8 @@ def test_smem_capacity_counts_barriers_and_1024_byte_alignment():
   # One TMA load site: an 8-byte barrier, then the buffer at the next 1024-byte boundary.
   builds(smem_with_barrier, S((128,), F32), n=(LIMIT - 1024) // 4)
   expect(smem_with_barrier, [S((128,), F32)], mg.SmemCapacityError, "ml.smem((n,), jnp.float32)",
-         f"the kernel's SMEM needs {LIMIT + 4} bytes (big 226 KiB, plus barriers and alignment),"
-         f" more than the {LIMIT} bytes (227 KiB) a CTA can use", n=(LIMIT - 1024) // 4 + 1)
+         f"the kernel's SMEM needs {LIMIT + 4} bytes (big 225 KiB, plus barriers and alignment),"
+         f" more than the {LIMIT} bytes (226 KiB) a kernel's buffers can use", n=(LIMIT - 1024) // 4 + 1)
 
 
 @mg.mgpu_kernel(out_shape=lambda x: x)
