@@ -354,7 +354,7 @@ def _wide(d):
   return None
 
 
-def _narrowed(cx, r, d):
+def narrowed(cx, r, d):
   """`r`, computed in 32 bits from values of the 8-bit `d`, back in `d`, exactly. The float8 cast
   saturates (+-inf -> +-57344 in float8_e5m2), so e5m2's infinities are put back by their bits."""
   out = astype(cx, r, d)
@@ -404,7 +404,7 @@ def binary(cx, kind: BinOp, a, b, what=None):
   d = resolve(dt)
   if kind in (BinOp.MAX, BinOp.MIN) and (wide := _wide(d)) is not None:
     # 8-bit max/min (a uint8 image's max-pooling): in 32 bits, converted back exactly
-    return _narrowed(cx, binary(cx, kind, *_widened(cx, (a, b), wide, d, what, shape), what), d)
+    return narrowed(cx, binary(cx, kind, *_widened(cx, (a, b), wide, d, what, shape), what), d)
   if kind == BinOp.DIV and isinstance(d, DType) and not d.is_float:
     # As jnp: true division of integers (or bools) computes in float32.
     a, b = (astype(cx, x, DType.f32) if is_value(x) else float(x) for x in (a, b))
@@ -513,7 +513,7 @@ def where_(cx, cond, a, b):
   x = next((v for v in (a, b) if is_value(v)), None)
   if (wide := _wide(resolve(dt))) is not None:       # an 8-bit select: in 32 bits, converted back exactly
     shape = next((v.type.shape for v in (cond, a, b) if is_value(v) and isinstance(v.type, TensorType)), None)
-    return _narrowed(cx, where_(cx, cond, *_widened(cx, (a, b), wide, resolve(dt), "ml.where", shape)), resolve(dt))
+    return narrowed(cx, where_(cx, cond, *_widened(cx, (a, b), wide, resolve(dt), "ml.where", shape)), resolve(dt))
   (cond, a, b), shape = broadcast_operands(cx, (cond, a, b), "ml.where")
   check_dtype_support(cx, dt, "ml.where", x=x)
   # All scalars (a run-time condition between scalars or numbers): a scalar select.

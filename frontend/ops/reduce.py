@@ -70,12 +70,12 @@ def reduce(cx, kind: ReduceKind, x, axis, keepdims, what=None):
     x = ew.astype(cx, x, DType.i32 if d.is_signed else DType.u32)
     d = resolve(x.type.dtype)
   if (kind != ReduceKind.SUM and isinstance(d, DType) and d != DType.bool_ and d.bits < 16
-      and (d.is_int or d == DType.f8e4m3 and len(axes) < len(shape))):
-    # 8-bit max and min: in 32 bits (exact), then back to the dtype, as jnp keeps it. Not for
-    # float8_e5m2, whose infinities the saturating conversion back would turn into +-57344, nor
-    # for a full reduction of a float8 (an 8-bit float scalar cannot be made on the GPU).
+      and (d.is_int or d.is_float and len(axes) < len(shape))):
+    # 8-bit max and min: in 32 bits (exact), then back to the dtype, as jnp keeps it (float8_e5m2's
+    # infinities put back by their bits: the conversion saturates). Not for a full reduction of a
+    # float8 (an 8-bit float scalar cannot be made on the GPU).
     wide = ew.astype(cx, x, DType.f32 if d.is_float else DType.i32 if d.is_signed else DType.u32)
-    return ew.astype(cx, reduce(cx, kind, wide, axis, keepdims, what), d)
+    return ew.narrowed(cx, reduce(cx, kind, wide, axis, keepdims, what), d)
   if isinstance(d, DType) and (d == DType.bool_ or d.bits < 16):
     raise E.UnsupportedDtypeError(
         f"{what} of {dtype_name(d)} values is not supported", cx.loc,
