@@ -12,8 +12,9 @@ from .types import RefType, TensorType
 
 
 def holds_value(x) -> bool:
-  """A runtime value, or a tuple or list holding one (sum((a, b)) must not reach Python's sum)."""
-  return is_value(x) or (isinstance(x, (tuple, list)) and any(holds_value(y) for y in x))
+  """A runtime value, or a tuple, list or dict holding one (sum((a, b)) must not reach Python's sum)."""
+  return (is_value(x) or (isinstance(x, (tuple, list)) and any(holds_value(y) for y in x))
+          or isinstance(x, dict) and any(holds_value(y) for y in x.values()))
 
 
 def is_whole(index) -> bool:

@@ -87,10 +87,48 @@ class Calls:
       return trace_breakpoint(self, node)
     self._not_foreign(node, fn)     # before its arguments: plgpu.emit_pipeline(body, in_specs=[lambda...])
     if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
-      self.unsupported(node, "*args/**kwargs in a call", hint="pass each argument by name or position")
+      return self.call(*self._spread(node, fn))
     args = [self.eval(a) for a in node.args]
     kwargs = {k.arg: self.eval(k.value) for k in node.keywords}
     return self.call(node, fn, args, kwargs)
+
+  def _spread(self, node, fn):
+    """(call, fn, args, kwargs) of a call with `*seq` / `**mapping` arguments: static tuples, lists
+    and dicts (of any values) spread into one argument each, each named `seq[i]` / `mapping['k']`
+    in messages (the call node is rebuilt with those, at the same place)."""
+    args, arg_nodes = [], []
+    for a in node.args:
+      if not isinstance(a, ast.Starred):
+        args.append(self.eval(a))
+        arg_nodes.append(a)
+        continue
+      seq = self.eval(a.value)
+      if hasattr(seq, "__next__") and not is_value(seq):     # zip, enumerate, reversed of static values
+        seq = tuple(seq)
+      if is_value(seq) or not isinstance(seq, (tuple, list, range)):
+        raise E.KernelTypeError(f"*{self.text(a.value)} spreads a tuple or list, not {kind_of(seq)}", self.loc(a),
+                                hint="pass each argument by position")
+      for i, v in enumerate(seq):
+        args.append(v)
+        arg_nodes.append(ast.copy_location(ast.Subscript(a.value, ast.Constant(i), ast.Load()), a))
+    kwargs, kw_nodes = {}, []
+    for k in node.keywords:
+      if k.arg is not None:
+        items = [(k.arg, self.eval(k.value), k.value)]
+      else:
+        m = self.eval(k.value)
+        if not isinstance(m, dict) or not all(isinstance(n, str) for n in m):
+          raise E.KernelTypeError(f"**{self.text(k.value)} spreads a dict of names, not {kind_of(m)}",
+                                  self.loc(k.value), hint="pass each argument by name")
+        items = [(n, v, ast.copy_location(ast.Subscript(k.value, ast.Constant(n), ast.Load()), k.value))
+                 for n, v in m.items()]
+      for name, v, vnode in items:
+        if name in kwargs:
+          raise E.SignatureError(f"{self.text(node.func)}() got the keyword argument {name!r} twice",
+                                 self.loc(vnode), hint=f"pass {name} once")
+        kwargs[name] = v
+        kw_nodes.append(ast.copy_location(ast.keyword(name, vnode), vnode))
+    return ast.copy_location(ast.Call(node.func, arg_nodes, kw_nodes), node), fn, args, kwargs
 
   def _not_foreign(self, node, fn):
     """KernelTypeError at a call of a Pallas or Triton function, naming what mgpu_dsl writes."""

@@ -320,6 +320,24 @@ class Tracer(Assignments, Calls, ast.NodeVisitor):
   def eval_List(self, node):
     return [self.eval(e) for e in node.elts]
 
+  def eval_Dict(self, node):
+    """A dict of static keys (its values any: `opts = {"bias": b}`, spread into a call with **opts)."""
+    out = {}
+    for k, v in zip(node.keys, node.values):
+      if k is None:                       # {**opts, "w": 2.0}
+        m = self.eval(v)
+        if not isinstance(m, dict):
+          raise E.KernelTypeError(f"**{self.text(v)} spreads a dict, not {kind_of(m)}", self.loc(v),
+                                  hint="spread another dict, or name each entry")
+        out.update(m)
+        continue
+      key = self.eval(k)
+      if holds_value(key) or not isinstance(key, (str, int, bool, float, tuple, type(None))):
+        raise E.KernelTypeError(f"a dict key must be a static value, not {kind_of(key)}", self.loc(k),
+                                hint="key dicts by names or ints known while tracing")
+      out[key] = self.eval(v)
+    return out
+
   def eval_Name(self, node):
     return self.lookup(node.id, node)
 
@@ -620,41 +638,33 @@ class Tracer(Assignments, Calls, ast.NodeVisitor):
     return self.eval(node.body if cond else node.orelse)
 
   def eval_ListComp(self, node):
-    """`[f(i) for i in static_iterable if static_cond]`: unrolled while tracing."""
-    if len(node.generators) != 1 or node.generators[0].is_async:
-      self.unsupported(node, "a comprehension with several for clauses",
-                       hint="nest ml.static_range loops instead")
-    gen = node.generators[0]
-    if any(isinstance(t, (ast.Subscript, ast.Attribute, ast.Starred)) for t in ast.walk(gen.target)):
-      self.unsupported(gen.target, "this comprehension target", hint="iterate over names: for i, w in zip(...)")
-    names = assigned_names([gen.target])
-    it = gen.iter
-    fn = self.eval(it.func) if isinstance(it, ast.Call) else None
-    from .ops import control
-    if fn in (control.static_range, PY_BUILTINS["range"]):
-      args = [self.eval(a) for a in it.args]
-      if not all(isinstance(a, int) and not isinstance(a, bool) for a in args):
-        raise E.KernelTypeError("a comprehension needs static bounds", self.loc(it),
-                                hint="comprehensions are unrolled while tracing: use ints or constexprs")
-      items = range(*args)
-    else:
-      items = self.eval(it)
-      if hasattr(items, "__next__") and not is_value(items):     # zip, enumerate, reversed of static values
-        items = tuple(items)
-      if is_value(items) or not isinstance(items, (tuple, list, range)):
-        raise E.KernelTypeError(f"a comprehension iterates over static values, not {kind_of(items)}",
-                                self.loc(it), hint="iterate over ml.static_range(n) or a tuple")
+    """`[f(i, j) for i in static_iterable if static_cond for j in ...]`: unrolled while tracing,
+    the for clauses nested left to right, as Python's (a later clause may use an earlier name)."""
+    if any(g.is_async for g in node.generators):
+      self.unsupported(node, "an async comprehension", hint="use a static for clause")
+    for gen in node.generators:
+      if any(isinstance(t, (ast.Subscript, ast.Attribute, ast.Starred)) for t in ast.walk(gen.target)):
+        self.unsupported(gen.target, "this comprehension target", hint="iterate over names: for i, w in zip(...)")
+    names = assigned_names([g.target for g in node.generators])
     saved = {n: self.env.get(n, POISON) for n in names}
     out = []
-    try:
-      for v in items:
-        self.assign(gen.target, v, it)
+
+    def clause(k):
+      gen = node.generators[k]
+      for v in self._comprehension_items(gen.iter):
+        self.assign(gen.target, v, gen.iter)
         conds = [self.eval(c) for c in gen.ifs]
         if any(is_value(c) for c in conds):
           raise E.KernelTypeError("a comprehension's if must be static", self.loc(gen.ifs[0]),
                                   hint="select runtime values with ml.where")
-        if all(conds):
+        if not all(conds):
+          continue
+        if k + 1 < len(node.generators):
+          clause(k + 1)
+        else:
           out.append(self.eval(node.elt))
+    try:
+      clause(0)
     finally:
       for n, was in saved.items():
         if was is POISON:
@@ -662,6 +672,24 @@ class Tracer(Assignments, Calls, ast.NodeVisitor):
         else:
           self.env[n] = was
     return out
+
+  def _comprehension_items(self, it):
+    """The static values a comprehension's for clause iterates over."""
+    fn = self.eval(it.func) if isinstance(it, ast.Call) else None
+    from .ops import control
+    if fn in (control.static_range, PY_BUILTINS["range"]):
+      args = [self.eval(a) for a in it.args]
+      if not all(isinstance(a, int) and not isinstance(a, bool) for a in args):
+        raise E.KernelTypeError("a comprehension needs static bounds", self.loc(it),
+                                hint="comprehensions are unrolled while tracing: use ints or constexprs")
+      return range(*args)
+    items = self.eval(it)
+    if hasattr(items, "__next__") and not is_value(items):     # zip, enumerate, reversed of static values
+      items = tuple(items)
+    if is_value(items) or not isinstance(items, (tuple, list, range)):
+      raise E.KernelTypeError(f"a comprehension iterates over static values, not {kind_of(items)}",
+                              self.loc(it), hint="iterate over ml.static_range(n) or a tuple")
+    return items
 
   def eval_GeneratorExp(self, node):
     """`tuple(f(i) for i in ml.static_range(n))`: unrolled while tracing, as the list comprehension

@@ -1,0 +1,148 @@
+"""Probe 25 (sixteenth session: helpers porting Triton's tutorials, stencils and convolutions,
+data-dependent kernels, reductions of every shape; the attention backward's SMEM variants on the
+H200): valid kernels refused, and an SMEM plan the GPU could not launch."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from locate import builds, expect
+
+S = jax.ShapeDtypeStruct
+F32 = jnp.float32
+
+
+def _export(fn, *specs):
+  return jax.export.export(jax.jit(fn), platforms=["cuda"])(*specs).mlir_module()
+
+
+# ---------------------------------------------------------------- float8_e5m2 max and min along an axis
+def _reducer(fn, axis):
+  @mg.mgpu_kernel(out_shape=lambda x: S((x.shape[1 - axis],), x.dtype))
+  def k(x, out):
+    out[...] = fn(x[...], axis=axis)
+  return k
+
+
+@pytest.mark.parametrize("dtype", [jnp.float8_e5m2, jnp.float8_e4m3fn])
+@pytest.mark.parametrize("op", ["max", "min"])
+@pytest.mark.parametrize("axis", [0, 1])
+def test_float8_max_and_min_along_an_axis_keep_the_dtype_and_its_infinities(dtype, op, axis):
+  """float8_e5m2 was refused (MG106) where float8_e4m3fn, argmax and cummax of it worked; its
+  +-inf must come back as +-inf, not the saturated +-57344."""
+  k = _reducer(getattr(ml, op), axis)
+  x = np.random.default_rng(axis).standard_normal((16, 128)).astype(np.float32) * 100
+  x[3, 5], x[4, 7], x[5, 9] = np.inf, -np.inf, np.nan
+  x = jnp.asarray(x).astype(dtype)
+  got = np.asarray(k(x, interpret=True).astype(F32))
+  want = np.asarray(getattr(jnp, op)(x.astype(F32), axis=axis).astype(dtype).astype(F32))
+  np.testing.assert_array_equal(got, want)
+  if dtype == jnp.float8_e5m2:
+    assert np.isinf(got).any()
+  assert "mosaic_gpu" in _export(k, S(x.shape, x.dtype))
+
+
+# ---------------------------------------------------------------- comprehensions with several for clauses
+@mg.mgpu_kernel(out_shape=lambda x: S((128,), x.dtype))
+def window_taps(x, out):
+  vs = [x.at[a, ml.ds(b, 128)][...] * (a + 1) for a in ml.static_range(3) for b in range(a + 1) if a + b != 3]
+  out[...] = sum(vs)
+
+
+def test_a_comprehension_with_several_for_clauses_nests_them_as_python():
+  """The taps of a window, `[... for a in ... for b in ...]`, were MG001; a later clause may use an
+  earlier name, and an if filters the pairs."""
+  x = jnp.asarray(np.random.default_rng(0).standard_normal((3, 131)), F32)
+  want = sum(x[a, b:b + 128] * (a + 1) for a in range(3) for b in range(a + 1) if a + b != 3)
+  np.testing.assert_allclose(np.asarray(window_taps(x, interpret=True)), np.asarray(want), rtol=1e-6)
+  assert "mosaic_gpu" in _export(window_taps, S(x.shape, x.dtype))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((128,), x.dtype))
+def taps_loop_name_kept(x, out):
+  a = 5
+  vs = [x.at[a, ml.ds(0, 128)][...] for a in ml.static_range(2) for b in ml.static_range(2)]
+  out[...] = sum(vs) * a
+
+
+def test_the_names_of_a_nested_comprehension_do_not_leak():
+  x = jnp.asarray(np.random.default_rng(1).standard_normal((2, 128)), F32)
+  got = taps_loop_name_kept(x, interpret=True)
+  np.testing.assert_allclose(np.asarray(got), np.asarray((x[0] * 2 + x[1] * 2) * 5), rtol=1e-6)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((128,), x.dtype))
+def taps_runtime_if(x, out):
+  vs = [x.at[a, ml.ds(b, 128)][...] for a in ml.static_range(2) for b in ml.static_range(2) if x.at[0, 0][...] > 0]
+  out[...] = sum(vs)
+
+
+def test_a_runtime_if_in_the_second_for_clause_is_still_an_error():
+  expect(taps_runtime_if, [S((2, 130), F32)], mg.KernelTypeError, "x.at[0, 0][...] > 0",
+         "a comprehension's if must be static", hint="select runtime values with ml.where")
+
+
+# ---------------------------------------------------------------- the SMEM a kernel may plan
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def smem_bytes(x, out, *, n: ml.constexpr):
+  big = ml.smem((n,), jnp.float32)
+  big.at[0:128][...] = x[...]
+  out[...] = big.at[0:128][...]
+
+
+def test_buffers_of_exactly_227_kib_are_refused():
+  """A kernel whose plan took exactly the 227 KiB a CTA may opt in to failed to launch on the H200
+  with a raw INTERNAL: invalid argument (Mosaic GPU's module holds static SMEM too)."""
+  builds(smem_bytes, S((128,), F32), n=226 * 1024 // 4)
+  expect(smem_bytes, [S((128,), F32)], mg.SmemCapacityError, "ml.smem((n,), jnp.float32)",
+         "the kernel's SMEM needs 232448 bytes (big 227 KiB, plus barriers and alignment), more than the"
+         " 231424 bytes (226 KiB) a kernel's buffers can use", n=227 * 1024 // 4)
+
+
+# ---------------------------------------------------------------- *args and **kwargs in calls
+@ml.inline
+def _scaled_sum(a, b, w, *, bias):
+  return (a + b) * w + bias
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((128,), x.dtype))
+def spread_args(x, out):
+  rows = tuple(x.at[r][...] for r in ml.static_range(2))
+  opts = {"bias": 1.0}
+  out[...] = _scaled_sum(*rows, 3.0, **opts) + ml.maximum(*rows)
+
+
+def test_calls_spread_static_tuples_and_dicts():
+  """`f(*bufs, acc)` was MG001 ("*args/**kwargs in a call")."""
+  x = jnp.asarray(np.random.default_rng(2).standard_normal((2, 128)), F32)
+  want = (x[0] + x[1]) * 3.0 + 1.0 + jnp.maximum(x[0], x[1])
+  np.testing.assert_allclose(np.asarray(spread_args(x, interpret=True)), np.asarray(want), rtol=1e-6)
+  assert "mosaic_gpu" in _export(spread_args, S(x.shape, x.dtype))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def spread_a_tensor(x, out):
+  v = x[...]
+  out[...] = ml.maximum(*v)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def spread_twice(x, out):
+  opts = {"axis": 0}
+  out[...] = ml.cumsum(x[...], axis=0, **opts)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def spread_mistyped(x, out):
+  out[...] = _scaled_sum(*(x[...], x[...]), 2.0, bias=0.0, **(1, 2))
+
+
+def test_spreading_what_cannot_be_spread_says_so():
+  expect(spread_a_tensor, [S((128,), F32)], mg.KernelTypeError, "*v",
+         "*v spreads a tuple or list, not a register tensor", hint="pass each argument by position")
+  expect(spread_twice, [S((128,), F32)], mg.SignatureError, "opts",
+         "ml.cumsum() got the keyword argument 'axis' twice", nth=1, hint="pass axis once")
+  expect(spread_mistyped, [S((128,), F32)], mg.KernelTypeError, "(1, 2)",
+         "**(1, 2) spreads a dict of names, not a Python tuple", hint="pass each argument by name")
