@@ -36,10 +36,47 @@ sys.modules[_spec.name] = ex             # (its dataclasses look their module up
 _spec.loader.exec_module(ex)
 
 
+@ml.inline
+def bwd_step(q, do, lse, delta, k_s, v_s, q_s, do_s, lse_s, delta_s, ds_s, p_s, dq_s, dq_acc, dk_acc, dv_acc,
+             b, h, i, j, bq, bkv, c, masked, dq_first, settle, ds_smem, p_smem):
+  """One query block's share of dK, dV and dQ (the fused backward's step)."""
+  d = q.shape[3]
+  ex.load_query_block(q, do, lse, delta, q_s, do_s, lse_s, delta_s, b, h, j, bq)
+  p, dp = ex.transposed_probabilities(k_s, v_s, q_s, do_s, lse_s, i, j, bq, bkv, c, masked)
+  if p_smem:
+    p_s[...] = p.astype(q.dtype)
+    dv_acc = ml.dot(p_s, do_s, dv_acc)
+  else:
+    dv_acc = ml.dot(p.astype(q.dtype), do_s, dv_acc)
+  ds = (p * (dp - delta_s[...][None, :])).astype(q.dtype)
+  if not dq_first and not ds_smem:
+    dk_acc = ml.dot(ds, q_s, dk_acc)
+  ds_s[...] = ds
+  if ds_smem and not dq_first:
+    dk_acc = ml.dot(ds_s, q_s, dk_acc)
+  if d >= 128:
+    dq = ml.dot(k_s.T, ds_s)
+  else:
+    dq = ml.dot(ds_s.T, k_s)
+  if dq_first:
+    dk_acc = ml.dot(ds_s if ds_smem else ds, q_s, dk_acc)
+  dq_s[...] = dq
+  if d >= 128:
+    ml.copy(dq_s, dq_acc.at[b, h, :, ml.ds(j * bq, bq)], reduce="add")
+  else:
+    ml.copy(dq_s, dq_acc.at[b, ml.ds(j * bq, bq), h, :], reduce="add")
+  if settle:
+    dk_acc = dk_acc * 1.0                  # a read: waits for dk's product before the step ends
+  return dk_acc, dv_acc
+
+
 def bwd_kernel(q, k, v, do, lse, delta, dk, dv, dq_acc, *, bq: ml.constexpr, bkv: ml.constexpr,
                stages: ml.constexpr, causal: ml.constexpr, scale: ml.constexpr,
                dq_first: ml.constexpr = False, settle: ml.constexpr = False,
-               ds_smem: ml.constexpr = False, p_smem: ml.constexpr = False):
+               ds_smem: ml.constexpr = False, p_smem: ml.constexpr = False,
+               split_mask: ml.constexpr = False):
+  """The example's dkv_dq_kernel with the variants' flags; `split_mask`: the causal query blocks
+  that need the mask in a loop of their own, the others in a loop without the mask's code."""
   i = ml.program_id(0)
   hk = ml.program_id(1)
   b = ml.program_id(2)
@@ -54,8 +91,7 @@ def bwd_kernel(q, k, v, do, lse, delta, dk, dv, dq_acc, *, bq: ml.constexpr, bkv
   lse_s = ml.smem((bq,))
   delta_s = ml.smem((bq,))
   ds_s = ml.smem((bkv, bq))
-  if p_smem:
-    p_s = ml.smem((bkv, bq))
+  p_s = ml.smem((bkv, bq)) if p_smem else None
   dq_s = ml.smem((d, bq) if d >= 128 else (bq, d), jnp.float32)
   c = scale * ex.LOG2E
   dk_acc = ml.zeros((bkv, d), jnp.float32)
@@ -64,35 +100,21 @@ def bwd_kernel(q, k, v, do, lse, delta, dk, dv, dq_acc, *, bq: ml.constexpr, bkv
   if causal:
     first = i * bkv // bq
   count = q.shape[1] // bq - first
-  for t in ml.range(g * count, stages=stages):
-    h = hk * g + t // count
-    j = first + t % count
-    ex.load_query_block(q, do, lse, delta, q_s, do_s, lse_s, delta_s, b, h, j, bq)
-    p, dp = ex.transposed_probabilities(k_s, v_s, q_s, do_s, lse_s, i, j, bq, bkv, c, causal)
-    if p_smem:
-      p_s[...] = p.astype(q.dtype)
-      dv_acc = ml.dot(p_s, do_s, dv_acc)
-    else:
-      dv_acc = ml.dot(p.astype(q.dtype), do_s, dv_acc)
-    ds = (p * (dp - delta_s[...][None, :])).astype(q.dtype)
-    if not dq_first and not ds_smem:
-      dk_acc = ml.dot(ds, q_s, dk_acc)
-    ds_s[...] = ds
-    if ds_smem and not dq_first:
-      dk_acc = ml.dot(ds_s, q_s, dk_acc)
-    if d >= 128:
-      dq = ml.dot(k_s.T, ds_s)
-    else:
-      dq = ml.dot(ds_s.T, k_s)
-    if dq_first:
-      dk_acc = ml.dot(ds_s if ds_smem else ds, q_s, dk_acc)
-    dq_s[...] = dq
-    if d >= 128:
-      ml.copy(dq_s, dq_acc.at[b, h, :, ml.ds(j * bq, bq)], reduce="add")
-    else:
-      ml.copy(dq_s, dq_acc.at[b, ml.ds(j * bq, bq), h, :], reduce="add")
-    if settle:
-      dk_acc = dk_acc * 1.0                  # a read: waits for dk's product before the step ends
+  flags = (dq_first, settle, ds_smem, p_smem)
+  bufs = (k_s, v_s, q_s, do_s, lse_s, delta_s, ds_s, p_s, dq_s, dq_acc)
+  if causal and split_mask:
+    nm = ml.minimum(((i + 1) * bkv - first * bq + bq - 1) // bq, count)   # blocks on the diagonal
+    for t in ml.range(g * nm, stages=stages):
+      dk_acc, dv_acc = bwd_step(q, do, lse, delta, *bufs, dk_acc, dv_acc, b, hk * g + t // nm, i,
+                                first + t % nm, bq, bkv, c, True, *flags)
+    rest = count - nm
+    for t in ml.range(g * rest, stages=stages):
+      dk_acc, dv_acc = bwd_step(q, do, lse, delta, *bufs, dk_acc, dv_acc, b, hk * g + t // rest, i,
+                                first + nm + t % rest, bq, bkv, c, False, *flags)
+  else:
+    for t in ml.range(g * count, stages=stages):
+      dk_acc, dv_acc = bwd_step(q, do, lse, delta, *bufs, dk_acc, dv_acc, b, hk * g + t // count, i,
+                                first + t % count, bq, bkv, c, causal, *flags)
   ex.store_dkv(dk_acc, dv_acc, dk, dv, b, i, hk, bkv, d, scale)
 
 
@@ -122,8 +144,8 @@ def make(causal, config, **flags):
   return f
 
 
-VARIANTS = [dict(dq_first=True, settle=True), dict(ds_smem=True), dict(ds_smem=True, p_smem=True),
-            dict(dq_first=True, settle=True, ds_smem=True), dict(dq_first=True, settle=True, ds_smem=True, p_smem=True)]
+VARIANTS = [dict(dq_first=True, settle=True), dict(split_mask=True), dict(split_mask=True, dq_first=True, settle=True),
+            dict(ds_smem=True), dict(dq_first=True, settle=True, ds_smem=True)]
 
 
 def main():
