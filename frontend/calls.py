@@ -80,7 +80,9 @@ class Calls:
   """The call expressions of the Tracer."""
 
   def eval_Call(self, node):
+    self.call_node = node         # (x.to(jnp.int32, bitcast=True): the hint for .to quotes its arguments)
     fn = self.eval(node.func)
+    self.call_node = None
     if fn is _DEBUG["print"]:
       return trace_print(self, node)
     if fn is _DEBUG["breakpoint"]:
@@ -243,8 +245,8 @@ class Calls:
       hint = (f"use ml.{name}: kernels call ml.* functions on register values" if ours is not None else
               "kernels call ml.* functions on register values; decorate a helper of your own with"
               " @ml.inline to call it here")
-      if _is_array_library(fn):
-        hint = missing.ARRAY_CALLS.get(name, hint)
+      if _is_array_library(fn):     # jnp.log1p as ml.log1p: what to write instead
+        hint = missing.ARRAY_CALLS.get(name, missing.NOT_YET.get(name, hint) if ours is None else hint)
       raise E.KernelTypeError(
           f"{name} cannot take"
           f" {kind_of(held) if is_value(held) else f'a {type(held).__name__} of register values'} inside a"

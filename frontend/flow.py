@@ -16,7 +16,7 @@ from .dtypes import DType
 from .env import POISON, Unbound as _Unbound, assigned_names
 from .infer import unify
 from .ops import control as ctl, elementwise as ew
-from .ops.base import Num, is_value, kind_of
+from .ops.base import Num, is_value, kind_of, value_words
 from .ops.memory import index_operand
 from .types import RefType, ScalarType, TensorType, dtype_name, resolve
 
@@ -492,8 +492,9 @@ def _trace_while_once(tracer, node, loc, assigned, forced):
                " runtime values in the condition (while i < n with n read from memory)")
     if not isinstance(cond.type, ScalarType) or cond.type.dtype != DType.bool_:
       raise E.KernelTypeError(
-          f"a while condition must be a boolean scalar, got {_describe(cond)}", tracer.loc(node.test),
-          hint="compare scalars (i < n); reduce a tensor first: ml.max(x) > 0")
+          f"a while condition must be a boolean scalar, got {value_words(cond)}", tracer.loc(node.test),
+          hint=f"compare it: while {tracer.nonzero(node.test)}:" if isinstance(cond.type, ScalarType) else
+          "compare scalars (i < n); reduce a tensor first: ml.max(x) > 0")
     b.emit(ctl.Condition, cond, cond_args, loc=loc)
   args_ = tuple(ir.Value(v.type, n) for v, n in zip(inits, leaf_names))
   body = ir.Block(args=args_)

@@ -4,6 +4,7 @@ and JAX's own functions called in a kernel out of habit."""
 from __future__ import annotations
 
 import difflib
+import math
 
 _SCAN = ("no general associative scan: ml.cumsum, ml.cumprod, ml.cummax and ml.cummin scan along an axis;"
          " for another combination, carry the running value through a loop")
@@ -16,7 +17,7 @@ _POW = ("no ml.pow: use the ** operator for x ** n (a static int), x ** 0.5 and 
         " Python number); otherwise, for x > 0, write ml.exp2(y * ml.log2(x))")
 _DIV = "no ml.{}: divide with the / operator, x / y (ml.cdiv(a, b) is the ceiling of an integer division)"
 _FLOOR_DIV = "no ml.{}: divide with the // operator, x // y (ml.cdiv(a, b) rounds up instead)"
-_NOT_YET = {   # what Triton and jnp users reach for that mgpu_dsl does not have, and what to write
+NOT_YET = {   # what Triton and jnp users reach for that mgpu_dsl does not have, and what to write
     "associative_scan": _SCAN, "scan": _SCAN, "sort": _TOP, "topk": _TOP,
     "trans": _TRANSPOSE, "permute": _TRANSPOSE,
     "gather": "index the GMEM ref with a tensor of indices: table[ids, :] (NumPy's advanced indexing)",
@@ -70,18 +71,81 @@ _NOT_YET = {   # what Triton and jnp users reach for that mgpu_dsl does not have
            " their own and sum them in a second kernel") for n in ("atomic_cas", "atomic_xchg")},
     **{n: _DIV.format(n) for n in ("fdiv", "div_rn", "divide", "true_divide")},
     **{n: _FLOOR_DIV.format(n) for n in ("floor_divide", "floordiv")},
+    **{n: ("no ml.{}: a register tensor is not reversed in place; read the elements from the end, x[n - 1 -"
+           " ml.arange(n)] (a gather; rows: x.at[n - 1 - r][...]), or reverse outside the kernel (call it on"
+           " x[::-1] from your jitted function, where XLA fuses the reversal)").format(n)
+       for n in ("flip", "fliplr", "flipud", "reverse")},
+    "softmax": "no ml.softmax: spell it out, e = ml.exp(v - ml.max(v, axis=-1, keepdims=True));"
+               " e / ml.sum(e, axis=-1, keepdims=True)",
+    "log_softmax": "no ml.log_softmax: spell it out, s = v - ml.max(v, axis=-1, keepdims=True);"
+                   " s - ml.log(ml.sum(ml.exp(s), axis=-1, keepdims=True))",
+    "logsumexp": "no ml.logsumexp: spell it out, m = ml.max(v, axis=-1, keepdims=True);"
+                 " m + ml.log(ml.sum(ml.exp(v - m), axis=-1, keepdims=True))",
+    **{n: "no ml.{}: reshape the register tensor, v.reshape(shape) (or ml.reshape(v, shape))".format(n)
+       for n in ("view", "ravel", "flatten")},
+    **{n: ("no ml.{}: from 16-bit halves of uint32 a and b, al, ah, bl, bh = a & 0xFFFF, a >> 16, b & 0xFFFF,"
+           " b >> 16; m = (al * bl >> 16) + (ah * bl & 0xFFFF) + (al * bh & 0xFFFF); the high word is"
+           " ah * bh + (ah * bl >> 16) + (al * bh >> 16) + (m >> 16)").format(n) for n in ("umulhi", "mulhi")},
+    "any": "no ml.any: ml.max of a bool tensor is whether any element holds, ml.max(m, axis=...) (m a comparison,"
+           " x > 0)",
+    "all": "no ml.all: ml.min of a bool tensor is whether every element holds, ml.min(m, axis=...) (m a"
+           " comparison, x > 0)",
+    "prod": "no ml.prod: take the last element of the running product, ml.cumprod(v, axis=1)[:, -1] along the"
+            " rows of a 2-D v (ml.cumprod(v)[-1] for a 1-D v)",
 }
 
 
-def missing_hint(base, attr) -> str:
-  """The hint for a name a module lacks: the ml function a Triton or jnp user meant, if any."""
+def missing_hint(base, attr, args=None) -> str:
+  """The hint for a name a module lacks: the ml function a Triton or jnp user meant, if any
+  (`args`: the call's arguments as written, where it is called)."""
   if getattr(base, "__name__", "").endswith("language"):
-    if attr in _NOT_YET:
-      return _NOT_YET[attr]
+    if args and attr in ("any", "all"):
+      red, what = ("max", "any element holds") if attr == "any" else ("min", "every element holds")
+      return f"write ml.{red}({', '.join(args)}): ml.{red} of a bool tensor is whether {what}"
+    if args and len(args) >= 2 and attr == "view":
+      return f"write {args[0]}.reshape({', '.join(args[1:])})"
+    if attr in NOT_YET:
+      return NOT_YET[attr]
     close = difflib.get_close_matches(attr, [n for n in dir(base) if not n.startswith("_")], n=1)
     if close:
       return f"did you mean ml.{close[0]}?"
   return "check the spelling"
+
+
+def method_hint(attr, recv: str, *, ref: bool, shape=(), is_bool=False, args=None, axis=None,
+                bitcast=None) -> str | None:
+  """The hint for a Triton, torch or NumPy method a register tensor or ref lacks (`recv`: the
+  receiver as written; `args`: the call's arguments as written, None where it is not called)."""
+  if ref:
+    if attr == "stride":
+      return (f"refs are indexed by dimension, so no strides are needed: {recv}.at[r, ml.ds(c, n)] is row r's"
+              f" columns c to c + n; for flat pointer arithmetic, reshape the array outside the kernel")
+    return method_hint(attr, f"{recv}[...]", ref=False, shape=shape, args=args, axis=axis, bitcast=bitcast)
+  a = ", ".join(args or ())
+  first = (args or ["dtype"])[0]
+  if attr == "to":
+    if bitcast is None:
+      return (f"write {recv}.astype({first}) to convert the values (Triton's .to(dtype, bitcast=True) is"
+              f" ml.bitcast({recv}, {first}))")
+    return f"write ml.bitcast({recv}, {first})" if bitcast else f"write {recv}.astype({first})"
+  if attr in ("any", "all"):
+    red, what = ("max", "any element holds") if attr == "any" else ("min", "every element holds")
+    mask = recv if is_bool else f"{recv} != 0"
+    return f"write ml.{red}({mask}{', ' + a if a else ''}): ml.{red} of a bool tensor is whether {what}"
+  if attr == "prod":
+    if axis is None and len(shape) == 1:
+      return f"take the last element of the running product: ml.cumprod({recv})[-1]"
+    if isinstance(axis, int) and len(shape) == 2 and -2 <= axis < 2:
+      last = "[:, -1]" if axis % 2 == 1 else "[-1]"
+      return f"take the last element of the running product: ml.cumprod({recv}, axis={axis}){last}"
+    return NOT_YET["prod"]
+  if attr == "view":
+    return f"write {recv}.reshape({a or 'shape'})"
+  if attr in ("flatten", "ravel"):
+    return f"write {recv}.reshape(({math.prod(shape)},))"
+  if attr in ("flip", "softmax", "log_softmax", "logsumexp"):
+    return NOT_YET[attr]
+  return None
 
 
 # ---------------------------------------------------------------- other DSLs
@@ -161,5 +225,7 @@ def foreign_dsl(fn, text: str = "") -> str | None:
   from . import language
   if name and hasattr(language, name):
     return f"write ml.{name}"
+  if name in NOT_YET:               # tl.flip, tl.umulhi: as a missing ml.flip, ml.umulhi
+    return NOT_YET[name]
   return (f"mgpu_dsl has no {name or 'such function'}: docs/language.md lists the ml.* functions (pipelines"
           f" are ml.range(n, stages=s), scratch is ml.smem(shape, dtype), barriers and waits are placed for you)")

@@ -10,6 +10,7 @@ per stage and each load site one barrier per stage.
 """
 from __future__ import annotations
 
+import ast
 import dataclasses
 import operator
 
@@ -74,12 +75,30 @@ def make_plan(kernel, loop: For, em) -> Plan:
                            f" above the for statement")
     raise E.PipelineError(
         "ml.range(..., stages=) found no TMA load to pipeline at the top level of this loop", loop.loc,
-        hint="load the loop's tiles with ml.copy(gmem.at[...k...], buf) into buffers allocated before the loop")
+        hint=f"drop stages= for a plain loop, {_plain_loop(loop.loc)} (its loads into registers are not"
+             f" pipelined); to pipeline, load the loop's tiles with ml.copy(gmem.at[...k...], buf) into"
+             f" buffers allocated before the loop")
   loaded = list(dict.fromkeys(windows[id(o)][0] if id(o) in windows else o.dst for o, _, _ in sites))
   stores = store_buffers(kernel, body, loaded)
   reads = loaded_reads(kernel, body, loaded)
   check_fits(kernel, loaded + stores, S, len(sites), loop.loc, loop.warp_specialize, loop=written)
   return Plan(loop, pre, S, sites, loaded, stores, reads, windows=windows)
+
+
+def _plain_loop(loc) -> str:
+  """The for statement at `loc` as written, without ml.range's keywords (stages=, ...)."""
+  line = getattr(loc, "source_line", "") or ""
+  text = line[getattr(loc, "col_offset", 0):].strip()
+  try:
+    it = ast.parse(text + "\n  pass").body[0]
+  except SyntaxError:
+    it = None
+  if isinstance(it, ast.For) and isinstance(it.iter, ast.Call) and it.iter.keywords:
+    seg = lambda n: ast.get_source_segment(text, n)
+    parts = [seg(it.target), seg(it.iter.func), *(seg(a) for a in it.iter.args)]
+    if all(parts):
+      return f"for {parts[0]} in {parts[1]}({', '.join(parts[2:])}):"
+  return "for k in ml.range(n):"
 
 
 def loaded_reads(kernel, body, loaded) -> set:

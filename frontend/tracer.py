@@ -22,7 +22,7 @@ from .env import POISON, PoisonedUse, Unbound, assigned_names
 from . import missing
 from .missing import missing_hint
 from .ops import METHODS, REF_METHODS, elementwise as ew, gather, memory, shape
-from .ops.base import is_tensor, is_value, kind_of, static_number, typed_number
+from .ops.base import is_tensor, is_value, kind_of, static_number, typed_number, value_words
 from .ops.power import power
 from .assign import SCATTER_HINT, Assignments, At, holds_value, is_whole
 from .source import Source
@@ -75,6 +75,7 @@ class Tracer(Assignments, Calls, ast.NodeVisitor):
     self.env: dict[str, object] = {}
     self.pending_name = ""      # the name an assignment is about to bind (names buffers)
     self.pending_node = None    # the assigned expression, whose call gets that name
+    self.call_node = None       # the call whose function is being evaluated (x.to(...): its arguments)
     self.errors: list[E.KernelError] = []   # every independent mistake, in program order
     self.depth = 0                           # @ml.inline nesting
     self.globals_read: dict[str, object] = {}   # module-level names the kernel read, and their values
@@ -235,12 +236,16 @@ class Tracer(Assignments, Calls, ast.NodeVisitor):
     if not isinstance(cond.type, ScalarType) or resolve(cond.type.dtype) != DType.bool_:
       scalar = isinstance(cond.type, ScalarType)
       raise E.KernelTypeError(
-          "an if condition must be a Python value or a boolean scalar, got "
-          + (f"a {resolve(cond.type.dtype)} scalar" if scalar else kind_of(cond)),
-          self.loc(node.test), hint=f"compare it: if {self.text(node.test)} != 0:" if scalar else
+          f"an if condition must be a Python value or a boolean scalar, got {value_words(cond)}",
+          self.loc(node.test), hint=f"compare it: {self._if_word(node)} {self.nonzero(node.test)}:" if scalar else
           "compare scalars (i < n); tensors select with ml.where")
     from .flow import trace_if
     trace_if(self, node, cond)
+
+  def _if_word(self, node) -> str:
+    """'elif' for an if statement written as an elif, else 'if'."""
+    loc = self.loc(node)
+    return "elif" if (loc.source_line or "")[loc.col_offset:].startswith("elif") else "if"
 
   def visit_Assert(self, node):
     """assert on static values (shapes, dtypes, constexprs), checked while tracing, as in Pallas."""
@@ -406,6 +411,7 @@ class Tracer(Assignments, Calls, ast.NodeVisitor):
             f" {dtype})")
 
   def eval_Attribute(self, node):
+    call = self.call_node if self.call_node is not None and self.call_node.func is node else None
     base = self.eval(node.value)
     attr = node.attr
     if isinstance(base, gather.IndexedRef):
@@ -446,9 +452,10 @@ class Tracer(Assignments, Calls, ast.NodeVisitor):
         return _Method(METHODS[attr], base)
       if attr in REF_METHODS and isinstance(t, RefType):
         return _Method(REF_METHODS[attr], base)
+      hint = self._method_hint(node, base, call)
       raise E.KernelTypeError(
           f"{kind_of(base)} has no attribute {attr!r}", self.loc(node),
-          hint="refs have .at, .load, .store, .T, .shape, .dtype; register values "
+          hint=hint or "refs have .at, .load, .store, .T, .shape, .dtype; register values "
                + ", ".join(f".{m}" for m in sorted(set(METHODS) | {"T", "shape", "dtype"}))
                + (f" (for .{attr}, call ml.{attr}(x, ...))" if attr in ("argmax", "argmin", "cumsum", "sort", "argsort")
                   else ""))
@@ -462,9 +469,33 @@ class Tracer(Assignments, Calls, ast.NodeVisitor):
     try:
       out = getattr(base, attr)
     except AttributeError:
+      args = None if call is None else [self.text(a) for a in call.args] + [
+          f"{k.arg}={self.text(k.value)}" for k in call.keywords if k.arg]
       raise E.UnknownNameError(f"{self.text(node.value)} has no attribute {attr!r}", self.loc(node),
-                               hint=missing_hint(base, attr)) from None
+                               hint=missing_hint(base, attr, args)) from None
     return static_number(out)        # jnp.finfo(x.dtype).min: a NumPy scalar, as a module constant is
+
+  def _method_hint(self, node, base, call):
+    """What to write for a Triton, torch or NumPy method (x.to, v.any, x.stride) `base` lacks."""
+    args = axis = bitcast = None
+    if call is not None:
+      args = [self.text(a) for a in call.args] + [f"{k.arg}={self.text(k.value)}" for k in call.keywords if k.arg]
+      kws = {k.arg: k.value for k in call.keywords}
+      bitcast = False if "bitcast" not in kws else None
+      try:
+        if "bitcast" in kws:
+          b = self.eval(kws["bitcast"])
+          bitcast = b if isinstance(b, bool) else None
+        ax = self.eval(kws["axis"]) if "axis" in kws else self.eval(call.args[0]) if call.args else None
+        axis = ax if isinstance(ax, int) and not isinstance(ax, bool) else None if ax is None else "?"
+      except E.KernelError:
+        pass
+      if node.attr == "to" and "bitcast" in kws:
+        args = [a for a in args if not a.startswith("bitcast=")]
+    t = base.type
+    d = resolve(t.dtype)
+    return missing.method_hint(node.attr, self.text(node.value), ref=isinstance(t, RefType), shape=t.shape,
+                               is_bool=d == DType.bool_, args=args, axis=axis, bitcast=bitcast)
 
   def eval_index(self, node):
     if isinstance(node, ast.Slice):
@@ -629,11 +660,18 @@ class Tracer(Assignments, Calls, ast.NodeVisitor):
         return v
     return v
 
+  def nonzero(self, test) -> str:
+    """`k != 0` for a condition `k` that is a number, not a boolean (Python's truthiness)."""
+    text = self.text(test)
+    simple = isinstance(test, (ast.Name, ast.Call, ast.Subscript, ast.Attribute, ast.Constant))
+    return f"{text if simple else f'({text})'} != 0"
+
   def eval_IfExp(self, node):
     cond = self.eval(node.test)
     if is_value(cond):
+      test = self.text(node.test) if resolve(cond.type.dtype) == DType.bool_ else self.nonzero(node.test)
       self.unsupported(node, "a conditional expression on a runtime value",
-                       hint=f"use ml.where({self.text(node.test)}, {self.text(node.body)}, {self.text(node.orelse)}),"
+                       hint=f"use ml.where({test}, {self.text(node.body)}, {self.text(node.orelse)}),"
                             f" or an if statement that assigns a name in both branches")
     return self.eval(node.body if cond else node.orelse)
 

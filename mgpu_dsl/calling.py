@@ -230,12 +230,39 @@ def check_count(pk, n_in: int, bounds: tuple[int, int], name: str, loc, *, outpu
             f" {'is an input' if n_in - lo == 1 else 'are inputs'}, give a callable out_shape or grid"
             f" {'a parameter' if n_in - lo == 1 else 'parameters'} for {'it' if n_in - lo == 1 else 'them'}"
             f" (lambda {', '.join(refs[:n_in])}: ...), or describe fewer outputs in a static out_shape")
+  if lo == hi and 0 < lo < n_in == len(refs) and all(is_array_like(a) for a in args[lo:]):
+    # every parameter passed: Triton's habit of passing preallocated outputs
+    outs = refs[lo:]
+    hint = (f"outputs are returned, not passed: call {_inputs_only(name, lo, n_in, refs)}, which returns"
+            f" {' and '.join(outs)} (out_shape describes {'it' if len(outs) == 1 else 'them'})")
   outputs_too = [r for r in refs[n_in:lo] if r not in getattr(pk, "scalar_params", ())]
   if lo == hi and 0 < n_in < lo and outputs_too:   # fewer inputs than out_shape leaves: too few outputs?
     hint = (f"if {', '.join(outputs_too)} {'is an output' if len(outputs_too) == 1 else 'are outputs'} too, describe"
             f" {plural(len(refs) - n_in, 'output')} in out_shape (a tuple of jax.ShapeDtypeStruct, one per"
             f" output parameter: {', '.join(refs[n_in:])}); otherwise pass every input. " + hint)
   raise E.SignatureError(cap(msg), loc, hint=hint)
+
+
+def _inputs_only(name: str, lo: int, n_in: int, refs) -> str:
+  """The user's call of `name` (on the line that called the kernel) with its first `lo`
+  positional arguments only, as written (`copy(x, interpret=True)` for `copy(x, out,
+  interpret=True)`), or `name(inputs)`."""
+  import ast
+  from .frontend.loc import user_loc
+  text = (user_loc().source_line or "").strip()
+  try:
+    tree = ast.parse(text)
+  except SyntaxError:
+    tree = None
+  for node in ast.walk(tree) if tree is not None else ():
+    if isinstance(node, ast.Call) and len(node.args) == n_in and not any(isinstance(a, ast.Starred) for a in node.args):
+      fn = ast.get_source_segment(text, node.func) or ""
+      if fn == name or fn.endswith("." + name):
+        kept = [ast.get_source_segment(text, a) for a in node.args[:lo]] + [
+            ast.get_source_segment(text, k) for k in node.keywords]
+        if all(kept):
+          return f"{fn}({', '.join(kept)})"
+  return f"{name}({', '.join(refs[:lo])})"
 
 
 def check_output_names(pk, out, n_in: int, loc, at) -> None:

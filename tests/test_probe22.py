@@ -179,7 +179,7 @@ def int_condition(x, out):
 
 def test_an_int_scalar_condition_names_its_dtype_and_the_comparison():
   expect(int_condition, [S((128,), jnp.int32)], mg.KernelTypeError, "x[0]",
-         "an if condition must be a Python value or a boolean scalar, got a int32 scalar",
+         "an if condition must be a Python value or a boolean scalar, got an int32 scalar",
          hint="compare it: if x[0] != 0:")
 
 

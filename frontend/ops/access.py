@@ -21,7 +21,7 @@ from ..infer import unify
 from ..ir import Access, LayoutRule, Traits
 from ..types import ScalarType, Space, TensorType, dtype_name, resolve
 from . import elementwise as ew
-from .base import Num, builtin, is_ref, is_scalar, is_tensor, is_value, kind_of
+from .base import Num, a_an, builtin, is_ref, is_scalar, is_tensor, is_value, kind_of
 from .memory import bool_ref_error, load, store
 
 
@@ -134,8 +134,7 @@ def _mask_arg(cx, ref, mask, what):
   from .shape import broadcast_shape, broadcast_to_shape
   if is_tensor(mask) and resolve(mask.type.dtype) != DType.bool_:
     d = dtype_name(mask.type.dtype)
-    raise E.KernelTypeError(f"{what}'s mask must be a boolean tensor, got a{'n' if d[0] in 'aeiou' else ''}"
-                            f" {d} tensor", cx.loc,
+    raise E.KernelTypeError(f"{what}'s mask must be a boolean tensor, got {a_an(d)} tensor", cx.loc,
                             hint="pass a comparison as it is (mask=rows < n, without .astype), or compare a"
                                  " number tensor: mask=m != 0")
   shape = ref.type.shape
@@ -143,8 +142,7 @@ def _mask_arg(cx, ref, mask, what):
     return ew.full_(cx, shape, mask, DType.bool_, f"{what}'s mask")     # one condition for the whole window
   if is_scalar(mask):
     d = dtype_name(mask.type.dtype)
-    raise E.KernelTypeError(f"{what}'s mask must be a boolean tensor or scalar, got a{'n' if d[0] in 'aeiou' else ''}"
-                            f" {d} scalar", cx.loc,
+    raise E.KernelTypeError(f"{what}'s mask must be a boolean tensor or scalar, got {a_an(d)} scalar", cx.loc,
                             hint=f"compare it: mask={cx.named(mask, 'n')} != 0")
   n = shape[0] if shape else 128
   grid = f"rows = i * {n} + ml.arange({n}); mask = " + ("rows < n" if len(shape) <= 1 else

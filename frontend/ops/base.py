@@ -20,7 +20,7 @@ import inspect
 from .. import errors as E
 from .. import ir
 from ..dtypes import DType, to_dtype, to_dtype_name
-from ..types import RefType, ScalarType, TensorType
+from ..types import RefType, ScalarType, TensorType, resolve
 
 BUILTINS: dict[str, "Builtin"] = {}     # ml.<name> -> builtin
 METHODS: dict[str, "Builtin"] = {}      # register tensor methods: x.<name>(...) -> builtin(x, ...)
@@ -131,6 +131,20 @@ def is_scalar(x) -> bool:
 
 def is_ref(x) -> bool:
   return isinstance(x, ir.Value) and isinstance(x.type, RefType)
+
+
+def a_an(word: str) -> str:
+  """`word` with its article: 'an int8', 'a uint8' (you-int), 'a float16'."""
+  return f"{'an' if word[:1].lower() in 'aeio' else 'a'} {word}"
+
+
+def value_words(x) -> str:
+  """A register value in the user's words: 'an int32 scalar', 'a bool tensor of shape (128,)'."""
+  if isinstance(x, ir.Value) and isinstance(x.type, (ScalarType, TensorType)):
+    d = resolve(x.type.dtype)
+    what = "scalar" if isinstance(x.type, ScalarType) else f"tensor of shape {x.type.shape}"
+    return a_an(f"{d} {what}") if isinstance(d, DType) else a_an(what if what == "scalar" else f"register {what}")
+  return kind_of(x)
 
 
 def kind_of(x) -> str:

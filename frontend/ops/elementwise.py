@@ -20,7 +20,7 @@ from ..dtypes import DType, FLOAT8, INDEX, PY_FLOAT
 from ..infer import unify
 from ..ir import LayoutRule, Traits
 from ..types import DTypeVar, ScalarType, TensorType, dtype_name, resolve
-from .base import Num, check_register_value, is_ref, is_value, kind_of, static_shape
+from .base import Num, a_an, check_register_value, is_ref, is_value, kind_of, static_shape
 from .promotion import exact_in, jnp_result
 
 # Elementwise lowering works on each warpgroup's own rows as on a whole tensor: splits=True.
@@ -618,7 +618,7 @@ def full_(cx, shape, value, dtype, what="ml.full", convert=False):
       if not convert:
         vd, name = dtype_name(value.type.dtype), value.name if (value.name or "").isidentifier() else "s"
         raise E.DtypeMismatchError(
-            f"{what} of {'an' if vd[0] in 'aeiou' else 'a'} {vd} scalar as {dtype_name(dtype)}: no implicit"
+            f"{what} of {a_an(vd)} scalar as {dtype_name(dtype)}: no implicit"
             f" conversion", cx.loc, hint=f"convert it first: {name}.astype(jnp.{dtype_name(dtype)})")
       value = astype(cx, value, dtype)          # ml.full(shape, i, jnp.float32): as jnp.full
   elif not isinstance(value, Num):

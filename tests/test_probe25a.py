@@ -1,0 +1,348 @@
+"""Probe 25a (Triton and NumPy habits): names and methods mgpu_dsl lacks (ml.flip, ml.softmax,
+ml.view, ml.umulhi, ml.any, x.to, v.prod, v.any, x.stride) got a misleading "did you mean" or a
+list of attributes; jnp.log1p did not get ml.log1p's formula; a preallocated output passed to a
+kernel, a pipelined loop of register loads and an int condition got hints that did not say
+what to write."""
+import inspect
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from locate import expect, where
+
+S = jax.ShapeDtypeStruct
+F32 = jnp.float32
+
+
+def _export(fn, *specs):
+  return jax.export.export(jax.jit(fn), platforms=["cuda"])(*specs).mlir_module()
+
+
+# ---------------------------------------------------------------- A1: missing ml names
+@mg.mgpu_kernel(out_shape=lambda x, *, op: x, grid=(1,))
+def triton_names(x, out, *, op: ml.constexpr):
+  v = x[...]
+  if op == "flip":
+    out[...] = ml.flip(v, 0)
+  elif op == "softmax":
+    out[...] = ml.softmax(v)
+  elif op == "view":
+    out[...] = ml.view(v, (128,))
+  elif op == "umulhi":
+    out[...] = ml.umulhi(v, v)
+
+
+FLIP = ("no ml.flip: a register tensor is not reversed in place; read the elements from the end, x[n - 1 -"
+        " ml.arange(n)] (a gather; rows: x.at[n - 1 - r][...]), or reverse outside the kernel (call it on"
+        " x[::-1] from your jitted function, where XLA fuses the reversal)")
+SOFTMAX = ("no ml.softmax: spell it out, e = ml.exp(v - ml.max(v, axis=-1, keepdims=True));"
+           " e / ml.sum(e, axis=-1, keepdims=True)")
+UMULHI = ("no ml.umulhi: from 16-bit halves of uint32 a and b, al, ah, bl, bh = a & 0xFFFF, a >> 16, b & 0xFFFF,"
+          " b >> 16; m = (al * bl >> 16) + (ah * bl & 0xFFFF) + (al * bh & 0xFFFF); the high word is"
+          " ah * bh + (ah * bl >> 16) + (al * bh >> 16) + (m >> 16)")
+
+
+@pytest.mark.parametrize("op,dtype,hint", [("flip", F32, FLIP), ("softmax", F32, SOFTMAX),
+                                           ("view", F32, "write v.reshape((128,))"),
+                                           ("umulhi", jnp.uint32, UMULHI)])
+def test_missing_triton_names_say_what_to_write(op, dtype, hint):
+  # flip was "did you mean ml.clip?", softmax "did you mean ml.max?", view and umulhi "check the spelling"
+  expect(triton_names, [S((128,), dtype)], mg.UnknownNameError, f"ml.{op}",
+         f"ml has no attribute '{op}'", hint=hint, op=op)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def flipped(x, out):
+  n = x.shape[0]
+  out[...] = x[n - 1 - ml.arange(n)]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def softmax_rows(x, out):
+  v = x[...]
+  e = ml.exp(v - ml.max(v, axis=-1, keepdims=True))
+  out[...] = e / ml.sum(e, axis=-1, keepdims=True)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: a, grid=(1,))
+def mulhi(a_ref, b_ref, out):
+  a, b = a_ref[...], b_ref[...]
+  al, ah, bl, bh = a & 0xFFFF, a >> 16, b & 0xFFFF, b >> 16
+  m = (al * bl >> 16) + (ah * bl & 0xFFFF) + (al * bh & 0xFFFF)
+  out[...] = ah * bh + (ah * bl >> 16) + (al * bh >> 16) + (m >> 16)
+
+
+def test_the_hinted_flip_softmax_and_umulhi_forms_run():
+  for op, dtype, hint in (("flip", F32, FLIP), ("softmax", F32, SOFTMAX), ("umulhi", jnp.uint32, UMULHI)):
+    with pytest.raises(mg.UnknownNameError) as info:
+      triton_names.check(S((128,), dtype), op=op)
+    assert info.value.hint == hint
+  x = jnp.arange(128, dtype=F32)
+  np.testing.assert_array_equal(flipped(x, interpret=True), x[::-1])
+  _export(flipped, S((128,), F32))
+  y = jax.random.normal(jax.random.key(0), (16, 128), F32)
+  np.testing.assert_allclose(softmax_rows(y, interpret=True), jax.nn.softmax(y, axis=-1), rtol=1e-5, atol=1e-7)
+  _export(softmax_rows, S((16, 128), F32))
+  a = jax.random.bits(jax.random.key(1), (128,), jnp.uint32)
+  b = jax.random.bits(jax.random.key(2), (128,), jnp.uint32)
+  want = ((np.asarray(a).astype(np.uint64) * np.asarray(b).astype(np.uint64)) >> 32).astype(np.uint32)
+  np.testing.assert_array_equal(mulhi(a, b, interpret=True), want)
+  _export(mulhi, S((128,), jnp.uint32), S((128,), jnp.uint32))
+
+
+@mg.mgpu_kernel(out_shape=lambda x, *, op: S((x.shape[0],), jnp.int8), grid=(1,))
+def any_all(x, out, *, op: ml.constexpr):
+  if op == "ml.any":
+    out[...] = ml.any(x[...] > 0, axis=1).astype(jnp.int8)
+  elif op == "ml.all":
+    out[...] = ml.all(x[...] > 0, axis=1).astype(jnp.int8)
+  elif op == ".any":
+    out[...] = (x[...] > 0).any(axis=1).astype(jnp.int8)
+  elif op == ".all":
+    out[...] = x[...].all(axis=1).astype(jnp.int8)
+  elif op == "max":
+    out[...] = ml.max(x[...] > 0, axis=1).astype(jnp.int8)
+  elif op == "min":
+    out[...] = ml.min(x[...] != 0, axis=1).astype(jnp.int8)
+
+
+def test_any_and_all_say_ml_max_and_ml_min_of_the_mask():
+  # ml.any was "check the spelling"; v.any() / v.all() a list of attributes
+  spec = S((16, 128), F32)
+  expect(any_all, [spec], mg.UnknownNameError, "ml.any(x", "ml has no attribute 'any'", op="ml.any",
+         hint="write ml.max(x[...] > 0, axis=1): ml.max of a bool tensor is whether any element holds")
+  expect(any_all, [spec], mg.UnknownNameError, "ml.all(x", "ml has no attribute 'all'", op="ml.all",
+         hint="write ml.min(x[...] > 0, axis=1): ml.min of a bool tensor is whether every element holds")
+  expect(any_all, [spec], mg.KernelTypeError, "(x[...] > 0).any", "a register tensor has no attribute 'any'",
+         op=".any", hint="write ml.max(x[...] > 0, axis=1): ml.max of a bool tensor is whether any element holds")
+  expect(any_all, [spec], mg.KernelTypeError, "x[...].all", "a register tensor has no attribute 'all'",
+         op=".all", hint="write ml.min(x[...] != 0, axis=1): ml.min of a bool tensor is whether every element"
+                         " holds")
+  x = jax.random.normal(jax.random.key(3), (16, 128), F32).at[3].set(-1.0).at[5, 7].set(0.0)
+  np.testing.assert_array_equal(any_all(x, op="max", interpret=True), np.any(np.asarray(x) > 0, axis=1))
+  np.testing.assert_array_equal(any_all(x, op="min", interpret=True), np.all(np.asarray(x) != 0, axis=1))
+  _export(lambda a: any_all(a, op="max"), spec)
+  _export(lambda a: any_all(a, op="min"), spec)
+
+
+# ---------------------------------------------------------------- A2: methods tensors and refs lack
+@mg.mgpu_kernel(out_shape=lambda x, *, how: S(x.shape, jnp.int32), grid=(1,))
+def to_int(x, out, *, how: ml.constexpr):
+  if how == "to":
+    out[...] = x[...].to(jnp.int32)
+  elif how == "to_bitcast":
+    out[...] = x[...].to(jnp.int32, bitcast=True)
+  elif how == "to_flag":
+    out[...] = x[...].to(jnp.int32, bitcast=how == "x")
+  elif how == "astype":
+    out[...] = x[...].astype(jnp.int32)
+  elif how == "bitcast":
+    out[...] = ml.bitcast(x[...], jnp.int32)
+
+
+def test_triton_to_says_astype_or_bitcast():
+  spec = S((128,), F32)
+  msg = "a register tensor has no attribute 'to'"
+  expect(to_int, [spec], mg.KernelTypeError, "x[...].to", msg, how="to", hint="write x[...].astype(jnp.int32)")
+  expect(to_int, [spec], mg.KernelTypeError, "x[...].to", msg, how="to_bitcast", nth=1,
+         hint="write ml.bitcast(x[...], jnp.int32)")
+  expect(to_int, [spec], mg.KernelTypeError, "x[...].to", msg, how="to_flag", nth=2,
+         hint="write x[...].astype(jnp.int32)")
+  x = jnp.arange(128, dtype=F32) * 1.5
+  np.testing.assert_array_equal(to_int(x, how="astype", interpret=True), x.astype(jnp.int32))
+  np.testing.assert_array_equal(to_int(x, how="bitcast", interpret=True), np.asarray(x).view(np.int32))
+  _export(lambda a: to_int(a, how="astype"), spec)
+  _export(lambda a: to_int(a, how="bitcast"), spec)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, *, how: S(x.shape[:1], x.dtype), grid=(1,))
+def row_products(x, out, *, how: ml.constexpr):
+  if how == "prod":
+    out[...] = x[...].prod(axis=1)
+  else:
+    out[...] = ml.cumprod(x[...], axis=1)[:, -1]
+
+
+def test_prod_says_the_last_column_of_cumprod():
+  expect(row_products, [S((16, 128), F32)], mg.KernelTypeError, "x[...].prod",
+         "a register tensor has no attribute 'prod'", how="prod",
+         hint="take the last element of the running product: ml.cumprod(x[...], axis=1)[:, -1]")
+  x = 1 + 0.01 * jax.random.normal(jax.random.key(4), (16, 128), F32)
+  np.testing.assert_allclose(row_products(x, how="cumprod", interpret=True), np.prod(np.asarray(x), axis=1),
+                             rtol=1e-5)
+  _export(lambda a: row_products(a, how="cumprod"), S((16, 128), F32))
+
+
+@mg.mgpu_kernel(out_shape=lambda x, *, how: x, grid=lambda x, *, how: (x.shape[0],))
+def rowcopy(x, out, *, how: ml.constexpr):
+  r = ml.program_id(0)
+  if how == "stride":
+    s = x.stride(0)
+  out.at[r, ml.ds(0, 128)][...] = x.at[r, ml.ds(0, 128)][...]
+
+
+def test_a_refs_stride_says_refs_are_indexed_by_dimension():
+  expect(rowcopy, [S((4, 128), F32)], mg.KernelTypeError, "x.stride", "a GMEM ref has no attribute 'stride'",
+         how="stride", hint="refs are indexed by dimension, so no strides are needed: x.at[r, ml.ds(c, n)] is row"
+                            " r's columns c to c + n; for flat pointer arithmetic, reshape the array outside the"
+                            " kernel")
+  x = jnp.arange(512, dtype=F32).reshape(4, 128)
+  np.testing.assert_array_equal(rowcopy(x, how="at", interpret=True), x)
+  _export(lambda a: rowcopy(a, how="at"), S((4, 128), F32))
+
+
+# ---------------------------------------------------------------- A3: jnp names through the same table
+@mg.mgpu_kernel(out_shape=lambda x, *, f: x, grid=(1,))
+def jnp_calls(x, out, *, f: ml.constexpr):
+  if f == "jnp.log1p":
+    out[...] = jnp.log1p(x[...])
+  elif f == "math.log1p":
+    out[...] = math.log1p(x[...])
+  elif f == "ml.log1p":
+    out[...] = ml.log1p(x[...])
+  elif f == "jnp.flip":
+    out[...] = jnp.flip(x[...])
+  else:
+    v = x[...]
+    u = 1 + v
+    out[...] = ml.where(u == 1, v, ml.log(u) * (v / (u - 1)))
+
+
+def test_jnp_log1p_gets_ml_log1ps_formula():
+  spec = S((128,), F32)
+  ours = expect(jnp_calls, [spec], mg.UnknownNameError, "ml.log1p(x", "ml has no attribute 'log1p'", f="ml.log1p")
+  assert ours.hint.startswith("no ml.log1p: ")
+  for f in ("jnp.log1p", "math.log1p"):
+    expect(jnp_calls, [spec], mg.KernelTypeError, f + "(x", "log1p cannot take a register tensor inside a kernel",
+           f=f, hint=ours.hint)
+  expect(jnp_calls, [spec], mg.KernelTypeError, "jnp.flip(x", "flip cannot take a register tensor inside a kernel",
+         f="jnp.flip", hint=FLIP)
+  x = jnp.concatenate([jnp.logspace(-12, 3, 120, dtype=F32), -jnp.linspace(0.01, 0.9, 8, dtype=F32)])
+  np.testing.assert_allclose(jnp_calls(x, f="formula", interpret=True), jnp.log1p(x), rtol=2e-6)
+  _export(lambda a: jnp_calls(a, f="formula"), spec)
+
+
+# ---------------------------------------------------------------- A4: a preallocated output passed
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 128,))
+def copy(x, out):
+  i = ml.program_id(0)
+  out.at[ml.ds(i * 128, 128)][...] = x.at[ml.ds(i * 128, 128)][...]
+
+
+def test_a_preallocated_output_says_outputs_are_returned():
+  x = jnp.arange(1024, dtype=F32)
+  with pytest.raises(mg.KernelError) as info:
+    copy(x, jnp.empty_like(x), interpret=True)
+  e = info.value
+  line = inspect.currentframe().f_lineno - 2
+  assert type(e) is mg.SignatureError and e.code == "MG006"
+  assert (e.filename, e.lineno, e.col_offset) == (__file__, line, 4)
+  assert e.message == "copy takes 1 input (x), then 1 output (out), but was called with 2 inputs"
+  assert e.hint == "outputs are returned, not passed: call copy(x, interpret=True), which returns out (out_shape" \
+                   " describes it)"
+  np.testing.assert_array_equal(copy(x, interpret=True), x)
+  _export(copy, S((1024,), F32))
+  with pytest.raises(mg.SignatureError) as info:     # more than inputs and outputs: the general hint
+    copy(x, x, x, interpret=True)
+  assert info.value.hint.startswith("parameters are the inputs, then the outputs")
+
+
+# ---------------------------------------------------------------- A5: stages= on register loads
+@mg.mgpu_kernel(out_shape=lambda x, *, s: x, grid=(4,))
+def softmax_loop(x, out, *, s: ml.constexpr):
+  if s:
+    for row in ml.range(ml.program_id(0), x.shape[0], ml.num_programs(0), stages=s):
+      m = ml.arange(512) < x.shape[1]
+      v = x.at[row, ml.ds(0, 512)].load(mask=m, other=-float("inf"))
+      e = ml.exp(v - ml.max(v))
+      out.at[row, ml.ds(0, 512)].store(e / ml.sum(e), mask=m)
+  else:
+    for row in ml.range(ml.program_id(0), x.shape[0], ml.num_programs(0)):
+      m = ml.arange(512) < x.shape[1]
+      v = x.at[row, ml.ds(0, 512)].load(mask=m, other=-float("inf"))
+      e = ml.exp(v - ml.max(v))
+      out.at[row, ml.ds(0, 512)].store(e / ml.sum(e), mask=m)
+
+
+def test_stages_on_register_loads_says_to_drop_stages_first():
+  spec = S((10, 300), F32)
+  expect(softmax_loop, [spec], mg.PipelineError, "for row in ml.range(",
+         "ml.range(..., stages=) found no TMA load to pipeline at the top level of this loop", s=2,
+         hint="drop stages= for a plain loop, for row in ml.range(ml.program_id(0), x.shape[0],"
+              " ml.num_programs(0)): (its loads into registers are not pipelined); to pipeline, load the loop's"
+              " tiles with ml.copy(gmem.at[...k...], buf) into buffers allocated before the loop")
+  x = jax.random.normal(jax.random.key(5), (10, 300), F32)
+  np.testing.assert_allclose(softmax_loop(x, s=0, interpret=True), jax.nn.softmax(x, axis=-1), rtol=1e-5,
+                             atol=1e-7)
+  _export(lambda a: softmax_loop(a, s=0), spec)
+
+
+# ---------------------------------------------------------------- A6: int conditions
+@mg.mgpu_kernel(out_shape=lambda n, f, *, w: n, grid=lambda n, f, *, w: (n.shape[0],))
+def countdown(n, f, out, *, w: ml.constexpr):
+  i = ml.program_id(0)
+  k = n[i]
+  c = 0
+  if w == "while":
+    while k:
+      k = k - 1
+      c += 1
+  elif w == "while_and":
+    while k & 3:
+      k = k - 1
+  elif w == "while_ne":
+    while k != 0:
+      k = k - 1
+      c += 1
+  elif w == "if":
+    if f[i]:
+      c = 1
+  elif w == "if_ne":
+    if f[i] != 0:
+      c = 1
+  elif w == "elif":
+    if k == 3:
+      c = 2
+    elif k - 1:
+      c = 1
+  elif w == "ifexp":
+    c = 1 if k else 0
+  elif w == "where":
+    c = ml.where(k != 0, 1, 0)
+  out[i] = c
+
+
+def test_int_conditions_say_compare_with_zero_in_the_users_words():
+  specs = [S((4,), jnp.int32), S((4,), jnp.int8)]
+  wmsg = "a while condition must be a boolean scalar, got an int32 scalar"
+  imsg = "an if condition must be a Python value or a boolean scalar, got "
+  expect(countdown, specs, mg.KernelTypeError, "k:", wmsg, w="while", hint="compare it: while k != 0:")
+  expect(countdown, specs, mg.KernelTypeError, "k & 3", wmsg, w="while_and", hint="compare it: while (k & 3) != 0:")
+  expect(countdown, specs, mg.KernelTypeError, "f[i]:", imsg + "an int8 scalar", w="if",
+         hint="compare it: if f[i] != 0:")
+  expect(countdown, specs, mg.KernelTypeError, "k - 1:", imsg + "an int32 scalar", w="elif",
+         hint="compare it: elif (k - 1) != 0:")
+  expect(countdown, specs, mg.UnsupportedSyntaxError, "1 if k else 0",
+         "a conditional expression on a runtime value is not supported in a kernel", w="ifexp",
+         hint="use ml.where(k != 0, 1, 0), or an if statement that assigns a name in both branches")
+  n, f = jnp.array([3, 0, 5, 1], jnp.int32), jnp.array([0, 2, -1, 0], jnp.int8)
+  np.testing.assert_array_equal(countdown(n, f, w="while_ne", interpret=True), n)
+  np.testing.assert_array_equal(countdown(n, f, w="if_ne", interpret=True), (f != 0).astype(jnp.int32))
+  np.testing.assert_array_equal(countdown(n, f, w="where", interpret=True), (n != 0).astype(jnp.int32))
+  for w in ("while_ne", "if_ne", "where"):
+    _export(lambda a, b: countdown(a, b, w=w), *specs)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, m: x, grid=(1,))
+def masked_read(x, m, out):
+  out[...] = x.at[...].load(mask=m[...], other=0.0)
+
+
+def test_a_uint8_mask_is_a_uint8_tensor():
+  expect(masked_read, [S((128,), F32), S((128,), jnp.uint8)], mg.KernelTypeError, "x.at[...].load(",
+         "ml.load's mask must be a boolean tensor, got a uint8 tensor")
