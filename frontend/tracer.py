@@ -17,6 +17,7 @@ import astor
 from . import errors as E
 from .builder import Builder, Call
 from .calls import _DEBUG, PY_BUILTINS, Calls, _Method, _Texts
+from .containers import Containers
 from .dtypes import DType
 from .env import POISON, PoisonedUse, Unbound, assigned_names
 from . import missing
@@ -67,7 +68,7 @@ def _check_tensor_steps(cx, x, index):
       d += 1
 
 
-class Tracer(Assignments, Calls, ast.NodeVisitor):
+class Tracer(Assignments, Calls, Containers, ast.NodeVisitor):
   def __init__(self, source: Source, scope: dict, builder: Builder):
     self.src = source
     self.scope = scope          # globals + closure of the kernel function
@@ -318,30 +319,6 @@ class Tracer(Assignments, Calls, ast.NodeVisitor):
 
   def eval_Constant(self, node):
     return node.value
-
-  def eval_Tuple(self, node):
-    return tuple(self.eval(e) for e in node.elts)
-
-  def eval_List(self, node):
-    return [self.eval(e) for e in node.elts]
-
-  def eval_Dict(self, node):
-    """A dict of static keys (its values any: `opts = {"bias": b}`, spread into a call with **opts)."""
-    out = {}
-    for k, v in zip(node.keys, node.values):
-      if k is None:                       # {**opts, "w": 2.0}
-        m = self.eval(v)
-        if not isinstance(m, dict):
-          raise E.KernelTypeError(f"**{self.text(v)} spreads a dict, not {kind_of(m)}", self.loc(v),
-                                  hint="spread another dict, or name each entry")
-        out.update(m)
-        continue
-      key = self.eval(k)
-      if holds_value(key) or not isinstance(key, (str, int, bool, float, tuple, type(None))):
-        raise E.KernelTypeError(f"a dict key must be a static value, not {kind_of(key)}", self.loc(k),
-                                hint="key dicts by names or ints known while tracing")
-      out[key] = self.eval(v)
-    return out
 
   def eval_Name(self, node):
     return self.lookup(node.id, node)
@@ -674,82 +651,3 @@ class Tracer(Assignments, Calls, ast.NodeVisitor):
                        hint=f"use ml.where({test}, {self.text(node.body)}, {self.text(node.orelse)}),"
                             f" or an if statement that assigns a name in both branches")
     return self.eval(node.body if cond else node.orelse)
-
-  def eval_ListComp(self, node):
-    """`[f(i, j) for i in static_iterable if static_cond for j in ...]`: unrolled while tracing,
-    the for clauses nested left to right, as Python's (a later clause may use an earlier name)."""
-    if any(g.is_async for g in node.generators):
-      self.unsupported(node, "an async comprehension", hint="use a static for clause")
-    for gen in node.generators:
-      if any(isinstance(t, (ast.Subscript, ast.Attribute, ast.Starred)) for t in ast.walk(gen.target)):
-        self.unsupported(gen.target, "this comprehension target", hint="iterate over names: for i, w in zip(...)")
-    names = assigned_names([g.target for g in node.generators])
-    saved = {n: self.env.get(n, POISON) for n in names}
-    out = []
-
-    def clause(k):
-      gen = node.generators[k]
-      for v in self._comprehension_items(gen.iter):
-        self.assign(gen.target, v, gen.iter)
-        conds = [self.eval(c) for c in gen.ifs]
-        if any(is_value(c) for c in conds):
-          raise E.KernelTypeError("a comprehension's if must be static", self.loc(gen.ifs[0]),
-                                  hint="select runtime values with ml.where")
-        if not all(conds):
-          continue
-        if k + 1 < len(node.generators):
-          clause(k + 1)
-        else:
-          out.append(self.eval(node.elt))
-    try:
-      clause(0)
-    finally:
-      for n, was in saved.items():
-        if was is POISON:
-          self.env.pop(n, None)
-        else:
-          self.env[n] = was
-    return out
-
-  def _comprehension_items(self, it):
-    """The static values a comprehension's for clause iterates over."""
-    fn = self.eval(it.func) if isinstance(it, ast.Call) else None
-    from .ops import control
-    if fn in (control.static_range, PY_BUILTINS["range"]):
-      args = [self.eval(a) for a in it.args]
-      if not all(isinstance(a, int) and not isinstance(a, bool) for a in args):
-        raise E.KernelTypeError("a comprehension needs static bounds", self.loc(it),
-                                hint="comprehensions are unrolled while tracing: use ints or constexprs")
-      return range(*args)
-    items = self.eval(it)
-    if hasattr(items, "__next__") and not is_value(items):     # zip, enumerate, reversed of static values
-      items = tuple(items)
-    if is_value(items) or not isinstance(items, (tuple, list, range)):
-      raise E.KernelTypeError(f"a comprehension iterates over static values, not {kind_of(items)}",
-                              self.loc(it), hint="iterate over ml.static_range(n) or a tuple")
-    return items
-
-  def eval_GeneratorExp(self, node):
-    """`tuple(f(i) for i in ml.static_range(n))`: unrolled while tracing, as the list comprehension
-    (its elements computed at once, which nothing static can tell from Python's lazy order)."""
-    return tuple(self.eval_ListComp(node))
-
-  def eval_JoinedStr(self, node):
-    """An f-string of static values (a message for raise or assert) is a Python string."""
-    parts = []
-    for v in node.values:
-      if isinstance(v, ast.Constant):
-        parts.append(str(v.value))
-        continue
-      x = self.eval(v.value)
-      if holds_value(x):
-        self.unsupported(node, "an f-string of register values outside print(...)",
-                         hint="f-strings format run-time values in print(f'...') only")
-      spec = "" if v.format_spec is None else self.eval(v.format_spec)
-      x = {115: str, 114: repr, 97: ascii}.get(v.conversion, lambda y: y)(x)
-      try:
-        parts.append(format(x, spec))
-      except (ValueError, TypeError) as e:
-        raise E.KernelTypeError(f"cannot format {self.text(v.value)} with {spec!r}: {e}", self.loc(v.value),
-                                hint="use a format spec that suits the value") from None
-    return "".join(parts)
