@@ -33,7 +33,7 @@ from . import errors as E
 from . import hw
 from . import ir
 from .ir import LayoutRule
-from .ops.control import WarpSpecialize
+from .ops.control import For, While, WarpSpecialize
 from .ops.elementwise import BinOp, Full
 from .ops.gather import Gather, ScatterUpdate
 from .ops.memory import ClusterRef, Store, View
@@ -562,6 +562,27 @@ class _Solver:
     index = ", ".join("0" for _ in v.type.shape)
     return f"store the scalar into the one element: {use.ref.name or 'out'}[{index}] = {text}"
 
+  def _one_element(self, v, loc):
+    """MG204 for a one-element tensor (a full reduction with keepdims=True, ml.full((1, 1), s)):
+    math on it is done on its scalar, but a loop cannot carry it; elsewhere, a hint to use the
+    scalar."""
+    name = v.name if (v.name or "").isidentifier() else "t"
+    index = ", ".join("0" for _ in v.type.shape)
+    cls = self.uf.find(("v", v.id))
+    loop = next((o for o in ir.walk(self.kernel.body) if isinstance(o, (For, While)) and any(
+        isinstance(i, ir.Value) and self.uf.find(("v", i.id)) == cls for i in o.inits)), None)
+    if loop is not None:
+      raise E.LayoutError(
+          f"this loop carries {name}, a tensor of shape {v.type.shape}: " + (
+              "a 1-D register vector needs a multiple of 8 elements" if len(v.type.shape) == 1 else
+              f"a register tensor needs a multiple of {hw.WARPGROUP} elements (one per thread of a warpgroup)"),
+          loop.loc,
+          hint=f"carry a scalar: start it as a number ({name} = 0.0) and add full reductions without"
+               f" keepdims=True ({name} = {name} + ml.sum(...)); of a one-element tensor, {name}[{index}] is its"
+               f" scalar")
+    return (f"use the scalar: a full reduction without keepdims=True (ml.sum(x)) is one, and so is"
+            f" {name}[{index}] of a one-element tensor")
+
   def check(self, v, lay: Layout):
     o = self.first_use.get(v.id)
     loc = o.loc if o else self.kernel.loc
@@ -572,6 +593,7 @@ class _Solver:
           loc, hint="call the kernel only on non-empty arrays (outside it, an empty output needs no kernel)")
     if lay.kind == LayoutKind.STRIDED:
       if math.prod(shape) % hw.WARPGROUP:
+        one = self._one_element(v, loc) if math.prod(shape) == 1 and self._scalar_store_hint(v) is None else None
         if len(shape) == 1:
           n = shape[0]
           up = -(-n // 8) * 8
@@ -582,11 +604,11 @@ class _Solver:
               f"{v.name or 'this tensor'} has shape {shape}: a 1-D register vector needs a multiple of 8"
               f" elements (other register tensors a multiple of {hw.WARPGROUP}, one per thread of a"
               f" warpgroup)", loc,
-              hint=self._scalar_store_hint(v) or smem_vector_hint(o, n, up, self.defs) or pad_hint(n, up, index))
+              hint=self._scalar_store_hint(v) or one or smem_vector_hint(o, n, up, self.defs) or pad_hint(n, up, index))
         raise E.LayoutError(
             f"{v.name or 'this tensor'} has shape {shape}: register tensors need a multiple of"
             f" {hw.WARPGROUP} elements (one per thread of a warpgroup)", loc,
-            hint=self._scalar_store_hint(v) or column_slice_hint(v.name) or
+            hint=self._scalar_store_hint(v) or one or column_slice_hint(v.name) or
                  "work on tiles of 128 elements or more, e.g. (128,) or (8, 16); a 1-D vector may be"
                  " shorter if its length is a multiple of 8")
       return

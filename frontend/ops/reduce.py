@@ -76,6 +76,12 @@ def reduce(cx, kind: ReduceKind, x, axis, keepdims, what=None):
     # float8 (an 8-bit float scalar cannot be made on the GPU).
     wide = ew.astype(cx, x, DType.f32 if d.is_float else DType.i32 if d.is_signed else DType.u32)
     return ew.narrowed(cx, reduce(cx, kind, wide, axis, keepdims, what), d)
+  one = ew.one_element_scalar(cx, x)
+  if one is not None:
+    # One element (a full reduction with keepdims=True, ml.full((1, 1), s)): its reduction is that
+    # element, as a scalar or stretched again (such a tensor is not held in registers by itself).
+    out = tuple(1 for i in range(len(shape)) if keepdims or i not in axes)
+    return ew.stretch(cx, out, one) if out else one
   if isinstance(d, DType) and (d == DType.bool_ or d.bits < 16):
     raise E.UnsupportedDtypeError(
         f"{what} of {dtype_name(d)} values is not supported", cx.loc,

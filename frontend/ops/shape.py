@@ -350,6 +350,9 @@ def expand(cx, x, index):
     index = index[:k] + (slice(None),) * (rank - kept) + index[k + 1:]
     kept = rank
   squeezed = _unit_squeeze(x.type.shape, index)
+  one = ew.one_element_scalar(cx, x) if squeezed is not None else None
+  if one is not None:            # t[0, 0] of a full reduction with keepdims=True: its scalar
+    return ew.stretch(cx, squeezed, one) if squeezed else one
   if squeezed is not None:       # t[:, 0] of an (n, 1) tile, v[None][0]: no element moves
     return reshape_(cx, x, squeezed)
   if _element_index(index, rank):
