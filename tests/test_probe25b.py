@@ -72,3 +72,33 @@ def test_a_loop_carrying_a_one_element_tensor_is_blamed_at_the_loop_and_hints_a_
   x = jax.random.normal(jax.random.key(1), (16, 128), F32)     # the hint, followed
   np.testing.assert_allclose(scalar_carried(x, interpret=True), jnp.sum(x, keepdims=True), rtol=1e-5)
   _export(scalar_carried, S((16, 128), F32))
+
+
+# ---------------------------------------------------------------- B2: a window of an empty dimension
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), F32))
+def masked_row_sums(x, out):
+  cols = ml.arange(128)
+  v = x.at[:, ml.ds(0, 128)].load(mask=cols[None, :] < x.shape[1], other=0.0)
+  out[...] = ml.sum(v, axis=1)
+
+
+@mg.mgpu_kernel(out_shape=lambda t, ids: S((128,), F32))
+def gather_empty(t, ids, out):
+  out[...] = t[ids[...], 0]
+
+
+def test_a_window_of_an_empty_dimension_hints_the_empty_case_outside_the_kernel():
+  # the hint was the bare fact "dimension 1 of x has size 0"
+  hint = ("x is empty along dimension 1 in this call: handle that case outside the kernel (when x.shape[1] == 0,"
+          " make the outputs there, e.g. with jnp.zeros) and call the kernel only on non-empty arrays")
+  expect(masked_row_sums, [S((8, 0), F32)], mg.IndexOutOfBoundsError, "x.at[:, ml.ds(0, 128)]",
+         "ml.ds(0, 128) is out of bounds for dimension 1 of x (size 0)", hint=hint)
+
+  def row_sums(x):                        # the hint, followed
+    return jnp.zeros((x.shape[0],), F32) if x.shape[1] == 0 else masked_row_sums(x, interpret=True)
+  np.testing.assert_array_equal(row_sums(jnp.ones((8, 0), F32)), np.zeros(8))
+  np.testing.assert_array_equal(row_sums(jnp.ones((8, 100), F32)), np.full(8, 100.0))
+  _export(masked_row_sums, S((8, 100), F32))
+  e = expect(gather_empty, [S((4, 0), F32), S((128,), jnp.int32)], mg.IndexOutOfBoundsError, "t[ids[...], 0]",
+             "index 0 is out of bounds for dimension 1 of t (size 0)")
+  assert e.hint.startswith("t is empty along dimension 1 in this call: handle that case outside the kernel")

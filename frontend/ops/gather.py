@@ -26,7 +26,7 @@ from . import elementwise as ew
 from .elementwise_fns import arange
 from .atomic import AtomicKind, AtomicUpdate, check_dtype, check_target, identity
 from .base import Num, is_scalar, is_tensor, is_value, kind_of
-from .memory import DSlice, View, index_operand
+from .memory import DSlice, View, empty_dim_hint, index_operand
 from .shape import broadcast_shape, broadcast_to_shape
 
 
@@ -144,7 +144,8 @@ def _plan(cx, ref, index, what):
     elif _advanced(i):
       if isinstance(i, int) and not -n <= i < n:
         raise E.IndexOutOfBoundsError(f"index {i} is out of bounds for dimension {d} of"
-                                      f" {ref.name or 'the ref'} (size {n})", cx.loc, hint=f"it has size {n}")
+                                      f" {ref.name or 'the ref'} (size {n})", cx.loc,
+                                      hint=f"it has size {n}" if n else empty_dim_hint(ref.name or "the ref", d))
       adv.append(d)
     elif isinstance(i, slice):
       if i.step not in (None, 1) or not all(x is None or isinstance(x, int) for x in (i.start, i.stop)):
@@ -153,7 +154,7 @@ def _plan(cx, ref, index, what):
       start, stop, _ = slice(i.start, i.stop).indices(n)
       if stop <= start:
         raise E.IndexOutOfBoundsError(f"slice {i.start}:{i.stop} of dimension {d} is empty", cx.loc,
-                                      hint=f"dimension {d} has size {n}")
+                                      hint=f"dimension {d} has size {n}" if n else empty_dim_hint(ref.name or "the ref", d))
       spans[d] = (start, stop - start)
     elif isinstance(i, DSlice):
       if not isinstance(i.size, int) or i.size <= 0 or i.size > n:

@@ -311,8 +311,16 @@ def slice_step_error(cx, step, d, rank, tensor=False) -> E.KernelError:
                                 f" [..., :, 1]; such a strided window moves a multiple of 128 elements)")
 
 
+def empty_dim_hint(name, d):
+  """The hint for an index into a dimension of size 0, where no window (masked or not) has an
+  element: the empty case is the caller's, outside the kernel."""
+  return (f"{name} is empty along dimension {d} in this call: handle that case outside the kernel (when"
+          f" {name}.shape[{d}] == 0, make the outputs there, e.g. with jnp.zeros) and call the kernel only on"
+          f" non-empty arrays")
+
+
 def _one_index(cx, d, i, n, name, past_end=False, rank=1):
-  hint = f"dimension {d} of {name} has size {n}"
+  hint = f"dimension {d} of {name} has size {n}" if n else empty_dim_hint(name, d)
   if isinstance(i, bool) or i is None:
     raise E.KernelTypeError(f"cannot index a ref with {i!r} (dimension {d})", cx.loc,
                             hint="index refs with ints, slices or ml.ds(start, size)")
@@ -418,7 +426,9 @@ def check_in_bounds(cx, ref, what):
   if over is not None:
     d, start, size, n = over
     name = root(cx.b, ref).name or "the ref"
-    if start < 0:        # a mask keeps the elements before 0 untouched; TMA windows start aligned
+    if n == 0:           # no element to keep: no mask or TMA copy helps
+      hint = empty_dim_hint(name, d)
+    elif start < 0:      # a mask keeps the elements before 0 untouched; TMA windows start aligned
       _, index = window(cx.b, ref)
       k, rank = sum(1 for i in index[:d] if not i.squeeze), len(ref.type.shape)
       axes = "" if rank == 1 else "[" + ", ".join(":" if j == k else "None" for j in range(rank)) + "]"
