@@ -31,7 +31,7 @@ from .ops.access import MaskedLoad, MaskedStore, ScalarRead
 from .ops.atomic import AtomicUpdate
 from .ops.gather import ScatterUpdate
 from .ops.memory import Copy, View
-from .layout_checks import one_tile_column
+from .layout_checks import one_tile_column, split_load
 from .loc import call_at
 from .races import ACCUMULATED_READ, Writers, plain_write_hint, race_error
 from . import hw
@@ -587,9 +587,9 @@ def check_minor_starts(kernel: ir.Kernel, defs: dict, facts: Facts) -> None:
         f" (a multiple of {t} {dtype_name(d)} elements); the start of {gmem.name or 'this window'} in"
         f" {view.ref.name}'s last dimension is not provably one{seen}, and a misaligned start faults"
         f" the GPU", o.loc,
-        hint=f"start windows at multiples of {t} (e.g. i * {size}); if the start always is one, say so:"
-             f" ml.ds(ml.multiple_of({start.name or 'start'}, {t}), {size}); or read the window into"
-             f" registers with ref[...]")
+        hint=f"start windows at multiples of {t} (e.g. i * {size}); " + (
+            "" if seen else f"if the start always is one, say so: ml.ds(ml.multiple_of({start.name or 'start'},"
+                            f" {t}), {size}); ") + "or read the window into registers with ref[...]")
 
 
 # ---------------------------------------------------------------- tiled TMA windows
@@ -617,9 +617,14 @@ def check_tiled_starts(kernel: ir.Kernel, defs: dict, facts: Facts) -> None:
       if seen is None:
         continue
       buf = _root(defs, smem).name or "this buffer"
+      hint = f"start windows at multiples of {t} (e.g. i * {view.index[d].size})"
+      if not seen:
+        hint += f"; if the start always is one, say so: ml.ds(ml.multiple_of(start, {t}), {view.index[d].size})"
+      elif d == kept[-2] and o.dst is smem and len(kept) >= 2:
+        # a window shifted off the tile rows (a convolution's taps): buffers one tile wide take any row
+        hint = (f"the window starts inside a tile in some program, so no promise makes it whole tiles;"
+                f" {split_load(kernel, defs, _root(defs, smem), view.ref, tiled)}")
       raise E.TmaLimitError(
           f"{buf} is tiled {tiled.tile} for the tensor cores, so TMA copies whole tiles of"
           f" {view.ref.name}; the start of {gmem.name or 'this window'} in dimension {d} is not provably"
-          f" a multiple of {t}{seen}", o.loc,
-          hint=f"start windows at multiples of {t} (e.g. i * {view.index[d].size}); if the start always is"
-               f" one, say so: ml.ds(ml.multiple_of(start, {t}), {view.index[d].size})")
+          f" a multiple of {t}{seen}", o.loc, hint=hint)

@@ -178,6 +178,13 @@ def _ragged_tiles_hint(kernel, defs, buf, array, d, t, layout, *, rows, copy) ->
     return pad
   if copy.dst.type.space == Space.GMEM:
     return f"{pad}; or {_split_store(kernel, buf, array, layout, copy)}"
+  return f"{pad}; or {split_load(kernel, defs, buf, array, layout)}"
+
+
+def split_load(kernel, defs, buf, array, layout) -> str:
+  """The words for loading a tiled buffer's window of `array` into buffers one tile wide, which
+  TMA fills as plain swizzled rows of any count from any row (`one_tile_column`), one ml.dot each."""
+  from .ops.mma import Dot
   w = layout.tile[1]
   shape = buf.type.shape[-2:]
   parts = shape[-1] // w
@@ -211,7 +218,7 @@ def _ragged_tiles_hint(kernel, defs, buf, array, d, t, layout, *, rows, copy) ->
     else:
       continue
     break
-  return (f"{pad}; or load {array.name} into {parts if parts > 1 else 'a'} separate"
+  return (f"load {array.name} into {parts if parts > 1 else 'a'} separate"
           f" buffer{'s' if parts > 1 else ''} one tile ({w} columns) wide, which TMA fills with any"
           f" number of rows from any row: {x}0 = ml.smem(({shape[0]}, {w})) filled from the same"
           f" window of {array.name} with ml.ds(0, {w}) as its last index, {x}1 with ml.ds({w}, {w}){more},"

@@ -102,3 +102,52 @@ def test_a_window_of_an_empty_dimension_hints_the_empty_case_outside_the_kernel(
   e = expect(gather_empty, [S((4, 0), F32), S((128,), jnp.int32)], mg.IndexOutOfBoundsError, "t[ids[...], 0]",
              "index 0 is out of bounds for dimension 1 of t (size 0)")
   assert e.hint.startswith("t is empty along dimension 1 in this call: handle that case outside the kernel")
+
+
+# ---------------------------------------------------------------- B3: a shifted window of a tiled buffer
+@mg.mgpu_kernel(out_shape=lambda x, w: S((x.shape[0], 64), F32), grid=lambda x, w: (x.shape[0] // 64,))
+def conv_rows(x, w, out):
+  i = ml.program_id(0)
+  a_s, b_s = ml.smem((64, 128)), ml.smem((128, 64))
+  acc = ml.zeros((64, 64), F32)
+  for k in ml.static_range(3):
+    ml.copy(x.at[ml.ds(i * 64 + k - 1, 64), :], a_s)
+    ml.copy(w.at[k], b_s)
+    acc = ml.dot(a_s, b_s, acc)
+  out.at[ml.ds(i * 64, 64), :][...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda x, w: S((x.shape[0], 64), F32), grid=lambda x, w: (x.shape[0] // 64,))
+def conv_rows_split(x, w, out):
+  i = ml.program_id(0)
+  a_s0, a_s1, b_s = ml.smem((64, 64)), ml.smem((64, 64)), ml.smem((128, 64))
+  acc = ml.zeros((64, 64), F32)
+  for k in ml.static_range(3):
+    ml.copy(x.at[ml.ds(i * 64 + k - 1, 64), ml.ds(0, 64)], a_s0)
+    ml.copy(x.at[ml.ds(i * 64 + k - 1, 64), ml.ds(64, 64)], a_s1)
+    ml.copy(w.at[k], b_s)
+    acc = ml.dot(a_s0, b_s.at[ml.ds(0, 64)], acc)
+    acc = ml.dot(a_s1, b_s.at[ml.ds(64, 64)], acc)
+  out.at[ml.ds(i * 64, 64), :][...] = acc
+
+
+def test_a_window_shown_off_the_tile_rows_hints_buffers_one_tile_wide_not_multiple_of():
+  # the hint offered ml.ds(ml.multiple_of(start, 8), 64) for a start the message shows is -1 in
+  # some program: followed, interpret mode refuses the promise (MG950)
+  e = expect(conv_rows, [S((128, 128), BF16), S((3, 128, 64), BF16)], mg.TmaLimitError, "ml.copy(x.at",
+             "a_s is tiled (8, 64) for the tensor cores, so TMA copies whole tiles of x; the start of"
+             " x.at[ml.ds(i * 64 + k - 1, 64), :] in dimension 0 is not provably a multiple of 8 (it is -1 in"
+             " some program)",
+             hint="the window starts inside a tile in some program, so no promise makes it whole tiles;"
+                  " load x into 2 separate buffers one tile (64 columns) wide, which TMA fills with any number of"
+                  " rows from any row: a_s0 = ml.smem((64, 64)) filled from the same window of x with ml.ds(0, 64)"
+                  " as its last index, a_s1 with ml.ds(64, 64), and sum one ml.dot per buffer: acc ="
+                  " ml.dot(a_s0, b_s.at[ml.ds(0, 64)]), then acc = ml.dot(a_s1, b_s.at[ml.ds(64, 64)], acc) (a"
+                  " window of a_s's columns cannot be a TMA destination)")
+  assert "multiple_of" not in e.hint
+  x = jax.random.normal(jax.random.key(2), (128, 128), F32).astype(BF16)     # the hint, followed
+  w = (jax.random.normal(jax.random.key(3), (3, 128, 64), F32) * 0.1).astype(BF16)
+  xp = jnp.pad(x.astype(F32), ((1, 1), (0, 0)))
+  want = sum(xp[k:k + 128] @ w[k].astype(F32) for k in range(3))
+  np.testing.assert_allclose(conv_rows_split(x, w, interpret=True), want, rtol=2e-2, atol=2e-2)
+  _export(conv_rows_split, S((128, 128), BF16), S((3, 128, 64), BF16))
