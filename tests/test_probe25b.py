@@ -151,3 +151,28 @@ def test_a_window_shown_off_the_tile_rows_hints_buffers_one_tile_wide_not_multip
   want = sum(xp[k:k + 128] @ w[k].astype(F32) for k in range(3))
   np.testing.assert_allclose(conv_rows_split(x, w, interpret=True), want, rtol=2e-2, atol=2e-2)
   _export(conv_rows_split, S((128, 128), BF16), S((3, 128, 64), BF16))
+
+
+# ---------------------------------------------------------------- B5: 16-bit atomic max and min
+@mg.mgpu_kernel(out_shape=lambda x: S((128,), x.dtype), grid=lambda x: (x.shape[0] // 128,))
+def col_extreme(x, out):
+  i = ml.program_id(0)
+  ml.atomic_max(out.at[:], x.at[ml.ds(i * 128, 128)][...])
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((128,), x.dtype), grid=lambda x: (x.shape[0] // 128,))
+def col_least(x, out):
+  i = ml.program_id(0)
+  ml.atomic_min(out.at[:], x.at[ml.ds(i * 128, 128)][...])
+
+
+@pytest.mark.parametrize("kernel,kind", [(col_extreme, "max"), (col_least, "min")])
+@pytest.mark.parametrize("dtype", [BF16, jnp.float16])
+def test_a_16_bit_atomic_max_or_min_hints_no_float32_output(kernel, kind, dtype):
+  # the hint ended "or keep the output float32 (its atomics take any shape, as ml.atomic_add does)":
+  # float32 atomic max and min are MG106 (Hopper's float32 atomics only add)
+  d = jnp.dtype(dtype).name
+  expect(kernel, [S((512,), dtype)], mg.LayoutError, f"ml.atomic_{kind}(",
+         f"ml.atomic_{kind} of a {d} tensor of shape (128,): Hopper's {d} atomic {kind} updates pairs of"
+         f" neighbouring elements, and the threads hold this tensor's elements singly",
+         hint="update 256 elements or a multiple at once (e.g. a window of shape (256,) or (8, 128))")

@@ -64,8 +64,7 @@ def test_half_atomic_max_of_single_elements_is_a_layout_error(shape, kind):
   ("Vector modifier required for instruction 'red.max.f16'")."""
   msg = (f"ml.atomic_{kind} of a float16 tensor of shape {shape}: Hopper's float16 atomic {kind} updates"
          f" pairs of neighbouring elements, and the threads hold this tensor's elements singly")
-  hint = ("update 256 elements or a multiple at once (e.g. a window of shape (256,) or (8, 128)); or keep the"
-          " output float32 (its atomics take any shape, as ml.atomic_add does)")
+  hint = "update 256 elements or a multiple at once (e.g. a window of shape (256,) or (8, 128))"
   expect(atomic_into_output, [S(shape, jnp.float16)], mg.LayoutError, f"ml.atomic_{kind}(", msg, hint=hint,
          kind=kind)
   with pytest.raises(mg.LayoutError) as info:        # interpret mode rejects what compiling rejects

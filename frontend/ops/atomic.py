@@ -198,8 +198,8 @@ def check_atomic_layouts(kernel: ir.Kernel) -> None:
         hint=(f"pass the statistic through SMEM, which reads it back as a plain tensor:"
               f" buf = ml.smem({t.shape}, jnp.{dtype_name(d)}); buf[...] = v; {what}(..., buf[...])"
               if isinstance(defs.get(o.value.id), Reduce) else
-              "update 256 elements or a multiple at once (e.g. a window of shape (256,) or (8, 128))")
-             + "; or keep the output float32 (its atomics take any shape, as ml.atomic_add does)")
+              "update 256 elements or a multiple at once (e.g. a window of shape (256,) or (8, 128))"))
+    # (no float32 alternative: Hopper's float32 atomics only add, and ml.atomic_add never reaches here)
 
 
 def accumulated_outputs(body: ir.Block, defs, outputs) -> dict:
