@@ -225,3 +225,40 @@ def test_a_scatter_of_narrow_rows_hints_a_masked_32_column_scatter_not_a_gather(
   kernel = scatter_rows_32 if n < 32 else scatter_rows_by_32
   np.testing.assert_allclose(kernel(g, ids, interpret=True), jnp.zeros((10, n)).at[ids].add(g), atol=1e-5)
   _export(kernel, S((128, n), F32), S((128,), jnp.int32))
+
+
+# ---------------------------------------------------------------- B7: slices with run-time bounds
+@mg.mgpu_kernel(out_shape=lambda x, l: x, grid=lambda x, l: (x.shape[0],))
+def prefix(x, l, out):
+  i = ml.program_id(0)
+  out.at[i, :l[i]][...] = x.at[i, :l[i]][...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x, l, dst: dst, grid=lambda x, l, dst: (x.shape[0],), input_output_aliases={2: 0})
+def prefix_masked(x, l, dst, out):       # the hint, followed (into a destination passed in)
+  i = ml.program_id(0)
+  v = x.at[i, ml.ds(0, 128)].load(mask=ml.arange(128) < l[i], other=0)
+  out.at[i, ml.ds(0, 128)].store(v, mask=ml.arange(128) < l[i])
+
+
+@mg.mgpu_kernel(out_shape=lambda x, s: S((x.shape[0], 64), x.dtype), grid=lambda x, s: (x.shape[0],))
+def from_start(x, s, out):
+  i = ml.program_id(0)
+  out.at[i][...] = x.at[i, s[i]:][...]
+
+
+def test_a_slice_with_a_run_time_stop_hints_a_fixed_window_and_a_mask_in_the_users_names():
+  # the hint was the canned x.at[ml.ds(i * 128, 128)] (another axis; the run-time length ignored)
+  expect(prefix, [S((8, 128), F32), S((8,), jnp.int32)], mg.KernelTypeError, "x.at[i, :l[i]]",
+         "slice :l[i] of dimension 1 of x has a run-time stop: a window's size is fixed when the kernel is compiled",
+         hint="take a window of fixed size and mask it to the run-time length: v = x.at[i, ml.ds(0, 128)].load("
+              "mask=ml.arange(128) < l[i], other=0); a store the same way: dst.at[i, ml.ds(0, 128)].store(v,"
+              " mask=ml.arange(128) < l[i])")
+  x = jax.random.normal(jax.random.key(6), (8, 128), F32)
+  l = jnp.array([0, 1, 5, 64, 127, 128, 3, 100], jnp.int32)
+  got = prefix_masked(x, l, jnp.full((8, 128), -1.0, F32), interpret=True)
+  np.testing.assert_array_equal(got, jnp.where(jnp.arange(128)[None, :] < l[:, None], x, -1.0))
+  _export(prefix_masked, S((8, 128), F32), S((8,), jnp.int32), S((8, 128), F32))
+  expect(from_start, [S((8, 128), F32), S((8,), jnp.int32)], mg.KernelTypeError, "x.at[i, s[i]:]",
+         "slice bounds must be static ints: the start of s[i]: in dimension 1 of x is a run-time value",
+         hint="for a window of static size at a run-time start, use ml.ds(start, size): x.at[i, ml.ds(s[i], size)]")

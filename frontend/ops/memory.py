@@ -273,8 +273,47 @@ def normalize_index(cx, shape, index, name, *, past_end=False):
         f"too many indices for {name or 'ref'} of rank {len(shape)}: got {len(index)}", cx.loc,
         hint=f"{name or 'the ref'} has shape {shape}")
   index = index + (slice(None),) * (len(shape) - len(index))
+  for d, i in enumerate(index):
+    if isinstance(i, slice) and any(is_value(x) for x in (i.start, i.stop)):
+      raise _runtime_slice_error(cx, index, d, shape, name or "ref")
   return tuple(_one_index(cx, d, i, n, name or "ref", past_end, len(shape))
                for d, (i, n) in enumerate(zip(index, shape)))
+
+
+def _index_text(i) -> str:
+  if isinstance(i, slice):
+    return ":" if i == slice(None) else f"{_index_text(i.start) if i.start is not None else ''}:" + (
+        _index_text(i.stop) if i.stop is not None else "")
+  if isinstance(i, DSlice):
+    return f"ml.ds({_index_text(i.start)}, {_index_text(i.size)})"
+  if is_value(i):
+    return i.name or "i"
+  return repr(i)
+
+
+def _runtime_slice_error(cx, index, d, shape, name) -> E.KernelError:
+  """A slice whose start or stop is a run-time value, in dimension `d`: a window's size is fixed
+  when the kernel is compiled, so a run-time length is a fixed window and a mask, and a run-time
+  start is ml.ds(start, size), written out in the user's index."""
+  i, n = index[d], shape[d]
+  start = _index_text(i.start) if i.start is not None else "0"
+  at = lambda win, ref=name: f"{ref}.at[{', '.join(win if k == d else _index_text(x) for k, x in enumerate(index))}]"
+  if not is_value(i.stop):
+    return E.KernelTypeError(
+        f"slice bounds must be static ints: the start of {_index_text(i)} in dimension {d} of {name} is a run-time"
+        f" value", cx.loc, hint=f"for a window of static size at a run-time start, use ml.ds(start, size):"
+                                f" {at(f'ml.ds({start}, size)')}")
+  kept = [k for k, x in enumerate(index) if not (isinstance(x, int) or is_value(x))]
+  axes = "" if len(kept) == 1 else "[" + ", ".join(":" if k == d else "None" for k in kept) + "]"
+  stop = _index_text(i.stop)
+  length = stop if start == "0" else f"{stop} - {start}"
+  mask = f"ml.arange({n}){axes} < {length if ' ' not in length else f'({length})'}"
+  return E.KernelTypeError(
+      f"slice {_index_text(i)} of dimension {d} of {name} has a run-time stop: a window's size is fixed when"
+      f" the kernel is compiled", cx.loc,
+      hint=f"take a window of fixed size and mask it to the run-time length: v = {at(f'ml.ds({start}, {n})')}"
+           f".load(mask={mask}, other=0); a store the same way: {at(f'ml.ds({start}, {n})', 'dst')}.store(v,"
+           f" mask={mask})")
 
 
 def slice_step_error(cx, step, d, rank, tensor=False) -> E.KernelError:
