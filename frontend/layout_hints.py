@@ -3,9 +3,12 @@ register layout cannot hold what the kernel asks (narrow rows, column slices, br
 3-D and 4-D tensors), in the user's names."""
 from __future__ import annotations
 
+import ast
+
 from . import hw
 from . import ir
 from .types import Layout, RefType, Space
+from .loc import call_at
 from .ops.memory import root_in
 
 
@@ -122,3 +125,40 @@ def pad_hint(n, up, index) -> str:
           + (f" other=<an index past the indexed array's end>): a scatter drops those updates (and a"
              f" gather's masked lanes are yours to ignore), where other=0 would add {up - n} updates at index 0"
              if index else " other=0) and a masked store of the same window"))
+
+
+def scatter_columns_hint(o, n) -> str:
+  """For a scatter whose rows are n (not a multiple of 32) wide: update 32 columns at a time,
+  the value's columns past n loaded as 0 with a mask, the index's dropped past out's rows."""
+  w, what = hw.WARP, f"ml.atomic_{o.kind.value}"
+  out = o.ref.name or "out"
+  ids = "ids"
+  src, rows, node = "src", "rows", call_at(o.loc)       # the user's ml.atomic_<kind>(out.at[ids, :], src.at[rows, :][...])
+  if node is not None and len(node.args) == 2 and isinstance(node.args[0], ast.Subscript):
+    elts = node.args[0].slice.elts if isinstance(node.args[0].slice, ast.Tuple) else [node.args[0].slice]
+    ids = ast.unparse(elts[0]) if isinstance(elts[0], ast.Name) else ids
+    val = node.args[1]
+    if (isinstance(val, ast.Subscript) and isinstance(val.value, ast.Subscript)
+        and isinstance(val.value.value, ast.Attribute) and val.value.value.attr == "at"
+        and isinstance(val.value.slice, ast.Tuple) and len(val.value.slice.elts) == 2):
+      src, rows = ast.unparse(val.value.value.value), ast.unparse(val.value.slice.elts[0])
+  cols = f"ml.arange({w})" if n < w else f"(c + ml.arange({w}))"
+  load = (f"v = {src}.at[{rows}, ml.ds({'0' if n < w else 'c'}, {w})].load(mask={cols}[None, :] < {n},"
+          f" other=0)")
+  loop = "" if n < w else f"for c in ml.static_range(0, {n}, {w}): "
+  return (f"update {w} columns at a time, loading the value's columns past {n} as 0: {loop}{load}; then"
+          f" {what}({out}.at[{ids}[:, None], {cols}[None, :]], v) (updates at columns past the end of"
+          f" {out}'s rows are dropped); or pad {out}'s rows to a multiple of {w} elements (out_shape) and"
+          f" slice the result outside the kernel" + ("" if ids != "ids" else " (ids: the rows' indices)"))
+
+
+def gather_columns_hint(o, n) -> str:
+  """For a gather whose rows are n (not a multiple of 32) wide: take 32 columns at a time."""
+  w = hw.WARP
+  if n < w:
+    return (f"take {w} columns and drop the extra ones at the store: v = t[ids[:, None], ml.arange({w})[None, :]]"
+            f" (columns past the row's end clamp to its last), then out.at[rows, ml.ds(0, {w})].store(v,"
+            f" mask=ml.arange({w})[None, :] < {n}); or pad the table's rows to {w} elements outside the kernel"
+            f" (jnp.pad)")
+  return (f"take at least {w} columns at a time: pad the table's rows to a multiple of {w} elements outside the"
+          f" kernel (jnp.pad), or take a window t.at[:, ml.ds(c, {w})] that stays inside the rows")

@@ -26,7 +26,6 @@ their shape allows, which makes the epilogue's register -> SMEM stores conflict-
 """
 from __future__ import annotations
 
-import ast
 import dataclasses
 import math
 
@@ -34,7 +33,6 @@ from . import errors as E
 from . import hw
 from . import ir
 from .ir import LayoutRule
-from .loc import call_at
 from .ops.control import For, While, WarpSpecialize
 from .ops.elementwise import BinOp, Full
 from .ops.gather import Gather, ScatterUpdate
@@ -43,7 +41,8 @@ from .ops.mma import Dot
 from .ops.shape import READ_2D_FIRST, Broadcast, Reduce, ReduceKind, Reshape
 from .windows import minor_strided, window_vec
 from .layout_hints import (broadcast_loops_hint, column_slice_hint, flat_gather_error, narrow_rows_hint, role,
-                           pad_hint, row_of_statistic, rows_hint, smem_vector_hint)
+                           gather_columns_hint, pad_hint, row_of_statistic, rows_hint, scatter_columns_hint,
+                           smem_vector_hint)
 from .types import Layout, LayoutKind, RefType, Space, TensorType, dtype_name
 
 
@@ -386,14 +385,7 @@ class _Solver:
           f"this {verb} of shape {bad.type.shape} spreads each row's index along the row: that needs"
           f" columns a multiple of {hw.WARP} (one per lane of a warp), and rows a multiple of"
           f" {hw.WARPS_PER_WARPGROUP} unless the columns are a multiple of {hw.WARPGROUP}", where.loc,
-          hint=self._scatter_columns_hint(indexed, bad.type.shape[-1]) if verb == "scatter" else (f"take {hw.WARP} columns and drop the extra ones at the store: v = t[ids[:, None],"
-                f" ml.arange({hw.WARP})[None, :]] (columns past the row's end clamp to its last),"
-                f" then out.at[rows, ml.ds(0, {hw.WARP})].store(v, mask=ml.arange({hw.WARP})[None, :] <"
-                f" {bad.type.shape[-1]}); or pad the table's rows to {hw.WARP} elements outside the kernel"
-                f" (jnp.pad)" if bad.type.shape[-1] < hw.WARP else
-                f"take at least {hw.WARP} columns at a time: pad the table's rows to a multiple of"
-                f" {hw.WARP} elements outside the kernel (jnp.pad), or take a window t.at[:, ml.ds(c, {hw.WARP})]"
-                f" that stays inside the rows"))
+          hint=(scatter_columns_hint if verb == "scatter" else gather_columns_hint)(indexed, bad.type.shape[-1]))
     raise E.LayoutError(
         f"{bad.name or 'this tile'} of shape {bad.type.shape} is reduced or broadcast along its rows or"
         f" columns, which needs columns a multiple of {hw.WARP} (one per lane of a warp), and rows a"
@@ -549,30 +541,6 @@ class _Solver:
         vec //= 2
       out[cls] = Layout(LayoutKind.STRIDED, vec=vec, wgs=wgs)
     return out
-
-  def _scatter_columns_hint(self, o, n) -> str:
-    """For a scatter whose rows are n (not a multiple of 32) wide: update 32 columns at a time,
-    the value's columns past n loaded as 0 with a mask, the index's dropped past out's rows."""
-    w, what = hw.WARP, f"ml.atomic_{o.kind.value}"
-    out = o.ref.name or "out"
-    ids = "ids"
-    src, rows, node = "src", "rows", call_at(o.loc)       # the user's ml.atomic_<kind>(out.at[ids, :], src.at[rows, :][...])
-    if node is not None and len(node.args) == 2 and isinstance(node.args[0], ast.Subscript):
-      elts = node.args[0].slice.elts if isinstance(node.args[0].slice, ast.Tuple) else [node.args[0].slice]
-      ids = ast.unparse(elts[0]) if isinstance(elts[0], ast.Name) else ids
-      val = node.args[1]
-      if (isinstance(val, ast.Subscript) and isinstance(val.value, ast.Subscript)
-          and isinstance(val.value.value, ast.Attribute) and val.value.value.attr == "at"
-          and isinstance(val.value.slice, ast.Tuple) and len(val.value.slice.elts) == 2):
-        src, rows = ast.unparse(val.value.value.value), ast.unparse(val.value.slice.elts[0])
-    cols = f"ml.arange({w})" if n < w else f"(c + ml.arange({w}))"
-    load = (f"v = {src}.at[{rows}, ml.ds({'0' if n < w else 'c'}, {w})].load(mask={cols}[None, :] < {n},"
-            f" other=0)")
-    loop = "" if n < w else f"for c in ml.static_range(0, {n}, {w}): "
-    return (f"update {w} columns at a time, loading the value's columns past {n} as 0: {loop}{load}; then"
-            f" {what}({out}.at[{ids}[:, None], {cols}[None, :]], v) (updates at columns past the end of"
-            f" {out}'s rows are dropped); or pad {out}'s rows to a multiple of {w} elements (out_shape) and"
-            f" slice the result outside the kernel" + ("" if ids != "ids" else " (ids: the rows' indices)"))
 
   def _scalar_store_hint(self, v) -> str | None:
     """For `out[...] = s` of a scalar `s` into a one-element ref (the scalar filled into a
