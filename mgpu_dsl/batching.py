@@ -10,7 +10,7 @@ the rule. A kernel whose grid uses all three axes runs the batch as a `jax.lax.m
 """
 from __future__ import annotations
 
-from . import calling
+from . import calling, wrap
 from .frontend import compile as fc
 
 
@@ -32,6 +32,8 @@ def call(kernel, args, constexprs, interpret, levels=(), hit=None):
     outs = batched(kernel, xs, constexprs, interpret, levels, axis_size, tuple(in_batched))
     return tuple(outs), (True,) * n_out
 
+  rule.mgpu_kernel = (kernel.__name__, kernel.parsed.loc)     # jax.grad transposing this call: MG009
+  wrap.guard_transpose()
   return list(run(*args))
 
 

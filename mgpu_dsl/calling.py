@@ -105,14 +105,15 @@ def _supported(dtype) -> bool:
 
 
 def _dtype_hint(pk, i, a) -> str:
-  """The hint for an input of an unsupported dtype: with jax_enable_x64 on, a float64 or int64
-  is most likely a Python number that jax.jit made a 64-bit array."""
+  """The hint for an input of an unsupported dtype: with jax_enable_x64 on, a weakly typed float64
+  under a trace is a Python number that jax.jit made a 64-bit array."""
   import jax
   try:
     dtype = np.dtype(a.dtype)
   except TypeError:
     dtype = None
-  if dtype == np.float64 and jax.config.jax_enable_x64 and not isinstance(a, jax.core.Tracer):
+  weak = getattr(getattr(a, "aval", None), "weak_type", False)     # a Python float jax.jit traced
+  if dtype == np.float64 and jax.config.jax_enable_x64 and not (isinstance(a, jax.core.Tracer) and weak):
     refs = pk.ref_params
     name = refs[i] if i < len(refs) else "x"
     return f"convert it to a supported dtype: {name}.astype(np.float32); supported dtypes: {SUPPORTED_DTYPES}"

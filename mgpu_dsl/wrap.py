@@ -32,6 +32,42 @@ def no_derivative(f: Callable, name: str, loc) -> Callable:
   return call
 
 
+def transpose_error(name: str, loc) -> E.KernelError:
+  """MG009 for jax.grad transposing a kernel call: one made on a tangent inside a jax.custom_jvp
+  rule (or under jax.linear_transpose), which JAX must run backwards to reverse."""
+  return E.DifferentiationError(
+      f"jax cannot transpose the kernel {name}: jax.grad (or jax.vjp, jax.linear_transpose) runs a"
+      f" tangent computation backwards, and a kernel called on a tangent (in a jax.custom_jvp rule) is not"
+      f" a linear map JAX can reverse", loc,
+      hint="for reverse mode give the function a jax.custom_vjp with a backward (a second kernel or jnp"
+           " code); or compute the custom_jvp rule's tangent with jnp code, which JAX can transpose;"
+           " see docs/autodiff.md")
+
+
+@functools.lru_cache(maxsize=None)
+def guard_transpose() -> None:
+  """A transpose rule for `jax.custom_batching.custom_vmap` calls (how a traced kernel call enters
+  JAX, mgpu_dsl/batching.py): JAX has none, so transposing a kernel call was a raw
+  NotImplementedError. A call of a kernel (its vmap rule carries `mgpu_kernel`) is MG009; any other
+  call fails as JAX's own would. Installed once, only where JAX has no rule of its own."""
+  try:
+    from jax._src.custom_batching import custom_vmap_p
+    from jax.interpreters import ad
+  except ImportError:      # another JAX layout: JAX's own error stays
+    return
+  if custom_vmap_p in ad.primitive_transposes:
+    return
+
+  def transpose(cts, *args, rule, **params):
+    kernel = getattr(rule, "mgpu_kernel", None) or getattr(getattr(rule, "rule", None), "mgpu_kernel", None)
+    if kernel is None:
+      raise NotImplementedError(f"Transpose rule (for reverse-mode differentiation) for '{custom_vmap_p.name}'"
+                                f" not implemented")
+    raise transpose_error(*kernel)
+
+  ad.primitive_transposes[custom_vmap_p] = transpose
+
+
 def named_call(f: Callable, name: str, loc) -> Callable:
   """`f` (one built specialisation) jitted under the kernel's name, with no derivative.
 
