@@ -53,9 +53,9 @@ def guard_transpose() -> None:
   try:
     from jax._src.custom_batching import custom_vmap_p
     from jax.interpreters import ad
-  except ImportError:      # another JAX layout: JAX's own error stays
-    return
-  if custom_vmap_p in ad.primitive_transposes:
+    if custom_vmap_p in ad.primitive_transposes:
+      return
+  except (ImportError, AttributeError):      # another JAX layout: JAX's own error stays
     return
 
   def transpose(cts, *args, rule, **params):
