@@ -182,6 +182,9 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, bloc
   kernel.accumulated = accumulated_outputs(kernel.body, em.defs, kernel.outputs)
   kernel.aliases = aliases
   kernel.batch_axis = em.batch_axis
+  if batch is not None:      # (messages of interpret mode show the kernel's own shapes and programs)
+    kernel.batch_sizes = tuple(batch.sizes)
+    kernel.batch_lead = {p.value.id: len(_batch_dims(batch, i, n_in)) for i, p in enumerate(params)}
   try:
     errors, facts = check_kernel(kernel, em.defs)   # on the program as written, before the rewrites
     try:

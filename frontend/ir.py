@@ -204,6 +204,8 @@ class Kernel:
   aliases: dict = dataclasses.field(default_factory=dict)        # input index -> output index (same memory)
   pipelines: list = dataclasses.field(default_factory=list)      # frontend/pipeline_plan.py Staged, a loop each
   batch_axis: int | None = None      # the grid axis jax.vmap added: its programs work on separate batch slices
+  batch_sizes: tuple = ()            # its levels' sizes, outermost first (the batch element of a program)
+  batch_lead: dict = dataclasses.field(default_factory=dict)     # param value id -> its leading batch dimensions
 
   @property
   def inputs(self):

@@ -215,7 +215,7 @@ def _i_while(cta, o):
       cta.set(a, v)
     vals = yield from cta.block(o.body)
   else:
-    raise InterpretError(f"this while loop ran {MAX_WHILE_ITERATIONS} iterations in program {cta.pid}"
+    raise InterpretError(f"this while loop ran {MAX_WHILE_ITERATIONS} iterations in program {cta.label}"
                          " without its condition failing: on the GPU it would hang", o.loc,
                          hint="check that the loop's body moves its condition towards False")
   for r, v in zip(o.results, vals):
@@ -235,7 +235,7 @@ def _i_multiple_of(cta, o):
   if int(x) % o.multiple:
     raise InterpretError(
         f"ml.multiple_of promises a multiple of {o.multiple}, but {o.x.name or 'the value'} is {int(x)}"
-        f" in program {cta.pid}", o.loc,
+        f" in program {cta.label}", o.loc,
         hint=f"promise only what holds in every program, or make the value a multiple of {o.multiple}")
   cta.set(o.result, x)
 

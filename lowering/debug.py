@@ -69,11 +69,11 @@ def _format(v, spec):
 @interpret(Print)
 def _i_print(cta, o):
   text = "".join(p if isinstance(p, str) else _format(show(cta, p), spec) for p, spec in zip(o.parts, o.specs))
-  print(f"[program {cta.pid}] {text}", flush=True)
+  print(f"[program {cta.label}] {text}", flush=True)
 
 
 @interpret(Breakpoint)
 def _i_breakpoint(cta, o):
   from . import interpret as machine          # tests replace machine.open_debugger
   values = {n: show(cta, v) for n, v in zip(o.names, o.values)}
-  machine.open_debugger(values, f"{o.loc} (program {cta.pid})")
+  machine.open_debugger(values, f"{o.loc} (program {cta.label})")

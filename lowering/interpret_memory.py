@@ -55,12 +55,14 @@ class Ref:
   def index(self) -> tuple:
     return tuple(s if sq else slice(s, s + n) for s, n, sq in self.win)
 
-  def check_bounds(self, o):
+  def check_bounds(self, o, lead: int = 0):
+    """OutOfBoundsError unless the window is inside the root; `lead`: the root's leading batch
+    dimensions (jax.vmap), left out of the message, which shows the kernel's own shapes."""
     shape = self.root.type.shape
     if any(s < 0 or s + n > d for (s, n, _), d in zip(self.win, shape)):
-      win = ", ".join(str(s) if sq else f"{s}:{s + n}" for s, n, sq in self.win)
+      win = ", ".join(str(s) if sq else f"{s}:{s + n}" for s, n, sq in self.win[lead:])
       negative = any(s < 0 for s, _, _ in self.win)
-      raise OutOfBoundsError(f"{self.name}[{win}] is outside {self.name}'s shape {shape}", o.loc,
+      raise OutOfBoundsError(f"{self.name}[{win}] is outside {self.name}'s shape {shape[lead:]}", o.loc,
                              hint="check the dynamic indices (ml.ds starts, program ids) of this access"
                                   + ("; a negative run-time index does not count from the end (only a"
                                      " static one does, as x.at[-1]): ml.where(i < 0, i + n, i)" if negative
@@ -95,10 +97,13 @@ def _element(index, bad) -> tuple:
   return tuple(int(i) if isinstance(i, (int, np.integer)) else i.start + int(next(off)) for i in index)
 
 
-def _region(name, shape, index, bad) -> str:
-  """`name[a:b, ...]` bounding the elements `bad` of the window `index` of a buffer of `shape`."""
+def _region(name, shape, index, bad, lead: int = 0) -> str:
+  """`name[a:b, ...]` bounding the elements `bad` of the window `index` of a buffer of `shape`
+  (without its `lead` leading batch dimensions: one program's window lies in one batch element)."""
   full = np.zeros(shape, bool)
   full[index] = bad
+  if lead:
+    full, shape = full.any(axis=tuple(range(lead))), tuple(shape[lead:])
   return describe(name, shape, full, np.ones(len(shape), np.int64))[0]
 
 
@@ -136,6 +141,29 @@ class Memory:
     gx, gy, _ = self.kernel.grid
     return (lin % gx, lin // gx % gy, lin // (gx * gy))
 
+  def shown(self, pid: tuple) -> str:
+    """A program as the kernel sees it: under jax.vmap, its own program id (the grid axis the batch
+    took reads 0 in the kernel) and its batch element."""
+    k = self.kernel
+    if k.batch_axis is None:
+      return str(tuple(pid))
+    own = tuple(0 if a == k.batch_axis else p for a, p in enumerate(pid))
+    b, elem = pid[k.batch_axis], []
+    for n in reversed(k.batch_sizes or (k.grid[k.batch_axis],)):
+      elem.append(b % n)
+      b //= n
+    elem = elem[::-1]
+    return f"{own} of batch element {elem[0] if len(elem) == 1 else tuple(elem)}"
+
+  def own_grid(self) -> tuple:
+    """The kernel's own grid (under jax.vmap, the batch's axis is 1 there)."""
+    k = self.kernel
+    return tuple(1 if a == k.batch_axis else g for a, g in enumerate(k.grid))
+
+  def lead(self, ref) -> int:
+    """The leading batch dimensions (jax.vmap) of `ref`'s root: not the kernel's own."""
+    return self.kernel.batch_lead.get(ref.root.id, 0) if ref.owner < 0 else 0
+
   def gmem_access(self, cta, ref: Ref, index, o, write: bool, atomic: bool = False):
     """Record a program's access to output elements; two programs meeting there is a race,
     unless both update it atomically. A plain read of an element nothing wrote reads garbage."""
@@ -145,8 +173,8 @@ class Memory:
     w, r, a, me = self.writers[rid], self.readers[rid], self.atomics[rid], cta.lin
     if not write and not atomic and rid not in self.initialised and np.any(w[index] == -1):
       name = next(p.name for p in self.kernel.outputs if p.value.id == rid)
-      raise uninitialized_read(name, _region(name, w.shape, index, w[index] == -1),
-                               f" in program {cta.pid}", True, o.loc)
+      raise uninitialized_read(name, _region(name, w.shape, index, w[index] == -1, self.lead(ref)),
+                               f" in program {cta.label}", True, o.loc)
     other = lambda t: ((t[index] >= 0) & (t[index] != me)) | (t[index] == -2)
     bad_w = (w[index] >= 0) & (w[index] != me)          # a plain write meets every access
     bad_r = other(r) if write or atomic else False     # a read meets writes and atomics
@@ -170,8 +198,9 @@ class Memory:
     """A race found at this program's access `o` (which `mine` it): reported there, with a note
     at the other program's access."""
     elem = _element(index, bad)
+    shown = list(elem)[self.lead(ref):]       # the kernel's own coordinates (under jax.vmap)
     other = int(w[elem]) if w[elem] >= 0 and w[elem] != cta.lin else int(r[elem])
-    who = f"program {self.pid_of(other)}" if other >= 0 else "another program"
+    who = f"program {self.shown(self.pid_of(other))}" if other >= 0 else "another program"
     locs = self.rlocs if met == "reads" else self.wlocs
     rid = ref.root.id if rid is None else rid
     notes = (f"{locs[(rid, other)]}: {who} {met} it here",) if (rid, other) in locs else ()
@@ -180,12 +209,12 @@ class Memory:
     here = here if here is not None and getattr(here, "lineno", 0) else None
     crossed = "reads" in (met, mine) and "updates" not in (met, mine)   # one program reads what another writes
     raise RaceError(
-        f"{who} and program {cta.pid} both access {ref.name}{list(elem) if len(elem) else ''}, and one"
+        f"{who} and program {cta.label} both access {ref.name}{shown if shown else ''}, and one"
         f" writes it: programs run in no fixed order, so the result depends on timing", here or self.kernel.loc,
-        notes=notes + (() if here else (f"{o.loc}: program {cta.pid} {mine} it here",)),
+        notes=notes + (() if here else (f"{o.loc}: program {cta.label} {mine} it here",)),
         hint=(plain_write_hint(ref.name, rid in self.aliased_outputs) if mine == "writes" else ACCUMULATED_READ)
         if accumulated else CROSS_PROGRAM_READ if crossed else
-        own_window(ref.name, tuple(getattr(ref.root.type, 'shape', ())), self.kernel.grid)
+        own_window(ref.name, tuple(getattr(ref.root.type, 'shape', ()))[self.lead(ref):], self.own_grid())
         + (f"; where the place comes from data and repeats ({ref.name}[seg[k]] = v), accumulate instead:"
            f" ml.atomic_add({ref.name}.at[seg[k]], v) into a zeroed output (repeated places add up)"
            if mine == met == "writes" and self.data_dependent(o) else "") if len(elem)
@@ -288,6 +317,7 @@ class CtaMemory:
 
   def __init__(self, m: Memory, pid: tuple, rank: int):
     self.m, self.pid, self.rank = m, pid, rank
+    self.label = m.shown(pid)          # for messages: the kernel's own program id (and batch element)
     gx, gy, _ = m.kernel.grid
     self.lin = pid[0] + gx * (pid[1] + gy * pid[2])
     self.smem = {v.id: poison(v.type.shape, v.type.dtype) for v in m.kernel.smem}
@@ -317,7 +347,7 @@ class CtaMemory:
       filled[box] = self.m.ctas[ref.owner].filled[ref.root.id][ref.index][box]
     if not np.all(filled):
       raise uninitialized_read(ref.name, _region(ref.name, ref.root.type.shape, ref.index, ~filled),
-                               f" in program {self.pid}", False, o.loc)
+                               f" in program {self.label}", False, o.loc)
 
   def buffer(self, ref: Ref) -> np.ndarray:
     return self.m.gmem[ref.root.id] if ref.owner < 0 else self.m.ctas[ref.owner].smem[ref.root.id]
@@ -398,7 +428,7 @@ class CtaMemory:
   def read(self, ref: Ref, o, kind: str = "read", check: bool = True) -> np.ndarray:
     tma = kind == "tma_read"
     if ref.owner >= 0:
-      ref.check_bounds(o)
+      ref.check_bounds(o, self.m.lead(ref))
       self.smem_sync(ref, o, kind)
       self.m.smem_phase(self, ref, o, write=False)
       if ref.owner != self.rank:       # a peer may still write it in this phase (a race, reported then)
@@ -407,7 +437,7 @@ class CtaMemory:
         self.check_filled(ref, o)
       return self.buffer(ref)[ref.index].copy()
     if not tma:
-      ref.check_bounds(o)
+      ref.check_bounds(o, self.m.lead(ref))
     self.gmem_sync(ref, o)
     out = np.zeros(tuple(n for _, n, sq in ref.win if not sq), np_dtype(ref.root.type.dtype))
     if (c := ref.clip()) is not None:
@@ -417,7 +447,7 @@ class CtaMemory:
 
   def update(self, ref: Ref, fn, o):
     """An atomic read-modify-write of `ref`'s window: its elements become fn(elements)."""
-    ref.check_bounds(o)
+    ref.check_bounds(o, self.m.lead(ref))
     if ref.owner >= 0:
       self.smem_sync(ref, o, "write")
       self.m.smem_phase(self, ref, o, write=True)
@@ -431,7 +461,7 @@ class CtaMemory:
     """`holes`: elements of the window a masked SMEM store leaves unwritten (see Load.merge)."""
     tma = kind == "tma_write"
     if ref.owner >= 0:
-      ref.check_bounds(o)
+      ref.check_bounds(o, self.m.lead(ref))
       self.smem_sync(ref, o, kind)
       self.m.smem_phase(self, ref, o, write=True)
       self.buffer(ref)[ref.index] = data
@@ -439,7 +469,7 @@ class CtaMemory:
       filled[ref.index] = True if holes is None else ~holes.reshape(filled[ref.index].shape)
       return
     if not tma:
-      ref.check_bounds(o)
+      ref.check_bounds(o, self.m.lead(ref))
       self.gmem_sync(ref, o)
     if (c := ref.clip()) is not None:
       self.m.gmem_access(self, ref, c[0], o, write=True)

@@ -117,3 +117,35 @@ def test_a_float64_array_under_vmap_gets_the_astype_hint_not_the_jit_one(tmp_pat
   env = dict(os.environ, MGPU_DSL_CACHE_DIR="off", JAX_PLATFORMS="cpu")
   r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
   assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout + r.stderr
+
+
+# ---------------------------------------------------------------- interpret mode's messages under jax.vmap
+@mg.mgpu_kernel(out_shape=lambda x, s: S((128,), x.dtype))
+def window_at(x, s: ml.scalar, out):
+  out[...] = x.at[ml.ds(s, 128)][...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x, s: x, grid=(2,))
+def overlapping(x, s: ml.scalar, out):
+  i = ml.program_id(0)
+  out.at[ml.ds(i * s, 128)][...] = x.at[ml.ds(i * 128, 128)][...]
+
+
+def test_vmap_interpret_errors_show_the_kernels_own_shapes_and_programs():
+  """They showed the batched view: x[2, 200:328] outside x's shape (3, 256); programs (0, 0, 2) and
+  (1, 0, 2) racing on out[2, 0], where the kernel's x is (256,) and program_id(2) reads 0."""
+  xs = jnp.zeros((3, 256), jnp.float32)
+  with pytest.raises(mg.OutOfBoundsError) as info:
+    jax.vmap(lambda x, s: window_at(x, s, interpret=True))(xs, jnp.array([0, 100, 200], jnp.int32))
+  assert info.value.message == "x[200:328] is outside x's shape (256,)"
+  with pytest.raises(mg.RaceError) as info:
+    jax.vmap(lambda x, s: overlapping(x, s, interpret=True))(xs, jnp.array([128, 128, 0], jnp.int32))
+  e = info.value
+  assert e.message.startswith("program (0, 0, 0) of batch element 2 and program (1, 0, 0) of batch element 2"
+                              " both access out[0], and one writes it"), e.message
+  assert e.hint.startswith("give each program its own window of out: 2 programs split its 256 rows into 128 each")
+  with pytest.raises(mg.RaceError) as info:       # nested: the element of each level
+    jax.vmap(jax.vmap(lambda x, s: overlapping(x, s, interpret=True), in_axes=(0, None)), in_axes=(0, 0))(
+        jnp.zeros((2, 3, 256), jnp.float32), jnp.array([128, 0], jnp.int32))
+  assert info.value.message.startswith("program (0, 0, 0) of batch element (1, 0) and program (1, 0, 0) of batch"
+                                       " element (1, 0) both access out[0]"), info.value.message
