@@ -370,7 +370,8 @@ class _Memory:
             hint=f"store the results into {p.name} (ml.copy(buf, {p.name}.at[...]) or {p.name}[...] = value)"))
         continue
       out.append(_with_lone_axis_note(self.kernel, uncovered_error(p.name, shape, ~m, g, self.kernel.grid,
-                                                                   self.first_write[p.value.id])))
+                                                                   self.first_write[p.value.id],
+                                                                   rank=grid_rank(self.kernel))))
     return out
 
   def race_errors(self) -> list:
@@ -502,11 +503,12 @@ def _store_call(loc) -> dict:
   return {k: ast.unparse(v) for k, v in args.items()}
 
 
-def uncovered_error(name, shape, missing, g, grid, loc, masked=None):
+def uncovered_error(name, shape, missing, g, grid, loc, masked=None, rank=1):
   """The UncoveredOutputError for the cells `missing` of output `name` (also used by interpret
   mode). `masked`: interpret mode's masked_store into the output (it records only the elements
   written, after the proof over the windows each program may write passed, so the cells were
-  skipped by that store's mask)."""
+  skipped by that store's mask). `rank`: the grid's axes to show at least (those the kernel reads
+  ml.program_id of: a grid (2, 1) the user wrote is not shown as (2,))."""
   region, count = describe(name, shape, missing, g)
   store = masked
   if store is not None:
@@ -520,13 +522,24 @@ def uncovered_error(name, shape, missing, g, grid, loc, masked=None):
              f" past {name}'s end keeps a mask of {name}'s own extent only, {ref}.store(..., mask=offs <"
              f" {name}.shape[0]) with offs the window's positions")
   n = math.prod(grid)
-  who = "the kernel's one program does not" if n == 1 else f"none of the {n} programs of grid {grid[:_rank(grid)]}"
+  who = ("the kernel's one program does not" if n == 1 else
+         f"none of the {n} programs of grid {tuple(grid[:max(rank, _rank(grid))])}")
+  # the one dimension of the output the programs cover in part (the others they cover whole)
+  part = [d for d in range(missing.ndim)
+          if not missing.any(axis=tuple(a for a in range(missing.ndim) if a != d)).all()]
+  if len(part) == 1 and part[0] > 0:
+    d = part[0]
+    cover = (f"{name}'s dimension {d} ({shape[d]}) is covered only in part: launch ml.cdiv(n, t) programs along"
+             f" the grid axis that steps it (n = {shape[d]}, t its tile), not n // t; the last window then runs"
+             f" past the end: ml.copy stores drop what falls outside the array, a register store needs a mask of"
+             f" {name}'s extent ({name}.at[...].store(v, mask=...))")
+  else:
+    cover = (f"launch enough programs for their windows to cover {name} {tuple(shape)} (for tiles of t rows,"
+             f" grid=lambda x: ((x.shape[0] + t - 1) // t,); ml.copy stores drop what falls outside the array)")
   return E.UncoveredOutputError(
       f"{region} is never written: {who} write{'s' if n > 1 else ''} it, so {count} of {math.prod(shape)}"
       f" elements of {name} would stay uninitialised", loc,
-      hint=f"launch enough programs for their windows to cover {name} {tuple(shape)} (for tiles of t rows,"
-           f" grid=lambda x: ((x.shape[0] + t - 1) // t,); ml.copy stores drop what falls outside the array),"
-           f" or write the rest; to update part of an input in place, alias it to {name}:"
+      hint=f"{cover}, or write the rest; to update part of an input in place, alias it to {name}:"
            f" @mgpu_kernel(..., input_output_aliases={{input index: output index}})")
 
 
@@ -540,12 +553,20 @@ def _with_lone_axis_note(kernel, err):
   if lone is not None:
     err.notes = tuple(err.notes) + (
         f"{lone.loc}: ml.program_id({lone.axis}) is 0 in every program: the grid has 1 program along axis"
-        f" {lone.axis} (grid {tuple(kernel.grid[:_rank(kernel.grid)])})",)
+        f" {lone.axis} (grid {tuple(kernel.grid[:grid_rank(kernel)])})",)
   return err
 
 
 def _rank(grid) -> int:
   return max([1] + [a + 1 for a, n in enumerate(grid) if n > 1])
+
+
+def grid_rank(kernel) -> int:
+  """The axes of the kernel's grid to show: those with more than one program, and those it reads
+  ml.program_id of."""
+  from .ops.control import ProgramId
+  return max([_rank(kernel.grid)] + [o.axis + 1 for o in ir.walk(kernel.body) if isinstance(o, ProgramId)
+                                    and o.axis != kernel.batch_axis])
 
 
 # ---------------------------------------------------------------- TMA window starts

@@ -14,7 +14,7 @@ import dataclasses
 import numpy as np
 
 from ..frontend import ir
-from ..frontend.checks import masked_store, uncovered_error, uninitialized_read
+from ..frontend.checks import grid_rank, masked_store, uncovered_error, uninitialized_read
 from ..frontend.coverage import describe
 from ..frontend.races import ACCUMULATED_READ, CROSS_PROGRAM_READ, ONE_WRITER, own_window, plain_write_hint
 from .interpret_numerics import np_dtype, poison
@@ -246,7 +246,7 @@ class Memory:
       g = np.ones(w.ndim, np.int64)
       raise uncovered_error(p.name, w.shape, w == -1, g, self.kernel.grid,
                             locs[0] if locs else p.loc or self.kernel.loc,
-                            masked=masked_store(self.kernel, p.value.id))
+                            masked=masked_store(self.kernel, p.value.id), rank=grid_rank(self.kernel))
 
   def smem_phase(self, cta, ref: Ref, o, write: bool):
     """Record a CTA's access to a cluster's SMEM between two cluster_syncs."""

@@ -357,7 +357,7 @@ def test_program_id_of_an_axis_of_one_program_is_named_in_a_note():
   """The errors named only the store; the cause was ml.program_id(1) on a 1-D grid (probe 15)."""
   with pytest.raises(mg.UncoveredOutputError) as info:
     second_axis_on_a_1d_grid.check(S((1024,), F32))
-  assert any("ml.program_id(1) is 0 in every program: the grid has 1 program along axis 1 (grid (8,))" in n
+  assert any("ml.program_id(1) is 0 in every program: the grid has 1 program along axis 1 (grid (8, 1))" in n
              for n in info.value.notes)
 
 

@@ -146,3 +146,34 @@ def test_spreading_what_cannot_be_spread_says_so():
          "ml.cumsum() got the keyword argument 'axis' twice", nth=1, hint="pass axis once")
   expect(spread_mistyped, [S((128,), F32)], mg.KernelTypeError, "(1, 2)",
          "**(1, 2) spreads a dict of names, not a Python tuple", hint="pass each argument by name")
+
+
+# ---------------------------------------------------------------- an output covered in part along a later axis
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (ml.cdiv(x.shape[0], 16), x.shape[1] // 64))
+def columns_rounded_down(x, out):
+  i, j = ml.program_id(0), ml.program_id(1)
+  out.at[ml.ds(i * 16, 16), ml.ds(j * 64, 64)][...] = x.at[ml.ds(i * 16, 16), ml.ds(j * 64, 64)][...] * 2
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (ml.cdiv(x.shape[0], 16), ml.cdiv(x.shape[1], 64)))
+def columns_rounded_up(x, out):
+  i, j = ml.program_id(0), ml.program_id(1)
+  cols = j * 64 + ml.arange(64)[None, :]
+  v = x.at[ml.ds(i * 16, 16), ml.ds(j * 64, 64)].load(mask=cols < x.shape[1], other=0.0)
+  out.at[ml.ds(i * 16, 16), ml.ds(j * 64, 64)].store(v * 2, mask=cols < x.shape[1])
+
+
+def test_an_output_covered_in_part_along_axis_1_names_that_dimension_and_the_grid_as_written():
+  """The message showed grid (2,) for the user's (2, 1), and the hint a 1-D grid of rows, which
+  drops axis 1 when followed."""
+  expect(columns_rounded_down, [S((32, 100), F32)], mg.UncoveredOutputError, "out.at[",
+         "out[:, 64:100] is never written: none of the 2 programs of grid (2, 1) writes it, so 1152 of 3200"
+         " elements of out would stay uninitialised",
+         hint="out's dimension 1 (100) is covered only in part: launch ml.cdiv(n, t) programs along the grid axis"
+              " that steps it (n = 100, t its tile), not n // t; the last window then runs past the end: ml.copy"
+              " stores drop what falls outside the array, a register store needs a mask of out's extent"
+              " (out.at[...].store(v, mask=...)), or write the rest; to update part of an input in place, alias"
+              " it to out: @mgpu_kernel(..., input_output_aliases={input index: output index})")
+  x = jnp.asarray(np.random.default_rng(3).standard_normal((32, 100)), F32)
+  np.testing.assert_array_equal(np.asarray(columns_rounded_up(x, interpret=True)), np.asarray(x * 2))
+  assert "mosaic_gpu" in _export(columns_rounded_up, S(x.shape, x.dtype))
