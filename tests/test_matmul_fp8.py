@@ -121,7 +121,7 @@ def fp8_short_k(a, b, out):
 
 def test_8bit_k_must_be_a_multiple_of_128():
   expect(fp8_short_k, [S((64, 64), E5M2), S((64, 64), E5M2)], mg.MmaOperandError, "ml.dot(a_s, b_s.T)",
-         "ml.dot needs k to be a multiple of 128 (128 bytes of float8_e5m2 elements), got 64")
+         "ml.dot needs k (the columns of a, the rows of b) to be a multiple of 128 (128 bytes of float8_e5m2 elements), got 64")
 
 
 @mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[0]), jnp.float32))

@@ -177,3 +177,53 @@ def test_an_output_covered_in_part_along_axis_1_names_that_dimension_and_the_gri
   x = jnp.asarray(np.random.default_rng(3).standard_normal((32, 100)), F32)
   np.testing.assert_array_equal(np.asarray(columns_rounded_up(x, interpret=True)), np.asarray(x * 2))
   assert "mosaic_gpu" in _export(columns_rounded_up, S(x.shape, x.dtype))
+
+
+# ---------------------------------------------------------------- ml.where of a static condition
+@mg.mgpu_kernel(out_shape=lambda s, *, causal: s, grid=(1,))
+def where_of_a_constexpr(s, o, *, causal: ml.constexpr):
+  o[...] = s[...] + ml.where(causal, -1e30, 0.0)
+
+
+@mg.mgpu_kernel(out_shape=lambda s, *, causal: s, grid=(1,))
+def chosen_while_tracing(s, o, *, causal: ml.constexpr):
+  o[...] = s[...] + (-1e+30 if causal else 0.0)
+
+
+def test_ml_where_of_a_python_bool_says_to_choose_while_tracing():
+  """It said the condition must be a boolean and got a Python bool, with a hint to compare."""
+  expect(where_of_a_constexpr, [S((64, 64), F32)], mg.KernelTypeError, "ml.where(",
+         "ml.where's condition causal is a Python bool, known while the kernel is traced: ml.where selects"
+         " between register values by a register boolean", causal=True,
+         hint="choose while tracing: -1e+30 if causal else 0.0")
+  x = jnp.ones((64, 64), F32)
+  np.testing.assert_array_equal(np.asarray(chosen_while_tracing(x, causal=False, interpret=True)), np.asarray(x))
+  assert "mosaic_gpu" in _export(lambda x: chosen_while_tracing(x, causal=True), S(x.shape, x.dtype))
+
+
+# ---------------------------------------------------------------- MG501 hints of attention's key block
+@mg.mgpu_kernel(out_shape=lambda q, k, v, *, bkv: q, grid=(1,))
+def one_key_block(q, k, v, o, *, bkv: ml.constexpr):
+  q_s, k_s, v_s = ml.smem((64, 64)), ml.smem((bkv, 64)), ml.smem((bkv, 64))
+  ml.copy(q, q_s)
+  ml.copy(k.at[ml.ds(0, bkv)], k_s)
+  ml.copy(v.at[ml.ds(0, bkv)], v_s)
+  s = ml.dot(q_s, k_s.T)
+  p = ml.exp(s - ml.max(s, axis=1)[:, None])
+  o[...] = (ml.dot(p.astype(q.dtype), v_s) / ml.sum(p, axis=1)[:, None]).astype(o.dtype)
+
+
+def test_a_key_block_not_a_multiple_of_64_is_hinted_to_a_size_both_dots_take():
+  """bkv=100: the n hint said 104, which p @ v then refused as its k; bkv=104: the k hint spoke of
+  '104-row pages gathered into one 64-row buffer'."""
+  f16 = lambda *s: S(s, jnp.float16)
+  e = expect(one_key_block, [f16(64, 64), f16(256, 64), f16(256, 64)], mg.MmaOperandError, "ml.dot(q_s, k_s.T)",
+             "ml.dot needs n (columns of b) to be a multiple of 8 and at most 256, got 100", bkv=100)
+  assert e.hint.endswith("where the same size is also the k of another dot (attention's key block: n of q @ k.T,"
+                         " k of p @ v), pad to 128 instead, a multiple of 64")
+  e = expect(one_key_block, [f16(64, 64), f16(256, 64), f16(256, 64)], mg.MmaOperandError, "ml.dot(p.astype",
+             "ml.dot needs k (the columns of a, the rows of b) to be a multiple of 64 (128 bytes of float16"
+             " elements), got 104", bkv=104)
+  assert e.hint.startswith("use a k tile that is a multiple of 64: 64 (and loop over the rest) or 128")
+  assert "pages" not in e.hint
+  builds(one_key_block, f16(64, 64), f16(256, 64), f16(256, 64), bkv=128)      # the hint, followed

@@ -79,7 +79,7 @@ def test_float32_b_stored_k_by_n_is_rejected_with_the_transposed_form():
 
 def test_float32_k_step_is_32_elements():
   expect(mm_k16, (S((128, 16), F32), S((128, 16), F32)), mg.MmaOperandError, "ml.dot(a_s, b_s.T)",
-         "ml.dot needs k to be a multiple of 32 (128 bytes of float32 elements), got 16")
+         "ml.dot needs k (the columns of a, the rows of b) to be a multiple of 32 (128 bytes of float32 elements), got 16")
 
 
 @pytest.mark.gpu

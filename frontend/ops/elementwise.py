@@ -485,12 +485,30 @@ def _python_math_hint(cx, kind, x) -> str:
   return f"compute it in Python while the kernel is traced: {form.format(arg)} (import math)"
 
 
+def _call_args(text, n):
+  """The source texts of the `n` positional arguments of the call `text`, or None."""
+  import ast
+  try:
+    call = ast.parse(text, mode="eval").body
+  except SyntaxError:
+    return None
+  if not isinstance(call, ast.Call) or len(call.args) != n:
+    return None
+  return tuple(ast.unparse(a) for a in call.args)
+
+
 def where_(cx, cond, a, b):
   from .shape import broadcast_operands
   folded = _fold_one_element(cx, (cond, a, b), lambda c, x, y: where_(cx, c, x, y))
   if folded is not None:
     return folded
   check_register_value(cx, cond, "ml.where")
+  if isinstance(cond, (bool, np.bool_)):      # ml.where(causal, -1e30, 0.0) of a constexpr
+    c, x, y = _call_args(cx.text, 3) or ("cond", "a", "b")
+    raise E.KernelTypeError(
+        f"ml.where's condition {c} is a Python bool, known while the kernel is traced: ml.where selects"
+        f" between register values by a register boolean", cx.loc,
+        hint=f"choose while tracing: {x} if {c} else {y}")
   if not is_value(cond) or resolve(cond.type.dtype) != DType.bool_:
     what = (f"{kind_of(cond)} ({resolve(cond.type.dtype)})" if is_value(cond) else kind_of(cond))
     name = cx.named(cond)

@@ -199,17 +199,24 @@ def dot(cx, a, b, acc=None):
              "split wider tiles into several dots of at most 256 columns" if n > hw.MMA_N_MAX else
              f"pad n to a multiple of {n_step}: a b tile of {-(-n // n_step) * n_step} columns (a TMA copy"
              f" past the array's end fills zeros; or mask a register load with other=0), and store only"
-             f" the first {n} columns of the result (a masked store)")
+             f" the first {n} columns of the result (a masked store)"
+             + (f"; where the same size is also the k of another dot (attention's key block: n of q @ k.T, k"
+                f" of p @ v), pad to {-(-n // k_step) * k_step} instead, a multiple of {k_step}"
+                if b.type.transposed and n % k_step else ""))
     # too wide a b tile is also too wide for one TMA copy: that error, earlier, comes second
     raise E.about(err, [_root(cx, b)], cause=n > hw.MMA_N_MAX)
   if k % k_step:
+    up = -(-k // k_step) * k_step
+    tiles = (f"use a k tile of {k_step} or {2 * k_step} (several small tiles, such as {k}-row pages, gathered"
+             f" into one {k_step}-row buffer)" if k < k_step else
+             f"use a k tile that is a multiple of {k_step}: {k - k % k_step} (and loop over the rest) or {up}"
+             f" (rows past the data zero: a TMA copy past the array's end fills zeros)")
     raise E.MmaOperandError(
-        f"ml.dot needs k to be a multiple of {k_step} ({hw.SWIZZLE} bytes of"
+        f"ml.dot needs k (the columns of a, the rows of b) to be a multiple of {k_step} ({hw.SWIZZLE} bytes of"
         f" {d if isinstance(d, DType) else '16-bit'} elements), got {k}",
-        loc, hint=f"use a k tile of {k_step} or {2 * k_step} (several small tiles, such as {k}-row pages, gathered"
-                  f" into one {k_step}-row buffer); when k is a whole dimension of the data (a head_dim of {k}),"
-                  f" pad it to a multiple of {k_step} outside the kernel (jnp.pad: zero columns of both operands"
-                  f" leave the product unchanged; padded keys must be masked out of a softmax first)")
+        loc, hint=f"{tiles}; when k is a whole dimension of the data (a head_dim), pad it to {up} outside the"
+                  f" kernel (jnp.pad: zero columns of both operands leave the product unchanged; padded keys must"
+                  f" be masked out of a softmax first)")
   ok = hw.MMA_ACC.get(d, (DType.f32,))
   acc_dtype = ok[0]
   if acc is not None:
