@@ -117,6 +117,7 @@ class Memory:
     self.gmem = {p.value.id: np.array(a, dtype=np_dtype(p.value.type.dtype))
                  for p, a in zip(kernel.inputs, args)}
     self.writers, self.readers, self.atomics, self.wlocs, self.rlocs = {}, {}, {}, {}, {}
+    self.alocs: dict = {}               # (root id, program) -> loc of its last atomic update
     # An aliased input and output are one buffer, tracked under the output's id.
     self.canon = {kernel.inputs[i].value.id: kernel.outputs[o].value.id for i, o in kernel.aliases.items()}
     self.aliased = set(self.canon.values())
@@ -186,7 +187,7 @@ class Memory:
       self.report_race(cta, ref, index, o, bad, w, {"writes": w, "reads": r, "updates": a}[met], met, rid, mine)
     if atomic:
       a[index] = np.where((a[index] == -1) | (a[index] == me), me, -2)
-      self.wlocs[(rid, me)] = o.loc
+      self.alocs[(rid, me)] = o.loc
     elif write:
       w[index] = me
       self.wlocs[(rid, me)] = o.loc
@@ -201,12 +202,24 @@ class Memory:
     shown = list(elem)[self.lead(ref):]       # the kernel's own coordinates (under jax.vmap)
     other = int(w[elem]) if w[elem] >= 0 and w[elem] != cta.lin else int(r[elem])
     who = f"program {self.shown(self.pid_of(other))}" if other >= 0 else "another program"
-    locs = self.rlocs if met == "reads" else self.wlocs
+    locs = self.rlocs if met == "reads" else self.alocs if met == "updates" else self.wlocs
     rid = ref.root.id if rid is None else rid
     notes = (f"{locs[(rid, other)]}: {who} {met} it here",) if (rid, other) in locs else ()
     accumulated = rid in self.kernel.accumulated
     here = getattr(o, "loc", None)
     here = here if here is not None and getattr(here, "lineno", 0) else None
+    if {met, mine} == {"writes", "updates"} and (mine == "writes" or (rid, other) in locs):
+      # a plain write beside atomic updates (zeroing the output first): at the write, as the
+      # compile-time check says it (frontend/checks.py)
+      me, them = f"program {cta.label}", who
+      writer, updater = (me, them) if mine == "writes" else (them, me)
+      at_write = here if mine == "writes" else locs[(rid, other)]
+      at_update = locs.get((rid, other)) if mine == "writes" else here
+      raise RaceError(
+          f"{writer} writes {ref.name}{shown if shown else ''} here while {updater} adds to it with atomics:"
+          f" programs run in no fixed order, so the sum depends on timing", at_write or self.kernel.loc,
+          notes=(f"{at_update}: {updater}'s atomic update",) if at_update is not None else (),
+          hint=plain_write_hint(ref.name, rid in self.aliased_outputs))
     crossed = "reads" in (met, mine) and "updates" not in (met, mine)   # one program reads what another writes
     raise RaceError(
         f"{who} and program {cta.label} both access {ref.name}{shown if shown else ''}, and one"
@@ -242,7 +255,7 @@ class Memory:
       w = self.writers[p.value.id]
       if p.value.id in self.initialised or not np.any(w == -1):
         continue
-      locs = [loc for (rid, _), loc in self.wlocs.items() if rid == p.value.id]
+      locs = [loc for (rid, _), loc in [*self.wlocs.items(), *self.alocs.items()] if rid == p.value.id]
       g = np.ones(w.ndim, np.int64)
       raise uncovered_error(p.name, w.shape, w == -1, g, self.kernel.grid,
                             locs[0] if locs else p.loc or self.kernel.loc,

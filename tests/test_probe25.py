@@ -227,3 +227,35 @@ def test_a_key_block_not_a_multiple_of_64_is_hinted_to_a_size_both_dots_take():
   assert e.hint.startswith("use a k tile that is a multiple of 64: 64 (and loop over the rest) or 128")
   assert "pages" not in e.hint
   builds(one_key_block, f16(64, 64), f16(256, 64), f16(256, 64), bkv=128)      # the hint, followed
+
+
+# ---------------------------------------------------------------- a plain write beside a scatter's atomics
+@mg.mgpu_kernel(out_shape=lambda x: S((64,), jnp.int32), grid=lambda x: (x.shape[0] // 128,))
+def zeroed_histogram(x, out):
+  i = ml.program_id(0)
+  if i == 0:
+    out[...] = ml.zeros((64,), jnp.int32)
+  ml.atomic_add(out.at[x.at[ml.ds(i * 128, 128)][...]], 1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((64,), jnp.int32), grid=lambda x: (x.shape[0] // 128,))
+def histogram(x, out):
+  i = ml.program_id(0)
+  ml.atomic_add(out.at[x.at[ml.ds(i * 128, 128)][...]], 1)
+
+
+def test_interpret_mode_reports_zeroing_before_a_scatter_at_the_write_as_the_compiler_does():
+  """It was reported at the scatter, its note at the scatter too, with the hint about reading
+  atomics' totals; the window-atomic form got the right message at compile time."""
+  x = jnp.asarray(np.random.default_rng(4).integers(0, 64, 512), jnp.int32)
+  with pytest.raises(mg.RaceError) as info:
+    zeroed_histogram(x, interpret=True)
+  e = info.value
+  first = int(x[128])           # program 1's first index: the element the race is found at
+  assert e.message == (f"program (0, 0, 0) writes out[{first}] here while program (1, 0, 0) adds to it with"
+                       f" atomics: programs run in no fixed order, so the sum depends on timing"), e.message
+  src = zeroed_histogram.fn.__code__.co_firstlineno
+  assert (e.lineno, e.col_offset) == (src + 4, 4), e.render()
+  assert e.notes[0].endswith("program (1, 0, 0)'s atomic update") and f":{src + 5}:" in e.notes[0]
+  assert e.hint.startswith("an output updated with atomics starts at 0: drop the plain write of out")
+  np.testing.assert_array_equal(np.asarray(histogram(x, interpret=True)), np.bincount(np.asarray(x), minlength=64))
