@@ -481,10 +481,28 @@ class Tracer(Assignments, Calls, Containers, ast.NodeVisitor):
       return tuple(self.eval_index(e) for e in node.elts)
     return self.eval(node)
 
+  @staticmethod
+  def _index_operands(node, index):
+    """(values, nodes): the run-time values of a subscript and the user's expressions for them
+    (slice bounds too), so messages quote `l[i] + 8`, not a name of the compiler's."""
+    values, nodes = [], []
+    pairs = zip(node.elts, index) if isinstance(node, ast.Tuple) and isinstance(index, tuple) \
+        and len(node.elts) == len(index) else [(node, index)]
+    for n, v in pairs:
+      if isinstance(n, ast.Slice) and isinstance(v, slice):
+        for part, x in ((n.lower, v.start), (n.upper, v.stop)):
+          if part is not None and is_value(x):
+            values.append(x)
+            nodes.append(part)
+      elif is_value(v):
+        values.append(v)
+        nodes.append(n)
+    return values, nodes
+
   def eval_Subscript(self, node):
     base = self.eval(node.value)
     index = self.eval_index(node.slice)
-    cx, name = self.cx(node), self.text(node)
+    cx, name = self.cx(node, values=(vn := self._index_operands(node.slice, index))[0], operands=vn[1]), self.text(node)
     if isinstance(base, At):
       if gather.has_tensor_index(index):        # out.at[ids, :]: read it (a gather) or scatter into it
         return gather.IndexedRef(base.ref, index)

@@ -259,3 +259,40 @@ def test_interpret_mode_reports_zeroing_before_a_scatter_at_the_write_as_the_com
   assert e.notes[0].endswith("program (1, 0, 0)'s atomic update") and f":{src + 5}:" in e.notes[0]
   assert e.hint.startswith("an output updated with atomics starts at 0: drop the plain write of out")
   np.testing.assert_array_equal(np.asarray(histogram(x, interpret=True)), np.bincount(np.asarray(x), minlength=64))
+
+
+# ---------------------------------------------------------------- slices with run-time bounds, in the user's words
+@mg.mgpu_kernel(out_shape=lambda x, l: S((8,), x.dtype), grid=(8,))
+def fixed_length_at_runtime_start(x, l, out):
+  i = ml.program_id(0)
+  out[i] = ml.sum(x.at[i, l[i]:l[i] + 8][...])
+
+
+@mg.mgpu_kernel(out_shape=lambda x, l: S((8,), x.dtype), grid=(8,))
+def fixed_length_followed(x, l, out):
+  i = ml.program_id(0)
+  out[i] = ml.sum(x.at[i, ml.ds(l[i], 8)][...])
+
+
+@mg.mgpu_kernel(out_shape=lambda x, l: S((8,), x.dtype), grid=(8,))
+def runtime_length(x, l, out):
+  p = ml.program_id(0)
+  out[p] = ml.sum(x.at[p, p * 4:l[p]][...])
+
+
+def test_runtime_slice_bounds_are_quoted_as_written_and_a_fixed_length_is_an_ml_ds():
+  """The bounds were printed by the compiler's names (l[i]:i, k:i), and the hint for l[i]:l[i] + 8
+  masked to i - l[i]: pasted, it summed nothing."""
+  specs = [S((8, 256), F32), S((8,), jnp.int32)]
+  expect(fixed_length_at_runtime_start, specs, mg.KernelTypeError, "x.at[i, l[i]",
+         "slice bounds must be static ints: l[i]:l[i] + 8 in dimension 1 of x has run-time bounds",
+         hint="its size is 8 whatever l[i] is: a window of static size at a run-time start is ml.ds(start, size),"
+              " x.at[i, ml.ds(l[i], 8)]")
+  x = jnp.asarray(np.random.default_rng(5).standard_normal((8, 256)), F32)
+  l = jnp.array([0, 1, 5, 64, 127, 128, 33, 100], jnp.int32)
+  want = jnp.stack([x[i, int(l[i]):int(l[i]) + 8].sum() for i in range(8)])
+  np.testing.assert_allclose(np.asarray(fixed_length_followed(x, l, interpret=True)), np.asarray(want), rtol=1e-5)
+  e = expect(runtime_length, specs, mg.KernelTypeError, "x.at[p, p * 4",
+             "slice p * 4:l[p] of dimension 1 of x has a run-time stop: a window's size is fixed when the kernel is"
+             " compiled")
+  assert "x.at[p, ml.ds(p * 4, 256)].load(mask=ml.arange(256) < (l[p] - p * 4), other=0)" in e.hint, e.hint

@@ -280,14 +280,16 @@ def normalize_index(cx, shape, index, name, *, past_end=False):
                for d, (i, n) in enumerate(zip(index, shape)))
 
 
-def _index_text(i) -> str:
+def _index_text(i, cx=None) -> str:
+  """An index as the user wrote it (`cx`: the subscript's Call, which knows the user's text of
+  its run-time values)."""
   if isinstance(i, slice):
-    return ":" if i == slice(None) else f"{_index_text(i.start) if i.start is not None else ''}:" + (
-        _index_text(i.stop) if i.stop is not None else "")
+    return ":" if i == slice(None) else f"{_index_text(i.start, cx) if i.start is not None else ''}:" + (
+        _index_text(i.stop, cx) if i.stop is not None else "")
   if isinstance(i, DSlice):
-    return f"ml.ds({_index_text(i.start)}, {_index_text(i.size)})"
+    return f"ml.ds({_index_text(i.start, cx)}, {_index_text(i.size, cx)})"
   if is_value(i):
-    return i.name or "i"
+    return (cx.named(i, "") if cx is not None else "") or i.name or "i"
   return repr(i)
 
 
@@ -296,20 +298,26 @@ def _runtime_slice_error(cx, index, d, shape, name) -> E.KernelError:
   when the kernel is compiled, so a run-time length is a fixed window and a mask, and a run-time
   start is ml.ds(start, size), written out in the user's index."""
   i, n = index[d], shape[d]
-  start = _index_text(i.start) if i.start is not None else "0"
-  at = lambda win, ref=name: f"{ref}.at[{', '.join(win if k == d else _index_text(x) for k, x in enumerate(index))}]"
+  start = _index_text(i.start, cx) if i.start is not None else "0"
+  at = lambda win, ref=name: f"{ref}.at[{', '.join(win if k == d else _index_text(x, cx) for k, x in enumerate(index))}]"
   if not is_value(i.stop):
     return E.KernelTypeError(
-        f"slice bounds must be static ints: the start of {_index_text(i)} in dimension {d} of {name} is a run-time"
+        f"slice bounds must be static ints: the start of {_index_text(i, cx)} in dimension {d} of {name} is a run-time"
         f" value", cx.loc, hint=f"for a window of static size at a run-time start, use ml.ds(start, size):"
                                 f" {at(f'ml.ds({start}, size)')}")
+  stop = _index_text(i.stop, cx)
+  fixed = stop[len(start) + 3:] if stop.startswith(f"{start} + ") else ""
+  if fixed.isdigit() and 0 < int(fixed) <= n:      # l[i]:l[i] + 8: a fixed size at a run-time start
+    return E.KernelTypeError(
+        f"slice bounds must be static ints: {_index_text(i, cx)} in dimension {d} of {name} has run-time bounds",
+        cx.loc, hint=f"its size is {fixed} whatever {start} is: a window of static size at a run-time start is"
+                     f" ml.ds(start, size), {at(f'ml.ds({start}, {fixed})')}")
   kept = [k for k, x in enumerate(index) if not (isinstance(x, int) or is_value(x))]
   axes = "" if len(kept) == 1 else "[" + ", ".join(":" if k == d else "None" for k in kept) + "]"
-  stop = _index_text(i.stop)
   length = stop if start == "0" else f"{stop} - {start}"
   mask = f"ml.arange({n}){axes} < {length if ' ' not in length else f'({length})'}"
   return E.KernelTypeError(
-      f"slice {_index_text(i)} of dimension {d} of {name} has a run-time stop: a window's size is fixed when"
+      f"slice {_index_text(i, cx)} of dimension {d} of {name} has a run-time stop: a window's size is fixed when"
       f" the kernel is compiled", cx.loc,
       hint=f"take a window of fixed size and mask it to the run-time length: v = {at(f'ml.ds({start}, {n})')}"
            f".load(mask={mask}, other=0); a store the same way: {at(f'ml.ds({start}, {n})', 'dst')}.store(v,"
