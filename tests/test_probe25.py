@@ -296,3 +296,60 @@ def test_runtime_slice_bounds_are_quoted_as_written_and_a_fixed_length_is_an_ml_
              "slice p * 4:l[p] of dimension 1 of x has a run-time stop: a window's size is fixed when the kernel is"
              " compiled")
   assert "x.at[p, ml.ds(p * 4, 256)].load(mask=ml.arange(256) < (l[p] - p * 4), other=0)" in e.hint, e.hint
+
+
+# ---------------------------------------------------------------- one-element windows read into registers
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def times_first_element(x, out):
+  out[...] = x[...] * x.at[0:1, 0:1][...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def times_first_element_1d(x, out):
+  out[...] = x[...] * x.at[0:1][...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def times_total_through_smem(x, out):
+  b = ml.smem((1,), jnp.float32)
+  b[...] = ml.sum(x[...], keepdims=True)[0]
+  out[...] = x[...] * b[...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def times_first_row_sum(x, out):
+  out[...] = x[...] * ml.sum(x[...], axis=1, keepdims=True)[0:1]
+
+
+def test_one_element_windows_broadcast_on_the_gpu_as_in_interpret_mode():
+  """x * x.at[0:1, 0:1][...] ran in interpret mode and failed the CUDA export with MG900 (a (1, 1)
+  register load); a (1,) SMEM buffer read back too (a Broadcast); (128,) * (1,) was MG204."""
+  x = jnp.arange(1024, dtype=F32).reshape(8, 128) / 512 + 1
+  for k, arg, want in ((times_first_element, x, x * x[0, 0]), (times_first_element_1d, x[1], x[1] * x[1, 0]),
+                       (times_total_through_smem, x, x * x.sum()),
+                       (times_first_row_sum, x, x * x[0].sum())):
+    np.testing.assert_allclose(np.asarray(k(arg, interpret=True)), np.asarray(want), rtol=1e-5)
+    assert "mosaic_gpu" in _export(k, S(arg.shape, arg.dtype))
+
+
+@pytest.mark.gpu
+def test_probe25_gpu():
+  """The sixteenth session's forms on the GPU: one-element windows, float8_e5m2 max with infinities,
+  nested comprehensions, spread arguments, a masked 2-D tail."""
+  x = jnp.arange(1024, dtype=F32).reshape(8, 128) / 512 + 1
+  for k, arg, want in ((times_first_element, x, x * x[0, 0]), (times_first_element_1d, x[1], x[1] * x[1, 0]),
+                       (times_total_through_smem, x, x * x.sum()),
+                       (times_first_row_sum, x, x * x[0].sum())):
+    np.testing.assert_allclose(np.asarray(k(arg)), np.asarray(want), rtol=1e-5)
+  f8 = jnp.asarray(np.random.default_rng(0).standard_normal((16, 128)).astype(np.float32) * 100)
+  f8 = f8.at[3, 5].set(jnp.inf).astype(jnp.float8_e5m2)
+  got = np.asarray(_reducer(ml.max, 1)(f8).astype(F32))
+  np.testing.assert_array_equal(got, np.asarray(jnp.max(f8.astype(F32), axis=1).astype(jnp.float8_e5m2).astype(F32)))
+  t = jnp.asarray(np.random.default_rng(1).standard_normal((3, 131)), F32)
+  want = sum(t[a, b:b + 128] * (a + 1) for a in range(3) for b in range(a + 1) if a + b != 3)
+  np.testing.assert_allclose(np.asarray(window_taps(t)), np.asarray(want), rtol=1e-6)
+  y = jnp.asarray(np.random.default_rng(2).standard_normal((2, 128)), F32)
+  np.testing.assert_allclose(np.asarray(spread_args(y)), np.asarray((y[0] + y[1]) * 3.0 + 1.0 + jnp.maximum(y[0], y[1])),
+                             rtol=1e-6)
+  z = jnp.asarray(np.random.default_rng(3).standard_normal((32, 100)), F32)
+  np.testing.assert_array_equal(np.asarray(columns_rounded_up(z)), np.asarray(z * 2))

@@ -556,6 +556,13 @@ def load(cx, ref, name="", merge=False):
     return scalar_load(cx, ref, name)
   if resolve(t.dtype) == DType.bool_:
     raise bool_ref_error(cx, ref, "read")
+  if all(n == 1 for n in t.shape) and not merge:
+    # one element (x.at[0:1, 0:1], a (1,) buffer): its scalar, stretched as a keepdims reduction's
+    # is (a one-element tensor is not held in registers by itself: math on it is on its scalar)
+    from .access import scalar_load
+    from .elementwise import full_
+    one = scalar_load(cx, view(cx, ref, (0,) * len(t.shape), ref.name), name)
+    return full_(cx, t.shape, one, t.dtype)
   return cx.b.emit(Load, ref, loc=cx.loc, types=[TensorType(t.shape, t.dtype)], names=[name], merge=merge).result
 
 
