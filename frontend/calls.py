@@ -58,6 +58,10 @@ def _tuples(x):
   return tuple(_tuples(e) for e in x) if isinstance(x, (list, tuple)) else x
 
 
+_DICT_READS = ("get", "keys", "values", "items")
+_DICT_VIEWS = (type({}.keys()), type({}.values()), type({}.items()))
+
+
 class _Method:
   """A bound method of a register tensor (`x.astype`, `x.sum`)."""
   def __init__(self, fn: Builtin, value):
@@ -119,9 +123,13 @@ class Calls:
         items = [(k.arg, self.eval(k.value), k.value)]
       else:
         m = self.eval(k.value)
-        if not isinstance(m, dict) or not all(isinstance(n, str) for n in m):
+        if not isinstance(m, dict):
           raise E.KernelTypeError(f"**{self.text(k.value)} spreads a dict of names, not {kind_of(m)}",
                                   self.loc(k.value), hint="pass each argument by name")
+        if not all(isinstance(n, str) for n in m):
+          bad = next(n for n in m if not isinstance(n, str))
+          raise E.KernelTypeError(f"**{self.text(k.value)} spreads a dict of names, but one key is {bad!r}",
+                                  self.loc(k.value), hint="key the dict by the parameters' names (strings)")
         items = [(n, v, ast.copy_location(ast.Subscript(k.value, ast.Constant(n), ast.Load()), k.value))
                  for n, v in m.items()]
       for name, v, vnode in items:
@@ -190,6 +198,9 @@ class Calls:
           hint=f"move {name}'s body into an @ml.inline helper taking the refs it reads and writes"
                f" (def body(x, out): ...), call it from both kernels, and keep {name} as a kernel calling it;"
                f" or call the two kernels one after the other from JAX")
+    if isinstance(getattr(fn, "__self__", None), dict) and getattr(fn, "__name__", "") in _DICT_READS:
+      return fn(*args, **kwargs)      # d.get("b", v), d.values(): a static dict's entries, as in Python
+    args = [tuple(a) if isinstance(a, _DICT_VIEWS) else a for a in args]    # sum(d.values())
     if fn in (builtins.min, builtins.max) and kwargs.get("key", 0) is None:
       kwargs = {k: v for k, v in kwargs.items() if k != "key"}     # Python's default key
     if fn in (builtins.min, builtins.max) and len(args) == 1 and isinstance(args[0], (list, tuple)) and not kwargs \
@@ -237,6 +248,12 @@ class Calls:
         raise E.UnsupportedSyntaxError(
             "sum(...) of register values is not supported in a kernel", cx.loc,
             hint="reduce a register tensor with ml.sum(x, axis=...); add values with +")
+      if fn in (builtins.any, builtins.all):
+        word, op = ("any", "|") if fn is builtins.any else ("all", "&")
+        raise E.KernelTypeError(
+            f"{word}(...) of register values is Python's iteration, which kernels do not do", cx.loc,
+            hint=f"combine register booleans with {op}: a {op} b {op} c (elementwise); whether {word} element of one"
+                 f" tensor holds is ml.{'max' if word == 'any' else 'min'}(t) of the bool tensor t")
       if fn is builtins.range:
         self.unsupported(node, "range() outside a for statement")
       held = next((a for a in list(args) + list(kwargs.values()) if holds_value(a)))

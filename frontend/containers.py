@@ -6,7 +6,7 @@ import ast
 
 from . import errors as E
 from .assign import holds_value
-from .calls import PY_BUILTINS
+from .calls import _DICT_VIEWS, PY_BUILTINS
 from .env import POISON, assigned_names
 from .ops.base import is_value, kind_of
 
@@ -15,10 +15,27 @@ class Containers:
   """Tuples, lists, dicts, comprehensions and f-strings, evaluated while tracing."""
 
   def eval_Tuple(self, node):
-    return tuple(self.eval(e) for e in node.elts)
+    return tuple(self.eval_spread(node.elts))
 
   def eval_List(self, node):
-    return [self.eval(e) for e in node.elts]
+    return self.eval_spread(node.elts)
+
+  def eval_spread(self, nodes) -> list:
+    """The values of `nodes` (a display's elements, a loop header's arguments), each `*seq` of a
+    static tuple or list spread into its elements."""
+    out = []
+    for n in nodes:
+      if not isinstance(n, ast.Starred):
+        out.append(self.eval(n))
+        continue
+      seq = self.eval(n.value)
+      if hasattr(seq, "__next__") and not is_value(seq):     # zip, enumerate, reversed of static values
+        seq = tuple(seq)
+      if is_value(seq) or not isinstance(seq, (tuple, list, range)):
+        raise E.KernelTypeError(f"*{self.text(n.value)} spreads a tuple or list, not {kind_of(seq)}", self.loc(n),
+                                hint="spread static tuples and lists; name each element otherwise")
+      out.extend(seq)
+    return out
 
   def eval_Dict(self, node):
     """A dict of static keys (its values any: `opts = {"bias": b}`, spread into a call with **opts)."""
@@ -79,14 +96,14 @@ class Containers:
     fn = self.eval(it.func) if isinstance(it, ast.Call) else None
     from .ops import control
     if fn in (control.static_range, PY_BUILTINS["range"]):
-      args = [self.eval(a) for a in it.args]
+      args = self.eval_spread(it.args)
       if not all(isinstance(a, int) and not isinstance(a, bool) for a in args):
         raise E.KernelTypeError("a comprehension needs static bounds", self.loc(it),
                                 hint="comprehensions are unrolled while tracing: use ints or constexprs")
       return range(*args)
     items = self.eval(it)
-    if hasattr(items, "__next__") and not is_value(items):     # zip, enumerate, reversed of static values
-      items = tuple(items)
+    if (hasattr(items, "__next__") or isinstance(items, (dict, *_DICT_VIEWS))) and not is_value(items):
+      items = tuple(items)            # zip, enumerate, reversed of static values; a dict, d.items()
     if is_value(items) or not isinstance(items, (tuple, list, range)):
       raise E.KernelTypeError(f"a comprehension iterates over static values, not {kind_of(items)}",
                               self.loc(it), hint="iterate over ml.static_range(n) or a tuple")

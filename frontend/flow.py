@@ -203,7 +203,7 @@ def trace_for(tracer, node: ast.For):
                        hint="only ml.range takes stages= (and warp_specialize=, pingpong=): for t in"
                             " ml.range(n, stages=2) pipelines the loop's loads; ml.static_range unrolls")
   stages, specialize, pingpong = ctl.range_options(it.keywords, tracer.eval, tracer.loc, tracer.loc(it))
-  args = [tracer.eval(a) for a in it.args]
+  args = tracer.eval_spread(it.args)
   if not 1 <= len(args) <= 3:
     raise E.KernelTypeError(f"range takes 1 to 3 arguments, got {len(args)}", tracer.loc(it),
                             hint="range(stop), range(start, stop) or range(start, stop, step)")
@@ -594,6 +594,12 @@ def trace_if(tracer, node: ast.If, cond: ir.Value):
             f" only register values and numbers (or tuples and lists of them) can differ between branches",
             at, hint=f"give {n} the same kind of value in both branches", notes=notes)
       here, there = (a, b) if k == 0 else (b, a)
+      if _describe(here) == _describe(there):      # two dicts (or other static containers) that differ
+        raise E.KernelTypeError(
+            f"{n} is {_describe(here)} on both paths through the if at line {loc.lineno}, rebound here to another"
+            f" one; only register values and numbers (or tuples and lists of them) can differ between branches",
+            at, notes=notes, hint=f"give the value that differs a name of its own (v = ... before the if and in"
+                                  f" the branch) and build {n} after the if; or make {n} a tuple")
       raise E.KernelTypeError(
           f"{n} is {_describe(here)} after this assignment but {_describe(there)} on the other path through"
           f" the if at line {loc.lineno}; only register values and numbers (or tuples and lists of them) can"

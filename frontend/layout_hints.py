@@ -133,15 +133,19 @@ def scatter_columns_hint(o, n) -> str:
   w, what = hw.WARP, f"ml.atomic_{o.kind.value}"
   out = o.ref.name or "out"
   ids = "ids"
-  src, rows, node = "src", "rows", call_at(o.loc)       # the user's ml.atomic_<kind>(out.at[ids, :], src.at[rows, :][...])
+  src, rows, node = "src", ":", call_at(o.loc)       # the user's ml.atomic_<kind>(out.at[ids, :], src.at[rows, :][...])
   if node is not None and len(node.args) == 2 and isinstance(node.args[0], ast.Subscript):
     elts = node.args[0].slice.elts if isinstance(node.args[0].slice, ast.Tuple) else [node.args[0].slice]
-    ids = ast.unparse(elts[0]) if isinstance(elts[0], ast.Name) else ids
+    if isinstance(elts[0], (ast.Name, ast.Subscript, ast.Call, ast.Attribute)):   # ids, ids[...], ids.at[...][...]
+      ids = ast.unparse(elts[0])
     val = node.args[1]
     if (isinstance(val, ast.Subscript) and isinstance(val.value, ast.Subscript)
         and isinstance(val.value.value, ast.Attribute) and val.value.value.attr == "at"
         and isinstance(val.value.slice, ast.Tuple) and len(val.value.slice.elts) == 2):
       src, rows = ast.unparse(val.value.value.value), ast.unparse(val.value.slice.elts[0])
+    elif (isinstance(val, ast.Subscript) and isinstance(val.value, ast.Name)
+          and isinstance(val.slice, ast.Constant) and val.slice.value is Ellipsis):   # g[...]: all its rows
+      src = val.value.id
   cols = f"ml.arange({w})" if n < w else f"(c + ml.arange({w}))"
   load = (f"v = {src}.at[{rows}, ml.ds({'0' if n < w else 'c'}, {w})].load(mask={cols}[None, :] < {n},"
           f" other=0)")
@@ -149,7 +153,8 @@ def scatter_columns_hint(o, n) -> str:
   return (f"update {w} columns at a time, loading the value's columns past {n} as 0: {loop}{load}; then"
           f" {what}({out}.at[{ids}[:, None], {cols}[None, :]], v) (updates at columns past the end of"
           f" {out}'s rows are dropped); or pad {out}'s rows to a multiple of {w} elements (out_shape) and"
-          f" slice the result outside the kernel" + ("" if ids != "ids" else " (ids: the rows' indices)"))
+          f" slice the result outside the kernel" + ("" if ids != "ids" else " (ids: the rows' indices)")
+          + (" (src: the rows' values)" if src == "src" else ""))
 
 
 def gather_columns_hint(o, n) -> str:

@@ -71,9 +71,11 @@ NOT_YET = {   # what Triton and jnp users reach for that mgpu_dsl does not have,
            " their own and sum them in a second kernel") for n in ("atomic_cas", "atomic_xchg")},
     **{n: _DIV.format(n) for n in ("fdiv", "div_rn", "divide", "true_divide")},
     **{n: _FLOOR_DIV.format(n) for n in ("floor_divide", "floordiv")},
-    **{n: ("no ml.{}: a register tensor is not reversed in place; read the elements from the end, x[n - 1 -"
-           " ml.arange(n)] (a gather; rows: x.at[n - 1 - r][...]), or reverse outside the kernel (call it on"
-           " x[::-1] from your jitted function, where XLA fuses the reversal)").format(n)
+    **{n: ("no ml.{}: a register tensor is not reversed in place; gather from the end of the input ref x"
+           " instead: x[n - 1 - ml.arange(n)] along axis 0 of a 1-D x (rows: x.at[n - 1 - r][...]), x[:, n - 1 -"
+           " ml.arange(n)] along axis 1 of a 2-D x (gathers read GMEM refs: a value computed in the kernel is"
+           " reversed in a second kernel or outside); or reverse outside the kernel (call it on jnp.flip(x, axis)"
+           " from your jitted function, where XLA fuses the reversal)").format(n)
        for n in ("flip", "fliplr", "flipud", "reverse")},
     "softmax": "no ml.softmax: spell it out, e = ml.exp(v - ml.max(v, axis=-1, keepdims=True));"
                " e / ml.sum(e, axis=-1, keepdims=True)",

@@ -665,7 +665,10 @@ class Tracer(Assignments, Calls, Containers, ast.NodeVisitor):
     cond = self.eval(node.test)
     if is_value(cond):
       test = self.text(node.test) if resolve(cond.type.dtype) == DType.bool_ else self.nonzero(node.test)
+      nums = all(isinstance(b, ast.Constant) and isinstance(b.value, float) for b in (node.body, node.orelse))
       self.unsupported(node, "a conditional expression on a runtime value",
-                       hint=f"use ml.where({test}, {self.text(node.body)}, {self.text(node.orelse)}),"
-                            f" or an if statement that assigns a name in both branches")
+                       hint=f"use ml.where({test}, {self.text(node.body)}, {self.text(node.orelse)})"
+                            + (" (a float32 value: to meet a bfloat16 or float16 tensor t, convert it,"
+                               " ml.where(...).astype(t.dtype))" if nums else "")
+                            + ", or an if statement that assigns a name in both branches")
     return self.eval(node.body if cond else node.orelse)

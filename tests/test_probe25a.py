@@ -37,9 +37,11 @@ def triton_names(x, out, *, op: ml.constexpr):
     out[...] = ml.umulhi(v, v)
 
 
-FLIP = ("no ml.flip: a register tensor is not reversed in place; read the elements from the end, x[n - 1 -"
-        " ml.arange(n)] (a gather; rows: x.at[n - 1 - r][...]), or reverse outside the kernel (call it on"
-        " x[::-1] from your jitted function, where XLA fuses the reversal)")
+FLIP = ("no ml.flip: a register tensor is not reversed in place; gather from the end of the input ref x instead:"
+        " x[n - 1 - ml.arange(n)] along axis 0 of a 1-D x (rows: x.at[n - 1 - r][...]), x[:, n - 1 - ml.arange(n)]"
+        " along axis 1 of a 2-D x (gathers read GMEM refs: a value computed in the kernel is reversed in a second"
+        " kernel or outside); or reverse outside the kernel (call it on jnp.flip(x, axis) from your jitted"
+        " function, where XLA fuses the reversal)")
 SOFTMAX = ("no ml.softmax: spell it out, e = ml.exp(v - ml.max(v, axis=-1, keepdims=True));"
            " e / ml.sum(e, axis=-1, keepdims=True)")
 UMULHI = ("no ml.umulhi: from 16-bit halves of uint32 a and b, al, ah, bl, bh = a & 0xFFFF, a >> 16, b & 0xFFFF,"

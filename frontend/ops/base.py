@@ -91,6 +91,11 @@ class Builtin:
     try:
       return self.__signature__.bind(*args, **kwargs)
     except TypeError as e:
+      params = self.__signature__.parameters
+      unknown = [k for k in kwargs if k not in params] if not any(
+          p.kind == p.VAR_KEYWORD for p in params.values()) else []
+      if unknown:          # ml.maximum(a, c=v): the keyword it does not take, not the argument then missing
+        e = f"got an unexpected keyword argument {unknown[0]!r}"
       refused = getattr(self.rule, "refused", ())     # taken only to be refused with a message of its own
       shown = self.__signature__.replace(
           parameters=[p for p in self.__signature__.parameters.values() if p.name not in refused])

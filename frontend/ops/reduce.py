@@ -83,9 +83,16 @@ def reduce(cx, kind: ReduceKind, x, axis, keepdims, what=None):
     out = tuple(1 for i in range(len(shape)) if keepdims or i not in axes)
     return ew.stretch(cx, out, one) if out else one
   if isinstance(d, DType) and (d == DType.bool_ or d.bits < 16):
+    src = ew.method_on(cx.named(given))
+    if d.is_float and kind != ReduceKind.SUM:     # max/min of float8: along an axis only
+      raise E.UnsupportedDtypeError(
+          f"{what} of all of a {dtype_name(d)} tensor is not supported: the result would be an 8-bit float scalar,"
+          f" which the GPU cannot make (along an axis it keeps the dtype)", cx.loc,
+          hint=f"convert first, {what}({src}.astype(jnp.float32))"
+               + (f"; or reduce along an axis, {what}({src}, axis=1)" if len(shape) > 1 else ""))
     raise E.UnsupportedDtypeError(
         f"{what} of {dtype_name(d)} values is not supported", cx.loc,
-        hint=f"convert first: {ew.method_on(cx.named(given))}.astype(jnp.float32)")
+        hint=f"convert first: {src}.astype(jnp.float32)")
   if len(axes) < len(shape) and len(shape) > 2:
     raise E.LayoutError(
         f"{what} over axis {axis} of a {len(shape)}-D tensor {shape}: partial reductions work on"

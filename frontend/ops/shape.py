@@ -353,6 +353,9 @@ def expand(cx, x, index):
   one = ew.one_element_scalar(cx, x) if squeezed is not None else None
   if one is not None:            # t[0, 0] of a full reduction with keepdims=True: its scalar
     return ew.stretch(cx, squeezed, one) if squeezed else one
+  if squeezed == ():             # t[0, 0] of another one-element tensor (one a loop carries): its one
+    from .reduce import reduce   # element, as ml.max(t) reads it (where such a carry is refused, at the loop)
+    return reduce(cx, ReduceKind.MAX, x, None, False, "the element")
   if squeezed is not None:       # t[:, 0] of an (n, 1) tile, v[None][0]: no element moves
     return reshape_(cx, x, squeezed)
   if _element_index(index, rank):
