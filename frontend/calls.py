@@ -108,13 +108,7 @@ class Calls:
         args.append(self.eval(a))
         arg_nodes.append(a)
         continue
-      seq = self.eval(a.value)
-      if hasattr(seq, "__next__") and not is_value(seq):     # zip, enumerate, reversed of static values
-        seq = tuple(seq)
-      if is_value(seq) or not isinstance(seq, (tuple, list, range)):
-        raise E.KernelTypeError(f"*{self.text(a.value)} spreads a tuple or list, not {kind_of(seq)}", self.loc(a),
-                                hint="pass each argument by position")
-      for i, v in enumerate(seq):
+      for i, v in enumerate(self.spread_sequence(a, "pass each argument by position")):
         args.append(v)
         arg_nodes.append(ast.copy_location(ast.Subscript(a.value, ast.Constant(i), ast.Load()), a))
     kwargs, kw_nodes = {}, []

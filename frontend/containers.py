@@ -25,17 +25,22 @@ class Containers:
     static tuple or list spread into its elements."""
     out = []
     for n in nodes:
-      if not isinstance(n, ast.Starred):
+      if isinstance(n, ast.Starred):
+        out.extend(self.spread_sequence(n, "spread static tuples and lists; name each element otherwise"))
+      else:
         out.append(self.eval(n))
-        continue
-      seq = self.eval(n.value)
-      if hasattr(seq, "__next__") and not is_value(seq):     # zip, enumerate, reversed of static values
-        seq = tuple(seq)
-      if is_value(seq) or not isinstance(seq, (tuple, list, range)):
-        raise E.KernelTypeError(f"*{self.text(n.value)} spreads a tuple or list, not {kind_of(seq)}", self.loc(n),
-                                hint="spread static tuples and lists; name each element otherwise")
-      out.extend(seq)
     return out
+
+  def spread_sequence(self, n: ast.Starred, hint: str) -> tuple:
+    """The elements `*seq` spreads: a static tuple, list or range (or zip, enumerate, reversed of
+    them); anything else is a KernelTypeError with `hint`."""
+    seq = self.eval(n.value)
+    if hasattr(seq, "__next__") and not is_value(seq):     # zip, enumerate, reversed of static values
+      seq = tuple(seq)
+    if is_value(seq) or not isinstance(seq, (tuple, list, range)):
+      raise E.KernelTypeError(f"*{self.text(n.value)} spreads a tuple or list, not {kind_of(seq)}", self.loc(n),
+                              hint=hint)
+    return tuple(seq)
 
   def eval_Dict(self, node):
     """A dict of static keys (its values any: `opts = {"bias": b}`, spread into a call with **opts)."""
