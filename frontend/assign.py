@@ -11,6 +11,9 @@ from .env import Unbound
 from .types import RefType, TensorType
 
 
+DICT_VIEWS = (type({}.keys()), type({}.values()), type({}.items()))   # static while tracing, as dicts
+
+
 def holds_value(x) -> bool:
   """A runtime value, or a tuple, list or dict holding one (sum((a, b)) must not reach Python's sum)."""
   return (is_value(x) or (isinstance(x, (tuple, list)) and any(holds_value(y) for y in x))

@@ -12,7 +12,7 @@ import numpy as np
 
 from . import errors as E
 from . import missing
-from .assign import holds_value
+from .assign import DICT_VIEWS, holds_value
 from .builder import Call
 from .dtypes import DType, to_dtype
 from .ops import elementwise as ew
@@ -59,7 +59,6 @@ def _tuples(x):
 
 
 _DICT_READS = ("get", "keys", "values", "items")
-_DICT_VIEWS = (type({}.keys()), type({}.values()), type({}.items()))
 
 
 class _Method:
@@ -194,7 +193,7 @@ class Calls:
                f" or call the two kernels one after the other from JAX")
     if isinstance(getattr(fn, "__self__", None), dict) and getattr(fn, "__name__", "") in _DICT_READS:
       return fn(*args, **kwargs)      # d.get("b", v), d.values(): a static dict's entries, as in Python
-    args = [tuple(a) if isinstance(a, _DICT_VIEWS) else a for a in args]    # sum(d.values())
+    args = [tuple(a) if isinstance(a, DICT_VIEWS) else a for a in args]    # sum(d.values())
     if fn in (builtins.min, builtins.max) and kwargs.get("key", 0) is None:
       kwargs = {k: v for k, v in kwargs.items() if k != "key"}     # Python's default key
     if fn in (builtins.min, builtins.max) and len(args) == 1 and isinstance(args[0], (list, tuple)) and not kwargs \

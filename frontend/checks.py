@@ -387,6 +387,8 @@ class _Memory:
         name = next(p.name for p in self.kernel.outputs if p.value.id == o)
         if race is not None and loc in self.atomic_plain:
           element, a, at, b = race[:4]
+          if at in self.atomic_plain:      # program a also writes it plainly: point at its atomic update
+            at = next((x for x in w.locs if x not in self.atomic_plain), at)
           aliased = o in {self.kernel.outputs[j].value.id for j in (self.kernel.aliases or {}).values()}
           out.append(E.RaceError(
               f"program {self.ev.program(b)} writes {name}{list(element)} here while program {self.ev.program(a)}"
@@ -524,13 +526,15 @@ def uncovered_error(name, shape, missing, g, grid, loc, masked=None, rank=1):
   n = math.prod(grid)
   who = ("the kernel's one program does not" if n == 1 else
          f"none of the {n} programs of grid {tuple(grid[:max(rank, _rank(grid))])}")
-  # the one dimension of the output the programs cover in part (the others they cover whole)
-  part = [d for d in range(missing.ndim)
-          if not missing.any(axis=tuple(a for a in range(missing.ndim) if a != d)).all()]
-  if len(part) == 1 and part[0] > 0:
-    d = part[0]
-    cover = (f"{name}'s dimension {d} ({shape[d]}) is covered only in part: launch ml.cdiv(n, t) programs along"
-             f" the grid axis that steps it (n = {shape[d]}, t its tile), not n // t; the last window then runs"
+  # the dimensions of the output with indices no program reaches (a grid axis rounded down)
+  covered = ~np.asarray(missing, bool)
+  part = [d for d in range(covered.ndim)
+          if not covered.any(axis=tuple(a for a in range(covered.ndim) if a != d)).all()] if covered.any() else []
+  if part and (part != [0] or rank > 1):         # (a 1-D grid over rows keeps the rows hint below)
+    dims = " and ".join(f"{d} ({shape[d]})" for d in part)
+    cover = (f"{name}'s dimension{'s' if len(part) > 1 else ''} {dims} {'are' if len(part) > 1 else 'is'} covered"
+             f" only in part: launch ml.cdiv(n, t) programs along the grid axis that steps"
+             f" {'each' if len(part) > 1 else 'it'} (n its size, t its tile), not n // t; the last window then runs"
              f" past the end: ml.copy stores drop what falls outside the array, a register store needs a mask of"
              f" {name}'s extent ({name}.at[...].store(v, mask=...))")
   else:
@@ -565,8 +569,9 @@ def grid_rank(kernel) -> int:
   """The axes of the kernel's grid to show: those with more than one program, and those it reads
   ml.program_id of."""
   from .ops.control import ProgramId
-  return max([_rank(kernel.grid)] + [o.axis + 1 for o in ir.walk(kernel.body) if isinstance(o, ProgramId)
-                                    and o.axis != kernel.batch_axis])
+  own = tuple(1 if a == kernel.batch_axis else g for a, g in enumerate(kernel.grid))    # (jax.vmap's axis: 1)
+  return max([_rank(own)] + [o.axis + 1 for o in ir.walk(kernel.body) if isinstance(o, ProgramId)
+                             and o.axis != kernel.batch_axis])
 
 
 # ---------------------------------------------------------------- TMA window starts

@@ -5,8 +5,8 @@ from __future__ import annotations
 import ast
 
 from . import errors as E
-from .assign import holds_value
-from .calls import _DICT_VIEWS, PY_BUILTINS
+from .assign import DICT_VIEWS, holds_value
+from .calls import PY_BUILTINS
 from .env import POISON, assigned_names
 from .ops.base import is_value, kind_of
 
@@ -107,7 +107,7 @@ class Containers:
                                 hint="comprehensions are unrolled while tracing: use ints or constexprs")
       return range(*args)
     items = self.eval(it)
-    if (hasattr(items, "__next__") or isinstance(items, (dict, *_DICT_VIEWS))) and not is_value(items):
+    if (hasattr(items, "__next__") or isinstance(items, (dict, *DICT_VIEWS))) and not is_value(items):
       items = tuple(items)            # zip, enumerate, reversed of static values; a dict, d.items()
     if is_value(items) or not isinstance(items, (tuple, list, range)):
       raise E.KernelTypeError(f"a comprehension iterates over static values, not {kind_of(items)}",

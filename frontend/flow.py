@@ -11,6 +11,7 @@ import re
 
 from . import errors as E
 from . import ir
+from .assign import DICT_VIEWS
 from .builder import Call
 from .dtypes import DType
 from .env import POISON, Unbound as _Unbound, assigned_names
@@ -180,8 +181,8 @@ def trace_for(tracer, node: ast.For):
   fn = tracer.eval(it.func) if isinstance(it, ast.Call) else None
   if fn not in (range, ctl.static_range, ctl.range):
     seq = tracer.eval(it)             # a static sequence (a tuple, a list, enumerate/zip of them): unrolled
-    if (hasattr(seq, "__next__") or isinstance(seq, range)) and not is_value(seq):
-      seq = tuple(seq)                # (r = ml.static_range(4) then for i in r: a Python range)
+    if (hasattr(seq, "__next__") or isinstance(seq, (range, dict, *DICT_VIEWS))) and not is_value(seq):
+      seq = tuple(seq)                # (r = ml.static_range(4) then for i in r: a Python range; d.items())
     if isinstance(seq, (tuple, list)) and isinstance(node.target, (ast.Name, ast.Tuple, ast.List)):
       for v in seq:
         tracer.stmt = node

@@ -9,6 +9,7 @@ import inspect
 
 from . import errors as E
 from .env import PoisonedUse, local_names
+from .ops.base import bind_message
 from .source import read_function
 
 MAX_DEPTH = 16
@@ -26,7 +27,7 @@ def call_inline(tracer, node, fn, args, kwargs):
   try:
     bound = inspect.signature(fn.fn).bind(*args, **kwargs)
   except TypeError as e:
-    raise E.KernelTypeError(f"{tree.name}(...): {e}", loc,
+    raise E.KernelTypeError(f"{tree.name}(...): {bind_message(inspect.signature(fn.fn), kwargs, e)}", loc,
                             hint=f"{tree.name}{inspect.signature(fn.fn)}") from None
   bound.apply_defaults()
   child = tracer.child(src, scope)

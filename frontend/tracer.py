@@ -665,10 +665,14 @@ class Tracer(Assignments, Calls, Containers, ast.NodeVisitor):
     cond = self.eval(node.test)
     if is_value(cond):
       test = self.text(node.test) if resolve(cond.type.dtype) == DType.bool_ else self.nonzero(node.test)
-      nums = all(isinstance(b, ast.Constant) and isinstance(b.value, float) for b in (node.body, node.orelse))
+      nums = [b.value for b in (node.body, node.orelse) if isinstance(b, ast.Constant)
+              and isinstance(b.value, (int, float)) and not isinstance(b.value, bool)]
+      typed = ("" if len(nums) < 2 else
+               " (a float32 value: to meet a bfloat16 or float16 tensor t, convert it, ml.where(...).astype(t.dtype))"
+               if any(isinstance(v, float) for v in nums) else
+               f" (an int32 value: to meet a float tensor t, write the numbers as floats, {float(nums[0])} and"
+               f" {float(nums[1])}, or convert it, ml.where(...).astype(t.dtype))")
       self.unsupported(node, "a conditional expression on a runtime value",
-                       hint=f"use ml.where({test}, {self.text(node.body)}, {self.text(node.orelse)})"
-                            + (" (a float32 value: to meet a bfloat16 or float16 tensor t, convert it,"
-                               " ml.where(...).astype(t.dtype))" if nums else "")
-                            + ", or an if statement that assigns a name in both branches")
+                       hint=f"use ml.where({test}, {self.text(node.body)}, {self.text(node.orelse)}){typed}"
+                            ", or an if statement that assigns a name in both branches")
     return self.eval(node.body if cond else node.orelse)

@@ -256,10 +256,15 @@ class Memory:
       if p.value.id in self.initialised or not np.any(w == -1):
         continue
       locs = [loc for (rid, _), loc in [*self.wlocs.items(), *self.alocs.items()] if rid == p.value.id]
-      g = np.ones(w.ndim, np.int64)
-      raise uncovered_error(p.name, w.shape, w == -1, g, self.kernel.grid,
+      missing, lead = w == -1, self.kernel.batch_lead.get(p.value.id, 0)
+      batch = tuple(int(b) for b in np.argwhere(missing)[0][:lead])     # under jax.vmap: the first batch
+      missing = missing[batch]                                             # element missing any, as the kernel sees it
+      err = uncovered_error(p.name, missing.shape, missing, np.ones(missing.ndim, np.int64), self.own_grid(),
                             locs[0] if locs else p.loc or self.kernel.loc,
                             masked=masked_store(self.kernel, p.value.id), rank=grid_rank(self.kernel))
+      if lead:
+        err.notes = tuple(err.notes) + (f"in batch element {batch[0] if lead == 1 else batch} of jax.vmap",)
+      raise err
 
   def smem_phase(self, cta, ref: Ref, o, write: bool):
     """Record a CTA's access to a cluster's SMEM between two cluster_syncs."""

@@ -112,19 +112,20 @@ def _dtype_hint(pk, i, a) -> str:
     dtype = np.dtype(a.dtype)
   except TypeError:
     dtype = None
-  weak = getattr(getattr(a, "aval", None), "weak_type", False)     # a Python float jax.jit traced
-  if dtype == np.float64 and jax.config.jax_enable_x64 and not (isinstance(a, jax.core.Tracer) and weak):
-    refs = pk.ref_params
-    name = refs[i] if i < len(refs) else "x"
+  if dtype != np.float64 or not jax.config.jax_enable_x64:
+    return f"supported dtypes: {SUPPORTED_DTYPES}"
+  refs = pk.ref_params
+  name = refs[i] if i < len(refs) else "x"
+  if not isinstance(a, jax.core.Tracer):
     return f"convert it to a supported dtype: {name}.astype(np.float32); supported dtypes: {SUPPORTED_DTYPES}"
-  if dtype == np.float64 and jax.config.jax_enable_x64:
-    refs = pk.ref_params
-    name = refs[i] if i < len(refs) else "x"
+  if getattr(getattr(a, "aval", None), "weak_type", False):     # a Python float jax.jit traced
     scalar = name in getattr(pk, "scalar_params", ())
     return (f"jax_enable_x64 is on, so a Python float passed through jax.jit arrives as float64: pass"
             f" jnp.float32({name})" + (" (or call with the Python float outside jax.jit)" if scalar
                                        else f" or {name}.astype(jnp.float32)")
             + f"; supported dtypes: {SUPPORTED_DTYPES}")
+  return (f"jax_enable_x64 is on, so float64 values stay float64 under a transformation: pass"
+          f" jnp.float32({name}) or {name}.astype(jnp.float32); supported dtypes: {SUPPORTED_DTYPES}")
   return f"supported dtypes: {SUPPORTED_DTYPES}"
 
 

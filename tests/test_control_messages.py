@@ -365,7 +365,8 @@ def test_a_static_conditional_expression_works_and_a_runtime_one_says_what_to_wr
   ternaries.check(*SPECS)
   expect(runtime_ternary, SPECS, mg.UnsupportedSyntaxError, "2.0 if",
          "a conditional expression on a runtime value is not supported in a kernel",
-         hint="use ml.where(n[0] > 0, 2.0, 1.0), or an if statement that assigns a name in both branches")
+         hint="use ml.where(n[0] > 0, 2.0, 1.0) (a float32 value: to meet a bfloat16 or float16 tensor t, convert"
+              " it, ml.where(...).astype(t.dtype)), or an if statement that assigns a name in both branches")
 
 
 @mg.mgpu_kernel(out_shape=lambda n, x: x)

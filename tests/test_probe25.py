@@ -170,7 +170,7 @@ def test_an_output_covered_in_part_along_axis_1_names_that_dimension_and_the_gri
          "out[:, 64:100] is never written: none of the 2 programs of grid (2, 1) writes it, so 1152 of 3200"
          " elements of out would stay uninitialised",
          hint="out's dimension 1 (100) is covered only in part: launch ml.cdiv(n, t) programs along the grid axis"
-              " that steps it (n = 100, t its tile), not n // t; the last window then runs past the end: ml.copy"
+              " that steps it (n its size, t its tile), not n // t; the last window then runs past the end: ml.copy"
               " stores drop what falls outside the array, a register store needs a mask of out's extent"
               " (out.at[...].store(v, mask=...)), or write the rest; to update part of an input in place, alias"
               " it to out: @mgpu_kernel(..., input_output_aliases={input index: output index})")
@@ -224,7 +224,7 @@ def test_a_key_block_not_a_multiple_of_64_is_hinted_to_a_size_both_dots_take():
   e = expect(one_key_block, [f16(64, 64), f16(256, 64), f16(256, 64)], mg.MmaOperandError, "ml.dot(p.astype",
              "ml.dot needs k (the columns of a, the rows of b) to be a multiple of 64 (128 bytes of float16"
              " elements), got 104", bkv=104)
-  assert e.hint.startswith("use a k tile that is a multiple of 64: 64 (and loop over the rest) or 128")
+  assert e.hint.startswith("use a k tile that is a multiple of 64 (64 or 128)")
   assert "pages" not in e.hint
   builds(one_key_block, f16(64, 64), f16(256, 64), f16(256, 64), bkv=128)      # the hint, followed
 

@@ -100,7 +100,7 @@ _X64 = textwrap.dedent('''
     try:
         jax.vmap(lambda x, a: mul(x, a, interpret=True))(xs, jnp.array([1.0, 2.0, 3.0]))
     except mg.SignatureError as e:
-        assert "jax.jit" not in e.hint and "a.astype(np.float32)" in e.hint, e.hint
+        assert "jax.jit" not in e.hint and "a.astype(jnp.float32)" in e.hint, e.hint
     else:
         raise AssertionError("a float64 array accepted")
     y = jax.jit(lambda x, a: mul(x, a, interpret=True))(xs[0], 2.0)   # a Python float through jax.jit

@@ -48,7 +48,7 @@ def test_a_contracted_head_dim_hints_padding_outside_the_kernel():
   e = expect(head_dim_96, [S((64, 96), F16), S((64, 96), F16)], mg.MmaOperandError, "ml.dot(q_s, k_s.T)",
              "ml.dot needs k (the columns of a, the rows of b) to be a multiple of 64 (128 bytes of float16"
              " elements), got 96")
-  assert "pad it to 128 outside the kernel" in e.hint
+  assert "pad it with zeros to 128 outside the kernel" in e.hint
   q = jax.random.normal(jax.random.key(0), (64, 96), F32).astype(F16)
   k = jax.random.normal(jax.random.key(1), (64, 96), F32).astype(F16)
   pad = lambda a: jnp.pad(a, ((0, 0), (0, 32)))            # the hint, followed

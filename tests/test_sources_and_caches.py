@@ -311,8 +311,8 @@ def test_a_python_float_under_jit_with_x64_is_float32_and_a_float64_array_says_x
   finally:
     jax.config.update("jax_enable_x64", before)
   assert e.value.message == "axpb: input 1 (s) has dtype float64, which kernels do not support"
-  assert e.value.hint.startswith("jax_enable_x64 is on, so a Python float passed through jax.jit arrives"
-                                 " as float64: pass jnp.float32(s)")
+  assert e.value.hint.startswith("jax_enable_x64 is on, so float64 values stay float64 under a transformation:"
+                                 " pass jnp.float32(s)")
 
 
 def test_the_vmap_limit_hint_maps_over_chunks_not_nested_vmaps():

@@ -173,6 +173,9 @@ def load_(cx, ref, mask=None, other=0):
   _ref_arg(cx, ref, "ml.load")
   mask = _mask_arg(cx, ref, mask, "ml.load")
   d = ref.type.dtype
+  if ref.type.shape and all(n == 1 for n in ref.type.shape) and ew.one_element_scalar(cx, mask) is not None:
+    # one element (a (1, 1) window): its scalar, read where it is in bounds, then selected
+    return ew.where_(cx, mask, load(cx, _clamped(cx, ref), cx.name), other)
   if is_value(other) and not is_ref(other) and unify(d, other.type.dtype, cx.loc, "ml.load's other") is None:
     named = other.name or ""
     convert = (named if named.isidentifier() else f"({named})" if named else "s" if not is_tensor(other)
@@ -190,6 +193,22 @@ def load_(cx, ref, mask=None, other=0):
     lo, hi = dt.int_range
     ew.check_python_int(cx, other, d, "ml.load's other", hint=_int_other_hint(other, dtype_name(d), lo, hi))
   return _masked_read(cx, ref, mask, other)
+
+
+def _clamped(cx, ref):
+  """`ref`, a window of one element, with its run-time starts clamped into its root: a masked
+  read of it may start past the end (mask false there), its scalar read must not."""
+  from .memory import DSlice, View, view
+  o = cx.b.defining(ref)
+  if not isinstance(o, View) or o.transpose:
+    return ref
+  dims = o.ref.type.shape
+  if len(o.index) != len(dims):
+    return ref
+  clamp = lambda v, n: ew.binary(cx, ew.BinOp.MAX, ew.binary(cx, ew.BinOp.MIN, v, n - 1), 0) if is_value(v) else v
+  index = tuple(clamp(i.start, n) if i.squeeze else DSlice(clamp(i.start, n), i.size)
+                for i, n in zip(o.index, dims))
+  return view(cx, o.ref, index, ref.name)
 
 
 def _int_other_hint(other: float, dtype: str, lo: int, hi: int) -> str:

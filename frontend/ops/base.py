@@ -91,11 +91,7 @@ class Builtin:
     try:
       return self.__signature__.bind(*args, **kwargs)
     except TypeError as e:
-      params = self.__signature__.parameters
-      unknown = [k for k in kwargs if k not in params] if not any(
-          p.kind == p.VAR_KEYWORD for p in params.values()) else []
-      if unknown:          # ml.maximum(a, c=v): the keyword it does not take, not the argument then missing
-        e = f"got an unexpected keyword argument {unknown[0]!r}"
+      e = bind_message(self.__signature__, kwargs, e)
       refused = getattr(self.rule, "refused", ())     # taken only to be refused with a message of its own
       shown = self.__signature__.replace(
           parameters=[p for p in self.__signature__.parameters.values() if p.name not in refused])
@@ -104,6 +100,17 @@ class Builtin:
   def apply(self, cx, args, kwargs):
     bound = self.bind(cx, args, kwargs)
     return self.rule(cx, *bound.args, **bound.kwargs)
+
+
+def bind_message(sig, kwargs, e) -> str:
+  """Python's binding error `e` for `sig`, naming a keyword it does not take before the argument that
+  keyword leaves missing (ml.maximum(a, c=v) said "missing a required argument: 'b'")."""
+  params = sig.parameters
+  if not any(p.kind == p.VAR_KEYWORD for p in params.values()):
+    unknown = [k for k in kwargs if k not in params]
+    if unknown:
+      return f"got an unexpected keyword argument {unknown[0]!r}"
+  return str(e)
 
 
 def builtin(fn=None, *, name: str | None = None, methods: tuple[str, ...] = (),

@@ -321,8 +321,11 @@ def range_options(keywords, evaluate, loc, at) -> tuple:
       continue
     stages = value
     if not isinstance(stages, int) or isinstance(stages, bool) or not 1 <= stages <= 8:
+      static = isinstance(stages, int) and not isinstance(stages, bool)
       raise E.KernelTypeError(f"stages must be a static int from 1 to 8, got {stages!r}", loc(kw.value),
-                              hint="pass a Python int or a constexpr: ml.range(n, stages=3)")
+                              hint="use at most 8 stages (3 or 4 usually hide the loads' latency): ml.range(n,"
+                                   " stages=4)" if static and stages > 8 else
+                                   "pass a Python int or a constexpr: ml.range(n, stages=3)")
   if specialize and stages < 2:
     raise E.KernelTypeError("warp_specialize=True needs stages of at least 2", at,
                             hint="ml.range(n, stages=4, warp_specialize=True)")

@@ -93,6 +93,8 @@ def arange(cx, n, stop=None, dtype=None):
         f"ml.arange cannot produce {dtype}: it makes integers, float32, float16 or bfloat16", cx.loc,
         hint=f"make it as int32 and convert: ml.arange({n}).astype(jnp.float32)" + (
             f".astype(jnp.{dtype})" if dtype in FLOAT8 else ""))
+  if n == 1:       # [0]: a one-element tensor, held (and computed on) as its scalar
+    return full_(cx, (1,), 0, dtype)
   return cx.b.emit(Arange, 0, loc=cx.loc, types=[TensorType((n,), dtype)], names=[cx.name]).result
 
 

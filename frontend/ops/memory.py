@@ -319,9 +319,9 @@ def _runtime_slice_error(cx, index, d, shape, name) -> E.KernelError:
   return E.KernelTypeError(
       f"slice {_index_text(i, cx)} of dimension {d} of {name} has a run-time stop: a window's size is fixed when"
       f" the kernel is compiled", cx.loc,
-      hint=f"take a window of fixed size and mask it to the run-time length: v = {at(f'ml.ds({start}, {n})')}"
-           f".load(mask={mask}, other=0); a store the same way: {at(f'ml.ds({start}, {n})', 'dst')}.store(v,"
-           f" mask={mask})")
+      hint=f"take a window of fixed size and mask it to the run-time length: to read, v ="
+           f" {at(f'ml.ds({start}, {n})')}.load(mask={mask}, other=0); to write,"
+           f" {at(f'ml.ds({start}, {n})')}.store(v, mask={mask})")
 
 
 def slice_step_error(cx, step, d, rank, tensor=False) -> E.KernelError:

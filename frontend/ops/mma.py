@@ -209,14 +209,13 @@ def dot(cx, a, b, acc=None):
     up = -(-k // k_step) * k_step
     tiles = (f"use a k tile of {k_step} or {2 * k_step} (several small tiles, such as {k}-row pages, gathered"
              f" into one {k_step}-row buffer)" if k < k_step else
-             f"use a k tile that is a multiple of {k_step}: {k - k % k_step} (and loop over the rest) or {up}"
-             f" (rows past the data zero: a TMA copy past the array's end fills zeros)")
+             f"use a k tile that is a multiple of {k_step} ({k - k % k_step} or {up})")
     raise E.MmaOperandError(
         f"ml.dot needs k (the columns of a, the rows of b) to be a multiple of {k_step} ({hw.SWIZZLE} bytes of"
         f" {d if isinstance(d, DType) else '16-bit'} elements), got {k}",
-        loc, hint=f"{tiles}; when k is a whole dimension of the data (a head_dim), pad it to {up} outside the"
-                  f" kernel (jnp.pad: zero columns of both operands leave the product unchanged; padded keys must"
-                  f" be masked out of a softmax first)")
+        loc, hint=f"{tiles}; where k is a whole dimension of the data (a head_dim), pad it with zeros to {up}"
+                  f" outside the kernel (jnp.pad: zero columns of both operands leave the product unchanged;"
+                  f" padded keys must be masked out of a softmax first)")
   ok = hw.MMA_ACC.get(d, (DType.f32,))
   acc_dtype = ok[0]
   if acc is not None:

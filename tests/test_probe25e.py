@@ -1,0 +1,153 @@
+"""Probe 25e (sixteenth session, second regression hunt): one-element masked loads that failed
+the CUDA export, loops over dicts, messages at the wrong line or in the batched view, hints that
+failed when followed."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from locate import expect
+
+S = jax.ShapeDtypeStruct
+F32, I32 = jnp.float32, jnp.int32
+
+
+def _export(fn, *specs):
+  return jax.export.export(jax.jit(fn), platforms=["cuda"])(*specs).mlir_module()
+
+
+# ---------------------------------------------------------------- masked loads of one element
+@mg.mgpu_kernel(out_shape=lambda x, s: x, grid=(1,))
+def masked_one_2d(x, s, out):
+  c = s.at[0:1, 0:1].load(mask=s.at[0:1, 0:1][...] > 0, other=0.0)
+  out[...] = x[...] * c
+
+
+@mg.mgpu_kernel(out_shape=lambda x, s: x, grid=lambda x, s: (x.shape[0] // 128,))
+def masked_one_past_end(x, s, out):
+  i = ml.program_id(0)
+  c = s.at[ml.ds(i, 1)].load(mask=i + ml.arange(1) < s.shape[0], other=0.0)
+  out.at[ml.ds(i * 128, 128)][...] = x.at[ml.ds(i * 128, 128)][...] * c
+
+
+def test_masked_loads_of_one_element_run_and_export():
+  """The (1, 1) masked load ran in interpret mode and failed the export (MG900); the (1,) one past
+  the array's end was MG204 blaming the other operand."""
+  x, s = jnp.ones((8, 128), F32), jnp.full((2, 2), 3.0, F32)
+  np.testing.assert_array_equal(np.asarray(masked_one_2d(x, s, interpret=True)), np.full((8, 128), 3.0))
+  assert "mosaic_gpu" in _export(masked_one_2d, S(x.shape, F32), S(s.shape, F32))
+  np.testing.assert_array_equal(np.asarray(masked_one_2d(x, -s, interpret=True)), np.zeros((8, 128)))
+  got = masked_one_past_end(jnp.ones(512, F32), jnp.arange(3.0, dtype=F32), interpret=True)
+  np.testing.assert_array_equal(np.asarray(got)[::128], [0.0, 1.0, 2.0, 0.0])      # s[3] is past the end: other
+  assert "mosaic_gpu" in _export(masked_one_past_end, S((512,), F32), S((3,), F32))
+
+
+# ---------------------------------------------------------------- loops over dicts
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def loop_over_dict(x, out):
+  d = {"a": 1.0, "b": 2.0}
+  acc = ml.zeros((128,), jnp.float32)
+  for w in d.values():
+    acc = acc + x[...] * w
+  for k, w in d.items():
+    acc = acc + x[...] * (w if k == "a" else 0.0)
+  for k in d:
+    acc = acc + d[k]
+  out[...] = acc
+
+
+def test_for_loops_unroll_over_a_dict_and_its_views():
+  x = jnp.arange(128, dtype=F32)
+  np.testing.assert_allclose(np.asarray(loop_over_dict(x, interpret=True)), np.asarray(x * 4.0 + 3.0))
+
+
+# ---------------------------------------------------------------- messages
+@mg.mgpu_kernel(out_shape=lambda x: S((128,), F32), grid=lambda x: (x.shape[0] // 128,))
+def zero_then_add(x, out):
+  i = ml.program_id(0)
+  out[...] = ml.zeros((128,), jnp.float32)
+  ml.atomic_add(out, x.at[ml.ds(i * 128, 128)][...])
+
+
+def test_zeroing_before_atomics_in_every_program_notes_the_atomic_update():
+  """The note 'program (0, 0, 0)'s atomic update' pointed at the plain write's line."""
+  e = expect(zero_then_add, [S((512,), F32)], mg.RaceError, "out[...] =",
+             "program (1, 0, 0) writes out[0] here while program (0, 0, 0) adds to it with atomics: programs run in"
+             " no fixed order, so the sum depends on timing")
+  line = zero_then_add.fn.__code__.co_firstlineno + 4
+  assert e.notes[0].endswith(f":{line}:2: program (0, 0, 0)'s atomic update"), e.notes
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 8, x.shape[1] // 128))
+def both_axes_rounded_down(x, out):
+  i, j = ml.program_id(0), ml.program_id(1)
+  out.at[ml.ds(i * 8, 8), ml.ds(j * 128, 128)][...] = x.at[ml.ds(i * 8, 8), ml.ds(j * 128, 128)][...]
+
+
+def test_an_output_covered_in_part_along_rows_of_a_2d_grid_hints_per_axis():
+  """Rows rounded down on a 2-D grid got the 1-D rows grid, which dropped the columns when followed."""
+  e = expect(both_axes_rounded_down, [S((60, 256), F32)], mg.UncoveredOutputError, "out.at[",
+             "out[56:60, :] is never written: none of the 14 programs of grid (7, 2) writes it, so 1024 of 15360"
+             " elements of out would stay uninitialised")
+  assert e.hint.startswith("out's dimension 0 (60) is covered only in part: launch ml.cdiv(n, t) programs")
+  e = expect(both_axes_rounded_down, [S((60, 300), F32)], mg.UncoveredOutputError, "out.at[",
+             "out[:, 256:300] is never written: none of the 14 programs of grid (7, 2) writes it, so 3664 of 18000"
+             " elements of out would stay uninitialised")
+  assert e.hint.startswith("out's dimensions 0 (60) and 1 (300) are covered only in part")
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def masked_store(x, out):
+  v = x[...]
+  out.store(v, mask=v > 0)
+
+
+def test_an_uncovered_output_under_vmap_shows_the_kernels_shape_and_batch_element():
+  """It showed out[1:2, 5:6] of 384 elements, where the kernel's out is (128,)."""
+  with pytest.raises(mg.UncoveredOutputError) as info:
+    jax.vmap(lambda a: masked_store(a, interpret=True))(jnp.ones((3, 128), F32).at[1, 5].set(-1.0))
+  e = info.value
+  assert e.message.startswith("out[5:6] is never written") and "1 of 128 elements" in e.message, e.message
+  assert "in batch element 1 of jax.vmap" in e.notes
+
+
+@ml.inline
+def add3(a, b, c):
+  return a + b + c
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def misspelt_keyword(x, out):
+  out[...] = add3(a=x[...], b=1.0, d=2.0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, f: x, grid=(8,))
+def int_ternary(x, f, out):
+  i = ml.program_id(0)
+  s = 2 if f[i] > 0 else 3
+  out.at[i][...] = x.at[i][...] * s
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def nine_stages(x, out):
+  buf = ml.smem((8, 128))
+  acc = ml.zeros((8, 128), jnp.float32)
+  for k in ml.range(x.shape[0] // 8, stages=9):
+    ml.copy(x.at[ml.ds(k * 8, 8)], buf)
+    acc = acc + buf[...]
+  out.at[0:8][...] = acc
+
+
+def test_messages_name_the_unknown_keyword_the_int_ternary_and_the_stage_cap():
+  spec = [S((128,), F32)]
+  expect(misspelt_keyword, spec, mg.KernelTypeError, "add3(",
+         "add3(...): got an unexpected keyword argument 'd'", hint="add3(a, b, c)")
+  e = expect(int_ternary, [S((8, 128), F32), S((8,), I32)], mg.UnsupportedSyntaxError, "2 if",
+             "a conditional expression on a runtime value is not supported in a kernel")
+  assert e.hint.startswith("use ml.where(f[i] > 0, 2, 3) (an int32 value: to meet a float tensor t, write the"
+                           " numbers as floats, 2.0 and 3.0, or convert it"), e.hint
+  expect(nine_stages, [S((128, 128), F32)], mg.KernelTypeError, "9)",
+         "stages must be a static int from 1 to 8, got 9",
+         hint="use at most 8 stages (3 or 4 usually hide the loads' latency): ml.range(n, stages=4)")
