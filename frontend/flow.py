@@ -351,6 +351,9 @@ def _trace_body(tracer, node, loc, body: ir.Block, carries, inits, args_) -> set
             hint = "convert it back at the end of the body: " + _rebuilt(
                 n, c.value if c.container else None, ln,
                 _conversion(init.type.dtype, raw_leaf if isinstance(raw_leaf, Num) else None))
+          elif not init.type.shape and isinstance(leaf.type, TensorType):    # acc = 0.0, then acc += dot
+            hint = (f"start it as a tensor of that shape before the loop: {ln} = ml.zeros({leaf.type.shape},"
+                    f" jnp.{dtype_name(leaf.type.dtype)})")
           else:
             hint = f"keep {ln}'s shape fixed across iterations"
           raise E.LoopCarryTypeError(
@@ -515,7 +518,12 @@ def _finish_while(tracer, node, loc, assigned, carries, res):
 
 
 def _rebinding_loc(tracer, loop, name: str):
-  """Where the loop body last assigns `name` (the statement that changes its type)."""
+  """Where the loop body last assigns `name` (the statement that changes its type): the assignment
+  traced last, else the last one in the source (a branch of a static if that was not taken is not)."""
+  at, span = tracer.where.get(name), tracer.loc(loop)
+  if (at is not None and getattr(at, "filename", None) == span.filename
+      and span.lineno <= getattr(at, "lineno", 0) <= (span.end_lineno or span.lineno)):
+    return at
   last = None
   for stmt in ast.walk(loop):
     if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and name in assigned_names([stmt]):

@@ -215,6 +215,10 @@ def split_load(kernel, defs, buf, array, layout) -> str:
         part = lambda k: f"{b}.at[ml.ds({k}, {w})]"
       how = (f"and sum one ml.dot per buffer: acc = ml.dot({x}0, {part(0)}), then"
              f" acc = ml.dot({x}1, {part(w)}, acc){more}")
+      from .ops.control import For
+      if any(isinstance(p, For) and getattr(p, "stages", 1) > 1 for p in ir.path_to(kernel.body, o)):
+        how += (f" (in this pipelined loop split {b} the same way, {b}0 and {b}1 loaded by windows of"
+                f" {w} rows: a buffer a pipelined loop loads is read whole)")
     else:
       continue
     break

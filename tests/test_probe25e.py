@@ -151,3 +151,65 @@ def test_messages_name_the_unknown_keyword_the_int_ternary_and_the_stage_cap():
   expect(nine_stages, [S((128, 128), F32)], mg.KernelTypeError, "9)",
          "stages must be a static int from 1 to 8, got 9",
          hint="use at most 8 stages (3 or 4 usually hide the loads' latency): ml.range(n, stages=4)")
+
+
+# ---------------------------------------------------------------- matmul practitioners' messages
+@mg.mgpu_kernel(out_shape=lambda x, w: S((64, 2), F32))
+def first_two_columns(x, w, o):
+  x_s, w_s = ml.smem(x.shape), ml.smem(w.shape)
+  ml.copy(x, x_s)
+  ml.copy(w, w_s)
+  s = ml.dot(x_s, w_s)
+  o[...] = s[:, 0:2]
+
+
+@mg.mgpu_kernel(out_shape=lambda x, w: S((64, 2), F32))
+def first_two_columns_staged(x, w, o):
+  x_s, w_s = ml.smem(x.shape), ml.smem(w.shape)
+  ml.copy(x, x_s)
+  ml.copy(w, w_s)
+  s = ml.dot(x_s, w_s)
+  buf = ml.smem((64, 64), jnp.float32)
+  buf[...] = s
+  o[...] = buf.at[:, 0:2][...]
+
+
+@mg.mgpu_kernel(out_shape=lambda a, bt: S((384, 64), F32), block=384)
+def rows_384(a, bt, c):
+  a_s, b_s = ml.smem((384, 64)), ml.smem((64, 64))
+  ml.copy(a, a_s)
+  ml.copy(bt, b_s)
+  c[...] = ml.dot(a_s, b_s.T)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((64, 64), F32))
+def acc_from_a_number(a, b, c):
+  a_s, b_s = ml.smem((64, 64)), ml.smem((64, 64))
+  acc = 0.0
+  for kk in range(2):
+    ml.copy(a.at[:, ml.ds(kk * 64, 64)], a_s)
+    ml.copy(b.at[ml.ds(kk * 64, 64)], b_s)
+    if True:
+      acc += ml.dot(a_s, b_s)
+    if False:
+      acc = ml.dot(a_s, b_s, acc)
+  c[...] = acc
+
+
+def test_matmul_messages_give_hints_that_work():
+  f16 = lambda *s: S(s, jnp.float16)
+  e = expect(first_two_columns, [f16(64, 64), f16(64, 64)], mg.LayoutError, "s[:, 0:2]",
+             "columns 0:2 do not start and end on the tensor-core layout's 8-column tiles")
+  assert e.hint.endswith("stage the tile through SMEM and read the window there: buf = ml.smem((64, 64),"
+                         " jnp.float32); buf[...] = s; buf.at[:, 0:2][...]"), e.hint
+  x = jax.random.normal(jax.random.key(0), (64, 64)).astype(jnp.float16)
+  w = jax.random.normal(jax.random.key(1), (64, 64)).astype(jnp.float16)
+  np.testing.assert_allclose(np.asarray(first_two_columns_staged(x, w, interpret=True)),
+                             np.asarray((x.astype(F32) @ w.astype(F32))[:, :2]), rtol=1e-5, atol=1e-5)
+  assert "mosaic_gpu" in _export(first_two_columns_staged, f16(64, 64), f16(64, 64))
+  e = expect(rows_384, [f16(384, 64), f16(64, 64)], mg.TmaLimitError, "ml.copy(a, a_s)",
+             "TMA copies move at most 256 elements along each dimension; this window is (384, 64)")
+  assert "a_s.at[ml.ds(k * 192, 192)] (and the same window of the array) for k in ml.static_range(2)" in e.hint
+  e = expect(acc_from_a_number, [f16(64, 128), f16(128, 64)], mg.LoopCarryTypeError, "acc += ",
+             "acc enters the loop as scalar<float32> but an iteration makes it tensor<64x64, float32>")
+  assert e.hint == "start it as a tensor of that shape before the loop: acc = ml.zeros((64, 64), jnp.float32)"

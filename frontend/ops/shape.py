@@ -503,7 +503,10 @@ def slice_columns(cx, x, s: slice):
   if start % hw.MMA_N_STEP or stop % hw.MMA_N_STEP:
     raise E.LayoutError(
         f"columns {start}:{stop} do not start and end on the tensor-core layout's {hw.MMA_N_STEP}-column"
-        f" tiles", cx.loc, hint=f"slice at multiples of {hw.MMA_N_STEP} columns (64 is the usual chunk)")
+        f" tiles", cx.loc,
+        hint=f"slice at multiples of {hw.MMA_N_STEP} columns (64 is the usual chunk); for a narrower window,"
+             f" stage the tile through SMEM and read the window there: buf = ml.smem({tuple(x.type.shape)},"
+             f" jnp.{dtype_name(x.type.dtype)}); buf[...] = {cx.named(x, 't')}; buf.at[:, {start}:{stop}][...]")
   t = x.type
   return cx.b.emit(Slice, x, start, stop, loc=cx.loc, types=[TensorType((t.shape[0], stop - start), t.dtype)],
                    names=[cx.name]).result
