@@ -331,7 +331,9 @@ def test_int_conditions_say_compare_with_zero_in_the_users_words():
          hint="compare it: elif (k - 1) != 0:")
   expect(countdown, specs, mg.UnsupportedSyntaxError, "1 if k else 0",
          "a conditional expression on a runtime value is not supported in a kernel", w="ifexp",
-         hint="use ml.where(k != 0, 1, 0), or an if statement that assigns a name in both branches")
+         hint="use ml.where(k != 0, 1, 0) (an int32 value: to meet a float tensor t, write the numbers as floats,"
+              " 1.0 and 0.0, or convert it, ml.where(...).astype(t.dtype)), or an if statement that assigns a"
+              " name in both branches")
   n, f = jnp.array([3, 0, 5, 1], jnp.int32), jnp.array([0, 2, -1, 0], jnp.int8)
   np.testing.assert_array_equal(countdown(n, f, w="while_ne", interpret=True), n)
   np.testing.assert_array_equal(countdown(n, f, w="if_ne", interpret=True), (f != 0).astype(jnp.int32))
