@@ -152,6 +152,12 @@ class Assignments:
       self.unsupported(target, "assigning to ref.at[...]", hint="write through the ref: ref[idx] = value")
     if isinstance(base, (tuple, list)):
       self._item_assignment(target, base)
+    if isinstance(base, dict):
+      d = self.text(target.value)
+      raise E.KernelTypeError(
+          f"{d} is a Python dict: its entries are fixed once built (while tracing, a kernel's dicts are"
+          f" values, as its tuples are)", self.loc(target),
+          hint=f"build a new one: {d} = {{**{d}, {ast.unparse(target.slice)}: ...}}")
     if not is_value(base) or not isinstance(base.type, RefType):
       raise E.KernelTypeError(
           f"only refs can be written with [...] =, but {self.text(target.value)} is {kind_of(base)}",

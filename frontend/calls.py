@@ -24,7 +24,7 @@ from .types import RefType
 PY_BUILTINS = {f: getattr(builtins, f) for f in
                ("len", "min", "max", "int", "float", "bool", "abs", "tuple", "range", "isinstance",
                 "round", "sum", "all", "any", "divmod", "pow", "list", "zip", "enumerate", "reversed",
-                "sorted", "str", "slice")}
+                "sorted", "str", "slice", "dict")}
 PY_BUILTINS.update({n: e for n, e in vars(builtins).items() if isinstance(e, type) and issubclass(e, Exception)})
 # print and breakpoint: traced by trace_debug, not called.
 _DEBUG = {"print": object(), "breakpoint": object()}
@@ -127,7 +127,7 @@ class Calls:
                  for n, v in m.items()]
       for name, v, vnode in items:
         if name in kwargs:
-          raise E.SignatureError(f"{self.text(node.func)}() got the keyword argument {name!r} twice",
+          raise E.KernelTypeError(f"{self.text(node.func)}() got the keyword argument {name!r} twice",
                                  self.loc(vnode), hint=f"pass {name} once")
         kwargs[name] = v
         kw_nodes.append(ast.copy_location(ast.keyword(name, vnode), vnode))
@@ -191,8 +191,9 @@ class Calls:
           hint=f"move {name}'s body into an @ml.inline helper taking the refs it reads and writes"
                f" (def body(x, out): ...), call it from both kernels, and keep {name} as a kernel calling it;"
                f" or call the two kernels one after the other from JAX")
-    if isinstance(getattr(fn, "__self__", None), dict) and getattr(fn, "__name__", "") in _DICT_READS:
-      return fn(*args, **kwargs)      # d.get("b", v), d.values(): a static dict's entries, as in Python
+    if isinstance(getattr(fn, "__self__", None), dict) and getattr(fn, "__name__", "") in _DICT_READS \
+        or fn is builtins.dict:
+      return fn(*args, **kwargs)      # d.get("b", v), d.values(), dict(d, w=v): a static dict, as in Python
     args = [tuple(a) if isinstance(a, DICT_VIEWS) else a for a in args]    # sum(d.values())
     if fn in (builtins.min, builtins.max) and kwargs.get("key", 0) is None:
       kwargs = {k: v for k, v in kwargs.items() if k != "key"}     # Python's default key

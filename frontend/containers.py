@@ -114,6 +114,18 @@ class Containers:
                               self.loc(it), hint="iterate over ml.static_range(n) or a tuple")
     return items
 
+  def eval_DictComp(self, node):
+    """`{k: f(v) for k, v in d.items()}`: unrolled as the list comprehension of its (key, value) pairs;
+    its keys must be static."""
+    pairs = ast.copy_location(ast.ListComp(ast.Tuple([node.key, node.value], ast.Load()), node.generators), node)
+    out = {}
+    for k, v in self.eval_ListComp(pairs):
+      if holds_value(k):
+        raise E.KernelTypeError(f"a dict key must be a static value, not {kind_of(k)}", self.loc(node.key),
+                                hint="key dicts by names or ints known while tracing")
+      out[k] = v
+    return out
+
   def eval_GeneratorExp(self, node):
     """`tuple(f(i) for i in ml.static_range(n))`: unrolled while tracing, as the list comprehension
     (its elements computed at once, which nothing static can tell from Python's lazy order)."""

@@ -200,9 +200,11 @@ def trace_for(tracer, node: ast.For):
                        hint="loop over indices: for i in range(n), or unroll with ml.static_range(n)")
   if it.keywords and fn is not ctl.range:
     called = "ml.static_range" if fn is ctl.static_range else "range"
+    pipeline = any(k.arg in ("stages", "warp_specialize", "pingpong", "num_stages") for k in it.keywords)
     tracer.unsupported(it, f"keywords in {called}(...)",
                        hint="only ml.range takes stages= (and warp_specialize=, pingpong=): for t in"
-                            " ml.range(n, stages=2) pipelines the loop's loads; ml.static_range unrolls")
+                            " ml.range(n, stages=2) pipelines the loop's loads; ml.static_range unrolls" if pipeline
+                            else f"{called} takes its bounds by position: {called}(start, stop, step)")
   stages, specialize, pingpong = ctl.range_options(it.keywords, tracer.eval, tracer.loc, tracer.loc(it))
   args = tracer.eval_spread(it.args)
   if not 1 <= len(args) <= 3:
@@ -345,8 +347,9 @@ def _trace_body(tracer, node, loc, body: ir.Block, carries, inits, args_) -> set
           d1 = resolve(leaf.type.dtype)
           if (isinstance(start, int) and not isinstance(start, bool) and isinstance(d1, DType) and d1.is_float
               and init.type.shape == leaf.type.shape):
-            hint = (f"start it as a float before the loop: {ln} = {float(start)!r} (a Python int starts an"
-                    f" int32 carry)")      # acc = 0 summing floats: converting back would truncate
+            hint = ("start it as a float before the loop: "
+                    + _rebuilt(n, c.value if c.container else None, ln, repr(float(start)))
+                    + " (a Python int starts an int32 carry)")   # acc = 0 summing floats: converting back truncates
           elif init.type.shape == leaf.type.shape:
             hint = "convert it back at the end of the body: " + _rebuilt(
                 n, c.value if c.container else None, ln,

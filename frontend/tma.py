@@ -109,10 +109,19 @@ def _box_hint(groot, full, box, itemsize, buf) -> str:
   if not (box[-1] > MAX_BOX and any(b > 1 for b in box[:-1])):
     d = next(i for i, b in enumerate(box) if b > MAX_BOX)     # the wide one (the last only if the others are 1)
     at = ":, " * d
-    piece = next(n for n in range(MAX_BOX, 0, -1) if box[d] % n == 0)   # pieces that divide it (384: 2 x 192)
-    return (f"copy it in pieces of at most {MAX_BOX} along that dimension into windows of the buffer,"
-            f" {buf or 'buf'}.at[{at}ml.ds(k * {piece}, {piece})] (and the same window of the array) for k"
-            f" in ml.static_range({box[d] // piece})")
+    row = itemsize * math.prod(box[d + 1:])      # bytes a step along d moves in the buffer
+    # pieces that divide it and start on 128-byte boundaries (384 rows: 2 x 192), else 256s and a rest
+    piece = next((n for n in range(MAX_BOX, 0, -1) if box[d] % n == 0 and n * row % SMEM_ALIGN == 0), None)
+    b = buf or "buf"
+    if piece is not None:
+      return (f"copy it in pieces of at most {MAX_BOX} along that dimension into windows of the buffer,"
+              f" {b}.at[{at}ml.ds(k * {piece}, {piece})] (and the same window of the array) for k"
+              f" in ml.static_range({box[d] // piece})")
+    q, r = divmod(box[d], MAX_BOX)
+    return (f"copy it in pieces of at most {MAX_BOX} along that dimension into windows of the buffer (each"
+            f" starting {SMEM_ALIGN}-byte aligned): {b}.at[{at}ml.ds(k * {MAX_BOX}, {MAX_BOX})] for k in"
+            f" ml.static_range({q}), then the last {r}, {b}.at[{at}ml.ds({q * MAX_BOX}, {r})] (and the same"
+            f" windows of the array)")
   fix = "the last dimension cannot be copied in pieces into one buffer (an SMEM window must be contiguous): "
   seg = next((n for n in range(MAX_BOX, 0, -1) if full[-1] % n == 0 and (n * itemsize) % ALIGN == 0
               and full[-1] // n <= MAX_BOX), None)

@@ -142,7 +142,7 @@ def spread_mistyped(x, out):
 def test_spreading_what_cannot_be_spread_says_so():
   expect(spread_a_tensor, [S((128,), F32)], mg.KernelTypeError, "*v",
          "*v spreads a tuple or list, not a register tensor", hint="pass each argument by position")
-  expect(spread_twice, [S((128,), F32)], mg.SignatureError, "opts",
+  expect(spread_twice, [S((128,), F32)], mg.KernelTypeError, "opts",
          "ml.cumsum() got the keyword argument 'axis' twice", nth=1, hint="pass axis once")
   expect(spread_mistyped, [S((128,), F32)], mg.KernelTypeError, "(1, 2)",
          "**(1, 2) spreads a dict of names, not a Python tuple", hint="pass each argument by name")

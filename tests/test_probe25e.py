@@ -213,3 +213,139 @@ def test_matmul_messages_give_hints_that_work():
   e = expect(acc_from_a_number, [f16(64, 128), f16(128, 64)], mg.LoopCarryTypeError, "acc += ",
              "acc enters the loop as scalar<float32> but an iteration makes it tensor<64x64, float32>")
   assert e.hint == "start it as a tensor of that shape before the loop: acc = ml.zeros((64, 64), jnp.float32)"
+
+
+# ---------------------------------------------------------------- third regression hunt
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(4,))
+def int_element(x, out):
+  i = ml.program_id(0)
+  v = x.at[ml.ds(i, 1)].load(mask=i + ml.arange(1) < 3, other=0.0)
+  out.at[ml.ds(i, 1)][...] = v
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(16,))
+def f8_element(x, out):
+  i = ml.program_id(0)
+  v = x.at[ml.ds(i, 1)].load(mask=i + ml.arange(1) < 9, other=-2.0)
+  out.at[ml.ds(i, 1)][...] = v
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(16,))
+def masked_element_store(x, out):
+  i = ml.program_id(0)
+  offs = i + ml.arange(1)
+  out.at[ml.ds(i, 1)].store(x.at[ml.ds(i, 1)][...] + 1, mask=offs < 12)
+
+
+def test_one_element_masked_loads_keep_integers_and_float8_and_stores_say_what_to_write():
+  """A whole-number float other on int32 data gave float32 (16777217 -> 16777216 once converted
+  back); float8 was MG106 about an ml.where the user never wrote; a masked one-element store was
+  MG204 at the mask."""
+  x = jnp.array([16777217, -16777217, 2147483647, 5], I32)
+  got = int_element(x, interpret=True)
+  assert got.dtype == jnp.int32
+  np.testing.assert_array_equal(np.asarray(got), [16777217, -16777217, 2147483647, 0])
+  for dt in (jnp.float8_e4m3fn, jnp.float8_e5m2):
+    y = jnp.arange(16).astype(dt)
+    np.testing.assert_array_equal(np.asarray(f8_element(y, interpret=True).astype(F32)),
+                                  np.where(np.arange(16) < 9, np.arange(16), -2.0))
+    assert "mosaic_gpu" in _export(f8_element, S(y.shape, y.dtype))
+  expect(masked_element_store, [S((16,), F32)], mg.KernelTypeError, "out.at[ml.ds(i, 1)].store(",
+         "a masked store of one element (out.at[ml.ds(i, 1)] has shape (1,)) is not supported",
+         hint="store the scalar under a run-time if on the mask's condition: if i < n: out[i] = s (s a scalar: v[0]"
+              " of a one-element tensor v)")
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def stage_300(x, out):
+  buf = ml.smem((300,), jnp.float32)
+  ml.copy(x, buf)
+  ml.copy(buf, out)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def stage_300_followed(x, out):
+  buf = ml.smem((300,), jnp.float32)
+  ml.copy(x.at[ml.ds(0, 256)], buf.at[ml.ds(0, 256)])
+  ml.copy(x.at[ml.ds(256, 44)], buf.at[ml.ds(256, 44)])
+  ml.copy(buf.at[ml.ds(0, 256)], out.at[ml.ds(0, 256)])
+  ml.copy(buf.at[ml.ds(256, 44)], out.at[ml.ds(256, 44)])
+
+
+def test_a_tma_box_too_long_is_split_at_aligned_pieces():
+  """The hint halved 300 float32 into 150s, which TMA refused (600 bytes is no multiple of 128)."""
+  e = expect(stage_300, [S((300,), F32)], mg.TmaLimitError, "ml.copy(x, buf)",
+             "TMA copies move at most 256 elements along each dimension; this window is (300,)")
+  assert "buf.at[ml.ds(k * 256, 256)] for k in ml.static_range(1), then the last 44, buf.at[ml.ds(256, 44)]" in e.hint
+  x = jnp.arange(300, dtype=F32)
+  np.testing.assert_array_equal(np.asarray(stage_300_followed(x, interpret=True)), np.asarray(x))
+  assert "mosaic_gpu" in _export(stage_300_followed, S((300,), F32))
+
+
+@mg.mgpu_kernel(out_shape=lambda x, w: S((64, 1), F32))
+def one_column(x, w, o):
+  x_s, w_s = ml.smem(x.shape), ml.smem(w.shape)
+  ml.copy(x, x_s)
+  ml.copy(w, w_s)
+  s = ml.dot(x_s, w_s)
+  o[...] = s[:, 5:6]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def tuple_carry_int(x, out):
+  st = (x[...], 0)
+  for k in range(3):
+    st = (st[0], st[1] + 0.5)
+  out[...] = st[0] * st[1]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def dict_comprehension(x, out):
+  d = {"p": x[...], "q": x[...] * 2.0}
+  e = {name: v * 3.0 for name, v in d.items()}
+  f = dict(e)
+  out[...] = f["p"] + f["q"]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def dict_item_assignment(x, out):
+  d = {"p": x[...]}
+  d["q"] = x[...] * 2.0
+  out[...] = d["p"]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def zero_stages(x, out):
+  acc = ml.zeros((128,), jnp.float32)
+  for k in ml.range(1, stages=0):
+    acc = acc + x[...]
+  out[...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def static_range_keyword(x, out):
+  acc = x[...]
+  for k in ml.static_range(3, step=1):
+    acc = acc + 1.0
+  out[...] = acc
+
+
+def test_third_hunt_messages_and_dicts():
+  f16 = lambda *s: S(s, jnp.float16)
+  e = expect(one_column, [f16(64, 64), f16(64, 128)], mg.LayoutError, "s[:, 5:6]",
+             "columns 5:6 do not start and end on the tensor-core layout's 8-column tiles")
+  assert e.hint == "take the column as a vector: s[:, 5]"
+  e = expect(tuple_carry_int, [S((128,), F32)], mg.LoopCarryTypeError, "st = (st[0], st[1] + 0.5)",
+             "st[1] enters the loop as scalar<int32> but an iteration makes it scalar<float32>")
+  assert e.hint == "start it as a float before the loop: st = (st[0], 0.0) (a Python int starts an int32 carry)"
+  x = jnp.arange(128, dtype=F32)
+  np.testing.assert_allclose(np.asarray(dict_comprehension(x, interpret=True)), np.asarray(x * 9.0))
+  expect(dict_item_assignment, [S((128,), F32)], mg.KernelTypeError, "d[\"q\"]",
+         "d is a Python dict: its entries are fixed once built (while tracing, a kernel's dicts are values, as its"
+         " tuples are)", hint="build a new one: d = {**d, 'q': ...}")
+  expect(zero_stages, [S((128,), F32)], mg.KernelTypeError, "0)",
+         "stages must be a static int from 1 to 8, got 0",
+         hint="for a loop that is not pipelined, leave stages= out (or stages=1)")
+  e = expect(static_range_keyword, [S((128,), F32)], mg.UnsupportedSyntaxError, "ml.static_range(3",
+             "keywords in ml.static_range(...) is not supported in a kernel")
+  assert e.hint == "ml.static_range takes its bounds by position: ml.static_range(start, stop, step)"

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from .. import errors as E
 from .. import ir
 from ..dtypes import DType
@@ -173,9 +175,6 @@ def load_(cx, ref, mask=None, other=0):
   _ref_arg(cx, ref, "ml.load")
   mask = _mask_arg(cx, ref, mask, "ml.load")
   d = ref.type.dtype
-  if ref.type.shape and all(n == 1 for n in ref.type.shape) and ew.one_element_scalar(cx, mask) is not None:
-    # one element (a (1, 1) window): its scalar, read where it is in bounds, then selected
-    return ew.where_(cx, mask, load(cx, _clamped(cx, ref), cx.name), other)
   if is_value(other) and not is_ref(other) and unify(d, other.type.dtype, cx.loc, "ml.load's other") is None:
     named = other.name or ""
     convert = (named if named.isidentifier() else f"({named})" if named else "s" if not is_tensor(other)
@@ -193,6 +192,22 @@ def load_(cx, ref, mask=None, other=0):
     lo, hi = dt.int_range
     ew.check_python_int(cx, other, d, "ml.load's other", hint=_int_other_hint(other, dtype_name(d), lo, hi))
   return _masked_read(cx, ref, mask, other)
+
+
+def _masked_element(cx, ref, mask, other):
+  """A masked load of one element (a (1, 1) window, which has no register layout of its own): its
+  scalar, read where it is in bounds, then selected; an 8-bit float selected by its bits (the GPU
+  cannot convert 8-bit float scalars)."""
+  v = load(cx, _clamped(cx, ref), cx.name)
+  d = resolve(ref.type.dtype)
+  if isinstance(d, DType) and d.is_float and d.bits == 8 and isinstance(other, Num):
+    import ml_dtypes
+    from .elementwise_fns import bitcast
+    bits = int(np.asarray(other, getattr(ml_dtypes, str(d))).view(np.uint8))
+    sv, sm = ew.one_element_scalar(cx, v), ew.one_element_scalar(cx, mask)
+    picked = ew.where_(cx, sm, bitcast.rule(cx, sv, DType.u8), bits)
+    return ew.full_(cx, ref.type.shape, bitcast.rule(cx, picked, d), d)
+  return ew.where_(cx, mask, v, other)
 
 
 def _clamped(cx, ref):
@@ -229,6 +244,8 @@ def _masked_read(cx, ref, mask, other):
     raise E.DtypeMismatchError(f"ml.load's other ({other}) is a float but {ref.name} is"
                                f" {dtype_name(ref.type.dtype)}", cx.loc,
                                hint=_int_other_hint(other, dtype_name(ref.type.dtype), lo, hi))
+  if ref.type.shape and all(n == 1 for n in ref.type.shape) and ew.one_element_scalar(cx, mask) is not None:
+    return _masked_element(cx, ref, mask, other)
   if ref.type.space == Space.SMEM:      # always in bounds: a select in registers
     return ew.where_(cx, mask, load(cx, ref, ref.name), other)
   t = TensorType(ref.type.shape, ref.type.dtype)
@@ -249,6 +266,16 @@ def store_(cx, ref, value, mask=None):
     return store(cx, ref, value)
   _ref_arg(cx, ref, "ml.store")
   mask = _mask_arg(cx, ref, mask, "ml.store")
+  if ref.type.shape and all(n == 1 for n in ref.type.shape) and ref.type.space != Space.SMEM:
+    # one element (Triton's BLOCK=1): a masked store of it has no register layout; a scalar store
+    # under a run-time if says the same
+    root = (ref.name or "out").split(".at[")[0]
+    index = ", ".join("i" for _ in ref.type.shape)
+    raise E.KernelTypeError(
+        f"a masked store of one element ({ref.name or 'this window'} has shape {ref.type.shape}) is not"
+        f" supported", cx.loc,
+        hint=f"store the scalar under a run-time if on the mask's condition: if i < n: {root}[{index}] = s"
+             f" (s a scalar: v[0] of a one-element tensor v)")
   if ref.type.space == Space.SMEM:      # always in bounds: merge in registers
     return store(cx, ref, ew.where_(cx, mask, value, load(cx, ref, ref.name, merge=True)))
   view_value = _stored_tensor(cx, ref, value)

@@ -325,7 +325,8 @@ def range_options(keywords, evaluate, loc, at) -> tuple:
       raise E.KernelTypeError(f"stages must be a static int from 1 to 8, got {stages!r}", loc(kw.value),
                               hint="use at most 8 stages (3 or 4 usually hide the loads' latency): ml.range(n,"
                                    " stages=4)" if static and stages > 8 else
-                                   "pass a Python int or a constexpr: ml.range(n, stages=3)")
+                                   "for a loop that is not pipelined, leave stages= out (or stages=1)"
+                                   if static else "pass a Python int or a constexpr: ml.range(n, stages=3)")
   if specialize and stages < 2:
     raise E.KernelTypeError("warp_specialize=True needs stages of at least 2", at,
                             hint="ml.range(n, stages=4, warp_specialize=True)")

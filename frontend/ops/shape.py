@@ -504,7 +504,8 @@ def slice_columns(cx, x, s: slice):
     raise E.LayoutError(
         f"columns {start}:{stop} do not start and end on the tensor-core layout's {hw.MMA_N_STEP}-column"
         f" tiles", cx.loc,
-        hint=f"slice at multiples of {hw.MMA_N_STEP} columns (64 is the usual chunk); for a narrower window,"
+        hint=f"take the column as a vector: {cx.named(x, 't')}[:, {start}]" if stop - start == 1 else
+             f"slice at multiples of {hw.MMA_N_STEP} columns (64 is the usual chunk); for a narrower window,"
              f" stage the tile through SMEM and read the window there: buf = ml.smem({tuple(x.type.shape)},"
              f" jnp.{dtype_name(x.type.dtype)}); buf[...] = {cx.named(x, 't')}; buf.at[:, {start}:{stop}][...]")
   t = x.type
