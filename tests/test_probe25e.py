@@ -349,3 +349,30 @@ def test_third_hunt_messages_and_dicts():
   e = expect(static_range_keyword, [S((128,), F32)], mg.UnsupportedSyntaxError, "ml.static_range(3",
              "keywords in ml.static_range(...) is not supported in a kernel")
   assert e.hint == "ml.static_range takes its bounds by position: ml.static_range(start, stop, step)"
+
+
+# ---------------------------------------------------------------- LLM building blocks' messages
+@mg.mgpu_kernel(out_shape=lambda cache, pos: S((2, 4, 64), cache.dtype), grid=(2,))
+def window_at_position(cache, pos, out):
+  b = ml.program_id(0)
+  p = pos[b]
+  out.at[b][...] = cache.at[b, ml.ds(p, 4), :][...]
+
+
+@mg.mgpu_kernel(out_shape=lambda logits: S((1,), jnp.float16), grid=(1,))
+def scalar_cast(logits, out):
+  g = logits[0]
+  out[0] = (g * 2).astype(jnp.float16)
+
+
+def test_a_one_element_index_and_a_scalar_cast_are_named_as_written():
+  """A (1,) position was 'an index here must be an integer scalar ... only a read of a GMEM ref takes
+  a tensor of indices' (it was a read) with a scatter hint; the two-step cast hint said (x)."""
+  expect(window_at_position, [S((2, 16, 64), F32), S((2, 1), I32)], mg.KernelTypeError, "cache.at[",
+         "an index must be an integer scalar, but p is a tensor of shape (1,) (one element)",
+         hint="take its element: p[0], or read the index as a scalar where it comes from (pos[b, 0] of a (B, 1)"
+              " array)")
+  e = expect(scalar_cast, [S((8,), jnp.bfloat16)], mg.UnsupportedDtypeError, "(g * 2).astype",
+             "cannot cast this value from bfloat16 to float16: scalars convert between floats of one width"
+             " (bfloat16 -> float16) only through float32")
+  assert e.hint == "cast in two steps: (g * 2).astype(jnp.float32).astype(jnp.float16)"

@@ -581,7 +581,7 @@ def astype(cx, x, dtype):
         f"cannot cast {x.name or 'this value'} from {src} to {dtype}: {why}", cx.loc,
         hint="convert tensors instead: read a window into registers (x.at[ml.ds(i, 128)][...]) and cast"
              " that, or keep scalars in float32" if f8 else
-             f"cast in two steps: ({x.name or 'x'}).astype(jnp.float32).astype(jnp.{dtype})")
+             f"cast in two steps: ({cx.named(x, '') or x.name or 'x'}).astype(jnp.float32).astype(jnp.{dtype})")
   return cx.b.emit(Cast, x, loc=cx.loc, types=[_like(x.type, dtype)], names=[cx.name]).result
 
 
