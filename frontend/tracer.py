@@ -24,6 +24,7 @@ from . import missing
 from .missing import missing_hint
 from .ops import METHODS, REF_METHODS, elementwise as ew, gather, memory, shape
 from .ops.base import is_tensor, is_value, kind_of, static_number, typed_number, value_words
+from .ops.index_hints import slice_step_error
 from .ops.power import power
 from .assign import SCATTER_HINT, Assignments, At, holds_value, is_whole
 from .source import Source
@@ -63,7 +64,7 @@ def _check_tensor_steps(cx, x, index):
   d = 0
   for i in items:
     if isinstance(i, slice) and i.step not in (None, 1):
-      raise memory.slice_step_error(cx, i.step, d, len(x.type.shape), tensor=True)
+      raise slice_step_error(cx, i.step, d, len(x.type.shape), tensor=True)
     if i is not None:
       d += 1
 

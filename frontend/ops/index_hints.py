@@ -1,0 +1,85 @@
+"""The messages of a ref's index that cannot be a window: slices with run-time bounds (quoted as the
+user wrote them, with the fixed-window form that works) and slices with steps."""
+from __future__ import annotations
+
+from .. import errors as E
+from .base import is_value, kind_of
+
+
+def _index_text(i, cx=None) -> str:
+  """An index as the user wrote it (`cx`: the subscript's Call, which knows the user's text of
+  its run-time values)."""
+  from .memory import DSlice
+  if isinstance(i, slice):
+    return ":" if i == slice(None) else f"{_index_text(i.start, cx) if i.start is not None else ''}:" + (
+        _index_text(i.stop, cx) if i.stop is not None else "")
+  if isinstance(i, DSlice):
+    return f"ml.ds({_index_text(i.start, cx)}, {_index_text(i.size, cx)})"
+  if is_value(i):
+    return (cx.named(i, "") if cx is not None else "") or i.name or "i"
+  return repr(i)
+
+
+def runtime_slice_error(cx, index, d, shape, name) -> E.KernelError:
+  """A slice whose start or stop is a run-time value, in dimension `d`: a window's size is fixed
+  when the kernel is compiled, so a run-time length is a fixed window and a mask, and a run-time
+  start is ml.ds(start, size), written out in the user's index."""
+  i, n = index[d], shape[d]
+  start = _index_text(i.start, cx) if i.start is not None else "0"
+  at = lambda win, ref=name: f"{ref}.at[{', '.join(win if k == d else _index_text(x, cx) for k, x in enumerate(index))}]"
+  if not is_value(i.stop):
+    return E.KernelTypeError(
+        f"slice bounds must be static ints: the start of {_index_text(i, cx)} in dimension {d} of {name} is a run-time"
+        f" value", cx.loc, hint=f"for a window of static size at a run-time start, use ml.ds(start, size):"
+                                f" {at(f'ml.ds({start}, size)')}")
+  stop = _index_text(i.stop, cx)
+  fixed = stop[len(start) + 3:] if stop.startswith(f"{start} + ") else ""
+  if fixed.isdigit() and 0 < int(fixed) <= n:      # l[i]:l[i] + 8: a fixed size at a run-time start
+    return E.KernelTypeError(
+        f"slice bounds must be static ints: {_index_text(i, cx)} in dimension {d} of {name} has run-time bounds",
+        cx.loc, hint=f"its size is {fixed} whatever {start} is: a window of static size at a run-time start is"
+                     f" ml.ds(start, size), {at(f'ml.ds({start}, {fixed})')}")
+  kept = [k for k, x in enumerate(index) if not (isinstance(x, int) or is_value(x))]
+  axes = "" if len(kept) == 1 else "[" + ", ".join(":" if k == d else "None" for k in kept) + "]"
+  length = stop if start == "0" else f"{stop} - {start}"
+  mask = f"ml.arange({n}){axes} < {length if ' ' not in length else f'({length})'}"
+  return E.KernelTypeError(
+      f"slice {_index_text(i, cx)} of dimension {d} of {name} has a run-time stop: a window's size is fixed when"
+      f" the kernel is compiled", cx.loc,
+      hint=f"take a window of fixed size and mask it to the run-time length: to read, v ="
+           f" {at(f'ml.ds({start}, {n})')}.load(mask={mask}, other=0); to write,"
+           f" {at(f'ml.ds({start}, {n})')}.store(v, mask={mask})")
+
+
+def slice_step_error(cx, step, d, rank, tensor=False) -> E.KernelError:
+  """The error for a slice with a step other than 1 along dimension `d` of a rank-`rank` ref
+  (or register tensor), with a hint that works for that step: an axis made outside the kernel
+  for a positive stride, the reversal done outside the kernel (or rows read from the end) for
+  a negative one."""
+  of = " of a register tensor" if tensor else ""
+  if not isinstance(step, int) or isinstance(step, bool):
+    return E.KernelTypeError(f"slice steps{of} must be static ints of 1, got {kind_of(step)}", cx.loc,
+                             hint="slice with a step of 1: x.at[a:b], or a dynamic window: x.at[ml.ds(start, size)]")
+  if step == 0:
+    return E.KernelTypeError(f"slice step cannot be zero (dimension {d}{of})", cx.loc,
+                             hint="slice with a step of 1 (x.at[a:b]), or index one element with an int")
+  lead = ":, " * d
+  if step < 0:
+    flip = f" (jnp.flip(x, axis={d}))" if step == -1 else ""
+    hint = (f"reverse outside the kernel, where XLA fuses it into the producer: call the kernel on"
+            f" x[{lead}::{step}]{flip} from your jitted function")
+    if d < rank - 1 and step == -1:
+      hint += f"; or read row n - 1 - r of the ref with an int index: x.at[{lead}n - 1 - r]"
+    why = "its elements live in other threads" if tensor else "windows are read in memory order"
+    return E.KernelTypeError(f"reversed slices (step {step}){of} are not supported: {why}", cx.loc, hint=hint)
+  if tensor:
+    return E.KernelTypeError(
+        f"strided slices (step {step}) of a register tensor are not supported: its elements live in"
+        f" other threads", cx.loc,
+        hint=f"slice the ref before reading it: give the array an axis of size {step} outside the kernel"
+             f" (x.reshape(..., n // {step}, {step}) passed in) and read x.at[..., :, 0][...] for [0::{step}]")
+  return E.KernelTypeError(f"strided slices (step {step}) are not supported; use a step of 1", cx.loc,
+                           hint=f"give the array an axis of size {step} outside the kernel and index it"
+                                f" with an int: x.reshape(..., n // {step}, {step}) passed in, then"
+                                f" x.at[..., :, 0] for [0::{step}] (an interleaved pair: [..., :, 0] and"
+                                f" [..., :, 1]; such a strided window moves a multiple of 128 elements)")
