@@ -55,14 +55,16 @@ class Ref:
   def index(self) -> tuple:
     return tuple(s if sq else slice(s, s + n) for s, n, sq in self.win)
 
-  def check_bounds(self, o, lead: int = 0):
+  def check_bounds(self, o, lead: int = 0, program: str = ""):
     """OutOfBoundsError unless the window is inside the root; `lead`: the root's leading batch
-    dimensions (jax.vmap), left out of the message, which shows the kernel's own shapes."""
+    dimensions (jax.vmap), left out of the message, which shows the kernel's own shapes (and, under
+    jax.vmap, names the `program` and its batch element in a note)."""
     shape = self.root.type.shape
     if any(s < 0 or s + n > d for (s, n, _), d in zip(self.win, shape)):
       win = ", ".join(str(s) if sq else f"{s}:{s + n}" for s, n, sq in self.win[lead:])
       negative = any(s < 0 for s, _, _ in self.win)
       raise OutOfBoundsError(f"{self.name}[{win}] is outside {self.name}'s shape {shape[lead:]}", o.loc,
+                             notes=(f"in program {program}",) if program else (),
                              hint="check the dynamic indices (ml.ds starts, program ids) of this access"
                                   + ("; a negative run-time index does not count from the end (only a"
                                      " static one does, as x.at[-1]): ml.where(i < 0, i + n, i)" if negative
@@ -336,6 +338,7 @@ class CtaMemory:
   def __init__(self, m: Memory, pid: tuple, rank: int):
     self.m, self.pid, self.rank = m, pid, rank
     self.label = m.shown(pid)          # for messages: the kernel's own program id (and batch element)
+    self.batch_label = self.label if m.kernel.batch_axis is not None else ""
     gx, gy, _ = m.kernel.grid
     self.lin = pid[0] + gx * (pid[1] + gy * pid[2])
     self.smem = {v.id: poison(v.type.shape, v.type.dtype) for v in m.kernel.smem}
@@ -446,7 +449,7 @@ class CtaMemory:
   def read(self, ref: Ref, o, kind: str = "read", check: bool = True) -> np.ndarray:
     tma = kind == "tma_read"
     if ref.owner >= 0:
-      ref.check_bounds(o, self.m.lead(ref))
+      ref.check_bounds(o, self.m.lead(ref), self.batch_label)
       self.smem_sync(ref, o, kind)
       self.m.smem_phase(self, ref, o, write=False)
       if ref.owner != self.rank:       # a peer may still write it in this phase (a race, reported then)
@@ -455,7 +458,7 @@ class CtaMemory:
         self.check_filled(ref, o)
       return self.buffer(ref)[ref.index].copy()
     if not tma:
-      ref.check_bounds(o, self.m.lead(ref))
+      ref.check_bounds(o, self.m.lead(ref), self.batch_label)
     self.gmem_sync(ref, o)
     out = np.zeros(tuple(n for _, n, sq in ref.win if not sq), np_dtype(ref.root.type.dtype))
     if (c := ref.clip()) is not None:
@@ -465,7 +468,7 @@ class CtaMemory:
 
   def update(self, ref: Ref, fn, o):
     """An atomic read-modify-write of `ref`'s window: its elements become fn(elements)."""
-    ref.check_bounds(o, self.m.lead(ref))
+    ref.check_bounds(o, self.m.lead(ref), self.batch_label)
     if ref.owner >= 0:
       self.smem_sync(ref, o, "write")
       self.m.smem_phase(self, ref, o, write=True)
@@ -479,7 +482,7 @@ class CtaMemory:
     """`holes`: elements of the window a masked SMEM store leaves unwritten (see Load.merge)."""
     tma = kind == "tma_write"
     if ref.owner >= 0:
-      ref.check_bounds(o, self.m.lead(ref))
+      ref.check_bounds(o, self.m.lead(ref), self.batch_label)
       self.smem_sync(ref, o, kind)
       self.m.smem_phase(self, ref, o, write=True)
       self.buffer(ref)[ref.index] = data
@@ -487,7 +490,7 @@ class CtaMemory:
       filled[ref.index] = True if holes is None else ~holes.reshape(filled[ref.index].shape)
       return
     if not tma:
-      ref.check_bounds(o, self.m.lead(ref))
+      ref.check_bounds(o, self.m.lead(ref), self.batch_label)
       self.gmem_sync(ref, o)
     if (c := ref.clip()) is not None:
       self.m.gmem_access(self, ref, c[0], o, write=True)

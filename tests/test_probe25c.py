@@ -138,6 +138,7 @@ def test_vmap_interpret_errors_show_the_kernels_own_shapes_and_programs():
   with pytest.raises(mg.OutOfBoundsError) as info:
     jax.vmap(lambda x, s: window_at(x, s, interpret=True))(xs, jnp.array([0, 100, 200], jnp.int32))
   assert info.value.message == "x[200:328] is outside x's shape (256,)"
+  assert "in program (0, 0, 0) of batch element 2" in info.value.notes
   with pytest.raises(mg.RaceError) as info:
     jax.vmap(lambda x, s: overlapping(x, s, interpret=True))(xs, jnp.array([128, 128, 0], jnp.int32))
   e = info.value
