@@ -192,7 +192,7 @@ class Calls:
                f" (def body(x, out): ...), call it from both kernels, and keep {name} as a kernel calling it;"
                f" or call the two kernels one after the other from JAX")
     if isinstance(getattr(fn, "__self__", None), dict) and getattr(fn, "__name__", "") in _DICT_READS \
-        or fn is builtins.dict:
+        or fn is builtins.dict or fn is builtins.len and len(args) == 1 and isinstance(args[0], dict):
       return fn(*args, **kwargs)      # d.get("b", v), d.values(), dict(d, w=v): a static dict, as in Python
     args = [tuple(a) if isinstance(a, DICT_VIEWS) else a for a in args]    # sum(d.values())
     if fn in (builtins.min, builtins.max) and kwargs.get("key", 0) is None:

@@ -118,6 +118,13 @@ def _box_hint(groot, full, box, itemsize, buf) -> str:
               f" {b}.at[{at}ml.ds(k * {piece}, {piece})] (and the same window of the array) for k"
               f" in ml.static_range({box[d] // piece})")
     q, r = divmod(box[d], MAX_BOX)
+    if d == len(box) - 1 and (r * row) % ALIGN:     # the last piece would not span a multiple of 16 bytes
+      unit = ALIGN // math.gcd(row, ALIGN)
+      padded = -(-box[d] // unit) * unit
+      return (f"pad {array} to {padded} elements outside the kernel (jnp.pad; TMA moves whole 16-byte units) and"
+              f" size {b} {padded}, then copy it in pieces of at most {MAX_BOX}: {b}.at[ml.ds(k * {MAX_BOX},"
+              f" {MAX_BOX})] for k in ml.static_range({q}), then the last {padded - q * MAX_BOX},"
+              f" {b}.at[ml.ds({q * MAX_BOX}, {padded - q * MAX_BOX})] (and the same windows of the array)")
     return (f"copy it in pieces of at most {MAX_BOX} along that dimension into windows of the buffer (each"
             f" starting {SMEM_ALIGN}-byte aligned): {b}.at[{at}ml.ds(k * {MAX_BOX}, {MAX_BOX})] for k in"
             f" ml.static_range({q}), then the last {r}, {b}.at[{at}ml.ds({q * MAX_BOX}, {r})] (and the same"

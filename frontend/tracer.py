@@ -444,6 +444,15 @@ class Tracer(Assignments, Calls, Containers, ast.NodeVisitor):
           self.loc(node),
           hint=f"build it in one go: {self.text(node.value)} = [f(c) for c in ml.static_range(n)], or"
                f" {self.text(node.value)} = {self.text(node.value)} + [value] in an ml.static_range loop")
+    if isinstance(base, dict) and attr in ("clear", "pop", "popitem", "update", "setdefault", "__setitem__",
+                                           "__delitem__"):
+      d = self.text(node.value)
+      raise E.KernelTypeError(
+          f"{d}.{attr}: dicts in a kernel are fixed once built (values while tracing, as tuples are: a change"
+          f" in place would happen once, while tracing, whatever run-time if or loop it is in), so they have"
+          f" no .{attr}", self.loc(node),
+          hint=f"build a new one: {d} = {{**{d}, 'k': v}} to add or replace, {d} = {{k: v for k, v in"
+               f" {d}.items() if k != 'a'}} to drop")
     try:
       out = getattr(base, attr)
     except AttributeError:
@@ -495,6 +504,9 @@ class Tracer(Assignments, Calls, Containers, ast.NodeVisitor):
           if part is not None and is_value(x):
             values.append(x)
             nodes.append(part)
+      elif isinstance(v, memory.DSlice) and isinstance(n, ast.Call) and n.args and is_value(v.start):
+        values.append(v.start)            # ml.ds(p * 4, 128): its start as written
+        nodes.append(n.args[0])
       elif is_value(v):
         values.append(v)
         nodes.append(n)
@@ -503,7 +515,10 @@ class Tracer(Assignments, Calls, Containers, ast.NodeVisitor):
   def eval_Subscript(self, node):
     base = self.eval(node.value)
     index = self.eval_index(node.slice)
-    cx, name = self.cx(node, values=(vn := self._index_operands(node.slice, index))[0], operands=vn[1]), self.text(node)
+    values, nodes = self._index_operands(node.slice, index)
+    if is_value(base):                      # (the base too: `(acc * 2)[:, 5]` in a hint, not a placeholder)
+      values, nodes = [base, *values], [node.value, *nodes]
+    cx, name = self.cx(node, values=values, operands=nodes), self.text(node)
     if isinstance(base, At):
       if gather.has_tensor_index(index):        # out.at[ids, :]: read it (a gather) or scatter into it
         return gather.IndexedRef(base.ref, index)
@@ -616,6 +631,8 @@ class Tracer(Assignments, Calls, Containers, ast.NodeVisitor):
     return out if out is not None else r
 
   def compare(self, node, op, a, b, operands=()):
+    if op in (ast.In, ast.NotIn) and isinstance(b, dict) and not holds_value(a):    # "a" in d: its static keys
+      return (a in b) == (op is ast.In)
     if not is_value(a) and not is_value(b):
       if holds_value(a) or holds_value(b):     # Python would compare Value objects: silently False
         self.unsupported(node, "comparing tuples that hold runtime values",

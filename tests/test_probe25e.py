@@ -334,7 +334,7 @@ def test_third_hunt_messages_and_dicts():
   f16 = lambda *s: S(s, jnp.float16)
   e = expect(one_column, [f16(64, 64), f16(64, 128)], mg.LayoutError, "s[:, 5:6]",
              "columns 5:6 do not start and end on the tensor-core layout's 8-column tiles")
-  assert e.hint == "take the column as a vector: s[:, 5]"
+  assert e.hint == "take the column as a vector: s[:, 5] (into an (n, 1) output: out.at[:, 0][...] = s[:, 5])"
   e = expect(tuple_carry_int, [S((128,), F32)], mg.LoopCarryTypeError, "st = (st[0], st[1] + 0.5)",
              "st[1] enters the loop as scalar<int32> but an iteration makes it scalar<float32>")
   assert e.hint == "start it as a float before the loop: st = (st[0], 0.0) (a Python int starts an int32 carry)"
@@ -376,3 +376,50 @@ def test_a_one_element_index_and_a_scalar_cast_are_named_as_written():
              "cannot cast this value from bfloat16 to float16: scalars convert between floats of one width"
              " (bfloat16 -> float16) only through float32")
   assert e.hint == "cast in two steps: (g * 2).astype(jnp.float32).astype(jnp.float16)"
+
+
+# ---------------------------------------------------------------- fourth regression hunt
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(2,))
+def dict_cleared_in_an_if(x, out):
+  d = {"a": 1.0, "b": 2.0}
+  if ml.program_id(0) == 1:
+    d.clear()
+  out[...] = x[...] + d.get("a", 0.0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def dict_membership(x, out):
+  d = {"a": x[...], "b": x[...] * 2.0}
+  n = len(d)
+  out[...] = (d["a"] if "a" in d else d["b"]) * n + (1.0 if "c" not in d else 0.0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, off: S((128,), x.dtype), grid=(1,))
+def one_element_index_expr(x, off, out):
+  p = off.at[ml.ds(0, 1)][...]
+  out[...] = x.at[ml.ds(p * 4, 128)][...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def stage_bf16_300(x, out):
+  buf = ml.smem((300,), jnp.bfloat16)
+  ml.copy(x, buf)
+  ml.copy(buf, out)
+
+
+def test_fourth_hunt_dicts_indices_and_tma_tails():
+  """d.clear() in a run-time if changed d on every path (interpret gave [0, 0] for [1, 0]); the
+  index hint said 'it[0]'; a bf16 TMA tail of 44 elements (88 bytes) was hinted as a piece."""
+  expect(dict_cleared_in_an_if, [S((128,), F32)], mg.KernelTypeError, "d.clear",
+         "d.clear: dicts in a kernel are fixed once built (values while tracing, as tuples are: a change in place"
+         " would happen once, while tracing, whatever run-time if or loop it is in), so they have no .clear",
+         hint="build a new one: d = {**d, 'k': v} to add or replace, d = {k: v for k, v in d.items() if k != 'a'}"
+              " to drop")
+  x = jnp.arange(128, dtype=F32)
+  np.testing.assert_allclose(np.asarray(dict_membership(x, interpret=True)), np.asarray(x * 2 + 1.0))
+  e = expect(one_element_index_expr, [S((512,), F32), S((4,), I32)], mg.KernelTypeError, "x.at[",
+             "an index must be an integer scalar, but p * 4 is a tensor of shape (1,) (one element)")
+  assert "(p * 4)[0] works too" in e.hint
+  e = expect(stage_bf16_300, [S((300,), jnp.bfloat16)], mg.TmaLimitError, "ml.copy(x, buf)",
+             "TMA copies move at most 256 elements along each dimension; this window is (300,)")
+  assert e.hint.startswith("pad x to 304 elements outside the kernel (jnp.pad; TMA moves whole 16-byte units)")

@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import errors as E
 from .. import ir
-from ..dtypes import DType
+from ..dtypes import FLOAT8, DType
 from ..infer import unify
 from ..ir import Access, LayoutRule, Traits
 from ..types import ScalarType, Space, TensorType, dtype_name, resolve
@@ -179,9 +179,11 @@ def load_(cx, ref, mask=None, other=0):
     named = other.name or ""
     convert = (named if named.isidentifier() else f"({named})" if named else "s" if not is_tensor(other)
                else "v")
+    f8_scalar = resolve(d) in FLOAT8 and not is_tensor(other)
     raise E.DtypeMismatchError(
         f"ml.load's other ({dtype_name(other.type.dtype)}) differs from {ref.name or 'the ref'}'s dtype"
-        f" ({dtype_name(d)})", cx.loc, hint=f"convert it: other={convert}.astype(jnp.{dtype_name(d)})")
+        f" ({dtype_name(d)})", cx.loc,
+        hint=_F8_OTHER.format(convert) if f8_scalar else f"convert it: other={convert}.astype(jnp.{dtype_name(d)})")
   if is_tensor(other):
     plain = _masked_read(cx, ref, mask, 0)
     return ew.where_(cx, mask, plain, other)
@@ -194,12 +196,20 @@ def load_(cx, ref, mask=None, other=0):
   return _masked_read(cx, ref, mask, other)
 
 
+_F8_OTHER = ("a run-time scalar cannot become float8 on the GPU: pass a number (other=0.0), or load with a"
+             " number and select in float32: ml.where(mask, v.astype(jnp.float32), {})")
+
+
 def _masked_element(cx, ref, mask, other):
   """A masked load of one element (a (1, 1) window, which has no register layout of its own): its
   scalar, read where it is in bounds, then selected; an 8-bit float selected by its bits (the GPU
   cannot convert 8-bit float scalars)."""
   v = load(cx, _clamped(cx, ref), cx.name)
   d = resolve(ref.type.dtype)
+  if isinstance(d, DType) and d.is_float and d.bits == 8 and not isinstance(other, Num):
+    raise E.UnsupportedDtypeError(
+        f"a masked load of one {d} element takes a number as other, not a run-time scalar", cx.loc,
+        hint=_F8_OTHER.format(cx.named(other, "o")))
   if isinstance(d, DType) and d.is_float and d.bits == 8 and isinstance(other, Num):
     import ml_dtypes
     from .elementwise_fns import bitcast

@@ -187,12 +187,15 @@ def index_operand(cx, x, bound=False):
   if bound:
     raise _bad_loop_bound(cx, x)
   if is_value(x) and isinstance(x.type, TensorType) and all(n == 1 for n in x.type.shape):
-    name = cx.named(x, "") or x.name or "it"
+    name = cx.named(x, "") or x.name or "the index"
     zeros = ", ".join("0" for _ in x.type.shape)
     raise E.KernelTypeError(
         f"an index must be an integer scalar, but {name} is a tensor of shape {x.type.shape} (one element)", cx.loc,
-        hint=f"take its element: {name if name.isidentifier() else f'({name})'}[{zeros}], or read the index as a"
-             f" scalar where it comes from (pos[b, 0] of a (B, 1) array)")
+        hint=f"take the element of the one-element tensor it is computed from ({name if name.isidentifier() else f'({name})'}"
+             f"[{zeros}] works too), or read the index as a scalar where it comes from (pos[b, 0] of a (B, 1) array)"
+             if not name.isidentifier() else
+             f"take its element: {name}[{zeros}], or read the index as a scalar where it comes from (pos[b, 0] of a"
+             f" (B, 1) array)")
   if is_value(x) and isinstance(x.type, TensorType):
     raise E.KernelTypeError(
         f"an index here must be an integer scalar, got {x.name or 'a register tensor'}: only a read of a GMEM"

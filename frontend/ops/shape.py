@@ -504,13 +504,21 @@ def slice_columns(cx, x, s: slice):
     raise E.LayoutError(
         f"columns {start}:{stop} do not start and end on the tensor-core layout's {hw.MMA_N_STEP}-column"
         f" tiles", cx.loc,
-        hint=f"take the column as a vector: {cx.named(x, 't')}[:, {start}]" if stop - start == 1 else
+        hint=f"take the column as a vector: {_operand(cx.named(x, 't'))}[:, {start}] (into an (n, 1) output:"
+             f" out.at[:, 0][...] = {_operand(cx.named(x, 't'))}[:, {start}])" if stop - start == 1 else
              f"slice at multiples of {hw.MMA_N_STEP} columns (64 is the usual chunk); for a narrower window,"
              f" stage the tile through SMEM and read the window there: buf = ml.smem({tuple(x.type.shape)},"
              f" jnp.{dtype_name(x.type.dtype)}); buf[...] = {cx.named(x, 't')}; buf.at[:, {start}:{stop}][...]")
+
   t = x.type
   return cx.b.emit(Slice, x, start, stop, loc=cx.loc, types=[TensorType((t.shape[0], stop - start), t.dtype)],
                    names=[cx.name]).result
+
+
+def _operand(text: str) -> str:
+  """`text` as the operand of a subscript: parenthesised unless a name, call or subscript."""
+  import re
+  return text if re.fullmatch(r"[\w.]+(\[[^\]]*\]|\([^)]*\))*", text) else f"({text})"
 
 
 # ---------------------------------------------------------------- transposes
