@@ -569,8 +569,7 @@ def grid_rank(kernel) -> int:
   """The axes of the kernel's grid to show: those with more than one program, and those it reads
   ml.program_id of."""
   from .ops.control import ProgramId
-  own = tuple(1 if a == kernel.batch_axis else g for a, g in enumerate(kernel.grid))    # (jax.vmap's axis: 1)
-  return max([_rank(own)] + [o.axis + 1 for o in ir.walk(kernel.body) if isinstance(o, ProgramId)
+  return max([_rank(kernel.own_grid)] + [o.axis + 1 for o in ir.walk(kernel.body) if isinstance(o, ProgramId)
                              and o.axis != kernel.batch_axis])
 
 

@@ -208,6 +208,11 @@ class Kernel:
   batch_lead: dict = dataclasses.field(default_factory=dict)     # param value id -> its leading batch dimensions
 
   @property
+  def own_grid(self) -> tuple:
+    """The grid the kernel was written for: under jax.vmap, the batch's axis is 1 there."""
+    return tuple(1 if a == self.batch_axis else g for a, g in enumerate(self.grid))
+
+  @property
   def inputs(self):
     return [p for p in self.params if not p.is_output]
 

@@ -152,16 +152,11 @@ class Memory:
       return str(tuple(pid))
     own = tuple(0 if a == k.batch_axis else p for a, p in enumerate(pid))
     b, elem = pid[k.batch_axis], []
-    for n in reversed(k.batch_sizes or (k.grid[k.batch_axis],)):
+    for n in reversed(k.batch_sizes):
       elem.append(b % n)
       b //= n
     elem = elem[::-1]
     return f"{own} of batch element {elem[0] if len(elem) == 1 else tuple(elem)}"
-
-  def own_grid(self) -> tuple:
-    """The kernel's own grid (under jax.vmap, the batch's axis is 1 there)."""
-    k = self.kernel
-    return tuple(1 if a == k.batch_axis else g for a, g in enumerate(k.grid))
 
   def lead(self, ref) -> int:
     """The leading batch dimensions (jax.vmap) of `ref`'s root: not the kernel's own."""
@@ -229,7 +224,7 @@ class Memory:
         notes=notes + (() if here else (f"{o.loc}: program {cta.label} {mine} it here",)),
         hint=(plain_write_hint(ref.name, rid in self.aliased_outputs) if mine == "writes" else ACCUMULATED_READ)
         if accumulated else CROSS_PROGRAM_READ if crossed else
-        own_window(ref.name, tuple(getattr(ref.root.type, 'shape', ()))[self.lead(ref):], self.own_grid())
+        own_window(ref.name, tuple(getattr(ref.root.type, 'shape', ()))[self.lead(ref):], self.kernel.own_grid)
         + (f"; where the place comes from data and repeats ({ref.name}[seg[k]] = v), accumulate instead:"
            f" ml.atomic_add({ref.name}.at[seg[k]], v) into a zeroed output (repeated places add up)"
            if mine == met == "writes" and self.data_dependent(o) else "") if len(elem)
@@ -261,7 +256,7 @@ class Memory:
       missing, lead = w == -1, self.kernel.batch_lead.get(p.value.id, 0)
       batch = tuple(int(b) for b in np.argwhere(missing)[0][:lead])     # under jax.vmap: the first batch
       missing = missing[batch]                                             # element missing any, as the kernel sees it
-      err = uncovered_error(p.name, missing.shape, missing, np.ones(missing.ndim, np.int64), self.own_grid(),
+      err = uncovered_error(p.name, missing.shape, missing, np.ones(missing.ndim, np.int64), self.kernel.own_grid,
                             locs[0] if locs else p.loc or self.kernel.loc,
                             masked=masked_store(self.kernel, p.value.id), rank=grid_rank(self.kernel))
       if lead:

@@ -23,7 +23,7 @@ from ..infer import unify
 from ..ir import Access, LayoutRule, Traits
 from ..types import ScalarType, Space, TensorType, dtype_name, resolve
 from . import elementwise as ew
-from .base import Num, a_an, builtin, is_ref, is_scalar, is_tensor, is_value, kind_of
+from .base import Num, a_an, builtin, is_ref, is_scalar, is_tensor, is_value, kind_of, one_element
 from .memory import bool_ref_error, load, store
 
 
@@ -206,11 +206,11 @@ def _masked_element(cx, ref, mask, other):
   cannot convert 8-bit float scalars)."""
   v = load(cx, _clamped(cx, ref), cx.name)
   d = resolve(ref.type.dtype)
-  if isinstance(d, DType) and d.is_float and d.bits == 8 and not isinstance(other, Num):
-    raise E.UnsupportedDtypeError(
-        f"a masked load of one {d} element takes a number as other, not a run-time scalar", cx.loc,
-        hint=_F8_OTHER.format(cx.named(other, "o")))
-  if isinstance(d, DType) and d.is_float and d.bits == 8 and isinstance(other, Num):
+  if d in FLOAT8:
+    if not isinstance(other, Num):
+      raise E.UnsupportedDtypeError(
+          f"a masked load of one {d} element takes a number as other, not a run-time scalar", cx.loc,
+          hint=_F8_OTHER.format(cx.named(other, "o")))
     import ml_dtypes
     from .elementwise_fns import bitcast
     bits = int(np.asarray(other, getattr(ml_dtypes, str(d))).view(np.uint8))
@@ -254,7 +254,7 @@ def _masked_read(cx, ref, mask, other):
     raise E.DtypeMismatchError(f"ml.load's other ({other}) is a float but {ref.name} is"
                                f" {dtype_name(ref.type.dtype)}", cx.loc,
                                hint=_int_other_hint(other, dtype_name(ref.type.dtype), lo, hi))
-  if ref.type.shape and all(n == 1 for n in ref.type.shape) and ew.one_element_scalar(cx, mask) is not None:
+  if one_element(ref.type.shape) and ew.one_element_scalar(cx, mask) is not None:
     return _masked_element(cx, ref, mask, other)
   if ref.type.space == Space.SMEM:      # always in bounds: a select in registers
     return ew.where_(cx, mask, load(cx, ref, ref.name), other)
@@ -276,7 +276,7 @@ def store_(cx, ref, value, mask=None):
     return store(cx, ref, value)
   _ref_arg(cx, ref, "ml.store")
   mask = _mask_arg(cx, ref, mask, "ml.store")
-  if ref.type.shape and all(n == 1 for n in ref.type.shape) and ref.type.space != Space.SMEM:
+  if one_element(ref.type.shape) and ref.type.space != Space.SMEM:
     # one element (Triton's BLOCK=1): a masked store of it has no register layout; a scalar store
     # under a run-time if says the same
     root = (ref.name or "out").split(".at[")[0]

@@ -133,6 +133,12 @@ def is_value(x) -> bool:
   return isinstance(x, ir.Value)
 
 
+def one_element(shape) -> bool:
+  """Whether a tensor or window of `shape` holds one element and has axes ((1,), (1, 1)): such a one
+  has no register layout of its own, so the compiler works on its scalar."""
+  return bool(shape) and all(n == 1 for n in shape)
+
+
 def is_tensor(x) -> bool:
   return isinstance(x, ir.Value) and isinstance(x.type, TensorType)
 

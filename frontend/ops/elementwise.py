@@ -20,7 +20,7 @@ from ..dtypes import DType, FLOAT8, INDEX, PY_FLOAT
 from ..infer import unify
 from ..ir import LayoutRule, Traits
 from ..types import DTypeVar, ScalarType, TensorType, dtype_name, resolve
-from .base import Num, a_an, check_register_value, is_ref, is_value, kind_of, static_shape
+from .base import Num, a_an, check_register_value, is_ref, is_value, kind_of, one_element, static_shape
 from .promotion import exact_in, jnp_result
 
 # Elementwise lowering works on each warpgroup's own rows as on a whole tensor: splits=True.
@@ -607,7 +607,7 @@ def one_element_scalar(cx, v):
   """The scalar a one-element tensor made by ml.full holds (a full reduction with keepdims=True,
   `ml.full((1, 1), s, dtype)`), typed as the tensor, or None. Such a tensor cannot be held in
   registers by itself, so math on it is done on the scalar and stretched again (`stretch`)."""
-  if not (is_value(v) and isinstance(v.type, TensorType) and all(n == 1 for n in v.type.shape)):
+  if not (is_value(v) and isinstance(v.type, TensorType) and one_element(v.type.shape)):
     return None
   made = cx.b.defining(v)
   if not isinstance(made, Full):

@@ -17,7 +17,7 @@ from ..dtypes import DType
 from ..infer import conflict, unify
 from ..ir import Access, LayoutRule, Traits
 from ..types import DTypeVar, RefType, ScalarType, Space, TensorType, dtype_name, resolve
-from .base import Num, builtin, dtype_arg, is_ref, is_value, kind_of, static_shape
+from .base import Num, builtin, dtype_arg, is_ref, is_value, kind_of, one_element, static_shape
 from .index_hints import runtime_slice_error, slice_step_error
 
 
@@ -186,7 +186,7 @@ def index_operand(cx, x, bound=False):
                f" / gives a float); convert a {dtype_name(d)} that holds an index: {i}.astype(jnp.int32)")
   if bound:
     raise _bad_loop_bound(cx, x)
-  if is_value(x) and isinstance(x.type, TensorType) and all(n == 1 for n in x.type.shape):
+  if is_value(x) and isinstance(x.type, TensorType) and one_element(x.type.shape):
     name = cx.named(x, "") or x.name or "the index"
     zeros = ", ".join("0" for _ in x.type.shape)
     raise E.KernelTypeError(
@@ -489,7 +489,7 @@ def load(cx, ref, name="", merge=False):
     return scalar_load(cx, ref, name)
   if resolve(t.dtype) == DType.bool_:
     raise bool_ref_error(cx, ref, "read")
-  if all(n == 1 for n in t.shape) and not merge:
+  if one_element(t.shape) and not merge:
     # one element (x.at[0:1, 0:1], a (1,) buffer): its scalar, stretched as a keepdims reduction's
     # is (a one-element tensor is not held in registers by itself: math on it is on its scalar)
     from .access import scalar_load
@@ -517,7 +517,7 @@ def store(cx, ref, value):
   if not t.shape:
     from .access import scalar_store
     return scalar_store(cx, ref, value)
-  if all(n == 1 for n in t.shape):    # one element: a number, a scalar or a stretched one (keepdims)
+  if one_element(t.shape):    # one element: a number, a scalar or a stretched one (keepdims)
     from .access import scalar_store
     from .elementwise import one_element_scalar
     one = one_element_scalar(cx, value) if is_value(value) and isinstance(value.type, TensorType) else value
