@@ -7,127 +7,20 @@ unbound, so reading it later is an error at that read.
 from __future__ import annotations
 
 import ast
-import re
 
 from . import errors as E
 from . import ir
 from .assign import DICT_VIEWS
 from .builder import Call
+from .carried import (as_value, carries_of, carry_slices, conversion, describe, initial_value,
+                      is_carriable, leaf_paths, rebuilt, same_type, start_kind, static_equal, structure,
+                      structure_shape)
 from .dtypes import DType
 from .env import POISON, Unbound as _Unbound, assigned_names
-from .infer import unify
-from .ops import control as ctl, elementwise as ew
-from .ops.base import Num, is_value, kind_of, value_words
+from .ops import control as ctl
+from .ops.base import Num, is_value, value_words
 from .ops.memory import index_operand
 from .types import RefType, ScalarType, TensorType, dtype_name, resolve
-
-
-def _is_carriable(v) -> bool:
-  """A register value, or a Python number (a bool too: a flag set in a runtime if becomes a
-  boolean scalar, as an int becomes an int32 one)."""
-  return (is_value(v) and not isinstance(v.type, RefType)) or isinstance(v, Num)
-
-
-def _as_value(tracer, v, loc, note=None):
-  """`v` as a value: a Python number becomes a constant, any error about it reported at `loc`
-  (the assignment that bound it), with `note` (the loop or if that made it a value)."""
-  if is_value(v):
-    return v
-  try:
-    return ew.constant(Call(tracer.b, loc), v)
-  except E.KernelError as e:
-    if note:
-      e.notes = e.notes + (note,)
-    raise
-
-
-def _same_type(a: ir.Value, b: ir.Value, loc) -> bool:
-  ta, tb = a.type, b.type
-  if type(ta) is not type(tb) or ta.shape != tb.shape:
-    return False
-  return unify(ta.dtype, tb.dtype, loc, "loop-carried value") is not None
-
-
-def _describe(v) -> str:
-  if is_value(v):
-    return str(v.type)
-  if type(v) in (tuple, list):
-    return f"a {type(v).__name__} of {len(v)}"
-  return kind_of(v)
-
-
-def _start_kind(v) -> str:
-  """What a name holds when a loop starts, in words: None, a ref, a Python object."""
-  if v is None:
-    return "None"
-  return _describe(v)
-
-
-def _initial_value(n, v) -> str:
-  """The assignment that starts `n` as the kind of value `v` (a register value or a number)."""
-  if isinstance(v, Num):
-    return f"{n} = {type(v)(0)!r}"
-  t = v.type
-  if isinstance(t, TensorType):
-    return f"{n} = ml.zeros({tuple(t.shape)!r}, jnp.{dtype_name(t.dtype)})"
-  if t.dtype == DType.f32:
-    return f"{n} = 0.0"
-  if t.dtype == DType.i32:
-    return f"{n} = 0"
-  return f"{n} = ml.cast(0, jnp.{dtype_name(t.dtype)})"
-
-
-def _structure(v):
-  """(leaves, rebuild) of a value a loop or branch can carry: one register value or number, or
-  a (nested) tuple or list of them; None for anything else."""
-  if _is_carriable(v):
-    return [v], lambda ls: ls[0]
-  if type(v) in (tuple, list) and v:
-    parts = [_structure(e) for e in v]
-    if any(p is None for p in parts):
-      return None
-    kind = type(v)
-
-    def rebuild(ls):
-      out, i = [], 0
-      for leaves, rb in parts:
-        out.append(rb(ls[i:i + len(leaves)]))
-        i += len(leaves)
-      return kind(out)
-    return [l for leaves, _ in parts for l in leaves], rebuild
-  return None
-
-
-class _Carry:
-  """A name a loop carries: one value, or a tuple or list of them (each leaf one loop value)."""
-
-  def __init__(self, name, value):
-    self.name, self.value = name, value
-    self.leaves, self.rebuild = _structure(value)
-    self.container = not _is_carriable(value)
-    self.leaf_names = [name + p for p in _paths(value)]
-
-
-def _paths(v, prefix="") -> list[str]:
-  """The index path of each leaf of a (nested) tuple or list: ["[0]", "[1][0]", ...]."""
-  if type(v) in (tuple, list) and not _is_carriable(v):
-    return [p for i, e in enumerate(v) for p in _paths(e, f"{prefix}[{i}]")]
-  return [prefix]
-
-
-def _carries(env, names, forced=frozenset()) -> list:
-  """The names a loop carries: bound before it to a register value or number, or to a tuple or
-  list of them holding a register value; a tuple of numbers only when tracing the body showed that
-  it changes (`forced`, see _Attempt): its leaves then become scalars, as a number does."""
-  out = []
-  for n in names:
-    if n not in env or _structure(env[n]) is None:
-      continue
-    c = _Carry(n, env[n])
-    if c.container and not any(is_value(l) for l in c.leaves) and n not in forced:
-      continue
-    out.append(c)
-  return out
 
 
 class _Attempt:
@@ -147,10 +40,10 @@ class _Attempt:
     for n in assigned:
       old, new = self.env.get(n), tracer.env.get(n)
       if (n in carried or old is None or new is POISON or type(old) not in (tuple, list)
-          or _structure(old) is None or any(is_value(l) for l in _structure(old)[0])):
+          or structure(old) is None or any(is_value(l) for l in structure(old)[0])):
         continue
-      if not _static_equal(old, new) and _structure(new) is not None \
-          and _structure_shape(new) == _structure_shape(old):
+      if not static_equal(old, new) and structure(new) is not None \
+          and structure_shape(new) == structure_shape(old):
         out.add(n)
     return out
 
@@ -259,7 +152,7 @@ def trace_for(tracer, node: ast.For):
   while True:
     attempt = _Attempt(tracer)
     env = tracer.env
-    carries = _carries(env, assigned, forced)
+    carries = carries_of(env, assigned, forced)
     leaf_names = [ln for c in carries for ln in c.leaf_names]
     inits = _inits(tracer, carries, loc)
     iv = ir.Value(ScalarType(counter), name)
@@ -295,7 +188,7 @@ def _inits(tracer, carries, loc):
   for c in carries:
     at = tracer.where.get(c.name, loc)
     for l in c.leaves:
-      out.append(_as_value(tracer, l, at, note=f"{loc}: the loop that carries {c.name}"))
+      out.append(as_value(tracer, l, at, note=f"{loc}: the loop that carries {c.name}"))
   return tuple(out)
 
 
@@ -306,7 +199,7 @@ def _trace_body(tracer, node, loc, body: ir.Block, carries, inits, args_) -> set
   poisoned = set()
   carried = tracer.carried
   tracer.carried = {**carried, **{ln: (init, loc) for c in carries
-                                  for ln, init in zip(c.leaf_names, _slices(inits, carries, c))}}
+                                  for ln, init in zip(c.leaf_names, carry_slices(inits, carries, c))}}
   tracer.loops.append(None)
   try:
     with b.region(body):
@@ -327,33 +220,33 @@ def _trace_body(tracer, node, loc, body: ir.Block, carries, inits, args_) -> set
         yields.extend(arg_leaves)
         continue
       where = _rebinding_loc(tracer, node, n)
-      st = _structure(new)
+      st = structure(new)
       if c.container and (st is None or len(st[0]) != k
-                          or _structure_shape(new) != _structure_shape(c.value)):
+                          or structure_shape(new) != structure_shape(c.value)):
         raise E.LoopCarryTypeError(
-            f"{n} changes from {_describe(c.value)} values to {_describe(new)} inside the loop", where,
+            f"{n} changes from {describe(c.value)} values to {describe(new)} inside the loop", where,
             hint=f"keep {n} a {type(c.value).__name__} of the same length, of register values or numbers",
             notes=(f"{loc}: the loop that carries {n}",))
       new_leaves = st[0] if c.container else [new]
       for ln, init, leaf, start in zip(c.leaf_names, init_leaves, new_leaves, c.leaves):
-        if not _is_carriable(leaf):
+        if not is_carriable(leaf):
           raise E.LoopCarryTypeError(
-              f"{ln} changes from {init.type} to {_describe(leaf)} inside the loop", where,
+              f"{ln} changes from {init.type} to {describe(leaf)} inside the loop", where,
               hint=f"keep {ln} the same kind of value in every iteration",
               notes=(f"{loc}: the loop that carries {n}",))
         raw_leaf = leaf
-        leaf = _as_value(tracer, leaf, where, note=f"{loc}: the loop that carries {n}")
-        if not _same_type(init, leaf, loc):
+        leaf = as_value(tracer, leaf, where, note=f"{loc}: the loop that carries {n}")
+        if not same_type(init, leaf, loc):
           d1 = resolve(leaf.type.dtype)
           if (isinstance(start, int) and not isinstance(start, bool) and isinstance(d1, DType) and d1.is_float
               and init.type.shape == leaf.type.shape):
             hint = ("start it as a float before the loop: "
-                    + _rebuilt(n, c.value if c.container else None, ln, repr(float(start)))
+                    + rebuilt(n, c.value if c.container else None, ln, repr(float(start)))
                     + " (a Python int starts an int32 carry)")   # acc = 0 summing floats: converting back truncates
           elif init.type.shape == leaf.type.shape:
-            hint = "convert it back at the end of the body: " + _rebuilt(
+            hint = "convert it back at the end of the body: " + rebuilt(
                 n, c.value if c.container else None, ln,
-                _conversion(init.type.dtype, raw_leaf if isinstance(raw_leaf, Num) else None))
+                conversion(init.type.dtype, raw_leaf if isinstance(raw_leaf, Num) else None))
           elif not init.type.shape and isinstance(leaf.type, TensorType):    # acc = 0.0, then acc += dot
             hint = (f"start it as a tensor of that shape before the loop: {ln} = ml.zeros({leaf.type.shape},"
                     f" jnp.{dtype_name(leaf.type.dtype)})")
@@ -365,57 +258,6 @@ def _trace_body(tracer, node, loc, body: ir.Block, carries, inits, args_) -> set
         yields.append(leaf)
     b.emit(ctl.Yield, tuple(yields), loc=loc)
   return poisoned
-
-
-def _conversion(dtype, raw=None) -> str:
-  """How to make a value of `dtype` from `{}`: a literal for a Python number (`flag = 1`, not
-  True.astype), a comparison for a bool (casts to bool do not exist), else .astype."""
-  d = dtype_name(dtype)
-  if isinstance(raw, (bool, int, float)):
-    v = bool(raw) if d == "bool" else float(raw) if d.startswith(("float", "bfloat")) else int(raw)
-    return repr(v)
-  if d == "bool":
-    return "{} != 0"
-  return "{}.astype(jnp." + d + ")"
-
-
-def _rebuilt(name, value, leaf_name, fix) -> str:
-  """`leaf = fix(leaf)` for a plain carry; for a leaf of a carried tuple (`st[1][1]`, whose items
-  cannot be assigned), the tuple rebuilt with that leaf fixed: st = (st[0], (st[1][0], fix))."""
-  path = [int(i) for i in re.findall(r"\[(\d+)\]", leaf_name[len(name):])]
-  if not isinstance(value, (tuple, list)) or not path:
-    return f"{leaf_name} = {fix.format(leaf_name)}"
-
-  def build(expr, v, rest):
-    if not rest:
-      return fix.format(expr)
-    if not isinstance(v, (tuple, list)) or rest[0] >= len(v):
-      raise IndexError
-    items = [build(f"{expr}[{i}]", x, rest[1:]) if i == rest[0] else f"{expr}[{i}]" for i, x in enumerate(v)]
-    body = ", ".join(items) + ("," if len(items) == 1 and isinstance(v, tuple) else "")
-    return f"({body})" if isinstance(v, tuple) else f"[{body}]"
-  try:
-    return f"{name} = {build(name, value, path)}"
-  except IndexError:
-    return f"{leaf_name} = {fix.format(leaf_name)}"
-
-
-def _slices(inits, carries, c):
-  """The initial values of carry `c`'s leaves."""
-  i = 0
-  for d in carries:
-    if d is c:
-      return inits[i:i + len(c.leaves)]
-    i += len(d.leaves)
-  return ()
-
-
-def _structure_shape(v):
-  """The nesting of a tuple or list (its lengths), leaves left out: a list may become a tuple of
-  the same shape and back (a list literal rebuilt by a comprehension), as in Python."""
-  if type(v) in (tuple, list):
-    return tuple(_structure_shape(e) for e in v)
-  return None
 
 
 def _after_loop(tracer, loc, assigned, carries, before, poisoned, where) -> None:
@@ -434,16 +276,16 @@ def _after_loop(tracer, loc, assigned, carries, before, poisoned, where) -> None
       poisoned.add(n)
       continue
     bound_before = n in before and not isinstance(before[n], _Unbound)
-    if bound_before and before[n] is not env.get(n) and not _static_equal(before[n], env.get(n)):
+    if bound_before and before[n] is not env.get(n) and not static_equal(before[n], env.get(n)):
       new = env.get(n)
-      if _is_carriable(new) and not _is_carriable(before[n]) and _structure(before[n]) is None:
+      if is_carriable(new) and not is_carriable(before[n]) and structure(before[n]) is None:
         # `acc = None` before the loop, `acc = ml.dot(a_s, b_s, acc)` inside (Triton's habit): the
         # loop could carry acc if it started as a register value or a number.
         raise E.LoopCarryTypeError(
-            f"{n} starts this runtime loop as {_start_kind(before[n])} and the loop makes it"
-            f" {_describe(new)}; a runtime loop carries a value only if it starts as a register value"
+            f"{n} starts this runtime loop as {start_kind(before[n])} and the loop makes it"
+            f" {describe(new)}; a runtime loop carries a value only if it starts as a register value"
             f" or a number", body_where.get(n, loc),
-            hint=f"start it as {_initial_value(n, new)} before the loop",
+            hint=f"start it as {initial_value(n, new)} before the loop",
             notes=(f"{loc}: the runtime loop",))
       if isinstance(getattr(new, "type", None), RefType):
         hint = (f"a loop cannot switch {n} to another buffer or window: allocate buffers once before the loop"
@@ -452,7 +294,7 @@ def _after_loop(tracer, loc, assigned, carries, before, poisoned, where) -> None
       else:
         hint = "use ml.static_range to unroll the loop, or compute it before the loop"
       raise E.LoopCarryTypeError(
-          f"{n} is rebound inside a runtime loop to {_describe(new)}; only register values and"
+          f"{n} is rebound inside a runtime loop to {describe(new)}; only register values and"
           f" numbers can change across iterations", body_where.get(n, loc), hint=hint,
           notes=(f"{loc}: the runtime loop",))
     if not bound_before:
@@ -482,7 +324,7 @@ def trace_while(tracer, node: ast.While):
 
 def _trace_while_once(tracer, node, loc, assigned, forced):
   env, b = tracer.env, tracer.b
-  carries = _carries(env, assigned, forced)
+  carries = carries_of(env, assigned, forced)
   leaf_names = [ln for c in carries for ln in c.leaf_names]
   inits = _inits(tracer, carries, loc)
   before, where = dict(env), dict(tracer.where)
@@ -535,15 +377,6 @@ def _rebinding_loc(tracer, loop, name: str):
   return tracer.loc(last if last is not None else loop)
 
 
-def _static_equal(a, b) -> bool:
-  try:
-    if any(is_value(l) for x in (a, b) for l in (_structure(x) or ([x], None))[0]):
-      return False
-    return type(a) is type(b) and bool(a == b)
-  except Exception:
-    return False
-
-
 def trace_if(tracer, node: ast.If, cond: ir.Value):
   loc, env, bld = tracer.loc(node), tracer.env, tracer.b
   before, where = dict(env), dict(tracer.where)
@@ -574,23 +407,23 @@ def trace_if(tracer, node: ast.If, cond: ir.Value):
       continue
     none = [v for v, e in ((a, then_env), (b, else_env)) if v is None and n in e]
     other = b if a is None else a
-    if len(none) == 1 and _is_carriable(other):
+    if len(none) == 1 and is_carriable(other):
       # `acc = None` before the if and a register value or number on the other path: the name
       # can be neither after it.
       env[n] = _Unbound(
           f"it is None on one path through the if at line {loc.lineno}",
-          message=f"{n} is None on one path through the if at line {loc.lineno} and {_describe(other)}"
+          message=f"{n} is None on one path through the if at line {loc.lineno} and {describe(other)}"
                   f" on the other; after a runtime if it must be a register value or a number on both",
-          hint=f"start it as {_initial_value(n, other)} before the if")
+          hint=f"start it as {initial_value(n, other)} before the if")
       continue
     if a is None or b is None or isinstance(a, _Unbound) or isinstance(b, _Unbound):
       env[n] = _Unbound(f"it is assigned in only one branch of the if at line {loc.lineno}")
       continue
-    if _static_equal(a, b):
+    if static_equal(a, b):
       env[n] = a
       continue
-    sa, sb = _structure(a), _structure(b)
-    if sa is None or sb is None or _structure_shape(a) != _structure_shape(b):
+    sa, sb = structure(a), structure(b)
+    if sa is None or sb is None or structure_shape(a) != structure_shape(b):
       k, at, notes = paths.culprit(n)
       if isinstance(getattr(a, "type", None), RefType) and isinstance(getattr(b, "type", None), RefType):
         ra, rb = (a.name or "a", b.name or "b")
@@ -602,31 +435,31 @@ def trace_if(tracer, node: ast.If, cond: ir.Value):
                  f" an ml.constexpr (an if on it is static)")
       if k is None:
         raise E.KernelTypeError(
-            f"{n} is {_describe(a)} after one branch of this if and {_describe(b)} after the other;"
+            f"{n} is {describe(a)} after one branch of this if and {describe(b)} after the other;"
             f" only register values and numbers (or tuples and lists of them) can differ between branches",
             at, hint=f"give {n} the same kind of value in both branches", notes=notes)
       here, there = (a, b) if k == 0 else (b, a)
-      if _describe(here) == _describe(there):      # two dicts (or other static containers) that differ
+      if describe(here) == describe(there):      # two dicts (or other static containers) that differ
         raise E.KernelTypeError(
-            f"{n} is {_describe(here)} on both paths through the if at line {loc.lineno}, rebound here to another"
+            f"{n} is {describe(here)} on both paths through the if at line {loc.lineno}, rebound here to another"
             f" one; only register values and numbers (or tuples and lists of them) can differ between branches",
             at, notes=notes, hint=f"give the value that differs a name of its own (v = ... before the if and in"
                                   f" the branch) and build {n} after the if; or make {n} a tuple")
       raise E.KernelTypeError(
-          f"{n} is {_describe(here)} after this assignment but {_describe(there)} on the other path through"
+          f"{n} is {describe(here)} after this assignment but {describe(there)} on the other path through"
           f" the if at line {loc.lineno}; only register values and numbers (or tuples and lists of them) can"
           f" differ between branches", at, hint=f"give {n} the same kind of value on both paths", notes=notes)
     results.append((n, sa, sb))
     where[n] = loc
   then_vals, else_vals, leaf_names = [], [], []
   for n, (la, rebuild), (lb, _) in results:
-    names = [n + p for p in _paths(then_env.get(n))]
+    names = [n + p for p in leaf_paths(then_env.get(n))]
     for ln, a, b_ in zip(names, la, lb):
       with bld.region(then_blk):
-        x = _as_value(tracer, a, then_where.get(n, loc))
+        x = as_value(tracer, a, then_where.get(n, loc))
       with bld.region(else_blk):
-        y = _as_value(tracer, b_, else_where.get(n, loc))
-      if not _same_type(x, y, loc):
+        y = as_value(tracer, b_, else_where.get(n, loc))
+      if not same_type(x, y, loc):
         paths.mismatch(n, ln, (a, b_), (x, y))
       then_vals.append(x)
       else_vals.append(y)
@@ -676,9 +509,9 @@ class _Paths:
     carried = self.tracer.carried.get(ln)
     fits = None
     if carried is not None:
-      fits = [_same_type(carried[0], v, self.loc) for v in vals]
+      fits = [same_type(carried[0], v, self.loc) for v in vals]
     elif ln in self.before and is_value(self.before[ln]):
-      fits = [_same_type(self.before[ln], v, self.loc) for v in vals]
+      fits = [same_type(self.before[ln], v, self.loc) for v in vals]
     k, at, notes = self.culprit(n, fits)
     if k is not None and carried is not None and fits[1 - k]:
       init, loop = carried
@@ -686,7 +519,7 @@ class _Paths:
       raise E.LoopCarryTypeError(
           f"{ln} enters the loop as {init.type} but an iteration makes it {bad.type}", at,
           hint=f"convert it back after this assignment: {ln} = "
-               + _conversion(init.type.dtype, raw[k] if isinstance(raw[k], Num) else None).format(ln)
+               + conversion(init.type.dtype, raw[k] if isinstance(raw[k], Num) else None).format(ln)
           if init.type.shape == bad.type.shape else f"keep {ln}'s shape fixed across iterations",
           notes=(f"{loop}: the loop that carries {n}",) + notes)
     x, y = vals
@@ -697,7 +530,7 @@ class _Paths:
     hint = "make both paths produce the same shape and dtype"
     if here.type.shape == there.type.shape:
       hint = (f"convert it after this assignment: {ln} = "
-              + _conversion(there.type.dtype, raw[k] if isinstance(raw[k], Num) else None).format(ln))
+              + conversion(there.type.dtype, raw[k] if isinstance(raw[k], Num) else None).format(ln))
     elif (isinstance(here.type, TensorType) and isinstance(raw[1 - k], Num) and ln == n
           and not self.rebinds(1 - k, n)):
       hint = (f"start {n} as a tensor before the if: {n} = ml.full({here.type.shape}, {raw[1 - k]!r},"

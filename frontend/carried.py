@@ -1,0 +1,183 @@
+"""What a loop or an if carries: register values and numbers, or (nested) tuples and lists of
+them, split into leaves and rebuilt; their types compared, and the words messages use for them
+(frontend/flow.py traces the loops and ifs)."""
+from __future__ import annotations
+
+import re
+
+from . import errors as E
+from . import ir
+from .builder import Call
+from .dtypes import DType
+from .infer import unify
+from .ops import elementwise as ew
+from .ops.base import Num, is_value, kind_of
+from .types import RefType, TensorType, dtype_name
+
+
+def is_carriable(v) -> bool:
+  """A register value, or a Python number (a bool too: a flag set in a runtime if becomes a
+  boolean scalar, as an int becomes an int32 one)."""
+  return (is_value(v) and not isinstance(v.type, RefType)) or isinstance(v, Num)
+
+
+def as_value(tracer, v, loc, note=None):
+  """`v` as a value: a Python number becomes a constant, any error about it reported at `loc`
+  (the assignment that bound it), with `note` (the loop or if that made it a value)."""
+  if is_value(v):
+    return v
+  try:
+    return ew.constant(Call(tracer.b, loc), v)
+  except E.KernelError as e:
+    if note:
+      e.notes = e.notes + (note,)
+    raise
+
+
+def same_type(a: ir.Value, b: ir.Value, loc) -> bool:
+  ta, tb = a.type, b.type
+  if type(ta) is not type(tb) or ta.shape != tb.shape:
+    return False
+  return unify(ta.dtype, tb.dtype, loc, "loop-carried value") is not None
+
+
+def describe(v) -> str:
+  if is_value(v):
+    return str(v.type)
+  if type(v) in (tuple, list):
+    return f"a {type(v).__name__} of {len(v)}"
+  return kind_of(v)
+
+
+def start_kind(v) -> str:
+  """What a name holds when a loop starts, in words: None, a ref, a Python object."""
+  if v is None:
+    return "None"
+  return describe(v)
+
+
+def initial_value(n, v) -> str:
+  """The assignment that starts `n` as the kind of value `v` (a register value or a number)."""
+  if isinstance(v, Num):
+    return f"{n} = {type(v)(0)!r}"
+  t = v.type
+  if isinstance(t, TensorType):
+    return f"{n} = ml.zeros({tuple(t.shape)!r}, jnp.{dtype_name(t.dtype)})"
+  if t.dtype == DType.f32:
+    return f"{n} = 0.0"
+  if t.dtype == DType.i32:
+    return f"{n} = 0"
+  return f"{n} = ml.cast(0, jnp.{dtype_name(t.dtype)})"
+
+
+def structure(v):
+  """(leaves, rebuild) of a value a loop or branch can carry: one register value or number, or
+  a (nested) tuple or list of them; None for anything else."""
+  if is_carriable(v):
+    return [v], lambda ls: ls[0]
+  if type(v) in (tuple, list) and v:
+    parts = [structure(e) for e in v]
+    if any(p is None for p in parts):
+      return None
+    kind = type(v)
+
+    def rebuild(ls):
+      out, i = [], 0
+      for leaves, rb in parts:
+        out.append(rb(ls[i:i + len(leaves)]))
+        i += len(leaves)
+      return kind(out)
+    return [l for leaves, _ in parts for l in leaves], rebuild
+  return None
+
+
+class Carry:
+  """A name a loop carries: one value, or a tuple or list of them (each leaf one loop value)."""
+
+  def __init__(self, name, value):
+    self.name, self.value = name, value
+    self.leaves, self.rebuild = structure(value)
+    self.container = not is_carriable(value)
+    self.leaf_names = [name + p for p in leaf_paths(value)]
+
+
+def leaf_paths(v, prefix="") -> list[str]:
+  """The index path of each leaf of a (nested) tuple or list: ["[0]", "[1][0]", ...]."""
+  if type(v) in (tuple, list) and not is_carriable(v):
+    return [p for i, e in enumerate(v) for p in leaf_paths(e, f"{prefix}[{i}]")]
+  return [prefix]
+
+
+def carries_of(env, names, forced=frozenset()) -> list:
+  """The names a loop carries: bound before it to a register value or number, or to a tuple or
+  list of them holding a register value; a tuple of numbers only when tracing the body showed that
+  it changes (`forced`, see _Attempt): its leaves then become scalars, as a number does."""
+  out = []
+  for n in names:
+    if n not in env or structure(env[n]) is None:
+      continue
+    c = Carry(n, env[n])
+    if c.container and not any(is_value(l) for l in c.leaves) and n not in forced:
+      continue
+    out.append(c)
+  return out
+
+
+def conversion(dtype, raw=None) -> str:
+  """How to make a value of `dtype` from `{}`: a literal for a Python number (`flag = 1`, not
+  True.astype), a comparison for a bool (casts to bool do not exist), else .astype."""
+  d = dtype_name(dtype)
+  if isinstance(raw, (bool, int, float)):
+    v = bool(raw) if d == "bool" else float(raw) if d.startswith(("float", "bfloat")) else int(raw)
+    return repr(v)
+  if d == "bool":
+    return "{} != 0"
+  return "{}.astype(jnp." + d + ")"
+
+
+def rebuilt(name, value, leaf_name, fix) -> str:
+  """`leaf = fix(leaf)` for a plain carry; for a leaf of a carried tuple (`st[1][1]`, whose items
+  cannot be assigned), the tuple rebuilt with that leaf fixed: st = (st[0], (st[1][0], fix))."""
+  path = [int(i) for i in re.findall(r"\[(\d+)\]", leaf_name[len(name):])]
+  if not isinstance(value, (tuple, list)) or not path:
+    return f"{leaf_name} = {fix.format(leaf_name)}"
+
+  def build(expr, v, rest):
+    if not rest:
+      return fix.format(expr)
+    if not isinstance(v, (tuple, list)) or rest[0] >= len(v):
+      raise IndexError
+    items = [build(f"{expr}[{i}]", x, rest[1:]) if i == rest[0] else f"{expr}[{i}]" for i, x in enumerate(v)]
+    body = ", ".join(items) + ("," if len(items) == 1 and isinstance(v, tuple) else "")
+    return f"({body})" if isinstance(v, tuple) else f"[{body}]"
+  try:
+    return f"{name} = {build(name, value, path)}"
+  except IndexError:
+    return f"{leaf_name} = {fix.format(leaf_name)}"
+
+
+def carry_slices(inits, carries, c):
+  """The initial values of carry `c`'s leaves."""
+  i = 0
+  for d in carries:
+    if d is c:
+      return inits[i:i + len(c.leaves)]
+    i += len(d.leaves)
+  return ()
+
+
+def structure_shape(v):
+  """The nesting of a tuple or list (its lengths), leaves left out: a list may become a tuple of
+  the same shape and back (a list literal rebuilt by a comprehension), as in Python."""
+  if type(v) in (tuple, list):
+    return tuple(structure_shape(e) for e in v)
+  return None
+
+
+def static_equal(a, b) -> bool:
+  try:
+    if any(is_value(l) for x in (a, b) for l in (structure(x) or ([x], None))[0]):
+      return False
+    return type(a) is type(b) and bool(a == b)
+  except Exception:
+    return False
