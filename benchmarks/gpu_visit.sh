@@ -16,6 +16,8 @@ step() {
     # The whole GPU suite takes more than 300 s: two halves, each fits a step's default limit.
     gputests_a)  python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_[a-l]*.py ;;
     gputests_b)  python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_[m-z]*.py ;;
+    # gputests_b's last 120 tests (from test_scatter on): when the half is cut by its limit.
+    gputests_b2) python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_scatter.py tests/test_s[o-z]*.py tests/test_[t-z]*.py ;;
     gpu_paged)   python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_paged_attention.py tests/test_ragged.py tests/test_gpu_safety.py tests/test_persistent.py ;;
     elementwise) python3 -u benchmarks/elementwise.py ;;
     elementwise_quick) python3 -u benchmarks/elementwise.py --quick ;;

@@ -322,9 +322,35 @@ def _fused_out(q, k, v, do, lse, delta, **_):
   return _dkv_out(q, k, v, do, lse, delta) + (jax.ShapeDtypeStruct(dq_shape, jnp.float32),)
 
 
+@ml.inline
+def dkv_dq_step(q, do, lse, delta, k_s, v_s, q_s, do_s, lse_s, delta_s, ds_s, dq_s, dq_acc, dk_acc, dv_acc,
+                b, h, i, j, bq, bkv, c, masked, dq_first):
+  """dkv_dq_kernel's step: query block j of head h against the CTA's keys; dK and dV accumulated
+  in registers, this block's share of dQ added into dq_acc in GMEM."""
+  d = q.shape[3]
+  load_query_block(q, do, lse, delta, q_s, do_s, lse_s, delta_s, b, h, j, bq)
+  p, dp = transposed_probabilities(k_s, v_s, q_s, do_s, lse_s, i, j, bq, bkv, c, masked)
+  dv_acc = ml.dot(p.astype(q.dtype), do_s, dv_acc)
+  ds = (p * (dp - delta_s[...][None, :])).astype(q.dtype)
+  if not dq_first:
+    dk_acc = ml.dot(ds, q_s, dk_acc)
+  ds_s[...] = ds
+  dq = ml.dot(k_s.T, ds_s) if d >= 128 else ml.dot(ds_s.T, k_s)
+  if dq_first:
+    dk_acc = ml.dot(ds, q_s, dk_acc)
+  dq_s[...] = dq
+  if d >= 128:
+    ml.copy(dq_s, dq_acc.at[b, h, :, ml.ds(j * bq, bq)], reduce="add")
+  else:
+    ml.copy(dq_s, dq_acc.at[b, ml.ds(j * bq, bq), h, :], reduce="add")
+  if dq_first:
+    dk_acc = dk_acc * 1.0                  # a read: waits for dK's product before the step ends
+  return dk_acc, dv_acc
+
+
 def dkv_dq_kernel(q, k, v, do, lse, delta, dk, dv, dq_acc, *, bq: ml.constexpr, bkv: ml.constexpr,
                   stages: ml.constexpr, causal: ml.constexpr, scale: ml.constexpr, ws: ml.constexpr = False,
-                  dq_first: ml.constexpr = False):
+                  dq_first: ml.constexpr = False, split_mask: ml.constexpr = False):
   """dkv_kernel that also adds this key block's share of dQ (unscaled, float32) into dq_acc
   with a TMA reduction per step: the backward in one pass over the scores (five tensor-core
   products per block pair, not seven).
@@ -336,8 +362,13 @@ def dkv_dq_kernel(q, k, v, do, lse, delta, dk, dv, dq_acc, *, bq: ml.constexpr, 
 
   `dq_first`: issue dQ's product before dK's, store dQ while dK's runs, and wait for dK's at the
   end of the step (a read of its accumulator). Fewer registers live at once: at head_dim 64
-  without the mask ptxas spills 16 bytes a thread rather than 236, and the backward runs at 349
-  rather than 285 TFLOP/s; slower at head_dim 128 and with the mask (benchmarks/attn_bwd_order.py).
+  without the mask ptxas spills 16 bytes a thread rather than 236.
+  `split_mask` (causal): the query blocks on the diagonal, which need the mask, in a loop of
+  their own; the others in a second loop without the mask's code and registers (not with `ws`:
+  a kernel has one warp-specialised loop).
+  Measured on the H200 (benchmarks/attn_bwd_order.py, seventeenth session): both together
+  301 against 276 TFLOP/s (head_dim 64, causal) and 340 against 298 (128, causal); dq_first alone
+  349 against 285 (64, no mask) and slower at 128 without the mask (403 against 443).
   """
   i = ml.program_id(0)
   hk = ml.program_id(1)
@@ -354,6 +385,7 @@ def dkv_dq_kernel(q, k, v, do, lse, delta, dk, dv, dq_acc, *, bq: ml.constexpr, 
   delta_s = ml.smem((bq,))
   ds_s = ml.smem((bkv, bq))
   dq_s = ml.smem((d, bq) if d >= 128 else (bq, d), jnp.float32)     # as dq_transposed(d)
+  bufs = (k_s, v_s, q_s, do_s, lse_s, delta_s, ds_s, dq_s, dq_acc)
   c = scale * LOG2E
   dk_acc = ml.zeros((bkv, d), jnp.float32)
   dv_acc = ml.zeros((bkv, d), jnp.float32)
@@ -361,26 +393,19 @@ def dkv_dq_kernel(q, k, v, do, lse, delta, dk, dv, dq_acc, *, bq: ml.constexpr, 
   if causal:
     first = i * bkv // bq
   count = q.shape[1] // bq - first
-  for t in ml.range(g * count, stages=stages, warp_specialize=ws):
-    h = hk * g + t // count
-    j = first + t % count
-    load_query_block(q, do, lse, delta, q_s, do_s, lse_s, delta_s, b, h, j, bq)
-    p, dp = transposed_probabilities(k_s, v_s, q_s, do_s, lse_s, i, j, bq, bkv, c, causal)
-    dv_acc = ml.dot(p.astype(q.dtype), do_s, dv_acc)
-    ds = (p * (dp - delta_s[...][None, :])).astype(q.dtype)
-    if not dq_first:
-      dk_acc = ml.dot(ds, q_s, dk_acc)
-    ds_s[...] = ds
-    dq = ml.dot(k_s.T, ds_s) if d >= 128 else ml.dot(ds_s.T, k_s)
-    if dq_first:
-      dk_acc = ml.dot(ds, q_s, dk_acc)
-    dq_s[...] = dq
-    if d >= 128:
-      ml.copy(dq_s, dq_acc.at[b, h, :, ml.ds(j * bq, bq)], reduce="add")
-    else:
-      ml.copy(dq_s, dq_acc.at[b, ml.ds(j * bq, bq), h, :], reduce="add")
-    if dq_first:
-      dk_acc = dk_acc * 1.0                  # a read: waits for dK's product before the step ends
+  if causal and split_mask:
+    diag = ml.minimum(((i + 1) * bkv + bq - 1) // bq - first, count)     # blocks the diagonal crosses
+    for t in ml.range(g * diag, stages=stages, warp_specialize=ws):
+      dk_acc, dv_acc = dkv_dq_step(q, do, lse, delta, *bufs, dk_acc, dv_acc, b, hk * g + t // diag, i,
+                                   first + t % diag, bq, bkv, c, True, dq_first)
+    rest = count - diag
+    for t in ml.range(g * rest, stages=stages, warp_specialize=ws):
+      dk_acc, dv_acc = dkv_dq_step(q, do, lse, delta, *bufs, dk_acc, dv_acc, b, hk * g + t // rest, i,
+                                   first + diag + t % rest, bq, bkv, c, False, dq_first)
+  else:
+    for t in ml.range(g * count, stages=stages, warp_specialize=ws):
+      dk_acc, dv_acc = dkv_dq_step(q, do, lse, delta, *bufs, dk_acc, dv_acc, b, hk * g + t // count, i,
+                                   first + t % count, bq, bkv, c, causal, dq_first)
   store_dkv(dk_acc, dv_acc, dk, dv, b, i, hk, bkv, d, scale)
 
 
@@ -407,6 +432,8 @@ class Config:
   bwd_ws: bool = False       # the backward kernels too (Q/dO loads; kernels of one stage: off). Slower on
                              # the H200: 294 against 444 TFLOP/s at head_dim 128 (docs/benchmarks.md)
   bwd_dq_first: bool = False  # the fused backward issues dQ's product before dK's (dkv_dq_kernel's dq_first)
+  bwd_split_mask: bool = False  # causal: the fused backward's diagonal blocks in a loop of their own
+                                # (not with bwd_ws: a kernel has one warp-specialised loop)
   pingpong: bool = False     # with ws: the forward's two warpgroups take turns on the tensor cores (FA3)
   lpt: bool = False          # the forward's query tiles the grid's slowest axis (causal: longest first overall)
   dkv_bq: int = 64
@@ -427,15 +454,17 @@ def default_config(head_dim: int, causal: bool = False) -> Config:
   first (383 against 373 TFLOP/s); at head_dim 128 that order loses K and V's reuse in L2 (558
   against 601). The backward kernels are not warp-specialised (`bwd_ws`): with a producer warpgroup
   their registers spill and they run at 135 / 294 TFLOP/s against 284 / 444 without (head_dim 64 /
-  128, fifteenth session). At head_dim 64 without the mask the fused backward issues dQ's product
-  first (`bwd_dq_first`: 349 against 285 TFLOP/s, sixteenth session; slower elsewhere)."""
+  128, fifteenth session). The fused backward issues dQ's product first (`bwd_dq_first`) except at
+  head_dim 128 without the mask, and with the mask runs the diagonal blocks in a loop of their own
+  (`bwd_split_mask`): 349 / 301 / 340 TFLOP/s against 285 / 276 / 298 (64 full / 64 causal / 128
+  causal; at 128 full dq_first loses, 403 against 443; sixteenth and seventeenth sessions)."""
   if head_dim <= 64:
     return Config(bq=128 if causal else 192, bkv=128, stages=4 if causal else 3, overlap=False, ws=True,
-                  lpt=True, bwd_dq_first=not causal, dkv_bq=128, dkv_bkv=128, dkv_stages=2, dq_bkv=128,
-                  dq_stages=3)
+                  lpt=True, bwd_dq_first=True, bwd_split_mask=causal, dkv_bq=128, dkv_bkv=128, dkv_stages=2,
+                  dq_bkv=128, dq_stages=3)
   if head_dim <= 128:
-    return Config(bq=128, bkv=128, stages=3, overlap=False, ws=True, dkv_bq=64, dkv_bkv=128,
-                  dkv_stages=2, dq_bkv=64, dq_stages=3)
+    return Config(bq=128, bkv=128, stages=3, overlap=False, ws=True, bwd_dq_first=causal,
+                  bwd_split_mask=causal, dkv_bq=64, dkv_bkv=128, dkv_stages=2, dq_bkv=64, dq_stages=3)
   return Config(bq=128, bkv=64, stages=2, fused_bwd=False, dkv_bq=64, dkv_bkv=128, dkv_stages=1, dq_bkv=64,
                 dq_stages=1)
 
@@ -501,7 +530,7 @@ def _attention_bwd(causal, scale, config, interpret, res, cotangents):
   if config.fused_bwd:
     dk, dv, dq_acc = attention_bwd(q, k, v, do, lse, delta, bq=config.dkv_bq, bkv=config.dkv_bkv,
                                    stages=config.dkv_stages, ws=ws(config.dkv_stages), dq_first=config.bwd_dq_first,
-                                   **kw)
+                                   split_mask=config.bwd_split_mask and not ws(config.dkv_stages), **kw)
     dq = dq_acc.transpose(0, 3, 1, 2) if dq_transposed(q.shape[-1]) else dq_acc
     return (dq * scale).astype(q.dtype), dk, dv
   dk, dv = attention_dkv(q, k, v, do, lse, delta, bq=config.dkv_bq, bkv=config.dkv_bkv, stages=config.dkv_stages,

@@ -83,6 +83,15 @@ GRADS = [
     ("f16_causal_two_kernels_warp_specialized", (1, 256, 1, 64), 1, jnp.float16, True,
      dataclasses.replace(TWO_KERNELS, ws=True, bwd_ws=True)),
     ("f16_full_three_warpgroups_forward", (1, 256, 2, 64), 1, jnp.float16, False, ex.default_config(64)),
+    # the fused backward's dq_first order with the diagonal blocks in a loop of their own (split_mask):
+    # key blocks with blocks after the diagonal and without (the second loop runs no step)
+    ("f16_d64_causal_gqa_dq_first_split_mask", (1, 256, 2, 64), 1, jnp.float16, True, ex.default_config(64, True)),
+    ("bf16_d128_causal_gqa_dq_first_split_mask", (1, 256, 2, 128), 1, jnp.bfloat16, True,
+     ex.default_config(128, True)),
+    ("f16_d128_causal_split_mask_plain_order", (1, 256, 1, 128), 1, jnp.float16, True,
+     dataclasses.replace(ex.default_config(128, True), bwd_dq_first=False)),
+    ("f16_d64_causal_default_tiles_warp_specialized_one_loop", (1, 256, 2, 64), 1, jnp.float16, True,
+     dataclasses.replace(ex.default_config(64, True), bwd_ws=True)),
 ]
 
 
