@@ -1,7 +1,7 @@
 """How much SMEM a kernel may plan: run kernels whose SMEM plan is up to 4 KiB under the 227 KiB
 a CTA may opt in to, and exactly at it (the driver's maximum; Mosaic GPU's module also holds a
-byte of static SMEM). The compiler's own limit (frontend/hw.py: 226 KiB since a kernel planned at
-227 KiB failed to launch, sixteenth session) is raised to 227 KiB here to try the sizes between.
+byte of static SMEM). The compiler's own limit (frontend/hw.py: 227 KiB less 16 bytes, the boundary this script
+found on the H200 in the seventeenth session) is raised to 227 KiB here to try the sizes between.
 Prints, per planned size, whether the kernel ran and gave the right numbers.
 
     python benchmarks/probe_smem_limit.py

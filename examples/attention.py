@@ -445,7 +445,7 @@ class Config:
 
 
 def default_config(head_dim: int, causal: bool = False) -> Config:
-  """Tiles that fit the 226 KiB of SMEM and the registers of the warpgroups. The forward is
+  """Tiles that fit the SMEM (227 KiB less 16 bytes) and the registers of the warpgroups. The forward is
   warp-specialised in the plain order: the fastest forward at head_dim 64 and 128 on the H200
   (benchmarks/attention.py --quick, docs/benchmarks.md); at head_dim 64 without a mask, on
   three warpgroups of 64 query rows each (437-443 against 410 TFLOP/s on two; with the mask

@@ -12,7 +12,7 @@ wait is deferred until its buffer comes round again). Tile counts need not divid
 evenly among the CTAs.
 
 SMEM per CTA is `stages * (bytes of the loaded tiles + bytes of the stored tiles)`;
-it must stay under 226 KiB (about 113 KiB for two CTAs per SM). `specialize=True` has
+it must stay under 227 KiB (about 113 KiB for two CTAs per SM). `specialize=True` has
 a producer warpgroup issue the loads instead (warp specialisation).
 """
 import jax

@@ -104,7 +104,7 @@ InputWriteError = _error("InputWriteError", "MG303", "A write into a kernel inpu
 
 # TMA and SMEM limits.
 TmaLimitError = _error("TmaLimitError", "MG401", "A copy the TMA engine cannot do (box, rank, 16-byte rules).")
-SmemCapacityError = _error("SmemCapacityError", "MG402", "SMEM buffers larger than the 226 KiB a kernel may use.")
+SmemCapacityError = _error("SmemCapacityError", "MG402", "SMEM buffers larger than the 227 KiB (less 16 bytes) a kernel may use.")
 RegisterCapacityError = _error("RegisterCapacityError", "MG403",
                                "A register value far larger than a thread's registers can hold.")
 

@@ -18,12 +18,13 @@ NUM_SMS = 132                 # streaming multiprocessors of an H100/H200 SXM (g
 
 # ---------------------------------------------------------------- shared memory and barriers
 # Bytes of SMEM a kernel's buffers (and barriers) may use: the 227 KiB a CTA may opt in to
-# (cudaFuncAttributeMaxDynamicSharedMemorySize on sm_90), less 1 KiB. Mosaic GPU's module also
-# holds static SMEM (ptxas: "1 bytes smem"), and static plus dynamic must fit the 227 KiB: a
-# kernel whose buffers took exactly 227 KiB failed to launch on the H200 ("INTERNAL: invalid
-# argument", sixteenth session, benchmarks/attn_bwd_order.py); buffers start 1024-aligned.
-SMEM_LIMIT = 227 * 1024 - 1024
-SMEM_KIB = SMEM_LIMIT // 1024
+# (cudaFuncAttributeMaxDynamicSharedMemorySize on sm_90), less 16 bytes. Mosaic GPU's module also
+# holds static SMEM (ptxas: "1 bytes smem"), and static plus dynamic must fit the 227 KiB:
+# benchmarks/probe_smem_limit.py on the H200 (seventeenth session) ran and checked kernels planned
+# at every size up to 232432 bytes; one planned at exactly 227 KiB (232448) failed to launch with
+# "INTERNAL: invalid argument". Buffers start 1024-aligned.
+SMEM_LIMIT = 227 * 1024 - 16
+SMEM_WORDS = "227 KiB less 16 bytes"
 SMEM_BUFFER_ALIGN = 1024      # buffers start here: what 128-byte swizzled TMA and WGMMA need
 MBARRIER_BYTES = 8
 MAX_BARRIERS_PER_GROUP = 32   # mbarriers in one Mosaic GPU barrier group (utils.py)

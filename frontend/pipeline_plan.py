@@ -444,7 +444,7 @@ def check_fits(kernel, bufs, S, sites, loc, ws: bool = False, loop=None):
   per_stage = ", ".join(f"{b.name or '?'} {b.type.nbytes // 1024} KiB" for b in bufs)
   raise E.SmemCapacityError(
       f"with stages={S} this loop's buffers need {need} bytes ({per_stage} per stage, {S} copies each),"
-      f" more than the {hw.SMEM_LIMIT} bytes ({hw.SMEM_KIB} KiB) a kernel's buffers can use", loc,
+      f" more than the {hw.SMEM_LIMIT} bytes ({hw.SMEM_WORDS}) a kernel's buffers can use", loc,
       hint=(f"use {unpipelined(ws) if fits[0] == 1 else f'stages={fits[0]}'}"
             f" ({loop_bytes(bufs, fits[0], sites, kernel.num_load_slots) + other} bytes with the kernel's"
             f" other buffers)"

@@ -1,4 +1,4 @@
-"""Where each SMEM buffer lives, and the 226 KiB budget (hw.SMEM_LIMIT says why not 227).
+"""Where each SMEM buffer lives, and the budget of 227 KiB less 16 bytes (hw.SMEM_LIMIT says why).
 
 The layout is fixed here (the lowering follows it) so the budget check sees
 every byte the kernel will use: one 8-byte mbarrier per TMA load site first,
@@ -142,7 +142,7 @@ def plan_smem(kernel, defs=None) -> SmemPlan:
     hint, notes = _fewer_stages_hint(kernel, life, barrier_bytes)
     raise E.SmemCapacityError(
         f"the kernel's SMEM needs {total} bytes ({sizes}, plus barriers and alignment), more than the"
-        f" {SMEM_LIMIT} bytes ({hw.SMEM_KIB} KiB) a kernel's buffers can use", _alloc_loc(kernel, biggest),
+        f" {SMEM_LIMIT} bytes ({hw.SMEM_WORDS}) a kernel's buffers can use", _alloc_loc(kernel, biggest),
         hint=hint, notes=notes)
   group = {b: b for b, *_ in placed}
   find = lambda x: x if group[x] == x else find(group[x])
