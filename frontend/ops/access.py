@@ -277,19 +277,33 @@ def store_(cx, ref, value, mask=None):
   _ref_arg(cx, ref, "ml.store")
   mask = _mask_arg(cx, ref, mask, "ml.store")
   if one_element(ref.type.shape) and ref.type.space != Space.SMEM:
-    # one element (Triton's BLOCK=1): a masked store of it has no register layout; a scalar store
-    # under a run-time if says the same
-    root = (ref.name or "out").split(".at[")[0]
-    index = ", ".join("i" for _ in ref.type.shape)
-    raise E.KernelTypeError(
-        f"a masked store of one element ({ref.name or 'this window'} has shape {ref.type.shape}) is not"
-        f" supported", cx.loc,
-        hint=f"store the scalar under a run-time if on the mask's condition: if i < n: {root}[{index}] = s"
-             f" (s a scalar: v[0] of a one-element tensor v)")
+    return _masked_element_store(cx, ref, value, mask)
   if ref.type.space == Space.SMEM:      # always in bounds: merge in registers
     return store(cx, ref, ew.where_(cx, mask, value, load(cx, ref, ref.name, merge=True)))
   view_value = _stored_tensor(cx, ref, value)
   cx.b.emit(MaskedStore, ref, view_value, mask, loc=cx.loc)
+
+
+def _masked_element_store(cx, ref, value, mask):
+  """A masked store of one element (Triton's BLOCK=1: `out.at[i:i + 1].store(v, mask=i < n)`): a
+  one-element tensor has no register layout of its own, so the store is its scalar's, under a
+  run-time if on the mask's scalar (as `if i < n: out[i] = s`)."""
+  from .control import If, Yield
+  cond = ew.one_element_scalar(cx, mask)
+  if cond is None:
+    root = (ref.name or "out").split(".at[")[0]
+    index = ", ".join("i" for _ in ref.type.shape)
+    raise E.KernelTypeError(
+        f"the mask of this one-element store ({ref.name or 'this window'} has shape {ref.type.shape}) is not"
+        f" a condition on scalars", cx.loc,
+        hint=f"store the scalar under a run-time if on the mask's condition: if i < n: {root}[{index}] = s")
+  then_blk, else_blk = ir.Block(), ir.Block()
+  with cx.b.region(then_blk):
+    store(cx, ref, value)
+    cx.b.emit(Yield, (), loc=cx.loc)
+  with cx.b.region(else_blk):
+    cx.b.emit(Yield, (), loc=cx.loc)
+  cx.b.emit(If, cond, then_blk, else_blk, loc=cx.loc, types=[], names=[])
 
 
 def _stored_tensor(cx, ref, value):
