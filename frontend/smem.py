@@ -130,13 +130,16 @@ def plan_smem(kernel, defs=None) -> SmemPlan:
   barrier_bytes = barrier_count(kernel) * MBARRIER_BYTES
   life = lifetimes(kernel, defs or {})
   placed, total = _place(kernel.smem, life, barrier_bytes, lambda b: b.type.nbytes)
+  if total > SMEM_LIMIT:         # largest first may pad a buffer the kernel's own order would not
+    placed, total = min((placed, total), _place(kernel.smem, life, barrier_bytes, lambda b: b.type.nbytes,
+                                                 in_order=True), key=lambda p: p[1])
   shared, stride, region = False, 0, 0
   if total > SMEM_LIMIT and len(kernel.scratch_ids) > 1:
     placed, total, stride, region = _place_sharing_scratch(kernel, life, barrier_bytes)
     shared = True
   offsets = {bid: off for bid, off, _, _ in placed}
   if total > SMEM_LIMIT:
-    kib = lambda n: f"{n // 1024} KiB" if n >= 1024 else f"{n} bytes"
+    kib = lambda n: f"{n // 1024} KiB" if n >= 1024 and n % 1024 == 0 else f"{n} bytes"
     sizes = ", ".join(f"{b.name or '?'} {kib(b.type.nbytes)}" for b in kernel.smem)
     biggest = max(kernel.smem, key=lambda b: b.type.nbytes)
     hint, notes = _fewer_stages_hint(kernel, life, barrier_bytes)
@@ -174,12 +177,12 @@ def _place_sharing_scratch(kernel, life, barrier_bytes):
   return placed, total, stride, region
 
 
-def _place(bufs, life, barrier_bytes, nbytes):
-  """[(buffer id, offset, end, lifetime)] of `bufs` (largest first, each at the lowest offset
-  free of the buffers live with it), and the bytes they span."""
+def _place(bufs, life, barrier_bytes, nbytes, in_order=False):
+  """[(buffer id, offset, end, lifetime)] of `bufs` (largest first, or `in_order` as allocated,
+  each at the lowest offset free of the buffers live with it), and the bytes they span."""
   placed: list[tuple[int, int, int, tuple]] = []
   base = _align(barrier_bytes, BUFFER_ALIGN)
-  for buf in sorted(bufs, key=lambda b: -nbytes(b)):
+  for buf in (bufs if in_order else sorted(bufs, key=lambda b: -nbytes(b))):
     lt = life.get(buf.id, (0, 0))
     live = sorted((o, e) for _, o, e, l in placed if l[0] <= lt[1] and lt[0] <= l[1])
     off = base

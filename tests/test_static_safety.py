@@ -390,7 +390,7 @@ def smem_exact(x, out, *, n: ml.constexpr):
 def test_smem_capacity_is_227_kib_less_16_bytes():
   builds(smem_exact, S((128,), F32), n=LIMIT // 4)
   expect(smem_exact, [S((128,), F32)], mg.SmemCapacityError, "ml.smem((n,), jnp.float32)",
-         f"the kernel's SMEM needs {LIMIT + 4} bytes (big 226 KiB, plus barriers and alignment),"
+         f"the kernel's SMEM needs {LIMIT + 4} bytes (big {LIMIT + 4} bytes, plus barriers and alignment),"
          f" more than the {LIMIT} bytes (227 KiB less 16 bytes) a kernel's buffers can use", n=LIMIT // 4 + 1)
 
 
@@ -405,7 +405,7 @@ def test_smem_capacity_counts_barriers_and_1024_byte_alignment():
   # One TMA load site: an 8-byte barrier, then the buffer at the next 1024-byte boundary.
   builds(smem_with_barrier, S((128,), F32), n=(LIMIT - 1024) // 4)
   expect(smem_with_barrier, [S((128,), F32)], mg.SmemCapacityError, "ml.smem((n,), jnp.float32)",
-         f"the kernel's SMEM needs {LIMIT + 4} bytes (big 225 KiB, plus barriers and alignment),"
+         f"the kernel's SMEM needs {LIMIT + 4} bytes (big {LIMIT + 4 - 1024} bytes, plus barriers and alignment),"
          f" more than the {LIMIT} bytes (227 KiB less 16 bytes) a kernel's buffers can use", n=(LIMIT - 1024) // 4 + 1)
 
 
