@@ -2,6 +2,7 @@
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
@@ -43,3 +44,55 @@ def test_two_buffers_that_fill_the_smem_exactly_in_their_own_order_fit():
          f"the kernel's SMEM needs {hw.SMEM_LIMIT + 12} bytes (a 102396 bytes, b 127 KiB, plus barriers"
          f" and alignment), more than the {hw.SMEM_LIMIT} bytes (227 KiB less 16 bytes) a kernel's buffers can use",
          first=102396, second=second + 16)
+
+
+# ---------------------------------------------------------------- float8 scalars
+@mg.mgpu_kernel(out_shape=lambda x: jax.ShapeDtypeStruct((256,), F32), grid=(256,))
+def f8_element_to_f32(x, out):
+  i = ml.program_id(0)
+  out.at[ml.ds(i, 1)][...] = x.at[ml.ds(i, 1)][...].astype(jnp.float32)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, y: jax.ShapeDtypeStruct(y.shape, jnp.bfloat16))
+def f8_scale(x, y, out):
+  scale = x.at[0:1, 0:1][...].astype(jnp.bfloat16)      # a per-tensor scale stored as float8
+  out[...] = y[...] * scale
+
+
+@mg.mgpu_kernel(out_shape=lambda x: jax.ShapeDtypeStruct((1, 1), x.dtype))
+def f8_scalar_max(x, out):
+  out[...] = ml.maximum(x.at[0:1, 0:1][...], x.at[1:2, 0:1][...])
+
+
+@pytest.mark.parametrize("dt", [jnp.float8_e4m3fn, jnp.float8_e5m2], ids=["e4m3fn", "e5m2"])
+def test_float8_scalars_convert_to_wider_types_exactly(dt):
+  """A one-element float8 window cast to float32 was MG106 (no scalar float8 conversion on the GPU):
+  it converts from its bits, every one of the 256 patterns as jnp (NaN as NaN, -0.0, subnormals)."""
+  x = jax.lax.bitcast_convert_type(jnp.arange(256, dtype=jnp.uint8), dt)
+  got = np.asarray(f8_element_to_f32(x, interpret=True))
+  want = np.asarray(x.astype(F32))
+  assert np.array_equal(np.isnan(got), np.isnan(want))
+  ok = ~np.isnan(want)
+  np.testing.assert_array_equal(got[ok].view(np.uint32), want[ok].view(np.uint32))
+  assert "mosaic_gpu" in _export(f8_element_to_f32, S((256,), dt))
+  xs, y = jnp.full((2, 2), -1.5, dt), jnp.arange(16 * 128, dtype=F32).reshape(16, 128).astype(jnp.bfloat16)
+  np.testing.assert_array_equal(np.asarray(f8_scale(xs, y, interpret=True)), np.asarray(y * jnp.bfloat16(-1.5)))
+  assert "mosaic_gpu" in _export(f8_scale, S((2, 2), dt), S(y.shape, y.dtype))
+
+
+def test_arithmetic_on_float8_scalars_says_to_convert_them_first():
+  """The hint said to pass the scalar as a (1,) array, which is the same one-element tensor again."""
+  expect(f8_scalar_max, [S((2, 2), jnp.float8_e5m2)], mg.UnsupportedDtypeError, "ml.maximum(",
+         "ml.maximum with the float8_e5m2 scalar x.at[0:1, 0:1][...]: an 8-bit float scalar has no arithmetic on"
+         " the GPU (it converts to wider types, not back)",
+         hint="compute in float32: (x.at[0:1, 0:1][...]).astype(jnp.float32), or meet it with a tensor operand"
+              " (it is then broadcast)")
+
+
+@pytest.mark.gpu
+def test_gpu_float8_scalars_convert_exactly():
+  for dt in (jnp.float8_e4m3fn, jnp.float8_e5m2):
+    x = jax.lax.bitcast_convert_type(jnp.arange(256, dtype=jnp.uint8), dt)
+    got, want = np.asarray(f8_element_to_f32(x)), np.asarray(x.astype(F32))
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_array_equal(got[~np.isnan(want)].view(np.uint32), want[~np.isnan(want)].view(np.uint32))
