@@ -96,3 +96,38 @@ def test_gpu_float8_scalars_convert_exactly():
     got, want = np.asarray(f8_element_to_f32(x)), np.asarray(x.astype(F32))
     assert np.array_equal(np.isnan(got), np.isnan(want))
     np.testing.assert_array_equal(got[~np.isnan(want)].view(np.uint32), want[~np.isnan(want)].view(np.uint32))
+
+
+# ---------------------------------------------------------------- atomics of one element
+@mg.mgpu_kernel(out_shape=lambda t: jax.ShapeDtypeStruct((8,), F32), grid=(32,))
+def atomic_keepdims(t, out, *, window: ml.constexpr):
+  i = ml.program_id(0)
+  v = ml.sum(t.at[i][...], keepdims=True)          # (1,): the row's sum, stretched
+  if window:
+    ml.atomic_add(out.at[ml.ds(i % 8, 1)], v)
+  else:
+    ml.atomic_add(out.at[i % 8], v)
+
+
+@mg.mgpu_kernel(out_shape=lambda t: jax.ShapeDtypeStruct((8,), F32), grid=(32,))
+def scatter_one(t, out):
+  i = ml.program_id(0)
+  ml.atomic_add(out.at[i % 8 + ml.arange(1)], ml.sum(t.at[i][...], keepdims=True))
+
+
+@pytest.mark.parametrize("window", [True, False], ids=["window", "element"])
+def test_atomics_of_a_keepdims_sum_into_one_element_add_its_scalar(window):
+  """A (1,) keepdims sum added into a (1,) window was MG204 (a (1,) tensor has no register layout),
+  and into an element MG202 "reduce it first" (it was reduced)."""
+  t = jax.random.normal(jax.random.key(0), (32, 128), F32)
+  got = atomic_keepdims(t, window=window, interpret=True)
+  np.testing.assert_allclose(np.asarray(got), np.asarray(t.sum(1).reshape(4, 8).sum(0)), rtol=1e-5, atol=1e-4)
+  assert "mosaic_gpu" in _export(lambda t: atomic_keepdims(t, window=window), S((32, 128), F32))
+
+
+def test_a_scatter_through_one_index_says_to_update_the_element():
+  expect(scatter_one, [S((32, 128), F32)], mg.KernelTypeError, "ml.atomic_add(",
+         "ml.atomic_add through one index (out indexed to shape (1,)) updates a single element: a scatter updates"
+         " a tensor of them",
+         hint="update the element with a scalar index and value: ml.atomic_add(out.at[i], s), under `if 0 <= i < n:`"
+              " where i may fall outside (s a scalar: ml.sum(x), or v[0] of a one-element v)")

@@ -97,6 +97,9 @@ def _atomic(cx, kind: AtomicKind, ref, value):
         f"{what} of {value.name or 'a value'} ({dtype_name(value.type.dtype)}) into {ref.name or 'a ref'}"
         f" ({dtype_name(t.dtype)}): dtypes differ", cx.loc,
         hint=f"convert explicitly: ({cx.named(value, 'value')}).astype(jnp.{dtype_name(t.dtype)})")
+  if math.prod(t.shape) == 1 and is_tensor(value) and math.prod(value.type.shape) == 1:
+    from .elementwise import one_element_scalar        # a keepdims full reduction: its scalar
+    value = one_element_scalar(cx, value) or value
   if t.shape and math.prod(t.shape) == 1 and t.space == Space.GMEM and (isinstance(value, Num) or is_scalar(value)):
     from .memory import view                      # out of shape (1,) updated with a scalar: its element
     ref = view(cx, ref, (0,) * len(t.shape), f"{ref.name or 'out'}[0]")

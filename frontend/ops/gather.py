@@ -283,6 +283,12 @@ def scatter(cx, kind: AtomicKind, iref: IndexedRef, value):
   ref = iref.ref
   check_target(cx, cx.b, ref, what)
   p = _plan(cx, ref, iref.index, "scatter")
+  if math.prod(p.out_shape) == 1:        # ml.arange(1) positions: one element has no register layout
+    raise E.KernelTypeError(
+        f"{what} through one index ({ref.name or 'the ref'} indexed to shape {p.out_shape}) updates a single"
+        f" element: a scatter updates a tensor of them", cx.loc,
+        hint=f"update the element with a scalar index and value: {what}({ref.name or 'out'}.at[i], s), under"
+             f" `if 0 <= i < n:` where i may fall outside (s a scalar: ml.sum(x), or v[0] of a one-element v)")
   d = resolve(ref.type.dtype)
   check_dtype(cx, kind, d, hw.ATOMIC_ELEMENT, what, "through a tensor of indices (one element at a time)")
   if isinstance(value, Num) or is_scalar(value):
