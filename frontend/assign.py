@@ -7,7 +7,7 @@ import ast
 from . import errors as E
 from .ops import gather, memory
 from .ops.base import is_value, kind_of
-from .env import Unbound
+from .env import Unbound, assigned_names, read_after
 from .types import RefType, TensorType
 
 
@@ -18,6 +18,16 @@ def holds_value(x) -> bool:
   """A runtime value, or a tuple, list or dict holding one (sum((a, b)) must not reach Python's sum)."""
   return (is_value(x) or (isinstance(x, (tuple, list)) and any(holds_value(y) for y in x))
           or isinstance(x, dict) and any(holds_value(y) for y in x.values()))
+
+
+def _holds(x, obj, depth=0) -> bool:
+  """Whether `x` is `obj`, or a tuple, list or dict holding it."""
+  if x is obj:
+    return True
+  if depth > 8:
+    return False
+  items = x.values() if isinstance(x, dict) else x if isinstance(x, (tuple, list)) else ()
+  return any(_holds(y, obj, depth + 1) for y in items)
 
 
 def is_whole(index) -> bool:
@@ -75,6 +85,7 @@ class Assignments:
     op = type(node.op)
     if isinstance(node.target, ast.Name):
       cur = self.lookup(node.target.id, node.target)
+      self._not_in_place(node, cur)
       self.env[node.target.id] = self.binop(op, cur, self.eval(node.value), node, self.text(node.target))
       self.where[node.target.id] = self.loc(node)
     elif isinstance(node.target, ast.Subscript):
@@ -102,6 +113,45 @@ class Assignments:
       memory.store(self.cx(node), view, self.binop(op, cur, self.eval(node.value), node))
     else:
       self.unsupported(node, "this augmented assignment target")
+
+  def _not_in_place(self, node, cur):
+    """`d |= {...}`, `taps += [v]`: Python changes the dict or list in place, where a kernel binds
+    the name to a new one (its containers are values). A dict's |= is refused, as d.update is; a
+    list's += is refused where another name, still read, holds the same list (it would not change)."""
+    name, op = node.target.id, {ast.BitOr: "|", ast.Add: "+", ast.Mult: "*"}.get(type(node.op))
+    value = self.text(node.value)
+    if isinstance(cur, dict) and op == "|":
+      value = value if len(value) <= 40 else "{'k': v}"
+      raise E.KernelTypeError(
+          f"{name} |= ...: dicts in a kernel are fixed once built (values while tracing, as tuples are: a change"
+          f" in place would happen once, while tracing, whatever run-time if or loop it is in), so |= cannot"
+          f" change {name}", self.loc(node),
+          hint=f"build a new one: {name} = {name} | {value}, or {name} = {{**{name}, 'k': v}}")
+    if not isinstance(cur, list) or op not in ("+", "*"):
+      return
+    tracer, skip, stmt = self, {name}, node
+    while tracer is not None:
+      for other, v in tracer.env.items():
+        if other in skip or not other.isidentifier() or not _holds(v, cur) \
+            or not read_after(tracer.body, other, stmt):
+          continue
+        at = tracer.where.get(other)
+        caller = "" if tracer is self else " in the caller"
+        bound = f", bound at line {at.lineno}{caller}" if at is not None else caller
+        copy = f"{other} = list({name})" if v is cur and not caller else f"list({name}) where {other} gets it"
+        short = value if len(value) <= 40 else "[v]"
+        raise E.KernelTypeError(
+            f"{name} {op}= ... changes the list {name} in place in Python, and {other} holds that same list"
+            f"{bound}; in a kernel lists are values, fixed once built: {name} {op}= ... makes a new list, so"
+            f" {other} would keep the old items", self.loc(node),
+            hint=f"write {name} = {name} {op} {short} (a new list, as in Python: {other} stays as it was), or"
+                 f" give {other} a copy: {copy}")
+      parent = tracer.parent
+      stmt = getattr(parent, "stmt", None)
+      if parent is None or stmt is None:
+        return
+      skip = set(assigned_names([stmt])) if isinstance(stmt, ast.Assign) else set()   # taps = add(taps, v)
+      tracer = parent
 
   def assign(self, target, value, value_node):
     if isinstance(target, ast.Name):

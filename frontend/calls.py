@@ -30,6 +30,21 @@ PY_BUILTINS.update({n: e for n, e in vars(builtins).items() if isinstance(e, typ
 _DEBUG = {"print": object(), "breakpoint": object()}
 
 
+_ITERATE_FIRST = (builtins.sorted, builtins.list, builtins.tuple, builtins.reversed, builtins.enumerate,
+                  builtins.any, builtins.all, builtins.sum)
+
+
+def _dict_keys(fn, args):
+  """The arguments of a builtin that iterates them, with each dict it iterates as its keys (static
+  while tracing, whatever its values: sorted(d) of a dict of register values is its sorted keys)."""
+  keys = lambda a: tuple(a) if isinstance(a, dict) else a
+  if fn is builtins.zip or fn in (builtins.min, builtins.max) and len(args) == 1:
+    return [keys(a) for a in args]
+  if fn in _ITERATE_FIRST and args:
+    return [keys(args[0]), *args[1:]]
+  return args
+
+
 def _is_array_library(fn) -> bool:
   """jnp.exp, np.exp, math.exp, ...: functions whose ml.* counterpart a user likely wants."""
   mod = getattr(fn, "__module__", None) or ""
@@ -172,6 +187,7 @@ class Calls:
         raise E.KernelTypeError(f"{fn.__name__}() of {kind_of(x)}", cx.loc,
                                 hint=f"read it into registers first: {fn.__name__}({self.text(node.args[0])}[...])")
       return ew.astype(cx, x, DType.i32 if fn is builtins.int else DType.f32)
+    args = _dict_keys(fn, args)           # sorted(d), list(d), zip(d, ws): its static keys, as in Python
     if fn in (builtins.len, builtins.tuple, builtins.list, builtins.enumerate, builtins.reversed) \
         and len(args) == 1 and not kwargs:
       x = args[0]              # the structure of a Python list or tuple of register values is static

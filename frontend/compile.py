@@ -166,6 +166,7 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, bloc
     _bind_scalar_param(pk, tr, em, name, n_in)
   try:
     tr.local_names = local_names(pk.tree.body)
+    tr.body = pk.tree.body
     tr.run_body(pk.tree.body)
   except E.InternalError as e:
     E.raise_all(tr.errors + [e])

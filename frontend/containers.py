@@ -33,10 +33,10 @@ class Containers:
 
   def spread_sequence(self, n: ast.Starred, hint: str) -> tuple:
     """The elements `*seq` spreads: a static tuple, list or range (or zip, enumerate, reversed of
-    them); anything else is a KernelTypeError with `hint`."""
+    them), a dict's keys; anything else is a KernelTypeError with `hint`."""
     seq = self.eval(n.value)
-    if hasattr(seq, "__next__") and not is_value(seq):     # zip, enumerate, reversed of static values
-      seq = tuple(seq)
+    if hasattr(seq, "__next__") and not is_value(seq) or isinstance(seq, dict):   # zip, enumerate,
+      seq = tuple(seq)                  # reversed of static values; a dict's keys, as in Python's [*d]
     if is_value(seq) or not isinstance(seq, (tuple, list, range)):
       raise E.KernelTypeError(f"*{self.text(n.value)} spreads a tuple or list, not {kind_of(seq)}", self.loc(n),
                               hint=hint)

@@ -67,3 +67,17 @@ def assigned_names(stmts) -> list[str]:
   for s in stmts:
     visit(s)
   return out
+
+
+def read_after(stmts, name: str, stmt) -> bool:
+  """Whether a function body `stmts` reads `name` after `stmt`: further on in its text, or
+  anywhere in a loop around `stmt` (the next trip reads it)."""
+  end = (stmt.end_lineno, stmt.end_col_offset)
+  loops = [n for s in stmts for n in ast.walk(s)
+           if isinstance(n, (ast.For, ast.While)) and n.lineno <= stmt.lineno <= n.end_lineno]
+  for s in stmts:
+    for n in ast.walk(s):
+      if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) and (
+          (n.lineno, n.col_offset) >= end or any(l.lineno <= n.lineno <= l.end_lineno for l in loops)):
+        return True
+  return False

@@ -339,10 +339,12 @@ def _trace_while_once(tracer, node, loc, assigned, forced):
           f" a runtime condition", tracer.loc(node.test),
           hint="loop a static number of times with for ... in range(n) (or ml.static_range); compare"
                " runtime values in the condition (while i < n with n read from memory)")
+    cond = tracer.one_element_condition(node.test, cond)
     if not isinstance(cond.type, ScalarType) or cond.type.dtype != DType.bool_:
       raise E.KernelTypeError(
           f"a while condition must be a boolean scalar, got {value_words(cond)}", tracer.loc(node.test),
           hint=f"compare it: while {tracer.nonzero(node.test)}:" if isinstance(cond.type, ScalarType) else
+          tracer.one_element_hint(node.test, cond, "while") or
           "compare scalars (i < n); reduce a tensor first: ml.max(x) > 0")
     b.emit(ctl.Condition, cond, cond_args, loc=loc)
   args_ = tuple(ir.Value(v.type, n) for v, n in zip(inits, leaf_names))

@@ -34,6 +34,7 @@ def call_inline(tracer, node, fn, args, kwargs):
   child.env = dict(bound.arguments)
   before = len(tracer.errors)
   child.local_names = local_names(tree.body)
+  child.body = tree.body
   tracer.b.inline_stack.append((str(loc), tree.name))
   try:
     child.run_body(tree.body)    # a `return` (at the end, or under static conditions) ends it

@@ -6,23 +6,38 @@ import ast
 
 from . import errors as E
 from .ops import debug
-from .ops.base import is_value
+from .ops.base import is_value, kind_of
 
 
 def trace_print(self, node):
   """`print(...)` in a kernel: static text and register values, printed by the GPU."""
-  kw = {k.arg: k for k in node.keywords}
+  kw = {}                   # sep= and end=: their values, written out or spread from **opts
+  for k in node.keywords:
+    m = {k.arg: k.value} if k.arg is not None else self.eval(k.value)
+    if not isinstance(m, dict) or not all(isinstance(n, str) for n in m):
+      raise E.KernelTypeError(f"**{self.text(k.value)} spreads a dict of names, not {kind_of(m)}",
+                              self.loc(k.value), hint="pass sep= and end= by name")
+    for n, v in m.items():
+      kw[n] = v if k.arg is not None else _Static(v)
   unknown = set(kw) - {"sep", "end"}
-  if unknown or any(isinstance(a, ast.Starred) for a in node.args):
-    self.unsupported(node, f"print with {', '.join(sorted(unknown)) or '*args'}",
+  if unknown:
+    self.unsupported(node, f"print with {', '.join(sorted(unknown))}",
                      hint="print(a, b, sep=' ', end='\\n') with values and f-strings")
-  sep = _static_text(self, node, kw["sep"].value, "sep") if "sep" in kw else " "
-  end = _static_text(self, node, kw["end"].value, "end") if "end" in kw else ""
+  sep = _static_text(self, node, kw["sep"], "sep") if "sep" in kw else " "
+  end = _static_text(self, node, kw["end"], "end") if "end" in kw else ""
+  items = []                # (node, None), or (None, value) for each element *parts spreads
+  for a in node.args:
+    if isinstance(a, ast.Starred):
+      items += [(None, v) for v in self.spread_sequence(a, "print(*parts) spreads a static tuple or list")]
+    else:
+      items.append((a, None))
   parts = []
-  for i, a in enumerate(node.args):
+  for i, (a, x) in enumerate(items):
     if i:
       parts.append(sep)
-    if isinstance(a, ast.JoinedStr):
+    if a is None:
+      parts.append(x if is_value(x) else str(x))
+    elif isinstance(a, ast.JoinedStr):
       for v in a.values:
         if isinstance(v, ast.Constant):
           parts.append(str(v.value))
@@ -47,9 +62,15 @@ def trace_print(self, node):
 
 
 
+class _Static:
+  """A print keyword's value spread from a dict (**opts): evaluated already."""
+  def __init__(self, value):
+    self.value = value
+
+
 def _static_text(self, node, value_node, what):
   """A print keyword (sep, end) that must be static text."""
-  x = self.eval(value_node)
+  x = value_node.value if isinstance(value_node, _Static) else self.eval(value_node)
   if is_value(x):
     raise E.KernelTypeError(f"print's {what} must be a static string", self.loc(node),
                             hint=f"{what}=' '")

@@ -92,11 +92,14 @@ class Tracer(Assignments, Calls, Containers, ast.NodeVisitor):
     # globals of the same name (reading one before its assignment is an error, not the global).
     self.local_names: set[str] = set()
     self.failed = 0           # statements that failed (their errors may repeat one already recorded)
+    self.body: list = []      # the function's statements (which names are read later)
+    self.parent = None        # an @ml.inline helper's caller
 
   def child(self, source: Source, scope: dict) -> "Tracer":
     """A tracer for an @ml.inline helper's body, sharing the builder and the error list."""
     t = Tracer(source, scope, self.b)
     t.errors, t.depth, t.globals_read = self.errors, self.depth + 1, self.globals_read
+    t.parent = self
     return t
 
   # ------------------------------------------------------------ helpers
@@ -235,14 +238,34 @@ class Tracer(Assignments, Calls, Containers, ast.NodeVisitor):
     if not is_value(cond):
       self.run_body(node.body if cond else node.orelse)
       return
+    cond = self.one_element_condition(node.test, cond)
     if not isinstance(cond.type, ScalarType) or resolve(cond.type.dtype) != DType.bool_:
       scalar = isinstance(cond.type, ScalarType)
       raise E.KernelTypeError(
           f"an if condition must be a Python value or a boolean scalar, got {value_words(cond)}",
           self.loc(node.test), hint=f"compare it: {self._if_word(node)} {self.nonzero(node.test)}:" if scalar else
+          self.one_element_hint(node.test, cond, self._if_word(node)) or
           "compare scalars (i < n); tensors select with ml.where")
     from .flow import trace_if
     trace_if(self, node, cond)
+
+  def one_element_condition(self, test, cond):
+    """A condition that is a one-element tensor made from a scalar (`m > 0` of a full reduction with
+    keepdims=True) is that scalar, as such a tensor's math and stores are; other values as they are."""
+    if isinstance(cond.type, ScalarType):
+      return cond
+    one = ew.one_element_scalar(self.cx(test), cond)
+    return cond if one is None else one
+
+  def one_element_hint(self, test, cond, word) -> str | None:
+    """For another one-element tensor: its element is the scalar a condition needs."""
+    from .ops.base import one_element
+    if not one_element(cond.type.shape):
+      return None
+    text = self.text(test)
+    simple = isinstance(test, (ast.Name, ast.Call, ast.Subscript, ast.Attribute))
+    at = ", ".join("0" * len(cond.type.shape))
+    return f"its one element is the scalar: {word} {text if simple else f'({text})'}[{at}]:"
 
   def _if_word(self, node) -> str:
     """'elif' for an if statement written as an elif, else 'if'."""
@@ -442,8 +465,9 @@ class Tracer(Assignments, Calls, Containers, ast.NodeVisitor):
           f"{self.text(node.value)}.{attr}: lists in a kernel are fixed once built (a loop carries them"
           f" as values, and a change in place would happen once, while tracing), so they have no .{attr}",
           self.loc(node),
-          hint=f"build it in one go: {self.text(node.value)} = [f(c) for c in ml.static_range(n)], or"
-               f" {self.text(node.value)} = {self.text(node.value)} + [value] in an ml.static_range loop")
+          hint=self._rebuild_outer(node, call) or
+          f"build it in one go: {self.text(node.value)} = [f(c) for c in ml.static_range(n)], or"
+          f" {self.text(node.value)} = {self.text(node.value)} + [value] in an ml.static_range loop")
     if isinstance(base, dict) and attr in ("clear", "pop", "popitem", "update", "setdefault", "__setitem__",
                                            "__delitem__"):
       d = self.text(node.value)
@@ -461,6 +485,26 @@ class Tracer(Assignments, Calls, Containers, ast.NodeVisitor):
       raise E.UnknownNameError(f"{self.text(node.value)} has no attribute {attr!r}", self.loc(node),
                                hint=missing_hint(base, attr, args)) from None
     return static_number(out)        # jnp.finfo(x.dtype).min: a NumPy scalar, as a module constant is
+
+  def _rebuild_outer(self, node, call) -> str | None:
+    """`d['l'].append(v)`, `rows[1].append(v)`: the list is an entry of a dict or list, whose entries
+    cannot be assigned either, so the hint rebuilds the outer one (None when it is not so)."""
+    inner = node.value
+    if not (isinstance(inner, ast.Subscript) and isinstance(inner.value, ast.Name)):
+      return None
+    outer, p = self.env.get(inner.value.id), inner.value.id
+    args = call.args if call is not None else []
+    grown = (f"[{self.text(args[0])}]" if node.attr == "append" and len(args) == 1 else
+             f"list({self.text(args[0])})" if node.attr == "extend" and len(args) == 1 else "[value]")
+    new = f"{self.text(inner)} + {grown}"
+    if isinstance(outer, dict):
+      return f"build a new {p}: {p} = {{**{p}, {ast.unparse(inner.slice)}: {new}}}"
+    if isinstance(outer, (tuple, list)) and isinstance(inner.slice, ast.Constant) \
+        and isinstance(inner.slice.value, int) and 0 <= inner.slice.value < len(outer):
+      i = inner.slice.value
+      item = f"[{new}]" if isinstance(outer, list) else f"({new},)"
+      return f"build a new {p}: {p} = {p}[:{i}] + {item} + {p}[{i + 1}:]"
+    return None
 
   def _method_hint(self, node, base, call):
     """What to write for a Triton, torch or NumPy method (x.to, v.any, x.stride) `base` lacks."""
@@ -560,9 +604,29 @@ class Tracer(Assignments, Calls, Containers, ast.NodeVisitor):
     try:
       out = base[index]
     except Exception as e:
-      raise E.KernelTypeError(f"cannot index {self.text(node.value)}: {e}", cx.loc,
-                              hint="static values index as in Python") from None
+      raise self._index_error(cx, node, base, index, e) from None
     return static_number(out)       # COEFFS[2] of a module's NumPy array: a NumPy scalar, as a constant is
+
+  def _index_error(self, cx, node, base, index, e) -> E.KernelError:
+    """`d['b']` of a key d lacks, `t[5]` past a tuple's end: say which keys or indices there are."""
+    name = self.text(node.value)
+    if isinstance(base, dict) and isinstance(e, KeyError):
+      keys = list(base)
+      if not keys:
+        return E.KernelTypeError(f"{index!r} is not a key of {name}: {name} is empty", cx.loc,
+                                 hint=f"read it with a default: {name}.get({index!r}, v)")
+      shown = ", ".join(map(repr, keys[:8])) + (", ..." if len(keys) > 8 else "")
+      return E.KernelTypeError(f"{index!r} is not a key of {name} (its keys: {shown})", cx.loc,
+                               hint=f"index it with one of its keys, {name}[{keys[0]!r}], or read it with a"
+                                    f" default: {name}.get({index!r}, v)")
+    if isinstance(base, (tuple, list)) and isinstance(e, IndexError) and isinstance(index, int):
+      n = len(base)
+      return E.KernelTypeError(
+          f"{name}[{index}] is out of range: {name} is empty" if not n else
+          f"{name}[{index}] is out of range: {name} has {n} item{'s' * (n != 1)}", cx.loc,
+          hint=f"index {name} from 0 to {n - 1} (or from -{n} to -1)" if n else
+          f"give {name} items before indexing it")
+    return E.KernelTypeError(f"cannot index {name}: {e}", cx.loc, hint="static values index as in Python")
 
   def eval_BinOp(self, node):
     return self.binop(type(node.op), self.eval(node.left), self.eval(node.right), node)
