@@ -12,7 +12,7 @@ from jaxlib.mlir.dialects import arith
 from ..frontend import ir as kir
 from ..frontend.dtypes import DType
 from ..frontend.ops.elementwise import (Arange, BinOp, Binary, Cast, CmpOp, Compare, Constant, Full,
-                                        UnOp, Unary, Where)
+                                        UnOp, Unary, Where, divisor_guard, shift_guard)
 from ..frontend.types import ScalarType, TensorType
 from . import compat
 from . import interpret_numerics as N
@@ -193,6 +193,13 @@ def _i_constant(cta, o):
   cta.set(o.result, N.const(o.value, o.result.type.dtype))
 
 
+def _operand_texts(o, rhs: str):
+  """How hints name a Binary's operands: the user's names ("a" and `rhs` for unnamed values)."""
+  a_, b_ = (x.name if isinstance(x, kir.Value) and x.name else str(x) if not isinstance(x, kir.Value)
+            else n for x, n in ((o.lhs, "a"), (o.rhs, rhs)))
+  return (t if t.isidentifier() or t.endswith("]") and "(" not in t else f"({t})" for t in (a_, b_))
+
+
 @interpret(Binary)
 def _i_binary(cta, o):
   d = o.result.type.dtype
@@ -202,14 +209,13 @@ def _i_binary(cta, o):
     r = N.FLOAT_BIN[o.kind](a.astype(c), b.astype(c))
   else:
     if o.kind in (BinOp.FLOORDIV, BinOp.MOD) and np.any(b == 0):
-      a_, d_ = (x.name if isinstance(x, kir.Value) and x.name else str(x) if not isinstance(x, kir.Value)
-                else n for x, n in ((o.lhs, "a"), (o.rhs, "d")))
-      a_, d_ = (t if t.isidentifier() or t.endswith("]") and "(" not in t else f"({t})" for t in (a_, d_))
-      raise InterpretError(f"integer {o.kind.value} by zero (undefined on the GPU)", o.loc,
-                           hint=f"guard the divisor: {a_} {o.kind.value} ml.where({d_} == 0, 1, {d_})")
+      a_, d_ = o.via[1:] if o.via else _operand_texts(o, "d")
+      raise InterpretError(f"{o.via[0] if o.via else f'integer {o.kind.value}'} by zero (undefined on the GPU)", o.loc,
+                           hint=divisor_guard(a_, o.kind.value, d_, o.via[0] if o.via else ""))
     if o.kind in (BinOp.SHL, BinOp.SHR) and np.any((b < 0) | (b >= d.bits)):
+      a_, s_ = _operand_texts(o, "s")
       raise InterpretError(f"a shift by an amount outside 0..{d.bits - 1} (undefined on the GPU)", o.loc,
-                           hint=f"keep shift amounts below the bit width ({d.bits})")
+                           hint=shift_guard(a_, o.kind.value, s_, d, negative=bool(np.any(b < 0))))
     r = N.INT_BIN[o.kind](a, b)
   cta.set(o.result, np.asarray(r).astype(N.np_dtype(d)))
 

@@ -539,7 +539,7 @@ def bool_plus_one(x, out):
 def test_float_floor_division_and_bool_arithmetic_hint_what_works():
   e = expect(float_floor_div, [jax.ShapeDtypeStruct((128,), jnp.float32)], mg.UnsupportedDtypeError,
              "x[...] // 2.0", "// needs integer operands, got float32")
-  assert e.hint == "floor division of floats: ml.floor(a / b)"
+  assert e.hint == "floor division of floats: ml.floor(x[...] / 2.0)"
   x = jnp.arange(128, dtype=jnp.int32) % 3          # a boolean and a Python int: int32, as jnp
   np.testing.assert_array_equal(bool_plus_one(x, interpret=True), (x != 0) + 1)
 

@@ -183,7 +183,8 @@ def shift_left(n, out, *, c: ml.constexpr):
 def test_a_static_shift_past_the_bit_width_is_rejected(dtype, c, bits):
   expect(shift_left, [S((256,), dtype)], mg.KernelTypeError, "n[...] << c",
          f"<< by {c} on {jnp.dtype(dtype).name}: a shift by an amount outside 0..{bits - 1} is undefined on the GPU",
-         c=c, hint=f"keep shift amounts below the bit width ({bits}); to clear the value, use 0")
+         c=c, hint=f"keep shift amounts below the bit width ({bits}); to clear the value, use 0" if c > 0 else
+         f"keep shift amounts in 0..{bits - 1} (a negative amount does not shift the other way): n[...] >> {-c}")
 
 
 def test_a_shift_within_the_bit_width_matches_numpy():
@@ -375,7 +376,9 @@ def test_a_static_integer_division_by_zero_is_rejected(op):
   at = "n[...] // c" if op == "//" else "n[...] % c"
   expect(divide_by, [S((256,), jnp.int32)], mg.KernelTypeError, at,
          f"{op} by 0 on int32: integer division by zero is undefined on the GPU", c=0, op=op,
-         hint="divide by a non-zero constant, or guard the divisor: ml.where(d != 0, x // d, 0)")
+         hint=f"divide by a non-zero constant; a divisor that can be 0 must be replaced where it is:"
+              f" ml.where(d == 0, 0, n[...] {op} ml.where(d == 0, 1, d)) (the outer ml.where sets the lanes where"
+              f" d == 0, to 0 or the value you want)")
 
 
 def test_numpy_scalars_are_python_numbers_as_constexprs():

@@ -236,12 +236,14 @@ def _clamped(cx, ref):
   return view(cx, o.ref, index, ref.name)
 
 
-def _int_other_hint(other: float, dtype: str, lo: int, hi: int) -> str:
+def _int_other_hint(other: float, dtype: str, lo: int, hi: int, outside=False) -> str:
   """An integer `other` for an integer load: an infinity is a reduction's identity (-inf a max's),
-  so the hint gives the integer identities; a finite float, the integer it stands for."""
-  if math.isinf(other) or math.isnan(other):
-    return (f"an integer of {dtype}, the identity of what you reduce: other=0 for a sum, other={lo} for a"
-            f" max, other={hi} for a min")
+  so the hint gives the integer identities; a finite float, the integer it stands for (`outside`
+  the range: the nearest, or an identity)."""
+  if math.isinf(other) or math.isnan(other) or outside:
+    near = f"other={min(max(int(other), lo), hi)}, the nearest; or " if outside else ""
+    return (f"an integer of {dtype} ({lo}..{hi}): {near}the identity of what you reduce: other=0 for a sum,"
+            f" other={lo} for a max, other={hi} for a min")
   return f"an integer of {dtype}: other={min(max(int(other), lo), hi)}"
 
 
@@ -251,6 +253,10 @@ def _masked_read(cx, ref, mask, other):
     lo, hi = d.int_range
     if other.is_integer() and lo <= other <= hi:
       return _masked_read(cx, ref, mask, int(other))     # other=0.0 on int8 data: the integer 0, as Triton
+    if other.is_integer():      # (other=2.0 is taken; 1e10 is a whole number too, but no int32)
+      raise E.KernelTypeError(f"ml.load's other ({other}) is outside {dtype_name(d)}'s range ({lo}..{hi}):"
+                              f" {ref.name} is {dtype_name(d)}", cx.loc,
+                              hint=_int_other_hint(other, dtype_name(d), lo, hi, outside=True))
     raise E.DtypeMismatchError(f"ml.load's other ({other}) is a float but {ref.name} is"
                                f" {dtype_name(ref.type.dtype)}", cx.loc,
                                hint=_int_other_hint(other, dtype_name(ref.type.dtype), lo, hi))

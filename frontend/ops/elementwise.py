@@ -94,6 +94,7 @@ class Binary(ir.Op):
   rhs: ir.Operand
   loc: object
   results: tuple
+  via: tuple = ()     # (builtin, its operands' texts) where a builtin made it (ml.cdiv's //), for hints
 
 
 @ir.op(PURE_ELEMENTWISE)
@@ -320,9 +321,14 @@ def method_on(text: str) -> str:
   return text if isinstance(node, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)) else f"({text})"
 
 
-def check_dtype_support(cx, dtype, what, *, floats_only=False, ints_only=False, bitwise=False, x=None):
-  """`x`: the operand, which hints name (as the user wrote it)."""
+def check_dtype_support(cx, dtype, what, *, floats_only=False, ints_only=False, bitwise=False, x=None,
+                        y=None, x_first=True):
+  """`x`: the operand, which hints name (as the user wrote it); `y`: the other operand of // or %
+  (`x_first`: in that order), which their hint for floats names too."""
+  if y is not None:
+    y = method_on(cx.named(y)) if is_value(y) else repr(y)
   x = method_on(cx.named(x))
+  a, b = (x, y) if x_first else (y, x)
   d = resolve(dtype)
   if not isinstance(d, DType):
     return
@@ -341,7 +347,9 @@ def check_dtype_support(cx, dtype, what, *, floats_only=False, ints_only=False, 
   if ints_only and not (d.is_int or d == DType.bool_):
     raise E.UnsupportedDtypeError(
         f"{what} needs integer operands, got {d}", cx.loc,
-        hint="floor division of floats: ml.floor(a / b)" if what == "//" else
+        hint=f"floor division of floats: ml.floor({a} / {b})" if what == "//" and y is not None else
+        f"the remainder of floats, as jnp's: {a} - ml.floor({a} / {b}) * {b}" if what == "%" and y is not None else
+        "floor division of floats: ml.floor(a / b)" if what == "//" else
         "the remainder of floats, as jnp's: a - ml.floor(a / b) * b" if what == "%" else
         f"convert first: {x}.astype(jnp.int32)")
 
@@ -367,12 +375,14 @@ def narrowed(cx, r, d):
   return out
 
 
-def _widened(cx, values, wide, narrow, what, shape=None):
+def _widened(cx, values, wide, narrow, what, shape=None, saturate=True):
   """`values` in `wide`. A Python number first becomes the 8-bit `narrow` as the operation would
   have converted it: a float rounded to float8 as jnp's weak typing does (x > 101 on
   float8_e4m3fn compares with 104), an int wrapped to the 8-bit integer as == and 16-bit types
-  do (300 is 44 in uint8). A float8 scalar has no conversion on the GPU: it is broadcast to the
-  result's `shape` first (a tensor converts)."""
+  do (300 is 44 in uint8). Where the number becomes a float8 result (`saturate`: ml.where,
+  max, min) it saturates first, as ml.full and a store convert it (1000.0 is 448, not NaN); a
+  comparison keeps jnp's conversion. A float8 scalar has no conversion on the GPU: it is
+  broadcast to the result's `shape` first (a tensor converts)."""
   def one(v):
     if is_value(v):
       if isinstance(v.type, ScalarType) and narrow.is_float and shape is not None:
@@ -387,6 +397,7 @@ def _widened(cx, values, wide, narrow, what, shape=None):
       return astype(cx, v, wide)
     if isinstance(v, (int, float)) and not isinstance(v, bool):
       if narrow.is_float:
+        v = _saturated(v, narrow) if saturate else v
         with np.errstate(over="ignore"):     # 1e39 -> inf -> NaN in float8_e4m3fn, as jnp: no warning
           return float(np.asarray(v, np.float32).astype(narrow.np))
       if isinstance(v, int):
@@ -395,7 +406,7 @@ def _widened(cx, values, wide, narrow, what, shape=None):
   return [one(v) for v in values]
 
 
-def binary(cx, kind: BinOp, a, b, what=None):
+def binary(cx, kind: BinOp, a, b, what=None, via=()):
   what = what or (kind.value if kind not in (BinOp.MAX, BinOp.MIN) else f"ml.{kind.name.lower()}imum")
   folded = _fold_one_element(cx, (a, b), lambda sa, sb: binary(cx, kind, sa, sb, what))
   if folded is not None:
@@ -411,20 +422,84 @@ def binary(cx, kind: BinOp, a, b, what=None):
     a, b = (astype(cx, x, DType.f32) if is_value(x) else float(x) for x in (a, b))
     dt = d = DType.f32
   x = next((v for v in (a0, b0) if is_value(v)), None)
-  check_dtype_support(cx, dt, what, ints_only=kind in _INT_ONLY, bitwise=kind in _BITWISE_8BIT, x=x)
+  if kind in _INT_ONLY and isinstance(d, DType) and d.is_float:
+    _check_integer_meets_float(cx, a0, b0, what)
+  check_dtype_support(cx, dt, what, ints_only=kind in _INT_ONLY, bitwise=kind in _BITWISE_8BIT, x=x,
+                      y=next((v for v in (a0, b0) if v is not x), None) if kind in (BinOp.FLOORDIV, BinOp.MOD) else None,
+                      x_first=x is a0)
   if d == DType.bool_ and kind not in (BinOp.AND, BinOp.OR, BinOp.XOR):
     raise E.UnsupportedDtypeError(f"{what} on boolean values", cx.loc,
                                   hint="for logic use & | ^; to count or compute, convert first:"
                                        f" {method_on(cx.named(x, 'm'))}.astype(jnp.int32) (or jnp.float32)")
   if kind in (BinOp.FLOORDIV, BinOp.MOD) and isinstance(d, DType) and d.is_int and isinstance(b, int) and b == 0:
     raise E.KernelTypeError(f"{what} by 0 on {d}: integer division by zero is undefined on the GPU", cx.loc,
-                            hint="divide by a non-zero constant, or guard the divisor: ml.where(d != 0, x // d, 0)")
+                            hint=f"divide by a non-zero constant; {divisor_guard(method_on(cx.named(a0)), what, 'd')}")
   if kind in (BinOp.SHL, BinOp.SHR) and isinstance(d, DType) and isinstance(b, int) and not 0 <= b < d.bits:
     raise E.KernelTypeError(      # interpret mode catches run-time amounts; this one is known now
         f"{what} by {b} on {d}: a shift by an amount outside 0..{d.bits - 1} is undefined on the GPU",
-        cx.loc, hint=f"keep shift amounts below the bit width ({d.bits}); to clear the value, use 0")
+        cx.loc, hint=_static_shift_hint(method_on(cx.named(a0)), what, b, d))
   return cx.b.emit(Binary, kind, a, b, loc=cx.loc, types=[result_type(shape, dt)],
-                   names=[cx.name]).result
+                   names=[cx.name], via=via).result
+
+
+def _check_integer_meets_float(cx, a, b, what):
+  """`i % 3.0`: an integer value meets a Python float, so (as in jnp) the operation is float32,
+  which // % and the bitwise ops reject; the message names the float, not the user's integer."""
+  v, py = (a, b) if is_value(a) else (b, a)
+  vd = resolve(v.type.dtype) if is_value(v) else None
+  if not (isinstance(py, float) and isinstance(vd, DType) and not vd.is_float):
+    return
+  name = method_on(cx.named(v))
+  num = repr(float(py))
+  def expr(x, y):         # in the user's order
+    return f"{x} {what} {y}" if v is a else f"{y} {what} {x}"
+  whole = py == py and abs(py) != pymath.inf and float(py).is_integer() and -2 ** 31 <= py < 2 ** 31
+  integer = f"an integer constant: {expr(name, int(py))}" if whole else None
+  if what in ("//", "%"):
+    f, n = ("a", num) if v is a else (num, "a")
+    floats = (f"ml.floor({f} / {n})" if what == "//" else f"{f} - ml.floor({f} / {n}) * {n}")
+    floats = f"convert first for a float result (as jnp's): a = {name}.astype(jnp.float32), then {floats}"
+    hint = f"{integer}, or {floats}" if integer else floats
+  else:
+    hint = integer or f"use an integer constant, e.g. {expr(name, int(py) if abs(py) < 2 ** 31 else 1)}"
+  raise E.UnsupportedDtypeError(
+      f"{what} needs integer operands: {cx.named(v)} is {dtype_name(vd)} but {num} is a float (an integer"
+      f" value meeting a Python float computes in float32)", cx.loc, hint=hint)
+
+
+def divisor_guard(x: str, op: str, d: str, call: str = "") -> str:
+  """How to divide `x` by a `d` that can be 0 (with `op`, or the builtin `call`: ml.cdiv): every
+  lane divides (integer division by zero is undefined even where a select discards it), so the
+  zeros are replaced first."""
+  safe = f"ml.where({d} == 0, 1, {d})"
+  q = f"{call}({x}, {safe})" if call else f"{x} {op} {safe}"
+  return (f"a divisor that can be 0 must be replaced where it is: ml.where({d} == 0, 0, {q})"
+          f" (the outer ml.where sets the lanes where {d} == 0, to 0 or the value you want)")
+
+
+def shift_guard(x: str, op: str, s: str, d, negative: bool) -> str:
+  """How to shift `x` by amounts `s` some of which lie outside 0..bits-1: every lane shifts
+  (an out-of-range shift is undefined even where a select discards it), so the amount is clamped
+  first; jnp gives 0 beyond the width, or the sign fill for >> of a signed type."""
+  top = d.bits - 1
+  amount = f"ml.clip({s}, 0, {top})" if negative else f"ml.minimum({s}, {top})"
+  ok = f"({s} >= 0) & ({s} < {d.bits})" if negative else f"{s} < {d.bits}"
+  guarded = f"ml.where({ok}, {x} {op} {amount}, 0)"
+  if op == ">>" and d.is_signed and not negative:
+    return (f"clamp the amount: {x} >> {amount} (amounts of {d.bits} or more then give the sign fill, as jnp's"
+            f" >>), or {guarded} for 0 there")
+  jnp_zero = op == "<<" or not d.is_signed        # (jnp's >> of a signed type fills with the sign)
+  return (f"clamp the amount and set the lanes it was out of range in: {guarded}"
+          f" ({'0 there, as jnp gives' if jnp_zero else 'or the value you want there'})")
+
+
+def _static_shift_hint(x: str, op: str, b: int, d) -> str:
+  if b < 0:
+    return (f"keep shift amounts in 0..{d.bits - 1} (a negative amount does not shift the other way):"
+            f" {x} {'>>' if op == '<<' else '<<'} {-b}")
+  if op == ">>" and d.is_signed:
+    return f"keep shift amounts below the bit width ({d.bits}): {x} >> {d.bits - 1} gives the sign fill jnp's >> {b} does"
+  return f"keep shift amounts below the bit width ({d.bits}); to clear the value, use 0"
 
 
 def compare(cx, kind: CmpOp, a, b):
@@ -435,7 +510,7 @@ def compare(cx, kind: CmpOp, a, b):
   (a, b), shape, dt = common(cx, a, b, kind.value)
   wide = _wide(resolve(dt))
   if wide is not None and not (kind in _BITWISE_8BIT and resolve(dt).is_int):     # (fp8 == by value, not bits)
-    (a, b), dt = _widened(cx, (a, b), wide, resolve(dt), kind.value, shape), wide     # 8-bit order: in 32 bits, exactly
+    (a, b), dt = _widened(cx, (a, b), wide, resolve(dt), kind.value, shape, saturate=False), wide     # 8-bit order: in 32 bits, exactly
   check_dtype_support(cx, dt, kind.value, bitwise=kind in _BITWISE_8BIT, x=x)
   return cx.b.emit(Compare, kind, a, b, loc=cx.loc,
                    types=[result_type(shape, DType.bool_)], names=[cx.name]).result

@@ -12,7 +12,7 @@ from ..dtypes import DType, FLOAT8, INDEX, PY_FLOAT
 from ..types import TensorType, dtype_name, resolve
 from .base import builtin, check_register_value, dtype_arg, is_value, kind_of
 from .elementwise import (Arange, BinOp, Cast, CmpOp, UnOp, _like, astype, binary, check_dtype_support, compare,
-                          full_, unary, where_)
+                          divisor_guard, full_, method_on, unary, where_)
 
 _ARANGE_DTYPES = frozenset(d for d in DType if d.is_int) | {DType.f32, DType.f16, DType.bf16}
 
@@ -138,8 +138,12 @@ def cdiv(cx, a, b):
       raise E.KernelTypeError(f"ml.cdiv needs integers, got {what}", cx.loc,
                               hint=f"convert it: {v.name or 'n'}.astype(jnp.int32)" if is_value(v) else
                               "ml.cdiv(n, 128)")
+  texts = (method_on(cx.named(a, "n")), method_on(cx.named(b, "d")) if is_value(b) else repr(b))
+  if isinstance(b, int) and b == 0:
+    raise E.KernelTypeError("ml.cdiv by 0: integer division by zero is undefined on the GPU", cx.loc,
+                            hint=f"divide by a positive constant; {divisor_guard(texts[0], '', 'd', 'ml.cdiv')}")
   bm1 = b - 1 if not is_value(b) else binary(cx, BinOp.SUB, b, 1)
-  return binary(cx, BinOp.FLOORDIV, binary(cx, BinOp.ADD, a, bm1), b)
+  return binary(cx, BinOp.FLOORDIV, binary(cx, BinOp.ADD, a, bm1), b, via=("ml.cdiv",) + texts)
 
 
 @builtin

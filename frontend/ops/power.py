@@ -95,9 +95,10 @@ def _number_base_power(cx, c, t, t_text):
 def power(cx, a, b, a_text="x", b_text="y"):
   """`a ** b` as jnp computes it where that is cheap and exact:
 
-  - a register value to a static int (or a whole float) n: products by repeated squaring, as
-    lax.integer_pow (bit for bit jnp's x ** n); 1 for n == 0; 1 / x ** -n for negative n
-    (floats only);
+  - a register value to a static int n: products by repeated squaring, as lax.integer_pow (bit
+    for bit jnp's x ** n); 1 for n == 0; 1 / x ** -n for negative n (floats only); a whole float
+    n (x ** 3.0, on floats) is the same products, jnp's x ** 3 (not jnp's x ** 3.0, XLA's pow,
+    which rounds once and can differ by an ulp);
   - a float register value to 0.5: ml.sqrt (jnp.power gives 0.0 for -0.0 and inf for -inf,
     sqrt -0.0 and nan);
   - a positive Python number c to a float register value t: ml.exp2(t * math.log2(c)).
@@ -112,7 +113,7 @@ def power(cx, a, b, a_text="x", b_text="y"):
       raise E.UnsupportedDtypeError(f"** on boolean values ({a_text})", cx.loc,
                                     hint=f"convert first: {pa}.astype(jnp.int32) ** {b!r}")
     if isinstance(b, float) and b.is_integer() and isinstance(d, DType) and d.is_float:
-      n = int(b)                         # x ** 2.0: XLA's pow of a whole exponent multiplies too
+      n = int(b)                         # x ** 3.0: the products of x ** 3 (jnp's pow can differ by an ulp)
     if isinstance(n, int):
       check_dtype_support(cx, a.type.dtype, "**")
       if n < 0 and isinstance(d, DType) and not d.is_float:
