@@ -112,6 +112,13 @@ def check_kernel(kernel: ir.Kernel, defs: dict) -> tuple[list, Facts]:
 REGISTER_SLACK = 8     # a value may spill (ptxas copes, slowly); past 8x a thread's registers it is a mistake
 
 
+def _register_bits(d: DType) -> int:
+  """The bits of a register an element of `d` takes: Mosaic GPU's layouts hold 16-bit values two
+  to a 32-bit register and 8-bit values four (vectors of 2 and 4); booleans and wider types one
+  register (or two, 64-bit) each."""
+  return d.bits if d != DType.bool_ and d.bits < 32 else max(d.bits, 32)
+
+
 def check_register_values(kernel: ir.Kernel) -> list:
   """A register tensor needing more than REGISTER_SLACK times a thread's registers, even spread
   over every thread of the CTA, is a RegisterCapacityError: ptxas would spill it whole to local
@@ -122,7 +129,7 @@ def check_register_values(kernel: ir.Kernel) -> list:
       t = r.type
       if not (isinstance(t, TensorType) and isinstance(resolve(t.dtype), DType)):
         continue
-      words = math.prod(t.shape) * max(resolve(t.dtype).bits, 32) // 32 / kernel.block
+      words = math.prod(t.shape) * _register_bits(resolve(t.dtype)) / 32 / kernel.block
       if words > REGISTER_SLACK * hw.THREAD_REGISTERS:
         big.append((o, r, words))
   if big:
@@ -131,8 +138,10 @@ def check_register_values(kernel: ir.Kernel) -> list:
     o, r, words = [b for b in big if b[0].loc == big[0][0].loc][-1]
     t = r.type
     what = f"this {'x'.join(map(str, t.shape))} {dtype_name(t.dtype)} tile"
+    per = 32 // _register_bits(resolve(t.dtype))
+    packed = f" ({'two' if per == 2 else 'four'} values a register)" if per > 1 else ""
     return [E.RegisterCapacityError(
-        f"{what} needs {int(words)} registers a thread across the CTA's {kernel.block} threads;"
+        f"{what} needs {int(words)} registers a thread{packed} across the CTA's {kernel.block} threads;"
         f" a thread has {hw.THREAD_REGISTERS}", o.loc,
         hint="keep tiles of at most a few hundred values a thread: loop over smaller windows"
              " (rows or column chunks), or hold the data in SMEM (ml.smem) and read it in parts")]
