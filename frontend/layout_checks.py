@@ -283,6 +283,48 @@ def whole_tiles(index, tile) -> bool:
              for i, t in zip(index[-2:], tile))
 
 
+def _expression(text) -> bool:
+  """Whether a value's name is Python the user wrote (`lo`, `lo[...]`), fit to put in a hint."""
+  import ast
+  try:
+    return bool(text) and isinstance(ast.parse(text, mode="eval"), ast.Expression)
+  except SyntaxError:
+    return False
+
+
+def _stored_pieces_hint(kernel, defs, view):
+  """For register stores into static windows of a buffer ml.dot reads (`w_s.at[:, 0:64][...] = lo`,
+  which the tensor-core tiling does not take from registers): join the pieces in registers and
+  store the buffer whole, `w_s[...] = ml.concatenate([lo, hi], axis=1)`; None for other views."""
+  from .ops.memory import Store
+  buf = view.ref
+  stores = [o for o in ir.walk(kernel.body) if isinstance(o, Store) and isinstance(defs.get(o.ref.id), View)
+            and defs[o.ref.id].ref is buf]
+  if view.result not in [o.ref for o in stores]:
+    return None
+  x = buf.name or "the buffer"
+  pieces = []
+  for o in stores:
+    idx = defs[o.ref.id].index
+    moved = [d for d, (i, n) in enumerate(zip(idx[-2:], buf.type.shape[-2:])) if i.start != 0 or i.size != n]
+    if len(moved) != 1 or not isinstance(idx[-2 + moved[0]].start, int) or any(i.squeeze for i in idx):
+      pieces = None
+      break
+    pieces.append((moved[0], idx[-2 + moved[0]].start, idx[-2 + moved[0]].size, o.value))
+  names = [p[3].name if _expression(p[3].name) else None for p in pieces or ()]
+  if pieces and len(buf.type.shape) == 2 and len({p[0] for p in pieces}) == 1 and all(names):
+    pieces = sorted(zip(pieces, names), key=lambda p: p[0][1])
+    axis = pieces[0][0][0]
+    ends = [0] + [p[1] + p[2] for p, _ in pieces]
+    if all(p[1] == e for (p, _), e in zip(pieces, ends)) and ends[-1] == buf.type.shape[axis]:
+      return (f"{x}'s register stores go whole (its tiles are laid out for the tensor cores): join the pieces in"
+              f" registers and store them at once, {x}[...] = ml.concatenate([{', '.join(n for _, n in pieces)}],"
+              f" axis={axis})")
+  return (f"{x}'s register stores go whole (its tiles are laid out for the tensor cores): join the pieces in"
+          f" registers with ml.concatenate([...], axis=...) and store {x}[...] at once, or ml.copy each piece's"
+          f" static window of whole tiles from GMEM")
+
+
 def _stored_value(kernel, buf):
   """The register value stored into SMEM buffer `buf` whole (`buf[...] = v`), or None."""
   from .ops.memory import Store
@@ -378,8 +420,9 @@ def _check_tiled_views(kernel, defs) -> None:
           raise E.LayoutError(
               f"{o.result.name or 'this view'} slices the rows or columns of {o.ref.name}, which is tiled"
               f" for the tensor cores", o.loc,
-              hint="index only the leading (stage) dimensions of a buffer ml.dot reads, or take static windows"
-                   " of whole tiles for ml.dot or ml.copy (rows a multiple of 8, columns of 128 bytes)")
+              hint=_stored_pieces_hint(kernel, defs, o) or
+              "index only the leading (stage) dimensions of a buffer ml.dot reads, or take static windows"
+              " of whole tiles for ml.dot or ml.copy (rows a multiple of 8, columns of 128 bytes)")
         stored = _stored_value(kernel, o.ref)
         why = ("an ml.dot result (a value in the WGMMA layout) is stored into it" if stored is not None
                else "its values are read in the WGMMA layout of ml.dot results")
