@@ -133,6 +133,26 @@ def _root(cx, ref):
   return _root(cx, d.ref) if isinstance(d, View) else ref
 
 
+def _inner_hint(a, b, with_acc):
+  """The hint for ml.dot's inner dimensions differing: b stored (n, k) wants its view b_s.T; a
+  view b_s.T of a (k, n) buffer wants the buffer itself (K-major 8-bit and float32: stored (n, k))."""
+  (m, k), (k2, n) = a.type.shape, b.type.shape
+  an, acc = a.name or "a", ", acc" if with_acc else ""
+  if n != k:
+    return "a is (m, k) and b is (k, n)"
+  d = resolve(b.type.dtype)
+  k_major = isinstance(d, DType) and (d.bits == 8 or d == DType.f32)
+  if not b.type.transposed:
+    return (f"{b.name} {b.type.shape} is stored (n, k): pass its transposed view, ml.dot({an}, {b.name}.T{acc})"
+            + (f" ({dtype_name(d)} operands are K-major: the layout the tensor cores read)" if k_major else
+               " (it moves no data)"))
+  base = b.name[:-2] if (b.name or "").endswith(".T") else "the buffer"
+  if k_major:
+    return (f"{b.name} views a buffer stored (k, n); {dtype_name(d)} operands are K-major: store B's tile as"
+            f" (n, k), e.g. from a (n, k) array bt, and pass bt_s.T: ml.dot({an}, bt_s.T{acc})")
+  return f"{b.name} views a buffer stored (k, n) = {(n, k2)}: pass {base} itself, ml.dot({an}, {base}{acc})"
+
+
 @builtin
 def dot(cx, a, b, acc=None):
   """`acc + a @ b` on the tensor cores (WGMMA).
@@ -157,7 +177,7 @@ def dot(cx, a, b, acc=None):
   if k != k2:
     raise E.ShapeMismatchError(
         f"ml.dot of {a.name} {a.type.shape} and {b.name} {b.type.shape}: inner dimensions differ", loc,
-        hint="a is (m, k) and b is (k, n)")
+        hint=_inner_hint(a, b, acc is not None))
   dt = unify(a.type.dtype, b.type.dtype, loc, "ml.dot operand")
   if dt is None:
     da, db = resolve(a.type.dtype), resolve(b.type.dtype)
