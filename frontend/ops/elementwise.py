@@ -181,6 +181,19 @@ def check_python_int(cx, value, dtype, what, hint=None):
         hint=hint or "use a constant in range, or a float (e.g. float(...)) if you meant floating point")
 
 
+def _unsigned_hint(value, dtype, name, op, value_right=True):
+  """The hint for a signed integer meeting a Python int that fits only uint32 (Knuth's hash
+  `ids * 2654435761`, a mask `x & 0xFFFFFFFF`): compute in uint32; None for other cases."""
+  if not (isinstance(value, int) and 2 ** 31 <= value < 2 ** 32 and isinstance(dtype, DType) and dtype.is_int
+          and dtype not in (DType.u32, DType.i64) and op in ("+", "-", "*", "&", "|", "^")):
+    return None
+  x = name if name.replace("[...]", "").replace(".", "").replace("_", "").isalnum() else f"({name})"
+  u = f"{x}.astype(jnp.uint32)"
+  expr = f"{u} {op} {value}" if value_right else f"{value} {op} {u}"
+  return (f"{value} fits uint32: compute in uint32, {expr} (int32's bits unchanged, as jnp converts; .astype(jnp.int32)"
+          f" converts back)")
+
+
 def _check_pointer_arithmetic(cx, a, b):
   """Triton's `x_ptr + offsets`: a ref plus a tensor of integer offsets. Refs are not
   pointers; a window of one is what Triton's offsets describe."""
@@ -233,7 +246,8 @@ def common(cx, a, b, what):
       else:
         b = astype(cx, b, up)
       return (a, b), shape, up
-    check_python_int(cx, py, dt, what)
+    check_python_int(cx, py, dt, what, hint=_unsigned_hint(py, rdt, names[0] if db is None else names[1],
+                                                           what, db is None))
     if rdt == DType.bool_ and isinstance(py, int) and not isinstance(py, bool):
       # As jnp: a boolean meeting a Python int computes in int32 (m & 6 is 0 or 0, not m & True).
       if db is None:
