@@ -45,6 +45,17 @@ def source_repr(v) -> str:
   return repr(v)
 
 
+def constexpr_text(v) -> str:
+  """A constexpr's value as reports show it: a dtype by its name (float8_e4m3fn), others by repr."""
+  import numpy as np
+  try:
+    if isinstance(v, type) or isinstance(v, np.dtype):
+      return np.dtype(v).name
+  except TypeError:
+    pass
+  return repr(v)
+
+
 def keyword_hint(name, names, values) -> str:
   """`pass it by keyword: f(..., a=1.0, b=...)`: constexprs `names` given `values` by position."""
   shown = [f"{c}={source_repr(values[i])}" if i < len(values) else f"{c}=..." for i, c in enumerate(names)]
@@ -304,7 +315,7 @@ def call_noted(e: E.KernelError, at, args, names, constexprs=None) -> E.KernelEr
   if at is None or not at.lineno or (e.filename, e.lineno) == (at.filename, at.lineno):
     return e
   shown = [f"{n}: {describe(a)}" for n, a in zip(names, args)]
-  shown += [f"{k}={v!r}" for k, v in (constexprs or {}).items()]
+  shown += [f"{k}={constexpr_text(v)}" for k, v in (constexprs or {}).items()]
   note = f"{at}: the call ({', '.join(shown)})"
   for err in e.errors:
     if note not in err.notes:

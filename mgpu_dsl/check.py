@@ -23,6 +23,7 @@ import sys
 import traceback
 from typing import TYPE_CHECKING
 
+from .calling import constexpr_text
 from .frontend import errors as E
 from .kernel import KernelFunction
 
@@ -104,7 +105,7 @@ class Result:
   def title(self) -> str:
     args = [repr(s) if isinstance(s, (bool, int, float)) else
             f"{_dtype_name(s.dtype)}[{','.join(str(int(n)) for n in s.shape)}]" for s in self.specs]
-    args += [f"{k}={v!r}" for k, v in self.constexprs.items()]
+    args += [f"{k}={constexpr_text(v)}" for k, v in self.constexprs.items()]
     return f"{self.kernel.__name__}({', '.join(args)})"
 
 

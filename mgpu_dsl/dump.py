@@ -25,7 +25,8 @@ def short_key(key) -> str:
 def spec_text(in_specs, constexprs: dict) -> str:
   """`float32[1024,64], bn=128`: a specialisation in one line."""
   args = [f"{s.dtype}[{','.join(str(n) for n in s.shape)}]" for s in in_specs]
-  return ", ".join(args + [f"{k}={v!r}" for k, v in constexprs.items()])
+  from .calling import constexpr_text
+  return ", ".join(args + [f"{k}={constexpr_text(v)}" for k, v in constexprs.items()])
 
 
 def write(name: str, key, suffix: str, text: str) -> str | None:
