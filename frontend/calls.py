@@ -18,7 +18,7 @@ from .dtypes import DType, to_dtype
 from .ops import elementwise as ew
 from .ops.base import BUILTINS, Builtin, is_value, kind_of, typed_number
 from .trace_debug import trace_breakpoint, trace_print
-from .types import RefType
+from .types import RefType, resolve
 
 # Python builtins a kernel may call on static values, and the exceptions it may raise while tracing.
 PY_BUILTINS = {f: getattr(builtins, f) for f in
@@ -274,6 +274,11 @@ class Calls:
               " @ml.inline to call it here")
       if _is_array_library(fn):     # jnp.log1p as ml.log1p: what to write instead
         hint = missing.ARRAY_CALLS.get(name, missing.NOT_YET.get(name, hint) if ours is None else hint)
+        first = args[0] if args else None
+        d = resolve(first.type.dtype) if is_value(first) and hasattr(first.type, "dtype") else None
+        is_float = isinstance(d, DType) and d.is_float
+        hint = missing.array_call_hint(name, [self.text(a) for a in node.args],
+                                       {k.arg: self.text(k.value) for k in node.keywords if k.arg}, is_float) or hint
       raise E.KernelTypeError(
           f"{name} cannot take"
           f" {kind_of(held) if is_value(held) else f'a {type(held).__name__} of register values'} inside a"

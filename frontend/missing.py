@@ -3,8 +3,10 @@ the hints for a missing `ml.` name (the tracer's `ml.<name>` lookups), and for T
 and JAX's own functions called in a kernel out of habit."""
 from __future__ import annotations
 
+import ast
 import difflib
 import math
+import re
 
 _SCAN = ("no general associative scan: ml.cumsum, ml.cumprod, ml.cummax and ml.cummin scan along an axis;"
          " for another combination, carry the running value through a loop")
@@ -12,17 +14,50 @@ _TOP = ("no top-k: ml.sort or ml.argsort the rows (descending) and take their fi
         " the top k with k passes of ml.argmax and ml.where masks")
 _TRANSPOSE = ("a 2-D tensor transposes with x.T or ml.transpose(x) (through SMEM); for the tensor cores,"
               " give ml.dot the transposed view buf.T, which moves no data")
-_CONCAT = "build it in an SMEM buffer's windows: t.at[0:n][...] = a; t.at[n:2 * n][...] = b; then t[...]"
+_CONCAT = "join register tensors along an existing axis with ml.concatenate([a, b], axis=0)"
+_JOIN = ("no ml.{}: join along a new last axis with ml.concatenate([a[..., None], b[..., None]], axis=-1)"
+         " (then .reshape(m, 2 * n) interleaves the columns of (m, n) tensors)")
 _POW = ("no ml.pow: use the ** operator for x ** n (a static int), x ** 0.5 and c ** t (c a positive"
         " Python number); otherwise, for x > 0, write ml.exp2(y * ml.log2(x))")
 _DIV = "no ml.{}: divide with the / operator, x / y (ml.cdiv(a, b) is the ceiling of an integer division)"
 _FLOOR_DIV = "no ml.{}: divide with the // operator, x // y (ml.cdiv(a, b) rounds up instead)"
+# jnp's math functions that ml lacks (some a near-spelling of another ml name: copysign, ldexp, square)
+# -> (what to write, with {0}, {1} its arguments, a note)
+_MATH = {
+    "copysign": ("ml.where(ml.bitcast({1}, jnp.int32) < 0, -ml.abs({0}), ml.abs({0}))",
+                 " (the bitcast sees the sign of -0.0, as jnp.copysign; jnp.int16 for a 16-bit float)"),
+    "signbit": ("ml.bitcast({0}, jnp.int32) < 0", " (True for -0.0, as jnp.signbit; jnp.int16 for a 16-bit float)"),
+    "ldexp": ("{0} * ml.exp2({1}.astype(jnp.float32))", " ({0} * 2.0 ** n for a static int n)"),
+    "nearbyint": ("ml.round({0})", ": to the nearest integer, ties to even"),
+    "fix": ("ml.trunc({0})", ": rounds toward zero"),
+    "nan_to_num": ("ml.where({0} != {0}, 0.0, ml.clip({0}, -3.4028235e38, 3.4028235e38))",
+                   " for float32 (NaN to 0, +-inf to the largest finite values)"),
+    "square": ("{0} * {0}", ""),
+    "log10": ("ml.log2({0}) * 0.30102999566398120", " (log10(2))"),
+    "exp10": ("ml.exp2({0} * 3.3219280948873623)", " (log2(10))"),
+    "erfc": ("1 - ml.erf({0})", " (loses the digits where erf is near 1)"),
+    "fmod": ("{0} - ml.trunc({0} / {1}) * {1}", " for floats (the sign of {0}, as C's fmod, but 0.0 for its -0.0; exact below 2**24"
+             " quotients); for integers,"
+             " r = {0} % {1}; ml.where((r != 0) & (({0} < 0) != ({1} < 0)), r - {1}, r)"),
+}
+
+
+def _math_hint(attr, args) -> str:
+  form, note = _MATH[attr]
+  n = 2 if "{1}" in form else 1
+  xs = list(map(_operand, args)) if args and len(args) == n and "=" not in "".join(args) else ["x", "y"][:n]
+  if attr == "ldexp" and isinstance(_const(xs[1]), int):
+    form, note = "{0} * 2.0 ** {1}", ""
+  return f"no ml.{attr}: {form.format(*xs)}{note.format(*xs)}"
+
+
 NOT_YET = {   # what Triton and jnp users reach for that mgpu_dsl does not have, and what to write
     "associative_scan": _SCAN, "scan": _SCAN, "sort": _TOP, "topk": _TOP,
     "trans": _TRANSPOSE, "permute": _TRANSPOSE,
     "gather": "index the GMEM ref with a tensor of indices: table[ids, :] (NumPy's advanced indexing)",
     "take": "index the GMEM ref with a tensor of indices: x[idx] (NumPy's advanced indexing)",
-    "join": _CONCAT, "cat": _CONCAT, "concatenate": _CONCAT,
+    "join": _JOIN.format("join"), "interleave": _JOIN.format("interleave"), "stack": _JOIN.format("stack"),
+    "cat": _CONCAT, "concatenate": _CONCAT,
     "split": "read the halves through windows of the ref: x.at[:, 0:n][...] and x.at[:, n:2 * n][...]",
     "log1p": "no ml.log1p: ml.log(1 + x) loses the digits of small x; accurate for finite x:"
              " u = 1 + x; ml.where(u == 1, x, ml.log(u) * (x / (u - 1)))",
@@ -97,6 +132,50 @@ NOT_YET = {   # what Triton and jnp users reach for that mgpu_dsl does not have,
 }
 
 
+def is_dtype_text(t: str) -> bool:
+  """Whether an argument as written names a dtype: jnp.int32, np.uint8, x.dtype, 'float16'."""
+  t = t.strip()
+  if t[:1] in "'\"":
+    t = t.strip("'\"")
+  last = t.rsplit(".", 1)[-1]
+  return last == "dtype" or bool(re.fullmatch(r"u?int(8|16|32|64)|float(16|32|64)|bfloat16|float8_\w+|bool_?", last))
+
+
+def _operand(t: str) -> str:
+  """An argument as written, as an operand of a binary operator: parenthesised unless it is a
+  name, attribute, subscript, call or non-negative number."""
+  try:
+    e = ast.parse(t.strip(), mode="eval").body
+  except SyntaxError:
+    return f"({t})"
+  return t if isinstance(e, (ast.Name, ast.Attribute, ast.Subscript, ast.Call, ast.Constant)) else f"({t})"
+
+
+def _const(t: str):
+  """The number an argument as written is, if it is one (else None)."""
+  try:
+    e = ast.parse(t.strip(), mode="eval").body
+  except SyntaxError:
+    return None
+  return e.value if isinstance(e, ast.Constant) and isinstance(e.value, (int, float)) else None
+
+
+def _signs_differ(a: str, b: str) -> str:
+  """Whether a and b (as written) differ in sign: ((a < 0) != (b < 0)), or (a < 0) for a number b > 0."""
+  c = _const(b)
+  return f"({a} < 0)" if c is not None and c > 0 else f"(({a} < 0) != ({b} < 0))"
+
+
+def join_hint(attr, args) -> str:
+  """ml.join(a, b) / ml.interleave(a, b) / jnp.stack([a, b], -1): a concatenation of [..., None] pieces."""
+  parts = ", ".join(f"{_operand(a)}[..., None]" for a in args)
+  cat = f"ml.concatenate([{parts}], axis=-1)"
+  if attr == "interleave":
+    return (f"no ml.interleave: join along a new last axis and merge it into the columns: {cat}.reshape(m,"
+            f" {len(args)} * n) for {' and '.join(args)} of shape (m, n)")
+  return f"no ml.{attr}: join along a new last axis, {cat}"
+
+
 def missing_hint(base, attr, args=None) -> str:
   """The hint for a name a module lacks: the ml function a Triton or jnp user meant, if any
   (`args`: the call's arguments as written, where it is called)."""
@@ -105,12 +184,23 @@ def missing_hint(base, attr, args=None) -> str:
       red, what = ("max", "any element holds") if attr == "any" else ("min", "every element holds")
       return f"write ml.{red}({', '.join(args)}): ml.{red} of a bool tensor is whether {what}"
     if args and len(args) >= 2 and attr == "view":
+      if len(args) == 2 and is_dtype_text(args[1]):
+        return f"write ml.bitcast({args[0]}, {args[1]}): the same bits as another dtype of the same width"
       return f"write {args[0]}.reshape({', '.join(args[1:])})"
+    if args and attr in ("join", "interleave") and len(args) == 2 and "=" not in "".join(args):
+      return join_hint(attr, args)
+    if args and (attr in _OPERATORS and _OPERATORS[attr] != "%" or attr == "shift_right_logical"):
+      pos = [a for a in args if not re.match(r"\w+=[^=]", a)]
+      hint = array_call_hint(attr, pos, {a.split("=")[0]: a for a in args if a not in pos})
+      if hint is not None:
+        return f"no ml.{attr}: {hint[0].lower()}{hint[1:]}" if hint.startswith("write") else f"no ml.{attr}: {hint}"
+    if attr in _MATH:
+      return _math_hint(attr, args)
     if attr in NOT_YET:
       return NOT_YET[attr]
     close = difflib.get_close_matches(attr, [n for n in dir(base) if not n.startswith("_")], n=1)
-    if close:
-      return f"did you mean ml.{close[0]}?"
+    if close and not (close[0] in attr and len(attr) >= len(close[0]) + 2):
+      return f"did you mean ml.{close[0]}?"    # (not ml.copy for copysign, nor ml.exp for ldexp)
   return "check the spelling"
 
 
@@ -142,6 +232,8 @@ def method_hint(attr, recv: str, *, ref: bool, shape=(), is_bool=False, args=Non
       return f"take the last element of the running product: ml.cumprod({recv}, axis={axis}){last}"
     return NOT_YET["prod"]
   if attr == "view":
+    if args and len(args) == 1 and is_dtype_text(args[0]):
+      return f"write ml.bitcast({recv}, {args[0]}): the same bits as another dtype of the same width"
     return f"write {recv}.reshape({a or 'shape'})"
   if attr in ("flatten", "ravel"):
     return f"write {recv}.reshape(({math.prod(shape)},))"
@@ -205,6 +297,72 @@ ARRAY_CALLS = {"dot": _DOT, "matmul": _DOT, "einsum": _DOT, "take": _TAKE, "take
                            " zeroed output (one updated only by atomics starts at 0)",
                "nonzero": "no nonzero (its length depends on the data): a mask, ml.where(x != 0, ...), or an"
                           " exclusive ml.cumsum of the mask as each kept element's position, scattered"}
+
+# jnp's and lax's names of Python's operators -> the operator.
+_OPERATORS = {**dict.fromkeys(("right_shift", "bitwise_right_shift", "shift_right_arithmetic"), ">>"),
+              **dict.fromkeys(("left_shift", "bitwise_left_shift", "shift_left"), "<<"),
+              "bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^",
+              **dict.fromkeys(("bitwise_not", "invert", "bitwise_invert"), "~"),
+              **dict.fromkeys(("mod", "remainder"), "%")}
+
+
+def array_call_hint(name, pos, kw, is_float=False) -> str | None:
+  """The hint for jnp.right_shift(a, b), lax.rem(a, b), jnp.stack([a, b], -1), ... on register values:
+  the operator or ml.* form to write (`pos`, `kw`: the call's arguments as written; `is_float`:
+  whether its first operand is floating point); None where ARRAY_CALLS' fixed hints apply."""
+  if name in _OPERATORS and len(pos) == 2 - (_OPERATORS[name] == "~") and not kw:
+    op = _OPERATORS[name]
+    if op == "~":
+      return f"write the operator: ~{_operand(pos[0])}"
+    a, b = map(_operand, pos)
+    if op == "%" and is_float:
+      return f"% is for integers: for floats, {a} - ml.floor({a} / {b}) * {b} (the sign of {b}, as jnp.{name})"
+    note = (" (arithmetic on signed types; for a logical shift of an int32, ml.bitcast(ml.bitcast("
+            f"{pos[0]}, jnp.uint32) >> {b}, jnp.int32))" if op == ">>" and name != "shift_right_arithmetic" else
+            " (flooring, as Python and jnp)" if op == "%" else "")
+    return f"write the operator: {a} {op} {b}{note}"
+  if name == "shift_right_logical" and len(pos) == 2:
+    return (f">> shifts a uint32 logically and an int32 arithmetically: ml.bitcast(ml.bitcast({pos[0]}, jnp.uint32)"
+            f" >> {_operand(pos[1])}, jnp.int32) for an int32 {pos[0]} ({_operand(pos[0])} >> {_operand(pos[1])}"
+            f" of a uint32 one)")
+  if name in ("fmod", "rem") and len(pos) == 2:
+    a, b = map(_operand, pos)
+    if is_float:
+      return (f"C's remainder (the sign of {a}): {a} - ml.trunc({a} / {b}) * {b} (0.0 for its -0.0; exact below"
+              f" 2**24 quotients)")
+    return (f"C's remainder (the sign of {a}) from Python's flooring %: r = {a} % {b}; ml.where((r != 0) &"
+            f" {_signs_differ(a, b)}, r - {b}, r)")
+  if name == "div" and len(pos) == 2:
+    a, b = map(_operand, pos)
+    if is_float:
+      return f"write {a} / {b}"
+    return (f"lax.div rounds toward zero, // floors: q = {a} // {b}; ml.where(({a} % {b} != 0) &"
+            f" {_signs_differ(a, b)}, q + 1, q)")
+  if name == "stack" and pos:
+    try:
+      items = ast.parse(pos[0].strip(), mode="eval").body
+    except SyntaxError:
+      items = None
+    axis = kw.get("axis", pos[1] if len(pos) > 1 else "0").strip()
+    if isinstance(items, (ast.List, ast.Tuple)) and axis == "-1":
+      return join_hint("stack", [ast.get_source_segment(pos[0].strip(), e) for e in items.elts])
+    return ("no ml.stack: ml.concatenate([a[..., None], b[..., None]], axis=-1) stacks along a new last axis;"
+            " along a new leading axis, store each into its window of the output: out.at[i][...] = v")
+  if name in _MATH:
+    return _math_hint(name, pos)
+  return None
+
+
+NOT_YET.update({n: _math_hint(n, None) for n in _MATH})
+NOT_YET.update({n: f"no ml.{n}: write the operator, " + ("~x" if op == "~" else f"x {op} n" if op in "<<>>" else
+                                                         f"x {op} y")
+                for n, op in _OPERATORS.items() if n not in NOT_YET})
+NOT_YET.update({n: f"no ml.{n}: write the operator, x % y (on integers, flooring as Python; on floats,"
+                   f" x - ml.floor(x / y) * y)" for n in ("mod", "remainder")})
+NOT_YET["rem"] = ("no ml.rem: C's remainder (the sign of x): x - ml.trunc(x / y) * y on floats; on integers,"
+                  " r = x % y; ml.where((r != 0) & ((x < 0) != (y < 0)), r - y, r)")
+NOT_YET["shift_right_logical"] = ("no ml.shift_right_logical: >> shifts a uint32 logically and an int32"
+                                  " arithmetically: ml.bitcast(ml.bitcast(x, jnp.uint32) >> n, jnp.int32)")
 
 LAX_CONTROL = {
     "fori_loop": "for j in range(lower, upper): acc = ... (ml.range(..., stages=s) to pipeline its loads)",
