@@ -57,8 +57,9 @@ def _bounds_hint(acc, root, d, n, full, before, gmem, view=None, output=False) -
   """What fixes a window that starts before 0 (`before`) or runs past the end of dimension d.
   The mask it suggests has the window's rank: the positions along the masked axis, with the
   window's other axes inserted as size-1 axes (`[:, None]` for rows of a 2-D window). A read of
-  an output is not clamped: the clamped window is one this program has not written yet."""
-  clamp = not (output and acc.kind in READS)
+  an output is not clamped: the clamped window is one this program has not written yet; nor is a
+  write: the clamped window overlaps the one before it, which another program writes."""
+  clamp = acc.kind in READS and not output
   fix = ("guard the access (if start >= 0:, with the trips it skips handled apart)"
          + (" or clamp its start (ml.maximum(start, 0))" if clamp else "") if before else
          f"guard the access (if start + {n} <= {full}:)"
@@ -292,6 +293,16 @@ class _Memory:
   def check_read(self, acc, boxes: Boxes):
     w = acc.window
     lo, hi = self.boxes_of(w, acc.may)
+    keep = getattr(acc.op, "keep", None)
+    if keep:                # a masked SMEM load uses only the elements its mask keeps
+      v = self.ev.defs.get(acc.ref.id)
+      dims = [k for k, i in enumerate(v.index) if not i.squeeze] if isinstance(v, View) else range(len(w.shape))
+      if len(dims) != len(keep):
+        return
+      for k, (a, b) in zip(dims, keep):
+        if b <= a:
+          return
+        lo[:, k], hi[:, k] = lo[:, k] + a, lo[:, k] + b
     shape = np.asarray(w.shape, np.int64)
     lo, hi = np.clip(lo, 0, shape), np.clip(hi, 0, shape)
     rows, first = unique_rows(np.concatenate([lo, hi], axis=1))
@@ -321,7 +332,8 @@ class _Memory:
     name = root.name or "this buffer"
     region = describe(name, root.type.shape, missing, g)[0] if any_written else name
     where = f" in program {self.ev.program(pid)}" if pid is not None else ""
-    return uninitialized_read(name, region, where, root.type.space == Space.GMEM, acc.op.loc)
+    return uninitialized_read(name, region, where, root.type.space == Space.GMEM, acc.op.loc,
+                              keep=getattr(acc.op, "keep", None))
 
   # ------------------------------------------------------------ bounds
   def _trip(self, p) -> str:
@@ -470,8 +482,9 @@ class _Memory:
         self.facts.tma_starts[key] = np.union1d(old, s[acc.may])
 
 
-def uninitialized_read(name, region, where, gmem: bool, loc):
-  """The UninitializedReadError for a read of `region` of buffer `name` (also used by interpret mode)."""
+def uninitialized_read(name, region, where, gmem: bool, loc, keep=None):
+  """The UninitializedReadError for a read of `region` of buffer `name` (also used by interpret mode);
+  `keep`: the read's Load.keep (a masked SMEM load's)."""
   if gmem:
     return E.UninitializedReadError(
         f"{region} is read{where} before this program writes it: outputs start uninitialised", loc,
@@ -479,10 +492,14 @@ def uninitialized_read(name, region, where, gmem: bool, loc):
              f" store it once (acc = ml.zeros(shape, dtype) before the loop, acc = acc + ... in it,"
              f" {name}[...] = acc after); to update an array in place, pass it as an input and alias it"
              f" to {name}: @mgpu_kernel(..., input_output_aliases={{input_index: output_index}})")
+  fill = f"fill {name} first, with ml.copy(x.at[...], {name}) or {name}[...] = value, on every path to this read"
+  if keep == ():
+    fill = (f"the mask cannot be proved to keep {region} off (it is not a condition on ml.arange and constants):"
+            f" {fill}")
+  elif keep is not None:
+    fill = f"the mask is on for elements of {region}: turn it off there, or {fill}"
   return E.UninitializedReadError(
-      f"{region} is read{where} before anything writes it: SMEM starts with garbage", loc,
-      hint=f"fill {name} first, with ml.copy(x.at[...], {name}) or {name}[...] = value, on every path"
-           f" to this read")
+      f"{region} is read{where} before anything writes it: SMEM starts with garbage", loc, hint=fill)
 
 
 def masked_store(kernel: ir.Kernel, out_id: int):

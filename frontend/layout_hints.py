@@ -7,6 +7,7 @@ import ast
 
 from . import hw
 from . import ir
+from .dtypes import DType
 from .types import Layout, RefType, Space
 from .loc import call_at
 from .ops.memory import root_in
@@ -25,20 +26,30 @@ def column_slice_hint(name) -> str | None:
           f" mask={cond}) (the window may run past out's last column: masked elements are never written)")
 
 
-def narrow_rows_hint(bad) -> str:
+def narrow_rows_hint(bad, dtypes=(), reduced=True) -> str:
   """Rows narrower than a warp: mask columns of the full rows (a top-k of a sorted row); where
-  the rows are that narrow in memory (8 experts of a router), read them 32 wide, masked."""
+  the rows are that narrow in memory (8 experts of a router), read them 32 wide, masked. The
+  `other` of the masked read fits the data's dtype (`dtypes`: of the tiles, masks among them), and
+  names what a reduction ignores only where the tile is `reduced`."""
   n = bad.type.shape[-1]
+  data = next((d for d in dtypes if isinstance(d, DType) and d != DType.bool_), None)
+  if not reduced:
+    other, rest = "other=0)", ""
+  elif data is not None and not data.is_float:
+    lo, hi = data.int_range
+    other, rest = f"other={lo}) for a max ({hi} for a min, 0 for a sum)", ""
+  else:
+    other = "other=float('-inf')) for a max"
+    rest = f" (0.0 for a sum; for a mean, that sum divided by {n}, not ml.mean of the padded tile)"
   return ("keep the full rows and mask the columns you do not need: for the first k columns of a tile t,"
           " ml.where(ml.arange(t.shape[1])[None, :] < k, t, 0) (reduce or broadcast that), and store only those"
           " columns, with a mask: out.at[rows, ml.ds(0, t.shape[1])].store(t, mask=ml.arange(t.shape[1])[None, :]"
           f" < k) (the window may run past out's last column: masked elements are never written; or t[:, :k]"
           f" where that keeps a multiple of 128 elements); a tile only {n} columns wide where you load it"
           f" (rows that narrow, or a window of {n} columns): read {hw.WARP} columns from its first one, c0,"
-          f" the rest masked to what the reduction ignores, x.at[rows, ml.ds(c0, {hw.WARP})].load(mask=ml.arange("
-          f"{hw.WARP})[None, :] < {n}, other=float('-inf')) for a max (0.0 for a sum; for a mean, that sum"
-          f" divided by {n}, not ml.mean of the padded tile), and store {n} columns back with the same column"
-          f" mask")
+          f" the rest masked {'to what the reduction ignores' if reduced else 'off'}, x.at[rows, ml.ds(c0,"
+          f" {hw.WARP})].load(mask=ml.arange({hw.WARP})[None, :] < {n}, {other}{rest}, and store {n} columns"
+          f" back with the same column mask")
 
 
 def role(lay: Layout) -> str:

@@ -391,7 +391,7 @@ class _Solver:
         f" columns, which needs columns a multiple of {hw.WARP} (one per lane of a warp), and rows a"
         f" multiple of {hw.WARPS_PER_WARPGROUP} unless the columns are a multiple of {hw.WARPGROUP}",
         where.loc if where else o.loc,
-        hint=(narrow_rows_hint(bad) if len(bad.type.shape) == 2 and bad.type.shape[-1] < hw.WARP else
+        hint=(narrow_rows_hint(bad, dtypes, isinstance(where, Reduce)) if len(bad.type.shape) == 2 and bad.type.shape[-1] < hw.WARP else
               rows_hint(bad.type.shape) if len(bad.type.shape) == 2 and bad.type.shape[-1] % hw.WARP == 0 else
               "use tiles like (8, 256) or (1, 1024); pad the last dimension to a multiple of 32"))
 

@@ -22,7 +22,7 @@ from .ir import Access
 from .ops.access import ScalarLoad
 from .ops.control import LOOPS, For, PositiveStep, WaitLoad
 from .ops.elementwise import BinOp, Binary, Cast, CmpOp, Compare, Constant, Where
-from .ops.memory import Copy, SmemAlloc, Store, View, is_load, root_in
+from .ops.memory import Copy, SmemAlloc, Store, View, is_load, root_in, staged
 from .pipeline_hazards import check_loads_of_written_memory
 from .types import RefType, ScalarType, resolve
 
@@ -168,7 +168,7 @@ def issue(em, plan: Plan, block, it, mapping=None, stage=None):
       if id(o) in plan.windows:     # a static window of the buffer: the same window of the stage
         buf, window = plan.windows[id(o)]      # one view of the buffer: [stage, *window]
         view_op = ir.clone(window, {})
-        dst = em.append(dataclasses.replace(view_op, index=(ir.Idx(stage, 1, True),) + window.index)).result
+        dst = em.append(staged(view_op, stage)).result
       else:
         dst = stage_view(em, o.dst, stage, loc)
       block.ops.append(Copy(src, dst, plan.slots[id(o)], o.loc, stage=stage, multicast=o.multicast))
@@ -189,7 +189,7 @@ def staged_body(em, plan: Plan):
   def restage(o):
     """`o` reading this iteration's stage: `buf.T` views get the stage index, others the stage view."""
     if isinstance(o, View) and o.ref in views:
-      return dataclasses.replace(o, index=(ir.Idx(stage, 1, True),) + o.index)
+      return staged(o, stage)
     o = ir.substitute(o, views)
     for r in o.regions:
       blk = getattr(o, r)

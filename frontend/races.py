@@ -8,6 +8,8 @@ left to interpret mode, which reports every race it sees.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from . import errors as E
@@ -117,11 +119,23 @@ def own_window(name, shape, grid):
   """The hint for programs writing one element: a window of `name` a program, sized so the
   programs along grid axis 0 split its first dimension (a fixed 128 ran past small outputs)."""
   n = grid[0] if grid else 1
-  if shape and n > 1 and shape[0] % n == 0:
-    t = shape[0] // n
-    return (f"give each program its own window of {name}: {n} programs split its {shape[0]} rows"
-            f" into {t} each, e.g. {name}.at[ml.ds(ml.program_id(0) * {t}, {t})], and read the"
-            f" matching window of the inputs")
+  if shape and n > 1 and shape[0] > 0:
+    # a register tensor needs a multiple of 8 elements (1-D) or of 128: a tile of `step` rows does
+    step = 8 if len(shape) == 1 else 128 // math.gcd(128, math.prod(shape[1:]) or 1)
+    t = -(-shape[0] // n)
+    if shape[0] % n == 0 and t % step == 0:
+      return (f"give each program its own window of {name}: {n} programs split its {shape[0]} rows"
+              f" into {t} each, e.g. {name}.at[ml.ds(ml.program_id(0) * {t}, {t})], and read the"
+              f" matching window of the inputs")
+    t = -(-t // step) * step
+    k = -(-shape[0] // t)
+    axes = "" if len(shape) == 1 else "[:" + ", None" * (len(shape) - 1) + "]"
+    mask = f"ml.program_id(0) * {t} + ml.arange({t}){axes} < {shape[0]}"
+    launch = "" if k == n else f", launching {k} programs (grid=lambda x: (ml.cdiv(x.shape[0], {t}),))"
+    return (f"give each program its own window of {name}: windows of {t} rows (a register tile needs a multiple"
+            f" of {step}) cover its {shape[0]} rows, the last one partial{launch}:"
+            f" {name}.at[ml.ds(ml.program_id(0) * {t}, {t})].store(value, mask={mask}), and read the matching"
+            f" window of the inputs the same way (.load(mask=..., other=0))")
   return (f"give each program its own window of {name}, e.g. {name}.at[ml.ds(ml.program_id(0) * t, t)]"
           f" with grid=lambda x: ((x.shape[0] + t - 1) // t,), and read the matching window of the inputs")
 

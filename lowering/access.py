@@ -225,7 +225,9 @@ def _on_elements(cta, ref, mask, o, what):
     raise OutOfBoundsError(
         f"a masked {what} touches {ref.name}{elem}, outside {ref.name}'s shape {ref.root.type.shape}:"
         f" the mask is on there", o.loc, hint="turn the mask off for elements outside the array (before index 0 or past its end)")
-  return tuple(c[mask] for c in coords)
+  on = tuple(c[mask] for c in coords)
+  ref.check_view(o, cta.m.lead(ref), cta.batch_label, mask=on)
+  return on
 
 
 @interpret(MaskedLoad)

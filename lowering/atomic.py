@@ -152,6 +152,7 @@ def _i_atomic_update(cta, o):
 
 def reduce_into_gmem(cta, dst, data, kind: AtomicKind, o):
   """A reducing TMA store: the part of the box inside the array combines with it atomically."""
+  dst.check_view(o, cta.m.lead(dst), cta.batch_label)
   if (c := dst.clip()) is None:
     return
   cta.m.gmem_access(cta, dst, c[0], o, write=True, atomic=True)

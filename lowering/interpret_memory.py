@@ -36,6 +36,11 @@ class Ref:
   owner: int            # cluster rank of the CTA whose SMEM this is; -1 for GMEM
   win: tuple            # ((start, size, squeeze), ...) over the root's dimensions
   transposed: bool = False   # `buf.T`: only ml.dot reads it (transposing what it reads)
+  # ((lo, hi), ...) over the root's dimensions: the part of the root inside the views the window
+  # was taken from (View.within), which its elements inside the root must not leave; lo == 0 and
+  # hi == the root's size where those views reach the root's ends. `label`: the window's name.
+  bounds: tuple = ()
+  label: str = ""
 
   @staticmethod
   def whole(root: ir.Value, owner: int) -> "Ref":
@@ -69,6 +74,38 @@ class Ref:
                                   + ("; a negative run-time index does not count from the end (only a"
                                      " static one does, as x.at[-1]): ml.where(i < 0, i + n, i)" if negative
                                      else ""))
+
+  def check_view(self, o, lead: int = 0, program: str = "", mask=None):
+    """OutOfBoundsError where the window's part inside the root leaves the views it was taken
+    from (TMA reads zeros and masks keep off only past the root's own ends); `mask`: the elements
+    a masked access touches, as root coordinates (see lowering/access.py)."""
+    if not self.bounds:
+      return
+    shape = self.root.type.shape
+    if mask is not None:
+      bad = np.zeros(mask[0].shape, bool)
+      for c, (lo, hi) in zip(mask, self.bounds):
+        bad |= (c < lo) | (c >= hi)
+      if not bad.any():
+        return
+      k = int(np.argmax(bad))
+      elem = ", ".join(str(int(c[k])) for c in mask[lead:])
+      what = f"a masked access reaches {self.name}[{elem}]: the mask is on there, but it is"
+    else:
+      part = [(max(s, 0), min(s + n, d)) for (s, n, _), d in zip(self.win, shape)]
+      if any(a >= b for a, b in part) or all(lo <= a and b <= hi for (a, b), (lo, hi) in zip(part, self.bounds)):
+        return
+      win = ", ".join(str(a) if sq else f"{a}:{b}" for (a, b), (_, _, sq) in list(zip(part, self.win))[lead:])
+      what = f"{self.label or 'this window'} is {self.name}[{win}],"
+    view = ", ".join(f"{lo}:{hi}" for lo, hi in self.bounds[lead:])
+    check = "check the run-time starts (ml.ds, program ids) of the view and of its windows"
+    raise OutOfBoundsError(
+        f"{what} outside the view {self.name}[{view}] it is a window of", o.loc,
+        notes=(f"in program {program}",) if program else (),
+        hint=f"a window of an SMEM view stays inside it: {check}" if self.owner >= 0 else
+             f"a window may leave a view only where the view reaches {self.name}'s end (TMA copies and"
+             f" masks stop only at {self.name}'s own ends): {check}, or window {self.name} itself with a mask"
+             f" keeping the view's part")
 
   def clip(self):
     """(root index, box index) of the part of a TMA box inside the root, or None: TMA
@@ -363,7 +400,7 @@ class CtaMemory:
       filled[box] = self.m.ctas[ref.owner].filled[ref.root.id][ref.index][box]
     if not np.all(filled):
       raise uninitialized_read(ref.name, _region(ref.name, ref.root.type.shape, ref.index, ~filled),
-                               f" in program {self.label}", False, o.loc)
+                               f" in program {self.label}", False, o.loc, keep=getattr(o, "keep", None))
 
   def buffer(self, ref: Ref) -> np.ndarray:
     return self.m.gmem[ref.root.id] if ref.owner < 0 else self.m.ctas[ref.owner].smem[ref.root.id]
@@ -445,6 +482,7 @@ class CtaMemory:
     tma = kind == "tma_read"
     if ref.owner >= 0:
       ref.check_bounds(o, self.m.lead(ref), self.batch_label)
+      ref.check_view(o, self.m.lead(ref), self.batch_label)
       self.smem_sync(ref, o, kind)
       self.m.smem_phase(self, ref, o, write=False)
       if ref.owner != self.rank:       # a peer may still write it in this phase (a race, reported then)
@@ -454,6 +492,7 @@ class CtaMemory:
       return self.buffer(ref)[ref.index].copy()
     if not tma:
       ref.check_bounds(o, self.m.lead(ref), self.batch_label)
+    ref.check_view(o, self.m.lead(ref), self.batch_label)
     self.gmem_sync(ref, o)
     out = np.zeros(tuple(n for _, n, sq in ref.win if not sq), np_dtype(ref.root.type.dtype))
     if (c := ref.clip()) is not None:
@@ -464,6 +503,7 @@ class CtaMemory:
   def update(self, ref: Ref, fn, o):
     """An atomic read-modify-write of `ref`'s window: its elements become fn(elements)."""
     ref.check_bounds(o, self.m.lead(ref), self.batch_label)
+    ref.check_view(o, self.m.lead(ref), self.batch_label)
     if ref.owner >= 0:
       self.smem_sync(ref, o, "write")
       self.m.smem_phase(self, ref, o, write=True)
@@ -478,6 +518,7 @@ class CtaMemory:
     tma = kind == "tma_write"
     if ref.owner >= 0:
       ref.check_bounds(o, self.m.lead(ref), self.batch_label)
+      ref.check_view(o, self.m.lead(ref), self.batch_label)
       self.smem_sync(ref, o, kind)
       self.m.smem_phase(self, ref, o, write=True)
       self.buffer(ref)[ref.index] = data
@@ -487,6 +528,7 @@ class CtaMemory:
     if not tma:
       ref.check_bounds(o, self.m.lead(ref), self.batch_label)
       self.gmem_sync(ref, o)
+    ref.check_view(o, self.m.lead(ref), self.batch_label)
     if (c := ref.clip()) is not None:
       self.m.gmem_access(self, ref, c[0], o, write=True)
       self.buffer(ref)[c[0]] = data[c[1]]

@@ -1,6 +1,8 @@
 """Memory ops on both backends: SMEM buffers, views, register reads and writes, TMA copies."""
 from __future__ import annotations
 
+import dataclasses
+
 import jax.experimental.mosaic.gpu as mgpu
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 from jaxlib.mlir import ir
@@ -129,16 +131,30 @@ def _i_smem_alloc(cta, o):
   cta.set(o.result, Ref.whole(o.result, cta.rank))
 
 
-@interpret(View)
-def _i_view(cta, o):
-  base, it, win = cta.get(o.ref), iter(o.index), []
-  for s, n, sq in base.win:          # compose onto the base's window (it may be a ClusterRef of a view)
+def _compose(cta, base, index) -> tuple:
+  """The window `index` of the ref `base` (a root, or a ClusterRef of a view), over base's root."""
+  it, win = iter(index), []
+  for s, n, sq in base.win:
     if sq:
       win.append((s, n, sq))
       continue
     i = next(it)
     win.append((s + int(cta.operand(i.start)), i.size, i.squeeze))
-  cta.set(o.result, Ref(base.root, base.owner, tuple(win), o.transpose))
+  return tuple(win)
+
+
+@interpret(View)
+def _i_view(cta, o):
+  base = cta.get(o.ref)
+  win, shape, r = _compose(cta, base, o.index), base.root.type.shape, len(o.index)
+  bounds = None
+  outer = [base.win] + [_compose(cta, base, o.within[k:k + r]) for k in range(0, len(o.within), r)]
+  if base.bounds or any(o.within) or base.win != Ref.whole(base.root, base.owner).win:
+    bounds = list(base.bounds or ((0, d) for d in shape))
+    for w in outer:                  # the part of the root inside every view it was taken from
+      bounds = [(max(lo, min(max(s, 0), d)), min(hi, max(min(s + n, d), 0)))
+                for (lo, hi), (s, n, _), d in zip(bounds, w, shape)]
+  cta.set(o.result, Ref(base.root, base.owner, win, o.transpose, tuple(bounds or ()), o.result.name))
 
 
 @interpret(ClusterRef)
@@ -150,13 +166,16 @@ def _i_cluster_ref(cta, o):
                            hint="check the CTA index given to ml.cluster_ref")
   coords = [cta.rank % c[0], cta.rank // c[0] % c[1], cta.rank // (c[0] * c[1])]
   coords[o.axis] = k
-  cta.set(o.result, Ref(base.root, coords[0] + c[0] * (coords[1] + c[1] * coords[2]), base.win))
+  cta.set(o.result, dataclasses.replace(base, owner=coords[0] + c[0] * (coords[1] + c[1] * coords[2]),
+                                        transposed=False))
 
 
 @interpret(Load)
 def _i_load(cta, o):
   ref = cta.get(o.ref)
-  cta.set(o.result, cta.read(ref, o, check=not o.merge).reshape(o.result.type.shape))
+  cta.set(o.result, cta.read(ref, o, check=not o.merge and not o.keep).reshape(o.result.type.shape))
+  if o.keep and ref.owner == cta.rank and all(b > a for a, b in o.keep):    # only what the mask keeps is used
+    cta.check_filled(ref, o, tuple(slice(a, b) for a, b in o.keep))
   if o.merge and ref.owner >= 0:     # elements nothing wrote: kept unwritten by the masked store
     holes = ~cta.m.ctas[ref.owner].filled[ref.root.id][ref.index]
     cta.holes.pop(o.result.id, None)   # (a loop's earlier trip may have left its own)

@@ -64,7 +64,9 @@ def test_an_unmasked_register_read_past_the_end_is_rejected():
 def test_a_window_starting_past_the_end_is_rejected():
   e = expect(window_starting_past_end, [X], mg.IndexOutOfBoundsError, "x.at[ml.ds(256, 128)]",
              "ml.ds(256, 128) is out of bounds for dimension 0 of x (size 256)")
-  assert e.hint == "dimension 0 of x has size 256"
+  assert e.hint == ("the window has no element inside x (dimension 0 has size 256; it lies wholly past the end),"
+                    " so neither a mask nor a TMA copy has anything to move: start it inside, ml.ds(s, 128) with"
+                    " s < 256")
 
 
 def test_tma_copies_may_run_past_the_end():

@@ -247,6 +247,77 @@ def _int_other_hint(other: float, dtype: str, lo: int, hi: int, outside=False) -
   return f"an integer of {dtype}: other={min(max(int(other), lo), hi)}"
 
 
+_STATIC_BIN = {ew.BinOp.ADD: np.add, ew.BinOp.SUB: np.subtract, ew.BinOp.MUL: np.multiply,
+               ew.BinOp.FLOORDIV: np.floor_divide, ew.BinOp.MOD: np.mod, ew.BinOp.MAX: np.maximum,
+               ew.BinOp.MIN: np.minimum, ew.BinOp.AND: np.bitwise_and, ew.BinOp.OR: np.bitwise_or,
+               ew.BinOp.XOR: np.bitwise_xor}
+_STATIC_CMP = {ew.CmpOp.LT: np.less, ew.CmpOp.LE: np.less_equal, ew.CmpOp.GT: np.greater,
+               ew.CmpOp.GE: np.greater_equal, ew.CmpOp.EQ: np.equal, ew.CmpOp.NE: np.not_equal}
+
+
+def static_tensor(cx, x, depth=0):
+  """The values of an integer or bool tensor (or scalar) known while compiling, as a numpy array:
+  ml.arange, int constants, and the integer math, comparisons and broadcasts of them (a mask such
+  as `ml.arange(128) < 64`); None where it depends on anything else."""
+  from .shape import Broadcast, Reshape
+  if isinstance(x, (bool, int)):
+    return np.asarray(x)
+  if not is_value(x) or depth > 32:
+    return None
+  o, t, get = cx.b.defining(x), x.type, lambda v: static_tensor(cx, v, depth + 1)
+  shape = getattr(t, "shape", ())
+  if math.prod(shape) > 1 << 20:
+    return None
+  if isinstance(o, ew.Constant):
+    return np.asarray(o.value) if isinstance(o.value, (bool, int)) else None
+  if isinstance(o, ew.Arange):
+    n = shape[o.dim]
+    return np.broadcast_to(np.arange(n).reshape([n if a == o.dim else 1 for a in range(len(shape))]), shape)
+  if isinstance(o, ew.Full):
+    v = get(o.value)
+    return None if v is None else np.broadcast_to(v, shape)
+  if isinstance(o, (ew.Binary, ew.Compare)):
+    fn = (_STATIC_BIN if isinstance(o, ew.Binary) else _STATIC_CMP).get(o.kind)
+    a, b = get(o.lhs), get(o.rhs)
+    if fn is None or a is None or b is None or (o.kind in (ew.BinOp.FLOORDIV, ew.BinOp.MOD) and (b == 0).any()):
+      return None
+    return np.broadcast_to(fn(a, b), shape)
+  if isinstance(o, ew.Unary) and o.kind == ew.UnOp.NOT:
+    v = get(o.x)
+    return None if v is None else np.logical_not(v)
+  if isinstance(o, Broadcast):
+    v = get(o.x)
+    if v is None:
+      return None
+    placed = [1] * len(shape)
+    for i, d in enumerate(o.dims):
+      placed[d] = v.shape[i]
+    return np.broadcast_to(v.reshape(placed), shape)
+  if isinstance(o, Reshape):
+    v = get(o.x)
+    return None if v is None else v.reshape(shape)
+  if isinstance(o, ew.Cast) and not o.bitcast and isinstance(resolve(t.dtype), DType):
+    v, d = get(o.x), resolve(t.dtype)
+    return None if v is None or not (d.is_int or d == DType.bool_) else v.astype(bool if d == DType.bool_ else np.int64)
+  return None
+
+
+def _kept_box(cx, mask, shape) -> tuple:
+  """Load.keep of a masked SMEM load: the box of the window's elements `mask` keeps, where the
+  mask is known while compiling; () where it is not."""
+  m = static_tensor(cx, mask)
+  if m is None:
+    return ()
+  m = np.broadcast_to(m.astype(bool), shape)
+  if not m.any():
+    return tuple((0, 0) for _ in shape)
+  box = []
+  for a in range(len(shape)):
+    on = np.flatnonzero(m.any(axis=tuple(b for b in range(len(shape)) if b != a)))
+    box.append((int(on[0]), int(on[-1]) + 1))
+  return tuple(box)
+
+
 def _masked_read(cx, ref, mask, other):
   if isinstance(other, float) and isinstance(resolve(ref.type.dtype), DType) and not resolve(ref.type.dtype).is_float:
     d = resolve(ref.type.dtype)
@@ -263,7 +334,7 @@ def _masked_read(cx, ref, mask, other):
   if one_element(ref.type.shape) and ew.one_element_scalar(cx, mask) is not None:
     return _masked_element(cx, ref, mask, other)
   if ref.type.space == Space.SMEM:      # always in bounds: a select in registers
-    return ew.where_(cx, mask, load(cx, ref, ref.name), other)
+    return ew.where_(cx, mask, load(cx, ref, ref.name, keep=_kept_box(cx, mask, ref.type.shape)), other)
   t = TensorType(ref.type.shape, ref.type.dtype)
   return cx.b.emit(MaskedLoad, ref, mask, other, loc=cx.loc, types=[t], names=[cx.name]).result
 

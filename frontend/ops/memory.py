@@ -38,12 +38,16 @@ class View(ir.Op):
 
   `transpose` marks `buf.T`: the window's two dimensions swapped, with no data moved
   (only ml.dot reads such views: the tensor cores take the operand transposed).
+  `within`: the windows over the root of the views this one was taken from (a root's rank of
+  `ir.Idx`es each, outermost first), where they end inside the root: a window of a view may
+  leave it only where the view reaches the root's end (see view(); interpret mode checks it).
   """
   ref: ir.Value
   index: tuple
   loc: object
   results: tuple
   transpose: bool = False
+  within: tuple = ()
 
 
 @ir.op(Traits(pure=True))
@@ -61,11 +65,15 @@ class ClusterRef(ir.Op):
 class Load(ir.Op):
   """Read a whole ref (GMEM or SMEM) into registers. `merge`: the read of a masked SMEM store
   (ml.store(buf, v, mask=m) keeps the old elements where m is off), which may read elements
-  nothing wrote: they are written back unchanged, and stay unwritten."""
+  nothing wrote: they are written back unchanged, and stay unwritten. `keep`: the read of a
+  masked SMEM load (selected in registers): ((lo, hi), ...) over the window's dimensions, the box
+  of the elements its mask (known while compiling) keeps, the rest read and dropped; () where the
+  mask is known only at run time."""
   ref: ir.Value
   loc: object
   results: tuple
   merge: bool = False
+  keep: tuple | None = None
 
 
 @ir.op(Traits(effects=lambda o: [(o.ref, Access.REG_WRITE)], layout=LayoutRule.MEMORY,
@@ -350,6 +358,8 @@ def _one_index(cx, d, i, n, name, past_end=False, rank=1):
         hint += (f"; an SMEM buffer's windows stay inside it, masked or not (only GMEM windows may run past"
                  f" the end): allocate {name} with room for the whole window ({start + size} elements along"
                  f" dimension {d})")
+      elif past_end and n:                     # a GMEM window wholly outside: nothing for a mask to keep
+        hint = _outside_hint(cx.loc, name, d, n, start, size)
       raise E.IndexOutOfBoundsError(
           f"ml.ds({start}, {size}) is out of bounds for dimension {d} of {name} (size {n})", cx.loc, hint=hint)
     return ir.Idx(start, size)
@@ -364,6 +374,32 @@ def _one_index(cx, d, i, n, name, past_end=False, rank=1):
                                        f" {name}.at[ml.ds(start, size)]")
 
 
+def _outside_hint(loc, name, d, n, start, size) -> str:
+  """The hint for a GMEM window wholly past the end (or before the start) of dimension d: it is
+  known while compiling (an ml.static_range trip, a constant), so a test known then skips it."""
+  import ast
+  text = None
+  try:
+    node = ast.parse(loc.source_line[loc.col_offset:loc.end_col_offset], mode="eval") \
+        if loc.end_lineno == loc.lineno and loc.end_col_offset is not None else None
+    calls = [c for c in ast.walk(node) if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
+             and c.func.attr == "ds" and len(c.args) == 2] if node is not None else []
+    text = ast.unparse(calls[0].args[0]) if len(calls) == 1 else None
+  except (SyntaxError, AttributeError, TypeError):
+    pass
+  side = "past the end" if start > 0 else "before the start"
+  head = (f"the window has no element inside {name} (dimension {d} has size {n}; it lies wholly {side}), so"
+          f" neither a mask nor a TMA copy has anything to move")
+  if not text or text.lstrip("-").isdigit():    # a literal start: start the window inside
+    return head + (f": start it inside, ml.ds(s, {size}) with s < {n}" if start > 0 else
+                   f": start it inside, ml.ds(s, {size}) with s > {-size}")
+  ext = f"{name}.shape[{d}]" if name.isidentifier() else str(n)
+  test = f"{text} < {ext}" if start > 0 else f"{text} + {size} > 0"
+  return head + (f": skip it with a test known while compiling, `if {test}:` around the chunk that uses it"
+                 f" (in an ml.static_range loop, the trips {side}), or loop with a run-time range(...), whose"
+                 f" trips there the mask keeps off")
+
+
 def view(cx, ref: ir.Value, index, name=""):
   """`ref.at[index]`: a window of `ref`, composed onto the root ref."""
   if not is_ref(ref):
@@ -376,6 +412,7 @@ def view(cx, ref: ir.Value, index, name=""):
   idx = normalize_index(cx, ref.type.shape, index, ref.name or name,
                         past_end=ref.type.space == Space.GMEM)
   parent = cx.b.defining(ref)
+  within = ()
   if isinstance(parent, View):      # compose onto the root
     new, it = [], iter(idx)
     for p in parent.index:
@@ -384,10 +421,76 @@ def view(cx, ref: ir.Value, index, name=""):
         continue
       n = next(it)
       new.append(ir.Idx(add_index(cx, p.start, n.start), n.size, n.squeeze))
+    _check_inside_view(cx, ref, parent, idx, new)
+    within = parent.within + (parent.index if ends_inside(parent.index, parent.ref.type.shape) else ())
     idx, ref = tuple(new), parent.ref
   shape = tuple(i.size for i in idx if not i.squeeze)
   t = RefType(shape, ref.type.dtype, ref.type.space, ref.type.remote)
-  return cx.b.emit(View, ref, idx, loc=cx.loc, types=[t], names=[name]).result
+  return cx.b.emit(View, ref, idx, loc=cx.loc, types=[t], names=[name], within=within).result
+
+
+def staged(o: View, stage) -> View:
+  """The view `o` of a buffer made multi-buffered: the same window of stage `stage`."""
+  r, first = len(o.index), ir.Idx(stage, 1, True)
+  within = sum(((first,) + o.within[k:k + r] for k in range(0, len(o.within), r)), ())
+  return dataclasses.replace(o, index=(first,) + o.index, within=within)
+
+
+def ends_inside(index, shape) -> bool:
+  """Whether a window (over a root of `shape`) may end inside the root on some side: one whose
+  windows must then stay inside it there (TMA and masks stop only at the root's own ends)."""
+  return any(not i.squeeze and not (isinstance(i.start, int) and i.start <= 0 and i.start + i.size >= n)
+             for i, n in zip(index, shape))
+
+
+def _root_text(root, index) -> str | None:
+  """`x.at[...]` of a window over the root `x`, as the user would write it; None where a run-time
+  start has no name to show."""
+  parts = []
+  for i, n in zip(index, root.type.shape):
+    if isinstance(i.start, int):
+      parts.append(str(i.start) if i.squeeze else ":" if (i.start, i.size) == (0, n)
+                   else f"ml.ds({i.start}, {i.size})")
+    elif i.start.name:
+      parts.append(i.start.name if i.squeeze else f"ml.ds({i.start.name}, {i.size})")
+    else:
+      return None
+  while parts and parts[-1] == ":":
+    parts.pop()
+  return f"{root.name}.at[{', '.join(parts)}]" if parts else root.name
+
+
+def _check_inside_view(cx, ref, parent, idx, composed):
+  """MG203 for a window `idx` of the view `ref` statically known to leave it where the view ends
+  inside its root: TMA would read (and masks let through) the root's elements there, which are
+  not the view's. Past the root's own end (or before its start) a window may go, as a root's."""
+  root, it, k = parent.ref, iter(idx), 0
+  for p, n, c in zip(parent.index, root.type.shape, composed):
+    if p.squeeze:
+      continue
+    i, dim = next(it), k
+    k += 1
+    if i.squeeze or not (isinstance(i.start, int) and isinstance(p.start, int)):
+      continue
+    before, past = i.start < 0 and p.start > 0, i.start + i.size > p.size and p.start + p.size < n
+    if not (before or past):
+      continue
+    vname, rname = ref.name or "the view", root.name or "the array"
+    rank = sum(1 for j in idx if not j.squeeze)
+    axis = sum(1 for j in idx[:dim] if not j.squeeze)
+    axes = "" if rank == 1 else "[" + ", ".join(":" if j == axis else "None" for j in range(rank)) + "]"
+    on = [f"ml.arange({i.size}){axes} >= {-i.start}"] if i.start < 0 else []
+    on += [f"ml.arange({i.size}){axes} < {p.size - i.start}"] if i.start + i.size > p.size else []
+    mask = on[0] if len(on) == 1 else " & ".join(f"({m})" for m in on)
+    whole = _root_text(root, composed)
+    where = f"{whole}" if whole else f"{rname}.at[...] with ml.ds({c.start}, {i.size}) in dimension {dim}"
+    raise E.IndexOutOfBoundsError(
+        f"ml.ds({i.start}, {i.size}) is out of bounds for dimension {dim} of {vname} (size {p.size}), which"
+        f" {'starts' if before else 'ends'} inside {rname}: a window may leave a view only where the view"
+        f" reaches {rname}'s {'start' if before else 'end'}", cx.loc,
+        hint=f"TMA copies and masks stop only at {rname}'s own ends, not a view's: window {rname} itself,"
+             f" {where}, with a mask that keeps the view's part (.load(mask={mask}, other=0),"
+             f" .store(value, mask={mask})), or make the view as large as the window")
 
 
 def static_overrun(b, ref: ir.Value):
@@ -477,7 +580,8 @@ def untransposed(cx, ref):
                    names=[ref.name], transpose=False).result
 
 
-def load(cx, ref, name="", merge=False):
+def load(cx, ref, name="", merge=False, keep=None):
+  """`ref[...]` into registers (`keep`: see Load)."""
   if is_ref(ref) and ref.type.transposed:        # buf.T[...]: the window read, then transposed
     from .shape import transpose_tensor
     return transpose_tensor(cx, load(cx, untransposed(cx, ref)), name)
@@ -496,7 +600,8 @@ def load(cx, ref, name="", merge=False):
     from .elementwise import full_
     one = scalar_load(cx, view(cx, ref, (0,) * len(t.shape), ref.name), name)
     return full_(cx, t.shape, one, t.dtype)
-  return cx.b.emit(Load, ref, loc=cx.loc, types=[TensorType(t.shape, t.dtype)], names=[name], merge=merge).result
+  return cx.b.emit(Load, ref, loc=cx.loc, types=[TensorType(t.shape, t.dtype)], names=[name], merge=merge,
+                   keep=keep).result
 
 
 def store(cx, ref, value):
