@@ -225,6 +225,11 @@ class Calls:
           out = (ew.binary(cx, ew.BinOp.MIN if fn is builtins.min else ew.BinOp.MAX, out, v)
                  if holds_value(out) or holds_value(v) else fn(out, v))
         return out
+      if fn is builtins.divmod and len(args) == 2 and not kwargs and len(node.args) == 2 \
+          and not any(isinstance(a, ast.Starred) for a in node.args):   # divmod(t, n) is (t // n, t % n)
+        a, b = node.args
+        return tuple(self.binop(op, args[0], args[1], ast.copy_location(ast.BinOp(a, op(), b), node))
+                     for op in (ast.FloorDiv, ast.Mod))
       if fn is builtins.pow and len(args) == 2 and not kwargs:       # pow(v, 2) is v ** 2
         from .ops.power import power
         return power(cx, args[0], args[1], self.text(node.args[0]), self.text(node.args[1]))

@@ -11,8 +11,8 @@ from .builder import Call
 from .dtypes import DType
 from .infer import unify
 from .ops import elementwise as ew
-from .ops.base import Num, is_value, kind_of
-from .types import RefType, TensorType, dtype_name
+from .ops.base import Num, a_an, is_value, kind_of, value_words
+from .types import RefType, ScalarType, TensorType, dtype_name
 
 
 def is_carriable(v) -> bool:
@@ -21,17 +21,38 @@ def is_carriable(v) -> bool:
   return (is_value(v) and not isinstance(v.type, RefType)) or isinstance(v, Num)
 
 
-def as_value(tracer, v, loc, note=None):
-  """`v` as a value: a Python number becomes a constant, any error about it reported at `loc`
-  (the assignment that bound it), with `note` (the loop or if that made it a value)."""
+def as_value(tracer, v, loc, note=None, dtype=None):
+  """`v` as a value: a Python number becomes a constant (of `dtype`, the one a weakly typed number
+  takes where given), any error about it reported at `loc` (the assignment that bound it), with
+  `note` (the loop or if that made it a value)."""
   if is_value(v):
     return v
   try:
-    return ew.constant(Call(tracer.b, loc), v)
+    return ew.constant(Call(tracer.b, loc), v, dtype)
   except E.KernelError as e:
     if note:
       e.notes = e.notes + (note,)
     raise
+
+
+def is_weak(v) -> bool:
+  """A Python number (not a bool, not jnp.float32(c)) a loop or if may give another dtype of its
+  kind, as JAX does with weakly typed values."""
+  return type(v) in (int, float)
+
+
+def weak_dtype(v, other):
+  """The dtype the Python number `v` takes to meet the register value `other` (a bfloat16
+  scalar for t = 0.0 meeting one), or None where it keeps its own (and a mismatch is an error)."""
+  if not is_weak(v) or not is_value(other) or not isinstance(other.type, ScalarType):
+    return None
+  k = ew.weak_kind(other.type.dtype)
+  if k != ("float" if isinstance(v, float) else "int"):
+    return None
+  lo, hi, _ = ew.python_int_range(other.type.dtype)
+  if isinstance(v, int) and not lo <= v <= hi:
+    return None
+  return other.type.dtype
 
 
 def same_type(a: ir.Value, b: ir.Value, loc) -> bool:
@@ -42,8 +63,11 @@ def same_type(a: ir.Value, b: ir.Value, loc) -> bool:
 
 
 def describe(v) -> str:
+  """A value in the user's words: a bfloat16 scalar, a float32 tensor of shape (128,), a GMEM ref."""
+  if is_value(v) and isinstance(v.type, RefType):
+    return f"{a_an(dtype_name(v.type.dtype))} {v.type.space} ref of shape {tuple(v.type.shape)}"
   if is_value(v):
-    return str(v.type)
+    return value_words(v)
   if type(v) in (tuple, list):
     return f"a {type(v).__name__} of {len(v)}"
   return kind_of(v)

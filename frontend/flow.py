@@ -13,12 +13,14 @@ from . import ir
 from .assign import DICT_VIEWS
 from .builder import Call
 from .carried import (as_value, carries_of, carry_slices, conversion, describe, initial_value,
-                      is_carriable, leaf_paths, rebuilt, same_type, start_kind, static_equal, structure,
-                      structure_shape)
+                      is_carriable, is_weak, leaf_paths, rebuilt, same_type, start_kind, static_equal,
+                      structure, structure_shape, weak_dtype)
 from .dtypes import DType
 from .env import POISON, Unbound as _Unbound, assigned_names
 from .ops import control as ctl
+from .ops import elementwise as ew
 from .ops.base import Num, is_value, value_words
+from .ops.elementwise import check_python_int
 from .ops.memory import index_operand
 from .types import RefType, ScalarType, TensorType, dtype_name, resolve
 
@@ -73,6 +75,7 @@ def trace_for(tracer, node: ast.For):
   it = node.iter
   fn = tracer.eval(it.func) if isinstance(it, ast.Call) else None
   if fn not in (range, ctl.static_range, ctl.range):
+    _check_wrapped_range(tracer, node, it, fn)
     seq = tracer.eval(it)             # a static sequence (a tuple, a list, enumerate/zip of them): unrolled
     if (hasattr(seq, "__next__") or isinstance(seq, (range, dict, *DICT_VIEWS))) and not is_value(seq):
       seq = tuple(seq)                # (r = ml.static_range(4) then for i in r: a Python range; d.items())
@@ -140,6 +143,7 @@ def trace_for(tracer, node: ast.For):
     raise E.KernelTypeError(f"range() in a kernel counts upwards: a step of {step} is not supported", tracer.loc(it),
                             hint="count upwards and compute the descending index inside: for k in range(n):"
                                  " c = n - 1 - k")
+  _check_static_bounds(tracer, it, (start, stop, step), counter)
   if isinstance(start, int) and isinstance(stop, int) and isinstance(step, int) and stop <= start:
     names = getattr(tracer.b, "empty_loop_names", set())     # buffers used only in its body
     tracer.b.empty_loop_names = names | {n.id for st in node.body for n in ast.walk(st)   # are not
@@ -149,20 +153,26 @@ def trace_for(tracer, node: ast.For):
   b = tracer.b
   assigned = [n for n in assigned_names(node.body) if n != name]
   forced: set = set()
+  widened: dict = {}
   while True:
     attempt = _Attempt(tracer)
     env = tracer.env
     carries = carries_of(env, assigned, forced)
     leaf_names = [ln for c in carries for ln in c.leaf_names]
-    inits = _inits(tracer, carries, loc)
+    inits = _inits(tracer, carries, loc, widened)
     iv = ir.Value(ScalarType(counter), name)
     tracer.b.loop_indices.add(iv.id)
-    args_ = tuple(ir.Value(v.type, n) for v, n in zip(inits, leaf_names))
+    args_ = _args(tracer, carries, inits, leaf_names, widened)
     body = ir.Block(args=(iv, *args_))
     before, where = dict(env), dict(tracer.where)
     _bind(env, carries, args_)
     env[name] = iv
-    poisoned = _trace_body(tracer, node, loc, body, carries, inits, args_)
+    try:
+      poisoned = _trace_body(tracer, node, loc, body, carries, inits, args_)
+    except _Widen as w:
+      attempt.undo(tracer)
+      widened[w.leaf] = w.dtype
+      continue
     grow = attempt.changed(tracer, assigned, carries) - forced
     if not grow:
       break
@@ -181,15 +191,112 @@ def trace_for(tracer, node: ast.For):
                             f" last = {name} in its body, then use last after it")
 
 
-def _inits(tracer, carries, loc):
+def _check_wrapped_range(tracer, node, it, fn) -> None:
+  """`for c in reversed(range(n))`, zip(range(n), ...), enumerate(range(n)) with a run-time n (or
+  over ml.range): a runtime loop counts upwards over its own index only."""
+  if not isinstance(it, ast.Call) or not isinstance(fn, type(len)) and fn not in (reversed, zip, enumerate):
+    return
+  for a in it.args:
+    inner = tracer.eval(a.func) if isinstance(a, ast.Call) else None
+    if inner not in (range, ctl.range):
+      continue
+    if inner is range and not any(is_value(x) for x in tracer.eval_spread(a.args)):
+      continue              # range(4): a static sequence, unrolled
+    called, rng = getattr(fn, "__name__", "it"), tracer.text(a)
+    why = "has a run-time bound" if inner is range else "is a runtime loop"
+    c = node.target.id if isinstance(node.target, ast.Name) else "c"
+    k = "k" if c != "k" else "j"
+    bounds = [tracer.text(x) for x in a.args]
+    if fn is reversed:
+      last = None
+      if len(bounds) == 1 or len(bounds) == 2 and bounds[0] == "0":
+        last = f"{bounds[-1]} - 1"
+      elif len(bounds) == 2:
+        off = int(bounds[0]) - 1 if bounds[0].isdigit() else None
+        last = (bounds[1] if off == 0 else f"{bounds[1]} + {off}" if off is not None
+                else f"{bounds[0]} + {bounds[1]} - 1")
+      hint = (f"count upwards and compute the descending index inside: for {k} in {rng}: {c} = {last} - {k}"
+              if last else
+              "count upwards and compute the descending index inside: for k in range(n): c = n - 1 - k")
+    elif fn is zip:
+      hint = (f"loop over {rng} and compute the other item from the loop's index (for i in {rng}: w = ... i ...),"
+              f" or read it from a ref at that index (w = w_ref[i]); a static tuple zips with a static range:"
+              f" zip(range(4), ws)")
+    elif fn is enumerate:
+      hint = (f"loop over {rng} alone and take the position from its index: in for i in range(a, n) it is"
+              f" i - a (i itself for range(n))")
+    else:
+      hint = f"loop over {rng} itself and compute from its index inside the body"
+    raise E.UnsupportedSyntaxError(
+        f"{called}() cannot take a runtime loop: {rng} {why}, and a runtime loop only counts upwards over"
+        f" its own index", tracer.loc(it), hint=hint)
+
+
+def _check_static_bounds(tracer, it, bounds, counter) -> None:
+  """A runtime loop counts in int32 (uint32 with uint32 bounds): its static bounds and step, and
+  the index it steps to after its last trip, must fit, or the count wraps on the GPU."""
+  kind = dtype_name(counter)
+  hint = (f"a runtime loop counts in {kind}: keep its bounds below 2**{32 if counter == DType.u32 else 31}"
+          f" (count further with two nested loops: for hi in range(a): for lo in range(b)),"
+          f" or unroll it with ml.static_range if it is short")
+  given = bounds[1:2] if len(it.args) == 1 else bounds[:len(it.args)]   # range(stop), (start, stop), ...
+  spread = any(isinstance(a, ast.Starred) for a in it.args)
+  for k, x in enumerate(given):
+    if isinstance(x, int):
+      what = "stop" if len(given) == 1 else ("start", "stop", "step")[k]
+      at = tracer.loc(it if spread else it.args[k])
+      check_python_int(Call(tracer.b, at), x, counter, f"this loop's {what}", hint=hint)
+  start, stop, step = bounds
+  if all(isinstance(x, int) for x in bounds) and step > 0 and stop > start:
+    last = start + (stop - start - 1) // step * step
+    hi = 2 ** 32 - 1 if counter == DType.u32 else 2 ** 31 - 1
+    if last + step > hi:
+      raise E.KernelTypeError(
+          f"this loop steps its index from {last} to {last + step}, which does not fit in {kind}: the loop"
+          f" counts in {kind}, so the index would wrap and the loop would not end", tracer.loc(it), hint=hint)
+
+
+class _Widen(Exception):
+  """A Python number a loop carries (t = 0.0) that its body makes another dtype of its kind (a
+  bfloat16 scalar): the loop is traced again carrying that dtype, as JAX's loops promote a weakly
+  typed carry to the body's dtype."""
+
+  def __init__(self, leaf, dtype):
+    super().__init__(leaf)
+    self.leaf, self.dtype = leaf, dtype
+
+
+def _inits(tracer, carries, loc, widened=None):
   """The loop's initial values; a number that cannot be a constant is reported where it was
-  assigned, with a note at the loop."""
+  assigned, with a note at the loop. `widened`: leaf name -> the dtype a number takes."""
   out = []
   for c in carries:
     at = tracer.where.get(c.name, loc)
-    for l in c.leaves:
-      out.append(as_value(tracer, l, at, note=f"{loc}: the loop that carries {c.name}"))
+    for ln, l in zip(c.leaf_names, c.leaves):
+      d = (widened or {}).get(ln)
+      if d is not None and is_value(l):      # a weak carry of an enclosing loop (see _args)
+        out.append(ew.astype(Call(tracer.b, at), l, d))
+        continue
+      out.append(as_value(tracer, l, at, note=f"{loc}: the loop that carries {c.name}", dtype=d))
   return tuple(out)
+
+
+def _widens(init, leaf) -> bool:
+  """Whether a weakly typed carry entering as `init` takes `leaf`'s dtype: a scalar of the same kind."""
+  return (isinstance(init.type, ScalarType) and isinstance(leaf.type, ScalarType)
+          and ew.weak_kind(init.type.dtype) is not None
+          and ew.weak_kind(init.type.dtype) == ew.weak_kind(leaf.type.dtype))
+
+
+def _args(tracer, carries, inits, leaf_names, widened):
+  """The body's block arguments; one standing for a Python number whose dtype is still open is
+  weakly typed (frontend/ops/elementwise.py weak_to)."""
+  args_ = tuple(ir.Value(v.type, n) for v, n in zip(inits, leaf_names))
+  starts = [l for c in carries for l in c.leaves]
+  for a, l, ln in zip(args_, starts, leaf_names):
+    if (is_weak(l) or is_value(l) and l.id in tracer.b.weak) and ln not in widened:
+      tracer.b.weak.add(a.id)
+  return args_
 
 
 def _trace_body(tracer, node, loc, body: ir.Block, carries, inits, args_) -> set:
@@ -228,14 +335,16 @@ def _trace_body(tracer, node, loc, body: ir.Block, carries, inits, args_) -> set
             hint=f"keep {n} a {type(c.value).__name__} of the same length, of register values or numbers",
             notes=(f"{loc}: the loop that carries {n}",))
       new_leaves = st[0] if c.container else [new]
-      for ln, init, leaf, start in zip(c.leaf_names, init_leaves, new_leaves, c.leaves):
+      for ln, init, leaf, start, arg in zip(c.leaf_names, init_leaves, new_leaves, c.leaves, arg_leaves):
         if not is_carriable(leaf):
           raise E.LoopCarryTypeError(
-              f"{ln} changes from {init.type} to {describe(leaf)} inside the loop", where,
+              f"{ln} changes from {describe(init)} to {describe(leaf)} inside the loop", where,
               hint=f"keep {ln} the same kind of value in every iteration",
               notes=(f"{loc}: the loop that carries {n}",))
         raw_leaf = leaf
         leaf = as_value(tracer, leaf, where, note=f"{loc}: the loop that carries {n}")
+        if not same_type(init, leaf, loc) and arg.id in b.weak and _widens(init, leaf):
+          raise _Widen(ln, leaf.type.dtype)
         if not same_type(init, leaf, loc):
           d1 = resolve(leaf.type.dtype)
           if (isinstance(start, int) and not isinstance(start, bool) and isinstance(d1, DType) and d1.is_float
@@ -253,7 +362,7 @@ def _trace_body(tracer, node, loc, body: ir.Block, carries, inits, args_) -> set
           else:
             hint = f"keep {ln}'s shape fixed across iterations"
           raise E.LoopCarryTypeError(
-              f"{ln} enters the loop as {init.type} but an iteration makes it {leaf.type}", where,
+              f"{ln} enters the loop as {describe(init)} but an iteration makes it {describe(leaf)}", where,
               hint=hint, notes=(f"{loc}: the loop that carries {n}",))
         yields.append(leaf)
     b.emit(ctl.Yield, tuple(yields), loc=loc)
@@ -311,9 +420,15 @@ def trace_while(tracer, node: ast.While):
     tracer.unsupported(node, "while ... else")
   assigned = assigned_names(node.body)
   forced: set = set()
+  widened: dict = {}
   while True:
     attempt = _Attempt(tracer)
-    carries, res = _trace_while_once(tracer, node, loc, assigned, forced)
+    try:
+      carries, res = _trace_while_once(tracer, node, loc, assigned, forced, widened)
+    except _Widen as w:
+      attempt.undo(tracer)
+      widened[w.leaf] = w.dtype
+      continue
     grow = attempt.changed(tracer, assigned, carries) - forced
     if not grow:
       break
@@ -322,13 +437,13 @@ def trace_while(tracer, node: ast.While):
   _finish_while(tracer, node, loc, assigned, carries, res)
 
 
-def _trace_while_once(tracer, node, loc, assigned, forced):
+def _trace_while_once(tracer, node, loc, assigned, forced, widened):
   env, b = tracer.env, tracer.b
   carries = carries_of(env, assigned, forced)
   leaf_names = [ln for c in carries for ln in c.leaf_names]
-  inits = _inits(tracer, carries, loc)
+  inits = _inits(tracer, carries, loc, widened)
   before, where = dict(env), dict(tracer.where)
-  cond_args = tuple(ir.Value(v.type, n) for v, n in zip(inits, leaf_names))
+  cond_args = _args(tracer, carries, inits, leaf_names, widened)
   cond_blk = ir.Block(args=cond_args)
   _bind(env, carries, cond_args)
   with b.region(cond_blk):
@@ -347,7 +462,7 @@ def _trace_while_once(tracer, node, loc, assigned, forced):
           tracer.one_element_hint(node.test, cond, "while") or
           "compare scalars (i < n); reduce a tensor first: ml.max(x) > 0")
     b.emit(ctl.Condition, cond, cond_args, loc=loc)
-  args_ = tuple(ir.Value(v.type, n) for v, n in zip(inits, leaf_names))
+  args_ = _args(tracer, carries, inits, leaf_names, widened)
   body = ir.Block(args=args_)
   _bind(env, carries, args_)
   poisoned = _trace_body(tracer, node, loc, body, carries, inits, args_)
@@ -428,7 +543,7 @@ def trace_if(tracer, node: ast.If, cond: ir.Value):
     if sa is None or sb is None or structure_shape(a) != structure_shape(b):
       k, at, notes = paths.culprit(n)
       if isinstance(getattr(a, "type", None), RefType) and isinstance(getattr(b, "type", None), RefType):
-        ra, rb = (a.name or "a", b.name or "b")
+        ra, rb = (_written(tracer, stmts, n, r) for stmts, r in ((node.body, a), (node.orelse, b)))
         raise E.KernelTypeError(
             f"{n} is a different ref on each path through the if at line {loc.lineno}; a ref cannot be"
             f" chosen at run time", at, notes=notes,
@@ -458,9 +573,10 @@ def trace_if(tracer, node: ast.If, cond: ir.Value):
     names = [n + p for p in leaf_paths(then_env.get(n))]
     for ln, a, b_ in zip(names, la, lb):
       with bld.region(then_blk):
-        x = as_value(tracer, a, then_where.get(n, loc))
+        x = as_value(tracer, a, then_where.get(n, loc), dtype=weak_dtype(a, b_))
       with bld.region(else_blk):
-        y = as_value(tracer, b_, else_where.get(n, loc))
+        y = as_value(tracer, b_, else_where.get(n, loc), dtype=weak_dtype(b_, a))
+      x, y = _weak_path(tracer, then_blk, x, y, loc), _weak_path(tracer, else_blk, y, x, loc)
       if not same_type(x, y, loc):
         paths.mismatch(n, ln, (a, b_), (x, y))
       then_vals.append(x)
@@ -472,10 +588,35 @@ def trace_if(tracer, node: ast.If, cond: ir.Value):
     bld.emit(ctl.Yield, tuple(else_vals), loc=loc)
   res = bld.emit(ctl.If, cond, then_blk, else_blk, loc=loc,
                 types=[v.type for v in then_vals], names=leaf_names)
+  for r, x, y in zip(res.results, then_vals, else_vals):
+    if x.id in bld.weak and y.id in bld.weak:     # a weak carry both paths leave weak stays so
+      bld.weak.add(r.id)
   i = 0
   for n, (la, rebuild), _ in results:
     env[n] = rebuild(list(res.results[i:i + len(la)]))
     i += len(la)
+
+
+def _written(tracer, stmts, n, ref) -> str:
+  """The expression a branch last assigns to `n` as the user wrote it (x.at[ml.ds(0, 128)]); `n`
+  itself in a branch that leaves it as it was."""
+  last = None
+  for st in stmts:
+    for a in ast.walk(st):
+      if isinstance(a, ast.Assign) and any(isinstance(t, ast.Name) and t.id == n for t in a.targets):
+        if last is None or (a.lineno, a.col_offset) > (last.lineno, last.col_offset):
+          last = a
+  if last is not None:
+    return tracer.text(last.value)
+  return ref.name if ref.name and ref.name.isidentifier() and ref.name != n else n   # as before the if
+
+
+def _weak_path(tracer, blk, v, other, loc):
+  """`v`, made on one path through an if, converted to `other`'s dtype where it stands for a Python
+  number a loop carries (weakly typed, see _Widen)."""
+  from .ops.elementwise import weak_to
+  with tracer.b.region(blk):
+    return weak_to(Call(tracer.b, loc), v, other)
 
 
 class _Paths:
@@ -519,14 +660,14 @@ class _Paths:
       init, loop = carried
       bad = vals[k]
       raise E.LoopCarryTypeError(
-          f"{ln} enters the loop as {init.type} but an iteration makes it {bad.type}", at,
+          f"{ln} enters the loop as {describe(init)} but an iteration makes it {describe(bad)}", at,
           hint=f"convert it back after this assignment: {ln} = "
                + conversion(init.type.dtype, raw[k] if isinstance(raw[k], Num) else None).format(ln)
           if init.type.shape == bad.type.shape else f"keep {ln}'s shape fixed across iterations",
           notes=(f"{loop}: the loop that carries {n}",) + notes)
     x, y = vals
     if k is None:
-      raise E.KernelTypeError(f"{ln} is {x.type} after one branch of this if and {y.type} after the other",
+      raise E.KernelTypeError(f"{ln} is {describe(x)} after one branch of this if and {describe(y)} after the other",
                               at, hint="make both branches produce the same shape and dtype", notes=notes)
     here, there = vals[k], vals[1 - k]
     hint = "make both paths produce the same shape and dtype"
@@ -540,5 +681,5 @@ class _Paths:
     elif isinstance(there.type, TensorType) and isinstance(raw[k], Num) and ln == n:
       hint = f"make it a tensor here: {n} = ml.full({there.type.shape}, {raw[k]!r}, jnp.{dtype_name(there.type.dtype)})"
     raise E.KernelTypeError(
-        f"{ln} is {here.type} after this assignment but {there.type} on the other path through the if at"
+        f"{ln} is {describe(here)} after this assignment but {describe(there)} on the other path through the if at"
         f" line {self.loc.lineno}", at, hint=hint, notes=notes)

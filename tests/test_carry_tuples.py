@@ -60,7 +60,7 @@ def tuple_becomes_vector(x, out):
 
 def test_a_carried_tuple_that_becomes_a_vector_is_reported_at_the_assignment():
   expect(tuple_becomes_vector, [S((4, 64), F32)], mg.LoopCarryTypeError, "st = st[0] +",
-         "st changes from a tuple of 2 values to tensor<64, float32> inside the loop",
+         "st changes from a tuple of 2 values to a float32 tensor of shape (64,) inside the loop",
          hint="keep st a tuple of the same length, of register values or numbers")
 
 
@@ -74,7 +74,7 @@ def leaf_changes_dtype(x, out):
 
 def test_a_leaf_changing_dtype_is_named_by_its_index():
   expect(leaf_changes_dtype, [S((4, 64), jnp.float16)], mg.LoopCarryTypeError, "st = [st[0], x",
-         "st[1] enters the loop as tensor<64, float32> but an iteration makes it tensor<64, float16>",
+         "st[1] enters the loop as a float32 tensor of shape (64,) but an iteration makes it a float16 tensor of shape (64,)",
          hint="convert it back at the end of the body: st = [st[0], st[1].astype(jnp.float32)]")
 
 

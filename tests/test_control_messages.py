@@ -47,8 +47,8 @@ def rebind_buffer(n, x, out):
 
 def test_rebinding_a_buffer_in_a_runtime_loop_is_reported_at_the_assignment():
   e = expect(rebind_buffer, SPECS, mg.LoopCarryTypeError, "buf = ml.smem", nth=1,
-             message="buf is rebound inside a runtime loop to ref<SMEM, 128, float32>; only register values"
-                     " and numbers can change across iterations",
+             message="buf is rebound inside a runtime loop to a float32 SMEM ref of shape (128,); only register"
+                     " values and numbers can change across iterations",
              hint="a loop cannot switch buf to another buffer or window: allocate buffers once before the loop"
                   " and index them with the loop's index (buf.at[ml.ds(i * n, n)]), or unroll it with"
                   " ml.static_range")
@@ -67,8 +67,8 @@ def rebind_ref_in_while(n, x, out):
 
 def test_rebinding_a_ref_in_a_while_loop_is_reported_at_the_assignment():
   expect(rebind_ref_in_while, SPECS, mg.LoopCarryTypeError, "r = out",
-         "r is rebound inside a runtime loop to ref<GMEM, 128, float32>; only register values and numbers"
-         " can change across iterations")
+         "r is rebound inside a runtime loop to a float32 GMEM ref of shape (128,); only register values and"
+         " numbers can change across iterations")
 
 
 @mg.mgpu_kernel(out_shape=lambda n, x: x)
@@ -84,7 +84,7 @@ def carry_in_if(n, x, out):
 
 def test_a_branch_that_changes_a_loop_carry_is_mg005_at_its_assignment():
   e = expect(carry_in_if, SPECS, mg.LoopCarryTypeError, "acc = acc.astype",
-             "acc enters the loop as tensor<128, float32> but an iteration makes it tensor<128, bfloat16>",
+             "acc enters the loop as a float32 tensor of shape (128,) but an iteration makes it a bfloat16 tensor of shape (128,)",
              hint="convert it back after this assignment: acc = acc.astype(jnp.float32)")
   assert e.notes[0].endswith(": the loop that carries acc")
 
@@ -108,7 +108,7 @@ def float_then_tensor_fixed(n, x, out):
 def test_a_branch_that_changes_a_number_into_a_tensor_is_reported_at_its_assignment():
   line = where(float_then_tensor, "if n[0] > 2")[0]
   expect(float_then_tensor, SPECS, mg.KernelTypeError, "v = x[...]",
-         f"v is tensor<128, float32> after this assignment but scalar<float32> on the other path through the"
+         f"v is a float32 tensor of shape (128,) after this assignment but a float32 scalar on the other path through the"
          f" if at line {line}",
          hint="start v as a tensor before the if: v = ml.full((128,), 0.0, jnp.float32)")
   np.testing.assert_allclose(float_then_tensor_fixed(n_(3), X, interpret=True), 2 * X)   # the hint works
@@ -126,7 +126,7 @@ def dtype_in_one_branch(n, x, out):
 def test_a_branch_that_changes_a_dtype_is_reported_at_its_assignment():
   line = where(dtype_in_one_branch, "if n[0] > 2")[0]
   expect(dtype_in_one_branch, SPECS, mg.KernelTypeError, "v = v.astype",
-         f"v is tensor<128, float16> after this assignment but tensor<128, float32> on the other path"
+         f"v is a float16 tensor of shape (128,) after this assignment but a float32 tensor of shape (128,) on the other path"
          f" through the if at line {line}",
          hint="convert it after this assignment: v = v.astype(jnp.float32)")
 

@@ -129,7 +129,7 @@ def tuple_leaf_changes_dtype(x, n, out):
 def test_a_carried_tuple_leaf_hint_rebuilds_the_tuple():
   """The hint said `st[1][1] = st[1][1].astype(...)`: an item of a tuple cannot be assigned."""
   expect(tuple_leaf_changes_dtype, [S((128,), F32), S((1,), I32)], mg.LoopCarryTypeError, "st = (v, (v, v.astype",
-         "st[1][1] enters the loop as tensor<128, float32> but an iteration makes it tensor<128, float16>",
+         "st[1][1] enters the loop as a float32 tensor of shape (128,) but an iteration makes it a float16 tensor of shape (128,)",
          hint="convert it back at the end of the body: st = (st[0], (st[1][0], st[1][1].astype(jnp.float32)))")
 
 

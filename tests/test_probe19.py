@@ -134,10 +134,10 @@ def int_flag_given_a_bool(x, n: ml.scalar, o):
 def test_flag_hints_can_be_followed():
   """They said flag.astype(jnp.bool) (no such cast) and True.astype(jnp.int32)."""
   expect(bool_flag_given_an_int, [S((128,), F32), S((), I32)], mg.LoopCarryTypeError, "flag = j",
-         "flag enters the loop as scalar<bool> but an iteration makes it scalar<int32>",
+         "flag enters the loop as a bool scalar but an iteration makes it an int32 scalar",
          hint="convert it back at the end of the body: flag = flag != 0")
   e = expect(int_flag_given_a_bool, [S((128,), F32), S((), I32)], mg.KernelTypeError, "flag = True",
-             f"flag is scalar<bool> after this assignment but scalar<int32> on the other path through the if"
+             f"flag is a bool scalar after this assignment but an int32 scalar on the other path through the if"
              f" at line {int_flag_given_a_bool.fn.__code__.co_firstlineno + 3}")
   assert e.hint == "convert it after this assignment: flag = 1"
 

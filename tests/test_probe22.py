@@ -361,7 +361,7 @@ def int_start_float_sum(off, x, out):
 
 def test_a_carry_started_as_an_int_summing_floats_is_told_to_start_as_a_float():
   expect(int_start_float_sum, [S((2,), jnp.int32), S((8,), F32)], mg.LoopCarryTypeError, "acc = acc.astype",
-         "acc enters the loop as scalar<int32> but an iteration makes it scalar<float32>",
+         "acc enters the loop as an int32 scalar but an iteration makes it a float32 scalar",
          hint="start it as a float before the loop: acc = 0.0 (a Python int starts an int32 carry)")
 
 

@@ -211,7 +211,7 @@ def test_matmul_messages_give_hints_that_work():
              "TMA copies move at most 256 elements along each dimension; this window is (384, 64)")
   assert "a_s.at[ml.ds(k * 192, 192)] (and the same window of the array) for k in ml.static_range(2)" in e.hint
   e = expect(acc_from_a_number, [f16(64, 128), f16(128, 64)], mg.LoopCarryTypeError, "acc += ",
-             "acc enters the loop as scalar<float32> but an iteration makes it tensor<64x64, float32>")
+             "acc enters the loop as a float32 scalar but an iteration makes it a float32 tensor of shape (64, 64)")
   assert e.hint == "start it as a tensor of that shape before the loop: acc = ml.zeros((64, 64), jnp.float32)"
 
 
@@ -364,7 +364,7 @@ def test_third_hunt_messages_and_dicts():
              "columns 5:6 do not start and end on the tensor-core layout's 8-column tiles")
   assert e.hint == "take the column as a vector: s[:, 5] (into an (n, 1) output: out.at[:, 0][...] = s[:, 5])"
   e = expect(tuple_carry_int, [S((128,), F32)], mg.LoopCarryTypeError, "st = (st[0], st[1] + 0.5)",
-             "st[1] enters the loop as scalar<int32> but an iteration makes it scalar<float32>")
+             "st[1] enters the loop as an int32 scalar but an iteration makes it a float32 scalar")
   assert e.hint == "start it as a float before the loop: st = (st[0], 0.0) (a Python int starts an int32 carry)"
   x = jnp.arange(128, dtype=F32)
   np.testing.assert_allclose(np.asarray(dict_comprehension(x, interpret=True)), np.asarray(x * 9.0))

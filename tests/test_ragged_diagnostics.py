@@ -198,7 +198,7 @@ def test_a_while_condition_is_a_boolean_scalar():
 def test_a_while_carry_keeps_its_type():
   e = expect(while_changes_a_type, [S((128,), F32), N], mg.LoopCarryTypeError,
              "v = v.astype(jnp.float16)",
-             "v enters the loop as tensor<128, float32> but an iteration makes it tensor<128, float16>")
+             "v enters the loop as a float32 tensor of shape (128,) but an iteration makes it a float16 tensor of shape (128,)")
   assert "astype(jnp.float32)" in e.hint
 
 

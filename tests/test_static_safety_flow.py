@@ -25,7 +25,7 @@ def carry_changes_dtype(x, out):
 
 def test_loop_carried_dtype_change_is_reported_at_the_assignment():
   e = expect(carry_changes_dtype, [S((512,), F16)], mg.LoopCarryTypeError, "acc = x.at[",
-             "acc enters the loop as tensor<128, float32> but an iteration makes it tensor<128, float16>")
+             "acc enters the loop as a float32 tensor of shape (128,) but an iteration makes it a float16 tensor of shape (128,)")
   line, col = where(carry_changes_dtype, "for k in range(4):")
   assert e.notes == (f"{__file__}:{line}:{col}: the loop that carries acc",)
   assert e.hint == "convert it back at the end of the body: acc = acc.astype(jnp.float32)"
@@ -41,7 +41,7 @@ def carry_changes_kind(x, out):
 
 def test_loop_carried_value_becoming_a_ref_is_reported_at_the_assignment():
   expect(carry_changes_kind, [S((128,), F32)], mg.LoopCarryTypeError, "acc = x",
-         "acc changes from tensor<128, float32> to ref<GMEM, 128, float32> inside the loop")
+         "acc changes from a float32 tensor of shape (128,) to a float32 GMEM ref of shape (128,) inside the loop")
 
 
 @mg.mgpu_kernel(out_shape=lambda x: x, grid=(2,))

@@ -169,11 +169,7 @@ def check_python_int(cx, value, dtype, what, hint=None):
   d = resolve(dtype) if dtype is not None else INDEX
   if isinstance(d, DType) and d.is_float:       # converted to the float type, as a float would be
     return
-  lo, hi, kind = -2 ** 31, 2 ** 31 - 1, "int32"
-  if d == DType.u32:          # (narrower unsigned types take int32's range, as jnp's Python ints, then wrap)
-    lo, hi, kind = -2 ** 31, 2 ** 32 - 1, "uint32"
-  if d == DType.i64:                             # an int64 operand (jax_enable_x64) takes 64-bit ones
-    lo, hi, kind = -2 ** 63, 2 ** 63 - 1, "int64"
+  lo, hi, kind = python_int_range(d)
   if not lo <= value <= hi:
     raise E.KernelTypeError(
         f"{what} uses the Python int {value}, which does not fit in {kind}: kernels compute in"
@@ -192,6 +188,15 @@ def _unsigned_hint(value, dtype, name, op, value_right=True):
   expr = f"{u} {op} {value}" if value_right else f"{value} {op} {u}"
   return (f"{value} fits uint32: compute in uint32, {expr} (int32's bits unchanged, as jnp converts; .astype(jnp.int32)"
           f" converts back)")
+
+
+def python_int_range(d):
+  """(lo, hi, name) of the Python ints that may meet a value of integer dtype `d`."""
+  if d == DType.u32:          # (narrower unsigned types take int32's range, as jnp's Python ints, then wrap)
+    return -2 ** 31, 2 ** 32 - 1, "uint32"
+  if d == DType.i64:                             # an int64 operand (jax_enable_x64) takes 64-bit ones
+    return -2 ** 63, 2 ** 63 - 1, "int64"
+  return -2 ** 31, 2 ** 31 - 1, "int32"
 
 
 def _check_pointer_arithmetic(cx, a, b):
@@ -229,6 +234,7 @@ def common(cx, a, b, what):
     _check_pointer_arithmetic(cx, a, b)
   check_register_value(cx, a, what)
   check_register_value(cx, b, what)
+  a, b = weak_to(cx, a, b), weak_to(cx, b, a)
   # Named before broadcasting: a broadcast operand is not the value the user wrote.
   names = [cx.named(x, kind_of(x)) for x in (a, b)]
   (a, b), shape = broadcast_operands(cx, (a, b), what)
@@ -279,6 +285,27 @@ def common(cx, a, b, what):
         f"{what} on {names[0]} ({dtype_name(da)}) and {names[1]} ({dtype_name(db)}):"
         f" dtypes differ and are never converted implicitly", cx.loc, hint=hint)
   return (a, b), shape, dt
+
+
+def weak_kind(d):
+  """'float' or 'int' for the dtypes a weakly typed Python float or int may take, else None."""
+  d = resolve(d)
+  if not isinstance(d, DType) or d == DType.bool_:
+    return None
+  return "float" if d.is_float else "int" if d.is_int else None
+
+
+def weak_to(cx, w, other):
+  """`w` converted to `other`'s dtype where `w` stands for a Python number a loop carries
+  (frontend/flow.py) and `other` is a register value of a dtype of its kind: weakly typed, as
+  the number itself would be (t = 0.0 carried, then t + ml.sum(x) of bfloat16 x)."""
+  weak = getattr(cx.b, "weak", ())
+  if not (is_value(w) and is_value(other) and w.id in weak and other.id not in weak):
+    return w
+  dw, do = resolve(w.type.dtype), resolve(other.type.dtype)
+  if dw == do or weak_kind(dw) is None or weak_kind(dw) != weak_kind(do):
+    return w
+  return astype(cx, w, do)
 
 
 def _convert_hint(names, da, db) -> str:
@@ -452,8 +479,13 @@ def binary(cx, kind: BinOp, a, b, what=None, via=()):
     raise E.KernelTypeError(      # interpret mode catches run-time amounts; this one is known now
         f"{what} by {b} on {d}: a shift by an amount outside 0..{d.bits - 1} is undefined on the GPU",
         cx.loc, hint=_static_shift_hint(method_on(cx.named(a0)), what, b, d))
-  return cx.b.emit(Binary, kind, a, b, loc=cx.loc, types=[result_type(shape, dt)],
-                   names=[cx.name], via=via).result
+  out = cx.b.emit(Binary, kind, a, b, loc=cx.loc, types=[result_type(shape, dt)], names=[cx.name],
+                  via=via).result
+  weak = getattr(cx.b, "weak", None)
+  if weak and all(not is_value(v) or v.id in weak for v in (a, b)) and resolve(dt) == resolve(next(
+      v for v in (a, b) if is_value(v)).type.dtype):
+    weak.add(out.id)              # t * 0.5 of a weak t stays weak
+  return out
 
 
 def _check_integer_meets_float(cx, a, b, what):
