@@ -1,6 +1,6 @@
 """Attention backward: the orders of the fused backward's step, measured (issue #9).
 
-    MOSAIC_GPU_DUMP_PTXAS=1 python benchmarks/attn_bwd_order.py
+    MOSAIC_GPU_DUMP_PTXAS=1 python benchmarks/attn_bwd_order.py [--stages]
 
 The fused backward (examples/attention.py, `dkv_dq_kernel`) in its plain order ends each step with
 dk += ds @ q, then dq = k.T @ ds (ds through SMEM), then waits for both before storing dq for its
@@ -13,7 +13,8 @@ Two more variants, ds or p through SMEM as the products' A operand, were measure
 (sixteenth and seventeenth sessions, docs/benchmarks.md) and are no longer in this script.
 float16, batch x seq = 16384 tokens, 16 heads, seq 4096, TFLOP/s by kernel time (CUPTI) of the
 jitted vjp and its wall time, beside cuDNN; each checked against a jnp reference (one head) first.
-With MOSAIC_GPU_DUMP_PTXAS=1, ptxas reports each kernel's registers and spills.
+With MOSAIC_GPU_DUMP_PTXAS=1, ptxas reports each kernel's registers and spills. `--stages`: the
+default order with 2 and 3 pipelined stages of the query blocks' loads instead.
 """
 import dataclasses
 import importlib.util
@@ -37,6 +38,16 @@ _spec.loader.exec_module(ex)
 
 ORDERS = [dict(bwd_dq_first=False, bwd_split_mask=False), dict(bwd_dq_first=True, bwd_split_mask=False),
           dict(bwd_dq_first=False, bwd_split_mask=True), dict(bwd_dq_first=True, bwd_split_mask=True)]
+# --stages: the default order with a third stage of Q, dO, logsumexp and delta loads in flight
+STAGES = [dict(dkv_stages=2), dict(dkv_stages=3)]
+
+
+def name_of(flags, cfg):
+  name = " ".join(k[4:] if isinstance(on, bool) else f"{k}={on}" for k, on in flags.items()
+                  if on is not False) or "plain"
+  if all(getattr(cfg, k) == on for k, on in flags.items()):
+    name += " (default)"
+  return name
 
 
 def main():
@@ -52,14 +63,11 @@ def main():
     want = vjp_ref(do[:, :, :1])
     flops = 2.5 * 4 * seq * seq * d * heads * b / (2 if causal else 1)
     cands = []
-    for flags in ORDERS:
-      if flags["bwd_split_mask"] and not causal:
+    for flags in (STAGES if "--stages" in sys.argv else ORDERS):
+      if flags.get("bwd_split_mask") and not causal:
         continue
-      name = " ".join(k[4:] for k, on in flags.items() if on) or "plain"
-      if all(getattr(cfg, k) == on for k, on in flags.items()):
-        name += " (default)"
       c = dataclasses.replace(cfg, **flags)
-      cands.append((name, lambda q, k, v, c=c: ex.attention(q, k, v, causal, config=c)))
+      cands.append((name_of(flags, cfg), lambda q, k, v, c=c: ex.attention(q, k, v, causal, config=c)))
     cands.append(("cuDNN", lambda q, k, v: jax.nn.dot_product_attention(q, k, v, is_causal=causal,
                                                                          implementation="cudnn")))
     for name, fn in cands:

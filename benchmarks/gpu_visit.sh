@@ -119,6 +119,7 @@ step() {
     gpu_pending15b) python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_probe24.py tests/test_probe24b.py tests/test_attention.py ;;
     attn_overlap) MOSAIC_GPU_DUMP_PTXAS=1 python3 -u benchmarks/attn_overlap.py ;;
     attn_bwd_order) MOSAIC_GPU_DUMP_PTXAS=1 python3 -u benchmarks/attn_bwd_order.py 2>&1 | grep -vE "bytes gmem|Compile time|Function properties" ;;
+    attn_bwd_stages) MOSAIC_GPU_DUMP_PTXAS=1 python3 -u benchmarks/attn_bwd_order.py --stages 2>&1 | grep -vE "bytes gmem|Compile time|Function properties" ;;
     attn_dq_first) python3 -u benchmarks/attention.py --quick --pass bwd --dq-first --each --no-pallas ;;
     smem_limit)  python3 -u benchmarks/probe_smem_limit.py ;;
     gpu_pending17) python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_attention.py tests/test_probe25e.py tests/test_probe26*.py ;;
