@@ -131,3 +131,29 @@ def test_a_scatter_through_one_index_says_to_update_the_element():
          " a tensor of them",
          hint="update the element with a scalar index and value: ml.atomic_add(out.at[i], s), under `if 0 <= i < n:`"
               " where i may fall outside (s a scalar: ml.sum(x), or v[0] of a one-element v)")
+
+
+# ---------------------------------------------------------------- slices of a whole axis
+@mg.mgpu_kernel(out_shape=lambda a, b, *, full: jax.ShapeDtypeStruct((128, 256), F32))
+def epilogue_pieces(a, b, c, *, full: ml.constexpr):
+  a_s, b_s = ml.smem((128, 64)), ml.smem((64, 256))
+  ml.copy(a, a_s)
+  ml.copy(b, b_s)
+  acc = ml.dot(a_s, b_s)
+  c_s = ml.smem((128, 64), F32)
+  for e in ml.static_range(4):
+    c_s[...] = acc[:, e * 64:(e + 1) * 64] if full else acc[0:128, e * 64:(e + 1) * 64]
+    ml.copy(c_s, c.at[:, ml.ds(e * 64, 64)])
+
+
+def test_a_slice_of_every_row_written_out_moves_no_data():
+  """`acc[0:128, cols]` of a 128-row dot result went through a 128 KiB SMEM scratch (enough to
+  overflow a Pallas-style epilogue) where `acc[:, cols]` takes the columns in registers."""
+  specs = (S((128, 64), jnp.float16), S((64, 256), jnp.float16))
+  ir_full, ir_rows = (epilogue_pieces.typed_ir(*specs, full=f) for f in (True, False))
+  assert ir_rows.count("smemalloc") == ir_full.count("smemalloc") == 3
+  a = jax.random.normal(jax.random.key(1), (128, 64), F32).astype(jnp.float16)
+  b = jax.random.normal(jax.random.key(2), (64, 256), F32).astype(jnp.float16)
+  want = np.asarray(a.astype(F32) @ b.astype(F32))
+  np.testing.assert_allclose(np.asarray(epilogue_pieces(a, b, full=False, interpret=True)), want, rtol=1e-3, atol=1e-3)
+  assert "mosaic_gpu" in _export(lambda a, b: epilogue_pieces(a, b, full=False), *specs)

@@ -331,10 +331,26 @@ def index_through_smem(cx, x, index):
   return load(cx, view(cx, buf, tuple(idx)), cx.name)
 
 
+def _whole_slices(shape, index):
+  """`index` with static slices that cover a whole axis (`acc[0:128, cols]` of 128 rows) written as
+  `:`, which selects the same elements and moves none (a narrower slice goes through SMEM)."""
+  if Ellipsis in index:
+    return index
+  out, dims = [], iter(shape)
+  for i in index:
+    n = next(dims, None) if i is not None else None
+    if (isinstance(i, slice) and n is not None and i != slice(None) and i.step in (None, 1)
+        and all(v is None or isinstance(v, int) and not isinstance(v, bool) for v in (i.start, i.stop))
+        and i.indices(n)[:2] == (0, n)):
+      i = slice(None)
+    out.append(i)
+  return tuple(out)
+
+
 def expand(cx, x, index):
   """`x[:, None]`, `x[None, :]`, `x[..., None]`: a register tensor with size-1 axes inserted;
   `x[:, a:b]`: static columns of a tensor-core tile (`slice_columns`)."""
-  index = index if isinstance(index, tuple) else (index,)
+  index = _whole_slices(x.type.shape, index if isinstance(index, tuple) else (index,))
   if (len(index) == 2 and index[0] == slice(None) and isinstance(index[1], slice)
       and index[1] != slice(None) and len(x.type.shape) == 2):
     if _plain_slice(index[1]) and not _may_hold_dot_result(cx, x):
