@@ -19,6 +19,7 @@ class Builder:
     self.defs: dict[int, ir.Op] = {}
     self.allocs: list[ir.Value] = []     # SMEM buffers, in allocation order
     self.loop_indices: set = set()        # ids of for loops' index values (not carries), for messages
+    self.static_loops: dict = {}          # index id -> (name, line, range text) of a run-time range() with static bounds
     self.weak: set = set()                # ids of values standing for a Python number a loop carries
     self.inline_stack: list = []          # the @ml.inline calls being traced: (call site, helper name)
     self.inline_sites: dict = {}          # an op's (file, line, col) -> the inline call paths it came from

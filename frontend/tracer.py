@@ -588,6 +588,9 @@ class Tracer(Assignments, Calls, Containers, ast.NodeVisitor):
           f" without an index" if name else
           "a scalar has no elements to index: use it as it is"))
     if holds_value(index):
+      from .ops.base import unroll_hint
+      vals = [i for i in (index if isinstance(index, tuple) else (index,)) if is_value(i)]
+      unroll = (lambda h: unroll_hint(cx.b, vals[0], h)) if vals else (lambda h: h)
       bufs = isinstance(base, (list, tuple)) and base and all(
           is_value(b) and isinstance(b.type, RefType) and str(b.type.space) == "SMEM" for b in base)
       if bufs:       # double buffering by hand: one stacked buffer, indexed at run time
@@ -595,12 +598,12 @@ class Tracer(Assignments, Calls, Containers, ast.NodeVisitor):
         raise E.KernelTypeError(
             f"cannot index {self.text(node.value)} (a Python {type(base).__name__} of SMEM buffers) with a"
             f" runtime value", cx.loc,
-            hint=f"stack them in one buffer with a leading axis and take a window of it at run time:"
-                 f" buf = ml.smem(({len(base)}, {', '.join(map(str, shp))}), ...); buf.at[i % {len(base)}]")
+            hint=unroll(f"stack them in one buffer with a leading axis and take a window of it at run time:"
+                        f" buf = ml.smem(({len(base)}, {', '.join(map(str, shp))}), ...); buf.at[i % {len(base)}]"))
       raise E.KernelTypeError(
           f"cannot index {self.text(node.value)} ({kind_of(base)}) with a runtime value", cx.loc,
-          hint="index Python tuples with static ints (shapes, constexprs); select between register values"
-               " with ml.where")
+          hint=unroll("index Python tuples with static ints (shapes, constexprs); select between register values"
+                      " with ml.where"))
     try:
       out = base[index]
     except Exception as e:

@@ -157,3 +157,40 @@ def test_a_slice_of_every_row_written_out_moves_no_data():
   want = np.asarray(a.astype(F32) @ b.astype(F32))
   np.testing.assert_allclose(np.asarray(epilogue_pieces(a, b, full=False, interpret=True)), want, rtol=1e-3, atol=1e-3)
   assert "mosaic_gpu" in _export(lambda a, b: epilogue_pieces(a, b, full=False), *specs)
+
+
+# ---------------------------------------------------------------- range() with static bounds
+@mg.mgpu_kernel(out_shape=lambda a, b, *, case: jax.ShapeDtypeStruct((64, 128), F32))
+def pallas_epilogue(a, b, c, *, case: ml.constexpr):
+  a_s, b_s = ml.smem((64, 64)), ml.smem((64, 128))
+  ml.copy(a, a_s)
+  ml.copy(b, b_s)
+  acc = ml.dot(a_s, b_s)
+  bufs = (ml.smem((64, 64), F32), ml.smem((64, 64), F32))
+  scales = (1.0, 2.0)
+  for e in range(2):
+    if case == 1:
+      bufs[e][...] = acc[:, 0:64]
+      ml.copy(bufs[e], c.at[:, ml.ds(e * 64, 64)])
+    elif case == 2:
+      c.at[:, ml.ds(e * 64, 64)][...] = acc[:, 0:64] * scales[e]
+    else:
+      c.at[ml.ds(e * 32, 32), :][...] = acc[e * 32:(e + 1) * 32, :]
+
+
+def test_a_runtime_value_from_a_range_with_static_bounds_says_to_unroll_it():
+  """Pallas unrolls `for e in range(2)`; here it is a run-time loop, and the messages of what then
+  needs a Python int did not say so (indexing tuples of buffers or numbers, windows of a tensor)."""
+  from locate import where
+  line = where(pallas_epilogue, "for e in range(2)")[0]
+  unroll = (f"unroll the loop at line {line}: for e in ml.static_range(2) makes e a Python int (range(2), even"
+            f" with static bounds, is a run-time loop); or ")
+  specs = (S((64, 64), jnp.float16), S((64, 128), jnp.float16))
+  e1 = expect(pallas_epilogue, specs, mg.KernelTypeError, "bufs[e][...] =",
+              "cannot index bufs (a Python tuple of SMEM buffers) with a runtime value", case=1)
+  e2 = expect(pallas_epilogue, specs, mg.KernelTypeError, "scales[e]",
+              "cannot index scales (a Python tuple) with a runtime value", case=2)
+  e3 = expect(pallas_epilogue, specs, mg.KernelTypeError, "acc[e * 32",
+              "a window of acc needs static bounds; this one starts or ends at a run-time value", case=3)
+  for e in (e1, e2, e3):
+    assert e.hint.startswith(unroll), e.hint

@@ -133,6 +133,27 @@ def is_value(x) -> bool:
   return isinstance(x, ir.Value)
 
 
+def unroll_hint(b, v, hint: str) -> str:
+  """`hint`, led by "unroll the loop ..." when the run-time value `v` comes from the counter of a
+  `range()` loop with static bounds (a Pallas habit: `for e in range(2)` unrolls there, runs at run
+  time here)."""
+  todo, seen = [v], set()
+  while todo and len(seen) < 64:
+    x = todo.pop()
+    if not is_value(x) or x.id in seen:
+      continue
+    seen.add(x.id)
+    if x.id in b.static_loops:
+      name, line, text = b.static_loops[x.id]
+      unrolled = text.replace("range(", "ml.static_range(", 1) if text.startswith("range(") else "ml.static_range(...)"
+      return (f"unroll the loop at line {line}: for {name} in {unrolled} makes {name} a Python int ({text}, even"
+              f" with static bounds, is a run-time loop); or {hint}")
+    o = b.defining(x)
+    if o is not None and not o.regions:
+      todo += [u for u in o.operands() if is_value(u)]
+  return hint
+
+
 def one_element(shape) -> bool:
   """Whether a tensor or window of `shape` holds one element and has axes ((1,), (1, 1)): such a one
   has no register layout of its own, so the compiler works on its scalar."""

@@ -18,7 +18,7 @@ from ..ir import LayoutRule, Traits
 from ..types import ScalarType, TensorType, dtype_name, resolve
 from ..infer import unify
 from . import elementwise as ew
-from .base import builtin, check_register_value, is_tensor, is_value, kind_of, static_shape
+from .base import builtin, check_register_value, is_tensor, is_value, kind_of, static_shape, unroll_hint
 
 
 class ReduceKind(enum.Enum):
@@ -229,8 +229,9 @@ def _check_register_index(cx, x, index, rank, kept):
     if isinstance(i, slice) and any(is_value(v) for v in (i.start, i.stop)):
       raise E.KernelTypeError(
           f"a window of {name} needs static bounds; this one starts or ends at a run-time value", cx.loc,
-          hint="read the window from a ref: ref.at[ml.ds(i, size)][...] (store the tensor into an ml.smem buffer"
-               " first), or select elements with integer indices")
+          hint=unroll_hint(cx.b, next(v for v in (i.start, i.stop) if is_value(v)),
+                           "read the window from a ref: ref.at[ml.ds(i, size)][...] (store the tensor into an"
+                           " ml.smem buffer first), or select elements with integer indices"))
   if kept > rank:
     raise E.IndexOutOfBoundsError(f"too many indices for {name}, a tensor of rank {rank}: {kept}", cx.loc,
                                   hint="use one index or ':' per axis, and None for each new axis")
