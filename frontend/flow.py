@@ -10,7 +10,7 @@ import ast
 
 from . import errors as E
 from . import ir
-from .assign import DICT_VIEWS
+from .assign import DICT_VIEWS, holds_value
 from .builder import Call
 from .carried import (as_value, carries_of, carry_slices, conversion, describe, initial_value,
                       is_carriable, is_weak, leaf_paths, rebuilt, same_type, start_kind, static_equal,
@@ -420,6 +420,8 @@ def trace_while(tracer, node: ast.While):
   loc = tracer.loc(node)
   if node.orelse:
     tracer.unsupported(node, "while ... else")
+  if _unrolled_while(tracer, node):
+    return
   assigned = assigned_names(node.body)
   forced: set = set()
   widened: dict = {}
@@ -437,6 +439,42 @@ def trace_while(tracer, node: ast.While):
     attempt.undo(tracer)
     forced |= grow
   _finish_while(tracer, node, loc, assigned, carries, res)
+
+
+STATIC_WHILE_TRIPS = 256     # trips of a while on Python values run while tracing, at most
+
+
+def _unrolled_while(tracer, node) -> bool:
+  """`while rem > 0: ... rem //= 2` on Python values the body changes with Python arithmetic (a
+  Pallas epilogue halving its tile): run while tracing, as Python runs it, when the condition is a
+  Python value on every trip. False, with nothing traced, when it is or becomes a run-time value
+  (`done = False; while not done: done = x[i] > 0` is a run-time loop)."""
+  attempt = _Attempt(tracer)
+  for trip in range(STATIC_WHILE_TRIPS + 1):
+    probe = ir.Block()
+    with tracer.b.region(probe):
+      cond = tracer.eval(node.test)
+    if probe.ops or is_value(cond) or holds_value(cond):
+      if trip:
+        attempt.undo(tracer)
+      return False
+    if not cond:
+      return True
+    names = sorted({n.id for n in ast.walk(node.test) if isinstance(n, ast.Name)} & set(assigned_names(node.body)))
+    exits = any(isinstance(n, (ast.Break, ast.Return)) for s in node.body for n in ast.walk(s))
+    if trip == STATIC_WHILE_TRIPS or not names and not exits:
+      attempt.undo(tracer)
+      why = (f"on each of {trip} trips" if names or exits else
+             "and nothing in the loop changes it")
+      raise E.KernelTypeError(
+          f"this while condition is the Python value {cond!r} {why}: a loop on Python values runs while the"
+          f" kernel is traced, and this one does not end", tracer.loc(node.test),
+          hint="loop a static number of times with for ... in range(n) (or ml.static_range); compare"
+               " runtime values in the condition (while i < n with n read from memory)")
+    errors = len(tracer.errors)
+    if not tracer.run_unrolled(node.body) or len(tracer.errors) > errors:
+      return True
+  return True
 
 
 def _trace_while_once(tracer, node, loc, assigned, forced, widened):

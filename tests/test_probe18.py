@@ -55,7 +55,7 @@ def test_a_name_assigned_in_the_kernel_is_local_as_in_python():
 def specialised_in_while(x, out):
   buf = ml.smem((64, 128), F32)
   acc = ml.zeros((64, 128), F32)
-  t = 0
+  t = ml.program_id(0)                 # a run-time count (a while on Python ints runs while tracing)
   while t < 2:
     for j in ml.range(x.shape[0] // 64, stages=2, warp_specialize=True):
       ml.copy(x.at[ml.ds(j * 64, 64)], buf)

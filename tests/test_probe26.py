@@ -1,4 +1,6 @@
 """Probe 26 (seventeenth session): fixes found by the session's probes of the language."""
+import math
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -194,3 +196,50 @@ def test_a_runtime_value_from_a_range_with_static_bounds_says_to_unroll_it():
               "a window of acc needs static bounds; this one starts or ends at a run-time value", case=3)
   for e in (e1, e2, e3):
     assert e.hint.startswith(unroll), e.hint
+
+
+# ---------------------------------------------------------------- while on Python values
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def halving(x, o):
+  acc = x[...]
+  rem = 64
+  while rem > 0:                       # Pallas's ragged_dot epilogue: powers of two of what is left
+    acc = acc + (1 << int(math.log2(rem)))
+    rem //= 2
+  o[...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def until_positive(x, o):
+  i = 0
+  done = False
+  while not done:                      # starts as a Python value, becomes a run-time one
+    done = x[i] > 0.0
+    i = i + 1
+  o[...] = x[...] * i.astype(F32)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def spins(x, o, *, k: ml.constexpr):
+  v = x[...]
+  t = 0
+  while t >= 0:
+    t = t + k
+    v = v * 2
+  o[...] = v
+
+
+def test_a_while_on_python_values_runs_while_tracing():
+  """`while rem > 0: ... rem //= 2` became a run-time loop carrying rem as int32, so
+  `int(math.log2(rem))` was MG003; docs said a Python condition is an error, which it was not."""
+  x = jnp.zeros((128,), F32)
+  np.testing.assert_array_equal(np.asarray(halving(x, interpret=True)), np.full(128, 127.0))
+  assert " while " not in halving.typed_ir(S((128,), F32))
+  assert "mosaic_gpu" in _export(halving, S((128,), F32))
+  y = jnp.array([-1.0, -2.0, 3.0] + [1.0] * 125, F32)
+  np.testing.assert_array_equal(np.asarray(until_positive(y, interpret=True)), np.asarray(y) * 3)
+  assert " while " in until_positive.typed_ir(S((128,), F32))
+  e = expect(spins, [S((128,), F32)], mg.KernelTypeError, "t >= 0",
+             "this while condition is the Python value True on each of 256 trips: a loop on Python values runs"
+             " while the kernel is traced, and this one does not end", k=1)
+  assert "range(n)" in e.hint

@@ -182,10 +182,10 @@ def loop_skipping_an_iteration(x, n, out):
 N = S((), jnp.int32)
 
 
-def test_a_while_needs_a_runtime_condition():
+def test_a_while_on_python_values_that_never_change_does_not_end():
   e = expect(static_while, [S((128,), F32)], mg.KernelTypeError, "rounds > 0",
-             "this while condition is the Python value True when the loop starts; a while loop needs a"
-             " runtime condition")
+             "this while condition is the Python value True and nothing in the loop changes it: a loop on Python"
+             " values runs while the kernel is traced, and this one does not end")
   assert "range(n)" in e.hint
 
 
