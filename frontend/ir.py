@@ -349,10 +349,11 @@ def _fmt(x) -> str:
 def _dump_block(block: Block, lines, ind):
   for o in block.ops:
     res = ", ".join(f"{r.ref}: {r.type}" for r in o.results)
-    fields = [f for f in dataclasses.fields(o)    # optional fields left at their default (False, None, ()) are not shown
+    fields = [f for f in dataclasses.fields(o)    # optional fields left unset (False, (), Load.keep None) are not shown
               if f.name not in ("loc", "results") and f.name not in o.regions
-              and not any(f.default is d and getattr(o, f.name) is d for d in (False, None))
-              and not (f.default == () and getattr(o, f.name) == ())]
+              and not (f.default is False and getattr(o, f.name) is False)
+              and not (f.default == () and getattr(o, f.name) == ())
+              and not (f.name == "keep" and getattr(o, f.name) is None)]
     args = " ".join(f"{f.name}={_fmt(getattr(o, f.name))}" for f in fields)
     head = f"{res} = " if res else ""
     lines.append(f"{ind}{head}{type(o).__name__.lower()} {args}  # {o.loc.short}")

@@ -39,7 +39,7 @@ def acc_starts_zeros(a, b, c):
 
 def test_an_accumulator_started_as_none_says_so_and_hints_its_zeros():
   e = expect(acc_starts_none, MM, mg.LoopCarryTypeError, "acc = ml.dot",
-             "acc starts this runtime loop as None and the loop makes it tensor<128x128, float32, wgmma>;"
+             "acc starts this runtime loop as None and the loop makes it a float32 tensor of shape (128, 128);"
              " a runtime loop carries a value only if it starts as a register value or a number",
              hint="start it as acc = ml.zeros((128, 128), jnp.float32) before the loop")
   assert e.notes == (f"{e.filename}:{where(acc_starts_none, 'for k in')[0]}:2: the runtime loop",)
@@ -76,7 +76,7 @@ def number_starts_none(n, x, out):
 
 def test_a_scalar_or_number_started_as_none_hints_its_initial_value():
   expect(scalar_starts_none, N_X, mg.LoopCarryTypeError, "s = x[0]",
-         "s starts this runtime loop as None and the loop makes it scalar<float16>; a runtime loop"
+         "s starts this runtime loop as None and the loop makes it a float16 scalar; a runtime loop"
          " carries a value only if it starts as a register value or a number",
          hint="start it as s = ml.cast(0, jnp.float16) before the loop")
   scalar_starts_cast.check(*N_X)
@@ -97,7 +97,7 @@ def none_on_one_path(n, x, out):
 def test_a_name_none_on_one_path_through_a_runtime_if_says_so():
   expect(none_on_one_path, N_X, mg.UnboundNameError, "v + 1.0",
          "v is None on one path through the if at line"
-         f" {where(none_on_one_path, 'if n[0]')[0]} and tensor<128, float32> on the other; after a"
+         f" {where(none_on_one_path, 'if n[0]')[0]} and a float32 tensor of shape (128,) on the other; after a"
          " runtime if it must be a register value or a number on both",
          hint="start it as v = ml.zeros((128,), jnp.float32) before the if")
 
