@@ -516,6 +516,26 @@ def masked_store(kernel: ir.Kernel, out_id: int):
   return None
 
 
+def skipped_store(kernel: ir.Kernel, out_id: int, skipped: set):
+  """(store loc, if loc) of a write into the output `out_id` in a branch of a run-time `if` that
+  some program did not take (`skipped`: ids of such blocks, from interpret mode) while the other
+  branch writes nothing into it, or None: interpret mode's UncoveredOutputError says the condition
+  skipped the write (the windows the programs may write cover the output)."""
+  from .ops.control import If
+  defs = ir.def_table(kernel.body)
+
+  def write(blk):
+    return next((o for o in ir.walk(blk) for ref, kind in ir.traits_of(o).effects(o)
+                 if ref is not None and kind not in READS and _root(defs, ref).id == out_id), None)
+  for o in ir.walk(kernel.body):
+    if isinstance(o, If):
+      for blk, other in ((o.then_block, o.else_block), (o.else_block, o.then_block)):
+        w = write(blk) if id(blk) in skipped else None
+        if w is not None and write(other) is None:
+          return w.loc, o.loc
+  return None
+
+
 def _store_call(loc) -> dict:
   """{"mask": text, "value": text} of a `ref.store(value, mask=...)` call at `loc`."""
   import ast
@@ -531,7 +551,7 @@ def _store_call(loc) -> dict:
   return {k: ast.unparse(v) for k, v in args.items()}
 
 
-def uncovered_error(name, shape, missing, g, grid, loc, masked=None, rank=1):
+def uncovered_error(name, shape, missing, g, grid, loc, masked=None, rank=1, skipped=None):
   """The UncoveredOutputError for the cells `missing` of output `name` (also used by interpret
   mode). `masked`: interpret mode's masked_store into the output (it records only the elements
   written, after the proof over the windows each program may write passed, so the cells were
@@ -549,6 +569,17 @@ def uncovered_error(name, shape, missing, g, grid, loc, masked=None, rank=1):
              f" store that unmasked, {ref}[...] = ..., where the window lies inside {name}; a window running"
              f" past {name}'s end keeps a mask of {name}'s own extent only, {ref}.store(..., mask=offs <"
              f" {name}.shape[0]) with offs the window's positions")
+  if skipped is not None:
+    at, cond = skipped
+    return E.UncoveredOutputError(
+        f"{region} is never written: the write into {name} at line {at.lineno} is under the run-time"
+        f" condition at line {cond.lineno}, which skipped it in the programs whose windows hold these"
+        f" elements, and nothing else writes them, so {count} of {math.prod(shape)} elements of {name}"
+        f" would stay uninitialised", at,
+        hint=f"write {name}'s window on every path: add an else: branch that writes the value meant for"
+             f" it there (zeros, or the input's values); or, to keep the old values where the condition"
+             f" is false, alias an input to {name}: @mgpu_kernel(..., input_output_aliases={{input index:"
+             f" output index}})", notes=(f"{cond}: the condition",))
   n = math.prod(grid)
   who = ("the kernel's one program does not" if n == 1 else
          f"none of the {n} programs of grid {tuple(grid[:max(rank, _rank(grid))])}")

@@ -7,6 +7,7 @@ unbound, so reading it later is an error at that read.
 from __future__ import annotations
 
 import ast
+import math
 
 from . import errors as E
 from . import ir
@@ -358,6 +359,12 @@ def _trace_body(tracer, node, loc, body: ir.Block, carries, inits, args_) -> set
             hint = "convert it back at the end of the body: " + rebuilt(
                 n, c.value if c.container else None, ln,
                 conversion(init.type.dtype, raw_leaf if isinstance(raw_leaf, Num) else None))
+          elif not init.type.shape and isinstance(leaf.type, TensorType) and math.prod(leaf.type.shape) == 1:
+            # t = 0.0, then t += ml.sum(v, keepdims=True): a loop cannot carry a one-element tensor
+            # (MG204), so keep the scalar
+            index = ", ".join("0" for _ in leaf.type.shape)
+            hint = (f"keep {ln} a scalar: add full reductions without keepdims=True ({ln} = {ln} + ml.sum(...)),"
+                    f" or the scalar of a one-element tensor s, s[{index}] ({ln} = {ln} + s[{index}])")
           elif not init.type.shape and isinstance(leaf.type, TensorType):    # acc = 0.0, then acc += dot
             hint = (f"start it as a tensor of that shape before the loop: {ln} = ml.zeros({leaf.type.shape},"
                     f" jnp.{dtype_name(leaf.type.dtype)})")

@@ -463,13 +463,20 @@ class _Solver:
       message, hint = row_of_statistic(name, o.result.type.shape, here.type.shape[0], was, tmp,
                                        None if divided else red)     # (ml.mean is a sum, then /)
       raise E.LayoutError(message, o.loc, hint=hint)
+    through = (f"{tmp}; tmp[...] = {name if name.isidentifier() else 'v'}; then tmp[...] reads it in the layout"
+               " its use needs")
+    if any(isinstance(r, Reduce) and r.results and self.uf.find(("v", r.result.id)) == c
+           for r in ir.walk(self.kernel.body)):
+      # a reduction gives its tile's row (or column) statistic however often it is computed
+      hint = (meant + f"pass one use through an SMEM vector: {through} (a reduction's vector has its tile's"
+              " layout, so computing it again does not help)")
+    else:
+      hint = (meant + "give each use its own copy: compute the vector twice (an index vector: write its ml.arange"
+              f" expression again for the second use), load it again from memory, or pass one through an"
+              f" SMEM vector ({through})")
     raise E.LayoutError(
         f"{name} is used as {was} of one tile and as {now} of another: a register vector lives in one of the"
-        f" two layouts", o.loc,
-        hint=meant + "give each use its own copy: compute the vector twice (an index vector: write its ml.arange"
-             f" expression again for the second use), load it again from memory, or pass one through an"
-             f" SMEM vector ({tmp}; tmp[...] = {name if name.isidentifier() else 'v'}; then tmp[...] reads it in the"
-             " layout its use needs)")
+        f" two layouts", o.loc, hint=hint)
 
   # ------------------------------------------------------------ applying
   def apply(self):

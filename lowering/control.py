@@ -224,7 +224,9 @@ def _i_while(cta, o):
 
 @interpret(If)
 def _i_if(cta, o):
-  vals = yield from cta.block(o.then_block if bool(cta.get(o.cond)) else o.else_block)
+  taken = bool(cta.get(o.cond))
+  cta.m.skipped_branches.add(id(o.else_block if taken else o.then_block))   # (for MG602's hint)
+  vals = yield from cta.block(o.then_block if taken else o.else_block)
   for r, v in zip(o.results, vals):
     cta.set(r, v)
 

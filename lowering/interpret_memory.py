@@ -14,7 +14,7 @@ import dataclasses
 import numpy as np
 
 from ..frontend import ir
-from ..frontend.checks import grid_rank, masked_store, uncovered_error, uninitialized_read
+from ..frontend.checks import grid_rank, masked_store, skipped_store, uncovered_error, uninitialized_read
 from ..frontend.coverage import describe
 from ..frontend.races import ACCUMULATED_READ, CROSS_PROGRAM_READ, ONE_WRITER, own_window, plain_write_hint
 from .interpret_numerics import np_dtype, poison
@@ -162,6 +162,7 @@ class Memory:
     self.aliased = set(self.canon.values())
     # Outputs that start with values: aliased (the input's) and accumulated (the identity).
     self.initialised = self.aliased | set(kernel.accumulated)
+    self.skipped_branches: set = set()  # ids of the If blocks some program did not take
     for p in kernel.outputs:
       shape, d = p.value.type.shape, p.value.type.dtype
       kind = kernel.accumulated.get(p.value.id)
@@ -295,7 +296,8 @@ class Memory:
       missing = missing[batch]                                             # element missing any, as the kernel sees it
       err = uncovered_error(p.name, missing.shape, missing, np.ones(missing.ndim, np.int64), self.kernel.own_grid,
                             locs[0] if locs else p.loc or self.kernel.loc,
-                            masked=masked_store(self.kernel, p.value.id), rank=grid_rank(self.kernel))
+                            masked=masked_store(self.kernel, p.value.id), rank=grid_rank(self.kernel),
+                            skipped=skipped_store(self.kernel, p.value.id, self.skipped_branches))
       if lead:
         err.notes = tuple(err.notes) + (f"in batch element {batch[0] if lead == 1 else batch} of jax.vmap",)
       raise err

@@ -237,6 +237,7 @@ def common(cx, a, b, what):
   a, b = weak_to(cx, a, b), weak_to(cx, b, a)
   # Named before broadcasting: a broadcast operand is not the value the user wrote.
   names = [cx.named(x, kind_of(x)) for x in (a, b)]
+  scalar_ids = {x.id for x in (a, b) if is_value(x) and not x.type.shape}
   (a, b), shape = broadcast_operands(cx, (a, b), what)
   da, db = (x.type.dtype if is_value(x) else None for x in (a, b))
   if da is None and db is None:
@@ -278,9 +279,16 @@ def common(cx, a, b, what):
                     and x.name.isidentifier() and resolve(x.type.dtype) in (DType.i32, DType.u32)
                     and resolve((db if x is a else da)).is_float), None) if isinstance(da, DType) \
         and isinstance(db, DType) else None
-    hint = (f"if {carried.name} is carried by a loop from a Python int ({carried.name} = 0 before it), start it"
-            f" as a float ({carried.name} = 0.0); else {_convert_hint(names, da, db)}" if carried is not None
-            else _convert_hint(names, da, db))
+    if carried is None:
+      hint = _convert_hint(names, da, db)
+    else:
+      n = carried.name
+      # acc = 0, then acc + x[...]: starting it as 0.0 would only meet MG005 next (a scalar carry
+      # that the loop makes a tensor), so give the tensor start directly
+      start = (f"a float tensor ({n} = ml.zeros({shape}, jnp.{dtype_name(db if carried is a else da)}))"
+               if shape and carried.id in scalar_ids else f"a float ({n} = 0.0)")
+      hint = (f"if {n} is carried by a loop from a Python int ({n} = 0 before it), start it as {start};"
+              f" else {_convert_hint(names, da, db)}")
     raise E.DtypeMismatchError(
         f"{what} on {names[0]} ({dtype_name(da)}) and {names[1]} ({dtype_name(db)}):"
         f" dtypes differ and are never converted implicitly", cx.loc, hint=hint)
