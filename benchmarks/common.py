@@ -1,6 +1,6 @@
 """Timing helpers for the benchmark scripts (GPU only).
 
-DESIGN.md "How to time": report two figures per contender, measured in the same process:
+How to time (docs/benchmarks.md): report two figures per contender, measured in the same process:
 kernel time (`mg.bench`: CUPTI, the sum of the GPU kernels one call launches, median of
 `iterations` calls) and wall time (`mg.bench_wall`: median of timed loops of calls after
 warm-up). `timings(fn, *args)` gives both; `median_time` is the wall time, as before.
@@ -57,7 +57,7 @@ def table(header, rows):
 
 def kernel_ms(fn, *args, iterations=20):
   """Median GPU milliseconds of the kernels one call of `fn(*args)` launches (CUPTI, via jax's
-  Mosaic GPU profiler; all kernels of a call summed). DESIGN.md "How to time"."""
+  Mosaic GPU profiler; all kernels of a call summed)."""
   import mgpu_dsl as mg
   return mg.bench(fn, *args, iterations=iterations) * 1e3
 

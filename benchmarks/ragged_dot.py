@@ -3,7 +3,7 @@ jax.lax.ragged_dot (XLA) vs Pallas Mosaic GPU's ragged_dot_mgpu, TFLOP/s.
 
     python benchmarks/ragged_dot.py [--quick] [--shape m k n g]
 
-Default shape m16384 k2048 n16384 G16 f16 (DESIGN.md's reference figures: lax.ragged_dot 46,
+Default shape m16384 k2048 n16384 G16 f16 (the project's reference figures: lax.ragged_dot 46,
 Pallas best 593). Group sizes come from sorted random boundaries (as Pallas's own benchmark),
 inputs are random normal. Every contender is checked against jax.lax.ragged_dot (in float32)
 before it is timed, and runs at its best configuration of a sweep. Two figures each, measured

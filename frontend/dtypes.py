@@ -124,9 +124,9 @@ _BY_NAME = {d.value: d for d in DType}
 INDEX = DType.i32
 PY_FLOAT = DType.f32
 
-# Dtypes the TMA engine moves (MOSAIC_GPU_NOTES 1.4.5); bool does not travel.
+# Dtypes the TMA engine moves (frontend/tma.py); bool does not travel.
 TMA_DTYPES = frozenset(DType) - {DType.bool_}
-# Register arithmetic is not available on 8-bit types (MOSAIC_GPU_NOTES 3.12).
+# Register arithmetic is not available on 8-bit types (Mosaic GPU's FragmentedArray).
 ARITH_DTYPES = frozenset(d for d in DType if d.bits >= 16)
 
 

@@ -1,8 +1,8 @@
 """Hopper (sm_90a) hardware facts, stated once.
 
 Checks, passes, the lowering and the interpreter all import these; a number that
-describes the hardware appears nowhere else. Sources: MOSAIC_GPU_NOTES.md (the
-Mosaic GPU limits it enforces or silently needs) and the CUDA programming guide.
+describes the hardware appears nowhere else. Sources: Mosaic GPU's source (the
+limits it enforces or silently needs) and the CUDA programming guide.
 """
 from __future__ import annotations
 

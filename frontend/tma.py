@@ -1,6 +1,6 @@
 """Legality of one TMA copy: the limits of Hopper's bulk tensor copy engine.
 
-MOSAIC_GPU_NOTES 1.4.5: at most 5 dimensions, at most 256 elements a box
+Hopper's TMA (as Mosaic GPU uses it): at most 5 dimensions, at most 256 elements a box
 dimension, non-minor GMEM strides and the minor extent multiples of 16 bytes,
 and the minor dimension contiguous. The SMEM side must be one contiguous
 block (a whole buffer, or whole leading-dimension slices of one).

@@ -3,7 +3,7 @@
 Why an interpreter of the typed IR and not of the Python source: it runs exactly
 what the frontend produced (dtype inference, inserted waits and fences), so a
 bug in a kernel or in the compiler shows up the same way on a laptop as on an
-H200. One rule per op (`INTERPRET_RULES`, mirroring lowering/rules.py's RULES);
+H200. One rule per op (`INTERPRET_RULES`, beside the Mosaic GPU rules in lowering/registry.py);
 numerics live in interpret_numerics.py, memory and race checks in
 interpret_memory.py.
 

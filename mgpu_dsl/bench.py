@@ -5,7 +5,7 @@
 
 Like `triton.testing.do_bench`. Kernel time is the sum of the GPU time of every
 kernel one call of `fn` launches (XLA's too), free of Python dispatch: the figure
-DESIGN.md states targets in. Wall time is what a user's step sees.
+the benchmarks report as kernel time (docs/benchmarks.md). Wall time is what a user's step sees.
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Memory: SMEM buffers, views, register reads and writes of refs, TMA copies, cluster refs.
 
-The copy rules (DESIGN.md): GMEM <-> SMEM is a TMA copy with equal element types;
+The copy rules (docs/language.md, "Copies"): GMEM <-> SMEM is a TMA copy with equal element types;
 SMEM -> SMEM goes through registers; GMEM -> GMEM is rejected; a register value
 stored into a ref must have its dtype. SMEM buffers allocated without a dtype take
 it from their uses (frontend/infer.py).
