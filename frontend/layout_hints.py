@@ -32,7 +32,10 @@ def narrow_rows_hint(bad, dtypes=(), reduced=True) -> str:
   `other` of the masked read fits the data's dtype (`dtypes`: of the tiles, masks among them), and
   names what a reduction ignores only where the tile is `reduced`."""
   n = bad.type.shape[-1]
-  data = next((d for d in dtypes if isinstance(d, DType) and d != DType.bool_), None)
+  own = bad.type.dtype              # the tile's own dtype; else (a mask) the data's, floats first
+  data = own if isinstance(own, DType) and own != DType.bool_ else next(
+      (d for d in sorted((d for d in dtypes if isinstance(d, DType) and d != DType.bool_),
+                         key=lambda d: (not d.is_float, str(d)))), None)
   if not reduced:
     other, rest = "other=0)", ""
   elif data is not None and not data.is_float:
