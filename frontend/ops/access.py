@@ -304,7 +304,7 @@ def static_tensor(cx, x, depth=0):
 
 def _kept_box(cx, mask, shape) -> tuple:
   """Load.keep of a masked SMEM load: the box of the window's elements `mask` keeps, where the
-  mask is known while compiling; () where it is not."""
+  mask is known while compiling; () where it is not; None where it is and is no box."""
   m = static_tensor(cx, mask)
   if m is None:
     return ()
@@ -315,6 +315,8 @@ def _kept_box(cx, mask, shape) -> tuple:
   for a in range(len(shape)):
     on = np.flatnonzero(m.any(axis=tuple(b for b in range(len(shape)) if b != a)))
     box.append((int(on[0]), int(on[-1]) + 1))
+  if not m[tuple(slice(lo, hi) for lo, hi in box)].all():
+    return None          # gaps (a % 2 == 0): the elements read are the mask's, not a box's
   return tuple(box)
 
 
@@ -334,7 +336,10 @@ def _masked_read(cx, ref, mask, other):
   if one_element(ref.type.shape) and ew.one_element_scalar(cx, mask) is not None:
     return _masked_element(cx, ref, mask, other)
   if ref.type.space == Space.SMEM:      # always in bounds: a select in registers
-    return ew.where_(cx, mask, load(cx, ref, ref.name, keep=_kept_box(cx, mask, ref.type.shape)), other)
+    keep = _kept_box(cx, mask, ref.type.shape)
+    if keep is None:     # a static mask with gaps: what it reads is not checked for being written
+      return ew.where_(cx, mask, load(cx, ref, ref.name, merge=True), other)
+    return ew.where_(cx, mask, load(cx, ref, ref.name, keep=keep), other)
   t = TensorType(ref.type.shape, ref.type.dtype)
   return cx.b.emit(MaskedLoad, ref, mask, other, loc=cx.loc, types=[t], names=[cx.name]).result
 
@@ -353,7 +358,7 @@ def store_(cx, ref, value, mask=None):
     return store(cx, ref, value)
   _ref_arg(cx, ref, "ml.store")
   mask = _mask_arg(cx, ref, mask, "ml.store")
-  if one_element(ref.type.shape) and ref.type.space != Space.SMEM:
+  if one_element(ref.type.shape):
     return _masked_element_store(cx, ref, value, mask)
   if ref.type.space == Space.SMEM:      # always in bounds: merge in registers
     return store(cx, ref, ew.where_(cx, mask, value, load(cx, ref, ref.name, merge=True)))
