@@ -366,8 +366,13 @@ def _trace_body(tracer, node, loc, body: ir.Block, carries, inits, args_) -> set
             hint = (f"keep {ln} a scalar: add full reductions without keepdims=True ({ln} = {ln} + ml.sum(...)),"
                     f" or the scalar of a one-element tensor s, s[{index}] ({ln} = {ln} + s[{index}])")
           elif not init.type.shape and isinstance(leaf.type, TensorType):    # acc = 0.0, then acc += dot
-            hint = (f"start it as a tensor of that shape before the loop: {ln} = ml.zeros({leaf.type.shape},"
-                    f" jnp.{dtype_name(leaf.type.dtype)})")
+            # m = -1e30, then m = ml.maximum(m, ml.max(t, axis=1)): keep the start value (zeros would
+            # turn a running max into max(0, ...))
+            value = start            # the number the user started it at
+            nonzero = isinstance(value, (int, float)) and not isinstance(value, bool) and value != 0
+            made = (f"ml.full({leaf.type.shape}, {value!r}, jnp.{dtype_name(leaf.type.dtype)})" if nonzero else
+                    f"ml.zeros({leaf.type.shape}, jnp.{dtype_name(leaf.type.dtype)})")
+            hint = f"start it as a tensor of that shape before the loop: {ln} = {made}"
           else:
             hint = f"keep {ln}'s shape fixed across iterations"
           raise E.LoopCarryTypeError(
@@ -471,11 +476,12 @@ def _unrolled_while(tracer, node) -> bool:
     exits = any(isinstance(n, (ast.Break, ast.Return)) for s in node.body for n in ast.walk(s))
     if trip == STATIC_WHILE_TRIPS or not names and not exits:
       attempt.undo(tracer)
-      why = (f"on each of {trip} trips" if names or exits else
-             "and nothing in the loop changes it")
+      why = (f"after {trip} trips, the most a loop on Python values may take (it runs while the kernel is"
+             f" traced, unrolled)" if names or exits else
+             "and nothing in the loop changes it: a loop on Python values runs while the kernel is traced,"
+             " and this one does not end")
       raise E.KernelTypeError(
-          f"this while condition is the Python value {cond!r} {why}: a loop on Python values runs while the"
-          f" kernel is traced, and this one does not end", tracer.loc(node.test),
+          f"this while condition is still the Python value {cond!r} {why}", tracer.loc(node.test),
           hint="loop a static number of times with for ... in range(n) (or ml.static_range); compare"
                " runtime values in the condition (while i < n with n read from memory)")
     errors = len(tracer.errors)

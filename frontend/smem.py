@@ -130,9 +130,10 @@ def plan_smem(kernel, defs=None) -> SmemPlan:
   barrier_bytes = barrier_count(kernel) * MBARRIER_BYTES
   life = lifetimes(kernel, defs or {})
   placed, total = _place(kernel.smem, life, barrier_bytes, lambda b: b.type.nbytes)
-  if total > SMEM_LIMIT:         # largest first may pad a buffer the kernel's own order would not
-    placed, total = min((placed, total), _place(kernel.smem, life, barrier_bytes, lambda b: b.type.nbytes,
-                                                 in_order=True), key=lambda p: p[1])
+  if total > SMEM_LIMIT:         # largest first may pad a buffer another order would not
+    placed, total = min([(placed, total)] + [_place(kernel.smem, life, barrier_bytes, lambda b: b.type.nbytes,
+                                                    order=o) for o in ("as_allocated", "unaligned_last")],
+                        key=lambda p: p[1])
   shared, stride, region = False, 0, 0
   if total > SMEM_LIMIT and len(kernel.scratch_ids) > 1:
     placed, total, stride, region = _place_sharing_scratch(kernel, life, barrier_bytes)
@@ -177,12 +178,15 @@ def _place_sharing_scratch(kernel, life, barrier_bytes):
   return placed, total, stride, region
 
 
-def _place(bufs, life, barrier_bytes, nbytes, in_order=False):
-  """[(buffer id, offset, end, lifetime)] of `bufs` (largest first, or `in_order` as allocated,
-  each at the lowest offset free of the buffers live with it), and the bytes they span."""
+def _place(bufs, life, barrier_bytes, nbytes, order="largest_first"):
+  """[(buffer id, offset, end, lifetime)] of `bufs` (largest first; or as allocated; or largest
+  first with the sizes that are not whole KiB last, so only the last one's end is unaligned), each
+  at the lowest offset free of the buffers live with it, and the bytes they span."""
   placed: list[tuple[int, int, int, tuple]] = []
   base = _align(barrier_bytes, BUFFER_ALIGN)
-  for buf in (bufs if in_order else sorted(bufs, key=lambda b: -nbytes(b))):
+  key = {"largest_first": lambda b: -nbytes(b),
+         "unaligned_last": lambda b: (nbytes(b) % BUFFER_ALIGN != 0, -nbytes(b))}.get(order)
+  for buf in (bufs if key is None else sorted(bufs, key=key)):
     lt = life.get(buf.id, (0, 0))
     live = sorted((o, e) for _, o, e, l in placed if l[0] <= lt[1] and lt[0] <= l[1])
     off = base

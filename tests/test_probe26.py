@@ -240,8 +240,8 @@ def test_a_while_on_python_values_runs_while_tracing():
   np.testing.assert_array_equal(np.asarray(until_positive(y, interpret=True)), np.asarray(y) * 3)
   assert " while " in until_positive.typed_ir(S((128,), F32))
   e = expect(spins, [S((128,), F32)], mg.KernelTypeError, "t >= 0",
-             "this while condition is the Python value True on each of 256 trips: a loop on Python values runs"
-             " while the kernel is traced, and this one does not end", k=1)
+             "this while condition is still the Python value True after 256 trips, the most a loop on Python"
+             " values may take (it runs while the kernel is traced, unrolled)", k=1)
   assert "range(n)" in e.hint
 
 
@@ -275,3 +275,44 @@ def test_masked_smem_accesses_of_one_element_and_with_gaps():
   np.testing.assert_array_equal(np.asarray(even_only(y, interpret=True)),
                                 np.where(np.arange(256) % 2 == 0, np.arange(256.0), 7.0))
   assert "mosaic_gpu" in _export(even_only, S((256,), F32))
+
+
+# ---------------------------------------------------------------- regression hunt 6
+@mg.mgpu_kernel(out_shape=lambda x: jax.ShapeDtypeStruct((128,), F32))
+def aligned_after(x, out):
+  a = ml.smem((hw.SMEM_LIMIT - 1024,), jnp.uint8)     # 231408 bytes: not whole KiB
+  b = ml.smem((1024,), jnp.uint8)
+  a.at[0:128][...] = x[...].astype(jnp.uint8)
+  b.at[0:128][...] = x[...].astype(jnp.uint8)
+  out[...] = a.at[0:128][...].astype(F32) + b.at[0:128][...].astype(F32)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: jax.ShapeDtypeStruct((x.shape[0],), x.dtype), grid=(1,))
+def running_max(x, out):
+  m = -1e30                                   # a Python float carried by the loop
+  for c in range(x.shape[1] // 128):
+    m = ml.maximum(m, ml.max(x.at[:, ml.ds(c * 128, 128)][...], axis=1))
+  out[...] = m
+
+
+@mg.mgpu_kernel(out_shape=lambda x: jax.ShapeDtypeStruct((1,), jnp.int32), grid=(1,))
+def f8_scalar_compare(x, out):
+  out[0] = ml.where(x[0] > 0.3, 1, 0)        # 0.3 rounds to float8 first, as jnp's
+
+
+def test_regression_hunt_6():
+  """The unaligned buffer placed first padded the other one past the limit in both orders tried;
+  a running max started at -1e30 was hinted ml.zeros (max(0, ...)), in float8 an MG106 about a
+  scalar cast; a float8 scalar compared with a number was refused with a hint that rounded
+  differently from jnp."""
+  x = jnp.arange(128, dtype=F32)
+  np.testing.assert_array_equal(np.asarray(aligned_after(x, interpret=True)), 2 * np.asarray(x))
+  for dt in (F32, jnp.float8_e4m3fn):
+    expect(running_max, [S((64, 256), dt)], mg.LoopCarryTypeError, "m = ml.maximum(",
+           f"m enters the loop as a float32 scalar but an iteration makes it a {jnp.dtype(dt).name} tensor of"
+           f" shape (64,)", hint=f"start it as a tensor of that shape before the loop: m = ml.full((64,), -1e+30,"
+                                 f" jnp.{jnp.dtype(dt).name})")
+  y = jnp.array([0.3125] + [0] * 127, jnp.float8_e4m3fn)
+  assert int(y[0] > 0.3) == 0
+  np.testing.assert_array_equal(np.asarray(f8_scalar_compare(y, interpret=True)), [0])
+  assert "mosaic_gpu" in _export(f8_scalar_compare, S((128,), jnp.float8_e4m3fn))

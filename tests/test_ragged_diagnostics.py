@@ -184,7 +184,7 @@ N = S((), jnp.int32)
 
 def test_a_while_on_python_values_that_never_change_does_not_end():
   e = expect(static_while, [S((128,), F32)], mg.KernelTypeError, "rounds > 0",
-             "this while condition is the Python value True and nothing in the loop changes it: a loop on Python"
+             "this while condition is still the Python value True and nothing in the loop changes it: a loop on Python"
              " values runs while the kernel is traced, and this one does not end")
   assert "range(n)" in e.hint
 

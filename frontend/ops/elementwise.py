@@ -313,6 +313,11 @@ def weak_to(cx, w, other):
   dw, do = resolve(w.type.dtype), resolve(other.type.dtype)
   if dw == do or weak_kind(dw) is None or weak_kind(dw) != weak_kind(do):
     return w
+  if do in FLOAT8 and isinstance(w.type, ScalarType):   # no scalar float8 conversion: as a tensor
+    if not isinstance(other.type, TensorType):
+      return w
+    from .shape import broadcast_to
+    w = broadcast_to.rule(cx, w, other.type.shape)
   return astype(cx, w, do)
 
 
@@ -430,14 +435,15 @@ def _widened(cx, values, wide, narrow, what, shape=None, saturate=True):
   float8_e4m3fn compares with 104), an int wrapped to the 8-bit integer as == and 16-bit types
   do (300 is 44 in uint8). Where the number becomes a float8 result (`saturate`: ml.where,
   max, min) it saturates first, as ml.full and a store convert it (1000.0 is 448, not NaN); a
-  comparison keeps jnp's conversion. A float8 scalar has no conversion on the GPU: it is
-  broadcast to the result's `shape` first (a tensor converts)."""
+  comparison keeps jnp's conversion. A float8 scalar is broadcast to the result's `shape` first (a
+  tensor converts); compared, it converts exactly from its bits; otherwise the result could not be
+  converted back to a float8 scalar on the GPU."""
   def one(v):
     if is_value(v):
       if isinstance(v.type, ScalarType) and narrow.is_float and shape is not None:
         from .shape import broadcast_to
         v = broadcast_to.rule(cx, v, shape)
-      if isinstance(v.type, ScalarType) and narrow.is_float:
+      if isinstance(v.type, ScalarType) and narrow.is_float and saturate:   # (a comparison converts it exactly)
         raise E.UnsupportedDtypeError(
             f"{what} with the {narrow} scalar {cx.named(v)}: an 8-bit float scalar has no arithmetic on the GPU"
             f" (it converts to wider types, not back)", cx.loc,
