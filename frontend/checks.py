@@ -139,6 +139,11 @@ def check_register_values(kernel: ir.Kernel) -> list:
     o, r, words = [b for b in big if b[0].loc == big[0][0].loc][-1]
     t = r.type
     what = f"this {'x'.join(map(str, t.shape))} {dtype_name(t.dtype)} tile"
+    casts = [b[0].x for b in big if b[0].loc == o.loc and type(b[0]).__name__ == "Cast"]
+    src = next((x for x in casts if isinstance(resolve(x.type.dtype), DType) and resolve(x.type.dtype).bits == 8), None)
+    if src is not None and resolve(t.dtype).bits == 32:     # 8-bit max/min/where compute in 32 bits
+      what += (f" (8-bit {dtype_name(src.type.dtype)} values widened to 32 bits, as a cast does and as 8-bit"
+               f" ml.maximum, ml.minimum, ml.where and comparisons compute)")
     per = 32 // _register_bits(resolve(t.dtype))
     packed = f" ({'two' if per == 2 else 'four'} values a register)" if per > 1 else ""
     return [E.RegisterCapacityError(

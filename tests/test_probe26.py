@@ -316,3 +316,16 @@ def test_regression_hunt_6():
   assert int(y[0] > 0.3) == 0
   np.testing.assert_array_equal(np.asarray(f8_scalar_compare(y, interpret=True)), [0])
   assert "mosaic_gpu" in _export(f8_scalar_compare, S((128,), jnp.float8_e4m3fn))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def f8_relu_wide(x, out):
+  out[...] = ml.maximum(x[...], 0.0)
+
+
+def test_register_capacity_of_a_widened_8bit_tile_says_it_was_widened():
+  """The message named a float32 tile the user never wrote (8-bit max computes in 32 bits)."""
+  expect(f8_relu_wide, [S((64, 8192), jnp.float8_e4m3fn)], mg.RegisterCapacityError, "ml.maximum(",
+         "this 64x8192 float32 tile (8-bit float8_e4m3fn values widened to 32 bits, as a cast does and as 8-bit"
+         " ml.maximum, ml.minimum, ml.where and comparisons compute) needs 4096 registers a thread across the"
+         " CTA's 128 threads; a thread has 255")
