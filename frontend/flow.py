@@ -370,7 +370,8 @@ def _trace_body(tracer, node, loc, body: ir.Block, carries, inits, args_) -> set
             # turn a running max into max(0, ...))
             value = start            # the number the user started it at
             nonzero = isinstance(value, (int, float)) and not isinstance(value, bool) and value != 0
-            made = (f"ml.full({leaf.type.shape}, {value!r}, jnp.{dtype_name(leaf.type.dtype)})" if nonzero else
+            text = f"float('{value}')" if isinstance(value, float) and not math.isfinite(value) else repr(value)
+            made = (f"ml.full({leaf.type.shape}, {text}, jnp.{dtype_name(leaf.type.dtype)})" if nonzero else
                     f"ml.zeros({leaf.type.shape}, jnp.{dtype_name(leaf.type.dtype)})")
             hint = f"start it as a tensor of that shape before the loop: {ln} = {made}"
           else:

@@ -75,6 +75,21 @@ class _UnionFind:
     self.parent[self.find(a)] = self.find(b)
 
 
+def _small_tile_hint(shape, name=None) -> str:
+  """A tile too small for the registers: for a 2-D one, the masked window that holds it (rows a
+  multiple of 4 and columns of 32, which a 2-D mask's row and column vectors need)."""
+  if len(shape) == 2:
+    r, c = shape
+    R, C = -(-r // 4) * 4, max(32, -(-c // 32) * 32)
+    ref = (name or "").split(".at[")[0].split("[")[0]
+    ref = ref if ref.isidentifier() else "x"
+    return (f"work on a larger tile, masked to this one: {ref}.at[ml.ds(0, {R}), ml.ds(0, {C})].load(mask="
+            f"(ml.arange({R})[:, None] < {r}) & (ml.arange({C})[None, :] < {c}), other=0) and the same mask on its"
+            f" store (a 2-D mask needs rows a multiple of 4 and columns of 32)")
+  return ("work on tiles of 128 elements or more, e.g. (128,) or (4, 32); a 1-D vector may be shorter if its"
+          " length is a multiple of 8")
+
+
 class _Solver:
   def __init__(self, kernel, defs):
     self.kernel, self.defs = kernel, defs
@@ -609,9 +624,7 @@ class _Solver:
         raise E.LayoutError(
             f"{v.name or 'this tensor'} has shape {shape}: register tensors need a multiple of"
             f" {hw.WARPGROUP} elements (one per thread of a warpgroup)", loc,
-            hint=self._scalar_store_hint(v) or one or column_slice_hint(v.name) or
-                 "work on tiles of 128 elements or more, e.g. (128,) or (8, 16); a 1-D vector may be"
-                 " shorter if its length is a multiple of 8")
+            hint=self._scalar_store_hint(v) or one or column_slice_hint(v.name) or _small_tile_hint(shape, v.name))
       return
     if lay.drop and (len(shape) > 2 or any(shape[a] != 1 for a in lay.drop if len(shape) == 2)) or (
         not lay.drop and len(shape) != 2):

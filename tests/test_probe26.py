@@ -329,3 +329,29 @@ def test_register_capacity_of_a_widened_8bit_tile_says_it_was_widened():
          "this 64x8192 float32 tile (8-bit float8_e4m3fn values widened to 32 bits, as a cast does and as 8-bit"
          " ml.maximum, ml.minimum, ml.where and comparisons compute) needs 4096 registers a thread across the"
          " CTA's 128 threads; a thread has 255")
+
+
+# ---------------------------------------------------------------- regression hunt 7
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def small_tile(x, out):
+  out[...] = x[...] * 2
+
+
+@mg.mgpu_kernel(out_shape=lambda x: jax.ShapeDtypeStruct((x.shape[0],), x.dtype), grid=(1,))
+def running_max_inf(x, out):
+  m = float("-inf")
+  for c in range(x.shape[1] // 128):
+    m = ml.maximum(m, ml.max(x.at[:, ml.ds(c * 128, 128)][...], axis=1))
+  out[...] = m
+
+
+def test_hints_of_regression_hunt_7_can_be_pasted():
+  """A (3, 10) tile was hinted '(8, 16)', whose 2-D mask then needed 32 columns; a running max
+  started at float('-inf') was hinted ml.full(..., -inf, ...), which is no Python name."""
+  e = expect(small_tile, [S((3, 10), F32)], mg.LayoutError, "x[...] * 2",
+             "x[...] has shape (3, 10): register tensors need a multiple of 128 elements (one per thread of a"
+             " warpgroup)")
+  assert e.hint.startswith("work on a larger tile, masked to this one: x.at[ml.ds(0, 4), ml.ds(0, 32)].load(")
+  expect(running_max_inf, [S((8, 256), F32)], mg.LoopCarryTypeError, "m = ml.maximum(",
+         "m enters the loop as a float32 scalar but an iteration makes it a float32 tensor of shape (8,)",
+         hint="start it as a tensor of that shape before the loop: m = ml.full((8,), float('-inf'), jnp.float32)")
