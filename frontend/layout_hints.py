@@ -16,7 +16,7 @@ from .ops.memory import root_in
 def column_slice_hint(name) -> str | None:
   """For a too-small `t[:, a:b]` (the first k weights of a top-k): store t whole, masked."""
   import re
-  m = re.fullmatch(r"(.+)\[:, *(\d*) *: *(\d+) *\]", name or "")
+  m = re.fullmatch(r"(.+)\[:, *([^:\[\]]*?) *: *([^:\[\]]+?) *\]", name or "")
   if m is None:
     return None
   t, a, b = m.group(1), m.group(2) or "0", m.group(3)

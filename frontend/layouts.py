@@ -75,14 +75,13 @@ class _UnionFind:
     self.parent[self.find(a)] = self.find(b)
 
 
-def _small_tile_hint(shape, name=None) -> str:
-  """A tile too small for the registers: for a 2-D one, the masked window that holds it (rows a
-  multiple of 4 and columns of 32, which a 2-D mask's row and column vectors need)."""
-  if len(shape) == 2:
+def _small_tile_hint(shape, ref=None) -> str:
+  """A tile too small for the registers: for a 2-D one read from the ref named `ref`, the masked
+  window that holds it (rows a multiple of 4 and columns of 32, which a 2-D mask's row and column
+  vectors need)."""
+  if len(shape) == 2 and ref:
     r, c = shape
     R, C = -(-r // 4) * 4, max(32, -(-c // 32) * 32)
-    ref = (name or "").split(".at[")[0].split("[")[0]
-    ref = ref if ref.isidentifier() else "x"
     return (f"work on a larger tile, masked to this one: {ref}.at[ml.ds(0, {R}), ml.ds(0, {C})].load(mask="
             f"(ml.arange({R})[:, None] < {r}) & (ml.arange({C})[None, :] < {c}), other=0) and the same mask on its"
             f" store (a 2-D mask needs rows a multiple of 4 and columns of 32)")
@@ -121,6 +120,14 @@ class _Solver:
     nodes = [n for n in map(self.node, vals) if n is not None]
     for n in nodes[1:]:
       self.uf.union(n, nodes[0])
+
+  def _read_from(self, v) -> str | None:
+    """The name of the ref `v` was loaded from (a plain or masked register load), else None."""
+    d = self.defs.get(v.id)
+    if d is None or type(d).__name__ not in ("Load", "MaskedLoad"):
+      return None
+    name = self.root(d.ref).name
+    return name if (name or "").isidentifier() else None
 
   def smem_root(self, ref):
     """The SMEM buffer under a view and a peer's copy of it (ml.cluster_ref), or None."""
@@ -624,7 +631,7 @@ class _Solver:
         raise E.LayoutError(
             f"{v.name or 'this tensor'} has shape {shape}: register tensors need a multiple of"
             f" {hw.WARPGROUP} elements (one per thread of a warpgroup)", loc,
-            hint=self._scalar_store_hint(v) or one or column_slice_hint(v.name) or _small_tile_hint(shape, v.name))
+            hint=self._scalar_store_hint(v) or one or column_slice_hint(v.name) or _small_tile_hint(shape, self._read_from(v)))
       return
     if lay.drop and (len(shape) > 2 or any(shape[a] != 1 for a in lay.drop if len(shape) == 2)) or (
         not lay.drop and len(shape) != 2):

@@ -355,3 +355,31 @@ def test_hints_of_regression_hunt_7_can_be_pasted():
   expect(running_max_inf, [S((8, 256), F32)], mg.LoopCarryTypeError, "m = ml.maximum(",
          "m enters the loop as a float32 scalar but an iteration makes it a float32 tensor of shape (8,)",
          hint="start it as a tensor of that shape before the loop: m = ml.full((8,), float('-inf'), jnp.float32)")
+
+
+@mg.mgpu_kernel(out_shape=lambda x, *, k: jax.ShapeDtypeStruct((x.shape[0], k), x.dtype),
+                grid=lambda x, *, k: (x.shape[0] // 8,))
+def topk_vals(x, vals, *, k: ml.constexpr):
+  i = ml.program_id(0)
+  s = ml.sort(x.at[ml.ds(i * 8, 8), :][...], axis=-1, descending=True)
+  vals.at[ml.ds(i * 8, 8), :][...] = s[:, :k]
+
+
+@mg.mgpu_kernel(out_shape=lambda cache, new, pos: cache, input_output_aliases={0: 0})
+def kv_append(cache, new, pos, out):
+  p = pos[0]
+  out.at[p:p + new.shape[0]][...] = new[...]
+
+
+def test_hints_of_the_everyday_kernels_probe():
+  """`s[:, :k]` with a constexpr k was hinted a .at[] load of the register tensor s; a slice
+  p:p + new.shape[0] was hinted a 64-row masked window (whose store then mismatched 8 rows)."""
+  expect(topk_vals, [S((16, 128), F32)], mg.LayoutError, "s[:, :k]",
+         "s[:, :k] has shape (8, 4): register tensors need a multiple of 128 elements (one per thread of a warpgroup)",
+         hint="store s whole with a mask instead of slicing it: out.at[rows, ml.ds(0, s.shape[1])].store(s,"
+              " mask=ml.arange(s.shape[1])[None, :] < k) (the window may run past out's last column: masked"
+              " elements are never written)", k=4)
+  expect(kv_append, [S((64, 128), F32), S((8, 128), F32), S((1,), jnp.int32)], mg.KernelTypeError,
+         "out.at[p:p", "slice bounds must be static ints: p:p + new.shape[0] in dimension 0 of out has"
+         " run-time bounds", hint="its size is 8 whatever p is: a window of static size at a run-time start is"
+                                  " ml.ds(start, size), out.at[ml.ds(p, 8), :]")

@@ -34,6 +34,11 @@ def runtime_slice_error(cx, index, d, shape, name) -> E.KernelError:
                                 f" {at(f'ml.ds({start}, size)')}")
   stop = _index_text(i.stop, cx)
   fixed = stop[len(start) + 3:] if stop.startswith(f"{start} + ") else ""
+  made = cx.b.defining(i.stop) if is_value(i.start) else None      # p:p + new.shape[0], the sum traced
+  if made is not None and getattr(made, "kind", None) is not None and getattr(made.kind, "value", None) == "+":
+    other = made.rhs if made.lhs is i.start else made.lhs if made.rhs is i.start else None
+    if isinstance(other, int) and not isinstance(other, bool):
+      fixed = str(other)
   if fixed.isdigit() and 0 < int(fixed) <= n:      # l[i]:l[i] + 8: a fixed size at a run-time start
     return E.KernelTypeError(
         f"slice bounds must be static ints: {_index_text(i, cx)} in dimension {d} of {name} has run-time bounds",
