@@ -308,8 +308,10 @@ class Calls:
     except E.KernelError:
       raise
     except Exception as e:
+      shown = ", ".join([repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()])
+      shown = shown if len(shown) <= 80 else shown[:77] + "..."
       raise E.KernelTypeError(
           f"{name}(...) of static values failed while tracing: {type(e).__name__}: {e}", cx.loc,
-          hint="a Python function called on static values (shapes, constexprs) runs while the kernel"
-               " is traced; one that computes on register values needs @ml.inline") from None
+          hint=f"it ran in Python while the kernel was traced, as {name}({shown}): check those values (the"
+               f" constexprs and shapes of this call) or compute this outside the kernel") from None
     return _static_result(cx, name, out)

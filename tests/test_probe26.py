@@ -383,3 +383,16 @@ def test_hints_of_the_everyday_kernels_probe():
          "out.at[p:p", "slice bounds must be static ints: p:p + new.shape[0] in dimension 0 of out has"
          " run-time bounds", hint="its size is 8 whatever p is: a window of static size at a run-time start is"
                                   " ml.ds(start, size), out.at[ml.ds(p, 8), :]")
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def scaled_by_root(x, out, *, d: ml.constexpr):
+  out[...] = x[...] * math.sqrt(d)
+
+
+def test_a_python_call_of_static_values_that_fails_shows_its_arguments():
+  """The hint spoke of @ml.inline and register values for math.sqrt(-1.0) of a constexpr."""
+  expect(scaled_by_root, [S((128,), F32)], mg.KernelTypeError, "math.sqrt(d)",
+         "sqrt(...) of static values failed while tracing: ValueError: math domain error",
+         hint="it ran in Python while the kernel was traced, as sqrt(-1.0): check those values (the constexprs"
+              " and shapes of this call) or compute this outside the kernel", d=-1.0)
