@@ -211,7 +211,7 @@ class Tracer(Assignments, Calls, Containers, ast.NodeVisitor):
 
   def visit_Return(self, node):
     if self.depth > 0:                # an @ml.inline helper's return: its value is the call's
-      if self.b.block is self.top and not self.loops:
+      if self.b.block is self.top and all(blk is not None for blk in self.loops):   # (unrolled loops too)
         self.returned = self.eval(node.value) if node.value is not None else None
         self.jump = "return"          # the rest of the helper does not run
         return

@@ -396,3 +396,34 @@ def test_a_python_call_of_static_values_that_fails_shows_its_arguments():
          "sqrt(...) of static values failed while tracing: ValueError: math domain error",
          hint="it ran in Python while the kernel was traced, as sqrt(-1.0): check those values (the constexprs"
               " and shapes of this call) or compute this outside the kernel", d=-1.0)
+
+
+@ml.inline
+def fold_to_128(v, n):                 # Pallas-style: halve a tile until it is 128 wide
+  while True:                          # a while on Python values: unrolled while tracing
+    if n <= 128:
+      return v
+    n //= 2
+    v = v[:, :n] + v[:, n:]
+
+
+@ml.inline
+def first_wide(v, widths):
+  for i in ml.static_range(len(widths)):
+    if widths[i] >= 128:
+      return v * i
+  return v
+
+
+@mg.mgpu_kernel(out_shape=lambda x: jax.ShapeDtypeStruct((8, 128), F32), grid=(1,))
+def folded(x, out):
+  out[...] = first_wide(fold_to_128(x[...], x.shape[1]), (64, 96, 128, 256))
+
+
+def test_a_helper_returns_from_inside_an_unrolled_loop():
+  """`return` inside an unrolled while or ml.static_range of an @ml.inline helper was MG001 'under a
+  run-time condition or loop'."""
+  x = jax.random.normal(jax.random.key(0), (8, 512), F32)
+  want = 2 * (x[:, :128] + x[:, 128:256] + x[:, 256:384] + x[:, 384:])
+  np.testing.assert_allclose(np.asarray(folded(x, interpret=True)), np.asarray(want), rtol=1e-5, atol=1e-5)
+  assert "mosaic_gpu" in _export(folded, S((8, 512), F32))
