@@ -526,7 +526,7 @@ def skipped_store(kernel: ir.Kernel, out_id: int, skipped: set):
   some program did not take (`skipped`: ids of such blocks, from interpret mode) while the other
   branch writes nothing into it, or None: interpret mode's UncoveredOutputError says the condition
   skipped the write (the windows the programs may write cover the output)."""
-  from .ops.control import If
+  from .ops.control import For, If, While
   defs = ir.def_table(kernel.body)
 
   def write(blk):
@@ -538,6 +538,8 @@ def skipped_store(kernel: ir.Kernel, out_id: int, skipped: set):
         w = write(blk) if id(blk) in skipped else None
         if w is not None and write(other) is None:
           return w.loc, o.loc
+    elif isinstance(o, (For, While)) and id(o.body) in skipped and (w := write(o.body)) is not None:
+      return w.loc, o.loc, "loop"      # a run-time loop that ran no trip in some program
   return None
 
 
@@ -574,6 +576,16 @@ def uncovered_error(name, shape, missing, g, grid, loc, masked=None, rank=1, ski
              f" store that unmasked, {ref}[...] = ..., where the window lies inside {name}; a window running"
              f" past {name}'s end keeps a mask of {name}'s own extent only, {ref}.store(..., mask=offs <"
              f" {name}.shape[0]) with offs the window's positions")
+  if skipped is not None and len(skipped) == 3:
+    at, loop, _ = skipped
+    return E.UncoveredOutputError(
+        f"{region} is never written: the write into {name} at line {at.lineno} is in the run-time loop at line"
+        f" {loop.lineno}, which ran no trip in the programs whose windows hold these elements, and nothing else"
+        f" writes them, so {count} of {math.prod(shape)} elements of {name} would stay uninitialised", at,
+        hint=f"write {name}'s window on every path: write it once before the loop (zeros, or the value meant for"
+             f" no trips) and let the loop add to or overwrite it; or, to keep the old values, alias an input to"
+             f" {name}: @mgpu_kernel(..., input_output_aliases={{input index: output index}})",
+        notes=(f"{loop}: the loop",))
   if skipped is not None:
     at, cond = skipped
     return E.UncoveredOutputError(

@@ -190,6 +190,8 @@ def _i_for(cta, o):
   carried = [cta.get(v) for v in o.inits]
   iv, *args = o.body.args
   dt = iv.type.dtype
+  if not range(start, stop, step):
+    cta.m.skipped_branches.add(id(o.body))      # no trip here (for MG602's hint)
   for i in range(start, stop, step):
     cta.set(iv, np.asarray(i, np.uint32 if getattr(dt, "is_int", False) and not dt.is_signed else np.int32))
     for a, v in zip(args, carried):
@@ -205,11 +207,13 @@ MAX_WHILE_ITERATIONS = 10 ** 7
 @interpret(While)
 def _i_while(cta, o):
   vals = [cta.get(v) for v in o.inits]
-  for _ in range(MAX_WHILE_ITERATIONS):
+  for trip in range(MAX_WHILE_ITERATIONS):
     for a, v in zip(o.before.args, vals):
       cta.set(a, v)
     cond, *vals = yield from cta.block(o.before)
     if not bool(cond):
+      if trip == 0:
+        cta.m.skipped_branches.add(id(o.body))  # no trip here (for MG602's hint)
       break
     for a, v in zip(o.body.args, vals):
       cta.set(a, v)

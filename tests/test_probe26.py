@@ -427,3 +427,21 @@ def test_a_helper_returns_from_inside_an_unrolled_loop():
   want = 2 * (x[:, :128] + x[:, 128:256] + x[:, 256:384] + x[:, 384:])
   np.testing.assert_allclose(np.asarray(folded(x, interpret=True)), np.asarray(want), rtol=1e-5, atol=1e-5)
   assert "mosaic_gpu" in _export(folded, S((8, 512), F32))
+
+
+@mg.mgpu_kernel(out_shape=lambda x, c: x, grid=(2,))
+def zero_trips(x, c, out):
+  i = ml.program_id(0)
+  for t in range(c[i]):                       # program 1 runs no trip (c[1] == 0)
+    out.at[ml.ds(i * 128, 128)][...] = x.at[ml.ds(i * 128, 128)][...]
+
+
+def test_mg602_says_when_a_runtime_loop_ran_no_trip():
+  """The hint said to launch more programs, though the grid covered the output: program 1's loop
+  ran no trip, so its store never ran."""
+  with pytest.raises(mg.UncoveredOutputError) as info:
+    zero_trips(jnp.arange(256, dtype=F32), jnp.array([1, 0], jnp.int32), interpret=True)
+  e = info.value
+  assert e.message.startswith("out[128:256] is never written: the write into out at line")
+  assert "is in the run-time loop at line" in e.message and "which ran no trip" in e.message
+  assert e.hint.startswith("write out's window on every path: write it once before the loop")
