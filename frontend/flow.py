@@ -277,6 +277,8 @@ def _inits(tracer, carries, loc, widened=None):
     at = tracer.where.get(c.name, loc)
     for ln, l in zip(c.leaf_names, c.leaves):
       d = (widened or {}).get(ln)
+      if d is None and isinstance(l, int) and not isinstance(l, bool) and 2 ** 31 <= l < 2 ** 32:
+        d = DType.u32                        # s = 3000000000: fits uint32 only, as jnp's weak int would
       if d is not None and is_value(l):      # a weak carry of an enclosing loop (see _args)
         out.append(ew.astype(Call(tracer.b, at), l, d))
         continue
@@ -297,7 +299,8 @@ def _args(tracer, carries, inits, leaf_names, widened):
   args_ = tuple(ir.Value(v.type, n) for v, n in zip(inits, leaf_names))
   starts = [l for c in carries for l in c.leaves]
   for a, l, ln in zip(args_, starts, leaf_names):
-    if (is_weak(l) or is_value(l) and l.id in tracer.b.weak) and ln not in widened:
+    big = isinstance(l, int) and not isinstance(l, bool) and l >= 2 ** 31   # uint32 only: never narrowed
+    if (is_weak(l) and not big or is_value(l) and l.id in tracer.b.weak) and ln not in widened:
       tracer.b.weak.add(a.id)
   return args_
 

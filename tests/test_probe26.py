@@ -445,3 +445,21 @@ def test_mg602_says_when_a_runtime_loop_ran_no_trip():
   assert e.message.startswith("out[128:256] is never written: the write into out at line")
   assert "is in the run-time loop at line" in e.message and "which ran no trip" in e.message
   assert e.hint.startswith("write out's window on every path: write it once before the loop")
+
+
+@mg.mgpu_kernel(out_shape=lambda x: jax.ShapeDtypeStruct((1,), x.dtype), grid=(1,))
+def big_start(x, out):
+  s = 3000000000                      # fits uint32 only
+  for r in range(4):
+    s = s + ml.sum(x.at[ml.ds(r * 128, 128)][...])
+  out[0] = s
+
+
+def test_a_loop_carry_started_at_an_int_that_fits_only_uint32():
+  """`s = 3000000000` summing uint32 values was MG003 (does not fit int32); summing int32 values it
+  must not silently wrap."""
+  x = jnp.arange(512, dtype=jnp.uint32)
+  np.testing.assert_array_equal(np.asarray(big_start(x, interpret=True)), [(3000000000 + 511 * 256) % 2 ** 32])
+  assert "mosaic_gpu" in _export(big_start, S((512,), jnp.uint32))
+  with pytest.raises(mg.KernelError):
+    big_start.check(S((512,), jnp.int32))
