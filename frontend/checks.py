@@ -565,17 +565,6 @@ def uncovered_error(name, shape, missing, g, grid, loc, masked=None, rank=1, ski
   skipped by that store's mask). `rank`: the grid's axes to show at least (those the kernel reads
   ml.program_id of: a grid (2, 1) the user wrote is not shown as (2,))."""
   region, count = describe(name, shape, missing, g)
-  store = masked
-  if store is not None:
-    at, (ref, mask, value) = store
-    return E.UncoveredOutputError(
-        f"{region} is never written: the masked store into {name} (line {at.lineno}) leaves the elements"
-        f" where its mask is false unwritten, and nothing else writes them, so {count} of"
-        f" {math.prod(shape)} elements of {name} would stay uninitialised", at,
-        hint=f"write every element of {name}: put the mask into the value, ml.where({mask}, {value}, 0), and"
-             f" store that unmasked, {ref}[...] = ..., where the window lies inside {name}; a window running"
-             f" past {name}'s end keeps a mask of {name}'s own extent only, {ref}.store(..., mask=offs <"
-             f" {name}.shape[0]) with offs the window's positions")
   if skipped is not None and len(skipped) == 3:
     at, loop, _ = skipped
     return E.UncoveredOutputError(
@@ -597,6 +586,17 @@ def uncovered_error(name, shape, missing, g, grid, loc, masked=None, rank=1, ski
              f" it there (zeros, or the input's values); or, to keep the old values where the condition"
              f" is false, alias an input to {name}: @mgpu_kernel(..., input_output_aliases={{input index:"
              f" output index}})", notes=(f"{cond}: the condition",))
+  store = masked
+  if store is not None:
+    at, (ref, mask, value) = store
+    return E.UncoveredOutputError(
+        f"{region} is never written: the masked store into {name} (line {at.lineno}) leaves the elements"
+        f" where its mask is false unwritten, and nothing else writes them, so {count} of"
+        f" {math.prod(shape)} elements of {name} would stay uninitialised", at,
+        hint=f"write every element of {name}: put the mask into the value, ml.where({mask}, {value}, 0), and"
+             f" store that unmasked, {ref}[...] = ..., where the window lies inside {name}; a window running"
+             f" past {name}'s end keeps a mask of {name}'s own extent only, {ref}.store(..., mask=offs <"
+             f" {name}.shape[0]) with offs the window's positions")
   n = math.prod(grid)
   who = ("the kernel's one program does not" if n == 1 else
          f"none of the {n} programs of grid {tuple(grid[:max(rank, _rank(grid))])}")

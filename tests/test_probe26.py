@@ -463,3 +463,17 @@ def test_a_loop_carry_started_at_an_int_that_fits_only_uint32():
   assert "mosaic_gpu" in _export(big_start, S((512,), jnp.uint32))
   with pytest.raises(mg.KernelError):
     big_start.check(S((512,), jnp.int32))
+
+
+@mg.mgpu_kernel(out_shape=lambda x, c: x, grid=(2,))
+def masked_under_if(x, c, out):
+  i = ml.program_id(0)
+  idx = i * 128 + ml.arange(128)
+  if c[i] > 0:
+    out.at[ml.ds(i * 128, 128)].store(x.at[ml.ds(i * 128, 128)][...], mask=idx < x.shape[0])
+
+
+def test_mg602_names_the_skipped_if_before_a_mask_that_is_on_everywhere():
+  with pytest.raises(mg.UncoveredOutputError) as info:
+    masked_under_if(jnp.arange(256, dtype=F32), jnp.array([1, 0], jnp.int32), interpret=True)
+  assert "is under the run-time condition at line" in info.value.message
