@@ -31,7 +31,7 @@ def bad_broadcast(x, v, out):
 def test_shapes_that_do_not_broadcast_name_both():
   e = expect(bad_broadcast, [S((8, 128), F32), S((16,), F32)], mg.ShapeMismatchError,
              "x[...] * v[...][:, None]",
-             "* on x[...] of shape (8, 128) and v[...] of shape (16, 1): the shapes do not broadcast"
+             "* on x[...] of shape (8, 128) and v[...][:, None] of shape (16, 1): the shapes do not broadcast"
              " (axis 0 of the result would be both 8 and 16)")
   assert "v[:, None]" in e.hint
 

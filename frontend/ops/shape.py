@@ -133,7 +133,7 @@ def broadcast_operands(cx, operands, what):
   tensors = [x for x in operands if is_tensor(x)]
   if not tensors:
     return tuple(operands), None
-  names = [x.name or "a tensor" for x in tensors]
+  names = [cx.named(x, "a tensor") for x in tensors]     # the user's text where it is an operand
   shape = broadcast_shape(cx, [x.type.shape for x in tensors], what, names)
   return tuple(broadcast_to_shape(cx, x, shape) if is_tensor(x) else x for x in operands), shape
 
