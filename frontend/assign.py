@@ -20,6 +20,11 @@ def holds_value(x) -> bool:
           or isinstance(x, dict) and any(holds_value(y) for y in x.values()))
 
 
+# Why a kernel's dicts refuse changes in place (d.update, d |= ...; design note 41).
+DICTS_FIXED = ("dicts in a kernel are fixed once built (values while tracing, as tuples are: a change in place"
+               " would happen once, while tracing, whatever run-time if or loop it is in)")
+
+
 def _holds(x, obj, depth=0) -> bool:
   """Whether `x` is `obj`, or a tuple, list or dict holding it."""
   if x is obj:
@@ -123,9 +128,7 @@ class Assignments:
     if isinstance(cur, dict) and op == "|":
       value = value if len(value) <= 40 else "{'k': v}"
       raise E.KernelTypeError(
-          f"{name} |= ...: dicts in a kernel are fixed once built (values while tracing, as tuples are: a change"
-          f" in place would happen once, while tracing, whatever run-time if or loop it is in), so |= cannot"
-          f" change {name}", self.loc(node),
+          f"{name} |= ...: {DICTS_FIXED}, so |= cannot change {name}", self.loc(node),
           hint=f"build a new one: {name} = {name} | {value}, or {name} = {{**{name}, 'k': v}}")
     if not isinstance(cur, list) or op not in ("+", "*"):
       return

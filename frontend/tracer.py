@@ -26,7 +26,7 @@ from .ops import METHODS, REF_METHODS, elementwise as ew, gather, memory, shape
 from .ops.base import is_tensor, is_value, kind_of, static_number, typed_number, value_words
 from .ops.index_hints import slice_step_error
 from .ops.power import power
-from .assign import SCATTER_HINT, Assignments, At, holds_value, is_whole
+from .assign import DICTS_FIXED, SCATTER_HINT, Assignments, At, holds_value, is_whole
 from .source import Source
 from .types import RefType, ScalarType, resolve
 
@@ -472,9 +472,7 @@ class Tracer(Assignments, Calls, Containers, ast.NodeVisitor):
                                            "__delitem__"):
       d = self.text(node.value)
       raise E.KernelTypeError(
-          f"{d}.{attr}: dicts in a kernel are fixed once built (values while tracing, as tuples are: a change"
-          f" in place would happen once, while tracing, whatever run-time if or loop it is in), so they have"
-          f" no .{attr}", self.loc(node),
+          f"{d}.{attr}: {DICTS_FIXED}, so they have no .{attr}", self.loc(node),
           hint=f"build a new one: {d} = {{**{d}, 'k': v}} to add or replace, {d} = {{k: v for k, v in"
                f" {d}.items() if k != 'a'}} to drop")
     try:
