@@ -307,8 +307,7 @@ def weak_to(cx, w, other):
   """`w` converted to `other`'s dtype where `w` stands for a Python number a loop carries
   (frontend/flow.py) and `other` is a register value of a dtype of its kind: weakly typed, as
   the number itself would be (t = 0.0 carried, then t + ml.sum(x) of bfloat16 x)."""
-  weak = getattr(cx.b, "weak", ())
-  if not (is_value(w) and is_value(other) and w.id in weak and other.id not in weak):
+  if not (is_value(w) and is_value(other) and w.id in cx.b.weak and other.id not in cx.b.weak):
     return w
   dw, do = resolve(w.type.dtype), resolve(other.type.dtype)
   if dw == do or weak_kind(dw) is None or weak_kind(dw) != weak_kind(do):
@@ -495,7 +494,7 @@ def binary(cx, kind: BinOp, a, b, what=None, via=()):
         cx.loc, hint=_static_shift_hint(method_on(cx.named(a0)), what, b, d))
   out = cx.b.emit(Binary, kind, a, b, loc=cx.loc, types=[result_type(shape, dt)], names=[cx.name],
                   via=via).result
-  weak = getattr(cx.b, "weak", None)
+  weak = cx.b.weak
   if weak and all(not is_value(v) or v.id in weak for v in (a, b)) and resolve(dt) == resolve(next(
       v for v in (a, b) if is_value(v)).type.dtype):
     weak.add(out.id)              # t * 0.5 of a weak t stays weak
