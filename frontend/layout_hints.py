@@ -26,6 +26,20 @@ def column_slice_hint(name) -> str | None:
           f" mask={cond}) (the window may run past out's last column: masked elements are never written)")
 
 
+def small_tile_hint(shape, ref=None) -> str:
+  """A tile too small for the registers: for a 2-D one read from the ref named `ref`, the masked
+  window that holds it (rows a multiple of 4 and columns of 32, which a 2-D mask's row and column
+  vectors need)."""
+  if len(shape) == 2 and ref:
+    r, c = shape
+    R, C = -(-r // 4) * 4, max(32, -(-c // 32) * 32)
+    return (f"work on a larger tile, masked to this one: {ref}.at[ml.ds(0, {R}), ml.ds(0, {C})].load(mask="
+            f"(ml.arange({R})[:, None] < {r}) & (ml.arange({C})[None, :] < {c}), other=0) and the same mask on its"
+            f" store (a 2-D mask needs rows a multiple of 4 and columns of 32)")
+  return ("work on tiles of 128 elements or more, e.g. (128,) or (4, 32); a 1-D vector may be shorter if its"
+          " length is a multiple of 8")
+
+
 def narrow_rows_hint(bad, dtypes=(), reduced=True) -> str:
   """Rows narrower than a warp: mask columns of the full rows (a top-k of a sorted row); where
   the rows are that narrow in memory (8 experts of a router), read them 32 wide, masked. The

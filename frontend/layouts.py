@@ -42,7 +42,7 @@ from .ops.shape import READ_2D_FIRST, Broadcast, Reduce, ReduceKind, Reshape
 from .windows import minor_strided, window_vec
 from .layout_hints import (broadcast_loops_hint, column_slice_hint, flat_gather_error, narrow_rows_hint, role,
                            gather_columns_hint, pad_hint, row_of_statistic, rows_hint, scatter_columns_hint,
-                           smem_vector_hint)
+                           small_tile_hint, smem_vector_hint)
 from .types import Layout, LayoutKind, RefType, Space, TensorType, dtype_name
 
 
@@ -73,20 +73,6 @@ class _UnionFind:
 
   def union(self, a, b):
     self.parent[self.find(a)] = self.find(b)
-
-
-def _small_tile_hint(shape, ref=None) -> str:
-  """A tile too small for the registers: for a 2-D one read from the ref named `ref`, the masked
-  window that holds it (rows a multiple of 4 and columns of 32, which a 2-D mask's row and column
-  vectors need)."""
-  if len(shape) == 2 and ref:
-    r, c = shape
-    R, C = -(-r // 4) * 4, max(32, -(-c // 32) * 32)
-    return (f"work on a larger tile, masked to this one: {ref}.at[ml.ds(0, {R}), ml.ds(0, {C})].load(mask="
-            f"(ml.arange({R})[:, None] < {r}) & (ml.arange({C})[None, :] < {c}), other=0) and the same mask on its"
-            f" store (a 2-D mask needs rows a multiple of 4 and columns of 32)")
-  return ("work on tiles of 128 elements or more, e.g. (128,) or (4, 32); a 1-D vector may be shorter if its"
-          " length is a multiple of 8")
 
 
 class _Solver:
@@ -631,7 +617,7 @@ class _Solver:
         raise E.LayoutError(
             f"{v.name or 'this tensor'} has shape {shape}: register tensors need a multiple of"
             f" {hw.WARPGROUP} elements (one per thread of a warpgroup)", loc,
-            hint=self._scalar_store_hint(v) or one or column_slice_hint(v.name) or _small_tile_hint(shape, self._read_from(v)))
+            hint=self._scalar_store_hint(v) or one or column_slice_hint(v.name) or small_tile_hint(shape, self._read_from(v)))
       return
     if lay.drop and (len(shape) > 2 or any(shape[a] != 1 for a in lay.drop if len(shape) == 2)) or (
         not lay.drop and len(shape) != 2):
