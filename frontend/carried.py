@@ -1,6 +1,6 @@
 """What a loop or an if carries: register values and numbers, or (nested) tuples and lists of
 them, split into leaves and rebuilt; their types compared, and the words messages use for them
-(frontend/flow.py traces the loops and ifs)."""
+(frontend/flow.py traces the loops, frontend/branches.py the ifs)."""
 from __future__ import annotations
 
 import re

@@ -246,7 +246,7 @@ class Tracer(Assignments, Calls, Containers, ast.NodeVisitor):
           self.loc(node.test), hint=f"compare it: {self._if_word(node)} {self.nonzero(node.test)}:" if scalar else
           self.one_element_hint(node.test, cond, self._if_word(node)) or
           "compare scalars (i < n); tensors select with ml.where")
-    from .flow import trace_if
+    from .branches import trace_if
     trace_if(self, node, cond)
 
   def one_element_condition(self, test, cond):

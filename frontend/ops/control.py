@@ -1,6 +1,6 @@
 """Control and synchronisation: the grid, loops and branches, and the barriers and waits.
 
-`For` and `If` are built by frontend/flow.py from Python's `for` and `if`; the
+`For` and `If` are built by frontend/flow.py and frontend/branches.py from Python's `for` and `if`; the
 waits and fences are inserted by frontend/sync.py and frontend/pipeline.py (users
 never write them); `ml.cluster_sync()` is the one barrier users write.
 """

@@ -1,0 +1,208 @@
+"""A run-time `if`: both branches traced, each name rebound in either merged into an if-result
+of one type (a Python number on one path takes the other path's dtype, as a loop carry does);
+a name bound on one path only is unbound after it, so reading it there is an error at the read.
+"""
+from __future__ import annotations
+
+import ast
+
+from . import errors as E
+from . import ir
+from .builder import Call
+from .carried import (as_value, conversion, describe, initial_value, is_carriable, leaf_paths, same_type,
+                      static_equal, structure, structure_shape, weak_dtype)
+from .env import POISON, Unbound as _Unbound, assigned_names
+from .ops import control as ctl
+from .ops.base import Num, is_value
+from .types import RefType, TensorType, dtype_name
+
+
+def trace_if(tracer, node: ast.If, cond: ir.Value):
+  loc, env, bld = tracer.loc(node), tracer.env, tracer.b
+  before, where = dict(env), dict(tracer.where)
+  branches = []
+  tracer.ifs.append(node)
+  try:
+    for stmts in (node.body, node.orelse):
+      tracer.env, tracer.where = dict(before), dict(where)
+      blk = ir.Block()
+      with bld.region(blk):
+        tracer.run_body(stmts)
+      branches.append((blk, tracer.env, tracer.where))
+  finally:
+    tracer.ifs.pop()
+  tracer.env, tracer.where = env, where
+  (then_blk, then_env, then_where), (else_blk, else_env, else_where) = branches
+  names = assigned_names(node.body + node.orelse)
+  paths = _Paths(tracer, loc, before, where, (then_env, else_env), (then_where, else_where))
+  results = []
+  for n in names:
+    a, b = then_env.get(n), else_env.get(n)
+    if a is POISON or b is POISON:  # an error in a branch is already reported
+      env[n] = POISON
+      continue
+    if a is b and a is not None:
+      env[n] = a
+      where[n] = then_where.get(n, loc)
+      continue
+    none = [v for v, e in ((a, then_env), (b, else_env)) if v is None and n in e]
+    other = b if a is None else a
+    if len(none) == 1 and is_carriable(other):
+      # `acc = None` before the if and a register value or number on the other path: the name
+      # can be neither after it.
+      env[n] = _Unbound(
+          f"it is None on one path through the if at line {loc.lineno}",
+          message=f"{n} is None on one path through the if at line {loc.lineno} and {describe(other)}"
+                  f" on the other; after a runtime if it must be a register value or a number on both",
+          hint=f"start it as {initial_value(n, other)} before the if")
+      continue
+    if a is None or b is None or isinstance(a, _Unbound) or isinstance(b, _Unbound):
+      env[n] = _Unbound(f"it is assigned in only one branch of the if at line {loc.lineno}")
+      continue
+    if static_equal(a, b):
+      env[n] = a
+      continue
+    sa, sb = structure(a), structure(b)
+    if sa is None or sb is None or structure_shape(a) != structure_shape(b):
+      k, at, notes = paths.culprit(n)
+      if isinstance(getattr(a, "type", None), RefType) and isinstance(getattr(b, "type", None), RefType):
+        ra, rb = (_written(tracer, stmts, n, r) for stmts, r in ((node.body, a), (node.orelse, b)))
+        raise E.KernelTypeError(
+            f"{n} is a different ref on each path through the if at line {loc.lineno}; a ref cannot be"
+            f" chosen at run time", at, notes=notes,
+            hint=f"read or write inside each branch instead (v = {ra}[...] in one, v = {rb}[...] in the"
+                 f" other), index one ref with a run-time index (ref.at[ml.ds(i * n, n)]), or choose with"
+                 f" an ml.constexpr (an if on it is static)")
+      if k is None:
+        raise E.KernelTypeError(
+            f"{n} is {describe(a)} after one branch of this if and {describe(b)} after the other;"
+            f" only register values and numbers (or tuples and lists of them) can differ between branches",
+            at, hint=f"give {n} the same kind of value in both branches", notes=notes)
+      here, there = (a, b) if k == 0 else (b, a)
+      if describe(here) == describe(there):      # two dicts (or other static containers) that differ
+        raise E.KernelTypeError(
+            f"{n} is {describe(here)} on both paths through the if at line {loc.lineno}, rebound here to another"
+            f" one; only register values and numbers (or tuples and lists of them) can differ between branches",
+            at, notes=notes, hint=f"give the value that differs a name of its own (v = ... before the if and in"
+                                  f" the branch) and build {n} after the if; or make {n} a tuple")
+      raise E.KernelTypeError(
+          f"{n} is {describe(here)} after this assignment but {describe(there)} on the other path through"
+          f" the if at line {loc.lineno}; only register values and numbers (or tuples and lists of them) can"
+          f" differ between branches", at, hint=f"give {n} the same kind of value on both paths", notes=notes)
+    results.append((n, sa, sb))
+    where[n] = loc
+  then_vals, else_vals, leaf_names = [], [], []
+  for n, (la, rebuild), (lb, _) in results:
+    names = [n + p for p in leaf_paths(then_env.get(n))]
+    for ln, a, b_ in zip(names, la, lb):
+      with bld.region(then_blk):
+        x = as_value(tracer, a, then_where.get(n, loc), dtype=weak_dtype(a, b_))
+      with bld.region(else_blk):
+        y = as_value(tracer, b_, else_where.get(n, loc), dtype=weak_dtype(b_, a))
+      x, y = _weak_path(tracer, then_blk, x, y, loc), _weak_path(tracer, else_blk, y, x, loc)
+      if not same_type(x, y, loc):
+        paths.mismatch(n, ln, (a, b_), (x, y))
+      then_vals.append(x)
+      else_vals.append(y)
+      leaf_names.append(ln)
+  with bld.region(then_blk):
+    bld.emit(ctl.Yield, tuple(then_vals), loc=loc)
+  with bld.region(else_blk):
+    bld.emit(ctl.Yield, tuple(else_vals), loc=loc)
+  res = bld.emit(ctl.If, cond, then_blk, else_blk, loc=loc,
+                types=[v.type for v in then_vals], names=leaf_names)
+  for r, x, y in zip(res.results, then_vals, else_vals):
+    if x.id in bld.weak and y.id in bld.weak:     # a weak carry both paths leave weak stays so
+      bld.weak.add(r.id)
+  i = 0
+  for n, (la, rebuild), _ in results:
+    env[n] = rebuild(list(res.results[i:i + len(la)]))
+    i += len(la)
+
+
+def _written(tracer, stmts, n, ref) -> str:
+  """The expression a branch last assigns to `n` as the user wrote it (x.at[ml.ds(0, 128)]); `n`
+  itself in a branch that leaves it as it was."""
+  last = None
+  for st in stmts:
+    for a in ast.walk(st):
+      if isinstance(a, ast.Assign) and any(isinstance(t, ast.Name) and t.id == n for t in a.targets):
+        if last is None or (a.lineno, a.col_offset) > (last.lineno, last.col_offset):
+          last = a
+  if last is not None:
+    return tracer.text(last.value)
+  return ref.name if ref.name and ref.name.isidentifier() and ref.name != n else n   # as before the if
+
+
+def _weak_path(tracer, blk, v, other, loc):
+  """`v`, made on one path through an if, converted to `other`'s dtype where it stands for a Python
+  number a loop carries (weakly typed, see _Widen)."""
+  from .ops.elementwise import weak_to
+  with tracer.b.region(blk):
+    return weak_to(Call(tracer.b, loc), v, other)
+
+
+class _Paths:
+  """The two paths through a runtime if, for reporting a name they leave different at the
+  assignment that made it so."""
+
+  def __init__(self, tracer, loc, before, where, envs, wheres):
+    self.tracer, self.loc, self.before, self.where = tracer, loc, before, where
+    self.envs, self.wheres = envs, wheres
+
+  def rebinds(self, k, n) -> bool:
+    return self.envs[k].get(n) is not self.before.get(n)
+
+  def culprit(self, n, fits=None):
+    """(branch, Loc, notes) of the assignment that makes `n` differ: the one branch that rebinds
+    it, else the branch `fits` does not accept; (None, the if's Loc, both assignments) if neither
+    stands out."""
+    at = [self.wheres[k].get(n) if self.rebinds(k, n) else None for k in (0, 1)]
+    k = None
+    if at[0] is not None and at[1] is None:
+      k = 0
+    elif at[1] is not None and at[0] is None:
+      k = 1
+    elif fits is not None and fits[0] != fits[1]:
+      k = 1 if fits[0] else 0
+    if k is not None and at[k] is not None:
+      return k, at[k], (f"{self.loc}: the if whose paths give {n} different types",)
+    return None, self.loc, tuple(f"{a}: {n} is assigned here" for a in at if a is not None)
+
+  def mismatch(self, n, ln, raw, vals):
+    """Raise the error for leaf `ln` of `n` whose two paths give values `vals` of different types:
+    a loop carry changed by one branch is MG005 at that branch's assignment."""
+    carried = self.tracer.carried.get(ln)
+    fits = None
+    if carried is not None:
+      fits = [same_type(carried[0], v, self.loc) for v in vals]
+    elif ln in self.before and is_value(self.before[ln]):
+      fits = [same_type(self.before[ln], v, self.loc) for v in vals]
+    k, at, notes = self.culprit(n, fits)
+    if k is not None and carried is not None and fits[1 - k]:
+      init, loop = carried
+      bad = vals[k]
+      raise E.LoopCarryTypeError(
+          f"{ln} enters the loop as {describe(init)} but an iteration makes it {describe(bad)}", at,
+          hint=f"convert it back after this assignment: {ln} = "
+               + conversion(init.type.dtype, raw[k] if isinstance(raw[k], Num) else None).format(ln)
+          if init.type.shape == bad.type.shape else f"keep {ln}'s shape fixed across iterations",
+          notes=(f"{loop}: the loop that carries {n}",) + notes)
+    x, y = vals
+    if k is None:
+      raise E.KernelTypeError(f"{ln} is {describe(x)} after one branch of this if and {describe(y)} after the other",
+                              at, hint="make both branches produce the same shape and dtype", notes=notes)
+    here, there = vals[k], vals[1 - k]
+    hint = "make both paths produce the same shape and dtype"
+    if here.type.shape == there.type.shape:
+      hint = (f"convert it after this assignment: {ln} = "
+              + conversion(there.type.dtype, raw[k] if isinstance(raw[k], Num) else None).format(ln))
+    elif (isinstance(here.type, TensorType) and isinstance(raw[1 - k], Num) and ln == n
+          and not self.rebinds(1 - k, n)):
+      hint = (f"start {n} as a tensor before the if: {n} = ml.full({here.type.shape}, {raw[1 - k]!r},"
+              f" jnp.{dtype_name(here.type.dtype)})")
+    elif isinstance(there.type, TensorType) and isinstance(raw[k], Num) and ln == n:
+      hint = f"make it a tensor here: {n} = ml.full({there.type.shape}, {raw[k]!r}, jnp.{dtype_name(there.type.dtype)})"
+    raise E.KernelTypeError(
+        f"{ln} is {describe(here)} after this assignment but {describe(there)} on the other path through the if at"
+        f" line {self.loc.lineno}", at, hint=hint, notes=notes)
