@@ -11,8 +11,9 @@ from jaxlib.mlir.dialects import arith
 
 from ..frontend import ir as kir
 from ..frontend.dtypes import DType
+from ..frontend.ops.arith_hints import divisor_guard, shift_guard
 from ..frontend.ops.elementwise import (Arange, BinOp, Binary, Cast, CmpOp, Compare, Constant, Full,
-                                        UnOp, Unary, Where, divisor_guard, shift_guard)
+                                        UnOp, Unary, Where)
 from ..frontend.types import ScalarType, TensorType
 from . import compat
 from . import interpret_numerics as N

@@ -17,6 +17,7 @@ from .. import errors as E
 from .. import hw
 from .. import ir
 from ..dtypes import DType, FLOAT8, INDEX, PY_FLOAT
+from .arith_hints import divisor_guard, pointer_hint, static_shift_hint, unsigned_hint
 from ..infer import unify
 from ..ir import LayoutRule, Traits
 from ..types import DTypeVar, ScalarType, TensorType, dtype_name, resolve
@@ -177,19 +178,6 @@ def check_python_int(cx, value, dtype, what, hint=None):
         hint=hint or "use a constant in range, or a float (e.g. float(...)) if you meant floating point")
 
 
-def _unsigned_hint(value, dtype, name, op, value_right=True):
-  """The hint for a signed integer meeting a Python int that fits only uint32 (Knuth's hash
-  `ids * 2654435761`, a mask `x & 0xFFFFFFFF`): compute in uint32; None for other cases."""
-  if not (isinstance(value, int) and 2 ** 31 <= value < 2 ** 32 and isinstance(dtype, DType) and dtype.is_int
-          and dtype not in (DType.u32, DType.i64) and op in ("+", "-", "*", "&", "|", "^")):
-    return None
-  x = name if name.replace("[...]", "").replace(".", "").replace("_", "").isalnum() else f"({name})"
-  u = f"{x}.astype(jnp.uint32)"
-  expr = f"{u} {op} {value}" if value_right else f"{value} {op} {u}"
-  return (f"{value} fits uint32: compute in uint32, {expr} (int32's bits unchanged, as jnp converts; .astype(jnp.int32)"
-          f" converts back)")
-
-
 def python_int_range(d):
   """(lo, hi, name) of the Python ints that may meet a value of integer dtype `d`."""
   if d == DType.u32:          # (narrower unsigned types take int32's range, as jnp's Python ints, then wrap)
@@ -213,17 +201,7 @@ def _check_pointer_arithmetic(cx, a, b):
   raise E.KernelTypeError(
       f"+ works on register values, got {name} ({ref.type.space} ref) plus integer offsets: a ref is"
       f" not a pointer, so offsets are not added to it", cx.loc,
-      hint=_pointer_hint(name, off))
-
-
-def _pointer_hint(name, off) -> str:
-  """What Triton's `ptr + offsets` becomes: the window the offsets cover (start + ml.arange(n)),
-  for a load, a store and an atomic; any other offsets index the ref (a gather)."""
-  n = off.type.shape[-1] if len(off.type.shape) == 1 else None
-  w = f"{name}.at[ml.ds(start, {n})]" if n else f"{name}.at[ml.ds(start, n)]"
-  return (f"for offsets start + ml.arange({n or 'n'}), take the window they cover: load {w}.load(mask=mask,"
-          f" other=0.0), store ml.store({w}, value, mask=mask), atomics ml.atomic_add({w}, value); other"
-          f" offsets index it, {name}[offsets] (a gather); to add to {name}'s values, read it first: {name}[...] + ...")
+      hint=pointer_hint(name, off))
 
 
 def common(cx, a, b, what):
@@ -253,7 +231,7 @@ def common(cx, a, b, what):
       else:
         b = astype(cx, b, up)
       return (a, b), shape, up
-    check_python_int(cx, py, dt, what, hint=_unsigned_hint(py, rdt, names[0] if db is None else names[1],
+    check_python_int(cx, py, dt, what, hint=unsigned_hint(py, rdt, names[0] if db is None else names[1],
                                                            what, db is None))
     if rdt == DType.bool_ and isinstance(py, int) and not isinstance(py, bool):
       # As jnp: a boolean meeting a Python int computes in int32 (m & 6 is 0 or 0, not m & True).
@@ -491,7 +469,7 @@ def binary(cx, kind: BinOp, a, b, what=None, via=()):
   if kind in (BinOp.SHL, BinOp.SHR) and isinstance(d, DType) and isinstance(b, int) and not 0 <= b < d.bits:
     raise E.KernelTypeError(      # interpret mode catches run-time amounts; this one is known now
         f"{what} by {b} on {d}: a shift by an amount outside 0..{d.bits - 1} is undefined on the GPU",
-        cx.loc, hint=_static_shift_hint(method_on(cx.named(a0)), what, b, d))
+        cx.loc, hint=static_shift_hint(method_on(cx.named(a0)), what, b, d))
   out = cx.b.emit(Binary, kind, a, b, loc=cx.loc, types=[result_type(shape, dt)], names=[cx.name],
                   via=via).result
   weak = cx.b.weak
@@ -524,41 +502,6 @@ def _check_integer_meets_float(cx, a, b, what):
   raise E.UnsupportedDtypeError(
       f"{what} needs integer operands: {cx.named(v)} is {dtype_name(vd)} but {num} is a float (an integer"
       f" value meeting a Python float computes in float32)", cx.loc, hint=hint)
-
-
-def divisor_guard(x: str, op: str, d: str, call: str = "") -> str:
-  """How to divide `x` by a `d` that can be 0 (with `op`, or the builtin `call`: ml.cdiv): every
-  lane divides (integer division by zero is undefined even where a select discards it), so the
-  zeros are replaced first."""
-  safe = f"ml.where({d} == 0, 1, {d})"
-  q = f"{call}({x}, {safe})" if call else f"{x} {op} {safe}"
-  return (f"a divisor that can be 0 must be replaced where it is: ml.where({d} == 0, 0, {q})"
-          f" (the outer ml.where sets the lanes where {d} == 0, to 0 or the value you want)")
-
-
-def shift_guard(x: str, op: str, s: str, d, negative: bool) -> str:
-  """How to shift `x` by amounts `s` some of which lie outside 0..bits-1: every lane shifts
-  (an out-of-range shift is undefined even where a select discards it), so the amount is clamped
-  first; jnp gives 0 beyond the width, or the sign fill for >> of a signed type."""
-  top = d.bits - 1
-  amount = f"ml.clip({s}, 0, {top})" if negative else f"ml.minimum({s}, {top})"
-  ok = f"({s} >= 0) & ({s} < {d.bits})" if negative else f"{s} < {d.bits}"
-  guarded = f"ml.where({ok}, {x} {op} {amount}, 0)"
-  if op == ">>" and d.is_signed and not negative:
-    return (f"clamp the amount: {x} >> {amount} (amounts of {d.bits} or more then give the sign fill, as jnp's"
-            f" >>), or {guarded} for 0 there")
-  jnp_zero = op == "<<" or not d.is_signed        # (jnp's >> of a signed type fills with the sign)
-  return (f"clamp the amount and set the lanes it was out of range in: {guarded}"
-          f" ({'0 there, as jnp gives' if jnp_zero else 'or the value you want there'})")
-
-
-def _static_shift_hint(x: str, op: str, b: int, d) -> str:
-  if b < 0:
-    return (f"keep shift amounts in 0..{d.bits - 1} (a negative amount does not shift the other way):"
-            f" {x} {'>>' if op == '<<' else '<<'} {-b}")
-  if op == ">>" and d.is_signed:
-    return f"keep shift amounts below the bit width ({d.bits}): {x} >> {d.bits - 1} gives the sign fill jnp's >> {b} does"
-  return f"keep shift amounts below the bit width ({d.bits}); to clear the value, use 0"
 
 
 def compare(cx, kind: CmpOp, a, b):

@@ -11,8 +11,9 @@ from .. import errors as E
 from ..dtypes import DType, FLOAT8, INDEX, PY_FLOAT
 from ..types import TensorType, dtype_name, resolve
 from .base import builtin, check_register_value, dtype_arg, is_value, kind_of
+from .arith_hints import divisor_guard
 from .elementwise import (Arange, BinOp, Cast, CmpOp, UnOp, _like, astype, binary, check_dtype_support, compare,
-                          divisor_guard, full_, method_on, unary, where_)
+                          full_, method_on, unary, where_)
 
 _ARANGE_DTYPES = frozenset(d for d in DType if d.is_int) | {DType.f32, DType.f16, DType.bf16}
 
