@@ -60,6 +60,10 @@ TILE_ROWS = 8                 # a tiled SMEM operand is made of (8, SWIZZLE // i
 MMA_M = 64                    # rows per warpgroup per instruction
 MMA_N_STEP = 8
 MMA_N_MAX = 256
+# Integer (int8) WGMMA has fewer N shapes: 8, 24 and the multiples of 16 (ptxas rejects
+# wgmma .m64n40k32.s32.s8.s8 as an illegal matrix shape).
+MMA_N_STEP_INT = 16
+MMA_N_INT_EXTRA = frozenset({8, 24})
 # float32 operands run as TF32: the tensor cores read the top 19 bits of each (sign, exponent,
 # 10 mantissa bits), as cuBLAS and Triton do for float32 dots by default.
 MMA_DTYPES = frozenset({DType.f16, DType.bf16, DType.f8e4m3, DType.f8e5m2, DType.i8, DType.f32})

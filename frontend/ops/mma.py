@@ -163,7 +163,8 @@ def dot(cx, a, b, acc=None):
   Operands are float16, bfloat16, float8_e4m3fn, float8_e5m2, int8 or float32 (read
   as TF32); 8-bit and float32 operands are K-major: `ml.dot(a_s, bt_s.T)` with bt_s
   stored (n, k). `acc` is an (m, n) register tensor (float32; float16 also for float16
-  and FP8 inputs; int32 for int8) or None for zeros. m a multiple of 64, n a multiple of 64 (of 8 when b is `buf.T`) up to 256,
+  and FP8 inputs; int32 for int8) or None for zeros. m a multiple of 64, n a multiple of 64 (of 8 when b is `buf.T`;
+  int8: 8, 24 or a multiple of 16) up to 256,
   k a multiple of 128 bytes (32 float32, 64 16-bit or 128 8-bit elements).
   """
   loc = cx.loc
@@ -200,6 +201,9 @@ def dot(cx, a, b, acc=None):
   # B stored (k, n) has n along its 128-byte rows: whole rows of 64; stored (n, k) (passed as
   # buf.T), n counts its 8-row tiles: any multiple of WGMMA's N step.
   n_step = hw.MMA_N_STEP if b.type.transposed else hw.tile_cols(2)
+  int_n = d == DType.i8 and n not in hw.MMA_N_INT_EXTRA    # int8 WGMMA: n of 8, 24 or 16k
+  if int_n:
+    n_step = hw.MMA_N_STEP_INT
   if m % hw.MMA_M:
     raise E.MmaOperandError(f"ml.dot needs m (rows of a) to be a multiple of {hw.MMA_M}, got {m}", loc,
                             hint="use a tile of 64, 128, ... rows")
@@ -213,7 +217,8 @@ def dot(cx, a, b, acc=None):
   if n % n_step or n > hw.MMA_N_MAX:
     narrow = n < hw.MMA_N_MAX and n % hw.MMA_N_STEP == 0 and not b.type.transposed
     err = E.MmaOperandError(
-        f"ml.dot needs n (columns of b) to be a multiple of {n_step} and at most {hw.MMA_N_MAX}, got {n}", loc,
+        f"ml.dot{' on int8' if int_n else ''} needs n (columns of b) to be"
+        f" {'8, 24 or ' if int_n else ''}a multiple of {n_step} and at most {hw.MMA_N_MAX}, got {n}", loc,
         hint="store b's tile as (n, k) and pass it transposed, ml.dot(a, b_s.T): n may then be any multiple"
              f" of {hw.MMA_N_STEP}" if narrow else
              "split wider tiles into several dots of at most 256 columns" if n > hw.MMA_N_MAX else
