@@ -64,3 +64,35 @@ def test_int8_dot_hint_followed_pads_n():
   got = int8_abt_padded(a, b, interpret=True)
   np.testing.assert_array_equal(np.asarray(got), np.asarray(a, np.int64) @ np.asarray(b, np.int64).T)
   _export(int8_abt_padded, S(a.shape, I8), S(b.shape, I8))
+
+
+# ---------------------------------------------------------------- .T of a GMEM ref in ml.dot
+@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[0]), jnp.float32))
+def dot_gmem_t(a, b, out):
+  a_s = ml.smem(a.shape)
+  ml.copy(a, a_s)
+  out[...] = ml.dot(a_s, b.T)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[0]), jnp.float32))
+def dot_gmem_t_fixed(a, b, out):         # dot_gmem_t's hint followed: the tile in SMEM, buf.T
+  a_s, buf = ml.smem(a.shape), ml.smem(b.shape)
+  ml.copy(a, a_s)
+  ml.copy(b, buf)
+  out[...] = ml.dot(a_s, buf.T)
+
+
+def test_transpose_of_gmem_in_a_dot_hints_the_smem_view_first():
+  # the hint led with b[...].T, which as ml.dot's b is only MG501 (b comes from SMEM)
+  specs = [S((64, 64), jnp.float16), S((128, 64), jnp.float16)]
+  expect(dot_gmem_t, specs, mg.KernelTypeError, "b.T",
+         "b.T: only this CTA's SMEM buffers have a transposed view, not GMEM refs",
+         hint="copy the tile into SMEM (buf = ml.smem(shape); ml.copy(tile, buf)) and use buf.T:"
+              " ml.dot(a_s, buf.T) reads it transposed and moves no data, buf.T[...] reads it into registers;"
+              " other than as ml.dot's b (which comes from SMEM only), b[...].T also transposes in registers")
+  a = jnp.asarray(np.random.default_rng(4).standard_normal((64, 64)), jnp.float16)
+  b = jnp.asarray(np.random.default_rng(5).standard_normal((128, 64)), jnp.float16)
+  got = dot_gmem_t_fixed(a, b, interpret=True)
+  want = np.asarray(a, np.float32) @ np.asarray(b, np.float32).T
+  np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5, atol=1e-4)
+  _export(dot_gmem_t_fixed, *specs)

@@ -545,9 +545,10 @@ def transpose(cx, ref, name=""):
     where = "another CTA's SMEM" if t.remote else f"{t.space} refs"
     raise E.KernelTypeError(
         f"{ref.name or 'this ref'}.T: only this CTA's SMEM buffers have a transposed view, not {where}", cx.loc,
-        hint=f"read it and transpose in registers: {ref.name or 'x'}[...].T; or copy the tile into SMEM"
-             " (buf = ml.smem(shape); ml.copy(tile, buf)) and use buf.T in ml.dot(a_s, buf.T), which moves"
-             " no data, or read buf.T[...]")
+        hint="copy the tile into SMEM (buf = ml.smem(shape); ml.copy(tile, buf)) and use buf.T:"
+             " ml.dot(a_s, buf.T) reads it transposed and moves no data, buf.T[...] reads it into registers;"
+             f" other than as ml.dot's b (which comes from SMEM only), {ref.name or 'x'}[...].T also"
+             " transposes in registers")
   if len(t.shape) != 2:
     raise E.KernelTypeError(
         f"{ref.name or 'this ref'}.T: .T transposes 2-D windows, got shape {t.shape}", cx.loc,
