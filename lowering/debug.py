@@ -62,7 +62,9 @@ def _format(v, spec):
   if isinstance(v, np.ndarray) and v.ndim:
     fmt = (lambda e: format(e, spec)) if spec else None
     return np.array2string(v, max_line_width=10**9, formatter={"all": fmt} if fmt else None)
-  v = v.item() if isinstance(v, np.ndarray) else v
+  if isinstance(v, (np.ndarray, np.generic)):   # a scalar: its dtype's shortest text (0.01, not
+    v = np.asarray(v)[()]                        # float32's exact 0.009999999776482582), as numpy
+    return format(v.item(), spec) if spec else str(v)
   return format(v, spec) if spec else str(v)
 
 
