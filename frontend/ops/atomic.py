@@ -68,7 +68,8 @@ def check_dtype(cx, kind: AtomicKind, d, table, what, where):
     raise E.UnsupportedDtypeError(
         f"{what} on {d} is not supported {where}: Hopper's atomic {kind.value} takes {ok}", cx.loc,
         hint="convert the value and the array to a supported dtype" + (
-            ", e.g. keep a float32 max as int32 bits of non-negative values" if kind != AtomicKind.ADD
+            f", e.g. keep a float32 {kind.value} of non-negative values as their int32 bits (an int32 array,"
+            f" ml.bitcast(value, jnp.int32); bits order as the floats do)" if kind != AtomicKind.ADD
             and d == DType.f32 else ""))
 
 
@@ -100,15 +101,17 @@ def _atomic(cx, kind: AtomicKind, ref, value):
   if math.prod(t.shape) == 1 and is_tensor(value) and math.prod(value.type.shape) == 1:
     from .elementwise import one_element_scalar        # a keepdims full reduction: its scalar
     value = one_element_scalar(cx, value) or value
-  if t.shape and math.prod(t.shape) == 1 and t.space == Space.GMEM and (isinstance(value, Num) or is_scalar(value)):
-    from .memory import view                      # out of shape (1,) updated with a scalar: its element
+  if t.shape and math.prod(t.shape) == 1 and (isinstance(value, Num) or is_scalar(value)):
+    from .memory import view                      # a window of shape (1,) updated with a scalar: its element
     ref = view(cx, ref, (0,) * len(t.shape), f"{ref.name or 'out'}[0]")
     t = ref.type
   if not t.shape:                                 # one element: one thread does it
     if t.space != Space.GMEM:
       raise E.KernelTypeError(
           f"{what} on a single SMEM element: a scalar is the same in every thread, so update it"
-          f" plainly", cx.loc, hint="buf[i] = buf[i] + v (or make the value a tensor to combine threads)")
+          f" plainly", cx.loc, hint=("buf[i] = buf[i] + v" if kind == AtomicKind.ADD else
+                                       f"buf[i] = ml.{kind.value}imum(buf[i], v)")
+          + " (or make the value a tensor to combine threads)")
     if is_tensor(value):
       raise E.ShapeMismatchError(f"{what} of a tensor of shape {value.type.shape} into a single element",
                                  cx.loc, hint=f"reduce it first: {what}(out.at[i], ml.sum(x))")
