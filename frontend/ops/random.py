@@ -61,7 +61,8 @@ def _keys(cx, seed):
     raise E.KernelTypeError(
         f"a random seed must be a Python int or an int32/uint32/int64 scalar, got {kind_of(seed)}"
         + (f" ({d})" if d is not None else ""), cx.loc,
-        hint=(f"convert it: {cx.named(seed, 'seed')}.astype(jnp.int32), or pass a Python int" if d is not None and d.is_float
+        hint=(f"convert it: {cx.named(seed, 'seed')}.astype(jnp.{'int64' if d.bits > 32 else 'int32'}), or pass a"
+              f" Python int" if d is not None       # a scalar of another dtype (float, int16, bool)
               else "pass the seed as an ml.scalar parameter (seed: ml.scalar) or read it: seed = s[...]"))
   if d == DType.u32:
     return seed, 0
