@@ -224,6 +224,9 @@ def read_function(fn, what: str):
   if not isinstance(tree, (ast.FunctionDef, ast.AsyncFunctionDef)):
     raise E.UnsupportedSyntaxError(f"{what} decorates a plain def function", src.loc(tree),
                                    hint="put the decorator on a `def` statement")
+  if isinstance(tree, ast.AsyncFunctionDef):      # its call would be a coroutine, not its result
+    raise E.UnsupportedSyntaxError(f"{what} decorates a plain def function, not an async def", src.loc(tree),
+                                   hint=f"write `def {tree.name}(...)`: kernel code has no coroutines")
   if tree.name not in (code.co_name, fn.__name__) and not (snap.verified and os.path.isfile(filename)):
     # exec()'d code: linecache may hold some other "<string>". (In a file, text that compiles to
     # this very code is found by its first line, whatever the function is called now: `__name__`
