@@ -20,7 +20,7 @@ import json
 import logging
 import os
 import time
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from . import cache as C
 from . import calling
@@ -41,10 +41,12 @@ class Autotuner:
     if not isinstance(kernel, KernelFunction):
       raise E.SignatureError(f"@mg.autotune decorates an @mg.mgpu_kernel function, got {kernel!r}", loc,
                              hint="stack @mg.autotune(...) above @mg.mgpu_kernel(...)")
-    configs = list(configs)
+    given = configs
+    configs = (list(configs) if isinstance(configs, Iterable) and not isinstance(configs, (str, bytes, dict))
+               else None)          # one dict, a string, None: not a collection of configs
     if not configs or not all(isinstance(c, dict) and all(isinstance(k, str) for k in c) for c in configs):
       raise E.SignatureError(calling.cap(f"autotune configs must be a non-empty list of dicts of"
-                                         f" constexprs, got {configs!r}"), loc,
+                                         f" constexprs, got {given!r}"), loc,
                              hint="configs=[dict(bn=256, stages=4), dict(bn=128, stages=6)]")
     for name, fn in (("key", key), ("timer", timer)):
       if fn is not None and not callable(fn):
@@ -59,6 +61,7 @@ class Autotuner:
     self.configs = configs
     self.key = key
     self.timer = timer
+    self.loc = loc                   # the decorator, where the configs, key and timer are given
     self.tuned = set().union(*configs)
     self.best: dict = {}             # in-memory winners: tuning key -> config
     self.timings: dict = {}          # tuning key -> [(config, seconds or error text)]
@@ -178,7 +181,7 @@ class Autotuner:
       run = functools.partial(self.kernel, **constexprs, **cfg, interpret=False)
       try:
         self.kernel.check(*specs, **constexprs, **cfg)
-        t = float(timer(run, *concrete))
+        t = timer(run, *concrete)
       except Exception as e:   # a KernelError, or a Mosaic/XLA failure at compile or run time
         if self.timer is not None and not isinstance(e, E.KernelError):
           raise                # the caller's own timer failed: theirs to see
@@ -188,7 +191,7 @@ class Autotuner:
         errors.append((cfg, e))
         results.append((cfg, f"{type(e).__name__}: {calling.cap(first, 200)}"))
         continue
-      results.append((cfg, t))
+      results.append((cfg, self._seconds(t)))
     timed = [(t, i) for i, (c, t) in enumerate(results) if isinstance(t, float)]
     if not timed:
       first_cfg, first_err = errors[0]
@@ -201,6 +204,20 @@ class Autotuner:
     log.info("mgpu_dsl: autotune %s: %s, %.4f ms (best of %d; %d skipped)", self.__name__,
              _text(best), t * 1e3, len(timed), len(errors))
     return best, results
+
+  def _seconds(self, t) -> float:
+    """A timer's measurement as seconds: a real number (a NumPy or JAX scalar too)."""
+    import numpy as np
+    try:
+      ok = np.ndim(t) == 0 and not isinstance(t, (bool, str, bytes)) and np.isrealobj(t)
+      seconds = float(t) if ok else None
+    except (TypeError, ValueError):
+      seconds = None
+    if seconds is None:
+      raise E.SignatureError(f"autotune {self.__name__}: the timer returned {calling.cap(repr(t), 80)},"
+                             " not a number of seconds", self.loc or self.kernel.parsed.loc,
+                             hint="timer(fn, *args) -> seconds, e.g. timer=mg.bench_wall")
+    return seconds
 
   # ------------------------------------------------------------ calling
   @_user_errors
