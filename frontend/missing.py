@@ -243,6 +243,23 @@ def method_hint(attr, recv: str, *, ref: bool, shape=(), is_bool=False, args=Non
 
 
 # ---------------------------------------------------------------- other DSLs
+def unknown_name(name: str, supported: dict) -> tuple[str, str]:
+  """(message, hint) for a name a kernel reads that is neither its own, its module's nor a builtin it
+  supports: another DSL's module name, a Python builtin kernels do not call, or a plain typo."""
+  import builtins
+  foreign = FOREIGN_MODULES.get(name)
+  if foreign:
+    return (f"name {name!r} is not defined", f"{name} is {foreign}'s name; mgpu_dsl's language is ml (from mgpu_dsl"
+            f" import language as ml): ml.program_id, ml.arange, ml.load/ml.store or ref[...], ml.dot, ml.where, ml.cdiv")
+  if callable(getattr(builtins, name, None)):
+    calls = ", ".join(sorted(n for n, f in supported.items() if not isinstance(f, type) or not issubclass(f, Exception)))
+    return (f"the Python builtin {name}() is not supported in a kernel",
+            f"kernels call these builtins on static values: {calls}; write what {name}() would give out"
+            f" (ml.atomic_max rather than getattr(ml, 'atomic_max'); a static if picks between them), or"
+            f" compute it outside the kernel and pass it as a constexpr")
+  return f"name {name!r} is not defined", "kernels see their parameters, local names and module globals"
+
+
 FOREIGN_MODULES = {"tl": "Triton (triton.language)", "triton": "Triton", "pl": "Pallas", "plgpu": "Pallas Mosaic GPU"}
 # Pallas and Triton functions a kernel may call out of habit -> what mgpu_dsl writes instead.
 _FOREIGN = {"program_id": "ml.program_id(axis)", "num_programs": "ml.num_programs(axis)",

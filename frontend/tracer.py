@@ -377,12 +377,8 @@ class Tracer(Assignments, Calls, Containers, ast.NodeVisitor):
     if name in _DEBUG:
       return _DEBUG[name]
     self.env[name] = POISON         # report it once, at its first use
-    foreign = missing.FOREIGN_MODULES.get(name)
-    raise E.UnknownNameError(f"name {name!r} is not defined", self.loc(node),
-                             hint=(f"{name} is {foreign}'s name; mgpu_dsl's language is ml (from mgpu_dsl import"
-                                   f" language as ml): ml.program_id, ml.arange, ml.load/ml.store or ref[...],"
-                                   f" ml.dot, ml.where, ml.cdiv" if foreign else
-                                   "kernels see their parameters, local names and module globals"))
+    message, hint = missing.unknown_name(name, PY_BUILTINS)
+    raise E.UnknownNameError(message, self.loc(node), hint=hint)
 
   def outer_value(self, name, v, node):
     """A global or closure variable as the kernel sees it: a NumPy scalar as the Python number

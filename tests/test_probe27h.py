@@ -220,3 +220,26 @@ def test_autotune_timer_that_returns_no_number_is_a_signature_error():
   times = iter([2.0, np.float32(1.0)])
   tuned = mg.autotune(configs=[dict(bm=64), dict(bm=128)], timer=lambda fn, *a: next(times))(_copy_kernel())
   assert tuned.best_config(jnp.ones(256, F32)) == {"bm": 128}
+
+
+# ---------------------------------------------------------------- builtins kernels do not call
+@mg.mgpu_kernel(out_shape=lambda x: jax.ShapeDtypeStruct((128,), x.dtype), grid=(2,))
+def picks_by_getattr(x, out, *, op: ml.constexpr = "max"):
+  i = ml.program_id(0)
+  getattr(ml, "atomic_" + op)(out.at[...], x.at[ml.ds(i * 128, 128)][...])
+
+
+@mg.mgpu_kernel(out_shape=lambda x: jax.ShapeDtypeStruct((128,), x.dtype), grid=(2,))
+def picked_outside(x, out, *, update: ml.constexpr):     # picks_by_getattr's hint followed
+  i = ml.program_id(0)
+  update(out.at[...], x.at[ml.ds(i * 128, 128)][...])
+
+
+def test_unsupported_builtin_is_named_as_a_builtin_and_the_hint_works():
+  e = expect(picks_by_getattr, [S((256,), I32)], mg.UnknownNameError, "getattr(ml",
+             "the Python builtin getattr() is not supported in a kernel")
+  assert "len, list, max, min" in e.hint and "pass it as a constexpr" in e.hint
+  x = jnp.arange(256, dtype=I32)
+  got = picked_outside(x, update=getattr(ml, "atomic_max"), interpret=True)
+  np.testing.assert_array_equal(got, np.arange(128, 256))
+  _export(lambda x: picked_outside(x, update=ml.atomic_max), S((256,), I32))
