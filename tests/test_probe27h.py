@@ -243,3 +243,36 @@ def test_unsupported_builtin_is_named_as_a_builtin_and_the_hint_works():
   got = picked_outside(x, update=getattr(ml, "atomic_max"), interpret=True)
   np.testing.assert_array_equal(got, np.arange(128, 256))
   _export(lambda x: picked_outside(x, update=ml.atomic_max), S((256,), I32))
+
+
+# ---------------------------------------------------------------- SMEM planning: windows of one buffer
+@mg.mgpu_kernel(out_shape=lambda x: jax.ShapeDtypeStruct((x.shape[0] // 4, 128), x.dtype))
+def four_row_windows(x, out):
+  buf = ml.smem((16, 128))
+  for t in ml.range(x.shape[0] // 16, stages=2):
+    for j in ml.static_range(4):
+      ml.copy(x.at[ml.ds(t * 16 + j * 4, 4)], buf.at[ml.ds(j * 4, 4)])
+    v = buf[...]
+    out.at[ml.ds(t * 4, 4)][...] = v[0:4] + v[4:8] + v[8:12] + v[12:16]
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: jax.ShapeDtypeStruct((64, 64), F32))
+def four_row_windows_of_a_dot_operand(a, b, out):
+  a_s, b_s = ml.smem((64, 64), a.dtype), ml.smem((64, 64), b.dtype)
+  ml.copy(a, a_s)
+  acc = ml.zeros((64, 64), F32)
+  for t in ml.range(b.shape[0] // 64, stages=2):
+    for j in ml.static_range(16):
+      ml.copy(b.at[ml.ds(t * 64 + j * 4, 4)], b_s.at[ml.ds(j * 4, 4)])
+    acc = ml.dot(a_s, b_s, acc)
+  out[...] = acc
+
+
+def test_windows_of_one_buffer_need_whole_tiles_only_where_a_dot_reads_it():
+  x = np.random.default_rng(0).standard_normal((64, 128)).astype(np.float32)
+  got = four_row_windows(jnp.asarray(x), interpret=True)
+  np.testing.assert_allclose(got, x.reshape(4, 4, 4, 128).sum(1).reshape(16, 128), rtol=1e-6, atol=1e-6)
+  _export(four_row_windows, S((64, 128), F32))
+  expect(four_row_windows_of_a_dot_operand, [S((64, 64), jnp.bfloat16), S((128, 64), jnp.bfloat16)],
+         mg.LayoutError, "b_s.at[ml.ds(j * 4, 4)]",
+         "b_s.at[ml.ds(j * 4, 4)] slices the rows or columns of b_s, which is tiled for the tensor cores")
