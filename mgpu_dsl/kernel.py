@@ -74,11 +74,11 @@ def _call_with_meta(f, args, constexprs, what, loc):
     params = None
   try:
     if params is None:
-      return f(*args)
+      return _on_arrays(f, args, {})
     if any(p.kind == p.VAR_KEYWORD for p in params):
-      return f(*args, **constexprs)
+      return _on_arrays(f, args, constexprs)
     names = {p.name for p in params}
-    return f(*args, **{k: v for k, v in constexprs.items() if k in names})
+    return _on_arrays(f, args, {k: v for k, v in constexprs.items() if k in names})
   except E.InternalError:
     raise
   except E.KernelError as e:     # ml.cdiv(n, 0) in the callable: its own words, once
@@ -90,6 +90,28 @@ def _call_with_meta(f, args, constexprs, what, loc):
         f"the {what} callable failed for {len(args)} input(s)"
         f" {', '.join(calling.describe(a) for a in args)}: {type(e).__name__}: {e}"), loc,
         hint=f"{what} is called with the kernel's inputs (and the constexprs it names)") from None
+
+
+def _on_arrays(f, args, kwargs):
+  """`f(*args, **kwargs)`, where the jax.ShapeDtypeStructs among `args` (the specs of typed_ir, check
+  and mlir, and each element's shapes under jax.vmap) stand as abstract arrays: a callable written
+  for the arrays of a call (lambda x: x.astype(jnp.float16), x[:, :64], x.T) gives there what it
+  gives on them. Arrays it returns come back as jax.ShapeDtypeStructs."""
+  import jax
+  at = [i for i, a in enumerate(args) if isinstance(a, jax.ShapeDtypeStruct)]
+  if not at:
+    return f(*args, **kwargs)
+  got = []
+
+  def on(*xs):
+    full = list(args)
+    for i, x in zip(at, xs):
+      full[i] = x
+    got.append(f(*full, **kwargs))
+    return ()
+  jax.eval_shape(on, *[args[i] for i in at])
+  spec = lambda l: jax.ShapeDtypeStruct(tuple(l.shape), l.dtype) if isinstance(l, jax.core.Tracer) else l
+  return jax.tree.map(spec, got[0])
 
 
 def _key_value(v):
