@@ -76,16 +76,25 @@ def same(a, b) -> bool:
 def value_key(v):
   """`v` as a dict key that tells apart what compiles differently: floats (Python's and
   numpy's, and complex ones) by their text, so 0.0 and -0.0 are two keys and nan equals nan;
-  tuples, lists and frozensets item by item; unhashable values by repr."""
+  tuples, lists, frozensets, dicts and mutable dataclasses item by item; numpy arrays by their
+  bytes; other unhashable values by repr."""
   if isinstance(v, (float, complex, np.floating, np.complexfloating)):
     return (type(v), repr(v))
   if isinstance(v, (tuple, list)):
     return (type(v), tuple(value_key(x) for x in v))
   if isinstance(v, frozenset):
     return (type(v), frozenset(value_key(x) for x in v))
+  if isinstance(v, np.ndarray):      # by its contents: a large array's repr elides the middle ('...')
+    if v.dtype.hasobject:
+      return (type(v), v.shape, value_key(v.tolist()))
+    return (type(v), v.dtype.str, v.shape, v.tobytes())
+  if isinstance(v, dict):
+    return (type(v), frozenset((value_key(k), value_key(x)) for k, x in v.items()))
   try:
     hash(v)
   except TypeError:
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):      # a mutable dataclass: field by field
+      return (type(v), tuple((f.name, value_key(getattr(v, f.name))) for f in dataclasses.fields(v)))
     return (type(v), repr(v))
   return (type(v), v)
 
