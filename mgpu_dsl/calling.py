@@ -377,7 +377,8 @@ def check_constexprs(pk, constexprs: dict, name: str, loc, args=()) -> None:
           f" value known when the kernel is compiled", loc,
           hint=f"mark it static: jax.jit({name}, static_argnames=[{k!r}]) when you jit the kernel itself; in"
                f" your own jitted function, the argument that carries it (static_argnames=['<its name>'] or"
-               f" static_argnums); or pass a Python value")
+               f" static_argnums); jax.eval_shape, jax.checkpoint and jax.make_jaxpr trace keyword arguments"
+               f" too: bind it first, functools.partial({name}, {k}=...); or pass a Python value")
     if isinstance(v, jax.Array):
       raise E.SignatureError(
           cap(f"{name}: constexpr {k} is a jax array ({describe(v)}); a constexpr must be a Python value"),
@@ -402,7 +403,9 @@ def check_interpret(interpret, name: str, loc) -> None:
   import jax
   if isinstance(interpret, jax.core.Tracer):
     raise E.SignatureError(f"{name}: interpret= is a traced value", loc,
-                           hint="under jax.jit, mark it static: jax.jit(f, static_argnames=['interpret'])")
+                           hint="under jax.jit, mark it static: jax.jit(f, static_argnames=['interpret']);"
+                                f" jax.eval_shape, jax.checkpoint and jax.make_jaxpr trace keyword arguments too: bind it first,"
+                                f" functools.partial({name}, interpret=True)")
   if interpret is not None and not isinstance(interpret, (bool, np.bool_)):
     raise E.SignatureError(cap(f"{name}: interpret= takes True, False or None, got {interpret!r}"), loc,
                            hint="interpret=True runs the kernel with numpy on the CPU; None (the default)"
