@@ -2,7 +2,8 @@
 
 Mosaic GPU registers its custom call for "cuda" only, so `jax.jit` of a kernel on a machine
 without a GPU used to fail inside JAX ("MLIR translation rule for primitive 'mosaic_gpu_p'
-not found for platform cpu"). The rule below, registered for the CPU, raises NoGpuError where
+not found for platform cpu"). The rule below, registered for the CPU (and ROCm and TPU, for an
+export to them), raises NoGpuError where
 the kernel is (its first line, read from the module's locations), with the ways to run or
 inspect it there (an eager call fails earlier, at the call: mgpu_dsl/kernel.py).
 `jax.export(..., platforms=["cuda"])` is unaffected: it lowers with Mosaic GPU's own rule.
@@ -30,6 +31,12 @@ def no_gpu_error(name: str, platform: str, loc: Loc) -> E.KernelError:
         hint="export for platforms=['cuda'] alone; interpret mode (interpret=True) runs on the CPU through"
              " host callbacks, which jax.export cannot serialise: export a jnp version of the function for"
              " the CPU")
+  if platform not in ("cpu", "this platform"):     # an export (or a backend) for another accelerator
+    return E.NoGpuError(
+        f"{name} runs on an NVIDIA Hopper GPU (it is a Mosaic GPU kernel), but the call is being compiled"
+        f" for {platform}: a Mosaic GPU kernel has no lowering there", loc,
+        hint="export for platforms=['cuda']; interpret=True (or MGPU_DSL_INTERPRET=1) runs it on the CPU with"
+             " numpy")
   return E.NoGpuError(
       f"{name} runs on an NVIDIA Hopper GPU (it is a Mosaic GPU kernel), but the call is being compiled"
       f" for {platform}: JAX sees no GPU here", loc,
@@ -69,4 +76,5 @@ def _lower_without_gpu(ctx, *args, module, **params):
 
 
 def register() -> None:
-  jax_mlir.register_lowering(mgpu_core.mosaic_gpu_p, _lower_without_gpu, "cpu")
+  for platform in ("cpu", "rocm", "tpu"):      # everywhere but cuda, whose rule is Mosaic GPU's own
+    jax_mlir.register_lowering(mgpu_core.mosaic_gpu_p, _lower_without_gpu, platform)

@@ -11,6 +11,7 @@ import pytest
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
+from locate import where
 
 S = jax.ShapeDtypeStruct
 F32 = jnp.float32
@@ -113,3 +114,16 @@ def test_traced_constexpr_hint_names_partial_and_works():
   assert e.message == "times_n: interpret= is a traced value"
   assert "functools.partial(times_n, interpret=True)" in e.hint
   assert jax.eval_shape(functools.partial(times_n, n=3.0, interpret=True), x).shape == (256,)
+
+
+# ---------------------------------------------------------------- export for another accelerator
+@pytest.mark.parametrize("platform", ["rocm", "tpu"])
+def test_export_for_other_accelerators_is_no_gpu_error(platform):
+  e = _raises(lambda: jax.export.export(jax.jit(times_n, static_argnames=["n"]), platforms=[platform])(
+      S((256,), F32), n=2.0))
+  assert isinstance(e, mg.NoGpuError), f"{type(e).__name__}: {e}"
+  assert e.message == (f"times_n runs on an NVIDIA Hopper GPU (it is a Mosaic GPU kernel), but the call is being"
+                       f" compiled for {platform}: a Mosaic GPU kernel has no lowering there")
+  assert (e.filename, e.lineno, e.col_offset) == (__file__, where(times_n, "def times_n")[0], 0)
+  assert "platforms=['cuda']" in e.hint
+  assert "mosaic_gpu" in _export(functools.partial(times_n, n=2.0), S((256,), F32))     # the hint, followed
