@@ -27,7 +27,9 @@ def no_derivative(f: Callable, name: str, loc) -> Callable:
         f"jax cannot differentiate the kernel {name}: mgpu_dsl kernels have no automatic derivative",
         loc, hint="wrap the call in a function decorated with jax.custom_vjp and give it a backward"
                   " (a second kernel or jnp code); for forward mode (jax.jvp, jax.jacfwd) use"
-                  " jax.custom_jvp and give it a tangent rule; see docs/autodiff.md")
+                  " jax.custom_jvp and give it a tangent rule; a call whose result needs no derivative (an"
+                  " aux output, a metric, a target under jax.lax.stop_gradient) takes its inputs through"
+                  f" jax.lax.stop_gradient: {name}(jax.lax.stop_gradient(x)); see docs/autodiff.md")
 
   return call
 
