@@ -313,7 +313,7 @@ def test_hints_name_the_operand_and_work_when_followed():
   np.testing.assert_array_equal(where_int8(jnp.ones((128,), F32), lab, interpret=True),
                                 jnp.where(lab == -100, 0, lab).astype(jnp.int32))
   expect(float_seed, [S((128,), F32), S((), F32)], mg.KernelTypeError, "ml.rand",
-         "a random seed must be a Python int or an int32/uint32/int64 scalar, got a scalar (float32)",
+         "a random seed must be a Python int or an integer scalar, got a scalar (float32)",
          hint="convert it: seed.astype(jnp.int32), or pass a Python int")
   x = jnp.arange(16 * 128, dtype=F32).reshape(16, 128)
   np.testing.assert_array_equal(slice_builtin(x, interpret=True), x[:8])

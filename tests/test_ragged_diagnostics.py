@@ -318,7 +318,7 @@ def scalar_offsets(x, out):
 
 def test_a_seed_is_an_integer():
   e = expect(float_seed, V, mg.KernelTypeError, "ml.randint(",
-             "a random seed must be a Python int or an int32/uint32/int64 scalar, got a scalar (float32)")
+             "a random seed must be a Python int or an integer scalar, got a scalar (float32)")
   assert e.hint == "convert it: ml.sum(x[...]).astype(jnp.int32), or pass a Python int"
 
 

@@ -46,7 +46,8 @@ def philox_reference(key0: int, key1: int, c0: int, c1: int = 0, c2: int = 0, c3
 
 
 def _keys(cx, seed):
-  """(key0, key1): the seed's low and high 32 bits (a 32-bit signed seed sign-extends, as Triton's)."""
+  """(key0, key1): the seed's low and high 32 bits (a signed seed sign-extends, as Triton's; 8- and
+  16-bit seeds widen by their signedness)."""
   if isinstance(seed, int) and not isinstance(seed, bool):
     if not -(1 << 63) <= seed < (1 << 64):
       raise E.KernelTypeError(f"a random seed must fit in 64 bits, got {seed}", cx.loc, hint="seed=1234")
@@ -54,15 +55,17 @@ def _keys(cx, seed):
     return seed & MASK32, seed >> 32
   d = resolve(seed.type.dtype) if is_scalar(seed) else None
   bits = lambda v: cx.b.emit(ew.Cast, v, loc=cx.loc, types=[ScalarType(DType.u32)], bitcast=True).result
+  if d is not None and d.is_int and d.bits < 32:   # widened by signedness, as Triton's .to(tl.uint64)
+    d = DType.i32 if d.is_signed else DType.u32
+    seed = ew.astype(cx, seed, d)
   if d == DType.i64:              # jax_enable_x64: its two 32-bit halves, as a Python int's
     lo = ew.astype(cx, seed, DType.i32)
     return bits(lo), bits(ew.astype(cx, ew.binary(cx, ew.BinOp.SHR, seed, 32), DType.i32))
   if d not in (DType.i32, DType.u32):
     raise E.KernelTypeError(
-        f"a random seed must be a Python int or an int32/uint32/int64 scalar, got {kind_of(seed)}"
+        f"a random seed must be a Python int or an integer scalar, got {kind_of(seed)}"
         + (f" ({d})" if d is not None else ""), cx.loc,
-        hint=(f"convert it: {cx.named(seed, 'seed')}.astype(jnp.{'int64' if d.bits > 32 else 'int32'}), or pass a"
-              f" Python int" if d is not None       # a scalar of another dtype (float, int16, bool)
+        hint=(f"convert it: {ew.method_on(cx.named(seed, 'seed'))}.astype(jnp.int32), or pass a Python int" if d is not None
               else "pass the seed as an ml.scalar parameter (seed: ml.scalar) or read it: seed = s[...]"))
   if d == DType.u32:
     return seed, 0
