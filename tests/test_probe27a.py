@@ -46,3 +46,47 @@ def test_a_bool_seed_says_to_convert_it():
   expect(bool_seed, (S((1024,), F32), S((), jnp.int32)), mg.KernelTypeError, "ml.rand(seed > 0",
          "a random seed must be a Python int or an integer scalar, got a scalar (bool)",
          hint="convert it: (seed > 0).astype(jnp.int32), or pass a Python int")
+
+
+# ---------------------------------------------------------------- hints name the user's operand
+@mg.mgpu_kernel(out_shape=lambda x: jax.ShapeDtypeStruct(x.shape, jnp.float32), grid=lambda x: (1,))
+def root_of_ints(x, out):
+  v = x[...]
+  out[...] = v ** 0.5
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (1,))
+def square_of_bytes(x, out):
+  v = x[...]
+  out[...] = v ** 2
+
+
+@mg.mgpu_kernel(out_shape=lambda x: jax.ShapeDtypeStruct(x.shape, jnp.float32), grid=lambda x: (1,))
+def sigmoid_of_ints(x, out):
+  v = x[...]
+  out[...] = ml.sigmoid(v)
+
+
+def test_power_and_sigmoid_hints_name_the_operand_as_written():
+  # The hints said x.astype(...), and x is the kernel's input ref here, which has no .astype.
+  expect(root_of_ints, (S((256,), jnp.int32),), mg.UnsupportedDtypeError, "v ** 0.5",
+         "** needs a floating-point operand, got int32", hint="convert first: v.astype(jnp.float32)")
+  expect(square_of_bytes, (S((256,), jnp.int8),), mg.UnsupportedDtypeError, "v ** 2",
+         "** is not supported on int8: Hopper has no register arithmetic on 8-bit types",
+         hint="upcast first: v.astype(jnp.int32), compute, then cast back")
+  expect(sigmoid_of_ints, (S((256,), jnp.int32),), mg.UnsupportedDtypeError, "ml.sigmoid(v)",
+         "ml.sigmoid needs a floating-point operand, got int32", hint="convert first: v.astype(jnp.float32)")
+
+
+@mg.mgpu_kernel(out_shape=lambda x: jax.ShapeDtypeStruct(x.shape, jnp.float32), grid=lambda x: (1,))
+def root_followed(x, out):
+  v = x[...]
+  out[...] = v.astype(jnp.float32) ** 0.5 + ml.sigmoid(v.astype(jnp.float32))
+
+
+def test_the_power_hint_followed_works():
+  x = np.arange(256, dtype=np.int32)
+  got = np.asarray(root_followed(x, interpret=True))
+  xf = x.astype(np.float32)
+  np.testing.assert_allclose(got, np.sqrt(xf) + 1 / (1 + np.exp(-xf)), rtol=1e-6)
+  assert "mosaic_gpu" in _export(root_followed, S((256,), jnp.int32))

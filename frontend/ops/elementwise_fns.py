@@ -242,6 +242,7 @@ def isnan(cx, x):
 @builtin
 def sigmoid(cx, x):
   """Elementwise logistic function 1 / (1 + exp(-x)) (floating point)."""
-  check_dtype_support(cx, x.type.dtype if is_value(x) else PY_FLOAT, "ml.sigmoid", floats_only=True)
+  check_dtype_support(cx, x.type.dtype if is_value(x) else PY_FLOAT, "ml.sigmoid", floats_only=True,
+                      x=x)
   e = unary(cx, UnOp.EXP, unary(cx, UnOp.NEG, x))
   return binary(cx, BinOp.DIV, 1.0, binary(cx, BinOp.ADD, e, 1.0))

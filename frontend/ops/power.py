@@ -70,7 +70,7 @@ def _number_base_power(cx, c, t, t_text):
              + (f"; 2 ** {t_text} of integers is 1 << {t_text}" if c == 2 else ""))
     raise E.UnsupportedDtypeError(
         f"{shown} ** {t_text}: an exponent held in registers must be floating point, got {d}", cx.loc, hint=fix)
-  check_dtype_support(cx, t.type.dtype, "**", floats_only=True)
+  check_dtype_support(cx, t.type.dtype, "**", floats_only=True, x=t)
   cw = _as_weak_float(c, d) if not isinstance(c, bool) else 0.0   # jnp rounds the weak base to t's dtype
   if not cw > 0 or pymath.isinf(cw):
     shown = f"({c!r})" if c < 0 else repr(c)
@@ -115,14 +115,14 @@ def power(cx, a, b, a_text="x", b_text="y"):
     if isinstance(b, float) and b.is_integer() and isinstance(d, DType) and d.is_float:
       n = int(b)                         # x ** 3.0: the products of x ** 3 (jnp's pow can differ by an ulp)
     if isinstance(n, int):
-      check_dtype_support(cx, a.type.dtype, "**")
+      check_dtype_support(cx, a.type.dtype, "**", x=a)
       if n < 0 and isinstance(d, DType) and not d.is_float:
         raise E.UnsupportedDtypeError(
             f"{pa} ** {b!r}: integers cannot be raised to negative powers (as in jnp)", cx.loc,
             hint=f"compute in floating point: {pa}.astype(jnp.float32) ** {b!r}")
       return _int_power(cx, a, n)
     if b == 0.5:
-      check_dtype_support(cx, a.type.dtype, "**", floats_only=True)
+      check_dtype_support(cx, a.type.dtype, "**", floats_only=True, x=a)
       return unary(cx, UnOp.SQRT, a)
     if isinstance(d, DType) and not d.is_float:
       raise E.UnsupportedDtypeError(
