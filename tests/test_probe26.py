@@ -382,7 +382,10 @@ def test_hints_of_the_everyday_kernels_probe():
   expect(kv_append, [S((64, 128), F32), S((8, 128), F32), S((1,), jnp.int32)], mg.KernelTypeError,
          "out.at[p:p", "slice bounds must be static ints: p:p + new.shape[0] in dimension 0 of out has"
          " run-time bounds", hint="its size is 8 whatever p is: a window of static size at a run-time start is"
-                                  " ml.ds(start, size), out.at[ml.ds(p, 8), :]")
+                                  " ml.ds(start, size), out.at[ml.ds(p, 8), :]; where it runs past the end,"
+                                  " mask it: to read, v = out.at[ml.ds(p, 8), :].load(mask=(p + ml.arange(8))[:,"
+                                  " None] < 64, other=0); to write, out.at[ml.ds(p, 8), :].store(v, mask=(p +"
+                                  " ml.arange(8))[:, None] < 64)")
 
 
 @mg.mgpu_kernel(out_shape=lambda x: x)

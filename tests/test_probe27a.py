@@ -90,3 +90,47 @@ def test_the_power_hint_followed_works():
   xf = x.astype(np.float32)
   np.testing.assert_allclose(got, np.sqrt(xf) + 1 / (1 + np.exp(-xf)), rtol=1e-6)
   assert "mosaic_gpu" in _export(root_followed, S((256,), jnp.int32))
+
+
+# ---------------------------------------------------------------- Triton's block slice
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (ml.cdiv(x.shape[0], 1024),))
+def block_slice(x, out):
+  pid = ml.program_id(0)
+  offs = pid * 1024 + ml.arange(1024)
+  v = x.at[pid * 1024:(pid + 1) * 1024].load(mask=offs < x.shape[0])
+  out.at[pid * 1024:(pid + 1) * 1024].store(v * 2, mask=offs < x.shape[0])
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (ml.cdiv(x.shape[0], 8), 2))
+def block_slice_2d(x, out):
+  pid, j = ml.program_id(0), ml.program_id(1)
+  out.at[8 * pid:8 * (pid + 1) + 0, j * 128:j * 128 + 128][...] = x.at[ml.ds(pid * 8, 8), ml.ds(j * 128, 128)][...]
+
+
+# The hint, pasted (a window of the slice's fixed length, masked at the array's end).
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (ml.cdiv(x.shape[0], 1024),))
+def block_slice_followed(x, out):
+  pid = ml.program_id(0)
+  v = x.at[ml.ds(pid * 1024, 1024)].load(mask=pid * 1024 + ml.arange(1024) < 3000, other=0)
+  out.at[ml.ds(pid * 1024, 1024)].store(v * 2, mask=pid * 1024 + ml.arange(1024) < 3000)
+
+
+def test_tritons_block_slice_is_hinted_a_fixed_window_masked_at_the_end():
+  """x[pid * B:(pid + 1) * B] was hinted a window of the whole array's size, masked to B elements:
+  pasted, the last program's mask reached past the array (an OutOfBoundsError)."""
+  expect(block_slice, (S((3000,), F32),), mg.KernelTypeError, "x.at[pid * 1024",
+         "slice bounds must be static ints: pid * 1024:(pid + 1) * 1024 in dimension 0 of x has run-time bounds",
+         hint="its size is 1024 whatever pid * 1024 is: a window of static size at a run-time start is"
+              " ml.ds(start, size), x.at[ml.ds(pid * 1024, 1024)]; where it runs past the end, mask it: to read,"
+              " v = x.at[ml.ds(pid * 1024, 1024)].load(mask=pid * 1024 + ml.arange(1024) < 3000, other=0); to"
+              " write, x.at[ml.ds(pid * 1024, 1024)].store(v, mask=pid * 1024 + ml.arange(1024) < 3000)")
+  expect(block_slice_2d, (S((64, 256), F32),), mg.KernelTypeError, "out.at[8 * pid",
+         "slice bounds must be static ints: 8 * pid:8 * (pid + 1) + 0 in dimension 0 of out has run-time bounds",
+         hint="its size is 8 whatever 8 * pid is: a window of static size at a run-time start is"
+              " ml.ds(start, size), out.at[ml.ds(8 * pid, 8), j * 128:j * 128 + 128]; where it runs past the"
+              " end, mask it: to read, v = out.at[ml.ds(8 * pid, 8), j * 128:j * 128 + 128].load(mask=(8 * pid"
+              " + ml.arange(8))[:, None] < 64, other=0); to write, out.at[ml.ds(8 * pid, 8), j * 128:j * 128 +"
+              " 128].store(v, mask=(8 * pid + ml.arange(8))[:, None] < 64)")
+  x = np.random.default_rng(0).standard_normal(3000).astype(np.float32)
+  np.testing.assert_array_equal(np.asarray(block_slice_followed(x, interpret=True)), x * 2)
+  assert "mosaic_gpu" in _export(block_slice_followed, S((3000,), F32))

@@ -20,6 +20,42 @@ def _index_text(i, cx=None) -> str:
   return repr(i)
 
 
+def _linear(cx, v, depth=0):
+  """`v` as ({id: coefficient}, constant) over run-time values combined by +, - and * by ints
+  (`(pid + 1) * 128`), or None where it is not so: two such forms tell a slice's fixed length."""
+  from .elementwise import BinOp, Binary
+  if isinstance(v, int) and not isinstance(v, bool):
+    return {}, v
+  if not is_value(v) or depth > 16:
+    return None
+  o = cx.b.defining(v)
+  if isinstance(o, Binary) and o.kind in (BinOp.ADD, BinOp.SUB, BinOp.MUL):
+    a, b = _linear(cx, o.lhs, depth + 1), _linear(cx, o.rhs, depth + 1)
+    if a is not None and b is not None:
+      if o.kind == BinOp.MUL:
+        (k, (terms, c)) = (a[1], b) if not a[0] else (b[1], a) if not b[0] else (None, (None, None))
+        if k is not None:
+          return {i: m * k for i, m in terms.items() if m * k}, c * k
+      else:
+        sign = 1 if o.kind == BinOp.ADD else -1
+        terms = dict(a[0])
+        for i, m in b[0].items():
+          terms[i] = terms.get(i, 0) + sign * m
+        return {i: m for i, m in terms.items() if m}, a[1] + sign * b[1]
+  return {id(v): 1}, 0
+
+
+def _fixed_length(cx, start, stop):
+  """stop - start where it is the same whatever the run-time values are (`pid * 128:(pid + 1) * 128`)."""
+  a, b = _linear(cx, 0 if start is None else start), _linear(cx, stop)
+  if a is None or b is None:
+    return None
+  terms = dict(b[0])
+  for i, m in a[0].items():
+    terms[i] = terms.get(i, 0) - m
+  return b[1] - a[1] if not any(terms.values()) else None
+
+
 def runtime_slice_error(cx, index, d, shape, name) -> E.KernelError:
   """A slice whose start or stop is a run-time value, in dimension `d`: a window's size is fixed
   when the kernel is compiled, so a run-time length is a fixed window and a mask, and a run-time
@@ -39,13 +75,19 @@ def runtime_slice_error(cx, index, d, shape, name) -> E.KernelError:
     other = made.rhs if made.lhs is i.start else made.lhs if made.rhs is i.start else None
     if isinstance(other, int) and not isinstance(other, bool):
       fixed = str(other)
+  length = _fixed_length(cx, i.start, i.stop)
+  if not fixed.isdigit() and length is not None and length > 0:    # Triton's pid * B:(pid + 1) * B
+    fixed = str(length)
+  kept = [k for k, x in enumerate(index) if not (isinstance(x, int) or is_value(x))]
+  axes = "" if len(kept) == 1 else "[" + ", ".join(":" if k == d else "None" for k in kept) + "]"
   if fixed.isdigit() and 0 < int(fixed) <= n:      # l[i]:l[i] + 8: a fixed size at a run-time start
+    inside = f"({start} + ml.arange({fixed})){axes} < {n}" if axes else f"{start} + ml.arange({fixed}) < {n}"
     return E.KernelTypeError(
         f"slice bounds must be static ints: {_index_text(i, cx)} in dimension {d} of {name} has run-time bounds",
         cx.loc, hint=f"its size is {fixed} whatever {start} is: a window of static size at a run-time start is"
-                     f" ml.ds(start, size), {at(f'ml.ds({start}, {fixed})')}")
-  kept = [k for k, x in enumerate(index) if not (isinstance(x, int) or is_value(x))]
-  axes = "" if len(kept) == 1 else "[" + ", ".join(":" if k == d else "None" for k in kept) + "]"
+                     f" ml.ds(start, size), {at(f'ml.ds({start}, {fixed})')}; where it runs past the end, mask it:"
+                     f" to read, v = {at(f'ml.ds({start}, {fixed})')}.load(mask={inside}, other=0); to write,"
+                     f" {at(f'ml.ds({start}, {fixed})')}.store(v, mask={inside})")
   length = stop if start == "0" else f"{stop} - {start}"
   mask = f"ml.arange({n}){axes} < {length if ' ' not in length else f'({length})'}"
   return E.KernelTypeError(
