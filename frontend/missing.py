@@ -64,6 +64,11 @@ NOT_YET = {   # what Triton and jnp users reach for that mgpu_dsl does not have,
     "expm1": "no ml.expm1: ml.exp(x) - 1 loses the digits of small x; accurate for x below 88:"
              " u = ml.exp(x); ml.where(u == 1, x, ml.where(x < -20, -1.0, (u - 1) * (x / ml.log(u))))",
     "pow": _POW, "power": _POW,
+    **{n: (f"no ml.{n}: Triton's tl.math and libdevice functions are ml.* functions here (ml.{n}.rsqrt(x) is"
+           " ml.rsqrt(x)): ml.exp, ml.exp2, ml.log, ml.log2, ml.sqrt, ml.rsqrt, ml.erf, ml.tanh, ml.sin, ml.cos,"
+           " ml.sigmoid, ml.floor, ml.ceil, ml.trunc, ml.round, ml.abs, ml.maximum, ml.minimum; pow is the **"
+           " operator (x ** n for a static int n, x ** 0.5, c ** t for a positive Python number c; for x > 0,"
+           " ml.exp2(y * ml.log2(x)))") for n in ("math", "extra", "libdevice")},
     "tan": "no ml.tan: ml.sin(x) / ml.cos(x)",
     "sinh": "no ml.sinh: (ml.exp(x) - ml.exp(-x)) * 0.5", "cosh": "no ml.cosh: (ml.exp(x) + ml.exp(-x)) * 0.5",
     "asinh": "no ml.asinh: ml.log(x + ml.sqrt(x * x + 1)) (for x >= 0; odd: use -asinh(-x) below 0)",

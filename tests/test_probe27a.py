@@ -134,3 +134,61 @@ def test_tritons_block_slice_is_hinted_a_fixed_window_masked_at_the_end():
   x = np.random.default_rng(0).standard_normal(3000).astype(np.float32)
   np.testing.assert_array_equal(np.asarray(block_slice_followed(x, interpret=True)), x * 2)
   assert "mosaic_gpu" in _export(block_slice_followed, S((3000,), F32))
+
+
+# ---------------------------------------------------------------- Triton's spellings
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (1,))
+def libdevice_rsqrt(x, out):
+  v = x[...]
+  out[...] = ml.math.rsqrt(v)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (1,))
+def libdevice_pow(x, out):
+  v = x[...]
+  out[...] = ml.extra.cuda.libdevice.pow(v, 2.5)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (8,))
+def keep_dims_spelling(x, out):
+  i = ml.program_id(0)
+  v = x.at[ml.ds(i * 8, 8)][...]
+  out.at[ml.ds(i * 8, 8)][...] = v / ml.sum(v, axis=1, keep_dims=True)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (8,))
+def keepdims_followed(x, out):
+  i = ml.program_id(0)
+  v = x.at[ml.ds(i * 8, 8)][...]
+  out.at[ml.ds(i * 8, 8)][...] = v / ml.sum(v, axis=1, keepdims=True)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (8,))
+def max_with_indices(x, out):
+  i = ml.program_id(0)
+  v = x.at[ml.ds(i * 8, 8)][...]
+  m, j = ml.max(v, axis=1, return_indices=True)
+  out.at[ml.ds(i * 8, 8)][...] = v - m[:, None]
+
+
+def test_tritons_math_namespaces_and_keyword_spellings_are_hinted():
+  spec = (S((64, 128), F32),)
+  math_hint = ("no ml.{0}: Triton's tl.math and libdevice functions are ml.* functions here (ml.{0}.rsqrt(x) is"
+               " ml.rsqrt(x)): ml.exp, ml.exp2, ml.log, ml.log2, ml.sqrt, ml.rsqrt, ml.erf, ml.tanh, ml.sin, ml.cos,"
+               " ml.sigmoid, ml.floor, ml.ceil, ml.trunc, ml.round, ml.abs, ml.maximum, ml.minimum; pow is the **"
+               " operator (x ** n for a static int n, x ** 0.5, c ** t for a positive Python number c; for x > 0,"
+               " ml.exp2(y * ml.log2(x)))")
+  expect(libdevice_rsqrt, spec, mg.UnknownNameError, "ml.math", "ml has no attribute 'math'",
+         hint=math_hint.format("math"))
+  expect(libdevice_pow, spec, mg.UnknownNameError, "ml.extra", "ml has no attribute 'extra'",
+         hint=math_hint.format("extra"))
+  expect(keep_dims_spelling, spec, mg.KernelTypeError, "ml.sum(v",
+         "ml.sum: got an unexpected keyword argument 'keep_dims'",
+         hint="write keepdims= for keep_dims=: ml.sum(x, axis=None, keepdims=False)")
+  expect(max_with_indices, spec, mg.KernelTypeError, "ml.max(v",
+         "ml.max: got an unexpected keyword argument 'return_indices'",
+         hint="the indices are ml.argmax(x, axis), the values ml.max(x, axis=None, keepdims=False)")
+  x = np.random.default_rng(1).random((64, 128)).astype(np.float32) + 0.5
+  np.testing.assert_allclose(np.asarray(keepdims_followed(x, interpret=True)), x / x.sum(1, keepdims=True),
+                             rtol=1e-6)
+  assert "mosaic_gpu" in _export(keepdims_followed, *spec)

@@ -95,11 +95,29 @@ class Builtin:
       refused = getattr(self.rule, "refused", ())     # taken only to be refused with a message of its own
       shown = self.__signature__.replace(
           parameters=[p for p in self.__signature__.parameters.values() if p.name not in refused])
-      raise E.KernelTypeError(f"ml.{self.__name__}: {e}", cx.loc, hint=f"ml.{self.__name__}{shown}") from None
+      meant = near_keyword(shown, kwargs)
+      pair = self.__name__ in ("max", "min") and "return_indices" in kwargs    # Triton's tl.max(..., return_indices=True)
+      raise E.KernelTypeError(f"ml.{self.__name__}: {e}", cx.loc,
+                              hint=(f"write {meant[1]}= for {meant[0]}=: " if meant else "")
+                              + (f"the indices are ml.arg{self.__name__}(x, axis), the values " if pair else "")
+                              + f"ml.{self.__name__}{shown}") from None
 
   def apply(self, cx, args, kwargs):
     bound = self.bind(cx, args, kwargs)
     return self.rule(cx, *bound.args, **bound.kwargs)
+
+
+def near_keyword(sig, kwargs):
+  """(the keyword given, the parameter it misspells) for a keyword `sig` does not take but nearly
+  spells (Triton's and torch's keep_dims / keepdim for keepdims), else None."""
+  import difflib
+  params = [p.name for p in sig.parameters.values() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+  for k in kwargs:
+    if k not in params:
+      close = difflib.get_close_matches(k, params, n=1, cutoff=0.8)
+      if close:
+        return k, close[0]
+  return None
 
 
 def bind_message(sig, kwargs, e) -> str:
