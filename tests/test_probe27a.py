@@ -192,3 +192,32 @@ def test_tritons_math_namespaces_and_keyword_spellings_are_hinted():
   np.testing.assert_allclose(np.asarray(keepdims_followed(x, interpret=True)), x / x.sum(1, keepdims=True),
                              rtol=1e-6)
   assert "mosaic_gpu" in _export(keepdims_followed, *spec)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, l: S((8,), x.dtype), grid=(8,))
+def runtime_stop(x, l, out):
+  p = ml.program_id(0)
+  out[p] = ml.sum(x.at[p, p * 40:l[p]][...])
+
+
+# The hint, pasted: a stop past the row's end clamps, as Python's slice does.
+@mg.mgpu_kernel(out_shape=lambda x, l: S((8,), x.dtype), grid=(8,))
+def runtime_stop_followed(x, l, out):
+  p = ml.program_id(0)
+  out[p] = ml.sum(x.at[p, ml.ds(p * 40, 256)].load(mask=ml.arange(256) < (ml.minimum(l[p], 256) - p * 40), other=0))
+
+
+def test_a_runtime_stop_hint_clamps_the_mask_at_the_arrays_end():
+  """The mask was ml.arange(256) < (l[p] - p * 40): with l[p] past the row's end it turned on
+  elements outside the array (an OutOfBoundsError), where Python's slice clamps."""
+  specs = (S((8, 256), F32), S((8,), jnp.int32))
+  e = expect(runtime_stop, specs, mg.KernelTypeError, "x.at[p, p * 40",
+             "slice p * 40:l[p] of dimension 1 of x has a run-time stop: a window's size is fixed when the kernel"
+             " is compiled")
+  assert "x.at[p, ml.ds(p * 40, 256)].load(mask=ml.arange(256) < (ml.minimum(l[p], 256) - p * 40), other=0)" \
+      in e.hint, e.hint
+  x = np.random.default_rng(2).standard_normal((8, 256)).astype(np.float32)
+  l = np.array([0, 300, 100, 256, 200, 255, 250, 1000], np.int32)
+  want = [x[p, p * 40:l[p]].sum() for p in range(8)]
+  np.testing.assert_allclose(np.asarray(runtime_stop_followed(x, l, interpret=True)), want, rtol=1e-5, atol=1e-5)
+  assert "mosaic_gpu" in _export(runtime_stop_followed, *specs)

@@ -88,7 +88,8 @@ def runtime_slice_error(cx, index, d, shape, name) -> E.KernelError:
                      f" ml.ds(start, size), {at(f'ml.ds({start}, {fixed})')}; where it runs past the end, mask it:"
                      f" to read, v = {at(f'ml.ds({start}, {fixed})')}.load(mask={inside}, other=0); to write,"
                      f" {at(f'ml.ds({start}, {fixed})')}.store(v, mask={inside})")
-  length = stop if start == "0" else f"{stop} - {start}"
+  # a stop past the array's end clamps, as Python's slice does (the window ml.ds(start, n) reaches past it)
+  length = stop if start == "0" else f"ml.minimum({stop}, {n}) - {start}"
   mask = f"ml.arange({n}){axes} < {length if ' ' not in length else f'({length})'}"
   return E.KernelTypeError(
       f"slice {_index_text(i, cx)} of dimension {d} of {name} has a run-time stop: a window's size is fixed when"
