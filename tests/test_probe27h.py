@@ -161,15 +161,23 @@ def narrow_seed_converted(s, out):             # narrow_seed's hint followed
   out[...] = ml.randint(s[0].astype(jnp.int32), ml.arange(128))
 
 
-def test_seed_of_a_narrow_integer_dtype_hint_converts_it():
-  e = expect(narrow_seed, [S((4,), jnp.int16)], mg.KernelTypeError, "ml.randint",
-             "a random seed must be a Python int or an int32/uint32/int64 scalar, got a scalar (int16)")
-  assert e.hint == "convert it: s[0].astype(jnp.int32), or pass a Python int"
-  got = narrow_seed_converted(jnp.asarray([-3, 0, 0, 0], jnp.int16), interpret=True)
+@mg.mgpu_kernel(out_shape=lambda s: jax.ShapeDtypeStruct((128,), jnp.uint32))
+def float_seed(s, out):
+  out[...] = ml.randint(s[0], ml.arange(128))
+
+
+def test_seed_of_a_narrow_integer_dtype_is_widened_and_a_float_seed_hints_the_conversion():
+  # an int16 seed is widened by its sign, as Triton's (probe 27a); it equals the int32 seed
+  s = jnp.asarray([-3, 0, 0, 0], jnp.int16)
+  got = narrow_seed(s, interpret=True)
   from mgpu_dsl.frontend.ops.random import philox_reference
   want = [philox_reference((-3) & 0xFFFFFFFF, 0xFFFFFFFF, o)[0] for o in range(128)]
   np.testing.assert_array_equal(np.asarray(got), np.asarray(want, np.uint32))
-  _export(narrow_seed_converted, S((4,), jnp.int16))
+  np.testing.assert_array_equal(np.asarray(narrow_seed_converted(s, interpret=True)), np.asarray(got))
+  _export(narrow_seed, S((4,), jnp.int16))
+  e = expect(float_seed, [S((4,), F32)], mg.KernelTypeError, "ml.randint",
+             "a random seed must be a Python int or an integer scalar, got a scalar (float32)")
+  assert e.hint == "convert it: s[0].astype(jnp.int32), or pass a Python int"
 
 
 # ---------------------------------------------------------------- helpers
