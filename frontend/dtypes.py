@@ -89,6 +89,13 @@ class DType(enum.Enum):
     """(lowest, highest) value of an integer dtype."""
     return (-2 ** (self.bits - 1), 2 ** (self.bits - 1) - 1) if self.is_signed else (0, 2 ** self.bits - 1)
 
+  def wrap(self, value: int) -> int:
+    """A Python int as this integer dtype holds it: wrapped, as jnp converts a weak int (65536 is
+    0 in int16, 70000 is 4464)."""
+    m = 1 << self.bits
+    v = value % m
+    return v - m if self.is_signed and v >= m // 2 else v
+
   @property
   def is_signed(self) -> bool | None:
     """True/False for integers, False for bool (i1), None for floats: Mosaic's convention.

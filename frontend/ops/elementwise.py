@@ -463,7 +463,13 @@ def binary(cx, kind: BinOp, a, b, what=None, via=()):
     raise E.UnsupportedDtypeError(f"{what} on boolean values", cx.loc,
                                   hint="for logic use & | ^; to count or compute, convert first:"
                                        f" {method_on(cx.named(x, 'm'))}.astype(jnp.int32) (or jnp.float32)")
-  if kind in (BinOp.FLOORDIV, BinOp.MOD) and isinstance(d, DType) and d.is_int and isinstance(b, int) and b == 0:
+  if kind in (BinOp.FLOORDIV, BinOp.MOD) and isinstance(d, DType) and d.is_int and isinstance(b, int) and d.wrap(b) == 0:
+    if b != 0:     # a Python int wraps to the operand's type (65536 is 0 in int16): the divisor is 0
+      wide = "int32" if -2 ** 31 <= b < 2 ** 31 else "uint32"
+      raise E.KernelTypeError(f"{what} by {b} on {d}: {b} wraps to 0 in {d} (as jnp converts it), and integer"
+                              f" division by zero is undefined on the GPU", cx.loc,
+                              hint=f"compute in a type that holds {b}: {method_on(cx.named(a0))}.astype(jnp.{wide})"
+                                   f" {what} {b}")
     raise E.KernelTypeError(f"{what} by 0 on {d}: integer division by zero is undefined on the GPU", cx.loc,
                             hint=f"divide by a non-zero constant; {divisor_guard(method_on(cx.named(a0)), what, 'd')}")
   if kind in (BinOp.SHL, BinOp.SHR) and isinstance(d, DType) and isinstance(b, int) and not 0 <= b < d.bits:

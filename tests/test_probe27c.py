@@ -1,0 +1,72 @@
+"""Probe 27c (the dtype x op matrix): interpret mode and the CUDA export checked against jnp for
+every elementwise op, cast, reduction and scan across the dtypes. Findings: a Python int divisor
+that wraps to 0 in the operand's type (`x_i16 // 65536`) passed the static check, which looked at
+the unwrapped value, so the export built a division by zero that interpret mode rejected."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from locate import expect
+
+S = jax.ShapeDtypeStruct
+
+
+def _export(fn, *specs):
+  return jax.export.export(jax.jit(fn), platforms=["cuda"])(*specs).mlir_module()
+
+
+# ---------------------------------------------------------------- divisors that wrap to 0
+@mg.mgpu_kernel(out_shape=lambda x, *, c: x)
+def floordiv_const(x, o, *, c: ml.constexpr):
+  o[...] = x[...] // c
+
+
+@mg.mgpu_kernel(out_shape=lambda x, *, c: x)
+def mod_const(x, o, *, c: ml.constexpr):
+  o[...] = x[...] % c
+
+
+@mg.mgpu_kernel(out_shape=lambda x, *, c: x)
+def floordiv_scalar_const(x, o, *, c: ml.constexpr):
+  for i in range(x.shape[0]):
+    o[i] = x[i] // c
+
+
+@mg.mgpu_kernel(out_shape=lambda x, *, c: x)
+def floordiv_const_widened(x, o, *, c: ml.constexpr):      # the hint followed
+  o[...] = (x[...].astype(jnp.int32) // c).astype(o.dtype)
+
+
+@pytest.mark.parametrize("dtype,c", [(jnp.int16, 65536), (jnp.uint16, 65536), (jnp.int16, -2 ** 31),
+                                     (jnp.uint16, -2 ** 31)])
+def test_divisor_wrapping_to_zero_is_rejected(dtype, c):
+  spec = S((256,), dtype)
+  dname = np.dtype(dtype).name
+  expect(floordiv_const, (spec,), mg.KernelTypeError, "x[...] // c",
+         f"// by {c} on {dname}: {c} wraps to 0 in {dname} (as jnp converts it), and integer division by zero"
+         f" is undefined on the GPU", hint=f"compute in a type that holds {c}: x[...].astype(jnp.int32) // {c}", c=c)
+  expect(mod_const, (spec,), mg.KernelTypeError, "x[...] % c",
+         f"% by {c} on {dname}: {c} wraps to 0 in {dname} (as jnp converts it), and integer division by zero"
+         f" is undefined on the GPU", c=c)
+  expect(floordiv_scalar_const, (S((8,), dtype),), mg.KernelTypeError, "x[i] // c",
+         f"// by {c} on {dname}: {c} wraps to 0 in {dname} (as jnp converts it), and integer division by zero"
+         f" is undefined on the GPU", c=c)
+
+
+@pytest.mark.parametrize("dtype", [jnp.int16, jnp.uint16])
+def test_divisor_wrapping_hint_followed(dtype):
+  x = jnp.asarray(np.arange(-128, 128) * 201, jnp.int32).astype(dtype)
+  got = floordiv_const_widened(x, c=65536, interpret=True)
+  np.testing.assert_array_equal(np.asarray(got), (np.asarray(x).astype(np.int64) // 65536).astype(np.dtype(dtype)))
+  assert "custom_call" in _export(lambda v: floordiv_const_widened(v, c=65536), S((256,), dtype))
+
+
+def test_divisor_that_does_not_wrap_to_zero_still_computes():
+  # 70000 is 4464 in int16 (as jnp converts it): a valid divisor, computed as jnp computes it
+  x = jnp.asarray(np.arange(-128, 128) * 201, jnp.int16)
+  got = floordiv_const(x, c=70000, interpret=True)
+  np.testing.assert_array_equal(np.asarray(got), np.asarray(x // 70000))
+  assert "custom_call" in _export(lambda v: floordiv_const(v, c=70000), S((256,), jnp.int16))
