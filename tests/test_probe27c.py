@@ -70,3 +70,46 @@ def test_divisor_that_does_not_wrap_to_zero_still_computes():
   got = floordiv_const(x, c=70000, interpret=True)
   np.testing.assert_array_equal(np.asarray(got), np.asarray(x // 70000))
   assert "custom_call" in _export(lambda v: floordiv_const(v, c=70000), S((256,), jnp.int16))
+
+
+# ---------------------------------------------------------------- ** on integers and float8: the user's names
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, jnp.float32))
+def int_sqrt_power(x, o):
+  v = x[...]
+  o[...] = (v ** 0.5).astype(jnp.float32)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, jnp.float32))
+def int_sqrt_power_converted(x, o):       # the hint followed
+  v = x[...]
+  o[...] = v.astype(jnp.float32) ** 0.5
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, jnp.float32))
+def f8_square(x, o):
+  v = x[...]
+  o[...] = (v ** 2).astype(jnp.float32)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, jnp.float32))
+def f8_exp_base(x, o):
+  v = x[...]
+  o[...] = (2.0 ** v).astype(jnp.float32)
+
+
+def test_int_to_the_half_names_the_operand_and_its_hint_works():
+  expect(int_sqrt_power, (S((128,), jnp.int16),), mg.UnsupportedDtypeError, "v ** 0.5",
+         "v ** 0.5: a float exponent needs a floating-point base, got int16",
+         hint="convert first: v.astype(jnp.float32) ** 0.5")
+  x = jnp.arange(128, dtype=jnp.int16)
+  got = int_sqrt_power_converted(x, interpret=True)
+  np.testing.assert_array_equal(np.asarray(got), np.sqrt(np.arange(128, dtype=np.float32)))
+  assert "custom_call" in _export(int_sqrt_power_converted, S((128,), jnp.int16))
+
+
+@pytest.mark.parametrize("kernel,at", [(f8_square, "v ** 2"), (f8_exp_base, "2.0 ** v")])
+def test_float8_power_hint_names_the_operand(kernel, at):
+  expect(kernel, (S((128,), jnp.float8_e4m3fn),), mg.UnsupportedDtypeError, at,
+         "** is not supported on float8_e4m3fn: Hopper has no register arithmetic on 8-bit types",
+         hint="upcast first: v.astype(jnp.float16), compute, then cast back")
+

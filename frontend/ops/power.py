@@ -121,13 +121,13 @@ def power(cx, a, b, a_text="x", b_text="y"):
             f"{pa} ** {b!r}: integers cannot be raised to negative powers (as in jnp)", cx.loc,
             hint=f"compute in floating point: {pa}.astype(jnp.float32) ** {b!r}")
       return _int_power(cx, a, n)
-    if b == 0.5:
-      check_dtype_support(cx, a.type.dtype, "**", floats_only=True, x=a)
-      return unary(cx, UnOp.SQRT, a)
-    if isinstance(d, DType) and not d.is_float:
+    if isinstance(d, DType) and not d.is_float:        # (0.5 too: ml.sqrt takes floats)
       raise E.UnsupportedDtypeError(
           f"{pa} ** {b!r}: a float exponent needs a floating-point base, got {d}", cx.loc,
           hint=f"convert first: {pa}.astype(jnp.float32) ** {b!r}")
+    if b == 0.5:
+      check_dtype_support(cx, a.type.dtype, "**", floats_only=True, x=a)
+      return unary(cx, UnOp.SQRT, a)
     raise E.UnsupportedSyntaxError(
         f"{pa} ** {b!r}: a float exponent on a register value is supported for 0.5 (ml.sqrt) and"
         f" whole numbers (products) only", cx.loc,
