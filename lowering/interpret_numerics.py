@@ -91,6 +91,9 @@ def cast(x: np.ndarray, src: DType, dst: DType) -> np.ndarray:
   if dst in FLOAT8:
     m = float8_max(dst)
     return np.clip(np.asarray(x).astype(np.float64), -m, m).astype(nd)      # clip keeps NaN
+  if dst.is_float and src.is_int and src.bits > 32:
+    with np.errstate(over="ignore"):         # (int64: float64 would round before the target does)
+      return _round_int64(x, _SIGNIFICANT_BITS.get(dst, 24)).astype(nd)
   if dst.is_float and src.is_int and dst in _SIGNIFICANT_BITS:
     with np.errstate(over="ignore"):         # past the range: inf, as the GPU
       return _round_significand(x.astype(np.float64), _SIGNIFICANT_BITS[dst]).astype(nd)
@@ -106,6 +109,23 @@ def _round_significand(x: np.ndarray, bits: int) -> np.ndarray:
   """float64 `x` rounded to `bits` significant bits, half to even (exact values then cast exactly)."""
   m, e = np.frexp(x)                       # x = m * 2**e, 0.5 <= |m| < 1
   return np.ldexp(np.rint(np.ldexp(m, bits)), e - bits)
+
+
+def _round_int64(x: np.ndarray, bits: int) -> np.ndarray:
+  """int64 `x` rounded once to `bits` significant bits, half to even, as float64 (then exact in
+  the target: cvt.rn.f32.s64 rounds once; x.astype(float64) would first round to 53 bits, and
+  2**60 + 2**36 + 1 would become float32's 2**60, not 2**60 + 2**37)."""
+  u = np.asarray(x, np.int64).view(np.uint64)
+  neg = np.asarray(x) < 0
+  m = np.where(neg, ~u + np.uint64(1), u)             # |x| (2**63 for int64's lowest)
+  n = sum(((m >> np.uint64(k)) != 0).astype(np.int64) for k in range(64))      # bit lengths
+  s = np.maximum(n - bits, 0).astype(np.uint64)
+  q = m >> s
+  r = m - (q << s)
+  half = np.where(s > 0, np.uint64(1) << (s - np.uint64(1)), np.uint64(0))
+  up = (s > 0) & ((r > half) | ((r == half) & (q & np.uint64(1) == 1)))
+  v = np.ldexp((q + up.astype(np.uint64)).astype(np.float64), s.astype(np.int64))
+  return np.where(neg, -v, v)
 
 
 def bitcast(x: np.ndarray, dst: DType) -> np.ndarray:

@@ -113,3 +113,43 @@ def test_float8_power_hint_names_the_operand(kernel, at):
          "** is not supported on float8_e4m3fn: Hopper has no register arithmetic on 8-bit types",
          hint="upcast first: v.astype(jnp.float16), compute, then cast back")
 
+
+# ---------------------------------------------------------------- int64 -> float rounds once
+@mg.mgpu_kernel(out_shape=lambda x, *, dtype: S(x.shape, dtype))
+def int64_to_float(x, o, *, dtype: ml.constexpr):
+  o[...] = x[...].astype(dtype)
+
+
+def _rounded_once(v: int, bits: int) -> float:
+  """The int `v` rounded to `bits` significant bits, half to even, with Python's exact ints."""
+  m, n = abs(v), abs(v).bit_length()
+  s = max(n - bits, 0)
+  q, r = divmod(m, 1 << s)
+  if s and (r > 1 << (s - 1) or r == 1 << (s - 1) and q & 1):
+    q += 1
+  return float(q << s) * (-1 if v < 0 else 1)
+
+
+@pytest.mark.parametrize("dtype,bits", [(jnp.float32, 24), (jnp.bfloat16, 8), (jnp.float16, 11)])
+def test_int64_to_float_rounds_once(dtype, bits):
+  # float64 first (numpy's astype) rounds 2**60 + 2**36 + 1 to 2**60 + 2**36, a tie float32 then
+  # rounds to 2**60; cvt.rn.f32.s64 (and jnp) round once, to 2**60 + 2**37
+  prev = jax.config.jax_enable_x64
+  jax.config.update("jax_enable_x64", True)
+  try:
+    rng = np.random.default_rng(0)
+    v = rng.integers(-2 ** 63, 2 ** 63 - 1, 256, dtype=np.int64) >> rng.integers(0, 63, 256)
+    v[:8] = [2 ** 60 + 2 ** 36 + 1, -(2 ** 60 + 2 ** 36 + 1), 2 ** 54 + 2 ** 30 + 1, 2 ** 63 - 1, -2 ** 63,
+             16842753, 65520, 0]
+    v[8] = 2 ** 60 + 2 ** 52 + 1                    # bfloat16's tie after float64's rounding
+    got = np.asarray(int64_to_float(jnp.asarray(v), dtype=dtype, interpret=True))
+    with np.errstate(over="ignore"):
+      want = np.array([_rounded_once(int(a), bits) for a in v]).astype(np.dtype(dtype))
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got.view(np.uint16 if got.itemsize == 2 else np.uint32),
+                                  want.view(np.uint16 if got.itemsize == 2 else np.uint32))
+    if dtype == jnp.float32:
+      assert got[0] == np.float32(2 ** 60 + 2 ** 37) and got[0] == np.asarray(jnp.asarray(v).astype(dtype))[0]
+    assert "custom_call" in _export(lambda x: int64_to_float(x, dtype=dtype), S((256,), jnp.int64))
+  finally:
+    jax.config.update("jax_enable_x64", prev)
