@@ -439,6 +439,7 @@ def trace_while(tracer, node: ast.While):
   if _unrolled_while(tracer, node):
     return
   assigned = assigned_names(node.body)
+  _check_while_ends(tracer, node, assigned)
   forced: set = set()
   widened: dict = {}
   while True:
@@ -455,6 +456,24 @@ def trace_while(tracer, node: ast.While):
     attempt.undo(tracer)
     forced |= grow
   _finish_while(tracer, node, loc, assigned, carries, res)
+
+
+def _check_while_ends(tracer, node, assigned) -> None:
+  """A run-time while whose condition reads names the body never rebinds, and no memory (no
+  subscript, no call), is the same on every trip: `k = i; while k < 4:` without `k += 1` never ends
+  once entered, a hang on the GPU (and in interpret mode)."""
+  test = node.test
+  if any(isinstance(n, (ast.Subscript, ast.Call)) for n in ast.walk(test)):
+    return
+  names = list(dict.fromkeys(n.id for n in ast.walk(test) if isinstance(n, ast.Name)))
+  if not names or set(names) & set(assigned):
+    return
+  listed = " or ".join(names)
+  raise E.KernelTypeError(
+      f"this while condition never changes: the loop's body assigns none of {', '.join(names)}, so a program"
+      f" that enters the loop never leaves it (the GPU would hang)", tracer.loc(test),
+      hint=f"change {listed} in the loop's body (a counter: {names[0]} += 1), or loop a fixed number of"
+           f" times: for j in range(n)")
 
 
 STATIC_WHILE_TRIPS = 256     # trips of a while on Python values run while tracing, at most

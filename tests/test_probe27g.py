@@ -1,0 +1,67 @@
+"""Probe 27g (the mistakes corpus: wrong kernels real users write): a run-time while whose
+condition nothing in its body changes (a hang), positional parameters with defaults and methods'
+`self` taken for refs, hints that named the wrong ref or the wrong window size."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from locate import expect
+
+S = jax.ShapeDtypeStruct
+F32 = jnp.float32
+X = S((1024, 64), F32)
+
+
+def _export(fn, *specs):
+  return jax.export.export(jax.jit(fn), platforms=["cuda"])(*specs).mlir_module()
+
+
+def _x():
+  return np.random.RandomState(0).randn(1024, 64).astype(np.float32)
+
+
+# ---------------------------------------------------------------- a while that never ends
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 128,))
+def while_forgot_step(x, out):
+  i = ml.program_id(0)
+  k = i
+  while k < 4:
+    out.at[ml.ds(i * 128, 128)][...] = x.at[ml.ds(i * 128, 128)][...]
+  out.at[ml.ds(i * 128, 128)][...] = x.at[ml.ds(i * 128, 128)][...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 128,))
+def while_with_step(x, out):             # while_forgot_step's hint followed
+  i = ml.program_id(0)
+  k = i
+  while k < 4:
+    out.at[ml.ds(i * 128, 128)][...] = x.at[ml.ds(i * 128, 128)][...]
+    k += 1
+  out.at[ml.ds(i * 128, 128)][...] = x.at[ml.ds(i * 128, 128)][...] * 2
+
+
+def test_while_whose_condition_never_changes_is_rejected_not_a_hang():
+  e = expect(while_forgot_step, [X], mg.KernelTypeError, "k < 4",
+             "this while condition never changes: the loop's body assigns none of k, so a program that"
+             " enters the loop never leaves it (the GPU would hang)")
+  assert "k += 1" in e.hint
+  x = _x()
+  np.testing.assert_array_equal(np.asarray(while_with_step(x, interpret=True)), 2 * x)
+  assert "mosaic_gpu" in _export(while_with_step, X)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 128,))
+def while_reads_memory(x, out):          # a condition that reads memory may change: not this error
+  i = ml.program_id(0)
+  out.at[ml.ds(i * 128, 128)][...] = x.at[ml.ds(i * 128, 128)][...]
+  n = 0
+  while (x[i * 128, 0] > 100.0) & (n < 3):
+    n += 1
+
+
+def test_while_whose_condition_changes_is_accepted():
+  x = _x()
+  np.testing.assert_array_equal(np.asarray(while_reads_memory(x, interpret=True)), x)
