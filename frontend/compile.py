@@ -96,6 +96,13 @@ def parse(fn) -> ParsedKernel:
       raise E.SignatureError("a kernel parameter cannot be named interpret: kernel(..., interpret=True) is the"
                              " call's switch to interpret mode", src.loc(p), hint="rename the parameter")
     is_const = p in a.kwonlyargs or (p.annotation is not None and _annotation(p.annotation, scope) is L.constexpr)
+    if not is_const and p.annotation is None and p.arg in pos_defaults:    # def k(x, out, scale=2.0)
+      text = ast.unparse(pos_defaults[p.arg])
+      raise E.SignatureError(
+          f"{p.arg} has a default ({text}), but a positional parameter without ml.constexpr is a ref (an input or"
+          f" output array), so {p.arg} would be taken for an array", src.loc(p),
+          hint=f"make it a compile-time constant: annotate it, {p.arg}: ml.constexpr = {text}, or make it"
+               f" keyword-only, after a bare *: def {tree.name}(..., *, {p.arg}={text})")
     (consts if is_const else refs).append(p.arg)
     if not is_const and p.annotation is not None and _annotation(p.annotation, scope) is L.scalar:
       scalars.append(p.arg)

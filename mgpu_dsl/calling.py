@@ -145,11 +145,8 @@ def check_inputs(pk, args, bounds: tuple[int, int], name: str, loc, *, count: bo
   """Raise SignatureError unless `args` are arrays of supported dtypes, between `bounds`
   (from `input_bounds`) in number (`count=False`: the number is checked later)."""
   refs = pk.ref_params
-  if refs and refs[0] in ("self", "cls") and (not args or not is_array_like(args[0]) or len(args) < bounds[0]):
-    raise E.SignatureError(
-        f"{name}'s first parameter is {refs[0]}, but a kernel is not a method: it binds no {refs[0]} (every"
-        f" parameter is an array)", loc,
-        hint=f"drop {refs[0]} and put @staticmethod above @mg.mgpu_kernel, or define the kernel at module level")
+  if not args or not is_array_like(args[0]) or len(args) < bounds[0]:
+    _not_a_method(refs, name, loc)
   for i, a in enumerate(args):
     what = f"input {i}" + (f" ({refs[i]})" if i < len(refs) else "")
     if not is_array_like(a):
@@ -188,6 +185,15 @@ def check_inputs(pk, args, bounds: tuple[int, int], name: str, loc, *, count: bo
     check_count(pk, len(args), bounds, name, loc, args=args, constexprs=constexprs)
 
 
+def _not_a_method(refs, name: str, loc) -> None:
+  """SignatureError when the kernel's first parameter is `self` (or `cls`): a kernel binds no instance."""
+  if refs and refs[0] in ("self", "cls"):
+    raise E.SignatureError(
+        f"{name}'s first parameter is {refs[0]}, but a kernel is not a method: it binds no {refs[0]} (every"
+        f" parameter is an array)", loc,
+        hint=f"drop {refs[0]} and put @staticmethod above @mg.mgpu_kernel, or define the kernel at module level")
+
+
 def check_count(pk, n_in: int, bounds: tuple[int, int], name: str, loc, *, outputs_known=False,
                 args=(), constexprs=()) -> None:
   """Raise SignatureError unless lo <= n_in <= hi (`args`: the call's positional arguments, where
@@ -195,6 +201,7 @@ def check_count(pk, n_in: int, bounds: tuple[int, int], name: str, loc, *, outpu
   lo, hi = bounds
   if lo <= n_in <= hi:
     return
+  _not_a_method(pk.ref_params, name, loc)      # M().forward(x): self is no array, and the count is off
   extra = list(args[hi:]) if lo == hi and args and len(args) == n_in > hi else []
   if extra and pk.constexpr_params and not any(is_array_like(a) for a in extra):
     given = ", ".join(describe(a) for a in extra)

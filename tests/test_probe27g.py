@@ -65,3 +65,51 @@ def while_reads_memory(x, out):          # a condition that reads memory may cha
 def test_while_whose_condition_changes_is_accepted():
   x = _x()
   np.testing.assert_array_equal(np.asarray(while_reads_memory(x, interpret=True)), x)
+
+
+# ---------------------------------------------------------------- parameters taken for refs
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 128,))
+def default_positional(x, out, scale=2.0):
+  i = ml.program_id(0)
+  out.at[ml.ds(i * 128, 128)][...] = x.at[ml.ds(i * 128, 128)][...] * scale
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 128,))
+def default_annotated(x, out, scale: ml.constexpr = 2.0):        # the hint's first way
+  i = ml.program_id(0)
+  out.at[ml.ds(i * 128, 128)][...] = x.at[ml.ds(i * 128, 128)][...] * scale
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 128,))
+def default_keyword_only(x, out, *, scale=2.0):                  # the hint's second way
+  i = ml.program_id(0)
+  out.at[ml.ds(i * 128, 128)][...] = x.at[ml.ds(i * 128, 128)][...] * scale
+
+
+def test_a_positional_parameter_with_a_default_is_not_taken_for_an_output():
+  e = expect(default_positional, [X], mg.SignatureError, "scale=2.0",
+             "scale has a default (2.0), but a positional parameter without ml.constexpr is a ref (an input or"
+             " output array), so scale would be taken for an array")
+  assert "scale: ml.constexpr = 2.0" in e.hint and "*, scale=2.0" in e.hint
+  x = _x()
+  for k in (default_annotated, default_keyword_only):
+    np.testing.assert_array_equal(np.asarray(k(x, interpret=True)), 2 * x)
+    np.testing.assert_array_equal(np.asarray(k(x, scale=3.0, interpret=True)), 3 * x)
+    assert "mosaic_gpu" in _export(k, X)
+
+
+class _Model:
+  @mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 128,))
+  def forward(self, x, out):
+    i = ml.program_id(0)
+    out.at[ml.ds(i * 128, 128)][...] = x.at[ml.ds(i * 128, 128)][...]
+
+
+def test_a_method_kernel_whose_out_shape_takes_no_self_says_kernels_bind_no_self():
+  x = _x()
+  for call in (lambda: _Model().forward(x, interpret=True), lambda: _Model.forward.check(X)):
+    with pytest.raises(mg.SignatureError) as info:
+      call()
+    assert info.value.message == ("forward's first parameter is self, but a kernel is not a method: it binds"
+                                  " no self (every parameter is an array)")
+    assert "@staticmethod" in info.value.hint
