@@ -113,3 +113,45 @@ def test_a_method_kernel_whose_out_shape_takes_no_self_says_kernels_bind_no_self
     assert info.value.message == ("forward's first parameter is self, but a kernel is not a method: it binds"
                                   " no self (every parameter is an array)")
     assert "@staticmethod" in info.value.hint
+
+
+# ---------------------------------------------------------------- an atomic given a value
+@mg.mgpu_kernel(out_shape=lambda x: S((), F32), grid=(8,))
+def atomic_into_value(x, out):
+  i = ml.program_id(0)
+  ml.atomic_add(out[...], ml.sum(x.at[ml.ds(i * 128, 128)][...]))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((4, 64), F32), grid=(8,))
+def atomic_into_row_value(x, out):
+  i = ml.program_id(0)
+  ml.atomic_add(out[i % 4], ml.sum(x.at[ml.ds(i * 128, 128)][...], axis=0))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((), F32), grid=(8,))
+def atomic_into_ref(x, out):               # atomic_into_value's hint followed
+  i = ml.program_id(0)
+  ml.atomic_add(out, ml.sum(x.at[ml.ds(i * 128, 128)][...]))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((4, 64), F32), grid=(8,))
+def atomic_into_row(x, out):               # atomic_into_row_value's hint followed
+  i = ml.program_id(0)
+  ml.atomic_add(out.at[i % 4], ml.sum(x.at[ml.ds(i * 128, 128)][...], axis=0))
+
+
+def test_an_atomic_given_the_value_read_from_a_ref_names_that_ref():
+  e = expect(atomic_into_value, [X], mg.KernelTypeError, "ml.atomic_add(",
+             "ml.atomic_add needs a ref (an output, an ml.smem buffer or a view of one), got a scalar")
+  assert e.hint == ("pass the ref's window itself, not the value read from it:"
+                    " ml.atomic_add(out, ml.sum(x.at[ml.ds(i * 128, 128)][...]))")
+  e = expect(atomic_into_row_value, [X], mg.KernelTypeError, "ml.atomic_add(",
+             "ml.atomic_add needs a ref (an output, an ml.smem buffer or a view of one), got a register tensor")
+  assert e.hint == ("pass the ref's window itself, not the value read from it:"
+                    " ml.atomic_add(out.at[i % 4], ml.sum(x.at[ml.ds(i * 128, 128)][...], axis=0))")
+  x = _x()
+  np.testing.assert_allclose(np.asarray(atomic_into_ref(x, interpret=True)), x.sum(), rtol=1e-5)
+  rows = x.reshape(8, 128, 64).sum(1).reshape(2, 4, 64).sum(0)
+  np.testing.assert_allclose(np.asarray(atomic_into_row(x, interpret=True)), rows, rtol=1e-5, atol=1e-4)
+  for k in (atomic_into_ref, atomic_into_row):
+    assert "mosaic_gpu" in _export(k, X)

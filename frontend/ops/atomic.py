@@ -73,6 +73,22 @@ def check_dtype(cx, kind: AtomicKind, d, table, what, where):
             and d == DType.f32 else ""))
 
 
+def _ref_hint(cx, what: str, ref, value) -> str:
+  """The hint for an atomic given a value: where the user read it from a ref (`out[...]`, `out[i]`),
+  that ref's window, which the atomic takes instead of the value read from it."""
+  text, depth = cx.named(ref, ""), 0
+  for j in range(len(text) - 1, -1, -1) if text.endswith("]") else ():
+    depth += {"]": 1, "[": -1}.get(text[j], 0)
+    if depth == 0:
+      base, idx = text[:j], text[j + 1:-1]
+      if base and not base.endswith(".at"):
+        target = base if idx.strip() == "..." else f"{base}.at[{idx}]"
+        return (f"pass the ref's window itself, not the value read from it:"
+                f" {what}({target}, {cx.named(value, 'value')})")
+      break
+  return f"{what}(out.at[ml.ds(i * 128, 128)], x)"
+
+
 def _atomic(cx, kind: AtomicKind, ref, value):
   from .memory import check_in_bounds
   from .shape import broadcast_shape, broadcast_to_shape
@@ -83,7 +99,7 @@ def _atomic(cx, kind: AtomicKind, ref, value):
     return scatter(cx, kind, ref, value)
   if not is_ref(ref):
     raise E.KernelTypeError(f"{what} needs a ref (an output, an ml.smem buffer or a view of one), got"
-                            f" {kind_of(ref)}", cx.loc, hint=f"{what}(out.at[ml.ds(i * 128, 128)], x)")
+                            f" {kind_of(ref)}", cx.loc, hint=_ref_hint(cx, what, ref, value))
   t = ref.type
   if t.remote:
     raise E.ClusterRefError(f"{what} on another CTA's SMEM is not supported", cx.loc,
