@@ -183,10 +183,14 @@ def check_input_writes(kernel, defs) -> list:
                f" {same[0]}}})" if same else
                f"add an output of its shape and dtype (out_shape gives {n_out + 1} outputs, the last like"
                f" {root.name}) and alias it: input_output_aliases={{{k}: {n_out}}}")
+      hint = f"write the result into an output; to update {root.name} in place, {alias}"
+      if isinstance(o, Copy) and o.reduce is None and o.src.type.space == Space.SMEM:   # ml.copy(buf, x): swapped?
+        src, dst = o.src.name or "buf", o.dst.name or root.name
+        hint = (f"ml.copy(src, dst) copies its first argument into its second: to fill {src} from {root.name},"
+                f" swap them, ml.copy({dst}, {src}); else {hint}")
       out.append(E.InputWriteError(
           f"cannot write into {root.name}: it is an input of the kernel, and inputs are read-only"
-          f" (JAX arrays are immutable)", o.loc,
-          hint=f"write the result into an output; to update {root.name} in place, {alias}"))
+          f" (JAX arrays are immutable)", o.loc, hint=hint))
   return out
 
 

@@ -155,3 +155,31 @@ def test_an_atomic_given_the_value_read_from_a_ref_names_that_ref():
   np.testing.assert_allclose(np.asarray(atomic_into_row(x, interpret=True)), rows, rtol=1e-5, atol=1e-4)
   for k in (atomic_into_ref, atomic_into_row):
     assert "mosaic_gpu" in _export(k, X)
+
+
+# ---------------------------------------------------------------- ml.copy's operands swapped
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 128,))
+def copy_swapped(x, out):
+  i = ml.program_id(0)
+  buf = ml.smem((128, 64))
+  ml.copy(buf, x.at[ml.ds(i * 128, 128)])
+  ml.copy(buf, out.at[ml.ds(i * 128, 128)])
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 128,))
+def copy_in_order(x, out):                 # copy_swapped's hint followed
+  i = ml.program_id(0)
+  buf = ml.smem((128, 64))
+  ml.copy(x.at[ml.ds(i * 128, 128)], buf)
+  ml.copy(buf, out.at[ml.ds(i * 128, 128)])
+
+
+def test_a_copy_from_smem_into_an_input_hints_the_operands_may_be_swapped():
+  e = expect(copy_swapped, [X], mg.InputWriteError, "ml.copy(buf, x",
+             "cannot write into x: it is an input of the kernel, and inputs are read-only (JAX arrays are"
+             " immutable)")
+  assert e.hint.startswith("ml.copy(src, dst) copies its first argument into its second: to fill buf from x,"
+                           " swap them, ml.copy(x.at[ml.ds(i * 128, 128)], buf); else write the result")
+  x = _x()
+  np.testing.assert_array_equal(np.asarray(copy_in_order(x, interpret=True)), x)
+  assert "mosaic_gpu" in _export(copy_in_order, X)
