@@ -183,3 +183,26 @@ def test_a_copy_from_smem_into_an_input_hints_the_operands_may_be_swapped():
   x = _x()
   np.testing.assert_array_equal(np.asarray(copy_in_order(x, interpret=True)), x)
   assert "mosaic_gpu" in _export(copy_in_order, X)
+
+
+# ---------------------------------------------------------------- a run-time slice of static size
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 128,))
+def slice_of_program_rows(x, out):
+  i = ml.program_id(0)
+  out[ml.ds(i * 128, 128), :] = x[i * 128:(i + 1) * 128, :]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 128,))
+def window_of_program_rows(x, out):        # slice_of_program_rows's hint followed
+  i = ml.program_id(0)
+  out[ml.ds(i * 128, 128), :] = x.at[ml.ds(i * 128, 128), :][...]
+
+
+def test_a_slice_whose_bounds_differ_by_a_constant_hints_a_window_of_that_size():
+  e = expect(slice_of_program_rows, [X], mg.KernelTypeError, "x[i * 128:",
+             "slice bounds must be static ints: i * 128:(i + 1) * 128 in dimension 0 of x has run-time bounds")
+  assert e.hint.startswith("its size is 128 whatever i * 128 is: a window of static size at a run-time start is"
+                           " ml.ds(start, size), x.at[ml.ds(i * 128, 128), :]"), e.hint
+  x = _x()
+  np.testing.assert_array_equal(np.asarray(window_of_program_rows(x, interpret=True)), x)
+  assert "mosaic_gpu" in _export(window_of_program_rows, X)
