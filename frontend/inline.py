@@ -24,6 +24,9 @@ def call_inline(tracer, node, fn, args, kwargs):
   if fn.parsed is None:
     fn.parsed = read_function(fn.fn, "@ml.inline")
   src, tree, scope = fn.parsed
+  from .language import BoundInline
+  if isinstance(fn, BoundInline):      # model.step(v): the instance is the method's first argument
+    args = (fn.obj, *args)
   try:
     bound = inspect.signature(fn.fn).bind(*args, **kwargs)
   except TypeError as e:

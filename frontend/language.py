@@ -46,6 +46,27 @@ class Inline:
                             user_loc(), hint=f"call {self.fn.__name__}(...) inside a kernel; its undecorated function"
                                              f" is {self.fn.__name__}.fn")
 
+  def __get__(self, obj, objtype=None):
+    """A helper that is a method: `self.step(v)` (or `model.step(v)`) passes the instance as its first
+    argument, a static value while tracing, as Python binds a method."""
+    return self if obj is None else BoundInline(self, obj)
+
+
+class BoundInline(Inline):
+  """An `@ml.inline` method read from an instance: the helper, and the instance it passes first."""
+
+  def __init__(self, helper: Inline, obj):
+    functools.update_wrapper(self, helper.fn)
+    self.helper, self.obj, self.fn = helper, obj, helper.fn
+
+  @property
+  def parsed(self):
+    return self.helper.parsed
+
+  @parsed.setter
+  def parsed(self, value):
+    self.helper.parsed = value
+
 
 def inline(fn):
   """Make `fn` a helper that kernels can call; it is inlined where it is called.

@@ -206,3 +206,44 @@ def test_a_slice_whose_bounds_differ_by_a_constant_hints_a_window_of_that_size()
   x = _x()
   np.testing.assert_array_equal(np.asarray(window_of_program_rows(x, interpret=True)), x)
   assert "mosaic_gpu" in _export(window_of_program_rows, X)
+
+
+# ---------------------------------------------------------------- an @ml.inline method
+class _Scaler:
+  def __init__(self, s):
+    self.s = s
+
+  @ml.inline
+  def apply(self, v):
+    return v * self.s
+
+  @ml.inline
+  def broken(self, v):
+    return jnp.exp(v)
+
+
+_scaler = _Scaler(3.0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 128,))
+def calls_inline_method(x, out):
+  i = ml.program_id(0)
+  out.at[ml.ds(i * 128, 128)][...] = _scaler.apply(x.at[ml.ds(i * 128, 128)][...])
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 128,))
+def calls_broken_inline_method(x, out):
+  i = ml.program_id(0)
+  out.at[ml.ds(i * 128, 128)][...] = _scaler.broken(x.at[ml.ds(i * 128, 128)][...])
+
+
+def test_an_inline_method_called_on_an_instance_binds_the_instance():
+  x = _x()
+  np.testing.assert_array_equal(np.asarray(calls_inline_method(x, interpret=True)), 3 * x)
+  assert "mosaic_gpu" in _export(calls_inline_method, X)
+  with pytest.raises(mg.KernelTypeError) as info:
+    calls_broken_inline_method.check(X)
+  e = info.value
+  assert e.message == "exp cannot take a register tensor inside a kernel"
+  assert e.lineno == _Scaler.broken.fn.__code__.co_firstlineno + 2      # (the decorator's line, the def, the return)
+  assert any("in this call of broken" in n for n in e.notes)
