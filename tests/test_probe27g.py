@@ -247,3 +247,24 @@ def test_an_inline_method_called_on_an_instance_binds_the_instance():
   assert e.message == "exp cannot take a register tensor inside a kernel"
   assert e.lineno == _Scaler.broken.fn.__code__.co_firstlineno + 2      # (the decorator's line, the def, the return)
   assert any("in this call of broken" in n for n in e.notes)
+
+
+# ---------------------------------------------------------------- Triton's tl.math namespace
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 128,))
+def triton_math_namespace(x, out):
+  i = ml.program_id(0)
+  out.at[ml.ds(i * 128, 128)][...] = ml.math.exp(x.at[ml.ds(i * 128, 128)][...])
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 128,))
+def ml_exp(x, out):                        # triton_math_namespace's hint followed
+  i = ml.program_id(0)
+  out.at[ml.ds(i * 128, 128)][...] = ml.exp(x.at[ml.ds(i * 128, 128)][...])
+
+
+def test_tritons_math_namespace_names_mls_own_functions():
+  e = expect(triton_math_namespace, [X], mg.UnknownNameError, "ml.math", "ml has no attribute 'math'")
+  assert e.hint.startswith("no ml.math namespace: Triton's tl.math.f is ml.f here, ml.exp(x)")
+  x = _x()
+  np.testing.assert_allclose(np.asarray(ml_exp(x, interpret=True)), np.exp(x), rtol=1e-6)
+  assert "mosaic_gpu" in _export(ml_exp, X)
