@@ -5,7 +5,8 @@ that later rebinds `SCALE = 3` or redefines a helper must not keep running the o
 kernel, so `Dependencies` records, when the kernel is parsed, every outside value
 its source (and, transitively, the source of the helpers and plain functions it
 calls) reads, and `changed()` compares them with the live values on each call: one
-dict lookup per name. Numbers, strings, tuples and dtypes compare by value, every
+dict lookup per name. Numbers, strings, tuples and dtypes compare by value, and so do the
+items of small lists and dicts of them (a config dict changed in place is a change), every
 other object by identity (an object mutated in place is not noticed).
 
 `fingerprint()` turns the same values into stable text for the disk cache key, or
@@ -43,6 +44,7 @@ class Read:
   space: object
   name: str
   value: object
+  contents: object = None     # a list's or dict's plain items when recorded (see `contents`)
 
   def current(self):
     s = self.space
@@ -71,6 +73,22 @@ def same(a, b) -> bool:
   if type(a) is tuple:
     return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
   return False
+
+
+def _plain(v, depth=0) -> bool:
+  """Whether `v` is plain values (numbers, strings, dtypes) in small lists, tuples and dicts."""
+  if isinstance(v, _VALUE_TYPES) or isinstance(v, np.dtype):
+    return True
+  if depth >= 4 or type(v) not in (tuple, list, dict) or len(v) > 64:
+    return False
+  items = [x for kv in v.items() for x in kv] if type(v) is dict else v
+  return all(_plain(x, depth + 1) for x in items)
+
+
+def contents(v):
+  """The text of a list's or dict's items where they are plain values (`CFG = {"scale": 2.0}`, a list
+  of tile sizes), so that a change in place (`CFG["scale"] = 3.0`) is a change; else None."""
+  return repr(v) if type(v) in (list, dict) and _plain(v) else None
 
 
 def value_key(v):
@@ -138,6 +156,7 @@ class Dependencies:
       space = cells.get(name, fn.__globals__)
       read = Read(f"{name} (read by {owner})", space, name, MISSING)
       read.value = read.current()
+      read.contents = contents(read.value)
       if read.value is MISSING and tree is None:
         continue
       self.reads.append(read)
@@ -153,6 +172,7 @@ class Dependencies:
         space = base.__dict__ if isinstance(base, types.ModuleType) else base
         read = Read(f"{path} (read by {owner})", space, attr, MISSING)
         read.value = read.current()
+        read.contents = contents(read.value)
         self.reads.append(read)
         self._visit(read.value)
         base = read.value
@@ -172,7 +192,12 @@ class Dependencies:
   # ------------------------------------------------------------ queries
   def changed(self) -> list[str]:
     """The reads whose live value differs from the recorded one (empty: all unchanged)."""
-    return [r.where for r in self.reads if not same(r.value, r.current())]
+    out = []
+    for r in self.reads:
+      now = r.current()
+      if not same(r.value, now) or r.contents is not None and contents(now) != r.contents:
+        out.append(r.where)
+    return out
 
   def fingerprint(self) -> str | None:
     """Stable text of every read value and every followed function's source; None if any

@@ -268,3 +268,28 @@ def test_tritons_math_namespace_names_mls_own_functions():
   x = _x()
   np.testing.assert_allclose(np.asarray(ml_exp(x, interpret=True)), np.exp(x), rtol=1e-6)
   assert "mosaic_gpu" in _export(ml_exp, X)
+
+
+# ---------------------------------------------------------------- a config dict changed in place
+_CFG = {"scale": 2.0}
+_FACTORS = [2.0]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 128,))
+def reads_config(x, out):
+  i = ml.program_id(0)
+  out.at[ml.ds(i * 128, 128)][...] = x.at[ml.ds(i * 128, 128)][...] * _CFG["scale"] * _FACTORS[0]
+
+
+def test_a_global_dict_or_list_changed_in_place_recompiles_the_kernel():
+  x = _x()
+  try:
+    np.testing.assert_array_equal(np.asarray(reads_config(x, interpret=True)), x * 4.0)
+    _CFG["scale"] = 4.0                      # (powers of two: the products are exact)
+    np.testing.assert_array_equal(np.asarray(reads_config(x, interpret=True)), x * 8.0)
+    _FACTORS[0] = 8.0
+    np.testing.assert_array_equal(np.asarray(reads_config(x, interpret=True)), x * 32.0)
+    assert reads_config.cache_info().retraces == 2
+  finally:
+    _CFG["scale"], _FACTORS[0] = 2.0, 2.0
+  assert "mosaic_gpu" in _export(reads_config, X)
