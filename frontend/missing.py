@@ -81,8 +81,6 @@ NOT_YET = {   # what Triton and jnp users reach for that mgpu_dsl does not have,
     **{n: ("no block pointers or tensor descriptors: take a window of the ref, x.at[ml.ds(i * bm, bm), :], and"
            " ml.copy it into an ml.smem buffer (a TMA copy), or read it with x.at[...][...]")
        for n in ("make_block_ptr", "make_tensor_descriptor", "advance")},
-    **{n: f"no ml.{n} namespace: Triton's tl.{n}.f is ml.f here, ml.exp(x), ml.log(x), ml.rsqrt(x), ml.erf(x),"
-          f" ml.exp2(x)" for n in ("math", "libdevice", "extra")},
     "debug_barrier": "no ml.debug_barrier: the compiler places the barriers between threads itself",
     "max_contiguous": "no ml.max_contiguous: not needed (the compiler vectorises contiguous windows);"
                       " ml.multiple_of(x, n) promises alignment",
