@@ -82,6 +82,11 @@ def reduce(cx, kind: ReduceKind, x, axis, keepdims, what=None):
     # element, as a scalar or stretched again (such a tensor is not held in registers by itself).
     out = tuple(1 for i in range(len(shape)) if keepdims or i not in axes)
     return ew.stretch(cx, out, one) if out else one
+  if len(axes) < len(shape) and shape[-1] == 1 and all(n == 1 for i, n in enumerate(shape) if i not in axes):
+    # An (n, 1) column reduced along its rows is a full reduction: a scalar, stretched to the
+    # result's size-1 shape (a tile one column wide has no row-wise layout).
+    res = reduce(cx, kind, x, None, False, what)
+    return ew.stretch(cx, tuple(1 for i in range(len(shape)) if keepdims or i not in axes), res)
   if isinstance(d, DType) and (d == DType.bool_ or d.bits < 16):
     src = ew.method_on(cx.named(given))
     if d.is_float and kind != ReduceKind.SUM:     # max/min of float8: along an axis only
