@@ -269,7 +269,9 @@ class _Solver:
         propagate()
     for c, p, axes, o in rels:          # what no tile decided (vectors broadcast among themselves)
       if p not in layout and not self.unit_axes_only(p, rels, members, layout, tiles):
-        layout[p] = self.rows_layout(p, rels, members, o, tiles | {p})
+        vector = self.unit_axes_vector(p, rels, members, layout, tiles)
+        for q in vector or (p,):
+          layout[q] = vector[q] if vector else self.rows_layout(p, rels, members, o, tiles | {p})
         propagate()
     self.layout = layout
     self.members = members
@@ -287,6 +289,24 @@ class _Solver:
       return False
     self.strided_links.append(comp)
     return True
+
+  def unit_axes_vector(self, p, rels, members, layout, tiles) -> dict | None:
+    """As `unit_axes_only`, for a vector whose length is not a multiple of 128 with size-1 axes added
+    on one side only (`v[:, None]`, or `v[None, :]`): no element moves, so its (n, 1) classes take a
+    row statistic's layout, its (1, n) ones a column vector's, as if they met a tile."""
+    comp = self.component(p, rels)
+    vs = [v for c in comp for v in members.get(c, [])]
+    shapes = {v.type.shape for v in vs}
+    longs = {tuple(n for n in s if n != 1) for s in shapes}
+    if comp & tiles or any(c in layout for c in comp) or len(longs) != 1 or len(longs.pop()) != 1 or any(
+        len(s) > 2 for s in shapes) or len(sides := {s.index(1) for s in shapes if len(s) == 2}) != 1:
+      return None
+    n = max(vs[0].type.shape)
+    lay = (Layout(LayoutKind.ROWS, (1,), 1, 16 // max(v.type.dtype.itemsize for v in vs)) if sides == {1}
+           else _vector_layout({n}, [v.type.dtype for v in vs]))
+    if n % 8 or lay is None or lay.kind != LayoutKind.ROWS:
+      return None
+    return {c: lay for c in comp if any(len(v.type.shape) == 2 for v in members.get(c, []))}
 
   def component(self, start, rels):
     """The classes linked to `start` through reductions and broadcasts."""

@@ -59,3 +59,38 @@ def test_column_reduced_along_rows(kernel, ref, rows):
   np.testing.assert_allclose(got, ref(x), rtol=1e-5, atol=1e-5)
   assert "mosaic_gpu" in str(exported(kernel, x))
 
+
+# ---------------------- size-1 axes added to a vector whose length is not a multiple of 128
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0], 1), x.dtype))
+def as_column(x, out):
+  out[...] = x[...][:, None]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((1, x.shape[0]), x.dtype))
+def as_row(x, out):
+  out[...] = x[...].reshape(1, x.shape[0]) * 2.0
+
+
+@mg.mgpu_kernel(out_shape=lambda x, c: c)
+def column_plus_loaded_column(x, c, out):
+  out[...] = x[...][:, None] + c[...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0], 1), x.dtype))
+def column_through_smem(x, out):
+  t = ml.smem((x.shape[0], 1), jnp.float32)
+  t[...] = x[...][:, None]
+  out[...] = ml.cumsum(t[...], axis=0)
+
+
+@pytest.mark.parametrize("n", [64, 192, 320, 1000])
+def test_vector_with_unit_axis(n):
+  x, c = rand((n,)), rand((n, 1), seed=1)
+  for kernel, args, want in [(as_column, [x], x[:, None]),
+                             (column_plus_loaded_column, [x, c], x[:, None] + c),
+                             (column_through_smem, [x], np.cumsum(x)[:, None])] + (
+                             [(as_row, [x], 2 * x[None, :])] if n % 32 == 0 else []):
+    got = np.asarray(kernel(*map(jnp.asarray, args), interpret=True))
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    assert "mosaic_gpu" in str(exported(kernel, *args))
+
