@@ -112,8 +112,9 @@ class Tracer(Assignments, Calls, Containers, ast.NodeVisitor):
     return Call(self.b, self.loc(node), name, "", _Texts(self, values, operands))
 
   def text(self, node) -> str:
-    """The user's expression, for messages (without the parentheses astor wraps it in)."""
-    s = astor.to_source(node).strip()
+    """The user's expression, for messages (without the parentheses astor wraps it in), on one
+    line (astor's default breaks long ones at 79 columns)."""
+    s = astor.to_source(node, pretty_source="".join).strip()
     if not isinstance(node, ast.Tuple) and s[:1] == "(" and s[-1:] == ")":
       depth = 0
       for ch in s[1:-1]:

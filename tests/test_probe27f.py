@@ -1,6 +1,7 @@
 """Shape, layout and reduction ops on register tensors of awkward shapes (a probe of the
 27th session): reductions of one-column tiles, size-1 axes added to vectors of any multiple
-of 8 elements. Interpret mode against numpy, and the CUDA export."""
+of 8 elements, long expressions named in messages. Interpret
+mode against numpy, the CUDA export, and located diagnostics."""
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -8,6 +9,8 @@ import pytest
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
+
+from locate import expect
 
 S = jax.ShapeDtypeStruct
 
@@ -93,4 +96,18 @@ def test_vector_with_unit_axis(n):
     got = np.asarray(kernel(*map(jnp.asarray, args), interpret=True))
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
     assert "mosaic_gpu" in str(exported(kernel, *args))
+
+
+# ------------------------------------- messages name a long expression on one line, as written
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0], 2), jnp.float32))
+def two_row_statistics(x, out):
+  v = x[...]
+  out[...] = ml.concatenate([ml.max(v, axis=1)[:, None], ml.min(v, axis=1)[:, None]], axis=1)
+
+
+def test_a_long_expression_is_named_on_one_line():
+  text = "ml.concatenate([ml.max(v, axis=1)[:, None], ml.min(v, axis=1)[:, None]], axis=1)"
+  expect(two_row_statistics, [S((8, 128), jnp.float32)], mg.LayoutError, "ml.concatenate",
+         f"{text} has shape (8, 2): register tensors need a multiple of 128 elements (one per thread of a"
+         " warpgroup)")
 
