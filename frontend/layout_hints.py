@@ -69,6 +69,17 @@ def narrow_rows_hint(bad, dtypes=(), reduced=True) -> str:
           f" back with the same column mask")
 
 
+def transposed_hint(reduce, src) -> str | None:
+  """A reduction of `src.T` along an axis: the same reduction of `src` along the other axis needs
+  no transpose (and no row-wise layout of the transposed tile)."""
+  rows, cols = src.type.shape
+  if len(reduce.axes) != 1 or cols % hw.WARP or rows % hw.WARPS_PER_WARPGROUP and cols % hw.WARPGROUP:
+    return None                   # (src itself is too narrow a tile)
+  kind, axis, name = reduce.kind.value, reduce.axes[0], src.name or "t"
+  return (f"reduce the tile before transposing it: ml.{kind}({name}, axis={1 - axis}) is"
+          f" ml.{kind}({name}.T, axis={axis}), with no transpose")
+
+
 def role(lay: Layout) -> str:
   return {(1,): "a row statistic (one value per row)", (0,): "a column vector (one value per column)"}.get(
       lay.drop, "a vector laid out for another tile (an axis of it taken or inserted)")

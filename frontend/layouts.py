@@ -38,11 +38,11 @@ from .ops.elementwise import BinOp, Full
 from .ops.gather import Gather, ScatterUpdate
 from .ops.memory import ClusterRef, Store, View
 from .ops.mma import Dot
-from .ops.shape import READ_2D_FIRST, Broadcast, Reduce, ReduceKind, Reshape
+from .ops.shape import READ_2D_FIRST, Broadcast, Reduce, ReduceKind, Reshape, TransposeLoad, TransposeStore
 from .windows import minor_strided, window_vec
 from .layout_hints import (broadcast_loops_hint, column_slice_hint, flat_gather_error, narrow_rows_hint, role,
                            gather_columns_hint, pad_hint, row_of_statistic, rows_hint, scatter_columns_hint,
-                           small_tile_hint, smem_vector_hint)
+                           small_tile_hint, smem_vector_hint, transposed_hint)
 from .types import Layout, LayoutKind, RefType, Space, TensorType, dtype_name
 
 
@@ -414,12 +414,16 @@ class _Solver:
           f" columns a multiple of {hw.WARP} (one per lane of a warp), and rows a multiple of"
           f" {hw.WARPS_PER_WARPGROUP} unless the columns are a multiple of {hw.WARPGROUP}", where.loc,
           hint=(scatter_columns_hint if verb == "scatter" else gather_columns_hint)(indexed, bad.type.shape[-1]))
+    stores = {t.scratch.id: t.x for t in ir.walk(self.kernel.body) if isinstance(t, TransposeStore)}
+    flip = next((stores.get(u.scratch.id) for u in ir.walk(self.kernel.body) if isinstance(u, TransposeLoad)
+                 and isinstance(where, Reduce) and u.results[0].id == where.x.id), None)    # ml.sum(t.T, ...)
     raise E.LayoutError(
         f"{bad.name or 'this tile'} of shape {bad.type.shape} is reduced or broadcast along its rows or"
         f" columns, which needs columns a multiple of {hw.WARP} (one per lane of a warp), and rows a"
         f" multiple of {hw.WARPS_PER_WARPGROUP} unless the columns are a multiple of {hw.WARPGROUP}",
         where.loc if where else o.loc,
-        hint=(narrow_rows_hint(bad, dtypes, isinstance(where, Reduce)) if len(bad.type.shape) == 2 and bad.type.shape[-1] < hw.WARP else
+        hint=(flip is not None and transposed_hint(where, flip)) or (
+              narrow_rows_hint(bad, dtypes, isinstance(where, Reduce)) if len(bad.type.shape) == 2 and bad.type.shape[-1] < hw.WARP else
               rows_hint(bad.type.shape) if len(bad.type.shape) == 2 and bad.type.shape[-1] % hw.WARP == 0 else
               "use tiles like (8, 256) or (1, 1024); pad the last dimension to a multiple of 32"))
 

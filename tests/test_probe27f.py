@@ -1,6 +1,6 @@
 """Shape, layout and reduction ops on register tensors of awkward shapes (a probe of the
 27th session): reductions of one-column tiles, size-1 axes added to vectors of any multiple
-of 8 elements, long expressions named in messages. Interpret
+of 8 elements, long expressions named in messages, reductions of transposed tiles. Interpret
 mode against numpy, the CUDA export, and located diagnostics."""
 import jax
 import jax.numpy as jnp
@@ -111,3 +111,26 @@ def test_a_long_expression_is_named_on_one_line():
          f"{text} has shape (8, 2): register tensors need a multiple of 128 elements (one per thread of a"
          " warpgroup)")
 
+
+# --------------------------------------- a reduction of a transposed tile too narrow for lanes
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[1],), jnp.float32))
+def column_max_through_transpose(x, out):
+  t = x[...]
+  out[...] = ml.max(t.T, axis=1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[1],), jnp.float32))
+def column_max(x, out):          # the hint, followed
+  t = x[...]
+  out[...] = ml.max(t, axis=0)
+
+
+def test_reducing_a_transposed_tile_says_to_reduce_before_transposing():
+  expect(column_max_through_transpose, [S((8, 128), jnp.float32)], mg.LayoutError, "ml.max(t.T",
+         "t.T of shape (128, 8) is reduced or broadcast along its rows or columns, which needs columns a"
+         " multiple of 32 (one per lane of a warp), and rows a multiple of 4 unless the columns are a"
+         " multiple of 128",
+         hint="reduce the tile before transposing it: ml.max(t, axis=0) is ml.max(t.T, axis=1), with no transpose")
+  x = rand((8, 128))
+  np.testing.assert_array_equal(np.asarray(column_max(jnp.asarray(x), interpret=True)), x.max(0))
+  assert "mosaic_gpu" in str(exported(column_max, x))
