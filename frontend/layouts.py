@@ -304,7 +304,7 @@ class _Solver:
     n = max(vs[0].type.shape)
     lay = (Layout(LayoutKind.ROWS, (1,), 1, 16 // max(v.type.dtype.itemsize for v in vs)) if sides == {1}
            else _vector_layout({n}, [v.type.dtype for v in vs]))
-    if n % 8 or lay is None or lay.kind != LayoutKind.ROWS:
+    if n % 8 or lay is None:      # (1, n) of a multiple of 8 but not of 32: the tensor cores' column vector
       return None
     return {c: lay for c in comp if any(len(v.type.shape) == 2 for v in members.get(c, []))}
 
