@@ -30,6 +30,7 @@ from .ir import Access as A
 from .ops.access import MaskedLoad, MaskedStore, ScalarRead
 from .ops.atomic import AtomicUpdate
 from .ops.gather import ScatterUpdate
+from .ops.index_hints import index_texts, scatter_text
 from .ops.memory import Copy, View
 from .layout_checks import one_tile_column, split_load
 from .loc import call_at
@@ -64,13 +65,24 @@ def _bounds_hint(acc, root, d, n, full, before, gmem, view=None, output=False) -
          + (" or clamp its start (ml.maximum(start, 0))" if clamp else "") if before else
          f"guard the access (if start + {n} <= {full}:)"
          + (f" or clamp its start (ml.minimum(start, {full - n}))" if clamp else ""))
-  if isinstance(acc.op, AtomicUpdate) and gmem and not before:
-    # a guard skips the tail and a clamped start adds the overlap twice: a scatter drops what is outside
-    axis, rank = _view_axis(view, d)
-    rank = rank if rank is not None else len(acc.ref.type.shape)
-    pos = ", ".join(f"start + ml.arange({n})" if k == (axis or 0) else ":" for k in range(max(rank, 1)))
-    return (f"index the window with a tensor of positions (a scatter), whose updates past the end are dropped:"
-            f" ml.atomic_{acc.op.kind.value}({root}.at[{pos}], value), start being the window's start")
+  if isinstance(acc.op, AtomicUpdate) and gmem and isinstance(view, View):
+    # a guard skips the tail and a clamped start adds the overlap twice: a scatter drops what is
+    # past the end (a negative index counts from the end: those before 0 are sent past it)
+    what = f"ml.atomic_{acc.op.kind.value}"
+    loc = acc.op.loc
+    line = loc.source_line[loc.col_offset:loc.end_col_offset] if loc.end_lineno == loc.lineno else ""
+    texts = index_texts(line, view.ref.name, len(view.index)) if line else None
+    if before:
+      at = scatter_text(view.ref, view.index, d, f"ml.where(pos >= 0, pos, {full})", texts)
+      start = view.index[d].start
+      start = texts[d] if texts else start if isinstance(start, int) else start.name or "start"
+      start = start if str(start).isidentifier() or str(start).lstrip("-").isdigit() else f"({start})"
+      text = (f"index the window with positions, pos = {start} + ml.arange({n}), moving the ones before 0 past"
+              f" the end, where a scatter drops them (a negative index counts from the end): {what}({at}, value)")
+    else:
+      text = (f"index the window with a tensor of positions (a scatter), whose updates past the end are dropped:"
+              f" {what}({scatter_text(view.ref, view.index, d, texts=texts)}, value)")
+    return text + (", start being the window's start" if "start +" in text else "")
   if not gmem:
     return fix + "; windows of an SMEM buffer must stay inside it"
   axis, rank = _view_axis(view, d)

@@ -150,7 +150,7 @@ def test_an_atomic_past_the_end_hints_the_index_tensor_form():
   """The hint said to mask it with ref.load/ref.store, which an atomic does not take."""
   e = expect(ragged_partial_sums, [S((8, 700), F32)], mg.IndexOutOfBoundsError, "ml.atomic_add(",
              "ml.ds(0, 1024) is out of bounds for dimension 1 of dw (size 700)")
-  assert "ml.atomic_add(dw.at[..., ml.arange(1024), ...], value)" in e.hint
+  assert "ml.atomic_add(dw.at[row % 4, ml.arange(1024)], value)" in e.hint
   np.testing.assert_array_equal(ragged_partial_sums_as_hinted(jnp.ones((8, 700)), interpret=True), 2.0)
 
 

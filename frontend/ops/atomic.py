@@ -105,7 +105,7 @@ def _atomic(cx, kind: AtomicKind, ref, value):
     raise E.ClusterRefError(f"{what} on another CTA's SMEM is not supported", cx.loc,
                             hint="update this CTA's buffer and combine after ml.cluster_sync()")
   check_target(cx, cx.b, ref, what)
-  check_in_bounds(cx, ref, "update")
+  check_in_bounds(cx, ref, what)
   if not (is_value(value) or isinstance(value, Num)) or is_ref(value):
     raise E.KernelTypeError(f"{what} adds a register value, got {kind_of(value)}", cx.loc,
                             hint=f"read refs first: {what}(dst, src[...])")

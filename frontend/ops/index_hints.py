@@ -1,5 +1,6 @@
 """The messages of a ref's index that cannot be a window: slices with run-time bounds (quoted as the
-user wrote them, with the fixed-window form that works) and slices with steps."""
+user wrote them, with the fixed-window form that works) and slices with steps; and the scatter an
+atomic window outside its array becomes (`scatter_text`)."""
 from __future__ import annotations
 
 from .. import errors as E
@@ -131,3 +132,52 @@ def slice_step_error(cx, step, d, rank, tensor=False) -> E.KernelError:
                                 f" with an int: x.reshape(..., n // {step}, {step}) passed in, then"
                                 f" x.at[..., :, 0] for [0::{step}] (an interleaved pair: [..., :, 0] and"
                                 f" [..., :, 1]; such a strided window moves a multiple of 128 elements)")
+
+
+def index_texts(text, root_name, rank):
+  """The user's text of each index of `x.at[a, b]` (a ref's source text, or a call's with it first),
+  where it indexes every one of the `rank` dimensions of the root `x` itself one by one (no `...`);
+  an `ml.ds(start, n)` gives its start's text. Else None."""
+  import ast
+  try:
+    node = ast.parse(text.strip(), mode="eval").body
+  except (SyntaxError, ValueError, AttributeError):
+    return None
+  if isinstance(node, ast.Call) and node.args:       # the statement: ml.atomic_add(x.at[...], v)
+    node = node.args[0]
+  if not (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "at"
+          and ast.unparse(node.value.value) == root_name):
+    return None
+  elts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+  if len(elts) != rank or any(isinstance(e, ast.Constant) and e.value is Ellipsis for e in elts):
+    return None
+  ds = lambda e: (isinstance(e, ast.Call) and isinstance(e.func, (ast.Attribute, ast.Name)) and len(e.args) == 2
+                  and (e.func.attr if isinstance(e.func, ast.Attribute) else e.func.id) == "ds")
+  return [ast.unparse(e.args[0] if ds(e) else e) for e in elts]
+
+
+def scatter_text(root, index, d, pos=None, texts=None) -> str:
+  """`root.at[...]` of the window `index` over `root`, its dimension d indexed by the positions
+  `start + ml.arange(size)` (or `pos`): a scatter, whose updates past the end are dropped (an atomic
+  update takes no mask). A run-time start shows as the user's text of the index (`texts`, see
+  index_texts) or its name (`start` if neither)."""
+  def text(k, x):
+    if isinstance(x, int):
+      return str(x)
+    if texts is not None:
+      return texts[k]
+    return x.name or ("start" if k == d else f"i{k}")
+
+  parts = []
+  for k, (i, n) in enumerate(zip(index, root.type.shape)):
+    s = text(k, i.start)
+    if k == d:
+      s = s if s.isidentifier() or s.lstrip("-").isdigit() else f"({s})"
+      parts.append(pos or (f"ml.arange({i.size})" if s == "0" else f"{s} + ml.arange({i.size})"))
+    elif i.squeeze:
+      parts.append(s)
+    else:
+      parts.append(":" if (i.start, i.size) == (0, n) else f"ml.ds({s}, {i.size})")
+  while parts and parts[-1] == ":":
+    parts.pop()
+  return f"{root.name or 'out'}.at[{', '.join(parts)}]"

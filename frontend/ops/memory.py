@@ -18,7 +18,7 @@ from ..infer import conflict, unify
 from ..ir import Access, LayoutRule, Traits
 from ..types import DTypeVar, RefType, ScalarType, Space, TensorType, dtype_name, resolve
 from .base import Num, builtin, dtype_arg, is_ref, is_value, kind_of, one_element, static_shape
-from .index_hints import runtime_slice_error, slice_step_error
+from .index_hints import index_texts, runtime_slice_error, scatter_text, slice_step_error
 
 
 def _copy_effects(o):
@@ -504,13 +504,28 @@ def static_overrun(b, ref: ir.Value):
 
 
 def check_in_bounds(cx, ref, what):
-  """An unmasked register access must stay inside the array (only TMA and masks handle the end)."""
+  """An unmasked register access must stay inside the array (only TMA and masks handle the end).
+  `what` is "read", "write", or the atomic's name (`ml.atomic_max`)."""
   over = static_overrun(cx.b, ref)
   if over is not None:
     d, start, size, n = over
     name = root(cx.b, ref).name or "the ref"
     if n == 0:           # no element to keep: no mask or TMA copy helps
       hint = empty_dim_hint(name, d)
+    elif what.startswith("ml.atomic_"):   # an atomic has no mask: an index tensor drops the elements outside
+      root_ref, index = window(cx.b, ref)
+      text = cx.operands.get(ref) if cx.operands is not None else None
+      texts = index_texts(text, root_ref.name, len(index)) if text else None
+      if start < 0:      # a negative index counts from the end: send those past it instead
+        hint = (f"an atomic update must stay inside the array: index dimension {d} with positions instead,"
+                f" pos = {start} + ml.arange({size}), moving the ones before 0 past the end, where they are"
+                f" dropped (a negative index counts from the end):"
+                f" {what}({scatter_text(root_ref, index, d, f'ml.where(pos >= 0, pos, {n})', texts)}, value)")
+      else:
+        hint = (f"an atomic update must stay inside the array: index dimension {d} with a tensor instead,"
+                f" {what}({scatter_text(root_ref, index, d, texts=texts)}, value), which drops the elements past"
+                f" the end (or ml.copy(buf, window, reduce=\"{what[len('ml.atomic_'):]}\") from SMEM, which TMA"
+                f" clips)")
     elif start < 0:      # a mask keeps the elements before 0 untouched; TMA windows start aligned
       _, index = window(cx.b, ref)
       k, rank = sum(1 for i in index[:d] if not i.squeeze), len(ref.type.shape)
@@ -519,11 +534,6 @@ def check_in_bounds(cx, ref, what):
       op = (f"ref.load(mask={on}, other=0)" if what == "read" else f"ref.store(value, mask={on})"
             if what == "write" else "ref.load(mask=...) / ref.store(value, mask=...)")
       hint = f"a register {what} must stay inside the array: mask it to the elements inside: {op}"
-    elif what == "update":     # an atomic has no mask: an index tensor drops the elements outside
-      hint = (f"an atomic update must stay inside the array: index dimension {d} with a tensor instead,"
-              f" ml.atomic_add({name}.at[..., {f'{start} + ' if start else ''}ml.arange({size}), ...], value), which drops the"
-              f" elements past the end (or ml.copy(buf, window, reduce=\"add\") from SMEM, which TMA"
-              f" clips)")
     else:
       hint = (f"a register {what} must stay inside the array: copy the window with ml.copy (TMA reads"
               f" zeros past the end and drops writes there), or mask it: ref.load(mask=...) /"

@@ -1,0 +1,119 @@
+"""Probe 27b (data-dependent and ragged kernels): the hints of an atomic window past an array's
+end, which wrote `out.at[..., ml.arange(n), ...]` (two `...`: not an index) and `atomic_add`
+whatever the atomic, and dropped the window's other indices."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from locate import expect
+
+S = jax.ShapeDtypeStruct
+F32 = jnp.float32
+I32 = jnp.int32
+IMIN = np.iinfo(np.int32).min
+
+
+def _export(fn, *specs):
+  return jax.export.export(jax.jit(fn), platforms=["cuda"])(*specs).mlir_module()
+
+
+# ---------------------------------------------------------------- atomics past the end: the hints
+@mg.mgpu_kernel(out_shape=lambda x: S((4, 100), I32))
+def max_row_past_end(x, out):
+  ml.atomic_max(out.at[1, ml.ds(64, 64)], x[...])
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((4, 100), I32))
+def max_row_past_end_as_hinted(x, out):
+  ml.atomic_max(out.at[1, 64 + ml.arange(64)], x[...])
+
+
+def test_a_static_atomic_window_past_the_end_hints_a_scatter_that_works():
+  e = expect(max_row_past_end, [S((64,), I32)], mg.IndexOutOfBoundsError, "ml.atomic_max(",
+             "ml.ds(64, 64) is out of bounds for dimension 1 of out (size 100)")
+  assert e.hint == ("an atomic update must stay inside the array: index dimension 1 with a tensor instead,"
+                    " ml.atomic_max(out.at[1, 64 + ml.arange(64)], value), which drops the elements past the end"
+                    " (or ml.copy(buf, window, reduce=\"max\") from SMEM, which TMA clips)")
+  x = jnp.arange(64, dtype=I32)
+  want = np.full((4, 100), IMIN, np.int32)
+  want[1, 64:] = np.arange(36)
+  np.testing.assert_array_equal(max_row_past_end_as_hinted(x, interpret=True), want)
+  assert "mosaic_gpu" in _export(max_row_past_end_as_hinted, S((64,), I32))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((100,), F32))
+def add_before_start(x, out):
+  ml.atomic_add(out.at[ml.ds(-1, 64)], x[...])
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((100,), F32))
+def add_before_start_as_hinted(x, out):
+  pos = -1 + ml.arange(64)
+  ml.atomic_add(out.at[ml.where(pos >= 0, pos, 100)], x[...])
+
+
+def test_a_static_atomic_window_before_the_start_hints_positions_sent_past_the_end():
+  # the hint said to mask it (ref.load / ref.store), which an atomic does not take; a scatter of
+  # -1 + ml.arange(64) would add x[0] into out[-1], the last element
+  e = expect(add_before_start, [S((64,), F32)], mg.IndexOutOfBoundsError, "ml.atomic_add(",
+             "ml.ds(-1, 64) is out of bounds for dimension 0 of out (size 100)")
+  assert e.hint == ("an atomic update must stay inside the array: index dimension 0 with positions instead,"
+                    " pos = -1 + ml.arange(64), moving the ones before 0 past the end, where they are dropped"
+                    " (a negative index counts from the end):"
+                    " ml.atomic_add(out.at[ml.where(pos >= 0, pos, 100)], value)")
+  x = jnp.arange(64, dtype=F32)
+  want = np.zeros(100, np.float32)
+  want[:63] = np.arange(1, 64)
+  np.testing.assert_array_equal(add_before_start_as_hinted(x, interpret=True), want)
+  assert "mosaic_gpu" in _export(add_before_start_as_hinted, S((64,), F32))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((4, 100), I32), grid=(2,))
+def max_rows_past_end(x, out):
+  p = ml.program_id(0)
+  ml.atomic_max(out.at[p, ml.ds(p * 64, 64)], x[...])
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((4, 100), I32), grid=(2,))
+def max_rows_past_end_as_hinted(x, out):
+  p = ml.program_id(0)
+  ml.atomic_max(out.at[p, (p * 64) + ml.arange(64)], x[...])
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((4, 100), F32), grid=(2,))
+def add_rows_before_start(x, out):
+  p = ml.program_id(0)
+  ml.atomic_add(out.at[p, ml.ds(p * 64 - 1, 64)], x[...])
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((4, 100), F32), grid=(2,))
+def add_rows_before_start_as_hinted(x, out):
+  p = ml.program_id(0)
+  pos = (p * 64 - 1) + ml.arange(64)
+  ml.atomic_add(out.at[p, ml.where(pos >= 0, pos, 100)], x[...])
+
+
+def test_a_program_atomic_window_outside_hints_the_scatter_with_its_other_indices():
+  # the hint wrote out.at[start + ml.arange(64)] for a 2-D out (the row index dropped), and
+  # always atomic_add; before the start it said to mask the access
+  e = expect(max_rows_past_end, [S((64,), I32)], mg.IndexOutOfBoundsError, "ml.atomic_max(",
+             "this register write touches out[1:2, 64:128] in program (1, 0, 0), outside out's shape (4, 100)")
+  assert e.hint == ("index the window with a tensor of positions (a scatter), whose updates past the end are"
+                    " dropped: ml.atomic_max(out.at[p, (p * 64) + ml.arange(64)], value)")
+  e = expect(add_rows_before_start, [S((64,), F32)], mg.IndexOutOfBoundsError, "ml.atomic_add(",
+             "this register write touches out[0:1, -1:63] in program (0, 0, 0), outside out's shape (4, 100)")
+  assert e.hint == ("index the window with positions, pos = (p * 64 - 1) + ml.arange(64), moving the ones before 0"
+                    " past the end, where a scatter drops them (a negative index counts from the end):"
+                    " ml.atomic_add(out.at[p, ml.where(pos >= 0, pos, 100)], value)")
+  x = jnp.arange(64, dtype=I32)
+  want = np.full((4, 100), IMIN, np.int32)
+  want[0, :64], want[1, 64:] = np.arange(64), np.arange(36)
+  np.testing.assert_array_equal(max_rows_past_end_as_hinted(x, interpret=True), want)
+  want = np.zeros((4, 100), np.float32)
+  want[0, :63], want[1, 63:] = np.arange(1, 64), np.arange(37)
+  np.testing.assert_array_equal(add_rows_before_start_as_hinted(x.astype(F32), interpret=True), want)
+  assert "mosaic_gpu" in _export(max_rows_past_end_as_hinted, S((64,), I32))
+  assert "mosaic_gpu" in _export(add_rows_before_start_as_hinted, S((64,), F32))
