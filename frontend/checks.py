@@ -24,13 +24,13 @@ import numpy as np
 
 from . import errors as E
 from . import ir
-from .absint import UNKNOWN, GridEval, known_multiple, loop_counters
+from .absint import UNKNOWN, GridEval, Window, known_multiple, loop_counters
 from .coverage import Boxes, describe, unique_rows
 from .ir import Access as A
 from .ops.access import MaskedLoad, MaskedStore, ScalarRead
 from .ops.atomic import AtomicUpdate
-from .ops.gather import ScatterUpdate
-from .ops.index_hints import index_texts, scatter_text
+from .ops.gather import Gather, ScatterUpdate
+from .ops.index_hints import atomic_outside_hint
 from .ops.memory import Copy, View
 from .layout_checks import one_tile_column, split_load
 from .loc import call_at
@@ -66,23 +66,8 @@ def _bounds_hint(acc, root, d, n, full, before, gmem, view=None, output=False) -
          f"guard the access (if start + {n} <= {full}:)"
          + (f" or clamp its start (ml.minimum(start, {full - n}))" if clamp else ""))
   if isinstance(acc.op, AtomicUpdate) and gmem and isinstance(view, View):
-    # a guard skips the tail and a clamped start adds the overlap twice: a scatter drops what is
-    # past the end (a negative index counts from the end: those before 0 are sent past it)
-    what = f"ml.atomic_{acc.op.kind.value}"
-    loc = acc.op.loc
-    line = loc.source_line[loc.col_offset:loc.end_col_offset] if loc.end_lineno == loc.lineno else ""
-    texts = index_texts(line, view.ref.name, len(view.index)) if line else None
-    if before:
-      at = scatter_text(view.ref, view.index, d, f"ml.where(pos >= 0, pos, {full})", texts)
-      start = view.index[d].start
-      start = texts[d] if texts else start if isinstance(start, int) else start.name or "start"
-      start = start if str(start).isidentifier() or str(start).lstrip("-").isdigit() else f"({start})"
-      text = (f"index the window with positions, pos = {start} + ml.arange({n}), moving the ones before 0 past"
-              f" the end, where a scatter drops them (a negative index counts from the end): {what}({at}, value)")
-    else:
-      text = (f"index the window with a tensor of positions (a scatter), whose updates past the end are dropped:"
-              f" {what}({scatter_text(view.ref, view.index, d, texts=texts)}, value)")
-    return text + (", start being the window's start" if "start +" in text else "")
+    # a guard skips the tail and a clamped start adds the overlap twice: a scatter drops what is outside
+    return atomic_outside_hint(acc.op, view.ref, view.index, d, n, full, before)
   if not gmem:
     return fix + "; windows of an SMEM buffer must stay inside it"
   axis, rank = _view_axis(view, d)
@@ -251,6 +236,11 @@ class _Memory:
     masked = isinstance(acc.op, MASKED)
     if acc.exact and not w.remote and not gmem_tma and not (masked and w.root.type.space == Space.GMEM):
       self.check_bounds(acc)
+    if isinstance(acc.op, (Gather, ScatterUpdate)) and acc.op.view and self.ev.exact:
+      # the view a gather or scatter indexes: its indices are clamped (dropped) at the view's edges
+      view = acc.op.view
+      self.check_bounds(dataclasses.replace(acc, window=Window(
+          w.root, tuple(self.ev.value(i.start) for i in view), tuple(i.size for i in view))))
     # (programs along the batch axis jax.vmap added update separate slices: not "other programs")
     batch = self.kernel.grid[self.kernel.batch_axis] if self.kernel.batch_axis is not None else 1
     if kind not in READS and w.root.id in self.atomic and acc.may.any():
@@ -388,6 +378,17 @@ class _Memory:
                  f" or pass a longer {root}"))
         return
       trip = self._trip(p)
+      if isinstance(acc.op, (Gather, ScatterUpdate)):
+        what, edge = ("gather", "clamped to") if isinstance(acc.op, Gather) else ("scatter", "dropped outside")
+        self.report(E.IndexOutOfBoundsError(
+            f"this {what} indexes the view {root}[{win}]{where}{trip}, outside {root}'s shape {tuple(w.shape)}:"
+            f" its indices are {edge} the view, not {root}", acc.op.loc,
+            hint=f"index {root} itself with the view's start added to the indices ("
+                 + (f"{root}[start + ids] for {root}.at[ml.ds(start, n)][ids]), where an index past {root}'s end"
+                    f" clamps to its last element" if what == "gather" else
+                    f"{root}.at[start + ids] for {root}.at[ml.ds(start, n)].at[ids]), where an update past"
+                    f" {root}'s end is dropped") + ", or keep the view inside it"))
+        return
       self.report(E.IndexOutOfBoundsError(
           f"this {_VERB.get(acc.kind, 'access')} touches {root}[{win}]{where}{trip}, outside {root}'s shape"
           f" {tuple(w.shape)}", acc.op.loc, hint=_bounds_hint(acc, root, d, n, full, bool((s[p] < 0)), gmem,

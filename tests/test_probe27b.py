@@ -1,6 +1,7 @@
 """Probe 27b (data-dependent and ragged kernels): the hints of an atomic window past an array's
 end, which wrote `out.at[..., ml.arange(n), ...]` (two `...`: not an index) and `atomic_add`
-whatever the atomic, and dropped the window's other indices."""
+whatever the atomic, and dropped the window's other indices; gathers and scatters of a view that
+the compiler knew runs past its array's end, which export built (the GPU read and wrote outside)."""
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -117,3 +118,75 @@ def test_a_program_atomic_window_outside_hints_the_scatter_with_its_other_indice
   np.testing.assert_array_equal(add_rows_before_start_as_hinted(x.astype(F32), interpret=True), want)
   assert "mosaic_gpu" in _export(max_rows_past_end_as_hinted, S((64,), I32))
   assert "mosaic_gpu" in _export(add_rows_before_start_as_hinted, S((64,), F32))
+
+
+# ---------------------------------------------------------------- gathers and scatters of a view outside
+@mg.mgpu_kernel(out_shape=lambda t, ids: S((128,), t.dtype))
+def gather_view_past_end(t, ids, out):
+  out[...] = t.at[ml.ds(80, 64)][ids[...]]
+
+
+@mg.mgpu_kernel(out_shape=lambda t, ids: S((2, 128), t.dtype), grid=(2,))
+def gather_program_views(t, ids, out):
+  p = ml.program_id(0)
+  out.at[p][...] = t.at[ml.ds(p * 64, 64)][ids[...]]
+
+
+@mg.mgpu_kernel(out_shape=lambda t, ids: S((2, 128), t.dtype), grid=(2,))
+def gather_program_views_as_hinted(t, ids, out):
+  p = ml.program_id(0)
+  out.at[p][...] = t[p * 64 + ids[...]]
+
+
+@mg.mgpu_kernel(out_shape=lambda v, ids: S((100,), F32), grid=(2,))
+def scatter_program_views(v, ids, out):
+  p = ml.program_id(0)
+  ml.atomic_add(out.at[ml.ds(p * 64, 64)].at[ids[...]], v[...])
+
+
+@mg.mgpu_kernel(out_shape=lambda v, ids: S((100,), F32), grid=(2,))
+def scatter_program_views_as_hinted(v, ids, out):
+  p = ml.program_id(0)
+  ml.atomic_add(out.at[p * 64 + ids[...]], v[...])
+
+
+def test_a_gather_or_scatter_of_a_view_known_to_leave_its_array_is_rejected_while_compiling():
+  # the view's indices are clamped to the view (a scatter's dropped outside it), not to the array:
+  # the GPU read and wrote past t's end; only interpret mode said so, and export built it
+  spec = [S((100,), F32), S((128,), I32)]
+  for k, at in ((gather_view_past_end, "t.at[ml.ds(80"), (gather_program_views, "t.at[ml.ds(p")):
+    where = "" if k is gather_view_past_end else " in program (1, 0, 0)"
+    view = "t[80:144]" if k is gather_view_past_end else "t[64:128]"
+    expect(k, spec, mg.IndexOutOfBoundsError, at,
+           f"this gather indexes the view {view}{where}, outside t's shape (100,): its indices are clamped"
+           f" to the view, not t",
+           hint="index t itself with the view's start added to the indices (t[start + ids] for"
+                " t.at[ml.ds(start, n)][ids]), where an index past t's end clamps to its last element, or keep"
+                " the view inside it")
+  expect(scatter_program_views, [S((128,), F32), S((128,), I32)], mg.IndexOutOfBoundsError, "ml.atomic_add(",
+         "this scatter indexes the view out[64:128] in program (1, 0, 0), outside out's shape (100,): its"
+         " indices are dropped outside the view, not out",
+         hint="index out itself with the view's start added to the indices (out.at[start + ids] for"
+              " out.at[ml.ds(start, n)].at[ids]), where an update past out's end is dropped, or keep the view"
+              " inside it")
+  t = np.arange(100, dtype=np.float32)
+  ids = np.arange(128, dtype=np.int32) % 64
+  np.testing.assert_array_equal(gather_program_views_as_hinted(t, ids, interpret=True),
+                                t[np.minimum(np.arange(2)[:, None] * 64 + ids, 99)])
+  want = np.zeros(100, np.float32)
+  pos = (np.arange(2)[:, None] * 64 + ids).ravel()
+  np.add.at(want, pos[pos < 100], 1.0)
+  np.testing.assert_array_equal(scatter_program_views_as_hinted(np.ones(128, np.float32), ids, interpret=True),
+                                want)
+  assert "mosaic_gpu" in _export(gather_program_views_as_hinted, *spec)
+  assert "mosaic_gpu" in _export(scatter_program_views_as_hinted, S((128,), F32), S((128,), I32))
+  # a view inside its array, at run-time starts, builds as before
+  s = np.array([36], np.int32)
+  np.testing.assert_array_equal(gather_run_time_view(t, ids, s, interpret=True), t[36 + ids])
+  assert "mosaic_gpu" in _export(gather_run_time_view, *spec, S((1,), I32))
+
+
+@mg.mgpu_kernel(out_shape=lambda t, ids, s: S((128,), t.dtype))
+def gather_run_time_view(t, ids, s, out):
+  out[...] = t.at[ml.ds(s[0], 64)][ids[...]]
+

@@ -43,6 +43,9 @@ class Gather(ir.Op):
   # The last index is a slice's span along the result's last axis, 16-byte aligned in start and
   # size, in rows of a multiple of 16 bytes: a register's consecutive elements are one vector load.
   contiguous: bool = False
+  # The window over `ref` of the view indexed (`t.at[ml.ds(s, 64)][ids]`), if any: the indices are
+  # clamped to it, so it must lie inside `ref` (frontend/checks.py proves it where it can).
+  view: tuple = ()
 
 
 def _in_range(cx, i, n):
@@ -86,13 +89,14 @@ class _Plan:
   out_shape: tuple
   contiguous: bool
   inside: ir.Value | None   # scatters: a bool tensor, the elements whose indices were in range
+  view: tuple              # the window over root of the view indexed, or ()
 
 
 def gather(cx, ref, index, name=""):
   """`ref[index]` where some index is a register tensor."""
   p = _plan(cx, ref, index, "gather")
   return cx.b.emit(Gather, p.root, tuple(p.per_dim), loc=cx.loc, types=[TensorType(p.out_shape, ref.type.dtype)],
-                   names=[name], contiguous=p.contiguous).result
+                   names=[name], contiguous=p.contiguous, view=p.view).result
 
 
 def _plan(cx, ref, index, what):
@@ -244,7 +248,7 @@ def _plan(cx, ref, index, what):
   contiguous = (last in spans and axis_of[last] == len(out_shape) - 1 and nbytes
                 and (_start_multiple(cx, spans, root_index, last) * nbytes) % 16 == 0
                 and (root.type.shape[-1] * nbytes) % 16 == 0 and (out_shape[-1] * nbytes) % 16 == 0)
-  return _Plan(root, per_dim, out_shape, bool(contiguous), inside)
+  return _Plan(root, per_dim, out_shape, bool(contiguous), inside, tuple(root_index or ()))
 
 
 def _start_multiple(cx, spans, root_index, last) -> int:
@@ -275,6 +279,7 @@ class ScatterUpdate(AtomicUpdate):
   operation's identity (jnp's scatter drops them)."""
   indices: tuple = ()
   contiguous: bool = False     # as Gather's: a row's consecutive elements, one vector `red` a register
+  view: tuple = ()             # as Gather's: the window of the view indexed, which must lie inside `ref`
 
 
 def scatter(cx, kind: AtomicKind, iref: IndexedRef, value):
@@ -311,5 +316,5 @@ def scatter(cx, kind: AtomicKind, iref: IndexedRef, value):
   if p.inside is not None:
     value = ew.where_(cx, p.inside, value, identity(kind, d))
   cx.b.emit(ScatterUpdate, kind, p.root, value, loc=cx.loc, types=[], indices=tuple(p.per_dim),
-            contiguous=p.contiguous)
+            contiguous=p.contiguous, view=p.view)
   return None

@@ -181,3 +181,24 @@ def scatter_text(root, index, d, pos=None, texts=None) -> str:
   while parts and parts[-1] == ":":
     parts.pop()
   return f"{root.name or 'out'}.at[{', '.join(parts)}]"
+
+
+def atomic_outside_hint(op, root, index, d, n, full, before) -> str:
+  """The hint of an atomic update whose window (`index` over `root`, n elements along dimension d
+  of size `full`) starts before 0 (`before`) or runs past the end in some program: a scatter drops
+  what is past the end, and a negative index counts from the end, so those before 0 are sent past it."""
+  what = f"ml.atomic_{op.kind.value}"
+  loc = op.loc
+  line = loc.source_line[loc.col_offset:loc.end_col_offset] if loc.end_lineno == loc.lineno else ""
+  texts = index_texts(line, root.name, len(index)) if line else None
+  if before:
+    at = scatter_text(root, index, d, f"ml.where(pos >= 0, pos, {full})", texts)
+    start = index[d].start
+    start = texts[d] if texts else start if isinstance(start, int) else start.name or "start"
+    start = start if str(start).isidentifier() or str(start).lstrip("-").isdigit() else f"({start})"
+    text = (f"index the window with positions, pos = {start} + ml.arange({n}), moving the ones before 0 past"
+            f" the end, where a scatter drops them (a negative index counts from the end): {what}({at}, value)")
+  else:
+    text = (f"index the window with a tensor of positions (a scatter), whose updates past the end are dropped:"
+            f" {what}({scatter_text(root, index, d, texts=texts)}, value)")
+  return text + (", start being the window's start" if "start +" in text else "")
