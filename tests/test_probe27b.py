@@ -190,3 +190,42 @@ def test_a_gather_or_scatter_of_a_view_known_to_leave_its_array_is_rejected_whil
 def gather_run_time_view(t, ids, s, out):
   out[...] = t.at[ml.ds(s[0], 64)][ids[...]]
 
+
+# ---------------------------------------------------------------- ragged rows: a run-time window size
+@mg.mgpu_kernel(out_shape=lambda x, lens: S((x.shape[0],), F32), grid=lambda x, lens: (x.shape[0],))
+def ragged_row_sums_ds(x, lens, out):
+  r = ml.program_id(0)
+  out[r] = ml.sum(x.at[r, ml.ds(0, lens[r])][...])
+
+
+@mg.mgpu_kernel(out_shape=lambda x, lens: S((x.shape[0],), F32), grid=lambda x, lens: (x.shape[0],))
+def ragged_row_sums_slice(x, lens, out):
+  r = ml.program_id(0)
+  out[r] = ml.sum(x.at[r, 0:lens[r]][...])
+
+
+@mg.mgpu_kernel(out_shape=lambda x, lens: S((x.shape[0],), F32), grid=lambda x, lens: (x.shape[0],))
+def ragged_row_sums_as_hinted(x, lens, out):
+  r = ml.program_id(0)
+  v = x.at[r, ml.ds(0, 304)].load(mask=ml.arange(304) < lens[r], other=0)
+  out[r] = ml.sum(v)
+
+
+def test_a_run_time_window_size_hints_a_masked_window_that_lays_out():
+  # ml.ds(0, lens[r]) said only "the size of a window is fixed when the kernel is compiled"; the
+  # run-time slice's hint masked ml.arange(300), which is LayoutError MG204 (not a multiple of 8)
+  spec = [S((4, 300), F32), S((4,), I32)]
+  hint = ("take a window of fixed size and mask it to the run-time length: to read, v = x.at[r, ml.ds(0, 304)]"
+          ".load(mask=ml.arange(304) < lens[r], other=0); to write, x.at[r, ml.ds(0, 304)].store(v,"
+          " mask=ml.arange(304) < lens[r])")
+  expect(ragged_row_sums_ds, spec, mg.KernelTypeError, "x.at[r, ml.ds(0, lens[r])]",
+         "ml.ds size must be a positive static int, got lens[r], a run-time value: a window's size is fixed when"
+         " the kernel is compiled", hint=hint)
+  expect(ragged_row_sums_slice, spec, mg.KernelTypeError, "x.at[r, 0:lens[r]]",
+         "slice 0:lens[r] of dimension 1 of x has a run-time stop: a window's size is fixed when the kernel is"
+         " compiled", hint=hint)
+  x = np.random.RandomState(0).rand(4, 300).astype(np.float32)
+  lens = np.array([0, 1, 129, 300], np.int32)
+  np.testing.assert_allclose(ragged_row_sums_as_hinted(x, lens, interpret=True),
+                             [x[i, :lens[i]].sum() for i in range(4)], rtol=1e-5)
+  assert "mosaic_gpu" in _export(ragged_row_sums_as_hinted, *spec)

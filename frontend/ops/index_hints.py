@@ -57,6 +57,13 @@ def _fixed_length(cx, start, stop):
   return b[1] - a[1] if not any(terms.values()) else None
 
 
+def _window_size(n, kept) -> int:
+  """The fixed size of a masked window covering a dimension of n elements: a 1-D register vector
+  holds a multiple of 8 elements (frontend/layout_hints.py's pad_hint), so a 1-D window is padded
+  (a GMEM window may run past the end: the mask keeps those elements off)."""
+  return -(-n // 8) * 8 if len(kept) == 1 else n
+
+
 def runtime_slice_error(cx, index, d, shape, name) -> E.KernelError:
   """A slice whose start or stop is a run-time value, in dimension `d`: a window's size is fixed
   when the kernel is compiled, so a run-time length is a fixed window and a mask, and a run-time
@@ -91,10 +98,30 @@ def runtime_slice_error(cx, index, d, shape, name) -> E.KernelError:
                      f" {at(f'ml.ds({start}, {fixed})')}.store(v, mask={inside})")
   # a stop past the array's end clamps, as Python's slice does (the window ml.ds(start, n) reaches past it)
   length = stop if start == "0" else f"ml.minimum({stop}, {n}) - {start}"
-  mask = f"ml.arange({n}){axes} < {length if ' ' not in length else f'({length})'}"
+  w = _window_size(n, kept)
+  mask = f"ml.arange({w}){axes} < {length if ' ' not in length else f'({length})'}"
   return E.KernelTypeError(
       f"slice {_index_text(i, cx)} of dimension {d} of {name} has a run-time stop: a window's size is fixed when"
       f" the kernel is compiled", cx.loc,
+      hint=f"take a window of fixed size and mask it to the run-time length: to read, v ="
+           f" {at(f'ml.ds({start}, {w})')}.load(mask={mask}, other=0); to write,"
+           f" {at(f'ml.ds({start}, {w})')}.store(v, mask={mask})")
+
+
+def runtime_size_error(cx, index, d, shape, name) -> E.KernelError:
+  """`ml.ds(start, size)` in dimension `d` with a run-time size (a length read from memory): a
+  window's size is fixed when the kernel is compiled, so a run-time length is a fixed window and a
+  mask, as for a slice with a run-time stop."""
+  i, n = index[d], shape[d]
+  start, size = _index_text(i.start, cx), _index_text(i.size, cx)
+  at = lambda win: f"{name}.at[{', '.join(win if k == d else _index_text(x, cx) for k, x in enumerate(index))}]"
+  kept = [k for k, x in enumerate(index) if not (isinstance(x, int) or is_value(x))]
+  axes = "" if len(kept) == 1 else "[" + ", ".join(":" if k == d else "None" for k in kept) + "]"
+  n = _window_size(n, kept)
+  mask = f"ml.arange({n}){axes} < {size if ' ' not in size else f'({size})'}"
+  return E.KernelTypeError(
+      f"ml.ds size must be a positive static int, got {size}, a run-time value: a window's size is fixed"
+      f" when the kernel is compiled", cx.loc,
       hint=f"take a window of fixed size and mask it to the run-time length: to read, v ="
            f" {at(f'ml.ds({start}, {n})')}.load(mask={mask}, other=0); to write,"
            f" {at(f'ml.ds({start}, {n})')}.store(v, mask={mask})")

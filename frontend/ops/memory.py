@@ -18,7 +18,8 @@ from ..infer import conflict, unify
 from ..ir import Access, LayoutRule, Traits
 from ..types import DTypeVar, RefType, ScalarType, Space, TensorType, dtype_name, resolve
 from .base import Num, builtin, dtype_arg, is_ref, is_value, kind_of, one_element, static_shape
-from .index_hints import index_texts, runtime_slice_error, scatter_text, slice_step_error
+from .index_hints import (index_texts, runtime_size_error, runtime_slice_error, scatter_text,
+                          slice_step_error)
 
 
 def _copy_effects(o):
@@ -292,9 +293,12 @@ def normalize_index(cx, shape, index, name, *, past_end=False):
         f"too many indices for {name or 'ref'} of rank {len(shape)}: got {len(index)}", cx.loc,
         hint=f"{name or 'the ref'} has shape {shape}")
   index = index + (slice(None),) * (len(shape) - len(index))
+  from .control import For, If, While
   for d, i in enumerate(index):
     if isinstance(i, slice) and any(is_value(x) for x in (i.start, i.stop)):
       raise runtime_slice_error(cx, index, d, shape, name or "ref")
+    if isinstance(i, DSlice) and is_value(i.size) and not isinstance(cx.b.defining(i.size), (For, If, While)):
+      raise runtime_size_error(cx, index, d, shape, name or "ref")     # (a merged int: _one_index says why)
   return tuple(_one_index(cx, d, i, n, name or "ref", past_end, len(shape))
                for d, (i, n) in enumerate(zip(index, shape)))
 
