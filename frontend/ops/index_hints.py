@@ -229,3 +229,19 @@ def atomic_outside_hint(op, root, index, d, n, full, before) -> str:
     text = (f"index the window with a tensor of positions (a scatter), whose updates past the end are dropped:"
             f" {what}({scatter_text(root, index, d, texts=texts)}, value)")
   return text + (", start being the window's start" if "start +" in text else "")
+
+
+def atomic_static_hint(what, root, index, d, start, size, n, text=None) -> str:
+  """The hint of an atomic `what` (`ml.atomic_max`) whose window (`index` over `root`; `text`, the
+  user's text of the window) is known while compiling to start before 0 or run past the end of
+  dimension d (of n elements): the scatter of its positions, as atomic_outside_hint's."""
+  texts = index_texts(text, root.name, len(index)) if text else None
+  if start < 0:      # a negative index counts from the end: send those past it instead
+    return (f"an atomic update must stay inside the array: index dimension {d} with positions instead,"
+            f" pos = {start} + ml.arange({size}), moving the ones before 0 past the end, where they are"
+            f" dropped (a negative index counts from the end):"
+            f" {what}({scatter_text(root, index, d, f'ml.where(pos >= 0, pos, {n})', texts)}, value)")
+  return (f"an atomic update must stay inside the array: index dimension {d} with a tensor instead,"
+          f" {what}({scatter_text(root, index, d, texts=texts)}, value), which drops the elements past"
+          f" the end (or ml.copy(buf, window, reduce=\"{what[len('ml.atomic_'):]}\") from SMEM, which TMA"
+          f" clips)")

@@ -18,8 +18,7 @@ from ..infer import conflict, unify
 from ..ir import Access, LayoutRule, Traits
 from ..types import DTypeVar, RefType, ScalarType, Space, TensorType, dtype_name, resolve
 from .base import Num, builtin, dtype_arg, is_ref, is_value, kind_of, one_element, static_shape
-from .index_hints import (index_texts, runtime_size_error, runtime_slice_error, scatter_text,
-                          slice_step_error)
+from .index_hints import atomic_static_hint, runtime_size_error, runtime_slice_error, slice_step_error
 
 
 def _copy_effects(o):
@@ -519,17 +518,7 @@ def check_in_bounds(cx, ref, what):
     elif what.startswith("ml.atomic_"):   # an atomic has no mask: an index tensor drops the elements outside
       root_ref, index = window(cx.b, ref)
       text = cx.operands.get(ref) if cx.operands is not None else None
-      texts = index_texts(text, root_ref.name, len(index)) if text else None
-      if start < 0:      # a negative index counts from the end: send those past it instead
-        hint = (f"an atomic update must stay inside the array: index dimension {d} with positions instead,"
-                f" pos = {start} + ml.arange({size}), moving the ones before 0 past the end, where they are"
-                f" dropped (a negative index counts from the end):"
-                f" {what}({scatter_text(root_ref, index, d, f'ml.where(pos >= 0, pos, {n})', texts)}, value)")
-      else:
-        hint = (f"an atomic update must stay inside the array: index dimension {d} with a tensor instead,"
-                f" {what}({scatter_text(root_ref, index, d, texts=texts)}, value), which drops the elements past"
-                f" the end (or ml.copy(buf, window, reduce=\"{what[len('ml.atomic_'):]}\") from SMEM, which TMA"
-                f" clips)")
+      hint = atomic_static_hint(what, root_ref, index, d, start, size, n, text)
     elif start < 0:      # a mask keeps the elements before 0 untouched; TMA windows start aligned
       _, index = window(cx.b, ref)
       k, rank = sum(1 for i in index[:d] if not i.squeeze), len(ref.type.shape)
