@@ -229,3 +229,48 @@ def test_a_run_time_window_size_hints_a_masked_window_that_lays_out():
   np.testing.assert_allclose(ragged_row_sums_as_hinted(x, lens, interpret=True),
                              [x[i, :lens[i]].sum() for i in range(4)], rtol=1e-5)
   assert "mosaic_gpu" in _export(ragged_row_sums_as_hinted, *spec)
+
+
+# ---------------------------------------------------------------- run-time loop bounds of two types
+@mg.mgpu_kernel(out_shape=lambda lens, st: S(lens.shape, I32), grid=lambda lens, st: (lens.shape[0],))
+def mixed_bounds(lens, st, out):
+  p = ml.program_id(0)
+  c = 0
+  for i in range(st[p], lens[p]):
+    c = c + 1
+  out[p] = c
+
+
+@mg.mgpu_kernel(out_shape=lambda lens, st: S(lens.shape, I32), grid=lambda lens, st: (lens.shape[0],))
+def mixed_bounds_as_hinted(lens, st, out):
+  p = ml.program_id(0)
+  c = 0
+  for i in range(st[p], lens[p].astype(jnp.int32)):
+    c = c + 1
+  out[p] = c
+
+
+@mg.mgpu_kernel(out_shape=lambda x, n: S((128,), F32))
+def pipelined_uint32_bound(x, n, out):
+  buf = ml.smem((128,), F32)
+  acc = ml.zeros((128,), F32)
+  for i in ml.range(n[0], stages=2):
+    ml.copy(x.at[i], buf)
+    acc = acc + buf[...]
+  out[...] = acc
+
+
+def test_mixed_loop_bounds_hint_the_users_bound():
+  # the hint converted "n", a name the kernel does not have, and offered uint32 bounds to a
+  # pipelined loop, which counts in int32
+  expect(mixed_bounds, [S((4,), jnp.uint32), S((4,), I32)], mg.KernelTypeError, "range(st[p]",
+         "this loop's run-time bounds are uint32 and int32: a loop counts in one integer type",
+         hint="convert the bounds to one type: lens[p].astype(jnp.int32) (values below 2**31), or make every"
+              " bound uint32 (st[p].astype(jnp.uint32), of values of at least 0)")
+  expect(pipelined_uint32_bound, [S((4, 128), F32), S((1,), jnp.uint32)], mg.KernelTypeError, "ml.range(n[0]",
+         "this loop's run-time bounds are uint32: a pipelined loop counts in int32",
+         hint="convert the bounds to one type: n[0].astype(jnp.int32) (values below 2**31)")
+  lens = np.array([0, 1, 5, 7], np.uint32)
+  st = np.array([-1, 0, 4, 9], np.int32)
+  np.testing.assert_array_equal(mixed_bounds_as_hinted(lens, st, interpret=True), [1, 1, 1, 0])
+  assert "mosaic_gpu" in _export(mixed_bounds_as_hinted, S((4,), jnp.uint32), S((4,), I32))
