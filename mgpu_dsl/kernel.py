@@ -7,6 +7,7 @@ import functools
 import inspect
 import numbers
 import os
+import re
 import time
 import types
 from typing import Any, Callable, NamedTuple
@@ -86,10 +87,17 @@ def _call_with_meta(f, args, constexprs, what, loc):
         f"the {what} callable failed for {len(args)} input(s)"
         f" {', '.join(calling.describe(a) for a in args)}: {e.message}"), loc, hint=e.hint) from None
   except Exception as e:
+    missing = _ARRAY_ATTR.match(str(e)) if isinstance(e, AttributeError) else None
+    text = f"an input array has no attribute {missing.group(1)!r}" if missing else str(e)
     raise E.SignatureError(calling.cap(
         f"the {what} callable failed for {len(args)} input(s)"
-        f" {', '.join(calling.describe(a) for a in args)}: {type(e).__name__}: {e}"), loc,
-        hint=f"{what} is called with the kernel's inputs (and the constexprs it names)") from None
+        f" {', '.join(calling.describe(a) for a in args)}: {type(e).__name__}: {text}"), loc,
+        hint=f"{what} is called with the kernel's inputs (and the constexprs it names)"
+             + ("; an input has .shape, .dtype, .ndim and jnp's array methods" if missing else "")) from None
+
+
+# JAX's words for an attribute an abstract array lacks (a tracer under jit, a ShapeDtypeStruct)
+_ARRAY_ATTR = re.compile(r"^'?(?:\w*Tracer|ShapedArray|ShapeDtypeStruct|[\w.]*ArrayImpl|numpy\.ndarray)'?(?: object)? has no attribute '?(\w+)'?$")
 
 
 def _on_arrays(f, args, kwargs):

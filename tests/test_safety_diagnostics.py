@@ -44,7 +44,7 @@ def zero_programs(x, out):
      "grid (2, 1, 1) is not divisible by cluster (3, 1, 1) along x"),
     (bad_out_shape, "out_shape=lambda x: x.shap", mg.SignatureError,
      "the out_shape callable failed for 1 input(s) float32[256]: AttributeError:"
-     " 'ShapeDtypeStruct' object has no attribute 'shap'"),
+     " an input array has no attribute 'shap'"),
     (zero_programs, "grid=lambda x: x.shape[0] // 512", mg.LaunchConfigError,
      "grid must be 1 to 3 positive ints, got (0,)"),
 ], ids=["grid", "cluster", "out_shape", "grid_callable"])
