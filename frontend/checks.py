@@ -24,6 +24,7 @@ import numpy as np
 
 from . import errors as E
 from . import ir
+from .cluster_checks import check_clusters
 from .absint import UNKNOWN, GridEval, Window, known_multiple, loop_counters
 from .coverage import Boxes, describe, unique_rows
 from .ir import Access as A
@@ -101,7 +102,7 @@ def check_kernel(kernel: ir.Kernel, defs: dict) -> tuple[list, Facts]:
   ev = GridEval(kernel, mem)
   mem.ev = ev
   if ev.run():
-    errors += mem.errors + mem.coverage_errors() + mem.race_errors()
+    errors += mem.errors + mem.coverage_errors() + mem.race_errors() + check_clusters(kernel)
   else:
     mem.facts.tma_starts.clear()
   return errors, mem.facts

@@ -100,6 +100,7 @@ LayoutError = _error("LayoutError", "MG204", "A register tensor shape the regist
 # memory-space mistakes.
 CopySpaceError = _error("CopySpaceError", "MG301", "A copy between memory spaces that has no hardware path (GMEM -> GMEM).")
 ClusterRefError = _error("ClusterRefError", "MG302", "ml.cluster_ref or multicast of anything but SMEM, or outside a cluster.")
+ClusterSyncError = _error("ClusterSyncError", "MG304", "An ml.cluster_sync() that the CTAs of a cluster call different numbers of times (a hang on the GPU).")
 InputWriteError = _error("InputWriteError", "MG303", "A write into a kernel input (inputs are read-only unless aliased to an output).")
 
 # TMA and SMEM limits.
