@@ -491,12 +491,20 @@ class SyncPass(GmemOrdering):
     # Atomics inside on buffers only updated atomically since the last barrier need no order.
     ordered = {r for r in touched if r in plain or r in st.dirty}
     carry = self.carried_loads(o, st)
-    for r in sorted(touched & set(st.pending_load) - set(carry)):
+    inner_ops = [x for r in o.regions for x in ir.walk(getattr(o, r))]
+    if any(a == Access.CLUSTER_BARRIER for x in inner_ops for _, a in ir.traits_of(x).effects(x)):
+      # an ml.cluster_sync() inside publishes all of this CTA's SMEM, as one outside does: every
+      # load lands before it, and nothing of this CTA may still read what its peers may write next
+      waits = set(st.pending_load)
+      self.dot_wait(st, out, o.loc)
+      self.await_stores(set(st.pending_store), st, out, o.loc)
+    else:
+      waits = touched & set(st.pending_load)
+    for r in sorted(waits - set(carry)):
       self.wait_load(r, st, out, o.loc)
     if ordered & (st.dirty | st.unfenced) or written & (st.reg_read | st.dot_retired) or plain & st.atomic:
       self.sync(st, out, o.loc, fence=bool((ordered - self.register_only()) & (st.dirty | st.unfenced)))
     self.await_stores(written, st, out, o.loc)
-    inner_ops = [x for r in o.regions for x in ir.walk(getattr(o, r))]
     self.await_gmem(set().union(*(self.gmem_roots(x) for x in inner_ops)), st, out, o.loc)
     region_stores = set().union(*(self.gmem_stores(x) for x in inner_ops))
     loop = isinstance(o, LOOPS)

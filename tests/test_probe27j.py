@@ -94,6 +94,21 @@ def sync_out_of_branch(x, out):       # sync_in_branch with its hint followed
   ml.copy(buf, out.at[ml.ds(i * 128, 128)])
 
 
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=G, cluster=(2,))
+def sync_on_both_sides(x, out):       # every CTA syncs once, at one place or the other: fine
+  i = ml.program_id(0)
+  buf = ml.smem((128, x.shape[1]))
+  ml.copy(x.at[ml.ds(i * 128, 128)], buf)
+  if i % 2 == 0:
+    ml.cluster_sync()
+  else:
+    ml.cluster_sync()
+  got = ml.smem((128, x.shape[1]))
+  got[...] = ml.cluster_ref(buf, (i + 1) % 2)[...]
+  ml.cluster_sync()
+  ml.copy(got, out.at[ml.ds(i * 128, 128)])
+
+
 HANG_HINT = ("call ml.cluster_sync() the same number of times in every CTA of a cluster: move it out of the"
              " branch (or loop) whose condition (or trip count) differs between them")
 
@@ -110,6 +125,14 @@ def test_cluster_sync_only_some_ctas_of_a_cluster_reach_is_an_error_while_compil
   x = _x()
   np.testing.assert_array_equal(np.asarray(sync_out_of_branch(x, interpret=True)), x)
   assert "cluster" in _export(sync_out_of_branch, X)
+
+
+def test_cluster_sync_in_a_branch_waits_for_the_loads_before_it():
+  # every CTA syncs once (at one of two places): accepted, and the load into buf lands before the
+  # sync inside the branch (it waited only at a top-level sync: the peer read buf before it landed)
+  x = _x()
+  np.testing.assert_array_equal(np.asarray(sync_on_both_sides(x, interpret=True)), _swapped(x))
+  assert "cluster" in _export(sync_on_both_sides, X)
 
 
 # ---------------------------------------------------------------- (a) a peer's buffer read before a sync
