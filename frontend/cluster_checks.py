@@ -53,7 +53,7 @@ class _ClusterEval(GridEval):
     self.lo = np.zeros(self.P, np.int64)          # ml.cluster_sync() calls each program certainly made
     self.hi = np.zeros(self.P, np.float64)        # ... and may have made (inf: uncounted)
     self.syncs: list = []                         # (op, must, may) of every sync visited, in order
-    self.written: dict = {}                       # root id -> (whole, part, loc): written since a sync
+    self.written: dict = {}                       # root id -> [(window, programs, loc)] written since a sync
     self.peer_uses: dict = {}                     # op -> programs that used a peer's SMEM since a sync
     self.errors: list = []
     self.smem = {a.id for a in kernel.smem}
@@ -87,8 +87,9 @@ class _ClusterEval(GridEval):
     self.lo[must] += 1
     self.hi[may] += 1 if self.exact else np.inf
     self.syncs.append((o, must.copy(), may.copy()))
-    for whole, part, _ in self.written.values():
-      whole[may] = part[may] = False
+    for writes in self.written.values():
+      for _, progs, _ in writes:
+        progs[may] = False
     for progs in self.peer_uses.values():
       progs[may] = False
 
@@ -110,20 +111,33 @@ class _ClusterEval(GridEval):
     if w.remote:
       self.peer_access(acc)
     elif acc.kind in WRITES and w.root.id in self.smem and acc.must.any():
-      whole, part, _ = self.written.setdefault(w.root.id, (np.zeros(self.P, bool), np.zeros(self.P, bool), None))
-      covers = all(s is not UNKNOWN and not s[acc.must].any() for s in w.starts) and w.sizes == tuple(w.shape)
-      part |= acc.must
-      if covers:
-        whole |= acc.must
-      self.written[w.root.id] = (whole, part, acc.op.loc)
+      self.written.setdefault(w.root.id, []).append(
+          (tuple(zip(w.starts, w.sizes)), acc.must.copy(), acc.op.loc))
+
+  def peer_window(self, ref):
+    """(ClusterRef, ((start, size) per root dimension)) of an access through ml.cluster_ref: the
+    peer's whole buffer, or one view of it (starts as this program computes them); None else."""
+    d = self.defs.get(ref.id)
+    outer = None
+    if isinstance(d, View):
+      outer, d = d, self.defs.get(d.ref.id)
+    if not isinstance(d, ClusterRef):
+      return None
+    inner = self.defs.get(d.ref.id)
+    if d.ref.id in self.smem:
+      inner = None
+    elif not (isinstance(inner, View) and inner.ref.id in self.smem) or outer is not None:
+      return None                      # (a view of a view: left to interpret mode)
+    view = outer or inner
+    if view is None:
+      return d, tuple((self.value(0), n) for n in d.ref.type.shape)
+    return d, tuple((self.value(i.start), i.size) for i in view.index)
 
   def peer_access(self, acc):
-    d = self.defs.get(acc.ref.id)
-    whole = isinstance(d, ClusterRef) and d.ref.id in self.smem     # the peer's whole buffer
-    while isinstance(d, View):
-      d = self.defs.get(d.ref.id)
-    if not isinstance(d, ClusterRef) or not acc.exact:
+    got = self.peer_window(acc.ref)
+    if got is None or not acc.exact:
       return
+    d, win = got
     k = self.value(d.cta)
     if k is UNKNOWN:
       return
@@ -134,22 +148,21 @@ class _ClusterEval(GridEval):
     if not progs.any():
       return
     self.peer_uses.setdefault(acc.op, np.zeros(self.P, bool))[progs] = True
-    wrote = self.written.get(acc.window.root.id)
-    if wrote is None:
-      return
-    all_of, part, loc = wrote
     same_phase = (self.lo <= self.hi[q]) & (self.lo[q] <= self.hi)   # sync counts that may agree
-    race = progs & (all_of[q] | (part[q] if whole else False)) & same_phase
-    if race.any():
-      p = int(np.flatnonzero(race)[0])
-      name = acc.window.root.name or "the buffer"
-      verb = "reads" if acc.kind not in WRITES else "writes"
-      self.report(E.RaceError(
-          f"program {self.program(p)} {verb} {name} of program {self.program(int(q[p]))} (ml.cluster_ref)"
-          f" while that program may still be writing it: no ml.cluster_sync() comes between its write of"
-          f" {name} and this access", acc.op.loc,
-          notes=(f"{loc}: program {self.program(int(q[p]))} writes {name} here",),
-          hint=f"call ml.cluster_sync() after the write of {name} and before this ml.cluster_ref access"))
+    shape = acc.window.root.type.shape
+    for wrote, writers, loc in self.written.get(acc.window.root.id, []):
+      race = progs & writers[q] & same_phase & _overlap(win, wrote, q, shape)
+      if race.any():
+        p = int(np.flatnonzero(race)[0])
+        name = acc.window.root.name or "the buffer"
+        verb = "writes" if acc.kind in WRITES else "reads"
+        self.report(E.RaceError(
+            f"program {self.program(p)} {verb} {name} of program {self.program(int(q[p]))} (ml.cluster_ref)"
+            f" while that program may still be writing it: no ml.cluster_sync() comes between its write of"
+            f" {name} and this access", acc.op.loc,
+            notes=(f"{loc}: program {self.program(int(q[p]))} writes {name} here",),
+            hint=f"call ml.cluster_sync() after the write of {name} and before this ml.cluster_ref access"))
+        return
 
   # ------------------------------------------------------------ at the end
   def finish(self) -> list:
@@ -191,3 +204,16 @@ def _times(lo, hi, bound: str) -> str:
   """How many times a program calls ml.cluster_sync(): exactly, or the bound that is known."""
   n = int(hi) if bound == "at most" else int(lo)
   return ("" if lo == hi else bound + " ") + ("once" if n == 1 else f"{n} times")
+
+
+def _overlap(read, wrote, q, shape) -> np.ndarray:
+  """Per program p, whether its window `read` of peer q[p]'s buffer certainly overlaps the window
+  `wrote` that q wrote (each (start, size) per dimension; starts per program, or UNKNOWN)."""
+  out = np.ones(len(q), bool)
+  for (rs, rn), (ws, wn), full in zip(read, wrote, shape):
+    if rs is not UNKNOWN and ws is not UNKNOWN:
+      out &= (rs < ws[q] + wn) & (ws[q] < rs + rn)
+    elif not ((rs is not UNKNOWN and rn == full and not rs.any())
+              or (ws is not UNKNOWN and wn == full and not ws.any())):
+      out &= False          # (one whole dimension overlaps any window of it)
+  return out

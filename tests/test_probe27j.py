@@ -171,6 +171,19 @@ def other_half(x, out):               # the peer writes rows 0:64 in this phase;
   ml.copy(got, out.at[ml.ds(i * 128, 128)])
 
 
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(2,), cluster=(2,))
+def peer_row_before_sync(x, out):     # row 0 was written before the sync, row 1 after it
+  i = ml.program_id(0)
+  buf = ml.smem((2, 128), jnp.float32)
+  buf.at[0][...] = x.at[ml.ds(i * 128, 128)][...]
+  ml.cluster_sync()
+  buf.at[1][...] = x.at[ml.ds(i * 128, 128)][...]
+  a = ml.cluster_ref(buf, 1 - i).at[0][...]
+  b = ml.cluster_ref(buf, 1 - i).at[1][...]
+  out.at[ml.ds(i * 128, 128)][...] = a + b
+  ml.cluster_sync()
+
+
 def test_peer_buffer_used_before_a_cluster_sync_is_a_race_while_compiling():
   e = expect(read_before_sync, [X], E.RaceError, "ml.cluster_ref(buf",
              "program (0, 0, 0) reads buf of program (1, 0, 0) (ml.cluster_ref) while that program may still"
@@ -180,6 +193,9 @@ def test_peer_buffer_used_before_a_cluster_sync_is_a_race_while_compiling():
              for n in e.notes)
   expect(write_before_sync, [X], E.RaceError, "ml.cluster_ref(buf",
          "program (0, 0, 0) writes buf of program (1, 0, 0) (ml.cluster_ref) while that program may still"
+         " be writing it: no ml.cluster_sync() comes between its write of buf and this access")
+  expect(peer_row_before_sync, [S((256,), jnp.float32)], E.RaceError, "ml.cluster_ref(buf, 1 - i).at[1]",
+         "program (0, 0, 0) reads buf of program (1, 0, 0) (ml.cluster_ref) while that program may still"
          " be writing it: no ml.cluster_sync() comes between its write of buf and this access")
   x = _x()      # the hint followed is the documented swap (peer_in_cluster); half-written buffers pass
   want = _swapped(x).copy()
