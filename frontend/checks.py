@@ -27,6 +27,9 @@ from . import ir
 from .cluster_checks import check_clusters
 from .absint import UNKNOWN, GridEval, Window, known_multiple, loop_counters
 from .coverage import Boxes, describe, unique_rows
+from .mask_boxes import kept_boxes, store_mask
+from .memory_errors import (_root, _with_lone_axis_note, grid_rank, masked_store_words, uncovered_error,
+                            uninitialized_read)
 from .ir import Access as A
 from .ops.access import MaskedLoad, MaskedStore, ScalarRead
 from .ops.atomic import AtomicUpdate
@@ -34,7 +37,6 @@ from .ops.gather import Gather, ScatterUpdate
 from .ops.index_hints import atomic_outside_hint
 from .ops.memory import Copy, View
 from .layout_checks import one_tile_column, split_load
-from .loc import call_at
 from .races import ACCUMULATED_READ, Writers, plain_write_hint, race_error
 from . import hw
 from .types import DType, RefType, Space, TensorType, dtype_name, resolve
@@ -159,11 +161,6 @@ def _plain_write(acc) -> bool:
           and getattr(o, "reduce", None) is None)
 
 
-def _root(defs, ref):
-  d = defs.get(ref.id)
-  return d.ref if isinstance(d, View) else ref
-
-
 def check_input_writes(kernel, defs) -> list:
   inputs = {p.value.id: k for k, p in enumerate(kernel.inputs)}
   out = []
@@ -204,6 +201,7 @@ class _Memory:
       if p.value.id not in aliased and p.value.type.shape:
         self.tracked[p.value.id] = Boxes(p.value.type.shape)
     self.first_write: dict[int, object] = {}
+    self.masked_off: dict[int, tuple] = {}   # root id -> (first masked store, its stores' whole windows)
     self.writers = {p.value.id: Writers(p.value.type.shape) for p in kernel.outputs}   # 0-d ones too
     # Reads of an output's memory (through an input aliased to it, or the output itself) race
     # with other programs' certain writes of the same elements.
@@ -277,10 +275,34 @@ class _Memory:
     if boxes is None:
       return
     if kind not in READS:            # writes, and effects this check does not know: may write
-      boxes.add(*self.boxes_of(w, acc.may))
+      lo, hi = self.boxes_of(w, acc.may)
+      kept = self.masked_boxes(acc) if acc.kind == A.REG_WRITE else None
+      if kept is not None:           # a mask known while compiling: only the elements it keeps
+        self.masked_off.setdefault(w.root.id, (acc.op, Boxes(w.shape)))[1].add(lo, hi)
+        lo, hi = kept
+      boxes.add(lo, hi)
       self.first_write.setdefault(w.root.id, acc.op.loc)
     elif acc.exact and not w.remote and not masked and not getattr(acc.op, "merge", False):
       self.check_read(acc, boxes)
+
+  def masked_boxes(self, acc):
+    """(lo, hi) rows of what a masked store whose mask is known while compiling writes in each
+    program of acc.may: its window narrowed to the box its mask keeps; None for other writes."""
+    mask = store_mask(self.ev.defs, acc.op)
+    w, v = acc.window, self.ev.defs.get(acc.ref.id)
+    if mask is None or w.remote or (isinstance(v, View) and v.transpose):
+      return None
+    dims = [k for k, i in enumerate(v.index) if not i.squeeze] if isinstance(v, View) else range(len(w.shape))
+    kept = kept_boxes(self.ev, mask, np.flatnonzero(acc.may))
+    if kept is None or len(dims) != kept[0].shape[1]:
+      return None
+    lo, hi = self.boxes_of(w, acc.may, dedupe=False)
+    for j, k in enumerate(dims):
+      if w.starts[k] is not UNKNOWN:   # (a window somewhere unknown stays whole)
+        lo[:, k], hi[:, k] = lo[:, k] + kept[0][:, j], lo[:, k] + kept[1][:, j]
+    empty = (hi <= lo).any(axis=1) | (kept[1] <= kept[0]).any(axis=1)
+    lo[empty], hi[empty] = 0, 0
+    return lo, hi
 
   def report(self, err):
     if all((type(e), e.loc) != (type(err), err.loc) for e in self.errors):
@@ -403,11 +425,22 @@ class _Memory:
       boxes = self.tracked.get(p.value.id)
       if boxes is None:
         continue
-      g = boxes.cells()
+      # (masked stores whose masks are known: their whole windows, to tell which of them left a hole)
+      store, windows = self.masked_off.get(p.value.id, (None, None))
+      g = boxes.cells(windows.lo + windows.hi if windows else ())
       m = boxes.mask(g)
       if m is None or boxes.overflow or m.all():
         continue
       shape = p.value.type.shape
+      if windows:
+        whole = windows.mask(g)
+        if whole is None:
+          continue
+        if (m | whole).all():        # the windows cover it: the masks leave the rest unwritten
+          out.append(uncovered_error(p.name, shape, ~m, g, self.kernel.grid, store.loc,
+                                     masked=masked_store_words(store, p.name)))
+          continue
+        m = m | whole
       if not boxes:
         out.append(E.UncoveredOutputError(
             f"{p.name} is never written: every output must be written in full", p.loc or self.kernel.loc,
@@ -503,166 +536,6 @@ class _Memory:
         self.facts.tma_starts[key] = UNKNOWN
       else:
         self.facts.tma_starts[key] = np.union1d(old, s[acc.may])
-
-
-def uninitialized_read(name, region, where, gmem: bool, loc, keep=None):
-  """The UninitializedReadError for a read of `region` of buffer `name` (also used by interpret mode);
-  `keep`: the read's Load.keep (a masked SMEM load's)."""
-  if gmem:
-    return E.UninitializedReadError(
-        f"{region} is read{where} before this program writes it: outputs start uninitialised", loc,
-        hint=f"read inputs, not outputs: to accumulate into {name}, keep the running value in registers and"
-             f" store it once (acc = ml.zeros(shape, dtype) before the loop, acc = acc + ... in it,"
-             f" {name}[...] = acc after); to update an array in place, pass it as an input and alias it"
-             f" to {name}: @mgpu_kernel(..., input_output_aliases={{input_index: output_index}})")
-  fill = f"fill {name} first, with ml.copy(x.at[...], {name}) or {name}[...] = value, on every path to this read"
-  if keep == ():
-    fill = (f"the mask cannot be proved to keep {region} off (it is not a condition on ml.arange and constants):"
-            f" {fill}")
-  elif keep is not None:
-    fill = f"the mask is on for elements of {region}: turn it off there, or {fill}"
-  return E.UninitializedReadError(
-      f"{region} is read{where} before anything writes it: SMEM starts with garbage", loc, hint=fill)
-
-
-def masked_store(kernel: ir.Kernel, out_id: int):
-  """(loc, (ref, mask, value) as the user wrote them) of the first masked store into the output
-  `out_id` of `kernel`, or None: interpret mode's UncoveredOutputError names it (elements every
-  program's windows cover that no program wrote were skipped by its mask)."""
-  defs = ir.def_table(kernel.body)
-  for o in ir.walk(kernel.body):
-    if isinstance(o, MaskedStore) and _root(defs, o.ref).id == out_id:
-      written = _store_call(o.loc)      # the mask and value as the user wrote them, where known
-      name = next(p.name for p in kernel.outputs if p.value.id == out_id)
-      return o.loc, (o.ref.name or f"{name}.at[...]", written.get("mask") or o.mask.name or "mask",
-                     written.get("value") or o.value.name or "value")
-  return None
-
-
-def skipped_store(kernel: ir.Kernel, out_id: int, skipped: set):
-  """(store loc, if loc) of a write into the output `out_id` in a branch of a run-time `if` that
-  some program did not take (`skipped`: ids of such blocks, from interpret mode) while the other
-  branch writes nothing into it, or None: interpret mode's UncoveredOutputError says the condition
-  skipped the write (the windows the programs may write cover the output)."""
-  from .ops.control import For, If, While
-  defs = ir.def_table(kernel.body)
-
-  def write(blk):
-    return next((o for o in ir.walk(blk) for ref, kind in ir.traits_of(o).effects(o)
-                 if ref is not None and kind not in READS and _root(defs, ref).id == out_id), None)
-  for o in ir.walk(kernel.body):
-    if isinstance(o, If):
-      for blk, other in ((o.then_block, o.else_block), (o.else_block, o.then_block)):
-        w = write(blk) if id(blk) in skipped else None
-        if w is not None and write(other) is None:
-          return w.loc, o.loc
-    elif isinstance(o, (For, While)) and id(o.body) in skipped and (w := write(o.body)) is not None:
-      return w.loc, o.loc, "loop"      # a run-time loop that ran no trip in some program
-  return None
-
-
-def _store_call(loc) -> dict:
-  """{"mask": text, "value": text} of a `ref.store(value, mask=...)` call at `loc`."""
-  import ast
-  node = call_at(loc)
-  if node is None:
-    return {}
-  args = {k.arg: k.value for k in node.keywords if k.arg in ("mask", "value")}
-  f = node.func
-  if isinstance(f, ast.Attribute) and f.attr == "store":     # ref.store(value, ...), ml.store(ref, value, ...)
-    k = 1 if isinstance(f.value, ast.Name) and f.value.id == "ml" else 0
-    if len(node.args) > k:
-      args.setdefault("value", node.args[k])
-  return {k: ast.unparse(v) for k, v in args.items()}
-
-
-def uncovered_error(name, shape, missing, g, grid, loc, masked=None, rank=1, skipped=None):
-  """The UncoveredOutputError for the cells `missing` of output `name` (also used by interpret
-  mode). `masked`: interpret mode's masked_store into the output (it records only the elements
-  written, after the proof over the windows each program may write passed, so the cells were
-  skipped by that store's mask). `rank`: the grid's axes to show at least (those the kernel reads
-  ml.program_id of: a grid (2, 1) the user wrote is not shown as (2,))."""
-  region, count = describe(name, shape, missing, g)
-  if skipped is not None and len(skipped) == 3:
-    at, loop, _ = skipped
-    return E.UncoveredOutputError(
-        f"{region} is never written: the write into {name} at line {at.lineno} is in the run-time loop at line"
-        f" {loop.lineno}, which ran no trip in the programs whose windows hold these elements, and nothing else"
-        f" writes them, so {count} of {math.prod(shape)} elements of {name} would stay uninitialised", at,
-        hint=f"write {name}'s window on every path: write it once before the loop (zeros, or the value meant for"
-             f" no trips) and let the loop add to or overwrite it; or, to keep the old values, alias an input to"
-             f" {name}: @mgpu_kernel(..., input_output_aliases={{input index: output index}})",
-        notes=(f"{loop}: the loop",))
-  if skipped is not None:
-    at, cond = skipped
-    return E.UncoveredOutputError(
-        f"{region} is never written: the write into {name} at line {at.lineno} is under the run-time"
-        f" condition at line {cond.lineno}, which skipped it in the programs whose windows hold these"
-        f" elements, and nothing else writes them, so {count} of {math.prod(shape)} elements of {name}"
-        f" would stay uninitialised", at,
-        hint=f"write {name}'s window on every path: add an else: branch that writes the value meant for"
-             f" it there (zeros, or the input's values); or, to keep the old values where the condition"
-             f" is false, alias an input to {name}: @mgpu_kernel(..., input_output_aliases={{input index:"
-             f" output index}})", notes=(f"{cond}: the condition",))
-  store = masked
-  if store is not None:
-    at, (ref, mask, value) = store
-    return E.UncoveredOutputError(
-        f"{region} is never written: the masked store into {name} (line {at.lineno}) leaves the elements"
-        f" where its mask is false unwritten, and nothing else writes them, so {count} of"
-        f" {math.prod(shape)} elements of {name} would stay uninitialised", at,
-        hint=f"write every element of {name}: put the mask into the value, ml.where({mask}, {value}, 0), and"
-             f" store that unmasked, {ref}[...] = ..., where the window lies inside {name}; a window running"
-             f" past {name}'s end keeps a mask of {name}'s own extent only, {ref}.store(..., mask=offs <"
-             f" {name}.shape[0]) with offs the window's positions")
-  n = math.prod(grid)
-  who = ("the kernel's one program does not" if n == 1 else
-         f"none of the {n} programs of grid {tuple(grid[:max(rank, _rank(grid))])}")
-  # the dimensions of the output with indices no program reaches (a grid axis rounded down)
-  covered = ~np.asarray(missing, bool)
-  part = [d for d in range(covered.ndim)
-          if not covered.any(axis=tuple(a for a in range(covered.ndim) if a != d)).all()] if covered.any() else []
-  if part and (part != [0] or rank > 1):         # (a 1-D grid over rows keeps the rows hint below)
-    dims = " and ".join(f"{d} ({shape[d]})" for d in part)
-    cover = (f"{name}'s dimension{'s' if len(part) > 1 else ''} {dims} {'are' if len(part) > 1 else 'is'} covered"
-             f" only in part: launch ml.cdiv(n, t) programs along the grid axis that steps"
-             f" {'each' if len(part) > 1 else 'it'} (n its size, t its tile), not n // t; the last window then runs"
-             f" past the end: ml.copy stores drop what falls outside the array, a register store needs a mask of"
-             f" {name}'s extent ({name}.at[...].store(v, mask=...))")
-  else:
-    cover = (f"launch enough programs for their windows to cover {name} {tuple(shape)} (for tiles of t rows,"
-             f" grid=lambda x: ((x.shape[0] + t - 1) // t,); ml.copy stores drop what falls outside the array)")
-  return E.UncoveredOutputError(
-      f"{region} is never written: {who} write{'s' if n > 1 else ''} it, so {count} of {math.prod(shape)}"
-      f" elements of {name} would stay uninitialised", loc,
-      hint=f"{cover}, or write the rest; to update part of an input in place, alias it to {name}:"
-           f" @mgpu_kernel(..., input_output_aliases={{input index: output index}})")
-
-
-def _with_lone_axis_note(kernel, err):
-  """`err` with a note where the kernel reads ml.program_id of an axis the grid has one program
-  along (ml.program_id(1) on a 1-D grid: always 0), the likely cause of windows that collide or
-  leave the output unwritten."""
-  from .ops.control import ProgramId
-  lone = next((o for o in ir.walk(kernel.body) if isinstance(o, ProgramId) and o.axis > 0
-               and kernel.grid[o.axis] == 1), None)
-  if lone is not None:
-    err.notes = tuple(err.notes) + (
-        f"{lone.loc}: ml.program_id({lone.axis}) is 0 in every program: the grid has 1 program along axis"
-        f" {lone.axis} (grid {tuple(kernel.grid[:grid_rank(kernel)])})",)
-  return err
-
-
-def _rank(grid) -> int:
-  return max([1] + [a + 1 for a, n in enumerate(grid) if n > 1])
-
-
-def grid_rank(kernel) -> int:
-  """The axes of the kernel's grid to show: those with more than one program, and those it reads
-  ml.program_id of."""
-  from .ops.control import ProgramId
-  return max([_rank(kernel.own_grid)] + [o.axis + 1 for o in ir.walk(kernel.body) if isinstance(o, ProgramId)
-                             and o.axis != kernel.batch_axis])
 
 
 # ---------------------------------------------------------------- TMA window starts

@@ -14,7 +14,7 @@ import dataclasses
 import numpy as np
 
 from ..frontend import ir
-from ..frontend.checks import grid_rank, masked_store, skipped_store, uncovered_error, uninitialized_read
+from ..frontend.memory_errors import grid_rank, masked_store, skipped_store, uncovered_error, uninitialized_read
 from ..frontend.coverage import describe
 from ..frontend.races import ACCUMULATED_READ, CROSS_PROGRAM_READ, ONE_WRITER, own_window, plain_write_hint
 from .interpret_numerics import np_dtype, poison
