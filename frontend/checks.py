@@ -294,13 +294,14 @@ class _Memory:
       return None
     dims = [k for k, i in enumerate(v.index) if not i.squeeze] if isinstance(v, View) else range(len(w.shape))
     kept = kept_boxes(self.ev, mask, np.flatnonzero(acc.may))
-    if kept is None or len(dims) != kept[0].shape[1]:
+    if kept is None or len(dims) != kept[1].shape[1]:
       return None
-    lo, hi = self.boxes_of(w, acc.may, dedupe=False)
+    owner, klo, khi = kept
+    lo, hi = (b[owner] for b in self.boxes_of(w, acc.may, dedupe=False))
     for j, k in enumerate(dims):
       if w.starts[k] is not UNKNOWN:   # (a window somewhere unknown stays whole)
-        lo[:, k], hi[:, k] = lo[:, k] + kept[0][:, j], lo[:, k] + kept[1][:, j]
-    empty = (hi <= lo).any(axis=1) | (kept[1] <= kept[0]).any(axis=1)
+        lo[:, k], hi[:, k] = lo[:, k] + klo[:, j], lo[:, k] + khi[:, j]
+    empty = (hi <= lo).any(axis=1) | (khi <= klo).any(axis=1)
     lo[empty], hi[empty] = 0, 0
     return lo, hi
 

@@ -25,9 +25,11 @@ from .ops.shape import Broadcast, Reshape
 from .types import ScalarType, resolve
 
 MAX_ELEMENTS = 1 << 22      # a value larger than this over the programs is not evaluated
+MAX_BOXES = 1 << 14         # masks made of more boxes (over the programs) are counted as their box
 
 _BIN = {BinOp.ADD: np.add, BinOp.SUB: np.subtract, BinOp.MUL: np.multiply, BinOp.MAX: np.maximum,
-        BinOp.MIN: np.minimum, BinOp.AND: np.bitwise_and, BinOp.OR: np.bitwise_or, BinOp.XOR: np.bitwise_xor}
+        BinOp.MIN: np.minimum, BinOp.AND: np.bitwise_and, BinOp.OR: np.bitwise_or, BinOp.XOR: np.bitwise_xor,
+        BinOp.FLOORDIV: np.floor_divide, BinOp.MOD: np.mod, BinOp.SHL: np.left_shift, BinOp.SHR: np.right_shift}
 _CMP = {CmpOp.LT: np.less, CmpOp.LE: np.less_equal, CmpOp.GT: np.greater,
         CmpOp.GE: np.greater_equal, CmpOp.EQ: np.equal, CmpOp.NE: np.not_equal}
 
@@ -47,15 +49,26 @@ def store_mask(defs: dict, o):
 
 
 def kept_boxes(ev, mask: ir.Value, progs: np.ndarray):
-  """(lo, hi): int arrays (len(progs), rank) of the box of the window's elements `mask` keeps in
-  each program `progs` (indices into the grid), an empty box where it keeps none; None where the
-  mask is not known while compiling."""
+  """(owner, lo, hi): boxes (rows of the int arrays lo, hi, of the window's rank) holding the
+  window's elements `mask` keeps, and the index into `progs` (programs of the grid) of the
+  program each is in; an empty box where a program keeps none. None where the mask is not known
+  while compiling. The boxes are exact where the mask is a product of runs along each axis (a
+  tail, `a % 2 == 0`, `(a < 32) | (a >= 96)`), else the box around what it keeps."""
   shape = tuple(mask.type.shape)
-  box = _Eval(ev, progs, shape).box(mask)
+  e = _Eval(ev, progs, shape)
+  v = e.value(mask)
+  exact = _runs_product(v, shape) if v is not None else None
+  if exact is not None:
+    owner, lo, hi = exact
+    if v.shape[0] == 1 and len(progs) * len(owner) <= MAX_BOXES:   # the same boxes in every program
+      return np.repeat(np.arange(len(progs)), len(owner)), np.tile(lo, (len(progs), 1)), np.tile(hi, (len(progs), 1))
+    if v.shape[0] > 1:
+      return exact
+  box = _bounding_box(v, shape) if v is not None else e.box(mask)
   if box is None:
     return None
   lo, hi = (np.broadcast_to(b, (len(progs), len(shape))).astype(np.int64) for b in box)
-  return lo, hi
+  return np.arange(len(progs)), lo, hi
 
 
 class _Eval:
@@ -104,7 +117,11 @@ class _Eval:
     elif isinstance(o, (Binary, Compare)):
       fn = (_BIN if isinstance(o, Binary) else _CMP).get(o.kind)
       a, b = get(o.lhs), get(o.rhs)
-      if fn is not None and a is not None and b is not None:
+      bits = resolve(o.lhs.type.dtype).bits if isinstance(o.lhs, ir.Value) else 32
+      if b is not None and (o.kind in (BinOp.FLOORDIV, BinOp.MOD) and (b == 0).any()
+                            or o.kind in (BinOp.SHL, BinOp.SHR) and ((b < 0) | (b >= bits)).any()):
+        fn = None            # the GPU's result is not numpy's
+      if fn is not None and a is not None and b is not None and _small(a, b):
         a, b = _lift(a, len(shape)), _lift(b, len(shape))
         with np.errstate(all="ignore"):
           r = fn(a, b)
@@ -113,7 +130,7 @@ class _Eval:
       r = None if a is None else np.logical_not(a) if o.kind == UnOp.NOT else -a
     elif isinstance(o, Where):
       c, a, b = get(o.cond), get(o.on_true), get(o.on_false)
-      if c is not None and a is not None and b is not None:
+      if c is not None and a is not None and b is not None and _small(c, a, b):
         r = np.where(*(_lift(v, len(shape)) for v in (c, a, b)))
     elif isinstance(o, Cast) and not o.bitcast:
       r = get(o.x)
@@ -130,7 +147,11 @@ class _Eval:
     if r is None or r.size > MAX_ELEMENTS:
       return None
     r = _lift(np.asarray(r), len(shape))
-    return _wrap(r.astype(np.int64), d) if d != DType.bool_ else r.astype(bool)
+    if d == DType.bool_:
+      return r.astype(bool)
+    r = r.astype(np.int64)
+    lo, hi = d.int_range if d.bits <= 32 else (r.min(), r.max())
+    return _wrap(r, d) if r.min() < lo or r.max() > hi else r    # (integers wrap as the GPU's do)
 
   def _reshape(self, a, old, new):
     if a is None:
@@ -147,10 +168,43 @@ class _Eval:
     return np.broadcast_to(a, (a.shape[0],) + old).reshape((a.shape[0],) + new)
 
 
+def _small(*xs) -> bool:
+  """Whether the broadcast of the arrays `xs` (programs or 1, *dims) has at most MAX_ELEMENTS."""
+  rank = max(x.ndim for x in xs) - 1
+  return math.prod(np.broadcast_shapes(*(_lift(x, rank).shape for x in xs))) <= MAX_ELEMENTS
+
+
 def _lift(a: np.ndarray, rank: int) -> np.ndarray:
   """`a` (programs or 1, *dims of rank `rank` or less) with size-1 axes added before its dims."""
   extra = rank - (a.ndim - 1)
   return a.reshape((a.shape[0],) + (1,) * extra + a.shape[1:]) if extra > 0 else a
+
+
+def _runs_product(v: np.ndarray, shape):
+  """(owner, lo, hi) of the boxes the mask `v` (programs or 1, *dims) is made of in each program,
+  where it is the product of its runs along each axis, and they are at most MAX_BOXES; None
+  otherwise."""
+  if v.shape[0] * math.prod(shape) > MAX_ELEMENTS:
+    return None
+  m = np.broadcast_to(v, (v.shape[0],) + shape).astype(bool)
+  owner = np.arange(m.shape[0])                   # the boxes over the axes so far, by program
+  lo = hi = np.zeros((m.shape[0], 0), np.int64)
+  product = np.ones(m.shape, bool)
+  for a, n in enumerate(shape):
+    on = m.any(axis=tuple(1 + b for b in range(len(shape)) if b != a))
+    product &= on.reshape((m.shape[0],) + tuple(n if b == a else 1 for b in range(len(shape))))
+    step = np.diff(np.pad(on.astype(np.int8), ((0, 0), (1, 1))), axis=1)
+    (p, start), (_, end) = np.nonzero(step == 1), np.nonzero(step == -1)
+    runs = np.bincount(p, minlength=m.shape[0])   # each box, times each run of its program
+    reps = runs[owner]
+    if reps.sum() > MAX_BOXES:
+      return None
+    i = np.repeat(np.arange(len(owner)), reps)
+    j = (np.cumsum(runs) - runs)[owner[i]] + np.arange(reps.sum()) - np.repeat(np.cumsum(reps) - reps, reps)
+    owner, lo, hi = owner[i], np.column_stack([lo[i], start[j]]), np.column_stack([hi[i], end[j]])
+  if not (product == m).all():
+    return None
+  return owner, lo.astype(np.int64), hi.astype(np.int64)
 
 
 def _bounding_box(m: np.ndarray, shape):

@@ -162,3 +162,51 @@ def test_a_read_of_smem_a_static_masked_store_left_unfilled_is_reported_while_co
   np.testing.assert_array_equal(np.asarray(smem_filled_in_two(x, interpret=True)),
                                 np.where(np.arange(128) < 64, x, 2 * x))
   assert "mosaic_gpu" in _export(smem_filled_in_two, S((128,), F32)).lower()
+
+
+# ---------------------------------------------------------------- masks with gaps, in loops
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def ends_only(x, out):
+  a = ml.arange(128)
+  out.store(x[...], mask=(a < 32) | (a >= 96))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def evens_then_odds(x, out, *, both: ml.constexpr):
+  a = ml.arange(128)
+  out.store(x[...], mask=a % 2 == 0)
+  if both:
+    out.store(x[...] * 2, mask=a % 2 == 1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def tail_in_a_loop(x, out, *, short: ml.constexpr):
+  for t in range((x.shape[0] + 127) // 128):
+    offs = t * 128 + ml.arange(128)
+    m = offs < x.shape[0] - short
+    out.at[ml.ds(t * 128, 128)].store(x.at[ml.ds(t * 128, 128)].load(mask=m, other=0.0), mask=m)
+
+
+def test_masks_with_gaps_count_the_elements_they_keep():
+  e = _raises(lambda: ends_only.check(S((128,), F32)))
+  assert type(e) is mg.UncoveredOutputError
+  assert e.message.startswith("out[32:96] is never written: the masked store into out (line ")
+  e = _raises(lambda: evens_then_odds.check(S((128,), F32), both=False))
+  assert type(e) is mg.UncoveredOutputError
+  assert e.message.startswith("out[1:2] is never written: the masked store into out (line ")
+  assert "so 64 of 128 elements" in e.message
+  x = np.arange(128, dtype=np.float32)
+  evens_then_odds.check(S((128,), F32), both=True)
+  np.testing.assert_array_equal(np.asarray(evens_then_odds(x, interpret=True, both=True)),
+                                np.where(np.arange(128) % 2 == 0, x, 2 * x))
+  assert "mosaic_gpu" in _export(lambda a: evens_then_odds(a, both=True), S((128,), F32)).lower()
+
+
+def test_a_tail_mask_in_a_loop_is_counted_per_trip():
+  x = np.random.default_rng(4).standard_normal(1000).astype(np.float32)
+  tail_in_a_loop.check(S((1000,), F32), short=0)
+  np.testing.assert_array_equal(np.asarray(tail_in_a_loop(x, interpret=True, short=0)), x)
+  assert "mosaic_gpu" in _export(lambda a: tail_in_a_loop(a, short=0), S((1000,), F32)).lower()
+  e = _raises(lambda: tail_in_a_loop.check(S((1000,), F32), short=8))
+  assert type(e) is mg.UncoveredOutputError
+  assert e.message.startswith("out[992:1000] is never written: the masked store into out (line ")
