@@ -137,13 +137,13 @@ class _Eval:
     elif isinstance(o, Broadcast):
       a = get(o.x)
       if a is not None:
-        a = _lift(a, len(o.x.type.shape))
+        a = _lift(a, len(getattr(o.x.type, "shape", ())))
         placed = [1] * len(shape)
         for i, dim in enumerate(o.dims):
           placed[dim] = a.shape[1 + i]
         r = a.reshape((a.shape[0],) + tuple(placed))
     elif isinstance(o, Reshape):
-      r = self._reshape(get(o.x), tuple(o.x.type.shape), shape)
+      r = self._reshape(get(o.x), tuple(getattr(o.x.type, "shape", ())), shape)
     if r is None or r.size > MAX_ELEMENTS:
       return None
     r = _lift(np.asarray(r), len(shape))
