@@ -124,6 +124,7 @@ step() {
     smem_limit)  python3 -u benchmarks/probe_smem_limit.py ;;
     gpu_pending17) python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_probe25e.py tests/test_probe26*.py
                    python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_attention.py -k "gpu_forward_and_gradients" ;;
+    gpu_pending18) python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_probe27_gpu.py tests/test_rowwise.py tests/test_scan.py ;;
     gpu_attn)    python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_attention.py ;;
     examples_mm) for f in examples/matmul.py examples/paged_attention.py; do echo "== $f"; timeout 200 python3 -u "$f" 2>&1 | tail -8; done ;;
     *)           echo "unknown step $1"; return 2 ;;
