@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import inspect
 import math
+import re
 import reprlib
 
 import numpy as np
@@ -506,3 +507,58 @@ def one_program_grid(loc, grid, fn) -> str:
                        for e, n in zip(lam.body.elts, grid)]
       return "grid=" + ast.unparse(lam)
   return words
+
+
+def call_with_meta(f, args, constexprs, what, loc):
+  """Call a grid/out_shape callable with the inputs and whichever constexprs it names."""
+  try:
+    params = parameters(f)
+  except TypeError:       # an unhashable callable
+    params = None
+  try:
+    if params is None:
+      return _on_arrays(f, args, {})
+    if any(p.kind == p.VAR_KEYWORD for p in params):
+      return _on_arrays(f, args, constexprs)
+    names = {p.name for p in params}
+    return _on_arrays(f, args, {k: v for k, v in constexprs.items() if k in names})
+  except E.InternalError:
+    raise
+  except E.KernelError as e:     # ml.cdiv(n, 0) in the callable: its own words, once
+    raise E.SignatureError(cap(
+        f"the {what} callable failed for {len(args)} input(s)"
+        f" {', '.join(describe(a) for a in args)}: {e.message}"), loc, hint=e.hint) from None
+  except Exception as e:
+    missing = _ARRAY_ATTR.match(str(e)) if isinstance(e, AttributeError) else None
+    text = f"an input array has no attribute {missing.group(1)!r}" if missing else str(e)
+    raise E.SignatureError(cap(
+        f"the {what} callable failed for {len(args)} input(s)"
+        f" {', '.join(describe(a) for a in args)}: {type(e).__name__}: {text}"), loc,
+        hint=f"{what} is called with the kernel's inputs (and the constexprs it names)"
+             + ("; an input has .shape, .dtype, .ndim and jnp's array methods" if missing else "")) from None
+
+
+# JAX's words for an attribute an abstract array lacks (a tracer under jit, a ShapeDtypeStruct)
+_ARRAY_ATTR = re.compile(r"^'?(?:\w*Tracer|ShapedArray|ShapeDtypeStruct|[\w.]*ArrayImpl|numpy\.ndarray)'?(?: object)? has no attribute '?(\w+)'?$")
+
+
+def _on_arrays(f, args, kwargs):
+  """`f(*args, **kwargs)`, where the jax.ShapeDtypeStructs among `args` (the specs of typed_ir, check
+  and mlir, and each element's shapes under jax.vmap) stand as abstract arrays: a callable written
+  for the arrays of a call (lambda x: x.astype(jnp.float16), x[:, :64], x.T) gives there what it
+  gives on them. Arrays it returns come back as jax.ShapeDtypeStructs."""
+  import jax
+  at = [i for i, a in enumerate(args) if isinstance(a, jax.ShapeDtypeStruct)]
+  if not at:
+    return f(*args, **kwargs)
+  got = []
+
+  def on(*xs):
+    full = list(args)
+    for i, x in zip(at, xs):
+      full[i] = x
+    got.append(f(*full, **kwargs))
+    return ()
+  jax.eval_shape(on, *[args[i] for i in at])
+  spec = lambda l: jax.ShapeDtypeStruct(tuple(l.shape), l.dtype) if isinstance(l, jax.core.Tracer) else l
+  return jax.tree.map(spec, got[0])

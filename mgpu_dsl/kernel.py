@@ -7,7 +7,6 @@ import functools
 import inspect
 import numbers
 import os
-import re
 import time
 import types
 from typing import Any, Callable, NamedTuple
@@ -65,61 +64,6 @@ def _as_tuple3(x, what, loc, computed=True):
                    f"{what}=(n,), (n, m) or (n, m, k) of positive ints; a {what} callable returns one, e.g. "
                    + ("grid=lambda x: (x.shape[0] // 128,)" if what == "grid" else f"{what}=(2,)")))
   return tuple(x) + (1,) * (3 - len(x))
-
-
-def _call_with_meta(f, args, constexprs, what, loc):
-  """Call a grid/out_shape callable with the inputs and whichever constexprs it names."""
-  try:
-    params = calling.parameters(f)
-  except TypeError:       # an unhashable callable
-    params = None
-  try:
-    if params is None:
-      return _on_arrays(f, args, {})
-    if any(p.kind == p.VAR_KEYWORD for p in params):
-      return _on_arrays(f, args, constexprs)
-    names = {p.name for p in params}
-    return _on_arrays(f, args, {k: v for k, v in constexprs.items() if k in names})
-  except E.InternalError:
-    raise
-  except E.KernelError as e:     # ml.cdiv(n, 0) in the callable: its own words, once
-    raise E.SignatureError(calling.cap(
-        f"the {what} callable failed for {len(args)} input(s)"
-        f" {', '.join(calling.describe(a) for a in args)}: {e.message}"), loc, hint=e.hint) from None
-  except Exception as e:
-    missing = _ARRAY_ATTR.match(str(e)) if isinstance(e, AttributeError) else None
-    text = f"an input array has no attribute {missing.group(1)!r}" if missing else str(e)
-    raise E.SignatureError(calling.cap(
-        f"the {what} callable failed for {len(args)} input(s)"
-        f" {', '.join(calling.describe(a) for a in args)}: {type(e).__name__}: {text}"), loc,
-        hint=f"{what} is called with the kernel's inputs (and the constexprs it names)"
-             + ("; an input has .shape, .dtype, .ndim and jnp's array methods" if missing else "")) from None
-
-
-# JAX's words for an attribute an abstract array lacks (a tracer under jit, a ShapeDtypeStruct)
-_ARRAY_ATTR = re.compile(r"^'?(?:\w*Tracer|ShapedArray|ShapeDtypeStruct|[\w.]*ArrayImpl|numpy\.ndarray)'?(?: object)? has no attribute '?(\w+)'?$")
-
-
-def _on_arrays(f, args, kwargs):
-  """`f(*args, **kwargs)`, where the jax.ShapeDtypeStructs among `args` (the specs of typed_ir, check
-  and mlir, and each element's shapes under jax.vmap) stand as abstract arrays: a callable written
-  for the arrays of a call (lambda x: x.astype(jnp.float16), x[:, :64], x.T) gives there what it
-  gives on them. Arrays it returns come back as jax.ShapeDtypeStructs."""
-  import jax
-  at = [i for i, a in enumerate(args) if isinstance(a, jax.ShapeDtypeStruct)]
-  if not at:
-    return f(*args, **kwargs)
-  got = []
-
-  def on(*xs):
-    full = list(args)
-    for i, x in zip(at, xs):
-      full[i] = x
-    got.append(f(*full, **kwargs))
-    return ()
-  jax.eval_shape(on, *[args[i] for i in at])
-  spec = lambda l: jax.ShapeDtypeStruct(tuple(l.shape), l.dtype) if isinstance(l, jax.core.Tracer) else l
-  return jax.tree.map(spec, got[0])
 
 
 def _key_value(v):
@@ -269,12 +213,12 @@ class KernelFunction:
     if not static and arity is not None and arity[0] == arity[1] == len(args) == len(pk.ref_params):
       # The out_shape callable takes every parameter as an input: one that returns no outputs
       # (lambda x: ()) is the mistake to report, not the count.
-      out = _call_with_meta(out, args, meta, "out_shape", at("out_shape"))
+      out = calling.call_with_meta(out, args, meta, "out_shape", at("out_shape"))
       no_outputs()
       arity = "called"
     calling.check_count(pk, len(args), bounds, name, loc)
     if not static and arity != "called":
-      out = _call_with_meta(out, args, meta, "out_shape", at("out_shape"))
+      out = calling.call_with_meta(out, args, meta, "out_shape", at("out_shape"))
       no_outputs()
     leaves, treedef = jax.tree.flatten(out)
     if not leaves or not all(calling.is_array_like(l) for l in leaves):
@@ -332,7 +276,7 @@ class KernelFunction:
     `nothing`: every output is empty, so a grid of no programs is no launch (grid None);
     `all_empty`: so it is, but the caller (check, mlir) needs a kernel."""
     at = self.parsed.option_loc
-    grid = (_call_with_meta(self.grid, args, constexprs, "grid", at("grid")) if callable(self.grid)
+    grid = (calling.call_with_meta(self.grid, args, constexprs, "grid", at("grid")) if callable(self.grid)
             else self.grid)
     empty = [i for i, a in enumerate(args) if 0 in tuple(getattr(a, "shape", ()))]
     if callable(self.grid) and (empty or all_empty) and isinstance(grid, (tuple, list)) and 0 in grid:
@@ -355,14 +299,14 @@ class KernelFunction:
     fc.check_grid_limits(grid, at("grid"))
     block = self.block
     if callable(block):
-      block = _call_with_meta(block, args, constexprs, "block", at("block"))
+      block = calling.call_with_meta(block, args, constexprs, "block", at("block"))
     if not isinstance(block, int) or isinstance(block, bool) or block % 128 or not 128 <= block <= 1024:
       raise E.LaunchConfigError(
           f"block must be a multiple of 128 threads (one warpgroup) between 128 and 1024, got {block!r}",
           at("block"), hint="Mosaic GPU works in warpgroups of 128 threads: use block=128, 256 or 384")
     cluster = self.cluster
     if callable(cluster):
-      cluster = _call_with_meta(cluster, args, constexprs, "cluster", at("cluster"))
+      cluster = calling.call_with_meta(cluster, args, constexprs, "cluster", at("cluster"))
     cluster = _as_tuple3((1,) if cluster is None else cluster, "cluster", at("cluster"))
     for d, g, c in zip("xyz", grid, cluster):
       if g % c:
