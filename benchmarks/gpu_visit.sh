@@ -13,6 +13,8 @@ step() {
   case "$1" in
     safety)      python3 -u -m pytest -q -p no:cacheprovider tests/test_gpu_safety.py tests/test_safety_params.py ;;
     gputests)    python3 -u -m pytest -q -p no:cacheprovider -m gpu tests ;;
+    # The whole GPU suite in six parallel shards (its time is mostly compilation): about 250 s.
+    gpu_all)     python3 -u benchmarks/gpu_shards.py --shards 6 --timeout 430 ;;
     # The whole GPU suite takes more than 300 s: two halves, each fits a step's default limit.
     gputests_a)  python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_[a-l]*.py ;;
     gputests_b)  python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_[m-z]*.py ;;
