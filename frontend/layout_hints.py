@@ -13,8 +13,10 @@ from .loc import call_at
 from .ops.memory import root_in
 
 
-def column_slice_hint(name) -> str | None:
-  """For a too-small `t[:, a:b]` (the first k weights of a top-k): store t whole, masked."""
+def column_slice_hint(name, store_to=None, one_view=False) -> str | None:
+  """For a too-small `t[:, a:b]` (the first k weights of a top-k): store t whole, masked. Where
+  the slice is stored straight into a 2-D ref named `store_to`, the hint rewrites that store
+  (`one_view`: the ref is one view of a 2-D array, whose index can take the column window)."""
   import re
   m = re.fullmatch(r"(.+)\[:, *([^:\[\]]*?) *: *([^:\[\]]+?) *\]", name or "")
   if m is None:
@@ -22,8 +24,30 @@ def column_slice_hint(name) -> str | None:
   t, a, b = m.group(1), m.group(2) or "0", m.group(3)
   cols = f"ml.arange({t}.shape[1])[None, :]"
   cond = f"{cols} < {b}" if a == "0" else f"({cols} >= {a}) & ({cols} < {b})"
-  return (f"store {t} whole with a mask instead of slicing it: out.at[rows, ml.ds(0, {t}.shape[1])].store({t},"
-          f" mask={cond}) (the window may run past out's last column: masked elements are never written)")
+  cols = f"ml.ds(0, {t}.shape[1])"
+  out = (_with_columns(store_to, cols) if one_view else f"{store_to}.at[:, {cols}]") if store_to else \
+      f"out.at[rows, {cols}]"
+  last = f"{store_to.split('.at[')[0]}'s" if store_to else "out's"
+  return (f"store {t} whole with a mask instead of slicing it: {out}.store({t},"
+          f" mask={cond}) (the window may run past {last} last column: masked elements are never written)")
+
+
+def _with_columns(ref: str, cols: str) -> str:
+  """`ref` (the source text of one view of a 2-D array) with its columns windowed by `cols`:
+  `out.at[r]` and `out.at[r, :]` become `out.at[r, cols]`, anything else `ref.at[:, cols]`."""
+  if ref.endswith("]") and ref.count(".at[") == 1:
+    head, index = ref[:ref.rindex(".at[")], ref[ref.rindex(".at[") + 4:-1]
+    depth, parts, start = 0, [], 0
+    for k, ch in enumerate(index):
+      depth += ch in "([{"
+      depth -= ch in ")]}"
+      if ch == "," and depth == 0:
+        parts.append(index[start:k].strip())
+        start = k + 1
+    parts.append(index[start:].strip())
+    if depth == 0 and "..." not in parts and (len(parts) == 1 or len(parts) == 2 and parts[1] == ":"):
+      return f"{head}.at[{parts[0]}, {cols}]"
+  return f"{ref}.at[:, {cols}]"
 
 
 def small_tile_hint(shape, ref=None) -> str:

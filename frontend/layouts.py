@@ -595,6 +595,15 @@ class _Solver:
     index = ", ".join("0" for _ in v.type.shape)
     return f"store the scalar into the one element: {use.ref.name or 'out'}[{index}] = {text}"
 
+  def _stored_to(self, v) -> tuple:
+    """(the name of the 2-D ref `v` is stored into whole, `out.at[rows][...] = v`, and whether
+    that ref is one view of a 2-D array), or (None, False)."""
+    use = next((o for o in ir.walk(self.kernel.body) if isinstance(o, Store) and o.value is v), None)
+    ref = getattr(use, "ref", None)
+    if ref is None or not ref.name or len(ref.type.shape) != 2:
+      return None, False
+    return ref.name, len(self.root(ref).type.shape) == 2
+
   def _one_element(self, v, loc):
     """MG204 for a one-element tensor (a full reduction with keepdims=True, ml.full((1, 1), s)):
     math on it is done on its scalar, but a loop cannot carry it; elsewhere, a hint to use the
@@ -641,7 +650,8 @@ class _Solver:
         raise E.LayoutError(
             f"{v.name or 'this tensor'} has shape {shape}: register tensors need a multiple of"
             f" {hw.WARPGROUP} elements (one per thread of a warpgroup)", loc,
-            hint=self._scalar_store_hint(v) or one or column_slice_hint(v.name) or small_tile_hint(shape, self._read_from(v)))
+            hint=self._scalar_store_hint(v) or one or column_slice_hint(v.name, *self._stored_to(v))
+            or small_tile_hint(shape, self._read_from(v)))
       return
     if lay.drop and (len(shape) > 2 or any(shape[a] != 1 for a in lay.drop if len(shape) == 2)) or (
         not lay.drop and len(shape) != 2):

@@ -265,8 +265,9 @@ def test_the_narrow_tile_hint_stores_with_a_mask_where_slicing_cannot():
   """'slice only to store: t[:, :k]' gave a (16, 2) tile, itself MG204 (probe 15)."""
   with pytest.raises(mg.LayoutError) as e:
     top2_weights_sliced.check(S((64, 64), F32))
-  assert e.value.hint == ("store w whole with a mask instead of slicing it: out.at[rows, ml.ds(0, w.shape[1])].store(w,"
-                          " mask=ml.arange(w.shape[1])[None, :] < 2) (the window may run past out's last column:"
+  assert e.value.hint == ("store w whole with a mask instead of slicing it: w_out.at[ml.ds(i * 16, 16), ml.ds(0,"
+                          " w.shape[1])].store(w, mask=ml.arange(w.shape[1])[None, :] < 2) (the window may run past"
+                          " w_out's last column:"
                           " masked elements are never written)")
   x = jax.random.normal(jax.random.key(0), (64, 64))
   s = -jnp.sort(-x, axis=1)[:, :2]

@@ -376,8 +376,8 @@ def test_hints_of_the_everyday_kernels_probe():
   p:p + new.shape[0] was hinted a 64-row masked window (whose store then mismatched 8 rows)."""
   expect(topk_vals, [S((16, 128), F32)], mg.LayoutError, "s[:, :k]",
          "s[:, :k] has shape (8, 4): register tensors need a multiple of 128 elements (one per thread of a warpgroup)",
-         hint="store s whole with a mask instead of slicing it: out.at[rows, ml.ds(0, s.shape[1])].store(s,"
-              " mask=ml.arange(s.shape[1])[None, :] < k) (the window may run past out's last column: masked"
+         hint="store s whole with a mask instead of slicing it: vals.at[ml.ds(i * 8, 8), ml.ds(0, s.shape[1])].store(s,"
+              " mask=ml.arange(s.shape[1])[None, :] < k) (the window may run past vals's last column: masked"
               " elements are never written)", k=4)
   expect(kv_append, [S((64, 128), F32), S((8, 128), F32), S((1,), jnp.int32)], mg.KernelTypeError,
          "out.at[p:p", "slice bounds must be static ints: p:p + new.shape[0] in dimension 0 of out has"
