@@ -117,21 +117,11 @@ NOT_YET = {   # what Triton and jnp users reach for that mgpu_dsl does not have,
            " reversed in a second kernel or outside); or reverse outside the kernel (call it on jnp.flip(x, axis)"
            " from your jitted function, where XLA fuses the reversal)").format(n)
        for n in ("flip", "fliplr", "flipud", "reverse")},
-    "softmax": "no ml.softmax: spell it out, e = ml.exp(v - ml.max(v, axis=-1, keepdims=True));"
-               " e / ml.sum(e, axis=-1, keepdims=True)",
-    "log_softmax": "no ml.log_softmax: spell it out, s = v - ml.max(v, axis=-1, keepdims=True);"
-                   " s - ml.log(ml.sum(ml.exp(s), axis=-1, keepdims=True))",
-    "logsumexp": "no ml.logsumexp: spell it out, m = ml.max(v, axis=-1, keepdims=True);"
-                 " m + ml.log(ml.sum(ml.exp(v - m), axis=-1, keepdims=True))",
     **{n: "no ml.{}: reshape the register tensor, v.reshape(shape) (or ml.reshape(v, shape))".format(n)
        for n in ("view", "ravel", "flatten")},
     **{n: ("no ml.{}: from 16-bit halves of uint32 a and b, al, ah, bl, bh = a & 0xFFFF, a >> 16, b & 0xFFFF,"
            " b >> 16; m = (al * bl >> 16) + (ah * bl & 0xFFFF) + (al * bh & 0xFFFF); the high word is"
            " ah * bh + (ah * bl >> 16) + (al * bh >> 16) + (m >> 16)").format(n) for n in ("umulhi", "mulhi")},
-    "any": "no ml.any: ml.max of a bool tensor is whether any element holds, ml.max(m, axis=...) (m a comparison,"
-           " x > 0)",
-    "all": "no ml.all: ml.min of a bool tensor is whether every element holds, ml.min(m, axis=...) (m a"
-           " comparison, x > 0)",
     "prod": "no ml.prod: take the last element of the running product, ml.cumprod(v, axis=1)[:, -1] along the"
             " rows of a 2-D v (ml.cumprod(v)[-1] for a 1-D v)",
 }
@@ -185,9 +175,6 @@ def missing_hint(base, attr, args=None) -> str:
   """The hint for a name a module lacks: the ml function a Triton or jnp user meant, if any
   (`args`: the call's arguments as written, where it is called)."""
   if getattr(base, "__name__", "").endswith("language"):
-    if args and attr in ("any", "all"):
-      red, what = ("max", "any element holds") if attr == "any" else ("min", "every element holds")
-      return f"write ml.{red}({', '.join(args)}): ml.{red} of a bool tensor is whether {what}"
     if args and len(args) >= 2 and attr == "view":
       if len(args) == 2 and is_dtype_text(args[1]):
         return f"write ml.bitcast({args[0]}, {args[1]}): the same bits as another dtype of the same width"
@@ -225,10 +212,6 @@ def method_hint(attr, recv: str, *, ref: bool, shape=(), is_bool=False, args=Non
       return (f"write {recv}.astype({first}) to convert the values (Triton's .to(dtype, bitcast=True) is"
               f" ml.bitcast({recv}, {first}))")
     return f"write ml.bitcast({recv}, {first})" if bitcast else f"write {recv}.astype({first})"
-  if attr in ("any", "all"):
-    red, what = ("max", "any element holds") if attr == "any" else ("min", "every element holds")
-    mask = recv if is_bool else f"{recv} != 0"
-    return f"write ml.{red}({mask}{', ' + a if a else ''}): ml.{red} of a bool tensor is whether {what}"
   if attr == "prod":
     if axis is None and len(shape) == 1:
       return f"take the last element of the running product: ml.cumprod({recv})[-1]"
@@ -243,7 +226,7 @@ def method_hint(attr, recv: str, *, ref: bool, shape=(), is_bool=False, args=Non
   if attr in ("flatten", "ravel"):
     return f"write {recv}.reshape(({math.prod(shape)},))"
   if attr in ("flip", "softmax", "log_softmax", "logsumexp"):
-    return NOT_YET[attr]
+    return f"write ml.{attr}({recv}{', ' + a if a else ''})" if attr != "flip" else NOT_YET[attr]
   return None
 
 

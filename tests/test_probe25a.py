@@ -1,5 +1,5 @@
-"""Probe 25a (Triton and NumPy habits): names and methods mgpu_dsl lacks (ml.flip, ml.softmax,
-ml.view, ml.umulhi, ml.any, x.to, v.prod, v.any, x.stride) got a misleading "did you mean" or a
+"""Probe 25a (Triton and NumPy habits): names and methods mgpu_dsl lacks (ml.flip, ml.view,
+ml.umulhi, x.to, v.prod, x.stride; ml.softmax and ml.any until they became builtins) got a misleading "did you mean" or a
 list of attributes; jnp.log1p did not get ml.log1p's formula; a preallocated output passed to a
 kernel, a pipelined loop of register loads and an int condition got hints that did not say
 what to write."""
@@ -42,14 +42,12 @@ FLIP = ("no ml.flip: a register tensor is not reversed in place; gather from the
         " along axis 1 of a 2-D x (gathers read GMEM refs: a value computed in the kernel is reversed in a second"
         " kernel or outside); or reverse outside the kernel (call it on jnp.flip(x, axis) from your jitted"
         " function, where XLA fuses the reversal)")
-SOFTMAX = ("no ml.softmax: spell it out, e = ml.exp(v - ml.max(v, axis=-1, keepdims=True));"
-           " e / ml.sum(e, axis=-1, keepdims=True)")
 UMULHI = ("no ml.umulhi: from 16-bit halves of uint32 a and b, al, ah, bl, bh = a & 0xFFFF, a >> 16, b & 0xFFFF,"
           " b >> 16; m = (al * bl >> 16) + (ah * bl & 0xFFFF) + (al * bh & 0xFFFF); the high word is"
           " ah * bh + (ah * bl >> 16) + (al * bh >> 16) + (m >> 16)")
 
 
-@pytest.mark.parametrize("op,dtype,hint", [("flip", F32, FLIP), ("softmax", F32, SOFTMAX),
+@pytest.mark.parametrize("op,dtype,hint", [("flip", F32, FLIP),
                                            ("view", F32, "write v.reshape((128,))"),
                                            ("umulhi", jnp.uint32, UMULHI)])
 def test_missing_triton_names_say_what_to_write(op, dtype, hint):
@@ -80,7 +78,7 @@ def mulhi(a_ref, b_ref, out):
 
 
 def test_the_hinted_flip_softmax_and_umulhi_forms_run():
-  for op, dtype, hint in (("flip", F32, FLIP), ("softmax", F32, SOFTMAX), ("umulhi", jnp.uint32, UMULHI)):
+  for op, dtype, hint in (("flip", F32, FLIP), ("umulhi", jnp.uint32, UMULHI)):
     with pytest.raises(mg.UnknownNameError) as info:
       triton_names.check(S((128,), dtype), op=op)
     assert info.value.hint == hint
@@ -113,23 +111,20 @@ def any_all(x, out, *, op: ml.constexpr):
     out[...] = ml.min(x[...] != 0, axis=1).astype(jnp.int8)
 
 
-def test_any_and_all_say_ml_max_and_ml_min_of_the_mask():
-  # ml.any was "check the spelling"; v.any() / v.all() a list of attributes
+def test_any_and_all_are_ml_max_and_ml_min_of_the_mask():
+  # ml.any was "check the spelling", v.any() / v.all() a list of attributes; then hints to write
+  # ml.max / ml.min of the mask; now they are builtins (frontend/ops/stats.py) with jnp's meaning
   spec = S((16, 128), F32)
-  expect(any_all, [spec], mg.UnknownNameError, "ml.any(x", "ml has no attribute 'any'", op="ml.any",
-         hint="write ml.max(x[...] > 0, axis=1): ml.max of a bool tensor is whether any element holds")
-  expect(any_all, [spec], mg.UnknownNameError, "ml.all(x", "ml has no attribute 'all'", op="ml.all",
-         hint="write ml.min(x[...] > 0, axis=1): ml.min of a bool tensor is whether every element holds")
-  expect(any_all, [spec], mg.KernelTypeError, "(x[...] > 0).any", "a register tensor has no attribute 'any'",
-         op=".any", hint="write ml.max(x[...] > 0, axis=1): ml.max of a bool tensor is whether any element holds")
-  expect(any_all, [spec], mg.KernelTypeError, "x[...].all", "a register tensor has no attribute 'all'",
-         op=".all", hint="write ml.min(x[...] != 0, axis=1): ml.min of a bool tensor is whether every element"
-                         " holds")
   x = jax.random.normal(jax.random.key(3), (16, 128), F32).at[3].set(-1.0).at[5, 7].set(0.0)
+  for op in ("ml.any", ".any"):
+    np.testing.assert_array_equal(any_all(x, op=op, interpret=True), np.any(np.asarray(x) > 0, axis=1))
+  np.testing.assert_array_equal(any_all(x, op="ml.all", interpret=True), np.all(np.asarray(x) > 0, axis=1))
+  np.testing.assert_array_equal(any_all(x, op=".all", interpret=True), np.all(np.asarray(x) != 0, axis=1))
   np.testing.assert_array_equal(any_all(x, op="max", interpret=True), np.any(np.asarray(x) > 0, axis=1))
   np.testing.assert_array_equal(any_all(x, op="min", interpret=True), np.all(np.asarray(x) != 0, axis=1))
   _export(lambda a: any_all(a, op="max"), spec)
   _export(lambda a: any_all(a, op="min"), spec)
+  _export(lambda a: any_all(a, op=".any"), spec)
 
 
 # ---------------------------------------------------------------- A2: methods tensors and refs lack

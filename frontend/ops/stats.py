@@ -1,0 +1,160 @@
+"""Row statistics composed of reductions and elementwise math, with jnp's and jax.nn's meaning:
+ml.softmax, ml.log_softmax, ml.logsumexp, ml.var, ml.std, ml.any, ml.all.
+
+No IR op of their own: each is written out at trace time in the ops of `reduce` and
+`elementwise`, so layouts, interpret mode and lowering need nothing new. float16 and bfloat16
+values are computed in float32 and rounded once at the end (jnp.var does the same; jax.nn.softmax
+and logsumexp round each step in the 16-bit type, so results may differ from them in the last bit);
+integers and booleans give float32, as in jnp.
+"""
+from __future__ import annotations
+
+import math
+
+from .. import errors as E
+from ..dtypes import DType
+from ..types import dtype_name, resolve
+from . import elementwise as ew
+from .base import builtin, check_register_value, is_tensor, kind_of
+from .reduce import _axes, reduce
+from .shape import ReduceKind
+
+
+def _float_operand(cx, x, what):
+  """(x as float32 where it is narrower or not a float, the dtype of the result)."""
+  check_register_value(cx, x, what)
+  if not is_tensor(x):
+    raise E.KernelTypeError(f"{what} takes a register tensor, got {kind_of(x)}", cx.loc,
+                            hint=f"read the ref into registers first: {what}(ref[...], axis=...)")
+  d = resolve(x.type.dtype)
+  if isinstance(d, DType) and d.is_float and d.bits < 16:
+    raise E.UnsupportedDtypeError(
+        f"{what} of {dtype_name(d)} values is not supported", cx.loc,
+        hint=f"convert first: {ew.method_on(cx.named(x))}.astype(jnp.float32)")
+  out = d if isinstance(d, DType) and d.is_float else DType.f32
+  return (x if d == DType.f32 else ew.astype(cx, x, DType.f32)), out
+
+
+def _finite_max(cx, x, axis):
+  """The max over `axis` (kept), with infinite maxima replaced by 0 (jax.nn's shift: a row of
+  -inf gives exp(-inf - 0) = 0, not NaN)."""
+  m = reduce(cx, ReduceKind.MAX, x, axis, True)
+  return ew.where_(cx, ew.compare(cx, ew.CmpOp.LT, ew.unary(cx, ew.UnOp.ABS, m), math.inf), m, 0.0)
+
+
+def _axis(cx, x, axis, what):
+  _axes(cx, axis, len(x.type.shape), what)         # checked: an int, a tuple or None, in range
+  return axis
+
+
+def _masked(cx, y, where, what):
+  """`y` with -inf where the mask `where` is off (jax.nn's `where=`), and the mask."""
+  if where is None:
+    return y
+  if not is_tensor(where) or resolve(where.type.dtype) != DType.bool_:
+    got = f"a {dtype_name(resolve(where.type.dtype))} tensor" if is_tensor(where) else kind_of(where)
+    raise E.KernelTypeError(f"{what}: where= must be a boolean tensor, got {got}", cx.loc,
+                            hint=f"a comparison, {what}(v, where=ml.arange(n)[None, :] < k)")
+  return ew.where_(cx, where, y, -math.inf)
+
+
+@builtin
+def softmax(cx, x, axis=-1, where=None):
+  """jax.nn.softmax: exp(x - max) / sum(exp(x - max)) along `axis` (-1: along each row); with
+  `where=` (a boolean tensor that broadcasts to x), over the elements it keeps, 0 elsewhere."""
+  y, out = _float_operand(cx, x, "ml.softmax")
+  axis = _axis(cx, y, axis, "ml.softmax")
+  y = _masked(cx, y, where, "ml.softmax")
+  e = ew.unary(cx, ew.UnOp.EXP, ew.binary(cx, ew.BinOp.SUB, y, reduce(cx, ReduceKind.MAX, y, axis, True)))
+  r = ew.binary(cx, ew.BinOp.DIV, e, reduce(cx, ReduceKind.SUM, e, axis, True))
+  if where is not None:
+    r = ew.where_(cx, where, r, 0.0)
+  return r if out == DType.f32 else ew.astype(cx, r, out)
+
+
+@builtin
+def log_softmax(cx, x, axis=-1, where=None):
+  """jax.nn.log_softmax: x - max - log(sum(exp(x - max))) along `axis`; with `where=`, over the
+  elements it keeps, -inf elsewhere."""
+  y, out = _float_operand(cx, x, "ml.log_softmax")
+  axis = _axis(cx, y, axis, "ml.log_softmax")
+  y = _masked(cx, y, where, "ml.log_softmax")
+  s = ew.binary(cx, ew.BinOp.SUB, y, reduce(cx, ReduceKind.MAX, y, axis, True))
+  lse = ew.unary(cx, ew.UnOp.LOG, reduce(cx, ReduceKind.SUM, ew.unary(cx, ew.UnOp.EXP, s), axis, True))
+  r = ew.binary(cx, ew.BinOp.SUB, s, lse)
+  if where is not None:
+    r = ew.where_(cx, where, r, -math.inf)
+  return r if out == DType.f32 else ew.astype(cx, r, out)
+
+
+@builtin
+def logsumexp(cx, x, axis=None, keepdims=False):
+  """jax.nn.logsumexp: log(sum(exp(x))) over `axis`, computed as max + log(sum(exp(x - max)))
+  (a row of -inf gives -inf; one holding +inf gives +inf)."""
+  y, out = _float_operand(cx, x, "ml.logsumexp")
+  axis = _axis(cx, y, axis, "ml.logsumexp")
+  m = _finite_max(cx, y, axis)
+  s = reduce(cx, ReduceKind.SUM, ew.unary(cx, ew.UnOp.EXP, ew.binary(cx, ew.BinOp.SUB, y, m)), axis, True)
+  r = ew.binary(cx, ew.BinOp.ADD, ew.unary(cx, ew.UnOp.LOG, s), m)
+  if not keepdims:
+    r = _drop(cx, r, y, axis)
+  return r if out == DType.f32 else ew.astype(cx, r, out)
+
+
+def _drop(cx, r, x, axis):
+  """`r`, reduced over `axis` with keepdims=True, without those axes (a scalar where all go)."""
+  from .shape import reshape_
+  rank = len(x.type.shape)
+  axes = _axes(cx, axis, rank, "")
+  if len(axes) == rank:
+    return ew.one_element_scalar(cx, r)
+  return reshape_(cx, r, tuple(n for i, n in enumerate(x.type.shape) if i not in axes))
+
+
+def _variance(cx, x, axis, ddof, keepdims, what):
+  y, out = _float_operand(cx, x, what)
+  axes = _axes(cx, axis, len(y.type.shape), what)
+  if not isinstance(ddof, int) or isinstance(ddof, bool):
+    raise E.KernelTypeError(f"{what}: ddof must be a static int, got {ddof!r}", cx.loc,
+                            hint=f"{what}(x, axis=1, ddof=1) for the unbiased estimate")
+  n = math.prod(y.type.shape[a] for a in axes)
+  mu = ew.binary(cx, ew.BinOp.DIV, reduce(cx, ReduceKind.SUM, y, axis, True), float(n))
+  c = ew.binary(cx, ew.BinOp.SUB, y, mu)
+  ss = reduce(cx, ReduceKind.SUM, ew.binary(cx, ew.BinOp.MUL, c, c), axis, keepdims)
+  return ew.binary(cx, ew.BinOp.DIV, ss, float(n - ddof) if n > ddof else math.nan), out
+
+
+@builtin(methods=("var",))
+def var(cx, x, axis=None, ddof=0, keepdims=False):
+  """jnp.var: the mean squared deviation from the mean over `axis`, divided by n - ddof (two
+  passes: the mean, then the squares of the deviations)."""
+  v, out = _variance(cx, x, axis, ddof, keepdims, "ml.var")
+  return v if out == DType.f32 else ew.astype(cx, v, out)
+
+
+@builtin(methods=("std",))
+def std(cx, x, axis=None, ddof=0, keepdims=False):
+  """jnp.std: the square root of ml.var."""
+  v, out = _variance(cx, x, axis, ddof, keepdims, "ml.std")
+  s = ew.unary(cx, ew.UnOp.SQRT, v)
+  return s if out == DType.f32 else ew.astype(cx, s, out)
+
+
+def _truth(cx, x, what):
+  check_register_value(cx, x, what)
+  if not is_tensor(x):
+    raise E.KernelTypeError(f"{what} takes a register tensor, got {kind_of(x)}", cx.loc,
+                            hint=f"read the ref into registers first: {what}(ref[...] > 0, axis=...)")
+  return x if resolve(x.type.dtype) == DType.bool_ else ew.compare(cx, ew.CmpOp.NE, x, 0)
+
+
+@builtin(methods=("any",))
+def any_(cx, x, axis=None, keepdims=False):
+  """jnp.any: whether any element over `axis` is true (nonzero), a bool."""
+  return reduce(cx, ReduceKind.MAX, _truth(cx, x, "ml.any"), axis, keepdims, what="ml.any")
+
+
+@builtin(methods=("all",))
+def all_(cx, x, axis=None, keepdims=False):
+  """jnp.all: whether every element over `axis` is true (nonzero), a bool."""
+  return reduce(cx, ReduceKind.MIN, _truth(cx, x, "ml.all"), axis, keepdims, what="ml.all")
