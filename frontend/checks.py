@@ -262,15 +262,12 @@ class _Memory:
           f"{w.root.name} is read here while other programs may still be adding to it with atomics:"
           f" programs run in no fixed order, so the value read depends on timing", acc.op.loc,
           hint=ACCUMULATED_READ))
-    if (_plain_write(acc) and w.root.id in self.writers and acc.exact
-        and all(x is not UNKNOWN for x in w.starts) and acc.must.any()):
-      self.writers[w.root.id].add(*self.boxes_of(w, acc.must, dedupe=False), np.flatnonzero(acc.must),
-                                  acc.op.loc)
+    certain = acc.exact and all(x is not UNKNOWN for x in w.starts) and acc.must.any()
+    if certain and w.root.id in self.writers and (_plain_write(acc) or isinstance(acc.op, MaskedStore)):
+      self.writers[w.root.id].add(*self.certain_boxes(acc), acc.op.loc)
     out = self.read_as.get(w.root.id)
-    if (kind in READS and out is not None and out not in self.kernel.accumulated and acc.exact and not masked
-        and all(x is not UNKNOWN for x in w.starts) and acc.must.any()):
-      self.writers[out].add(*self.boxes_of(w, acc.must, dedupe=False), np.flatnonzero(acc.must), acc.op.loc,
-                            read=w.root.name or "this array")
+    if certain and kind in READS and out is not None and out not in self.kernel.accumulated:
+      self.writers[out].add(*self.certain_boxes(acc), acc.op.loc, read=w.root.name or "this array")
     boxes = self.tracked.get(w.root.id)
     if boxes is None:
       return
@@ -285,25 +282,38 @@ class _Memory:
     elif acc.exact and not w.remote and not masked and not getattr(acc.op, "merge", False):
       self.check_read(acc, boxes)
 
-  def masked_boxes(self, acc):
+  def masked_boxes(self, acc, progs=None, mask=None, exact_only=False):
     """(lo, hi) rows of what a masked store whose mask is known while compiling writes in each
-    program of acc.may: its window narrowed to the box its mask keeps; None for other writes."""
-    mask = store_mask(self.ev.defs, acc.op)
+    program of acc.may (or of `progs`): its window narrowed to the box its mask keeps; None for
+    other writes. With `exact_only`, (lo, hi, programs) of exactly the elements it keeps, or None."""
+    mask = mask if mask is not None else store_mask(self.ev.defs, acc.op)
+    progs = acc.may if progs is None else progs
     w, v = acc.window, self.ev.defs.get(acc.ref.id)
     if mask is None or w.remote or (isinstance(v, View) and v.transpose):
       return None
     dims = [k for k, i in enumerate(v.index) if not i.squeeze] if isinstance(v, View) else range(len(w.shape))
-    kept = kept_boxes(self.ev, mask, np.flatnonzero(acc.may))
+    kept = kept_boxes(self.ev, mask, np.flatnonzero(progs), exact_only)
     if kept is None or len(dims) != kept[1].shape[1]:
       return None
     owner, klo, khi = kept
-    lo, hi = (b[owner] for b in self.boxes_of(w, acc.may, dedupe=False))
+    lo, hi = (b[owner] for b in self.boxes_of(w, progs, dedupe=False))
     for j, k in enumerate(dims):
       if w.starts[k] is not UNKNOWN:   # (a window somewhere unknown stays whole)
         lo[:, k], hi[:, k] = lo[:, k] + klo[:, j], lo[:, k] + khi[:, j]
     empty = (hi <= lo).any(axis=1) | (khi <= klo).any(axis=1)
     lo[empty], hi[empty] = 0, 0
-    return lo, hi
+    return (lo, hi, np.flatnonzero(progs)[owner]) if exact_only else (lo, hi)
+
+  def certain_boxes(self, acc):
+    """(lo, hi, programs) of the elements an access whose window is known certainly touches in each
+    program that certainly performs it: the whole window, or, for a masked one, what a mask known
+    exactly while compiling keeps (a stencil's halo: `idx >= 0`); nothing where the mask is not known."""
+    if not isinstance(acc.op, MASKED):
+      return (*self.boxes_of(acc.window, acc.must, dedupe=False), np.flatnonzero(acc.must))
+    kept = self.masked_boxes(acc, acc.must, acc.op.mask, exact_only=True)
+    rank = len(acc.window.shape)
+    return kept if kept is not None else (np.zeros((0, rank), np.int64), np.zeros((0, rank), np.int64),
+                                          np.zeros(0, np.int64))
 
   def report(self, err):
     if all((type(e), e.loc) != (type(err), err.loc) for e in self.errors):

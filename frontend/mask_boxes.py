@@ -48,12 +48,13 @@ def store_mask(defs: dict, o):
   return None
 
 
-def kept_boxes(ev, mask: ir.Value, progs: np.ndarray):
+def kept_boxes(ev, mask: ir.Value, progs: np.ndarray, exact_only: bool = False):
   """(owner, lo, hi): boxes (rows of the int arrays lo, hi, of the window's rank) holding the
   window's elements `mask` keeps, and the index into `progs` (programs of the grid) of the
   program each is in; an empty box where a program keeps none. None where the mask is not known
   while compiling. The boxes are exact where the mask is a product of runs along each axis (a
-  tail, `a % 2 == 0`, `(a < 32) | (a >= 96)`), else the box around what it keeps."""
+  tail, `a % 2 == 0`, `(a < 32) | (a >= 96)`), else the box around what it keeps (None instead
+  with `exact_only`: the race proof counts only elements certainly touched)."""
   shape = tuple(mask.type.shape)
   e = _Eval(ev, progs, shape)
   v = e.value(mask)
@@ -64,6 +65,8 @@ def kept_boxes(ev, mask: ir.Value, progs: np.ndarray):
       return np.repeat(np.arange(len(progs)), len(owner)), np.tile(lo, (len(progs), 1)), np.tile(hi, (len(progs), 1))
     if v.shape[0] > 1:
       return exact
+  if exact_only:
+    return None
   box = _bounding_box(v, shape) if v is not None else e.box(mask)
   if box is None:
     return None
