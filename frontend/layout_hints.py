@@ -10,7 +10,7 @@ from . import ir
 from .dtypes import DType
 from .types import Layout, RefType, Space
 from .loc import call_at
-from .ops.memory import root_in
+from .ops.memory import View, root_in
 
 
 def column_slice_hint(name, store_to=None, one_view=False) -> str | None:
@@ -50,18 +50,73 @@ def _with_columns(ref: str, cols: str) -> str:
   return f"{ref}.at[:, {cols}]"
 
 
-def small_tile_hint(shape, ref=None) -> str:
+def small_tile_hint(shape, ref=None, window=None) -> str:
   """A tile too small for the registers: for a 2-D one read from the ref named `ref`, the masked
   window that holds it (rows a multiple of 4 and columns of 32, which a 2-D mask's row and column
-  vectors need)."""
+  vectors need), at the window's own starts (`window`, read_window's); an SMEM buffer, whose
+  windows cannot run past its end, is allocated that large instead."""
   if len(shape) == 2 and ref:
     r, c = shape
     R, C = -(-r // 4) * 4, max(32, -(-c // 32) * 32)
-    return (f"work on a larger tile, masked to this one: {ref}.at[ml.ds(0, {R}), ml.ds(0, {C})].load(mask="
-            f"(ml.arange({R})[:, None] < {r}) & (ml.arange({C})[None, :] < {c}), other=0) and the same mask on its"
-            f" store (a 2-D mask needs rows a multiple of 4 and columns of 32)")
+    mask = " & ".join(m for m, pad in ((f"(ml.arange({R})[:, None] < {r})", R != r),
+                                       (f"(ml.arange({C})[None, :] < {c})", C != c)) if pad)
+    mask = mask[1:-1] if " & " not in mask else mask
+    tail = " and the same mask on its store (a 2-D mask needs rows a multiple of 4 and columns of 32)"
+    parts = window[2] if window is not None else [("0", r, False), ("0", c, False)]
+    kept = [k for k, (_, _, squeeze) in enumerate(parts) if not squeeze]
+    # (a pipelined loop's buffer is read whole, a stage at a time)
+    whole = all(s == "0" for s, _, _ in parts) and tuple(window[3][-2:]) == (r, c) if window else False
+    if len(kept) != 2:
+      parts, kept = [("0", r, False), ("0", c, False)], [0, 1]
+    new = dict(zip(kept, (R, C)))
+    at = ", ".join(s if k not in new else f"ml.ds({s}, {new[k]})" for k, (s, _, _) in enumerate(parts))
+    load = f"{ref}.at[{at}].load(mask={mask}, other=0)"
+    if window is not None and window[1]:         # SMEM: a window cannot run past the buffer
+      if whole:
+        return (f"work on a larger tile: allocate {ref} as ml.smem(({R}, {C}), ...) (an SMEM window cannot run past"
+                f" its buffer), fill it (by a TMA copy of a ({R}, {C}) window, which reads zeros past the array's"
+                f" end) and read it masked to this one, {ref}.load(mask={mask}, other=0) (the elements the mask"
+                f" keeps off need not be written);{tail}")
+      return (f"work on a larger tile, masked to this one: {load}, allocating {ref} large enough to hold that"
+              f" window (an SMEM window cannot run past its buffer);{tail}")
+    return f"work on a larger tile, masked to this one: {load}{tail}"
   return ("work on tiles of 128 elements or more, e.g. (128,) or (4, 32); a 1-D vector may be shorter if its"
           " length is a multiple of 8")
+
+
+def read_window(defs, load):
+  """(root name, whether in SMEM, [(start text, size, squeeze)] per root dimension, root shape) of
+  the window the register load `load` reads (a root or one view of it), starts in the user's words;
+  None where it cannot be told."""
+  from .ops.index_hints import index_texts
+  if type(load).__name__ not in ("Load", "MaskedLoad"):
+    return None
+  view = defs.get(load.ref.id)
+  root = view.ref if isinstance(view, View) else load.ref
+  if isinstance(defs.get(root.id), View) or not isinstance(root.type, RefType) or not (root.name or "").isidentifier():
+    return None
+  shape = tuple(root.type.shape)
+  if isinstance(view, View) and (view.transpose or len(view.index) != len(shape)):
+    return None
+  index = view.index if isinstance(view, View) else [ir.Idx(0, n) for n in shape]
+  loc = load.loc
+  text = loc.source_line[loc.col_offset:loc.end_col_offset] if loc.end_lineno == loc.lineno else ""
+  try:
+    node = ast.parse(text.strip(), mode="eval").body if text else None
+  except SyntaxError:
+    node = None
+  if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and node.slice.value is Ellipsis:
+    node = node.value                                   # x.at[...][...]
+  elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "load":
+    node = node.func.value                              # x.at[...].load(mask=...)
+  texts = index_texts(ast.unparse(node), root.name, len(shape)) if node is not None else None
+  parts = []
+  for k, i in enumerate(index):
+    s = i.start if isinstance(i.start, int) else texts[k] if texts else i.start.name
+    if not isinstance(s, int) and not (s or "").strip():
+      return None
+    parts.append((str(s), i.size, i.squeeze))
+  return root.name, root.type.space == Space.SMEM, parts, shape
 
 
 def narrow_rows_hint(bad, dtypes=(), reduced=True) -> str:

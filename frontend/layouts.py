@@ -41,7 +41,7 @@ from .ops.mma import Dot
 from .ops.shape import READ_2D_FIRST, Broadcast, Reduce, ReduceKind, Reshape, TransposeLoad, TransposeStore
 from .windows import minor_strided, window_vec
 from .layout_hints import (broadcast_loops_hint, column_slice_hint, flat_gather_error, narrow_rows_hint, role,
-                           gather_columns_hint, pad_hint, row_of_statistic, rows_hint, scatter_columns_hint,
+                           gather_columns_hint, pad_hint, read_window, row_of_statistic, rows_hint, scatter_columns_hint,
                            small_tile_hint, smem_vector_hint, transposed_hint)
 from .types import Layout, LayoutKind, RefType, Space, TensorType, dtype_name
 
@@ -650,8 +650,8 @@ class _Solver:
         raise E.LayoutError(
             f"{v.name or 'this tensor'} has shape {shape}: register tensors need a multiple of"
             f" {hw.WARPGROUP} elements (one per thread of a warpgroup)", loc,
-            hint=self._scalar_store_hint(v) or one or column_slice_hint(v.name, *self._stored_to(v))
-            or small_tile_hint(shape, self._read_from(v)))
+            hint=self._scalar_store_hint(v) or one or column_slice_hint(v.name, *self._stored_to(v)) or small_tile_hint(
+                shape, self._read_from(v), read_window(self.defs, self.defs.get(v.id))))
       return
     if lay.drop and (len(shape) > 2 or any(shape[a] != 1 for a in lay.drop if len(shape) == 2)) or (
         not lay.drop and len(shape) != 2):

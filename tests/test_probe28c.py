@@ -65,3 +65,97 @@ def test_a_masked_halo_read_of_an_aliased_input_is_a_race_while_compiling():
   expect(in_place_stencil, [S((512,), F32)], mg.RaceError, "x.at[ml.ds(i * 128 - 1, 128)].load(",
          "program (1, 0, 0) reads x[127], the memory of out (aliased), while program (0, 0, 0) writes out[127]:"
          " programs run in no fixed order, so the value read depends on timing")
+
+
+# ---------------------------------------------------------------- a small tile's hint keeps its window
+K = 4
+
+
+@mg.mgpu_kernel(out_shape=lambda x, w: x, grid=lambda x, w: (x.shape[0] // 8, x.shape[1] // 128))
+def causal_conv(x, w, out):              # Mamba's depthwise conv1d: each output reads the K - 1 before it
+  d, t = ml.program_id(0), ml.program_id(1)
+  ts = t * 128 + ml.arange(128)
+  ww = w.at[ml.ds(d * 8, 8), :][...]
+  acc = ml.zeros((8, 128), jnp.float32)
+  for k in ml.static_range(K):
+    v = x.at[ml.ds(d * 8, 8), ml.ds(t * 128 - (K - 1) + k, 128)].load(mask=(ts - (K - 1) + k >= 0)[None, :], other=0.0)
+    acc = acc + v * ww[:, k][:, None]
+  out.at[ml.ds(d * 8, 8), ml.ds(t * 128, 128)][...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda x, w: x, grid=lambda x, w: (x.shape[0] // 8, x.shape[1] // 128))
+def causal_conv_hinted(x, w, out):
+  d, t = ml.program_id(0), ml.program_id(1)
+  ts = t * 128 + ml.arange(128)
+  ww = w.at[ml.ds(d * 8, 8), ml.ds(0, 32)].load(mask=ml.arange(32)[None, :] < 4, other=0)
+  acc = ml.zeros((8, 128), jnp.float32)
+  for k in ml.static_range(K):
+    v = x.at[ml.ds(d * 8, 8), ml.ds(t * 128 - (K - 1) + k, 128)].load(mask=(ts - (K - 1) + k >= 0)[None, :], other=0.0)
+    acc = acc + v * ww[:, k][:, None]
+  out.at[ml.ds(d * 8, 8), ml.ds(t * 128, 128)][...] = acc
+
+
+def _causal_conv(x, w):
+  x, w = np.asarray(x), np.asarray(w)
+  p = np.pad(x, ((0, 0), (K - 1, 0)))
+  return sum(w[:, k:k + 1] * p[:, k:k + x.shape[1]] for k in range(K))
+
+
+def test_a_small_tiles_hint_keeps_the_windows_start():
+  # it said w.at[ml.ds(0, 8), ml.ds(0, 32)]: every program would read the first channels' weights
+  specs = [S((16, 256), F32), S((16, K), F32)]
+  expect(causal_conv, specs, mg.LayoutError, "w.at[ml.ds(d * 8, 8), :][...]",
+         "ww has shape (8, 4): register tensors need a multiple of 128 elements (one per thread of a warpgroup)",
+         hint="work on a larger tile, masked to this one: w.at[ml.ds(d * 8, 8), ml.ds(0, 32)].load(mask=ml.arange(32)"
+              "[None, :] < 4, other=0) and the same mask on its store (a 2-D mask needs rows a multiple of 4 and"
+              " columns of 32)")
+  rng = np.random.default_rng(1)
+  x, w = (jnp.asarray(rng.standard_normal(s.shape), F32) for s in specs)
+  np.testing.assert_allclose(causal_conv_hinted(x, w, interpret=True), _causal_conv(x, w), rtol=1e-5, atol=1e-5)
+  _export(causal_conv_hinted, *specs)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, w: x, grid=lambda x, w: (x.shape[1] // 128,))
+def conv_rows(x, w, out):                # a 3 x 3 conv down a column of tiles, halos by TMA
+  j = ml.program_id(0)
+  buf = ml.smem((18, 144))
+  for t in ml.range(x.shape[0] // 16, stages=2):
+    ml.copy(x.at[ml.ds(t * 16 - 1, 18), ml.ds(j * 128 - 4, 144)], buf)
+    v = buf[...]
+    acc = ml.zeros((16, 128), jnp.float32)
+    for a in ml.static_range(3):
+      for b in ml.static_range(3):
+        acc = acc + w[a, b] * v[a:a + 16, 3 + b:131 + b]
+    out.at[ml.ds(t * 16, 16), ml.ds(j * 128, 128)][...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda x, w: x, grid=lambda x, w: (x.shape[1] // 128,))
+def conv_rows_hinted(x, w, out):
+  j = ml.program_id(0)
+  buf = ml.smem((20, 160))
+  for t in ml.range(x.shape[0] // 16, stages=2):
+    ml.copy(x.at[ml.ds(t * 16 - 1, 20), ml.ds(j * 128 - 4, 160)], buf)
+    v = buf.load(mask=(ml.arange(20)[:, None] < 18) & (ml.arange(160)[None, :] < 144), other=0)
+    acc = ml.zeros((16, 128), jnp.float32)
+    for a in ml.static_range(3):
+      for b in ml.static_range(3):
+        acc = acc + w[a, b] * v[a:a + 16, 3 + b:131 + b]
+    out.at[ml.ds(t * 16, 16), ml.ds(j * 128, 128)][...] = acc
+
+
+def test_a_small_tile_of_an_smem_buffer_is_hinted_as_a_larger_buffer():
+  # it said buf.at[ml.ds(0, 20), ml.ds(0, 160)], a window past the buffer's end (MG203)
+  specs = [S((64, 256), F32), S((3, 3), F32)]
+  expect(conv_rows, specs, mg.LayoutError, "buf[...]",
+         "v has shape (18, 144): register tensors need a multiple of 128 elements (one per thread of a warpgroup)",
+         hint="work on a larger tile: allocate buf as ml.smem((20, 160), ...) (an SMEM window cannot run past its"
+              " buffer), fill it (by a TMA copy of a (20, 160) window, which reads zeros past the array's end) and"
+              " read it masked to this one, buf.load(mask=(ml.arange(20)[:, None] < 18) & (ml.arange(160)[None, :]"
+              " < 144), other=0) (the elements the mask keeps off need not be written); and the same mask on its"
+              " store (a 2-D mask needs rows a multiple of 4 and columns of 32)")
+  rng = np.random.default_rng(2)
+  x, w = (np.asarray(rng.standard_normal(s.shape), np.float32) for s in specs)
+  p = np.pad(x, 1)
+  want = sum(w[a, b] * p[a:a + 64, b:b + 256] for a in range(3) for b in range(3))
+  np.testing.assert_allclose(conv_rows_hinted(x, w, interpret=True), want, rtol=1e-4, atol=1e-4)
+  _export(conv_rows_hinted, *specs)
