@@ -33,10 +33,12 @@ from .memory_errors import (_root, _with_lone_axis_note, grid_rank, masked_store
 from .ir import Access as A
 from .ops.access import MaskedLoad, MaskedStore, ScalarRead
 from .ops.atomic import AtomicUpdate
+from .ops.elementwise import Binary, BinOp, Constant
 from .ops.gather import Gather, ScatterUpdate
 from .ops.index_hints import atomic_outside_hint
 from .ops.memory import Copy, View
 from .layout_checks import one_tile_column, split_load
+from .tma import widen_hint
 from .races import ACCUMULATED_READ, Writers, plain_write_hint, race_error
 from . import hw
 from .types import DType, RefType, Space, TensorType, dtype_name, resolve
@@ -583,14 +585,52 @@ def check_minor_starts(kernel: ir.Kernel, defs: dict, facts: Facts) -> None:
     if seen is None:
       continue
     size = view.index[-1].size
+    hint = f"start windows at multiples of {t} (e.g. i * {size}); " + (
+        "" if seen else f"if the start always is one, say so: ml.ds(ml.multiple_of({start.name or 'start'},"
+                        f" {t}), {size}); ") + "or read the window into registers with ref[...]"
+    base, c = _constant_offset(start, defs)
+    if o.dst.type.space == Space.SMEM and c % t and known_multiple(base, defs, loops) % t == 0:
+      hint = widen_hint(_start_text(o.loc, view, defs) or start.name or "start", c, size, t,
+                        _root(defs, o.dst).name, sum(not i.squeeze for i in view.index))
     raise E.TmaLimitError(
         f"TMA copies need a window's start in the last dimension to fall on a {hw.TMA_ALIGN}-byte boundary"
         f" (a multiple of {t} {dtype_name(d)} elements); the start of {gmem.name or 'this window'} in"
         f" {view.ref.name}'s last dimension is not provably one{seen}, and a misaligned start faults"
-        f" the GPU", o.loc,
-        hint=f"start windows at multiples of {t} (e.g. i * {size}); " + (
-            "" if seen else f"if the start always is one, say so: ml.ds(ml.multiple_of({start.name or 'start'},"
-                            f" {t}), {size}); ") + "or read the window into registers with ref[...]")
+        f" the GPU", o.loc, hint=hint)
+
+
+def _constant_offset(start, defs):
+  """(base, c): `start` written as base + c, c the sum of the Python ints added to or subtracted
+  from it (i * 128 - 1 is (i * 128, -1)); (start, 0) where none is."""
+  c = 0
+  for _ in range(8):
+    o = defs.get(start.id) if isinstance(start, ir.Value) else None
+    if not (isinstance(o, Binary) and o.kind in (BinOp.ADD, BinOp.SUB)):
+      break
+    lhs, rhs = (_int_of(x, defs) for x in (o.lhs, o.rhs))
+    if rhs is not None:
+      start, c = o.lhs, c + (rhs if o.kind == BinOp.ADD else -rhs)
+    elif lhs is not None and o.kind == BinOp.ADD:
+      start, c = o.rhs, c + lhs
+    else:
+      break
+  return start, c
+
+
+def _int_of(x, defs):
+  if isinstance(x, int) and not isinstance(x, bool):
+    return x
+  o = defs.get(x.id) if isinstance(x, ir.Value) else None
+  return o.value if isinstance(o, Constant) and isinstance(o.value, int) and not isinstance(o.value, bool) else None
+
+
+def _start_text(loc, view, defs):
+  """The user's text of the last start of the copy at `loc` (ml.copy(x.at[..., ml.ds(s, n)], buf)), or None."""
+  from .ops.index_hints import index_texts
+  line = loc.source_line[loc.col_offset:loc.end_col_offset] if loc.end_lineno == loc.lineno else ""
+  root = _root(defs, view.ref)
+  texts = index_texts(line, root.name, len(root.type.shape)) if line and root is view.ref else None
+  return texts[-1] if texts else None
 
 
 # ---------------------------------------------------------------- tiled TMA windows

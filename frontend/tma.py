@@ -8,6 +8,7 @@ block (a whole buffer, or whole leading-dimension slices of one).
 from __future__ import annotations
 
 import math
+import re
 
 from . import errors as E
 from . import ir
@@ -51,11 +52,13 @@ def check_copy(loc, gmem: ir.Value, gwin, smem: ir.Value, swin, store: bool = Fa
              f" dimension spans a multiple of {ALIGN} bytes ({groot.name or 'x'}.reshape(-1) for a column)")
   start = index[-1].start
   if isinstance(start, int) and (start * itemsize) % ALIGN:
+    t = ALIGN // itemsize
     raise E.TmaLimitError(
         f"TMA copies need a window's start in the last dimension to fall on a {ALIGN}-byte boundary;"
         f" this window of {name} starts at element {start} ({start} x {itemsize} bytes), which would"
         f" fault on the GPU", loc,
-        hint=f"start it at a multiple of {ALIGN // itemsize} elements, or {_registers(store, groot.name or 'out')} instead")
+        hint=(f"start it at a multiple of {t} elements, or {_registers(store, groot.name or 'out')} instead" if store
+              else widen_hint(None, start, index[-1].size, t, swin[0].name, len(box))))
   if len(full) > 1 and (full[-1] * itemsize) % ALIGN:
     raise E.TmaLimitError(
         f"TMA copies need {name}'s rows to be a multiple of {ALIGN} bytes apart; its last dimension is"
@@ -139,6 +142,28 @@ def _box_hint(groot, full, box, itemsize, buf) -> str:
     fix += (f"take a window no wider than {array} ({full[-1]} columns; a tile size above the array's is a"
             f" config that does not fit this shape), or ")
   return fix + f"copy each piece of at most {MAX_BOX} into a buffer of its own"
+
+
+def widen_hint(text, c: int, size: int, t: int, buf, rank: int) -> str:
+  """How to load a window `size` elements wide whose start (`text`, the user's words, or None for
+  the static start `c`) is `c` elements past a multiple of `t` (a stencil's halo, ml.ds(i * 128 - 1,
+  132)): widen it to start on the multiple before it, and read the asked-for elements at an offset."""
+  shift = c % t
+  wide = -(-(size + shift) // t) * t
+  m = re.fullmatch(r"(.+?)\s*([+-])\s*(\d+)", text or "")
+  if text is None:
+    start = str(c - shift)
+  elif m and int(m.group(2) + m.group(3)) == c:     # i * 128 - 1 -> i * 128 - 4
+    start = m.group(1) + ("" if c == shift else f" - {shift - c}" if c < shift else f" + {c - shift}")
+  else:
+    start = f"{text} - {shift}"
+  at = ":, " * (rank - 1)
+  b = buf or "buf"
+  return (f"widen the window to start at a multiple of {t}: ml.ds({start}, {wide}) (a TMA copy reads zeros"
+          f" before the array's start and past its end), into a buffer {wide} wide there, whose elements"
+          f" {shift} to {shift + size} are the window asked for ({b}.at[{at}ml.ds({shift}, {size})]; a neighbour's"
+          f" tap of a stencil is {b}.at[{at}ml.ds({shift} + k, n)]); or read it into registers with a masked load,"
+          f" .load(mask=..., other=0), whose start may be anything")
 
 
 def _registers(store: bool, root: str = "out") -> str:

@@ -159,3 +159,50 @@ def test_a_small_tile_of_an_smem_buffer_is_hinted_as_a_larger_buffer():
   want = sum(w[a, b] * p[a:a + 64, b:b + 256] for a in range(3) for b in range(3))
   np.testing.assert_allclose(conv_rows_hinted(x, w, interpret=True), want, rtol=1e-4, atol=1e-4)
   _export(conv_rows_hinted, *specs)
+
+
+# ---------------------------------------------------------------- a halo TMA window off 16 bytes
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 128,))
+def halo_copy(x, out):
+  i = ml.program_id(0)
+  buf = ml.smem((132,))
+  ml.copy(x.at[ml.ds(i * 128 - 1, 132)], buf)
+  out.at[ml.ds(i * 128, 128)][...] = buf.at[ml.ds(0, 128)][...] + buf.at[ml.ds(1, 128)][...] + buf.at[ml.ds(2, 128)][...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 128,))
+def halo_copy_hinted(x, out):
+  i = ml.program_id(0)
+  buf = ml.smem((136,))
+  ml.copy(x.at[ml.ds(i * 128 - 4, 136)], buf)
+  out.at[ml.ds(i * 128, 128)][...] = sum(buf.at[ml.ds(3 + k, 128)][...] for k in ml.static_range(3))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((128,), x.dtype))
+def static_halo_copy(x, out):
+  buf = ml.smem((136,))
+  ml.copy(x.at[ml.ds(-1, 136)], buf)
+  out[...] = buf.at[ml.ds(0, 128)][...]
+
+
+def test_a_halo_copy_off_16_bytes_is_hinted_as_a_wider_aligned_window():
+  # it said "start windows at multiples of 4 (e.g. i * 132); or read the window into registers with
+  # ref[...]": an unmasked read of a window before the array's start (MG203), then 132 elements (MG204)
+  expect(halo_copy, [S((1024,), F32)], mg.TmaLimitError, "ml.copy(x.at",
+         "TMA copies need a window's start in the last dimension to fall on a 16-byte boundary (a multiple of 4"
+         " float32 elements); the start of x.at[ml.ds(i * 128 - 1, 132)] in x's last dimension is not provably one"
+         " (it is -1 in some program), and a misaligned start faults the GPU",
+         hint="widen the window to start at a multiple of 4: ml.ds(i * 128 - 4, 136) (a TMA copy reads zeros before"
+              " the array's start and past its end), into a buffer 136 wide there, whose elements 3 to 135 are the"
+              " window asked for (buf.at[ml.ds(3, 132)]; a neighbour's tap of a stencil is buf.at[ml.ds(3 + k, n)]);"
+              " or read it into registers with a masked load, .load(mask=..., other=0), whose start may be anything")
+  expect(static_halo_copy, [S((256,), F32)], mg.TmaLimitError, "ml.copy(x.at",
+         "TMA copies need a window's start in the last dimension to fall on a 16-byte boundary; this window of"
+         " x.at[ml.ds(-1, 136)] starts at element -1 (-1 x 4 bytes), which would fault on the GPU",
+         hint="widen the window to start at a multiple of 4: ml.ds(-4, 140) (a TMA copy reads zeros before the"
+              " array's start and past its end), into a buffer 140 wide there, whose elements 3 to 139 are the"
+              " window asked for (buf.at[ml.ds(3, 136)]; a neighbour's tap of a stencil is buf.at[ml.ds(3 + k, n)]);"
+              " or read it into registers with a masked load, .load(mask=..., other=0), whose start may be anything")
+  x = np.random.default_rng(3).standard_normal(1024).astype(np.float32)
+  np.testing.assert_allclose(halo_copy_hinted(x, interpret=True), _three(x), rtol=1e-6, atol=1e-6)
+  _export(halo_copy_hinted, S((1024,), F32))

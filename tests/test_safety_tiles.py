@@ -138,7 +138,10 @@ def test_a_window_at_a_static_column_off_16_bytes_is_rejected():
   expect(entries_at_2, [S((4, 32), I32)], mg.TmaLimitError, "ml.copy(t.at",
          "TMA copies need a window's start in the last dimension to fall on a 16-byte boundary; this window"
          " of t.at[1, ml.ds(2, 8)] starts at element 2 (2 x 4 bytes), which would fault on the GPU",
-         hint="start it at a multiple of 4 elements, or read it into registers with ref[...] instead")
+         hint="widen the window to start at a multiple of 4: ml.ds(0, 12) (a TMA copy reads zeros before the"
+              " array's start and past its end), into a buffer 12 wide there, whose elements 2 to 10 are the window"
+              " asked for (buf.at[ml.ds(2, 8)]; a neighbour's tap of a stencil is buf.at[ml.ds(2 + k, n)]); or read"
+              " it into registers with a masked load, .load(mask=..., other=0), whose start may be anything")
 
 
 @mg.mgpu_kernel(out_shape=lambda t, s: S((128,), I32))
