@@ -27,9 +27,12 @@ def check_copy(loc, gmem: ir.Value, gwin, smem: ir.Value, swin, store: bool = Fa
   index = index if index is not None else tuple(ir.Idx(0, n) for n in full)
   name = gmem.name or "the GMEM ref"
   if index and index[-1].squeeze and full[-1] > 1:
+    whole = name.rsplit(", ", 1)[0] + ", :]" if name.endswith("]") and ", " in name else "x.at[i, :]"
     raise E.TmaLimitError(
         f"TMA copies need the last dimension of {name} to be contiguous, but it is indexed by a single element", loc,
-        hint="copy a window that keeps the last dimension, e.g. x.at[i, :]")
+        hint=f"{_registers(store, groot.name or 'out')} instead (a register access moves elements"
+             f" {full[-1]} apart, one a thread), or copy a window that keeps the last dimension (its index a"
+             f" slice, {whole}) into a buffer of that shape")
   box = [i.size for i in index if not i.squeeze]
   rank = tma_rank(full, index)
   if rank > MAX_RANK:

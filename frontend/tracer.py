@@ -64,7 +64,7 @@ def _check_tensor_steps(cx, x, index):
   d = 0
   for i in items:
     if isinstance(i, slice) and i.step not in (None, 1):
-      raise slice_step_error(cx, i.step, d, len(x.type.shape), tensor=True)
+      raise slice_step_error(cx, i.step, d, len(x.type.shape), tensor=True, start=i.start, n=x.type.shape[d])
     if i is not None:
       d += 1
 

@@ -206,3 +206,60 @@ def test_a_halo_copy_off_16_bytes_is_hinted_as_a_wider_aligned_window():
   x = np.random.default_rng(3).standard_normal(1024).astype(np.float32)
   np.testing.assert_allclose(halo_copy_hinted(x, interpret=True), _three(x), rtol=1e-6, atol=1e-6)
   _export(halo_copy_hinted, S((1024,), F32))
+
+
+# ---------------------------------------------------------------- strided access
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0] // 2,), x.dtype))
+def odd_elements(x, out):
+  v = x[...] * 2
+  out[...] = v[1::2]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0] // 2,), x.dtype))
+def odd_elements_hinted(x, out):
+  v = x[...] * 2
+  out[...] = v.reshape(128, 2)[:, 1]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0], x.shape[1]), x.dtype), grid=lambda x: (x.shape[0] // 8,))
+def pool_copy(x, out):                   # x (h, w // 2, 2): a 1 x 2 max pool
+  i = ml.program_id(0)
+  a, b = ml.smem((8, x.shape[1])), ml.smem((8, x.shape[1]))
+  ml.copy(x.at[ml.ds(i * 8, 8), :, 0], a)
+  ml.copy(x.at[ml.ds(i * 8, 8), :, 1], b)
+  out.at[ml.ds(i * 8, 8), :][...] = ml.maximum(a[...], b[...])
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0], x.shape[1]), x.dtype), grid=lambda x: (x.shape[0] // 8,))
+def pool_copy_hinted(x, out):
+  i = ml.program_id(0)
+  a, b = ml.smem((8, x.shape[1])), ml.smem((8, x.shape[1]))
+  a[...] = x.at[ml.ds(i * 8, 8), :, 0][...]
+  b[...] = x.at[ml.ds(i * 8, 8), :, 1][...]
+  out.at[ml.ds(i * 8, 8), :][...] = ml.maximum(a[...], b[...])
+
+
+def test_strided_hints_take_the_slices_start_and_work_in_registers():
+  # v[1::2] was hinted x.at[..., :, 0][...] "for [0::2]": the even elements
+  expect(odd_elements, [S((256,), F32)], mg.KernelTypeError, "v[1::2]",
+         "strided slices (step 2) of a register tensor are not supported: its elements live in other threads",
+         hint="slice the ref before reading it: give the array an axis of size 2 outside the kernel"
+              " (x.reshape(..., n // 2, 2) passed in) and read x.at[..., :, 1][...] for [1::2]; or, in registers,"
+              " v.reshape(128, 2)[:, 1] for v[1::2]")
+  x = np.random.default_rng(4).standard_normal(256).astype(np.float32)
+  np.testing.assert_array_equal(odd_elements_hinted(x, interpret=True), x[1::2] * 2)
+  _export(odd_elements_hinted, S((256,), F32))
+
+
+def test_a_strided_tma_window_is_hinted_as_a_register_read():
+  # it said "copy a window that keeps the last dimension, e.g. x.at[i, :]", a (256, 2) window
+  spec = S((16, 256, 2), F32)
+  expect(pool_copy, [spec], mg.TmaLimitError, "ml.copy(x.at[ml.ds(i * 8, 8), :, 0], a)",
+         "TMA copies need the last dimension of x.at[ml.ds(i * 8, 8), :, 0] to be contiguous, but it is indexed by"
+         " a single element",
+         hint="read it into registers with ref[...] instead (a register access moves elements 2 apart, one a"
+              " thread), or copy a window that keeps the last dimension (its index a slice, x.at[ml.ds(i * 8, 8),"
+              " :, :]) into a buffer of that shape")
+  x = np.random.default_rng(5).standard_normal(spec.shape).astype(np.float32)
+  np.testing.assert_array_equal(pool_copy_hinted(x, interpret=True), x.max(axis=2))
+  _export(pool_copy_hinted, spec)

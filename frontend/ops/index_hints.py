@@ -127,11 +127,12 @@ def runtime_size_error(cx, index, d, shape, name) -> E.KernelError:
            f" {at(f'ml.ds({start}, {n})')}.store(v, mask={mask})")
 
 
-def slice_step_error(cx, step, d, rank, tensor=False) -> E.KernelError:
-  """The error for a slice with a step other than 1 along dimension `d` of a rank-`rank` ref
-  (or register tensor), with a hint that works for that step: an axis made outside the kernel
-  for a positive stride, the reversal done outside the kernel (or rows read from the end) for
-  a negative one."""
+def slice_step_error(cx, step, d, rank, tensor=False, start=None, n=None) -> E.KernelError:
+  """The error for a slice with a step other than 1 along dimension `d` (of `n` elements, where
+  known) of a rank-`rank` ref (or register tensor), with a hint that works for that step and the
+  slice's `start`: an axis of size step, indexed by start % step (made outside the kernel, or, for
+  a 1-D register tensor, by a reshape in registers) for a positive stride, the reversal done
+  outside the kernel (or rows read from the end) for a negative one."""
   of = " of a register tensor" if tensor else ""
   if not isinstance(step, int) or isinstance(step, bool):
     return E.KernelTypeError(f"slice steps{of} must be static ints of 1, got {kind_of(step)}", cx.loc,
@@ -148,16 +149,21 @@ def slice_step_error(cx, step, d, rank, tensor=False) -> E.KernelError:
       hint += f"; or read row n - 1 - r of the ref with an int index: x.at[{lead}n - 1 - r]"
     why = "its elements live in other threads" if tensor else "windows are read in memory order"
     return E.KernelTypeError(f"reversed slices (step {step}){of} are not supported: {why}", cx.loc, hint=hint)
+  s = start if isinstance(start, int) and not isinstance(start, bool) and start >= 0 else 0
+  j, rows = s % step, ("" if s < step else f"{s // step}") + ":"     # [s::k] is row s // k on, column s % k
+  at = f"..., {rows}, {j}"
   if tensor:
+    inner = (f"; or, in registers, v.reshape({n // step}, {step})[:, {j}] for v[{s}::{step}]"
+             if rank == 1 and n and n % step == 0 and s < step else "")
     return E.KernelTypeError(
         f"strided slices (step {step}) of a register tensor are not supported: its elements live in"
         f" other threads", cx.loc,
         hint=f"slice the ref before reading it: give the array an axis of size {step} outside the kernel"
-             f" (x.reshape(..., n // {step}, {step}) passed in) and read x.at[..., :, 0][...] for [0::{step}]")
+             f" (x.reshape(..., n // {step}, {step}) passed in) and read x.at[{at}][...] for [{s}::{step}]{inner}")
   return E.KernelTypeError(f"strided slices (step {step}) are not supported; use a step of 1", cx.loc,
                            hint=f"give the array an axis of size {step} outside the kernel and index it"
                                 f" with an int: x.reshape(..., n // {step}, {step}) passed in, then"
-                                f" x.at[..., :, 0] for [0::{step}] (an interleaved pair: [..., :, 0] and"
+                                f" x.at[{at}] for [{s}::{step}] (an interleaved pair: [..., :, 0] and"
                                 f" [..., :, 1]; such a strided window moves a multiple of 128 elements)")
 
 

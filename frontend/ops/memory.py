@@ -322,7 +322,7 @@ def _one_index(cx, d, i, n, name, past_end=False, rank=1):
     return ir.Idx(i % n, 1, True)
   if isinstance(i, slice):
     if i.step not in (None, 1):
-      raise slice_step_error(cx, i.step, d, rank)
+      raise slice_step_error(cx, i.step, d, rank, start=i.start)
     if not all(x is None or (isinstance(x, int) and not isinstance(x, bool)) for x in (i.start, i.stop)):
       raise E.KernelTypeError("slice bounds must be static ints; for a dynamic start use ml.ds(start, size)",
                               cx.loc, hint="x.at[ml.ds(i * 128, 128)]")
