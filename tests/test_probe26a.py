@@ -277,7 +277,9 @@ def test_a_masked_window_wholly_past_the_end_says_how_to_skip_it():
          hint="the window has no element inside x (dimension 0 has size 300; it lies wholly past the end), so"
               " neither a mask nor a TMA copy has anything to move: skip it with a test known while compiling,"
               " `if c * 128 < x.shape[0]:` around the chunk that uses it (in an ml.static_range loop, the trips"
-              " past the end), or loop with a run-time range(...), whose trips there the mask keeps off")
+              " past the end; where the chunk still needs what a masked load reads there, all its other=, give it"
+              " that in an else: branch, v = ml.full(v's shape, other, dtype)), or loop with a run-time"
+              " range(...), whose trips there the mask keeps off")
   x = jax.random.normal(jax.random.key(1), (300,), F32)
   np.testing.assert_allclose(chunks_skipped(x, interpret=True), jnp.sum(x), rtol=1e-5)
   _export(chunks_skipped, S((300,), F32))

@@ -263,3 +263,37 @@ def test_a_strided_tma_window_is_hinted_as_a_register_read():
   x = np.random.default_rng(5).standard_normal(spec.shape).astype(np.float32)
   np.testing.assert_array_equal(pool_copy_hinted(x, interpret=True), x.max(axis=2))
   _export(pool_copy_hinted, spec)
+
+
+# ---------------------------------------------------------------- a shift by a whole chunk
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def shift_by_a_chunk(x, out):            # out[i] = x[i - 128], zeros before
+  for c in ml.static_range(x.shape[0] // 128):
+    idx = c * 128 + ml.arange(128)
+    out.at[ml.ds(c * 128, 128)][...] = x.at[ml.ds(c * 128 - 128, 128)].load(mask=idx >= 128, other=0.0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def shift_by_a_chunk_hinted(x, out):
+  for c in ml.static_range(x.shape[0] // 128):
+    idx = c * 128 + ml.arange(128)
+    if c * 128 - 128 + 128 > 0:
+      v = x.at[ml.ds(c * 128 - 128, 128)].load(mask=idx >= 128, other=0.0)
+    else:
+      v = ml.full((128,), 0.0, jnp.float32)
+    out.at[ml.ds(c * 128, 128)][...] = v
+
+
+def test_a_window_wholly_before_the_start_is_hinted_with_its_value_kept():
+  # following "skip it ... around the chunk that uses it" dropped the chunk's store: MG602
+  expect(shift_by_a_chunk, [S((256,), F32)], mg.IndexOutOfBoundsError, "x.at[ml.ds(c * 128 - 128, 128)]",
+         "ml.ds(-128, 128) is out of bounds for dimension 0 of x (size 256)",
+         hint="the window has no element inside x (dimension 0 has size 256; it lies wholly before the start), so"
+              " neither a mask nor a TMA copy has anything to move: skip it with a test known while compiling,"
+              " `if c * 128 - 128 + 128 > 0:` around the chunk that uses it (in an ml.static_range loop, the trips"
+              " before the start; where the chunk still needs what a masked load reads there, all its other=, give"
+              " it that in an else: branch, v = ml.full(v's shape, other, dtype)), or loop with a run-time"
+              " range(...), whose trips there the mask keeps off")
+  x = np.random.default_rng(6).standard_normal(256).astype(np.float32)
+  np.testing.assert_array_equal(shift_by_a_chunk_hinted(x, interpret=True), np.concatenate([np.zeros(128, np.float32), x[:128]]))
+  _export(shift_by_a_chunk_hinted, S((256,), F32))

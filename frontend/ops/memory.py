@@ -399,8 +399,9 @@ def _outside_hint(loc, name, d, n, start, size) -> str:
   ext = f"{name}.shape[{d}]" if name.isidentifier() else str(n)
   test = f"{text} < {ext}" if start > 0 else f"{text} + {size} > 0"
   return head + (f": skip it with a test known while compiling, `if {test}:` around the chunk that uses it"
-                 f" (in an ml.static_range loop, the trips {side}), or loop with a run-time range(...), whose"
-                 f" trips there the mask keeps off")
+                 f" (in an ml.static_range loop, the trips {side}; where the chunk still needs what a masked load"
+                 f" reads there, all its other=, give it that in an else: branch, v = ml.full(v's shape, other,"
+                 f" dtype)), or loop with a run-time range(...), whose trips there the mask keeps off")
 
 
 def view(cx, ref: ir.Value, index, name=""):
