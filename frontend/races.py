@@ -162,7 +162,9 @@ def race_error(name, race, program, shape=None, grid=None):
         f"program {program(p)} reads {what} while program {program(q)} writes {name}{list(element)}:"
         f" programs run in no fixed order, so the value read depends on timing", loc_p,
         notes=(f"{loc_q}: program {program(q)} writes it here",),
-        hint=CROSS_PROGRAM_READ)
+        hint=CROSS_PROGRAM_READ if read[0] == name else
+        f"{CROSS_PROGRAM_READ}; for a stencil updated in place, write a new output instead of aliasing"
+        f" {read[0]} to {name} (drop input_output_aliases), so every program reads {read[0]}'s old values")
   return E.RaceError(
       f"program {program(p)} and program {program(q)} both write {name}{list(element) if element else ''}:"
       f" programs run in no fixed order, so the result depends on timing", loc_q,

@@ -297,3 +297,22 @@ def test_a_window_wholly_before_the_start_is_hinted_with_its_value_kept():
   x = np.random.default_rng(6).standard_normal(256).astype(np.float32)
   np.testing.assert_array_equal(shift_by_a_chunk_hinted(x, interpret=True), np.concatenate([np.zeros(128, np.float32), x[:128]]))
   _export(shift_by_a_chunk_hinted, S((256,), F32))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 128,))
+def in_place_stencil_hinted(x, out):     # in_place_stencil without the alias
+  i = ml.program_id(0)
+  idx = i * 128 + ml.arange(128)
+  left = x.at[ml.ds(i * 128 - 1, 128)].load(mask=idx >= 1, other=0.0)
+  out.at[ml.ds(i * 128, 128)][...] = left + x.at[ml.ds(i * 128, 128)][...]
+
+
+def test_an_in_place_stencils_race_hints_a_new_output():
+  e = expect(in_place_stencil, [S((512,), F32)], mg.RaceError, "x.at[ml.ds(i * 128 - 1, 128)].load(",
+             "program (1, 0, 0) reads x[127], the memory of out (aliased), while program (0, 0, 0) writes out[127]:"
+             " programs run in no fixed order, so the value read depends on timing")
+  assert e.hint.endswith("; for a stencil updated in place, write a new output instead of aliasing x to out (drop"
+                         " input_output_aliases), so every program reads x's old values")
+  x = np.random.default_rng(7).standard_normal(512).astype(np.float32)
+  np.testing.assert_array_equal(in_place_stencil_hinted(x, interpret=True), x + np.concatenate([np.zeros(1, np.float32), x[:-1]]))
+  _export(in_place_stencil_hinted, S((512,), F32))
