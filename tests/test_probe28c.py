@@ -316,3 +316,30 @@ def test_an_in_place_stencils_race_hints_a_new_output():
   x = np.random.default_rng(7).standard_normal(512).astype(np.float32)
   np.testing.assert_array_equal(in_place_stencil_hinted(x, interpret=True), x + np.concatenate([np.zeros(1, np.float32), x[:-1]]))
   _export(in_place_stencil_hinted, S((512,), F32))
+
+
+# ---------------------------------------------------------------- a negative ml.ds start in SMEM
+@mg.mgpu_kernel(out_shape=lambda x: S((128,), x.dtype))
+def smem_tail(x, out):
+  buf = ml.smem((256,))
+  ml.copy(x, buf)
+  out[...] = buf.at[ml.ds(-128, 128)][...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((128,), x.dtype))
+def smem_tail_hinted(x, out):
+  buf = ml.smem((256,))
+  ml.copy(x, buf)
+  out[...] = buf.at[ml.ds(128, 128)][...]
+
+
+def test_a_negative_smem_window_start_says_it_is_not_counted_from_the_end():
+  expect(smem_tail, [S((256,), F32)], mg.IndexOutOfBoundsError, "buf.at[ml.ds(-128, 128)]",
+         "ml.ds(-128, 128) is out of bounds for dimension 0 of buf (size 256)",
+         hint="dimension 0 of buf has size 256; an SMEM buffer's windows start inside it (ml.ds's start is not"
+              " counted from the end, as a negative slice bound is): for its last 128 elements write"
+              " ml.ds(128, 128) (or buf.at[-128:]); for a halo before the data, allocate buf with 128 more"
+              " elements along dimension 0, fill it from 128 on, and shift its windows by 128")
+  x = np.random.default_rng(8).standard_normal(256).astype(np.float32)
+  np.testing.assert_array_equal(smem_tail_hinted(x, interpret=True), x[128:])
+  _export(smem_tail_hinted, S((256,), F32))

@@ -363,6 +363,12 @@ def _one_index(cx, d, i, n, name, past_end=False, rank=1):
                  f" dimension {d})")
       elif past_end and n:                     # a GMEM window wholly outside: nothing for a mask to keep
         hint = _outside_hint(cx.loc, name, d, n, start, size)
+      elif not past_end and start < 0 and size <= n:    # an SMEM window before the buffer's start
+        hint += (f"; an SMEM buffer's windows start inside it (ml.ds's start is not counted from the end, as a"
+                 f" negative slice bound is): for its last {size} elements write ml.ds({n - size}, {size}) (or"
+                 f" {name}.at[{-size}:]); for a halo before the data, allocate {name} with {-start} more"
+                 f" element{'s' if start < -1 else ''} along dimension {d}, fill it from {-start} on, and shift"
+                 f" its windows by {-start}")
       raise E.IndexOutOfBoundsError(
           f"ml.ds({start}, {size}) is out of bounds for dimension {d} of {name} (size {n})", cx.loc, hint=hint)
     return ir.Idx(start, size)
