@@ -251,3 +251,30 @@ def atomic_static_hint(what, root, index, d, start, size, n, text=None) -> str:
           f" {what}({scatter_text(root, index, d, texts=texts)}, value), which drops the elements past"
           f" the end (or ml.copy(buf, window, reduce=\"{what[len('ml.atomic_'):]}\") from SMEM, which TMA"
           f" clips)")
+
+
+def window_outside_hint(loc, name, d, n, start, size) -> str:
+  """The hint for a GMEM window wholly past the end (or before the start) of dimension d: it is
+  known while compiling (an ml.static_range trip, a constant), so a test known then skips it."""
+  import ast
+  text = None
+  try:
+    node = ast.parse(loc.source_line[loc.col_offset:loc.end_col_offset], mode="eval") \
+        if loc.end_lineno == loc.lineno and loc.end_col_offset is not None else None
+    calls = [c for c in ast.walk(node) if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
+             and c.func.attr == "ds" and len(c.args) == 2] if node is not None else []
+    text = ast.unparse(calls[0].args[0]) if len(calls) == 1 else None
+  except (SyntaxError, AttributeError, TypeError):
+    pass
+  side = "past the end" if start > 0 else "before the start"
+  head = (f"the window has no element inside {name} (dimension {d} has size {n}; it lies wholly {side}), so"
+          f" neither a mask nor a TMA copy has anything to move")
+  if not text or text.lstrip("-").isdigit():    # a literal start: start the window inside
+    return head + (f": start it inside, ml.ds(s, {size}) with s < {n}" if start > 0 else
+                   f": start it inside, ml.ds(s, {size}) with s > {-size}")
+  ext = f"{name}.shape[{d}]" if name.isidentifier() else str(n)
+  test = f"{text} < {ext}" if start > 0 else f"{text} + {size} > 0"
+  return head + (f": skip it with a test known while compiling, `if {test}:` around the chunk that uses it"
+                 f" (in an ml.static_range loop, the trips {side}; where the chunk still needs what a masked load"
+                 f" reads there, all its other=, give it that in an else: branch, v = ml.full(v's shape, other,"
+                 f" dtype)), or loop with a run-time range(...), whose trips there the mask keeps off")

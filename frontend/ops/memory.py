@@ -18,7 +18,8 @@ from ..infer import conflict, unify
 from ..ir import Access, LayoutRule, Traits
 from ..types import DTypeVar, RefType, ScalarType, Space, TensorType, dtype_name, resolve
 from .base import Num, builtin, dtype_arg, is_ref, is_value, kind_of, one_element, static_shape
-from .index_hints import atomic_static_hint, runtime_size_error, runtime_slice_error, slice_step_error
+from .index_hints import (atomic_static_hint, runtime_size_error, runtime_slice_error, slice_step_error,
+                          window_outside_hint)
 
 
 def _copy_effects(o):
@@ -362,7 +363,7 @@ def _one_index(cx, d, i, n, name, past_end=False, rank=1):
                  f" the end): allocate {name} with room for the whole window ({start + size} elements along"
                  f" dimension {d})")
       elif past_end and n:                     # a GMEM window wholly outside: nothing for a mask to keep
-        hint = _outside_hint(cx.loc, name, d, n, start, size)
+        hint = window_outside_hint(cx.loc, name, d, n, start, size)
       elif not past_end and start < 0 and size <= n:    # an SMEM window before the buffer's start
         hint += (f"; an SMEM buffer's windows start inside it (ml.ds's start is not counted from the end, as a"
                  f" negative slice bound is): for its last {size} elements write ml.ds({n - size}, {size}) (or"
@@ -381,33 +382,6 @@ def _one_index(cx, d, i, n, name, past_end=False, rank=1):
   raise E.KernelTypeError(f"cannot index with {kind_of(i)}; use ints, static slices or ml.ds(start, size)",
                           cx.loc, hint=f"index {name} with ints, static slices (a:b) or windows"
                                        f" {name}.at[ml.ds(start, size)]")
-
-
-def _outside_hint(loc, name, d, n, start, size) -> str:
-  """The hint for a GMEM window wholly past the end (or before the start) of dimension d: it is
-  known while compiling (an ml.static_range trip, a constant), so a test known then skips it."""
-  import ast
-  text = None
-  try:
-    node = ast.parse(loc.source_line[loc.col_offset:loc.end_col_offset], mode="eval") \
-        if loc.end_lineno == loc.lineno and loc.end_col_offset is not None else None
-    calls = [c for c in ast.walk(node) if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
-             and c.func.attr == "ds" and len(c.args) == 2] if node is not None else []
-    text = ast.unparse(calls[0].args[0]) if len(calls) == 1 else None
-  except (SyntaxError, AttributeError, TypeError):
-    pass
-  side = "past the end" if start > 0 else "before the start"
-  head = (f"the window has no element inside {name} (dimension {d} has size {n}; it lies wholly {side}), so"
-          f" neither a mask nor a TMA copy has anything to move")
-  if not text or text.lstrip("-").isdigit():    # a literal start: start the window inside
-    return head + (f": start it inside, ml.ds(s, {size}) with s < {n}" if start > 0 else
-                   f": start it inside, ml.ds(s, {size}) with s > {-size}")
-  ext = f"{name}.shape[{d}]" if name.isidentifier() else str(n)
-  test = f"{text} < {ext}" if start > 0 else f"{text} + {size} > 0"
-  return head + (f": skip it with a test known while compiling, `if {test}:` around the chunk that uses it"
-                 f" (in an ml.static_range loop, the trips {side}; where the chunk still needs what a masked load"
-                 f" reads there, all its other=, give it that in an else: branch, v = ml.full(v's shape, other,"
-                 f" dtype)), or loop with a run-time range(...), whose trips there the mask keeps off")
 
 
 def view(cx, ref: ir.Value, index, name=""):
