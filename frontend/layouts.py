@@ -273,6 +273,11 @@ class _Solver:
         for q in vector or (p,):
           layout[q] = vector[q] if vector else self.rows_layout(p, rels, members, o, tiles | {p})
         propagate()
+    for p, vs in members.items():       # alone: an (n, 1) column loaded and stored, a transpose's (1, n)
+      if p not in layout and any(math.prod(v.type.shape) % hw.WARPGROUP for v in vs) and (
+          vector := self.unit_axes_vector(p, rels, members, layout, tiles)):
+        layout.update(vector)
+        propagate()
     self.layout = layout
     self.members = members
 

@@ -151,6 +151,9 @@ def reshape_(cx, x, shape):
         hint="a reshape keeps the number of elements")
   if shape == x.type.shape:
     return x
+  if len(shape) == 2 and shape == x.type.shape[::-1] and 1 in shape and math.prod(shape) % hw.WARPGROUP and (
+      resolve(x.type.dtype) != DType.bool_):
+    return transpose_tensor(cx, x, x.name or "")   # (n, 1) <-> (1, n): laid out apart unless n fills warpgroups
   plan = _unit_axes_plan(x.type.shape, shape)
   if plan is None or not _reducible(x):
     return cx.b.emit(Reshape, x, loc=cx.loc, types=[TensorType(shape, x.type.dtype)],
