@@ -558,6 +558,7 @@ class Tracer(Assignments, Calls, Containers, ast.NodeVisitor):
     if is_value(base):                      # (the base too: `(acc * 2)[:, 5]` in a hint, not a placeholder)
       values, nodes = [base, *values], [node.value, *nodes]
     cx, name = self.cx(node, values=values, operands=nodes), self.text(node)
+    cx.text = name                          # the user's subscript, for messages about it
     if isinstance(base, At):
       if gather.has_tensor_index(index):        # out.at[ids, :]: read it (a gather) or scatter into it
         return gather.IndexedRef(base.ref, index)

@@ -312,7 +312,8 @@ def index_through_smem(cx, x, index):
       lo, hi, _ = i.indices(n)
       if hi <= lo:
         raise E.IndexOutOfBoundsError(
-            f"{x.name or 'the tensor'}[...] selects no elements along axis {dim} ({i.start}:{i.stop} of {n})",
+            f"{cx.text or (x.name or 'the tensor') + '[...]'} selects no elements along axis {dim}"
+            f" ({'' if i.start is None else i.start}:{'' if i.stop is None else i.stop} of {n})",
             cx.loc, hint="a register tensor needs some elements: select a non-empty range")
       idx.append(slice(lo, hi))
     elif isinstance(i, int):
