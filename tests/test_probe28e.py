@@ -80,3 +80,34 @@ def test_empty_register_slice_quotes_the_users_expression():
          "v[0:0] selects no elements along axis 0 (0:0 of 128)")
   expect(empty_slice_of_read, [S((128,), F32)], mg.IndexOutOfBoundsError, "x[...][5:5]",
          "x[...][5:5] selects no elements along axis 0 (5:5 of 128)")
+
+
+# ---------------------------------------------------------------- bool * and max/min: and, or, and
+@mg.mgpu_kernel(out_shape=lambda a, b: S((4, a.shape[0]), jnp.int32))
+def bool_logic(a, b, o):
+  x = a[...] > 0
+  y = b[...] > 0
+  o.at[0][...] = (x * y).astype(jnp.int32)
+  o.at[1][...] = ml.maximum(x, y).astype(jnp.int32)
+  o.at[2][...] = ml.minimum(x, y).astype(jnp.int32)
+  o.at[3][...] = (ml.maximum(x, False) * True).astype(jnp.int32)
+
+
+@mg.mgpu_kernel(out_shape=lambda a: a)
+def bool_scalar_logic(a, o):
+  i = ml.program_id(0)
+  both = (i >= 0) * (i < 5)
+  either = ml.maximum(i > 0, i < 5)
+  o[...] = a[...] + both.astype(jnp.int32) + ml.minimum(either, i >= 0).astype(jnp.int32) * 10
+
+
+def test_bool_mul_max_min_are_logic_as_numpy():
+  rng = np.random.default_rng(3)
+  a, b = (jnp.asarray(rng.integers(-2, 3, 128), jnp.int32) for _ in range(2))
+  x, y = np.asarray(a) > 0, np.asarray(b) > 0
+  assert (x * y).dtype == np.maximum(x, y).dtype == np.bool_
+  want = np.stack([x * y, np.maximum(x, y), np.minimum(x, y), np.maximum(x, False) * True]).astype(np.int32)
+  np.testing.assert_array_equal(np.asarray(bool_logic(a, b, interpret=True)), want)
+  assert "mosaic_gpu" in _export(bool_logic, S((128,), jnp.int32), S((128,), jnp.int32))
+  np.testing.assert_array_equal(np.asarray(bool_scalar_logic(a, interpret=True)), np.asarray(a) + 11)
+  assert "mosaic_gpu" in _export(bool_scalar_logic, S((128,), jnp.int32))

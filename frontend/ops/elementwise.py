@@ -76,6 +76,8 @@ class UnOp(enum.Enum):
 _INT_ONLY = {BinOp.FLOORDIV, BinOp.MOD, BinOp.AND, BinOp.OR, BinOp.XOR, BinOp.SHL, BinOp.SHR}
 # Mosaic GPU allows these on 8-bit integers (bitwise ops and equality need no arithmetic).
 _BITWISE_8BIT = {BinOp.AND, BinOp.OR, BinOp.XOR, CmpOp.EQ, CmpOp.NE}
+# On booleans, as numpy and jnp compute them (results stay bool): * is and, max is or, min is and.
+_BOOL_AS_LOGIC = {BinOp.MUL: BinOp.AND, BinOp.MAX: BinOp.OR, BinOp.MIN: BinOp.AND}
 # Register values `ml.arange` can produce (Mosaic GPU's iota has no 8-bit float or bool form).
 
 
@@ -459,6 +461,8 @@ def binary(cx, kind: BinOp, a, b, what=None, via=()):
   check_dtype_support(cx, dt, what, ints_only=kind in _INT_ONLY, bitwise=kind in _BITWISE_8BIT, x=x,
                       y=next((v for v in (a0, b0) if v is not x), None) if kind in (BinOp.FLOORDIV, BinOp.MOD) else None,
                       x_first=x is a0)
+  if d == DType.bool_ and kind in _BOOL_AS_LOGIC:     # as numpy's and jnp's: bool * bool is and, max is or
+    kind = _BOOL_AS_LOGIC[kind]
   if d == DType.bool_ and kind not in (BinOp.AND, BinOp.OR, BinOp.XOR):
     raise E.UnsupportedDtypeError(f"{what} on boolean values", cx.loc,
                                   hint="for logic use & | ^; to count or compute, convert first:"
