@@ -5,7 +5,7 @@ from __future__ import annotations
 import jax.experimental.mosaic.gpu as mgpu
 import numpy as np
 from jaxlib.mlir import ir
-from jaxlib.mlir.dialects import arith
+from jaxlib.mlir.dialects import arith, gpu
 
 from ..frontend import ir as kir
 from ..frontend.dtypes import DType
@@ -28,9 +28,13 @@ def _print(ctx, o):
       d = p.type.dtype
       conv = printf_spec(spec, d)
       x = ctx.get(p)
+      if d == DType.bool_ and not spec:     # Python's True/False, as interpret mode prints it
+        fmt += "%c%c%c%c%.0llx"
+        args += _true_false(x)
+        continue
       if d.is_float or conv[-1] in "fFeEgG":
         if not d.is_float:
-          x = (arith.sitofp if d.is_signed or d == DType.bool_ else arith.uitofp)(ir.F32Type.get(), x)
+          x = (arith.sitofp if d.is_signed else arith.uitofp)(ir.F32Type.get(), x)   # (True is 1.0)
         elif d.bits < 32:
           x = arith.extf(ir.F32Type.get(), x)
       elif d.bits < 64:
@@ -40,8 +44,18 @@ def _print(ctx, o):
       args.append(x)
     else:   # a tensor: its values print in interpret mode only
       fmt += f"<{p.type}>"
-  # debug_print fills "{}" with its own conversions; ours are in place, so it only passes the args.
-  mgpu.utils.debug_print(fmt.replace("{", "{{").replace("}", "}}"), *args)
+  # As mgpu.utils.debug_print (once per warpgroup), with the args as they are: it widens every
+  # integer to 64 bits, and a %c takes an int.
+  with mgpu.utils.single_thread(scope=mgpu.utils.ThreadSubset.WARPGROUP):
+    gpu.printf(fmt + "\n", *args)
+
+
+def _true_false(x):
+  """printf arguments that print the bool `x` as True or False: four characters (%c) and an 'e',
+  the hex digit 14, that a precision of 0 prints as nothing when the value is 0 (C's rule)."""
+  i32, i64 = ir.IntegerType.get_signless(32), ir.IntegerType.get_signless(64)
+  pick = lambda t, f, ty: arith.select(x, arith.constant(ty, t), arith.constant(ty, f))
+  return [pick(ord(t), ord(f), i32) for t, f in zip("True", "Fals")] + [pick(0, 14, i64)]
 
 
 @lower(Breakpoint)

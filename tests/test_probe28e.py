@@ -111,3 +111,33 @@ def test_bool_mul_max_min_are_logic_as_numpy():
   assert "mosaic_gpu" in _export(bool_logic, S((128,), jnp.int32), S((128,), jnp.int32))
   np.testing.assert_array_equal(np.asarray(bool_scalar_logic(a, interpret=True)), np.asarray(a) + 11)
   assert "mosaic_gpu" in _export(bool_scalar_logic, S((128,), jnp.int32))
+
+
+# ---------------------------------------------------------------- a bool scalar printed: True / False
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 128,))
+def print_flags(x, o):
+  i = ml.program_id(0)
+  first = i == 0
+  print("first", first, f"{first:d} {first:.1f} {first:>3}", "%d {}")
+  rows = ml.ds(i * 128, 128)
+  o.at[rows][...] = x.at[rows][...]
+
+
+def test_bool_scalar_prints_true_false_in_interpret_mode_and_on_the_gpu(capsys):
+  print_flags(jnp.zeros((256,), F32), interpret=True)
+  out = capsys.readouterr().out
+  assert "[program (0, 0, 0)] first True 1 1.0   1 %d {}" in out
+  assert "[program (1, 0, 0)] first False 0 0.0   0 %d {}" in out
+  text = print_flags.mlir(S((256,), F32))
+  # printf's words for the same line: True/False as four characters and an 'e' (the hex digit 14,
+  # printed as nothing when 0 at precision 0); a bool as a float is 1.0, not sitofp's -1.0
+  assert 'gpu.printf "first %c%c%c%c%.0llx %lld %.1f %3lld %%d {}\\0A"' in text
+  assert "sitofp" not in text
+  assert "mosaic_gpu" in _export(print_flags, S((256,), F32))
+
+
+@pytest.mark.gpu
+def test_bool_scalar_prints_true_false_on_the_gpu(capfd):
+  jax.block_until_ready(print_flags(jnp.zeros((256,), F32)))
+  out = capfd.readouterr().out
+  assert "first True 1 1.0   1 %d {}" in out and "first False 0 0.0   0 %d {}" in out
