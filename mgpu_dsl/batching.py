@@ -34,7 +34,9 @@ def call(kernel, args, constexprs, interpret, levels=(), hit=None):
 
   rule.mgpu_kernel = (kernel.__name__, kernel.parsed.loc)     # jax.grad transposing this call: MG009
   wrap.guard_transpose()
-  return list(run(*args))
+  # Outside the custom_vmap, which JAX cannot linearize: jax.grad sees the call's outputs known and
+  # their tangents missing, an MG009 only where one is used (wrap.no_derivative).
+  return list(wrap.no_derivative(run, kernel.__name__, kernel.parsed.loc)(*args))
 
 
 def batched(kernel, xs, constexprs, interpret, levels, size, in_batched):

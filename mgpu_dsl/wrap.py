@@ -13,9 +13,77 @@ from typing import Callable
 from .frontend import errors as E
 
 
-def no_derivative(f: Callable, name: str, loc) -> Callable:
-  """`f`, whose derivative is a KernelError naming the kernel `name` (defined at `loc`)."""
+def derivative_error(name: str, loc) -> E.KernelError:
+  return E.DifferentiationError(
+      f"jax cannot differentiate the kernel {name}: mgpu_dsl kernels have no automatic derivative",
+      loc, hint="wrap the call in a function decorated with jax.custom_vjp and give it a backward"
+                " (a second kernel or jnp code); for forward mode (jax.jvp, jax.jacfwd) use"
+                " jax.custom_jvp and give it a tangent rule; a call whose result needs no derivative (a"
+                " metric mixed into the loss) takes its inputs through"
+                f" jax.lax.stop_gradient: {name}(jax.lax.stop_gradient(x)); see docs/autodiff.md")
+
+
+class _Missing:
+  """The kernel a missing derivative belongs to (a primitive's parameter, hashed by identity)."""
+
+  def __init__(self, name: str, loc):
+    self.name, self.loc = name, loc
+
+  def error(self) -> E.KernelError:
+    return derivative_error(self.name, self.loc)
+
+
+@functools.lru_cache(maxsize=None)
+def _no_tangent_primitive():
+  """`mgpu_dsl_no_derivative`: the tangents of a kernel call's outputs, linear in the inputs'
+  tangents and never computed. Evaluating or lowering it (forward mode: jax.jvp, jax.linearize's
+  function) and transposing it with a cotangent that is not a symbolic zero (jax.grad through the
+  call) is MG009; where no derivative of the outputs is used (an aux output of jax.grad, a result
+  under jax.lax.stop_gradient), JAX drops it or transposes only zeros, and nothing fails."""
   import jax
+  from jax.extend.core import Primitive
+  from jax.interpreters import ad, batching, mlir
+
+  p = Primitive("mgpu_dsl_no_derivative")
+  p.multiple_results = True
+
+  def impl(*tangents, avals, kernel):
+    raise kernel.error()
+
+  def lowering(ctx, *tangents, avals, kernel):
+    raise kernel.error()
+
+  def transpose(cts, *tangents, avals, kernel):
+    if any(type(ct) is not ad.Zero for ct in cts):
+      raise kernel.error()
+    return [ad.Zero(t.aval) if ad.is_undefined_primal(t) else None for t in tangents]
+
+  def batch(args, dims, *, avals, kernel):
+    size = next(a.shape[d] for a, d in zip(args, dims) if d is not None)
+    args = [batching.bdim_at_front(a, d, size) for a, d in zip(args, dims)]
+    out = p.bind(*args, avals=tuple(jax.core.ShapedArray((size, *a.shape), a.dtype) for a in avals), kernel=kernel)
+    return out, [0] * len(out)
+
+  def jvp(primals, tangents, *, avals, kernel):      # linear: its tangent is itself, of the tangents
+    tangents = [ad.instantiate_zeros(t) for t in tangents]
+    return p.bind(*primals, avals=avals, kernel=kernel), p.bind(*tangents, avals=avals, kernel=kernel)
+
+  p.def_impl(impl)
+  ad.primitive_jvps[p] = jvp
+  p.def_abstract_eval(lambda *tangents, avals, kernel: list(avals))
+  ad.primitive_transposes[p] = transpose
+  batching.primitive_batchers[p] = batch
+  mlir.register_lowering(p, lowering)
+  return p
+
+
+def no_derivative(f: Callable, name: str, loc) -> Callable:
+  """`f`, whose derivative is a KernelError naming the kernel `name` (defined at `loc`) where one
+  is used: the error waits until a tangent or cotangent of the outputs is needed."""
+  import jax
+  import numpy as np
+
+  kernel = _Missing(name, loc)
 
   @jax.custom_jvp
   def call(*args):
@@ -23,15 +91,20 @@ def no_derivative(f: Callable, name: str, loc) -> Callable:
 
   @call.defjvp
   def _jvp(primals, tangents):
-    raise E.DifferentiationError(
-        f"jax cannot differentiate the kernel {name}: mgpu_dsl kernels have no automatic derivative",
-        loc, hint="wrap the call in a function decorated with jax.custom_vjp and give it a backward"
-                  " (a second kernel or jnp code); for forward mode (jax.jvp, jax.jacfwd) use"
-                  " jax.custom_jvp and give it a tangent rule; a call whose result needs no derivative (an"
-                  " aux output, a metric, a target under jax.lax.stop_gradient) takes its inputs through"
-                  f" jax.lax.stop_gradient: {name}(jax.lax.stop_gradient(x)); see docs/autodiff.md")
+    outs = call(*primals)       # (itself: a derivative of this rule, jax.hessian's, comes back here)
+    inexact = [jnp_inexact(o.dtype) for o in outs]
+    ts = [t for t in tangents if t.dtype != jax.dtypes.float0]
+    avals = tuple(jax.core.ShapedArray(o.shape, o.dtype) for o, x in zip(outs, inexact) if x)
+    missing = iter(_no_tangent_primitive().bind(*ts, avals=avals, kernel=kernel))
+    return outs, type(outs)(next(missing) if x else np.zeros(o.shape, jax.dtypes.float0)
+                            for o, x in zip(outs, inexact))
 
   return call
+
+
+def jnp_inexact(dtype) -> bool:
+  import jax.numpy as jnp
+  return bool(jnp.issubdtype(dtype, jnp.inexact))
 
 
 def transpose_error(name: str, loc) -> E.KernelError:

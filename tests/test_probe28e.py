@@ -141,3 +141,51 @@ def test_bool_scalar_prints_true_false_on_the_gpu(capfd):
   jax.block_until_ready(print_flags(jnp.zeros((256,), F32)))
   out = capfd.readouterr().out
   assert "first True 1 1.0   1 %d {}" in out and "first False 0 0.0   0 %d {}" in out
+
+
+# ---------------------------------------------------------------- results that need no derivative
+@mg.mgpu_kernel(out_shape=lambda x, i: (x, i), grid=(2,))
+def scaled_and_counted(x, i, o, oi):
+  rows = ml.ds(ml.program_id(0) * 128, 128)
+  o.at[rows][...] = x.at[rows][...] * 2.0
+  oi.at[rows][...] = i.at[rows][...] + 1
+
+
+def _uses(v, interpret=True):
+  return scaled_and_counted(v, jnp.arange(256, dtype=jnp.int32), interpret=interpret)
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_kernel_results_that_need_no_derivative_differentiate(jit):
+  x = jnp.arange(256, dtype=F32) / 16
+  sg = jax.lax.stop_gradient
+  maybe_jit = jax.jit if jit else (lambda f: f)
+  aux = maybe_jit(jax.value_and_grad(lambda v: ((v * v).sum(), _uses(v)), has_aux=True))
+  (val, (o, oi)), g = aux(x)
+  np.testing.assert_allclose(g, 2 * x)
+  np.testing.assert_allclose(o, 2 * x)
+  np.testing.assert_array_equal(oi, np.arange(256) + 1)
+  g = maybe_jit(jax.grad(lambda v: (v * sg(_uses(v)[0])).sum() + _uses(v)[1].sum().astype(F32)))(x)
+  np.testing.assert_allclose(g, 2 * x)
+  g = maybe_jit(jax.vmap(jax.grad(lambda v: (v * sg(_uses(v)[0])).sum())))(jnp.stack([x, x + 1]))
+  np.testing.assert_allclose(g, 2 * jnp.stack([x, x + 1]))
+  h = jax.jit(jax.hessian(lambda v: (v[:4] ** 3 * sg(_uses(v)[0][:4])).sum()))(x)
+  np.testing.assert_allclose(np.diagonal(h)[:4], 6 * x[:4] * 2 * x[:4], rtol=1e-5)
+  exported = jax.export.export(jax.jit(jax.grad(lambda v: (v * sg(_uses(v, None)[0])).sum())),
+                               platforms=["cuda"])(S((256,), F32)).mlir_module()
+  assert "mosaic_gpu" in exported
+
+
+@pytest.mark.parametrize("how", ["grad", "grad_jit", "vmap_grad", "jvp", "linearize"])
+def test_a_used_derivative_of_a_kernel_is_still_mg009(how):
+  x = jnp.arange(256, dtype=F32)
+  loss = lambda v: _uses(v)[0].sum()
+  run = {"grad": lambda: jax.grad(loss)(x), "grad_jit": lambda: jax.jit(jax.grad(loss))(x),
+         "vmap_grad": lambda: jax.vmap(jax.grad(loss))(jnp.stack([x, x])),
+         "jvp": lambda: jax.jvp(lambda v: _uses(v)[0], (x,), (x,)),
+         "linearize": lambda: jax.linearize(lambda v: _uses(v)[0], x)[1](x)}[how]
+  with pytest.raises(mg.DifferentiationError) as info:
+    run()
+  assert info.value.message == ("jax cannot differentiate the kernel scaled_and_counted: mgpu_dsl kernels"
+                                " have no automatic derivative")
+  assert info.value.lineno == scaled_and_counted.fn.__code__.co_firstlineno + 1
