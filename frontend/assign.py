@@ -176,7 +176,10 @@ class Assignments:
         self.assign(t, v, value_node)
     elif isinstance(target, ast.Subscript):
       ref, index = self.subscript_target(target)
-      view = ref if is_whole(index) else memory.view(self.cx(target), ref, index, self.text(target))
+      values, nodes = self._index_operands(target.slice, index)     # (messages quote the user's index)
+      cx = self.cx(target, values=[ref, *values], operands=[target.value, *nodes])
+      cx.access = "write"
+      view = ref if is_whole(index) else memory.view(cx, ref, index, self.text(target))
       memory.store(self.cx(target), view, value)
     elif isinstance(target, ast.Attribute):
       self.unsupported(target, "assigning to an attribute")

@@ -74,6 +74,7 @@ class Call:
   name: str = ""      # the name the call's result is about to be bound to (names buffers)
   text: str = ""      # the call's source text, for messages
   operands: object = None   # the user's operand values -> their source text (see `named`)
+  access: str = ""    # "read" for x[...] of a ref, "write" for x[...] = v: what a hint about its window shows
 
   def named(self, x, default: str = "x") -> str:
     """How messages name the value `x`: the user's text for it where it is an operand the user

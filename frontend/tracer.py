@@ -573,6 +573,7 @@ class Tracer(Assignments, Calls, Containers, ast.NodeVisitor):
       if isinstance(base.type, RefType):
         if gather.has_tensor_index(index):        # table[ids, :]: NumPy's advanced indexing
           return gather.gather(cx, base, index, name)
+        cx.access = "read"
         view = base if is_whole(index) else memory.view(cx, base, index, name)
         return memory.load(cx, view, name)
       if is_tensor(base):

@@ -64,7 +64,15 @@ def _window_size(n, kept) -> int:
   return -(-n // 8) * 8 if len(kept) == 1 else n
 
 
-def runtime_slice_error(cx, index, d, shape, name) -> E.KernelError:
+def _masked(window, mask, access) -> str:
+  """The masked access of `window` that replaces the user's: a read stays a read (an input is
+  read-only), a write a write; a view whose use is not known yet, both."""
+  read = f"v = {window}.load(mask={mask}, other=0)"
+  write = f"{window}.store(v, mask={mask})"
+  return read if access == "read" else write if access == "write" else f"to read, {read}; to write, {write}"
+
+
+def runtime_slice_error(cx, index, d, shape, name, access="") -> E.KernelError:
   """A slice whose start or stop is a run-time value, in dimension `d`: a window's size is fixed
   when the kernel is compiled, so a run-time length is a fixed window and a mask, and a run-time
   start is ml.ds(start, size), written out in the user's index."""
@@ -94,8 +102,7 @@ def runtime_slice_error(cx, index, d, shape, name) -> E.KernelError:
         f"slice bounds must be static ints: {_index_text(i, cx)} in dimension {d} of {name} has run-time bounds",
         cx.loc, hint=f"its size is {fixed} whatever {start} is: a window of static size at a run-time start is"
                      f" ml.ds(start, size), {at(f'ml.ds({start}, {fixed})')}; where it runs past the end, mask it:"
-                     f" to read, v = {at(f'ml.ds({start}, {fixed})')}.load(mask={inside}, other=0); to write,"
-                     f" {at(f'ml.ds({start}, {fixed})')}.store(v, mask={inside})")
+                     f" {_masked(at(f'ml.ds({start}, {fixed})'), inside, access)}")
   # a stop past the array's end clamps, as Python's slice does (the window ml.ds(start, n) reaches past it)
   length = stop if start == "0" else f"ml.minimum({stop}, {n}) - {start}"
   w = _window_size(n, kept)
@@ -103,12 +110,11 @@ def runtime_slice_error(cx, index, d, shape, name) -> E.KernelError:
   return E.KernelTypeError(
       f"slice {_index_text(i, cx)} of dimension {d} of {name} has a run-time stop: a window's size is fixed when"
       f" the kernel is compiled", cx.loc,
-      hint=f"take a window of fixed size and mask it to the run-time length: to read, v ="
-           f" {at(f'ml.ds({start}, {w})')}.load(mask={mask}, other=0); to write,"
-           f" {at(f'ml.ds({start}, {w})')}.store(v, mask={mask})")
+      hint=f"take a window of fixed size and mask it to the run-time length:"
+           f" {_masked(at(f'ml.ds({start}, {w})'), mask, access)}")
 
 
-def runtime_size_error(cx, index, d, shape, name) -> E.KernelError:
+def runtime_size_error(cx, index, d, shape, name, access="") -> E.KernelError:
   """`ml.ds(start, size)` in dimension `d` with a run-time size (a length read from memory): a
   window's size is fixed when the kernel is compiled, so a run-time length is a fixed window and a
   mask, as for a slice with a run-time stop."""
@@ -122,9 +128,8 @@ def runtime_size_error(cx, index, d, shape, name) -> E.KernelError:
   return E.KernelTypeError(
       f"ml.ds size must be a positive static int, got {size}, a run-time value: a window's size is fixed"
       f" when the kernel is compiled", cx.loc,
-      hint=f"take a window of fixed size and mask it to the run-time length: to read, v ="
-           f" {at(f'ml.ds({start}, {n})')}.load(mask={mask}, other=0); to write,"
-           f" {at(f'ml.ds({start}, {n})')}.store(v, mask={mask})")
+      hint=f"take a window of fixed size and mask it to the run-time length:"
+           f" {_masked(at(f'ml.ds({start}, {n})'), mask, access)}")
 
 
 def slice_step_error(cx, step, d, rank, tensor=False, start=None, n=None) -> E.KernelError:

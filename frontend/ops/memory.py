@@ -276,7 +276,7 @@ def add_index(cx, a, b):
   return binary(cx, BinOp.ADD, a, b)
 
 
-def normalize_index(cx, shape, index, name, *, past_end=False):
+def normalize_index(cx, shape, index, name, *, past_end=False, access=""):
   """Per-dimension `ir.Idx`es of `index` over `shape`. With `past_end` (GMEM refs), an
   `ml.ds` window may run past the end of its dimension: TMA copies read zeros there and drop
   writes, masked register accesses skip it, and an unmasked register access is rejected."""
@@ -296,9 +296,9 @@ def normalize_index(cx, shape, index, name, *, past_end=False):
   from .control import For, If, While
   for d, i in enumerate(index):
     if isinstance(i, slice) and any(is_value(x) for x in (i.start, i.stop)):
-      raise runtime_slice_error(cx, index, d, shape, name or "ref")
+      raise runtime_slice_error(cx, index, d, shape, name or "ref", access)
     if isinstance(i, DSlice) and is_value(i.size) and not isinstance(cx.b.defining(i.size), (For, If, While)):
-      raise runtime_size_error(cx, index, d, shape, name or "ref")     # (a merged int: _one_index says why)
+      raise runtime_size_error(cx, index, d, shape, name or "ref", access)     # (a merged int: _one_index says why)
   return tuple(_one_index(cx, d, i, n, name or "ref", past_end, len(shape))
                for d, (i, n) in enumerate(zip(index, shape)))
 
@@ -393,8 +393,8 @@ def view(cx, ref: ir.Value, index, name=""):
     raise E.KernelTypeError(
         f"{ref.name or 'this view'} is transposed (.T); slice a buffer before transposing it, not after",
         cx.loc, hint="buf.at[stage].T instead of buf.T.at[stage]")
-  idx = normalize_index(cx, ref.type.shape, index, ref.name or name,
-                        past_end=ref.type.space == Space.GMEM)
+  idx = normalize_index(cx, ref.type.shape, index, ref.name or name, past_end=ref.type.space == Space.GMEM,
+                        access=cx.access or ("read" if root(cx.b, ref).id in cx.b.read_only else ""))
   parent = cx.b.defining(ref)
   within = ()
   if isinstance(parent, View):      # compose onto the root
