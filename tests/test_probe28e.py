@@ -243,3 +243,34 @@ def test_masked_window_hints_rewrite_the_users_own_access():
   np.testing.assert_array_equal(np.asarray(write_at_runtime_start_fixed(x, 72, interpret=True)), np.asarray(x))
   for k in (read_at_runtime_start_fixed, write_at_runtime_start_fixed):
     assert "mosaic_gpu" in _export(k, *specs)
+
+
+# ---------------------------------------------------------------- static shifts past the width: jnp's result
+@mg.mgpu_kernel(out_shape=lambda n: n)
+def shifted_by(n, out, *, c: ml.constexpr, op: ml.constexpr):
+  out[...] = n[...] >> c if op == ">>" else n[...] << c
+
+
+@mg.mgpu_kernel(out_shape=lambda n: S((2,), n.dtype))
+def scalar_shifted_by(n, out, *, c: ml.constexpr):
+  s = ml.sum(n[...])
+  out[0] = s << c
+  out[1] = s >> c
+
+
+@pytest.mark.parametrize("dtype,c", [(jnp.int16, 65537), (jnp.int16, 16), (jnp.int16, 40), (jnp.int32, 40),
+                                     (jnp.int32, 32), (jnp.int32, -1), (jnp.uint32, 33), (jnp.uint16, 70000),
+                                     (jnp.int32, 31)], ids=str)
+@pytest.mark.parametrize("op", ["<<", ">>"])
+def test_a_static_shift_past_the_bit_width_is_jnps(dtype, c, op):
+  n = jnp.asarray(np.random.default_rng(1).integers(-40000, 40000, 128), jnp.int32).astype(dtype)
+  want = n >> c if op == ">>" else n << c           # jnp: the int converted to the type, then lax's shift
+  np.testing.assert_array_equal(np.asarray(shifted_by(n, c=c, op=op, interpret=True)), np.asarray(want))
+  assert "mosaic_gpu" in _export(lambda p: shifted_by(p, c=c, op=op), S((128,), dtype))
+
+
+def test_a_static_shift_of_a_scalar_past_the_bit_width_is_jnps():
+  n = jnp.arange(128, dtype=jnp.int32) - 100
+  s = n.sum()
+  np.testing.assert_array_equal(np.asarray(scalar_shifted_by(n, c=40, interpret=True)), [s << 40, s >> 40])
+  assert "mosaic_gpu" in _export(lambda p: scalar_shifted_by(p, c=40), S((128,), jnp.int32))

@@ -180,11 +180,9 @@ def shift_left(n, out, *, c: ml.constexpr):
 
 
 @pytest.mark.parametrize("dtype,c,bits", [(jnp.int32, 32, 32), (jnp.int16, 20, 16), (jnp.uint32, -1, 32)], ids=str)
-def test_a_static_shift_past_the_bit_width_is_rejected(dtype, c, bits):
-  expect(shift_left, [S((256,), dtype)], mg.KernelTypeError, "n[...] << c",
-         f"<< by {c} on {jnp.dtype(dtype).name}: a shift by an amount outside 0..{bits - 1} is undefined on the GPU",
-         c=c, hint=f"keep shift amounts below the bit width ({bits}); to clear the value, use 0" if c > 0 else
-         f"keep shift amounts in 0..{bits - 1} (a negative amount does not shift the other way): n[...] >> {-c}")
+def test_a_static_shift_past_the_bit_width_is_jnps(dtype, c, bits):
+  n = (jnp.arange(256, dtype=jnp.int32) * 977).astype(dtype)        # (was MG003; since probe 28e jnp's 0)
+  np.testing.assert_array_equal(shift_left(n, c=c, interpret=True), n << c)
 
 
 def test_a_shift_within_the_bit_width_matches_numpy():

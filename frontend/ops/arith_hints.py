@@ -55,10 +55,3 @@ def shift_guard(x: str, op: str, s: str, d, negative: bool) -> str:
           f" ({'0 there, as jnp gives' if jnp_zero else 'or the value you want there'})")
 
 
-def static_shift_hint(x: str, op: str, b: int, d) -> str:
-  if b < 0:
-    return (f"keep shift amounts in 0..{d.bits - 1} (a negative amount does not shift the other way):"
-            f" {x} {'>>' if op == '<<' else '<<'} {-b}")
-  if op == ">>" and d.is_signed:
-    return f"keep shift amounts below the bit width ({d.bits}): {x} >> {d.bits - 1} gives the sign fill jnp's >> {b} does"
-  return f"keep shift amounts below the bit width ({d.bits}); to clear the value, use 0"

@@ -17,7 +17,7 @@ from .. import errors as E
 from .. import hw
 from .. import ir
 from ..dtypes import DType, FLOAT8, INDEX, PY_FLOAT
-from .arith_hints import divisor_guard, pointer_hint, static_shift_hint, unsigned_hint
+from .arith_hints import divisor_guard, pointer_hint, unsigned_hint
 from ..infer import unify
 from ..ir import LayoutRule, Traits
 from ..types import DTypeVar, ScalarType, TensorType, dtype_name, resolve
@@ -476,10 +476,16 @@ def binary(cx, kind: BinOp, a, b, what=None, via=()):
                                    f" {what} {b}")
     raise E.KernelTypeError(f"{what} by 0 on {d}: integer division by zero is undefined on the GPU", cx.loc,
                             hint=f"divide by a non-zero constant; {divisor_guard(method_on(cx.named(a0)), what, 'd')}")
-  if kind in (BinOp.SHL, BinOp.SHR) and isinstance(d, DType) and isinstance(b, int) and not 0 <= b < d.bits:
-    raise E.KernelTypeError(      # interpret mode catches run-time amounts; this one is known now
-        f"{what} by {b} on {d}: a shift by an amount outside 0..{d.bits - 1} is undefined on the GPU",
-        cx.loc, hint=static_shift_hint(method_on(cx.named(a0)), what, b, d))
+  if kind in (BinOp.SHL, BinOp.SHR) and isinstance(d, DType) and isinstance(b, int) and is_value(a):
+    # A static amount as jnp's: converted to the type (65537 is 1 in int16), and outside 0..bits-1
+    # lax's shift past the width: 0, or the sign fill for >> of a signed type (the GPU's shift by
+    # such an amount is undefined, so the compiler writes jnp's result; run-time amounts: clamp them).
+    b = d.wrap(b)
+    if not 0 <= b < d.bits:
+      if kind == BinOp.SHR and d.is_signed:
+        b = d.bits - 1
+      else:
+        return binary(cx, BinOp.AND, a, 0, what)
   out = cx.b.emit(Binary, kind, a, b, loc=cx.loc, types=[result_type(shape, dt)], names=[cx.name],
                   via=via).result
   weak = cx.b.weak
