@@ -59,6 +59,37 @@ def _view_axis(view, d):
   return (kept.index(d) if d in kept else None), len(kept)
 
 
+def _user_window(loc, root, d):
+  """(the window as the user wrote it, `root.at[...]`, and the text of its start in dimension d) for an
+  access written `root[idx]` or `root.at[idx][...]` with an ml.ds(start, size) for dimension d; else None."""
+  import ast
+  line, a, b = loc.source_line, loc.col_offset, loc.end_col_offset
+  if not line or b is None or loc.end_lineno != loc.lineno:
+    return None
+  try:
+    node = ast.parse(line[a:b], mode="eval").body
+  except SyntaxError:
+    return None
+  if not isinstance(node, ast.Subscript):
+    return None
+  base, index = node.value, node.slice
+  if isinstance(base, ast.Subscript) and isinstance(base.value, ast.Attribute) and base.value.attr == "at" and (
+      isinstance(index, ast.Constant) and index.value is Ellipsis):
+    base, index = base.value.value, base.slice            # root.at[idx][...]
+  if not (isinstance(base, ast.Name) and base.id == root):
+    return None
+  items = index.elts if isinstance(index, ast.Tuple) else [index]
+  at = items[d] if d < len(items) and not any(
+      isinstance(i, ast.Constant) and i.value is Ellipsis for i in items[:d + 1]) else None
+  if not (isinstance(at, ast.Call) and ast.unparse(at.func) == "ml.ds" and len(at.args) == 2):
+    return None
+  window = ", ".join(ast.unparse(i) for i in items)
+  start = at.args[0]
+  low = isinstance(start, (ast.BoolOp, ast.Compare, ast.IfExp, ast.Lambda)) or isinstance(start, ast.BinOp) and (
+      not isinstance(start.op, (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod)))
+  return f"{root}.at[{window}]", f"({ast.unparse(start)})" if low else ast.unparse(start)
+
+
 def _bounds_hint(acc, root, d, n, full, before, gmem, view=None, output=False) -> str:
   """What fixes a window that starts before 0 (`before`) or runs past the end of dimension d.
   The mask it suggests has the window's rank: the positions along the masked axis, with the
@@ -79,15 +110,21 @@ def _bounds_hint(acc, root, d, n, full, before, gmem, view=None, output=False) -
   if rank is None:
     rank = len(acc.ref.type.shape) if isinstance(acc.ref.type, RefType) else 1
   if acc.kind in (A.REG_READ, A.REG_WRITE) and axis is not None:
-    pos = f"start + ml.arange({n})"
+    written = _user_window(acc.op.loc, root, d)     # the user's own window, else a template of it
+    window, start = written or (f"{root}.at[...]", "start")
+    pos = f"{start} + ml.arange({n})"
     if rank > 1:
       pos = f"({pos})[{', '.join(':' if k == axis else 'None' for k in range(rank))}]"
     inside = (f"{pos} >= 0" if before else f"{pos} < {root}.shape[{d}]")
-    op = (f"{root}.at[...].load(mask={inside}, other=0)" if acc.kind == A.REG_READ
-          else f"{root}.at[...].store(value, mask={inside})")
+    op = (f"{window}.load(mask={inside}, other=0)" if acc.kind == A.REG_READ
+          else f"{window}.store(value, mask={inside})")
     # the mask first: a guard leaves a ragged tail unwritten, a clamped start overlaps a neighbour's
-    return (f"mask it to the elements inside, start being the window's start: {op} (read an input's tail"
-            f" the same way, .load(mask=..., other=0)); or {fix}")
+    tail = " (read an input's tail the same way, .load(mask=..., other=0))"
+    if written:                 # the user's access rewritten: a read stays a read
+      for form in ("(if start ", "(ml.maximum(start,", "(ml.minimum(start,"):
+        fix = fix.replace(form, form.replace("start", start))
+      return f"mask it to the elements inside: {op}{'' if acc.kind == A.REG_READ else tail}; or {fix}"
+    return f"mask it to the elements inside, start being the window's start: {op}{tail}; or {fix}"
   if acc.kind in (A.REG_READ, A.REG_WRITE):
     return fix                 # an integer index past the end: no mask drops it
   return fix + "; ml.copy into SMEM instead reads zeros outside a GMEM array"

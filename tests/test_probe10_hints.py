@@ -59,10 +59,9 @@ def scale_cols_masked(x, out):            # the hint, followed
 def test_a_bounds_mask_hint_has_the_windows_rank():
   expect(softmax_rows, [ROWS], mg.IndexOutOfBoundsError, "x.at[ml.ds(i * 8, 8), :][...]",
          "this register read touches x[56:64, 0:256] in program (7, 0, 0), outside x's shape (60, 256)",
-         hint="mask it to the elements inside, start being the window's start: x.at[...].load(mask=(start +"
-              " ml.arange(8))[:, None] < x.shape[0], other=0) (read an input's tail the same way,"
-              " .load(mask=..., other=0)); or guard the access (if start + 8 <= 60:) or clamp its start"
-              " (ml.minimum(start, 52))")
+         hint="mask it to the elements inside: x.at[ml.ds(i * 8, 8), :].load(mask=(i * 8 +"
+              " ml.arange(8))[:, None] < x.shape[0], other=0); or guard the access (if i * 8 + 8 <= 60:) or clamp"
+              " its start (ml.minimum(i * 8, 52))")      # (the user's window, since probe 28e)
   exports(softmax_rows_masked, ROWS)
   x = jax.random.normal(jax.random.key(0), (60, 256), F32)
   np.testing.assert_allclose(np.asarray(softmax_rows_masked(x, interpret=True)),
@@ -74,10 +73,9 @@ def test_a_bounds_mask_hint_indexes_the_masked_axis_of_the_window():
   spec = S((2, 8, 200), F32)
   expect(scale_cols, [spec], mg.IndexOutOfBoundsError, "x.at[b, :, ml.ds(j * 128, 128)][...]",
          "this register read touches x[0:1, 0:8, 128:256] in program (0, 1, 0), outside x's shape (2, 8, 200)",
-         hint="mask it to the elements inside, start being the window's start: x.at[...].load(mask=(start +"
-              " ml.arange(128))[None, :] < x.shape[2], other=0) (read an input's tail the same way,"
-              " .load(mask=..., other=0)); or guard the access (if start + 128 <= 200:) or clamp its start"
-              " (ml.minimum(start, 72))")
+         hint="mask it to the elements inside: x.at[b, :, ml.ds(j * 128, 128)].load(mask=(j * 128 +"
+              " ml.arange(128))[None, :] < x.shape[2], other=0); or guard the access (if j * 128 + 128 <= 200:)"
+              " or clamp its start (ml.minimum(j * 128, 72))")
   exports(scale_cols_masked, spec)
 
 

@@ -233,9 +233,9 @@ def test_a_write_past_the_end_is_not_hinted_a_clamp_and_the_race_hint_has_a_vali
   # the clamp made programs 6 and 7 both write out[872:896]
   expect(unmasked_tail_write, [spec], mg.IndexOutOfBoundsError, "out.at[ml.ds(i * 128, 128)][...] =",
          "this register write touches out[896:1024] in program (7, 0, 0), outside out's shape (1000,)",
-         hint="mask it to the elements inside, start being the window's start: out.at[...].store(value,"
-              " mask=start + ml.arange(128) < out.shape[0]) (read an input's tail the same way,"
-              " .load(mask=..., other=0)); or guard the access (if start + 128 <= 1000:)")
+         hint="mask it to the elements inside: out.at[ml.ds(i * 128, 128)].store(value,"
+              " mask=i * 128 + ml.arange(128) < out.shape[0]) (read an input's tail the same way,"
+              " .load(mask=..., other=0)); or guard the access (if i * 128 + 128 <= 1000:)")
   # its hint was out.at[ml.ds(ml.program_id(0) * 125, 125)]: a 125-element register vector, MG204
   expect(clamped_write, [spec], mg.RaceError, "out.at[ml.ds(s, 128)]",
          "program (6, 0, 0) and program (7, 0, 0) both write out[872]: programs run in no fixed order, so the"

@@ -274,3 +274,36 @@ def test_a_static_shift_of_a_scalar_past_the_bit_width_is_jnps():
   s = n.sum()
   np.testing.assert_array_equal(np.asarray(scalar_shifted_by(n, c=40, interpret=True)), [s << 40, s >> 40])
   assert "mosaic_gpu" in _export(lambda p: scalar_shifted_by(p, c=40), S((128,), jnp.int32))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((256,), x.dtype), grid=(2,))
+def tail_read(x, o):
+  i = ml.program_id(0)
+  o[ml.ds(i * 128, 128)] = x[ml.ds(i * 128, 128)]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((256,), x.dtype), grid=(2,))
+def tail_read_fixed(x, o):                                # its hint, followed
+  i = ml.program_id(0)
+  o[ml.ds(i * 128, 128)] = x.at[ml.ds(i * 128, 128)].load(mask=i * 128 + ml.arange(128) < x.shape[0], other=0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((128,), x.dtype))
+def static_past_the_end(x, o):
+  o[...] = x[ml.ds(0, 128)]
+
+
+def test_out_of_bounds_window_hints_mask_the_users_window_and_keep_a_read_a_read():
+  expect(tail_read, [S((200,), F32)], mg.IndexOutOfBoundsError, "x[ml.ds(i * 128, 128)]",
+         "this register read touches x[128:256] in program (1, 0, 0), outside x's shape (200,)",
+         hint="mask it to the elements inside: x.at[ml.ds(i * 128, 128)].load(mask=i * 128 + ml.arange(128) <"
+              " x.shape[0], other=0); or guard the access (if i * 128 + 128 <= 200:) or clamp its start"
+              " (ml.minimum(i * 128, 72))")
+  expect(static_past_the_end, [S((100,), F32)], mg.IndexOutOfBoundsError, "x[ml.ds(0, 128)]",
+         "ml.ds(0, 128) is out of bounds for dimension 0 of x (size 100)",
+         hint="a register read must stay inside the array: copy the window with ml.copy (TMA reads zeros past the"
+              " end and drops writes there), or mask it: ref.load(mask=..., other=0)")
+  x = _data((200,), F32)
+  np.testing.assert_array_equal(np.asarray(tail_read_fixed(x, interpret=True)),
+                                np.concatenate([np.asarray(x), np.zeros(56, np.float32)]))
+  assert "mosaic_gpu" in _export(tail_read_fixed, S((200,), F32))

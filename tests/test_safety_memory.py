@@ -135,10 +135,9 @@ def shifted_left(x, out):
 def test_a_register_read_starting_before_zero_is_rejected_with_its_program():
   expect(shifted_left, [S((256,), F32)], mg.IndexOutOfBoundsError, "x.at[ml.ds(i * 128 - 1",
          "this register read touches x[-1:127] in program (0, 0, 0), outside x's shape (256,)",
-         hint="mask it to the elements inside, start being the window's start: x.at[...].load(mask=start +"
-              " ml.arange(128) >= 0, other=0) (read an input's tail the same way, .load(mask=..., other=0));"
-              " or guard the access (if start >= 0:, with the trips it skips handled apart) or clamp its start"
-              " (ml.maximum(start, 0))")
+         hint="mask it to the elements inside: x.at[ml.ds(i * 128 - 1, 128)].load(mask=i * 128 - 1 +"
+              " ml.arange(128) >= 0, other=0); or guard the access (if i * 128 - 1 >= 0:, with the trips it skips"
+              " handled apart) or clamp its start (ml.maximum(i * 128 - 1, 0))")
 
 
 @mg.mgpu_kernel(out_shape=lambda x: x, grid=(2,))

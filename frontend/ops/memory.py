@@ -508,10 +508,11 @@ def check_in_bounds(cx, ref, what):
       op = (f"ref.load(mask={on}, other=0)" if what == "read" else f"ref.store(value, mask={on})"
             if what == "write" else "ref.load(mask=...) / ref.store(value, mask=...)")
       hint = f"a register {what} must stay inside the array: mask it to the elements inside: {op}"
-    else:
+    else:                # (the masked form of the user's access: a read stays a read)
+      op = ("ref.load(mask=..., other=0)" if what == "read" else "ref.store(value, mask=...)" if what == "write"
+            else "ref.load(mask=...) / ref.store(value, mask=...)")
       hint = (f"a register {what} must stay inside the array: copy the window with ml.copy (TMA reads"
-              f" zeros past the end and drops writes there), or mask it: ref.load(mask=...) /"
-              f" ref.store(value, mask=...)")
+              f" zeros past the end and drops writes there), or mask it: {op}")
     raise E.IndexOutOfBoundsError(
         f"ml.ds({start}, {size}) is out of bounds for dimension {d} of {name} (size {n})", cx.loc, hint=hint)
 
