@@ -45,6 +45,8 @@ def _as_tuple3(x, what, loc, computed=True):
   integral = lambda i: isinstance(i, numbers.Integral) and not isinstance(i, (bool, np.bool_))
   if integral(x):
     x = (x,)
+  if what == "grid" and isinstance(x, (tuple, list)) and len(x) == 0:
+    x = (1,)                            # Pallas's grid=(): one program
   if isinstance(x, (tuple, list)) and all(integral(i) for i in x):
     x = tuple(int(i) for i in x)        # NumPy ints (np.prod of a shape) are ints here
   if (not isinstance(x, (tuple, list)) or not 1 <= len(x) <= 3
