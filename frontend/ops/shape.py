@@ -154,6 +154,12 @@ def reshape_(cx, x, shape):
   if len(shape) == 2 and shape == x.type.shape[::-1] and 1 in shape and math.prod(shape) % hw.WARPGROUP and (
       resolve(x.type.dtype) != DType.bool_):
     return transpose_tensor(cx, x, x.name or "")   # (n, 1) <-> (1, n): laid out apart unless n fills warpgroups
+  made = cx.b.defining(x)
+  if isinstance(made, Reshape) or isinstance(made, Broadcast) and \
+      math.prod(made.x.type.shape) == math.prod(x.type.shape):
+    # A reshape of a reshape (or of a broadcast that only added size-1 axes) reshapes the
+    # original: `m[:, None]` then `.reshape(-1)` is `m` again, in the layout `m` has.
+    return reshape_(cx, made.x, shape)
   plan = _unit_axes_plan(x.type.shape, shape)
   if plan is None or not _reducible(x):
     return cx.b.emit(Reshape, x, loc=cx.loc, types=[TensorType(shape, x.type.dtype)],
