@@ -64,7 +64,9 @@ def _static_result(cx, name, out):
   if hasattr(out, "shape"):
     raise E.KernelTypeError(
         f"{name}(...) returned an array of shape {tuple(out.shape)} while tracing; a kernel's tensors"
-        f" are built with ml.* functions", cx.loc, hint="use ml.zeros, ml.full, ml.arange, or load it from an input")
+        f" are built with ml.* functions", cx.loc,
+        hint=f"write {missing.STATIC_ARRAYS[name]}" if name in missing.STATIC_ARRAYS else
+        "use ml.zeros, ml.full, ml.arange, or load it from an input")
   return out
 
 
@@ -282,8 +284,10 @@ class Calls:
         first = args[0] if args else None
         d = resolve(first.type.dtype) if is_value(first) and hasattr(first.type, "dtype") else None
         is_float = isinstance(d, DType) and d.is_float
-        hint = missing.array_call_hint(name, [self.text(a) for a in node.args],
-                                       {k.arg: self.text(k.value) for k in node.keywords if k.arg}, is_float) or hint
+        pos, kw = [self.text(a) for a in node.args], {k.arg: self.text(k.value) for k in node.keywords if k.arg}
+        mod = getattr(fn, "__module__", None) or ""
+        hint = (missing.form_hint(name, pos, kw, lax=mod == "jax.lax" or mod.startswith("jax._src.lax"))
+                or missing.array_call_hint(name, pos, kw, is_float) or hint)
       raise E.KernelTypeError(
           f"{name} cannot take"
           f" {kind_of(held) if is_value(held) else f'a {type(held).__name__} of register values'} inside a"

@@ -294,7 +294,7 @@ _DOT = ("use ml.dot(a_s, b_s, acc): it takes SMEM buffers (and A from registers)
 _TAKE = ("index the GMEM ref with a tensor of indices: t[ids, :] gathers rows, t[:, ids] columns"
          " (as jnp indexes; `ml.atomic_add(out.at[ids, :], rows)` scatters)")
 _ASTYPE = "convert with x.astype(dtype) (or ml.cast(x, dtype)); values in a kernel are arrays already"
-ARRAY_CALLS = {"dot": _DOT, "matmul": _DOT, "einsum": _DOT, "take": _TAKE, "take_along_axis": _TAKE,
+ARRAY_CALLS = {"dot": _DOT, "matmul": _DOT, "einsum": _DOT, "dot_general": _DOT, "take": _TAKE, "take_along_axis": _TAKE,
                "bitcast_convert_type": "use ml.bitcast(x, dtype): the same bits, another dtype of the same width",
                "convert_element_type": _ASTYPE, "asarray": _ASTYPE,
                "rint": "use ml.round(x) (to the nearest integer, ties to even, as jnp.rint)",
@@ -358,6 +358,55 @@ def array_call_hint(name, pos, kw, is_float=False) -> str | None:
   return None
 
 
+_COMPARE = {"equal": "==", "not_equal": "!=", "greater": ">", "greater_equal": ">=", "less": "<", "less_equal": "<="}
+# jnp's, lax's and jax.nn's functions that are an operator, a method or another ml.* call in a
+# kernel -> that form ({0}, {1}, ...: the call's positional arguments as written)
+_FORMS = {
+    "select": "ml.where({0}, {1}, {2})", "select_n": "ml.where({0}, {2}, {1})", "clamp": "ml.clip({1}, {0}, {2})", "logistic": "ml.sigmoid({0})",
+    "integer_pow": "{0} ** {1}", "add": "{0} + {1}", "sub": "{0} - {1}", "subtract": "{0} - {1}",
+    "mul": "{0} * {1}", "multiply": "{0} * {1}", "neg": "-{0}", "negative": "-{0}", "reciprocal": "1 / {0}",
+    "relu": "ml.maximum({0}, 0)", "silu": "{0} * ml.sigmoid({0})", "swish": "{0} * ml.sigmoid({0})",
+    "softplus": "ml.maximum({0}, 0) + ml.log(1 + ml.exp(-ml.abs({0})))",
+    "gelu": "0.5 * {0} * (1 + ml.tanh(0.7978845608028654 * ({0} + 0.044715 * {0} ** 3)))",
+    "zeros_like": "ml.zeros({0}.shape, {0}.dtype)", "ones_like": "ml.full({0}.shape, 1, {0}.dtype)",
+    "full_like": "ml.full({0}.shape, {1}, {0}.dtype)", "astype": "{0}.astype({1})",
+    "logical_and": "{0} & {1}", "logical_or": "{0} | {1}", "logical_xor": "{0} ^ {1}", "logical_not": "~{0}",
+    "reduce_max": "ml.max({0}, axis={1})", "reduce_min": "ml.min({0}, axis={1})",
+    "reduce_sum": "ml.sum({0}, axis={1})", "broadcast_in_dim": "ml.broadcast_to({0}, {1})",
+    **{n: f"{{0}} {op} {{1}}" for n, op in _COMPARE.items()},
+}
+# lax's max and min are elementwise (jnp's reduce): ml.maximum and ml.minimum
+_LAX_FORMS = {"max": "ml.maximum({0}, {1})", "min": "ml.minimum({0}, {1})"}
+
+
+def form_hint(name, pos, kw, *, lax=False) -> str | None:
+  """The hint for lax.select(c, a, b), jax.nn.relu(x), jnp.zeros_like(x), lax.max(a, b), ... on
+  register values: what a kernel writes instead, with the call's own arguments (`pos`, `kw`: as
+  written; `lax`: whether the function is jax.lax's); None where no such form is known."""
+  form = _LAX_FORMS.get(name) if lax else None
+  form = form or _FORMS.get(name)
+  if form is None:
+    return None
+  if name == "gelu" and kw.get("approximate", "True").strip() == "False":
+    form = "0.5 * {0} * (1 + ml.erf({0} * 0.7071067811865476))"
+  n = len(set(re.findall(r"\{(\d)\}", form)))
+  names = {"clamp": ["lo", "x", "hi"], "select": ["c", "x", "y"], "select_n": ["c", "x", "y"]}.get(name, ["x", "y"])
+  if name == "broadcast_in_dim":      # (operand, shape, broadcast_dimensions): the dimensions are x's axes
+    pos = pos[:2]
+  args = [a.strip() for a in pos] if len(pos) == n else names[:n]
+
+  def arg(m):     # alone between a call's parentheses and commas, as written; else as an operand
+    before, after = form[max(m.start() - 2, 0):m.start()], form[m.end():m.end() + 1]
+    alone = (before.endswith(("(", "=")) or before == ", ") and after in (")", ",")
+    a = args[int(m.group(1))]
+    return a if alone else _operand(a)
+  how = re.sub(r"\{(\d)\}", arg, form)
+  return f"write {how}" + (" (lax.clamp takes the bounds around x; ml.clip(x, min, max) after it)"
+                           if name == "clamp" else " (a lower-rank operand first gets its size-1 axes where the"
+                           " broadcast dimensions leave them: v[:, None] or v[None, :])"
+                           if name == "broadcast_in_dim" else "")
+
+
 NOT_YET.update({n: _math_hint(n, None) for n in _MATH})
 NOT_YET.update({n: f"no ml.{n}: write the operator, " + ("~x" if op == "~" else f"x {op} n" if op in "<<>>" else
                                                          f"x {op} y")
@@ -368,6 +417,18 @@ NOT_YET["rem"] = ("no ml.rem: C's remainder (the sign of x): x - ml.trunc(x / y)
                   " r = x % y; ml.where((r != 0) & ((x < 0) != (y < 0)), r - y, r)")
 NOT_YET["shift_right_logical"] = ("no ml.shift_right_logical: >> shifts a uint32 logically and an int32"
                                   " arithmetically: ml.bitcast(ml.bitcast(x, jnp.uint32) >> n, jnp.int32)")
+
+# jnp and lax functions that build an array from static arguments while tracing -> the ml.* call
+STATIC_ARRAYS = {
+    "zeros": "ml.zeros(shape, dtype) (the dtype is not optional: jnp.zeros' default is ml.zeros(shape, jnp.float32))",
+    "ones": "ml.full(shape, 1, dtype)", "full": "ml.full(shape, value, dtype)",
+    "empty": "ml.zeros(shape, dtype) (a kernel's values are never uninitialised)",
+    "arange": "ml.arange(n) (int32; start + ml.arange(n) for another start)",
+    **dict.fromkeys(("iota", "broadcasted_iota"),
+                    "ml.arange(n) (int32), with its axis placed by ml.arange(n)[:, None] (along the rows) or"
+                    " ml.arange(n)[None, :] (along the columns) and broadcast against the tile it meets, or"
+                    " ml.broadcast_to(ml.arange(n)[None, :], (m, n))"),
+}
 
 LAX_CONTROL = {
     "fori_loop": "for j in range(lower, upper): acc = ... (ml.range(..., stages=s) to pipeline its loads)",
