@@ -82,8 +82,18 @@ def parse(fn) -> ParsedKernel:
   src, tree, scope = read_function(fn, "@mgpu_kernel")
   a = tree.args
   if a.vararg or a.kwarg:
-    raise E.UnsupportedSyntaxError("*args and **kwargs in a kernel signature", src.loc(tree),
-                                   hint="list every ref parameter by name")
+    star = a.vararg or a.kwarg
+    kind = f"*{a.vararg.arg}" if a.vararg else f"**{a.kwarg.arg}"
+    named = ", ".join(p.arg for p in a.posonlyargs + a.args)
+    raise E.UnsupportedSyntaxError(
+        f"{kind} in a kernel signature: a kernel's parameters are one named ref per input and output",
+        src.loc(star),
+        hint=(f"list every ref parameter by name, def {tree.name}({named + ', ' if named else ''}out1, out2, ...):"
+              f" outputs only some calls want (Pallas's *residual_refs) are written by every call, and the"
+              f" caller drops those it does not need"
+              if a.vararg else
+              f"name the compile-time constants as keyword-only parameters, def {tree.name}(..., *, block:"
+              f" ml.constexpr), and pass them by keyword"))
   refs, consts, scalars, defaults = [], [], [], {}
   positional = a.posonlyargs + a.args
   pos_defaults = dict(zip([p.arg for p in positional][len(positional) - len(a.defaults):], a.defaults))
@@ -98,11 +108,15 @@ def parse(fn) -> ParsedKernel:
     is_const = p in a.kwonlyargs or (p.annotation is not None and _annotation(p.annotation, scope) is L.constexpr)
     if not is_const and p.annotation is None and p.arg in pos_defaults:    # def k(x, out, scale=2.0)
       text = ast.unparse(pos_defaults[p.arg])
+      const = (f"annotate it, {p.arg}: ml.constexpr = {text}, or make it keyword-only, after a bare *:"
+               f" def {tree.name}(..., *, {p.arg}={text})")
       raise E.SignatureError(
           f"{p.arg} has a default ({text}), but a positional parameter without ml.constexpr is a ref (an input or"
           f" output array), so {p.arg} would be taken for an array", src.loc(p),
-          hint=f"make it a compile-time constant: annotate it, {p.arg}: ml.constexpr = {text}, or make it"
-               f" keyword-only, after a bare *: def {tree.name}(..., *, {p.arg}={text})")
+          hint=(f"a ref parameter is always bound, one per input and output (Pallas's optional mean_ref=None"
+                f" outputs are not): drop the default, {p.arg}, and give out_shape an output for it; if"
+                f" {p.arg} is a compile-time option instead, {const}") if text == "None" else
+          f"make it a compile-time constant: {const}")
     (consts if is_const else refs).append(p.arg)
     if not is_const and p.annotation is not None and _annotation(p.annotation, scope) is L.scalar:
       scalars.append(p.arg)
