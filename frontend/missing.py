@@ -297,6 +297,8 @@ _ASTYPE = "convert with x.astype(dtype) (or ml.cast(x, dtype)); values in a kern
 ARRAY_CALLS = {"dot": _DOT, "matmul": _DOT, "einsum": _DOT, "dot_general": _DOT, "take": _TAKE, "take_along_axis": _TAKE,
                "bitcast_convert_type": "use ml.bitcast(x, dtype): the same bits, another dtype of the same width",
                "convert_element_type": _ASTYPE, "asarray": _ASTYPE,
+               "debug_print": "write print(...): print(f\"x={x}\") or print(\"x\", x) prints register values in interpret"
+                              " mode and on the GPU (jax.debug.print's \"{}\" fields are an f-string's here)",
                "rint": "use ml.round(x) (to the nearest integer, ties to even, as jnp.rint)",
                "bincount": "no bincount: ml.atomic_add(counts.at[ids], ml.full(ids.shape, 1, jnp.int32)) into a"
                            " zeroed output (one updated only by atomics starts at 0)",

@@ -147,6 +147,9 @@ class Tracer(Assignments, Calls, Containers, ast.NodeVisitor):
           hint = "Pallas's @pl.when(cond) body is an if statement here: if cond: ..."
         elif deco in ("loop", "fori_loop"):
           hint = "Pallas's @pl.loop(...) body is a for loop here: for i in range(start, stop): ..."
+    elif name == "With":
+      hint = ("write the with block's body without the with: a context manager (jax.named_scope, a profiler"
+              " annotation) has no meaning inside a kernel")
     self.unsupported(node, _NICE.get(name, f"the Python construct {name}"), hint)
 
   # ------------------------------------------------------------ statements
