@@ -530,8 +530,11 @@ class _Memory:
       w = self.writers.get(p.value.id)
       race = w.first_race() if w is not None else None
       if race is not None:
+        # a read whose statement writes the element read too (out[...] += part)
+        accumulates = len(race) > 5 and race[5] is not None and w.writes_at(race[0], race[1], race[2])
         out.append(_with_lone_axis_note(self.kernel, race_error(p.name, race, self.ev.program,
-                                                                p.value.type.shape, self.kernel.grid)))
+                                                                p.value.type.shape, self.kernel.grid,
+                                                                accumulates)))
     return out
 
   def check_multicast(self, acc):

@@ -49,6 +49,18 @@ class Writers:
       self.site.append(np.full(int(keep.sum()), len(self.locs)))
       self.locs.append(loc)
 
+  def writes_at(self, element, program, loc) -> bool:
+    """Whether `program` certainly writes `element` at `loc`'s line (out[...] += part reads and
+    writes there)."""
+    for lo, hi, pid, site in zip(self.lo, self.hi, self.pid, self.site):
+      at = self.locs[int(site[0])]
+      if int(site[0]) in self.reads or (at.filename, at.lineno) != (loc.filename, loc.lineno):
+        continue
+      e = np.asarray(element, np.int64)
+      if np.any((pid == program) & np.all((lo <= e) & (e < hi), axis=1)):
+        return True
+    return False
+
   def first_race(self):
     """((element, program a, loc a, program b, loc b)) of an element two programs write, or
     one reads and another writes (program b's access a write, a's a read or a write), or None."""
@@ -101,6 +113,10 @@ class Writers:
 CROSS_PROGRAM_READ = ("programs do not wait for each other, so an output written by other programs cannot be"
                       " read in the same launch: read it in a second kernel, or compute the value in this"
                       " program from the inputs")
+ACCUMULATE_ACROSS = ("{0}; to sum the programs' shares into one output (Pallas's accumulation over a grid"
+                     " axis, out[...] += part after zeroing it in the first program), add them atomically"
+                     " instead, ml.atomic_add(out.at[...], part): an output updated only by atomics starts at 0,"
+                     " so drop the zeroing write")
 ACCUMULATED_READ = ("an output that programs update with atomics holds the total only once the kernel has"
                     " ended: read it in a second kernel (or in JAX after the call)")
 ONE_WRITER = ("write it from one program (if ml.program_id(0) == 0: ...), or add every program's share"
@@ -153,7 +169,9 @@ def _apart_along(name, a, b, grid):
           f" ml.atomic_add(ref, value)")
 
 
-def race_error(name, race, program, shape=None, grid=None):
+def race_error(name, race, program, shape=None, grid=None, accumulates=False):
+  """The RaceError of `race` on output `name` (`accumulates`: the reading program also writes the
+  element it reads in that statement, out[...] += part)."""
   element, p, loc_p, q, loc_q, *read = race
   if read and read[0] is not None:
     seen = read[0] if read[0] == name else f"{read[0]}{list(element)}, the memory of {name} (aliased),"
@@ -162,7 +180,7 @@ def race_error(name, race, program, shape=None, grid=None):
         f"program {program(p)} reads {what} while program {program(q)} writes {name}{list(element)}:"
         f" programs run in no fixed order, so the value read depends on timing", loc_p,
         notes=(f"{loc_q}: program {program(q)} writes it here",),
-        hint=CROSS_PROGRAM_READ if read[0] == name else
+        hint=ACCUMULATE_ACROSS.format(CROSS_PROGRAM_READ) if accumulates else CROSS_PROGRAM_READ if read[0] == name else
         f"{CROSS_PROGRAM_READ}; for a stencil updated in place, write a new output instead of aliasing"
         f" {read[0]} to {name} (drop input_output_aliases), so every program reads {read[0]}'s old values")
   return E.RaceError(
