@@ -147,8 +147,16 @@ class DSlice:
 
 
 @builtin
-def ds(cx, start, size):
-  """A dynamic slice for `ref.at[...]`: `x.at[ml.ds(i * 128, 128), :]`."""
+def ds(cx, start, size, stride=None):
+  """A dynamic slice for `ref.at[...]`: `x.at[ml.ds(i * 128, 128), :]`. A stride (Pallas's
+  `pl.ds(start, size, stride)`) of 1 is the same window; any other is an error with the fix."""
+  if stride is not None and not (isinstance(stride, int) and not isinstance(stride, bool) and stride == 1):
+    k = stride if isinstance(stride, int) and not isinstance(stride, bool) and stride > 1 else "k"
+    raise E.KernelTypeError(
+        f"ml.ds takes no stride (Pallas's pl.ds(start, size, stride)): a window's elements are consecutive",
+        cx.loc, hint=f"give the array an axis of the stride outside the kernel, x.reshape(..., n // {k}, {k}) (free"
+                     f" in XLA), and index that axis with an int: x.at[ml.ds(start // {k}, size), 0] reads elements"
+                     f" start, start + {k}, ... of the original axis")
   return DSlice(start, size)
 
 
