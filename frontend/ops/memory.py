@@ -160,6 +160,9 @@ def ds(cx, start, size, stride=None):
   return DSlice(start, size)
 
 
+ds.rule.refused = ("stride",)        # (usage hints show ml.ds(start, size))
+
+
 @builtin
 def smem(cx, shape, dtype=None):
   """An SMEM buffer. Without `dtype`, it is inferred from the buffer's uses.
