@@ -283,3 +283,13 @@ def window_outside_hint(loc, name, d, n, start, size) -> str:
                  f" (in an ml.static_range loop, the trips {side}; where the chunk still needs what a masked load"
                  f" reads there, all its other=, give it that in an else: branch, v = ml.full(v's shape, other,"
                  f" dtype)), or loop with a run-time range(...), whose trips there the mask keeps off")
+
+
+def strided_ds_error(cx, stride):
+  """ml.ds(start, size, stride) with a stride other than 1 (Pallas's pl.ds): the reshape that reads it."""
+  k = stride if isinstance(stride, int) and not isinstance(stride, bool) and stride > 1 else "k"
+  return E.KernelTypeError(
+      "ml.ds takes no stride (Pallas's pl.ds(start, size, stride)): a window's elements are consecutive",
+      cx.loc, hint=f"give the array an axis of the stride outside the kernel, x.reshape(..., n // {k}, {k}) (free"
+                   f" in XLA), and index that axis with an int: x.at[ml.ds(start // {k}, size), 0] reads elements"
+                   f" start, start + {k}, ... of the original axis")

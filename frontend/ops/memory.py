@@ -19,7 +19,7 @@ from ..ir import Access, LayoutRule, Traits
 from ..types import DTypeVar, RefType, ScalarType, Space, TensorType, dtype_name, resolve
 from .base import Num, builtin, dtype_arg, is_ref, is_value, kind_of, one_element, static_shape
 from .index_hints import (atomic_static_hint, runtime_size_error, runtime_slice_error, slice_step_error,
-                          window_outside_hint)
+                          strided_ds_error, window_outside_hint)
 
 
 def _copy_effects(o):
@@ -151,12 +151,7 @@ def ds(cx, start, size, stride=None):
   """A dynamic slice for `ref.at[...]`: `x.at[ml.ds(i * 128, 128), :]`. A stride (Pallas's
   `pl.ds(start, size, stride)`) of 1 is the same window; any other is an error with the fix."""
   if stride is not None and not (isinstance(stride, int) and not isinstance(stride, bool) and stride == 1):
-    k = stride if isinstance(stride, int) and not isinstance(stride, bool) and stride > 1 else "k"
-    raise E.KernelTypeError(
-        f"ml.ds takes no stride (Pallas's pl.ds(start, size, stride)): a window's elements are consecutive",
-        cx.loc, hint=f"give the array an axis of the stride outside the kernel, x.reshape(..., n // {k}, {k}) (free"
-                     f" in XLA), and index that axis with an int: x.at[ml.ds(start // {k}, size), 0] reads elements"
-                     f" start, start + {k}, ... of the original axis")
+    raise strided_ds_error(cx, stride)
   return DSlice(start, size)
 
 
