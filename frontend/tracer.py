@@ -139,7 +139,8 @@ class Tracer(Assignments, Calls, Containers, ast.NodeVisitor):
     elif name in ("FunctionDef", "AsyncFunctionDef", "Lambda"):
       hint = ("define the helper at module level, outside the kernel, decorated with @ml.inline, and call it"
               " here (kernel-side arguments: register tensors, refs, scalars; static ones: ints, dtypes); a"
-              " body for jax.lax.fori_loop or scan is a Python loop here: for j in range(n): acc = ...")
+              " body for jax.lax.fori_loop or scan is a Python loop here: for j in range(n): acc = ...; lax.cond's"
+              " branches are an if statement, if pred: ... else: ..., or ml.where(pred, a, b) for values")
       if node.__class__.__name__ != "Lambda" and node.decorator_list:
         node = node.decorator_list[0]      # the caret at the decorator, where the helper starts
         deco = self.text(node).split("(")[0].rsplit(".", 1)[-1]

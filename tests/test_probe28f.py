@@ -278,3 +278,14 @@ def sizeless(x_ref, o_ref):
 def test_the_ds_usage_hint_shows_start_and_size():
   expect(sizeless, [jax.ShapeDtypeStruct((256,), jnp.float32)], mg.KernelTypeError, "ml.ds(0)",
          "ml.ds: missing a required argument: 'size'", hint="ml.ds(start, size)")
+
+
+def test_a_lambda_for_lax_cond_hints_an_if():
+  def branchy(x_ref, o_ref):
+    o_ref[...] = lax.cond(ml.program_id(0) == 0, lambda: x_ref[...], lambda: x_ref[...] * 2)
+
+  k = mg.mgpu_kernel(out_shape=lambda x: x)(branchy)
+  e = expect(k, [jax.ShapeDtypeStruct((128,), jnp.float32)], mg.UnsupportedSyntaxError, "lambda: x_ref[...],",
+             "a lambda is not supported in a kernel")
+  assert e.hint.endswith("lax.cond's branches are an if statement, if pred: ... else: ..., or ml.where(pred, a, b)"
+                         " for values")
