@@ -329,9 +329,7 @@ def index_through_smem(cx, x, index):
             hint=f"indices of axis {dim} run from {-n} to {n - 1}")
       idx.append(i % n)
     elif _is_int_index(i):
-      i = ew.astype(cx, i, DType.i32) if resolve(i.type.dtype) != DType.i32 else i
-      wrapped = ew.where_(cx, ew.compare(cx, ew.CmpOp.LT, i, 0), ew.binary(cx, ew.BinOp.ADD, i, n), i)
-      idx.append(ew.binary(cx, ew.BinOp.MAX, ew.binary(cx, ew.BinOp.MIN, wrapped, n - 1), 0))
+      idx.append(_clamped_index(cx, i, n))
     else:
       idx.append(i)
   buf, block = cx.b.index_scratch.get(x.id, (None, None))   # one store serves every index of x in its block
@@ -340,6 +338,20 @@ def index_through_smem(cx, x, index):
     store(cx, buf, x)
     cx.b.index_scratch[x.id] = (buf, cx.b.block)
   return load(cx, view(cx, buf, tuple(idx)), cx.name)
+
+
+def _clamped_index(cx, i, n):
+  """The run-time index `i` of an axis of `n` elements, as jnp's: a negative one counts from the end,
+  one past either end clamps. Wrapped and clamped in its own dtype, then made int32: a uint32 index of
+  2**31 or more (or an int64 one past int32) is past the end, not the negative int32 its low bits are."""
+  d = resolve(i.type.dtype)
+  if d.bits < 32:                  # 8- and 16-bit: widened by signedness
+    i, d = ew.astype(cx, i, DType.i32), DType.i32
+  if d.is_signed:
+    i = ew.where_(cx, ew.compare(cx, ew.CmpOp.LT, i, 0), ew.binary(cx, ew.BinOp.ADD, i, n), i)
+    i = ew.binary(cx, ew.BinOp.MAX, i, 0)
+  i = ew.binary(cx, ew.BinOp.MIN, i, n - 1)
+  return i if d == DType.i32 else ew.astype(cx, i, DType.i32)
 
 
 def _whole_slices(shape, index):
