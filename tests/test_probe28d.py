@@ -51,3 +51,49 @@ def test_an_int64_register_index_past_int32_clamps_as_jnp():
     want = _jnp_scalar_indexing(x, [jnp.int64(k) for k in idx])
     np.testing.assert_array_equal(np.asarray(got), want)
     assert "mosaic_gpu" in _export(pick_eight, S((128,), F32), S((8,), jnp.int64))
+
+
+# ---------------------------------------------------------------- .astype of a weakly typed loop carry
+@mg.mgpu_kernel(out_shape=lambda c: S(c.shape, I32), grid=lambda c: (c.shape[0],))
+def prefix_int8_cast_carry(c, out):
+  p = ml.program_id(0)
+  s = 0
+  for q in range(p):
+    s = s.astype(jnp.int32) + c[q]
+  out[p] = s
+
+
+@mg.mgpu_kernel(out_shape=lambda c: S(c.shape, I32), grid=lambda c: (c.shape[0],))
+def prefix_int8(c, out):
+  p = ml.program_id(0)
+  s = 0
+  for q in range(p):
+    s = s + c[q]
+  out[p] = s
+
+
+@mg.mgpu_kernel(out_shape=lambda c: S(c.shape, I32), grid=lambda c: (c.shape[0],))
+def prefix_int8_as_hinted(c, out):
+  p = ml.program_id(0)
+  s = 0
+  for q in range(p):
+    s = s + c[q].astype(jnp.int32)
+  out[p] = s
+
+
+def test_astype_of_a_weakly_typed_carry_is_that_dtype_and_8bit_hints_name_the_8bit_operand():
+  spec = S((10,), jnp.int8)
+  # s.astype(jnp.int32) stayed weak, took int8 from c[q]: "+ is not supported on int8", with the hint
+  # s.astype(jnp.int32).astype(jnp.int32)
+  expect(prefix_int8_cast_carry, [spec], mg.DtypeMismatchError, "s.astype(jnp.int32) + c[q]",
+         "+ on s.astype(jnp.int32) (int32) and c[q] (int8): dtypes differ and are never converted implicitly",
+         hint="convert one side explicitly, e.g. c[q].astype(jnp.int32)")
+  # the hint named the carry s (an int8 only because it met c[q]): followed, s.astype(jnp.int32) + c[q]
+  # was the error above
+  expect(prefix_int8, [spec], mg.UnsupportedDtypeError, "s + c[q]",
+         "+ is not supported on int8: Hopper has no register arithmetic on 8-bit types",
+         hint="upcast first: c[q].astype(jnp.int32), compute, then cast back")
+  c = np.random.RandomState(2).randint(0, 50, size=10).astype(np.int8)
+  got = prefix_int8_as_hinted(jnp.asarray(c), interpret=True)
+  np.testing.assert_array_equal(np.asarray(got), np.cumsum(c.astype(np.int32)) - c)
+  assert "mosaic_gpu" in _export(prefix_int8_as_hinted, spec)

@@ -455,7 +455,9 @@ def binary(cx, kind: BinOp, a, b, what=None, via=()):
     # As jnp: true division of integers (or bools) computes in float32.
     a, b = (astype(cx, x, DType.f32) if is_value(x) else float(x) for x in (a, b))
     dt = d = DType.f32
-  x = next((v for v in (a0, b0) if is_value(v)), None)
+  # the operand hints name: one of the dtype itself before a weakly typed carry that took it (s + c[q])
+  x = next((v for v in (a0, b0) if is_value(v) and v.id not in cx.b.weak), None) or next(
+      (v for v in (a0, b0) if is_value(v)), None)
   if kind in _INT_ONLY and isinstance(d, DType) and d.is_float:
     _check_integer_meets_float(cx, a0, b0, what)
   check_dtype_support(cx, dt, what, ints_only=kind in _INT_ONLY, bitwise=kind in _BITWISE_8BIT, x=x,
@@ -660,8 +662,8 @@ def astype(cx, x, dtype):
     raise E.KernelTypeError(f".astype needs a dtype such as jnp.float16, got {dtype!r}", cx.loc,
                             hint="x.astype(jnp.float32)")
   src = resolve(x.type.dtype)
-  if src == dtype:
-    return x
+  if src == dtype:               # of a weakly typed loop carry: a value of that dtype, as jnp's astype gives
+    return x if x.id not in cx.b.weak else cx.b.emit(Cast, x, loc=cx.loc, types=[x.type], names=[cx.name]).result
   folded = _fold_one_element(cx, (x,), lambda s: astype(cx, s, dtype))
   if folded is not None:
     return folded
