@@ -145,15 +145,20 @@ def own_window(name, shape, grid):
               f" matching window of the inputs")
     t = -(-t // step) * step
     k = -(-shape[0] // t)
+    # (the launch as a static grid: a grid callable takes the kernel's inputs, whose names this does not know)
+    launch = "" if k == n else f", launching {k} programs (grid=({k},))"
+    tile = f" (a register tile needs a multiple of {step})" if step > 1 else ""
+    window = f"{name}.at[ml.ds(ml.program_id(0) * {t}, {t})]"
+    if shape[0] % t == 0:
+      return (f"give each program its own window of {name}: windows of {t} rows{tile} cover its {shape[0]}"
+              f" rows{launch}: {window}[...] = value, and read the matching window of the inputs")
     axes = "" if len(shape) == 1 else "[:" + ", None" * (len(shape) - 1) + "]"
     mask = f"ml.program_id(0) * {t} + ml.arange({t}){axes} < {shape[0]}"
-    launch = "" if k == n else f", launching {k} programs (grid=lambda x: (ml.cdiv(x.shape[0], {t}),))"
-    return (f"give each program its own window of {name}: windows of {t} rows (a register tile needs a multiple"
-            f" of {step}) cover its {shape[0]} rows, the last one partial{launch}:"
-            f" {name}.at[ml.ds(ml.program_id(0) * {t}, {t})].store(value, mask={mask}), and read the matching"
+    return (f"give each program its own window of {name}: windows of {t} rows{tile} cover its {shape[0]} rows,"
+            f" the last one partial{launch}: {window}.store(value, mask={mask}), and read the matching"
             f" window of the inputs the same way (.load(mask=..., other=0))")
   return (f"give each program its own window of {name}, e.g. {name}.at[ml.ds(ml.program_id(0) * t, t)]"
-          f" with grid=lambda x: ((x.shape[0] + t - 1) // t,), and read the matching window of the inputs")
+          f" with ml.cdiv(rows, t) programs along grid axis 0, and read the matching window of the inputs")
 
 
 def _apart_along(name, a, b, grid):

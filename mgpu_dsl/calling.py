@@ -509,6 +509,49 @@ def one_program_grid(loc, grid, fn) -> str:
   return words
 
 
+def rounded_up_grid(loc, grid, fn) -> str:
+  """The user's grid callable with the floor divisions of each axis that came out 0 rounded up
+  (`x.shape[0] // 128` -> `ml.cdiv(x.shape[0], 128)`); else an example in its own parameters' names
+  (a grid callable takes every input: `lambda x:` fails for a kernel of two)."""
+  import ast
+  import inspect
+  zero = [a for a, n in enumerate(grid) if n == 0]
+
+  class RoundUp(ast.NodeTransformer):
+    def visit_BinOp(self, node):
+      node = self.generic_visit(node)
+      if not isinstance(node.op, ast.FloorDiv):
+        return node
+      return ast.Call(ast.Attribute(ast.Name("ml", ast.Load()), "cdiv", ast.Load()), [node.left, node.right], [])
+
+  texts = []
+  if loc.end_lineno == loc.lineno:
+    texts.append(loc.source_line[loc.col_offset:loc.end_col_offset].split("=", 1)[-1])
+  try:
+    texts.append(inspect.getsource(fn).strip())
+  except (OSError, TypeError):
+    pass
+  for text in texts:
+    try:
+      found = [n for n in ast.walk(ast.parse(text.rstrip(",)") if text.count("(") < text.count(")") else text))
+               if isinstance(n, ast.Lambda)]
+    except SyntaxError:
+      continue
+    if len(found) == 1 and isinstance(found[0].body, ast.Tuple) and len(found[0].body.elts) == len(grid):
+      lam = found[0]
+      before = [ast.dump(e) for e in lam.body.elts]
+      lam.body.elts = [RoundUp().visit(e) if a in zero else e for a, e in enumerate(lam.body.elts)]
+      if [ast.dump(e) for e in lam.body.elts] != before:
+        return "grid=" + ast.unparse(lam)
+  try:
+    names = [p.name for p in inspect.signature(fn).parameters.values()
+             if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+  except (TypeError, ValueError):
+    names = []
+  params = ", ".join(names) or "x"
+  return f"grid=lambda {params}: (ml.cdiv({names[0] if names else 'x'}.shape[0], 128),)"
+
+
 def call_with_meta(f, args, constexprs, what, loc):
   """Call a grid/out_shape callable with the inputs and whichever constexprs it names."""
   try:

@@ -41,7 +41,8 @@ def _user_errors(fn):
   return wrapper
 
 
-def _as_tuple3(x, what, loc, computed=True):
+def _as_tuple3(x, what, loc, computed=True, fn=None):
+  """`x` as a 3-tuple of positive ints; `fn`: the grid callable that computed it (hints rewrite it)."""
   integral = lambda i: isinstance(i, numbers.Integral) and not isinstance(i, (bool, np.bool_))
   if integral(x):
     x = (x,)
@@ -59,8 +60,9 @@ def _as_tuple3(x, what, loc, computed=True):
                     + (": a value known only at run time (an ml.scalar or an array's element)" if runtime else "")),
         loc, hint=(f"compute the {what} from shapes and constexprs, e.g. {what}=lambda x, *, n: (n,)" if runtime else
                    "the grid callable gave no programs along an axis for these inputs (fewer rows than one"
-                   " program's tile, with //): round up, grid=lambda x: (ml.cdiv(x.shape[0], 128),), and mask the"
-                   " last tile's accesses (or pad the input)" if zero and computed else
+                   " program's tile, with //): round up,"
+                   f" {calling.rounded_up_grid(loc, x, fn) if fn else 'grid=lambda x: (ml.cdiv(x.shape[0], 128),)'},"
+                   " and mask the last tile's accesses (or pad the input)" if zero and computed else
                    "a grid has at least one program along each axis: grid=(1,), or a callable that computes it"
                    " from the inputs, grid=lambda x: (ml.cdiv(x.shape[0], 128),)" if zero else
                    f"{what}=(n,), (n, m) or (n, m, k) of positive ints; a {what} callable returns one, e.g. "
@@ -297,7 +299,8 @@ class KernelFunction:
                            f" only by atomics start at 0): {calling.one_program_grid(at('grid'), grid, self.grid)}; or fill the"
                            " outputs outside the kernel for an empty batch (a call whose outputs are all empty"
                            " returns them without a launch)")
-    grid = _as_tuple3(grid, "grid", at("grid"), computed=callable(self.grid))
+    grid = _as_tuple3(grid, "grid", at("grid"), computed=callable(self.grid),
+                      fn=self.grid if callable(self.grid) else None)
     fc.check_grid_limits(grid, at("grid"))
     block = self.block
     if callable(block):

@@ -97,3 +97,98 @@ def test_astype_of_a_weakly_typed_carry_is_that_dtype_and_8bit_hints_name_the_8b
   got = prefix_int8_as_hinted(jnp.asarray(c), interpret=True)
   np.testing.assert_array_equal(np.asarray(got), np.cumsum(c.astype(np.int32)) - c)
   assert "mosaic_gpu" in _export(prefix_int8_as_hinted, spec)
+
+
+# ---------------------------------------------------------------- race hints: a window a program, in words that work
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(48,))
+def pairs_share_a_row(x, out):
+  r = ml.program_id(0) * 4 // 3            # windows [0, 2), [1, 3), [2, 4), [4, 6), ...
+  out.at[ml.ds(r, 2)][...] = x.at[ml.ds(r, 2)][...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(32,))
+def pairs_share_a_row_as_hinted(x, out):
+  out.at[ml.ds(ml.program_id(0) * 2, 2)][...] = x.at[ml.ds(ml.program_id(0) * 2, 2)][...]
+
+
+@mg.mgpu_kernel(out_shape=lambda z, x, e, r: z, grid=lambda z, x, e, r: (x.shape[0],), input_output_aliases={0: 0})
+def dispatch_to_slots(z, x, e, r, buf):
+  t = ml.program_id(0)
+  slot = r[t]
+  if slot < 8:
+    buf.at[e[t] * 8 + slot][...] = x.at[t][...]
+
+
+def test_the_race_hint_says_a_tile_rule_only_when_it_binds_a_tail_only_when_partial_and_a_grid_that_runs():
+  # was: "windows of 2 rows (a register tile needs a multiple of 1) cover its 64 rows, the last one partial,
+  # launching 32 programs (grid=lambda x: (ml.cdiv(x.shape[0], 2),)): out.at[...].store(value, mask=...)"
+  hint = ("give each program its own window of out: windows of 2 rows cover its 64 rows, launching 32 programs"
+          " (grid=(32,)): out.at[ml.ds(ml.program_id(0) * 2, 2)][...] = value, and read the matching window of"
+          " the inputs")
+  e = expect(pairs_share_a_row, [S((64, 128), F32)], mg.RaceError, "out.at[ml.ds(r, 2)][...] =",
+             "program (0, 0, 0) and program (1, 0, 0) both write out[1, 0]: programs run in no fixed order, so"
+             " the result depends on timing")
+  assert e.hint.startswith(hint + ";"), e.hint
+  x = jax.random.normal(jax.random.key(0), (64, 128), F32)
+  np.testing.assert_array_equal(np.asarray(pairs_share_a_row_as_hinted(x, interpret=True)), np.asarray(x))
+  assert "mosaic_gpu" in _export(pairs_share_a_row_as_hinted, S((64, 128), F32))
+
+
+def test_interpret_modes_race_hint_for_slots_from_data_launches_a_grid_that_runs():
+  rs = np.random.RandomState(3)
+  x = rs.randn(24, 128).astype(np.float32)
+  experts = rs.randint(0, 4, 24).astype(np.int32)
+  with pytest.raises(mg.RaceError) as info:      # every token sent to slot 0 of its expert
+    dispatch_to_slots(jnp.zeros((32, 128), F32), jnp.asarray(x), jnp.asarray(experts),
+                      jnp.zeros((24,), I32), interpret=True)
+  assert info.value.hint == (
+      "give each program its own window of buf: windows of 2 rows cover its 32 rows, launching 16 programs"
+      " (grid=(16,)): buf.at[ml.ds(ml.program_id(0) * 2, 2)][...] = value, and read the matching window of the"
+      " inputs; where the place comes from data and repeats (buf[seg[k]] = v), accumulate instead:"
+      " ml.atomic_add(buf.at[seg[k]], v) into a zeroed output (repeated places add up)")
+
+
+# ---------------------------------------------------------------- a grid rounded down to no programs
+@mg.mgpu_kernel(out_shape=lambda ids, w: S((8, 128), I32), grid=lambda ids, w: (w.shape[0] // 128,))
+def expert_max_rounded_down(ids, w, out):
+  t = ml.program_id(0)
+  ml.atomic_max(out.at[ids[t]], w.at[ml.ds(t * 128, 128)][...])
+
+
+def _grid_of_kernel_args(ids, w):
+  n = w.shape[0] // 128
+  return (n,)
+
+
+@mg.mgpu_kernel(out_shape=lambda ids, w: S((8, 128), I32), grid=_grid_of_kernel_args)
+def expert_max_named_grid(ids, w, out):
+  t = ml.program_id(0)
+  ml.atomic_max(out.at[ids[t]], w.at[ml.ds(t * 128, 128)][...])
+
+
+@mg.mgpu_kernel(out_shape=lambda ids, w: S((8, 128), I32), grid=lambda ids, w: (ml.cdiv(w.shape[0], 128),))
+def expert_max_as_hinted(ids, w, out):
+  t = ml.program_id(0)
+  n = w.shape[0]
+  v = w.at[ml.ds(t * 128, 128)].load(mask=t * 128 + ml.arange(128) < n, other=np.iinfo(np.int32).min)
+  ml.atomic_max(out.at[ids[t]], v)
+
+
+def test_a_grid_rounded_down_to_nothing_hints_the_users_own_callable_rounded_up():
+  specs = [S((32,), I32), S((32,), I32)]
+  # was grid=lambda x: (ml.cdiv(x.shape[0], 128),): a callable of one input, for a kernel of two (MG006)
+  expect(expert_max_rounded_down, specs, mg.LaunchConfigError, "grid=lambda ids, w",
+         "grid must be 1 to 3 positive ints, got (0,)",
+         hint="the grid callable gave no programs along an axis for these inputs (fewer rows than one program's"
+              " tile, with //): round up, grid=lambda ids, w: (ml.cdiv(w.shape[0], 128),), and mask the last"
+              " tile's accesses (or pad the input)")
+  expect(expert_max_named_grid, specs, mg.LaunchConfigError, "grid=_grid_of_kernel_args",
+         "grid must be 1 to 3 positive ints, got (0,)",
+         hint="the grid callable gave no programs along an axis for these inputs (fewer rows than one program's"
+              " tile, with //): round up, grid=lambda ids, w: (ml.cdiv(ids.shape[0], 128),), and mask the last"
+              " tile's accesses (or pad the input)")
+  ids = np.array([3], np.int32)
+  w = np.arange(32, dtype=np.int32) - 7
+  got = np.asarray(expert_max_as_hinted(jnp.asarray(ids), jnp.asarray(w), interpret=True))
+  assert got[3].tolist() == w.tolist() + [np.iinfo(np.int32).min] * 96
+  assert "mosaic_gpu" in _export(expert_max_as_hinted, *specs)
