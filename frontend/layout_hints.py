@@ -120,11 +120,13 @@ def read_window(defs, load):
 
 
 def narrow_rows_hint(bad, dtypes=(), reduced=True) -> str:
-  """Rows narrower than a warp: mask columns of the full rows (a top-k of a sorted row); where
-  the rows are that narrow in memory (8 experts of a router), read them 32 wide, masked. The
+  """Rows narrower than a warp, or not a multiple of one (48 columns): mask columns of the full rows
+  (a top-k of a sorted row); where the rows are that narrow in memory (8 experts of a router), read
+  them 32 wide (64 for 48), masked. The
   `other` of the masked read fits the data's dtype (`dtypes`: of the tiles, masks among them), and
   names what a reduction ignores only where the tile is `reduced`."""
   n = bad.type.shape[-1]
+  wide = -(-n // hw.WARP) * hw.WARP      # the columns to read: the next multiple of a warp's lanes
   own = bad.type.dtype              # the tile's own dtype; else (a mask) the data's, floats first
   data = own if isinstance(own, DType) and own != DType.bool_ else next(
       (d for d in sorted((d for d in dtypes if isinstance(d, DType) and d != DType.bool_),
@@ -142,9 +144,9 @@ def narrow_rows_hint(bad, dtypes=(), reduced=True) -> str:
           " columns, with a mask: out.at[rows, ml.ds(0, t.shape[1])].store(t, mask=ml.arange(t.shape[1])[None, :]"
           f" < k) (the window may run past out's last column: masked elements are never written; or t[:, :k]"
           f" where that keeps a multiple of 128 elements); a tile only {n} columns wide where you load it"
-          f" (rows that narrow, or a window of {n} columns): read {hw.WARP} columns from its first one, c0,"
+          f" (rows that narrow, or a window of {n} columns): read {wide} columns from its first one, c0,"
           f" the rest masked {'to what the reduction ignores' if reduced else 'off'}, x.at[rows, ml.ds(c0,"
-          f" {hw.WARP})].load(mask=ml.arange({hw.WARP})[None, :] < {n}, {other}{rest}, and store {n} columns"
+          f" {wide})].load(mask=ml.arange({wide})[None, :] < {n}, {other}{rest}, and store {n} columns"
           f" back with the same column mask")
 
 

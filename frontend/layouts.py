@@ -428,7 +428,7 @@ class _Solver:
         f" multiple of {hw.WARPS_PER_WARPGROUP} unless the columns are a multiple of {hw.WARPGROUP}",
         where.loc if where else o.loc,
         hint=(flip is not None and transposed_hint(where, flip)) or (
-              narrow_rows_hint(bad, dtypes, isinstance(where, Reduce)) if len(bad.type.shape) == 2 and bad.type.shape[-1] < hw.WARP else
+              narrow_rows_hint(bad, dtypes, isinstance(where, Reduce)) if len(bad.type.shape) == 2 and bad.type.shape[-1] % hw.WARP else
               rows_hint(bad.type.shape) if len(bad.type.shape) == 2 and bad.type.shape[-1] % hw.WARP == 0 else
               "use tiles like (8, 256) or (1, 1024); pad the last dimension to a multiple of 32"))
 
