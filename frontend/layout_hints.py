@@ -216,13 +216,18 @@ def rows_hint(shape) -> str:
 
 def flat_gather_error(r, k) -> tuple[str, str]:
   """(message, hint) for a gather from a 1-D table by an (r, k) index tile the user broadcast
-  from a column (rows[:, None] * n + ids): that broadcast needs the columns."""
+  from a column (rows[:, None] * n + ids, or a[:, None] + ml.arange(k)[None, :] for chunks of CSR rows):
+  that broadcast needs the columns."""
+  wide = -(-k // hw.WARP) * hw.WARP
+  widen = (f"; or widen the index tile to {wide} columns, the extra ones masked off (ml.arange({wide})[None, :]"
+           f" < {k} in the masks of what it reads and stores; chunks of CSR rows, a[:, None] + c * {wide} +"
+           f" ml.arange({wide})[None, :], need no other mask than the rows' ends)") if k % hw.WARP else ""
   return (f"the indices of this gather, a ({r}, {k}) tile, are broadcast along their rows (a column stretched"
           f" to {k} columns): that needs columns a multiple of {hw.WARP} (one per lane of a warp), and rows a"
           f" multiple of {hw.WARPS_PER_WARPGROUP} unless the columns are a multiple of {hw.WARPGROUP}",
           f"gather each column of indices by itself, 1-D (t[ml.arange({r}) * n + ids[:, j]] for j in"
           f" ml.static_range({k}), stored as out.at[:, j]), or index a 2-D view of the table passed in"
-          f" reshaped (t2[rows, ids] with t2 = t.reshape(-1, n) outside the kernel)")
+          f" reshaped (t2[rows, ids] with t2 = t.reshape(-1, n) outside the kernel){widen}")
 
 
 def row_of_statistic(name, shape, n, was, tmp, red) -> tuple[str, str]:

@@ -236,3 +236,47 @@ def test_rows_of_48_columns_are_hinted_a_masked_read_64_wide():
   got = jagged_to_padded_as_hinted(jnp.asarray(off), jnp.asarray(v), interpret=True)
   np.testing.assert_array_equal(np.asarray(got), want)
   assert "mosaic_gpu" in _export(jagged_to_padded_as_hinted, *specs)
+
+
+# ---------------------------------------------------------------- CSR rows gathered in chunks narrower than a warp
+def _spmv_rows(chunk):
+  @mg.mgpu_kernel(out_shape=lambda rp, ci, va, x: S((rp.shape[0] - 1,), F32),
+                  grid=lambda rp, ci, va, x: (ml.cdiv(rp.shape[0] - 1, 8),))
+  def spmv(rp, ci, va, x, y):
+    p = ml.program_id(0)
+    inside = p * 8 + ml.arange(8) < rp.shape[0] - 1
+    a = rp.at[ml.ds(p * 8, 8)].load(mask=inside, other=0)
+    e = rp.at[ml.ds(p * 8 + 1, 8)].load(mask=inside, other=0)
+    acc = ml.zeros((8, chunk), F32)
+    for c in range(ml.cdiv(ml.max(e - a), chunk)):
+      k = a[:, None] + c * chunk + ml.arange(chunk)[None, :]
+      acc = acc + ml.where(k < e[:, None], va[k] * x[ci[k]], 0.0)
+    y.at[ml.ds(p * 8, 8)].store(ml.sum(acc, axis=1), mask=inside)
+  return spmv
+
+
+spmv_chunks_of_16 = _spmv_rows(16)
+spmv_chunks_of_32 = _spmv_rows(32)
+
+
+def test_a_gather_by_csr_chunks_of_16_hints_chunks_of_32_that_work():
+  specs = [S((22,), I32), S((1000,), I32), S((1000,), F32), S((500,), F32)]
+  e = expect(spmv_chunks_of_16, specs, mg.LayoutError, "va[k]",
+             "the indices of this gather, a (8, 16) tile, are broadcast along their rows (a column stretched to 16"
+             " columns): that needs columns a multiple of 32 (one per lane of a warp), and rows a multiple of 4"
+             " unless the columns are a multiple of 128")
+  assert e.hint.endswith(
+      "; or widen the index tile to 32 columns, the extra ones masked off (ml.arange(32)[None, :] < 16 in the"
+      " masks of what it reads and stores; chunks of CSR rows, a[:, None] + c * 32 + ml.arange(32)[None, :], need"
+      " no other mask than the rows' ends)"), e.hint
+  rs = np.random.RandomState(5)
+  nnz = rs.randint(0, 90, 21)
+  nnz[2], nnz[5] = 0, 64
+  rp = np.concatenate([[0], np.cumsum(nnz)]).astype(np.int32)
+  ci = rs.randint(0, 500, rp[-1]).astype(np.int32)
+  va, x = rs.randn(rp[-1]).astype(np.float32), rs.randn(500).astype(np.float32)
+  got = spmv_chunks_of_32(jnp.asarray(rp), jnp.asarray(ci), jnp.asarray(va), jnp.asarray(x), interpret=True)
+  want = np.array([(va[a:b] * x[ci[a:b]]).sum() for a, b in zip(rp[:-1], rp[1:])], np.float32)
+  np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5, atol=1e-5)
+  assert "mosaic_gpu" in _export(spmv_chunks_of_32, S((22,), I32), S((int(rp[-1]),), I32),
+                                 S((int(rp[-1]),), F32), S((500,), F32))
