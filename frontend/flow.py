@@ -483,6 +483,14 @@ def _check_while_ends(tracer, node, assigned) -> None:
 STATIC_WHILE_TRIPS = 256     # trips of a while on Python values run while tracing, at most
 
 
+def static_while_break_hint(cond, why) -> str:
+  """The hint for `break` under the run-time condition `why` in a while on Python values (`cond`)."""
+  return (f"this while loop's condition, {cond}, is on Python values, so the loop runs while tracing, unrolled,"
+          f" and only a static condition can end it; for a run-time exit, fold it into the condition: found = 0"
+          f" before the loop, while ({cond}) & (found == 0):, and found = ml.where({why}, 1, found) where the"
+          f" break was (the rest of the body under if found == 0:)")
+
+
 def _unrolled_while(tracer, node) -> bool:
   """`while rem > 0: ... rem //= 2` on Python values the body changes with Python arithmetic (a
   Pallas epilogue halving its tile): run while tracing, as Python runs it, when the condition is a
@@ -512,7 +520,7 @@ def _unrolled_while(tracer, node) -> bool:
           hint="loop a static number of times with for ... in range(n) (or ml.static_range); compare"
                " runtime values in the condition (while i < n with n read from memory)")
     errors = len(tracer.errors)
-    if not tracer.run_unrolled(node.body) or len(tracer.errors) > errors:
+    if not tracer.run_unrolled(node.body, node.test) or len(tracer.errors) > errors:
       return True
   return True
 

@@ -85,6 +85,7 @@ class Tracer(Assignments, Calls, Containers, ast.NodeVisitor):
     self.carried: dict[str, tuple] = {}       # leaf name -> (entry value, loop Loc) of enclosing runtime loops
     self.loops: list = []     # enclosing loops, innermost last: an unrolled one's block, None for a runtime one
     self.ifs: list = []       # enclosing runtime ifs (ast.If), innermost last
+    self.unrolled: list = []  # enclosing unrolled loops: a while's test (ast), None for a for
     self.jump: str | None = None   # "break"/"continue" ending an unrolled iteration, "return" ending the kernel
     self.top = builder.block  # the kernel's top-level block: a static `return` is allowed there
     self.returned = None      # what an @ml.inline helper's `return` gave
@@ -160,14 +161,16 @@ class Tracer(Assignments, Calls, Containers, ast.NodeVisitor):
       if self.jump:      # a static break/continue/return: the rest of the block does not run
         return
 
-  def run_unrolled(self, stmts) -> bool:
-    """One iteration of a loop unrolled while tracing; False when a static `break` (or a
-    `return`) ends the loop."""
+  def run_unrolled(self, stmts, test=None) -> bool:
+    """One iteration of a loop unrolled while tracing (`test`: a while's condition); False when a
+    static `break` (or a `return`) ends the loop."""
     self.loops.append(self.b.block)
+    self.unrolled.append(test)
     try:
       self.run_body(stmts)
     finally:
       self.loops.pop()
+      self.unrolled.pop()
     if self.jump == "continue":
       self.jump = None
     elif self.jump == "break":
@@ -331,6 +334,11 @@ class Tracer(Assignments, Calls, Containers, ast.NodeVisitor):
     if loop is not None and self.b.block is loop:
       self.jump = what
       return
+    test = self.unrolled[-1] if loop is not None and self.unrolled else None
+    if test is not None and what == "break" and self.ifs:     # while j < 10: (Python j) ... if x[j] == e: break
+      from .flow import static_while_break_hint
+      self.unsupported(node, f"{what} under a run-time condition",
+                       hint=static_while_break_hint(self.text(test), self.text(self.ifs[-1].test)))
     if loop is not None:
       self.unsupported(node, f"{what} under a run-time condition",
                        hint=f"this loop is unrolled while tracing, so only a static condition (Python values,"
