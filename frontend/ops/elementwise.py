@@ -641,7 +641,7 @@ def cast_problem(src: DType, dst: DType, *, scalar: bool) -> str | None:
   lowering/compat.py bridges narrow float <-> float and 8-bit <-> float
   conversions through f32; what is left are the pairs below.
   """
-  if dst == DType.bool_:
+  if dst == DType.bool_:       # (no Cast op to bool: astype makes it the comparison x != 0)
     return "casting to bool is not supported"
   if scalar and (src in FLOAT8 or dst in FLOAT8):
     # The GPU's pass pipeline has no scalar 8-bit float conversion (arith.truncf/extf to f8
@@ -667,9 +667,8 @@ def astype(cx, x, dtype):
   folded = _fold_one_element(cx, (x,), lambda s: astype(cx, s, dtype))
   if folded is not None:
     return folded
-  if dtype == DType.bool_:
-    raise E.UnsupportedDtypeError("casting to bool is not supported; compare instead: x != 0", cx.loc,
-                                  hint="m = x != 0")
+  if dtype == DType.bool_:      # jnp's x.astype(bool): whether x is non-zero (NaN too, as x != 0)
+    return compare(cx, CmpOp.NE, x, 0)
   if isinstance(x.type, ScalarType) and src in FLOAT8 and dtype not in FLOAT8:
     wide = _f8_scalar_to_f32(cx, x, src)
     return wide if dtype == DType.f32 else astype(cx, wide, dtype)
