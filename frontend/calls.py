@@ -287,7 +287,7 @@ class Calls:
         pos, kw = [self.text(a) for a in node.args], {k.arg: self.text(k.value) for k in node.keywords if k.arg}
         mod = getattr(fn, "__module__", None) or ""
         hint = (missing.form_hint(name, pos, kw, lax=mod == "jax.lax" or mod.startswith("jax._src.lax"))
-                or missing.array_call_hint(name, pos, kw, is_float) or hint)
+                or missing.array_call_hint(name, pos, kw, is_float, d if isinstance(d, DType) else None) or hint)
       raise E.KernelTypeError(
           f"{name} cannot take"
           f" {kind_of(held) if is_value(held) else f'a {type(held).__name__} of register values'} inside a"

@@ -313,10 +313,34 @@ _OPERATORS = {**dict.fromkeys(("right_shift", "bitwise_right_shift", "shift_righ
               **dict.fromkeys(("mod", "remainder"), "%")}
 
 
-def array_call_hint(name, pos, kw, is_float=False) -> str | None:
+def _logical_shift(x: str, n: str, d) -> str:
+  """`x` (as written, of integer dtype `d`) shifted right logically by `n` (an operand as written), in
+  what a kernel offers: >> is logical on unsigned types and arithmetic on signed ones, so a signed
+  value goes through its unsigned twin; 8-bit values through int32 (no 8-bit shifts); int64, which
+  has no unsigned twin, clears the top n bits that >> filled with its sign."""
+  ox = _operand(x)
+  if d.bits == 8:
+    if not d.is_signed:
+      return f"({ox}.astype(jnp.int32) >> {n}).astype(jnp.uint8)"
+    return f"(ml.bitcast({x}, jnp.uint8).astype(jnp.int32) >> {n}).astype(jnp.int8)"
+  if not d.is_signed:
+    return f"{ox} >> {n}"
+  if d.bits == 64:
+    k = _const(n)
+    if isinstance(k, int) and 0 < k < 64:
+      return f"({ox} >> {n}) & {hex((1 << (64 - k)) - 1)}"
+    return f"({ox} >> {n}) & ~((ml.full({ox}.shape, -2 ** 63, jnp.int64) >> {n}) << 1)"
+  return f"ml.bitcast(ml.bitcast({x}, jnp.uint{d.bits}) >> {n}, jnp.int{d.bits})"
+
+
+def array_call_hint(name, pos, kw, is_float=False, dtype=None) -> str | None:
   """The hint for jnp.right_shift(a, b), lax.rem(a, b), jnp.stack([a, b], -1), ... on register values:
   the operator or ml.* form to write (`pos`, `kw`: the call's arguments as written; `is_float`:
-  whether its first operand is floating point); None where ARRAY_CALLS' fixed hints apply."""
+  whether its first operand is floating point; `dtype`: its DType, where known); None where
+  ARRAY_CALLS' fixed hints apply."""
+  integer = dtype if dtype is not None and dtype.is_int else None
+  if integer is not None and integer.bits == 32 and integer.is_signed:
+    integer = None             # int32 (or unknown): the forms below name int32's recipe
   if name in _OPERATORS and len(pos) == 2 - (_OPERATORS[name] == "~") and not kw:
     op = _OPERATORS[name]
     if op == "~":
@@ -324,11 +348,21 @@ def array_call_hint(name, pos, kw, is_float=False) -> str | None:
     a, b = map(_operand, pos)
     if op == "%" and is_float:
       return f"% is for integers: for floats, {a} - ml.floor({a} / {b}) * {b} (the sign of {b}, as jnp.{name})"
-    note = (" (arithmetic on signed types; for a logical shift of an int32, ml.bitcast(ml.bitcast("
-            f"{pos[0]}, jnp.uint32) >> {b}, jnp.int32))" if op == ">>" and name != "shift_right_arithmetic" else
-            " (flooring, as Python and jnp)" if op == "%" else "")
+    if op in ("<<", ">>") and integer is not None and integer.bits == 8:
+      return (f"shift in 32 bits (there are no 8-bit shifts): ({a}.astype(jnp.int32) {op} {b}).astype(jnp.{integer})"
+              + (f"; a logical shift is {_logical_shift(pos[0], b, integer)}" if op == ">>" and integer.is_signed
+                 and name != "shift_right_arithmetic" else ""))
+    logical = (_logical_shift(pos[0], b, integer) if integer is not None else
+               f"ml.bitcast(ml.bitcast({pos[0]}, jnp.uint32) >> {b}, jnp.int32)")
+    note = ("" if op != ">>" or name == "shift_right_arithmetic" or integer is not None and not integer.is_signed else
+            f" (arithmetic on signed types; a logical shift is {logical})" if integer is not None else
+            f" (arithmetic on signed types; for a logical shift of an int32, {logical})")
+    note = note or (" (flooring, as Python and jnp)" if op == "%" else "")
     return f"write the operator: {a} {op} {b}{note}"
   if name == "shift_right_logical" and len(pos) == 2:
+    if integer is not None:
+      return (f"write {_logical_shift(pos[0], _operand(pos[1]), integer)} (>> shifts unsigned types logically"
+              f" and signed ones arithmetically)")
     return (f">> shifts a uint32 logically and an int32 arithmetically: ml.bitcast(ml.bitcast({pos[0]}, jnp.uint32)"
             f" >> {_operand(pos[1])}, jnp.int32) for an int32 {pos[0]} ({_operand(pos[0])} >> {_operand(pos[1])}"
             f" of a uint32 one)")

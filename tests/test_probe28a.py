@@ -53,3 +53,138 @@ def test_bool_of_a_scalar_branches_on_nonzero(dtype):
   got = np.asarray(branch_on_bool(x, interpret=True))
   np.testing.assert_array_equal(got, np.where(np.asarray(x) != 0, 5, 7).astype(np.asarray(x).dtype))
   assert "mosaic_gpu" in _export(branch_on_bool, jax.ShapeDtypeStruct((8,), dtype))
+
+
+# ---------------------------------------------------------------- logical shifts: hints per dtype
+from locate import expect  # noqa: E402
+
+
+@mg.mgpu_kernel(out_shape=lambda a: a)
+def srl_lax(a, o):
+  x = a[...]
+  o[...] = jax.lax.shift_right_logical(x, 3)
+
+
+@mg.mgpu_kernel(out_shape=lambda a: a)
+def sra_jnp(a, o):
+  x = a[...]
+  o[...] = jnp.right_shift(x, 3)
+
+
+@mg.mgpu_kernel(out_shape=lambda a: a)
+def shl_jnp(a, o):
+  x = a[...]
+  o[...] = jnp.left_shift(x, 3)
+
+
+_SRL = {   # the hint's form for each dtype, then a kernel that writes exactly that
+    jnp.int8: "(ml.bitcast(x, jnp.uint8).astype(jnp.int32) >> 3).astype(jnp.int8)",
+    jnp.uint8: "(x.astype(jnp.int32) >> 3).astype(jnp.uint8)",
+    jnp.int16: "ml.bitcast(ml.bitcast(x, jnp.uint16) >> 3, jnp.int16)",
+    jnp.uint16: "x >> 3",
+    jnp.int32: "ml.bitcast(ml.bitcast(x, jnp.uint32) >> 3, jnp.int32)",
+    jnp.uint32: "x >> 3",
+}
+
+
+@mg.mgpu_kernel(out_shape=lambda a: a)
+def srl_followed(a, o):
+  x = a[...]
+  if x.dtype == jnp.int8:
+    o[...] = (ml.bitcast(x, jnp.uint8).astype(jnp.int32) >> 3).astype(jnp.int8)
+  elif x.dtype == jnp.uint8:
+    o[...] = (x.astype(jnp.int32) >> 3).astype(jnp.uint8)
+  elif x.dtype == jnp.int16:
+    o[...] = ml.bitcast(ml.bitcast(x, jnp.uint16) >> 3, jnp.int16)
+  elif x.dtype == jnp.int32:
+    o[...] = ml.bitcast(ml.bitcast(x, jnp.uint32) >> 3, jnp.int32)
+  else:
+    o[...] = x >> 3
+
+
+def _ints(dtype, n=256):
+  info = np.iinfo(dtype)
+  return jnp.asarray(np.random.default_rng(5).integers(info.min, info.max, n, dtype=np.int64, endpoint=True)
+                     .astype(dtype))
+
+
+@pytest.mark.parametrize("dtype", list(_SRL), ids=lambda d: jnp.dtype(d).name)
+def test_the_logical_shift_hint_names_the_form_for_the_operands_dtype_and_works(dtype):
+  """Was the int32 recipe for every dtype (ml.bitcast(x, jnp.uint32) of an int16 is MG106)."""
+  S = jax.ShapeDtypeStruct((256,), dtype)
+  hint = (f"write {_SRL[dtype]} (>> shifts unsigned types logically and signed ones arithmetically)"
+          if dtype != jnp.int32 else ">> shifts a uint32 logically and an int32 arithmetically: "
+          f"{_SRL[dtype]} for an int32 x (x >> 3 of a uint32 one)")
+  expect(srl_lax, [S], mg.KernelTypeError, "jax.lax.shift_right_logical(x, 3)",
+         "shift_right_logical cannot take a register tensor inside a kernel", hint=hint)
+  x = _ints(dtype)
+  got = srl_followed(x, interpret=True)
+  np.testing.assert_array_equal(np.asarray(got), np.asarray(jax.lax.shift_right_logical(x, jnp.asarray(3, dtype))))
+  assert "mosaic_gpu" in _export(srl_followed, S)
+
+
+@mg.mgpu_kernel(out_shape=lambda a: (a, a))
+def shifts_of_bytes_followed(a, r, l):
+  x = a[...]
+  r[...] = (x.astype(jnp.int32) >> 3).astype(x.dtype)
+  l[...] = (x.astype(jnp.int32) << 3).astype(x.dtype)
+
+
+@pytest.mark.parametrize("dtype", [jnp.int8, jnp.uint8], ids=lambda d: jnp.dtype(d).name)
+def test_shifts_of_bytes_hint_the_32_bit_form_which_works(dtype):
+  """Was 'write the operator: x >> 3', which is MG106 on 8-bit values (no 8-bit shifts)."""
+  S = jax.ShapeDtypeStruct((256,), dtype)
+  name = jnp.dtype(dtype).name
+  logical = "; a logical shift is " + _SRL[dtype] if dtype == jnp.int8 else ""
+  expect(sra_jnp, [S], mg.KernelTypeError, "jnp.right_shift(x, 3)",
+         "right_shift cannot take a register tensor inside a kernel",
+         hint=f"shift in 32 bits (there are no 8-bit shifts): (x.astype(jnp.int32) >> 3).astype(jnp.{name}){logical}")
+  expect(shl_jnp, [S], mg.KernelTypeError, "jnp.left_shift(x, 3)",
+         "left_shift cannot take a register tensor inside a kernel",
+         hint=f"shift in 32 bits (there are no 8-bit shifts): (x.astype(jnp.int32) << 3).astype(jnp.{name})")
+  x = _ints(dtype)
+  r, l = shifts_of_bytes_followed(x, interpret=True)
+  np.testing.assert_array_equal(np.asarray(r), np.asarray(jnp.right_shift(x, jnp.asarray(3, dtype))))
+  np.testing.assert_array_equal(np.asarray(l), np.asarray(jnp.left_shift(x, jnp.asarray(3, dtype))))
+  assert "mosaic_gpu" in _export(shifts_of_bytes_followed, S)
+
+
+def test_right_shift_of_int16_names_its_own_logical_form():
+  expect(sra_jnp, [jax.ShapeDtypeStruct((256,), jnp.int16)], mg.KernelTypeError, "jnp.right_shift(x, 3)",
+         "right_shift cannot take a register tensor inside a kernel",
+         hint="write the operator: x >> 3 (arithmetic on signed types; a logical shift is"
+              " ml.bitcast(ml.bitcast(x, jnp.uint16) >> 3, jnp.int16))")
+
+
+@mg.mgpu_kernel(out_shape=lambda a, n: a)
+def srl_lax_by(a, n, o):
+  x = a[...]
+  k = n[...]
+  o[...] = jax.lax.shift_right_logical(x, k)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, n: (a, a))
+def int64_logical_followed(a, n, s, r):
+  x = a[...]
+  k = n[...]
+  s[...] = (x >> 3) & 0x1fffffffffffffff
+  r[...] = (x >> k) & ~((ml.full(x.shape, -2 ** 63, jnp.int64) >> k) << 1)
+
+
+def test_int64_logical_shift_hints_work_with_x64():
+  """int64 has no unsigned twin: the hint clears the bits >> filled (was ml.bitcast(x, jnp.uint32))."""
+  with jax.enable_x64(True):
+    S = jax.ShapeDtypeStruct((256,), jnp.int64)
+    tail = " (>> shifts unsigned types logically and signed ones arithmetically)"
+    expect(srl_lax, [S], mg.KernelTypeError, "jax.lax.shift_right_logical(x, 3)",
+           "shift_right_logical cannot take a register tensor inside a kernel",
+           hint="write (x >> 3) & 0x1fffffffffffffff" + tail)
+    expect(srl_lax_by, [S, S], mg.KernelTypeError, "jax.lax.shift_right_logical(x, k)",
+           "shift_right_logical cannot take a register tensor inside a kernel",
+           hint="write (x >> k) & ~((ml.full(x.shape, -2 ** 63, jnp.int64) >> k) << 1)" + tail)
+    x = _ints(np.int64)
+    n = jnp.asarray(np.arange(256) % 64, jnp.int64)
+    s, r = int64_logical_followed(x, n, interpret=True)
+    np.testing.assert_array_equal(np.asarray(s), np.asarray(jax.lax.shift_right_logical(x, jnp.int64(3))))
+    np.testing.assert_array_equal(np.asarray(r), np.asarray(jax.lax.shift_right_logical(x, n)))
+    assert "mosaic_gpu" in _export(int64_logical_followed, S, S)
