@@ -133,7 +133,7 @@ def test_errors_inside_loops_and_branches_do_not_cascade():
 def unknown_twice(x, out):
   a = x[...] * nope
   b = x[...] + nope
-  out[...] = x[...].astype(jnp.bool_)
+  out[...] = x[...].astype(jnp.uint64)
 
 
 def test_a_name_is_reported_unknown_once():
