@@ -253,15 +253,20 @@ def _cost(o) -> int:
 
 
 # ---------------------------------------------------------------- scalar rules
-def _int_operands(ev, o, *xs):
-  vals = [ev.value(x) for x in xs]
+def _int_operands(ev, o, *xs, dtype=None):
+  """The operands' values; a Python int as the GPU holds it in `dtype`, the op's (-1 meeting a
+  uint32 is 0xFFFFFFFF there: ml.minimum(u, -1) is u, u > -1 is False)."""
+  vals = [ev.value(x) if isinstance(x, ir.Value) or dtype is None or isinstance(x, bool) else
+          _wrap(ev.value(x), dtype) if isinstance(x, int) else UNKNOWN for x in xs]
   return None if any(v is UNKNOWN for v in vals) else vals
 
 
 def _binary(ev, o):
   d = o.result.type.dtype
-  vals = _int_operands(ev, o, o.lhs, o.rhs)
-  if vals is None or not (d.is_int or d == DType.bool_):
+  if not (d.is_int or d == DType.bool_):
+    return UNKNOWN
+  vals = _int_operands(ev, o, o.lhs, o.rhs, dtype=d)
+  if vals is None:
     return UNKNOWN
   a, b = vals
   with np.errstate(all="ignore"):
@@ -281,13 +286,11 @@ def _binary(ev, o):
 
 
 def _compare(ev, o):
-  vals = _int_operands(ev, o, o.lhs, o.rhs)
-  if vals is None:
-    return UNKNOWN
   d = next((x.type.dtype for x in (o.lhs, o.rhs) if isinstance(x, ir.Value)), DType.i32)
   if not (d.is_int or d == DType.bool_):
     return UNKNOWN
-  return _CMP[o.kind](*vals)
+  vals = _int_operands(ev, o, o.lhs, o.rhs, dtype=d)
+  return UNKNOWN if vals is None else _CMP[o.kind](*vals)
 
 
 def _unary(ev, o):
@@ -311,8 +314,12 @@ def _cast(ev, o):
 
 
 def _where(ev, o):
-  vals = _int_operands(ev, o, o.cond, o.on_true, o.on_false)
-  return UNKNOWN if vals is None else np.where(*vals)
+  d = o.result.type.dtype
+  if not (d.is_int or d == DType.bool_):
+    return UNKNOWN
+  cond = _int_operands(ev, o, o.cond)
+  vals = _int_operands(ev, o, o.on_true, o.on_false, dtype=d)
+  return UNKNOWN if cond is None or vals is None else np.where(*cond, *vals)
 
 
 def _constant(ev, o):

@@ -74,6 +74,15 @@ def kept_boxes(ev, mask: ir.Value, progs: np.ndarray, exact_only: bool = False):
   return np.arange(len(progs)), lo, hi
 
 
+def _held(v, y, o):
+  """Operand `y`'s value `v`, a Python int as the GPU holds it in the op's operand dtype (-1
+  meeting a uint32 is 0xFFFFFFFF: u <= -1 holds everywhere)."""
+  if v is None or isinstance(y, ir.Value) or isinstance(y, bool):
+    return v
+  d = next((resolve(x.type.dtype) for x in (o.lhs, o.rhs) if isinstance(x, ir.Value)), None)
+  return _wrap(v.astype(np.int64), d) if isinstance(d, DType) and d.is_int else v
+
+
 class _Eval:
   def __init__(self, ev, progs, shape):
     self.ev, self.progs, self.shape = ev, progs, shape
@@ -119,7 +128,7 @@ class _Eval:
       r = get(o.value)
     elif isinstance(o, (Binary, Compare)):
       fn = (_BIN if isinstance(o, Binary) else _CMP).get(o.kind)
-      a, b = get(o.lhs), get(o.rhs)
+      a, b = (_held(get(y), y, o) for y in (o.lhs, o.rhs))
       bits = resolve(o.lhs.type.dtype).bits if isinstance(o.lhs, ir.Value) else 32
       if b is not None and (o.kind in (BinOp.FLOORDIV, BinOp.MOD) and (b == 0).any()
                             or o.kind in (BinOp.SHL, BinOp.SHR) and ((b < 0) | (b >= bits)).any()):

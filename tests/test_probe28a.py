@@ -188,3 +188,69 @@ def test_int64_logical_shift_hints_work_with_x64():
     np.testing.assert_array_equal(np.asarray(s), np.asarray(jax.lax.shift_right_logical(x, jnp.int64(3))))
     np.testing.assert_array_equal(np.asarray(r), np.asarray(jax.lax.shift_right_logical(x, n)))
     assert "mosaic_gpu" in _export(int64_logical_followed, S, S)
+
+
+# ---------------------------------------------------------------- compile-time proofs: ints meeting unsigned values
+# A Python int meets a uint32 as the GPU holds it (-1 is 0xFFFFFFFF, as jnp converts it); the grid
+# evaluation and the static masks took it as the signed number, so they rejected valid kernels
+# (windows at -128, outputs never written) and accepted one writing at -128.
+@mg.mgpu_kernel(out_shape=lambda n: jax.ShapeDtypeStruct((256,), jnp.float32), grid=(2,))
+def unsigned_min_window(n, o):
+  i = ml.program_id(0).astype(jnp.uint32)
+  j = ml.minimum(i, -1)                    # i: -1 is the largest uint32
+  o.at[ml.ds(j.astype(jnp.int32) * 128, 128)][...] = ml.full((128,), 1.0, jnp.float32)
+
+
+@mg.mgpu_kernel(out_shape=lambda n: jax.ShapeDtypeStruct((256,), jnp.float32), grid=(2,))
+def unsigned_compare_window(n, o):
+  i = ml.program_id(0).astype(jnp.uint32)
+  j = ml.where(i > -1, i + 5, i)           # never: i
+  o.at[ml.ds(j.astype(jnp.int32) * 128, 128)][...] = ml.full((128,), 1.0, jnp.float32)
+
+
+@mg.mgpu_kernel(out_shape=lambda n: jax.ShapeDtypeStruct((256,), jnp.float32), grid=(2,))
+def unsigned_division_window(n, o):
+  i = ml.program_id(0).astype(jnp.uint32) + 4294967294
+  j = i // -1                              # by 4294967295: 0, then 1
+  o.at[ml.ds(j.astype(jnp.int32) * 128, 128)][...] = ml.full((128,), 1.0, jnp.float32)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def unsigned_mask_store(x, o):
+  idx = ml.arange(256).astype(jnp.uint32)
+  o.store(x[...], mask=idx <= -1)          # everywhere
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def unsigned_min_mask_store(x, o):
+  idx = ml.minimum(ml.arange(256).astype(jnp.uint32), -1)
+  o.store(x[...], mask=idx < 256)          # everywhere
+
+
+@pytest.mark.parametrize("kernel", [unsigned_min_window, unsigned_compare_window, unsigned_division_window],
+                         ids=lambda k: k.__name__)
+def test_python_ints_meet_unsigned_scalars_as_the_gpu_holds_them(kernel):
+  n = jnp.zeros((1,), jnp.uint32)
+  np.testing.assert_array_equal(np.asarray(kernel(n, interpret=True)), np.ones(256, np.float32))
+  assert "mosaic_gpu" in _export(kernel, jax.ShapeDtypeStruct((1,), jnp.uint32))
+
+
+@pytest.mark.parametrize("kernel", [unsigned_mask_store, unsigned_min_mask_store], ids=lambda k: k.__name__)
+def test_static_masks_of_unsigned_values_take_python_ints_as_the_gpu_does(kernel):
+  x = jnp.arange(256, dtype=jnp.float32)
+  np.testing.assert_array_equal(np.asarray(kernel(x, interpret=True)), np.asarray(x))
+  assert "mosaic_gpu" in _export(kernel, jax.ShapeDtypeStruct((256,), jnp.float32))
+
+
+@mg.mgpu_kernel(out_shape=lambda n: jax.ShapeDtypeStruct((256,), jnp.float32), grid=(2,))
+def unsigned_max_window(n, o):
+  i = ml.program_id(0).astype(jnp.uint32)
+  j = ml.maximum(i, -1)                    # 0xFFFFFFFF: -1 as int32, a window at -128
+  o.at[ml.ds(j.astype(jnp.int32) * 128, 128)][...] = ml.full((128,), 1.0, jnp.float32)
+
+
+def test_a_window_an_unsigned_max_puts_before_the_start_is_rejected_while_compiling():
+  """Was accepted (the proof took max(i, -1) as i) and exported; the GPU wrote o[-128:0]."""
+  expect(unsigned_max_window, [jax.ShapeDtypeStruct((1,), jnp.uint32)], mg.IndexOutOfBoundsError,
+         "o.at[ml.ds(j.astype(jnp.int32) * 128, 128)][...] =",
+         "this register write touches o[-128:0] in program (0, 0, 0), outside o's shape (256,)")
