@@ -235,11 +235,8 @@ class Calls:
       if fn is builtins.pow and len(args) == 2 and not kwargs:       # pow(v, 2) is v ** 2
         from .ops.power import power
         return power(cx, args[0], args[1], self.text(node.args[0]), self.text(node.args[1]))
-      if fn is builtins.round and len(args) == 1 and not kwargs and is_value(args[0]):
-        return BUILTINS["round"].apply(cx, args, {})               # round(v) of an array, as numpy: ml.round
-      if fn is builtins.round and is_value(args[0]):
-        raise E.KernelTypeError("round(x, ndigits) of a register value: only round(x) (to whole numbers) is"
-                                " supported", cx.loc, hint="scale, round and scale back: ml.round(x * 100) / 100")
+      if fn is builtins.round and is_value(args[0]):   # round(v), round(v, 2) of an array, as numpy: ml.round
+        return BUILTINS["round"].apply(cx, args, {"decimals": kwargs.pop("ndigits")} if "ndigits" in kwargs else kwargs)
       if fn is builtins.sum and args and isinstance(args[0], (tuple, list)) and len(args) <= 2 and not kwargs:
         total = args[1] if len(args) == 2 else 0        # Python's sum: start + a + b + ...
         for v in args[0]:

@@ -340,8 +340,9 @@ def test_docs_audit_bfloat16_finfo_and_hints():
   np.testing.assert_array_equal(np.asarray(clamp_bf16(x, interpret=True), np.float32), np.asarray(want, np.float32))
   expect(in_scalar, [S((128,), F32)], mg.UnsupportedSyntaxError, "i in (0, 1)",
          "`in` on a scalar is not supported in a kernel", hint="test each value with ==: (i == 0) | (i == 1)")
-  expect(round_digits, [S((128,), F32)], mg.KernelTypeError, "round(",
-         "round(x, ndigits) of a register value: only round(x) (to whole numbers) is supported")
+  v = jnp.linspace(-3, 3, 128, dtype=F32)        # round(x, 2) is ml.round(x, 2), as numpy's (was MG003)
+  np.testing.assert_array_equal(np.asarray(round_digits(v, interpret=True)),
+                                np.round(np.asarray(v) * np.float32(100)) / np.float32(100))
   expect(and_f8, [S((128,), jnp.float8_e5m2)], mg.UnsupportedDtypeError, "x[...] & x[...]",
          "& needs integer operands, got float8_e5m2")
 

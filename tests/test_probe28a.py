@@ -254,3 +254,47 @@ def test_a_window_an_unsigned_max_puts_before_the_start_is_rejected_while_compil
   expect(unsigned_max_window, [jax.ShapeDtypeStruct((1,), jnp.uint32)], mg.IndexOutOfBoundsError,
          "o.at[ml.ds(j.astype(jnp.int32) * 128, 128)][...] =",
          "this register write touches o[-128:0] in program (0, 0, 0), outside o's shape (256,)")
+
+
+# ---------------------------------------------------------------- ml.round(x, decimals), round(x, n)
+@mg.mgpu_kernel(out_shape=lambda a: (a, a, a, a))
+def round_decimals(a, o2, o1, o3, om1):
+  v = a[...]
+  o2[...] = ml.round(v, 2)
+  o1[...] = ml.round(v, decimals=1)
+  o3[...] = round(v, 3)
+  om1[...] = ml.round(v, -1)
+
+
+def _rounded(x, n):
+  """jnp.round(x, n)'s arithmetic, with an IEEE division (XLA on the CPU multiplies by 1/10**n)."""
+  x = np.asarray(x)
+  w = x.astype(np.float32) if x.dtype == np.float16 else x
+  f = np.asarray(10.0 ** n, w.dtype)
+  return (np.round(w * f) / f).astype(x.dtype)
+
+
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.float16, jnp.bfloat16], ids=lambda d: jnp.dtype(d).name)
+def test_round_to_decimals_as_jnp(dtype):
+  """Was 'ml.round: too many positional arguments' (hint ml.round(x)), and MG003 for round(x, 3)."""
+  x = np.concatenate([[2.5, -2.5, 0.125, 1.005, 3.14159, -0.5, np.nan, 7.5, 0.015, 0.025, 25, 35, 65000, -0.0],
+                      np.random.default_rng(3).standard_normal(242) * 100])
+  x = jnp.asarray(x).astype(dtype)
+  got = round_decimals(x, interpret=True)
+  for g, n in zip(got, (2, 1, 3, -1)):
+    want = _rounded(x, n)
+    np.testing.assert_array_equal(np.asarray(g, np.float32), np.asarray(want, np.float32))
+    if dtype != jnp.float32:      # (jnp's own, where XLA's division by the constant rounds the same)
+      np.testing.assert_array_equal(np.asarray(g, np.float32), np.asarray(jnp.round(x, n), np.float32))
+  assert "mosaic_gpu" in _export(round_decimals, jax.ShapeDtypeStruct((256,), dtype))
+
+
+@mg.mgpu_kernel(out_shape=lambda a: a)
+def round_int_negative(a, o):
+  o[...] = ml.round(a[...], -1)
+
+
+def test_round_of_integers_to_negative_decimals_says_to_use_floats():
+  expect(round_int_negative, [jax.ShapeDtypeStruct((256,), jnp.int32)], mg.KernelTypeError, "ml.round(a[...], -1)",
+         "ml.round of int32 to decimals=-1: integers do not round to negative decimals (nor in jnp.round)",
+         hint="work in floats: ml.round(a[...].astype(jnp.float32), -1)")

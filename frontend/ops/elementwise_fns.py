@@ -207,9 +207,32 @@ def _rounding_builtin(kind: UnOp, doc: str):
 floor = _rounding_builtin(UnOp.FLOOR, "Elementwise floor: the largest whole number <= x (integers unchanged).")
 ceil = _rounding_builtin(UnOp.CEIL, "Elementwise ceiling: the smallest whole number >= x (integers unchanged).")
 trunc = _rounding_builtin(UnOp.TRUNC, "Elementwise rounding toward zero (integers unchanged).")
-round_ = _rounding_builtin(
-    UnOp.ROUND, "Elementwise rounding to the nearest whole number, halves to even as `jnp.round`"
-    " (0.5 -> 0, 1.5 -> 2, 2.5 -> 2); integers unchanged. Convert with `.astype` afterwards.")
+_round_whole = _rounding_builtin(UnOp.ROUND, "").rule
+
+
+@builtin(name="round")
+def round_(cx, x, decimals=0):
+  """Elementwise rounding to the nearest whole number, halves to even as `jnp.round` (0.5 -> 0,
+  1.5 -> 2, 2.5 -> 2); integers unchanged. Convert with `.astype` afterwards. `decimals` (a static
+  int) rounds to that many decimal places as jnp.round does: x * 10**decimals rounded, divided
+  back, in x's dtype (float16 in float32)."""
+  decimals = 0 if decimals is None else decimals      # (Python's round(x, None))
+  if not isinstance(decimals, int) or isinstance(decimals, bool):
+    raise E.KernelTypeError(f"ml.round's decimals must be a static int, got {kind_of(decimals)}", cx.loc,
+                            hint="ml.round(x, 2) rounds to hundredths (a constexpr or a Python int)")
+  d = resolve(x.type.dtype) if is_value(x) else None
+  if decimals == 0 or not isinstance(d, DType) or d.is_int and decimals > 0:
+    return _round_whole(cx, x)
+  if d.is_int:
+    raise E.KernelTypeError(f"ml.round of {d} to decimals={decimals}: integers do not round to negative"
+                            f" decimals (nor in jnp.round)", cx.loc,
+                            hint=f"work in floats: ml.round({cx.named(x, 'x')}.astype(jnp.float32), {decimals})")
+  if decimals > pymath.log10(d.float_max):
+    return x                                  # beyond the type's precision: unchanged, as jnp
+  wide = astype(cx, x, DType.f32) if d == DType.f16 else x
+  factor = float(10 ** decimals)
+  y = binary(cx, BinOp.DIV, unary(cx, UnOp.ROUND, binary(cx, BinOp.MUL, wide, factor)), factor)
+  return astype(cx, y, d) if d == DType.f16 else y
 
 
 @builtin
