@@ -333,6 +333,36 @@ def _logical_shift(x: str, n: str, d) -> str:
   return f"ml.bitcast(ml.bitcast({x}, jnp.uint{d.bits}) >> {n}, jnp.int{d.bits})"
 
 
+_POPCOUNT = ("v = u - ((u >> 1) & 0x55555555); v = (v & 0x33333333) + ((v >> 2) & 0x33333333);"
+             " count = (((v + (v >> 4)) & 0x0F0F0F0F) * 0x01010101) >> 24")
+_SMEAR = "u = u | (u >> 1); u = u | (u >> 2); u = u | (u >> 4); u = u | (u >> 8); u = u | (u >> 16)"
+
+
+def _as_uint32(x: str, d) -> str:
+  """`x` (as written, of integer dtype `d`, None if unknown) as a uint32 of its bits, zero-extended."""
+  if d is None or d.bits == 32:
+    return _operand(x) if d is not None and not d.is_signed else f"ml.bitcast({x}, jnp.uint32)"
+  return (f"{_operand(x)}.astype(jnp.uint32)" if not d.is_signed else
+          f"ml.bitcast({x}, jnp.uint{d.bits}).astype(jnp.uint32)")
+
+
+def bit_count_hint(name: str, x: str, d=None) -> str:
+  """No population count or count of leading zeros instruction: the SWAR forms on a uint32 `u`
+  (`x`: the operand as written, `d` its integer dtype where known)."""
+  clz = name == "clz"
+  what = "clz" if clz else "population count"
+  steps = f"{_SMEAR} (every bit below the highest one set); {_POPCOUNT}" if clz else _POPCOUNT
+  if d is not None and d.bits == 64:
+    ox = _operand(x)
+    halves = f"hi = ({ox} >> 32).astype(jnp.uint32), lo = ({ox} & 0xFFFFFFFF).astype(jnp.uint32)"
+    how = ("clz = ml.where(hi == 0, 32 + that of lo, that of hi), each 32 - count" if clz else
+           "the sum of both counts")
+    return f"no {what} here: {halves}; for each as u, {steps}; {how}"
+  width = d.bits if d is not None and d.bits < 32 else 32
+  tail = f"; clz = {width} - count" if clz else ""
+  return f"no {what} here: u = {_as_uint32(x, d)}; {steps}{tail}"
+
+
 def array_call_hint(name, pos, kw, is_float=False, dtype=None) -> str | None:
   """The hint for jnp.right_shift(a, b), lax.rem(a, b), jnp.stack([a, b], -1), ... on register values:
   the operator or ml.* form to write (`pos`, `kw`: the call's arguments as written; `is_float`:
@@ -359,6 +389,8 @@ def array_call_hint(name, pos, kw, is_float=False, dtype=None) -> str | None:
             f" (arithmetic on signed types; for a logical shift of an int32, {logical})")
     note = note or (" (flooring, as Python and jnp)" if op == "%" else "")
     return f"write the operator: {a} {op} {b}{note}"
+  if name in ("population_count", "bitwise_count", "clz") and len(pos) == 1:
+    return bit_count_hint(name, pos[0], dtype if dtype is not None and dtype.is_int else None)
   if name == "shift_right_logical" and len(pos) == 2:
     if integer is not None:
       return (f"write {_logical_shift(pos[0], _operand(pos[1]), integer)} (>> shifts unsigned types logically"
@@ -451,6 +483,8 @@ NOT_YET.update({n: f"no ml.{n}: write the operator, x % y (on integers, flooring
                    f" x - ml.floor(x / y) * y)" for n in ("mod", "remainder")})
 NOT_YET["rem"] = ("no ml.rem: C's remainder (the sign of x): x - ml.trunc(x / y) * y on floats; on integers,"
                   " r = x % y; ml.where((r != 0) & ((x < 0) != (y < 0)), r - y, r)")
+NOT_YET.update({n: bit_count_hint(n, "x") for n in ("popc", "popcount", "population_count", "bitwise_count")})
+NOT_YET.update({n: bit_count_hint("clz", "x") for n in ("clz", "count_leading_zeros")})
 NOT_YET["shift_right_logical"] = ("no ml.shift_right_logical: >> shifts a uint32 logically and an int32"
                                   " arithmetically: ml.bitcast(ml.bitcast(x, jnp.uint32) >> n, jnp.int32)")
 

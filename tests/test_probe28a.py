@@ -298,3 +298,62 @@ def test_round_of_integers_to_negative_decimals_says_to_use_floats():
   expect(round_int_negative, [jax.ShapeDtypeStruct((256,), jnp.int32)], mg.KernelTypeError, "ml.round(a[...], -1)",
          "ml.round of int32 to decimals=-1: integers do not round to negative decimals (nor in jnp.round)",
          hint="work in floats: ml.round(a[...].astype(jnp.float32), -1)")
+
+
+# ---------------------------------------------------------------- population counts and leading zeros: hints that work
+@mg.mgpu_kernel(out_shape=lambda a: a)
+def popcount_lax(a, o):
+  x = a[...]
+  o[...] = jax.lax.population_count(x)
+
+
+@mg.mgpu_kernel(out_shape=lambda a: a)
+def clz_lax(a, o):
+  x = a[...]
+  o[...] = jax.lax.clz(x)
+
+
+_U = {jnp.int32: "ml.bitcast(x, jnp.uint32)", jnp.uint32: "x", jnp.int16: "ml.bitcast(x, jnp.uint16).astype(jnp.uint32)",
+      jnp.uint8: "x.astype(jnp.uint32)"}
+_COUNT = ("v = u - ((u >> 1) & 0x55555555); v = (v & 0x33333333) + ((v >> 2) & 0x33333333);"
+          " count = (((v + (v >> 4)) & 0x0F0F0F0F) * 0x01010101) >> 24")
+_SMEARED = ("u = u | (u >> 1); u = u | (u >> 2); u = u | (u >> 4); u = u | (u >> 8); u = u | (u >> 16)"
+            " (every bit below the highest one set)")
+
+
+@mg.mgpu_kernel(out_shape=lambda a: (a, a))
+def bit_counts_followed(a, pc, lz):
+  x = a[...]
+  if x.dtype == jnp.int32:
+    u = ml.bitcast(x, jnp.uint32)
+  elif x.dtype == jnp.int16:
+    u = ml.bitcast(x, jnp.uint16).astype(jnp.uint32)
+  elif x.dtype == jnp.uint8:
+    u = x.astype(jnp.uint32)
+  else:
+    u = x
+  v = u - ((u >> 1) & 0x55555555); v = (v & 0x33333333) + ((v >> 2) & 0x33333333)  # noqa: E702
+  count = (((v + (v >> 4)) & 0x0F0F0F0F) * 0x01010101) >> 24
+  pc[...] = count.astype(x.dtype)
+  u = u | (u >> 1); u = u | (u >> 2); u = u | (u >> 4); u = u | (u >> 8); u = u | (u >> 16)  # noqa: E702
+  v = u - ((u >> 1) & 0x55555555); v = (v & 0x33333333) + ((v >> 2) & 0x33333333)  # noqa: E702
+  count = (((v + (v >> 4)) & 0x0F0F0F0F) * 0x01010101) >> 24
+  lz[...] = (jnp.iinfo(x.dtype).bits - count).astype(x.dtype)
+
+
+@pytest.mark.parametrize("dtype", list(_U), ids=lambda d: jnp.dtype(d).name)
+def test_population_count_and_clz_hints_give_a_recipe_that_works(dtype):
+  """Were 'kernels call ml.* functions on register values; decorate a helper ...' (ml.popc, ml.clz:
+  'check the spelling')."""
+  S = jax.ShapeDtypeStruct((256,), dtype)
+  width = jnp.iinfo(dtype).bits if jnp.iinfo(dtype).bits < 32 else 32
+  expect(popcount_lax, [S], mg.KernelTypeError, "jax.lax.population_count(x)",
+         "population_count cannot take a register tensor inside a kernel",
+         hint=f"no population count here: u = {_U[dtype]}; {_COUNT}")
+  expect(clz_lax, [S], mg.KernelTypeError, "jax.lax.clz(x)", "clz cannot take a register tensor inside a kernel",
+         hint=f"no clz here: u = {_U[dtype]}; {_SMEARED}; {_COUNT}; clz = {width} - count")
+  x = _ints(dtype)
+  pc, lz = bit_counts_followed(x, interpret=True)
+  np.testing.assert_array_equal(np.asarray(pc), np.asarray(jax.lax.population_count(x)))
+  np.testing.assert_array_equal(np.asarray(lz), np.asarray(jax.lax.clz(x)))
+  assert "mosaic_gpu" in _export(bit_counts_followed, S)
