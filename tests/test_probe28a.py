@@ -357,3 +357,25 @@ def test_population_count_and_clz_hints_give_a_recipe_that_works(dtype):
   np.testing.assert_array_equal(np.asarray(pc), np.asarray(jax.lax.population_count(x)))
   np.testing.assert_array_equal(np.asarray(lz), np.asarray(jax.lax.clz(x)))
   assert "mosaic_gpu" in _export(bit_counts_followed, S)
+
+
+# ---------------------------------------------------------------- abs of unsigned values is the value, as jnp.abs
+@mg.mgpu_kernel(out_shape=lambda a: (a, a), grid=lambda a: (a.shape[0] // 128,))
+def abs_of_unsigned(a, each, whole):
+  i = ml.program_id(0)
+  for k in ml.static_range(4):
+    each[i * 128 + k] = ml.abs(a[i * 128 + k])          # scalars: was math.absi, signed (|0xFFFFFFFF| = 1 on the GPU)
+  whole.at[ml.ds(i * 128, 128)][...] = abs(a.at[ml.ds(i * 128, 128)][...])
+  for k in ml.static_range(4, 128):
+    each[i * 128 + k] = a[i * 128 + k]
+
+
+@pytest.mark.parametrize("dtype", [jnp.uint32, jnp.uint16, jnp.uint8], ids=lambda d: jnp.dtype(d).name)
+def test_abs_of_unsigned_values_is_the_value_on_both_backends(dtype):
+  x = jnp.asarray(np.iinfo(dtype).max - np.arange(256, dtype=np.int64)).astype(dtype)
+  each, whole = abs_of_unsigned(x, interpret=True)
+  np.testing.assert_array_equal(np.asarray(each), np.asarray(jnp.abs(x)))
+  np.testing.assert_array_equal(np.asarray(whole), np.asarray(jnp.abs(x)))
+  S = jax.ShapeDtypeStruct((256,), dtype)
+  assert "math.absi" not in abs_of_unsigned.mlir(S)
+  assert "mosaic_gpu" in _export(abs_of_unsigned, S)

@@ -546,6 +546,8 @@ def unary(cx, kind: UnOp, x):
   if folded is not None:
     return folded
   d = resolve(x.type.dtype)
+  if kind == UnOp.ABS and isinstance(d, DType) and (d == DType.bool_ or d.is_int and not d.is_signed):
+    return x              # as jnp.abs (a scalar's math.absi would read the bits as signed: |0xFFFFFFFF| = 1)
   if kind == UnOp.NOT:
     if isinstance(d, DType) and d != DType.bool_:
       raise E.UnsupportedDtypeError(f"'not' on {d}; use it on booleans (comparisons)", cx.loc,
