@@ -1,5 +1,7 @@
-"""Probe 28a (quantization and bit manipulation): conversions to bool as jnp's (x != 0), and hints
-for bit tricks (logical shifts, population counts) that work when followed for the operand's dtype."""
+"""Probe 28a (quantization and bit manipulation): conversions to bool as jnp's (x != 0); ml.abs of
+unsigned values (a scalar's was the GPU's signed abs); compile-time proofs that take a Python int
+meeting an unsigned value as the GPU holds it; ml.round(x, decimals); and hints for bit tricks
+(logical shifts, population counts, leading zeros) that work when followed for the operand's dtype."""
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -7,6 +9,7 @@ import pytest
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
+from locate import expect
 
 
 def _export(fn, *specs):
@@ -56,7 +59,6 @@ def test_bool_of_a_scalar_branches_on_nonzero(dtype):
 
 
 # ---------------------------------------------------------------- logical shifts: hints per dtype
-from locate import expect  # noqa: E402
 
 
 @mg.mgpu_kernel(out_shape=lambda a: a)
