@@ -161,17 +161,23 @@ def own_window(name, shape, grid):
           f" with ml.cdiv(rows, t) programs along grid axis 0, and read the matching window of the inputs")
 
 
-def _apart_along(name, a, b, grid):
+def _apart_along(name, a, b, grid, shape=None):
   """The hint for two programs that differ along one grid axis only and write one element: that
-  axis does not give each program a window of its own (out.at[h // 2] of a grid over h)."""
+  axis does not give each program a window of its own (out.at[h // 2] of a grid over h). A
+  one-axis grid gets own_window's split of the output's rows instead, where it has a row for
+  each program (fewer, a (1, 1, heads, d) output of a decode, and that split would be no split)."""
   axes = [k for k, (x, y) in enumerate(zip(a, b)) if x != y]
-  if len(axes) != 1 or not grid or axes[0] == 0 and grid[0] > 1 and all(n == 1 for n in grid[1:]):
+  if len(axes) != 1 or not grid:
+    return None
+  if axes[0] == 0 and grid[0] > 1 and all(n == 1 for n in grid[1:]) and (not shape or shape[0] >= grid[0]):
     return None
   k = axes[0]
   return (f"programs {a} and {b} differ only along grid axis {k}, yet write the same elements: {name}'s"
           f" window must change one-to-one with ml.program_id({k}) (launch as many programs along axis"
-          f" {k} as it has windows there, each its own), or add the programs' shares atomically:"
-          f" ml.atomic_add(ref, value)")
+          f" {k} as it has windows there, each its own) and be no longer than the step between two"
+          f" programs' starts (a longer one overlaps the next program's: write only the elements the program"
+          f" owns, with a masked store from registers, {name}.at[...].store(value, mask=...)), or add the"
+          f" programs' shares atomically: ml.atomic_add(ref, value)")
 
 
 def race_error(name, race, program, shape=None, grid=None, accumulates=False):
@@ -192,6 +198,6 @@ def race_error(name, race, program, shape=None, grid=None, accumulates=False):
       f"program {program(p)} and program {program(q)} both write {name}{list(element) if element else ''}:"
       f" programs run in no fixed order, so the result depends on timing", loc_q,
       notes=(f"{loc_p}: program {program(p)} writes it here",) if loc_p != loc_q else (),
-      hint=(_apart_along(name, program(p), program(q), grid) or own_window(name, shape, grid)
+      hint=(_apart_along(name, program(p), program(q), grid, shape) or own_window(name, shape, grid)
             + "; where programs add partial results into the same elements (split-K), add them atomically:"
             " ml.atomic_add(ref, value) or ml.copy(buf, ref, reduce=\"add\")") if element else ONE_WRITER)
