@@ -209,7 +209,8 @@ def split_load(kernel, defs, buf, array, layout) -> str:
       how = f"and one ml.dot per buffer, each giving {w} columns of the result: ml.dot({other(o.a)}, {x}0){more}"
     elif isinstance(o.a.type, RefType) and base(o.a) is buf and not getattr(defs.get(o.a.id), "transpose", False):
       b = other(o.b)                                                            # a @ b: split K
-      if getattr(defs.get(o.b.id), "transpose", False):                          # a @ b_s.T: b's columns
+      transposed = getattr(defs.get(o.b.id), "transpose", False)
+      if transposed:                                                             # a @ b_s.T: b's columns
         part = lambda k: f"{b}.at[:, ml.ds({k}, {w})].T"
       else:
         part = lambda k: f"{b}.at[ml.ds({k}, {w})]"
@@ -217,8 +218,8 @@ def split_load(kernel, defs, buf, array, layout) -> str:
              f" acc = ml.dot({x}1, {part(w)}, acc){more}")
       from .ops.control import For
       if any(isinstance(p, For) and getattr(p, "stages", 1) > 1 for p in ir.path_to(kernel.body, o)):
-        how += (f" (in this pipelined loop split {b} the same way, {b}0 and {b}1 loaded by windows of"
-                f" {w} rows: a buffer a pipelined loop loads is read whole)")
+        how += (f" (in this pipelined loop split {b} the same way, {b}0, {b}1{more} loaded from windows of"
+                f" {w} {'columns' if transposed else 'rows'}: a buffer a pipelined loop loads is read whole)")
     else:
       continue
     break
