@@ -483,6 +483,8 @@ def _check(q, k, v, causal, config):
     raise ValueError(f"head_dim must be 64, 128 or 256, got {d}")
   if d >= 128 and sq % 8:          # q's (8, 64) tiles of a head wider than 128 bytes: TMA needs whole ones
     raise ValueError(f"seq length {sq} must be a multiple of 8 for head_dim {d} (any length for head_dim 64)")
+  if skv == 0 and bsz * sq * h:    # a softmax over no keys: the kernels' row sums are 0, every output NaN
+    raise ValueError(f"k and v have no keys (kv seq length 0) for {sq} queries: attention needs at least one")
   if causal and sq != skv:
     raise ValueError(f"causal attention needs as many queries as keys, got {sq} and {skv}")
   if (config.bq % 128 and config.bq != 192) or config.dkv_bkv % 128 or config.dq_bq % 128:
@@ -560,11 +562,13 @@ def attention(q, k, v, causal: bool = False, sm_scale: float | None = None, *, r
     if isinstance(value, jax.core.Tracer):      # (bool() of it would be JAX's TracerBoolConversionError)
       raise ValueError(f"attention: {name} must be a Python value (it is built into the kernels), got a value"
                        f" jax.jit is tracing: mark it static, jax.jit(f, static_argnames=[{name!r}])")
+  if config is not None and not isinstance(config, Config):
+    raise TypeError(f"attention: config must be a Config (Config(bq=..., ...)), got {type(config).__name__}")
   config = config or default_config(q.shape[-1], bool(causal))
   _check(q, k, v, causal, config)
   scale = float(sm_scale) if sm_scale is not None else 1.0 / math.sqrt(q.shape[-1])
-  if not scale > 0:                # the kernels mask with -inf before scaling: a scale of 0 or less breaks it
-    raise ValueError(f"sm_scale must be positive, got {sm_scale}")
+  if not 0 < scale < math.inf:     # the kernels mask with -inf before scaling: a scale of 0 or less breaks it,
+    raise ValueError(f"sm_scale must be positive and finite, got {sm_scale}")     # inf gives inf - inf: NaN
   o, lse = _attention(q, k, v, bool(causal), scale, config, interpret)
   return (o, lse) if return_lse else o
 

@@ -1,0 +1,124 @@
+"""Probe 28b: attention variants written by users (sliding windows, ALiBi, soft-capping, biases
+and masks from arrays, cross-attention, GQA decode, cu_seqlens) and examples/attention.py's
+public function: the diagnostics and checks they met."""
+import jax
+import jax.numpy as jnp
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+
+from locate import expect
+
+F16 = jnp.float16
+
+
+# ---------------------------------------------------------------- a race's hint on a (1, heads, d) output
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(3,))
+def overlapping_head_windows(x, o):
+  g = ml.program_id(0)
+  o.at[0, ml.ds(g * 4, 8), :][...] = x.at[0, ml.ds(g * 4, 8), :][...]      # 8 heads a program, 4 apart
+
+
+def test_a_race_on_an_output_with_fewer_rows_than_programs_hints_at_the_windows_not_a_row_split():
+  """The race's hint split the output's first dimension (size 1, the batch) among the programs:
+  "windows of 1 rows (a register tile needs a multiple of 1) ... launching 1 programs", which
+  serialises the kernel rather than fixing it; the windows overlap along another dimension."""
+  e = expect(overlapping_head_windows, [jax.ShapeDtypeStruct((1, 16, 64), F16)], mg.RaceError,
+             "o.at[0, ml.ds(g * 4, 8), :][...]",
+             "program (0, 0, 0) and program (1, 0, 0) both write o[0, 4, 0]: programs run in no fixed order,"
+             " so the result depends on timing")
+  assert "windows of 1 rows" not in e.hint and "launching 1 programs" not in e.hint
+  assert e.hint.startswith("programs (0, 0, 0) and (1, 0, 0) differ only along grid axis 0")
+  assert "no longer than the step between two programs' starts" in e.hint
+  assert "o.at[...].store(value, mask=...)" in e.hint
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(4,))
+def owned_head_windows(x, o):
+  g = ml.program_id(0)
+  mine = ml.arange(8)[:, None] < 4
+  o.at[0, ml.ds(g * 4, 8), :].store(x.at[0, ml.ds(g * 4, 8), :].load(mask=mine, other=0.0), mask=mine)
+
+
+def test_the_race_hint_followed_a_masked_store_of_the_owned_heads():
+  x = jax.random.normal(jax.random.key(0), (1, 16, 64), jnp.float32).astype(F16)
+  owned_head_windows.check(jax.ShapeDtypeStruct(x.shape, x.dtype))
+  assert (owned_head_windows(x, interpret=True) == x).all()
+
+
+# ---------------------------------------------------------------- MG401's split for ragged query rows
+@mg.mgpu_kernel(out_shape=lambda q, k: jax.ShapeDtypeStruct((64, k.shape[0]), jnp.float32), grid=(1,))
+def ragged_queries(q, k, s_out):
+  q_s = ml.smem((64, q.shape[1]))
+  k_s = ml.smem((64, q.shape[1]))
+  ml.copy(q.at[ml.ds(0, 64)], q_s)
+  for j in ml.range(k.shape[0] // 64, stages=2):
+    ml.copy(k.at[ml.ds(j * 64, 64)], k_s)
+    s_out.at[:, ml.ds(j * 64, 64)][...] = ml.dot(q_s, k_s.T)
+
+
+def test_the_split_hint_for_q_at_k_transposed_in_a_pipelined_loop_says_columns_and_names_every_part():
+  """The hint said `k_s0 and k_s1 loaded by windows of 64 rows`: k_s's split is by columns (the
+  head_dim, K of q @ k.T), and head_dim 256 needs four buffers, not two."""
+  specs = [jax.ShapeDtypeStruct((100, 256), F16), jax.ShapeDtypeStruct((128, 256), F16)]
+  e = expect(ragged_queries, specs, mg.TmaLimitError, "ml.copy(q.at[ml.ds(0, 64)], q_s)",
+             "q_s is tiled (8, 64) for the tensor cores, so TMA copies whole tiles of q; q's dimension 0 (100)"
+             " must then be a multiple of 8")
+  assert ("(in this pipelined loop split k_s the same way, k_s0, k_s1, ... loaded from windows of 64 columns:"
+          " a buffer a pipelined loop loads is read whole)") in e.hint
+
+
+@mg.mgpu_kernel(out_shape=lambda q, k: jax.ShapeDtypeStruct((64, k.shape[0]), jnp.float32), grid=(1,))
+def ragged_queries_split(q, k, s_out):
+  q_s0, q_s1 = ml.smem((64, 64)), ml.smem((64, 64))
+  k_s0, k_s1 = ml.smem((64, 64)), ml.smem((64, 64))
+  ml.copy(q.at[ml.ds(0, 64), ml.ds(0, 64)], q_s0)
+  ml.copy(q.at[ml.ds(0, 64), ml.ds(64, 64)], q_s1)
+  for j in ml.range(k.shape[0] // 64, stages=2):
+    ml.copy(k.at[ml.ds(j * 64, 64), ml.ds(0, 64)], k_s0)
+    ml.copy(k.at[ml.ds(j * 64, 64), ml.ds(64, 64)], k_s1)
+    acc = ml.dot(q_s0, k_s0.T)
+    s_out.at[:, ml.ds(j * 64, 64)][...] = ml.dot(q_s1, k_s1.T, acc)
+
+
+def test_the_split_hint_followed_for_head_dim_128():
+  q = jax.random.normal(jax.random.key(1), (100, 128), jnp.float32).astype(F16)
+  k = jax.random.normal(jax.random.key(2), (128, 128), jnp.float32).astype(F16)
+  ragged_queries_split.check(jax.ShapeDtypeStruct(q.shape, F16), jax.ShapeDtypeStruct(k.shape, F16))
+  got = ragged_queries_split(q, k, interpret=True)
+  want = q.astype(jnp.float32)[:64] @ k.astype(jnp.float32).T
+  assert jnp.allclose(got, want, rtol=1e-3, atol=1e-2)
+
+
+# ---------------------------------------------------------------- examples/attention.py's arguments
+def _attention_module():
+  import os
+  import sys
+  sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
+  import attention
+  return attention
+
+
+def test_attention_refuses_an_infinite_scale_rather_than_returning_nan():
+  import pytest
+  at = _attention_module()
+  q = jnp.ones((1, 128, 1, 64), F16)
+  with pytest.raises(ValueError, match="sm_scale must be positive and finite, got inf"):
+    at.attention(q, q, q, sm_scale=float("inf"), interpret=True)
+
+
+def test_attention_refuses_no_keys_rather_than_returning_nan():
+  """The reference gives 0 (an empty sum) and the kernels NaN (0 / 0): neither is a softmax."""
+  import pytest
+  at = _attention_module()
+  q, kv = jnp.ones((1, 128, 1, 64), F16), jnp.ones((1, 0, 1, 64), F16)
+  with pytest.raises(ValueError, match=r"k and v have no keys \(kv seq length 0\) for 128 queries"):
+    at.attention(q, kv, kv, interpret=True)
+
+
+def test_attention_names_a_config_of_the_wrong_type():
+  import pytest
+  at = _attention_module()
+  q = jnp.ones((1, 128, 1, 64), F16)
+  with pytest.raises(TypeError, match=r"config must be a Config \(Config\(bq=..., ...\)\), got dict"):
+    at.attention(q, q, q, config=dict(bq=128), interpret=True)
