@@ -288,8 +288,8 @@ def paged_attention(q, k_pages, v_pages, block_tables, lengths, *, splits=None, 
                     tokens=64, q_regs=True, fused_combine=True, longest_first=None, interpret=False):
   """Decode attention: q (batch, heads, head_dim) over pages (kv_heads, pages, page_size, head_dim).
 
-  `tensor_cores` (default: when several query heads share a kv head) puts each kv head's query
-  heads in one tensor-core tile; otherwise each token slot's softmax runs on the CUDA cores.
+  `tensor_cores` (default: when several query heads share a kv head, in float16 or bfloat16 with a
+  head_dim of a multiple of 64) puts each kv head's query heads in one tensor-core tile; otherwise each token slot's softmax runs on the CUDA cores.
   Cache slots past a sequence's length are multiplied by zero, so they must hold finite values
   on the tensor-core path (a freshly allocated cache may not: zero it). `fused_combine`
   (tensor-core path): the splits are
@@ -324,8 +324,14 @@ def paged_attention(q, k_pages, v_pages, block_tables, lengths, *, splits=None, 
                      f" sequence ({pages})")
   if splits is not None:
     splits = int(splits)
+  # ml.dot takes 16-bit operands from registers (p) and a K (head_dim) of a multiple of 128 bytes
+  mma_ok = jnp.dtype(k_pages.dtype) in (jnp.float16, jnp.bfloat16) and d % 64 == 0
   if tensor_cores is None:
-    tensor_cores = group > 1
+    tensor_cores = group > 1 and mma_ok
+  if tensor_cores and not mma_ok:
+    raise ValueError(f"paged_attention: the tensor-core path takes float16 or bfloat16 pages with a head_dim of a"
+                     f" multiple of 64, got {jnp.dtype(k_pages.dtype).name} and head_dim {d}: pass"
+                     f" tensor_cores=False")
   if tensor_cores and group > ROWS:
     raise ValueError(f"paged_attention: the tensor-core path takes at most {ROWS} query heads a kv head, got"
                      f" {group} ({heads} heads, {kv_heads} kv heads): pass tensor_cores=False")

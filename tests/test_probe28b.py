@@ -122,3 +122,29 @@ def test_attention_names_a_config_of_the_wrong_type():
   q = jnp.ones((1, 128, 1, 64), F16)
   with pytest.raises(TypeError, match=r"config must be a Config \(Config\(bq=..., ...\)\), got dict"):
     at.attention(q, q, q, config=dict(bq=128), interpret=True)
+
+
+# ---------------------------------------------------------------- examples/paged_attention.py's head_dim
+def _paged_module():
+  _attention_module()          # puts examples/ on the path
+  import paged_attention
+  return paged_attention
+
+
+def test_paged_attention_of_grouped_heads_with_head_dim_96_takes_the_cuda_core_path():
+  """The default path for grouped-query heads (the tensor cores) failed with MG501 inside the
+  example's kernel for a head_dim that is not a multiple of 64; the CUDA-core path computes it."""
+  pa = _paged_module()
+  q, kp, vp, bt, ln = pa.make_inputs(jax.random.key(3), 2, 4, 2, 96, 16, 4, F16)
+  got = pa.paged_attention(q, kp, vp, bt, ln, interpret=True)
+  want = pa.reference(q, kp, vp, bt, ln)
+  assert jnp.allclose(got.astype(jnp.float32), want.astype(jnp.float32), rtol=2e-3, atol=2e-3)
+
+
+def test_paged_attention_on_the_tensor_cores_names_the_head_dim_it_cannot_take():
+  import pytest
+  pa = _paged_module()
+  q, kp, vp, bt, ln = pa.make_inputs(jax.random.key(3), 1, 4, 2, 32, 16, 4, F16)
+  with pytest.raises(ValueError, match=r"tensor-core path takes float16 or bfloat16 pages with a head_dim of a"
+                                       r" multiple of 64, got float16 and head_dim 32: pass tensor_cores=False"):
+    pa.paged_attention(q, kp, vp, bt, ln, tensor_cores=True, interpret=True)
