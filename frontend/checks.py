@@ -699,9 +699,13 @@ def check_tiled_starts(kernel: ir.Kernel, defs: dict, facts: Facts) -> None:
         continue
       buf = _root(defs, smem).name or "this buffer"
       hint = f"start windows at multiples of {t} (e.g. i * {view.index[d].size})"
+      rows = d == kept[-2] and o.dst is smem and len(kept) >= 2
       if not seen:
         hint += f"; if the start always is one, say so: ml.ds(ml.multiple_of(start, {t}), {view.index[d].size})"
-      elif d == kept[-2] and o.dst is smem and len(kept) >= 2:
+        if rows:               # a start read from data (cu_seqlens): buffers one tile wide take any row
+          hint += (f"; where it may not be one, "
+                   f"{split_load(kernel, defs, _root(defs, smem), view.ref, tiled)}")
+      elif rows:
         # a window shifted off the tile rows (a convolution's taps): buffers one tile wide take any row
         hint = (f"the window starts inside a tile in some program, so no promise makes it whole tiles;"
                 f" {split_load(kernel, defs, _root(defs, smem), view.ref, tiled)}")

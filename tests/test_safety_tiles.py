@@ -63,7 +63,12 @@ def rows_from_data(a, b, offs, out):
 def test_a_window_start_from_data_must_be_promised():
   expect(rows_from_data, [S((128, 128), F16), S((128, 64), F16), S((128,), I32)], mg.TmaLimitError,
          "ml.copy(a.at", "a_s is tiled (8, 64) for the tensor cores, so TMA copies whole tiles of a; the"
-         " start of a.at[ml.ds(start, 64)] in dimension 0 is not provably a multiple of 8", hint=TILE_HINT)
+         " start of a.at[ml.ds(start, 64)] in dimension 0 is not provably a multiple of 8",
+         hint=TILE_HINT + "; where it may not be one, load a into 2 separate buffers one tile (64 columns) wide,"
+         " which TMA fills with any number of rows from any row: a_s0 = ml.smem((64, 64)) filled from the same"
+         " window of a with ml.ds(0, 64) as its last index, a_s1 with ml.ds(64, 64), and sum one ml.dot per"
+         " buffer: acc = ml.dot(a_s0, b_s.at[ml.ds(0, 64)]), then acc = ml.dot(a_s1, b_s.at[ml.ds(64, 64)], acc)"
+         " (a window of a_s's columns cannot be a TMA destination)")
 
 
 @mg.mgpu_kernel(out_shape=lambda a, b, offs: S((64, 64), F32))
