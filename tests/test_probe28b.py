@@ -148,3 +148,99 @@ def test_paged_attention_on_the_tensor_cores_names_the_head_dim_it_cannot_take()
   with pytest.raises(ValueError, match=r"tensor-core path takes float16 or bfloat16 pages with a head_dim of a"
                                        r" multiple of 64, got float16 and head_dim 32: pass tensor_cores=False"):
     pa.paged_attention(q, kp, vp, bt, ln, tensor_cores=True, interpret=True)
+
+
+# ---------------------------------------------------------------- MG401 for a start read from data
+@mg.mgpu_kernel(out_shape=lambda q, k, cu: jax.ShapeDtypeStruct((64, 64), jnp.float32), grid=(1,))
+def packed_queries(q, k, cu, s_out):
+  q_s = ml.smem((64, q.shape[1]))
+  k_s = ml.smem((64, q.shape[1]))
+  ml.copy(q.at[ml.ds(cu[1], 64)], q_s)                     # a sequence of a packed batch
+  ml.copy(k.at[ml.ds(0, 64)], k_s)
+  s_out[...] = ml.dot(q_s, k_s.T)
+
+
+def test_a_tiled_window_starting_at_a_value_read_from_data_is_offered_buffers_one_tile_wide():
+  """The hint offered only ml.multiple_of, which a cu_seqlens offset does not keep (interpret mode
+  then fails): buffers one tile wide take a window from any row."""
+  specs = [jax.ShapeDtypeStruct((104, 128), F16), jax.ShapeDtypeStruct((64, 128), F16),
+           jax.ShapeDtypeStruct((3,), jnp.int32)]
+  e = expect(packed_queries, specs, mg.TmaLimitError, "ml.copy(q.at[ml.ds(cu[1], 64)], q_s)",
+             "q_s is tiled (8, 64) for the tensor cores, so TMA copies whole tiles of q; the start of"
+             " q.at[ml.ds(cu[1], 64)] in dimension 0 is not provably a multiple of 8")
+  assert "if the start always is one, say so: ml.ds(ml.multiple_of(start, 8), 64)" in e.hint
+  assert ("; where it may not be one, load q into 2 separate buffers one tile (64 columns) wide, which TMA"
+          " fills with any number of rows from any row") in e.hint
+
+
+@mg.mgpu_kernel(out_shape=lambda q, k, cu: jax.ShapeDtypeStruct((64, 64), jnp.float32), grid=(1,))
+def packed_queries_split(q, k, cu, s_out):
+  q_s0, q_s1 = ml.smem((64, 64)), ml.smem((64, 64))
+  k_s = ml.smem((64, q.shape[1]))
+  ml.copy(q.at[ml.ds(cu[1], 64), ml.ds(0, 64)], q_s0)
+  ml.copy(q.at[ml.ds(cu[1], 64), ml.ds(64, 64)], q_s1)
+  ml.copy(k.at[ml.ds(0, 64)], k_s)
+  acc = ml.dot(q_s0, k_s.at[:, ml.ds(0, 64)].T)
+  s_out[...] = ml.dot(q_s1, k_s.at[:, ml.ds(64, 64)].T, acc)
+
+
+def test_the_packed_query_hint_followed():
+  q = jax.random.normal(jax.random.key(1), (100, 128), jnp.float32).astype(F16)
+  k = jax.random.normal(jax.random.key(2), (64, 128), jnp.float32).astype(F16)
+  cu = jnp.array([0, 13, 100], jnp.int32)
+  specs = [jax.ShapeDtypeStruct(x.shape, x.dtype) for x in (q, k, cu)]
+  packed_queries_split.check(*specs)
+  got = packed_queries_split(q, k, cu, interpret=True)
+  want = q.astype(jnp.float32)[13:77] @ k.astype(jnp.float32).T
+  assert jnp.allclose(got, want, rtol=1e-3, atol=1e-2)
+
+
+# ---------------------------------------------------------------- fp8 attention's p @ v from registers
+F8 = jnp.float8_e4m3fn
+
+
+def _fp8_attention(bkv, v_transposed, p_in_smem):
+  @mg.mgpu_kernel(out_shape=lambda q, k, v: jax.ShapeDtypeStruct((64, q.shape[1]), jnp.float32), grid=(1,))
+  def fp8_attention(q, k, v, o):
+    d = q.shape[1]
+    q_s, k_s = ml.smem((64, d)), ml.smem((bkv, d))
+    v_s = ml.smem((d, bkv)) if v_transposed else ml.smem((bkv, d))
+    ml.copy(q, q_s)
+    ml.copy(k, k_s)
+    ml.copy(v, v_s)
+    s = ml.dot(q_s, k_s.T) * 0.1
+    p = ml.exp(s - ml.max(s, axis=1)[:, None])
+    if p_in_smem:
+      p_s = ml.smem((64, bkv), F8)
+      p_s[...] = p.astype(F8)
+      acc = ml.dot(p_s, v_s.T if v_transposed else v_s)
+    else:
+      acc = ml.dot(p.astype(F8), v_s.T if v_transposed else v_s)
+    o[...] = acc / ml.sum(p, axis=1)[:, None]
+  return fp8_attention
+
+
+def test_an_fp8_register_operand_hint_names_what_else_an_fp8_dot_needs():
+  """The hint's SMEM buffer of p, (64, 64), then met MG501 twice: an 8-bit k must be 128 elements
+  and v, stored (k, n), must be K-major."""
+  kernel = _fp8_attention(64, False, False)
+  specs = [jax.ShapeDtypeStruct((64, 128), F8)] * 2 + [jax.ShapeDtypeStruct((64, 128), F8)]
+  e = expect(kernel, specs, mg.UnsupportedDtypeError, "ml.dot(p.astype(F8)",
+             "ml.dot takes operand a from registers in bfloat16 or float16 only, got p.astype(F8)"
+             " (float8_e4m3fn)", nth=0)
+  assert e.hint.endswith("; an 8-bit dot also needs k a multiple of 128 (128 bytes of 8-bit elements; here 64)"
+                         " and b K-major: load v_s's tile as (n, k) and pass v_s.T")
+
+
+def test_the_fp8_hint_followed():
+  kernel = _fp8_attention(128, True, True)
+  ks = jax.random.split(jax.random.key(0), 3)
+  q = (jax.random.normal(ks[0], (64, 128)) * 2).astype(F8)
+  k = (jax.random.normal(ks[1], (128, 128)) * 2).astype(F8)
+  v = jax.random.normal(ks[2], (128, 128)).astype(F8)
+  kernel.check(*[jax.ShapeDtypeStruct(x.shape, x.dtype) for x in (q, k, v.T)])
+  got = kernel(q, k, v.T, interpret=True)
+  s = q.astype(jnp.float32) @ k.astype(jnp.float32).T * 0.1
+  p = jnp.exp(s - s.max(axis=1, keepdims=True))
+  want = (p.astype(F8).astype(jnp.float32) @ v.astype(jnp.float32)) / p.sum(axis=1, keepdims=True)
+  assert float(jnp.linalg.norm(got - want) / jnp.linalg.norm(want)) < 2e-2

@@ -81,9 +81,23 @@ def _register_a(cx, a, d, b=None):
             f" buf[...] = <the tile>; ml.dot(buf, ...) (a tile read from SMEM: pass that buffer itself)"
             if d.bits == 8 else _tf32_hint(a, b) if _is_f32(b) else
             f"convert it to b's dtype: ml.dot({_unconverted(a.name or 'a')}.astype(jnp.{_b_dtype(b)}), ...)")
+    if d.bits == 8:
+      hint += _eight_bit_needs(a, b)
     raise E.UnsupportedDtypeError(
         f"ml.dot takes operand a from registers in {names} only, got {a.name or 'a'} ({d})", cx.loc,
         hint=hint)
+
+
+def _eight_bit_needs(a, b) -> str:
+  """What else an 8-bit dot from SMEM takes that this one lacks (fp8 attention's p @ v: a k of 64
+  keys, v stored (k, n)), so the buffer the hint suggests is not met by the next error."""
+  needs = []
+  if a.type.shape[1] % 128:
+    needs.append(f"k a multiple of 128 (128 bytes of 8-bit elements; here {a.type.shape[1]})")
+  if is_value(b) and isinstance(b.type, RefType) and not b.type.transposed:
+    name = b.name if (b.name or "").isidentifier() else "b_s"
+    needs.append(f"b K-major: load {name}'s tile as (n, k) and pass {name}.T")
+  return "; an 8-bit dot also needs " + " and ".join(needs) if needs else ""
 
 
 def _is_f32(b) -> bool:
