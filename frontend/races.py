@@ -135,6 +135,10 @@ def own_window(name, shape, grid):
   """The hint for programs writing one element: a window of `name` a program, sized so the
   programs along grid axis 0 split its first dimension (a fixed 128 ran past small outputs)."""
   n = grid[0] if grid else 1
+  if shape and n > shape[0] > 0:      # fewer rows than programs (a (1, heads, d) output): no row split
+    return (f"give each program its own window of {name}: the windows two programs write overlap; make each"
+            f" no longer than the step between two programs' starts, or write only the elements a program owns"
+            f" with a masked store from registers, {name}.at[...].store(value, mask=...)")
   if shape and n > 1 and shape[0] > 0:
     # a register tensor needs a multiple of 8 elements (1-D) or of 128: a tile of `step` rows does
     step = 8 if len(shape) == 1 else 128 // math.gcd(128, math.prod(shape[1:]) or 1)

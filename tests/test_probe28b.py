@@ -33,6 +33,25 @@ def test_a_race_on_an_output_with_fewer_rows_than_programs_hints_at_the_windows_
   assert "o.at[...].store(value, mask=...)" in e.hint
 
 
+@mg.mgpu_kernel(out_shape=lambda x, starts: x, grid=(3,))
+def head_windows_from_data(x, starts, o):
+  g = ml.program_id(0)
+  o.at[0, ml.ds(starts[g], 8), :][...] = x.at[0, ml.ds(starts[g], 8), :][...]
+
+
+def test_interpret_mode_s_race_hint_on_an_output_with_fewer_rows_than_programs():
+  """The same hint in interpret mode, where windows from data meet (own_window)."""
+  import pytest
+  x = jnp.ones((1, 16, 64), F16)
+  with pytest.raises(mg.RaceError) as info:
+    head_windows_from_data(x, jnp.array([0, 4, 8], jnp.int32), interpret=True)
+  assert "windows of 1 rows" not in info.value.hint and "launching 1 programs" not in info.value.hint
+  assert info.value.hint.startswith("give each program its own window of o: the windows two programs write"
+                                    " overlap; make each no longer than the step between two programs' starts,"
+                                    " or write only the elements a program owns with a masked store from"
+                                    " registers, o.at[...].store(value, mask=...)")
+
+
 @mg.mgpu_kernel(out_shape=lambda x: x, grid=(4,))
 def owned_head_windows(x, o):
   g = ml.program_id(0)
