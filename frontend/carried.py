@@ -11,6 +11,7 @@ from .builder import Call
 from .dtypes import DType
 from .infer import unify
 from .ops import elementwise as ew
+from .ops.elementwise_checks import python_int_range
 from .ops.base import Num, a_an, is_value, kind_of, value_words
 from .types import RefType, ScalarType, TensorType, dtype_name
 
@@ -49,7 +50,7 @@ def weak_dtype(v, other):
   k = ew.weak_kind(other.type.dtype)
   if k != ("float" if isinstance(v, float) else "int"):
     return None
-  lo, hi, _ = ew.python_int_range(other.type.dtype)
+  lo, hi, _ = python_int_range(other.type.dtype)
   if isinstance(v, int) and not lo <= v <= hi:
     return None
   return other.type.dtype

@@ -21,7 +21,7 @@ from .env import POISON, Unbound as _Unbound, assigned_names
 from .ops import control as ctl
 from .ops import elementwise as ew
 from .ops.base import Num, is_value, value_words
-from .ops.elementwise import check_python_int
+from .ops.elementwise_checks import check_python_int, method_on
 from .ops.memory import index_operand
 from .types import RefType, ScalarType, TensorType, dtype_name, resolve
 
@@ -135,13 +135,13 @@ def trace_for(tracer, node: ast.For):
   kinds = {x.type.dtype for x in bounds if isinstance(x, ir.Value)}
   counter = DType.u32 if DType.u32 in kinds else DType.i32   # uint32 bounds past 2**31 count unsigned
   if counter == DType.u32 and (len(kinds) > 1 or stages > 1):
-    u = [ew.method_on(x.name or "n") for x in bounds if isinstance(x, ir.Value) and x.type.dtype == DType.u32]
+    u = [method_on(x.name or "n") for x in bounds if isinstance(x, ir.Value) and x.type.dtype == DType.u32]
     i32 = [x.name or "i" for x in bounds if isinstance(x, ir.Value) and x.type.dtype == DType.i32]
     raise E.KernelTypeError(
         "this loop's run-time bounds are uint32" + (" and int32" if len(kinds) > 1 else "")
         + (": a pipelined loop counts in int32" if stages > 1 else ": a loop counts in one integer type"),
         tracer.loc(it), hint=f"convert the bounds to one type: {u[0]}.astype(jnp.int32) (values below 2**31)"
-                             + ("" if stages > 1 else f", or make every bound uint32 ({ew.method_on(i32[0])}"
+                             + ("" if stages > 1 else f", or make every bound uint32 ({method_on(i32[0])}"
                                                       f".astype(jnp.uint32), of values of at least 0)"
                                 if i32 else ", or make every bound uint32"))
   if isinstance(step, int) and step <= 0:

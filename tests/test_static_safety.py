@@ -12,7 +12,7 @@ import pytest
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
-from mgpu_dsl.frontend.ops import elementwise
+from mgpu_dsl.frontend.ops import elementwise_checks
 from mgpu_dsl.frontend.dtypes import DType
 from locate import builds, expect, where  # noqa: F401
 
@@ -166,7 +166,7 @@ def test_scalar_cast_between_floats_of_one_width_is_rejected():
     (DType.bool_, DType.f32, False, True), (DType.i32, DType.f8e4m3, True, False),   # no scalar f8 on the GPU
 ], ids=str)
 def test_cast_table(src, dst, scalar, ok):
-  assert (elementwise.cast_problem(src, dst, scalar=scalar) is None) == ok
+  assert (elementwise_checks.cast_problem(src, dst, scalar=scalar) is None) == ok
 
 
 @mg.mgpu_kernel(out_shape=lambda x: x)

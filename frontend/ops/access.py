@@ -23,6 +23,7 @@ from ..infer import unify
 from ..ir import Access, LayoutRule, Traits
 from ..types import ScalarType, Space, TensorType, dtype_name, resolve
 from . import elementwise as ew
+from .elementwise_checks import check_python_int
 from .base import Num, a_an, builtin, is_ref, is_scalar, is_tensor, is_value, kind_of, one_element
 from .memory import bool_ref_error, load, store
 
@@ -107,7 +108,7 @@ def scalar_store(cx, ref, value):
         f"cannot store {value.name or 'a boolean scalar'} (bool) into {what} ({t.space},"
         f" {dtype_name(t.dtype)}): no implicit conversion", cx.loc,
         hint=f"make it a number: ml.where({cx.named(value, 'cond')}, 1, 0)")
-  ew.check_python_int(cx, value, t.dtype, f"the store into {what}")
+  check_python_int(cx, value, t.dtype, f"the store into {what}")
   if is_value(value) and unify(t.dtype, value.type.dtype, cx.loc, f"store into {what}") is None:
     raise E.StoreDtypeError(
         f"cannot store {value.name or 'a scalar'} ({dtype_name(value.type.dtype)}) into {what}"
@@ -192,7 +193,7 @@ def load_(cx, ref, mask=None, other=0):
                             cx.loc, hint="other=0.0")
   if isinstance(other, int) and isinstance(dt := resolve(d), DType) and dt.is_int:
     lo, hi = dt.int_range
-    ew.check_python_int(cx, other, d, "ml.load's other", hint=_int_other_hint(other, dtype_name(d), lo, hi))
+    check_python_int(cx, other, d, "ml.load's other", hint=_int_other_hint(other, dtype_name(d), lo, hi))
   return _masked_read(cx, ref, mask, other)
 
 

@@ -1,5 +1,7 @@
 """Elementwise math: the ops (constants, arithmetic, comparisons, math functions, casts, fills,
-iotas) and their type rules; the `ml.` builtins that call them are in elementwise_fns.py.
+iotas) and their type rules (promotion, weak Python numbers, 8-bit values widened, one-element
+folding); the dtype checks and the hints' wording are in elementwise_checks.py, the `ml.` builtins
+that call them in elementwise_fns.py.
 
 Operands of different shapes broadcast as in NumPy (frontend/ops/shape.py inserts
 the `Broadcast`); Python numbers are weakly typed (they take the dtype of the
@@ -17,12 +19,14 @@ from .. import errors as E
 from .. import hw
 from .. import ir
 from ..dtypes import DType, FLOAT8, INDEX, PY_FLOAT
-from .arith_hints import divisor_guard, pointer_hint, unsigned_hint
+from .arith_hints import divisor_guard, unsigned_hint
 from ..infer import unify
 from ..ir import LayoutRule, Traits
 from ..types import DTypeVar, ScalarType, TensorType, dtype_name, resolve
-from .base import Num, a_an, check_register_value, is_ref, is_value, kind_of, one_element, static_shape
+from .base import Num, a_an, check_register_value, is_value, kind_of, one_element, static_shape
 from .promotion import exact_in, jnp_result
+from .elementwise_checks import (_call_args, _check_integer_meets_float, _check_pointer_arithmetic, _convert_hint,
+                                 _python_math_hint, cast_problem, check_dtype_support, check_python_int, method_on)
 
 # Elementwise lowering works on each warpgroup's own rows as on a whole tensor: splits=True.
 PURE_ELEMENTWISE = Traits(layout=LayoutRule.ELEMENTWISE, pure=True, splits=True)
@@ -163,49 +167,6 @@ def constant(cx, value, dtype=None):
   return cx.b.emit(Constant, value, loc=cx.loc, types=[ScalarType(dtype)]).result
 
 
-def check_python_int(cx, value, dtype, what, hint=None):
-  """A Python int that meets a kernel value must fit in 32 bits, as in JAX (whose Python ints
-  are int32 without x64): int32's range, or uint32's for an unsigned operand. Narrower integer
-  types then wrap, as jnp's do. Before this check, 2**32 + 5 silently became 5."""
-  if not isinstance(value, int) or isinstance(value, bool):
-    return
-  d = resolve(dtype) if dtype is not None else INDEX
-  if isinstance(d, DType) and d.is_float:       # converted to the float type, as a float would be
-    return
-  lo, hi, kind = python_int_range(d)
-  if not lo <= value <= hi:
-    raise E.KernelTypeError(
-        f"{what} uses the Python int {value}, which does not fit in {kind}: kernels compute in"
-        f" {kind[-2:]} bits (a larger constant would silently lose its high bits)", cx.loc,
-        hint=hint or "use a constant in range, or a float (e.g. float(...)) if you meant floating point")
-
-
-def python_int_range(d):
-  """(lo, hi, name) of the Python ints that may meet a value of integer dtype `d`."""
-  if d == DType.u32:          # (narrower unsigned types take int32's range, as jnp's Python ints, then wrap)
-    return -2 ** 31, 2 ** 32 - 1, "uint32"
-  if d == DType.i64:                             # an int64 operand (jax_enable_x64) takes 64-bit ones
-    return -2 ** 63, 2 ** 63 - 1, "int64"
-  return -2 ** 31, 2 ** 31 - 1, "int32"
-
-
-def _check_pointer_arithmetic(cx, a, b):
-  """Triton's `x_ptr + offsets`: a ref plus a tensor of integer offsets. Refs are not
-  pointers; a window of one is what Triton's offsets describe."""
-  from .base import is_tensor
-  ref, off = (a, b) if is_ref(a) else (b, a)
-  if not (is_ref(ref) and is_tensor(off)):
-    return
-  d = resolve(off.type.dtype)
-  if not (isinstance(d, DType) and d.is_int):
-    return
-  name = ref.name or "x"
-  raise E.KernelTypeError(
-      f"+ works on register values, got {name} ({ref.type.space} ref) plus integer offsets: a ref is"
-      f" not a pointer, so offsets are not added to it", cx.loc,
-      hint=pointer_hint(name, off))
-
-
 def common(cx, a, b, what):
   """(operands, shape, dtype) of a binary op: tensors broadcast to one shape, weak
   Python numbers take the other side's dtype."""
@@ -300,20 +261,6 @@ def weak_to(cx, w, other):
   return astype(cx, w, do)
 
 
-def _convert_hint(names, da, db) -> str:
-  """Convert the side jnp would widen (an integer meeting a float, the narrower of two), never
-  the side that would lose values (a float scale truncated to int32 gives zeros)."""
-  from .promotion import jnp_result
-  want = jnp_result(da, db) if isinstance(da, DType) and isinstance(db, DType) else None
-  if want is None or want not in (da, db):
-    if want is None:
-      return f"convert one side explicitly, e.g. {method_on(names[1])}.astype(jnp.{dtype_name(da)})"
-    return (f"convert both sides to the dtype jnp would compute in: {method_on(names[0])}.astype(jnp.{dtype_name(want)})"
-            f" and {method_on(names[1])}.astype(jnp.{dtype_name(want)})")
-  side, to = (names[1], da) if want == da else (names[0], db)
-  return f"convert one side explicitly, e.g. {method_on(side)}.astype(jnp.{dtype_name(to)})"
-
-
 def _typed_number_dtype(cx, py, d, py_name, name, what):
   """A NumPy or JAX scalar (jnp.float32(c)) keeps its dtype, as in jnp: None where jnp computes
   in the register value's dtype `d` (the scalar is then a constant of it), else the dtype jnp
@@ -342,49 +289,6 @@ def _typed_number_dtype(cx, py, d, py_name, name, what):
       hint=(f"write the Python number {text} to compute in {dtype_name(d)}, or convert the value:" if fits else
             f"{text} is outside {dtype_name(d)}: convert the value:")
            + f" {method_on(name)}.astype(jnp.{dtype_name(to)})")
-
-
-def method_on(text: str) -> str:
-  """`text` as the receiver of a method call: `v`, `ml.mean(v)`, but `(a + b)`."""
-  import ast
-  try:
-    node = ast.parse(text, mode="eval").body
-  except SyntaxError:
-    return f"({text})"
-  return text if isinstance(node, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)) else f"({text})"
-
-
-def check_dtype_support(cx, dtype, what, *, floats_only=False, ints_only=False, bitwise=False, x=None,
-                        y=None, x_first=True):
-  """`x`: the operand, which hints name (as the user wrote it); `y`: the other operand of // or %
-  (`x_first`: in that order), which their hint for floats names too."""
-  if y is not None:
-    y = method_on(cx.named(y)) if is_value(y) else repr(y)
-  x = method_on(cx.named(x))
-  a, b = (x, y) if x_first else (y, x)
-  d = resolve(dtype)
-  if not isinstance(d, DType):
-    return
-  if bitwise and d.is_int:
-    return
-  if ints_only and d.is_float and d.bits == 8:     # & on float8: the integer rule, not the 8-bit one
-    raise E.UnsupportedDtypeError(f"{what} needs integer operands, got {d}", cx.loc,
-                                  hint=f"on the bits: ml.bitcast({x}, jnp.uint8) (a uint8 result {what} works on)")
-  if d not in hw.ARITH_DTYPES and d != DType.bool_:
-    raise E.UnsupportedDtypeError(
-        f"{what} is not supported on {d}: Hopper has no register arithmetic on 8-bit types", cx.loc,
-        hint=f"upcast first: {x}.astype(jnp.{'int32' if d.is_int else 'float16'}), compute, then cast back")
-  if floats_only and not d.is_float:
-    raise E.UnsupportedDtypeError(f"{what} needs a floating-point operand, got {d}", cx.loc,
-                                  hint=f"convert first: {x}.astype(jnp.float32)")
-  if ints_only and not (d.is_int or d == DType.bool_):
-    raise E.UnsupportedDtypeError(
-        f"{what} needs integer operands, got {d}", cx.loc,
-        hint=f"floor division of floats: ml.floor({a} / {b})" if what == "//" and y is not None else
-        f"the remainder of floats, as jnp's: {a} - ml.floor({a} / {b}) * {b}" if what == "%" and y is not None else
-        "floor division of floats: ml.floor(a / b)" if what == "//" else
-        "the remainder of floats, as jnp's: a - ml.floor(a / b) * b" if what == "%" else
-        f"convert first: {x}.astype(jnp.int32)")
 
 
 def _wide(d):
@@ -497,31 +401,6 @@ def binary(cx, kind: BinOp, a, b, what=None, via=()):
   return out
 
 
-def _check_integer_meets_float(cx, a, b, what):
-  """`i % 3.0`: an integer value meets a Python float, so (as in jnp) the operation is float32,
-  which // % and the bitwise ops reject; the message names the float, not the user's integer."""
-  v, py = (a, b) if is_value(a) else (b, a)
-  vd = resolve(v.type.dtype) if is_value(v) else None
-  if not (isinstance(py, float) and isinstance(vd, DType) and not vd.is_float):
-    return
-  name = method_on(cx.named(v))
-  num = repr(float(py))
-  def expr(x, y):         # in the user's order
-    return f"{x} {what} {y}" if v is a else f"{y} {what} {x}"
-  whole = py == py and abs(py) != pymath.inf and float(py).is_integer() and -2 ** 31 <= py < 2 ** 31
-  integer = f"an integer constant: {expr(name, int(py))}" if whole else None
-  if what in ("//", "%"):
-    f, n = ("a", num) if v is a else (num, "a")
-    floats = (f"ml.floor({f} / {n})" if what == "//" else f"{f} - ml.floor({f} / {n}) * {n}")
-    floats = f"convert first for a float result (as jnp's): a = {name}.astype(jnp.float32), then {floats}"
-    hint = f"{integer}, or {floats}" if integer else floats
-  else:
-    hint = integer or f"use an integer constant, e.g. {expr(name, int(py) if abs(py) < 2 ** 31 else 1)}"
-  raise E.UnsupportedDtypeError(
-      f"{what} needs integer operands: {cx.named(v)} is {dtype_name(vd)} but {num} is a float (an integer"
-      f" value meeting a Python float computes in float32)", cx.loc, hint=hint)
-
-
 def compare(cx, kind: CmpOp, a, b):
   folded = _fold_one_element(cx, (a, b), lambda sa, sb: compare(cx, kind, sa, sb))
   if folded is not None:
@@ -559,40 +438,6 @@ def unary(cx, kind: UnOp, x):
   else:
     check_dtype_support(cx, x.type.dtype, what, floats_only=kind.value.floats_only, x=x)
   return cx.b.emit(Unary, kind, x, loc=cx.loc, types=[x.type], names=[cx.name]).result
-
-
-# What computes ml.<f> of a Python number in Python ({} is the argument's text).
-_PYTHON_MATH = {"exp": "math.exp({})", "exp2": "2.0 ** {}", "log": "math.log({})", "log2": "math.log2({})",
-                "sqrt": "math.sqrt({})", "rsqrt": "1 / math.sqrt({})", "tanh": "math.tanh({})",
-                "sin": "math.sin({})", "cos": "math.cos({})", "erf": "math.erf({})", "abs": "abs({})",
-                "floor": "math.floor({})", "ceil": "math.ceil({})", "trunc": "math.trunc({})",
-                "round": "round({})"}
-
-
-def _python_math_hint(cx, kind, x) -> str:
-  """`math.log2(0.9)` for `ml.log2(0.9)`: computed while tracing, it is a Python number that
-  then meets register values as any number does (`ml.exp2(t * math.log2(0.9))`)."""
-  name = kind.value.name
-  text = cx.text or ""
-  arg = text[text.index("(") + 1:-1] if text.startswith(f"ml.{name}(") and text.endswith(")") else repr(x)
-  if "," in arg or "=" in arg:
-    arg = repr(x)
-  form = _PYTHON_MATH.get(name, "math." + name + "({})")
-  if form.startswith("2.0 **") and not arg.replace(".", "").isalnum():
-    arg = f"({arg})"
-  return f"compute it in Python while the kernel is traced: {form.format(arg)} (import math)"
-
-
-def _call_args(text, n):
-  """The source texts of the `n` positional arguments of the call `text`, or None."""
-  import ast
-  try:
-    call = ast.parse(text, mode="eval").body
-  except SyntaxError:
-    return None
-  if not isinstance(call, ast.Call) or len(call.args) != n:
-    return None
-  return tuple(ast.unparse(a) for a in call.args)
 
 
 def where_(cx, cond, a, b):
@@ -635,25 +480,6 @@ def where_(cx, cond, a, b):
   # All scalars (a run-time condition between scalars or numbers): a scalar select.
   rtype = ScalarType(dt) if shape is None else TensorType(shape, dt)
   return cx.b.emit(Where, cond, a, b, loc=cx.loc, types=[rtype], names=[cx.name]).result
-
-
-def cast_problem(src: DType, dst: DType, *, scalar: bool) -> str | None:
-  """Why Mosaic GPU cannot convert `src` to `dst` (None if it can).
-
-  lowering/compat.py bridges narrow float <-> float and 8-bit <-> float
-  conversions through f32; what is left are the pairs below.
-  """
-  if dst == DType.bool_:       # (no Cast op to bool: astype makes it the comparison x != 0)
-    return "casting to bool is not supported"
-  if scalar and (src in FLOAT8 or dst in FLOAT8):
-    # The GPU's pass pipeline has no scalar 8-bit float conversion (arith.truncf/extf to f8
-    # fails to translate; tensors use the paired cvt.satfinite instructions).
-    return f"scalars cannot be converted {'from' if src in FLOAT8 else 'to'} 8-bit floats on the GPU"
-  if scalar and src.is_float and dst.is_float and src != dst and src.bits == dst.bits:
-    return f"scalars convert between floats of one width ({src} -> {dst}) only through float32"
-  if not scalar and dst in FLOAT8 and src.is_int and src.bits > 8:
-    return f"Mosaic GPU converts {src} to 8-bit floats only through float32"
-  return None
 
 
 def astype(cx, x, dtype):

@@ -12,8 +12,8 @@ from ..dtypes import DType, FLOAT8, INDEX, PY_FLOAT
 from ..types import TensorType, dtype_name, resolve
 from .base import builtin, check_register_value, dtype_arg, is_value, kind_of
 from .arith_hints import divisor_guard
-from .elementwise import (Arange, BinOp, Cast, CmpOp, UnOp, _like, astype, binary, check_dtype_support, compare,
-                          full_, method_on, unary, where_)
+from .elementwise import Arange, BinOp, Cast, CmpOp, UnOp, _like, astype, binary, compare, full_, unary, where_
+from .elementwise_checks import check_dtype_support, method_on
 
 _ARANGE_DTYPES = frozenset(d for d in DType if d.is_int) | {DType.f32, DType.f16, DType.bf16}
 

@@ -23,6 +23,7 @@ from ..dtypes import DType
 from ..ir import Access, LayoutRule, Traits
 from ..types import Space, TensorType, dtype_name, resolve
 from . import elementwise as ew
+from .elementwise_checks import method_on
 from .elementwise_fns import arange
 from .atomic import AtomicKind, AtomicUpdate, check_dtype, check_target, identity
 from .base import Num, is_scalar, is_tensor, is_value, kind_of
@@ -205,7 +206,7 @@ def _plan(cx, ref, index, what):
       if resolve(i.type.dtype) == DType.i64:     # (a narrowing cast would wrap 2**32 + 5 to 5)
         raise E.KernelTypeError(
             f"{what} through int64 indices ({i.name or 'a tensor'}): kernels index in 32 bits", cx.loc,
-            hint=f"convert them: {ew.method_on(i.name or 'ids')}.astype(jnp.int32) (or clip first, where"
+            hint=f"convert them: {method_on(i.name or 'ids')}.astype(jnp.int32) (or clip first, where"
                  f" an id may exceed 2**31 - 1)")
       if resolve(i.type.dtype) not in (DType.i32, DType.u32):
         i = ew.astype(cx, i, DType.u32 if not resolve(i.type.dtype).is_signed else DType.i32)

@@ -640,7 +640,7 @@ def store(cx, ref, value):
   if rd == DType.bool_ or (isinstance(rd, DTypeVar) and resolve(value.type.dtype) == DType.bool_):
     raise bool_ref_error(cx, ref, "write")
   if unify(t.dtype, value.type.dtype, cx.loc, f"store of {value.name or 'a value'}") is None:
-    from .elementwise import method_on
+    from .elementwise_checks import method_on
     err = conflict(t.dtype, value.type.dtype, cx.loc, f"store of {value.type.dtype}",
                    stored=method_on(value.name or "value"))
     raise err or E.StoreDtypeError(

@@ -12,8 +12,8 @@ from .. import errors as E
 from ..dtypes import DType
 from ..types import ScalarType, resolve
 from .base import check_register_value, is_value
-from .elementwise import (BinOp, Constant, UnOp, astype, binary, check_dtype_support, full_,
-                          unary)
+from .elementwise import BinOp, Constant, UnOp, astype, binary, full_, unary
+from .elementwise_checks import check_dtype_support
 
 
 def _one(cx, x):

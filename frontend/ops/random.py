@@ -15,6 +15,7 @@ from ..dtypes import DType
 from ..ir import LayoutRule, Traits
 from ..types import ScalarType, TensorType, resolve
 from . import elementwise as ew
+from .elementwise_checks import method_on
 from .base import builtin, is_scalar, is_tensor, kind_of
 
 ROUNDS = 10
@@ -65,7 +66,7 @@ def _keys(cx, seed):
     raise E.KernelTypeError(
         f"a random seed must be a Python int or an integer scalar, got {kind_of(seed)}"
         + (f" ({d})" if d is not None else ""), cx.loc,
-        hint=(f"convert it: {ew.method_on(cx.named(seed, 'seed'))}.astype(jnp.int32), or pass a Python int" if d is not None
+        hint=(f"convert it: {method_on(cx.named(seed, 'seed'))}.astype(jnp.int32), or pass a Python int" if d is not None
               else "pass the seed as an ml.scalar parameter (seed: ml.scalar) or read it: seed = s[...]"))
   if d == DType.u32:
     return seed, 0

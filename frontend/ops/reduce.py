@@ -15,6 +15,7 @@ from .. import ir
 from ..dtypes import DType
 from ..types import ScalarType, TensorType, dtype_name, resolve
 from . import elementwise as ew
+from .elementwise_checks import method_on
 from .elementwise_fns import arange
 from .base import builtin, check_register_value, is_tensor, kind_of
 from .shape import READ_2D_FIRST, Reduce, ReduceKind, reshape_
@@ -88,7 +89,7 @@ def reduce(cx, kind: ReduceKind, x, axis, keepdims, what=None):
     res = reduce(cx, kind, x, None, False, what)
     return ew.stretch(cx, tuple(1 for i in range(len(shape)) if keepdims or i not in axes), res)
   if isinstance(d, DType) and (d == DType.bool_ or d.bits < 16):
-    src = ew.method_on(cx.named(given))
+    src = method_on(cx.named(given))
     if d.is_float and kind != ReduceKind.SUM:     # max/min of float8: along an axis only
       raise E.UnsupportedDtypeError(
           f"{what} of all of a {dtype_name(d)} tensor is not supported: the result would be an 8-bit float scalar,"
@@ -138,7 +139,7 @@ def mean(cx, x, axis=None, keepdims=False):
   if isinstance(d, DType) and d.is_float and d.bits < 16:     # as ml.sum of float8 (jnp's mean rounds in f8)
     raise E.UnsupportedDtypeError(
         f"ml.mean of {dtype_name(d)} values is not supported", cx.loc,
-        hint=f"convert first: {ew.method_on(cx.named(x))}.astype(jnp.float32)")
+        hint=f"convert first: {method_on(cx.named(x))}.astype(jnp.float32)")
   axes = _axes(cx, axis, len(x.type.shape), "ml.mean")
   n = math.prod(x.type.shape[a] for a in axes)
   if keepdims and len(axes) == len(x.type.shape):   # jnp's (1, ..., 1): the scalar mean, stretched
@@ -173,7 +174,7 @@ def _arg(cx, x, axis, kind, what):
     axis = 0                                    # as jnp: the index into the (already flat) vector
   if not is_tensor(x) or not isinstance(axis, int) or isinstance(axis, bool):
     rank = len(x.type.shape) if is_tensor(x) else 2
-    name = ew.method_on(cx.named(x, "x")) if is_tensor(x) else "x"
+    name = method_on(cx.named(x, "x")) if is_tensor(x) else "x"
     hint = f"{what}({name}, axis={rank - 1})"
     if is_tensor(x) and axis is None:           # jnp's flat index of a tile: its row, then its column
       hint = (f"the row first, then the column: i = {what}(ml.{'max' if kind == ReduceKind.MAX else 'min'}"

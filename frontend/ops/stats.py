@@ -15,6 +15,7 @@ from .. import errors as E
 from ..dtypes import DType
 from ..types import dtype_name, resolve
 from . import elementwise as ew
+from .elementwise_checks import method_on
 from .base import builtin, check_register_value, is_tensor, kind_of
 from .reduce import _axes, reduce
 from .shape import ReduceKind
@@ -30,7 +31,7 @@ def _float_operand(cx, x, what):
   if isinstance(d, DType) and d.is_float and d.bits < 16:
     raise E.UnsupportedDtypeError(
         f"{what} of {dtype_name(d)} values is not supported", cx.loc,
-        hint=f"convert first: {ew.method_on(cx.named(x))}.astype(jnp.float32)")
+        hint=f"convert first: {method_on(cx.named(x))}.astype(jnp.float32)")
   out = d if isinstance(d, DType) and d.is_float else DType.f32
   return (x if d == DType.f32 else ew.astype(cx, x, DType.f32)), out
 
