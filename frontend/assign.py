@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from . import errors as E
-from .ops import gather, memory
+from .ops import gather, memory, transfers
 from .ops.base import is_value, kind_of
 from .env import Unbound, assigned_names, read_after
 from .types import RefType, TensorType
@@ -114,8 +114,8 @@ class Assignments:
             f"gather, combine and update element by element: {name}[...] is read and written whole,"
             f" scatters only add, max or min (ml.atomic_add / ml.atomic_max / ml.atomic_min)"))
       view = memory.view(self.cx(node.target), ref, index, self.text(node.target))
-      cur = memory.load(self.cx(node), view, self.text(node.target))
-      memory.store(self.cx(node), view, self.binop(op, cur, self.eval(node.value), node))
+      cur = transfers.load(self.cx(node), view, self.text(node.target))
+      transfers.store(self.cx(node), view, self.binop(op, cur, self.eval(node.value), node))
     else:
       self.unsupported(node, "this augmented assignment target")
 
@@ -180,7 +180,7 @@ class Assignments:
       cx = self.cx(target, values=[ref, *values], operands=[target.value, *nodes])
       cx.access = "write"
       view = ref if is_whole(index) else memory.view(cx, ref, index, self.text(target))
-      memory.store(self.cx(target), view, value)
+      transfers.store(self.cx(target), view, value)
     elif isinstance(target, ast.Attribute):
       self.unsupported(target, "assigning to an attribute")
     else:

@@ -22,7 +22,7 @@ from .dtypes import DType
 from .env import POISON, PoisonedUse, Unbound, assigned_names
 from . import missing
 from .missing import missing_hint
-from .ops import METHODS, REF_METHODS, elementwise as ew, gather, memory, shape
+from .ops import METHODS, REF_METHODS, elementwise as ew, gather, memory, shape, transfers
 from .ops.base import is_tensor, is_value, kind_of, static_number, typed_number, value_words
 from .ops.index_hints import slice_step_error
 from .ops.power import power
@@ -587,7 +587,7 @@ class Tracer(Assignments, Calls, Containers, ast.NodeVisitor):
           return gather.gather(cx, base, index, name)
         cx.access = "read"
         view = base if is_whole(index) else memory.view(cx, base, index, name)
-        return memory.load(cx, view, name)
+        return transfers.load(cx, view, name)
       if is_tensor(base):
         _check_tensor_steps(cx, base, index)
         return shape.expand(cx, base, index)

@@ -25,7 +25,8 @@ from ..types import ScalarType, Space, TensorType, dtype_name, resolve
 from . import elementwise as ew
 from .elementwise_checks import check_python_int
 from .base import Num, a_an, builtin, is_ref, is_scalar, is_tensor, is_value, kind_of, one_element
-from .memory import bool_ref_error, load, store
+from .memory import bool_ref_error
+from .transfers import load, store
 
 
 @ir.op(Traits(effects=lambda o: [(o.ref, Access.REG_READ)], layout=LayoutRule.MEMORY))

@@ -1,23 +1,20 @@
-"""Memory: SMEM buffers, views, register reads and writes of refs, TMA copies, cluster refs.
+"""Memory: the memory ops (SMEM buffers, views, cluster refs, register loads and stores, TMA copies)
+and the rules of buffers and views: `ml.smem`, `ml.ds`, indices and `.at[...]` windows (checked
+against their bounds), `.T` views, `ml.cluster_ref`.
 
-The copy rules (docs/language.md, "Copies"): GMEM <-> SMEM is a TMA copy with equal element types;
-SMEM -> SMEM goes through registers; GMEM -> GMEM is rejected; a register value
-stored into a ref must have its dtype. SMEM buffers allocated without a dtype take
-it from their uses (frontend/infer.py).
+The rules that move data through refs (`ref[...]`, `ref[...] = v`, `ml.copy`) are in transfers.py.
+SMEM buffers allocated without a dtype take it from their uses (frontend/infer.py).
 """
 from __future__ import annotations
 
 import dataclasses
 
 from .. import errors as E
-from .. import hw
 from .. import ir
-from .. import tma
 from ..dtypes import DType
-from ..infer import conflict, unify
 from ..ir import Access, LayoutRule, Traits
 from ..types import DTypeVar, RefType, ScalarType, Space, TensorType, dtype_name, resolve
-from .base import Num, builtin, dtype_arg, is_ref, is_value, kind_of, one_element, static_shape
+from .base import builtin, dtype_arg, is_ref, is_value, kind_of, one_element, static_shape
 from .index_hints import (atomic_static_hint, runtime_size_error, runtime_slice_error, slice_step_error,
                           strided_ds_error, window_outside_hint)
 
@@ -570,195 +567,6 @@ def untransposed(cx, ref):
     return d.ref                    # the whole buffer (a pipelined stage is read whole, not through a view)
   return cx.b.emit(View, d.ref, d.index, loc=cx.loc, types=[RefType(t.shape[::-1], t.dtype, t.space)],
                    names=[ref.name], transpose=False).result
-
-
-def load(cx, ref, name="", merge=False, keep=None):
-  """`ref[...]` into registers (`keep`: see Load)."""
-  if is_ref(ref) and ref.type.transposed:        # buf.T[...]: the window read, then transposed
-    from .shape import transpose_tensor
-    return transpose_tensor(cx, load(cx, untransposed(cx, ref)), name)
-  check_not_transposed(cx, ref, "read")
-  t = ref.type
-  check_in_bounds(cx, ref, "read")
-  if not t.shape:
-    from .access import scalar_load
-    return scalar_load(cx, ref, name)
-  if resolve(t.dtype) == DType.bool_:
-    raise bool_ref_error(cx, ref, "read")
-  if one_element(t.shape) and not merge:
-    # one element (x.at[0:1, 0:1], a (1,) buffer): its scalar, stretched as a keepdims reduction's
-    # is (a one-element tensor is not held in registers by itself: math on it is on its scalar)
-    from .access import scalar_load
-    from .elementwise import full_
-    one = scalar_load(cx, view(cx, ref, (0,) * len(t.shape), ref.name), name)
-    return full_(cx, t.shape, one, t.dtype)
-  return cx.b.emit(Load, ref, loc=cx.loc, types=[TensorType(t.shape, t.dtype)], names=[name], merge=merge,
-                   keep=keep).result
-
-
-def store(cx, ref, value):
-  from .elementwise import full_
-  from .shape import broadcast_shape, broadcast_to_shape
-  if is_ref(ref) and ref.type.transposed:        # buf.T[...] = x: x transposed, into the window as stored
-    if is_value(value) and isinstance(value.type, TensorType):
-      from .shape import transpose_tensor
-      if value.type.shape != ref.type.shape:
-        raise E.ShapeMismatchError(
-            f"cannot store a tensor of shape {value.type.shape} into {ref.name or 'a transposed view'} of"
-            f" shape {ref.type.shape}", cx.loc, hint="store a value of the view's shape")
-      value = transpose_tensor(cx, value)
-    return store(cx, untransposed(cx, ref), value)   # (a scalar is the same either way)
-  check_not_transposed(cx, ref, "write")
-  t = ref.type
-  check_in_bounds(cx, ref, "write")
-  if not t.shape:
-    from .access import scalar_store
-    return scalar_store(cx, ref, value)
-  if one_element(t.shape):    # one element: a number, a scalar or a stretched one (keepdims)
-    from .access import scalar_store
-    from .elementwise import one_element_scalar
-    one = one_element_scalar(cx, value) if is_value(value) and isinstance(value.type, TensorType) else value
-    if one is not None and (isinstance(one, Num) or is_value(one) and isinstance(one.type, ScalarType)):
-      return scalar_store(cx, view(cx, ref, (0,) * len(t.shape), ref.name), one)
-  if isinstance(value, Num) or (is_value(value) and isinstance(value.type, ScalarType)):
-    value = full_(cx, t.shape, value, t.dtype, f"the store into {ref.name or 'this ref'}")
-  if not is_value(value) or not isinstance(value.type, TensorType):
-    raise E.KernelTypeError(f"cannot store {kind_of(value)} into {ref.name or 'a ref'}", cx.loc,
-                            hint="store a register tensor: ref[...] = other_ref[...] * 2")
-  if value.type.shape != t.shape:
-    try:
-      ok = broadcast_shape(cx, [value.type.shape, t.shape], "store", ["", ""]) == t.shape
-    except E.ShapeMismatchError:
-      ok = False
-    if not ok:
-      raise E.ShapeMismatchError(
-          f"cannot store a tensor of shape {value.type.shape} into {ref.name or 'a ref'} of shape {t.shape}",
-          cx.loc, hint="store a value of the window's shape (slice the ref with .at[...] to match), or"
-                       " broadcast it explicitly with ml.broadcast_to")
-    value = broadcast_to_shape(cx, value, t.shape)
-  rd = resolve(t.dtype)
-  if rd == DType.bool_ or (isinstance(rd, DTypeVar) and resolve(value.type.dtype) == DType.bool_):
-    raise bool_ref_error(cx, ref, "write")
-  if unify(t.dtype, value.type.dtype, cx.loc, f"store of {value.name or 'a value'}") is None:
-    from .elementwise_checks import method_on
-    err = conflict(t.dtype, value.type.dtype, cx.loc, f"store of {value.type.dtype}",
-                   stored=method_on(value.name or "value"))
-    raise err or E.StoreDtypeError(
-        f"cannot store {cx.named(value, 'a value')} ({dtype_name(value.type.dtype)}) into"
-        f" {ref.name or 'a ref'} ({t.space}, {dtype_name(t.dtype)}): no implicit conversion", cx.loc,
-        hint=f"convert explicitly: {ref.name or 'ref'}[...] = ({cx.named(value, 'value')}).astype(jnp.{dtype_name(t.dtype)})")
-  cx.b.emit(Store, ref, value, loc=cx.loc)
-
-
-@builtin
-def copy(cx, src, dst, reduce=None, *, multicast=None):
-  """Copy a ref into another of the same shape and dtype.
-
-  GMEM -> SMEM and SMEM -> GMEM use the TMA engine (asynchronously; the
-  compiler awaits a load before the buffer is first read and a store before
-  its SMEM is overwritten or the kernel ends). SMEM -> SMEM goes through
-  registers. GMEM -> GMEM is rejected: stage it through SMEM.
-
-  `reduce="add"` (or "max", "min") makes an SMEM -> GMEM copy combine with what GMEM holds,
-  atomically (the TMA engine's reduction): `ml.copy(part, out.at[...], reduce="add")`.
-
-  `multicast=axis` (a load in a warp-specialised loop, in a kernel with a cluster):
-  every CTA of the cluster along `axis` loads the same window; each fetches a share
-  and the TMA engine delivers the whole window to all of them.
-  """
-  kind = _reduce_kind(cx, src, dst, reduce)
-  for what, r in (("source", src), ("destination", dst)):
-    if not is_ref(r):
-      raise E.KernelTypeError(
-          f"ml.copy {what} must be a ref (a kernel parameter, an ml.smem buffer or a view),"
-          f" got {kind_of(r)}", cx.loc, hint="to write registers into a ref use ref[...] = value")
-  check_not_transposed(cx, src, "copy")
-  check_not_transposed(cx, dst, "copy into")
-  s, d = src.type, dst.type
-  desc = lambda v: f"{v.name or 'ref'} ({v.type.space}, {dtype_name(v.type.dtype)})"
-  if s.space == Space.GMEM and d.space == Space.GMEM:
-    raise E.CopySpaceError(
-        f"cannot copy {src.name} (GMEM) into {dst.name} (GMEM): there is no GMEM -> GMEM copy", cx.loc,
-        hint=f"stage it through SMEM: buf = ml.smem({s.shape}); ml.copy({src.name}, buf); ml.copy(buf, {dst.name})")
-  if s.shape != d.shape:
-    raise E.CopyShapeError(
-        f"cannot copy {src.name} (shape {s.shape}) into {dst.name} (shape {d.shape}): shapes differ", cx.loc,
-        hint="slice both sides to the same window with .at[...]")
-  for r, what in ((src, "copy"), (dst, "copy into")):
-    if resolve(r.type.dtype) == DType.bool_:
-      raise bool_ref_error(cx, r, what)
-  if unify(s.dtype, d.dtype, cx.loc, f"copy from {src.name}" if d.space == Space.SMEM
-           else f"copy to {dst.name}") is None:
-    var_side, other = (d, s) if isinstance(d.dtype, DTypeVar) else (s, d)
-    err = conflict(var_side.dtype, other.dtype, cx.loc, f"copy {src.name} -> {dst.name}",
-                   shape=var_side.shape)
-    smem_side = dst if d.space == Space.SMEM else src
-    want = dtype_name((s if smem_side is dst else d).dtype)     # the other side's element type
-    have = dtype_name(smem_side.type.dtype)
-    buf2 = f"buf2 = ml.smem({tuple(smem_side.type.shape)}, jnp.{want})"
-    convert = (f"{buf2}; ml.copy({src.name}, buf2); {dst.name}[...] = buf2[...].astype(jnp.{have})"
-               if smem_side is dst else
-               f"{buf2}; buf2[...] = {src.name}[...].astype(jnp.{want}); ml.copy(buf2, {dst.name})")
-    raise err or E.CopyDtypeError(
-        f"cannot copy {desc(src)} into {desc(dst)}: element types differ", cx.loc,
-        hint=f"allocate {smem_side.name} as {want} (or leave dtype out to infer it), or convert in registers"
-             f" through a {want} buffer: {convert}")
-  if s.space == Space.SMEM and d.space == Space.SMEM:
-    store(cx, dst, load(cx, src, src.name))   # through registers
-    return
-  if s.remote or d.remote:
-    raise E.ClusterRefError(
-        "TMA copies to or from another CTA's SMEM are not supported", cx.loc,
-        hint="read the peer's buffer into registers: local[...] = ml.cluster_ref(buf, cta)[...]")
-  gmem, smem_ref = (src, dst) if s.space == Space.GMEM else (dst, src)
-  tma.check_copy(cx.loc, gmem, window(cx.b, gmem), smem_ref, window(cx.b, smem_ref), store=d.space == Space.GMEM)
-  if multicast is not None:
-    _check_multicast(cx, multicast, d, dst)
-  slot = cx.b.new_load_slot() if d.space == Space.SMEM else -1
-  cx.b.emit(Copy, src, dst, slot, loc=cx.loc, reduce=kind, multicast=multicast)
-
-
-def _reduce_kind(cx, src, dst, reduce):
-  """The AtomicKind of `ml.copy(..., reduce=)`, checked: SMEM -> GMEM, a dtype the TMA reduces."""
-  if reduce is None:
-    return None
-  from . import atomic
-  names = [k.value for k in atomic.AtomicKind]
-  if reduce not in names:
-    raise E.KernelTypeError(f"ml.copy's reduce must be one of {', '.join(map(repr, names))}, got {reduce!r}",
-                            cx.loc, hint='ml.copy(buf, out.at[...], reduce="add")')
-  kind = atomic.AtomicKind(reduce)
-  if not (is_ref(src) and is_ref(dst) and src.type.space == Space.SMEM and dst.type.space == Space.GMEM):
-    raise E.CopySpaceError(
-        f"ml.copy(..., reduce={reduce!r}) combines SMEM into GMEM, but this copy goes from"
-        f" {getattr(src.type, 'space', kind_of(src))} to {getattr(dst.type, 'space', kind_of(dst))}", cx.loc,
-        hint="reduce from an ml.smem buffer into a window of an output")
-  atomic.check_target(cx, cx.b, dst, "ml.copy(..., reduce=)")
-  atomic.check_dtype(cx, kind, dst.type.dtype, hw.TMA_REDUCE, f"ml.copy(..., reduce={reduce!r})",
-                     "by the TMA engine")
-  return kind
-
-
-def _check_multicast(cx, axis, d, dst):
-  if not isinstance(axis, int) or isinstance(axis, bool) or not 0 <= axis <= 2:
-    raise E.KernelTypeError(f"multicast must be a cluster axis (0, 1 or 2), got {axis!r}", cx.loc,
-                            hint="ml.copy(b.at[...], b_s, multicast=0)")
-  if d.space != Space.SMEM:
-    raise E.ClusterRefError("only loads (GMEM -> SMEM) can be multicast", cx.loc,
-                            hint="drop multicast= from this store")
-  n = cx.b.cluster[axis]
-  if n == 1:
-    raise E.ClusterRefError(
-        f"multicast along axis {axis}, but the kernel's cluster is {cx.b.cluster}", cx.loc,
-        hint=f"launch with @mgpu_kernel(..., cluster={(1,) * axis + (2,)}) or larger along that axis"
-             + "".join(f", or multicast along axis {k}, where the cluster has {c} CTAs"
-                       for k, c in enumerate(cx.b.cluster) if c > 1)[:200])
-  rows = d.shape[0] if d.shape else 1
-  if rows % (hw.TILE_ROWS * n):
-    raise E.ClusterRefError(
-        f"a multicast load is split among the {n} CTAs along axis {axis} by rows, in {hw.TILE_ROWS}-row"
-        f" tiles, but {dst.name or 'its buffer'} has {rows} rows", cx.loc,
-        hint=f"make the window's first dimension a multiple of {hw.TILE_ROWS * n}")
 
 
 @builtin

@@ -299,7 +299,8 @@ def index_through_smem(cx, x, index):
   so the tensor goes through an SMEM scratch the compiler allocates (a store, a barrier the sync
   pass puts in, and a read of the element or the row; a column is a row of the transpose). Indices as jnp's: negative ones count from
   the end; a run-time one past either end is clamped; a static one past the end is an error."""
-  from .memory import load, store, view
+  from .memory import view
+  from .transfers import load, store
   d = resolve(x.type.dtype)
   if d == DType.bool_:
     raise E.UnsupportedDtypeError(
@@ -483,7 +484,8 @@ def concatenate(cx, xs, axis=0):
   if d == DType.bool_:
     raise E.UnsupportedDtypeError("ml.concatenate of bool tensors: the parts go through SMEM, which holds no bool",
                                   cx.loc, hint="join int8 copies: ml.concatenate([a.astype(jnp.int8), ...]) != 0")
-  from .memory import load, store, view
+  from .memory import view
+  from .transfers import load, store
   shape = list(xs[0].type.shape)
   shape[axis] = sum(x.type.shape[axis] for x in xs)
   buf = scratch(cx, shape, dt, "concatenate scratch")
