@@ -162,7 +162,6 @@ def _ragged_tiles_hint(kernel, defs, buf, array, d, t, layout, *, rows, copy) ->
   buffer's columns is no TMA destination: MG401 too.) An output cannot be padded outside the
   kernel: its out_shape can be enlarged (the result sliced afterwards), and a store goes through
   buffers one tile wide, each written from its columns of the tile and copied out on its own."""
-  from .ops.mma import Dot
   dims = array.type.shape
   output = any(p.is_output and p.value is array for p in kernel.params)
   if output:

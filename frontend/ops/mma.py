@@ -150,7 +150,7 @@ def _root(cx, ref):
 def _inner_hint(a, b, with_acc):
   """The hint for ml.dot's inner dimensions differing: b stored (n, k) wants its view b_s.T; a
   view b_s.T of a (k, n) buffer wants the buffer itself (K-major 8-bit and float32: stored (n, k))."""
-  (m, k), (k2, n) = a.type.shape, b.type.shape
+  (_, k), (k2, n) = a.type.shape, b.type.shape
   an, acc = a.name or "a", ", acc" if with_acc else ""
   if n != k:
     return "a is (m, k) and b is (k, n)"
