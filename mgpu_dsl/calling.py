@@ -480,14 +480,12 @@ def fallback_signature() -> inspect.Signature:
                             P("constexprs", P.VAR_KEYWORD)])
 
 
-def one_program_grid(loc, grid, fn) -> str:
-  """The user's grid callable with each axis that came out 0 wrapped in max(1, ...); in words
-  where its source is not one lambda."""
+def _grid_lambdas(loc, fn, rank):
+  """The user's grid callable as an ast.Lambda whose body is a tuple of `rank` axes, from the
+  decorator's line (`grid=lambda ...` written on one line) or else the callable's own source:
+  each candidate, fresh (callers rewrite it)."""
   import ast
   import inspect
-  zero = [a for a, n in enumerate(grid) if n == 0]
-  words = (f"a grid with each axis that came out 0 (axis {', '.join(map(str, zero))} of {tuple(grid)}) wrapped"
-           f" in max(1, ...), e.g. max(1, ml.cdiv(x.shape[0], 128))")
   texts = []
   if loc.end_lineno == loc.lineno:
     texts.append(loc.source_line[loc.col_offset:loc.end_col_offset].split("=", 1)[-1])
@@ -501,11 +499,21 @@ def one_program_grid(loc, grid, fn) -> str:
                if isinstance(n, ast.Lambda)]
     except SyntaxError:
       continue
-    if len(found) == 1 and isinstance(found[0].body, ast.Tuple) and len(found[0].body.elts) == len(grid):
-      lam = found[0]
-      lam.body.elts = [ast.Call(ast.Name("max", ast.Load()), [ast.Constant(1), e], []) if n == 0 else e
-                       for e, n in zip(lam.body.elts, grid)]
-      return "grid=" + ast.unparse(lam)
+    if len(found) == 1 and isinstance(found[0].body, ast.Tuple) and len(found[0].body.elts) == rank:
+      yield found[0]
+
+
+def one_program_grid(loc, grid, fn) -> str:
+  """The user's grid callable with each axis that came out 0 wrapped in max(1, ...); in words
+  where its source is not one lambda."""
+  import ast
+  zero = [a for a, n in enumerate(grid) if n == 0]
+  words = (f"a grid with each axis that came out 0 (axis {', '.join(map(str, zero))} of {tuple(grid)}) wrapped"
+           f" in max(1, ...), e.g. max(1, ml.cdiv(x.shape[0], 128))")
+  for lam in _grid_lambdas(loc, fn, len(grid)):
+    lam.body.elts = [ast.Call(ast.Name("max", ast.Load()), [ast.Constant(1), e], []) if n == 0 else e
+                     for e, n in zip(lam.body.elts, grid)]
+    return "grid=" + ast.unparse(lam)
   return words
 
 
@@ -524,25 +532,11 @@ def rounded_up_grid(loc, grid, fn) -> str:
         return node
       return ast.Call(ast.Attribute(ast.Name("ml", ast.Load()), "cdiv", ast.Load()), [node.left, node.right], [])
 
-  texts = []
-  if loc.end_lineno == loc.lineno:
-    texts.append(loc.source_line[loc.col_offset:loc.end_col_offset].split("=", 1)[-1])
-  try:
-    texts.append(inspect.getsource(fn).strip())
-  except (OSError, TypeError):
-    pass
-  for text in texts:
-    try:
-      found = [n for n in ast.walk(ast.parse(text.rstrip(",)") if text.count("(") < text.count(")") else text))
-               if isinstance(n, ast.Lambda)]
-    except SyntaxError:
-      continue
-    if len(found) == 1 and isinstance(found[0].body, ast.Tuple) and len(found[0].body.elts) == len(grid):
-      lam = found[0]
-      before = [ast.dump(e) for e in lam.body.elts]
-      lam.body.elts = [RoundUp().visit(e) if a in zero else e for a, e in enumerate(lam.body.elts)]
-      if [ast.dump(e) for e in lam.body.elts] != before:
-        return "grid=" + ast.unparse(lam)
+  for lam in _grid_lambdas(loc, fn, len(grid)):
+    before = [ast.dump(e) for e in lam.body.elts]
+    lam.body.elts = [RoundUp().visit(e) if a in zero else e for a, e in enumerate(lam.body.elts)]
+    if [ast.dump(e) for e in lam.body.elts] != before:
+      return "grid=" + ast.unparse(lam)
   try:
     names = [p.name for p in inspect.signature(fn).parameters.values()
              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
