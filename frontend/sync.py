@@ -37,7 +37,7 @@ from .ops.atomic import AtomicUpdate
 from .ops.control import LOOPS, AwaitStores, Barrier, CommitShared, Condition, For, WaitLoad, Yield
 from .ops.memory import Copy, View
 from .ops.mma import DotWait
-from .sync_gmem import GmemOrdering, access_key, deep_effects, overlap, same_elements, static_window
+from .sync_gmem import GmemOrdering, WindowSet, access_key, deep_effects, overlap, same_elements, static_window
 from .types import LayoutKind, RefType, ScalarType, Space, TensorType
 
 _NO_REF = (Access.MMA_ISSUE, Access.CTA_BARRIER, Access.CLUSTER_BARRIER)
@@ -201,8 +201,10 @@ class SyncPass(GmemOrdering):
     # With several warpgroups each holds every element, unless the tensor is split among them
     # by rows (Layout.wgs): then too each element is one thread's.
     mine = self.single_warpgroup or key[1].wgs > 1
+    if root not in st.reg_windows:
+      return False
     return all(k == key and mine or k is not UNKNOWN_WINDOW and not overlap(k[0], window)
-               for k in st.reg_windows.get(root, {UNKNOWN_WINDOW}))
+               for k in st.reg_windows[root].near(window))
 
   def region_accesses(self, block: ir.Block) -> list[tuple[int, Access]]:
     return [(r, a) for o in ir.walk(block) for r, a, _ in self.accesses(o) if r is not None]
@@ -312,9 +314,9 @@ class SyncPass(GmemOrdering):
           st.dot_roots.append({r for r, a, _ in self.accesses(o) if r is not None and a == Access.MMA_READ})
         st.gmem_stored |= self.gmem_stores(o)
         for root, k in self.reg_write_keys(o):
-          st.gmem_reg_writes.setdefault(root, set()).add(k)
+          st.gmem_reg_writes.setdefault(root, WindowSet()).add(k)
         for root, w in self.store_keys(o):
-          st.store_windows.setdefault(root, set()).add(w)
+          st.store_windows.setdefault(root, WindowSet()).add(w)
         if isinstance(o, Copy) and o.slot >= 0 and (r := self.local_smem(o.dst)) is not None:
           st.load_src.setdefault(self.root(o.src).id, set()).add((r, o.slot))
     block.ops[:] = out
@@ -470,7 +472,7 @@ class SyncPass(GmemOrdering):
     if root is None:
       return
     if acc in (Access.REG_READ, Access.REG_WRITE):
-      st.reg_windows.setdefault(root, set()).add(access_key(o, self.window(ref)) or UNKNOWN_WINDOW)
+      st.reg_windows.setdefault(root, WindowSet()).add(access_key(o, self.window(ref)) or UNKNOWN_WINDOW)
     if acc == Access.REG_READ:
       st.reg_read.add(root)
     elif acc in (ATOMIC, Access.REG_WRITE):
@@ -521,13 +523,13 @@ class SyncPass(GmemOrdering):
                     in_pipeline=pipelined, deferred=dict(deferred),
                     dot_retired=st.dot_retired | (others if loop else set()),
                     gmem_stored=set(st.gmem_stored) | (region_stores if loop else set()),
-                    store_windows={k: set(v) for k, v in st.store_windows.items()},
-                    gmem_reg_writes={k: set(v) for k, v in st.gmem_reg_writes.items()})
+                    store_windows={k: v.copy() for k, v in st.store_windows.items()},
+                    gmem_reg_writes={k: v.copy() for k, v in st.gmem_reg_writes.items()})
       if loop:   # the previous trip's stores and register writes
         for root, w in self.store_keys(o):
-          inner.store_windows.setdefault(root, set()).add(w)
+          inner.store_windows.setdefault(root, WindowSet()).add(w)
         for root, k in self.reg_write_keys(o):
-          inner.gmem_reg_writes.setdefault(root, set()).add(k)
+          inner.gmem_reg_writes.setdefault(root, WindowSet()).add(k)
       if carry:  # loads issued before the loop, or by the previous iteration for this one
         inner.pending_load = {root: dict(st.pending_load[root]) for root in carry}
         inner.carried = {slot for root in carry for slot in st.pending_load[root]}
@@ -540,21 +542,21 @@ class SyncPass(GmemOrdering):
         inner.atomic = {x for x, a in acc if a == ATOMIC}
         inner.unfenced = (inner.dirty | inner.atomic) - self.register_only()
         inner.reg_read = {x for x, a in acc if a == Access.REG_READ}
-        inner.reg_windows = {x: {UNKNOWN_WINDOW} for x in inner.dirty | inner.reg_read}
+        inner.reg_windows = {x: WindowSet([UNKNOWN_WINDOW]) for x in inner.dirty | inner.reg_read}
       self.block(getattr(o, r), inner)
     st.dirty |= {r for r, a in acc if a == Access.REG_WRITE}
     st.atomic |= {r for r, a in acc if a == ATOMIC}
     st.unfenced |= {r for r, a in acc if a in (Access.REG_WRITE, ATOMIC)} - self.register_only()
     st.reg_read |= {r for r, a in acc if a == Access.REG_READ}
     for r in {r for r, a in acc if a in (Access.REG_READ, Access.REG_WRITE)}:
-      st.reg_windows.setdefault(r, set()).add(UNKNOWN_WINDOW)
+      st.reg_windows.setdefault(r, WindowSet()).add(UNKNOWN_WINDOW)
     st.pending_store |= stored
     st.store_log += [(r, 0, None) for r in sorted(stored)]
     st.gmem_stored |= region_stores
     for root, w in self.store_keys(o):
-      st.store_windows.setdefault(root, set()).add(w)
+      st.store_windows.setdefault(root, WindowSet()).add(w)
     for root, k in self.reg_write_keys(o):
-      st.gmem_reg_writes.setdefault(root, set()).add(k)
+      st.gmem_reg_writes.setdefault(root, WindowSet()).add(k)
     st.dot_retired |= others
     if dots:   # its dots still run
       st.dots = [UNKNOWN_DOT if i is None else o.results[i].id for i in carried] or [UNKNOWN_DOT]

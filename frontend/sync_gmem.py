@@ -5,6 +5,8 @@ surely share elements, and the waits and barriers between accesses of one GMEM a
 order, register writes of other threads."""
 from __future__ import annotations
 
+import bisect
+
 from . import ir
 from .ir import Access
 from .ops.atomic import AtomicUpdate
@@ -38,6 +40,69 @@ def overlap(a, b) -> bool:
     if isinstance(s1, int) and isinstance(s2, int) and (s1 + n1 <= s2 or s2 + n2 <= s1):
       return False
   return True
+
+
+class WindowSet:
+  """A set of keys (tuples whose first item is a window key, or a marker for an unknown window)
+  that finds the keys whose windows may share elements with a window without comparing it with
+  every key: those starting at a static offset along their first dimension are kept sorted by it,
+  so an unrolled loop writing row after row compares each row with its neighbours only. `copy`
+  is a layer over this set (a region's state starts as its parent's, and adds its own keys)."""
+
+  def __init__(self, keys=(), parent: WindowSet | None = None):
+    self.parent = parent
+    self.keys: set = set()
+    self.wide: set = set()      # no static first start (or the whole root): may meet any window
+    self.rows: dict = {}        # (root, rank) -> [sorted starts, {start: keys}, the largest size]
+    for k in keys:
+      self.add(k)
+
+  @staticmethod
+  def _row(window):
+    """((root, rank), first start, first size) of a window with a static first start, else None."""
+    if not isinstance(window, tuple) or len(window) < 2 or not isinstance(window[1][0], int):
+      return None
+    return (window[0], len(window)), window[1][0], window[1][1]
+
+  def __contains__(self, key) -> bool:
+    return key in self.keys or self.parent is not None and key in self.parent
+
+  def add(self, key) -> None:
+    if key in self:
+      return
+    self.keys.add(key)
+    row = self._row(key[0]) if isinstance(key, tuple) else None
+    if row is None:
+      self.wide.add(key)
+      return
+    group, start, size = row
+    entry = self.rows.setdefault(group, [[], {}, 0])
+    if start not in entry[1]:
+      bisect.insort(entry[0], start)
+      entry[1][start] = set()
+    entry[1][start].add(key)
+    entry[2] = max(entry[2], size)
+
+  def copy(self) -> WindowSet:
+    return WindowSet(parent=self)
+
+  def near(self, window):
+    """The keys whose windows may share an element with `window` (more, never fewer: the caller's
+    test decides); keys of the same root and rank starting past it along the first dimension are
+    left out."""
+    row = self._row(window)
+    if row is None:
+      yield from self.keys
+    else:
+      yield from self.wide
+      group, start, size = row
+      for g, (starts, at, longest) in self.rows.items():
+        near = starts if g != group else \
+            starts[bisect.bisect_right(starts, start - longest):bisect.bisect_left(starts, start + size)]
+        for s in near:
+          yield from at[s]
+    if self.parent is not None:
+      yield from self.parent.near(window)
 
 
 def _varies(key) -> bool:
@@ -105,7 +170,7 @@ class GmemOrdering:
   def rewrites_others_elements(self, o, st) -> bool:
     """Whether `o` writes GMEM elements that other threads surely wrote since the last barrier."""
     for root, key in self.reg_write_keys(o):
-      for k in st.gmem_reg_writes.get(root, ()):
+      for k in st.gmem_reg_writes[root].near(key[0]) if root in st.gmem_reg_writes else ():
         mine = k == key and key[1] is not None and (self.single_warpgroup or key[1].wgs > 1)
         if not mine and same_elements(k[0], key[0]):
           return True
@@ -114,7 +179,7 @@ class GmemOrdering:
   def store_pairs(self, o, st):
     """(an in-flight store, a store of `o`) to one GMEM root, not both the same atomic reduction."""
     for root, w in self.store_keys(o):
-      for p in st.store_windows.get(root, ()):
+      for p in st.store_windows[root].near(w[0]) if root in st.store_windows else ():
         if p[1] is None or p[1] != w[1]:
           yield p[0], w[0]
 

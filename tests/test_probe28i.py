@@ -1,0 +1,82 @@
+"""Probe 28i (compile time and scale): passes whose work grew with the square of a kernel's
+size or with the grid times the loop trips, and expressions too deep for the tracer. Each
+test counts the work done (or asserts the error), never the time taken."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from mgpu_dsl.frontend import absint, ir, smem, sync, sync_gmem
+from locate import expect
+from test_frontend import build
+
+S = jax.ShapeDtypeStruct
+F32 = jnp.float32
+
+
+def _export(fn, *specs, **kw):
+  import functools
+  return jax.export.export(jax.jit(functools.partial(fn, **kw)), platforms=["cuda"])(*specs).mlir_module()
+
+
+def _count_overlaps(monkeypatch):
+  """Count the window comparisons of the sync pass (sync.py and sync_gmem.py bind them by name)."""
+  calls = [0]
+  for mod in (sync, sync_gmem):
+    for name in ("overlap", "same_elements"):
+      if hasattr(mod, name):
+        real = getattr(sync_gmem, name)
+        def counted(*a, _real=real):
+          calls[0] += 1
+          return _real(*a)
+        monkeypatch.setattr(mod, name, counted)
+  return calls
+
+
+# ---------------------------------------------------------------- sync pass: windows indexed by start
+def gmem_rows(x, out):
+  for i in ml.static_range(256):
+    out[i, :] = x[i, :] * 2.0
+
+
+def smem_rows(x, out):
+  b = ml.smem((256, 64))
+  for c in ml.static_range(4):
+    ml.copy(x.at[ml.ds(c * 64, 64)], b.at[ml.ds(c * 64, 64)])
+  for i in ml.static_range(256):
+    b[i, :] = b[i, :] * 2.0
+  for c in ml.static_range(4):
+    ml.copy(b.at[ml.ds(c * 64, 64)], out.at[ml.ds(c * 64, 64)])
+
+
+@pytest.mark.parametrize("fn, dtype", [(gmem_rows, "float32"), (smem_rows, "float16")])
+def test_an_unrolled_loop_of_row_accesses_compares_each_row_with_its_neighbours_only(monkeypatch, fn, dtype):
+  # Each row's register access was compared with every earlier row since the last barrier
+  # (256 rows: 32640 comparisons; 2048 rows took 24 s): now only with the rows it may touch.
+  calls = _count_overlaps(monkeypatch)
+  k = build(fn, [((256, 64), dtype)], [((256, 64), dtype)])
+  assert calls[0] < 8 * 256, calls[0]
+  if fn is gmem_rows:      # rows of one output, each one thread's: no barrier between them
+    assert not [o for o in ir.walk(k.body) if type(o).__name__ == "Barrier"]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def rows_then_overlap(x, out):
+  for i in ml.static_range(8):
+    out[i, :] = x[i, :] * 2.0
+  out[ml.ds(2, 4), :] = x[ml.ds(2, 4), :] + out[ml.ds(2, 4), :] * 0.0 + 1.0
+  for i in ml.static_range(8):
+    out[i, :] = out[i, :] + 1.0
+
+
+def test_rows_and_an_overlapping_window_still_meet_at_barriers_and_match_numpy():
+  x = np.arange(8 * 128, dtype=np.float32).reshape(8, 128)
+  want = x * 2.0
+  want[2:6] = x[2:6] + 1.0
+  want = want + 1.0
+  np.testing.assert_array_equal(np.asarray(rows_then_overlap(x, interpret=True)), want)
+  assert "mosaic_gpu" in str(_export(rows_then_overlap, S((8, 128), F32))).lower()
+
+
