@@ -129,15 +129,22 @@ def barrier_count(kernel) -> int:
 def plan_smem(kernel, defs=None) -> SmemPlan:
   barrier_bytes = barrier_count(kernel) * MBARRIER_BYTES
   life = lifetimes(kernel, defs or {})
-  placed, total = _place(kernel.smem, life, barrier_bytes, lambda b: b.type.nbytes)
-  if total > SMEM_LIMIT:         # largest first may pad a buffer another order would not
-    placed, total = min([(placed, total)] + [_place(kernel.smem, life, barrier_bytes, lambda b: b.type.nbytes,
+  size_of = {b.id: b.type.nbytes for b in kernel.smem}
+  nbytes = lambda b: size_of[b.id]
+  # Reduction scratches live through the whole kernel, sharing memory with nothing (but with each
+  # other in _place_sharing_scratch): when they alone overflow, only that placement can fit.
+  scratch_fits = sum(size_of.get(sid, 0) for sid in kernel.scratch_ids) <= SMEM_LIMIT
+  placed, total = _place(kernel.smem, life, barrier_bytes, nbytes) if scratch_fits else ([], SMEM_LIMIT + 1)
+  if total > SMEM_LIMIT and scratch_fits:   # largest first may pad a buffer another order would not
+    placed, total = min([(placed, total)] + [_place(kernel.smem, life, barrier_bytes, nbytes,
                                                     order=o) for o in ("as_allocated", "unaligned_last")],
                         key=lambda p: p[1])
   shared, stride, region = False, 0, 0
   if total > SMEM_LIMIT and len(kernel.scratch_ids) > 1:
     placed, total, stride, region = _place_sharing_scratch(kernel, life, barrier_bytes)
     shared = True
+  if total > SMEM_LIMIT and not placed:      # (the scratches alone overflow: say how much they all need)
+    placed, total = _place(kernel.smem, life, barrier_bytes, nbytes)
   offsets = {bid: off for bid, off, _, _ in placed}
   if total > SMEM_LIMIT:
     kib = lambda n: f"{n // 1024} KiB" if n >= 1024 and n % 1024 == 0 else f"{n} bytes"
@@ -148,14 +155,22 @@ def plan_smem(kernel, defs=None) -> SmemPlan:
         f"the kernel's SMEM needs {total} bytes ({sizes}, plus barriers and alignment), more than the"
         f" {SMEM_LIMIT} bytes ({hw.SMEM_WORDS}) a kernel's buffers can use", _alloc_loc(kernel, biggest),
         hint=hint, notes=notes)
-  group = {b: b for b, *_ in placed}
-  find = lambda x: x if group[x] == x else find(group[x])
-  for i, (a, ao, ae, _) in enumerate(placed):
-    for b, bo, be, _ in placed[:i]:
-      if ao < be and bo < ae:
-        group[find(a)] = find(b)
   return SmemPlan(barrier_bytes, tuple(offsets[b.id] for b in kernel.smem), total,
-                  {b: find(b) for b in group}, shared, stride, region)
+                  _groups(placed), shared, stride, region)
+
+
+def _groups(placed) -> dict:
+  """Buffer id -> the id of its group, the first placed of the buffers whose bytes overlap, directly
+  or through others (a sweep by offset: each run of overlapping byte ranges is a group)."""
+  runs, end = [], None
+  for i in sorted(range(len(placed)), key=lambda i: placed[i][1:3]):
+    off, stop = placed[i][1:3]
+    if end is None or off >= end:
+      runs.append([])
+      end = stop
+    end = max(end, stop)
+    runs[-1].append(i)
+  return {placed[i][0]: placed[min(run)][0] for run in runs for i in run}
 
 
 def _place_sharing_scratch(kernel, life, barrier_bytes):
@@ -187,14 +202,14 @@ def _place(bufs, life, barrier_bytes, nbytes, order="largest_first"):
   key = {"largest_first": lambda b: -nbytes(b),
          "unaligned_last": lambda b: (nbytes(b) % BUFFER_ALIGN != 0, -nbytes(b))}.get(order)
   for buf in (bufs if key is None else sorted(bufs, key=key)):
-    lt = life.get(buf.id, (0, 0))
+    lt, size = life.get(buf.id, (0, 0)), nbytes(buf)
     live = sorted((o, e) for _, o, e, l in placed if l[0] <= lt[1] and lt[0] <= l[1])
     off = base
     for o, e in live:
-      if off + nbytes(buf) <= o:
+      if off + size <= o:
         break
       off = max(off, _align(e, BUFFER_ALIGN))
-    placed.append((buf.id, off, off + nbytes(buf), lt))
+    placed.append((buf.id, off, off + size, lt))
   return placed, max([e for _, _, e, _ in placed], default=barrier_bytes)
 
 

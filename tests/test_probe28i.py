@@ -80,3 +80,42 @@ def test_rows_and_an_overlapping_window_still_meet_at_barriers_and_match_numpy()
   assert "mosaic_gpu" in str(_export(rows_then_overlap, S((8, 128), F32))).lower()
 
 
+# ---------------------------------------------------------------- SMEM plan: many reduction scratches
+def many_row_maxes(x, out):
+  acc = ml.max(x[0, :])
+  for i in ml.static_range(1, 512):
+    acc = ml.maximum(acc, ml.max(x[i, :]))
+  out[...] = ml.zeros((128,), jnp.float32) + acc
+
+
+def test_the_smem_plan_of_hundreds_of_reduction_scratches_sizes_each_buffer_a_bounded_number_of_times(monkeypatch):
+  # 512 reductions, each with its scratch: the planner placed every buffer against every other,
+  # asking each one's size again per pair (2048 reductions: 51 s), and tried three placements that
+  # could not fit (the scratches alone exceed the SMEM) before sharing one place among them.
+  from mgpu_dsl.frontend.types import RefType
+  calls = [0]
+  size = RefType.nbytes.fget
+  def counted(self):
+    calls[0] += 1
+    return size(self)
+  monkeypatch.setattr(RefType, "nbytes", property(counted))
+  k = build(many_row_maxes, [((512, 128), "float32")], [((128,), "float32")])
+  assert k.smem_plan.shared_scratch
+  assert calls[0] < 40 * 512, calls[0]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: jax.ShapeDtypeStruct((128,), x.dtype))
+def row_maxes(x, out, *, n: ml.constexpr):
+  acc = ml.max(x[0, :])
+  for i in ml.static_range(1, n):
+    acc = ml.maximum(acc, ml.max(x[i, :]))
+  out[...] = ml.zeros((128,), jnp.float32) + acc
+
+
+def test_many_row_maxes_sharing_their_scratch_match_numpy_and_export():
+  x = np.random.default_rng(0).standard_normal((160, 128)).astype(np.float32)
+  got = np.asarray(row_maxes(x, n=160, interpret=True))
+  np.testing.assert_array_equal(got, np.full(128, x.max(), np.float32))
+  assert "mosaic_gpu" in str(_export(row_maxes, S((160, 128), F32), n=160)).lower()
+
+
