@@ -32,9 +32,12 @@ from .types import RefType, ScalarType
 
 UNKNOWN = None
 # The proofs run on every compile, so they must stay a small part of its time (tens of ms).
-# BUDGET is in units of one scalar op evaluated over the whole grid; a memory access, whose
-# checks cost about a dozen of those, counts ACCESS_COST more. Loops that do not fit are summarised.
+# BUDGET is in units of one scalar op evaluated over the whole grid of up to BUDGET_PROGRAMS
+# programs (a larger grid's budget shrinks in proportion: the work is per program); a memory
+# access, whose checks cost about a dozen of those, counts ACCESS_COST more. Loops that do not fit
+# are summarised.
 BUDGET = 1_000
+BUDGET_PROGRAMS = 1 << 14
 ACCESS_COST = 12
 MAX_PROGRAMS = 1 << 22    # larger grids are not evaluated (every check then defers to interpret mode)
 
@@ -85,9 +88,10 @@ class GridEval:
   """Run `kernel`'s scalar IR over the grid; call `visit(Access)` for every memory access."""
 
   def __init__(self, kernel: ir.Kernel, visit, *, budget: int = BUDGET):
-    self.kernel, self.visit, self.budget = kernel, visit, budget
+    self.kernel, self.visit = kernel, visit
     g = kernel.grid
     self.P = g[0] * g[1] * g[2]
+    self.budget = budget * min(1.0, BUDGET_PROGRAMS / max(self.P, 1))
     lin = np.arange(self.P if self.P <= MAX_PROGRAMS else 0, dtype=np.int64)   # (too many: not run)
     self.pid = (lin % g[0], lin // g[0] % g[1], lin // (g[0] * g[1]))
     self.env: dict[int, object] = {}

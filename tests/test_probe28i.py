@@ -119,3 +119,26 @@ def test_many_row_maxes_sharing_their_scratch_match_numpy_and_export():
   assert "mosaic_gpu" in str(_export(row_maxes, S((160, 128), F32), n=160)).lower()
 
 
+# ---------------------------------------------------------------- grid evaluation: budget per program
+def tiles_in_a_loop(x, out):
+  i = ml.program_id(0)
+  for j in range(8):
+    out.at[ml.ds(i * 128, 128), ml.ds(j * 128, 128)][...] = x.at[ml.ds(i * 128, 128), ml.ds(j * 128, 128)][...]
+
+
+def test_a_loop_over_a_grid_of_a_million_programs_is_summarised_not_walked(monkeypatch):
+  # Walking the loop evaluated every access once a trip for every program: 8 trips over 2**20
+  # programs took 16 s (over 2**22, 100 s). The budget is now per program evaluated.
+  from mgpu_dsl.frontend import compile as fc
+  from mgpu_dsl.frontend.checks import Facts
+  monkeypatch.setattr(fc, "check_kernel", lambda kernel, defs: ([], Facts()))
+  big, small = 1 << 20, 4
+  seen = {}
+  for p in (big, small):
+    k = build(tiles_in_a_loop, [((128 * p, 1024), "float32")], [((128 * p, 1024), "float32")], grid=(p, 1, 1))
+    seen[p] = []
+    assert absint.GridEval(k, seen[p].append).run()
+  assert len(seen[small]) == 16 and all(a.exact for a in seen[small])     # small grids: walked
+  assert len(seen[big]) == 4 and not all(a.exact for a in seen[big])       # first trip, then summarised
+
+
