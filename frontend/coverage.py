@@ -53,7 +53,8 @@ class Boxes:
     self.lo: list[np.ndarray] = []     # (n, ndim) int64 arrays
     self.hi: list[np.ndarray] = []
     self.overflow = False              # too many to compute: the union is unknown
-    self._cache = None
+    self._gcd = np.asarray(self.shape, np.int64)    # of the shape and every bound so far
+    self._cache = None                 # (cell size, mask, how many of self.lo it holds)
 
   def add(self, lo: np.ndarray, hi: np.ndarray) -> None:
     """Add boxes (rows of `lo`, `hi`), clipped to the buffer; empty ones are dropped."""
@@ -64,25 +65,27 @@ class Boxes:
       both = unique_rows(np.concatenate([lo[keep], hi[keep]], axis=1))[0]
       self.lo.append(both[:, :len(self.shape)])
       self.hi.append(both[:, len(self.shape):])
-      self._cache = None
+      self._gcd = np.gcd.reduce(np.concatenate([self._gcd[None], self.lo[-1], self.hi[-1]]), axis=0)
 
   def __bool__(self):
     return bool(self.lo)
 
   def cells(self, extra=()) -> np.ndarray:
     """The cell size per dimension: the gcd of the shape, every bound and the (n, ndim) `extra`."""
-    vals = [np.asarray(self.shape, np.int64)[None]] + self.lo + self.hi + [np.asarray(e, np.int64)
-                                                                          for e in extra]
+    vals = [self._gcd[None]] + [np.asarray(e, np.int64) for e in extra]
     return np.maximum(np.gcd.reduce(np.concatenate(vals), axis=0), 1)
 
   def mask(self, g: np.ndarray) -> np.ndarray | None:
-    """Covered cells at cell size `g` (a bool array of shape // g); None when too large."""
+    """Covered cells at cell size `g` (a bool array of shape // g); None when too large. The mask
+    is kept: the boxes added since are painted onto it (at the same cell size)."""
     key = tuple(int(x) for x in g)
     if self._cache is not None and self._cache[0] == key:
-      return self._cache[1]
-    m = np.zeros(tuple(n // c for n, c in zip(self.shape, key)), bool)
-    if self.lo:
-      both = unique_rows(np.concatenate([np.concatenate(self.lo), np.concatenate(self.hi)], axis=1))[0]
+      _, m, done = self._cache
+    else:
+      m, done = np.zeros(tuple(n // c for n, c in zip(self.shape, key)), bool), 0
+    if len(self.lo) > done:
+      both = unique_rows(np.concatenate([np.concatenate(self.lo[done:]), np.concatenate(self.hi[done:])],
+                                        axis=1))[0]
       lo, hi = both[:, :len(key)] // g, both[:, len(key):] // g
       counts = hi - lo
       if int(np.prod(counts, axis=1).sum()) > MAX_CELLS:
@@ -97,7 +100,7 @@ class Boxes:
           shape[d + 1] = int(n)
           idx.append((rows[:, d][:, None] + np.arange(n)[None]).reshape(shape))
         m[tuple(idx)] = True
-    self._cache = (key, m)
+    self._cache = (key, m, len(self.lo))
     return m
 
 
