@@ -187,6 +187,31 @@ class Source:
     text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
     return Loc(self.filename, line, col, end, end_col, text)
 
+  def quote(self, node) -> str:
+    """The text of `node` as the user wrote it, on one line."""
+    loc = self.loc(node)
+    lines = list(self.lines[loc.lineno - 1:(loc.end_lineno or loc.lineno)])
+    if lines and loc.end_col_offset is not None:
+      lines[-1] = lines[-1][:loc.end_col_offset]
+    if lines:
+      lines[0] = lines[0][loc.col_offset:]
+    return " ".join(" ".join(lines).split())
+
+
+QUOTE_DEPTH = 64     # astor rebuilds an expression's text recursively: one nested deeper is quoted as written
+
+
+def nests_deeper(node, depth: int) -> bool:
+  """Whether the AST under `node` nests more than `depth` levels (walked without recursion,
+  leftmost operands first, so a long chain answers after about `depth` steps)."""
+  stack = [(node, 0)]
+  while stack:
+    n, d = stack.pop()
+    if d > depth:
+      return True
+    stack.extend((c, d + 1) for c in reversed(list(ast.iter_child_nodes(n))))
+  return False
+
 
 def _unavailable(fn, filename, reason, changed=False) -> E.KernelError:
   code = getattr(fn, "__code__", None)

@@ -27,7 +27,7 @@ from .ops.base import is_tensor, is_value, kind_of, static_number, typed_number,
 from .ops.index_hints import slice_step_error
 from .ops.power import power
 from .assign import DICTS_FIXED, SCATTER_HINT, Assignments, At, holds_value, is_whole
-from .source import Source
+from .source import QUOTE_DEPTH, Source, nests_deeper
 from .types import RefType, ScalarType, resolve
 
 _BINOPS = {ast.Add: ew.BinOp.ADD, ast.Sub: ew.BinOp.SUB, ast.Mult: ew.BinOp.MUL,
@@ -114,7 +114,10 @@ class Tracer(Assignments, Calls, Containers, ast.NodeVisitor):
 
   def text(self, node) -> str:
     """The user's expression, for messages (without the parentheses astor wraps it in), on one
-    line (astor's default breaks long ones at 79 columns)."""
+    line (astor's default breaks long ones at 79 columns). An expression nested deeper than astor
+    recurses safely (a chain of hundreds of operators) is quoted as written instead."""
+    if nests_deeper(node, QUOTE_DEPTH):
+      return self.src.quote(node)
     s = astor.to_source(node, pretty_source="".join).strip()
     if not isinstance(node, ast.Tuple) and s[:1] == "(" and s[-1:] == ")":
       depth = 0
@@ -185,7 +188,14 @@ class Tracer(Assignments, Calls, Containers, ast.NodeVisitor):
     env = self.env
     self.stmt = node
     try:
-      self.visit(node)
+      try:
+        self.visit(node)
+      except RecursionError:
+        raise E.UnsupportedSyntaxError(
+            "this statement nests too deep for the compiler to trace (an expression of hundreds of nested"
+            " operators or calls)", self.loc(node),
+            hint="split it into several statements, each nesting a few operators or calls: t = -v, then"
+                 " t = -t, ...; a flat chain a + b + c + ... of hundreds of terms needs no split") from None
     except E.InternalError:
       raise
     except (E.KernelError, PoisonedUse) as e:
@@ -641,7 +651,15 @@ class Tracer(Assignments, Calls, Containers, ast.NodeVisitor):
     return E.KernelTypeError(f"cannot index {name}: {e}", cx.loc, hint="static values index as in Python")
 
   def eval_BinOp(self, node):
-    return self.binop(type(node.op), self.eval(node.left), self.eval(node.right), node)
+    # A chain `a + b + c + ...` nests to the left: walked down its left operands and computed back
+    # up in a loop (in Python's order), not by recursion, so long chains need no deep stack.
+    chain = [node]
+    while isinstance(chain[-1].left, ast.BinOp):
+      chain.append(chain[-1].left)
+    value = self.eval(chain[-1].left)
+    for n in reversed(chain):
+      value = self.binop(type(n.op), value, self.eval(n.right), n)
+    return value
 
   def binop(self, op, a, b, node, name=""):
     if not is_value(a) and not is_value(b):

@@ -190,3 +190,34 @@ def test_rows_written_then_read_match_numpy_and_a_row_read_early_is_still_report
          hint="fill b first, with ml.copy(x.at[...], b) or b[...] = value, on every path to this read")
 
 
+# ---------------------------------------------------------------- long operator chains
+def _module(tmp_path, monkeypatch, name, expr):
+  """A kernel `out[...] = <expr of v>` in a module of its own (the source is generated)."""
+  import importlib
+  src = ("import mgpu_dsl as mg\nfrom mgpu_dsl import language as ml\n\n\n"
+         "@mg.mgpu_kernel(out_shape=lambda x: x)\n"
+         f"def {name}(x, out):\n"
+         "  v = x[...]\n"
+         f"  out[...] = {expr}\n")
+  (tmp_path / f"{name}.py").write_text(src)
+  monkeypatch.syspath_prepend(str(tmp_path))
+  return getattr(importlib.import_module(name), name)
+
+
+def test_an_expression_of_600_additions_traces_without_recursing_per_operator(tmp_path, monkeypatch):
+  # It was MG900 (RecursionError): the tracer recursed twice per operator, and each operator
+  # quoted its whole left operand through astor (recursive, and quadratic in the chain's length).
+  chain = _module(tmp_path, monkeypatch, "chain600", "v" + " + 1.0" * 600)
+  x = np.arange(128, dtype=np.float32)
+  np.testing.assert_array_equal(np.asarray(chain(x, interpret=True)), x + 600)
+  assert "mosaic_gpu" in str(_export(chain, S((128,), F32))).lower()
+
+
+def test_an_expression_nested_past_the_tracers_stack_is_a_located_error_with_what_to_write(tmp_path, monkeypatch):
+  # 600 nested unary minuses (valid Python) were MG900 (RecursionError); now MG001 at the statement.
+  negs = _module(tmp_path, monkeypatch, "negs600", "-" * 600 + "v")
+  expect(negs, [S((128,), F32)], mg.UnsupportedSyntaxError, "out[...] = ",
+         "this statement nests too deep for the compiler to trace (an expression of hundreds of nested"
+         " operators or calls)",
+         hint="split it into several statements, each nesting a few operators or calls: t = -v, then"
+              " t = -t, ...; a flat chain a + b + c + ... of hundreds of terms needs no split")
