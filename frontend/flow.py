@@ -116,11 +116,13 @@ def trace_for(tracer, node: ast.For):
                                                    " runtime values with range(...)")
     if step == 0:
       raise E.KernelTypeError("ml.static_range's step is 0", tracer.loc(it), hint="use a non-zero step, as range() does")
-    for i in range(start, stop, step):
+    trips, before = range(start, stop, step), len(tracer.b.defs)
+    for k, i in enumerate(trips):
       tracer.env[name] = i
       tracer.where[name] = loc
       if not tracer.run_unrolled(node.body):
         break
+      _check_unrolling(tracer, it, len(trips), k + 1, len(tracer.b.defs) - before)
     return
   bounds = []
   for x in (start, stop, step):
@@ -481,6 +483,24 @@ def _check_while_ends(tracer, node, assigned) -> None:
 
 
 STATIC_WHILE_TRIPS = 256     # trips of a while on Python values run while tracing, at most
+# Values an ml.static_range may unroll into a kernel (each costs about a millisecond to trace and
+# build): past it the loop is reported once its first UNROLL_SAMPLE trips show it would be.
+UNROLLED_VALUES = 65_536
+UNROLL_SAMPLE = 16
+
+
+def _check_unrolling(tracer, it, trips, done, made) -> None:
+  """MG003 at `it` when `trips` unrolled trips of a body that made `made` values in its first
+  `done` would make more than UNROLLED_VALUES (a run-time loop traces its body once)."""
+  if done < min(trips, UNROLL_SAMPLE) or made * trips <= UNROLLED_VALUES * done:
+    return
+  expect = made * trips // done
+  raise E.KernelTypeError(
+      f"this ml.static_range unrolls its body {trips} times while tracing, about {expect} values: more than"
+      f" the {UNROLLED_VALUES} an unrolled loop may make (each is traced and compiled separately)",
+      tracer.loc(it), hint=f"loop at run time, for i in range(...) with the same bounds (its body is traced"
+                           f" once), or unroll fewer trips: ml.static_range for the few trips that need static"
+                           f" indices")
 
 
 def static_while_break_hint(cond, why) -> str:

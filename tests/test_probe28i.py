@@ -221,3 +221,33 @@ def test_an_expression_nested_past_the_tracers_stack_is_a_located_error_with_wha
          " operators or calls)",
          hint="split it into several statements, each nesting a few operators or calls: t = -v, then"
               " t = -t, ...; a flat chain a + b + c + ... of hundreds of terms needs no split")
+
+
+# ---------------------------------------------------------------- unrolling past what compiles in reasonable time
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def unrolled_chain(x, out, *, n: ml.constexpr):
+  v = x[...]
+  for i in ml.static_range(n):
+    v = v + 1.0
+  out[...] = v
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def runtime_chain(x, out, *, n: ml.constexpr):     # unrolled_chain's hint followed
+  v = x[...]
+  for i in range(n):
+    v = v + 1.0
+  out[...] = v
+
+
+def test_a_static_range_of_a_hundred_thousand_trips_is_reported_after_a_few_and_the_hint_works():
+  # It traced on, a millisecond a trip (16384 trips: 14 s; 100000: minutes), with no cap.
+  expect(unrolled_chain, [S((128,), F32)], mg.KernelTypeError, "ml.static_range(n)",
+         "this ml.static_range unrolls its body 100000 times while tracing, about 100000 values: more than"
+         " the 65536 an unrolled loop may make (each is traced and compiled separately)",
+         hint="loop at run time, for i in range(...) with the same bounds (its body is traced once), or unroll"
+              " fewer trips: ml.static_range for the few trips that need static indices", n=100_000)
+  x = np.arange(128, dtype=np.float32)
+  np.testing.assert_array_equal(np.asarray(runtime_chain(x, n=100_000, interpret=True)), x + 100_000)
+  assert "mosaic_gpu" in str(_export(runtime_chain, S((128,), F32), n=100_000)).lower()
+  np.testing.assert_array_equal(np.asarray(unrolled_chain(x, n=64, interpret=True)), x + 64)
