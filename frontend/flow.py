@@ -498,9 +498,9 @@ def _check_unrolling(tracer, it, trips, done, made) -> None:
   raise E.KernelTypeError(
       f"this ml.static_range unrolls its body {trips} times while tracing, about {expect} values: more than"
       f" the {UNROLLED_VALUES} an unrolled loop may make (each is traced and compiled separately)",
-      tracer.loc(it), hint=f"loop at run time, for i in range(...) with the same bounds (its body is traced"
-                           f" once), or unroll fewer trips: ml.static_range for the few trips that need static"
-                           f" indices")
+      tracer.loc(it), hint="loop at run time, for i in range(...) with the same bounds (its body is traced"
+                           " once), or unroll fewer trips: ml.static_range for the few trips that need static"
+                           " indices")
 
 
 def static_while_break_hint(cond, why) -> str:

@@ -1,6 +1,8 @@
 """Probe 28i (compile time and scale): passes whose work grew with the square of a kernel's
-size or with the grid times the loop trips, and expressions too deep for the tracer. Each
-test counts the work done (or asserts the error), never the time taken."""
+size (the sync pass's window comparisons, the SMEM plan, the covered-cell masks) or with the
+grid times the loop trips (the grid evaluation), expressions too deep for the tracer, and
+ml.static_range unrolled without limit. Each test counts the work done (or asserts the error),
+never the time taken."""
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -8,7 +10,7 @@ import pytest
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
-from mgpu_dsl.frontend import absint, ir, smem, sync, sync_gmem
+from mgpu_dsl.frontend import absint, ir, sync, sync_gmem
 from locate import expect
 from test_frontend import build
 
