@@ -61,11 +61,14 @@ _LIST_METHODS = frozenset({"append", "extend", "insert", "pop", "remove", "clear
 def _check_tensor_steps(cx, x, index):
   """`v[::-1]`, `v[::2]` of a register tensor: the slice-step error, with a hint that works."""
   items = index if isinstance(index, tuple) else (index,)
+  rank = len(x.type.shape)
   d = 0
   for i in items:
-    if isinstance(i, slice) and i.step not in (None, 1):
-      raise slice_step_error(cx, i.step, d, len(x.type.shape), tensor=True, start=i.start, n=x.type.shape[d])
-    if i is not None:
+    if i is Ellipsis:                  # the dimensions the other items leave
+      d += rank - sum(j is not None and j is not Ellipsis for j in items)
+    elif isinstance(i, slice) and i.step not in (None, 1) and 0 <= d < rank:
+      raise slice_step_error(cx, i.step, d, rank, tensor=True, start=i.start, n=x.type.shape[d])
+    elif i is not None:
       d += 1
 
 
@@ -650,6 +653,17 @@ class Tracer(Assignments, Calls, Containers, ast.NodeVisitor):
           f"give {name} items before indexing it")
     return E.KernelTypeError(f"cannot index {name}: {e}", cx.loc, hint="static values index as in Python")
 
+  def python(self, node, fn, *args):
+    """fn(*args) on static values, as Python computes it: what Python raises (-x.shape, a tuple > 0)
+    is the user's mistake, at `node`."""
+    try:
+      return fn(*args)
+    except E.KernelError:
+      raise
+    except Exception as e:
+      raise E.KernelTypeError(f"cannot compute {self.text(node)}: {e}", self.loc(node),
+                              hint="static values compute as in Python") from None
+
   def eval_BinOp(self, node):
     # A chain `a + b + c + ...` nests to the left: walked down its left operands and computed back
     # up in a loop (in Python's order), not by recursion, so long chains need no deep stack.
@@ -665,11 +679,7 @@ class Tracer(Assignments, Calls, Containers, ast.NodeVisitor):
     if not is_value(a) and not is_value(b):
       if op is ast.Add and {type(a), type(b)} == {list, tuple}:    # sums = [] ... sums + (v,): the left's kind
         return type(a)(list(a) + list(b))
-      try:
-        return _PYBINOPS[op](a, b)
-      except Exception as e:
-        raise E.KernelTypeError(f"cannot compute {self.text(node)}: {e}", self.loc(node),
-                                hint="static values compute as in Python") from None
+      return self.python(node, _PYBINOPS[op], a, b)
     if op is ast.MatMult:
       self.unsupported(node, "the operator @",
                        hint="tensor-core products are ml.dot(a_s, b_s) of SMEM buffers (A may be a register"
@@ -684,8 +694,8 @@ class Tracer(Assignments, Calls, Containers, ast.NodeVisitor):
   def eval_UnaryOp(self, node):
     x = self.eval(node.operand)
     if not is_value(x):
-      return {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_,
-              ast.Invert: operator.invert}[type(node.op)](x)
+      return self.python(node, {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_,
+                                ast.Invert: operator.invert}[type(node.op)], x)
     if isinstance(node.op, ast.UAdd):
       return x
     if isinstance(node.op, ast.Invert):
@@ -731,7 +741,7 @@ class Tracer(Assignments, Calls, Containers, ast.NodeVisitor):
       if holds_value(a) or holds_value(b):     # Python would compare Value objects: silently False
         self.unsupported(node, "comparing tuples that hold runtime values",
                          hint="compare the scalars one by one: (i == 0) & (j == 1)")
-      return _PYCMPOPS[op](a, b)
+      return self.python(node, _PYCMPOPS[op], a, b)
     if op in (ast.Is, ast.IsNot) and (a is None or b is None):
       return op is ast.IsNot            # a ref or register value is never None, as in Python
     if op not in _CMPOPS:

@@ -1,0 +1,97 @@
+"""Probe 28h (mutation fuzzing for raw tracebacks): kernels of examples/ and tests/ mutated
+(constants, wrapped values, shapes, masks) until the compiler raised something other than a
+located KernelError, or accepted what the GPU would run out of bounds."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from locate import expect
+
+S = jax.ShapeDtypeStruct
+F32 = jnp.float32
+
+
+def _export(kernel, *specs, **constexprs):
+  fn = jax.jit(lambda *a: kernel(*a, **constexprs))
+  return jax.export.export(fn, platforms=["cuda"])(*specs).mlir_module()
+
+
+# ---------------------------------------------------------------- Python comparisons of static values
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def shape_gt_int(x, out):
+  buf = ml.smem((128,))
+  buf[...] = x[...].shape > 0
+  out[...] = x[...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def int_in_int(x, out):
+  n = 1 in x.shape[0]
+  out[...] = x[...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def chained_shape(x, out):
+  n = 1 < x.shape < 3
+  out[...] = x[...]
+
+
+def test_a_static_comparison_python_cannot_make_is_a_located_type_error():
+  """It was MG900 (internal): `operator.gt` of a tuple and an int raised TypeError in the tracer."""
+  expect(shape_gt_int, [S((128,), F32)], mg.KernelTypeError, "x[...].shape > 0",
+         "cannot compute x[...].shape > 0: '>' not supported between instances of 'tuple' and 'int'",
+         hint="static values compute as in Python")
+  expect(int_in_int, [S((128,), F32)], mg.KernelTypeError, "1 in x.shape[0]",
+         "cannot compute 1 in x.shape[0]: argument of type 'int' is not iterable")
+  expect(chained_shape, [S((128,), F32)], mg.KernelTypeError, "1 < x.shape < 3",
+         "cannot compute 1 < x.shape < 3: '<' not supported between instances of 'int' and 'tuple'")
+
+
+# ---------------------------------------------------------------- unary operators on static values
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def negated_shape(x, out):
+  n = -x.shape
+  out[...] = x[...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def inverted_float(x, out):
+  n = ~0.5
+  out[...] = x[...]
+
+
+def test_a_static_unary_operator_python_cannot_apply_is_a_located_type_error():
+  expect(negated_shape, [S((128,), F32)], mg.KernelTypeError, "-x.shape",
+         "cannot compute -x.shape: bad operand type for unary -: 'tuple'",
+         hint="static values compute as in Python")
+  expect(inverted_float, [S((128,), F32)], mg.KernelTypeError, "~0.5",
+         "cannot compute ~0.5: bad operand type for unary ~: 'float'")
+
+
+# ---------------------------------------------------------------- slice steps after an Ellipsis
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0] // 2,), x.dtype))
+def every_other_after_ellipsis(x, out):
+  out[...] = x[...][..., ::2]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def reversed_last_after_ellipsis(x, out):
+  v = x[...]
+  out[...] = v[..., ::-1]
+
+
+def test_a_strided_slice_after_an_ellipsis_names_the_dimension_it_slices():
+  """`v[..., ::2]` of a 1-D tensor was MG900 (IndexError: the Ellipsis was counted as one
+  dimension); of a 3-D one the hint flipped axis 1 instead of axis 2."""
+  expect(every_other_after_ellipsis, [S((256,), F32)], mg.KernelTypeError, "x[...][..., ::2]",
+         "strided slices (step 2) of a register tensor are not supported: its elements live in other threads",
+         hint="slice the ref before reading it: give the array an axis of size 2 outside the kernel"
+              " (x.reshape(..., n // 2, 2) passed in) and read x.at[..., :, 0][...] for [0::2];"
+              " or, in registers, v.reshape(128, 2)[:, 0] for v[0::2]")
+  e = expect(reversed_last_after_ellipsis, [S((2, 4, 128), F32)], mg.KernelTypeError, "v[..., ::-1]",
+             "reversed slices (step -1) of a register tensor are not supported: its elements live in other threads")
+  assert "jnp.flip(x, axis=2)" in e.hint and "x[:, :, ::-1]" in e.hint, e.hint
+
