@@ -24,7 +24,7 @@ from . import missing
 from .missing import missing_hint
 from .ops import METHODS, REF_METHODS, elementwise as ew, gather, memory, shape, transfers
 from .ops.base import is_tensor, is_value, kind_of, static_number, typed_number, value_words
-from .ops.index_hints import slice_step_error
+from .ops.index_hints import check_tensor_steps
 from .ops.power import power
 from .assign import DICTS_FIXED, SCATTER_HINT, Assignments, At, holds_value, is_whole
 from .source import QUOTE_DEPTH, Source, nests_deeper
@@ -56,20 +56,6 @@ _NICE = {"While": "a while loop", "With": "a with statement", "Try": "try/except
          "Continue": "continue", "ClassDef": "a class definition",
          "Match": "match"}
 _LIST_METHODS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse"})
-
-
-def _check_tensor_steps(cx, x, index):
-  """`v[::-1]`, `v[::2]` of a register tensor: the slice-step error, with a hint that works."""
-  items = index if isinstance(index, tuple) else (index,)
-  rank = len(x.type.shape)
-  d = 0
-  for i in items:
-    if i is Ellipsis:                  # the dimensions the other items leave
-      d += rank - sum(j is not None and j is not Ellipsis for j in items)
-    elif isinstance(i, slice) and i.step not in (None, 1) and 0 <= d < rank:
-      raise slice_step_error(cx, i.step, d, rank, tensor=True, start=i.start, n=x.type.shape[d])
-    elif i is not None:
-      d += 1
 
 
 class Tracer(Assignments, Calls, Containers, ast.NodeVisitor):
@@ -602,7 +588,7 @@ class Tracer(Assignments, Calls, Containers, ast.NodeVisitor):
         view = base if is_whole(index) else memory.view(cx, base, index, name)
         return transfers.load(cx, view, name)
       if is_tensor(base):
-        _check_tensor_steps(cx, base, index)
+        check_tensor_steps(cx, base, index)
         return shape.expand(cx, base, index)
       name = base.name if (base.name or "").isidentifier() else None
       self.unsupported(node, "indexing a scalar", hint=(

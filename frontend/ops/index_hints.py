@@ -172,6 +172,20 @@ def slice_step_error(cx, step, d, rank, tensor=False, start=None, n=None) -> E.K
                                 f" [..., :, 1]; such a strided window moves a multiple of 128 elements)")
 
 
+def check_tensor_steps(cx, x, index):
+  """`v[::-1]`, `v[::2]` of a register tensor: the slice-step error, with a hint that works."""
+  items = index if isinstance(index, tuple) else (index,)
+  rank = len(x.type.shape)
+  d = 0
+  for i in items:
+    if i is Ellipsis:                  # the dimensions the other items leave
+      d += rank - sum(j is not None and j is not Ellipsis for j in items)
+    elif isinstance(i, slice) and i.step not in (None, 1) and 0 <= d < rank:
+      raise slice_step_error(cx, i.step, d, rank, tensor=True, start=i.start, n=x.type.shape[d])
+    elif i is not None:
+      d += 1
+
+
 def index_texts(text, root_name, rank):
   """The user's text of each index of `x.at[a, b]` (a ref's source text, or a call's with it first),
   where it indexes every one of the `rank` dimensions of the root `x` itself one by one (no `...`);
