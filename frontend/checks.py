@@ -274,6 +274,8 @@ class _Memory:
     masked = isinstance(acc.op, MASKED)
     if acc.exact and not w.remote and not gmem_tma and not (masked and w.root.type.space == Space.GMEM):
       self.check_bounds(acc)
+    elif acc.exact and not w.remote and masked:
+      self.check_masked_bounds(acc)
     if isinstance(acc.op, (Gather, ScatterUpdate)) and acc.op.view and self.ev.exact:
       # the view a gather or scatter indexes: its indices are clamped (dropped) at the view's edges
       view = acc.op.view
@@ -467,6 +469,32 @@ class _Memory:
           f" {tuple(w.shape)}", acc.op.loc, hint=_bounds_hint(acc, root, d, n, full, bool((s[p] < 0)), gmem,
                                               self.ev.defs.get(acc.ref.id), output=self._is_output(w.root))))
       return
+
+  def check_masked_bounds(self, acc):
+    """A masked GMEM window may leave the array where its mask is off; where a mask known while
+    compiling is on outside the array, in a program that certainly runs the access, the GPU would
+    touch memory past the array (masks of data are checked in interpret mode, MG952)."""
+    kept = self.masked_boxes(acc, acc.must, acc.op.mask, exact_only=True) if acc.must.any() else None
+    if kept is None:
+      return
+    lo, hi, progs = kept
+    full = np.asarray(acc.window.shape)
+    out = (hi > lo).all(axis=1)[:, None] & ((lo < 0) | (hi > full))
+    if not out.any():
+      return
+    r, d = (int(k) for k in np.argwhere(out)[0])
+    p, root = int(progs[r]), acc.window.root.name or "the array"
+    where = f" in program {self.ev.program(p)}" if self.ev.P > 1 else ""
+    box = ", ".join(f"{a}:{b}" for a, b in zip(lo[r], hi[r]))
+    what = "load" if isinstance(acc.op, MaskedLoad) else "store"
+    longer = f"make {root} longer in out_shape" if self._is_output(acc.window.root) else f"pass a longer {root}"
+    self.report(E.IndexOutOfBoundsError(
+        f"this masked {what} touches {root}[{box}]{where}{self._trip(p)} where its mask is on, outside"
+        f" {root}'s shape {tuple(acc.window.shape)}", acc.op.loc,
+        hint=f"make the mask false before {root}'s start: keep the offsets along dimension {d} at 0 or more"
+             f" (offs >= 0)" if lo[r, d] < 0 else
+             f"make the mask false past {root}'s end: compare the offsets along dimension {d} with"
+             f" {root}.shape[{d}] (offs < {root}.shape[{d}]), or {longer}"))
 
   # ------------------------------------------------------------ coverage
   def coverage_errors(self) -> list:

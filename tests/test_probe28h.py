@@ -95,3 +95,54 @@ def test_a_strided_slice_after_an_ellipsis_names_the_dimension_it_slices():
              "reversed slices (step -1) of a register tensor are not supported: its elements live in other threads")
   assert "jnp.flip(x, axis=2)" in e.hint and "x[:, :, ::-1]" in e.hint, e.hint
 
+
+
+# ---------------------------------------------------------------- masks known while compiling, on outside GMEM
+@mg.mgpu_kernel(out_shape=lambda x: S((256,), x.dtype), grid=(2,))
+def tail_wrong_bound(x, y):
+  i = ml.program_id(0)
+  offs = i * 128 + ml.arange(128)
+  y.at[ml.ds(i * 128, 128)][...] = x.at[ml.ds(i * 128, 128)].load(mask=offs < 256, other=0.0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((256,), x.dtype), grid=(2,))
+def tail_right_bound(x, y):
+  i = ml.program_id(0)
+  offs = i * 128 + ml.arange(128)
+  y.at[ml.ds(i * 128, 128)][...] = x.at[ml.ds(i * 128, 128)].load(mask=offs < x.shape[0], other=0.0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0], 128), x.dtype))
+def padded_columns(x, y):
+  y[...] = ml.load(x.at[:, ml.ds(0, 128)], mask=(ml.arange(128) < 96)[None, :], other=0.0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((8, 48), x.dtype))
+def store_past_the_end(x, y):
+  y.at[:, ml.ds(0, 128)].store(x[...], mask=ml.arange(128)[None, :] < 96)
+
+
+def test_a_masked_load_whose_known_mask_is_on_outside_the_array_is_rejected_while_compiling():
+  """Only interpret mode caught these (MG952); check and the CUDA export accepted kernels that
+  read (or write) past the end of GMEM on the GPU."""
+  expect(tail_wrong_bound, [S((200,), F32)], mg.IndexOutOfBoundsError, "x.at[ml.ds(i * 128, 128)].load(",
+         "this masked load touches x[128:256] in program (1, 0, 0) where its mask is on, outside x's shape (200,)",
+         hint="make the mask false past x's end: compare the offsets along dimension 0 with x.shape[0]"
+              " (offs < x.shape[0]), or pass a longer x")
+  expect(padded_columns, [S((8, 48), F32)], mg.IndexOutOfBoundsError, "ml.load(",
+         "this masked load touches x[0:8, 0:96] where its mask is on, outside x's shape (8, 48)")
+  expect(store_past_the_end, [S((8, 128), F32)], mg.IndexOutOfBoundsError, "y.at[:, ml.ds(0, 128)].store(",
+         "this masked store touches y[0:8, 0:96] where its mask is on, outside y's shape (8, 48)")
+
+
+def test_the_hinted_mask_reads_inside_the_array_and_matches_numpy():
+  x = jnp.arange(200, dtype=F32)
+  y = tail_right_bound(x, interpret=True)
+  want = np.zeros(256, np.float32)
+  want[:200] = np.asarray(x)
+  np.testing.assert_array_equal(np.asarray(y), want)
+  assert "mosaic_gpu" in str(_export(tail_right_bound, S((200,), F32)))
+  y = padded_columns(jnp.ones((8, 128), F32), interpret=True)     # in bounds: the padding is other=0
+  np.testing.assert_array_equal(np.asarray(y)[:, 96:], 0)
+  np.testing.assert_array_equal(np.asarray(y)[:, :96], 1)
+
