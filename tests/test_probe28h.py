@@ -146,3 +146,43 @@ def test_the_hinted_mask_reads_inside_the_array_and_matches_numpy():
   np.testing.assert_array_equal(np.asarray(y)[:, 96:], 0)
   np.testing.assert_array_equal(np.asarray(y)[:, :96], 1)
 
+
+# ---------------------------------------------------------------- a dtype of None; a -1 that does not divide
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def zeros_of_none(x, out):
+  out[...] = x[...] + ml.zeros((128,), None)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def astype_none(x, out):
+  out[...] = x[...].astype(None)
+
+
+def test_a_dtype_of_none_is_named_as_none_not_as_numpys_float64():
+  expect(zeros_of_none, [S((128,), F32)], mg.KernelTypeError, "ml.zeros((128,), None)",
+         "ml.zeros needs a dtype such as jnp.float32, got None")
+  expect(astype_none, [S((128,), F32)], mg.KernelTypeError, "x[...].astype(None)",
+         "the conversion (.astype / ml.cast) needs a dtype such as jnp.float32, got None")
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def reshape_into_threes(x, out):
+  v = x[...]
+  out[...] = v.reshape(3, -1).reshape(128, 64)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def reshape_into_twos(x, out):
+  v = x[...]
+  out[...] = v.reshape(2, -1).reshape(128, 64) * 2
+
+
+def test_a_reshape_whose_minus_one_does_not_divide_says_so():
+  """It said "a tuple of positive Python ints, got (3, -1)", though -1 is accepted."""
+  expect(reshape_into_threes, [S((128, 64), F32)], mg.ShapeMismatchError, "v.reshape(3, -1)",
+         "cannot reshape v of shape (128, 64) (8192 elements) to (3, -1): 8192 is not a multiple of 3",
+         hint="a reshape keeps the number of elements: the sizes besides -1 must divide it")
+  x = jnp.arange(128 * 64, dtype=F32).reshape(128, 64)
+  np.testing.assert_array_equal(np.asarray(reshape_into_twos(x, interpret=True)), np.asarray(x) * 2)
+  assert "mosaic_gpu" in str(_export(reshape_into_twos, S((128, 64), F32)))
+

@@ -279,9 +279,9 @@ def dtype_arg(cx, x, what, *, optional=False) -> DType | None:
     d = to_dtype_name(x)
   if d is None:
     import numpy as np
-    try:
-      known = np.dtype(x).name              # a real dtype, just not one kernels compute in
-    except TypeError:
+    try:                                   # a real dtype, just not one kernels compute in (None is
+      known = np.dtype(x).name if x is not None else None     # no dtype, not NumPy's float64)
+    except (TypeError, ValueError):
       known = None
     if known is not None and known != "object":
       raise E.UnsupportedDtypeError(

@@ -514,6 +514,11 @@ def reshape(cx, x, shape, *more):
     total = math.prod(x.type.shape)
     if rest > 0 and total % rest == 0:
       shape = tuple(total // rest if n == -1 else n for n in shape)
+    elif rest > 0:               # (as NumPy: "cannot reshape array of size 8192 into shape (3,newaxis)")
+      raise E.ShapeMismatchError(
+          f"cannot reshape {x.name or 'a tensor'} of shape {x.type.shape} ({total} elements) to {shape}:"
+          f" {total} is not a multiple of {rest}", cx.loc,
+          hint="a reshape keeps the number of elements: the sizes besides -1 must divide it")
   return reshape_(cx, x, shape)
 
 
