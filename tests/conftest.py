@@ -2,6 +2,10 @@ import os
 
 import pytest
 
+if os.environ.get("PYTEST_XDIST_WORKER"):
+  # Workers of `pytest -n` share one GPU: each allocates as it goes, none takes 75% up front.
+  os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+
 
 def _has_gpu() -> bool:
   try:

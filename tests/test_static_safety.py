@@ -5,6 +5,8 @@ the regressions the fuzzer (tests/test_fuzz.py) and the H200 found, and one-pass
 reporting of every independent mistake of a kernel. Each bad kernel marks the
 offending text; `where` finds its line and column in this file.
 """
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -444,7 +446,7 @@ def _copy_kernel(**launch):
     (dict(grid=(0,)), "grid must be 1 to 3 positive ints, got (0,)"),
     (dict(grid=(3,), cluster=(2,)), "grid (3, 1, 1) is not divisible by cluster (2, 1, 1) along x"),
     (dict(grid=(32,), cluster=(32,)), "a cluster holds at most 16 CTAs on Hopper, got (32, 1, 1)"),
-], ids=str)
+], ids=lambda v: re.sub(r" at 0x[0-9a-f]+", "", str(v)))  # stable ids: pytest-xdist workers compare them
 def test_launch_config_errors(launch, message):
   k = _copy_kernel(**launch)
   with pytest.raises(mg.LaunchConfigError) as info:
