@@ -307,3 +307,26 @@ def strided_ds_error(cx, stride):
       cx.loc, hint=f"give the array an axis of the stride outside the kernel, x.reshape(..., n // {k}, {k}) (free"
                    f" in XLA), and index that axis with an int: x.at[ml.ds(start // {k}, size), 0] reads elements"
                    f" start, start + {k}, ... of the original axis")
+
+
+def _slice_text(a, b) -> str:
+  return f"{'' if a is None else a}:{'' if b is None else b}"
+
+
+def static_index_hint(i, n, d, name) -> str:
+  """An int index outside its dimension: the indices that exist there."""
+  return (f"dimension {d} of {name} has size {n}: an index there is in {-n}..{n - 1} (a negative one counts"
+          f" from the end: {name}.at[{n - 1}] or {name}.at[-1] is the last)")
+
+
+def static_slice_hint(i: slice, n, d, name) -> str:
+  """A static slice with a bound outside its dimension (NumPy would clip it) or with no element:
+  the slice inside, written out."""
+  start, stop, _ = slice(i.start, i.stop).indices(n)
+  asked = _slice_text(i.start, i.stop)
+  if stop > start:
+    return (f"dimension {d} of {name} has size {n}, and a ref's slice is not clipped to it as a NumPy slice is"
+            f" (a window keeps the size it is written with): write the part inside, {_slice_text(start, stop)}"
+            f" (NumPy's {asked} there), or pass a larger {name}")
+  return (f"dimension {d} of {name} has size {n}, so {asked} holds no element there (a slice needs at least one:"
+          f" start < stop, both in {-n}..{n}); handle an empty case outside the kernel")

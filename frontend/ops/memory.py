@@ -16,7 +16,7 @@ from ..ir import Access, LayoutRule, Traits
 from ..types import DTypeVar, RefType, ScalarType, Space, TensorType, dtype_name, resolve
 from .base import builtin, dtype_arg, is_ref, is_value, kind_of, one_element, static_shape
 from .index_hints import (atomic_static_hint, runtime_size_error, runtime_slice_error, slice_step_error,
-                          strided_ds_error, window_outside_hint)
+                          static_index_hint, static_slice_hint, strided_ds_error, window_outside_hint)
 
 
 def _copy_effects(o):
@@ -322,7 +322,7 @@ def _one_index(cx, d, i, n, name, past_end=False, rank=1):
   if isinstance(i, int):
     if not -n <= i < n:
       raise E.IndexOutOfBoundsError(f"index {i} is out of bounds for dimension {d} of {name} (size {n})",
-                                    cx.loc, hint=hint)
+                                    cx.loc, hint=static_index_hint(i, n, d, name) if n else hint)
     return ir.Idx(i % n, 1, True)
   if isinstance(i, slice):
     if i.step not in (None, 1):
@@ -333,9 +333,13 @@ def _one_index(cx, d, i, n, name, past_end=False, rank=1):
     start, stop, _ = slice(i.start, i.stop).indices(n)
     if i.start is not None and not -n <= i.start <= n or i.stop is not None and not -n <= i.stop <= n:
       raise E.IndexOutOfBoundsError(
-          f"slice {i.start}:{i.stop} is out of bounds for dimension {d} of {name} (size {n})", cx.loc, hint=hint)
+          f"slice {i.start if i.start is not None else ''}:{i.stop if i.stop is not None else ''} is out of bounds"
+          f" for dimension {d} of {name} (size {n})", cx.loc,
+          hint=static_slice_hint(i, n, d, name) if n else hint)
     if stop <= start and not (n == 0 and i.start is None and i.stop is None):   # (x.at[b, :] of an empty row: empty)
-      raise E.IndexOutOfBoundsError(f"slice {i.start}:{i.stop} of dimension {d} is empty", cx.loc, hint=hint)
+      raise E.IndexOutOfBoundsError(f"slice {i.start if i.start is not None else ''}:{i.stop if i.stop is not None else ''}"
+                                    f" of dimension {d} is empty", cx.loc,
+                                    hint=static_slice_hint(i, n, d, name) if n else hint)
     return ir.Idx(start, stop - start)
   if isinstance(i, DSlice):
     size = i.size
