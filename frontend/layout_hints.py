@@ -65,7 +65,7 @@ def small_tile_hint(shape, ref=None, window=None) -> str:
     parts = window[2] if window is not None else [("0", r, False), ("0", c, False)]
     kept = [k for k, (_, _, squeeze) in enumerate(parts) if not squeeze]
     # (a pipelined loop's buffer is read whole, a stage at a time)
-    whole = all(s == "0" for s, _, _ in parts) and tuple(window[3][-2:]) == (r, c) if window else False
+    whole = all(s == "0" for s, _, _ in parts) and tuple(window[3]) == (r, c) if window else False
     if len(kept) != 2:
       parts, kept = [("0", r, False), ("0", c, False)], [0, 1]
     new = dict(zip(kept, (R, C)))
@@ -77,8 +77,12 @@ def small_tile_hint(shape, ref=None, window=None) -> str:
                 f" its buffer), fill it (by a TMA copy of a ({R}, {C}) window, which reads zeros past the array's"
                 f" end) and read it masked to this one, {ref}.load(mask={mask}, other=0) (the elements the mask"
                 f" keeps off need not be written);{tail}")
-      return (f"work on a larger tile, masked to this one: {load}, allocating {ref} large enough to hold that"
-              f" window (an SMEM window cannot run past its buffer);{tail}")
+      big = [max(n, int(s) + new[k]) if k in new and s.lstrip("-").isdigit() else n
+             for k, ((s, _, _), n) in enumerate(zip(parts, window[3]))]
+      alloc = (f"allocate {ref} as ml.smem({tuple(big)}, ...)" if len(big) == len(parts) and big != list(window[3])
+               else f"allocating {ref} large enough to hold that window")
+      return (f"work on a larger tile, masked to this one: {load}, {alloc} (an SMEM window cannot run past its"
+              f" buffer; the elements the mask keeps off need not be written);{tail}")
     return f"work on a larger tile, masked to this one: {load}{tail}"
   return ("work on tiles of 128 elements or more, e.g. (128,) or (4, 32); a 1-D vector may be shorter if its"
           " length is a multiple of 8")
@@ -116,6 +120,9 @@ def read_window(defs, load):
     if not isinstance(s, int) and not (s or "").strip():
       return None
     parts.append((str(s), i.size, i.squeeze))
+  lead = len(shape) - len(load.results[0].type.shape)
+  if isinstance(node, ast.Name) and lead > 0:     # buf[...] of a pipelined buffer: its stages are no index
+    parts, shape = parts[lead:], shape[lead:]     # of the user's
   return root.name, root.type.space == Space.SMEM, parts, shape
 
 
