@@ -66,6 +66,9 @@ def scalar_cast(x: ir.Value, src: DType, dst: DType, dst_type: ir.Type) -> ir.Va
   if src == dst:
     return x
   if src.is_float and dst.is_float:
+    if dst.bits == src.bits:        # bfloat16 <-> float16: through float32 (exact), rounded once
+      x = arith.extf(ir.F32Type.get(), x)
+      return arith.truncf(dst_type, x)
     return arith.extf(dst_type, x) if dst.bits > src.bits else arith.truncf(dst_type, x)
   if src.is_float:
     if _narrow_int(dst):            # clamp in float32 (exact bounds), as the tensors do

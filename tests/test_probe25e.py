@@ -8,7 +8,7 @@ import pytest
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
-from locate import expect
+from locate import builds, expect
 
 S = jax.ShapeDtypeStruct
 F32, I32 = jnp.float32, jnp.int32
@@ -400,10 +400,8 @@ def test_a_one_element_index_and_a_scalar_cast_are_named_as_written():
          "an index must be an integer scalar, but p is a tensor of shape (1,) (one element)",
          hint="take its element: p[0], or read the index as a scalar where it comes from (pos[b, 0] of a (B, 1)"
               " array)")
-  e = expect(scalar_cast, [S((8,), jnp.bfloat16)], mg.UnsupportedDtypeError, "(g * 2).astype",
-             "cannot cast this value from bfloat16 to float16: scalars convert between floats of one width"
-             " (bfloat16 -> float16) only through float32")
-  assert e.hint == "cast in two steps: (g * 2).astype(jnp.float32).astype(jnp.float16)"
+  # (the scalar bfloat16 -> float16 cast was MG106; it now converts through float32: test_probe29c.py)
+  builds(scalar_cast, S((8,), jnp.bfloat16))
 
 
 # ---------------------------------------------------------------- fourth regression hunt

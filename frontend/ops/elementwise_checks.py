@@ -188,8 +188,6 @@ def cast_problem(src: DType, dst: DType, *, scalar: bool) -> str | None:
     # The GPU's pass pipeline has no scalar 8-bit float conversion (arith.truncf/extf to f8
     # fails to translate; tensors use the paired cvt.satfinite instructions).
     return f"scalars cannot be converted {'from' if src in FLOAT8 else 'to'} 8-bit floats on the GPU"
-  if scalar and src.is_float and dst.is_float and src != dst and src.bits == dst.bits:
-    return f"scalars convert between floats of one width ({src} -> {dst}) only through float32"
   if not scalar and dst in FLOAT8 and src.is_int and src.bits > 8:
     return f"Mosaic GPU converts {src} to 8-bit floats only through float32"
   return None
