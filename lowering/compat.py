@@ -25,15 +25,45 @@ def array_sqrt(x):
   return x._pointwise(mlir_math.sqrt)           # 0.10.2 has no FragmentedArray.sqrt
 
 
-def int_range(d: DType) -> tuple[float, float]:
-  """The range of integer type `d` (8 or 16 bits), exact in float32."""
-  return (-2.0 ** (d.bits - 1), 2.0 ** (d.bits - 1) - 1) if d.is_signed else (0.0, 2.0 ** d.bits - 1)
+# Float -> integer conversions never give LLVM's fptosi/fptoui a NaN or a value outside the
+# target's range: LLVM makes that result poison (not PTX cvt.rzi's saturated value), and folds it
+# where the value is known (a NaN fill, a constant branch of a select sunk into the cast: the
+# other branch's value then reaches every lane). So NaN becomes 0 and the value is clamped before
+# the conversion; for 32 and 64 bits, whose largest value float32 cannot hold, values at or past
+# 2**(bits-1) (2**bits unsigned) convert 0 and select the largest integer after it. The result
+# is interpret mode's (and jnp's): truncated toward zero, saturated, NaN -> 0.
+def _int_bounds(dst: DType) -> tuple[float, float]:
+  """(lowest value, first float past the range) of integer `dst`: powers of two, exact in f32."""
+  return (-2.0 ** (dst.bits - 1), 2.0 ** (dst.bits - 1)) if dst.is_signed else (0.0, 2.0 ** dst.bits)
 
 
-def _narrow_int(dst: DType) -> bool:
-  """A float -> `dst` conversion PTX has no saturating instruction for: NVPTX converts to 8 bits
-  through a 16-bit cvt and a truncation (200.0 -> -56 in int8), so the lowering clamps first."""
-  return dst.is_int and dst.bits < 32
+def _array_float_to_int(x, dst: DType, dst_type: ir.Type):
+  f32 = ir.F32Type.get()
+  splat = lambda v, t=f32: fa.FragmentedArray.splat(arith.constant(t, v), x.shape, x.layout)
+  x = (x != x).select(splat(0.0), x)                       # NaN -> 0
+  lo, past = _int_bounds(dst)
+  x = x.max(splat(lo))
+  if dst.bits < 32:
+    x = x.min(splat(past - 1.0))                            # (exact in float32)
+    return x.astype(dst_type, is_signed=dst.is_signed)
+  big = x >= splat(past)
+  r = big.select(splat(0.0), x).astype(dst_type, is_signed=dst.is_signed)
+  top = fa.FragmentedArray.splat(arith.constant(dst_type, int(past) - 1 if dst.is_signed else -1),
+                                 x.shape, x.layout, is_signed=dst.is_signed)
+  return big.select(top, r)
+
+
+def _scalar_float_to_int(x: ir.Value, dst: DType, dst_type: ir.Type) -> ir.Value:
+  zero = arith.constant(x.type, 0.0)
+  x = arith.select(arith.cmpf(arith.CmpFPredicate.UNO, x, x), zero, x)     # NaN -> 0
+  lo, past = _int_bounds(dst)
+  x = arith.maximumf(x, arith.constant(x.type, lo))
+  conv = arith.fptosi if dst.is_signed else arith.fptoui
+  if dst.bits < 32:
+    return conv(dst_type, arith.minimumf(x, arith.constant(x.type, past - 1.0)))
+  big = arith.cmpf(arith.CmpFPredicate.OGE, x, arith.constant(x.type, past))
+  r = conv(dst_type, arith.select(big, zero, x))
+  return arith.select(big, arith.constant(dst_type, int(past) - 1 if dst.is_signed else -1), r)
 
 
 def array_cast(x, src: DType, dst: DType, dst_type: ir.Type):
@@ -43,22 +73,13 @@ def array_cast(x, src: DType, dst: DType, dst_type: ir.Type):
   f32 = ir.F32Type.get()
   if src.is_float and dst.is_float and DType.f32 not in (src, dst):
     x = x.astype(f32)
-  elif src.is_float and _narrow_int(dst):
-    # Saturate as cvt.rzi does for 32 bits: clamp in float32 (exact bounds; max/min keep a NaN,
-    # which the conversion makes 0), then convert the value, now in range.
+  elif src.is_float and dst.is_int:
     if src != DType.f32:
       x = x.astype(f32, is_signed=None)
-    lo, hi = int_range(dst)
-    x = x.max(fa.FragmentedArray.splat(arith.constant(f32, lo), x.shape, x.layout))
-    x = x.min(fa.FragmentedArray.splat(arith.constant(f32, hi), x.shape, x.layout))
+    return _array_float_to_int(x, dst, dst_type)
   elif src.bits <= 8 and src.is_float != dst.is_float:
     x = x.astype(f32, is_signed=None)
   return x.astype(dst_type, is_signed=dst.is_signed)
-
-
-def _scalar_clamp(x: ir.Value, lo: float, hi: float) -> ir.Value:
-  """max(min(x, hi), lo) in x's float type; NaN stays NaN (maximumf / minimumf propagate it)."""
-  return arith.minimumf(arith.maximumf(x, arith.constant(x.type, lo)), arith.constant(x.type, hi))
 
 
 def scalar_cast(x: ir.Value, src: DType, dst: DType, dst_type: ir.Type) -> ir.Value:
@@ -71,11 +92,9 @@ def scalar_cast(x: ir.Value, src: DType, dst: DType, dst_type: ir.Type) -> ir.Va
       return arith.truncf(dst_type, x)
     return arith.extf(dst_type, x) if dst.bits > src.bits else arith.truncf(dst_type, x)
   if src.is_float:
-    if _narrow_int(dst):            # clamp in float32 (exact bounds), as the tensors do
-      if src != DType.f32:
-        x = arith.extf(ir.F32Type.get(), x)
-      x = _scalar_clamp(x, *int_range(dst))
-    return (arith.fptosi if dst.is_signed else arith.fptoui)(dst_type, x)
+    if src != DType.f32:
+      x = arith.extf(ir.F32Type.get(), x)
+    return _scalar_float_to_int(x, dst, dst_type)
   if dst.is_float:
     return (arith.sitofp if src.is_signed else arith.uitofp)(dst_type, x)
   if dst.bits > src.bits:

@@ -5,7 +5,7 @@ narrow floats (f16, bf16, f8 via ml_dtypes) compute in float32 and round back
 after every op, as the GPU rounds per instruction; integers wrap; `//` and `%`
 floor (Python's rules, which the lowering follows too); comparisons give bool;
 float -> int casts truncate toward zero and saturate, NaN -> 0 (PTX cvt.rzi; the lowering
-clamps before narrowing to 8/16 bits so the GPU does the same); float -> float8 casts
+selects NaN to 0 and clamps before converting, as LLVM leaves the rest undefined); float -> float8 casts
 saturate finite overflow and +-inf to the largest finite value, NaN staying NaN (PTX
 cvt.rn.satfinite, which the GPU uses); the hardware's approximate instructions (`.ftz`)
 flush subnormal inputs and results to zero.

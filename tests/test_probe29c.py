@@ -2,6 +2,8 @@
 computes where jnp defines the result): integer // and % of negative operands, division by zero,
 float -> int casts of NaN, infinities and out-of-range values, wrapping + and *, shifts past the
 width, NaN and -0.0 in max/min and sorts, rounding to float16/bfloat16, mixed-dtype promotion."""
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -39,3 +41,81 @@ def test_a_scalar_cast_between_16_bit_floats_goes_through_float32(src, dst):
                    1.00390625], src)
   np.testing.assert_array_equal(np.asarray(scalar_16bit_swap(x, interpret=True)), np.asarray(x.astype(dst)))
   builds(scalar_16bit_swap, S((8,), src))
+
+
+# ---------------------------------------------------------------- float -> int conversions, poison-free
+def _guarded_conversions(mlir: str) -> tuple[int, list[str]]:
+  """(how many fptosi/fptoui the module has, those whose operand no NaN select guards): LLVM
+  makes a conversion of NaN or of a value outside the target's range poison, not PTX's saturated
+  cvt, so each must see a value that went through `select(x != x, 0, x)`."""
+  lines = mlir.splitlines()
+  defs = {}                                    # name -> the lines defining it (names restart per function)
+  for n, line in enumerate(lines):
+    if "=" in line and line.strip().startswith("%"):
+      defs.setdefault(line.split("=")[0].strip(), []).append(n)
+  def line_of(name, before):
+    return max((n for n in defs.get(name, []) if n < before), default=None)
+  def guarded(name, before, depth=0):
+    n = line_of(name, before)
+    if n is None:
+      return False
+    line = lines[n]
+    if "arith.select" in line:
+      c = line_of(line.split("arith.select")[1].split(",")[0].strip(), n)
+      cond = lines[c] if c is not None else ""
+      parts = cond.split("arith.cmpf")[1].replace(":", ",").split(",") if "arith.cmpf" in cond else []
+      if len(parts) >= 3 and parts[0].strip() in ("une", "uno") and parts[1].strip() == parts[2].strip():
+        return True
+    return depth < 16 and any(guarded(t, n, depth + 1) for t in re.findall(r"%[\w.]+", line.split("=", 1)[-1]))
+  convs = [n for n, line in enumerate(lines) if "arith.fptosi" in line or "arith.fptoui" in line]
+  return len(convs), [lines[n].strip() for n in convs if not guarded(lines[n].split("arith.fpto")[1].split()[1], n)]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: tuple(S(x.shape, d) for d in (jnp.int32, jnp.uint32, jnp.int8, jnp.int64)))
+def nan_fill_and_constant_branch(x, i32, u32, i8, i64):
+  v = x[...]
+  nan = ml.full(v.shape, float("nan"), jnp.float32)
+  i32[...] = nan.astype(jnp.int32)
+  u32[...] = ml.where(v > 0, -1.0, v).astype(jnp.uint32)
+  i8[...] = ml.where(v > 0, 1e10, nan).astype(jnp.int8)
+  i64[...] = ml.where(v > 0, 1e30, v).astype(jnp.int64)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((8,), jnp.int32))
+def scalar_float_to_int(x, out):
+  for j in range(8):
+    out[j] = (x[j] * 2.0).astype(jnp.int32) + x[j].astype(jnp.uint16).astype(jnp.int32)
+
+
+def test_no_float_to_int_conversion_sees_a_nan_or_an_out_of_range_value():
+  """The lowering converted with a plain fptosi/fptoui (8 and 16 bits after a clamp that kept
+  NaN): LLVM makes a NaN or out-of-range operand poison, and folds it where the value is known
+  (a NaN fill, or `-1.0` of a select sunk into the cast: the other branch then reaches every
+  lane), where interpret mode and jnp give 0 or the saturated value."""
+  jax.config.update("jax_enable_x64", True)
+  try:
+    n, bad = _guarded_conversions(str(nan_fill_and_constant_branch.mlir(S((128,), F32))))
+  finally:
+    jax.config.update("jax_enable_x64", False)
+  assert n >= 4 and not bad, bad
+  n, bad = _guarded_conversions(str(scalar_float_to_int.mlir(S((8,), F32))))
+  assert n >= 2 and not bad, bad
+  x = jnp.asarray(np.linspace(-3, 3, 8), F32).at[3].set(jnp.nan).at[4].set(jnp.inf).at[5].set(-1e20)
+  want = (x * 2.0).astype(jnp.int32) + x.astype(jnp.uint16).astype(jnp.int32)
+  np.testing.assert_array_equal(np.asarray(scalar_float_to_int(x, interpret=True)), np.asarray(want))
+
+
+@pytest.mark.gpu
+def test_float_to_int_conversions_of_known_values_on_the_gpu():
+  jax.config.update("jax_enable_x64", True)
+  try:
+    x = jnp.asarray(np.linspace(-3, 3, 128), F32)
+    got = jax.jit(nan_fill_and_constant_branch)(x)
+    nan = jnp.full(x.shape, jnp.nan, F32)
+    want = (nan.astype(jnp.int32), jnp.where(x > 0, -1.0, x).astype(jnp.uint32),
+            jnp.where(x > 0, 1e10, nan).astype(jnp.int8), jnp.where(x > 0, 1e30, x).astype(jnp.int64))
+    for g, i, w in zip(got, nan_fill_and_constant_branch(x, interpret=True), want):
+      np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+      np.testing.assert_array_equal(np.asarray(i), np.asarray(w))
+  finally:
+    jax.config.update("jax_enable_x64", False)
