@@ -119,3 +119,33 @@ def test_float_to_int_conversions_of_known_values_on_the_gpu():
       np.testing.assert_array_equal(np.asarray(i), np.asarray(w))
   finally:
     jax.config.update("jax_enable_x64", False)
+
+
+# ---------------------------------------------------------------- int32 / uint32 meeting: the hint
+@mg.mgpu_kernel(out_shape=lambda a, b: S(a.shape, jnp.int8))
+def mixed_sign_compare(a, b, out):
+  x = a[...]
+  y = b[0]
+  out[...] = (x < y).astype(jnp.int8)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S(a.shape, jnp.int8))
+def mixed_sign_compare_int64(a, b, out):
+  x = a[...]
+  y = b[0]
+  out[...] = (x.astype(jnp.int64) < y.astype(jnp.int64)).astype(jnp.int8)
+
+
+def test_the_hint_for_int32_meeting_uint32_converts_both_to_int64():
+  """It said `y.astype(jnp.uint32)` (the second operand to the first's dtype): followed, -1 became
+  4294967295 and `3000000000 < -1` was True (and `5 < -1`), where the comparison is False in
+  jnp's int64 (with x64)."""
+  expect(mixed_sign_compare, [S((128,), jnp.uint32), S((4,), jnp.int32)], mg.DtypeMismatchError, "x < y",
+         "< on x (uint32) and y (int32): dtypes differ and are never converted implicitly",
+         hint="convert both sides to int64, where jnp (with jax_enable_x64) computes and every value of both"
+              " fits: x.astype(jnp.int64) and y.astype(jnp.int64)")
+  a = jnp.asarray(np.array([3000000000, 5, 0, 4294967295] * 32, np.uint32))
+  b = jnp.asarray(np.array([-1, 0, 0, 0], np.int32))
+  want = (np.asarray(a).astype(np.int64) < -1).astype(np.int8)
+  np.testing.assert_array_equal(np.asarray(mixed_sign_compare_int64(a, b, interpret=True)), want)
+  builds(mixed_sign_compare_int64, S((128,), jnp.uint32), S((4,), jnp.int32))

@@ -66,6 +66,13 @@ def _convert_hint(names, da, db) -> str:
   from .promotion import jnp_result
   want = jnp_result(da, db) if isinstance(da, DType) and isinstance(db, DType) else None
   if want is None or want not in (da, db):
+    if want is None and isinstance(da, DType) and isinstance(db, DType) and da.is_int and db.is_int:
+      # int32 (or int64) with uint32: jnp computes in int64 (int32 without jax_enable_x64, where
+      # uint32 values of 2**31 or more wrap negative); converting to either 32-bit side changes
+      # comparisons, max/min, // and % of negative or large values
+      sides = [method_on(n) for n, d in zip(names, (da, db)) if d != DType.i64]
+      return (f"convert {'both sides' if len(sides) == 2 else sides[0]} to int64, where jnp (with jax_enable_x64)"
+              f" computes and every value of both fits: " + " and ".join(f"{t}.astype(jnp.int64)" for t in sides))
     if want is None:
       return f"convert one side explicitly, e.g. {method_on(names[1])}.astype(jnp.{dtype_name(da)})"
     return (f"convert both sides to the dtype jnp would compute in: {method_on(names[0])}.astype(jnp.{dtype_name(want)})"
