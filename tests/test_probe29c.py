@@ -149,3 +149,38 @@ def test_the_hint_for_int32_meeting_uint32_converts_both_to_int64():
   want = (np.asarray(a).astype(np.int64) < -1).astype(np.int8)
   np.testing.assert_array_equal(np.asarray(mixed_sign_compare_int64(a, b, interpret=True)), want)
   builds(mixed_sign_compare_int64, S((128,), jnp.uint32), S((4,), jnp.int32))
+
+
+# ---------------------------------------------------------------- Python ints past 32 bits: the hint
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, jnp.int32))
+def mod_two_to_the_32(x, out):
+  out[...] = x[...] % 4294967296
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, jnp.int32))
+def mod_two_to_the_32_int64(x, out):
+  out[...] = (x[...].astype(jnp.int64) % 4294967296).astype(jnp.int32)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, jnp.int8))
+def below_ten_billion(x, out):
+  out[...] = (x[...] < 10000000000).astype(jnp.int8)
+
+
+def test_a_python_int_past_32_bits_hints_int64():
+  """The hint was 'or a float (e.g. float(...)) if you meant floating point': followed for % (or
+  //, or a bitwise op) it was the next error (MG106: % needs integer operands)."""
+  expect(mod_two_to_the_32, [S((128,), jnp.int32)], mg.KernelTypeError, "x[...] % 4294967296",
+         "% uses the Python int 4294967296, which does not fit in int32: kernels compute in 32 bits (a larger"
+         " constant would silently lose its high bits)",
+         hint="compute in int64, which holds 4294967296: x[...].astype(jnp.int64) % 4294967296 (then .astype(...)"
+              " back to the type you store)")
+  expect(below_ten_billion, [S((128,), jnp.uint32)], mg.KernelTypeError, "x[...] < 10000000000",
+         "< uses the Python int 10000000000, which does not fit in uint32: kernels compute in 32 bits (a larger"
+         " constant would silently lose its high bits)",
+         hint="compute in int64, which holds 10000000000: x[...].astype(jnp.int64) < 10000000000 (then .astype(...)"
+              " back to the type you store)")
+  x = jnp.asarray(np.array([-5, 7, -2 ** 31, 2 ** 31 - 1], np.int32).repeat(32))
+  want = (np.asarray(x).astype(np.int64) % 2 ** 32).astype(np.int32)
+  np.testing.assert_array_equal(np.asarray(mod_two_to_the_32_int64(x, interpret=True)), want)
+  builds(mod_two_to_the_32_int64, S((128,), jnp.int32))

@@ -37,7 +37,8 @@ def test_python_ints_past_32_bits_are_rejected(dtype, c, kind):
   expect(add_constant, [S((256,), dtype)], mg.KernelTypeError, "n[...] + c",
          f"+ uses the Python int {c}, which does not fit in {kind}: kernels compute in 32 bits (a larger"
          f" constant would silently lose its high bits)", c=c,
-         hint="use a constant in range, or a float (e.g. float(...)) if you meant floating point")
+         hint=f"compute in int64, which holds {c}: n[...].astype(jnp.int64) + {c} (then .astype(...) back to the"
+              " type you store)")
 
 
 # ---------------------------------------------------------------- reshaping a row-wise tile

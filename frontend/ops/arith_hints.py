@@ -19,6 +19,20 @@ def unsigned_hint(value, dtype, name, op, value_right=True):
           f" converts back)")
 
 
+def int64_hint(value, dtype, name, op, value_right=True):
+  """The hint for an integer value meeting a Python int past 32 bits (`i % 2**32`, `t // 10**10`):
+  compute in int64, which takes 64-bit constants (a float would fail for //, % and bitwise ops,
+  and round for the others); None where it does not apply."""
+  ops = ("+", "-", "*", "//", "%", "&", "|", "^", "<", "<=", ">", ">=", "==", "!=")
+  if not (isinstance(value, int) and not isinstance(value, bool) and -2 ** 63 <= value < 2 ** 63
+          and isinstance(dtype, DType) and dtype.is_int and dtype != DType.i64 and op in ops):
+    return None
+  x = name if name.replace("[...]", "").replace(".", "").replace("_", "").isalnum() else f"({name})"
+  w = f"{x}.astype(jnp.int64)"
+  expr = f"{w} {op} {value}" if value_right else f"{value} {op} {w}"
+  return f"compute in int64, which holds {value}: {expr} (then .astype(...) back to the type you store)"
+
+
 def pointer_hint(name, off) -> str:
   """What Triton's `ptr + offsets` becomes: the window the offsets cover (start + ml.arange(n)),
   for a load, a store and an atomic; any other offsets index the ref (a gather)."""

@@ -19,7 +19,7 @@ from .. import errors as E
 from .. import hw
 from .. import ir
 from ..dtypes import DType, FLOAT8, INDEX, PY_FLOAT
-from .arith_hints import divisor_guard, unsigned_hint
+from .arith_hints import divisor_guard, int64_hint, unsigned_hint
 from ..infer import unify
 from ..ir import LayoutRule, Traits
 from ..types import DTypeVar, ScalarType, TensorType, dtype_name, resolve
@@ -194,8 +194,9 @@ def common(cx, a, b, what):
       else:
         b = astype(cx, b, up)
       return (a, b), shape, up
-    check_python_int(cx, py, dt, what, hint=unsigned_hint(py, rdt, names[0] if db is None else names[1],
-                                                           what, db is None))
+    other = names[0] if db is None else names[1]
+    check_python_int(cx, py, dt, what, hint=unsigned_hint(py, rdt, other, what, db is None)
+                     or int64_hint(py, rdt, other, what, db is None))
     if rdt == DType.bool_ and isinstance(py, int) and not isinstance(py, bool):
       # As jnp: a boolean meeting a Python int computes in int32 (m & 6 is 0 or 0, not m & True).
       if db is None:
