@@ -65,7 +65,8 @@ def u32_plus_i32(x, out):
 def test_a_promotion_jnp_takes_to_64_bits_is_a_dtype_mismatch():
   expect(u32_plus_i32, [S((8, 128), jnp.uint32)], mg.DtypeMismatchError, "x[...] + np.int32(1)",
          "+ on x[...] (uint32) and the int32 scalar 1: a NumPy or JAX scalar keeps its dtype, and jnp"
-         " computes these two in int64, which kernels do not have")
+         " computes these two in int64, which is not implicit here",
+         hint="write the Python number 1 to compute in uint32, or convert the value: x[...].astype(jnp.int64)")
 
 
 def test_numpy_scalars_of_the_same_dtype_and_in_static_places_work():

@@ -117,8 +117,8 @@ def test_comparisons_with_a_numpy_scalar_of_the_other_signedness_promote_as_jnp(
 def test_a_comparison_jnp_takes_to_64_bits_is_mg104_with_a_hint_that_works():
   expect(compare_with(np.int32(-1)), [S((128,), jnp.uint32)], mg.DtypeMismatchError, "v > c",
          "> on v (uint32) and the int32 scalar -1: a NumPy or JAX scalar keeps its dtype, and jnp computes"
-         " these two in int64, which kernels do not have",
-         hint="-1 is outside uint32: convert the value: v.astype(jnp.int32)")
+         " these two in int64, which is not implicit here",
+         hint="-1 is outside uint32: convert the value: v.astype(jnp.int64)")
 
 
 @mg.mgpu_kernel(out_shape=lambda x: x)

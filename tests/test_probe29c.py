@@ -184,3 +184,37 @@ def test_a_python_int_past_32_bits_hints_int64():
   want = (np.asarray(x).astype(np.int64) % 2 ** 32).astype(np.int32)
   np.testing.assert_array_equal(np.asarray(mod_two_to_the_32_int64(x, interpret=True)), want)
   builds(mod_two_to_the_32_int64, S((128,), jnp.int32))
+
+
+# ---------------------------------------------------------------- uint32 meeting an int32 NumPy scalar
+NEG_ONE = np.int32(-1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, jnp.int8))
+def above_numpy_minus_one(x, out):
+  v = x[...]
+  out[...] = (v > NEG_ONE).astype(jnp.int8)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, jnp.int8))
+def above_numpy_minus_one_int64(x, out):
+  v = x[...]
+  out[...] = (v.astype(jnp.int64) > NEG_ONE).astype(jnp.int8)
+
+
+def test_uint32_meeting_an_int32_numpy_scalar_hints_int64():
+  """The hint was v.astype(jnp.int32): followed, 3000000000 > -1 was False (it wrapped negative);
+  the message said kernels have no int64, and the hint for an int64 scalar converted to it."""
+  expect(above_numpy_minus_one, [S((128,), jnp.uint32)], mg.DtypeMismatchError, "v > NEG_ONE",
+         "> on v (uint32) and the int32 scalar -1: a NumPy or JAX scalar keeps its dtype, and jnp computes"
+         " these two in int64, which is not implicit here",
+         hint="-1 is outside uint32: convert the value: v.astype(jnp.int64)")
+  x = jnp.asarray(np.array([3000000000, 0, 4294967295, 5] * 32, np.uint32))
+  jax.config.update("jax_enable_x64", True)
+  try:
+    want = np.asarray(x > NEG_ONE).astype(np.int8)         # jnp computes in int64
+  finally:
+    jax.config.update("jax_enable_x64", False)
+  assert want.all()
+  np.testing.assert_array_equal(np.asarray(above_numpy_minus_one_int64(x, interpret=True)), want)
+  builds(above_numpy_minus_one_int64, S((128,), jnp.uint32))

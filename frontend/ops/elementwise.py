@@ -281,12 +281,14 @@ def _typed_number_dtype(cx, py, d, py_name, name, what):
     text = str(np.dtype(want.numpy_name).type(py))     # 1.001, not float32's 1.0010000467300415
   except TypeError:
     text = repr(py + 0)
-  to = DType.f32 if d.is_float or want.is_float else want
+  # (only uint32 with int32 or int64 gets here: jnp computes them in int64, with jax_enable_x64;
+  # converting the value to int32 would wrap uint32 values of 2**31 or more negative)
+  to = DType.f32 if d.is_float or want.is_float else DType.i64
   wide = "float64" if d.is_float or want.is_float else "int64"
   fits = d.is_float or not want.is_int or d.int_range[0] <= int(py) <= d.int_range[1]
   raise E.DtypeMismatchError(
       f"{what} on {name} ({dtype_name(d)}) and the {dtype_name(want)} scalar {text}: a NumPy or JAX scalar"
-      f" keeps its dtype, and jnp computes these two in {wide}, which kernels do not have", cx.loc,
+      f" keeps its dtype, and jnp computes these two in {wide}, which is not implicit here", cx.loc,
       hint=(f"write the Python number {text} to compute in {dtype_name(d)}, or convert the value:" if fits else
             f"{text} is outside {dtype_name(d)}: convert the value:")
            + f" {method_on(name)}.astype(jnp.{dtype_name(to)})")
