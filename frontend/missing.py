@@ -17,8 +17,8 @@ _TRANSPOSE = ("a 2-D tensor transposes with x.T or ml.transpose(x) (through SMEM
 _CONCAT = "join register tensors along an existing axis with ml.concatenate([a, b], axis=0)"
 _JOIN = ("no ml.{}: join along a new last axis with ml.concatenate([a[..., None], b[..., None]], axis=-1)"
          " (then .reshape(m, 2 * n) interleaves the columns of (m, n) tensors)")
-_POW = ("no ml.pow: use the ** operator for x ** n (a static int), x ** 0.5 and c ** t (c a positive"
-        " Python number); otherwise, for x > 0, write ml.exp2(y * ml.log2(x))")
+_POW = ("use ml.pow(x, y) (libdevice's powf, as jnp.power of floats); the ** operator gives x ** n (a static"
+        " int), x ** 0.5 and c ** t (c a positive Python number)")
 _DIV = "no ml.{}: divide with the / operator, x / y (ml.cdiv(a, b) is the ceiling of an integer division)"
 _FLOOR_DIV = "no ml.{}: divide with the // operator, x // y (ml.cdiv(a, b) rounds up instead)"
 # jnp's math functions that ml lacks (some a near-spelling of another ml name: copysign, ldexp, square)
@@ -36,9 +36,6 @@ _MATH = {
     "log10": ("ml.log2({0}) * 0.30102999566398120", " (log10(2))"),
     "exp10": ("ml.exp2({0} * 3.3219280948873623)", " (log2(10))"),
     "erfc": ("1 - ml.erf({0})", " (loses the digits where erf is near 1)"),
-    "fmod": ("{0} - ml.trunc({0} / {1}) * {1}", " for floats (the sign of {0}, as C's fmod, but 0.0 for its -0.0; exact below 2**24"
-             " quotients); for integers,"
-             " r = {0} % {1}; ml.where((r != 0) & (({0} < 0) != ({1} < 0)), r - {1}, r)"),
 }
 
 
@@ -59,24 +56,17 @@ NOT_YET = {   # what Triton and jnp users reach for that mgpu_dsl does not have,
     "join": _JOIN.format("join"), "interleave": _JOIN.format("interleave"), "stack": _JOIN.format("stack"),
     "cat": _CONCAT, "concatenate": _CONCAT,
     "split": "read the halves through windows of the ref: x.at[:, 0:n][...] and x.at[:, n:2 * n][...]",
-    "log1p": "no ml.log1p: ml.log(1 + x) loses the digits of small x; accurate for finite x:"
-             " u = 1 + x; ml.where(u == 1, x, ml.log(u) * (x / (u - 1)))",
-    "expm1": "no ml.expm1: ml.exp(x) - 1 loses the digits of small x; accurate for x below 88:"
-             " u = ml.exp(x); ml.where(u == 1, x, ml.where(x < -20, -1.0, (u - 1) * (x / ml.log(u))))",
-    "pow": _POW, "power": _POW,
+    "power": _POW,
     **{n: (f"no ml.{n}: Triton's tl.math and libdevice functions are ml.* functions here (ml.{n}.rsqrt(x) is"
            " ml.rsqrt(x)): ml.exp, ml.exp2, ml.log, ml.log2, ml.sqrt, ml.rsqrt, ml.erf, ml.tanh, ml.sin, ml.cos,"
-           " ml.sigmoid, ml.floor, ml.ceil, ml.trunc, ml.round, ml.abs, ml.maximum, ml.minimum; pow is the **"
-           " operator (x ** n for a static int n, x ** 0.5, c ** t for a positive Python number c; for x > 0,"
-           " ml.exp2(y * ml.log2(x)))") for n in ("math", "extra", "libdevice")},
-    "tan": "no ml.tan: ml.sin(x) / ml.cos(x)",
+           " ml.sigmoid, ml.asin, ml.acos, ml.atan, ml.atan2, ml.tan, ml.cbrt, ml.expm1, ml.log1p, ml.pow, ml.fmod,"
+           " ml.isnan, ml.isinf, ml.isfinite, ml.floor, ml.ceil, ml.trunc, ml.round, ml.abs, ml.maximum, ml.minimum") for n in ("math", "extra", "libdevice")},
     "sinh": "no ml.sinh: (ml.exp(x) - ml.exp(-x)) * 0.5", "cosh": "no ml.cosh: (ml.exp(x) + ml.exp(-x)) * 0.5",
     "asinh": "no ml.asinh: ml.log(x + ml.sqrt(x * x + 1)) (for x >= 0; odd: use -asinh(-x) below 0)",
     "acosh": "no ml.acosh: ml.log(x + ml.sqrt(x * x - 1))",
     "atanh": "no ml.atanh: 0.5 * ml.log((1 + x) / (1 - x))",
-    **{n: (f"no ml.{n}: the inverse trigonometric functions are not built in; write a polynomial or rational"
-           f" approximation (as libdevice does) from ml.sqrt, * and +") for n in ("asin", "acos", "atan", "atan2",
-                                                                                  "arcsin", "arccos", "arctan")},
+    **{n: f"use ml.{n.replace('arc', 'a')} (libdevice's {n.replace('arc', 'a')}f)"
+       for n in ("arcsin", "arccos", "arctan", "arctan2")},
     "sign": "no ml.sign: ml.where(x > 0, 1.0, ml.where(x < 0, -1.0, 0.0))",
     **{n: ("no block pointers or tensor descriptors: take a window of the ref, x.at[ml.ds(i * bm, bm), :], and"
            " ml.copy it into an ml.smem buffer (a TMA copy), or read it with x.at[...][...]")
@@ -93,7 +83,6 @@ NOT_YET = {   # what Triton and jnp users reach for that mgpu_dsl does not have,
               " for another combination, reduce pairs of halves with windows, or carry it through a loop",
     "histogram": "no ml.histogram: scatter ones into a zeroed output, ml.atomic_add(out.at[bins], ml.full(bins.shape,"
                  " 1, jnp.int32))",
-    "isinf": "no ml.isinf: ml.abs(x) == float('inf')",
     "rint": "no ml.rint: ml.round(x) rounds to the nearest integer, ties to even, as jnp.rint",
     "bincount": "no ml.bincount: ml.atomic_add(counts.at[ids], ml.full(ids.shape, 1, jnp.int32)) into a zeroed"
                 " output (an output updated only by atomics starts at 0)",
@@ -104,7 +93,6 @@ NOT_YET = {   # what Triton and jnp users reach for that mgpu_dsl does not have,
     "top_k": _TOP,
     "nonzero": "no ml.nonzero (its length depends on the data): keep a mask, or compact with an exclusive"
                " ml.cumsum of the mask as each kept element's position and a scatter",
-    "isfinite": "no ml.isfinite: ml.abs(x) < float('inf') (False for NaN too)",
     "fma": "no ml.fma: write a * b + c (the GPU may fuse it into one fused multiply-add; interpret mode rounds twice)",
     **{n: ("no compare-and-swap or exchange, so no locks: accumulate partial results with ml.atomic_add into"
            " an output (one reduced atomically starts at zero), or write each program's partials to rows of"
@@ -401,8 +389,7 @@ def array_call_hint(name, pos, kw, is_float=False, dtype=None) -> str | None:
   if name in ("fmod", "rem") and len(pos) == 2:
     a, b = map(_operand, pos)
     if is_float:
-      return (f"C's remainder (the sign of {a}): {a} - ml.trunc({a} / {b}) * {b} (0.0 for its -0.0; exact below"
-              f" 2**24 quotients)")
+      return f"use ml.fmod({pos[0]}, {pos[1]}): C's remainder (the sign of {a}), as jnp.fmod"
     return (f"C's remainder (the sign of {a}) from Python's flooring %: r = {a} % {b}; ml.where((r != 0) &"
             f" {_signs_differ(a, b)}, r - {b}, r)")
   if name == "div" and len(pos) == 2:

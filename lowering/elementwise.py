@@ -8,6 +8,7 @@ import numpy as np
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import arith
+from jaxlib.mlir.dialects import math as mlir_math
 
 from ..frontend import ir as kir
 from ..frontend.dtypes import DType
@@ -50,12 +51,16 @@ _SCALAR_INT = {BinOp.ADD: arith.addi, BinOp.SUB: arith.subi, BinOp.MUL: arith.mu
 _SCALAR_UINT = {**_SCALAR_INT, BinOp.FLOORDIV: arith.divui, BinOp.MOD: arith.remui,
                 BinOp.MAX: arith.maxui, BinOp.MIN: arith.minui, BinOp.SHR: arith.shrui}
 _SCALAR_FLOAT = {BinOp.ADD: arith.addf, BinOp.SUB: arith.subf, BinOp.MUL: arith.mulf,
-                 BinOp.DIV: arith.divf, BinOp.MAX: arith.maximumf, BinOp.MIN: arith.minimumf}
+                 BinOp.DIV: arith.divf, BinOp.MAX: arith.maximumf, BinOp.MIN: arith.minimumf,
+                 BinOp.ATAN2: mlir_math.atan2, BinOp.POW: mlir_math.powf, BinOp.FMOD: arith.remf}
 _ARRAY = {BinOp.ADD: lambda a, b: a + b, BinOp.SUB: lambda a, b: a - b,
           BinOp.MUL: lambda a, b: a * b, BinOp.DIV: lambda a, b: a / b,
           BinOp.FLOORDIV: lambda a, b: a // b, BinOp.MOD: _floor_mod_array,
           BinOp.MAX: lambda a, b: a.max(b), BinOp.MIN: lambda a, b: a.min(b),
           BinOp.AND: lambda a, b: a & b, BinOp.OR: lambda a, b: a | b,
+          BinOp.ATAN2: lambda a, b: a._pointwise(mlir_math.atan2, b),
+          BinOp.POW: lambda a, b: a._pointwise(mlir_math.powf, b),
+          BinOp.FMOD: lambda a, b: a._pointwise(arith.remf, b),
           BinOp.XOR: lambda a, b: a ^ b, BinOp.SHL: lambda a, b: a << b, BinOp.SHR: lambda a, b: a >> b}
 _CMP_ARRAY = {CmpOp.LT: lambda a, b: a < b, CmpOp.LE: lambda a, b: a <= b,
               CmpOp.GT: lambda a, b: a > b, CmpOp.GE: lambda a, b: a >= b,
@@ -109,7 +114,11 @@ def _compare(ctx, o):
   ctx.set(o.result, _CMP_ARRAY[o.kind](a, b))
 
 
-_ARRAY_UNARY = {UnOp.NEG: lambda x: -x, UnOp.NOT: lambda x: x == False,  # noqa: E712
+_LIBDEVICE = {UnOp.ASIN: mlir_math.asin, UnOp.ACOS: mlir_math.acos, UnOp.ATAN: mlir_math.atan,
+              UnOp.TAN: mlir_math.tan, UnOp.CBRT: mlir_math.cbrt, UnOp.EXPM1: mlir_math.expm1,
+              UnOp.LOG1P: mlir_math.log1p}
+_ARRAY_UNARY = {**{k: (lambda x, f=f: x._pointwise(f)) for k, f in _LIBDEVICE.items()},
+                UnOp.NEG: lambda x: -x, UnOp.NOT: lambda x: x == False,  # noqa: E712
                 UnOp.SQRT: compat.array_sqrt, UnOp.ABS: lambda x: x.abs(),
                 **{k: (lambda x, n=k.value.name: compat.array_rounding(n, x))
                    for k in (UnOp.FLOOR, UnOp.CEIL, UnOp.TRUNC, UnOp.ROUND)}}
@@ -119,7 +128,8 @@ _ARRAY_UNARY = {UnOp.NEG: lambda x: -x, UnOp.NOT: lambda x: x == False,  # noqa:
 def _unary(ctx, o):
   x = ctx.get(o.x)
   if isinstance(o.result.type, ScalarType):
-    ctx.set(o.result, compat.scalar_unary(o.kind.value.name, x, o.x.type.dtype))
+    ctx.set(o.result, _LIBDEVICE[o.kind](x) if o.kind in _LIBDEVICE else
+            compat.scalar_unary(o.kind.value.name, x, o.x.type.dtype))
     return
   kw = {"approx": True} if o.kind.value.approx else {}
   fn = _ARRAY_UNARY.get(o.kind) or (lambda v: getattr(v, o.kind.value.name)(**kw))

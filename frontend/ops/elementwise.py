@@ -36,6 +36,7 @@ PURE_FRESH = Traits(layout=LayoutRule.FRESH, pure=True, splits=True)
 class BinOp(enum.Enum):
   ADD = "+"; SUB = "-"; MUL = "*"; DIV = "/"; FLOORDIV = "//"; MOD = "%"
   MAX = "max"; MIN = "min"
+  ATAN2 = "ml.atan2"; POW = "ml.pow"; FMOD = "ml.fmod"      # libdevice's (floating point only)
   AND = "&"; OR = "|"; XOR = "^"; SHL = "<<"; SHR = ">>"
 
 
@@ -75,8 +76,17 @@ class UnOp(enum.Enum):
   CEIL = UnaryDef("ceil", True, np.ceil)
   TRUNC = UnaryDef("trunc", True, np.trunc)
   ROUND = UnaryDef("round", True, np.rint)      # half to even (math.roundeven), as jnp.round
+  # libdevice's (Triton's tl.math / tutorial 07): MLIR math ops, which the GPU pipeline calls __nv_* for
+  ASIN = UnaryDef("asin", True, np.arcsin)
+  ACOS = UnaryDef("acos", True, np.arccos)
+  ATAN = UnaryDef("atan", True, np.arctan)
+  TAN = UnaryDef("tan", True, np.tan)
+  CBRT = UnaryDef("cbrt", True, np.cbrt)
+  EXPM1 = UnaryDef("expm1", True, np.expm1)
+  LOG1P = UnaryDef("log1p", True, np.log1p)
 
 
+_FLOAT_ONLY = {BinOp.ATAN2, BinOp.POW, BinOp.FMOD}
 _INT_ONLY = {BinOp.FLOORDIV, BinOp.MOD, BinOp.AND, BinOp.OR, BinOp.XOR, BinOp.SHL, BinOp.SHR}
 # Mosaic GPU allows these on 8-bit integers (bitwise ops and equality need no arithmetic).
 _BITWISE_8BIT = {BinOp.AND, BinOp.OR, BinOp.XOR, CmpOp.EQ, CmpOp.NE}
@@ -367,7 +377,7 @@ def binary(cx, kind: BinOp, a, b, what=None, via=()):
       (v for v in (a0, b0) if is_value(v)), None)
   if kind in _INT_ONLY and isinstance(d, DType) and d.is_float:
     _check_integer_meets_float(cx, a0, b0, what)
-  check_dtype_support(cx, dt, what, ints_only=kind in _INT_ONLY, bitwise=kind in _BITWISE_8BIT, x=x,
+  check_dtype_support(cx, dt, what, ints_only=kind in _INT_ONLY, floats_only=kind in _FLOAT_ONLY, bitwise=kind in _BITWISE_8BIT, x=x,
                       y=next((v for v in (a0, b0) if v is not x), None) if kind in (BinOp.FLOORDIV, BinOp.MOD) else None,
                       x_first=x is a0)
   if d == DType.bool_ and kind in _BOOL_AS_LOGIC:     # as numpy's and jnp's: bool * bool is and, max is or

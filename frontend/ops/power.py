@@ -14,6 +14,7 @@ from ..types import ScalarType, resolve
 from .base import check_register_value, is_value
 from .elementwise import BinOp, Constant, UnOp, astype, binary, full_, unary
 from .elementwise_checks import check_dtype_support
+from .libdevice import float_pow
 
 
 def _one(cx, x):
@@ -128,20 +129,16 @@ def power(cx, a, b, a_text="x", b_text="y"):
     if b == 0.5:
       check_dtype_support(cx, a.type.dtype, "**", floats_only=True, x=a)
       return unary(cx, UnOp.SQRT, a)
-    raise E.UnsupportedSyntaxError(
-        f"{pa} ** {b!r}: a float exponent on a register value is supported for 0.5 (ml.sqrt) and"
-        f" whole numbers (products) only", cx.loc,
-        hint=f"for {pa} > 0: ml.exp2({b!r} * ml.log2({a_text}))")
+    check_dtype_support(cx, a.type.dtype, "**", floats_only=True, x=a)
+    return float_pow(cx, a, b)              # XLA's pow (libdevice's powf), as jnp's x ** 1.5
   pb = b_text if b_text.isidentifier() else f"({b_text})"
   if not is_value(a):
     return _number_base_power(cx, a, b, pb)
-  raise E.UnsupportedSyntaxError(
-      f"{pa} ** {pb}: an exponent held in registers is supported on a Python-number base"
-      f" only (c ** t); the exponent of a register value must be a static number", cx.loc,
-      hint=f"for {pa} > 0: ml.exp2({pb}{_float_text(b)} * ml.log2({a_text}))")
-
-
-def _float_text(b) -> str:
-  """`.astype(jnp.float32)` where the exponent is an integer value (int32 * float32 is MG104)."""
-  d = resolve(b.type.dtype) if is_value(b) else None
-  return ".astype(jnp.float32)" if isinstance(d, DType) and not d.is_float else ""
+  d, e = resolve(a.type.dtype), resolve(b.type.dtype)
+  if isinstance(d, DType) and not d.is_float:
+    raise E.UnsupportedDtypeError(
+        f"{pa} ** {pb}: an exponent held in registers needs a floating-point base, got {d}", cx.loc,
+        hint=f"convert the base (the result is then a float): {pa}.astype(jnp.float32) ** {pb}")
+  if isinstance(e, DType) and isinstance(d, DType) and not e.is_float:
+    b = astype(cx, b, d)                    # jnp.power(float, int array): the exponent as the base's float
+  return float_pow(cx, a, b)                # XLA's pow (libdevice's powf)

@@ -1,0 +1,114 @@
+"""Triton's libdevice math (`tl.math.*`, `libdevice.*`, tutorial 07) as `ml.` builtins: asin,
+acos, atan, atan2, tan, cbrt, expm1, log1p, pow, fmod, isinf, isfinite.
+
+The transcendental ones are MLIR math ops, which the GPU pipeline lowers to libdevice's `__nv_*f`
+functions (as it does `ml.erf`); 16-bit operands compute in float32 and round once (as libdevice
+has only float32 and float64 forms, and as interpret mode computes them). `isinf` and `isfinite` are
+comparisons.
+"""
+from __future__ import annotations
+
+import math as pymath
+
+from .. import errors as E
+from ..dtypes import DType
+from ..types import resolve
+from .base import builtin, check_register_value, is_value
+from .elementwise import BinOp, CmpOp, astype, binary, compare, unary, UnOp
+from .elementwise_checks import check_dtype_support
+
+_PYTHON = {"asin": "math.asin", "acos": "math.acos", "atan": "math.atan", "tan": "math.tan",
+           "cbrt": "math.cbrt", "expm1": "math.expm1", "log1p": "math.log1p", "atan2": "math.atan2",
+           "pow": "math.pow", "fmod": "math.fmod"}
+
+
+def _narrow(x):
+  """The 16-bit float dtype of a register value, which computes in float32, else None."""
+  d = resolve(x.type.dtype) if is_value(x) else None
+  return d if isinstance(d, DType) and d in (DType.f16, DType.bf16) else None
+
+
+def _unary_fn(kind: UnOp, doc: str):
+  def rule(cx, x):
+    narrow = _narrow(x)
+    if narrow is None:
+      return unary(cx, kind, x)
+    return astype(cx, unary(cx, kind, astype(cx, x, DType.f32)), narrow)
+  rule.__doc__ = doc
+  rule.__name__ = kind.value.name
+  return builtin(rule)
+
+
+asin = _unary_fn(UnOp.ASIN, "Elementwise arcsine (floating point; libdevice's asinf): NaN outside [-1, 1].")
+acos = _unary_fn(UnOp.ACOS, "Elementwise arccosine (floating point; libdevice's acosf): NaN outside [-1, 1].")
+atan = _unary_fn(UnOp.ATAN, "Elementwise arctangent (floating point; libdevice's atanf).")
+tan = _unary_fn(UnOp.TAN, "Elementwise tangent (floating point; libdevice's tanf).")
+cbrt = _unary_fn(UnOp.CBRT, "Elementwise cube root (floating point; libdevice's cbrtf): negative for negative x.")
+expm1 = _unary_fn(UnOp.EXPM1, "Elementwise exp(x) - 1, accurate for small x (floating point; libdevice's expm1f).")
+log1p = _unary_fn(UnOp.LOG1P, "Elementwise log(1 + x), accurate for small x (floating point; libdevice's log1pf).")
+
+
+def _wide_binary(cx, kind, a, b, what):
+  """a `kind` b, 16-bit floats computed in float32 and rounded once."""
+  narrow = _narrow(a) or _narrow(b)
+  if narrow is None or any(is_value(v) and resolve(v.type.dtype) != narrow for v in (a, b)):
+    return binary(cx, kind, a, b, what)      # (mixed dtypes: binary's own error)
+  wide = [astype(cx, v, DType.f32) if is_value(v) else v for v in (a, b)]
+  return astype(cx, binary(cx, kind, *wide, what), narrow)
+
+
+def float_pow(cx, a, b):
+  """`a ** b` of a float register value and a float (a number or a value of a's dtype): powf."""
+  return _wide_binary(cx, BinOp.POW, a, b, "**")
+
+
+def _binary_fn(kind: BinOp, name: str, doc: str):
+  def rule(cx, a, b):
+    check_register_value(cx, a, f"ml.{name}")
+    check_register_value(cx, b, f"ml.{name}")
+    if not is_value(a) and not is_value(b):
+      raise E.KernelTypeError(f"ml.{name} of two Python numbers should be computed in Python", cx.loc,
+                              hint=f"compute it in Python while the kernel is traced: {_PYTHON[name]}({a!r}, {b!r})"
+                                   " (import math)")
+    return _wide_binary(cx, kind, a, b, f"ml.{name}")
+  rule.__doc__ = doc
+  rule.__name__ = name
+  return builtin(rule, name=name)
+
+
+atan2 = _binary_fn(BinOp.ATAN2, "atan2", "Elementwise arctangent of y / x in the quadrant of (x, y), as jnp.arctan2"
+                                         " (floating point; libdevice's atan2f): `ml.atan2(y, x)`.")
+pow_ = _binary_fn(BinOp.POW, "pow", "Elementwise x ** y for register x and y, as C's powf and jnp.power of floats"
+                                    " (floating point; libdevice's powf): `ml.pow(x, y)`.")
+fmod = _binary_fn(BinOp.FMOD, "fmod", "Elementwise C remainder x - trunc(x / y) * y, with x's sign, as jnp.fmod"
+                                      " (floating point; libdevice's fmodf).")
+
+
+def _float_test(cx, x, name):
+  check_register_value(cx, x, f"ml.{name}")
+  if not is_value(x):
+    return None
+  check_dtype_support(cx, x.type.dtype, f"ml.{name}", x=x)
+  return resolve(x.type.dtype)
+
+
+@builtin
+def isinf(cx, x):
+  """Elementwise test for +-inf (a boolean tensor), as jnp.isinf; False for integers."""
+  d = _float_test(cx, x, "isinf")
+  if d is None:
+    return pymath.isinf(x)
+  if isinstance(d, DType) and not d.is_float:
+    return compare(cx, CmpOp.NE, x, x)
+  return compare(cx, CmpOp.EQ, unary(cx, UnOp.ABS, x), float("inf"))
+
+
+@builtin
+def isfinite(cx, x):
+  """Elementwise test for a finite value (neither inf nor NaN), as jnp.isfinite; True for integers."""
+  d = _float_test(cx, x, "isfinite")
+  if d is None:
+    return pymath.isfinite(x)
+  if isinstance(d, DType) and not d.is_float:
+    return compare(cx, CmpOp.EQ, x, x)
+  return compare(cx, CmpOp.LT, unary(cx, UnOp.ABS, x), float("inf"))

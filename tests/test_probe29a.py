@@ -1,0 +1,146 @@
+"""Probe 29a (Triton tutorial ports, round two): tutorial 07's libdevice math. asin, acos, atan,
+atan2, tan, cbrt, expm1, log1p, pow, fmod, isinf and isfinite were missing (MG002 with a formula
+or 'write a polynomial approximation'); `x ** y` of register values and `x ** 1.5` were MG001."""
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from locate import expect
+
+S = jax.ShapeDtypeStruct
+F32 = jnp.float32
+
+
+def _export(kernel, *specs, **constexprs):
+  fn = jax.jit(lambda *a: kernel(*a, **constexprs))
+  return jax.export.export(fn, platforms=["cuda"])(*specs).mlir_module()
+
+
+UNARY = {"asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "tan": np.tan, "cbrt": np.cbrt,
+         "expm1": np.expm1, "log1p": np.log1p}
+BINARY = {"atan2": np.arctan2, "pow": np.power, "fmod": np.fmod}
+
+
+def _grid(x, y, **kw):
+  return (ml.cdiv(x.shape[0], 256),)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, y, **kw: x, grid=_grid)
+def libdevice_kernel(x_ptr, y_ptr, out_ptr, *, fn: ml.constexpr):
+  pid = ml.program_id(0)
+  mask = pid * 256 + ml.arange(256) < x_ptr.shape[0]
+  x = x_ptr.at[ml.ds(pid * 256, 256)].load(mask=mask, other=0.5)
+  y = y_ptr.at[ml.ds(pid * 256, 256)].load(mask=mask, other=1.0)
+  fns = {"asin": ml.asin, "acos": ml.acos, "atan": ml.atan, "tan": ml.tan, "cbrt": ml.cbrt, "expm1": ml.expm1,
+         "log1p": ml.log1p, "atan2": ml.atan2, "pow": ml.pow, "fmod": ml.fmod}
+  if fn in ("atan2", "pow", "fmod"):
+    r = fns[fn](x, y)
+  elif fn == "x ** y":
+    r = x ** y
+  elif fn == "x ** 1.5":
+    r = y ** 1.5
+  elif fn == "isinf":
+    r = ml.where(ml.isinf(x / (x - 0.25)), 1.0, 0.0).astype(x.dtype)
+  elif fn == "isfinite":
+    r = ml.where(ml.isfinite(x / (x - 0.25)), 1.0, 0.0).astype(x.dtype)
+  else:
+    r = fns[fn](x)
+  out_ptr.at[ml.ds(pid * 256, 256)].store(r, mask=mask)
+
+
+def _inputs(dtype):
+  rng = np.random.default_rng(0)
+  x = np.concatenate([rng.uniform(-0.99, 0.99, 995), [0.25, -0.0, 1e-6, -1e-6, 0.0]]).astype(np.float32)
+  y = rng.uniform(-3.0, 3.0, 1000).astype(np.float32)
+  y[::7] = np.abs(y[::7]) + 0.1
+  return jnp.asarray(x, dtype), jnp.asarray(y, dtype)
+
+
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.float16, jnp.bfloat16])
+@pytest.mark.parametrize("fn", sorted(UNARY) + sorted(BINARY) + ["x ** y", "x ** 1.5", "isinf", "isfinite"])
+def test_triton_libdevice_math_runs_as_numpy_and_exports(fn, dtype):
+  """Each was MG002 (or MG001 for the ** forms): now libdevice's function on the GPU (an MLIR math op,
+  16-bit floats in float32, rounded once) and numpy's in interpret mode."""
+  x, y = _inputs(dtype)
+  got = np.asarray(libdevice_kernel(x, y, fn=fn, interpret=True), np.float32)
+  xf, yf = (np.asarray(v, np.float32) for v in (x, y))
+  with np.errstate(all="ignore"):
+    if fn in UNARY:
+      want = UNARY[fn](xf)
+    elif fn in BINARY or fn == "x ** y":
+      want = BINARY.get(fn, np.power)(xf, yf)
+    elif fn == "x ** 1.5":
+      want = np.power(yf, np.float32(1.5))
+    else:
+      want = (np.isinf if fn == "isinf" else np.isfinite)(xf / (xf - np.asarray(0.25, x.dtype).astype(np.float32)))
+      want = want.astype(np.float32)
+  want = np.asarray(jnp.asarray(want, dtype), np.float32)         # rounded once to the dtype
+  tol = 1e-6 if dtype == jnp.float32 else 1e-2
+  np.testing.assert_allclose(got, want, rtol=tol, atol=tol, equal_nan=True)
+  if dtype == jnp.float32 and fn in UNARY:
+    assert f"math.{fn}" in libdevice_kernel.mlir(S((1000,), dtype), S((1000,), dtype), fn=fn)
+  _export(libdevice_kernel, S((1000,), dtype), S((1000,), dtype), fn=fn)
+
+
+@mg.mgpu_kernel(out_shape=lambda p, b1, step: p)
+def bias_correction(p, b1: ml.scalar, step: ml.scalar, out):
+  out[...] = p[...] / (1.0 - b1 ** step)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def scalar_libdevice(x, out):
+  m = ml.max(x[...])
+  out[...] = x[...] * 0.0 + ml.atan2(m, 2.0) + ml.asin(m * 0.5) + ml.pow(m, 0.5) + ml.log1p(m)
+
+
+def test_scalar_operands_run_as_numpy_and_export():
+  """A run-time scalar base and int exponent (Adam's b1 ** step) was MG001: jnp.power's value."""
+  p = jnp.linspace(1.0, 2.0, 128, dtype=F32)
+  got = bias_correction(p, 0.9, 7, interpret=True)
+  np.testing.assert_allclose(got, p / (1.0 - np.float32(0.9) ** 7), rtol=1e-6)
+  _export(bias_correction, S((128,), F32), S((), F32), S((), jnp.int32))
+  x = jnp.linspace(0.0, 1.5, 128, dtype=F32)
+  m = np.float32(1.5)
+  want = math.atan2(m, 2.0) + math.asin(m * 0.5) + math.sqrt(m) + math.log1p(m)
+  np.testing.assert_allclose(scalar_libdevice(x, interpret=True), np.full(128, want, np.float32), rtol=1e-6)
+  _export(scalar_libdevice, S((128,), F32))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def int_pow(x, out):
+  out[...] = ml.pow(x[...], 2)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def int_base_tensor_exponent(x, out):
+  v = x[...]
+  out[...] = (v ** v).astype(jnp.int32)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def python_atan2(x, out):
+  out[...] = x[...] + ml.atan2(1.0, 2.0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def jnp_arctan2(x, out):
+  out[...] = jnp.arctan2(x[...], 2.0)
+
+
+def test_libdevice_mistakes_say_what_to_write():
+  i32 = S((128,), jnp.int32)
+  expect(int_pow, [i32], mg.UnsupportedDtypeError, "ml.pow(x[...], 2)",
+         "ml.pow needs a floating-point operand, got int32", hint="convert first: x[...].astype(jnp.float32)")
+  expect(int_base_tensor_exponent, [i32], mg.UnsupportedDtypeError, "v ** v",
+         "v ** v: an exponent held in registers needs a floating-point base, got int32",
+         hint="convert the base (the result is then a float): v.astype(jnp.float32) ** v")
+  expect(python_atan2, [S((128,), F32)], mg.KernelTypeError, "ml.atan2(1.0, 2.0)",
+         "ml.atan2 of two Python numbers should be computed in Python",
+         hint="compute it in Python while the kernel is traced: math.atan2(1.0, 2.0) (import math)")
+  expect(jnp_arctan2, [S((128,), F32)], mg.KernelTypeError, "jnp.arctan2(x[...], 2.0)",
+         "arctan2 cannot take a register tensor inside a kernel", hint="use ml.atan2 (libdevice's atan2f)")
