@@ -3,10 +3,12 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
+
 import jax.experimental.mosaic.gpu as mgpu
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 from jaxlib.mlir import ir
-from jaxlib.mlir.dialects import arith, gpu
+from jaxlib.mlir.dialects import arith, gpu, memref, vector
 
 from ..frontend import ir as kir
 from ..frontend.ops.memory import ClusterRef, Copy, Load, SmemAlloc, Store, View
@@ -69,6 +71,40 @@ def _as_one_tile(mem):
   return mem
 
 
+def _minor_strided(mem, layout) -> bool:
+  """Whether a tiled-layout register transfer of `mem` must go element by element: its vectors run
+  along a last dimension that is not contiguous (a column of a GMEM array read as the column vector
+  of a tensor-core tile, `s.at[ml.ds(j * 128, 128), k][...][None, :]`), which Mosaic GPU's tiled
+  transfers reject (they move each register's vector at once)."""
+  if not isinstance(layout, fa.TiledLayout) or layout.vector_length == 1:
+    return False
+  strides, _ = ir.MemRefType(mem.type).get_strides_and_offset()
+  return bool(strides) and strides[-1] != 1
+
+
+def _element_loads(mem, t, layout, signed):
+  """`mem` read into `layout` with one scalar load an element (see _minor_strided)."""
+  shape = tuple(ir.MemRefType(mem.type).shape)
+  vec = layout.vector_length
+  regs = []
+  for idx in layout.thread_idxs(shape):
+    elems = [memref.load(mem, [*idx[:-1], arith.addi(idx[-1], arith.constant(ir.IndexType.get(), e))])
+             for e in range(vec)]
+    regs.append(vector.from_elements(ir.VectorType.get((vec,), elems[0].type), elems))
+  registers = np.empty(layout.registers_shape(shape), dtype=object)
+  registers.flat[:] = regs
+  return fa.FragmentedArray(_registers=registers, _layout=layout, _is_signed=signed)
+
+
+def _element_stores(value, mem):
+  """`value` written into `mem` with one scalar store an element (see _minor_strided)."""
+  shape = tuple(ir.MemRefType(mem.type).shape)
+  for reg, idx in zip(value.registers.flat, value.layout.thread_idxs(shape)):
+    for e in range(value.layout.vector_length):
+      x = vector.extract(reg, dynamic_position=[], static_position=ir.DenseI64ArrayAttr.get([e]))
+      memref.store(x, mem, [*idx[:-1], arith.addi(idx[-1], arith.constant(ir.IndexType.get(), e))])
+
+
 @lower(Load)
 def _load(ctx, o):
   t = o.result.type
@@ -78,6 +114,8 @@ def _load(ctx, o):
     x = fa.FragmentedArray.load_tiled(mem, swizzle=tiled.swizzle, is_signed=signed, optimized=_local(mem))
   elif t.layout.kind == LayoutKind.STRIDED:
     x = fa.FragmentedArray.load_strided(mem, is_signed=signed, vec_size=t.layout.vec)
+  elif _minor_strided(mem, layout_of(t)):
+    x = _element_loads(mem, t, layout_of(t), signed)
   else:
     x = fa.FragmentedArray.load_tiled(_as_one_tile(mem), swizzle=16, layout=layout_of(t), optimized=False,
                                       is_signed=signed)
@@ -92,6 +130,8 @@ def _store(ctx, o):
     value.store_tiled(mem, swizzle=tiled.swizzle, optimized=_local(mem))
   elif t.layout.kind == LayoutKind.STRIDED:
     value.store_untiled(mem, optimized=False)
+  elif _minor_strided(mem, value.layout):
+    _element_stores(value, mem)
   else:
     value.store_tiled(_as_one_tile(mem), swizzle=16, optimized=False)
 

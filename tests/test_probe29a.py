@@ -144,3 +144,70 @@ def test_libdevice_mistakes_say_what_to_write():
          hint="compute it in Python while the kernel is traced: math.atan2(1.0, 2.0) (import math)")
   expect(jnp_arctan2, [S((128,), F32)], mg.KernelTypeError, "jnp.arctan2(x[...], 2.0)",
          "arctan2 cannot take a register tensor inside a kernel", hint="use ml.atan2 (libdevice's atan2f)")
+
+
+# ---------------------------------------------------------------- strided columns as a tile's column vector
+@mg.mgpu_kernel(out_shape=lambda a, bt, s: S((a.shape[0], bt.shape[0]), F32), grid=lambda a, bt, s: (2,))
+def column_scales(a, bt, s, c):
+  """Tutorial 10's block scales: a (n, k // 64) array's column k is a vector of n strided elements."""
+  j = ml.program_id(0)
+  a_s, b_s = ml.smem((128, 64)), ml.smem((64, 64))
+  acc = ml.zeros((128, 64), F32)
+  for k in range(a.shape[1] // 64):
+    ml.copy(a.at[:, ml.ds(k * 64, 64)], a_s)
+    ml.copy(bt.at[ml.ds(j * 64, 64), ml.ds(k * 64, 64)], b_s)
+    acc = acc + ml.dot(a_s, b_s.T) * s.at[ml.ds(j * 64, 64), k][...][None, :]
+  c.at[:, ml.ds(j * 64, 64)][...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda a: S((a.shape[0], 2), F32))
+def column_statistics(a, out):
+  a_s = ml.smem(a.shape)
+  ml.copy(a, a_s)
+  acc = ml.dot(a_s, a_s.T)
+  out.at[:, 0][...] = ml.sum(acc, axis=0)
+  out.at[:, 1][...] = ml.max(acc, axis=0)
+
+
+def _column_scales_inputs():
+  rng = np.random.default_rng(1)
+  a = jnp.asarray(rng.standard_normal((128, 192)), jnp.float16)
+  bt = jnp.asarray(rng.standard_normal((128, 192)), jnp.float16)
+  s = jnp.asarray(rng.uniform(0.5, 2.0, (128, 3)), F32)
+  af, bf = np.asarray(a, np.float32), np.asarray(bt, np.float32)
+  want = sum((af[:, k * 64:(k + 1) * 64] @ bf[:, k * 64:(k + 1) * 64].T) * np.asarray(s)[:, k][None, :]
+             for k in range(3))
+  return a, bt, s, want
+
+
+def test_a_strided_column_is_a_tensor_core_tiles_column_vector():
+  """A minor-strided window read or written as the column vector of a WGMMA tile was MG900 (Mosaic GPU's
+  tiled transfers move each register's two elements at once): now one scalar load or store an element."""
+  a, bt, s, want = _column_scales_inputs()
+  np.testing.assert_allclose(column_scales(a, bt, s, interpret=True), want, rtol=1e-4, atol=1e-3)
+  assert "memref.load" in column_scales.mlir(S(a.shape, a.dtype), S(bt.shape, bt.dtype), S(s.shape, F32))
+  _export(column_scales, S(a.shape, a.dtype), S(bt.shape, bt.dtype), S(s.shape, F32))
+  x = jnp.asarray(np.random.default_rng(2).standard_normal((128, 64)), jnp.float16)
+  xf = np.asarray(x, np.float32)
+  np.testing.assert_allclose(column_statistics(x, interpret=True),
+                             np.stack([(xf @ xf.T).sum(0), (xf @ xf.T).max(0)], 1), rtol=1e-4, atol=1e-3)
+  assert "memref.store" in column_statistics.mlir(S(x.shape, x.dtype))
+  _export(column_statistics, S(x.shape, x.dtype))
+
+
+@pytest.mark.gpu
+def test_strided_column_vectors_on_the_gpu():
+  a, bt, s, want = _column_scales_inputs()
+  np.testing.assert_allclose(jax.jit(column_scales)(a, bt, s), want, rtol=1e-3, atol=1e-2)
+  x = jnp.asarray(np.random.default_rng(2).standard_normal((128, 64)), jnp.float16)
+  np.testing.assert_allclose(jax.jit(column_statistics)(x), column_statistics(x, interpret=True), rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("fn", sorted(UNARY) + sorted(BINARY) + ["x ** y", "isinf"])
+def test_libdevice_math_on_the_gpu(fn):
+  x, y = _inputs(jnp.float32)
+  got = jax.jit(lambda a, b: libdevice_kernel(a, b, fn=fn))(x, y)
+  np.testing.assert_allclose(got, libdevice_kernel(x, y, fn=fn, interpret=True), rtol=4e-6, atol=1e-6,
+                             equal_nan=True)
+
