@@ -211,3 +211,63 @@ def test_libdevice_math_on_the_gpu(fn):
   np.testing.assert_allclose(got, libdevice_kernel(x, y, fn=fn, interpret=True), rtol=4e-6, atol=1e-6,
                              equal_nan=True)
 
+
+# ---------------------------------------------------------------- tl.dot's keywords
+@mg.mgpu_kernel(out_shape=lambda a, b, **kw: S((a.shape[0], b.shape[1]), kw.get("out", F32)))
+def dot_keywords(a, b, c, *, out: ml.constexpr = F32, opt: ml.constexpr = "out_dtype"):
+  a_s, b_s = ml.smem(a.shape), ml.smem(b.shape)
+  ml.copy(a, a_s)
+  ml.copy(b, b_s)
+  if opt == "out_dtype":
+    c[...] = ml.dot(a_s, b_s, out_dtype=out)
+  elif opt == "tf32":
+    c[...] = ml.dot(a_s, b_s.T, input_precision="tf32", allow_tf32=True)
+  elif opt == "ieee":
+    c[...] = ml.dot(a_s, b_s.T, input_precision="ieee")
+  elif opt == "no_tf32":
+    c[...] = ml.dot(a_s, b_s.T, allow_tf32=False)
+  elif opt == "both":
+    c[...] = ml.dot(a_s, b_s, ml.zeros((a.shape[0], b.shape[1]), F32), out_dtype=out)
+  else:
+    c[...] = ml.dot(a_s, b_s, max_num_imprecise_acc=32)
+
+
+def test_triton_dot_keywords():
+  """out_dtype=, input_precision= and allow_tf32= were 'unexpected keyword argument' (hint: ml.dot(a, b,
+  acc=None)): out_dtype is the accumulator's dtype, "tf32" and allow_tf32=True what float32 gets."""
+  rng = np.random.default_rng(3)
+  a = jnp.asarray(rng.standard_normal((64, 64)), jnp.float16)
+  b = jnp.asarray(rng.standard_normal((64, 64)), jnp.float16)
+  want = np.asarray(a, np.float32) @ np.asarray(b, np.float32)
+  for out in (F32, jnp.float16):
+    got = dot_keywords(a, b, out=out, interpret=True)
+    assert got.dtype == out
+    np.testing.assert_allclose(np.asarray(got, np.float32), want, rtol=2e-2, atol=5e-2)
+    _export(dot_keywords, S(a.shape, a.dtype), S(b.shape, b.dtype), out=out)
+  af, bf = (jnp.asarray(rng.standard_normal((64, 64)), F32) for _ in range(2))
+  ref = dot_keywords(af, bf, opt="tf32", interpret=True)
+  np.testing.assert_allclose(ref, np.asarray(af) @ np.asarray(bf).T, rtol=2e-2, atol=5e-2)
+  f32 = [S((64, 64), F32)] * 2
+  hint = ("drop input_precision=\"ieee\" for TF32; for more precision, split each float32 operand into its TF32"
+          " part and the rest, hi = ml.bitcast(ml.bitcast(x, jnp.uint32) & 0xFFFFE000, jnp.float32) and lo = x -"
+          " hi, each stored in its own SMEM buffer, and add the three dots ml.dot(a_hi, b_hi) + ml.dot(a_hi, b_lo)"
+          " + ml.dot(a_lo, b_hi) (Triton's tf32x3, about float32's accuracy)")
+  expect(dot_keywords, f32, mg.UnsupportedDtypeError, "ml.dot(a_s, b_s.T, input_precision=\"ieee\")",
+         "ml.dot with input_precision=\"ieee\": the tensor cores read float32 operands as TF32 (10 mantissa bits),"
+         " Triton's default input_precision=\"tf32\"", hint=hint, opt="ieee")
+  expect(dot_keywords, f32, mg.UnsupportedDtypeError, "ml.dot(a_s, b_s.T, allow_tf32=False)",
+         "ml.dot with allow_tf32=False: the tensor cores read float32 operands as TF32 (10 mantissa bits),"
+         " Triton's default input_precision=\"tf32\"", opt="no_tf32")
+  f16 = [S((64, 64), jnp.float16)] * 2
+  expect(dot_keywords, f16, mg.KernelTypeError, "ml.dot(a_s, b_s, ml.zeros",
+         "ml.dot's out_dtype=float16 differs from its acc's dtype (float32): the product accumulates in acc's"
+         " dtype", hint="drop out_dtype (the result is float32), or convert after the dot:"
+                        " ml.dot(a, b, acc).astype(jnp.float16)", opt="both", out=jnp.float16)
+  bf16 = [S((64, 64), jnp.bfloat16)] * 2
+  expect(dot_keywords, bf16, mg.UnsupportedDtypeError, "ml.dot(a_s, b_s, out_dtype=out)",
+         "ml.dot accumulates bfloat16 products in float32, not out_dtype=bfloat16",
+         hint="accumulate in jnp.float32 and convert the result: ml.dot(a, b).astype(jnp.bfloat16)",
+         out=jnp.bfloat16)
+  expect(dot_keywords, f16, mg.KernelTypeError, "ml.dot(a_s, b_s, max_num_imprecise_acc=32)",
+         "ml.dot's max_num_imprecise_acc=32 is not supported: Hopper's float8 dots add their products with fewer"
+         " mantissa bits than float32 (see the docs' Tensor cores table)", opt="imprecise")

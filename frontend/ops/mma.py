@@ -168,7 +168,7 @@ def _inner_hint(a, b, with_acc):
 
 
 @builtin
-def dot(cx, a, b, acc=None):
+def dot(cx, a, b, acc=None, *, out_dtype=None, input_precision=None, allow_tf32=None, max_num_imprecise_acc=None):
   """`acc + a @ b` on the tensor cores (WGMMA).
 
   `b` (k, n) is an SMEM buffer (or a stage view of one, or a transposed view
@@ -180,7 +180,12 @@ def dot(cx, a, b, acc=None):
   and FP8 inputs; int32 for int8) or None for zeros. m a multiple of 64, n a multiple of 64 (of 8 when b is `buf.T`;
   int8: 8, 24 or a multiple of 16) up to 256,
   k a multiple of 128 bytes (32 float32, 64 16-bit or 128 8-bit elements).
+
+  Triton's keywords: `out_dtype` is the accumulator's dtype when `acc` is None (that of `acc`
+  otherwise); `input_precision="tf32"` and `allow_tf32=True` are what float32 operands get.
   """
+  from .dot_options import check_dot_options
+  out_dtype = check_dot_options(cx, a, b, acc, out_dtype, input_precision, allow_tf32, max_num_imprecise_acc)
   loc = cx.loc
   in_regs = is_value(a) and isinstance(a.type, TensorType)
   if in_regs:
@@ -257,6 +262,12 @@ def dot(cx, a, b, acc=None):
                   f" padded keys must be masked out of a softmax first)")
   ok = hw.MMA_ACC.get(d, (DType.f32,))
   acc_dtype = ok[0]
+  if out_dtype is not None and acc is None:
+    if isinstance(d, DType) and out_dtype not in ok:
+      raise E.UnsupportedDtypeError(
+          f"ml.dot accumulates {d} products in {' or '.join(map(str, ok))}, not out_dtype={out_dtype}", loc,
+          hint=f"accumulate in jnp.{ok[0]} and convert the result: ml.dot(a, b).astype(jnp.{out_dtype})")
+    acc_dtype = out_dtype
   if acc is not None:
     if not is_value(acc) or not isinstance(acc.type, TensorType):
       raise E.KernelTypeError(f"ml.dot's acc must be a register tensor, got {kind_of(acc)}", loc,
