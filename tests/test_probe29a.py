@@ -271,3 +271,34 @@ def test_triton_dot_keywords():
   expect(dot_keywords, f16, mg.KernelTypeError, "ml.dot(a_s, b_s, max_num_imprecise_acc=32)",
          "ml.dot's max_num_imprecise_acc=32 is not supported: Hopper's float8 dots add their products with fewer"
          " mantissa bits than float32 (see the docs' Tensor cores table)", opt="imprecise")
+
+
+# ---------------------------------------------------------------- tl.range's tuning keywords
+@mg.mgpu_kernel(out_shape=lambda x, **kw: x, grid=(2,))
+def range_keywords(x, out, *, opt: ml.constexpr = None):
+  if opt == "flatten":
+    for row in ml.range(ml.program_id(0), x.shape[0], ml.num_programs(0), flatten=True):
+      out.at[row][...] = x.at[row][...] * 2
+  elif opt == "unroll":
+    for row in ml.range(ml.program_id(0), x.shape[0], ml.num_programs(0), loop_unroll_factor=2):
+      out.at[row][...] = x.at[row][...] * 2
+  else:
+    for row in ml.range(ml.program_id(0), x.shape[0], ml.num_programs(0)):
+      out.at[row][...] = x.at[row][...] * 2
+
+
+def test_triton_range_tuning_keywords_say_drop_them():
+  """flatten= and loop_unroll_factor= gave only ml.range's signature: the hint now says to drop them
+  (and why), and the kernel without them runs."""
+  spec = [S((6, 128), F32)]
+  tail = ": ml.range(start, stop, step, stages=s, warp_specialize=False, pingpong=False)"
+  expect(range_keywords, spec, mg.KernelTypeError, "flatten=True", "ml.range takes no keyword 'flatten'",
+         hint="drop flatten= (Triton's flattening of a persistent loop nest; here warp_specialize=True on the inner"
+              " loop has its producer load the next tile's operands during this tile's epilogue)" + tail,
+         opt="flatten")
+  expect(range_keywords, spec, mg.KernelTypeError, "loop_unroll_factor=2",
+         "ml.range takes no keyword 'loop_unroll_factor'",
+         hint="drop loop_unroll_factor= (Triton's unrolling hint; unroll by hand with ml.static_range)" + tail,
+         opt="unroll")
+  x = jnp.arange(6 * 128, dtype=F32).reshape(6, 128)
+  np.testing.assert_array_equal(range_keywords(x, interpret=True), x * 2)

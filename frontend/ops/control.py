@@ -294,6 +294,16 @@ def range(cx, *args, stages=1, warp_specialize=False, pingpong=False):
                                  hint="ml.range(...) is for `for` loops: for k in ml.range(n, stages=3):")
 
 
+# tl.range's tuning hints with no counterpart here (the compiler decides them), and why
+_TRITON_TUNING = {"flatten": "Triton's flattening of a persistent loop nest; here warp_specialize=True on the"
+                             " inner loop has its producer load the next tile's operands during this tile's"
+                             " epilogue",
+                  "loop_unroll_factor": "Triton's unrolling hint; unroll by hand with ml.static_range",
+                  "disallow_acc_multi_buffer": "Triton's accumulator buffering hint; accumulators live in"
+                                               " registers here",
+                  "num_warps": "a kernel's threads are @mg.mgpu_kernel(block=...), 128 a warpgroup"}
+
+
 def range_options(keywords, evaluate, loc, at) -> tuple:
   """(stages, warp_specialize, pingpong) of an `ml.range(...)` loop header's keywords (ast nodes):
   each value `evaluate`d while tracing, mistakes a KernelTypeError at `loc(node)` (`at`: the call)."""
@@ -306,8 +316,10 @@ def range_options(keywords, evaluate, loc, at) -> tuple:
     if kw.arg not in ("stages", "warp_specialize", "pingpong"):
       meant = {"num_stages": "stages", "stage": "stages", "warp_specialization": "warp_specialize",
                "ws": "warp_specialize", "ping_pong": "pingpong"}.get(kw.arg)
+      tuning = _TRITON_TUNING.get(kw.arg)
       raise E.KernelTypeError(f"ml.range takes no keyword {kw.arg!r}", loc(kw),
-                              hint=(f"write {meant}= (Triton's num_stages is ml.range's stages): " if meant else "")
+                              hint=(f"write {meant}= (Triton's num_stages is ml.range's stages): " if meant else
+                                    f"drop {kw.arg}= ({tuning}): " if tuning else "")
                                    + "ml.range(start, stop, step, stages=s, warp_specialize=False, pingpong=False)")
     value = evaluate(kw.value)
     if kw.arg in ("warp_specialize", "pingpong"):
