@@ -123,6 +123,17 @@ ONE_WRITER = ("write it from one program (if ml.program_id(0) == 0: ...), or add
               " with ml.atomic_add")
 
 
+def segment_spill_hint(name, ndim) -> str:
+  """The hint for a whole window, whose start comes from data, that another program's window overlaps:
+  a segment's tile running past the segment's end (tutorial 08's grouped GEMM, ragged rows)."""
+  cols = ", :" * (ndim - 1)
+  axes = "[:" + ", None" * (ndim - 1) + "]" if ndim > 1 else ""
+  return (f"a window whose start comes from data (a group's or segment's first row) runs past the segment's end"
+          f" into the next segment's rows, which another program writes (a TMA copy writes its whole window): store"
+          f" only the segment's rows, with a masked store from registers, {name}.at[ml.ds(start, n){cols}]"
+          f".store(value, mask=start + ml.arange(n){axes} < end)")
+
+
 def plain_write_hint(name, aliased) -> str:
   """The hint for a plain write into an output other programs update with atomics."""
   return (f"an output updated with atomics starts at {'the input it is aliased to' if aliased else '0'}: drop"

@@ -16,7 +16,8 @@ import numpy as np
 from ..frontend import ir
 from ..frontend.memory_errors import grid_rank, masked_store, skipped_store, uncovered_error, uninitialized_read
 from ..frontend.coverage import describe
-from ..frontend.races import ACCUMULATED_READ, CROSS_PROGRAM_READ, ONE_WRITER, own_window, plain_write_hint
+from ..frontend.races import (ACCUMULATED_READ, CROSS_PROGRAM_READ, ONE_WRITER, own_window, plain_write_hint,
+                               segment_spill_hint)
 from .interpret_numerics import np_dtype, poison
 from ..frontend.ops.access import ScalarRead
 from ..frontend.types import RefType
@@ -134,6 +135,17 @@ def _element(index, bad) -> tuple:
     return tuple(int(i[pos]) if isinstance(i, np.ndarray) else int(i) for i in index)
   off = iter(pos)
   return tuple(int(i) if isinstance(i, (int, np.integer)) else i.start + int(next(off)) for i in index)
+
+
+def _past_start(index, elem, lead, w, other) -> bool:
+  """Whether the element two programs' row windows (`index` of slices) meet at lies past the first row
+  of one of them (this program's, or the `other` writer's in `w`, which also wrote the row before): a
+  window runs on into another's, rather than the two windows being one (out[seg[k]] of a repeated k)."""
+  i = index[lead] if len(index) > lead else None
+  if not isinstance(i, slice) or i.stop - i.start < 2:
+    return False
+  before = elem[:lead] + (elem[lead] - 1,) + elem[lead + 1:]
+  return elem[lead] > i.start or (elem[lead] > 0 and int(w[before]) == other)
 
 
 def _region(name, shape, index, bad, lead: int = 0) -> str:
@@ -262,6 +274,8 @@ class Memory:
         notes=notes + (() if here else (f"{o.loc}: program {cta.label} {mine} it here",)),
         hint=(plain_write_hint(ref.name, rid in self.aliased_outputs) if mine == "writes" else ACCUMULATED_READ)
         if accumulated else CROSS_PROGRAM_READ if crossed else
+        segment_spill_hint(ref.name, len(shown)) if mine == met == "writes" and _past_start(index, elem, self.lead(ref), w, other)
+        and type(o).__name__ in ("Copy", "Store") and self.data_dependent(o) else
         own_window(ref.name, tuple(getattr(ref.root.type, 'shape', ()))[self.lead(ref):], self.kernel.own_grid)
         + (f"; where the place comes from data and repeats ({ref.name}[seg[k]] = v), accumulate instead:"
            f" ml.atomic_add({ref.name}.at[seg[k]], v) into a zeroed output (repeated places add up)"

@@ -302,3 +302,45 @@ def test_triton_range_tuning_keywords_say_drop_them():
          opt="unroll")
   x = jnp.arange(6 * 128, dtype=F32).reshape(6, 128)
   np.testing.assert_array_equal(range_keywords(x, interpret=True), x * 2)
+
+
+# ---------------------------------------------------------------- grouped GEMM: a tile past its group's end
+def _grouped_out(a, b, offs, **kw):
+  return S((a.shape[0], b.shape[2]), jnp.float16)
+
+
+@mg.mgpu_kernel(out_shape=_grouped_out, grid=lambda a, b, offs, **kw: (b.shape[0] * 4,))
+def grouped_gemm(a, b, offs, c, *, masked: ml.constexpr = False):
+  g, t = ml.program_id(0) // 4, ml.program_id(0) % 4
+  start, end = ml.multiple_of(offs[g], 8), offs[g + 1]
+  a_s, b_s, c_s = ml.smem((64, 128)), ml.smem((128, 128)), ml.smem((64, 128), jnp.float16)
+  if start + t * 64 < end:
+    ml.copy(a.at[ml.ds(start + t * 64, 64), :], a_s)
+    ml.copy(b.at[g], b_s)
+    acc = ml.dot(a_s, b_s).astype(jnp.float16)
+    if masked:
+      c.at[ml.ds(start + t * 64, 64), :].store(acc, mask=start + t * 64 + ml.arange(64)[:, None] < end)
+    else:
+      c_s[...] = acc
+      ml.copy(c_s, c.at[ml.ds(start + t * 64, 64), :])
+
+
+def test_a_grouped_gemm_tile_past_its_group_says_mask_the_store():
+  """The race of a TMA store past its group's end was hinted as 'give each program its own window: windows
+  of 17 rows cover its 200 rows' (a split of the output by program id): it now says what happened."""
+  rng = np.random.default_rng(4)
+  a = jnp.asarray(rng.standard_normal((200, 128)), jnp.float16)
+  b = jnp.asarray(rng.standard_normal((3, 128, 128)), jnp.float16)
+  offs = jnp.asarray([0, 48, 120, 200], jnp.int32)
+  with pytest.raises(mg.RaceError) as e:
+    grouped_gemm(a, b, offs, interpret=True)
+  assert e.value.hint == (
+      "a window whose start comes from data (a group's or segment's first row) runs past the segment's end into"
+      " the next segment's rows, which another program writes (a TMA copy writes its whole window): store only"
+      " the segment's rows, with a masked store from registers, c.at[ml.ds(start, n), :].store(value, mask=start"
+      " + ml.arange(n)[:, None] < end)")
+  got = np.asarray(grouped_gemm(a, b, offs, masked=True, interpret=True), np.float32)
+  af, bf = np.asarray(a, np.float32), np.asarray(b, np.float32)
+  want = np.concatenate([af[s:e] @ bf[g] for g, (s, e) in enumerate([(0, 48), (48, 120), (120, 200)])])
+  np.testing.assert_allclose(got, want, rtol=2e-2, atol=5e-2)
+  _export(grouped_gemm, S(a.shape, a.dtype), S(b.shape, b.dtype), S((4,), jnp.int32), masked=True)
