@@ -344,3 +344,32 @@ def test_a_grouped_gemm_tile_past_its_group_says_mask_the_store():
   want = np.concatenate([af[s:e] @ bf[g] for g, (s, e) in enumerate([(0, 48), (48, 120), (120, 200)])])
   np.testing.assert_allclose(got, want, rtol=2e-2, atol=5e-2)
   _export(grouped_gemm, S(a.shape, a.dtype), S(b.shape, b.dtype), S((4,), jnp.int32), masked=True)
+
+
+# ---------------------------------------------------------------- dropout with a tensor of seeds
+@mg.mgpu_kernel(out_shape=lambda x, s, **kw: x, grid=lambda x, s, **kw: (ml.cdiv(x.shape[0], 256),))
+def seeded_dropout(x_ptr, seed_ptr, out_ptr, *, folded: ml.constexpr = False):
+  pid = ml.program_id(0)
+  offsets = pid * 256 + ml.arange(256)
+  mask = offsets < x_ptr.shape[0]
+  seeds = seed_ptr.at[ml.ds(pid * 256, 256)].load(mask=mask, other=0)
+  x = x_ptr.at[ml.ds(pid * 256, 256)].load(mask=mask)
+  r = ml.rand(1234, seeds * 4096 + offsets) if folded else ml.rand(seeds, offsets)
+  out_ptr.at[ml.ds(pid * 256, 256)].store(ml.where(r > 0.5, x * 2.0, 0.0), mask=mask)
+
+
+def test_a_tensor_of_seeds_says_how_to_seed_each_element():
+  """The hint said 'pass the seed as an ml.scalar parameter or read it: seed = s[...]', which for a loaded
+  vector of seeds is the same tensor again."""
+  spec = [S((1000,), F32), S((1000,), jnp.int32)]
+  expect(seeded_dropout, spec, mg.KernelTypeError, "ml.rand(seeds, offsets)",
+         "a random seed must be a Python int or an integer scalar, got a register tensor",
+         hint="one seed a call (Philox's key is uniform across the CTA, where Triton's tl.rand broadcasts a tensor"
+              " of seeds): read one seed a program or a row as a scalar, seed = seed_ptr[row] (the Triton"
+              " tutorial's seed per row); for a seed per element, give each (seed, offset) pair its own counter"
+              " under one seed: ml.rand(1234, seeds * n + offsets), n above every offset")
+  x = jnp.ones((1000,), F32)
+  seeds = jnp.arange(1000, dtype=jnp.int32) % 3
+  a = np.asarray(seeded_dropout(x, seeds, folded=True, interpret=True))
+  assert set(np.unique(a)) <= {0.0, 2.0} and 0.3 < (a == 2.0).mean() < 0.7
+  _export(seeded_dropout, *spec, folded=True)

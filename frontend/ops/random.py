@@ -16,7 +16,7 @@ from ..ir import LayoutRule, Traits
 from ..types import ScalarType, TensorType, resolve
 from . import elementwise as ew
 from .elementwise_checks import method_on
-from .base import builtin, is_scalar, is_tensor, kind_of
+from .base import builtin, is_scalar, is_tensor, is_value, kind_of
 
 ROUNDS = 10
 M0, M1 = 0xD2511F53, 0xCD9E8D57       # round multipliers
@@ -46,6 +46,12 @@ def philox_reference(key0: int, key1: int, c0: int, c1: int = 0, c2: int = 0, c3
   return c0, c1, c2, c3
 
 
+_TENSOR_SEED = ("one seed a call (Philox's key is uniform across the CTA, where Triton's tl.rand broadcasts a tensor of"
+                " seeds): read one seed a program or a row as a scalar, seed = seed_ptr[row] (the Triton tutorial's seed"
+                " per row); for a seed per element, give each (seed, offset) pair its own counter under one seed:"
+                " ml.rand(1234, {0} * n + offsets), n above every offset")
+
+
 def _keys(cx, seed):
   """(key0, key1): the seed's low and high 32 bits (a signed seed sign-extends, as Triton's; 8- and
   16-bit seeds widen by their signedness)."""
@@ -67,6 +73,7 @@ def _keys(cx, seed):
         f"a random seed must be a Python int or an integer scalar, got {kind_of(seed)}"
         + (f" ({d})" if d is not None else ""), cx.loc,
         hint=(f"convert it: {method_on(cx.named(seed, 'seed'))}.astype(jnp.int32), or pass a Python int" if d is not None
+              else _TENSOR_SEED.format(cx.named(seed, "seeds")) if is_value(seed) and isinstance(seed.type, TensorType)
               else "pass the seed as an ml.scalar parameter (seed: ml.scalar) or read it: seed = s[...]"))
   if d == DType.u32:
     return seed, 0
