@@ -373,3 +373,21 @@ def test_a_tensor_of_seeds_says_how_to_seed_each_element():
   a = np.asarray(seeded_dropout(x, seeds, folded=True, interpret=True))
   assert set(np.unique(a)) <= {0.0, 2.0} and 0.3 < (a == 2.0).mean() < 0.7
   _export(seeded_dropout, *spec, folded=True)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (S(x.shape, jnp.int8), S(x.shape, jnp.int8)))
+def inf_and_finite(x, inf, fin):
+  v = x[...]
+  inf[...] = ml.isinf(v).astype(jnp.int8)
+  fin[...] = ml.isfinite(v).astype(jnp.int8)
+
+
+@pytest.mark.parametrize("dtype", [F32, jnp.bfloat16, jnp.float8_e5m2, jnp.float8_e4m3fn, jnp.uint8, jnp.int32])
+def test_isinf_and_isfinite_of_every_dtype_are_jnps(dtype):
+  """Comparisons only: 8-bit values too (as jnp.isinf of a uint8 or float8 array)."""
+  vals = np.array([0, 1, np.inf, -np.inf, np.nan, 3, -2, 1e30] * 16, np.float32)
+  x = jnp.asarray(vals if jnp.issubdtype(dtype, jnp.floating) else np.arange(128) % 7, dtype)
+  inf, fin = inf_and_finite(x, interpret=True)
+  np.testing.assert_array_equal(inf, jnp.isinf(x).astype(jnp.int8))
+  np.testing.assert_array_equal(fin, jnp.isfinite(x).astype(jnp.int8))
+  _export(inf_and_finite, S(x.shape, dtype))

@@ -15,7 +15,6 @@ from ..dtypes import DType
 from ..types import resolve
 from .base import builtin, check_register_value, is_value
 from .elementwise import BinOp, CmpOp, astype, binary, compare, unary, UnOp
-from .elementwise_checks import check_dtype_support
 
 _PYTHON = {"asin": "math.asin", "acos": "math.acos", "atan": "math.atan", "tan": "math.tan",
            "cbrt": "math.cbrt", "expm1": "math.expm1", "log1p": "math.log1p", "atan2": "math.atan2",
@@ -84,31 +83,31 @@ fmod = _binary_fn(BinOp.FMOD, "fmod", "Elementwise C remainder x - trunc(x / y) 
                                       " (floating point; libdevice's fmodf).")
 
 
-def _float_test(cx, x, name):
+def _test_dtype(cx, x, name):
   check_register_value(cx, x, f"ml.{name}")
-  if not is_value(x):
-    return None
-  check_dtype_support(cx, x.type.dtype, f"ml.{name}", x=x)
-  return resolve(x.type.dtype)
+  return resolve(x.type.dtype) if is_value(x) else None
 
 
 @builtin
 def isinf(cx, x):
-  """Elementwise test for +-inf (a boolean tensor), as jnp.isinf; False for integers."""
-  d = _float_test(cx, x, "isinf")
+  """Elementwise test for +-inf (a boolean tensor), as jnp.isinf; False for integers. Comparisons only, so
+  8-bit values too."""
+  d = _test_dtype(cx, x, "isinf")
   if d is None:
     return pymath.isinf(x)
   if isinstance(d, DType) and not d.is_float:
     return compare(cx, CmpOp.NE, x, x)
-  return compare(cx, CmpOp.EQ, unary(cx, UnOp.ABS, x), float("inf"))
+  return binary(cx, BinOp.OR, compare(cx, CmpOp.EQ, x, float("inf")), compare(cx, CmpOp.EQ, x, float("-inf")))
 
 
 @builtin
 def isfinite(cx, x):
-  """Elementwise test for a finite value (neither inf nor NaN), as jnp.isfinite; True for integers."""
-  d = _float_test(cx, x, "isfinite")
+  """Elementwise test for a finite value (neither inf nor NaN), as jnp.isfinite; True for integers.
+  Comparisons only, so 8-bit values too."""
+  d = _test_dtype(cx, x, "isfinite")
   if d is None:
     return pymath.isfinite(x)
   if isinstance(d, DType) and not d.is_float:
     return compare(cx, CmpOp.EQ, x, x)
-  return compare(cx, CmpOp.LT, unary(cx, UnOp.ABS, x), float("inf"))
+  inf = binary(cx, BinOp.OR, compare(cx, CmpOp.EQ, x, float("inf")), compare(cx, CmpOp.EQ, x, float("-inf")))
+  return binary(cx, BinOp.AND, compare(cx, CmpOp.EQ, x, x), unary(cx, UnOp.NOT, inf))
