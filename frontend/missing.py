@@ -36,6 +36,9 @@ _MATH = {
     "log10": ("ml.log2({0}) * 0.30102999566398120", " (log10(2))"),
     "exp10": ("ml.exp2({0} * 3.3219280948873623)", " (log2(10))"),
     "erfc": ("1 - ml.erf({0})", " (loses the digits where erf is near 1)"),
+    "fmod": ("{0} - ml.trunc({0} / {1}) * {1}", " for floats (the sign of {0}, as C's fmod, but 0.0 for its -0.0; exact below 2**24"
+             " quotients); for integers,"
+             " r = {0} % {1}; ml.where((r != 0) & (({0} < 0) != ({1} < 0)), r - {1}, r)"),
 }
 
 
@@ -59,7 +62,7 @@ NOT_YET = {   # what Triton and jnp users reach for that mgpu_dsl does not have,
     "power": _POW,
     **{n: (f"no ml.{n}: Triton's tl.math and libdevice functions are ml.* functions here (ml.{n}.rsqrt(x) is"
            " ml.rsqrt(x)): ml.exp, ml.exp2, ml.log, ml.log2, ml.sqrt, ml.rsqrt, ml.erf, ml.tanh, ml.sin, ml.cos,"
-           " ml.sigmoid, ml.asin, ml.acos, ml.atan, ml.atan2, ml.tan, ml.cbrt, ml.expm1, ml.log1p, ml.pow, ml.fmod,"
+           " ml.sigmoid, ml.asin, ml.acos, ml.atan, ml.atan2, ml.tan, ml.cbrt, ml.expm1, ml.log1p, ml.pow,"
            " ml.isnan, ml.isinf, ml.isfinite, ml.floor, ml.ceil, ml.trunc, ml.round, ml.abs, ml.maximum, ml.minimum") for n in ("math", "extra", "libdevice")},
     "sinh": "no ml.sinh: (ml.exp(x) - ml.exp(-x)) * 0.5", "cosh": "no ml.cosh: (ml.exp(x) + ml.exp(-x)) * 0.5",
     "asinh": "no ml.asinh: ml.log(x + ml.sqrt(x * x + 1)) (for x >= 0; odd: use -asinh(-x) below 0)",
@@ -389,7 +392,8 @@ def array_call_hint(name, pos, kw, is_float=False, dtype=None) -> str | None:
   if name in ("fmod", "rem") and len(pos) == 2:
     a, b = map(_operand, pos)
     if is_float:
-      return f"use ml.fmod({pos[0]}, {pos[1]}): C's remainder (the sign of {a}), as jnp.fmod"
+      return (f"C's remainder (the sign of {a}): {a} - ml.trunc({a} / {b}) * {b} (0.0 for its -0.0; exact below"
+              f" 2**24 quotients)")
     return (f"C's remainder (the sign of {a}) from Python's flooring %: r = {a} % {b}; ml.where((r != 0) &"
             f" {_signs_differ(a, b)}, r - {b}, r)")
   if name == "div" and len(pos) == 2:

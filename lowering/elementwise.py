@@ -52,7 +52,7 @@ _SCALAR_UINT = {**_SCALAR_INT, BinOp.FLOORDIV: arith.divui, BinOp.MOD: arith.rem
                 BinOp.MAX: arith.maxui, BinOp.MIN: arith.minui, BinOp.SHR: arith.shrui}
 _SCALAR_FLOAT = {BinOp.ADD: arith.addf, BinOp.SUB: arith.subf, BinOp.MUL: arith.mulf,
                  BinOp.DIV: arith.divf, BinOp.MAX: arith.maximumf, BinOp.MIN: arith.minimumf,
-                 BinOp.ATAN2: mlir_math.atan2, BinOp.POW: mlir_math.powf, BinOp.FMOD: arith.remf}
+                 BinOp.ATAN2: mlir_math.atan2, BinOp.POW: mlir_math.powf}
 _ARRAY = {BinOp.ADD: lambda a, b: a + b, BinOp.SUB: lambda a, b: a - b,
           BinOp.MUL: lambda a, b: a * b, BinOp.DIV: lambda a, b: a / b,
           BinOp.FLOORDIV: lambda a, b: a // b, BinOp.MOD: _floor_mod_array,
@@ -60,7 +60,6 @@ _ARRAY = {BinOp.ADD: lambda a, b: a + b, BinOp.SUB: lambda a, b: a - b,
           BinOp.AND: lambda a, b: a & b, BinOp.OR: lambda a, b: a | b,
           BinOp.ATAN2: lambda a, b: a._pointwise(mlir_math.atan2, b),
           BinOp.POW: lambda a, b: a._pointwise(mlir_math.powf, b),
-          BinOp.FMOD: lambda a, b: a._pointwise(arith.remf, b),
           BinOp.XOR: lambda a, b: a ^ b, BinOp.SHL: lambda a, b: a << b, BinOp.SHR: lambda a, b: a >> b}
 _CMP_ARRAY = {CmpOp.LT: lambda a, b: a < b, CmpOp.LE: lambda a, b: a <= b,
               CmpOp.GT: lambda a, b: a > b, CmpOp.GE: lambda a, b: a >= b,

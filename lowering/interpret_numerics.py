@@ -168,7 +168,7 @@ def ieee_reduce(kind_max: bool, x, axis):
 FLOAT_BIN = {B.ADD: np.add, B.SUB: np.subtract, B.MUL: np.multiply, B.DIV: np.divide,
              B.MAX: ieee_maximum, B.MIN: ieee_minimum, B.MOD: np.mod,
              B.FLOORDIV: lambda a, b: np.floor(np.divide(a, b)),
-             B.ATAN2: np.arctan2, B.POW: np.power, B.FMOD: np.fmod}
+             B.ATAN2: np.arctan2, B.POW: np.power}
 INT_BIN = {B.ADD: np.add, B.SUB: np.subtract, B.MUL: np.multiply, B.FLOORDIV: np.floor_divide,
            B.MOD: np.mod, B.MAX: np.maximum, B.MIN: np.minimum, B.AND: np.bitwise_and,
            B.OR: np.bitwise_or, B.XOR: np.bitwise_xor, B.SHL: np.left_shift, B.SHR: _shift_right}

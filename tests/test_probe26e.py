@@ -200,6 +200,10 @@ MISSING = [
     ("ml.nan_to_num(x[...])", "nan_to_num",
      "no ml.nan_to_num: ml.where(x[...] != x[...], 0.0, ml.clip(x[...], -3.4028235e38, 3.4028235e38)) for"
      " float32 (NaN to 0, +-inf to the largest finite values)"),
+    ("ml.fmod(x[...], y[...])", "fmod",
+     "no ml.fmod: x[...] - ml.trunc(x[...] / y[...]) * y[...] for floats (the sign of x[...], as C's fmod, but"
+     " 0.0 for its -0.0; exact below 2**24 quotients); for integers, r = x[...] % y[...]; ml.where((r != 0) &"
+     " ((x[...] < 0) != (y[...] < 0)), r - y[...], r)"),
     ("ml.square(x[...] + 1)", "square", "no ml.square: (x[...] + 1) * (x[...] + 1)"),
     ("ml.log10(x[...])", "log10", "no ml.log10: ml.log2(x[...]) * 0.30102999566398120 (log10(2))"),
     ("ml.exp10(x[...])", "exp10", "no ml.exp10: ml.exp2(x[...] * 3.3219280948873623) (log2(10))"),
@@ -213,7 +217,8 @@ MISSING = [
      "no ml.copysign: ml.where(ml.bitcast(y[...], jnp.int32) < 0, -ml.abs(x[...]), ml.abs(x[...])) (the bitcast"
      " sees the sign of -0.0, as jnp.copysign; jnp.int16 for a 16-bit float)"),
     ("jnp.fmod(x[...], y[...])", None,
-     "use ml.fmod(x[...], y[...]): C's remainder (the sign of x[...]), as jnp.fmod"),     # (ml.fmod since probe 29a)
+     "C's remainder (the sign of x[...]): x[...] - ml.trunc(x[...] / y[...]) * y[...] (0.0 for its -0.0; exact"
+     " below 2**24 quotients)"),
     ("jnp.mod(x[...], y[...])", None,
      "% is for integers: for floats, x[...] - ml.floor(x[...] / y[...]) * y[...] (the sign of y[...], as jnp.mod)"),
 ]

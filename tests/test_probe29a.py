@@ -1,5 +1,5 @@
 """Probe 29a (Triton tutorial ports, round two): tutorial 07's libdevice math. asin, acos, atan,
-atan2, tan, cbrt, expm1, log1p, pow, fmod, isinf and isfinite were missing (MG002 with a formula
+atan2, tan, cbrt, expm1, log1p, pow, isinf and isfinite were missing (MG002 with a formula
 or 'write a polynomial approximation'); `x ** y` of register values and `x ** 1.5` were MG001."""
 import math
 
@@ -23,7 +23,7 @@ def _export(kernel, *specs, **constexprs):
 
 UNARY = {"asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "tan": np.tan, "cbrt": np.cbrt,
          "expm1": np.expm1, "log1p": np.log1p}
-BINARY = {"atan2": np.arctan2, "pow": np.power, "fmod": np.fmod}
+BINARY = {"atan2": np.arctan2, "pow": np.power}
 
 
 def _grid(x, y, **kw):
@@ -37,8 +37,8 @@ def libdevice_kernel(x_ptr, y_ptr, out_ptr, *, fn: ml.constexpr):
   x = x_ptr.at[ml.ds(pid * 256, 256)].load(mask=mask, other=0.5)
   y = y_ptr.at[ml.ds(pid * 256, 256)].load(mask=mask, other=1.0)
   fns = {"asin": ml.asin, "acos": ml.acos, "atan": ml.atan, "tan": ml.tan, "cbrt": ml.cbrt, "expm1": ml.expm1,
-         "log1p": ml.log1p, "atan2": ml.atan2, "pow": ml.pow, "fmod": ml.fmod}
-  if fn in ("atan2", "pow", "fmod"):
+         "log1p": ml.log1p, "atan2": ml.atan2, "pow": ml.pow}
+  if fn in ("atan2", "pow"):
     r = fns[fn](x, y)
   elif fn == "x ** y":
     r = x ** y

@@ -36,7 +36,7 @@ PURE_FRESH = Traits(layout=LayoutRule.FRESH, pure=True, splits=True)
 class BinOp(enum.Enum):
   ADD = "+"; SUB = "-"; MUL = "*"; DIV = "/"; FLOORDIV = "//"; MOD = "%"
   MAX = "max"; MIN = "min"
-  ATAN2 = "ml.atan2"; POW = "ml.pow"; FMOD = "ml.fmod"      # libdevice's (floating point only)
+  ATAN2 = "ml.atan2"; POW = "ml.pow"      # libdevice's (floating point only)
   AND = "&"; OR = "|"; XOR = "^"; SHL = "<<"; SHR = ">>"
 
 
@@ -86,7 +86,7 @@ class UnOp(enum.Enum):
   LOG1P = UnaryDef("log1p", True, np.log1p)
 
 
-_FLOAT_ONLY = {BinOp.ATAN2, BinOp.POW, BinOp.FMOD}
+_FLOAT_ONLY = {BinOp.ATAN2, BinOp.POW}
 _INT_ONLY = {BinOp.FLOORDIV, BinOp.MOD, BinOp.AND, BinOp.OR, BinOp.XOR, BinOp.SHL, BinOp.SHR}
 # Mosaic GPU allows these on 8-bit integers (bitwise ops and equality need no arithmetic).
 _BITWISE_8BIT = {BinOp.AND, BinOp.OR, BinOp.XOR, CmpOp.EQ, CmpOp.NE}
