@@ -71,6 +71,48 @@ NOT_YET = {   # what Triton and jnp users reach for that mgpu_dsl does not have,
     **{n: f"use ml.{n.replace('arc', 'a')} (libdevice's {n.replace('arc', 'a')}f)"
        for n in ("arcsin", "arccos", "arctan", "arctan2")},
     "sign": "no ml.sign: ml.where(x > 0, 1.0, ml.where(x < 0, -1.0, 0.0))",
+    # Triton tutorial names that were 'check the spelling' or a misleading near miss (probe 29a)
+    "pointer_type": ("no pointers: a kernel's parameters are arrays; for groups of operands (Triton's arrays of"
+                     " pointers in a grouped GEMM), concatenate the groups' rows into one array and pass their row"
+                     " offsets (examples/ragged_dot.py), or stack equal shapes into one (G, m, k) array"),
+    "dot_scaled": ("no ml.dot_scaled (block-scaled MMA is not Hopper's): dot each K block's tiles and scale the"
+                   " float32 partial product, acc = acc + ml.dot(a_s, b_s.T) * a_scale[:, None] * b_scale[None, :]"
+                   " with the block's scale columns read as vectors"),
+    "inline_asm_elementwise": "no inline assembly: write the math with ml.* functions",
+    "int1": "booleans are jnp.bool_ (comparisons give them; in memory, int8)",
+    "float64": "no float64 in kernels: compute in jnp.float32",
+    "uint64": "no uint64: use two uint32 halves, or jnp.int64 (with jax_enable_x64)",
+    "sqrt_rn": "no ml.sqrt_rn: ml.sqrt(x) is the IEEE square root, rounded to nearest",
+    "rcp": "no ml.rcp: write 1.0 / x",
+    "fast_expf": "no ml.fast_expf: ml.exp2(x * 1.4426950408889634, approx=True) (the hardware's ex2.approx)",
+    "fast_dividef": "no ml.fast_dividef: write x / y",
+    "saturatef": "no ml.saturatef: ml.clip(x, 0.0, 1.0)",
+    "hypot": "no ml.hypot: ml.sqrt(x * x + y * y) (overflows past 1.8e19 in float32: scale both first)",
+    "modf": "no ml.modf: the whole part ml.trunc(x) and the fraction x - ml.trunc(x)",
+    **{n: (f"no ml.{n}: ml.{'minimum' if n == 'fmin' else 'maximum'}(x, y) (NaN if either is NaN; for {n}'s"
+           f" number over a NaN, ml.where(x != x, y, ml.where(y != y, x, ml.{'minimum' if n == 'fmin' else 'maximum'}(x,"
+           f" y))))")
+       for n in ("fmin", "fmax")},
+    "llrint": "no ml.llrint: ml.round(x).astype(jnp.int32) (to nearest, ties to even)",
+    "zeros_like": "no ml.zeros_like: ml.zeros(x.shape, x.dtype)",
+    "ones": "no ml.ones: ml.full(shape, 1, dtype)",
+    "ones_like": "no ml.ones_like: ml.full(x.shape, 1, x.dtype)",
+    "full_like": "no ml.full_like: ml.full(x.shape, value, x.dtype)",
+    "swizzle2d": "no ml.swizzle2d: i, j = ml.grouped_ids(pid, num_m, num_n, group=8) (L2-friendly tile order)",
+    "assume": "no ml.assume: ml.multiple_of(x, m) promises a multiple of m; other facts are not needed",
+    "relu": "no ml.relu: ml.maximum(x, 0.0)",
+    "leaky_relu": "no ml.leaky_relu: ml.where(x >= 0, x, 0.01 * x)",
+    "gelu": "no ml.gelu: 0.5 * x * (1 + ml.erf(x * 0.7071067811865476)) (tanh form: 0.5 * x * (1 + ml.tanh("
+            "0.7978845608028654 * (x + 0.044715 * x * x * x))))",
+    **{n: ("no ml.{}: normal numbers from two uniforms (Box-Muller, as Triton's): u1 = ml.rand(seed, offsets),"
+           " u2 = ml.rand(seed, offsets + n) (n above every offset), z = ml.sqrt(-2.0 * ml.log(1.0 - u1)) *"
+           " ml.cos(6.283185307179586 * u2)").format(n) for n in ("randn", "randn4x", "pair_uniform_to_normal")},
+    "rand4x": "no ml.rand4x: r0, r1, r2, r3 = ml.randint4x(seed, offsets), each (r >> 8).astype(jnp.float32) * 2.0 ** -24",
+    "uint_to_uniform_float": "no ml.uint_to_uniform_float: (r >> 8).astype(jnp.float32) * 2.0 ** -24 of a uint32 r (ml.rand's)",
+    "philox": "no ml.philox: ml.randint4x(seed, offsets) (Philox4x32-10, the four words)",
+    **{n: ("no tensor descriptors: take a window of the ref, x.at[ml.ds(i * bm, bm), :], and ml.copy it into an"
+           " ml.smem buffer (a TMA copy), or read it with x.at[...][...]")
+       for n in ("tensor_descriptor", "load_tensor_descriptor", "store_tensor_descriptor")},
     **{n: ("no block pointers or tensor descriptors: take a window of the ref, x.at[ml.ds(i * bm, bm), :], and"
            " ml.copy it into an ml.smem buffer (a TMA copy), or read it with x.at[...][...]")
        for n in ("make_block_ptr", "make_tensor_descriptor", "advance")},

@@ -391,3 +391,44 @@ def test_isinf_and_isfinite_of_every_dtype_are_jnps(dtype):
   np.testing.assert_array_equal(inf, jnp.isinf(x).astype(jnp.int8))
   np.testing.assert_array_equal(fin, jnp.isfinite(x).astype(jnp.int8))
   _export(inf_and_finite, S(x.shape, dtype))
+
+
+# ---------------------------------------------------------------- Triton names with no ml function
+@mg.mgpu_kernel(out_shape=lambda x, y, **kw: x)
+def triton_names(x, y, out, *, f: ml.constexpr):
+  a, b = x[...], y[...]
+  if f == "fmax":
+    out[...] = ml.fmax(a, b)
+  elif f == "fmax_fixed":
+    out[...] = ml.where(a != a, b, ml.where(b != b, a, ml.maximum(a, b)))
+  elif f == "randn":
+    out[...] = ml.randn(7, ml.arange(128))
+  elif f == "randn_fixed":
+    offsets = ml.arange(128)
+    u1, u2 = ml.rand(7, offsets), ml.rand(7, offsets + 128)
+    out[...] = ml.sqrt(-2.0 * ml.log(1.0 - u1)) * ml.cos(6.283185307179586 * u2)
+  elif f == "llrint":
+    out[...] = ml.llrint(a).astype(jnp.float32)
+  else:
+    out[...] = ml.dot_scaled(a, b)
+
+
+def test_triton_names_without_an_ml_function_say_what_to_write():
+  """fmax said 'did you mean ml.max?' (a reduction), randn 'ml.rand?' (uniform numbers), llrint 'ml.randint?',
+  dot_scaled 'check the spelling'; each hint's form runs."""
+  spec = [S((128,), F32)] * 2
+  expect(triton_names, spec, mg.UnknownNameError, "ml.fmax", "ml has no attribute 'fmax'", f="fmax",
+         hint="no ml.fmax: ml.maximum(x, y) (NaN if either is NaN; for fmax's number over a NaN, ml.where(x != x, y,"
+              " ml.where(y != y, x, ml.maximum(x, y))))")
+  e = expect(triton_names, spec, mg.UnknownNameError, "ml.randn", "ml has no attribute 'randn'", f="randn")
+  assert e.hint.startswith("no ml.randn: normal numbers from two uniforms (Box-Muller")
+  e = expect(triton_names, spec, mg.UnknownNameError, "ml.llrint", "ml has no attribute 'llrint'", f="llrint")
+  assert e.hint == "no ml.llrint: ml.round(x).astype(jnp.int32) (to nearest, ties to even)"
+  e = expect(triton_names, spec, mg.UnknownNameError, "ml.dot_scaled", "ml has no attribute 'dot_scaled'", f="other")
+  assert e.hint.startswith("no ml.dot_scaled (block-scaled MMA is not Hopper's)")
+  x = jnp.asarray([np.nan, 1.0, -2.0, np.nan] * 32, F32)
+  y = jnp.asarray([3.0, np.nan, 5.0, np.nan] * 32, F32)
+  np.testing.assert_array_equal(triton_names(x, y, f="fmax_fixed", interpret=True), jnp.fmax(x, y))
+  z = np.asarray(triton_names(x, y, f="randn_fixed", interpret=True))
+  assert np.isfinite(z).all() and abs(z.mean()) < 0.4 and 0.6 < z.std() < 1.4
+  _export(triton_names, *spec, f="randn_fixed")
