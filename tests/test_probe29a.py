@@ -432,3 +432,24 @@ def test_triton_names_without_an_ml_function_say_what_to_write():
   z = np.asarray(triton_names(x, y, f="randn_fixed", interpret=True))
   assert np.isfinite(z).all() and abs(z.mean()) < 0.4 and 0.6 < z.std() < 1.4
   _export(triton_names, *spec, f="randn_fixed")
+
+
+@mg.mgpu_kernel(out_shape=lambda a, x: S((a.shape[0], a.shape[0], 2), F32))
+def interleaved_tile(a, x, c):
+  """A whole tensor-core tile read from and written to windows strided in their last dimension."""
+  a_s = ml.smem(a.shape)
+  ml.copy(a, a_s)
+  acc = ml.dot(a_s, a_s.T)
+  c.at[:, :, 0][...] = acc + x.at[:, :, 1][...]
+  c.at[:, :, 1][...] = acc * 2
+
+
+def test_a_tensor_core_tile_through_strided_windows():
+  """Was MG900 at the load and the store, as for the column vectors above."""
+  rng = np.random.default_rng(5)
+  a = jnp.asarray(rng.standard_normal((64, 64)), jnp.float16)
+  x = jnp.asarray(rng.standard_normal((64, 64, 2)), F32)
+  r = np.asarray(a, np.float32) @ np.asarray(a, np.float32).T
+  np.testing.assert_allclose(interleaved_tile(a, x, interpret=True),
+                             np.stack([r + np.asarray(x)[:, :, 1], 2 * r], -1), rtol=1e-4, atol=1e-3)
+  _export(interleaved_tile, S(a.shape, a.dtype), S(x.shape, F32))
