@@ -299,3 +299,14 @@ def gather_columns_hint(o, n) -> str:
             f" (jnp.pad)")
   return (f"take at least {w} columns at a time: pad the table's rows to a multiple of {w} elements outside the"
           f" kernel (jnp.pad), or take a window t.at[:, ml.ds(c, {w})] that stays inside the rows")
+
+
+def empty_tensor_hint(kernel) -> str:
+  """For a register tensor of no elements: a call whose outputs all have none needs no kernel
+  (it returns them without a launch); only check/typed_ir/mlir of such specs come here."""
+  import math
+  outs = [p.value.type.shape for p in kernel.params if p.is_output]
+  if outs and all(math.prod(s) == 0 for s in outs):
+    return ("a call on arrays whose outputs all have no elements returns them without a launch, as jnp"
+            " would; check or build a specialisation whose outputs have elements")
+  return "call the kernel only on non-empty arrays (outside it, an empty output needs no kernel)"

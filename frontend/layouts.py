@@ -42,7 +42,7 @@ from .ops.shape import READ_2D_FIRST, Broadcast, Reduce, ReduceKind, Reshape, Tr
 from .windows import minor_strided, window_vec
 from .layout_hints import (broadcast_loops_hint, column_slice_hint, flat_gather_error, narrow_rows_hint, role,
                            gather_columns_hint, pad_hint, read_window, row_of_statistic, rows_hint, scatter_columns_hint,
-                           small_tile_hint, smem_vector_hint, transposed_hint)
+                           small_tile_hint, smem_vector_hint, transposed_hint, empty_tensor_hint)
 from .types import Layout, LayoutKind, RefType, Space, TensorType, dtype_name
 
 
@@ -637,7 +637,7 @@ class _Solver:
     if math.prod(shape) == 0:
       raise E.LayoutError(
           f"{v.name or 'this tensor'} has shape {shape}: no elements, and a register tensor needs some",
-          loc, hint="call the kernel only on non-empty arrays (outside it, an empty output needs no kernel)")
+          loc, hint=empty_tensor_hint(self.kernel))
     if lay.kind == LayoutKind.STRIDED:
       if math.prod(shape) % hw.WARPGROUP:
         one = self._one_element(v, loc) if math.prod(shape) == 1 and self._scalar_store_hint(v) is None else None

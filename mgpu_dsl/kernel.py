@@ -254,6 +254,8 @@ class KernelFunction:
     aliased = set((self.input_output_aliases or {}).values()) if isinstance(self.input_output_aliases, dict) else set()
     all_empty = all(0 in tuple(l.shape) or k in aliased for k, l in enumerate(leaves))
     grid, block, cluster = self._launch(args, meta, loc, allow_empty and all_empty, all_empty)
+    if allow_empty and all(0 in tuple(l.shape) for l in leaves):
+      grid = None             # programs, but no output has an element to write: nothing to launch
     if grid is None:          # no programs and nothing to write: the outputs are the empty arrays
       return Specialisation(None, None, None, [jax.ShapeDtypeStruct(tuple(l.shape), l.dtype) for l in leaves],
                             treedef, None, block, cluster)

@@ -1,0 +1,61 @@
+"""Probe 29b (JAX citizenship): kernels used as ordinary JAX functions (jax.jit, jax.vmap,
+jax.lax loops, jax_enable_x64, zero-size arrays, aliases), until one raised something other than
+a located KernelError, rejected what jnp computes, or computed what jnp does not."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from locate import expect
+
+S = jax.ShapeDtypeStruct
+F32 = jnp.float32
+
+
+def _export(kernel, *specs, **constexprs):
+  fn = jax.jit(lambda *a: kernel(*a, **constexprs))
+  return jax.export.export(fn, platforms=["cuda"])(*specs).mlir_module()
+
+
+# ---------------------------------------------------------------- outputs with no elements
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def copy_whole(x, out):
+  out[...] = x[...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 128,))
+def double_rows(x, out):
+  i = ml.program_id(0)
+  out.at[ml.ds(i * 128, 128)][...] = x.at[ml.ds(i * 128, 128)][...] * 2
+
+
+@mg.mgpu_kernel(out_shape=lambda c, v: c, grid=(2,), input_output_aliases={0: 0})
+def add_into(c, v, out):
+  i = ml.program_id(0)
+  out.at[ml.ds(i * 128, 128)][...] = c.at[ml.ds(i * 128, 128)][...] + v.at[ml.ds(i * 128, 128)][...]
+
+
+@pytest.mark.parametrize("shape", [(0, 128), (0,)], ids=str)
+def test_a_static_grid_over_empty_outputs_returns_them_as_jnp_would(shape):
+  """It was a LayoutError (x[...] has no elements): only a grid *callable* giving no programs
+  skipped the launch, so grid=(1,) (the default) on an empty batch failed where jnp returns it."""
+  z = jnp.zeros(shape, F32)
+  for out in (copy_whole(z, interpret=True), jax.jit(lambda a: copy_whole(a, interpret=True))(z)):
+    assert out.shape == shape and out.dtype == F32
+  out = jax.vmap(lambda a: copy_whole(a, interpret=True))(jnp.zeros((3,) + shape, F32))
+  assert out.shape == (3,) + shape
+  assert "mosaic_gpu" not in _export(copy_whole, S(shape, F32))    # nothing to launch
+
+
+def test_programs_over_outputs_with_an_empty_dimension_launch_nothing():
+  """A grid of 2 programs over a (256, 0) array: each read a (128, 0) window (LayoutError)."""
+  z = jnp.zeros((256, 0), F32)
+  out = double_rows(z, interpret=True)
+  assert out.shape == (256, 0) and out.dtype == F32
+  out = add_into(z, z, interpret=True)          # an aliased empty output is its input
+  assert out.shape == (256, 0)
+  e = expect(copy_whole, [S((0, 128), F32)], mg.LayoutError, "x[...]",
+             "x[...] has shape (0, 128): no elements, and a register tensor needs some")
+  assert "returns them without a launch" in e.hint
