@@ -95,9 +95,20 @@ ELSEWHERE = {   # what Triton and Pallas users reach for, and where it lives her
 }
 
 
-def _input_hint(x) -> str:
+def _numbers(x) -> bool:
+  """A (nested) list or tuple of Python or NumPy numbers only: data jnp.asarray makes one array of."""
+  import numpy as np
   if isinstance(x, (list, tuple)):
-    return "pass each array as its own argument, or stack them: jnp.stack(xs)"
+    return all(_numbers(v) for v in x)
+  return isinstance(x, (bool, int, float, np.number, np.bool_))
+
+
+def _input_hint(x, name="xs") -> str:
+  if isinstance(x, (list, tuple)) and x and _numbers(x):
+    return (f"make the numbers one array first, as jnp functions need too: jnp.asarray({name}) (with the"
+            f" dtype you mean: jnp.asarray({name}, jnp.float32))")
+  if isinstance(x, (list, tuple)):
+    return f"pass each array as its own argument, or stack them: jnp.stack({name})"
   if isinstance(x, dict):
     return "kernels take arrays positionally; pass the dict's arrays one by one"
   if isinstance(x, (bool, int, float, complex)):
@@ -167,7 +178,7 @@ def check_inputs(pk, args, bounds: tuple[int, int], name: str, loc, *, count: bo
             hint=f"ml.scalar parameters are inputs, so they come before the outputs: def {name}("
                  f"{', '.join(f'{r}: ml.scalar' if r in marked else r for r in order)}, ...)")
       raise E.SignatureError(cap(f"{name}: {what} is {describe(a)}; kernel inputs are arrays"), loc,
-                             hint=_input_hint(a))
+                             hint=_input_hint(a, refs[i] if i < len(refs) else "xs"))
     try:
       ok = _supported(a.dtype)
     except TypeError:         # an unhashable dtype object

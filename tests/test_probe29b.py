@@ -59,3 +59,24 @@ def test_programs_over_outputs_with_an_empty_dimension_launch_nothing():
   e = expect(copy_whole, [S((0, 128), F32)], mg.LayoutError, "x[...]",
              "x[...] has shape (0, 128): no elements, and a register tensor needs some")
   assert "returns them without a launch" in e.hint
+
+
+# ---------------------------------------------------------------- Python lists as inputs
+def _call_error(fn):
+  with pytest.raises(mg.KernelError) as info:
+    fn()
+  return info.value
+
+
+def test_a_list_of_numbers_hints_one_array_and_following_it_works():
+  """It hinted `jnp.stack(xs)` (a list of arrays' fix, with a name not the user's) for data."""
+  rows = np.arange(256, dtype=np.float32).tolist()
+  e = _call_error(lambda: double_rows(rows, interpret=True))
+  assert type(e) is mg.SignatureError
+  assert e.message == "double_rows: input 0 (x) is a list of 256 items; kernel inputs are arrays"
+  assert e.hint == ("make the numbers one array first, as jnp functions need too: jnp.asarray(x) (with the"
+                    " dtype you mean: jnp.asarray(x, jnp.float32))")
+  np.testing.assert_array_equal(double_rows(jnp.asarray(rows, jnp.float32), interpret=True),
+                                np.asarray(rows, np.float32) * 2)
+  pair = _call_error(lambda: double_rows((jnp.zeros(256, F32), jnp.ones(256, F32)), interpret=True))
+  assert pair.hint == "pass each array as its own argument, or stack them: jnp.stack(x)"
