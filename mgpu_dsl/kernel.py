@@ -41,6 +41,14 @@ def _user_errors(fn):
   return wrapper
 
 
+def _runtime_text(v) -> str:
+  """An element of a launch tuple in the user's words: a run-time value (a tracer, a 0-d array) by
+  its kind, not JAX's repr of it (JitTracer(~int32[]))."""
+  if hasattr(v, "shape") and hasattr(v, "dtype"):
+    return f"a run-time {getattr(v.dtype, 'name', v.dtype)} value"
+  return repr(v)
+
+
 def _as_tuple3(x, what, loc, computed=True, fn=None):
   """`x` as a 3-tuple of positive ints; `fn`: the grid callable that computed it (hints rewrite it)."""
   integral = lambda i: isinstance(i, numbers.Integral) and not isinstance(i, (bool, np.bool_))
@@ -55,10 +63,13 @@ def _as_tuple3(x, what, loc, computed=True, fn=None):
     runtime = isinstance(x, (tuple, list)) and any(hasattr(i, "shape") and hasattr(i, "dtype") for i in x)
     zero = (what == "grid" and isinstance(x, (tuple, list)) and 1 <= len(x) <= 3
             and all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in x) and 0 in x)
+    shown = (f"({', '.join(_runtime_text(i) for i in x)}{',' if len(x) == 1 else ''})" if runtime else repr(x))
     raise E.LaunchConfigError(
-        calling.cap(f"{what} must be 1 to 3 positive ints, got {x!r}"
+        calling.cap(f"{what} must be 1 to 3 positive ints, got {shown}"
                     + (": a value known only at run time (an ml.scalar or an array's element)" if runtime else "")),
-        loc, hint=(f"compute the {what} from shapes and constexprs, e.g. {what}=lambda x, *, n: (n,)" if runtime else
+        loc, hint=(f"compute the {what} from shapes and constexprs: a count known when compiling is a constexpr"
+                   f" (def k(x, out, *, n: ml.constexpr), called k(x, n=4)), then {what}=lambda x, *, n: (n,)"
+                   if runtime else
                    "the grid callable gave no programs along an axis for these inputs (fewer rows than one"
                    " program's tile, with //): round up,"
                    f" {calling.rounded_up_grid(loc, x, fn) if fn else 'grid=lambda x: (ml.cdiv(x.shape[0], 128),)'},"

@@ -80,3 +80,30 @@ def test_a_list_of_numbers_hints_one_array_and_following_it_works():
                                 np.asarray(rows, np.float32) * 2)
   pair = _call_error(lambda: double_rows((jnp.zeros(256, F32), jnp.ones(256, F32)), interpret=True))
   assert pair.hint == "pass each array as its own argument, or stack them: jnp.stack(x)"
+
+
+# ---------------------------------------------------------------- a grid from a run-time value
+@mg.mgpu_kernel(out_shape=lambda x, n: x, grid=lambda x, n: (n,))
+def grid_of_scalar(x, n: ml.scalar, out):
+  i = ml.program_id(0)
+  out.at[ml.ds(i * 128, 128)][...] = x.at[ml.ds(i * 128, 128)][...] * 2
+
+
+@mg.mgpu_kernel(out_shape=lambda x, *, n: x, grid=lambda x, *, n: (n,))
+def grid_of_constexpr(x, out, *, n: ml.constexpr):
+  i = ml.program_id(0)
+  out.at[ml.ds(i * 128, 128)][...] = x.at[ml.ds(i * 128, 128)][...] * 2
+
+
+def test_a_grid_of_a_run_time_value_names_it_in_the_users_words_eagerly_and_under_jit():
+  """The message showed JAX's repr (JitTracer(~int32[]) under jax.jit, array(2, dtype=int32)
+  eagerly), and the hint did not say the count becomes a constexpr."""
+  x = jnp.arange(256, dtype=F32)
+  for call in (lambda: grid_of_scalar(x, 2, interpret=True),
+               lambda: jax.jit(lambda x, n: grid_of_scalar(x, n, interpret=True))(x, 2)):
+    e = _call_error(call)
+    assert type(e) is mg.LaunchConfigError
+    assert e.message == ("grid must be 1 to 3 positive ints, got (a run-time int32 value,): a value known"
+                         " only at run time (an ml.scalar or an array's element)")
+    assert "n: ml.constexpr" in e.hint and "grid=lambda x, *, n: (n,)" in e.hint
+  np.testing.assert_array_equal(grid_of_constexpr(x, n=2, interpret=True), np.asarray(x) * 2)   # the hint, followed
