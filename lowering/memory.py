@@ -188,7 +188,7 @@ def _i_view(cta, o):
   base = cta.get(o.ref)
   win, shape, r = _compose(cta, base, o.index), base.root.type.shape, len(o.index)
   bounds = None
-  outer = [base.win] + [_compose(cta, base, o.within[k:k + r]) for k in range(0, len(o.within), r)]
+  outer = [base.win] + [_compose(cta, base, o.within[k:k + r]) for k in range(0, len(o.within), r or 1) if r]
   if base.bounds or any(o.within) or base.win != Ref.whole(base.root, base.owner).win:
     bounds = list(base.bounds or ((0, d) for d in shape))
     for w in outer:                  # the part of the root inside every view it was taken from

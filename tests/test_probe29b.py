@@ -107,3 +107,25 @@ def test_a_grid_of_a_run_time_value_names_it_in_the_users_words_eagerly_and_unde
                          " only at run time (an ml.scalar or an array's element)")
     assert "n: ml.constexpr" in e.hint and "grid=lambda x, *, n: (n,)" in e.hint
   np.testing.assert_array_equal(grid_of_constexpr(x, n=2, interpret=True), np.asarray(x) * 2)   # the hint, followed
+
+
+# ---------------------------------------------------------------- 0-d refs indexed with ()
+@mg.mgpu_kernel(out_shape=lambda x, s: jax.ShapeDtypeStruct((), x.dtype))
+def total_plus(x, s, out):
+  out[()] = ml.sum(x[...]) + s.at[()][...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: jax.ShapeDtypeStruct((), x.dtype))
+def total_view(x, out):
+  out.at[()][...] = ml.sum(x[...])
+
+
+def test_a_0d_ref_indexed_with_an_empty_tuple_runs_in_interpret_mode():
+  """out[()] = v (NumPy's way to write a 0-d array) and s.at[()] built, checked and exported,
+  then interpret mode failed on the view: MG900 (range() arg 3 must not be zero)."""
+  x = jnp.arange(128, dtype=F32)
+  np.testing.assert_allclose(total_plus(x, jnp.float32(2), interpret=True), np.asarray(x).sum() + 2)
+  np.testing.assert_allclose(total_view(x, interpret=True), np.asarray(x).sum())
+  xs = jnp.stack([x, 2 * x])
+  np.testing.assert_allclose(jax.vmap(lambda a: total_plus(a, jnp.float32(1), interpret=True))(xs),
+                             np.asarray(xs).sum(1) + 1)
