@@ -42,6 +42,16 @@ class Inline:
   def __repr__(self):
     return f"<mgpu_dsl inline function {self.fn.__qualname__}>"
 
+  def __copy__(self):           # copied and pickled as a function is (frontend/pickling.py)
+    return self
+
+  def __deepcopy__(self, memo):
+    return self
+
+  def __reduce__(self):
+    from .pickling import reduce
+    return reduce(self, "@ml.inline helper")
+
   def __call__(self, *args, **kwargs):
     from . import errors as E
     from .loc import user_loc

@@ -145,6 +145,16 @@ class KernelFunction:
     self._stats = collections.Counter()
     self._bounds = None
 
+  def __copy__(self):                 # copied and pickled as a function is (frontend/pickling.py)
+    return self
+
+  def __deepcopy__(self, memo):
+    return self
+
+  def __reduce__(self):
+    from .frontend import pickling
+    return pickling.reduce(self)
+
   @property
   def parsed(self) -> fc.ParsedKernel:
     if self._parsed is None:

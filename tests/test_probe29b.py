@@ -129,3 +129,30 @@ def test_a_0d_ref_indexed_with_an_empty_tuple_runs_in_interpret_mode():
   xs = jnp.stack([x, 2 * x])
   np.testing.assert_allclose(jax.vmap(lambda a: total_plus(a, jnp.float32(1), interpret=True))(xs),
                              np.asarray(xs).sum(1) + 1)
+
+
+# ---------------------------------------------------------------- copying and pickling kernels
+def test_a_kernel_and_an_inline_helper_copy_and_pickle_as_functions_do():
+  """copy.deepcopy of an object holding a kernel (a model, a config) raised TypeError: cannot pickle
+  'module' object; pickle raised "it's not the same object as ...". Both now act as on the function:
+  the kernel itself, or a reference by module and name."""
+  import copy
+  import pickle
+  import examples_for_pickling as m
+  holder = {"kernels": [m.double_it], "helper": m.twice}
+  copied = copy.deepcopy(holder)
+  assert copied["kernels"][0] is m.double_it and copied["helper"] is m.twice
+  assert copy.copy(m.double_it) is m.double_it
+  assert pickle.loads(pickle.dumps(m.double_it)) is m.double_it
+  assert pickle.loads(pickle.dumps(m.twice)) is m.twice
+  x = jnp.arange(256, dtype=F32)
+  np.testing.assert_array_equal(copied["kernels"][0](x, interpret=True), np.asarray(x) * 2)
+  with pytest.raises(pickle.PicklingError, match="pickles by its name"):
+    pickle.dumps(_local_kernel())
+
+
+def _local_kernel():
+  @mg.mgpu_kernel(out_shape=lambda x: x)
+  def local(x, out):
+    out[...] = x[...]
+  return local
