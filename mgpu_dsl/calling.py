@@ -600,13 +600,13 @@ def _on_arrays(f, args, kwargs):
   if not at:
     return f(*args, **kwargs)
   got = []
+  spec = lambda l: jax.ShapeDtypeStruct(tuple(l.shape), l.dtype) if isinstance(l, jax.core.Tracer) else l
 
   def on(*xs):
     full = list(args)
     for i, x in zip(at, xs):
       full[i] = x
-    got.append(f(*full, **kwargs))
+    got.append(jax.tree.map(spec, f(*full, **kwargs)))    # no tracer leaves the trace (jax_check_tracer_leaks)
     return ()
   jax.eval_shape(on, *[args[i] for i in at])
-  spec = lambda l: jax.ShapeDtypeStruct(tuple(l.shape), l.dtype) if isinstance(l, jax.core.Tracer) else l
-  return jax.tree.map(spec, got[0])
+  return got[0]

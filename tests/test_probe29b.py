@@ -156,3 +156,32 @@ def _local_kernel():
   def local(x, out):
     out[...] = x[...]
   return local
+
+
+# ---------------------------------------------------------------- JAX's debugging switches
+@pytest.fixture
+def tracer_leak_checks():
+  before = jax.config.jax_check_tracer_leaks
+  jax.config.update("jax_check_tracer_leaks", True)
+  yield
+  jax.config.update("jax_check_tracer_leaks", before)
+
+
+def test_calls_under_jax_check_tracer_leaks_do_not_leak(tracer_leak_checks):
+  """Under jax.jit and jax.vmap the out_shape callable ran in a jax.eval_shape whose result was
+  kept as tracers: with jax_check_tracer_leaks on, a SignatureError ('Leaked trace ...')."""
+  x = jnp.arange(256, dtype=F32)
+  np.testing.assert_array_equal(jax.jit(lambda a: double_rows(a, interpret=True))(x), np.asarray(x) * 2)
+  xs = jnp.stack([x, x + 1])
+  np.testing.assert_array_equal(jax.vmap(lambda a: double_rows(a, interpret=True))(xs), np.asarray(xs) * 2)
+  double_rows.check(S((256,), F32))
+
+
+def test_an_eager_interpret_call_under_a_transfer_guard_runs():
+  """jax.transfer_guard("disallow") forbids implicit transfers: interpret mode's host run moved its
+  results back with jnp.asarray, a JaxRuntimeError (Disallowed host-to-device transfer)."""
+  x = jnp.arange(256, dtype=F32)
+  with jax.transfer_guard("disallow"):
+    out = double_rows(x, interpret=True)
+  np.testing.assert_array_equal(out, np.asarray(x) * 2)
+  assert isinstance(out, jax.Array) and out.dtype == F32
