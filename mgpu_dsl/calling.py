@@ -131,6 +131,12 @@ def _dtype_hint(pk, i, a) -> str:
   """The hint for an input of an unsupported dtype: with jax_enable_x64 on, a weakly typed float64
   under a trace is a Python number that jax.jit made a 64-bit array."""
   import jax
+  refs = pk.ref_params
+  if jax.dtypes.issubdtype(a.dtype, jax.dtypes.prng_key):      # jax.random.key(0): no data to read
+    name = refs[i] if i < len(refs) else "key"
+    return (f"a typed PRNG key is not data a kernel reads: pass a seed drawn from it,"
+            f" jax.random.bits({name}, dtype=jnp.uint32) (a 0-d uint32 for an ml.scalar seed), and draw"
+            f" numbers in the kernel with ml.rand(seed, offsets); or its words, jax.random.key_data({name})")
   try:
     dtype = np.dtype(a.dtype)
   except TypeError:

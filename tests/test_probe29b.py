@@ -185,3 +185,26 @@ def test_an_eager_interpret_call_under_a_transfer_guard_runs():
     out = double_rows(x, interpret=True)
   np.testing.assert_array_equal(out, np.asarray(x) * 2)
   assert isinstance(out, jax.Array) and out.dtype == F32
+
+
+# ---------------------------------------------------------------- a typed PRNG key as an input
+@mg.mgpu_kernel(out_shape=lambda x, seed: x, grid=lambda x, seed: (x.shape[0] // 256,))
+def keep_half(x, seed: ml.scalar, out):
+  i = ml.program_id(0)
+  idx = i * 256 + ml.arange(256)
+  out.at[ml.ds(i * 256, 256)][...] = ml.where(ml.rand(seed, idx) >= 0.5, x.at[ml.ds(i * 256, 256)][...], 0.0)
+
+
+def test_a_typed_prng_key_hints_a_seed_drawn_from_it_and_following_it_works():
+  """The hint listed the supported dtypes only (for key<fry>): nothing said how a key becomes a seed."""
+  x = jnp.ones(512, F32)
+  key = jax.random.key(0)
+  e = _call_error(lambda: keep_half(x, key, interpret=True))
+  assert type(e) is mg.SignatureError
+  assert e.message == "keep_half: input 1 (seed) has dtype key<fry>, which kernels do not support"
+  assert "jax.random.bits(seed, dtype=jnp.uint32)" in e.hint and "ml.rand(seed, offsets)" in e.hint
+  seed = jax.random.bits(key, dtype=jnp.uint32)
+  out = keep_half(x, seed, interpret=True)
+  again = keep_half(x, jnp.uint32(int(seed)), interpret=True)
+  np.testing.assert_array_equal(out, again)
+  assert 0 < int((np.asarray(out) == 0).sum()) < 512
