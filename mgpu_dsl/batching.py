@@ -36,7 +36,8 @@ def call(kernel, args, constexprs, interpret, levels=(), hit=None):
   wrap.guard_transpose()
   # Outside the custom_vmap, which JAX cannot linearize: jax.grad sees the call's outputs known and
   # their tangents missing, an MG009 only where one is used (wrap.no_derivative).
-  return list(wrap.no_derivative(run, kernel.__name__, kernel.parsed.loc)(*args))
+  inputs = kernel.parsed.ref_params[:len(args)]
+  return list(wrap.no_derivative(run, kernel.__name__, kernel.parsed.loc, inputs)(*args))
 
 
 def batched(kernel, xs, constexprs, interpret, levels, size, in_batched):

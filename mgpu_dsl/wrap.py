@@ -13,24 +13,27 @@ from typing import Callable
 from .frontend import errors as E
 
 
-def derivative_error(name: str, loc) -> E.KernelError:
+def derivative_error(name: str, loc, inputs=()) -> E.KernelError:
+  """MG009 for the kernel `name`; `inputs`: its input parameters, for the stop_gradient call the
+  hint writes (every input of a call, in its place)."""
+  held = ", ".join(f"jax.lax.stop_gradient({n})" for n in inputs or ("x",))
   return E.DifferentiationError(
       f"jax cannot differentiate the kernel {name}: mgpu_dsl kernels have no automatic derivative",
       loc, hint="wrap the call in a function decorated with jax.custom_vjp and give it a backward"
                 " (a second kernel or jnp code); for forward mode (jax.jvp, jax.jacfwd) use"
                 " jax.custom_jvp and give it a tangent rule; a call whose result needs no derivative (a"
                 " metric mixed into the loss) takes its inputs through"
-                f" jax.lax.stop_gradient: {name}(jax.lax.stop_gradient(x)); see docs/autodiff.md")
+                f" jax.lax.stop_gradient: {name}({held}); see docs/autodiff.md")
 
 
 class _Missing:
   """The kernel a missing derivative belongs to (a primitive's parameter, hashed by identity)."""
 
-  def __init__(self, name: str, loc):
-    self.name, self.loc = name, loc
+  def __init__(self, name: str, loc, inputs=()):
+    self.name, self.loc, self.inputs = name, loc, tuple(inputs)
 
   def error(self) -> E.KernelError:
-    return derivative_error(self.name, self.loc)
+    return derivative_error(self.name, self.loc, self.inputs)
 
 
 @functools.lru_cache(maxsize=None)
@@ -77,13 +80,14 @@ def _no_tangent_primitive():
   return p
 
 
-def no_derivative(f: Callable, name: str, loc) -> Callable:
-  """`f`, whose derivative is a KernelError naming the kernel `name` (defined at `loc`) where one
-  is used: the error waits until a tangent or cotangent of the outputs is needed."""
+def no_derivative(f: Callable, name: str, loc, inputs=()) -> Callable:
+  """`f`, whose derivative is a KernelError naming the kernel `name` (defined at `loc`, with the
+  input parameters `inputs`) where one is used: the error waits until a tangent or cotangent of the
+  outputs is needed."""
   import jax
   import numpy as np
 
-  kernel = _Missing(name, loc)
+  kernel = _Missing(name, loc, inputs)
 
   @jax.custom_jvp
   def call(*args):

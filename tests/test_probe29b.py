@@ -208,3 +208,22 @@ def test_a_typed_prng_key_hints_a_seed_drawn_from_it_and_following_it_works():
   again = keep_half(x, jnp.uint32(int(seed)), interpret=True)
   np.testing.assert_array_equal(out, again)
   assert 0 < int((np.asarray(out) == 0).sum()) < 512
+
+
+# ---------------------------------------------------------------- MG009's stop_gradient call
+@mg.mgpu_kernel(out_shape=lambda t, ids: t)
+def scale_by_ids(t, ids, out):
+  out[...] = t[...] * ids[...].astype(t.dtype)
+
+
+def test_the_stop_gradient_hint_passes_every_input_of_the_kernel():
+  """The hint wrote scale_by_ids(jax.lax.stop_gradient(x)) for a kernel of two inputs (t, ids):
+  followed, the call lacked an input."""
+  t, ids = jnp.linspace(0, 1, 128, dtype=F32), jnp.arange(128, dtype=jnp.int32)
+  e = _call_error(lambda: jax.grad(lambda t: scale_by_ids(t, ids, interpret=True).sum())(t))
+  assert type(e) is mg.DifferentiationError
+  assert e.hint.endswith("takes its inputs through jax.lax.stop_gradient: scale_by_ids(jax.lax.stop_gradient(t),"
+                         " jax.lax.stop_gradient(ids)); see docs/autodiff.md")
+  g = jax.grad(lambda t: (t * scale_by_ids(jax.lax.stop_gradient(t), jax.lax.stop_gradient(ids),
+                                           interpret=True)).sum())(t)    # the hint, followed
+  np.testing.assert_allclose(g, np.asarray(t) * np.arange(128), rtol=1e-6)
