@@ -50,7 +50,55 @@ def _with_columns(ref: str, cols: str) -> str:
   return f"{ref}.at[:, {cols}]"
 
 
-def small_tile_hint(shape, ref=None, window=None) -> str:
+def reductions_of(body, v) -> tuple:
+  """(the ReduceKinds of the reductions of `v` or of a conversion of it, `v.astype(jnp.float32)`, an
+  8-bit max computed in 32 bits, the max of an argmax, in the order sum, max, min; v's dtype)."""
+  from .ops.elementwise import Cast
+  from .ops.shape import Reduce, ReduceKind
+  ops = list(ir.walk(body))
+  family, grew = {v.id}, True
+  while grew:
+    grew = False
+    for o in ops:
+      if isinstance(o, Cast) and not o.bitcast and (o.x.id in family) != (o.results[0].id in family):
+        family |= {o.x.id, o.results[0].id}
+        grew = True
+  kinds = {o.kind for o in ops if isinstance(o, Reduce) and o.x.id in family}
+  return tuple(k for k in ReduceKind if k in kinds), v.type.dtype
+
+
+def loaded_dtype(defs, v, tiles=()):
+  """The dtype in memory of the data `v` was read from (through conversions), else of the first
+  tile among `tiles` that a load reads (not a mask); None where no load is found."""
+  from .ops.elementwise import Cast
+  o = defs.get(v.id)
+  while isinstance(o, Cast) and not o.bitcast:
+    o = defs.get(o.x.id)
+  if type(o).__name__ in ("Load", "MaskedLoad"):
+    return o.results[0].type.dtype
+  return next((t.type.dtype for t in tiles if type(defs.get(t.id)).__name__ in ("Load", "MaskedLoad")
+               and t.type.dtype != DType.bool_), None)
+
+
+def identity(kind, dtype) -> str:
+  """What a masked load's `other` is for the padding to leave a reduction of `kind` unchanged."""
+  if isinstance(dtype, DType) and not dtype.is_float and dtype != DType.bool_:
+    lo, hi = dtype.int_range
+    return {"sum": "0", "max": str(lo), "min": str(hi)}[kind.value]
+  return {"sum": "0.0", "max": "float('-inf')", "min": "float('inf')"}[kind.value]
+
+
+def _padding_note(kinds, dtype, mask) -> str:
+  """For a tile padded with `other=0` that more than one kind of reduction reads: each kind but the
+  sum reduces the tile with its own identity selected into the padding."""
+  rest = [k for k in kinds if k.value != "sum"]
+  if len(kinds) < 2 or not rest:
+    return ""
+  sels = " and ".join(f"ml.{k.value}(ml.where({mask}, v, {identity(k, dtype)}))" for k in rest)
+  return f" (the padding must not count: reduce {sels} for the padded tile v)"
+
+
+def small_tile_hint(shape, ref=None, window=None, reduced=((), None)) -> str:
   """A tile too small for the registers: for a 2-D one read from the ref named `ref`, the masked
   window that holds it (rows a multiple of 4 and columns of 32, which a 2-D mask's row and column
   vectors need), at the window's own starts (`window`, read_window's); an SMEM buffer, whose
@@ -70,7 +118,10 @@ def small_tile_hint(shape, ref=None, window=None) -> str:
       parts, kept = [("0", r, False), ("0", c, False)], [0, 1]
     new = dict(zip(kept, (R, C)))
     at = ", ".join(s if k not in new else f"ml.ds({s}, {new[k]})" for k, (s, _, _) in enumerate(parts))
-    load = f"{ref}.at[{at}].load(mask={mask}, other=0)"
+    kinds, dtype = reduced
+    other = identity(kinds[0], dtype) if len(kinds) == 1 else "0"
+    load = f"{ref}.at[{at}].load(mask={mask}, other={other})"
+    tail = _padding_note(kinds, dtype, mask) + tail
     if window is not None and window[1]:         # SMEM: a window cannot run past the buffer
       if whole:
         return (f"work on a larger tile: allocate {ref} as ml.smem(({R}, {C}), ...) (an SMEM window cannot run past"
@@ -126,26 +177,29 @@ def read_window(defs, load):
   return root.name, root.type.space == Space.SMEM, parts, shape
 
 
-def narrow_rows_hint(bad, dtypes=(), reduced=True) -> str:
+def narrow_rows_hint(bad, dtypes=(), reduced=True, loaded=None) -> str:
   """Rows narrower than a warp, or not a multiple of one (48 columns): mask columns of the full rows
   (a top-k of a sorted row); where the rows are that narrow in memory (8 experts of a router), read
   them 32 wide (64 for 48), masked. The
   `other` of the masked read fits the data's dtype (`dtypes`: of the tiles, masks among them), and
-  names what a reduction ignores only where the tile is `reduced`."""
+  names what a reduction ignores only where the tile is `reduced` (in `loaded`, the dtype read from
+  memory, where the tile is a conversion of it: an 8-bit max computed in 32 bits)."""
   n = bad.type.shape[-1]
   wide = -(-n // hw.WARP) * hw.WARP      # the columns to read: the next multiple of a warp's lanes
-  own = bad.type.dtype              # the tile's own dtype; else (a mask) the data's, floats first
+  own = loaded or bad.type.dtype   # the data's dtype in memory, or the tile's; else (a mask) any, floats first
   data = own if isinstance(own, DType) and own != DType.bool_ else next(
       (d for d in sorted((d for d in dtypes if isinstance(d, DType) and d != DType.bool_),
                          key=lambda d: (not d.is_float, str(d)))), None)
   if not reduced:
     other, rest = "other=0)", ""
-  elif data is not None and not data.is_float:
-    lo, hi = data.int_range
-    other, rest = f"other={lo}) for a max ({hi} for a min, 0 for a sum)", ""
-  else:
-    other = "other=float('-inf')) for a max"
-    rest = f" (0.0 for a sum; for a mean, that sum divided by {n}, not ml.mean of the padded tile)"
+  else:    # the reduction's own identity first (`reduced` its ReduceKind), then the others'
+    from .ops.shape import ReduceKind
+    first = reduced if isinstance(reduced, ReduceKind) else ReduceKind.MAX
+    kinds = [first, *(k for k in (ReduceKind.MAX, ReduceKind.MIN, ReduceKind.SUM) if k != first)]
+    d = data if data is not None else DType.f32
+    ids = [f"{identity(k, d)}{')' if k == first else ''} for a {k.value}" for k in kinds]
+    mean = "" if not d.is_float else f"; for a mean, that sum divided by {n}, not ml.mean of the padded tile"
+    other, rest = f"other={ids[0]}", f" ({', '.join(ids[1:])}{mean})"
   return ("keep the full rows and mask the columns you do not need: for the first k columns of a tile t,"
           " ml.where(ml.arange(t.shape[1])[None, :] < k, t, 0) (reduce or broadcast that), and store only those"
           " columns, with a mask: out.at[rows, ml.ds(0, t.shape[1])].store(t, mask=ml.arange(t.shape[1])[None, :]"
@@ -211,12 +265,25 @@ def smem_vector_hint(o, n, up, defs=None):
           f" registers instead of going through SMEM")
 
 
-def rows_hint(shape) -> str:
-  """Columns a multiple of a warp's lanes but rows not of the warps: pad the rows with a mask."""
+def row_wise_hint(bad, dtypes, red, loaded) -> str:
+  """For a tile `bad` reduced (by `red`, a Reduce, or None: broadcast) along its rows or columns
+  whose shape has no row-wise layout: pad its columns, or its rows, with a mask."""
+  if len(bad.type.shape) != 2:
+    return "use tiles like (8, 256) or (1, 1024); pad the last dimension to a multiple of 32"
+  if bad.type.shape[-1] % hw.WARP:
+    return narrow_rows_hint(bad, dtypes, red is not None and red.kind, loaded)
+  # padding rows count only where the reduction runs down the columns (axis 0, or everything)
+  other = identity(red.kind, loaded or bad.type.dtype) if red is not None and 0 in red.axes else "0.0"
+  return rows_hint(bad.type.shape, other)
+
+
+def rows_hint(shape, other="0.0") -> str:
+  """Columns a multiple of a warp's lanes but rows not of the warps: pad the rows with a mask
+  (`other`, what the reduction down the columns ignores)."""
   r = shape[0]
   up = -(-r // hw.WARPS_PER_WARPGROUP) * hw.WARPS_PER_WARPGROUP
   return (f"make the rows a multiple of {hw.WARPS_PER_WARPGROUP}: read {up} rows with a masked window,"
-          f" x.at[ml.ds(r0, {up}), :].load(mask=(ml.arange({up}) < {r})[:, None], other=0.0), and store the"
+          f" x.at[ml.ds(r0, {up}), :].load(mask=(ml.arange({up}) < {r})[:, None], other={other}), and store the"
           f" result with the same mask; or use tiles whose columns are a multiple of {hw.WARPGROUP}, with"
           f" which any number of rows works")
 

@@ -40,9 +40,10 @@ from .ops.memory import ClusterRef, Store, View
 from .ops.mma import Dot
 from .ops.shape import READ_2D_FIRST, Broadcast, Reduce, ReduceKind, Reshape, TransposeLoad, TransposeStore
 from .windows import minor_strided, window_vec
-from .layout_hints import (broadcast_loops_hint, column_slice_hint, flat_gather_error, narrow_rows_hint, role,
-                           gather_columns_hint, pad_hint, read_window, row_of_statistic, rows_hint, scatter_columns_hint,
-                           small_tile_hint, smem_vector_hint, transposed_hint, empty_tensor_hint)
+from .layout_hints import (broadcast_loops_hint, column_slice_hint, flat_gather_error, row_wise_hint, role,
+                           gather_columns_hint, pad_hint, read_window, row_of_statistic, scatter_columns_hint,
+                           small_tile_hint, smem_vector_hint, transposed_hint, loaded_dtype, reductions_of,
+                           empty_tensor_hint)
 from .types import Layout, LayoutKind, RefType, Space, TensorType, dtype_name
 
 
@@ -427,10 +428,8 @@ class _Solver:
         f" columns, which needs columns a multiple of {hw.WARP} (one per lane of a warp), and rows a"
         f" multiple of {hw.WARPS_PER_WARPGROUP} unless the columns are a multiple of {hw.WARPGROUP}",
         where.loc if where else o.loc,
-        hint=(flip is not None and transposed_hint(where, flip)) or (
-              narrow_rows_hint(bad, dtypes, isinstance(where, Reduce)) if len(bad.type.shape) == 2 and bad.type.shape[-1] % hw.WARP else
-              rows_hint(bad.type.shape) if len(bad.type.shape) == 2 and bad.type.shape[-1] % hw.WARP == 0 else
-              "use tiles like (8, 256) or (1, 1024); pad the last dimension to a multiple of 32"))
+        hint=(flip is not None and transposed_hint(where, flip)) or row_wise_hint(
+            bad, dtypes, where if isinstance(where, Reduce) else None, loaded_dtype(self.defs, bad, tiles)))
 
   def reshaped_tile(self, bad, tiles):
     """A tensor of another rank joined a row-wise tile through a reshape (say (8, 256) ->
@@ -656,7 +655,7 @@ class _Solver:
             f"{v.name or 'this tensor'} has shape {shape}: register tensors need a multiple of"
             f" {hw.WARPGROUP} elements (one per thread of a warpgroup)", loc,
             hint=self._scalar_store_hint(v) or one or column_slice_hint(v.name, *self._stored_to(v)) or small_tile_hint(
-                shape, self._read_from(v), read_window(self.defs, self.defs.get(v.id))))
+                shape, self._read_from(v), read_window(self.defs, self.defs.get(v.id)), reductions_of(self.kernel.body, v)))
       return
     if lay.drop and (len(shape) > 2 or any(shape[a] != 1 for a in lay.drop if len(shape) == 2)) or (
         not lay.drop and len(shape) != 2):

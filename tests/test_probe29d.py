@@ -1,0 +1,132 @@
+"""Probe 29d (reductions and shape ops at odd sizes): ml.sum/max/min/argmax/argmin/cumsum of 1-D,
+2-D and 3-D tiles whose sizes are not multiples of 128, of 8- to 32-bit dtypes, with keepdims,
+tuples of axes, broadcasting and loops; each hint below is followed and its result compared with
+jnp's."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from locate import expect
+
+S = jax.ShapeDtypeStruct
+F32 = jnp.float32
+_NARROW = ("is reduced or broadcast along its rows or columns, which needs columns a multiple of 32 (one per"
+           " lane of a warp), and rows a multiple of 4 unless the columns are a multiple of 128")
+
+
+def _export(kernel, *specs, **constexprs):
+  fn = jax.jit(lambda *a: kernel(*a, **constexprs))
+  return jax.export.export(fn, platforms=["cuda"])(*specs).mlir_module()
+
+
+# ---------------------------------------------------------------- the padding of a narrow row, in the data's dtype
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), jnp.int32))
+def argmax_of_narrow_int8_rows(x, out):
+  out[...] = ml.argmax(x[...], axis=1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), x.dtype))
+def min_of_narrow_uint8_rows(x, out):
+  out[...] = ml.min(x[...], axis=1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), jnp.int32))
+def argmax_of_padded_int8_rows(x, out):          # the hint, followed
+  v = x.at[:, ml.ds(0, 32)].load(mask=ml.arange(32)[None, :] < 24, other=-128)
+  out[...] = ml.argmax(v, axis=1)
+
+
+def test_a_narrow_row_of_8_bit_data_is_padded_with_the_identity_of_its_own_dtype():
+  """The hint gave int32's -2147483648 (the 32-bit tile an 8-bit max is computed in), which an int8
+  load wraps to 0: an argmax or max of negative rows, padded as told, was silently wrong; for uint8 a
+  min's padding was 4294967295 (255 after wrapping, by luck)."""
+  e = expect(argmax_of_narrow_int8_rows, [S((4, 24), jnp.int8)], mg.LayoutError, "ml.argmax(x[...], axis=1)",
+             f"this tile of shape (4, 24) {_NARROW}")
+  assert "x.at[rows, ml.ds(c0, 32)].load(mask=ml.arange(32)[None, :] < 24, other=-128) for a max (127 for a" \
+         " min, 0 for a sum)" in e.hint
+  e = expect(min_of_narrow_uint8_rows, [S((4, 40), jnp.uint8)], mg.LayoutError, "ml.min(x[...], axis=1)",
+             f"this tile of shape (4, 40) {_NARROW}")
+  assert "other=255) for a min (0 for a max, 0 for a sum)" in e.hint
+  x = np.random.default_rng(0).integers(-100, -3, (4, 24)).astype(np.int8)
+  np.testing.assert_array_equal(argmax_of_padded_int8_rows(jnp.asarray(x), interpret=True), np.argmax(x, 1))
+  _export(argmax_of_padded_int8_rows, S((4, 24), jnp.int8))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[1],), jnp.int32))
+def argmin_down_narrow_columns(x, out):
+  out[...] = ml.argmin(x[...], axis=0)
+
+
+def test_a_narrow_tiles_hint_leads_with_the_identity_of_its_own_reduction():
+  """An argmin was told `other=float('-inf')) for a max (0.0 for a sum ...)`: no min's padding at all."""
+  e = expect(argmin_down_narrow_columns, [S((24, 16), F32)], mg.LayoutError, "ml.argmin(x[...], axis=0)",
+             f"x[...] of shape (24, 16) {_NARROW}")
+  assert ("load(mask=ml.arange(32)[None, :] < 16, other=float('inf')) for a min (float('-inf') for a max, 0.0 for"
+          " a sum; for a mean, that sum divided by 16, not ml.mean of the padded tile)") in e.hint
+
+
+# ---------------------------------------------------------------- rows padded for a reduction down the columns
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[1],), x.dtype))
+def max_down_three_rows(x, out):
+  out[...] = ml.max(x[...], axis=0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[1],), x.dtype))
+def max_down_three_rows_padded(x, out):          # the hint, followed
+  v = x.at[ml.ds(0, 4), :].load(mask=(ml.arange(4) < 3)[:, None], other=float('-inf'))
+  out[...] = ml.max(v, axis=0)
+
+
+def test_rows_padded_for_a_max_down_the_columns_are_minus_infinity_not_zero():
+  """The hint said other=0.0 whatever the reduction: a column max of negative data, padded as told,
+  was 0 (silently wrong)."""
+  e = expect(max_down_three_rows, [S((3, 64), F32)], mg.LayoutError, "ml.max(x[...], axis=0)",
+             f"x[...] of shape (3, 64) {_NARROW}")
+  assert "load(mask=(ml.arange(4) < 3)[:, None], other=float('-inf'))" in e.hint
+  x = np.random.default_rng(1).standard_normal((3, 64)).astype(np.float32) - 10
+  np.testing.assert_array_equal(max_down_three_rows_padded(jnp.asarray(x), interpret=True), x.max(0))
+  _export(max_down_three_rows_padded, S((3, 64), F32))
+
+
+# ---------------------------------------------------------------- small tiles padded for a max or min
+@mg.mgpu_kernel(out_shape=lambda x: S((), x.dtype))
+def min_of_a_small_tile(x, out):
+  out[...] = ml.min(x[...], axis=(0, 1))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (S((), jnp.int32), S((), x.dtype), S((), x.dtype)))
+def stats_of_a_small_tile(x, s, mx, mn):
+  v = x[...]
+  s[...] = ml.sum(v)
+  mx[...] = ml.max(v)
+  mn[...] = ml.min(v)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (S((), jnp.int32), S((), x.dtype), S((), x.dtype)))
+def stats_of_a_small_tile_padded(x, s, mx, mn):          # the hint, followed
+  v = x.at[ml.ds(0, 8), ml.ds(0, 32)].load(mask=ml.arange(32)[None, :] < 24, other=0)
+  s[...] = ml.sum(v)
+  mx[...] = ml.max(ml.where(ml.arange(32)[None, :] < 24, v, -128))
+  mn[...] = ml.min(ml.where(ml.arange(32)[None, :] < 24, v, 127))
+
+
+def test_a_small_tile_reduced_by_a_max_or_min_is_padded_with_its_identity():
+  """The hint padded with other=0 whatever reduced the tile: the min of positive data (or the max of
+  negative data) followed it to 0."""
+  e = expect(min_of_a_small_tile, [S((3, 40), F32)], mg.LayoutError, "x[...]",
+             "x[...] has shape (3, 40): register tensors need a multiple of 128 elements (one per thread of a"
+             " warpgroup)")
+  assert "& (ml.arange(64)[None, :] < 40), other=float('inf')) and the same mask" in e.hint
+  e = expect(stats_of_a_small_tile, [S((8, 24), jnp.int8)], mg.LayoutError, "x[...]",
+             "v has shape (8, 24): register tensors need a multiple of 128 elements (one per thread of a"
+             " warpgroup)")
+  assert ("load(mask=ml.arange(32)[None, :] < 24, other=0) (the padding must not count: reduce"
+          " ml.max(ml.where(ml.arange(32)[None, :] < 24, v, -128)) and ml.min(ml.where(ml.arange(32)[None, :] < 24,"
+          " v, 127)) for the padded tile v)") in e.hint
+  x = np.random.default_rng(2).integers(-128, 128, (8, 24)).astype(np.int8)
+  got = stats_of_a_small_tile_padded(jnp.asarray(x), interpret=True)
+  assert [int(g) for g in got] == [int(x.astype(np.int32).sum()), int(x.max()), int(x.min())]
+  _export(stats_of_a_small_tile_padded, S((8, 24), jnp.int8))
