@@ -130,3 +130,44 @@ def test_a_small_tile_reduced_by_a_max_or_min_is_padded_with_its_identity():
   got = stats_of_a_small_tile_padded(jnp.asarray(x), interpret=True)
   assert [int(g) for g in got] == [int(x.astype(np.int32).sum()), int(x.max()), int(x.min())]
   _export(stats_of_a_small_tile_padded, S((8, 24), jnp.int8))
+
+
+# ---------------------------------------------------------------- reductions of a scalar (jnp's of a 0-d array)
+@mg.mgpu_kernel(out_shape=lambda x: (S((), x.dtype), S((), jnp.int32), S((), F32), S((), jnp.int8), S((), jnp.uint32)))
+def reductions_of_scalars(x, a, b, c, d, e):
+  v = x[...]
+  a[...] = ml.sum(ml.sum(v))
+  b[...] = ml.sum(ml.max(v > 0))
+  c[...] = ml.mean(ml.min(v.astype(jnp.int32)))
+  d[...] = ml.all(ml.any(v > 0)).astype(jnp.int8)
+  e[...] = ml.sum(ml.max(v.astype(jnp.uint16)), axis=())
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((), x.dtype))
+def sum_of_a_scalar_along_an_axis(x, out):
+  out[...] = ml.sum(ml.sum(x[...]), axis=0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((), jnp.int32))
+def argmax_of_a_scalar(x, out):
+  s = ml.sum(x[...])
+  out[...] = ml.argmax(s)
+
+
+def test_a_scalar_reduces_to_itself_as_jnp_reduces_a_0_d_array():
+  """ml.sum(s) of a full reduction's scalar was an error whose hint said to read a ref into
+  registers (there was none); jnp.sum of a 0-d array is the value, a bool summed as int32."""
+  x = np.random.default_rng(3).standard_normal(256).astype(np.float32) * 40
+  got = reductions_of_scalars(jnp.asarray(x), interpret=True)
+  want = (x.sum(), int(x.max() > 0), float(x.astype(np.int32).min()), int(bool((x > 0).any())),
+          int(jnp.asarray(x).astype(jnp.uint16).max()))
+  assert [g.dtype for g in got] == [np.float32, np.int32, np.float32, np.int8, np.uint32]
+  np.testing.assert_allclose(float(got[0]), want[0], rtol=1e-5)
+  assert [float(g) for g in got[1:]] == [float(w) for w in want[1:]]
+  _export(reductions_of_scalars, S((256,), F32))
+  expect(sum_of_a_scalar_along_an_axis, [S((256,), F32)], mg.KernelTypeError, "ml.sum(ml.sum(x[...]), axis=0)",
+         "ml.sum reduces a register tensor, got a scalar and axis=0 (a scalar has no axes)",
+         hint="ml.sum(ml.sum(x[...])) with no axis is the scalar itself")
+  expect(argmax_of_a_scalar, [S((256,), F32)], mg.KernelTypeError, "ml.argmax(s)",
+         "ml.argmax takes a register tensor and one static axis (axis=None only for a 1-D tensor)",
+         hint="ml.argmax indexes a tensor: the index into a scalar would be 0")

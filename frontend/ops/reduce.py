@@ -48,8 +48,7 @@ def reduce(cx, kind: ReduceKind, x, axis, keepdims, what=None):
   what = what or f"ml.{kind.value}"
   check_register_value(cx, x, what)
   if not is_tensor(x):
-    raise E.KernelTypeError(f"{what} reduces a register tensor, got {kind_of(x)}", cx.loc,
-                            hint=f"read the ref into registers first: {what}(ref[...], axis=...)")
+    return _of_scalar(cx, kind, x, axis, what)
   shape = x.type.shape
   axes = _axes(cx, axis, len(shape), what)
   if keepdims and len(axes) == len(shape):      # jnp's (1, ..., 1): the scalar, stretched where it is used
@@ -116,6 +115,24 @@ def reduce(cx, kind: ReduceKind, x, axis, keepdims, what=None):
   return res
 
 
+def _of_scalar(cx, kind, x, axis, what):
+  """jnp's reduction of a 0-d value (a full reduction's scalar, reduced again): the value itself, in
+  the dtype the reduction gives (a sum of a bool or an 8- or 16-bit integer in 32 bits)."""
+  if isinstance(x, (bool, int, float)) and axis in (None, ()):      # a Python number: itself
+    return int(x) if kind == ReduceKind.SUM and isinstance(x, bool) else x
+  if not isinstance(getattr(x, "type", None), ScalarType) or axis not in (None, ()):
+    scalar = isinstance(getattr(x, "type", None), ScalarType)
+    raise E.KernelTypeError(
+        f"{what} reduces a register tensor, got {kind_of(x)}" + (f" and axis={axis!r} (a scalar has no axes)"
+                                                               if scalar else ""), cx.loc,
+        hint=f"{what}({cx.named(x)}) with no axis is the scalar itself" if scalar else
+        f"read the ref into registers first: {what}(ref[...], axis=...)")
+  d = resolve(x.type.dtype)
+  if kind == ReduceKind.SUM and isinstance(d, DType) and (d == DType.bool_ or d.is_int and d.bits < 32):
+    return ew.astype(cx, x, DType.u32 if d != DType.bool_ and not d.is_signed else DType.i32)
+  return x
+
+
 @builtin(methods=("sum",))
 def sum_(cx, x, axis=None, keepdims=False):
   """The sum of `x` over `axis` (an int, a tuple, or None for all: a scalar).
@@ -132,9 +149,11 @@ def mean(cx, x, axis=None, keepdims=False):
   """The mean of `x` over `axis`: `ml.sum` divided by the number of elements, as `jnp.mean`
   (integers give float32; float16/bfloat16 are summed and divided in float32, rounded once)."""
   check_register_value(cx, x, "ml.mean")
-  if not is_tensor(x):
-    raise E.KernelTypeError(f"ml.mean reduces a register tensor, got {kind_of(x)}", cx.loc,
-                            hint="read the ref into registers first: ml.mean(ref[...], axis=...)")
+  if not is_tensor(x):     # a scalar's mean is itself, integers and booleans as float32
+    x = _of_scalar(cx, ReduceKind.MAX, x, axis, "ml.mean")
+    if not isinstance(getattr(x, "type", None), ScalarType):
+      return float(x)
+    return x if resolve(x.type.dtype).is_float else ew.astype(cx, x, DType.f32)
   d = resolve(x.type.dtype)
   if isinstance(d, DType) and d.is_float and d.bits < 16:     # as ml.sum of float8 (jnp's mean rounds in f8)
     raise E.UnsupportedDtypeError(
@@ -176,7 +195,9 @@ def _arg(cx, x, axis, kind, what):
     rank = len(x.type.shape) if is_tensor(x) else 2
     name = method_on(cx.named(x, "x")) if is_tensor(x) else "x"
     hint = f"{what}({name}, axis={rank - 1})"
-    if is_tensor(x) and axis is None:           # jnp's flat index of a tile: its row, then its column
+    if not is_tensor(x):
+      hint = f"{what} indexes a tensor: the index into a scalar would be 0"
+    elif axis is None:                          # jnp's flat index of a tile: its row, then its column
       hint = (f"the row first, then the column: i = {what}(ml.{'max' if kind == ReduceKind.MAX else 'min'}"
               f"({name}, axis=1), axis=0); j = {what}({name}[i], axis=0)")
     raise E.KernelTypeError(f"{what} takes a register tensor and one static axis (axis=None only for a"

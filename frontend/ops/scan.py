@@ -64,7 +64,8 @@ def scan(cx, kind: ScanKind, x, axis, reverse, what):
   if not is_tensor(x) or len(x.type.shape) not in (1, 2):
     raise E.KernelTypeError(f"{what} takes a 1- or 2-D register tensor, got {kind_of(x)}"
                             + (f" of shape {x.type.shape}" if is_tensor(x) else ""), cx.loc,
-                            hint="read the data in the 2-D shape you scan: x.at[...][...] of a 2-D window")
+                            hint="read the data in the 2-D shape you scan: x.at[...][...] of a 2-D window" if is_tensor(x)
+                            else f"{what} scans a tensor: a scalar's scan is the scalar itself")
   if not isinstance(reverse, bool):
     raise E.KernelTypeError(f"{what}: reverse is a static bool, got {reverse!r}", cx.loc,
                             hint="reverse=True scans from the end")

@@ -16,7 +16,7 @@ from ..dtypes import DType
 from ..types import dtype_name, resolve
 from . import elementwise as ew
 from .elementwise_checks import method_on
-from .base import builtin, check_register_value, is_tensor, kind_of
+from .base import builtin, check_register_value, is_tensor, is_value, kind_of
 from .reduce import _axes, reduce
 from .shape import ReduceKind
 
@@ -26,7 +26,8 @@ def _float_operand(cx, x, what):
   check_register_value(cx, x, what)
   if not is_tensor(x):
     raise E.KernelTypeError(f"{what} takes a register tensor, got {kind_of(x)}", cx.loc,
-                            hint=f"read the ref into registers first: {what}(ref[...], axis=...)")
+                            hint=f"{what} of a scalar has nothing to combine: apply it to the tensor the scalar"
+                            f" was reduced from, or use the scalar as it is")
   d = resolve(x.type.dtype)
   if isinstance(d, DType) and d.is_float and d.bits < 16:
     raise E.UnsupportedDtypeError(
@@ -143,9 +144,8 @@ def std(cx, x, axis=None, ddof=0, keepdims=False):
 
 def _truth(cx, x, what):
   check_register_value(cx, x, what)
-  if not is_tensor(x):
-    raise E.KernelTypeError(f"{what} takes a register tensor, got {kind_of(x)}", cx.loc,
-                            hint=f"read the ref into registers first: {what}(ref[...] > 0, axis=...)")
+  if not is_value(x):            # a Python number: jnp's any/all of a 0-d array, its truth
+    return bool(x)
   return x if resolve(x.type.dtype) == DType.bool_ else ew.compare(cx, ew.CmpOp.NE, x, 0)
 
 
