@@ -171,3 +171,74 @@ def test_a_scalar_reduces_to_itself_as_jnp_reduces_a_0_d_array():
   expect(argmax_of_a_scalar, [S((256,), F32)], mg.KernelTypeError, "ml.argmax(s)",
          "ml.argmax takes a register tensor and one static axis (axis=None only for a 1-D tensor)",
          hint="ml.argmax indexes a tensor: the index into a scalar would be 0")
+
+
+# ---------------------------------------------------------------- jnp's where=, dtype= and initial= keywords
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), F32))
+def sum_where(x, out):
+  v = x[...]
+  out[...] = ml.sum(v, axis=1, where=v > 0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), F32))
+def mean_where(x, out):
+  v = x[...]
+  out[...] = ml.mean(v, axis=1, where=v > 0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), jnp.int32))
+def min_where_int(x, out):
+  v = x[...]
+  out[...] = ml.min(v, axis=1, where=v > 0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), F32))
+def sum_dtype(x, out):
+  out[...] = ml.sum(x[...] * 2, axis=1, dtype=jnp.float32)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), F32))
+def max_initial(x, out):
+  out[...] = ml.max(x[...], axis=1, initial=0.0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (S((x.shape[0],), F32), S((x.shape[0],), F32), S((x.shape[0],), jnp.int32)))
+def where_hints_followed(x, s, m, n):
+  v = x[...]
+  s[...] = ml.sum(ml.where(v > 0, v, 0), axis=1)
+  m[...] = ml.sum(ml.where(v > 0, v, 0), axis=1) / ml.sum(v > 0, axis=1).astype(jnp.float32)
+  w = (v * 10).astype(jnp.int32)
+  n[...] = ml.min(ml.where(w > 0, w, 2147483647), axis=1)
+
+
+def test_jnp_reduction_keywords_are_hinted_in_the_users_names():
+  """`ml.sum(v, axis=1, where=m)` (jnp's where=) was told only the signature; the hint now writes
+  the select (the identity of the reduction and dtype), the mean's count, the dtype's conversion and
+  initial's combination, with the user's operands and axis."""
+  tail = "; ml.{0}(x, axis=None, keepdims=False)"
+  expect(sum_where, [S((8, 64), F32)], mg.KernelTypeError, "ml.sum(v, axis=1, where=v > 0)",
+         "ml.sum: got an unexpected keyword argument 'where'",
+         hint="select the elements first, the others set to what the reduction ignores:"
+              " ml.sum(ml.where(v > 0, v, 0), axis=1)" + tail.format("sum"))
+  expect(mean_where, [S((8, 64), F32)], mg.KernelTypeError, "ml.mean(v, axis=1, where=v > 0)",
+         "ml.mean: got an unexpected keyword argument 'where'",
+         hint="select the elements first, the others set to what the reduction ignores:"
+              " ml.sum(ml.where(v > 0, v, 0), axis=1) divided by ml.sum(v > 0, axis=1).astype(jnp.float32),"
+              " the count it keeps" + tail.format("mean"))
+  expect(min_where_int, [S((8, 64), jnp.int32)], mg.KernelTypeError, "ml.min(v, axis=1, where=v > 0)",
+         "ml.min: got an unexpected keyword argument 'where'",
+         hint="select the elements first, the others set to what the reduction ignores:"
+              " ml.min(ml.where(v > 0, v, 2147483647), axis=1)" + tail.format("min"))
+  expect(sum_dtype, [S((8, 64), jnp.float16)], mg.KernelTypeError, "ml.sum(x[...] * 2, axis=1, dtype=jnp.float32)",
+         "ml.sum: got an unexpected keyword argument 'dtype'",
+         hint="convert first: ml.sum((x[...] * 2).astype(jnp.float32), axis=1)" + tail.format("sum"))
+  expect(max_initial, [S((8, 64), F32)], mg.KernelTypeError, "ml.max(x[...], axis=1, initial=0.0)",
+         "ml.max: got an unexpected keyword argument 'initial'",
+         hint="combine it after: ml.maximum(ml.max(x[...], axis=1), 0.0)" + tail.format("max"))
+  x = np.random.default_rng(4).standard_normal((8, 64)).astype(np.float32)
+  s, m, n = where_hints_followed(jnp.asarray(x), interpret=True)
+  np.testing.assert_allclose(s, jnp.sum(x, 1, where=x > 0), rtol=1e-5)
+  np.testing.assert_allclose(m, jnp.mean(x, 1, where=x > 0), rtol=1e-5)
+  w = (x * 10).astype(np.int32)
+  np.testing.assert_array_equal(n, jnp.min(w, 1, where=w > 0, initial=2147483647))
+  _export(where_hints_followed, S((8, 64), F32))

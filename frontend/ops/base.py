@@ -99,12 +99,45 @@ class Builtin:
       pair = self.__name__ in ("max", "min") and "return_indices" in kwargs    # Triton's tl.max(..., return_indices=True)
       raise E.KernelTypeError(f"ml.{self.__name__}: {e}", cx.loc,
                               hint=(f"write {meant[1]}= for {meant[0]}=: " if meant else "")
+                              + jnp_keyword_hint(cx, self.__name__, self.__signature__, args, kwargs)
                               + (f"the indices are ml.arg{self.__name__}(x, axis), the values " if pair else "")
                               + f"ml.{self.__name__}{shown}") from None
 
   def apply(self, cx, args, kwargs):
     bound = self.bind(cx, args, kwargs)
     return self.rule(cx, *bound.args, **bound.kwargs)
+
+
+_IDENTITY = {"sum": "0", "mean": "0", "max": "float('-inf')", "min": "float('inf')", "any": "False", "all": "True",
+             "argmax": "float('-inf')", "argmin": "float('inf')", "cumsum": "0", "cumprod": "1",
+             "cummax": "float('-inf')", "cummin": "float('inf')", "logsumexp": "float('-inf')"}
+
+
+def jnp_keyword_hint(cx, name, sig, args, kwargs) -> str:
+  """For jnp's reduction keywords ml.<name> does not take (`where=`, `dtype=`, `initial=`), what
+  to write instead, in the user's names, leading the hint; "" for others."""
+  given = [k for k in kwargs if k not in sig.parameters]
+  x = args[0] if args else kwargs.get("x")
+  txt = lambda v, default="x": cx.named(v, default) if is_value(v) else repr(v)
+  xs = txt(x) if x is not None else "x"
+  rest = "".join([f", {txt(a)}" for a in args[1:]] + [f", {k}={txt(v)}" for k, v in kwargs.items()
+                                                         if k in sig.parameters and k != "x"])
+  if "where" in given and name in _IDENTITY:
+    d = getattr(getattr(x, "type", None), "dtype", None)
+    ident = _IDENTITY[name]
+    if getattr(d, "is_int", False) and "inf" in ident:    # an integer's lowest or highest value
+      ident = str(d.int_range[0 if "-inf" in ident else 1])
+    m = txt(kwargs["where"], "m")
+    count = (f" divided by ml.sum({m}{rest}).astype(jnp.float32), the count it keeps" if name == "mean" else "")
+    return (f"select the elements first, the others set to what the reduction ignores:"
+            f" ml.{'sum' if name == 'mean' else name}(ml.where({m}, {xs}, {ident}){rest}){count}; ")
+  if "dtype" in given and name in _IDENTITY:
+    from .elementwise_checks import method_on
+    return f"convert first: ml.{name}({method_on(xs)}.astype(jnp.float32){rest}); "
+  if "initial" in given and name in ("max", "min"):
+    return f"combine it after: ml.{name}imum(ml.{name}({xs}{rest}), {txt(kwargs['initial'])}); "
+  return ""
+
 
 
 def near_keyword(sig, kwargs):
