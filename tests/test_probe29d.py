@@ -242,3 +242,25 @@ def test_jnp_reduction_keywords_are_hinted_in_the_users_names():
   w = (x * 10).astype(np.int32)
   np.testing.assert_array_equal(n, jnp.min(w, 1, where=w > 0, initial=2147483647))
   _export(where_hints_followed, S((8, 64), F32))
+
+
+# ---------------------------------------------------------------- jnp's array methods argmax, argmin, cumsum, cumprod
+@mg.mgpu_kernel(out_shape=lambda x: (S((x.shape[0],), jnp.int32), S((x.shape[1],), jnp.int32), S(x.shape, F32),
+                                     S((x.shape[0],), F32)))
+def reduction_methods(x, a, b, c, d):
+  v = x[...]
+  a[...] = v.argmax(axis=1)
+  b[...] = v.argmin(0)
+  c[...] = v.cumsum(axis=1)
+  d[...] = v.cumprod(axis=1)[:, -1]
+
+
+def test_argmax_argmin_cumsum_and_cumprod_are_methods_as_on_jnp_arrays():
+  """`v.argmax(axis=1)` was an error (a register tensor has no attribute 'argmax')."""
+  x = np.random.default_rng(5).standard_normal((8, 32)).astype(np.float32)
+  a, b, c, d = reduction_methods(jnp.asarray(x), interpret=True)
+  np.testing.assert_array_equal(a, np.argmax(x, 1))
+  np.testing.assert_array_equal(b, np.argmin(x, 0))
+  np.testing.assert_allclose(c, np.cumsum(x, 1), rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(d, np.prod(x, 1), rtol=1e-5, atol=1e-6)
+  _export(reduction_methods, S((8, 32), F32))

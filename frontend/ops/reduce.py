@@ -220,14 +220,14 @@ def _arg(cx, x, axis, kind, what):
   return reduce(cx, ReduceKind.MIN, idx, a, False)
 
 
-@builtin
+@builtin(methods=("argmax",))
 def argmax(cx, x, axis=None, keepdims=False):
   """The index of the first maximum of `x` along `axis` (int32); axis=None for a 1-D `x`; with
   keepdims, that axis kept with size 1 (jnp's, `ml.argmax(x, axis=1)[:, None]`)."""
   return _kept(cx, _arg(cx, x, axis, ReduceKind.MAX, "ml.argmax"), x, axis, keepdims)
 
 
-@builtin
+@builtin(methods=("argmin",))
 def argmin(cx, x, axis=None, keepdims=False):
   """The index of the first minimum of `x` along `axis` (int32); see ml.argmax."""
   return _kept(cx, _arg(cx, x, axis, ReduceKind.MIN, "ml.argmin"), x, axis, keepdims)

@@ -99,13 +99,13 @@ def scan(cx, kind: ScanKind, x, axis, reverse, what):
   return ew.astype(cx, r, d) if rounds else r
 
 
-@builtin
+@builtin(methods=("cumsum",))
 def cumsum(cx, x, axis=None, reverse=False):
   """Inclusive cumulative sum along `axis` (jnp.cumsum; `reverse` as lax.cumsum)."""
   return scan(cx, ScanKind.SUM, x, axis, reverse, "ml.cumsum")
 
 
-@builtin
+@builtin(methods=("cumprod",))
 def cumprod(cx, x, axis=None, reverse=False):
   """Inclusive cumulative product along `axis` (jnp.cumprod)."""
   return scan(cx, ScanKind.PROD, x, axis, reverse, "ml.cumprod")
