@@ -264,3 +264,34 @@ def test_argmax_argmin_cumsum_and_cumprod_are_methods_as_on_jnp_arrays():
   np.testing.assert_allclose(c, np.cumsum(x, 1), rtol=1e-5, atol=1e-5)
   np.testing.assert_allclose(d, np.prod(x, 1), rtol=1e-5, atol=1e-6)
   _export(reduction_methods, S((8, 32), F32))
+
+
+# ---------------------------------------------------------------- a statistic of a 3-D tensor is named as written
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape[:2] + (1,), x.dtype))
+def logsumexp_3d(x, out):
+  out[...] = ml.logsumexp(x[...], axis=2, keepdims=True)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape[:2], x.dtype))
+def var_3d(x, out):
+  out[...] = ml.var(x[...], axis=-1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def softmax_3d(x, out):
+  out[...] = ml.softmax(x[...], axis=1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape[:2], jnp.int32))
+def argmax_3d(x, out):
+  out[...] = ml.argmax(x[...], axis=-1)
+
+
+def test_a_statistic_over_an_axis_of_a_3_d_tensor_is_named_as_the_user_wrote_it():
+  """ml.logsumexp and ml.softmax were reported as 'ml.max over axis ...', ml.var as 'ml.sum', and
+  ml.argmax's axis -1 as 'axis 2'."""
+  spec = [S((2, 4, 128), F32)]
+  for kernel, call, what, axis in ((logsumexp_3d, "ml.logsumexp(", "ml.logsumexp", 2), (var_3d, "ml.var(", "ml.var", -1),
+                                   (softmax_3d, "ml.softmax(", "ml.softmax", 1), (argmax_3d, "ml.argmax(", "ml.argmax", -1)):
+    expect(kernel, spec, mg.LayoutError, call,
+           f"{what} over axis {axis} of a 3-D tensor (2, 4, 128): partial reductions work on 1-D and 2-D tensors")

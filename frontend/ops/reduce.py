@@ -209,7 +209,7 @@ def _arg(cx, x, axis, kind, what):
     x = ew.astype(cx, x, DType.i32)
   elif isinstance(d0, DType) and d0.bits < 16:  # 8-bit: compared in 32 bits (exact)
     x = ew.astype(cx, x, DType.f32 if d0.is_float else DType.i32 if d0.is_signed else DType.u32)
-  best = reduce(cx, kind, x, a, True, what=what)
+  best = reduce(cx, kind, x, axis, True, what=what)     # (the axis as the user wrote it, for messages)
   hit = ew.compare(cx, ew.CmpOp.EQ, x, best)
   d = resolve(x.type.dtype)
   if isinstance(d, DType) and d.is_float:   # a NaN is the extreme, as in jnp (max and min propagate it;

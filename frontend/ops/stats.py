@@ -37,10 +37,10 @@ def _float_operand(cx, x, what):
   return (x if d == DType.f32 else ew.astype(cx, x, DType.f32)), out
 
 
-def _finite_max(cx, x, axis):
+def _finite_max(cx, x, axis, what):
   """The max over `axis` (kept), with infinite maxima replaced by 0 (jax.nn's shift: a row of
   -inf gives exp(-inf - 0) = 0, not NaN)."""
-  m = reduce(cx, ReduceKind.MAX, x, axis, True)
+  m = reduce(cx, ReduceKind.MAX, x, axis, True, what=what)
   return ew.where_(cx, ew.compare(cx, ew.CmpOp.LT, ew.unary(cx, ew.UnOp.ABS, m), math.inf), m, 0.0)
 
 
@@ -67,8 +67,8 @@ def softmax(cx, x, axis=-1, where=None):
   y, out = _float_operand(cx, x, "ml.softmax")
   axis = _axis(cx, y, axis, "ml.softmax")
   y = _masked(cx, y, where, "ml.softmax")
-  e = ew.unary(cx, ew.UnOp.EXP, ew.binary(cx, ew.BinOp.SUB, y, reduce(cx, ReduceKind.MAX, y, axis, True)))
-  r = ew.binary(cx, ew.BinOp.DIV, e, reduce(cx, ReduceKind.SUM, e, axis, True))
+  e = ew.unary(cx, ew.UnOp.EXP, ew.binary(cx, ew.BinOp.SUB, y, reduce(cx, ReduceKind.MAX, y, axis, True, "ml.softmax")))
+  r = ew.binary(cx, ew.BinOp.DIV, e, reduce(cx, ReduceKind.SUM, e, axis, True, "ml.softmax"))
   if where is not None:
     r = ew.where_(cx, where, r, 0.0)
   return r if out == DType.f32 else ew.astype(cx, r, out)
@@ -81,8 +81,9 @@ def log_softmax(cx, x, axis=-1, where=None):
   y, out = _float_operand(cx, x, "ml.log_softmax")
   axis = _axis(cx, y, axis, "ml.log_softmax")
   y = _masked(cx, y, where, "ml.log_softmax")
-  s = ew.binary(cx, ew.BinOp.SUB, y, reduce(cx, ReduceKind.MAX, y, axis, True))
-  lse = ew.unary(cx, ew.UnOp.LOG, reduce(cx, ReduceKind.SUM, ew.unary(cx, ew.UnOp.EXP, s), axis, True))
+  s = ew.binary(cx, ew.BinOp.SUB, y, reduce(cx, ReduceKind.MAX, y, axis, True, "ml.log_softmax"))
+  lse = ew.unary(cx, ew.UnOp.LOG,
+                 reduce(cx, ReduceKind.SUM, ew.unary(cx, ew.UnOp.EXP, s), axis, True, "ml.log_softmax"))
   r = ew.binary(cx, ew.BinOp.SUB, s, lse)
   if where is not None:
     r = ew.where_(cx, where, r, -math.inf)
@@ -95,8 +96,9 @@ def logsumexp(cx, x, axis=None, keepdims=False):
   (a row of -inf gives -inf; one holding +inf gives +inf)."""
   y, out = _float_operand(cx, x, "ml.logsumexp")
   axis = _axis(cx, y, axis, "ml.logsumexp")
-  m = _finite_max(cx, y, axis)
-  s = reduce(cx, ReduceKind.SUM, ew.unary(cx, ew.UnOp.EXP, ew.binary(cx, ew.BinOp.SUB, y, m)), axis, True)
+  m = _finite_max(cx, y, axis, "ml.logsumexp")
+  s = reduce(cx, ReduceKind.SUM, ew.unary(cx, ew.UnOp.EXP, ew.binary(cx, ew.BinOp.SUB, y, m)), axis, True,
+             "ml.logsumexp")
   r = ew.binary(cx, ew.BinOp.ADD, ew.unary(cx, ew.UnOp.LOG, s), m)
   if not keepdims:
     r = _drop(cx, r, y, axis)
@@ -120,9 +122,9 @@ def _variance(cx, x, axis, ddof, keepdims, what):
     raise E.KernelTypeError(f"{what}: ddof must be a static int, got {ddof!r}", cx.loc,
                             hint=f"{what}(x, axis=1, ddof=1) for the unbiased estimate")
   n = math.prod(y.type.shape[a] for a in axes)
-  mu = ew.binary(cx, ew.BinOp.DIV, reduce(cx, ReduceKind.SUM, y, axis, True), float(n))
+  mu = ew.binary(cx, ew.BinOp.DIV, reduce(cx, ReduceKind.SUM, y, axis, True, what), float(n))
   c = ew.binary(cx, ew.BinOp.SUB, y, mu)
-  ss = reduce(cx, ReduceKind.SUM, ew.binary(cx, ew.BinOp.MUL, c, c), axis, keepdims)
+  ss = reduce(cx, ReduceKind.SUM, ew.binary(cx, ew.BinOp.MUL, c, c), axis, keepdims, what)
   return ew.binary(cx, ew.BinOp.DIV, ss, float(n - ddof) if n > ddof else math.nan), out
 
 
