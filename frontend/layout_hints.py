@@ -165,9 +165,11 @@ def read_window(defs, load):
   elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "load":
     node = node.func.value                              # x.at[...].load(mask=...)
   texts = index_texts(ast.unparse(node), root.name, len(shape)) if node is not None else None
+  user = _user_starts(node, root.name, len(shape))
   parts = []
   for k, i in enumerate(index):
-    s = i.start if isinstance(i.start, int) else texts[k] if texts else i.start.name
+    s = (user[k] if user and user[k] is not None else i.start if isinstance(i.start, int)
+         else texts[k] if texts else i.start.name)
     if not isinstance(s, int) and not (s or "").strip():
       return None
     parts.append((str(s), i.size, i.squeeze))
@@ -177,7 +179,23 @@ def read_window(defs, load):
   return root.name, root.type.space == Space.SMEM, parts, shape
 
 
-def narrow_rows_hint(bad, dtypes=(), reduced=True, loaded=None) -> str:
+def _user_starts(node, root_name, rank):
+  """Per dimension of `x.at[a, b]` (the AST `node`), the user's text of an int index or of an
+  `ml.ds` start (an `ml.static_range` counter is `i`, not the 0 of the first trip); None for a
+  slice and for dimensions left out; None in all where `node` is not such an index of `x`."""
+  if not (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "at"
+          and ast.unparse(node.value.value) == root_name):
+    return None
+  elts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+  if len(elts) > rank or any(isinstance(e, ast.Constant) and e.value is Ellipsis for e in elts):
+    return None
+  ds = lambda e: (isinstance(e, ast.Call) and isinstance(e.func, (ast.Attribute, ast.Name)) and len(e.args) >= 2
+                  and (e.func.attr if isinstance(e.func, ast.Attribute) else e.func.id) == "ds")
+  out = [None if isinstance(e, ast.Slice) else ast.unparse(e.args[0] if ds(e) else e) for e in elts]
+  return out + [None] * (rank - len(out))
+
+
+def narrow_rows_hint(bad, dtypes=(), reduced=True, loaded=None, window=None) -> str:
   """Rows narrower than a warp, or not a multiple of one (48 columns): mask columns of the full rows
   (a top-k of a sorted row); where the rows are that narrow in memory (8 experts of a router), read
   them 32 wide (64 for 48), masked. The
@@ -200,14 +218,16 @@ def narrow_rows_hint(bad, dtypes=(), reduced=True, loaded=None) -> str:
     ids = [f"{identity(k, d)}{')' if k == first else ''} for a {k.value}" for k in kinds]
     mean = "" if not d.is_float else f"; for a mean, that sum divided by {n}, not ml.mean of the padded tile"
     other, rest = f"other={ids[0]}", f" ({', '.join(ids[1:])}{mean})"
+  at = window(cols=f"ml.ds({window.starts[1]}, {wide})") if window else f"x.at[rows, ml.ds(c0, {wide})]"
+  first = "" if window else ", c0"
   return ("keep the full rows and mask the columns you do not need: for the first k columns of a tile t,"
           " ml.where(ml.arange(t.shape[1])[None, :] < k, t, 0) (reduce or broadcast that), and store only those"
           " columns, with a mask: out.at[rows, ml.ds(0, t.shape[1])].store(t, mask=ml.arange(t.shape[1])[None, :]"
           f" < k) (the window may run past out's last column: masked elements are never written; or t[:, :k]"
           f" where that keeps a multiple of 128 elements); a tile only {n} columns wide where you load it"
-          f" (rows that narrow, or a window of {n} columns): read {wide} columns from its first one, c0,"
-          f" the rest masked {'to what the reduction ignores' if reduced else 'off'}, x.at[rows, ml.ds(c0,"
-          f" {wide})].load(mask=ml.arange({wide})[None, :] < {n}, {other}{rest}, and store {n} columns"
+          f" (rows that narrow, or a window of {n} columns): read {wide} columns from its first one{first},"
+          f" the rest masked {'to what the reduction ignores' if reduced else 'off'}, {at}"
+          f".load(mask=ml.arange({wide})[None, :] < {n}, {other}{rest}, and store {n} columns"
           f" back with the same column mask")
 
 
@@ -265,25 +285,57 @@ def smem_vector_hint(o, n, up, defs=None):
           f" registers instead of going through SMEM")
 
 
-def row_wise_hint(bad, dtypes, red, loaded) -> str:
+def row_wise_hint(bad, dtypes, red, defs, tiles) -> str:
   """For a tile `bad` reduced (by `red`, a Reduce, or None: broadcast) along its rows or columns
-  whose shape has no row-wise layout: pad its columns, or its rows, with a mask."""
+  whose shape has no row-wise layout: pad its columns, or its rows, with a mask (of the window it
+  was read from, in the user's words, where one unmasked GMEM read made it)."""
   if len(bad.type.shape) != 2:
     return "use tiles like (8, 256) or (1, 1024); pad the last dimension to a multiple of 32"
+  loaded = loaded_dtype(defs, bad, tiles)
+  window = _plain_window(defs, bad)
   if bad.type.shape[-1] % hw.WARP:
-    return narrow_rows_hint(bad, dtypes, red is not None and red.kind, loaded)
+    return narrow_rows_hint(bad, dtypes, red is not None and red.kind, loaded, window)
   # padding rows count only where the reduction runs down the columns (axis 0, or everything)
   other = identity(red.kind, loaded or bad.type.dtype) if red is not None and 0 in red.axes else "0.0"
-  return rows_hint(bad.type.shape, other)
+  return rows_hint(bad.type.shape, other, window)
 
 
-def rows_hint(shape, other="0.0") -> str:
+def _plain_window(defs, v):
+  """The window text maker of the unmasked 2-D GMEM read `v` was converted from: a function of
+  (row index text or None, column index text or None) giving `x.at[...]` with those dimensions
+  replaced (None: as read); None where `v` is no such read."""
+  from .ops.elementwise import Cast
+  o = defs.get(v.id)
+  while isinstance(o, Cast) and not o.bitcast:
+    o = defs.get(o.x.id)
+  w = read_window(defs, o) if type(o).__name__ == "Load" else None
+  if w is None or w[1]:
+    return None
+  root, _, parts, shape = w
+  kept = [k for k, (_, _, squeeze) in enumerate(parts) if not squeeze]
+  if len(kept) != 2:
+    return None
+
+  def text(rows=None, cols=None):
+    at = []
+    for k, (start, size, squeeze) in enumerate(parts):
+      new = {kept[0]: rows, kept[1]: cols}.get(k)
+      at.append(start if squeeze else new if new is not None else
+                ":" if start == "0" and size == shape[k] else f"ml.ds({start}, {size})")
+    return f"{root}.at[{', '.join(at)}]"
+  text.starts = (parts[kept[0]][0], parts[kept[1]][0])
+  return text
+
+
+def rows_hint(shape, other="0.0", window=None) -> str:
   """Columns a multiple of a warp's lanes but rows not of the warps: pad the rows with a mask
-  (`other`, what the reduction down the columns ignores)."""
+  (`other`, what the reduction down the columns ignores), of the window read (`window`, a
+  _plain_window) where known."""
   r = shape[0]
   up = -(-r // hw.WARPS_PER_WARPGROUP) * hw.WARPS_PER_WARPGROUP
+  at = window(f"ml.ds({window.starts[0]}, {up})") if window else f"x.at[ml.ds(r0, {up}), :]"
   return (f"make the rows a multiple of {hw.WARPS_PER_WARPGROUP}: read {up} rows with a masked window,"
-          f" x.at[ml.ds(r0, {up}), :].load(mask=(ml.arange({up}) < {r})[:, None], other={other}), and store the"
+          f" {at}.load(mask=(ml.arange({up}) < {r})[:, None], other={other}), and store the"
           f" result with the same mask; or use tiles whose columns are a multiple of {hw.WARPGROUP}, with"
           f" which any number of rows works")
 

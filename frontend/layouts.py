@@ -42,7 +42,7 @@ from .ops.shape import READ_2D_FIRST, Broadcast, Reduce, ReduceKind, Reshape, Tr
 from .windows import minor_strided, window_vec
 from .layout_hints import (broadcast_loops_hint, column_slice_hint, flat_gather_error, row_wise_hint, role,
                            gather_columns_hint, pad_hint, read_window, row_of_statistic, scatter_columns_hint,
-                           small_tile_hint, smem_vector_hint, transposed_hint, loaded_dtype, reductions_of,
+                           small_tile_hint, smem_vector_hint, transposed_hint, reductions_of,
                            empty_tensor_hint)
 from .types import Layout, LayoutKind, RefType, Space, TensorType, dtype_name
 
@@ -429,7 +429,7 @@ class _Solver:
         f" multiple of {hw.WARPS_PER_WARPGROUP} unless the columns are a multiple of {hw.WARPGROUP}",
         where.loc if where else o.loc,
         hint=(flip is not None and transposed_hint(where, flip)) or row_wise_hint(
-            bad, dtypes, where if isinstance(where, Reduce) else None, loaded_dtype(self.defs, bad, tiles)))
+            bad, dtypes, where if isinstance(where, Reduce) else None, self.defs, tiles))
 
   def reshaped_tile(self, bad, tiles):
     """A tensor of another rank joined a row-wise tile through a reshape (say (8, 256) ->

@@ -45,7 +45,7 @@ def test_a_narrow_row_of_8_bit_data_is_padded_with_the_identity_of_its_own_dtype
   min's padding was 4294967295 (255 after wrapping, by luck)."""
   e = expect(argmax_of_narrow_int8_rows, [S((4, 24), jnp.int8)], mg.LayoutError, "ml.argmax(x[...], axis=1)",
              f"this tile of shape (4, 24) {_NARROW}")
-  assert "x.at[rows, ml.ds(c0, 32)].load(mask=ml.arange(32)[None, :] < 24, other=-128) for a max (127 for a" \
+  assert "x.at[:, ml.ds(0, 32)].load(mask=ml.arange(32)[None, :] < 24, other=-128) for a max (127 for a" \
          " min, 0 for a sum)" in e.hint
   e = expect(min_of_narrow_uint8_rows, [S((4, 40), jnp.uint8)], mg.LayoutError, "ml.min(x[...], axis=1)",
              f"this tile of shape (4, 40) {_NARROW}")
@@ -295,3 +295,42 @@ def test_a_statistic_over_an_axis_of_a_3_d_tensor_is_named_as_the_user_wrote_it(
                                    (softmax_3d, "ml.softmax(", "ml.softmax", 1), (argmax_3d, "ml.argmax(", "ml.argmax", -1)):
     expect(kernel, spec, mg.LayoutError, call,
            f"{what} over axis {axis} of a 3-D tensor (2, 4, 128): partial reductions work on 1-D and 2-D tensors")
+
+
+# ---------------------------------------------------------------- the padded window is the one the user read
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), F32))
+def one_row_in_chunks(x, out):
+  acc = ml.zeros((x.shape[0],), F32)
+  for c in range(x.shape[1] // 64):
+    acc += ml.sum(x.at[:, ml.ds(c * 64, 64)][...], axis=1)
+  out[...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), F32))
+def one_row_in_chunks_padded(x, out):          # the hint, followed
+  acc = ml.zeros((4,), F32)
+  for c in range(x.shape[1] // 64):
+    acc += ml.sum(x.at[ml.ds(0, 4), ml.ds(c * 64, 64)].load(mask=(ml.arange(4) < 1)[:, None], other=0.0), axis=1)
+  out.at[ml.ds(0, 4)].store(acc, mask=ml.arange(4) < 1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0], x.shape[2]), F32))
+def column_sums_per_batch(x, out):
+  for i in ml.static_range(x.shape[0]):
+    out.at[i][...] = ml.sum(x.at[i][...], axis=0)
+
+
+def test_the_padded_window_of_a_hint_is_the_window_the_user_read():
+  """The rows hint said `x.at[ml.ds(r0, 4), :]` for a read of x.at[:, ml.ds(c * 64, 64)] (its column
+  window lost), and a read in an ml.static_range loop, x.at[i], was shown as x.at[0, ...]: the first
+  trip's index."""
+  e = expect(one_row_in_chunks, [S((1, 320), F32)], mg.LayoutError, "ml.sum(x.at[:, ml.ds(c * 64, 64)][...], axis=1)",
+             f"x.at[:, ml.ds(c * 64, 64)][...] of shape (1, 64) {_NARROW}")
+  assert e.hint.startswith("make the rows a multiple of 4: read 4 rows with a masked window, x.at[ml.ds(0, 4),"
+                           " ml.ds(c * 64, 64)].load(mask=(ml.arange(4) < 1)[:, None], other=0.0)")
+  x = np.random.default_rng(6).standard_normal((1, 320)).astype(np.float32)
+  np.testing.assert_allclose(one_row_in_chunks_padded(jnp.asarray(x), interpret=True), x.sum(1), rtol=1e-5)
+  _export(one_row_in_chunks_padded, S((1, 320), F32))
+  e = expect(column_sums_per_batch, [S((4, 16, 40), F32)], mg.LayoutError, "ml.sum(x.at[i][...], axis=0)",
+             f"x.at[i][...] of shape (16, 40) {_NARROW}")
+  assert "x.at[i, :, ml.ds(0, 64)].load(mask=ml.arange(64)[None, :] < 40, other=0.0) for a sum" in e.hint
