@@ -50,9 +50,11 @@ def check_copy(loc, gmem: ir.Value, gwin, smem: ir.Value, swin, store: bool = Fa
         f"TMA copies need the last dimension to span a multiple of {ALIGN} bytes; {index[-1].size} x"
         f" {itemsize} bytes = {index[-1].size * itemsize}", loc,
         hint=f"make the last dimension a multiple of {ALIGN // itemsize} elements" if (full[-1] * itemsize) % ALIGN == 0
-        else f"{groot.name or 'the array'}'s rows are {full[-1] * itemsize} bytes, so no window of them is: read it"
-             f" into registers instead ({name}[...]), or reshape the array outside the kernel so that its last"
-             f" dimension spans a multiple of {ALIGN} bytes ({groot.name or 'x'}.reshape(-1) for a column)")
+        else f"{groot.name or 'the array'}'s rows are {full[-1] * itemsize} bytes, so no window of them is: "
+             + (f"store the value from registers instead of copying it through SMEM ({name}[...] = value)" if store
+                else f"read it into registers instead ({name}[...])")
+             + (f", or reshape the array outside the kernel so that its last dimension spans a multiple of {ALIGN}"
+                f" bytes ({groot.name or 'x'}.reshape(-1) for a column)" if len(full) > 1 else ""))
   start = index[-1].start
   if isinstance(start, int) and (start * itemsize) % ALIGN:
     t = ALIGN // itemsize

@@ -334,3 +334,28 @@ def test_the_padded_window_of_a_hint_is_the_window_the_user_read():
   e = expect(column_sums_per_batch, [S((4, 16, 40), F32)], mg.LayoutError, "ml.sum(x.at[i][...], axis=0)",
              f"x.at[i][...] of shape (16, 40) {_NARROW}")
   assert "x.at[i, :, ml.ds(0, 64)].load(mask=ml.arange(64)[None, :] < 40, other=0.0) for a sum" in e.hint
+
+
+# ---------------------------------------------------------------- a statistic copied out by TMA too narrow for it
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), x.dtype))
+def row_max_through_smem(x, out):
+  s = ml.smem((x.shape[0],), x.dtype)
+  s[...] = ml.max(x[...], axis=1)
+  ml.copy(s, out)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), x.dtype))
+def row_max_stored(x, out):          # the hint, followed
+  out[...] = ml.max(x[...], axis=1)
+
+
+def test_a_tma_store_too_narrow_is_told_to_store_from_registers():
+  """The hint said to *read* out into registers (out[...]) and to reshape a 1-D array with
+  out.reshape(-1), for a copy *into* a 3-element output: neither applies."""
+  expect(row_max_through_smem, [S((3, 128), F32)], mg.TmaLimitError, "ml.copy(s, out)",
+         "TMA copies need the last dimension to span a multiple of 16 bytes; 3 x 4 bytes = 12",
+         hint="out's rows are 12 bytes, so no window of them is: store the value from registers instead of copying"
+              " it through SMEM (out[...] = value)")
+  x = np.random.default_rng(7).standard_normal((3, 128)).astype(np.float32)
+  np.testing.assert_array_equal(row_max_stored(jnp.asarray(x), interpret=True), x.max(1))
+  _export(row_max_stored, S((3, 128), F32))
