@@ -5,7 +5,6 @@ jnp's."""
 import jax
 import jax.numpy as jnp
 import numpy as np
-import pytest
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
