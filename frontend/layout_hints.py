@@ -51,9 +51,11 @@ def _with_columns(ref: str, cols: str) -> str:
 
 
 def reductions_of(body, v) -> tuple:
-  """(the ReduceKinds of the reductions of `v` or of a conversion of it, `v.astype(jnp.float32)`, an
-  8-bit max computed in 32 bits, the max of an argmax, in the order sum, max, min; v's dtype)."""
+  """(the names of what reduces `v` or a conversion of it, `v.astype(jnp.float32)`, an 8-bit max
+  computed in 32 bits, the max of an argmax, in the order sum, max, min, then the reverse scans the
+  padding at the end would reach, cummax, cummin, cumprod; v's dtype)."""
   from .ops.elementwise import Cast
+  from .ops.scan import Scan
   from .ops.shape import Reduce, ReduceKind
   ops = list(ir.walk(body))
   family, grew = {v.id}, True
@@ -63,8 +65,11 @@ def reductions_of(body, v) -> tuple:
       if isinstance(o, Cast) and not o.bitcast and (o.x.id in family) != (o.results[0].id in family):
         family |= {o.x.id, o.results[0].id}
         grew = True
-  kinds = {o.kind for o in ops if isinstance(o, Reduce) and o.x.id in family}
-  return tuple(k for k in ReduceKind if k in kinds), v.type.dtype
+  kinds = {o.kind.value for o in ops if isinstance(o, Reduce) and o.x.id in family}
+  kinds |= {"cum" + o.kind.value for o in ops if isinstance(o, Scan) and o.reverse and o.x.id in family
+            and o.kind.value != "sum"}
+  order = [k.value for k in ReduceKind] + ["cummax", "cummin", "cumprod"]
+  return tuple(k for k in order if k in kinds), v.type.dtype
 
 
 def loaded_dtype(defs, v, tiles=()):
@@ -81,20 +86,23 @@ def loaded_dtype(defs, v, tiles=()):
 
 
 def identity(kind, dtype) -> str:
-  """What a masked load's `other` is for the padding to leave a reduction of `kind` unchanged."""
+  """What a masked load's `other` is for the padding to leave a reduction of `kind` (a ReduceKind,
+  or the name of a reduction or scan: "cummax") unchanged."""
+  name = getattr(kind, "value", kind).removeprefix("cum")
   if isinstance(dtype, DType) and not dtype.is_float and dtype != DType.bool_:
     lo, hi = dtype.int_range
-    return {"sum": "0", "max": str(lo), "min": str(hi)}[kind.value]
-  return {"sum": "0.0", "max": "float('-inf')", "min": "float('inf')"}[kind.value]
+    return {"sum": "0", "max": str(lo), "min": str(hi), "prod": "1"}[name]
+  return {"sum": "0.0", "max": "float('-inf')", "min": "float('inf')", "prod": "1.0"}[name]
 
 
 def _padding_note(kinds, dtype, mask) -> str:
   """For a tile padded with `other=0` that more than one kind of reduction reads: each kind but the
   sum reduces the tile with its own identity selected into the padding."""
-  rest = [k for k in kinds if k.value != "sum"]
+  rest = [k for k in kinds if k != "sum"]
   if len(kinds) < 2 or not rest:
     return ""
-  sels = " and ".join(f"ml.{k.value}(ml.where({mask}, v, {identity(k, dtype)}))" for k in rest)
+  sels = " and ".join(f"ml.{k}(ml.where({mask}, v, {identity(k, dtype)}){', ...' if k[:3] == 'cum' else ''})"
+                      for k in rest)
   return f" (the padding must not count: reduce {sels} for the padded tile v)"
 
 

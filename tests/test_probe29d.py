@@ -358,3 +358,37 @@ def test_a_tma_store_too_narrow_is_told_to_store_from_registers():
   x = np.random.default_rng(7).standard_normal((3, 128)).astype(np.float32)
   np.testing.assert_array_equal(row_max_stored(jnp.asarray(x), interpret=True), x.max(1))
   _export(row_max_stored, S((3, 128), F32))
+
+
+# ---------------------------------------------------------------- a reverse scan of a padded tile
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def reverse_cummax_of_a_small_tile(x, out):
+  out[...] = ml.cummax(x[...], axis=1, reverse=True)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def reverse_cumprod_of_a_small_tile(x, out):
+  out[...] = ml.cumprod(x[...], axis=0, reverse=True)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def reverse_cummax_padded(x, out):          # the hint, followed
+  v = x.at[ml.ds(0, 8), ml.ds(0, 32)].load(mask=ml.arange(32)[None, :] < 24, other=float('-inf'))
+  out.at[ml.ds(0, 8), ml.ds(0, 32)].store(ml.cummax(v, axis=1, reverse=True), mask=ml.arange(32)[None, :] < 24)
+
+
+def test_a_reverse_scan_of_a_padded_tile_is_padded_with_its_identity():
+  """A reverse scan starts from the padding: padded with other=0 as the hint said, a reverse cummax
+  of negative data was 0 everywhere (silently wrong), and a reverse cumprod 0."""
+  e = expect(reverse_cummax_of_a_small_tile, [S((8, 24), F32)], mg.LayoutError, "x[...]",
+             "x[...] has shape (8, 24): register tensors need a multiple of 128 elements (one per thread of a"
+             " warpgroup)")
+  assert "load(mask=ml.arange(32)[None, :] < 24, other=float('-inf')) and the same mask" in e.hint
+  e = expect(reverse_cumprod_of_a_small_tile, [S((3, 40), jnp.int32)], mg.LayoutError, "x[...]",
+             "x[...] has shape (3, 40): register tensors need a multiple of 128 elements (one per thread of a"
+             " warpgroup)")
+  assert "(ml.arange(64)[None, :] < 40), other=1) and the same mask" in e.hint
+  x = np.random.default_rng(8).standard_normal((8, 24)).astype(np.float32) - 5
+  np.testing.assert_array_equal(reverse_cummax_padded(jnp.asarray(x), interpret=True),
+                                jax.lax.cummax(jnp.asarray(x), 1, reverse=True))
+  _export(reverse_cummax_padded, S((8, 24), F32))
