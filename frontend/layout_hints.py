@@ -65,11 +65,21 @@ def reductions_of(body, v) -> tuple:
       if isinstance(o, Cast) and not o.bitcast and (o.x.id in family) != (o.results[0].id in family):
         family |= {o.x.id, o.results[0].id}
         grew = True
-  kinds = {o.kind.value for o in ops if isinstance(o, Reduce) and o.x.id in family}
+  kinds = {_reduction_name(o) for o in ops if isinstance(o, Reduce) and o.x.id in family}
   kinds |= {"cum" + o.kind.value for o in ops if isinstance(o, Scan) and o.reverse and o.x.id in family
             and o.kind.value != "sum"}
-  order = [k.value for k in ReduceKind] + ["cummax", "cummin", "cumprod"]
+  order = [k.value for k in ReduceKind] + ["mean", "cummax", "cummin", "cumprod"]
   return tuple(k for k in order if k in kinds), v.type.dtype
+
+
+def _reduction_name(o) -> str:
+  """A Reduce's kind, "mean" for the sum of an ml.mean, ml.var or ml.std (its count is the tile's)."""
+  import re
+  loc = o.loc
+  text = loc.source_line[loc.col_offset:loc.end_col_offset] if loc and loc.end_lineno == loc.lineno else ""
+  if o.kind.value == "sum" and re.match(r"(ml\.(mean|var|std)\(|.*\.(mean|var|std)\()", text or ""):
+    return "mean"
+  return o.kind.value
 
 
 def loaded_dtype(defs, v, tiles=()):
@@ -88,7 +98,7 @@ def loaded_dtype(defs, v, tiles=()):
 def identity(kind, dtype) -> str:
   """What a masked load's `other` is for the padding to leave a reduction of `kind` (a ReduceKind,
   or the name of a reduction or scan: "cummax") unchanged."""
-  name = getattr(kind, "value", kind).removeprefix("cum")
+  name = getattr(kind, "value", kind).removeprefix("cum").replace("mean", "sum")
   if isinstance(dtype, DType) and not dtype.is_float and dtype != DType.bool_:
     lo, hi = dtype.int_range
     return {"sum": "0", "max": str(lo), "min": str(hi), "prod": "1"}[name]
@@ -98,12 +108,14 @@ def identity(kind, dtype) -> str:
 def _padding_note(kinds, dtype, mask) -> str:
   """For a tile padded with `other=0` that more than one kind of reduction reads: each kind but the
   sum reduces the tile with its own identity selected into the padding."""
-  rest = [k for k in kinds if k != "sum"]
+  mean = (" (for a mean, a var or a std, compute it from ml.sum of the padded tile and the count of the elements"
+          " the mask keeps, not with ml.mean, ml.var or ml.std of it)" if "mean" in kinds else "")
+  rest = [k for k in kinds if k not in ("sum", "mean")]
   if len(kinds) < 2 or not rest:
-    return ""
+    return mean
   sels = " and ".join(f"ml.{k}(ml.where({mask}, v, {identity(k, dtype)}){', ...' if k[:3] == 'cum' else ''})"
                       for k in rest)
-  return f" (the padding must not count: reduce {sels} for the padded tile v)"
+  return f" (the padding must not count: reduce {sels} for the padded tile v){mean}"
 
 
 def small_tile_hint(shape, ref=None, window=None, reduced=((), None)) -> str:
@@ -377,13 +389,21 @@ def row_of_statistic(name, shape, n, was, tmp, red) -> tuple[str, str]:
           f" where a row tile spreads them along the columns, and registers cannot move between the two", hint)
 
 
-def pad_hint(n, up, index) -> str:
-  """A 1-D vector of n elements padded to `up` by a masked window; `index`: it indexes a gather or
-  a scatter, whose padding lanes need an index the scatter drops (0 would count)."""
-  return (f"pad it with a masked window: ref.at[ml.ds(start, {up})].load(mask=ml.arange({up}) < {n},"
+def pad_hint(n, up, index, reduced=((), None), window=None) -> str:
+  """A 1-D vector of n elements padded to `up` by a masked window (of the GMEM read `window`, a
+  read_window, where it is one: its start in the user's words); `index`: it indexes a gather or a
+  scatter, whose padding lanes need an index the scatter drops (0 would count); `reduced`
+  (reductions_of): the padding is what they ignore."""
+  at = "ref.at[ml.ds(start, {})]"
+  if window is not None and not window[1] and len(window[2]) == 1:
+    at = f"{window[0]}.at[ml.ds({window[2][0][0]}, {{}})]"
+  kinds, dtype = reduced
+  mask = f"ml.arange({up}) < {n}"
+  other = identity(kinds[0], dtype) if len(kinds) == 1 else "0"
+  return (f"pad it with a masked window: {at.format(up)}.load(mask={mask},"
           + (f" other=<an index past the indexed array's end>): a scatter drops those updates (and a"
              f" gather's masked lanes are yours to ignore), where other=0 would add {up - n} updates at index 0"
-             if index else " other=0) and a masked store of the same window"))
+             if index else f" other={other}){_padding_note(kinds, dtype, mask)} and a masked store of the same window"))
 
 
 def scatter_columns_hint(o, n) -> str:

@@ -641,8 +641,7 @@ class _Solver:
       if math.prod(shape) % hw.WARPGROUP:
         one = self._one_element(v, loc) if math.prod(shape) == 1 and self._scalar_store_hint(v) is None else None
         if len(shape) == 1:
-          n = shape[0]
-          up = -(-n // 8) * 8
+          n, up = shape[0], -(-shape[0] // 8) * 8
           cls = self.uf.find(("v", v.id))
           index = any(isinstance(u, (Gather, ScatterUpdate)) and any(
               _is_tensor(i) and self.uf.find(("v", i.id)) == cls for i in u.indices) for u in ir.walk(self.kernel.body))
@@ -650,7 +649,8 @@ class _Solver:
               f"{v.name or 'this tensor'} has shape {shape}: a 1-D register vector needs a multiple of 8"
               f" elements (other register tensors a multiple of {hw.WARPGROUP}, one per thread of a"
               f" warpgroup)", loc,
-              hint=self._scalar_store_hint(v) or one or smem_vector_hint(o, n, up, self.defs) or pad_hint(n, up, index))
+              hint=self._scalar_store_hint(v) or one or smem_vector_hint(o, n, up, self.defs) or pad_hint(
+                  n, up, index, reductions_of(self.kernel.body, v), read_window(self.defs, self.defs.get(v.id))))
         raise E.LayoutError(
             f"{v.name or 'this tensor'} has shape {shape}: register tensors need a multiple of"
             f" {hw.WARPGROUP} elements (one per thread of a warpgroup)", loc,

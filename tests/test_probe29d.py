@@ -392,3 +392,36 @@ def test_a_reverse_scan_of_a_padded_tile_is_padded_with_its_identity():
   np.testing.assert_array_equal(reverse_cummax_padded(jnp.asarray(x), interpret=True),
                                 jax.lax.cummax(jnp.asarray(x), 1, reverse=True))
   _export(reverse_cummax_padded, S((8, 24), F32))
+
+
+# ---------------------------------------------------------------- a 1-D vector padded to a multiple of 8
+@mg.mgpu_kernel(out_shape=lambda x: S((), x.dtype))
+def max_of_100(x, out):
+  out[...] = ml.max(x[...])
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((), F32))
+def mean_of_100(x, out):
+  out[...] = ml.mean(x[...])
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((), x.dtype))
+def max_of_100_padded(x, out):          # the hint, followed
+  out[...] = ml.max(x.at[ml.ds(0, 104)].load(mask=ml.arange(104) < 100, other=-128))
+
+
+def test_a_short_vector_is_padded_with_what_its_reduction_ignores():
+  """The 1-D hint said `ref.at[ml.ds(start, 104)].load(..., other=0)` whatever reduced the vector:
+  a max of negative data followed it to 0, and a mean divided by 104."""
+  msg = ("x[...] has shape (100,): a 1-D register vector needs a multiple of 8 elements (other register tensors"
+         " a multiple of 128, one per thread of a warpgroup)")
+  expect(max_of_100, [S((100,), jnp.int8)], mg.LayoutError, "x[...]", msg,
+         hint="pad it with a masked window: x.at[ml.ds(0, 104)].load(mask=ml.arange(104) < 100, other=-128) and a"
+              " masked store of the same window")
+  expect(mean_of_100, [S((100,), F32)], mg.LayoutError, "x[...]", msg,
+         hint="pad it with a masked window: x.at[ml.ds(0, 104)].load(mask=ml.arange(104) < 100, other=0.0) (for a"
+              " mean, a var or a std, compute it from ml.sum of the padded tile and the count of the elements the"
+              " mask keeps, not with ml.mean, ml.var or ml.std of it) and a masked store of the same window")
+  x = np.random.default_rng(9).integers(-100, -3, 100).astype(np.int8)
+  assert int(max_of_100_padded(jnp.asarray(x), interpret=True)) == int(x.max())
+  _export(max_of_100_padded, S((100,), jnp.int8))
