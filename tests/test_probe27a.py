@@ -175,9 +175,8 @@ def test_tritons_math_namespaces_and_keyword_spellings_are_hinted():
   spec = (S((64, 128), F32),)
   math_hint = ("no ml.{0}: Triton's tl.math and libdevice functions are ml.* functions here (ml.{0}.rsqrt(x) is"
                " ml.rsqrt(x)): ml.exp, ml.exp2, ml.log, ml.log2, ml.sqrt, ml.rsqrt, ml.erf, ml.tanh, ml.sin, ml.cos,"
-               " ml.sigmoid, ml.floor, ml.ceil, ml.trunc, ml.round, ml.abs, ml.maximum, ml.minimum; pow is the **"
-               " operator (x ** n for a static int n, x ** 0.5, c ** t for a positive Python number c; for x > 0,"
-               " ml.exp2(y * ml.log2(x)))")
+               " ml.sigmoid, ml.asin, ml.acos, ml.atan, ml.atan2, ml.tan, ml.cbrt, ml.expm1, ml.log1p, ml.pow,"
+               " ml.isnan, ml.isinf, ml.isfinite, ml.floor, ml.ceil, ml.trunc, ml.round, ml.abs, ml.maximum, ml.minimum")
   expect(libdevice_rsqrt, spec, mg.UnknownNameError, "ml.math", "ml has no attribute 'math'",
          hint=math_hint.format("math"))
   expect(libdevice_pow, spec, mg.UnknownNameError, "ml.extra", "ml has no attribute 'extra'",

@@ -81,7 +81,7 @@ def test_a_small_slab_of_a_3d_buffer_is_padded_in_its_own_rank():
   expect(slabs, [S((2, 8, 24), F16)], mg.LayoutError, "a.at[i][...] * 2",
          "a.at[i][...] has shape (8, 24): register tensors need a multiple of 128 elements (one per thread of a"
          " warpgroup)",
-         hint="work on a larger tile, masked to this one: a.at[0, ml.ds(0, 8), ml.ds(0, 32)].load(mask=ml.arange(32)"
+         hint="work on a larger tile, masked to this one: a.at[i, ml.ds(0, 8), ml.ds(0, 32)].load(mask=ml.arange(32)"
               "[None, :] < 24, other=0), allocate a as ml.smem((2, 8, 32), ...) (an SMEM window cannot run past its"
               " buffer; the elements the mask keeps off need not be written); and the same mask on its store (a 2-D"
               " mask needs rows a multiple of 4 and columns of 32)")
