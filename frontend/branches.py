@@ -9,8 +9,8 @@ import ast
 from . import errors as E
 from . import ir
 from .builder import Call
-from .carried import (as_value, conversion, describe, initial_value, is_carriable, leaf_paths, same_type,
-                      static_equal, structure, structure_shape, weak_dtype)
+from .carried import (as_value, conversion, describe, initial_value, int_float_hint, is_carriable, leaf_paths,
+                      same_type, static_equal, structure, structure_shape, weak_dtype)
 from .env import POISON, Unbound as _Unbound, assigned_names
 from .ops import control as ctl
 from .ops.base import Num, is_value
@@ -179,22 +179,33 @@ class _Paths:
     elif ln in self.before and is_value(self.before[ln]):
       fits = [same_type(self.before[ln], v, self.loc) for v in vals]
     k, at, notes = self.culprit(n, fits)
+    value = next((e.get(n) for e in (self.before, *self.envs) if type(e.get(n)) in (tuple, list)), None)
     if k is not None and carried is not None and fits[1 - k]:
-      init, loop = carried
+      init, loop, start, value, first, _ = carried
       bad = vals[k]
+      before = " before the loop" + ("" if first is loop else f" at line {first.lineno}")
+      hint = (int_float_hint(n, value, ln, init, bad, None, start, before) or
+              f"convert it back after this assignment: {ln} = "
+              + conversion(init.type.dtype, raw[k] if isinstance(raw[k], Num) else None).format(ln)
+              if init.type.shape == bad.type.shape else f"keep {ln}'s shape fixed across iterations")
       raise E.LoopCarryTypeError(
           f"{ln} enters the loop as {describe(init)} but an iteration makes it {describe(bad)}", at,
-          hint=f"convert it back after this assignment: {ln} = "
-               + conversion(init.type.dtype, raw[k] if isinstance(raw[k], Num) else None).format(ln)
-          if init.type.shape == bad.type.shape else f"keep {ln}'s shape fixed across iterations",
-          notes=(f"{loop}: the loop that carries {n}",) + notes)
+          hint=hint, notes=(f"{loop}: the loop that carries {n}",) + notes)
     x, y = vals
     if k is None:
+      i = 0 if int_float_hint(n, value, ln, x, y, raw[0]) else 1
+      hint = (int_float_hint(n, value, ln, vals[i], vals[1 - i], raw[i], where=" in its branch")
+              or "make both branches produce the same shape and dtype")
       raise E.KernelTypeError(f"{ln} is {describe(x)} after one branch of this if and {describe(y)} after the other",
-                              at, hint="make both branches produce the same shape and dtype", notes=notes)
+                              at, hint=hint, notes=notes)
     here, there = vals[k], vals[1 - k]
     hint = "make both paths produce the same shape and dtype"
-    if here.type.shape == there.type.shape:
+    other = " on the other path" if self.rebinds(1 - k, n) else " before the if"
+    fix = (int_float_hint(n, value, ln, there, here, raw[1 - k], where=other)
+           or int_float_hint(n, value, ln, here, there, raw[k], where=" here"))
+    if fix is not None:
+      hint = fix
+    elif here.type.shape == there.type.shape:
       hint = (f"convert it after this assignment: {ln} = "
               + conversion(there.type.dtype, raw[k] if isinstance(raw[k], Num) else None).format(ln))
     elif (isinstance(here.type, TensorType) and isinstance(raw[1 - k], Num) and ln == n

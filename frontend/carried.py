@@ -13,7 +13,7 @@ from .infer import unify
 from .ops import elementwise as ew
 from .ops.elementwise_checks import python_int_range
 from .ops.base import Num, a_an, is_value, kind_of, value_words
-from .types import RefType, ScalarType, TensorType, dtype_name
+from .types import RefType, ScalarType, TensorType, dtype_name, resolve
 
 
 def is_carriable(v) -> bool:
@@ -206,3 +206,26 @@ def static_equal(a, b) -> bool:
     return type(a) is type(b) and bool(a == b)
   except Exception:
     return False
+
+
+def int_float_hint(name, value, leaf_name, int_side, float_side, raw_int, start=None, where="") -> str | None:
+  """The hint for a name that is an integer on one path (a loop's entry or an if's branch) and a
+  float on the other: where the integer is a Python int the user wrote (`s = 1`, then `s = 0.5`
+  or `s *= 0.5` on the other path), write that int as a float (`s = 1.0`), as converting the float
+  back would drop its fraction; else convert the integer side to the float's dtype. `start`: the
+  Python number a loop carry entered as; `where`: " before the loop" / " before the if"; None
+  where the two are not an integer and a float of one shape."""
+  ti, tf = getattr(int_side, "type", None), getattr(float_side, "type", None)
+  if ti is None or tf is None or tuple(ti.shape) != tuple(tf.shape):
+    return None
+  di, df = resolve(ti.dtype), resolve(tf.dtype)
+  if not (isinstance(di, DType) and isinstance(df, DType) and di.is_int and df.is_float):
+    return None
+  py = raw_int if type(raw_int) is int else start if type(start) is int else None
+  if py is not None:
+    fix = rebuilt(name, value, leaf_name, repr(float(py)))
+    if where.startswith(" before the loop"):     # as frontend/flow.py words it
+      return f"start it as a float{where}: {fix} (a Python int starts an int32 carry)"
+    return f"make it a float{where}: {fix} (a Python int makes an int32 {'tensor' if ti.shape else 'scalar'})"
+  fix = rebuilt(name, value, leaf_name, "{}.astype(jnp." + dtype_name(df) + ")")
+  return f"convert the integer to a float{where}: {fix}"

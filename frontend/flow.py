@@ -13,7 +13,7 @@ from . import errors as E
 from . import ir
 from .assign import DICT_VIEWS, holds_value
 from .builder import Call
-from .carried import (as_value, carries_of, carry_slices, conversion, describe, initial_value,
+from .carried import (as_value, carries_of, carry_slices, conversion, describe, initial_value, int_float_hint,
                       is_carriable, is_weak, rebuilt, same_type, start_kind, static_equal,
                       structure, structure_shape)
 from .dtypes import DType
@@ -311,14 +311,26 @@ def _args(tracer, carries, inits, leaf_names, widened):
   return args_
 
 
+def _carried(outer, ln, init, loc, start, c, arg) -> tuple:
+  """What the body knows of carry leaf `ln`: (entry value, loop Loc, the Python number it started
+  as, its tuple or list, the Loc of the loop it started at, the body's block argument). A leaf that
+  enters this loop as an enclosing loop's block argument (`t = 0`, then two nested loops add to it)
+  started where that loop's did."""
+  value = c.value if c.container else None
+  if is_value(start) and ln in outer and outer[ln][5] is start:
+    return (init, loc, outer[ln][2], value, outer[ln][4], arg)
+  return (init, loc, start, value, loc, arg)
+
+
 def _trace_body(tracer, node, loc, body: ir.Block, carries, inits, args_) -> set:
   """Trace a loop's body into `body` (its carries bound to `args_`) and end it with a Yield of
   the new carries, each checked against its type on entry. Returns the poisoned names."""
   env, b = tracer.env, tracer.b
   poisoned = set()
   carried = tracer.carried
-  tracer.carried = {**carried, **{ln: (init, loc) for c in carries
-                                  for ln, init in zip(c.leaf_names, carry_slices(inits, carries, c))}}
+  tracer.carried = {**carried, **{ln: _carried(carried, ln, init, loc, start, c, arg) for c in carries
+                                  for ln, init, start, arg in zip(c.leaf_names, carry_slices(inits, carries, c),
+                                                                  c.leaves, carry_slices(args_, carries, c))}}
   tracer.loops.append(None)
   try:
     with b.region(body):
@@ -359,11 +371,18 @@ def _trace_body(tracer, node, loc, body: ir.Block, carries, inits, args_) -> set
           raise _Widen(ln, leaf.type.dtype)
         if not same_type(init, leaf, loc):
           d1 = resolve(leaf.type.dtype)
+          outer = tracer.carried.get(ln)        # t = 0 before two nested loops: where it started
+          if is_value(start) and outer is not None and outer[5] is start and type(outer[2]) is int:
+            start, first = outer[2], f" at line {outer[4].lineno}"
+          else:
+            first = ""
           if (isinstance(start, int) and not isinstance(start, bool) and isinstance(d1, DType) and d1.is_float
               and init.type.shape == leaf.type.shape):
-            hint = ("start it as a float before the loop: "
+            hint = (f"start it as a float before the loop{first}: "
                     + rebuilt(n, c.value if c.container else None, ln, repr(float(start)))
                     + " (a Python int starts an int32 carry)")   # acc = 0 summing floats: converting back truncates
+          elif int_float_hint(n, c.value if c.container else None, ln, init, leaf, None):
+            hint = int_float_hint(n, c.value if c.container else None, ln, init, leaf, None, where=" before the loop")
           elif init.type.shape == leaf.type.shape:
             hint = "convert it back at the end of the body: " + rebuilt(
                 n, c.value if c.container else None, ln,

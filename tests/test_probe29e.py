@@ -1,0 +1,169 @@
+"""Probe 29e (control flow and scalars): run-time loops nested two and three deep, loop bounds read
+from GMEM, run-time ifs whose branches leave a name different, scalar math of program ids with
+Python numbers, helpers called in loops."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from locate import builds, expect
+
+S = jax.ShapeDtypeStruct
+F32 = jnp.float32
+I32 = jnp.int32
+N = S((1,), I32)
+X = S((128,), F32)
+
+
+# ---------------------------------------------------------------- an int on one path, a float on the other
+@mg.mgpu_kernel(out_shape=lambda n, x: x)
+def scale_set_in_if(n, x, out):
+  s = 1
+  if n[0] > 2:
+    s = 0.5
+  out[...] = x[...] * s
+
+
+@mg.mgpu_kernel(out_shape=lambda n, x: x)
+def scale_halved_in_if(n, x, out):
+  s = 1
+  if n[0] > 2:
+    s = s * 0.5
+  out[...] = x[...] * s
+
+
+@mg.mgpu_kernel(out_shape=lambda n, x: x)
+def scale_in_both_branches(n, x, out):
+  if n[0] > 2:
+    s = 0.5
+  else:
+    s = 2
+  out[...] = x[...] * s
+
+
+@mg.mgpu_kernel(out_shape=lambda n, x: x)
+def pair_set_in_if(n, x, out):
+  st = (1, 2)
+  if n[0] > 2:
+    st = (0.5, 2)
+  out[...] = x[...] * st[0]
+
+
+@mg.mgpu_kernel(out_shape=lambda n, x: x)
+def scale_float_start(n, x, out):
+  s = 1.0
+  if n[0] > 2:
+    s = 0.5
+  out[...] = x[...] * s
+
+
+def test_an_int_on_one_path_of_an_if_and_a_float_on_the_other_hints_the_float_literal():
+  """The hint was `s = 0` (0.5 converted to int32: following it drops the fraction) or `make both
+  branches produce the same shape and dtype`; it now writes the Python int as a float."""
+  expect(scale_set_in_if, [N, X], mg.KernelTypeError, "s = 0.5",
+         "s is a float32 scalar after this assignment but an int32 scalar on the other path through the if at line"
+         f" {scale_set_in_if.fn.__code__.co_firstlineno + 3}",
+         hint="make it a float before the if: s = 1.0 (a Python int makes an int32 scalar)")
+  expect(scale_halved_in_if, [N, X], mg.KernelTypeError, "s = s * 0.5",
+         "s is a float32 scalar after this assignment but an int32 scalar on the other path through the if at line"
+         f" {scale_halved_in_if.fn.__code__.co_firstlineno + 3}",
+         hint="make it a float before the if: s = 1.0 (a Python int makes an int32 scalar)")
+  expect(scale_in_both_branches, [N, X], mg.KernelTypeError, "if n[0] > 2:",
+         "s is a float32 scalar after one branch of this if and an int32 scalar after the other",
+         hint="make it a float in its branch: s = 2.0 (a Python int makes an int32 scalar)")
+  expect(pair_set_in_if, [N, X], mg.KernelTypeError, "st = (0.5, 2)",
+         "st[0] is a float32 scalar after this assignment but an int32 scalar on the other path through the if at"
+         f" line {pair_set_in_if.fn.__code__.co_firstlineno + 3}",
+         hint="make it a float before the if: st = (1.0, st[1]) (a Python int makes an int32 scalar)")
+  builds(scale_float_start, N, X)      # the hint followed
+  x = jnp.arange(128, dtype=F32)
+  np.testing.assert_allclose(scale_float_start(jnp.array([3], I32), x, interpret=True), x * 0.5)
+  np.testing.assert_allclose(scale_float_start(jnp.array([1], I32), x, interpret=True), x)
+
+
+@mg.mgpu_kernel(out_shape=lambda n, x: x)
+def count_halves_in_if(n, x, out):
+  t = 0
+  for k in range(n[0]):
+    if k > 0:
+      t += 0.5
+  out[...] = x[...] * t
+
+
+@mg.mgpu_kernel(out_shape=lambda n, x: x)
+def count_halves_in_while(n, x, out):
+  t = 0
+  i = 0
+  while i < n[0]:
+    if i > 0:
+      t += 0.5
+    i += 1
+  out[...] = x[...] * t
+
+
+@mg.mgpu_kernel(out_shape=lambda n, x: x)
+def count_halves_nested(n, x, out):
+  t = 0
+  for k in range(n[0]):
+    for j in range(2):
+      t += 0.5
+  out[...] = x[...] * t
+
+
+@mg.mgpu_kernel(out_shape=lambda n, x: x)
+def count_halves_nested_if(n, x, out):
+  t = 0
+  for k in range(n[0]):
+    for j in range(2):
+      if k > j:
+        t += 0.5
+  out[...] = x[...] * t
+
+
+@mg.mgpu_kernel(out_shape=lambda n, x: x)
+def count_from_a_read(n, x, out):
+  t = 0
+  for k in range(n[0]):
+    t = n[0] * 2
+    for j in range(2):
+      t += 0.5
+  out[...] = x[...] * t
+
+
+@mg.mgpu_kernel(out_shape=lambda n, x: x)
+def count_halves_nested_fixed(n, x, out):
+  t = 0.0
+  for k in range(n[0]):
+    for j in range(2):
+      if k > j:
+        t += 0.5
+  out[...] = x[...] * t
+
+
+def test_a_loop_carry_started_as_a_python_int_made_a_float_hints_the_float_start():
+  """Under a run-time if, or in an inner loop, the hint was `t = 0` or `t = t.astype(jnp.int32)`:
+  converting back truncates every 0.5 the user adds. It now names the start, in the loop it
+  belongs to."""
+  line = count_halves_nested.fn.__code__.co_firstlineno
+  line2 = count_halves_nested_if.fn.__code__.co_firstlineno
+  expect(count_halves_in_if, [N, X], mg.LoopCarryTypeError, "t += 0.5",
+         "t enters the loop as an int32 scalar but an iteration makes it a float32 scalar",
+         hint="start it as a float before the loop: t = 0.0 (a Python int starts an int32 carry)")
+  expect(count_halves_in_while, [N, X], mg.LoopCarryTypeError, "t += 0.5",
+         "t enters the loop as an int32 scalar but an iteration makes it a float32 scalar",
+         hint="start it as a float before the loop: t = 0.0 (a Python int starts an int32 carry)")
+  expect(count_halves_nested, [N, X], mg.LoopCarryTypeError, "t += 0.5",
+         "t enters the loop as an int32 scalar but an iteration makes it a float32 scalar",
+         hint=f"start it as a float before the loop at line {line + 3}: t = 0.0 (a Python int starts an int32 carry)")
+  expect(count_halves_nested_if, [N, X], mg.LoopCarryTypeError, "t += 0.5",
+         "t enters the loop as an int32 scalar but an iteration makes it a float32 scalar",
+         hint=f"start it as a float before the loop at line {line2 + 3}: t = 0.0 (a Python int starts an int32"
+              " carry)")
+  expect(count_from_a_read, [N, X], mg.LoopCarryTypeError, "t += 0.5",
+         "t enters the loop as an int32 scalar but an iteration makes it a float32 scalar",
+         hint="convert the integer to a float before the loop: t = t.astype(jnp.float32)")
+  builds(count_halves_nested_fixed, N, X)
+  x = jnp.arange(128, dtype=F32)
+  np.testing.assert_allclose(count_halves_nested_fixed(jnp.array([3], I32), x, interpret=True), x * 1.5)
