@@ -124,21 +124,24 @@ def trace_for(tracer, node: ast.For):
         break
       _check_unrolling(tracer, it, len(trips), k + 1, len(tracer.b.defs) - before)
     return
-  bounds = []
-  for x in (start, stop, step):
+  nodes = _bound_nodes(it, len(args))
+  bounds, texts = [], [n and tracer.text(n) for n in nodes]
+  for k, x in enumerate((start, stop, step)):
     if not (isinstance(x, int) and not isinstance(x, bool)):
-      x = index_operand(Call(tracer.b, tracer.loc(it)), x, bound=True)   # 8- and 16-bit ones widen to int32
+      cx = tracer.cx(it, values=[x], operands=[nodes[k]]) if nodes[k] else Call(tracer.b, tracer.loc(it))
+      x = index_operand(cx, x, bound=True)   # 8- and 16-bit ones widen to int32
       if x.type.dtype.bits != 32:    # the loop counts in i32 (scf.for needs one type)
         raise E.KernelTypeError(
-            f"runtime loop bounds must be 32-bit integers, got {x.name or 'a scalar'} ({x.type.dtype})",
-            tracer.loc(it), hint=f"convert it: {x.name or 'n'}.astype(jnp.int32)")
+            f"runtime loop bounds must be 32-bit integers, got {texts[k] or x.name or 'a scalar'} ({x.type.dtype})",
+            tracer.loc(it), hint=f"convert it: {method_on(texts[k] or x.name or 'n')}.astype(jnp.int32)")
     bounds.append(x)
   start, stop, step = bounds
   kinds = {x.type.dtype for x in bounds if isinstance(x, ir.Value)}
   counter = DType.u32 if DType.u32 in kinds else DType.i32   # uint32 bounds past 2**31 count unsigned
   if counter == DType.u32 and (len(kinds) > 1 or stages > 1):
-    u = [method_on(x.name or "n") for x in bounds if isinstance(x, ir.Value) and x.type.dtype == DType.u32]
-    i32 = [x.name or "i" for x in bounds if isinstance(x, ir.Value) and x.type.dtype == DType.i32]
+    u = [method_on(t or x.name or "n") for x, t in zip(bounds, texts)
+         if isinstance(x, ir.Value) and x.type.dtype == DType.u32]
+    i32 = [t or x.name or "i" for x, t in zip(bounds, texts) if isinstance(x, ir.Value) and x.type.dtype == DType.i32]
     raise E.KernelTypeError(
         "this loop's run-time bounds are uint32" + (" and int32" if len(kinds) > 1 else "")
         + (": a pipelined loop counts in int32" if stages > 1 else ": a loop counts in one integer type"),
@@ -309,6 +312,14 @@ def _args(tracer, carries, inits, leaf_names, widened):
     if (is_weak(l) and not big or is_value(l) and l.id in tracer.b.weak) and ln not in widened:
       tracer.b.weak.add(a.id)
   return args_
+
+
+def _bound_nodes(it, n) -> list:
+  """The expressions of a range's start, stop and step as the user wrote them (None for one left
+  out, or spread from a tuple)."""
+  if len(it.args) != n or any(isinstance(a, ast.Starred) for a in it.args):
+    return [None, None, None]
+  return [None, it.args[0], None] if n == 1 else (list(it.args) + [None])[:3]
 
 
 def _carried(outer, ln, init, loc, start, c, arg) -> tuple:

@@ -167,3 +167,53 @@ def test_a_loop_carry_started_as_a_python_int_made_a_float_hints_the_float_start
   builds(count_halves_nested_fixed, N, X)
   x = jnp.arange(128, dtype=F32)
   np.testing.assert_allclose(count_halves_nested_fixed(jnp.array([3], I32), x, interpret=True), x * 1.5)
+
+
+# ---------------------------------------------------------------- loop bounds and ml.cdiv named as written
+@mg.mgpu_kernel(out_shape=lambda n, x: x)
+def mixed_bounds(n, x, out):
+  acc = x[...]
+  for t in range(n[0] + 1, n[1].astype(jnp.uint32) * 2):
+    acc = acc + 1.0
+  out[...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda n, x: x)
+def mixed_bounds_fixed(n, x, out):
+  acc = x[...]
+  for t in range(n[0] + 1, (n[1].astype(jnp.uint32) * 2).astype(jnp.int32)):
+    acc = acc + 1.0
+  out[...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda n, x: x)
+def float_stop(n, x, out):
+  acc = x[...]
+  for t in range(1, n[0] * 0.5):
+    acc = acc + 1.0
+  out[...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda n, x: x)
+def cdiv_of_a_float_expression(n, x, out):
+  i = ml.program_id(0)
+  out[...] = x[...] + ml.cdiv(i * 1.0, 2)
+
+
+def test_loop_bound_and_cdiv_hints_name_the_expressions_the_user_wrote():
+  """The hints named `n.astype(jnp.int32)` and `i.astype(jnp.uint32)` (the bounds were
+  `n[1].astype(jnp.uint32) * 2` and `n[0] + 1`), `range(n.astype(...))` for a two-argument range,
+  and `n.astype(jnp.int32)` for ml.cdiv of `i * 1.0` (the message said 'a value')."""
+  expect(mixed_bounds, [S((2,), I32), X], mg.KernelTypeError, "range(n[0] + 1",
+         "this loop's run-time bounds are uint32 and int32: a loop counts in one integer type",
+         hint="convert the bounds to one type: (n[1].astype(jnp.uint32) * 2).astype(jnp.int32) (values below"
+              " 2**31), or make every bound uint32 ((n[0] + 1).astype(jnp.uint32), of values of at least 0)")
+  builds(mixed_bounds_fixed, S((2,), I32), X)
+  expect(float_stop, [N, X], mg.KernelTypeError, "range(1, n[0] * 0.5)",
+         "a loop bound must be an integer scalar, got n[0] * 0.5 (float32)",
+         hint="convert it: (n[0] * 0.5).astype(jnp.int32)")
+  expect(cdiv_of_a_float_expression, [N, X], mg.KernelTypeError, "ml.cdiv(i * 1.0, 2)",
+         "ml.cdiv needs integers, got i * 1.0 (float32)",
+         hint="convert it: (i * 1.0).astype(jnp.int32); or, for a float result, ml.ceil(a / b) of floats")
+  x = jnp.zeros((128,), F32)
+  np.testing.assert_allclose(mixed_bounds_fixed(jnp.array([1, 3], I32), x, interpret=True), x + 4)

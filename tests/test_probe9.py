@@ -46,7 +46,7 @@ def test_a_tensor_loop_bound_says_a_bound_is_one_number():
 
 def test_a_float_loop_bound_says_loop_bound():
   expect(loop_to_a_float, [S((128,), F32), S((8,), F32)], mg.KernelTypeError, "range(ml.max(",
-         "a loop bound must be an integer scalar, got a scalar (float32)",
+         "a loop bound must be an integer scalar, got ml.max(n[...]) * 0.5 (float32)",
          hint="convert it: range((ml.max(n[...]) * 0.5).astype(jnp.int32))")
 
 

@@ -246,7 +246,8 @@ def cdiv_of_a_float_scalar(x, n: ml.scalar, o):
 def test_cdiv_of_a_float_scalar_names_ml_cdiv():
   """Once: '// needs integer operands'."""
   expect(cdiv_of_a_float_scalar, [S((1024,), jnp.float32), 3.0], mg.KernelTypeError, "ml.cdiv(",
-         "ml.cdiv needs integers, got n (float32)", hint="convert it: n.astype(jnp.int32)")
+         "ml.cdiv needs integers, got n (float32)",
+         hint="convert it: n.astype(jnp.int32); or, for a float result, ml.ceil(a / b) of floats")
   cdiv_of_a_float_scalar.check(S((1024,), jnp.float32), 3)
   assert int(cdiv_of_a_float_scalar(jnp.zeros(1024), 300, interpret=True)) == 3
 

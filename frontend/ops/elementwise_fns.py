@@ -135,10 +135,13 @@ def cdiv(cx, a, b):
     check_register_value(cx, v, "ml.cdiv")      # a ref: read it first (n[...]), named as ml.cdiv's
     d = resolve(v.type.dtype) if is_value(v) else None
     if (is_value(v) and isinstance(d, DType) and not d.is_int) or isinstance(v, float):
-      what = f"{v.name or 'a value'} ({dtype_name(d)})" if is_value(v) else repr(v)
+      text = cx.named(v, "n")
+      what = f"{text} ({dtype_name(d)})" if is_value(v) else repr(v)
       raise E.KernelTypeError(f"ml.cdiv needs integers, got {what}", cx.loc,
-                              hint=f"convert it: {v.name or 'n'}.astype(jnp.int32)" if is_value(v) else
-                              "ml.cdiv(n, 128)")
+                              hint=f"convert it: {method_on(text)}.astype(jnp.int32); or, for a float result,"
+                                   f" ml.ceil(a / b) of floats" if is_value(v) else
+                              f"pass an int: {int(v)!r}" if pymath.isfinite(v) and v == int(v) else
+                              "ml.cdiv takes integers (ml.cdiv(n, 128)); for a float result, ml.ceil(a / b)")
   texts = (method_on(cx.named(a, "n")), method_on(cx.named(b, "d")) if is_value(b) else repr(b))
   if isinstance(b, int) and b == 0:
     raise E.KernelTypeError("ml.cdiv by 0: integer division by zero is undefined on the GPU", cx.loc,

@@ -242,11 +242,14 @@ def _bad_loop_bound(cx, x):
   """The error for a bound of `for i in range(...)` that is not an integer scalar."""
   if is_value(x) and isinstance(x.type, ScalarType):
     d = resolve(x.type.dtype)
-    text = x.name or _sole_bound(cx.loc)
+    written = cx.operands.get(x) if cx.operands is not None else None
+    text = written or x.name or _sole_bound(cx.loc)
     n = text if text and text.isidentifier() else f"({text or 'n'})"
+    sole = _sole_bound(cx.loc) is not None
     return E.KernelTypeError(
-        f"a loop bound must be an integer scalar, got {x.name or 'a scalar'} ({dtype_name(d)})", cx.loc,
-        hint=f"convert it: range({n}.astype(jnp.int32))")
+        f"a loop bound must be an integer scalar, got {text or 'a scalar'} ({dtype_name(d)})", cx.loc,
+        hint=f"convert it: range({n}.astype(jnp.int32))" if sole or not written else
+        f"convert it: {n}.astype(jnp.int32)")
   if is_value(x) and isinstance(x.type, TensorType):
     text, shape = x.name or "", x.type.shape
     first = ", ".join("0" for _ in shape)
