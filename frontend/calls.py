@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 
 import numpy as np
 
@@ -76,6 +77,17 @@ def _tuples(x):
 
 
 _DICT_READS = ("get", "keys", "values", "items")
+
+
+def _unwrap_partial(fn, args, kwargs):
+  """(function, args, kwargs) of a call of `fn`; a functools.partial of an @ml.inline helper or an
+  ml.* function (nested partials too) is that function called with the partial's arguments first,
+  as Python calls it."""
+  from .language import Inline
+  inner, a, kw = fn, list(args), dict(kwargs)
+  while isinstance(inner, functools.partial):
+    a, kw, inner = [*inner.args, *a], {**inner.keywords, **kw}, inner.func
+  return (inner, a, kw) if isinstance(inner, (Inline, Builtin)) else (fn, args, kwargs)
 
 
 class _Method:
@@ -170,6 +182,7 @@ class Calls:
       values, nodes = [fn.value, *values], [node.func.value, *nodes]   # x.sum(): the receiver too
     cx = Call(self.b, self.loc(node), self.pending_name if own else self.text(node), self.text(node),
               _Texts(self, values, nodes))
+    fn, args, kwargs = _unwrap_partial(fn, args, kwargs)   # functools.partial(helper, s=0.5): the helper
     if isinstance(fn, Inline):
       from .inline import call_inline
       return call_inline(self, node, fn, args, kwargs)

@@ -1,10 +1,11 @@
 """Probe 29e (control flow and scalars): run-time loops nested two and three deep, loop bounds read
 from GMEM, run-time ifs whose branches leave a name different, scalar math of program ids with
 Python numbers, helpers called in loops."""
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
-import pytest
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
@@ -217,3 +218,49 @@ def test_loop_bound_and_cdiv_hints_name_the_expressions_the_user_wrote():
          hint="convert it: (i * 1.0).astype(jnp.int32); or, for a float result, ml.ceil(a / b) of floats")
   x = jnp.zeros((128,), F32)
   np.testing.assert_allclose(mixed_bounds_fixed(jnp.array([1, 3], I32), x, interpret=True), x + 4)
+
+
+# ---------------------------------------------------------------- functools.partial of a helper
+@ml.inline
+def affine(v, s, b=0.0):
+  return v * s + b
+
+
+halve = functools.partial(affine, s=0.5)
+halve_plus_one = functools.partial(functools.partial(affine, b=1.0), s=0.5)
+row_sums = functools.partial(ml.sum, axis=1)
+misspelt = functools.partial(affine, q=1.0)
+
+
+@mg.mgpu_kernel(out_shape=lambda n, x: S((x.shape[0],), F32))
+def partial_helpers_in_a_loop(n, x, out):
+  v = x[...]
+  for t in range(n[0]):
+    v = halve_plus_one(halve(v))
+  out[...] = row_sums(v)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), F32))
+def partial_as_constexpr(x, out, *, act: ml.constexpr = None):
+  out[...] = ml.sum(act(x[...]), axis=1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), F32))
+def partial_with_a_wrong_keyword(x, out):
+  out[...] = ml.sum(misspelt(x[...]), axis=1)
+
+
+def test_a_functools_partial_of_an_inline_helper_or_ml_function_is_called_as_python_calls_it():
+  """It was MG003 'functools.partial(<mgpu_dsl inline function affine>, s=0.5) cannot take a register
+  tensor', hinting to decorate the (decorated) helper with @ml.inline."""
+  x = jnp.linspace(-2, 2, 512, dtype=F32).reshape(4, 128)
+  v = np.asarray(x)
+  for _ in range(3):
+    v = (v * 0.5) * 0.5 + 1.0
+  got = partial_helpers_in_a_loop(jnp.array([3], I32), x, interpret=True)
+  np.testing.assert_allclose(got, v.sum(1), rtol=1e-5)
+  builds(partial_helpers_in_a_loop, N, S((4, 128), F32))
+  np.testing.assert_allclose(partial_as_constexpr(x, act=halve, interpret=True), np.asarray(x).sum(1) * 0.5,
+                             rtol=1e-5, atol=1e-5)
+  expect(partial_with_a_wrong_keyword, [S((4, 128), F32)], mg.KernelTypeError, "misspelt(x[...])",
+         "affine(...): got an unexpected keyword argument 'q'", hint="affine(v, s, b=0.0)")
