@@ -80,6 +80,15 @@ class Assignments:
     for target in node.targets:
       self.assign(target, value, node.value)
 
+  def eval_NamedExpr(self, node):
+    """`(m := n[0]) > 2`: binds m, as an assignment does, and is its value. (In a while condition,
+    which a run-time loop evaluates apart from its body, frontend/flow.py rejects it.)"""
+    value = self.eval(node.value)
+    if is_value(value) and not value.name:
+      value.name = node.target.id
+    self.assign(node.target, value, node.value)
+    return value
+
   def visit_AnnAssign(self, node):
     if node.value is None:
       return

@@ -474,6 +474,12 @@ def trace_while(tracer, node: ast.While):
     tracer.unsupported(node, "while ... else")
   if _unrolled_while(tracer, node):
     return
+  walrus = next((n for n in ast.walk(node.test) if isinstance(n, ast.NamedExpr)), None)
+  if walrus is not None:       # the condition is evaluated apart from the body, which cannot see it
+    name, value = walrus.target.id, tracer.text(walrus.value)
+    tracer.unsupported(walrus, "the := operator in a run-time while condition",
+                       hint=f"assign it before the loop and again at the end of the body ({name} = {value}),"
+                            f" and compare {name} in the condition")
   assigned = assigned_names(node.body)
   _check_while_ends(tracer, node, assigned)
   forced: set = set()
@@ -557,7 +563,8 @@ def _unrolled_while(tracer, node) -> bool:
       return False
     if not cond:
       return True
-    names = sorted({n.id for n in ast.walk(node.test) if isinstance(n, ast.Name)} & set(assigned_names(node.body)))
+    names = sorted({n.id for n in ast.walk(node.test) if isinstance(n, ast.Name)}
+                   & set(assigned_names([*node.body, node.test])))    # (r := r // 2) binds in the test
     exits = any(isinstance(n, (ast.Break, ast.Return)) for s in node.body for n in ast.walk(s))
     if trip == STATIC_WHILE_TRIPS or not names and not exits:
       attempt.undo(tracer)

@@ -264,3 +264,49 @@ def test_a_functools_partial_of_an_inline_helper_or_ml_function_is_called_as_pyt
                              rtol=1e-5, atol=1e-5)
   expect(partial_with_a_wrong_keyword, [S((4, 128), F32)], mg.KernelTypeError, "misspelt(x[...])",
          "affine(...): got an unexpected keyword argument 'q'", hint="affine(v, s, b=0.0)")
+
+
+# ---------------------------------------------------------------- the := operator
+@mg.mgpu_kernel(out_shape=lambda n, x: x)
+def walrus_in_if_and_loop(n, x, out):
+  acc = x[...]
+  for t in range(k := n[0]):
+    if (s := ml.sum(acc)) > 0.0:
+      acc = acc - s / 128.0
+  out[...] = acc + k.astype(F32)
+
+
+@mg.mgpu_kernel(out_shape=lambda n, x: x)
+def walrus_in_a_static_while(n, x, out):
+  r = 64
+  acc = x[...]
+  while (r := r // 2) > 4:
+    acc = acc + 1.0
+  out[...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda n, x: x)
+def walrus_in_a_runtime_while(n, x, out):
+  i = 0
+  acc = x[...]
+  while (k := n[i]) > 2:
+    acc = acc + 1.0
+    i += 1
+  out[...] = acc
+
+
+def test_the_walrus_operator_binds_its_name_as_an_assignment_does():
+  """`if (m := n[0]) > 2:` was MG001 'the := operator is not supported'."""
+  x = jnp.linspace(-1, 3, 128, dtype=F32)
+  a = np.asarray(x)
+  for _ in range(3):
+    if (s := a.sum()) > 0:
+      a = a - s / 128
+  np.testing.assert_allclose(walrus_in_if_and_loop(jnp.array([3], I32), x, interpret=True), a + 3, rtol=1e-4,
+                             atol=1e-4)
+  builds(walrus_in_if_and_loop, N, X)
+  np.testing.assert_allclose(walrus_in_a_static_while(jnp.array([3], I32), x, interpret=True), x + 3)
+  expect(walrus_in_a_runtime_while, [S((4,), I32), X], mg.UnsupportedSyntaxError, "k := n[i]",
+         "the := operator in a run-time while condition is not supported in a kernel",
+         hint="assign it before the loop and again at the end of the body (k = n[i]), and compare k in the"
+              " condition")
