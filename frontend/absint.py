@@ -28,6 +28,7 @@ from .ops.elementwise import BinOp, Binary, Cast, CmpOp, Compare, Constant, UnOp
 from .ops.access import ScalarRead
 from .ops.gather import Gather
 from .ops.memory import ClusterRef, View
+from .overflow import Overflows
 from .types import RefType, ScalarType
 
 UNKNOWN = None
@@ -98,6 +99,7 @@ class GridEval:
     self.defs = ir.def_table(kernel.body)
     self.exact = True
     self.trips = []           # (loop index, its values now) of the loops being walked, outermost first
+    self.overflows = Overflows()     # int32 index arithmetic that wraps (frontend/overflow.py)
 
   def program(self, p: int) -> tuple:
     return tuple(int(a[p]) for a in self.pid)
@@ -131,6 +133,7 @@ class GridEval:
       if isinstance(o, Yield):
         return [self.value(v) for v in o.values]
       if isinstance(o, For):
+        self.overflows.track(self, o, must, (o.start, o.stop, o.step))
         self.loop(o, must, may)
       elif isinstance(o, If):
         self.branch(o, must, may)
@@ -145,6 +148,7 @@ class GridEval:
         out = rule(self, o) if rule is not None and o.results else None
         for r in o.results:
           self.set(r, out)
+        self.overflows.track(self, o, must)
     return []
 
   def branch(self, o: If, must, may):

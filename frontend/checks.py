@@ -143,7 +143,7 @@ def check_kernel(kernel: ir.Kernel, defs: dict) -> tuple[list, Facts]:
   ev = GridEval(kernel, mem)
   mem.ev = ev
   if ev.run():
-    errors += mem.errors + mem.coverage_errors() + mem.race_errors() + check_clusters(kernel)
+    errors += ev.overflows.errors + mem.errors + mem.coverage_errors() + mem.race_errors() + check_clusters(kernel)
   else:
     mem.facts.tma_starts.clear()
   return errors, mem.facts

@@ -310,3 +310,60 @@ def test_the_walrus_operator_binds_its_name_as_an_assignment_does():
          "the := operator in a run-time while condition is not supported in a kernel",
          hint="assign it before the loop and again at the end of the body (k = n[i]), and compare k in the"
               " condition")
+
+
+# ---------------------------------------------------------------- int32 index arithmetic that wraps
+BIG = S((2 ** 31 - 1,), jnp.int8)      # the longest dimension a kernel may index
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (ml.cdiv(x.shape[0], 1024),))
+def tile_end_wraps(x, out):
+  i = ml.program_id(0)
+  end = ml.minimum((i + 1) * 1024, x.shape[0])
+  idx = i * 1024 + ml.arange(1024)
+  v = x.at[ml.ds(i * 1024, 1024)].load(mask=idx < end, other=0)
+  out.at[ml.ds(i * 1024, 1024)].store(v, mask=idx < end)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (ml.cdiv(x.shape[0], 1024),))
+def tile_offsets_compared(x, out):
+  i = ml.program_id(0)
+  idx = i * 1024 + ml.arange(1024)
+  v = x.at[ml.ds(i * 1024, 1024)].load(mask=idx < x.shape[0], other=0)
+  out.at[ml.ds(i * 1024, 1024)].store(v, mask=idx < x.shape[0])
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 128,))
+def start_wraps(x, out):
+  i = ml.program_id(0)
+  j = (i * 2 ** 30) // 2 ** 30
+  out.at[ml.ds(j * 128, 128)][...] = x.at[ml.ds(j * 128, 128)][...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0] // 128,), I32), grid=lambda x: (x.shape[0] // 128,))
+def hash_stored(x, out):
+  i = ml.program_id(0)
+  out[i] = i * 1103515245 + 12345      # wraps, as an int32 hash does: data, not an index
+
+
+def test_int32_index_arithmetic_that_wraps_is_reported_at_the_arithmetic():
+  """`(i + 1) * 1024` wraps negative in the last program of an array of 2**31 - 1 elements, so
+  the mask keeps nothing and the last 1023 elements of out stay uninitialised on the GPU: check
+  and the CUDA export accepted it (the mask, 2**31 elements over the grid, is too large for the
+  compile-time coverage proof, and interpret mode cannot run such sizes)."""
+  expect(tile_end_wraps, [BIG], mg.KernelTypeError, "(i + 1) * 1024",
+         "(i + 1) * 1024 overflows int32 in program (2097151, 0, 0): it is 2147483648 there, past int32's"
+         " 2147483647, so the GPU wraps it to -2147483648, and the mask at line"
+         f" {tile_end_wraps.fn.__code__.co_firstlineno + 5} uses it",
+         hint="rearrange it so that no intermediate value passes 2**31 - 1 (for a tile's end, ml.minimum((i + 1)"
+              " * t, n), compare the offsets instead: i * t + ml.arange(t) < n), or compute in uint32"
+              " (.astype(jnp.uint32), for values below 2**32)")
+  builds(tile_offsets_compared, BIG)       # the hint followed
+  expect(start_wraps, [S((512,), F32)], mg.KernelTypeError, "i * 2 ** 30",
+         "i * 2 ** 30 overflows int32 in program (2, 0, 0): it is 2147483648 there, past int32's 2147483647, so"
+         f" the GPU wraps it to -2147483648, and the window at line {start_wraps.fn.__code__.co_firstlineno + 4}"
+         " uses it")
+  builds(hash_stored, S((512,), F32))
+  got = np.asarray(hash_stored(jnp.zeros(512, F32), interpret=True))
+  want = (np.arange(4, dtype=np.int64) * 1103515245 + 12345 + 2 ** 31) % 2 ** 32 - 2 ** 31
+  np.testing.assert_array_equal(got, want.astype(np.int32))
