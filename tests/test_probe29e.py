@@ -290,7 +290,7 @@ def walrus_in_a_runtime_while(n, x, out):
   i = 0
   acc = x[...]
   while (k := n[i]) > 2:
-    acc = acc + 1.0
+    acc = acc + k.astype(F32)
     i += 1
   out[...] = acc
 
