@@ -196,6 +196,10 @@ class _Paths:
       i = 0 if int_float_hint(n, value, ln, x, y, raw[0]) else 1
       hint = (int_float_hint(n, value, ln, vals[i], vals[1 - i], raw[i], where=" in its branch")
               or "make both branches produce the same shape and dtype")
+      num = next((j for j in (0, 1) if isinstance(raw[j], Num) and isinstance(vals[1 - j].type, TensorType)), None)
+      if num is not None and ln == n:      # v = x[...] in one branch, v = 0.0 in the other
+        t = vals[1 - num].type
+        hint = f"make it a tensor in its branch: {n} = ml.full({t.shape}, {raw[num]!r}, jnp.{dtype_name(t.dtype)})"
       raise E.KernelTypeError(f"{ln} is {describe(x)} after one branch of this if and {describe(y)} after the other",
                               at, hint=hint, notes=notes)
     here, there = vals[k], vals[1 - k]

@@ -367,3 +367,65 @@ def test_int32_index_arithmetic_that_wraps_is_reported_at_the_arithmetic():
   got = np.asarray(hash_stored(jnp.zeros(512, F32), interpret=True))
   want = (np.arange(4, dtype=np.int64) * 1103515245 + 12345 + 2 ** 31) % 2 ** 32 - 2 ** 31
   np.testing.assert_array_equal(got, want.astype(np.int32))
+
+
+# ---------------------------------------------------------------- hints for ifs and whiles, followed
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 128,))
+def tensor_or_zero(x, out):
+  i = ml.program_id(0)
+  if i % 2 == 0:
+    v = x.at[ml.ds(i * 128, 128)][...]
+  else:
+    v = 0.0
+  out.at[ml.ds(i * 128, 128)][...] = v
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 128,))
+def tensor_or_zero_fixed(x, out):
+  i = ml.program_id(0)
+  if i % 2 == 0:
+    v = x.at[ml.ds(i * 128, 128)][...]
+  else:
+    v = ml.full((128,), 0.0, jnp.float32)
+  out.at[ml.ds(i * 128, 128)][...] = v
+
+
+@mg.mgpu_kernel(out_shape=lambda n, x: x)
+def while_true_break(n, x, out):
+  v = x[...]
+  i = 0
+  while True:
+    if i >= n[0]:
+      break
+    v = v + 1.0
+    i += 1
+  out[...] = v
+
+
+@mg.mgpu_kernel(out_shape=lambda n, x: x)
+def while_true_break_fixed(n, x, out):
+  v = x[...]
+  i = 0
+  found = 0
+  while found == 0:
+    found = ml.where(i >= n[0], 1, found)
+    if found == 0:
+      v = v + 1.0
+      i += 1
+  out[...] = v
+
+
+def test_if_and_while_hints_name_code_that_works():
+  """A tensor in one branch and a number in the other was hinted 'make both branches produce the
+  same shape and dtype'; `while True:` with a run-time break was hinted `while (True) & (found == 0):`."""
+  expect(tensor_or_zero, [S((512,), F32)], mg.KernelTypeError, "if i % 2 == 0:",
+         "v is a float32 tensor of shape (128,) after one branch of this if and a float32 scalar after the other",
+         hint="make it a tensor in its branch: v = ml.full((128,), 0.0, jnp.float32)")
+  x = jnp.arange(512, dtype=F32)
+  np.testing.assert_array_equal(tensor_or_zero_fixed(x, interpret=True),
+                                np.where(np.arange(512) // 128 % 2 == 0, np.arange(512), 0))
+  e = expect(while_true_break, [N, X], mg.UnsupportedSyntaxError, "break",
+             "break under a run-time condition is not supported in a kernel", nth=1)
+  assert "found = 0 before the loop, while found == 0:, and found = ml.where(i >= n[0], 1, found)" in e.hint, e.hint
+  np.testing.assert_array_equal(while_true_break_fixed(jnp.array([3], I32), x[:128], interpret=True), x[:128] + 3)
+  builds(while_true_break_fixed, N, X)
