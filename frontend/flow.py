@@ -7,6 +7,7 @@ unbound, so reading it later is an error at that read.
 from __future__ import annotations
 
 import ast
+import copy
 import math
 
 from . import errors as E
@@ -72,7 +73,8 @@ def _bind(env, carries, values) -> None:
 def trace_for(tracer, node: ast.For):
   loc = tracer.loc(node)
   if node.orelse:
-    tracer.unsupported(node, "for ... else")
+    _with_else(tracer, node, trace_for, "for")
+    return
   it = node.iter
   fn = tracer.eval(it.func) if isinstance(it, ast.Call) else None
   if fn not in (range, ctl.static_range, ctl.range):
@@ -314,6 +316,35 @@ def _args(tracer, carries, inits, leaf_names, widened):
   return args_
 
 
+def _with_else(tracer, node, trace, word) -> None:
+  """`for ... else:` / `while ... else:` whose body has no `break` of its own: the else runs once
+  the loop ends, as Python runs it (a `return` in an unrolled loop skips it). With a `break` the
+  else runs only on some paths: MG001."""
+  if _breaks(node.body):
+    tracer.unsupported(node, f"{word} ... else with a break in the loop",
+                       hint="set a flag where the loop breaks (found = 1) and put the else body after the loop"
+                            " under if found == 0:")
+  loop = copy.copy(node)
+  loop.orelse = []
+  trace(tracer, loop)
+  if tracer.jump is None:
+    tracer.run_body(node.orelse)
+
+
+def _breaks(stmts) -> bool:
+  """Whether `stmts` (a loop's body) hold a `break` of that loop (not of a loop nested in it)."""
+  for st in stmts:
+    if isinstance(st, ast.Break):
+      return True
+    if isinstance(st, (ast.For, ast.While)):
+      if _breaks(st.orelse):
+        return True
+    elif isinstance(st, (ast.If, ast.With, ast.Try)):
+      if any(_breaks(getattr(st, f, [])) for f in ("body", "orelse", "finalbody")):
+        return True
+  return False
+
+
 def _bound_nodes(it, n) -> list:
   """The expressions of a range's start, stop and step as the user wrote them (None for one left
   out, or spread from a tuple)."""
@@ -471,7 +502,8 @@ def trace_while(tracer, node: ast.While):
   condition on the carried values and whose body updates them."""
   loc = tracer.loc(node)
   if node.orelse:
-    tracer.unsupported(node, "while ... else")
+    _with_else(tracer, node, trace_while, "while")
+    return
   if _unrolled_while(tracer, node):
     return
   walrus = next((n for n in ast.walk(node.test) if isinstance(n, ast.NamedExpr)), None)

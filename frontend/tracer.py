@@ -45,7 +45,7 @@ _PYCMPOPS = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast
              ast.IsNot: operator.is_not, ast.In: lambda a, b: a in b,
              ast.NotIn: lambda a, b: a not in b}
 SUPPORTED = ("assignments, augmented assignments, if/else, for over range()/ml.range()/ml.static_range()"
-             " (without else), while (without else), expressions, calls of ml.* functions")
+             " (with else when no break ends them), while, expressions, calls of ml.* functions")
 _NICE = {"While": "a while loop", "With": "a with statement", "Try": "try/except",
          "FunctionDef": "a nested function", "Lambda": "a lambda", "Raise": "raise",
          "Import": "import", "ImportFrom": "import", "Global": "global", "Nonlocal": "nonlocal",

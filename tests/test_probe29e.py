@@ -429,3 +429,43 @@ def test_if_and_while_hints_name_code_that_works():
   assert "found = 0 before the loop, while found == 0:, and found = ml.where(i >= n[0], 1, found)" in e.hint, e.hint
   np.testing.assert_array_equal(while_true_break_fixed(jnp.array([3], I32), x[:128], interpret=True), x[:128] + 3)
   builds(while_true_break_fixed, N, X)
+
+
+# ---------------------------------------------------------------- for ... else, while ... else
+@mg.mgpu_kernel(out_shape=lambda n, x: x)
+def loops_with_else(n, x, out):
+  acc = x[...]
+  for i in ml.static_range(2):
+    for j in range(n[0]):
+      acc = acc + 1.0
+    else:
+      acc = acc - 1.0
+  else:
+    k = 0
+    while k < n[0]:
+      k += 1
+    else:
+      last = acc * 2.0 + k.astype(F32)
+  out[...] = last
+
+
+@mg.mgpu_kernel(out_shape=lambda n, x: x)
+def for_else_with_a_break(n, x, out):
+  acc = x[...]
+  for i in ml.static_range(4):
+    if i == 2:
+      break
+    acc = acc + 1.0
+  else:
+    acc = acc * 2.0
+  out[...] = acc
+
+
+def test_for_and_while_else_run_their_else_when_no_break_can_end_the_loop():
+  """Both were MG001 'for ... else is not supported', with a hint listing what kernels support."""
+  x = jnp.arange(128, dtype=F32)
+  np.testing.assert_array_equal(loops_with_else(jnp.array([3], I32), x, interpret=True), (x + 4) * 2 + 3)
+  builds(loops_with_else, N, X)
+  expect(for_else_with_a_break, [N, X], mg.UnsupportedSyntaxError, "for i in ml.static_range(4):",
+         "for ... else with a break in the loop is not supported in a kernel",
+         hint="set a flag where the loop breaks (found = 1) and put the else body after the loop under if found == 0:")
