@@ -221,3 +221,33 @@ class _Paths:
     raise E.KernelTypeError(
         f"{ln} is {describe(here)} after this assignment but {describe(there)} on the other path through the if at"
         f" line {self.loc.lineno}", at, hint=hint, notes=notes)
+
+
+def ifexp_hint(tracer, node: ast.IfExp, test: str, typed: str) -> str:
+  """The hint for `a if c else b` on a run-time `c`: ml.where(c, a, b) for values; an if statement
+  where a branch is a ref (which cannot be chosen at run time), a tuple, or reads memory (ml.where
+  computes both sides, so a read the condition guards would still run)."""
+  a, b = tracer.text(node.body), tracer.text(node.orelse)
+  st = tracer.stmt
+  target = st.targets[0] if isinstance(st, ast.Assign) and st.value is node else None
+  name = ("v" if target is None else ", ".join(tracer.text(t) for t in target.elts)
+          if isinstance(target, ast.Tuple) else tracer.text(target))
+  sides = (node.body, node.orelse)
+  if any(_names_ref(tracer, e) for e in sides):
+    ra, rb = (f"{t}[...]" if _names_ref(tracer, e) else t for t, e in ((a, node.body), (b, node.orelse)))
+    return (f"a ref cannot be chosen at run time: read (or write) it in each branch of an if statement,"
+            f" if {test}: {name} = {ra}, and else: {name} = {rb}")
+  if any(isinstance(e, (ast.Tuple, ast.List)) for e in sides):
+    return f"use an if statement that assigns in both branches: if {test}: {name} = {a}, and else: {name} = {b}"
+  if any(isinstance(n, ast.Subscript) for e in sides for n in ast.walk(e)):
+    return (f"use an if statement, which reads only on the path taken: if {test}: {name} = {a}, and else:"
+            f" {name} = {b} (ml.where({test}, {a}, {b}) would read on both paths)")
+  return f"use ml.where({test}, {a}, {b}){typed}, or an if statement that assigns a name in both branches"
+
+
+def _names_ref(tracer, e) -> bool:
+  """Whether the expression `e` is a ref: a name bound to one, or a view (x.at[...])."""
+  if isinstance(e, ast.Subscript) and isinstance(e.value, ast.Attribute) and e.value.attr == "at":
+    return True
+  v = tracer.env.get(e.id) if isinstance(e, ast.Name) else None
+  return isinstance(getattr(v, "type", None), RefType)

@@ -780,7 +780,6 @@ class Tracer(Assignments, Calls, Containers, ast.NodeVisitor):
                if any(isinstance(v, float) for v in nums) else
                f" (an int32 value: to meet a float tensor t, write the numbers as floats, {float(nums[0])} and"
                f" {float(nums[1])}, or convert it, ml.where(...).astype(t.dtype))")
-      self.unsupported(node, "a conditional expression on a runtime value",
-                       hint=f"use ml.where({test}, {self.text(node.body)}, {self.text(node.orelse)}){typed}"
-                            ", or an if statement that assigns a name in both branches")
+      from .branches import ifexp_hint
+      self.unsupported(node, "a conditional expression on a runtime value", hint=ifexp_hint(self, node, test, typed))
     return self.eval(node.body if cond else node.orelse)

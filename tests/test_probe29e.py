@@ -469,3 +469,51 @@ def test_for_and_while_else_run_their_else_when_no_break_can_end_the_loop():
   expect(for_else_with_a_break, [N, X], mg.UnsupportedSyntaxError, "for i in ml.static_range(4):",
          "for ... else with a break in the loop is not supported in a kernel",
          hint="set a flag where the loop breaks (found = 1) and put the else body after the loop under if found == 0:")
+
+
+# ---------------------------------------------------------------- a if c else b on a run-time c
+@mg.mgpu_kernel(out_shape=lambda n, x: X)
+def choose_a_ref(n, x, out):
+  r = x.at[ml.ds(0, 128)] if n[0] > 2 else x.at[ml.ds(128, 128)]
+  out[...] = r[...]
+
+
+@mg.mgpu_kernel(out_shape=lambda n, x: X)
+def choose_a_pair(n, x, out):
+  a, b = (1.0, 2.0) if n[0] > 2 else (3.0, 4.0)
+  out[...] = x.at[ml.ds(0, 128)][...] * a + b
+
+
+@mg.mgpu_kernel(out_shape=lambda n, x: X)
+def guarded_read(n, x, out):
+  s = x[n[0]] if n[0] < x.shape[0] else 0.0
+  out[...] = x.at[ml.ds(0, 128)][...] * s
+
+
+@mg.mgpu_kernel(out_shape=lambda n, x: X)
+def guarded_read_fixed(n, x, out):
+  if n[0] < x.shape[0]:
+    s = x[n[0]]
+  else:
+    s = 0.0
+  out[...] = x.at[ml.ds(0, 128)][...] * s
+
+
+def test_a_runtime_conditional_expression_of_refs_tuples_or_reads_is_hinted_as_an_if_statement():
+  """The hint was ml.where(c, a, b) for all three: ml.where cannot take refs or tuples, and of a
+  read the condition guards (x[n[0]] past x's end) it reads on both paths."""
+  expect(choose_a_ref, [N, S((512,), F32)], mg.UnsupportedSyntaxError, "x.at[ml.ds(0, 128)] if",
+         "a conditional expression on a runtime value is not supported in a kernel",
+         hint="a ref cannot be chosen at run time: read (or write) it in each branch of an if statement, if n[0] > 2:"
+              " r = x.at[ml.ds(0, 128)][...], and else: r = x.at[ml.ds(128, 128)][...]")
+  expect(choose_a_pair, [N, S((512,), F32)], mg.UnsupportedSyntaxError, "(1.0, 2.0) if",
+         "a conditional expression on a runtime value is not supported in a kernel",
+         hint="use an if statement that assigns in both branches: if n[0] > 2: a, b = (1.0, 2.0), and else:"
+              " a, b = (3.0, 4.0)")
+  expect(guarded_read, [N, S((512,), F32)], mg.UnsupportedSyntaxError, "x[n[0]] if",
+         "a conditional expression on a runtime value is not supported in a kernel",
+         hint="use an if statement, which reads only on the path taken: if n[0] < x.shape[0]: s = x[n[0]], and else:"
+              " s = 0.0 (ml.where(n[0] < x.shape[0], x[n[0]], 0.0) would read on both paths)")
+  x = jnp.arange(512, dtype=F32)
+  np.testing.assert_array_equal(guarded_read_fixed(jnp.array([600], I32), x, interpret=True), x[:128] * 0)
+  np.testing.assert_array_equal(guarded_read_fixed(jnp.array([3], I32), x, interpret=True), x[:128] * 3)
