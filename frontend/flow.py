@@ -199,10 +199,29 @@ def trace_for(tracer, node: ast.For):
   _bind(env, carries, res.results)
   for n in poisoned:
     env[n] = POISON
-  env[name] = _Unbound(f"{name} is the loop variable of the loop at line {loc.lineno}, which is not"
-                       f" defined after a runtime loop (it may run no trips)",
-                       hint=f"keep what you need in a variable the loop carries: last = 0 before the loop,"
-                            f" last = {name} in its body, then use last after it")
+  after = _index_after(tracer, loc, before.get(name), (start, stop, step), counter)
+  env[name] = after if after is not None else _Unbound(
+      f"{name} is the loop variable of the loop at line {loc.lineno}, which is not"
+      f" defined after a runtime loop (it may run no trips)",
+      hint=f"keep what you need in a variable the loop carries: last = 0 before the loop,"
+           f" last = {name} in its body, then use last after it")
+
+
+def _index_after(tracer, loc, old, bounds, counter):
+  """A loop variable bound before its runtime loop, as Python leaves it after the loop: the last
+  index where the loop ran a trip, else its value before (`i = 0; for i in range(n): ...`). None
+  where it was not bound before to an integer of the counter's type (or a Python int)."""
+  start, stop, step = bounds
+  if type(old) is int and counter == DType.i32 and -2 ** 31 <= old < 2 ** 31:
+    pass
+  elif not (is_value(old) and isinstance(old.type, ScalarType) and resolve(old.type.dtype) == counter):
+    return None
+  cx = Call(tracer.b, loc)
+  b = lambda k, x, y: x - y if k is ew.BinOp.SUB and isinstance(x, int) and isinstance(y, int) else ew.binary(cx, k, x, y)
+  span = b(ew.BinOp.SUB, b(ew.BinOp.SUB, stop, start), 1)
+  last = b(ew.BinOp.ADD, start, b(ew.BinOp.MUL, b(ew.BinOp.FLOORDIV, span, step), step))
+  ran = ew.compare(cx, ew.CmpOp.LT, start, stop)
+  return ew.where_(cx, ran, last, old)
 
 
 def _check_wrapped_range(tracer, node, it, fn) -> None:

@@ -517,3 +517,36 @@ def test_a_runtime_conditional_expression_of_refs_tuples_or_reads_is_hinted_as_a
   x = jnp.arange(512, dtype=F32)
   np.testing.assert_array_equal(guarded_read_fixed(jnp.array([600], I32), x, interpret=True), x[:128] * 0)
   np.testing.assert_array_equal(guarded_read_fixed(jnp.array([3], I32), x, interpret=True), x[:128] * 3)
+
+
+# ---------------------------------------------------------------- a loop variable bound before its loop
+@mg.mgpu_kernel(out_shape=lambda n, x: x)
+def index_after_the_loop(n, x, out):
+  i = 100
+  for i in range(n[0]):
+    pass
+  j = n[1]
+  for j in range(n[1], n[0], 3):
+    pass
+  out[...] = x[...] * 0.0 + (i * 1000 + j).astype(F32)
+
+
+@mg.mgpu_kernel(out_shape=lambda n, x: x)
+def float_before_the_loop(n, x, out):
+  i = 0.5
+  for i in range(n[0]):
+    pass
+  out[...] = x[...] * i
+
+
+def test_a_loop_variable_bound_before_its_runtime_loop_is_python_s_after_it():
+  """`i = 100; for i in range(n): ...` then `i` was MG004 'possibly unbound' although Python binds it
+  (the last index, or 100 where the loop ran no trip)."""
+  x = jnp.zeros((128,), F32)
+  for n, want in (((8, 1), 7 * 1000 + 7), ((0, 1), 100 * 1000 + 1), ((3, 5), 2 * 1000 + 5)):
+    np.testing.assert_array_equal(index_after_the_loop(jnp.array(n, I32), x, interpret=True), np.full(128, want))
+  builds(index_after_the_loop, S((2,), I32), X)
+  expect(float_before_the_loop, [N, X], mg.UnboundNameError, "i\n",
+         "i is possibly unbound here: i is the loop variable of the loop at line"
+         f" {float_before_the_loop.fn.__code__.co_firstlineno + 3}, which is not defined after a runtime loop (it may"
+         " run no trips)")
