@@ -217,11 +217,16 @@ def _index_after(tracer, loc, old, bounds, counter):
   elif not (is_value(old) and isinstance(old.type, ScalarType) and resolve(old.type.dtype) == counter):
     return None
   cx = Call(tracer.b, loc)
-  b = lambda k, x, y: x - y if k is ew.BinOp.SUB and isinstance(x, int) and isinstance(y, int) else ew.binary(cx, k, x, y)
+  py = {ew.BinOp.SUB: int.__sub__, ew.BinOp.ADD: int.__add__, ew.BinOp.MUL: int.__mul__,
+        ew.BinOp.FLOORDIV: int.__floordiv__}
+
+  def b(k, x, y):           # Python ints stay Python ints (a loop over range(4): its last index is 3)
+    return py[k](x, y) if isinstance(x, int) and isinstance(y, int) else ew.binary(cx, k, x, y)
   span = b(ew.BinOp.SUB, b(ew.BinOp.SUB, stop, start), 1)
   last = b(ew.BinOp.ADD, start, b(ew.BinOp.MUL, b(ew.BinOp.FLOORDIV, span, step), step))
-  ran = ew.compare(cx, ew.CmpOp.LT, start, stop)
-  return ew.where_(cx, ran, last, old)
+  if isinstance(start, int) and isinstance(stop, int):
+    return last if start < stop else old
+  return ew.where_(cx, ew.compare(cx, ew.CmpOp.LT, start, stop), last, old)
 
 
 def _check_wrapped_range(tracer, node, it, fn) -> None:

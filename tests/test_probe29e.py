@@ -532,6 +532,17 @@ def index_after_the_loop(n, x, out):
 
 
 @mg.mgpu_kernel(out_shape=lambda n, x: x)
+def index_after_a_static_range(n, x, out):
+  i = 100
+  for i in range(4):
+    pass
+  k = n[0]
+  for k in range(2, 9, 3):
+    pass
+  out[...] = x[...] * 0.0 + (i * 100 + k)
+
+
+@mg.mgpu_kernel(out_shape=lambda n, x: x)
 def float_before_the_loop(n, x, out):
   i = 0.5
   for i in range(n[0]):
@@ -546,6 +557,7 @@ def test_a_loop_variable_bound_before_its_runtime_loop_is_python_s_after_it():
   for n, want in (((8, 1), 7 * 1000 + 7), ((0, 1), 100 * 1000 + 1), ((3, 5), 2 * 1000 + 5)):
     np.testing.assert_array_equal(index_after_the_loop(jnp.array(n, I32), x, interpret=True), np.full(128, want))
   builds(index_after_the_loop, S((2,), I32), X)
+  np.testing.assert_array_equal(index_after_a_static_range(jnp.array([5], I32), x, interpret=True), np.full(128, 308))
   expect(float_before_the_loop, [N, X], mg.UnboundNameError, "i\n",
          "i is possibly unbound here: i is the loop variable of the loop at line"
          f" {float_before_the_loop.fn.__code__.co_firstlineno + 3}, which is not defined after a runtime loop (it may"
