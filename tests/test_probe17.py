@@ -107,14 +107,26 @@ def loop_variable_after_the_loop(x, n, out):
   out[...] = x[...] + i
 
 
+@mg.mgpu_kernel(out_shape=lambda x, n: x)
+def loop_variable_only_in_the_loop(x, n, out):
+  for i in range(n[0]):
+    pass
+  out[...] = x[...] + i
+
+
 def test_loop_variable_after_a_runtime_loop_hints_a_carry():
-  """The hint said 'assign i before the branch or loop', which the kernel already did."""
-  expect(loop_variable_after_the_loop, [S((128,), I32), S((1,), I32)], mg.UnboundNameError, "i\n",
+  """The hint said 'assign i before the branch or loop', which the kernel already did. (A loop
+  variable bound before the loop is now Python's after it, the last index or its value before:
+  tests/test_probe29e.py.)"""
+  expect(loop_variable_only_in_the_loop, [S((128,), I32), S((1,), I32)], mg.UnboundNameError, "i\n",
          "i is possibly unbound here: i is the loop variable of the loop at line"
-         f" {loop_variable_after_the_loop.fn.__code__.co_firstlineno + 3}, which is not defined after a"
+         f" {loop_variable_only_in_the_loop.fn.__code__.co_firstlineno + 2}, which is not defined after a"
          " runtime loop (it may run no trips)",
          hint="keep what you need in a variable the loop carries: last = 0 before the loop, last = i in its"
               " body, then use last after it")
+  x = jnp.zeros((128,), I32)
+  for n, last in ((4, 3), (0, 0)):
+    np.testing.assert_array_equal(loop_variable_after_the_loop(x, jnp.array([n], I32), interpret=True), x + last)
 
 
 @mg.mgpu_kernel(out_shape=lambda x, n: x)
