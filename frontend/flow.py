@@ -224,8 +224,8 @@ def _index_after(tracer, loc, old, bounds, counter):
     return py[k](x, y) if isinstance(x, int) and isinstance(y, int) else ew.binary(cx, k, x, y)
   span = b(ew.BinOp.SUB, b(ew.BinOp.SUB, stop, start), 1)
   last = b(ew.BinOp.ADD, start, b(ew.BinOp.MUL, b(ew.BinOp.FLOORDIV, span, step), step))
-  if isinstance(start, int) and isinstance(stop, int):
-    return last if start < stop else old
+  if isinstance(start, int) and isinstance(stop, int):    # (an empty one left the name as it was)
+    return ew.constant(cx, last, counter) if isinstance(last, int) else last    # a scalar, as in the body
   return ew.where_(cx, ew.compare(cx, ew.CmpOp.LT, start, stop), last, old)
 
 

@@ -539,7 +539,7 @@ def index_after_a_static_range(n, x, out):
   k = n[0]
   for k in range(2, 9, 3):
     pass
-  out[...] = x[...] * 0.0 + (i * 100 + k)
+  out[...] = x[...] * 0.0 + (i * 100 + k).astype(F32)
 
 
 @mg.mgpu_kernel(out_shape=lambda n, x: x)
