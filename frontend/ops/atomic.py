@@ -73,6 +73,28 @@ def check_dtype(cx, kind: AtomicKind, d, table, what, where):
             and d == DType.f32 else ""))
 
 
+def number_into(cx, what: str, value, d, name: str):
+  """A Python float added (or maxed) into an integer ref: a whole number in the dtype's range is
+  that integer (`ml.atomic_add(counts.at[b], 1.0)`); 0.5 would truncate to 0 and 1e10 wrap or
+  saturate, a count silently lost, so those are errors (as `other=` of an integer load)."""
+  d = resolve(d)
+  if not (isinstance(value, float) and isinstance(d, DType) and not d.is_float and d != DType.bool_):
+    return value
+  lo, hi = d.int_range
+  if value.is_integer() and lo <= value <= hi:
+    return int(value)
+  dn = dtype_name(d)
+  if value.is_integer() or math.isinf(value):
+    raise E.KernelTypeError(
+        f"{what} of {value} into {name} ({dn}): the number is outside {dn}'s range ({lo}..{hi})", cx.loc,
+        hint=f"pass a number {name} can hold ({lo}..{hi}), or make {name} a float array to accumulate floats")
+  raise E.DtypeMismatchError(
+      f"{what} of the float {value} into {name} ({dn}): it would be truncated to {int(value) if value == value else 0}"
+      f" in every update", cx.loc,
+      hint=f"make {name} a float array (jnp.float32 in out_shape) to accumulate fractions, or pass an integer"
+           f" ({math.floor(value) if value == value else 0} or {math.ceil(value) if value == value else 0})")
+
+
 def _ref_hint(cx, what: str, ref, value) -> str:
   """The hint for an atomic given a value: where the user read it from a ref (`out[...]`, `out[i]`),
   that ref's window, which the atomic takes instead of the value read from it."""
@@ -109,6 +131,7 @@ def _atomic(cx, kind: AtomicKind, ref, value):
   if not (is_value(value) or isinstance(value, Num)) or is_ref(value):
     raise E.KernelTypeError(f"{what} adds a register value, got {kind_of(value)}", cx.loc,
                             hint=f"read refs first: {what}(dst, src[...])")
+  value = number_into(cx, what, value, t.dtype, ref.name or "the ref")
   if is_value(value) and unify(t.dtype, value.type.dtype, cx.loc, what) is None:
     raise E.DtypeMismatchError(
         f"{what} of {value.name or 'a value'} ({dtype_name(value.type.dtype)}) into {ref.name or 'a ref'}"

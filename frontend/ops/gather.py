@@ -298,6 +298,8 @@ def scatter(cx, kind: AtomicKind, iref: IndexedRef, value):
   d = resolve(ref.type.dtype)
   check_dtype(cx, kind, d, hw.ATOMIC_ELEMENT, what, "through a tensor of indices (one element at a time)")
   if isinstance(value, Num) or is_scalar(value):
+    from .atomic import number_into
+    value = number_into(cx, what, value, d, ref.name or "the ref")
     value = ew.full_(cx, p.out_shape, value, ref.type.dtype, what)
   elif not is_tensor(value):
     raise E.KernelTypeError(f"{what} adds a register value, got {kind_of(value)}", cx.loc,
