@@ -100,6 +100,7 @@ class GridEval:
     self.exact = True
     self.trips = []           # (loop index, its values now) of the loops being walked, outermost first
     self.overflows = Overflows()     # int32 index arithmetic that wraps (frontend/overflow.py)
+    self.decided: dict = {}   # id(block of an If) -> programs its condition, known here, kept out of it
 
   def program(self, p: int) -> tuple:
     return tuple(int(a[p]) for a in self.pid)
@@ -153,6 +154,10 @@ class GridEval:
 
   def branch(self, o: If, must, may):
     c = self.value(o.cond)
+    if c is not UNKNOWN:        # blocks a condition known here keeps some programs out of (MG602's hint)
+      for blk, off in ((o.then_block, may & ~c), (o.else_block, may & c)):
+        if off.any():
+          self.decided[id(blk)] = self.decided.get(id(blk), False) | off
     sides = []
     for blk, on in ((o.then_block, c), (o.else_block, None if c is UNKNOWN else ~c)):
       m = must & on if on is not None else np.zeros_like(must)

@@ -17,6 +17,17 @@ from .ops.base import Num, is_value
 from .types import RefType, TensorType, dtype_name
 
 
+def static_if(tracer, node: ast.If, cond) -> None:
+  """An if on a Python value: only the branch taken is traced. A branch skipped is remembered
+  (where, the condition's text, its statements), so an output it would have written that stays
+  unwritten names the condition (MG602)."""
+  taken, skipped = (node.body, node.orelse) if cond else (node.orelse, node.body)
+  if skipped:
+    tracer.__dict__.setdefault("static_skips", {}).setdefault(
+        (node.lineno, node.col_offset), (tracer.loc(node), tracer.text(node.test), skipped))
+  tracer.run_body(taken)
+
+
 def trace_if(tracer, node: ast.If, cond: ir.Value):
   loc, env, bld = tracer.loc(node), tracer.env, tracer.b
   before, where = dict(env), dict(tracer.where)

@@ -526,7 +526,7 @@ class _Memory:
         continue
       out.append(_with_lone_axis_note(self.kernel, uncovered_error(p.name, shape, ~m, g, self.kernel.grid,
                                                                    self.first_write[p.value.id],
-                                                                   rank=grid_rank(self.kernel))))
+                                                                   rank=grid_rank(self.kernel)), (self.ev, p)))
     return out
 
   def race_errors(self) -> list:

@@ -200,6 +200,7 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, bloc
                      em.num_load_slots, loc)
   kernel.globals_read = ir.Captured(tr.globals_read)
   kernel.transient_ids = frozenset(em.transient)
+  kernel.static_skips = list(getattr(tr, "static_skips", {}).values())   # (for MG602's hint)
   kernel.inline_sites = em.inline_sites            # (for notes on errors found later, interpret mode's too)
   kernel.accumulated = accumulated_outputs(kernel.body, em.defs, kernel.outputs)
   kernel.aliases = aliases

@@ -162,10 +162,14 @@ def uncovered_error(name, shape, missing, g, grid, loc, masked=None, rank=1, ski
            f" @mgpu_kernel(..., input_output_aliases={{input index: output index}})")
 
 
-def _with_lone_axis_note(kernel, err):
+def _with_lone_axis_note(kernel, err, hole=None):
   """`err` with a note where the kernel reads ml.program_id of an axis the grid has one program
   along (ml.program_id(1) on a 1-D grid: always 0), the likely cause of windows that collide or
-  leave the output unwritten."""
+  leave the output unwritten. `hole`: (the grid evaluator, the output param) of an MG602, whose
+  hint names an if known while compiling that skipped a write into the output (frontend/if_holes.py)."""
+  if hole is not None:
+    from .if_holes import if_hole_hint
+    err.hint = if_hole_hint(kernel, *hole) or err.hint
   from .ops.control import ProgramId
   lone = next((o for o in ir.walk(kernel.body) if isinstance(o, ProgramId) and o.axis > 0
                and kernel.grid[o.axis] == 1), None)

@@ -241,10 +241,10 @@ class Tracer(Assignments, Calls, Containers, ast.NodeVisitor):
                           " condition, e.g. found = 0; while (i < n) & (found == 0): ...")
 
   def visit_If(self, node):
+    from .branches import static_if, trace_if
     cond = self.eval(node.test)
     if not is_value(cond):
-      self.run_body(node.body if cond else node.orelse)
-      return
+      return static_if(self, node, cond)
     cond = self.one_element_condition(node.test, cond)
     if not isinstance(cond.type, ScalarType) or resolve(cond.type.dtype) != DType.bool_:
       scalar = isinstance(cond.type, ScalarType)
@@ -253,7 +253,6 @@ class Tracer(Assignments, Calls, Containers, ast.NodeVisitor):
           self.loc(node.test), hint=f"compare it: {self._if_word(node)} {self.nonzero(node.test)}:" if scalar else
           self.one_element_hint(node.test, cond, self._if_word(node)) or
           "compare scalars (i < n); tensors select with ml.where")
-    from .branches import trace_if
     trace_if(self, node, cond)
 
   def one_element_condition(self, test, cond):

@@ -66,3 +66,44 @@ def test_a_whole_python_float_counts_as_its_integer():
   x = np.random.default_rng(0).integers(0, 64, 256).astype(np.int32)
   got = whole_float_counts(jnp.asarray(x), interpret=True)
   np.testing.assert_array_equal(np.asarray(got), np.bincount(x, minlength=64))
+
+
+# ---------------------------------------------------------------- MG602 under an if known while compiling
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(2,))
+def first_program_only(x, out):
+  i = ml.program_id(0)
+  if i < 1:
+    out.at[i][...] = x.at[i][...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def first_trip_only(x, out):
+  for r in ml.static_range(2):
+    if r == 0:
+      out.at[r][...] = x.at[r][...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def too_few_programs(x, out):
+  i = ml.program_id(0)
+  out.at[i][...] = x.at[i][...]
+
+
+def test_a_hole_an_if_known_while_compiling_made_names_the_condition():
+  """The hint said to launch enough programs; the if skipped the write (more programs would not help)."""
+  e = expect(first_program_only, [S((2, 128), F32)], mg.UncoveredOutputError, "out.at[i][...] =",
+             "out[1:2, :] is never written: none of the 2 programs of grid (2,) writes it, so 128 of 256"
+             " elements of out would stay uninitialised")
+  assert e.hint.startswith("the condition i < 1 of the if at line"), e.hint
+  assert "is known while compiling: it skips the write in program (1,)" in e.hint, e.hint
+  assert "launch enough programs" not in e.hint
+  e = expect(first_trip_only, [S((2, 128), F32)], mg.UncoveredOutputError, "out.at[r][...] =",
+             "out[1:2, :] is never written: the kernel's one program does not write it, so 128 of 256"
+             " elements of out would stay uninitialised")
+  assert e.hint.startswith("the condition r == 0 of the if at line"), e.hint
+  assert "it skipped a branch that writes into out" in e.hint and "launch enough" not in e.hint, e.hint
+  # without an if, the grid is what to fix
+  e = expect(too_few_programs, [S((2, 128), F32)], mg.UncoveredOutputError, "out.at[i][...] =",
+             "out[1:2, :] is never written: the kernel's one program does not write it, so 128 of 256"
+             " elements of out would stay uninitialised")
+  assert e.hint.startswith("launch enough programs"), e.hint
