@@ -17,7 +17,7 @@ from .hw import TMA_SMEM_ALIGN as SMEM_ALIGN
 from .types import DTypeVar, resolve
 
 
-def check_copy(loc, gmem: ir.Value, gwin, smem: ir.Value, swin, store: bool = False) -> None:
+def check_copy(loc, gmem: ir.Value, gwin, smem: ir.Value, swin, store: bool = False, defs=None) -> None:
   """`gwin`/`swin`: (root ref, index over the root or None for the whole root) of each side;
   `store`: the copy writes GMEM (hints say how to store from registers instead)."""
   d = resolve(gmem.type.dtype)
@@ -71,7 +71,7 @@ def check_copy(loc, gmem: ir.Value, gwin, smem: ir.Value, swin, store: bool = Fa
         hint=f"pad the array's last dimension, or {_registers(store, groot.name or 'out')} instead")
   if swin[1] is not None:
     _check_smem_contiguous(smem, swin, loc)
-    _check_smem_aligned(smem, swin, itemsize, loc)
+    _check_smem_aligned(smem, swin, itemsize, loc, defs or {})
 
 
 def tma_rank(full, index) -> int:
@@ -88,21 +88,42 @@ def tma_rank(full, index) -> int:
   return kept + squeezed
 
 
-def _check_smem_aligned(smem: ir.Value, swin, itemsize: int, loc) -> None:
+def _check_smem_aligned(smem: ir.Value, swin, itemsize: int, loc, defs) -> None:
+  from .absint import known_multiple
   sroot, index = swin
   full = sroot.type.shape
   strides = [itemsize * math.prod(full[d + 1:]) for d in range(len(full))]
   static = sum(i.start * s for i, s in zip(index, strides) if isinstance(i.start, int))
-  dynamic = [(d, s) for d, (i, s) in enumerate(zip(index, strides)) if not isinstance(i.start, int)]
+  # a run-time start moves the window by its stride times a number the start is always a multiple
+  # of (buf.at[ml.ds(j * 32, 32)] of a 1-D float32 buffer: 128 bytes; ml.multiple_of tells it)
+  dynamic = [(d, s * known_multiple(i.start, defs)) for d, (i, s) in enumerate(zip(index, strides))
+             if not isinstance(i.start, int)]
   root = sroot.name or "the buffer"
   name = smem.name or "this window"
   hint = (f"make each row of {root} a multiple of {SMEM_ALIGN} bytes (pad its inner dimensions),"
           f" or copy into a buffer of its own")
+  last = index[-1].start
+  if isinstance(last, int) and (last * itemsize) % SMEM_ALIGN:     # the start inside a row (a 1-D buffer's)
+    t = SMEM_ALIGN // itemsize
+    lo, n = last - last % t, index[-1].size
+    at = [str(c) for c in (lo, lo + t) if c + n <= full[-1]]
+    where = f"{root}'s last dimension" if len(full) > 1 else root
+    hint = (f"start the window at a multiple of {t} elements of {where} ({SMEM_ALIGN} bytes):"
+            f" ml.ds({' or ml.ds('.join(a + f', {n})' for a in at)}, and read the elements you need from there"
+            f" (or allocate {root} larger), or copy into a buffer of its own")
   if static % SMEM_ALIGN:
     raise E.TmaLimitError(
         f"TMA copies need the SMEM window to start at a multiple of {SMEM_ALIGN} bytes; {name} starts"
         f" {static} bytes into {root}", loc, hint=hint)
   for d, s in dynamic:
+    if s % SMEM_ALIGN and d == len(full) - 1:       # a run-time start inside a row (a 1-D buffer's)
+      t, m = SMEM_ALIGN // itemsize, s // itemsize
+      raise E.TmaLimitError(
+          f"TMA copies need the SMEM window to start at a multiple of {SMEM_ALIGN} bytes; the run-time start of"
+          f" {name} is known to be a multiple of {m} element{'s' if m > 1 else ''} only ({s} bytes)", loc,
+          hint=f"start it at a multiple of {t} elements ({SMEM_ALIGN} bytes: ml.ds(j * {t}, ...)), or, where it"
+               f" is one, say so: ml.ds(ml.multiple_of(start, {t}), ...) (checked in interpret mode); or copy"
+               f" into a buffer of its own")
     if s % SMEM_ALIGN:
       raise E.TmaLimitError(
           f"TMA copies need the SMEM window to start at a multiple of {SMEM_ALIGN} bytes; {name} moves"

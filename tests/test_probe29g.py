@@ -107,3 +107,71 @@ def test_a_hole_an_if_known_while_compiling_made_names_the_condition():
              "out[1:2, :] is never written: the kernel's one program does not write it, so 128 of 256"
              " elements of out would stay uninitialised")
   assert e.hint.startswith("launch enough programs"), e.hint
+
+
+# ---------------------------------------------------------------- TMA into a 1-D SMEM window
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def one_d_window_at_4(x, out):
+  buf = ml.smem((256,))
+  ml.copy(x.at[ml.ds(0, 128)], buf.at[ml.ds(4, 128)])
+  out[...] = buf[...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((4, 256), x.dtype))
+def row_window_at_4(x, out):
+  buf = ml.smem((4, 256))
+  ml.copy(x.at[ml.ds(0, 128)], buf.at[1, ml.ds(4, 128)])
+  out[...] = buf[...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(2,))
+def one_d_runtime_window(x, out):
+  j = ml.program_id(0)
+  buf = ml.smem((256,))
+  ml.copy(x.at[ml.ds(j * 128, 128)], buf.at[ml.ds(j * 128, 128)])
+  out.at[ml.ds(j * 128, 128)][...] = buf.at[ml.ds(j * 128, 128)][...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(2,))
+def one_d_promised_window(x, out):
+  j = ml.program_id(0)
+  buf = ml.smem((256,))
+  ml.copy(x.at[ml.ds(j * 128, 128)], buf.at[ml.ds(ml.multiple_of(j * 128, 32), 128)])
+  out.at[ml.ds(j * 128, 128)][...] = buf.at[ml.ds(j * 128, 128)][...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(2,))
+def one_d_unaligned_runtime_window(x, out):
+  j = ml.program_id(0)
+  buf = ml.smem((256,))
+  ml.copy(x.at[ml.ds(j * 128, 128)], buf.at[ml.ds(j * 4, 128)])
+  out.at[ml.ds(j * 128, 128)][...] = buf.at[ml.ds(j * 4, 128)][...]
+
+
+def test_a_misaligned_1d_smem_window_is_hinted_in_elements():
+  """The hint said to pad each row of the buffer, which a 1-D buffer (or a window starting inside a
+  row) does not have."""
+  expect(one_d_window_at_4, [S((256,), F32)], mg.TmaLimitError, "ml.copy(",
+         "TMA copies need the SMEM window to start at a multiple of 128 bytes; buf.at[ml.ds(4, 128)] starts"
+         " 16 bytes into buf",
+         hint="start the window at a multiple of 32 elements of buf (128 bytes): ml.ds(0, 128) or ml.ds(32, 128),"
+              " and read the elements you need from there (or allocate buf larger), or copy into a buffer of its own")
+  e = expect(row_window_at_4, [S((256,), F32)], mg.TmaLimitError, "ml.copy(",
+             "TMA copies need the SMEM window to start at a multiple of 128 bytes; buf.at[1, ml.ds(4, 128)]"
+             " starts 1040 bytes into buf")
+  assert e.hint.startswith("start the window at a multiple of 32 elements of buf's last dimension"), e.hint
+
+
+def test_a_runtime_1d_smem_window_start_proved_aligned_is_accepted():
+  """`buf.at[ml.ds(j * 128, 128)]` of a 1-D float32 buffer was rejected: the check took the
+  window's step per unit of the run-time start (4 bytes), not what the start is a multiple of."""
+  x = jnp.arange(256, dtype=F32)
+  for k in (one_d_runtime_window, one_d_promised_window):
+    np.testing.assert_array_equal(np.asarray(k(x, interpret=True)), np.asarray(x))
+    assert "mosaic_gpu" in str(_export(k, S((256,), F32)))
+  expect(one_d_unaligned_runtime_window, [S((256,), F32)], mg.TmaLimitError, "ml.copy(",
+         "TMA copies need the SMEM window to start at a multiple of 128 bytes; the run-time start of"
+         " buf.at[ml.ds(j * 4, 128)] is known to be a multiple of 4 elements only (16 bytes)",
+         hint="start it at a multiple of 32 elements (128 bytes: ml.ds(j * 32, ...)), or, where it is one,"
+              " say so: ml.ds(ml.multiple_of(start, 32), ...) (checked in interpret mode); or copy into a"
+              " buffer of its own")
