@@ -360,11 +360,20 @@ def rows_hint(shape, other="0.0", window=None) -> str:
           f" which any number of rows works")
 
 
-def flat_gather_error(r, k) -> tuple[str, str]:
+def flat_gather_error(r, k, scatter=False) -> tuple[str, str]:
   """(message, hint) for a gather from a 1-D table by an (r, k) index tile the user broadcast
   from a column (rows[:, None] * n + ids, or a[:, None] + ml.arange(k)[None, :] for chunks of CSR rows):
-  that broadcast needs the columns."""
+  that broadcast needs the columns. `scatter`: an atomic scatter into a 1-D output, in its words."""
   wide = -(-k // hw.WARP) * hw.WARP
+  if scatter:
+    widen = (f"; or widen the tiles to {wide} columns (cols = ml.arange({wide})[None, :]): load the values with"
+             f" mask=cols < {k}, other=0, and send the extra columns past the output's end, where the scatter"
+             f" drops them: out.at[ml.where(cols < {k}, idx, out.shape[0])]") if k % hw.WARP else ""
+    return (f"the indices of this scatter, a ({r}, {k}) tile, are broadcast along their rows (a column"
+            f" stretched to {k} columns): that needs columns a multiple of {hw.WARP} (one per lane of a warp), and"
+            f" rows a multiple of {hw.WARPS_PER_WARPGROUP} unless the columns are a multiple of {hw.WARPGROUP}",
+            f"scatter each column by itself, 1-D (ml.atomic_add(out.at[rows * n + j], v[:, j]) for j in"
+            f" ml.static_range({k})){widen}")
   widen = (f"; or widen the index tile to {wide} columns, the extra ones masked off (ml.arange({wide})[None, :]"
            f" < {k} in the masks of what it reads and stores; chunks of CSR rows, a[:, None] + c * {wide} +"
            f" ml.arange({wide})[None, :], need no other mask than the rows' ends)") if k % hw.WARP else ""

@@ -410,7 +410,7 @@ class _Solver:
     if indexed is not None and len(indexed.ref.type.shape) == 1 and len(bad.type.shape) == 2:
       # a 1-D table: the 2-D indices are the user's own arithmetic (rows[:, None] * n + ids), whose
       # broadcast of a column needs the columns
-      message, hint = flat_gather_error(*bad.type.shape)
+      message, hint = flat_gather_error(*bad.type.shape, scatter=isinstance(indexed, ScatterUpdate))
       raise E.LayoutError(message, indexed.loc, hint=hint)
     if indexed is not None:        # the compiler's index grids, not a broadcast the user wrote
       where, verb = indexed, "gather" if isinstance(indexed, Gather) else "scatter"

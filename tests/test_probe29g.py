@@ -175,3 +175,45 @@ def test_a_runtime_1d_smem_window_start_proved_aligned_is_accepted():
          hint="start it at a multiple of 32 elements (128 bytes: ml.ds(j * 32, ...)), or, where it is one,"
               " say so: ml.ds(ml.multiple_of(start, 32), ...) (checked in interpret mode); or copy into a"
               " buffer of its own")
+
+
+# ---------------------------------------------------------------- a scatter by a broadcast index tile
+@mg.mgpu_kernel(out_shape=lambda v, r: S((64 * 16,), jnp.float32))
+def flat_scatter(v, r, out):
+  rows = r[...]
+  ml.atomic_add(out.at[rows[:, None] * 16 + ml.arange(16)[None, :]], v[...])
+
+
+@mg.mgpu_kernel(out_shape=lambda v, r: S((64 * 16,), jnp.float32))
+def flat_scatter_by_columns(v, r, out):          # the hint's first way
+  rows = r[...]
+  vals = v[...]
+  for j in ml.static_range(16):
+    ml.atomic_add(out.at[rows * 16 + j], vals[:, j])
+
+
+@mg.mgpu_kernel(out_shape=lambda v, r: S((64 * 16,), jnp.float32))
+def flat_scatter_widened(v, r, out):             # the hint's second way
+  rows = r[...]
+  cols = ml.arange(32)[None, :]
+  vals = v.at[:, ml.ds(0, 32)].load(mask=cols < 16, other=0)
+  ml.atomic_add(out.at[ml.where(cols < 16, rows[:, None] * 16 + cols, out.shape[0])], vals)
+
+
+def test_a_scatter_by_a_narrow_broadcast_index_tile_says_scatter_and_its_hint_works():
+  """The message called the scatter a gather, and the hint gathered (t[...] stored as out.at[:, j])."""
+  specs = [S((8, 16), F32), S((8,), I32)]
+  e = expect(flat_scatter, specs, mg.LayoutError, "ml.atomic_add(",
+             "the indices of this scatter, a (8, 16) tile, are broadcast along their rows (a column stretched"
+             " to 16 columns): that needs columns a multiple of 32 (one per lane of a warp), and rows a multiple"
+             " of 4 unless the columns are a multiple of 128")
+  assert e.hint.startswith("scatter each column by itself, 1-D (ml.atomic_add(out.at[rows * n + j], v[:, j])"), e.hint
+  assert "out.at[ml.where(cols < 16, idx, out.shape[0])]" in e.hint, e.hint
+  rng = np.random.default_rng(0)
+  v = rng.standard_normal((8, 16)).astype(np.float32)
+  r = rng.integers(0, 64, 8).astype(np.int32)
+  want = np.zeros(64 * 16, np.float32)
+  np.add.at(want, (r[:, None] * 16 + np.arange(16)[None, :]).ravel(), v.ravel())
+  for k in (flat_scatter_by_columns, flat_scatter_widened):
+    np.testing.assert_allclose(np.asarray(k(jnp.asarray(v), jnp.asarray(r), interpret=True)), want, rtol=1e-6)
+    assert "mosaic_gpu" in str(_export(k, *specs))
