@@ -19,12 +19,12 @@ from .types import RefType, TensorType, dtype_name
 
 def static_if(tracer, node: ast.If, cond) -> None:
   """An if on a Python value: only the branch taken is traced. A branch skipped is remembered
-  (where, the condition's text, its statements), so an output it would have written that stays
+  (where, the condition's text, its statements, the taken branch's), so an output it would have written that stays
   unwritten names the condition (MG602)."""
   taken, skipped = (node.body, node.orelse) if cond else (node.orelse, node.body)
   if skipped:
     tracer.__dict__.setdefault("static_skips", {}).setdefault(
-        (node.lineno, node.col_offset), (tracer.loc(node), tracer.text(node.test), skipped))
+        (node.lineno, node.col_offset), (tracer.loc(node), tracer.text(node.test), skipped, taken))
   tracer.run_body(taken)
 
 

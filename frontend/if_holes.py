@@ -25,11 +25,15 @@ def if_hole_hint(kernel: ir.Kernel, ev, param) -> str | None:
     who = _programs(ev, off) if off is not None else "some programs"
     return _hint(name, cond.lineno, _condition(cond), write.lineno, f"is known while compiling: it skips"
                  f" the write in {who}")
-  for loc, text, stmts in getattr(kernel, "static_skips", ()):
-    if any(isinstance(n, ast.Name) and n.id == name for s in stmts for n in ast.walk(s)):
+  for loc, text, skipped, taken in getattr(kernel, "static_skips", ()):
+    if _names(skipped, name) and not _names(taken, name):       # (not if HAS_BIAS: out = .. else: out = ..)
       return _hint(name, loc.lineno, text, None, "is decided while tracing (on Python values: shapes,"
                    f" constexprs, ml.static_range indices), and it skipped a branch that writes into {name}")
   return None
+
+
+def _names(stmts, name) -> bool:
+  return any(isinstance(n, ast.Name) and n.id == name for s in stmts for n in ast.walk(s))
 
 
 def _hint(name, line, text, write, how) -> str:

@@ -217,3 +217,19 @@ def test_a_scatter_by_a_narrow_broadcast_index_tile_says_scatter_and_its_hint_wo
   for k in (flat_scatter_by_columns, flat_scatter_widened):
     np.testing.assert_allclose(np.asarray(k(jnp.asarray(v), jnp.asarray(r), interpret=True)), want, rtol=1e-6)
     assert "mosaic_gpu" in str(_export(k, *specs))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def both_branches_write(x, out, *, double: ml.constexpr = False):
+  i = ml.program_id(0)
+  if double:
+    out.at[i][...] = x.at[i][...] * 2
+  else:
+    out.at[i][...] = x.at[i][...]
+
+
+def test_a_static_if_whose_taken_branch_writes_too_keeps_the_grid_hint():
+  e = expect(both_branches_write, [S((2, 128), F32)], mg.UncoveredOutputError, "out.at[i][...] = x.at[i][...]",
+             "out[1:2, :] is never written: the kernel's one program does not write it, so 128 of 256"
+             " elements of out would stay uninitialised", nth=1)
+  assert e.hint.startswith("launch enough programs"), e.hint
