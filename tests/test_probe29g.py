@@ -233,3 +233,32 @@ def test_a_static_if_whose_taken_branch_writes_too_keeps_the_grid_hint():
              "out[1:2, :] is never written: the kernel's one program does not write it, so 128 of 256"
              " elements of out would stay uninitialised", nth=1)
   assert e.hint.startswith("launch enough programs"), e.hint
+
+
+# ---------------------------------------------------------------- an SMEM atomic of an unsupported dtype
+@mg.mgpu_kernel(out_shape=lambda x: S((8, 128), x.dtype))
+def smem_max_f16(x, out):
+  b = ml.smem((8, 128), jnp.float16)
+  b[...] = ml.full((8, 128), float("-inf"), jnp.float16)
+  ml.atomic_max(b, x[...])
+  out[...] = b[...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((8, 128), x.dtype))
+def smem_max_f16_plain(x, out):       # the hint followed
+  b = ml.smem((8, 128), jnp.float16)
+  b[...] = ml.full((8, 128), float("-inf"), jnp.float16)
+  b[...] = ml.maximum(b[...], x[...])
+  out[...] = b[...]
+
+
+def test_an_smem_atomic_hopper_lacks_hints_the_plain_update_one_cta_needs():
+  """The hint only said to convert the dtypes; in SMEM every element of the window is one thread's."""
+  expect(smem_max_f16, [S((8, 128), jnp.float16)], mg.UnsupportedDtypeError, "ml.atomic_max(b, x[...])",
+         "ml.atomic_max on float16 is not supported in SMEM: Hopper's atomic max takes int32, uint32",
+         hint="update the SMEM window plainly, b[...] = ml.maximum(b[...], x[...]): each of its elements is held"
+              " by one thread of the CTA, so none of them race (atomics matter between CTAs, in GMEM); or convert"
+              " the value and the array to a supported dtype")
+  x = np.random.default_rng(1).standard_normal((8, 128)).astype(np.float16)
+  np.testing.assert_array_equal(np.asarray(smem_max_f16_plain(jnp.asarray(x), interpret=True)), x)
+  assert "mosaic_gpu" in str(_export(smem_max_f16_plain, S((8, 128), jnp.float16)))

@@ -61,13 +61,19 @@ def check_target(cx, b, ref, what):
         hint="accumulate into an output (it starts at the operation's identity, e.g. 0 for add)")
 
 
-def check_dtype(cx, kind: AtomicKind, d, table, what, where):
+def check_dtype(cx, kind: AtomicKind, d, table, what, where, smem=None):
+  """`smem`: the texts of an SMEM window updated whole and of the value, which one CTA's threads hold an element each
+  of, so a plain read-modify-write does the same (no two threads meet on an element)."""
   d = resolve(d)
   if isinstance(d, DType) and d not in table[kind.value]:
     ok = ", ".join(sorted(str(x) for x in table[kind.value]))
+    buf, v = smem or ("", "")
+    op = f"{buf}[...] + {v}" if kind == AtomicKind.ADD else f"ml.{kind.value}imum({buf}[...], {v})"
+    plain = (f"update the SMEM window plainly, {buf}[...] = {op}: each of its elements is"
+             f" held by one thread of the CTA, so none of them race (atomics matter between CTAs, in GMEM); or ")
     raise E.UnsupportedDtypeError(
         f"{what} on {d} is not supported {where}: Hopper's atomic {kind.value} takes {ok}", cx.loc,
-        hint="convert the value and the array to a supported dtype" + (
+        hint=(plain if smem else "") + "convert the value and the array to a supported dtype" + (
             f", e.g. keep a float32 {kind.value} of non-negative values as their int32 bits (an int32 array,"
             f" ml.bitcast(value, jnp.int32); bits order as the floats do)" if kind != AtomicKind.ADD
             and d == DType.f32 else ""))
@@ -158,7 +164,8 @@ def _atomic(cx, kind: AtomicKind, ref, value):
     cx.b.emit(AtomicUpdate, kind, ref, value, loc=cx.loc)
     return None
   check_dtype(cx, kind, t.dtype, hw.ATOMIC_GMEM if t.space == Space.GMEM else hw.ATOMIC_SMEM, what,
-              f"in {t.space}")
+              f"in {t.space}", smem=(cx.named(ref, "buf"), cx.named(value, "v") if is_value(value) else repr(value))
+              if t.space == Space.SMEM else None)
   if isinstance(value, Num) or is_scalar(value):
     value = full_(cx, t.shape, value, t.dtype, what)
   elif value.type.shape != t.shape:
