@@ -101,6 +101,7 @@ class GridEval:
     self.trips = []           # (loop index, its values now) of the loops being walked, outermost first
     self.overflows = Overflows()     # int32 index arithmetic that wraps (frontend/overflow.py)
     self.decided: dict = {}   # id(block of an If) -> programs its condition, known here, kept out of it
+    self.decided_trip: dict = {}   # id(such a block) -> the loop counters of its first skip ("r = 1")
 
   def program(self, p: int) -> tuple:
     return tuple(int(a[p]) for a in self.pid)
@@ -158,6 +159,9 @@ class GridEval:
       for blk, off in ((o.then_block, may & ~c), (o.else_block, may & c)):
         if off.any():
           self.decided[id(blk)] = self.decided.get(id(blk), False) | off
+          p = int(np.flatnonzero(off)[0])        # (and the trip of the loops around it, where there are some)
+          if self.exact and all(isinstance(v, np.ndarray) for _, v in self.trips):
+            self.decided_trip.setdefault(id(blk), ", ".join(f"{iv.name} = {v[p]}" for iv, v in self.trips if iv.name))
     sides = []
     for blk, on in ((o.then_block, c), (o.else_block, None if c is UNKNOWN else ~c)):
       m = must & on if on is not None else np.zeros_like(must)

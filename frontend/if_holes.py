@@ -23,6 +23,9 @@ def if_hole_hint(kernel: ir.Kernel, ev, param) -> str | None:
     blk = _block_at(kernel, write)
     off = decided.get(id(blk)) if blk is not None else None
     who = _programs(ev, off) if off is not None else "some programs"
+    trip = ev.decided_trip.get(id(blk)) if blk is not None else None
+    if trip:
+      who = f"the trip {trip}" if ev.P == 1 else f"{who} (first at {trip})"
     return _hint(name, cond.lineno, _condition(cond), write.lineno, f"is known while compiling: it skips"
                  f" the write in {who}")
   for loc, text, skipped, taken in getattr(kernel, "static_skips", ()):

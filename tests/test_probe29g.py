@@ -262,3 +262,20 @@ def test_an_smem_atomic_hopper_lacks_hints_the_plain_update_one_cta_needs():
   x = np.random.default_rng(1).standard_normal((8, 128)).astype(np.float16)
   np.testing.assert_array_equal(np.asarray(smem_max_f16_plain(jnp.asarray(x), interpret=True)), x)
   assert "mosaic_gpu" in str(_export(smem_max_f16_plain, S((8, 128), jnp.float16)))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def first_runtime_trip_only(x, out):
+  for r in range(2):
+    if r == 0:
+      out.at[r][...] = x.at[r][...]
+
+
+def test_a_hole_an_if_on_a_loop_counter_made_names_the_trip():
+  """In a run-time loop the grid evaluator decides the if per trip: the hint named program (0,),
+  the kernel's only one."""
+  e = expect(first_runtime_trip_only, [S((2, 128), F32)], mg.UncoveredOutputError, "out.at[r][...] =",
+             "out[1:2, :] is never written: the kernel's one program does not write it, so 128 of 256"
+             " elements of out would stay uninitialised")
+  assert "the condition r == 0 of the if at line" in e.hint, e.hint
+  assert "is known while compiling: it skips the write in the trip r = 1;" in e.hint, e.hint
