@@ -279,3 +279,30 @@ def test_a_hole_an_if_on_a_loop_counter_made_names_the_trip():
              " elements of out would stay uninitialised")
   assert "the condition r == 0 of the if at line" in e.hint, e.hint
   assert "is known while compiling: it skips the write in the trip r = 1;" in e.hint, e.hint
+
+
+# ---------------------------------------------------------------- jnp.sort's stable=
+@mg.mgpu_kernel(out_shape=lambda x: (x, S(x.shape, jnp.int32)))
+def sort_with_stable(x, s, o, *, stable: ml.constexpr = True):
+  v = x[...]
+  s[...] = ml.sort(v, stable=stable)
+  o[...] = ml.argsort(v, descending=True, stable=stable)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def sort_with_stable_string(x, s):
+  s[...] = ml.sort(x[...], stable="yes")
+
+
+def test_sort_and_argsort_take_jnp_stable_argument():
+  """ml.sort(x, stable=True), jnp.sort's own keyword, was 'an unexpected keyword argument'."""
+  x = np.random.default_rng(2).integers(0, 8, (2, 128)).astype(np.float32)
+  for stable in (True, False):
+    s, o = sort_with_stable(jnp.asarray(x), stable=stable, interpret=True)
+    np.testing.assert_array_equal(np.asarray(s), np.sort(x, axis=1))
+    np.testing.assert_array_equal(np.asarray(o), np.asarray(jnp.argsort(jnp.asarray(x), axis=1, descending=True,
+                                                                        stable=True)))
+  assert "mosaic_gpu" in str(_export(sort_with_stable, S((2, 128), F32)))
+  expect(sort_with_stable_string, [S((128,), F32)], mg.KernelTypeError, "ml.sort(",
+         "ml.sort: stable is a static bool, got 'yes'",
+         hint="leave it out: the sort is always stable (equal keys keep their order)")

@@ -86,15 +86,25 @@ def sort_tensor(cx, x, axis, descending, what, late_first=False):
   return (vals if key == d else ew.astype(cx, vals, d)), pos
 
 
+def _stable(cx, stable, what):
+  """jnp.sort's and jnp.argsort's `stable=` (default True): the sort here always is, which any
+  order `stable=False` allows too."""
+  if not isinstance(stable, bool):
+    raise E.KernelTypeError(f"{what}: stable is a static bool, got {stable!r}", cx.loc,
+                            hint="leave it out: the sort is always stable (equal keys keep their order)")
+
+
 @builtin
-def sort(cx, x, axis=-1, descending=False):
+def sort(cx, x, axis=-1, descending=False, stable=True):
   """`x` sorted along its last axis (jnp.sort: NaN last; `descending=True` gives jnp's ascending
-  order reversed, NaN first). The axis's length must be a power of two."""
+  order reversed, NaN first). The axis's length must be a power of two. Always stable."""
+  _stable(cx, stable, "ml.sort")
   return sort_tensor(cx, x, axis, descending, "ml.sort", late_first=descending)[0]
 
 
 @builtin
-def argsort(cx, x, axis=-1, descending=False):
+def argsort(cx, x, axis=-1, descending=False, stable=True):
   """The int32 positions that sort `x` along its last axis (jnp.argsort, stable: equal keys keep
-  their order). The axis's length must be a power of two."""
+  their order, also for stable=False). The axis's length must be a power of two."""
+  _stable(cx, stable, "ml.argsort")
   return sort_tensor(cx, x, axis, descending, "ml.argsort")[1]
