@@ -306,3 +306,32 @@ def test_sort_and_argsort_take_jnp_stable_argument():
   expect(sort_with_stable_string, [S((128,), F32)], mg.KernelTypeError, "ml.sort(",
          "ml.sort: stable is a static bool, got 'yes'",
          hint="leave it out: the sort is always stable (equal keys keep their order)")
+
+
+# ---------------------------------------------------------------- jnp.cumsum's dtype=
+@mg.mgpu_kernel(out_shape=lambda x: (S(x.shape, jnp.int32), S(x.shape, jnp.float32), S(x.shape, jnp.int8)))
+def scans_with_dtype(x, pos, run, small):
+  v = x[...]
+  pos[...] = ml.cumsum(v > 0, dtype=jnp.int32) - 1
+  run[...] = ml.cumprod(v, dtype=jnp.float32)
+  small[...] = ml.cumsum(v > -10, dtype=jnp.int8)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def cumsum_with_float64(x, out):
+  out[...] = ml.cumsum(x[...], dtype=jnp.float64)
+
+
+def test_cumsum_and_cumprod_take_jnp_dtype_argument():
+  """ml.cumsum(keep, dtype=jnp.int32), jnp's own keyword, was 'an unexpected keyword argument'."""
+  x = (1 + 0.01 * np.random.default_rng(3).standard_normal(256)).astype(np.float16)
+  x[::3] *= -1
+  pos, run, small = scans_with_dtype(jnp.asarray(x), interpret=True)
+  j = jnp.asarray(x)
+  np.testing.assert_array_equal(np.asarray(pos), np.asarray(jnp.cumsum(j > 0, dtype=jnp.int32) - 1))
+  np.testing.assert_allclose(np.asarray(run), np.asarray(jnp.cumprod(j, dtype=jnp.float32)), rtol=1e-5)
+  assert run.dtype == jnp.float32 and small.dtype == jnp.int8
+  np.testing.assert_array_equal(np.asarray(small), np.asarray(jnp.cumsum(j > -10, dtype=jnp.int8)))   # wraps
+  assert "mosaic_gpu" in str(_export(scans_with_dtype, S((256,), jnp.float16)))
+  expect(cumsum_with_float64, [S((256,), F32)], mg.UnsupportedDtypeError, "ml.cumsum(",
+         "ml.cumsum's dtype: float64 is not a kernel dtype")

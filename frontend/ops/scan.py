@@ -18,7 +18,7 @@ from ..dtypes import DType
 from ..ir import Access, LayoutRule, Traits
 from ..types import TensorType, dtype_name, resolve
 from . import elementwise as ew
-from .base import builtin, check_register_value, is_tensor, kind_of
+from .base import builtin, check_register_value, dtype_arg, is_tensor, kind_of
 from .shape import row_scratch
 
 
@@ -99,16 +99,26 @@ def scan(cx, kind: ScanKind, x, axis, reverse, what):
   return ew.astype(cx, r, d) if rounds else r
 
 
+def _typed_scan(cx, kind, x, axis, reverse, dtype, what):
+  """jnp.cumsum's and jnp.cumprod's `dtype=`: the elements converted to it, scanned, and the result
+  of that dtype (`ml.cumsum(keep, dtype=jnp.int32)` counts a mask; an 8-bit one wraps, as jnp's)."""
+  d = dtype_arg(cx, dtype, f"{what}'s dtype", optional=True)
+  if d is None or not is_tensor(x):
+    return scan(cx, kind, x, axis, reverse, what)
+  r = scan(cx, kind, ew.astype(cx, x, d), axis, reverse, what)
+  return r if resolve(r.type.dtype) == d else ew.astype(cx, r, d)
+
+
 @builtin(methods=("cumsum",))
-def cumsum(cx, x, axis=None, reverse=False):
-  """Inclusive cumulative sum along `axis` (jnp.cumsum; `reverse` as lax.cumsum)."""
-  return scan(cx, ScanKind.SUM, x, axis, reverse, "ml.cumsum")
+def cumsum(cx, x, axis=None, reverse=False, dtype=None):
+  """Inclusive cumulative sum along `axis` (jnp.cumsum, also its `dtype`; `reverse` as lax.cumsum)."""
+  return _typed_scan(cx, ScanKind.SUM, x, axis, reverse, dtype, "ml.cumsum")
 
 
 @builtin(methods=("cumprod",))
-def cumprod(cx, x, axis=None, reverse=False):
-  """Inclusive cumulative product along `axis` (jnp.cumprod)."""
-  return scan(cx, ScanKind.PROD, x, axis, reverse, "ml.cumprod")
+def cumprod(cx, x, axis=None, reverse=False, dtype=None):
+  """Inclusive cumulative product along `axis` (jnp.cumprod, also its `dtype`)."""
+  return _typed_scan(cx, ScanKind.PROD, x, axis, reverse, dtype, "ml.cumprod")
 
 
 @builtin
