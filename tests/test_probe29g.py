@@ -335,3 +335,21 @@ def test_cumsum_and_cumprod_take_jnp_dtype_argument():
   assert "mosaic_gpu" in str(_export(scans_with_dtype, S((256,), jnp.float16)))
   expect(cumsum_with_float64, [S((256,), F32)], mg.UnsupportedDtypeError, "ml.cumsum(",
          "ml.cumsum's dtype: float64 is not a kernel dtype")
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (S((), jnp.int32), S((x.shape[0],), jnp.int32), S((), jnp.float32)))
+def sums_with_dtype(x, total, per_row, f):
+  v = x[...]
+  total[...] = ml.sum(v > 0, dtype=jnp.int32)
+  per_row[...] = (v > 0).sum(axis=1, dtype=jnp.int32)
+  f[...] = ml.sum(v, dtype=jnp.float32)
+
+
+def test_sum_takes_jnp_dtype_argument():
+  """ml.sum(mask, dtype=jnp.int32), a count as jnp writes it, was 'an unexpected keyword argument'."""
+  x = np.random.default_rng(4).standard_normal((8, 128)).astype(np.float16)
+  total, per_row, f = sums_with_dtype(jnp.asarray(x), interpret=True)
+  assert int(total) == int((x > 0).sum()) and total.dtype == jnp.int32
+  np.testing.assert_array_equal(np.asarray(per_row), (x > 0).sum(axis=1))
+  np.testing.assert_allclose(float(f), float(x.astype(np.float32).sum()), rtol=1e-5)
+  assert "mosaic_gpu" in str(_export(sums_with_dtype, S((8, 128), jnp.float16)))

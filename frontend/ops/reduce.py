@@ -134,14 +134,20 @@ def _of_scalar(cx, kind, x, axis, what):
 
 
 @builtin(methods=("sum",))
-def sum_(cx, x, axis=None, keepdims=False):
+def sum_(cx, x, axis=None, keepdims=False, dtype=None):
   """The sum of `x` over `axis` (an int, a tuple, or None for all: a scalar).
 
   `ml.sum(x, axis=1)` of an (m, n) tile is the (m,) vector of row sums. float16 and
   bfloat16 values are summed in float32 and rounded once, as `jnp.sum` does; 8- and 16-bit
-  integers are summed in, and give, int32 (uint32 if unsigned), as `jnp.sum` does.
+  integers are summed in, and give, int32 (uint32 if unsigned), as `jnp.sum` does. `dtype`, as
+  jnp's: the elements converted to it first, and a result of that dtype (`ml.sum(m, dtype=jnp.int32)`).
   """
-  return reduce(cx, ReduceKind.SUM, x, axis, keepdims)
+  from .base import dtype_arg
+  d = dtype_arg(cx, dtype, "ml.sum's dtype", optional=True)
+  if d is None or not is_tensor(x):
+    return reduce(cx, ReduceKind.SUM, x, axis, keepdims)
+  r = reduce(cx, ReduceKind.SUM, ew.astype(cx, x, d), axis, keepdims)
+  return r if resolve(r.type.dtype) == d else ew.astype(cx, r, d)
 
 
 @builtin(methods=("mean",))
