@@ -353,3 +353,26 @@ def test_sum_takes_jnp_dtype_argument():
   np.testing.assert_array_equal(np.asarray(per_row), (x > 0).sum(axis=1))
   np.testing.assert_allclose(float(f), float(x.astype(np.float32).sum()), rtol=1e-5)
   assert "mosaic_gpu" in str(_export(sums_with_dtype, S((8, 128), jnp.float16)))
+
+
+# ---------------------------------------------------------------- a gather by a Python list
+@mg.mgpu_kernel(out_shape=lambda t: S((8,), t.dtype))
+def list_gather(t, out):
+  out[...] = t[[0, 2, 5, 7, 1, 1, 3, -1]]
+
+
+@mg.mgpu_kernel(out_shape=lambda t, ids: S(ids.shape, t.dtype))
+def array_gather(t, ids, out):     # the hint followed
+  out[...] = t[ids[...]]
+
+
+def test_a_gather_by_a_python_list_hints_the_index_array():
+  expect(list_gather, [S((16,), F32)], mg.KernelTypeError, "t[[0, 2",
+         "cannot index with a Python list; use ints, static slices or ml.ds(start, size)",
+         hint="index t with ints, static slices (a:b) or windows t.at[ml.ds(start, size)]; to read (or scatter"
+              " into) the elements a list names, pass it in as an int32 array and index with that tensor, a"
+              " gather: t[ids[...]] with ids = jnp.array([0, 2, 5, 7, 1, 1, 3, -1], jnp.int32)")
+  t = np.arange(16, dtype=np.float32)
+  ids = jnp.array([0, 2, 5, 7, 1, 1, 3, -1], jnp.int32)
+  np.testing.assert_array_equal(np.asarray(array_gather(jnp.asarray(t), ids, interpret=True)), t[np.asarray(ids)])
+  assert "mosaic_gpu" in str(_export(array_gather, S((16,), F32), S((8,), I32)))

@@ -389,9 +389,12 @@ def _one_index(cx, d, i, n, name, past_end=False, rank=1):
     raise E.KernelTypeError(f"cannot index with {kind_of(i)}; use ints, static slices or ml.ds(start, size)",
                             cx.loc, hint=f"an index is an integer: divide with // (e.g. {name}.shape[{d}] // 2,"
                                          f" not {name}.shape[{d}] / 2), or convert with int(...)")
+  listed = (f"; to read (or scatter into) the elements a list names, pass it in as an int32 array and index"
+            f" with that tensor, a gather: {name}[ids[...]] with ids = jnp.array({list(i)}, jnp.int32)"
+            if isinstance(i, (list, tuple)) and i and all(isinstance(k, int) for k in i) else "")
   raise E.KernelTypeError(f"cannot index with {kind_of(i)}; use ints, static slices or ml.ds(start, size)",
                           cx.loc, hint=f"index {name} with ints, static slices (a:b) or windows"
-                                       f" {name}.at[ml.ds(start, size)]")
+                                       f" {name}.at[ml.ds(start, size)]{listed}")
 
 
 def view(cx, ref: ir.Value, index, name=""):
