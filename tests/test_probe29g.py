@@ -376,3 +376,15 @@ def test_a_gather_by_a_python_list_hints_the_index_array():
   ids = jnp.array([0, 2, 5, 7, 1, 1, 3, -1], jnp.int32)
   np.testing.assert_array_equal(np.asarray(array_gather(jnp.asarray(t), ids, interpret=True)), t[np.asarray(ids)])
   assert "mosaic_gpu" in str(_export(array_gather, S((16,), F32), S((8,), I32)))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((128,), jnp.int32))
+def inf_max(x, h):
+  ml.atomic_max(h, float("-inf"))
+
+
+def test_an_infinite_python_float_into_an_integer_atomic_is_an_error():
+  expect(inf_max, [S((128,), F32)], mg.KernelTypeError, "ml.atomic_max(h, ",
+         "ml.atomic_max of -inf into h (int32): int32 holds no -inf",
+         hint="pass a number h can hold (-2147483648..2147483647: -2147483648 and 2147483647 are the identities"
+              " of max and min), or make h a float array")

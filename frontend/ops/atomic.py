@@ -90,15 +90,19 @@ def number_into(cx, what: str, value, d, name: str):
   if value.is_integer() and lo <= value <= hi:
     return int(value)
   dn = dtype_name(d)
-  if value.is_integer() or math.isinf(value):
+  if not math.isfinite(value):
+    raise E.KernelTypeError(
+        f"{what} of {value} into {name} ({dn}): {dn} holds no {value}", cx.loc,
+        hint=f"pass a number {name} can hold ({lo}..{hi}: {lo} and {hi} are the identities of max and min), or"
+             f" make {name} a float array")
+  if value.is_integer():
     raise E.KernelTypeError(
         f"{what} of {value} into {name} ({dn}): the number is outside {dn}'s range ({lo}..{hi})", cx.loc,
         hint=f"pass a number {name} can hold ({lo}..{hi}), or make {name} a float array to accumulate floats")
   raise E.DtypeMismatchError(
-      f"{what} of the float {value} into {name} ({dn}): it would be truncated to {int(value) if value == value else 0}"
-      f" in every update", cx.loc,
-      hint=f"make {name} a float array (jnp.float32 in out_shape) to accumulate fractions, or pass an integer"
-           f" ({math.floor(value) if value == value else 0} or {math.ceil(value) if value == value else 0})")
+      f"{what} of the float {value} into {name} ({dn}): it would be truncated to {int(value)} in every update",
+      cx.loc, hint=f"make {name} a float array (jnp.float32 in out_shape) to accumulate fractions, or pass an"
+                   f" integer ({math.floor(value)} or {math.ceil(value)})")
 
 
 def _ref_hint(cx, what: str, ref, value) -> str:
