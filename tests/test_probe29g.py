@@ -388,3 +388,34 @@ def test_an_infinite_python_float_into_an_integer_atomic_is_an_error():
          "ml.atomic_max of -inf into h (int32): int32 holds no -inf",
          hint="pass a number h can hold (-2147483648..2147483647: -2147483648 and 2147483647 are the identities"
               " of max and min), or make h a float array")
+
+
+# ---------------------------------------------------------------- sorts of bool and float8 tensors
+@mg.mgpu_kernel(out_shape=lambda x: (S(x.shape, jnp.int32), S(x.shape, jnp.int8)))
+def argsort_of_mask(x, o, s):
+  m = x[...] > 0
+  o[...] = ml.argsort(m, descending=True)
+  s[...] = ml.sort(m).astype(jnp.int8)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (x, S(x.shape, jnp.int32)))
+def sort_float8(x, s, o):
+  v = x[...]
+  s[...] = ml.sort(v)
+  o[...] = ml.argsort(v)
+
+
+def test_sort_and_argsort_take_bool_and_float8_tensors():
+  """ml.argsort(x > 0) (jnp.argsort of a mask: the positions where it holds first, with
+  descending=True) and sorts of float8 were MG106: they sort through 32-bit keys now."""
+  x = np.random.default_rng(5).standard_normal((2, 128)).astype(np.float32)
+  o, s = argsort_of_mask(jnp.asarray(x), interpret=True)
+  m = jnp.asarray(x) > 0
+  np.testing.assert_array_equal(np.asarray(o), np.asarray(jnp.argsort(m, axis=1, descending=True, stable=True)))
+  np.testing.assert_array_equal(np.asarray(s), np.asarray(jnp.sort(m, axis=1)).astype(np.int8))
+  assert "mosaic_gpu" in str(_export(argsort_of_mask, S((2, 128), F32)))
+  f8 = jnp.asarray(x).astype(jnp.float8_e4m3fn)
+  s, o = sort_float8(f8, interpret=True)
+  np.testing.assert_array_equal(np.asarray(s).astype(np.float32), np.asarray(jnp.sort(f8, axis=1)).astype(np.float32))
+  np.testing.assert_array_equal(np.asarray(o), np.asarray(jnp.argsort(f8, axis=1, stable=True)))
+  assert "mosaic_gpu" in str(_export(sort_float8, S((2, 128), jnp.float8_e4m3fn)))

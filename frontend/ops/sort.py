@@ -70,12 +70,12 @@ def sort_tensor(cx, x, axis, descending, what, late_first=False):
     raise E.DtypeInferenceError(f"{what}: the dtype of {x.name or 'the tensor'} is not known yet", cx.loc,
                                 hint="give its buffer, when you make it, the dtype of the data it will hold:"
                                      " ml.smem(shape, x.dtype) of an input x, or a dtype such as jnp.float32")
-  if d == DType.bool_ or d.bits > 32 or (d.is_float and d.bits == 8):
-    to = "jnp.int32" if d == DType.bool_ else "jnp.float32" if d.is_float else None
-    raise E.UnsupportedDtypeError(f"{what} of {dtype_name(d)}: 16- and 32-bit elements, and 8-bit integers",
-                                  cx.loc, hint=f"sort a converted copy: {x.name or 'x'}.astype({to})" if to else
-                                  "sort 32-bit keys (64-bit elements do not fit the sort's scratch)")
-  key = DType.i32 if d.is_int and d.bits == 8 and d.is_signed else DType.u32 if d.is_int and d.bits == 8 else d
+  if d.bits > 32:
+    raise E.UnsupportedDtypeError(f"{what} of {dtype_name(d)}: elements of 8 to 32 bits", cx.loc,
+                                  hint="sort 32-bit keys (64-bit elements do not fit the sort's scratch)")
+  # keys of 32 bits for 8-bit elements (bools as 0 and 1, float8 exactly in float32), converted back
+  key = (DType.u32 if d == DType.bool_ else DType.f32 if d.is_float and d.bits == 8 else
+         DType.i32 if d.is_int and d.bits == 8 and d.is_signed else DType.u32 if d.is_int and d.bits == 8 else d)
   v = x if key == d else ew.astype(cx, x, key)
   rows = 1 if rank == 1 else shape[0]
   keys, pad = row_scratch(cx, rows, n, key, "sort keys")
