@@ -4,7 +4,6 @@ probe left (MG602 under an if known while compiling, MG401 of a 1-D SMEM window)
 import jax
 import jax.numpy as jnp
 import numpy as np
-import pytest
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
