@@ -183,7 +183,7 @@ def test_tritons_math_namespaces_and_keyword_spellings_are_hinted():
          hint=math_hint.format("extra"))
   expect(keep_dims_spelling, spec, mg.KernelTypeError, "ml.sum(v",
          "ml.sum: got an unexpected keyword argument 'keep_dims'",
-         hint="write keepdims= for keep_dims=: ml.sum(x, axis=None, keepdims=False)")
+         hint="write keepdims= for keep_dims=: ml.sum(x, axis=None, keepdims=False, dtype=None)")
   expect(max_with_indices, spec, mg.KernelTypeError, "ml.max(v",
          "ml.max: got an unexpected keyword argument 'return_indices'",
          hint="the indices are ml.argmax(x, axis), the values ml.max(x, axis=None, keepdims=False)")
