@@ -237,6 +237,23 @@ def value_words(x) -> str:
   return kind_of(x)
 
 
+def shown(x) -> str:
+  """A static argument as a message shows it, in the user's terms: `jnp.float32` for a dtype (not
+  `<class 'jax.numpy.float32'>`), a function's or class's name, a value's name; else its repr."""
+  if isinstance(x, ir.Value):
+    return x.name or kind_of(x)
+  if not isinstance(x, (bool, int, float, str, type(None), tuple, list, dict, slice)):
+    d = to_dtype(x)
+    if d is not None:
+      from ..types import dtype_name
+      return f"jnp.{dtype_name(d)}"
+    name = getattr(x, "__qualname__", None) or getattr(x, "__name__", None)
+    if isinstance(name, str):
+      mod = getattr(x, "__module__", None) or ""
+      return f"jnp.{name}" if mod.startswith("jax.numpy") else name
+  return repr(x)
+
+
 def kind_of(x) -> str:
   if isinstance(x, ir.Value):
     t = x.type
@@ -275,7 +292,7 @@ def check_register_value(cx, x, what):
 def static_int(cx, x, what, *, minimum=None) -> int:
   if not isinstance(x, int) or isinstance(x, bool) or (minimum is not None and x < minimum):
     need = "a static int" + (f" >= {minimum}" if minimum is not None else "")
-    raise E.KernelTypeError(f"{what} must be {need}, got {x!r}", cx.loc,
+    raise E.KernelTypeError(f"{what} must be {need}, got {shown(x)}", cx.loc,
                             hint="sizes and axes are fixed when the kernel is compiled; use constexpr"
                                  " parameters for them")
   return x
@@ -296,7 +313,7 @@ def static_shape(cx, shape, what) -> tuple[int, ...]:
     else:
       hint = "shapes are fixed when the kernel is compiled; use constexpr parameters for sizes"
     raise E.KernelTypeError(
-        f"{what} needs a static shape: a tuple of positive Python ints, got {shape!r}", cx.loc, hint=hint)
+        f"{what} needs a static shape: a tuple of positive Python ints, got {shown(shape)}", cx.loc, hint=hint)
   return shape
 
 
@@ -323,6 +340,6 @@ def dtype_arg(cx, x, what, *, optional=False) -> DType | None:
                 " float32 ones); " if known == "float64" else "")
                + "kernels compute in float32, float16, bfloat16, float8_e4m3fn, float8_e5m2, int8 to int64 and"
                  " uint8 to uint32 (int64 with jax_enable_x64)")
-    raise E.KernelTypeError(f"{what} needs a dtype such as jnp.float32, got {x!r}", cx.loc,
+    raise E.KernelTypeError(f"{what} needs a dtype such as jnp.float32, got {shown(x)}", cx.loc,
                             hint="pass a jnp dtype: jnp.float32, jnp.bfloat16, jnp.int32, ...")
   return d

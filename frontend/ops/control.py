@@ -16,7 +16,7 @@ from ..dtypes import INDEX
 from ..ir import Access, LayoutRule, Traits
 from ..types import ScalarType
 from . import elementwise as ew
-from .base import builtin
+from .base import builtin, shown
 from .memory import index_operand
 
 
@@ -232,7 +232,7 @@ class BarrierWait(ir.Op):
 # ---------------------------------------------------------------- builtins
 def _axis(cx, axis, what):
   if not isinstance(axis, int) or isinstance(axis, bool) or not 0 <= axis <= 2:
-    raise E.KernelTypeError(f"{what} axis must be 0, 1 or 2, got {axis!r}", cx.loc,
+    raise E.KernelTypeError(f"{what} axis must be 0, 1 or 2, got {shown(axis)}", cx.loc,
                             hint="grids have up to 3 axes: ml.program_id(0), (1) or (2)")
   return axis
 
@@ -261,7 +261,7 @@ def multiple_of(cx, x, multiple):
   tensor-core operand must start on a whole tile); interpret mode checks it.
   """
   if not isinstance(multiple, int) or isinstance(multiple, bool) or multiple <= 0:
-    raise E.KernelTypeError(f"ml.multiple_of needs a positive static int multiple, got {multiple!r}", cx.loc,
+    raise E.KernelTypeError(f"ml.multiple_of needs a positive static int multiple, got {shown(multiple)}", cx.loc,
                             hint="ml.multiple_of(i * n, 8): the multiple is fixed when the kernel is compiled")
   x = index_operand(cx, x)
   if isinstance(x, int):
@@ -324,7 +324,7 @@ def range_options(keywords, evaluate, loc, at) -> tuple:
     value = evaluate(kw.value)
     if kw.arg in ("warp_specialize", "pingpong"):
       if not isinstance(value, bool):
-        raise E.KernelTypeError(f"{kw.arg} must be a static bool, got {value!r}", loc(kw.value),
+        raise E.KernelTypeError(f"{kw.arg} must be a static bool, got {shown(value)}", loc(kw.value),
                                 hint=f"{kw.arg}=True or False (a Python bool or a constexpr)")
       if kw.arg == "pingpong":
         pingpong = value
@@ -334,7 +334,7 @@ def range_options(keywords, evaluate, loc, at) -> tuple:
     stages = value
     if not isinstance(stages, int) or isinstance(stages, bool) or not 1 <= stages <= 8:
       static = isinstance(stages, int) and not isinstance(stages, bool)
-      raise E.KernelTypeError(f"stages must be a static int from 1 to 8, got {stages!r}", loc(kw.value),
+      raise E.KernelTypeError(f"stages must be a static int from 1 to 8, got {shown(stages)}", loc(kw.value),
                               hint="use at most 8 stages (3 or 4 usually hide the loads' latency): ml.range(n,"
                                    " stages=4)" if static and stages > 8 else
                                    "for a loop that is not pipelined, leave stages= out (or stages=1)"
@@ -372,7 +372,7 @@ def grouped_ids(cx, pid, num_m, num_n, group=8):
   """
   for name, v in (("num_m", num_m), ("num_n", num_n), ("group", group)):
     if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
-      raise E.KernelTypeError(f"ml.grouped_ids' {name} must be a positive static int, got {v!r}", cx.loc,
+      raise E.KernelTypeError(f"ml.grouped_ids' {name} must be a positive static int, got {shown(v)}", cx.loc,
                               hint="tile counts are static: m // bm")
   pid = index_operand(cx, pid)
   B = ew.BinOp

@@ -6,7 +6,7 @@ from __future__ import annotations
 from .. import errors as E
 from ..dtypes import DType
 from ..types import resolve
-from .base import dtype_arg, is_value
+from .base import dtype_arg, is_value, shown
 
 _SPLIT = ("split each float32 operand into its TF32 part and the rest, hi = ml.bitcast(ml.bitcast(x, jnp.uint32) &"
           " 0xFFFFE000, jnp.float32) and lo = x - hi, each stored in its own SMEM buffer, and add the three dots"
@@ -24,7 +24,7 @@ def check_dot_options(cx, a, b, acc, out_dtype, input_precision, allow_tf32, max
           f" acc's dtype", cx.loc, hint=f"drop out_dtype (the result is {have}), or convert after the dot:"
                                         f" ml.dot(a, b, acc).astype(jnp.{out_dtype})")
   if input_precision is not None and not isinstance(input_precision, str):
-    raise E.KernelTypeError(f"ml.dot's input_precision must be a string, got {input_precision!r}", cx.loc,
+    raise E.KernelTypeError(f"ml.dot's input_precision must be a string, got {shown(input_precision)}", cx.loc,
                             hint='input_precision="tf32" (the default), or leave it out')
   if allow_tf32 is not None and not isinstance(allow_tf32, bool):
     raise E.KernelTypeError(f"ml.dot's allow_tf32 must be True or False, got {allow_tf32!r}", cx.loc,

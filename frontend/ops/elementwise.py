@@ -23,7 +23,7 @@ from .arith_hints import divisor_guard, int64_hint, unsigned_hint
 from ..infer import unify
 from ..ir import LayoutRule, Traits
 from ..types import DTypeVar, ScalarType, TensorType, dtype_name, resolve
-from .base import Num, a_an, check_register_value, is_value, kind_of, one_element, static_shape
+from .base import Num, a_an, check_register_value, is_value, kind_of, one_element, static_shape, shown
 from .promotion import exact_in, jnp_result
 from .elementwise_checks import (_call_args, _check_integer_meets_float, _check_pointer_arithmetic, _convert_hint,
                                  _python_math_hint, cast_problem, check_dtype_support, check_python_int, method_on)
@@ -500,7 +500,7 @@ def astype(cx, x, dtype):
   if not is_value(x):
     return constant(cx, x, dtype)
   if not isinstance(dtype, DType):
-    raise E.KernelTypeError(f".astype needs a dtype such as jnp.float16, got {dtype!r}", cx.loc,
+    raise E.KernelTypeError(f".astype needs a dtype such as jnp.float16, got {shown(dtype)}", cx.loc,
                             hint="x.astype(jnp.float32)")
   src = resolve(x.type.dtype)
   if src == dtype:               # of a weakly typed loop carry: a value of that dtype, as jnp's astype gives
@@ -591,7 +591,7 @@ def full_(cx, shape, value, dtype, what="ml.full", convert=False):
     return _scalar_full(cx, value, dtype, what)      # ml.full((), v, dtype): a scalar, as jnp's 0-d array
   shape = static_shape(cx, shape, what)
   if not isinstance(dtype, (DType, DTypeVar)):
-    raise E.KernelTypeError(f"{what} needs a dtype such as jnp.float32, got {dtype!r}", cx.loc,
+    raise E.KernelTypeError(f"{what} needs a dtype such as jnp.float32, got {shown(dtype)}", cx.loc,
                             hint="ml.full(shape, 1.0, jnp.float32)")
   if is_value(value):
     if not isinstance(value.type, ScalarType):

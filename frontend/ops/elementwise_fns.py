@@ -10,7 +10,7 @@ import math as pymath
 from .. import errors as E
 from ..dtypes import DType, FLOAT8, INDEX, PY_FLOAT
 from ..types import TensorType, dtype_name, resolve
-from .base import builtin, check_register_value, dtype_arg, is_value, kind_of
+from .base import builtin, check_register_value, dtype_arg, is_value, kind_of, shown
 from .arith_hints import divisor_guard
 from .elementwise import Arange, BinOp, Cast, CmpOp, UnOp, _like, astype, binary, compare, full_, unary, where_
 from .elementwise_checks import check_dtype_support, method_on
@@ -86,7 +86,7 @@ def arange(cx, n, stop=None, dtype=None):
       return astype(cx, binary(cx, BinOp.ADD, arange.rule(cx, stop - start), start), d)
     return binary(cx, BinOp.ADD, arange.rule(cx, stop - start, None, dtype), start)
   if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
-    raise E.KernelTypeError(f"ml.arange needs a positive static int, got {n!r}", cx.loc,
+    raise E.KernelTypeError(f"ml.arange needs a positive static int, got {shown(n)}", cx.loc,
                             hint="sizes are fixed when the kernel is compiled: ml.arange(128)")
   dtype = dtype_arg(cx, dtype, "ml.arange", optional=True) or INDEX
   if dtype not in _ARANGE_DTYPES:
@@ -126,7 +126,7 @@ def cdiv(cx, a, b):
   """
   if not is_value(a) and not is_value(b):
     if not all(isinstance(v, int) and not isinstance(v, bool) for v in (a, b)):
-      raise E.KernelTypeError(f"ml.cdiv needs integers, got {a!r} and {b!r}", cx.loc,
+      raise E.KernelTypeError(f"ml.cdiv needs integers, got {shown(a)} and {b!r}", cx.loc,
                               hint="ml.cdiv(n, 128)")
     if b <= 0:
       raise E.KernelTypeError(f"ml.cdiv needs a positive divisor, got {b}", cx.loc, hint="ml.cdiv(n, 128)")
@@ -174,7 +174,7 @@ def exp2(cx, x, *, approx=False):
   `p = ml.exp2(s * c - m[:, None], approx=True)`.
   """
   if not isinstance(approx, bool):
-    raise E.KernelTypeError(f"ml.exp2's approx must be True or False, got {approx!r}", cx.loc,
+    raise E.KernelTypeError(f"ml.exp2's approx must be True or False, got {shown(approx)}", cx.loc,
                             hint="ml.exp2(x, approx=True)")
   if approx and is_value(x) and resolve(x.type.dtype) != DType.f32:
     raise E.UnsupportedDtypeError(

@@ -26,7 +26,7 @@ from . import elementwise as ew
 from .elementwise_checks import method_on
 from .elementwise_fns import arange
 from .atomic import AtomicKind, AtomicUpdate, check_dtype, check_target, identity
-from .base import Num, is_scalar, is_tensor, is_value, kind_of
+from .base import Num, is_scalar, is_tensor, is_value, kind_of, shown
 from .memory import DSlice, View, empty_dim_hint, index_operand
 from .shape import broadcast_shape, broadcast_to_shape
 
@@ -163,7 +163,7 @@ def _plan(cx, ref, index, what):
       spans[d] = (start, stop - start)
     elif isinstance(i, DSlice):
       if not isinstance(i.size, int) or i.size <= 0 or i.size > n:
-        raise E.KernelTypeError(f"ml.ds size must be a positive static int up to {n}, got {i.size!r}",
+        raise E.KernelTypeError(f"ml.ds size must be a positive static int up to {n}, got {shown(i.size)}",
                                 cx.loc, hint="the size of a window is fixed when the kernel is compiled")
       spans[d] = (index_operand(cx, i.start), i.size)
     else:

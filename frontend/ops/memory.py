@@ -14,7 +14,7 @@ from .. import ir
 from ..dtypes import DType
 from ..ir import Access, LayoutRule, Traits
 from ..types import DTypeVar, RefType, ScalarType, Space, TensorType, dtype_name, resolve
-from .base import builtin, dtype_arg, is_ref, is_value, kind_of, one_element, static_shape
+from .base import builtin, dtype_arg, is_ref, is_value, kind_of, one_element, static_shape, shown
 from .index_hints import (atomic_static_hint, runtime_size_error, runtime_slice_error, slice_step_error,
                           static_index_hint, static_slice_hint, strided_ds_error, window_outside_hint)
 
@@ -355,7 +355,7 @@ def _one_index(cx, d, i, n, name, past_end=False, rank=1):
                f" run-time value after it")
       elif isinstance(made, (For, While)):
         why = f": {size!r} changes in the loop at line {made.loc.lineno}, so it is a run-time value"
-      raise E.KernelTypeError(f"ml.ds size must be a positive static int, got {size!r}{why}", cx.loc,
+      raise E.KernelTypeError(f"ml.ds size must be a positive static int, got {shown(size)}{why}", cx.loc,
                               hint="the size of a window is fixed when the kernel is compiled" + (
                                   "; choose it with an ml.constexpr (an if on one is static), or take the"
                                   " larger window with a mask" if why else ""))
@@ -596,7 +596,7 @@ def cluster_ref(cx, buf, cta, axis=0):
       hint = "only SMEM is shared within a cluster; copy GMEM data into an ml.smem buffer first"
     raise E.ClusterRefError(f"ml.cluster_ref needs an SMEM buffer of this CTA, got {what}", cx.loc, hint=hint)
   if not isinstance(axis, int) or not 0 <= axis <= 2:
-    raise E.KernelTypeError(f"cluster axis must be 0, 1 or 2, got {axis!r}", cx.loc,
+    raise E.KernelTypeError(f"cluster axis must be 0, 1 or 2, got {shown(axis)}", cx.loc,
                             hint="ml.cluster_ref(buf, cta, axis=0)")
   cluster = cx.b.cluster
   if cluster[axis] == 1:

@@ -17,7 +17,7 @@ from ..types import ScalarType, TensorType, dtype_name, resolve
 from . import elementwise as ew
 from .elementwise_checks import method_on
 from .elementwise_fns import arange
-from .base import builtin, check_register_value, is_tensor, kind_of
+from .base import builtin, check_register_value, is_tensor, kind_of, shown
 from .shape import READ_2D_FIRST, Reduce, ReduceKind, reshape_
 
 # ---------------------------------------------------------------- reductions
@@ -42,6 +42,27 @@ def _axes(cx, axis, rank, what):
   if len(set(out)) != len(out):
     raise E.KernelTypeError(f"{what}: axis {axis} repeats an axis", cx.loc, hint="name each axis once")
   return tuple(sorted(out))
+
+
+def keep_arg(cx, keepdims, what, x=None, axis=None):
+  """`keepdims` as a bool. A dtype (jnp's third positional argument of sum, mean, var and std is
+  dtype; ours is keepdims) or a register value is rejected: it was taken as True."""
+  import numpy as np
+  if isinstance(keepdims, (bool, np.bool_)) or (isinstance(keepdims, int) and keepdims in (0, 1)):
+    return bool(keepdims)
+  from ..dtypes import to_dtype
+  src = method_on(cx.named(x)) if is_tensor(x) else "x"
+  ax = f"axis={axis!r}" if axis is not None else "axis=None"
+  if to_dtype(keepdims) is not None and not isinstance(keepdims, (int, float, str)):
+    d = shown(keepdims)
+    if what in ("ml.argmax", "ml.argmin"):
+      hint = f"{what}'s third argument is keepdims; its indices are int32: {what}({src}, {ax}).astype({d})"
+    else:
+      fix = f"{what}({src}, {ax}, dtype={d})" if what == "ml.sum" else f"{what}({src}.astype({d}), {ax})"
+      hint = f"{what}'s third argument is keepdims" + (" (jnp's is dtype)" if what in ("ml.sum", "ml.mean") else "") + f": {fix}"
+  else:
+    hint = f"keepdims=True keeps the reduced axes with size 1: {what}({src}, {ax}, keepdims=True)"
+  raise E.KernelTypeError(f"{what}: keepdims must be True or False, got {shown(keepdims)}", cx.loc, hint=hint)
 
 
 def reduce(cx, kind: ReduceKind, x, axis, keepdims, what=None):
@@ -143,6 +164,7 @@ def sum_(cx, x, axis=None, keepdims=False, dtype=None):
   jnp's: the elements converted to it first, and a result of that dtype (`ml.sum(m, dtype=jnp.int32)`).
   """
   from .base import dtype_arg
+  keepdims = keep_arg(cx, keepdims, "ml.sum", x, axis)
   d = dtype_arg(cx, dtype, "ml.sum's dtype", optional=True)
   if d is None or not is_tensor(x):
     return reduce(cx, ReduceKind.SUM, x, axis, keepdims)
@@ -155,6 +177,7 @@ def mean(cx, x, axis=None, keepdims=False):
   """The mean of `x` over `axis`: `ml.sum` divided by the number of elements, as `jnp.mean`
   (integers give float32; float16/bfloat16 are summed and divided in float32, rounded once)."""
   check_register_value(cx, x, "ml.mean")
+  keepdims = keep_arg(cx, keepdims, "ml.mean", x, axis)
   if not is_tensor(x):     # a scalar's mean is itself, integers and booleans as float32
     x = _of_scalar(cx, ReduceKind.MAX, x, axis, "ml.mean")
     if not isinstance(getattr(x, "type", None), ScalarType):
@@ -184,13 +207,13 @@ def mean(cx, x, axis=None, keepdims=False):
 @builtin(methods=("max",))
 def max_(cx, x, axis=None, keepdims=False):
   """The maximum of `x` over `axis` (None: everything, a scalar); NaN if any is NaN."""
-  return reduce(cx, ReduceKind.MAX, x, axis, keepdims)
+  return reduce(cx, ReduceKind.MAX, x, axis, keep_arg(cx, keepdims, "ml.max", x, axis))
 
 
 @builtin(methods=("min",))
 def min_(cx, x, axis=None, keepdims=False):
   """The minimum of `x` over `axis` (None: everything, a scalar); NaN if any is NaN."""
-  return reduce(cx, ReduceKind.MIN, x, axis, keepdims)
+  return reduce(cx, ReduceKind.MIN, x, axis, keep_arg(cx, keepdims, "ml.min", x, axis))
 
 
 def _arg(cx, x, axis, kind, what):
@@ -230,17 +253,17 @@ def _arg(cx, x, axis, kind, what):
 def argmax(cx, x, axis=None, keepdims=False):
   """The index of the first maximum of `x` along `axis` (int32); axis=None for a 1-D `x`; with
   keepdims, that axis kept with size 1 (jnp's, `ml.argmax(x, axis=1)[:, None]`)."""
-  return _kept(cx, _arg(cx, x, axis, ReduceKind.MAX, "ml.argmax"), x, axis, keepdims)
+  return _kept(cx, _arg(cx, x, axis, ReduceKind.MAX, "ml.argmax"), x, axis, keepdims, "ml.argmax")
 
 
 @builtin(methods=("argmin",))
 def argmin(cx, x, axis=None, keepdims=False):
   """The index of the first minimum of `x` along `axis` (int32); see ml.argmax."""
-  return _kept(cx, _arg(cx, x, axis, ReduceKind.MIN, "ml.argmin"), x, axis, keepdims)
+  return _kept(cx, _arg(cx, x, axis, ReduceKind.MIN, "ml.argmin"), x, axis, keepdims, "ml.argmin")
 
 
-def _kept(cx, r, x, axis, keepdims):
-  if not keepdims:
+def _kept(cx, r, x, axis, keepdims, what):
+  if not keep_arg(cx, keepdims, what, x, axis):
     return r
   from .shape import expand
   rank = len(x.type.shape)

@@ -18,7 +18,7 @@ from ..dtypes import DType
 from ..ir import Access, LayoutRule, Traits
 from ..types import TensorType, dtype_name, resolve
 from . import elementwise as ew
-from .base import builtin, check_register_value, dtype_arg, is_tensor, kind_of
+from .base import builtin, check_register_value, dtype_arg, is_tensor, kind_of, shown
 from .shape import row_scratch
 
 
@@ -51,7 +51,7 @@ def _axis(cx, axis, rank, what):
     raise E.KernelTypeError(f"{what} of a {rank}-D tensor needs an axis (jnp's axis=None flattens it)",
                             cx.loc, hint=f"{what}(x, axis=1) scans each row; {what}(x, axis=0) each column")
   if not isinstance(axis, int) or isinstance(axis, bool):
-    raise E.KernelTypeError(f"{what}: axis must be a static int, got {axis!r}", cx.loc,
+    raise E.KernelTypeError(f"{what}: axis must be a static int, got {shown(axis)}", cx.loc,
                             hint=f"axis is a static int in [-{rank}, {rank})")
   if not -rank <= axis < rank:
     raise E.IndexOutOfBoundsError(f"{what}: axis {axis!r} is out of range for a tensor of rank {rank}", cx.loc,
@@ -67,7 +67,7 @@ def scan(cx, kind: ScanKind, x, axis, reverse, what):
                             hint="read the data in the 2-D shape you scan: x.at[...][...] of a 2-D window" if is_tensor(x)
                             else f"{what} scans a tensor: a scalar's scan is the scalar itself")
   if not isinstance(reverse, bool):
-    raise E.KernelTypeError(f"{what}: reverse is a static bool, got {reverse!r}", cx.loc,
+    raise E.KernelTypeError(f"{what}: reverse is a static bool, got {shown(reverse)}", cx.loc,
                             hint="reverse=True scans from the end")
   shape = x.type.shape
   axis = _axis(cx, axis, len(shape), what)

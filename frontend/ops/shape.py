@@ -18,7 +18,7 @@ from ..ir import LayoutRule, Traits
 from ..types import ScalarType, TensorType, dtype_name, resolve
 from ..infer import unify
 from . import elementwise as ew
-from .base import builtin, check_register_value, is_tensor, is_value, kind_of, static_shape, unroll_hint
+from .base import builtin, check_register_value, is_tensor, is_value, kind_of, static_shape, unroll_hint, shown
 
 
 class ReduceKind(enum.Enum):
@@ -465,7 +465,7 @@ def concatenate(cx, xs, axis=0):
         f"ml.concatenate of tensors of ranks {[len(x.type.shape) for x in xs]}: the parts need one rank", cx.loc,
         hint="insert axes first: v[:, None]")
   if not isinstance(axis, int) or isinstance(axis, bool) or not -rank <= axis < rank:
-    raise E.KernelTypeError(f"ml.concatenate: axis must be a static int in [-{rank}, {rank}), got {axis!r}",
+    raise E.KernelTypeError(f"ml.concatenate: axis must be a static int in [-{rank}, {rank}), got {shown(axis)}",
                             cx.loc, hint="ml.concatenate([a, b], axis=-1) joins along the last axis")
   axis %= rank
   for x in xs[1:]:

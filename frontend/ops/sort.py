@@ -16,7 +16,7 @@ from ..dtypes import DType
 from ..ir import Access, LayoutRule, Traits
 from ..types import TensorType, dtype_name, resolve
 from . import elementwise as ew
-from .base import builtin, check_register_value, is_tensor, kind_of
+from .base import builtin, check_register_value, is_tensor, kind_of, shown
 from .shape import row_scratch, scratch
 
 
@@ -47,13 +47,13 @@ def sort_tensor(cx, x, axis, descending, what, late_first=False):
   shape = x.type.shape
   rank = len(shape)
   if not isinstance(axis, int) or isinstance(axis, bool) or not -rank <= axis < rank:
-    raise E.KernelTypeError(f"{what}: axis must be a static int in [-{rank}, {rank}), got {axis!r}", cx.loc,
+    raise E.KernelTypeError(f"{what}: axis must be a static int in [-{rank}, {rank}), got {shown(axis)}", cx.loc,
                             hint=f"{what}(x) sorts along the last axis")
   if axis % rank != rank - 1:
     raise E.KernelTypeError(f"{what} sorts along the last axis; axis {axis} of a {rank}-D tensor is not it",
                             cx.loc, hint=f"transpose first: {what}({x.name or 'x'}.T).T sorts each column")
   if not isinstance(descending, bool):
-    raise E.KernelTypeError(f"{what}: descending is a static bool, got {descending!r}", cx.loc,
+    raise E.KernelTypeError(f"{what}: descending is a static bool, got {shown(descending)}", cx.loc,
                             hint="descending=True puts the largest first")
   n = shape[-1]
   d = resolve(x.type.dtype)
@@ -90,7 +90,7 @@ def _stable(cx, stable, what):
   """jnp.sort's and jnp.argsort's `stable=` (default True): the sort here always is, which any
   order `stable=False` allows too."""
   if not isinstance(stable, bool):
-    raise E.KernelTypeError(f"{what}: stable is a static bool, got {stable!r}", cx.loc,
+    raise E.KernelTypeError(f"{what}: stable is a static bool, got {shown(stable)}", cx.loc,
                             hint="leave it out: the sort is always stable (equal keys keep their order)")
 
 

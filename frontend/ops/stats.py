@@ -12,12 +12,12 @@ from __future__ import annotations
 import math
 
 from .. import errors as E
-from ..dtypes import DType
+from ..dtypes import DType, to_dtype
 from ..types import dtype_name, resolve
 from . import elementwise as ew
 from .elementwise_checks import method_on
-from .base import builtin, check_register_value, is_tensor, is_value, kind_of
-from .reduce import _axes, reduce
+from .base import builtin, check_register_value, is_tensor, is_value, kind_of, shown
+from .reduce import _axes, keep_arg, reduce
 from .shape import ReduceKind
 
 
@@ -95,6 +95,7 @@ def logsumexp(cx, x, axis=None, keepdims=False):
   """jax.nn.logsumexp: log(sum(exp(x))) over `axis`, computed as max + log(sum(exp(x - max)))
   (a row of -inf gives -inf; one holding +inf gives +inf)."""
   y, out = _float_operand(cx, x, "ml.logsumexp")
+  keepdims = keep_arg(cx, keepdims, "ml.logsumexp", x, axis)
   axis = _axis(cx, y, axis, "ml.logsumexp")
   m = _finite_max(cx, y, axis, "ml.logsumexp")
   s = reduce(cx, ReduceKind.SUM, ew.unary(cx, ew.UnOp.EXP, ew.binary(cx, ew.BinOp.SUB, y, m)), axis, True,
@@ -118,9 +119,13 @@ def _drop(cx, r, x, axis):
 def _variance(cx, x, axis, ddof, keepdims, what):
   y, out = _float_operand(cx, x, what)
   axes = _axes(cx, axis, len(y.type.shape), what)
+  keepdims = keep_arg(cx, keepdims, what, x, axis)
   if not isinstance(ddof, int) or isinstance(ddof, bool):
-    raise E.KernelTypeError(f"{what}: ddof must be a static int, got {ddof!r}", cx.loc,
-                            hint=f"{what}(x, axis=1, ddof=1) for the unbiased estimate")
+    src, ax = method_on(cx.named(x)), f"axis={axis!r}"
+    fix = (f"{what}'s third argument is ddof (jnp's is dtype): {what}({src}.astype({shown(ddof)}), {ax})"
+           if to_dtype(ddof) is not None and not isinstance(ddof, (float, str)) else
+           f"{what}({src}, {ax}, ddof=1) for the unbiased estimate")
+    raise E.KernelTypeError(f"{what}: ddof must be a static int, got {shown(ddof)}", cx.loc, hint=fix)
   n = math.prod(y.type.shape[a] for a in axes)
   mu = ew.binary(cx, ew.BinOp.DIV, reduce(cx, ReduceKind.SUM, y, axis, True, what), float(n))
   c = ew.binary(cx, ew.BinOp.SUB, y, mu)
@@ -154,10 +159,12 @@ def _truth(cx, x, what):
 @builtin(methods=("any",))
 def any_(cx, x, axis=None, keepdims=False):
   """jnp.any: whether any element over `axis` is true (nonzero), a bool."""
-  return reduce(cx, ReduceKind.MAX, _truth(cx, x, "ml.any"), axis, keepdims, what="ml.any")
+  return reduce(cx, ReduceKind.MAX, _truth(cx, x, "ml.any"), axis, keep_arg(cx, keepdims, "ml.any", x, axis),
+                what="ml.any")
 
 
 @builtin(methods=("all",))
 def all_(cx, x, axis=None, keepdims=False):
   """jnp.all: whether every element over `axis` is true (nonzero), a bool."""
-  return reduce(cx, ReduceKind.MIN, _truth(cx, x, "ml.all"), axis, keepdims, what="ml.all")
+  return reduce(cx, ReduceKind.MIN, _truth(cx, x, "ml.all"), axis, keep_arg(cx, keepdims, "ml.all", x, axis),
+                what="ml.all")

@@ -14,7 +14,7 @@ from .. import tma
 from ..dtypes import DType
 from ..infer import conflict, unify
 from ..types import DTypeVar, ScalarType, Space, TensorType, dtype_name, resolve
-from .base import Num, builtin, is_ref, is_value, kind_of, one_element
+from .base import Num, builtin, is_ref, is_value, kind_of, one_element, shown
 from .memory import (Copy, Load, Store, bool_ref_error, check_in_bounds, check_not_transposed, untransposed, view,
                      window)
 
@@ -173,7 +173,7 @@ def _reduce_kind(cx, src, dst, reduce):
   from . import atomic
   names = [k.value for k in atomic.AtomicKind]
   if reduce not in names:
-    raise E.KernelTypeError(f"ml.copy's reduce must be one of {', '.join(map(repr, names))}, got {reduce!r}",
+    raise E.KernelTypeError(f"ml.copy's reduce must be one of {', '.join(map(repr, names))}, got {shown(reduce)}",
                             cx.loc, hint='ml.copy(buf, out.at[...], reduce="add")')
   kind = atomic.AtomicKind(reduce)
   if not (is_ref(src) and is_ref(dst) and src.type.space == Space.SMEM and dst.type.space == Space.GMEM):
@@ -189,7 +189,7 @@ def _reduce_kind(cx, src, dst, reduce):
 
 def _check_multicast(cx, axis, d, dst):
   if not isinstance(axis, int) or isinstance(axis, bool) or not 0 <= axis <= 2:
-    raise E.KernelTypeError(f"multicast must be a cluster axis (0, 1 or 2), got {axis!r}", cx.loc,
+    raise E.KernelTypeError(f"multicast must be a cluster axis (0, 1 or 2), got {shown(axis)}", cx.loc,
                             hint="ml.copy(b.at[...], b_s, multicast=0)")
   if d.space != Space.SMEM:
     raise E.ClusterRefError("only loads (GMEM -> SMEM) can be multicast", cx.loc,
