@@ -53,6 +53,11 @@ def _operand(cx, what, x):
   if not is_value(x) or not isinstance(x.type, RefType) or x.type.space != Space.SMEM or x.type.remote:
     got = f"{x.name} ({x.type.space})" if is_value(x) and isinstance(x.type, RefType) else kind_of(x)
     hint = f"copy the tile into SMEM first: {what}_s = ml.smem(shape); ml.copy({what}_tile, {what}_s)"
+    if is_value(x) and isinstance(x.type, RefType) and x.type.space == Space.GMEM and x.name:
+      # In the user's names: the ref they passed and its shape (ml.smem infers the dtype from the copy).
+      shape = tuple(x.type.shape) if len(x.type.shape) != 1 else (x.type.shape[0],)
+      hint = (f"copy the tile into SMEM first: {what}_s = ml.smem({shape}); ml.copy({x.name}, {what}_s);"
+              f" then pass {what}_s to ml.dot")
     if what == "a":
       got_what = "an SMEM buffer of this CTA or a register tensor"
     else:
