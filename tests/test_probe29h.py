@@ -1,0 +1,74 @@
+"""Probe 29h (normalisation kernels as users write them: layer and RMS norm with fused residuals,
+masked hidden sizes, Welford loops, backward kernels, softmax with temperature and causal masks,
+log-softmax with NLL): the hints found not to work when followed, and their fixes."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from locate import expect
+
+S = jax.ShapeDtypeStruct
+F32 = jnp.float32
+
+
+# ---------------------------------------------------------------- jnp's where= of ml.var, ml.std and ml.mean
+@mg.mgpu_kernel(out_shape=lambda x: (x, S((x.shape[0],), F32)), grid=lambda x: (x.shape[0] // 4,))
+def masked_var(x, y, sd):
+  i = ml.program_id(0)
+  m = ml.arange(1024)[None, :] < x.shape[1]
+  v = x.at[ml.ds(i * 4, 4), ml.ds(0, 1024)].load(mask=m, other=0.0)
+  var = ml.var(v, axis=1, where=m, keepdims=True)
+  y.at[ml.ds(i * 4, 4), ml.ds(0, 1024)].store(v * var, mask=m)
+  sd.at[ml.ds(i * 4, 4)][...] = ml.std(v, axis=1, ddof=1, where=m)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 4,))
+def masked_mean(x, y):
+  i = ml.program_id(0)
+  m = ml.arange(1024)[None, :] < x.shape[1]
+  v = x.at[ml.ds(i * 4, 4), ml.ds(0, 1024)].load(mask=m, other=0.0)
+  y.at[ml.ds(i * 4, 4), ml.ds(0, 1024)].store(v - ml.mean(v, axis=1, where=m, keepdims=True), mask=m)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (x, S((x.shape[0],), F32), x), grid=lambda x: (x.shape[0] // 4,))
+def masked_stats_as_hinted(x, y, sd, z):
+  i = ml.program_id(0)
+  m = ml.arange(1024)[None, :] < x.shape[1]
+  v = x.at[ml.ds(i * 4, 4), ml.ds(0, 1024)].load(mask=m, other=0.0)
+  mu = ml.sum(ml.where(m, v, 0), axis=1, keepdims=True) / ml.sum(ml.broadcast_to(m, v.shape), axis=1, keepdims=True).astype(jnp.float32)
+  var = ml.sum(ml.where(m, (v - mu) ** 2, 0), axis=1, keepdims=True) / ml.sum(ml.broadcast_to(m, v.shape), axis=1, keepdims=True).astype(jnp.float32)
+  y.at[ml.ds(i * 4, 4), ml.ds(0, 1024)].store(v * var, mask=m)
+  sd.at[ml.ds(i * 4, 4)][...] = ml.sqrt(ml.sum(ml.where(m, (v - mu) ** 2, 0), axis=1) / (ml.sum(ml.broadcast_to(m, v.shape), axis=1).astype(jnp.float32) - 1))
+  z.at[ml.ds(i * 4, 4), ml.ds(0, 1024)].store(v - ml.sum(ml.where(m, v, 0), axis=1, keepdims=True) / ml.sum(ml.broadcast_to(m, v.shape), axis=1, keepdims=True).astype(jnp.float32), mask=m)
+
+
+def test_masked_var_std_and_mean_hints_write_a_count_that_works_when_followed():
+  """ml.var(v, where=m) (jnp's where=, a masked hidden size's layer norm) was told only the signature;
+  ml.mean's hint counted a (1, n) column mask by itself, ml.sum(m, axis=1), whose (1,) sum does not meet
+  the (4,) row statistics (MG204 when followed). The hints now write the masked two-pass variance and
+  count the mask stretched to the tile; the kernel written from them matches jnp."""
+  spec = [S((8, 1000), F32)]
+  cnt = "ml.sum(ml.broadcast_to(m, v.shape), axis=1{}).astype(jnp.float32)"
+  mu = ("mu = ml.sum(ml.where(m, v, 0), axis=1, keepdims=True) / " + cnt.format(", keepdims=True"))
+  sq = "ml.sum(ml.where(m, (v - mu) ** 2, 0), axis=1{})"
+  e = expect(masked_var, spec, mg.KernelTypeError, "ml.var(v, axis=1, where=m, keepdims=True)",
+             "ml.var: got an unexpected keyword argument 'where'",
+             hint="the masked mean first, then the masked squared deviations from it: " + mu + "; then "
+                  + sq.format(", keepdims=True") + " / " + cnt.format(", keepdims=True")
+                  + "; ml.var(x, axis=None, ddof=0, keepdims=False)")
+  std = e.errors[1]
+  assert std.hint == ("the masked mean first, then the masked squared deviations from it: " + mu + "; then ml.sqrt("
+                      + sq.format("") + " / (" + cnt.format("") + " - 1)); ml.std(x, axis=None, ddof=0, keepdims=False)")
+  expect(masked_mean, spec, mg.KernelTypeError, "ml.mean(v, axis=1, where=m, keepdims=True)",
+         "ml.mean: got an unexpected keyword argument 'where'",
+         hint="select the elements first, the others set to what the reduction ignores: ml.sum(ml.where(m, v, 0),"
+              " axis=1, keepdims=True) divided by " + cnt.format(", keepdims=True") + ", the count it keeps;"
+              " ml.mean(x, axis=None, keepdims=False)")
+  x = np.random.default_rng(0).standard_normal((8, 1000)).astype(np.float32)
+  y, sd, z = masked_stats_as_hinted(jnp.asarray(x), interpret=True)
+  np.testing.assert_allclose(y, x * x.var(1, keepdims=True), rtol=1e-5, atol=1e-6)
+  np.testing.assert_allclose(sd, x.std(1, ddof=1), rtol=1e-5)
+  np.testing.assert_allclose(z, x - x.mean(1, keepdims=True), rtol=1e-5, atol=1e-6)
+  jax.export.export(jax.jit(masked_stats_as_hinted), platforms=["cuda"])(*spec)
