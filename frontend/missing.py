@@ -51,11 +51,15 @@ def _math_hint(attr, args) -> str:
   return f"no ml.{attr}: {form.format(*xs)}{note.format(*xs)}"
 
 
+_ALONG = ("no ml.take_along_axis: index the GMEM ref with tensors, x[rows, ids] (one element per row,"
+          " NumPy's advanced indexing); of a register tile t, select with a one-hot mask and sum the rows:"
+          " ml.sum(ml.where(ml.arange(t.shape[1])[None, :] == ids[:, None], t, 0), axis=1)")
 NOT_YET = {   # what Triton and jnp users reach for that mgpu_dsl does not have, and what to write
     "associative_scan": _SCAN, "scan": _SCAN, "sort": _TOP, "topk": _TOP,
     "trans": _TRANSPOSE, "permute": _TRANSPOSE,
     "gather": "index the GMEM ref with a tensor of indices: table[ids, :] (NumPy's advanced indexing)",
     "take": "index the GMEM ref with a tensor of indices: x[idx] (NumPy's advanced indexing)",
+    "take_along_axis": _ALONG,
     "join": _JOIN.format("join"), "interleave": _JOIN.format("interleave"), "stack": _JOIN.format("stack"),
     "cat": _CONCAT, "concatenate": _CONCAT,
     "split": "read the halves through windows of the ref: x.at[:, 0:n][...] and x.at[:, n:2 * n][...]",
@@ -327,7 +331,7 @@ _DOT = ("use ml.dot(a_s, b_s, acc): it takes SMEM buffers (and A from registers)
 _TAKE = ("index the GMEM ref with a tensor of indices: t[ids, :] gathers rows, t[:, ids] columns"
          " (as jnp indexes; `ml.atomic_add(out.at[ids, :], rows)` scatters)")
 _ASTYPE = "convert with x.astype(dtype) (or ml.cast(x, dtype)); values in a kernel are arrays already"
-ARRAY_CALLS = {"dot": _DOT, "matmul": _DOT, "einsum": _DOT, "dot_general": _DOT, "take": _TAKE, "take_along_axis": _TAKE,
+ARRAY_CALLS = {"dot": _DOT, "matmul": _DOT, "einsum": _DOT, "dot_general": _DOT, "take": _TAKE, "take_along_axis": _ALONG.replace("no ml.take_along_axis: ", ""),
                "bitcast_convert_type": "use ml.bitcast(x, dtype): the same bits, another dtype of the same width",
                "convert_element_type": _ASTYPE, "asarray": _ASTYPE,
                "debug_print": "write print(...): print(f\"x={x}\") or print(\"x\", x) prints register values in interpret"

@@ -72,3 +72,52 @@ def test_masked_var_std_and_mean_hints_write_a_count_that_works_when_followed():
   np.testing.assert_allclose(sd, x.std(1, ddof=1), rtol=1e-5)
   np.testing.assert_allclose(z, x - x.mean(1, keepdims=True), rtol=1e-5, atol=1e-6)
   jax.export.export(jax.jit(masked_stats_as_hinted), platforms=["cuda"])(*spec)
+
+
+# ---------------------------------------------------------------- the target column of each row (NLL)
+@mg.mgpu_kernel(out_shape=lambda x, t: S((x.shape[0],), F32), grid=lambda x, t: (x.shape[0] // 8,))
+def nll_register_gather(x, t, loss):
+  i = ml.program_id(0)
+  ls = ml.log_softmax(x.at[ml.ds(i * 8, 8), :][...], axis=1)
+  tg = t.at[ml.ds(i * 8, 8)][...]
+  loss.at[ml.ds(i * 8, 8)][...] = -ls[ml.arange(8), tg]
+
+
+@mg.mgpu_kernel(out_shape=lambda x, t: S((x.shape[0],), F32), grid=lambda x, t: (x.shape[0] // 8,))
+def nll_take_along_axis(x, t, loss):
+  i = ml.program_id(0)
+  ls = ml.log_softmax(x.at[ml.ds(i * 8, 8), :][...], axis=1)
+  tg = t.at[ml.ds(i * 8, 8)][...]
+  loss.at[ml.ds(i * 8, 8)][...] = -ml.take_along_axis(ls, tg[:, None], axis=1)[:, 0]
+
+
+@mg.mgpu_kernel(out_shape=lambda x, t: S((x.shape[0],), F32), grid=lambda x, t: (x.shape[0] // 8,))
+def nll_as_hinted(x, t, loss):
+  i = ml.program_id(0)
+  ls = ml.log_softmax(x.at[ml.ds(i * 8, 8), :][...], axis=1)
+  tg = t.at[ml.ds(i * 8, 8)][...]
+  loss.at[ml.ds(i * 8, 8)][...] = -ml.sum(ml.where(ml.arange(256)[None, :] == tg[:, None], ls, 0), axis=1)
+
+
+def test_one_element_per_row_of_a_register_tile_is_hinted_as_a_one_hot_select():
+  """ls[ml.arange(8), tg] of a log-softmax tile (NLL's target column) was told only to gather from GMEM
+  or go through SMEM, and ml.take_along_axis was "check the spelling"; both now write the one-hot select,
+  which, followed, matches jnp's take_along_axis."""
+  specs = [S((32, 256), F32), S((32,), jnp.int32)]
+  expect(nll_register_gather, specs, mg.KernelTypeError, "ls[ml.arange(8), tg]",
+         "ls is indexed by a tensor of indices: gathers read refs (table[ids, :] of a kernel input), not register"
+         " tensors",
+         hint="to take one element per row (row r's column tg[r]), select it with a one-hot mask and sum the rows:"
+              " ml.sum(ml.where(ml.arange(256)[None, :] == tg[:, None], ls, 0), axis=1); or gather from the array"
+              " the values came from, or store the tensor into an ml.smem buffer and read the elements you need with"
+              " integer indices")
+  e = expect(nll_take_along_axis, specs, mg.UnknownNameError, "ml.take_along_axis",
+             "ml has no attribute 'take_along_axis'")
+  assert "ml.sum(ml.where(ml.arange(t.shape[1])[None, :] == ids[:, None], t, 0), axis=1)" in e.hint
+  rng = np.random.default_rng(1)
+  x = rng.standard_normal((32, 256)).astype(np.float32)
+  t = rng.integers(0, 256, 32).astype(np.int32)
+  got = nll_as_hinted(jnp.asarray(x), jnp.asarray(t), interpret=True)
+  want = -jnp.take_along_axis(jax.nn.log_softmax(x, -1), t[:, None], 1)[:, 0]
+  np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+  jax.export.export(jax.jit(nll_as_hinted), platforms=["cuda"])(*specs)

@@ -214,6 +214,20 @@ def _plain_slice(i) -> bool:
                                        for v in (i.start, i.stop)) and i.step in (None, 1))
 
 
+def _one_per_row_hint(cx, x, index) -> str:
+  """For t[rows, ids] of a 2-D register tile with two index vectors (jnp's one element per row, the
+  target column of a log-softmax row): the one-hot select that picks it in registers, in the user's
+  names; "" for other indexings."""
+  vec = lambda i: is_value(i) and isinstance(i.type, TensorType) and len(i.type.shape) == 1 \
+      and resolve(i.type.dtype) != DType.bool_
+  if len(x.type.shape) != 2 or len(index) != 2 or not all(vec(i) for i in index) \
+      or index[0].type.shape != index[1].type.shape or index[0].type.shape[0] != x.type.shape[0]:
+    return ""
+  ids, n, t = cx.named(index[1], "ids"), x.type.shape[1], cx.named(x, "t")
+  return (f"to take one element per row (row r's column {ids}[r]), select it with a one-hot mask and sum the"
+          f" rows: ml.sum(ml.where(ml.arange({n})[None, :] == {ids}[:, None], {t}, 0), axis=1); or ")
+
+
 def _check_register_index(cx, x, index, rank, kept):
   """The index mistakes of a register tensor that have a message of their own."""
   name = x.name or "the tensor"
@@ -229,8 +243,8 @@ def _check_register_index(cx, x, index, rank, kept):
       raise E.KernelTypeError(
           f"{name} is indexed by a tensor of indices: gathers read refs (table[ids, :] of a kernel input), not"
           f" register tensors", cx.loc,
-          hint="gather from the array the values came from, or store the tensor into an ml.smem buffer and read"
-               " the elements you need with integer indices")
+          hint=_one_per_row_hint(cx, x, index) + "gather from the array the values came from, or store the tensor"
+               " into an ml.smem buffer and read the elements you need with integer indices")
     if is_value(i) and isinstance(i.type, ScalarType) and not _is_int_index(i):
       raise E.KernelTypeError(
           f"an index of {name} must be an integer, got {i.name or 'a scalar'} ({dtype_name(resolve(i.type.dtype))})",
