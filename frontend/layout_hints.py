@@ -466,3 +466,30 @@ def empty_tensor_hint(kernel) -> str:
     return ("a call on arrays whose outputs all have no elements returns them without a launch, as jnp"
             " would; check or build a specialisation whose outputs have elements")
   return "call the kernel only on non-empty arrays (outside it, an empty output needs no kernel)"
+
+
+def single_row_statistic(rels, comp, defs):
+  """Raise for a (1,) statistic of a one-row (1, n) tile stretched to the (k,) statistics of a (k, n)
+  tile (a mask that broadcasts, counted with ml.sum(m, axis=1)): the threads of a row-wise tile hold
+  its rows, and the one-row tile's statistic is in other threads. `rels`/`comp`: the layout classes."""
+  from . import errors as E
+  from .ops.elementwise import Cast
+  from .ops.shape import Broadcast, Reduce
+  ops = [r for c, q, _, r in rels if c in comp or q in comp]
+  lone = next((r for r in ops if isinstance(r, Broadcast) and r.x.type.shape == (1,)
+               and len(r.result.type.shape) == 1 and r.result.type.shape[0] > 1), None)
+  red = next((r for r in ops if isinstance(r, Reduce) and r.result.type.shape == (1,)
+              and len(r.x.type.shape) == 2 and r.x.type.shape[0] == 1), None)
+  if lone is None or red is None:
+    return
+  src, o = red.x, defs.get(red.x.id)
+  while isinstance(o, Cast) and not o.bitcast:    # a bool mask summed as int32: the user's mask
+    src, o = o.x, defs.get(o.x.id)
+  k, n, name = lone.result.type.shape[0], red.x.type.shape[1], src.name or "t"
+  raise E.LayoutError(
+      f"a (1,) statistic of the one-row (1, {n}) tile {name} is stretched to ({k},), beside the row statistics"
+      f" of a ({k}, {n}) tile: the threads holding that tile's rows do not hold the one row's statistic",
+      red.loc,
+      hint=f"reduce {name} to a scalar, which meets any tensor: ml.{red.kind.value}({name}) (the same value for"
+           f" every row); or stretch it to the tile before reducing it: ml.{red.kind.value}(ml.broadcast_to({name},"
+           f" ({k}, {n})), axis=1)")
