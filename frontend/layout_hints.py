@@ -471,7 +471,8 @@ def empty_tensor_hint(kernel) -> str:
 def single_row_statistic(rels, comp, defs):
   """Raise for a (1,) statistic of a one-row (1, n) tile stretched to the (k,) statistics of a (k, n)
   tile (a mask that broadcasts, counted with ml.sum(m, axis=1)): the threads of a row-wise tile hold
-  its rows, and the one-row tile's statistic is in other threads. `rels`/`comp`: the layout classes."""
+  its rows, and the one-row tile's statistic is in other threads. `rels`/`comp`: the layout classes.
+  None where there is no such statistic (the caller's error and hint stand)."""
   from . import errors as E
   from .ops.elementwise import Cast
   from .ops.shape import Broadcast, Reduce

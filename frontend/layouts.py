@@ -42,8 +42,8 @@ from .ops.shape import READ_2D_FIRST, Broadcast, Reduce, ReduceKind, Reshape, Tr
 from .windows import minor_strided, window_vec
 from .layout_hints import (broadcast_loops_hint, column_slice_hint, flat_gather_error, row_wise_hint, role,
                            gather_columns_hint, pad_hint, read_window, row_of_statistic, scatter_columns_hint,
-                           small_tile_hint, smem_vector_hint, transposed_hint, reductions_of,
-                           empty_tensor_hint, single_row_statistic)
+                           small_tile_hint, smem_vector_hint, transposed_hint, reductions_of, empty_tensor_hint,
+                           single_row_statistic)
 from .types import Layout, LayoutKind, RefType, Space, TensorType, dtype_name
 
 
@@ -368,11 +368,10 @@ class _Solver:
             spread.loc,
             hint=broadcast_loops_hint(spread.x.name, src, dst))
       if len([n for n in bad.type.shape if n != 1]) <= 2:    # a tile with size-1 axes around it
-        single_row_statistic(rels, comp, self.defs)   # a (1, n) tile's (1,) statistic stretched: its own message
         raise E.LayoutError(
             f"{bad.name or 'this tensor'} of shape {bad.type.shape} meets a row-wise tile (reduced or"
             f" broadcast along its rows) through its size-1 axes; tiles are 2-D from where they are"
-            f" read", where.loc if where else o.loc, hint=_READ_2D)
+            f" read", where.loc if where else o.loc, hint=single_row_statistic(rels, comp, self.defs) or _READ_2D)
       raise E.LayoutError(
           f"{bad.name or 'this tensor'} of shape {bad.type.shape} is reduced or broadcast along an axis;"
           f" that works on 2-D tiles (and vectors), not on {len(bad.type.shape)}-D tensors",
