@@ -398,11 +398,19 @@ def row_of_statistic(name, shape, n, was, tmp, red) -> tuple[str, str]:
           f" where a row tile spreads them along the columns, and registers cannot move between the two", hint)
 
 
-def pad_hint(n, up, index, reduced=((), None), window=None) -> str:
-  """A 1-D vector of n elements padded to `up` by a masked window (of the GMEM read `window`, a
-  read_window, where it is one: its start in the user's words); `index`: it indexes a gather or a
+def pad_hint(n, up, index, reduced=((), None), made=None, defs=None) -> str:
+  """A 1-D vector of n elements padded to `up` by a masked window (of the GMEM read `made`, the op
+  that made it, where it is one: its start in the user's words); `index`: it indexes a gather or a
   scatter, whose padding lanes need an index the scatter drops (0 would count); `reduced`
-  (reductions_of): the padding is what they ignore."""
+  (reductions_of): the padding is what they ignore. Made by ml.arange: a longer arange, masked."""
+  from .ops.elementwise import Arange
+  if isinstance(made, Arange):
+    mask = f"ml.arange({up}) < {n}"
+    return (f"take {up} lanes, ml.arange({up}), and mask the ones past {n}: {mask} in the masks of what they read"
+            f" and store" + (f"; an index vector's extra lanes point past the indexed array's end"
+                             f" (ml.where({mask}, idx, n)), where a scatter drops them" if index else "")
+            + f"; or work on {up} rows (or elements) a program")
+  window = read_window(defs, made) if defs is not None and made is not None else None
   at = "ref.at[ml.ds(start, {})]"
   if window is not None and not window[1] and len(window[2]) == 1:
     at = f"{window[0]}.at[ml.ds({window[2][0][0]}, {{}})]"

@@ -650,7 +650,7 @@ class _Solver:
               f" elements (other register tensors a multiple of {hw.WARPGROUP}, one per thread of a"
               f" warpgroup)", loc,
               hint=self._scalar_store_hint(v) or one or smem_vector_hint(o, n, up, self.defs) or pad_hint(
-                  n, up, index, reductions_of(self.kernel.body, v), read_window(self.defs, self.defs.get(v.id))))
+                  n, up, index, reductions_of(self.kernel.body, v), self.defs.get(v.id), self.defs))
         raise E.LayoutError(
             f"{v.name or 'this tensor'} has shape {shape}: register tensors need a multiple of"
             f" {hw.WARPGROUP} elements (one per thread of a warpgroup)", loc,

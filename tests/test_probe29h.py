@@ -156,3 +156,41 @@ def test_a_one_row_tiles_statistic_beside_row_statistics_names_it_and_hints_what
   np.testing.assert_allclose(o, x.mean(1), rtol=1e-5, atol=1e-6)
   np.testing.assert_allclose(p, x.mean(1), rtol=1e-5, atol=1e-6)
   jax.export.export(jax.jit(masked_row_mean_as_hinted), platforms=["cuda"])(S((8, 1000), F32))
+
+
+# ---------------------------------------------------------------- an ml.arange shorter than 8 lanes
+@mg.mgpu_kernel(out_shape=lambda x, t: S((x.shape[0],), F32), grid=lambda x, t: (x.shape[0] // 4,))
+def nll_four_rows(x, t, loss):
+  i = ml.program_id(0)
+  rows = i * 4 + ml.arange(4)
+  tg = t.at[ml.ds(i * 4, 4)][...]
+  loss.at[ml.ds(i * 4, 4)][...] = -x[rows, tg]         # a log-softmax's picked column, stored alone
+
+
+@mg.mgpu_kernel(out_shape=lambda x, t: S((x.shape[0],), F32), grid=lambda x, t: (x.shape[0] // 4,))
+def nll_four_rows_as_hinted(x, t, loss):
+  i = ml.program_id(0)
+  ok = ml.arange(8) < 4
+  rows = ml.where(ok, i * 4 + ml.arange(8), x.shape[0])
+  tg = t.at[ml.ds(i * 4, 8)].load(mask=ok, other=0)
+  loss.at[ml.ds(i * 4, 8)].store(-x[rows, tg], mask=ok)
+
+
+def test_a_short_arange_is_hinted_as_a_longer_masked_arange():
+  """rows = i * 4 + ml.arange(4) indexing a gather whose 4 values are stored alone was MG204 with the hint
+  to pad a masked load of `ref.at[ml.ds(start, 8)]`, which no ml.arange is; the hint now says to take 8 lanes of ml.arange
+  and mask the rest (index lanes pointing past the array), which compiles and matches jnp."""
+  specs = [S((16, 256), F32), S((16,), jnp.int32)]
+  expect(nll_four_rows, specs, mg.LayoutError, "ml.arange(4)",
+         "ml.arange(4) has shape (4,): a 1-D register vector needs a multiple of 8 elements (other register tensors a"
+         " multiple of 128, one per thread of a warpgroup)",
+         hint="take 8 lanes, ml.arange(8), and mask the ones past 4: ml.arange(8) < 4 in the masks of what they"
+              " read and store; an index vector's extra lanes point past the indexed array's end"
+              " (ml.where(ml.arange(8) < 4, idx, n)), where a scatter drops them; or work on 8 rows (or elements)"
+              " a program")
+  rng = np.random.default_rng(3)
+  x = rng.standard_normal((16, 256)).astype(np.float32)
+  t = rng.integers(0, 256, 16).astype(np.int32)
+  got = nll_four_rows_as_hinted(jnp.asarray(x), jnp.asarray(t), interpret=True)
+  np.testing.assert_array_equal(got, -jnp.take_along_axis(x, t[:, None], 1)[:, 0])
+  jax.export.export(jax.jit(nll_four_rows_as_hinted), platforms=["cuda"])(*specs)
