@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import builtins
 import functools
+import re
 
 import numpy as np
 
@@ -296,7 +297,9 @@ class Calls:
         is_float = isinstance(d, DType) and d.is_float
         pos, kw = [self.text(a) for a in node.args], {k.arg: self.text(k.value) for k in node.keywords if k.arg}
         mod = getattr(fn, "__module__", None) or ""
-        hint = (missing.form_hint(name, pos, kw, lax=mod == "jax.lax" or mod.startswith("jax._src.lax"))
+        taken = frozenset(re.findall(r"[A-Za-z_]\w*", "\n".join(self.src.lines)))
+        hint = (missing.form_hint(name, pos, kw, lax=mod == "jax.lax" or mod.startswith("jax._src.lax"),
+                                  taken=taken)
                 or missing.array_call_hint(name, pos, kw, is_float, d if isinstance(d, DType) else None) or hint)
       raise E.KernelTypeError(
           f"{name} cannot take"

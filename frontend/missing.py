@@ -4,6 +4,7 @@ and JAX's own functions called in a kernel out of habit."""
 from __future__ import annotations
 
 import ast
+import collections
 import difflib
 import math
 import re
@@ -484,10 +485,23 @@ _FORMS = {
 _LAX_FORMS = {"max": "ml.maximum({0}, {1})", "min": "ml.minimum({0}, {1})"}
 
 
-def form_hint(name, pos, kw, *, lax=False) -> str | None:
+def _computed(t: str) -> bool:
+  """Whether an argument as written computes something (a call, an operator), which a form that
+  uses it more than once would compute again each time."""
+  try:
+    e = ast.parse(t.strip(), mode="eval").body
+  except SyntaxError:
+    return True
+  return not isinstance(e, (ast.Name, ast.Attribute, ast.Subscript, ast.Constant))
+
+
+def form_hint(name, pos, kw, *, lax=False, taken=frozenset()) -> str | None:
   """The hint for lax.select(c, a, b), jax.nn.relu(x), jnp.zeros_like(x), lax.max(a, b), ... on
   register values: what a kernel writes instead, with the call's own arguments (`pos`, `kw`: as
-  written; `lax`: whether the function is jax.lax's); None where no such form is known."""
+  written; `lax`: whether the function is jax.lax's); None where no such form is known. An
+  argument that computes something (jax.nn.silu(ml.dot(a_s, b_s))) and that the form uses more
+  than once is bound to a name first, one not in `taken` (the names of the kernel's file), so that
+  the hint computes it once."""
   form = _LAX_FORMS.get(name) if lax else None
   form = form or _FORMS.get(name)
   if form is None:
@@ -499,6 +513,15 @@ def form_hint(name, pos, kw, *, lax=False) -> str | None:
   if name == "broadcast_in_dim":      # (operand, shape, broadcast_dimensions): the dimensions are x's axes
     pos = pos[:2]
   args = [a.strip() for a in pos] if len(pos) == n else names[:n]
+  binds = []
+  if len(pos) == n:
+    uses = collections.Counter(re.findall(r"\{(\d)\}", form))
+    free = (c for c in ("y", "h", "z", "v", "t", "u", "val", "act_in") if c not in taken)
+    for i, a in enumerate(args):
+      if uses[str(i)] > 1 and _computed(a):
+        v = next(free, "act_in")
+        binds.append(f"{v} = {a}")
+        args[i] = v
 
   def arg(m):     # alone between a call's parentheses and commas, as written; else as an operand
     before, after = form[max(m.start() - 2, 0):m.start()], form[m.end():m.end() + 1]
@@ -506,6 +529,8 @@ def form_hint(name, pos, kw, *, lax=False) -> str | None:
     a = args[int(m.group(1))]
     return a if alone else _operand(a)
   how = re.sub(r"\{(\d)\}", arg, form)
+  if binds:        # computed once, then used by name
+    how = f"{'; '.join(binds)} and then {how}"
   return f"write {how}" + (" (lax.clamp takes the bounds around x; ml.clip(x, min, max) after it)"
                            if name == "clamp" else " (a lower-rank operand first gets its size-1 axes where the"
                            " broadcast dimensions leave them: v[:, None] or v[None, :])"

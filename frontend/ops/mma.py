@@ -172,6 +172,27 @@ def _inner_hint(a, b, with_acc):
   return f"{b.name} views a buffer stored (k, n) = {(n, k2)}: pass {base} itself, ml.dot({an}, {base}{acc})"
 
 
+def _mixed_hint(a, b, da, db, in_regs, with_acc):
+  """The hint for ml.dot of two dtypes (float16 x bfloat16): a TMA copy does not convert, so A
+  goes through registers, converted to B's dtype (A from registers takes 16-bit tiles), or the
+  caller converts an input before the call."""
+  acc = ", acc" if with_acc else ""
+  if db in (DType.f16, DType.bf16) and isinstance(da, DType) and da.is_float:
+    an = a.name if in_regs else f"{a.name}[...]"
+    if in_regs or not a.type.transposed:
+      fix = (f"convert A to {dtype_name(db)} in registers: ml.dot({_conv(an)}.astype(jnp.{dtype_name(db)}),"
+             f" {b.name}{acc}) (the tensor cores read A from registers)")
+      return fix if in_regs else (f"{fix}, or convert the array that fills {a.name} before the call"
+                                  f" (.astype(jnp.{dtype_name(db)}), which XLA fuses into its producer)")
+  want, other = (db, a) if da not in (DType.f16, DType.bf16) else (da, b)
+  return (f"convert the array that fills {other.name} before the call (.astype(jnp.{dtype_name(want)}), which"
+          f" XLA fuses into its producer): a TMA copy does not convert, and both operands need one dtype")
+
+
+def _conv(text):
+  return text if text.replace("[...]", "").replace("_", "a").replace(".", "a").isalnum() else f"({text})"
+
+
 @builtin
 def dot(cx, a, b, acc=None, *, out_dtype=None, input_precision=None, allow_tf32=None, max_num_imprecise_acc=None):
   """`acc + a @ b` on the tensor cores (WGMMA).
@@ -214,7 +235,7 @@ def dot(cx, a, b, acc=None, *, out_dtype=None, input_precision=None, allow_tf32=
         hint="convert both tiles to float16 when you fill them (exact for both float8 types, at half the"
              " float8 rate), or the float8_e4m3fn one to float8_e5m2 (keeps its range, drops a mantissa bit);"
              " float8_e5m2 to float8_e4m3fn saturates beyond 448" if fp8 else
-             "convert one operand's tile when you fill it")
+             _mixed_hint(a, b, da, db, in_regs, acc is not None))
   d = resolve(dt)
   if isinstance(d, DType) and d not in hw.MMA_DTYPES:
     raise E.UnsupportedDtypeError(

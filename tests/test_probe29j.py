@@ -1,0 +1,112 @@
+"""Probe 29j (matmul variants as users write them: batched, epilogues, transposed operands, int8,
+split-K, odd shapes, mixed dtypes, TF32, matrix-vector, a fused MLP)."""
+import inspect
+import re
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from locate import expect
+
+S = jax.ShapeDtypeStruct
+F16, BF16, F32 = jnp.float16, jnp.bfloat16, jnp.float32
+
+
+def _rand(shape, dtype, seed):
+  return jax.random.normal(jax.random.PRNGKey(seed), shape, F32).astype(dtype)
+
+
+# ---------------------------------------------------------------- jax.nn epilogues of a computed value
+@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[1]), F32))
+def silu_of_dot(a, b, c):
+  a_s, b_s = ml.smem(a.shape), ml.smem(b.shape)
+  ml.copy(a, a_s)
+  ml.copy(b, b_s)
+  c[...] = jax.nn.silu(ml.dot(a_s, b_s))
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b, bias: S((a.shape[0], b.shape[1]), F32))
+def gelu_of_biased_dot(a, b, bias, c):
+  a_s, b_s = ml.smem(a.shape), ml.smem(b.shape)
+  ml.copy(a, a_s)
+  ml.copy(b, b_s)
+  c[...] = jax.nn.gelu(ml.dot(a_s, b_s) + bias[...][None, :], approximate=False)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[1]), F32))
+def silu_as_hinted(a, b, c):
+  a_s, b_s = ml.smem(a.shape), ml.smem(b.shape)
+  ml.copy(a, a_s)
+  ml.copy(b, b_s)
+  z = ml.dot(a_s, b_s); c[...] = z * ml.sigmoid(z)
+
+
+def test_a_jax_nn_epilogue_of_a_dot_hints_computing_the_dot_once():
+  """The hint repeated its argument where the form uses it twice (ml.dot(a_s, b_s) *
+  ml.sigmoid(ml.dot(a_s, b_s)): two tensor-core products); a computed argument is bound first."""
+  specs = [S((64, 64), F16), S((64, 64), F16)]
+  e = expect(silu_of_dot, specs, mg.KernelTypeError, "jax.nn.silu(ml.dot(a_s, b_s))",
+             "silu cannot take a register tensor inside a kernel")
+  # bound to a name the kernel's file does not use
+  m = re.fullmatch(r"write (\w+) = ml\.dot\(a_s, b_s\) and then \1 \* ml\.sigmoid\(\1\)", e.hint)
+  assert m and not re.search(rf"\b{m.group(1)}\b", inspect.getsource(sys.modules[__name__])), e.hint
+  e = expect(gelu_of_biased_dot, specs + [S((64,), F32)], mg.KernelTypeError, "jax.nn.gelu(",
+             "gelu cannot take a register tensor inside a kernel")
+  assert re.fullmatch(r"write (\w+) = ml\.dot\(a_s, b_s\) \+ bias\[\.\.\.\]\[None, :\] and then"
+                      r" 0\.5 \* \1 \* \(1 \+ ml\.erf\(\1 \* 0\.7071067811865476\)\)", e.hint), e.hint
+  a, b = _rand((64, 64), F16, 0), _rand((64, 64), F16, 1)     # the hint, followed
+  got = silu_as_hinted(a, b, interpret=True)
+  want = jax.nn.silu(a.astype(F32) @ b.astype(F32))
+  np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-4, atol=1e-4)
+
+
+# ---------------------------------------------------------------- float16 x bfloat16
+@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[1]), F32))
+def mixed_smem(a, b, c):
+  a_s, b_s = ml.smem((64, 64)), ml.smem((64, 64))
+  ml.copy(a, a_s)
+  ml.copy(b, b_s)
+  c[...] = ml.dot(a_s, b_s)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[1]), F32))
+def mixed_registers(a, b, c):
+  b_s = ml.smem((64, 64))
+  ml.copy(b, b_s)
+  c[...] = ml.dot(a[...], b_s)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[1]), F32))
+def mixed_as_hinted(a, b, c):
+  a_s, b_s = ml.smem((64, 64)), ml.smem((64, 64))
+  acc = ml.zeros((64, 64), F32)
+  for k in ml.range(a.shape[1] // 64, stages=2):
+    ml.copy(a.at[:, ml.ds(k * 64, 64)], a_s)
+    ml.copy(b.at[ml.ds(k * 64, 64), :], b_s)
+    acc = ml.dot(a_s[...].astype(jnp.bfloat16), b_s, acc)
+  c[...] = acc
+
+
+def test_float16_times_bfloat16_hints_a_conversion_that_works():
+  """The hint said "convert one operand's tile when you fill it", which a TMA copy cannot do."""
+  expect(mixed_smem, [S((64, 64), F16), S((64, 64), BF16)], mg.DtypeMismatchError, "ml.dot(a_s, b_s)",
+         "ml.dot of a_s (float16) and b_s (bfloat16): both operands must have one dtype",
+         hint="convert A to bfloat16 in registers: ml.dot(a_s[...].astype(jnp.bfloat16), b_s) (the tensor"
+              " cores read A from registers), or convert the array that fills a_s before the call"
+              " (.astype(jnp.bfloat16), which XLA fuses into its producer)")
+  expect(mixed_registers, [S((64, 64), F16), S((64, 64), BF16)], mg.DtypeMismatchError, "ml.dot(a[...], b_s)",
+         "ml.dot of a[...] (float16) and b_s (bfloat16): both operands must have one dtype",
+         hint="convert A to bfloat16 in registers: ml.dot(a[...].astype(jnp.bfloat16), b_s) (the tensor"
+              " cores read A from registers)")
+  expect(mixed_smem, [S((64, 64), BF16), S((64, 64), F32)], mg.DtypeMismatchError, "ml.dot(a_s, b_s)",
+         "ml.dot of a_s (bfloat16) and b_s (float32): both operands must have one dtype",
+         hint="convert the array that fills b_s before the call (.astype(jnp.bfloat16), which XLA fuses into"
+              " its producer): a TMA copy does not convert, and both operands need one dtype")
+  a, b = _rand((64, 128), F16, 0), _rand((128, 64), BF16, 1)     # the hint, followed
+  got = mixed_as_hinted(a, b, interpret=True)
+  want = a.astype(BF16).astype(F32) @ b.astype(F32)
+  np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-3, atol=1e-3)
