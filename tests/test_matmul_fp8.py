@@ -91,7 +91,9 @@ def test_8bit_transposed_a_is_rejected():
   e = expect(int8_a_transposed, [S((128, 64), I8), S((64, 128), I8)], mg.MmaOperandError,
              "ml.dot(a_s.T, b_s.T)", "ml.dot reads int8 operands K-major only, so a must be stored (m, k);"
              " a_s.T is a transposed view")
-  assert e.hint == "store a's tile as (m, k) and pass the buffer itself, without .T"
+  assert e.hint == ("pass a buffer stored (m, k): transpose the array outside the kernel (x.T in the caller, which"
+                    " XLA fuses), or transpose the tile once in the kernel, a_mk = ml.smem((64, 128)); a_mk[...] ="
+                    " a_s.T[...] (through registers), and pass ml.dot(a_mk, ...)")
 
 
 @mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[0]), jnp.float32))

@@ -110,3 +110,40 @@ def test_float16_times_bfloat16_hints_a_conversion_that_works():
   got = mixed_as_hinted(a, b, interpret=True)
   want = a.astype(BF16).astype(F32) @ b.astype(F32)
   np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-3, atol=1e-3)
+
+
+# ---------------------------------------------------------------- float32 (TF32) with A stored (k, m)
+@mg.mgpu_kernel(out_shape=lambda at, bt: S((at.shape[1], bt.shape[0]), F32))
+def tf32_a_transposed(at, bt, c):
+  a_s, b_s = ml.smem(at.shape), ml.smem(bt.shape)
+  ml.copy(at, a_s)
+  ml.copy(bt, b_s)
+  c[...] = ml.dot(a_s.T, b_s.T)
+
+
+@mg.mgpu_kernel(out_shape=lambda at, bt: S((at.shape[1], bt.shape[0]), F32))
+def tf32_a_transposed_as_hinted(at, bt, c):
+  a_s, b_s = ml.smem(at.shape), ml.smem(bt.shape)
+  ml.copy(at, a_s)
+  ml.copy(bt, b_s)
+  a_mk = ml.smem((64, 32)); a_mk[...] = a_s.T[...]
+  c[...] = ml.dot(a_mk, b_s.T)
+
+
+def test_a_k_major_operand_stored_k_by_m_hints_a_transpose_that_works():
+  """The hint said to store a's tile as (m, k), which a TMA copy of an array stored (k, m) cannot."""
+  specs = [S((32, 64), F32), S((64, 32), F32)]
+  expect(tf32_a_transposed, specs, mg.MmaOperandError, "ml.dot(a_s.T, b_s.T)",
+         "ml.dot reads float32 operands K-major only, so a must be stored (m, k); a_s.T is a transposed view",
+         hint="pass a buffer stored (m, k): transpose the array outside the kernel (x.T in the caller, which XLA"
+              " fuses), or transpose the tile once in the kernel, a_mk = ml.smem((64, 32)); a_mk[...] ="
+              " a_s.T[...] (through registers), and pass ml.dot(a_mk, ...)")
+  at, bt = _rand((32, 64), F32, 0), _rand((64, 32), F32, 1)     # the hint, followed
+  got = tf32_a_transposed_as_hinted(at, bt, interpret=True)
+  want = jnp.dot(at.T, bt.T, precision="highest")
+  np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=2e-2, atol=2e-2)
+  _export(tf32_a_transposed_as_hinted, *specs)
+
+
+def _export(kernel, *specs):
+  return jax.export.export(jax.jit(kernel), platforms=["cuda"])(*specs).mlir_module()

@@ -130,6 +130,17 @@ def _b_dtype(b) -> DType:
   return d if d in hw.MMA_REG_A_DTYPES else DType.f16
 
 
+def _k_major_a_hint(a) -> str:
+  """A stored (k, m), as its array is: transposed in the caller, or once into a (m, k) buffer."""
+  base = a.name[:-2] if (a.name or "").endswith(".T") else None
+  if base is None:
+    return "store a's tile as (m, k) and pass the buffer itself, without .T"
+  m, k = a.type.shape
+  return (f"pass a buffer stored (m, k): transpose the array outside the kernel (x.T in the caller, which XLA"
+          f" fuses), or transpose the tile once in the kernel, a_mk = ml.smem(({m}, {k})); a_mk[...] = {a.name}[...]"
+          f" (through registers), and pass ml.dot(a_mk, ...)")
+
+
 def _major(cx, a, b, d):
   """8-bit (and other non-16-bit) operands must be K-major: A as stored, B stored (n, k) and
   passed transposed."""
@@ -138,7 +149,7 @@ def _major(cx, a, b, d):
   if isinstance(a.type, RefType) and a.type.transposed:
     raise E.MmaOperandError(
         f"ml.dot reads {d} operands K-major only, so a must be stored (m, k); {a.name} is a transposed view",
-        cx.loc, hint="store a's tile as (m, k) and pass the buffer itself, without .T")
+        cx.loc, hint=_k_major_a_hint(a))
   if not b.type.transposed:
     raise E.MmaOperandError(
         f"ml.dot reads {d} operands K-major only, so b must be stored (n, k) and passed transposed;"
