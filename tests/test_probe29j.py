@@ -147,3 +147,39 @@ def test_a_k_major_operand_stored_k_by_m_hints_a_transpose_that_works():
 
 def _export(kernel, *specs):
   return jax.export.export(jax.jit(kernel), platforms=["cuda"])(*specs).mlir_module()
+
+
+# ---------------------------------------------------------------- uint8 operands
+@mg.mgpu_kernel(out_shape=lambda a, bt: S((a.shape[0], bt.shape[0]), jnp.int32))
+def uint8_dot(a, bt, c):
+  a_s, b_s = ml.smem(a.shape), ml.smem(bt.shape)
+  ml.copy(a, a_s)
+  ml.copy(bt, b_s)
+  c[...] = ml.dot(a_s, b_s.T)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, bt: S((a.shape[0], bt.shape[0]), F32))
+def float16_dot(a, bt, c):
+  a_s, b_s = ml.smem(a.shape), ml.smem(bt.shape)
+  ml.copy(a, a_s)
+  ml.copy(bt, b_s)
+  c[...] = ml.dot(a_s, b_s.T)
+
+
+def test_uint8_operands_hint_a_conversion_that_keeps_their_values():
+  """uint8 x int8 hinted .astype(jnp.int8) of the uint8 input (which wraps 128..255: silently wrong
+  if followed), and uint8 x uint8 converting the tiles "when you fill them" (a TMA copy cannot)."""
+  hint = ("convert both inputs to jnp.float16 before the call (.astype(jnp.float16): every uint8 value is exact"
+          " in float16, and a float32 accumulator sums the products exactly up to 2**24), then round the"
+          " result; .astype(jnp.int8) would wrap uint8 values outside int8's range")
+  U8, I8 = jnp.uint8, jnp.int8
+  expect(uint8_dot, [S((64, 128), U8), S((64, 128), I8)], mg.DtypeMismatchError, "ml.dot(a_s, b_s.T)",
+         "ml.dot of a_s (uint8) and b_s.T (int8): both operands must have one dtype", hint=hint)
+  expect(uint8_dot, [S((64, 128), U8), S((64, 128), U8)], mg.UnsupportedDtypeError, "ml.dot(a_s, b_s.T)",
+         "ml.dot on uint8: the tensor cores take float16, bfloat16, float8_e4m3fn, float8_e5m2, int8 or"
+         " float32 (as TF32) operands", hint=hint)
+  a = jax.random.randint(jax.random.PRNGKey(0), (64, 128), 0, 256).astype(U8)      # the hint, followed
+  bt = jax.random.randint(jax.random.PRNGKey(1), (64, 128), -128, 128).astype(I8)
+  got = float16_dot(a.astype(F16), bt.astype(F16), interpret=True)
+  want = a.astype(jnp.int32) @ bt.T.astype(jnp.int32)
+  np.testing.assert_array_equal(np.asarray(jnp.round(got).astype(jnp.int32)), np.asarray(want))

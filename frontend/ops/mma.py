@@ -195,9 +195,22 @@ def _mixed_hint(a, b, da, db, in_regs, with_acc):
              f" {b.name}{acc}) (the tensor cores read A from registers)")
       return fix if in_regs else (f"{fix}, or convert the array that fills {a.name} before the call"
                                   f" (.astype(jnp.{dtype_name(db)}), which XLA fuses into its producer)")
+  if any(isinstance(x, DType) and x.is_int for x in (da, db)):
+    return _unsupported_hint(da if da != DType.i8 else db)
   want, other = (db, a) if da not in (DType.f16, DType.bf16) else (da, b)
   return (f"convert the array that fills {other.name} before the call (.astype(jnp.{dtype_name(want)}), which"
           f" XLA fuses into its producer): a TMA copy does not convert, and both operands need one dtype")
+
+
+def _unsupported_hint(d) -> str:
+  """Operands the tensor cores do not take (uint8, int16, ...), or int8 with another integer type:
+  converted before the call, since a TMA copy does not convert, to a type that holds every value."""
+  if isinstance(d, DType) and d.is_int and d.bits <= 8:
+    return (f"convert both inputs to jnp.float16 before the call (.astype(jnp.float16): every {d} value is"
+            f" exact in float16, and a float32 accumulator sums the products exactly up to 2**24), then"
+            f" round the result; .astype(jnp.int8) would wrap {d} values outside int8's range")
+  return ("convert the inputs to jnp.bfloat16 or jnp.float16 before the call (.astype(jnp.bfloat16), which XLA"
+          " fuses into its producer): a TMA copy does not convert")
 
 
 def _conv(text):
@@ -251,7 +264,7 @@ def dot(cx, a, b, acc=None, *, out_dtype=None, input_precision=None, allow_tf32=
   if isinstance(d, DType) and d not in hw.MMA_DTYPES:
     raise E.UnsupportedDtypeError(
         f"ml.dot on {d}: the tensor cores take float16, bfloat16, float8_e4m3fn, float8_e5m2, int8 or"
-        f" float32 (as TF32) operands", loc, hint="convert the tiles to jnp.bfloat16 or jnp.float16 when you fill them")
+        f" float32 (as TF32) operands", loc, hint=_unsupported_hint(d))
   _major(cx, a, b, d)
   k_step = hw.tile_cols(d.itemsize if isinstance(d, DType) else 2)
   # B stored (k, n) has n along its 128-byte rows: whole rows of 64; stored (n, k) (passed as
