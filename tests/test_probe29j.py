@@ -183,3 +183,40 @@ def test_uint8_operands_hint_a_conversion_that_keeps_their_values():
   got = float16_dot(a.astype(F16), bt.astype(F16), interpret=True)
   want = a.astype(jnp.int32) @ bt.T.astype(jnp.int32)
   np.testing.assert_array_equal(np.asarray(jnp.round(got).astype(jnp.int32)), np.asarray(want))
+
+
+# ---------------------------------------------------------------- float8_e4m3fn x float8_e5m2
+@mg.mgpu_kernel(out_shape=lambda a, bt: S((a.shape[0], bt.shape[0]), F32))
+def fp8_pair(a, bt, c):
+  a_s, b_s = ml.smem(a.shape), ml.smem(bt.shape)
+  ml.copy(a, a_s)
+  ml.copy(bt, b_s)
+  c[...] = ml.dot(a_s, b_s.T)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, bt: S((a.shape[0], bt.shape[0]), F32))
+def fp8_pair_as_hinted(a, bt, c):
+  a_s, b_s = ml.smem(a.shape), ml.smem(bt.shape)
+  ml.copy(a, a_s)
+  ml.copy(bt, b_s)
+  b16 = ml.smem((64, 128), jnp.float16); b16[...] = b_s[...].astype(jnp.float16)
+  c[...] = ml.dot(a_s[...].astype(jnp.float16), b16.T)
+
+
+def test_an_e4m3_e5m2_pair_hints_a_float16_conversion_the_kernel_can_make():
+  """The hint said to convert both tiles to float16 "when you fill them", which a TMA copy cannot."""
+  E4, E5 = jnp.float8_e4m3fn, jnp.float8_e5m2
+  specs = [S((64, 128), E4), S((64, 128), E5)]
+  expect(fp8_pair, specs, mg.DtypeMismatchError, "ml.dot(a_s, b_s.T)",
+         "ml.dot of a_s (float8_e4m3fn) and b_s.T (float8_e5m2): both operands must have one dtype (Mosaic GPU's"
+         " tensor-core dots take no e4m3 x e5m2 pair)",
+         hint="convert both to float16 (exact for both float8 types, at half the float8 rate): before the call"
+              " (.astype(jnp.float16)), or in the kernel, b16 = ml.smem((64, 128), jnp.float16); b16[...] ="
+              " b_s[...].astype(jnp.float16); ml.dot(a_s[...].astype(jnp.float16), b16.T, ...); or convert the"
+              " float8_e4m3fn input to float8_e5m2 (keeps its range, drops a mantissa bit); float8_e5m2 to"
+              " float8_e4m3fn saturates beyond 448")
+  a, bt = _rand((64, 128), E4, 0), _rand((64, 128), E5, 1)     # the hint, followed
+  got = fp8_pair_as_hinted(a, bt, interpret=True)
+  want = a.astype(F32) @ bt.T.astype(F32)
+  np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-4, atol=1e-4)
+  _export(fp8_pair_as_hinted, *specs)

@@ -202,6 +202,20 @@ def _mixed_hint(a, b, da, db, in_regs, with_acc):
           f" XLA fuses into its producer): a TMA copy does not convert, and both operands need one dtype")
 
 
+def _fp8_pair_hint(a, b, in_regs) -> str:
+  """e4m3 x e5m2: both as float16 (exact), converted before the call or in the kernel (A through
+  registers, B through a float16 buffer: a TMA copy does not convert)."""
+  an = a.name if in_regs else f"{a.name}[...]"
+  bt = (b.name or "").endswith(".T")
+  base = b.name[:-2] if bt else b.name
+  shape = tuple(reversed(b.type.shape)) if bt else tuple(b.type.shape)
+  return (f"convert both to float16 (exact for both float8 types, at half the float8 rate): before the call"
+          f" (.astype(jnp.float16)), or in the kernel, b16 = ml.smem({shape}, jnp.float16); b16[...] ="
+          f" {base}[...].astype(jnp.float16); ml.dot({_conv(an)}.astype(jnp.float16), b16{'.T' if bt else ''}, ...);"
+          f" or convert the float8_e4m3fn input to float8_e5m2 (keeps its range, drops a mantissa bit);"
+          f" float8_e5m2 to float8_e4m3fn saturates beyond 448")
+
+
 def _unsupported_hint(d) -> str:
   """Operands the tensor cores do not take (uint8, int16, ...), or int8 with another integer type:
   converted before the call, since a TMA copy does not convert, to a type that holds every value."""
@@ -256,9 +270,7 @@ def dot(cx, a, b, acc=None, *, out_dtype=None, input_precision=None, allow_tf32=
         f"ml.dot of {a.name} ({dtype_name(a.type.dtype)}) and {b.name} ({dtype_name(b.type.dtype)}):"
         f" both operands must have one dtype" + (" (Mosaic GPU's tensor-core dots take no e4m3 x e5m2 pair)"
                                                  if fp8 else ""), loc,
-        hint="convert both tiles to float16 when you fill them (exact for both float8 types, at half the"
-             " float8 rate), or the float8_e4m3fn one to float8_e5m2 (keeps its range, drops a mantissa bit);"
-             " float8_e5m2 to float8_e4m3fn saturates beyond 448" if fp8 else
+        hint=_fp8_pair_hint(a, b, in_regs) if fp8 else
              _mixed_hint(a, b, da, db, in_regs, acc is not None))
   d = resolve(dt)
   if isinstance(d, DType) and d not in hw.MMA_DTYPES:
