@@ -135,7 +135,7 @@ def test_mistakes_in_row_statistics_are_reported_at_the_call():
          "ml.softmax of float8_e4m3fn values is not supported",
          hint="convert first: v.astype(jnp.float8_e4m3fn).astype(jnp.float32)", op="f8")
   expect(bad_stats, spec, mg.KernelTypeError, "ml.var(v",
-         "ml.var: ddof must be a static int, got 0.5", hint="ml.var(x, axis=1, ddof=1) for the unbiased estimate",
+         "ml.var: ddof must be a static int, got 0.5", hint="ml.var(v, axis=1, ddof=1) for the unbiased estimate",
          op="ddof")
   expect(bad_stats, spec, mg.KernelTypeError, "ml.softmax(v, where",
          "ml.softmax: where= must be a boolean tensor, got a float32 tensor",
