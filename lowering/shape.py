@@ -134,6 +134,13 @@ def _element_indices(ctx, t, idx):
   (squeezed axes put back, this warpgroup's row offset added where warpgroups split the rows)."""
   index = ir.IndexType.get()
   idx = list(idx)
+  cols = ctx.local_shape(t)[-1]
+  if len(idx) == 2 and cols % 16:
+    # foreach adds a register vector's element number to the last index alone, so in a strided
+    # tile whose rows are not a whole number of vectors (vectors hold up to 16 elements) an
+    # element past a row's end is the next row's: carry it (a (1024, 2) tile's columns were wrong).
+    n = arith.constant(index, cols)
+    idx = [arith.addi(idx[0], arith.divui(idx[1], n)), arith.remui(idx[1], n)]
   for a in sorted(t.layout.drop):
     idx.insert(a, arith.constant(index, 0))
   if ctx.num_warpgroups > 1 and is_split(t):

@@ -84,3 +84,22 @@ def test_row_masked_reshape_on_the_gpu():
   a = jax.random.randint(jax.random.key(2), (1000, 128), -8, 8).astype(jnp.int8)
   np.testing.assert_array_equal(jax.jit(pack_nibbles)(a), _packed(a))
   np.testing.assert_array_equal(jax.jit(pack_nibbles_3d)(a), _packed(a))
+
+
+# ---------------------------------------------------------------- columns of a narrow strided tile
+@mg.mgpu_kernel(out_shape=lambda x: S((2, x.shape[0]), x.dtype), grid=lambda x: (1,))
+def two_columns(x, out):
+  v = x[...]
+  out.at[0, :][...] = v[:, 0]
+  out.at[1, :][...] = v[:, 1]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape,dtype", [((1024, 2), jnp.int32), ((512, 4), jnp.int32), ((1024, 2), jnp.float16),
+                                         ((256, 8), jnp.int8), ((128, 24), jnp.float32)], ids=str)
+def test_columns_of_a_narrow_strided_tile_on_the_gpu(shape, dtype):
+  """The columns of a (1024, 2) int32 tile came out wrong on the H200 (1024 of 2048 elements):
+  Mosaic's foreach adds a register vector's element number to the last index alone, so elements
+  past a row's end were stored as that row's. benchmarks/probe_reshape_pairs.py found it."""
+  x = jnp.arange(shape[0] * shape[1]).reshape(shape).astype(dtype)
+  np.testing.assert_array_equal(jax.jit(two_columns)(x), np.asarray(x)[:, :2].T)
