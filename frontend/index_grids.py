@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 
 from . import ir
+from .layouts import _UnionFind
 from .ops.elementwise import Arange, Binary, Cast, Compare, Full, Unary, Where
 from .ops.shape import Broadcast, Reshape
 from .types import TensorType
@@ -39,26 +40,16 @@ def _real_reshape(o) -> bool:
   return squeeze(o.x.type.shape) != squeeze(o.result.type.shape)
 
 
-class _Classes:
+class _Classes(_UnionFind):
   """Tensors tied by ops whose results and tensor operands share a layout."""
 
   def __init__(self, kernel):
-    self.parent: dict[int, int] = {}
+    super().__init__()
     for o in ir.walk(kernel.body):
       if ir.traits_of(o).layout in _TIED:
         vs = [v for v in (*o.operands(), *o.results) if _tensor(v)]
         for a, b in zip(vs, vs[1:]):
           self.union(a.id, b.id)
-
-  def find(self, x):
-    self.parent.setdefault(x, x)
-    while self.parent[x] != x:
-      self.parent[x] = self.parent[self.parent[x]]
-      x = self.parent[x]
-    return x
-
-  def union(self, a, b):
-    self.parent[self.find(a)] = self.find(b)
 
 
 def _regrid(defs, v, shape, axes, out: list):
