@@ -4,7 +4,7 @@
 # A step is a name below; the log of each is $OUT/STEP.log. Steps run in order; a failing or
 # timed-out step is reported and the next one runs.
 set -u
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+export OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl >"$OUT/install.log" 2>&1
 export PYTHONPATH=/tmp/site
 python3 -m pip install -q --no-deps --no-build-isolation -e . >>"$OUT/install.log" 2>&1 || { echo "install failed"; tail "$OUT/install.log"; exit 1; }
@@ -93,7 +93,9 @@ step() {
     rowwise_ln)  python3 -u benchmarks/rowwise.py --op "layernorm fwd" --op "layernorm bwd" --op rmsnorm ;;
     rowwise)     python3 -u benchmarks/rowwise.py --plot "$OUT/rowwise.png" ;;
     gpu_rows)    python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_rowwise.py tests/test_paged_attention.py ;;
-    examples)    for f in examples/*.py; do echo "== $f"; timeout 120 python3 -u "$f" 2>&1 | tail -5; done ;;
+    # Every example, four at a time (each its own log; compilation dominates): about 120 s.
+    examples)    mkdir -p "$OUT/ex"; ls examples/*.py | xargs -P 4 -I{} sh -c 'timeout 150 python3 -u {} >"$OUT/ex/$(basename {}).log" 2>&1; echo "rc=$?" >>"$OUT/ex/$(basename {}).log"'
+                 for f in examples/*.py; do echo "== $f"; tail -6 "$OUT/ex/$(basename "$f").log"; done ;;
     gpu_pending10) python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_split_rows.py tests/test_mma.py tests/test_alias_sync.py tests/test_sync_gmem.py tests/test_probe14.py -k "shar or full_reductions or split or alias or in_place or gmem or cluster" ;;
     gpu_split)   python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_split_rows.py tests/test_rowwise.py tests/test_sync_carried.py ;;
     rowwise_softmax) python3 -u benchmarks/rowwise.py --op softmax ;;
