@@ -226,6 +226,10 @@ def missing_hint(base, attr, args=None) -> str:
         return f"no ml.{attr}: {hint[0].lower()}{hint[1:]}" if hint.startswith("write") else f"no ml.{attr}: {hint}"
     if attr in _MATH:
       return _math_hint(attr, args)
+    if args and attr in ("zeros_like", "ones_like", "full_like") and not any(re.match(r"\w+=[^=]", a) for a in args):
+      form = form_hint(attr, args, {})          # ml.full_like(x, 3.0): with the user's x and 3.0
+      if form is not None:
+        return f"no ml.{attr}: {form.removeprefix('write ')}"
     if attr in NOT_YET:
       return NOT_YET[attr]
     close = difflib.get_close_matches(attr, [n for n in dir(base) if not n.startswith("_")], n=1)

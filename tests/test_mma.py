@@ -137,7 +137,7 @@ def transpose_of_gmem(a, b, out):
 def test_transpose_of_a_gmem_ref_is_rejected():
   e = expect(transpose_of_gmem, [S((128, 64), F16)] * 2, mg.KernelTypeError, "b.T",
              "b.T: only this CTA's SMEM buffers have a transposed view, not GMEM refs")
-  assert "ml.copy(tile, buf)" in e.hint
+  assert "buf = ml.smem((128, 64), jnp.float16); ml.copy(b, buf)" in e.hint   # the user's ref, shape, dtype
 
 
 @mg.mgpu_kernel(out_shape=lambda a: a)
@@ -280,7 +280,8 @@ def transpose_of_peer(a, out):
 def test_transpose_of_another_ctas_buffer_is_rejected():
   e = expect(transpose_of_peer, [S((128, 64), F16)], mg.KernelTypeError, "ml.cluster_ref(a_s, 1).T",
              "ml.cluster_ref(a_s, 1).T: only this CTA's SMEM buffers have a transposed view, not another CTA's SMEM")
-  assert "copy the tile into SMEM" in e.hint and "ml.dot(a_s, buf.T)" in e.hint
+  assert "buf = ml.smem((128, 64), jnp.float16); buf[...] = ml.cluster_ref(a_s, 1)[...])" in e.hint
+  assert "ml.dot(a_s, buf.T)" in e.hint
 
 
 @mg.mgpu_kernel(out_shape=lambda a, b: S((128, 128), jnp.float32))

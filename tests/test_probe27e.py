@@ -87,9 +87,9 @@ def test_transpose_of_gmem_in_a_dot_hints_the_smem_view_first():
   specs = [S((64, 64), jnp.float16), S((128, 64), jnp.float16)]
   expect(dot_gmem_t, specs, mg.KernelTypeError, "b.T",
          "b.T: only this CTA's SMEM buffers have a transposed view, not GMEM refs",
-         hint="copy the tile into SMEM (buf = ml.smem(shape); ml.copy(tile, buf)) and use buf.T:"
+         hint="copy it into this CTA's SMEM (buf = ml.smem((128, 64), jnp.float16); ml.copy(b, buf)) and use buf.T:"
               " ml.dot(a_s, buf.T) reads it transposed and moves no data, buf.T[...] reads it into registers;"
-              " other than as ml.dot's b (which comes from SMEM only), b[...].T also transposes in registers")
+              " b[...].T also transposes in registers (but ml.dot's b comes from SMEM only)")
   a = jnp.asarray(np.random.default_rng(4).standard_normal((64, 64)), jnp.float16)
   b = jnp.asarray(np.random.default_rng(5).standard_normal((128, 64)), jnp.float16)
   got = dot_gmem_t_fixed(a, b, interpret=True)

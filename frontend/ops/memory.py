@@ -541,12 +541,15 @@ def transpose(cx, ref, name=""):
   t = ref.type
   if t.space != Space.SMEM or t.remote:
     where = "another CTA's SMEM" if t.remote else f"{t.space} refs"
+    x = ref.name or "x"
+    known = isinstance(resolve(t.dtype), DType) and all(isinstance(n, int) for n in t.shape)
+    alloc = f"buf = ml.smem({tuple(t.shape)}, jnp.{dtype_name(t.dtype)})" if known else "buf = ml.smem(shape, dtype)"
+    alloc += f"; buf[...] = {x}[...]" if t.remote else f"; ml.copy({x}, buf)"    # no TMA from a peer's SMEM
     raise E.KernelTypeError(
         f"{ref.name or 'this ref'}.T: only this CTA's SMEM buffers have a transposed view, not {where}", cx.loc,
-        hint="copy the tile into SMEM (buf = ml.smem(shape); ml.copy(tile, buf)) and use buf.T:"
-             " ml.dot(a_s, buf.T) reads it transposed and moves no data, buf.T[...] reads it into registers;"
-             f" other than as ml.dot's b (which comes from SMEM only), {ref.name or 'x'}[...].T also"
-             " transposes in registers")
+        hint=f"copy it into this CTA's SMEM ({alloc}) and use buf.T: ml.dot(a_s, buf.T) reads it transposed"
+             f" and moves no data, buf.T[...] reads it into registers; {x}[...].T also transposes in registers"
+             " (but ml.dot's b comes from SMEM only)")
   if len(t.shape) != 2:
     raise E.KernelTypeError(
         f"{ref.name or 'this ref'}.T: .T transposes 2-D windows, got shape {t.shape}", cx.loc,
