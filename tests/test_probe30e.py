@@ -38,3 +38,31 @@ def test_ml_full_like_hint_uses_the_calls_own_arguments():
          hint="no ml.zeros_like: y = x * 2 and then ml.zeros(y.shape, y.dtype)")
   got = full_like_fixed(jnp.zeros((128,), F32), interpret=True)
   np.testing.assert_array_equal(np.asarray(got), np.full((128,), 3.0, np.float32))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def sort_rows_odd(x_ref, o_ref, *, descending: ml.constexpr):
+  o_ref[...] = ml.sort(x_ref[...], descending=descending)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def sort_rows_padded(x_ref, o_ref, *, descending: ml.constexpr, fill: ml.constexpr):   # the hint followed
+  cols = ml.arange(128)
+  x = ml.load(x_ref.at[:, ml.ds(0, 128)], mask=cols[None, :] < 96, other=fill)
+  o_ref[...] = ml.sort(x, descending=descending)[:, :96]
+
+
+def test_sort_padding_hint_gives_integers_their_extreme_value():
+  # the hint said "other=the dtype's smallest value" for integers
+  for dtype, descending, fill in [(jnp.int32, True, -2**31), (jnp.uint8, False, 255), (jnp.int16, False, 2**15 - 1)]:
+    expect(sort_rows_odd, [S((4, 96), dtype)], mg.KernelTypeError, "ml.sort(",
+           "ml.sort of x_ref[...] (4, 96): the sorted axis has 96 elements, and a sort needs a power of two",
+           hint=f"pad it to 128: read a window of 128 columns with mask= and other={fill} (after every real"
+                " element, NaNs included, since equal keys keep their order), sort, and use the first 96",
+           descending=descending)
+    info = np.iinfo(dtype)
+    x = np.random.default_rng(3).integers(info.min, info.max, (4, 96), endpoint=True).astype(dtype)
+    x[0, :8] = fill                                    # real elements equal to the padding
+    got = sort_rows_padded(jnp.asarray(x), descending=descending, fill=fill, interpret=True)
+    want = np.sort(x, axis=1)[:, ::-1] if descending else np.sort(x, axis=1)
+    np.testing.assert_array_equal(np.asarray(got), want)

@@ -82,7 +82,7 @@ def sort_columns(x, y):
 def test_a_length_not_a_power_of_two_says_how_to_pad():
   expect(sort_odd, [S((384,), jnp.float32)], mg.KernelTypeError, "ml.sort(",
          "ml.sort of x[...] (384,): the sorted axis has 384 elements, and a sort needs a power of two",
-         hint="pad it to 512: read a window of 512 columns with mask= and other=float('nan') (after every real"
+         hint="pad it to 512: read a window of 512 elements with mask= and other=float('nan') (after every real"
               " element, NaNs included, since equal keys keep their order), sort, and use the first 384")
 
 

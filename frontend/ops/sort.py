@@ -59,13 +59,12 @@ def sort_tensor(cx, x, axis, descending, what, late_first=False):
   d = resolve(x.type.dtype)
   if n & (n - 1):
     up = 1 << n.bit_length()
-    fill = ("float('-inf')" if descending else "float('nan')") if isinstance(d, DType) and d.is_float else \
-        ("the dtype's smallest value" if descending else "the dtype's largest value")
     raise E.KernelTypeError(
         f"{what} of {x.name or 'a tensor'} {shape}: the sorted axis has {n} elements, and a sort needs a power"
         f" of two", cx.loc,
-        hint=f"pad it to {up}: read a window of {up} columns with mask= and other={fill} (after every real"
-             f" element, NaNs included, since equal keys keep their order), sort, and use the first {n}")
+        hint=f"pad it to {up}: read a window of {up} {'columns' if rank > 1 else 'elements'} with mask= and"
+             f" other={_sort_fill(d, descending)} (after every real element, NaNs included, since equal keys"
+             f" keep their order), sort, and use the first {n}")
   if not isinstance(d, DType):
     raise E.DtypeInferenceError(f"{what}: the dtype of {x.name or 'the tensor'} is not known yet", cx.loc,
                                 hint="give its buffer, when you make it, the dtype of the data it will hold:"
@@ -108,3 +107,16 @@ def argsort(cx, x, axis=-1, descending=False, stable=True):
   their order, also for stable=False). The axis's length must be a power of two."""
   _stable(cx, stable, "ml.argsort")
   return sort_tensor(cx, x, axis, descending, "ml.argsort")[1]
+
+
+def _sort_fill(d, descending: bool) -> str:
+  """The padding a sort puts after every real element: the last key in its order."""
+  if not isinstance(d, DType):
+    return "the dtype's smallest value" if descending else "the dtype's largest value"
+  if d.is_float:
+    return "float('-inf')" if descending else "float('nan')"
+  if d == DType.bool_:
+    return "False" if descending else "True"
+  bits = d.bits
+  lo, hi = (-(1 << bits - 1), (1 << bits - 1) - 1) if d.is_signed else (0, (1 << bits) - 1)
+  return str(lo if descending else hi)
