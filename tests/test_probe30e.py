@@ -66,3 +66,43 @@ def test_sort_padding_hint_gives_integers_their_extreme_value():
     got = sort_rows_padded(jnp.asarray(x), descending=descending, fill=fill, interpret=True)
     want = np.sort(x, axis=1)[:, ::-1] if descending else np.sort(x, axis=1)
     np.testing.assert_array_equal(np.asarray(got), want)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((128,), jnp.float16))
+def half_carry(x_ref, o_ref):
+  acc = ml.zeros((128,), jnp.float16)
+  for i in ml.range(x_ref.shape[0] // 128):
+    acc = acc + x_ref[ml.ds(i * 128, 128)] * 0.5
+  o_ref[...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((128,), jnp.float16))
+def half_carry_wide(x_ref, o_ref):       # the hint's first way: the carry starts as float32
+  acc = ml.zeros((128,), jnp.float32)
+  for i in ml.range(x_ref.shape[0] // 128):
+    acc = acc + x_ref[ml.ds(i * 128, 128)] * 0.5
+  o_ref[...] = acc.astype(jnp.float16)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((128,), jnp.float16))
+def half_carry_narrow(x_ref, o_ref):     # its second way: the other side converted
+  acc = ml.zeros((128,), jnp.float16)
+  for i in ml.range(x_ref.shape[0] // 128):
+    acc = acc + (x_ref[ml.ds(i * 128, 128)] * 0.5).astype(jnp.float16)
+  o_ref[...] = acc
+
+
+def test_a_narrow_loop_carry_meeting_a_wider_value_says_where_to_choose_its_dtype():
+  # the hint said acc.astype(jnp.float32), which changes the carry's dtype in the body (MG005)
+  e = expect(half_carry, [S((1024,), F32)], mg.DtypeMismatchError, "acc + x_ref",
+             "+ on acc (float16) and x_ref[ml.ds(i * 128, 128)] * 0.5 (float32): dtypes differ and are never"
+             " converted implicitly")
+  assert e.hint == ("if acc is carried by a loop as float16: to compute in float32, make it float32 where it"
+                    " starts before the loop (e.g. ml.zeros((128,), jnp.float32)) and convert it after the loop,"
+                    " acc.astype(jnp.float16); to keep it float16, convert the other side:"
+                    " (x_ref[ml.ds(i * 128, 128)] * 0.5).astype(jnp.float16)")
+  x = np.random.default_rng(1).standard_normal(1024).astype(np.float32)
+  want = (x.reshape(8, 128) * 0.5).sum(0)
+  for k in (half_carry_wide, half_carry_narrow):
+    got = np.asarray(k(jnp.asarray(x), interpret=True), np.float32)
+    np.testing.assert_allclose(got, want, rtol=2e-2, atol=2e-2)

@@ -231,7 +231,26 @@ def common(cx, a, b, what):
                     and x.name.isidentifier() and resolve(x.type.dtype) in (DType.i32, DType.u32)
                     and resolve((db if x is a else da)).is_float), None) if isinstance(da, DType) \
         and isinstance(db, DType) else None
-    if carried is None:
+    # a loop carry (acc, float16) meeting a wider value: converting acc in the body changes its type
+    # from one trip to the next (MG005), so the hint says where to choose the carry's dtype instead
+    narrow = next((x for x in (a, b) if is_value(x) and cx.b.defining(x) is None and x.name
+                   and x.id not in cx.b.loop_indices and x.name.isidentifier()
+                   and x.name == names[0 if x is a else 1]), None) \
+        if carried is None and isinstance(da, DType) and isinstance(db, DType) else None
+    if narrow is not None:
+      dn, do = (da, db) if narrow is a else (db, da)
+      other = names[1 if narrow is a else 0]
+      from .promotion import jnp_result
+      if jnp_result(dn, do) != do:
+        narrow = None
+    if narrow is not None:
+      n, ns = narrow.name, tuple(getattr(narrow.type, "shape", ()))
+      eg = f" (e.g. ml.zeros({ns}, jnp.{dtype_name(do)}))" if ns else ""
+      hint = (f"if {n} is carried by a loop as {dtype_name(dn)}: to compute in {dtype_name(do)}, make it"
+              f" {dtype_name(do)} where it starts before the loop{eg} and"
+              f" convert it after the loop, {n}.astype(jnp.{dtype_name(dn)}); to keep it {dtype_name(dn)},"
+              f" convert the other side: {method_on(other)}.astype(jnp.{dtype_name(dn)})")
+    elif carried is None:
       hint = _convert_hint(names, da, db)
     else:
       n = carried.name
