@@ -132,7 +132,7 @@ INDEX = DType.i32
 PY_FLOAT = DType.f32
 
 # Dtypes the TMA engine moves (frontend/tma.py); bool does not travel.
-TMA_DTYPES = frozenset(DType) - {DType.bool_}
+TMA_DTYPES = frozenset(DType)   # bool travels as its bytes (one an element)
 # Register arithmetic is not available on 8-bit types (Mosaic GPU's FragmentedArray).
 ARITH_DTYPES = frozenset(d for d in DType if d.bits >= 16)
 

@@ -52,7 +52,7 @@ TMA_ALIGN = 16                # bytes: GMEM strides and the minor extent
 # 16, 32 or 64 bytes into a buffer faults (CUDA_ERROR_MISALIGNED_ADDRESS); Mosaic GPU does
 # not check it.
 TMA_SMEM_ALIGN = 128
-TMA_DTYPES = frozenset(DType) - {DType.bool_}   # bool (1 bit) does not travel
+TMA_DTYPES = frozenset(DType)   # bool travels as its bytes (one an element)
 
 # ---------------------------------------------------------------- tensor cores (WGMMA)
 SWIZZLE = 128                 # bytes: the swizzle of tiled SMEM operands

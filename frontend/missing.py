@@ -84,7 +84,7 @@ NOT_YET = {   # what Triton and jnp users reach for that mgpu_dsl does not have,
                    " float32 partial product, acc = acc + ml.dot(a_s, b_s.T) * a_scale[:, None] * b_scale[None, :]"
                    " with the block's scale columns read as vectors"),
     "inline_asm_elementwise": "no inline assembly: write the math with ml.* functions",
-    "int1": "booleans are jnp.bool_ (comparisons give them; in memory, int8)",
+    "int1": "booleans are jnp.bool_ (comparisons give them; bool arrays are read and written as they are)",
     "float64": "no float64 in kernels: compute in jnp.float32",
     "uint64": "no uint64: use two uint32 halves, or jnp.int64 (with jax_enable_x64)",
     "sqrt_rn": "no ml.sqrt_rn: ml.sqrt(x) is the IEEE square root, rounded to nearest",

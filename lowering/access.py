@@ -15,11 +15,13 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import arith, memref, scf, vector
 
 from ..frontend.ops.access import MaskedLoad, MaskedStore, ScalarLoad, ScalarRead, ScalarStore
+from ..frontend.dtypes import DType
 from ..frontend.types import LayoutKind
+from . import bool_memory as B
 from . import interpret_numerics as N
 from .interpret_memory import OutOfBoundsError, Ref
 from .memory import _register_memref
-from .mosaic import index, is_split, layout_of, mlir_type, operand, scalar_const, to_index
+from .mosaic import index, is_split, layout_of, operand, scalar_const, to_index
 from .registry import interpret, lower
 
 
@@ -152,11 +154,14 @@ def _masked_load(ctx, o):
   mask = ctx.get(o.mask)
   other = operand(ctx, o.other)
   other = other if isinstance(other, ir.Value) else scalar_const(other, t.dtype)
+  bool_ = t.dtype == DType.bool_        # a bool ref holds bytes (bool_memory)
+  other = B.scalar_to_byte(other) if bool_ else other
   n = ir.VectorType(mask.registers.flat[0].type).shape[0]
-  pass_thru = vector.broadcast(ir.VectorType.get((n,), mlir_type(t.dtype)), other)
+  pass_thru = vector.broadcast(ir.VectorType.get((n,), B.mem_type(t.dtype)), other)
   regs = np.empty(mask.registers.shape, dtype=object)
   for k, ((elems, contiguous), mreg) in enumerate(zip(registers(n), mask.registers.flat)):
     regs.flat[k] = _load_register(mem, elems, contiguous, mreg, pass_thru)
+    regs.flat[k] = B.vector_from_bytes(regs.flat[k]) if bool_ else regs.flat[k]
   ctx.set(o.result, fa.FragmentedArray(_registers=regs, _layout=mask.layout, _is_signed=t.dtype.is_signed))
 
 
@@ -168,7 +173,7 @@ def _masked_store(ctx, o):
   n = ir.VectorType(mask.registers.flat[0].type).shape[0]
   for (elems, contiguous), mreg, val in zip(registers(n), mask.registers.flat,
                                             value.registers.flat):
-    _store_register(mem, elems, contiguous, mreg, val)
+    _store_register(mem, elems, contiguous, mreg, B.vector_to_bytes(val) if t.dtype == DType.bool_ else val)
 
 
 def _scalar_indices(ctx, ref):
@@ -182,19 +187,22 @@ def _scalar_indices(ctx, ref):
 @lower(ScalarLoad)
 def _scalar_load(ctx, o):
   mem, idx = _scalar_indices(ctx, ctx.get(o.ref))
-  ctx.set(o.result, memref.load(mem, idx))
+  v = memref.load(mem, idx)
+  ctx.set(o.result, B.scalar_from_byte(v) if o.ref.type.dtype == DType.bool_ else v)
 
 
 @lower(ScalarRead)
 def _scalar_read(ctx, o):
-  ctx.set(o.result, memref.load(*_scalar_indices(ctx, ctx.View(ctx.get(o.ref), o.index, o.ref.id))))
+  v = memref.load(*_scalar_indices(ctx, ctx.View(ctx.get(o.ref), o.index, o.ref.id)))
+  ctx.set(o.result, B.scalar_from_byte(v) if o.ref.type.dtype == DType.bool_ else v)
 
 
 @lower(ScalarStore)
 def _scalar_store(ctx, o):
   mem, idx = _scalar_indices(ctx, ctx.get(o.ref))
   v = operand(ctx, o.value)
-  memref.store(v if isinstance(v, ir.Value) else scalar_const(v, o.ref.type.dtype), mem, idx)
+  v = v if isinstance(v, ir.Value) else scalar_const(v, o.ref.type.dtype)
+  memref.store(B.scalar_to_byte(v) if o.ref.type.dtype == DType.bool_ else v, mem, idx)
 
 
 # ---------------------------------------------------------------- interpreter

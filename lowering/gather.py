@@ -16,7 +16,7 @@ from ..frontend.ops.gather import Gather, ScatterUpdate
 from ..frontend.types import TensorType
 from .atomic import _first_replica, _scalar_red, combine, once_per_cta
 from .interpret_memory import OutOfBoundsError
-from .mosaic import mlir_type
+from .bool_memory import mem_type, scalar_from_byte, vector_from_bytes
 from .registry import interpret, lower
 
 
@@ -58,7 +58,7 @@ def _gather(ctx, o):
   parts = [ctx.get(i) if not isinstance(i, int) else i for i in o.indices]
   arrays = [p for p, i in zip(parts, o.indices) if not isinstance(i, int) and isinstance(i.type, TensorType)]
   like = arrays[0]
-  elem_ty = mlir_type(t.dtype)
+  elem_ty = mem_type(t.dtype)        # bytes for bool (bool_memory)
   regs = np.empty(like.registers.shape, dtype=object)
   for k in np.ndindex(like.registers.shape):
     first = like.registers[k]
@@ -76,6 +76,9 @@ def _gather(ctx, o):
       else:
         out = vector.insert(v, out, dynamic_position=[], static_position=ir.DenseI64ArrayAttr.get([e]))
     regs[k] = out
+  if t.dtype == DType.bool_:
+    for k in np.ndindex(regs.shape):
+      regs[k] = (vector_from_bytes if isinstance(regs[k].type, ir.VectorType) else scalar_from_byte)(regs[k])
   ctx.set(o.result, fa.FragmentedArray(_registers=regs, _layout=like.layout, _is_signed=t.dtype.is_signed))
 
 

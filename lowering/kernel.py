@@ -19,10 +19,12 @@ from jaxlib.mlir.dialects import arith, gpu, llvm, memref, scf
 from ..frontend import errors as E
 from ..frontend import hw
 from ..frontend import ir as kir
+from ..frontend.dtypes import DType
 from ..frontend.types import LayoutKind, TensorType
 from ..frontend.ops.control import BarrierAlloc, Condition, WarpSpecialize, Yield
 from . import platforms, registry
-from .mosaic import is_split, mlir_type, to_index
+from .bool_memory import bool_boundary, mem_shape, mem_type
+from .mosaic import is_split, to_index
 
 MAX_BARRIERS_PER_GROUP = hw.MAX_BARRIERS_PER_GROUP
 CONSUMER_BARRIER_ID = 15      # named barrier of a warp-specialised kernel's compute threads
@@ -275,7 +277,7 @@ def buffer_views(kernel: kir.Kernel, arena_ref, arena_start: int) -> dict:
     tiled = kernel.smem_layouts.get(buf.id)
     if tiled is not None:
       shape = shape[:-2] + mgpu.tile_shape(shape[-2:], tiled.tile)
-    ty = ir.MemRefType.get(shape, mlir_type(buf.type.dtype), memory_space=mgpu.utils.smem())
+    ty = ir.MemRefType.get(shape, mem_type(buf.type.dtype), memory_space=mgpu.utils.smem())
     out[buf.id] = memref.view(ty, arena_ref, arith.constant(ir.IndexType.get(), off - arena_start), [])
   return out
 
@@ -295,7 +297,7 @@ def build(kernel: kir.Kernel):
   acc = [o for o, p in enumerate(outs) if p.value.id in kernel.accumulated and o not in kernel.aliases.values()]
   inout = [o for _, o in aliased] + acc
   plain_out = [o for o in range(len(outs)) if o not in inout]
-  shapes = lambda idx: tuple(shape_dtype(outs[k].value.type) for k in idx)
+  shapes = lambda idx: tuple(mem_shape(outs[k].value.type) for k in idx)
   scratch, groups, roles, arena, arena_start = scratch_tree(kernel)
   # as_gpu_kernel's refs: plain inputs, inouts, plain outputs; its results: plain outputs, inouts.
   order = [ins[i].value.id for i in plain_in] + [outs[o].value.id for o in inout + plain_out]
@@ -319,13 +321,17 @@ def build(kernel: kir.Kernel):
       fn = mgpu.as_gpu_kernel(
           body, grid=kernel.grid,
           block=(kernel.block + (hw.WARPGROUP if warp_specialized(kernel) else 0), 1, 1),
-          in_shape=tuple(shape_dtype(ins[i].value.type) for i in plain_in),
+          in_shape=tuple(mem_shape(ins[i].value.type) for i in plain_in),
           out_shape=shapes(plain_out), smem_scratch_shape=scratch, cluster=kernel.cluster,
           module_name=kernel.name, kernel_name=kernel.name, inout_shape=shapes(inout))
     except E.KernelError:
       raise
     except Exception as e:
       raise E.InternalError.wrap(f"Mosaic GPU could not build kernel {kernel.name}", e, kernel.loc) from e
+  if any(p.value.type.dtype == DType.bool_ for p in kernel.params):    # bool refs are bytes (bool_memory)
+    true = lambda idx: tuple(shape_dtype(outs[k].value.type) for k in idx)
+    fn = bool_boundary(fn, [mem_shape(ins[i].value.type) for i in plain_in] + list(shapes(inout)),
+                       true(plain_out), true(inout))
   if not inout:
     return fn
   from ..frontend.ops.atomic import identity

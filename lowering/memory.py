@@ -11,8 +11,10 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import arith, gpu, memref, vector
 
 from ..frontend import ir as kir
+from ..frontend.dtypes import DType
 from ..frontend.ops.memory import ClusterRef, Copy, Load, SmemAlloc, Store, View
 from ..frontend.types import LayoutKind
+from .bool_memory import array_from_bytes, array_to_bytes
 from .interpret_memory import OutOfBoundsError, Ref
 from .mosaic import index, is_split, layout_of, operand, to_index
 from .registry import interpret, lower
@@ -119,13 +121,15 @@ def _load(ctx, o):
   else:
     x = fa.FragmentedArray.load_tiled(_as_one_tile(mem), swizzle=16, layout=layout_of(t), optimized=False,
                                       is_signed=signed)
-  ctx.set(o.result, x)
+  ctx.set(o.result, array_from_bytes(x) if t.dtype == DType.bool_ else x)
 
 
 @lower(Store)
 def _store(ctx, o):
   mem, tiled = _register_memref(ctx, ctx.get(o.ref), o.value.type)
   value, t = ctx.get(o.value), o.value.type
+  if t.dtype == DType.bool_:       # a bool ref holds bytes (bool_memory)
+    value = array_to_bytes(value)
   if tiled is not None:
     value.store_tiled(mem, swizzle=tiled.swizzle, optimized=_local(mem))
   elif t.layout.kind == LayoutKind.STRIDED:

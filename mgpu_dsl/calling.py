@@ -80,7 +80,7 @@ def describe(x) -> str:
   return f"{type(x).__name__} {_short.repr(x)}"
 
 
-SUPPORTED_DTYPES = ", ".join(d.value for d in DType if d.value != "bool") + " (masks go in and out as int8)"
+SUPPORTED_DTYPES = ", ".join(d.value for d in DType)
 
 ELSEWHERE = {   # what Triton and Pallas users reach for, and where it lives here
     "num_warps": "threads per CTA are block= (a multiple of 128: num_warps=4 is block=128)",

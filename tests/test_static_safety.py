@@ -23,16 +23,18 @@ F32, F16, BF16, I8, I32, BOOL = jnp.float32, jnp.float16, jnp.bfloat16, jnp.int8
 
 
 # ---------------------------------------------------------------------------- bool in memory
+# Bool arrays are one byte an element (jax's layout): refs and SMEM buffers of bool hold bytes
+# (tests/test_bool_io.py has the rest); these were MG106 until then.
 @mg.mgpu_kernel(out_shape=lambda x: x)
 def bool_smem(x, out):
   mask = ml.smem((128,), jnp.bool_)
-  out[...] = x[...]
+  mask[...] = x[...] > 0
+  out[...] = ml.where(mask[...], x[...], 0.0)
 
 
-def test_smem_buffer_of_bool_is_rejected():
-  e = expect(bool_smem, [S((128,), F32)], mg.UnsupportedDtypeError, "ml.smem((128,), jnp.bool_)",
-             "ml.smem buffers cannot hold bool: Mosaic GPU cannot store 1-bit elements in SMEM")
-  assert "jnp.int8" in e.hint
+def test_smem_buffer_of_bool_holds_a_mask():
+  x = jax.random.normal(jax.random.key(0), (128,), F32)
+  np.testing.assert_array_equal(bool_smem(x, interpret=True), np.where(x > 0, x, 0))
 
 
 @mg.mgpu_kernel(out_shape=lambda m: S(m.shape, jnp.float32))
@@ -40,10 +42,9 @@ def bool_gmem_read(m, out):
   out[...] = ml.where(m[...], 1.0, 0.0)
 
 
-def test_reading_a_bool_array_is_rejected():
-  expect(bool_gmem_read, [S((128,), BOOL)], mg.UnsupportedDtypeError, "m[...]",
-         "cannot read m (GMEM, bool): kernels cannot read or write bool arrays in memory,"
-         " only compute bool masks in registers")
+def test_reading_a_bool_array_works():
+  m = jax.random.bernoulli(jax.random.key(1), 0.5, (128,))
+  np.testing.assert_array_equal(bool_gmem_read(m, interpret=True), np.asarray(m, np.float32))
 
 
 @mg.mgpu_kernel(out_shape=lambda x: S(x.shape, jnp.bool_))
@@ -51,34 +52,37 @@ def bool_gmem_write(x, out):
   out[...] = x[...] > 0
 
 
-def test_writing_a_bool_array_is_rejected():
-  expect(bool_gmem_write, [S((128,), F32)], mg.UnsupportedDtypeError, "out[...]",
-         "cannot write out (GMEM, bool): kernels cannot read or write bool arrays in memory,"
-         " only compute bool masks in registers")
+def test_writing_a_bool_array_works():
+  x = jax.random.normal(jax.random.key(2), (128,), F32)
+  got = bool_gmem_write(x, interpret=True)
+  assert got.dtype == jnp.bool_
+  np.testing.assert_array_equal(got, x > 0)
 
 
 @mg.mgpu_kernel(out_shape=lambda x: x)
 def bool_into_inferred_smem(x, out):
   buf = ml.smem((128,))
   buf[...] = x[...] > 0
+  out[...] = ml.where(buf[...], x[...], -1.0)
 
 
-def test_storing_a_mask_into_an_inferred_buffer_is_rejected():
-  expect(bool_into_inferred_smem, [S((128,), F32)], mg.UnsupportedDtypeError, "buf[...]",
-         "cannot write buf (SMEM, bool): kernels cannot read or write bool arrays in memory,"
-         " only compute bool masks in registers")
+def test_storing_a_mask_into_an_inferred_buffer_makes_it_bool():
+  assert "bool" in bool_into_inferred_smem.typed_ir(S((128,), F32))
+  x = jax.random.normal(jax.random.key(3), (128,), F32)
+  np.testing.assert_array_equal(bool_into_inferred_smem(x, interpret=True), np.where(x > 0, x, -1))
 
 
 @mg.mgpu_kernel(out_shape=lambda m: S(m.shape, jnp.int8))
 def bool_tma(m, out):
   buf = ml.smem((128,))
   ml.copy(m, buf)
+  out[...] = buf[...].astype(jnp.int8)
 
 
-def test_tma_copy_of_a_bool_array_is_rejected():
-  expect(bool_tma, [S((128,), BOOL)], mg.UnsupportedDtypeError, "ml.copy(m, buf)",
-         "cannot copy m (GMEM, bool): kernels cannot read or write bool arrays in memory,"
-         " only compute bool masks in registers")
+def test_tma_copy_of_a_bool_array_moves_its_bytes():
+  builds(bool_tma, S((128,), BOOL))
+  m = jax.random.bernoulli(jax.random.key(4), 0.5, (128,))
+  np.testing.assert_array_equal(bool_tma(m, interpret=True), np.asarray(m, np.int8))
 
 
 @mg.mgpu_kernel(out_shape=lambda x: S(x.shape, jnp.int8))

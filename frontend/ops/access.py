@@ -25,7 +25,6 @@ from ..types import ScalarType, Space, TensorType, dtype_name, resolve
 from . import elementwise as ew
 from .elementwise_checks import check_python_int
 from .base import Num, a_an, builtin, is_ref, is_scalar, is_tensor, is_value, kind_of, one_element
-from .memory import bool_ref_error
 from .transfers import load, store
 
 
@@ -79,9 +78,6 @@ class ScalarStore(ir.Op):
 
 # ---------------------------------------------------------------- scalars
 def scalar_load(cx, ref, name=""):
-  d = resolve(ref.type.dtype)
-  if d == DType.bool_:
-    raise bool_ref_error(cx, ref, "read")
   from .memory import window
   base, index = window(cx.b, ref)
   if base.id in cx.b.read_only and base.id not in cx.b.aliased:   # a pure read of an input
@@ -102,9 +98,7 @@ def scalar_store(cx, ref, value):
   if not (isinstance(value, Num) or is_scalar(value)):
     raise E.KernelTypeError(f"cannot store {kind_of(value)} into {what}", cx.loc,
                             hint="store a number or a scalar")
-  if resolve(t.dtype) == DType.bool_:
-    raise bool_ref_error(cx, ref, "write")
-  if is_value(value) and resolve(value.type.dtype) == DType.bool_:
+  if is_value(value) and resolve(value.type.dtype) == DType.bool_ and resolve(t.dtype) != DType.bool_:
     raise E.StoreDtypeError(
         f"cannot store {value.name or 'a boolean scalar'} (bool) into {what} ({t.space},"
         f" {dtype_name(t.dtype)}): no implicit conversion", cx.loc,
@@ -126,8 +120,6 @@ def _ref_arg(cx, ref, what):
   if not is_ref(ref):
     raise E.KernelTypeError(f"{what} needs a ref (a parameter, an ml.smem buffer or a view), got"
                             f" {kind_of(ref)}", cx.loc, hint="ml.load(x.at[ml.ds(i * 128, 128)], mask=m)")
-  if resolve(ref.type.dtype) == DType.bool_:
-    raise bool_ref_error(cx, ref, "read" if what == "ml.load" else "write")
   if not ref.type.shape:
     raise E.KernelTypeError(f"{what} with a mask needs a window of elements, but {ref.name or 'this ref'}"
                             f" is a single element", cx.loc, hint="guard a single element with an if")

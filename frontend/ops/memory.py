@@ -126,15 +126,6 @@ def window(b, ref: ir.Value):
   return (d.ref, d.index) if isinstance(d, View) else (ref, None)
 
 
-def bool_ref_error(cx, ref, what):
-  """Bool refs: Mosaic GPU cannot move 1-bit elements between memory and registers or by TMA."""
-  return E.UnsupportedDtypeError(
-      f"cannot {what} {ref.name or 'a ref'} ({ref.type.space}, bool): kernels cannot read or write bool"
-      f" arrays in memory, only compute bool masks in registers", cx.loc,
-      hint="keep masks in memory as int8 and convert in registers: m = x[...] != 0 to read,"
-           " out[...] = m.astype(jnp.int8) to write")
-
-
 # ---------------------------------------------------------------- refs and views
 @dataclasses.dataclass(frozen=True)
 class DSlice:
@@ -163,11 +154,6 @@ def smem(cx, shape, dtype=None):
   """
   shape = static_shape(cx, shape, "ml.smem")
   dtype = dtype_arg(cx, dtype, "ml.smem", optional=True)
-  if dtype == DType.bool_:
-    raise E.UnsupportedDtypeError(
-        "ml.smem buffers cannot hold bool: Mosaic GPU cannot store 1-bit elements in SMEM", cx.loc,
-        hint="allocate it as jnp.int8, write masks with m.astype(jnp.int8) and read them back with"
-             " buf[...] != 0")
   if dtype is None:
     dtype = DTypeVar(cx.name or "buffer", cx.loc)
   v = cx.b.emit(SmemAlloc, loc=cx.loc, types=[RefType(shape, dtype, Space.SMEM)], names=[cx.name]).result

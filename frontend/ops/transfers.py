@@ -11,11 +11,10 @@ from __future__ import annotations
 from .. import errors as E
 from .. import hw
 from .. import tma
-from ..dtypes import DType
 from ..infer import conflict, unify
-from ..types import DTypeVar, ScalarType, Space, TensorType, dtype_name, resolve
+from ..types import DTypeVar, ScalarType, Space, TensorType, dtype_name
 from .base import Num, builtin, is_ref, is_value, kind_of, one_element, shown
-from .memory import (Copy, Load, Store, bool_ref_error, check_in_bounds, check_not_transposed, untransposed, view,
+from .memory import (Copy, Load, Store, check_in_bounds, check_not_transposed, untransposed, view,
                      window)
 
 
@@ -30,8 +29,6 @@ def load(cx, ref, name="", merge=False, keep=None):
   if not t.shape:
     from .access import scalar_load
     return scalar_load(cx, ref, name)
-  if resolve(t.dtype) == DType.bool_:
-    raise bool_ref_error(cx, ref, "read")
   if one_element(t.shape) and not merge:
     # one element (x.at[0:1, 0:1], a (1,) buffer): its scalar, stretched as a keepdims reduction's
     # is (a one-element tensor is not held in registers by itself: math on it is on its scalar)
@@ -83,9 +80,6 @@ def store(cx, ref, value):
           cx.loc, hint="store a value of the window's shape (slice the ref with .at[...] to match), or"
                        " broadcast it explicitly with ml.broadcast_to")
     value = broadcast_to_shape(cx, value, t.shape)
-  rd = resolve(t.dtype)
-  if rd == DType.bool_ or (isinstance(rd, DTypeVar) and resolve(value.type.dtype) == DType.bool_):
-    raise bool_ref_error(cx, ref, "write")
   if unify(t.dtype, value.type.dtype, cx.loc, f"store of {value.name or 'a value'}") is None:
     from .elementwise_checks import method_on
     err = conflict(t.dtype, value.type.dtype, cx.loc, f"store of {value.type.dtype}",
@@ -131,9 +125,6 @@ def copy(cx, src, dst, reduce=None, *, multicast=None):
     raise E.CopyShapeError(
         f"cannot copy {src.name} (shape {s.shape}) into {dst.name} (shape {d.shape}): shapes differ", cx.loc,
         hint="slice both sides to the same window with .at[...]")
-  for r, what in ((src, "copy"), (dst, "copy into")):
-    if resolve(r.type.dtype) == DType.bool_:
-      raise bool_ref_error(cx, r, what)
   if unify(s.dtype, d.dtype, cx.loc, f"copy from {src.name}" if d.space == Space.SMEM
            else f"copy to {dst.name}") is None:
     var_side, other = (d, s) if isinstance(d.dtype, DTypeVar) else (s, d)
