@@ -324,14 +324,11 @@ def _bind_scalar_param(pk, tr, em, name, n_in) -> None:
   if pk.ref_params.index(name) >= n_in:
     raise E.SignatureError(f"{name} is annotated ml.scalar but is an output parameter", loc,
                            hint="ml.scalar parameters are inputs: put them before the outputs")
-  if ref.type.shape != () or ref.type.dtype == DType.bool_:
+  if ref.type.shape != ():       # (a 0-d bool array is a flag: `if name:` tests it)
     raise E.SignatureError(
         f"{name} is annotated ml.scalar but was given an array of shape {ref.type.shape}"
         f" ({ref.type.dtype})", loc,
-        hint=f"pass a Python int or float, or a 0-d int or float array (jnp.float32(0.5)); a flag as an int:"
-             f" {name}.astype(jnp.int32) at the call, `if {name} != 0:` in the kernel"
-             if ref.type.dtype == DType.bool_ else
-             "pass a Python int or float, or a 0-d int or float array (jnp.float32(0.5))")
+        hint="pass a Python int or float, or a 0-d int, float or bool array (jnp.float32(0.5))")
   tr.env[name] = scalar_load(Call(em, loc, name), ref, name)
 
 

@@ -165,10 +165,9 @@ def test_a_3d_tensor_is_rejected_at_the_call():
   assert "x.reshape((m, n))" in e.hint and "x.at[b][...]" in e.hint
 
 
-def test_a_bool_tensor_is_rejected_with_the_int8_route():
-  e = expect(transpose_bool, [S((64, 64), F32)], mg.UnsupportedDtypeError, "(x[...] > 0).T",
-             "ml.transpose of a bool tensor: transposes go through SMEM, which cannot hold 1-bit elements")
-  assert "astype(jnp.int8)" in e.hint
+def test_a_bool_tensor_transposes_through_its_bytes():
+  x = jax.random.normal(jax.random.key(7), (64, 64), F32)
+  np.testing.assert_array_equal(transpose_bool(x, interpret=True), (np.asarray(x) > 0).T.astype(np.float32))
 
 
 def test_other_axes_are_rejected():

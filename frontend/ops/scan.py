@@ -84,9 +84,8 @@ def scan(cx, kind: ScanKind, x, axis, reverse, what):
       acc = DType.f32
     elif d == DType.bool_ or (d.is_int and d.bits < 32):
       acc = DType.u32 if d.is_int and not d.is_signed else DType.i32
-  elif d == DType.bool_:
-    raise E.UnsupportedDtypeError(f"{what} of a bool tensor: scans go through SMEM, which holds no bool",
-                                  cx.loc, hint=f"{what}(m.astype(jnp.int8), ...) != 0")
+  elif d == DType.bool_:       # a running or (max) or and (min), through SMEM as bytes, 0 or 1
+    return ew.compare(cx, ew.CmpOp.NE, scan(cx, kind, ew.astype(cx, x, DType.i8), axis, reverse, what), 0)
   if acc.bits > 32:
     raise E.UnsupportedDtypeError(f"{what} of {dtype_name(d)}: 8- to 32-bit elements only", cx.loc,
                                   hint="scan a 32-bit tensor")

@@ -308,6 +308,12 @@ def _may_hold_dot_result(cx, x) -> bool:
   return False
 
 
+def via_bytes(cx, x, fn):
+  """`fn` (a move through an SMEM scratch) of a bool tensor, on its int8 copy (0 or 1), compared
+  back with 0: the scratch holds the bytes a bool ref holds."""
+  return ew.compare(cx, ew.CmpOp.NE, fn(ew.astype(cx, x, DType.i8)), 0)
+
+
 def index_through_smem(cx, x, index):
   """`v[i]`, `v[i, j]`, `m[i]`, `m[:, j]`, `v[a:b]`, `m[a:b]` of a register tensor: its elements live in other threads,
   so the tensor goes through an SMEM scratch the compiler allocates (a store, a barrier the sync
@@ -315,11 +321,8 @@ def index_through_smem(cx, x, index):
   the end; a run-time one past either end is clamped; a static one past the end is an error."""
   from .memory import view
   from .transfers import load, store
-  d = resolve(x.type.dtype)
-  if d == DType.bool_:
-    raise E.UnsupportedDtypeError(
-        f"indexing {x.name or 'a bool tensor'}: its elements go through SMEM, which holds no bool", cx.loc,
-        hint=f"index an int8 copy: {x.name or 'm'}.astype(jnp.int8)[...] != 0")
+  if resolve(x.type.dtype) == DType.bool_:      # through SMEM as bytes, 0 or 1
+    return via_bytes(cx, x, lambda b: index_through_smem(cx, b, index))
   shape = x.type.shape
   if len(shape) == 2 and len(index) == 2 and index[0] == slice(None) and _is_int_index(index[1]):   # a column: a row of x.T
     j, n = index[1], shape[1]
@@ -494,10 +497,9 @@ def concatenate(cx, xs, axis=0):
       raise E.DtypeMismatchError(
           f"ml.concatenate of {dtype_name(resolve(dt))} and {dtype_name(resolve(x.type.dtype))} parts: one dtype"
           f" for every part", cx.loc, hint=f"convert the parts to one dtype first, e.g. part.astype(jnp.{dtype_name(resolve(dt))})")
-  d = resolve(dt)
-  if d == DType.bool_:
-    raise E.UnsupportedDtypeError("ml.concatenate of bool tensors: the parts go through SMEM, which holds no bool",
-                                  cx.loc, hint="join int8 copies: ml.concatenate([a.astype(jnp.int8), ...]) != 0")
+  if resolve(dt) == DType.bool_:                 # through SMEM as bytes, 0 or 1
+    parts = [ew.astype(cx, x, DType.i8) for x in xs]
+    return ew.compare(cx, ew.CmpOp.NE, concatenate.rule(cx, parts, axis), 0)
   from .memory import view
   from .transfers import load, store
   shape = list(xs[0].type.shape)
@@ -637,10 +639,8 @@ def transpose_tensor(cx, x, name=""):
              " or reshape the tensor to 2-D first (x.reshape((m, n)), which changes what the transpose"
              " swaps); a 1-D vector needs no transpose: v[:, None] and v[None, :] make it a column or a row")
   d = resolve(t.dtype)
-  if d == DType.bool_:
-    raise E.UnsupportedDtypeError(
-        "ml.transpose of a bool tensor: transposes go through SMEM, which cannot hold 1-bit elements",
-        cx.loc, hint="transpose m.astype(jnp.int8) and compare the result with 0")
+  if d == DType.bool_:                           # through SMEM as bytes, 0 or 1
+    return via_bytes(cx, x, lambda b: transpose_tensor(cx, b, name))
   m, n = t.shape
   if isinstance(d, DType) and d.bits > 32:
     raise E.UnsupportedDtypeError(f"ml.transpose of {dtype_name(d)}: 8-, 16- and 32-bit elements only",
