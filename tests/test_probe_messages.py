@@ -285,16 +285,18 @@ def read_a_bool_array(m, x, o):
   o[...] = ml.where(m[...], x[...], 0.0)
 
 
-def test_the_docs_say_how_one_smem_element_is_updated_and_that_bool_arrays_stay_out_of_memory():
+def test_the_docs_say_how_one_smem_element_is_updated_and_how_bool_arrays_are_kept():
   """language.md's atomics table had a 'single element' column that read as if SMEM took
-  scalar atomics (it is MG003 by design), and its dtype list offered jnp.bool_ with no word that
-  every read or write of a bool array is MG106."""
+  scalar atomics (it is MG003 by design), and its dtype list offered jnp.bool_ with no word on
+  bool arrays in memory (MG106 then; read and written as bytes since)."""
   assert "`h[b] = h[b] + 1`" in LANGUAGE_MD and "error (MG003) by design" in LANGUAGE_MD
   got = smem_histogram_of_one_bin(jnp.arange(128, dtype=jnp.int32) % 16, interpret=True)
   np.testing.assert_array_equal(got, np.eye(16, dtype=np.int32)[3])
-  assert "bool\narrays in memory cannot be read or written (MG106)" in LANGUAGE_MD
-  with pytest.raises(mg.UnsupportedDtypeError):
-    read_a_bool_array.check(S((256,), jnp.bool_), S((256,), jnp.float32))
+  # bool arrays are now read and written as their bytes (tests/test_bool_io.py); the docs say so
+  assert "Bool arrays in memory are as jax keeps them, one byte an element" in LANGUAGE_MD
+  m = jax.random.bernoulli(jax.random.key(0), 0.5, (256,))
+  x = jax.random.normal(jax.random.key(1), (256,), jnp.float32)
+  np.testing.assert_array_equal(read_a_bool_array(m, x, interpret=True), np.where(m, x, 0))
 
 
 # ---------------------------------------------------------------- strided slices: a hint that can be followed
