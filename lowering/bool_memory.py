@@ -73,10 +73,25 @@ def bool_boundary(fn, mem_in, out_types, inout_types):
   from jax.experimental.mosaic.gpu.core import mosaic_gpu_p
   from .kernel import _eqns
   jaxpr = jax.make_jaxpr(fn)(*mem_in)
-  eqn = next(e for e in _eqns(jaxpr.jaxpr) if e.primitive is mosaic_gpu_p)
+  eqn = next((e for e in _eqns(jaxpr.jaxpr) if e.primitive is mosaic_gpu_p), None)
+  if eqn is None or not {"out_types", "inout_types"} <= set(eqn.params):
+    return _converting(fn, out_types + inout_types)    # a jax whose primitive takes other parameters
   params = dict(eqn.params, out_types=tuple(out_types), inout_types=tuple(inout_types))
 
   @jax.jit
   def kernel(*args):
     return mosaic_gpu_p.bind(*args, **params)
+  return kernel
+
+
+def _converting(fn, result_types):
+  """The fallback boundary: bool arguments converted to int8 before the call, bool results
+  compared with 0 after it (one more XLA pass over each bool array, each way)."""
+  @jax.jit
+  def kernel(*args):
+    res = fn(*[a.astype(jnp.int8) if a.dtype == jnp.bool_ else a for a in args])
+    single = not isinstance(res, (tuple, list))
+    res = [res] if single else list(res)
+    res = [r != 0 if t.dtype == jnp.bool_ else r for r, t in zip(res, result_types)]
+    return res[0] if single else tuple(res)
   return kernel

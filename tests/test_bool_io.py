@@ -357,3 +357,19 @@ def test_gpu_in_place_gather_and_scratch():
   v = np.asarray(_mask(50, 128, 128, p=0.1))
   np.testing.assert_array_equal(np.asarray(_gpu(through_scratch, jnp.asarray(v))),
                                 v.T | np.logical_or.accumulate(v, axis=1))
+
+
+def test_the_converting_boundary_takes_and_returns_bool_arrays():
+  """The fallback for a jax whose Mosaic GPU primitive has other parameters: int8 in, bool out."""
+  from mgpu_dsl.lowering.bool_memory import _converting
+  seen = []
+
+  def fn(m, x):                       # stands for the kernel built with int8 in place of bool
+    seen.append(m.dtype)
+    return (m * 3, x + 1)
+  call = _converting(fn, (jax.ShapeDtypeStruct((5,), jnp.bool_), jax.ShapeDtypeStruct((5,), jnp.float32)))
+  m = jnp.asarray([True, False, True, True, False])
+  got_m, got_x = call(m, jnp.arange(5, dtype=jnp.float32))
+  assert seen == [jnp.int8]
+  assert got_m.dtype == jnp.bool_ and got_m.tolist() == m.tolist()
+  np.testing.assert_array_equal(np.asarray(got_x), np.arange(5) + 1)
