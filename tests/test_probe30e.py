@@ -106,3 +106,29 @@ def test_a_narrow_loop_carry_meeting_a_wider_value_says_where_to_choose_its_dtyp
   for k in (half_carry_wide, half_carry_narrow):
     got = np.asarray(k(jnp.asarray(x), interpret=True), np.float32)
     np.testing.assert_allclose(got, want, rtol=2e-2, atol=2e-2)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, i: S((256,), F32))
+def store_at_float_indices(x_ref, i_ref, o_ref):
+  idx = i_ref[...] * 2.0
+  o_ref[idx] = x_ref[...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x, i: S((256,), F32))
+def store_at_float_indices_fixed(x_ref, i_ref, o_ref):     # its hint followed
+  idx = i_ref[...] * 2.0
+  ml.atomic_add(o_ref.at[idx.astype(jnp.int32)], x_ref[...])
+
+
+def test_a_store_at_a_tensor_of_float_indices_hints_with_the_users_indices_converted():
+  # the hint named placeholder ids, and did not say that float indices convert first
+  e = expect(store_at_float_indices, [S((128,), F32), S((128,), jnp.int32)], mg.KernelTypeError, "o_ref[idx]",
+             "an index here must be an integer scalar, got idx: only a read of a GMEM ref takes a tensor of"
+             " indices (a gather, table[ids, :])")
+  assert "ml.atomic_add(out.at[idx.astype(jnp.int32)], values)" in e.hint
+  x = np.arange(128, dtype=np.float32)
+  i = np.random.default_rng(2).permutation(128).astype(np.int32)
+  got = store_at_float_indices_fixed(jnp.asarray(x), jnp.asarray(i), interpret=True)
+  want = np.zeros(256, np.float32)
+  want[i * 2] = x
+  np.testing.assert_array_equal(np.asarray(got), want)

@@ -195,13 +195,17 @@ def index_operand(cx, x, bound=False):
              f"take its element: {name}[{zeros}], or read the index as a scalar where it comes from (pos[b, 0] of a"
              f" (B, 1) array)")
   if is_value(x) and isinstance(x.type, TensorType):
+    ids = x.name if (x.name or "").isidentifier() else "ids"
+    d = resolve(x.type.dtype)
+    if isinstance(d, DType) and not d.is_int:        # a float (or bool) tensor of indices: convert it too
+      ids = f"{ids}.astype(jnp.int32)"
     raise E.KernelTypeError(
         f"an index here must be an integer scalar, got {x.name or 'a register tensor'}: only a read of a GMEM"
         f" ref takes a tensor of indices (a gather, table[ids, :])", cx.loc,
-        hint="to add (or take the max or min) at computed places, scatter atomically:"
-             " ml.atomic_add(out.at[ids, :], rows) (an output so updated starts at 0); to set rows at"
-             " computed places, take one row at a time (out.at[ids_ref[r]][...] = row, an index read as"
-             " a scalar); to mask a read, gather and select: ml.where(m, t[ids, :], 0)")
+        hint=f"to add (or take the max or min) at computed places, scatter atomically:"
+             f" ml.atomic_add(out.at[{ids}], values) (an output so updated starts at 0); to set rows at"
+             f" computed places, take one row at a time (out.at[ids_ref[r]][...] = row, an index read as"
+             f" a scalar); to mask a read, gather and select: ml.where(m, t[{ids}], 0) (t[{ids}, :] for rows)")
   if is_ref(x):     # t[ids] of a ref ids: meant its values
     n = x.name if (x.name or "").isidentifier() else "ids"
     raise E.KernelTypeError(f"an index must be an integer scalar, got {kind_of(x)} ({n})", cx.loc,
