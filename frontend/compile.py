@@ -23,6 +23,7 @@ from .infer import unify
 from .layout_checks import check_layouts
 from .layouts import assign_layouts
 from .index_grids import grid_index_masks
+from .relayout import assign_layouts_relayout
 from .remat import split_index_vectors
 from .loc import Loc
 from .ops.atomic import accumulated_outputs, check_atomic_layouts
@@ -220,7 +221,7 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, bloc
     ir.prune_dead(kernel.body)
     split_index_vectors(kernel, em.defs)
     grid_index_masks(kernel, em.defs)
-    assign_layouts(kernel, em.defs)
+    assign_layouts_relayout(kernel, em.defs, assign_layouts)     # reshapes of row-wise tiles: via SMEM
     _each_reported(lambda: check_layouts(kernel, em.defs), lambda: check_atomic_layouts(kernel),
                    lambda: check_tiled_starts(kernel, em.defs, facts),
                    lambda: check_minor_starts(kernel, em.defs, facts))

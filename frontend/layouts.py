@@ -29,7 +29,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from . import errors as E
+from . import errors as E, relayout
 from . import hw
 from . import ir
 from .ir import LayoutRule
@@ -368,10 +368,10 @@ class _Solver:
             spread.loc,
             hint=broadcast_loops_hint(spread.x.name, src, dst))
       if len([n for n in bad.type.shape if n != 1]) <= 2:    # a tile with size-1 axes around it
-        raise E.LayoutError(
+        raise relayout.tagged(bad, E.LayoutError(
             f"{bad.name or 'this tensor'} of shape {bad.type.shape} meets a row-wise tile (reduced or"
             f" broadcast along its rows) through its size-1 axes; tiles are 2-D from where they are"
-            f" read", where.loc if where else o.loc, hint=single_row_statistic(rels, comp, self.defs) or _READ_2D)
+            f" read", where.loc if where else o.loc, hint=single_row_statistic(rels, comp, self.defs) or _READ_2D))
       raise E.LayoutError(
           f"{bad.name or 'this tensor'} of shape {bad.type.shape} is reduced or broadcast along an axis;"
           f" that works on 2-D tiles (and vectors), not on {len(bad.type.shape)}-D tensors",
@@ -446,18 +446,18 @@ class _Solver:
         continue
       if ones(src.type.shape) == ones(dst.type.shape):     # only size-1 axes change
         nd = src if len(src.type.shape) != 2 else dst
-        raise E.LayoutError(
+        raise relayout.tagged(o, E.LayoutError(
             f"reshape of {src.name or 'a tensor'} {src.type.shape} into {dst.type.shape}: the"
             f" {len(nd.type.shape)}-D side would join a row-wise tile (reduced or broadcast along its"
             f" rows, or meeting such a tile), and tiles are 2-D from where they are read", o.loc,
-            hint=_READ_2D)
+            hint=_READ_2D))
       tile = src if src.id in ids and len(src.type.shape) == 2 else dst
-      raise E.LayoutError(
+      raise relayout.tagged(o, E.LayoutError(
           f"reshape of {src.name or 'a tensor'} {src.type.shape} into {dst.type.shape}:"
           f" {tile.name or 'the 2-D side'} is a row-wise tile here (it is reduced or broadcast along"
           f" its rows, or meets such a tile), and a tile's rows live in fixed threads, so it can only"
           f" gain or lose size-1 axes", o.loc,
-          hint=READ_2D_FIRST + " (results likewise: store them through a 2-D output and reshape outside)")
+          hint=READ_2D_FIRST + " (results likewise: store them through a 2-D output and reshape outside)"))
 
   def conflict(self, c, p, axes, o, layout, members):
 
@@ -557,11 +557,11 @@ class _Solver:
         if lay is not None:
           layout[cls] = lay
     split = self.split_classes(strided_vec)
-    for v in self.tensors.values():
-      cls = uf.find(("v", v.id))
-      lay = layout.get(cls) or split.get(cls) or Layout(LayoutKind.STRIDED, vec=strided_vec[cls])
+    lays = [(v, layout.get(c) or split.get(c) or Layout(LayoutKind.STRIDED, vec=strided_vec[c]))
+            for v in self.tensors.values() for c in [uf.find(("v", v.id))]]
+    for v, lay in lays:     # every check before any tensor takes its layout (relayout.py may solve again)
       self.check(v, lay)
-      v.type = dataclasses.replace(v.type, layout=lay)
+    for v, lay in lays: v.type = dataclasses.replace(v.type, layout=lay)
 
   def split_classes(self, strided_vec) -> dict:
     """STRIDED layouts split among the warpgroups, for the strided classes that allow it:
@@ -666,9 +666,9 @@ class _Solver:
         n, dt, name = vec.type.shape[0], dtype_name(vec.type.dtype), vec.name or "v"
         hint = (f"go through SMEM: tmp = ml.smem(({n},), jnp.{dt}); tmp[...] = {name}; then read row k of the"
                 f" {shape} result as tmp.at[ml.ds(k * {shape[1]}, {shape[1]})][...] (k in ml.static_range({shape[0]}))")
-      raise E.LayoutError(
+      raise relayout.tagged(v, E.LayoutError(
           f"this {shape} tensor is reshaped from or into {what}: its values live in"
-          f" fixed threads, so only size-1 axes can be added or removed", loc, hint=hint)
+          f" fixed threads, so only size-1 axes can be added or removed", loc, hint=hint))
     if lay.kind == LayoutKind.WGMMA:
       rows = self.rows
       full = lay.register_shape(shape)

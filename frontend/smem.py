@@ -227,6 +227,10 @@ def _fewer_stages_hint(kernel, life, barrier_bytes):
       return (f"{what} fewer rows per program{more}: the largest buffer, {big.name}, holds every row being"
               f" {what}{'ned' if what == 'scan' else 'ed'} (the whole rows: reading pieces of them does not"
               f" help)"), ()
+    if big is not None and big.name == "reshape scratch":
+      return ("reshape fewer rows per program: the largest buffer, reshape scratch, holds the whole tile a"
+              " reshape moves between threads (a row-wise tile: reduced or broadcast along its rows); or"
+              " reshape before the reduction or broadcast, or outside the kernel (free in XLA)"), ()
     if big is not None and (big.name or "").endswith(("scratch", "sort keys", "sort positions")):
       return (f"use smaller tiles: the largest buffer, {big.name}, is one the compiler allocates to move a"
               f" register tensor's elements between threads (indexing, slicing, sorting, transposing, scanning"

@@ -18,6 +18,7 @@ from jaxlib.mlir.dialects import arith, memref
 from ..frontend.dtypes import DType
 from ..frontend.smem import exchange_slots
 from ..frontend.ops.shape import Broadcast, Reduce, ReduceKind, Reshape, Slice, TransposeLoad, TransposeStore
+from ..frontend.relayout import RelayoutLoad, RelayoutStore
 from ..frontend.types import LayoutKind, ScalarType
 from . import interpret_numerics as N
 from .mosaic import is_split, layout_of, mlir_type
@@ -180,7 +181,50 @@ def _transpose_load(ctx, o):
   ctx.set(o.result, base.foreach(get, create_array=True, is_signed=t.dtype.is_signed))
 
 
+def _flat_index(ctx, t, idx):
+  """The row-major position of a tensor's element from FragmentedArray.foreach's `idx` (size-1
+  axes put back, this warpgroup's row offset added). foreach adds a register vector's element
+  number to the last index alone, which the flat position absorbs: no carry is needed."""
+  index = ir.IndexType.get()
+  idx = list(idx)
+  for a in sorted(t.layout.drop):
+    idx.insert(a, arith.constant(index, 0))
+  if ctx.num_warpgroups > 1 and is_split(t):
+    idx[0] = arith.addi(idx[0], arith.muli(ctx.wg, arith.constant(index, ctx.local_shape(t)[0])))
+  flat, stride = None, 1
+  for i, n in reversed(list(zip(idx, t.shape))):
+    term = i if stride == 1 else arith.muli(i, arith.constant(index, stride))
+    flat = term if flat is None else arith.addi(flat, term)
+    stride *= n
+  return flat
+
+
+@lower(RelayoutStore)
+def _relayout_store(ctx, o):
+  mem, t = ctx.memref(ctx.get(o.scratch)), o.x.type
+  ctx.get(o.x).foreach(lambda v, idx: memref.store(v, mem, [_flat_index(ctx, t, idx)]))
+
+
+@lower(RelayoutLoad)
+def _relayout_load(ctx, o):
+  mem, t = ctx.memref(ctx.get(o.scratch)), o.result.type
+  zero = arith.constant(mlir_type(t.dtype), 0.0 if t.dtype.is_float else 0)
+  base = fa.FragmentedArray.splat(zero, ctx.local_shape(t), layout_of(t), is_signed=t.dtype.is_signed)
+  ctx.set(o.result, base.foreach(lambda _, idx: memref.load(mem, [_flat_index(ctx, t, idx)]),
+                                 create_array=True, is_signed=t.dtype.is_signed))
+
+
 # ---------------------------------------------------------------- interpreter
+@interpret(RelayoutStore)
+def _i_relayout_store(cta, o):
+  cta.write(cta.get(o.scratch), np.asarray(cta.get(o.x)).reshape(-1), o)
+
+
+@interpret(RelayoutLoad)
+def _i_relayout_load(cta, o):
+  cta.set(o.result, np.asarray(cta.read(cta.get(o.scratch), o)).reshape(o.result.type.shape))
+
+
 @interpret(TransposeStore)
 def _i_transpose_store(cta, o):
   ref = cta.get(o.scratch)

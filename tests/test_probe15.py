@@ -338,14 +338,15 @@ def row_sums_of_a_reshape(x, o):
 
 
 @pytest.mark.parametrize("shape", [(2048,), (8, 256)])
-def test_a_reshape_that_moves_a_reduced_tiles_rows_is_a_layout_error(shape):
+def test_a_reshape_that_moves_a_reduced_tiles_rows_goes_through_smem(shape):
   """(2048,) -> (16, 128) then a row sum was MG900 (IndexError) and (8, 256) -> (16, 128) MG900 at
-  export (Mosaic GPU cannot reshape the row layout): both now MG204 at the reshape (probe 15)."""
-  e = expect(row_sums_of_a_reshape, [S(shape, F32)], mg.LayoutError, "x[...].reshape(16, 128)",
-             f"reshape of x[...] {shape} into (16, 128): x[...] is a row-wise tile here (it is reduced or"
-             f" broadcast along its rows, or meets such a tile), and a tile's rows live in fixed threads, so"
-             f" it can only gain or lose size-1 axes")
-  assert "outside the kernel" in e.hint
+  export (Mosaic GPU cannot reshape the row layout), then MG204 at the reshape (probe 15); since
+  probe 30a the reshape moves the elements through an SMEM scratch (frontend/relayout.py)."""
+  row_sums_of_a_reshape.check(S(shape, F32))
+  assert "relayoutstore" in row_sums_of_a_reshape.typed_ir(S(shape, F32))
+  x = jax.random.normal(jax.random.key(0), shape, F32)
+  np.testing.assert_allclose(row_sums_of_a_reshape(x, interpret=True), np.asarray(x).reshape(16, 128).sum(1),
+                             rtol=1e-5, atol=1e-5)
 
 
 @mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 128,))

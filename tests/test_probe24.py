@@ -219,10 +219,11 @@ def test_a_row_statistic_made_a_row_says_so_and_hints_what_works():
   assert "keepdims" not in e.hint and "tmp" not in e.hint
   x = jax.random.normal(jax.random.key(0), (128, 32), F32)
   np.testing.assert_allclose(row_sums_via_smem(x, interpret=True), x.sum(1)[None, :], rtol=1e-5, atol=1e-5)
-  e = expect(row_sums_reshaped, [S((256, 32), F32)], mg.LayoutError, "s.reshape(2, 128)",
-             "this (2, 128) tensor is reshaped from or into a row statistic (one value per row) of a tile: its"
-             " values live in fixed threads, so only size-1 axes can be added or removed")
-  assert "rows1x1" not in e.message + e.hint and "tmp.at[ml.ds(k * 128, 128)][...]" in e.hint
+  # a reshape of the row statistic (once MG204) moves its values through SMEM since probe 30a
+  x = jax.random.normal(jax.random.key(0), (256, 32), F32)
+  np.testing.assert_allclose(row_sums_reshaped(x, interpret=True), np.asarray(x).sum(1).reshape(2, 128),
+                             rtol=1e-5, atol=1e-5)
+  row_sums_reshaped.check(S((256, 32), F32))
 
 
 def test_smem_vector_hints_take_the_vectors_dtype():

@@ -48,16 +48,14 @@ def scale_flat(x, s, out):
   out[...] = y.reshape((x.size,))
 
 
-def test_reshaping_a_row_wise_tile_is_reported_at_the_reshape_in_its_shapes():
-  """Once: 'y of shape (2048,) is reduced or broadcast along an axis', naming the wrong shape."""
-  expect(scale_flat, [S((8, 256), jnp.float32), S((8,), jnp.float32)], mg.LayoutError, "y.reshape",
-         "reshape of y (8, 256) into (2048,): y is a row-wise tile here (it is reduced or broadcast along"
-         " its rows, or meets such a tile), and a tile's rows live in fixed threads, so it can only gain or"
-         " lose size-1 axes",
-         hint="read the tensor in the 2-D shape you reduce: reshape the array outside the kernel"
-              " (x.reshape(-1, c), free in XLA) and load 2-D windows of it, or load each leading index 2-D"
-              " (x.at[i][...]) in an ml.static_range loop; a register tile cannot be reshaped into one"
-              " (results likewise: store them through a 2-D output and reshape outside)")
+def test_reshaping_a_row_wise_tile_goes_through_smem():
+  """Once: 'y of shape (2048,) is reduced or broadcast along an axis', naming the wrong shape; then
+  MG204 at the reshape; since probe 30a the reshape moves the tile's elements through SMEM."""
+  specs = [S((8, 256), jnp.float32), S((8,), jnp.float32)]
+  scale_flat.check(*specs)
+  x = jax.random.normal(jax.random.key(0), (8, 256), jnp.float32)
+  s = jnp.arange(8, dtype=jnp.float32)
+  np.testing.assert_allclose(scale_flat(x, s, interpret=True), (x * s[:, None]).reshape(-1), rtol=1e-6)
 
 
 # ---------------------------------------------------------------- Python lists

@@ -1,0 +1,120 @@
+"""Reshapes that move a tile's elements between threads, through an SMEM scratch.
+
+A reshape is free where both sides keep the strided layout (contiguous vectors over the
+flattened tensor): no element moves. A row-wise tile (reduced or broadcast along its rows,
+layouts.py's ROWS) keeps each row in fixed threads, so reshaping it other than by size-1 axes
+(int4 nibbles interleaved after a per-row scale, `(v * s[:, None]).reshape(n, 2)`; a loaded row
+viewed as groups and reduced per group, `x.at[r][...].reshape(g, 128)`), or joining it to a 3-D
+tensor (`lo[..., None]` for ml.concatenate's interleave), was MG204. The layout pass tags those
+errors with the reshape (`tagged`); `assign_layouts_relayout` then sends that one reshape through
+SMEM, as a transpose goes: every thread stores its elements at their row-major positions in a
+flat scratch, a barrier (the sync pass's), every thread loads the elements of the result's
+layout. Both sides then take their layouts apart, and the layouts are solved again. Kernels
+whose layouts the pass solves at once are left exactly as they were.
+"""
+from __future__ import annotations
+
+import math
+
+from . import errors as E
+from . import ir
+from .dtypes import DType
+from .ir import LayoutRule, Traits
+from .ops.memory import SmemAlloc
+from .ops.shape import Broadcast, Reshape
+from .types import RefType, Space, TensorType
+
+
+def _effects(o):
+  return [(o.scratch, ir.Access.REG_WRITE if isinstance(o, RelayoutStore) else ir.Access.REG_READ)]
+
+
+@ir.op(Traits(effects=_effects, moves_elements=True))
+class RelayoutStore(ir.Op):
+  """Write the tensor `x` into the flat `scratch` in row-major order."""
+  scratch: ir.Value
+  x: ir.Value
+  loc: object
+  results: tuple = ()
+
+
+@ir.op(Traits(effects=_effects, layout=LayoutRule.FRESH, moves_elements=True))
+class RelayoutLoad(ir.Op):
+  """Read the row-major elements of the flat `scratch` as the result's shape (in its own layout)."""
+  scratch: ir.Value
+  loc: object
+  results: tuple
+
+
+def tagged(culprit, error: E.KernelError) -> E.KernelError:
+  """`error`, marked as one a reshape through SMEM would avoid: `culprit` is the Reshape op, or the
+  tensor of another rank joined to a row-wise tile (the op that made it is found here)."""
+  error.relayout = culprit
+  return error
+
+
+def _movable(o) -> bool:
+  """A reshape, or a broadcast that only inserts size-1 axes (`lo[..., None]`): the same elements."""
+  if not isinstance(o, (Reshape, Broadcast)) or not isinstance(o.x.type, TensorType):
+    return False
+  if isinstance(o, Broadcast) and math.prod(o.x.type.shape) != math.prod(o.result.type.shape):
+    return False
+  return o.x.type.dtype != DType.bool_ and math.prod(o.x.type.shape) > 0
+
+
+def _find(kernel, culprit):
+  """(block, position) of the op to send through SMEM, or None."""
+  for o, block in _blocks(kernel.body):
+    if o is culprit and _movable(o):
+      return block, block.ops.index(o)
+  if not isinstance(culprit, ir.Value):
+    return None
+  # the tensor of another rank: the reshape or axis insertion that made it, else the one it feeds
+  # that brings it to the tile's rank
+  made = [(o, b) for o, b in _blocks(kernel.body) if _movable(o) and culprit in o.results]
+  fed = [(o, b) for o, b in _blocks(kernel.body) if _movable(o) and o.x is culprit]
+  ones = lambda shape: tuple(n for n in shape if n != 1)
+  for o, block in made + fed:
+    src, dst = o.x.type.shape, o.result.type.shape
+    if len(src) != len(dst) or ones(src) != ones(dst):
+      return block, block.ops.index(o)
+  return None
+
+
+def _blocks(block):
+  for o in list(block.ops):
+    yield o, block
+    for r in o.regions:
+      yield from _blocks(getattr(o, r))
+
+
+def _through_smem(kernel, defs, block, i) -> None:
+  o = block.ops[i]
+  x, res = o.x, o.result
+  v = ir.Value(RefType((math.prod(x.type.shape),), x.type.dtype, Space.SMEM), "reshape scratch")
+  alloc = SmemAlloc(o.loc, (v,))
+  defs[v.id] = alloc
+  kernel.smem.append(v)
+  kernel.transient_ids = frozenset(getattr(kernel, "transient_ids", frozenset()) | {v.id})
+  kernel.body.ops.insert(0, alloc)
+  if block is kernel.body:
+    i += 1
+  store = RelayoutStore(v, x, o.loc)
+  load = RelayoutLoad(v, o.loc, (res,))
+  block.ops[i:i + 1] = [store, load]
+  defs[res.id] = load
+
+
+def assign_layouts_relayout(kernel, defs, assign) -> None:
+  """`assign(kernel, defs)` (layouts.assign_layouts); each reshape it reports as moving a row-wise
+  tile's elements goes through SMEM instead, and the layouts are solved again."""
+  for _ in range(64):
+    try:
+      return assign(kernel, defs)
+    except E.LayoutError as e:
+      culprit = getattr(e, "relayout", None)
+      where = _find(kernel, culprit) if culprit is not None else None
+      if where is None:
+        raise
+      _through_smem(kernel, defs, *where)
+  return assign(kernel, defs)

@@ -1,0 +1,160 @@
+"""Probe 30a (LLM inference and training kernels as Triton or Pallas users port them: RoPE, SwiGLU,
+int8/int4/fp8 quantisation, KV-cache appends, sampling, cross-entropy, MoE routing)."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from locate import expect
+
+S = jax.ShapeDtypeStruct
+F32 = jnp.float32
+
+
+def _export(kernel, *specs, **constexprs):
+  fn = jax.jit(lambda *a: kernel(*a, **constexprs))
+  return jax.export.export(fn, platforms=["cuda"])(*specs).mlir_module()
+
+
+def _nibbles(b):
+  b = np.asarray(b).astype(np.int32)
+  return ((b << 28).astype(np.int32) >> 28), ((b << 24).astype(np.int32) >> 28)
+
+
+# ---------------------------------------------------------------- reshapes of row-wise tiles
+# A tile reduced or broadcast along its rows keeps each row in fixed threads; reshaping it other than
+# by size-1 axes was MG204 ("a tile's rows live in fixed threads"), so each of these common
+# quantisation kernels was rejected. The reshape now moves the elements through an SMEM scratch.
+@mg.mgpu_kernel(out_shape=lambda p, s: S((p.shape[0], p.shape[1] * 2), jnp.float16),
+                grid=lambda p, s: (p.shape[0] // 16,))
+def unpack_int4_row_scales(p, s, out):
+  i = ml.program_id(0)
+  b = p.at[ml.ds(i * 16, 16), :][...].astype(jnp.int32)
+  lo = (b << 28) >> 28
+  hi = (b << 24) >> 28
+  both = ml.concatenate([lo[..., None], hi[..., None]], axis=-1).reshape(16, out.shape[1])
+  sc = s.at[ml.ds(i * 16, 16)][...]
+  out.at[ml.ds(i * 16, 16), :][...] = (both.astype(jnp.float32) * sc[:, None]).astype(jnp.float16)
+
+
+@mg.mgpu_kernel(out_shape=lambda p, s: S((p.shape[0], p.shape[1] * 2), jnp.bfloat16),
+                grid=lambda p, s: (p.shape[0] // 16,))
+def unpack_int4_scaled_first(p, s, out):
+  i = ml.program_id(0)
+  b = p.at[ml.ds(i * 16, 16), :][...].astype(jnp.int32)
+  sc = s.at[ml.ds(i * 16, 16)][...]
+  lo = (((b << 28) >> 28).astype(jnp.float32) * sc[:, None]).astype(jnp.bfloat16)
+  hi = (((b << 24) >> 28).astype(jnp.float32) * sc[:, None]).astype(jnp.bfloat16)
+  out.at[ml.ds(i * 16, 16), :][...] = ml.concatenate([lo[..., None], hi[..., None]], axis=-1).reshape(
+      16, out.shape[1])
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (S((x.shape[0], x.shape[1] // 2), jnp.uint8), S((x.shape[0],), F32)),
+                grid=lambda x: (x.shape[0] // 8,))
+def quantize_pack_int4(x, p, s):
+  i = ml.program_id(0)
+  v = x.at[ml.ds(i * 8, 8), :][...].astype(jnp.float32)
+  sc = ml.maximum(ml.max(ml.abs(v), axis=1), 1e-8) / 7.0
+  q = ml.clip(ml.round(v / sc[:, None]), -8, 7).astype(jnp.int32)
+  pairs = q.reshape(8 * p.shape[1], 2)
+  b = (pairs[:, 0] & 0xF) | ((pairs[:, 1] & 0xF) << 4)
+  p.at[ml.ds(i * 8, 8), :][...] = b.reshape(8, p.shape[1]).astype(jnp.uint8)
+  s.at[ml.ds(i * 8, 8)][...] = sc
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0], x.shape[1] // 2), jnp.uint8), block=256)
+def quantize_pack_int4_loop(x, p):
+  for i in range(x.shape[0] // 8):
+    v = x.at[ml.ds(i * 8, 8), :][...].astype(jnp.float32)
+    sc = ml.maximum(ml.max(ml.abs(v), axis=1), 1e-8) / 7.0
+    q = ml.clip(ml.round(v / sc[:, None]), -8, 7).astype(jnp.int32)
+    pairs = q.reshape(8 * p.shape[1], 2)
+    b = (pairs[:, 0] & 0xF) | ((pairs[:, 1] & 0xF) << 4)
+    p.at[ml.ds(i * 8, 8), :][...] = b.reshape(8, p.shape[1]).astype(jnp.uint8)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (S(x.shape, jnp.int8), S((x.shape[0], x.shape[1] // 128), F32)),
+                grid=lambda x: (x.shape[0],))
+def group_quantize(x, q, s):
+  r = ml.program_id(0)
+  v = x.at[r][...].astype(jnp.float32).reshape(x.shape[1] // 128, 128)     # a row as its groups
+  sc = ml.maximum(ml.max(ml.abs(v), axis=1, keepdims=True), 1e-8) / 127.0
+  q.at[r][...] = ml.round(v / sc).astype(jnp.int8).reshape(x.shape[1])
+  s.at[r][...] = sc[:, 0]
+
+
+def _pack_reference(x):
+  v = np.asarray(x.astype(F32))
+  sc = np.maximum(np.abs(v).max(1), np.float32(1e-8)) / np.float32(7)
+  q = np.clip(np.round(v / sc[:, None]), -8, 7).astype(np.int32).reshape(x.shape[0], -1, 2)
+  return ((q[..., 0] & 15) | ((q[..., 1] & 15) << 4)).astype(np.uint8), sc
+
+
+def test_int4_unpacking_with_row_scales_interleaves_through_smem():
+  p = jax.random.randint(jax.random.key(1), (32, 128), 0, 256, jnp.int32).astype(jnp.uint8)
+  s = jax.random.uniform(jax.random.key(2), (32,), F32)
+  lo, hi = _nibbles(p)
+  want = np.stack([lo, hi], -1).reshape(32, 256).astype(np.float32) * np.asarray(s)[:, None]
+  for kernel, dt in ((unpack_int4_row_scales, np.float16), (unpack_int4_scaled_first, jnp.bfloat16)):
+    got = kernel(p, s, interpret=True)
+    np.testing.assert_array_equal(np.asarray(got.astype(F32)), want.astype(dt).astype(np.float32))
+    assert "relayoutstore" in kernel.typed_ir(S(p.shape, p.dtype), S(s.shape, s.dtype))
+    assert "mosaic_gpu" in _export(kernel, S(p.shape, p.dtype), S(s.shape, s.dtype))
+
+
+def test_per_row_int4_quantisation_packs_its_pairs_through_smem():
+  x = jax.random.normal(jax.random.key(0), (16, 256), F32).astype(jnp.float16)
+  got_p, got_s = quantize_pack_int4(x, interpret=True)
+  want_p, want_s = _pack_reference(x)
+  np.testing.assert_array_equal(np.asarray(got_p), want_p)
+  np.testing.assert_allclose(np.asarray(got_s), want_s, rtol=1e-6)
+  assert "mosaic_gpu" in _export(quantize_pack_int4, S(x.shape, x.dtype))
+  x = jax.random.normal(jax.random.key(4), (32, 512), F32).astype(jnp.float16)   # in a loop, two warpgroups
+  np.testing.assert_array_equal(np.asarray(quantize_pack_int4_loop(x, interpret=True)), _pack_reference(x)[0])
+  assert "mosaic_gpu" in _export(quantize_pack_int4_loop, S(x.shape, x.dtype))
+
+
+def test_a_loaded_row_reshaped_into_groups_is_reduced_per_group():
+  x = jax.random.normal(jax.random.key(0), (5, 1024), F32).astype(jnp.bfloat16)
+  q, s = group_quantize(x, interpret=True)
+  v = np.asarray(x.astype(F32)).reshape(5, 8, 128)
+  sc = np.maximum(np.abs(v).max(-1, keepdims=True), np.float32(1e-8)) / np.float32(127)
+  np.testing.assert_array_equal(np.asarray(q), np.round(v / sc).astype(np.int8).reshape(5, 1024))
+  np.testing.assert_allclose(np.asarray(s), sc[..., 0], rtol=1e-6)
+  assert "mosaic_gpu" in _export(group_quantize, S(x.shape, x.dtype))
+
+
+@mg.mgpu_kernel(out_shape=lambda x, s: S((x.size // 2, 2), x.dtype))
+def reshape_too_large(x, s, out):
+  y = x[...] * s[...][:, None]
+  out[...] = y.reshape((x.size // 2, 2))
+
+
+def test_a_reshape_scratch_too_large_for_smem_names_the_reshape():
+  expect(reshape_too_large, [S((64, 1024), F32), S((64,), F32)], mg.SmemCapacityError,
+         "y.reshape((x.size // 2, 2))",
+         "the kernel's SMEM needs 262144 bytes (reshape scratch 256 KiB, plus barriers and alignment), more"
+         " than the 232432 bytes (227 KiB less 16 bytes) a kernel's buffers can use",
+         hint="reshape fewer rows per program: the largest buffer, reshape scratch, holds the whole tile a"
+              " reshape moves between threads (a row-wise tile: reduced or broadcast along its rows); or"
+              " reshape before the reduction or broadcast, or outside the kernel (free in XLA)")
+
+
+@pytest.mark.gpu
+def test_row_wise_reshapes_on_the_gpu_match_interpret_mode():
+  p = jax.random.randint(jax.random.key(1), (64, 128), 0, 256, jnp.int32).astype(jnp.uint8)
+  s = jax.random.uniform(jax.random.key(2), (64,), F32)
+  for kernel in (unpack_int4_row_scales, unpack_int4_scaled_first):
+    np.testing.assert_array_equal(np.asarray(jax.jit(kernel)(p, s)), np.asarray(kernel(p, s, interpret=True)))
+  x = jax.random.normal(jax.random.key(0), (64, 256), F32).astype(jnp.float16)
+  for a, b in zip(jax.jit(quantize_pack_int4)(x), quantize_pack_int4(x, interpret=True)):
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+  x = jax.random.normal(jax.random.key(4), (32, 512), F32).astype(jnp.float16)
+  np.testing.assert_array_equal(np.asarray(jax.jit(quantize_pack_int4_loop)(x)),
+                                np.asarray(quantize_pack_int4_loop(x, interpret=True)))
+  x = jax.random.normal(jax.random.key(0), (64, 1024), F32).astype(jnp.bfloat16)
+  for a, b in zip(jax.jit(group_quantize)(x), group_quantize(x, interpret=True)):
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
