@@ -187,10 +187,12 @@ def _flat_index(ctx, t, idx):
   number to the last index alone, which the flat position absorbs: no carry is needed."""
   index = ir.IndexType.get()
   idx = list(idx)
-  for a in sorted(t.layout.drop):
-    idx.insert(a, arith.constant(index, 0))
+  if len(idx) < len(t.shape):     # a 2-D row or column vector: its size-1 axis (a 1-D vector has none)
+    for a in sorted(t.layout.drop):
+      idx.insert(a, arith.constant(index, 0))
   if ctx.num_warpgroups > 1 and is_split(t):
     idx[0] = arith.addi(idx[0], arith.muli(ctx.wg, arith.constant(index, ctx.local_shape(t)[0])))
+  assert len(idx) == len(t.shape), (idx, t)
   flat, stride = None, 1
   for i, n in reversed(list(zip(idx, t.shape))):
     term = i if stride == 1 else arith.muli(i, arith.constant(index, stride))

@@ -1,6 +1,5 @@
 """Probe 30a (LLM inference and training kernels as Triton or Pallas users port them: RoPE, SwiGLU,
 int8/int4/fp8 quantisation, KV-cache appends, sampling, cross-entropy, MoE routing)."""
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -127,6 +126,22 @@ def test_a_loaded_row_reshaped_into_groups_is_reduced_per_group():
   assert "mosaic_gpu" in _export(group_quantize, S(x.shape, x.dtype))
 
 
+@mg.mgpu_kernel(out_shape=lambda x: S((2, x.shape[1] // 2), x.dtype))
+def column_sums_reshaped(x, out):
+  s = ml.sum(x[...], axis=0)          # a column vector: one value per column, 1-D
+  out[...] = s.reshape(2, x.shape[1] // 2)
+
+
+def test_a_column_vector_reshaped_goes_through_smem():
+  """A 1-D vector of a tile's columns has no size-1 axis in registers: its elements' positions in the
+  scratch are their own indices (the GPU lowering once put the tile's dropped axis back in front)."""
+  x = jax.random.normal(jax.random.key(0), (8, 256), F32)
+  np.testing.assert_allclose(column_sums_reshaped(x, interpret=True), np.asarray(x).sum(0).reshape(2, 128),
+                             rtol=1e-5, atol=1e-5)
+  assert "relayoutstore" in column_sums_reshaped.typed_ir(S(x.shape, x.dtype))
+  assert "mosaic_gpu" in _export(column_sums_reshaped, S(x.shape, x.dtype))
+
+
 @mg.mgpu_kernel(out_shape=lambda x, s: S((x.size // 2, 2), x.dtype))
 def reshape_too_large(x, s, out):
   y = x[...] * s[...][:, None]
@@ -158,3 +173,6 @@ def test_row_wise_reshapes_on_the_gpu_match_interpret_mode():
   x = jax.random.normal(jax.random.key(0), (64, 1024), F32).astype(jnp.bfloat16)
   for a, b in zip(jax.jit(group_quantize)(x), group_quantize(x, interpret=True)):
     np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+  x = jax.random.normal(jax.random.key(0), (8, 256), F32)
+  np.testing.assert_allclose(np.asarray(jax.jit(column_sums_reshaped)(x)), np.asarray(x).sum(0).reshape(2, 128),
+                             rtol=1e-5, atol=1e-5)
