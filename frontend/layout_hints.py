@@ -461,8 +461,11 @@ def gather_columns_hint(o, n) -> str:
             f" (columns past the row's end clamp to its last), then out.at[rows, ml.ds(0, {w})].store(v,"
             f" mask=ml.arange({w})[None, :] < {n}); or pad the table's rows to {w} elements outside the kernel"
             f" (jnp.pad)")
-  return (f"take at least {w} columns at a time: pad the table's rows to a multiple of {w} elements outside the"
-          f" kernel (jnp.pad), or take a window t.at[:, ml.ds(c, {w})] that stays inside the rows")
+  up, t = -(-n // hw.WARPGROUP) * hw.WARPGROUP, getattr(o.ref, "name", None) or "t"   # any rows with 128s
+  return (f"take {up} columns and drop the extra ones at the store: v = {t}[ids[:, None], ml.arange({up})[None, :]]"
+          f" (columns past the row's end clamp to its last), then out.at[rows, ml.ds(0, {up})].store(v,"
+          f" mask=ml.arange({up})[None, :] < {n}); or pad the table's rows to a multiple of {w} elements outside"
+          f" the kernel (jnp.pad)")
 
 
 def empty_tensor_hint(kernel) -> str:

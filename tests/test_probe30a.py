@@ -176,3 +176,36 @@ def test_row_wise_reshapes_on_the_gpu_match_interpret_mode():
   x = jax.random.normal(jax.random.key(0), (8, 256), F32)
   np.testing.assert_allclose(np.asarray(jax.jit(column_sums_reshaped)(x)), np.asarray(x).sum(0).reshape(2, 128),
                              rtol=1e-5, atol=1e-5)
+
+
+# ---------------------------------------------------------------- gathers of rows not a multiple of 32 wide
+@mg.mgpu_kernel(out_shape=lambda t, ids: S((ids.shape[0], t.shape[1]), t.dtype), grid=lambda t, ids: (ids.shape[0] // 4,))
+def embed_rows(t, ids, out):
+  i = ml.program_id(0)
+  r = ids.at[ml.ds(i * 4, 4)][...]
+  out.at[ml.ds(i * 4, 4), :][...] = t[r, :]
+
+
+@mg.mgpu_kernel(out_shape=lambda t, ids: S((ids.shape[0], t.shape[1]), t.dtype), grid=lambda t, ids: (ids.shape[0] // 4,))
+def embed_rows_as_hinted(t, ids, out):
+  i = ml.program_id(0)
+  r = ids.at[ml.ds(i * 4, 4)][...]
+  v = t[r[:, None], ml.arange(4096)[None, :]]
+  out.at[ml.ds(i * 4, 4), ml.ds(0, 4096)].store(v, mask=ml.arange(4096)[None, :] < 4095)
+
+
+def test_a_gather_of_rows_4095_wide_hints_a_padded_index_grid_that_works():
+  """The hint was 'take a window t.at[:, ml.ds(c, 32)] that stays inside the rows', which no window
+  of a 4095-wide row's tail does; it now writes the padded index grid and the masked store."""
+  specs = [S((100, 4095), jnp.bfloat16), S((8,), jnp.int32)]
+  expect(embed_rows, specs, mg.LayoutError, "t[r, :]",
+         "this gather of shape (4, 4095) spreads each row's index along the row: that needs columns a multiple"
+         " of 32 (one per lane of a warp), and rows a multiple of 4 unless the columns are a multiple of 128",
+         hint="take 4096 columns and drop the extra ones at the store: v = t[ids[:, None], ml.arange(4096)[None, :]]"
+              " (columns past the row's end clamp to its last), then out.at[rows, ml.ds(0, 4096)].store(v,"
+              " mask=ml.arange(4096)[None, :] < 4095); or pad the table's rows to a multiple of 32 elements"
+              " outside the kernel (jnp.pad)")
+  t = jax.random.normal(jax.random.key(0), (100, 4095), F32).astype(jnp.bfloat16)
+  ids = jax.random.randint(jax.random.key(1), (8,), 0, 100, jnp.int32)
+  np.testing.assert_array_equal(np.asarray(embed_rows_as_hinted(t, ids, interpret=True)), np.asarray(t[ids]))
+  assert "mosaic_gpu" in _export(embed_rows_as_hinted, *specs)
