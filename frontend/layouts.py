@@ -681,12 +681,12 @@ class _Solver:
       if not ok and not lay.drop:
         self.operand_tile(v, shape, rows, loc)
       if not ok:
-        raise E.LayoutError(
+        raise relayout.tagged(v, E.LayoutError(
             f"{v.name or 'this tensor'} of shape {shape} meets a tensor-core result, so it must be"
             f" 2-D with rows a multiple of {rows} (64 per warpgroup) and columns a multiple of 8"
             f" (or a vector of its rows or columns)", loc,
             hint="keep values that combine with ml.dot results in the dot's (m, n) tile shape"
-                 + (", or use fewer warpgroups (block=)" if rows > 64 else ""))
+                 + (", or use fewer warpgroups (block=)" if rows > 64 else "")))
 
   def operand_tile(self, v, shape, rows, loc):
     """MG204 for a tile moved between registers and a buffer ml.dot reads, which meets no ml.dot

@@ -178,6 +178,49 @@ def test_row_wise_reshapes_on_the_gpu_match_interpret_mode():
                              rtol=1e-5, atol=1e-5)
 
 
+
+# ---------------------------------------------------------------- reshapes of tensor-core results
+# An ml.dot result lives in the WGMMA layout; a reshape of it (an int4-packing epilogue, a flat store)
+# was MG204 ("meets a tensor-core result, so it must be 2-D ..."), and now goes through SMEM too.
+@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[1] // 2), jnp.uint8),
+                grid=lambda a, b, *, wgs: (a.shape[0] // (64 * wgs),), block=lambda a, b, *, wgs: 128 * wgs)
+def gemm_int4_epilogue(a, b, out, *, wgs: ml.constexpr):
+  i = ml.program_id(0)
+  m = 64 * wgs
+  a_s = ml.smem((m, 64), jnp.float16)
+  b_s = ml.smem((64, 128), jnp.float16)
+  ml.copy(a.at[ml.ds(i * m, m), :], a_s)
+  ml.copy(b, b_s)
+  acc = ml.dot(a_s, b_s)
+  q = ml.clip(ml.round(acc), -8, 7).astype(jnp.int32)
+  pairs = q.reshape(m * 64, 2)
+  byte = (pairs[:, 0] & 0xF) | ((pairs[:, 1] & 0xF) << 4)
+  out.at[ml.ds(i * m, m), :][...] = byte.reshape(m, 64).astype(jnp.uint8)
+
+
+def _gemm_int4_reference(a, b):
+  acc = np.asarray(a.astype(F32)) @ np.asarray(b.astype(F32))
+  q = np.clip(np.round(acc), -8, 7).astype(np.int32).reshape(a.shape[0], -1, 2)
+  return ((q[..., 0] & 15) | ((q[..., 1] & 15) << 4)).astype(np.uint8)
+
+
+@pytest.mark.parametrize("wgs", [1, 2])
+def test_a_tensor_core_result_reshaped_in_the_epilogue_goes_through_smem(wgs):
+  a = (jax.random.normal(jax.random.key(0), (256, 64), F32) * 0.3).astype(jnp.float16)
+  b = (jax.random.normal(jax.random.key(1), (64, 128), F32) * 0.3).astype(jnp.float16)
+  got = gemm_int4_epilogue(a, b, wgs=wgs, interpret=True)
+  np.testing.assert_array_equal(np.asarray(got), _gemm_int4_reference(a, b))
+  assert "mosaic_gpu" in _export(gemm_int4_epilogue, S(a.shape, a.dtype), S(b.shape, b.dtype), wgs=wgs)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("wgs", [1, 2])
+def test_a_tensor_core_reshape_on_the_gpu_matches_numpy(wgs):
+  a = (jax.random.normal(jax.random.key(0), (256, 64), F32) * 0.3).astype(jnp.float16)
+  b = (jax.random.normal(jax.random.key(1), (64, 128), F32) * 0.3).astype(jnp.float16)
+  got = jax.jit(lambda a, b: gemm_int4_epilogue(a, b, wgs=wgs))(a, b)
+  np.testing.assert_array_equal(np.asarray(got), np.asarray(gemm_int4_epilogue(a, b, wgs=wgs, interpret=True)))
+
 # ---------------------------------------------------------------- gathers of rows not a multiple of 32 wide
 @mg.mgpu_kernel(out_shape=lambda t, ids: S((ids.shape[0], t.shape[1]), t.dtype), grid=lambda t, ids: (ids.shape[0] // 4,))
 def embed_rows(t, ids, out):
