@@ -252,3 +252,33 @@ def test_a_gather_of_rows_4095_wide_hints_a_padded_index_grid_that_works():
   ids = jax.random.randint(jax.random.key(1), (8,), 0, 100, jnp.int32)
   np.testing.assert_array_equal(np.asarray(embed_rows_as_hinted(t, ids, interpret=True)), np.asarray(t[ids]))
   assert "mosaic_gpu" in _export(embed_rows_as_hinted, *specs)
+
+
+# ---------------------------------------------------------------- a Triton block mask over a whole-row view
+@mg.mgpu_kernel(out_shape=lambda l: S((l.shape[0],), F32), grid=lambda l: (l.shape[0],))
+def row_sums_block_mask(l, out):
+  r = ml.program_id(0)
+  offs = ml.arange(4096)
+  v = l.at[r, :].load(mask=offs < l.shape[1], other=0.0)
+  out[r] = ml.sum(v.astype(jnp.float32))
+
+
+@mg.mgpu_kernel(out_shape=lambda l: S((l.shape[0],), F32), grid=lambda l: (l.shape[0],))
+def row_sums_block_mask_as_hinted(l, out):
+  r = ml.program_id(0)
+  offs = ml.arange(4096)
+  v = l.at[r, ml.ds(0, 4096)].load(mask=offs < l.shape[1], other=0.0)
+  out[r] = ml.sum(v.astype(jnp.float32))
+
+
+def test_a_block_mask_longer_than_a_whole_row_view_hints_the_wider_window():
+  """Was 'the shapes do not broadcast' with NumPy's broadcasting rules as the hint, which do not
+  say that the window itself may run past the row's end under the mask."""
+  expect(row_sums_block_mask, [S((3, 4095), jnp.bfloat16)], mg.ShapeMismatchError, "l.at[r, :].load(",
+         "ml.load's mask of shape (4096,) is longer than l.at[r, :] of shape (4095,) (axis 0: 4096 elements,"
+         " the window 4095)",
+         hint="make the window the mask's size: a masked window of a GMEM array may run past its end, and the"
+              " mask keeps the elements there off: l.at[r, ml.ds(0, 4096)]")
+  l = jax.random.normal(jax.random.key(0), (3, 4095), F32).astype(jnp.bfloat16)
+  np.testing.assert_allclose(np.asarray(row_sums_block_mask_as_hinted(l, interpret=True)),
+                             np.asarray(l.astype(F32)).sum(1), rtol=1e-4, atol=1e-3)

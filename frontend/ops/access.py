@@ -146,11 +146,52 @@ def _mask_arg(cx, ref, mask, what):
   if not is_tensor(mask):
     raise E.KernelTypeError(f"{what}'s mask must be a boolean tensor, got {kind_of(mask)}", cx.loc,
                             hint=f"compare an index grid with a bound: {grid}")
+  _mask_past_window(cx, ref, mask, what)
   if broadcast_shape(cx, [mask.type.shape, shape], what, ["the mask", ref.name or "the window"]) != shape:
     raise E.ShapeMismatchError(
         f"{what}'s mask of shape {mask.type.shape} does not fit {ref.name or 'the window'} of shape {shape}",
         cx.loc, hint=f"the mask needs the window's shape {shape}, or one that broadcasts to it: {grid}")
   return broadcast_to_shape(cx, mask, shape)
+
+
+def _mask_past_window(cx, ref, mask, what):
+  """A mask longer than a GMEM window along an axis (Triton's `offs < n` over a block of 4096 with
+  the whole 4095-wide row as the window): the window may run past the array's end instead, the mask
+  keeping the elements there off. ShapeMismatchError with that window written out."""
+  shape, mshape = ref.type.shape, mask.type.shape
+  if ref.type.space != Space.GMEM or len(mshape) != len(shape) or not any(
+      m > n > 1 for m, n in zip(mshape, shape)) or any(1 < m < n for m, n in zip(mshape, shape)):
+    return
+  axis = next(a for a, (m, n) in enumerate(zip(mshape, shape)) if m > n > 1)
+  name = ref.name or "the window"
+  wider = _wider_window(name, axis, mshape[axis])
+  raise E.ShapeMismatchError(
+      f"{what}'s mask of shape {mshape} is longer than {name} of shape {shape} (axis {axis}: {mshape[axis]}"
+      f" elements, the window {shape[axis]})", cx.loc,
+      hint="make the window the mask's size: a masked window of a GMEM array may run past its end, and the"
+           " mask keeps the elements there off" + (f": {wider}" if wider else f" (ml.ds(start, {mshape[axis]}) along"
+                                                  f" axis {axis})"))
+
+
+def _wider_window(name, axis, n):
+  """`name` (a view as written, `l.at[r, :]`) with its `axis`-th kept index made `ml.ds(start, n)`; None
+  where the text is not such a view."""
+  import ast
+  try:
+    node = ast.parse(name, mode="eval").body
+  except SyntaxError:
+    return None
+  if not (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "at"):
+    return None
+  elts = list(node.slice.elts) if isinstance(node.slice, ast.Tuple) else [node.slice]
+  kept = [k for k, e in enumerate(elts) if isinstance(e, ast.Slice) or isinstance(e, ast.Call)
+          and ast.unparse(e.func) in ("ml.ds", "pl.ds")]
+  if axis >= len(kept) or not isinstance(elts[kept[axis]], ast.Slice) or elts[kept[axis]].step is not None:
+    return None
+  lower = elts[kept[axis]].lower
+  elts[kept[axis]] = ast.parse(f"ml.ds({ast.unparse(lower) if lower else 0}, {n})", mode="eval").body
+  node.slice = ast.Tuple(elts, ast.Load()) if len(elts) > 1 else elts[0]
+  return ast.unparse(node)
 
 
 @builtin(ref_methods=("load",))
