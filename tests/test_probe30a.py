@@ -282,3 +282,37 @@ def test_a_block_mask_longer_than_a_whole_row_view_hints_the_wider_window():
   l = jax.random.normal(jax.random.key(0), (3, 4095), F32).astype(jnp.bfloat16)
   np.testing.assert_allclose(np.asarray(row_sums_block_mask_as_hinted(l, interpret=True)),
                              np.asarray(l.astype(F32)).sum(1), rtol=1e-4, atol=1e-3)
+
+
+# ---------------------------------------------------------------- Triton's row pointer: x_ptr + row * stride
+@mg.mgpu_kernel(out_shape=lambda l: S((l.shape[0],), F32), grid=lambda l: (l.shape[0],))
+def row_pointer(l, out):
+  r = ml.program_id(0)
+  offs = ml.arange(4096)
+  v = ml.load(l + r * l.shape[1] + offs, mask=offs < l.shape[1], other=0.0)
+  out[r] = ml.sum(v.astype(jnp.float32))
+
+
+def test_a_ref_plus_a_run_time_row_offset_is_pointer_arithmetic():
+  """Was '+ works on register values' with the hint 'read it into registers first: l[...]', which
+  adds the offset to l's values; the row's window is what Triton's pointer describes."""
+  expect(row_pointer, [S((3, 4095), jnp.bfloat16)], mg.KernelTypeError, "l + r * l.shape[1]",
+         "+ works on register values, got l (GMEM ref) plus an integer offset: a ref is not a pointer, so"
+         " offsets are not added to it",
+         hint="index the ref where Triton adds offsets: a row, l.at[row] (for l + row * stride); a block,"
+              " l.at[row, ml.ds(start, n)].load(mask=mask, other=0.0) (for ... + start + ml.arange(n)); one"
+              " element, l[row, i]; to add to l's values, read it first: l[...] + ...")
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((128,), x.dtype), grid=(1,))
+def block_pointer(x, out):
+  pid = ml.program_id(0)
+  out[...] = ml.load(x + pid * 128 + ml.arange(128))
+
+
+def test_a_1d_ref_plus_a_program_offset_hints_the_block_window():
+  expect(block_pointer, [S((1024,), F32)], mg.KernelTypeError, "x + pid * 128",
+         "+ works on register values, got x (GMEM ref) plus an integer offset: a ref is not a pointer, so"
+         " offsets are not added to it",
+         hint="index the ref where Triton adds offsets: a block, x.at[ml.ds(start, n)].load(mask=mask, other=0.0)"
+              " (for x + start + ml.arange(n)); one element, x[i]; to add to x's values, read it first: x[...] + ...")

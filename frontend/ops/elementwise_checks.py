@@ -48,12 +48,25 @@ def _check_pointer_arithmetic(cx, a, b):
   pointers; a window of one is what Triton's offsets describe."""
   from .base import is_tensor
   ref, off = (a, b) if is_ref(a) else (b, a)
-  if not (is_ref(ref) and is_tensor(off)):
+  if not is_ref(ref):
+    return
+  name = ref.name or "x"
+  if is_value(off) and not is_tensor(off) and isinstance(resolve(off.type.dtype), DType) and resolve(
+      off.type.dtype).is_int:        # x_ptr + row * stride (a run-time scalar: x + 1 is x's values plus 1)
+    raise E.KernelTypeError(
+        f"+ works on register values, got {name} ({ref.type.space} ref) plus an integer offset: a ref is"
+        f" not a pointer, so offsets are not added to it", cx.loc,
+        hint=(f"index the ref where Triton adds offsets: a row, {name}.at[row] (for {name} + row * stride); a"
+              f" block, {name}.at[row, ml.ds(start, n)].load(mask=mask, other=0.0) (for ... + start + ml.arange(n));"
+              f" one element, {name}[row, i]" if len(ref.type.shape) >= 2 else
+              f"index the ref where Triton adds offsets: a block, {name}.at[ml.ds(start, n)].load(mask=mask,"
+              f" other=0.0) (for {name} + start + ml.arange(n)); one element, {name}[i]")
+             + f"; to add to {name}'s values, read it first: {name}[...] + ...")
+  if not is_tensor(off):
     return
   d = resolve(off.type.dtype)
   if not (isinstance(d, DType) and d.is_int):
     return
-  name = ref.name or "x"
   raise E.KernelTypeError(
       f"+ works on register values, got {name} ({ref.type.space} ref) plus integer offsets: a ref is"
       f" not a pointer, so offsets are not added to it", cx.loc,
