@@ -465,10 +465,11 @@ class _Solver:
       """A vector of the class as the user named it: a variable (`c`) before an expression."""
       names = [v.name for v in members.get(c, []) if v.name and v is not skip and len(v.type.shape) == 1]
       return next((n for n in names if n.isidentifier()), names[0] if names else default)
-    vec = next((v for v in members.get(c, []) if len(v.type.shape) == 1), None)
+    here = getattr(o, "x", None)        # the vector this op broadcasts, when it is of the class
+    held, vecs = named(default="v"), [v for v in members.get(c, []) if len(v.type.shape) == 1]
+    vec = here if here in vecs else next((v for v in vecs if v.name == held), vecs[0] if vecs else None)
     tmp = (f"tmp = ml.smem(({vec.type.shape[0]},), jnp.{dtype_name(vec.type.dtype)})" if vec is not None else
            "tmp = ml.smem((n,), v.dtype)")
-    held = named(default="v")
     if isinstance(o, Reduce) and o.results and len(o.result.type.shape) == 1:
       # Two reductions' vectors met in elementwise math (or a branch): no broadcast involved.
       other = named(skip=o.result, default="another vector")
@@ -478,7 +479,6 @@ class _Solver:
           f" register layouts", o.loc,
           hint=f"pass one through an SMEM vector to combine them: {tmp}; tmp[...] = {held};"
                " then tmp[...] reads it back in the layout the other needs")
-    here = getattr(o, "x", None)        # the vector this op broadcasts, when it is of the class
     name = (here.name if here is not None and here.name and here in members.get(c, []) else named())
     was, now = role(layout[c]), role(layout[p].dropped(axes))
     written = (getattr(o.loc, "source_line", "") or "").replace(" ", "")
