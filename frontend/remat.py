@@ -7,14 +7,20 @@ as `c[:, None]` for one tile and as `c[None, :]` for the other, as Triton users 
 vector costs a few instructions to compute, so before layouts are assigned this pass gives each
 broadcast orientation of a vector computed only from `ml.arange`, constants and scalars its own
 copy of the computation (the original stays for its uses that are not broadcast), as the user
-would have written it for each use. Vectors read from memory or reduced are left alone: their conflicts stay MG204.
+would have written it for each use. So is a vector read from a kernel input (`p[...]` of a
+particle's coordinates, `p[...][:, None] - p[...][None, :]` written with one load, as n-body forces
+and distance matrices are): inputs are read-only, so reading the window again gives the same values
+(an input aliased to an output is left alone, and so are SMEM reads). Reduced vectors are left alone:
+their conflicts stay MG204.
 """
 from __future__ import annotations
 
 import dataclasses
 
 from . import ir
+from .ops.access import MaskedLoad
 from .ops.elementwise import Arange, Binary, Cast, Compare, Full, Unary, Where
+from .ops.memory import Load, View
 from .ops.shape import Broadcast
 from .types import TensorType
 
@@ -30,19 +36,30 @@ def _blocks(block: ir.Block):
 
 
 class _Index:
-  def __init__(self, defs):
+  def __init__(self, defs, inputs=frozenset()):
     self.defs = defs
+    self.inputs = inputs                 # ids of the input parameters no output aliases
     self.memo: dict[int, bool] = {}
 
+  def input_read(self, d) -> bool:
+    """Whether `d` reads a window of a read-only input into registers (a plain or masked load)."""
+    if not isinstance(d, (Load, MaskedLoad)):
+      return False
+    ref = d.ref
+    while isinstance(self.defs.get(ref.id), View):
+      ref = self.defs[ref.id].ref
+    return ref.id in self.inputs
+
   def pure(self, v) -> bool:
-    """Whether tensor `v` is computed from ml.arange, constants and scalars only."""
+    """Whether tensor `v` is computed from ml.arange, constants, scalars and reads of inputs only."""
     if not isinstance(v, ir.Value) or not isinstance(v.type, TensorType):
       return True                        # a number or a scalar operand
     if v.id in self.memo:
       return self.memo[v.id]
     self.memo[v.id] = False              # (no cycles in pure chains; loop carries are not pure)
     d = self.defs.get(v.id)
-    ok = isinstance(d, (Arange, Full)) or isinstance(d, _PURE) and all(self.pure(x) for x in d.operands())
+    ok = isinstance(d, (Arange, Full)) or (isinstance(d, _PURE) or self.input_read(d)) and all(
+        self.pure(x) for x in d.operands())
     self.memo[v.id] = ok
     return ok
 
@@ -66,11 +83,12 @@ def _clone(o, mapping: dict):
 
 
 def split_index_vectors(kernel: ir.Kernel, defs: dict) -> None:
-  idx = _Index(defs)
+  aliased = set((kernel.aliases or {}).keys())
+  idx = _Index(defs, frozenset(p.value.id for k, p in enumerate(kernel.inputs) if k not in aliased))
   uses = []        # (broadcast op, its block, the ops computing its operand)
   for o, block in list(_blocks(kernel.body)):
-    if isinstance(o, Broadcast) and len(o.x.type.shape) == 1 and isinstance(defs.get(o.x.id), (Arange, *_PURE)) \
-        and idx.pure(o.x):
+    if isinstance(o, Broadcast) and len(o.x.type.shape) == 1 and isinstance(
+        defs.get(o.x.id), (Arange, Load, MaskedLoad, *_PURE)) and idx.pure(o.x):
       ops: list = []
       idx.chain(o.x, ops, set())
       uses.append((o, block, ops))
@@ -78,11 +96,13 @@ def split_index_vectors(kernel: ir.Kernel, defs: dict) -> None:
   for o, _, ops in uses:
     for x in ops:
       orientations.setdefault(id(x), set()).add((o.dims, len(o.result.type.shape)))
+  split = False
   for o, block, ops in uses:
     # Every broadcast of a chain that is broadcast both ways gets its own copy; the original
     # stays for the chain's other uses (a 1-D store, a sum with a row statistic).
     if all(len(orientations[id(x)]) == 1 for x in ops):
       continue
+    split = True
     mapping: dict = {}
     clones = [_clone(x, mapping) for x in ops]
     for c in clones:
@@ -93,3 +113,5 @@ def split_index_vectors(kernel: ir.Kernel, defs: dict) -> None:
       defs[r.id] = new
     at = next(k for k, x in enumerate(block.ops) if x is o)
     block.ops[at:at + 1] = clones + [new]
+  if split:
+    ir.prune_dead(kernel.body)     # (an original nothing else uses: a load is not read twice)

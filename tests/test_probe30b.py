@@ -19,6 +19,84 @@ def _export(kernel, *specs, **constexprs):
   return jax.export.export(fn, platforms=["cuda"])(*specs).mlir_module()
 
 
+# ---------------------------------------------------------------- pairwise differences of one read
+@mg.mgpu_kernel(out_shape=lambda px, py, m: (px, py))
+def nbody_step(px, py, m, ox, oy):
+  x, y, w = px[...], py[...], m[...]
+  dx = x[None, :] - x[:, None]                  # (n, 1) - (1, n) of one vector read once
+  dy = y[None, :] - y[:, None]
+  r2 = dx * dx + dy * dy + 1e-3
+  inv = w[None, :] * ml.rsqrt(r2) / r2
+  ox[...] = x + 0.01 * ml.sum(dx * inv, axis=1)
+  oy[...] = y + 0.01 * ml.sum(dy * inv, axis=1)
+
+
+@mg.mgpu_kernel(out_shape=lambda p: S((p.shape[0], p.shape[0]), F32),
+                grid=lambda p: (ml.cdiv(p.shape[0], 64), ml.cdiv(p.shape[0], 64)))
+def distances(p, out):
+  i, j = ml.program_id(0), ml.program_id(1)
+  n = p.shape[0]
+  r = i * 64 + ml.arange(64)
+  a = p.at[ml.ds(i * 64, 64)].load(mask=r < n, other=0).astype(F32)
+  c = j * 64 + ml.arange(64)
+  b = p.at[ml.ds(j * 64, 64)].load(mask=c < n, other=0).astype(F32)
+  d = a[:, None] - b[None, :]
+  out.at[ml.ds(i * 64, 64), ml.ds(j * 64, 64)].store(ml.abs(d), mask=(r[:, None] < n) & (c[None, :] < n))
+
+
+@mg.mgpu_kernel(out_shape=lambda p: S((128, 128), F32))
+def self_distances_masked(p, out):
+  idx = ml.arange(128)
+  v = p.at[ml.ds(0, 128)].load(mask=idx < p.shape[0], other=0.0)
+  out[...] = ml.abs(v[:, None] - v[None, :])
+
+
+def _nbody_ref(px, py, m):
+  dx, dy = px[None, :] - px[:, None], py[None, :] - py[:, None]
+  r2 = dx * dx + dy * dy + np.float32(1e-3)
+  inv = m[None, :] / (r2 * np.sqrt(r2))
+  return px + np.float32(0.01) * (dx * inv).sum(1), py + np.float32(0.01) * (dy * inv).sum(1)
+
+
+def test_a_vector_read_from_an_input_broadcast_both_ways_is_read_again():
+  """It was MG204 ('x is used as a row statistic ... and as a column vector'): the n-body and
+  distance-matrix form `x[:, None] - x[None, :]` of one `x = px[...]`. An input is read-only, so the
+  compiler reads the window again for the second orientation, as it recomputes index vectors."""
+  rng = np.random.default_rng(0)
+  px, py = (rng.standard_normal(128).astype(np.float32) for _ in range(2))
+  m = rng.random(128).astype(np.float32)
+  got = nbody_step(px, py, m, interpret=True)
+  for g, r in zip(got, _nbody_ref(px, py, m)):
+    np.testing.assert_allclose(np.asarray(g), r, rtol=1e-3, atol=1e-3)
+  assert "stablehlo.custom_call" in _export(nbody_step, *[S((128,), F32)] * 3)
+  ir_text = nbody_step.typed_ir(*[S((128,), F32)] * 3)
+  assert ir_text.count("= load ref=%0") == 3    # x: its 1-D use and one read per orientation
+
+  p = rng.standard_normal(150).astype(np.float16)
+  want = np.abs(p.astype(np.float32)[:, None] - p.astype(np.float32)[None, :])
+  np.testing.assert_array_equal(np.asarray(distances(p, interpret=True)), want)
+  _export(distances, S((150,), jnp.float16))
+
+  q = rng.standard_normal(100).astype(np.float32)
+  qp = np.pad(q, (0, 28))
+  np.testing.assert_array_equal(np.asarray(self_distances_masked(q, interpret=True)),
+                                np.abs(qp[:, None] - qp[None, :]))
+  _export(self_distances_masked, S((100,), F32))
+
+
+@pytest.mark.gpu
+def test_gpu_a_vector_read_from_an_input_broadcast_both_ways():
+  rng = np.random.default_rng(1)
+  px, py = (rng.standard_normal(128).astype(np.float32) for _ in range(2))
+  m = rng.random(128).astype(np.float32)
+  got = jax.jit(nbody_step)(px, py, m)
+  for g, r in zip(got, _nbody_ref(px, py, m)):
+    np.testing.assert_allclose(np.asarray(g), r, rtol=1e-3, atol=1e-3)
+  q = rng.standard_normal(100).astype(np.float32)
+  qp = np.pad(q, (0, 28))
+  np.testing.assert_array_equal(np.asarray(jax.jit(self_distances_masked)(q)), np.abs(qp[:, None] - qp[None, :]))
+
+
 # ---------------------------------------------------------------- the SMEM hint names the vector's dtype
 @mg.mgpu_kernel(out_shape=lambda x: S((128, 128), F32))
 def smem_vector_both_ways(x, out):
