@@ -298,6 +298,19 @@ def smem_vector_hint(o, n, up, defs=None):
     return (f"slice {up} elements instead (a multiple of 8, e.g. v[:{up}]) and store them with a mask,"
             f" out.at[..., ml.ds(0, {up})].store(v[:{up}], mask=ml.arange({up}) < {n}) (a window past the"
             f" output's end is fine: masked elements are not written)")
+  view = defs.get(smem.id) if defs is not None else None
+  if isinstance(view, View) and len(root.type.shape) == 1 and not view.index[0].squeeze:
+    # a short window of a longer buffer (a tree reduction's last steps, buf.at[ml.ds(0, s)] with
+    # s = 4): read and write a window of `up` elements of the buffer itself, masked to the `n`
+    start, buf = view.index[0].start, root.name or "buf"
+    if isinstance(start, int):
+      at = f"{buf}.at[ml.ds({start}, {up})]"
+      grow = (f"allocate {buf} with {start + up} elements (room for {up} from the window's start), then "
+              if start + up > root.type.shape[0] else "")
+      return (f"{grow}read {up} elements of {buf} from the window's start, {at}.load(mask=ml.arange({up}) <"
+              f" {n}, other=0) (the ones the mask keeps off are read and dropped), and write back only your"
+              f" {n}: {at}.store(v, mask=ml.arange({up}) < {n}); or keep the value in registers (ml.sum of"
+              f" the vector) instead of going through SMEM")
   name = smem.name or "buf"
   return (f"an SMEM window cannot run past its buffer: allocate {name} with {up} elements, fill it"
           f" whole ({name}[...] = ml.zeros(({up},), ...)), put your {n} in {name}.at[ml.ds(0, {n})] and read"

@@ -128,3 +128,49 @@ def test_the_smem_hint_of_a_layout_conflict_names_the_vectors_dtype_not_its_mask
   x = np.arange(128, dtype=np.float32)
   v = np.where(x < 100, 2 * x, 0).astype(np.float32)
   np.testing.assert_array_equal(np.asarray(smem_vector_hint_followed(x, interpret=True)), v[:, None] - v[None, :])
+
+
+# ---------------------------------------------------------------- a short window of a longer SMEM buffer
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0] // 1024,), x.dtype), grid=lambda x: (x.shape[0] // 1024,))
+def tree_sum(x, out):
+  i = ml.program_id(0)
+  buf = ml.smem((1024,), F32)
+  buf[...] = x.at[ml.ds(i * 1024, 1024)][...]
+  s = 512
+  while s >= 1:                                  # a CUDA tree reduction, halved while tracing
+    buf.at[ml.ds(0, s)][...] = buf.at[ml.ds(0, s)][...] + buf.at[ml.ds(s, s)][...]
+    s //= 2
+  out[i] = buf[0]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0] // 1024,), x.dtype), grid=lambda x: (x.shape[0] // 1024,))
+def tree_sum_hint_followed(x, out):
+  i = ml.program_id(0)
+  buf = ml.smem((1024,), F32)
+  buf[...] = x.at[ml.ds(i * 1024, 1024)][...]
+  s = 512
+  while s >= 1:
+    if s >= 8:
+      buf.at[ml.ds(0, s)][...] = buf.at[ml.ds(0, s)][...] + buf.at[ml.ds(s, s)][...]
+    else:
+      m = ml.arange(8) < s
+      v = buf.at[ml.ds(0, 8)].load(mask=m, other=0) + buf.at[ml.ds(s, 8)].load(mask=m, other=0)
+      buf.at[ml.ds(0, 8)].store(v, mask=m)
+    s //= 2
+  out[i] = buf[0]
+
+
+def test_a_short_window_of_a_longer_smem_buffer_hints_a_masked_window_of_the_buffer():
+  """The hint said 'allocate buf.at[ml.ds(0, s)] with 8 elements' (a view cannot be allocated) and to
+  fill it whole; a window of 8 elements of the buffer itself, masked, is what works."""
+  expect(tree_sum, [S((4096,), F32)], mg.LayoutError, "buf.at[ml.ds(0, s)][...] +",
+         "buf.at[ml.ds(0, s)][...] has shape (4,): a 1-D register vector needs a multiple of 8 elements"
+         " (other register tensors a multiple of 128, one per thread of a warpgroup)",
+         hint="read 8 elements of buf from the window's start, buf.at[ml.ds(0, 8)].load(mask=ml.arange(8) < 4,"
+              " other=0) (the ones the mask keeps off are read and dropped), and write back only your 4:"
+              " buf.at[ml.ds(0, 8)].store(v, mask=ml.arange(8) < 4); or keep the value in registers (ml.sum of"
+              " the vector) instead of going through SMEM")
+  x = np.random.default_rng(2).standard_normal(4096).astype(np.float32)
+  np.testing.assert_allclose(np.asarray(tree_sum_hint_followed(x, interpret=True)), x.reshape(4, 1024).sum(1),
+                             rtol=1e-4, atol=1e-4)
+  _export(tree_sum_hint_followed, S((4096,), F32))
