@@ -17,10 +17,14 @@ from .hw import TMA_SMEM_ALIGN as SMEM_ALIGN
 from .types import DTypeVar, resolve
 
 
-def check_copy(loc, gmem: ir.Value, gwin, smem: ir.Value, swin, store: bool = False, defs=None) -> None:
+def check_copy(loc, gmem: ir.Value, gwin, smem: ir.Value, swin, store: bool = False, defs=None,
+               reduce=None) -> None:
   """`gwin`/`swin`: (root ref, index over the root or None for the whole root) of each side;
-  `store`: the copy writes GMEM (hints say how to store from registers instead)."""
+  `store`: the copy writes GMEM (hints say how to store from registers instead); `reduce`: the
+  AtomicKind of ml.copy(..., reduce=) (hints say how to combine from registers instead)."""
   d = resolve(gmem.type.dtype)
+  if store and reduce is not None:      # a plain store would race with the other programs' updates
+    store = _reduce_hint(reduce.value, d, d.itemsize if not isinstance(d, DTypeVar) else 1, gwin[0].name or "out")
   itemsize = d.itemsize if not isinstance(d, DTypeVar) else 1
   groot, index = gwin
   full = groot.type.shape
@@ -51,7 +55,8 @@ def check_copy(loc, gmem: ir.Value, gwin, smem: ir.Value, swin, store: bool = Fa
         f" {itemsize} bytes = {index[-1].size * itemsize}", loc,
         hint=f"make the last dimension a multiple of {ALIGN // itemsize} elements" if (full[-1] * itemsize) % ALIGN == 0
         else f"{groot.name or 'the array'}'s rows are {full[-1] * itemsize} bytes, so no window of them is: "
-             + (f"store the value from registers instead of copying it through SMEM ({name}[...] = value)" if store
+             + (store if isinstance(store, str) else
+                f"store the value from registers instead of copying it through SMEM ({name}[...] = value)" if store
                 else f"read it into registers instead ({name}[...])")
              + (f", or reshape the array outside the kernel so that its last dimension spans a multiple of {ALIGN}"
                 f" bytes ({groot.name or 'x'}.reshape(-1) for a column)" if len(full) > 1 else ""))
@@ -192,7 +197,22 @@ def widen_hint(text, c: int, size: int, t: int, buf, rank: int) -> str:
           f" .load(mask=..., other=0), whose start may be anything")
 
 
-def _registers(store: bool, root: str = "out") -> str:
+def _reduce_hint(kind: str, d, itemsize: int, root: str) -> str:
+  """How to combine into GMEM from registers where a TMA reduction cannot: Hopper's `red` (ml.atomic_*),
+  for the dtypes it takes, else a window widened to 16 bytes whose extra elements hold the identity."""
+  from .hw import ATOMIC_GMEM
+  if d in ATOMIC_GMEM[kind]:
+    return (f"combine it from registers instead, ml.atomic_{kind}({root}.at[...], value) (a plain store would"
+            f" overwrite what the other programs combine)")
+  identity = {"add": "0", "max": f"{d}'s lowest value", "min": f"{d}'s highest value"}[kind]
+  return (f"ml.atomic_{kind} does not take {d} from registers: give the array's last dimension a multiple of"
+          f" {ALIGN // itemsize} elements ({ALIGN} bytes), copy whole rows whose extra elements hold {identity}"
+          f" (what {kind} leaves unchanged), and slice them off outside the kernel")
+
+
+def _registers(store, root: str = "out") -> str:
+  if isinstance(store, str):        # (a reduction's)
+    return store
   return (f"store it from registers, {root}.at[...][...] = value (with .store(value, mask=...) where the window"
           f" runs past the array)" if store else "read it into registers with ref[...]")
 

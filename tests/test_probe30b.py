@@ -174,3 +174,70 @@ def test_a_short_window_of_a_longer_smem_buffer_hints_a_masked_window_of_the_buf
   np.testing.assert_allclose(np.asarray(tree_sum_hint_followed(x, interpret=True)), x.reshape(4, 1024).sum(1),
                              rtol=1e-4, atol=1e-4)
   _export(tree_sum_hint_followed, S((4096,), F32))
+
+
+# ---------------------------------------------------------------- a TMA reduction too narrow for the TMA
+@mg.mgpu_kernel(out_shape=lambda x: S((2,), F32), grid=lambda x: (x.shape[0] // 128,))
+def two_sums(x, out):
+  i = ml.program_id(0)
+  v = x.at[ml.ds(i * 128, 128)][...]
+  buf = ml.smem((2,), F32)
+  buf[0] = ml.sum(v)
+  buf[1] = ml.sum(v * v)
+  ml.copy(buf, out, reduce="add")
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((2,), F32), grid=lambda x: (x.shape[0] // 128,))
+def two_sums_hint_followed(x, out):
+  i = ml.program_id(0)
+  v = x.at[ml.ds(i * 128, 128)][...]
+  ml.atomic_add(out.at[0], ml.sum(v))
+  ml.atomic_add(out.at[1], ml.sum(v * v))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((1,), jnp.int64), grid=lambda x: (ml.cdiv(x.shape[0], 128),))
+def argmax_key(x, out):
+  i = ml.program_id(0)
+  idx = i * 128 + ml.arange(128)
+  v = x.at[ml.ds(i * 128, 128)].load(mask=idx < x.shape[0], other=0).astype(jnp.int64)
+  buf = ml.smem((1,), jnp.int64)
+  buf[0] = ml.max(v * 4096 + (4095 - idx).astype(jnp.int64))     # the first index of the largest value
+  ml.copy(buf, out, reduce="max")
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((2,), jnp.int64), grid=lambda x: (ml.cdiv(x.shape[0], 128),))
+def argmax_key_hint_followed(x, out):
+  i = ml.program_id(0)
+  idx = i * 128 + ml.arange(128)
+  v = x.at[ml.ds(i * 128, 128)].load(mask=idx < x.shape[0], other=0).astype(jnp.int64)
+  buf = ml.smem((2,), jnp.int64)
+  buf[0] = ml.max(v * 4096 + (4095 - idx).astype(jnp.int64))
+  buf[1] = ml.full((), -2 ** 63, jnp.int64)
+  ml.copy(buf, out, reduce="max")
+
+
+def test_a_tma_reduction_of_rows_under_16_bytes_hints_an_atomic_not_a_plain_store():
+  """The hint said to 'store the value from registers instead (out[...] = value)': every program
+  would overwrite the others' sums (a RaceError). It now names the atomic, or, for a dtype `red`
+  does not take (int64), rows widened to 16 bytes whose extra elements hold the identity."""
+  expect(two_sums, [S((1024,), F32)], mg.TmaLimitError, 'ml.copy(buf, out, reduce="add")',
+         "TMA copies need the last dimension to span a multiple of 16 bytes; 2 x 4 bytes = 8",
+         hint="out's rows are 8 bytes, so no window of them is: combine it from registers instead,"
+              " ml.atomic_add(out.at[...], value) (a plain store would overwrite what the other programs combine)")
+  x = np.random.default_rng(3).standard_normal(1024).astype(np.float32)
+  np.testing.assert_allclose(np.asarray(two_sums_hint_followed(x, interpret=True)), [x.sum(), (x * x).sum()],
+                             rtol=1e-4)
+  jax.config.update("jax_enable_x64", True)
+  try:
+    expect(argmax_key, [S((1000,), jnp.int32)], mg.TmaLimitError, 'ml.copy(buf, out, reduce="max")',
+           "TMA copies need the last dimension to span a multiple of 16 bytes; 1 x 8 bytes = 8",
+           hint="out's rows are 8 bytes, so no window of them is: ml.atomic_max does not take int64 from"
+                " registers: give the array's last dimension a multiple of 2 elements (16 bytes), copy whole"
+                " rows whose extra elements hold int64's lowest value (what max leaves unchanged), and slice"
+                " them off outside the kernel")
+    x = np.random.default_rng(4).integers(0, 100, 1000).astype(np.int32)
+    got = np.asarray(argmax_key_hint_followed(x, interpret=True))
+    assert got[0] == x.max() * 4096 + 4095 - np.argmax(x) and got[1] == -2 ** 63
+    _export(argmax_key_hint_followed, S((1000,), jnp.int32))
+  finally:
+    jax.config.update("jax_enable_x64", False)

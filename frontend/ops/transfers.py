@@ -150,7 +150,7 @@ def copy(cx, src, dst, reduce=None, *, multicast=None):
         hint="read the peer's buffer into registers: local[...] = ml.cluster_ref(buf, cta)[...]")
   gmem, smem_ref = (src, dst) if s.space == Space.GMEM else (dst, src)
   tma.check_copy(cx.loc, gmem, window(cx.b, gmem), smem_ref, window(cx.b, smem_ref), store=d.space == Space.GMEM,
-                 defs=cx.b.defs)
+                 defs=cx.b.defs, reduce=kind)
   if multicast is not None:
     _check_multicast(cx, multicast, d, dst)
   slot = cx.b.new_load_slot() if d.space == Space.SMEM else -1
