@@ -241,3 +241,39 @@ def test_a_tma_reduction_of_rows_under_16_bytes_hints_an_atomic_not_a_plain_stor
     _export(argmax_key_hint_followed, S((1000,), jnp.int32))
   finally:
     jax.config.update("jax_enable_x64", False)
+
+
+# ---------------------------------------------------------------- a shift by a loop index
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (ml.cdiv(x.shape[0], 128),))
+def bit_reverse(x, out):
+  i = ml.program_id(0)
+  idx = i * 128 + ml.arange(128)
+  v = x.at[ml.ds(i * 128, 128)].load(mask=idx < x.shape[0], other=0)
+  r = ml.zeros((128,), jnp.uint32)
+  for b in range(32):                            # b: an int32 scalar
+    r = r | (((v >> b) & 1) << (31 - b))
+  out.at[ml.ds(i * 128, 128)].store(r, mask=idx < x.shape[0])
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (ml.cdiv(x.shape[0], 128),))
+def bit_reverse_hint_followed(x, out):
+  i = ml.program_id(0)
+  idx = i * 128 + ml.arange(128)
+  v = x.at[ml.ds(i * 128, 128)].load(mask=idx < x.shape[0], other=0)
+  r = ml.zeros((128,), jnp.uint32)
+  for b in range(32):
+    r = r | (((v >> b.astype(jnp.uint32)) & 1) << (31 - b).astype(jnp.uint32))
+  out.at[ml.ds(i * 128, 128)].store(r, mask=idx < x.shape[0])
+
+
+def test_a_shift_by_an_index_of_another_integer_dtype_hints_converting_the_amount():
+  """The hint converted both sides to int64 (jnp's promotion): followed, the shifted value became
+  int64 and met the uint32 accumulator in a second MG104. The amount converts to the value's dtype."""
+  expect(bit_reverse, [S((300,), jnp.uint32)], mg.DtypeMismatchError, "v >> b",
+         ">> on v (uint32) and b (int32): dtypes differ and are never converted implicitly",
+         hint="convert the shift amount to the shifted value's dtype, v >> b.astype(jnp.uint32): the result"
+              " keeps v's dtype, and an amount from 0 to 31 is the same number in either")
+  x = np.random.default_rng(5).integers(0, 2 ** 32, 300, dtype=np.uint64).astype(np.uint32)
+  want = np.array([int(f"{int(a):032b}"[::-1], 2) for a in x], np.uint32)
+  np.testing.assert_array_equal(np.asarray(bit_reverse_hint_followed(x, interpret=True)), want)
+  _export(bit_reverse_hint_followed, S((300,), jnp.uint32))

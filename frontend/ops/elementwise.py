@@ -251,7 +251,7 @@ def common(cx, a, b, what):
               f" convert it after the loop, {n}.astype(jnp.{dtype_name(dn)}); to keep it {dtype_name(dn)},"
               f" convert the other side: {method_on(other)}.astype(jnp.{dtype_name(dn)})")
     elif carried is None:
-      hint = _convert_hint(names, da, db)
+      hint = _convert_hint(names, da, db, what)
     else:
       n = carried.name
       # acc = 0, then acc + x[...]: starting it as 0.0 would only meet MG005 next (a scalar carry
@@ -259,7 +259,7 @@ def common(cx, a, b, what):
       start = (f"a float tensor ({n} = ml.zeros({shape}, jnp.{dtype_name(db if carried is a else da)}))"
                if shape and carried.id in scalar_ids else f"a float ({n} = 0.0)")
       hint = (f"if {n} is carried by a loop from a Python int ({n} = 0 before it), start it as {start};"
-              f" else {_convert_hint(names, da, db)}")
+              f" else {_convert_hint(names, da, db, what)}")
     raise E.DtypeMismatchError(
         f"{what} on {names[0]} ({dtype_name(da)}) and {names[1]} ({dtype_name(db)}):"
         f" dtypes differ and are never converted implicitly", cx.loc, hint=hint)

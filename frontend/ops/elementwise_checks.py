@@ -73,10 +73,15 @@ def _check_pointer_arithmetic(cx, a, b):
       hint=pointer_hint(name, off))
 
 
-def _convert_hint(names, da, db) -> str:
+def _convert_hint(names, da, db, what=None) -> str:
   """Convert the side jnp would widen (an integer meeting a float, the narrower of two), never
-  the side that would lose values (a float scale truncated to int32 gives zeros)."""
+  the side that would lose values (a float scale truncated to int32 gives zeros); a shift's
+  amount (a loop index, `v >> b` of uint32 `v`) to the shifted value's dtype."""
   from .promotion import jnp_result
+  if what in ("<<", ">>") and all(isinstance(d, DType) and d.is_int for d in (da, db)):
+    return (f"convert the shift amount to the shifted value's dtype, {names[0]} {what}"
+            f" {method_on(names[1])}.astype(jnp.{dtype_name(da)}): the result keeps {names[0]}'s dtype, and an"
+            f" amount from 0 to {da.bits - 1} is the same number in either")
   want = jnp_result(da, db) if isinstance(da, DType) and isinstance(db, DType) else None
   if want is None or want not in (da, db):
     if want is None and isinstance(da, DType) and isinstance(db, DType) and da.is_int and db.is_int:
