@@ -295,9 +295,17 @@ def smem_vector_hint(o, n, up, defs=None):
     return None
   root = root_in(defs, smem) if defs is not None else smem
   if (root.name or "").endswith(" scratch"):     # the compiler's, for v[a:b] of a register tensor
-    return (f"slice {up} elements instead (a multiple of 8, e.g. v[:{up}]) and store them with a mask,"
-            f" out.at[..., ml.ds(0, {up})].store(v[:{up}], mask=ml.arange({up}) < {n}) (a window past the"
-            f" output's end is fine: masked elements are not written)")
+    view = defs.get(smem.id) if defs is not None else None
+    a = view.index[-1].start if isinstance(view, View) and not view.index[-1].squeeze else 0
+    a, length = (a if isinstance(a, int) else 0), root.type.shape[-1]
+    if a + up > length:           # (v[1:] of 264 elements: no 264 of them start at 1)
+      return (f"slice {up} elements from {a}: v[{a}:{a + up}] needs v to hold {a + up}, so make it that long"
+              f" where it is made (a masked load of a longer window, .load(mask=..., other=0)), or read the"
+              f" {up} elements from memory at the shifted start (x.at[ml.ds(start + {a}, {up})].load(mask="
+              f"ml.arange({up}) < {n}, other=0)) instead of slicing registers")
+    return (f"slice {up} elements instead (a multiple of 8, e.g. v[{a or ''}:{a + up}]) and store them with a"
+            f" mask, out.at[..., ml.ds(0, {up})].store(v[{a or ''}:{a + up}], mask=ml.arange({up}) < {n}) (a window"
+            f" past the output's end is fine: masked elements are not written)")
   view = defs.get(smem.id) if defs is not None else None
   if isinstance(view, View) and len(root.type.shape) == 1 and not view.index[0].squeeze:
     # a short window of a longer buffer (a tree reduction's last steps, buf.at[ml.ds(0, s)] with

@@ -277,3 +277,41 @@ def test_a_shift_by_an_index_of_another_integer_dtype_hints_converting_the_amoun
   want = np.array([int(f"{int(a):032b}"[::-1], 2) for a in x], np.uint32)
   np.testing.assert_array_equal(np.asarray(bit_reverse_hint_followed(x, interpret=True)), want)
   _export(bit_reverse_hint_followed, S((300,), jnp.uint32))
+
+
+# ---------------------------------------------------------------- a register slice that does not start at 0
+@mg.mgpu_kernel(out_shape=lambda x: S((263,), x.dtype))
+def neighbour_differences(x, out):
+  v = x.at[ml.ds(0, 264)].load(mask=ml.arange(264) < x.shape[0], other=0.0)
+  out[...] = v[1:] - v[:-1]                      # out: (263,)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0] - 1,), x.dtype))
+def neighbour_differences_hint_followed(x, out):
+  v = x.at[ml.ds(0, 264)].load(mask=ml.arange(264) < x.shape[0], other=0.0)
+  nxt = x.at[ml.ds(0 + 1, 264)].load(mask=ml.arange(264) < x.shape[0] - 1, other=0.0)
+  out.at[ml.ds(0, 264)].store(nxt - v, mask=ml.arange(264) < x.shape[0] - 1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((4,), x.dtype))
+def middle_four(x, out):
+  v = x[...]
+  out[...] = v[8:12] * 2.0
+
+
+def test_the_hint_for_a_short_register_slice_keeps_its_start():
+  """The hint said 'slice 264 elements instead (e.g. v[:264])' for v[1:] of 264 elements (the
+  unshifted vector) and v[:8] for v[8:12]: the elements the user sliced are at the slice's start."""
+  expect(neighbour_differences, [S((257,), F32)], mg.LayoutError, "v[1:]",
+         "this tensor has shape (263,): a 1-D register vector needs a multiple of 8 elements (other register"
+         " tensors a multiple of 128, one per thread of a warpgroup)",
+         hint="slice 264 elements from 1: v[1:265] needs v to hold 265, so make it that long where it is made"
+              " (a masked load of a longer window, .load(mask=..., other=0)), or read the 264 elements from memory"
+              " at the shifted start (x.at[ml.ds(start + 1, 264)].load(mask=ml.arange(264) < 263, other=0)) instead"
+              " of slicing registers")
+  x = np.random.default_rng(6).standard_normal(257).astype(np.float32)
+  np.testing.assert_array_equal(np.asarray(neighbour_differences_hint_followed(x, interpret=True)), np.diff(x))
+  e = expect(middle_four, [S((128,), F32)], mg.LayoutError, "v[8:12]",
+             "this tensor has shape (4,): a 1-D register vector needs a multiple of 8 elements (other register"
+             " tensors a multiple of 128, one per thread of a warpgroup)")
+  assert "v[8:16]" in e.hint and "v[:8]" not in e.hint
