@@ -424,7 +424,11 @@ def pad_hint(n, up, index, reduced=((), None), made=None, defs=None) -> str:
   that made it, where it is one: its start in the user's words); `index`: it indexes a gather or a
   scatter, whose padding lanes need an index the scatter drops (0 would count); `reduced`
   (reductions_of): the padding is what they ignore. Made by ml.arange: a longer arange, masked."""
-  from .ops.elementwise import Arange
+  from .ops.elementwise import Arange, Full
+  if isinstance(made, Full):          # (a masked window of memory is no fix for a constant)
+    return (f"make it {up} long, ml.full(({up},), ...) (or ml.zeros), and keep the extra {up - n} out of the"
+            f" result: an SMEM buffer it fills {up} long too, and a store into GMEM masked,"
+            f" .store(v, mask=ml.arange({up}) < {n})")
   if isinstance(made, Arange):
     mask = f"ml.arange({up}) < {n}"
     return (f"take {up} lanes, ml.arange({up}), and mask the ones past {n}: {mask} in the masks of what they read"
