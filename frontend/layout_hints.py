@@ -419,6 +419,26 @@ def row_of_statistic(name, shape, n, was, tmp, red) -> tuple[str, str]:
           f" where a row tile spreads them along the columns, and registers cannot move between the two", hint)
 
 
+def strided_window_hint(v, members, defs) -> str:
+  """For a vector of n elements (not a multiple of 128) read from a window strided in its last
+  dimension (a channel of (H, W, 3) pixels, x.at[r, :, 0]): the window padded to a multiple of 128,
+  masked, where the vector is such a GMEM read; else more rows at once or another layout."""
+  base = (f"move a window of a multiple of {hw.WARPGROUP} elements (more rows at once), or lay the array out with"
+          f" this dimension last")
+  n = v.type.shape[0]
+  up = -(-n // hw.WARPGROUP) * hw.WARPGROUP
+  for u in members:
+    w = read_window(defs, defs.get(u.id))
+    free = [k for k, (_, _, squeeze) in enumerate(w[2]) if not squeeze] if w is not None and not w[1] else []
+    if len(free) == 1 and w[2][free[0]][1] == n:
+      idx = ", ".join(s if squeeze else f"ml.ds({s}, {up if k == free[0] else size})"
+                      for k, (s, size, squeeze) in enumerate(w[2]))
+      return (f"pad the window to {up} elements, masked (a masked GMEM window may run past the array's end):"
+              f" {w[0]}.at[{idx}].load(mask=ml.arange({up}) < {n}, other=0), and store {n} of them with the same"
+              f" mask; or {base}")
+  return base
+
+
 def pad_hint(n, up, index, reduced=((), None), made=None, defs=None) -> str:
   """A 1-D vector of n elements padded to `up` by a masked window (of the GMEM read `made`, the op
   that made it, where it is one: its start in the user's words); `index`: it indexes a gather or a

@@ -43,7 +43,7 @@ from .windows import minor_strided, window_vec
 from .layout_hints import (broadcast_loops_hint, column_slice_hint, flat_gather_error, row_wise_hint, role,
                            gather_columns_hint, pad_hint, read_window, row_of_statistic, scatter_columns_hint,
                            small_tile_hint, smem_vector_hint, transposed_hint, reductions_of, empty_tensor_hint,
-                           single_row_statistic)
+                           single_row_statistic, strided_window_hint)
 from .types import Layout, LayoutKind, RefType, Space, TensorType, dtype_name
 
 
@@ -550,8 +550,7 @@ class _Solver:
             f"{v.name or 'this vector'} of shape {v.type.shape} comes from or goes to a window strided in"
             f" its last dimension (its elements are not next to each other), and such a window moves a"
             f" multiple of {hw.WARPGROUP} elements, one per thread", where.loc if where else self.kernel.loc,
-            hint=f"move a window of a multiple of {hw.WARPGROUP} elements (more rows at once), or lay the"
-                 f" array out with this dimension last")
+            hint=strided_window_hint(v, vs, self.defs))
       if short:
         lay = _vector_layout({v.type.shape[0] for v in vs}, [v.type.dtype for v in vs])
         if lay is not None:

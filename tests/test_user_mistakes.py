@@ -245,8 +245,10 @@ def test_a_short_vector_of_a_strided_window_is_located():
   expect(short_column, [S((64, 2), jnp.float32)], mg.LayoutError, "x.at[:, 1][...]",
          "x.at[:, 1][...] of shape (64,) comes from or goes to a window strided in its last dimension (its"
          " elements are not next to each other), and such a window moves a multiple of 128 elements, one per"
-         " thread", hint="move a window of a multiple of 128 elements (more rows at once), or lay the array out"
-                         " with this dimension last")
+         " thread", hint="pad the window to 128 elements, masked (a masked GMEM window may run past the array's"
+                         " end): x.at[ml.ds(0, 128), 1].load(mask=ml.arange(128) < 64, other=0), and store 64 of"
+                         " them with the same mask; or move a window of a multiple of 128 elements (more rows at"
+                         " once), or lay the array out with this dimension last")
 
 
 @pytest.mark.gpu
