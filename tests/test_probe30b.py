@@ -379,3 +379,34 @@ def test_a_strided_window_of_an_odd_length_hints_the_padded_masked_window():
   x = np.random.default_rng(7).integers(0, 256, (4, 200, 3)).astype(np.uint8)
   np.testing.assert_array_equal(np.asarray(red_channel_hint_followed(x, interpret=True)), x[:, :, 0])
   _export(red_channel_hint_followed, S((4, 200, 3), jnp.uint8))
+
+
+# ---------------------------------------------------------------- a hash mixing an int32 seed into uint32 bits
+@mg.mgpu_kernel(out_shape=lambda seed, *, n: S((n,), jnp.uint32), grid=lambda seed, *, n: (n // 128,))
+def index_hash(seed: ml.scalar, out, *, n: ml.constexpr):
+  i = ml.program_id(0)
+  idx = (i * 128 + ml.arange(128)).astype(jnp.uint32)
+  v = (idx ^ seed) * 0x9E3779B1
+  out.at[ml.ds(i * 128, 128)][...] = v ^ (v >> 15)
+
+
+@mg.mgpu_kernel(out_shape=lambda seed, *, n: S((n,), jnp.uint32), grid=lambda seed, *, n: (n // 128,))
+def index_hash_hint_followed(seed: ml.scalar, out, *, n: ml.constexpr):
+  i = ml.program_id(0)
+  idx = (i * 128 + ml.arange(128)).astype(jnp.uint32)
+  v = (idx ^ seed.astype(jnp.uint32)) * 0x9E3779B1
+  out.at[ml.ds(i * 128, 128)][...] = v ^ (v >> 15)
+
+
+def test_a_bitwise_op_of_uint32_and_int32_hints_the_same_bits_as_uint32():
+  """The hint converted both sides to int64 (jnp's promotion): followed, the hash's product and
+  shifts ran in int64 and the uint32 store met a second MG102. For &, | and ^ the signed side's bits
+  as uint32 give the low half of jnp's int64 result, in the kernel's own type."""
+  expect(index_hash, [S((), jnp.int32)], mg.DtypeMismatchError, "idx ^ seed",
+         "^ on idx (uint32) and seed (int32): dtypes differ and are never converted implicitly",
+         hint="convert seed to uint32, the same bits: idx ^ seed.astype(jnp.uint32) is the low 32 bits of jnp's"
+              " int64 result (with jax_enable_x64)", n=256)
+  idx = np.arange(256, dtype=np.uint32)
+  v = (idx ^ np.int32(-12345).astype(np.uint32)) * np.uint32(0x9E3779B1)
+  np.testing.assert_array_equal(np.asarray(index_hash_hint_followed(-12345, n=256, interpret=True)),
+                                v ^ (v >> np.uint32(15)))

@@ -83,6 +83,11 @@ def _convert_hint(names, da, db, what=None) -> str:
             f" {method_on(names[1])}.astype(jnp.{dtype_name(da)}): the result keeps {names[0]}'s dtype, and an"
             f" amount from 0 to {da.bits - 1} is the same number in either")
   want = jnp_result(da, db) if isinstance(da, DType) and isinstance(db, DType) else None
+  if what in ("&", "|", "^") and want is None and DType.u32 in (da, db) and all(
+      isinstance(d, DType) and d.is_int for d in (da, db)):
+    k = 1 if da == DType.u32 else 0      # a hash's `idx ^ seed`: the signed side's bits as uint32
+    return (f"convert {names[k]} to uint32, the same bits: {names[1 - k]} {what} {method_on(names[k])}.astype("
+            f"jnp.uint32) is the low 32 bits of jnp's int64 result (with jax_enable_x64)")
   if want is None or want not in (da, db):
     if want is None and isinstance(da, DType) and isinstance(db, DType) and da.is_int and db.is_int:
       # int32 (or int64) with uint32: jnp computes in int64 (int32 without jax_enable_x64, where
