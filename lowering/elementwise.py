@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 from jaxlib.mlir import ir
-from jaxlib.mlir.dialects import arith
+from jaxlib.mlir.dialects import arith, vector
 from jaxlib.mlir.dialects import math as mlir_math
 
 from ..frontend import ir as kir
@@ -180,12 +180,47 @@ def _full(ctx, o):
                                              is_signed=t.dtype.is_signed))
 
 
+def iota_registers(starts, vec, shape, dim, A):
+  """Per register of a strided tensor of `shape` (its first elements' flat offsets `starts`), the
+  index along `dim` of each of its `vec` elements, with integer ops `A` (addi, divui, remui, const).
+  Mosaic's `broadcasted_iota` takes them from `foreach`, which adds an element's number to the last
+  index alone: where rows are not a whole number of vectors ((4, 64, 2) int32, vectors of 4) the
+  elements past a row's end got the next column numbers instead of the next row's."""
+  stride = int(np.prod(shape[dim + 1:], dtype=np.int64))
+  return [[A.remui(A.divui(A.addi(lin, A.const(j)), A.const(stride)), A.const(shape[dim])) for j in range(vec)]
+          for lin in starts]
+
+
+class _IndexOps:
+  addi, divui, remui = staticmethod(arith.addi), staticmethod(arith.divui), staticmethod(arith.remui)
+
+  @staticmethod
+  def const(v):
+    return arith.constant(ir.IndexType.get(), v)
+
+
+def _strided_iota(ty, shape, dim, layout, signed):
+  def cast(idx):
+    if isinstance(ty, ir.FloatType):
+      return arith.uitofp(ty, arith.index_cast(ir.IntegerType.get_signless(32), idx))
+    return arith.index_cast(ty, idx)
+  regs = [vector.from_elements(ir.VectorType.get((layout.vec_size,), ty), [cast(i) for i in elems])
+          for elems in iota_registers(layout.linear_thread_idxs(), layout.vec_size, shape, dim, _IndexOps)]
+  registers = np.empty(layout.registers_shape(shape), dtype=object)
+  registers.flat[:] = regs
+  return fa.FragmentedArray(_registers=registers, _layout=layout, _is_signed=signed)
+
+
 @lower(Arange)
 def _arange(ctx, o):
   t = o.result.type
   shape = ctx.local_shape(t)
-  x = fa.FragmentedArray.broadcasted_iota(mlir_type(t.dtype), shape, o.dim, layout_of(t),
-                                          is_signed=t.dtype.is_signed)
+  layout = layout_of(t)
+  if isinstance(layout, fa.WGStridedFragLayout) and len(shape) > 1 and shape[-1] % layout.vec_size:
+    x = _strided_iota(mlir_type(t.dtype), shape, o.dim, layout, t.dtype.is_signed)
+  else:
+    x = fa.FragmentedArray.broadcasted_iota(mlir_type(t.dtype), shape, o.dim, layout,
+                                            is_signed=t.dtype.is_signed)
   if is_split(t) and ctx.wg is not None and o.dim == 0:   # this warpgroup's rows
     start = arith.muli(arith.index_cast(ir.IntegerType.get_signless(32), ctx.wg),
                        arith.constant(ir.IntegerType.get_signless(32), shape[0]))
