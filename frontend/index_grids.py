@@ -13,8 +13,9 @@ meet a reshape changing more than size-1 axes (or a 3-D tensor), leaving every o
 from __future__ import annotations
 
 import dataclasses
+import math
 
-from . import ir
+from . import hw, ir
 from .layouts import _UnionFind
 from .ops.elementwise import Arange, Binary, Cast, Compare, Full, Unary, Where
 from .ops.shape import Broadcast, Reshape
@@ -89,12 +90,24 @@ def _regrid(defs, v, shape, axes, out: list):
   return new.results[0]
 
 
+def _row_wise_fits(shape) -> bool:
+  """Whether a 2-D tile can take layouts.py's row-wise layout (32 lanes along its columns)."""
+  if len(shape) != 2 or 1 in shape or math.prod(shape) % hw.WARPGROUP:
+    return True            # (a row or column vector, or a tile too small for the strided layout)
+  rows, cols = shape
+  return any(rows % (hw.WARPS_PER_WARPGROUP // k) == 0 and cols % (hw.WARP * k) == 0 for k in (1, 2, 4))
+
+
 def grid_index_masks(kernel: ir.Kernel, defs: dict) -> None:
   classes = _Classes(kernel)
   strided = {classes.find(o.x.id) for o in ir.walk(kernel.body) if isinstance(o, Reshape) and _real_reshape(o)}
   strided |= {classes.find(x.id) for o in ir.walk(kernel.body)        # 3-D tensors and what makes them
               if any(_tensor(v) and len(v.type.shape) > 2 for v in o.results)
               for x in (*o.operands(), *o.results) if _tensor(x)}
+  # a tile too narrow for a row-wise layout (columns not a multiple of 32): a mask or index grid
+  # broadcast into it would make it one, so it is computed at the tile's shape instead
+  strided |= {classes.find(o.result.id) for o in ir.walk(kernel.body)
+              if isinstance(o, Broadcast) and not _row_wise_fits(o.result.type.shape)}
   if not strided:
     return
   changed = False

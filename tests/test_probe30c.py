@@ -94,3 +94,65 @@ def test_gpu_three_d_index_grid_matches_numpy(shape):
 def test_gpu_row_masked_narrow_tile_flattens_as_numpy(w):
   x = jnp.arange(300 * w, dtype=jnp.int32).reshape(300, w)
   np.testing.assert_array_equal(np.asarray(masked_flatten(x, R=256)), np.asarray(x).reshape(-1))
+
+
+# ---------------------------------------------------------------- row masks of tiles narrower than a warp
+@mg.mgpu_kernel(out_shape=lambda p: p, grid=lambda p: (ml.cdiv(p.shape[0], 128),))
+def shift_points(p, out):                       # (n, 3) xyz points, 128 a program, the last partial
+  i = ml.program_id(0)
+  r = i * 128 + ml.arange(128)
+  xyz = p.at[ml.ds(i * 128, 128), :].load(mask=r[:, None] < p.shape[0], other=0.0)
+  out.at[ml.ds(i * 128, 128), :].store(xyz * 2.0 + 1.0, mask=r[:, None] < p.shape[0])
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, jnp.int32))
+def narrow_grid(x, out):
+  m, n = x.shape
+  g = ml.arange(m)[:, None] * n + ml.arange(n)[None, :]
+  out[...] = ml.where(x[...] > 0, g, -g)
+
+
+@mg.mgpu_kernel(out_shape=lambda p: S(p.shape[:1], p.dtype), grid=lambda p: (ml.cdiv(p.shape[0], 128),))
+def norms(p, out):
+  i = ml.program_id(0)
+  r = i * 128 + ml.arange(128)
+  xyz = p.at[ml.ds(i * 128, 128), :].load(mask=r[:, None] < p.shape[0], other=0.0)
+  out.at[ml.ds(i * 128, 128)].store(ml.sqrt(ml.sum(xyz * xyz, axis=1)), mask=r < p.shape[0])
+
+
+@pytest.mark.parametrize("w", [1, 2, 3, 8, 24])
+def test_a_row_masked_tile_narrower_than_a_warp_compiles_and_interprets(w):
+  """It was MG204 ("needs columns a multiple of 32"): the mask rows[:, None] < n, a broadcast, asked
+  for the row-wise layout; it is now computed at the tile's shape, as for reshaped tiles."""
+  p = jnp.asarray(np.random.default_rng(w).standard_normal((300, w)), jnp.float32)
+  np.testing.assert_allclose(np.asarray(shift_points(p, interpret=True)), np.asarray(p) * 2 + 1, rtol=1e-6)
+  _export(shift_points, S(p.shape, p.dtype))
+
+
+@pytest.mark.parametrize("shape", [(128, 3), (128, 2), (64, 24), (256, 1)])
+def test_an_index_grid_of_a_narrow_tile_compiles_and_interprets(shape):
+  x = jnp.asarray(np.random.default_rng(0).standard_normal(shape), jnp.float32)
+  g = np.arange(np.prod(shape)).reshape(shape)
+  np.testing.assert_array_equal(np.asarray(narrow_grid(x, interpret=True)), np.where(np.asarray(x) > 0, g, -g))
+  _export(narrow_grid, S(shape, jnp.float32))
+
+
+def test_a_narrow_tile_reduced_along_its_rows_is_still_reported_at_the_reduction():
+  expect(norms, [S((300, 3), jnp.float32)], mg.LayoutError, "ml.sum(xyz * xyz, axis=1)",
+         "this tile of shape (128, 3) is reduced or broadcast along its rows or columns, which needs columns a"
+         " multiple of 32 (one per lane of a warp), and rows a multiple of 4 unless the columns are a multiple of 128")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("w", [1, 2, 3, 8, 24])
+def test_gpu_row_masked_narrow_tile_matches_numpy(w):
+  p = jnp.asarray(np.random.default_rng(w).standard_normal((300, w)), jnp.float32)
+  np.testing.assert_allclose(np.asarray(shift_points(p)), np.asarray(p) * 2 + 1, rtol=1e-6)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(128, 3), (128, 2), (64, 24), (256, 1)])
+def test_gpu_narrow_index_grid_matches_numpy(shape):
+  x = jnp.asarray(np.random.default_rng(0).standard_normal(shape), jnp.float32)
+  g = np.arange(np.prod(shape)).reshape(shape)
+  np.testing.assert_array_equal(np.asarray(narrow_grid(x)), np.where(np.asarray(x) > 0, g, -g))
