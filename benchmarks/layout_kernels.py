@@ -241,3 +241,11 @@ def masked_flatten(x, out, *, R: ml.constexpr):
   v = x.at[ml.ds(i * R, R), :].load(mask=r[:, None] < x.shape[0], other=0)
   w = x.shape[1]
   out.at[ml.ds(i * R * w, R * w)].store(v.reshape(R * w), mask=i * R * w + ml.arange(R * w) < out.shape[0])
+
+
+# ---------------------------------------------------------------- narrow windows of wider arrays
+@mg.mgpu_kernel(out_shape=lambda x, *, a, b: (S((x.shape[0], b - a), x.dtype), x))
+def col_window(x, win, out, *, a: ml.constexpr, b: ml.constexpr):
+  win[...] = x.at[:, a:b][...]
+  out[...] = x[...]
+  out.at[:, a:b][...] = x.at[:, 0:b - a][...]

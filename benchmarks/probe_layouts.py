@@ -16,6 +16,7 @@ is killed with its worker and reported. Exit status 1 when any case failed.
 from __future__ import annotations
 
 import argparse
+import importlib
 import multiprocessing as mp
 import os
 import queue
@@ -116,6 +117,10 @@ def build_cases():
   for w in (1, 2, 3, 4, 8, 24):
     for d in (I32, F16, I8):
       add("masked_flatten", [((300, w), d)], R=128, quick=d == I32 and w in (1, 2, 3))
+  for shape, a, b in (((128, 8), 1, 4), ((256, 8), 0, 2), ((256, 6), 2, 4), ((128, 16), 3, 6), ((512, 8), 4, 6),
+                      ((128, 64), 8, 11), ((1024, 4), 1, 2), ((128, 200), 100, 136)):
+    for d in (F32, F16, I8, I32):
+      add("col_window", [(shape, d)], a=a, b=b, quick=d in (F32, I8) and a < 3)
   reshapes = {(16, 128): [(1024, 2), (16, 64, 2), (2048,), (128, 16), (512, 4)],
               (128, 24): [(64, 48), (384, 8), (3072,), (128, 2, 12)],
               (128, 2): [(256,), (64, 4)], (1024, 2): [(2048,), (16, 128)], (2048,): [(1024, 2), (128, 16)]}
@@ -230,6 +235,9 @@ def reference(case, xs):
     return [g + x.astype(jnp.int32)]
   if name == "masked_flatten":
     return [x.reshape(-1)]
+  if name == "col_window":
+    a, b = kw["a"], kw["b"]
+    return [x[:, a:b], x.at[:, a:b].set(x[:, :b - a])]
   if name == "reshape":
     return [x.reshape(kw["shape"])]
   if name == "transpose":
@@ -308,6 +316,7 @@ def run_case(case, interpret_only):
 
 def worker(tasks, results, interpret_only):
   sys.path.insert(0, HERE)
+  importlib.import_module("layout_kernels")   # jax and mgpu_dsl, before the first case's clock starts
   by_name = {c.name: c for c in build_cases()}
   while True:
     name = tasks.get()
