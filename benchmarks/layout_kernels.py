@@ -249,3 +249,9 @@ def col_window(x, win, out, *, a: ml.constexpr, b: ml.constexpr):
   win[...] = x.at[:, a:b][...]
   out[...] = x[...]
   out.at[:, a:b][...] = x.at[:, 0:b - a][...]
+
+
+@mg.mgpu_kernel(out_shape=lambda p, ids: S(ids.shape, p.dtype))
+def gather_flat(p, ids, out):
+  rows = ml.arange(ids.shape[0])[:, None]
+  out[...] = p[rows * 32 + ids[...]]

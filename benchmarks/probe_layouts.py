@@ -165,6 +165,9 @@ def build_cases():
   add("gather_rows", [((1000,), F32), ((128,), I32, "ids:1000")], quick=True)
   for w in (2, 3, 8, 24, 100):
     add("gather_grid", [((50, w), F32), ((128, w), I32, "ids:50")], quick=w in (3, 100))
+  for w in (1, 2, 3, 8, 24):
+    for d in (F32, F16, I8):
+      add("gather_flat", [((128 * 32,), d), ((128, w), I32, "ids:32")], quick=w in (2, 3) and d == F32)
   for k in (16, 64):                                           # tensor-core results
     for n in (8, 16, 24, 64, 128, 256):
       for d in (F16, BF16):
@@ -261,6 +264,8 @@ def reference(case, xs):
     return [x[xs[1]]]
   if name == "gather_grid":
     return [x[xs[1], jnp.arange(xs[1].shape[1])[None, :]]]
+  if name == "gather_flat":
+    return [x[jnp.arange(xs[1].shape[0])[:, None] * 32 + xs[1]]]
   if name == "dot_stats":
     acc = jnp.dot(f32(x), f32(xs[1]))
     return [acc.max(1), acc.sum(0), acc - acc.max(1, keepdims=True) + xs[2][None, :]]

@@ -156,3 +156,13 @@ def test_gpu_narrow_index_grid_matches_numpy(shape):
   x = jnp.asarray(np.random.default_rng(0).standard_normal(shape), jnp.float32)
   g = np.arange(np.prod(shape)).reshape(shape)
   np.testing.assert_array_equal(np.asarray(narrow_grid(x)), np.where(np.asarray(x) > 0, g, -g))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("w", [1, 2, 3])
+def test_gpu_gather_by_a_narrow_broadcast_index_grid_matches_numpy(w):
+  from test_probe24b import take_top2_flat
+  p = jnp.arange(64 * 32, dtype=jnp.float32) * 0.5
+  ids = jnp.asarray(np.random.default_rng(w).integers(0, 32, (64, w)), jnp.int32)
+  want = np.asarray(p)[np.arange(64)[:, None] * 32 + np.asarray(ids)]
+  np.testing.assert_array_equal(np.asarray(take_top2_flat(p, ids)), want)
