@@ -166,3 +166,48 @@ def test_gpu_gather_by_a_narrow_broadcast_index_grid_matches_numpy(w):
   ids = jnp.asarray(np.random.default_rng(w).integers(0, 32, (64, w)), jnp.int32)
   want = np.asarray(p)[np.arange(64)[:, None] * 32 + np.asarray(ids)]
   np.testing.assert_array_equal(np.asarray(take_top2_flat(p, ids)), want)
+
+
+# ---------------------------------------------------------------- reductions over a short axis of a 3-D tensor
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0], x.shape[1] // 2), jnp.float32))
+def pair_sums(x, out):
+  out[...] = ml.sum(x[...].reshape(x.shape[0], x.shape[1] // 2, 2), axis=2)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0], x.shape[1] // 2), jnp.float32))
+def pair_sums_as_hinted(x, out):
+  v = x[...].reshape(x.shape[0], x.shape[1] // 2, 2)
+  out[...] = v[:, :, 0] + v[:, :, 1]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((64, 1, 4), jnp.float32))
+def max_of_halves(x, out):
+  v = x[...].reshape(64, 2, 4)
+  out[...] = ml.max(v, axis=1, keepdims=True)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((64, 1, 4), jnp.float32))
+def max_of_halves_as_hinted(x, out):
+  v = x[...].reshape(64, 2, 4)
+  out[...] = max(v[:, 0, :], v[:, 1, :])[:, None, :]
+
+
+def test_a_reduction_over_a_short_axis_of_a_3d_tensor_is_hinted_as_slices_that_work():
+  """The hint was to read the tensor 2-D, (m * n, 2), whose reduction along its 2 columns is MG204
+  again (columns not a multiple of 32)."""
+  expect(pair_sums, [S((128, 64), jnp.float32)], mg.LayoutError, "ml.sum(x[...]",
+         "ml.sum over axis 2 of a 3-D tensor (128, 32, 2): partial reductions work on 1-D and 2-D tensors",
+         hint="combine its 2 slices along axis 2 elementwise: v = x[...].reshape(x.shape[0], x.shape[1] // 2, 2),"
+              " then v[:, :, 0] + v[:, :, 1] (elementwise math takes 3-D tensors)")
+  expect(max_of_halves, [S((64, 8), jnp.float32)], mg.LayoutError, "ml.max(v, axis=1, keepdims=True)",
+         "ml.max over axis 1 of a 3-D tensor (64, 2, 4): partial reductions work on 1-D and 2-D tensors",
+         hint="combine its 2 slices along axis 1 elementwise: max(v[:, 0, :], v[:, 1, :])[:, None, :]"
+              " (elementwise math takes 3-D tensors)")
+  x = jnp.asarray(np.random.default_rng(3).standard_normal((128, 64)), jnp.float32)
+  np.testing.assert_allclose(np.asarray(pair_sums_as_hinted(x, interpret=True)),
+                             np.asarray(x).reshape(128, 32, 2).sum(2), rtol=1e-6)
+  _export(pair_sums_as_hinted, S(x.shape, x.dtype))
+  y = x[:64, :8]
+  np.testing.assert_array_equal(np.asarray(max_of_halves_as_hinted(y, interpret=True)),
+                                np.asarray(y).reshape(64, 2, 4).max(1, keepdims=True))
+  _export(max_of_halves_as_hinted, S(y.shape, y.dtype))

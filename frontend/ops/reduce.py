@@ -123,7 +123,7 @@ def reduce(cx, kind: ReduceKind, x, axis, keepdims, what=None):
     raise E.LayoutError(
         f"{what} over axis {axis} of a {len(shape)}-D tensor {shape}: partial reductions work on"
         f" 1-D and 2-D tensors", cx.loc,
-        hint=READ_2D_FIRST)
+        hint=_slices_hint(cx, kind, given, shape, axes, keepdims, what) or READ_2D_FIRST)
   if len(axes) == len(shape):
     res = cx.b.emit(Reduce, kind, x, axes, loc=cx.loc, types=[ScalarType(x.type.dtype)],
                     names=[cx.name]).result
@@ -134,6 +134,25 @@ def reduce(cx, kind: ReduceKind, x, axis, keepdims, what=None):
   if keepdims:
     res = reshape_(cx, res, tuple(1 if i in axes else n for i, n in enumerate(shape)))
   return res
+
+
+def _slices_hint(cx, kind, x, shape, axes, keepdims, what):
+  """A reduction over one short axis of a 3-D tensor (pairs of a (m, n, 2) reshape) written as
+  elementwise math of its slices, which 3-D tensors take (READ_2D_FIRST would leave a tile too
+  narrow to reduce along its rows: MG204 again); None for other reductions."""
+  if len(axes) != 1 or shape[axes[0]] > 4 or what not in (f"ml.{kind.value}", f".{kind.value}") \
+      or kind not in (ReduceKind.SUM, ReduceKind.MAX, ReduceKind.MIN):
+    return None
+  a, src = axes[0], cx.named(x)
+  name = src if src.isidentifier() else "v"
+  idx = [":"] * (len(shape) - 1)
+  idx.insert(a, "None")
+  keep = f"[{', '.join(idx)}]" if keepdims else ""
+  parts = [f"{name}[{', '.join(str(k) if i == a else ':' for i in range(len(shape)))}]" for k in range(shape[a])]
+  expr = " + ".join(parts) if kind == ReduceKind.SUM else f"{'max' if kind == ReduceKind.MAX else 'min'}({', '.join(parts)})"
+  expr = (f"({expr})" if kind == ReduceKind.SUM else expr) + keep if keep else expr
+  named = "" if name == src else f"{name} = {src}, then "
+  return f"combine its {shape[a]} slices along axis {a} elementwise: {named}{expr} (elementwise math takes 3-D tensors)"
 
 
 def _of_scalar(cx, kind, x, axis, what):
