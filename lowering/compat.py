@@ -77,7 +77,9 @@ def array_cast(x, src: DType, dst: DType, dst_type: ir.Type):
     if src != DType.f32:
       x = x.astype(f32, is_signed=None)
     return _array_float_to_int(x, dst, dst_type)
-  elif src.bits <= 8 and src.is_float != dst.is_float:
+  elif (src.bits <= 8 or dst.is_float and dst.bits == 8) and src.is_float != dst.is_float:
+    # (an integer of 16 bits or more -> float8 too: exact in f32 up to 2**24, far past float8's
+    # range, so rounding once, as interpret mode does from the integer)
     x = x.astype(f32, is_signed=None)
   return x.astype(dst_type, is_signed=dst.is_signed)
 

@@ -209,7 +209,7 @@ def _call_args(text, n):
 def cast_problem(src: DType, dst: DType, *, scalar: bool) -> str | None:
   """Why Mosaic GPU cannot convert `src` to `dst` (None if it can).
 
-  lowering/compat.py bridges narrow float <-> float and 8-bit <-> float
+  lowering/compat.py bridges narrow float <-> float, 8-bit <-> float and integer -> float8
   conversions through f32; what is left are the pairs below.
   """
   if dst == DType.bool_:       # (no Cast op to bool: astype makes it the comparison x != 0)
@@ -218,6 +218,4 @@ def cast_problem(src: DType, dst: DType, *, scalar: bool) -> str | None:
     # The GPU's pass pipeline has no scalar 8-bit float conversion (arith.truncf/extf to f8
     # fails to translate; tensors use the paired cvt.satfinite instructions).
     return f"scalars cannot be converted {'from' if src in FLOAT8 else 'to'} 8-bit floats on the GPU"
-  if not scalar and dst in FLOAT8 and src.is_int and src.bits > 8:
-    return f"Mosaic GPU converts {src} to 8-bit floats only through float32"
   return None
