@@ -35,8 +35,9 @@ def tail1d(x, out, *, B: ml.constexpr):
   out.at[ml.ds(i * B, B)].store(v, mask=idx < x.shape[0])
 
 
-@mg.mgpu_kernel(out_shape=lambda x, *, R: x, grid=lambda x, *, R: (ml.cdiv(x.shape[0], R),))
-def tail_rows(x, out, *, R: ml.constexpr):
+@mg.mgpu_kernel(out_shape=lambda x, *, R: x, grid=lambda x, *, R: (ml.cdiv(x.shape[0], R),),
+                block=lambda x, *, wgs: 128 * wgs)
+def tail_rows(x, out, *, R: ml.constexpr, wgs: ml.constexpr = 1):
   i = ml.program_id(0)
   r = i * R + ml.arange(R)
   v = x.at[ml.ds(i * R, R), :].load(mask=r[:, None] < x.shape[0], other=0)
@@ -75,8 +76,8 @@ def reduce(x, out, *, op: ml.constexpr, axis: ml.constexpr, keepdims: ml.constex
 
 @mg.mgpu_kernel(out_shape=lambda x, *, R: (S(x.shape, jnp.float32), S((x.shape[0],), jnp.float32),
                                            S((x.shape[0],), jnp.float32)),
-                grid=lambda x, *, R: (x.shape[0] // R,))
-def row_stats(x, y, mean, rstd, *, R: ml.constexpr):
+                grid=lambda x, *, R: (x.shape[0] // R,), block=lambda x, *, wgs: 128 * wgs)
+def row_stats(x, y, mean, rstd, *, R: ml.constexpr, wgs: ml.constexpr = 1):
   i = ml.program_id(0)
   v = x.at[ml.ds(i * R, R), :][...].astype(jnp.float32)
   m = ml.sum(v, axis=1) / x.shape[1]

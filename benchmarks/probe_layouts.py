@@ -67,6 +67,7 @@ def build_cases():
       add("ident", [((128 * w,), d)], quick=w == 3 and d == I8)
       add("ident", [((2, 64, w), d)], quick=w in (2, 3) and d == F32)
       add("tail_rows", [((300, w), d)], R=128, quick=w in (1, 3, 24) and d != BF16)
+      add("tail_rows", [((600, w), d)], R=256, wgs=2, quick=w == 3 and d == F32)
   for n in (1000, 300, 4100):
     for d in (F32, F16, I8):
       for b in (256, 1024):
@@ -90,6 +91,7 @@ def build_cases():
       for r in (8, 16, 128):
         if (r * w) % 128 == 0 or r == 128:
           add("row_stats", [((256, w), d)], R=r, quick=r == 128 and w in (24, 100) and d == F32)
+      add("row_stats", [((512, w), d)], R=256, wgs=2, quick=w == 1024 and d == F32)
       add("softmax_rows", [((8, w), d)], quick=w == 24 and d == F32)
       add("softmax_rows", [((128, w), d)])
   for w in WIDTHS:
