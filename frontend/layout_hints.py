@@ -294,6 +294,11 @@ def smem_vector_hint(o, n, up, defs=None):
   if smem is None:
     return None
   root = root_in(defs, smem) if defs is not None else smem
+  if (root.name or "").endswith(" scratch") and len(root.type.shape) == 2 and root.type.shape[-1] == n:
+    # a whole row t[j] of a tile n columns wide: no slice of it is longer, so widen the tile
+    return (f"read the tile {up} columns wide, the extra ones masked off (t = x.at[rows, ml.ds(0, {up})]"
+            f".load(mask=ml.arange({up})[None, :] < {n}, other=0), a masked window may run past the array's"
+            f" end), take its row t[j] ({up} elements) and store it with mask=ml.arange({up}) < {n}")
   if (root.name or "").endswith(" scratch"):     # the compiler's, for v[a:b] of a register tensor
     view = defs.get(smem.id) if defs is not None else None
     a = view.index[-1].start if isinstance(view, View) and not view.index[-1].squeeze else 0
