@@ -235,6 +235,10 @@ def missing_hint(base, attr, args=None) -> str:
     close = difflib.get_close_matches(attr, [n for n in dir(base) if not n.startswith("_")], n=1)
     if close and not (close[0] in attr and len(attr) >= len(close[0]) + 2):
       return f"did you mean ml.{close[0]}?"    # (not ml.copy for copysign, nor ml.exp for ldexp)
+  if getattr(base, "__name__", "") == "mgpu_dsl":      # mg.program_id for ml.program_id
+    from .language import __all__ as lang
+    if attr in lang:
+      return f"it is ml.{attr}, in the kernel language: from mgpu_dsl import language as ml"
   return "check the spelling"
 
 

@@ -20,3 +20,6 @@ from . import language as language
 from .frontend.errors import *  # noqa: F401,F403  (every KernelError subclass)
 from .frontend.errors import KernelError as KernelError
 from .frontend.errors import InternalError as InternalError
+from . import triton_names as _triton_names
+
+__getattr__ = _triton_names.module_getattr(__name__)   # @mg.jit, mg.Config, mg.cdiv: what to write

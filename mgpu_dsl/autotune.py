@@ -24,11 +24,19 @@ from typing import Any, Callable, Iterable, Sequence
 
 from . import cache as C
 from . import calling
+from . import triton_names
 from .bench import bench, caller_loc, has_gpu
 from .frontend import errors as E
 from .kernel import KernelFunction, _user_errors
 
 log = logging.getLogger("mgpu_dsl")
+
+
+def _what(x) -> str:
+  """A decorated object, in words: `the plain function add` rather than its repr."""
+  if inspect.isfunction(x):
+    return f"the plain function {x.__name__} (decorated in the wrong order?)"
+  return calling.describe(x)
 
 
 class Autotuner:
@@ -39,7 +47,7 @@ class Autotuner:
                timer: Callable | None = None):
     loc = caller_loc()
     if not isinstance(kernel, KernelFunction):
-      raise E.SignatureError(f"@mg.autotune decorates an @mg.mgpu_kernel function, got {kernel!r}", loc,
+      raise E.SignatureError(f"@mg.autotune decorates an @mg.mgpu_kernel function, got {_what(kernel)}", loc,
                              hint="stack @mg.autotune(...) above @mg.mgpu_kernel(...)")
     given = configs
     configs = (list(configs) if isinstance(configs, Iterable) and not isinstance(configs, (str, bytes, dict))
@@ -56,6 +64,12 @@ class Autotuner:
             hint=(f"key=lambda *args, **constexprs: <what separates tunings>, e.g. key=lambda x, **kw: x.shape"
                   f" (Triton's key={given!r} names arguments; here the default key, every input's shape and dtype"
                   f" and the constexprs, already covers them)") if name == "key" else "timer=mg.bench_wall, or leave it out")
+    try:
+      parsed = kernel.parsed
+    except E.KernelError:
+      parsed = None           # no source: the call reports it
+    if parsed is not None and parsed.tree.args.kwarg is None:
+      triton_names.check_configs(kernel, configs, loc)
     functools.update_wrapper(self, kernel, updated=())
     self.kernel = kernel
     self.configs = configs

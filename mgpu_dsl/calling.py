@@ -569,8 +569,9 @@ def rounded_up_grid(loc, grid, fn) -> str:
   return f"grid=lambda {params}: (ml.cdiv({names[0] if names else 'x'}.shape[0], 128),)"
 
 
-def call_with_meta(f, args, constexprs, what, loc):
-  """Call a grid/out_shape callable with the inputs and whichever constexprs it names."""
+def call_with_meta(f, args, constexprs, what, loc, inputs=()):
+  """Call a grid/out_shape callable with the inputs and whichever constexprs it names
+  (`inputs`: the inputs' parameter names, for the hints)."""
   try:
     params = parameters(f)
   except TypeError:       # an unhashable callable
@@ -591,10 +592,13 @@ def call_with_meta(f, args, constexprs, what, loc):
   except Exception as e:
     missing = _ARRAY_ATTR.match(str(e)) if isinstance(e, AttributeError) else None
     text = f"an input array has no attribute {missing.group(1)!r}" if missing else str(e)
+    from . import triton_names
+    triton = (triton_names.meta_hint(loc, f, list(inputs) or [f"x{i}" for i in range(len(args))], constexprs, what)
+              or triton_names.name_hint(e))
     raise E.SignatureError(cap(
         f"the {what} callable failed for {len(args)} input(s)"
         f" {', '.join(describe(a) for a in args)}: {type(e).__name__}: {text}"), loc,
-        hint=f"{what} is called with the kernel's inputs (and the constexprs it names)"
+        hint=triton or f"{what} is called with the kernel's inputs (and the constexprs it names)"
              + ("; an input has .shape, .dtype, .ndim and jnp's array methods" if missing else "")) from None
 
 

@@ -238,12 +238,12 @@ class KernelFunction:
     if not static and arity is not None and arity[0] == arity[1] == len(args) == len(pk.ref_params):
       # The out_shape callable takes every parameter as an input: one that returns no outputs
       # (lambda x: ()) is the mistake to report, not the count.
-      out = calling.call_with_meta(out, args, meta, "out_shape", at("out_shape"))
+      out = calling.call_with_meta(out, args, meta, "out_shape", at("out_shape"), pk.ref_params[:len(args)])
       no_outputs()
       arity = "called"
     calling.check_count(pk, len(args), bounds, name, loc)
     if not static and arity != "called":
-      out = calling.call_with_meta(out, args, meta, "out_shape", at("out_shape"))
+      out = calling.call_with_meta(out, args, meta, "out_shape", at("out_shape"), pk.ref_params[:len(args)])
       no_outputs()
     leaves, treedef = jax.tree.flatten(out)
     if not leaves or not all(calling.is_array_like(l) for l in leaves):
@@ -303,7 +303,8 @@ class KernelFunction:
     `nothing`: every output is empty, so a grid of no programs is no launch (grid None);
     `all_empty`: so it is, but the caller (check, mlir) needs a kernel."""
     at = self.parsed.option_loc
-    grid = (calling.call_with_meta(self.grid, args, constexprs, "grid", at("grid")) if callable(self.grid)
+    grid = (calling.call_with_meta(self.grid, args, constexprs, "grid", at("grid"),
+                                   self.parsed.ref_params[:len(args)]) if callable(self.grid)
             else self.grid)
     empty = [i for i, a in enumerate(args) if 0 in tuple(getattr(a, "shape", ()))]
     if callable(self.grid) and (empty or all_empty) and isinstance(grid, (tuple, list)) and 0 in grid:
@@ -327,14 +328,15 @@ class KernelFunction:
     fc.check_grid_limits(grid, at("grid"))
     block = self.block
     if callable(block):
-      block = calling.call_with_meta(block, args, constexprs, "block", at("block"))
+      block = calling.call_with_meta(block, args, constexprs, "block", at("block"), self.parsed.ref_params[:len(args)])
     if not isinstance(block, int) or isinstance(block, bool) or block % 128 or not 128 <= block <= 1024:
       raise E.LaunchConfigError(
           f"block must be a multiple of 128 threads (one warpgroup) between 128 and 1024, got {block!r}",
           at("block"), hint="Mosaic GPU works in warpgroups of 128 threads: use block=128, 256 or 384")
     cluster = self.cluster
     if callable(cluster):
-      cluster = calling.call_with_meta(cluster, args, constexprs, "cluster", at("cluster"))
+      cluster = calling.call_with_meta(cluster, args, constexprs, "cluster", at("cluster"),
+                                        self.parsed.ref_params[:len(args)])
     cluster = _as_tuple3((1,) if cluster is None else cluster, "cluster", at("cluster"))
     for d, g, c in zip("xyz", grid, cluster):
       if g % c:
@@ -510,12 +512,17 @@ class KernelFunction:
   def __getitem__(self, grid):
     """`kernel[grid](...)`, Triton's launch: the grid belongs to the decorator here."""
     name = self.fn.__name__
+    loc = _statement_loc(caller_loc())
+    from .triton_names import launch_grid_text
+    pk = self.parsed
+    shown = launch_grid_text(loc, grid, pk.ref_params[:max(0, self._input_bounds(pk)[1])], pk.constexpr_params)
     raise E.SignatureError(
-        f"{name}[{grid!r}]: an mgpu_dsl kernel takes no grid at the call (Triton's kernel[grid](...));"
-        f" its grid is the decorator's grid= (a tuple, or a callable of the inputs and constexprs), and a"
-        f" call returns the outputs", _statement_loc(caller_loc()),
-        hint=f"declare it on the decorator, @mg.mgpu_kernel(out_shape=..., grid={grid!r}) (or a callable,"
-             f" grid=lambda x, **kw: (x.shape[0] // 128,)), and call {name}(inputs...): outputs are"
+        f"{name}[{shown if not callable(grid) else 'lambda ...'}]: an mgpu_dsl kernel takes no grid at the call"
+        f" (Triton's kernel[grid](...)); its grid is the decorator's grid= (a tuple, or a callable of the inputs"
+        f" and constexprs), and a call returns the outputs", loc,
+        hint=f"declare it on the decorator, @mg.mgpu_kernel(out_shape=..., grid={shown})"
+             + ("" if callable(grid) else " (or a callable, grid=lambda x, **kw: (x.shape[0] // 128,))")
+             + f", and call {name}(inputs...): outputs are"
              f" returned, not passed")
 
   @_user_errors

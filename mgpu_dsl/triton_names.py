@@ -1,0 +1,178 @@
+"""Triton's launch-side habits, outside the kernel body: `triton.jit`-style names looked up on
+`mg` or `ml` (`@mg.jit`, `mg.Config`, `ml.cdiv` is there), Triton's `grid=lambda meta: ...
+meta['BLOCK']` callables, and autotune configurations that name launch options. Each becomes a
+located KernelError naming the mgpu_dsl way."""
+from __future__ import annotations
+
+import ast
+import re
+
+from .frontend import errors as E
+
+_DECORATE = ("decorate the kernel with @mg.mgpu_kernel(out_shape=..., grid=...) (import mgpu_dsl as mg): out_shape"
+             " describes the outputs it returns, grid= the programs (a tuple, or a callable of the inputs)")
+# Triton's top-level (triton.*) names, looked up on mg or ml, and what to write instead.
+TRITON = {
+    "jit": _DECORATE,
+    "kernel": _DECORATE,
+    "Config": ("a configuration is a dict of constexprs: @mg.autotune(configs=[dict(BLOCK=128), dict(BLOCK=256)]);"
+               " launch options are not tuned per config (threads per CTA are the decorator's block=, a multiple of"
+               " 128; pipelining is ml.range(n, stages=s) in the kernel)"),
+    "heuristics": ("no heuristics decorator: compute the constexpr from the inputs at the call, k(x, BLOCK=...), or"
+                   " in the kernel from the shapes (x.shape[0] is a Python int there)"),
+    "next_power_of_2": "no mg.next_power_of_2: 1 << (n - 1).bit_length() is the next power of two of an int n >= 1",
+    "testing": "compare with numpy or jnp: np.testing.assert_allclose(np.asarray(y), ref, rtol=..., atol=...)",
+    "language": "the language is mgpu_dsl.language: from mgpu_dsl import language as ml",
+}
+
+
+def missing(module, name: str):
+  """The error for `module.name` (a module-level __getattr__): a located UnknownNameError that is
+  also an AttributeError (so hasattr and getattr with a default keep working) for Triton's names
+  and, on mg, for the language's; None for others."""
+  from .frontend.language import __all__ as lang
+  from .frontend.loc import user_loc
+  mod = "mg" if module == "mgpu_dsl" else "ml"
+  if name in TRITON:
+    hint = TRITON[name]
+  elif mod == "mg" and name in lang:
+    hint = f"it is ml.{name}, in the kernel language: from mgpu_dsl import language as ml"
+  else:
+    return None
+  cls = type("UnknownNameError", (E.UnknownNameError, AttributeError), {})
+  cls.__module__, cls.__qualname__ = "mgpu_dsl", "UnknownNameError"
+  return cls(f"{mod} has no attribute {name!r}", user_loc(), hint=hint)
+
+
+def module_getattr(module):
+  def __getattr__(name):
+    e = missing(module, name)
+    if e is None:
+      raise AttributeError(f"module {module!r} has no attribute {name!r}")
+    raise e
+  return __getattr__
+
+
+# ---------------------------------------------------------------- grid=lambda meta: ...
+def _lambda_of(loc, fn) -> ast.Lambda | None:
+  """The callable's source as an ast.Lambda: from the decorator's argument where it is one line,
+  else from the callable's own source."""
+  import inspect
+  texts = []
+  if loc.end_lineno == loc.lineno and loc.source_line:
+    texts.append(loc.source_line[loc.col_offset:loc.end_col_offset].split("=", 1)[-1])
+  try:
+    texts.append(inspect.getsource(fn).strip())
+  except (OSError, TypeError):
+    pass
+  for text in texts:
+    for t in (text, text.rstrip().rstrip(",)")):
+      try:
+        tree = ast.parse(t)
+      except SyntaxError:
+        continue
+      found = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda)]
+      launched = [n.slice for n in ast.walk(tree) if isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Lambda)]
+      if len(found) == 1 or len(launched) == 1:    # (kernel[lambda meta: ...](x) inside another lambda)
+        return found[0] if len(found) == 1 else launched[0]
+  return None
+
+
+def rewrite(lam: ast.Lambda, inputs, constexprs) -> tuple[str, list, list]:
+  """`lam` the mgpu_dsl way: each `meta['K']` (or `meta.K` of a constexpr K) read as the parameter K,
+  after the kernel's inputs; `triton.cdiv` as ml.cdiv. (its text, the dict parameters it read, the
+  names read that are not constexprs)."""
+  params = [a.arg for a in lam.args.posonlyargs + lam.args.args]
+  used = []
+
+  class Rewrite(ast.NodeTransformer):
+    def visit_Subscript(self, node):
+      self.generic_visit(node)
+      if (isinstance(node.value, ast.Name) and node.value.id in params and isinstance(node.slice, ast.Constant)
+              and isinstance(node.slice.value, str) and node.slice.value.isidentifier()):
+        used.append((node.value.id, node.slice.value))
+        return ast.Name(node.slice.value, ast.Load())
+      return node
+
+    def visit_Attribute(self, node):
+      self.generic_visit(node)
+      if isinstance(node.value, ast.Name) and node.value.id in params and node.attr in constexprs:
+        used.append((node.value.id, node.attr))
+        return ast.Name(node.attr, ast.Load())
+      if isinstance(node.value, ast.Name) and node.value.id == "triton" and node.attr == "cdiv":
+        return ast.Attribute(ast.Name("ml", ast.Load()), "cdiv", ast.Load())
+      return node
+
+  body = Rewrite().visit(lam.body)
+  metas = list(dict.fromkeys(m for m, _ in used))
+  names = list(dict.fromkeys(k for _, k in used))
+  keep = [p for p in params if p not in metas and p not in inputs] if metas else []
+  new = ast.Lambda(ast.arguments([], [ast.arg(a) for a in [*inputs, *keep, *names]], None, [], [], None, []), body)
+  return ast.unparse(new), metas, [k for k in names if k not in constexprs]
+
+
+def meta_hint(loc, fn, inputs, constexprs, what) -> str | None:
+  """For Triton's `grid=lambda meta: (triton.cdiv(n, meta['BLOCK']),)`: the callable rewritten the
+  mgpu_dsl way, naming the kernel's inputs (`inputs`, their parameter names) and the constexprs it
+  reads as parameters; None when the callable reads no parameter as a dict of constexprs."""
+  lam = _lambda_of(loc, fn)
+  if lam is None:
+    return None
+  text, metas, unknown = rewrite(lam, inputs, constexprs)
+  if not metas:
+    return None
+  return (f"Triton's {what} callable takes a dict of the constexprs ({', '.join(metas)}); here a {what} callable"
+          f" takes the kernel's inputs, and each constexpr it needs as a parameter of that name: {what}={text}"
+          + (f" ({', '.join(unknown)} must be a constexpr parameter of the kernel: {unknown[0]}: ml.constexpr)"
+             if unknown else ""))
+
+
+def launch_grid_text(loc, grid, inputs, constexprs) -> str:
+  """Triton's `kernel[grid]` subscript, as the decorator's grid= would say it: a tuple as it is, a
+  lambda from the caller's source, rewritten (meta['BLOCK'] -> a BLOCK parameter)."""
+  if not callable(grid):
+    return repr(grid)
+  lam = _lambda_of(loc, grid)
+  if lam is not None:
+    return rewrite(lam, inputs, constexprs)[0]
+  return f"lambda {', '.join(inputs) or 'x'}, **kw: (...)"
+
+
+def name_hint(e: Exception) -> str | None:
+  """For a NameError of Triton's module in a callable (`triton.cdiv` in a grid): ml's name."""
+  m = re.match(r"name '(triton|tl)' is not defined", str(e)) if isinstance(e, NameError) else None
+  if m is None:
+    return None
+  return (f"{m.group(1)}.cdiv is ml.cdiv here (from mgpu_dsl import language as ml; it works in grid= and"
+          f" out_shape= callables)")
+
+
+# ---------------------------------------------------------------- autotune configs
+_LAUNCH = {
+    "num_warps": "threads per CTA are the decorator's block= (a multiple of 128: num_warps=4 is block=128),"
+                 " the same for every configuration",
+    "num_stages": "pipelining is per loop, a constexpr passed to ml.range(n, stages=STAGES) in the kernel: tune"
+                  " that constexpr (dict(STAGES=3), with a parameter STAGES: ml.constexpr)",
+    "num_ctas": "CTAs per cluster are the decorator's cluster=",
+    "maxnreg": "registers are allocated by the compiler",
+    "pre_hook": "no hooks: zero an output in the kernel, or alias a zeroed input (input_output_aliases)",
+}
+
+
+def check_configs(kernel, configs, loc):
+  """Every key of every configuration names a constexpr parameter of the kernel; Triton's launch
+  options (num_warps=, num_stages=) are reported with what to write."""
+  params = list(kernel.parsed.constexpr_params)
+  for c in configs:
+    for k in c:
+      if k in params:
+        continue
+      hint = _LAUNCH.get(k)
+      if hint is None:
+        import difflib
+        close = difflib.get_close_matches(k, params, n=1)
+        hint = (f"did you mean {close[0]}? " if close else "") + (
+            f"a configuration's keys are constexpr parameters of {kernel.__name__}"
+            + (f": {', '.join(params)}" if params else f" (it has none: declare one, {k}: ml.constexpr)"))
+      raise E.SignatureError(f"autotune config {c!r} names {k!r}, which is not a constexpr parameter of"
+                             f" {kernel.__name__}", loc, hint=hint)
