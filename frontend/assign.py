@@ -6,9 +6,9 @@ import ast
 
 from . import errors as E
 from .ops import gather, memory, transfers
-from .ops.base import is_value, kind_of
+from .ops.base import is_ref, is_value, kind_of
 from .env import Unbound, assigned_names, read_after
-from .types import RefType, TensorType
+from .types import RefType, TensorType, resolve
 
 
 DICT_VIEWS = (type({}.keys()), type({}.values()), type({}.items()))   # static while tracing, as dicts
@@ -100,7 +100,9 @@ class Assignments:
     if isinstance(node.target, ast.Name):
       cur = self.lookup(node.target.id, node.target)
       self._not_in_place(node, cur)
-      self.env[node.target.id] = self.binop(op, cur, self.eval(node.value), node, self.text(node.target))
+      value = self.eval(node.value)
+      self._not_a_pointer(node, cur, value)
+      self.env[node.target.id] = self.binop(op, cur, value, node, self.text(node.target))
       self.where[node.target.id] = self.loc(node)
     elif isinstance(node.target, ast.Subscript):
       if isinstance(node.target.value, ast.Attribute) and node.target.value.attr == "at" and isinstance(
@@ -127,6 +129,15 @@ class Assignments:
       transfers.store(self.cx(node), view, self.binop(op, cur, self.eval(node.value), node))
     else:
       self.unsupported(node, "this augmented assignment target")
+
+  def _not_a_pointer(self, node, cur, step):
+    """`a_ptrs += BLOCK_K * stride_ak`: Triton's pointer increment, on a ref (an integer step)."""
+    from .ops.elementwise_checks import pointer_step
+    if not (is_ref(cur) and isinstance(node.op, (ast.Add, ast.Sub))):
+      return
+    if (isinstance(step, int) and not isinstance(step, bool)) or (
+        is_value(step) and not isinstance(step.type, TensorType) and getattr(resolve(step.type.dtype), "is_int", False)):
+      pointer_step(self.cx(node), cur, self.text(node.value), self.loc(node), "+" if isinstance(node.op, ast.Add) else "-")
 
   def _not_in_place(self, node, cur):
     """`d |= {...}`, `taps += [v]`: Python changes the dict or list in place, where a kernel binds

@@ -209,6 +209,20 @@ def join_hint(attr, args) -> str:
   return f"no ml.{attr}: join along a new last axis, {cat}"
 
 
+def _expand_hint(attr, args) -> str:
+  """ml.expand_dims(v, axis) (Triton's and jnp's): NumPy indexing with None."""
+  pos = [a for a in (args or []) if not re.match(r"\w+=[^=]", a)]
+  kw = {a.split("=", 1)[0]: a.split("=", 1)[1] for a in (args or []) if a not in pos}
+  v = _operand(pos[0]) if pos else "v"
+  axis = _const(pos[1] if len(pos) > 1 else kw.get("axis", kw.get("dim", "")))
+  if isinstance(axis, int) and axis >= 0:
+    index = ", ".join([":"] * axis + ["None"])
+    return f"no ml.{attr}: insert the axis by indexing, {v}[{index}] (NumPy's None)"
+  if axis == -1:
+    return f"no ml.{attr}: insert the axis by indexing, {v}[..., None] (NumPy's None)"
+  return f"no ml.{attr}: insert an axis by indexing with None, {v}[None, :] or {v}[:, None] (as in NumPy)"
+
+
 def missing_hint(base, attr, args=None) -> str:
   """The hint for a name a module lacks: the ml function a Triton or jnp user meant, if any
   (`args`: the call's arguments as written, where it is called)."""
@@ -230,11 +244,17 @@ def missing_hint(base, attr, args=None) -> str:
       form = form_hint(attr, args, {})          # ml.full_like(x, 3.0): with the user's x and 3.0
       if form is not None:
         return f"no ml.{attr}: {form.removeprefix('write ')}"
+    if attr in ("expand_dims", "unsqueeze"):
+      return _expand_hint(attr, args)
     if attr in NOT_YET:
       return NOT_YET[attr]
     close = difflib.get_close_matches(attr, [n for n in dir(base) if not n.startswith("_")], n=1)
     if close and not (close[0] in attr and len(attr) >= len(close[0]) + 2):
       return f"did you mean ml.{close[0]}?"    # (not ml.copy for copysign, nor ml.exp for ldexp)
+  if attr == "element_ty":          # Triton's x_ptr.dtype.element_ty
+    return "a ref's .dtype is its element type already (a ref is an array, not a pointer): drop .element_ty"
+  if attr == "primitive_bitwidth":
+    return "write jnp.dtype(x.dtype).itemsize * 8 (the bits of one element)"
   if getattr(base, "__name__", "") == "mgpu_dsl":      # mg.program_id for ml.program_id
     from .language import __all__ as lang
     if attr in lang:

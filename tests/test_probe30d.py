@@ -152,3 +152,171 @@ def test_autotune_config_of_launch_options_is_reported_at_the_decorator():
     swapped()
   assert info.value.message == ("@mg.autotune decorates an @mg.mgpu_kernel function, got the plain function add"
                                 " (decorated in the wrong order?)")
+
+
+# ---------------------------------------------------------------- tl.load / tl.store of computed offsets
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def load_at_offsets(x, out):
+  offs = ml.arange(128)
+  v = ml.load(x.at[offs], mask=offs < 100, other=0.0)
+  out[...] = v
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def store_at_offsets(x, out):
+  offs = ml.arange(128)
+  ml.store(out.at[offs], x[...], mask=offs < 100)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def load_of_a_gathered_value(x, out):
+  offs = ml.arange(128)
+  v = ml.load(x[offs], mask=offs < 100, other=0.0)
+  out[...] = v
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def hint_followed(x, out):
+  offs = ml.arange(128)
+  out[...] = ml.where(offs < 100, x[offs], 0.0)
+
+
+def test_tl_load_of_offsets_written_with_at_names_the_window_or_the_gather():
+  """The hint was `ml.load(x.at[ml.ds(i * 128, 128)], mask=m)` for loads and stores alike (a
+  store told to load), in no name the user wrote."""
+  spec = [S((128,), F32)]
+  expect(load_at_offsets, spec, mg.KernelTypeError, "ml.load(x.at[offs]",
+         "ml.load needs a ref (a parameter, an ml.smem buffer or a view), got a ref indexed by tensors"
+         " (ref.at[ids, ...])",
+         hint="for offsets start + ml.arange(128), take the window they cover: x.at[ml.ds(start, 128)].load(mask="
+              "offs < 100, other=0.0); other offsets are a gather and a select, ml.where(offs < 100, x[offs], 0.0)"
+              " (a gather clamps each index into x, so it never reads outside it)")
+  expect(store_at_offsets, spec, mg.KernelTypeError, "ml.store(out.at[offs]",
+         "ml.store needs a ref (a parameter, an ml.smem buffer or a view), got a ref indexed by tensors"
+         " (ref.at[ids, ...])",
+         hint="for offsets start + ml.arange(128), take the window they cover: ml.store(out.at[ml.ds(start, 128)],"
+              " x[...], mask=offs < 100); a store at other offsets is a scatter, which kernels make atomically"
+              " only: ml.atomic_add(out.at[offs], x[...]) into an output that starts at 0")
+  expect(load_of_a_gathered_value, spec, mg.KernelTypeError, "ml.load(x[offs]",
+         "ml.load needs a ref (a parameter, an ml.smem buffer or a view), got a register tensor",
+         hint="x[offs] is already in registers (reading a ref gives register values): use it as it is, or select"
+              " with the mask, ml.where(offs < 100, x[offs], 0.0)")
+  x = jnp.arange(128, dtype=F32)
+  assert (hint_followed(x, interpret=True) == jnp.where(jnp.arange(128) < 100, x, 0)).all()
+
+
+# ---------------------------------------------------------------- pointer increments and 2-D offsets
+@mg.mgpu_kernel(out_shape=lambda a: S((128, 64), F32), grid=(1,))
+def pointer_increment(a, c):
+  a_ptrs = a.at[ml.ds(0, 128), ml.ds(0, 64)]
+  acc = ml.zeros((128, 64), F32)
+  for k in range(4):
+    acc += a_ptrs[...].astype(F32)
+    a_ptrs += 64
+  c[...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[1],), x.dtype), grid=(1,))
+def row_pointer(x, out):
+  row = ml.program_id(0)
+  out[...] = ml.load(x + row * x.shape[1])
+
+
+@mg.mgpu_kernel(out_shape=lambda a: S((128, 64), F32), grid=(1,))
+def pointer_grid(a, c):
+  offs_m = ml.arange(128)
+  offs_k = ml.arange(64)
+  a_ptrs = a + (offs_m[:, None] * a.shape[1] + offs_k[None, :])
+  c[...] = ml.load(a_ptrs)
+
+
+@mg.mgpu_kernel(out_shape=lambda a: S((128, 64), F32), grid=(1,))
+def window_per_step(a, c):
+  acc = ml.zeros((128, 64), F32)
+  for k in range(4):
+    acc += a.at[:, ml.ds(k * 64, 64)][...].astype(F32)
+  c[...] = acc
+
+
+def test_tritons_pointer_increment_names_the_window_per_step():
+  """`a_ptrs += 64` on a ref said "read it into registers first: a_ptrs[...]", which adds 64 to its
+  values; a 2-D grid of pointer offsets was hinted a 1-D window of n elements."""
+  e = expect(pointer_increment, [S((128, 256), jnp.float16)], mg.KernelTypeError, "a_ptrs += 64",
+             "+ works on register values, got a_ptrs (GMEM ref) plus the offset 64: a ref is not a pointer, so it"
+             " does not move by an offset")
+  assert e.hint.startswith("index the window each step needs instead of moving a_ptrs: a.at[:, ml.ds(k * BLOCK,"
+                           " BLOCK)] in the loop over k")
+  e = expect(row_pointer, [S((8, 128), F32)], mg.KernelTypeError, "x + row * x.shape[1]",
+             "+ works on register values, got x (GMEM ref) plus the offset row * x.shape[1]: a ref is not a"
+             " pointer, so it does not move by an offset")
+  assert "x.at[i] for row i" in e.hint
+  e = expect(pointer_grid, [S((128, 64), F32)], mg.KernelTypeError, "a + (offs_m",
+             "+ works on register values, got a (GMEM ref) plus integer offsets: a ref is not a pointer, so offsets"
+             " are not added to it")
+  assert e.hint.startswith("for offsets (r0 + ml.arange(128))[:, None] * stride + (c0 + ml.arange(64))[None, :] of a"
+                           " 2-D a (refs are indexed by dimension: no strides), take the tile they cover: load"
+                           " a.at[ml.ds(r0, 128), ml.ds(c0, 64)].load(mask=mask, other=0.0)")
+  a = jnp.arange(128 * 256, dtype=jnp.float16).reshape(128, 256) % 7
+  ref = sum(a[:, k * 64:(k + 1) * 64].astype(F32) for k in range(4))
+  assert (window_per_step(a, interpret=True) == ref).all()
+
+
+# ---------------------------------------------------------------- torch's and Triton's keywords
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), F32))
+def sum_dim(x, out):
+  out[...] = ml.sum(x[...], dim=1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def evict_last(x, out):
+  offs = ml.arange(128)
+  v = x.at[ml.ds(0, 128)].load(mask=offs < 100, other=0.0, eviction_policy="evict_last")
+  out.at[ml.ds(0, 128)].store(v, mask=offs < 128, cache_modifier=".cg")
+
+
+def test_foreign_keywords_name_the_keyword_to_write_or_drop():
+  """`dim=` got the signature alone; Triton's cache hints likewise."""
+  expect(sum_dim, [S((64, 128), F32)], mg.KernelTypeError, "ml.sum(",
+         "ml.sum: got an unexpected keyword argument 'dim'",
+         hint="write axis= for dim=: ml.sum(x, axis=None, keepdims=False, dtype=None)")
+  expect(evict_last, [S((128,), F32)], mg.KernelTypeError, "x.at[ml.ds(0, 128)].load(",
+         "ml.load: got an unexpected keyword argument 'eviction_policy'",
+         hint="drop eviction_policy= (Triton's memory hints; kernels take none): ml.load(ref, mask=None, other=0)")
+
+
+# ---------------------------------------------------------------- int64 offsets, element_ty, expand_dims
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (ml.cdiv(x.shape[0], 1024),))
+def int64_offsets(x, out):
+  offs = ml.program_id(0) * 1024 + ml.arange(0, 1024).astype(ml.int64)
+  mask = offs < x.shape[0]
+  v = x.at[ml.ds(ml.program_id(0) * 1024, 1024)].load(mask=mask, other=0.0)
+  out.at[ml.ds(ml.program_id(0) * 1024, 1024)].store(v, mask=mask)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def element_ty(x, out):
+  out[...] = x[...].astype(x.dtype.element_ty)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def expand_dims(x, out):
+  v = ml.sum(x[...], axis=1)
+  out[...] = x[...] - ml.expand_dims(v, 1)
+
+
+def test_int64_offsets_widen_the_int32_side():
+  """The hint narrowed the int64 side back to int32: (...).astype(ml.int64).astype(jnp.int32)."""
+  expect(int64_offsets, [S((5000,), F32)], mg.DtypeMismatchError, "ml.program_id(0) * 1024 + ml.arange",
+         "+ on ml.program_id(0) * 1024 (int32) and ml.arange(0, 1024).astype(ml.int64) (int64): dtypes differ and"
+         " are never converted implicitly",
+         hint="convert one side explicitly, e.g. (ml.program_id(0) * 1024).astype(jnp.int64)")
+
+
+def test_tritons_element_ty_and_expand_dims_say_what_to_write():
+  """Both were 'check the spelling'."""
+  expect(element_ty, [S((128,), F32)], mg.UnknownNameError, "x.dtype.element_ty",
+         "x.dtype has no attribute 'element_ty'",
+         hint="a ref's .dtype is its element type already (a ref is an array, not a pointer): drop .element_ty")
+  expect(expand_dims, [S((64, 128), F32)], mg.UnknownNameError, "ml.expand_dims",
+         "ml has no attribute 'expand_dims'",
+         hint="no ml.expand_dims: insert the axis by indexing, v[:, None] (NumPy's None)")

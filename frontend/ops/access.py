@@ -116,10 +116,11 @@ def scalar_store(cx, ref, value):
 
 
 # ---------------------------------------------------------------- masks
-def _ref_arg(cx, ref, what):
+def _ref_arg(cx, ref, what, mask=None, other=0, value=None):
   if not is_ref(ref):
+    from .arith_hints import not_a_ref_hint
     raise E.KernelTypeError(f"{what} needs a ref (a parameter, an ml.smem buffer or a view), got"
-                            f" {kind_of(ref)}", cx.loc, hint="ml.load(x.at[ml.ds(i * 128, 128)], mask=m)")
+                            f" {kind_of(ref)}", cx.loc, hint=not_a_ref_hint(cx, ref, what, mask, other, value))
   if not ref.type.shape:
     raise E.KernelTypeError(f"{what} with a mask needs a window of elements, but {ref.name or 'this ref'}"
                             f" is a single element", cx.loc, hint="guard a single element with an if")
@@ -205,9 +206,9 @@ def load_(cx, ref, mask=None, other=0):
   """
   if mask is None:
     if not is_ref(ref):
-      _ref_arg(cx, ref, "ml.load")
+      _ref_arg(cx, ref, "ml.load", other=other)
     return load(cx, ref, cx.name)
-  _ref_arg(cx, ref, "ml.load")
+  _ref_arg(cx, ref, "ml.load", mask, other)
   mask = _mask_arg(cx, ref, mask, "ml.load")
   d = ref.type.dtype
   if is_value(other) and not is_ref(other) and unify(d, other.type.dtype, cx.loc, "ml.load's other") is None:
@@ -389,9 +390,9 @@ def store_(cx, ref, value, mask=None):
   """
   if mask is None:
     if not is_ref(ref):
-      _ref_arg(cx, ref, "ml.store")
+      _ref_arg(cx, ref, "ml.store", value=value)
     return store(cx, ref, value)
-  _ref_arg(cx, ref, "ml.store")
+  _ref_arg(cx, ref, "ml.store", mask, value=value)
   mask = _mask_arg(cx, ref, mask, "ml.store")
   if one_element(ref.type.shape):
     return _masked_element_store(cx, ref, value, mask)

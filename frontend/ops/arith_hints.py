@@ -36,7 +36,14 @@ def int64_hint(value, dtype, name, op, value_right=True):
 def pointer_hint(name, off) -> str:
   """What Triton's `ptr + offsets` becomes: the window the offsets cover (start + ml.arange(n)),
   for a load, a store and an atomic; any other offsets index the ref (a gather)."""
-  n = off.type.shape[-1] if len(off.type.shape) == 1 else None
+  shape = off.type.shape
+  if len(shape) == 2 and min(shape) > 1:        # Triton's rows[:, None] * stride + cols[None, :]
+    w = f"{name}.at[ml.ds(r0, {shape[0]}), ml.ds(c0, {shape[1]})]"
+    return (f"for offsets (r0 + ml.arange({shape[0]}))[:, None] * stride + (c0 + ml.arange({shape[1]}))[None, :] of a"
+            f" 2-D {name} (refs are indexed by dimension: no strides), take the tile they cover: load {w}.load(mask=mask,"
+            f" other=0.0), store ml.store({w}, value, mask=mask), or ml.copy({w}, buf) into SMEM for ml.dot; other"
+            f" offsets index it, {name}[rows, cols] (a gather)")
+  n = shape[-1] if len(shape) == 1 else None
   w = f"{name}.at[ml.ds(start, {n})]" if n else f"{name}.at[ml.ds(start, n)]"
   return (f"for offsets start + ml.arange({n or 'n'}), take the window they cover: load {w}.load(mask=mask,"
           f" other=0.0), store ml.store({w}, value, mask=mask), atomics ml.atomic_add({w}, value); other"
@@ -69,3 +76,48 @@ def shift_guard(x: str, op: str, s: str, d, negative: bool) -> str:
           f" ({'0 there, as jnp gives' if jnp_zero else 'or the value you want there'})")
 
 
+
+
+def pointer_step_hint(name, off, base, rank) -> str:
+  """What Triton's `ptrs += BLOCK_K * stride` (or `x_ptr + row * stride`) becomes: a window of the
+  array (`base`, the parameter or buffer the ref `name` views) indexed anew from the loop counter
+  or program id."""
+  lead = ", ".join([":"] * (rank - 1))
+  w = f"{base}.at[{lead + ', ' if lead else ''}ml.ds(k * BLOCK, BLOCK)]"
+  return (f"index the window each step needs instead of moving {name}: {w} in the loop over k (Triton's"
+          f" ptrs += BLOCK * stride), {base}.at[i] for row i (x_ptr + i * stride); to add to {name}'s values,"
+          f" read it first: {name}[...] + {off}")
+
+
+def not_a_ref_hint(cx, ref, what, mask, other, value) -> str:
+  """The hint for ml.load / ml.store given no ref: Triton's `tl.load(x_ptr + offs, mask=m)` written
+  `ml.load(x.at[offs], mask=m)` (a ref indexed by tensors: a gather or a scatter), or a value
+  already read into registers; in the user's names."""
+  from .base import is_tensor
+  from .gather import IndexedRef
+  m = cx.named(mask, "mask") if mask is not None else None
+  o = cx.named(other, "0.0") if not isinstance(other, (int, float)) or isinstance(other, bool) else repr(other)
+  v = cx.named(value, "value")
+  if isinstance(ref, IndexedRef):
+    x = ref.ref.name or "x"
+    items = ref.index if isinstance(ref.index, tuple) else (ref.index,)
+    ids = ", ".join(cx.named(i, "ids") if is_tensor(i) else ":" if isinstance(i, slice) else str(i) for i in items)
+    one = len(items) == 1 and is_tensor(items[0]) and len(items[0].type.shape) == 1
+    n = items[0].type.shape[0] if one else "n"
+    w = f"{x}.at[ml.ds(start, {n})]" if one else f"{x}.at[...]"
+    window = f"for offsets start + ml.arange({n}), take the window they cover: "
+    if what == "ml.load":
+      if m is None:
+        return f"{x}[{ids}] reads them (a gather): write {x}[{ids}], without ml.load"
+      return (f"{window}{w}.load(mask={m}, other={o}); other offsets are a gather and a select, ml.where({m},"
+              f" {x}[{ids}], {o}) (a gather clamps each index into {x}, so it never reads outside it)")
+    masked = f", mask={m}" if m is not None else ""
+    return (f"{window}ml.store({w}, {v}{masked}); a store at other offsets is a scatter, which kernels make"
+            f" atomically only: ml.atomic_add({x}.at[{ids}], {v}) into an output that starts at 0")
+  if is_tensor(ref):
+    r = cx.named(ref, "v")
+    if what == "ml.load":
+      return (f"{r} is already in registers (reading a ref gives register values): use it as it is"
+              + (f", or select with the mask, ml.where({m}, {r}, {o})" if m is not None else ""))
+    return f"store into a ref (or a window of one, out.at[ml.ds(start, n)]): ml.store(out, {v}), not into {r}"
+  return f"{what}(x.at[ml.ds(i * 128, 128)], mask=m)"

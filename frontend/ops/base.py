@@ -95,10 +95,14 @@ class Builtin:
       refused = getattr(self.rule, "refused", ())     # taken only to be refused with a message of its own
       shown = self.__signature__.replace(
           parameters=[p for p in self.__signature__.parameters.values() if p.name not in refused])
-      meant = near_keyword(shown, kwargs)
+      meant = near_keyword(shown, kwargs) or next(((k, _ALIASES[k]) for k in kwargs if k in _ALIASES
+                                                   and k not in shown.parameters and _ALIASES[k] in shown.parameters), None)
+      dropped = [k for k in kwargs if k in _CACHE_HINTS and k not in shown.parameters]
       pair = self.__name__ in ("max", "min") and "return_indices" in kwargs    # Triton's tl.max(..., return_indices=True)
       raise E.KernelTypeError(f"ml.{self.__name__}: {e}", cx.loc,
                               hint=(f"write {meant[1]}= for {meant[0]}=: " if meant else "")
+                              + (f"drop {'= and '.join(dropped)}= (Triton's memory hints; kernels take none): "
+                                 if dropped else "")
                               + jnp_keyword_hint(cx, self.__name__, self.__signature__, args, kwargs)
                               + (f"the indices are ml.arg{self.__name__}(x, axis), the values " if pair else "")
                               + f"ml.{self.__name__}{shown}") from None
@@ -107,6 +111,9 @@ class Builtin:
     bound = self.bind(cx, args, kwargs)
     return self.rule(cx, *bound.args, **bound.kwargs)
 
+
+_ALIASES = {"dim": "axis", "keepdim": "keepdims", "input": "x"}     # torch's (and Triton's) keywords
+_CACHE_HINTS = ("eviction_policy", "cache_modifier", "volatile", "boundary_check", "padding_option")
 
 _IDENTITY = {"sum": "0", "mean": "0", "max": "float('-inf')", "min": "float('inf')", "any": "False", "all": "True",
              "argmax": "float('-inf')", "argmin": "float('inf')", "cumsum": "0", "cumprod": "1",

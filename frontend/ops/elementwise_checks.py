@@ -46,31 +46,33 @@ def python_int_range(d):
 def _check_pointer_arithmetic(cx, a, b):
   """Triton's `x_ptr + offsets`: a ref plus a tensor of integer offsets. Refs are not
   pointers; a window of one is what Triton's offsets describe."""
-  from .base import is_tensor
+  from .base import is_tensor, is_scalar
   ref, off = (a, b) if is_ref(a) else (b, a)
-  if not is_ref(ref):
-    return
-  name = ref.name or "x"
-  if is_value(off) and not is_tensor(off) and isinstance(resolve(off.type.dtype), DType) and resolve(
-      off.type.dtype).is_int:        # x_ptr + row * stride (a run-time scalar: x + 1 is x's values plus 1)
-    raise E.KernelTypeError(
-        f"+ works on register values, got {name} ({ref.type.space} ref) plus an integer offset: a ref is"
-        f" not a pointer, so offsets are not added to it", cx.loc,
-        hint=(f"index the ref where Triton adds offsets: a row, {name}.at[row] (for {name} + row * stride); a"
-              f" block, {name}.at[row, ml.ds(start, n)].load(mask=mask, other=0.0) (for ... + start + ml.arange(n));"
-              f" one element, {name}[row, i]" if len(ref.type.shape) >= 2 else
-              f"index the ref where Triton adds offsets: a block, {name}.at[ml.ds(start, n)].load(mask=mask,"
-              f" other=0.0) (for {name} + start + ml.arange(n)); one element, {name}[i]")
-             + f"; to add to {name}'s values, read it first: {name}[...] + ...")
-  if not is_tensor(off):
+  if is_ref(ref) and is_scalar(off) and getattr(resolve(off.type.dtype), "is_int", False):
+    pointer_step(cx, ref, cx.named(off, "n"))     # Triton's x_ptr + pid * stride (a Python int: a ref read as a value)
+  if not (is_ref(ref) and is_tensor(off)):
     return
   d = resolve(off.type.dtype)
   if not (isinstance(d, DType) and d.is_int):
     return
+  name = ref.name or "x"
   raise E.KernelTypeError(
       f"+ works on register values, got {name} ({ref.type.space} ref) plus integer offsets: a ref is"
       f" not a pointer, so offsets are not added to it", cx.loc,
       hint=pointer_hint(name, off))
+
+
+def pointer_step(cx, ref, off: str, loc=None, op="+"):
+  """Triton's `x_ptr + row * stride` or `ptrs += BLOCK_K * stride`: a ref moved by an integer."""
+  from .arith_hints import pointer_step_hint
+  from .memory import root
+  name = ref.name or "x"
+  base = root(cx.b, ref)
+  raise E.KernelTypeError(
+      f"{op} works on register values, got {name} ({ref.type.space} ref) {'plus' if op == '+' else 'minus'} the"
+      f" offset {off}: a ref is not a pointer,"
+      f" so it does not move by an offset", loc or cx.loc,
+      hint=pointer_step_hint(name, off, base.name or name, len(base.type.shape)))
 
 
 def _convert_hint(names, da, db, what=None) -> str:
@@ -82,6 +84,9 @@ def _convert_hint(names, da, db, what=None) -> str:
     return (f"convert the shift amount to the shifted value's dtype, {names[0]} {what}"
             f" {method_on(names[1])}.astype(jnp.{dtype_name(da)}): the result keeps {names[0]}'s dtype, and an"
             f" amount from 0 to {da.bits - 1} is the same number in either")
+  if isinstance(da, DType) and isinstance(db, DType) and da.is_int and db.is_int and DType.i64 in (da, db):
+    # (jnp_result reads an int64 as a scalar's, int32 without x64: it would narrow the int64 side)
+    return f"convert one side explicitly, e.g. {method_on(names[0] if db == DType.i64 else names[1])}.astype(jnp.int64)"
   want = jnp_result(da, db) if isinstance(da, DType) and isinstance(db, DType) else None
   if what in ("&", "|", "^") and want is None and DType.u32 in (da, db) and all(
       isinstance(d, DType) and d.is_int for d in (da, db)):
