@@ -284,6 +284,8 @@ def check_count(pk, n_in: int, bounds: tuple[int, int], name: str, loc, *, outpu
     hint = (f"if {', '.join(outputs_too)} {'is an output' if len(outputs_too) == 1 else 'are outputs'} too, describe"
             f" {plural(len(refs) - n_in, 'output')} in out_shape (a tuple of jax.ShapeDtypeStruct, one per"
             f" output parameter: {', '.join(refs[n_in:])}); otherwise pass every input. " + hint)
+  from .triton_names import strides_hint
+  hint = strides_hint(refs, args[lo:] if lo == hi else (), hint)
   raise E.SignatureError(cap(msg), loc, hint=hint)
 
 

@@ -147,6 +147,24 @@ def name_hint(e: Exception) -> str | None:
           f" out_shape= callables)")
 
 
+# ---------------------------------------------------------------- strides and sizes passed
+def strides_hint(refs, extra, hint: str) -> str:
+  """The hint of a call whose count of inputs is off, where Triton's habit explains it: parameters
+  named for strides (stride_xm), or Python numbers passed past the inputs (x.stride(0), n_elements)."""
+  import numbers
+  strides = [r for r in refs if r.startswith("stride") or r.endswith("_stride")]
+  numbers_given = bool(extra) and all(isinstance(a, numbers.Number) and not isinstance(a, bool) for a in extra)
+  if not strides and not numbers_given:
+    return hint
+  lead = (f"{', '.join(strides)} {'is' if len(strides) == 1 else 'are'} Triton's strides, which kernels do not take"
+          if strides else f"the extra argument{'s' if len(extra) > 1 else ''} ({', '.join(map(repr, extra))}) "
+          f"{'are Python numbers' if len(extra) > 1 else 'is a Python number'}, not arrays")
+  return (f"{lead}: refs are indexed by dimension (x.at[r, ml.ds(c, n)] is row r's columns c to c + n), and a"
+          f" ref's sizes are x.shape[0], ... (Python ints in the kernel); drop such parameters, or make a number the"
+          f" kernel needs a keyword-only constexpr (*, n: ml.constexpr, passed by keyword) or an ml.scalar"
+          f" parameter (n: ml.scalar, one compile for every value). Otherwise: {hint}")
+
+
 # ---------------------------------------------------------------- autotune configs
 _LAUNCH = {
     "num_warps": "threads per CTA are the decorator's block= (a multiple of 128: num_warps=4 is block=128),"

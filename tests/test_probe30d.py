@@ -320,3 +320,21 @@ def test_tritons_element_ty_and_expand_dims_say_what_to_write():
   expect(expand_dims, [S((64, 128), F32)], mg.UnknownNameError, "ml.expand_dims",
          "ml has no attribute 'expand_dims'",
          hint="no ml.expand_dims: insert the axis by indexing, v[:, None] (NumPy's None)")
+
+
+# ---------------------------------------------------------------- torch-like strides passed
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 64,))
+def with_strides(x, out, stride_xm, stride_xn):
+  pid = ml.program_id(0)
+  out.at[ml.ds(pid * 64, 64)][...] = x.at[ml.ds(pid * 64, 64)][...]
+
+
+def test_strides_passed_as_in_triton_are_named_as_such():
+  """The hint asked whether out and stride_xm were outputs (or inputs) of the kernel."""
+  x = jnp.ones((256, 128), F32)
+  for call in (lambda: with_strides.check(S((256, 128), F32)), lambda: with_strides(x, 128, 1, interpret=True)):
+    with pytest.raises(mg.SignatureError) as info:
+      call()
+    assert info.value.hint.startswith(
+        "stride_xm, stride_xn are Triton's strides, which kernels do not take: refs are indexed by dimension"
+        " (x.at[r, ml.ds(c, n)] is row r's columns c to c + n)")
