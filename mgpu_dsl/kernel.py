@@ -15,6 +15,7 @@ import numpy as np
 
 from . import cache as C
 from . import calling
+from .triton_names import in_user_alias
 from . import deps as D
 from . import dump
 from . import wrap
@@ -36,6 +37,7 @@ def _user_errors(fn):
     try:
       return fn(*args, **kwargs)
     except E.KernelError as e:
+      in_user_alias(e, getattr(getattr(args[0] if args else None, "fn", None), "__globals__", None))
       # An InternalError keeps its cause: the Mosaic GPU traceback is what a bug report needs.
       raise e.with_traceback(None) from (e.__cause__ if isinstance(e, E.InternalError) else None)
   return wrapper
@@ -511,19 +513,10 @@ class KernelFunction:
   @_user_errors
   def __getitem__(self, grid):
     """`kernel[grid](...)`, Triton's launch: the grid belongs to the decorator here."""
-    name = self.fn.__name__
-    loc = _statement_loc(caller_loc())
-    from .triton_names import launch_grid_text
+    from .triton_names import launch_error
     pk = self.parsed
-    shown = launch_grid_text(loc, grid, pk.ref_params[:max(0, self._input_bounds(pk)[1])], pk.constexpr_params)
-    raise E.SignatureError(
-        f"{name}[{shown if not callable(grid) else 'lambda ...'}]: an mgpu_dsl kernel takes no grid at the call"
-        f" (Triton's kernel[grid](...)); its grid is the decorator's grid= (a tuple, or a callable of the inputs"
-        f" and constexprs), and a call returns the outputs", loc,
-        hint=f"declare it on the decorator, @mg.mgpu_kernel(out_shape=..., grid={shown})"
-             + ("" if callable(grid) else " (or a callable, grid=lambda x, **kw: (x.shape[0] // 128,))")
-             + f", and call {name}(inputs...): outputs are"
-             f" returned, not passed")
+    raise launch_error(self.fn.__name__, grid, _statement_loc(caller_loc()),
+                       pk.ref_params[:max(0, self._input_bounds(pk)[1])], pk.constexpr_params)
 
   @_user_errors
   def __call__(self, *args: Any, interpret: bool | None = None, **constexprs: Any) -> Any:

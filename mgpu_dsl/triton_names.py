@@ -147,6 +147,39 @@ def name_hint(e: Exception) -> str | None:
           f" out_shape= callables)")
 
 
+def launch_error(name, grid, loc, inputs, constexprs) -> E.SignatureError:
+  """`kernel[grid](...)`, Triton's launch: the grid belongs to the decorator here."""
+  shown = launch_grid_text(loc, grid, inputs, constexprs)
+  return E.SignatureError(
+      f"{name}[{shown if not callable(grid) else 'lambda ...'}]: an mgpu_dsl kernel takes no grid at the call"
+      f" (Triton's kernel[grid](...)); its grid is the decorator's grid= (a tuple, or a callable of the inputs"
+      f" and constexprs), and a call returns the outputs", loc,
+      hint=f"declare it on the decorator, @mg.mgpu_kernel(out_shape=..., grid={shown})"
+           + ("" if callable(grid) else " (or a callable, grid=lambda x, **kw: (x.shape[0] // 128,))")
+           + f", and call {name}(inputs...): outputs are returned, not passed")
+
+
+# ---------------------------------------------------------------- the user's name for ml
+_ML = re.compile(r"(?<![\w./\\])ml\.(?=\w)(?!py\b)")     # (not a file, html.escape or ml.py)
+
+
+def in_user_alias(e: E.KernelError, scope) -> None:
+  """Messages and hints say `ml.` for the language; a kernel whose module imports it under another
+  name only (Triton's habit: from mgpu_dsl import language as tl) reads them in that name."""
+  if not isinstance(scope, dict) or "ml" in scope:
+    return
+  from . import language
+  names = [k for k, v in scope.items() if v is language and k.isidentifier()]
+  if len(names) != 1:
+    return
+  alias = names[0]
+  article = "an " if alias[0] in "aeiou" else "a "
+  rename = lambda t: _ML.sub(alias + ".", re.sub(r"\ban (?=ml\.\w)", article, t)) if t else t
+  for err in getattr(e, "errors", [e]):
+    if getattr(err, "_alias", None) != alias:
+      err.message, err.hint, err._alias = rename(err.message), rename(err.hint), alias
+
+
 # ---------------------------------------------------------------- strides and sizes passed
 def strides_hint(refs, extra, hint: str) -> str:
   """The hint of a call whose count of inputs is off, where Triton's habit explains it: parameters

@@ -338,3 +338,19 @@ def test_strides_passed_as_in_triton_are_named_as_such():
     assert info.value.hint.startswith(
         "stride_xm, stride_xn are Triton's strides, which kernels do not take: refs are indexed by dimension"
         " (x.at[r, ml.ds(c, n)] is row r's columns c to c + n)")
+
+
+# ---------------------------------------------------------------- from mgpu_dsl import language as tl
+def test_messages_name_the_language_as_the_kernels_module_imports_it():
+  """A module importing the language as `tl` read `ml.range takes no keyword 'num_stages'` for
+  its own `tl.range(0, 4, num_stages=2)`."""
+  import probe30d_tl_alias as k
+  with pytest.raises(mg.KernelTypeError) as info:
+    k.staged_range.check(S((512,), F32))
+  e = info.value
+  assert e.message == "tl.range takes no keyword 'num_stages'"
+  assert e.hint.startswith("write stages= (Triton's num_stages is tl.range's stages): tl.range(start, stop, step,")
+  with pytest.raises(mg.KernelTypeError) as info:
+    jax.jit(k.seed_ref)(jnp.ones((128,), F32), jnp.zeros((), jnp.int32))
+  assert info.value.hint.startswith("pass the seed as a tl.scalar parameter (seed: tl.scalar)")
+  assert "ml." not in info.value.hint
