@@ -227,7 +227,7 @@ def check_count(pk, n_in: int, bounds: tuple[int, int], name: str, loc, *, outpu
     return
   _not_a_method(pk.ref_params, name, loc)      # M().forward(x): self is no array, and the count is off
   extra = list(args[hi:]) if lo == hi and args and len(args) == n_in > hi else []
-  if extra and pk.constexpr_params and not any(is_array_like(a) for a in extra):
+  if extra and [c for c in pk.constexpr_params if c not in constexprs] and not any(is_array_like(a) for a in extra):
     given = ", ".join(describe(a) for a in extra)
     s = "s" if len(extra) > 1 else ""
     raise E.SignatureError(
@@ -285,7 +285,7 @@ def check_count(pk, n_in: int, bounds: tuple[int, int], name: str, loc, *, outpu
             f" {plural(len(refs) - n_in, 'output')} in out_shape (a tuple of jax.ShapeDtypeStruct, one per"
             f" output parameter: {', '.join(refs[n_in:])}); otherwise pass every input. " + hint)
   from .triton_names import strides_hint
-  hint = strides_hint(refs, args[lo:] if lo == hi else (), hint)
+  hint = strides_hint(refs, args[lo:] if lo == hi else (), hint, name, lo)
   raise E.SignatureError(cap(msg), loc, hint=hint)
 
 

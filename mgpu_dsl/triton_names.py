@@ -181,21 +181,32 @@ def in_user_alias(e: E.KernelError, scope) -> None:
 
 
 # ---------------------------------------------------------------- strides and sizes passed
-def strides_hint(refs, extra, hint: str) -> str:
+_SIZE = re.compile(r"^(n|N|M|K|L|[nN]_\w+|num_\w+|\w*size\w*|\w*numel\w*|\w*_len|len_\w+)$")
+
+
+def strides_hint(refs, extra, hint: str, name="k", lo=0) -> str:
   """The hint of a call whose count of inputs is off, where Triton's habit explains it: parameters
-  named for strides (stride_xm), or Python numbers passed past the inputs (x.stride(0), n_elements)."""
+  named for strides (stride_xm), Python numbers passed past the inputs (x.stride(0), n_elements),
+  preallocated outputs passed with them (`add(x, y, out, n)`)."""
   import numbers
   strides = [r for r in refs if r.startswith("stride") or r.endswith("_stride")]
-  numbers_given = bool(extra) and all(isinstance(a, numbers.Number) and not isinstance(a, bool) for a in extra)
-  if not strides and not numbers_given:
+  nums = [a for a in extra if isinstance(a, numbers.Number) and not isinstance(a, bool)]
+  arrays = [a for a in extra if hasattr(a, "shape") and hasattr(a, "dtype")]
+  if not strides and not nums:
     return hint
-  lead = (f"{', '.join(strides)} {'is' if len(strides) == 1 else 'are'} Triton's strides, which kernels do not take"
-          if strides else f"the extra argument{'s' if len(extra) > 1 else ''} ({', '.join(map(repr, extra))}) "
-          f"{'are Python numbers' if len(extra) > 1 else 'is a Python number'}, not arrays")
-  return (f"{lead}: refs are indexed by dimension (x.at[r, ml.ds(c, n)] is row r's columns c to c + n), and a"
-          f" ref's sizes are x.shape[0], ... (Python ints in the kernel); drop such parameters, or make a number the"
-          f" kernel needs a keyword-only constexpr (*, n: ml.constexpr, passed by keyword) or an ml.scalar"
-          f" parameter (n: ml.scalar, one compile for every value). Otherwise: {hint}")
+  if strides:
+    lead = f"{', '.join(strides)} {'is' if len(strides) == 1 else 'are'} Triton's strides, which kernels do not take"
+  else:
+    lead = (f"{', '.join(map(repr, nums))} {'are Python numbers' if len(nums) > 1 else 'is a Python number'}, not"
+            f" {'arrays' if len(nums) > 1 else 'an array'}")
+  sizes = [r for r in refs if _SIZE.match(r) and r not in strides]
+  n = sizes[0] if sizes else "n"
+  outs = (f"; and outputs are returned, not passed: call {name} with its {lo} input{'s' if lo != 1 else ''} only"
+          if arrays and nums and lo else "")
+  return (f"{lead}: refs are indexed by dimension (x.at[r, ml.ds(c, n)] is row r's columns c to c + n) and know"
+          f" their sizes (x.shape[0], a Python int in the kernel), so drop such parameters; a number the kernel"
+          f" needs is an ml.scalar input ({n}: ml.scalar, before the outputs: one compile for every value) or a"
+          f" keyword-only constexpr (*, {n}: ml.constexpr, passed by keyword){outs}. Otherwise: {hint}")
 
 
 # ---------------------------------------------------------------- autotune configs

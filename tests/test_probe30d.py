@@ -354,3 +354,39 @@ def test_messages_name_the_language_as_the_kernels_module_imports_it():
     jax.jit(k.seed_ref)(jnp.ones((128,), F32), jnp.zeros((), jnp.int32))
   assert info.value.hint.startswith("pass the seed as a tl.scalar parameter (seed: tl.scalar)")
   assert "ml." not in info.value.hint
+
+
+# ---------------------------------------------------------------- the tutorial's vector add, called as in Triton
+@mg.mgpu_kernel(out_shape=lambda x, y: x, grid=lambda x, y: (ml.cdiv(x.shape[0], 1024),))
+def add_kernel(x_ptr, y_ptr, output_ptr, n_elements, BLOCK_SIZE: ml.constexpr):
+  pid = ml.program_id(axis=0)
+  offsets = pid * BLOCK_SIZE + ml.arange(0, BLOCK_SIZE)
+  ml.store(output_ptr.at[ml.ds(pid * BLOCK_SIZE, BLOCK_SIZE)], offsets.astype(F32), mask=offsets < n_elements)
+
+
+def test_tritons_add_called_with_its_output_and_size_says_both():
+  """add_kernel(x, y, x.size, BLOCK_SIZE=1024) was hinted `pass it by keyword: add_kernel(..., )`
+  (every constexpr was given already); with `out` passed too, the hint was the generic rule."""
+  x = jnp.ones((4096,), F32)
+  with pytest.raises(mg.SignatureError) as info:
+    add_kernel(x, x, x.size, BLOCK_SIZE=1024, interpret=True)
+  e = info.value
+  assert e.message == ("add_kernel takes 2 inputs (x_ptr, y_ptr), then 2 outputs (output_ptr, n_elements), but was"
+                       " called with 3 inputs")
+  assert e.hint.startswith("4096 is a Python number, not an array: refs are indexed by dimension")
+  assert "(n_elements: ml.scalar, before the outputs" in e.hint and "add_kernel(..., )" not in e.hint
+  with pytest.raises(mg.SignatureError) as info:
+    add_kernel(x, x, jnp.empty_like(x), x.size, BLOCK_SIZE=1024, interpret=True)
+  assert "outputs are returned, not passed: call add_kernel with its 2 inputs only" in info.value.hint
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def arange_step(x, out):
+  out[...] = x[...] + ml.arange(0, 256, 2).astype(F32)
+
+
+def test_arange_with_a_step_says_it_takes_none():
+  """It was 'ml.arange needs a dtype such as jnp.float32, got 2'."""
+  expect(arange_step, [S((128,), F32)], mg.KernelTypeError, "ml.arange(0, 256, 2)",
+         "ml.arange takes no step (its third argument is a dtype), got 2",
+         hint="scale a unit range: ml.arange(128) * 2 is 0, 2, ... below 256")

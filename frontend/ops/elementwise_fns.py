@@ -74,6 +74,11 @@ def arange(cx, n, stop=None, dtype=None):
       raise E.KernelTypeError(f"ml.arange: two dtypes, {stop!r} and dtype={dtype!r}", cx.loc,
                               hint="ml.arange(n, dtype=...) or ml.arange(start, stop, dtype=...)")
     stop, dtype = None, stop                    # ml.arange(n, jnp.float32)
+  if stop is not None and is_int(n) and is_int(stop) and is_int(dtype) and dtype > 0:   # jnp's step
+    count = -(-(stop - n) // dtype)
+    scaled = f"ml.arange({count}) * {dtype}" if n == 0 else f"{n} + ml.arange({count}) * {dtype}"
+    raise E.KernelTypeError(f"ml.arange takes no step (its third argument is a dtype), got {dtype}", cx.loc,
+                            hint=f"scale a unit range: {scaled} is {n}, {n + dtype}, ... below {stop}")
   if stop is not None and is_int(n):
     start = n                                   # tl.arange(start, stop)
     if stop <= start:
