@@ -28,7 +28,7 @@ from .cluster_checks import check_clusters
 from .absint import UNKNOWN, GridEval, Window, known_multiple, loop_counters
 from .coverage import Boxes, describe, unique_rows
 from .mask_boxes import kept_boxes, store_mask
-from .memory_errors import (_root, _with_lone_axis_note, grid_rank, masked_store_words, uncovered_error,
+from .memory_errors import (_root, check_input_writes, _with_lone_axis_note, grid_rank, masked_store_words, uncovered_error,
                             uninitialized_read)
 from .ir import Access as A
 from .ops.access import MaskedLoad, MaskedStore, ScalarRead
@@ -198,34 +198,6 @@ def _plain_write(acc) -> bool:
   o = acc.op
   return (acc.kind in (A.REG_WRITE, A.TMA_WRITE) and not isinstance(o, MASKED + (AtomicUpdate,))
           and getattr(o, "reduce", None) is None)
-
-
-def check_input_writes(kernel, defs) -> list:
-  inputs = {p.value.id: k for k, p in enumerate(kernel.inputs)}
-  out = []
-  for o in ir.walk(kernel.body):
-    for ref, kind in ir.traits_of(o).effects(o):
-      if ref is None or kind in READS:
-        continue
-      root = _root(defs, ref)
-      k = inputs.get(root.id)
-      if k is None or k in kernel.aliases or any(e.loc == o.loc for e in out):
-        continue
-      same = [j for j, p in enumerate(kernel.outputs) if p.value.type == root.type]
-      n_out = len(kernel.outputs)
-      alias = (f"alias it to an output of its shape and dtype: @mgpu_kernel(..., input_output_aliases={{{k}:"
-               f" {same[0]}}})" if same else
-               f"add an output of its shape and dtype (out_shape gives {n_out + 1} outputs, the last like"
-               f" {root.name}) and alias it: input_output_aliases={{{k}: {n_out}}}")
-      hint = f"write the result into an output; to update {root.name} in place, {alias}"
-      if isinstance(o, Copy) and o.reduce is None and o.src.type.space == Space.SMEM:   # ml.copy(buf, x): swapped?
-        src, dst = o.src.name or "buf", o.dst.name or root.name
-        hint = (f"ml.copy(src, dst) copies its first argument into its second: to fill {src} from {root.name},"
-                f" swap them, ml.copy({dst}, {src}); else {hint}")
-      out.append(E.InputWriteError(
-          f"cannot write into {root.name}: it is an input of the kernel, and inputs are read-only"
-          f" (JAX arrays are immutable)", o.loc, hint=hint))
-  return out
 
 
 class _Memory:

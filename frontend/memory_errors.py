@@ -14,7 +14,8 @@ from .coverage import describe
 from .ir import Access as A
 from .loc import call_at
 from .ops.access import MaskedStore
-from .ops.memory import View
+from .ops.memory import Copy, View
+from .types import Space
 
 READS = (A.REG_READ, A.TMA_READ, A.MMA_READ)
 
@@ -190,3 +191,55 @@ def grid_rank(kernel) -> int:
   from .ops.control import ProgramId
   return max([_rank(kernel.own_grid)] + [o.axis + 1 for o in ir.walk(kernel.body) if isinstance(o, ProgramId)
                              and o.axis != kernel.batch_axis])
+
+
+# ---------------------------------------------------------------- writes into inputs
+def _output_first_hint(kernel, defs, written) -> str | None:
+  """Triton's parameter order (output first: `def softmax(output_ptr, input_ptr, ...)`): an input is
+  written while an output is never written, so the outputs are the last parameters by position but
+  not by use. The hint gives the order that makes the written ones the outputs."""
+  writes = set()
+  for o in ir.walk(kernel.body):
+    for ref, kind in ir.traits_of(o).effects(o):
+      if ref is not None and kind not in READS:
+        writes.add(_root(defs, ref).id)
+  outs = [p for k, p in enumerate(kernel.outputs) if p.value.id not in writes
+          and k not in kernel.aliases.values() and p.value.id not in kernel.accumulated]
+  if not outs:
+    return None
+  ins = [p.value for p in kernel.inputs]
+  order = ([v for v in ins if v.id not in writes] + [p.value for p in outs]
+           + [v for v in ins if v.id in writes] + [p.value for p in kernel.outputs if p.value.id in writes])
+  unwritten = ", ".join(p.value.name for p in outs)
+  return (f"parameters are the inputs, then the outputs (Triton kernels often take their output first), and"
+          f" this kernel writes {written.name} but never {unwritten}: list the outputs last, in out_shape's order,"
+          f" def {kernel.name}({', '.join(v.name for v in order)}, ...) (the call passes the inputs only)")
+
+
+def check_input_writes(kernel, defs) -> list:
+  inputs = {p.value.id: k for k, p in enumerate(kernel.inputs)}
+  out = []
+  for o in ir.walk(kernel.body):
+    for ref, kind in ir.traits_of(o).effects(o):
+      if ref is None or kind in READS:
+        continue
+      root = _root(defs, ref)
+      k = inputs.get(root.id)
+      if k is None or k in kernel.aliases or any(e.loc == o.loc for e in out):
+        continue
+      same = [j for j, p in enumerate(kernel.outputs) if p.value.type == root.type]
+      n_out = len(kernel.outputs)
+      alias = (f"alias it to an output of its shape and dtype: @mgpu_kernel(..., input_output_aliases={{{k}:"
+               f" {same[0]}}})" if same else
+               f"add an output of its shape and dtype (out_shape gives {n_out + 1} outputs, the last like"
+               f" {root.name}) and alias it: input_output_aliases={{{k}: {n_out}}}")
+      hint = f"write the result into an output; to update {root.name} in place, {alias}"
+      hint = _output_first_hint(kernel, defs, root) or hint
+      if isinstance(o, Copy) and o.reduce is None and o.src.type.space == Space.SMEM:   # ml.copy(buf, x): swapped?
+        src, dst = o.src.name or "buf", o.dst.name or root.name
+        hint = (f"ml.copy(src, dst) copies its first argument into its second: to fill {src} from {root.name},"
+                f" swap them, ml.copy({dst}, {src}); else {hint}")
+      out.append(E.InputWriteError(
+          f"cannot write into {root.name}: it is an input of the kernel, and inputs are read-only"
+          f" (JAX arrays are immutable)", o.loc, hint=hint))
+  return out

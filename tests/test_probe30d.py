@@ -390,3 +390,35 @@ def test_arange_with_a_step_says_it_takes_none():
   expect(arange_step, [S((128,), F32)], mg.KernelTypeError, "ml.arange(0, 256, 2)",
          "ml.arange takes no step (its third argument is a dtype), got 2",
          hint="scale a unit range: ml.arange(128) * 2 is 0, 2, ... below 256")
+
+
+# ---------------------------------------------------------------- Triton's output-first parameter order
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0],))
+def softmax_output_first(output_ptr, input_ptr, BLOCK_SIZE: ml.constexpr = 1024):
+  row_idx = ml.program_id(0)
+  mask = ml.arange(0, BLOCK_SIZE) < input_ptr.shape[1]
+  row = input_ptr.at[row_idx, ml.ds(0, BLOCK_SIZE)].load(mask=mask, other=-float("inf"))
+  numerator = ml.exp(row - ml.max(row, axis=0))
+  output_ptr.at[row_idx, ml.ds(0, BLOCK_SIZE)].store(numerator / ml.sum(numerator, axis=0), mask=mask)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0],))
+def softmax_output_last(input_ptr, output_ptr, BLOCK_SIZE: ml.constexpr = 1024):
+  row_idx = ml.program_id(0)
+  mask = ml.arange(0, BLOCK_SIZE) < input_ptr.shape[1]
+  row = input_ptr.at[row_idx, ml.ds(0, BLOCK_SIZE)].load(mask=mask, other=-float("inf"))
+  numerator = ml.exp(row - ml.max(row, axis=0))
+  output_ptr.at[row_idx, ml.ds(0, BLOCK_SIZE)].store(numerator / ml.sum(numerator, axis=0), mask=mask)
+
+
+def test_tritons_output_first_order_is_named_in_the_input_write_error():
+  """The hint was to alias output_ptr to an output (input_output_aliases={0: 0}), which leaves the
+  real output, input_ptr by position, never written."""
+  expect(softmax_output_first, [S((8, 1000), F32)], mg.InputWriteError, "output_ptr.at[row_idx",
+         "cannot write into output_ptr: it is an input of the kernel, and inputs are read-only (JAX arrays are"
+         " immutable)",
+         hint="parameters are the inputs, then the outputs (Triton kernels often take their output first), and this"
+              " kernel writes output_ptr but never input_ptr: list the outputs last, in out_shape's order, def"
+              " softmax_output_first(input_ptr, output_ptr, ...) (the call passes the inputs only)")
+  x = jax.random.normal(jax.random.key(0), (8, 1000), F32)
+  assert jnp.abs(softmax_output_last(x, interpret=True) - jax.nn.softmax(x, -1)).max() < 1e-6
