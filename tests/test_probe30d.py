@@ -422,3 +422,34 @@ def test_tritons_output_first_order_is_named_in_the_input_write_error():
               " softmax_output_first(input_ptr, output_ptr, ...) (the call passes the inputs only)")
   x = jax.random.normal(jax.random.key(0), (8, 1000), F32)
   assert jnp.abs(softmax_output_last(x, interpret=True) - jax.nn.softmax(x, -1)).max() < 1e-6
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((64, 64), F32), grid=(1,))
+def dot_trans_b(a, b, c):
+  a_s = ml.smem((64, 64), jnp.float16)
+  b_s = ml.smem((64, 64), jnp.float16)
+  ml.copy(a, a_s)
+  ml.copy(b, b_s)
+  c[...] = ml.dot(a_s, b_s, trans_b=True)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((64, 64), F32), grid=(1,))
+def dot_transposed_view(a, b, c):
+  a_s = ml.smem((64, 64), jnp.float16)
+  b_s = ml.smem((64, 64), jnp.float16)
+  ml.copy(a, a_s)
+  ml.copy(b, b_s)
+  c[...] = ml.dot(a_s, b_s.T)
+
+
+def test_tl_dot_trans_b_names_the_transposed_view():
+  """Triton 2's trans_b=True got the signature alone."""
+  spec = [S((64, 64), jnp.float16)] * 2
+  expect(dot_trans_b, spec, mg.KernelTypeError, "ml.dot(a_s, b_s, trans_b=True)",
+         "ml.dot: got an unexpected keyword argument 'trans_b'",
+         hint="pass the transposed view instead of trans_b=: ml.dot(a_s, b_s.T) (no data moves); ml.dot(a, b,"
+              " acc=None, *, out_dtype=None, input_precision=None, allow_tf32=None, max_num_imprecise_acc=None)")
+  a = jax.random.normal(jax.random.key(0), (64, 64), jnp.float16)
+  b = jax.random.normal(jax.random.key(1), (64, 64), jnp.float16)
+  ref = jnp.dot(a, b.T, preferred_element_type=F32)
+  assert jnp.abs(dot_transposed_view(a, b, interpret=True) - ref).max() < 1e-2

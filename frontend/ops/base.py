@@ -98,10 +98,17 @@ class Builtin:
       meant = near_keyword(shown, kwargs) or next(((k, _ALIASES[k]) for k in kwargs if k in _ALIASES
                                                    and k not in shown.parameters and _ALIASES[k] in shown.parameters), None)
       dropped = [k for k in kwargs if k in _CACHE_HINTS and k not in shown.parameters]
+      trans = [k for k in ("trans_a", "trans_b") if kwargs.get(k) is True and self.__name__ == "dot"]
+      if trans:        # Triton 2's tl.dot(a, b, trans_b=True)
+        ops = [cx.named(v, n) for v, n in zip(list(args) + [None] * (2 - len(args)), ("a", "b", "acc"))]
+        ops = [o + ".T" if i < 2 and f"trans_{'ab'[i]}" in trans else o for i, o in enumerate(ops)]
+        meant = None
       pair = self.__name__ in ("max", "min") and "return_indices" in kwargs    # Triton's tl.max(..., return_indices=True)
       raise E.KernelTypeError(f"ml.{self.__name__}: {e}", cx.loc,
                               hint=(f"write {meant[1]}= for {meant[0]}=: " if meant else "")
-                              + (f"drop {'= and '.join(dropped)}= (Triton's memory hints; kernels take none): "
+                              + (f"pass the transposed view instead of {'= and '.join(trans)}=: ml.dot({', '.join(ops)})"
+                                 f" (no data moves); " if trans else
+                                 f"drop {'= and '.join(dropped)}= (Triton's memory hints; kernels take none): "
                                  if dropped else "")
                               + jnp_keyword_hint(cx, self.__name__, self.__signature__, args, kwargs)
                               + (f"the indices are ml.arg{self.__name__}(x, axis), the values " if pair else "")
