@@ -246,6 +246,7 @@ def test_tritons_pointer_increment_names_the_window_per_step():
              " does not move by an offset")
   assert e.hint.startswith("index the window each step needs instead of moving a_ptrs: a.at[:, ml.ds(k * BLOCK,"
                            " BLOCK)] in the loop over k")
+  assert e.hint.endswith("to add to a_ptrs's values, write through it: a_ptrs[...] += 64")
   e = expect(row_pointer, [S((8, 128), F32)], mg.KernelTypeError, "x + row * x.shape[1]",
              "+ works on register values, got x (GMEM ref) plus the offset row * x.shape[1]: a ref is not a"
              " pointer, so it does not move by an offset")

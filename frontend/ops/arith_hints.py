@@ -78,15 +78,15 @@ def shift_guard(x: str, op: str, s: str, d, negative: bool) -> str:
 
 
 
-def pointer_step_hint(name, off, base, rank) -> str:
+def pointer_step_hint(name, off, base, rank, aug="") -> str:
   """What Triton's `ptrs += BLOCK_K * stride` (or `x_ptr + row * stride`) becomes: a window of the
   array (`base`, the parameter or buffer the ref `name` views) indexed anew from the loop counter
   or program id."""
   lead = ", ".join([":"] * (rank - 1))
   w = f"{base}.at[{lead + ', ' if lead else ''}ml.ds(k * BLOCK, BLOCK)]"
   return (f"index the window each step needs instead of moving {name}: {w} in the loop over k (Triton's"
-          f" ptrs += BLOCK * stride), {base}.at[i] for row i (x_ptr + i * stride); to add to {name}'s values,"
-          f" read it first: {name}[...] + {off}")
+          f" ptrs += BLOCK * stride), {base}.at[i] for row i (x_ptr + i * stride); to add to {name}'s values, "
+          + (f"write through it: {name}[...] {aug} {off}" if aug else f"read it first: {name}[...] + {off}"))
 
 
 def not_a_ref_hint(cx, ref, what, mask, other, value) -> str:

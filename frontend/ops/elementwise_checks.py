@@ -72,7 +72,7 @@ def pointer_step(cx, ref, off: str, loc=None, op="+"):
       f"{op} works on register values, got {name} ({ref.type.space} ref) {'plus' if op == '+' else 'minus'} the"
       f" offset {off}: a ref is not a pointer,"
       f" so it does not move by an offset", loc or cx.loc,
-      hint=pointer_step_hint(name, off, base.name or name, len(base.type.shape)))
+      hint=pointer_step_hint(name, off, base.name or name, len(base.type.shape), op + "=" if loc is not None else ""))
 
 
 def _convert_hint(names, da, db, what=None) -> str:
