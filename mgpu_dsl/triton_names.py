@@ -1,7 +1,8 @@
-"""Triton's launch-side habits, outside the kernel body: `triton.jit`-style names looked up on
-`mg` or `ml` (`@mg.jit`, `mg.Config`, `ml.cdiv` is there), Triton's `grid=lambda meta: ...
-meta['BLOCK']` callables, and autotune configurations that name launch options. Each becomes a
-located KernelError naming the mgpu_dsl way."""
+"""Triton's habits outside the kernel body, each a located KernelError (or hint) naming the mgpu_dsl
+way: `triton.*` names looked up on `mg` or `ml` (`@mg.jit`, `mg.Config`, `mg.cdiv`), Triton's
+`grid=lambda meta: ... meta['BLOCK']` callables and `kernel[grid](...)` launches, strides and sizes
+passed as arguments, autotune configurations that name launch options; and messages in the name the
+kernel's module gives the language (`tl`)."""
 from __future__ import annotations
 
 import ast
@@ -14,15 +15,15 @@ _DECORATE = ("decorate the kernel with @mg.mgpu_kernel(out_shape=..., grid=...) 
 # Triton's top-level (triton.*) names, looked up on mg or ml, and what to write instead.
 TRITON = {
     "jit": _DECORATE,
-    "kernel": _DECORATE,
     "Config": ("a configuration is a dict of constexprs: @mg.autotune(configs=[dict(BLOCK=128), dict(BLOCK=256)]);"
                " launch options are not tuned per config (threads per CTA are the decorator's block=, a multiple of"
                " 128; pipelining is ml.range(n, stages=s) in the kernel)"),
     "heuristics": ("no heuristics decorator: compute the constexpr from the inputs at the call, k(x, BLOCK=...), or"
                    " in the kernel from the shapes (x.shape[0] is a Python int there)"),
     "next_power_of_2": "no mg.next_power_of_2: 1 << (n - 1).bit_length() is the next power of two of an int n >= 1",
-    "testing": "compare with numpy or jnp: np.testing.assert_allclose(np.asarray(y), ref, rtol=..., atol=...)",
-    "language": "the language is mgpu_dsl.language: from mgpu_dsl import language as ml",
+    "testing": ("no mg.testing: time a kernel with mg.bench(fn, *args) (GPU kernel time, as triton.testing.do_bench)"
+                " or mg.bench_wall, and compare results with np.testing.assert_allclose"),
+    "do_bench": "mg.bench(fn, *args) is the GPU kernel time of fn(*args), in seconds (mg.bench_wall: wall time)",
 }
 
 
