@@ -282,7 +282,7 @@ def test_foreign_keywords_name_the_keyword_to_write_or_drop():
          hint="write axis= for dim=: ml.sum(x, axis=None, keepdims=False, dtype=None)")
   expect(evict_last, [S((128,), F32)], mg.KernelTypeError, "x.at[ml.ds(0, 128)].load(",
          "ml.load: got an unexpected keyword argument 'eviction_policy'",
-         hint="drop eviction_policy= (Triton's memory hints; kernels take none): ml.load(ref, mask=None, other=0)")
+         hint="drop eviction_policy= (Triton's memory options; kernels take none): ml.load(ref, mask=None, other=0)")
 
 
 # ---------------------------------------------------------------- int64 offsets, element_ty, expand_dims
@@ -454,3 +454,16 @@ def test_tl_dot_trans_b_names_the_transposed_view():
   b = jax.random.normal(jax.random.key(1), (64, 64), jnp.float16)
   ref = jnp.dot(a, b.T, preferred_element_type=F32)
   assert jnp.abs(dot_transposed_view(a, b, interpret=True) - ref).max() < 1e-2
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((128,), F32), grid=(4,))
+def atomic_sem(x, out):
+  pid = ml.program_id(0)
+  ml.atomic_add(out, x.at[pid][...], sem="relaxed", scope="gpu")
+
+
+def test_atomic_ordering_keywords_are_to_be_dropped():
+  """Triton's sem= and scope= got the signature alone."""
+  expect(atomic_sem, [S((4, 128), F32)], mg.KernelTypeError, "ml.atomic_add(",
+         "ml.atomic_add: got an unexpected keyword argument 'sem'",
+         hint="drop sem= and scope= (Triton's memory options; kernels take none): ml.atomic_add(ref, value)")

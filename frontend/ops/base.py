@@ -108,7 +108,7 @@ class Builtin:
                               hint=(f"write {meant[1]}= for {meant[0]}=: " if meant else "")
                               + (f"pass the transposed view instead of {'= and '.join(trans)}=: ml.dot({', '.join(ops)})"
                                  f" (no data moves); " if trans else
-                                 f"drop {'= and '.join(dropped)}= (Triton's memory hints; kernels take none): "
+                                 f"drop {'= and '.join(dropped)}= (Triton's memory options; kernels take none): "
                                  if dropped else "")
                               + jnp_keyword_hint(cx, self.__name__, self.__signature__, args, kwargs)
                               + (f"the indices are ml.arg{self.__name__}(x, axis), the values " if pair else "")
@@ -120,7 +120,7 @@ class Builtin:
 
 
 _ALIASES = {"dim": "axis", "keepdim": "keepdims", "input": "x"}     # torch's (and Triton's) keywords
-_CACHE_HINTS = ("eviction_policy", "cache_modifier", "volatile", "boundary_check", "padding_option")
+_CACHE_HINTS = ("eviction_policy", "cache_modifier", "volatile", "boundary_check", "padding_option", "sem", "scope")
 
 _IDENTITY = {"sum": "0", "mean": "0", "max": "float('-inf')", "min": "float('inf')", "any": "False", "all": "True",
              "argmax": "float('-inf')", "argmin": "float('inf')", "cumsum": "0", "cumprod": "1",
