@@ -51,7 +51,7 @@ def test_triton_top_level_names_on_mg_and_ml_are_located_errors():
 
 @mg.mgpu_kernel(out_shape=lambda x: x)
 def mg_program_id(x, out):
-  i = mg.program_id(0)
+  _ = mg.program_id(0)
   out[...] = x[...]
 
 
