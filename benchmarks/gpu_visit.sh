@@ -15,6 +15,9 @@ step() {
     gputests)    python3 -u -m pytest -q -p no:cacheprovider -m gpu tests ;;
     # The whole GPU suite in six parallel shards (its time is mostly compilation): about 250 s.
     gpu_all)     python3 -u benchmarks/gpu_shards.py --shards 6 --timeout 430 ;;
+    # GPU vs interpret mode over about 1400 small kernels of register layouts (design note 61).
+    layouts)     python3 -u benchmarks/probe_layouts.py --jobs 15 ;;
+    layouts_quick) python3 -u benchmarks/probe_layouts.py --jobs 15 --quick ;;
     # The whole GPU suite takes more than 300 s: two halves, each fits a step's default limit.
     gputests_a)  python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_[a-l]*.py ;;
     gputests_b)  python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_[m-z]*.py ;;

@@ -198,15 +198,15 @@ def _output_first_hint(kernel, defs, written) -> str | None:
   """Triton's parameter order (output first: `def softmax(output_ptr, input_ptr, ...)`): an input is
   written while an output is never written, so the outputs are the last parameters by position but
   not by use. The hint gives the order that makes the written ones the outputs."""
-  writes = set()
+  writes, reads = set(), set()
   for o in ir.walk(kernel.body):
     for ref, kind in ir.traits_of(o).effects(o):
-      if ref is not None and kind not in READS:
-        writes.add(_root(defs, ref).id)
+      if ref is not None:
+        (reads if kind in READS else writes).add(_root(defs, ref).id)
   outs = [p for k, p in enumerate(kernel.outputs) if p.value.id not in writes
           and k not in kernel.aliases.values() and p.value.id not in kernel.accumulated]
-  if not outs:
-    return None
+  if not outs or not any(p.value.id in reads for p in outs):
+    return None     # an output neither written nor read: an update in place was meant (an alias)
   ins = [p.value for p in kernel.inputs]
   order = ([v for v in ins if v.id not in writes] + [p.value for p in outs]
            + [v for v in ins if v.id in writes] + [p.value for p in kernel.outputs if p.value.id in writes])

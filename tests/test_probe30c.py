@@ -159,7 +159,7 @@ def test_gpu_narrow_index_grid_matches_numpy(shape):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("w", [1, 2, 3])
+@pytest.mark.parametrize("w", [1, 2, 4])   # (64, 3) is 192 elements: no register layout holds it (MG204)
 def test_gpu_gather_by_a_narrow_broadcast_index_grid_matches_numpy(w):
   from test_probe24b import take_top2_flat
   p = jnp.arange(64 * 32, dtype=jnp.float32) * 0.5

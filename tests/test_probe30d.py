@@ -250,7 +250,7 @@ def test_tritons_pointer_increment_names_the_window_per_step():
   e = expect(row_pointer, [S((8, 128), F32)], mg.KernelTypeError, "x + row * x.shape[1]",
              "+ works on register values, got x (GMEM ref) plus the offset row * x.shape[1]: a ref is not a"
              " pointer, so it does not move by an offset")
-  assert "x.at[i] for row i" in e.hint
+  assert "a row, x.at[row] (for x_ptr + row * stride)" in e.hint
   e = expect(pointer_grid, [S((128, 64), F32)], mg.KernelTypeError, "a + (offs_m",
              "+ works on register values, got a (GMEM ref) plus integer offsets: a ref is not a pointer, so offsets"
              " are not added to it")

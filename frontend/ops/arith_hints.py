@@ -84,8 +84,17 @@ def pointer_step_hint(name, off, base, rank, aug="") -> str:
   or program id."""
   lead = ", ".join([":"] * (rank - 1))
   w = f"{base}.at[{lead + ', ' if lead else ''}ml.ds(k * BLOCK, BLOCK)]"
-  return (f"index the window each step needs instead of moving {name}: {w} in the loop over k (Triton's"
-          f" ptrs += BLOCK * stride), {base}.at[i] for row i (x_ptr + i * stride); to add to {name}'s values, "
+  if rank >= 2:
+    parts = [f"{w} in the loop over k (Triton's ptrs += BLOCK * stride)",
+             f"a row, {base}.at[row] (for x_ptr + row * stride)",
+             f"a block of a row, {base}.at[row, ml.ds(start, n)].load(mask=mask, other=0.0) (for ... + start +"
+             f" ml.arange(n))"]
+    where = "; ".join(parts if aug else parts[1:] + parts[:1])      # a += steps a loop: its form first
+  else:
+    where = (f"a block, {base}.at[ml.ds(start, n)].load(mask=mask, other=0.0) (for x_ptr + start +"
+             f" ml.arange(n); in a loop over k, start = k * BLOCK for Triton's ptrs += BLOCK); one element,"
+             f" {base}[i]")
+  return (f"index the window each step needs instead of moving {name}: {where}; to add to {name}'s values, "
           + (f"write through it: {name}[...] {aug} {off}" if aug else f"read it first: {name}[...] + {off}"))
 
 

@@ -203,9 +203,9 @@ def index_operand(cx, x, bound=False):
         f"an index here must be an integer scalar, got {x.name or 'a register tensor'}: only a read of a GMEM"
         f" ref takes a tensor of indices (a gather, table[ids, :])", cx.loc,
         hint=f"to add (or take the max or min) at computed places, scatter atomically:"
-             f" ml.atomic_add(out.at[{ids}], values) (an output so updated starts at 0); to set rows at"
+             f" ml.atomic_add(out.at[{ids}, :], rows) (an output so updated starts at 0); to set rows at"
              f" computed places, take one row at a time (out.at[ids_ref[r]][...] = row, an index read as"
-             f" a scalar); to mask a read, gather and select: ml.where(m, t[{ids}], 0) (t[{ids}, :] for rows)")
+             f" a scalar); to mask a read, gather and select: ml.where(m, t[{ids}, :], 0)")
   if is_ref(x):     # t[ids] of a ref ids: meant its values
     n = x.name if (x.name or "").isidentifier() else "ids"
     raise E.KernelTypeError(f"an index must be an integer scalar, got {kind_of(x)} ({n})", cx.loc,
