@@ -18,6 +18,9 @@ step() {
     # GPU vs interpret mode over about 1400 small kernels of register layouts (design note 61).
     layouts)     python3 -u benchmarks/probe_layouts.py --jobs 15 ;;
     layouts_quick) python3 -u benchmarks/probe_layouts.py --jobs 15 --quick ;;
+    layouts_mf)  python3 -u benchmarks/probe_layouts.py --jobs 4 --timeout 60 --filter masked_flatten ;;
+    division)    python3 -u benchmarks/probe_division.py ;;
+    gpu_s21)     python3 -u benchmarks/gpu_shards.py --shards 4 --timeout 170 tests/test_probe30a.py tests/test_probe30c.py ;;
     # The whole GPU suite takes more than 300 s: two halves, each fits a step's default limit.
     gputests_a)  python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_[a-l]*.py ;;
     gputests_b)  python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_[m-z]*.py ;;
