@@ -20,6 +20,8 @@ step() {
     layouts_quick) python3 -u benchmarks/probe_layouts.py --jobs 15 --quick ;;
     layouts_mf)  python3 -u benchmarks/probe_layouts.py --jobs 4 --timeout 60 --filter masked_flatten ;;
     division)    python3 -u benchmarks/probe_division.py ;;
+    hang)        timeout 70 python3 -u benchmarks/probe_hang.py; timeout 40 python3 -u benchmarks/probe_hang.py --dtype int32 ;;
+    gpu_30a)     python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_probe30a.py ;;
     gpu_s21)     python3 -u benchmarks/gpu_shards.py --shards 4 --timeout 170 tests/test_probe30a.py tests/test_probe30c.py ;;
     # The whole GPU suite takes more than 300 s: two halves, each fits a step's default limit.
     gputests_a)  python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_[a-l]*.py ;;
@@ -99,8 +101,8 @@ step() {
     rowwise_ln)  python3 -u benchmarks/rowwise.py --op "layernorm fwd" --op "layernorm bwd" --op rmsnorm ;;
     rowwise)     python3 -u benchmarks/rowwise.py --plot "$OUT/rowwise.png" ;;
     gpu_rows)    python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_rowwise.py tests/test_paged_attention.py ;;
-    # Every example, four at a time (each its own log; compilation dominates): about 120 s.
-    examples)    mkdir -p "$OUT/ex"; ls examples/*.py | xargs -P 4 -I{} sh -c 'timeout 150 python3 -u {} >"$OUT/ex/$(basename {}).log" 2>&1; echo "rc=$?" >>"$OUT/ex/$(basename {}).log"'
+    # Every example, four at a time (each its own log; no preallocation, they share the GPU): about 40 s.
+    examples)    mkdir -p "$OUT/ex"; ls examples/*.py | XLA_PYTHON_CLIENT_PREALLOCATE=false xargs -P 4 -I{} sh -c 'timeout 150 python3 -u {} >"$OUT/ex/$(basename {}).log" 2>&1; echo "rc=$?" >>"$OUT/ex/$(basename {}).log"'
                  for f in examples/*.py; do echo "== $f"; tail -6 "$OUT/ex/$(basename "$f").log"; done ;;
     gpu_pending10) python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_split_rows.py tests/test_mma.py tests/test_alias_sync.py tests/test_sync_gmem.py tests/test_probe14.py -k "shar or full_reductions or split or alias or in_place or gmem or cluster" ;;
     gpu_split)   python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_split_rows.py tests/test_rowwise.py tests/test_sync_carried.py ;;

@@ -158,23 +158,38 @@ def test_a_reshape_scratch_too_large_for_smem_names_the_reshape():
               " reshape before the reduction or broadcast, or outside the kernel (free in XLA)")
 
 
+def _signed_codes(p):
+  p = np.asarray(p).astype(np.int32)
+  lo, hi = p & 15, p >> 4
+  return np.stack([np.where(lo > 7, lo - 16, lo), np.where(hi > 7, hi - 16, hi)], -1)
+
+
+def _codes_close(got, want):
+  """Integer codes equal but for at most one step in one place in a thousand (division rounding)."""
+  diff = np.abs(got - want)
+  assert diff.max() <= 1 and np.count_nonzero(diff) <= max(1, diff.size // 1000), (np.count_nonzero(diff), diff.max())
+
+
 @pytest.mark.gpu
 def test_row_wise_reshapes_on_the_gpu_match_interpret_mode():
   p = jax.random.randint(jax.random.key(1), (64, 128), 0, 256, jnp.int32).astype(jnp.uint8)
   s = jax.random.uniform(jax.random.key(2), (64,), F32)
   for kernel in (unpack_int4_row_scales, unpack_int4_scaled_first):
     np.testing.assert_array_equal(np.asarray(jax.jit(kernel)(p, s)), np.asarray(kernel(p, s, interpret=True)))
-  # float32 data: float16 values tie at k + 0.5 after 7 * v / max often enough (1 in 2000) that the GPU's
-  # and XLA's last bit of the division pick different integers there (seen on the H200)
+  # The GPU's float32 division is not IEEE's (benchmarks/probe_division.py: within an ulp or two), so
+  # scales max / 7 differ in their last bit, and a quotient that lands within an ulp of k + 0.5 can round
+  # the other way: scales compare to 1e-6, codes to within one step in a few places. A layout bug moves
+  # whole rows or columns, which this still sees.
   x = jax.random.normal(jax.random.key(0), (64, 256), F32)
-  for a, b in zip(jax.jit(quantize_pack_int4)(x), quantize_pack_int4(x, interpret=True)):
-    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+  (p_gpu, s_gpu), (p_int, s_int) = jax.jit(quantize_pack_int4)(x), quantize_pack_int4(x, interpret=True)
+  _codes_close(_signed_codes(p_gpu), _signed_codes(p_int))
+  np.testing.assert_allclose(np.asarray(s_gpu), np.asarray(s_int), rtol=1e-6)
   x = jax.random.normal(jax.random.key(4), (32, 512), F32)
-  np.testing.assert_array_equal(np.asarray(jax.jit(quantize_pack_int4_loop)(x)),
-                                np.asarray(quantize_pack_int4_loop(x, interpret=True)))
+  _codes_close(_signed_codes(jax.jit(quantize_pack_int4_loop)(x)), _signed_codes(quantize_pack_int4_loop(x, interpret=True)))
   x = jax.random.normal(jax.random.key(0), (64, 1024), F32)
-  for a, b in zip(jax.jit(group_quantize)(x), group_quantize(x, interpret=True)):
-    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+  (q_gpu, s_gpu), (q_int, s_int) = jax.jit(group_quantize)(x), group_quantize(x, interpret=True)
+  _codes_close(np.asarray(q_gpu, np.int32), np.asarray(q_int, np.int32))
+  np.testing.assert_allclose(np.asarray(s_gpu), np.asarray(s_int), rtol=1e-6)
   x = jax.random.normal(jax.random.key(0), (8, 256), F32)
   np.testing.assert_allclose(np.asarray(jax.jit(column_sums_reshaped)(x)), np.asarray(x).sum(0).reshape(2, 128),
                              rtol=1e-5, atol=1e-5)
