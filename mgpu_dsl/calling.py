@@ -505,20 +505,25 @@ def fallback_signature() -> inspect.Signature:
                             P("constexprs", P.VAR_KEYWORD)])
 
 
-def _grid_lambdas(loc, fn, rank):
-  """The user's grid callable as an ast.Lambda whose body is a tuple of `rank` axes, from the
-  decorator's line (`grid=lambda ...` written on one line) or else the callable's own source:
-  each candidate, fresh (callers rewrite it)."""
-  import ast
-  import inspect
+def callable_texts(loc, fn) -> list[str]:
+  """Where a callable argument's source may be read: the decorator's argument where it is written on
+  one line (`grid=lambda ...`), then the callable's own source."""
   texts = []
-  if loc.end_lineno == loc.lineno:
+  if loc.end_lineno == loc.lineno and loc.source_line:
     texts.append(loc.source_line[loc.col_offset:loc.end_col_offset].split("=", 1)[-1])
   try:
     texts.append(inspect.getsource(fn).strip())
   except (OSError, TypeError):
     pass
-  for text in texts:
+  return texts
+
+
+def _grid_lambdas(loc, fn, rank):
+  """The user's grid callable as an ast.Lambda whose body is a tuple of `rank` axes, from the
+  decorator's line (`grid=lambda ...` written on one line) or else the callable's own source:
+  each candidate, fresh (callers rewrite it)."""
+  import ast
+  for text in callable_texts(loc, fn):
     try:
       found = [n for n in ast.walk(ast.parse(text.rstrip(",)") if text.count("(") < text.count(")") else text))
                if isinstance(n, ast.Lambda)]

@@ -58,15 +58,8 @@ def module_getattr(module):
 def _lambda_of(loc, fn) -> ast.Lambda | None:
   """The callable's source as an ast.Lambda: from the decorator's argument where it is one line,
   else from the callable's own source."""
-  import inspect
-  texts = []
-  if loc.end_lineno == loc.lineno and loc.source_line:
-    texts.append(loc.source_line[loc.col_offset:loc.end_col_offset].split("=", 1)[-1])
-  try:
-    texts.append(inspect.getsource(fn).strip())
-  except (OSError, TypeError):
-    pass
-  for text in texts:
+  from .calling import callable_texts
+  for text in callable_texts(loc, fn):
     for t in (text, text.rstrip().rstrip(",)")):
       try:
         tree = ast.parse(t)
