@@ -226,16 +226,15 @@ def common(cx, a, b, what):
   if dt is None:
     # a loop carry started from a Python int (s = 0) meeting floats: converting it in the body
     # changes its type from one trip to the next (MG005); it should start as a float
-    carried = next((x for x in (a, b) if is_value(x) and cx.b.defining(x) is None and x.name
-                    and x.id not in cx.b.loop_indices
-                    and x.name.isidentifier() and resolve(x.type.dtype) in (DType.i32, DType.u32)
+    def carry(x):    # a block argument by a plain name (a loop carry), not a loop index
+      return is_value(x) and cx.b.defining(x) is None and x.name and x.id not in cx.b.loop_indices \
+          and x.name.isidentifier()
+    carried = next((x for x in (a, b) if carry(x) and resolve(x.type.dtype) in (DType.i32, DType.u32)
                     and resolve((db if x is a else da)).is_float), None) if isinstance(da, DType) \
         and isinstance(db, DType) else None
     # a loop carry (acc, float16) meeting a wider value: converting acc in the body changes its type
     # from one trip to the next (MG005), so the hint says where to choose the carry's dtype instead
-    narrow = next((x for x in (a, b) if is_value(x) and cx.b.defining(x) is None and x.name
-                   and x.id not in cx.b.loop_indices and x.name.isidentifier()
-                   and x.name == names[0 if x is a else 1]), None) \
+    narrow = next((x for x in (a, b) if carry(x) and x.name == names[0 if x is a else 1]), None) \
         if carried is None and isinstance(da, DType) and isinstance(db, DType) else None
     if narrow is not None:
       dn, do = (da, db) if narrow is a else (db, da)
