@@ -23,7 +23,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import mgpu_dsl as mg
-from fuzz_gen import DataChooser, RandomChooser, _describe, check_program, generate, load
+from fuzz_check import _describe, check_program, load
+from fuzz_gen import DataChooser, RandomChooser, generate
 
 
 FUZZ_EXAMPLES = int(os.environ.get("MGPU_DSL_FUZZ_EXAMPLES", "150"))

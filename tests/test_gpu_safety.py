@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 import mgpu_dsl as mg
+import fuzz_check
 import fuzz_gen as fuzz
 import test_pipeline_fuzz as pfuzz
 from test_safety_memory import halo, two_phase
@@ -113,11 +114,11 @@ def _compare(got, want, where):
 
 
 def _accepted(program):
-  kernel = fuzz.load(program)
+  kernel = fuzz_check.load(program)
   specs = [jax.ShapeDtypeStruct(s, jnp.dtype(d)) for s, d in program.specs]
   try:
     kernel.check(*specs)
-    args = fuzz.inputs(program)
+    args = fuzz_check.inputs(program)
     want = kernel(*args, interpret=True)
   except mg.KernelError:
     return None
@@ -149,7 +150,7 @@ def test_fuzzed_pipelined_loops_compute_the_same_on_the_gpu():
   specs = [jax.ShapeDtypeStruct((pfuzz.M * 64, 64), jnp.float16)] * 2
   for seed in range(N_FUZZ):
     source, _ = pfuzz.generate(fuzz.RandomChooser(seed))
-    kernel = fuzz.load(fuzz.Program(source, [], None, 5, 0))
+    kernel = fuzz_check.load(fuzz.Program(source, [], None, 5, 0))
     try:
       kernel.check(*specs)
     except mg.KernelError:

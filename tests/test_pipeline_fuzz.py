@@ -26,7 +26,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import mgpu_dsl as mg
-from fuzz_gen import DataChooser, Program, RandomChooser, load
+from fuzz_check import load
+from fuzz_gen import DataChooser, Program, RandomChooser
 
 M = 6            # rows of A in tiles of 64
 WINDOWS = ["k * 64", "(k + base) % {M} * 64", "(k * 2 + 1) % {M} * 64", "(k + i) % {M} * 64",
