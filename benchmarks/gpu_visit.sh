@@ -21,6 +21,9 @@ step() {
     layouts_mf)  python3 -u benchmarks/probe_layouts.py --jobs 4 --timeout 60 --filter masked_flatten ;;
     division)    python3 -u benchmarks/probe_division.py ;;
     hang)        timeout 70 python3 -u benchmarks/probe_hang.py; timeout 40 python3 -u benchmarks/probe_hang.py --dtype int32 ;;
+    # which variants of the hanging case hang (dtype, masked rows, programs), PTX and SASS of each in one archive
+    hang_sweep)  MOSAIC_GPU_DUMP_TO=$OUT/hangdump python3 -u benchmarks/probe_hang.py --sweep --timeout 25;
+                 tar czf "$OUT/hangdump.tgz" -C "$OUT" hangdump && rm -rf "$OUT/hangdump" ;;
     gpu_30a)     python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_probe30a.py ;;
     gpu_s21)     python3 -u benchmarks/gpu_shards.py --shards 4 --timeout 170 tests/test_probe30a.py tests/test_probe30c.py ;;
     # The whole GPU suite takes more than 300 s: two halves, each fits a step's default limit.

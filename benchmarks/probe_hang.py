@@ -2,29 +2,38 @@
 90 s there, while every other masked_flatten case took seconds)? Lowering, compiling and running are
 timed apart; a Python stack is printed every 20 s, so a hang names its phase.
 
-  python benchmarks/probe_hang.py [--dtype int8] [--rows 300]
+  python benchmarks/probe_hang.py [--dtype int8] [--rows 300] [--R 128]    one case, in this process
+  python benchmarks/probe_hang.py --sweep [--timeout 25]                   the variants below, each in
+                                                                           a process of its own
+
+The twenty-second session's visit: lowering 0.3 s, compiling 0.1 s, then the run never ended (int32:
+0.0 s). The sweep tells apart what the case needs to hang: the dtype (8-bit types alone go through
+the SMEM relayout at width 1; 16- and 32-bit ones through a row sum), the masked rows, and the
+program count. With MOSAIC_GPU_DUMP_TO set, each case's PTX and SASS are written there: a SASS file
+means ptxas finished, so the hang is the kernel's own.
 """
 import argparse
 import faulthandler
+import os
+import subprocess
 import sys
 import time
 
-import jax
-import jax.numpy as jnp
-import numpy as np
-
-sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from layout_kernels import masked_flatten   # noqa: E402
+VARIANTS = [  # dtype, rows, R
+    ("int8", 300, 128), ("uint8", 300, 128), ("float8_e4m3fn", 300, 128), ("int8", 384, 128),
+    ("int8", 128, 128), ("int8", 100, 128), ("int8", 300, 256), ("int16", 300, 128), ("int32", 300, 128),
+]
 
 
-def main():
-  ap = argparse.ArgumentParser()
-  ap.add_argument("--dtype", default="int8")
-  ap.add_argument("--rows", type=int, default=300)
-  a = ap.parse_args()
+def one(dtype, rows, R):
+  import jax
+  import jax.numpy as jnp
+  import numpy as np
+  sys.path.insert(0, __file__.rsplit("/", 1)[0])
+  from layout_kernels import masked_flatten
   faulthandler.dump_traceback_later(20, repeat=True)
-  x = jnp.asarray(np.arange(a.rows) % 100, a.dtype).reshape(a.rows, 1)
-  f = jax.jit(lambda x: masked_flatten(x, R=128))
+  x = jnp.asarray(np.arange(rows) % 100, dtype).reshape(rows, 1)
+  f = jax.jit(lambda x: masked_flatten(x, R=R))
   t = time.perf_counter()
   lowered = f.lower(x)
   print(f"lowered in {time.perf_counter() - t:.1f} s", flush=True)
@@ -33,9 +42,45 @@ def main():
   print(f"compiled in {time.perf_counter() - t:.1f} s", flush=True)
   t = time.perf_counter()
   y = jax.block_until_ready(compiled(x))
-  print(f"ran in {time.perf_counter() - t:.1f} s; equal: {bool((np.asarray(y) == np.asarray(x).reshape(-1)).all())}",
-        flush=True)
+  equal = bool((np.asarray(y).astype(np.float32) == np.asarray(x).reshape(-1).astype(np.float32)).all())
+  print(f"ran in {time.perf_counter() - t:.1f} s; equal: {equal}", flush=True)
   faulthandler.cancel_dump_traceback_later()
+
+
+def sweep(timeout):
+  base = os.environ.get("MOSAIC_GPU_DUMP_TO")
+  for dtype, rows, R in VARIANTS:
+    env = dict(os.environ)
+    if base:
+      env.update(MOSAIC_GPU_DUMP_TO=f"{base}/{dtype}_{rows}_{R}", MOSAIC_GPU_DUMP_PTX="1",
+                 MOSAIC_GPU_DUMP_SASS="1", MOSAIC_GPU_DUMP_PTXAS="1")
+    cmd = [sys.executable, "-u", __file__, "--dtype", dtype, "--rows", str(rows), "--R", str(R)]
+    t = time.perf_counter()
+    try:
+      r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+      out = (r.stdout + r.stderr).strip().splitlines()
+      verdict = f"rc={r.returncode}: " + " | ".join(l for l in out if l.startswith(("lowered", "compiled", "ran")))
+      if r.returncode:
+        verdict += " | " + " | ".join(out[-3:])
+    except subprocess.TimeoutExpired as e:
+      out = ((e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or "")).splitlines()
+      verdict = "TIMEOUT after " + " | ".join(l for l in out if l.startswith(("lowered", "compiled")))
+    files = sorted(os.listdir(env["MOSAIC_GPU_DUMP_TO"])) if base and os.path.isdir(env["MOSAIC_GPU_DUMP_TO"]) else []
+    print(f"{dtype}[{rows}x1] R={R} ({time.perf_counter() - t:.0f} s): {verdict}; dumped: {files}", flush=True)
+
+
+def main():
+  ap = argparse.ArgumentParser()
+  ap.add_argument("--dtype", default="int8")
+  ap.add_argument("--rows", type=int, default=300)
+  ap.add_argument("--R", type=int, default=128)
+  ap.add_argument("--sweep", action="store_true")
+  ap.add_argument("--timeout", type=float, default=25)
+  a = ap.parse_args()
+  if a.sweep:
+    sweep(a.timeout)
+  else:
+    one(a.dtype, a.rows, a.R)
 
 
 if __name__ == "__main__":
