@@ -142,6 +142,7 @@ step() {
     gpu_pending18) python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_probe27_gpu.py tests/test_rowwise.py tests/test_scan.py ;;
     gpu_attn)    python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_attention.py ;;
     prod_regs)   python3 -u benchmarks/producer_regs.py ;;
+    barrier_forms) python3 -u benchmarks/barrier_forms.py ;;
     examples_mm) for f in examples/matmul.py examples/paged_attention.py; do echo "== $f"; timeout 200 python3 -u "$f" 2>&1 | tail -8; done ;;
     *)           echo "unknown step $1"; return 2 ;;
   esac

@@ -244,6 +244,24 @@ def masked_flatten(x, out, *, R: ml.constexpr):
   out.at[ml.ds(i * R * w, R * w)].store(v.reshape(R * w), mask=i * R * w + ml.arange(R * w) < out.shape[0])
 
 
+
+@mg.mgpu_kernel(out_shape=lambda x, *, R: x, grid=lambda x, *, R: (ml.cdiv(x.shape[0], R),))
+def masked_rows(x, out, *, R: ml.constexpr):
+  """masked_flatten's load and a masked store of the same (R, w) tile: no reshape, no relayout."""
+  i = ml.program_id(0)
+  r = i * R + ml.arange(R)
+  v = x.at[ml.ds(i * R, R), :].load(mask=r[:, None] < x.shape[0], other=0)
+  out.at[ml.ds(i * R, R), :].store(v, mask=r[:, None] < x.shape[0])
+
+
+@mg.mgpu_kernel(out_shape=lambda x, *, R: S((x.shape[0] * x.shape[1],), x.dtype),
+                grid=lambda x, *, R: (x.shape[0] // R,))
+def plain_flatten(x, out, *, R: ml.constexpr):
+  """masked_flatten without masks (rows a multiple of R)."""
+  i = ml.program_id(0)
+  w = x.shape[1]
+  out.at[ml.ds(i * R * w, R * w)][...] = x.at[ml.ds(i * R, R), :][...].reshape(R * w)
+
 # ---------------------------------------------------------------- narrow windows of wider arrays
 @mg.mgpu_kernel(out_shape=lambda x, *, a, b: (S((x.shape[0], b - a), x.dtype), x))
 def col_window(x, win, out, *, a: ml.constexpr, b: ml.constexpr):

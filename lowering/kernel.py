@@ -23,6 +23,7 @@ from ..frontend.dtypes import DType
 from ..frontend.types import LayoutKind, TensorType
 from ..frontend.ops.control import BarrierAlloc, Condition, WarpSpecialize, Yield
 from . import platforms, registry
+from .barriers import make_convergent
 from .bool_memory import bool_boundary, mem_shape, mem_type
 from .mosaic import is_split, to_index
 
@@ -315,6 +316,7 @@ def build(kernel: kir.Kernel):
     for p, r in zip(kernel.params, refs):
       ctx.set(p.value, r)
     ctx.lower_block(kernel.body)
+    make_convergent(ir.InsertionPoint.current.block.owner)   # the gpu.launch: its barriers (barriers.py)
 
   with jax_mlir.make_ir_context(), ir.Location.unknown():
     try:

@@ -8,6 +8,7 @@ import numpy as np
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
+from mlir_barriers import named_barriers
 
 S = jax.ShapeDtypeStruct
 
@@ -45,7 +46,7 @@ def test_a_tma_load_of_registers_output_follows_a_global_proxy_fence_and_a_barri
   text = write_then_load.mlir(S((128, 128), jnp.float32))
   fence = text.index("fence.proxy.async.global")
   assert fence < text.index("cp.async.bulk.tensor.shared.cluster.global")
-  assert "bar.sync" in text[fence:text.index("cp.async.bulk.tensor.shared.cluster.global")]
+  assert named_barriers(text[fence:text.index("cp.async.bulk.tensor.shared.cluster.global")])
 
 
 def test_a_loop_reading_back_what_registers_wrote_before_it_fences_at_its_entry():

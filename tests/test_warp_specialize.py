@@ -19,6 +19,7 @@ from locate import builds, expect, where
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
 import matmul as ex  # noqa: E402
+from mlir_barriers import named_barriers
 
 S = jax.ShapeDtypeStruct
 
@@ -112,7 +113,7 @@ def test_roles_split_the_kernel_into_a_producer_and_consumers():
 def test_mosaic_module_trades_registers_and_meets_compute_threads_only():
   txt = tiles_matmul.mlir(S((256, 256), jnp.float16), S((256, 256), jnp.float16))
   assert txt.count("nvvm.setmaxregister") == 2
-  assert "bar.sync 15, 256" in txt                     # the consumers' barrier, not the CTA's
+  assert ("sync", 15, 256) in named_barriers(txt)         # the consumers' barrier, not the CTA's
   assert "384" in txt                                  # 2 compute warpgroups + the producer
 
 
