@@ -32,7 +32,7 @@ def measure_backward(res):
     fn = jax.jit(lambda q, k, v, do, causal=causal: jax.vjp(
         lambda q, k, v: att.attention(q, k, v, causal=causal, config=cfg), q, k, v)[1](do))
     sl = lambda x: x[:, :512, :1]
-    want = jax.vjp(lambda q, k, v: att.reference(q, k, v, causal), sl(q), sl(k), sl(v))[1](sl(do))
+    want = jax.vjp(lambda q, k, v: att.reference(q, k, v, causal)[0], sl(q), sl(k), sl(v))[1](sl(do))
     got = jax.vjp(lambda q, k, v: att.attention(q, k, v, causal=causal, config=cfg), sl(q), sl(k), sl(v))[1](sl(do))
     err = max(_rel(g, w) for g, w in zip(got, want))
     if not err < 3e-2:
