@@ -1,7 +1,7 @@
 """Named barriers as NVVM's convergent ops (the default, lowering/barriers.py) against Mosaic GPU's
 inline assembly: is the register-bound kernels' speed the same?
 
-    python benchmarks/barrier_forms.py
+    python benchmarks/barrier_forms.py [--bwd-only]
 
 Each form runs in a process of its own (barriers.CONVERGENT set before anything compiles) over
 producer_regs.py's kernels (the attention forward at head_dim 64 and 128, full and causal; the
@@ -45,6 +45,7 @@ def measure_backward(res):
 
 
 def main():
+  bwd_only = "--bwd-only" in sys.argv
   if len(sys.argv) > 2 and sys.argv[1] == "--child":
     sys.path.insert(0, os.path.join(HERE, ".."))
     sys.path.insert(1, HERE)
@@ -52,14 +53,14 @@ def main():
     barriers.CONVERGENT = FORMS[sys.argv[2]]
     print(f"barriers: {sys.argv[2]}", flush=True)
     from producer_regs import measure_all
-    res = measure_all()
+    res = {} if bwd_only else measure_all()
     measure_backward(res)
     print("RESULT " + json.dumps(res), flush=True)
     return
   env = dict(os.environ, MGPU_DSL_CACHE_DIR="off")
   runs = {}
   for form in FORMS:
-    out = subprocess.run([sys.executable, "-u", __file__, "--child", form], env=env, text=True, capture_output=True)
+    out = subprocess.run([sys.executable, "-u", __file__, "--child", form] + ["--bwd-only"] * bwd_only, env=env, text=True, capture_output=True)
     print(out.stdout + out.stderr[-3000:], flush=True)
     line = next((l for l in out.stdout.splitlines() if l.startswith("RESULT ")), None)
     runs[form] = json.loads(line[7:]) if line else {}

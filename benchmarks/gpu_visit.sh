@@ -25,7 +25,7 @@ step() {
     hang_sweep)  MOSAIC_GPU_DUMP_TO=$OUT/hangdump python3 -u benchmarks/probe_hang.py --sweep --timeout 25;
                  tar czf "$OUT/hangdump.tgz" -C "$OUT" hangdump && rm -rf "$OUT/hangdump" ;;
     gpu_30a)     python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_probe30a.py ;;
-    gpu_s22)     python3 -u benchmarks/gpu_shards.py --shards 4 --timeout 170 tests/test_barriers.py tests/test_probe31*.py ;;
+    gpu_s22)     python3 -u benchmarks/gpu_shards.py --shards 4 --timeout 170 tests/test_barriers.py $(ls tests/test_probe31*.py 2>/dev/null) ;;
     gpu_s21)     python3 -u benchmarks/gpu_shards.py --shards 4 --timeout 170 tests/test_probe30a.py tests/test_probe30c.py ;;
     # The whole GPU suite takes more than 300 s: two halves, each fits a step's default limit.
     gputests_a)  python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_[a-l]*.py ;;
@@ -144,6 +144,7 @@ step() {
     gpu_attn)    python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_attention.py ;;
     prod_regs)   python3 -u benchmarks/producer_regs.py ;;
     barrier_forms) python3 -u benchmarks/barrier_forms.py ;;
+    barrier_bwd) python3 -u benchmarks/barrier_forms.py --bwd-only ;;
     examples_mm) for f in examples/matmul.py examples/paged_attention.py; do echo "== $f"; timeout 200 python3 -u "$f" 2>&1 | tail -8; done ;;
     *)           echo "unknown step $1"; return 2 ;;
   esac
