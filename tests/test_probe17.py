@@ -92,11 +92,37 @@ def argmax_of_a_tile(x, out, idx):
   idx[0] = ml.argmax(x[...])
 
 
-def test_argmax_of_a_tile_without_axis_says_how():
-  expect(argmax_of_a_tile, [S((8, 128), F32)], mg.KernelTypeError, "ml.argmax(",
-         "ml.argmax takes a register tensor and one static axis (axis=None only for a 1-D tensor)",
-         hint="the row first, then the column: i = ml.argmax(ml.max(x[...], axis=1), axis=0); j ="
-              " ml.argmax(x[...][i], axis=0)")
+@mg.mgpu_kernel(out_shape=lambda x: (S((), I32), S((), I32), S((1, 1), I32)))
+def flat_extremes(x, a, b, c):
+  a[()] = ml.argmax(x[...])
+  b[()] = x[...].argmin()
+  c[...] = ml.argmax(x[...], keepdims=True)
+
+
+@pytest.mark.parametrize("dtype", [F32, jnp.bfloat16, jnp.int8, jnp.uint8, jnp.bool_])
+def test_argmax_of_a_tile_without_axis_is_jnps_flat_index(dtype):
+  """It was MG003 (one static axis, or None for a 1-D tensor only): now the row-major index of the
+  first extreme, as jnp.argmax(x), ties and NaNs included."""
+  r = np.random.default_rng(5)
+  for trial in range(3):
+    x = jnp.asarray(r.integers(-40, 40, (64, 32)), dtype)           # small integers: many ties
+    if trial == 2 and dtype == F32:
+      x = x.at[40, 7].set(jnp.nan).at[50, 1].set(jnp.nan)          # the first NaN wins, as in jnp
+    got = flat_extremes(x, interpret=True)
+    want = (jnp.argmax(x), jnp.argmin(x), jnp.argmax(x, keepdims=True))
+    for g, w in zip(got, want):
+      assert np.shape(g) == np.shape(w)
+      np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+  idx = argmax_of_a_tile(jnp.asarray(r.standard_normal((8, 128)), F32), interpret=True)[1]
+  assert idx.shape == (1,)
+  jax.export.export(jax.jit(flat_extremes), platforms=["cuda"])(S((64, 32), dtype))
+
+
+@pytest.mark.gpu
+def test_gpu_argmax_of_a_tile_without_axis_matches_jnp():
+  x = jax.random.normal(jax.random.key(3), (64, 32), F32).at[17, 9].set(9.0).at[60, 2].set(9.0)
+  got = flat_extremes(x)
+  assert [int(g.reshape(())) for g in got] == [int(jnp.argmax(x)), int(jnp.argmin(x)), int(jnp.argmax(x))]
 
 
 @mg.mgpu_kernel(out_shape=lambda x, n: x)

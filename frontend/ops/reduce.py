@@ -239,39 +239,68 @@ def _arg(cx, x, axis, kind, what):
   check_register_value(cx, x, what)
   if is_tensor(x) and axis is None and len(x.type.shape) == 1:
     axis = 0                                    # as jnp: the index into the (already flat) vector
+  if is_tensor(x) and axis is None and len(x.type.shape) > 1:
+    return _flat_arg(cx, x, kind, what)
   if not is_tensor(x) or not isinstance(axis, int) or isinstance(axis, bool):
     rank = len(x.type.shape) if is_tensor(x) else 2
     name = method_on(cx.named(x, "x")) if is_tensor(x) else "x"
     hint = f"{what}({name}, axis={rank - 1})"
     if not is_tensor(x):
       hint = f"{what} indexes a tensor: the index into a scalar would be 0"
-    elif axis is None:                          # jnp's flat index of a tile: its row, then its column
-      hint = (f"the row first, then the column: i = {what}(ml.{'max' if kind == ReduceKind.MAX else 'min'}"
-              f"({name}, axis=1), axis=0); j = {what}({name}[i], axis=0)")
-    raise E.KernelTypeError(f"{what} takes a register tensor and one static axis (axis=None only for a"
-                            f" 1-D tensor)", cx.loc, hint=hint)
+    raise E.KernelTypeError(f"{what} takes a register tensor and one static axis or None", cx.loc, hint=hint)
   shape = x.type.shape
   (a,) = _axes(cx, axis, len(shape), what)
-  d0 = resolve(x.type.dtype)
-  if d0 == DType.bool_:      # as jnp: the first True (argmax) or False (argmin)
-    x = ew.astype(cx, x, DType.i32)
-  elif isinstance(d0, DType) and d0.bits < 16:  # 8-bit: compared in 32 bits (exact)
-    x = ew.astype(cx, x, DType.f32 if d0.is_float else DType.i32 if d0.is_signed else DType.u32)
+  x = _comparable(cx, x)
   best = reduce(cx, kind, x, axis, True, what=what)     # (the axis as the user wrote it, for messages)
-  hit = ew.compare(cx, ew.CmpOp.EQ, x, best)
-  d = resolve(x.type.dtype)
-  if isinstance(d, DType) and d.is_float:   # a NaN is the extreme, as in jnp (max and min propagate it;
-    hit = ew.binary(cx, ew.BinOp.OR, hit, ew.compare(cx, ew.CmpOp.NE, x, x))   # x == NaN is never true)
   iota = arange.apply(cx, (shape[a],), {})
   iota = reshape_(cx, iota, tuple(n if i == a else 1 for i, n in enumerate(shape)))
-  idx = ew.where_(cx, hit, iota, shape[a])
-  return reduce(cx, ReduceKind.MIN, idx, a, False)
+  return reduce(cx, ReduceKind.MIN, ew.where_(cx, _hits(cx, x, best), iota, shape[a]), a, False)
+
+
+def _flat_arg(cx, x, kind, what):
+  """jnp's index into the flattened tile (row-major) of its first extreme: the extreme over
+  everything, then the least flat index of the elements equal to it (or NaN, as jnp)."""
+  shape = x.type.shape
+  if math.prod(shape) >= 2 ** 31:
+    raise E.KernelTypeError(f"{what} of a tile of {math.prod(shape)} elements: the flat index would not fit"
+                            f" int32", cx.loc, hint=f"{what}(..., axis=...) along one axis")
+  x = _comparable(cx, x)
+  best = reduce(cx, kind, x, None, False, what=what)
+  flat, stride = None, 1
+  for a in reversed(range(len(shape))):           # sum over axes of iota_a * stride_a, broadcast
+    iota = arange.apply(cx, (shape[a],), {})
+    iota = reshape_(cx, iota, tuple(n if i == a else 1 for i, n in enumerate(shape)))
+    term = iota if stride == 1 else ew.binary(cx, ew.BinOp.MUL, iota, stride)
+    flat = term if flat is None else ew.binary(cx, ew.BinOp.ADD, term, flat)
+    stride *= shape[a]
+  return reduce(cx, ReduceKind.MIN, ew.where_(cx, _hits(cx, x, best), flat, stride), None, False)
+
+
+def _hits(cx, x, best):
+  """x == best, and NaNs: a NaN is the extreme, as in jnp (max and min propagate it, and x == NaN is
+  never true)."""
+  hit = ew.compare(cx, ew.CmpOp.EQ, x, best)
+  d = resolve(x.type.dtype)
+  if isinstance(d, DType) and d.is_float:
+    hit = ew.binary(cx, ew.BinOp.OR, hit, ew.compare(cx, ew.CmpOp.NE, x, x))
+  return hit
+
+
+def _comparable(cx, x):
+  """Bools and 8-bit values as 32-bit ones (exact), which the reductions compare."""
+  d0 = resolve(x.type.dtype)
+  if d0 == DType.bool_:      # as jnp: the first True (argmax) or False (argmin)
+    return ew.astype(cx, x, DType.i32)
+  if isinstance(d0, DType) and d0.bits < 16:    # 8-bit: compared in 32 bits (exact)
+    return ew.astype(cx, x, DType.f32 if d0.is_float else DType.i32 if d0.is_signed else DType.u32)
+  return x
 
 
 @builtin(methods=("argmax",))
 def argmax(cx, x, axis=None, keepdims=False):
-  """The index of the first maximum of `x` along `axis` (int32); axis=None for a 1-D `x`; with
-  keepdims, that axis kept with size 1 (jnp's, `ml.argmax(x, axis=1)[:, None]`)."""
+  """The index of the first maximum of `x` along `axis` (int32); axis=None: the index into the
+  flattened `x` (row-major, as jnp); with keepdims, that axis kept with size 1 (jnp's,
+  `ml.argmax(x, axis=1)[:, None]`)."""
   return _kept(cx, _arg(cx, x, axis, ReduceKind.MAX, "ml.argmax"), x, axis, keepdims, "ml.argmax")
 
 
@@ -287,6 +316,6 @@ def _kept(cx, r, x, axis, keepdims, what):
   from .shape import expand
   rank = len(x.type.shape)
   a = (0 if axis is None else axis) % rank
-  if rank == 1:                        # one index, kept as a (1,) tensor: a scalar stretched
-    return ew.full_(cx, (1,), r, DType.i32)
+  if rank == 1 or axis is None:        # one index, kept as a (1, ...) tensor: a scalar stretched
+    return ew.full_(cx, (1,) * rank, r, DType.i32)
   return expand(cx, r, tuple(None if k == a else slice(None) for k in range(rank)))
