@@ -18,7 +18,6 @@ import math
 
 from . import errors as E
 from . import ir
-from .dtypes import DType
 from .ir import LayoutRule, Traits
 from .ops.memory import SmemAlloc
 from .ops.shape import Broadcast, Reshape
@@ -59,7 +58,7 @@ def _movable(o) -> bool:
     return False
   if isinstance(o, Broadcast) and math.prod(o.x.type.shape) != math.prod(o.result.type.shape):
     return False
-  return o.x.type.dtype != DType.bool_ and math.prod(o.x.type.shape) > 0
+  return math.prod(o.x.type.shape) > 0
 
 
 def _find(kernel, culprit):

@@ -21,6 +21,7 @@ from ..frontend.ops.shape import Broadcast, Reduce, ReduceKind, Reshape, Slice, 
 from ..frontend.relayout import RelayoutLoad, RelayoutStore
 from ..frontend.types import LayoutKind, ScalarType
 from . import interpret_numerics as N
+from .bool_memory import array_from_bytes, array_to_bytes, i8
 from .mosaic import is_split, layout_of, mlir_type
 from .registry import interpret, lower
 
@@ -204,16 +205,21 @@ def _flat_index(ctx, t, idx):
 @lower(RelayoutStore)
 def _relayout_store(ctx, o):
   mem, t = ctx.memref(ctx.get(o.scratch)), o.x.type
-  ctx.get(o.x).foreach(lambda v, idx: memref.store(v, mem, [_flat_index(ctx, t, idx)]))
+  x = ctx.get(o.x)
+  if t.dtype == DType.bool_:          # an SMEM bool buffer holds bytes (bool_memory)
+    x = array_to_bytes(x)
+  x.foreach(lambda v, idx: memref.store(v, mem, [_flat_index(ctx, t, idx)]))
 
 
 @lower(RelayoutLoad)
 def _relayout_load(ctx, o):
   mem, t = ctx.memref(ctx.get(o.scratch)), o.result.type
-  zero = arith.constant(mlir_type(t.dtype), 0.0 if t.dtype.is_float else 0)
+  bool_ = t.dtype == DType.bool_
+  zero = arith.constant(i8() if bool_ else mlir_type(t.dtype), 0.0 if t.dtype.is_float else 0)
   base = fa.FragmentedArray.splat(zero, ctx.local_shape(t), layout_of(t), is_signed=t.dtype.is_signed)
-  ctx.set(o.result, base.foreach(lambda _, idx: memref.load(mem, [_flat_index(ctx, t, idx)]),
-                                 create_array=True, is_signed=t.dtype.is_signed))
+  x = base.foreach(lambda _, idx: memref.load(mem, [_flat_index(ctx, t, idx)]), create_array=True,
+                   is_signed=t.dtype.is_signed)
+  ctx.set(o.result, array_from_bytes(x) if bool_ else x)
 
 
 # ---------------------------------------------------------------- interpreter

@@ -373,3 +373,33 @@ def test_the_converting_boundary_takes_and_returns_bool_arrays():
   assert seen == [jnp.int8]
   assert got_m.dtype == jnp.bool_ and got_m.tolist() == m.tolist()
   np.testing.assert_array_equal(np.asarray(got_x), np.arange(5) + 1)
+
+
+# ---------------------------------------------------------------- bool tiles through the SMEM relayout
+# A (128, 1) column read row-masked holds its rows in fixed threads; flattening it moves elements
+# through an SMEM scratch (frontend/relayout.py), which bool tiles could not use (MG204): the scratch
+# now holds bytes, as an SMEM bool buffer does.
+@mg.mgpu_kernel(out_shape=lambda m: S((m.shape[0],), jnp.bool_), grid=lambda m: (ml.cdiv(m.shape[0], 128),))
+def flatten_mask_column(m, out):
+  i = ml.program_id(0)
+  r = i * 128 + ml.arange(128)
+  v = m.at[ml.ds(i * 128, 128), :].load(mask=r[:, None] < m.shape[0], other=False)
+  out.at[ml.ds(i * 128, 128)].store(v.reshape(128), mask=r < out.shape[0])
+
+
+@pytest.mark.parametrize("n", [300, 128])
+def test_a_bool_column_flattens_through_smem(n):
+  m = _mask(n, n, 1)
+  got = flatten_mask_column(m, interpret=True)
+  assert got.dtype == jnp.bool_
+  np.testing.assert_array_equal(got, np.asarray(m).reshape(-1))
+  text = flatten_mask_column.mlir(S((n, 1), jnp.bool_))
+  assert "memref<128xi8, #gpu.address_space<workgroup>>" in text      # the scratch holds bytes
+  jax.export.export(jax.jit(flatten_mask_column), platforms=["cuda"])(S((n, 1), jnp.bool_))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("n", [300, 128])
+def test_gpu_a_bool_column_flattens_through_smem(n):
+  m = _mask(n + 1, n, 1)
+  np.testing.assert_array_equal(flatten_mask_column(m), np.asarray(m).reshape(-1))
