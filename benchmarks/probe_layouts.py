@@ -117,7 +117,7 @@ def build_cases():
     for d in (I32, I8, F16):
       add("index_grid3", [(shape, d)], quick=d == I32)
   for w in (1, 2, 3, 4, 8, 24):
-    for d in (I32, F16, I8):
+    for d in (I32, F16, I8, "bool"):
       add("masked_flatten", [((300, w), d)], R=128, quick=d == I32 and w in (1, 2, 3))
   for shape, a, b in (((128, 8), 1, 4), ((256, 8), 0, 2), ((256, 6), 2, 4), ((128, 16), 3, 6), ((512, 8), 4, 6),
                       ((128, 64), 8, 11), ((1024, 4), 1, 2), ((128, 200), 100, 136)):
@@ -185,6 +185,8 @@ def make_inputs(case):
   for shape, d, *kind in case.inputs:
     if kind and kind[0].startswith("ids:"):
       a = rng.integers(0, int(kind[0][4:]), shape)
+    elif d == "bool":
+      a = rng.random(shape) < 0.5
     elif d.startswith("float"):
       a = np.round(rng.standard_normal(shape) * 8, 2)
     elif d.startswith("uint"):
