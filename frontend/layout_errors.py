@@ -1,0 +1,222 @@
+"""The layout pass's errors (frontend/layouts.py): a vector used in two layouts, tensors no register
+layout holds, tiles moved between registers and a tensor-core buffer. A mixin of the pass's solver,
+whose union-find, classes and definitions the messages read to name the user's values.
+"""
+from __future__ import annotations
+
+import math
+
+from . import errors as E, relayout
+from . import hw
+from . import ir
+from .ops.control import For, While
+from .ops.elementwise import BinOp, Full
+from .ops.gather import Gather, ScatterUpdate
+from .ops.memory import Store
+from .ops.mma import Dot
+from .ops.shape import Reduce
+from .layout_hints import (column_slice_hint, empty_tensor_hint, pad_hint, read_window, reductions_of, role,
+                           row_of_statistic, small_tile_hint, smem_vector_hint)
+from .types import Layout, LayoutKind, RefType, TensorType, dtype_name
+
+
+def _is_tensor(x) -> bool:
+  return isinstance(x, ir.Value) and isinstance(x.type, TensorType)
+
+
+class LayoutErrors:
+  """The solver's MG204 errors and their hints."""
+
+  def conflict(self, c, p, axes, o, layout, members):
+
+    def named(skip=None, default="this vector"):
+      """A vector of the class as the user named it: a variable (`c`) before an expression."""
+      names = [v.name for v in members.get(c, []) if v.name and v is not skip and len(v.type.shape) == 1]
+      return next((n for n in names if n.isidentifier()), names[0] if names else default)
+    here = getattr(o, "x", None)        # the vector this op broadcasts, when it is of the class
+    held, vecs = named(default="v"), [v for v in members.get(c, []) if len(v.type.shape) == 1]
+    vec = here if here in vecs else next((v for v in vecs if v.name == held), vecs[0] if vecs else None)
+    tmp = (f"tmp = ml.smem(({vec.type.shape[0]},), jnp.{dtype_name(vec.type.dtype)})" if vec is not None else
+           "tmp = ml.smem((n,), v.dtype)")
+    if isinstance(o, Reduce) and o.results and len(o.result.type.shape) == 1:
+      # Two reductions' vectors met in elementwise math (or a branch): no broadcast involved.
+      other = named(skip=o.result, default="another vector")
+      raise E.LayoutError(
+          f"this reduction gives {role(layout[p].dropped(axes))} of {o.x.name or 'its tile'}, but it meets"
+          f" {other}, {role(layout[c])}, in elementwise math or a branch: the two live in different"
+          f" register layouts", o.loc,
+          hint=f"pass one through an SMEM vector to combine them: {tmp}; tmp[...] = {held};"
+               " then tmp[...] reads it back in the layout the other needs")
+    name = (here.name if here is not None and here.name and here in members.get(c, []) else named())
+    was, now = role(layout[c]), role(layout[p].dropped(axes))
+    written = (getattr(o.loc, "source_line", "") or "").replace(" ", "")
+    implicit = f"{name}[None" not in written and f"{name}[:,None]" not in written     # (an outer product's v[None, :])
+    meant = (f"if {name} holds a value per row, broadcast it along the rows: {name}[:, None] (a (n,) vector"
+             f" meeting an (m, n) tile aligns with its columns, as in NumPy); otherwise "
+             if was.startswith("a row statistic") and now.startswith("a column vector") and implicit else "")
+    # a (1, n) row of the vector that is not itself stretched into a tile (x + c[None, :] is a
+    # column vector's use, not a row's)
+    lone = (here is not None and here in members.get(c, []) and len(members.get(p, [])) == 1
+            and math.prod(o.result.type.shape) == math.prod(here.type.shape)
+            and not any(self.uf.find(child) == p for child, _, _, _ in self.relations))
+    if lone and was.startswith("a row statistic") and now.startswith("a column vector"):
+      # v[None, :] (or a reshape or broadcast_to) of a row statistic, used nowhere else as a tile
+      red = next((r for r in ir.walk(self.kernel.body) if isinstance(r, Reduce) and r.results
+                  and self.uf.find(("v", r.result.id)) == c), None)
+      divided = any(getattr(self.defs.get(v.id), "kind", None) == BinOp.DIV for v in members.get(c, []))
+      message, hint = row_of_statistic(name, o.result.type.shape, here.type.shape[0], was, tmp,
+                                       None if divided else red)     # (ml.mean is a sum, then /)
+      raise E.LayoutError(message, o.loc, hint=hint)
+    through = (f"{tmp}; tmp[...] = {name if name.isidentifier() else 'v'}; then tmp[...] reads it in the layout"
+               " its use needs")
+    if any(isinstance(r, Reduce) and r.results and self.uf.find(("v", r.result.id)) == c
+           for r in ir.walk(self.kernel.body)):
+      # a reduction gives its tile's row (or column) statistic however often it is computed
+      hint = (meant + f"pass one use through an SMEM vector: {through} (a reduction's vector has its tile's"
+              " layout, so computing it again does not help)")
+    else:
+      hint = (meant + "give each use its own copy: compute the vector twice (an index vector: write its ml.arange"
+              f" expression again for the second use), load it again from memory, or pass one through an"
+              f" SMEM vector ({through})")
+    raise E.LayoutError(
+        f"{name} is used as {was} of one tile and as {now} of another: a register vector lives in one of the"
+        f" two layouts", o.loc, hint=hint)
+
+  def _scalar_store_hint(self, v) -> str | None:
+    """For `out[...] = s` of a scalar `s` into a one-element ref (the scalar filled into a
+    tensor of the ref's shape): store it as a scalar, `out[0] = s`."""
+    made = self.defs.get(v.id)
+    if not (isinstance(made, Full) and math.prod(v.type.shape) == 1):
+      return None
+    use = next((o for o in ir.walk(self.kernel.body) if isinstance(o, Store) and o.value is v), None)
+    if use is None:
+      return None
+    value = made.value
+    text = getattr(value, "name", None) or (repr(value) if not isinstance(value, ir.Value) else "s")
+    index = ", ".join("0" for _ in v.type.shape)
+    return f"store the scalar into the one element: {use.ref.name or 'out'}[{index}] = {text}"
+
+  def _stored_to(self, v) -> tuple:
+    """(the name of the 2-D ref `v` is stored into whole, `out.at[rows][...] = v`, and whether
+    that ref is one view of a 2-D array), or (None, False)."""
+    use = next((o for o in ir.walk(self.kernel.body) if isinstance(o, Store) and o.value is v), None)
+    ref = getattr(use, "ref", None)
+    if ref is None or not ref.name or len(ref.type.shape) != 2:
+      return None, False
+    return ref.name, len(self.root(ref).type.shape) == 2
+
+  def _one_element(self, v, loc):
+    """MG204 for a one-element tensor (a full reduction with keepdims=True, ml.full((1, 1), s)):
+    math on it is done on its scalar, but a loop cannot carry it; elsewhere, a hint to use the
+    scalar."""
+    name = v.name if (v.name or "").isidentifier() else "t"
+    index = ", ".join("0" for _ in v.type.shape)
+    cls = self.uf.find(("v", v.id))
+    loop = next((o for o in ir.walk(self.kernel.body) if isinstance(o, (For, While)) and any(
+        isinstance(i, ir.Value) and self.uf.find(("v", i.id)) == cls for i in o.inits)), None)
+    if loop is not None:
+      raise E.LayoutError(
+          f"this loop carries {name}, a tensor of shape {v.type.shape}: " + (
+              "a 1-D register vector needs a multiple of 8 elements" if len(v.type.shape) == 1 else
+              f"a register tensor needs a multiple of {hw.WARPGROUP} elements (one per thread of a warpgroup)"),
+          loop.loc,
+          hint=f"carry a scalar: start it as a number ({name} = 0.0) and add full reductions without"
+               f" keepdims=True ({name} = {name} + ml.sum(...)); of a one-element tensor, {name}[{index}] is its"
+               f" scalar")
+    return (f"use the scalar: a full reduction without keepdims=True (ml.sum(x)) is one, and so is"
+            f" {name}[{index}] of a one-element tensor")
+
+  def check(self, v, lay: Layout):
+    o = self.first_use.get(v.id)
+    loc = o.loc if o else self.kernel.loc
+    shape = v.type.shape
+    if math.prod(shape) == 0:
+      raise E.LayoutError(
+          f"{v.name or 'this tensor'} has shape {shape}: no elements, and a register tensor needs some",
+          loc, hint=empty_tensor_hint(self.kernel))
+    if lay.kind == LayoutKind.STRIDED:
+      if math.prod(shape) % hw.WARPGROUP:
+        one = self._one_element(v, loc) if math.prod(shape) == 1 and self._scalar_store_hint(v) is None else None
+        if len(shape) == 1:
+          n, up = shape[0], -(-shape[0] // 8) * 8
+          cls = self.uf.find(("v", v.id))
+          index = any(isinstance(u, (Gather, ScatterUpdate)) and any(
+              _is_tensor(i) and self.uf.find(("v", i.id)) == cls for i in u.indices) for u in ir.walk(self.kernel.body))
+          raise E.LayoutError(
+              f"{v.name or 'this tensor'} has shape {shape}: a 1-D register vector needs a multiple of 8"
+              f" elements (other register tensors a multiple of {hw.WARPGROUP}, one per thread of a"
+              f" warpgroup)", loc,
+              hint=self._scalar_store_hint(v) or one or smem_vector_hint(o, n, up, self.defs) or pad_hint(
+                  n, up, index, reductions_of(self.kernel.body, v), self.defs.get(v.id), self.defs))
+        raise E.LayoutError(
+            f"{v.name or 'this tensor'} has shape {shape}: register tensors need a multiple of"
+            f" {hw.WARPGROUP} elements (one per thread of a warpgroup)", loc,
+            hint=self._scalar_store_hint(v) or one or column_slice_hint(v.name, *self._stored_to(v)) or small_tile_hint(
+                shape, self._read_from(v), read_window(self.defs, self.defs.get(v.id)), reductions_of(self.kernel.body, v)))
+      return
+    if lay.drop and (len(shape) > 2 or any(shape[a] != 1 for a in lay.drop if len(shape) == 2)) or (
+        not lay.drop and len(shape) != 2):
+      vec = next((u for u in self.members.get(self.uf.find(("v", v.id)), []) if len(u.type.shape) == 1), None)
+      what = f"{role(lay)} of a tile" if lay.drop else "a tile whose rows and columns a reduction or broadcast fixed"
+      hint = "reshape before the reduction or broadcast, in registers that are not a tile yet"
+      if lay.drop and vec is not None and len(shape) == 2:
+        n, dt, name = vec.type.shape[0], dtype_name(vec.type.dtype), vec.name or "v"
+        hint = (f"go through SMEM: tmp = ml.smem(({n},), jnp.{dt}); tmp[...] = {name}; then read row k of the"
+                f" {shape} result as tmp.at[ml.ds(k * {shape[1]}, {shape[1]})][...] (k in ml.static_range({shape[0]}))")
+      raise relayout.tagged(v, E.LayoutError(
+          f"this {shape} tensor is reshaped from or into {what}: its values live in"
+          f" fixed threads, so only size-1 axes can be added or removed", loc, hint=hint))
+    if lay.kind == LayoutKind.WGMMA:
+      rows = self.rows
+      full = lay.register_shape(shape)
+      if not lay.drop:
+        ok = len(shape) == 2 and shape[0] % rows == 0 and shape[1] % hw.MMA_N_STEP == 0
+      elif lay.drop == (1,):
+        ok = len(full) == 1 and full[0] % rows == 0
+      else:
+        ok = len(full) == 1 and full[0] % hw.MMA_N_STEP == 0
+      if not ok and not lay.drop:
+        self.operand_tile(v, shape, rows, loc)
+      if not ok:
+        raise relayout.tagged(v, E.LayoutError(
+            f"{v.name or 'this tensor'} of shape {shape} meets a tensor-core result, so it must be"
+            f" 2-D with rows a multiple of {rows} (64 per warpgroup) and columns a multiple of 8"
+            f" (or a vector of its rows or columns)", loc,
+            hint="keep values that combine with ml.dot results in the dot's (m, n) tile shape"
+                 + (", or use fewer warpgroups (block=)" if rows > 64 else "")))
+
+  def operand_tile(self, v, shape, rows, loc):
+    """MG204 for a tile moved between registers and a buffer ml.dot reads, which meets no ml.dot
+    result: such a buffer is tiled for the tensor cores, so its register reads and writes take
+    the WGMMA layout (rows in 64-row shares, one per warpgroup)."""
+    uf = self.uf
+    cls = uf.find(("v", v.id))
+    if any(s[0] == "v" and uf.find(s) == cls for s in self.seeds):
+      return                             # it meets a dot result (or a register A operand)
+    bufs = [a for a in self.kernel.smem if a.id in self.mma_roots and uf.find(("smem", a.id)) == cls]
+    if not bufs:
+      return
+    buf = bufs[0]
+    x = buf.name or "the buffer"
+    wgs = self.kernel.block // hw.WARPGROUP
+    split = f", which block={self.kernel.block} splits among {wgs} warpgroups" if wgs > 1 else ""
+    fixes = []
+    if wgs > 1 and len(shape) == 2 and shape[0] % 64 == 0 and shape[1] % hw.MMA_N_STEP == 0:
+      fixes.append(f"use block=128 (one warpgroup holds all {shape[0]} rows)")
+    fixes.append(f"give {x} a multiple of {rows} rows")
+    fix = " or ".join(fixes)
+    dot = next((o for o in ir.walk(self.kernel.body) if isinstance(o, Dot)
+                and isinstance(o.b.type, RefType) and self.root(o.b) is buf
+                and not getattr(self.defs.get(o.b.id), "transpose", False)), None)
+    if dot is not None:                  # B (k, n) as TMA loaded it: scale A's columns or the result
+      a = self.root(dot.a).name if isinstance(dot.a.type, RefType) else None
+      acc = dot.result.name if (dot.result.name or "").isidentifier() else "acc"
+      ra = f"{a}[...]" if a and not self.window_of_tiles(dot.a) else "the A tile"
+      fix += (f"; or leave {x} as loaded and scale in registers instead: a scale of its rows (along k)"
+              f" on the A operand, ml.dot({ra} * s, {x}, {acc}); one of its columns (or a scalar) on"
+              f" the result, {acc} * s after the last ml.dot")
+    raise E.LayoutError(
+        f"{v.name or 'this tensor'} of shape {shape} moves between registers and {x}, which ml.dot"
+        f" reads (tiled for the tensor cores), so it takes the tensor-core (WGMMA) layout{split}: it"
+        f" must be 2-D with rows a multiple of {rows} (64 per warpgroup) and columns a multiple of 8",
+        loc, hint=fix)
