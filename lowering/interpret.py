@@ -30,13 +30,16 @@ caught; a WaitLoad with nothing in flight (a hang on the GPU) is a no-op; TMA
 stores reach GMEM at once; transcendental functions use numpy's float32, which
 may differ from libdevice by an ulp. Under `jax.jit` the run is a
 `jax.pure_callback`, and XLA wraps any error in a JaxRuntimeError whose text
-holds the rendered KernelError; called eagerly, the KernelError itself is raised.
+holds the rendered KernelError; the callback keeps the KernelError (`raised`), and
+mgpu_dsl/jit_errors.py raises it in place of XLA's error, as an eager call raises it.
 """
 from __future__ import annotations
 
+import collections
 import functools
 import itertools
 import logging
+import threading
 
 import jax
 import numpy as np
@@ -194,8 +197,26 @@ class _QuietKernelErrors(logging.Filter):
 logging.getLogger("jax._src.callback").addFilter(_QuietKernelErrors())
 
 
+# KernelErrors the callback raised, newest last, for the JaxRuntimeError XLA wraps each in
+# (mgpu_dsl/jit_errors.py): a few, since a failed run's error is taken as it surfaces.
+_raised: collections.deque = collections.deque(maxlen=8)
+_raised_lock = threading.Lock()
+
+
+def take_raised(xla_text: str) -> E.KernelError | None:
+  """The KernelError whose text ends XLA's error text `xla_text` (removed from those kept), or None."""
+  with _raised_lock:
+    for e in reversed(_raised):
+      if str(e) in xla_text:
+        _raised.remove(e)
+        return e.with_traceback(None)
+  return None
+
+
 def _callback(kernel, *args):
   try:
     return tuple(run_numpy(kernel, *args))
   except E.KernelError as e:     # its text, not the interpreter's frames, in XLA's message
+    with _raised_lock:
+      _raised.append(e)
     raise e.with_traceback(None) from None

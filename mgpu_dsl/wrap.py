@@ -220,6 +220,8 @@ def _interpret_primitive():
 def interpreted_call(interpret_fn: Callable, kernel_fn: Callable, out_specs, name: str) -> Callable:
   """`interpret_fn` (the interpreter under a trace) as one JAX primitive whose CUDA lowering on
   a machine without a GPU is the compiled kernel `kernel_fn()` (see _interpret_primitive)."""
+  from . import jit_errors
+  jit_errors.install()          # the interpreter's run-time errors under jax.jit: its KernelError
   call = _Call(interpret_fn, kernel_fn, out_specs, name)
 
   def run(*args):

@@ -1,0 +1,69 @@
+"""Probe 31d (mgpu_dsl as a citizen of JAX): kernels under jax.jit, jax.vmap, jax.lax.scan,
+custom_vjp and autotuning, as a user writes them; interpret mode's run-time errors under jit."""
+import pickle
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from locate import where
+
+S = jax.ShapeDtypeStruct
+F32 = jnp.float32
+I32 = jnp.int32
+
+
+# ---------------------------------------------------------------- interpret mode's run-time errors under jax.jit
+@mg.mgpu_kernel(out_shape=lambda x, idx: x, grid=lambda x, idx: (x.shape[0] // 128,))
+def gather_block(x, idx, out):
+  i = ml.program_id(0)
+  j = idx[0]
+  out.at[ml.ds(i * 128, 128)][...] = x.at[ml.ds(j * 128, 128)][...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x, y: x)
+def int_divide(x, y, out):
+  out[...] = x[...] // y[...]
+
+
+def _raised_at(kernel, cls, at, fn, *args):
+  with pytest.raises(mg.KernelError) as info:
+    jax.block_until_ready(fn(*args))
+  e = info.value
+  assert type(e) is cls, f"{type(e).__name__}: {e}"
+  assert (e.lineno, e.col_offset) == where(kernel, at), e.render()
+  assert e.hint and "Traceback" not in str(e) and "CpuCallback" not in str(e)
+  return e
+
+
+def test_an_interpreter_error_under_jit_is_the_kernel_error_an_eager_call_raises():
+  """It was a raw jax.errors.JaxRuntimeError ("INTERNAL: CpuCallback error calling callback:
+  Traceback ..."), with the KernelError's text at the end of a traceback through JAX."""
+  x = jnp.arange(512, dtype=F32)
+  bad = jnp.array([7], I32)
+  with pytest.raises(mg.KernelError) as eager:
+    gather_block(x, bad, interpret=True)
+  f = jax.jit(lambda x, i: gather_block(x, i, interpret=True))
+  for _ in range(2):                       # the first run (compiles) and a cached one
+    e = _raised_at(gather_block, mg.OutOfBoundsError, "x.at[ml.ds(j * 128, 128)][...]", f, x, bad)
+    assert e.message == eager.value.message == "x[896:1024] is outside x's shape (512,)"
+  np.testing.assert_array_equal(f(x, jnp.array([1], I32)), np.tile(np.asarray(x[128:256]), 4))
+  e = _raised_at(int_divide, mg.InterpretError, "x[...] // y[...]",
+                 jax.jit(lambda a, b: int_divide(a, b, interpret=True)),
+                 jnp.ones((128,), I32), jnp.zeros((128,), I32))
+  assert e.message == "integer // by zero (undefined on the GPU)"
+
+
+def test_an_interpreter_error_under_jit_of_vmap_and_scan_is_a_kernel_error():
+  x = jnp.arange(512, dtype=F32)
+  e = _raised_at(gather_block, mg.OutOfBoundsError, "x.at[ml.ds(j * 128, 128)][...]",
+                 jax.jit(jax.vmap(lambda x, i: gather_block(x, i, interpret=True))),
+                 jnp.stack([x, x]), jnp.array([[1], [9]], I32))
+  assert "batch element 1" in str(e)
+  _raised_at(gather_block, mg.OutOfBoundsError, "x.at[ml.ds(j * 128, 128)][...]",
+             jax.jit(lambda x, i: jax.lax.scan(lambda c, _: (gather_block(c, i, interpret=True), None),
+                                                x, None, length=2)[0]),
+             x, jnp.array([9], I32))
