@@ -21,14 +21,17 @@ def by_name(module: str, qualname: str):
 
 
 def reduce(kernel, what="kernel"):
-  """`kernel.__reduce__()`: a reference by name, checked to lead back to `kernel` (a kernel or an
-  @ml.inline helper: `what`)."""
-  fn = kernel.fn
+  """`kernel.__reduce__()`: a reference by name, checked to lead back to `kernel` (a kernel, an
+  @mg.autotune kernel or an @ml.inline helper: `what`). A kernel under @mg.autotune is found as
+  the tuner's `.kernel`, since the tuner holds the decorated function's name."""
+  fn = getattr(kernel, "fn", None) or kernel.kernel.fn
   module, qualname = getattr(fn, "__module__", None), getattr(fn, "__qualname__", fn.__name__)
   try:
     found = by_name(module, qualname) if module and "<locals>" not in qualname else None
   except (ImportError, AttributeError):
     found = None
+  if found is not kernel and getattr(found, "kernel", None) is kernel:
+    return by_name, (module, qualname + ".kernel")
   if found is not kernel:
     raise pickle.PicklingError(
         f"cannot pickle the {what} {qualname}: like a function, it pickles by its name, and"

@@ -80,6 +80,16 @@ class Autotuner:
     self.best: dict = {}             # in-memory winners: tuning key -> config
     self.timings: dict = {}          # tuning key -> [(config, seconds or error text)]
 
+  def __copy__(self):                 # copied and pickled as a function is (frontend/pickling.py)
+    return self
+
+  def __deepcopy__(self, memo):
+    return self
+
+  def __reduce__(self):
+    from .frontend import pickling
+    return pickling.reduce(self, "autotuned kernel")
+
   @property
   def __signature__(self) -> inspect.Signature:
     sig = inspect.signature(self.kernel)

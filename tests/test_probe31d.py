@@ -67,3 +67,23 @@ def test_an_interpreter_error_under_jit_of_vmap_and_scan_is_a_kernel_error():
              jax.jit(lambda x, i: jax.lax.scan(lambda c, _: (gather_block(c, i, interpret=True), None),
                                                 x, None, length=2)[0]),
              x, jnp.array([9], I32))
+
+
+# ---------------------------------------------------------------- an autotuned kernel as a value
+@mg.autotune(configs=[dict(bs=256), dict(bs=128)])
+@mg.mgpu_kernel(out_shape=lambda x, *, bs: x, grid=lambda x, *, bs: (x.shape[0] // bs,))
+def tuned_double(x, out, *, bs: ml.constexpr = 128):
+  i = ml.program_id(0)
+  out.at[ml.ds(i * bs, bs)][...] = x.at[ml.ds(i * bs, bs)][...] * 2
+
+
+def test_an_autotuned_kernel_copies_and_pickles_as_the_function_it_decorates():
+  """pickle.dumps of a top-level @mg.autotune kernel (or of its .kernel) raised PicklingError
+  ("__main__.tuned is not this kernel": the name leads to the tuner); copy.deepcopy gave a second
+  tuner with its own winners."""
+  import copy
+  assert pickle.loads(pickle.dumps(tuned_double)) is tuned_double
+  assert pickle.loads(pickle.dumps(tuned_double.kernel)) is tuned_double.kernel
+  assert copy.deepcopy({"k": tuned_double})["k"] is tuned_double and copy.copy(tuned_double) is tuned_double
+  x = jnp.arange(512, dtype=F32)
+  np.testing.assert_array_equal(pickle.loads(pickle.dumps(tuned_double))(x, interpret=True), np.asarray(x) * 2)
