@@ -80,6 +80,9 @@ class Autotuner:
     self.best: dict = {}             # in-memory winners: tuning key -> config
     self.timings: dict = {}          # tuning key -> [(config, seconds or error text)]
 
+  def __repr__(self):
+    return f"<autotuned mgpu_kernel {getattr(self, '__qualname__', self.__name__)} at {id(self):#x}>"
+
   def __copy__(self):                 # copied and pickled as a function is (frontend/pickling.py)
     return self
 

@@ -16,6 +16,7 @@ and prints each mistake at its line. Declaring specs costs nothing at import.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib.util
 import itertools
 import os
@@ -52,6 +53,9 @@ def check_specs(kernel: KernelFunction | Autotuner, *specs, **constexprs) -> Ker
   Returns `kernel`. Nothing is traced until the checker runs.
   """
   from .autotune import Autotuner
+  if isinstance(kernel, functools.partial) and isinstance(kernel.func, (KernelFunction, Autotuner)):
+    # functools.partial(kernel, n=4): its arguments first, as a call of it passes them
+    return check_specs(kernel.func, *kernel.args, *specs, **{**kernel.keywords, **constexprs}) and kernel
   if isinstance(kernel, Autotuner):
     for cfg in kernel.configs:
       check_specs(kernel.kernel, *specs, **constexprs, **cfg)
@@ -69,10 +73,22 @@ def check_specs(kernel: KernelFunction | Autotuner, *specs, **constexprs) -> Ker
   declared = _DECLARED.setdefault(kernel, [])
   _DECLARED_IN.setdefault(kernel, set()).add(_caller_file())
   entry = (tuple(specs), dict(constexprs))
-  if entry not in declared:       # a module imported twice declares its specs twice
+  keys = [_entry_key(*e) for e in declared]
+  if _entry_key(*entry) not in keys:       # a module imported twice declares its specs twice
     declared.append(entry)
-  _SPEC_FILE.setdefault((id(kernel), declared.index(entry)), set()).add(_caller_file())
+    keys.append(_entry_key(*entry))
+  _SPEC_FILE.setdefault((id(kernel), keys.index(_entry_key(*entry))), set()).add(_caller_file())
   return kernel
+
+
+def _entry_key(specs, constexprs):
+  """A declared specialisation as a comparable key: arrays by shape and dtype (`==` on two arrays,
+  or on a constexpr that is one, is elementwise, and its truth raised ValueError), constexprs as the
+  kernel's cache keys them."""
+  from .deps import value_key
+  spec = tuple(("spec", tuple(s.shape), str(s.dtype)) if hasattr(s, "shape") and hasattr(s, "dtype")
+               else value_key(s) for s in specs)
+  return spec, tuple(sorted((k, value_key(v)) for k, v in constexprs.items()))
 
 
 def _caller_file() -> str:

@@ -147,6 +147,9 @@ class KernelFunction:
     self._stats = collections.Counter()
     self._bounds = None
 
+  def __repr__(self):                 # as a function shows: <mgpu_kernel double at 0x...>
+    return f"<mgpu_kernel {getattr(self, '__qualname__', self.__name__)} at {id(self):#x}>"
+
   def __copy__(self):                 # copied and pickled as a function is (frontend/pickling.py)
     return self
 

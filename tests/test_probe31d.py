@@ -87,3 +87,33 @@ def test_an_autotuned_kernel_copies_and_pickles_as_the_function_it_decorates():
   assert copy.deepcopy({"k": tuned_double})["k"] is tuned_double and copy.copy(tuned_double) is tuned_double
   x = jnp.arange(512, dtype=F32)
   np.testing.assert_array_equal(pickle.loads(pickle.dumps(tuned_double))(x, interpret=True), np.asarray(x) * 2)
+
+
+# ---------------------------------------------------------------- mg.check_specs with arrays and partials
+@mg.mgpu_kernel(out_shape=lambda x, *, n: x, grid=lambda x, *, n: (x.shape[0] // n,))
+def declared_block_copy(x, out, *, n: ml.constexpr):
+  i = ml.program_id(0)
+  out.at[ml.ds(i * n, n)][...] = x.at[ml.ds(i * n, n)][...]
+
+
+def test_check_specs_takes_arrays_array_constexprs_and_a_partial_of_the_kernel():
+  """Declaring a second array spec, or a constexpr that is an array, raised ValueError (the
+  truth value of an array is ambiguous: declared specs were compared with ==), so the file did
+  not import in `python -m mgpu_dsl check`; a functools.partial of the kernel was a KernelTypeError
+  showing `<mgpu_dsl.kernel.KernelFunction object at 0x...>`."""
+  import functools
+  from mgpu_dsl import check as C
+  k = declared_block_copy
+  mg.check_specs(k, jnp.ones(512, F32), n=128)
+  mg.check_specs(k, jnp.zeros(512, F32), n=128)              # the same specialisation: declared once
+  mg.check_specs(k, jnp.ones(1024, F32), n=128)
+  mg.check_specs(k, S((512,), F32), n=np.array([128, 256]))
+  mg.check_specs(k, S((512,), F32), n=np.array([128, 256]))  # and again: once
+  mg.check_specs(functools.partial(k, n=256), S((512,), F32))
+  declared = C.declared_specs(k)
+  assert [(tuple(s.shape for s in specs), type(c["n"]).__name__) for specs, c in declared] == [
+      (((512,),), "int"), (((1024,),), "int"), (((512,),), "ndarray"), (((512,),), "int")]
+  results = C.check_kernel(k)
+  assert [bool(r.errors) for r in results] == [False, False, True, False]
+  assert type(results[2].errors[0]) is mg.LaunchConfigError       # n, an array, makes no grid
+  assert repr(k).startswith("<mgpu_kernel declared_block_copy at 0x")
