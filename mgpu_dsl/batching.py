@@ -37,7 +37,18 @@ def call(kernel, args, constexprs, interpret, levels=(), hit=None):
   # Outside the custom_vmap, which JAX cannot linearize: jax.grad sees the call's outputs known and
   # their tangents missing, an MG009 only where one is used (wrap.no_derivative).
   inputs = kernel.parsed.ref_params[:len(args)]
-  return list(wrap.no_derivative(run, kernel.__name__, kernel.parsed.loc, inputs)(*args))
+  with wrap.call_site(None if levels else _call_note(kernel, args, constexprs)):
+    return list(wrap.no_derivative(run, kernel.__name__, kernel.parsed.loc, inputs)(*args))
+
+
+def _call_note(kernel, args, constexprs):
+  """(file, line, note) of the user's call, for interpret mode's run-time errors under a trace
+  (raised later, when the program runs: mgpu_dsl/jit_errors.py), as an eager call's errors have."""
+  from .bench import caller_loc
+  at = caller_loc()
+  if at is None or not at.lineno:
+    return None
+  return at.filename, at.lineno, calling.call_note(at, args, kernel.parsed.ref_params, constexprs)
 
 
 def batched(kernel, xs, constexprs, interpret, levels, size, in_batched):

@@ -341,15 +341,20 @@ def at_call(e: E.KernelError, def_loc, at) -> E.KernelError:
   return e
 
 
+def call_note(at, args, names, constexprs=None) -> str:
+  """`FILE:LINE:COL: the call (x: float32[1024], n=4)`: the note naming the call `at` (a Loc)."""
+  shown = [f"{n}: {describe(a)}" for n, a in zip(names, args)]
+  shown += [f"{k}={constexpr_text(v)}" for k, v in (constexprs or {}).items()]
+  return f"{at}: the call ({', '.join(shown)})"
+
+
 def call_noted(e: E.KernelError, at, args, names, constexprs=None) -> E.KernelError:
   """Mistakes found in the kernel (or its options) for this call's arguments: each gets a note
   naming the call `at` and what it passed (an int8 input meeting a float, a batch too large),
   unless the mistake is at the call already."""
   if at is None or not at.lineno or (e.filename, e.lineno) == (at.filename, at.lineno):
     return e
-  shown = [f"{n}: {describe(a)}" for n, a in zip(names, args)]
-  shown += [f"{k}={constexpr_text(v)}" for k, v in (constexprs or {}).items()]
-  note = f"{at}: the call ({', '.join(shown)})"
+  note = call_note(at, args, names, constexprs)
   for err in e.errors:
     if note not in err.notes:
       err.notes = tuple(err.notes) + (note,)

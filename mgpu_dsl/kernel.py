@@ -448,7 +448,7 @@ class KernelFunction:
         def compiled():
           self._build(hit)
           return hit["call"]
-        prim = wrap.interpreted_call(lambda *a: tuple(interp.run(kernel, a, specs)), compiled, specs,
+        prim = wrap.interpreted_call(lambda *a, site=None: tuple(interp.run(kernel, a, specs, site)), compiled, specs,
                                      self.__name__)
         hit["interpret_call"] = wrap.no_derivative(lambda *a: tuple(prim(*a)), self.__name__, self.parsed.loc)
       return hit["interpret_call"](*args)

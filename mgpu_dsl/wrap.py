@@ -7,6 +7,8 @@ KernelError that says how to attach a backward (docs/autodiff.md).
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 from typing import Callable
 
@@ -192,10 +194,11 @@ def _interpret_primitive():
 
   p = Primitive("mgpu_dsl_interpret")
   p.multiple_results = True
-  p.def_impl(lambda *args, call: call.interpret_fn(*args))
-  p.def_abstract_eval(lambda *avals, call: [jax.core.ShapedArray(tuple(s.shape), s.dtype) for s in call.out_specs])
+  p.def_impl(lambda *args, call, site: call.interpret_fn(*args, site=site))
+  p.def_abstract_eval(lambda *avals, call, site: [jax.core.ShapedArray(tuple(s.shape), s.dtype)
+                                                  for s in call.out_specs])
 
-  def interpreted(ctx, *args, call):
+  def interpreted(ctx, *args, call, site):
     if getattr(ctx.module_context.lowering_parameters, "for_export", False):
       from .bench import caller_loc
       platforms = ", ".join(ctx.module_context.platforms)
@@ -204,11 +207,11 @@ def _interpret_primitive():
           f" {platforms})", caller_loc(),
           hint="export for platforms=['cuda'] alone (the export holds the compiled kernel, also in interpret"
                " mode); run interpret mode by calling the function, not through jax.export")
-    return mlir.lower_fun(call.interpret_fn, multiple_results=True)(ctx, *args)
+    return mlir.lower_fun(functools.partial(call.interpret_fn, site=site), multiple_results=True)(ctx, *args)
 
-  def cuda(ctx, *args, call):
+  def cuda(ctx, *args, call, site):
     if has_gpu() and not getattr(ctx.module_context.lowering_parameters, "for_export", False):
-      return interpreted(ctx, *args, call=call)
+      return interpreted(ctx, *args, call=call, site=site)
     run = call.kernel_fn()
     return mlir.lower_fun(lambda *a: list(run(*a)), multiple_results=True)(ctx, *args)
 
@@ -225,5 +228,21 @@ def interpreted_call(interpret_fn: Callable, kernel_fn: Callable, out_specs, nam
   call = _Call(interpret_fn, kernel_fn, out_specs, name)
 
   def run(*args):
-    return _interpret_primitive().bind(*args, call=call)
+    return _interpret_primitive().bind(*args, call=call, site=_CALL_SITE.get())
   return run
+
+
+# The user's call being traced, as (file, line, note) (mgpu_dsl/batching.py): an interpreted call
+# under a trace carries it, and its run-time errors get the note an eager call's errors get.
+_CALL_SITE: contextvars.ContextVar = contextvars.ContextVar("mgpu_dsl_call_site", default=None)
+
+
+@contextlib.contextmanager
+def call_site(site):
+  """Within: interpreted calls bound under a trace carry `site` (None: keep the enclosing one)."""
+  token = _CALL_SITE.set(site) if site is not None else None
+  try:
+    yield
+  finally:
+    if token is not None:
+      _CALL_SITE.reset(token)

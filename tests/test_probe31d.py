@@ -1,5 +1,6 @@
 """Probe 31d (mgpu_dsl as a citizen of JAX): kernels under jax.jit, jax.vmap, jax.lax.scan,
 custom_vjp and autotuning, as a user writes them; interpret mode's run-time errors under jit."""
+import linecache
 import pickle
 
 import jax
@@ -47,9 +48,12 @@ def test_an_interpreter_error_under_jit_is_the_kernel_error_an_eager_call_raises
   with pytest.raises(mg.KernelError) as eager:
     gather_block(x, bad, interpret=True)
   f = jax.jit(lambda x, i: gather_block(x, i, interpret=True))
+  line = f.__wrapped__.__code__.co_firstlineno
+  col = linecache.getline(__file__, line).index("gather_block(x, i")
   for _ in range(2):                       # the first run (compiles) and a cached one
     e = _raised_at(gather_block, mg.OutOfBoundsError, "x.at[ml.ds(j * 128, 128)][...]", f, x, bad)
     assert e.message == eager.value.message == "x[896:1024] is outside x's shape (512,)"
+    assert e.notes == (f"{__file__}:{line}:{col}: the call (x: float32[512], idx: int32[1])",), e.notes
   np.testing.assert_array_equal(f(x, jnp.array([1], I32)), np.tile(np.asarray(x[128:256]), 4))
   e = _raised_at(int_divide, mg.InterpretError, "x[...] // y[...]",
                  jax.jit(lambda a, b: int_divide(a, b, interpret=True)),
