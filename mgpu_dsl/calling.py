@@ -378,11 +378,13 @@ def check_constexprs(pk, constexprs: dict, name: str, loc, args=()) -> None:
   unknown = [c for c in constexprs if c not in pk.constexpr_params]
   scalars = [c for c in unknown if c in getattr(pk, "scalar_params", ())]
   if scalars:                   # a run-time scalar by keyword: it is an input, passed by position
-    k = pk.ref_params.index(scalars[0])
+    k = max(pk.ref_params.index(c) for c in scalars)     # every one given by keyword, in its place
+    several = len(scalars) > 1
     raise E.SignatureError(
-        f"{name}: {scalars[0]} is an ml.scalar parameter (a run-time input), passed by position, not by"
-        f" keyword", loc,
-        hint=f"pass it in its place among the inputs: {name}({', '.join(pk.ref_params[:k + 1])})")
+        f"{name}: {' and '.join(scalars) if several else scalars[0]} {'are ml.scalar parameters' if several else 'is an ml.scalar parameter'}"
+        f" ({'run-time inputs' if several else 'a run-time input'}), passed by position, not by keyword", loc,
+        hint=f"pass {'them in their places' if several else 'it in its place'} among the inputs:"
+             f" {name}({', '.join(pk.ref_params[:k + 1])})")
   if unknown:
     ref = unknown[0] in pk.ref_params
     raise E.SignatureError(

@@ -121,3 +121,24 @@ def test_check_specs_takes_arrays_array_constexprs_and_a_partial_of_the_kernel()
   assert [bool(r.errors) for r in results] == [False, False, True, False]
   assert type(results[2].errors[0]) is mg.LaunchConfigError       # n, an array, makes no grid
   assert repr(k).startswith("<mgpu_kernel declared_block_copy at 0x")
+
+
+# ---------------------------------------------------------------- run-time scalars bound by keyword (a partial)
+@mg.mgpu_kernel(out_shape=lambda x, alpha, beta: x, grid=lambda x, alpha, beta: (x.shape[0] // 128,))
+def axpb(x, alpha: ml.scalar, beta: ml.scalar, out):
+  i = ml.program_id(0)
+  out.at[ml.ds(i * 128, 128)][...] = x.at[ml.ds(i * 128, 128)][...] * alpha + beta
+
+
+def test_scalars_bound_by_keyword_are_all_named_with_a_call_that_passes_them_all():
+  """functools.partial(axpb, alpha=2.0)(x, beta=1.0): the hint wrote axpb(x, alpha), which,
+  followed, fails on beta."""
+  import functools
+  x = jnp.arange(256, dtype=F32)
+  with pytest.raises(mg.SignatureError) as info:
+    functools.partial(axpb, alpha=2.0)(x, beta=1.0, interpret=True)
+  e = info.value
+  assert e.message == ("axpb: alpha and beta are ml.scalar parameters (run-time inputs), passed by position,"
+                       " not by keyword")
+  assert e.hint == "pass them in their places among the inputs: axpb(x, alpha, beta)"
+  np.testing.assert_array_equal(axpb(x, 2.0, 1.0, interpret=True), np.asarray(x) * 2 + 1)   # followed
