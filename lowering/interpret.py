@@ -205,10 +205,11 @@ _raised_lock = threading.Lock()
 
 
 def take_raised(xla_text: str) -> E.KernelError | None:
-  """The KernelError whose text ends XLA's error text `xla_text` (removed from those kept), or None."""
+  """The KernelError whose text ends XLA's error text `xla_text` (removed from those kept), or None.
+  Found by its first line, `file:line:col: message [code]` (XLA may shorten what follows)."""
   with _raised_lock:
     for e in reversed(_raised):
-      if str(e) in xla_text:
+      if f"{e.loc}: {e.message} [{e.code}]" in xla_text:
         _raised.remove(e)
         return e.with_traceback(None)
   return None
