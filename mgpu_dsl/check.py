@@ -291,7 +291,12 @@ def render_crash(e: BaseException) -> str:
 
 def render_import_error(path: str, e: BaseException) -> str:
   if isinstance(e, E.KernelError):     # e.g. a kernel run in interpret mode at import
-    return f"{path}: cannot import:\n" + "\n\n".join(render_error(x) for x in e.errors)
+    text = f"{path}: cannot import:\n" + "\n\n".join(render_error(x) for x in e.errors)
+    if isinstance(e, E.NoGpuError):    # a demo call at the file's top level, which the checker runs
+      text += ("\nnote: python -m mgpu_dsl check imports the file, running its top-level code: call kernels"
+               " under `if __name__ == \"__main__\":` (the checker does not run that block) and declare what"
+               " to check with mg.check_specs(kernel, *specs)")
+    return text
   if isinstance(e, SyntaxError):
     return f"{path}: cannot import: SyntaxError: {e.filename}:{e.lineno}:{e.offset}: {e.msg}"
   frames = [f for f in traceback.extract_tb(e.__traceback__)

@@ -142,3 +142,30 @@ def test_scalars_bound_by_keyword_are_all_named_with_a_call_that_passes_them_all
                        " not by keyword")
   assert e.hint == "pass them in their places among the inputs: axpb(x, alpha, beta)"
   np.testing.assert_array_equal(axpb(x, 2.0, 1.0, interpret=True), np.asarray(x) * 2 + 1)   # followed
+
+
+# ---------------------------------------------------------------- the checker and a demo call at import
+def test_the_checker_says_a_kernel_called_at_import_runs_because_it_imports_the_file(tmp_path):
+  """A file that calls its kernel at its top level (a demo) could not be imported by `python -m
+  mgpu_dsl check` on a machine without a GPU: MG010's hint spoke of interpret mode only."""
+  import textwrap
+  from mgpu_dsl import check as C
+  path = tmp_path / "demo_at_import.py"
+  path.write_text(textwrap.dedent("""\
+      import jax.numpy as jnp
+      import mgpu_dsl as mg
+      from mgpu_dsl import language as ml
+
+      @mg.mgpu_kernel(out_shape=lambda x: x)
+      def copy_it(x, out):
+          out[...] = x[...]
+
+      y = copy_it(jnp.ones(128))
+      """))
+  report = C.check_file(str(path))
+  assert type(report.import_error) is mg.NoGpuError
+  text = C.render_import_error("demo_at_import.py", report.import_error)
+  assert text.splitlines()[-1] == (
+      "note: python -m mgpu_dsl check imports the file, running its top-level code: call kernels under"
+      ' `if __name__ == "__main__":` (the checker does not run that block) and declare what to check with'
+      " mg.check_specs(kernel, *specs)")
