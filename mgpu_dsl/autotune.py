@@ -149,12 +149,7 @@ class Autotuner:
 
   def best_config(self, *args: Any, interpret: bool | None = None, **constexprs: Any) -> dict:
     """The configuration a call with these arguments runs (tuning it first if needed)."""
-    clash = sorted(self.tuned & set(constexprs))
-    if clash:
-      raise E.SignatureError(f"{self.__name__}: {', '.join(clash)} is chosen by @mg.autotune",
-                             caller_loc() or self.kernel.parsed.loc,
-                             hint="leave tuned constexprs out of the call, or call the kernel itself:"
-                                  f" {self.__name__}.kernel(..., {clash[0]}=...)")
+    self._untuned(constexprs)
     if self.kernel._interpret(interpret):
       return self._first_that_builds(args, constexprs)
     key = self._tuning_key(args, constexprs)
@@ -195,14 +190,15 @@ class Autotuner:
     # timed runs too: evaluate them now, on random stand-ins for traced inputs.
     with jax.ensure_compile_time_eval():
       concrete = args
-      if any(isinstance(a, jax.core.Tracer) for a in args):
-        concrete = stand_ins(args)
+      if any(isinstance(a, (jax.core.Tracer, jax.ShapeDtypeStruct)) for a in args):
+        concrete = stand_ins(args)      # traced inputs, or specs (best_config(spec), typed_ir(spec))
       return self._time_configs(args, concrete, constexprs)
 
   def _time_configs(self, args, concrete, constexprs) -> tuple[dict, list]:
     import jax
     timer = self.timer or bench
-    specs = [jax.ShapeDtypeStruct(tuple(a.shape), a.dtype) for a in args]
+    specs = [jax.ShapeDtypeStruct(tuple(a.shape), a.dtype) if calling.is_array_like(a) else a
+             for a in args]                 # (a Python number for an ml.scalar stays one)
     results, errors = [], []
     for cfg in self.configs:
       run = functools.partial(self.kernel, **constexprs, **cfg, interpret=False)
@@ -253,6 +249,36 @@ class Autotuner:
     cfg = self.best_config(*args, interpret=interpret, **constexprs)
     return self.kernel(*args, interpret=interpret, **constexprs, **cfg)
 
+  @_user_errors
+  def check(self, *specs, **constexprs) -> None:
+    """Trace, check and build every config for these specs (the tuner may pick any), as
+    `python -m mgpu_dsl check` does for `mg.check_specs(tuned, *specs)`; raises the first mistake."""
+    self._untuned(constexprs)
+    for cfg in self.configs:
+      self.kernel.check(*specs, **constexprs, **cfg)
+
+  @_user_errors
+  def typed_ir(self, *specs, **constexprs) -> str:
+    """The typed IR of the config a call with these specs runs (see best_config)."""
+    return self.kernel.typed_ir(*specs, **constexprs, **self.best_config(*specs, **constexprs))
+
+  @_user_errors
+  def mlir(self, *specs, **constexprs) -> str:
+    """The Mosaic GPU module of the config a call with these specs runs (see best_config)."""
+    return self.kernel.mlir(*specs, **constexprs, **self.best_config(*specs, **constexprs))
+
+  def cache_info(self):
+    """The kernel's specialisation cache (every config's compiles)."""
+    return self.kernel.cache_info()
+
+  def _untuned(self, constexprs) -> None:
+    clash = sorted(self.tuned & set(constexprs))
+    if clash:
+      raise E.SignatureError(f"{self.__name__}: {', '.join(clash)} is chosen by @mg.autotune",
+                             caller_loc() or self.kernel.parsed.loc,
+                             hint="leave tuned constexprs out of the call, or call the kernel itself:"
+                                  f" {self.__name__}.kernel(..., {clash[0]}=...)")
+
   def cache_clear(self) -> None:
     """Forget the in-memory winners (the kernel's own caches and the disk stay)."""
     self.best.clear()
@@ -260,13 +286,16 @@ class Autotuner:
 
 
 def stand_ins(args) -> list:
-  """Random arrays shaped like `args` (tracers under jax.jit) to time configurations on."""
+  """Random arrays shaped like `args` (tracers under jax.jit, specs) to time configurations on;
+  a Python number (an ml.scalar's value) is itself."""
   import jax
   import jax.numpy as jnp
   out = []
   for i, a in enumerate(args):
     k = jax.random.key(i)
-    if jnp.issubdtype(a.dtype, jnp.floating):
+    if not calling.is_array_like(a):
+      out.append(a)
+    elif jnp.issubdtype(a.dtype, jnp.floating):
       out.append(jax.random.normal(k, a.shape, jnp.float32).astype(a.dtype))
     elif jnp.issubdtype(a.dtype, jnp.integer):
       out.append(jax.random.randint(k, a.shape, 0, 8).astype(a.dtype))

@@ -169,3 +169,46 @@ def test_the_checker_says_a_kernel_called_at_import_runs_because_it_imports_the_
       "note: python -m mgpu_dsl check imports the file, running its top-level code: call kernels under"
       ' `if __name__ == "__main__":` (the checker does not run that block) and declare what to check with'
       " mg.check_specs(kernel, *specs)")
+
+
+# ---------------------------------------------------------------- autotuning a kernel with a run-time scalar
+_timed = []
+
+
+def _fake_timer(fn, *args):
+  """Times nothing: records what it was given; the second config is the faster."""
+  _timed.append(tuple(type(a).__name__ for a in args))
+  return 2.0 if len(_timed) % 2 else 1.0
+
+
+@mg.autotune(configs=[dict(bs=256), dict(bs=128)], timer=_fake_timer)
+@mg.mgpu_kernel(out_shape=lambda x, a, *, bs: x, grid=lambda x, a, *, bs: (x.shape[0] // bs,))
+def tuned_scale(x, a: ml.scalar, out, *, bs: ml.constexpr = 128):
+  i = ml.program_id(0)
+  out.at[ml.ds(i * bs, bs)][...] = x.at[ml.ds(i * bs, bs)][...] * a
+
+
+def test_tuning_a_kernel_with_a_python_number_for_an_ml_scalar():
+  """Tuning (on a GPU, or with timer=) read .shape/.dtype of every argument: a Python number for
+  an ml.scalar parameter was a raw AttributeError ('float' object has no attribute 'shape'), eagerly,
+  under jax.jit and for specs."""
+  _timed.clear()                          # (new shapes each: winners are also kept on disk)
+  assert tuned_scale.best_config(jnp.ones(1280, F32), 2.0) == {"bs": 128}
+  jax.jit(lambda x: tuned_scale.best_config(x, 2.0) and x)(jnp.ones(1536, F32))   # traced: on a stand-in
+  assert tuned_scale.best_config(S((1792,), F32), 2.0) == {"bs": 128}  # a spec: timed on a stand-in
+  assert _timed == [("ArrayImpl", "float")] * 6, _timed
+
+
+def test_an_autotuned_kernel_checks_and_shows_its_ir_as_a_kernel_does():
+  """tuned.check(*specs), .typed_ir, .mlir and .cache_info were AttributeErrors: they lived on
+  tuned.kernel only, where the tuned constexprs are not chosen."""
+  spec = S((1024,), F32)
+  tuned_scale.cache_clear()
+  tuned_scale.check(spec, 2.0)                          # every config builds
+  assert "grid=(8, 1, 1)" in tuned_scale.typed_ir(spec, 2.0)     # bs=128, the faster config
+  assert "mosaic_gpu" in tuned_scale.mlir(spec, 2.0)
+  assert tuned_scale.cache_info().currsize >= 2
+  with pytest.raises(mg.SignatureError, match="bs is chosen by @mg.autotune"):
+    tuned_scale.check(spec, 2.0, bs=128)
+  with pytest.raises(mg.UncoveredOutputError):          # bs=256 does not cover 1152 elements
+    tuned_scale.check(S((1152,), F32), 2.0)
