@@ -143,6 +143,10 @@ def _dtype_hint(pk, i, a) -> str:
     return (f"a typed PRNG key is not data a kernel reads: pass a seed drawn from it,"
             f" jax.random.bits({name}, dtype=jnp.uint32) (a 0-d uint32 for an ml.scalar seed), and draw"
             f" numbers in the kernel with ml.rand(seed, offsets); or its words, jax.random.key_data({name})")
+  if a.dtype == jax.dtypes.float0:      # a cotangent of integer values: it holds no numbers
+    return ("float0 is JAX's cotangent of integer and bool values (a jax.custom_vjp backward receives it for"
+            " an integer output): it holds no numbers, so leave it out of the kernel call (and return None as"
+            " the cotangent of an integer input)")
   try:
     dtype = np.dtype(a.dtype)
   except TypeError:
@@ -168,6 +172,7 @@ def check_inputs(pk, args, bounds: tuple[int, int], name: str, loc, *, count: bo
                  constexprs=()) -> None:
   """Raise SignatureError unless `args` are arrays of supported dtypes, between `bounds`
   (from `input_bounds`) in number (`count=False`: the number is checked later)."""
+  import jax
   refs = pk.ref_params
   if not args or not is_array_like(args[0]) or len(args) < bounds[0]:
     _not_a_method(refs, name, loc)
@@ -196,7 +201,8 @@ def check_inputs(pk, args, bounds: tuple[int, int], name: str, loc, *, count: bo
     except TypeError:         # an unhashable dtype object
       ok = _supported.__wrapped__(a.dtype)
     if not ok:
-      raise E.SignatureError(cap(f"{name}: {what} has dtype {a.dtype}, which kernels do not support"),
+      shown = "float0" if a.dtype == jax.dtypes.float0 else a.dtype    # (its repr: [('float0', 'V')])
+      raise E.SignatureError(cap(f"{name}: {what} has dtype {shown}, which kernels do not support"),
                              loc, hint=_dtype_hint(pk, i, a))
     sym = next((d for d in a.shape if not isinstance(d, int)), None)
     if sym is not None:       # jax.export's shape polymorphism: a symbolic dimension

@@ -212,3 +212,37 @@ def test_an_autotuned_kernel_checks_and_shows_its_ir_as_a_kernel_does():
     tuned_scale.check(spec, 2.0, bs=128)
   with pytest.raises(mg.UncoveredOutputError):          # bs=256 does not cover 1152 elements
     tuned_scale.check(S((1152,), F32), 2.0)
+
+
+# ---------------------------------------------------------------- a float0 cotangent passed to a kernel
+@jax.custom_vjp
+def double_and_count(x):
+  return scale_and_count(x, interpret=True)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (x, S((), I32)))
+def scale_and_count(x, y, n):
+  y[...] = x[...] * 2.0
+  n[...] = ml.sum((x[...] > 0).astype(jnp.int32))
+
+
+def _double_and_count_fwd(x):
+  return scale_and_count(x, interpret=True), None
+
+
+def _double_and_count_bwd(_, gs):
+  return (scale_and_count(gs[1], interpret=True)[0],)    # the mistake: gs[1] is n's float0 cotangent
+
+
+double_and_count.defvjp(_double_and_count_fwd, _double_and_count_bwd)
+
+
+def test_a_float0_cotangent_passed_to_a_kernel_is_named_and_explained():
+  """The message read `has dtype [('float0', 'V')]`, and the hint listed the supported dtypes."""
+  x = jnp.arange(128, dtype=F32)
+  with pytest.raises(mg.SignatureError) as info:
+    jax.grad(lambda x: double_and_count(x)[0].sum())(x)
+  e = info.value
+  assert e.message == "scale_and_count: input 0 (x) has dtype float0, which kernels do not support"
+  assert e.hint.startswith("float0 is JAX's cotangent of integer and bool values"), e.hint
+  assert "leave it out of the kernel call" in e.hint
