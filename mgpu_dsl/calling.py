@@ -92,6 +92,8 @@ ELSEWHERE = {   # what Triton and Pallas users reach for, and where it lives her
     "compiler_params": "launch options are block=, cluster= and grid=; tile sizes are constexprs",
     "scratch_shapes": "scratch is allocated in the kernel body: acc = ml.smem(shape, dtype) (SMEM), or"
                       " ml.zeros(shape, dtype) (registers); a kernel's parameters are its inputs and outputs",
+    "interpret": "it chooses how a call runs (kernel(x, interpret=True)); check, typed_ir and mlir trace and"
+                 " build the GPU kernel and run nothing, so leave it out",
 }
 
 

@@ -54,8 +54,10 @@ def check_specs(kernel: KernelFunction | Autotuner, *specs, **constexprs) -> Ker
   """
   from .autotune import Autotuner
   if isinstance(kernel, functools.partial) and isinstance(kernel.func, (KernelFunction, Autotuner)):
-    # functools.partial(kernel, n=4): its arguments first, as a call of it passes them
-    return check_specs(kernel.func, *kernel.args, *specs, **{**kernel.keywords, **constexprs}) and kernel
+    # functools.partial(kernel, n=4): its arguments first, as a call of it passes them (interpret=
+    # chooses how a call runs, not what is checked)
+    bound = {k: v for k, v in kernel.keywords.items() if k != "interpret"}
+    return check_specs(kernel.func, *kernel.args, *specs, **{**bound, **constexprs}) and kernel
   if isinstance(kernel, Autotuner):
     for cfg in kernel.configs:
       check_specs(kernel.kernel, *specs, **constexprs, **cfg)

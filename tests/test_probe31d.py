@@ -113,7 +113,7 @@ def test_check_specs_takes_arrays_array_constexprs_and_a_partial_of_the_kernel()
   mg.check_specs(k, jnp.ones(1024, F32), n=128)
   mg.check_specs(k, S((512,), F32), n=np.array([128, 256]))
   mg.check_specs(k, S((512,), F32), n=np.array([128, 256]))  # and again: once
-  mg.check_specs(functools.partial(k, n=256), S((512,), F32))
+  mg.check_specs(functools.partial(k, n=256, interpret=True), S((512,), F32))
   declared = C.declared_specs(k)
   assert [(tuple(s.shape for s in specs), type(c["n"]).__name__) for specs, c in declared] == [
       (((512,),), "int"), (((1024,),), "int"), (((512,),), "ndarray"), (((512,),), "int")]
@@ -246,3 +246,13 @@ def test_a_float0_cotangent_passed_to_a_kernel_is_named_and_explained():
   assert e.message == "scale_and_count: input 0 (x) has dtype float0, which kernels do not support"
   assert e.hint.startswith("float0 is JAX's cotangent of integer and bool values"), e.hint
   assert "leave it out of the kernel call" in e.hint
+
+
+def test_interpret_given_to_check_says_check_runs_nothing():
+  """kernel.check(spec, interpret=True) said only `has no constexpr parameter 'interpret'`."""
+  with pytest.raises(mg.SignatureError) as info:
+    declared_block_copy.check(S((512,), F32), n=128, interpret=True)
+  assert info.value.message == "declared_block_copy has no constexpr parameter 'interpret'"
+  assert info.value.hint == ("interpret is not a kernel option here: it chooses how a call runs (kernel(x,"
+                             " interpret=True)); check, typed_ir and mlir trace and build the GPU kernel and run"
+                             " nothing, so leave it out")
