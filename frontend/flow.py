@@ -12,6 +12,7 @@ import math
 
 from . import errors as E
 from . import ir
+from . import jumps
 from .assign import DICT_VIEWS, holds_value
 from .builder import Call
 from .carried import (as_value, carries_of, carry_slices, conversion, describe, initial_value, int_float_hint,
@@ -75,6 +76,7 @@ def trace_for(tracer, node: ast.For):
   if node.orelse:
     _with_else(tracer, node, trace_for, "for")
     return
+  node = jumps.without_continue(node)
   it = node.iter
   fn = tracer.eval(it.func) if isinstance(it, ast.Call) else None
   if fn not in (range, ctl.static_range, ctl.range):
@@ -161,6 +163,11 @@ def trace_for(tracer, node: ast.For):
     tracer.b.empty_loop_names = names | {n.id for st in node.body for n in ast.walk(st)   # are not
                                          if isinstance(n, ast.Name)}                      # "never used"
     return        # empty (a run-time step is still emitted: interpret mode checks it is positive)
+  if stages == 1 and not specialize and not pingpong:
+    first = ew.constant(Call(tracer.b, loc), start, counter) if isinstance(start, int) else start
+    made = jumps.for_with_break(tracer, node, first, stop, step)
+    if made is not None:
+      return jumps.run(tracer, made)
 
   b = tracer.b
   assigned = [n for n in assigned_names(node.body) if n != name]
@@ -528,6 +535,10 @@ def trace_while(tracer, node: ast.While):
   if node.orelse:
     _with_else(tracer, node, trace_while, "while")
     return
+  node = jumps.without_continue(node)
+  made = jumps.while_with_break(node)
+  if made is not None:
+    return jumps.run(tracer, made)
   if _unrolled_while(tracer, node):
     return
   walrus = next((n for n in ast.walk(node.test) if isinstance(n, ast.NamedExpr)), None)

@@ -237,8 +237,8 @@ class Tracer(Assignments, Calls, Containers, ast.NodeVisitor):
                        hint=f"a kernel ends early only under a static condition; put the rest of the kernel"
                             f" in the else: branch of `if {test}:` instead")
     self.unsupported(node, "return inside a runtime loop",
-                     hint="runtime loops cannot exit early: loop with while and fold the exit into its"
-                          " condition, e.g. found = 0; while (i < n) & (found == 0): ...")
+                     hint="end the loop with break instead (a run-time loop's break ends it), and guard what"
+                          " follows the loop with an if on a flag the break sets: done = 1 before break")
 
   def visit_If(self, node):
     from .branches import static_if, trace_if
@@ -319,8 +319,8 @@ class Tracer(Assignments, Calls, Containers, ast.NodeVisitor):
     trace_while(self, node)
 
   def visit_Break(self, node):
-    self._jump(node, "break", "runtime loops cannot exit early: loop with while and fold the"
-               " exit into its condition, e.g. found = 0; while (i < n) & (found == 0): ...")
+    self._jump(node, "break", "a pipelined loop (ml.range with stages=, warp_specialize=, pingpong=) and one with a"
+               " run-time step run every trip: drop those options, or make the step static, for a break under if statements")
 
   def visit_Continue(self, node):
     self._jump(node, "continue", "guard the rest of the loop body with an if instead")
@@ -341,9 +341,9 @@ class Tracer(Assignments, Calls, Containers, ast.NodeVisitor):
       self.unsupported(node, f"{what} under a run-time condition",
                        hint=f"this loop is unrolled while tracing, so only a static condition (Python values,"
                             f" constexprs) can {'end it' if what == 'break' else 'skip an iteration'}; "
-                            + ("for a run-time exit, " + hint[len("runtime loops cannot exit early: "):]
+                            + ("for a run-time exit, loop at run time: for ... in range(...), which a break ends"
                                if what == "break" else hint))
-    self.unsupported(node, what, hint=hint)
+    self.unsupported(node, "break in a pipelined loop or one with a run-time step" if what == "break" and self.loops else what, hint=hint)
 
   # ------------------------------------------------------------ expressions
   def eval(self, node):

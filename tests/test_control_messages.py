@@ -256,8 +256,7 @@ def test_break_under_a_runtime_condition_in_an_unrolled_loop_says_it_is_unrolled
   expect(runtime_break_in_static_range, SPECS, mg.UnsupportedSyntaxError, "break", nth=1,
          message="break under a run-time condition is not supported in a kernel",
          hint="this loop is unrolled while tracing, so only a static condition (Python values, constexprs)"
-              " can end it; for a run-time exit, loop with while and fold the exit into its condition, e.g."
-              " found = 0; while (i < n) & (found == 0): ...")
+              " can end it; for a run-time exit, loop at run time: for ... in range(...), which a break ends")
 
 
 @mg.mgpu_kernel(out_shape=lambda n, x: x)

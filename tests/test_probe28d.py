@@ -285,7 +285,7 @@ def find_expert_break(first, x, out):
     if first[j] == e:
       break
     j += 1
-  out.at[e][...] = x.at[e][...] * j
+  out.at[e][...] = x.at[e][...] * j.astype(F32)
 
 
 @mg.mgpu_kernel(out_shape=lambda first, x: S((x.shape[0], 128), F32), grid=lambda first, x: (x.shape[0],))
@@ -303,13 +303,11 @@ def find_expert_as_hinted(first, x, out):
 def test_a_break_in_a_while_on_python_values_hints_the_while_condition_not_a_while():
   # was: "this loop is unrolled while tracing, ...; for a run-time exit, loop with while and fold the exit
   # into its condition" (it is a while)
-  expect(find_expert_break, [S((10,), I32), S((4, 128), F32)], mg.UnsupportedSyntaxError, "break",
-         "break under a run-time condition is not supported in a kernel", nth=1,
-         hint="this while loop's condition, j < 10, is on Python values, so the loop runs while tracing,"
-              " unrolled, and only a static condition can end it; for a run-time exit, fold it into the"
-              " condition: found = 0 before the loop, while (j < 10) & (found == 0):, and found ="
-              " ml.where(first[j] == e, 1, found) where the break was (the rest of the body under if found == 0:)")
+  # the break now ends the loop at run time (frontend/jumps.py): it and the hinted form agree
   first = np.array([3, 3, 1, 0, 2, 2, 2, 9, 9, 9], np.int32)
+  got = find_expert_break(jnp.asarray(first), jnp.ones((4, 128), F32), interpret=True)
+  want = [next((j for j in range(10) if first[j] == e), 10) for e in range(4)]
+  np.testing.assert_array_equal(np.asarray(got), np.repeat(np.array(want, np.float32)[:, None], 128, 1))
   got = find_expert_as_hinted(jnp.asarray(first), jnp.ones((4, 128), F32), interpret=True)
   want = [next((j for j in range(10) if first[j] == e), 10) for e in range(4)]
   np.testing.assert_array_equal(np.asarray(got), np.repeat(np.array(want, np.float32)[:, None], 128, 1))

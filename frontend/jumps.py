@@ -1,0 +1,141 @@
+"""`continue` and `break` of loops, as structured control flow.
+
+A `continue` (of any loop) under an `if` is the rest of the body moved into the other path of
+that `if`: `if c: A; continue` then `R` is `if c: A else: R`, which a run-time `if` traces as
+it traces any other (a static one picks its path, as before).
+
+A `break` of a run-time loop (a `while`, or a `for` over a run-time `range` with a static step)
+ends it through a flag: the loop becomes a `while` on a name the body computes, the break sets
+the flag and skips the rest of the body (as a `continue` does), and the next trip's condition is
+computed only where no break was taken, so it never reads what the break guarded. A `for` counts
+its own index: `for i in range(a, b, s)` is `i = k` on each trip of `while k < b: ...; k += s`.
+
+The names this adds are not identifiers (`(break at line 12)`), so they meet no name of the
+kernel's. Jumps that sit anywhere but in `if` branches (a `for ... else` of an inner loop) keep
+their MG001.
+"""
+from __future__ import annotations
+
+import ast
+import copy
+
+JUMPS = (ast.Break, ast.Continue)
+
+
+def holds(stmts, kinds) -> bool:
+  """Whether `stmts` (a loop's body) hold a jump of `kinds` of that loop (not of an inner loop)."""
+  for st in stmts:
+    if isinstance(st, kinds):
+      return True
+    if isinstance(st, (ast.For, ast.While)):
+      if holds(st.orelse, kinds):
+        return True
+    elif isinstance(st, (ast.If, ast.With, ast.Try)):
+      if any(holds(getattr(st, f, []), kinds) for f in ("body", "orelse", "finalbody")):
+        return True
+      if isinstance(st, ast.Try) and any(holds(h.body, kinds) for h in st.handlers):
+        return True
+  return False
+
+
+def _at(new, old):
+  return ast.fix_missing_locations(ast.copy_location(new, old))
+
+
+def _set(name, value, at):
+  value = value if isinstance(value, ast.AST) else _at(ast.Constant(value=value), at)
+  return _at(ast.Assign(targets=[_at(ast.Name(id=name, ctx=ast.Store()), at)], value=value), at)
+
+
+def _structured(stmts, rest, kinds, flag):
+  """`stmts` followed by `rest` (already without jumps), each jump of `kinds` turned into the
+  paths that skip what follows it (a break also sets `flag`); None where one cannot be."""
+  for k, s in enumerate(stmts):
+    if not holds([s], kinds):
+      continue
+    after = _structured(stmts[k + 1:], rest, kinds, flag)
+    if after is None:
+      return None
+    head = list(stmts[:k])
+    if isinstance(s, ast.Continue):
+      return head
+    if isinstance(s, ast.Break):
+      return head + [_set(flag, True, s)]
+    if not isinstance(s, ast.If):
+      return None
+    then, other = _structured(s.body, after, kinds, flag), _structured(s.orelse, after, kinds, flag)
+    if then is None or other is None:
+      return None
+    return head + [_at(ast.If(test=s.test, body=then or [_at(ast.Pass(), s)], orelse=other), s)]
+  return list(stmts) + rest
+
+
+def without_continue(node):
+  """The loop `node` with the continues of its body under ifs turned into those ifs' other paths
+  (itself where it has none, or one that cannot be)."""
+  if not holds(node.body, (ast.Continue,)):
+    return node
+  body = _structured(node.body, [], (ast.Continue,), None)
+  if body is None:
+    return node
+  new = copy.copy(node)
+  new.body = body
+  return new
+
+
+def _flagged_while(node, test, first, step):
+  """The statements that run `node`'s body (with a break) until `test` fails or a break is
+  taken: the flags set, then a while on them; `first` runs at the start of each trip, `step`
+  at its end, where no break was taken."""
+  line = node.lineno
+  go, brk = f"(loop at line {line})", f"(break at line {line})"
+  body = _structured(node.body, [], JUMPS, brk)
+  if body is None:
+    return None
+  name = _at(ast.Name(id=brk, ctx=ast.Load()), node)
+  tail = [*step, _at(ast.If(test=name, body=[_set(go, False, node)], orelse=[_set(go, test, test)]), node)]
+  loop = _at(ast.While(test=_at(ast.Name(id=go, ctx=ast.Load()), test), body=[*first, *body, *tail],
+                       orelse=[]), node)
+  return [_set(brk, False, node), _set(go, test, test), loop], (go, brk)
+
+
+def while_with_break(node):
+  """`while c:` whose body breaks: (statements, hidden names), or None."""
+  if node.orelse or not holds(node.body, (ast.Break,)):
+    return None
+  return _flagged_while(node, node.test, [], [])
+
+
+def for_with_break(tracer, node, start, stop, step):
+  """`for i in range(start, stop, step)` (run-time bounds evaluated, a static step) whose body
+  breaks: (statements, hidden names), with the counter and bound bound in tracer.env; or None."""
+  if node.orelse or not holds(node.body, (ast.Break,)) or not isinstance(step, int):
+    return None
+  line, it = node.lineno, node.iter
+  count, end = f"(index of the loop at line {line})", f"(end of the loop at line {line})"
+
+  def name(n, ctx=ast.Load):
+    return _at(ast.Name(id=n, ctx=ctx()), it)
+  test = _at(ast.Compare(left=name(count), ops=[ast.Lt()], comparators=[name(end)]), it)
+  first = [_at(ast.Assign(targets=[_at(ast.Name(id=node.target.id, ctx=ast.Store()), node.target)],
+                          value=name(count)), node.target)]
+  bump = [_at(ast.AugAssign(target=name(count, ast.Store), op=ast.Add(),
+                            value=_at(ast.Constant(value=step), it)), it)]
+  made = _flagged_while(node, test, first, bump)
+  if made is None:
+    return None
+  tracer.env[count], tracer.env[end] = start, stop
+  stmts, hidden = made
+  return stmts, (*hidden, count, end)
+
+
+def run(tracer, made) -> None:
+  """Trace the statements of a loop made above, then forget its hidden names."""
+  stmts, hidden = made
+  try:
+    for st in stmts:
+      tracer.run_stmt(st)
+  finally:
+    for n in hidden:
+      tracer.env.pop(n, None)
+      tracer.where.pop(n, None)

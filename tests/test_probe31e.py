@@ -1,0 +1,197 @@
+"""Probe 31e (data-dependent and ragged kernels: routing, segment sums, ragged matmuls, run-time
+loops, early exits, atomics, compaction, gathers): `break` and `continue` under run-time
+conditions, which were MG001."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from locate import builds, expect
+
+S = jax.ShapeDtypeStruct
+F32 = jnp.float32
+I32 = jnp.int32
+
+
+def _first_positive(x, lo=0, step=1, none=-1):
+  return next((k for k in range(lo, len(x), step) if x[k] > 0), none)
+
+
+# ---------------------------------------------------------------- break in a run-time for
+@mg.mgpu_kernel(out_shape=lambda x: S((), I32))
+def first_positive(x, out):
+  r = -1
+  for i in range(x.shape[0]):
+    if x[i] > 0.0:
+      r = i
+      break
+  out[...] = r
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((), I32))
+def first_positive_index(x, out):
+  i = 0
+  for i in range(3, x.shape[0], 2):     # the loop variable after a break is the index it broke at
+    if x[i] > 0.0:
+      break
+  out[...] = i
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), I32))
+def first_positive_per_row(x, out):
+  for r in range(x.shape[0]):           # a break ends the inner loop only
+    c = -1
+    for j in range(x.shape[1]):
+      if x[r, j] > 0.0:
+        c = j
+        break
+    out[r] = c
+
+
+def test_a_break_under_a_runtime_if_ends_a_runtime_for():
+  """Was MG001 ("break is not supported in a kernel")."""
+  rng = np.random.default_rng(0)
+  x = rng.standard_normal(256).astype(np.float32)
+  x[:9] = -1.0
+  assert int(first_positive(jnp.asarray(x), interpret=True)) == _first_positive(x)
+  assert int(first_positive(jnp.asarray(-np.abs(x)), interpret=True)) == -1
+  assert int(first_positive_index(jnp.asarray(x), interpret=True)) == _first_positive(x, 3, 2, 255)
+  assert int(first_positive_index(jnp.asarray(-np.abs(x)), interpret=True)) == 255
+  m = rng.standard_normal((16, 64)).astype(np.float32) - 1.5
+  m[3] = -1.0
+  np.testing.assert_array_equal(first_positive_per_row(jnp.asarray(m), interpret=True),
+                                [_first_positive(row) for row in m])
+  builds(first_positive, S((256,), F32))
+  builds(first_positive_per_row, S((16, 64), F32))
+
+
+# ---------------------------------------------------------------- break in a while
+@mg.mgpu_kernel(out_shape=lambda x, n: S((), I32))
+def scan_until(x, n, out):
+  i = 0
+  while True:
+    if i >= n[0]:
+      break
+    if x[i] > 0.0:
+      break
+    i += 1
+  out[...] = i
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((), I32))
+def count_below(x, out):
+  i = 0
+  while x[i] < 10.0:       # not read again after the break: x[x.shape[0]] is never read
+    i += 1
+    if i == x.shape[0]:
+      break
+  out[...] = i
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((), I32))
+def python_condition(x, out):
+  i = 0
+  while i < x.shape[0]:    # a condition on Python values, with a run-time break: a run-time loop
+    if x[i] > 0.0:
+      break
+    i += 1
+  out[...] = i
+
+
+def test_a_break_under_a_runtime_if_ends_a_while():
+  """`while True:` and `while i < 256:` (Python values) with a run-time break were MG001; the
+  condition is not evaluated after the break (count_below never reads past x's end)."""
+  x = np.full(256, -1.0, np.float32)
+  x[40] = 1.0
+  assert int(scan_until(jnp.asarray(x), jnp.array([100], I32), interpret=True)) == 40
+  assert int(scan_until(jnp.asarray(x), jnp.array([7], I32), interpret=True)) == 7
+  assert int(python_condition(jnp.asarray(x), interpret=True)) == 40
+  assert int(python_condition(jnp.asarray(-np.abs(x)), interpret=True)) == 256
+  assert int(count_below(jnp.zeros(256, F32), interpret=True)) == 256
+  y = np.zeros(256, np.float32)
+  y[17] = 20.0
+  assert int(count_below(jnp.asarray(y), interpret=True)) == 17
+  builds(scan_until, S((256,), F32), S((1,), I32))
+  builds(count_below, S((256,), F32))
+
+
+# ---------------------------------------------------------------- continue
+@mg.mgpu_kernel(out_shape=lambda x: S((), F32))
+def sum_positive(x, out):
+  t = 0.0
+  for i in range(x.shape[0]):
+    if x[i] < 0.0:
+      continue
+    t = t + x[i]
+  out[...] = t
+
+
+@mg.mgpu_kernel(out_shape=lambda x, n: S((), F32))
+def sum_positive_while(x, n, out):
+  i = 0
+  t = 0.0
+  while i < n[0]:
+    i += 1
+    if x[i - 1] < 0.0:
+      if x[i - 1] < -1.0:  # nested: the rest of the body is the path that does not continue
+        continue
+      t = t - 100.0
+      continue
+    t += x[i - 1]
+  out[...] = t
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((), F32))
+def sum_positive_unrolled(x, out):
+  t = 0.0
+  for i in ml.static_range(8):
+    if x[i] < 0.0:
+      continue
+    t += x[i]
+  out[...] = t
+
+
+def test_a_continue_under_a_runtime_if_skips_the_rest_of_the_trip():
+  """Was MG001 in run-time loops and unrolled ones alike."""
+  x = np.array([1.5, -0.5, 2.0, -3.0, 4.0, 0.25, -2.0, 8.0] * 32, np.float32)
+  np.testing.assert_allclose(float(sum_positive(jnp.asarray(x), interpret=True)), x[x > 0].sum(), rtol=1e-6)
+  want = sum(v if v >= 0 else (0.0 if v < -1 else -100.0) for v in x[:8])
+  np.testing.assert_allclose(float(sum_positive_while(jnp.asarray(x), jnp.array([8], I32), interpret=True)), want)
+  np.testing.assert_allclose(float(sum_positive_unrolled(jnp.asarray(x), interpret=True)), x[:8][x[:8] > 0].sum())
+  builds(sum_positive_while, S((256,), F32), S((1,), I32))
+
+
+# ---------------------------------------------------------------- what stays MG001
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def pipelined_break(x, out):
+  buf = ml.smem((64, 128), F32)
+  acc = ml.zeros((64, 128), F32)
+  for k in ml.range(x.shape[0] // 64, stages=2):
+    ml.copy(x.at[ml.ds(k * 64, 64)], buf)
+    acc = acc + buf[...]
+    if ml.sum(acc) > 100.0:
+      break
+  out.at[ml.ds(0, 64)][...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((), I32))
+def unrolled_break(x, out):
+  r = -1
+  for i in ml.static_range(8):
+    if x[i] > 0.0:
+      r = i
+      break
+  out[...] = r
+
+
+def test_a_break_that_cannot_end_its_loop_says_which_loop_would():
+  expect(pipelined_break, [S((512, 128), F32)], mg.UnsupportedSyntaxError, "break",
+         "break in a pipelined loop or one with a run-time step is not supported in a kernel", nth=1,
+         hint="a pipelined loop (ml.range with stages=, warp_specialize=, pingpong=) and one with a run-time step"
+              " run every trip: drop those options, or make the step static, for a break under if statements")
+  expect(unrolled_break, [S((256,), F32)], mg.UnsupportedSyntaxError, "break",
+         "break under a run-time condition is not supported in a kernel", nth=1,
+         hint="this loop is unrolled while tracing, so only a static condition (Python values, constexprs) can"
+              " end it; for a run-time exit, loop at run time: for ... in range(...), which a break ends")
