@@ -4,7 +4,6 @@ conditions, which were MG001."""
 import jax
 import jax.numpy as jnp
 import numpy as np
-import pytest
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
@@ -195,3 +194,52 @@ def test_a_break_that_cannot_end_its_loop_says_which_loop_would():
          "break under a run-time condition is not supported in a kernel", nth=1,
          hint="this loop is unrolled while tracing, so only a static condition (Python values, constexprs) can"
               " end it; for a run-time exit, loop at run time: for ... in range(...), which a break ends")
+
+
+# ---------------------------------------------------------------- register gathers and SMEM scatters
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def butterfly(x, out):
+  v = x[...] * 2.0
+  out[...] = v[ml.arange(128) ^ 1]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (x, x))
+def butterfly_followed(x, out, scratch):
+  v = x[...] * 2.0
+  scratch[...] = v
+  out[...] = scratch[ml.arange(128) ^ 1]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((64,), I32))
+def smem_histogram(x, out):
+  h = ml.smem((64,), I32)
+  h[...] = ml.zeros((64,), I32)
+  ml.atomic_add(h.at[x[...]], 1)
+  out[...] = h[...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((64,), I32), grid=lambda x: (x.shape[0] // 128,))
+def histogram_followed(x, out):
+  ids = x.at[ml.ds(ml.program_id(0) * 128, 128)][...]
+  ml.atomic_add(out, ml.sum(ids[:, None] == ml.arange(64)[None, :], axis=0))
+
+
+def test_register_gather_and_smem_scatter_hints_name_forms_that_work():
+  """The register gather's hint was to read the elements of an SMEM copy with integer indices
+  (scalars: no tensor comes back); the SMEM scatter's named no way to count in a CTA."""
+  expect(butterfly, [S((128,), F32)], mg.KernelTypeError, "v[ml.arange(128) ^ 1]",
+         "v is indexed by a tensor of indices: gathers read refs (table[ids, :] of a kernel input), not register"
+         " tensors",
+         hint="gather from the array the values came from (x[ids] of an input); for computed values, give the kernel"
+              " one more output as scratch, write them there and gather from it: scratch[...] = v, then scratch[ids]"
+              " (the compiler syncs the threads between; with several programs, each its own row of it)")
+  x = np.arange(128, dtype=np.float32)
+  got, _ = butterfly_followed(jnp.asarray(x), interpret=True)
+  np.testing.assert_array_equal(got, (2 * x)[np.arange(128) ^ 1])
+  builds(butterfly_followed, S((128,), F32))
+  e = expect(smem_histogram, [S((128,), I32)], mg.KernelTypeError, "ml.atomic_add(h.at",
+             "h is indexed with a tensor of indices (a scatter): only GMEM refs scatter")
+  assert "ml.sum(ids[:, None] == ml.arange(bins)[None, :], axis=0)" in e.hint, e.hint
+  ids = np.random.default_rng(1).integers(0, 64, 512).astype(np.int32)
+  np.testing.assert_array_equal(histogram_followed(jnp.asarray(ids), interpret=True), np.bincount(ids, minlength=64))
+  builds(histogram_followed, S((512,), I32))

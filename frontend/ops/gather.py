@@ -112,8 +112,10 @@ def _plan(cx, ref, index, what):
                       " take the rows one by one in an ml.static_range loop, or copy what you need by TMA"
                       if what == "gather" else
                       "scatter into a GMEM output: ml.atomic_add(out.at[ids], values) (an output updated only"
-                      " by atomics starts at 0; a histogram is ml.atomic_add(counts.at[ids], 1)); into an"
-                      " SMEM buffer, update elements one by one with scalar indices"))
+                      " by atomics starts at 0; a histogram is ml.atomic_add(counts.at[ids], 1)); a CTA's own"
+                      " histogram of a few bins in registers: ml.sum(ids[:, None] == ml.arange(bins)[None, :],"
+                      " axis=0) (bins a multiple of 32); into an SMEM buffer, one element at a time with scalar"
+                      " indices, h[b] = h[b] + 1"))
   items = index if isinstance(index, tuple) else (index,)
   if sum(1 for i in items if i is Ellipsis) > 1:
     raise E.KernelTypeError("an index can hold at most one '...'", cx.loc, hint="table[ids, ...]")

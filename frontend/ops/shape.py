@@ -243,8 +243,9 @@ def _check_register_index(cx, x, index, rank, kept):
       raise E.KernelTypeError(
           f"{name} is indexed by a tensor of indices: gathers read refs (table[ids, :] of a kernel input), not"
           f" register tensors", cx.loc,
-          hint=_one_per_row_hint(cx, x, index) + "gather from the array the values came from, or store the tensor"
-               " into an ml.smem buffer and read the elements you need with integer indices")
+          hint=_one_per_row_hint(cx, x, index) + f"gather from the array the values came from (x[ids] of an input);"
+               f" for computed values, give the kernel one more output as scratch, write them there and gather"
+               f" from it: scratch[...] = {name}, then scratch[ids] (the compiler syncs the threads between; with several programs, each its own row of it)")
     if is_value(i) and isinstance(i.type, ScalarType) and not _is_int_index(i):
       raise E.KernelTypeError(
           f"an index of {name} must be an integer, got {i.name or 'a scalar'} ({dtype_name(resolve(i.type.dtype))})",
