@@ -282,6 +282,21 @@ class Memory:
            if mine == met == "writes" and self.data_dependent(o) else "") if len(elem)
         else ONE_WRITER)
 
+  def atomic_outside_hint(self, ref: Ref, o) -> str | None:
+    """For an atomic update whose run-time window leaves its GMEM array: the scatter of its
+    positions, which drops the updates outside (as the compile-time check hints)."""
+    from ..frontend.ops.index_hints import atomic_outside_hint
+    from ..frontend.ops.memory import View
+    if self._defs is None:
+      self._defs = ir.def_table(self.kernel.body)
+    view = self._defs.get(getattr(o, "ref", None).id) if isinstance(getattr(o, "ref", None), ir.Value) else None
+    if ref.owner >= 0 or self.lead(ref) or not isinstance(view, View):
+      return None
+    for d, ((s, n, sq), full) in enumerate(zip(ref.win, ref.root.type.shape)):
+      if not sq and (s < 0 or s + n > full):
+        return atomic_outside_hint(o, view.ref, view.index, d, n, full, s < 0)
+    return None
+
   def data_dependent(self, o) -> bool:
     """Whether the window op `o` writes is indexed by a value read from memory (out[seg[k]])."""
     if self._defs is None:
@@ -518,7 +533,11 @@ class CtaMemory:
 
   def update(self, ref: Ref, fn, o):
     """An atomic read-modify-write of `ref`'s window: its elements become fn(elements)."""
-    ref.check_bounds(o, self.m.lead(ref), self.batch_label)
+    try:
+      ref.check_bounds(o, self.m.lead(ref), self.batch_label)
+    except OutOfBoundsError as e:
+      e.hint = self.m.atomic_outside_hint(ref, o) or e.hint
+      raise
     ref.check_view(o, self.m.lead(ref), self.batch_label)
     if ref.owner >= 0:
       self.smem_sync(ref, o, "write")

@@ -4,6 +4,7 @@ conditions, which were MG001."""
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
@@ -243,3 +244,31 @@ def test_register_gather_and_smem_scatter_hints_name_forms_that_work():
   ids = np.random.default_rng(1).integers(0, 64, 512).astype(np.int32)
   np.testing.assert_array_equal(histogram_followed(jnp.asarray(ids), interpret=True), np.bincount(ids, minlength=64))
   builds(histogram_followed, S((512,), I32))
+
+
+# ---------------------------------------------------------------- an atomic's run-time window past the end
+@mg.mgpu_kernel(out_shape=lambda x, s: S((200,), F32))
+def add_at(x, s, out):
+  ml.atomic_add(out.at[ml.ds(s[0], 128)], x[...])
+
+
+@mg.mgpu_kernel(out_shape=lambda x, s: S((200,), F32))
+def add_at_followed(x, s, out):
+  ml.atomic_add(out.at[s[0] + ml.arange(128)], x[...])
+
+
+def test_an_atomic_window_past_the_end_at_run_time_hints_the_scatter():
+  """Interpret mode's hint was "check the dynamic indices (ml.ds starts, program ids) of this access";
+  an atomic takes no mask, so the fix is the scatter that the compile-time check already hints."""
+  x = jnp.arange(128, dtype=F32)
+  with pytest.raises(mg.OutOfBoundsError) as info:
+    add_at(x, jnp.array([100], I32), interpret=True)
+  assert info.value.hint == ("index the window with a tensor of positions (a scatter), whose updates past the end are"
+                             " dropped: ml.atomic_add(out.at[s[0] + ml.arange(128)], value)")
+  with pytest.raises(mg.OutOfBoundsError) as info:
+    add_at(x, jnp.array([-4], I32), interpret=True)
+  assert "pos = s[0] + ml.arange(128)" in info.value.hint, info.value.hint
+  want = np.zeros(200, np.float32)
+  want[100:] = np.arange(100)
+  np.testing.assert_array_equal(add_at_followed(x, jnp.array([100], I32), interpret=True), want)
+  builds(add_at_followed, S((128,), F32), S((1,), I32))

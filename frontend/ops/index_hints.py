@@ -3,6 +3,8 @@ user wrote them, with the fixed-window form that works) and slices with steps; a
 atomic window outside its array becomes (`scatter_text`)."""
 from __future__ import annotations
 
+import ast
+
 from .. import errors as E
 from .base import is_value, kind_of
 
@@ -208,6 +210,14 @@ def index_texts(text, root_name, rank):
   return [ast.unparse(e.args[0] if ds(e) else e) for e in elts]
 
 
+def _atom(text) -> bool:
+  """Whether `text` is an expression that needs no parentheses before `+` (s[0], n.size, f(x))."""
+  try:
+    return isinstance(ast.parse(text, mode="eval").body, (ast.Subscript, ast.Attribute, ast.Call, ast.Name))
+  except SyntaxError:
+    return False
+
+
 def scatter_text(root, index, d, pos=None, texts=None) -> str:
   """`root.at[...]` of the window `index` over `root`, its dimension d indexed by the positions
   `start + ml.arange(size)` (or `pos`): a scatter, whose updates past the end are dropped (an atomic
@@ -224,7 +234,7 @@ def scatter_text(root, index, d, pos=None, texts=None) -> str:
   for k, (i, n) in enumerate(zip(index, root.type.shape)):
     s = text(k, i.start)
     if k == d:
-      s = s if s.isidentifier() or s.lstrip("-").isdigit() else f"({s})"
+      s = s if s.isidentifier() or s.lstrip("-").isdigit() or _atom(s) else f"({s})"
       parts.append(pos or (f"ml.arange({i.size})" if s == "0" else f"{s} + ml.arange({i.size})"))
     elif i.squeeze:
       parts.append(s)
@@ -247,7 +257,7 @@ def atomic_outside_hint(op, root, index, d, n, full, before) -> str:
     at = scatter_text(root, index, d, f"ml.where(pos >= 0, pos, {full})", texts)
     start = index[d].start
     start = texts[d] if texts else start if isinstance(start, int) else start.name or "start"
-    start = start if str(start).isidentifier() or str(start).lstrip("-").isdigit() else f"({start})"
+    start = start if str(start).isidentifier() or str(start).lstrip("-").isdigit() or _atom(str(start)) else f"({start})"
     text = (f"index the window with positions, pos = {start} + ml.arange({n}), moving the ones before 0 past"
             f" the end, where a scatter drops them (a negative index counts from the end): {what}({at}, value)")
   else:
