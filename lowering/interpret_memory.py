@@ -297,6 +297,12 @@ class Memory:
         return atomic_outside_hint(o, view.ref, view.index, d, n, full, s < 0)
     return None
 
+  def where_read_hint(self, o) -> str | None:
+    from .interpret_hints import users, where_read_hint
+    if getattr(self, "_users", None) is None:
+      self._users = users(self.kernel)
+    return where_read_hint(self._users, o)
+
   def data_dependent(self, o) -> bool:
     """Whether the window op `o` writes is indexed by a value read from memory (out[seg[k]])."""
     if self._defs is None:
@@ -510,6 +516,13 @@ class CtaMemory:
     del self.pending_store[:max(len(self.pending_store) - pending, 0)]
 
   def read(self, ref: Ref, o, kind: str = "read", check: bool = True) -> np.ndarray:
+    try:
+      return self._read(ref, o, kind, check)
+    except OutOfBoundsError as e:
+      e.hint = self.m.where_read_hint(o) or e.hint
+      raise
+
+  def _read(self, ref: Ref, o, kind: str, check: bool) -> np.ndarray:
     tma = kind == "tma_read"
     if ref.owner >= 0:
       ref.check_bounds(o, self.m.lead(ref), self.batch_label)

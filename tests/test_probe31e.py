@@ -272,3 +272,54 @@ def test_an_atomic_window_past_the_end_at_run_time_hints_the_scatter():
   want[100:] = np.arange(100)
   np.testing.assert_array_equal(add_at_followed(x, jnp.array([100], I32), interpret=True), want)
   builds(add_at_followed, S((128,), F32), S((1,), I32))
+
+
+# ---------------------------------------------------------------- a read that ml.where was meant to guard
+@mg.mgpu_kernel(out_shape=lambda x, n: S((), F32))
+def guarded_element(x, n, out):
+  i = n[0]
+  out[...] = ml.where(i < x.shape[0], x[i], 0.0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, n: S((), F32))
+def guarded_element_followed(x, n, out):
+  i = n[0]
+  if i < x.shape[0]:
+    v = x[i]
+  else:
+    v = 0.0
+  out[...] = v
+
+
+@mg.mgpu_kernel(out_shape=lambda x, n: S((128,), F32))
+def guarded_window(x, n, out):
+  s = n[0]
+  idx = s + ml.arange(128)
+  out[...] = ml.where(idx < x.shape[0], x.at[ml.ds(s, 128)][...], 0.0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, n: S((128,), F32))
+def guarded_window_followed(x, n, out):
+  s = n[0]
+  idx = s + ml.arange(128)
+  out[...] = x.at[ml.ds(s, 128)].load(mask=idx < x.shape[0], other=0.0)
+
+
+def test_a_read_outside_its_array_on_a_side_of_ml_where_hints_the_guarded_forms():
+  """The hint was "check the dynamic indices (ml.ds starts, program ids) of this access": the index is
+  what the user meant, the select computing both sides is the mistake."""
+  x = jnp.arange(300, dtype=F32)
+  with pytest.raises(mg.OutOfBoundsError) as info:
+    guarded_element(x, jnp.array([400], I32), interpret=True)
+  assert info.value.hint == ("ml.where computes both of its sides, so this read runs also where i < x.shape[0] is"
+                             " False: read in an if statement, which reads only on the path taken: if i < x.shape[0]:"
+                             " v = x[i], and else: v = 0.0")
+  assert float(guarded_element_followed(x, jnp.array([400], I32), interpret=True)) == 0.0
+  assert float(guarded_element_followed(x, jnp.array([7], I32), interpret=True)) == 7.0
+  with pytest.raises(mg.OutOfBoundsError) as info:
+    guarded_window(x, jnp.array([250], I32), interpret=True)
+  assert info.value.hint == ("ml.where computes both of its sides, so this read runs also where idx < x.shape[0] is"
+                             " False: load under the mask instead, which never touches the elements it keeps off:"
+                             " x.at[ml.ds(s, 128)].load(mask=idx < x.shape[0], other=0.0)")
+  want = np.where(np.arange(250, 378) < 300, np.arange(250, 378), 0)
+  np.testing.assert_array_equal(guarded_window_followed(x, jnp.array([250], I32), interpret=True), want)

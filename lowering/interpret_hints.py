@@ -1,0 +1,65 @@
+"""Hints of interpret mode's run-time errors that look at how the failing op's result is used."""
+from __future__ import annotations
+
+import ast
+
+from ..frontend import ir
+from ..frontend.ops.elementwise import Where
+from ..frontend.types import TensorType
+
+_STEPS = 4      # pure ops between the read and the select (a cast, an arithmetic op)
+
+
+def users(kernel) -> dict:
+  """Value id -> the ops that take it as an operand."""
+  out: dict = {}
+  for o in ir.walk(kernel.body):
+    for v in o.operands():
+      if isinstance(v, ir.Value):
+        out.setdefault(v.id, []).append(o)
+  return out
+
+
+def _select_of(used, o):
+  """The ml.where a result of `o` reaches as one of its sides (through a few pure ops), or None."""
+  todo, seen = [(r, 0) for r in o.results], set()
+  while todo:
+    v, depth = todo.pop()
+    for u in used.get(v.id, ()):
+      if id(u) in seen:
+        continue
+      seen.add(id(u))
+      if isinstance(u, Where) and v is not u.cond:
+        return u
+      if depth < _STEPS and ir.traits_of(u).pure and not u.regions:
+        todo += [(r, depth + 1) for r in u.results]
+  return None
+
+
+def where_read_hint(used, o) -> str | None:
+  """For a read outside its buffer whose value is a side of an ml.where: the select computes both
+  sides, so the read runs where the condition is False too; an if statement reads only on the
+  path taken."""
+  w = _select_of(used, o)
+  if w is None:
+    return None
+  loc = w.loc
+  line = loc.source_line or ""
+  call = None
+  if loc.end_lineno == loc.lineno and loc.end_col_offset:
+    try:
+      call = ast.parse(line[loc.col_offset:loc.end_col_offset].strip(), mode="eval").body
+    except SyntaxError:
+      call = None
+  tensor = isinstance(w.cond.type, TensorType)
+  if isinstance(call, ast.Call) and len(call.args) == 3:
+    c, a, b = (ast.unparse(x) for x in call.args)
+    if tensor:
+      ref = a[:-len("[...]")] if a.endswith("[...]") else "x.at[...]"
+      return (f"ml.where computes both of its sides, so this read runs also where {c} is False: load under the"
+              f" mask instead, which never touches the elements it keeps off: {ref}.load(mask={c}, other={b})")
+    return (f"ml.where computes both of its sides, so this read runs also where {c} is False: read in an if"
+            f" statement, which reads only on the path taken: if {c}: v = {a}, and else: v = {b}")
+  return ("ml.where computes both of its sides, so this read runs also where the condition is False: "
+          + ("load under the mask instead, x.at[...].load(mask=m, other=0.0)" if tensor else
+             "read in an if statement (if cond: v = x[i], and else: v = 0.0), which reads only on the path taken"))
