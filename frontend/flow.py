@@ -348,10 +348,13 @@ def _args(tracer, carries, inits, leaf_names, widened):
 
 
 def _with_else(tracer, node, trace, word) -> None:
-  """`for ... else:` / `while ... else:` whose body has no `break` of its own: the else runs once
-  the loop ends, as Python runs it (a `return` in an unrolled loop skips it). With a `break` the
-  else runs only on some paths: MG001."""
-  if _breaks(node.body):
+  """`for ... else:` / `while ... else:`: the else runs once the loop ends, as Python runs it (a
+  `return` in an unrolled loop skips it); with a `break`, under a test of a flag the break sets
+  (frontend/jumps.py), MG001 where the break sits elsewhere than in if branches."""
+  made = jumps.else_with_break(node) if jumps.holds(node.body, (ast.Break,)) else None
+  if made is not None:
+    return jumps.run(tracer, made)
+  if jumps.holds(node.body, (ast.Break,)):
     tracer.unsupported(node, f"{word} ... else with a break in the loop",
                        hint="set a flag where the loop breaks (found = 1) and put the else body after the loop"
                             " under if found == 0:")
@@ -360,20 +363,6 @@ def _with_else(tracer, node, trace, word) -> None:
   trace(tracer, loop)
   if tracer.jump is None:
     tracer.run_body(node.orelse)
-
-
-def _breaks(stmts) -> bool:
-  """Whether `stmts` (a loop's body) hold a `break` of that loop (not of a loop nested in it)."""
-  for st in stmts:
-    if isinstance(st, ast.Break):
-      return True
-    if isinstance(st, (ast.For, ast.While)):
-      if _breaks(st.orelse):
-        return True
-    elif isinstance(st, (ast.If, ast.With, ast.Try)):
-      if any(_breaks(getattr(st, f, [])) for f in ("body", "orelse", "finalbody")):
-        return True
-  return False
 
 
 def _bound_nodes(it, n) -> list:

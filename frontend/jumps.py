@@ -129,6 +129,40 @@ def for_with_break(tracer, node, start, stop, step):
   return stmts, (*hidden, count, end)
 
 
+def _flag_breaks(stmts, flag):
+  """`stmts` with each break of their loop preceded by `flag = True` (None where one sits elsewhere
+  than in if branches)."""
+  out = []
+  for s in stmts:
+    if isinstance(s, ast.Break):
+      out += [_set(flag, True, s), s]
+    elif isinstance(s, ast.If) and holds([s], (ast.Break,)):
+      then, other = _flag_breaks(s.body, flag), _flag_breaks(s.orelse, flag)
+      if then is None or other is None:
+        return None
+      out.append(_at(ast.If(test=s.test, body=then, orelse=other), s))
+    elif holds([s], (ast.Break,)):
+      return None
+    else:
+      out.append(s)
+  return out
+
+
+def else_with_break(node):
+  """`for ... else:` / `while ... else:` whose body breaks: the else under `if not broke:` after
+  the loop, each break setting `broke` first, as Python runs the else only where no break ended
+  the loop: (statements, hidden names), or None."""
+  flag = f"(broke out of the loop at line {node.lineno})"
+  body = _flag_breaks(node.body, flag)
+  if body is None:
+    return None
+  loop = copy.copy(node)
+  loop.body, loop.orelse = body, []
+  test = _at(ast.UnaryOp(op=ast.Not(), operand=_at(ast.Name(id=flag, ctx=ast.Load()), node)), node)
+  after = _at(ast.If(test=test, body=node.orelse, orelse=[]), node.orelse[0])
+  return [_set(flag, False, node), loop, after], (flag,)
+
+
 def run(tracer, made) -> None:
   """Trace the statements of a loop made above, then forget its hidden names."""
   stmts, hidden = made

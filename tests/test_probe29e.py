@@ -465,9 +465,8 @@ def test_for_and_while_else_run_their_else_when_no_break_can_end_the_loop():
   x = jnp.arange(128, dtype=F32)
   np.testing.assert_array_equal(loops_with_else(jnp.array([3], I32), x, interpret=True), (x + 4) * 2 + 3)
   builds(loops_with_else, N, X)
-  expect(for_else_with_a_break, [N, X], mg.UnsupportedSyntaxError, "for i in ml.static_range(4):",
-         "for ... else with a break in the loop is not supported in a kernel",
-         hint="set a flag where the loop breaks (found = 1) and put the else body after the loop under if found == 0:")
+  # with a break (was MG001): the else runs where no break ended the loop (frontend/jumps.py)
+  np.testing.assert_array_equal(for_else_with_a_break(jnp.array([3], I32), x, interpret=True), x + 2)
 
 
 # ---------------------------------------------------------------- a if c else b on a run-time c

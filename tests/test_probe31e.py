@@ -323,3 +323,37 @@ def test_a_read_outside_its_array_on_a_side_of_ml_where_hints_the_guarded_forms(
                              " x.at[ml.ds(s, 128)].load(mask=idx < x.shape[0], other=0.0)")
   want = np.where(np.arange(250, 378) < 300, np.arange(250, 378), 0)
   np.testing.assert_array_equal(guarded_window_followed(x, jnp.array([250], I32), interpret=True), want)
+
+
+# ---------------------------------------------------------------- for ... else with a break
+@mg.mgpu_kernel(out_shape=lambda x, t: S((), I32))
+def first_above_or_minus_one(x, t, out):
+  r = 0
+  for i in range(x.shape[0]):
+    if x[i] > t[0]:
+      r = i
+      break
+  else:
+    r = -1
+  out[...] = r
+
+
+@mg.mgpu_kernel(out_shape=lambda x, t: S((), I32))
+def while_else(x, t, out):
+  i = 0
+  while i < x.shape[0]:
+    if x[i] > t[0]:
+      break
+    i += 1
+  else:
+    i = -5
+  out[...] = i
+
+
+def test_a_loop_else_runs_where_no_break_ended_the_loop():
+  """Was MG001 ("for ... else with a break in the loop is not supported")."""
+  x = np.linspace(0.0, 1.0, 256, dtype=np.float32)
+  for kernel, none in ((first_above_or_minus_one, -1), (while_else, -5)):
+    assert int(kernel(jnp.asarray(x), jnp.array([2.0], F32), interpret=True)) == none
+    assert int(kernel(jnp.asarray(x), jnp.array([0.5], F32), interpret=True)) == int(np.argmax(x > 0.5))
+  builds(first_above_or_minus_one, S((256,), F32), S((1,), F32))
