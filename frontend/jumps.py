@@ -124,6 +124,16 @@ def for_with_break(tracer, node, start, stop, step):
   made = _flagged_while(node, test, first, bump)
   if made is None:
     return None
+  specialised = _specialised(node.body)
+  if specialised is not None:      # a while around it: the producer warpgroup walks only for loops
+    from . import errors as E
+    raise E.UnsupportedSyntaxError(
+        f"break in a loop around a warp-specialised loop (line {tracer.loc(specialised).lineno}) is not supported in a"
+        f" kernel", tracer.loc(_first_break(node.body)),
+        hint="the producer warpgroup walks every trip of the for loops around a warp-specialised loop, and its"
+             " loads cannot depend on a flag they carry: count the trips before the loop instead, for t in"
+             " range(count) with count computed from what the break tests (ml.minimum(n[0] + 1, 4)), or drop"
+             " warp_specialize=True")
   tracer.env[count], tracer.env[end] = start, stop
   stmts, hidden = made
   return stmts, (*hidden, count, end)
@@ -161,6 +171,29 @@ def else_with_break(node):
   test = _at(ast.UnaryOp(op=ast.Not(), operand=_at(ast.Name(id=flag, ctx=ast.Load()), node)), node)
   after = _at(ast.If(test=test, body=node.orelse, orelse=[]), node.orelse[0])
   return [_set(flag, False, node), loop, after], (flag,)
+
+
+def _specialised(stmts):
+  """A loop header `ml.range(..., warp_specialize=...)` or `pingpong=` in `stmts`, or None."""
+  for st in stmts:
+    for n in ast.walk(st):
+      if isinstance(n, ast.For) and isinstance(n.iter, ast.Call) and any(
+          k.arg in ("warp_specialize", "pingpong") and not (isinstance(k.value, ast.Constant) and not k.value.value)
+          for k in n.iter.keywords):
+        return n
+  return None
+
+
+def _first_break(stmts):
+  """The first break of the loop whose body is `stmts` (not of an inner loop)."""
+  for st in stmts:
+    if isinstance(st, ast.Break):
+      return st
+    for f in ("body", "orelse") if isinstance(st, ast.If) else ("orelse",) if isinstance(st, (ast.For, ast.While)) else ():
+      found = _first_break(getattr(st, f))
+      if found is not None:
+        return found
+  return None
 
 
 def run(tracer, made) -> None:

@@ -8,7 +8,7 @@ import pytest
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
-from locate import builds, expect
+from locate import builds, expect, where
 
 S = jax.ShapeDtypeStruct
 F32 = jnp.float32
@@ -357,3 +357,46 @@ def test_a_loop_else_runs_where_no_break_ended_the_loop():
     assert int(kernel(jnp.asarray(x), jnp.array([2.0], F32), interpret=True)) == none
     assert int(kernel(jnp.asarray(x), jnp.array([0.5], F32), interpret=True)) == int(np.argmax(x > 0.5))
   builds(first_above_or_minus_one, S((256,), F32), S((1,), F32))
+
+
+# ---------------------------------------------------------------- a break around a warp-specialised loop
+@mg.mgpu_kernel(out_shape=lambda a, b, n: S((64, 64), F32))
+def specialised_then_break(a, b, n, out):
+  a_s = ml.smem((64, 64), jnp.float16)
+  b_s = ml.smem((64, 64), jnp.float16)
+  for t in range(4):
+    acc = ml.zeros((64, 64), F32)
+    for k in ml.range(a.shape[1] // 64, stages=2, warp_specialize=True):
+      ml.copy(a.at[:, ml.ds(k * 64, 64)], a_s)
+      ml.copy(b.at[ml.ds(k * 64, 64), :], b_s)
+      acc = ml.dot(a_s, b_s, acc)
+    out[...] = acc
+    if t >= n[0]:
+      break
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b, n: S((64, 64), F32))
+def specialised_counted(a, b, n, out):
+  a_s = ml.smem((64, 64), jnp.float16)
+  b_s = ml.smem((64, 64), jnp.float16)
+  for t in range(ml.minimum(n[0] + 1, 4)):
+    acc = ml.zeros((64, 64), F32)
+    for k in ml.range(a.shape[1] // 64, stages=2, warp_specialize=True):
+      ml.copy(a.at[:, ml.ds(k * 64, 64)], a_s)
+      ml.copy(b.at[ml.ds(k * 64, 64), :], b_s)
+      acc = ml.dot(a_s, b_s, acc)
+    out[...] = acc
+
+
+def test_a_break_around_a_warp_specialised_loop_says_so_at_the_break():
+  """A for loop with a break runs as a while (frontend/jumps.py), which a warp-specialised loop
+  cannot sit in: the error was MG503's "inside a while loop ... write the outer loop as a for loop"."""
+  specs = [S((64, 256), jnp.float16), S((256, 64), jnp.float16), S((1,), I32)]
+  expect(specialised_then_break, specs, mg.UnsupportedSyntaxError, "break",
+         "break in a loop around a warp-specialised loop (line %d) is not supported in a kernel"
+         % where(specialised_then_break, "for k in ml.range")[0], nth=1,
+         hint="the producer warpgroup walks every trip of the for loops around a warp-specialised loop, and its"
+              " loads cannot depend on a flag they carry: count the trips before the loop instead, for t in"
+              " range(count) with count computed from what the break tests (ml.minimum(n[0] + 1, 4)), or drop"
+              " warp_specialize=True")
+  builds(specialised_counted, *specs)
