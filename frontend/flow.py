@@ -76,7 +76,7 @@ def trace_for(tracer, node: ast.For):
   if node.orelse:
     _with_else(tracer, node, trace_for, "for")
     return
-  node = jumps.without_continue(node)
+  node = jumps.without_continue(node, tracer)
   it = node.iter
   fn = tracer.eval(it.func) if isinstance(it, ast.Call) else None
   if fn not in (range, ctl.static_range, ctl.range):

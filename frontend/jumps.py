@@ -70,11 +70,30 @@ def _structured(stmts, rest, kinds, flag):
   return list(stmts) + rest
 
 
-def without_continue(node):
+def _copies_after_continue(stmts):
+  """The first continue of the loop whose body is `stmts` that an `ml.copy` follows, or None."""
+  for k, st in enumerate(stmts):
+    if holds([st], (ast.Continue,)):
+      rest = stmts[k:] if not isinstance(st, ast.Continue) else stmts[k + 1:]
+      if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "copy"
+             for r in rest for n in ast.walk(r)):
+        return _first(stmts[k:], ast.Continue)
+  return None
+
+
+def without_continue(node, tracer=None):
   """The loop `node` with the continues of its body under ifs turned into those ifs' other paths
-  (itself where it has none, or one that cannot be)."""
+  (itself where it has none, or one that cannot be). A pipelined loop's loads stay at its top
+  level: a continue before one is MG001 (with `tracer`, where the loop is `ml.range(..., stages=)`)."""
   if not holds(node.body, (ast.Continue,)):
     return node
+  if tracer is not None and _pipelined(node) and (at := _copies_after_continue(node.body)) is not None:
+    from . import errors as E
+    raise E.UnsupportedSyntaxError(
+        "continue before the loads of a pipelined loop is not supported in a kernel", tracer.loc(at),
+        hint="a pipelined loop (ml.range with stages=) issues its loads on every trip, ahead of it: issue them"
+             " first and skip the rest of the body after them (move the continue below the ml.copy), or drop"
+             " stages= for a plain loop")
   body = _structured(node.body, [], (ast.Continue,), None)
   if body is None:
     return node
@@ -129,7 +148,7 @@ def for_with_break(tracer, node, start, stop, step):
     from . import errors as E
     raise E.UnsupportedSyntaxError(
         f"break in a loop around a warp-specialised loop (line {tracer.loc(specialised).lineno}) is not supported in a"
-        f" kernel", tracer.loc(_first_break(node.body)),
+        f" kernel", tracer.loc(_first(node.body, ast.Break)),
         hint="the producer warpgroup walks every trip of the for loops around a warp-specialised loop, and its"
              " loads cannot depend on a flag they carry: count the trips before the loop instead, for t in"
              " range(count) with count computed from what the break tests (ml.minimum(n[0] + 1, 4)), or drop"
@@ -184,13 +203,22 @@ def _specialised(stmts):
   return None
 
 
-def _first_break(stmts):
-  """The first break of the loop whose body is `stmts` (not of an inner loop)."""
+def _pipelined(node) -> bool:
+  """Whether `node` is a `for` over `ml.range(..., stages=...)` (or warp-specialised, ping-pong)."""
+  it = node.iter if isinstance(node, ast.For) else None
+  return isinstance(it, ast.Call) and any(
+      k.arg in ("stages", "warp_specialize", "pingpong") and not (isinstance(k.value, ast.Constant)
+                                                                   and k.value.value in (False, 1, None))
+      for k in it.keywords)
+
+
+def _first(stmts, kind):
+  """The first jump of `kind` of the loop whose body is `stmts` (not of an inner loop)."""
   for st in stmts:
-    if isinstance(st, ast.Break):
+    if isinstance(st, kind):
       return st
     for f in ("body", "orelse") if isinstance(st, ast.If) else ("orelse",) if isinstance(st, (ast.For, ast.While)) else ():
-      found = _first_break(getattr(st, f))
+      found = _first(getattr(st, f), kind)
       if found is not None:
         return found
   return None

@@ -400,3 +400,44 @@ def test_a_break_around_a_warp_specialised_loop_says_so_at_the_break():
               " range(count) with count computed from what the break tests (ml.minimum(n[0] + 1, 4)), or drop"
               " warp_specialize=True")
   builds(specialised_counted, *specs)
+
+
+# ---------------------------------------------------------------- continue in a pipelined loop
+@mg.mgpu_kernel(out_shape=lambda x, skip: S((64, 128), F32))
+def skip_then_load(x, skip, out):
+  buf = ml.smem((64, 128), F32)
+  acc = ml.zeros((64, 128), F32)
+  for k in ml.range(x.shape[0] // 64, stages=2):
+    if skip[k] != 0:
+      continue
+    ml.copy(x.at[ml.ds(k * 64, 64)], buf)
+    acc = acc + buf[...]
+  out[...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda x, skip: S((64, 128), F32))
+def load_then_skip(x, skip, out):
+  buf = ml.smem((64, 128), F32)
+  acc = ml.zeros((64, 128), F32)
+  for k in ml.range(x.shape[0] // 64, stages=2):
+    ml.copy(x.at[ml.ds(k * 64, 64)], buf)
+    if skip[k] != 0:
+      continue
+    acc = acc + buf[...]
+  out[...] = acc
+
+
+def test_a_continue_before_a_pipelined_loads_says_to_load_first():
+  """The rest of the body under the if took the loads off the loop's top level: MG502 "found no TMA
+  load to pipeline at the top level of this loop", of a loop whose loads are at its top level."""
+  specs = [S((512, 128), F32), S((8,), I32)]
+  expect(skip_then_load, specs, mg.UnsupportedSyntaxError, "continue",
+         "continue before the loads of a pipelined loop is not supported in a kernel",
+         hint="a pipelined loop (ml.range with stages=) issues its loads on every trip, ahead of it: issue them"
+              " first and skip the rest of the body after them (move the continue below the ml.copy), or drop"
+              " stages= for a plain loop")
+  x = np.random.default_rng(2).standard_normal((512, 128)).astype(np.float32)
+  skip = np.array([0, 1, 0, 0, 1, 0, 0, 0], np.int32)
+  want = sum(x[k * 64:(k + 1) * 64] for k in range(8) if not skip[k])
+  np.testing.assert_allclose(load_then_skip(jnp.asarray(x), jnp.asarray(skip), interpret=True), want, rtol=1e-5, atol=1e-5)
+  builds(load_then_skip, *specs)
