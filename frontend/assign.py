@@ -57,8 +57,10 @@ def _nothing(callee: str, name: str) -> Unbound:
   return Unbound(
       "", message=f"{name} is None: {callee}(...) returns nothing"
                   + (" (unlike Triton's tl.atomic_*, no old value)" if atomic else ""),
-      hint=("compute what you need from the old value another way: positions from ml.cumsum of the"
-            " counts, or read the array after a barrier in one program" if atomic else
+      hint=("compute what you need from the old value another way: a work item per program is its program id"
+            " (a persistent loop takes items t in range(ml.program_id(0), n, ml.num_programs(0))); a slot"
+            " within one program is ml.cumsum of the counts; slots across programs come from a first kernel's"
+            " counts, their exclusive cumsum read back here (off[ml.program_id(0)])" if atomic else
             f"use {callee}(...) as a statement, not a value"))
 
 

@@ -441,3 +441,29 @@ def test_a_continue_before_a_pipelined_loads_says_to_load_first():
   want = sum(x[k * 64:(k + 1) * 64] for k in range(8) if not skip[k])
   np.testing.assert_allclose(load_then_skip(jnp.asarray(x), jnp.asarray(skip), interpret=True), want, rtol=1e-5, atol=1e-5)
   builds(load_then_skip, *specs)
+
+
+# ---------------------------------------------------------------- an atomic's old value (a work-queue ticket)
+@mg.mgpu_kernel(out_shape=lambda x: (x, S((), I32)), grid=(4,))
+def ticket_queue(x, out, count):
+  t = ml.atomic_add(count, 1)
+  out.at[ml.ds(t * 32, 32)][...] = x.at[ml.ds(t * 32, 32)][...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(2,))
+def program_queue(x, out):
+  for t in range(ml.program_id(0), x.shape[0] // 32, ml.num_programs(0)):
+    out.at[ml.ds(t * 32, 32)][...] = x.at[ml.ds(t * 32, 32)][...] + 1.0
+
+
+def test_an_atomic_old_value_hints_work_that_needs_none():
+  """The hint said to "read the array after a barrier in one program": no barrier spans programs."""
+  expect(ticket_queue, [S((128,), F32)], mg.UnboundNameError, "t * 32",
+         "t is None: ml.atomic_add(...) returns nothing (unlike Triton's tl.atomic_*, no old value)",
+         hint="compute what you need from the old value another way: a work item per program is its program id"
+              " (a persistent loop takes items t in range(ml.program_id(0), n, ml.num_programs(0))); a slot"
+              " within one program is ml.cumsum of the counts; slots across programs come from a first kernel's"
+              " counts, their exclusive cumsum read back here (off[ml.program_id(0)])", nth=1)
+  x = jnp.arange(128, dtype=F32)
+  np.testing.assert_array_equal(program_queue(x, interpret=True), x + 1)
+  builds(program_queue, S((128,), F32))
