@@ -447,7 +447,8 @@ def test_a_continue_before_a_pipelined_loads_says_to_load_first():
 @mg.mgpu_kernel(out_shape=lambda x: (x, S((), I32)), grid=(4,))
 def ticket_queue(x, out, count):
   t = ml.atomic_add(count, 1)
-  out.at[ml.ds(t * 32, 32)][...] = x.at[ml.ds(t * 32, 32)][...]
+  v = x.at[ml.ds(t * 32, 32)][...]
+  out.at[ml.ds(t * 32, 32)][...] = v
 
 
 @mg.mgpu_kernel(out_shape=lambda x: x, grid=(2,))
@@ -463,7 +464,7 @@ def test_an_atomic_old_value_hints_work_that_needs_none():
          hint="compute what you need from the old value another way: a work item per program is its program id"
               " (a persistent loop takes items t in range(ml.program_id(0), n, ml.num_programs(0))); a slot"
               " within one program is ml.cumsum of the counts; slots across programs come from a first kernel's"
-              " counts, their exclusive cumsum read back here (off[ml.program_id(0)])", nth=1)
+              " counts, their exclusive cumsum read back here (off[ml.program_id(0)])")
   x = jnp.arange(128, dtype=F32)
   np.testing.assert_array_equal(program_queue(x, interpret=True), x + 1)
   builds(program_queue, S((128,), F32))
