@@ -340,10 +340,34 @@ def row_wise_hint(bad, dtypes, red, defs, tiles) -> str:
   loaded = loaded_dtype(defs, bad, tiles)
   window = _plain_window(defs, bad)
   if bad.type.shape[-1] % hw.WARP:
+    n = bad.type.shape[-1]
+    if window is None and _arange_columns(defs, bad, n):
+      wide = -(-n // hw.WARP) * hw.WARP
+      return (f"the tile takes its {n} columns from ml.arange({n}): build it {wide} wide with ml.arange({wide}),"
+              f" keeping the extra columns out of the result (a one-hot ids[:, None] == ml.arange({wide})[None, :]"
+              f" of ids below {n} is False there, so its sums and cumsums are unchanged; else mask them,"
+              f" ml.where(ml.arange({wide})[None, :] < {n}, t, 0)), and store {n} columns with"
+              f" mask=ml.arange({wide})[None, :] < {n}")
     return narrow_rows_hint(bad, dtypes, red is not None and red.kind, loaded, window)
   # padding rows count only where the reduction runs down the columns (axis 0, or everything)
   other = identity(red.kind, loaded or bad.type.dtype) if red is not None and 0 in red.axes else "0.0"
   return rows_hint(bad.type.shape, other, window)
+
+
+def _arange_columns(defs, v, n) -> bool:
+  """Whether the n columns of the tile `v` come from an ml.arange(n) (an index grid, a one-hot of
+  ids against the experts), through pure register ops."""
+  todo, seen = [v], set()
+  while todo:
+    o = defs.get(todo.pop().id)
+    if o is None or id(o) in seen or o.regions:
+      continue
+    seen.add(id(o))
+    if type(o).__name__ == "Arange" and o.results[0].type.shape[o.dim] == n:
+      return True
+    if ir.traits_of(o).pure:
+      todo += [x for x in o.operands() if isinstance(x, ir.Value) and getattr(x.type, "shape", None)]
+  return False
 
 
 def _plain_window(defs, v):
