@@ -530,12 +530,6 @@ def trace_while(tracer, node: ast.While):
     return jumps.run(tracer, made)
   if _unrolled_while(tracer, node):
     return
-  walrus = next((n for n in ast.walk(node.test) if isinstance(n, ast.NamedExpr)), None)
-  if walrus is not None:       # the condition is evaluated apart from the body, which cannot see it
-    name, value = walrus.target.id, tracer.text(walrus.value)
-    tracer.unsupported(walrus, "the := operator in a run-time while condition",
-                       hint=f"assign it before the loop and again at the end of the body ({name} = {value}),"
-                            f" and compare {name} in the condition")
   assigned = assigned_names(node.body)
   _check_while_ends(tracer, node, assigned)
   forced: set = set()

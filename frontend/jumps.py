@@ -5,7 +5,8 @@ that `if`: `if c: A; continue` then `R` is `if c: A else: R`, which a run-time `
 it traces any other (a static one picks its path, as before).
 
 A `break` of a run-time loop (a `while`, or a `for` over a run-time `range` with a static step)
-ends it through a flag: the loop becomes a `while` on a name the body computes, the break sets
+ends it through a flag (so does a `while` whose condition binds a name with `:=`, evaluated in the
+body's scope that way): the loop becomes a `while` on a name the body computes, the break sets
 the flag and skips the rest of the body (as a `continue` does), and the next trip's condition is
 computed only where no break was taken, so it never reads what the break guarded. A `for` counts
 its own index: `for i in range(a, b, s)` is `i = k` on each trip of `while k < b: ...; k += s`.
@@ -119,8 +120,10 @@ def _flagged_while(node, test, first, step):
 
 
 def while_with_break(node):
-  """`while c:` whose body breaks: (statements, hidden names), or None."""
-  if node.orelse or not holds(node.body, (ast.Break,)):
+  """`while c:` whose body breaks, or whose condition binds a name (`while (k := n[i]) > 2:`, which
+  the body then sees, as in Python): (statements, hidden names), or None."""
+  walrus = any(isinstance(n, ast.NamedExpr) for n in ast.walk(node.test))
+  if node.orelse or not (walrus or holds(node.body, (ast.Break,))):
     return None
   return _flagged_while(node, node.test, [], [])
 

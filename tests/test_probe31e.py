@@ -506,3 +506,38 @@ def test_a_narrow_index_grid_is_hinted_wider_at_its_arange():
     seen[e[t]] += 1
   np.testing.assert_array_equal(expert_slots_followed(jnp.asarray(e), jnp.asarray(off), interpret=True), want)
   builds(expert_slots_followed, *specs)
+
+
+# ---------------------------------------------------------------- := in a run-time while condition
+@mg.mgpu_kernel(out_shape=lambda off, x: S((off.shape[0] - 1,), F32))
+def segment_sums_walrus(off, x, out):
+  g = 0
+  while (end := off[g + 1]) <= x.shape[0]:      # the body sees end, as in Python
+    t = 0.0
+    for i in range(off[g], end):
+      t += x[i]
+    out[g] = t
+    g += 1
+    if g == off.shape[0] - 1:
+      break
+
+
+@mg.mgpu_kernel(out_shape=lambda n, x: x)
+def count_down_walrus(n, x, out):
+  i = 0
+  acc = x[...]
+  while (k := n[i]) > 2:
+    acc = acc + k.astype(F32)
+    i += 1
+  out[...] = acc
+
+
+def test_a_walrus_in_a_runtime_while_condition_binds_for_the_body():
+  """Was MG001 ("the := operator in a run-time while condition is not supported")."""
+  off = np.array([0, 3, 3, 10, 16], np.int32)
+  x = np.arange(16, dtype=np.float32)
+  np.testing.assert_array_equal(segment_sums_walrus(jnp.asarray(off), jnp.asarray(x), interpret=True),
+                                [x[a:b].sum() for a, b in zip(off[:-1], off[1:])])
+  v = jnp.arange(128, dtype=F32)
+  np.testing.assert_array_equal(count_down_walrus(jnp.array([5, 4, 1, 9], I32), v, interpret=True), v + 5 + 4)
+  builds(count_down_walrus, S((4,), I32), S((128,), F32))
