@@ -129,12 +129,15 @@ def while_with_break(node):
 
 
 def for_with_break(tracer, node, start, stop, step):
-  """`for i in range(start, stop, step)` (run-time bounds evaluated, a static step) whose body
+  """`for i in range(start, stop, step)` (bounds evaluated; a static step or ml.num_programs) whose body
   breaks: (statements, hidden names), with the counter and bound bound in tracer.env; or None."""
-  if node.orelse or not holds(node.body, (ast.Break,)) or not isinstance(step, int):
+  from .ops.control import NumPrograms    # a persistent loop's stride: positive, as a static step
+  if node.orelse or not holds(node.body, (ast.Break,)) or not (
+      isinstance(step, int) or isinstance(tracer.b.defining(step), NumPrograms)):
     return None
   line, it = node.lineno, node.iter
   count, end = f"(index of the loop at line {line})", f"(end of the loop at line {line})"
+  stride = f"(step of the loop at line {line})"
 
   def name(n, ctx=ast.Load):
     return _at(ast.Name(id=n, ctx=ctx()), it)
@@ -142,7 +145,7 @@ def for_with_break(tracer, node, start, stop, step):
   first = [_at(ast.Assign(targets=[_at(ast.Name(id=node.target.id, ctx=ast.Store()), node.target)],
                           value=name(count)), node.target)]
   bump = [_at(ast.AugAssign(target=name(count, ast.Store), op=ast.Add(),
-                            value=_at(ast.Constant(value=step), it)), it)]
+                            value=_at(ast.Constant(value=step), it) if isinstance(step, int) else name(stride)), it)]
   made = _flagged_while(node, test, first, bump)
   if made is None:
     return None
@@ -156,9 +159,9 @@ def for_with_break(tracer, node, start, stop, step):
              " loads cannot depend on a flag they carry: count the trips before the loop instead, for t in"
              " range(count) with count computed from what the break tests (ml.minimum(n[0] + 1, 4)), or drop"
              " warp_specialize=True")
-  tracer.env[count], tracer.env[end] = start, stop
+  tracer.env[count], tracer.env[end], tracer.env[stride] = start, stop, step
   stmts, hidden = made
-  return stmts, (*hidden, count, end)
+  return stmts, (*hidden, count, end, stride)
 
 
 def _flag_breaks(stmts, flag):

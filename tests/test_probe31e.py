@@ -541,3 +541,23 @@ def test_a_walrus_in_a_runtime_while_condition_binds_for_the_body():
   v = jnp.arange(128, dtype=F32)
   np.testing.assert_array_equal(count_down_walrus(jnp.array([5, 4, 1, 9], I32), v, interpret=True), v + 5 + 4)
   builds(count_down_walrus, S((4,), I32), S((128,), F32))
+
+
+# ---------------------------------------------------------------- a break in a persistent loop
+@mg.mgpu_kernel(out_shape=lambda x, limit: x, grid=(2,))
+def persistent_until(x, limit, out):
+  out.at[ml.ds(ml.program_id(0) * 64, 64)][...] = ml.zeros((64,), F32)
+  out.at[ml.ds(ml.program_id(0) * 64 + 128, 64)][...] = ml.zeros((64,), F32)
+  for t in range(ml.program_id(0), x.shape[0] // 64, ml.num_programs(0)):
+    if t >= limit[0]:
+      break
+    out.at[ml.ds(t * 64, 64)][...] = x.at[ml.ds(t * 64, 64)][...] + 1.0
+
+
+def test_a_break_ends_a_persistent_loop_whose_stride_is_the_grid():
+  """A run-time step was MG001 ("break in a pipelined loop or one with a run-time step"): the grid's
+  extent is a positive one."""
+  x = jnp.arange(256, dtype=F32)
+  want = np.where(np.arange(256) < 3 * 64, np.arange(256) + 1.0, 0.0)
+  np.testing.assert_array_equal(persistent_until(x, jnp.array([3], I32), interpret=True), want)
+  builds(persistent_until, S((256,), F32), S((1,), I32))
