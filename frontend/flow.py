@@ -76,7 +76,7 @@ def trace_for(tracer, node: ast.For):
   if node.orelse:
     _with_else(tracer, node, trace_for, "for")
     return
-  node = jumps.without_continue(node, tracer)
+  written, node = node, jumps.without_continue(node)
   it = node.iter
   fn = tracer.eval(it.func) if isinstance(it, ast.Call) else None
   if fn not in (range, ctl.static_range, ctl.range):
@@ -107,6 +107,8 @@ def trace_for(tracer, node: ast.For):
                             " ml.range(n, stages=2) pipelines the loop's loads; ml.static_range unrolls" if pipeline
                             else f"{called} takes its bounds by position: {called}(start, stop, step)")
   stages, specialize, pingpong = ctl.range_options(it.keywords, tracer.eval, tracer.loc, tracer.loc(it))
+  if (stages > 1 or specialize or pingpong) and node is not written:
+    jumps.pipelined_continue(tracer, written)
   args = tracer.eval_spread(it.args)
   if not 1 <= len(args) <= 3:
     raise E.KernelTypeError(f"range takes 1 to 3 arguments, got {len(args)}", tracer.loc(it),

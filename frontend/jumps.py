@@ -82,19 +82,22 @@ def _copies_after_continue(stmts):
   return None
 
 
-def without_continue(node, tracer=None):
-  """The loop `node` with the continues of its body under ifs turned into those ifs' other paths
-  (itself where it has none, or one that cannot be). A pipelined loop's loads stay at its top
-  level: a continue before one is MG001 (with `tracer`, where the loop is `ml.range(..., stages=)`)."""
-  if not holds(node.body, (ast.Continue,)):
-    return node
-  if tracer is not None and _pipelined(node) and (at := _copies_after_continue(node.body)) is not None:
+def pipelined_continue(tracer, node) -> None:
+  """A pipelined loop's loads stay at its top level: a continue before one is MG001."""
+  if (at := _copies_after_continue(node.body)) is not None:
     from . import errors as E
     raise E.UnsupportedSyntaxError(
         "continue before the loads of a pipelined loop is not supported in a kernel", tracer.loc(at),
         hint="a pipelined loop (ml.range with stages=) issues its loads on every trip, ahead of it: issue them"
              " first and skip the rest of the body after them (move the continue below the ml.copy), or drop"
              " stages= for a plain loop")
+
+
+def without_continue(node):
+  """The loop `node` with the continues of its body under ifs turned into those ifs' other paths
+  (itself where it has none, or one that cannot be)."""
+  if not holds(node.body, (ast.Continue,)):
+    return node
   body = _structured(node.body, [], (ast.Continue,), None)
   if body is None:
     return node
@@ -207,15 +210,6 @@ def _specialised(stmts):
           for k in n.iter.keywords):
         return n
   return None
-
-
-def _pipelined(node) -> bool:
-  """Whether `node` is a `for` over `ml.range(..., stages=...)` (or warp-specialised, ping-pong)."""
-  it = node.iter if isinstance(node, ast.For) else None
-  return isinstance(it, ast.Call) and any(
-      k.arg in ("stages", "warp_specialize", "pingpong") and not (isinstance(k.value, ast.Constant)
-                                                                   and k.value.value in (False, 1, None))
-      for k in it.keywords)
 
 
 def _first(stmts, kind):

@@ -404,10 +404,10 @@ def test_a_break_around_a_warp_specialised_loop_says_so_at_the_break():
 
 # ---------------------------------------------------------------- continue in a pipelined loop
 @mg.mgpu_kernel(out_shape=lambda x, skip: S((64, 128), F32))
-def skip_then_load(x, skip, out):
+def skip_then_load(x, skip, out, *, stages: ml.constexpr = 2):
   buf = ml.smem((64, 128), F32)
   acc = ml.zeros((64, 128), F32)
-  for k in ml.range(x.shape[0] // 64, stages=2):
+  for k in ml.range(x.shape[0] // 64, stages=stages):
     if skip[k] != 0:
       continue
     ml.copy(x.at[ml.ds(k * 64, 64)], buf)
@@ -441,6 +441,9 @@ def test_a_continue_before_a_pipelined_loads_says_to_load_first():
   want = sum(x[k * 64:(k + 1) * 64] for k in range(8) if not skip[k])
   np.testing.assert_allclose(load_then_skip(jnp.asarray(x), jnp.asarray(skip), interpret=True), want, rtol=1e-5, atol=1e-5)
   builds(load_then_skip, *specs)
+  # one stage is a plain loop: the continue may come first
+  np.testing.assert_allclose(skip_then_load(jnp.asarray(x), jnp.asarray(skip), interpret=True, stages=1), want,
+                             rtol=1e-5, atol=1e-5)
 
 
 # ---------------------------------------------------------------- an atomic's old value (a work-queue ticket)
