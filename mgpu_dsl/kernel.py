@@ -361,16 +361,13 @@ class KernelFunction:
     return cached[1]
 
   def _scalar_args(self, args) -> tuple:
-    """Python numbers passed for `ml.scalar` parameters, as 0-d arrays (int32 or float32)."""
+    """Python numbers passed for `ml.scalar` parameters, as 0-d arrays (bool, int32 or float32)."""
     import numpy as np
     args = list(args)
     for p in self.parsed.scalar_positions():
-      if p < len(args) and isinstance(args[p], bool):
-        name = self.parsed.ref_params[p]
-        raise E.SignatureError(f"{self.__name__}: {name} is an ml.scalar parameter, given the bool {args[p]}",
-                               caller_loc() or self.parsed.loc,
-                               hint=f"ml.scalar values are ints or floats: pass int({name}) (1 or 0) and test it"
-                                    f" in the kernel: `if {name} != 0:`, ml.where({name} != 0, ...)")
+      if p < len(args) and isinstance(args[p], bool):     # a flag: a bool scalar, as jnp.bool_(b)
+        args[p] = np.asarray(args[p], np.bool_)
+        continue
       if p < len(args) and isinstance(args[p], int) and not -2 ** 31 <= args[p] < 2 ** 31:
         name = self.parsed.ref_params[p]
         raise E.SignatureError(

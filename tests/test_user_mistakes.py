@@ -428,15 +428,15 @@ def scale_by(x, a: ml.scalar, out):
   out[...] = x[...] * a
 
 
-def test_a_bool_for_an_ml_scalar_says_what_to_pass():
-  """Once the generic hint asked for a 1-element array, which ml.scalar rejects."""
+def test_a_bool_for_an_ml_scalar_is_a_bool_scalar():
+  """Once refused (MG006, then a hint to pass int(a)); a bool is a bool scalar, as jnp.bool_(True), so
+  multiplying a float32 tensor by it is the usual MG104 at the kernel's line (test_probe31c runs flags)."""
   x = jnp.ones((256,), jnp.float32)
   np.testing.assert_array_equal(scale_by(x, 3.0, interpret=True), np.full(256, 3.0, np.float32))
-  with pytest.raises(mg.SignatureError) as e:
+  with pytest.raises(mg.DtypeMismatchError) as e:
     scale_by(x, True, interpret=True)
-  assert e.value.message == "scale_by: a is an ml.scalar parameter, given the bool True"
-  assert e.value.hint == ("ml.scalar values are ints or floats: pass int(a) (1 or 0) and test it in the kernel:"
-                          " `if a != 0:`, ml.where(a != 0, ...)")
+  assert e.value.message == ("* on x[...] (float32) and a (bool): dtypes differ and are never converted"
+                             " implicitly")
 
 
 # ---------------------------------------------------------------- signed zeros in max and min
