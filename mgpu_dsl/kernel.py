@@ -18,6 +18,7 @@ from . import calling
 from .triton_names import in_user_alias
 from . import deps as D
 from . import dump
+from . import narrowing
 from . import wrap
 from .bench import caller_loc, has_gpu
 from .frontend import compile as fc
@@ -285,7 +286,9 @@ class KernelFunction:
     if grid is None:          # no programs and nothing to write: the outputs are the empty arrays
       return Specialisation(None, None, None, [jax.ShapeDtypeStruct(tuple(l.shape), l.dtype) for l in leaves],
                             treedef, None, block, cluster)
-    # int64/float64 specs become what JAX will pass (int32/float32 unless x64 is on).
+    # int64/float64 specs become what JAX will pass (int32/float32 unless x64 is on): where that
+    # narrows a spec, an output or a value, it is refused (narrowing.py).
+    narrowing.check(args, leaves, pk.ref_params, name, loc, at("out_shape"))
     canon = lambda x: jax.ShapeDtypeStruct(tuple(x.shape), jax.dtypes.canonicalize_dtype(x.dtype))
     try:
       in_specs = [fc.ArgSpec.of(canon(a)) for a in args]

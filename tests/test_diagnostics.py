@@ -269,11 +269,15 @@ def test_too_few_inputs_are_reported_before_out_shape_is_called():
                                 " with 1 input")
 
 
-def test_int64_specs_are_canonicalised_like_jax_arrays():
+def test_int64_specs_without_x64_are_refused_not_narrowed():
+  """They were taken as int32, as JAX passes int64 arrays without x64: the kernel checked was not the
+  one asked for (test_probe31c has the outputs and NumPy values)."""
   if jax.config.jax_enable_x64:
     pytest.skip("x64 mode keeps int64")
   k = mg.mgpu_kernel(out_shape=lambda x: x)(_copy_rows)
-  assert "int32" in k.typed_ir(S((128,), jnp.int64))
+  with pytest.raises(mg.SignatureError, match="is given as int64, but jax_enable_x64 is off"):
+    k.typed_ir(S((128,), jnp.int64))
+  assert "int32" in k.typed_ir(np.arange(128))       # NumPy's int64 values that fit: as JAX takes them
 
 
 def _copy_rows(x, out):

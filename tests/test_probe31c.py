@@ -37,3 +37,68 @@ def test_a_python_bool_for_an_ml_scalar_is_a_bool_flag():
     np.testing.assert_array_equal(jitted(x, flag), x * 2 if flag else x)
   assert "scalar<bool>" in maybe_double.typed_ir(S((128,), F32), True)
   maybe_double.check(S((128,), F32), False)
+
+
+# ---------------------------------------------------------------- 64-bit types without jax_enable_x64
+@mg.mgpu_kernel(out_shape=lambda x, n: x)
+def add_n(x, n: ml.scalar, out):
+  out[...] = x[...] + n
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, jnp.int64))
+def widen(x, out):
+  out[...] = x[...].astype(jnp.int64) * 3
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, x.dtype))
+def copy_same(x, out):
+  out[...] = x[...]
+
+
+no_x64 = pytest.mark.skipif(jax.config.jax_enable_x64, reason="x64 mode keeps 64-bit types")
+
+
+@no_x64
+def test_a_64_bit_spec_without_x64_is_refused_not_checked_as_32_bits():
+  """S((), jnp.int64) was checked (and typed_ir shown) as an int32 kernel, silently."""
+  for spec, to in ((S((), jnp.int64), "int32"), (S((), jnp.uint64), "uint32"), (S((), jnp.float64), "float32")):
+    with pytest.raises(mg.SignatureError) as e:
+      add_n.check(S((128,), jnp.int32), spec)
+    d = np.dtype(spec.dtype).name
+    assert e.value.message == (f"add_n: input 1 (n) is given as {d}, but jax_enable_x64 is off: JAX passes {d}"
+                               f" arrays as {to}, so the kernel would be checked and built for {to}")
+    assert e.value.hint == (f"for {d}, turn 64-bit types on: jax.config.update('jax_enable_x64', True) (before"
+                            f" any array is made); else give the spec as jnp.{to}")
+  add_n.check(S((128,), jnp.int32), S((), jnp.int32))      # the hint's spec builds
+
+
+@no_x64
+def test_an_int64_output_without_x64_is_refused():
+  """out_shape asked for int64 and the kernel returned int32."""
+  with pytest.raises(mg.SignatureError) as e:
+    widen.check(S((128,), jnp.int32))
+  assert e.value.message == ("out_shape gives output 0 as int64, but jax_enable_x64 is off: JAX has no int64"
+                             " arrays then, and the output would be int32")
+  with jax.enable_x64(True):                              # the hint: with x64 it is int64, 3 * 2**31 included
+    x = jnp.full((128,), 2 ** 31 - 1, jnp.int32)
+    got = widen(x, interpret=True)
+    assert got.dtype == jnp.int64
+    np.testing.assert_array_equal(got, x.astype(jnp.int64) * 3)
+
+
+@no_x64
+def test_numpy_int64_values_int32_cannot_hold_are_refused_without_x64():
+  """np.int64(2**40) for an ml.scalar was passed as its low 32 bits (0): x + n gave x."""
+  x = jnp.arange(128, dtype=jnp.int32)
+  with pytest.raises(mg.SignatureError) as e:
+    add_n(x, np.int64(2 ** 40), interpret=True)
+  assert e.value.message == ("add_n: input 1 (n) is a NumPy int64 scalar holding 1099511627776, which int32"
+                             " cannot hold, and jax_enable_x64 is off: JAX would pass it as int32, keeping the"
+                             " low 32 bits")
+  with pytest.raises(mg.SignatureError, match="is a NumPy int64 array holding -8589934592"):
+    add_n(np.arange(128) - 2 ** 33, 1, interpret=True)
+  # values that fit are taken as JAX takes them: NumPy's default int64 arange, and an output like it
+  np.testing.assert_array_equal(add_n(x, np.int64(5), interpret=True), x + 5)
+  got = copy_same(np.arange(128), interpret=True)
+  assert got.dtype == jnp.int32
+  np.testing.assert_array_equal(got, np.arange(128))
