@@ -223,10 +223,55 @@ def _expand_hint(attr, args) -> str:
   return f"no ml.{attr}: insert an axis by indexing with None, {v}[None, :] or {v}[:, None] (as in NumPy)"
 
 
-def missing_hint(base, attr, args=None) -> str:
+def _namespace_hint(base, ns, after: str) -> str | None:
+  """Triton's `tl.math.exp2(x)` written `ml.math.exp2(x)` (`after`: the text after `ml.math`): the ml
+  function it is, with the user's arguments, or what to write for one ml lacks; None if not a call."""
+  m = re.match(r"((?:\s*\.\s*\w+)+)\s*(\(.*)?", after)
+  if not m:
+    return None
+  name = m.group(1).replace(" ", "").split(".")[-1]
+  args = None
+  if m.group(2):
+    depth = 0
+    for end, ch in enumerate(m.group(2)):
+      depth += {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}.get(ch, 0)
+      if depth == 0:
+        break
+    try:
+      call = ast.parse("f" + m.group(2)[:end + 1], mode="eval").body
+      args = [ast.unparse(a) for a in call.args] + [f"{k.arg}={ast.unparse(k.value)}" for k in call.keywords]
+    except SyntaxError:
+      args = None
+  lead = f"no ml.{ns}: Triton's tl.{ns} (and libdevice) functions are ml.* functions here"
+  if name in ("cuda", "libdevice", "math", "extra"):
+    return None
+  xs = ", ".join(args) if args else "x"
+  if name in ("float_as_int", "int_as_float", "float_as_uint", "uint_as_float"):
+    to = {"float_as_int": "int32", "float_as_uint": "uint32"}.get(name, "float32")
+    return f"{lead}: write ml.bitcast({xs}, jnp.{to}) (the same bits)"
+  ml_name = _TRITON_MATH.get(name, name)
+  if not ml_name.startswith("_") and callable(getattr(base, ml_name, None)):
+    note = (" (it rounds halves to even, as jnp.round; libdevice's round takes them away from zero)"
+            if ml_name == "round" else "")
+    return f"{lead}: write ml.{ml_name}({xs}) for ml.{ns}{m.group(1).strip()}(...){note}"
+  inner = missing_hint(base, _TRITON_MATH.get(name, name), args)
+  return None if inner == "check the spelling" else f"{lead}; {inner}"
+
+
+# Triton's tl.math / libdevice names of functions ml has under another name
+_TRITON_MATH = {"max": "maximum", "min": "minimum", "fmax": "maximum", "fmin": "minimum", "fabs": "abs",
+                "clamp": "clip", "finitef": "isfinite", "isfinited": "isfinite", "fast_logf": "log",
+                "fast_log2f": "log2", "fast_sinf": "sin", "fast_cosf": "cos", "fast_tanf": "tan",
+                "fdiv_rn": "div_rn", "rcp_rn": "rcp", "sqrt_rn": "sqrt_rn"}
+
+
+def missing_hint(base, attr, args=None, after="") -> str:
   """The hint for a name a module lacks: the ml function a Triton or jnp user meant, if any
-  (`args`: the call's arguments as written, where it is called)."""
+  (`args`: the call's arguments as written, where it is called; `after`: the text after the name
+  on its line, which names the function of a namespace ml lacks: `.exp2(x)` after `ml.math`)."""
   if getattr(base, "__name__", "").endswith("language"):
+    if attr in ("math", "extra", "libdevice") and after and (ns := _namespace_hint(base, attr, after)):
+      return ns
     if args and len(args) >= 2 and attr == "view":
       if len(args) == 2 and is_dtype_text(args[1]):
         return f"write ml.bitcast({args[0]}, {args[1]}): the same bits as another dtype of the same width"

@@ -187,6 +187,13 @@ class Source:
     text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
     return Loc(self.filename, line, col, end, end_col, text)
 
+  def after(self, node) -> str:
+    """The text after `node` on the line where it ends (`.exp2(x)` after `ml.math`), for hints."""
+    loc = self.loc(node)
+    line = loc.end_lineno or loc.lineno
+    text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
+    return text[loc.end_col_offset:].rstrip("\n") if loc.end_col_offset is not None else ""
+
   def quote(self, node) -> str:
     """The text of `node` as the user wrote it, on one line."""
     loc = self.loc(node)

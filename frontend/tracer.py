@@ -488,7 +488,7 @@ class Tracer(Assignments, Calls, Containers, ast.NodeVisitor):
       args = None if call is None else [self.text(a) for a in call.args] + [
           f"{k.arg}={self.text(k.value)}" for k in call.keywords if k.arg]
       raise E.UnknownNameError(f"{self.text(node.value)} has no attribute {attr!r}", self.loc(node),
-                               hint=missing_hint(base, attr, args)) from None
+                               hint=missing_hint(base, attr, args, self.src.after(node))) from None
     return static_number(out)        # jnp.finfo(x.dtype).min: a NumPy scalar, as a module constant is
 
   def _rebuild_outer(self, node, call) -> str | None:

@@ -264,7 +264,8 @@ def ml_exp(x, out):                        # triton_math_namespace's hint follow
 
 def test_tritons_math_namespace_names_mls_own_functions():
   e = expect(triton_math_namespace, [X], mg.UnknownNameError, "ml.math", "ml has no attribute 'math'")
-  assert e.hint.startswith("no ml.math: Triton's tl.math and libdevice functions are ml.* functions here"), e.hint
+  assert e.hint.startswith("no ml.math: Triton's tl.math (and libdevice) functions are ml.* functions here: write"
+                           " ml.exp(x.at[ml.ds(i * 128, 128)][...])"), e.hint
   x = _x()
   np.testing.assert_allclose(np.asarray(ml_exp(x, interpret=True)), np.exp(x), rtol=1e-6)
   assert "mosaic_gpu" in _export(ml_exp, X)

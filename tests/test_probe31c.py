@@ -102,3 +102,46 @@ def test_numpy_int64_values_int32_cannot_hold_are_refused_without_x64():
   got = copy_same(np.arange(128), interpret=True)
   assert got.dtype == jnp.int32
   np.testing.assert_array_equal(got, np.arange(128))
+
+
+# ---------------------------------------------------------------- Triton's tl.math spellings
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def math_exp2(x, out):
+  out[...] = ml.math.exp2(x[...] * 1.4426950408889634) + 1.0
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def libdevice_max(x, out):
+  out[...] = ml.extra.cuda.libdevice.max(x[...], 0.0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def math_fma(x, out):
+  out[...] = ml.math.fma(x[...], 2.0, 1.0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def fixed_exp2(x, out):
+  out[...] = ml.exp2(x[...] * 1.4426950408889634) + 1.0
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def fixed_max(x, out):
+  out[...] = ml.maximum(x[...], 0.0)
+
+
+def test_ml_math_names_the_ml_function_with_the_users_arguments():
+  """The hint was one list for every ml.math.<f> (with ml.math.rsqrt as its example); it names
+  the function written, with its arguments, mapped where Triton's name differs (max is ml.maximum,
+  elementwise, not the reduction ml.max)."""
+  lead = "no ml.{}: Triton's tl.{} (and libdevice) functions are ml.* functions here"
+  expect(math_exp2, [S((128,), F32)], mg.UnknownNameError, "ml.math", "ml has no attribute 'math'",
+         hint=lead.format("math", "math") + ": write ml.exp2(x[...] * 1.4426950408889634) for ml.math.exp2(...)")
+  expect(libdevice_max, [S((128,), F32)], mg.UnknownNameError, "ml.extra", "ml has no attribute 'extra'",
+         hint=lead.format("extra", "extra") + ": write ml.maximum(x[...], 0.0) for"
+         " ml.extra.cuda.libdevice.max(...)")
+  e = expect(math_fma, [S((128,), F32)], mg.UnknownNameError, "ml.math", "ml has no attribute 'math'")
+  assert e.hint.startswith(lead.format("math", "math") + "; no ml.fma: write a * b + c")
+  x = jnp.linspace(-3, 3, 128, dtype=F32)       # the hints' forms run
+  np.testing.assert_allclose(fixed_exp2(x, interpret=True), jnp.exp(x) + 1.0, rtol=1e-6)
+  np.testing.assert_array_equal(fixed_max(x, interpret=True), jnp.maximum(x, 0.0))
