@@ -21,6 +21,7 @@ class Builder:
     self.loop_indices: set = set()        # ids of for loops' index values (not carries), for messages
     self.static_loops: dict = {}          # index id -> (name, line, range text) of a run-time range() with static bounds
     self.weak: set = set()                # ids of values standing for a Python number a loop carries
+    self.scalar_params: set = set()       # ids of the ml.scalar parameters' values (for hints)
     self.inline_stack: list = []          # the @ml.inline calls being traced: (call site, helper name)
     self.inline_sites: dict = {}          # an op's (file, line, col) -> the inline call paths it came from
     self.cluster = cluster               # the launch configuration some type rules check

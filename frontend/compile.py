@@ -331,6 +331,7 @@ def _bind_scalar_param(pk, tr, em, name, n_in) -> None:
         f" ({ref.type.dtype})", loc,
         hint="pass a Python int or float, or a 0-d int, float or bool array (jnp.float32(0.5))")
   tr.env[name] = scalar_load(Call(em, loc, name), ref, name)
+  em.scalar_params.add(tr.env[name].id)
 
 
 def _arg_node(tree: ast.FunctionDef, name: str):

@@ -105,11 +105,10 @@ def maybe_negated_int(x, flip: ml.scalar, out):
 
 def test_a_bool_flag_hints_an_int_and_a_comparison_that_work():
   x = jnp.arange(128, dtype=F32)
-  e = _raises(lambda: maybe_negated(x, True, interpret=True))
-  assert "ml.where(flip != 0, ...)" in e.hint and "int(flip)" in e.hint
-  for flag in (True, False):      # a 0-d bool array is a flag (session 21: bool arrays in memory)
-    got = maybe_negated(x, jnp.bool_(flag), interpret=True)
-    np.testing.assert_array_equal(np.asarray(got), -np.asarray(x) if flag else np.asarray(x))
+  for flag in (True, False):      # a 0-d bool array is a flag (session 21: bool arrays in memory),
+    for f in (jnp.bool_(flag), flag):     # and so is a Python bool (probe 31c: it was MG006, hinting int(flip))
+      got = maybe_negated(x, f, interpret=True)
+      np.testing.assert_array_equal(np.asarray(got), -np.asarray(x) if flag else np.asarray(x))
   e = expect(maybe_negated, [S((128,), F32), S((), jnp.int32)], mg.KernelTypeError, "ml.where(flip",
              "ml.where's condition must be a boolean (a comparison), got a scalar (int32)")
   assert e.hint == "compare to make one: ml.where(flip != 0, ...)"

@@ -278,7 +278,9 @@ def test_an_integer_meeting_a_float_constant_names_the_float_and_hints_forms_tha
   assert "mosaic_gpu" in _export(int_with_float_followed, S((128,), I32))
   # floats with an integer constant: the hint names the user's operands
   expect(float_remainder, [S((128,), F32)], mg.UnsupportedDtypeError, "x[...] % 3",
-         "% needs integer operands, got float32", hint="the remainder of floats, as jnp's: x[...] - ml.floor(x[...] / 3) * 3")
+         "% needs integer operands, got float32", hint="the remainder of floats: x[...] - ml.floor(x[...] / 3) * 3 (jnp's up to the rounding of the"
+         " quotient: where it rounds up to a whole number, 1.0 // 0.1, the floor is one more than jnp's 9.0 and the"
+         " remainder off by one divisor)")
 
 
 # ---------------------------------------------------------------- Python numbers becoming float8

@@ -145,3 +145,80 @@ def test_ml_math_names_the_ml_function_with_the_users_arguments():
   x = jnp.linspace(-3, 3, 128, dtype=F32)       # the hints' forms run
   np.testing.assert_allclose(fixed_exp2(x, interpret=True), jnp.exp(x) + 1.0, rtol=1e-6)
   np.testing.assert_array_equal(fixed_max(x, interpret=True), jnp.maximum(x, 0.0))
+
+
+# ---------------------------------------------------------------- ml.scalar parameters are not weakly typed
+@mg.mgpu_kernel(out_shape=lambda x, alpha: x)
+def scale_half(x, alpha: ml.scalar, out):
+  out[...] = x[...] * alpha
+
+
+@mg.mgpu_kernel(out_shape=lambda x, alpha: x)
+def scale_half_fixed(x, alpha: ml.scalar, out):         # scale_half's hint followed
+  out[...] = x[...] * alpha.astype(jnp.float16)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, n: x)
+def shift_by(x, n: ml.scalar, out):
+  out[...] = x[...] + n
+
+
+def test_an_ml_scalar_meeting_a_narrower_tensor_is_hinted_to_convert_the_scalar():
+  """The hint converted the tensor (x[...].astype(jnp.float32)), so the product was float32 and its
+  store into the float16 output the next error; jnp's Python number keeps float16."""
+  h = jnp.linspace(-2, 2, 128, dtype=jnp.float16)
+  expect(scale_half, [S((128,), jnp.float16), 0.5], mg.DtypeMismatchError, "x[...] * alpha",
+         "* on x[...] (float16) and alpha (float32): dtypes differ and are never converted implicitly",
+         hint="convert the scalar, alpha.astype(jnp.float16): the result stays float16, as jnp's does for a Python"
+              " number (an ml.scalar is float32 here, as a Python float passed for it becomes, not weakly typed);"
+              " or compute in float32: x[...].astype(jnp.float32)")
+  np.testing.assert_array_equal(scale_half_fixed(h, 0.5, interpret=True), h * 0.5)
+  # an int scalar meeting floats: only the scalar's conversion (the tensor's to int32 would truncate it)
+  expect(shift_by, [S((128,), F32), 3], mg.DtypeMismatchError, "x[...] + n",
+         "+ on x[...] (float32) and n (int32): dtypes differ and are never converted implicitly",
+         hint="convert the scalar, n.astype(jnp.float32): the result stays float32, as jnp's does for a Python"
+              " number (an ml.scalar is int32 here, as a Python int passed for it becomes, not weakly typed)")
+  # uint32 with an int32 scalar: no int32 alternative (it would wrap values of 2**31 or more)
+  e = expect(shift_by, [S((128,), jnp.uint32), 3], mg.DtypeMismatchError, "x[...] + n",
+             "+ on x[...] (uint32) and n (int32): dtypes differ and are never converted implicitly")
+  assert e.hint.startswith("convert the scalar, n.astype(jnp.uint32)") and "or compute" not in e.hint
+
+
+@mg.mgpu_kernel(out_shape=lambda x, n: x)
+def add_n_fixed(x, n: ml.scalar, out):                  # add an int64 n to int64 x: n passed as jnp.int64(n)
+  out[...] = x[...] + n
+
+
+def test_an_int32_ml_scalar_meeting_int64_is_hinted_to_be_passed_as_int64():
+  """The hint was n.astype(jnp.int64), which through jax.jit (x64 on) widens only the low 32 bits of
+  a Python int: 2**40 added 0."""
+  with jax.enable_x64(True):
+    e = expect(shift_by, [S((128,), jnp.int64), 3], mg.DtypeMismatchError, "x[...] + n",
+               "+ on x[...] (int64) and n (int32): dtypes differ and are never converted implicitly")
+    assert e.hint.startswith("pass n as an int64 scalar, jnp.int64(n) (with jax_enable_x64)"), e.hint
+    x = jnp.arange(128, dtype=jnp.int64)
+    got = jax.jit(lambda v, n: add_n_fixed(v, n, interpret=True))(x, jnp.int64(2 ** 40))
+    np.testing.assert_array_equal(got, x + 2 ** 40)
+
+
+# ---------------------------------------------------------------- float // and %: the hint's form is not jnp's exactly
+@mg.mgpu_kernel(out_shape=lambda x, y: x)
+def float_floordiv(x, y, out):
+  out[...] = x[...] // y[...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x, y: x)
+def float_floordiv_hinted(x, y, out):
+  out[...] = ml.floor(x[...] / y[...])
+
+
+def test_the_float_floor_division_hint_says_where_it_differs_from_jnp():
+  """The % hint said 'as jnp's'; 1.0 // 0.1 is 9.0 in jnp (and Python) but ml.floor(1.0 / 0.1) is 10.0."""
+  e = expect(float_floordiv, [S((128,), F32), S((128,), F32)], mg.UnsupportedDtypeError, "x[...] // y[...]",
+             "// needs integer operands, got float32")
+  assert e.hint.startswith("floor division of floats: ml.floor(x[...] / y[...]) (jnp's up to the rounding of the"
+                           " quotient: where it rounds up to a whole number, 1.0 // 0.1, the floor is one more than"
+                           " jnp's 9.0"), e.hint
+  x, y = jnp.ones((128,), F32), jnp.full((128,), 0.1, F32)
+  got = float_floordiv_hinted(x, y, interpret=True)
+  assert float(got[0]) == 10.0 and float(jnp.floor_divide(x, y)[0]) == 9.0      # as the hint says

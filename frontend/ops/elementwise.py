@@ -26,7 +26,8 @@ from ..types import DTypeVar, ScalarType, TensorType, dtype_name, resolve
 from .base import Num, a_an, check_register_value, is_value, kind_of, one_element, static_shape, shown
 from .promotion import exact_in, jnp_result
 from .elementwise_checks import (_call_args, _check_integer_meets_float, _check_pointer_arithmetic, _convert_hint,
-                                 _python_math_hint, cast_problem, check_dtype_support, check_python_int, method_on)
+                                 _python_math_hint, cast_problem, check_dtype_support, check_python_int, method_on,
+                                 scalar_param_hint)
 
 # Elementwise lowering works on each warpgroup's own rows as on a whole tensor: splits=True.
 PURE_ELEMENTWISE = Traits(layout=LayoutRule.ELEMENTWISE, pure=True, splits=True)
@@ -250,7 +251,7 @@ def common(cx, a, b, what):
               f" convert it after the loop, {n}.astype(jnp.{dtype_name(dn)}); to keep it {dtype_name(dn)},"
               f" convert the other side: {method_on(other)}.astype(jnp.{dtype_name(dn)})")
     elif carried is None:
-      hint = _convert_hint(names, da, db, what)
+      hint = scalar_param_hint(cx, (a, b), names, (da, db), what) or _convert_hint(names, da, db, what)
     else:
       n = carried.name
       # acc = 0, then acc + x[...]: starting it as 0.0 would only meet MG005 next (a scalar carry

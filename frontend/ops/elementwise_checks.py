@@ -109,6 +109,32 @@ def _convert_hint(names, da, db, what=None) -> str:
   return f"convert one side explicitly, e.g. {method_on(side)}.astype(jnp.{dtype_name(to)})"
 
 
+def scalar_param_hint(cx, values, names, dtypes, what) -> str | None:
+  """An ml.scalar parameter (a Python number passed is int32 or float32, not weakly typed as in jnp)
+  meeting a tensor of another dtype it converts to as jnp converts a Python number (`x_f16 * alpha`,
+  `x_f32 + n`): convert the scalar, which keeps the tensor's dtype (converting the tensor would compute
+  in, and give, the scalar's). None where that is not the case."""
+  if what in ("&", "|", "^", "<<", ">>"):      # bits: _convert_hint's own forms
+    return None
+  k = next((k for k, v in enumerate(values) if is_value(v) and v.id in cx.b.scalar_params), None)
+  if k is None or not is_value(values[1 - k]) or not getattr(values[1 - k].type, "shape", ()):
+    return None
+  ds, dt = dtypes[k], dtypes[1 - k]
+  if not (isinstance(ds, DType) and isinstance(dt, DType)) or ds == DType.bool_ or dt == DType.bool_ \
+      or (ds.is_float and not dt.is_float):
+    return None
+  s, t = names[k], names[1 - k]
+  if dt == DType.i64 and ds.bits < 64:      # a Python int through jax.jit keeps its low 32 bits (kernel.py)
+    return (f"pass {s} as an int64 scalar, jnp.int64({s}) (with jax_enable_x64): a Python int passed for an"
+            f" ml.scalar is {dtype_name(ds)} here, its low 32 bits through jax.jit; or convert it,"
+            f" {method_on(s)}.astype(jnp.int64), where every value passed fits {dtype_name(ds)}")
+  return (f"convert the scalar, {method_on(s)}.astype(jnp.{dtype_name(dt)}): the result stays {dtype_name(dt)}, as"
+          f" jnp's does for a Python number (an ml.scalar is {dtype_name(ds)} here, as a Python"
+          f" {'float' if ds.is_float else 'int'} passed for it becomes, not weakly typed)"
+          + (f"; or compute in {dtype_name(ds)}: {method_on(t)}.astype(jnp.{dtype_name(ds)})"
+             if ds.is_float == dt.is_float and (ds.is_float or ds.is_signed == dt.is_signed) else ""))
+
+
 def method_on(text: str) -> str:
   """`text` as the receiver of a method call: `v`, `ml.mean(v)`, but `(a + b)`."""
   import ast
@@ -145,11 +171,16 @@ def check_dtype_support(cx, dtype, what, *, floats_only=False, ints_only=False, 
   if ints_only and not (d.is_int or d == DType.bool_):
     raise E.UnsupportedDtypeError(
         f"{what} needs integer operands, got {d}", cx.loc,
-        hint=f"floor division of floats: ml.floor({a} / {b})" if what == "//" and y is not None else
-        f"the remainder of floats, as jnp's: {a} - ml.floor({a} / {b}) * {b}" if what == "%" and y is not None else
-        "floor division of floats: ml.floor(a / b)" if what == "//" else
-        "the remainder of floats, as jnp's: a - ml.floor(a / b) * b" if what == "%" else
+        hint=f"floor division of floats: ml.floor({a} / {b}){_ROUNDED}" if what == "//" and y is not None else
+        f"the remainder of floats: {a} - ml.floor({a} / {b}) * {b}{_ROUNDED}" if what == "%" and y is not None else
+        f"floor division of floats: ml.floor(a / b){_ROUNDED}" if what == "//" else
+        f"the remainder of floats: a - ml.floor(a / b) * b{_ROUNDED}" if what == "%" else
         f"convert first: {x}.astype(jnp.int32)")
+
+
+# jnp's float // and % start from the exact remainder (fmod); the forms above round the quotient first
+_ROUNDED = (" (jnp's up to the rounding of the quotient: where it rounds up to a whole number, 1.0 // 0.1,"
+            " the floor is one more than jnp's 9.0 and the remainder off by one divisor)")
 
 
 def _check_integer_meets_float(cx, a, b, what):
