@@ -245,7 +245,7 @@ def _namespace_hint(base, ns, after: str) -> str | None:
   lead = f"no ml.{ns}: Triton's tl.{ns} (and libdevice) functions are ml.* functions here"
   if name in ("cuda", "libdevice", "math", "extra"):
     return None
-  xs = ", ".join(args) if args else "x"
+  xs = ", ".join(args) if args is not None else "..."     # (a call spanning lines is not parsed here)
   if name in ("float_as_int", "int_as_float", "float_as_uint", "uint_as_float"):
     to = {"float_as_int": "int32", "float_as_uint": "uint32"}.get(name, "float32")
     return f"{lead}: write ml.bitcast({xs}, jnp.{to}) (the same bits)"
@@ -253,7 +253,8 @@ def _namespace_hint(base, ns, after: str) -> str | None:
   if not ml_name.startswith("_") and callable(getattr(base, ml_name, None)):
     note = (" (it rounds halves to even, as jnp.round; libdevice's round takes them away from zero)"
             if ml_name == "round" else "")
-    return f"{lead}: write ml.{ml_name}({xs}) for ml.{ns}{m.group(1).strip()}(...){note}"
+    call = f"({xs})" if m.group(2) else ""
+    return f"{lead}: write ml.{ml_name}{call} for ml.{ns}{m.group(1).strip()}{call and '(...)'}{note}"
   inner = missing_hint(base, _TRITON_MATH.get(name, name), args)
   return None if inner == "check the spelling" else f"{lead}; {inner}"
 

@@ -121,6 +121,12 @@ def math_fma(x, out):
 
 
 @mg.mgpu_kernel(out_shape=lambda x: x)
+def math_pow_two_lines(x, out):
+  out[...] = ml.math.pow(x[...],
+                         2.0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
 def fixed_exp2(x, out):
   out[...] = ml.exp2(x[...] * 1.4426950408889634) + 1.0
 
@@ -142,6 +148,9 @@ def test_ml_math_names_the_ml_function_with_the_users_arguments():
          " ml.extra.cuda.libdevice.max(...)")
   e = expect(math_fma, [S((128,), F32)], mg.UnknownNameError, "ml.math", "ml has no attribute 'math'")
   assert e.hint.startswith(lead.format("math", "math") + "; no ml.fma: write a * b + c")
+  # a call spanning lines is not read from the line: its arguments are not guessed (it said ml.pow(x))
+  expect(math_pow_two_lines, [S((128,), F32)], mg.UnknownNameError, "ml.math", "ml has no attribute 'math'",
+         hint=lead.format("math", "math") + ": write ml.pow(...) for ml.math.pow(...)")
   x = jnp.linspace(-3, 3, 128, dtype=F32)       # the hints' forms run
   np.testing.assert_allclose(fixed_exp2(x, interpret=True), jnp.exp(x) + 1.0, rtol=1e-6)
   np.testing.assert_array_equal(fixed_max(x, interpret=True), jnp.maximum(x, 0.0))
