@@ -231,3 +231,24 @@ def test_the_float_floor_division_hint_says_where_it_differs_from_jnp():
   x, y = jnp.ones((128,), F32), jnp.full((128,), 0.1, F32)
   got = float_floordiv_hinted(x, y, interpret=True)
   assert float(got[0]) == 10.0 and float(jnp.floor_divide(x, y)[0]) == 9.0      # as the hint says
+
+
+@mg.mgpu_kernel(out_shape=lambda x, a: x)
+def clip_by(x, a: ml.scalar, out):
+  out[...] = ml.maximum(x[...], -a * 2)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, a: x)
+def clip_by_fixed(x, a: ml.scalar, out):               # clip_by's hint followed
+  out[...] = ml.maximum(x[...], (-a * 2).astype(jnp.float16))
+
+
+def test_a_value_computed_from_an_ml_scalar_alone_is_hinted_as_the_scalar():
+  """-a * 2 of a float32 ml.scalar a has a's dtype: the hint converts it, as it does a."""
+  expect(clip_by, [S((128,), jnp.float16), 0.5], mg.DtypeMismatchError, "ml.maximum(x[...], -a * 2)",
+         "ml.maximum on x[...] (float16) and -a * 2 (float32): dtypes differ and are never converted implicitly",
+         hint="convert the scalar, (-a * 2).astype(jnp.float16): the result stays float16, as jnp's does for a"
+              " Python number (an ml.scalar is float32 here, as a Python float passed for it becomes, not weakly"
+              " typed); or compute in float32: x[...].astype(jnp.float32)")
+  h = jnp.linspace(-2, 2, 128, dtype=jnp.float16)
+  np.testing.assert_array_equal(clip_by_fixed(h, 0.5, interpret=True), jnp.maximum(h, -0.5 * 2))

@@ -109,6 +109,18 @@ def _convert_hint(names, da, db, what=None) -> str:
   return f"convert one side explicitly, e.g. {method_on(side)}.astype(jnp.{dtype_name(to)})"
 
 
+def _of_scalar_param(cx, v, depth=4) -> bool:
+  """Whether `v` is an ml.scalar parameter's value, or one computed from it alone with Python numbers
+  (`-a`, `a * 2`, `ml.abs(a)`): it has the parameter's dtype."""
+  if not is_value(v) or getattr(v.type, "shape", ()) or depth == 0:
+    return False
+  if v.id in cx.b.scalar_params:
+    return True
+  op = cx.b.defining(v)
+  ins = [x for x in op.operands() if is_value(x)] if op is not None else []
+  return len(ins) == 1 and type(op).__name__ in ("Unary", "Binary") and _of_scalar_param(cx, ins[0], depth - 1)
+
+
 def scalar_param_hint(cx, values, names, dtypes, what) -> str | None:
   """An ml.scalar parameter (a Python number passed is int32 or float32, not weakly typed as in jnp)
   meeting a tensor of another dtype it converts to as jnp converts a Python number (`x_f16 * alpha`,
@@ -116,7 +128,7 @@ def scalar_param_hint(cx, values, names, dtypes, what) -> str | None:
   in, and give, the scalar's). None where that is not the case."""
   if what in ("&", "|", "^", "<<", ">>"):      # bits: _convert_hint's own forms
     return None
-  k = next((k for k, v in enumerate(values) if is_value(v) and v.id in cx.b.scalar_params), None)
+  k = next((k for k, v in enumerate(values) if _of_scalar_param(cx, v)), None)
   if k is None or not is_value(values[1 - k]) or not getattr(values[1 - k].type, "shape", ()):
     return None
   ds, dt = dtypes[k], dtypes[1 - k]
