@@ -113,11 +113,12 @@ def _input_hint(x, name="xs") -> str:
     return f"pass each array as its own argument, or stack them: jnp.stack({name})"
   if isinstance(x, dict):
     return "kernels take arrays positionally; pass the dict's arrays one by one"
-  if isinstance(x, float) or isinstance(x, int) and not isinstance(x, bool) and -2 ** 31 <= x < 2 ** 31:
+  if isinstance(x, (bool, float)) or isinstance(x, int) and -2 ** 31 <= x < 2 ** 31:
     n = "x" if name == "xs" else name
-    as_array = f"jnp.{'float32' if isinstance(x, float) else 'int32'}({x!r})"
+    as_array = f"jnp.{'bool_' if isinstance(x, bool) else 'float32' if isinstance(x, float) else 'int32'}({x!r})"
     return (f"pass a 0-d array, which the kernel reads with {n}[...]: {as_array}, as jnp makes of a Python"
-            f" number; or annotate the parameter `{n}: ml.scalar` (a Python number then works, read as {n});"
+            f" {'bool' if isinstance(x, bool) else 'number'}; or annotate the parameter `{n}: ml.scalar` (a Python"
+            f" {'bool' if isinstance(x, bool) else 'number'} then works, read as {n});"
             f" a compile-time constant is a keyword-only (or `{n}: ml.constexpr`) parameter passed by keyword")
   if isinstance(x, (bool, int, float, complex)):
     return ("a compile-time constant is a keyword-only (or `name: ml.constexpr`) parameter passed"

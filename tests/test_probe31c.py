@@ -252,3 +252,21 @@ def test_a_value_computed_from_an_ml_scalar_alone_is_hinted_as_the_scalar():
               " typed); or compute in float32: x[...].astype(jnp.float32)")
   h = jnp.linspace(-2, 2, 128, dtype=jnp.float16)
   np.testing.assert_array_equal(clip_by_fixed(h, 0.5, interpret=True), jnp.maximum(h, -0.5 * 2))
+
+
+@mg.mgpu_kernel(out_shape=lambda x, flag: x)
+def flag_input(x, flag, out):
+  out[...] = ml.where(flag[...], x[...], -x[...])
+
+
+def test_a_python_bool_for_an_array_input_is_hinted_as_a_bool():
+  """The hint said '(pass an int or float)' for an ml.scalar; a bool is a flag now."""
+  x = jnp.arange(128, dtype=F32)
+  with pytest.raises(mg.SignatureError) as e:
+    flag_input(x, True, interpret=True)
+  assert e.value.hint == ("pass a 0-d array, which the kernel reads with flag[...]: jnp.bool_(True), as jnp makes of a"
+                          " Python bool; or annotate the parameter `flag: ml.scalar` (a Python bool then works, read as"
+                          " flag); a compile-time constant is a keyword-only (or `flag: ml.constexpr`) parameter passed"
+                          " by keyword")
+  np.testing.assert_array_equal(flag_input(x, jnp.bool_(True), interpret=True), x)     # followed
+  np.testing.assert_array_equal(select_by_flag(x, False, interpret=True), -x)          # or annotated
