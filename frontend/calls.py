@@ -16,6 +16,7 @@ from . import errors as E
 from . import missing
 from .assign import DICT_VIEWS, holds_value
 from .builder import Call
+from .dot_hints import dot_hint
 from .dtypes import DType, to_dtype
 from .ops import elementwise as ew
 from .ops.base import BUILTINS, Builtin, is_value, kind_of, typed_number
@@ -298,8 +299,11 @@ class Calls:
         pos, kw = [self.text(a) for a in node.args], {k.arg: self.text(k.value) for k in node.keywords if k.arg}
         mod = getattr(fn, "__module__", None) or ""
         taken = frozenset(re.findall(r"[A-Za-z_]\w*", "\n".join(self.src.lines)))
-        hint = (missing.form_hint(name, pos, kw, lax=mod == "jax.lax" or mod.startswith("jax._src.lax"),
-                                  taken=taken)
+        operands = [self._dot_operand(n, v) for n, v in zip(*((node.args[1:3], args[1:3]) if name == "einsum"
+                                                                  else (node.args[:2], args[:2])))]
+        hint = (dot_hint(name, pos, kw, operands, taken)
+                or missing.form_hint(name, pos, kw, lax=mod == "jax.lax" or mod.startswith("jax._src.lax"),
+                                     taken=taken)
                 or missing.array_call_hint(name, pos, kw, is_float, d if isinstance(d, DType) else None) or hint)
       raise E.KernelTypeError(
           f"{name} cannot take"
@@ -315,6 +319,17 @@ class Calls:
       return self.static_call(cx, fn, args, kwargs)
     raise E.KernelTypeError(f"{self.text(node.func)} is not callable", cx.loc,
                             hint="call ml.* functions or @ml.inline helpers")
+
+  def _dot_operand(self, node, value):
+    """(text, value, transposed) of a jnp.dot operand, for its hint: a ref read whole (`k_s[...]`,
+    `k_s[...].T`) is the ref itself, as ml.dot takes it."""
+    inner, flip = (node.value, True) if isinstance(node, ast.Attribute) and node.attr == "T" else (node, False)
+    if isinstance(inner, ast.Subscript) and isinstance(inner.slice, ast.Constant) and inner.slice.value is Ellipsis \
+        and isinstance(inner.value, ast.Name):
+      ref = self.eval(inner.value)
+      if is_value(ref) and isinstance(ref.type, RefType):
+        return self.text(inner.value), ref, flip
+    return self.text(node), value, False
 
   def static_call(self, cx, fn, args, kwargs):
     """`fn(*args)` of static values, called while tracing (`math.sqrt(d)`, a helper of the

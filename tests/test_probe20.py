@@ -109,4 +109,4 @@ def test_tensor_core_hints_can_be_pasted():
   assert "ml.smem((64, 128), jnp.float8_e4m3fn)" in e.hint
   e = expect(jnp_dot_of_smem, [S((64, 64), jnp.float16), S((64, 128), jnp.float16)], mg.KernelTypeError,
              "jnp.dot(", "dot cannot take an SMEM ref inside a kernel")
-  assert e.hint.startswith("use ml.dot(a_s, b_s, acc): it takes SMEM buffers")
+  assert e.hint.startswith("write ml.dot(a_s, b_s) (on the tensor cores")

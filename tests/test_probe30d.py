@@ -449,7 +449,8 @@ def test_tl_dot_trans_b_names_the_transposed_view():
   expect(dot_trans_b, spec, mg.KernelTypeError, "ml.dot(a_s, b_s, trans_b=True)",
          "ml.dot: got an unexpected keyword argument 'trans_b'",
          hint="pass the transposed view instead of trans_b=: ml.dot(a_s, b_s.T) (no data moves); ml.dot(a, b,"
-              " acc=None, *, out_dtype=None, input_precision=None, allow_tf32=None, max_num_imprecise_acc=None)")
+              " acc=None, *, out_dtype=None, input_precision=None, allow_tf32=None, max_num_imprecise_acc=None,"
+              " preferred_element_type=None, precision=None)")
   a = jax.random.normal(jax.random.key(0), (64, 64), jnp.float16)
   b = jax.random.normal(jax.random.key(1), (64, 64), jnp.float16)
   ref = jnp.dot(a, b.T, preferred_element_type=F32)

@@ -232,7 +232,8 @@ def _conv(text):
 
 
 @builtin
-def dot(cx, a, b, acc=None, *, out_dtype=None, input_precision=None, allow_tf32=None, max_num_imprecise_acc=None):
+def dot(cx, a, b, acc=None, *, out_dtype=None, input_precision=None, allow_tf32=None, max_num_imprecise_acc=None,
+        preferred_element_type=None, precision=None):
   """`acc + a @ b` on the tensor cores (WGMMA).
 
   `b` (k, n) is an SMEM buffer (or a stage view of one, or a transposed view
@@ -247,9 +248,12 @@ def dot(cx, a, b, acc=None, *, out_dtype=None, input_precision=None, allow_tf32=
 
   Triton's keywords: `out_dtype` is the accumulator's dtype when `acc` is None (that of `acc`
   otherwise); `input_precision="tf32"` and `allow_tf32=True` are what float32 operands get.
+  JAX's (jnp.dot's, as Pallas kernels write them): `preferred_element_type` is `out_dtype`;
+  `precision` other than float32's HIGHEST is what the tensor cores do anyway.
   """
   from .dot_options import check_dot_options
-  out_dtype = check_dot_options(cx, a, b, acc, out_dtype, input_precision, allow_tf32, max_num_imprecise_acc)
+  out_dtype = check_dot_options(cx, a, b, acc, out_dtype, input_precision, allow_tf32, max_num_imprecise_acc,
+                                preferred_element_type, precision)
   loc = cx.loc
   in_regs = is_value(a) and isinstance(a.type, TensorType)
   if in_regs:
@@ -327,7 +331,8 @@ def dot(cx, a, b, acc=None, *, out_dtype=None, input_precision=None, allow_tf32=
   if out_dtype is not None and acc is None:
     if isinstance(d, DType) and out_dtype not in ok:
       raise E.UnsupportedDtypeError(
-          f"ml.dot accumulates {d} products in {' or '.join(map(str, ok))}, not out_dtype={out_dtype}", loc,
+          f"ml.dot accumulates {d} products in {' or '.join(map(str, ok))}, not"
+          f" {'out_dtype' if preferred_element_type is None else 'preferred_element_type'}={out_dtype}", loc,
           hint=f"accumulate in jnp.{ok[0]} and convert the result: ml.dot(a, b).astype(jnp.{out_dtype})")
     acc_dtype = out_dtype
   if acc is not None:

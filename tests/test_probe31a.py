@@ -1,0 +1,106 @@
+"""Probe 31a (Pallas Mosaic GPU users porting kernels): JAX's spellings a Pallas kernel uses
+(jnp.dot's preferred_element_type and precision, functools.partial kernels, array methods, jnp and
+lax shape functions) accepted where mgpu_dsl has the same thing, or refused with the mgpu_dsl form."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax import lax
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from locate import builds, expect
+
+S = jax.ShapeDtypeStruct
+F16, F32 = jnp.float16, jnp.float32
+
+
+# ---------------------------------------------------------------- ml.dot takes jnp.dot's keywords
+@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[1]), F32))
+def dot_preferred(a_ref, b_ref, o_ref):
+  a_s = ml.smem((64, 64), F16)
+  b_s = ml.smem((64, 64), F16)
+  ml.copy(a_ref, a_s)
+  ml.copy(b_ref, b_s)
+  o_ref[...] = ml.dot(a_s, b_s, preferred_element_type=jnp.float32, precision=lax.Precision.HIGHEST)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[1]), F16))
+def dot_preferred_f16(a_ref, b_ref, o_ref):
+  a_s = ml.smem((64, 64), F16)
+  b_s = ml.smem((64, 64), F16)
+  ml.copy(a_ref, a_s)
+  ml.copy(b_ref, b_s)
+  o_ref[...] = ml.dot(a_s, b_s, preferred_element_type=jnp.float16)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[1]), F32))
+def dot_highest_f32(a_ref, b_ref, o_ref):
+  a_s = ml.smem((64, 32), F32)
+  b_s = ml.smem((64, 32), F32)
+  ml.copy(a_ref, a_s)
+  ml.copy(b_ref, b_s)
+  o_ref[...] = ml.dot(a_s, b_s.T, precision=lax.Precision.HIGHEST)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[1]), F32))
+def dot_both_dtypes(a_ref, b_ref, o_ref):
+  a_s = ml.smem((64, 64), F16)
+  b_s = ml.smem((64, 64), F16)
+  ml.copy(a_ref, a_s)
+  ml.copy(b_ref, b_s)
+  o_ref[...] = ml.dot(a_s, b_s, out_dtype=jnp.float32, preferred_element_type=jnp.float16)
+
+
+def test_ml_dot_takes_preferred_element_type_as_its_accumulator_dtype():
+  """It was MG003 (an unexpected keyword): jnp.dot's and lax.dot_general's name of out_dtype,
+  which a Pallas kernel passes to every dot."""
+  a = np.random.default_rng(0).standard_normal((64, 64)).astype(np.float16)
+  b = np.random.default_rng(1).standard_normal((64, 64)).astype(np.float16)
+  want = a.astype(np.float32) @ b.astype(np.float32)
+  got = np.asarray(dot_preferred(a, b, interpret=True))
+  np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-3)
+  assert dot_preferred_f16.typed_ir(S((64, 64), F16), S((64, 64), F16)).count("f16") > 0
+  np.testing.assert_allclose(np.asarray(dot_preferred_f16(a, b, interpret=True), np.float32), want, rtol=2e-2,
+                             atol=5e-2)
+
+
+def test_precision_highest_on_float32_operands_is_refused_as_ieee_is():
+  expect(dot_highest_f32, [S((64, 32), F32), S((64, 32), F32)], mg.UnsupportedDtypeError,
+         "ml.dot(a_s, b_s.T, precision", "ml.dot with precision=Precision.HIGHEST: the tensor cores read float32"
+         " operands as TF32 (10 mantissa bits), lax.Precision.DEFAULT's meaning on the GPU")
+  expect(dot_both_dtypes, [S((64, 64), F16), S((64, 64), F16)], mg.KernelTypeError, "ml.dot(a_s, b_s, out",
+         "ml.dot got out_dtype=float32 and preferred_element_type=float16: they name the same thing, the"
+         " accumulator's dtype", hint="pass one of them")
+
+
+# ---------------------------------------------------------------- jnp.dot and friends name the ml.dot call
+@mg.mgpu_kernel(out_shape=lambda a, b: S((64, 64), F32))
+def jnp_dot_loaded(a_ref, b_ref, o_ref):
+  a_s = ml.smem((64, 64), F16)
+  k_s = ml.smem((64, 64), F16)
+  ml.copy(a_ref, a_s)
+  ml.copy(b_ref, k_s)
+  o_ref[...] = lax.dot_general(a_s[...], k_s[...], (((1,), (1,)), ((), ())), preferred_element_type=jnp.float32)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((64, 64), F32))
+def jnp_dot_gmem(x_ref, w_ref, o_ref):
+  o_ref[...] = jnp.dot(x_ref[...], w_ref[...])
+
+
+def test_jnp_dot_hint_writes_ml_dot_with_the_calls_operands():
+  """The hint was ml.dot(a_s, b_s, acc) whatever the call: now the call's own refs, b transposed
+  where the contraction is over its last axis, and the staging of operands not in SMEM."""
+  specs = [S((64, 64), F16), S((64, 64), F16)]
+  xs, ws = "x" + "_s", "w" + "_s"     # (spelt apart: the hint's buffer names avoid the file's names)
+  e = expect(jnp_dot_loaded, specs, mg.KernelTypeError, "lax.dot_general(",
+             "dot_general cannot take a register tensor inside a kernel",
+             hint="write ml.dot(a_s, k_s.T, preferred_element_type=jnp.float32) (on the tensor cores;"
+                  " ml.dot(a, b, acc) adds the product to acc)")
+  expect(jnp_dot_gmem, specs, mg.KernelTypeError, "jnp.dot(", "dot cannot take a register tensor inside a kernel",
+         hint=f"write ml.dot({xs}, {ws}) (on the tensor cores; ml.dot(a, b, acc) adds the product to acc); ml.dot"
+              f" reads b from an SMEM buffer (a from SMEM or registers), so stage the operands first: {xs} ="
+              f" ml.smem((64, 64), jnp.float16); ml.copy(x_ref, {xs}); {ws} = ml.smem((64, 64), jnp.float16);"
+              f" ml.copy(w_ref, {ws})")
+  assert e.hint
