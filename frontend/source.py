@@ -297,9 +297,10 @@ def not_a_function(fn, what: str, loc: Loc | None = None) -> E.KernelError:
     first = next(iter(fn.keywords), None)
     return E.SignatureError(
         f"{what} takes a def function, got functools.partial({name}, {bound})", loc,
-        hint=(f"make {first} a constexpr (`*, {first}: ml.constexpr`) and pass it by keyword at the call,"
-              if first else "make the bound arguments constexprs and pass them by keyword at the call,")
-             + f" or write a def that calls {name} with them and decorate that")
+        hint=(f"make {first} a constexpr, keyword-only after a bare * (def {name}(..., *, {first})): a partial"
+              f" may bind a kernel's constexprs by keyword (or pass them by keyword at the call)"
+              if first else "bind the kernel's constexprs by keyword (functools.partial(kernel, block=128)), or"
+                            " pass them by keyword at the call: the refs are the call's arrays, in order"))
   if hasattr(fn, "fn") and hasattr(fn, "cache_info"):
     return E.SignatureError(
         f"{what} decorates {getattr(fn.fn, '__name__', fn.fn)}, which is already an @mgpu_kernel", loc,

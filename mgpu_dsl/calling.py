@@ -11,6 +11,7 @@ import inspect
 import math
 import re
 import reprlib
+import types
 
 import numpy as np
 
@@ -649,3 +650,20 @@ def _on_arrays(f, args, kwargs):
     return ()
   jax.eval_shape(on, *[args[i] for i in at])
   return got[0]
+
+
+def unpartial(fn) -> tuple:
+  """(function, bound keywords) of a kernel function: Pallas's `pallas_call(functools.partial(kernel,
+  eps=eps, block=b))` binds compile-time options by keyword, which are the kernel's constexprs here,
+  passed at every call (a call may still override them, as with a partial). Anything else (a
+  partial binding positional arguments, or a parameter that is not a constexpr: a ref) is returned as
+  it is, with no keywords: @mgpu_kernel reports it."""
+  if not (isinstance(fn, functools.partial) and not fn.args and isinstance(fn.func, types.FunctionType)):
+    return fn, {}
+  params = inspect.signature(fn.func).parameters
+
+  def constexpr(name):
+    p = params.get(name)
+    return p is not None and (p.kind is p.KEYWORD_ONLY or p.annotation is L.constexpr
+                              or isinstance(p.annotation, str) and p.annotation.endswith("constexpr"))
+  return (fn.func, dict(fn.keywords)) if all(map(constexpr, fn.keywords)) else (fn, {})

@@ -121,6 +121,7 @@ class KernelFunction:
   def __init__(self, fn: Callable, *, out_shape, grid=(1,), block: int = 128, cluster=None,
                interpret: bool | None = None, cache_size: int = DEFAULT_CACHE_SIZE,
                input_output_aliases: dict | None = None):
+    fn, self._bound = calling.unpartial(fn)     # pallas_call(functools.partial(kernel, eps=...)): constexprs
     if not isinstance(fn, types.FunctionType):     # a functools.partial, a kernel decorated twice
       raise fsource.not_a_function(fn, "@mgpu_kernel", _statement_loc(caller_loc()))
     fsource.snapshot(fn, record=True)      # the text Python compiled, kept for every later trace
@@ -541,6 +542,7 @@ class KernelFunction:
     import jax
     from . import batching
     calling.check_interpret(interpret, self.__name__, caller_loc())
+    constexprs = {**self._bound, **constexprs}
     spec = next((i for i, a in enumerate(args) if isinstance(a, jax.ShapeDtypeStruct)), None)
     if spec is not None:       # a spec has no values to run on
       raise E.SignatureError(
@@ -575,7 +577,7 @@ class KernelFunction:
 
     Works without a GPU: `print(double.typed_ir(jax.ShapeDtypeStruct((1024, 64), jnp.float32)))`.
     """
-    return kir.dump(self._compile(specs, constexprs)["kernel"])
+    return kir.dump(self._compile(specs, {**self._bound, **constexprs})["kernel"])
 
   @_user_errors
   def mlir(self, *specs, **constexprs) -> str:
@@ -586,7 +588,7 @@ class KernelFunction:
     import jax
     from .lowering import kernel as lk
     specs = self._scalar_args(specs)
-    hit = self._compile(specs, constexprs)
+    hit = self._compile(specs, {**self._bound, **constexprs})
     self._build(hit)
     shapes = [jax.ShapeDtypeStruct(s.shape, s.dtype) for s in specs]
     return lk.module_text(hit["built"], shapes)
@@ -597,7 +599,7 @@ class KernelFunction:
 
     Example: `double.check(jax.ShapeDtypeStruct((1024, 64), jnp.float32))`.
     """
-    self._build(self._compile(specs, constexprs))
+    self._build(self._compile(specs, {**self._bound, **constexprs}))
 
 
 def mgpu_kernel(fn: Callable | None = None, *, out_shape=None, grid=(1,), block: int = 128,

@@ -1,6 +1,8 @@
 """Probe 31a (Pallas Mosaic GPU users porting kernels): JAX's spellings a Pallas kernel uses
 (jnp.dot's preferred_element_type and precision, functools.partial kernels, array methods, jnp and
 lax shape functions) accepted where mgpu_dsl has the same thing, or refused with the mgpu_dsl form."""
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -104,3 +106,39 @@ def test_jnp_dot_hint_writes_ml_dot_with_the_calls_operands():
               f" ml.smem((64, 64), jnp.float16); ml.copy(x_ref, {xs}); {ws} = ml.smem((64, 64), jnp.float16);"
               f" ml.copy(w_ref, {ws})")
   assert e.hint
+
+
+# ---------------------------------------------------------------- pallas_call(functools.partial(kernel, ...))
+def _norm_rows(x_ref, o_ref, *, eps, block_rows):
+  i = ml.program_id(0)
+  x = x_ref[ml.ds(i * block_rows, block_rows), :]
+  m = ml.mean(x, axis=1, keepdims=True)
+  v = ml.mean((x - m) * (x - m), axis=1, keepdims=True)
+  o_ref[ml.ds(i * block_rows, block_rows), :] = (x - m) * ml.rsqrt(v + eps)
+
+
+def _grid_rows(x, block_rows):
+  return (x.shape[0] // block_rows,)
+
+
+norm_small_eps = mg.mgpu_kernel(functools.partial(_norm_rows, eps=1e-5, block_rows=8), out_shape=lambda x: x,
+                                grid=_grid_rows)
+norm_large_eps = mg.mgpu_kernel(functools.partial(_norm_rows, eps=10.0, block_rows=16), out_shape=lambda x: x,
+                                grid=_grid_rows)
+
+
+def test_a_partial_binding_constexprs_by_keyword_is_a_kernel():
+  """It was MG006 (@mgpu_kernel takes a def function): Pallas binds a kernel's options with
+  functools.partial; each partial's values are its kernel's constexprs (two partials of one
+  function are two kernels), and a call may override them."""
+  x = np.random.default_rng(0).standard_normal((64, 256)).astype(np.float32)
+
+  def want(eps):
+    m = x.mean(1, keepdims=True)
+    return (x - m) / np.sqrt(x.var(1, keepdims=True) + eps)
+  np.testing.assert_allclose(np.asarray(norm_small_eps(x, interpret=True)), want(1e-5), rtol=1e-4, atol=1e-4)
+  np.testing.assert_allclose(np.asarray(norm_large_eps(x, interpret=True)), want(10.0), rtol=1e-4, atol=1e-4)
+  np.testing.assert_allclose(np.asarray(norm_large_eps(x, eps=1.0, interpret=True)), want(1.0), rtol=1e-4,
+                             atol=1e-4)
+  assert "grid=(4, 1, 1)" in norm_large_eps.typed_ir(S((64, 256), F32))
+  assert "grid=(8, 1, 1)" in norm_small_eps.typed_ir(S((64, 256), F32))

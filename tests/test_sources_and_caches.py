@@ -225,8 +225,8 @@ def test_a_partial_is_a_signature_error_at_the_decorating_line():
   line = sys._getframe().f_code.co_firstlineno + 2
   assert (e.value.filename, e.value.lineno, e.value.col_offset) == (__file__, line, 4)
   assert e.value.message == "@mgpu_kernel takes a def function, got functools.partial(_raw, s=2.0)"
-  assert e.value.hint == ("make s a constexpr (`*, s: ml.constexpr`) and pass it by keyword at the call,"
-                          " or write a def that calls _raw with them and decorate that")
+  assert e.value.hint == ("make s a constexpr, keyword-only after a bare * (def _raw(..., *, s)): a partial"
+                          " may bind a kernel's constexprs by keyword (or pass them by keyword at the call)")
 
 
 def test_decorating_twice_is_a_signature_error_at_the_outer_decorator():
