@@ -18,6 +18,7 @@ from .assign import DICT_VIEWS, holds_value
 from .builder import Call
 from .dot_hints import dot_hint
 from .dtypes import DType, to_dtype
+from .shape_hints import NOT_YET as SHAPE_NOT_YET, shape_call_hint
 from .ops import elementwise as ew
 from .ops.base import BUILTINS, Builtin, is_value, kind_of, typed_number
 from .trace_debug import trace_breakpoint, trace_print
@@ -292,7 +293,8 @@ class Calls:
               "kernels call ml.* functions on register values; decorate a helper of your own with"
               " @ml.inline to call it here")
       if _is_array_library(fn):     # jnp.log1p as ml.log1p: what to write instead
-        hint = missing.ARRAY_CALLS.get(name, missing.NOT_YET.get(name, hint) if ours is None else hint)
+        hint = missing.ARRAY_CALLS.get(name, missing.NOT_YET.get(name, SHAPE_NOT_YET.get(name, hint))
+                                       if ours is None else hint)
         first = args[0] if args else None
         d = resolve(first.type.dtype) if is_value(first) and hasattr(first.type, "dtype") else None
         is_float = isinstance(d, DType) and d.is_float
@@ -302,6 +304,8 @@ class Calls:
         operands = [self._dot_operand(n, v) for n, v in zip(*((node.args[1:3], args[1:3]) if name == "einsum"
                                                                   else (node.args[:2], args[:2])))]
         hint = (dot_hint(name, pos, kw, operands, taken)
+                or shape_call_hint(name, pos, kw, tuple(first.type.shape) if is_value(first) and
+                                   hasattr(first.type, "shape") else None)
                 or missing.form_hint(name, pos, kw, lax=mod == "jax.lax" or mod.startswith("jax._src.lax"),
                                      taken=taken)
                 or missing.array_call_hint(name, pos, kw, is_float, d if isinstance(d, DType) else None) or hint)

@@ -294,6 +294,9 @@ def missing_hint(base, attr, args=None, after="") -> str:
       return _expand_hint(attr, args)
     if attr in NOT_YET:
       return NOT_YET[attr]
+    from .shape_hints import NOT_YET as shape_names
+    if attr in shape_names:
+      return shape_names[attr]
     close = difflib.get_close_matches(attr, [n for n in dir(base) if not n.startswith("_")], n=1)
     if close and not (close[0] in attr and len(attr) >= len(close[0]) + 2):
       return f"did you mean ml.{close[0]}?"    # (not ml.copy for copysign, nor ml.exp for ldexp)
@@ -337,6 +340,11 @@ def method_hint(attr, recv: str, *, ref: bool, shape=(), is_bool=False, args=Non
     return f"write {recv}.reshape({a or 'shape'})"
   if attr in ("flatten", "ravel"):
     return f"write {recv}.reshape(({math.prod(shape)},))"
+  if attr == "squeeze":
+    from .shape_hints import shape_call_hint
+    kw = dict(a.split("=", 1) for a in args or () if re.match(r"\w+=", a))
+    return shape_call_hint("squeeze", [recv, *(a for a in args or () if a.split("=", 1)[0] not in kw)], kw,
+                           tuple(shape))
   if attr in ("flip", "softmax", "log_softmax", "logsumexp"):
     return f"write ml.{attr}({recv}{', ' + a if a else ''})" if attr != "flip" else NOT_YET[attr]
   return None

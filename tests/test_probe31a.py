@@ -142,3 +142,80 @@ def test_a_partial_binding_constexprs_by_keyword_is_a_kernel():
                              atol=1e-4)
   assert "grid=(4, 1, 1)" in norm_large_eps.typed_ir(S((64, 256), F32))
   assert "grid=(8, 1, 1)" in norm_small_eps.typed_ir(S((64, 256), F32))
+
+
+# ---------------------------------------------------------------- jnp's shape functions name the kernel's form
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 8,))
+def jnp_expand_dims(x_ref, o_ref):
+  i = ml.program_id(0)
+  x = x_ref[ml.ds(i * 8, 8), :]
+  o_ref[ml.ds(i * 8, 8), :] = x - jnp.expand_dims(ml.mean(x, axis=1), 1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 8,))
+def jnp_roll(x_ref, o_ref):
+  i = ml.program_id(0)
+  o_ref[ml.ds(i * 8, 8), :] = jnp.roll(x_ref[ml.ds(i * 8, 8), :], 1, axis=1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 8,))
+def jnp_roll_followed(x_ref, o_ref):
+  i = ml.program_id(0)
+  o_ref[ml.ds(i * 8, 8), :] = x_ref.at[ml.ds(i * 8, 8), :][:, (ml.arange(256) - 1) % 256]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 8,))
+def jnp_tril(x_ref, o_ref):
+  i = ml.program_id(0)
+  o_ref[ml.ds(i * 8, 8), :] = jnp.tril(x_ref[ml.ds(i * 8, 8), :])
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0], 256), F32))
+def jnp_one_hot(ids_ref, o_ref):
+  o_ref[...] = jax.nn.one_hot(ids_ref[...], 256)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((8,), F32))
+def squeeze_method(x_ref, o_ref):
+  o_ref[...] = x_ref[ml.ds(0, 8), :].max(axis=1, keepdims=True).squeeze(axis=1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def tril_on_ml(x_ref, o_ref):
+  o_ref[...] = ml.tril(x_ref[...])
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 8,))
+def clip_method(x_ref, o_ref):
+  i = ml.program_id(0)
+  o_ref[ml.ds(i * 8, 8), :] = x_ref[ml.ds(i * 8, 8), :].clip(-0.5, 0.5)
+
+
+def test_jnp_shape_functions_hint_the_kernels_form():
+  """These hints were "decorate a helper of your own with @ml.inline" (jnp calls) or "check the
+  spelling" (ml names), which no Pallas user can follow: now the indexing, gather or select."""
+  spec = [S((64, 256), F32)]
+  expect(jnp_expand_dims, spec, mg.KernelTypeError, "jnp.expand_dims(",
+         "expand_dims cannot take a register tensor inside a kernel",
+         hint="write ml.mean(x, axis=1)[:, None] (a size-1 axis where None stands)")
+  expect(jnp_roll, spec, mg.KernelTypeError, "jnp.roll(", "roll cannot take a register tensor inside a kernel",
+         hint="read x_ref[ml.ds(i * 8, 8), :] rolled from the ref it came from, gathering along axis 1:"
+              " ref[:, (ml.arange(256) - 1) % 256] (jnp.roll by 1; a ref window, ref.at[...][:, (ml.arange(256) - 1)"
+              " % 256], works as well)")
+  expect(jnp_tril, spec, mg.KernelTypeError, "jnp.tril(", "tril cannot take a register tensor inside a kernel",
+         hint="write ml.where(ml.arange(256)[None, :] <= ml.arange(8)[:, None], x_ref[ml.ds(i * 8, 8), :], 0) (the"
+              " lower triangle kept by index, as jnp.tril)")
+  expect(jnp_one_hot, [S((128,), jnp.int32)], mg.KernelTypeError, "jax.nn.one_hot(",
+         "one_hot cannot take a register tensor inside a kernel",
+         hint="write (ids_ref[...][:, None] == ml.arange(256)[None, :]).astype(jnp.float32)")
+  expect(squeeze_method, spec, mg.KernelTypeError, "x_ref[ml.ds(0, 8), :].max(", "a register tensor has no attribute 'squeeze'",
+         hint="write x_ref[ml.ds(0, 8), :].max(axis=1, keepdims=True).reshape((8,))")
+  expect(tril_on_ml, [S((128,), F32)], mg.UnknownNameError, "ml.tril", "ml has no attribute 'tril'",
+         hint="no ml.tril: keep the lower triangle by index, ml.where(ml.arange(n)[None, :] <= ml.arange(m)[:, None],"
+              " x, 0) for an (m, n) x")
+
+
+def test_the_hints_compute_what_jnp_computes():
+  x = np.random.default_rng(2).standard_normal((64, 256)).astype(np.float32)
+  np.testing.assert_array_equal(np.asarray(jnp_roll_followed(x, interpret=True)), np.roll(x, 1, axis=1))
+  np.testing.assert_array_equal(np.asarray(clip_method(x, interpret=True)), np.clip(x, -0.5, 0.5))

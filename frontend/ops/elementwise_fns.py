@@ -243,7 +243,7 @@ def round_(cx, x, decimals=0):
   return astype(cx, y, d) if d == DType.f16 else y
 
 
-@builtin
+@builtin(methods=("clip",))
 def clip(cx, x, min=None, max=None):
   """`x` limited to `[min, max]` (either may be None), as `jnp.clip`:
   `ml.minimum(ml.maximum(x, min), max)`; NaN stays NaN."""

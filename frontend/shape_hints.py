@@ -1,0 +1,150 @@
+"""Hints for the jnp, lax and jax.nn functions of shape and structure (expand_dims, squeeze,
+swapaxes, tril, one_hot, roll, lax.slice, ...) that a Pallas kernel calls on register values:
+the indexing, reshape, ml.where or ml.concatenate that a kernel writes instead, with the call's own
+arguments (`pos`, `kw`: as written) and the shape of its first operand where known."""
+from __future__ import annotations
+
+import ast
+
+
+def _lit(text):
+  try:
+    return ast.literal_eval(text.strip()) if text is not None else None
+  except (ValueError, SyntaxError):
+    return None
+
+
+def _arg(pos, kw, i, name, default=None):
+  return kw.get(name, pos[i] if len(pos) > i else default)
+
+
+def _axes(v, rank):
+  """An int or tuple of ints (as a literal) -> the non-negative axes; None if not static."""
+  v = (v,) if isinstance(v, int) else v
+  if not isinstance(v, tuple) or not all(isinstance(a, int) and -rank <= a < rank for a in v):
+    return None
+  return tuple(a % rank for a in v)
+
+
+def _index(marks):
+  return "[" + ", ".join(marks) + "]"
+
+
+def _expand(x, axis, rank):
+  axes = _axes(_lit(axis), rank + 1)
+  if axes is None:
+    return None
+  marks, it = [], iter([":"] * rank)
+  for i in range(rank + 1):
+    marks.append("None" if i in axes else next(it, ":"))
+  return f"write {x}{_index(marks)} (a size-1 axis where None stands)"
+
+
+def _squeeze(x, axis, shape):
+  if shape is None:
+    return None
+  axes = tuple(i for i, n in enumerate(shape) if n == 1) if axis is None else _axes(_lit(axis), len(shape))
+  if axes is None:
+    return None
+  rest = tuple(n for i, n in enumerate(shape) if i not in axes)
+  return f"write {x}.reshape({rest})" if rest else f"write {x}[{', '.join(['0'] * len(shape))}] (its one element)"
+
+
+def _band(x, k, shape, upper):
+  if shape is None or len(shape) != 2:
+    return None
+  m, n = shape
+  op = ">=" if upper else "<="
+  k = (k or "0").strip()
+  off = "" if k == "0" else f" {k}" if k.startswith("-") else f" + {k}"
+  return (f"write ml.where(ml.arange({n})[None, :] {op} ml.arange({m})[:, None]{off}, {x}, 0) (the"
+          f" {'upper' if upper else 'lower'} triangle kept by index, as jnp.{'triu' if upper else 'tril'})")
+
+
+def _roll(x, shift, axis, shape):
+  s, rank = _lit(shift), len(shape) if shape is not None else None
+  axes = _axes(_lit(axis), rank) if rank else None
+  if not isinstance(s, int) or axes is None or len(axes) != 1 or rank > 2:
+    return ("no roll of a register tensor: read it rolled from the ref it came from, a gather whose indices"
+            " along the axis are (ml.arange(n) - shift) % n")
+  (a,), n = axes, shape[axes[0]]
+  idx = f"(ml.arange({n}) - {s % n}) % {n}"
+  where = f"[:, {idx}]" if a == 1 else f"[{idx}, :]" if rank == 2 else f"[{idx}]"
+  return (f"read {x} rolled from the ref it came from, gathering along axis {a}: ref{where} (jnp.roll by {s};"
+          f" a ref window, ref.at[...]{where}, works as well)")
+
+
+def _slice(x, start, limit, shape):
+  lo, hi = _lit(start), _lit(limit)
+  if not (isinstance(lo, tuple) and isinstance(hi, tuple) and len(lo) == len(hi)):
+    return None
+  return f"write {x}{_index([f'{a}:{b}' for a, b in zip(lo, hi)])} (a static window of a register tensor)"
+
+
+def _dynamic(x, starts, sizes):
+  st = [s.strip() for s in (starts or "").strip().strip("()[]").split(",") if s.strip()]
+  sz = _lit(sizes)
+  if not isinstance(sz, tuple) or len(st) != len(sz):
+    return ("a register tensor is not sliced at run time: read that window from the ref, "
+            "ref.at[ml.ds(start, size), ...][...] (or mask a load with other=)")
+  win = ", ".join(f"ml.ds({s}, {n})" for s, n in zip(st, sz))
+  return (f"a register tensor is not sliced at run time: read the window from the ref {x} came from,"
+          f" ref[{win}] (ref.at[{win}] for a view)")
+
+
+def shape_call_hint(name, pos, kw, shape) -> str | None:
+  """The hint for jnp.`name`(...) (or lax's, jax.nn's) on register values; None if not one of these."""
+  x = pos[0].strip() if pos else "x"
+  rank = len(shape) if shape is not None else None
+  if name == "expand_dims" and rank is not None:
+    return _expand(x, _arg(pos, kw, 1, "axis", _arg(pos, kw, 1, "dimensions")), rank)
+  if name == "squeeze":
+    return _squeeze(x, _arg(pos, kw, 1, "axis", _arg(pos, kw, 1, "dimensions")), shape)
+  if name in ("swapaxes", "moveaxis") and rank == 2:
+    return f"write {x}.T (a 2-D transpose, through SMEM)"
+  if name in ("amax", "amin"):
+    return f"write ml.{name[1:]}({', '.join(p.strip() for p in pos)}{''.join(f', {k}={v}' for k, v in kw.items())})"
+  if name == "outer" and len(pos) == 2:
+    return f"write {pos[0].strip()}[:, None] * {pos[1].strip()}[None, :] (broadcasting)"
+  if name in ("triu", "tril"):
+    return _band(x, _arg(pos, kw, 1, "k"), shape, name == "triu")
+  if name == "one_hot" and len(pos) >= 2 and rank == 1:
+    dt = kw.get("dtype", "jnp.float32")
+    return f"write ({x}[:, None] == ml.arange({pos[1].strip()})[None, :]).astype({dt})"
+  if name == "roll":
+    return _roll(x, _arg(pos, kw, 1, "shift"), _arg(pos, kw, 2, "axis"), shape)
+  if name == "slice" and len(pos) >= 3 and not kw and len(pos) == 3:
+    return _slice(x, pos[1], pos[2], shape)
+  if name == "dynamic_slice" and len(pos) >= 3:
+    return _dynamic(x, pos[1], pos[2])
+  if name == "dynamic_slice_in_dim":
+    return ("a register tensor is not sliced at run time: read that window from the ref it came from,"
+            " ref.at[..., ml.ds(start, size)][...] along the axis")
+  if name == "norm" and not kw.get("ord"):
+    axis = kw.get("axis", pos[2] if len(pos) > 2 else None)
+    return f"write ml.sqrt(ml.sum({x} * {x}{f', axis={axis.strip()}' if axis else ''}))"
+  reps = _lit(_arg(pos, kw, 1, "reps" if name == "tile" else "repeats"))
+  if name == "tile" and rank == 1 and isinstance(reps, int) and reps > 1:
+    return f"write ml.concatenate([{', '.join([x] * reps)}], axis=0)"
+  if name == "repeat" and rank == 1 and isinstance(reps, int) and reps > 1:
+    return (f"read {x} repeated from the ref it came from, a gather: ref[ml.arange({shape[0] * reps}) // {reps}]"
+            f" (each element {reps} times, as jnp.repeat)")
+  return None
+
+
+# the same functions looked up on ml (`ml.tril(x)`), or called where the operand's shape is unknown
+NOT_YET = {
+    "squeeze": "no ml.squeeze: drop the size-1 axes with x.reshape(shape) (or index them with 0)",
+    "tril": "no ml.tril: keep the lower triangle by index, ml.where(ml.arange(n)[None, :] <= ml.arange(m)[:, None],"
+            " x, 0) for an (m, n) x",
+    "triu": "no ml.triu: keep the upper triangle by index, ml.where(ml.arange(n)[None, :] >= ml.arange(m)[:, None],"
+            " x, 0) for an (m, n) x",
+    "one_hot": "no ml.one_hot: compare with an index vector, (ids[:, None] == ml.arange(n)[None, :]).astype(jnp.float32)",
+    "roll": "no ml.roll: read the tensor rolled from its ref, a gather with indices (ml.arange(n) - shift) % n along"
+            " the axis",
+    "swapaxes": "no ml.swapaxes: x.T transposes a 2-D tensor", "moveaxis": "no ml.moveaxis: x.T transposes a 2-D tensor",
+    "outer": "no ml.outer: a[:, None] * b[None, :] (broadcasting)",
+    "dynamic_slice": "no ml.dynamic_slice: read the window from its ref, ref[ml.ds(start, size), ...]",
+    "tile": "no ml.tile: ml.concatenate([x, x], axis=0) joins copies",
+    "repeat": "no ml.repeat: read the tensor from its ref with a gather, ref[ml.arange(n * r) // r]",
+}
