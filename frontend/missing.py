@@ -300,6 +300,9 @@ def missing_hint(base, attr, args=None, after="") -> str:
     close = difflib.get_close_matches(attr, [n for n in dir(base) if not n.startswith("_")], n=1)
     if close and not (close[0] in attr and len(attr) >= len(close[0]) + 2):
       return f"did you mean ml.{close[0]}?"    # (not ml.copy for copysign, nor ml.exp for ldexp)
+  if any((getattr(base, "__name__", "") or "").startswith(p) for p in _FOREIGN_PACKAGES if p != "triton") \
+      and attr in _FOREIGN:          # pl.load, pl.store: Pallas's names this JAX no longer has
+    return f"write {_FOREIGN[attr]}"
   if attr == "element_ty":          # Triton's x_ptr.dtype.element_ty
     return "a ref's .dtype is its element type already (a ref is an array, not a pointer): drop .element_ty"
   if attr == "primitive_bitwidth":
@@ -311,6 +314,10 @@ def missing_hint(base, attr, args=None, after="") -> str:
   return "check the spelling"
 
 
+_REGISTER_METHODS = ("astype", "sum", "max", "min", "mean", "var", "std", "argmax", "argmin", "cumsum", "cumprod",
+                     "reshape", "transpose", "clip", "any", "all")
+
+
 def method_hint(attr, recv: str, *, ref: bool, shape=(), is_bool=False, args=None, axis=None,
                 bitcast=None) -> str | None:
   """The hint for a Triton, torch or NumPy method a register tensor or ref lacks (`recv`: the
@@ -319,6 +326,8 @@ def method_hint(attr, recv: str, *, ref: bool, shape=(), is_bool=False, args=Non
     if attr == "stride":
       return (f"refs are indexed by dimension, so no strides are needed: {recv}.at[r, ml.ds(c, n)] is row r's"
               f" columns c to c + n; for flat pointer arithmetic, reshape the array outside the kernel")
+    if attr in _REGISTER_METHODS:     # x_ref.astype(jnp.float32), x_ref.sum(): a Pallas ref read is explicit
+      return f"read it into registers first: {recv}[...].{attr}({', '.join(args or ())})"
     return method_hint(attr, f"{recv}[...]", ref=False, shape=shape, args=args, axis=axis, bitcast=bitcast)
   a = ", ".join(args or ())
   first = (args or ["dtype"])[0]

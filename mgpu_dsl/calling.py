@@ -294,6 +294,10 @@ def check_count(pk, n_in: int, bounds: tuple[int, int], name: str, loc, *, outpu
     hint = (f"if {', '.join(outputs_too)} {'is an output' if len(outputs_too) == 1 else 'are outputs'} too, describe"
             f" {plural(len(refs) - n_in, 'output')} in out_shape (a tuple of jax.ShapeDtypeStruct, one per"
             f" output parameter: {', '.join(refs[n_in:])}); otherwise pass every input. " + hint)
+    scratch = refs[len(refs) - (lo - n_in):]     # Pallas's scratch_shapes come after the outputs
+    hint += (f"; if {' and '.join(scratch)} {'is' if len(scratch) == 1 else 'are'} scratch (Pallas's scratch_shapes),"
+             f" drop {'it' if len(scratch) == 1 else 'them'} from the parameters and allocate in the body:"
+             f" {scratch[0]} = ml.smem(shape, dtype)")
   from .triton_names import strides_hint
   hint = strides_hint(refs, args[lo:] if lo == hi else (), hint, name, lo)
   raise E.SignatureError(cap(msg), loc, hint=hint)

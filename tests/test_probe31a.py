@@ -8,6 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from jax import lax
+from jax.experimental import pallas as pl
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
@@ -219,3 +220,38 @@ def test_the_hints_compute_what_jnp_computes():
   x = np.random.default_rng(2).standard_normal((64, 256)).astype(np.float32)
   np.testing.assert_array_equal(np.asarray(jnp_roll_followed(x, interpret=True)), np.roll(x, 1, axis=1))
   np.testing.assert_array_equal(np.asarray(clip_method(x, interpret=True)), np.clip(x, -0.5, 0.5))
+
+
+# ---------------------------------------------------------------- Pallas's refs, scratch and old names
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 8,))
+def with_scratch_param(x_ref, o_ref, acc_ref):
+  i = ml.program_id(0)
+  acc_ref[...] = x_ref[ml.ds(i * 8, 8), :]
+  o_ref[ml.ds(i * 8, 8), :] = acc_ref[...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 8,))
+def ref_astype(x_ref, o_ref):
+  i = ml.program_id(0)
+  o_ref[ml.ds(i * 8, 8), :] = x_ref.at[ml.ds(i * 8, 8), :].astype(jnp.float32)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 8,))
+def old_pl_load(x_ref, o_ref):
+  i = ml.program_id(0)
+  o_ref[ml.ds(i * 8, 8), :] = pl.load(x_ref, (pl.ds(i * 8, 8), slice(None)))
+
+
+def test_pallas_scratch_ref_params_and_ref_methods_get_the_mgpu_dsl_form():
+  """A scratch ref after the outputs got only the out_shape count; x_ref.astype listed attributes;
+  pl.load (gone from this JAX's Pallas) said "check the spelling"."""
+  with pytest.raises(mg.SignatureError) as info:
+    with_scratch_param.check(S((64, 256), F32))
+  assert info.value.hint.endswith("; if acc_ref is scratch (Pallas's scratch_shapes), drop it from the parameters"
+                                  " and allocate in the body: acc_ref = ml.smem(shape, dtype)")
+  expect(ref_astype, [S((64, 256), F32)], mg.KernelTypeError, "x_ref.at[ml.ds(i * 8, 8), :].astype",
+         "a GMEM ref has no attribute 'astype'",
+         hint="read it into registers first: x_ref.at[ml.ds(i * 8, 8), :][...].astype(jnp.float32)")
+  if not hasattr(pl, "load"):
+    expect(old_pl_load, [S((64, 256), F32)], mg.UnknownNameError, "pl.load", "pl has no attribute 'load'",
+           hint="write ref[...] or ml.load(ref, mask=..., other=...)")
