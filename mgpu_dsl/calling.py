@@ -506,14 +506,16 @@ def input_bounds(pk, out_shape, grid) -> tuple[int, int]:
   return (lo, int(hi)) if lo <= hi else (0, refs - 1)
 
 
-def signature(pk, out_shape, grid) -> inspect.Signature:
-  """`(inputs..., /, *, constexprs..., interpret=None)`: the call users make."""
+def signature(pk, out_shape, grid, bound=None) -> inspect.Signature:
+  """`(inputs..., /, *, constexprs..., interpret=None)`: the call users make (`bound`: the values a
+  functools.partial kernel function binds, shown as defaults)."""
   P = inspect.Parameter
   # Exact when out_shape and grid decide it; otherwise the largest count they allow
   # (one output: the common case).
   n_in = max(0, input_bounds(pk, out_shape, grid)[1])
   params = [P(r, P.POSITIONAL_ONLY, annotation="jax.Array") for r in pk.ref_params[:n_in]]
-  params += [P(c, P.KEYWORD_ONLY, annotation=L.constexpr, default=pk.defaults.get(c, P.empty))
+  defaults = {**pk.defaults, **(bound or {})}
+  params += [P(c, P.KEYWORD_ONLY, annotation=L.constexpr, default=defaults.get(c, P.empty))
              for c in pk.constexpr_params]
   params.append(P("interpret", P.KEYWORD_ONLY, default=None, annotation="bool | None"))
   return inspect.Signature(params)

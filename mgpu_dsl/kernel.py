@@ -176,7 +176,7 @@ class KernelFunction:
   def __signature__(self) -> inspect.Signature:
     """The call users make: the inputs, then keyword-only constexprs and `interpret`."""
     try:
-      return calling.signature(self.parsed, self.out_shape, self.grid)
+      return calling.signature(self.parsed, self.out_shape, self.grid, self._bound)
     except Exception:      # an unreadable kernel: its first call reports why
       return calling.fallback_signature()
 

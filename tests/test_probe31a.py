@@ -2,6 +2,7 @@
 (jnp.dot's preferred_element_type and precision, functools.partial kernels, array methods, jnp and
 lax shape functions) accepted where mgpu_dsl has the same thing, or refused with the mgpu_dsl form."""
 import functools
+import inspect
 
 import jax
 import jax.numpy as jnp
@@ -142,6 +143,7 @@ def test_a_partial_binding_constexprs_by_keyword_is_a_kernel():
   np.testing.assert_allclose(np.asarray(norm_large_eps(x, eps=1.0, interpret=True)), want(1.0), rtol=1e-4,
                              atol=1e-4)
   assert "grid=(4, 1, 1)" in norm_large_eps.typed_ir(S((64, 256), F32))
+  assert inspect.signature(norm_large_eps).parameters["eps"].default == 10.0
   assert "grid=(8, 1, 1)" in norm_small_eps.typed_ir(S((64, 256), F32))
 
 
