@@ -18,7 +18,7 @@ from .assign import DICT_VIEWS, holds_value
 from .builder import Call
 from .dot_hints import dot_hint
 from .dtypes import DType, to_dtype
-from .shape_hints import NOT_YET as SHAPE_NOT_YET, shape_call_hint
+from .shape_hints import NOT_YET as SHAPE_NOT_YET, shape_call_hint, static_array_hint
 from .ops import elementwise as ew
 from .ops.base import BUILTINS, Builtin, is_value, kind_of, typed_number
 from .trace_debug import trace_breakpoint, trace_print
@@ -69,7 +69,8 @@ def _static_result(cx, name, out):
     raise E.KernelTypeError(
         f"{name}(...) returned an array of shape {tuple(out.shape)} while tracing; a kernel's tensors"
         f" are built with ml.* functions", cx.loc,
-        hint=f"write {missing.STATIC_ARRAYS[name]}" if name in missing.STATIC_ARRAYS else
+        hint=f"write {static_array_hint(name, cx.text) or missing.STATIC_ARRAYS[name]}"
+        if name in missing.STATIC_ARRAYS else
         "use ml.zeros, ml.full, ml.arange, or load it from an input")
   return out
 

@@ -148,3 +148,53 @@ NOT_YET = {
     "tile": "no ml.tile: ml.concatenate([x, x], axis=0) joins copies",
     "repeat": "no ml.repeat: read the tensor from its ref with a gather, ref[ml.arange(n * r) // r]",
 }
+
+
+def _call_args(text):
+  """(positional, keyword) argument texts of a call as written (`jnp.zeros((8, 128), jnp.float32)`)."""
+  try:
+    call = ast.parse(text.strip(), mode="eval").body
+  except SyntaxError:
+    return None
+  if not isinstance(call, ast.Call) or any(isinstance(a, ast.Starred) for a in call.args):
+    return None
+  seg = lambda n: ast.get_source_segment(text.strip(), n)
+  return [seg(a) for a in call.args], {k.arg: seg(k.value) for k in call.keywords if k.arg}
+
+
+def _int32(dtype):
+  return dtype is None or dtype.replace(" ", "") in ("jnp.int32", "np.int32", "int32", "'int32'", "ml.int32")
+
+
+def static_array_hint(name, text) -> str | None:
+  """The ml.* call for jnp.zeros/ones/full/empty/arange and lax.iota/broadcasted_iota written in a
+  kernel (`text`: the call as written), with its own arguments; None where they are not plain."""
+  got = _call_args(text)
+  if got is None:
+    return None
+  pos, kw = got
+  if name in ("zeros", "ones", "empty", "full"):
+    shape = _arg(pos, kw, 0, "shape")
+    value = "1" if name == "ones" else "0" if name != "full" else _arg(pos, kw, 1, "fill_value")
+    dtype = _arg(pos, kw, 1 if name != "full" else 2, "dtype")
+    if shape is None or value is None:
+      return None
+    if dtype is None:       # jnp's default: float32, or the fill value's kind
+      v = _lit(value)
+      dtype = "jnp.int32" if name == "full" and isinstance(v, int) and not isinstance(v, bool) else "jnp.float32"
+    return f"ml.zeros({shape}, {dtype})" if value == "0" and name != "full" else f"ml.full({shape}, {value}, {dtype})"
+  if name == "arange" and not kw and 1 <= len(pos) <= 2:
+    return f"ml.arange({', '.join(pos)}) (int32)"
+  if name == "iota" and len(pos) == 2:
+    cast = "" if _int32(pos[0]) else f".astype({pos[0]})"
+    return f"ml.arange({pos[1]}){cast}"
+  if name == "broadcasted_iota" and len(pos) == 3:
+    shape, dim = _lit(pos[1]), _lit(pos[2])
+    if not (isinstance(shape, tuple) and len(shape) == 2 and dim in (0, 1, -1, -2)):
+      return None
+    m, n = shape
+    vec = f"ml.arange({m})[:, None]" if dim % 2 == 0 else f"ml.arange({n})[None, :]"
+    cast = "" if _int32(pos[0]) else f".astype({pos[0]})"
+    return (f"ml.broadcast_to({vec}, {pos[1]}){cast} (or {vec}{cast} alone, which broadcasts against the"
+            f" tile it meets)")
+  return None

@@ -257,3 +257,41 @@ def test_pallas_scratch_ref_params_and_ref_methods_get_the_mgpu_dsl_form():
   if not hasattr(pl, "load"):
     expect(old_pl_load, [S((64, 256), F32)], mg.UnknownNameError, "pl.load", "pl has no attribute 'load'",
            hint="write ref[...] or ml.load(ref, mask=..., other=...)")
+
+
+# ---------------------------------------------------------------- jnp.zeros, lax.broadcasted_iota: the ml call
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 8,))
+def iota_mask(x_ref, o_ref):
+  i = ml.program_id(0)
+  col = jax.lax.broadcasted_iota(jnp.int32, (8, 256), 1)
+  o_ref[ml.ds(i * 8, 8), :] = ml.where(col < 100, x_ref[ml.ds(i * 8, 8), :], 0.0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 8,))
+def iota_followed(x_ref, o_ref):
+  i = ml.program_id(0)
+  col = ml.broadcast_to(ml.arange(256)[None, :], (8, 256))
+  o_ref[ml.ds(i * 8, 8), :] = ml.where(col < 100, x_ref[ml.ds(i * 8, 8), :], 0.0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 8,))
+def jnp_full_init(x_ref, o_ref):
+  i = ml.program_id(0)
+  m = jnp.full((8,), -jnp.inf)
+  o_ref[ml.ds(i * 8, 8), :] = x_ref[ml.ds(i * 8, 8), :] - ml.maximum(m, ml.max(x_ref[ml.ds(i * 8, 8), :], axis=1))[:, None]
+
+
+def test_array_constructors_hint_the_ml_call_with_their_arguments():
+  """The hints were templates (ml.arange(n) ..., ml.full(shape, value, dtype)): now the call's own
+  shape, value and dtype (jnp's default where it gave none), and the iota's axis."""
+  spec = [S((64, 256), F32)]
+  expect(iota_mask, spec, mg.KernelTypeError, "jax.lax.broadcasted_iota(",
+         "broadcasted_iota(...) returned an array of shape (8, 256) while tracing; a kernel's tensors are built with"
+         " ml.* functions", hint="write ml.broadcast_to(ml.arange(256)[None, :], (8, 256)) (or ml.arange(256)[None,"
+                                 " :] alone, which broadcasts against the tile it meets)")
+  expect(jnp_full_init, spec, mg.KernelTypeError, "jnp.full(",
+         "full(...) returned an array of shape (8,) while tracing; a kernel's tensors are built with ml.* functions",
+         hint="write ml.full((8,), -jnp.inf, jnp.float32)")
+  x = np.random.default_rng(3).standard_normal((64, 256)).astype(np.float32)
+  np.testing.assert_array_equal(np.asarray(iota_followed(x, interpret=True)),
+                                np.where(np.arange(256)[None, :] < 100, x, 0))
