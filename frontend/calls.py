@@ -18,6 +18,7 @@ from .assign import DICT_VIEWS, holds_value
 from .builder import Call
 from .dot_hints import dot_hint
 from .dtypes import DType, to_dtype
+from .lax_hints import control_hint
 from .shape_hints import NOT_YET as SHAPE_NOT_YET, shape_call_hint, static_array_hint
 from .ops import elementwise as ew
 from .ops.base import BUILTINS, Builtin, is_value, kind_of, typed_number
@@ -199,7 +200,9 @@ class Calls:
     if (getattr(fn, "__module__", "") or "").startswith("jax") and getattr(fn, "__name__", "") in missing.LAX_CONTROL:
       raise E.KernelTypeError(
           f"{self.text(node.func)} is JAX's control flow, which a kernel writes in Python", cx.loc,
-          hint=missing.LAX_CONTROL[fn.__name__])
+          hint=control_hint(fn.__name__, [self.text(a) for a in node.args] if not node.keywords else [], args,
+                            cx.name if own else "", frozenset(re.findall(r"[A-Za-z_]\w*", "\n".join(self.src.lines))))
+          or missing.LAX_CONTROL[fn.__name__])
     if fn in (builtins.int, builtins.float) and len(args) == 1 and not kwargs and is_value(args[0]):
       x = args[0]              # int(x) / float(x) of a register value: a cast to the kernel's 32 bits
       if isinstance(x.type, RefType):

@@ -295,3 +295,54 @@ def test_array_constructors_hint_the_ml_call_with_their_arguments():
   x = np.random.default_rng(3).standard_normal((64, 256)).astype(np.float32)
   np.testing.assert_array_equal(np.asarray(iota_followed(x, interpret=True)),
                                 np.where(np.arange(256)[None, :] < 100, x, 0))
+
+
+# ---------------------------------------------------------------- lax.fori_loop and lax.cond: the Python statement
+def _add_one(j, acc):
+  return acc + 1.0
+
+
+@ml.inline
+def _add_one_inline(j, acc):
+  return acc + 1.0
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 8,))
+def pallas_fori(x_ref, o_ref):
+  i = ml.program_id(0)
+  acc = lax.fori_loop(0, 4, _add_one, x_ref[ml.ds(i * 8, 8), :])
+  o_ref[ml.ds(i * 8, 8), :] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 8,))
+def pallas_fori_followed(x_ref, o_ref):
+  i = ml.program_id(0)
+  acc = x_ref[ml.ds(i * 8, 8), :]
+  for j in range(0, 4):
+    acc = _add_one_inline(j, acc)
+  o_ref[ml.ds(i * 8, 8), :] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 8,))
+def pallas_cond(x_ref, o_ref):
+  i = ml.program_id(0)
+  v = lax.cond(i == 0, _add_one, _add_one, 0, x_ref[ml.ds(i * 8, 8), :])
+  o_ref[ml.ds(i * 8, 8), :] = v
+
+
+def test_lax_control_flow_hints_the_statement_with_the_calls_arguments():
+  """The hint was a template (for j in range(lower, upper): acc = ...): now the call's bounds, body and
+  carry, a loop counter the file does not use (i, j and k are taken here), and the plain function to
+  decorate @ml.inline."""
+  spec = [S((64, 256), F32)]
+  c = "st" + "ep"         # (spelt apart: the counter's name avoids the file's names)
+  expect(pallas_fori, spec, mg.KernelTypeError, "lax.fori_loop(",
+         "lax.fori_loop is JAX's control flow, which a kernel writes in Python",
+         hint=f"acc = x_ref[ml.ds(i * 8, 8), :]; for {c} in range(0, 4): acc = _add_one({c}, acc) (decorate _add_one"
+              " with @ml.inline: a kernel calls its own helpers so) (ml.range(..., stages=s) pipelines its loads)")
+  expect(pallas_cond, spec, mg.KernelTypeError, "lax.cond(", "lax.cond is JAX's control flow, which a kernel"
+         " writes in Python", hint="if i == 0: v = _add_one(0, x_ref[ml.ds(i * 8, 8), :]) else: v = _add_one(0,"
+         " x_ref[ml.ds(i * 8, 8), :]) (a run-time if on a scalar; for tensors, ml.where(i == 0, a, b)) (decorate"
+         " _add_one with @ml.inline: a kernel calls its own helpers so)")
+  x = np.random.default_rng(4).standard_normal((64, 256)).astype(np.float32)
+  np.testing.assert_allclose(np.asarray(pallas_fori_followed(x, interpret=True)), x + 4, rtol=1e-6)

@@ -1,0 +1,38 @@
+"""The hint for JAX's control flow called in a kernel (lax.fori_loop, lax.while_loop, lax.cond, as a
+Pallas kernel writes its loops), written with the call's own bounds, functions and carry: the Python
+statement that is a kernel's control flow, with each plain function to decorate @ml.inline."""
+from __future__ import annotations
+
+
+def _helpers(fns, texts) -> str:
+  """The note asking to decorate the plain Python functions among `fns` (written as `texts`)."""
+  from .language import Inline
+  plain = list(dict.fromkeys(t.strip() for f, t in zip(fns, texts) if callable(f) and not isinstance(f, Inline)
+                             and t.strip().isidentifier()))
+  if not plain:
+    return ""
+  return f" (decorate {' and '.join(plain)} with @ml.inline: a kernel calls its own helpers so)"
+
+
+def control_hint(name, pos, args, target, taken=frozenset()) -> str | None:
+  """`name`(...) with positional arguments `pos` (as written) and `args` (their values); `target`:
+  the name its result is bound to, if any; `taken`: the names of the kernel's file, which a loop
+  counter the hint introduces avoids. None where the call's form is not plain."""
+  carry = target or "carry"
+  then = "" if target else f"; then use {carry} where the call stood"
+  if name == "fori_loop" and len(pos) == 4:
+    lo, hi, body, init = (p.strip() for p in pos)
+    i = next((n for n in ("j", "k", "step", "it", "trip") if n not in taken and n != carry), "trip")
+    start = f"{carry} = {init}; " if init != carry else ""
+    return (f"{start}for {i} in range({lo}, {hi}): {carry} = {body}({i}, {carry})"
+            + _helpers(args[2:3], pos[2:3]) + then + " (ml.range(..., stages=s) pipelines its loads)")
+  if name == "while_loop" and len(pos) == 3:
+    cond, body, init = (p.strip() for p in pos)
+    start = f"{carry} = {init}; " if init != carry else ""
+    return f"{start}while {cond}({carry}): {carry} = {body}({carry})" + _helpers(args[:2], pos[:2]) + then
+  if name == "cond" and len(pos) >= 3:
+    pred, yes, no = (p.strip() for p in pos[:3])
+    ops = ", ".join(p.strip() for p in pos[3:])
+    return (f"if {pred}: {carry} = {yes}({ops}) else: {carry} = {no}({ops}) (a run-time if on a scalar; for"
+            f" tensors, ml.where({pred}, a, b))" + _helpers(args[1:3], pos[1:3]) + then)
+  return None
