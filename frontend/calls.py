@@ -18,7 +18,7 @@ from .assign import DICT_VIEWS, holds_value
 from .builder import Call
 from .dot_hints import dot_hint
 from .dtypes import DType, to_dtype
-from .lax_hints import control_hint
+from .lax_hints import control_hint, debug_print_hint
 from .shape_hints import NOT_YET as SHAPE_NOT_YET, shape_call_hint, static_array_hint
 from .ops import elementwise as ew
 from .ops.base import BUILTINS, Builtin, is_value, kind_of, typed_number
@@ -308,6 +308,7 @@ class Calls:
         operands = [self._dot_operand(n, v) for n, v in zip(*((node.args[1:3], args[1:3]) if name == "einsum"
                                                                   else (node.args[:2], args[:2])))]
         hint = (dot_hint(name, pos, kw, operands, taken)
+                or (debug_print_hint(pos, kw) if name == "debug_print" else None)
                 or shape_call_hint(name, pos, kw, tuple(first.type.shape) if is_value(first) and
                                    hasattr(first.type, "shape") else None)
                 or missing.form_hint(name, pos, kw, lax=mod == "jax.lax" or mod.startswith("jax._src.lax"),

@@ -36,3 +36,37 @@ def control_hint(name, pos, args, target, taken=frozenset()) -> str | None:
     return (f"if {pred}: {carry} = {yes}({ops}) else: {carry} = {no}({ops}) (a run-time if on a scalar; for"
             f" tensors, ml.where({pred}, a, b))" + _helpers(args[1:3], pos[1:3]) + then)
   return None
+
+
+def debug_print_hint(pos, kw) -> str | None:
+  """jax.debug.print("x={} y={y}", x, y=y) -> print(f"x={x} y={y}"): a kernel prints with print."""
+  import ast
+  import string
+  if not pos:
+    return None
+  try:
+    fmt = ast.literal_eval(pos[0].strip())
+    fields = list(string.Formatter().parse(fmt))
+  except (ValueError, SyntaxError):
+    return None
+  if not isinstance(fmt, str):
+    return None
+  args, out, n = [p.strip() for p in pos[1:]], [], 0
+  for text, field, spec, conv in fields:
+    out.append(text.replace("{", "{{").replace("}", "}}"))
+    if field is None:
+      continue
+    if field == "" or field.isdigit():
+      k = n if field == "" else int(field)
+      n += field == ""
+      if k >= len(args):
+        return None
+      field = args[k]
+    elif field in kw:
+      field = kw[field].strip()
+    else:
+      return None
+    out.append("{" + field + (f"!{conv}" if conv else "") + (f":{spec}" if spec else "") + "}")
+  body = "".join(out)
+  q = "'" if '"' in body else '"'
+  return f"write print(f{q}{body}{q}) (prints in interpret mode and on the GPU)"

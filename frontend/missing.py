@@ -314,6 +314,7 @@ def missing_hint(base, attr, args=None, after="") -> str:
   return "check the spelling"
 
 
+_AT_UPDATES = {"set": "=", "add": "+=", "multiply": "*=", "get": ""}   # jnp's .at[idx] updates, on a ref
 _REGISTER_METHODS = ("astype", "sum", "max", "min", "mean", "var", "std", "argmax", "argmin", "cumsum", "cumprod",
                      "reshape", "transpose", "clip", "any", "all")
 
@@ -326,6 +327,10 @@ def method_hint(attr, recv: str, *, ref: bool, shape=(), is_bool=False, args=Non
     if attr == "stride":
       return (f"refs are indexed by dimension, so no strides are needed: {recv}.at[r, ml.ds(c, n)] is row r's"
               f" columns c to c + n; for flat pointer arithmetic, reshape the array outside the kernel")
+    if attr in _AT_UPDATES:           # o_ref.at[idx].set(v): jnp's functional update, of a ref
+      v = (args or ["v"])[0]
+      return f"write {recv}[...] {_AT_UPDATES[attr]} {v} (a ref is written in place)" if attr != "get" else \
+          f"read it: {recv}[...]"
     if attr in _REGISTER_METHODS:     # x_ref.astype(jnp.float32), x_ref.sum(): a Pallas ref read is explicit
       return f"read it into registers first: {recv}[...].{attr}({', '.join(args or ())})"
     return method_hint(attr, f"{recv}[...]", ref=False, shape=shape, args=args, axis=axis, bitcast=bitcast)
@@ -347,6 +352,10 @@ def method_hint(attr, recv: str, *, ref: bool, shape=(), is_bool=False, args=Non
     if args and len(args) == 1 and is_dtype_text(args[0]):
       return f"write ml.bitcast({recv}, {args[0]}): the same bits as another dtype of the same width"
     return f"write {recv}.reshape({a or 'shape'})"
+  if attr == "at" and shape:          # jnp's v.at[i].set(x): a select by index
+    pick = f"ml.arange({shape[0]})[:, None] == idx" if len(shape) == 2 else f"ml.arange({shape[0]}) == idx"
+    return (f"register tensors are values, updated by a select: {recv}.at[idx].set(y) is"
+            f" ml.where({pick}, y, {recv}) (.add(y): ml.where({pick}, {recv} + y, {recv}))")
   if attr in ("flatten", "ravel"):
     return f"write {recv}.reshape(({math.prod(shape)},))"
   if attr == "squeeze":

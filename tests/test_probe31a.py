@@ -346,3 +346,37 @@ def test_lax_control_flow_hints_the_statement_with_the_calls_arguments():
          " _add_one with @ml.inline: a kernel calls its own helpers so)")
   x = np.random.default_rng(4).standard_normal((64, 256)).astype(np.float32)
   np.testing.assert_allclose(np.asarray(pallas_fori_followed(x, interpret=True)), x + 4, rtol=1e-6)
+
+
+# ---------------------------------------------------------------- jax.debug.print, jnp's .at[].set
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 8,))
+def debug_print(x_ref, o_ref):
+  i = ml.program_id(0)
+  jax.debug.print("program {} max {m:.3f}", i, m=ml.max(x_ref[ml.ds(i * 8, 8), :]))
+  o_ref[ml.ds(i * 8, 8), :] = x_ref[ml.ds(i * 8, 8), :]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 8,))
+def at_set_register(x_ref, o_ref):
+  i = ml.program_id(0)
+  x = x_ref[ml.ds(i * 8, 8), :]
+  o_ref[ml.ds(i * 8, 8), :] = x.at[0].set(0.0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 8,))
+def at_set_ref(x_ref, o_ref):
+  i = ml.program_id(0)
+  o_ref.at[ml.ds(i * 8, 8), :].set(x_ref[ml.ds(i * 8, 8), :])
+
+
+def test_debug_print_and_at_updates_hint_the_kernels_spelling():
+  """jax.debug.print's hint was a template; x.at[0].set(v) and ref.at[...].set(v) listed attributes."""
+  spec = [S((64, 256), F32)]
+  expect(debug_print, spec, mg.KernelTypeError, "jax.debug.print(", "debug_print cannot take a scalar inside a kernel",
+         hint='write print(f"program {i} max {ml.max(x_ref[ml.ds(i * 8, 8), :]):.3f}") (prints in interpret mode and'
+              ' on the GPU)')
+  expect(at_set_register, spec, mg.KernelTypeError, "x.at", "a register tensor has no attribute 'at'",
+         hint="register tensors are values, updated by a select: x.at[idx].set(y) is ml.where(ml.arange(8)[:, None] =="
+              " idx, y, x) (.add(y): ml.where(ml.arange(8)[:, None] == idx, x + y, x))")
+  expect(at_set_ref, spec, mg.KernelTypeError, "o_ref.at", "a GMEM ref has no attribute 'set'",
+         hint="write o_ref.at[ml.ds(i * 8, 8), :][...] = x_ref[ml.ds(i * 8, 8), :] (a ref is written in place)")
