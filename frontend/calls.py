@@ -18,7 +18,7 @@ from .assign import DICT_VIEWS, holds_value
 from .builder import Call
 from .dot_hints import dot_hint
 from .dtypes import DType, to_dtype
-from .lax_hints import control_hint, debug_print_hint
+from .lax_hints import control_hint, debug_print_hint, foreign_call_hint
 from .shape_hints import NOT_YET as SHAPE_NOT_YET, shape_call_hint, static_array_hint
 from .ops import elementwise as ew
 from .ops.base import BUILTINS, Builtin, is_value, kind_of, typed_number
@@ -173,6 +173,10 @@ class Calls:
     if func is None or (foreign := missing.foreign_dsl(fn, self.text(func))) is None:
       return
     what = "Triton" if (getattr(fn, "__module__", "") or "").startswith("triton") else "Pallas"
+    name = getattr(fn, "__name__", "") or self.text(func).rsplit(".", 1)[-1]
+    if not any(isinstance(a, ast.Starred) for a in node.args) and all(k.arg for k in node.keywords):
+      foreign = foreign_call_hint(name, [self.text(a) for a in node.args],
+                                  {k.arg: self.text(k.value) for k in node.keywords}) or foreign
     raise E.KernelTypeError(f"{self.text(func)} is {what}'s; an mgpu_dsl kernel calls ml.* functions",
                             self.loc(node), hint=foreign)
 

@@ -70,3 +70,36 @@ def debug_print_hint(pos, kw) -> str | None:
   body = "".join(out)
   q = "'" if '"' in body else '"'
   return f"write print(f{q}{body}{q}) (prints in interpret mode and on the GPU)"
+
+
+_SAME_ARGS = {"program_id": "program_id", "num_programs": "num_programs", "cdiv": "cdiv",
+              "multiple_of": "multiple_of", "ds": "ds", "dslice": "ds"}
+
+
+def _ours(text: str) -> str:
+  """An argument as written, with Pallas's and Triton's index helpers in it spelt as mgpu_dsl's."""
+  import re
+  return re.sub(r"\b(?:pl|plgpu|tl|triton\.language)\.(program_id|num_programs|cdiv|multiple_of|ds|dslice)\(",
+                lambda m: f"ml.{_SAME_ARGS[m.group(1)]}(", text.strip())
+
+
+def foreign_call_hint(name, pos, kw) -> str | None:
+  """The mgpu_dsl call for a Pallas (or Triton) function called in a kernel, written with the call's
+  own arguments (`pos`, `kw`: as written): pl.program_id(1) -> ml.program_id(1), pl.ds(i * 64, 64) ->
+  ml.ds(i * 64, 64), plgpu.copy_gmem_to_smem(src, dst, barrier) -> ml.copy(src, dst)."""
+  args = ", ".join([_ours(p) for p in pos] + [f"{k}={_ours(v)}" for k, v in kw.items()])
+  if name in _SAME_ARGS and (name not in ("ds", "dslice") or not kw.keys() - {"start", "size"}) and len(pos) <= 2:
+    return f"write ml.{_SAME_ARGS[name]}({args})"
+  if name == "copy_gmem_to_smem" and len(pos) >= 2:
+    return (f"write ml.copy({_ours(pos[0])}, {_ours(pos[1])}): the compiler awaits the copy before the buffer's"
+            f" first read (drop the barrier and its wait)")
+  if name == "copy_smem_to_gmem" and len(pos) >= 2:
+    return (f"write ml.copy({_ours(pos[0])}, {_ours(pos[1])}): the compiler fences SMEM before it and waits for"
+            f" the store before the buffer is reused (drop commit_smem and wait_smem_to_gmem)")
+  if name == "SMEM" and 1 <= len(pos) <= 2 and not kw:
+    return f"write ml.smem({args}) in the kernel body"
+  if name == "wgmma" and len(pos) == 3:
+    acc, a, b = (_ours(p) for p in pos)
+    return (f"write acc = ml.dot({a}, {b}, acc) in place of accumulating into {acc}: the accumulator is a"
+            f" register value (start it as ml.zeros((m, n), jnp.float32)), the wait is the compiler's")
+  return None

@@ -308,7 +308,7 @@ def test_foreign_functions_name_the_mgpu_dsl_spelling():
   spec = [S((1024,), F32)]
   e = expect(pallas_program_id, spec, mg.KernelTypeError, "pl.program_id(0)",
              "pl.program_id is Pallas's; an mgpu_dsl kernel calls ml.* functions")
-  assert e.hint == "write ml.program_id(axis)"
+  assert e.hint == "write ml.program_id(0)"
   e = expect(lax_fori_loop, spec, mg.KernelTypeError, "jax.lax.fori_loop(",
              "jax.lax.fori_loop is JAX's control flow, which a kernel writes in Python")
   counter = e.hint.split(" in range(0, 4)")[0].rsplit(" ", 1)[-1]     # a name this file does not use

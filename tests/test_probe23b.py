@@ -235,7 +235,7 @@ def pallas_smem_scratch(x_ref, o_ref):
 def test_pallas_names_get_the_mgpu_dsl_spelling():
   e = expect(pallas_smem_scratch, [S((1024, 128), F32)], mg.KernelTypeError, "_plgpu.SMEM(",
              "_plgpu.SMEM is Pallas's; an mgpu_dsl kernel calls ml.* functions")
-  assert e.hint == "write ml.smem(shape, dtype) in the kernel body"
+  assert e.hint == "write ml.smem((128, 128), jnp.float32) in the kernel body"
   with pytest.raises(mg.SignatureError) as info:
     mg.mgpu_kernel(out_shape=lambda x: x, scratch_shapes=[S((8,), F32)])(plus_one)
   assert "acc = ml.smem(shape, dtype)" in info.value.hint

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from jax import lax
 from jax.experimental import pallas as pl
+from jax.experimental.pallas import mosaic_gpu as plgpu
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
@@ -380,3 +381,30 @@ def test_debug_print_and_at_updates_hint_the_kernels_spelling():
               " idx, y, x) (.add(y): ml.where(ml.arange(8)[:, None] == idx, x + y, x))")
   expect(at_set_ref, spec, mg.KernelTypeError, "o_ref.at", "a GMEM ref has no attribute 'set'",
          hint="write o_ref.at[ml.ds(i * 8, 8), :][...] = x_ref[ml.ds(i * 8, 8), :] (a ref is written in place)")
+
+
+# ---------------------------------------------------------------- Pallas's functions: the ml call, same arguments
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 8,))
+def pallas_copy(x_ref, o_ref):
+  i = ml.program_id(0)
+  s = ml.smem((8, 256), jnp.float32)
+  plgpu.copy_gmem_to_smem(x_ref.at[pl.ds(i * 8, 8)], s, None)
+  o_ref[ml.ds(i * 8, 8), :] = s[...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 8,))
+def pallas_ds(x_ref, o_ref):
+  i = ml.program_id(0)
+  o_ref[ml.ds(i * 8, 8), :] = x_ref[pl.ds(i * 8, 8), :]
+
+
+def test_pallas_functions_hint_the_ml_call_with_their_arguments():
+  """The hints were templates (write ml.ds(start, size), ml.copy(src, dst)): now the call's own
+  arguments, Pallas's index helpers in them respelt, a copy's barrier dropped."""
+  spec = [S((64, 256), F32)]
+  expect(pallas_copy, spec, mg.KernelTypeError, "plgpu.copy_gmem_to_smem(",
+         "plgpu.copy_gmem_to_smem is Pallas's; an mgpu_dsl kernel calls ml.* functions",
+         hint="write ml.copy(x_ref.at[ml.ds(i * 8, 8)], s): the compiler awaits the copy before the buffer's first"
+              " read (drop the barrier and its wait)")
+  expect(pallas_ds, spec, mg.KernelTypeError, "pl.ds(", "pl.ds is Pallas's; an mgpu_dsl kernel calls ml.* functions",
+         hint="write ml.ds(i * 8, 8)")
