@@ -16,7 +16,7 @@ _DOTS = ("dot", "matmul", "dot_general", "einsum")
 def _literal(text: str):
   try:
     return ast.literal_eval(text.strip())
-  except (ValueError, SyntaxError):
+  except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
     return None
 
 

@@ -46,10 +46,10 @@ def debug_print_hint(pos, kw) -> str | None:
     return None
   try:
     fmt = ast.literal_eval(pos[0].strip())
-    fields = list(string.Formatter().parse(fmt))
-  except (ValueError, SyntaxError):
+    fields = list(string.Formatter().parse(fmt)) if isinstance(fmt, str) else None
+  except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
     return None
-  if not isinstance(fmt, str):
+  if fields is None:
     return None
   args, out, n = [p.strip() for p in pos[1:]], [], 0
   for text, field, spec, conv in fields:

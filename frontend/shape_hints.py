@@ -10,7 +10,7 @@ import ast
 def _lit(text):
   try:
     return ast.literal_eval(text.strip()) if text is not None else None
-  except (ValueError, SyntaxError):
+  except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
     return None
 
 
@@ -82,7 +82,11 @@ def _slice(x, start, limit, shape):
 
 
 def _dynamic(x, starts, sizes):
-  st = [s.strip() for s in (starts or "").strip().strip("()[]").split(",") if s.strip()]
+  try:
+    e = ast.parse((starts or "").strip(), mode="eval").body
+    st = [ast.unparse(x) for x in e.elts] if isinstance(e, (ast.Tuple, ast.List)) else []
+  except SyntaxError:
+    st = []
   sz = _lit(sizes)
   if not isinstance(sz, tuple) or len(st) != len(sz):
     return ("a register tensor is not sliced at run time: read that window from the ref, "

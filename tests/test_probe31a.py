@@ -408,3 +408,18 @@ def test_pallas_functions_hint_the_ml_call_with_their_arguments():
               " read (drop the barrier and its wait)")
   expect(pallas_ds, spec, mg.KernelTypeError, "pl.ds(", "pl.ds is Pallas's; an mgpu_dsl kernel calls ml.* functions",
          hint="write ml.ds(i * 8, 8)")
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 8,))
+def debug_print_tuple(x_ref, o_ref):
+  i = ml.program_id(0)
+  jax.debug.print(("program", 1), i)
+  o_ref[ml.ds(i * 8, 8), :] = x_ref[ml.ds(i * 8, 8), :]
+
+
+def test_debug_print_of_a_non_string_format_keeps_the_plain_hint():
+  """The format hint parsed the first argument as a string whatever it was: a raw TypeError (MG900)."""
+  expect(debug_print_tuple, [S((64, 256), F32)], mg.KernelTypeError, "jax.debug.print(",
+         "debug_print cannot take a scalar inside a kernel",
+         hint="write print(...): print(f\"x={x}\") or print(\"x\", x) prints register values in interpret mode and on"
+              " the GPU (jax.debug.print's \"{}\" fields are an f-string's here)")
