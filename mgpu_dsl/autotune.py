@@ -119,7 +119,8 @@ class Autotuner:
     except (TypeError, ValueError, OSError):
       return None       # configs that JSON cannot hold, or no source: tuned in memory only
     fn = self.kernel.fn
-    ident = hashlib.sha256("\x1f".join([fn.__module__, fn.__qualname__, source, configs,
+    bound = repr(sorted(getattr(self.kernel, "_bound", {}).items()))   # a functools.partial kernel's values
+    ident = hashlib.sha256("\x1f".join([fn.__module__, fn.__qualname__, source, configs, bound,
                                         C.versions()]).encode()).hexdigest()
     return os.path.join(d, "autotune", f"{self.kernel.__name__}-{ident[:24]}.json")
 

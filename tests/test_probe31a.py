@@ -423,3 +423,14 @@ def test_debug_print_of_a_non_string_format_keeps_the_plain_hint():
          "debug_print cannot take a scalar inside a kernel",
          hint="write print(...): print(f\"x={x}\") or print(\"x\", x) prints register values in interpret mode and on"
               " the GPU (jax.debug.print's \"{}\" fields are an f-string's here)")
+
+
+def test_autotuned_partial_kernels_keep_their_winners_apart(tmp_path, monkeypatch):
+  """The winners file was keyed by the function's source and configs only: two partials of one
+  function (eps=1e-5 and eps=10.0) shared one file of winners."""
+  monkeypatch.setenv("MGPU_DSL_CACHE_DIR", str(tmp_path))
+  tuned = [mg.autotune(configs=[dict(block_rows=8), dict(block_rows=16)])(
+      mg.mgpu_kernel(functools.partial(_norm_rows, eps=eps), out_shape=lambda x: x, grid=_grid_rows))
+      for eps in (1e-5, 10.0)]
+  paths = [t._winners_path() for t in tuned]
+  assert None not in paths and paths[0] != paths[1]
