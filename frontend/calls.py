@@ -18,7 +18,7 @@ from .assign import DICT_VIEWS, holds_value
 from .builder import Call
 from .dot_hints import dot_hint
 from .dtypes import DType, to_dtype
-from .lax_hints import control_hint, debug_print_hint, foreign_call_hint
+from .lax_hints import control_hint, debug_print_hint, foreign_call_hint, pipeline_hint
 from .shape_hints import NOT_YET as SHAPE_NOT_YET, shape_call_hint, static_array_hint
 from .ops import elementwise as ew
 from .ops.base import BUILTINS, Builtin, is_value, kind_of, typed_number
@@ -118,6 +118,8 @@ class Calls:
 
   def eval_Call(self, node):
     self.call_node = node         # (x.to(jnp.int32, bitcast=True): the hint for .to quotes its arguments)
+    if isinstance(node.func, ast.Call):
+      self.applied_to = node      # plgpu.emit_pipeline(body, ...)(x_ref, o_ref): its hint names the refs
     fn = self.eval(node.func)
     self.call_node = None
     if fn is _DEBUG["print"]:
@@ -175,8 +177,12 @@ class Calls:
     what = "Triton" if (getattr(fn, "__module__", "") or "").startswith("triton") else "Pallas"
     name = getattr(fn, "__name__", "") or self.text(func).rsplit(".", 1)[-1]
     if not any(isinstance(a, ast.Starred) for a in node.args) and all(k.arg for k in node.keywords):
-      foreign = foreign_call_hint(name, [self.text(a) for a in node.args],
-                                  {k.arg: self.text(k.value) for k in node.keywords}) or foreign
+      kw = {k.arg: self.text(k.value) for k in node.keywords}
+      outer = getattr(self, "applied_to", None)
+      if name == "emit_pipeline" and node.args and outer is not None and outer.func is node:
+        body = self.eval(node.args[0]) if isinstance(node.args[0], ast.Name) else None
+        foreign = pipeline_hint(kw, [self.text(a) for a in outer.args], self.text(node.args[0]), body) or foreign
+      foreign = foreign_call_hint(name, [self.text(a) for a in node.args], kw) or foreign
     raise E.KernelTypeError(f"{self.text(func)} is {what}'s; an mgpu_dsl kernel calls ml.* functions",
                             self.loc(node), hint=foreign)
 

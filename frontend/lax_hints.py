@@ -103,3 +103,60 @@ def foreign_call_hint(name, pos, kw) -> str | None:
     return (f"write acc = ml.dot({a}, {b}, acc) in place of accumulating into {acc}: the accumulator is a"
             f" register value (start it as ml.zeros((m, n), jnp.float32)), the wait is the compiler's")
   return None
+
+
+def _spec(text):
+  """(block shape text, [index expressions as text], [lambda parameters]) of a BlockSpec as written."""
+  import ast
+  try:
+    call = ast.parse(text.strip(), mode="eval").body
+  except SyntaxError:
+    return None
+  if not isinstance(call, ast.Call):
+    return None
+  kw = {k.arg: k.value for k in call.keywords}
+  shape = call.args[0] if call.args else kw.get("block_shape")
+  fn = call.args[1] if len(call.args) > 1 else kw.get("index_map")
+  if not isinstance(shape, ast.Tuple) or not isinstance(fn, ast.Lambda) or not isinstance(fn.body, ast.Tuple) \
+      or len(fn.body.elts) != len(shape.elts):
+    return None
+  return [ast.unparse(e) for e in shape.elts], [ast.unparse(e) for e in fn.body.elts], [a.arg for a in fn.args.args]
+
+
+def _window(ref, spec, counter):
+  sizes, index, params = spec
+  rename = {params[0]: counter} if params else {}
+  parts = []
+  for b, e in zip(sizes, index):
+    e = rename.get(e, e)
+    parts.append(f"ml.ds(0, {b})" if e == "0" else f"ml.ds({e} * {b}, {b})" if e.isidentifier() else
+                 f"ml.ds(({e}) * {b}, {b})")
+  return f"{ref}.at[{', '.join(parts)}]"
+
+
+def pipeline_hint(kw, refs, body, body_fn) -> str | None:
+  """plgpu.emit_pipeline(body, grid=(n,), in_specs=[...], out_specs=[...])(x_ref, o_ref) -> the
+  ml.range loop that copies each step's blocks into SMEM, calls the body on them and copies the
+  outputs back (`kw`: the call's keywords as written; `refs`: the refs it was applied to, as written)."""
+  import ast
+  try:
+    grid = ast.literal_eval(kw.get("grid", "").strip())
+    ins = ast.parse(kw.get("in_specs", "[]").strip(), mode="eval").body
+    outs = ast.parse(kw.get("out_specs", "[]").strip(), mode="eval").body
+  except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+    return None
+  if not (isinstance(grid, tuple) and len(grid) == 1 and isinstance(ins, (ast.List, ast.Tuple))
+          and isinstance(outs, (ast.List, ast.Tuple)) and len(ins.elts) + len(outs.elts) == len(refs)):
+    return None
+  specs = [_spec(ast.unparse(e)) for e in list(ins.elts) + list(outs.elts)]
+  if None in specs:
+    return None
+  n_in, counter = len(ins.elts), "step"
+  bufs = [f"{r[:-4] if r.endswith('_ref') else r}_s" for r in refs]
+  alloc = "; ".join(f"{b} = ml.smem(({', '.join(s[0])}{',' if len(s[0]) == 1 else ''}), {r}.dtype)"
+                    for b, s, r in zip(bufs, specs, refs))
+  loads = "; ".join(f"ml.copy({_window(r, s, counter)}, {b})" for r, s, b in list(zip(refs, specs, bufs))[:n_in])
+  stores = "; ".join(f"ml.copy({b}, {_window(r, s, counter)})" for r, s, b in list(zip(refs, specs, bufs))[n_in:])
+  steps = "; ".join(x for x in (loads, f"{body}({', '.join(bufs)})", stores) if x)
+  return (f"a pipelined loop: {alloc}; for {counter} in ml.range({grid[0]}, stages=2): {steps}"
+          + _helpers([body_fn], [body]))

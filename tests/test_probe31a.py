@@ -434,3 +434,43 @@ def test_autotuned_partial_kernels_keep_their_winners_apart(tmp_path, monkeypatc
       for eps in (1e-5, 10.0)]
   paths = [t._winners_path() for t in tuned]
   assert None not in paths and paths[0] != paths[1]
+
+
+# ---------------------------------------------------------------- plgpu.emit_pipeline: the ml.range loop
+def _double_block(x_smem, o_smem):
+  o_smem[...] = x_smem[...] * 2
+
+
+@ml.inline
+def _double_block_inline(x_smem, o_smem):
+  o_smem[...] = x_smem[...] * 2
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def pallas_pipeline(x_ref, o_ref):
+  plgpu.emit_pipeline(_double_block, grid=(8,), in_specs=[plgpu.BlockSpec((8, 256), lambda i: (i, 0))],
+                      out_specs=[plgpu.BlockSpec((8, 256), lambda i: (i, 0))])(x_ref, o_ref)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def pallas_pipeline_followed(x_ref, o_ref):
+  x_s = ml.smem((8, 256), x_ref.dtype)
+  o_s = ml.smem((8, 256), o_ref.dtype)
+  for t in ml.range(8, stages=2):
+    ml.copy(x_ref.at[ml.ds(t * 8, 8), ml.ds(0, 256)], x_s)
+    _double_block_inline(x_s, o_s)
+    ml.copy(o_s, o_ref.at[ml.ds(t * 8, 8), ml.ds(0, 256)])
+
+
+def test_emit_pipeline_hints_the_pipelined_loop_of_its_blocks():
+  """The hint was a template (for k in ml.range(n, stages=s): ml.copy(x.at[...], buf); ...): now the
+  grid, the blocks' buffers and windows from the BlockSpecs' index maps, and the body on them."""
+  e = expect(pallas_pipeline, [S((64, 256), F32)], mg.KernelTypeError, "plgpu.emit_pipeline(",
+             "plgpu.emit_pipeline is Pallas's; an mgpu_dsl kernel calls ml.* functions")
+  assert e.hint.startswith("a pipelined loop: x_s = ml.smem((8, 256), x_ref.dtype); o_s = ml.smem((8, 256),"
+                           " o_ref.dtype); for ")
+  assert e.hint.endswith(" in ml.range(8, stages=2): ml.copy(x_ref.at[ml.ds(step * 8, 8), ml.ds(0, 256)], x_s);"
+                         " _double_block(x_s, o_s); ml.copy(o_s, o_ref.at[ml.ds(step * 8, 8), ml.ds(0, 256)])"
+                         " (decorate _double_block with @ml.inline: a kernel calls its own helpers so)")
+  x = np.random.default_rng(5).standard_normal((64, 256)).astype(np.float32)
+  np.testing.assert_array_equal(np.asarray(pallas_pipeline_followed(x, interpret=True)), 2 * x)
