@@ -160,3 +160,22 @@ def pipeline_hint(kw, refs, body, body_fn) -> str | None:
   steps = "; ".join(x for x in (loads, f"{body}({', '.join(bufs)})", stores) if x)
   return (f"a pipelined loop: {alloc}; for {counter} in ml.range({grid[0]}, stages=2): {steps}"
           + _helpers([body_fn], [body]))
+
+
+def decorated_body_hint(deco, text, fn) -> str:
+  """The hint for a function decorated with Pallas's @pl.when(cond) or @pl.loop(lower, upper) inside
+  a kernel (`text`: the decorator as written; `fn`: the FunctionDef): the statement it is here."""
+  import ast
+  try:
+    call = ast.parse(text.strip(), mode="eval").body
+  except SyntaxError:
+    call = None
+  args = [ast.unparse(a) for a in call.args] if isinstance(call, ast.Call) and not call.keywords else None
+  body = f"with the body of {fn.name} under it, one level less indented (drop the def and the decorator)"
+  if deco == "when":
+    cond = args[0] if args and len(args) == 1 else "cond"
+    return f"Pallas's @pl.when({cond}) body is an if statement here: if {cond}:, {body}"
+  params = [a.arg for a in fn.args.args]
+  i = params[0] if len(params) == 1 else "i"
+  bounds = ", ".join(args) if args and 1 <= len(args) <= 3 else "start, stop"
+  return f"Pallas's @pl.loop(...) body is a for loop here: for {i} in range({bounds}):, {body}"

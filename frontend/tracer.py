@@ -135,12 +135,11 @@ class Tracer(Assignments, Calls, Containers, ast.NodeVisitor):
               " body for jax.lax.fori_loop or scan is a Python loop here: for j in range(n): acc = ...; lax.cond's"
               " branches are an if statement, if pred: ... else: ..., or ml.where(pred, a, b) for values")
       if node.__class__.__name__ != "Lambda" and node.decorator_list:
-        node = node.decorator_list[0]      # the caret at the decorator, where the helper starts
+        fn_node, node = node, node.decorator_list[0]     # the caret at the decorator, where the helper starts
         deco = self.text(node).split("(")[0].rsplit(".", 1)[-1]
-        if deco == "when":                                # Pallas's @pl.when(cond) body
-          hint = "Pallas's @pl.when(cond) body is an if statement here: if cond: ..."
-        elif deco in ("loop", "fori_loop"):
-          hint = "Pallas's @pl.loop(...) body is a for loop here: for i in range(start, stop): ..."
+        if deco in ("when", "loop", "fori_loop"):          # Pallas's @pl.when(cond), @pl.loop(lo, hi) bodies
+          from .lax_hints import decorated_body_hint
+          hint = decorated_body_hint(deco, self.text(node), fn_node)
     elif name == "With":
       hint = ("write the with block's body without the with: a context manager (jax.named_scope, a profiler"
               " annotation) has no meaning inside a kernel")

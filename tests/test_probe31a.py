@@ -90,15 +90,15 @@ def jnp_dot_loaded(a_ref, b_ref, o_ref):
 
 
 @mg.mgpu_kernel(out_shape=lambda a, b: S((64, 64), F32))
-def jnp_dot_gmem(x_ref, w_ref, o_ref):
-  o_ref[...] = jnp.dot(x_ref[...], w_ref[...])
+def jnp_dot_gmem(lhs_ref, rhs_ref, o_ref):
+  o_ref[...] = jnp.dot(lhs_ref[...], rhs_ref[...])
 
 
 def test_jnp_dot_hint_writes_ml_dot_with_the_calls_operands():
   """The hint was ml.dot(a_s, b_s, acc) whatever the call: now the call's own refs, b transposed
   where the contraction is over its last axis, and the staging of operands not in SMEM."""
   specs = [S((64, 64), F16), S((64, 64), F16)]
-  xs, ws = "x" + "_s", "w" + "_s"     # (spelt apart: the hint's buffer names avoid the file's names)
+  xs, ws = "lhs" + "_s", "rhs" + "_s"     # (spelt apart: the hint's buffer names avoid the file's names)
   e = expect(jnp_dot_loaded, specs, mg.KernelTypeError, "lax.dot_general(",
              "dot_general cannot take a register tensor inside a kernel",
              hint="write ml.dot(a_s, k_s.T, preferred_element_type=jnp.float32) (on the tensor cores;"
@@ -106,8 +106,8 @@ def test_jnp_dot_hint_writes_ml_dot_with_the_calls_operands():
   expect(jnp_dot_gmem, specs, mg.KernelTypeError, "jnp.dot(", "dot cannot take a register tensor inside a kernel",
          hint=f"write ml.dot({xs}, {ws}) (on the tensor cores; ml.dot(a, b, acc) adds the product to acc); ml.dot"
               f" reads b from an SMEM buffer (a from SMEM or registers), so stage the operands first: {xs} ="
-              f" ml.smem((64, 64), jnp.float16); ml.copy(x_ref, {xs}); {ws} = ml.smem((64, 64), jnp.float16);"
-              f" ml.copy(w_ref, {ws})")
+              f" ml.smem((64, 64), jnp.float16); ml.copy(lhs_ref, {xs}); {ws} = ml.smem((64, 64), jnp.float16);"
+              f" ml.copy(rhs_ref, {ws})")
   assert e.hint
 
 
@@ -336,7 +336,10 @@ def test_lax_control_flow_hints_the_statement_with_the_calls_arguments():
   carry, a loop counter the file does not use (i, j and k are taken here), and the plain function to
   decorate @ml.inline."""
   spec = [S((64, 256), F32)]
-  c = "st" + "ep"         # (spelt apart: the counter's name avoids the file's names)
+  with pytest.raises(mg.KernelTypeError) as info:
+    pallas_fori.check(*spec)
+  c = info.value.hint.split(" in range(0, 4)")[0].rsplit(" ", 1)[-1]     # a counter the file does not use
+  assert c not in ("i", "j", "k")
   expect(pallas_fori, spec, mg.KernelTypeError, "lax.fori_loop(",
          "lax.fori_loop is JAX's control flow, which a kernel writes in Python",
          hint=f"acc = x_ref[ml.ds(i * 8, 8), :]; for {c} in range(0, 4): acc = _add_one({c}, acc) (decorate _add_one"
@@ -474,3 +477,32 @@ def test_emit_pipeline_hints_the_pipelined_loop_of_its_blocks():
                          " (decorate _double_block with @ml.inline: a kernel calls its own helpers so)")
   x = np.random.default_rng(5).standard_normal((64, 256)).astype(np.float32)
   np.testing.assert_array_equal(np.asarray(pallas_pipeline_followed(x, interpret=True)), 2 * x)
+
+
+# ---------------------------------------------------------------- @pl.when(cond) and @pl.loop(lo, hi) bodies
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 8,))
+def pallas_when(x_ref, o_ref):
+  i = ml.program_id(0)
+  o_ref[ml.ds(i * 8, 8), :] = x_ref[ml.ds(i * 8, 8), :]
+
+  @pl.when(i == 1)
+  def _():
+    o_ref[ml.ds(i * 8, 8), :] = x_ref[ml.ds(i * 8, 8), :] * 3
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def pallas_loop(x_ref, o_ref):
+  @pl.loop(0, 8)
+  def _(r):
+    o_ref[ml.ds(r * 8, 8), :] = x_ref[ml.ds(r * 8, 8), :]
+
+
+def test_pallas_when_and_loop_bodies_hint_the_statement_with_their_condition_and_bounds():
+  """The hints were templates (if cond: ..., for i in range(start, stop): ...)."""
+  spec = [S((64, 256), F32)]
+  expect(pallas_when, spec, mg.UnsupportedSyntaxError, "pl.when(", "a nested function is not supported in a kernel",
+         hint="Pallas's @pl.when(i == 1) body is an if statement here: if i == 1:, with the body of _ under it, one"
+              " level less indented (drop the def and the decorator)")
+  expect(pallas_loop, spec, mg.UnsupportedSyntaxError, "pl.loop(", "a nested function is not supported in a kernel",
+         hint="Pallas's @pl.loop(...) body is a for loop here: for r in range(0, 8):, with the body of _ under it,"
+              " one level less indented (drop the def and the decorator)")
