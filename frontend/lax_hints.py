@@ -87,7 +87,15 @@ def foreign_call_hint(name, pos, kw) -> str | None:
   """The mgpu_dsl call for a Pallas (or Triton) function called in a kernel, written with the call's
   own arguments (`pos`, `kw`: as written): pl.program_id(1) -> ml.program_id(1), pl.ds(i * 64, 64) ->
   ml.ds(i * 64, 64), plgpu.copy_gmem_to_smem(src, dst, barrier) -> ml.copy(src, dst)."""
+  stride = kw.get("stride", pos[2] if len(pos) > 2 else "1").strip()
+  if name in ("ds", "dslice") and stride == "1":      # a stride of 1 is ml.ds's window
+    pos, kw = pos[:2], {k: v for k, v in kw.items() if k != "stride"}
   args = ", ".join([_ours(p) for p in pos] + [f"{k}={_ours(v)}" for k, v in kw.items()])
+  if name in ("ds", "dslice") and stride != "1":      # pl.ds(start, size, stride): no strided windows here
+    k = stride if stride.isdigit() else "k"
+    return (f"ml.ds takes no stride (a window's elements are consecutive): give the array an axis of the stride"
+            f" outside the kernel, x.reshape(..., n // {k}, {k}) (free in XLA), and index that axis with an int:"
+            f" x.at[ml.ds(start // {k}, size), 0] reads elements start, start + {k}, ... of the original axis")
   if name in _SAME_ARGS and (name not in ("ds", "dslice") or not kw.keys() - {"start", "size"}) and len(pos) <= 2:
     return f"write ml.{_SAME_ARGS[name]}({args})"
   if name == "copy_gmem_to_smem" and len(pos) >= 2:

@@ -14,7 +14,7 @@ from jax.experimental.pallas import mosaic_gpu as plgpu
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
-from locate import builds, expect
+from locate import expect
 
 S = jax.ShapeDtypeStruct
 F16, F32 = jnp.float16, jnp.float32
@@ -506,3 +506,16 @@ def test_pallas_when_and_loop_bodies_hint_the_statement_with_their_condition_and
   expect(pallas_loop, spec, mg.UnsupportedSyntaxError, "pl.loop(", "a nested function is not supported in a kernel",
          hint="Pallas's @pl.loop(...) body is a for loop here: for r in range(0, 8):, with the body of _ under it,"
               " one level less indented (drop the def and the decorator)")
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((128,), F32))
+def pallas_strided_ds(x_ref, o_ref):
+  o_ref[...] = x_ref[pl.ds(0, 128, 2)]
+
+
+def test_a_strided_pl_ds_is_not_hinted_as_a_plain_window():
+  """pl.ds(0, 128, 2)'s hint was "write ml.ds(start, size)", which drops the stride: another window."""
+  e = expect(pallas_strided_ds, [S((256,), F32)], mg.KernelTypeError, "pl.ds(",
+             "pl.ds is Pallas's; an mgpu_dsl kernel calls ml.* functions")
+  assert e.hint.startswith("ml.ds takes no stride (a window's elements are consecutive): give the array an axis of"
+                           " the stride outside the kernel, x.reshape(..., n // 2, 2)")
