@@ -95,6 +95,10 @@ ELSEWHERE = {   # what Triton and Pallas users reach for, and where it lives her
                       " ml.zeros(shape, dtype) (registers); a kernel's parameters are its inputs and outputs",
     "interpret": "it chooses how a call runs (kernel(x, interpret=True)); check, typed_ir and mlir trace and"
                  " build the GPU kernel and run nothing, so leave it out",
+    "debug": "drop debug=: kernel.typed_ir(*specs) and kernel.mlir(*specs) print what it compiles to (MGPU_DSL_DUMP=DIR"
+             " writes both for every specialisation), and print(...) in the kernel prints values",
+    "name": "drop name=: a kernel is named by its function (def my_name(...))",
+    "cost_estimate": "drop cost_estimate=: XLA schedules the kernel's custom call without one",
 }
 
 
