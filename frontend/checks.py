@@ -534,7 +534,7 @@ class _Memory:
         accumulates = len(race) > 5 and race[5] is not None and w.writes_at(race[0], race[1], race[2])
         out.append(_with_lone_axis_note(self.kernel, race_error(p.name, race, self.ev.program,
                                                                 p.value.type.shape, self.kernel.grid,
-                                                                accumulates)))
+                                                                accumulates, self.kernel.body)))
     return out
 
   def check_multicast(self, acc):

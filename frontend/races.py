@@ -195,20 +195,44 @@ def _apart_along(name, a, b, grid, shape=None):
           f" programs' shares atomically: ml.atomic_add(ref, value)")
 
 
-def race_error(name, race, program, shape=None, grid=None, accumulates=False):
+def _masked_write(body, loc):
+  """The mask, in the user's words, of the masked store at `loc` (None where the write there is not one)."""
+  from . import ir
+  from .memory_errors import masked_store_words
+  from .ops.access import MaskedStore
+  o = next((o for o in ir.walk(body) if isinstance(o, MaskedStore) and o.loc == loc), None) if body else None
+  return masked_store_words(o, "out")[1][1] if o is not None else None
+
+
+def _masked_read_hint(mask, read_loc) -> str:
+  """A read racing with another program's masked store (a red-black update in place, each program
+  reading its neighbours' old colour): where only the lanes the store keeps use what is read, the
+  load masked the same way never reads the elements the other programs write."""
+  from .memory_errors import _store_call
+  own = _store_call(read_loc).get("mask")       # the read's own mask (a masked load's), kept
+  both = f"({mask}) & ({own})" if own else mask
+  return (f"; where each program writes only the elements its mask keeps (a red-black or checkerboard update)"
+          f" and uses what it reads only there, mask the read the same way, .load(mask={both}, other=0):"
+          f" a masked-off element is never read")
+
+
+def race_error(name, race, program, shape=None, grid=None, accumulates=False, body=None):
   """The RaceError of `race` on output `name` (`accumulates`: the reading program also writes the
-  element it reads in that statement, out[...] += part)."""
+  element it reads in that statement, out[...] += part; `body`: the kernel's, to find a masked store)."""
   element, p, loc_p, q, loc_q, *read = race
   if read and read[0] is not None:
     seen = read[0] if read[0] == name else f"{read[0]}{list(element)}, the memory of {name} (aliased),"
     what = f"{name}{list(element)}" if read[0] == name else seen
+    mask = None if accumulates else _masked_write(body, loc_q)
     return E.RaceError(
         f"program {program(p)} reads {what} while program {program(q)} writes {name}{list(element)}:"
         f" programs run in no fixed order, so the value read depends on timing", loc_p,
         notes=(f"{loc_q}: program {program(q)} writes it here",),
-        hint=ACCUMULATE_ACROSS.format(CROSS_PROGRAM_READ) if accumulates else CROSS_PROGRAM_READ if read[0] == name else
+        hint=ACCUMULATE_ACROSS.format(CROSS_PROGRAM_READ) if accumulates else
+        CROSS_PROGRAM_READ + (_masked_read_hint(mask, loc_p) if mask else "") if read[0] == name else
         f"{CROSS_PROGRAM_READ}; for a stencil updated in place, write a new output instead of aliasing"
-        f" {read[0]} to {name} (drop input_output_aliases), so every program reads {read[0]}'s old values")
+        f" {read[0]} to {name} (drop input_output_aliases), so every program reads {read[0]}'s old values"
+        + (_masked_read_hint(mask, loc_p) if mask else ""))
   return E.RaceError(
       f"program {program(p)} and program {program(q)} both write {name}{list(element) if element else ''}:"
       f" programs run in no fixed order, so the result depends on timing", loc_q,

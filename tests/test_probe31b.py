@@ -1,0 +1,62 @@
+"""Probe 31b (scientific and HPC kernels: stencils, convolutions, sparse products, histograms,
+scans, transposes of odd shapes, complex pairs, Monte Carlo, uint8 images, odd reductions, float64
+inputs): hints that did not work when followed."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from locate import expect
+
+S = jax.ShapeDtypeStruct
+F32 = jnp.float32
+
+
+def _export(kernel, *specs, **constexprs):
+  fn = jax.jit(lambda *a: kernel(*a, **constexprs))
+  return jax.export.export(fn, platforms=["cuda"])(*specs).mlir_module()
+
+
+# ---------------------------------------------------------------- a red-black update in place
+@mg.mgpu_kernel(out_shape=lambda u, *, color: u, grid=lambda u, *, color: (u.shape[0] // 128,),
+                input_output_aliases={0: 0})
+def red_black(u, out, *, color: ml.constexpr):
+  i = ml.program_id(0)
+  idx = i * 128 + ml.arange(128)
+  left = u.at[ml.ds(i * 128 - 1, 128)].load(mask=idx >= 1, other=0.0)
+  right = u.at[ml.ds(i * 128 + 1, 128)].load(mask=idx + 1 < u.shape[0], other=0.0)
+  out.at[ml.ds(i * 128, 128)].store(0.5 * (left + right), mask=idx % 2 == color)
+
+
+@mg.mgpu_kernel(out_shape=lambda u, *, color: u, grid=lambda u, *, color: (u.shape[0] // 128,),
+                input_output_aliases={0: 0})
+def red_black_masked(u, out, *, color: ml.constexpr):
+  i = ml.program_id(0)
+  idx = i * 128 + ml.arange(128)
+  left = u.at[ml.ds(i * 128 - 1, 128)].load(mask=(idx % 2 == color) & (idx >= 1), other=0)
+  right = u.at[ml.ds(i * 128 + 1, 128)].load(mask=(idx % 2 == color) & (idx + 1 < u.shape[0]), other=0)
+  out.at[ml.ds(i * 128, 128)].store(0.5 * (left + right), mask=idx % 2 == color)
+
+
+def test_a_read_racing_with_a_masked_store_in_place_hints_the_masked_read():
+  """The hint said only to drop input_output_aliases: a red-black update then leaves the other
+  colour's elements unwritten (MG602). Masking the read as the store is masked is the fix."""
+  e = expect(red_black, [S((1024,), F32)], mg.RaceError, "u.at[ml.ds(i * 128 + 1, 128)]",
+             "program (0, 0, 0) reads u[128], the memory of out (aliased), while program (1, 0, 0) writes"
+             " out[128]: programs run in no fixed order, so the value read depends on timing", color=0)
+  assert e.hint.endswith("; where each program writes only the elements its mask keeps (a red-black or"
+                         " checkerboard update) and uses what it reads only there, mask the read the same way,"
+                         " .load(mask=(idx % 2 == color) & (idx + 1 < u.shape[0]), other=0): a masked-off"
+                         " element is never read"), e.hint
+
+
+@pytest.mark.parametrize("color", [0, 1])
+def test_the_masked_red_black_update_builds_and_matches_numpy(color):
+  x = jnp.asarray(np.random.default_rng(0).standard_normal(1024), F32)
+  y = np.asarray(red_black_masked(x, color=color, interpret=True))
+  p = np.pad(np.asarray(x), 1)
+  want = np.where(np.arange(1024) % 2 == color, 0.5 * (p[:-2] + p[2:]), np.asarray(x))
+  np.testing.assert_allclose(y, want, rtol=1e-6)
+  assert "mosaic_gpu" in str(_export(red_black_masked, S((1024,), F32), color=color))
