@@ -73,10 +73,25 @@ def check_copy(loc, gmem: ir.Value, gwin, smem: ir.Value, swin, store: bool = Fa
     raise E.TmaLimitError(
         f"TMA copies need {name}'s rows to be a multiple of {ALIGN} bytes apart; its last dimension is"
         f" {full[-1]} x {itemsize} bytes", loc,
-        hint=f"pad the array's last dimension, or {_registers(store, groot.name or 'out')} instead")
+        hint=_row_stride_hint(groot, full, itemsize, name, store))
   if swin[1] is not None:
     _check_smem_contiguous(smem, swin, loc)
     _check_smem_aligned(smem, swin, itemsize, loc, defs or {})
+
+
+def _row_stride_hint(groot, full, itemsize: int, name: str, store) -> str:
+  """Rows not a multiple of 16 bytes apart (a 1000 x 999 float32 or uint8 image): pad the array's
+  rows outside the kernel, or move the window through registers, masked where it runs past the end
+  (a register read of a window past the array's end unmasked is an error too)."""
+  unit = -(-full[-1] * itemsize // ALIGN) * ALIGN // itemsize      # the row length padded to 16 bytes
+  pads = ", ".join(["(0, 0)"] * (len(full) - 1) + [f"(0, {unit - full[-1]})"])
+  array = groot.name or "x"
+  regs = (_registers(store, groot.name or "out") if store else
+          f"read the window into registers instead, {name}[...] ({name}.load(mask=..., other=0) where it may"
+          f" run past {array}'s end; a pipelined loop, ml.range(..., stages=), needs a TMA load: make it a plain"
+          f" range)")
+  return (f"pad {array}'s rows to {unit} elements outside the kernel, jnp.pad({array}, ({pads})), and slice"
+          f" the result back; or {regs}" + (" instead" if store else ""))
 
 
 def tma_rank(full, index) -> int:

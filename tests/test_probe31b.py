@@ -60,3 +60,38 @@ def test_the_masked_red_black_update_builds_and_matches_numpy(color):
   want = np.where(np.arange(1024) % 2 == color, 0.5 * (p[:-2] + p[2:]), np.asarray(x))
   np.testing.assert_allclose(y, want, rtol=1e-6)
   assert "mosaic_gpu" in str(_export(red_black_masked, S((1024,), F32), color=color))
+
+
+# ---------------------------------------------------------------- TMA tiles of an image whose rows are not 16 bytes
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(4,))
+def invert_tiles(x, out):
+  per_row = ml.cdiv(x.shape[1], 128)
+  a = ml.smem((16, 128))
+  b = ml.smem((16, 128))
+  for t in ml.range(ml.program_id(0), ml.cdiv(x.shape[0], 16) * per_row, ml.num_programs(0), stages=2):
+    rows, cols = ml.ds(t // per_row * 16, 16), ml.ds(t % per_row * 128, 128)
+    ml.copy(x.at[rows, cols], a)
+    b[...] = (255 - a[...].astype(jnp.int32)).astype(jnp.uint8)
+    ml.copy(b, out.at[rows, cols])
+
+
+def test_a_tma_copy_of_rows_not_16_bytes_apart_hints_the_padding_and_a_masked_read():
+  """The hint said "pad the array's last dimension, or read it into registers with ref[...]": an
+  unmasked read of the last tile, past the array's end, is MG203, and the padding was not said."""
+  expect(invert_tiles, [S((100, 999), jnp.uint8)], mg.TmaLimitError, "ml.copy(x.at[rows, cols], a)",
+         "TMA copies need x.at[rows, cols]'s rows to be a multiple of 16 bytes apart; its last dimension is"
+         " 999 x 1 bytes",
+         hint="pad x's rows to 1008 elements outside the kernel, jnp.pad(x, ((0, 0), (0, 9))), and slice the"
+              " result back; or read the window into registers instead, x.at[rows, cols][...]"
+              " (x.at[rows, cols].load(mask=..., other=0) where it may run past x's end; a pipelined loop,"
+              " ml.range(..., stages=), needs a TMA load: make it a plain range)")
+  expect(invert_tiles, [S((16, 99), F32)], mg.TmaLimitError, "ml.copy(x.at[rows, cols], a)",
+         "TMA copies need x.at[rows, cols]'s rows to be a multiple of 16 bytes apart; its last dimension is"
+         " 99 x 4 bytes")
+
+
+def test_the_padded_image_inverts_as_numpy_does():
+  img = np.random.default_rng(1).integers(0, 256, (100, 999)).astype(np.uint8)
+  y = invert_tiles(jnp.pad(jnp.asarray(img), ((0, 0), (0, 9))), interpret=True)[:, :999]
+  np.testing.assert_array_equal(np.asarray(y), 255 - img)
+  assert "mosaic_gpu" in str(_export(invert_tiles, S((100, 1008), jnp.uint8)))
