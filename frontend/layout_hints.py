@@ -84,15 +84,20 @@ def _reduction_name(o) -> str:
 
 def loaded_dtype(defs, v, tiles=()):
   """The dtype in memory of the data `v` was read from (through conversions), else of the first
-  tile among `tiles` that a load reads (not a mask); None where no load is found."""
+  tile among `tiles` that a load reads (not a mask), else the narrower integer type `v` converts
+  (an 8-bit max computed in 32 bits: the uint8 tile the user reduces); None where none is found."""
   from .ops.elementwise import Cast
-  o = defs.get(v.id)
+  o, passed = defs.get(v.id), []
   while isinstance(o, Cast) and not o.bitcast:
+    passed.append(o.x.type.dtype)
     o = defs.get(o.x.id)
   if type(o).__name__ in ("Load", "MaskedLoad"):
     return o.results[0].type.dtype
+  own = v.type.dtype
+  narrow = [d for d in passed if isinstance(d, DType) and isinstance(own, DType) and not d.is_float
+            and d != DType.bool_ and not own.is_float and d.itemsize < own.itemsize]
   return next((t.type.dtype for t in tiles if type(defs.get(t.id)).__name__ in ("Load", "MaskedLoad")
-               and t.type.dtype != DType.bool_), None)
+               and t.type.dtype != DType.bool_), None) or min(narrow, key=lambda d: d.itemsize, default=None)
 
 
 def identity(kind, dtype) -> str:

@@ -95,3 +95,30 @@ def test_the_padded_image_inverts_as_numpy_does():
   y = invert_tiles(jnp.pad(jnp.asarray(img), ((0, 0), (0, 9))), interpret=True)[:, :999]
   np.testing.assert_array_equal(np.asarray(y), 255 - img)
   assert "mosaic_gpu" in str(_export(invert_tiles, S((100, 1008), jnp.uint8)))
+
+
+# ---------------------------------------------------------------- 2x2 pooling of a uint8 image in registers
+@mg.mgpu_kernel(out_shape=lambda x, *, op: S((x.shape[0] // 2, x.shape[1] // 2), x.dtype),
+                grid=lambda x, *, op: (x.shape[0] // 2,))
+def pool_pairs(x, out, *, op: ml.constexpr):
+  r = ml.program_id(0)
+  a = x.at[2 * r][...].reshape(x.shape[1] // 2, 2)
+  b = x.at[2 * r + 1][...].reshape(x.shape[1] // 2, 2)
+  if op == "max":
+    out.at[r][...] = ml.max(ml.maximum(a, b), axis=1)
+  else:
+    out.at[r][...] = ml.min(ml.minimum(a, b), axis=1)
+
+
+def test_the_narrow_rows_hint_pads_uint8_data_with_a_uint8_identity():
+  """An 8-bit max or min computes in 32 bits: the hint's `other=` was 4294967295 for a min (of
+  uint32), which a uint8 load rejects (MG003), where 255 is uint8's highest value."""
+  message = ("this tile of shape (128, 2) is reduced or broadcast along its rows or columns, which needs"
+             " columns a multiple of 32 (one per lane of a warp), and rows a multiple of 4 unless the columns are"
+             " a multiple of 128")
+  e = expect(pool_pairs, [S((16, 256), jnp.uint8)], mg.LayoutError, "ml.max(ml.maximum(a, b), axis=1)",
+             message, op="max")
+  assert "other=0) for a max (255 for a min, 0 for a sum)" in e.hint, e.hint
+  e = expect(pool_pairs, [S((16, 256), jnp.uint8)], mg.LayoutError, "ml.min(ml.minimum(a, b), axis=1)",
+             message, op="min")
+  assert "other=255) for a min (0 for a max, 0 for a sum)" in e.hint, e.hint
