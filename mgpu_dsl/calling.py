@@ -132,13 +132,37 @@ def _input_hint(x, name="xs") -> str:
   return "pass a jax or numpy array (or a jax.ShapeDtypeStruct to typed_ir/mlir/check)"
 
 
-@functools.lru_cache(maxsize=64)
 def _supported(dtype) -> bool:
+  """Whether kernels take `dtype` as JAX will pass it (float64 is float32 unless jax_enable_x64 is on:
+  the answer depends on the flag, which a notebook may turn on after a first call)."""
+  import jax
+  return _supported_as(dtype, bool(jax.config.jax_enable_x64))
+
+
+@functools.lru_cache(maxsize=64)
+def _supported_as(dtype, x64: bool) -> bool:
   import jax
   try:
     return to_dtype(jax.dtypes.canonicalize_dtype(dtype)) is not None
   except (TypeError, ValueError):
     return False
+
+
+def output_dtype_hint(leaves) -> str:
+  """The hint for an out_shape whose dtype kernels cannot make: complex outputs as (re, im) pairs of
+  float32 outputs, float64 ones as float32 converted outside the kernel."""
+  try:
+    bad = next((np.dtype(s.dtype) for s in leaves if not _supported(s.dtype)), None)
+  except (TypeError, ValueError, AttributeError):     # an unhashable or unknown dtype object
+    bad = None
+  if bad is not None and bad.kind == "c":
+    return ("make its real and imaginary parts two float32 outputs, out_shape=lambda ...:"
+            " (jax.ShapeDtypeStruct(shape, jnp.float32), jax.ShapeDtypeStruct(shape, jnp.float32)), and rebuild"
+            f" the complex result outside the kernel, jax.lax.complex(re, im); supported dtypes: {SUPPORTED_DTYPES}")
+  if bad == np.float64:
+    return ("make the output float32 (jax.ShapeDtypeStruct(shape, jnp.float32)) and convert it outside the"
+            f" kernel, y.astype(jnp.float64); supported dtypes: {SUPPORTED_DTYPES}")
+  return f"supported dtypes: {SUPPORTED_DTYPES}"
 
 
 def _dtype_hint(pk, i, a) -> str:
@@ -159,6 +183,8 @@ def _dtype_hint(pk, i, a) -> str:
     dtype = np.dtype(a.dtype)
   except TypeError:
     dtype = None
+  if dtype is not None and dtype.kind == "c":      # complex: kernels compute on (re, im) pairs of floats
+    return complex_hint(refs[i] if i < len(refs) else "z", dtype)
   if dtype != np.float64 or not jax.config.jax_enable_x64:
     return f"supported dtypes: {SUPPORTED_DTYPES}"
   refs = pk.ref_params
@@ -174,6 +200,15 @@ def _dtype_hint(pk, i, a) -> str:
   return (f"jax_enable_x64 is on, so float64 values stay float64 under a transformation: pass"
           f" jnp.float32({name}) or {name}.astype(jnp.float32); supported dtypes: {SUPPORTED_DTYPES}")
   return f"supported dtypes: {SUPPORTED_DTYPES}"
+
+
+def complex_hint(name: str, dtype) -> str:
+  """For a complex array: kernels have no complex dtype; pass its real and imaginary parts."""
+  conv = "" if dtype != np.complex128 else ".astype(jnp.float32)"     # float64 parts: no kernel dtype
+  return (f"pass its real and imaginary parts as two float32 inputs, jnp.real({name}){conv} and"
+          f" jnp.imag({name}){conv}, compute on the pairs (a product is (ar * br - ai * bi, ar * bi + ai * br)),"
+          f" and rebuild a complex result outside the kernel, jax.lax.complex(re, im); supported dtypes:"
+          f" {SUPPORTED_DTYPES}")
 
 
 def check_inputs(pk, args, bounds: tuple[int, int], name: str, loc, *, count: bool = True,
@@ -207,7 +242,7 @@ def check_inputs(pk, args, bounds: tuple[int, int], name: str, loc, *, count: bo
     try:
       ok = _supported(a.dtype)
     except TypeError:         # an unhashable dtype object
-      ok = _supported.__wrapped__(a.dtype)
+      ok = _supported_as.__wrapped__(a.dtype, None)
     if not ok:
       shown = "float0" if a.dtype == jax.dtypes.float0 else a.dtype    # (its repr: [('float0', 'V')])
       raise E.SignatureError(cap(f"{name}: {what} has dtype {shown}, which kernels do not support"),
@@ -440,7 +475,10 @@ def check_constexprs(pk, constexprs: dict, name: str, loc, args=()) -> None:
     if isinstance(v, jax.Array):
       raise E.SignatureError(
           cap(f"{name}: constexpr {k} is a jax array ({describe(v)}); a constexpr must be a Python value"),
-          loc, hint=f"pass a Python number or tuple, e.g. {k}=v.item() ({k}=float(v) or int(v) as its dtype is)")
+          loc, hint=f"pass a Python number or tuple, e.g. {k}=v.item() ({k}=float(v) or int(v) as its dtype is)"
+          if v.ndim == 0 else f"pass its values as a NumPy array, {k}=np.asarray(v), or a tuple, {k}=tuple(v.tolist())"
+          f" (v the array you passed: {describe(v)}); or, for values known only at run time, pass it as an input"
+          f" of the kernel and read its elements there")
 
 
 def tracing(args) -> bool:

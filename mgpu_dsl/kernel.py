@@ -301,7 +301,7 @@ class KernelFunction:
       out_fspecs = [fc.ArgSpec.of(s) for s in out_specs]
     except (TypeError, AttributeError, ValueError) as e:
       raise E.SignatureError(calling.cap(f"out_shape gives an output mgpu_dsl cannot make: {e}"), at("out_shape"),
-                             hint=f"supported dtypes: {calling.SUPPORTED_DTYPES}") from None
+                             hint=calling.output_dtype_hint(leaves)) from None
     key = (tuple(in_specs), tuple(out_fspecs), grid, block, cluster,
            tuple(sorted((k, _key_value(v)) for k, v in constexprs.items())),
            _key_value(self.input_output_aliases))

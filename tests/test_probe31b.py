@@ -1,6 +1,11 @@
 """Probe 31b (scientific and HPC kernels: stencils, convolutions, sparse products, histograms,
 scans, transposes of odd shapes, complex pairs, Monte Carlo, uint8 images, odd reductions, float64
 inputs): hints that did not work when followed."""
+import os
+import subprocess
+import sys
+import textwrap
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -122,3 +127,109 @@ def test_the_narrow_rows_hint_pads_uint8_data_with_a_uint8_identity():
   e = expect(pool_pairs, [S((16, 256), jnp.uint8)], mg.LayoutError, "ml.min(ml.minimum(a, b), axis=1)",
              message, op="min")
   assert "other=255) for a min (0 for a max, 0 for a sum)" in e.hint, e.hint
+
+
+# ---------------------------------------------------------------- a filter's taps passed as a jax array constexpr
+@mg.mgpu_kernel(out_shape=lambda x, *, taps: x, grid=lambda x, *, taps: (ml.cdiv(x.shape[0], 128),))
+def convolve(x, out, *, taps: ml.constexpr):
+  i = ml.program_id(0)
+  idx = i * 128 + ml.arange(128)
+  acc = ml.zeros((128,), jnp.float32)
+  for k in ml.static_range(len(taps)):
+    j = idx + k - len(taps) // 2
+    acc = acc + taps[k] * x.at[ml.ds(i * 128 + k - len(taps) // 2, 128)].load(mask=(j >= 0) & (j < x.shape[0]),
+                                                                               other=0.0)
+  out.at[ml.ds(i * 128, 128)].store(acc, mask=idx < x.shape[0])
+
+
+def test_a_jax_array_of_taps_as_a_constexpr_hints_numpy_or_a_tuple():
+  """The hint was `taps=v.item()`, which raises for an array of three taps."""
+  taps = jnp.asarray([0.25, 0.5, 0.25], F32)
+  x = jnp.asarray(np.random.default_rng(2).standard_normal(1000), F32)
+  with pytest.raises(mg.SignatureError) as info:
+    convolve(x, taps=taps, interpret=True)
+  assert info.value.message.endswith("constexpr taps is a jax array (float32[3]); a constexpr must be a Python value")
+  assert info.value.hint == ("pass its values as a NumPy array, taps=np.asarray(v), or a tuple,"
+                             " taps=tuple(v.tolist()) (v the array you passed: float32[3]); or, for values known"
+                             " only at run time, pass it as an input of the kernel and read its elements there")
+  want = np.convolve(np.asarray(x), np.asarray(taps)[::-1], mode="same")
+  for hinted in (np.asarray(taps), tuple(taps.tolist())):
+    np.testing.assert_allclose(np.asarray(convolve(x, taps=hinted, interpret=True)), want, rtol=1e-5, atol=1e-6)
+  with pytest.raises(mg.SignatureError) as info:
+    convolve(x, taps=jnp.float32(0.5), interpret=True)
+  assert info.value.hint.startswith("pass a Python number or tuple, e.g. taps=v.item()")
+
+
+# ---------------------------------------------------------------- complex arrays: (re, im) pairs of float32
+@mg.mgpu_kernel(out_shape=lambda z: z)
+def complex_square(z, out):
+  out[...] = z[...] * z[...]
+
+
+@mg.mgpu_kernel(out_shape=lambda re, im: S(re.shape, jnp.complex64))
+def complex_out(re, im, out):
+  out[...] = re[...]
+
+
+@mg.mgpu_kernel(out_shape=lambda ar, ai, br, bi: (ar, ar))
+def complex_product(ar, ai, br, bi, re, im):
+  a, b, c, d = ar[...], ai[...], br[...], bi[...]
+  re[...] = a * c - b * d
+  im[...] = a * d + b * c
+
+
+def test_a_complex_input_or_output_hints_its_real_and_imaginary_parts():
+  """Both hints only listed the supported dtypes."""
+  e = expect(complex_square, [S((128,), jnp.complex64)], mg.SignatureError, "def complex_square",
+             "complex_square: input 0 (z) has dtype complex64, which kernels do not support")
+  assert e.hint.startswith("pass its real and imaginary parts as two float32 inputs, jnp.real(z) and jnp.imag(z),"
+                           " compute on the pairs (a product is (ar * br - ai * bi, ar * bi + ai * br)), and rebuild a"
+                           " complex result outside the kernel, jax.lax.complex(re, im)"), e.hint
+  e = expect(complex_out, [S((128,), F32)] * 2, mg.SignatureError, "out_shape=lambda re, im",
+             "out_shape gives an output mgpu_dsl cannot make: unsupported dtype complex64")
+  assert e.hint.startswith("make its real and imaginary parts two float32 outputs"), e.hint
+  rng = np.random.default_rng(3)
+  a = (rng.standard_normal(256) + 1j * rng.standard_normal(256)).astype(np.complex64)
+  b = (rng.standard_normal(256) + 1j * rng.standard_normal(256)).astype(np.complex64)
+  re, im = complex_product(jnp.real(a), jnp.imag(a), jnp.real(b), jnp.imag(b), interpret=True)
+  np.testing.assert_allclose(np.asarray(jax.lax.complex(re, im)), a * b, rtol=1e-5, atol=1e-6)
+
+
+_X64_LATE = textwrap.dedent('''
+    import jax, jax.numpy as jnp, numpy as np, mgpu_dsl as mg
+    from mgpu_dsl import language as ml
+
+    @mg.mgpu_kernel(out_shape=lambda x: x)
+    def dbl(x, out):
+        out[...] = x[...] * 2
+
+    x = np.arange(128, dtype=np.float64)
+    assert dbl(x, interpret=True).dtype == jnp.float32      # float64 is float32 without x64
+    jax.config.update("jax_enable_x64", True)
+    try:
+        dbl(x, interpret=True)
+    except mg.SignatureError as e:
+        assert "input 0 (x) has dtype float64" in e.message, e.message
+        assert "x.astype(np.float32)" in e.hint, e.hint
+    else:
+        raise AssertionError("float64 accepted")
+    try:
+        mg.mgpu_kernel(out_shape=lambda x: jax.ShapeDtypeStruct(x.shape, jnp.float64))(dbl.fn).check(
+            jax.ShapeDtypeStruct((128,), jnp.float32))
+    except mg.SignatureError as e:
+        assert "y.astype(jnp.float64)" in e.hint, e.hint
+    else:
+        raise AssertionError("a float64 output accepted")
+    print("ok")
+''')
+
+
+def test_float64_after_turning_x64_on_is_named_as_the_input_it_is(tmp_path):
+  """Whether float64 is supported was cached from the first call, before x64 was on: the second call
+  then failed later, as "dbl: an input mgpu_dsl cannot take: unsupported dtype float64", naming no
+  input, with only the list of dtypes as its hint."""
+  script = tmp_path / "x64_late.py"
+  script.write_text(_X64_LATE)
+  env = dict(os.environ, MGPU_DSL_CACHE_DIR="off", JAX_PLATFORMS="cpu")
+  r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
+  assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout + r.stderr
