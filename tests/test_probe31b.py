@@ -233,3 +233,38 @@ def test_float64_after_turning_x64_on_is_named_as_the_input_it_is(tmp_path):
   env = dict(os.environ, MGPU_DSL_CACHE_DIR="off", JAX_PLATFORMS="cpu")
   r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
   assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout + r.stderr
+
+
+# ---------------------------------------------------------------- a global max of signed floats with atomics
+@mg.mgpu_kernel(out_shape=lambda x: S((), F32), grid=lambda x: (ml.cdiv(x.shape[0], 128),))
+def float_atomic_max(x, out):
+  i = ml.program_id(0)
+  idx = i * 128 + ml.arange(128)
+  ml.atomic_max(out, ml.max(x.at[ml.ds(i * 128, 128)].load(mask=idx < x.shape[0], other=float("-inf"))))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((), jnp.int32), grid=lambda x: (ml.cdiv(x.shape[0], 128),))
+def float_atomic_max_as_int(x, out):
+  i = ml.program_id(0)
+  idx = i * 128 + ml.arange(128)
+  b = ml.bitcast(ml.max(x.at[ml.ds(i * 128, 128)].load(mask=idx < x.shape[0], other=float("-inf"))), jnp.int32)
+  ml.atomic_max(out, ml.where(b >= 0, b, b ^ 0x7FFFFFFF))
+
+
+def test_a_float32_atomic_max_hints_keys_that_order_negative_floats_too():
+  """The hint kept only non-negative floats as their int32 bits: a max of negative values (all of
+  them below zero) came out wrong that way."""
+  e = expect(float_atomic_max, [S((1000,), F32)], mg.UnsupportedDtypeError, "ml.atomic_max(",
+             "ml.atomic_max on float32 is not supported on a single element: Hopper's atomic max takes int32,"
+             " uint32")
+  assert e.hint == ("convert the value and the array to a supported dtype, e.g. a float32 max as an int32 one"
+                    " whose keys order as the floats do, negatives included: into an int32 array,"
+                    " ml.atomic_max(ref, ml.where(b >= 0, b, b ^ 0x7FFFFFFF)) with b = ml.bitcast(value, jnp.int32),"
+                    " decoded outside the kernel, jax.lax.bitcast_convert_type(jnp.where(k >= 0, k, k ^ 0x7FFFFFFF),"
+                    " jnp.float32) (k the int32 result; NaN aside)")
+  rng = np.random.default_rng(4)
+  for x in (rng.standard_normal(1000) - 10.0, rng.standard_normal(1000)):
+    k = float_atomic_max_as_int(jnp.asarray(x, F32), interpret=True)
+    got = jax.lax.bitcast_convert_type(jnp.where(k >= 0, k, k ^ 0x7FFFFFFF), jnp.float32)
+    assert float(got) == np.float32(x).max()
+  assert "mosaic_gpu" in str(_export(float_atomic_max_as_int, S((1000,), F32)))

@@ -74,9 +74,11 @@ def check_dtype(cx, kind: AtomicKind, d, table, what, where, smem=None):
     raise E.UnsupportedDtypeError(
         f"{what} on {d} is not supported {where}: Hopper's atomic {kind.value} takes {ok}", cx.loc,
         hint=(plain if smem else "") + "convert the value and the array to a supported dtype" + (
-            f", e.g. keep a float32 {kind.value} of non-negative values as their int32 bits (an int32 array,"
-            f" ml.bitcast(value, jnp.int32); bits order as the floats do)" if kind != AtomicKind.ADD
-            and d == DType.f32 else ""))
+            f", e.g. a float32 {kind.value} as an int32 one whose keys order as the floats do, negatives"
+            f" included: into an int32 array, ml.atomic_{kind.value}(ref, ml.where(b >= 0, b, b ^ 0x7FFFFFFF))"
+            f" with b = ml.bitcast(value, jnp.int32), decoded outside the kernel,"
+            f" jax.lax.bitcast_convert_type(jnp.where(k >= 0, k, k ^ 0x7FFFFFFF), jnp.float32) (k the int32"
+            f" result; NaN aside)" if kind != AtomicKind.ADD and d == DType.f32 else ""))
 
 
 def number_into(cx, what: str, value, d, name: str):
