@@ -58,9 +58,13 @@ def _nothing(callee: str, name: str) -> Unbound:
       "", message=f"{name} is None: {callee}(...) returns nothing"
                   + (" (unlike Triton's tl.atomic_*, no old value)" if atomic else ""),
       hint=("compute what you need from the old value another way: a work item per program is its program id"
-            " (a persistent loop takes items t in range(ml.program_id(0), n, ml.num_programs(0))); a slot"
-            " within one program is ml.cumsum of the counts; slots across programs come from a first kernel's"
-            " counts, their exclusive cumsum read back here (off[ml.program_id(0)])" if atomic else
+            " (a persistent loop takes items t in range(ml.program_id(0), n, ml.num_programs(0))); within a"
+            " program, positions from ml.cumsum of the counts (ml.cumsum(keep, dtype=jnp.int32) - 1); across"
+            " programs (a stream compaction's base = ml.atomic_add(count, k)), count in one kernel,"
+            " counts[ml.program_id(0)] = ml.sum(keep), take offsets = jnp.cumsum(counts) - counts outside, and"
+            " place in a second kernel at offsets[ml.program_id(0)] + ml.cumsum(keep, dtype=jnp.int32) - 1,"
+            " adding into an output that starts at 0, ml.atomic_add(out.at[ml.where(keep, pos, n)], v)"
+            " (positions past its end are dropped)" if atomic else
             f"use {callee}(...) as a statement, not a value"))
 
 

@@ -268,3 +268,49 @@ def test_a_float32_atomic_max_hints_keys_that_order_negative_floats_too():
     got = jax.lax.bitcast_convert_type(jnp.where(k >= 0, k, k ^ 0x7FFFFFFF), jnp.float32)
     assert float(got) == np.float32(x).max()
   assert "mosaic_gpu" in str(_export(float_atomic_max_as_int, S((1000,), F32)))
+
+
+# ---------------------------------------------------------------- stream compaction across programs
+@mg.mgpu_kernel(out_shape=lambda x: (x, S((), jnp.int32)), grid=lambda x: (ml.cdiv(x.shape[0], 128),))
+def compact_with_old_value(x, out, count):
+  i = ml.program_id(0)
+  offs = i * 128 + ml.arange(128)
+  v = x.at[ml.ds(i * 128, 128)].load(mask=offs < x.shape[0], other=0.0)
+  keep = (v > 0) & (offs < x.shape[0])
+  base = ml.atomic_add(count, ml.sum(keep))
+  pos = base + ml.cumsum(keep, dtype=jnp.int32) - 1
+  ml.atomic_add(out.at[ml.where(keep, pos, x.shape[0])], v)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((ml.cdiv(x.shape[0], 128),), jnp.int32), grid=lambda x: (ml.cdiv(x.shape[0], 128),))
+def count_kept(x, counts):
+  i = ml.program_id(0)
+  offs = i * 128 + ml.arange(128)
+  v = x.at[ml.ds(i * 128, 128)].load(mask=offs < x.shape[0], other=0.0)
+  counts[i] = ml.sum((v > 0) & (offs < x.shape[0]))
+
+
+@mg.mgpu_kernel(out_shape=lambda x, offsets: x, grid=lambda x, offsets: (ml.cdiv(x.shape[0], 128),))
+def place_kept(x, offsets, out):
+  i = ml.program_id(0)
+  offs = i * 128 + ml.arange(128)
+  v = x.at[ml.ds(i * 128, 128)].load(mask=offs < x.shape[0], other=0.0)
+  keep = (v > 0) & (offs < x.shape[0])
+  pos = offsets[i] + ml.cumsum(keep, dtype=jnp.int32) - 1
+  ml.atomic_add(out.at[ml.where(keep, pos, x.shape[0])], v)
+
+
+def test_an_atomic_old_value_hints_a_two_kernel_compaction_that_works():
+  """The hint said "or read the array after a barrier in one program": programs have no barrier
+  between them; a compaction across programs counts, scans outside, and places."""
+  e = expect(compact_with_old_value, [S((1000,), F32)], mg.UnboundNameError, "base + ml.cumsum",
+             "base is None: ml.atomic_add(...) returns nothing (unlike Triton's tl.atomic_*, no old value)")
+  assert "counts[ml.program_id(0)] = ml.sum(keep), take offsets = jnp.cumsum(counts) - counts outside" in e.hint
+  x = jnp.asarray(np.random.default_rng(5).standard_normal(1000), F32)
+  counts = count_kept(x, interpret=True)
+  y = place_kept(x, jnp.cumsum(counts) - counts, interpret=True)
+  kept = np.asarray(x)[np.asarray(x) > 0]
+  np.testing.assert_array_equal(np.asarray(y)[:len(kept)], kept)
+  np.testing.assert_array_equal(np.asarray(y)[len(kept):], 0)
+  assert int(counts.sum()) == len(kept)
+  assert "mosaic_gpu" in str(_export(place_kept, S((1000,), F32), S((8,), jnp.int32)))
