@@ -29,7 +29,7 @@ from .absint import UNKNOWN, GridEval, Window, known_multiple, loop_counters
 from .coverage import Boxes, describe, unique_rows
 from .mask_boxes import kept_boxes, store_mask
 from .memory_errors import (_root, check_input_writes, _with_lone_axis_note, grid_rank, masked_store_words, uncovered_error,
-                            uninitialized_read)
+                            scalar_read_hint, uninitialized_read)
 from .ir import Access as A
 from .ops.access import MaskedLoad, MaskedStore, ScalarRead
 from .ops.atomic import AtomicUpdate
@@ -421,8 +421,7 @@ class _Memory:
         win = ", ".join("?" if x is UNKNOWN else str(int(x[p])) for x in w.starts)
         self.report(E.IndexOutOfBoundsError(
             f"{root}[{win}] is read{where}, outside {root}'s shape {tuple(w.shape)}", acc.op.loc,
-            hint=f"guard the read (if i < {root}.shape[0]:) or clamp its index (ml.minimum(i, n - 1)),"
-                 f" or pass a longer {root}"))
+            hint=scalar_read_hint(root, acc.op.loc, d, int(s[p]))))
         return
       trip = self._trip(p)
       if isinstance(acc.op, (Gather, ScatterUpdate)):

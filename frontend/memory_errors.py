@@ -243,3 +243,35 @@ def check_input_writes(kernel, defs) -> list:
           f"cannot write into {root.name}: it is an input of the kernel, and inputs are read-only"
           f" (JAX arrays are immutable)", o.loc, hint=hint))
   return out
+
+
+def _index_texts(loc):
+  """The indices, as the user wrote them, of the subscript `x[i - 1, j]` at `loc` (None if unknown)."""
+  import ast
+  if loc is None or loc.end_lineno != loc.lineno or not loc.source_line:
+    return None
+  try:
+    node = ast.parse(loc.source_line[loc.col_offset:loc.end_col_offset].strip(), mode="eval").body
+  except SyntaxError:
+    return None
+  if not isinstance(node, ast.Subscript):
+    return None
+  parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+  return [ast.unparse(p) for p in parts]
+
+
+def scalar_read_hint(root: str, loc, d: int, index: int) -> str:
+  """The hint for a single element read outside `root` along dimension `d` at `index`: guard or
+  clamp that index on the side it leaves (a stencil's x[i - 1] at i = 0 is before the start)."""
+  texts = _index_texts(loc)
+  i = texts[d] if texts and d < len(texts) else "i"
+  low = index < 0
+  guard = f"{i} >= 0" if low else f"{i} < {root}.shape[{d}]"
+  clamp = f"ml.maximum({i}, 0)" if low else f"ml.minimum({i}, {root}.shape[{d}] - 1)"
+  if texts and d < len(texts):
+    texts[d] = clamp
+    clamped = f"{root}[{', '.join(texts)}]"
+  else:
+    clamped = clamp
+  return (f"guard the read (if {guard}:) or clamp its index, {clamped} (ml.where({guard}, ..., 0.0) to read"
+          f" 0 there)" + ("" if low else f", or pass a longer {root}"))

@@ -314,3 +314,50 @@ def test_an_atomic_old_value_hints_a_two_kernel_compaction_that_works():
   np.testing.assert_array_equal(np.asarray(y)[len(kept):], 0)
   assert int(counts.sum()) == len(kept)
   assert "mosaic_gpu" in str(_export(place_kept, S((1000,), F32), S((8,), jnp.int32)))
+
+
+# ---------------------------------------------------------------- a scalar stencil's neighbours outside the array
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def scalar_left(x, out):
+  for i in range(x.shape[0]):
+    out[i] = x[i - 1] + x[i]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def scalar_right(x, out):
+  for i in range(x.shape[0]):
+    out[i] = x[i] + x[i + 1]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def scalar_left_hinted(x, out):
+  for i in range(x.shape[0]):
+    out[i] = ml.where(i - 1 >= 0, x[ml.maximum(i - 1, 0)], 0.0) + x[i]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0],))
+def scalar_rows(x, out):
+  r = ml.program_id(0)
+  for j in range(x.shape[1]):
+    out[r, j] = x[r, j + 1] - x[r, j]
+
+
+def test_a_scalar_read_before_the_start_hints_the_lower_bound():
+  """x[i - 1] at i = 0 was hinted `if i < x.shape[0]` and `ml.minimum(i, n - 1)`: the upper bound,
+  which leaves the read at -1."""
+  spec = [S((256,), F32)]
+  e = expect(scalar_left, spec, mg.IndexOutOfBoundsError, "x[i - 1]", "x[-1] is read, outside x's shape (256,)")
+  assert e.hint == ("guard the read (if i - 1 >= 0:) or clamp its index, x[ml.maximum(i - 1, 0)]"
+                    " (ml.where(i - 1 >= 0, ..., 0.0) to read 0 there)")
+  e = expect(scalar_right, [S((16,), F32)], mg.IndexOutOfBoundsError, "x[i + 1]",
+             "x[16] is read, outside x's shape (16,)")
+  assert e.hint == ("guard the read (if i + 1 < x.shape[0]:) or clamp its index, x[ml.minimum(i + 1, x.shape[0] - 1)]"
+                    " (ml.where(i + 1 < x.shape[0], ..., 0.0) to read 0 there), or pass a longer x")
+  e = expect(scalar_rows, [S((4, 16), F32)], mg.IndexOutOfBoundsError, "x[r, j + 1]",
+             "x[0, 16] is read in program (0, 0, 0), outside x's shape (4, 16)")
+  assert e.hint.startswith("guard the read (if j + 1 < x.shape[1]:) or clamp its index,"
+                           " x[r, ml.minimum(j + 1, x.shape[1] - 1)]"), e.hint
+  x = np.random.default_rng(6).standard_normal(256).astype(np.float32)
+  y = scalar_left_hinted(jnp.asarray(x), interpret=True)
+  np.testing.assert_allclose(np.asarray(y), x + np.concatenate([[0], x[:-1]]), rtol=1e-6)
+  assert "mosaic_gpu" in str(_export(scalar_left_hinted, *spec))
