@@ -432,7 +432,17 @@ _DOT = ("use ml.dot(a_s, b_s, acc): it takes SMEM buffers (and A from registers)
 _TAKE = ("index the GMEM ref with a tensor of indices: t[ids, :] gathers rows, t[:, ids] columns"
          " (as jnp indexes; `ml.atomic_add(out.at[ids, :], rows)` scatters)")
 _ASTYPE = "convert with x.astype(dtype) (or ml.cast(x, dtype)); values in a kernel are arrays already"
-ARRAY_CALLS = {"dot": _DOT, "matmul": _DOT, "einsum": _DOT, "dot_general": _DOT, "take": _TAKE, "take_along_axis": _ALONG.replace("no ml.take_along_axis: ", ""),
+_SHIFT = ("read the neighbours from memory at shifted windows, masked at the edges: with j = s - 1 + ml.arange(n),"
+          " x.at[ml.ds(s - 1, n)].load(mask=(j >= 0) & (j < x.shape[0]), other=0.0) is the window at s shifted by"
+          " one, 0 outside x (jnp.pad's zeros); for jnp.roll's wrap-around, gather at wrapped indices,"
+          " x[(s + ml.arange(n) - 1) % x.shape[0]]")
+_TAPS = ("sum the taps over shifted windows: for k in ml.static_range(K): acc = acc + w[k] * x.at[ml.ds(s + k - K // 2,"
+         " n)].load(mask=(s + k - K // 2 + ml.arange(n) >= 0) & (s + k - K // 2 + ml.arange(n) < x.shape[0]),"
+         " other=0.0) (jnp.convolve's mode='same' takes the taps reversed, w[K - 1 - k])")
+ARRAY_CALLS = {"roll": _SHIFT, "pad": _SHIFT, "convolve": _TAPS, "correlate": _TAPS,
+               "histogram": "no histogram: ml.atomic_add(counts.at[bins], 1) into a zeroed output (one updated only"
+                            " by atomics starts at 0), bins computed from the values",
+               "dot": _DOT, "matmul": _DOT, "einsum": _DOT, "dot_general": _DOT, "take": _TAKE, "take_along_axis": _ALONG.replace("no ml.take_along_axis: ", ""),
                "bitcast_convert_type": "use ml.bitcast(x, dtype): the same bits, another dtype of the same width",
                "convert_element_type": _ASTYPE, "asarray": _ASTYPE,
                "debug_print": "write print(...): print(f\"x={x}\") or print(\"x\", x) prints register values in interpret"

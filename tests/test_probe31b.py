@@ -361,3 +361,43 @@ def test_a_scalar_read_before_the_start_hints_the_lower_bound():
   y = scalar_left_hinted(jnp.asarray(x), interpret=True)
   np.testing.assert_allclose(np.asarray(y), x + np.concatenate([[0], x[:-1]]), rtol=1e-6)
   assert "mosaic_gpu" in str(_export(scalar_left_hinted, *spec))
+
+
+# ---------------------------------------------------------------- jnp.roll, jnp.pad, jnp.convolve in a stencil
+@mg.mgpu_kernel(out_shape=lambda x, *, fn: x)
+def jnp_stencil(x, out, *, fn: ml.constexpr):
+  v = x[...]
+  if fn == "roll":
+    out[...] = 0.5 * (jnp.roll(v, 1) + jnp.roll(v, -1))
+  elif fn == "pad":
+    p = jnp.pad(v, 1)
+    out[...] = p[:-2] + p[2:]
+  else:
+    out[...] = jnp.convolve(v, v, mode="same")
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (ml.cdiv(x.shape[0], 128),))
+def stencil_as_hinted(x, out):
+  s = ml.program_id(0) * 128
+  n = 128
+  j = s - 1 + ml.arange(n)
+  left = x.at[ml.ds(s - 1, n)].load(mask=(j >= 0) & (j < x.shape[0]), other=0.0)
+  j = s + 1 + ml.arange(n)
+  right = x.at[ml.ds(s + 1, n)].load(mask=(j >= 0) & (j < x.shape[0]), other=0.0)
+  wrapped = x[(s + ml.arange(n) - 1) % x.shape[0]]
+  out.at[ml.ds(s, n)].store(left + right + wrapped, mask=s + ml.arange(n) < x.shape[0])
+
+
+def test_jnp_shifts_in_a_kernel_hint_shifted_windows_and_wrapped_gathers():
+  """jnp.roll, jnp.pad and jnp.convolve were hinted "kernels call ml.* functions on register
+  values", none of which shifts a tile."""
+  for fn, name in (("roll", "roll"), ("pad", "pad"), ("convolve", "convolve")):
+    e = expect(jnp_stencil, [S((256,), F32)], mg.KernelTypeError, f"jnp.{name}(",
+               f"{name} cannot take a register tensor inside a kernel", fn=fn)
+    assert e.hint.startswith("sum the taps over shifted windows" if fn == "convolve"
+                             else "read the neighbours from memory at shifted windows"), e.hint
+  x = np.random.default_rng(7).standard_normal(1000).astype(np.float32)
+  p = np.pad(x, 1)
+  np.testing.assert_allclose(np.asarray(stencil_as_hinted(jnp.asarray(x), interpret=True)),
+                             p[:-2] + p[2:] + np.roll(x, 1), rtol=1e-6)
+  assert "mosaic_gpu" in str(_export(stencil_as_hinted, S((1000,), F32)))
