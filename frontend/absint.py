@@ -6,7 +6,8 @@ IR for every program at once (each scalar is a numpy array over the grid), walks
 iteration by iteration within a budget, and hands each memory access, in program order,
 to a visitor with the window it touches in every program and two masks: the programs
 that certainly run it (`must`) and those that may (`may`). What it cannot know (data,
-loops past the budget, floats) is UNKNOWN; a branch on an unknown condition runs both
+loops past the budget, floats) is UNKNOWN (a loop past the budget is walked exactly on its
+first and last trips, what it carries unknown on the last, and summarised between); a branch on an unknown condition runs both
 sides as "may". Checks built on it (frontend/checks.py) report a mistake only where
 every program it names really makes it, so they never reject a valid kernel.
 
@@ -216,6 +217,18 @@ class GridEval:
       self.set(a, UNKNOWN)
     self.block(o.body, np.zeros_like(must), may)
     self.exact = saved
+    if trips is not None and trips > 1 and size <= self.budget:
+      # and the last iteration exactly, with what the loop carries unknown: an access whose window
+      # follows from the index and the program ids (x[i + 1] at the last i) is proven there too
+      last = start + np.maximum(n - 1, 0) * step
+      self.env[iv.id] = last
+      for a in args:
+        self.set(a, UNKNOWN)
+      self.trips.append((iv, last))
+      try:
+        self.block(o.body, must & (n > 1), may & (n > 1))
+      finally:
+        self.trips.pop()
     for r in o.results:
       self.set(r, UNKNOWN)
 

@@ -401,3 +401,29 @@ def test_jnp_shifts_in_a_kernel_hint_shifted_windows_and_wrapped_gathers():
   np.testing.assert_allclose(np.asarray(stencil_as_hinted(jnp.asarray(x), interpret=True)),
                              p[:-2] + p[2:] + np.roll(x, 1), rtol=1e-6)
   assert "mosaic_gpu" in str(_export(stencil_as_hinted, S((1000,), F32)))
+
+
+# ---------------------------------------------------------------- the last trip of a long loop
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def forward_difference(x, out):
+  for i in range(x.shape[0]):
+    out[i] = x[i + 1] - x[i]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 8,))
+def row_shift(x, out):
+  r = ml.program_id(0) * 8
+  for c in range(x.shape[1] // 128):
+    out.at[ml.ds(r, 8), ml.ds(c * 128, 128)][...] = x.at[ml.ds(r, 8), ml.ds(c * 128 + 1, 128)][...]
+
+
+def test_a_read_past_the_end_on_a_long_loops_last_trip_is_found_while_compiling():
+  """Past the evaluation budget only a loop's first trip was evaluated exactly: x[i + 1] at the last
+  i (and a window one column past the end on the last trip) compiled and exported, read past the
+  array on the GPU, and only interpret mode said so."""
+  expect(forward_difference, [S((256,), F32)], mg.IndexOutOfBoundsError, "x[i + 1]",
+         "x[256] is read, outside x's shape (256,)")
+  e = expect(row_shift, [S((64, 8192), F32)], mg.IndexOutOfBoundsError, "x.at[ml.ds(r, 8), ml.ds(c * 128 + 1, 128)][...]",
+             "this register read touches x[0:8, 8065:8193] in program (0, 0, 0) when c = 63, outside x's shape"
+             " (64, 8192)")
+  assert e.hint
