@@ -8,7 +8,7 @@ import ast
 from . import hw
 from . import ir
 from .dtypes import DType
-from .types import Layout, RefType, Space
+from .types import Layout, RefType, Space, TensorType
 from .loc import call_at
 from .ops.memory import View, root_in
 
@@ -360,19 +360,24 @@ def row_wise_hint(bad, dtypes, red, defs, tiles) -> str:
 
 
 def _arange_columns(defs, v, n) -> bool:
-  """Whether the n columns of the tile `v` come from an ml.arange(n) (an index grid, a one-hot of
-  ids against the experts), through pure register ops."""
-  todo, seen = [v], set()
+  """Whether the n columns of the tile `v` come from an ml.arange(n) alone (an index grid, a one-hot
+  of ids against the experts), through register ops: operands that supply the columns (whose last
+  axis is n) are followed; a vector broadcast along them (ids[:, None]) is not. Columns read from a
+  ref (a loaded tile, sorted or not) or made in a loop are not an index grid's."""
+  todo, seen, found = [v], set(), False
   while todo:
     o = defs.get(todo.pop().id)
-    if o is None or id(o) in seen or o.regions:
+    if o is None or id(o) in seen:
       continue
     seen.add(id(o))
     if type(o).__name__ == "Arange" and o.results[0].type.shape[o.dim] == n:
-      return True
-    if ir.traits_of(o).pure:
-      todo += [x for x in o.operands() if isinstance(x, ir.Value) and getattr(x.type, "shape", None)]
-  return False
+      found = True
+      continue
+    if o.regions or isinstance(getattr(o, "ref", None), ir.Value):
+      return False                              # read from a ref, or made in a loop
+    todo += [x for x in o.operands() if isinstance(x, ir.Value) and isinstance(x.type, TensorType)
+             and x.type.shape and x.type.shape[-1] == n]
+  return found
 
 
 def _plain_window(defs, v):

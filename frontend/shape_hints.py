@@ -65,8 +65,7 @@ def _roll(x, shift, axis, shape):
   s, rank = _lit(shift), len(shape) if shape is not None else None
   axes = _axes(_lit(axis), rank) if rank else None
   if not isinstance(s, int) or axes is None or len(axes) != 1 or rank > 2:
-    return ("no roll of a register tensor: read it rolled from the ref it came from, a gather whose indices"
-            " along the axis are (ml.arange(n) - shift) % n")
+    return None                       # the caller's general hint: shifted windows, wrapped gathers
   (a,), n = axes, shape[axes[0]]
   idx = f"(ml.arange({n}) - {s % n}) % {n}"
   where = f"[:, {idx}]" if a == 1 else f"[{idx}, :]" if rank == 2 else f"[{idx}]"

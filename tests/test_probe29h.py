@@ -109,8 +109,9 @@ def test_one_element_per_row_of_a_register_tile_is_hinted_as_a_one_hot_select():
          " tensors",
          hint="to take one element per row (row r's column tg[r]), select it with a one-hot mask and sum the rows:"
               " ml.sum(ml.where(ml.arange(256)[None, :] == tg[:, None], ls, 0), axis=1); or gather from the array"
-              " the values came from, or store the tensor into an ml.smem buffer and read the elements you need with"
-              " integer indices")
+              " the values came from (x[ids] of an input); for computed values, give the kernel one more output as"
+              " scratch, write them there and gather from it: scratch[...] = ls, then scratch[ids] (the compiler"
+              " syncs the threads between; with several programs, each its own row of it)")
   e = expect(nll_take_along_axis, specs, mg.UnknownNameError, "ml.take_along_axis",
              "ml has no attribute 'take_along_axis'")
   assert "ml.sum(ml.where(ml.arange(t.shape[1])[None, :] == ids[:, None], t, 0), axis=1)" in e.hint
