@@ -7,7 +7,9 @@ Each form runs in a process of its own (barriers.CONVERGENT set before anything 
 producer_regs.py's kernels (the attention forward at head_dim 64 and 128, full and causal; the
 float16 matmul at 4096x8192x4096; the float8 one at 8192^3) and the attention backward at head_dim
 128 (full and causal). Each is checked against a jnp reference first. Figures: TFLOP/s by kernel
-time (CUPTI, median of 20), wall ms beside it.
+time (CUPTI, median of 20), wall ms beside it. The backward's figure times the whole jitted vjp (the
+forward it recomputes included) and counts 2.5 forwards' FLOPs: compare the two forms with each
+other, not with benchmarks/attention.py's backward figures.
 """
 import json
 import os
