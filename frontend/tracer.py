@@ -16,18 +16,17 @@ import astor
 
 from . import errors as E
 from .builder import Builder, Call
-from .calls import _DEBUG, PY_BUILTINS, Calls, _Method, _Texts
+from .calls import _DEBUG, PY_BUILTINS, Calls, _Texts
 from .containers import Containers
 from .dtypes import DType
 from .env import POISON, PoisonedUse, Unbound, assigned_names
 from . import missing
-from .missing import missing_hint
-from .ops import METHODS, REF_METHODS, elementwise as ew, gather, memory, shape, transfers
-from .ops.base import is_tensor, is_value, kind_of, static_number, typed_number, value_words
-from .ops.index_hints import check_tensor_steps
+from .ops import elementwise as ew
+from .ops.base import is_value, kind_of, static_number, typed_number, value_words
 from .ops.power import power
-from .assign import DICTS_FIXED, SCATTER_HINT, Assignments, At, holds_value, is_whole
+from .assign import Assignments, holds_value
 from .source import QUOTE_DEPTH, Source, nests_deeper
+from .subscripts import Subscripts
 from .types import RefType, ScalarType, resolve
 
 _BINOPS = {ast.Add: ew.BinOp.ADD, ast.Sub: ew.BinOp.SUB, ast.Mult: ew.BinOp.MUL,
@@ -55,10 +54,9 @@ _NICE = {"While": "a while loop", "With": "a with statement", "Try": "try/except
          "Await": "await", "NamedExpr": "the := operator", "Break": "break",
          "Continue": "continue", "ClassDef": "a class definition",
          "Match": "match"}
-_LIST_METHODS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse"})
 
 
-class Tracer(Assignments, Calls, Containers, ast.NodeVisitor):
+class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
   def __init__(self, source: Source, scope: dict, builder: Builder):
     self.src = source
     self.scope = scope          # globals + closure of the kernel function
@@ -416,226 +414,6 @@ class Tracer(Assignments, Calls, Containers, ast.NodeVisitor):
     buf = f"{v.name} = " if isinstance(v.type, RefType) and v.name and v.name.isidentifier() else ""
     return (f"give the buffer, when you make it, the dtype of the data it will hold: {buf}ml.smem({shape},"
             f" {dtype})")
-
-  def eval_Attribute(self, node):
-    call = self.call_node if self.call_node is not None and self.call_node.func is node else None
-    base = self.eval(node.value)
-    attr = node.attr
-    if isinstance(base, gather.IndexedRef):
-      hint = SCATTER_HINT
-      if attr in ("load", "store"):     # Triton's x_ptr + offs: a window is what moves a run of elements
-        ref = base.ref.name or "x"
-        hint = (f"for a run of consecutive elements (Triton's ptr + offs, offs = start + tl.arange(n)), index"
-                f" with a window: {ref}.at[ml.ds(start, n)].{attr}(..., mask=...), masked where it runs past"
-                f" the end; for indices scattered at random, " + SCATTER_HINT[0].lower() + SCATTER_HINT[1:])
-      raise E.KernelTypeError(
-          f"{self.text(node.value)} is indexed by tensors: it has no .{attr}; it is read ([...], a"
-          f" gather) or updated atomically (a scatter)", self.loc(node), hint=hint)
-    if is_value(base):
-      t = base.type
-      if attr == "shape":
-        return t.shape
-      if attr == "ndim":
-        return len(t.shape)
-      if attr == "size":
-        n = 1
-        for d in t.shape:
-          n *= d
-        return n
-      if attr == "dtype":
-        d = resolve(t.dtype)
-        if not isinstance(d, DType):
-          raise E.DtypeInferenceError(
-              f"{base.name or 'this buffer'}'s dtype is not known yet at this point", self.loc(node),
-              hint=self._untyped_hint(base))
-        return d.np                         # numpy's dtype: == jnp.float32, .name, jnp.finfo all work
-      if attr == "at" and isinstance(t, RefType):
-        return At(base)
-      if attr == "T":
-        if isinstance(t, RefType):
-          return memory.transpose(self.cx(node), base, self.text(node))
-        return shape.transpose_tensor(self.cx(node), base, self.text(node))
-      if attr in METHODS and not isinstance(t, RefType):
-        return _Method(METHODS[attr], base)
-      if attr in REF_METHODS and isinstance(t, RefType):
-        return _Method(REF_METHODS[attr], base)
-      hint = self._method_hint(node, base, call)
-      raise E.KernelTypeError(
-          f"{kind_of(base)} has no attribute {attr!r}", self.loc(node),
-          hint=hint or "refs have .at, .load, .store, .T, .shape, .dtype; register values "
-               + ", ".join(f".{m}" for m in sorted(set(METHODS) | {"T", "shape", "dtype"}))
-               + (f" (for .{attr}, call ml.{attr}(x, ...))" if attr in ("argmax", "argmin", "cumsum", "sort", "argsort")
-                  else ""))
-    if isinstance(base, (tuple, list)) and attr in _LIST_METHODS:
-      raise E.KernelTypeError(
-          f"{self.text(node.value)}.{attr}: lists in a kernel are fixed once built (a loop carries them"
-          f" as values, and a change in place would happen once, while tracing), so they have no .{attr}",
-          self.loc(node),
-          hint=self._rebuild_outer(node, call) or
-          f"build it in one go: {self.text(node.value)} = [f(c) for c in ml.static_range(n)], or"
-          f" {self.text(node.value)} = {self.text(node.value)} + [value] in an ml.static_range loop")
-    if isinstance(base, dict) and attr in ("clear", "pop", "popitem", "update", "setdefault", "__setitem__",
-                                           "__delitem__"):
-      d = self.text(node.value)
-      raise E.KernelTypeError(
-          f"{d}.{attr}: {DICTS_FIXED}, so they have no .{attr}", self.loc(node),
-          hint=f"build a new one: {d} = {{**{d}, 'k': v}} to add or replace, {d} = {{k: v for k, v in"
-               f" {d}.items() if k != 'a'}} to drop")
-    try:
-      out = getattr(base, attr)
-    except AttributeError:
-      args = None if call is None else [self.text(a) for a in call.args] + [
-          f"{k.arg}={self.text(k.value)}" for k in call.keywords if k.arg]
-      raise E.UnknownNameError(f"{self.text(node.value)} has no attribute {attr!r}", self.loc(node),
-                               hint=missing_hint(base, attr, args, self.src.after(node))) from None
-    return static_number(out)        # jnp.finfo(x.dtype).min: a NumPy scalar, as a module constant is
-
-  def _rebuild_outer(self, node, call) -> str | None:
-    """`d['l'].append(v)`, `rows[1].append(v)`: the list is an entry of a dict or list, whose entries
-    cannot be assigned either, so the hint rebuilds the outer one (None when it is not so)."""
-    inner = node.value
-    if not (isinstance(inner, ast.Subscript) and isinstance(inner.value, ast.Name)):
-      return None
-    outer, p = self.env.get(inner.value.id), inner.value.id
-    args = call.args if call is not None else []
-    grown = (f"[{self.text(args[0])}]" if node.attr == "append" and len(args) == 1 else
-             f"list({self.text(args[0])})" if node.attr == "extend" and len(args) == 1 else "[value]")
-    new = f"{self.text(inner)} + {grown}"
-    if isinstance(outer, dict):
-      return f"build a new {p}: {p} = {{**{p}, {ast.unparse(inner.slice)}: {new}}}"
-    if isinstance(outer, (tuple, list)) and isinstance(inner.slice, ast.Constant) \
-        and isinstance(inner.slice.value, int) and 0 <= inner.slice.value < len(outer):
-      i = inner.slice.value
-      item = f"[{new}]" if isinstance(outer, list) else f"({new},)"
-      return f"build a new {p}: {p} = {p}[:{i}] + {item} + {p}[{i + 1}:]"
-    return None
-
-  def _method_hint(self, node, base, call):
-    """What to write for a Triton, torch or NumPy method (x.to, v.any, x.stride) `base` lacks."""
-    args = axis = bitcast = None
-    if call is not None:
-      args = [self.text(a) for a in call.args] + [f"{k.arg}={self.text(k.value)}" for k in call.keywords if k.arg]
-      kws = {k.arg: k.value for k in call.keywords}
-      bitcast = False if "bitcast" not in kws else None
-      try:
-        if "bitcast" in kws:
-          b = self.eval(kws["bitcast"])
-          bitcast = b if isinstance(b, bool) else None
-        ax = self.eval(kws["axis"]) if "axis" in kws else self.eval(call.args[0]) if call.args else None
-        axis = ax if isinstance(ax, int) and not isinstance(ax, bool) else None if ax is None else "?"
-      except E.KernelError:
-        pass
-      if node.attr == "to" and "bitcast" in kws:
-        args = [a for a in args if not a.startswith("bitcast=")]
-    t = base.type
-    d = resolve(t.dtype)
-    return missing.method_hint(node.attr, self.text(node.value), ref=isinstance(t, RefType), shape=t.shape,
-                               is_bool=d == DType.bool_, args=args, axis=axis, bitcast=bitcast)
-
-  def eval_index(self, node):
-    if isinstance(node, ast.Slice):
-      return slice(*(self.eval(x) if x is not None else None for x in (node.lower, node.upper, node.step)))
-    if isinstance(node, ast.Tuple):
-      return tuple(self.eval_index(e) for e in node.elts)
-    return self.eval(node)
-
-  @staticmethod
-  def _index_operands(node, index):
-    """(values, nodes): the run-time values of a subscript and the user's expressions for them
-    (slice bounds too), so messages quote `l[i] + 8`, not a name of the compiler's."""
-    values, nodes = [], []
-    pairs = zip(node.elts, index) if isinstance(node, ast.Tuple) and isinstance(index, tuple) \
-        and len(node.elts) == len(index) else [(node, index)]
-    for n, v in pairs:
-      if isinstance(n, ast.Slice) and isinstance(v, slice):
-        for part, x in ((n.lower, v.start), (n.upper, v.stop)):
-          if part is not None and is_value(x):
-            values.append(x)
-            nodes.append(part)
-      elif isinstance(v, memory.DSlice) and isinstance(n, ast.Call) and n.args and is_value(v.start):
-        values.append(v.start)            # ml.ds(p * 4, 128): its start as written
-        nodes.append(n.args[0])
-      elif is_value(v):
-        values.append(v)
-        nodes.append(n)
-    return values, nodes
-
-  def eval_Subscript(self, node):
-    base = self.eval(node.value)
-    index = self.eval_index(node.slice)
-    values, nodes = self._index_operands(node.slice, index)
-    if is_value(base):                      # (the base too: `(acc * 2)[:, 5]` in a hint, not a placeholder)
-      values, nodes = [base, *values], [node.value, *nodes]
-    cx, name = self.cx(node, values=values, operands=nodes), self.text(node)
-    cx.text = name                          # the user's subscript, for messages about it
-    if isinstance(base, At):
-      if gather.has_tensor_index(index):        # out.at[ids, :]: read it (a gather) or scatter into it
-        return gather.IndexedRef(base.ref, index)
-      return memory.view(cx, base.ref, index, name)
-    if isinstance(base, gather.IndexedRef):
-      if index is not Ellipsis:
-        raise E.KernelTypeError(
-            f"{self.text(node.value)} is indexed by tensors already: read it whole with [...]", cx.loc,
-            hint="put every index in one subscript: table.at[ids, ml.ds(0, 64)][...] or table[ids, 0:64]")
-      return gather.gather(cx, base.ref, base.index, name)
-    if is_value(base):
-      if isinstance(base.type, RefType):
-        if gather.has_tensor_index(index):        # table[ids, :]: NumPy's advanced indexing
-          return gather.gather(cx, base, index, name)
-        cx.access = "read"
-        view = base if is_whole(index) else memory.view(cx, base, index, name)
-        return transfers.load(cx, view, name)
-      if is_tensor(base):
-        check_tensor_steps(cx, base, index)
-        return shape.expand(cx, base, index)
-      name = base.name if (base.name or "").isidentifier() else None
-      self.unsupported(node, "indexing a scalar", hint=(
-          f"{name} is a scalar (as an ml.scalar parameter is: it has no elements): use it as {name},"
-          f" without an index" if name else
-          "a scalar has no elements to index: use it as it is"))
-    if holds_value(index):
-      from .ops.base import unroll_hint
-      vals = [i for i in (index if isinstance(index, tuple) else (index,)) if is_value(i)]
-      unroll = (lambda h: unroll_hint(cx.b, vals[0], h)) if vals else (lambda h: h)
-      bufs = isinstance(base, (list, tuple)) and base and all(
-          is_value(b) and isinstance(b.type, RefType) and str(b.type.space) == "SMEM" for b in base)
-      if bufs:       # double buffering by hand: one stacked buffer, indexed at run time
-        shp = base[0].type.shape
-        raise E.KernelTypeError(
-            f"cannot index {self.text(node.value)} (a Python {type(base).__name__} of SMEM buffers) with a"
-            f" runtime value", cx.loc,
-            hint=unroll(f"stack them in one buffer with a leading axis and take a window of it at run time:"
-                        f" buf = ml.smem(({len(base)}, {', '.join(map(str, shp))}), ...); buf.at[i % {len(base)}]"))
-      raise E.KernelTypeError(
-          f"cannot index {self.text(node.value)} ({kind_of(base)}) with a runtime value", cx.loc,
-          hint=unroll("index Python tuples with static ints (shapes, constexprs); select between register values"
-                      " with ml.where"))
-    try:
-      out = base[index]
-    except Exception as e:
-      raise self._index_error(cx, node, base, index, e) from None
-    return static_number(out)       # COEFFS[2] of a module's NumPy array: a NumPy scalar, as a constant is
-
-  def _index_error(self, cx, node, base, index, e) -> E.KernelError:
-    """`d['b']` of a key d lacks, `t[5]` past a tuple's end: say which keys or indices there are."""
-    name = self.text(node.value)
-    if isinstance(base, dict) and isinstance(e, KeyError):
-      keys = list(base)
-      if not keys:
-        return E.KernelTypeError(f"{index!r} is not a key of {name}: {name} is empty", cx.loc,
-                                 hint=f"read it with a default: {name}.get({index!r}, v)")
-      shown = ", ".join(map(repr, keys[:8])) + (", ..." if len(keys) > 8 else "")
-      return E.KernelTypeError(f"{index!r} is not a key of {name} (its keys: {shown})", cx.loc,
-                               hint=f"index it with one of its keys, {name}[{keys[0]!r}], or read it with a"
-                                    f" default: {name}.get({index!r}, v)")
-    if isinstance(base, (tuple, list)) and isinstance(e, IndexError) and isinstance(index, int):
-      n = len(base)
-      return E.KernelTypeError(
-          f"{name}[{index}] is out of range: {name} is empty" if not n else
-          f"{name}[{index}] is out of range: {name} has {n} item{'s' * (n != 1)}", cx.loc,
-          hint=f"index {name} from 0 to {n - 1} (or from -{n} to -1)" if n else
-          f"give {name} items before indexing it")
-    return E.KernelTypeError(f"cannot index {name}: {e}", cx.loc, hint="static values index as in Python")
 
   def python(self, node, fn, *args):
     """fn(*args) on static values, as Python computes it: what Python raises (-x.shape, a tuple > 0)
