@@ -568,3 +568,26 @@ def test_a_break_ends_a_persistent_loop_whose_stride_is_the_grid():
   want = np.where(np.arange(256) < 3 * 64, np.arange(256) + 1.0, 0.0)
   np.testing.assert_array_equal(persistent_until(x, jnp.array([3], I32), interpret=True), want)
   builds(persistent_until, S((256,), F32), S((1,), I32))
+
+
+# ---------------------------------------------------------------- the new loops on the GPU
+@pytest.mark.gpu
+def test_gpu_breaks_continues_and_loop_else_match_interpret_mode():
+  """A for with a break lowers to a while on a flag, a continue to the if's other path: the GPU
+  computes what interpret mode does (written after the merge; not yet run on the H200)."""
+  rng = np.random.default_rng(11)
+  x = rng.standard_normal(256).astype(np.float32)
+  x[:9] = -1.0
+  m = rng.standard_normal((16, 64)).astype(np.float32) - 1.5
+  m[3] = -1.0
+  lin = np.linspace(0.0, 1.0, 256, dtype=np.float32)
+  cases = [(first_positive, (x,)), (first_positive, (-np.abs(x),)), (first_positive_index, (x,)),
+           (first_positive_per_row, (m,)), (scan_until, (x, np.array([100], np.int32))),
+           (count_below, (np.zeros(256, np.float32),)), (python_condition, (x,)), (sum_positive, (x,)),
+           (first_above_or_minus_one, (lin, np.array([0.5], np.float32))),
+           (first_above_or_minus_one, (lin, np.array([2.0], np.float32))),
+           (while_else, (lin, np.array([0.5], np.float32))), (while_else, (lin, np.array([2.0], np.float32)))]
+  for kernel, args in cases:
+    args = [jnp.asarray(a) for a in args]
+    np.testing.assert_allclose(np.asarray(kernel(*args)), np.asarray(kernel(*args, interpret=True)), rtol=1e-5,
+                               err_msg=kernel.__name__ if hasattr(kernel, "__name__") else str(kernel))
