@@ -298,7 +298,7 @@ class Memory:
     return None
 
   def where_read_hint(self, o) -> str | None:
-    from .interpret_hints import users, where_read_hint
+    from ..frontend.select_hints import users, where_read_hint
     if getattr(self, "_users", None) is None:
       self._users = users(self.kernel)
     return where_read_hint(self._users, o)

@@ -1,11 +1,14 @@
-"""Hints of interpret mode's run-time errors that look at how the failing op's result is used."""
+"""Hints of interpret mode's run-time errors that look at how the failing op's result is used (a read
+outside its buffer that is a side of an ml.where). Frontend knowledge: the typed IR and the user's
+call text (loc.call_at); the interpreter (lowering/interpret_memory.py) asks for them."""
 from __future__ import annotations
 
 import ast
 
-from ..frontend import ir
-from ..frontend.ops.elementwise import Where
-from ..frontend.types import TensorType
+from . import ir
+from .loc import call_at
+from .ops.elementwise import Where
+from .types import TensorType
 
 _STEPS = 4      # pure ops between the read and the select (a cast, an arithmetic op)
 
@@ -43,16 +46,9 @@ def where_read_hint(used, o) -> str | None:
   w = _select_of(used, o)
   if w is None:
     return None
-  loc = w.loc
-  line = loc.source_line or ""
-  call = None
-  if loc.end_lineno == loc.lineno and loc.end_col_offset:
-    try:
-      call = ast.parse(line[loc.col_offset:loc.end_col_offset].strip(), mode="eval").body
-    except SyntaxError:
-      call = None
+  call = call_at(w.loc)
   tensor = isinstance(w.cond.type, TensorType)
-  if isinstance(call, ast.Call) and len(call.args) == 3:
+  if call is not None and len(call.args) == 3:
     c, a, b = (ast.unparse(x) for x in call.args)
     if tensor:
       ref = a[:-len("[...]")] if a.endswith("[...]") else "x.at[...]"
