@@ -9,6 +9,7 @@ import pytest
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 from locate import builds, expect, where
+from test_probe29e import walrus_in_a_runtime_while   # the same while, interpreted there
 
 S = jax.ShapeDtypeStruct
 F32 = jnp.float32
@@ -529,16 +530,6 @@ def segment_sums_walrus(off, x, out):
       break
 
 
-@mg.mgpu_kernel(out_shape=lambda n, x: x)
-def count_down_walrus(n, x, out):
-  i = 0
-  acc = x[...]
-  while (k := n[i]) > 2:
-    acc = acc + k.astype(F32)
-    i += 1
-  out[...] = acc
-
-
 def test_a_walrus_in_a_runtime_while_condition_binds_for_the_body():
   """Was MG001 ("the := operator in a run-time while condition is not supported")."""
   off = np.array([0, 3, 3, 10, 16], np.int32)
@@ -546,8 +537,8 @@ def test_a_walrus_in_a_runtime_while_condition_binds_for_the_body():
   np.testing.assert_array_equal(segment_sums_walrus(jnp.asarray(off), jnp.asarray(x), interpret=True),
                                 [x[a:b].sum() for a, b in zip(off[:-1], off[1:])])
   v = jnp.arange(128, dtype=F32)
-  np.testing.assert_array_equal(count_down_walrus(jnp.array([5, 4, 1, 9], I32), v, interpret=True), v + 5 + 4)
-  builds(count_down_walrus, S((4,), I32), S((128,), F32))
+  np.testing.assert_array_equal(walrus_in_a_runtime_while(jnp.array([5, 4, 1, 9], I32), v, interpret=True), v + 5 + 4)
+  builds(walrus_in_a_runtime_while, S((4,), I32), S((128,), F32))
 
 
 # ---------------------------------------------------------------- a break in a persistent loop
