@@ -14,7 +14,7 @@ from typing import Any, Callable, NamedTuple
 import numpy as np
 
 from . import cache as C
-from . import calling
+from . import calling, grid_hints
 from .triton_names import in_user_alias
 from . import deps as D
 from . import dump
@@ -75,7 +75,7 @@ def _as_tuple3(x, what, loc, computed=True, fn=None):
                    if runtime else
                    "the grid callable gave no programs along an axis for these inputs (fewer rows than one"
                    " program's tile, with //): round up,"
-                   f" {calling.rounded_up_grid(loc, x, fn) if fn else 'grid=lambda x: (ml.cdiv(x.shape[0], 128),)'},"
+                   f" {grid_hints.rounded_up_grid(loc, x, fn) if fn else 'grid=lambda x: (ml.cdiv(x.shape[0], 128),)'},"
                    " and mask the last tile's accesses (or pad the input)" if zero and computed else
                    "a grid has at least one program along each axis: grid=(1,), or a callable that computes it"
                    " from the inputs, grid=lambda x: (ml.cdiv(x.shape[0], 128),)" if zero else
@@ -329,7 +329,7 @@ class KernelFunction:
                       f" {calling.describe(args[empty[0]])}); a launch needs at least one program, and with"
                       f" none this call's non-empty outputs would be neither written nor zeroed"),
           at("grid"), hint="launch at least one program, whose masked loads then read nothing (outputs updated"
-                           f" only by atomics start at 0): {calling.one_program_grid(at('grid'), grid, self.grid)}; or fill the"
+                           f" only by atomics start at 0): {grid_hints.one_program_grid(at('grid'), grid, self.grid)}; or fill the"
                            " outputs outside the kernel for an empty batch (a call whose outputs are all empty"
                            " returns them without a launch)")
     grid = _as_tuple3(grid, "grid", at("grid"), computed=callable(self.grid),

@@ -58,7 +58,7 @@ def module_getattr(module):
 def _lambda_of(loc, fn) -> ast.Lambda | None:
   """The callable's source as an ast.Lambda: from the decorator's argument where it is one line,
   else from the callable's own source."""
-  from .calling import callable_texts
+  from .grid_hints import callable_texts
   for text in callable_texts(loc, fn):
     for t in (text, text.rstrip().rstrip(",)")):
       try:
