@@ -5,19 +5,11 @@ last axis is `b_s.T`; `preferred_element_type=` is kept, ml.dot takes it), and w
 is not in SMEM, how to stage it there (b is always read from SMEM, a from SMEM or registers)."""
 from __future__ import annotations
 
-import ast
-
 from .dtypes import DType
+from .shape_hints import literal
 from .types import RefType, Space, resolve
 
 _DOTS = ("dot", "matmul", "dot_general", "einsum")
-
-
-def _literal(text: str):
-  try:
-    return ast.literal_eval(text.strip())
-  except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-    return None
 
 
 def _contractions(name, pos, kw):
@@ -25,7 +17,7 @@ def _contractions(name, pos, kw):
   if name in ("dot", "matmul"):
     return 1, 0
   if name == "dot_general":
-    dims = _literal(kw.get("dimension_numbers", pos[2] if len(pos) > 2 else ""))
+    dims = literal(kw.get("dimension_numbers", pos[2] if len(pos) > 2 else ""))
     try:
       (ca, cb), (ba, bb) = dims
       if len(ca) == len(cb) == 1 and not ba and not bb and ca[0] in (0, 1, -1, -2) and cb[0] in (0, 1, -1, -2):
@@ -33,7 +25,7 @@ def _contractions(name, pos, kw):
     except (TypeError, ValueError):
       return None
     return None
-  spec = _literal(pos[0]) if pos else None
+  spec = literal(pos[0]) if pos else None
   if not isinstance(spec, str) or "->" not in spec:
     return None
   ins, out = spec.replace(" ", "").split("->")

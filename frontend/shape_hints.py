@@ -7,7 +7,8 @@ from __future__ import annotations
 import ast
 
 
-def _lit(text):
+def literal(text):
+  """The Python literal an argument's text spells (`(0, 2)`, `-1`), else None."""
   try:
     return ast.literal_eval(text.strip()) if text is not None else None
   except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
@@ -31,7 +32,7 @@ def _index(marks):
 
 
 def _expand(x, axis, rank):
-  axes = _axes(_lit(axis), rank + 1)
+  axes = _axes(literal(axis), rank + 1)
   if axes is None:
     return None
   marks, it = [], iter([":"] * rank)
@@ -43,7 +44,7 @@ def _expand(x, axis, rank):
 def _squeeze(x, axis, shape):
   if shape is None:
     return None
-  axes = tuple(i for i, n in enumerate(shape) if n == 1) if axis is None else _axes(_lit(axis), len(shape))
+  axes = tuple(i for i, n in enumerate(shape) if n == 1) if axis is None else _axes(literal(axis), len(shape))
   if axes is None:
     return None
   rest = tuple(n for i, n in enumerate(shape) if i not in axes)
@@ -62,8 +63,8 @@ def _band(x, k, shape, upper):
 
 
 def _roll(x, shift, axis, shape):
-  s, rank = _lit(shift), len(shape) if shape is not None else None
-  axes = _axes(_lit(axis), rank) if rank else None
+  s, rank = literal(shift), len(shape) if shape is not None else None
+  axes = _axes(literal(axis), rank) if rank else None
   if not isinstance(s, int) or axes is None or len(axes) != 1 or rank > 2:
     return None                       # the caller's general hint: shifted windows, wrapped gathers
   (a,), n = axes, shape[axes[0]]
@@ -74,7 +75,7 @@ def _roll(x, shift, axis, shape):
 
 
 def _slice(x, start, limit, shape):
-  lo, hi = _lit(start), _lit(limit)
+  lo, hi = literal(start), literal(limit)
   if not (isinstance(lo, tuple) and isinstance(hi, tuple) and len(lo) == len(hi)):
     return None
   return f"write {x}{_index([f'{a}:{b}' for a, b in zip(lo, hi)])} (a static window of a register tensor)"
@@ -86,7 +87,7 @@ def _dynamic(x, starts, sizes):
     st = [ast.unparse(x) for x in e.elts] if isinstance(e, (ast.Tuple, ast.List)) else []
   except SyntaxError:
     st = []
-  sz = _lit(sizes)
+  sz = literal(sizes)
   if not isinstance(sz, tuple) or len(st) != len(sz):
     return ("a register tensor is not sliced at run time: read that window from the ref, "
             "ref.at[ml.ds(start, size), ...][...] (or mask a load with other=)")
@@ -126,7 +127,7 @@ def shape_call_hint(name, pos, kw, shape) -> str | None:
   if name == "norm" and not kw.get("ord"):
     axis = kw.get("axis", pos[2] if len(pos) > 2 else None)
     return f"write ml.sqrt(ml.sum({x} * {x}{f', axis={axis.strip()}' if axis else ''}))"
-  reps = _lit(_arg(pos, kw, 1, "reps" if name == "tile" else "repeats"))
+  reps = literal(_arg(pos, kw, 1, "reps" if name == "tile" else "repeats"))
   if name == "tile" and rank == 1 and isinstance(reps, int) and reps > 1:
     return f"write ml.concatenate([{', '.join([x] * reps)}], axis=0)"
   if name == "repeat" and rank == 1 and isinstance(reps, int) and reps > 1:
@@ -183,7 +184,7 @@ def static_array_hint(name, text) -> str | None:
     if shape is None or value is None:
       return None
     if dtype is None:       # jnp's default: float32, or the fill value's kind
-      v = _lit(value)
+      v = literal(value)
       dtype = "jnp.int32" if name == "full" and isinstance(v, int) and not isinstance(v, bool) else "jnp.float32"
     return f"ml.zeros({shape}, {dtype})" if value == "0" and name != "full" else f"ml.full({shape}, {value}, {dtype})"
   if name == "arange" and not kw and 1 <= len(pos) <= 2:
@@ -192,7 +193,7 @@ def static_array_hint(name, text) -> str | None:
     cast = "" if _int32(pos[0]) else f".astype({pos[0]})"
     return f"ml.arange({pos[1]}){cast}"
   if name == "broadcasted_iota" and len(pos) == 3:
-    shape, dim = _lit(pos[1]), _lit(pos[2])
+    shape, dim = literal(pos[1]), literal(pos[2])
     if not (isinstance(shape, tuple) and len(shape) == 2 and dim in (0, 1, -1, -2)):
       return None
     m, n = shape
