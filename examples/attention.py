@@ -17,7 +17,8 @@ output accumulator) in registers:
     acc = acc * alpha + p @ v     P straight from registers into the tensor cores
 
 Causal programs stop at the diagonal (a runtime trip count) and mask only the blocks
-that cross it. `forward_overlap` (an option, slower on the H200) reorders the loop as
+that cross it. The forward takes any number of keys: where `bkv` does not divide them, the
+last block is partial (TMA reads zeros past the end) and its missing keys are masked. `forward_overlap` (an option, slower on the H200) reorders the loop as
 FlashAttention-3 does: each step issues q @ k.T of its block and p @ v of the previous one,
 and runs the softmax while p @ v runs.
 
@@ -85,6 +86,30 @@ def store_lse(lse, value, b, h, i, bq):
     lse.at[b, h, ml.ds(i * bq, bq)][...] = value
 
 
+@ml.inline
+def kv_blocks(q, k, i, bq, bkv, causal):
+  """How many key blocks program i's query rows see: all of them (the last may be partial), or with
+  `causal` those up to the diagonal."""
+  n = ml.cdiv(k.shape[1], bkv)
+  if causal:
+    last = ((i + 1) * bq + bkv - 1) // bkv   # blocks up to the diagonal
+    if q.shape[1] % bq or k.shape[1] % bkv:
+      last = ml.minimum(last, n)             # the partial last query tile
+    n = last
+  return n
+
+
+@ml.inline
+def mask_kv_tail(s, j, bkv, skv):
+  """Block j's scores of keys past the sequence's end (TMA read them as zeros) at -inf: only the
+  last block, and only when the block does not divide the keys."""
+  if skv % bkv:
+    if (j + 1) * bkv > skv:
+      cols = j * bkv + ml.arange(bkv)[None, :]
+      s = ml.where(cols < skv, s, NEG_INF)
+  return s
+
+
 def forward_kernel(q, k, v, o, lse, *, bq: ml.constexpr, bkv: ml.constexpr, stages: ml.constexpr,
                    causal: ml.constexpr, scale: ml.constexpr, ws: ml.constexpr = False,
                    pingpong: ml.constexpr = False, lpt: ml.constexpr = False):
@@ -100,11 +125,7 @@ def forward_kernel(q, k, v, o, lse, *, bq: ml.constexpr, bkv: ml.constexpr, stag
   m = ml.full((bq,), NEG_INF, jnp.float32)   # running row max of s * c
   l = ml.zeros((bq,), jnp.float32)           # running row sum of 2 ** (s * c - m)
   acc = ml.zeros((bq, d), jnp.float32)
-  n = k.shape[1] // bkv
-  if causal:
-    n = ((i + 1) * bq + bkv - 1) // bkv      # blocks up to the diagonal
-    if q.shape[1] % bq:
-      n = ml.minimum(n, k.shape[1] // bkv)   # the partial last query tile
+  n = kv_blocks(q, k, i, bq, bkv, causal)
   for j in ml.range(n, stages=stages, warp_specialize=ws, pingpong=pingpong):
     ml.copy(k.at[b, ml.ds(j * bkv, bkv), hk, :], k_s)
     ml.copy(v.at[b, ml.ds(j * bkv, bkv), hk, :], v_s)
@@ -114,6 +135,8 @@ def forward_kernel(q, k, v, o, lse, *, bq: ml.constexpr, bkv: ml.constexpr, stag
         rows = i * bq + ml.arange(bq)[:, None]
         cols = j * bkv + ml.arange(bkv)[None, :]
         s = ml.where(cols <= rows, s, NEG_INF)
+    else:
+      s = mask_kv_tail(s, j, bkv, k.shape[1])
     m_new = ml.maximum(m, ml.max(s, axis=1) * c)
     alpha = ml.exp2(m - m_new, approx=True)
     p = ml.exp2(s * c - m_new[:, None], approx=True)
@@ -152,11 +175,7 @@ def forward_overlap_kernel(q, k, v, o, lse, *, bq: ml.constexpr, bkv: ml.constex
   acc = ml.zeros((bq, d), jnp.float32)
   p = ml.zeros((bq, bkv), q.dtype)
   alpha = ml.full((bq,), 1.0, jnp.float32)
-  n = k.shape[1] // bkv
-  if causal:
-    n = ((i + 1) * bq + bkv - 1) // bkv
-    if q.shape[1] % bq:
-      n = ml.minimum(n, k.shape[1] // bkv)
+  n = kv_blocks(q, k, i, bq, bkv, causal)
   for t in ml.range(n + 1, stages=stages, warp_specialize=ws, pingpong=pingpong):
     ml.copy(k.at[b, ml.ds(ml.minimum(t, n - 1) * bkv, bkv), hk, :], k_s)
     ml.copy(v.at[b, ml.ds(ml.maximum(t - 1, 0) * bkv, bkv), hk, :], v_s)
@@ -167,6 +186,8 @@ def forward_overlap_kernel(q, k, v, o, lse, *, bq: ml.constexpr, bkv: ml.constex
         rows = i * bq + ml.arange(bq)[:, None]
         cols = t * bkv + ml.arange(bkv)[None, :]
         s = ml.where(cols <= rows, s, NEG_INF)
+    else:
+      s = mask_kv_tail(s, t, bkv, k.shape[1])
     kill = ml.where(t < n, 0.0, -1e30)       # step n: no block
     m_new = ml.maximum(m, ml.max(s, axis=1) * c + kill)
     alpha = ml.exp2(m - m_new, approx=True)
@@ -490,8 +511,6 @@ def _check(q, k, v, causal, config):
   if (config.bq % 128 and config.bq != 192) or config.dkv_bkv % 128 or config.dq_bq % 128:
     raise ValueError(f"bq (or 192: three warpgroups), dkv_bkv and dq_bq must be multiples of 128 (64 rows for each"
                      f" of two warpgroups), got {config}")
-  if skv % config.bkv:
-    raise ValueError(f"kv seq length {skv} must be a multiple of the block {config.bkv}")
 
 
 def _check_bwd(q, k, config):

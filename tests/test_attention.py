@@ -57,6 +57,15 @@ FORWARD = [
      ex.Config(bq=192, bkv=64, stages=2)),
     ("f16_d128_causal_partial_tile", (1, 192, 1, 128), 1, jnp.float16, True,
      ex.Config(bq=128, bkv=64, stages=2, overlap=False)),
+    # keys not a multiple of the key block: the last block partial (320 = 2 * 128 + 64; 448 = 2 * 192 + 64)
+    ("f16_d64_partial_key_block_simple_ws", (1, 320, 2, 64), 1, jnp.float16, False,
+     ex.Config(bq=128, bkv=128, stages=2, overlap=False, ws=True)),
+    ("bf16_d64_partial_key_block_overlap", (1, 320, 2, 64), 2, jnp.bfloat16, False,
+     ex.Config(bq=128, bkv=128, stages=2)),
+    ("f16_d64_causal_partial_key_block", (1, 320, 1, 64), 1, jnp.float16, True,
+     ex.Config(bq=128, bkv=128, stages=2, overlap=False, ws=True)),
+    ("f16_d128_key_block_192", (1, 448, 2, 128), 1, jnp.float16, False,
+     ex.Config(bq=128, bkv=192, stages=2, overlap=False, ws=True)),
 ]
 
 
