@@ -59,6 +59,11 @@ def ours_configs(d, few=False, causal=False):
     r = dataclasses.replace
     return [base] + [r(base, bq=bq, bkv=kv, stages=s) for bq, kv, s in
                      ((192, 128, 2), (192, 64, 4), (192, 64, 6), (128, 128, 4), (128, 64, 6))]
+  if few == "kv":        # wider key blocks (192: the last block of seq 4096 partial, masked) against the default
+    r = dataclasses.replace
+    wide = [r(base, bkv=192, stages=2)] + ([r(base, bq=128, bkv=192, stages=3), r(base, bq=128, bkv=256, stages=2)]
+                                           if d <= 64 else [])
+    return [base] + wide
   if few == "wg3":       # three compute warpgroups on 192 query rows against two on 128
     r = dataclasses.replace
     tiles = ((128, 4, False), (128, 3, False), (128, 4, True)) if d <= 64 else \
@@ -209,6 +214,7 @@ def main():
                  " product issued before dK's (or after, where the default issues it first)")
   p.add_argument("--lpt", action="store_true", help="the default tiles against the same with query tiles the"
                                                     " slowest grid axis (causal: longest first across heads)")
+  p.add_argument("--kv", action="store_true", help="the default tiles against wider key blocks (192, 256)")
   p.add_argument("--each", action="store_true", help="print every configuration's figures")
   p.add_argument("--no-pallas", action="store_true", help="skip Pallas (its forward overflows SMEM on jax 0.11.2)")
   a = p.parse_args()
@@ -224,7 +230,7 @@ def main():
     for d in dims:
       for causal in masks:
         for seq in seqs:
-          rows += run_problem(getattr(jnp, dtype), d, causal, seq, passes, "wg3" if a.wg3 else "wg3b" if a.wg3b else "lpt" if a.lpt else "bwdws" if a.bwd_ws else "dqfirst" if a.dq_first else a.few, a.each,
+          rows += run_problem(getattr(jnp, dtype), d, causal, seq, passes, "kv" if a.kv else "wg3" if a.wg3 else "wg3b" if a.wg3b else "lpt" if a.lpt else "bwdws" if a.bwd_ws else "dqfirst" if a.dq_first else a.few, a.each,
                                not a.no_pallas)
   print("\nAttention, each contender at its best configuration:")
   print(table(HEADER, rows))

@@ -53,6 +53,7 @@ step() {
     gpu_paged_quick) python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_paged_attention.py tests/test_ragged.py ;;
     matmul)      python3 -u benchmarks/matmul.py ;;
     matmul_quick) python3 -u benchmarks/matmul.py --quick ;;
+    matmul_bk)   python3 -u benchmarks/matmul.py --quick --dtype float16 --bk128 ;;
     matmul_power) python3 -u benchmarks/matmul_power.py ;;
     multicast)   timeout 150 python3 -u -m pytest -q -p no:cacheprovider -m gpu -k multicast tests/test_warp_specialize.py ;;
     matmul_fp8)  python3 -u benchmarks/matmul_fp8.py ;;
@@ -70,6 +71,8 @@ step() {
     first_call)  python3 -u benchmarks/first_call.py ;;
     softmax_long) python3 -u benchmarks/softmax_long_rows.py ;;
     layernorm_long) python3 -u benchmarks/layernorm_long_rows.py ;;
+    # wider key blocks (192; the last block of a sequence partial and masked) against the default forward
+    attn_kv)     python3 -u benchmarks/attention.py --pass fwd --kv --each --no-pallas --causal full --dtype float16 --seq 4096 --seq 16384 ;;
     attn_pp)     python3 -u benchmarks/attention.py --quick --pass fwd --few --each --no-pallas ;;
     gpu_pingpong) python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_pingpong.py ;;
     gpu_session9) python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_sync_carried.py tests/test_tf32.py tests/test_rowwise.py tests/test_mma.py ;;
