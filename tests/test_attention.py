@@ -256,3 +256,16 @@ def test_gpu_matches_interpret_mode(causal, config):
   for g, c in zip(gpu[1](do), cpu[1](do)):
     assert rel(g, c) < 1e-2
   assert math.isfinite(float(jnp.abs(gpu[0].astype(jnp.float32)).max()))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("head_dim,causal,bkv", [(64, False, 128), (64, True, 128), (128, False, 128),
+                                                 (128, False, 192), (128, True, 192)], ids=str)
+def test_gpu_forward_with_a_partial_last_key_block(head_dim, causal, bkv):
+  """1000 keys: the last key block holds 104 (or 40) of bkv; the forward masks the rest."""
+  q, k, v, _ = inputs((2, 1000, 4, head_dim), 2, jnp.float16, seed=7, scale=2.5)
+  config = dataclasses.replace(ex.default_config(head_dim, causal), bkv=bkv, stages=2)
+  got, lse = jax.jit(lambda q, k, v: ex.attention(q, k, v, causal, return_lse=True, config=config))(q, k, v)
+  want, want_lse = ex.reference(q, k, v, causal)
+  assert rel(got, want) < TOL[jnp.float16]
+  np.testing.assert_allclose(lse, want_lse, rtol=1e-3, atol=1e-3)
