@@ -17,8 +17,9 @@ output accumulator) in registers:
     acc = acc * alpha + p @ v     P straight from registers into the tensor cores
 
 Causal programs stop at the diagonal (a runtime trip count) and mask only the blocks
-that cross it. The forward takes any number of keys: where `bkv` does not divide them, the
-last block is partial (TMA reads zeros past the end) and its missing keys are masked. `forward_overlap` (an option, slower on the H200) reorders the loop as
+that cross it. Any sequence lengths work, forward and backward (queries a multiple of 8 at
+head_dim 128 and 256): where a block does not divide them, the last block is partial (TMA reads
+zeros past the end), its missing keys are masked, and missing query rows add nothing. `forward_overlap` (an option, slower on the H200) reorders the loop as
 FlashAttention-3 does: each step issues q @ k.T of its block and p @ v of the previous one,
 and runs the softmax while p @ v runs.
 
@@ -51,7 +52,7 @@ def _fwd_out(q, k, v, **_):
 
 
 def _q_grid(q, *_, bq, **__):
-  return (q.shape[1] // bq, q.shape[2], q.shape[0])
+  return (ml.cdiv(q.shape[1], bq), q.shape[2], q.shape[0])
 
 
 def _fwd_grid(q, *_, bq, lpt=False, **__):
@@ -212,7 +213,7 @@ def _dkv_out(q, k, v, do, lse, delta, **_):
 
 
 def _dkv_grid(q, k, v, do, lse, delta, *, bkv, **_):
-  return (k.shape[1] // bkv, k.shape[2], k.shape[0])
+  return (ml.cdiv(k.shape[1], bkv), k.shape[2], k.shape[0])
 
 
 @ml.inline
@@ -274,7 +275,7 @@ def dkv_kernel(q, k, v, do, lse, delta, dk, dv, *, bq: ml.constexpr, bkv: ml.con
   first = 0
   if causal:
     first = i * bkv // bq                    # query blocks before it see none of these keys
-  count = q.shape[1] // bq - first
+  count = ml.cdiv(q.shape[1], bq) - first     # the last query block may be partial
   for t in ml.range(g * count, stages=stages, warp_specialize=ws):
     h = hk * g + t // count
     j = first + t % count
@@ -307,12 +308,11 @@ def dq_kernel(q, k, v, do, lse, delta, dq, *, bq: ml.constexpr, bkv: ml.constexp
   k_s = ml.smem((bkv, d))
   v_s = ml.smem((bkv, d))
   c = scale * LOG2E
-  lse2 = lse.at[b, h, ml.ds(i * bq, bq)][...] * LOG2E
-  delta_i = delta.at[b, h, ml.ds(i * bq, bq)][...]
+  inside = i * bq + ml.arange(bq) < q.shape[1]     # the last query block may be partial
+  lse2 = lse.at[b, h, ml.ds(i * bq, bq)].load(mask=inside, other=0.0) * LOG2E
+  delta_i = delta.at[b, h, ml.ds(i * bq, bq)].load(mask=inside, other=0.0)
   dq_acc = ml.zeros((bq, d), jnp.float32)
-  n = k.shape[1] // bkv
-  if causal:
-    n = ((i + 1) * bq + bkv - 1) // bkv
+  n = kv_blocks(q, k, i, bq, bkv, causal)
   for j in ml.range(n, stages=stages, warp_specialize=ws):
     ml.copy(k.at[b, ml.ds(j * bkv, bkv), hk, :], k_s)
     ml.copy(v.at[b, ml.ds(j * bkv, bkv), hk, :], v_s)
@@ -337,9 +337,10 @@ def dq_transposed(head_dim: int) -> bool:
   return head_dim >= 128
 
 
-def _fused_out(q, k, v, do, lse, delta, **_):
+def _fused_out(q, k, v, do, lse, delta, *, bq, **_):
   b, s, h, d = q.shape
-  dq_shape = (b, h, d, s) if dq_transposed(d) else q.shape
+  # transposed, dQ's TMA reductions add whole (8, 32) tiles along seq: padded to whole query blocks
+  dq_shape = (b, h, d, ml.cdiv(s, bq) * bq) if dq_transposed(d) else q.shape
   return _dkv_out(q, k, v, do, lse, delta) + (jax.ShapeDtypeStruct(dq_shape, jnp.float32),)
 
 
@@ -413,7 +414,7 @@ def dkv_dq_kernel(q, k, v, do, lse, delta, dk, dv, dq_acc, *, bq: ml.constexpr, 
   first = 0
   if causal:
     first = i * bkv // bq
-  count = q.shape[1] // bq - first
+  count = ml.cdiv(q.shape[1], bq) - first     # the last query block may be partial
   if causal and split_mask:
     diag = ml.minimum(((i + 1) * bkv + bq - 1) // bq - first, count)     # blocks the diagonal crosses
     for t in ml.range(g * diag, stages=stages, warp_specialize=ws):
@@ -514,17 +515,11 @@ def _check(q, k, v, causal, config):
 
 
 def _check_bwd(q, k, config):
-  """The backward's tiles (the forward takes any number of queries, a multiple of 8 for head_dim 128
-  and 256: its last tile may be partial)."""
-  sq, skv, d = q.shape[1], k.shape[1], q.shape[3]
+  """The backward's tiles (any sequence lengths: the last blocks may be partial)."""
+  d = q.shape[3]
   if config.fused_bwd and not dq_transposed(d) and config.dkv_bq % 128:
     raise ValueError(f"the fused backward splits dQ's query rows for head_dim {d}: dkv_bq must be a multiple"
                      f" of 128, got {config}")
-  for n, blk, what in ((sq, config.dkv_bq, "seq"), (skv, config.dkv_bkv, "kv seq"), (sq, config.dq_bq, "seq"),
-                       (skv, config.dq_bkv, "kv seq")):
-    if n % blk:
-      raise ValueError(f"the backward needs the {what} length {n} to be a multiple of the block {blk}"
-                       f" (Config.dkv_bq, dkv_bkv, dq_bq, dq_bkv)")
 
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(3, 4, 5, 6))
@@ -546,6 +541,10 @@ def _attention_bwd(causal, scale, config, interpret, res, cotangents):
   # d lse / d s = p, so a cotangent of lse joins delta = rowsum(do * o) with the opposite sign.
   delta = jnp.einsum("bqhd,bqhd->bhq", o.astype(jnp.float32), do.astype(jnp.float32)) - dlse
   do = do.astype(q.dtype)
+  sq = q.shape[1]
+  if sq % 8:     # TMA moves lse's rows and dQ's float32 tiles in 16-byte steps: zero query rows, which add nothing
+    pad = lambda x, axis: jnp.pad(x, [(0, -sq % 8 if a == axis else 0) for a in range(x.ndim)])
+    q, do, lse, delta = pad(q, 1), pad(do, 1), pad(lse, 2), pad(delta, 2)
   kw = dict(causal=causal, scale=scale, interpret=interpret)
   ws = lambda stages: config.bwd_ws and stages > 1     # a backward kernel of one stage has nothing to overlap
   if config.fused_bwd:
@@ -553,12 +552,12 @@ def _attention_bwd(causal, scale, config, interpret, res, cotangents):
                                    stages=config.dkv_stages, ws=ws(config.dkv_stages), dq_first=config.bwd_dq_first,
                                    split_mask=config.bwd_split_mask and not ws(config.dkv_stages), **kw)
     dq = dq_acc.transpose(0, 3, 1, 2) if dq_transposed(q.shape[-1]) else dq_acc
-    return (dq * scale).astype(q.dtype), dk, dv
+    return (dq[:, :sq] * scale).astype(q.dtype), dk, dv
   dk, dv = attention_dkv(q, k, v, do, lse, delta, bq=config.dkv_bq, bkv=config.dkv_bkv, stages=config.dkv_stages,
                          ws=ws(config.dkv_stages), **kw)
   dq = attention_dq(q, k, v, do, lse, delta, bq=config.dq_bq, bkv=config.dq_bkv, stages=config.dq_stages,
                     ws=ws(config.dq_stages), **kw)
-  return dq, dk, dv
+  return dq[:, :sq], dk, dv
 
 
 _attention.defvjp(_attention_fwd, _attention_bwd)

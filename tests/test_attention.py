@@ -216,11 +216,27 @@ def test_bad_shapes_are_rejected_before_tracing():
   with pytest.raises(ValueError, match="splits dQ's query rows"):      # a backward tile: checked in the backward
     jax.grad(lambda q: ex.attention(q, z(1, 256, 1, 64), z(1, 256, 1, 64), config=ex.Config(dkv_bq=64),
                                     interpret=True).astype(jnp.float32).sum())(z(1, 256, 2, 64))
-  x = jnp.zeros((1, 320, 1, 64), jnp.float16)      # the forward takes 320 queries, the backward's tiles do not
-  assert ex.attention(x, x, x, config=ex.Config(bkv=64), interpret=True).shape == x.shape
-  with pytest.raises(ValueError, match="backward needs the seq length 320 to be a multiple of the block 128"):
-    jax.grad(lambda q: ex.attention(q, x, x, config=ex.Config(bkv=64, dkv_bq=128),
-                                    interpret=True).astype(jnp.float32).sum())(x)
+  x = jnp.zeros((1, 96, 1, 256), jnp.float16)
+  with pytest.raises(ValueError, match="seq length 97 must be a multiple of 8 for head_dim 256"):
+    ex.attention(z(1, 97, 1, 256), x, x)
+
+
+# any sequence lengths, forward and backward: partial last query and key blocks (zero rows added
+# to q where the count is not a multiple of 8, which TMA needs of lse's rows)
+ODD = [((1, 330, 2, 64), 1, 330, False), ((1, 330, 2, 64), 1, 330, True), ((1, 300, 2, 64), 2, 201, False),
+       ((1, 200, 2, 128), 1, 328, False), ((1, 200, 1, 128), 1, 200, True)]
+
+
+@pytest.mark.parametrize("shape,kv_heads,kv_seq,causal", ODD, ids=str)
+def test_gradients_at_sequence_lengths_that_are_not_multiples_of_the_blocks(shape, kv_heads, kv_seq, causal):
+  q, _, _, do = inputs(shape, kv_heads, jnp.float16, seed=1)
+  _, k, v, _ = inputs(shape[:1] + (kv_seq,) + shape[2:], kv_heads, jnp.float16, seed=2)
+  config = ex.default_config(shape[-1], causal)
+  out, vjp = jax.vjp(lambda q, k, v: ex.attention(q, k, v, causal, config=config, interpret=True), q, k, v)
+  want, vjp_ref = jax.vjp(lambda q, k, v: ex.reference(q, k, v, causal)[0], q, k, v)
+  assert rel(out, want) < TOL[jnp.float16]
+  for got, ref, what in zip(vjp(do), vjp_ref(do), "qkv"):
+    assert got.shape == ref.shape and rel(got, ref) < 4 * TOL[jnp.float16], what
 
 
 # ---------------------------------------------------------------- GPU
@@ -261,11 +277,17 @@ def test_gpu_matches_interpret_mode(causal, config):
 @pytest.mark.gpu
 @pytest.mark.parametrize("head_dim,causal,bkv", [(64, False, 128), (64, True, 128), (128, False, 128),
                                                  (128, False, 192), (128, True, 192)], ids=str)
-def test_gpu_forward_with_a_partial_last_key_block(head_dim, causal, bkv):
-  """1000 keys: the last key block holds 104 (or 40) of bkv; the forward masks the rest."""
-  q, k, v, _ = inputs((2, 1000, 4, head_dim), 2, jnp.float16, seed=7, scale=2.5)
+def test_gpu_forward_and_gradients_with_partial_last_blocks(head_dim, causal, bkv):
+  """1000 queries and keys: the last key block holds 104 (or 40) of bkv, the forward masks the rest;
+  the backward's last query and key blocks are partial too (and 1001 queries at head_dim 64 add zero rows)."""
+  seq = 1001 if head_dim == 64 and not causal else 1000
+  q, k, v, do = inputs((2, seq, 4, head_dim), 2, jnp.float16, seed=7, scale=2.5)
   config = dataclasses.replace(ex.default_config(head_dim, causal), bkv=bkv, stages=2)
-  got, lse = jax.jit(lambda q, k, v: ex.attention(q, k, v, causal, return_lse=True, config=config))(q, k, v)
-  want, want_lse = ex.reference(q, k, v, causal)
+  run = jax.jit(lambda q, k, v: ex.attention(q, k, v, causal, return_lse=True, config=config))
+  (got, lse), vjp = jax.vjp(run, q, k, v)
+  (want, want_lse), vjp_ref = jax.vjp(lambda q, k, v: ex.reference(q, k, v, causal), q, k, v)
   assert rel(got, want) < TOL[jnp.float16]
   np.testing.assert_allclose(lse, want_lse, rtol=1e-3, atol=1e-3)
+  zero = jnp.zeros_like(lse)
+  for g, w, what in zip(vjp((do, zero)), vjp_ref((do, zero)), "qkv"):
+    assert rel(g, w) < 4 * TOL[jnp.float16], what
