@@ -17,9 +17,10 @@ output accumulator) in registers:
     acc = acc * alpha + p @ v     P straight from registers into the tensor cores
 
 Causal programs stop at the diagonal (a runtime trip count) and mask only the blocks
-that cross it. Any sequence lengths work, forward and backward (queries a multiple of 8 at
-head_dim 128 and 256): where a block does not divide them, the last block is partial (TMA reads
-zeros past the end), its missing keys are masked, and missing query rows add nothing. `forward_overlap` (an option, slower on the H200) reorders the loop as
+that cross it. Any sequence lengths work, forward and backward: where a block does not divide
+them, the last block is partial (TMA reads zeros past the end), its missing keys are masked, and
+missing query rows add nothing (at head_dim 128 and 256, where TMA moves rows in eights, zero
+rows are added to reach a multiple of 8, and the keys among them masked). `forward_overlap` (an option, slower on the H200) reorders the loop as
 FlashAttention-3 does: each step issues q @ k.T of its block and p @ v of the previous one,
 and runs the softmax while p @ v runs.
 
@@ -113,7 +114,7 @@ def mask_kv_tail(s, j, bkv, skv):
 
 def forward_kernel(q, k, v, o, lse, *, bq: ml.constexpr, bkv: ml.constexpr, stages: ml.constexpr,
                    causal: ml.constexpr, scale: ml.constexpr, ws: ml.constexpr = False,
-                   pingpong: ml.constexpr = False, lpt: ml.constexpr = False):
+                   pingpong: ml.constexpr = False, lpt: ml.constexpr = False, kv_len: ml.constexpr = 0):
   """o = softmax(q @ k.T * scale) @ v for `bq` rows of one head; lse (natural log) per row."""
   i, h, b = fwd_ids(causal, lpt)
   hk = h // (q.shape[2] // k.shape[2])
@@ -137,7 +138,7 @@ def forward_kernel(q, k, v, o, lse, *, bq: ml.constexpr, bkv: ml.constexpr, stag
         cols = j * bkv + ml.arange(bkv)[None, :]
         s = ml.where(cols <= rows, s, NEG_INF)
     else:
-      s = mask_kv_tail(s, j, bkv, k.shape[1])
+      s = mask_kv_tail(s, j, bkv, kv_len or k.shape[1])
     m_new = ml.maximum(m, ml.max(s, axis=1) * c)
     alpha = ml.exp2(m - m_new, approx=True)
     p = ml.exp2(s * c - m_new[:, None], approx=True)
@@ -152,7 +153,8 @@ def forward_kernel(q, k, v, o, lse, *, bq: ml.constexpr, bkv: ml.constexpr, stag
 
 def forward_overlap_kernel(q, k, v, o, lse, *, bq: ml.constexpr, bkv: ml.constexpr, stages: ml.constexpr,
                            causal: ml.constexpr, scale: ml.constexpr, ws: ml.constexpr = False,
-                           pingpong: ml.constexpr = False, lpt: ml.constexpr = False):
+                           pingpong: ml.constexpr = False, lpt: ml.constexpr = False,
+                           kv_len: ml.constexpr = 0):
   """forward_kernel with the softmax under the tensor cores (FlashAttention-3's intra-warpgroup order).
 
   Step t issues s = q @ k_t.T, then p_{t-1} @ v_{t-1} (the previous block's probabilities, in
@@ -188,7 +190,7 @@ def forward_overlap_kernel(q, k, v, o, lse, *, bq: ml.constexpr, bkv: ml.constex
         cols = t * bkv + ml.arange(bkv)[None, :]
         s = ml.where(cols <= rows, s, NEG_INF)
     else:
-      s = mask_kv_tail(s, t, bkv, k.shape[1])
+      s = mask_kv_tail(s, t, bkv, kv_len or k.shape[1])
     kill = ml.where(t < n, 0.0, -1e30)       # step n: no block
     m_new = ml.maximum(m, ml.max(s, axis=1) * c + kill)
     alpha = ml.exp2(m - m_new, approx=True)
@@ -443,8 +445,7 @@ class Config:
   pipelined stages; which forward and backward kernels run. The fused backward uses the
   dkv_* tiles (dkv_bq a multiple of 128 when head_dim < 128). Split tiles (the forward's and dQ's bq,
   dK/dV's bkv) hold 64 rows per warpgroup, so they are multiples of 128 with block=256; the forward's
-  bq may also be 192 (three warpgroups), and its last query tile may be partial (seq a multiple of 8
-  for head_dim 128 and 256)."""
+  bq may also be 192 (three warpgroups). Any tile may leave a partial last block."""
   bq: int = 128
   bkv: int = 128
   stages: int = 2
@@ -503,8 +504,6 @@ def _check(q, k, v, causal, config):
     raise ValueError(f"q, k, v must all be float16 or all bfloat16, got {q.dtype}, {k.dtype}, {v.dtype}")
   if d not in (64, 128, 256):
     raise ValueError(f"head_dim must be 64, 128 or 256, got {d}")
-  if d >= 128 and sq % 8:          # q's (8, 64) tiles of a head wider than 128 bytes: TMA needs whole ones
-    raise ValueError(f"seq length {sq} must be a multiple of 8 for head_dim {d} (any length for head_dim 64)")
   if skv == 0 and bsz * sq * h:    # a softmax over no keys: the kernels' row sums are 0, every output NaN
     raise ValueError(f"k and v have no keys (kv seq length 0) for {sq} queries: attention needs at least one")
   if causal and sq != skv:
@@ -522,19 +521,19 @@ def _check_bwd(q, k, config):
                      f" of 128, got {config}")
 
 
-@functools.partial(jax.custom_vjp, nondiff_argnums=(3, 4, 5, 6))
-def _attention(q, k, v, causal, scale, config, interpret):
+@functools.partial(jax.custom_vjp, nondiff_argnums=(3, 4, 5, 6, 7))
+def _attention(q, k, v, causal, scale, config, interpret, kv_len):
   kernel = forward_overlap if config.overlap else forward
   return kernel(q, k, v, bq=config.bq, bkv=config.bkv, stages=config.stages, causal=causal, scale=scale,
-                ws=config.ws, pingpong=config.pingpong, lpt=config.lpt, interpret=interpret)
+                ws=config.ws, pingpong=config.pingpong, lpt=config.lpt, kv_len=kv_len, interpret=interpret)
 
 
-def _attention_fwd(q, k, v, causal, scale, config, interpret):
-  o, lse = _attention(q, k, v, causal, scale, config, interpret)
+def _attention_fwd(q, k, v, causal, scale, config, interpret, kv_len):
+  o, lse = _attention(q, k, v, causal, scale, config, interpret, kv_len)
   return (o, lse), (q, k, v, o, lse)
 
 
-def _attention_bwd(causal, scale, config, interpret, res, cotangents):
+def _attention_bwd(causal, scale, config, interpret, kv_len, res, cotangents):
   q, k, v, o, lse = res
   _check_bwd(q, k, config)
   do, dlse = cotangents
@@ -587,7 +586,13 @@ def attention(q, k, v, causal: bool = False, sm_scale: float | None = None, *, r
   scale = float(sm_scale) if sm_scale is not None else 1.0 / math.sqrt(q.shape[-1])
   if not 0 < scale < math.inf:     # the kernels mask with -inf before scaling: a scale of 0 or less breaks it,
     raise ValueError(f"sm_scale must be positive and finite, got {sm_scale}")     # inf gives inf - inf: NaN
-  o, lse = _attention(q, k, v, bool(causal), scale, config, interpret)
+  sq, skv = q.shape[1], k.shape[1]
+  wide = q.shape[-1] >= 128     # rows of 256 bytes or more: TMA moves whole (8, 64) tiles, so seq in 8s
+  pad = lambda x: jnp.pad(x, [(0, 0), (0, -x.shape[1] % 8), (0, 0), (0, 0)]) if wide and x.shape[1] % 8 else x
+  kv_len = skv if wide and skv % 8 else 0      # the zero keys added are masked out (their zero rows add nothing)
+  o, lse = _attention(pad(q), pad(k), pad(v), bool(causal), scale, config, interpret, kv_len)
+  if o.shape[1] != sq:
+    o, lse = o[:, :sq], lse[:, :, :sq]
   return (o, lse) if return_lse else o
 
 
