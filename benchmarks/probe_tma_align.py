@@ -4,7 +4,7 @@
 
 On the H200 a start that is not a multiple of 16 bytes faulted (CUDA_ERROR_ILLEGAL_INSTRUCTION,
 which poisons the process's CUDA context: docs/logs/probe_tma_align.log). Since then mgpu_dsl
-rejects such a copy when it compiles (MG401, frontend/checks.py check_minor_starts): this kernel
+rejects such a copy when it compiles (MG401, frontend/tma_starts.py check_minor_starts): this kernel
 now fails with a TmaLimitError for every START, as its start is not provably a multiple of 4;
 with ml.multiple_of(first, 4) it compiles, and interpret mode checks the promise.
 """

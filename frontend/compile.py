@@ -17,7 +17,8 @@ from . import hw
 from . import ir
 from . import language as L
 from .builder import Builder
-from .checks import check_kernel, check_minor_starts, check_tiled_starts
+from .checks import check_kernel
+from .tma_starts import check_minor_starts, check_tiled_starts
 from .dtypes import DType, to_dtype
 from .infer import unify
 from .layout_checks import check_layouts

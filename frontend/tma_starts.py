@@ -1,0 +1,142 @@
+"""TMA window starts the GPU needs aligned, proven while compiling: a copy's start in the array's
+last dimension on a 16-byte boundary, and a copy of a buffer tiled for the tensor cores on whole
+tiles of the GMEM array (checks.py's memory pass collects the starts' values over the grid)."""
+from __future__ import annotations
+
+import numpy as np
+
+from . import errors as E
+from . import hw
+from . import ir
+from .absint import UNKNOWN, known_multiple, loop_counters
+from .checks import Facts
+from .layout_checks import one_tile_column, split_load
+from .memory_errors import _root
+from .ops.elementwise import Binary, BinOp, Constant
+from .ops.memory import Copy, View
+from .tma import widen_hint
+from .types import DType, Space, dtype_name, resolve
+
+
+# ---------------------------------------------------------------- TMA window starts
+def _unproven_multiple(o, d, start, t, defs, loops, facts):
+  """None when the start of copy `o`'s window in dimension `d` is a multiple of `t` (static, by
+  its arithmetic, or by its values over the grid); else the words naming a counterexample
+  (empty when none is known)."""
+  if not isinstance(start, ir.Value) or known_multiple(start, defs, loops) % t == 0:
+    return None
+  vals = facts.tma_starts.get((o.loc, d), UNKNOWN)
+  if vals is not UNKNOWN and len(vals) and np.all(vals % t == 0):
+    return None
+  bad = [int(v) for v in vals if v % t] if vals is not UNKNOWN else []
+  return f" (it is {bad[0]} in some program)" if bad else ""
+
+
+def check_minor_starts(kernel: ir.Kernel, defs: dict, facts: Facts) -> None:
+  """A TMA copy's window must start on a 16-byte boundary in the array's last dimension: on
+  the H200 a copy from a run-time start of 8 bytes faults (CUDA_ERROR_ILLEGAL_INSTRUCTION, and
+  the process's CUDA context with it). Run-time starts must be proven multiples of 16 bytes,
+  as check_tiled_starts proves tile starts (static starts are checked at the copy)."""
+  loops = loop_counters(kernel.body)
+  for o in ir.walk(kernel.body):
+    if not isinstance(o, Copy):
+      continue
+    gmem = o.src if o.dst.type.space == Space.SMEM else o.dst
+    view = defs.get(gmem.id)
+    if gmem.type.space != Space.GMEM or not isinstance(view, View) or view.index[-1].squeeze:
+      continue
+    d = resolve(gmem.type.dtype)
+    t = hw.TMA_ALIGN // d.itemsize if isinstance(d, DType) else 1
+    start, last = view.index[-1].start, len(view.index) - 1
+    seen = _unproven_multiple(o, last, start, t, defs, loops, facts) if t > 1 else None
+    if seen is None:
+      continue
+    size = view.index[-1].size
+    hint = f"start windows at multiples of {t} (e.g. i * {size}); " + (
+        "" if seen else f"if the start always is one, say so: ml.ds(ml.multiple_of({start.name or 'start'},"
+                        f" {t}), {size}); ") + "or read the window into registers with ref[...]"
+    base, c = _constant_offset(start, defs)
+    if o.dst.type.space == Space.SMEM and c % t and known_multiple(base, defs, loops) % t == 0:
+      hint = widen_hint(_start_text(o.loc, view, defs) or start.name or "start", c, size, t,
+                        _root(defs, o.dst).name, sum(not i.squeeze for i in view.index))
+    raise E.TmaLimitError(
+        f"TMA copies need a window's start in the last dimension to fall on a {hw.TMA_ALIGN}-byte boundary"
+        f" (a multiple of {t} {dtype_name(d)} elements); the start of {gmem.name or 'this window'} in"
+        f" {view.ref.name}'s last dimension is not provably one{seen}, and a misaligned start faults"
+        f" the GPU", o.loc, hint=hint)
+
+
+def _constant_offset(start, defs):
+  """(base, c): `start` written as base + c, c the sum of the Python ints added to or subtracted
+  from it (i * 128 - 1 is (i * 128, -1)); (start, 0) where none is."""
+  c = 0
+  for _ in range(8):
+    o = defs.get(start.id) if isinstance(start, ir.Value) else None
+    if not (isinstance(o, Binary) and o.kind in (BinOp.ADD, BinOp.SUB)):
+      break
+    lhs, rhs = (_int_of(x, defs) for x in (o.lhs, o.rhs))
+    if rhs is not None:
+      start, c = o.lhs, c + (rhs if o.kind == BinOp.ADD else -rhs)
+    elif lhs is not None and o.kind == BinOp.ADD:
+      start, c = o.rhs, c + lhs
+    else:
+      break
+  return start, c
+
+
+def _int_of(x, defs):
+  if isinstance(x, int) and not isinstance(x, bool):
+    return x
+  o = defs.get(x.id) if isinstance(x, ir.Value) else None
+  return o.value if isinstance(o, Constant) and isinstance(o.value, int) and not isinstance(o.value, bool) else None
+
+
+def _start_text(loc, view, defs):
+  """The user's text of the last start of the copy at `loc` (ml.copy(x.at[..., ml.ds(s, n)], buf)), or None."""
+  from .ops.index_hints import index_texts
+  line = loc.source_line[loc.col_offset:loc.end_col_offset] if loc.end_lineno == loc.lineno else ""
+  root = _root(defs, view.ref)
+  texts = index_texts(line, root.name, len(root.type.shape)) if line and root is view.ref else None
+  return texts[-1] if texts else None
+
+
+# ---------------------------------------------------------------- tiled TMA windows
+def check_tiled_starts(kernel: ir.Kernel, defs: dict, facts: Facts) -> None:
+  """A TMA copy of a buffer tiled for the tensor cores must start on a whole tile of the GMEM
+  array (Mosaic GPU reads garbage otherwise): dynamic starts must be proven multiples of the
+  tile, by the divisibility of their arithmetic, by their values over the grid, or by
+  ml.multiple_of."""
+  loops = loop_counters(kernel.body)
+  for o in ir.walk(kernel.body):
+    if not isinstance(o, Copy):
+      continue
+    smem, gmem = (o.dst, o.src) if o.dst.type.space == Space.SMEM else (o.src, o.dst)
+    tiled = kernel.smem_layouts.get(_root(defs, smem).id)
+    view = defs.get(gmem.id)
+    if tiled is None or gmem.type.space != Space.GMEM or not isinstance(view, View):
+      continue
+    if one_tile_column(tiled, view.index, view.ref.type.shape):
+      continue                 # copied as plain swizzled rows: any start
+
+    kept = [d for d, i in enumerate(view.index) if not i.squeeze]   # the tiles cover these
+    for d, t in zip(kept[-2:], tiled.tile):
+      start = view.index[d].start
+      seen = _unproven_multiple(o, d, start, t, defs, loops, facts)
+      if seen is None:
+        continue
+      buf = _root(defs, smem).name or "this buffer"
+      hint = f"start windows at multiples of {t} (e.g. i * {view.index[d].size})"
+      rows = d == kept[-2] and o.dst is smem and len(kept) >= 2
+      if not seen:
+        hint += f"; if the start always is one, say so: ml.ds(ml.multiple_of(start, {t}), {view.index[d].size})"
+        if rows:               # a start read from data (cu_seqlens): buffers one tile wide take any row
+          hint += (f"; where it may not be one, "
+                   f"{split_load(kernel, defs, _root(defs, smem), view.ref, tiled)}")
+      elif rows:
+        # a window shifted off the tile rows (a convolution's taps): buffers one tile wide take any row
+        hint = (f"the window starts inside a tile in some program, so no promise makes it whole tiles;"
+                f" {split_load(kernel, defs, _root(defs, smem), view.ref, tiled)}")
+      raise E.TmaLimitError(
+          f"{buf} is tiled {tiled.tile} for the tensor cores, so TMA copies whole tiles of"
+          f" {view.ref.name}; the start of {gmem.name or 'this window'} in dimension {d} is not provably"
+          f" a multiple of {t}{seen}", o.loc, hint=hint)
