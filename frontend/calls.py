@@ -18,6 +18,7 @@ from .assign import DICT_VIEWS, holds_value
 from .builder import Call
 from .dot_hints import dot_hint
 from .dtypes import DType, to_dtype
+from .formula_hints import with_operands
 from .lax_hints import control_hint, debug_print_hint, foreign_call_hint, pipeline_hint
 from .shape_hints import NOT_YET as SHAPE_NOT_YET, shape_call_hint, static_array_hint
 from .ops import elementwise as ew
@@ -323,7 +324,8 @@ class Calls:
                                    hasattr(first.type, "shape") else None)
                 or missing.form_hint(name, pos, kw, lax=mod == "jax.lax" or mod.startswith("jax._src.lax"),
                                      taken=taken)
-                or missing.array_call_hint(name, pos, kw, is_float, d if isinstance(d, DType) else None) or hint)
+                or missing.array_call_hint(name, pos, kw, is_float, d if isinstance(d, DType) else None)
+                or with_operands(name, hint, pos + [f"{k}={v}" for k, v in kw.items()], taken) or hint)
       raise E.KernelTypeError(
           f"{name} cannot take"
           f" {kind_of(held) if is_value(held) else f'a {type(held).__name__} of register values'} inside a"

@@ -8,6 +8,7 @@ import collections
 import difflib
 import math
 import re
+from .formula_hints import with_operands  # the formula hints with the call's own operands
 
 _SCAN = ("no general associative scan: ml.cumsum, ml.cumprod, ml.cummax and ml.cummin scan along an axis;"
          " for another combination, carry the running value through a loop")
@@ -266,7 +267,7 @@ _TRITON_MATH = {"max": "maximum", "min": "minimum", "fmax": "maximum", "fmin": "
                 "fdiv_rn": "div_rn", "rcp_rn": "rcp", "sqrt_rn": "sqrt_rn"}
 
 
-def missing_hint(base, attr, args=None, after="") -> str:
+def missing_hint(base, attr, args=None, after="", taken=frozenset()) -> str:
   """The hint for a name a module lacks: the ml function a Triton or jnp user meant, if any
   (`args`: the call's arguments as written, where it is called; `after`: the text after the name
   on its line, which names the function of a namespace ml lacks: `.exp2(x)` after `ml.math`)."""
@@ -293,7 +294,7 @@ def missing_hint(base, attr, args=None, after="") -> str:
     if attr in ("expand_dims", "unsqueeze"):
       return _expand_hint(attr, args)
     if attr in NOT_YET:
-      return NOT_YET[attr]
+      return with_operands(attr, NOT_YET[attr], args, taken) or NOT_YET[attr]
     from .shape_hints import NOT_YET as shape_names
     if attr in shape_names:
       return shape_names[attr]

@@ -4,6 +4,7 @@ method's hints; `ref[...]`, `ref.at[...]`, register indexing and gathers, with t
 from __future__ import annotations
 
 import ast
+import re
 
 from . import errors as E
 from .calls import _Method
@@ -93,7 +94,8 @@ class Subscripts:
       args = None if call is None else [self.text(a) for a in call.args] + [
           f"{k.arg}={self.text(k.value)}" for k in call.keywords if k.arg]
       raise E.UnknownNameError(f"{self.text(node.value)} has no attribute {attr!r}", self.loc(node),
-                               hint=missing_hint(base, attr, args, self.src.after(node))) from None
+                               hint=missing_hint(base, attr, args, self.src.after(node),
+                                                  frozenset(re.findall(r"[A-Za-z_]\w*", "\n".join(self.src.lines))))) from None
     return static_number(out)        # jnp.finfo(x.dtype).min: a NumPy scalar, as a module constant is
 
   def _rebuild_outer(self, node, call) -> str | None:

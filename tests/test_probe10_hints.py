@@ -395,7 +395,7 @@ def test_a_float_index_hints_integer_division():
 
 def test_triton_fdiv_hints_the_division_operator():
   expect(halve, [S((128,), F32)], mg.UnknownNameError, "ml.fdiv", "ml has no attribute 'fdiv'",
-         hint="no ml.fdiv: divide with the / operator, x / y (ml.cdiv(a, b) is the ceiling of an integer"
+         hint="no ml.fdiv: divide with the / operator, x[...] / 2.0 (ml.cdiv(a, b) is the ceiling of an integer"
               " division)")
   exports(halve_fixed, S((128,), F32))
 

@@ -418,12 +418,12 @@ def test_triton_names_without_an_ml_function_say_what_to_write():
   dot_scaled 'check the spelling'; each hint's form runs."""
   spec = [S((128,), F32)] * 2
   expect(triton_names, spec, mg.UnknownNameError, "ml.fmax", "ml has no attribute 'fmax'", f="fmax",
-         hint="no ml.fmax: ml.maximum(x, y) (NaN if either is NaN; for fmax's number over a NaN, ml.where(x != x, y,"
-              " ml.where(y != y, x, ml.maximum(x, y))))")
+         hint="no ml.fmax: ml.maximum(a, b) (NaN if either is NaN; for fmax's number over a NaN, ml.where(a != a, b,"
+              " ml.where(b != b, a, ml.maximum(a, b))))")
   e = expect(triton_names, spec, mg.UnknownNameError, "ml.randn", "ml has no attribute 'randn'", f="randn")
   assert e.hint.startswith("no ml.randn: normal numbers from two uniforms (Box-Muller")
   e = expect(triton_names, spec, mg.UnknownNameError, "ml.llrint", "ml has no attribute 'llrint'", f="llrint")
-  assert e.hint == "no ml.llrint: ml.round(x).astype(jnp.int32) (to nearest, ties to even)"
+  assert e.hint == "no ml.llrint: ml.round(a).astype(jnp.int32) (to nearest, ties to even)"
   e = expect(triton_names, spec, mg.UnknownNameError, "ml.dot_scaled", "ml has no attribute 'dot_scaled'", f="other")
   assert e.hint.startswith("no ml.dot_scaled (block-scaled MMA is not Hopper's)")
   x = jnp.asarray([np.nan, 1.0, -2.0, np.nan] * 32, F32)

@@ -44,12 +44,13 @@ class Scan(ir.Op):
   results: tuple
 
 
-def _axis(cx, axis, rank, what):
+def _axis(cx, axis, rank, what, x=None):
   if axis is None:
     if rank == 1:
       return 0
+    v = cx.named(x) if x is not None else "x"       # the tensor as the user wrote it
     raise E.KernelTypeError(f"{what} of a {rank}-D tensor needs an axis (jnp's axis=None flattens it)",
-                            cx.loc, hint=f"{what}(x, axis=1) scans each row; {what}(x, axis=0) each column")
+                            cx.loc, hint=f"{what}({v}, axis=1) scans each row; {what}({v}, axis=0) each column")
   if not isinstance(axis, int) or isinstance(axis, bool):
     raise E.KernelTypeError(f"{what}: axis must be a static int, got {shown(axis)}", cx.loc,
                             hint=f"axis is a static int in [-{rank}, {rank})")
@@ -70,7 +71,7 @@ def scan(cx, kind: ScanKind, x, axis, reverse, what):
     raise E.KernelTypeError(f"{what}: reverse is a static bool, got {shown(reverse)}", cx.loc,
                             hint="reverse=True scans from the end")
   shape = x.type.shape
-  axis = _axis(cx, axis, len(shape), what)
+  axis = _axis(cx, axis, len(shape), what, x)
   d = resolve(x.type.dtype)
   if not isinstance(d, DType):
     raise E.DtypeInferenceError(f"{what}: the dtype of {x.name or 'the tensor'} is not known yet", cx.loc,

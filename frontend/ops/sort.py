@@ -48,7 +48,7 @@ def sort_tensor(cx, x, axis, descending, what, late_first=False):
   rank = len(shape)
   if not isinstance(axis, int) or isinstance(axis, bool) or not -rank <= axis < rank:
     raise E.KernelTypeError(f"{what}: axis must be a static int in [-{rank}, {rank}), got {shown(axis)}", cx.loc,
-                            hint=f"{what}(x) sorts along the last axis")
+                            hint=f"{what}({cx.named(x)}) sorts along the last axis")
   if axis % rank != rank - 1:
     raise E.KernelTypeError(f"{what} sorts along the last axis; axis {axis} of a {rank}-D tensor is not it",
                             cx.loc, hint=f"transpose first: {what}({x.name or 'x'}.T).T sorts each column")

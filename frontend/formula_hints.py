@@ -1,0 +1,72 @@
+"""The hints for a missing function that are a formula of its operands (`no ml.sign: ml.where(x > 0,
+1.0, ...)`), written with the call's own arguments in place of `x` and `y` where the call passes
+them: a kernel's `x` is often its input ref, so `ml.where(x > 0, ...)` followed literally would
+compare a ref."""
+from __future__ import annotations
+
+import re
+
+# the missing function -> the placeholders its hint is written in, in the call's argument order
+OPERANDS = {
+    **dict.fromkeys(("sign", "sinh", "cosh", "asinh", "acosh", "atanh", "saturatef", "rcp", "sqrt_rn",
+                     "llrint", "rint", "modf", "relu", "leaky_relu", "gelu", "fast_expf"), ("x",)),
+    **dict.fromkeys(("hypot", "fmin", "fmax", "fast_dividef", "mod", "remainder", "rem", "fdiv", "div_rn",
+                     "divide", "true_divide", "floor_divide", "floordiv", "power"), ("x", "y")),
+}
+_BIT_COUNTS = {**dict.fromkeys(("popc", "popcount", "population_count", "bitwise_count"), "popc"),
+               **dict.fromkeys(("clz", "count_leading_zeros"), "clz")}
+_NAMES = ("v", "t", "u", "w", "z", "val", "hint_in")
+
+
+def with_operands(attr: str, hint: str, args, taken=frozenset()) -> str | None:
+  """`hint` (written in OPERANDS[attr]) with the call's arguments (`args`: as written, keywords as
+  `name=value`) in place of its placeholders; None where the call does not pass exactly those
+  operands. An argument that computes something (`x[...] * 2`) and that the hint uses more than
+  once is bound to a name first (one not in `taken`, the names of the kernel's file)."""
+  from .missing import _computed, _operand, bit_count_hint
+  if attr in _BIT_COUNTS and args is not None and len(args) == 1 and not re.match(r"\s*\w+\s*=[^=]", args[0]):
+    return bit_count_hint(_BIT_COUNTS[attr], args[0].strip())
+  names = OPERANDS.get(attr)
+  if names is None or args is None or len(args) != len(names) or any(re.match(r"\s*\w+\s*=[^=]", a) for a in args):
+    return None
+  args = [a.strip() for a in args]
+  if attr in ("fmin", "fmax") and _number_and_tensor(args):
+    return _fmin_fmax(attr, args, _operand)
+  taken = set(taken) | set(re.findall(r"[A-Za-z_]\w*", " ".join(args)))
+  free = (n for n in _NAMES if n not in taken)
+  binds, values = [], {}
+  for name, a in zip(names, args):
+    if len(re.findall(rf"\b{name}\b", hint)) > 1 and _computed(a):
+      v = next(free, "hint_in")
+      binds.append(f"{v} = {a}")
+      a = v
+    values[name] = a
+
+  def put(m):       # alone between parentheses or commas, as written; else as an operand
+    before, after = hint[max(m.start() - 2, 0):m.start()], hint[m.end():m.end() + 1]
+    alone = (before.endswith("(") or before == ", ") and after in (")", ",")
+    a = values[m.group(0)]
+    return a if alone else _operand(a)
+  text = re.sub(r"\b(?:%s)\b" % "|".join(names), put, hint)
+  if not binds:
+    return text
+  head, sep, rest = text.partition(": ")
+  if sep and head.startswith("no ml."):
+    return f"{head}: {'; '.join(binds)}, then {rest}"
+  return f"with {'; '.join(binds)}: {text}"
+
+
+def _number_and_tensor(args) -> bool:
+  from .missing import _const
+  return sum(_const(a) is not None for a in args) == 1
+
+
+def _fmin_fmax(attr, args, operand) -> str:
+  """fmin or fmax of a tensor and a number: only the tensor can be NaN (a NaN test of the number,
+  `0.5 != 0.5`, would be a static bool, which ml.where does not take)."""
+  from .missing import _const
+  op = "minimum" if attr == "fmin" else "maximum"
+  t = next(a for a in args if _const(a) is None)
+  n = next(a for a in args if _const(a) is not None)
+  return (f"no ml.{attr}: ml.{op}({args[0]}, {args[1]}) (NaN if either is NaN; for {attr}'s number over a NaN,"
+          f" ml.where({operand(t)} != {operand(t)}, {n}, ml.{op}({args[0]}, {args[1]})))")

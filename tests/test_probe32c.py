@@ -1,0 +1,155 @@
+"""Probe 32c (a documentation audit, as a new user reading the docs): README.md, docs/*.md, the
+notebooks and the ml.* docstrings, each snippet run and each claim checked. What it found: hints
+for a missing function written in placeholders (`ml.where(x > 0, ...)` where the kernel's `x` is
+its input ref, so the hint followed literally compared a ref), and docs that said otherwise than
+the compiler does."""
+import importlib.util
+import os
+import re
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from locate import expect
+
+S = jax.ShapeDtypeStruct
+F32, I32 = jnp.float32, jnp.int32
+ROOT = os.path.join(os.path.dirname(__file__), os.pardir)
+x128 = jnp.asarray(np.random.default_rng(32).standard_normal(128).astype(np.float32))
+
+
+def kernel_module(tmp_path, name: str, *body: str):
+  """The kernel `k(x, out)` of these lines, in a module of its own (the names a hint binds are the
+  ones its file does not use: this file's would change them)."""
+  lines = "".join(f"    {line}\n" for line in body)
+  (tmp_path / f"{name}.py").write_text(
+      "import jax, jax.numpy as jnp\nimport mgpu_dsl as mg\nfrom mgpu_dsl import language as ml\n"
+      f"@mg.mgpu_kernel(out_shape=lambda x: x)\ndef k(x, out):\n{lines}")
+  spec = importlib.util.spec_from_file_location(f"{name}_{tmp_path.name}", tmp_path / f"{name}.py")
+  mod = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(mod)
+  return mod.k
+
+
+def followed(tmp_path, hint: str, *before: str):
+  """The kernel written from a hint `no ml.f: name = <operand>, then <formula> (note)`: `before`
+  (the kernel's own lines), the binding, then `out[...] = <formula>`."""
+  bind, formula = re.fullmatch(r"no ml\.\w+: (\w+ = .*), then (.*?)( \(.*\))?", hint).group(1, 2)
+  return kernel_module(tmp_path, "followed", *before, bind, f"out[...] = {formula}")
+
+
+def close(got, want, tol=1e-6):
+  np.testing.assert_allclose(np.asarray(got, np.float64), np.asarray(want, np.float64), rtol=tol, atol=tol)
+
+
+# ---------------------------------------------------------------- formula hints with the call's operands
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def sign_of_input(x, out):
+  out[...] = ml.sign(x[...])
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def sign_followed(x, out):
+  out[...] = ml.where(x[...] > 0, 1.0, ml.where(x[...] < 0, -1.0, 0.0))
+
+
+def test_a_missing_functions_formula_is_written_with_the_calls_operand():
+  """It was `ml.where(x > 0, ...)`: here `x` is the kernel's input ref, so the hint followed
+  literally compared a ref (and in another kernel named nothing at all)."""
+  expect(sign_of_input, [S((128,), F32)], mg.UnknownNameError, "ml.sign", "ml has no attribute 'sign'",
+         hint="no ml.sign: ml.where(x[...] > 0, 1.0, ml.where(x[...] < 0, -1.0, 0.0))")
+  close(sign_followed(x128, interpret=True), jnp.sign(x128))
+
+
+def test_a_computed_operand_the_formula_uses_twice_is_bound_to_a_name_first(tmp_path):
+  """`jnp.sinh(x[...] * 2.0)`: the product is computed once, under a name the file does not use."""
+  k = kernel_module(tmp_path, "sinh_of_product", "out[...] = jnp.sinh(x[...] * 2.0)")
+  e = expect(k, [S((128,), F32)], mg.KernelTypeError, "jnp.sinh",
+             "sinh cannot take a register tensor inside a kernel",
+             hint="no ml.sinh: v = x[...] * 2.0, then (ml.exp(v) - ml.exp(-v)) * 0.5")
+  close(followed(tmp_path, e.hint)(x128, interpret=True), jnp.sinh(x128 * 2), 1e-5)
+
+
+def test_a_two_operand_formula_takes_both_operands_and_avoids_the_kernels_names(tmp_path):
+  """`v` is the kernel's own name: the bound operand takes another (`t`)."""
+  k = kernel_module(tmp_path, "hypot_of_two", "v = x[...]", "out[...] = jnp.hypot(v, v + 1.0)")
+  e = expect(k, [S((128,), F32)], mg.KernelTypeError, "jnp.hypot",
+             "hypot cannot take a register tensor inside a kernel",
+             hint="no ml.hypot: t = v + 1.0, then ml.sqrt(v * v + t * t) (overflows past 1.8e19 in float32:"
+                  " scale both first)")
+  close(followed(tmp_path, e.hint, "v = x[...]")(x128, interpret=True), jnp.hypot(x128, x128 + 1), 1e-6)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def fmax_with_a_number(x, out):
+  out[...] = ml.fmax(x[...], 0.5)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def fmax_followed(x, out):
+  out[...] = ml.where(x[...] != x[...], 0.5, ml.maximum(x[...], 0.5))
+
+
+def test_fmax_of_a_number_tests_only_the_tensor_for_nan():
+  """Substituted blindly the hint held `ml.where(0.5 != 0.5, ...)`: a static bool, an MG003 of its own."""
+  expect(fmax_with_a_number, [S((128,), F32)], mg.UnknownNameError, "ml.fmax", "ml has no attribute 'fmax'",
+         hint="no ml.fmax: ml.maximum(x[...], 0.5) (NaN if either is NaN; for fmax's number over a NaN,"
+              " ml.where(x[...] != x[...], 0.5, ml.maximum(x[...], 0.5)))")
+  x = x128.at[3].set(jnp.nan)
+  close(fmax_followed(x, interpret=True), jnp.fmax(x, 0.5))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def popc_of_input(x, out):
+  out[...] = ml.popc(x[...])
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def popc_followed(x, out):
+  u = ml.bitcast(x[...], jnp.uint32)
+  v = u - ((u >> 1) & 0x55555555)
+  v = (v & 0x33333333) + ((v >> 2) & 0x33333333)
+  count = (((v + (v >> 4)) & 0x0F0F0F0F) * 0x01010101) >> 24
+  out[...] = count.astype(jnp.int32)
+
+
+def test_a_missing_bit_count_of_ml_names_the_operand_as_jnps_does():
+  e = expect(popc_of_input, [S((128,), I32)], mg.UnknownNameError, "ml.popc", "ml has no attribute 'popc'")
+  assert e.hint.startswith("no population count here: u = ml.bitcast(x[...], jnp.uint32); ")
+  x = jnp.asarray(np.random.default_rng(1).integers(-2**31, 2**31 - 1, 128).astype(np.int32))
+  close(popc_followed(x, interpret=True), jax.lax.population_count(x), 0)
+
+
+# ---------------------------------------------------------------- scan and sort axis hints
+@mg.mgpu_kernel(out_shape=lambda x: S((8, 128), F32))
+def cumsum_without_axis(x, out):
+  out[...] = ml.cumsum(x[...].reshape(8, 128))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((8, 128), F32))
+def cumsum_followed(x, out):
+  out[...] = ml.cumsum(x[...].reshape(8, 128), axis=1)
+
+
+def test_a_2d_scan_without_an_axis_names_the_users_tensor():
+  """It was `ml.cumsum(x, axis=1)`, the input ref of this kernel."""
+  expect(cumsum_without_axis, [S((1024,), F32)], mg.KernelTypeError, "ml.cumsum",
+         "ml.cumsum of a 2-D tensor needs an axis (jnp's axis=None flattens it)",
+         hint="ml.cumsum(x[...].reshape(8, 128), axis=1) scans each row; ml.cumsum(x[...].reshape(8, 128),"
+              " axis=0) each column")
+  x = jnp.asarray(np.random.default_rng(2).standard_normal(1024).astype(np.float32))
+  close(cumsum_followed(x, interpret=True), jnp.cumsum(x.reshape(8, 128), axis=1), 1e-5)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def sort_bad_axis(x, out):
+  out[...] = ml.sort(x[...].reshape(2, 64), axis=3).reshape(128)
+
+
+def test_a_sorts_bad_axis_names_the_users_tensor():
+  expect(sort_bad_axis, [S((128,), F32)], mg.KernelTypeError, "ml.sort",
+         "ml.sort: axis must be a static int in [-2, 2), got 3",
+         hint="ml.sort(x[...].reshape(2, 64)) sorts along the last axis")
