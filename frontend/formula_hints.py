@@ -15,6 +15,12 @@ OPERANDS = {
 }
 _BIT_COUNTS = {**dict.fromkeys(("popc", "popcount", "population_count", "bitwise_count"), "popc"),
                **dict.fromkeys(("clz", "count_leading_zeros"), "clz")}
+# jax's conversions of a register value -> the kernel's ({0}, {1}: the call's operands; {2}: {0} as an operand)
+CONVERSIONS = {
+    "bitcast_convert_type": "use ml.bitcast({0}, {1}): the same bits, another dtype of the same width",
+    **dict.fromkeys(("convert_element_type", "asarray", "array"),
+                    "convert with {2}.astype({1}) (or ml.cast({0}, {1})); values in a kernel are arrays already"),
+}
 _NAMES = ("v", "t", "u", "w", "z", "val", "hint_in")
 
 
@@ -24,6 +30,10 @@ def with_operands(attr: str, hint: str, args, taken=frozenset()) -> str | None:
   operands. An argument that computes something (`x[...] * 2`) and that the hint uses more than
   once is bound to a name first (one not in `taken`, the names of the kernel's file)."""
   from .missing import _computed, _operand, bit_count_hint
+  if attr in CONVERSIONS and args is not None and len(args) == 2 and not re.match(r"\s*\w+\s*=[^=]", args[0]):
+    x, d = args[0].strip(), re.sub(r"^\s*(dtype|new_dtype)\s*=(?!=)", "", args[1]).strip()
+    if not re.match(r"\s*\w+\s*=[^=]", d):
+      return CONVERSIONS[attr].format(x, d, _operand(x))
   if attr in _BIT_COUNTS and args is not None and len(args) == 1 and not re.match(r"\s*\w+\s*=[^=]", args[0]):
     return bit_count_hint(_BIT_COUNTS[attr], args[0].strip())
   names = OPERANDS.get(attr)

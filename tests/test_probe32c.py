@@ -153,3 +153,45 @@ def test_a_sorts_bad_axis_names_the_users_tensor():
   expect(sort_bad_axis, [S((128,), F32)], mg.KernelTypeError, "ml.sort",
          "ml.sort: axis must be a static int in [-2, 2), got 3",
          hint="ml.sort(x[...].reshape(2, 64)) sorts along the last axis")
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, I32))
+def lax_convert_of_product(x, out):
+  out[...] = jax.lax.convert_element_type(x[...] * 2.0, jnp.int32)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, I32))
+def convert_followed(x, out):
+  out[...] = (x[...] * 2.0).astype(jnp.int32)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, I32))
+def jnp_asarray_with_dtype(x, out):
+  out[...] = jnp.asarray(x[...], dtype=jnp.int32)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, I32))
+def lax_bitcast_of_input(x, out):
+  out[...] = jax.lax.bitcast_convert_type(x[...], jnp.int32)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, I32))
+def bitcast_followed(x, out):
+  out[...] = ml.bitcast(x[...], jnp.int32)
+
+
+def test_jax_conversions_of_a_register_value_are_hinted_with_the_calls_operands():
+  """They said x.astype(dtype) and ml.bitcast(x, dtype): x this kernel's input ref, dtype no name."""
+  expect(lax_convert_of_product, [S((128,), F32)], mg.KernelTypeError, "jax.lax.convert_element_type",
+         "convert_element_type cannot take a register tensor inside a kernel",
+         hint="convert with (x[...] * 2.0).astype(jnp.int32) (or ml.cast(x[...] * 2.0, jnp.int32)); values in a"
+              " kernel are arrays already")
+  close(convert_followed(x128 * 10, interpret=True), (x128 * 20).astype(I32), 0)
+  expect(jnp_asarray_with_dtype, [S((128,), F32)], mg.KernelTypeError, "jnp.asarray",
+         "asarray cannot take a register tensor inside a kernel",
+         hint="convert with x[...].astype(jnp.int32) (or ml.cast(x[...], jnp.int32)); values in a kernel are"
+              " arrays already")
+  expect(lax_bitcast_of_input, [S((128,), F32)], mg.KernelTypeError, "jax.lax.bitcast_convert_type",
+         "bitcast_convert_type cannot take a register tensor inside a kernel",
+         hint="use ml.bitcast(x[...], jnp.int32): the same bits, another dtype of the same width")
+  close(bitcast_followed(x128, interpret=True), jax.lax.bitcast_convert_type(x128, I32), 0)
