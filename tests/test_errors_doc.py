@@ -2,8 +2,9 @@
 the class and the message the section shows.
 
 Each section `## MGxxx ClassName` holds a ```python example (a whole module) and a
-```text block whose first line is the rendered first line of the error,
-`ClassName: example.py:LINE:COL: message [MGxxx]`. The example is written to
+```text block that is the rendered error, whose first line is
+`ClassName: example.py:LINE:COL: message [MGxxx]` (then the source line, the caret, the notes and
+the hint, as printed). The example is written to
 `example.py` in a temporary folder and imported; the error is the first
 KernelError that importing it raises (interpret-mode examples run the kernel at
 import) or else the first one of checking what it declares with mg.check_specs.
@@ -25,8 +26,8 @@ SECTION = re.compile(r"^## (MG\d{3}) (\w+)\s*$", re.M)
 BLOCK = re.compile(r"^```(\w+)\n(.*?)^```\s*$", re.M | re.S)
 
 
-def sections() -> dict[str, tuple[str, str, str]]:
-  """code -> (class name, python example, expected first line)."""
+def sections(whole: bool = False) -> dict[str, tuple[str, str, str]]:
+  """code -> (class name, python example, expected first line, or the whole text block)."""
   text = open(DOC).read()
   heads = list(SECTION.finditer(text))
   out = {}
@@ -35,7 +36,8 @@ def sections() -> dict[str, tuple[str, str, str]]:
     blocks = {}
     for b in BLOCK.finditer(body):
       blocks.setdefault(b.group(1), b.group(2))
-    out[h.group(1)] = (h.group(2), blocks.get("python"), (blocks.get("text") or "").split("\n")[0])
+    shown = blocks.get("text") or ""
+    out[h.group(1)] = (h.group(2), blocks.get("python"), shown if whole else shown.split("\n")[0])
   return out
 
 
@@ -63,12 +65,16 @@ def first_error(source: str, folder: str) -> E.KernelError | None:
     registry.LOWER.update(saved)
 
 
+def rendered(e: E.KernelError, folder: str) -> str:
+  return C.render_error(e, relative=False).replace(os.path.join(folder, "example.py"), "example.py")
+
+
 def first_line(e: E.KernelError, folder: str) -> str:
-  return C.render_error(e, relative=False).split("\n")[0].replace(
-      os.path.join(folder, "example.py"), "example.py")
+  return rendered(e, folder).split("\n")[0]
 
 
 DOCUMENTED = sections()
+WHOLE = sections(whole=True)
 
 
 def test_every_error_class_has_a_section():
@@ -85,3 +91,6 @@ def test_documented_example_raises_the_documented_error(code, tmp_path):
   assert e is not None, f"{code}: the example raises nothing"
   assert type(e).__name__ == name and e.code == code
   assert first_line(e, str(tmp_path)) == expected
+  # the whole ```text block: the source line, the caret, the notes and the hint too (a hint the
+  # compiler no longer prints, or one the section leaves out, fails)
+  assert rendered(e, str(tmp_path)).rstrip("\n") == WHOLE[code][2].rstrip("\n")
