@@ -203,8 +203,10 @@ def atomic_add(cx, ref, value, mask=None):
   """Add `value` into `ref` atomically: `ml.atomic_add(out.at[ml.ds(j * 128, 128)], partial)`.
 
   `ref` is a window of an output or an SMEM buffer; `value` a tensor of its shape (or a
-  number, or a scalar for a single element, which one thread of the CTA adds). Returns None.
-  An output updated by atomics starts at zero.
+  number, or a scalar for a single element of an output, which one thread of the CTA adds; a
+  single SMEM element is updated plainly, `h[i] = h[i] + v`). Returns None. An output updated by
+  atomics starts at zero. No `mask=` (Triton's): index the window with positions, a scatter
+  `out.at[start + ml.arange(n)]`, whose updates outside the array are dropped.
   """
   _no_mask(cx, mask, AtomicKind.ADD)
   return _atomic(cx, AtomicKind.ADD, ref, value)

@@ -19,7 +19,8 @@ _ARANGE_DTYPES = frozenset(d for d in DType if d.is_int) | {DType.f32, DType.f16
 
 @builtin(methods=("astype",))
 def cast(cx, x, dtype):
-  """`x` converted to `dtype` (also `x.astype(dtype)`); values are never converted implicitly."""
+  """`x` converted to `dtype` (also `x.astype(dtype)`). Two tensors of different dtypes never convert
+  implicitly; Python numbers take the dtype they meet (docs/language.md, "Register values")."""
   return astype(cx, x, dtype_arg(cx, dtype, "the conversion (.astype / ml.cast)"))
 
 

@@ -520,8 +520,8 @@ def reshape(cx, x, shape, *more):
   """`x` with another shape of the same size: `x.reshape((m, 1))`, `x.reshape(m, 1)`,
   `ml.reshape(x, (n,))`; one size may be -1 (the rest of the elements), as in NumPy.
 
-  Inserting or removing size-1 axes always works; other reshapes work on tensors in
-  the strided layout (not on tensor-core or row-reduction tiles).
+  Inserting or removing size-1 axes always works; other reshapes of tensor-core or row-reduction
+  tiles (whose rows live in fixed threads) go through an SMEM scratch the compiler allocates.
   """
   if more or isinstance(shape, int):
     shape = (shape, *more)
