@@ -222,3 +222,52 @@ def test_every_ml_function_has_a_docstring_and_a_place_in_the_language_reference
   fns = [n for n in ml.__all__ if callable(getattr(ml, n)) and not isinstance(getattr(ml, n), type)]
   assert [n for n in fns if not (getattr(ml, n).__doc__ or "").strip()] == []
   assert [n for n in fns if not re.search(rf"\bml\.{n}\b", text)] == []
+
+
+# ---------------------------------------------------------------- hints of ml.* calls with the user's operand
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def exp2_approx_not_a_bool(x, out):
+  out[...] = ml.exp2(x[...] * 2.0, approx=1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def exp2_approx_followed(x, out):
+  out[...] = ml.exp2(x[...] * 2.0, approx=True)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, jnp.bool_))
+def not_of_an_int(x, out):
+  v = x[...].astype(jnp.int32)
+  out[...] = not v
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, jnp.bool_))
+def not_followed(x, out):
+  v = x[...].astype(jnp.int32)
+  out[...] = not v != 0
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((64, 64), x.dtype))
+def transpose_with_axes(x, out):
+  out[...] = ml.transpose(x[...] * 2.0, (0, 1))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((64, 64), x.dtype))
+def transpose_followed(x, out):
+  out[...] = ml.transpose(x[...] * 2.0)
+
+
+def test_hints_of_ml_calls_write_the_users_operand():
+  """They wrote `ml.exp2(x, approx=True)`, `compare first: x != 0` and `ml.transpose(x)`, with this
+  kernel's input ref for x (also `x.astype(jnp.float32)` and `ml.round(x, 2)`)."""
+  expect(exp2_approx_not_a_bool, [S((128,), F32)], mg.KernelTypeError, "ml.exp2",
+         "ml.exp2's approx must be True or False, got 1", hint="ml.exp2(x[...] * 2.0, approx=True)")
+  close(exp2_approx_followed(x128, interpret=True), jnp.exp2(x128 * 2), 1e-5)
+  expect(not_of_an_int, [S((128,), F32)], mg.UnsupportedDtypeError, "not v",
+         "'not' on int32; use it on booleans (comparisons)", hint="compare first: v != 0")
+  close(not_followed(x128 * 3, interpret=True), (x128 * 3).astype(I32) == 0, 0)
+  expect(transpose_with_axes, [S((64, 64), F32)], mg.KernelTypeError, "ml.transpose",
+         "ml.transpose(x, axes=(0, 1)): 2-D tensors swap their two axes only",
+         hint="leave axes out: ml.transpose(x[...] * 2.0)")
+  x = jnp.asarray(np.random.default_rng(3).standard_normal((64, 64)).astype(np.float32))
+  close(transpose_followed(x, interpret=True), (x * 2).T, 0)

@@ -172,7 +172,7 @@ def test_a_bool_tensor_transposes_through_its_bytes():
 
 def test_other_axes_are_rejected():
   expect(transpose_axes, [S((64, 64), F32)], mg.KernelTypeError, "ml.transpose(x[...], (0, 1))",
-         "ml.transpose(x, axes=(0, 1)): 2-D tensors swap their two axes only", hint="leave axes out: ml.transpose(x)")
+         "ml.transpose(x, axes=(0, 1)): 2-D tensors swap their two axes only", hint="leave axes out: ml.transpose(x[...])")
 
 
 @mg.mgpu_kernel(out_shape=_t_out)

@@ -462,7 +462,7 @@ def unary(cx, kind: UnOp, x):
   if kind == UnOp.NOT:
     if isinstance(d, DType) and d != DType.bool_:
       raise E.UnsupportedDtypeError(f"'not' on {d}; use it on booleans (comparisons)", cx.loc,
-                                    hint="compare first: x != 0")
+                                    hint=f"compare first: {method_on(cx.named(x))} != 0")
   elif kind == UnOp.NEG and d == DType.bool_:     # (1-bit subtraction from 0 is the identity)
     raise E.UnsupportedDtypeError("- on boolean values", cx.loc,
                                   hint=f"for logic use ~{method_on(cx.named(x, 'm'))} (not); to negate numbers, convert first:"
@@ -520,7 +520,7 @@ def astype(cx, x, dtype):
     return constant(cx, x, dtype)
   if not isinstance(dtype, DType):
     raise E.KernelTypeError(f".astype needs a dtype such as jnp.float16, got {shown(dtype)}", cx.loc,
-                            hint="x.astype(jnp.float32)")
+                            hint=f"{method_on(cx.named(x))}.astype(jnp.float32)")
   src = resolve(x.type.dtype)
   if src == dtype:               # of a weakly typed loop carry: a value of that dtype, as jnp's astype gives
     return x if x.id not in cx.b.weak else cx.b.emit(Cast, x, loc=cx.loc, types=[x.type], names=[cx.name]).result

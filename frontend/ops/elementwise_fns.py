@@ -181,7 +181,7 @@ def exp2(cx, x, *, approx=False):
   """
   if not isinstance(approx, bool):
     raise E.KernelTypeError(f"ml.exp2's approx must be True or False, got {shown(approx)}", cx.loc,
-                            hint="ml.exp2(x, approx=True)")
+                            hint=f"ml.exp2({cx.named(x)}, approx=True)")
   if approx and is_value(x) and resolve(x.type.dtype) != DType.f32:
     raise E.UnsupportedDtypeError(
         f"ml.exp2(..., approx=True) works on float32, got {x.name or 'x'} ({dtype_name(x.type.dtype)})",
@@ -228,7 +228,7 @@ def round_(cx, x, decimals=0):
   decimals = 0 if decimals is None else decimals      # (Python's round(x, None))
   if not isinstance(decimals, int) or isinstance(decimals, bool):
     raise E.KernelTypeError(f"ml.round's decimals must be a static int, got {kind_of(decimals)}", cx.loc,
-                            hint="ml.round(x, 2) rounds to hundredths (a constexpr or a Python int)")
+                            hint=f"ml.round({cx.named(x)}, 2) rounds to hundredths (a constexpr or a Python int)")
   d = resolve(x.type.dtype) if is_value(x) else None
   if decimals == 0 or not isinstance(d, DType) or d.is_int and decimals > 0:
     return _round_whole(cx, x)

@@ -662,5 +662,5 @@ def transpose(cx, x, *axes):
   axes = tuple(axes) or None
   if axes is not None and axes not in ((1, 0), (-1, -2), (1, -2), (-1, 0)):
     raise E.KernelTypeError(f"ml.transpose(x, axes={axes!r}): 2-D tensors swap their two axes only",
-                            cx.loc, hint="leave axes out: ml.transpose(x)")
+                            cx.loc, hint=f"leave axes out: ml.transpose({cx.named(x)})")
   return transpose_tensor(cx, x, cx.name or "")
