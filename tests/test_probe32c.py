@@ -271,3 +271,37 @@ def test_hints_of_ml_calls_write_the_users_operand():
          hint="leave axes out: ml.transpose(x[...] * 2.0)")
   x = jnp.asarray(np.random.default_rng(3).standard_normal((64, 64)).astype(np.float32))
   close(transpose_followed(x, interpret=True), (x * 2).T, 0)
+
+
+# ---------------------------------------------------------------- a narrow column window of a dot result
+@mg.mgpu_kernel(out_shape=lambda a: S((64, 3), F32))
+def dot_columns_5_to_8(a, out):
+  a_s = ml.smem((64, 64))
+  ml.copy(a, a_s)
+  acc = ml.dot(a_s, a_s.T)
+  out[...] = acc[:, 5:8]
+
+
+@mg.mgpu_kernel(out_shape=lambda a: S((64, 3), F32))
+def dot_columns_followed(a, out):
+  a_s = ml.smem((64, 64))
+  ml.copy(a, a_s)
+  acc = ml.dot(a_s, a_s.T)
+  buf = ml.smem((64, 64), jnp.float32)
+  buf[...] = acc
+  v = buf.at[:, ml.ds(5, 32)].load(mask=ml.arange(32)[None, :] < 3, other=0)
+  out.at[:, ml.ds(0, 32)].store(v, mask=ml.arange(32)[None, :] < 3)
+
+
+def test_a_narrow_column_window_of_a_dot_result_is_hinted_as_a_window_that_works():
+  """The hint read buf.at[:, 5:8][...]: 192 elements, itself an MG204 (not a multiple of 128)."""
+  expect(dot_columns_5_to_8, [S((64, 64), jnp.float16)], mg.LayoutError, "acc[:, 5:8]",
+         "columns 5:8 do not start and end on the tensor-core layout's 8-column tiles",
+         hint="slice at multiples of 8 columns (64 is the usual chunk); for a narrower window, stage the tile"
+              " through SMEM and read the window there: buf = ml.smem((64, 64), jnp.float32); buf[...] = acc;"
+              " v = buf.at[:, ml.ds(5, 32)].load(mask=ml.arange(32)[None, :] < 3, other=0) (a window of 192"
+              " elements is read 32 columns wide; store it under the same mask, e.g. out.at[:, ml.ds(0,"
+              " 32)].store(v, mask=ml.arange(32)[None, :] < 3))")
+  a = jnp.asarray(np.random.default_rng(4).standard_normal((64, 64)).astype(np.float16))
+  want = (a.astype(F32) @ a.astype(F32).T)[:, 5:8]
+  close(dot_columns_followed(a, interpret=True), want, 1e-2)

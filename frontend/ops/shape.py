@@ -564,6 +564,12 @@ def slice_columns(cx, x, s: slice):
     raise E.IndexOutOfBoundsError(f"columns {s.start}:{s.stop} are outside a tensor of {n} columns", cx.loc,
                                   hint=f"slice within 0:{n}")
   if start % hw.MMA_N_STEP or stop % hw.MMA_N_STEP:
+    rows, width, wide = x.type.shape[0], stop - start, -(-(stop - start) // 32) * 32
+    narrow = (rows * width) % 128 and start + wide <= n     # buf.at[:, a:b][...] would be MG204 itself
+    read = (f"v = buf.at[:, ml.ds({start}, {wide})].load(mask=ml.arange({wide})[None, :] < {width}, other=0) (a window"
+            f" of {rows * width} elements is read {wide} columns wide; store it under the same mask, e.g."
+            f" out.at[:, ml.ds(0, {wide})].store(v, mask=ml.arange({wide})[None, :] < {width}))" if narrow else
+            f"buf.at[:, {start}:{stop}][...]")
     raise E.LayoutError(
         f"columns {start}:{stop} do not start and end on the tensor-core layout's {hw.MMA_N_STEP}-column"
         f" tiles", cx.loc,
@@ -571,7 +577,7 @@ def slice_columns(cx, x, s: slice):
              f" out.at[:, 0][...] = {_operand(cx.named(x, 't'))}[:, {start}])" if stop - start == 1 else
              f"slice at multiples of {hw.MMA_N_STEP} columns (64 is the usual chunk); for a narrower window,"
              f" stage the tile through SMEM and read the window there: buf = ml.smem({tuple(x.type.shape)},"
-             f" jnp.{dtype_name(x.type.dtype)}); buf[...] = {cx.named(x, 't')}; buf.at[:, {start}:{stop}][...]")
+             f" jnp.{dtype_name(x.type.dtype)}); buf[...] = {cx.named(x, 't')}; {read}")
 
   t = x.type
   return cx.b.emit(Slice, x, start, stop, loc=cx.loc, types=[TensorType((t.shape[0], stop - start), t.dtype)],
