@@ -30,6 +30,8 @@ def with_operands(attr: str, hint: str, args, taken=frozenset()) -> str | None:
   operands. An argument that computes something (`x[...] * 2`) and that the hint uses more than
   once is bound to a name first (one not in `taken`, the names of the kernel's file)."""
   from .missing import _computed, _operand, bit_count_hint
+  if attr in ("roll", "pad", "convolve", "correlate") and args:
+    return _of_ref(hint, args[0], _operand)
   if attr in CONVERSIONS and args is not None and len(args) == 2 and not re.match(r"\s*\w+\s*=[^=]", args[0]):
     x, d = args[0].strip(), re.sub(r"^\s*(dtype|new_dtype)\s*=(?!=)", "", args[1]).strip()
     if not re.match(r"\s*\w+\s*=[^=]", d):
@@ -80,3 +82,19 @@ def _fmin_fmax(attr, args, operand) -> str:
   n = next(a for a in args if _const(a) is not None)
   return (f"no ml.{attr}: ml.{op}({args[0]}, {args[1]}) (NaN if either is NaN; for {attr}'s number over a NaN,"
           f" ml.where({operand(t)} != {operand(t)}, {n}, ml.{op}({args[0]}, {args[1]})))")
+
+
+def _of_ref(hint: str, arg: str, operand) -> str | None:
+  """A stencil's hint (written for a ref x and its window at s of n elements) for the value the
+  call shifts, read from a ref: `a[...]` (x is a, from 0 over its length) or
+  `a.at[ml.ds(start, n)][...]` (s and n too); None for another value (the hint's names stay)."""
+  m = re.fullmatch(r"\s*([A-Za-z_]\w*)(?:\.at\[\s*ml\.ds\((.+),\s*(\d+)\s*\)\s*\])?\[\.\.\.\]\s*", arg)
+  if m is None:
+    return None
+  ref, start, size = m.groups()
+  text = re.sub(r"\bx\b", ref, hint)
+  if start is None:
+    start, size = "0", f"{ref}.shape[0]"
+    text = text.replace("s - 1", "-1").replace("(s + ", "(").replace("s + k - K", "k - K")
+  text = re.sub(r"(?<!')\bs\b", lambda _: operand(start.strip()), text)
+  return re.sub(r"(?<!')\bn\b", size, text)

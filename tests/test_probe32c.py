@@ -305,3 +305,42 @@ def test_a_narrow_column_window_of_a_dot_result_is_hinted_as_a_window_that_works
   a = jnp.asarray(np.random.default_rng(4).standard_normal((64, 64)).astype(np.float16))
   want = (a.astype(F32) @ a.astype(F32).T)[:, 5:8]
   close(dot_columns_followed(a, interpret=True), want, 1e-2)
+
+
+# ---------------------------------------------------------------- a stencil's hint reads the user's ref
+@mg.mgpu_kernel(out_shape=lambda a: a)
+def roll_of_input(a, out):
+  out[...] = jnp.roll(a[...], 1)
+
+
+@mg.mgpu_kernel(out_shape=lambda a: a)
+def roll_followed(a, out):
+  out[...] = a[(ml.arange(a.shape[0]) - 1) % a.shape[0]]
+
+
+@mg.mgpu_kernel(out_shape=lambda a: a)
+def shift_followed(a, out):
+  j = -1 + ml.arange(a.shape[0])
+  out[...] = a.at[ml.ds(-1, a.shape[0])].load(mask=(j >= 0) & (j < a.shape[0]), other=0.0)
+
+
+@mg.mgpu_kernel(out_shape=lambda a: a, grid=lambda a: (a.shape[0] // 128,))
+def roll_of_a_window(a, out):
+  i = ml.program_id(0)
+  out.at[ml.ds(i * 128, 128)][...] = jnp.roll(a.at[ml.ds(i * 128, 128)][...], 1)
+
+
+def test_a_stencils_hint_reads_the_ref_the_rolled_value_came_from():
+  """It read x.at[ml.ds(s - 1, n)] and x[(s + ml.arange(n) - 1) % x.shape[0]]: no x, s or n here."""
+  expect(roll_of_input, [S((256,), F32)], mg.KernelTypeError, "jnp.roll",
+         "roll cannot take a register tensor inside a kernel",
+         hint="read the neighbours from memory at shifted windows, masked at the edges: with j = -1 +"
+              " ml.arange(a.shape[0]), a.at[ml.ds(-1, a.shape[0])].load(mask=(j >= 0) & (j < a.shape[0]),"
+              " other=0.0) is the window at 0 shifted by one, 0 outside a (jnp.pad's zeros); for jnp.roll's"
+              " wrap-around, gather at wrapped indices, a[(ml.arange(a.shape[0]) - 1) % a.shape[0]]")
+  a = jnp.arange(256, dtype=F32)
+  close(roll_followed(a, interpret=True), jnp.roll(a, 1), 0)
+  close(shift_followed(a, interpret=True), jnp.pad(a, (1, 0))[:256], 0)
+  e = expect(roll_of_a_window, [S((256,), F32)], mg.KernelTypeError, "jnp.roll",
+             "roll cannot take a register tensor inside a kernel")
+  assert "a.at[ml.ds((i * 128) - 1, 128)].load(mask=(j >= 0) & (j < a.shape[0]), other=0.0)" in e.hint
