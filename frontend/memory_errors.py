@@ -155,7 +155,9 @@ def uncovered_error(name, shape, missing, g, grid, loc, masked=None, rank=1, ski
              f" {name}'s extent ({name}.at[...].store(v, mask=...))")
   else:
     cover = (f"launch enough programs for their windows to cover {name} {tuple(shape)} (for tiles of t rows,"
-             f" grid=lambda x: ((x.shape[0] + t - 1) // t,); ml.copy stores drop what falls outside the array)")
+             f" grid=lambda x: ((x.shape[0] + t - 1) // t,); ml.copy stores drop what falls outside the array, a"
+             f" register store needs a mask of {name}'s extent: {name}.at[...].store(v, mask=offs < {name}.shape[0])"
+             f" with offs the window's positions)")
   return E.UncoveredOutputError(
       f"{region} is never written: {who} write{'s' if n > 1 else ''} it, so {count} of {math.prod(shape)}"
       f" elements of {name} would stay uninitialised", loc,

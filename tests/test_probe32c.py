@@ -344,3 +344,41 @@ def test_a_stencils_hint_reads_the_ref_the_rolled_value_came_from():
   e = expect(roll_of_a_window, [S((256,), F32)], mg.KernelTypeError, "jnp.roll",
              "roll cannot take a register tensor inside a kernel")
   assert "a.at[ml.ds((i * 128) - 1, 128)].load(mask=(j >= 0) & (j < a.shape[0]), other=0.0)" in e.hint
+
+
+# ---------------------------------------------------------------- a ref stored as a value; a grid that falls short
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def ref_stored(x, out):
+  out[...] = x
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 128,))
+def floor_grid_register_store(x, out):
+  i = ml.program_id(0)
+  out.at[ml.ds(i * 128, 128)][...] = x.at[ml.ds(i * 128, 128)][...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: ((x.shape[0] + 128 - 1) // 128,))
+def ceiling_grid_followed(x, out):
+  i = ml.program_id(0)
+  offs = i * 128 + ml.arange(128)
+  v = x.at[ml.ds(i * 128, 128)].load(mask=offs < x.shape[0], other=0.0)
+  out.at[ml.ds(i * 128, 128)].store(v, mask=offs < out.shape[0])
+
+
+def test_a_ref_stored_as_a_value_is_hinted_with_its_own_names():
+  """It said `ref[...] = other_ref[...] * 2`."""
+  expect(ref_stored, [S((128,), F32)], mg.KernelTypeError, "out[...] = x", "cannot store a GMEM ref into out",
+         hint="store a register tensor: out[...] = x[...] (the ref read into registers)")
+
+
+def test_a_grid_that_falls_short_of_a_register_stored_output_says_the_store_needs_a_mask():
+  """Following the hint's ceiling grid alone made the last program's unmasked register store an
+  MG203: only ml.copy stores drop what falls outside the array."""
+  e = expect(floor_grid_register_store, [S((300,), F32)], mg.UncoveredOutputError, "out.at[",
+             "out[256:300] is never written: none of the 2 programs of grid (2,) writes it, so 44 of 300"
+             " elements of out would stay uninitialised")
+  assert ("a register store needs a mask of out's extent: out.at[...].store(v, mask=offs < out.shape[0])"
+          in e.hint), e.hint
+  x = jnp.arange(300, dtype=F32)
+  close(ceiling_grid_followed(x, interpret=True), x, 0)

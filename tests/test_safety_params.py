@@ -138,7 +138,9 @@ def test_a_grid_that_leaves_rows_unwritten_is_rejected():
          " 64000 elements of out would stay uninitialised",
          hint="launch enough programs for their windows to cover out (1000, 64) (for tiles of t rows,"
               " grid=lambda x: ((x.shape[0] + t - 1) // t,); ml.copy stores drop what falls outside the"
-              " array), or write the rest; to update part of an input in place, alias it to out:"
+              " array, a register store needs a mask of out's extent: out.at[...].store(v, mask=offs <"
+              " out.shape[0]) with offs the window's positions), or write the rest; to update part of an input"
+              " in place, alias it to out:"
               " @mgpu_kernel(..., input_output_aliases={input index: output index})")
 
 

@@ -68,7 +68,9 @@ def store(cx, ref, value):
     value = full_(cx, t.shape, value, t.dtype, f"the store into {ref.name or 'this ref'}")
   if not is_value(value) or not isinstance(value.type, TensorType):
     raise E.KernelTypeError(f"cannot store {kind_of(value)} into {ref.name or 'a ref'}", cx.loc,
-                            hint="store a register tensor: ref[...] = other_ref[...] * 2")
+                            hint=f"store a register tensor: {ref.name}[...] = {value.name}[...] (the ref read into registers)"
+                            if is_ref(value) and ref.name and value.name else
+                            "store a register tensor: ref[...] = other_ref[...] * 2")
   if value.type.shape != t.shape:
     try:
       ok = broadcast_shape(cx, [value.type.shape, t.shape], "store", ["", ""]) == t.shape
