@@ -56,7 +56,7 @@ def _check_split_reductions(kernel) -> None:
     return
   for o in ir.walk(kernel.body):
     lay = o.x.type.layout if isinstance(o, Reduce) and isinstance(o.x.type, TensorType) else None
-    if lay is None or lay.kind != LayoutKind.WGMMA or lay.drop == (0,) or 0 not in o.axes:
+    if lay is None or lay.kind != LayoutKind.WGMMA or lay.whole or lay.drop == (0,) or 0 not in o.axes:
       continue
     if exchange_slots(kernel, o):
       continue

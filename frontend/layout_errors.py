@@ -167,7 +167,7 @@ class LayoutErrors:
           f"this {shape} tensor is reshaped from or into {what}: its values live in"
           f" fixed threads, so only size-1 axes can be added or removed", loc, hint=hint))
     if lay.kind == LayoutKind.WGMMA:
-      rows = self.rows
+      rows = 64 if lay.whole else self.rows
       full = lay.register_shape(shape)
       if not lay.drop:
         ok = len(shape) == 2 and shape[0] % rows == 0 and shape[1] % hw.MMA_N_STEP == 0

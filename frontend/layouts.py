@@ -235,6 +235,7 @@ class _Solver(LayoutErrors):
     members: dict = {}
     for v in self.tensors.values():
       members.setdefault(uf.find(("v", v.id)), []).append(v)
+    layout.update(self.whole_operand_tiles(members))
 
     def propagate():
       changed = True
@@ -274,6 +275,22 @@ class _Solver(LayoutErrors):
         propagate()
     self.layout = layout
     self.members = members
+
+  def whole_operand_tiles(self, members) -> dict:
+    """Classes of tiles moved between registers and a buffer ml.dot reads, meeting no dot result,
+    whose rows the warpgroups cannot split (64 rows of a dequantised B tile at block=256): every
+    warpgroup computes and stores the whole tile (the same values), as other register code runs."""
+    if self.rows == 64:
+      return {}
+    dotted = {self.uf.find(s) for s in self.seeds if s[0] == "v"}
+    out = {}
+    for r in self.mma_roots:
+      cls = self.uf.find(("smem", r))
+      shapes = [v.type.shape for v in members.get(cls, [])]
+      if cls not in dotted and shapes and all(len(sh) == 2 and sh[0] % 64 == 0 for sh in shapes) and any(
+          sh[0] % self.rows for sh in shapes):
+        out[cls] = Layout(LayoutKind.WGMMA, whole=True)
+    return out
 
   def unit_axes_only(self, p, rels, members, layout, tiles) -> bool:
     """Whether `p` is linked only to tensors that differ from it by size-1 axes (v[:, None],

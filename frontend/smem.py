@@ -286,7 +286,7 @@ def exchange_slots(kernel, o: Reduce) -> int:
     return 0
   if lay.wgs > 1:
     return warpgroups
-  split_tile = lay.kind == LayoutKind.WGMMA and 0 not in lay.drop
+  split_tile = lay.kind == LayoutKind.WGMMA and 0 not in lay.drop and not lay.whole
   if split_tile and not any(isinstance(x, WarpSpecialize) for x in kernel.body.ops):   # (top level only)
     return warpgroups
   return 0

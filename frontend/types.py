@@ -97,11 +97,15 @@ class Layout:
   warps_per_row: int = 1
   vec: int = 1
   wgs: int = 1           # STRIDED: warpgroups splitting the leading axis (each its own rows)
+  whole: bool = False    # WGMMA: every warpgroup holds the whole tile (an operand tile of fewer rows
+                         # than the warpgroups split: 64 rows of a B tile at block=256)
 
   def __str__(self):
     s = self.kind.value
     if self.wgs > 1:
       s += f"/{self.wgs}wg"
+    if self.whole:
+      s += "/whole"
     if self.kind == LayoutKind.ROWS:
       s += f"{self.warps_per_row}x{self.vec}"
     if self.drop:

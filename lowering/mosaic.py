@@ -77,6 +77,7 @@ def is_split(t) -> bool:
   """Whether warpgroups split this tensor by rows (tensor-core tiles and their row vectors,
   strided tensors the layout pass split)."""
   return isinstance(t, TensorType) and (t.layout.kind == LayoutKind.WGMMA and 0 not in t.layout.drop
+                                        and not t.layout.whole
                                         or t.layout.wgs > 1)
 
 
