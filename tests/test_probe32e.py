@@ -152,3 +152,74 @@ def test_gpu_a_dequantised_b_tile_at_block_256_matches_interpret_mode():
   ref, ref_amax = w8a16_weight_amax(x, w, interpret=True)
   np.testing.assert_allclose(np.asarray(got, np.float32), np.asarray(ref, np.float32), rtol=1e-2, atol=0.5)
   assert float(amax) == float(ref_amax) == float(jnp.max(jnp.abs(w[:, :128].astype(F32))))
+
+
+# ---------------------------------------------------------------- W8A16: an 8-bit operand beside a 16-bit one
+def _mixed(a_dtype, b_dtype, kmajor, follow=False):
+  """a (m, k) a_dtype @ b, b stored (k, n), or (n, k) and passed transposed (kmajor); `follow`
+  writes what the hint says."""
+  bshape = (64, 64)                     # (k, n), or (n, k) when kmajor
+
+  @mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[0] if kmajor else b.shape[1]), F32),
+                  grid=lambda a, b: (a.shape[0] // 64,))
+  def kernel(a, b, c):
+    i = ml.program_id(0)
+    a_s = ml.smem((64, 64), a.dtype)
+    w_s = ml.smem(bshape, b.dtype)
+    acc = ml.zeros((64, 64), jnp.float32)
+    for k in range(a.shape[1] // 64):
+      ml.copy(a.at[ml.ds(i * 64, 64), ml.ds(k * 64, 64)], a_s)
+      ml.copy(b.at[:, ml.ds(k * 64, 64)] if kmajor else b.at[ml.ds(k * 64, 64), :], w_s)
+      if not follow:
+        acc = ml.dot(a_s, w_s.T if kmajor else w_s, acc)
+      elif a.dtype.itemsize == 1:
+        acc = ml.dot(a_s[...].astype(b.dtype), w_s.T if kmajor else w_s, acc)
+      else:
+        w_s16 = ml.smem(bshape, a.dtype)
+        w_s16[...] = w_s[...].astype(a.dtype)
+        acc = ml.dot(a_s, w_s16.T if kmajor else w_s16, acc)
+    c.at[ml.ds(i * 64, 64), :][...] = acc
+  return kernel
+
+
+def test_a_16_bit_and_an_8_bit_operand_get_the_in_kernel_dequantisation_as_hint():
+  """bf16 activations with int8 (or float8) weights in SMEM: the hint converted the weights before
+  the call only (which drops the 8-bit weights' point); it now writes the dequantisation in the
+  kernel, through a 16-bit buffer the tensor cores read, and the kernel it writes computes a @ b."""
+  rng = np.random.default_rng(3)
+  x = jnp.asarray(rng.standard_normal((128, 128)), BF16)
+  w = jnp.asarray(rng.integers(-127, 128, (128, 64)), jnp.int8)
+  w8 = jnp.asarray(rng.standard_normal((64, 128)), jnp.float8_e4m3fn)
+  f = lambda t: np.asarray(t, np.float32)
+  expect(_mixed(BF16, jnp.int8, False), [_spec(x), _spec(w)], mg.DtypeMismatchError, "ml.dot(a_s, w_s",
+         "ml.dot of a_s (bfloat16) and w_s (int8): both operands must have one dtype",
+         hint="dequantise w_s in the kernel through a bfloat16 buffer (a TMA copy does not convert):"
+              " w_s16 = ml.smem((64, 64), jnp.bfloat16); w_s16[...] = w_s[...].astype(jnp.bfloat16) (times"
+              " its scales, in float32, as needed); ml.dot(a_s, w_s16, acc); or convert the array that fills"
+              " w_s before the call (.astype(jnp.bfloat16))")
+  expect(_mixed(BF16, jnp.float8_e4m3fn, True), [_spec(x), _spec(w8)], mg.DtypeMismatchError,
+         "ml.dot(a_s, w_s", "ml.dot of a_s (bfloat16) and w_s.T (float8_e4m3fn): both operands must have one dtype",
+         hint="dequantise w_s in the kernel through a bfloat16 buffer (a TMA copy does not convert):"
+              " w_s16 = ml.smem((64, 64), jnp.bfloat16); w_s16[...] = w_s[...].astype(jnp.bfloat16) (times"
+              " its scales, in float32, as needed); ml.dot(a_s, w_s16.T, acc); or convert the array that"
+              " fills w_s before the call (.astype(jnp.bfloat16))")
+  for kernel, args, want in ((_mixed(BF16, jnp.int8, False, True), (x, w), f(x) @ f(w)),
+                             (_mixed(BF16, jnp.float8_e4m3fn, True, True), (x, w8), f(x) @ f(w8).T)):
+    _export(kernel, *map(_spec, args))
+    np.testing.assert_allclose(np.asarray(kernel(*args, interpret=True)), want, rtol=1e-5, atol=1e-3)
+
+
+def test_an_8_bit_a_beside_a_16_bit_b_is_converted_in_registers_as_the_hint_says():
+  """int8 A with bfloat16 B: the hint was to convert both inputs before the call; A converts in
+  registers (the tensor cores read a 16-bit A from registers), as float8 A did."""
+  rng = np.random.default_rng(4)
+  a = jnp.asarray(rng.integers(-127, 128, (128, 128)), jnp.int8)
+  b = jnp.asarray(rng.standard_normal((128, 64)), BF16)
+  e = expect(_mixed(jnp.int8, BF16, False), [_spec(a), _spec(b)], mg.DtypeMismatchError, "ml.dot(a_s, w_s",
+             "ml.dot of a_s (int8) and w_s (bfloat16): both operands must have one dtype")
+  assert e.hint.startswith("convert A to bfloat16 in registers: ml.dot(a_s[...].astype(jnp.bfloat16), w_s,"
+                           " acc)"), e.hint
+  kernel = _mixed(jnp.int8, BF16, False, True)
+  _export(kernel, _spec(a), _spec(b))
+  want = np.asarray(a, np.float32) @ np.asarray(b, np.float32)
+  np.testing.assert_allclose(np.asarray(kernel(a, b, interpret=True)), want, rtol=1e-5, atol=1e-2)

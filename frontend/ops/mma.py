@@ -188,7 +188,18 @@ def _mixed_hint(a, b, da, db, in_regs, with_acc):
   goes through registers, converted to B's dtype (A from registers takes 16-bit tiles), or the
   caller converts an input before the call."""
   acc = ", acc" if with_acc else ""
-  if db in (DType.f16, DType.bf16) and isinstance(da, DType) and da.is_float:
+  if da in (DType.f16, DType.bf16) and isinstance(db, DType) and db.bits == 8 and (b.name or "").replace(
+      ".T", "").isidentifier():
+    # W8A16: the 8-bit weights dequantised in the kernel, through a 16-bit buffer the tensor cores read
+    bt = b.name.endswith(".T")
+    base = b.name[:-2] if bt else b.name
+    shape = tuple(reversed(b.type.shape)) if bt else tuple(b.type.shape)
+    w = f"{base}16"
+    return (f"dequantise {base} in the kernel through a {dtype_name(da)} buffer (a TMA copy does not convert):"
+            f" {w} = ml.smem({shape}, jnp.{dtype_name(da)}); {w}[...] = {base}[...].astype(jnp.{dtype_name(da)})"
+            f" (times its scales, in float32, as needed); ml.dot({a.name}, {w}{'.T' if bt else ''}{acc}); or"
+            f" convert the array that fills {base} before the call (.astype(jnp.{dtype_name(da)}))")
+  if db in (DType.f16, DType.bf16) and isinstance(da, DType) and (da.is_float or da.bits == 8):
     an = a.name if in_regs else f"{a.name}[...]"
     if in_regs or not a.type.transposed:
       fix = (f"convert A to {dtype_name(db)} in registers: ml.dot({_conv(an)}.astype(jnp.{dtype_name(db)}),"
