@@ -223,3 +223,131 @@ def test_an_8_bit_a_beside_a_16_bit_b_is_converted_in_registers_as_the_hint_says
   _export(kernel, _spec(a), _spec(b))
   want = np.asarray(a, np.float32) @ np.asarray(b, np.float32)
   np.testing.assert_allclose(np.asarray(kernel(a, b, interpret=True)), want, rtol=1e-5, atol=1e-2)
+
+
+# ---------------------------------------------------------------- a vector operand: the decode GEMV
+def _gemv(form):
+  """w (n, k) times x (k,): `dot` passes the vector to ml.dot; the others follow its hint."""
+  @mg.mgpu_kernel(out_shape=lambda w, x: S((w.shape[0],), F32), grid=lambda w, x: (w.shape[0] // 64,))
+  def gemv(w, x, out):
+    j = ml.program_id(0)
+    w_s = ml.smem((64, w.shape[1]))
+    ml.copy(w.at[ml.ds(j * 64, 64), :], w_s)
+    if form == "dot":
+      x_s = ml.smem((x.shape[0],))
+      ml.copy(x, x_s)
+      out.at[ml.ds(j * 64, 64)][...] = ml.dot(w_s, x_s)
+    elif form == "registers":
+      x_s = ml.smem((x.shape[0],))
+      ml.copy(x, x_s)
+      out.at[ml.ds(j * 64, 64)][...] = ml.sum(w_s[...].astype(jnp.float32) * x_s[...].astype(jnp.float32)[None, :],
+                                               axis=1)
+    else:                                     # x given as x.reshape(1, k)
+      v_s = ml.smem((8, x.shape[1]))
+      ml.copy(x.at[ml.ds(0, 8), :], v_s)
+      out.at[ml.ds(j * 64, 64)][...] = ml.dot(w_s, v_s.T)[:, 0]
+  return gemv
+
+
+def test_a_vector_passed_to_ml_dot_hints_the_matrix_vector_product():
+  """The hint of a 1-D operand was `index the leading dimensions away: buf.at[stage]`, which no
+  vector has; it now writes the GEMV as a multiply and a sum, or on the tensor cores with the vector
+  as a row of an (8, k) buffer passed transposed, and both compute w @ x."""
+  rng = np.random.default_rng(5)
+  w = jnp.asarray(rng.standard_normal((128, 64)), BF16)
+  x = jnp.asarray(rng.standard_normal((64,)), BF16)
+  expect(_gemv("dot"), [_spec(w), _spec(x)], mg.MmaOperandError, "ml.dot(w_s, x_s)",
+         "ml.dot operand b must be 2-D, got shape (64,)",
+         hint="ml.dot multiplies 2-D tiles: a matrix-vector product (a decode GEMV) is a multiply and a sum in"
+              " registers, ml.sum(w_s[...].astype(jnp.float32) * x_s[...].astype(jnp.float32)[None, :], axis=1);"
+              " or, on the tensor cores, copy the vector as a row (x.reshape(1, k) outside the kernel) into an"
+              " (8, k) buffer, v_s (TMA reads zeros past the last row), and take column 0 of ml.dot(w_s, v_s.T)")
+  want = np.asarray(w, np.float32) @ np.asarray(x, np.float32)
+  for form, arg in (("registers", x), ("tensor cores", x.reshape(1, -1))):
+    kernel = _gemv(form)
+    _export(kernel, _spec(w), _spec(arg))
+    np.testing.assert_allclose(np.asarray(kernel(w, arg, interpret=True)), want, rtol=1e-4, atol=1e-3)
+
+
+def _vecmat(follow):
+  @mg.mgpu_kernel(out_shape=lambda x, w: S((w.shape[1],), F32), grid=(1,))
+  def vecmat(x, w, out):
+    w_s = ml.smem(w.shape)
+    ml.copy(w, w_s)
+    xv = x[...]
+    if follow:
+      out[...] = ml.sum(xv.astype(jnp.float32)[:, None] * w_s[...].astype(jnp.float32), axis=0)
+    else:
+      out[...] = ml.dot(xv, w_s)
+  return vecmat
+
+
+def test_a_register_vector_as_a_hints_the_vector_matrix_product():
+  rng = np.random.default_rng(6)
+  x = jnp.asarray(rng.standard_normal((64,)), BF16)
+  w = jnp.asarray(rng.standard_normal((64, 128)), BF16)
+  expect(_vecmat(False), [_spec(x), _spec(w)], mg.MmaOperandError, "ml.dot(xv, w_s)",
+         "ml.dot operand a must be 2-D, got shape (64,)",
+         hint="ml.dot multiplies 2-D tiles: a matrix-vector product (a decode GEMV) is a multiply and a sum in"
+              " registers, ml.sum(xv.astype(jnp.float32)[:, None] * w_s[...].astype(jnp.float32), axis=0)")
+  kernel = _vecmat(True)
+  _export(kernel, _spec(x), _spec(w))
+  want = np.asarray(x, np.float32) @ np.asarray(w, np.float32)
+  np.testing.assert_allclose(np.asarray(kernel(x, w, interpret=True)), want, rtol=1e-4, atol=1e-3)
+
+
+# ---------------------------------------------------------------- a small batch on the tensor cores
+def _small_m(form):
+  """a (m, k) @ b (k, 64) for a batch of m < 64 rows: `plain` gives ml.dot the m rows; the others
+  follow its hint (a 64-row tile filled past the array's end, or the operands swapped)."""
+  @mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[1]), F32), grid=(1,))
+  def small_m(a, b, c):
+    b_s = ml.smem(b.shape)
+    ml.copy(b, b_s)
+    if form == "padded":
+      a_s = ml.smem((64, a.shape[1]))
+      ml.copy(a.at[ml.ds(0, 64), :], a_s)
+      c.at[ml.ds(0, 64), :].store(ml.dot(a_s, b_s), mask=ml.arange(64)[:, None] < a.shape[0])
+    else:
+      a_s = ml.smem(a.shape)
+      ml.copy(a, a_s)
+      c[...] = ml.dot(a_s, b_s) if form == "plain" else ml.dot(b_s.T, a_s.T).T
+  return small_m
+
+
+def test_a_small_batch_hints_the_padded_tile_and_the_swapped_operands():
+  """m = 16 rows (a decode batch) was hinted `use a tile of 64, 128, ... rows`; the hint now says
+  how: a 64-row tile TMA fills with zeros past the data, stored under a mask, or ml.dot(b_s.T, a_s.T)
+  (the transposed product, n = 16). Both compute a @ b."""
+  rng = np.random.default_rng(7)
+  a = jnp.asarray(rng.standard_normal((16, 64)), BF16)
+  b = jnp.asarray(rng.standard_normal((64, 64)), BF16)
+  expect(_small_m("plain"), [_spec(a), _spec(b)], mg.MmaOperandError, "ml.dot(a_s, b_s)", nth=1,
+         message="ml.dot needs m (rows of a) to be a multiple of 64, got 16",
+         hint="use a tile of 64, 128, ... rows; for fewer rows of data, a 16-row batch, give a_s 64 rows and copy"
+              " a 64-row window into it (TMA reads zeros past the array's last row), then store the rows that"
+              " exist with a mask (rows < m); or swap the operands: ml.dot(b_s.T, a_s.T) is the product"
+              " transposed, with the 16 rows as its n (a multiple of 8 there)")
+  want = np.asarray(a, np.float32) @ np.asarray(b, np.float32)
+  for form in ("padded", "swapped"):
+    kernel = _small_m(form)
+    _export(kernel, _spec(a), _spec(b))
+    np.testing.assert_allclose(np.asarray(kernel(a, b, interpret=True)), want, rtol=1e-4, atol=1e-3)
+  e = expect(_small_m("plain"), [S((12, 64), BF16), _spec(b)], mg.MmaOperandError, "ml.dot(a_s, b_s)", nth=1,
+             message="ml.dot needs m (rows of a) to be a multiple of 64, got 12")
+  assert "swap" not in e.hint                # (n = 12 is no multiple of 8)
+
+
+@pytest.mark.gpu
+def test_gpu_the_small_batch_and_gemv_forms_the_hints_write_match_jnp():
+  rng = np.random.default_rng(8)
+  a = jnp.asarray(rng.standard_normal((16, 64)), BF16)
+  b = jnp.asarray(rng.standard_normal((64, 64)), BF16)
+  want = np.asarray(a, np.float32) @ np.asarray(b, np.float32)
+  for form in ("padded", "swapped"):
+    np.testing.assert_allclose(np.asarray(jax.jit(_small_m(form))(a, b)), want, rtol=1e-3, atol=1e-2)
+  w = jnp.asarray(rng.standard_normal((128, 64)), BF16)
+  x = jnp.asarray(rng.standard_normal((64,)), BF16)
+  want = np.asarray(w, np.float32) @ np.asarray(x, np.float32)
+  for form, arg in (("registers", x), ("tensor cores", x.reshape(1, -1))):
+    np.testing.assert_allclose(np.asarray(jax.jit(_gemv(form))(w, arg)), want, rtol=1e-3, atol=1e-2)

@@ -48,7 +48,7 @@ class DotWait(ir.Op):
   results: tuple = ()
 
 
-def _operand(cx, what, x):
+def _operand(cx, what, x, other=None):
   """An SMEM operand (b, or a from SMEM) must be a 2-D ref of this CTA's SMEM."""
   if not is_value(x) or not isinstance(x.type, RefType) or x.type.space != Space.SMEM or x.type.remote:
     got = f"{x.name} ({x.type.space})" if is_value(x) and isinstance(x.type, RefType) else kind_of(x)
@@ -72,14 +72,47 @@ def _operand(cx, what, x):
     raise E.MmaOperandError(f"ml.dot operand {what} must be {got_what}, got {got}", cx.loc, hint=hint)
   if len(x.type.shape) != 2:
     raise E.MmaOperandError(f"ml.dot operand {what} must be 2-D, got shape {x.type.shape}", cx.loc,
-                            hint="index the leading dimensions away: buf.at[stage]")
+                            hint=_vector_hint(what, x, other) if len(x.type.shape) == 1 else
+                            "index the leading dimensions away: buf.at[stage]")
+
+
+def _read(x) -> tuple[str, bool]:
+  """How a hint reads operand `x` into registers, and whether that is its transpose (`w_s.T`)."""
+  name = x.name if is_value(x) and (x.name or "").replace(".T", "").replace("_", "a").isalnum() else None
+  if name is None:
+    return ("w" if x is None else "v"), False
+  if isinstance(x.type, TensorType):
+    return name, False
+  return (f"{name[:-2]}[...]", True) if name.endswith(".T") else (f"{name}[...]", False)
+
+
+def _vector_hint(what, x, other) -> str:
+  """A 1-D operand: a matrix-vector product (decode GEMV), which runs as a multiply and a
+  reduction in registers (or, for a vector b, on the tensor cores with the vector as 8 rows)."""
+  v, _ = _read(x)
+  w, flipped = _read(other)
+  shape = tuple(other.type.shape) if is_value(other) and hasattr(other.type, "shape") else ()
+  if len(shape) != 2 or shape[1 if what == "b" else 0] != x.type.shape[0]:    # (shape: as ml.dot reads it)
+    return "pass an (m, k) tile" if what == "a" else "index the leading dimensions away: buf.at[stage]"
+  vf, wf = f"{_conv(v)}.astype(jnp.float32)", f"{_conv(w)}.astype(jnp.float32)"
+  if (what == "b") != flipped:       # the vector runs along the matrix's rows (as stored)
+    product, axis = f"{wf} * {vf}[None, :]", 1
+  else:
+    product, axis = f"{vf}[:, None] * {wf}", 0
+  fix = (f"ml.dot multiplies 2-D tiles: a matrix-vector product (a decode GEMV) is a multiply and a sum in"
+         f" registers, ml.sum({product}, axis={axis})")
+  if what == "b":
+    a = other.name if is_value(other) and (other.name or "").replace(".T", "").isidentifier() else "a_s"
+    fix += ("; or, on the tensor cores, copy the vector as a row (x.reshape(1, k) outside the kernel) into an"
+            f" (8, k) buffer, v_s (TMA reads zeros past the last row), and take column 0 of ml.dot({a}, v_s.T)")
+  return fix
 
 
 def _register_a(cx, a, d, b=None):
   """A register A operand: a 2-D 16-bit tile (the WGMMA layout a converted accumulator has)."""
   if len(a.type.shape) != 2:
     raise E.MmaOperandError(f"ml.dot operand a must be 2-D, got shape {a.type.shape}", cx.loc,
-                            hint="pass an (m, k) tile")
+                            hint=_vector_hint("a", a, b) if len(a.type.shape) == 1 else "pass an (m, k) tile")
   if isinstance(d, DType) and d not in hw.MMA_REG_A_DTYPES:
     names = " or ".join(sorted(map(str, hw.MMA_REG_A_DTYPES)))
     hint = (f"store the tile in an SMEM buffer and pass the buffer: buf = ml.smem({a.type.shape}, jnp.{d});"
@@ -238,6 +271,21 @@ def _unsupported_hint(d) -> str:
           " fuses into its producer): a TMA copy does not convert")
 
 
+def _small_m_hint(a, b, m, d) -> str:
+  """m not a multiple of 64, often a small batch (decode, M = 1..64): a 64-row tile that TMA fills
+  with zeros past the data's last row, or the operands swapped so the few rows are n."""
+  an, bn = _read(a)[0].removesuffix("[...]"), _read(b)[0].removesuffix("[...]")
+  fix = (f"use a tile of 64, 128, ... rows; for fewer rows of data, a {m}-row batch, give {an} 64 rows and copy"
+         f" a 64-row window into it (TMA reads zeros past the array's last row), then store the rows that exist"
+         f" with a mask (rows < m)")
+  if is_value(a) and isinstance(a.type, RefType) and not a.type.transposed and m % hw.MMA_N_STEP == 0 and (
+      d in (DType.f16, DType.bf16) or b.type.transposed):
+    new_a = bn.removesuffix(".T") if b.type.transposed else f"{bn}.T"
+    fix += (f"; or swap the operands: ml.dot({new_a}, {an}.T) is the product transposed, with the {m} rows as"
+            f" its n (a multiple of 8 there)")
+  return fix
+
+
 def _conv(text):
   return text if text.replace("[...]", "").replace("_", "a").replace(".", "a").isalnum() else f"({text})"
 
@@ -270,8 +318,8 @@ def dot(cx, a, b, acc=None, *, out_dtype=None, input_precision=None, allow_tf32=
   if in_regs:
     _register_a(cx, a, resolve(a.type.dtype), b)
   else:
-    _operand(cx, "a", a)
-  _operand(cx, "b", b)
+    _operand(cx, "a", a, b)
+  _operand(cx, "b", b, a)
   (m, k), (k2, n) = a.type.shape, b.type.shape
   if k != k2:
     raise E.ShapeMismatchError(
@@ -302,7 +350,7 @@ def dot(cx, a, b, acc=None, *, out_dtype=None, input_precision=None, allow_tf32=
     n_step = hw.MMA_N_STEP_INT
   if m % hw.MMA_M:
     raise E.MmaOperandError(f"ml.dot needs m (rows of a) to be a multiple of {hw.MMA_M}, got {m}", loc,
-                            hint="use a tile of 64, 128, ... rows")
+                            hint=_small_m_hint(a, b, m, d))
   groups = cx.b.threads // hw.WARPGROUP
   if m % (hw.MMA_M * groups):
     raise E.MmaOperandError(
