@@ -98,6 +98,36 @@ def w8a16_kmajor_64(x, w, out):
   out.at[ml.ds(i * 128, 128), ml.ds(j * 64, 64)][...] = acc.astype(out.dtype)
 
 
+@ml.inline
+def _w8_mainloop(x, w, x_s, wq_s, w_s, i, j, stages, specialize):
+  (bm, bk), bn = x_s.shape, w_s.shape[1]
+  acc = ml.zeros((bm, bn), jnp.float32)
+  for k in ml.range(x.shape[1] // bk, stages=stages, warp_specialize=specialize):
+    ml.copy(x.at[ml.ds(i * bm, bm), ml.ds(k * bk, bk)], x_s)
+    ml.copy(w.at[ml.ds(k * bk, bk), ml.ds(j * bn, bn)], wq_s)
+    w_s[...] = wq_s[...].astype(x.dtype)
+    acc = ml.dot(x_s, w_s, acc)
+  return acc
+
+
+@mg.mgpu_kernel(out_shape=lambda x, w, s, **kw: S((x.shape[0], w.shape[1]), x.dtype),
+                grid=lambda x, w, s, **kw: (min((x.shape[0] // 128) * (w.shape[1] // 256), mg.num_sms()),),
+                block=256)
+def w8a16_persistent(x, w, s, c, *, stages: ml.constexpr = 4, specialize: ml.constexpr = True):
+  """examples/matmul.py's persistent warp-specialised kernel (bk=64) with int8 weights."""
+  bm, bn, bk, epi = 128, 256, 64, 64
+  num_m, num_n = x.shape[0] // bm, w.shape[1] // bn
+  x_s, wq_s, w_s = ml.smem((bm, bk)), ml.smem((bk, bn), jnp.int8), ml.smem((bk, bn), x.dtype)
+  c_s = (ml.smem((bm, epi)), ml.smem((bm, epi)))
+  for t in range(ml.program_id(0), num_m * num_n, ml.num_programs(0)):
+    i, j = ml.grouped_ids(t, num_m, num_n, group=8)
+    acc = _w8_mainloop(x, w, x_s, wq_s, w_s, i, j, stages, specialize)
+    y = (acc * s.at[ml.ds(j * bn, bn)][...][None, :]).astype(c.dtype)
+    for e in ml.static_range(bn // epi):
+      c_s[e % 2][...] = y[:, e * epi:(e + 1) * epi]
+      ml.copy(c_s[e % 2], c.at[ml.ds(i * bm, bm), ml.ds(j * bn + e * epi, epi)])
+
+
 def _w8_operands(m=256, n=256, k=256, seed=0):
   rng = np.random.default_rng(seed)
   x = jnp.asarray(rng.standard_normal((m, k)), BF16)
@@ -109,6 +139,8 @@ def _dequant_cases():
   x, w, rng = _w8_operands()
   sn = jnp.asarray(rng.uniform(0.001, 0.02, w.shape[1]), F32)
   sk = jnp.asarray(rng.uniform(0.5, 2.0, w.shape[0]), F32)
+  w2 = jnp.asarray(rng.integers(-127, 128, (256, 512)), jnp.int8)
+  sn2 = jnp.asarray(rng.uniform(0.001, 0.02, 512), F32)
   f = lambda t: np.asarray(t, np.float32)
   deq = lambda wd: f(x) @ f(jnp.asarray(wd, BF16))
   return [
@@ -117,6 +149,8 @@ def _dequant_cases():
       (w8a16_row_and_column_scales, (x, w, sk, sn), {},
        lambda: deq(f(w) * f(sk)[:, None] * f(sn)[None, :])),
       (w8a16_kmajor_64, (x, jnp.asarray(w.T)), {}, lambda: f(x) @ f(w)),
+      (w8a16_persistent, (x, w2, sn2), {}, lambda: (f(x) @ f(w2)) * f(sn2)[None, :]),
+      (w8a16_persistent, (x, w2, sn2), dict(specialize=False, stages=3), lambda: (f(x) @ f(w2)) * f(sn2)[None, :]),
   ]
 
 
