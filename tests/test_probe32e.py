@@ -385,3 +385,47 @@ def test_gpu_the_small_batch_and_gemv_forms_the_hints_write_match_jnp():
   want = np.asarray(w, np.float32) @ np.asarray(x, np.float32)
   for form, arg in (("registers", x), ("tensor cores", x.reshape(1, -1))):
     np.testing.assert_allclose(np.asarray(jax.jit(_gemv(form))(w, arg)), want, rtol=1e-3, atol=1e-2)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, w: (S((x.shape[0], w.shape[1]), F32), S(w.shape, x.dtype)),
+                grid=lambda x, w: (x.shape[0] // 128, w.shape[1] // 128), block=256)
+def w8a16_k_tail(x, w, out, wd):
+  """K = 200: the last 64-row B tile read under a mask of its rows (an index grid of the whole tile),
+  also stored to GMEM by both warpgroups."""
+  i, j = ml.program_id(0), ml.program_id(1)
+  x_s = ml.smem((128, 64), x.dtype)
+  w_s = ml.smem((64, 128), x.dtype)
+  acc = ml.zeros((128, 128), jnp.float32)
+  for k in range(ml.cdiv(x.shape[1], 64)):
+    ml.copy(x.at[ml.ds(i * 128, 128), ml.ds(k * 64, 64)], x_s)
+    rows = k * 64 + ml.arange(64)
+    wb = w.at[ml.ds(k * 64, 64), ml.ds(j * 128, 128)].load(mask=rows[:, None] < w.shape[0], other=0).astype(x.dtype)
+    w_s[...] = wb
+    if i == 0:
+      wd.at[ml.ds(k * 64, 64), ml.ds(j * 128, 128)].store(wb, mask=rows[:, None] < w.shape[0])
+    acc = ml.dot(x_s, w_s, acc)
+  out.at[ml.ds(i * 128, 128), ml.ds(j * 128, 128)][...] = acc
+
+
+def _k_tail_operands():
+  rng = np.random.default_rng(9)
+  return (jnp.asarray(rng.standard_normal((256, 200)), BF16),
+          jnp.asarray(rng.integers(-127, 128, (200, 256)), jnp.int8))
+
+
+def test_a_masked_64_row_b_tile_at_block_256_builds_and_matches_jnp():
+  x, w = _k_tail_operands()
+  _export(w8a16_k_tail, _spec(x), _spec(w))
+  got, wd = w8a16_k_tail(x, w, interpret=True)
+  np.testing.assert_allclose(np.asarray(got), np.asarray(x, np.float32) @ np.asarray(w, np.float32),
+                             rtol=1e-5, atol=1e-3)
+  np.testing.assert_array_equal(np.asarray(wd, np.float32), np.asarray(w, np.float32))
+
+
+@pytest.mark.gpu
+def test_gpu_a_masked_64_row_b_tile_at_block_256_matches_interpret_mode():
+  x, w = _k_tail_operands()
+  got, wd = jax.jit(w8a16_k_tail)(x, w)
+  ref, ref_wd = w8a16_k_tail(x, w, interpret=True)
+  np.testing.assert_allclose(np.asarray(got), np.asarray(ref), rtol=1e-3, atol=1e-2)
+  np.testing.assert_array_equal(np.asarray(wd, np.float32), np.asarray(ref_wd, np.float32))
