@@ -113,7 +113,9 @@ class Layout:
     return s
 
   def dropped(self, axes) -> "Layout":
-    return dataclasses.replace(self, drop=tuple(sorted(set(self.drop) | set(axes))))
+    drop = tuple(sorted(set(self.drop) | set(axes)))
+    # (a column vector is never split among warpgroups: a whole tile's is any tile's)
+    return dataclasses.replace(self, drop=drop, whole=self.whole and 0 not in drop)
 
   @property
   def tile(self) -> "Layout":

@@ -429,3 +429,53 @@ def test_gpu_a_masked_64_row_b_tile_at_block_256_matches_interpret_mode():
   ref, ref_wd = w8a16_k_tail(x, w, interpret=True)
   np.testing.assert_allclose(np.asarray(got), np.asarray(ref), rtol=1e-3, atol=1e-2)
   np.testing.assert_array_equal(np.asarray(wd, np.float32), np.asarray(ref_wd, np.float32))
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[1]), a.dtype),
+                grid=lambda a, b: (ml.cdiv(a.shape[0], 128), ml.cdiv(b.shape[1], 64)), block=256)
+def triton_style_matmul(a, b, c):
+  """Triton's masked loads of any M, N, K into SMEM tiles, at block=256 (bm=128, bn=bk=64): the
+  column index vector rn masks both the 64-row B tile (held whole) and the split result."""
+  pid_m, pid_n = ml.program_id(0), ml.program_id(1)
+  rm = pid_m * 128 + ml.arange(128)
+  rn = pid_n * 64 + ml.arange(64)
+  a_s = ml.smem((128, 64), a.dtype)
+  b_s = ml.smem((64, 64), b.dtype)
+  acc = ml.zeros((128, 64), jnp.float32)
+  for k in range(ml.cdiv(a.shape[1], 64)):
+    rk = k * 64 + ml.arange(64)
+    a_s[...] = a.at[ml.ds(pid_m * 128, 128), ml.ds(k * 64, 64)].load(
+        mask=(rm[:, None] < a.shape[0]) & (rk[None, :] < a.shape[1]), other=0.0)
+    b_s[...] = b.at[ml.ds(k * 64, 64), ml.ds(pid_n * 64, 64)].load(
+        mask=(rk[:, None] < b.shape[0]) & (rn[None, :] < b.shape[1]), other=0.0)
+    acc = ml.dot(a_s, b_s, acc)
+  c.at[ml.ds(pid_m * 128, 128), ml.ds(pid_n * 64, 64)].store(
+      acc.astype(c.dtype), mask=(rm[:, None] < c.shape[0]) & (rn[None, :] < c.shape[1]))
+
+
+_TRITON_SHAPES = ((100, 90, 70), (1, 200, 300), (130, 3, 65))
+
+
+def _triton_operands(m, n, k):
+  rng = np.random.default_rng(m + n + k)
+  return jnp.asarray(rng.standard_normal((m, k)), jnp.float16), jnp.asarray(rng.standard_normal((k, n)), jnp.float16)
+
+
+def test_triton_style_masked_matmul_at_block_256_builds_and_matches_jnp():
+  """It was MG204 (the 64-row B tile), and with that tile held whole, MG204 again: rn, a column
+  vector of both tiles, took two layouts (a whole tile's column vector is any tile's)."""
+  for shape in _TRITON_SHAPES:
+    a, b = _triton_operands(*shape)
+    _export(triton_style_matmul, _spec(a), _spec(b))
+    want = np.asarray(a, np.float32) @ np.asarray(b, np.float32)
+    np.testing.assert_allclose(np.asarray(triton_style_matmul(a, b, interpret=True), np.float32), want,
+                               rtol=1e-2, atol=2e-2)
+
+
+@pytest.mark.gpu
+def test_gpu_triton_style_masked_matmul_at_block_256_matches_interpret_mode():
+  for shape in _TRITON_SHAPES:
+    a, b = _triton_operands(*shape)
+    got = np.asarray(jax.jit(triton_style_matmul)(a, b), np.float32)
+    np.testing.assert_allclose(got, np.asarray(triton_style_matmul(a, b, interpret=True), np.float32),
+                               rtol=1e-2, atol=2e-2)
