@@ -479,3 +479,68 @@ def test_gpu_triton_style_masked_matmul_at_block_256_matches_interpret_mode():
     got = np.asarray(jax.jit(triton_style_matmul)(a, b), np.float32)
     np.testing.assert_allclose(got, np.asarray(triton_style_matmul(a, b, interpret=True), np.float32),
                                rtol=1e-2, atol=2e-2)
+
+
+# ---------------------------------------------------------------- 8-bit weights stored (k, n)
+def _kn_weights(follow, block=128):
+  """a (m, k) @ b (k, n) for 8-bit (or float32) operands, b as a weight (in, out) is stored:
+  `follow` transposes its tile once into a K-major buffer, as the hint says."""
+  rows = 64 * (block // 128)
+
+  @mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[1]),
+                                           jnp.int32 if a.dtype == jnp.int8 else F32),
+                  grid=lambda a, b: (a.shape[0] // rows,), block=block)
+  def kn(a, b, c):
+    i = ml.program_id(0)
+    bk = 128 // a.dtype.itemsize
+    a_s = ml.smem((rows, bk), a.dtype)
+    b_s = ml.smem((bk, b.shape[1]), b.dtype)
+    acc = ml.zeros((rows, b.shape[1]), jnp.int32 if a.dtype == jnp.int8 else jnp.float32)
+    for k in range(a.shape[1] // bk):
+      ml.copy(a.at[ml.ds(i * rows, rows), ml.ds(k * bk, bk)], a_s)
+      ml.copy(b.at[ml.ds(k * bk, bk), :], b_s)
+      if follow:
+        b_nk = ml.smem((b.shape[1], bk), b.dtype)
+        b_nk[...] = b_s.T[...]
+        acc = ml.dot(a_s, b_nk.T, acc)
+      else:
+        acc = ml.dot(a_s, b_s, acc)
+    c.at[ml.ds(i * rows, rows), :][...] = acc
+  return kn
+
+
+def test_8_bit_weights_stored_k_by_n_hint_the_in_kernel_transpose():
+  """int8 b stored (k, n): the hint only said to load B as (n, k) from a transposed array; it also
+  gives the tile transposed once in the kernel (at block=256 a 64-row (n, k) tile every warpgroup
+  writes whole), which computes a @ b."""
+  rng = np.random.default_rng(10)
+  a = jnp.asarray(rng.integers(-128, 128, (128, 256)), jnp.int8)
+  b = jnp.asarray(rng.integers(-128, 128, (256, 64)), jnp.int8)
+  expect(_kn_weights(False), [_spec(a), _spec(b)], mg.MmaOperandError, "ml.dot(a_s, b_s, acc)",
+         "ml.dot reads int8 operands K-major only, so b must be stored (n, k) and passed transposed; b_s is"
+         " stored (k, n)",
+         hint="load B's tile as (n, k), e.g. from a (n, k) array bt, and pass bt_s.T: ml.dot(a_s, bt_s.T, acc); or"
+              " transpose the tile once in the kernel, b_nk = ml.smem((64, 128)); b_nk[...] = b_s.T[...] (through"
+              " registers), and pass ml.dot(a_s, b_nk.T, acc)")
+  want = np.asarray(a, np.int64) @ np.asarray(b, np.int64)
+  fp8 = (jnp.asarray(rng.standard_normal((256, 256)), jnp.float8_e4m3fn),
+         jnp.asarray(rng.standard_normal((256, 64)), jnp.float8_e4m3fn))
+  for kernel, args, want, tol in ((_kn_weights(True), (a, b), want, 0),
+                                  (_kn_weights(True, block=256), fp8,
+                                   np.asarray(fp8[0], np.float32) @ np.asarray(fp8[1], np.float32), 1e-4)):
+    _export(kernel, *map(_spec, args))
+    np.testing.assert_allclose(np.asarray(kernel(*args, interpret=True)), want, rtol=tol, atol=tol)
+
+
+@pytest.mark.gpu
+def test_gpu_8_bit_weights_transposed_in_the_kernel_match_interpret_mode():
+  rng = np.random.default_rng(11)
+  a = jnp.asarray(rng.integers(-128, 128, (128, 256)), jnp.int8)
+  b = jnp.asarray(rng.integers(-128, 128, (256, 64)), jnp.int8)
+  fp8 = (jnp.asarray(rng.standard_normal((256, 256)), jnp.float8_e4m3fn),
+         jnp.asarray(rng.standard_normal((256, 64)), jnp.float8_e4m3fn))
+  kernel = _kn_weights(True)
+  np.testing.assert_array_equal(np.asarray(jax.jit(kernel)(a, b)), np.asarray(kernel(a, b, interpret=True)))
+  kernel = _kn_weights(True, block=256)
+  np.testing.assert_allclose(np.asarray(jax.jit(kernel)(*fp8)), np.asarray(kernel(*fp8, interpret=True)),
+                             rtol=2e-2, atol=0.1)

@@ -174,6 +174,18 @@ def _k_major_a_hint(a) -> str:
           f" (through registers), and pass ml.dot(a_mk, ...)")
 
 
+def _k_major_b_hint(a, b) -> str:
+  """B stored (k, n), as a weight (in, out) is: loaded as (n, k) from the transposed array, or
+  transposed once in the kernel into an (n, k) buffer passed as .T."""
+  fix = "load B's tile as (n, k), e.g. from a (n, k) array bt, and pass bt_s.T: ml.dot(a_s, bt_s.T, acc)"
+  if not (b.name or "").isidentifier():
+    return fix
+  k, n = b.type.shape
+  an = a.name if is_value(a) and (a.name or "").replace(".T", "").isidentifier() else "a_s"
+  return (f"{fix}; or transpose the tile once in the kernel, b_nk = ml.smem(({n}, {k})); b_nk[...] = {b.name}.T[...]"
+          f" (through registers), and pass ml.dot({an}, b_nk.T, acc)")
+
+
 def _major(cx, a, b, d):
   """8-bit (and other non-16-bit) operands must be K-major: A as stored, B stored (n, k) and
   passed transposed."""
@@ -187,7 +199,7 @@ def _major(cx, a, b, d):
     raise E.MmaOperandError(
         f"ml.dot reads {d} operands K-major only, so b must be stored (n, k) and passed transposed;"
         f" {b.name} is stored (k, n)", cx.loc,
-        hint="load B's tile as (n, k), e.g. from a (n, k) array bt, and pass bt_s.T: ml.dot(a_s, bt_s.T, acc)")
+        hint=_k_major_b_hint(a, b))
 
 
 def _root(cx, ref):
