@@ -544,3 +544,46 @@ def test_gpu_8_bit_weights_transposed_in_the_kernel_match_interpret_mode():
   kernel = _kn_weights(True, block=256)
   np.testing.assert_allclose(np.asarray(jax.jit(kernel)(*fp8)), np.asarray(kernel(*fp8, interpret=True)),
                              rtol=2e-2, atol=0.1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, w: S((x.shape[0], w.shape[1]), F32), grid=(1,), block=256)
+def column_quantised_b(x, w, c):
+  """Each 64-row float32 weight tile scaled by its column amax into bf16 (a whole tile at block=256,
+  reduced along its rows in every warpgroup), the amax applied to the split dot result."""
+  x_s = ml.smem((128, 64))
+  w_s = ml.smem((64, 128), jnp.bfloat16)
+  acc = ml.zeros((128, 128), jnp.float32)
+  for k in range(x.shape[1] // 64):
+    ml.copy(x.at[:, ml.ds(k * 64, 64)], x_s)
+    wt = w.at[ml.ds(k * 64, 64), :][...]
+    cmax = ml.max(ml.abs(wt), axis=0)
+    w_s[...] = (wt / cmax[None, :]).astype(jnp.bfloat16)
+    acc = acc + ml.dot(x_s, w_s) * cmax[None, :]
+  c[...] = acc
+
+
+def _column_quantised_case():
+  rng = np.random.default_rng(12)
+  x = jnp.asarray(rng.standard_normal((128, 128)), BF16)
+  w = jnp.asarray(rng.standard_normal((128, 128)), F32)
+  want = 0
+  for k in range(2):
+    wt = np.asarray(w[k * 64:(k + 1) * 64])
+    cm = np.abs(wt).max(axis=0)
+    wd = np.asarray(jnp.asarray(wt / cm, BF16), np.float32)
+    want = want + (np.asarray(x[:, k * 64:(k + 1) * 64], np.float32) @ wd) * cm
+  return x, w, want
+
+
+def test_a_whole_b_tile_reduced_along_its_rows_at_block_256_matches_jnp():
+  x, w, want = _column_quantised_case()
+  _export(column_quantised_b, _spec(x), _spec(w))
+  np.testing.assert_allclose(np.asarray(column_quantised_b(x, w, interpret=True)), want, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.gpu
+def test_gpu_a_whole_b_tile_reduced_along_its_rows_matches_interpret_mode():
+  x, w, want = _column_quantised_case()
+  got = np.asarray(jax.jit(column_quantised_b)(x, w))
+  np.testing.assert_allclose(got, np.asarray(column_quantised_b(x, w, interpret=True)), rtol=1e-3, atol=1e-2)
+  np.testing.assert_allclose(got, want, rtol=1e-2, atol=5e-2)
