@@ -587,3 +587,19 @@ def test_gpu_a_whole_b_tile_reduced_along_its_rows_matches_interpret_mode():
   got = np.asarray(jax.jit(column_quantised_b)(x, w))
   np.testing.assert_allclose(got, np.asarray(column_quantised_b(x, w, interpret=True)), rtol=1e-3, atol=1e-2)
   np.testing.assert_allclose(got, want, rtol=1e-2, atol=5e-2)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, w: S((x.shape[0], w.shape[1]), F32), grid=(1,))
+def int8_weights_into_a_bf16_buffer(x, w, c):
+  x_s = ml.smem((64, 64), BF16)
+  w_s = ml.smem((64, 64), BF16)
+  ml.copy(x, x_s)
+  ml.copy(w, w_s)
+  c[...] = ml.dot(x_s, w_s)
+
+
+def test_a_copy_of_int8_weights_into_a_bf16_buffer_says_an_int8_buffer():
+  """The hint said "through a int8 buffer"."""
+  e = expect(int8_weights_into_a_bf16_buffer, [S((64, 64), BF16), S((64, 64), jnp.int8)], mg.CopyDtypeError,
+             "ml.copy(w, w_s)", "cannot copy w (GMEM, int8) into w_s (SMEM, bfloat16): element types differ")
+  assert "convert in registers through an int8 buffer: buf2 = ml.smem((64, 64), jnp.int8)" in e.hint, e.hint

@@ -142,7 +142,7 @@ def copy(cx, src, dst, reduce=None, *, multicast=None):
     raise err or E.CopyDtypeError(
         f"cannot copy {desc(src)} into {desc(dst)}: element types differ", cx.loc,
         hint=f"allocate {smem_side.name} as {want} (or leave dtype out to infer it), or convert in registers"
-             f" through a {want} buffer: {convert}")
+             f" through {'an' if want.startswith('int') else 'a'} {want} buffer: {convert}")
   if s.space == Space.SMEM and d.space == Space.SMEM:
     store(cx, dst, load(cx, src, src.name))   # through registers
     return
