@@ -603,3 +603,22 @@ def test_a_copy_of_int8_weights_into_a_bf16_buffer_says_an_int8_buffer():
   e = expect(int8_weights_into_a_bf16_buffer, [S((64, 64), BF16), S((64, 64), jnp.int8)], mg.CopyDtypeError,
              "ml.copy(w, w_s)", "cannot copy w (GMEM, int8) into w_s (SMEM, bfloat16): element types differ")
   assert "convert in registers through an int8 buffer: buf2 = ml.smem((64, 64), jnp.int8)" in e.hint, e.hint
+
+
+@mg.mgpu_kernel(out_shape=lambda a, bt: S((64, 64), F32), grid=(1,))
+def tma_into_transposed_view(a, bt, c):
+  a_s = ml.smem((64, 64))
+  b_s = ml.smem((64, 64))
+  ml.copy(a, a_s)
+  ml.copy(bt, b_s.T)
+  c[...] = ml.dot(a_s, b_s)
+
+
+def test_a_copy_into_a_transposed_view_hints_the_view_at_ml_dot():
+  """The hint only said to transpose in registers; a tile the tensor cores read transposed is
+  copied as stored and passed as b_s.T to ml.dot, which moves no data."""
+  e = expect(tma_into_transposed_view, [S((64, 64), BF16), S((64, 64), BF16)], mg.KernelTypeError,
+             "ml.copy(bt, b_s.T)", "cannot copy into b_s.T: TMA copies move windows as they are stored; a"
+             " transposed view (.T) is an ml.dot operand, or read and written from registers")
+  assert e.hint.endswith("; for the tensor cores, copy into b_s as stored and pass b_s.T to ml.dot (no data"
+                         " moves)"), e.hint

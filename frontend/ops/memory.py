@@ -558,7 +558,15 @@ def check_not_transposed(cx, ref, what):
         f"cannot {what} {ref.name or 'a transposed view'}: TMA copies move windows as they are stored;"
         f" a transposed view (.T) is an ml.dot operand, or read and written from registers", cx.loc,
         hint="copy the buffer itself, and transpose in registers: buf.T[...] (or ml.transpose(buf[...]))"
-             " reads it transposed, buf.T[...] = x writes x transposed")
+             " reads it transposed, buf.T[...] = x writes x transposed" + (_dot_view_hint(ref) if "into" in what else ""))
+
+
+def _dot_view_hint(ref) -> str:
+  """For a tile the tensor cores read transposed: the copy as stored, the view at ml.dot."""
+  base = (ref.name or "").removesuffix(".T")
+  if not base.isidentifier():
+    return ""
+  return f"; for the tensor cores, copy into {base} as stored and pass {base}.T to ml.dot (no data moves)"
 
 
 def untransposed(cx, ref):
