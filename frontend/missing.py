@@ -525,8 +525,6 @@ def array_call_hint(name, pos, kw, is_float=False, dtype=None) -> str | None:
     if op == "~":
       return f"write the operator: ~{_operand(pos[0])}"
     a, b = map(_operand, pos)
-    if op == "%" and is_float:
-      return f"% is for integers: for floats, {a} - ml.floor({a} / {b}) * {b} (the sign of {b}, as jnp.{name})"
     if op in ("<<", ">>") and integer is not None and integer.bits == 8:
       return (f"shift in 32 bits (there are no 8-bit shifts): ({a}.astype(jnp.int32) {op} {b}).astype(jnp.{integer})"
               + (f"; a logical shift is {_logical_shift(pos[0], b, integer)}" if op == ">>" and integer.is_signed

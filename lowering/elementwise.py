@@ -17,6 +17,7 @@ from ..frontend.ops.elementwise import (Arange, BinOp, Binary, Cast, CmpOp, Comp
                                         UnOp, Unary, Where)
 from ..frontend.types import ScalarType, TensorType
 from . import compat
+from . import float_divmod as FD
 from . import interpret_numerics as N
 from .interpret_memory import InterpretError
 from .mosaic import as_array, is_split, layout_of, mlir_type, operand, scalar_const
@@ -79,11 +80,20 @@ def _binary(ctx, o):
   t, d = o.result.type, o.result.type.dtype
   if isinstance(t, ScalarType):
     a, b = _scalar_operands(ctx, o, d)
+    if d.is_float and o.kind in (BinOp.FLOORDIV, BinOp.MOD):     # as a splat array's one register
+      a, b = (fa.FragmentedArray.splat(v, (1,), is_signed=None) for v in (a, b))
+      n = FD.steps(d, o.rhs if isinstance(o.rhs, (int, float)) else None)
+      ctx.set(o.result, FD.floor_divmod(o.kind, a, b, d, n).registers.item())
+      return
     table = _SCALAR_FLOAT if d.is_float else _SCALAR_INT if d.is_signed else _SCALAR_UINT
     ctx.set(o.result, table[o.kind](a, b))
     return
   a = as_array(ctx, operand(ctx, o.lhs), t, d)
   b = as_array(ctx, operand(ctx, o.rhs), t, d)
+  if d.is_float and o.kind in (BinOp.FLOORDIV, BinOp.MOD):
+    n = FD.steps(d, o.rhs if isinstance(o.rhs, (int, float)) else None)
+    ctx.set(o.result, FD.floor_divmod(o.kind, a, b, d, n))
+    return
   if o.kind == BinOp.MOD and not d.is_signed:
     ctx.set(o.result, a % b)
     return
@@ -249,7 +259,9 @@ def _operand_texts(o, rhs: str):
 def _i_binary(cta, o):
   d = o.result.type.dtype
   a, b = cta.operand(o.lhs, d), cta.operand(o.rhs, d)
-  if d.is_float:
+  if d.is_float and o.kind in (BinOp.FLOORDIV, BinOp.MOD):
+    r = N.float_divmod(o.kind, a, b, d)
+  elif d.is_float:
     c = N.compute_dtype(d)
     r = N.FLOAT_BIN[o.kind](a.astype(c), b.astype(c))
   else:

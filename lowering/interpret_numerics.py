@@ -166,8 +166,7 @@ def ieee_reduce(kind_max: bool, x, axis):
 
 
 FLOAT_BIN = {B.ADD: np.add, B.SUB: np.subtract, B.MUL: np.multiply, B.DIV: np.divide,
-             B.MAX: ieee_maximum, B.MIN: ieee_minimum, B.MOD: np.mod,
-             B.FLOORDIV: lambda a, b: np.floor(np.divide(a, b)),
+             B.MAX: ieee_maximum, B.MIN: ieee_minimum,
              B.ATAN2: np.arctan2, B.POW: np.power}
 INT_BIN = {B.ADD: np.add, B.SUB: np.subtract, B.MUL: np.multiply, B.FLOORDIV: np.floor_divide,
            B.MOD: np.mod, B.MAX: np.maximum, B.MIN: np.minimum, B.AND: np.bitwise_and,
@@ -175,6 +174,25 @@ INT_BIN = {B.ADD: np.add, B.SUB: np.subtract, B.MUL: np.multiply, B.FLOORDIV: np
 CMP = {C.LT: np.less, C.LE: np.less_equal, C.GT: np.greater, C.GE: np.greater_equal,
        C.EQ: np.equal, C.NE: np.not_equal}
 INT_UN = {U.NEG: np.negative, U.ABS: np.abs, U.NOT: np.logical_not}
+
+
+def float_divmod(kind, a, b, d: DType):
+  """jnp's float `//` (kind FLOORDIV) or `%` (MOD) of `a` and `b` (arrays of dtype `d`), rounded
+  to `d` after each step as jnp's lax ops are: the exact remainder (fmod), moved to the divisor's
+  sign; the quotient (a - fmod) / b, one less where the remainder moved, rounded half away from zero
+  (a zero divisor divides `a` itself: inf, -inf or NaN, as jnp)."""
+  t = np_dtype(d)
+  with np.errstate(all="ignore"):
+    a, b = np.asarray(a, t), np.asarray(b, t)
+    mod = np.fmod(a.astype(np.float32), b.astype(np.float32)).astype(t)        # exact
+    moved = (mod != 0) & ((mod < 0) != (b < 0)) | np.isnan(mod)
+    if kind == B.MOD:
+      return np.where((mod != 0) & ((mod < 0) != (b < 0)), (mod + b).astype(t), mod).astype(t)
+    q = np.where(b == 0, a, (a - mod).astype(t))
+    q = (q.astype(np.float32) / b.astype(np.float32)).astype(t)
+    q = np.where(moved, (q - np.asarray(1, t)).astype(t), q).astype(t)
+    f = q.astype(np.float32)
+    return np.where(np.abs(f - np.trunc(f)) >= 0.5, np.trunc(f) + np.sign(f), np.trunc(f)).astype(t)
 
 
 def flush_subnormals(x: np.ndarray) -> np.ndarray:

@@ -259,15 +259,6 @@ def test_an_integer_meeting_a_float_constant_names_the_float_and_hints_forms_tha
   hinted `a - ml.floor(a / b) * b`, an MG104 on the int32 `a`."""
   spec = [S((128,), I32)]
   tail = "is a float (an integer value meeting a Python float computes in float32)"
-  expect(int_with_float, spec, mg.UnsupportedDtypeError, "v % 3.0", f"% needs integer operands: v is int32 but 3.0 {tail}",
-         op="%", hint="an integer constant: v % 3, or convert first for a float result (as jnp's):"
-                      " a = v.astype(jnp.float32), then a - ml.floor(a / 3.0) * 3.0")
-  expect(int_with_float, spec, mg.UnsupportedDtypeError, "7.5 % v", f"% needs integer operands: v is int32 but 7.5 {tail}",
-         op="r%", hint="convert first for a float result (as jnp's): a = v.astype(jnp.float32),"
-                       " then 7.5 - ml.floor(7.5 / a) * a")
-  expect(int_with_float, spec, mg.UnsupportedDtypeError, "v // 2.0", f"// needs integer operands: v is int32 but 2.0 {tail}",
-         op="//", hint="an integer constant: v // 2, or convert first for a float result (as jnp's):"
-                       " a = v.astype(jnp.float32), then ml.floor(a / 2.0)")
   expect(int_with_float, spec, mg.UnsupportedDtypeError, "v & 1.0", f"& needs integer operands: v is int32 but 1.0 {tail}",
          op="&", hint="an integer constant: v & 1")
   x = jnp.arange(128, dtype=I32) - 64
@@ -276,11 +267,9 @@ def test_an_integer_meeting_a_float_constant_names_the_float_and_hints_forms_tha
     assert g.dtype == w.dtype
     np.testing.assert_array_equal(g, w)
   assert "mosaic_gpu" in _export(int_with_float_followed, S((128,), I32))
-  # floats with an integer constant: the hint names the user's operands
-  expect(float_remainder, [S((128,), F32)], mg.UnsupportedDtypeError, "x[...] % 3",
-         "% needs integer operands, got float32", hint="the remainder of floats: x[...] - ml.floor(x[...] / 3) * 3 (jnp's up to the rounding of the"
-         " quotient: where it rounds up to a whole number, 1.0 // 0.1, the floor is one more than jnp's 9.0 and the"
-         " remainder off by one divisor)")
+  # floats with an integer constant: jnp's remainder (it was MG106 before float % was supported)
+  y = jnp.linspace(-7.0, 7.0, 128, dtype=F32)
+  np.testing.assert_array_equal(float_remainder(y, interpret=True), y % 3)
 
 
 # ---------------------------------------------------------------- Python numbers becoming float8

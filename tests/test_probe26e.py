@@ -220,7 +220,7 @@ MISSING = [
      "C's remainder (the sign of x[...]): x[...] - ml.trunc(x[...] / y[...]) * y[...] (0.0 for its -0.0; exact"
      " below 2**24 quotients)"),
     ("jnp.mod(x[...], y[...])", None,
-     "% is for integers: for floats, x[...] - ml.floor(x[...] / y[...]) * y[...] (the sign of y[...], as jnp.mod)"),
+     "write the operator: x[...] % y[...] (flooring, as Python and jnp)"),
 ]
 
 

@@ -88,7 +88,7 @@ class UnOp(enum.Enum):
 
 
 _FLOAT_ONLY = {BinOp.ATAN2, BinOp.POW}
-_INT_ONLY = {BinOp.FLOORDIV, BinOp.MOD, BinOp.AND, BinOp.OR, BinOp.XOR, BinOp.SHL, BinOp.SHR}
+_INT_ONLY = {BinOp.AND, BinOp.OR, BinOp.XOR, BinOp.SHL, BinOp.SHR}
 # Mosaic GPU allows these on 8-bit integers (bitwise ops and equality need no arithmetic).
 _BITWISE_8BIT = {BinOp.AND, BinOp.OR, BinOp.XOR, CmpOp.EQ, CmpOp.NE}
 # On booleans, as numpy and jnp compute them (results stay bool): * is and, max is or, min is and.
@@ -396,9 +396,8 @@ def binary(cx, kind: BinOp, a, b, what=None, via=()):
       (v for v in (a0, b0) if is_value(v)), None)
   if kind in _INT_ONLY and isinstance(d, DType) and d.is_float:
     _check_integer_meets_float(cx, a0, b0, what)
-  check_dtype_support(cx, dt, what, ints_only=kind in _INT_ONLY, floats_only=kind in _FLOAT_ONLY, bitwise=kind in _BITWISE_8BIT, x=x,
-                      y=next((v for v in (a0, b0) if v is not x), None) if kind in (BinOp.FLOORDIV, BinOp.MOD) else None,
-                      x_first=x is a0)
+  check_dtype_support(cx, dt, what, ints_only=kind in _INT_ONLY, floats_only=kind in _FLOAT_ONLY,
+                      bitwise=kind in _BITWISE_8BIT, x=x)
   if d == DType.bool_ and kind in _BOOL_AS_LOGIC:     # as numpy's and jnp's: bool * bool is and, max is or
     kind = _BOOL_AS_LOGIC[kind]
   if d == DType.bool_ and kind not in (BinOp.AND, BinOp.OR, BinOp.XOR):

@@ -157,14 +157,9 @@ def method_on(text: str) -> str:
   return text if isinstance(node, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)) else f"({text})"
 
 
-def check_dtype_support(cx, dtype, what, *, floats_only=False, ints_only=False, bitwise=False, x=None,
-                        y=None, x_first=True):
-  """`x`: the operand, which hints name (as the user wrote it); `y`: the other operand of // or %
-  (`x_first`: in that order), which their hint for floats names too."""
-  if y is not None:
-    y = method_on(cx.named(y)) if is_value(y) else repr(y)
+def check_dtype_support(cx, dtype, what, *, floats_only=False, ints_only=False, bitwise=False, x=None):
+  """`x`: the operand, which hints name (as the user wrote it)."""
   x = method_on(cx.named(x))
-  a, b = (x, y) if x_first else (y, x)
   d = resolve(dtype)
   if not isinstance(d, DType):
     return
@@ -181,23 +176,13 @@ def check_dtype_support(cx, dtype, what, *, floats_only=False, ints_only=False, 
     raise E.UnsupportedDtypeError(f"{what} needs a floating-point operand, got {d}", cx.loc,
                                   hint=f"convert first: {x}.astype(jnp.float32)")
   if ints_only and not (d.is_int or d == DType.bool_):
-    raise E.UnsupportedDtypeError(
-        f"{what} needs integer operands, got {d}", cx.loc,
-        hint=f"floor division of floats: ml.floor({a} / {b}){_ROUNDED}" if what == "//" and y is not None else
-        f"the remainder of floats: {a} - ml.floor({a} / {b}) * {b}{_ROUNDED}" if what == "%" and y is not None else
-        f"floor division of floats: ml.floor(a / b){_ROUNDED}" if what == "//" else
-        f"the remainder of floats: a - ml.floor(a / b) * b{_ROUNDED}" if what == "%" else
-        f"convert first: {x}.astype(jnp.int32)")
-
-
-# jnp's float // and % start from the exact remainder (fmod); the forms above round the quotient first
-_ROUNDED = (" (jnp's up to the rounding of the quotient: where it rounds up to a whole number, 1.0 // 0.1,"
-            " the floor is one more than jnp's 9.0 and the remainder off by one divisor)")
+    raise E.UnsupportedDtypeError(f"{what} needs integer operands, got {d}", cx.loc,
+                                  hint=f"convert first: {x}.astype(jnp.int32)")
 
 
 def _check_integer_meets_float(cx, a, b, what):
-  """`i % 3.0`: an integer value meets a Python float, so (as in jnp) the operation is float32,
-  which // % and the bitwise ops reject; the message names the float, not the user's integer."""
+  """`i & 3.0`: an integer value meets a Python float, so (as in jnp) the operation is float32,
+  which the bitwise ops reject; the message names the float, not the user's integer."""
   v, py = (a, b) if is_value(a) else (b, a)
   vd = resolve(v.type.dtype) if is_value(v) else None
   if not (isinstance(py, float) and isinstance(vd, DType) and not vd.is_float):
@@ -208,13 +193,7 @@ def _check_integer_meets_float(cx, a, b, what):
     return f"{x} {what} {y}" if v is a else f"{y} {what} {x}"
   whole = py == py and abs(py) != pymath.inf and float(py).is_integer() and -2 ** 31 <= py < 2 ** 31
   integer = f"an integer constant: {expr(name, int(py))}" if whole else None
-  if what in ("//", "%"):
-    f, n = ("a", num) if v is a else (num, "a")
-    floats = (f"ml.floor({f} / {n})" if what == "//" else f"{f} - ml.floor({f} / {n}) * {n}")
-    floats = f"convert first for a float result (as jnp's): a = {name}.astype(jnp.float32), then {floats}"
-    hint = f"{integer}, or {floats}" if integer else floats
-  else:
-    hint = integer or f"use an integer constant, e.g. {expr(name, int(py) if abs(py) < 2 ** 31 else 1)}"
+  hint = integer or f"use an integer constant, e.g. {expr(name, int(py) if abs(py) < 2 ** 31 else 1)}"
   raise E.UnsupportedDtypeError(
       f"{what} needs integer operands: {cx.named(v)} is {dtype_name(vd)} but {num} is a float (an integer"
       f" value meeting a Python float computes in float32)", cx.loc, hint=hint)

@@ -1,0 +1,108 @@
+"""Probe 32a (leftovers of earlier probes, fixed as classes): float `//` and `%` as jnp's, run-time
+jumps in unrolled loops, register rolls through ml.concatenate, a Python float for a bfloat16
+ml.scalar."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from locate import expect
+
+S = jax.ShapeDtypeStruct
+F32, F16, BF16, I32 = jnp.float32, jnp.float16, jnp.bfloat16, jnp.int32
+
+
+def _export(kernel, *specs, **constexprs):
+  fn = jax.jit(lambda *a: kernel(*a, **constexprs))
+  return jax.export.export(fn, platforms=["cuda"])(*specs).mlir_module()
+
+
+def _same(got, want):
+  """Equal bit for bit (NaNs of either sign equal, -0.0 apart from 0.0)."""
+  got, want = np.asarray(got).astype(np.float32), np.asarray(want).astype(np.float32)
+  assert got.dtype == want.dtype and got.shape == want.shape
+  both_nan = np.isnan(got) & np.isnan(want)
+  bad = ~(both_nan | (got == want) & (np.signbit(got) == np.signbit(want)))
+  assert not bad.any(), (got[bad][:8], want[bad][:8])
+
+
+# ---------------------------------------------------------------- float // and %: jnp's
+@mg.mgpu_kernel(out_shape=lambda x, y: (x, x))
+def float_divmod(x, y, q, r):
+  a, b = x[...], y[...]
+  q[...] = a // b
+  r[...] = a % b
+
+
+@mg.mgpu_kernel(out_shape=lambda x, s: (x, x, x))
+def float_divmod_constants(x, s: ml.scalar, q, r, t):
+  a = x[...]
+  q[...] = a // -2.5 + 7.0 % a
+  r[...] = a % 0.0 + (a // 0.0) * 0.0
+  t[...] = ml.full(a.shape, s // 0.75 + s % -0.75, a.dtype) + a % s.astype(a.dtype)
+
+
+@mg.mgpu_kernel(out_shape=lambda i: (S(i.shape, F32), S(i.shape, F32), S(i.shape, F32)))
+def int_meets_python_float(i, r, q, p):
+  v = i[...]
+  r[...] = v % 2.5
+  q[...] = v // -1.5
+  p[...] = 7.5 % v
+
+
+def _operands(dt, n=4096, seed=0):
+  rng = np.random.default_rng(seed)
+  x = (rng.standard_normal(n) * np.exp(rng.uniform(-12, 12, n))).astype(np.float32)
+  y = (rng.standard_normal(n) * np.exp(rng.uniform(-12, 12, n))).astype(np.float32)
+  special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 3.0, -3.0, 7.5, 0.1, -0.1, 1e4, -6e-5,
+                      2.0, 0.5], np.float32)
+  x[:256], y[:256] = np.repeat(special, 16), np.tile(special, 16)
+  return jnp.asarray(x).astype(dt), jnp.asarray(y).astype(dt)
+
+
+@pytest.mark.parametrize("dt", [F32, F16, BF16], ids=["f32", "f16", "bf16"])
+def test_float_floor_division_and_remainder_are_jnps(dt):
+  """Float // and % were MG106 (hinting ml.floor(a / b), one off where the quotient rounds up: 1.0 // 0.1)."""
+  x, y = _operands(dt)
+  q, r = float_divmod(x, y, interpret=True)
+  _same(q, x // y)
+  _same(r, x % y)
+  assert "mosaic_gpu" in _export(float_divmod, S(x.shape, dt), S(y.shape, dt))
+
+
+@pytest.mark.parametrize("dt", [F32, BF16], ids=["f32", "bf16"])
+def test_float_floor_division_by_constants_and_scalars_is_jnps(dt):
+  x, _ = _operands(dt, n=1024, seed=1)
+  for s in (1.3, -0.7, 0.0):
+    q, r, t = float_divmod_constants(x, s, interpret=True)
+    _same(q, x // -2.5 + 7.0 % x)
+    _same(r, x % 0.0 + (x // 0.0) * 0.0)
+    sd = jnp.asarray(s, F32)
+    _same(t, (jnp.full(x.shape, sd // 0.75 + sd % -0.75).astype(dt)) + x % sd.astype(dt))
+  assert "mosaic_gpu" in _export(float_divmod_constants, S(x.shape, dt), 1.0)
+
+
+def test_an_integer_meeting_a_python_float_in_floor_division_computes_in_float32():
+  """`i % 2.5` was MG106 ("% needs integer operands: i is int32 but 2.5 is a float"); jnp computes it in float32."""
+  i = jnp.arange(-64, 64, dtype=I32)
+  r, q, p = int_meets_python_float(i, interpret=True)
+  _same(r, i % 2.5)
+  _same(q, i // -1.5)
+  _same(p, 7.5 % i)
+  assert "mosaic_gpu" in _export(int_meets_python_float, S(i.shape, I32))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", [F32, F16, BF16], ids=["f32", "f16", "bf16"])
+def test_float_floor_division_and_remainder_on_the_gpu(dt):
+  x, y = _operands(dt, n=1 << 16, seed=3)
+  for got, want in zip(float_divmod(x, y), float_divmod(x, y, interpret=True)):
+    _same(got, want)
+  for s in (1.3, -0.7, 0.0, 1e-30):
+    for got, want in zip(float_divmod_constants(x, s), float_divmod_constants(x, s, interpret=True)):
+      _same(got, want)
+  i = jnp.arange(-64, 64, dtype=I32)
+  for got, want in zip(int_meets_python_float(i), int_meets_python_float(i, interpret=True)):
+    _same(got, want)
