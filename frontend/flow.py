@@ -85,12 +85,10 @@ def trace_for(tracer, node: ast.For):
     if (hasattr(seq, "__next__") or isinstance(seq, (range, dict, *DICT_VIEWS))) and not is_value(seq):
       seq = tuple(seq)                # (r = ml.static_range(4) then for i in r: a Python range; d.items())
     if isinstance(seq, (tuple, list)) and isinstance(node.target, (ast.Name, ast.Tuple, ast.List)):
-      for v in seq:
+      def bind(v):
         tracer.stmt = node
         tracer.assign(node.target, v, it)
-        if not tracer.run_unrolled(node.body):
-          break
-      return
+      return jumps.run_unrolled_trips(tracer, node, seq, bind)
   if not isinstance(node.target, ast.Name):
     tracer.unsupported(node.target, "unpacking in a for target",
                        hint="loop over one index: for i in range(n); unpacking works over a static tuple or"
@@ -123,12 +121,14 @@ def trace_for(tracer, node: ast.For):
     if step == 0:
       raise E.KernelTypeError("ml.static_range's step is 0", tracer.loc(it), hint="use a non-zero step, as range() does")
     trips, before = range(start, stop, step), len(tracer.b.defs)
-    for k, i in enumerate(trips):
-      tracer.env[name] = i
-      tracer.where[name] = loc
-      if not tracer.run_unrolled(node.body):
-        break
-      _check_unrolling(tracer, it, len(trips), k + 1, len(tracer.b.defs) - before)
+
+    def bind(k):
+      if k:
+        _check_unrolling(tracer, it, len(trips), k, len(tracer.b.defs) - before)
+      tracer.env[name], tracer.where[name] = trips[k], loc
+    jumps.run_unrolled_trips(tracer, node, range(len(trips)), bind)
+    if len(trips):
+      _check_unrolling(tracer, it, len(trips), len(trips), len(tracer.b.defs) - before)
     return
   nodes = _bound_nodes(it, len(args))
   bounds, texts = [], [n and tracer.text(n) for n in nodes]

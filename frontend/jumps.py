@@ -234,3 +234,37 @@ def run(tracer, made) -> None:
     for n in hidden:
       tracer.env.pop(n, None)
       tracer.where.pop(n, None)
+
+
+def unrolled_with_break(node):
+  """An unrolled loop (`ml.static_range`, a static tuple) whose body breaks: (flag, body), each
+  trip's body run under `if flag: pass else: ...` and each break setting the flag and skipping the
+  rest of its trip, so a break under a run-time condition skips the trips after it at run time (a
+  static one sets a Python flag, and the unrolling stops); None where a break sits elsewhere than
+  in if branches."""
+  if not holds(node.body, (ast.Break,)):
+    return None
+  flag = f"(break of the unrolled loop at line {node.lineno})"
+  body = _structured(node.body, [], (ast.Break,), flag)
+  if body is None:
+    return None
+  test = _at(ast.Name(id=flag, ctx=ast.Load()), node)
+  return flag, [_at(ast.If(test=test, body=[_at(ast.Pass(), node)], orelse=body), node)]
+
+
+def run_unrolled_trips(tracer, node, trips, bind) -> None:
+  """Trace `node`'s body once per trip (`bind(v)` binds the loop's target to trip value `v`), a
+  run-time break skipping the trips after it (unrolled_with_break)."""
+  made = unrolled_with_break(node)
+  flag, body = made if made is not None else (None, node.body)
+  if flag is not None:
+    tracer.env[flag] = False
+  try:
+    for v in trips:
+      bind(v)
+      if not tracer.run_unrolled(body) or flag is not None and tracer.env.get(flag) is True:
+        break
+  finally:
+    if flag is not None:
+      tracer.env.pop(flag, None)
+      tracer.where.pop(flag, None)

@@ -252,11 +252,12 @@ def runtime_break_in_static_range(n, x, out):
   out[...] = acc
 
 
-def test_break_under_a_runtime_condition_in_an_unrolled_loop_says_it_is_unrolled():
-  expect(runtime_break_in_static_range, SPECS, mg.UnsupportedSyntaxError, "break", nth=1,
-         message="break under a run-time condition is not supported in a kernel",
-         hint="this loop is unrolled while tracing, so only a static condition (Python values, constexprs)"
-              " can end it; for a run-time exit, loop at run time: for ... in range(...), which a break ends")
+def test_break_under_a_runtime_condition_in_an_unrolled_loop_skips_the_trips_after_it():
+  """It was MG001 (loop at run time); the trips after a run-time break are skipped under a flag."""
+  for n in (-1, 0, 2, 5):
+    np.testing.assert_array_equal(runtime_break_in_static_range(n_(n), X, interpret=True),
+                                  X + float(max(0, min(n + 1, 4))))
+  runtime_break_in_static_range.check(*SPECS)
 
 
 @mg.mgpu_kernel(out_shape=lambda n, x: x)

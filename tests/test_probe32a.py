@@ -106,3 +106,58 @@ def test_float_floor_division_and_remainder_on_the_gpu(dt):
   i = jnp.arange(-64, 64, dtype=I32)
   for got, want in zip(int_meets_python_float(i), int_meets_python_float(i, interpret=True)):
     _same(got, want)
+
+
+# ---------------------------------------------------------------- run-time break in an unrolled loop
+@mg.mgpu_kernel(out_shape=lambda x, n: (S(x.shape[1:], F32), S(x.shape[1:], F32)))
+def unrolled_break_kinds(x, n, acc_out, else_out):
+  acc = ml.zeros(x.shape[1:], F32)
+  for i in ml.static_range(4):
+    v = x.at[i][...]
+    if ml.sum(acc + v) > n[0].astype(F32):      # on data: a run-time condition
+      break
+    acc = acc + v
+  acc_out[...] = acc
+  other = ml.zeros(x.shape[1:], F32)
+  for w in (0.5, 1.0, 2.0):                       # a static tuple, with an else
+    if w > n[1].astype(F32):
+      break
+    other = other + x.at[0][...] * w
+  else:
+    other = other - 1.0
+  else_out[...] = other
+
+
+def _unrolled_break_ref(x, n):
+  acc = np.zeros(x.shape[1:], np.float32)
+  for i in range(4):
+    if np.sum(acc + x[i], dtype=np.float32) > n[0]:
+      break
+    acc = acc + x[i]
+  other = np.zeros(x.shape[1:], np.float32)
+  for w in (0.5, 1.0, 2.0):
+    if w > n[1]:
+      break
+    other = other + x[0] * np.float32(w)
+  else:
+    other = other - 1.0
+  return acc, other
+
+
+def test_a_runtime_break_in_an_unrolled_loop_skips_the_trips_after_it():
+  """A break under a run-time condition in ml.static_range (or a loop over a static tuple) was MG001."""
+  x = jnp.asarray(np.arange(4 * 128, dtype=np.float32).reshape(4, 128) / 512.0)
+  for n in ([-1, 0], [50, 1], [200, 5], [1000, 1.5]):
+    nn = jnp.asarray(n, I32)
+    for got, want in zip(unrolled_break_kinds(x, nn, interpret=True), _unrolled_break_ref(np.asarray(x), np.asarray(nn))):
+      np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6)
+  assert "mosaic_gpu" in _export(unrolled_break_kinds, S(x.shape, F32), S((2,), I32))
+
+
+@pytest.mark.gpu
+def test_a_runtime_break_in_an_unrolled_loop_on_the_gpu():
+  x = jnp.asarray(np.arange(4 * 128, dtype=np.float32).reshape(4, 128) / 512.0)
+  for n in ([-1, 0], [50, 1], [200, 5], [1000, 1]):
+    nn = jnp.asarray(n, I32)
+    for got, want in zip(unrolled_break_kinds(x, nn), unrolled_break_kinds(x, nn, interpret=True)):
+      np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6)
