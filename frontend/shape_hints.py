@@ -65,13 +65,10 @@ def _band(x, k, shape, upper):
 def _roll(x, shift, axis, shape):
   s, rank = literal(shift), len(shape) if shape is not None else None
   axes = _axes(literal(axis), rank) if rank else None
-  if not isinstance(s, int) or axes is None or len(axes) != 1 or rank > 2:
+  if not isinstance(s, int) or axes is None or len(axes) != 1:
     return None                       # the caller's general hint: shifted windows, wrapped gathers
-  (a,), n = axes, shape[axes[0]]
-  idx = f"(ml.arange({n}) - {s % n}) % {n}"
-  where = f"[:, {idx}]" if a == 1 else f"[{idx}, :]" if rank == 2 else f"[{idx}]"
-  return (f"read {x} rolled from the ref it came from, gathering along axis {a}: ref{where} (jnp.roll by {s};"
-          f" a ref window, ref.at[...]{where}, works as well)")
+  (a,) = axes
+  return f"write ml.roll({x}, {s}, axis={a}) (jnp.roll's, through an SMEM scratch)"
 
 
 def _slice(x, start, limit, shape):
@@ -144,8 +141,6 @@ NOT_YET = {
     "triu": "no ml.triu: keep the upper triangle by index, ml.where(ml.arange(n)[None, :] >= ml.arange(m)[:, None],"
             " x, 0) for an (m, n) x",
     "one_hot": "no ml.one_hot: compare with an index vector, (ids[:, None] == ml.arange(n)[None, :]).astype(jnp.float32)",
-    "roll": "no ml.roll: read the tensor rolled from its ref, a gather with indices (ml.arange(n) - shift) % n along"
-            " the axis",
     "swapaxes": "no ml.swapaxes: x.T transposes a 2-D tensor", "moveaxis": "no ml.moveaxis: x.T transposes a 2-D tensor",
     "outer": "no ml.outer: a[:, None] * b[None, :] (broadcasting)",
     "dynamic_slice": "no ml.dynamic_slice: read the window from its ref, ref[ml.ds(start, size), ...]",

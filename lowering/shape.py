@@ -18,6 +18,7 @@ from jaxlib.mlir.dialects import arith, memref
 from ..frontend.dtypes import DType
 from ..frontend.smem import exchange_slots
 from ..frontend.ops.shape import Broadcast, Reduce, ReduceKind, Reshape, Slice, TransposeLoad, TransposeStore
+from ..frontend.ops.roll import RollLoad
 from ..frontend.relayout import RelayoutLoad, RelayoutStore
 from ..frontend.types import LayoutKind, ScalarType
 from . import interpret_numerics as N
@@ -182,7 +183,7 @@ def _transpose_load(ctx, o):
   ctx.set(o.result, base.foreach(get, create_array=True, is_signed=t.dtype.is_signed))
 
 
-def _flat_index(ctx, t, idx):
+def _flat_index(ctx, t, idx, roll=None):
   """The row-major position of a tensor's element from FragmentedArray.foreach's `idx` (size-1
   axes put back, this warpgroup's row offset added). foreach adds a register vector's element
   number to the last index alone, which the flat position absorbs: no carry is needed."""
@@ -194,12 +195,24 @@ def _flat_index(ctx, t, idx):
   if ctx.num_warpgroups > 1 and is_split(t):
     idx[0] = arith.addi(idx[0], arith.muli(ctx.wg, arith.constant(index, ctx.local_shape(t)[0])))
   assert len(idx) == len(t.shape), (idx, t)
+  if roll is not None and roll[0] is not None:    # (axis, shift): the index along axis moved, modulo its size
+    idx[roll[0]] = _moved(idx[roll[0]], roll[1], t.shape[roll[0]])
   flat, stride = None, 1
   for i, n in reversed(list(zip(idx, t.shape))):
     term = i if stride == 1 else arith.muli(i, arith.constant(index, stride))
     flat = term if flat is None else arith.addi(flat, term)
     stride *= n
+  if roll is not None and roll[0] is None:        # (None, shift): the flat index moved
+    flat = _moved(flat, roll[1], stride)
   return flat
+
+
+def _moved(i, shift, n):
+  """(i + shift) % n of an index 0 <= i < n, for 0 < shift < n."""
+  index = ir.IndexType.get()
+  moved = arith.addi(i, arith.constant(index, shift))
+  past = arith.cmpi(arith.CmpIPredicate.uge, moved, arith.constant(index, n))
+  return arith.select(past, arith.subi(moved, arith.constant(index, n)), moved)
 
 
 @lower(RelayoutStore)
@@ -222,7 +235,23 @@ def _relayout_load(ctx, o):
   ctx.set(o.result, array_from_bytes(x) if bool_ else x)
 
 
+@lower(RollLoad)
+def _roll_load(ctx, o):
+  mem, t = ctx.memref(ctx.get(o.scratch)), o.result.type
+  zero = arith.constant(mlir_type(t.dtype), 0.0 if t.dtype.is_float else 0)
+  base = fa.FragmentedArray.splat(zero, ctx.local_shape(t), layout_of(t), is_signed=t.dtype.is_signed)
+  roll = (o.axis, o.shift)
+  ctx.set(o.result, base.foreach(lambda _, idx: memref.load(mem, [_flat_index(ctx, t, idx, roll)]),
+                                 create_array=True, is_signed=t.dtype.is_signed))
+
+
 # ---------------------------------------------------------------- interpreter
+@interpret(RollLoad)
+def _i_roll_load(cta, o):
+  x = np.asarray(cta.read(cta.get(o.scratch), o)).reshape(o.result.type.shape)
+  cta.set(o.result, np.roll(x, -o.shift, axis=o.axis))       # (axis None: the flattened roll, as jnp's)
+
+
 @interpret(RelayoutStore)
 def _i_relayout_store(cta, o):
   cta.write(cta.get(o.scratch), np.asarray(cta.get(o.x)).reshape(-1), o)

@@ -161,3 +161,86 @@ def test_a_runtime_break_in_an_unrolled_loop_on_the_gpu():
     nn = jnp.asarray(n, I32)
     for got, want in zip(unrolled_break_kinds(x, nn), unrolled_break_kinds(x, nn, interpret=True)):
       np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6)
+
+
+# ---------------------------------------------------------------- register rolls
+@mg.mgpu_kernel(out_shape=lambda x, v: (x, x, v, x))
+def concatenated_rolls(x, v, by_windows, by_roll, vector, shifted):
+  t = x[...]
+  by_windows[...] = ml.concatenate([t[:, 3:], t[:, :3]], axis=1) + ml.concatenate([t[1:], t[:1]], axis=0)
+  by_roll[...] = ml.roll(t, 5, axis=1) + ml.roll(t, -2)
+  w = v[...]
+  vector[...] = ml.concatenate([w[7:40], w[40:], w[:7]])
+  left = ml.concatenate([ml.zeros((t.shape[0], 1), t.dtype), t[:, :-1]], axis=1)
+  right = ml.concatenate([t[:, 2:], ml.full((t.shape[0], 2), -1.0, t.dtype)], axis=1)
+  m = t > 0
+  shifted[...] = left + right + ml.where(ml.concatenate([m[:, 9:], m[:, :9]], axis=1), 1.0, 0.0).astype(t.dtype)
+
+
+def _concatenated_rolls_ref(t, w):
+  return (jnp.roll(t, -3, 1) + jnp.roll(t, -1, 0), jnp.roll(t, 5, 1) + jnp.roll(t, -2), jnp.roll(w, -7),
+          jnp.pad(t, ((0, 0), (1, 0)))[:, :-1] + jnp.concatenate([t[:, 2:], jnp.full((t.shape[0], 2), -1.0, t.dtype)], 1)
+          + jnp.where(jnp.roll(t > 0, -9, 1), 1.0, 0.0).astype(t.dtype))
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((64, 64), F32), block=128)
+def rolled_dot(a, b, out):
+  a_s = ml.smem((64, 64))
+  b_s = ml.smem((64, 64))
+  ml.copy(a, a_s)
+  ml.copy(b, b_s)
+  acc = ml.dot(a_s, b_s)
+  out[...] = ml.roll(acc, 3, axis=1) + ml.concatenate([acc[:, 8:], acc[:, :8]], axis=1) + ml.roll(ml.max(acc, axis=1), 1)[:, None]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def jnp_roll_of_a_tile(x, out):
+  out[...] = jnp.roll(x[...], 3, axis=1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def roll_by_program_id(x, out):
+  out[...] = ml.roll(x[...], ml.program_id(0), axis=1)
+
+
+def _tile(shape, dt=F32, seed=0):
+  return jnp.asarray(np.random.default_rng(seed).uniform(-8, 8, shape).astype(np.float32)).astype(dt)
+
+
+@pytest.mark.parametrize("dt", [F32, BF16], ids=["f32", "bf16"])
+def test_concatenated_windows_of_one_tensor_are_a_roll(dt):
+  """ml.concatenate([v[:, 3:], v[:, :3]], axis=1) was MG204 at v[:, 3:] (a (64, 125) window is no register
+  tensor); so were shifts with a constant fill and odd windows of vectors. There was no ml.roll."""
+  t, w = _tile((64, 128), dt), _tile((1000,), dt, 1)
+  for got, want in zip(concatenated_rolls(t, w, interpret=True), _concatenated_rolls_ref(t, w)):
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+  assert "mosaic_gpu" in _export(concatenated_rolls, S(t.shape, dt), S(w.shape, dt))
+
+
+def test_rolls_of_tensor_core_tiles_and_row_statistics():
+  a, b = (jnp.asarray(np.random.default_rng(k).integers(-3, 4, (64, 64))).astype(F16) for k in (0, 1))
+  acc = jnp.dot(a, b, preferred_element_type=F32)
+  want = jnp.roll(acc, 3, 1) + jnp.roll(acc, -8, 1) + jnp.roll(jnp.max(acc, 1), 1)[:, None]
+  np.testing.assert_array_equal(np.asarray(rolled_dot(a, b, interpret=True)), np.asarray(want))
+  assert "mosaic_gpu" in _export(rolled_dot, S((64, 64), F16), S((64, 64), F16))
+
+
+def test_jnp_roll_of_a_register_tensor_hints_ml_roll_which_works():
+  e = expect(jnp_roll_of_a_tile, [S((64, 128), F32)], mg.KernelTypeError, "jnp.roll(",
+             "roll cannot take a register tensor inside a kernel",
+             hint="write ml.roll(x[...], 3, axis=1) (jnp.roll's, through an SMEM scratch)")
+  assert e.code == "MG003"
+  expect(roll_by_program_id, [S((64, 128), F32)], mg.KernelTypeError, "ml.roll(",
+         "ml.roll needs a static int shift, got ml.program_id(0)",
+         hint="roll by a Python int (a constexpr, a shape); for a run-time shift s, gather the values rolled from the"
+              " ref they came from: ref[:, (ml.arange(128) - s) % 128]")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", [F32, BF16], ids=["f32", "bf16"])
+def test_register_rolls_on_the_gpu(dt):
+  t, w = _tile((64, 128), dt), _tile((1000,), dt, 1)
+  for got, want in zip(concatenated_rolls(t, w), concatenated_rolls(t, w, interpret=True)):
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+  a, b = (jnp.asarray(np.random.default_rng(k).integers(-3, 4, (64, 64))).astype(F16) for k in (0, 1))
+  np.testing.assert_array_equal(np.asarray(rolled_dot(a, b)), np.asarray(rolled_dot(a, b, interpret=True)))

@@ -323,7 +323,11 @@ def index_through_smem(cx, x, index):
   from .memory import view
   from .transfers import load, store
   if resolve(x.type.dtype) == DType.bool_:      # through SMEM as bytes, 0 or 1
-    return via_bytes(cx, x, lambda b: index_through_smem(cx, b, index))
+    out = via_bytes(cx, x, lambda b: index_through_smem(cx, b, index))
+    if all(isinstance(i, slice) for i in index):
+      from .roll import record_window    # (ml.concatenate of rotated windows reads x rolled)
+      record_window(cx, out, x, [slice(*i.indices(n)[:2]) for i, n in zip(index, x.type.shape)])
+    return out
   shape = x.type.shape
   if len(shape) == 2 and len(index) == 2 and index[0] == slice(None) and _is_int_index(index[1]):   # a column: a row of x.T
     j, n = index[1], shape[1]
@@ -356,7 +360,11 @@ def index_through_smem(cx, x, index):
     buf = scratch(cx, shape, x.type.dtype, f"{x.name or 'tensor'} scratch")
     store(cx, buf, x)
     cx.b.index_scratch[x.id] = (buf, cx.b.block)
-  return load(cx, view(cx, buf, tuple(idx)), cx.name)
+  out = load(cx, view(cx, buf, tuple(idx)), cx.name)
+  if all(isinstance(i, slice) for i in idx):
+    from .roll import record_window    # (ml.concatenate of rotated windows reads x rolled)
+    record_window(cx, out, x, idx)
+  return out
 
 
 def _clamped_index(cx, i, n):
@@ -498,6 +506,10 @@ def concatenate(cx, xs, axis=0):
       raise E.DtypeMismatchError(
           f"ml.concatenate of {dtype_name(resolve(dt))} and {dtype_name(resolve(x.type.dtype))} parts: one dtype"
           f" for every part", cx.loc, hint=f"convert the parts to one dtype first, e.g. part.astype(jnp.{dtype_name(resolve(dt))})")
+  from .roll import as_roll
+  rolled = as_roll(cx, xs, axis)                 # [v[:, s:], v[:, :s]]: v rolled, the windows unused
+  if rolled is not None:
+    return rolled
   if resolve(dt) == DType.bool_:                 # through SMEM as bytes, 0 or 1
     parts = [ew.astype(cx, x, DType.i8) for x in xs]
     return ew.compare(cx, ew.CmpOp.NE, concatenate.rule(cx, parts, axis), 0)
@@ -580,8 +592,11 @@ def slice_columns(cx, x, s: slice):
              f" jnp.{dtype_name(x.type.dtype)}); buf[...] = {cx.named(x, 't')}; {read}")
 
   t = x.type
-  return cx.b.emit(Slice, x, start, stop, loc=cx.loc, types=[TensorType((t.shape[0], stop - start), t.dtype)],
-                   names=[cx.name]).result
+  out = cx.b.emit(Slice, x, start, stop, loc=cx.loc, types=[TensorType((t.shape[0], stop - start), t.dtype)],
+                  names=[cx.name]).result
+  from .roll import record_window          # (ml.concatenate of rotated windows reads x rolled)
+  record_window(cx, out, x, (slice(None), slice(start, stop)))
+  return out
 
 
 def _operand(text: str) -> str:

@@ -1,0 +1,134 @@
+"""Register rolls: `jnp.roll` of a register tensor along one axis by a static shift, written as
+`ml.roll(v, shift, axis)` or as the concatenation of its windows (`ml.concatenate([v[:, s:], v[:, :s]],
+axis=1)`, a register roll by -s).
+
+The windows of such a concatenation are often not register tensors of their own (`v[:, 3:]` of a
+(64, 128) tile is 125 columns wide, MG204), and need not be: `concatenate` recognises parts that are
+static windows of one tensor, in rotated order along the joined axis, and reads the tensor rolled
+instead. Every thread stores its elements at their row-major positions in a flat SMEM scratch
+(RelayoutStore, as a reshape through SMEM), a barrier (the sync pass's), and every thread loads the
+elements of the result's layout from the positions rolled along the axis (RollLoad). The windows'
+own reads, unused, are dropped before layouts are chosen.
+"""
+from __future__ import annotations
+
+import math
+
+from .. import errors as E
+from .. import ir
+from ..dtypes import DType
+from ..ir import LayoutRule, Traits
+from ..types import TensorType, resolve
+from .base import builtin, check_register_value, is_tensor, kind_of, shown
+
+
+def _effects(o):
+  return [(o.scratch, ir.Access.REG_READ)]
+
+
+@ir.op(Traits(effects=_effects, layout=LayoutRule.FRESH, moves_elements=True))
+class RollLoad(ir.Op):
+  """Read the row-major elements of the flat `scratch` as the result's shape, rolled: element
+  `[..., j, ...]` (j along `axis`) is the scratch's `[..., (j + shift) % n, ...]` (with `axis` None,
+  flat element j is the scratch's `(j + shift) % size`)."""
+  scratch: ir.Value
+  axis: int
+  shift: int
+  loc: object
+  results: tuple
+
+
+def roll_tensor(cx, x, shift: int, axis: int, name=""):
+  """`jnp.roll(x, shift, axis)` of a register tensor (a static shift; axis a static int, or None:
+  the flattened tensor's roll)."""
+  from ..relayout import RelayoutStore
+  from .shape import scratch, via_bytes
+  t = x.type
+  n = math.prod(t.shape) if axis is None else t.shape[axis]
+  if shift % n == 0:
+    return x
+  if resolve(t.dtype) == DType.bool_:            # through SMEM as bytes, 0 or 1
+    return via_bytes(cx, x, lambda b: roll_tensor(cx, b, shift, axis, name))
+  buf = scratch(cx, (math.prod(t.shape),), t.dtype, "roll scratch")
+  cx.b.emit(RelayoutStore, buf, x, loc=cx.loc, types=[])
+  return cx.b.emit(RollLoad, buf, axis, (-shift) % n, loc=cx.loc, types=[TensorType(t.shape, t.dtype)],
+                   names=[name or cx.name]).result
+
+
+def record_window(cx, result, x, index) -> None:
+  """Note that register value `result` is the static window `index` (slices, one per axis) of `x`."""
+  windows = cx.b.__dict__.setdefault("register_windows", {})
+  full = tuple(index) + tuple(slice(0, n) for n in x.type.shape[len(index):])
+  if len(full) == len(x.type.shape) and all(isinstance(i, slice) for i in full):
+    windows[result.id] = (x, tuple(i.indices(n)[:2] for i, n in zip(full, x.type.shape)))
+
+
+def as_roll(cx, xs, axis):
+  """`ml.concatenate(xs, axis)` as a roll of one tensor where its parts are windows of that tensor,
+  whole along the other axes, following each other around `axis` (`[v[s:], v[:s]]`), or constant
+  fills in their place (`[ml.zeros((m, 1)), v[:, :-1]]`, a shift with padding: the roll, with the
+  fill selected by index); the parts make the tensor's shape. Else None."""
+  from . import elementwise as ew
+  windows = cx.b.__dict__.get("register_windows", {})
+  parts = [windows.get(p.id) or _fill(cx, p) for p in xs]
+  if any(p is None for p in parts):
+    return None
+  sources = {id(p[0]): p[0] for p in parts if p[0] is not None}
+  if len(sources) != 1:
+    return None
+  (x,) = sources.values()
+  shape = x.type.shape
+  n, pos, shift, fills = shape[axis], 0, None, []
+  for p, (src, w) in zip(xs, parts):
+    k = p.type.shape[axis]
+    if src is None:
+      fills.append((pos, pos + k, w))
+    elif any(w[d] != (0, shape[d]) for d in range(len(shape)) if d != axis):
+      return None
+    elif shift is None:
+      shift = (w[axis][0] - pos) % n
+    elif (w[axis][0] - pos) % n != shift:
+      return None
+    pos += k
+  if pos != n:
+    return None
+  out = roll_tensor(cx, x, -shift, axis, "" if fills else cx.name)
+  for lo, hi, value in fills:
+    at = cx.b.emit(ew.Arange, axis, loc=cx.loc, types=[TensorType(shape, DType.i32)]).result
+    inside = ew.binary(cx, ew.BinOp.AND, ew.compare(cx, ew.CmpOp.GE, at, lo), ew.compare(cx, ew.CmpOp.LT, at, hi))
+    out = ew.where_(cx, inside, value, out)
+  return out
+
+
+def _fill(cx, p):
+  """(None, value) for a part made by ml.full or ml.zeros of a Python number, else None."""
+  from .elementwise import Full
+  o = cx.b.defining(p)
+  if isinstance(o, Full) and isinstance(o.value, (int, float)) and not isinstance(o.value, bool):
+    return None, o.value
+  return None
+
+
+@builtin
+def roll(cx, x, shift, axis=None):
+  """`jnp.roll(x, shift, axis)` of a register tensor: a static int `shift`, and `axis` a static int or
+  None (the flattened tensor rolled, as jnp's), through an SMEM scratch."""
+  check_register_value(cx, x, "ml.roll")
+  if not is_tensor(x):
+    raise E.KernelTypeError(f"ml.roll rolls a register tensor, got {kind_of(x)}", cx.loc,
+                            hint="ml.roll(v, 1, axis=0)")
+  shape = x.type.shape
+  rank = len(shape)
+  if axis is not None and (not isinstance(axis, int) or isinstance(axis, bool) or not -rank <= axis < rank):
+    raise E.KernelTypeError(f"ml.roll: axis must be a static int in [-{rank}, {rank}) or None, got {shown(axis)}",
+                            cx.loc, hint="name the axis: ml.roll(v, 1, axis=-1) (axis=None rolls the flattened tensor)")
+  if not isinstance(shift, int) or isinstance(shift, bool):
+    a = rank - 1 if axis is None else axis % rank
+    n = shape[a]
+    idx = ", ".join(f"(ml.arange({n}) - s) % {n}" if d == a else ":" for d in range(rank))
+    raise E.KernelTypeError(f"ml.roll needs a static int shift, got {shown(shift)}", cx.loc,
+                            hint=f"roll by a Python int (a constexpr, a shape); for a run-time shift s, gather the"
+                                 f" values rolled from the ref they came from: ref[{idx}]")
+  if axis is None and rank > 1:
+    return roll_tensor(cx, x, shift, None, cx.name)
+  return roll_tensor(cx, x, shift, 0 if axis is None else axis % rank, cx.name)
