@@ -180,7 +180,8 @@ def test_an_ml_scalar_meeting_a_narrower_tensor_is_hinted_to_convert_the_scalar(
          "* on x[...] (float16) and alpha (float32): dtypes differ and are never converted implicitly",
          hint="convert the scalar, alpha.astype(jnp.float16): the result stays float16, as jnp's does for a Python"
               " number (an ml.scalar is float32 here, as a Python float passed for it becomes, not weakly typed);"
-              " or compute in float32: x[...].astype(jnp.float32)")
+              " or (x[...].astype(jnp.float32) * alpha).astype(jnp.float16) (computed in float32, the result"
+              " converted back to float16)")
   np.testing.assert_array_equal(scale_half_fixed(h, 0.5, interpret=True), h * 0.5)
   # an int scalar meeting floats: only the scalar's conversion (the tensor's to int32 would truncate it)
   expect(shift_by, [S((128,), F32), 3], mg.DtypeMismatchError, "x[...] + n",
@@ -245,7 +246,7 @@ def test_a_value_computed_from_an_ml_scalar_alone_is_hinted_as_the_scalar():
          "ml.maximum on x[...] (float16) and -a * 2 (float32): dtypes differ and are never converted implicitly",
          hint="convert the scalar, (-a * 2).astype(jnp.float16): the result stays float16, as jnp's does for a"
               " Python number (an ml.scalar is float32 here, as a Python float passed for it becomes, not weakly"
-              " typed); or compute in float32: x[...].astype(jnp.float32)")
+              " typed)")
   h = jnp.linspace(-2, 2, 128, dtype=jnp.float16)
   np.testing.assert_array_equal(clip_by_fixed(h, 0.5, interpret=True), jnp.maximum(h, -0.5 * 2))
 

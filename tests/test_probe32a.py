@@ -244,3 +244,46 @@ def test_register_rolls_on_the_gpu(dt):
     np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
   a, b = (jnp.asarray(np.random.default_rng(k).integers(-3, 4, (64, 64))).astype(F16) for k in (0, 1))
   np.testing.assert_array_equal(np.asarray(rolled_dot(a, b)), np.asarray(rolled_dot(a, b, interpret=True)))
+
+
+# ---------------------------------------------------------------- a Python float for an ml.scalar of a bfloat16 kernel
+@mg.mgpu_kernel(out_shape=lambda x, a: x)
+def bf16_scale(x, a: ml.scalar, out):
+  out[...] = x[...] * a
+
+
+@mg.mgpu_kernel(out_shape=lambda x, a: x)
+def bf16_scale_in_float32(x, a: ml.scalar, out):          # bf16_scale's hint, its second form, followed
+  out[...] = (x[...].astype(jnp.float32) * a).astype(jnp.bfloat16)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, a: x)
+def bf16_floor_at(x, a: ml.scalar, out):
+  out[...] = ml.maximum(x[...], a * 2.0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, a: x)
+def bf16_floor_at_fixed(x, a: ml.scalar, out):            # bf16_floor_at's hint followed
+  out[...] = ml.maximum(x[...], (a * 2.0).astype(jnp.bfloat16))
+
+
+def test_a_python_float_for_a_bfloat16_kernels_scalar_is_hinted_in_one_step():
+  """The hint's second form was 'or compute in float32: x[...].astype(jnp.float32)': followed, the float32
+  result's store into the bfloat16 output was the next error (MG102). It now writes the whole expression
+  converted back; for a call's operand (ml.maximum) only the scalar's conversion, which is one step."""
+  spec = [S((128,), BF16), 0.5]
+  expect(bf16_scale, spec, mg.DtypeMismatchError, "x[...] * a",
+         "* on x[...] (bfloat16) and a (float32): dtypes differ and are never converted implicitly",
+         hint="convert the scalar, a.astype(jnp.bfloat16): the result stays bfloat16, as jnp's does for a Python"
+              " number (an ml.scalar is float32 here, as a Python float passed for it becomes, not weakly typed);"
+              " or (x[...].astype(jnp.float32) * a).astype(jnp.bfloat16) (computed in float32, the result"
+              " converted back to bfloat16)")
+  expect(bf16_floor_at, spec, mg.DtypeMismatchError, "ml.maximum(x[...], a * 2.0)",
+         "ml.maximum on x[...] (bfloat16) and a * 2.0 (float32): dtypes differ and are never converted implicitly",
+         hint="convert the scalar, (a * 2.0).astype(jnp.bfloat16): the result stays bfloat16, as jnp's does for a"
+              " Python number (an ml.scalar is float32 here, as a Python float passed for it becomes, not weakly"
+              " typed)")
+  x = jnp.linspace(-4, 4, 128).astype(BF16)
+  np.testing.assert_array_equal(bf16_scale_in_float32(x, 0.3, interpret=True),
+                                (x.astype(F32) * jnp.float32(0.3)).astype(BF16))
+  np.testing.assert_array_equal(bf16_floor_at_fixed(x, 0.75, interpret=True), jnp.maximum(x, 1.5))

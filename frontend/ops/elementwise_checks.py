@@ -140,11 +140,24 @@ def scalar_param_hint(cx, values, names, dtypes, what) -> str | None:
     return (f"pass {s} as an int64 scalar, jnp.int64({s}) (with jax_enable_x64): a Python int passed for an"
             f" ml.scalar is {dtype_name(ds)} here, its low 32 bits through jax.jit; or convert it,"
             f" {method_on(s)}.astype(jnp.int64), where every value passed fits {dtype_name(ds)}")
+  wide = f"{method_on(t)}.astype(jnp.{dtype_name(ds)})"
+  if what in _ARITHMETIC or what in _COMPARISONS:   # the whole expression, so that one step is enough
+    a, b = (wide, method_on(s)) if k == 1 else (method_on(s), wide)
+    expr = f"{a} {what} {b}"
+    wide = expr if what in _COMPARISONS else f"({expr}).astype(jnp.{dtype_name(dt)})"
+    wide = f"{wide} (computed in {dtype_name(ds)}" + (f", the result converted back to {dtype_name(dt)})"
+                                                       if what in _ARITHMETIC else ")")
+  else:
+    wide = None          # (a call's operands: convert the scalar)
   return (f"convert the scalar, {method_on(s)}.astype(jnp.{dtype_name(dt)}): the result stays {dtype_name(dt)}, as"
           f" jnp's does for a Python number (an ml.scalar is {dtype_name(ds)} here, as a Python"
           f" {'float' if ds.is_float else 'int'} passed for it becomes, not weakly typed)"
-          + (f"; or compute in {dtype_name(ds)}: {method_on(t)}.astype(jnp.{dtype_name(ds)})"
-             if ds.is_float == dt.is_float and (ds.is_float or ds.is_signed == dt.is_signed) else ""))
+          + (f"; or {wide}" if wide and ds.is_float == dt.is_float and (ds.is_float or ds.is_signed == dt.is_signed)
+             else ""))
+
+
+_ARITHMETIC = ("+", "-", "*", "/", "//", "%", "**")
+_COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")
 
 
 def method_on(text: str) -> str:
