@@ -72,4 +72,5 @@ def floor_divmod(kind: BinOp, a: fa.FragmentedArray, b: fa.FragmentedArray, d: D
     return moved.select(mod + b, mod)
   q = (b == 0.0).select(a, a - mod) / b
   q = (moved | (mod != mod)).select(q - 1.0, q)
-  return q._pointwise(mlir_math.round)                  # half away from zero, as lax.round
+  t = q._pointwise(mlir_math.trunc)                      # rounded half away from zero, as lax.round
+  return ((q - t).abs() >= 0.5).select((q < 0.0).select(t - 1.0, t + 1.0), t)

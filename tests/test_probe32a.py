@@ -94,6 +94,20 @@ def test_an_integer_meeting_a_python_float_in_floor_division_computes_in_float32
   assert "mosaic_gpu" in _export(int_meets_python_float, S(i.shape, I32))
 
 
+@mg.mgpu_kernel(out_shape=lambda x, a: x)
+def narrow_scalar_divmod(x, a: ml.scalar, out):
+  out[...] = x[...] + (a // 0.75 + a % -0.75)
+
+
+@pytest.mark.parametrize("dt", [F16, BF16], ids=["f16", "bf16"])
+def test_float_floor_division_of_16_bit_scalars_is_jnps(dt):
+  x = jnp.linspace(-4, 4, 128).astype(dt)
+  for a in (2.3, -1.1, 0.0, 1e4):
+    ad = jnp.asarray(a, dt)
+    _same(narrow_scalar_divmod(x, ad, interpret=True), x + (ad // 0.75 + ad % -0.75))
+  assert "mosaic_gpu" in _export(narrow_scalar_divmod, S(x.shape, dt), S((), dt))
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("dt", [F32, F16, BF16], ids=["f32", "f16", "bf16"])
 def test_float_floor_division_and_remainder_on_the_gpu(dt):
@@ -106,6 +120,11 @@ def test_float_floor_division_and_remainder_on_the_gpu(dt):
   i = jnp.arange(-64, 64, dtype=I32)
   for got, want in zip(int_meets_python_float(i), int_meets_python_float(i, interpret=True)):
     _same(got, want)
+  if dt != F32:
+    x = jnp.linspace(-4, 4, 128).astype(dt)
+    for a in (2.3, -1.1, 0.0, 1e4):
+      ad = jnp.asarray(a, dt)
+      _same(narrow_scalar_divmod(x, ad), narrow_scalar_divmod(x, ad, interpret=True))
 
 
 # ---------------------------------------------------------------- run-time break in an unrolled loop
