@@ -248,23 +248,54 @@ def unrolled_with_break(node):
   body = _structured(node.body, [], (ast.Break,), flag)
   if body is None:
     return None
-  test = _at(ast.Name(id=flag, ctx=ast.Load()), node)
-  return flag, [_at(ast.If(test=test, body=[_at(ast.Pass(), node)], orelse=body), node)]
+  return flag, body
 
 
 def run_unrolled_trips(tracer, node, trips, bind) -> None:
   """Trace `node`'s body once per trip (`bind(v)` binds the loop's target to trip value `v`), a
-  run-time break skipping the trips after it (unrolled_with_break)."""
+  run-time break skipping the trips after it (unrolled_with_break). After a run-time break the
+  loop's names (its target) hold the trip the break left them at, as in Python: each trip's guarded
+  body copies them into hidden names, which the run-time ifs merge into scalars (a name of another
+  kind, a ref of a loop over refs, is not defined after such a loop)."""
   made = unrolled_with_break(node)
-  flag, body = made if made is not None else (None, node.body)
-  if flag is not None:
-    tracer.env[flag] = False
+  if made is None:
+    for v in trips:
+      bind(v)
+      if not tracer.run_unrolled(node.body):
+        break
+    return
+  flag, body = made
+  names = sorted(assigned_names_of(node.target))
+  kept = {n: f"(loop variable {n} of the unrolled loop at line {node.lineno})" for n in names}
+  test = _at(ast.Name(id=flag, ctx=ast.Load()), node)
+  tracer.env[flag] = False
   try:
     for v in trips:
       bind(v)
-      if not tracer.run_unrolled(body) or flag is not None and tracer.env.get(flag) is True:
+      copies = [_set(kept[n], _at(ast.Name(id=n, ctx=ast.Load()), node), node) for n in names
+                if _mergeable(tracer.env.get(n))]
+      guarded = [_at(ast.If(test=test, body=[_at(ast.Pass(), node)], orelse=copies + body), node)]
+      if not tracer.run_unrolled(guarded) or tracer.env.get(flag) is True:
         break
+    if tracer.env.get(flag) is not False:         # a run-time break: the names where it left them
+      for n in names:
+        if kept[n] in tracer.env:
+          tracer.env[n] = tracer.env[kept[n]]
+        else:
+          tracer.env.pop(n, None)
   finally:
-    if flag is not None:
-      tracer.env.pop(flag, None)
-      tracer.where.pop(flag, None)
+    for h in (flag, *kept.values()):
+      tracer.env.pop(h, None)
+      tracer.where.pop(h, None)
+
+
+def _mergeable(v) -> bool:
+  """Whether a loop variable's value can differ between the paths of a run-time if (a number, a
+  register value): a static int index, a float weight."""
+  from .ops.base import is_value
+  return isinstance(v, (int, float)) or is_value(v)
+
+
+def assigned_names_of(target) -> set:
+  """The names a for loop's target binds (`i`, `(i, w)`)."""
+  return {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}

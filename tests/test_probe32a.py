@@ -173,6 +173,29 @@ def test_a_runtime_break_in_an_unrolled_loop_skips_the_trips_after_it():
   assert "mosaic_gpu" in _export(unrolled_break_kinds, S(x.shape, F32), S((2,), I32))
 
 
+@mg.mgpu_kernel(out_shape=lambda x: (S((), I32), S((), F32)))
+def where_it_broke(x, first, weight):
+  for i in ml.static_range(8):
+    if x[i] > 0.0:
+      break
+  first[...] = i
+  for w in (0.5, 1.5, 2.5):
+    if x[0] < w:
+      break
+  weight[...] = w + 0.0
+
+
+def test_the_loop_variable_after_a_runtime_break_is_where_it_broke():
+  """After a run-time break in an unrolled loop the loop variable was the last trip's (7), not the
+  trip that broke: it is now a scalar merged from each trip's, as Python leaves it."""
+  for xs in ([-1, -2, 3, 4, -5, 6, 7, 8], [-1] * 8, [9] + [1] * 7, [0.7] + [-1] * 7, [2.0] + [-1] * 7):
+    x = jnp.asarray(np.array(xs + [0] * 120, np.float32))
+    first, weight = where_it_broke(x, interpret=True)
+    assert int(first) == next((i for i in range(8) if xs[i] > 0), 7)
+    assert float(weight) == next((w for w in (0.5, 1.5, 2.5) if xs[0] < w), 2.5)
+  assert "mosaic_gpu" in _export(where_it_broke, S((128,), F32))
+
+
 @pytest.mark.gpu
 def test_a_runtime_break_in_an_unrolled_loop_on_the_gpu():
   x = jnp.asarray(np.arange(4 * 128, dtype=np.float32).reshape(4, 128) / 512.0)
@@ -180,6 +203,10 @@ def test_a_runtime_break_in_an_unrolled_loop_on_the_gpu():
     nn = jnp.asarray(n, I32)
     for got, want in zip(unrolled_break_kinds(x, nn), unrolled_break_kinds(x, nn, interpret=True)):
       np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6)
+  for xs in ([-1, -2, 3, 4, -5, 6, 7, 8], [-1] * 8, [0.7] + [-1] * 7):
+    x = jnp.asarray(np.array(xs + [0] * 120, np.float32))
+    for got, want in zip(where_it_broke(x), where_it_broke(x, interpret=True)):
+      np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
 
 
 # ---------------------------------------------------------------- register rolls
