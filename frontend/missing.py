@@ -38,9 +38,6 @@ _MATH = {
     "log10": ("ml.log2({0}) * 0.30102999566398120", " (log10(2))"),
     "exp10": ("ml.exp2({0} * 3.3219280948873623)", " (log2(10))"),
     "erfc": ("1 - ml.erf({0})", " (loses the digits where erf is near 1)"),
-    "fmod": ("{0} - ml.trunc({0} / {1}) * {1}", " for floats (the sign of {0}, as C's fmod, but 0.0 for its -0.0; exact below 2**24"
-             " quotients); for integers,"
-             " r = {0} % {1}; ml.where((r != 0) & (({0} < 0) != ({1} < 0)), r - {1}, r)"),
 }
 
 
@@ -546,12 +543,7 @@ def array_call_hint(name, pos, kw, is_float=False, dtype=None) -> str | None:
             f" >> {_operand(pos[1])}, jnp.int32) for an int32 {pos[0]} ({_operand(pos[0])} >> {_operand(pos[1])}"
             f" of a uint32 one)")
   if name in ("fmod", "rem") and len(pos) == 2:
-    a, b = map(_operand, pos)
-    if is_float:
-      return (f"C's remainder (the sign of {a}): {a} - ml.trunc({a} / {b}) * {b} (0.0 for its -0.0; exact below"
-              f" 2**24 quotients)")
-    return (f"C's remainder (the sign of {a}) from Python's flooring %: r = {a} % {b}; ml.where((r != 0) &"
-            f" {_signs_differ(a, b)}, r - {b}, r)")
+    return f"write ml.fmod({pos[0].strip()}, {pos[1].strip()}) (C's remainder, the sign of {_operand(pos[0])}; % takes {_operand(pos[1])}'s)"
   if name == "div" and len(pos) == 2:
     a, b = map(_operand, pos)
     if is_float:

@@ -45,18 +45,18 @@ def _floor_mod_array(a, b):
 
 
 _SCALAR_INT = {BinOp.ADD: arith.addi, BinOp.SUB: arith.subi, BinOp.MUL: arith.muli,
-               BinOp.FLOORDIV: arith.floordivsi, BinOp.MOD: _floor_mod_scalar,
+               BinOp.FLOORDIV: arith.floordivsi, BinOp.MOD: _floor_mod_scalar, BinOp.FMOD: arith.remsi,
                BinOp.MAX: arith.maxsi, BinOp.MIN: arith.minsi,
                BinOp.AND: arith.andi, BinOp.OR: arith.ori, BinOp.XOR: arith.xori,
                BinOp.SHL: arith.shli, BinOp.SHR: arith.shrsi}
-_SCALAR_UINT = {**_SCALAR_INT, BinOp.FLOORDIV: arith.divui, BinOp.MOD: arith.remui,
+_SCALAR_UINT = {**_SCALAR_INT, BinOp.FLOORDIV: arith.divui, BinOp.MOD: arith.remui, BinOp.FMOD: arith.remui,
                 BinOp.MAX: arith.maxui, BinOp.MIN: arith.minui, BinOp.SHR: arith.shrui}
 _SCALAR_FLOAT = {BinOp.ADD: arith.addf, BinOp.SUB: arith.subf, BinOp.MUL: arith.mulf,
                  BinOp.DIV: arith.divf, BinOp.MAX: arith.maximumf, BinOp.MIN: arith.minimumf,
                  BinOp.ATAN2: mlir_math.atan2, BinOp.POW: mlir_math.powf}
 _ARRAY = {BinOp.ADD: lambda a, b: a + b, BinOp.SUB: lambda a, b: a - b,
           BinOp.MUL: lambda a, b: a * b, BinOp.DIV: lambda a, b: a / b,
-          BinOp.FLOORDIV: lambda a, b: a // b, BinOp.MOD: _floor_mod_array,
+          BinOp.FLOORDIV: lambda a, b: a // b, BinOp.MOD: _floor_mod_array, BinOp.FMOD: lambda a, b: a % b,
           BinOp.MAX: lambda a, b: a.max(b), BinOp.MIN: lambda a, b: a.min(b),
           BinOp.AND: lambda a, b: a & b, BinOp.OR: lambda a, b: a | b,
           BinOp.ATAN2: lambda a, b: a._pointwise(mlir_math.atan2, b),
@@ -80,24 +80,28 @@ def _binary(ctx, o):
   t, d = o.result.type, o.result.type.dtype
   if isinstance(t, ScalarType):
     a, b = _scalar_operands(ctx, o, d)
-    if d.is_float and o.kind in (BinOp.FLOORDIV, BinOp.MOD):     # as a splat array's one register
+    if d.is_float and o.kind in (BinOp.FLOORDIV, BinOp.MOD, BinOp.FMOD):     # as a splat array's one register
       a, b = (fa.FragmentedArray.splat(v, (1,), is_signed=None) for v in (a, b))
-      n = FD.steps(d, o.rhs if isinstance(o.rhs, (int, float)) else None)
-      ctx.set(o.result, FD.floor_divmod(o.kind, a, b, d, n).registers.item())
+      ctx.set(o.result, _float_divmod(o, a, b, d).registers.item())
       return
     table = _SCALAR_FLOAT if d.is_float else _SCALAR_INT if d.is_signed else _SCALAR_UINT
     ctx.set(o.result, table[o.kind](a, b))
     return
   a = as_array(ctx, operand(ctx, o.lhs), t, d)
   b = as_array(ctx, operand(ctx, o.rhs), t, d)
-  if d.is_float and o.kind in (BinOp.FLOORDIV, BinOp.MOD):
-    n = FD.steps(d, o.rhs if isinstance(o.rhs, (int, float)) else None)
-    ctx.set(o.result, FD.floor_divmod(o.kind, a, b, d, n))
+  if d.is_float and o.kind in (BinOp.FLOORDIV, BinOp.MOD, BinOp.FMOD):
+    ctx.set(o.result, _float_divmod(o, a, b, d))
     return
   if o.kind == BinOp.MOD and not d.is_signed:
     ctx.set(o.result, a % b)
     return
   ctx.set(o.result, _ARRAY[o.kind](a, b))
+
+
+def _float_divmod(o, a, b, d):
+  """Float //, % (jnp's) or ml.fmod (C's; 16-bit operands arrive widened to float32) of arrays."""
+  n = FD.steps(d, o.rhs if isinstance(o.rhs, (int, float)) else None)
+  return FD.fmod(a, b, n) if o.kind == BinOp.FMOD else FD.floor_divmod(o.kind, a, b, d, n)
 
 
 _FPRED = {CmpOp.LT: "OLT", CmpOp.LE: "OLE", CmpOp.GT: "OGT", CmpOp.GE: "OGE", CmpOp.EQ: "OEQ", CmpOp.NE: "UNE"}
@@ -259,13 +263,13 @@ def _operand_texts(o, rhs: str):
 def _i_binary(cta, o):
   d = o.result.type.dtype
   a, b = cta.operand(o.lhs, d), cta.operand(o.rhs, d)
-  if d.is_float and o.kind in (BinOp.FLOORDIV, BinOp.MOD):
+  if d.is_float and o.kind in (BinOp.FLOORDIV, BinOp.MOD, BinOp.FMOD):
     r = N.float_divmod(o.kind, a, b, d)
   elif d.is_float:
     c = N.compute_dtype(d)
     r = N.FLOAT_BIN[o.kind](a.astype(c), b.astype(c))
   else:
-    if o.kind in (BinOp.FLOORDIV, BinOp.MOD) and np.any(b == 0):
+    if o.kind in (BinOp.FLOORDIV, BinOp.MOD, BinOp.FMOD) and np.any(b == 0):
       a_, d_ = o.via[1:] if o.via else _operand_texts(o, "d")
       raise InterpretError(f"{o.via[0] if o.via else f'integer {o.kind.value}'} by zero (undefined on the GPU)", o.loc,
                            hint=divisor_guard(a_, o.kind.value, d_, o.via[0] if o.via else ""))

@@ -169,7 +169,7 @@ FLOAT_BIN = {B.ADD: np.add, B.SUB: np.subtract, B.MUL: np.multiply, B.DIV: np.di
              B.MAX: ieee_maximum, B.MIN: ieee_minimum,
              B.ATAN2: np.arctan2, B.POW: np.power}
 INT_BIN = {B.ADD: np.add, B.SUB: np.subtract, B.MUL: np.multiply, B.FLOORDIV: np.floor_divide,
-           B.MOD: np.mod, B.MAX: np.maximum, B.MIN: np.minimum, B.AND: np.bitwise_and,
+           B.MOD: np.mod, B.FMOD: np.fmod, B.MAX: np.maximum, B.MIN: np.minimum, B.AND: np.bitwise_and,
            B.OR: np.bitwise_or, B.XOR: np.bitwise_xor, B.SHL: np.left_shift, B.SHR: _shift_right}
 CMP = {C.LT: np.less, C.LE: np.less_equal, C.GT: np.greater, C.GE: np.greater_equal,
        C.EQ: np.equal, C.NE: np.not_equal}
@@ -185,6 +185,8 @@ def float_divmod(kind, a, b, d: DType):
   with np.errstate(all="ignore"):
     a, b = np.asarray(a, t), np.asarray(b, t)
     mod = np.fmod(a.astype(np.float32), b.astype(np.float32)).astype(t)        # exact
+    if kind == B.FMOD:
+      return mod
     moved = (mod != 0) & ((mod < 0) != (b < 0)) | np.isnan(mod)
     if kind == B.MOD:
       return np.where((mod != 0) & ((mod < 0) != (b < 0)), (mod + b).astype(t), mod).astype(t)

@@ -133,9 +133,7 @@ OPERATOR_CALLS = [
     ("jnp.bitwise_not(p[...])", "bitwise_not", "write the operator: ~p[...]"),
     ("jnp.mod(p[...], 7)", "mod", "write the operator: p[...] % 7 (flooring, as Python and jnp)"),
     ("jnp.remainder(p[...], 7)", "remainder", "write the operator: p[...] % 7 (flooring, as Python and jnp)"),
-    ("jax.lax.rem(p[...], 7)", "rem",
-     "C's remainder (the sign of p[...]) from Python's flooring %: r = p[...] % 7; ml.where((r != 0) &"
-     " (p[...] < 0), r - 7, r)"),
+    ("jax.lax.rem(p[...], 7)", "rem", "write ml.fmod(p[...], 7) (C's remainder, the sign of p[...]; % takes 7's)"),
     ("jax.lax.div(p[...], 7)", "div",
      "lax.div rounds toward zero, // floors: q = p[...] // 7; ml.where((p[...] % 7 != 0) & (p[...] < 0),"
      " q + 1, q)"),
@@ -169,9 +167,8 @@ def test_jnp_and_lax_operator_functions_name_the_operator(k):
 @mg.mgpu_kernel(out_shape=lambda p: p)
 def followed_operators(p, out):
   a = p[...]
-  r = a % 7
   q = a // 7
-  out[...] = (ml.bitcast(ml.bitcast(a, jnp.uint32) >> 4, jnp.int32) + ml.where((r != 0) & (a < 0), r - 7, r)
+  out[...] = (ml.bitcast(ml.bitcast(a, jnp.uint32) >> 4, jnp.int32) + ml.fmod(a, 7)
               + ml.where((a % 7 != 0) & (a < 0), q + 1, q))
 
 
@@ -200,10 +197,6 @@ MISSING = [
     ("ml.nan_to_num(x[...])", "nan_to_num",
      "no ml.nan_to_num: ml.where(x[...] != x[...], 0.0, ml.clip(x[...], -3.4028235e38, 3.4028235e38)) for"
      " float32 (NaN to 0, +-inf to the largest finite values)"),
-    ("ml.fmod(x[...], y[...])", "fmod",
-     "no ml.fmod: x[...] - ml.trunc(x[...] / y[...]) * y[...] for floats (the sign of x[...], as C's fmod, but"
-     " 0.0 for its -0.0; exact below 2**24 quotients); for integers, r = x[...] % y[...]; ml.where((r != 0) &"
-     " ((x[...] < 0) != (y[...] < 0)), r - y[...], r)"),
     ("ml.square(x[...] + 1)", "square", "no ml.square: (x[...] + 1) * (x[...] + 1)"),
     ("ml.log10(x[...])", "log10", "no ml.log10: ml.log2(x[...]) * 0.30102999566398120 (log10(2))"),
     ("ml.exp10(x[...])", "exp10", "no ml.exp10: ml.exp2(x[...] * 3.3219280948873623) (log2(10))"),
@@ -217,8 +210,7 @@ MISSING = [
      "no ml.copysign: ml.where(ml.bitcast(y[...], jnp.int32) < 0, -ml.abs(x[...]), ml.abs(x[...])) (the bitcast"
      " sees the sign of -0.0, as jnp.copysign; jnp.int16 for a 16-bit float)"),
     ("jnp.fmod(x[...], y[...])", None,
-     "C's remainder (the sign of x[...]): x[...] - ml.trunc(x[...] / y[...]) * y[...] (0.0 for its -0.0; exact"
-     " below 2**24 quotients)"),
+     "write ml.fmod(x[...], y[...]) (C's remainder, the sign of x[...]; % takes y[...]'s)"),
     ("jnp.mod(x[...], y[...])", None,
      "write the operator: x[...] % y[...] (flooring, as Python and jnp)"),
 ]
@@ -262,8 +254,8 @@ def followed_math(x, y, n, out):
   out.at[2][...] = a * ml.exp2(n[...].astype(jnp.float32)) + a * 2.0 ** 3
   out.at[3][...] = ml.round(a) + ml.trunc(a)
   out.at[4][...] = ml.where(a != a, 0.0, ml.clip(a, -3.4028235e38, 3.4028235e38))
-  out.at[5][...] = a - ml.trunc(a / b) * b
-  out.at[6][...] = a - ml.floor(a / b) * b
+  out.at[5][...] = ml.fmod(a, b)
+  out.at[6][...] = a % b
   out.at[7][...] = ml.log2(ml.abs(a) + 1) * 0.30102999566398120 + ml.exp2(ml.clip(a, -4.0, 4.0) * 3.3219280948873623)
 
 

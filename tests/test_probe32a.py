@@ -333,3 +333,46 @@ def test_a_python_float_for_a_bfloat16_kernels_scalar_is_hinted_in_one_step():
   np.testing.assert_array_equal(bf16_scale_in_float32(x, 0.3, interpret=True),
                                 (x.astype(F32) * jnp.float32(0.3)).astype(BF16))
   np.testing.assert_array_equal(bf16_floor_at_fixed(x, 0.75, interpret=True), jnp.maximum(x, 1.5))
+
+
+# ---------------------------------------------------------------- ml.fmod: C's remainder, exactly
+@mg.mgpu_kernel(out_shape=lambda x, y: (x, x))
+def c_remainder(x, y, r, c):
+  r[...] = ml.fmod(x[...], y[...])
+  c[...] = ml.fmod(x[...], 2.5) if x.dtype != jnp.int32 else ml.fmod(x[...], -3)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, y: x)
+def jnp_fmod(x, y, out):
+  out[...] = jnp.fmod(x[...], y[...])
+
+
+@pytest.mark.parametrize("dt", [F32, F16, BF16, I32], ids=["f32", "f16", "bf16", "i32"])
+def test_ml_fmod_is_jnps(dt):
+  """There was no ml.fmod (MG002, hinting x - ml.trunc(x / y) * y, exact only below 2**24 quotients)."""
+  if dt == I32:
+    x = jnp.arange(-128, 128, dtype=I32) * 7
+    y = jnp.where(jnp.arange(256) % 2 == 0, 1, -1).astype(I32) * (jnp.arange(256, dtype=I32) % 9 + 1)
+    c = jnp.fmod(x, -3)
+  else:
+    x, y = _operands(dt, n=256, seed=5)
+    c = jnp.fmod(x, jnp.asarray(2.5, dt))
+  r, cc = c_remainder(x, y, interpret=True)
+  _same(r, jnp.fmod(x, y))
+  _same(cc, c)
+  assert "mosaic_gpu" in _export(c_remainder, S(x.shape, dt), S(y.shape, dt))
+  expect(jnp_fmod, [S((128,), F32), S((128,), F32)], mg.KernelTypeError, "jnp.fmod(",
+         "fmod cannot take a register tensor inside a kernel",
+         hint="write ml.fmod(x[...], y[...]) (C's remainder, the sign of x[...]; % takes y[...]'s)")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", [F32, F16, BF16, I32], ids=["f32", "f16", "bf16", "i32"])
+def test_ml_fmod_on_the_gpu(dt):
+  if dt == I32:
+    x = jnp.arange(-128, 128, dtype=I32) * 7
+    y = jnp.where(jnp.arange(256) % 2 == 0, 1, -1).astype(I32) * (jnp.arange(256, dtype=I32) % 9 + 1)
+  else:
+    x, y = _operands(dt, n=1 << 14, seed=6)
+  for got, want in zip(c_remainder(x, y), c_remainder(x, y, interpret=True)):
+    _same(got, want)

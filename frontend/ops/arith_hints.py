@@ -55,6 +55,7 @@ def divisor_guard(x: str, op: str, d: str, call: str = "") -> str:
   lane divides (integer division by zero is undefined even where a select discards it), so the
   zeros are replaced first."""
   safe = f"ml.where({d} == 0, 1, {d})"
+  call = call or (op if op.startswith("ml.") else "")     # (ml.fmod: a call)
   q = f"{call}({x}, {safe})" if call else f"{x} {op} {safe}"
   return (f"a divisor that can be 0 must be replaced where it is: ml.where({d} == 0, 0, {q})"
           f" (the outer ml.where sets the lanes where {d} == 0, to 0 or the value you want)")

@@ -38,6 +38,7 @@ class BinOp(enum.Enum):
   ADD = "+"; SUB = "-"; MUL = "*"; DIV = "/"; FLOORDIV = "//"; MOD = "%"
   MAX = "max"; MIN = "min"
   ATAN2 = "ml.atan2"; POW = "ml.pow"      # libdevice's (floating point only)
+  FMOD = "ml.fmod"                        # C's remainder (the dividend's sign)
   AND = "&"; OR = "|"; XOR = "^"; SHL = "<<"; SHR = ">>"
 
 
@@ -404,7 +405,8 @@ def binary(cx, kind: BinOp, a, b, what=None, via=()):
     raise E.UnsupportedDtypeError(f"{what} on boolean values", cx.loc,
                                   hint="for logic use & | ^; to count or compute, convert first:"
                                        f" {method_on(cx.named(x, 'm'))}.astype(jnp.int32) (or jnp.float32)")
-  if kind in (BinOp.FLOORDIV, BinOp.MOD) and isinstance(d, DType) and d.is_int and isinstance(b, int) and d.wrap(b) == 0:
+  if kind in (BinOp.FLOORDIV, BinOp.MOD, BinOp.FMOD) and isinstance(d, DType) and d.is_int and isinstance(b, int) \
+      and d.wrap(b) == 0:
     if b != 0:     # a Python int wraps to the operand's type (65536 is 0 in int16): the divisor is 0
       wide = "int32" if -2 ** 31 <= b < 2 ** 31 else "uint32"
       raise E.KernelTypeError(f"{what} by {b} on {d}: {b} wraps to 0 in {d} (as jnp converts it), and integer"

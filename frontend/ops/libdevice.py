@@ -1,5 +1,5 @@
 """Triton's libdevice math (`tl.math.*`, `libdevice.*`, tutorial 07) as `ml.` builtins: asin,
-acos, atan, atan2, tan, cbrt, expm1, log1p, pow, isinf, isfinite.
+acos, atan, atan2, tan, cbrt, expm1, log1p, pow, isinf, isfinite; and fmod (C's exact remainder).
 
 The transcendental ones are MLIR math ops, which the GPU pipeline lowers to libdevice's `__nv_*f`
 functions (as it does `ml.erf`); 16-bit operands compute in float32 and round once (as libdevice
@@ -18,7 +18,7 @@ from .elementwise import BinOp, CmpOp, astype, binary, compare, unary, UnOp
 
 _PYTHON = {"asin": "math.asin", "acos": "math.acos", "atan": "math.atan", "tan": "math.tan",
            "cbrt": "math.cbrt", "expm1": "math.expm1", "log1p": "math.log1p", "atan2": "math.atan2",
-           "pow": "math.pow"}
+           "pow": "math.pow", "fmod": "math.fmod"}
 
 
 def _narrow(x):
@@ -77,6 +77,9 @@ def _binary_fn(kind: BinOp, name: str, doc: str):
 
 atan2 = _binary_fn(BinOp.ATAN2, "atan2", "Elementwise arctangent of y / x in the quadrant of (x, y), as jnp.arctan2"
                                          " (floating point; libdevice's atan2f): `ml.atan2(y, x)`.")
+fmod = _binary_fn(BinOp.FMOD, "fmod", "Elementwise C remainder x - trunc(x / y) * y, exactly, as jnp.fmod and lax.rem:"
+                                     " the sign of x (`%` takes y's); of floats (16-bit ones in float32, exact) and"
+                                     " integers (a zero integer divisor is undefined, as for //).")
 pow_ = _binary_fn(BinOp.POW, "pow", "Elementwise x ** y for register x and y, as C's powf and jnp.power of floats"
                                     " (floating point; libdevice's powf): `ml.pow(x, y)`.")
 
