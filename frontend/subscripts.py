@@ -192,7 +192,11 @@ class Subscripts:
           return gather.gather(cx, base, index, name)
         cx.access = "read"
         view = base if is_whole(index) else memory.view(cx, base, index, name)
-        return transfers.load(cx, view, name)
+        out = transfers.load(cx, view, name)
+        if not is_whole(index):             # (ml.concatenate of rotated windows of a ref reads it rolled)
+          from .ops.roll import record_ref_window
+          record_ref_window(cx, out, base, index)
+        return out
       if is_tensor(base):
         check_tensor_steps(cx, base, index)
         return shape.expand(cx, base, index)

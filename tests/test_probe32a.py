@@ -249,6 +249,38 @@ def roll_by_program_id(x, out):
   out[...] = ml.roll(x[...], ml.program_id(0), axis=1)
 
 
+@mg.mgpu_kernel(out_shape=lambda x: (x, x), grid=(2,))
+def rolled_ref_windows(x, from_gmem, from_smem):
+  i = ml.program_id(0)
+  v = x.at[ml.ds(i * 32, 32)]
+  from_gmem.at[ml.ds(i * 32, 32)][...] = ml.concatenate([v[:, 5:], v[:, :5]], axis=1)
+  buf = ml.smem((32, x.shape[1]), x.dtype)
+  ml.copy(v, buf)
+  from_smem.at[ml.ds(i * 32, 32)][...] = ml.concatenate([buf[:, 3:], buf[:, :3]], axis=1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def windows_of_a_buffer_written_between(x, out):
+  buf = ml.smem(x.shape, x.dtype)
+  ml.copy(x, buf)
+  a = buf[:, 3:]
+  buf[...] = buf[...] * 2.0
+  out[...] = ml.concatenate([a, buf[:, :3]], axis=1)
+
+
+def test_concatenated_windows_of_one_ref_are_the_ref_read_rolled():
+  """ml.concatenate([x[:, 5:], x[:, :5]], axis=1) of a GMEM or SMEM ref was MG204 at x[:, 5:] (whose hint, a
+  masked wider window, gave a wrong shape for the concatenation); the ref is read whole and rolled, where
+  nothing wrote memory since the windows were read (else the windows stay what they were: MG204)."""
+  t = _tile((64, 128))
+  a, b = rolled_ref_windows(t, interpret=True)
+  np.testing.assert_array_equal(np.asarray(a), np.asarray(jnp.roll(t, -5, 1)))
+  np.testing.assert_array_equal(np.asarray(b), np.asarray(jnp.roll(t, -3, 1)))
+  assert "mosaic_gpu" in _export(rolled_ref_windows, S(t.shape, F32))
+  with pytest.raises(mg.LayoutError):
+    windows_of_a_buffer_written_between.check(S(t.shape, F32))
+
+
 def _tile(shape, dt=F32, seed=0):
   return jnp.asarray(np.random.default_rng(seed).uniform(-8, 8, shape).astype(np.float32)).astype(dt)
 
@@ -290,6 +322,9 @@ def test_register_rolls_on_the_gpu(dt):
     np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
   a, b = (jnp.asarray(np.random.default_rng(k).integers(-3, 4, (64, 64))).astype(F16) for k in (0, 1))
   np.testing.assert_array_equal(np.asarray(rolled_dot(a, b)), np.asarray(rolled_dot(a, b, interpret=True)))
+  t = _tile((64, 128))
+  for got, want in zip(rolled_ref_windows(t), rolled_ref_windows(t, interpret=True)):
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
 
 
 # ---------------------------------------------------------------- a Python float for an ml.scalar of a bfloat16 kernel

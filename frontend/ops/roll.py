@@ -18,8 +18,8 @@ from .. import errors as E
 from .. import ir
 from ..dtypes import DType
 from ..ir import LayoutRule, Traits
-from ..types import TensorType, resolve
-from .base import builtin, check_register_value, is_tensor, kind_of, shown
+from ..types import RefType, TensorType, resolve
+from .base import builtin, check_register_value, is_tensor, is_value, kind_of, shown
 
 
 def _effects(o):
@@ -56,11 +56,31 @@ def roll_tensor(cx, x, shift: int, axis: int, name=""):
 
 
 def record_window(cx, result, x, index) -> None:
-  """Note that register value `result` is the static window `index` (slices, one per axis) of `x`."""
+  """Note that register value `result` is the static window `index` (slices, one per axis) of `x`
+  (a register tensor, or a ref whose windows were read: then the window's Load, `at`)."""
   windows = cx.b.__dict__.setdefault("register_windows", {})
   full = tuple(index) + tuple(slice(0, n) for n in x.type.shape[len(index):])
-  if len(full) == len(x.type.shape) and all(isinstance(i, slice) for i in full):
+  if len(full) == len(x.type.shape) and all(isinstance(i, slice) and i.step in (None, 1) and all(
+      b is None or isinstance(b, int) and not isinstance(b, bool) for b in (i.start, i.stop)) for i in full):
     windows[result.id] = (x, tuple(i.indices(n)[:2] for i, n in zip(full, x.type.shape)))
+
+
+def record_ref_window(cx, result, ref, index) -> None:
+  """`ref[a:b, ...]` read into `result`: a window of the ref, as record_window's (read again whole,
+  rolled, where nothing wrote memory since the window was read)."""
+  if is_value(result) and is_tensor(result) and isinstance(index, tuple | slice):
+    record_window(cx, result, ref, index if isinstance(index, tuple) else (index,))
+
+
+def _unchanged_since(cx, values) -> bool:
+  """Whether the ops of this block since the first of `values` was made write no memory (so a ref
+  read again now holds what its windows read)."""
+  ops = cx.b.block.ops
+  made = [k for k, o in enumerate(ops) if any(r in values for r in o.results)]
+  if len(made) != len(values):
+    return False
+  return all(ir.traits_of(o).pure or all(a == ir.Access.REG_READ for _, a in ir.traits_of(o).effects(o))
+             for o in ops[min(made):])
 
 
 def as_roll(cx, xs, axis):
@@ -77,6 +97,11 @@ def as_roll(cx, xs, axis):
   if len(sources) != 1:
     return None
   (x,) = sources.values()
+  if isinstance(x.type, RefType):       # windows read from a ref: the ref read whole, where it still holds them
+    if not _unchanged_since(cx, [p for p, (src, _) in zip(xs, parts) if src is not None]):
+      return None
+    from .transfers import load
+    x = load(cx, x)
   shape = x.type.shape
   n, pos, shift, fills = shape[axis], 0, None, []
   for p, (src, w) in zip(xs, parts):
