@@ -28,6 +28,8 @@ _STEP = 20                       # bits of quotient a step removes (the approxim
 def steps(d: DType, divisor=None) -> int:
   """Steps that reduce any finite dividend of `d` (by `divisor` where it is a constant)."""
   top = math.log2(float(np.finfo(np.float32 if d == DType.f32 else d.np).max))
+  if divisor is not None and divisor and not math.isfinite(divisor):
+    return 1                  # (an infinite divisor leaves the dividend, a NaN gives NaN: no step reduces)
   low = math.log2(abs(divisor)) if divisor else -149.0 if d != DType.f16 else -24.0
   return max(1, math.ceil((top - low + 1) / _STEP))
 

@@ -108,6 +108,23 @@ def test_float_floor_division_of_16_bit_scalars_is_jnps(dt):
   assert "mosaic_gpu" in _export(narrow_scalar_divmod, S(x.shape, dt), S((), dt))
 
 
+@mg.mgpu_kernel(out_shape=lambda x: (x, x, x, x))
+def by_special_constants(x, a, b, c, d):
+  a[...] = x[...] % float("nan")
+  b[...] = x[...] % float("inf")
+  c[...] = x[...] // float("-inf")
+  d[...] = ml.fmod(x[...], float("inf"))
+
+
+def test_floor_division_by_an_infinite_or_nan_constant():
+  """A NaN or infinite constant divisor was MG900 (math.ceil of the steps its magnitude needs)."""
+  x = jnp.asarray(np.array([1.5, -2.5, 0.0, -0.0, np.inf, -np.inf, np.nan, 3e38] * 16, np.float32))
+  want = (x % jnp.float32(np.nan), x % jnp.float32(np.inf), x // jnp.float32(-np.inf), jnp.fmod(x, jnp.float32(np.inf)))
+  for got, w in zip(by_special_constants(x, interpret=True), want):
+    _same(got, w)
+  assert "mosaic_gpu" in _export(by_special_constants, S(x.shape, F32))
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("dt", [F32, F16, BF16], ids=["f32", "f16", "bf16"])
 def test_float_floor_division_and_remainder_on_the_gpu(dt):
@@ -119,6 +136,9 @@ def test_float_floor_division_and_remainder_on_the_gpu(dt):
       _same(got, want)
   i = jnp.arange(-64, 64, dtype=I32)
   for got, want in zip(int_meets_python_float(i), int_meets_python_float(i, interpret=True)):
+    _same(got, want)
+  xs = jnp.asarray(np.array([1.5, -2.5, 0.0, -0.0, np.inf, -np.inf, np.nan, 3e38] * 16, np.float32))
+  for got, want in zip(by_special_constants(xs), by_special_constants(xs, interpret=True)):
     _same(got, want)
   if dt != F32:
     x = jnp.linspace(-4, 4, 128).astype(dt)
