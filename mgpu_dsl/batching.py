@@ -63,6 +63,7 @@ def batched(kernel, xs, constexprs, interpret, levels, size, in_batched):
         hint="export once per batch size you need (concrete jax.ShapeDtypeStruct specs), or pad the batch"
              " to a few fixed sizes")
   import jax.numpy as jnp
+  xs = _as_jax_takes_them(kernel, xs)
   lead = (size,) + tuple(n for n, _ in levels)
   if size == 0:                      # nothing to launch: empty outputs of the right shapes
     spec = kernel._specialise(unbatched_specs(xs, ((size, in_batched),) + tuple(levels)), constexprs)
@@ -83,6 +84,20 @@ def batched(kernel, xs, constexprs, interpret, levels, size, in_batched):
     full = [next(it) if b else x for x, b in zip(xs, in_batched)]
     return tuple(call(kernel, full, constexprs, interpret, levels))
   return list(jax.lax.map(one, [x for x, b in zip(xs, in_batched) if b]))
+
+
+def _as_jax_takes_them(kernel, xs):
+  """The inputs of an eager jax.vmap, which custom_vmap passes as they were given: a NumPy int64 or
+  float64 array is checked as an eager call checks it (MG006 for values int32 cannot hold) and taken as
+  JAX takes it (int32, float32 without jax_enable_x64), not refused as an int64 spec."""
+  import numpy as np
+  from . import narrowing
+  numpy = [isinstance(x, (np.ndarray, np.generic)) and narrowing.narrowed(x.dtype) is not None for x in xs]
+  if not any(numpy):
+    return xs
+  pk = kernel.parsed
+  narrowing.check(xs, [], pk.ref_params, pk.tree.name, pk.loc, None)
+  return [np.asarray(x, narrowing.narrowed(x.dtype)) if n else x for x, n in zip(xs, numpy)]
 
 
 def batch_spec(levels, grid):

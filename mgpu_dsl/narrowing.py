@@ -12,7 +12,7 @@ from .frontend import errors as E
 _ON = "jax.config.update('jax_enable_x64', True) (before any array is made)"
 
 
-def _narrowed(dtype):
+def narrowed(dtype):
   """The dtype JAX gives `dtype` now, where it differs (int64 -> int32 without x64), else None."""
   import jax
   try:
@@ -30,7 +30,7 @@ def check(args, leaves, refs, name: str, loc, out_loc) -> None:
   integer input holding values its narrowed dtype cannot hold (`refs`: the parameters' names)."""
   import jax
   for i, a in enumerate(args):
-    to = _narrowed(getattr(a, "dtype", None))
+    to = narrowed(getattr(a, "dtype", None))
     if to is None:
       continue
     p = refs[i] if i < len(refs) else f"x{i}"
@@ -50,9 +50,9 @@ def check(args, leaves, refs, name: str, loc, out_loc) -> None:
             f" which {to.name} cannot hold, and jax_enable_x64 is off: JAX would pass it as {to.name},"
             f" keeping the low {to.itemsize * 8} bits", loc,
             hint=f"for {d}, turn 64-bit types on: {_ON}; else pass values {to.name} holds")
-  inputs = {np.dtype(a.dtype) for a in args if getattr(a, "dtype", None) is not None and _narrowed(a.dtype)}
+  inputs = {np.dtype(a.dtype) for a in args if getattr(a, "dtype", None) is not None and narrowed(a.dtype)}
   for k, leaf in enumerate(leaves):
-    to = _narrowed(getattr(leaf, "dtype", None))
+    to = narrowed(getattr(leaf, "dtype", None))
     if to is None or np.dtype(leaf.dtype) in inputs:      # lambda x: x of a NumPy int64 input: as JAX takes x
       continue
     d = np.dtype(leaf.dtype).name
