@@ -4,12 +4,15 @@ A kernel holds its parsed source, compiled specialisations and the modules its b
 none of which copy. `copy.copy` and `copy.deepcopy` (of a config or model object that holds
 a kernel, say) give the kernel itself, as they give a function itself; `pickle` stores its
 module and qualified name, as it does for a function, so a kernel defined at a module's top
-level pickles and loads (in another process, by importing that module).
+level pickles and loads (in another process, by importing that module). A kernel bound at a module's
+top level under another name than its function's (`pk = mg.mgpu_kernel(functools.partial(body, eps=1e-5),
+...)`, `tuned = mg.autotune(...)(mg.mgpu_kernel(...)(body))`) pickles by that name.
 """
 from __future__ import annotations
 
 import importlib
 import pickle
+import sys
 
 
 def by_name(module: str, qualname: str):
@@ -33,7 +36,25 @@ def reduce(kernel, what="kernel"):
   if found is not kernel and getattr(found, "kernel", None) is kernel:
     return by_name, (module, qualname + ".kernel")
   if found is not kernel:
+    bound = _bound_name(module, kernel)
+    if bound is not None:
+      return by_name, (module, bound)
+  if found is not kernel:
     raise pickle.PicklingError(
         f"cannot pickle the {what} {qualname}: like a function, it pickles by its name, and"
         f" {module}.{qualname} is not this {what} (define it at a module's top level, under its own name)")
   return by_name, (module, qualname)
+
+
+def _bound_name(module, kernel):
+  """The name in `module`'s globals holding `kernel` (or the tuner whose `.kernel` it is), or None:
+  a kernel made under another name than its function's (a partial's, or mgpu_kernel(...)(fn))."""
+  mod = sys.modules.get(module) if module else None
+  names = list(vars(mod).items()) if mod is not None else []
+  for n, v in names:
+    if v is kernel:
+      return n
+  for n, v in names:
+    if isinstance(getattr(v, "__dict__", None), dict) and v.__dict__.get("kernel") is kernel:   # a tuner
+      return n + ".kernel"
+  return None

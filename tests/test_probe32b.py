@@ -1,6 +1,7 @@
 """Probe 32b (a regression hunt on break/continue, loop-else, walrus whiles, bool relayouts, flat
 argmax, 64-bit narrowing, interpret errors under jit, partial kernels and autotune pickling,
 combined with vmap/jit, nested and pipelined loops)."""
+import functools
 import pickle
 
 import jax
@@ -50,3 +51,31 @@ def test_vmap_over_numpy_int64_values_int32_cannot_hold_is_refused_as_an_eager_c
 def test_gpu_vmap_over_numpy_int64_matches_interpret_mode():
   a = np.arange(256).reshape(2, 128)
   np.testing.assert_array_equal(jax.vmap(plus_one)(a), jax.vmap(lambda v: plus_one(v, interpret=True))(a))
+
+
+# ---------------------------------------------------------------- pickling kernels bound under another name
+def _scale_rows(x, out, *, scale: ml.constexpr = 1.0, bn: ml.constexpr = 128):
+  i = ml.program_id(0)
+  out.at[ml.ds(i * bn, bn)][...] = x.at[ml.ds(i * bn, bn)][...] * scale
+
+
+def _rows_grid(x, bn=128, **kw):
+  return (x.shape[0] // bn,)
+
+
+partial_kernel = mg.mgpu_kernel(functools.partial(_scale_rows, scale=2.0), out_shape=lambda x, **kw: x,
+                                grid=_rows_grid)
+called_kernel = mg.mgpu_kernel(out_shape=lambda x, **kw: x, grid=_rows_grid)(_scale_rows)
+tuned_partial = mg.autotune(configs=[dict(bn=128), dict(bn=256)])(
+    mg.mgpu_kernel(functools.partial(_scale_rows, scale=3.0), out_shape=lambda x, **kw: x, grid=_rows_grid))
+
+
+def test_a_kernel_bound_at_top_level_under_another_name_pickles_by_that_name():
+  """A kernel made by calling mg.mgpu_kernel (on a functools.partial, as Pallas kernels are passed,
+  or on a plain function) and an autotuned one of it, bound at a module's top level, raised
+  PicklingError ("<module>._scale_rows is not this kernel": the name of the function it wraps)."""
+  for k in (partial_kernel, called_kernel, tuned_partial, tuned_partial.kernel):
+    assert pickle.loads(pickle.dumps(k)) is k
+  x = jnp.arange(512, dtype=F32)
+  np.testing.assert_array_equal(pickle.loads(pickle.dumps(partial_kernel))(x, interpret=True), np.asarray(x) * 2)
+  np.testing.assert_array_equal(pickle.loads(pickle.dumps(tuned_partial))(x, interpret=True), np.asarray(x) * 3)
