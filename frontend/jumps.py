@@ -12,8 +12,9 @@ computed only where no break was taken, so it never reads what the break guarded
 its own index: `for i in range(a, b, s)` is `i = k` on each trip of `while k < b: ...; k += s`.
 
 The names this adds are not identifiers (`(break at line 12)`), so they meet no name of the
-kernel's. Jumps that sit anywhere but in `if` branches (a `for ... else` of an inner loop) keep
-their MG001.
+kernel's. An inner loop whose `else` holds a jump of the outer loop is opened into its flagged form
+first (the else after it under `if not broke:`). Jumps that sit anywhere else but in `if` branches
+keep their MG001.
 """
 from __future__ import annotations
 
@@ -58,6 +59,9 @@ def _structured(stmts, rest, kinds, flag):
     if after is None:
       return None
     head = list(stmts[:k])
+    if isinstance(s, (ast.For, ast.While)):     # its else holds the jump: `for ...: ... else: continue`
+      opened = _else_opened(s)
+      return None if opened is None else _structured(head + opened + list(stmts[k + 1:]), rest, kinds, flag)
     if isinstance(s, ast.Continue):
       return head
     if isinstance(s, ast.Break):
@@ -179,6 +183,12 @@ def _flag_breaks(stmts, flag):
       if then is None or other is None:
         return None
       out.append(_at(ast.If(test=s.test, body=then, orelse=other), s))
+    elif isinstance(s, (ast.For, ast.While)) and holds([s], (ast.Break,)):   # in its else
+      opened = _else_opened(s)
+      inner = None if opened is None else _flag_breaks(opened, flag)
+      if inner is None:
+        return None
+      out += inner
     elif holds([s], (ast.Break,)):
       return None
     else:
@@ -186,10 +196,11 @@ def _flag_breaks(stmts, flag):
   return out
 
 
-def else_with_break(node):
-  """`for ... else:` / `while ... else:` whose body breaks: the else under `if not broke:` after
-  the loop, each break setting `broke` first, as Python runs the else only where no break ended
-  the loop: (statements, hidden names), or None."""
+def _else_opened(node):
+  """An inner loop whose else holds a jump of the loop around it (`for j ...: if ...: break` then
+  `else: continue`, the idiom that breaks out of two loops) as statements that run its else where
+  Python does, after the loop, under `if not broke:`, each break of its own setting `broke` first; None
+  where one of its own breaks sits elsewhere than in if branches."""
   flag = f"(broke out of the loop at line {node.lineno})"
   body = _flag_breaks(node.body, flag)
   if body is None:
@@ -197,8 +208,15 @@ def else_with_break(node):
   loop = copy.copy(node)
   loop.body, loop.orelse = body, []
   test = _at(ast.UnaryOp(op=ast.Not(), operand=_at(ast.Name(id=flag, ctx=ast.Load()), node)), node)
-  after = _at(ast.If(test=test, body=node.orelse, orelse=[]), node.orelse[0])
-  return [_set(flag, False, node), loop, after], (flag,)
+  return [_set(flag, False, node), loop, _at(ast.If(test=test, body=node.orelse, orelse=[]), node.orelse[0])]
+
+
+def else_with_break(node):
+  """`for ... else:` / `while ... else:` whose body breaks: the else under `if not broke:` after
+  the loop, each break setting `broke` first, as Python runs the else only where no break ended
+  the loop: (statements, hidden names), or None."""
+  opened = _else_opened(node)
+  return None if opened is None else (opened, (f"(broke out of the loop at line {node.lineno})",))
 
 
 def _specialised(stmts):

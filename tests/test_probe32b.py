@@ -79,3 +79,98 @@ def test_a_kernel_bound_at_top_level_under_another_name_pickles_by_that_name():
   x = jnp.arange(512, dtype=F32)
   np.testing.assert_array_equal(pickle.loads(pickle.dumps(partial_kernel))(x, interpret=True), np.asarray(x) * 2)
   np.testing.assert_array_equal(pickle.loads(pickle.dumps(tuned_partial))(x, interpret=True), np.asarray(x) * 3)
+
+
+# ---------------------------------------------------------------- an inner loop's else holding a jump
+@mg.mgpu_kernel(out_shape=lambda x: S((2,), I32))
+def first_above_two(x, out):
+  fi = -1
+  fj = -1
+  for i in range(x.shape[0]):
+    for j in range(x.shape[1]):
+      if x[i, j] > 2.0:
+        fi = i
+        fj = j
+        break
+    else:
+      continue          # the inner loop ran out: next row
+    break               # it broke: so does the outer one
+  out[0] = fi
+  out[1] = fj
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((), I32))
+def rows_without_a_peak(x, out):
+  c = 0
+  for i in range(x.shape[0]):
+    j = 0
+    while j < x.shape[1]:
+      if x[i, j] > 2.0:
+        break
+      j += 1
+    else:
+      c += 1
+      continue
+    c += 100 * j
+  out[...] = c
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((), I32))
+def columns_until_a_clean_row(x, out):
+  c = 0
+  for i in range(x.shape[0]):
+    j = 0
+    while j < x.shape[1]:
+      if x[i, j] > 2.0:
+        break
+      j += 1
+    else:
+      break             # a row without a peak ends the outer loop
+    c += j
+  out[...] = c
+
+
+def _reference(kind, x):
+  fi = fj = -1
+  c = 0
+  for i in range(x.shape[0]):
+    j = 0
+    while j < x.shape[1]:
+      if x[i, j] > 2.0:
+        break
+      j += 1
+    else:
+      if kind == "first":
+        continue
+      if kind == "count":
+        c += 1
+        continue
+      break
+    if kind == "first":
+      fi, fj = i, j
+      break
+    c += 100 * j if kind == "count" else j
+  return np.array([fi, fj], np.int32) if kind == "first" else c
+
+
+def test_an_inner_loops_else_may_continue_or_break_the_outer_loop():
+  """`for j ...: if c: break` then `else: continue` and `break` (the idiom that leaves two loops) was
+  MG001 "continue is not supported in a kernel"; with an inner while, `else: break` was MG001 "break
+  in a pipelined loop or one with a run-time step" (it was neither)."""
+  rng = np.random.default_rng(0)
+  for seed in range(3):
+    x = rng.standard_normal((16, 16)).astype(np.float32) * (0.8 + 0.4 * seed)
+    np.testing.assert_array_equal(first_above_two(jnp.asarray(x), interpret=True), _reference("first", x))
+    assert int(rows_without_a_peak(jnp.asarray(x), interpret=True)) == _reference("count", x)
+    assert int(columns_until_a_clean_row(jnp.asarray(x), interpret=True)) == _reference("clean", x)
+  x = np.zeros((16, 16), np.float32)
+  np.testing.assert_array_equal(first_above_two(jnp.asarray(x), interpret=True), [-1, -1])
+  for k in (first_above_two, rows_without_a_peak, columns_until_a_clean_row):
+    k.check(S((16, 16), F32))
+
+
+@pytest.mark.gpu
+def test_gpu_an_inner_loops_else_jumping_matches_interpret_mode():
+  x = jnp.asarray(np.random.default_rng(1).standard_normal((16, 16)).astype(np.float32))
+  for k in (first_above_two, rows_without_a_peak, columns_until_a_clean_row):
+    np.testing.assert_array_equal(k(x), k(x, interpret=True))
