@@ -15,6 +15,7 @@ import numpy as np
 from . import errors as E
 from . import hw
 from . import ir
+from . import jumps
 from . import language as L
 from .builder import Builder
 from .checks import check_kernel
@@ -191,7 +192,7 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, bloc
   try:
     tr.local_names = local_names(pk.tree.body)
     tr.body = pk.tree.body
-    tr.run_body(pk.tree.body)
+    tr.run_body(jumps.without_return(pk.tree.body))    # returns under run-time ifs: the rest in the else
   except E.InternalError as e:
     E.raise_all(tr.errors + [e])
   tr.errors.extend(_rebound_outputs(tr, em, params, {params[n_in + o].value.id: params[i].value.id

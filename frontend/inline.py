@@ -9,6 +9,7 @@ import inspect
 
 from . import errors as E
 from .env import PoisonedUse, local_names
+from .jumps import without_return
 from .ops.base import bind_message
 from .source import read_function
 
@@ -40,9 +41,13 @@ def call_inline(tracer, node, fn, args, kwargs):
   child.body = tree.body
   tracer.b.inline_stack.append((str(loc), tree.name))
   try:
-    child.run_body(tree.body)    # a `return` (at the end, or under static conditions) ends it
+    # a `return` at the end or under static conditions ends it; under run-time ifs, each path
+    # binds the returned value (frontend/jumps.py)
+    child.run_body(without_return(tree.body, _value(tree.name)))
   finally:
     tracer.b.inline_stack.pop()
+  for e in tracer.errors[before:]:
+    _in_words(e, tree.name)
   if len(tracer.errors) > before or child.failed:
     at = tracer.loc(node)        # which call of the helper the mistake comes from
     for e in tracer.errors[before:]:
@@ -51,3 +56,22 @@ def call_inline(tracer, node, fn, args, kwargs):
         e.notes = tuple(e.notes) + (note,)
     raise PoisonedUse()          # reported inside the helper (a repeat: already); skip the caller's statement
   return child.returned
+
+
+def _value(name) -> str:
+  """The name that holds what a helper whose returns sit under run-time ifs returns (not an identifier)."""
+  return f"(the value {name} returns)"
+
+
+def _in_words(err, name) -> None:
+  """A mistake about that name (two returns of different types) told in the user's words."""
+  v = _value(name)
+  if v not in err.message + (err.hint or "") + "".join(err.notes):
+    return
+  err.message = err.message.replace(v, f"the value {name} returns")
+  err.args = (err.message,)
+  err.hint = err.hint and err.hint.replace(f"{v} = ", "return ").replace(
+      f"give {v} the same kind of value in both branches", "return the same kind of value on every path").replace(
+      v, f"the value {name} returns")
+  err.notes = tuple(n.replace(f"{v} is assigned here", f"{name} returns here").replace(v, f"what {name} returns")
+                    for n in err.notes)

@@ -53,17 +53,25 @@ def _structured(stmts, rest, kinds, flag):
   """`stmts` followed by `rest` (already without jumps), each jump of `kinds` turned into the
   paths that skip what follows it (a break also sets `flag`); None where one cannot be."""
   for k, s in enumerate(stmts):
-    if not holds([s], kinds):
+    looped = kinds == (ast.Return,) and flag is None and isinstance(s, (ast.For, ast.While)) and _deep_return(s.body)
+    if not looped and not holds([s], kinds):
       continue
     after = _structured(stmts[k + 1:], rest, kinds, flag)
     if after is None:
       return None
     head = list(stmts[:k])
+    if looped:                                  # a kernel's return inside a loop: it breaks out of it
+      done = f"(returned in the loop at line {s.lineno})"
+      loop = copy.copy(s)
+      loop.body, loop.orelse = _return_breaks(s.body, done), _return_breaks(s.orelse, done)
+      return head + [_set(done, False, s), loop,
+                     _at(ast.If(test=_at(ast.Name(id=done, ctx=ast.Load()), s), body=[_at(ast.Pass(), s)],
+                                orelse=after), s)]
     if isinstance(s, (ast.For, ast.While)):     # its else holds the jump: `for ...: ... else: continue`
       opened = _else_opened(s)
       return None if opened is None else _structured(head + opened + list(stmts[k + 1:]), rest, kinds, flag)
-    if isinstance(s, ast.Continue):
-      return head
+    if isinstance(s, (ast.Continue, ast.Return)):
+      return head + ([] if isinstance(s, ast.Continue) or flag is None else [_set(flag, s.value or None, s)])
     if isinstance(s, ast.Break):
       return head + [_set(flag, True, s)]
     if not isinstance(s, ast.If):
@@ -317,3 +325,56 @@ def _mergeable(v) -> bool:
 def assigned_names_of(target) -> set:
   """The names a for loop's target binds (`i`, `(i, w)`)."""
   return {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+
+
+def _ends_in_return(stmts) -> bool:
+  """Whether every path through `stmts` ends in a return (at their end, or in both branches of an if)."""
+  last = stmts[-1] if stmts else None
+  return isinstance(last, ast.Return) or (
+      isinstance(last, ast.If) and _ends_in_return(last.body) and _ends_in_return(last.orelse))
+
+
+def _deep_return(stmts) -> bool:
+  return any(isinstance(n, ast.Return) for st in stmts for n in ast.walk(st))
+
+
+def _return_breaks(stmts, done):
+  """A loop body whose (kernel's) returns become `done = True; break`, and whose inner loops holding
+  one are followed by `if done: break`."""
+  out = []
+  for st in stmts:
+    if isinstance(st, ast.Return):
+      out += [_set(done, True, st), _at(ast.Break(), st)]
+    elif isinstance(st, ast.If) and _deep_return([st]):
+      out.append(_at(ast.If(test=st.test, body=_return_breaks(st.body, done) or [_at(ast.Pass(), st)],
+                            orelse=_return_breaks(st.orelse, done)), st))
+    elif isinstance(st, (ast.For, ast.While)) and _deep_return([st]):
+      inner = copy.copy(st)
+      inner.body, inner.orelse = _return_breaks(st.body, done), _return_breaks(st.orelse, done)
+      out += [inner, _at(ast.If(test=_at(ast.Name(id=done, ctx=ast.Load()), st), body=[_at(ast.Break(), st)],
+                                orelse=[]), st)]
+    else:
+      out.append(st)
+  return out
+
+
+def without_return(body, value=None):
+  """A kernel's (`value` None) or an @ml.inline helper's body whose returns sit in if branches, with
+  the rest of the body moved into the other path of each such if, as `continue` is in a loop: `if c:
+  A; return` then `R` is `if c: A else: R`, which a run-time `if` traces as any other. A helper's
+  `return v` becomes `value = v`, returned at the end (only where every path returns). The body itself
+  where there is no such return (or a kernel returns a value, or a path of a helper falls off its end:
+  their errors stay)."""
+  if not any(isinstance(s, (ast.If, ast.For, ast.While)) and holds([s], (ast.Return,)) for s in body) and not (
+      value is None and any(isinstance(s, (ast.For, ast.While)) and _deep_return(s.body) for s in body)):
+    return body
+  returns = [n for s in body for n in ast.walk(s) if isinstance(n, ast.Return)]
+  if value is None and any(r.value is not None for r in returns) or value is not None and not _ends_in_return(body):
+    return body
+  out = _structured(body, [], (ast.Return,), value)
+  if out is None:
+    return body
+  if value is None:
+    return out
+  at = body[-1]
+  return out + [_at(ast.Return(value=_at(ast.Name(id=value, ctx=ast.Load()), at)), at)]

@@ -219,9 +219,14 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
         self.returned = self.eval(node.value) if node.value is not None else None
         self.jump = "return"          # the rest of the helper does not run
         return
-      self.unsupported(node, "return under a run-time condition or loop of an @ml.inline helper",
-                       hint="compute the result in a name (ml.where(cond, a, b) for tensors) and return"
-                            " it from the helper's last statement")
+      if any(blk is None for blk in self.loops):
+        self.unsupported(node, "return inside a run-time loop of an @ml.inline helper",
+                         hint="keep the result in a name the loop carries (r = -1 before the loop; r = i, then"
+                              " break, in it) and return it after the loop")
+      self.unsupported(node, "return under a run-time condition in an @ml.inline helper that has a path"
+                             " without a return",
+                       hint="end every path with a return (return a value after the if, or in its else:), so"
+                            " that each path gives the value the call takes")
     if node.value is not None:
       self.unsupported(node, "returning a value",
                        hint="kernels write their results into output refs (the last parameters)")
@@ -340,6 +345,11 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
                             f" constexprs) can {'end it' if what == 'break' else 'skip an iteration'}; "
                             + ("for a run-time exit, loop at run time: for ... in range(...), which a break ends"
                                if what == "break" else hint))
+    if what == "break" and self.loops and _written_as_return(self.loc(node)):   # a kernel's return in a loop
+      self.unsupported(node, "return in a pipelined loop or one with a run-time step",
+                       hint="such a loop runs every trip: set a flag (done = True) and guard the rest of the body"
+                            " and what follows the loop with if statements on it, or drop stages= (or make the"
+                            " step static) for a loop a return ends")
     self.unsupported(node, "break in a pipelined loop or one with a run-time step" if what == "break" and self.loops else what, hint=hint)
 
   # ------------------------------------------------------------ expressions
@@ -559,3 +569,9 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
       from .branches import ifexp_hint
       self.unsupported(node, "a conditional expression on a runtime value", hint=ifexp_hint(self, node, test, typed))
     return self.eval(node.body if cond else node.orelse)
+
+
+def _written_as_return(loc) -> bool:
+  """Whether the statement at `loc` is a `return` (a kernel's return in a loop, which frontend/jumps.py
+  made a break of it)."""
+  return (loc.source_line or "")[loc.col_offset:].startswith("return")

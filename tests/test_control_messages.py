@@ -318,11 +318,12 @@ def runtime_return(n, x, out):
   out[...] = x[...] * 2.0
 
 
-def test_a_return_under_a_runtime_condition_says_to_use_else():
-  expect(runtime_return, SPECS, mg.UnsupportedSyntaxError, "return", nth=1,
-         message="return under a run-time condition is not supported in a kernel",
-         hint="a kernel ends early only under a static condition; put the rest of the kernel in the else:"
-              " branch of `if n[0] > 2:` instead")
+def test_a_return_under_a_runtime_condition_ends_the_kernel_there():
+  """It was MG001 (put the rest of the kernel in the else: branch); the compiler now does that itself
+  (tests/test_probe32b.py)."""
+  np.testing.assert_allclose(runtime_return(n_(3), X, interpret=True), X)
+  np.testing.assert_allclose(runtime_return(n_(2), X, interpret=True), 2 * X)
+  runtime_return.check(*SPECS)
 
 
 @mg.mgpu_kernel(out_shape=lambda n, x: x)

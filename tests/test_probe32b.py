@@ -11,6 +11,7 @@ import pytest
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
+from locate import expect, where
 
 S = jax.ShapeDtypeStruct
 F32 = jnp.float32
@@ -174,3 +175,161 @@ def test_gpu_an_inner_loops_else_jumping_matches_interpret_mode():
   x = jnp.asarray(np.random.default_rng(1).standard_normal((16, 16)).astype(np.float32))
   for k in (first_above_two, rows_without_a_peak, columns_until_a_clean_row):
     np.testing.assert_array_equal(k(x), k(x, interpret=True))
+
+
+# ---------------------------------------------------------------- early returns under run-time conditions
+@mg.mgpu_kernel(out_shape=lambda x, n: x, grid=(4,))
+def programs_past_n_return(x, n, out):
+  pid = ml.program_id(0)
+  if pid >= n[0]:
+    return
+  for t in range(pid, x.shape[0], ml.num_programs(0)):
+    out.at[t][...] = x.at[t][...] + 1.0
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((3,), I32))
+def first_peak_returns(x, out):
+  out[0] = -1
+  out[1] = -1
+  out[2] = 0
+  for i in range(x.shape[0]):
+    for j in range(x.shape[1]):
+      if x[i, j] > 2.0:
+        out[0] = i
+        out[1] = j
+        return              # leaves both loops and skips the rest of the kernel
+  out[2] = 1
+
+
+def _first_peak(x):
+  for i in range(x.shape[0]):
+    for j in range(x.shape[1]):
+      if x[i, j] > 2.0:
+        return [i, j, 0]
+  return [-1, -1, 1]
+
+
+@ml.inline
+def _doubled_if_positive(v, t):
+  if t > 0:
+    return v * 2.0
+  return -v
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def returns_in_a_helper(x, out):
+  out[...] = _doubled_if_positive(x[...], x[0])
+
+
+def test_a_return_under_a_runtime_if_or_in_a_runtime_loop_ends_the_kernel():
+  """Both were MG001 ("return under a run-time condition" / "return inside a runtime loop")."""
+  x = jnp.asarray(np.random.default_rng(2).standard_normal((8, 128)).astype(np.float32))
+  np.testing.assert_array_equal(programs_past_n_return(x, jnp.array([4], I32), interpret=True), np.asarray(x) + 1)
+  with pytest.raises(mg.UncoveredOutputError):      # programs 2 and 3 returned: their rows are unwritten
+    programs_past_n_return(x, jnp.array([2], I32), interpret=True)
+  rng = np.random.default_rng(3)
+  for scale in (0.5, 1.0, 1.5):
+    m = (rng.standard_normal((16, 16)) * scale).astype(np.float32)
+    np.testing.assert_array_equal(first_peak_returns(jnp.asarray(m), interpret=True), _first_peak(m))
+  programs_past_n_return.check(S((8, 128), F32), S((1,), I32))
+  first_peak_returns.check(S((16, 16), F32))
+
+
+def test_an_inline_helper_returns_under_a_runtime_if_on_every_path():
+  for first in (3.0, -3.0):
+    x = np.arange(128, dtype=np.float32)
+    x[0] = first
+    want = x * 2 if first > 0 else -x
+    np.testing.assert_array_equal(returns_in_a_helper(jnp.asarray(x), interpret=True), want)
+  returns_in_a_helper.check(S((128,), F32))
+
+
+@ml.inline
+def _zero_or_doubled(v, t):
+  if t > 0:
+    return v * 2.0
+  return 0.0
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def helper_returns_a_number_on_one_path(x, out):
+  out[...] = _zero_or_doubled(x[...], x[0])
+
+
+@ml.inline
+def _doubled_or_nothing(v, t):
+  if t > 0:
+    return v * 2.0
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def helper_path_without_return(x, out):
+  out[...] = _doubled_or_nothing(x[...], x[0])
+
+
+@ml.inline
+def _first_positive(x):
+  for i in range(x.shape[0]):
+    if x[i] > 0.0:
+      return i
+  return -1
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((), I32))
+def helper_returns_in_a_loop(x, out):
+  out[...] = _first_positive(x)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def returns_in_a_pipelined_loop(x, out):
+  buf = ml.smem((128,), F32)
+  for t in ml.range(x.shape[0], stages=2):
+    ml.copy(x.at[t], buf)
+    if x[t, 0] > 0:
+      return
+    out.at[t][...] = buf[...]
+
+
+def _expect_in_helper(kernel, helper, cls, text, message, hint):
+  with pytest.raises(cls) as info:
+    kernel.check(S((128,), F32))
+  e = info.value
+  assert (e.lineno, e.col_offset) == where(helper, text), e.render()
+  assert e.message == message
+  assert e.hint == hint
+  return e
+
+
+def test_a_helpers_returns_that_cannot_give_one_value_say_so_in_its_words():
+  e = _expect_in_helper(
+      helper_returns_a_number_on_one_path, _zero_or_doubled, mg.KernelTypeError, "if t > 0:",
+      "the value _zero_or_doubled returns is a float32 tensor of shape (128,) after one branch of this if and a"
+      " float32 scalar after the other", "make it a tensor in its branch: return ml.full((128,), 0.0, jnp.float32)")
+  assert any(n.endswith("_zero_or_doubled returns here") for n in e.notes)
+  _expect_in_helper(
+      helper_path_without_return, _doubled_or_nothing, mg.UnsupportedSyntaxError, "return v * 2.0",
+      "return under a run-time condition in an @ml.inline helper that has a path without a return is not"
+      " supported in a kernel",
+      "end every path with a return (return a value after the if, or in its else:), so that each path gives the"
+      " value the call takes")
+  _expect_in_helper(
+      helper_returns_in_a_loop, _first_positive, mg.UnsupportedSyntaxError, "return i",
+      "return inside a run-time loop of an @ml.inline helper is not supported in a kernel",
+      "keep the result in a name the loop carries (r = -1 before the loop; r = i, then break, in it) and return it"
+      " after the loop")
+  expect(returns_in_a_pipelined_loop, [S((4, 128), F32)], mg.UnsupportedSyntaxError, "return", nth=1,
+         message="return in a pipelined loop or one with a run-time step is not supported in a kernel",
+         hint="such a loop runs every trip: set a flag (done = True) and guard the rest of the body and what"
+              " follows the loop with if statements on it, or drop stages= (or make the step static) for a loop a"
+              " return ends")
+
+
+@pytest.mark.gpu
+def test_gpu_early_returns_match_interpret_mode():
+  x = jnp.asarray(np.random.default_rng(4).standard_normal((8, 128)).astype(np.float32))
+  n = jnp.array([4], I32)
+  np.testing.assert_array_equal(programs_past_n_return(x, n), programs_past_n_return(x, n, interpret=True))
+  m = jnp.asarray(np.random.default_rng(5).standard_normal((16, 16)).astype(np.float32))
+  np.testing.assert_array_equal(first_peak_returns(m), first_peak_returns(m, interpret=True))
+  v = jnp.arange(128, dtype=F32) - 3.0
+  np.testing.assert_array_equal(returns_in_a_helper(v), returns_in_a_helper(v, interpret=True))
