@@ -340,11 +340,13 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
       self.unsupported(node, f"{what} under a run-time condition",
                        hint=static_while_break_hint(self.text(test), self.text(self.ifs[-1].test)))
     if loop is not None:
-      self.unsupported(node, f"{what} under a run-time condition",
+      returns = what == "break" and _written_as_return(self.loc(node))     # a kernel's return, made a break
+      self.unsupported(node, "return under a run-time condition in a loop unrolled while tracing" if returns
+                       else f"{what} under a run-time condition",
                        hint=f"this loop is unrolled while tracing, so only a static condition (Python values,"
                             f" constexprs) can {'end it' if what == 'break' else 'skip an iteration'}; "
-                            + ("for a run-time exit, loop at run time: for ... in range(...), which a break ends"
-                               if what == "break" else hint))
+                            + (f"for a run-time exit, loop at run time: for ... in range(...), which a"
+                               f" {'return' if returns else 'break'} ends" if what == "break" else hint))
     if what == "break" and self.loops and _written_as_return(self.loc(node)):   # a kernel's return in a loop
       self.unsupported(node, "return in a pipelined loop or one with a run-time step",
                        hint="such a loop runs every trip: set a flag (done = True) and guard the rest of the body"

@@ -333,3 +333,42 @@ def test_gpu_early_returns_match_interpret_mode():
   np.testing.assert_array_equal(first_peak_returns(m), first_peak_returns(m, interpret=True))
   v = jnp.arange(128, dtype=F32) - 3.0
   np.testing.assert_array_equal(returns_in_a_helper(v), returns_in_a_helper(v, interpret=True))
+
+
+@mg.mgpu_kernel(out_shape=lambda n: S((2,), I32))
+def returns_from_an_unrolled_loop(n, out):
+  i = 0
+  out[0] = -1
+  while (k := n[i]) != 0:
+    for j in ml.static_range(3):
+      if k == j + 10:
+        out[0] = i
+        out[1] = j
+        return
+    i += 1
+  out[1] = i
+
+
+@mg.mgpu_kernel(out_shape=lambda n: S((2,), I32))
+def returns_from_a_runtime_inner_loop(n, out):
+  i = 0
+  out[0] = -1
+  while (k := n[i]) != 0:
+    for j in range(3):               # the hint followed
+      if k == j + 10:
+        out[0] = i
+        out[1] = j
+        return
+    i += 1
+  out[1] = i
+
+
+def test_a_return_in_an_unrolled_loop_under_a_runtime_condition_says_return():
+  """The return is a break of the loops around it; the message said 'break under a run-time condition'."""
+  expect(returns_from_an_unrolled_loop, [S((6,), I32)], mg.UnsupportedSyntaxError, "return", nth=1,
+         message="return under a run-time condition in a loop unrolled while tracing is not supported in a kernel",
+         hint="this loop is unrolled while tracing, so only a static condition (Python values, constexprs) can end"
+              " it; for a run-time exit, loop at run time: for ... in range(...), which a return ends")
+  for n, want in (([1, 2, 11, 3, 0, 5], [2, 1]), ([1, 2, 3, 0, 11, 5], [-1, 3])):
+    got = returns_from_a_runtime_inner_loop(jnp.array(n, I32), interpret=True)
+    np.testing.assert_array_equal(got, want)
