@@ -35,7 +35,8 @@ class LayoutErrors:
       return next((n for n in names if n.isidentifier()), names[0] if names else default)
     here = getattr(o, "x", None)        # the vector this op broadcasts, when it is of the class
     held, vecs = named(default="v"), [v for v in members.get(c, []) if len(v.type.shape) == 1]
-    vec = here if here in vecs else next((v for v in vecs if v.name == held), vecs[0] if vecs else None)
+    # the last value of that name: the user's (a bool reduction's is named as its int32 step too)
+    vec = here if here in vecs else next((v for v in reversed(vecs) if v.name == held), vecs[0] if vecs else None)
     tmp = (f"tmp = ml.smem(({vec.type.shape[0]},), jnp.{dtype_name(vec.type.dtype)})" if vec is not None else
            "tmp = ml.smem((n,), v.dtype)")
     if isinstance(o, Reduce) and o.results and len(o.result.type.shape) == 1:
