@@ -68,6 +68,20 @@ def _nothing(callee: str, name: str) -> Unbound:
             f"use {callee}(...) as a statement, not a value"))
 
 
+def nothing_used(tracer, sub) -> None:
+  """`sub` (an operand) is a call of an ml. function that returns nothing (an atomic, unlike Triton's): an
+  error at the call, with the hint a name bound to it gets at its use."""
+  call = sub.value if isinstance(sub, ast.NamedExpr) else sub
+  if not isinstance(call, ast.Call):
+    return
+  callee = tracer.text(call.func)
+  if not callee.startswith("ml."):
+    return
+  said = _nothing(callee, "")
+  raise E.UnboundNameError(said.message.split(": ", 1)[1] + ", so it has no value to compute with",
+                           tracer.loc(call), hint=said.hint)
+
+
 class Assignments:
   """The assignment statements of the Tracer (which provides eval, lookup, binop, loc, cx, text)."""
 

@@ -24,7 +24,7 @@ from . import missing
 from .ops import elementwise as ew
 from .ops.base import is_value, kind_of, static_number, typed_number, value_words
 from .ops.power import power
-from .assign import Assignments, holds_value
+from .assign import Assignments, holds_value, nothing_used
 from .source import QUOTE_DEPTH, Source, nests_deeper
 from .subscripts import Subscripts
 from .types import RefType, ScalarType, resolve
@@ -444,9 +444,9 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
     chain = [node]
     while isinstance(chain[-1].left, ast.BinOp):
       chain.append(chain[-1].left)
-    value = self.eval(chain[-1].left)
+    value = self.operand(chain[-1].left)
     for n in reversed(chain):
-      value = self.binop(type(n.op), value, self.eval(n.right), n)
+      value = self.binop(type(n.op), value, self.operand(n.right), n)
     return value
 
   def binop(self, op, a, b, node, name=""):
@@ -465,8 +465,16 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
       self.unsupported(node, f"the operator {op.__name__} on register values")
     return ew.binary(self.cx(node, name, (a, b), (left, right)), _BINOPS[op], a, b)
 
+  def operand(self, sub):
+    """An operator's operand; an `ml.` call that returns nothing (an atomic, which has no old value) is
+    said to be one at the call, not as Python's error on None."""
+    value = self.eval(sub)
+    if value is None:
+      nothing_used(self, sub)
+    return value
+
   def eval_UnaryOp(self, node):
-    x = self.eval(node.operand)
+    x = self.operand(node.operand)
     if not is_value(x):
       return self.python(node, {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_,
                                 ast.Invert: operator.invert}[type(node.op)], x)
@@ -488,9 +496,9 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
   def eval_Compare(self, node):
     """`a < b`; a chain `a < b < c` is `(a < b) and (b < c)` with b evaluated once: static parts
     short-circuit as in Python, run-time parts combine with &."""
-    out, a, left = None, self.eval(node.left), node.left
+    out, a, left = None, self.operand(node.left), node.left
     for op, right in zip(node.ops, node.comparators):
-      b = self.eval(right)
+      b = self.operand(right)
       r = self.compare(node, type(op), a, b, (left, right))
       left = right
       if not is_value(r):

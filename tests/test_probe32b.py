@@ -400,3 +400,26 @@ def test_the_smem_vector_hint_of_a_bool_reduction_allocates_bool():
   m = np.random.default_rng(6).random((64, 64)) > 0.5
   np.testing.assert_array_equal(any_rows_meet_all_columns_through_smem(jnp.asarray(m), interpret=True),
                                 m.T.any(1) ^ m.all(0))
+
+
+# ---------------------------------------------------------------- an atomic's result used in an expression
+@mg.mgpu_kernel(out_shape=lambda x: (S((x.shape[0], 128), F32), S((1,), I32)), grid=(3,))
+def work_queue(x, out, counter):
+  while (t := ml.atomic_add(counter.at[0], 1)) < x.shape[0]:     # Triton's old value
+    out.at[t][...] = x.at[t][...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (x, S((1,), I32)), grid=(3,))
+def offset_by_ticket(x, out, counter):
+  out[...] = x[...] + ml.atomic_add(counter.at[0], 1)
+
+
+def test_an_atomics_missing_old_value_used_in_an_expression_is_said_at_the_call():
+  """A name bound to it said so at its use (MG004); used directly it was "cannot compute ...: '<' not
+  supported between instances of 'NoneType' and 'int'" (hint: static values compute as in Python) or
+  "+ cannot take a Python NoneType"."""
+  message = ("ml.atomic_add(...) returns nothing (unlike Triton's tl.atomic_*, no old value), so it has no value to"
+             " compute with")
+  e = expect(work_queue, [S((7, 128), F32)], mg.UnboundNameError, "ml.atomic_add(counter.at[0], 1)", message)
+  assert e.hint.startswith("compute what you need from the old value another way")
+  expect(offset_by_ticket, [S((128,), F32)], mg.UnboundNameError, "ml.atomic_add(counter.at[0], 1)", message)
