@@ -68,7 +68,10 @@ def trace_if(tracer, node: ast.If, cond: ir.Value):
           hint=f"start it as {initial_value(n, other)} before the if")
       continue
     if a is None or b is None or isinstance(a, _Unbound) or isinstance(b, _Unbound):
-      env[n] = _Unbound(f"it is assigned in only one branch of the if at line {loc.lineno}")
+      loop = getattr(node, "loop_else", None)          # the if that runs a loop's else (frontend/jumps.py)
+      env[n] = _Unbound(f"it is assigned in only one branch of the if at line {loc.lineno}" if loop is None else
+                        f"it is assigned only in the else of the loop at line {tracer.loc(loop).lineno}, which a"
+                        f" break skips")
       continue
     if static_equal(a, b):
       env[n] = a

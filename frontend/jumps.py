@@ -216,7 +216,25 @@ def _else_opened(node):
   loop = copy.copy(node)
   loop.body, loop.orelse = body, []
   test = _at(ast.UnaryOp(op=ast.Not(), operand=_at(ast.Name(id=flag, ctx=ast.Load()), node)), node)
-  return [_set(flag, False, node), loop, _at(ast.If(test=test, body=node.orelse, orelse=[]), node.orelse[0])]
+  after = _at(ast.If(test=test, body=node.orelse, orelse=[]), node.orelse[0])
+  after.loop_else = node                     # its messages say what it is (loop_else_words)
+  return [_set(flag, False, node), loop, after]
+
+
+def loop_else_words(err, node, loc) -> None:
+  """A mistake of the `if not broke:` that runs a loop's else (two paths giving a name different
+  types), told as the loop's else: the user wrote no if there."""
+  line, loop = loc(node).lineno, loc(node.loop_else).lineno
+  said = f"the else of the loop at line {loop}, which a break skips"
+
+  def words(t):
+    return (t.replace(f"through the if at line {line}", f"through {said}").replace(
+        f"the if at line {line}", said).replace("the if whose paths give", f"{said}; its paths give").replace(
+        "after one branch of this if and", "after the loop's else and").replace(" after the other", " where a break"
+                                                                                   " skipped it"))
+  err.message = words(err.message)
+  err.args = (err.message,)
+  err.notes = tuple(words(n) for n in err.notes)
 
 
 def else_with_break(node):

@@ -255,7 +255,13 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
           self.loc(node.test), hint=f"compare it: {self._if_word(node)} {self.nonzero(node.test)}:" if scalar else
           self.one_element_hint(node.test, cond, self._if_word(node)) or
           "compare scalars (i < n); tensors select with ml.where")
-    trace_if(self, node, cond)
+    try:
+      trace_if(self, node, cond)
+    except E.KernelError as e:
+      if getattr(node, "loop_else", None) is not None:     # the if that runs a loop's else (frontend/jumps.py)
+        from .jumps import loop_else_words
+        loop_else_words(e, node, self.loc)
+      raise
 
   def one_element_condition(self, test, cond):
     """A condition that is a one-element tensor made from a scalar (`m > 0` of a full reduction with

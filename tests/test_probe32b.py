@@ -423,3 +423,41 @@ def test_an_atomics_missing_old_value_used_in_an_expression_is_said_at_the_call(
   e = expect(work_queue, [S((7, 128), F32)], mg.UnboundNameError, "ml.atomic_add(counter.at[0], 1)", message)
   assert e.hint.startswith("compute what you need from the old value another way")
   expect(offset_by_ticket, [S((128,), F32)], mg.UnboundNameError, "ml.atomic_add(counter.at[0], 1)", message)
+
+
+# ---------------------------------------------------------------- a loop's else in messages
+@mg.mgpu_kernel(out_shape=lambda x: S((128,), F32))
+def else_makes_a_number(x, out):
+  acc = ml.zeros((128,), F32)
+  for i in range(x.shape[0]):
+    acc = acc + x.at[i][...]
+    if x[i, 0] > 0.0:
+      break
+  else:
+    acc = 1.0
+  out[...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((), I32))
+def bound_only_in_the_else(x, out):
+  for i in range(x.shape[0]):
+    if x[i, 0] > 0.0:
+      break
+  else:
+    found = 1
+  out[...] = found
+
+
+def test_a_loops_else_is_named_as_such_not_as_an_if():
+  """Both said "the if at line N" of the else's first line, where the user wrote no if."""
+  loop = where(else_makes_a_number, "for i in")[0]
+  e = expect(else_makes_a_number, [S((4, 128), F32)], mg.KernelTypeError, "acc = 1.0",
+             f"acc is a float32 scalar after this assignment but a float32 tensor of shape (128,) on the other path"
+             f" through the else of the loop at line {loop}, which a break skips",
+             hint="make it a tensor here: acc = ml.full((128,), 1.0, jnp.float32)")
+  assert any(n.endswith(f"the else of the loop at line {loop}, which a break skips; its paths give acc different"
+                        f" types") for n in e.notes)
+  loop = where(bound_only_in_the_else, "for i in")[0]
+  expect(bound_only_in_the_else, [S((4, 128), F32)], mg.UnboundNameError, "found\n",
+         f"found is possibly unbound here: it is assigned only in the else of the loop at line {loop}, which a"
+         f" break skips")
