@@ -461,3 +461,19 @@ def test_a_loops_else_is_named_as_such_not_as_an_if():
   expect(bound_only_in_the_else, [S((4, 128), F32)], mg.UnboundNameError, "found\n",
          f"found is possibly unbound here: it is assigned only in the else of the loop at line {loop}, which a"
          f" break skips")
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((), I32))
+def float_condition_with_a_break(x, out):
+  k = 0
+  while x[k] + 1.5:
+    k += 1
+    if k > 5:
+      break
+  out[...] = k
+
+
+def test_a_while_with_a_break_hints_its_own_condition():
+  """The hint quoted the flag the break rewrite adds: 'compare it: while loop at line 4 != 0:'."""
+  expect(float_condition_with_a_break, [S((128,), F32)], mg.KernelTypeError, "x[k] + 1.5",
+         "a while condition must be a boolean scalar, got a float32 scalar", hint="compare it: while (x[k] + 1.5) != 0:")
