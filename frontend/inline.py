@@ -5,6 +5,7 @@ reported where it is; the caller's statement is then skipped without a second er
 """
 from __future__ import annotations
 
+import ast
 import inspect
 
 from . import errors as E
@@ -43,7 +44,8 @@ def call_inline(tracer, node, fn, args, kwargs):
   try:
     # a `return` at the end or under static conditions ends it; under run-time ifs, each path
     # binds the returned value (frontend/jumps.py)
-    child.run_body(without_return(tree.body, _value(tree.name)))
+    bare = all(n.value is None for n in ast.walk(tree) if isinstance(n, ast.Return))   # a helper that returns nothing
+    child.run_body(without_return(tree.body, None if bare else _value(tree.name)))
   finally:
     tracer.b.inline_stack.pop()
   for e in tracer.errors[before:]:

@@ -56,17 +56,20 @@ def _structured(stmts, rest, kinds, flag):
     looped = kinds == (ast.Return,) and flag is None and isinstance(s, (ast.For, ast.While)) and _deep_return(s.body)
     if not looped and not holds([s], kinds):
       continue
+    head = list(stmts[:k])
+    if looped:       # a kernel's return inside a loop: it breaks out of it (skipping its else) and the rest
+      done = f"(returned in the loop at line {s.lineno})"
+      loop = copy.copy(s)
+      loop.body = _return_breaks(s.body, done)
+      opened = _else_opened(loop) if s.orelse else [loop]
+      if opened is None:
+        return None
+      rest_of_it = _at(ast.If(test=_at(ast.Name(id=done, ctx=ast.Load()), s), body=[_at(ast.Pass(), s)],
+                              orelse=opened[2:] + list(stmts[k + 1:])), s)
+      return _structured(head + [_set(done, False, s)] + opened[:2] + [rest_of_it], rest, kinds, flag)
     after = _structured(stmts[k + 1:], rest, kinds, flag)
     if after is None:
       return None
-    head = list(stmts[:k])
-    if looped:                                  # a kernel's return inside a loop: it breaks out of it
-      done = f"(returned in the loop at line {s.lineno})"
-      loop = copy.copy(s)
-      loop.body, loop.orelse = _return_breaks(s.body, done), _return_breaks(s.orelse, done)
-      return head + [_set(done, False, s), loop,
-                     _at(ast.If(test=_at(ast.Name(id=done, ctx=ast.Load()), s), body=[_at(ast.Pass(), s)],
-                                orelse=after), s)]
     if isinstance(s, (ast.For, ast.While)):     # its else holds the jump: `for ...: ... else: continue`
       opened = _else_opened(s)
       return None if opened is None else _structured(head + opened + list(stmts[k + 1:]), rest, kinds, flag)

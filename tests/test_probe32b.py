@@ -477,3 +477,51 @@ def test_a_while_with_a_break_hints_its_own_condition():
   """The hint quoted the flag the break rewrite adds: 'compare it: while loop at line 4 != 0:'."""
   expect(float_condition_with_a_break, [S((128,), F32)], mg.KernelTypeError, "x[k] + 1.5",
          "a while condition must be a boolean scalar, got a float32 scalar", hint="compare it: while (x[k] + 1.5) != 0:")
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((2,), I32))
+def returns_in_a_loop_and_its_else(x, out):
+  out[1] = 0
+  for i in range(x.shape[0]):
+    if x[i] > 0:
+      out[0] = i
+      return              # skips the else and the rest
+  else:
+    out[0] = -1
+    if x[0] < -5:
+      return
+  out[1] = 7
+
+
+def _loop_and_else(x):
+  for i in range(len(x)):
+    if x[i] > 0:
+      return [i, 0]
+  return [-1, 0] if x[0] < -5 else [-1, 7]
+
+
+@ml.inline
+def _store_unless_negative(out, v, t):
+  if t < 0:
+    return                # a helper that returns nothing may end early too
+  out[...] = v
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def stores_through_a_helper(x, out):
+  out[...] = x[...]
+  _store_unless_negative(out, x[...] * 2.0, x[0])
+
+
+def test_a_return_in_a_loop_skips_its_else_and_a_helper_may_return_nothing_early():
+  """A return in the loop's else became a break outside any loop (MG001); a bare return under a run-time
+  if of a helper that returns nothing was MG001."""
+  for head in ([-1, -2, 3, 4], [-1, -2, -3, -4], [-9, -2, -3, -4]):
+    x = np.array(head + [-1] * 124, np.float32)
+    np.testing.assert_array_equal(returns_in_a_loop_and_its_else(jnp.asarray(x), interpret=True), _loop_and_else(x))
+  for shift in (0.0, -5.0):
+    x = np.arange(128, dtype=np.float32) + shift
+    want = x * 2 if x[0] >= 0 else x
+    np.testing.assert_array_equal(stores_through_a_helper(jnp.asarray(x), interpret=True), want)
+  returns_in_a_loop_and_its_else.check(S((128,), F32))
+  stores_through_a_helper.check(S((128,), F32))
