@@ -223,6 +223,11 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
         self.unsupported(node, "return inside a run-time loop of an @ml.inline helper",
                          hint="keep the result in a name the loop carries (r = -1 before the loop; r = i, then"
                               " break, in it) and return it after the loop")
+      if self.loops:
+        self.unsupported(node, "return under a run-time condition in a loop of an @ml.inline helper unrolled"
+                               " while tracing",
+                         hint="keep the result in a name (r = v before the loop, r = ml.where(cond, a, r) in it,"
+                              " or a flag the trips after test) and return it after the loop")
       self.unsupported(node, "return under a run-time condition in an @ml.inline helper that has a path"
                              " without a return",
                        hint="end every path with a return (return a value after the if, or in its else:), so"

@@ -525,3 +525,26 @@ def test_a_return_in_a_loop_skips_its_else_and_a_helper_may_return_nothing_early
     np.testing.assert_array_equal(stores_through_a_helper(jnp.asarray(x), interpret=True), want)
   returns_in_a_loop_and_its_else.check(S((128,), F32))
   stores_through_a_helper.check(S((128,), F32))
+
+
+@ml.inline
+def _scaled_by_first_below(v, t):
+  for k in ml.static_range(3):
+    if t > k:
+      return v * k
+  return v
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def helper_returns_in_an_unrolled_loop(x, out):
+  out[...] = _scaled_by_first_below(x[...], x[0])
+
+
+def test_a_helpers_runtime_return_in_an_unrolled_loop_says_where_it_is():
+  """It said the helper had a path without a return, which it has not."""
+  _expect_in_helper(
+      helper_returns_in_an_unrolled_loop, _scaled_by_first_below, mg.UnsupportedSyntaxError, "return v * k",
+      "return under a run-time condition in a loop of an @ml.inline helper unrolled while tracing is not supported"
+      " in a kernel",
+      "keep the result in a name (r = v before the loop, r = ml.where(cond, a, r) in it, or a flag the trips after"
+      " test) and return it after the loop")
