@@ -60,7 +60,7 @@ def _structured(stmts, rest, kinds, flag):
     if looped:       # a kernel's return inside a loop: it breaks out of it (skipping its else) and the rest
       done = f"(returned in the loop at line {s.lineno})"
       loop = copy.copy(s)
-      loop.body = _return_breaks(s.body, done)
+      loop.body = _guarded(s, done)
       opened = _else_opened(loop) if s.orelse else [loop]
       if opened is None:
         return None
@@ -360,24 +360,51 @@ def _deep_return(stmts) -> bool:
   return any(isinstance(n, ast.Return) for st in stmts for n in ast.walk(st))
 
 
-def _return_breaks(stmts, done):
-  """A loop body whose (kernel's) returns become `done = True; break`, and whose inner loops holding
-  one are followed by `if done: break`."""
+def _unrolled(loop) -> bool:
+  """Whether `loop` is one the tracer unrolls (ml.static_range, a static tuple, zip or enumerate of them),
+  whose trips a run-time condition cannot end but may skip: not a `range`/`ml.range` loop or a while."""
+  if isinstance(loop, ast.While):
+    return False
+  f = loop.iter.func if isinstance(loop.iter, ast.Call) else None
+  name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+  return name not in ("range",)
+
+
+def _returned(loop):
+  """What leaves `loop` once a return set `done`: a break, or in an unrolled loop, whose trips run at
+  trace time, a continue (each later trip then skips its body: see _return_breaks)."""
+  return ast.Continue if _unrolled(loop) else ast.Break
+
+
+def _return_breaks(stmts, done, loop):
+  """The body `stmts` of `loop` whose (kernel's) returns become `done = True` and a jump out of the
+  loop, and whose inner loops holding one are followed by `if done:` that jump."""
+  jump = _returned(loop)
   out = []
   for st in stmts:
     if isinstance(st, ast.Return):
-      out += [_set(done, True, st), _at(ast.Break(), st)]
+      out += [_set(done, True, st), _at(jump(), st)]
     elif isinstance(st, ast.If) and _deep_return([st]):
-      out.append(_at(ast.If(test=st.test, body=_return_breaks(st.body, done) or [_at(ast.Pass(), st)],
-                            orelse=_return_breaks(st.orelse, done)), st))
+      out.append(_at(ast.If(test=st.test, body=_return_breaks(st.body, done, loop) or [_at(ast.Pass(), st)],
+                            orelse=_return_breaks(st.orelse, done, loop)), st))
     elif isinstance(st, (ast.For, ast.While)) and _deep_return([st]):
       inner = copy.copy(st)
-      inner.body, inner.orelse = _return_breaks(st.body, done), _return_breaks(st.orelse, done)
-      out += [inner, _at(ast.If(test=_at(ast.Name(id=done, ctx=ast.Load()), st), body=[_at(ast.Break(), st)],
+      inner.body, inner.orelse = _guarded(st, done), _return_breaks(st.orelse, done, loop)   # (its else: this loop's)
+      out += [inner, _at(ast.If(test=_at(ast.Name(id=done, ctx=ast.Load()), st), body=[_at(jump(), st)],
                                 orelse=[]), st)]
     else:
       out.append(st)
   return out
+
+
+def _guarded(loop, done):
+  """`loop`'s body with its returns made jumps; an unrolled loop's trips after one skip their body."""
+  body = _return_breaks(loop.body, done, loop)
+  if not _unrolled(loop):
+    return body
+  skip = _at(ast.If(test=_at(ast.Name(id=done, ctx=ast.Load()), loop), body=[_at(ast.Continue(), loop)], orelse=[]),
+             loop)
+  return [skip] + body
 
 
 def without_return(body, value=None):

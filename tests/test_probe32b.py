@@ -333,6 +333,8 @@ def test_gpu_early_returns_match_interpret_mode():
   np.testing.assert_array_equal(first_peak_returns(m), first_peak_returns(m, interpret=True))
   v = jnp.arange(128, dtype=F32) - 3.0
   np.testing.assert_array_equal(returns_in_a_helper(v), returns_in_a_helper(v, interpret=True))
+  m = jnp.asarray(np.random.default_rng(6).standard_normal((4, 16)).astype(np.float32) * 1.5)
+  np.testing.assert_array_equal(first_peak_of_four_rows(m), first_peak_of_four_rows(m, interpret=True))
 
 
 @mg.mgpu_kernel(out_shape=lambda n: S((2,), I32))
@@ -363,15 +365,36 @@ def returns_from_a_runtime_inner_loop(n, out):
   out[1] = i
 
 
-def test_a_return_in_an_unrolled_loop_under_a_runtime_condition_says_return():
-  """The return is a break of the loops around it; the message said 'break under a run-time condition'."""
-  expect(returns_from_an_unrolled_loop, [S((6,), I32)], mg.UnsupportedSyntaxError, "return", nth=1,
-         message="return under a run-time condition in a loop unrolled while tracing is not supported in a kernel",
-         hint="this loop is unrolled while tracing, so only a static condition (Python values, constexprs) can end"
-              " it; for a run-time exit, loop at run time: for ... in range(...), which a return ends")
+def test_a_return_in_an_unrolled_loop_under_a_runtime_condition_skips_the_later_trips():
+  """The return, made a break of the loops around it, was MG001 'break under a run-time condition' in the
+  unrolled loop; there it is a continue, and each later trip skips its body."""
   for n, want in (([1, 2, 11, 3, 0, 5], [2, 1]), ([1, 2, 3, 0, 11, 5], [-1, 3])):
-    got = returns_from_a_runtime_inner_loop(jnp.array(n, I32), interpret=True)
-    np.testing.assert_array_equal(got, want)
+    for k in (returns_from_an_unrolled_loop, returns_from_a_runtime_inner_loop):
+      np.testing.assert_array_equal(k(jnp.array(n, I32), interpret=True), want)
+  returns_from_an_unrolled_loop.check(S((6,), I32))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((2,), I32))
+def first_peak_of_four_rows(x, out):
+  out[0] = -1
+  out[1] = -1
+  for r in ml.static_range(4):
+    for j in range(x.shape[1]):
+      if x[r, j] > 2.0:
+        out[0] = r
+        out[1] = j
+        return
+
+
+def test_a_return_in_a_runtime_loop_inside_an_unrolled_one_ends_both():
+  """It was MG001 'break under a run-time condition' at the inner for, a break the user did not write."""
+  rng = np.random.default_rng(7)
+  for scale in (0.5, 1.2, 3.0):
+    x = (rng.standard_normal((4, 16)) * scale).astype(np.float32)
+    hits = [(r, j) for r in range(4) for j in range(16) if x[r, j] > 2.0]
+    np.testing.assert_array_equal(first_peak_of_four_rows(jnp.asarray(x), interpret=True),
+                                  hits[0] if hits else [-1, -1])
+  first_peak_of_four_rows.check(S((4, 16), F32))
 
 
 # ---------------------------------------------------------------- MG204 hint of a bool reduction's vector
