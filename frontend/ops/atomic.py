@@ -186,16 +186,15 @@ def _atomic(cx, kind: AtomicKind, ref, value):
   return None
 
 
-def _no_mask(cx, mask, kind: AtomicKind):
-  """Triton's tl.atomic_add(ptr, v, mask=m): here a scatter (an index tensor) drops what leaves the array."""
+def _no_mask(cx, mask, kind: AtomicKind, ref=None, value=None):
+  """Triton's tl.atomic_add(ptr, v, mask=m): here a scatter (an index tensor) drops what leaves the
+  array, and the operation's identity where the mask is off leaves elements inside it unchanged;
+  the hint writes both with the user's window, value and mask (atomic_mask_hint)."""
   if mask is None:
     return
+  from .index_hints import atomic_mask_hint
   what = f"ml.atomic_{kind.value}"
-  raise E.KernelTypeError(
-      f"{what} takes no mask=", cx.loc,
-      hint=f"index the window with a tensor of positions (a scatter), whose updates outside the array are"
-           f" dropped: {what}(out.at[start + ml.arange(n)], value); for elements inside it, update with the"
-           f" identity where the mask is off" + (": ml.where(m, value, 0)" if kind == AtomicKind.ADD else ""))
+  raise E.KernelTypeError(f"{what} takes no mask=", cx.loc, hint=atomic_mask_hint(cx, what, kind, ref, value, mask))
 
 
 @builtin
@@ -208,21 +207,21 @@ def atomic_add(cx, ref, value, mask=None):
   atomics starts at zero. No `mask=` (Triton's): index the window with positions, a scatter
   `out.at[start + ml.arange(n)]`, whose updates outside the array are dropped.
   """
-  _no_mask(cx, mask, AtomicKind.ADD)
+  _no_mask(cx, mask, AtomicKind.ADD, ref, value)
   return _atomic(cx, AtomicKind.ADD, ref, value)
 
 
 @builtin
 def atomic_max(cx, ref, value, mask=None):
   """Store `max(ref, value)` into `ref` atomically (an output updated so starts at its lowest value)."""
-  _no_mask(cx, mask, AtomicKind.MAX)
+  _no_mask(cx, mask, AtomicKind.MAX, ref, value)
   return _atomic(cx, AtomicKind.MAX, ref, value)
 
 
 @builtin
 def atomic_min(cx, ref, value, mask=None):
   """Store `min(ref, value)` into `ref` atomically (an output updated so starts at its highest value)."""
-  _no_mask(cx, mask, AtomicKind.MIN)
+  _no_mask(cx, mask, AtomicKind.MIN, ref, value)
   return _atomic(cx, AtomicKind.MIN, ref, value)
 
 

@@ -1,0 +1,82 @@
+"""Probe 32d (Liger-Kernel and Unsloth kernels ported from Triton: fused add + RMSNorm, layer norm
+forward and backward, RoPE, SwiGLU/GeGLU, cross-entropy, fused linear cross-entropy, KL, JSD, group
+norm, DyT, sparsemax, top-k and top-p sampling): the mistakes a Triton user makes on the way, and
+the hints that must work when followed."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from locate import expect
+
+S = jax.ShapeDtypeStruct
+F32 = jnp.float32
+
+
+# ---------------------------------------------------------------- Triton's tl.atomic_add(..., mask=)
+BN = 64
+
+
+@mg.mgpu_kernel(out_shape=lambda p: S((p.shape[1],), F32), grid=lambda p: (ml.cdiv(p.shape[1], BN),))
+def dw_masked(p, dw):                 # layer norm's dw: partial sums of the CTAs, Triton's masked atomic
+  j = ml.program_id(0)
+  cols = j * BN + ml.arange(BN)
+  v = p.at[:, ml.ds(j * BN, BN)].load(mask=cols[None, :] < p.shape[1], other=0.0)
+  ml.atomic_add(dw.at[ml.ds(j * BN, BN)], ml.sum(v, axis=0), mask=cols < p.shape[1])
+
+
+@mg.mgpu_kernel(out_shape=lambda p: S((p.shape[1], 32), F32), grid=lambda p: (ml.cdiv(p.shape[1], BN),))
+def dw_rows_masked(p, dw):            # a 2-D window: rows of dw, the mask along them
+  j = ml.program_id(0)
+  cols = j * BN + ml.arange(BN)
+  t = p.at[ml.ds(0, 32), ml.ds(j * BN, BN)].load(mask=cols[None, :] < p.shape[1], other=0.0).T
+  ml.atomic_add(dw.at[ml.ds(j * BN, BN), :], t, mask=(cols < p.shape[1])[:, None])
+
+
+@mg.mgpu_kernel(out_shape=lambda p: S((p.shape[1],), jnp.int32), grid=lambda p: (ml.cdiv(p.shape[1], BN),))
+def colmax_masked(p, out):
+  j = ml.program_id(0)
+  cols = j * BN + ml.arange(BN)
+  v = p.at[:, ml.ds(j * BN, BN)].load(mask=cols[None, :] < p.shape[1], other=0)
+  ml.atomic_max(out.at[ml.ds(j * BN, BN)], ml.max(v, axis=0), mask=cols < p.shape[1])
+
+
+def test_a_masked_atomic_hints_the_scatter_and_the_select_with_the_users_window_value_and_mask():
+  """The hint was a template, ml.atomic_add(out.at[start + ml.arange(n)], value) and ml.where(m,
+  value, 0), whatever the window (a 2-D one too) and names; max and min had no select at all."""
+  expect(dw_masked, [S((8, 130), F32)], mg.KernelTypeError, "ml.atomic_add", "ml.atomic_add takes no mask=",
+         hint="index the window with a tensor of positions (a scatter), whose updates outside the array are"
+              " dropped: ml.atomic_add(dw.at[(j * BN) + ml.arange(64)], ml.sum(v, axis=0)); for elements inside"
+              " it, update with the identity where the mask is off: ml.atomic_add(dw.at[ml.ds(j * BN, BN)],"
+              " ml.where(cols < p.shape[1], ml.sum(v, axis=0), 0))")
+  e = expect(dw_rows_masked, [S((32, 130), F32)], mg.KernelTypeError, "ml.atomic_add", "ml.atomic_add takes no mask=")
+  assert "ml.atomic_add(dw.at[(j * BN) + ml.arange(64)], t)" in e.hint
+  assert "ml.atomic_add(dw.at[ml.ds(j * BN, BN), :], ml.where((cols < p.shape[1])[:, None], t, 0))" in e.hint
+  e = expect(colmax_masked, [S((8, 130), jnp.int32)], mg.KernelTypeError, "ml.atomic_max", "ml.atomic_max takes no mask=")
+  assert e.hint.endswith("ml.atomic_max(out.at[ml.ds(j * BN, BN)], ml.where(cols < p.shape[1], ml.max(v, axis=0),"
+                         " -2147483648))")
+
+
+@mg.mgpu_kernel(out_shape=lambda p: S((p.shape[1],), F32), grid=lambda p: (ml.cdiv(p.shape[1], BN),))
+def dw_scatter(p, dw):                # the first form, followed
+  j = ml.program_id(0)
+  cols = j * BN + ml.arange(BN)
+  v = p.at[:, ml.ds(j * BN, BN)].load(mask=cols[None, :] < p.shape[1], other=0.0)
+  ml.atomic_add(dw.at[(j * BN) + ml.arange(64)], ml.sum(v, axis=0))
+
+
+@mg.mgpu_kernel(out_shape=lambda p: S((p.shape[1], 32), F32), grid=lambda p: (ml.cdiv(p.shape[1], BN),))
+def dw_rows_scatter(p, dw):
+  j = ml.program_id(0)
+  cols = j * BN + ml.arange(BN)
+  t = p.at[ml.ds(0, 32), ml.ds(j * BN, BN)].load(mask=cols[None, :] < p.shape[1], other=0.0).T
+  ml.atomic_add(dw.at[(j * BN) + ml.arange(64)], t)
+
+
+def test_the_masked_atomic_hint_followed_computes_the_column_sums():
+  p = jax.random.normal(jax.random.key(0), (8, 130), F32)
+  np.testing.assert_allclose(dw_scatter(p, interpret=True), p.sum(0), rtol=1e-5, atol=1e-5)
+  p = jax.random.normal(jax.random.key(1), (32, 130), F32)
+  np.testing.assert_allclose(dw_rows_scatter(p, interpret=True), p.T, rtol=1e-6)
