@@ -13,7 +13,7 @@ from . import missing
 from .missing import missing_hint
 from .ops import METHODS, REF_METHODS, gather, memory, shape, transfers
 from .ops.base import is_tensor, is_value, kind_of, static_number
-from .ops.index_hints import check_tensor_steps
+from .ops.index_hints import check_tensor_steps, run_window_hint
 from .assign import DICTS_FIXED, SCATTER_HINT, At, holds_value, is_whole
 from .types import RefType, resolve
 
@@ -32,9 +32,13 @@ class Subscripts:
       hint = SCATTER_HINT
       if attr in ("load", "store"):     # Triton's x_ptr + offs: a window is what moves a run of elements
         ref = base.ref.name or "x"
+        sub = node.value
+        elts = (sub.slice.elts if isinstance(sub.slice, ast.Tuple) else [sub.slice]) if isinstance(sub, ast.Subscript) else []
+        own = run_window_hint(self.b, ref, base.index, elts, attr, call) if elts else None
         hint = (f"for a run of consecutive elements (Triton's ptr + offs, offs = start + tl.arange(n)), index"
-                f" with a window: {ref}.at[ml.ds(start, n)].{attr}(..., mask=...), masked where it runs past"
-                f" the end; for indices scattered at random, " + SCATTER_HINT[0].lower() + SCATTER_HINT[1:])
+                f" with a window: " + (f"{own}, masked where it runs past the end; " if own else
+                f"{ref}.at[ml.ds(start, n)].{attr}(..., mask=...), masked where it runs past the end; ")
+                + "for indices scattered at random, " + SCATTER_HINT[0].lower() + SCATTER_HINT[1:])
       raise E.KernelTypeError(
           f"{self.text(node.value)} is indexed by tensors: it has no .{attr}; it is read ([...], a"
           f" gather) or updated atomically (a scatter)", self.loc(node), hint=hint)

@@ -80,3 +80,60 @@ def test_the_masked_atomic_hint_followed_computes_the_column_sums():
   np.testing.assert_allclose(dw_scatter(p, interpret=True), p.sum(0), rtol=1e-5, atol=1e-5)
   p = jax.random.normal(jax.random.key(1), (32, 130), F32)
   np.testing.assert_allclose(dw_rows_scatter(p, interpret=True), p.T, rtol=1e-6)
+
+
+# ---------------------------------------------------------------- Triton's tl.load(x_ptr + row * stride + cols, mask=)
+BLOCK = 1024
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), F32), grid=lambda x: (x.shape[0],))
+def sum_sq_positions(x, out):         # RMSNorm's sum of squares, the columns as a tensor of positions
+  r = ml.program_id(0)
+  acc = ml.zeros((BLOCK,), F32)
+  for off in range(0, x.shape[1], BLOCK):
+    cols = off + ml.arange(0, BLOCK)
+    v = x.at[r, cols].load(mask=cols < x.shape[1], other=0.0)
+    acc += v * v
+  out[r] = ml.sum(acc)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0],))
+def scale_positions(x, y):
+  r = ml.program_id(0)
+  cols = ml.arange(BLOCK)
+  v = x.at[r, ml.ds(0, BLOCK)].load(mask=cols < x.shape[1], other=0.0)
+  y.at[r, cols].store(v * 2.0, mask=cols < x.shape[1])
+
+
+def test_a_load_or_store_of_positions_hints_the_window_they_cover_in_the_users_words():
+  """The hint was the template x.at[ml.ds(start, n)].load(..., mask=...), dropping the row index
+  and the call's own mask and other."""
+  hint = ("for a run of consecutive elements (Triton's ptr + offs, offs = start + tl.arange(n)), index with a"
+          " window: {}, masked where it runs past the end; for indices scattered at random, read rows at"
+          " computed places with t[ids, :]; add (or take the max or min) at them with ml.atomic_add(out.at[ids,"
+          " :], rows) (the output starts at 0); a plain scatter (set) is not supported: write rows one at a time"
+          " with scalar indices")
+  expect(sum_sq_positions, [S((4, 5000), F32)], mg.KernelTypeError, "x.at[r, cols].load",
+         "x.at[r, cols] is indexed by tensors: it has no .load; it is read ([...], a gather) or updated"
+         " atomically (a scatter)",
+         hint=hint.format("x.at[r, ml.ds(off, 1024)].load(mask=cols < x.shape[1], other=0.0)"))
+  expect(scale_positions, [S((4, 1000), F32)], mg.KernelTypeError, "y.at[r, cols].store",
+         "y.at[r, cols] is indexed by tensors: it has no .store; it is read ([...], a gather) or updated"
+         " atomically (a scatter)",
+         hint=hint.format("y.at[r, ml.ds(0, 1024)].store(v * 2.0, mask=cols < x.shape[1])"))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), F32), grid=lambda x: (x.shape[0],))
+def sum_sq_window(x, out):            # the hint followed
+  r = ml.program_id(0)
+  acc = ml.zeros((BLOCK,), F32)
+  for off in range(0, x.shape[1], BLOCK):
+    cols = off + ml.arange(0, BLOCK)
+    v = x.at[r, ml.ds(off, 1024)].load(mask=cols < x.shape[1], other=0.0)
+    acc += v * v
+  out[r] = ml.sum(acc)
+
+
+def test_the_window_hint_followed_sums_every_row():
+  x = jax.random.normal(jax.random.key(2), (4, 5000), F32)
+  np.testing.assert_allclose(sum_sq_window(x, interpret=True), (x * x).sum(1), rtol=1e-5)

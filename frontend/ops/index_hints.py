@@ -377,3 +377,51 @@ def atomic_mask_hint(cx, what, kind, ref, value, mask) -> str:
   scatter = scatter_text(root, index, d, texts=index_texts(w, root.name, len(index)))
   return (f"index the window with a tensor of positions (a scatter), whose updates outside the array are"
           f" dropped: {what}({scatter}, {v}); {inside}")
+
+
+def _run_of(b, v):
+  """(start's text, n) where the 1-D integer tensor `v` is `start + ml.arange(n)` (either order, or
+  `ml.arange(n)` alone, start 0) with a static or named run-time start; else None."""
+  from .elementwise import Arange, BinOp, Binary
+  from ..types import ScalarType, TensorType
+  if not (is_value(v) and isinstance(v.type, TensorType) and len(v.type.shape) == 1):
+    return None
+  n, o = v.type.shape[0], b.defining(v)
+  if isinstance(o, Arange):
+    return "0", n
+  if not (isinstance(o, Binary) and o.kind == BinOp.ADD):
+    return None
+  for a, s in ((o.lhs, o.rhs), (o.rhs, o.lhs)):
+    if is_value(a) and isinstance(b.defining(a), Arange):
+      if isinstance(s, int) and not isinstance(s, bool):
+        return str(s), n
+      if is_value(s) and isinstance(s.type, ScalarType) and s.name:
+        return s.name, n
+  return None
+
+
+def run_window_hint(b, ref_name, index, elts, attr, call) -> str | None:
+  """`x.at[r, cols].load(mask=m, other=0.0)` with `cols = off + ml.arange(1024)` (Triton's `x_ptr +
+  offs`): the window those positions cover, `x.at[r, ml.ds(off, 1024)].load(mask=m, other=0.0)`, in
+  the user's words (`elts`: the subscript's index nodes; `call`: the .load/.store call, or None).
+  None where an index tensor is not such a run."""
+  from ..types import TensorType
+  items = index if isinstance(index, tuple) else (index,)
+  if len(items) != len(elts) or any(isinstance(e, ast.Starred) for e in elts):
+    return None
+  parts = []
+  for i, e in zip(items, elts):
+    if is_value(i) and isinstance(i.type, TensorType):
+      run = _run_of(b, i)
+      if run is None:
+        return None
+      start, n = run
+      parts.append(f"ml.ds({start}, {n})")
+    else:
+      parts.append(ast.unparse(e))
+  args = ""
+  if call is not None and not any(isinstance(a, ast.Starred) for a in call.args) and all(k.arg for k in call.keywords):
+    args = ", ".join([ast.unparse(a) for a in call.args] + [f"{k.arg}={ast.unparse(k.value)}" for k in call.keywords])
+  else:
+    args = "mask=mask, other=0.0" if attr == "load" else "value, mask=mask"
+  return f"{ref_name}.at[{', '.join(parts)}].{attr}({args})"
