@@ -35,8 +35,8 @@ class Subscripts:
         sub = node.value
         elts = (sub.slice.elts if isinstance(sub.slice, ast.Tuple) else [sub.slice]) if isinstance(sub, ast.Subscript) else []
         own = run_window_hint(self.b, ref, base.index, elts, attr, call) if elts else None
-        hint = (f"for a run of consecutive elements (Triton's ptr + offs, offs = start + tl.arange(n)), index"
-                f" with a window: " + (f"{own}, masked where it runs past the end; " if own else
+        hint = ("for a run of consecutive elements (Triton's ptr + offs, offs = start + tl.arange(n)), index"
+                " with a window: " + (f"{own}, masked where it runs past the end; " if own else
                 f"{ref}.at[ml.ds(start, n)].{attr}(..., mask=...), masked where it runs past the end; ")
                 + "for indices scattered at random, " + SCATTER_HINT[0].lower() + SCATTER_HINT[1:])
       raise E.KernelTypeError(
