@@ -4,6 +4,7 @@ register layout cannot hold what the kernel asks (narrow rows, column slices, br
 from __future__ import annotations
 
 import ast
+import math
 
 from . import hw
 from . import ir
@@ -220,7 +221,7 @@ def _user_starts(node, root_name, rank):
   return out + [None] * (rank - len(out))
 
 
-def narrow_rows_hint(bad, dtypes=(), reduced=True, loaded=None, window=None) -> str:
+def narrow_rows_hint(bad, dtypes=(), reduced=True, loaded=None, window=None, full=False) -> str:
   """Rows narrower than a warp, or not a multiple of one (48 columns): mask columns of the full rows
   (a top-k of a sorted row); where the rows are that narrow in memory (8 experts of a router), read
   them 32 wide (64 for 48), masked. The
@@ -241,7 +242,12 @@ def narrow_rows_hint(bad, dtypes=(), reduced=True, loaded=None, window=None) -> 
     kinds = [first, *(k for k in (ReduceKind.MAX, ReduceKind.MIN, ReduceKind.SUM) if k != first)]
     d = data if data is not None else DType.f32
     ids = [f"{identity(k, d)}{')' if k == first else ''} for a {k.value}" for k in kinds]
-    mean = "" if not d.is_float else f"; for a mean, that sum divided by {n}, not ml.mean of the padded tile"
+    count = n * math.prod(bad.type.shape[:-1]) if full else n      # (a full reduction counts every row's)
+    keep = f"ml.arange({wide})[None, :] < {n}"
+    mean = "" if not d.is_float else (
+        f"; for a mean, that sum divided by {count}, not ml.mean of the padded tile; for a variance, the squared"
+        f" deviations where the mask keeps them, ml.where({keep}, (t - mean) ** 2, 0.0), summed and divided by"
+        f" {count}, not ml.var")
     other, rest = f"other={ids[0]}", f" ({', '.join(ids[1:])}{mean})"
   at = window(cols=f"ml.ds({window.starts[1]}, {wide})") if window else f"x.at[rows, ml.ds(c0, {wide})]"
   first = "" if window else ", c0"
@@ -336,6 +342,24 @@ def smem_vector_hint(o, n, up, defs=None):
           f" registers instead of going through SMEM")
 
 
+def reduction_of(defs, bad):
+  """A reduction of the tile `bad`, or of a value computed from it elementwise (`ml.mean((v - mu) *
+  (v - mu))`), elsewhere in the kernel; None if there is none. A narrow tile that only failed where it
+  is broadcast (`v * w[:, None]`) is then padded with what that reduction ignores, not with zeros."""
+  from .ops.elementwise import Binary, Cast, Unary, Where
+  from .ops.shape import Reduce
+  ops = {id(o): o for o in defs.values()}.values()
+  derived, grew = {bad.id}, True
+  while grew:
+    grew = False
+    for o in ops:
+      if isinstance(o, (Binary, Unary, Cast, Where)) and o.results and o.results[0].id not in derived and any(
+          getattr(x, "id", None) in derived for x in vars(o).values() if isinstance(x, ir.Value)):
+        derived.add(o.results[0].id)
+        grew = True
+  return next((o for o in ops if isinstance(o, Reduce) and o.x.id in derived), None)
+
+
 def row_wise_hint(bad, dtypes, red, defs, tiles) -> str:
   """For a tile `bad` reduced (by `red`, a Reduce, or None: broadcast) along its rows or columns
   whose shape has no row-wise layout: pad its columns, or its rows, with a mask (of the window it
@@ -353,7 +377,9 @@ def row_wise_hint(bad, dtypes, red, defs, tiles) -> str:
               f" of ids below {n} is False there, so its sums and cumsums are unchanged; else mask them,"
               f" ml.where(ml.arange({wide})[None, :] < {n}, t, 0)), and store {n} columns with"
               f" mask=ml.arange({wide})[None, :] < {n}")
-    return narrow_rows_hint(bad, dtypes, red is not None and red.kind, loaded, window)
+    red = red if red is not None else reduction_of(defs, bad)    # (a broadcast failed: a reduction elsewhere
+    full = red is not None and len(red.axes) == len(bad.type.shape)  # pads the same way, its mean too)
+    return narrow_rows_hint(bad, dtypes, red is not None and red.kind, loaded, window, full)
   # padding rows count only where the reduction runs down the columns (axis 0, or everything)
   other = identity(red.kind, loaded or bad.type.dtype) if red is not None and 0 in red.axes else "0.0"
   return rows_hint(bad.type.shape, other, window)

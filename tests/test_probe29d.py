@@ -64,7 +64,9 @@ def test_a_narrow_tiles_hint_leads_with_the_identity_of_its_own_reduction():
   e = expect(argmin_down_narrow_columns, [S((24, 16), F32)], mg.LayoutError, "ml.argmin(x[...], axis=0)",
              f"x[...] of shape (24, 16) {_NARROW}")
   assert ("load(mask=ml.arange(32)[None, :] < 16, other=float('inf')) for a min (float('-inf') for a max, 0.0 for"
-          " a sum; for a mean, that sum divided by 16, not ml.mean of the padded tile)") in e.hint
+          " a sum; for a mean, that sum divided by 16, not ml.mean of the padded tile; for a variance, the squared"
+          " deviations where the mask keeps them, ml.where(ml.arange(32)[None, :] < 16, (t - mean) ** 2, 0.0),"
+          " summed and divided by 16, not ml.var)") in e.hint
 
 
 # ---------------------------------------------------------------- rows padded for a reduction down the columns

@@ -137,3 +137,61 @@ def sum_sq_window(x, out):            # the hint followed
 def test_the_window_hint_followed_sums_every_row():
   x = jax.random.normal(jax.random.key(2), (4, 5000), F32)
   np.testing.assert_allclose(sum_sq_window(x, interpret=True), (x * x).sum(1), rtol=1e-5)
+
+
+# ---------------------------------------------------------------- group norm over 196 positions (14 x 14)
+GROUPS = 8
+
+
+@mg.mgpu_kernel(out_shape=lambda x, w, b: x, grid=lambda x, w, b: (x.shape[0], GROUPS))
+def group_norm(x, w, b, y):
+  n = ml.program_id(0)
+  g = ml.program_id(1)
+  cpg = x.shape[1] // GROUPS
+  v = x.at[n, ml.ds(g * cpg, cpg), :][...]          # (8, 196): the group's channels by positions
+  mu = ml.mean(v)
+  var = ml.mean((v - mu) * (v - mu))
+  rs = ml.rsqrt(var + 1e-5)
+  wv = w.at[ml.ds(g * cpg, cpg)][...]
+  bv = b.at[ml.ds(g * cpg, cpg)][...]
+  y.at[n, ml.ds(g * cpg, cpg), :][...] = (v - mu) * rs * wv[:, None] + bv[:, None]
+
+
+def test_a_narrow_tile_failing_at_a_broadcast_is_padded_for_the_reductions_it_also_meets():
+  """The tile failed where w[:, None] is broadcast along it, so the hint read the 224 columns with
+  other=0 and no word of the group's mean and variance: followed, ml.mean of the padded tile divided by
+  1792 and counted (0 - mean) ** 2 for every padded column, silently wrong statistics."""
+  e = expect(group_norm, [S((2, 64, 196), F32), S((64,), F32), S((64,), F32)], mg.LayoutError,
+             "(v - mu) * rs * wv[:, None]",
+             "v of shape (8, 196) is reduced or broadcast along its rows or columns, which needs columns a multiple"
+             " of 32 (one per lane of a warp), and rows a multiple of 4 unless the columns are a multiple of 128")
+  assert ("x.at[n, ml.ds(g * cpg, 8), ml.ds(0, 224)].load(mask=ml.arange(224)[None, :] < 196, other=0.0) for a"
+          " sum (float('-inf') for a max, float('inf') for a min; for a mean, that sum divided by 1568, not ml.mean"
+          " of the padded tile; for a variance, the squared deviations where the mask keeps them,"
+          " ml.where(ml.arange(224)[None, :] < 196, (t - mean) ** 2, 0.0), summed and divided by 1568, not"
+          " ml.var)") in e.hint
+
+
+@mg.mgpu_kernel(out_shape=lambda x, w, b: x, grid=lambda x, w, b: (x.shape[0], GROUPS))
+def group_norm_padded(x, w, b, y):      # the hint followed
+  n = ml.program_id(0)
+  g = ml.program_id(1)
+  cpg = x.shape[1] // GROUPS
+  keep = ml.arange(224)[None, :] < 196
+  v = x.at[n, ml.ds(g * cpg, 8), ml.ds(0, 224)].load(mask=keep, other=0.0)
+  mu = ml.sum(v) / 1568
+  var = ml.sum(ml.where(keep, (v - mu) ** 2, 0.0)) / 1568
+  rs = ml.rsqrt(var + 1e-5)
+  wv = w.at[ml.ds(g * cpg, cpg)][...]
+  bv = b.at[ml.ds(g * cpg, cpg)][...]
+  y.at[n, ml.ds(g * cpg, 8), ml.ds(0, 224)].store((v - mu) * rs * wv[:, None] + bv[:, None], mask=keep)
+
+
+def test_the_padded_group_norm_matches_jnp():
+  x = jax.random.normal(jax.random.key(3), (2, 64, 196), F32) * 2 + 1
+  w = jax.random.normal(jax.random.key(4), (64,), F32)
+  b = jax.random.normal(jax.random.key(5), (64,), F32)
+  xg = x.reshape(2, GROUPS, -1)
+  want = ((xg - xg.mean(-1, keepdims=True)) / jnp.sqrt(xg.var(-1, keepdims=True) + 1e-5)).reshape(x.shape)
+  want = want * w[None, :, None] + b[None, :, None]
+  np.testing.assert_allclose(group_norm_padded(x, w, b, interpret=True), want, rtol=1e-4, atol=1e-4)
