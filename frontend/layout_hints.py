@@ -9,7 +9,7 @@ import math
 from . import hw
 from . import ir
 from .dtypes import DType
-from .types import Layout, RefType, Space, TensorType
+from .types import Layout, RefType, Space, TensorType, resolve
 from .loc import call_at
 from .ops.memory import View, root_in
 
@@ -342,7 +342,7 @@ def smem_vector_hint(o, n, up, defs=None):
           f" registers instead of going through SMEM")
 
 
-def reduction_of(defs, bad):
+def reduction_of(defs, bad, axis=None):
   """A reduction of the tile `bad`, or of a value computed from it elementwise (`ml.mean((v - mu) *
   (v - mu))`), elsewhere in the kernel; None if there is none. A narrow tile that only failed where it
   is broadcast (`v * w[:, None]`) is then padded with what that reduction ignores, not with zeros."""
@@ -357,7 +357,8 @@ def reduction_of(defs, bad):
           getattr(x, "id", None) in derived for x in vars(o).values() if isinstance(x, ir.Value)):
         derived.add(o.results[0].id)
         grew = True
-  return next((o for o in ops if isinstance(o, Reduce) and o.x.id in derived), None)
+  return next((o for o in ops if isinstance(o, Reduce) and o.x.id in derived
+               and (axis is None or axis % len(o.x.type.shape) in o.axes)), None)
 
 
 def row_wise_hint(bad, dtypes, red, defs, tiles) -> str:
@@ -377,12 +378,14 @@ def row_wise_hint(bad, dtypes, red, defs, tiles) -> str:
               f" of ids below {n} is False there, so its sums and cumsums are unchanged; else mask them,"
               f" ml.where(ml.arange({wide})[None, :] < {n}, t, 0)), and store {n} columns with"
               f" mask=ml.arange({wide})[None, :] < {n}")
-    red = red if red is not None else reduction_of(defs, bad)    # (a broadcast failed: a reduction elsewhere
+    red = red if red is not None else reduction_of(defs, bad, -1)   # (a broadcast failed: a reduction elsewhere
     full = red is not None and len(red.axes) == len(bad.type.shape)  # pads the same way, its mean too)
     return narrow_rows_hint(bad, dtypes, red is not None and red.kind, loaded, window, full)
   # padding rows count only where the reduction runs down the columns (axis 0, or everything)
-  other = identity(red.kind, loaded or bad.type.dtype) if red is not None and 0 in red.axes else "0.0"
-  return rows_hint(bad.type.shape, other, window)
+  down = red if red is not None and 0 in red.axes else reduction_of(defs, bad, 0)   # (also one elsewhere)
+  other = identity(down.kind, loaded or bad.type.dtype) if down is not None else "0.0"
+  whole = down is not None and len(down.axes) == 2 and resolve(bad.type.dtype).is_float
+  return rows_hint(bad.type.shape, other, window, math.prod(bad.type.shape) if whole else None)
 
 
 def _arange_columns(defs, v, n) -> bool:
@@ -433,7 +436,7 @@ def _plain_window(defs, v):
   return text
 
 
-def rows_hint(shape, other="0.0", window=None) -> str:
+def rows_hint(shape, other="0.0", window=None, count=None) -> str:
   """Columns a multiple of a warp's lanes but rows not of the warps: pad the rows with a mask
   (`other`, what the reduction down the columns ignores), of the window read (`window`, a
   _plain_window) where known."""
@@ -442,7 +445,8 @@ def rows_hint(shape, other="0.0", window=None) -> str:
   at = window(f"ml.ds({window.starts[0]}, {up})") if window else f"x.at[ml.ds(r0, {up}), :]"
   return (f"make the rows a multiple of {hw.WARPS_PER_WARPGROUP}: read {up} rows with a masked window,"
           f" {at}.load(mask=(ml.arange({up}) < {r})[:, None], other={other}), and store the"
-          f" result with the same mask; or use tiles whose columns are a multiple of {hw.WARPGROUP}, with"
+          f" result with the same mask" + (f" (a mean of the whole tile is its sum divided by {count}, not ml.mean"
+          f" of the padded tile, and a variance sums the squared deviations where the mask keeps them)" if count else "") + f"; or use tiles whose columns are a multiple of {hw.WARPGROUP}, with"
           f" which any number of rows works")
 
 

@@ -195,3 +195,47 @@ def test_the_padded_group_norm_matches_jnp():
   want = ((xg - xg.mean(-1, keepdims=True)) / jnp.sqrt(xg.var(-1, keepdims=True) + 1e-5)).reshape(x.shape)
   want = want * w[None, :, None] + b[None, :, None]
   np.testing.assert_allclose(group_norm_padded(x, w, b, interpret=True), want, rtol=1e-4, atol=1e-4)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, w: x, grid=lambda x, w: (x.shape[0], 16))
+def group_norm_two_channels(x, w, y):   # groups of 2 channels by 96 positions: rows, not columns, too few
+  n = ml.program_id(0)
+  g = ml.program_id(1)
+  v = x.at[n, ml.ds(g * 2, 2), :][...]
+  mu = ml.mean(v)
+  d = v - mu
+  rs = ml.rsqrt(ml.mean(d * d) + 1e-5)
+  y.at[n, ml.ds(g * 2, 2), :][...] = d * rs * w.at[ml.ds(g * 2, 2)][...][:, None]
+
+
+@mg.mgpu_kernel(out_shape=lambda x, w: x, grid=lambda x, w: (x.shape[0], 16))
+def group_norm_two_channels_padded(x, w, y):    # the hint followed
+  n = ml.program_id(0)
+  g = ml.program_id(1)
+  keep = (ml.arange(4) < 2)[:, None]
+  v = x.at[n, ml.ds(g * 2, 4), :].load(mask=keep, other=0.0)
+  mu = ml.sum(v) / 192
+  d = v - mu
+  rs = ml.rsqrt(ml.sum(ml.where(keep, d * d, 0.0)) / 192 + 1e-5)
+  wv = w.at[ml.ds(g * 2, 4)].load(mask=ml.arange(4) < 2, other=0.0)
+  y.at[n, ml.ds(g * 2, 4), :].store(d * rs * wv[:, None], mask=keep)
+
+
+def test_padded_rows_of_a_whole_tile_reduction_say_how_its_mean_and_variance_count():
+  """The rows hint padded with other=0.0 and said nothing more: ml.mean of the 4 padded rows is half
+  the group's mean, and its variance counts (0 - mean) ** 2 for every padded element."""
+  e = expect(group_norm_two_channels, [S((2, 32, 96), F32), S((32,), F32)], mg.LayoutError,
+             "d * rs * w.at", "v of shape (2, 96) is reduced or broadcast along its rows or columns, which needs"
+             " columns a multiple of 32 (one per lane of a warp), and rows a multiple of 4 unless the columns are a"
+             " multiple of 128")
+  assert e.hint.startswith(
+      "make the rows a multiple of 4: read 4 rows with a masked window, x.at[n, ml.ds(g * 2, 4), :].load(mask="
+      "(ml.arange(4) < 2)[:, None], other=0.0), and store the result with the same mask (a mean of the whole tile"
+      " is its sum divided by 192, not ml.mean of the padded tile, and a variance sums the squared deviations"
+      " where the mask keeps them)")
+  x = jax.random.normal(jax.random.key(6), (2, 32, 96), F32) * 3 + 2
+  w = jax.random.normal(jax.random.key(7), (32,), F32)
+  xg = x.reshape(2, 16, -1)
+  want = ((xg - xg.mean(-1, keepdims=True)) / jnp.sqrt(xg.var(-1, keepdims=True) + 1e-5)).reshape(x.shape)
+  np.testing.assert_allclose(group_norm_two_channels_padded(x, w, interpret=True), want * w[None, :, None],
+                             rtol=1e-4, atol=1e-4)
