@@ -115,7 +115,8 @@ def _padding_note(kinds, dtype, mask) -> str:
   """For a tile padded with `other=0` that more than one kind of reduction reads: each kind but the
   sum reduces the tile with its own identity selected into the padding."""
   mean = (" (for a mean, a var or a std, compute it from ml.sum of the padded tile and the count of the elements"
-          " the mask keeps, not with ml.mean, ml.var or ml.std of it)" if "mean" in kinds else "")
+          f" the mask keeps, not with ml.mean, ml.var or ml.std of it; a var sums the squared deviations where the"
+          f" mask keeps them, ml.where({mask}, (v - mean) ** 2, 0.0))" if "mean" in kinds else "")
   rest = [k for k in kinds if k not in ("sum", "mean")]
   if len(kinds) < 2 or not rest:
     return mean
@@ -525,13 +526,14 @@ def pad_hint(n, up, index, reduced=((), None), made=None, defs=None) -> str:
                              f" (ml.where({mask}, idx, n)), where a scatter drops them" if index else "")
             + f"; or work on {up} rows (or elements) a program")
   window = read_window(defs, made) if defs is not None and made is not None else None
-  at = "ref.at[ml.ds(start, {})]"
-  if window is not None and not window[1] and len(window[2]) == 1:
-    at = f"{window[0]}.at[ml.ds({window[2][0][0]}, {{}})]"
+  at = f"ref.at[ml.ds(start, {up})]"
+  free = [k for k, (_, _, squeeze) in enumerate(window[2]) if not squeeze] if window is not None and not window[1] else []
+  if len(free) == 1:     # x.at[r, :] of a 2-D array too: its one free dimension padded, the others as read
+    at = f"{window[0]}.at[" + ", ".join(s if squeeze else f"ml.ds({s}, {up})" for s, _, squeeze in window[2]) + "]"
   kinds, dtype = reduced
   mask = f"ml.arange({up}) < {n}"
   other = identity(kinds[0], dtype) if len(kinds) == 1 else "0"
-  return (f"pad it with a masked window: {at.format(up)}.load(mask={mask},"
+  return (f"pad it with a masked window: {at}.load(mask={mask},"
           + (f" other=<an index past the indexed array's end>): a scatter drops those updates (and a"
              f" gather's masked lanes are yours to ignore), where other=0 would add {up - n} updates at index 0"
              if index else f" other={other}){_padding_note(kinds, dtype, mask)} and a masked store of the same window"))

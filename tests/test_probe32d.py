@@ -239,3 +239,37 @@ def test_padded_rows_of_a_whole_tile_reduction_say_how_its_mean_and_variance_cou
   want = ((xg - xg.mean(-1, keepdims=True)) / jnp.sqrt(xg.var(-1, keepdims=True) + 1e-5)).reshape(x.shape)
   np.testing.assert_allclose(group_norm_two_channels_padded(x, w, interpret=True), want * w[None, :, None],
                              rtol=1e-4, atol=1e-4)
+
+
+# ---------------------------------------------------------------- a row of 100 elements: a 1-D vector padded
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0],))
+def standardize_rows(x, out):
+  r = ml.program_id(0)
+  v = x.at[r, :][...]
+  out.at[r, :][...] = (v - ml.mean(v)) * ml.rsqrt(ml.var(v) + 1e-5)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0],))
+def standardize_rows_padded(x, out):    # the hint followed
+  r = ml.program_id(0)
+  keep = ml.arange(104) < 100
+  v = x.at[r, ml.ds(0, 104)].load(mask=keep, other=0.0)
+  mean = ml.sum(v) / 100
+  var = ml.sum(ml.where(keep, (v - mean) ** 2, 0.0)) / 100
+  out.at[r, ml.ds(0, 104)].store((v - mean) * ml.rsqrt(var + 1e-5), mask=keep)
+
+
+def test_a_short_row_of_a_2d_array_is_padded_in_its_own_window_and_its_variance_masked():
+  """The hint wrote ref.at[ml.ds(start, 104)] for x.at[r, :] (a window of a 2-D array), and said to compute
+  a var from ml.sum of the padded tile, which counts (0 - mean) ** 2 for each padding element."""
+  expect(standardize_rows, [S((4, 100), F32)], mg.LayoutError, "x.at[r, :][...]",
+         "v has shape (100,): a 1-D register vector needs a multiple of 8 elements (other register"
+         " tensors a multiple of 128, one per thread of a warpgroup)",
+         hint="pad it with a masked window: x.at[r, ml.ds(0, 104)].load(mask=ml.arange(104) < 100, other=0.0) (for"
+              " a mean, a var or a std, compute it from ml.sum of the padded tile and the count of the elements the"
+              " mask keeps, not with ml.mean, ml.var or ml.std of it; a var sums the squared deviations where the"
+              " mask keeps them, ml.where(ml.arange(104) < 100, (v - mean) ** 2, 0.0)) and a masked store of the"
+              " same window")
+  x = jax.random.normal(jax.random.key(8), (4, 100), F32) * 2 + 3
+  want = (x - x.mean(1, keepdims=True)) / jnp.sqrt(x.var(1, keepdims=True) + 1e-5)
+  np.testing.assert_allclose(standardize_rows_padded(x, interpret=True), want, rtol=1e-4, atol=1e-4)
