@@ -222,7 +222,7 @@ def _user_starts(node, root_name, rank):
   return out + [None] * (rank - len(out))
 
 
-def narrow_rows_hint(bad, dtypes=(), reduced=True, loaded=None, window=None, full=False) -> str:
+def narrow_rows_hint(bad, dtypes=(), reduced=True, loaded=None, window=None, full=False, also=()) -> str:
   """Rows narrower than a warp, or not a multiple of one (48 columns): mask columns of the full rows
   (a top-k of a sorted row); where the rows are that narrow in memory (8 experts of a router), read
   them 32 wide (64 for 48), masked. The
@@ -250,6 +250,12 @@ def narrow_rows_hint(bad, dtypes=(), reduced=True, loaded=None, window=None, ful
         f" deviations where the mask keeps them, ml.where({keep}, (t - mean) ** 2, 0.0), summed and divided by"
         f" {count}, not ml.var")
     other, rest = f"other={ids[0]}", f" ({', '.join(ids[1:])}{mean})"
+    others = [k for k in dict.fromkeys(also) if k != first]   # other kinds reducing the same tile: the padding
+    if others:                                                 # is one identity, so they select their own
+      t = bad.name if (bad.name or "").isidentifier() else "t"
+      rest += (f"; {t} is also reduced by " + " and ".join(f"a {k.value}" for k in others) + ", which must not"
+               " count the padding either: reduce " + " and ".join(f"ml.{k.value}(ml.where({keep}, {t},"
+               f" {identity(k, d)}), ...)" for k in others) + " there")
   at = window(cols=f"ml.ds({window.starts[1]}, {wide})") if window else f"x.at[rows, ml.ds(c0, {wide})]"
   first = "" if window else ", c0"
   return ("keep the full rows and mask the columns you do not need: for the first k columns of a tile t,"
@@ -362,6 +368,15 @@ def reduction_of(defs, bad, axis=None):
                and (axis is None or axis % len(o.x.type.shape) in o.axes)), None)
 
 
+def reductions_along(defs, bad, axis):
+  """The reductions of the tile `bad` itself (or of a conversion of it) that take its `axis`."""
+  from .ops.elementwise import Cast
+  from .ops.shape import Reduce
+  ops = list({id(o): o for o in defs.values()}.values())
+  same = {bad.id} | {o.results[0].id for o in ops if isinstance(o, Cast) and not o.bitcast and o.x.id == bad.id}
+  return [o for o in ops if isinstance(o, Reduce) and o.x.id in same and axis % len(o.x.type.shape) in o.axes]
+
+
 def row_wise_hint(bad, dtypes, red, defs, tiles) -> str:
   """For a tile `bad` reduced (by `red`, a Reduce, or None: broadcast) along its rows or columns
   whose shape has no row-wise layout: pad its columns, or its rows, with a mask (of the window it
@@ -381,7 +396,8 @@ def row_wise_hint(bad, dtypes, red, defs, tiles) -> str:
               f" mask=ml.arange({wide})[None, :] < {n}")
     red = red if red is not None else reduction_of(defs, bad, -1)   # (a broadcast failed: a reduction elsewhere
     full = red is not None and len(red.axes) == len(bad.type.shape)  # pads the same way, its mean too)
-    return narrow_rows_hint(bad, dtypes, red is not None and red.kind, loaded, window, full)
+    also = [o.kind for o in reductions_along(defs, bad, -1)]
+    return narrow_rows_hint(bad, dtypes, red is not None and red.kind, loaded, window, full, also)
   # padding rows count only where the reduction runs down the columns (axis 0, or everything)
   down = red if red is not None and 0 in red.axes else reduction_of(defs, bad, 0)   # (also one elsewhere)
   other = identity(down.kind, loaded or bad.type.dtype) if down is not None else "0.0"

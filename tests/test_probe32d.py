@@ -273,3 +273,43 @@ def test_a_short_row_of_a_2d_array_is_padded_in_its_own_window_and_its_variance_
   x = jax.random.normal(jax.random.key(8), (4, 100), F32) * 2 + 3
   want = (x - x.mean(1, keepdims=True)) / jnp.sqrt(x.var(1, keepdims=True) + 1e-5)
   np.testing.assert_allclose(standardize_rows_padded(x, interpret=True), want, rtol=1e-4, atol=1e-4)
+
+
+# ---------------------------------------------------------------- cross-entropy with label smoothing over 1000 classes
+@mg.mgpu_kernel(out_shape=lambda x, y: S((x.shape[0],), F32), grid=lambda x, y: (x.shape[0] // 4,))
+def ce_smoothed(x, y, loss):
+  i = ml.program_id(0)
+  v = x.at[ml.ds(i * 4, 4), :][...]
+  lab = y.at[ml.ds(i * 4, 4)][...]
+  lse = ml.logsumexp(v, axis=1)
+  xy = ml.sum(ml.where(ml.arange(v.shape[1])[None, :] == lab[:, None], v, 0.0), axis=1)
+  sx = ml.sum(v, axis=1)
+  loss.at[ml.ds(i * 4, 4)][...] = 0.9 * (lse - xy) + 0.1 * (lse - sx / x.shape[1])
+
+
+@mg.mgpu_kernel(out_shape=lambda x, y: S((x.shape[0],), F32), grid=lambda x, y: (x.shape[0] // 4,))
+def ce_smoothed_padded(x, y, loss):     # the hint followed
+  i = ml.program_id(0)
+  keep = ml.arange(1024)[None, :] < 1000
+  v = x.at[ml.ds(i * 4, 4), ml.ds(0, 1024)].load(mask=keep, other=float('-inf'))
+  lab = y.at[ml.ds(i * 4, 4)][...]
+  lse = ml.logsumexp(v, axis=1)
+  xy = ml.sum(ml.where(ml.arange(v.shape[1])[None, :] == lab[:, None], v, 0.0), axis=1)
+  sx = ml.sum(ml.where(keep, v, 0.0), axis=1)
+  loss.at[ml.ds(i * 4, 4)][...] = 0.9 * (lse - xy) + 0.1 * (lse - sx / x.shape[1])
+
+
+def test_a_narrow_tile_reduced_by_a_max_and_a_sum_says_the_sum_must_mask_the_padding():
+  """The hint padded with float('-inf') for the logsumexp's max and listed 0.0 for a sum beside it:
+  followed, the label-smoothing sum of the same tile was -inf (a loss of inf)."""
+  e = expect(ce_smoothed, [S((8, 1000), F32), S((8,), jnp.int32)], mg.LayoutError, "ml.logsumexp(v, axis=1)",
+             "v of shape (4, 1000) is reduced or broadcast along its rows or columns, which needs columns a multiple"
+             " of 32 (one per lane of a warp), and rows a multiple of 4 unless the columns are a multiple of 128")
+  assert ("other=float('-inf')) for a max" in e.hint and "; v is also reduced by a sum, which must not count the"
+          " padding either: reduce ml.sum(ml.where(ml.arange(1024)[None, :] < 1000, v, 0.0), ...) there, and store"
+          " 1000 columns back") in e.hint
+  x = jax.random.normal(jax.random.key(9), (8, 1000), F32) * 3
+  y = jax.random.randint(jax.random.key(10), (8,), 0, 1000)
+  lse = jax.nn.logsumexp(x, 1)
+  want = 0.9 * (lse - x[jnp.arange(8), y]) + 0.1 * (lse - x.mean(1))
+  np.testing.assert_allclose(ce_smoothed_padded(x, y, interpret=True), want, rtol=1e-5, atol=1e-5)
