@@ -13,7 +13,7 @@ from . import missing
 from .missing import missing_hint
 from .ops import METHODS, REF_METHODS, gather, memory, shape, transfers
 from .ops.base import is_tensor, is_value, kind_of, static_number
-from .ops.index_hints import check_tensor_steps, run_window_hint
+from .ops.index_hints import check_tensor_steps, run_window_hint, strided_last_axis
 from .assign import DICTS_FIXED, SCATTER_HINT, At, holds_value, is_whole
 from .types import RefType, resolve
 
@@ -202,6 +202,9 @@ class Subscripts:
           record_ref_window(cx, out, base, index)
         return out
       if is_tensor(base):
+        strided = strided_last_axis(cx, base, index)    # x[:, 1::2]: a reshape and an index in registers
+        if strided is not None:
+          return strided
         check_tensor_steps(cx, base, index)
         return shape.expand(cx, base, index)
       name = base.name if (base.name or "").isidentifier() else None

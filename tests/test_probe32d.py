@@ -313,3 +313,76 @@ def test_a_narrow_tile_reduced_by_a_max_and_a_sum_says_the_sum_must_mask_the_pad
   lse = jax.nn.logsumexp(x, 1)
   want = 0.9 * (lse - x[jnp.arange(8), y]) + 0.1 * (lse - x.mean(1))
   np.testing.assert_allclose(ce_smoothed_padded(x, y, interpret=True), want, rtol=1e-5, atol=1e-5)
+
+
+# ---------------------------------------------------------------- interleaved RoPE: x[:, ::2] and x[:, 1::2] in registers
+HEAD_DIM = 128
+
+
+@mg.mgpu_kernel(out_shape=lambda q, cos, sin: q, grid=lambda q, cos, sin: (q.shape[0],))
+def rope_interleaved(q, cos, sin, out):
+  t = ml.program_id(0)
+  x = q.at[t][...]                             # (heads, 128): pairs (x[2i], x[2i + 1]) rotate together
+  c = cos.at[t, :][...][None, :]
+  s = sin.at[t, :][...][None, :]
+  xe = x[:, ::2]
+  xo = x[:, 1::2]
+  pairs = ml.concatenate([(xe * c - xo * s)[..., None], (xo * c + xe * s)[..., None]], axis=-1)
+  out.at[t][...] = pairs.reshape(x.shape)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (S((x.shape[0] // 4,), x.dtype), S((x.shape[0] // 4,), x.dtype)))
+def every_fourth(x, first, last):
+  v = x[...]
+  first[...] = v[::4]
+  last[...] = v[..., 3::4]
+
+
+def _rope_inputs(dtype=F32):
+  q = jax.random.normal(jax.random.key(11), (16, 8, HEAD_DIM), F32).astype(dtype)
+  ang = jax.random.uniform(jax.random.key(12), (16, HEAD_DIM // 2), F32) * 6
+  return q, jnp.cos(ang).astype(dtype), jnp.sin(ang).astype(dtype)
+
+
+def _rope_reference(q, cos, sin):
+  c, s = cos[:, None, :], sin[:, None, :]
+  xe, xo = q[..., 0::2], q[..., 1::2]
+  return jnp.stack([xe * c - xo * s, xo * c + xe * s], -1).reshape(q.shape)
+
+
+def test_a_strided_slice_of_a_register_tensor_is_jnps():
+  """x[:, ::2] of a register tile was MG003 (slice the array outside the kernel), though the same
+  elements are x.reshape(h, 64, 2)[:, :, 0] in registers, which compiles: interleaved RoPE (and
+  GeGLU's interleaved halves) are written as in jnp now."""
+  q, cos, sin = _rope_inputs()
+  np.testing.assert_allclose(rope_interleaved(q, cos, sin, interpret=True), _rope_reference(q, cos, sin),
+                             rtol=1e-6, atol=1e-6)
+  x = np.arange(512, dtype=np.float32)
+  first, last = every_fourth(x, interpret=True)
+  np.testing.assert_array_equal(first, x[::4])
+  np.testing.assert_array_equal(last, x[3::4])
+  for dtype in (F32, jnp.bfloat16):
+    spec = [S((16, 8, HEAD_DIM), dtype), S((16, HEAD_DIM // 2), dtype), S((16, HEAD_DIM // 2), dtype)]
+    jax.export.export(jax.jit(rope_interleaved), platforms=["cuda"])(*spec)
+
+
+def test_a_strided_slice_registers_cannot_hold_keeps_its_error():
+  expect(every_fourth, [S((64,), F32)], mg.KernelTypeError, "v[::4]",
+         "strided slices (step 4) of a register tensor are not supported: its elements live in other threads",
+         hint="slice the ref before reading it: give the array an axis of size 4 outside the kernel"
+              " (x.reshape(..., n // 4, 4) passed in) and read x.at[..., :, 0][...] for [0::4]")
+
+
+@pytest.mark.gpu
+def test_gpu_interleaved_rope_matches_interpret_mode():
+  """Strided register slices are a reshape and an index (through SMEM where the layout needs it) on the
+  GPU: the same numbers as interpret mode (written in session 32; not yet run on the H200)."""
+  for dtype in (F32, jnp.bfloat16):
+    q, cos, sin = _rope_inputs(dtype)
+    got = np.asarray(jax.jit(rope_interleaved)(q, cos, sin), np.float32)
+    want = np.asarray(rope_interleaved(q, cos, sin, interpret=True), np.float32)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+  x = jnp.arange(512, dtype=F32)
+  first, last = jax.jit(every_fourth)(x)
+  np.testing.assert_array_equal(np.asarray(first), np.asarray(x)[::4])
+  np.testing.assert_array_equal(np.asarray(last), np.asarray(x)[3::4])

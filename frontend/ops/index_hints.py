@@ -161,7 +161,7 @@ def slice_step_error(cx, step, d, rank, tensor=False, start=None, n=None) -> E.K
   at = f"..., {rows}, {j}"
   if tensor:
     inner = (f"; or, in registers, v.reshape({n // step}, {step})[:, {j}] for v[{s}::{step}]"
-             if rank == 1 and n and n % step == 0 and s < step else "")
+             if rank == 1 and n and n % step == 0 and s < step and n % 128 == 0 and n // step % 8 == 0 else "")
     return E.KernelTypeError(
         f"strided slices (step {step}) of a register tensor are not supported: its elements live in"
         f" other threads", cx.loc,
@@ -425,3 +425,36 @@ def run_window_hint(b, ref_name, index, elts, attr, call) -> str | None:
   else:
     args = "mask=mask, other=0.0" if attr == "load" else "value, mask=mask"
   return f"{ref_name}.at[{', '.join(parts)}].{attr}({args})"
+
+
+def strided_last_axis(cx, x, index):
+  """`v[..., a::k]` of a register tensor (`v[a::k]` of a vector, `x[:, 1::2]` of an interleaved RoPE
+  tile) where k divides the last axis and 0 <= a < k: jnp's result, as `v.reshape(..., n // k, k)[...,
+  a]` (which the layout pass moves through SMEM where it must). None for any other index, which the
+  slice-step error (check_tensor_steps) then reports."""
+  import math
+  from .. import hw
+  from .shape import expand, reshape_
+  items = index if isinstance(index, tuple) else (index,)
+  shape = tuple(x.type.shape)
+  rank = len(shape)
+  if not shape or any(i is None for i in items) or sum(i is Ellipsis for i in items) > 1:
+    return None
+  dims = []
+  for i in items:
+    dims.extend([slice(None)] * (rank - (len(items) - 1)) if i is Ellipsis else [i])
+  if len(dims) < rank:
+    dims.extend([slice(None)] * (rank - len(dims)))
+  if len(dims) != rank or any(i != slice(None) for i in dims[:-1]) or not isinstance(dims[-1], slice):
+    return None
+  last, n = dims[-1], shape[-1]
+  k, a, stop = last.step, 0 if last.start is None else last.start, last.stop
+  ints = all(isinstance(v, int) and not isinstance(v, bool) for v in (k, a)) and (
+      stop is None or isinstance(stop, int) and not isinstance(stop, bool))
+  if not (ints and k > 1 and n % k == 0 and 0 <= a < k and (stop is None or stop >= n)):
+    return None
+  size, out = math.prod(shape), shape[:-1] + (n // k,)
+  if size % hw.WARPGROUP or not (len(out) == 1 and out[0] % 8 == 0 or math.prod(out) % hw.WARPGROUP == 0):
+    return None         # (a tile register tensors cannot hold, as the reshape or as the result)
+  y = reshape_(cx, x, shape[:-1] + (n // k, k))
+  return expand(cx, y, (slice(None),) * rank + (a,))
