@@ -386,3 +386,35 @@ def test_gpu_interleaved_rope_matches_interpret_mode():
   first, last = jax.jit(every_fourth)(x)
   np.testing.assert_array_equal(np.asarray(first), np.asarray(x)[::4])
   np.testing.assert_array_equal(np.asarray(last), np.asarray(x)[3::4])
+
+
+# ---------------------------------------------------------------- Triton's tl.store(out_ptr + row * n + cols, v, mask=)
+@mg.mgpu_kernel(out_shape=lambda x, *, n: x, grid=lambda x, *, n: (x.shape[0] // n,))
+def silu_flat(x, out, *, n: ml.constexpr):
+  r = ml.program_id(0)
+  cols = ml.arange(BLOCK)
+  m = cols < n
+  v = x.at[ml.ds(r * n, BLOCK)].load(mask=m, other=0.0)
+  ml.store(out + r * n + cols, v * ml.sigmoid(v), mask=m)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, *, n: x, grid=lambda x, *, n: (x.shape[0] // n,))
+def silu_flat_window(x, out, *, n: ml.constexpr):     # the hint followed
+  r = ml.program_id(0)
+  cols = ml.arange(BLOCK)
+  m = cols < n
+  v = x.at[ml.ds(r * n, BLOCK)].load(mask=m, other=0.0)
+  ml.store(out.at[ml.ds(r * n, BLOCK)], v * ml.sigmoid(v), mask=m)
+
+
+def test_pointer_arithmetic_inside_a_store_hints_the_store_of_the_window():
+  """The hint of out + r * n inside ml.store was a load, x.at[ml.ds(start, n)].load(mask=mask, other=0.0),
+  and ended 'to add to out's values, read it first: out[...] + r * n'."""
+  expect(silu_flat, [S((4000,), F32)], mg.KernelTypeError, "out + r * n",
+         "+ works on register values, got out (GMEM ref) plus the offset r * n: a ref is not a pointer, so it does"
+         " not move by an offset",
+         hint="index the window each step needs instead of moving out: a block, ml.store(out.at[ml.ds(r * n, n)],"
+              " v * ml.sigmoid(v), mask=m) (for out_ptr + r * n + ml.arange(n), n the length of v * ml.sigmoid(v));"
+              " one element, out[i] = v", n=1000)
+  x = jax.random.normal(jax.random.key(13), (4000,), F32)
+  np.testing.assert_allclose(silu_flat_window(x, n=1000, interpret=True), jax.nn.silu(x), rtol=1e-5, atol=1e-6)

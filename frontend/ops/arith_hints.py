@@ -79,22 +79,62 @@ def shift_guard(x: str, op: str, s: str, d, negative: bool) -> str:
 
 
 
-def pointer_step_hint(name, off, base, rank, aug="") -> str:
+def enclosing_access(loc):
+  """Where the expression at `loc` (Triton's `out_ptr + offs`) is the first argument of an
+  ml.store or ml.load call on its line: ("store", value text, mask text) or ("load", mask text,
+  other text), the texts as the user wrote them (None where not given); else None."""
+  import ast
+  line, a, b = getattr(loc, "source_line", ""), getattr(loc, "col_offset", 0), getattr(loc, "end_col_offset", None)
+  if not line or b is None or getattr(loc, "end_lineno", None) != getattr(loc, "lineno", None):
+    return None
+  indent = len(line) - len(line.lstrip())
+  try:
+    tree = ast.parse(line.strip())
+  except SyntaxError:
+    return None
+  for node in ast.walk(tree):
+    if not (isinstance(node, ast.Call) and node.args and isinstance(node.func, (ast.Attribute, ast.Name))):
+      continue
+    name = node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id
+    first = node.args[0]
+    if name not in ("store", "load") or not (first.col_offset + indent <= a and b <= first.end_col_offset + indent):
+      continue
+    kw = {k.arg: ast.unparse(k.value) for k in node.keywords if k.arg}
+    if name == "store":
+      value = ast.unparse(node.args[1]) if len(node.args) > 1 else kw.get("value")
+      return "store", value, ast.unparse(node.args[2]) if len(node.args) > 2 else kw.get("mask")
+    return "load", ast.unparse(node.args[1]) if len(node.args) > 1 else kw.get("mask"), kw.get("other")
+  return None
+
+
+def pointer_step_hint(name, off, base, rank, aug="", access=None) -> str:
   """What Triton's `ptrs += BLOCK_K * stride` (or `x_ptr + row * stride`) becomes: a window of the
   array (`base`, the parameter or buffer the ref `name` views) indexed anew from the loop counter
-  or program id."""
+  or program id; inside an ml.store (`access`, enclosing_access's), the store of that window with
+  the call's own value and mask."""
   lead = ", ".join([":"] * (rank - 1))
   w = f"{base}.at[{lead + ', ' if lead else ''}ml.ds(k * BLOCK, BLOCK)]"
+  store = access is not None and access[0] == "store"
+  if store:
+    value, mask = access[1] or "value", access[2]
+    done = lambda at: f"ml.store({at}, {value}" + (f", mask={mask})" if mask else ")")
+  else:
+    done = lambda at: f"{at}.load(mask=mask, other=0.0)"
   if rank >= 2:
     parts = [f"{w} in the loop over k (Triton's ptrs += BLOCK * stride)",
              f"a row, {base}.at[row] (for x_ptr + row * stride)",
-             f"a block of a row, {base}.at[row, ml.ds(start, n)].load(mask=mask, other=0.0) (for ... + start +"
+             f"a block of a row, {done(f'{base}.at[row, ml.ds(start, n)]')} (for ... + start +"
              f" ml.arange(n))"]
     where = "; ".join(parts if aug else parts[1:] + parts[:1])      # a += steps a loop: its form first
+  elif store:
+    where = (f"a block, {done(f'{base}.at[ml.ds({off}, n)]')} (for {name}_ptr + {off} + ml.arange(n), n the"
+             f" length of {access[1] or 'the value'}); one element, {base}[i] = v")
   else:
     where = (f"a block, {base}.at[ml.ds(start, n)].load(mask=mask, other=0.0) (for x_ptr + start +"
              f" ml.arange(n); in a loop over k, start = k * BLOCK for Triton's ptrs += BLOCK); one element,"
              f" {base}[i]")
+  if store:
+    return f"index the window each step needs instead of moving {name}: {where}"
   return (f"index the window each step needs instead of moving {name}: {where}; to add to {name}'s values, "
           + (f"write through it: {name}[...] {aug} {off}" if aug else f"read it first: {name}[...] + {off}"))
 

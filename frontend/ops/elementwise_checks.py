@@ -64,15 +64,17 @@ def _check_pointer_arithmetic(cx, a, b):
 
 def pointer_step(cx, ref, off: str, loc=None, op="+"):
   """Triton's `x_ptr + row * stride` or `ptrs += BLOCK_K * stride`: a ref moved by an integer."""
-  from .arith_hints import pointer_step_hint
+  from .arith_hints import enclosing_access, pointer_step_hint
   from .memory import root
   name = ref.name or "x"
   base = root(cx.b, ref)
+  access = enclosing_access(loc or cx.loc) if loc is None else None     # (ml.store(out + off, v, mask=m))
   raise E.KernelTypeError(
       f"{op} works on register values, got {name} ({ref.type.space} ref) {'plus' if op == '+' else 'minus'} the"
       f" offset {off}: a ref is not a pointer,"
       f" so it does not move by an offset", loc or cx.loc,
-      hint=pointer_step_hint(name, off, base.name or name, len(base.type.shape), op + "=" if loc is not None else ""))
+      hint=pointer_step_hint(name, off, base.name or name, len(base.type.shape), op + "=" if loc is not None else "",
+                             access))
 
 
 def _convert_hint(names, da, db, what=None) -> str:
