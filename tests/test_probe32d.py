@@ -418,3 +418,32 @@ def test_pointer_arithmetic_inside_a_store_hints_the_store_of_the_window():
               " one element, out[i] = v", n=1000)
   x = jax.random.normal(jax.random.key(13), (4000,), F32)
   np.testing.assert_allclose(silu_flat_window(x, n=1000, interpret=True), jax.nn.silu(x), rtol=1e-5, atol=1e-6)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0], x.shape[1] // 2), x.dtype), grid=lambda x: (x.shape[0] // 4,),
+                block=256)
+def swiglu_interleaved(x, out):       # gate and up interleaved column by column; two warpgroups
+  i = ml.program_id(0)
+  v = x.at[ml.ds(i * 4, 4), :][...].astype(F32)
+  g, u = v[:, ::2], v[:, 1::2]
+  out.at[ml.ds(i * 4, 4), :][...] = (g * ml.sigmoid(g) * u).astype(out.dtype)
+
+
+def _swiglu_input():
+  return jax.random.normal(jax.random.key(14), (8, 2752), F32).astype(jnp.bfloat16)
+
+
+def test_interleaved_swiglu_splits_its_columns_in_registers():
+  x = _swiglu_input()
+  xf = x.astype(F32)
+  want = (jax.nn.silu(xf[:, ::2]) * xf[:, 1::2]).astype(x.dtype)
+  np.testing.assert_allclose(np.asarray(swiglu_interleaved(x, interpret=True), np.float32), np.asarray(want, np.float32),
+                             rtol=1e-2, atol=1e-2)
+  jax.export.export(jax.jit(swiglu_interleaved), platforms=["cuda"])(S(x.shape, x.dtype))
+
+
+@pytest.mark.gpu
+def test_gpu_interleaved_swiglu_matches_interpret_mode():
+  x = _swiglu_input()
+  np.testing.assert_array_equal(np.asarray(jax.jit(swiglu_interleaved)(x), np.float32),
+                                np.asarray(swiglu_interleaved(x, interpret=True), np.float32))
