@@ -448,3 +448,29 @@ def test_gpu_interleaved_swiglu_matches_interpret_mode():
   x = _swiglu_input()
   np.testing.assert_allclose(np.asarray(jax.jit(swiglu_interleaved)(x), np.float32),
                              np.asarray(swiglu_interleaved(x, interpret=True), np.float32), rtol=1e-2, atol=1e-2)
+
+
+@mg.mgpu_kernel(out_shape=lambda g, ids: S((100, g.shape[1]), F32), grid=lambda g, ids: (g.shape[0] // 64,))
+def embedding_grad_masked(g, ids, dt):   # padding id 0 skipped, Triton's masked atomic
+  i = ml.program_id(0)
+  rows = ids.at[ml.ds(i * 64, 64)][...]
+  ml.atomic_add(dt.at[rows, :], g.at[ml.ds(i * 64, 64), :][...], mask=(rows != 0)[:, None])
+
+
+@mg.mgpu_kernel(out_shape=lambda g, ids: S((100, g.shape[1]), F32), grid=lambda g, ids: (g.shape[0] // 64,))
+def embedding_grad_selected(g, ids, dt):   # the hint followed
+  i = ml.program_id(0)
+  rows = ids.at[ml.ds(i * 64, 64)][...]
+  ml.atomic_add(dt.at[rows, :], ml.where((rows != 0)[:, None], g.at[ml.ds(i * 64, 64), :][...], 0))
+
+
+def test_a_masked_scatter_hints_the_select_alone():
+  """A scatter given mask= was told to 'index the window with a tensor of positions', which it does."""
+  expect(embedding_grad_masked, [S((128, 128), F32), S((128,), jnp.int32)], mg.KernelTypeError, "ml.atomic_add",
+         "ml.atomic_add takes no mask=",
+         hint="update with the identity where the mask is off: ml.atomic_add(dt.at[rows, :], ml.where((rows != 0)[:,"
+              " None], g.at[ml.ds(i * 64, 64), :][...], 0)) (a scatter drops the indices outside the array already)")
+  g = jax.random.normal(jax.random.key(15), (128, 128), F32)
+  ids = jax.random.randint(jax.random.key(16), (128,), 0, 100)
+  want = jnp.zeros((100, 128), F32).at[ids].add(jnp.where((ids != 0)[:, None], g, 0.0))
+  np.testing.assert_allclose(embedding_grad_selected(g, ids, interpret=True), want, rtol=1e-5, atol=1e-5)

@@ -371,9 +371,10 @@ def atomic_mask_hint(cx, what, kind, ref, value, mask) -> str:
   root, index = window(cx.b, ref) if is_ref(ref) else (None, None)
   d = next((k for k, (i, n) in enumerate(zip(index or (), root.type.shape if root is not None else ()))
             if not i.squeeze and (i.start, i.size) != (0, n)), None)
-  if d is None:
-    return (f"index the window with a tensor of positions (a scatter), whose updates outside the array are"
-            f" dropped; {inside}")
+  if d is None:          # a whole array, or a scatter already (out.at[ids, :]): only the select is left
+    from .gather import IndexedRef
+    drop = " (a scatter drops the indices outside the array already)" if isinstance(ref, IndexedRef) else ""
+    return inside.replace("for elements inside it, update", "update", 1) + drop
   scatter = scatter_text(root, index, d, texts=index_texts(w, root.name, len(index)))
   return (f"index the window with a tensor of positions (a scatter), whose updates outside the array are"
           f" dropped: {what}({scatter}, {v}); {inside}")
