@@ -48,7 +48,7 @@ def check_copy(loc, gmem: ir.Value, gwin, smem: ir.Value, swin, store: bool = Fa
   if any(b > MAX_BOX for b in box):
     raise E.about(E.TmaLimitError(
         f"TMA copies move at most {MAX_BOX} elements along each dimension; this window is {tuple(box)}", loc,
-        hint=_box_hint(groot, full, box, itemsize, swin[0].name)), [swin[0]])
+        hint=_box_hint(groot, full, box, itemsize, swin[0].name, (gmem.name, index))), [swin[0]])
   if (index[-1].size * itemsize) % ALIGN:
     raise E.TmaLimitError(
         f"TMA copies need the last dimension to span a multiple of {ALIGN} bytes; {index[-1].size} x"
@@ -150,7 +150,36 @@ def _check_smem_aligned(smem: ir.Value, swin, itemsize: int, loc, defs) -> None:
           f" by {s} bytes per step of its dynamic index along dimension {d}", loc, hint=hint)
 
 
-def _box_hint(groot, full, box, itemsize, buf) -> str:
+def _array_piece(groot, window, d, piece) -> str | None:
+  """The array's side of piece k of a window split along its d-th free dimension, in the user's
+  words (`window`: the GMEM view's text and index over `groot`): `lg.at[r, ml.ds(c * BL + k * 256,
+  256)]` for `lg.at[r, ml.ds(c * BL, BL)]`; None where the text does not index `groot` plainly."""
+  from .ops.index_hints import index_texts
+  text, index = window
+  texts = index_texts(text or "", groot.name, len(index)) if groot.name else None
+  if texts is None and groot.name and text == groot.name:              # ml.copy(a, a_s): the whole array
+    texts = ["0"] * len(index)
+  if texts is None and groot.name and (text or "").endswith("]"):     # dwp.at[pid]: the dimensions left out
+    for more in range(1, len(index)):
+      texts = texts or index_texts(text[:-1] + ", :" * more + "]", groot.name, len(index))
+  free = [k for k, i in enumerate(index) if not i.squeeze]
+  if texts is None or d >= len(free):
+    return None
+  parts = []
+  for k, (i, n) in enumerate(zip(index, groot.type.shape)):
+    if i.squeeze:
+      parts.append(texts[k])
+    elif k == free[d]:
+      parts.append(f"ml.ds(k * {piece}, {piece})" if texts[k] in ("0", ":") else
+                   f"ml.ds({texts[k]} + k * {piece}, {piece})")
+    else:
+      parts.append(":" if (i.start, i.size) == (0, n) else f"ml.ds({texts[k]}, {i.size})")
+  while parts and parts[-1] == ":":
+    parts.pop()
+  return f"{groot.name}.at[{', '.join(parts)}]" if parts else None
+
+
+def _box_hint(groot, full, box, itemsize, buf, window=None) -> str:
   """How to copy a window wider than a TMA box: in pieces along a leading dimension; a last
   dimension (inner in SMEM, so not split into one buffer's windows) split outside the kernel
   where a split divides it into pieces of whole 16-byte units, each side within a box."""
@@ -163,9 +192,10 @@ def _box_hint(groot, full, box, itemsize, buf) -> str:
     piece = next((n for n in range(MAX_BOX, 0, -1) if box[d] % n == 0 and n * row % SMEM_ALIGN == 0), None)
     b = buf or "buf"
     if piece is not None:
+      same = _array_piece(groot, window, d, piece) if window is not None else None
       return (f"copy it in pieces of at most {MAX_BOX} along that dimension into windows of the buffer,"
-              f" {b}.at[{at}ml.ds(k * {piece}, {piece})] (and the same window of the array) for k"
-              f" in ml.static_range({box[d] // piece})")
+              f" {b}.at[{at}ml.ds(k * {piece}, {piece})] (and the same window of the array"
+              + (f", {same}" if same else "") + f") for k in ml.static_range({box[d] // piece})")
     q, r = divmod(box[d], MAX_BOX)
     if d == len(box) - 1 and (r * row) % ALIGN:     # the last piece would not span a multiple of 16 bytes
       unit = ALIGN // math.gcd(row, ALIGN)

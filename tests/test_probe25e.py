@@ -209,7 +209,8 @@ def test_matmul_messages_give_hints_that_work():
   assert "mosaic_gpu" in _export(first_two_columns_staged, f16(64, 64), f16(64, 64))
   e = expect(rows_384, [f16(384, 64), f16(64, 64)], mg.TmaLimitError, "ml.copy(a, a_s)",
              "TMA copies move at most 256 elements along each dimension; this window is (384, 64)")
-  assert "a_s.at[ml.ds(k * 192, 192)] (and the same window of the array) for k in ml.static_range(2)" in e.hint
+  assert ("a_s.at[ml.ds(k * 192, 192)] (and the same window of the array, a.at[ml.ds(k * 192, 192)]) for k in"
+          " ml.static_range(2)") in e.hint
   e = expect(acc_from_a_number, [f16(64, 128), f16(128, 64)], mg.LoopCarryTypeError, "acc += ",
              "acc enters the loop as a float32 scalar but an iteration makes it a float32 tensor of shape (64, 64)")
   assert e.hint == "start it as a tensor of that shape before the loop: acc = ml.zeros((64, 64), jnp.float32)"

@@ -474,3 +474,40 @@ def test_a_masked_scatter_hints_the_select_alone():
   ids = jax.random.randint(jax.random.key(16), (128,), 0, 100)
   want = jnp.zeros((100, 128), F32).at[ids].add(jnp.where((ids != 0)[:, None], g, 0.0))
   np.testing.assert_allclose(embedding_grad_selected(g, ids, interpret=True), want, rtol=1e-5, atol=1e-5)
+
+
+# ---------------------------------------------------------------- a TMA box past 256 elements: the array's pieces named
+@mg.mgpu_kernel(out_shape=lambda dy, x: S((4, x.shape[1]), F32), grid=lambda dy, x: (4,))
+def dw_partials(dy, x, dwp):          # layer norm's dw: each program's rows summed, stored through SMEM
+  pid = ml.program_id(0)
+  acc = ml.zeros((x.shape[1],), F32)
+  for r in range(pid, x.shape[0], ml.num_programs(0)):
+    acc += dy.at[r, :][...] * x.at[r, :][...]
+  buf = ml.smem((x.shape[1],), F32)
+  buf[...] = acc
+  ml.copy(buf, dwp.at[pid])
+
+
+@mg.mgpu_kernel(out_shape=lambda dy, x: S((4, x.shape[1]), F32), grid=lambda dy, x: (4,))
+def dw_partials_pieces(dy, x, dwp):   # the hint followed
+  pid = ml.program_id(0)
+  acc = ml.zeros((x.shape[1],), F32)
+  for r in range(pid, x.shape[0], ml.num_programs(0)):
+    acc += dy.at[r, :][...] * x.at[r, :][...]
+  buf = ml.smem((x.shape[1],), F32)
+  buf[...] = acc
+  for k in ml.static_range(25):
+    ml.copy(buf.at[ml.ds(k * 160, 160)], dwp.at[pid, ml.ds(k * 160, 160)])
+
+
+def test_a_tma_box_hint_names_the_arrays_piece_too():
+  """The hint named the buffer's pieces and left '(and the same window of the array)' to the reader."""
+  e = expect(dw_partials, [S((37, 4000), F32), S((37, 4000), F32)], mg.TmaLimitError, "ml.copy(buf, dwp.at[pid])",
+             "TMA copies move at most 256 elements along each dimension; this window is (4000,)")
+  assert e.hint == ("copy it in pieces of at most 256 along that dimension into windows of the buffer,"
+                    " buf.at[ml.ds(k * 160, 160)] (and the same window of the array, dwp.at[pid, ml.ds(k * 160,"
+                    " 160)]) for k in ml.static_range(25)")
+  dy = jax.random.normal(jax.random.key(17), (37, 4000), F32)
+  x = jax.random.normal(jax.random.key(18), (37, 4000), F32)
+  want = jnp.stack([(dy[p::4] * x[p::4]).sum(0) for p in range(4)])
+  np.testing.assert_allclose(dw_partials_pieces(dy, x, interpret=True), want, rtol=1e-5, atol=1e-5)
