@@ -511,3 +511,34 @@ def test_a_tma_box_hint_names_the_arrays_piece_too():
   x = jax.random.normal(jax.random.key(18), (37, 4000), F32)
   want = jnp.stack([(dy[p::4] * x[p::4]).sum(0) for p in range(4)])
   np.testing.assert_allclose(dw_partials_pieces(dy, x, interpret=True), want, rtol=1e-5, atol=1e-5)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (ml.cdiv(x.shape[0], 8),))
+def double_grid_of_positions(x, out):   # Triton's x_ptr + rows[:, None] * stride + cols[None, :]
+  i = ml.program_id(0)
+  rows = i * 8 + ml.arange(8)
+  cols = ml.arange(1024)
+  m = (rows[:, None] < x.shape[0]) & (cols[None, :] < x.shape[1])
+  v = x.at[rows[:, None], cols[None, :]].load(mask=m, other=0.0)
+  out.at[ml.ds(i * 8, 8), ml.ds(0, 1024)].store(v * 2, mask=m)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (ml.cdiv(x.shape[0], 8),))
+def double_grid_window(x, out):         # the hint followed
+  i = ml.program_id(0)
+  rows = i * 8 + ml.arange(8)
+  cols = ml.arange(1024)
+  m = (rows[:, None] < x.shape[0]) & (cols[None, :] < x.shape[1])
+  v = x.at[ml.ds(i * 8, 8), ml.ds(0, 1024)].load(mask=m, other=0.0)
+  out.at[ml.ds(i * 8, 8), ml.ds(0, 1024)].store(v * 2, mask=m)
+
+
+def test_a_grid_of_positions_hints_the_2d_window_with_its_run_time_start():
+  """rows[:, None] and cols[None, :] (broadcast runs) and a start with no name of its own (i * 8) gave
+  the 1-D template x.at[ml.ds(start, n)]."""
+  e = expect(double_grid_of_positions, [S((20, 1000), F32)], mg.KernelTypeError, "x.at[rows[:, None], cols[None, :]]",
+             "x.at[rows[:, None], cols[None, :]] is indexed by tensors: it has no .load; it is read ([...], a gather)"
+             " or updated atomically (a scatter)")
+  assert "index with a window: x.at[ml.ds(i * 8, 8), ml.ds(0, 1024)].load(mask=m, other=0.0), masked" in e.hint
+  x = jax.random.normal(jax.random.key(19), (20, 1000), F32)
+  np.testing.assert_array_equal(double_grid_window(x, interpret=True), x * 2)

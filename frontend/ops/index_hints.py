@@ -384,7 +384,12 @@ def _run_of(b, v):
   """(start's text, n) where the 1-D integer tensor `v` is `start + ml.arange(n)` (either order, or
   `ml.arange(n)` alone, start 0) with a static or named run-time start; else None."""
   from .elementwise import Arange, BinOp, Binary
+  from .shape import Broadcast, Reshape
   from ..types import ScalarType, TensorType
+  o = b.defining(v) if is_value(v) else None
+  if (isinstance(o, (Broadcast, Reshape)) and isinstance(v.type, TensorType) and len(v.type.shape) == 2
+      and 1 in v.type.shape and len(o.x.type.shape) == 1):
+    v = o.x                        # rows[:, None], cols[None, :]: Triton's 2-D grid of pointers
   if not (is_value(v) and isinstance(v.type, TensorType) and len(v.type.shape) == 1):
     return None
   n, o = v.type.shape[0], b.defining(v)
@@ -396,9 +401,35 @@ def _run_of(b, v):
     if is_value(a) and isinstance(b.defining(a), Arange):
       if isinstance(s, int) and not isinstance(s, bool):
         return str(s), n
-      if is_value(s) and isinstance(s.type, ScalarType) and s.name:
-        return s.name, n
+      text = _scalar_text(b, s) if is_value(s) and isinstance(s.type, ScalarType) else None
+      if text:
+        return text, n
   return None
+
+
+def _scalar_text(b, s, depth=0):
+  """A run-time scalar as the user wrote it: its name, or `i * 8` rebuilt from +, - and * of named
+  scalars and ints (an intermediate value has no name); None where it cannot be told."""
+  from .elementwise import BinOp, Binary
+  if isinstance(s, int) and not isinstance(s, bool):
+    return str(s)
+  if not is_value(s) or depth > 4:
+    return None
+  if s.name:
+    return s.name
+  o = b.defining(s)
+  sym = {BinOp.ADD: "+", BinOp.SUB: "-", BinOp.MUL: "*"}.get(getattr(o, "kind", None)) if isinstance(o, Binary) else None
+  if sym is None:
+    return None
+  parts = []
+  for x in (o.lhs, o.rhs):
+    t = _scalar_text(b, x, depth + 1)
+    if t is None:
+      return None
+    inner = b.defining(x) if is_value(x) and not x.name else None
+    low = isinstance(inner, Binary) and inner.kind in (BinOp.ADD, BinOp.SUB)
+    parts.append(f"({t})" if low and (sym == "*" or x is o.rhs and sym == "-") else t)
+  return f"{parts[0]} {sym} {parts[1]}"
 
 
 def run_window_hint(b, ref_name, index, elts, attr, call) -> str | None:
