@@ -11,6 +11,7 @@ from .calls import _Method
 from .dtypes import DType
 from . import missing
 from .missing import missing_hint
+from .torch_hints import torch_method_hint
 from .ops import METHODS, REF_METHODS, gather, memory, shape, transfers
 from .ops.base import is_tensor, is_value, kind_of, static_number
 from .ops.index_hints import check_tensor_steps, run_window_hint, strided_last_axis
@@ -141,6 +142,9 @@ class Subscripts:
         args = [a for a in args if not a.startswith("bitcast=")]
     t = base.type
     d = resolve(t.dtype)
+    torch = torch_method_hint(node.attr, self.text(node.value), args) if not isinstance(t, RefType) else None
+    if torch is not None:
+      return torch
     return missing.method_hint(node.attr, self.text(node.value), ref=isinstance(t, RefType), shape=t.shape,
                                is_bool=d == DType.bool_, args=args, axis=axis, bitcast=bitcast)
 

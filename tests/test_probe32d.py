@@ -542,3 +542,47 @@ def test_a_grid_of_positions_hints_the_2d_window_with_its_run_time_start():
   assert "index with a window: x.at[ml.ds(i * 8, 8), ml.ds(0, 1024)].load(mask=m, other=0.0), masked" in e.hint
   x = jax.random.normal(jax.random.key(19), (20, 1000), F32)
   np.testing.assert_array_equal(double_grid_window(x, interpret=True), x * 2)
+
+
+# ---------------------------------------------------------------- torch's spellings in a ported kernel
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 4,))
+def centre_torch_keywords(x, out):
+  i = ml.program_id(0)
+  v = x.at[ml.ds(i * 4, 4), :][...]
+  out.at[ml.ds(i * 4, 4), :][...] = v - v.max(dim=1, keepdim=True)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 4,))
+def relu_torch_methods(x, out):
+  i = ml.program_id(0)
+  v = x.at[ml.ds(i * 4, 4), :][...].float()
+  out.at[ml.ds(i * 4, 4), :][...] = v.clamp(min=0.0).sigmoid()
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 4,))
+def relu_torch_clamp(x, out):
+  i = ml.program_id(0)
+  v = x.at[ml.ds(i * 4, 4), :][...]
+  out.at[ml.ds(i * 4, 4), :][...] = v.clamp(min=0.0).sigmoid()
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 4,))
+def relu_torch_sigmoid(x, out):
+  i = ml.program_id(0)
+  v = x.at[ml.ds(i * 4, 4), :][...]
+  out.at[ml.ds(i * 4, 4), :][...] = ml.maximum(v, 0.0).sigmoid()
+
+
+def test_torch_keywords_and_methods_are_hinted_in_the_users_words():
+  """v.max(dim=1, keepdim=True) named keepdims= only (dim= stayed wrong when followed); x.float(),
+  v.clamp(min=0.0) and v.sigmoid() listed the register methods, none of them the one to write."""
+  spec = [S((8, 256), F32)]
+  expect(centre_torch_keywords, spec, mg.KernelTypeError, "v.max(dim=1, keepdim=True)",
+         "ml.max: got an unexpected keyword argument 'dim'",
+         hint="write keepdims= for keepdim= and axis= for dim=: ml.max(x, axis=None, keepdims=False)")
+  expect(relu_torch_methods, spec, mg.KernelTypeError, "x.at[ml.ds(i * 4, 4), :][...].float",
+         "a register tensor has no attribute 'float'", hint="write x.at[ml.ds(i * 4, 4), :][...].astype(jnp.float32)")
+  expect(relu_torch_clamp, spec, mg.KernelTypeError, "v.clamp", "a register tensor has no attribute 'clamp'",
+         hint="write ml.maximum(v, 0.0)")
+  expect(relu_torch_sigmoid, spec, mg.KernelTypeError, "ml.maximum(v, 0.0).sigmoid",
+         "a register tensor has no attribute 'sigmoid'", hint="write ml.sigmoid(ml.maximum(v, 0.0))")

@@ -105,7 +105,8 @@ class Builtin:
         meant = None
       pair = self.__name__ in ("max", "min") and "return_indices" in kwargs    # Triton's tl.max(..., return_indices=True)
       raise E.KernelTypeError(f"ml.{self.__name__}: {e}", cx.loc,
-                              hint=(f"write {meant[1]}= for {meant[0]}=: " if meant else "")
+                              hint=(f"write {' and '.join(f'{b}= for {a}=' for a, b in renames(shown, kwargs, meant))}: "
+                                    if meant else "")
                               + (f"pass the transposed view instead of {'= and '.join(trans)}=: ml.dot({', '.join(ops)})"
                                  f" (no data moves); " if trans else
                                  f"drop {'= and '.join(dropped)}= (Triton's memory options; kernels take none): "
@@ -194,6 +195,22 @@ def near_keyword(sig, kwargs):
       if close:
         return k, close[0]
   return None
+
+
+def renames(sig, kwargs, first):
+  """Every keyword of `kwargs` that `sig` takes under another name (torch's dim= and keepdim= both, in
+  v.max(dim=1, keepdim=True)), `first` (near_keyword's, or an alias) leading."""
+  import difflib
+  params = [p.name for p in sig.parameters.values() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+  out = [first]
+  for k in kwargs:
+    if k in params or k == first[0]:
+      continue
+    to = _ALIASES.get(k) if _ALIASES.get(k) in params else next(iter(difflib.get_close_matches(k, params, n=1,
+                                                                                                cutoff=0.8)), None)
+    if to is not None and to not in kwargs:
+      out.append((k, to))
+  return out
 
 
 def bind_message(sig, kwargs, e) -> str:
