@@ -491,7 +491,7 @@ def smem_window_past_end(x, out):
 
 def test_triton_offsets_and_masked_smem_windows_get_hints_that_fit():
   e = _raises(lambda: triton_offsets.check(S((200,), F32)))
-  assert type(e) is mg.KernelTypeError and "out.at[ml.ds(start, n)].store(..., mask=...)" in e.hint
+  assert type(e) is mg.KernelTypeError and "out.at[ml.ds(ml.program_id(0) * 128, 128)].store(x[...], mask=m)" in e.hint   # the user's own words
   e = expect(smem_window_past_end, [S((256,), F32)], mg.IndexOutOfBoundsError, "buf.at[ml.ds(200, 128)]",
              "ml.ds(200, 128) is out of bounds for dimension 0 of buf (size 256)")
   assert "allocate buf with room for the whole window (328 elements" in e.hint
