@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 
+import ml_dtypes
 import numpy as np
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 from jaxlib.mlir import ir
@@ -27,7 +28,8 @@ _STEP = 20                       # bits of quotient a step removes (the approxim
 
 def steps(d: DType, divisor=None) -> int:
   """Steps that reduce any finite dividend of `d` (by `divisor` where it is a constant)."""
-  top = math.log2(float(np.finfo(np.float32 if d == DType.f32 else d.np).max))
+  top = math.log2(float(ml_dtypes.finfo(np.float32 if d == DType.f32 else d.np).max))   # (numpy's finfo
+  # does not know bfloat16 with numpy 2 on the GPU machine)
   if divisor is not None and divisor and not math.isfinite(divisor):
     return 1                  # (an infinite divisor leaves the dividend, a NaN gives NaN: no step reduces)
   low = math.log2(abs(divisor)) if divisor else -149.0 if d != DType.f16 else -24.0

@@ -200,7 +200,7 @@ def float_divmod(kind, a, b, d: DType):
 def flush_subnormals(x: np.ndarray) -> np.ndarray:
   """`.ftz`: subnormal values become zero of the same sign."""
   x = np.asarray(x)
-  tiny = np.finfo(x.dtype).tiny
+  tiny = ml_dtypes.finfo(x.dtype).tiny
   return np.where((np.abs(x) < tiny) & (x != 0), np.copysign(np.zeros_like(x), x), x).astype(x.dtype)
 
 

@@ -72,6 +72,18 @@ def test_float_floor_division_and_remainder_are_jnps(dt):
   assert "mosaic_gpu" in _export(float_divmod, S(x.shape, dt), S(y.shape, dt))
 
 
+def test_bfloat16_divmod_builds_where_numpys_finfo_does_not_know_bfloat16(monkeypatch):
+  """On the GPU machine (numpy and ml_dtypes of jax 0.11.2) np.finfo(bfloat16) raises ValueError, and
+  the bfloat16 // and % lowering was MG900 there; ml_dtypes.finfo knows every dtype."""
+  real = np.finfo
+  def finfo(d):
+    if jnp.dtype(d) == BF16:
+      raise ValueError(f"data type {jnp.dtype(d)!r} not compatible with finfo")
+    return real(d)
+  monkeypatch.setattr(np, "finfo", finfo)
+  assert "mosaic_gpu" in _export(float_divmod, S((4096,), BF16), S((4096,), BF16))
+
+
 @pytest.mark.parametrize("dt", [F32, BF16], ids=["f32", "bf16"])
 def test_float_floor_division_by_constants_and_scalars_is_jnps(dt):
   x, _ = _operands(dt, n=1024, seed=1)
