@@ -74,6 +74,9 @@ step() {
     layernorm_long) python3 -u benchmarks/layernorm_long_rows.py ;;
     # wider key blocks (192; the last block of a sequence partial and masked) against the default forward
     attn_kv)     python3 -u benchmarks/attention.py --pass fwd --kv --each --no-pallas --causal full --dtype float16 --seq 4096 --seq 16384 ;;
+    # a persistent forward (one CTA an SM walking the tiles) against the default (issue #9)
+    attn_pers)   python3 -u benchmarks/attn_persistent.py ;;
+    attn_pers128) python3 -u benchmarks/attn_persistent.py --head-dim 128 --causal full ;;
     attn_pp)     python3 -u benchmarks/attention.py --quick --pass fwd --few --each --no-pallas ;;
     gpu_pingpong) python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_pingpong.py ;;
     gpu_session9) python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_sync_carried.py tests/test_tf32.py tests/test_rowwise.py tests/test_mma.py ;;
