@@ -25,6 +25,7 @@ step() {
     hang_sweep)  MOSAIC_GPU_DUMP_TO=$OUT/hangdump python3 -u benchmarks/probe_hang.py --sweep --timeout 25;
                  tar czf "$OUT/hangdump.tgz" -C "$OUT" hangdump && rm -rf "$OUT/hangdump" ;;
     gpu_30a)     python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_probe30a.py ;;
+    gpu_s24)     python3 -u benchmarks/gpu_shards.py --shards 4 --timeout 250 tests/test_attention.py tests/test_probe32a.py $(ls tests/test_probe33*.py 2>/dev/null) ;;
     gpu_s23)     python3 -u benchmarks/gpu_shards.py --shards 4 --timeout 200 tests/test_attention.py $(ls tests/test_probe32*.py 2>/dev/null) ;;
     gpu_s22)     python3 -u benchmarks/gpu_shards.py --shards 4 --timeout 170 tests/test_barriers.py $(ls tests/test_probe31*.py 2>/dev/null) ;;
     gpu_s21)     python3 -u benchmarks/gpu_shards.py --shards 4 --timeout 170 tests/test_probe30a.py tests/test_probe30c.py ;;

@@ -56,7 +56,9 @@ def _q_grid(q, *_, bq, **__):
   return (ml.cdiv(q.shape[1], bq), q.shape[2], q.shape[0])
 
 
-def _fwd_grid(q, *_, bq, lpt=False, **__):
+def _fwd_grid(q, *_, bq, lpt=False, persistent=False, **__):
+  if persistent:
+    return (min(ml.cdiv(q.shape[1], bq) * q.shape[2] * q.shape[0], mg.num_sms()),)
   if lpt:      # query tiles the slowest axis: every head's longest (causal) tile launches first
     return (q.shape[2], q.shape[0], ml.cdiv(q.shape[1], bq))
   return (ml.cdiv(q.shape[1], bq), q.shape[2], q.shape[0])     # a partial last query tile
@@ -112,16 +114,23 @@ def mask_kv_tail(s, j, bkv, skv):
   return s
 
 
-def forward_kernel(q, k, v, o, lse, *, bq: ml.constexpr, bkv: ml.constexpr, stages: ml.constexpr,
-                   causal: ml.constexpr, scale: ml.constexpr, ws: ml.constexpr = False,
-                   pingpong: ml.constexpr = False, lpt: ml.constexpr = False, kv_len: ml.constexpr = 0):
-  """o = softmax(q @ k.T * scale) @ v for `bq` rows of one head; lse (natural log) per row."""
-  i, h, b = fwd_ids(causal, lpt)
+@ml.inline
+def tile_ids(t, q, bq, causal):
+  """(query tile, head, batch) of a persistent program's tile t: query tiles fastest (neighbours share
+  K and V in L2); with `causal`, every head's longest tiles first."""
+  nq, heads = ml.cdiv(q.shape[1], bq), q.shape[2]
+  if causal:
+    hb = heads * q.shape[0]
+    return nq - 1 - t // hb, t % hb % heads, t % hb // heads
+  return t % nq, t // nq % heads, t // (nq * heads)
+
+
+@ml.inline
+def attend_tile(q, k, v, o, lse, q_s, k_s, v_s, i, h, b, bq, bkv, stages, causal, scale, ws, pingpong, kv_len):
+  """o and lse of query tile i of head h: q's tile into q_s, then the online softmax over the key
+  blocks, the output through q_s (q is spent) by TMA."""
   hk = h // (q.shape[2] // k.shape[2])
   d = q.shape[3]
-  q_s = ml.smem((bq, d))
-  k_s = ml.smem((bkv, d))
-  v_s = ml.smem((bkv, d))
   ml.copy(q.at[b, ml.ds(i * bq, bq), h, :], q_s)
   c = scale * LOG2E                          # softmax in base 2: exp(x * scale) = 2 ** (x * c)
   m = ml.full((bq,), NEG_INF, jnp.float32)   # running row max of s * c
@@ -145,10 +154,32 @@ def forward_kernel(q, k, v, o, lse, *, bq: ml.constexpr, bkv: ml.constexpr, stag
     l = l * alpha + ml.sum(p, axis=1)
     acc = ml.dot(p.astype(q.dtype), v_s, acc * alpha[:, None])
     m = m_new
-  o_s = q_s                                  # q is spent: its SMEM takes the output tile
-  o_s[...] = (acc * (1.0 / l)[:, None]).astype(o.dtype)
-  ml.copy(o_s, o.at[b, ml.ds(i * bq, bq), h, :])
+  q_s[...] = (acc * (1.0 / l)[:, None]).astype(o.dtype)
+  ml.copy(q_s, o.at[b, ml.ds(i * bq, bq), h, :])
   store_lse(lse, (m + ml.log2(l)) * (1.0 / LOG2E), b, h, i, bq)
+
+
+def forward_kernel(q, k, v, o, lse, *, bq: ml.constexpr, bkv: ml.constexpr, stages: ml.constexpr,
+                   causal: ml.constexpr, scale: ml.constexpr, ws: ml.constexpr = False,
+                   pingpong: ml.constexpr = False, lpt: ml.constexpr = False, kv_len: ml.constexpr = 0,
+                   persistent: ml.constexpr = False):
+  """o = softmax(q @ k.T * scale) @ v for `bq` rows of one head; lse (natural log) per row.
+
+  `persistent`: a grid of one program an SM, each walking query tiles (of every head and batch), so
+  the producer warpgroup loads the next tile's K and V while this tile's last steps and output run,
+  rather than each tile's CTA starting with an empty pipeline.
+  """
+  q_s = ml.smem((bq, q.shape[3]))
+  k_s = ml.smem((bkv, q.shape[3]))
+  v_s = ml.smem((bkv, q.shape[3]))
+  if persistent:
+    tiles = ml.cdiv(q.shape[1], bq) * q.shape[2] * q.shape[0]
+    for t in range(ml.program_id(0), tiles, ml.num_programs(0)):
+      i, h, b = tile_ids(t, q, bq, causal)
+      attend_tile(q, k, v, o, lse, q_s, k_s, v_s, i, h, b, bq, bkv, stages, causal, scale, ws, pingpong, kv_len)
+  else:
+    i, h, b = fwd_ids(causal, lpt)
+    attend_tile(q, k, v, o, lse, q_s, k_s, v_s, i, h, b, bq, bkv, stages, causal, scale, ws, pingpong, kv_len)
 
 
 def forward_overlap_kernel(q, k, v, o, lse, *, bq: ml.constexpr, bkv: ml.constexpr, stages: ml.constexpr,
@@ -459,6 +490,7 @@ class Config:
                                 # (not with bwd_ws: a kernel has one warp-specialised loop)
   pingpong: bool = False     # with ws: the forward's two warpgroups take turns on the tensor cores (FA3)
   lpt: bool = False          # the forward's query tiles the grid's slowest axis (causal: longest first overall)
+  persistent: bool = False   # the (plain) forward on one program an SM walking the query tiles
   dkv_bq: int = 64
   dkv_bkv: int = 128
   dkv_stages: int = 2
@@ -480,13 +512,16 @@ def default_config(head_dim: int, causal: bool = False) -> Config:
   128, fifteenth session). The fused backward issues dQ's product first (`bwd_dq_first`) except at
   head_dim 128 without the mask, and with the mask runs the diagonal blocks in a loop of their own
   (`bwd_split_mask`): 349 / 301 / 340 TFLOP/s against 285 / 276 / 298 (64 full / 64 causal / 128
-  causal; at 128 full dq_first loses, 403 against 443; sixteenth and seventeenth sessions)."""
+  causal; at 128 full dq_first loses, 403 against 443; sixteenth and seventeenth sessions). At head_dim
+  128 without the mask the forward is persistent: 631 against 607 TFLOP/s at seq 4096, where each
+  tile's CTA spent a larger share of its time filling its pipeline (622 against 627 at 16384; with the
+  mask, tiles of unequal lengths dealt out in turn balance worse: 522 against 550; twenty-fourth session)."""
   if head_dim <= 64:
     return Config(bq=128 if causal else 192, bkv=128, stages=4 if causal else 3, overlap=False, ws=True,
                   lpt=True, bwd_dq_first=True, bwd_split_mask=causal, dkv_bq=128, dkv_bkv=128, dkv_stages=2,
                   dq_bkv=128, dq_stages=3)
   if head_dim <= 128:
-    return Config(bq=128, bkv=128, stages=3, overlap=False, ws=True, bwd_dq_first=causal,
+    return Config(bq=128, bkv=128, stages=3, overlap=False, ws=True, persistent=not causal, bwd_dq_first=causal,
                   bwd_split_mask=causal, dkv_bq=64, dkv_bkv=128, dkv_stages=2, dq_bkv=64, dq_stages=3)
   return Config(bq=128, bkv=64, stages=2, fused_bwd=False, dkv_bq=64, dkv_bkv=128, dkv_stages=1, dq_bkv=64,
                 dq_stages=1)
@@ -523,9 +558,11 @@ def _check_bwd(q, k, config):
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(3, 4, 5, 6, 7))
 def _attention(q, k, v, causal, scale, config, interpret, kv_len):
-  kernel = forward_overlap if config.overlap else forward
-  return kernel(q, k, v, bq=config.bq, bkv=config.bkv, stages=config.stages, causal=causal, scale=scale,
-                ws=config.ws, pingpong=config.pingpong, lpt=config.lpt, kv_len=kv_len, interpret=interpret)
+  kw = dict(bq=config.bq, bkv=config.bkv, stages=config.stages, causal=causal, scale=scale, ws=config.ws,
+            pingpong=config.pingpong, lpt=config.lpt, kv_len=kv_len, interpret=interpret)
+  if config.overlap:
+    return forward_overlap(q, k, v, **kw)
+  return forward(q, k, v, persistent=config.persistent, **kw)
 
 
 def _attention_fwd(q, k, v, causal, scale, config, interpret, kv_len):

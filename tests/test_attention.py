@@ -5,6 +5,7 @@ interpreter (-m gpu)."""
 import dataclasses
 import math
 import os
+import re
 import sys
 
 import jax
@@ -291,3 +292,50 @@ def test_gpu_forward_and_gradients_with_partial_last_blocks(head_dim, causal, bk
   zero = jnp.zeros_like(lse)
   for g, w, what in zip(vjp((do, zero)), vjp_ref((do, zero)), "qkv"):
     assert rel(g, w) < 4 * TOL[jnp.float16], what
+
+
+# the persistent forward (Config.persistent): one program an SM walking query tiles of every head and
+# batch; mg.num_sms() is made 3 here so that each program walks several tiles (partial last ones too)
+PERSISTENT = [
+    ("f16_d128_gqa", (2, 320, 2, 128), 1, jnp.float16, False, ex.Config(bq=128, bkv=128, stages=2, ws=True)),
+    ("bf16_d64_causal_longest_first", (1, 320, 3, 64), 1, jnp.bfloat16, True, ex.Config(bq=128, bkv=64, stages=3)),
+    ("f16_d64_three_warpgroups", (2, 256, 1, 64), 1, jnp.float16, False,
+     ex.Config(bq=192, bkv=128, stages=2, ws=True)),
+    ("f16_d128_odd_keys_padded", (1, 201, 2, 128), 2, jnp.float16, False, ex.default_config(128)),
+]
+
+
+@pytest.mark.parametrize("name,shape,kv_heads,dtype,causal,config", PERSISTENT, ids=[c[0] for c in PERSISTENT])
+def test_persistent_forward_walks_tiles_and_matches_the_reference(name, shape, kv_heads, dtype, causal, config,
+                                                                  monkeypatch):
+  monkeypatch.setattr(ex.mg, "num_sms", lambda: 3)
+  config = dataclasses.replace(config, persistent=True, overlap=False)
+  q, k, v, _ = inputs(shape, kv_heads, dtype, scale=2.5, seed=5)
+  want, want_lse = ex.reference(q, k, v, causal, sm_scale=1.0)
+  got, lse = ex.attention(q, k, v, causal, sm_scale=1.0, return_lse=True, config=config, interpret=True)
+  assert ex._fwd_grid(q, bq=config.bq, persistent=True) == (3,)
+  assert got.shape == q.shape and got.dtype == dtype
+  assert rel(got, want) < TOL[dtype]
+  np.testing.assert_allclose(lse, want_lse, rtol=1e-3, atol=1e-2)
+
+
+def test_persistent_forward_is_the_default_at_head_dim_128_without_the_mask():
+  assert ex.default_config(128).persistent and not ex.default_config(128, True).persistent
+  spec = S((1, 1024, 2, 128), jnp.float16)
+  text = ex.forward.typed_ir(spec, spec, spec, bq=128, bkv=128, stages=3, causal=False, scale=0.1, ws=True,
+                             persistent=True)
+  grid = ex.forward.typed_ir(spec, spec, spec, bq=128, bkv=128, stages=3, causal=False, scale=0.1, ws=True)
+  walk = re.compile(r"for start=%\d+ stop=16 step=%\d+")     # from the program id by the programs, 16 tiles
+  assert len(walk.findall(text)) == 2 and not walk.findall(grid)     # in the producer and the consumers
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("head_dim,causal", [(128, False), (128, True), (64, False)], ids=str)
+def test_gpu_persistent_forward_walks_many_tiles(head_dim, causal):
+  """512 query tiles over the H200's 132 programs (the last tile of each head partial: 4000 rows)."""
+  q, k, v, _ = inputs((2, 4000, 8, head_dim), 4, jnp.float16, seed=11, scale=2.0)
+  config = dataclasses.replace(ex.default_config(head_dim, causal), persistent=True)
+  got, lse = jax.jit(lambda q, k, v: ex.attention(q, k, v, causal, return_lse=True, config=config))(q, k, v)
+  want, want_lse = ex.reference(q, k, v, causal)
+  assert rel(got, want) < TOL[jnp.float16]
+  np.testing.assert_allclose(lse, want_lse, rtol=1e-3, atol=1e-3)
