@@ -56,9 +56,10 @@ def _q_grid(q, *_, bq, **__):
   return (ml.cdiv(q.shape[1], bq), q.shape[2], q.shape[0])
 
 
-def _fwd_grid(q, *_, bq, lpt=False, persistent=False, **__):
+def _fwd_grid(q, *_, bq, lpt=False, persistent=False, causal=False, **__):
   if persistent:
-    return (min(ml.cdiv(q.shape[1], bq) * q.shape[2] * q.shape[0], mg.num_sms()),)
+    tiles = ml.cdiv(q.shape[1], bq) * q.shape[2] * q.shape[0]
+    return (min(tiles // 2 if causal and tiles % 2 == 0 else tiles, mg.num_sms()),)
   if lpt:      # query tiles the slowest axis: every head's longest (causal) tile launches first
     return (q.shape[2], q.shape[0], ml.cdiv(q.shape[1], bq))
   return (ml.cdiv(q.shape[1], bq), q.shape[2], q.shape[0])     # a partial last query tile
@@ -117,12 +118,13 @@ def mask_kv_tail(s, j, bkv, skv):
 @ml.inline
 def tile_ids(t, q, bq, causal):
   """(query tile, head, batch) of a persistent program's tile t: query tiles fastest (neighbours share
-  K and V in L2); with `causal`, every head's longest tiles first."""
+  K and V in L2); with `causal`, a head's tiles in the order longest, shortest, second longest, second
+  shortest, ..., so that tiles 2u and 2u + 1 together see about as many key blocks as any other pair."""
   nq, heads = ml.cdiv(q.shape[1], bq), q.shape[2]
+  i = t % nq
   if causal:
-    hb = heads * q.shape[0]
-    return nq - 1 - t // hb, t % hb % heads, t % hb // heads
-  return t % nq, t // nq % heads, t // (nq * heads)
+    i = ml.where(i % 2 == 0, nq - 1 - i // 2, i // 2)
+  return i, t // nq % heads, t // (nq * heads)
 
 
 @ml.inline
@@ -174,9 +176,16 @@ def forward_kernel(q, k, v, o, lse, *, bq: ml.constexpr, bkv: ml.constexpr, stag
   v_s = ml.smem((bkv, q.shape[3]))
   if persistent:
     tiles = ml.cdiv(q.shape[1], bq) * q.shape[2] * q.shape[0]
-    for t in range(ml.program_id(0), tiles, ml.num_programs(0)):
-      i, h, b = tile_ids(t, q, bq, causal)
-      attend_tile(q, k, v, o, lse, q_s, k_s, v_s, i, h, b, bq, bkv, stages, causal, scale, ws, pingpong, kv_len)
+    pid, programs = ml.program_id(0), ml.num_programs(0)
+    if causal and tiles % 2 == 0:    # whole pairs of tiles a program (tile_ids): programs of equal work
+      for u in range(2 * ml.cdiv(tiles // 2 - pid, programs)):
+        t = 2 * (pid + u // 2 * programs) + u % 2
+        i, h, b = tile_ids(t, q, bq, causal)
+        attend_tile(q, k, v, o, lse, q_s, k_s, v_s, i, h, b, bq, bkv, stages, causal, scale, ws, pingpong, kv_len)
+    else:
+      for t in range(pid, tiles, programs):
+        i, h, b = tile_ids(t, q, bq, causal)
+        attend_tile(q, k, v, o, lse, q_s, k_s, v_s, i, h, b, bq, bkv, stages, causal, scale, ws, pingpong, kv_len)
   else:
     i, h, b = fwd_ids(causal, lpt)
     attend_tile(q, k, v, o, lse, q_s, k_s, v_s, i, h, b, bq, bkv, stages, causal, scale, ws, pingpong, kv_len)

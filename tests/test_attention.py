@@ -298,7 +298,10 @@ def test_gpu_forward_and_gradients_with_partial_last_blocks(head_dim, causal, bk
 # batch; mg.num_sms() is made 3 here so that each program walks several tiles (partial last ones too)
 PERSISTENT = [
     ("f16_d128_gqa", (2, 320, 2, 128), 1, jnp.float16, False, ex.Config(bq=128, bkv=128, stages=2, ws=True)),
-    ("bf16_d64_causal_longest_first", (1, 320, 3, 64), 1, jnp.bfloat16, True, ex.Config(bq=128, bkv=64, stages=3)),
+    ("bf16_d64_causal_odd_tile_count", (1, 320, 3, 64), 1, jnp.bfloat16, True, ex.Config(bq=128, bkv=64, stages=3)),
+    # causal with an even tile count: whole pairs (longest with shortest) a program, pairs across heads too
+    ("f16_d64_causal_pairs_across_heads", (2, 320, 2, 64), 1, jnp.float16, True, ex.Config(bq=128, bkv=64, stages=2)),
+    ("f16_d128_causal_pairs", (1, 512, 3, 128), 3, jnp.float16, True, ex.default_config(128, True)),
     ("f16_d64_three_warpgroups", (2, 256, 1, 64), 1, jnp.float16, False,
      ex.Config(bq=192, bkv=128, stages=2, ws=True)),
     ("f16_d128_odd_keys_padded", (1, 201, 2, 128), 2, jnp.float16, False, ex.default_config(128)),
@@ -313,7 +316,7 @@ def test_persistent_forward_walks_tiles_and_matches_the_reference(name, shape, k
   q, k, v, _ = inputs(shape, kv_heads, dtype, scale=2.5, seed=5)
   want, want_lse = ex.reference(q, k, v, causal, sm_scale=1.0)
   got, lse = ex.attention(q, k, v, causal, sm_scale=1.0, return_lse=True, config=config, interpret=True)
-  assert ex._fwd_grid(q, bq=config.bq, persistent=True) == (3,)
+  assert ex._fwd_grid(q, bq=config.bq, persistent=True, causal=causal) == (3,)
   assert got.shape == q.shape and got.dtype == dtype
   assert rel(got, want) < TOL[dtype]
   np.testing.assert_allclose(lse, want_lse, rtol=1e-3, atol=1e-2)
