@@ -17,7 +17,9 @@ output accumulator) in registers:
     acc = acc * alpha + p @ v     P straight from registers into the tensor cores
 
 Causal programs stop at the diagonal (a runtime trip count) and mask only the blocks
-that cross it. Any sequence lengths work, forward and backward: where a block does not divide
+that cross it. With `Config(persistent=True)` (the default at head_dim 128 without the mask) the
+grid is one program an SM, each walking query tiles, so the producer warpgroup loads the next
+tile's K and V while the current tile finishes. Any sequence lengths work, forward and backward: where a block does not divide
 them, the last block is partial (TMA reads zeros past the end), its missing keys are masked, and
 missing query rows add nothing (at head_dim 128 and 256, where TMA moves rows in eights, zero
 rows are added to reach a multiple of 8, and the keys among them masked). `forward_overlap` (an option, slower on the H200) reorders the loop as
