@@ -41,10 +41,10 @@ def flops(b, s, h, d, causal, bwd):
   return f * (2.5 if bwd else 1.0)
 
 
-def ours_configs(d, few=False, causal=False):
+def ours_configs(d, few=False, causal=False, seq=None):
   """The default tiles, the other forward and backward kernels, and a few other tiles (`few`: the
   default and its variants in the two loop orders, with and without ping-pong)."""
-  base = ex.default_config(d, causal)
+  base = ex.default_config(d, causal, seq)
   if few == "dqfirst":   # the fused backward with dQ's product issued before dK's, and not
     r = dataclasses.replace
     return [base, r(base, bwd_dq_first=not base.bwd_dq_first)]
@@ -89,13 +89,13 @@ def ours_configs(d, few=False, causal=False):
 
 
 def cfg_name(c):
-  return f"{'lpt ' if c.lpt else ''}{'ws ' if c.ws else ''}{'bwd-ws ' if c.bwd_ws else ''}{'dq-first ' if c.bwd_dq_first else ''}{'pp ' if c.pingpong else ''}{'overlap' if c.overlap else 'simple'} q{c.bq} kv{c.bkv} s{c.stages} | {'fused' if c.fused_bwd else 'dkv+dq'} q{c.dkv_bq} kv{c.dkv_bkv} s{c.dkv_stages} | dq kv{c.dq_bkv} s{c.dq_stages}"
+  return f"{'persistent ' if c.persistent else ''}{'lpt ' if c.lpt else ''}{'ws ' if c.ws else ''}{'bwd-ws ' if c.bwd_ws else ''}{'dq-first ' if c.bwd_dq_first else ''}{'pp ' if c.pingpong else ''}{'overlap' if c.overlap else 'simple'} q{c.bq} kv{c.bkv} s{c.stages} | {'fused' if c.fused_bwd else 'dkv+dq'} q{c.dkv_bq} kv{c.dkv_bkv} s{c.dkv_stages} | dq kv{c.dq_bkv} s{c.dq_stages}"
 
 
-def contenders(d, causal, bwd, few=False):
+def contenders(d, causal, bwd, few=False, seq=None):
   """(contender, [(config name, f(q, k, v) -> o)]); the Pallas sweep is over the blocks the
   pass uses (forward: block_kv and pipeline depth; backward: the dK/dV and dQ blocks)."""
-  ours = [(cfg_name(c), functools.partial(ex.attention, causal=causal, config=c)) for c in ours_configs(d, few, causal)]
+  ours = [(cfg_name(c), functools.partial(ex.attention, causal=causal, config=c)) for c in ours_configs(d, few, causal, seq)]
   cudnn = [("cudnn", lambda q, k, v: jax.nn.dot_product_attention(q, k, v, is_causal=causal,
                                                                    implementation="cudnn"))]
   from jax.experimental.pallas.ops.gpu import attention_mgpu as pa
@@ -175,7 +175,7 @@ def run_problem(dtype, d, causal, seq, passes, few=False, each=False, peers=True
       return jax.jit(lambda vjp, do: vjp(do)), (vjp, do)
 
     res = {}
-    for name, cands in contenders(d, causal, bwd, few):
+    for name, cands in contenders(d, causal, bwd, few, seq):
       if name == "Pallas" and not peers:
         res[name] = (float("nan"), float("nan"), "not run (--no-pallas)")
         continue

@@ -31,7 +31,7 @@ HEADER = ("D", "mask", "seq", "config", "TFLOP/s", "wall ms")
 
 
 def configs(d, causal):
-  base = ex.default_config(d, causal)
+  base = ex.default_config(d, causal)          # (the per-tile grid: no seq_kv given)
   out = [dataclasses.replace(base, persistent=p) for p in (False, True)]
   if d <= 64:
     out += [dataclasses.replace(base, bq=128, stages=s, persistent=True) for s in (3, 4)]

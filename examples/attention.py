@@ -17,7 +17,7 @@ output accumulator) in registers:
     acc = acc * alpha + p @ v     P straight from registers into the tensor cores
 
 Causal programs stop at the diagonal (a runtime trip count) and mask only the blocks
-that cross it. With `Config(persistent=True)` (the default at head_dim 128 without the mask) the
+that cross it. With `Config(persistent=True)` (the default up to 4096 keys) the
 grid is one program an SM, each walking query tiles, so the producer warpgroup loads the next
 tile's K and V while the current tile finishes. Any sequence lengths work, forward and backward: where a block does not divide
 them, the last block is partial (TMA reads zeros past the end), its missing keys are masked, and
@@ -510,7 +510,7 @@ class Config:
   dq_stages: int = 2
 
 
-def default_config(head_dim: int, causal: bool = False) -> Config:
+def default_config(head_dim: int, causal: bool = False, seq_kv: int | None = None) -> Config:
   """Tiles that fit the SMEM (227 KiB less 16 bytes) and the registers of the warpgroups. The forward is
   warp-specialised in the plain order: the fastest forward at head_dim 64 and 128 on the H200
   (benchmarks/attention.py --quick, docs/benchmarks.md); at head_dim 64 without a mask, on
@@ -523,16 +523,19 @@ def default_config(head_dim: int, causal: bool = False) -> Config:
   128, fifteenth session). The fused backward issues dQ's product first (`bwd_dq_first`) except at
   head_dim 128 without the mask, and with the mask runs the diagonal blocks in a loop of their own
   (`bwd_split_mask`): 349 / 301 / 340 TFLOP/s against 285 / 276 / 298 (64 full / 64 causal / 128
-  causal; at 128 full dq_first loses, 403 against 443; sixteenth and seventeenth sessions). At head_dim
-  128 without the mask the forward is persistent: 631 against 607 TFLOP/s at seq 4096, where each
-  tile's CTA spent a larger share of its time filling its pipeline (622 against 627 at 16384; with the
-  mask, tiles of unequal lengths dealt out in turn balance worse: 522 against 550; twenty-fourth session)."""
+  causal; at 128 full dq_first loses, 403 against 443; sixteenth and seventeenth sessions). Up to
+  `seq_kv` = 4096 keys the forward is persistent (a tile's CTA spends a larger share of its time
+  filling its pipeline there): 541 / 628 against 518 / 603 TFLOP/s at seq 1024 / 4096 (head_dim 128),
+  407 / 559 against 389 / 541 (128, causal), 341 / 442 against 321 / 443 (64), 269 / 390 against
+  248 / 382 (64, causal); at 16384 the per-tile grid is faster (630 against 585 at 128; twenty-fourth
+  session, docs/benchmarks.md). Without `seq_kv` it is not."""
+  persistent = seq_kv is not None and seq_kv <= 4096
   if head_dim <= 64:
     return Config(bq=128 if causal else 192, bkv=128, stages=4 if causal else 3, overlap=False, ws=True,
-                  lpt=True, bwd_dq_first=True, bwd_split_mask=causal, dkv_bq=128, dkv_bkv=128, dkv_stages=2,
-                  dq_bkv=128, dq_stages=3)
+                  lpt=True, persistent=persistent, bwd_dq_first=True, bwd_split_mask=causal, dkv_bq=128,
+                  dkv_bkv=128, dkv_stages=2, dq_bkv=128, dq_stages=3)
   if head_dim <= 128:
-    return Config(bq=128, bkv=128, stages=3, overlap=False, ws=True, persistent=not causal, bwd_dq_first=causal,
+    return Config(bq=128, bkv=128, stages=3, overlap=False, ws=True, persistent=persistent, bwd_dq_first=causal,
                   bwd_split_mask=causal, dkv_bq=64, dkv_bkv=128, dkv_stages=2, dq_bkv=64, dq_stages=3)
   return Config(bq=128, bkv=64, stages=2, fused_bwd=False, dkv_bq=64, dkv_bkv=128, dkv_stages=1, dq_bkv=64,
                 dq_stages=1)
@@ -629,7 +632,7 @@ def attention(q, k, v, causal: bool = False, sm_scale: float | None = None, *, r
                        f" jax.jit is tracing: mark it static, jax.jit(f, static_argnames=[{name!r}])")
   if config is not None and not isinstance(config, Config):
     raise TypeError(f"attention: config must be a Config (Config(bq=..., ...)), got {type(config).__name__}")
-  config = config or default_config(q.shape[-1], bool(causal))
+  config = config or default_config(q.shape[-1], bool(causal), k.shape[1])
   _check(q, k, v, causal, config)
   scale = float(sm_scale) if sm_scale is not None else 1.0 / math.sqrt(q.shape[-1])
   if not 0 < scale < math.inf:     # the kernels mask with -inf before scaling: a scale of 0 or less breaks it,

@@ -322,8 +322,10 @@ def test_persistent_forward_walks_tiles_and_matches_the_reference(name, shape, k
   np.testing.assert_allclose(lse, want_lse, rtol=1e-3, atol=1e-2)
 
 
-def test_persistent_forward_is_the_default_at_head_dim_128_without_the_mask():
-  assert ex.default_config(128).persistent and not ex.default_config(128, True).persistent
+def test_persistent_forward_is_the_default_up_to_4096_keys():
+  for d in (64, 128):
+    for causal in (False, True):
+      assert [ex.default_config(d, causal, s).persistent for s in (None, 1000, 4096, 4097)] == [0, 1, 1, 0]
   spec = S((1, 1024, 2, 128), jnp.float16)
   text = ex.forward.typed_ir(spec, spec, spec, bq=128, bkv=128, stages=3, causal=False, scale=0.1, ws=True,
                              persistent=True)
