@@ -45,6 +45,8 @@ def ours_configs(d, few=False, causal=False, seq=None):
   """The default tiles, the other forward and backward kernels, and a few other tiles (`few`: the
   default and its variants in the two loop orders, with and without ping-pong)."""
   base = ex.default_config(d, causal, seq)
+  if few == "default":
+    return [base]
   if few == "dqfirst":   # the fused backward with dQ's product issued before dK's, and not
     r = dataclasses.replace
     return [base, r(base, bwd_dq_first=not base.bwd_dq_first)]
@@ -214,6 +216,7 @@ def main():
                  " product issued before dK's (or after, where the default issues it first)")
   p.add_argument("--lpt", action="store_true", help="the default tiles against the same with query tiles the"
                                                     " slowest grid axis (causal: longest first across heads)")
+  p.add_argument("--default", action="store_true", help="our default configuration only (against the peers)")
   p.add_argument("--kv", action="store_true", help="the default tiles against wider key blocks (192, 256)")
   p.add_argument("--each", action="store_true", help="print every configuration's figures")
   p.add_argument("--no-pallas", action="store_true", help="skip Pallas (its forward overflows SMEM on jax 0.11.2)")
@@ -230,7 +233,7 @@ def main():
     for d in dims:
       for causal in masks:
         for seq in seqs:
-          rows += run_problem(getattr(jnp, dtype), d, causal, seq, passes, "kv" if a.kv else "wg3" if a.wg3 else "wg3b" if a.wg3b else "lpt" if a.lpt else "bwdws" if a.bwd_ws else "dqfirst" if a.dq_first else a.few, a.each,
+          rows += run_problem(getattr(jnp, dtype), d, causal, seq, passes, "default" if a.default else "kv" if a.kv else "wg3" if a.wg3 else "wg3b" if a.wg3b else "lpt" if a.lpt else "bwdws" if a.bwd_ws else "dqfirst" if a.dq_first else a.few, a.each,
                                not a.no_pallas)
   print("\nAttention, each contender at its best configuration:")
   print(table(HEADER, rows))

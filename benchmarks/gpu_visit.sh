@@ -76,6 +76,7 @@ step() {
     # wider key blocks (192; the last block of a sequence partial and masked) against the default forward
     attn_kv)     python3 -u benchmarks/attention.py --pass fwd --kv --each --no-pallas --causal full --dtype float16 --seq 4096 --seq 16384 ;;
     # a persistent forward (one CTA an SM walking the tiles) against the default (issue #9)
+    attn_def)    python3 -u benchmarks/attention.py --pass fwd --default --no-pallas --dtype float16 --seq 1024 --seq 4096 --seq 16384 ;;
     attn_pers)   python3 -u benchmarks/attn_persistent.py ;;
     attn_pers128) python3 -u benchmarks/attn_persistent.py --head-dim 128 --causal full ;;
     attn_pp)     python3 -u benchmarks/attention.py --quick --pass fwd --few --each --no-pallas ;;
