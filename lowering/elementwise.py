@@ -44,6 +44,38 @@ def _floor_mod_array(a, b):
   return fix.select(r + b, r)
 
 
+def _minus_one_safe_scalar(kind, f):
+  """Signed `f` (floordivsi, remsi or the floor mod) of scalars with a divisor of -1 taken apart:
+  LLVM's sdiv and srem of the lowest value by -1 are undefined behaviour (the quotient overflows),
+  where jnp's `x // -1` is -x (wrapping: INT_MIN // -1 is INT_MIN) and `x % -1` is 0. The divisor
+  becomes 1 there, and the quotient is negated back."""
+  def op(a, b):
+    minus1 = arith.cmpi(arith.CmpIPredicate.eq, b, arith.constant(b.type, -1))
+    r = f(a, arith.select(minus1, arith.constant(b.type, 1), b))
+    if kind == BinOp.FLOORDIV:
+      r = arith.select(minus1, arith.subi(arith.constant(a.type, 0), a), r)
+    return r
+  return op
+
+
+def _minus_one_safe_array(kind, f):
+  """_minus_one_safe_scalar's guard for signed FragmentedArrays."""
+  def op(a, b):
+    minus1 = b == -1
+    one = fa.FragmentedArray.splat(arith.constant(b.mlir_dtype, 1), b.shape, b.layout, is_signed=True)
+    r = f(a, minus1.select(one, b))
+    return minus1.select(-a, r) if kind == BinOp.FLOORDIV else r
+  return op
+
+
+_SIGNED_DIVISIONS = (BinOp.FLOORDIV, BinOp.MOD, BinOp.FMOD)
+
+
+def _needs_minus_one_guard(o) -> bool:
+  """A signed //, % or fmod whose divisor may be -1 (a value, or the number -1)."""
+  return o.kind in _SIGNED_DIVISIONS and (isinstance(o.rhs, kir.Value) or o.rhs == -1)
+
+
 _SCALAR_INT = {BinOp.ADD: arith.addi, BinOp.SUB: arith.subi, BinOp.MUL: arith.muli,
                BinOp.FLOORDIV: arith.floordivsi, BinOp.MOD: _floor_mod_scalar, BinOp.FMOD: arith.remsi,
                BinOp.MAX: arith.maxsi, BinOp.MIN: arith.minsi,
@@ -85,7 +117,10 @@ def _binary(ctx, o):
       ctx.set(o.result, _float_divmod(o, a, b, d).registers.item())
       return
     table = _SCALAR_FLOAT if d.is_float else _SCALAR_INT if d.is_signed else _SCALAR_UINT
-    ctx.set(o.result, table[o.kind](a, b))
+    f = table[o.kind]
+    if d.is_int and d.is_signed and _needs_minus_one_guard(o):
+      f = _minus_one_safe_scalar(o.kind, f)
+    ctx.set(o.result, f(a, b))
     return
   a = as_array(ctx, operand(ctx, o.lhs), t, d)
   b = as_array(ctx, operand(ctx, o.rhs), t, d)
@@ -95,7 +130,10 @@ def _binary(ctx, o):
   if o.kind == BinOp.MOD and not d.is_signed:
     ctx.set(o.result, a % b)
     return
-  ctx.set(o.result, _ARRAY[o.kind](a, b))
+  f = _ARRAY[o.kind]
+  if d.is_int and d.is_signed and _needs_minus_one_guard(o):
+    f = _minus_one_safe_array(o.kind, f)
+  ctx.set(o.result, f(a, b))
 
 
 def _float_divmod(o, a, b, d):
