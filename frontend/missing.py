@@ -73,7 +73,7 @@ NOT_YET = {   # what Triton and jnp users reach for that mgpu_dsl does not have,
     "atanh": "no ml.atanh: 0.5 * ml.log((1 + x) / (1 - x))",
     **{n: f"use ml.{n.replace('arc', 'a')} (libdevice's {n.replace('arc', 'a')}f)"
        for n in ("arcsin", "arccos", "arctan", "arctan2")},
-    "sign": "no ml.sign: ml.where(x > 0, 1.0, ml.where(x < 0, -1.0, 0.0))",
+    "sign": "no ml.sign: ml.where(x > 0, 1, ml.where(x < 0, -1, x)) (jnp.sign: x's dtype, NaN and -0.0 kept)",
     # Triton tutorial names that were 'check the spelling' or a misleading near miss (probe 29a)
     "pointer_type": ("no pointers: a kernel's parameters are arrays; for groups of operands (Triton's arrays of"
                      " pointers in a grouped GEMM), concatenate the groups' rows into one array and pass their row"

@@ -53,14 +53,15 @@ def sign_of_input(x, out):
 
 @mg.mgpu_kernel(out_shape=lambda x: x)
 def sign_followed(x, out):
-  out[...] = ml.where(x[...] > 0, 1.0, ml.where(x[...] < 0, -1.0, 0.0))
+  out[...] = ml.where(x[...] > 0, 1, ml.where(x[...] < 0, -1, x[...]))
 
 
 def test_a_missing_functions_formula_is_written_with_the_calls_operand():
   """It was `ml.where(x > 0, ...)`: here `x` is the kernel's input ref, so the hint followed
   literally compared a ref (and in another kernel named nothing at all)."""
   expect(sign_of_input, [S((128,), F32)], mg.UnknownNameError, "ml.sign", "ml has no attribute 'sign'",
-         hint="no ml.sign: ml.where(x[...] > 0, 1.0, ml.where(x[...] < 0, -1.0, 0.0))")
+         hint="no ml.sign: ml.where(x[...] > 0, 1, ml.where(x[...] < 0, -1, x[...])) (jnp.sign: x[...]'s dtype,"
+              " NaN and -0.0 kept)")
   close(sign_followed(x128, interpret=True), jnp.sign(x128))
 
 

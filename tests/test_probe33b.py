@@ -78,3 +78,30 @@ def test_gpu_signed_division_by_minus_one_matches_jnp():
   a = jnp.asarray(np.array([np.iinfo(np.int32).min, -1], np.int32))
   want = [a[0] // a[1], a[0] % a[1], jnp.fmod(a[0], a[1])]
   np.testing.assert_array_equal(np.asarray(jax.jit(scalar_divisions)(a)), np.asarray(jnp.stack(want)))
+
+
+# ---------------------------------------------------------------- jnp.sign / torch.sign
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def sign_of_ints(x, out):
+  out[...] = ml.sign(x[...])
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def sign_as_hinted(x, out):
+  out[...] = ml.where(x[...] > 0, 1, ml.where(x[...] < 0, -1, x[...]))
+
+
+def test_the_sign_hint_keeps_the_dtype_nan_and_negative_zero():
+  """The hint was ml.where(x > 0, 1.0, ml.where(x < 0, -1.0, 0.0)): float32 for integers (so the
+  followed hint's store into an int32 output was MG102), 0.0 for NaN and for -0.0 where jnp.sign
+  gives NaN and -0.0."""
+  expect(sign_of_ints, [S((128,), I32)], mg.UnknownNameError, "ml.sign", "ml has no attribute 'sign'",
+         hint="no ml.sign: ml.where(x[...] > 0, 1, ml.where(x[...] < 0, -1, x[...])) (jnp.sign: x[...]'s dtype,"
+              " NaN and -0.0 kept)")
+  ints = jnp.asarray(np.array([np.iinfo(np.int32).min, -7, -1, 0, 1, 9, np.iinfo(np.int32).max, 0] * 16, np.int32))
+  np.testing.assert_array_equal(np.asarray(sign_as_hinted(ints, interpret=True)), np.asarray(jnp.sign(ints)))
+  for dtype in (F32, jnp.bfloat16):
+    x = jnp.asarray(np.array([-0.0, 0.0, np.nan, -np.inf, np.inf, -2.5, 3.0, 1e-30] * 16, np.float32), dtype)
+    got, want = np.asarray(sign_as_hinted(x, interpret=True), np.float32), np.asarray(jnp.sign(x), np.float32)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
