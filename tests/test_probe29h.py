@@ -57,10 +57,10 @@ def test_masked_var_std_and_mean_hints_write_a_count_that_works_when_followed():
              "ml.var: got an unexpected keyword argument 'where'",
              hint="the masked mean first, then the masked squared deviations from it: " + mu + "; then "
                   + sq.format(", keepdims=True") + " / " + cnt.format(", keepdims=True")
-                  + "; ml.var(x, axis=None, ddof=0, keepdims=False)")
+                  + "; ml.var(x, axis=None, ddof=0, keepdims=False, *, correction=None)")
   std = e.errors[1]
   assert std.hint == ("the masked mean first, then the masked squared deviations from it: " + mu + "; then ml.sqrt("
-                      + sq.format("") + " / (" + cnt.format("") + " - 1)); ml.std(x, axis=None, ddof=0, keepdims=False)")
+                      + sq.format("") + " / (" + cnt.format("") + " - 1)); ml.std(x, axis=None, ddof=0, keepdims=False, *, correction=None)")
   expect(masked_mean, spec, mg.KernelTypeError, "ml.mean(v, axis=1, where=m, keepdims=True)",
          "ml.mean: got an unexpected keyword argument 'where'",
          hint="select the elements first, the others set to what the reduction ignores: ml.sum(ml.where(m, v, 0),"

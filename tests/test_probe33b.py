@@ -105,3 +105,34 @@ def test_the_sign_hint_keeps_the_dtype_nan_and_negative_zero():
     got, want = np.asarray(sign_as_hinted(x, interpret=True), np.float32), np.asarray(jnp.sign(x), np.float32)
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
+# ---------------------------------------------------------------- var / std with correction
+@mg.mgpu_kernel(out_shape=lambda x: (S((x.shape[0],), x.dtype),) * 2, grid=(1,))
+def corrected_var_std(x, v, s):
+  v[...] = ml.var(x[...], axis=1, correction=1)
+  s[...] = x[...].std(axis=1, correction=2)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), x.dtype), grid=(1,))
+def ddof_and_correction(x, v):
+  v[...] = ml.var(x[...], axis=1, ddof=1, correction=1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), x.dtype), grid=(1,))
+def torch_unbiased(x, v):
+  v[...] = x[...].var(dim=1, unbiased=True)
+
+
+def test_var_and_std_take_jnps_correction_and_hint_torchs_unbiased():
+  """`correction=` (jnp.var's and torch.var's) was MG003 'unexpected keyword argument'."""
+  x = jnp.asarray(np.random.default_rng(0).standard_normal((8, 128)), F32) * 3 + 10
+  v, s = corrected_var_std(x, interpret=True)
+  np.testing.assert_allclose(np.asarray(v), np.asarray(jnp.var(x, 1, correction=1)), rtol=1e-5)
+  np.testing.assert_allclose(np.asarray(s), np.asarray(jnp.std(x, 1, correction=2)), rtol=1e-5)
+  expect(ddof_and_correction, [S((8, 128), F32)], mg.KernelTypeError, "ml.var(",
+         "ml.var: ddof and correction are one setting, given both", hint="give one: ml.var(x[...], axis=1, ddof=1)")
+  expect(torch_unbiased, [S((8, 128), F32)], mg.KernelTypeError, "x[...].var(",
+         "ml.var: got an unexpected keyword argument 'dim'",
+         hint="write axis= for dim=: torch's unbiased=True is ddof=1 here (or jnp's correction=): "
+              "ml.var(x[...], axis=1, ddof=1); ml.var(x, axis=None, ddof=0, keepdims=False, *, correction=None)")

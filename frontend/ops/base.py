@@ -150,6 +150,12 @@ def jnp_keyword_hint(cx, name, sig, args, kwargs) -> str:
   if "where" in given and name in ("var", "std"):
     m = txt(kwargs["where"], "m")
     return _masked_variance_hint(m, _kept(kwargs["where"], m, x, xs), xs, name, args, kwargs, txt)
+  if "unbiased" in given and name in ("var", "std"):     # torch's
+    ddof = int(bool(kwargs["unbiased"]))
+    rest = "".join([f", {txt(a)}" for a in args[1:]] + [f", {_ALIASES.get(k, k)}={txt(v)}" for k, v in kwargs.items()
+                                                         if _ALIASES.get(k, k) in sig.parameters and k != "x"])
+    return (f"torch's unbiased={txt(kwargs['unbiased'])} is ddof={ddof} here (or jnp's correction=):"
+            f" ml.{name}({xs}{rest}, ddof={ddof}); ")
   if "dtype" in given and name in _IDENTITY:
     from .elementwise_checks import method_on
     return f"convert first: ml.{name}({method_on(xs)}.astype(jnp.float32){rest}); "

@@ -133,18 +133,29 @@ def _variance(cx, x, axis, ddof, keepdims, what):
   return ew.binary(cx, ew.BinOp.DIV, ss, float(n - ddof) if n > ddof else math.nan), out
 
 
+def _ddof(cx, x, axis, ddof, correction, what):
+  """ddof, or jnp's (and the Array API's, torch's) other name for it, `correction=`; not both."""
+  if correction is None:
+    return ddof
+  if ddof != 0:
+    ax = "" if axis is None else f", axis={axis!r}"
+    raise E.KernelTypeError(f"{what}: ddof and correction are one setting, given both", cx.loc,
+                            hint=f"give one: {what}({method_on(cx.named(x))}{ax}, ddof={shown(correction)})")
+  return correction
+
+
 @builtin(methods=("var",))
-def var(cx, x, axis=None, ddof=0, keepdims=False):
+def var(cx, x, axis=None, ddof=0, keepdims=False, *, correction=None):
   """jnp.var: the mean squared deviation from the mean over `axis`, divided by n - ddof (two
-  passes: the mean, then the squares of the deviations)."""
-  v, out = _variance(cx, x, axis, ddof, keepdims, "ml.var")
+  passes: the mean, then the squares of the deviations); `correction` is jnp's other name for ddof."""
+  v, out = _variance(cx, x, axis, _ddof(cx, x, axis, ddof, correction, "ml.var"), keepdims, "ml.var")
   return v if out == DType.f32 else ew.astype(cx, v, out)
 
 
 @builtin(methods=("std",))
-def std(cx, x, axis=None, ddof=0, keepdims=False):
+def std(cx, x, axis=None, ddof=0, keepdims=False, *, correction=None):
   """jnp.std: the square root of ml.var."""
-  v, out = _variance(cx, x, axis, ddof, keepdims, "ml.std")
+  v, out = _variance(cx, x, axis, _ddof(cx, x, axis, ddof, correction, "ml.std"), keepdims, "ml.std")
   s = ew.unary(cx, ew.UnOp.SQRT, v)
   return s if out == DType.f32 else ew.astype(cx, s, out)
 
