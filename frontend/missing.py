@@ -8,6 +8,7 @@ import collections
 import difflib
 import math
 import re
+from .aten_hints import NAMES as ATEN_NAMES  # ATen's everyday operators ml has no function for
 from .formula_hints import with_operands  # the formula hints with the call's own operands
 
 _SCAN = ("no general associative scan: ml.cumsum, ml.cumprod, ml.cummax and ml.cummin scan along an axis;"
@@ -642,10 +643,10 @@ NOT_YET.update({n: _math_hint(n, None) for n in _MATH})
 NOT_YET.update({n: f"no ml.{n}: write the operator, " + ("~x" if op == "~" else f"x {op} n" if op in "<<>>" else
                                                          f"x {op} y")
                 for n, op in _OPERATORS.items() if n not in NOT_YET})
-NOT_YET.update({n: f"no ml.{n}: write the operator, x % y (on integers, flooring as Python; on floats,"
-                   f" x - ml.floor(x / y) * y)" for n in ("mod", "remainder")})
-NOT_YET["rem"] = ("no ml.rem: C's remainder (the sign of x): x - ml.trunc(x / y) * y on floats; on integers,"
-                  " r = x % y; ml.where((r != 0) & ((x < 0) != (y < 0)), r - y, r)")
+NOT_YET.update({n: f"no ml.{n}: write the operator, x % y (flooring: the divisor's sign, as jnp.remainder and"
+                   f" torch.remainder, exact on floats too)" for n in ("mod", "remainder")})
+NOT_YET["rem"] = "no ml.rem: ml.fmod(x, y) (C's remainder, the sign of x, as lax.rem; exact on floats too)"
+NOT_YET.update({n: h for n, h in ATEN_NAMES.items() if n not in NOT_YET})
 NOT_YET.update({n: bit_count_hint(n, "x") for n in ("popc", "popcount", "population_count", "bitwise_count")})
 NOT_YET.update({n: bit_count_hint("clz", "x") for n in ("clz", "count_leading_zeros")})
 NOT_YET["shift_right_logical"] = ("no ml.shift_right_logical: >> shifts a uint32 logically and an int32"

@@ -43,4 +43,5 @@ def torch_method_hint(attr: str, recv: str, args) -> str | None:
       return f"write ml.minimum({recv}, {hi})"
   if attr == "pow" and len(args) == 1 and "=" not in args[0]:
     return f"write {r} ** {_atom(args[0])}"
-  return None
+  from .aten_hints import method_hint       # the operators and the other ATen methods
+  return method_hint(attr, recv, args)

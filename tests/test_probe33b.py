@@ -136,3 +136,114 @@ def test_var_and_std_take_jnps_correction_and_hint_torchs_unbiased():
          "ml.var: got an unexpected keyword argument 'dim'",
          hint="write axis= for dim=: torch's unbiased=True is ddof=1 here (or jnp's correction=): "
               "ml.var(x[...], axis=1, ddof=1); ml.var(x, axis=None, ddof=0, keepdims=False, *, correction=None)")
+
+
+# ---------------------------------------------------------------- ATen's operators ml has no function for
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def aten_dropout(x, out):
+  out[...] = ml.dropout(x[...], 0.5)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def aten_logical_and(x, out):
+  out[...] = ml.logical_and(x[...] > 0, x[...] < 1).astype(x.dtype)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), I32))
+def aten_count_nonzero(x, out):
+  out[...] = ml.count_nonzero(x[...], axis=1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def aten_eye(x, out):
+  out[...] = ml.eye(8, 128)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), x.dtype))
+def aten_nanmax(x, out):
+  out[...] = ml.nanmax(x[...], axis=1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def aten_remainder(x, out):
+  out[...] = ml.remainder(x[...], 2.5)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (x, S((x.shape[0],), I32), x, S(x.shape, jnp.bool_)))
+def aten_as_hinted(x, a, b, c, d):      # the hints above and below, followed
+  v = x[...]
+  a[...] = (ml.arange(8)[:, None] == ml.arange(128)[None, :]).astype(x.dtype)
+  b[...] = ml.sum(v != 0, axis=1)
+  c[...] = ml.where(v > 0, 0.0, v) + ml.cummax(v, axis=1) + v % 2.5
+  d[...] = (v == float('inf')) | ~(v > 0)
+
+
+def test_atens_everyday_operators_missing_from_ml_are_hinted():
+  """They were 'check the spelling' (ml.logical_and, ml.count_nonzero, ml.eye, ml.nanmax), 'did you mean
+  ml.dot?' (ml.dropout); ml.remainder's hint said x - ml.floor(x / y) * y on floats, where % is exact."""
+  spec = [S((8, 128), F32)]
+  expect(aten_dropout, spec, mg.UnknownNameError, "ml.dropout", "ml has no attribute 'dropout'",
+         hint="no ml.dropout: ml.where(ml.rand(seed, offsets) >= p, x * (1.0 / (1.0 - p)), 0.0) with seed an"
+              " ml.scalar parameter and offsets each element's own index (examples/dropout.py)")
+  expect(aten_logical_and, spec, mg.UnknownNameError, "ml.logical_and", "ml has no attribute 'logical_and'",
+         hint="no ml.logical_and: write the operator on booleans, a & b (comparisons give booleans; of numbers,"
+              " compare first: (x != 0) & (y != 0))")
+  expect(aten_count_nonzero, spec, mg.UnknownNameError, "ml.count_nonzero", "ml has no attribute 'count_nonzero'",
+         hint="no ml.count_nonzero: ml.sum(x != 0, axis=...) (booleans count in int32, as jnp.count_nonzero)")
+  e = expect(aten_eye, spec, mg.UnknownNameError, "ml.eye", "ml has no attribute 'eye'")
+  assert e.hint.startswith("no ml.eye: compare index vectors, (ml.arange(m)[:, None] == ml.arange(n)[None, :])")
+  e = expect(aten_nanmax, spec, mg.UnknownNameError, "ml.nanmax", "ml has no attribute 'nanmax'")
+  assert e.hint.startswith("no ml.nanmax: ml.max(ml.where(x != x, float('-inf'), x), axis=...)")
+  expect(aten_remainder, spec, mg.UnknownNameError, "ml.remainder", "ml has no attribute 'remainder'",
+         hint="no ml.remainder: write the operator, x[...] % 2.5 (flooring: the divisor's sign, as jnp.remainder"
+              " and torch.remainder, exact on floats too)")
+  x = jnp.asarray(np.random.default_rng(1).standard_normal((8, 128)) * 4, F32).at[0, :4].set(
+      jnp.array([0.0, jnp.inf, -jnp.inf, jnp.nan]))
+  a, b, c, d = aten_as_hinted(x, interpret=True)
+  np.testing.assert_array_equal(np.asarray(a), np.eye(8, 128, dtype=np.float32))
+  np.testing.assert_array_equal(np.asarray(b), np.asarray(jnp.count_nonzero(x, axis=1)))
+  np.testing.assert_array_equal(np.asarray(c), np.asarray(jnp.where(x > 0, 0.0, x) + jax.lax.cummax(x, axis=1)
+                                                          + jnp.remainder(x, 2.5)))
+  np.testing.assert_array_equal(np.asarray(d), np.asarray(jnp.isposinf(x) | jnp.logical_not(x > 0)))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def torch_masked_fill(x, out):
+  out[...] = x[...].masked_fill(x[...] > 0, 0.0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def torch_cummax(x, out):
+  out[...] = x[...].cummax(dim=1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def torch_neg(x, out):
+  out[...] = x[...].neg()
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def torch_remainder(x, out):
+  out[...] = x[...].remainder(2.5)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, jnp.bool_))
+def torch_isposinf(x, out):
+  out[...] = jnp.isposinf(x[...])
+
+
+def test_torchs_tensor_methods_are_hinted_in_the_users_words():
+  """v.masked_fill, v.cummax, v.neg, v.remainder: the hint listed the register methods."""
+  spec = [S((8, 128), F32)]
+  expect(torch_masked_fill, spec, mg.KernelTypeError, "x[...].masked_fill",
+         "a register tensor has no attribute 'masked_fill'", hint="write ml.where(x[...] > 0, 0.0, x[...])")
+  expect(torch_cummax, spec, mg.KernelTypeError, "x[...].cummax", "a register tensor has no attribute 'cummax'",
+         hint="write ml.cummax(x[...], axis=1) (torch's .cummax(dim) gives the indices too; ml.cummax gives the"
+              " values)")
+  expect(torch_neg, spec, mg.KernelTypeError, "x[...].neg", "a register tensor has no attribute 'neg'",
+         hint="write -x[...]")
+  expect(torch_remainder, spec, mg.KernelTypeError, "x[...].remainder",
+         "a register tensor has no attribute 'remainder'",
+         hint="write the operator: x[...] % 2.5 (flooring: the divisor's sign, as torch.remainder)")
+  expect(torch_isposinf, spec, mg.KernelTypeError, "jnp.isposinf",
+         "isposinf cannot take a register tensor inside a kernel", hint="no ml.isposinf: x == float('inf')")
