@@ -14,7 +14,7 @@ from .. import errors as E
 from ..dtypes import DType
 from ..types import resolve
 from .base import builtin, check_register_value, is_value
-from .elementwise import BinOp, CmpOp, astype, binary, compare, unary, UnOp
+from .elementwise import BinOp, CmpOp, _widened, astype, binary, compare, unary, UnOp
 
 _PYTHON = {"asin": "math.asin", "acos": "math.acos", "atan": "math.atan", "tan": "math.tan",
            "cbrt": "math.cbrt", "expm1": "math.expm1", "log1p": "math.log1p", "atan2": "math.atan2",
@@ -48,11 +48,13 @@ log1p = _unary_fn(UnOp.LOG1P, "Elementwise log(1 + x), accurate for small x (flo
 
 
 def _wide_binary(cx, kind, a, b, what):
-  """a `kind` b, 16-bit floats computed in float32 and rounded once."""
+  """a `kind` b, 16-bit floats computed in float32 and rounded once. A Python number is first the
+  16-bit value jnp's weak typing makes it (ml.fmod(x_f16, 0.3) divides by float16's 0.2998, as
+  jnp.fmod does), then float32: it was float32's 0.3."""
   narrow = _narrow(a) or _narrow(b)
   if narrow is None or any(is_value(v) and resolve(v.type.dtype) != narrow for v in (a, b)):
     return binary(cx, kind, a, b, what)      # (mixed dtypes: binary's own error)
-  wide = [astype(cx, v, DType.f32) if is_value(v) else v for v in (a, b)]
+  wide = _widened(cx, (a, b), DType.f32, narrow, what, saturate=False)
   return astype(cx, binary(cx, kind, *wide, what), narrow)
 
 
