@@ -36,6 +36,8 @@ class Subscripts:
         sub = node.value
         elts = (sub.slice.elts if isinstance(sub.slice, ast.Tuple) else [sub.slice]) if isinstance(sub, ast.Subscript) else []
         own = run_window_hint(self.b, ref, base.index, elts, attr, call) if elts else None
+        if attr == "load" and own is None:    # tl.load(ptr + ids * d + cols, mask=m, other=0) at computed places
+          return _Method(gather.gather_load(), base)
         hint = ("for a run of consecutive elements (Triton's ptr + offs, offs = start + tl.arange(n)), index"
                 " with a window: " + (f"{own}, masked where it runs past the end; " if own else
                 f"{ref}.at[ml.ds(start, n)].{attr}(..., mask=...), masked where it runs past the end; ")

@@ -285,3 +285,57 @@ def test_gpu_a_python_float_takes_the_16_bit_dtype_in_fmod_atan2_and_pow():
     np.testing.assert_array_equal(np.asarray(outs[1], np.float32), np.asarray(jnp.fmod(0.3, x), np.float32))
     for got, want in zip(outs[2:], weak_float_operands(x, interpret=True)[2:]):     # libdevice: within an ulp
       np.testing.assert_allclose(np.asarray(got, np.float32), np.asarray(want, np.float32), rtol=1e-2, atol=1e-3)
+
+
+# ---------------------------------------------------------------- Triton's masked load at computed places
+@mg.mgpu_kernel(out_shape=lambda t, ids, *, pad: S((ids.shape[0], t.shape[1]), t.dtype),
+                grid=lambda t, ids, *, pad: (ml.cdiv(ids.shape[0], 64),))
+def embedding_padding_idx(t, ids, out, *, pad: ml.constexpr):
+  i = ml.program_id(0)
+  ok = i * 64 + ml.arange(64) < ids.shape[0]
+  rows = ids.at[ml.ds(i * 64, 64)].load(mask=ok, other=pad)
+  v = t.at[rows, :].load(mask=(rows != pad)[:, None], other=0)       # padding_idx's rows are 0
+  out.at[ml.ds(i * 64, 64), :].store(v, mask=ok[:, None])
+
+
+@mg.mgpu_kernel(out_shape=lambda t, ids: S(ids.shape, t.dtype))
+def gather_or_minus_one(t, ids, out):
+  j = ids[...]
+  out[...] = ml.load(t.at[j], mask=(j >= 0) & (j < t.shape[0]), other=-1)
+
+
+@mg.mgpu_kernel(out_shape=lambda t, ids: S(ids.shape, t.dtype))
+def gather_float_other(t, ids, out):
+  j = ids[...]
+  out[...] = t.at[j].load(mask=j != 0, other=0.5)
+
+
+def _embedding_inputs(dtype):
+  rng = np.random.default_rng(3)
+  return jnp.asarray(rng.standard_normal((30, 64)), dtype), jnp.asarray(rng.integers(0, 30, (100,)), I32)
+
+
+def test_a_masked_load_of_a_ref_indexed_by_tensors_is_a_gather_and_a_select():
+  """`t.at[rows, :].load(mask=..., other=0)` (Triton's tl.load(t_ptr + rows * d + cols, mask=m, other=0),
+  embedding's padding_idx) was MG003 'it has no .load'. The gather's indices clamp, so the read never
+  leaves the array; the mask then selects `other`. A run of consecutive positions keeps its window hint."""
+  for dtype in (F32, jnp.bfloat16):
+    t, ids = _embedding_inputs(dtype)
+    got = embedding_padding_idx(t, ids, interpret=True, pad=3)
+    np.testing.assert_array_equal(np.asarray(got, np.float32),
+                                  np.asarray(jnp.where((ids == 3)[:, None], 0, t[ids]), np.float32))
+  t = jnp.arange(50, dtype=I32) * 3
+  j = jnp.asarray(np.array([-5, 0, 49, 50, 7, -1, 12, 100] * 16, np.int32))
+  np.testing.assert_array_equal(np.asarray(gather_or_minus_one(t, j, interpret=True)),
+                                np.asarray(jnp.where((j >= 0) & (j < 50), t[jnp.clip(j, 0, 49)], -1)))
+  expect(gather_float_other, [S((50,), I32), S((128,), I32)], mg.DtypeMismatchError, "t.at[j].load",
+         "the gather's other (0.5) is not int32, the dtype of t", hint="other=0 (an int: t holds int32)")
+
+
+@pytest.mark.gpu
+def test_gpu_a_masked_load_of_a_ref_indexed_by_tensors_matches_jnp():
+  for dtype in (F32, jnp.bfloat16):
+    t, ids = _embedding_inputs(dtype)
+    got = jax.jit(lambda t, ids: embedding_padding_idx(t, ids, pad=3))(t, ids)
+    np.testing.assert_array_equal(np.asarray(got, np.float32),
+                                  np.asarray(jnp.where((ids == 3)[:, None], 0, t[ids]), np.float32))

@@ -204,6 +204,9 @@ def load_(cx, ref, mask=None, other=0):
   (or one that broadcasts to it); `other` is a number, a scalar or a tensor. Without a mask it
   is `ref[...]`.
   """
+  from .gather import IndexedRef, _gather_load, scattered
+  if isinstance(ref, IndexedRef) and scattered(cx, ref):   # ml.load(table.at[ids, :], mask=m, other=0)
+    return _gather_load(cx, ref, mask, other)
   if mask is None:
     if not is_ref(ref):
       _ref_arg(cx, ref, "ml.load", other=other)

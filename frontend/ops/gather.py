@@ -323,3 +323,49 @@ def scatter(cx, kind: AtomicKind, iref: IndexedRef, value):
   cx.b.emit(ScatterUpdate, kind, p.root, value, loc=cx.loc, types=[], indices=tuple(p.per_dim),
             contiguous=p.contiguous, view=p.view)
   return None
+
+
+def _gather_load(cx, iref, mask=None, other=0):
+  """`table.at[ids, :].load(mask=m, other=0)`: Triton's `tl.load(ptr + offs, mask=m, other=0)` at
+  computed places, a gather with the masked-off elements `other`. The gather reads every element
+  (its indices clamp into the view, so no read leaves it) and the mask selects after it: the same
+  result, with the same memory traffic as `ml.where(m, table[ids, :], other)`."""
+  from .shape import broadcast_shape
+  v = gather(cx, iref.ref, iref.index, cx.name)
+  if mask is None:
+    return v
+  table = iref.ref.name or "the ref"
+  if not (is_value(mask) and resolve(mask.type.dtype) == DType.bool_) and not isinstance(mask, bool):
+    m = cx.named(mask, "m") if is_value(mask) else shown(mask)
+    raise E.KernelTypeError(f"the gather's mask must be a boolean tensor, got {kind_of(mask)}", cx.loc,
+                            hint=f"compare it: mask={method_on(m)} != 0" if is_value(mask) else
+                            "pass a comparison: mask=ids != pad")
+  shape = v.type.shape
+  if is_tensor(mask) and broadcast_shape(cx, [mask.type.shape, shape], "the gather's load",
+                                         ["the mask", "the gather"]) != shape:
+    raise E.ShapeMismatchError(f"the gather's mask of shape {mask.type.shape} does not fit the gather's shape"
+                               f" {shape}", cx.loc, hint=f"a mask of shape {shape}, or one that broadcasts to it"
+                               + (" (a mask of rows: m[:, None])" if len(shape) == 2 else ""))
+  d = resolve(v.type.dtype)
+  if is_value(other) and resolve(other.type.dtype) != d or isinstance(other, float) and not d.is_float:
+    raise E.DtypeMismatchError(
+        f"the gather's other ({cx.named(other) if is_value(other) else shown(other)}) is not {dtype_name(d)},"
+        f" the dtype of {table}", cx.loc,
+        hint=f"convert it: other={method_on(cx.named(other, 'o'))}.astype(jnp.{dtype_name(d)})" if is_value(other)
+        else f"other={int(other) if other == other and abs(other) != float('inf') else 0} (an int: {table} holds"
+             f" {dtype_name(d)})")
+  return ew.where_(cx, mask, v, other)
+
+
+def scattered(cx, iref) -> bool:
+  """Whether some index tensor of `iref` is not a run of consecutive positions (`off + ml.arange(n)`,
+  Triton's x_ptr + offs), whose load is a window's (the hint says so) rather than a gather's."""
+  from .index_hints import _run_of
+  items = iref.index if isinstance(iref.index, tuple) else (iref.index,)
+  return any(is_tensor(i) and _run_of(cx.b, i) is None for i in items)
+
+
+def gather_load():
+  """The `.load` of a ref indexed by tensors (bound to it as a method)."""
+  from .base import Builtin
+  return Builtin(_gather_load, "load")
