@@ -310,6 +310,13 @@ def gather_float_other(t, ids, out):
   out[...] = t.at[j].load(mask=j != 0, other=0.5)
 
 
+@mg.mgpu_kernel(out_shape=lambda t, ids: (S(ids.shape, t.dtype),) * 2)
+def gather_static_masks(t, ids, a, b):
+  j = ids[...]
+  a[...] = t.at[j].load(mask=True, other=1.0)
+  b[...] = t.at[j].load(mask=False, other=1.0)
+
+
 def _embedding_inputs(dtype):
   rng = np.random.default_rng(3)
   return jnp.asarray(rng.standard_normal((30, 64)), dtype), jnp.asarray(rng.integers(0, 30, (100,)), I32)
@@ -328,6 +335,9 @@ def test_a_masked_load_of_a_ref_indexed_by_tensors_is_a_gather_and_a_select():
   j = jnp.asarray(np.array([-5, 0, 49, 50, 7, -1, 12, 100] * 16, np.int32))
   np.testing.assert_array_equal(np.asarray(gather_or_minus_one(t, j, interpret=True)),
                                 np.asarray(jnp.where((j >= 0) & (j < 50), t[jnp.clip(j, 0, 49)], -1)))
+  a, b = gather_static_masks(t.astype(F32), j, interpret=True)       # a static mask: all, or none
+  np.testing.assert_array_equal(np.asarray(a), np.asarray(t.astype(F32)[j]))
+  np.testing.assert_array_equal(np.asarray(b), np.ones(128, np.float32))
   expect(gather_float_other, [S((50,), I32), S((128,), I32)], mg.DtypeMismatchError, "t.at[j].load",
          "the gather's other (0.5) is not int32, the dtype of t", hint="other=0 (an int: t holds int32)")
 

@@ -354,6 +354,8 @@ def _gather_load(cx, iref, mask=None, other=0):
         hint=f"convert it: other={method_on(cx.named(other, 'o'))}.astype(jnp.{dtype_name(d)})" if is_value(other)
         else f"other={int(other) if other == other and abs(other) != float('inf') else 0} (an int: {table} holds"
              f" {dtype_name(d)})")
+  if isinstance(mask, bool):          # a static mask: every element, or none (other)
+    return v if mask else ew.full_(cx, shape, other, d)
   return ew.where_(cx, mask, v, other)
 
 
