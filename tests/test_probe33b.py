@@ -349,3 +349,30 @@ def test_gpu_a_masked_load_of_a_ref_indexed_by_tensors_matches_jnp():
     got = jax.jit(lambda t, ids: embedding_padding_idx(t, ids, pad=3))(t, ids)
     np.testing.assert_array_equal(np.asarray(got, np.float32),
                                   np.asarray(jnp.where((ids == 3)[:, None], 0, t[ids]), np.float32))
+
+
+# ---------------------------------------------------------------- scatter_add of 8- and 16-bit integers
+@mg.mgpu_kernel(out_shape=lambda src, ids: S((50,), src.dtype))
+def scatter_add_int8(src, ids, out):
+  ml.atomic_add(out.at[ids[...]], src[...])
+
+
+@mg.mgpu_kernel(out_shape=lambda src, ids: S((50,), I32))
+def scatter_add_int8_as_hinted(src, ids, out):
+  ml.atomic_add(out.at[ids[...]], src[...].astype(jnp.int32))
+
+
+def test_a_narrow_integer_scatter_add_hints_the_32_bit_output():
+  """The hint was only 'convert the value and the array to a supported dtype'."""
+  expect(scatter_add_int8, [S((128,), jnp.int8), S((128,), I32)], mg.UnsupportedDtypeError,
+         "ml.atomic_add(out.at[ids[...]], src[...])",
+         "ml.atomic_add on int8 is not supported through a tensor of indices (one element at a time): Hopper's"
+         " atomic add takes bfloat16, float16, float32, int32, uint32",
+         hint="convert the value and the array to a supported dtype: make the output int32"
+              " (out_shape=jax.ShapeDtypeStruct(shape, jnp.int32)) and update it with the value's .astype(jnp.int32);"
+              " .astype(jnp.int8) of the result outside the kernel gives int8's, wrapping as jnp's int8 .at[].add does")
+  rng = np.random.default_rng(4)
+  src = jnp.asarray(rng.integers(-128, 128, 128), jnp.int8)
+  ids = jnp.asarray(rng.integers(0, 5, 128), I32)        # many updates an element: the int8 sum wraps
+  got = scatter_add_int8_as_hinted(src, ids, interpret=True).astype(jnp.int8)
+  np.testing.assert_array_equal(np.asarray(got), np.asarray(jnp.zeros(50, jnp.int8).at[ids].add(src)))

@@ -73,12 +73,25 @@ def check_dtype(cx, kind: AtomicKind, d, table, what, where, smem=None):
              f" held by one thread of the CTA, so none of them race (atomics matter between CTAs, in GMEM); or ")
     raise E.UnsupportedDtypeError(
         f"{what} on {d} is not supported {where}: Hopper's atomic {kind.value} takes {ok}", cx.loc,
-        hint=(plain if smem else "") + "convert the value and the array to a supported dtype" + (
+        hint=(plain if smem else "") + "convert the value and the array to a supported dtype" + _narrow_int(d, kind) + (
             f", e.g. a float32 {kind.value} as an int32 one whose keys order as the floats do, negatives"
             f" included: into an int32 array, ml.atomic_{kind.value}(ref, ml.where(b >= 0, b, b ^ 0x7FFFFFFF))"
             f" with b = ml.bitcast(value, jnp.int32), decoded outside the kernel,"
             f" jax.lax.bitcast_convert_type(jnp.where(k >= 0, k, k ^ 0x7FFFFFFF), jnp.float32) (k the int32"
             f" result; NaN aside)" if kind != AtomicKind.ADD and d == DType.f32 else ""))
+
+
+def _narrow_int(d, kind) -> str:
+  """For 8- and 16-bit integers and bools: the 32-bit output that takes the update exactly."""
+  if not (isinstance(d, DType) and (d == DType.bool_ or d.is_int and d.bits < 32)):
+    return ""
+  wide = "uint32" if d.is_int and not d.is_signed else "int32"
+  back = (f"; .astype(jnp.{dtype_name(d)}) of the result outside the kernel gives {dtype_name(d)}'s, wrapping as"
+          f" jnp's {dtype_name(d)} .at[].add does" if d != DType.bool_ and kind == AtomicKind.ADD else
+          f"; .astype(jnp.{dtype_name(d)}) of the result outside the kernel converts it back exactly"
+          if d != DType.bool_ else " (a bool add is a count)")
+  return (f": make the output {wide} (out_shape=jax.ShapeDtypeStruct(shape, jnp.{wide})) and update it with"
+          f" the value's .astype(jnp.{wide}){back}")
 
 
 def number_into(cx, what: str, value, d, name: str):
