@@ -18,9 +18,8 @@ NAMES = {
     "isneginf": "no ml.isneginf: x == float('-inf')",
     "eye": ("no ml.eye: compare index vectors, (ml.arange(m)[:, None] == ml.arange(n)[None, :]).astype(dtype)"
             " (the k-th diagonal: ml.arange(n)[None, :] - ml.arange(m)[:, None] == k), stored as any tile"),
-    "linspace": ("no ml.linspace: step = (stop - start) / (n - 1) (static), i = ml.arange(n), then"
-                 " ml.where(i < n // 2, start + step * i, stop - step * (n - 1 - i)) (jnp.linspace's halves:"
-                 " exact at both ends)"),
+    "linspace": ("no ml.linspace: t = ml.arange(n).astype(jnp.float32) / (n - 1), then start * (1 - t) + stop * t"
+                 " (jnp.linspace's formula, exact at both ends)"),
     "count_nonzero": ("no ml.count_nonzero: ml.sum(x != 0, axis=...) (booleans count in int32, as"
                       " jnp.count_nonzero)"),
     "norm": ("no ml.norm: the L2 norm ml.sqrt(ml.sum(x * x, axis=...)), L1 ml.sum(ml.abs(x), axis=...), the"

@@ -195,8 +195,8 @@ MISSING = [
     ("ml.nearbyint(x[...])", "nearbyint", "no ml.nearbyint: ml.round(x[...]): to the nearest integer, ties to even"),
     ("ml.fix(x[...])", "fix", "no ml.fix: ml.trunc(x[...]): rounds toward zero"),
     ("ml.nan_to_num(x[...])", "nan_to_num",
-     "no ml.nan_to_num: ml.where(x[...] != x[...], 0.0, ml.clip(x[...], -3.4028235e38, 3.4028235e38)) for"
-     " float32 (NaN to 0, +-inf to the largest finite values)"),
+     "no ml.nan_to_num: ml.where(x[...] != x[...], 0.0, ml.clip(x[...], -jnp.finfo(x[...].dtype).max,"
+     " jnp.finfo(x[...].dtype).max)) (NaN to 0, +-inf to the dtype's largest finite values, as jnp.nan_to_num)"),
     ("ml.square(x[...] + 1)", "square", "no ml.square: (x[...] + 1) * (x[...] + 1)"),
     ("ml.log10(x[...])", "log10", "no ml.log10: ml.log2(x[...]) * 0.30102999566398120 (log10(2))"),
     ("ml.exp10(x[...])", "exp10", "no ml.exp10: ml.exp2(x[...] * 3.3219280948873623) (log2(10))"),
@@ -253,7 +253,7 @@ def followed_math(x, y, n, out):
   out.at[1][...] = ml.where(ml.bitcast(a, jnp.int32) < 0, 1.0, 0.0)
   out.at[2][...] = a * ml.exp2(n[...].astype(jnp.float32)) + a * 2.0 ** 3
   out.at[3][...] = ml.round(a) + ml.trunc(a)
-  out.at[4][...] = ml.where(a != a, 0.0, ml.clip(a, -3.4028235e38, 3.4028235e38))
+  out.at[4][...] = ml.where(a != a, 0.0, ml.clip(a, -jnp.finfo(a.dtype).max, jnp.finfo(a.dtype).max))
   out.at[5][...] = ml.fmod(a, b)
   out.at[6][...] = a % b
   out.at[7][...] = ml.log2(ml.abs(a) + 1) * 0.30102999566398120 + ml.exp2(ml.clip(a, -4.0, 4.0) * 3.3219280948873623)
