@@ -284,21 +284,24 @@ class Calls:
                  f"the {fn.__name__} of one tensor's elements is ml.{fn.__name__}(t) (its default is not needed:"
                  f" a tensor is never empty)" if "default" in kwargs else
                  f"pass the values themselves: {fn.__name__}(a, b, c), elementwise, as ml.{fn.__name__}imum")
+      one = cx.named(args[0], "x") if len(args) == 1 and is_value(args[0]) else "x"   # the one tensor, as written
       if fn in (builtins.min, builtins.max) and len(args) == 1 and is_value(args[0]):
         raise E.KernelTypeError(
             f"{fn.__name__}(...) of one register value is Python's iteration, which kernels do not do", cx.loc,
-            hint=f"reduce it with ml.{fn.__name__}(x) (or ml.{fn.__name__}(x, axis=...)); the elementwise"
+            hint=f"reduce it with ml.{fn.__name__}({one}) (or ml.{fn.__name__}({one}, axis=...)); the elementwise"
                  f" {fn.__name__} of two values is {fn.__name__}(a, b) or ml.{fn.__name__}imum(a, b)")
       if fn is builtins.sum:
         raise E.UnsupportedSyntaxError(
             "sum(...) of register values is not supported in a kernel", cx.loc,
-            hint="reduce a register tensor with ml.sum(x, axis=...); add values with +")
+            hint=f"reduce a register tensor with ml.sum({one}) (or ml.sum({one}, axis=...)); add values with +")
       if fn in (builtins.any, builtins.all):
         word, op = ("any", "|") if fn is builtins.any else ("all", "&")
         raise E.KernelTypeError(
             f"{word}(...) of register values is Python's iteration, which kernels do not do", cx.loc,
-            hint=f"combine register booleans with {op}: a {op} b {op} c (elementwise); whether {word} element of one"
-                 f" tensor holds is ml.{'max' if word == 'any' else 'min'}(t) of the bool tensor t")
+            hint=f"whether {'any' if word == 'any' else 'every'} element of {one} holds is ml.{word}({one}) (or"
+                 f" ml.{word}({one}, axis=...)); combine register booleans elementwise with {op}: a {op} b {op} c"
+            if one != "x" else f"combine register booleans with {op}: a {op} b {op} c (elementwise); whether {word}"
+                 f" element of one tensor t holds is ml.{word}(t)")
       if fn is builtins.range:
         self.unsupported(node, "range() outside a for statement")
       held = next((a for a in list(args) + list(kwargs.values()) if holds_value(a)))

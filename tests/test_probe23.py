@@ -369,7 +369,7 @@ def test_reductions_given_two_tensors_or_pythons_max_hint_what_was_meant():
   assert e.hint == "ml.max reduces one tensor; the elementwise max of two is ml.maximum(a, b)"
   e = expect(python_max_of_a_tensor, [S((8, 128), F32)], mg.KernelTypeError, "max(x",
              "max(...) of one register value is Python's iteration, which kernels do not do")
-  assert e.hint.startswith("reduce it with ml.max(x)")
+  assert e.hint.startswith("reduce it with ml.max(x[...])")
 
 
 # ---------------------------------------------------------------- 8-bit order, max, min and select (in 32 bits)

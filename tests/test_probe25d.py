@@ -164,8 +164,8 @@ def test_dict_and_builtin_messages_name_the_users_mistake():
          "**opts spreads a dict of names, but one key is 1", hint="key the dict by the parameters' names (strings)")
   expect(any_of_rows, spec, mg.KernelTypeError, "any(",
          "any(...) of register values is Python's iteration, which kernels do not do",
-         hint="combine register booleans with |: a | b | c (elementwise); whether any element of one tensor holds"
-              " is ml.max(t) of the bool tensor t")
+         hint="combine register booleans with |: a | b | c (elementwise); whether any element of one tensor t"
+              " holds is ml.any(t)")
 
 
 # ---------------------------------------------------------------- the flip hint, followed along axis 1

@@ -402,3 +402,25 @@ def test_the_nan_to_num_hint_uses_the_dtypes_largest_value():
     x = jnp.asarray(f, dtype)
     np.testing.assert_array_equal(np.asarray(nan_to_num_as_hinted(x, interpret=True), np.float32),
                                   np.asarray(jnp.nan_to_num(x), np.float32))
+
+
+# ---------------------------------------------------------------- Python's any/all/max/sum of one tensor
+@mg.mgpu_kernel(out_shape=lambda x: S((), jnp.bool_))
+def python_any_of_a_tensor(x, out):
+  out[...] = any(x[...] > 0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((), x.dtype))
+def python_sum_of_a_tensor(x, out):
+  out[...] = sum(x[...] * 2)
+
+
+def test_pythons_reductions_of_one_tensor_hint_the_ml_call_in_the_users_words():
+  """any(v > 0) hinted 'ml.max(t) of the bool tensor t' (ml.any exists), sum(v) 'ml.sum(x, axis=...)'."""
+  expect(python_any_of_a_tensor, [S((128,), F32)], mg.KernelTypeError, "any(",
+         "any(...) of register values is Python's iteration, which kernels do not do",
+         hint="whether any element of x[...] > 0 holds is ml.any(x[...] > 0) (or ml.any(x[...] > 0, axis=...));"
+              " combine register booleans elementwise with |: a | b | c")
+  expect(python_sum_of_a_tensor, [S((128,), F32)], mg.UnsupportedSyntaxError, "sum(",
+         "sum(...) of register values is not supported in a kernel",
+         hint="reduce a register tensor with ml.sum(x[...] * 2) (or ml.sum(x[...] * 2, axis=...)); add values with +")

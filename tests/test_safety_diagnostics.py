@@ -133,7 +133,7 @@ def test_generator_expressions_and_sum_of_a_tuple_are_pythons():
 def test_sum_of_a_register_tensor_is_named():
   expect(tensor_sum, [S((128,), F32)], mg.UnsupportedSyntaxError, "sum(x[...])",
          "sum(...) of register values is not supported in a kernel",
-         hint="reduce a register tensor with ml.sum(x, axis=...); add values with +")
+         hint="reduce a register tensor with ml.sum(x[...]) (or ml.sum(x[...], axis=...)); add values with +")
 
 
 def test_indexing_a_python_tuple_with_a_runtime_value_is_named():
