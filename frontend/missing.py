@@ -148,12 +148,8 @@ NOT_YET = {   # what Triton and jnp users reach for that mgpu_dsl does not have,
            " their own and sum them in a second kernel") for n in ("atomic_cas", "atomic_xchg")},
     **{n: _DIV.format(n) for n in ("fdiv", "div_rn", "divide", "true_divide")},
     **{n: _FLOOR_DIV.format(n) for n in ("floor_divide", "floordiv")},
-    **{n: ("no ml.{}: a register tensor is not reversed in place; gather from the end of the input ref x"
-           " instead: x[n - 1 - ml.arange(n)] along axis 0 of a 1-D x (rows: x.at[n - 1 - r][...]), x[:, n - 1 -"
-           " ml.arange(n)] along axis 1 of a 2-D x (gathers read GMEM refs: a value computed in the kernel is"
-           " reversed in a second kernel or outside); or reverse outside the kernel (call it on jnp.flip(x, axis)"
-           " from your jitted function, where XLA fuses the reversal)").format(n)
-       for n in ("flip", "fliplr", "flipud", "reverse")},
+    "fliplr": "no ml.fliplr: ml.flip(x, axis=1)", "flipud": "no ml.flipud: ml.flip(x, axis=0)",
+    "reverse": "no ml.reverse: ml.flip(x, axis=dims) (lax.rev's dimensions)",
     **{n: "no ml.{}: reshape the register tensor, v.reshape(shape) (or ml.reshape(v, shape))".format(n)
        for n in ("view", "ravel", "flatten")},
     **{n: ("no ml.{}: from 16-bit halves of uint32 a and b, al, ah, bl, bh = a & 0xFFFF, a >> 16, b & 0xFFFF,"
@@ -362,8 +358,8 @@ def method_hint(attr, recv: str, *, ref: bool, shape=(), is_bool=False, args=Non
     kw = dict(a.split("=", 1) for a in args or () if re.match(r"\w+=", a))
     return shape_call_hint("squeeze", [recv, *(a for a in args or () if a.split("=", 1)[0] not in kw)], kw,
                            tuple(shape))
-  if attr in ("flip", "softmax", "log_softmax", "logsumexp"):
-    return f"write ml.{attr}({recv}{', ' + a if a else ''})" if attr != "flip" else NOT_YET[attr]
+  if attr in ("softmax", "log_softmax", "logsumexp"):
+    return f"write ml.{attr}({recv}{', ' + a if a else ''})"
   return None
 
 

@@ -12,7 +12,7 @@ from .dtypes import DType
 from . import missing
 from .missing import missing_hint
 from .torch_hints import torch_method_hint
-from .ops import METHODS, REF_METHODS, gather, memory, shape, transfers
+from .ops import METHODS, REF_METHODS, gather, memory, roll, shape, transfers
 from .ops.base import is_tensor, is_value, kind_of, static_number
 from .ops.index_hints import check_tensor_steps, run_window_hint, strided_last_axis
 from .assign import DICTS_FIXED, SCATTER_HINT, At, holds_value, is_whole
@@ -211,6 +211,8 @@ class Subscripts:
         strided = strided_last_axis(cx, base, index)    # x[:, 1::2]: a reshape and an index in registers
         if strided is not None:
           return strided
+        if (rev := roll.reversed_axes(base, index)) is not None:    # v[:, ::-1]: jnp.flip, through SMEM
+          return roll.flip_tensor(cx, base, rev, name)
         check_tensor_steps(cx, base, index)
         return shape.expand(cx, base, index)
       name = base.name if (base.name or "").isidentifier() else None

@@ -18,7 +18,7 @@ from jaxlib.mlir.dialects import arith, memref
 from ..frontend.dtypes import DType
 from ..frontend.smem import exchange_slots
 from ..frontend.ops.shape import Broadcast, Reduce, ReduceKind, Reshape, Slice, TransposeLoad, TransposeStore
-from ..frontend.ops.roll import RollLoad
+from ..frontend.ops.roll import FlipLoad, RollLoad
 from ..frontend.relayout import RelayoutLoad, RelayoutStore
 from ..frontend.types import LayoutKind, ScalarType
 from . import interpret_numerics as N
@@ -183,7 +183,7 @@ def _transpose_load(ctx, o):
   ctx.set(o.result, base.foreach(get, create_array=True, is_signed=t.dtype.is_signed))
 
 
-def _flat_index(ctx, t, idx, roll=None):
+def _flat_index(ctx, t, idx, roll=None, flip=()):
   """The row-major position of a tensor's element from FragmentedArray.foreach's `idx` (size-1
   axes put back, this warpgroup's row offset added). foreach adds a register vector's element
   number to the last index alone, which the flat position absorbs: no carry is needed."""
@@ -204,6 +204,11 @@ def _flat_index(ctx, t, idx, roll=None):
     stride *= n
   if roll is not None and roll[0] is None:        # (None, shift): the flat index moved
     flat = _moved(flat, roll[1], stride)
+  for a in flip:        # reversed along a: coordinate c (from the flat position, which absorbed any carry)
+    step = math.prod(t.shape[a + 1:])             # becomes n - 1 - c, the flat position moving by (n - 1 - 2c) * step
+    c = arith.remui(arith.divui(flat, arith.constant(index, step)), arith.constant(index, t.shape[a]))
+    back = arith.muli(c, arith.constant(index, 2 * step))
+    flat = arith.subi(arith.addi(flat, arith.constant(index, (t.shape[a] - 1) * step)), back)
   return flat
 
 
@@ -245,7 +250,22 @@ def _roll_load(ctx, o):
                                  create_array=True, is_signed=t.dtype.is_signed))
 
 
+@lower(FlipLoad)
+def _flip_load(ctx, o):
+  mem, t = ctx.memref(ctx.get(o.scratch)), o.result.type
+  zero = arith.constant(mlir_type(t.dtype), 0.0 if t.dtype.is_float else 0)
+  base = fa.FragmentedArray.splat(zero, ctx.local_shape(t), layout_of(t), is_signed=t.dtype.is_signed)
+  ctx.set(o.result, base.foreach(lambda _, idx: memref.load(mem, [_flat_index(ctx, t, idx, flip=o.axes)]),
+                                 create_array=True, is_signed=t.dtype.is_signed))
+
+
 # ---------------------------------------------------------------- interpreter
+@interpret(FlipLoad)
+def _i_flip_load(cta, o):
+  x = np.asarray(cta.read(cta.get(o.scratch), o)).reshape(o.result.type.shape)
+  cta.set(o.result, np.flip(x, axis=o.axes).copy())
+
+
 @interpret(RollLoad)
 def _i_roll_load(cta, o):
   x = np.asarray(cta.read(cta.get(o.scratch), o)).reshape(o.result.type.shape)

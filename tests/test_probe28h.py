@@ -92,9 +92,8 @@ def test_a_strided_slice_after_an_ellipsis_names_the_dimension_it_slices():
          "strided slices (step 2) of a register tensor are not supported: its elements live in other threads",
          hint="slice the ref before reading it: give the array an axis of size 2 outside the kernel"
               " (x.reshape(..., n // 2, 2) passed in) and read x.at[..., :, 0][...] for [0::2]")
-  e = expect(reversed_last_after_ellipsis, [S((2, 4, 128), F32)], mg.KernelTypeError, "v[..., ::-1]",
-             "reversed slices (step -1) of a register tensor are not supported: its elements live in other threads")
-  assert "jnp.flip(x, axis=2)" in e.hint and "x[:, :, ::-1]" in e.hint, e.hint
+  x3 = np.arange(2 * 4 * 128, dtype=np.float32).reshape(2, 4, 128)    # (now jnp.flip, through SMEM: test_probe33b)
+  np.testing.assert_array_equal(reversed_last_after_ellipsis(x3, interpret=True), x3[..., ::-1])
 
 
 

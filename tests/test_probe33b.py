@@ -424,3 +424,61 @@ def test_pythons_reductions_of_one_tensor_hint_the_ml_call_in_the_users_words():
   expect(python_sum_of_a_tensor, [S((128,), F32)], mg.UnsupportedSyntaxError, "sum(",
          "sum(...) of register values is not supported in a kernel",
          hint="reduce a register tensor with ml.sum(x[...] * 2) (or ml.sum(x[...] * 2, axis=...)); add values with +")
+
+
+# ---------------------------------------------------------------- flips of register tensors
+@mg.mgpu_kernel(out_shape=lambda x: (x,) * 4)
+def flips(x, a, b, c, d):
+  v = x[...]
+  a[...] = ml.flip(v, axis=1)
+  b[...] = v[::-1]
+  c[...] = ml.flip(v)
+  d[...] = v.flip(1)[:, ::-1][..., ::-1]       # torch's method, then two reversals
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (S((x.shape[0],), x.dtype), x))
+def flipped_statistic(x, m, o):
+  v = x[...]
+  m[...] = ml.flip(ml.max(v, axis=1))
+  o[...] = ml.flip(ml.cumsum(v, axis=1), axis=1)         # a reversed cumsum's suffix sums, read back in order
+
+
+def _flips_reference(x):
+  return jnp.flip(x, 1), x[::-1], jnp.flip(x), jnp.flip(x, 1)
+
+
+FLIP_SHAPES = [((8, 128), F32), ((16, 64), jnp.bfloat16), ((8, 128), jnp.int8), ((8, 128), jnp.bool_),
+               ((1024, 2), I32), ((128, 3), I32)]
+
+
+def _flip_input(shape, dtype):
+  return jnp.asarray(np.random.default_rng(7).integers(-100, 100, shape), dtype)
+
+
+def test_register_tensors_flip_through_smem():
+  """jnp.flip of a register tensor (ml.flip, v[::-1], v[:, ::-1], torch's v.flip(1)) was MG003 / MG002
+  ('a register tensor is not reversed in place'); it now goes through an SMEM scratch as ml.roll does.
+  (1024, 2) and (128, 3) tiles have registers that cross rows: the reversed position is taken from the
+  flat one."""
+  for shape, dtype in FLIP_SHAPES:
+    x = _flip_input(shape, dtype)
+    for got, want in zip(flips(x, interpret=True), _flips_reference(x)):
+      np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    jax.export.export(jax.jit(flips), platforms=["cuda"])(S(shape, dtype))
+  x = jnp.asarray(np.random.default_rng(8).standard_normal((64, 128)), F32)
+  m, o = flipped_statistic(x, interpret=True)
+  np.testing.assert_array_equal(np.asarray(m), np.asarray(jnp.flip(x.max(1))))
+  np.testing.assert_allclose(np.asarray(o), np.asarray(jnp.flip(jnp.cumsum(x, 1), 1)), rtol=1e-5, atol=1e-5)
+  jax.export.export(jax.jit(flipped_statistic), platforms=["cuda"])(S((64, 128), F32))
+
+
+@pytest.mark.gpu
+def test_gpu_register_tensors_flip_as_jnp():
+  for shape, dtype in FLIP_SHAPES:
+    x = _flip_input(shape, dtype)
+    for got, want in zip(jax.jit(flips)(x), _flips_reference(x)):
+      np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+  x = jnp.asarray(np.random.default_rng(8).standard_normal((64, 128)), F32)
+  m, o = jax.jit(flipped_statistic)(x)
+  np.testing.assert_array_equal(np.asarray(m), np.asarray(jnp.flip(x.max(1))))
+  np.testing.assert_allclose(np.asarray(o), np.asarray(jnp.flip(jnp.cumsum(x, 1), 1)), rtol=1e-5, atol=1e-5)

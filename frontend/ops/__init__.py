@@ -27,4 +27,4 @@ from .shape import (Broadcast, Reduce, ReduceKind, Reshape, Slice, TransposeLoad
 from .gather import Gather  # noqa: F401,E402
 from .scan import Scan, ScanKind  # noqa: F401,E402
 from .sort import Sort  # noqa: F401,E402
-from .roll import RollLoad  # noqa: F401,E402
+from .roll import FlipLoad, RollLoad  # noqa: F401,E402

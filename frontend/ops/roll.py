@@ -157,3 +157,67 @@ def roll(cx, x, shift, axis=None):
   if axis is None and rank > 1:
     return roll_tensor(cx, x, shift, None, cx.name)
   return roll_tensor(cx, x, shift, 0 if axis is None else axis % rank, cx.name)
+
+
+# ---------------------------------------------------------------- flips
+@ir.op(Traits(effects=_effects, layout=LayoutRule.FRESH, moves_elements=True))
+class FlipLoad(ir.Op):
+  """Read the row-major elements of the flat `scratch` as the result's shape, reversed along `axes`:
+  element `[..., j, ...]` (j along an axis of `axes`, of size n) is the scratch's `[..., n - 1 - j, ...]`."""
+  scratch: ir.Value
+  axes: tuple
+  loc: object
+  results: tuple
+
+
+def flip_tensor(cx, x, axes: tuple, name=""):
+  """`jnp.flip(x, axes)` of a register tensor, through an SMEM scratch as a roll (a store, a barrier,
+  a load of the reversed positions)."""
+  from ..relayout import RelayoutStore
+  from .shape import scratch, via_bytes
+  t = x.type
+  axes = tuple(a for a in sorted(set(axes)) if t.shape[a] > 1)
+  if not axes:
+    return x
+  if resolve(t.dtype) == DType.bool_:            # through SMEM as bytes, 0 or 1
+    return via_bytes(cx, x, lambda b: flip_tensor(cx, b, axes, name))
+  buf = scratch(cx, (math.prod(t.shape),), t.dtype, "flip scratch")
+  cx.b.emit(RelayoutStore, buf, x, loc=cx.loc, types=[])
+  return cx.b.emit(FlipLoad, buf, axes, loc=cx.loc, types=[TensorType(t.shape, t.dtype)],
+                   names=[name or cx.name]).result
+
+
+def reversed_axes(x, index):
+  """The axes `index` reverses where it is a register tensor's `v[::-1]`, `v[:, ::-1]`, `v[..., ::-1]`
+  (whole axes reversed, the others whole), else None."""
+  items = index if isinstance(index, tuple) else (index,)
+  rank = len(x.type.shape)
+  if sum(i is Ellipsis for i in items) > 1 or not all(i is Ellipsis or isinstance(i, slice) for i in items):
+    return None
+  if any(isinstance(i, slice) and (i.start is not None or i.stop is not None or i.step not in (None, 1, -1))
+         for i in items):
+    return None
+  if Ellipsis in items:
+    k = items.index(Ellipsis)
+    items = items[:k] + (slice(None),) * (rank - len(items) + 1) + items[k + 1:]
+  if len(items) > rank:
+    return None
+  axes = tuple(a for a, i in enumerate(items) if i.step == -1)
+  return axes or None
+
+
+@builtin(methods=("flip",))
+def flip(cx, x, axis=None):
+  """`jnp.flip(x, axis)` of a register tensor: `axis` a static int, a tuple of them, or None (every
+  axis), through an SMEM scratch (as ml.roll)."""
+  check_register_value(cx, x, "ml.flip")
+  if not is_tensor(x):
+    raise E.KernelTypeError(f"ml.flip reverses a register tensor, got {kind_of(x)}", cx.loc,
+                            hint="ml.flip(v, axis=0)")
+  rank = len(x.type.shape)
+  axes = tuple(range(rank)) if axis is None else axis if isinstance(axis, (tuple, list)) else (axis,)
+  if not all(isinstance(a, int) and not isinstance(a, bool) and -rank <= a < rank for a in axes):
+    raise E.KernelTypeError(f"ml.flip: axis must be a static int in [-{rank}, {rank}), a tuple of them or None,"
+                            f" got {shown(axis)}", cx.loc,
+                            hint=f"name the axis: ml.flip({cx.named(x, 'v')}, axis={rank - 1})")
+  return flip_tensor(cx, x, tuple(a % rank for a in axes), cx.name)
