@@ -109,7 +109,7 @@ def parse(fn) -> ParsedKernel:
     if p.arg == "interpret":          # the call's own keyword: the constexpr would never be passed
       raise E.SignatureError("a kernel parameter cannot be named interpret: kernel(..., interpret=True) is the"
                              " call's switch to interpret mode", src.loc(p), hint="rename the parameter")
-    is_const = p in a.kwonlyargs or (p.annotation is not None and _annotation(p.annotation, scope) is L.constexpr)
+    is_const = p in a.kwonlyargs or (p.annotation is not None and _annotation(fn, p, scope) is L.constexpr)
     if not is_const and p.annotation is None and p.arg in pos_defaults:    # def k(x, out, scale=2.0)
       text = ast.unparse(pos_defaults[p.arg])
       const = (f"annotate it, {p.arg}: ml.constexpr = {text}, or make it keyword-only, after a bare *:"
@@ -122,16 +122,39 @@ def parse(fn) -> ParsedKernel:
                 f" {p.arg} is a compile-time option instead, {const}") if text == "None" else
           f"make it a compile-time constant: {const}")
     (consts if is_const else refs).append(p.arg)
-    if not is_const and p.annotation is not None and _annotation(p.annotation, scope) is L.scalar:
+    if not is_const and p.annotation is not None and _annotation(fn, p, scope) is L.scalar:
       scalars.append(p.arg)
   for p, d in list(pos_defaults.items()) + [(p.arg, d) for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None]:
-    defaults[p] = eval(compile(ast.Expression(d), src.filename, "eval"), scope)
+    defaults[p] = _default(fn, p, d, src, scope)
   return ParsedKernel(fn, src, tree, refs, consts, defaults, scope, tuple(scalars))
 
 
-def _annotation(annotation, scope):
+def _default(fn, name, node, src, scope):
+  """The value Python bound as `name`'s default when the def ran: a default may read the names of an
+  enclosing function (`def make(c): ... def k(x, out, *, f: ml.constexpr = c)`), which are not in the
+  kernel's own scope, and is not evaluated again later (as Python's is not)."""
+  kw = getattr(fn, "__kwdefaults__", None) or {}
+  if name in kw:
+    return kw[name]
+  code, pos = fn.__code__, getattr(fn, "__defaults__", None) or ()
+  names = code.co_varnames[:code.co_argcount]
+  if name in names and names.index(name) >= len(names) - len(pos):
+    return pos[names.index(name) - (len(names) - len(pos))]
+  return eval(compile(ast.Expression(node), src.filename, "eval"), scope)
+
+
+def _annotation(fn, p, scope):
+  """The value of parameter `p`'s annotation: the one Python evaluated (it may name an enclosing
+  function's local, `cx = ml.constexpr`), else (a string, under `from __future__ import annotations`)
+  its text evaluated in the kernel's scope."""
   try:
-    return eval(compile(ast.Expression(annotation), "<annotation>", "eval"), scope)
+    value = (getattr(fn, "__annotations__", None) or {}).get(p.arg)
+  except Exception:      # Python 3.14's lazy annotations: one names something undefined
+    value = None
+  if value is not None and not isinstance(value, str):
+    return value
+  try:
+    return eval(compile(ast.Expression(p.annotation), "<annotation>", "eval"), scope)
   except Exception:
     return None
 

@@ -460,7 +460,8 @@ class KernelFunction:
     if C.cache_dir() is None:
       return None
     fingerprint = self._deps.fingerprint()
-    consts = [(k, D.value_text(v)) for k, v in sorted(constexprs.items())]
+    # The defaults too: Python bound them when the def ran, perhaps from an enclosing function's locals.
+    consts = [(k, D.value_text(v)) for k, v in sorted({**self.parsed.defaults, **constexprs}.items())]
     if fingerprint is None or any(t is None for _, t in consts):
       log.debug("mgpu_dsl: %s: not cached on disk: %s has no stable text form", self.__name__,
                 ", ".join(self._deps.unhashable() + [k for k, t in consts if t is None]))

@@ -1,0 +1,128 @@
+"""Probe 33e (kernels as ordinary JAX functions, adversarially): jax_enable_x64, jit with static
+and donated arguments, vmap, grad through custom_vjp, checkpoint and scan, eval_shape, export, AOT,
+kernels in classes, closures and factories, redefinitions, the disk cache and threads."""
+import types
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+
+S = jax.ShapeDtypeStruct
+F32 = jnp.float32
+
+
+def _x():
+  return jnp.arange(256, dtype=F32)
+
+
+# ---------------------------------------------------------------- constexpr defaults from an enclosing function
+def _scaler_with_default(c):
+  @mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 128,))
+  def scaled(x, out, *, f: ml.constexpr = c):
+    i = ml.program_id(0)
+    out.at[ml.ds(i * 128, 128)][...] = x.at[ml.ds(i * 128, 128)][...] * f
+  return scaled
+
+
+def test_a_constexpr_default_read_from_the_enclosing_function_is_the_value_python_bound():
+  """It was a raw NameError: the default's text was evaluated again in the kernel's module scope,
+  where the factory's `c` does not exist."""
+  x = _x()
+  for c in (2.0, 3.0):
+    k = _scaler_with_default(c)
+    np.testing.assert_array_equal(k(x, interpret=True), x * c)
+    np.testing.assert_array_equal(k(x, f=5.0, interpret=True), x * 5.0)
+
+
+def test_a_constexpr_default_is_part_of_the_disk_cache_key(monkeypatch, tmp_path):
+  """Two factories' kernels share the source text and every global read; only the default differs.
+  Without the default in the key the second read the first's traced kernel from disk: x * 2 for x * 3."""
+  monkeypatch.setenv("MGPU_DSL_CACHE_DIR", str(tmp_path))
+  x = _x()
+  two, three = _scaler_with_default(2.0), _scaler_with_default(3.0)
+  np.testing.assert_array_equal(two(x, interpret=True), x * 2)
+  np.testing.assert_array_equal(three(x, interpret=True), x * 3)
+  again = _scaler_with_default(2.0)
+  np.testing.assert_array_equal(again(x, interpret=True), x * 2)
+  assert again.cache_info().disk_hits == 1
+
+
+def _aliased_annotation(n):
+  cx = ml.constexpr
+
+  @mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 128,))
+  def scaled(x, out, k: cx = n):
+    i = ml.program_id(0)
+    out.at[ml.ds(i * 128, 128)][...] = x.at[ml.ds(i * 128, 128)][...] * k
+  return scaled
+
+
+def test_an_annotation_naming_an_enclosing_functions_local_is_understood():
+  """It was wrongly rejected (MG006: a positional parameter with a default taken for a ref):
+  `cx = ml.constexpr` lives in the factory, not in the kernel's globals."""
+  x = _x()
+  np.testing.assert_array_equal(_aliased_annotation(4.0)(x, interpret=True), x * 4)
+
+
+# ---------------------------------------------------------------- instance attributes read by a kernel
+class _Layer:
+  def __init__(self, scale):
+    self.scale = scale
+
+    @mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 128,))
+    def scaled(x, out):
+      i = ml.program_id(0)
+      out.at[ml.ds(i * 128, 128)][...] = x.at[ml.ds(i * 128, 128)][...] * self.scale
+    self.kernel = scaled
+
+
+CFG = types.SimpleNamespace(shift=1.0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 128,))
+def shifted(x, out):
+  i = ml.program_id(0)
+  out.at[ml.ds(i * 128, 128)][...] = x.at[ml.ds(i * 128, 128)][...] + CFG.shift
+
+
+def test_an_instance_attribute_changed_after_the_first_call_recompiles_the_kernel():
+  """It was silently stale: `self.scale = 5.0` (or a config object's `CFG.shift = 4.0`) after the
+  first call kept running the kernel compiled with the old value."""
+  x = _x()
+  layer = _Layer(2.0)
+  np.testing.assert_array_equal(layer.kernel(x, interpret=True), x * 2)
+  layer.scale = 5.0
+  np.testing.assert_array_equal(layer.kernel(x, interpret=True), x * 5)
+  assert layer.kernel.cache_info().retraces == 1
+  np.testing.assert_array_equal(shifted(x, interpret=True), x + 1)
+  CFG.shift = 4.0
+  try:
+    np.testing.assert_array_equal(shifted(x, interpret=True), x + 4)
+  finally:
+    CFG.shift = 1.0
+
+
+# ---------------------------------------------------------------- a bound method decorated
+class _Model:
+  def __init__(self):
+    self.scale = 2.0
+    self.kernel = mg.mgpu_kernel(out_shape=lambda x: x)(self.body)    # the decorating line
+
+  def body(self, x, out):
+    out[...] = x[...] * self.scale
+
+
+def test_a_bound_method_decorated_says_how_to_read_self():
+  """The message cut the method's repr off mid-address, and the hint (put the decorator on a def)
+  did not say what to do with self."""
+  with pytest.raises(mg.SignatureError) as info:
+    _Model()
+  e = info.value
+  assert e.message == ("@mgpu_kernel takes a def function, got the bound method _Model.body: a kernel binds"
+                       " no self (every parameter is an array or a constexpr)")
+  assert "self.scale" in e.hint and "closure" in e.hint
+  assert e.filename == __file__ and "the decorating line" in e.loc.source_line
