@@ -7,7 +7,8 @@ its source (and, transitively, the source of the helpers and plain functions it
 calls) reads, and `changed()` compares them with the live values on each call: one
 dict lookup per name. Numbers, strings, tuples and dtypes compare by value, and so do the
 items of small lists and dicts of them (a config dict changed in place is a change), every
-other object by identity (an object mutated in place is not noticed).
+other object by identity (an object mutated in place is not noticed), except for the attributes a
+kernel reads of an instance (`self.scale`, `cfg.tile`): those are read again too, as a module's are.
 
 `fingerprint()` turns the same values into stable text for the disk cache key, or
 None when one of them has no reliable text form (an array, an instance of a user
@@ -166,10 +167,13 @@ class Dependencies:
       base = Read("", base, root, MISSING).current()
       path = root
       for attr in attrs:
-        if not isinstance(base, (types.ModuleType, type)):
+        if isinstance(base, (types.ModuleType, type)):
+          space = base.__dict__ if isinstance(base, types.ModuleType) else base
+        elif isinstance(getattr(base, "__dict__", None), dict) and attr in base.__dict__:
+          space = base.__dict__     # an instance's own attribute (self.scale, cfg.tile): no property runs
+        else:
           break
         path += "." + attr
-        space = base.__dict__ if isinstance(base, types.ModuleType) else base
         read = Read(f"{path} (read by {owner})", space, attr, MISSING)
         read.value = read.current()
         read.contents = contents(read.value)
