@@ -305,6 +305,15 @@ def not_a_function(fn, what: str, loc: Loc | None = None) -> E.KernelError:
     return E.SignatureError(
         f"{what} decorates {getattr(fn.fn, '__name__', fn.fn)}, which is already an @mgpu_kernel", loc,
         hint="decorate once: remove the second @mgpu_kernel (pass all options to one)")
+  if isinstance(fn, types.MethodType):      # mg.mgpu_kernel(...)(self.kern): its self is no array
+    name = getattr(fn.__func__, "__qualname__", getattr(fn.__func__, "__name__", "the method"))
+    first = next(iter(inspect.signature(fn.__func__).parameters), "self")
+    return E.SignatureError(
+        f"{what} takes a def function, got the bound method {name}: a kernel binds no {first} (every"
+        f" parameter is an array or a constexpr)", loc,
+        hint=f"define the kernel inside the method as a def without {first}, reading what it needs from"
+             f" {first} (a closure: {first}.scale in its body is followed, and a change recompiles it), or"
+             f" pass such values as constexprs at the call, kernel(x, scale={first}.scale)")
   return E.SignatureError(
       f"{what} takes a def function, got {type(fn).__name__} {fn!r:.60}", loc,
       hint="put the decorator on a `def` statement")
