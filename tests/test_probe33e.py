@@ -1,7 +1,9 @@
 """Probe 33e (kernels as ordinary JAX functions, adversarially): jax_enable_x64, jit with static
 and donated arguments, vmap, grad through custom_vjp, checkpoint and scan, eval_shape, export, AOT,
 kernels in classes, closures and factories, redefinitions, the disk cache and threads."""
+import dataclasses
 import types
+import typing
 
 import jax
 import jax.numpy as jnp
@@ -10,6 +12,7 @@ import pytest
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
+from locate import expect
 
 S = jax.ShapeDtypeStruct
 F32 = jnp.float32
@@ -126,3 +129,53 @@ def test_a_bound_method_decorated_says_how_to_read_self():
                        " no self (every parameter is an array or a constexpr)")
   assert "self.scale" in e.hint and "closure" in e.hint
   assert e.filename == __file__ and "the decorating line" in e.loc.source_line
+
+
+# ---------------------------------------------------------------- NamedTuple and dataclass outputs
+class _Stats(typing.NamedTuple):
+  mean: object
+  var: object
+
+
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass
+class _DStats:
+  mean: object
+  var: object
+
+
+@mg.mgpu_kernel(out_shape=lambda x: _Stats(x, x))
+def stats_swapped(x, var, mean):
+  v = x[...]
+  mean[...] = v * 2
+  var[...] = v * 3
+
+
+@mg.mgpu_kernel(out_shape=lambda x: _DStats(x, x))
+def dstats_swapped(x, var, mean):
+  v = x[...]
+  mean[...] = v * 2
+  var[...] = v * 3
+
+
+@mg.mgpu_kernel(out_shape=lambda x: _Stats(x, x))
+def stats_in_order(x, mean, var):
+  v = x[...]
+  mean[...] = v * 2
+  var[...] = v * 3
+
+
+def test_a_namedtuple_or_dataclass_out_shape_whose_fields_name_other_parameters_is_an_error():
+  """They were silently swapped (result.mean held what the kernel wrote into `mean`'s neighbour):
+  the outputs follow the fields' order, as a dict's follow its sorted keys (which was checked)."""
+  for k, kind in ((stats_swapped, "_Stats"), (dstats_swapped, "_DStats")):
+    expect(k, [S((128,), F32)], mg.SignatureError, "out_shape=",
+           f"out_shape's field 'mean' binds output parameter 'var', not the parameter named 'mean': {kind}'s"
+           f" outputs follow its fields' order ('mean', 'var'), not parameter names",
+           hint="name the output parameters in the fields' order (mean, var), or give out_shape a tuple in the"
+                " parameters' order")
+  x = _x()[:128]
+  r = stats_in_order(x, interpret=True)        # the hint followed
+  assert type(r) is _Stats
+  np.testing.assert_array_equal(r.mean, 2 * x)
+  np.testing.assert_array_equal(r.var, 3 * x)
