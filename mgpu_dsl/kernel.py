@@ -643,17 +643,16 @@ def mgpu_kernel(fn: Callable | None = None, *, out_shape=None, grid=(1,), block:
   """
   @_user_errors
   def wrap_fn(f):
+    if getattr(f, "__name__", "") == "<lambda>":   # mg.mgpu_kernel(lambda x, out: ..., out_shape=...), (...)(lambda)
+      raise E.LaunchConfigError("a kernel must be a def: a lambda's body is one expression, and a kernel writes its"
+                                " outputs in statements", caller_loc(),
+                                hint="def body(x, out): out[...] = ...  then mg.mgpu_kernel(body, out_shape=...)")
     if unknown:
       raise _unknown_option(f, unknown)
     return KernelFunction(f, out_shape=out_shape, grid=grid, block=block, cluster=cluster,
                           interpret=interpret, cache_size=cache_size,
                           input_output_aliases=input_output_aliases)
-  if fn is not None and getattr(fn, "__name__", "") == "<lambda>" and out_shape is not None:
-    raise E.LaunchConfigError(           # mg.mgpu_kernel(lambda x, out: ..., out_shape=...)
-        "a kernel must be a def: a lambda's body is one expression, and a kernel writes its outputs in"
-        " statements", caller_loc(),
-        hint="def body(x, out): out[...] = ...  then mg.mgpu_kernel(body, out_shape=...)")
-  if fn is not None and (getattr(fn, "__name__", "") == "<lambda>" or not callable(fn)):
+  if fn is not None and (getattr(fn, "__name__", "") == "<lambda>" and out_shape is None or not callable(fn)):
     got = "a lambda" if callable(fn) else calling.describe(fn)
     raise E.LaunchConfigError(
         f"mgpu_kernel's positional argument is the kernel function, got {got}: out_shape"

@@ -179,3 +179,19 @@ def test_a_namedtuple_or_dataclass_out_shape_whose_fields_name_other_parameters_
   assert type(r) is _Stats
   np.testing.assert_array_equal(r.mean, 2 * x)
   np.testing.assert_array_equal(r.var, 3 * x)
+
+
+# ---------------------------------------------------------------- a lambda given to the decorator's call
+def test_a_lambda_given_to_the_decorators_call_is_reported_at_once_as_the_direct_form_is():
+  """mg.mgpu_kernel(lambda x, out: ..., out_shape=...) said 'a kernel must be a def' at once; the same
+  lambda given to the decorator, mg.mgpu_kernel(out_shape=...)(lambda x, out: ...), was accepted and
+  failed at the first call with 'decorates a plain def function' at the line's column 0."""
+  for make in (lambda: mg.mgpu_kernel(out_shape=lambda x: x)(lambda x, out: None),     # the line
+               lambda: mg.mgpu_kernel(lambda x, out: None, out_shape=lambda x: x)):
+    with pytest.raises(mg.LaunchConfigError) as info:
+      make()
+    e = info.value
+    assert e.message == ("a kernel must be a def: a lambda's body is one expression, and a kernel writes its"
+                         " outputs in statements")
+    assert e.hint == "def body(x, out): out[...] = ...  then mg.mgpu_kernel(body, out_shape=...)"
+    assert e.filename == __file__ and e.col_offset > 0
