@@ -643,12 +643,12 @@ def mgpu_kernel(fn: Callable | None = None, *, out_shape=None, grid=(1,), block:
   """
   @_user_errors
   def wrap_fn(f):
+    if unknown:
+      raise _unknown_option(f, unknown)
     if getattr(f, "__name__", "") == "<lambda>":   # mg.mgpu_kernel(lambda x, out: ..., out_shape=...), (...)(lambda)
       raise E.LaunchConfigError("a kernel must be a def: a lambda's body is one expression, and a kernel writes its"
                                 " outputs in statements", caller_loc(),
                                 hint="def body(x, out): out[...] = ...  then mg.mgpu_kernel(body, out_shape=...)")
-    if unknown:
-      raise _unknown_option(f, unknown)
     return KernelFunction(f, out_shape=out_shape, grid=grid, block=block, cluster=cluster,
                           interpret=interpret, cache_size=cache_size,
                           input_output_aliases=input_output_aliases)
