@@ -165,6 +165,15 @@ def output_dtype_hint(leaves) -> str:
   return f"supported dtypes: {SUPPORTED_DTYPES}"
 
 
+def is_weak(a) -> bool:
+  """Whether `a` is a weakly typed value jax.jit traced: a Python number (int64/float64 with x64)."""
+  return bool(getattr(getattr(a, "aval", None), "weak_type", False))
+
+
+def is_f64_scalar(a) -> bool:
+  return getattr(a, "shape", None) == () and np.dtype(getattr(a, "dtype", None) or np.int8) == np.float64
+
+
 def _dtype_hint(pk, i, a) -> str:
   """The hint for an input of an unsupported dtype: with jax_enable_x64 on, a weakly typed float64
   under a trace is a Python number that jax.jit made a 64-bit array."""

@@ -365,10 +365,12 @@ class KernelFunction:
     return cached[1]
 
   def _scalar_args(self, args) -> tuple:
-    """Python numbers passed for `ml.scalar` parameters, as 0-d arrays (bool, int32 or float32)."""
+    """Python numbers for `ml.scalar` parameters (and Python floats jax.jit traced for any 0-d input) as 0-d arrays."""
     import numpy as np
-    args = list(args)
-    for p in self.parsed.scalar_positions():
+    args, scalars = list(args), self.parsed.scalar_positions()
+    for p in range(len(args)):
+      if p not in scalars and not (calling.is_weak(args[p]) and calling.is_f64_scalar(args[p])):
+        continue      # (a weak int64 stays int64 there: an int64 kernel reads it as jnp.int64(n))
       if p < len(args) and isinstance(args[p], bool):     # a flag: a bool scalar, as jnp.bool_(b)
         args[p] = np.asarray(args[p], np.bool_)
         continue
@@ -381,7 +383,7 @@ class KernelFunction:
                  f" jnp.int64({name}) with jax_enable_x64")
       if p < len(args) and isinstance(args[p], (int, float)):
         args[p] = np.asarray(args[p], np.float32 if isinstance(args[p], float) else np.int32)
-      elif p < len(args) and getattr(getattr(args[p], "aval", None), "weak_type", False):
+      elif p < len(args) and calling.is_weak(args[p]):
         # A Python number through jax.jit with jax_enable_x64: a weak int64/float64 scalar. Typed as
         # the same number passed eagerly (int32, float32), as jnp keeps weak values in 32 bits.
         import jax

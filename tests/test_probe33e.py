@@ -195,3 +195,28 @@ def test_a_lambda_given_to_the_decorators_call_is_reported_at_once_as_the_direct
                          " outputs in statements")
     assert e.hint == "def body(x, out): out[...] = ...  then mg.mgpu_kernel(body, out_shape=...)"
     assert e.filename == __file__ and e.col_offset > 0
+
+
+# ---------------------------------------------------------------- a Python float through jax.jit with x64, for a 0-d input
+@mg.mgpu_kernel(out_shape=lambda x, s: x)
+def add_0d(x, s, out):
+  out[...] = x[...] + s[...]
+
+
+def test_a_python_float_through_jit_with_x64_for_a_0d_input_is_float32_as_for_an_ml_scalar():
+  """It was MG006 (float64, which kernels do not support): jax.jit makes the Python float a weak float64
+  0-d array under jax_enable_x64; an ml.scalar parameter took it as float32 (as the number passed
+  eagerly), and a 0-d input read with s[...] is documented as the same thing."""
+  x = _x()[:128]
+  jax.config.update("jax_enable_x64", True)
+  try:
+    got = jax.jit(lambda x, s: add_0d(x, s, interpret=True))(x, 0.5)
+    vm = jax.jit(jax.vmap(lambda x, s: add_0d(x, s, interpret=True), in_axes=(0, None)))(jnp.stack([x, -x]), 0.25)
+    text = jax.export.export(jax.jit(add_0d), platforms=["cuda"])(
+        S((128,), F32), S((), jnp.float64, weak_type=True)).mlir_module()
+  finally:
+    jax.config.update("jax_enable_x64", False)
+  assert got.dtype == F32
+  np.testing.assert_array_equal(got, x + 0.5)
+  np.testing.assert_array_equal(vm, jnp.stack([x, -x]) + 0.25)
+  assert "mosaic_gpu" in text
