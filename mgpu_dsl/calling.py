@@ -594,13 +594,20 @@ def call_with_meta(f, args, constexprs, what, loc, inputs=()):
     params = parameters(f)
   except TypeError:       # an unhashable callable
     params = None
+  import jax
   try:
-    if params is None:
-      return _on_arrays(f, args, {})
-    if any(p.kind == p.VAR_KEYWORD for p in params):
-      return _on_arrays(f, args, constexprs)
-    names = {p.name for p in params}
-    return _on_arrays(f, args, {k: v for k, v in constexprs.items() if k in names})
+    if params is not None and not any(p.kind == p.VAR_KEYWORD for p in params):
+      constexprs = {k: v for k, v in constexprs.items() if k in {p.name for p in params}}
+    kw = {} if params is None else constexprs
+    with jax.ensure_compile_time_eval():      # jnp on shapes and constants stays a value under jax.jit
+      got = _on_arrays(f, args, kw)
+      if what == "out_shape" or not _jax_ints(got):
+        return got
+      # jnp.int32(x.shape[0] // 128): an int when the callable gives it also for abstract inputs (so it
+      # does not come from their values: an ml.scalar's is known only at run time)
+      spec = lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype) if hasattr(a, "shape") and hasattr(a, "dtype") else a
+      shape_only = _on_arrays(f, [spec(a) for a in args], kw)
+    return _concrete_ints(got, shape_only)
   except E.InternalError:
     raise
   except E.KernelError as e:     # ml.cdiv(n, 0) in the callable: its own words, once
@@ -618,6 +625,25 @@ def call_with_meta(f, args, constexprs, what, loc, inputs=()):
         f" {', '.join(describe(a) for a in args)}: {type(e).__name__}: {text}"), loc,
         hint=triton or f"{what} is called with the kernel's inputs (and the constexprs it names)"
              + ("; an input has .shape, .dtype, .ndim and jnp's array methods" if missing else "")) from None
+
+
+def _jax_ints(x) -> bool:
+  """Whether a launch tuple (or count) holds a 0-d integer jax array."""
+  import jax
+  if isinstance(x, (tuple, list)):
+    return any(_jax_ints(i) for i in x)
+  return isinstance(x, jax.Array) and x.shape == () and np.issubdtype(x.dtype, np.integer)
+
+
+def _concrete_ints(x, shape_only):
+  """`x` (a launch tuple or count) with its 0-d integer jax arrays that are values also in `shape_only`
+  (the callable's result for abstract inputs: computed from shapes and constants) as ints."""
+  import jax
+  if isinstance(x, (tuple, list)) and isinstance(shape_only, (tuple, list)) and len(x) == len(shape_only):
+    return type(x)(_concrete_ints(i, j) for i, j in zip(x, shape_only))
+  if _jax_ints(x) and isinstance(shape_only, jax.Array) and not isinstance(shape_only, jax.core.Tracer):
+    return int(x)
+  return x
 
 
 # JAX's words for an attribute an abstract array lacks (a tracer under jit, a ShapeDtypeStruct)

@@ -220,3 +220,33 @@ def test_a_python_float_through_jit_with_x64_for_a_0d_input_is_float32_as_for_an
   np.testing.assert_array_equal(got, x + 0.5)
   np.testing.assert_array_equal(vm, jnp.stack([x, -x]) + 0.25)
   assert "mosaic_gpu" in text
+
+
+# ---------------------------------------------------------------- a grid computed with jnp from shapes
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (jnp.ceil(x.shape[0] / 128).astype(jnp.int32),),
+                block=lambda x: jnp.int32(128))
+def jnp_grid(x, out):
+  i = ml.program_id(0)
+  out.at[ml.ds(i * 128, 128)][...] = x.at[ml.ds(i * 128, 128)][...] * 2
+
+
+@mg.mgpu_kernel(out_shape=lambda x, n: x, grid=lambda x, n: (n,))
+def grid_of_0d_input(x, n, out):
+  i = ml.program_id(0)
+  out.at[ml.ds(i * 128, 128)][...] = x.at[ml.ds(i * 128, 128)][...]
+
+
+def test_a_grid_computed_with_jnp_from_shapes_is_a_count_known_when_compiling():
+  """It was MG007 'a value known only at run time', eagerly and under jax.jit: jnp.ceil(n / 128) of a
+  shape is a 0-d jax array (a tracer under jax.jit), though no input's value enters it."""
+  x = _x()
+  np.testing.assert_array_equal(jnp_grid(x, interpret=True), x * 2)
+  np.testing.assert_array_equal(jax.jit(lambda x: jnp_grid(x, interpret=True))(x), x * 2)
+  assert "mosaic_gpu" in jax.export.export(jax.jit(jnp_grid), platforms=["cuda"])(S((256,), F32)).mlir_module()
+  # one computed from an input's value stays a run-time value, under jax.jit as eagerly
+  for call in (lambda: grid_of_0d_input(x, jnp.int32(2), interpret=True),
+               lambda: jax.jit(lambda x, n: grid_of_0d_input(x, n, interpret=True))(x, jnp.int32(2))):
+    with pytest.raises(mg.LaunchConfigError) as info:
+      call()
+    assert info.value.message == ("grid must be 1 to 3 positive ints, got (a run-time int32 value,): a value known"
+                                  " only at run time (an ml.scalar or an array's element)")
