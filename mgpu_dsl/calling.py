@@ -615,6 +615,9 @@ def call_with_meta(f, args, constexprs, what, loc, inputs=()):
         f"the {what} callable failed for {len(args)} input(s)"
         f" {', '.join(describe(a) for a in args)}: {e.message}"), loc, hint=e.hint) from None
   except Exception as e:
+    from . import value_hints
+    if value_hints.reads_values(e):
+      raise value_hints.values_error(what, ", ".join(describe(a) for a in args), loc) from None
     missing = _ARRAY_ATTR.match(str(e)) if isinstance(e, AttributeError) else None
     text = f"an input array has no attribute {missing.group(1)!r}" if missing else str(e)
     from . import triton_names

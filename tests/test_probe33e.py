@@ -250,3 +250,42 @@ def test_a_grid_computed_with_jnp_from_shapes_is_a_count_known_when_compiling():
       call()
     assert info.value.message == ("grid must be 1 to 3 positive ints, got (a run-time int32 value,): a value known"
                                   " only at run time (an ml.scalar or an array's element)")
+
+
+# ---------------------------------------------------------------- a launch callable reading its inputs' values
+@mg.mgpu_kernel(out_shape=lambda x, n: S((int(n[0]),), x.dtype))
+def out_of_values(x, n, out):
+  out[...] = x.at[ml.ds(0, 128)][...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x, *, size: S((size,), x.dtype))
+def out_of_constexpr(x, out, *, size: ml.constexpr):
+  out[...] = x.at[ml.ds(0, size)][...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x, n: x, grid=lambda x, n: (int(n[0]) // 128,))
+def grid_of_values(x, n, out):
+  i = ml.program_id(0)
+  out.at[ml.ds(i * 128, 128)][...] = x.at[ml.ds(i * 128, 128)][...]
+
+
+def test_a_launch_callable_reading_its_inputs_values_says_so_in_the_kernels_words():
+  """The message was JAX's ConcretizationTypeError (or TracerArrayConversionError), a page of text
+  about tracers, and the hint only said the callable is called with the inputs."""
+  e = expect(out_of_values, [S((256,), F32), S((1,), jnp.int32)], mg.SignatureError, "out_shape=",
+             "the out_shape callable reads the values of its inputs (float32[256], int32[1]), which are not"
+             " known here: under jax.jit, jax.vmap and jax.eval_shape, and in kernel.check and kernel.typed_ir, it gets"
+             " abstract arrays (shapes and dtypes only)")
+  assert "n: ml.constexpr" in e.hint and "slice the result" in e.hint
+  x, n = _x(), jnp.array([128], jnp.int32)
+  with pytest.raises(mg.SignatureError) as info:
+    jax.jit(lambda x, n: out_of_values(x, n, interpret=True))(x, n)
+  assert info.value.message == e.message
+  np.testing.assert_array_equal(out_of_values(x, n, interpret=True), x[:128])       # eagerly it has values
+  got = jax.jit(lambda x: out_of_constexpr(x, size=128, interpret=True))(x)           # the hint, followed
+  np.testing.assert_array_equal(got, x[:128])
+  e = expect(grid_of_values, [S((256,), F32), S((1,), jnp.int32)], mg.SignatureError, "grid=",
+             "the grid callable reads the values of its inputs (float32[256], int32[1]), which are not known"
+             " here: under jax.jit, jax.vmap and jax.eval_shape, and in kernel.check and kernel.typed_ir, it gets abstract"
+             " arrays (shapes and dtypes only)")
+  assert "launch the largest grid" in e.hint
