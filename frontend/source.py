@@ -253,6 +253,8 @@ def read_function(fn, what: str):
     tree = ast.parse(dedented).body[0]
   except SyntaxError as e:
     raise _unavailable(fn, filename, f"{filename}:{first} does not parse ({e.msg})") from None
+  if code.co_name == "<lambda>" and what == "@ml.inline":      # ml.inline(lambda v: ...): its one expression
+    tree = _lambda_def(tree, code, first, indent) or tree
   if not isinstance(tree, (ast.FunctionDef, ast.AsyncFunctionDef)):
     raise E.UnsupportedSyntaxError(f"{what} decorates a plain def function", src.loc(tree),
                                    hint="put the decorator on a `def` statement")
@@ -272,6 +274,24 @@ def read_function(fn, what: str):
       except ValueError:
         pass
   return src, tree, scope
+
+
+def _lambda_def(stmt, code, first, indent) -> ast.FunctionDef | None:
+  """The lambda of `code` in the statement `stmt` (parsed from line `first`, dedented by `indent`) as a
+  def returning its expression, at the expression's own positions; None when it cannot be told."""
+  names = list(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
+  found = [n for n in ast.walk(stmt) if isinstance(n, ast.Lambda) and n.lineno == code.co_firstlineno - first + 1
+           and [a.arg for a in n.args.posonlyargs + n.args.args + n.args.kwonlyargs] == names]
+  if len(found) > 1:       # several on the line (a tuple of helpers): the one whose body the bytecode runs
+    at = {(p[0], p[2]) for p in code.co_positions()}
+    found = [n for n in found if (n.body.lineno + first - 1, n.body.col_offset + indent) in at]
+  if len(found) != 1:
+    return None
+  lam = found[0]
+  ret = ast.copy_location(ast.Return(value=lam.body), lam.body)
+  fd = ast.FunctionDef(name="<lambda>", args=lam.args, body=[ret], decorator_list=[], returns=None,
+                       type_comment=None, **({"type_params": []} if "type_params" in ast.FunctionDef._fields else {}))
+  return ast.copy_location(fd, lam)
 
 
 def not_a_function(fn, what: str, loc: Loc | None = None) -> E.KernelError:

@@ -289,3 +289,34 @@ def test_a_launch_callable_reading_its_inputs_values_says_so_in_the_kernels_word
              " here: under jax.jit, jax.vmap and jax.eval_shape, and in kernel.check and kernel.typed_ir, it gets abstract"
              " arrays (shapes and dtypes only)")
   assert "launch the largest grid" in e.hint
+
+
+# ---------------------------------------------------------------- ml.inline of a lambda
+_relu = ml.inline(lambda v: ml.maximum(v, 0.0))
+_ACTS = {"relu": ml.inline(lambda v: ml.maximum(v, 0.0)), "neg": ml.inline(lambda v, s=1.0: -v * s)}
+_attr = ml.inline(lambda v: v.at[0])
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def lambda_helpers(x, out, *, act: ml.constexpr):
+  out[...] = _relu(x[...]) * 2 + _ACTS[act](x[...])
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def lambda_helper_mistake(x, out):
+  out[...] = _attr(x[...])
+
+
+def test_an_inline_lambda_helper_is_traced_as_its_expression():
+  """ml.inline(lambda v: ...) was MG001 '@ml.inline decorates a plain def function' at the line's column
+  0, though a lambda is a helper of one expression (several on a line are told apart by their bodies)."""
+  x = _x()[:128] - 64
+  for act, want in (("relu", jnp.maximum(x, 0) * 3), ("neg", jnp.maximum(x, 0) * 2 - x)):
+    np.testing.assert_array_equal(lambda_helpers(x, act=act, interpret=True), want)
+  assert "mosaic_gpu" in jax.export.export(jax.jit(lambda x: lambda_helpers(x, act="neg")),
+                                           platforms=["cuda"])(S((128,), F32)).mlir_module()
+  with pytest.raises(mg.KernelTypeError) as info:      # a mistake in it: at the lambda's own expression
+    lambda_helper_mistake.check(S((128,), F32))
+  e = info.value
+  assert e.message == "a register tensor has no attribute 'at'"
+  assert (e.filename, e.lineno, e.loc.source_line[e.col_offset:e.col_offset + 4]) == (__file__, _attr.fn.__code__.co_firstlineno, "v.at")
