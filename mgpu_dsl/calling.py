@@ -114,6 +114,9 @@ def _input_hint(x, name="xs") -> str:
   if isinstance(x, (list, tuple)) and x and _numbers(x):
     return (f"make the numbers one array first, as jnp functions need too: jnp.asarray({name}) (with the"
             f" dtype you mean: jnp.asarray({name}, jnp.float32))")
+  from .value_hints import fields_hint
+  if not isinstance(x, (list, dict)) and fields_hint(x, name):      # a NamedTuple, a dataclass pytree
+    return fields_hint(x, name)
   if isinstance(x, (list, tuple)):
     return f"pass each array as its own argument, or stack them: jnp.stack({name})"
   if isinstance(x, dict):

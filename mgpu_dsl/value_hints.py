@@ -32,3 +32,19 @@ def values_error(what: str, described: str, loc) -> E.KernelError:
       f"the {what} callable reads the values of its inputs ({described}), which are not known here: under"
       f" jax.jit, jax.vmap and jax.eval_shape, and in kernel.check and kernel.typed_ir, it gets abstract arrays (shapes and"
       f" dtypes only)", loc, hint=fix)
+
+
+def fields_hint(x, name: str) -> str | None:
+  """For an input that is a pytree with named fields (a NamedTuple, a registered dataclass, a flax
+  struct): pass the fields, one parameter each. None for anything else."""
+  import jax
+  try:
+    flat, _ = jax.tree_util.tree_flatten_with_path(x)
+  except Exception:
+    return None
+  fields = [p[0].name for p, _ in flat if len(p) == 1 and isinstance(p[0], jax.tree_util.GetAttrKey)]
+  if not flat or len(fields) != len(flat):
+    return None
+  return (f"kernel inputs are arrays, not pytrees: pass its fields as inputs of their own,"
+          f" {', '.join(f'{name}.{f}' for f in fields)}, with a parameter for each (or unpack it,"
+          f" *jax.tree.leaves({name}))")

@@ -320,3 +320,46 @@ def test_an_inline_lambda_helper_is_traced_as_its_expression():
   e = info.value
   assert e.message == "a register tensor has no attribute 'at'"
   assert (e.filename, e.lineno, e.loc.source_line[e.col_offset:e.col_offset + 4]) == (__file__, _attr.fn.__code__.co_firstlineno, "v.at")
+
+
+@pytest.mark.gpu
+def test_gpu_the_new_call_paths_match_interpret_mode():
+  """No lowering changed in this probe; the calls it opened (a Python float through jax.jit with x64
+  for a 0-d input, a grid computed with jnp, lambda helpers, a constexpr default from a factory, an
+  instance attribute changed) run on the GPU with interpret mode's numbers."""
+  x = _x()
+  np.testing.assert_array_equal(np.asarray(jax.jit(jnp_grid)(x)), np.asarray(jnp_grid(x, interpret=True)))
+  np.testing.assert_array_equal(np.asarray(jax.jit(lambda x: lambda_helpers(x, act="neg"))(x[:128] - 64)),
+                                np.asarray(lambda_helpers(x[:128] - 64, act="neg", interpret=True)))
+  k = _scaler_with_default(3.0)
+  np.testing.assert_array_equal(np.asarray(jax.jit(k)(x)), np.asarray(x) * 3)
+  layer = _Layer(2.0)
+  np.testing.assert_array_equal(np.asarray(layer.kernel(x)), np.asarray(x) * 2)
+  layer.scale = 5.0
+  np.testing.assert_array_equal(np.asarray(layer.kernel(x)), np.asarray(x) * 5)
+  jax.config.update("jax_enable_x64", True)
+  try:
+    got = jax.jit(add_0d)(x[:128], 0.5)
+  finally:
+    jax.config.update("jax_enable_x64", False)
+  np.testing.assert_array_equal(np.asarray(got), np.asarray(x[:128]) + 0.5)
+
+
+# ---------------------------------------------------------------- a NamedTuple or dataclass given as an input
+@mg.mgpu_kernel(out_shape=lambda mean, var: mean)
+def normalise(mean, var, out):
+  out[...] = mean[...] / ml.sqrt(var[...] + 1e-5)
+
+
+def test_a_pytree_with_fields_given_as_an_input_is_hinted_field_by_field():
+  """A NamedTuple was hinted jnp.stack(x) (its fields may differ in shape), a dataclass 'pass a jax or
+  numpy array'; the hint now names the fields, and followed it runs."""
+  x = _x()[:128]
+  for stats in (_Stats(x, x + 1), _DStats(x, x + 1)):
+    with pytest.raises(mg.SignatureError) as info:
+      normalise(stats, interpret=True)
+    assert info.value.hint == ("kernel inputs are arrays, not pytrees: pass its fields as inputs of their own,"
+                               " mean.mean, mean.var, with a parameter for each (or unpack it,"
+                               " *jax.tree.leaves(mean))")
+    np.testing.assert_allclose(normalise(stats.mean, stats.var, interpret=True), x / np.sqrt(x + 1 + 1e-5), rtol=1e-6)
+    np.testing.assert_allclose(normalise(*jax.tree.leaves(stats), interpret=True), x / np.sqrt(x + 1 + 1e-5), rtol=1e-6)
