@@ -164,22 +164,37 @@ class Dependencies:
       self._visit(read.value)
     for root, attrs in sorted(chains):
       base = cells.get(root, fn.__globals__)
-      base = Read("", base, root, MISSING).current()
-      path = root
-      for attr in attrs:
-        if isinstance(base, (types.ModuleType, type)):
-          space = base.__dict__ if isinstance(base, types.ModuleType) else base
-        elif isinstance(getattr(base, "__dict__", None), dict) and attr in base.__dict__:
-          space = base.__dict__     # an instance's own attribute (self.scale, cfg.tile): no property runs
-        else:
-          break
-        path += "." + attr
-        read = Read(f"{path} (read by {owner})", space, attr, MISSING)
-        read.value = read.current()
-        read.contents = contents(read.value)
-        self.reads.append(read)
-        self._visit(read.value)
-        base = read.value
+      self._chain(Read("", base, root, MISSING).current(), root, attrs, owner)
+
+  def _chain(self, base, path, attrs, owner):
+    """The reads of `base.a.b...` (`path` names `base`): attributes of modules, classes and instances."""
+    for attr in attrs:
+      if isinstance(base, (types.ModuleType, type)):
+        space = base.__dict__ if isinstance(base, types.ModuleType) else base
+      elif isinstance(getattr(base, "__dict__", None), dict) and attr in base.__dict__:
+        space = base.__dict__     # an instance's own attribute (self.scale, cfg.tile): no property runs
+      else:
+        helper = getattr(type(base), attr, None)
+        if isinstance(helper, L.Inline) and ("self", id(helper), id(base)) not in self._seen:
+          self._seen.add(("self", id(helper), id(base)))      # model.step(v): what step reads of its self
+          self._visit(helper)
+          tree = _function_tree(helper.fn)
+          args = tree.args.posonlyargs + tree.args.args if tree is not None else []
+          for node in (n for n in ast.walk(tree) if args and isinstance(n, ast.Attribute)):
+            chain = []
+            while isinstance(node, ast.Attribute):
+              chain.append(node.attr)
+              node = node.value
+            if isinstance(node, ast.Name) and node.id == args[0].arg:
+              self._chain(base, f"{path}", tuple(reversed(chain)), getattr(helper.fn, "__qualname__", "?"))
+        break
+      path += "." + attr
+      read = Read(f"{path} (read by {owner})", space, attr, MISSING)
+      read.value = read.current()
+      read.contents = contents(read.value)
+      self.reads.append(read)
+      self._visit(read.value)
+      base = read.value
 
   def _visit(self, value, depth=0):
     if isinstance(value, L.Inline):

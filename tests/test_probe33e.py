@@ -363,3 +363,38 @@ def test_a_pytree_with_fields_given_as_an_input_is_hinted_field_by_field():
                                " *jax.tree.leaves(mean))")
     np.testing.assert_allclose(normalise(stats.mean, stats.var, interpret=True), x / np.sqrt(x + 1 + 1e-5), rtol=1e-6)
     np.testing.assert_allclose(normalise(*jax.tree.leaves(stats), interpret=True), x / np.sqrt(x + 1 + 1e-5), rtol=1e-6)
+
+
+# ---------------------------------------------------------------- what an @ml.inline method reads of its instance
+class _Scaler:
+  def __init__(self, scale):
+    self.scale = scale
+
+  @ml.inline
+  def step(self, v):
+    return self.shifted(v) * self.scale
+
+  @ml.inline
+  def shifted(self, v):
+    return v + self.shift
+
+
+_SCALER = _Scaler(2.0)
+_SCALER.shift = 1.0
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def method_helper(x, out):
+  out[...] = _SCALER.step(x[...])
+
+
+def test_an_attribute_an_inline_method_reads_of_its_instance_recompiles_when_changed():
+  """It was silently stale: model.step(v) read self.scale, and `model.scale = 5.0` after the first call
+  kept the kernel compiled with 2.0 (the method's self is a parameter, not a name the kernel reads)."""
+  x = _x()[:128]
+  np.testing.assert_array_equal(method_helper(x, interpret=True), (x + 1) * 2)
+  _SCALER.scale = 5.0
+  np.testing.assert_array_equal(method_helper(x, interpret=True), (x + 1) * 5)
+  _SCALER.shift = 3.0           # read by a method the method calls
+  np.testing.assert_array_equal(method_helper(x, interpret=True), (x + 3) * 5)
+  assert method_helper.cache_info().retraces == 2
