@@ -136,6 +136,15 @@ def _ref_hint(cx, what: str, ref, value) -> str:
   return f"{what}(out.at[ml.ds(i * 128, 128)], x)"
 
 
+def _reduce_first_hint(cx, kind: AtomicKind, what: str) -> str:
+  """A tensor updating one element: reduce it with the atomic's own operation (ml.max for
+  ml.atomic_max), in the call's words."""
+  from .elementwise_checks import _call_args
+  target, value = _call_args(cx.text, 2) or ("out.at[i]", "x")
+  red = {AtomicKind.ADD: "ml.sum", AtomicKind.MAX: "ml.max", AtomicKind.MIN: "ml.min"}[kind]
+  return f"reduce it first: {what}({target}, {red}({value}))"
+
+
 def _atomic(cx, kind: AtomicKind, ref, value):
   from .memory import check_in_bounds
   from .shape import broadcast_shape, broadcast_to_shape
@@ -178,7 +187,7 @@ def _atomic(cx, kind: AtomicKind, ref, value):
           + " (or make the value a tensor to combine threads)")
     if is_tensor(value):
       raise E.ShapeMismatchError(f"{what} of a tensor of shape {value.type.shape} into a single element",
-                                 cx.loc, hint=f"reduce it first: {what}(out.at[i], ml.sum(x))")
+                                 cx.loc, hint=_reduce_first_hint(cx, kind, what))
     check_dtype(cx, kind, t.dtype, hw.ATOMIC_SCALAR, what, "on a single element")
     cx.b.emit(AtomicUpdate, kind, ref, value, loc=cx.loc)
     return None
