@@ -48,6 +48,8 @@ def _math_hint(attr, args) -> str:
   xs = list(map(_operand, args)) if args and len(args) == n and "=" not in "".join(args) else ["x", "y"][:n]
   if attr == "ldexp" and isinstance(_const(xs[1]), int):
     form, note = "{0} * 2.0 ** {1}", ""
+  if attr == "copysign" and re.fullmatch(r"[-+]?[\d.]+(e[-+]?\d+)?", xs[0].strip()):   # a number: |it| here,
+    form = "ml.where(ml.bitcast({1}, jnp.int32) < 0, -%r, %r)" % ((abs(float(xs[0])),) * 2)   # not ml.abs(1.0)
   return f"no ml.{attr}: {form.format(*xs)}{note.format(*xs)}"
 
 
