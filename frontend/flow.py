@@ -331,8 +331,12 @@ def _inits(tracer, carries, loc, widened=None):
 
 
 def _widens(init, leaf) -> bool:
-  """Whether a weakly typed carry entering as `init` takes `leaf`'s dtype: a scalar of the same kind."""
-  return (isinstance(init.type, ScalarType) and isinstance(leaf.type, ScalarType)
+  """Whether a weakly typed carry entering as `init` takes `leaf`'s dtype: a scalar of the same kind
+  (or a tensor of the same shape: a select between Python numbers, m = ml.where(v > 0, 1.0, 0.0))."""
+  same = (isinstance(init.type, ScalarType) and isinstance(leaf.type, ScalarType)
+          or not isinstance(init.type, ScalarType) and not isinstance(leaf.type, ScalarType)
+          and init.type.shape == leaf.type.shape)
+  return (same
           and ew.weak_kind(init.type.dtype) is not None
           and ew.weak_kind(init.type.dtype) == ew.weak_kind(leaf.type.dtype))
 

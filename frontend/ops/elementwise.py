@@ -479,6 +479,7 @@ def where_(cx, cond, a, b):
   if folded is not None:
     return folded
   check_register_value(cx, cond, "ml.where")
+  weak = _weak_select(cx, a, b)
   if isinstance(cond, (bool, np.bool_)):      # ml.where(causal, -1e30, 0.0) of a constexpr
     c, x, y = _call_args(cx.text, 3) or ("cond", "a", "b")
     raise E.KernelTypeError(
@@ -512,7 +513,19 @@ def where_(cx, cond, a, b):
   check_dtype_support(cx, dt, "ml.where", x=x)
   # All scalars (a run-time condition between scalars or numbers): a scalar select.
   rtype = ScalarType(dt) if shape is None else TensorType(shape, dt)
-  return cx.b.emit(Where, cond, a, b, loc=cx.loc, types=[rtype], names=[cx.name]).result
+  out = cx.b.emit(Where, cond, a, b, loc=cx.loc, types=[rtype], names=[cx.name]).result
+  if weak:
+    cx.b.weak.add(out.id)     # jnp.where(m, 1.0, 0.5) is weakly typed: x_bf16 * it is bfloat16, as in jnp
+  return out
+
+
+def _weak_select(cx, a, b) -> bool:
+  """Whether a select between `a` and `b` is weakly typed, as jnp's: each branch a Python number
+  (not a NumPy or JAX scalar, which keeps its dtype) or a weakly typed value."""
+  from .base import TypedFloat, TypedInt
+  return all(v.id in cx.b.weak if is_value(v) else
+             isinstance(v, (int, float)) and not isinstance(v, (bool, TypedFloat, TypedInt))
+             for v in (a, b))
 
 
 def astype(cx, x, dtype):

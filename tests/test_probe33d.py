@@ -1,0 +1,130 @@
+"""Probe 33d (quantisation and bit manipulation): FP8/int8/int4 quantisers, shared exponents,
+hash RNGs and unsigned arithmetic written as vLLM/SGLang/TransformerEngine users write them."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from locate import expect
+
+S = jax.ShapeDtypeStruct
+F32, BF16 = jnp.float32, jnp.bfloat16
+
+
+def _export(kernel, *specs, **constexprs):
+  fn = jax.jit(lambda *a: kernel(*a, **constexprs))
+  return jax.export.export(fn, platforms=["cuda"])(*specs).mlir_module()
+
+
+# ---------------------------------------------------------------- ml.where of Python numbers is weakly typed
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def scale_by_sign(x, out):
+  v = x[...]
+  out[...] = v * ml.where(v > 0, 1.0, 0.5)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def step_uint(x, out):
+  v = x[...]
+  out[...] = v + ml.where(v < 5, 1, 2)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def nested_sign(x, out):
+  v = x[...]
+  out[...] = v * ml.where(v > 0, 1.0, ml.where(v < -1, -1.0, 0.0))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def weak_carry(x, out):
+  v = x[...]
+  m = ml.where(v > 0, 1.0, 0.0)
+  for _ in range(3):
+    m = m + v
+  out[...] = m
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def typed_select(x, out):
+  v = x[...]
+  out[...] = v * ml.where(v > 0, np.float32(1.0), np.float32(0.5))
+
+
+def _bf16(n, seed=0):
+  return jax.random.normal(jax.random.key(seed), (n,), F32).astype(BF16)
+
+
+def test_a_select_between_python_numbers_takes_the_other_operands_dtype_as_jnp():
+  """jnp.where(m, 1.0, 0.5) is weakly typed: x_bf16 * it is bfloat16 (and uint32 + where(m, 1, 2)
+  is uint32). It was MG104 (float32 and bfloat16 never converted implicitly)."""
+  x = _bf16(1024)
+  np.testing.assert_array_equal(np.asarray(scale_by_sign(x, interpret=True)), np.asarray(x * jnp.where(x > 0, 1.0, 0.5)))
+  np.testing.assert_array_equal(np.asarray(nested_sign(x, interpret=True)),
+                                np.asarray(x * jnp.where(x > 0, 1.0, jnp.where(x < -1, -1.0, 0.0))))
+  u = jnp.asarray(np.random.default_rng(0).integers(0, 2 ** 32, 1024, dtype=np.uint64).astype(np.uint32))
+  got = step_uint(u, interpret=True)
+  assert got.dtype == jnp.uint32
+  np.testing.assert_array_equal(np.asarray(got), np.asarray(u + jnp.where(u < 5, 1, 2)))
+  for k, a in ((scale_by_sign, x), (step_uint, u), (nested_sign, x)):
+    assert "mosaic_gpu" in str(_export(k, S(a.shape, a.dtype)))
+
+
+def test_a_weak_select_carried_by_a_loop_takes_the_bodys_dtype():
+  """As JAX's loops promote a weakly typed carry: m starts float32 (weak), the body makes it bfloat16."""
+  x = _bf16(1024, 1)
+  ref = jnp.where(x > 0, 1.0, 0.0).astype(BF16)
+  for _ in range(3):
+    ref = ref + x
+  np.testing.assert_array_equal(np.asarray(weak_carry(x, interpret=True)), np.asarray(ref))
+
+
+def test_a_select_between_numpy_scalars_keeps_their_dtype():
+  expect(typed_select, [S((1024,), BF16)], mg.DtypeMismatchError, "v * ml.where(",
+         "* on v (bfloat16) and ml.where(v > 0, np.float32(1.0), np.float32(0.5)) (float32): dtypes differ and are"
+         " never converted implicitly")
+
+
+@pytest.mark.gpu
+def test_gpu_weak_selects():
+  x = _bf16(1024, 2)
+  np.testing.assert_array_equal(np.asarray(scale_by_sign(x)), np.asarray(scale_by_sign(x, interpret=True)))
+  np.testing.assert_array_equal(np.asarray(weak_carry(x)), np.asarray(weak_carry(x, interpret=True)))
+  u = jnp.arange(1024, dtype=jnp.uint32) * jnp.uint32(4194301)
+  np.testing.assert_array_equal(np.asarray(step_uint(u)), np.asarray(step_uint(u, interpret=True)))
+
+
+# ---------------------------------------------------------------- an atomic max of a tensor into one element
+@mg.mgpu_kernel(out_shape=lambda x: S((4,), jnp.uint32), grid=lambda x: (x.shape[0] // 128,))
+def block_max(x, o):
+  i = ml.program_id(0)
+  ml.atomic_max(o.at[i % 4], x.at[ml.ds(i * 128, 128)][...])
+
+
+def test_a_tensor_atomic_into_one_element_is_reduced_with_the_atomics_own_operation():
+  """The hint said ml.atomic_max(out.at[i], ml.sum(x)): followed, it takes the max of the sums."""
+  expect(block_max, [S((1024,), jnp.uint32)], mg.ShapeMismatchError, "ml.atomic_max(",
+         "ml.atomic_max of a tensor of shape (128,) into a single element",
+         hint="reduce it first: ml.atomic_max(o.at[i % 4], ml.max(x.at[ml.ds(i * 128, 128)][...]))")
+
+
+# ---------------------------------------------------------------- jnp.copysign of a number
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def unit_sign(x, out):
+  out[...] = jnp.copysign(1.0, x[...])
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def unit_sign_followed(x, out):
+  out[...] = ml.where(ml.bitcast(x[...], jnp.int32) < 0, -1.0, 1.0)
+
+
+def test_copysign_of_a_number_writes_its_magnitude_not_ml_abs_of_it():
+  """The hint wrote -ml.abs(1.0), itself an error (ml.abs of a Python number)."""
+  expect(unit_sign, [S((1024,), F32)], mg.KernelTypeError, "jnp.copysign(",
+         "copysign cannot take a register tensor inside a kernel",
+         hint="no ml.copysign: ml.where(ml.bitcast(x[...], jnp.int32) < 0, -1.0, 1.0) (the bitcast sees the sign of"
+              " -0.0, as jnp.copysign; jnp.int16 for a 16-bit float)")
+  x = jnp.asarray([-0.0, 0.0, -2.0, 3.0, np.nan, -np.inf] + [1.0] * 122, F32)
+  np.testing.assert_array_equal(np.asarray(unit_sign_followed(x, interpret=True)), np.asarray(jnp.copysign(1.0, x)))
