@@ -291,6 +291,9 @@ def missing_hint(base, attr, args=None, after="", taken=frozenset()) -> str:
       return _expand_hint(attr, args)
     if attr in NOT_YET:
       return with_operands(attr, NOT_YET[attr], args, taken) or NOT_YET[attr]
+    from . import triton_dtypes
+    if (dtype_hint := triton_dtypes.hint(attr)) is not None:
+      return dtype_hint
     from .shape_hints import NOT_YET as shape_names
     if attr in shape_names:
       return shape_names[attr]
@@ -334,6 +337,8 @@ def method_hint(attr, recv: str, *, ref: bool, shape=(), is_bool=False, args=Non
   a = ", ".join(args or ())
   first = (args or ["dtype"])[0]
   if attr == "to":
+    from .triton_dtypes import as_jnp
+    first = as_jnp(first)              # .to(tl.float8e4nv): jnp.float8_e4m3fn
     if bitcast is None:
       return (f"write {recv}.astype({first}) to convert the values (Triton's .to(dtype, bitcast=True) is"
               f" ml.bitcast({recv}, {first}))")

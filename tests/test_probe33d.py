@@ -128,3 +128,31 @@ def test_copysign_of_a_number_writes_its_magnitude_not_ml_abs_of_it():
               " -0.0, as jnp.copysign; jnp.int16 for a 16-bit float)")
   x = jnp.asarray([-0.0, 0.0, -2.0, 3.0, np.nan, -np.inf] + [1.0] * 122, F32)
   np.testing.assert_array_equal(np.asarray(unit_sign_followed(x, interpret=True)), np.asarray(jnp.copysign(1.0, x)))
+
+
+# ---------------------------------------------------------------- Triton's dtype names
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, jnp.float8_e4m3fn))
+def to_fp8(x, out):
+  out[...] = x[...].to(ml.float8e4nv)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, jnp.float8_e4m3fn))
+def cast_e4b15(x, out):
+  out[...] = x[...].astype(ml.float8e4b15)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, jnp.float8_e5m2))
+def cast_e5(x, out):
+  out[...] = x[...].astype(ml.float8e5)
+
+
+def test_tritons_dtype_names_are_written_as_jnps():
+  """.to(ml.float8e4nv)'s hint wrote .astype(ml.float8e4nv), itself MG002; ml.float8e4b15 (an e4m3 with
+  bias 15) was offered ml.float8_e5m2 as a near spelling."""
+  expect(to_fp8, [S((1024,), F32)], mg.KernelTypeError, "x[...].to(", "a register tensor has no attribute 'to'",
+         hint="write x[...].astype(jnp.float8_e4m3fn)")
+  expect(cast_e4b15, [S((1024,), F32)], mg.UnknownNameError, "ml.float8e4b15", "ml has no attribute 'float8e4b15'",
+         hint="Triton's float8e4b15 is not a Hopper format here: the 8-bit floats are jnp.float8_e4m3fn (Triton's"
+              " float8e4nv) and jnp.float8_e5m2 (float8e5)")
+  expect(cast_e5, [S((1024,), F32)], mg.UnknownNameError, "ml.float8e5", "ml has no attribute 'float8e5'",
+         hint="write jnp.float8_e5m2 (Triton's float8e5)")
