@@ -14,7 +14,7 @@ from .missing import missing_hint
 from .torch_hints import torch_method_hint
 from .ops import METHODS, REF_METHODS, gather, memory, roll, shape, transfers
 from .ops.base import is_tensor, is_value, kind_of, static_number
-from .ops.index_hints import check_tensor_steps, run_window_hint, strided_last_axis
+from .ops.index_hints import check_tensor_steps, run_window_hint, strided_last_axis, table_lookup_hint
 from .assign import DICTS_FIXED, SCATTER_HINT, At, holds_value, is_whole
 from .types import RefType, resolve
 
@@ -233,10 +233,11 @@ class Subscripts:
             f" runtime value", cx.loc,
             hint=unroll(f"stack them in one buffer with a leading axis and take a window of it at run time:"
                         f" buf = ml.smem(({len(base)}, {', '.join(map(str, shp))}), ...); buf.at[i % {len(base)}]"))
+      lookup = table_lookup_hint(base, index, self.text(node.value), self.text(node.slice))
       raise E.KernelTypeError(
           f"cannot index {self.text(node.value)} ({kind_of(base)}) with a runtime value", cx.loc,
-          hint=unroll("index Python tuples with static ints (shapes, constexprs); select between register values"
-                      " with ml.where"))
+          hint=lookup or unroll("index Python tuples with static ints (shapes, constexprs); select between register"
+                                " values with ml.where"))
     try:
       out = base[index]
     except Exception as e:

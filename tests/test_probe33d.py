@@ -156,3 +156,56 @@ def test_tritons_dtype_names_are_written_as_jnps():
               " float8e4nv) and jnp.float8_e5m2 (float8e5)")
   expect(cast_e5, [S((1024,), F32)], mg.UnknownNameError, "ml.float8e5", "ml has no attribute 'float8e5'",
          hint="write jnp.float8_e5m2 (Triton's float8e5)")
+
+
+# ---------------------------------------------------------------- a constant lookup table indexed by a tensor
+NF4 = (-1.0, -0.6961928009986877, -0.5250730514526367, -0.39491748809814453, -0.28444138169288635,
+       -0.18477343022823334, -0.09105003625154495, 0.0, 0.07958029955625534, 0.16093020141124725,
+       0.24611230194568634, 0.33791524171829224, 0.44070982933044434, 0.5626170039176941, 0.7229568362236023, 1.0)
+NF4_NP = np.asarray(NF4, np.float32)
+NF4_JNP = jnp.asarray(NF4, F32)
+
+
+@mg.mgpu_kernel(out_shape=lambda p: S(p.shape, F32))
+def nf4_indexed(p, out):
+  out[...] = NF4_NP[p[...].astype(jnp.int32) & 0xF]
+
+
+@mg.mgpu_kernel(out_shape=lambda p: S(p.shape, F32))
+def nf4_list_indexed(p, out):
+  b = p[...].astype(jnp.int32) & 0xF
+  out[...] = NF4[b]
+
+
+@mg.mgpu_kernel(out_shape=lambda p: S(p.shape, F32))
+def nf4_selected(p, out):
+  idx = p[...].astype(jnp.int32) & 0xF
+  r = ml.zeros(idx.shape, jnp.float32)
+  for k in ml.static_range(16):
+    r = ml.where(idx == k, NF4_JNP[k], r)
+  out[...] = r
+
+
+@mg.mgpu_kernel(out_shape=lambda p, t: S(p.shape, F32))
+def nf4_gathered(p, t, out):
+  b = p[...].astype(jnp.int32) & 0xF
+  out[...] = t[b]
+
+
+def test_a_constant_table_indexed_by_a_tensor_says_how_to_look_it_up():
+  """NF4's levels indexed by nibbles: the hint said only 'index Python tuples with static ints'."""
+  expect(nf4_indexed, [S((1024,), jnp.uint8)], mg.KernelTypeError, "NF4_NP[",
+         "cannot index NF4_NP (an array from outside the kernel (float32[16])) with a runtime value",
+         hint="a table indexed by a tensor: select its entries, idx = p[...].astype(jnp.int32) & 15; r ="
+              " ml.zeros(idx.shape, jnp.float32), then for k in ml.static_range(16): r = ml.where(idx == k,"
+              " NF4_NP[k], r) (one select per entry); or pass the table to the kernel as an input array, t, and"
+              " gather from it: t[idx]")
+  expect(nf4_list_indexed, [S((1024,), jnp.uint8)], mg.KernelTypeError, "NF4[b]",
+         "cannot index NF4 (a Python tuple) with a runtime value",
+         hint="a table indexed by a tensor: select its entries, r = ml.zeros(b.shape, jnp.float32), then for k in"
+              " ml.static_range(16): r = ml.where(b == k, NF4[k], r) (one select per entry); or pass the table to"
+              " the kernel as an input array, t, and gather from it: t[b]")
+  p = jnp.asarray(np.random.default_rng(3).integers(0, 256, 1024).astype(np.uint8))
+  want = NF4_NP[np.asarray(p).astype(np.int32) & 15]
+  np.testing.assert_array_equal(np.asarray(nf4_selected(p, interpret=True)), want)
+  np.testing.assert_array_equal(np.asarray(nf4_gathered(p, NF4_JNP, interpret=True)), want)

@@ -56,9 +56,14 @@ def typed_number(v):
 
 def static_number(v):
   """A NumPy (or ml_dtypes) scalar met while tracing (a module constant, `COEFFS[2]`,
-  `jnp.finfo(x.dtype).min`) as the typed Python number it holds; any other value unchanged."""
+  `jnp.finfo(x.dtype).min`), or a concrete 0-d array (`TABLE[k]` of a module's JAX array), as the
+  typed Python number it holds; any other value unchanged."""
   import numpy as np
-  return typed_number(v) if isinstance(v, np.generic) and hasattr(v, "item") else v
+  if isinstance(v, np.generic) and hasattr(v, "item"):
+    return typed_number(v)
+  traced = any(c.__name__.endswith("Tracer") for c in type(v).__mro__)
+  zero_d = not traced and getattr(v, "shape", None) == () and hasattr(v, "item") and hasattr(v, "dtype")
+  return typed_number(v) if zero_d else v
 
 
 class Builtin:

@@ -490,3 +490,25 @@ def strided_last_axis(cx, x, index):
     return None         # (a tile register tensors cannot hold, as the reshape or as the result)
   y = reshape_(cx, x, shape[:-1] + (n // k, k))
   return expand(cx, y, (slice(None),) * rank + (a,))
+
+
+def table_lookup_hint(table, index, table_text: str, index_text: str) -> str | None:
+  """A constant table from outside the kernel (NF4's 16 levels as a list, a NumPy or JAX array) indexed
+  by a register tensor: one select per entry, or the table passed in as an input and gathered."""
+  import numpy as np
+  from .base import is_tensor
+  from ..types import resolve
+  if not is_tensor(index) or not resolve(index.type.dtype).is_int:
+    return None
+  try:
+    a = np.asarray(table)
+  except Exception:
+    return None
+  if a.ndim != 1 or a.dtype.kind not in "iuf" or not 0 < len(a) <= 256:
+    return None
+  dt = "float32" if a.dtype.kind == "f" else "int32"
+  i = index_text if index_text.isidentifier() else "idx"
+  bind = "" if i == index_text else f"idx = {index_text}; "
+  return (f"a table indexed by a tensor: select its entries, {bind}r = ml.zeros({i}.shape, jnp.{dt}), then"
+          f" for k in ml.static_range({len(a)}): r = ml.where({i} == k, {table_text}[k], r) (one select per"
+          f" entry); or pass the table to the kernel as an input array, t, and gather from it: t[{i}]")
