@@ -209,3 +209,25 @@ def test_a_constant_table_indexed_by_a_tensor_says_how_to_look_it_up():
   want = NF4_NP[np.asarray(p).astype(np.int32) & 15]
   np.testing.assert_array_equal(np.asarray(nf4_selected(p, interpret=True)), want)
   np.testing.assert_array_equal(np.asarray(nf4_gathered(p, NF4_JNP, interpret=True)), want)
+
+
+# ---------------------------------------------------------------- 8-bit arithmetic of two register values
+@mg.mgpu_kernel(out_shape=lambda a, b: a)
+def add_bytes(a, b, out):
+  out[...] = a[...] + b[...]
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: a)
+def add_bytes_followed(a, b, out):
+  out[...] = (a[...].astype(jnp.int32) + b[...].astype(jnp.int32)).astype(jnp.uint8)
+
+
+def test_8bit_arithmetic_of_two_tensors_upcasts_both():
+  """The hint upcast the first operand only: followed, a[...].astype(jnp.int32) + b[...] was MG104."""
+  expect(add_bytes, [S((1024,), jnp.uint8)] * 2, mg.UnsupportedDtypeError, "a[...] + b[...]",
+         "+ is not supported on uint8: Hopper has no register arithmetic on 8-bit types",
+         hint="upcast both operands, compute, then cast back: (a[...].astype(jnp.int32) + b[...].astype(jnp.int32))"
+              ".astype(jnp.uint8)")
+  a = jnp.arange(1024, dtype=jnp.int32).astype(jnp.uint8)
+  b = (jnp.arange(1024, dtype=jnp.int32) * 7).astype(jnp.uint8)
+  np.testing.assert_array_equal(np.asarray(add_bytes_followed(a, b, interpret=True)), np.asarray(a + b))

@@ -397,8 +397,9 @@ def binary(cx, kind: BinOp, a, b, what=None, via=()):
       (v for v in (a0, b0) if is_value(v)), None)
   if kind in _INT_ONLY and isinstance(d, DType) and d.is_float:
     _check_integer_meets_float(cx, a0, b0, what)
+  pair = (a0, b0) if all(is_value(v) and v.id not in cx.b.weak for v in (a0, b0)) else None   # (u8 + u8)
   check_dtype_support(cx, dt, what, ints_only=kind in _INT_ONLY, floats_only=kind in _FLOAT_ONLY,
-                      bitwise=kind in _BITWISE_8BIT, x=x)
+                      bitwise=kind in _BITWISE_8BIT, x=x, pair=pair)
   if d == DType.bool_ and kind in _BOOL_AS_LOGIC:     # as numpy's and jnp's: bool * bool is and, max is or
     kind = _BOOL_AS_LOGIC[kind]
   if d == DType.bool_ and kind not in (BinOp.AND, BinOp.OR, BinOp.XOR):

@@ -172,8 +172,18 @@ def method_on(text: str) -> str:
   return text if isinstance(node, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)) else f"({text})"
 
 
-def check_dtype_support(cx, dtype, what, *, floats_only=False, ints_only=False, bitwise=False, x=None):
-  """`x`: the operand, which hints name (as the user wrote it)."""
+def _upcast_hint(cx, d, what, x, pair) -> str:
+  wide = "int32" if d.is_int else "float16"
+  if pair is None:
+    return f"upcast first: {x}.astype(jnp.{wide}), compute, then cast back"
+  a, b = (f"{method_on(cx.named(v))}.astype(jnp.{wide})" for v in pair)   # both 8-bit: convert both (u8 + u8)
+  expr = f"{what}({a}, {b})" if what[:1].isalpha() else f"({a} {what} {b})"
+  return f"upcast both operands, compute, then cast back: {expr}.astype(jnp.{dtype_name(d)})"
+
+
+def check_dtype_support(cx, dtype, what, *, floats_only=False, ints_only=False, bitwise=False, x=None, pair=None):
+  """`x`: the operand, which hints name (as the user wrote it); `pair`: a binary op's two register
+  operands, both of which an 8-bit op's hint converts."""
   x = method_on(cx.named(x))
   d = resolve(dtype)
   if not isinstance(d, DType):
@@ -186,7 +196,7 @@ def check_dtype_support(cx, dtype, what, *, floats_only=False, ints_only=False, 
   if d not in hw.ARITH_DTYPES and d != DType.bool_:
     raise E.UnsupportedDtypeError(
         f"{what} is not supported on {d}: Hopper has no register arithmetic on 8-bit types", cx.loc,
-        hint=f"upcast first: {x}.astype(jnp.{'int32' if d.is_int else 'float16'}), compute, then cast back")
+        hint=_upcast_hint(cx, d, what, x, pair))
   if floats_only and not d.is_float:
     raise E.UnsupportedDtypeError(f"{what} needs a floating-point operand, got {d}", cx.loc,
                                   hint=f"convert first: {x}.astype(jnp.float32)")
