@@ -338,7 +338,7 @@ def method_hint(attr, recv: str, *, ref: bool, shape=(), is_bool=False, args=Non
   first = (args or ["dtype"])[0]
   if attr == "to":
     from .triton_dtypes import as_jnp
-    first = as_jnp(first)              # .to(tl.float8e4nv): jnp.float8_e4m3fn
+    first = ", ".join([as_jnp(first), *(args or [])[1:]])     # .to(tl.float8e4nv, fp_downcast_rounding="rtz")
     if bitcast is None:
       return (f"write {recv}.astype({first}) to convert the values (Triton's .to(dtype, bitcast=True) is"
               f" ml.bitcast({recv}, {first}))")

@@ -105,6 +105,8 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
     recurses safely (a chain of hundreds of operators) is quoted as written instead."""
     if nests_deeper(node, QUOTE_DEPTH):
       return self.src.quote(node)
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+      return repr(node.value)          # 'rtz', not astor's """rtz"""
     s = astor.to_source(node, pretty_source="".join).strip()
     if not isinstance(node, ast.Tuple) and s[:1] == "(" and s[-1:] == ")":
       depth = 0

@@ -231,3 +231,68 @@ def test_8bit_arithmetic_of_two_tensors_upcasts_both():
   a = jnp.arange(1024, dtype=jnp.int32).astype(jnp.uint8)
   b = (jnp.arange(1024, dtype=jnp.int32) * 7).astype(jnp.uint8)
   np.testing.assert_array_equal(np.asarray(add_bytes_followed(a, b, interpret=True)), np.asarray(a + b))
+
+
+# ---------------------------------------------------------------- Triton's conversion keywords
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, BF16))
+def truncate_bf16(x, out):
+  out[...] = ml.cast(x[...], jnp.bfloat16, fp_downcast_rounding="rtz")
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, BF16))
+def nearest_bf16(x, out):
+  out[...] = x[...].astype(jnp.bfloat16, fp_downcast_rounding="rtne", copy=False)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, jnp.uint32))
+def cast_bits(x, out):
+  out[...] = ml.cast(x[...], jnp.uint32, bitcast=True)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, jnp.float16))
+def truncate_f16(x, out):
+  out[...] = x[...].astype(jnp.float16, fp_downcast_rounding="rtz")
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, BF16))
+def to_truncated(x, out):
+  out[...] = x[...].to(jnp.bfloat16, fp_downcast_rounding="rtz")
+
+
+def _awkward_f32(n=1024, seed=4):
+  rng = np.random.default_rng(seed)
+  f = (rng.standard_normal(n) * np.exp2(rng.integers(-130, 128, n))).astype(np.float32)
+  f[:8] = [np.nan, np.inf, -np.inf, 3.4028235e38, -3.4028235e38, 1e-45, -0.0, 1.00390625]
+  return jnp.asarray(f)
+
+
+def _truncated(x):
+  top = jax.lax.bitcast_convert_type(jax.lax.bitcast_convert_type(x, jnp.uint32) & jnp.uint32(0xFFFF0000), F32)
+  return jnp.where(jnp.isnan(x), x.astype(BF16), top.astype(BF16))
+
+
+def test_cast_takes_tritons_rounding_and_bitcast_keywords():
+  """ml.cast(x, dtype, fp_downcast_rounding=..., bitcast=...) (tl.cast's signature) and .astype(..., copy=False)
+  (jnp's) were MG003 'unexpected keyword argument' with the hint ml.cast(x, dtype)."""
+  x = _awkward_f32()
+  bits = lambda a: np.asarray(a).view(np.uint16)
+  np.testing.assert_array_equal(bits(truncate_bf16(x, interpret=True)), bits(_truncated(x)))
+  np.testing.assert_array_equal(bits(nearest_bf16(x, interpret=True)), bits(x.astype(BF16)))
+  np.testing.assert_array_equal(np.asarray(cast_bits(x, interpret=True)),
+                                np.asarray(jax.lax.bitcast_convert_type(x, jnp.uint32)))
+  assert "mosaic_gpu" in str(_export(truncate_bf16, S((1024,), F32)))
+  expect(truncate_f16, [S((1024,), F32)], mg.UnsupportedDtypeError, "x[...].astype(",
+         "fp_downcast_rounding='rtz' converts float32 to bfloat16 here, not float32 to float16",
+         hint="round to nearest even (leave fp_downcast_rounding out): x[...].astype(jnp.float16)")
+
+
+def test_the_to_hint_keeps_the_rounding_mode():
+  """.to(dtype, fp_downcast_rounding='rtz')'s hint dropped the keyword: followed, it rounded to nearest."""
+  expect(to_truncated, [S((1024,), F32)], mg.KernelTypeError, "x[...].to(", "a register tensor has no attribute 'to'",
+         hint="write x[...].astype(jnp.bfloat16, fp_downcast_rounding='rtz')")
+
+
+@pytest.mark.gpu
+def test_gpu_truncating_cast():
+  x = _awkward_f32(4096, 5)
+  np.testing.assert_array_equal(np.asarray(truncate_bf16(x)).view(np.uint16), np.asarray(_truncated(x)).view(np.uint16))

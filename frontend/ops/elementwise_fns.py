@@ -18,10 +18,17 @@ from .elementwise_checks import check_dtype_support, method_on
 _ARANGE_DTYPES = frozenset(d for d in DType if d.is_int) | {DType.f32, DType.f16, DType.bf16}
 
 @builtin(methods=("astype",))
-def cast(cx, x, dtype):
+def cast(cx, x, dtype, fp_downcast_rounding=None, bitcast=False, copy=None):
   """`x` converted to `dtype` (also `x.astype(dtype)`). Two tensors of different dtypes never convert
-  implicitly; Python numbers take the dtype they meet (docs/language.md, "Register values")."""
-  return astype(cx, x, dtype_arg(cx, dtype, "the conversion (.astype / ml.cast)"))
+  implicitly; Python numbers take the dtype they meet (docs/language.md, "Register values").
+  Triton's keywords: `bitcast=True` is ml.bitcast, `fp_downcast_rounding` "rtne" (the default: to
+  nearest, ties to even) or "rtz" (toward zero: float32 -> bfloat16); jnp's `copy` changes nothing."""
+  from .cast_modes import check_cast_keywords, toward_zero
+  mode = check_cast_keywords(cx, x, dtype, fp_downcast_rounding, bitcast, copy)
+  if bitcast is True:
+    return globals()["bitcast"].rule(cx, x, dtype)
+  dt = dtype_arg(cx, dtype, "the conversion (.astype / ml.cast)")
+  return toward_zero(cx, x, dt) if mode == "rtz" else astype(cx, x, dt)
 
 
 @builtin
