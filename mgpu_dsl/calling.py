@@ -17,6 +17,7 @@ import numpy as np
 
 from .frontend import errors as E
 from .frontend import language as L
+from .frontend.packed_dtypes import packed_hint
 from .frontend.dtypes import DType, to_dtype
 
 MAX_MESSAGE = 500       # characters of a message built from user values
@@ -162,6 +163,9 @@ def output_dtype_hint(leaves) -> str:
     return ("make its real and imaginary parts two float32 outputs, out_shape=lambda ...:"
             " (jax.ShapeDtypeStruct(shape, jnp.float32), jax.ShapeDtypeStruct(shape, jnp.float32)), and rebuild"
             f" the complex result outside the kernel, jax.lax.complex(re, im); supported dtypes: {SUPPORTED_DTYPES}")
+  packed = packed_hint(bad.name, "output") if bad is not None else None
+  if packed is not None:
+    return f"{packed}; supported dtypes: {SUPPORTED_DTYPES}"
   if bad == np.float64:
     return ("make the output float32 (jax.ShapeDtypeStruct(shape, jnp.float32)) and convert it outside the"
             f" kernel, y.astype(jnp.float64); supported dtypes: {SUPPORTED_DTYPES}")
@@ -197,6 +201,9 @@ def _dtype_hint(pk, i, a) -> str:
     dtype = None
   if dtype is not None and dtype.kind == "c":      # complex: kernels compute on (re, im) pairs of floats
     return complex_hint(refs[i] if i < len(refs) else "z", dtype)
+  packed = packed_hint(dtype.name, "input", refs[i] if i < len(refs) else "x") if dtype is not None else None
+  if packed is not None:
+    return f"{packed}; supported dtypes: {SUPPORTED_DTYPES}"
   if dtype != np.float64 or not jax.config.jax_enable_x64:
     return f"supported dtypes: {SUPPORTED_DTYPES}"
   refs = pk.ref_params

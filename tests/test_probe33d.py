@@ -296,3 +296,58 @@ def test_the_to_hint_keeps_the_rounding_mode():
 def test_gpu_truncating_cast():
   x = _awkward_f32(4096, 5)
   np.testing.assert_array_equal(np.asarray(truncate_bf16(x)).view(np.uint16), np.asarray(_truncated(x)).view(np.uint16))
+
+
+# ---------------------------------------------------------------- int4 and float8_e8m0fnu: no kernel dtype
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0] // 32,), jnp.float8_e8m0fnu))
+def mx_scales(x, out):
+  out[...] = ml.max(ml.abs(x[...].reshape(-1, 32)), axis=1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0] // 32,), jnp.uint8))
+def mx_exponents(x, out):
+  amax = ml.max(ml.abs(x[...].reshape(-1, 32)), axis=1)
+  out[...] = ((ml.bitcast(amax, jnp.uint32) >> 23) & 0xFF).astype(jnp.uint8)
+
+
+@mg.mgpu_kernel(out_shape=lambda q: S(q.shape, jnp.int8))
+def widen_int4(q, out):
+  out[...] = q[...].astype(jnp.int8)
+
+
+@mg.mgpu_kernel(out_shape=lambda q: q)
+def narrow_to_int4(q, out):
+  out[...] = q[...].astype(jnp.int4).astype(jnp.int32)
+
+
+@mg.mgpu_kernel(out_shape=lambda q: S((q.shape[0] // 2,), jnp.uint8))
+def pack_int4(q, out):
+  v = q[...].reshape(-1, 2)
+  out[...] = ((v[:, 1] << 4) | (v[:, 0] & 0xF)).astype(jnp.uint8)
+
+
+def test_narrow_formats_say_how_to_pack_them():
+  """An int4 or float8_e8m0fnu output, input or cast said only 'supported dtypes: ...'."""
+  expect(mx_scales, [S((4096,), F32)], mg.SignatureError, "out_shape=lambda x",
+         "out_shape gives an output mgpu_dsl cannot make: unsupported dtype float8_e8m0fnu",
+         hint="float8_e8m0fnu is a power of two's biased exponent: make the output uint8, e = ((ml.bitcast(s,"
+              " jnp.uint32) >> 23) & 0xFF).astype(jnp.uint8) of a float32 power of two s, and view it outside the"
+              " kernel: jax.lax.bitcast_convert_type(y, jnp.float8_e8m0fnu); supported dtypes: float32, float16,"
+              " bfloat16, float8_e4m3fn, float8_e5m2, int64, int32, int16, int8, uint32, uint16, uint8, bool")
+  with pytest.raises(mg.SignatureError) as info:
+    widen_int4.check(S((256,), jnp.int4))
+  assert info.value.hint.startswith("int4 packs two values a byte: pass jax.lax.bitcast_convert_type(q.reshape("
+                                    "*q.shape[:-1], -1, 2), jnp.uint8) for it")
+  expect(narrow_to_int4, [S((256,), jnp.int32)], mg.UnsupportedDtypeError, "q[...].astype(jnp.int4)",
+         "the conversion (.astype / ml.cast): int4 is not a kernel dtype",
+         hint="int4 is not a kernel dtype: keep the values in int32 and pack two a byte into a uint8 output,"
+              " ((hi << 4) | (lo & 0xF)).astype(jnp.uint8)")
+  # the hints followed
+  x = jax.random.normal(jax.random.key(5), (4096,), F32) * 100
+  e = jax.lax.bitcast_convert_type(mx_exponents(x, interpret=True), jnp.float8_e8m0fnu)
+  amax = jnp.abs(x.reshape(-1, 32)).max(1)
+  np.testing.assert_array_equal(np.asarray(e.astype(F32)), np.asarray(2.0 ** jnp.floor(jnp.log2(amax))))
+  q = jnp.asarray(np.random.default_rng(6).integers(-8, 8, 256), jnp.int32)
+  packed = pack_int4(q, interpret=True)
+  np.testing.assert_array_equal(np.asarray(jax.lax.bitcast_convert_type(packed, jnp.int4).reshape(256)),
+                                np.asarray(q.astype(jnp.int4)))

@@ -405,9 +405,10 @@ def dtype_arg(cx, x, what, *, optional=False) -> DType | None:
     except (TypeError, ValueError):
       known = None
     if known is not None and known != "object":
+      from ..packed_dtypes import packed_hint
       raise E.UnsupportedDtypeError(
-          f"{what}: {known} is not a kernel dtype", cx.loc,
-          hint=("use jnp.float32: kernels have no float64 (the GPU's float64 units are a fraction of its"
+          f"{what}: {known} is not a kernel dtype", cx.loc, hint=packed_hint(known, "cast") or
+          ("use jnp.float32: kernels have no float64 (the GPU's float64 units are a fraction of its"
                 " float32 ones); " if known == "float64" else "")
                + "kernels compute in float32, float16, bfloat16, float8_e4m3fn, float8_e5m2, int8 to int64 and"
                  " uint8 to uint32 (int64 with jax_enable_x64)")
