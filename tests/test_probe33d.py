@@ -32,6 +32,12 @@ def step_uint(x, out):
 
 
 @mg.mgpu_kernel(out_shape=lambda x: x)
+def times_sign(x, out):
+  v = x[...]
+  out[...] = v * ml.where(v > 0, 1, -1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
 def nested_sign(x, out):
   v = x[...]
   out[...] = v * ml.where(v > 0, 1.0, ml.where(v < -1, -1.0, 0.0))
@@ -67,7 +73,11 @@ def test_a_select_between_python_numbers_takes_the_other_operands_dtype_as_jnp()
   got = step_uint(u, interpret=True)
   assert got.dtype == jnp.uint32
   np.testing.assert_array_equal(np.asarray(got), np.asarray(u + jnp.where(u < 5, 1, 2)))
-  for k, a in ((scale_by_sign, x), (step_uint, u), (nested_sign, x)):
+  for v in (x, x.astype(F32)):      # a select of Python ints meeting floats: the floats' dtype, as jnp's
+    got = times_sign(v, interpret=True)
+    assert got.dtype == v.dtype
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(v * jnp.where(v > 0, 1, -1)))
+  for k, a in ((scale_by_sign, x), (step_uint, u), (nested_sign, x), (times_sign, x)):
     assert "mosaic_gpu" in str(_export(k, S(a.shape, a.dtype)))
 
 

@@ -282,8 +282,9 @@ def weak_to(cx, w, other):
   if not (is_value(w) and is_value(other) and w.id in cx.b.weak and other.id not in cx.b.weak):
     return w
   dw, do = resolve(w.type.dtype), resolve(other.type.dtype)
-  if dw == do or weak_kind(dw) is None or weak_kind(dw) != weak_kind(do):
-    return w
+  select = isinstance(cx.b.defining(w), Where) and (weak_kind(dw), weak_kind(do)) == ("int", "float")
+  if dw == do or weak_kind(dw) is None or weak_kind(dw) != weak_kind(do) and not select:
+    return w      # (a select of Python ints meets floats as jnp's: x * ml.where(m, 1, -1) is x's dtype)
   if do in FLOAT8 and isinstance(w.type, ScalarType):   # no scalar float8 conversion: as a tensor
     if not isinstance(other.type, TensorType):
       return w
