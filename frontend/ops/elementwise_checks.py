@@ -201,8 +201,11 @@ def check_dtype_support(cx, dtype, what, *, floats_only=False, ints_only=False, 
     raise E.UnsupportedDtypeError(f"{what} needs a floating-point operand, got {d}", cx.loc,
                                   hint=f"convert first: {x}.astype(jnp.float32)")
   if ints_only and not (d.is_int or d == DType.bool_):
+    bits = f"uint{d.bits}" if d.is_float else None     # x & 0x7FFFFFFF of a float: its bits, not its value
     raise E.UnsupportedDtypeError(f"{what} needs integer operands, got {d}", cx.loc,
-                                  hint=f"convert first: {x}.astype(jnp.int32)")
+                                  hint=f"on the bits: ml.bitcast({x}, jnp.{bits}) (and ml.bitcast(..., jnp.{d})"
+                                       f" back to {d}); on the values: {x}.astype(jnp.int32)" if bits else
+                                       f"convert first: {x}.astype(jnp.int32)")
 
 
 def _check_integer_meets_float(cx, a, b, what):
