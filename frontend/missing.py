@@ -657,7 +657,7 @@ NOT_YET["shift_right_logical"] = ("no ml.shift_right_logical: >> shifts a uint32
 
 # jnp and lax functions that build an array from static arguments while tracing -> the ml.* call
 STATIC_ARRAYS = {
-    "zeros": "ml.zeros(shape, dtype) (the dtype is not optional: jnp.zeros' default is ml.zeros(shape, jnp.float32))",
+    "zeros": "ml.zeros(shape, dtype) (float32 where the dtype is left out, as jnp.zeros)",
     "ones": "ml.full(shape, 1, dtype)", "full": "ml.full(shape, value, dtype)",
     "empty": "ml.zeros(shape, dtype) (a kernel's values are never uninitialised)",
     "arange": "ml.arange(n) (int32; start + ml.arange(n) for another start)",

@@ -361,3 +361,87 @@ def test_narrow_formats_say_how_to_pack_them():
   packed = pack_int4(q, interpret=True)
   np.testing.assert_array_equal(np.asarray(jax.lax.bitcast_convert_type(packed, jnp.int4).reshape(256)),
                                 np.asarray(q.astype(jnp.int4)))
+
+
+# ---------------------------------------------------------------- ml.full and ml.zeros without a dtype
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def doubled_fill(x, out):
+  out[...] = x[...] * ml.full(x.shape, 2.0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, F32))
+def zero_start(x, out):
+  acc = ml.zeros(x.shape)
+  for _ in range(2):
+    acc = acc + x[...].astype(F32)
+  out[...] = acc + ml.full(x.shape, 3)
+
+
+def test_fills_without_a_dtype_are_jnps():
+  """ml.full(shape, 2.0) and ml.zeros(shape) were MG003 (missing dtype): jnp.full's fill is weakly typed,
+  jnp.zeros' default float32."""
+  x = _bf16(1024, 7)
+  got = doubled_fill(x, interpret=True)
+  assert got.dtype == BF16
+  np.testing.assert_array_equal(np.asarray(got), np.asarray(x * jnp.full(x.shape, 2.0)))
+  np.testing.assert_array_equal(np.asarray(zero_start(x, interpret=True)),
+                                np.asarray(x.astype(F32) + x.astype(F32) + 3))
+  for k in (doubled_fill, zero_start):
+    assert "mosaic_gpu" in str(_export(k, S((1024,), BF16)))
+
+
+# ---------------------------------------------------------------- a weakly typed value stored
+@mg.mgpu_kernel(out_shape=lambda x: (x, S(x.shape, jnp.uint8)))
+def masks_stored(x, out, flags):
+  buf = ml.smem(x.shape, x.dtype)
+  buf[...] = ml.full(x.shape, 0.5)
+  out[...] = ml.where(x[...] > 0, 1.0, 0.0) + buf[...]
+  flags.store(ml.where(x[...] > 0, 255, 0), mask=ml.arange(1024) < 1024)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, jnp.int32))
+def float_select_into_ints(x, out):
+  out[...] = ml.where(x[...] > 0, 1.5, -2.0)
+
+
+def test_a_weak_select_or_fill_stores_into_a_ref_of_its_kind():
+  """As jnp's .at[...].set: ml.where(m, 1.0, 0.0) stored into bfloat16 was MG102 (float32 into bfloat16)."""
+  x = _bf16(1024, 8)
+  got, flags = masks_stored(x, interpret=True)
+  np.testing.assert_array_equal(np.asarray(got), np.asarray(jnp.where(x > 0, 1.0, 0.0).astype(BF16) + BF16(0.5)))
+  np.testing.assert_array_equal(np.asarray(flags), np.asarray(jnp.where(x > 0, 255, 0).astype(jnp.uint8)))
+  assert "mosaic_gpu" in str(_export(masks_stored, S((1024,), BF16)))
+  expect(float_select_into_ints, [S((1024,), BF16)], mg.StoreDtypeError, "out[...] =",
+         "cannot store ml.where(x[...] > 0, 1.5, -2.0) (float32) into out (GMEM, int32): no implicit conversion")
+
+
+# ---------------------------------------------------------------- bitwise operators on floats
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def abs_by_mask(x, out):
+  out[...] = x[...] & 0x7FFFFFFF
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def abs_by_mask_followed(x, out):
+  out[...] = ml.bitcast(ml.bitcast(x[...], jnp.uint32) & 0x7FFFFFFF, jnp.float32)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def exponent_of_half(x, out):
+  out[...] = x[...] >> 10
+
+
+def test_bitwise_operators_on_floats_offer_the_bits():
+  """The hint converted the values (x.astype(jnp.int32) & 0x7FFFFFFF truncates): a float's & or >> is
+  bit manipulation, ml.bitcast first."""
+  expect(abs_by_mask, [S((1024,), F32)], mg.UnsupportedDtypeError, "x[...] & 0x7FFFFFFF",
+         "& needs integer operands, got float32",
+         hint="on the bits: ml.bitcast(x[...], jnp.uint32) (and ml.bitcast(..., jnp.float32) back to float32); on the"
+              " values: x[...].astype(jnp.int32)")
+  expect(exponent_of_half, [S((1024,), jnp.float16)], mg.UnsupportedDtypeError, "x[...] >> 10",
+         ">> needs integer operands, got float16",
+         hint="on the bits: ml.bitcast(x[...], jnp.uint16) (and ml.bitcast(..., jnp.float16) back to float16); on the"
+              " values: x[...].astype(jnp.int32)")
+  x = _awkward_f32(1024, 9)
+  np.testing.assert_array_equal(np.asarray(abs_by_mask_followed(x, interpret=True)).view(np.uint32),
+                                np.asarray(jnp.abs(x)).view(np.uint32))

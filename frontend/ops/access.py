@@ -436,6 +436,7 @@ def _stored_tensor(cx, ref, value):
   if not is_tensor(value):
     raise E.KernelTypeError(f"cannot store {kind_of(value)} into {ref.name or 'a ref'}", cx.loc,
                             hint="store a register tensor")
+  value = ew.weak_as(cx, value, resolve(t.dtype))     # ml.where(m, 1.0, 0.0) into bfloat16: as jnp's .set
   if unify(t.dtype, value.type.dtype, cx.loc, "ml.store") is None:
     text = cx.named(value, "")
     raise E.StoreDtypeError(

@@ -281,15 +281,23 @@ def weak_to(cx, w, other):
   the number itself would be (t = 0.0 carried, then t + ml.sum(x) of bfloat16 x)."""
   if not (is_value(w) and is_value(other) and w.id in cx.b.weak and other.id not in cx.b.weak):
     return w
-  dw, do = resolve(w.type.dtype), resolve(other.type.dtype)
-  select = isinstance(cx.b.defining(w), Where) and (weak_kind(dw), weak_kind(do)) == ("int", "float")
+  return weak_as(cx, w, resolve(other.type.dtype), other.type)
+
+
+def weak_as(cx, w, do, like=None):
+  """A weakly typed `w` in dtype `do` (of a value of type `like`, a store's ref where None), where
+  jnp converts it: a dtype of its kind, or a float one for a select or fill of Python ints."""
+  if not (is_value(w) and w.id in cx.b.weak):
+    return w
+  dw = resolve(w.type.dtype)
+  select = isinstance(cx.b.defining(w), (Where, Full)) and (weak_kind(dw), weak_kind(do)) == ("int", "float")
   if dw == do or weak_kind(dw) is None or weak_kind(dw) != weak_kind(do) and not select:
-    return w      # (a select of Python ints meets floats as jnp's: x * ml.where(m, 1, -1) is x's dtype)
+    return w      # (a select or fill of Python ints meets floats as jnp's: x * ml.where(m, 1, -1) is x's dtype)
   if do in FLOAT8 and isinstance(w.type, ScalarType):   # no scalar float8 conversion: as a tensor
-    if not isinstance(other.type, TensorType):
+    if not isinstance(like, TensorType):
       return w
     from .shape import broadcast_to
-    w = broadcast_to.rule(cx, w, other.type.shape)
+    w = broadcast_to.rule(cx, w, like.shape)
   return astype(cx, w, do)
 
 

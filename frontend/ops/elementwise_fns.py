@@ -49,14 +49,27 @@ def bitcast(cx, x, dtype):
 
 
 @builtin
-def zeros(cx, shape, dtype):
-  """A register tensor of zeros: `acc = ml.zeros((128, 64), jnp.float32)`."""
+def zeros(cx, shape, dtype=DType.f32):
+  """A register tensor of zeros: `acc = ml.zeros((128, 64), jnp.float32)` (float32 by default, as jnp.zeros)."""
   return full_(cx, shape, 0, dtype_arg(cx, dtype, "ml.zeros"), "ml.zeros")
 
 
 @builtin
-def full(cx, shape, value, dtype):
-  """A register tensor filled with `value` (a Python number or a scalar)."""
+def full(cx, shape, value, dtype=None):
+  """A register tensor filled with `value` (a Python number or a scalar). Without a dtype, as jnp.full:
+  a scalar's own, or a Python number's weakly typed float32, int32 or bool (it takes the dtype of what
+  it meets: x_bf16 * ml.full(x.shape, 2.0) is bfloat16)."""
+  if dtype is None:
+    from .base import TypedFloat, TypedInt
+    if is_value(value):
+      return full_(cx, shape, value, value.type.dtype, convert=True)
+    if isinstance(value, (TypedFloat, TypedInt)):
+      return full_(cx, shape, value, value.dtype, convert=True)
+    d = DType.bool_ if isinstance(value, bool) else DType.f32 if isinstance(value, float) else DType.i32
+    out = full_(cx, shape, value, d, convert=True)
+    if d != DType.bool_:
+      cx.b.weak.add(out.id)
+    return out
   return full_(cx, shape, value, dtype_arg(cx, dtype, "ml.full"), convert=True)
 
 

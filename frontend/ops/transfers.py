@@ -82,6 +82,9 @@ def store(cx, ref, value):
           cx.loc, hint="store a value of the window's shape (slice the ref with .at[...] to match), or"
                        " broadcast it explicitly with ml.broadcast_to")
     value = broadcast_to_shape(cx, value, t.shape)
+  from .elementwise import weak_as
+  from ..types import resolve
+  value = weak_as(cx, value, resolve(t.dtype))      # ml.where(m, 1.0, 0.0) into bfloat16: as jnp's .set
   if unify(t.dtype, value.type.dtype, cx.loc, f"store of {value.name or 'a value'}") is None:
     from .elementwise_checks import method_on
     err = conflict(t.dtype, value.type.dtype, cx.loc, f"store of {value.type.dtype}",
