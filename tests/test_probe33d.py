@@ -445,3 +445,16 @@ def test_bitwise_operators_on_floats_offer_the_bits():
   x = _awkward_f32(1024, 9)
   np.testing.assert_array_equal(np.asarray(abs_by_mask_followed(x, interpret=True)).view(np.uint32),
                                 np.asarray(jnp.abs(x)).view(np.uint32))
+
+
+@mg.mgpu_kernel(out_shape=lambda s: S((2,), BF16))
+def scalar_selects_stored(s, out):
+  out[0] = ml.where(s[0] > 0, 2.0, 0.5)
+  out[1] = ml.where(s[0] > 0, 1, 3)
+
+
+def test_a_weak_scalar_select_stores_into_an_element_of_its_kind():
+  for v, want in ((1.0, [2.0, 1.0]), (-1.0, [0.5, 3.0])):
+    got = scalar_selects_stored(jnp.asarray([v], F32), interpret=True)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(jnp.asarray(want, BF16)))
+  assert "mosaic_gpu" in str(_export(scalar_selects_stored, S((1,), F32)))

@@ -104,6 +104,7 @@ def scalar_store(cx, ref, value):
         f" {dtype_name(t.dtype)}): no implicit conversion", cx.loc,
         hint=f"make it a number: ml.where({cx.named(value, 'cond')}, 1, 0)")
   check_python_int(cx, value, t.dtype, f"the store into {what}")
+  value = ew.weak_as(cx, value, resolve(t.dtype))     # out[i] = ml.where(c, 2.0, 0.5) into bfloat16
   if is_value(value) and unify(t.dtype, value.type.dtype, cx.loc, f"store into {what}") is None:
     raise E.StoreDtypeError(
         f"cannot store {value.name or 'a scalar'} ({dtype_name(value.type.dtype)}) into {what}"
