@@ -458,3 +458,17 @@ def test_a_weak_scalar_select_stores_into_an_element_of_its_kind():
     got = scalar_selects_stored(jnp.asarray([v], F32), interpret=True)
     np.testing.assert_array_equal(np.asarray(got), np.asarray(jnp.asarray(want, BF16)))
   assert "mosaic_gpu" in str(_export(scalar_selects_stored, S((1,), F32)))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def damped(x, out):
+  v = x[...]
+  out[...] = v * ml.exp(-ml.where(v > 0, 1.0, 0.0))
+
+
+def test_math_of_a_weak_select_stays_weak():
+  """jnp.exp of a weakly typed value is weakly typed: x_bf16 * ml.exp(-ml.where(m, 1.0, 0.0)) is bfloat16."""
+  x = _bf16(1024, 10)
+  got = damped(x, interpret=True)
+  assert got.dtype == BF16
+  np.testing.assert_array_equal(np.asarray(got), np.asarray(x * jnp.exp(-jnp.where(x > 0, 1.0, 0.0))))

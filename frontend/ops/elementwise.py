@@ -480,7 +480,10 @@ def unary(cx, kind: UnOp, x):
                                        f" -{method_on(cx.named(x, 'm'))}.astype(jnp.int32)")
   else:
     check_dtype_support(cx, x.type.dtype, what, floats_only=kind.value.floats_only, x=x)
-  return cx.b.emit(Unary, kind, x, loc=cx.loc, types=[x.type], names=[cx.name]).result
+  out = cx.b.emit(Unary, kind, x, loc=cx.loc, types=[x.type], names=[cx.name]).result
+  if x.id in cx.b.weak:
+    cx.b.weak.add(out.id)     # ml.exp of a weak value stays weak, as jnp's
+  return out
 
 
 def where_(cx, cond, a, b):
