@@ -37,7 +37,8 @@ from .ops.atomic import AtomicUpdate
 from .ops.control import LOOPS, AwaitStores, Barrier, CommitShared, Condition, For, WaitLoad, Yield
 from .ops.memory import Copy, View
 from .ops.mma import DotWait
-from .sync_gmem import GmemOrdering, WindowSet, access_key, deep_effects, overlap, same_elements, static_window
+from .gmem_disjoint import disjoint, loop_bounds, past_region, prev_trip
+from .sync_gmem import GmemOrdering, WindowSet, access_key, deep_effects, overlap, static_window
 from .types import LayoutKind, RefType, ScalarType, Space, TensorType
 
 _NO_REF = (Access.MMA_ISSUE, Access.CTA_BARRIER, Access.CLUSTER_BARRIER)
@@ -126,6 +127,7 @@ class SyncPass(GmemOrdering):
     self.deferred = {self.group.get(r, r): n for r, n in (deferred or {}).items()}
     self.read_back = set()
     self.proxy_back = set()
+    self.bounds: dict = {}       # loop indices' static ranges (frontend/gmem_disjoint.py loop_bounds)
 
   def register_only(self) -> set:
     """GMEM roots only registers access (no TMA load reads them back): no proxy fence."""
@@ -180,13 +182,20 @@ class SyncPass(GmemOrdering):
   def expr_key(self, v):
     """A key equal for run-time scalars computed alike in one trip (`i * 64` written twice:
     the same program id or loop index, the same arithmetic); ("v", id) for anything else."""
-    from .ops.control import ProgramId
+    from .ops.control import PositiveStep, ProgramId
     from .ops.elementwise import Binary
     d = self.defs.get(v.id)
     if isinstance(d, ProgramId):
       return ("pid", d.axis)
+    if isinstance(d, PositiveStep):   # a pipelined loop's run-time step: positive (frontend/gmem_disjoint.py)
+      return ("step", self.expr_key(d.x))
+    side = lambda x: self.expr_key(x) if isinstance(x, ir.Value) else ("c", x)
+    if isinstance(d, Binary) and d.tile and isinstance(v.type, ScalarType):   # ml.grouped_ids' (i, j)
+      within = d.lhs if d.tile[0] else getattr(self.defs.get(getattr(d.rhs, "id", None)), "lhs", None)
+      pid = getattr(self.defs.get(getattr(within, "id", None)), "lhs", None)
+      if pid is not None:
+        return ("tile",) + d.tile[:1] + (side(pid),) + d.tile[1:]
     if isinstance(d, Binary) and isinstance(v.type, ScalarType):
-      side = lambda x: self.expr_key(x) if isinstance(x, ir.Value) else ("c", x)
       return ("bin", d.kind, side(d.lhs), side(d.rhs))
     return ("v", v.id)
 
@@ -232,6 +241,9 @@ class SyncPass(GmemOrdering):
     # Written from registers (or atomically) and read or written by TMA: a proxy fence between.
     self.proxy_back = {r for r, accs in seen.items()
                        if accs & {Access.TMA_READ, Access.TMA_WRITE} and accs & {Access.REG_WRITE, ATOMIC}}
+    # the defining ops as they are now (a pipelined loop's renumbering substituted new ones)
+    self.defs = {**self.defs, **{r.id: o for o in ir.walk(kernel_body) for r in o.results}}
+    self.bounds = loop_bounds(kernel_body)
     st = State()
     self.block(kernel_body, st)
     tail = [WaitLoad(s, loc) for s in all_slots(st)]
@@ -280,7 +292,7 @@ class SyncPass(GmemOrdering):
       else:
         self.dot_wait(st, out, o.loc, self.dot_wait_before([o], st, set()))
         self.await_gmem(self.gmem_roots(o), st, out, o.loc)
-        if any(same_elements(p, w) for p, w in self.store_pairs(o, st)):
+        if any(not disjoint(p, w, self.bounds) for p, w in self.store_pairs(o, st)):
           self.await_gmem(set(st.gmem_stored), st, out, o.loc)   # TMA stores land in no order
         if self.rewrites_others_elements(o, st):
           self.sync(st, out, o.loc, fence=False)
@@ -525,11 +537,11 @@ class SyncPass(GmemOrdering):
                     gmem_stored=set(st.gmem_stored) | (region_stores if loop else set()),
                     store_windows={k: v.copy() for k, v in st.store_windows.items()},
                     gmem_reg_writes={k: v.copy() for k, v in st.gmem_reg_writes.items()})
-      if loop:   # the previous trip's stores and register writes
+      if loop:   # the previous trips' stores and register writes (their loop index renamed)
         for root, w in self.store_keys(o):
-          inner.store_windows.setdefault(root, WindowSet()).add(w)
+          inner.store_windows.setdefault(root, WindowSet()).add(prev_trip(w, o))
         for root, k in self.reg_write_keys(o):
-          inner.gmem_reg_writes.setdefault(root, WindowSet()).add(k)
+          inner.gmem_reg_writes.setdefault(root, WindowSet()).add(prev_trip(k, o))
       if carry:  # loads issued before the loop, or by the previous iteration for this one
         inner.pending_load = {root: dict(st.pending_load[root]) for root in carry}
         inner.carried = {slot for root in carry for slot in st.pending_load[root]}
@@ -553,10 +565,10 @@ class SyncPass(GmemOrdering):
     st.pending_store |= stored
     st.store_log += [(r, 0, None) for r in sorted(stored)]
     st.gmem_stored |= region_stores
-    for root, w in self.store_keys(o):
-      st.store_windows.setdefault(root, WindowSet()).add(w)
+    for root, w in self.store_keys(o):     # values computed inside are unknown after it
+      st.store_windows.setdefault(root, WindowSet()).add(past_region(w, o))
     for root, k in self.reg_write_keys(o):
-      st.gmem_reg_writes.setdefault(root, WindowSet()).add(k)
+      st.gmem_reg_writes.setdefault(root, WindowSet()).add(past_region(k, o))
     st.dot_retired |= others
     if dots:   # its dots still run
       st.dots = [UNKNOWN_DOT if i is None else o.results[i].id for i in carried] or [UNKNOWN_DOT]

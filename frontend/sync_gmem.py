@@ -8,6 +8,7 @@ from __future__ import annotations
 import bisect
 
 from . import ir
+from .gmem_disjoint import disjoint
 from .ir import Access
 from .ops.atomic import AtomicUpdate
 from .ops.control import AwaitStores, WaitLoad
@@ -105,30 +106,12 @@ class WindowSet:
       yield from self.parent.near(window)
 
 
-def _varies(key) -> bool:
-  """Whether a window key holds a run-time value other than a program id (("v", id) leaves)."""
-  if isinstance(key, tuple):
-    return (len(key) == 2 and key[0] == "v") or any(_varies(k) for k in key)
-  return False
-
-
 def static_window(w) -> bool:
   return len(w) > 1 and all(isinstance(s, int) for s, _, _ in w[1:])
 
 
-def same_elements(a, b) -> bool:
-  """Whether two windows of one root surely share elements: one is the whole root, they are
-  static and overlap, or their starts are computed alike from program ids and constants only
-  (a loop index or a loaded scalar may differ between trips: such windows count as apart)."""
-  if len(a) == 1 or len(b) == 1:
-    return True
-  if static_window(a) and static_window(b):
-    return overlap(a, b)
-  return a == b and not _varies(a)
-
-
 class GmemOrdering:
-  """SyncPass's GMEM orderings (it supplies root, window, read_back and single_warpgroup)."""
+  """SyncPass's GMEM orderings (it supplies root, window, read_back, single_warpgroup and bounds)."""
 
   def gmem_writes(self, o) -> set:
     """GMEM roots `o` writes: from registers, atomically, or by a TMA store."""
@@ -172,7 +155,7 @@ class GmemOrdering:
     for root, key in self.reg_write_keys(o):
       for k in st.gmem_reg_writes[root].near(key[0]) if root in st.gmem_reg_writes else ():
         mine = k == key and key[1] is not None and (self.single_warpgroup or key[1].wgs > 1)
-        if not mine and same_elements(k[0], key[0]):
+        if not mine and not disjoint(k[0], key[0], self.bounds):
           return True
     return False
 

@@ -426,7 +426,7 @@ class CtaMemory:
     self.steps = 0
     self.filled = {v.id: np.zeros(v.type.shape, bool) for v in m.kernel.smem}   # SMEM elements written
     self.holes: dict = {}                       # value id -> elements a masked SMEM store's merge read unwritten
-    self.pending_gmem: list[tuple] = []         # (GMEM root id, box, loc) of TMA stores that may still write, in order
+    self.pending_gmem: list[tuple] = []         # (GMEM root id, box, loc, reduce kind) of TMA stores that may still write, in order
 
   def check_filled(self, ref: Ref, o, box=None):
     """An SMEM read must read elements something wrote (SMEM starts with garbage); `box`: only
@@ -458,10 +458,21 @@ class CtaMemory:
     """GMEM elements a TMA store of this CTA may still be writing are not read or rewritten (an
     aliased array's other tiles may be: a tile-by-tile in-place update)."""
     rid = self.m.canon.get(ref.root.id, ref.root.id)
-    at = next((loc for r, box, loc in self.pending_gmem if r == rid and overlaps(box, ref.part)), None)
+    at = next((loc for r, box, loc, _ in self.pending_gmem if r == rid and overlaps(box, ref.part)), None)
     if at is not None:
       raise RaceError(f"{ref.name} is accessed while a TMA store into it may still be in flight", o.loc,
                       notes=(f"{at}: the TMA store starts here",), hint=COMPILER_BUG)
+
+  def store_sync(self, ref: Ref, o):
+    """A TMA store of GMEM elements an earlier store of this CTA may still be writing: TMA stores
+    land in no order, so the later one may land first (reductions of one kind commute)."""
+    rid = self.m.canon.get(ref.root.id, ref.root.id)
+    at = next((loc for r, box, loc, red in self.pending_gmem if r == rid and overlaps(box, ref.part)
+               and (red is None or red != o.reduce)), None)
+    if at is not None:
+      raise RaceError(f"this TMA store writes elements of {ref.name} that an earlier TMA store of program"
+                      f" {self.label} may still be writing (TMA stores land in no order)", o.loc,
+                      notes=(f"{at}: the earlier TMA store starts here",), hint=COMPILER_BUG)
 
   def smem_sync(self, ref: Ref, o, kind: str):
     """Check one SMEM access against what is in flight.

@@ -245,6 +245,8 @@ def _i_copy(cta, o):
       cta.check_filled(src, o, c[1])
   else:
     data = cta.read(src, o, "tma_read")
+  if dst.owner < 0:
+    cta.store_sync(dst, o)
   if o.reduce is not None:
     from .atomic import reduce_into_gmem
     reduce_into_gmem(cta, dst, data, o.reduce, o)
@@ -258,4 +260,4 @@ def _i_copy(cta, o):
       cta.multicasts.append((o.slot, src.win, o))
   else:                              # SMEM -> GMEM reads SMEM, and writes GMEM, until AwaitStores
     cta.pending_store.append(((src.root.id, src.part), o.loc))
-    cta.pending_gmem.append((cta.m.canon.get(dst.root.id, dst.root.id), dst.part, o.loc))
+    cta.pending_gmem.append((cta.m.canon.get(dst.root.id, dst.root.id), dst.part, o.loc, o.reduce))

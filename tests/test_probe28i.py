@@ -27,7 +27,7 @@ def _count_overlaps(monkeypatch):
   """Count the window comparisons of the sync pass (sync.py and sync_gmem.py bind them by name)."""
   calls = [0]
   for mod in (sync, sync_gmem):
-    for name in ("overlap", "same_elements"):
+    for name in ("overlap", "disjoint"):
       if hasattr(mod, name):
         real = getattr(sync_gmem, name)
         def counted(*a, _real=real):

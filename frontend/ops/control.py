@@ -7,6 +7,7 @@ never write them); `ml.cluster_sync()` is the one barrier users write.
 from __future__ import annotations
 
 import builtins
+import dataclasses
 
 from typing import ClassVar
 
@@ -382,4 +383,9 @@ def grouped_ids(cx, pid, num_m, num_n, group=8):
   within = ew.binary(cx, B.MOD, pid, width)
   i = ew.binary(cx, B.ADD, first_m, ew.binary(cx, B.MOD, within, size_m))
   j = ew.binary(cx, B.FLOORDIV, within, size_m)
+  for k, v in enumerate((i, j)):    # (i, j) is one-to-one in pid: told to the sync pass (design note 19)
+    o = cx.b.defs.get(v.id) if isinstance(v, ir.Value) else None
+    at = next((n for n, x in enumerate(cx.b.block.ops) if x is o), None) if isinstance(o, ew.Binary) else None
+    if at is not None:
+      cx.b.block.ops[at] = cx.b.defs[v.id] = dataclasses.replace(o, tile=(k, num_m, num_n, group))
   return i, j

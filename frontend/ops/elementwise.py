@@ -114,6 +114,7 @@ class Binary(ir.Op):
   loc: object
   results: tuple
   via: tuple = ()     # (builtin, its operands' texts) where a builtin made it (ml.cdiv's //), for hints
+  tile: tuple = ()    # (k, num_m, num_n, group): ml.grouped_ids' k-th coordinate (frontend/gmem_disjoint.py)
 
 
 @ir.op(PURE_ELEMENTWISE)

@@ -1,0 +1,200 @@
+"""Probe 33a (known leftovers): two TMA stores of one CTA into elements that may be the same are
+ordered unless the sync pass proves them apart (design note 19), and interpret mode reports a
+missing order; float tensors with bool or int tensors promote as jnp does; tensor-core windows in
+ml.concatenate; the early-return message of a warp-specialised loop."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from mgpu_dsl.frontend import sync
+from locate import expect  # noqa: F401  (used by the diagnostics below)
+
+S = jax.ShapeDtypeStruct
+F32 = jnp.float32
+
+
+def _export(kernel, *specs, **constexprs):
+  fn = jax.jit(lambda *a: kernel(*a, **constexprs))
+  return jax.export.export(fn, platforms=["cuda"])(*specs).mlir_module()
+
+
+def _full_waits(kernel, *specs, **constexprs) -> int:
+  """How many waits for every TMA store to land (GMEM written) the sync pass put in the kernel."""
+  return kernel.typed_ir(*specs, **constexprs).count("awaitstores read_only=False")
+
+
+# ---------------------------------------------------------------- TMA stores that may overlap
+@mg.mgpu_kernel(out_shape=lambda x: S((16, 64), x.dtype), grid=lambda x: (1,))
+def alternating_rows(x, out):
+  buf = ml.smem((8, 64))
+  for t in range(x.shape[0] // 8):
+    ml.copy(x.at[ml.ds(t * 8, 8), :], buf)
+    buf[...] = buf[...] * 2.0
+    ml.copy(buf, out.at[ml.ds((t % 2) * 8, 8), :])
+
+
+def _alternating_want(x):
+  x = np.asarray(x) * 2
+  return np.concatenate([x[16:24], x[24:32]])
+
+
+@mg.mgpu_kernel(out_shape=lambda x, starts: S((8, 64), x.dtype), grid=lambda x, starts: (1,))
+def loaded_start(x, starts, out):
+  buf = ml.smem((8, 64))
+  for t in range(4):
+    ml.copy(x.at[ml.ds(t * 8, 8), :], buf)
+    ml.copy(buf, out.at[ml.ds(starts[t], 8), :])
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((8, 64), x.dtype), grid=lambda x: (2,))
+def repeating_tiles(x, out):
+  """A grid-stride loop over twice as many tiles as the output has: tiles repeat."""
+  buf = ml.smem((4, 64))
+  for t in range(ml.program_id(0), 4, ml.num_programs(0)):
+    ml.copy(x.at[ml.ds(t * 4, 4), :], buf)
+    ml.copy(buf, out.at[ml.ds((t % 2) * 4, 4), :])
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((32, 64), x.dtype), grid=lambda x: (1,))
+def stored_before_the_loop(x, out):
+  a = ml.smem((8, 64))
+  b = ml.smem((8, 64))
+  ml.copy(x.at[ml.ds(0, 8), :], a)
+  ml.copy(a, out.at[ml.ds(0, 8), :])
+  for t in range(4):
+    ml.copy(x.at[ml.ds(t * 8, 8), :], b)
+    b[...] = b[...] + 1.0
+    ml.copy(b, out.at[ml.ds(t * 8, 8), :])
+
+
+def test_tma_stores_that_may_write_the_same_elements_are_ordered():
+  """They were silently wrong: `(t % 2) * 8`, a loaded start, repeating grid-stride tiles and a
+  window stored before a loop and again in it counted as apart (only windows surely the same were
+  ordered); the later store could land first."""
+  x = jax.random.normal(jax.random.key(0), (32, 64), F32)
+  assert _full_waits(alternating_rows, S((32, 64), F32)) == 1
+  np.testing.assert_array_equal(alternating_rows(x, interpret=True), _alternating_want(x))
+  starts = jnp.array([0, 0, 0, 0], jnp.int32)
+  assert _full_waits(loaded_start, S((32, 64), F32), S((4,), jnp.int32)) == 1
+  np.testing.assert_array_equal(loaded_start(x, starts, interpret=True), x[24:32])
+  assert _full_waits(repeating_tiles, S((16, 64), F32)) == 1
+  np.testing.assert_array_equal(repeating_tiles(x[:16], interpret=True), x[8:16])
+  assert _full_waits(stored_before_the_loop, S((32, 64), F32)) == 1
+  np.testing.assert_array_equal(stored_before_the_loop(x, interpret=True), x + 1.0)
+  for k, specs in ((alternating_rows, [S((32, 64), F32)]), (repeating_tiles, [S((16, 64), F32)])):
+    _export(k, *specs)
+
+
+def test_interpret_mode_reports_tma_stores_the_compiler_left_unordered(monkeypatch):
+  """A store into elements an earlier store of the CTA may still be writing is a RaceError in
+  interpret mode (the checker of the sync pass): with the pass told every pair is apart."""
+  monkeypatch.setattr(sync, "disjoint", lambda *a: True)
+  x = jax.random.normal(jax.random.key(0), (48, 64), F32)     # a shape not compiled before
+  with pytest.raises(mg.RaceError) as info:
+    alternating_rows(x, interpret=True)
+  assert "an earlier TMA store of program (0, 0, 0) may still be writing" in info.value.message, info.value.message
+
+
+# Stores the pass proves apart keep no wait (memory-bound and persistent loops stay overlapped).
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (1,))
+def row_blocks(x, out):
+  buf = ml.smem((8, 64))
+  for i in range(x.shape[0] // 8):
+    ml.copy(x.at[ml.ds(i * 8, 8), :], buf)
+    buf[...] = buf[...] * 2.0
+    ml.copy(buf, out.at[ml.ds(i * 8, 8), :])
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (2,))
+def grid_stride_tiles(x, out):
+  buf = ml.smem((8, 32))
+  per_row = x.shape[1] // 32
+  for t in ml.range(ml.program_id(0), x.shape[0] // 8 * per_row, ml.num_programs(0), stages=2):
+    ml.copy(x.at[ml.ds(t // per_row * 8, 8), ml.ds(t % per_row * 32, 32)], buf)
+    ml.copy(buf, out.at[ml.ds(t // per_row * 8, 8), ml.ds(t % per_row * 32, 32)])
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (2,))
+def grouped_tiles(x, out):
+  bufs = (ml.smem((8, 16)), ml.smem((8, 16)))
+  for t in range(ml.program_id(0), (x.shape[0] // 8) * (x.shape[1] // 32), ml.num_programs(0)):
+    i, j = ml.grouped_ids(t, x.shape[0] // 8, x.shape[1] // 32, group=2)
+    for e in ml.static_range(2):
+      ml.copy(x.at[ml.ds(i * 8, 8), ml.ds(j * 32 + e * 16, 16)], bufs[e])
+      ml.copy(bufs[e], out.at[ml.ds(i * 8, 8), ml.ds(j * 32 + e * 16, 16)])
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (1,))
+def two_halves_a_trip(x, out):
+  buf = ml.smem((16, 64))
+  for i in range(x.shape[0] // 16):
+    ml.copy(x.at[ml.ds(i * 16, 16), :], buf)
+    ml.copy(buf.at[ml.ds(0, 8), :], out.at[ml.ds(i * 16, 8), :])
+    ml.copy(buf.at[ml.ds(8, 8), :], out.at[ml.ds(i * 16 + 8, 8), :])
+
+
+@pytest.mark.parametrize("kernel", [row_blocks, grid_stride_tiles, grouped_tiles, two_halves_a_trip])
+def test_stores_proved_apart_keep_no_wait(kernel):
+  x = jax.random.normal(jax.random.key(1), (64, 64), F32)
+  assert _full_waits(kernel, S((64, 64), F32)) == 0
+  want = x * 2.0 if kernel is row_blocks else x
+  np.testing.assert_array_equal(kernel(x, interpret=True), want)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (1,))
+def nested_blocks(x, out):
+  buf = ml.smem((8, 64))
+  for i in range(x.shape[0] // 16):
+    for j in range(2):
+      ml.copy(x.at[ml.ds(i * 16 + j * 8, 8), :], buf)
+      ml.copy(buf, out.at[ml.ds(i * 16 + j * 8, 8), :])
+
+
+def test_nested_loops_blocks_stay_apart():
+  """An inner loop's index of static bounds is a range: `i * 16 + j * 8` for j in 0..1 never meets
+  another trip's block (without the range the outer trip's stores would be waited for)."""
+  x = jax.random.normal(jax.random.key(3), (64, 64), F32)
+  assert _full_waits(nested_blocks, S((64, 64), F32)) == 0
+  np.testing.assert_array_equal(nested_blocks(x, interpret=True), x)
+
+
+# Register writes into GMEM: other threads' writes of elements that may be the same meet at a barrier.
+@mg.mgpu_kernel(out_shape=lambda x: S((12, 64), x.dtype), grid=lambda x: (1,))
+def shifted_register_rows(x, out):
+  for t in range(4):
+    out[ml.ds((t % 2) * 4, 8), :] = x[ml.ds(t * 8, 8), :]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (1,))
+def register_row_blocks(x, out):
+  for t in range(4):
+    out[ml.ds(t * 8, 8), :] = x[ml.ds(t * 8, 8), :] + 1.0
+
+
+def _barriers(kernel, *specs) -> int:
+  return sum(line.split("#")[0].strip() == "barrier" for line in kernel.typed_ir(*specs).splitlines())
+
+
+def test_register_writes_that_may_meet_other_threads_writes_meet_at_a_barrier():
+  """It was silently wrong: rows 4..7 written on one trip by the threads holding rows 0..3 of the
+  tile, on the next by those holding rows 4..7, with no barrier between (the windows counted as
+  apart: their start depends on the loop index)."""
+  assert _barriers(shifted_register_rows, S((32, 64), F32)) == 1
+  assert _barriers(register_row_blocks, S((32, 64), F32)) == 0
+  x = jax.random.normal(jax.random.key(4), (32, 64), F32)
+  want = np.zeros((12, 64), np.float32)
+  for t in range(4):
+    want[(t % 2) * 4:(t % 2) * 4 + 8] = x[t * 8:t * 8 + 8]
+  np.testing.assert_array_equal(shifted_register_rows(x, interpret=True), want)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kernel", [alternating_rows, repeating_tiles, stored_before_the_loop, grouped_tiles,
+                                    nested_blocks, shifted_register_rows])
+def test_ordered_and_apart_stores_gpu(kernel):
+  n = 16 if kernel is repeating_tiles else 64 if kernel in (grouped_tiles, nested_blocks) else 32
+  x = jax.random.normal(jax.random.key(2), (n, 64), F32)
+  np.testing.assert_array_equal(jax.jit(kernel)(x), kernel(x, interpret=True))
