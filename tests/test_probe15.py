@@ -120,13 +120,15 @@ def int_dot_times_float_scales(a, bt, w, o):
   o[...] = acc * w[...][None, :]
 
 
-def test_the_dtype_hint_converts_the_side_jnp_widens():
+def test_an_int_accumulator_times_float_scales_computes_in_float_as_jnp():
   """MG104's hint said w[...][None, :].astype(jnp.int32): followed, float scales in (0, 1)
-  truncated to 0 and the kernel returned zeros (probe 15)."""
-  expect(int_dot_times_float_scales, [S((128, 128), jnp.int8), S((128, 128), jnp.int8), S((128,), F32)],
-         mg.DtypeMismatchError, "acc * w",
-         "* on acc (int32) and w[...][None, :] (float32): dtypes differ and are never converted implicitly",
-         hint="convert one side explicitly, e.g. acc.astype(jnp.float32)")
+  truncated to 0 and the kernel returned zeros (probe 15). Since probe 33a the int32 side takes the
+  float's dtype, as jnp's promotion does."""
+  a = jax.random.randint(jax.random.key(7), (128, 128), -8, 8, jnp.int8)
+  bt = jax.random.randint(jax.random.key(8), (128, 128), -8, 8, jnp.int8)
+  w = jax.random.uniform(jax.random.key(9), (128,), F32)
+  want = (a.astype(jnp.int32) @ bt.astype(jnp.int32).T) * w[None, :]
+  np.testing.assert_allclose(int_dot_times_float_scales(a, bt, w, interpret=True), want, rtol=1e-6)
 
 
 @mg.mgpu_kernel(out_shape=lambda a, b: S((64, 64), F32))

@@ -183,11 +183,9 @@ def test_an_ml_scalar_meeting_a_narrower_tensor_is_hinted_to_convert_the_scalar(
               " or (x[...].astype(jnp.float32) * alpha).astype(jnp.float16) (computed in float32, the result"
               " converted back to float16)")
   np.testing.assert_array_equal(scale_half_fixed(h, 0.5, interpret=True), h * 0.5)
-  # an int scalar meeting floats: only the scalar's conversion (the tensor's to int32 would truncate it)
-  expect(shift_by, [S((128,), F32), 3], mg.DtypeMismatchError, "x[...] + n",
-         "+ on x[...] (float32) and n (int32): dtypes differ and are never converted implicitly",
-         hint="convert the scalar, n.astype(jnp.float32): the result stays float32, as jnp's does for a Python"
-              " number (an ml.scalar is int32 here, as a Python int passed for it becomes, not weakly typed)")
+  # an int scalar meeting floats takes the float's dtype, as in jnp (probe 33a; it was MG104)
+  x = jnp.linspace(-2, 2, 128, dtype=F32)
+  np.testing.assert_array_equal(shift_by(x, 3, interpret=True), x + jnp.int32(3))
   # uint32 with an int32 scalar: no int32 alternative (it would wrap values of 2**31 or more)
   e = expect(shift_by, [S((128,), jnp.uint32), 3], mg.DtypeMismatchError, "x[...] + n",
              "+ on x[...] (uint32) and n (int32): dtypes differ and are never converted implicitly")

@@ -198,3 +198,59 @@ def test_ordered_and_apart_stores_gpu(kernel):
   n = 16 if kernel is repeating_tiles else 64 if kernel in (grouped_tiles, nested_blocks) else 32
   x = jax.random.normal(jax.random.key(2), (n, 64), F32)
   np.testing.assert_array_equal(jax.jit(kernel)(x), kernel(x, interpret=True))
+
+
+# ---------------------------------------------------------------- bool and int values meeting floats
+@mg.mgpu_kernel(out_shape=lambda x, i: x)
+def masked_product(x, i, out):
+  v = x[...]
+  out[...] = v * (v > 0) + (i[...] > 3) * v
+
+
+@mg.mgpu_kernel(out_shape=lambda x, i: x)
+def divided_by_ints(x, i, out):
+  out[...] = x[...] / i[...] + i[...] / x[...] - ml.where(x[...] > 0, x[...], i[...])
+
+
+@mg.mgpu_kernel(out_shape=lambda x, i: i)
+def int_times_mask(x, i, out):
+  out[...] = i[...] * (x[...] > 0)
+
+
+def _promotion_inputs(dt):
+  x = jax.random.normal(jax.random.key(5), (128, 64), F32).astype(dt)
+  return x, jax.random.randint(jax.random.key(6), (128, 64), 1, 7, jnp.int32)
+
+
+@pytest.mark.parametrize("dt", [jnp.float32, jnp.bfloat16, jnp.float16])
+def test_bool_and_int_values_meeting_floats_promote_as_jnp(dt):
+  """`v * mask` and `x / i` were MG104 (dtypes never converted): jnp takes the float's dtype."""
+  x, i = _promotion_inputs(dt)
+  for kernel, want in ((masked_product, x * (x > 0) + (i > 3) * x),
+                       (divided_by_ints, x / i + i / x - jnp.where(x > 0, x, i)),
+                       (int_times_mask, i * (x > 0))):
+    got = kernel(x, i, interpret=True)
+    assert got.dtype == want.dtype
+    np.testing.assert_allclose(np.asarray(got, np.float32), np.asarray(want, np.float32), rtol=1e-2, atol=1e-2)
+    _export(kernel, S(x.shape, dt), S(i.shape, jnp.int32))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def float_and_bool(x, out):
+  v = x[...]
+  out[...] = v & (v > 0)
+
+
+def test_bitwise_ops_of_a_float_and_a_bool_stay_an_error():
+  """jnp rejects `&` of floats: no promotion there, the MG104 with its conversion hint."""
+  expect(float_and_bool, [S((128,), F32)], mg.DtypeMismatchError, "v & (v > 0)",
+         "& on v (float32) and v > 0 (bool): dtypes differ and are never converted implicitly")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", [jnp.float32, jnp.bfloat16])
+def test_bool_and_int_values_meeting_floats_gpu(dt):
+  x, i = _promotion_inputs(dt)
+  for kernel in (masked_product, divided_by_ints, int_times_mask):
+    got, want = jax.jit(kernel)(x, i), kernel(x, i, interpret=True)
+    np.testing.assert_allclose(np.asarray(got, np.float32), np.asarray(want, np.float32), rtol=1e-2, atol=1e-2)

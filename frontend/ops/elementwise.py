@@ -24,7 +24,7 @@ from ..infer import unify
 from ..ir import LayoutRule, Traits
 from ..types import DTypeVar, ScalarType, TensorType, dtype_name, resolve
 from .base import Num, a_an, check_register_value, is_value, kind_of, one_element, static_shape, shown
-from .promotion import exact_in, jnp_result
+from .promotion import exact_in, implicit, jnp_result
 from .elementwise_checks import (_call_args, _check_integer_meets_float, _check_pointer_arithmetic, _convert_hint,
                                  _python_math_hint, cast_problem, check_dtype_support, check_python_int, method_on,
                                  scalar_param_hint)
@@ -191,7 +191,6 @@ def common(cx, a, b, what):
   a, b = weak_to(cx, a, b), weak_to(cx, b, a)
   # Named before broadcasting: a broadcast operand is not the value the user wrote.
   names = [cx.named(x, kind_of(x)) for x in (a, b)]
-  scalar_ids = {x.id for x in (a, b) if is_value(x) and not x.type.shape}
   (a, b), shape = broadcast_operands(cx, (a, b), what)
   da, db = (x.type.dtype if is_value(x) else None for x in (a, b))
   if da is None and db is None:
@@ -225,20 +224,20 @@ def common(cx, a, b, what):
         b = astype(cx, b, DType.f32)
       return (a, b), shape, DType.f32
     return (a, b), shape, dt
+  if isinstance(resolve(da), DType) and isinstance(resolve(db), DType) and (
+      up := implicit(resolve(da), resolve(db), what)) is not None:     # as jnp: v * mask, x / i
+    return tuple(x if resolve(x.type.dtype) == up else astype(cx, x, up) for x in (a, b)), shape, up
   dt = unify(da, db, cx.loc, what)
   if dt is None:
-    # a loop carry started from a Python int (s = 0) meeting floats: converting it in the body
-    # changes its type from one trip to the next (MG005); it should start as a float
+    # (a loop carry started from a Python int meeting floats computes in the float's dtype, as jnp:
+    # the carry's change of type is MG005, whose hint starts it as a float)
     def carry(x):    # a block argument by a plain name (a loop carry), not a loop index
       return is_value(x) and cx.b.defining(x) is None and x.name and x.id not in cx.b.loop_indices \
           and x.name.isidentifier()
-    carried = next((x for x in (a, b) if carry(x) and resolve(x.type.dtype) in (DType.i32, DType.u32)
-                    and resolve((db if x is a else da)).is_float), None) if isinstance(da, DType) \
-        and isinstance(db, DType) else None
     # a loop carry (acc, float16) meeting a wider value: converting acc in the body changes its type
     # from one trip to the next (MG005), so the hint says where to choose the carry's dtype instead
     narrow = next((x for x in (a, b) if carry(x) and x.name == names[0 if x is a else 1]), None) \
-        if carried is None and isinstance(da, DType) and isinstance(db, DType) else None
+        if isinstance(da, DType) and isinstance(db, DType) else None
     if narrow is not None:
       dn, do = (da, db) if narrow is a else (db, da)
       other = names[1 if narrow is a else 0]
@@ -252,16 +251,8 @@ def common(cx, a, b, what):
               f" {dtype_name(do)} where it starts before the loop{eg} and"
               f" convert it after the loop, {n}.astype(jnp.{dtype_name(dn)}); to keep it {dtype_name(dn)},"
               f" convert the other side: {method_on(other)}.astype(jnp.{dtype_name(dn)})")
-    elif carried is None:
-      hint = scalar_param_hint(cx, (a, b), names, (da, db), what) or _convert_hint(names, da, db, what)
     else:
-      n = carried.name
-      # acc = 0, then acc + x[...]: starting it as 0.0 would only meet MG005 next (a scalar carry
-      # that the loop makes a tensor), so give the tensor start directly
-      start = (f"a float tensor ({n} = ml.zeros({shape}, jnp.{dtype_name(db if carried is a else da)}))"
-               if shape and carried.id in scalar_ids else f"a float ({n} = 0.0)")
-      hint = (f"if {n} is carried by a loop from a Python int ({n} = 0 before it), start it as {start};"
-              f" else {_convert_hint(names, da, db, what)}")
+      hint = scalar_param_hint(cx, (a, b), names, (da, db), what) or _convert_hint(names, da, db, what)
     raise E.DtypeMismatchError(
         f"{what} on {names[0]} ({dtype_name(da)}) and {names[1]} ({dtype_name(db)}):"
         f" dtypes differ and are never converted implicitly", cx.loc, hint=hint)

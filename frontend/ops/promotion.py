@@ -36,3 +36,21 @@ def jnp_result(t: DType, s: DType) -> DType | None:
     return signed
   wider = {8: DType.i16, 16: DType.i32}.get(unsigned.bits)    # uint8 with int8: int16, as jnp
   return wider
+
+
+_NO_PROMOTION = ("&", "|", "^", "<<", ">>")     # jnp's bitwise ops take no floats; a shift keeps its side's type
+
+
+def implicit(da: DType, db: DType, what: str) -> DType | None:
+  """The dtype two register values of different dtypes compute in where jnp's promotion makes it
+  one of them, and the compiler follows: a bool or integer meeting a float takes the float's dtype
+  (`v * mask`, `x / i`), a bool meeting an integer the integer's. None elsewhere (two floats, two
+  integers: converted explicitly; float8, where registers do no arithmetic)."""
+  if da == db or what in _NO_PROMOTION:
+    return None
+  for x, y in ((da, db), (db, da)):
+    if x in (DType.f32, DType.f16, DType.bf16) and (y.is_int or y == DType.bool_):
+      return x
+    if x.is_int and y == DType.bool_:
+      return x
+  return None
