@@ -241,10 +241,21 @@ def float_and_bool(x, out):
   out[...] = v & (v > 0)
 
 
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def float_and_bool_fixed(x, out):
+  v = x[...]
+  out[...] = ml.where(v > 0, v, 0)
+
+
 def test_bitwise_ops_of_a_float_and_a_bool_stay_an_error():
-  """jnp rejects `&` of floats: no promotion there, the MG104 with its conversion hint."""
+  """jnp rejects `&` of floats: no promotion there. The hint converted the bool to float32, and `&`
+  of floats was the next error."""
   expect(float_and_bool, [S((128,), F32)], mg.DtypeMismatchError, "v & (v > 0)",
-         "& on v (float32) and v > 0 (bool): dtypes differ and are never converted implicitly")
+         "& on v (float32) and v > 0 (bool): dtypes differ and are never converted implicitly",
+         hint="& takes integers and bools, as jnp's: to keep v where v > 0 holds, write ml.where(v > 0, v, 0)"
+              " (or v * (v > 0))")
+  x = jnp.linspace(-1, 1, 128, dtype=F32)      # the hint followed
+  np.testing.assert_array_equal(float_and_bool_fixed(x, interpret=True), jnp.where(x > 0, x, 0))
 
 
 @pytest.mark.gpu

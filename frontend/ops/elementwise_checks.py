@@ -89,6 +89,13 @@ def _convert_hint(names, da, db, what=None) -> str:
   if isinstance(da, DType) and isinstance(db, DType) and da.is_int and db.is_int and DType.i64 in (da, db):
     # (jnp_result reads an int64 as a scalar's, int32 without x64: it would narrow the int64 side)
     return f"convert one side explicitly, e.g. {method_on(names[0] if db == DType.i64 else names[1])}.astype(jnp.int64)"
+  if what in ("&", "|", "^") and all(isinstance(d, DType) for d in (da, db)) and da.is_float != db.is_float:
+    f, o = (0, 1) if da.is_float else (1, 0)     # bitwise ops take no floats (jnp's neither)
+    if (db, da)[f] == DType.bool_ and what == "&":
+      return (f"{what} takes integers and bools, as jnp's: to keep {names[f]} where {names[o]} holds, write"
+              f" ml.where({names[o]}, {names[f]}, 0) (or {names[f]} * {method_on(names[o])})")
+    return (f"{what} takes integers and bools, as jnp's: convert {names[f]} to an integer type,"
+            f" {method_on(names[f])}.astype(jnp.int32), or its bits, jax.lax.bitcast_convert_type")
   want = jnp_result(da, db) if isinstance(da, DType) and isinstance(db, DType) else None
   if what in ("&", "|", "^") and want is None and DType.u32 in (da, db) and all(
       isinstance(d, DType) and d.is_int for d in (da, db)):
