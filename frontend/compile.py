@@ -30,6 +30,7 @@ from .remat import split_index_vectors
 from .loc import Loc
 from .ops.atomic import accumulated_outputs, check_atomic_layouts
 from .ops.memory import View
+from .ops.roll import check_window_uses
 from .pipeline import pipeline_loops
 from .pingpong import insert_turns
 from .smem import plan_scratch, plan_smem
@@ -244,6 +245,7 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, bloc
     if errors:
       E.raise_all(errors)
     ir.prune_dead(kernel.body)
+    check_window_uses(kernel)
     split_index_vectors(kernel, em.defs)
     grid_index_masks(kernel, em.defs)
     assign_layouts_relayout(kernel, em.defs, assign_layouts)     # reshapes of row-wise tiles: via SMEM

@@ -265,3 +265,53 @@ def test_bool_and_int_values_meeting_floats_gpu(dt):
   for kernel in (masked_product, divided_by_ints, int_times_mask):
     got, want = jax.jit(kernel)(x, i), kernel(x, i, interpret=True)
     np.testing.assert_allclose(np.asarray(got, np.float32), np.asarray(want, np.float32), rtol=1e-2, atol=1e-2)
+
+
+# ---------------------------------------------------------------- tensor-core windows in ml.concatenate
+def _dot_inputs():
+  a = jax.random.normal(jax.random.key(7), (64, 64), jnp.float16)
+  b = jax.random.normal(jax.random.key(8), (64, 64), jnp.float16)
+  return a, b, a.astype(F32) @ b.astype(F32)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((64, 64), F32))
+def rotated_dot_columns(a, b, o):
+  a_s, b_s = ml.smem((64, 64)), ml.smem((64, 64))
+  ml.copy(a, a_s)
+  ml.copy(b, b_s)
+  acc = ml.dot(a_s, b_s)
+  o[...] = ml.concatenate([acc[:, 3:], acc[:, :3]], axis=1) + ml.concatenate(
+      [acc[:, 5:40], acc[:, 40:], acc[:, :5]], axis=1)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((64, 61), F32))
+def stored_dot_window(a, b, o):
+  a_s, b_s = ml.smem((64, 64)), ml.smem((64, 64))
+  ml.copy(a, a_s)
+  ml.copy(b, b_s)
+  acc = ml.dot(a_s, b_s)
+  o[...] = acc[:, 3:]
+
+
+def test_tensor_core_windows_that_rotate_the_tile_concatenate():
+  """`ml.concatenate([acc[:, 3:], acc[:, :3]], axis=1)` of a dot result was MG204 at `acc[:, 3:]`
+  (columns off the 8-column tiles), where ml.roll(acc, -3, axis=1) worked: it reads acc rolled now."""
+  a, b, acc = _dot_inputs()
+  want = jnp.roll(acc, -3, axis=1) + jnp.roll(acc, -5, axis=1)
+  np.testing.assert_allclose(rotated_dot_columns(a, b, interpret=True), want, rtol=1e-5, atol=1e-4)
+  _export(rotated_dot_columns, S((64, 64), jnp.float16), S((64, 64), jnp.float16))
+
+
+def test_a_tensor_core_window_used_elsewhere_is_mg204_hinting_the_rotation():
+  expect(stored_dot_window, [S((64, 64), jnp.float16), S((64, 64), jnp.float16)], mg.LayoutError, "acc[:, 3:]",
+         "columns 3:64 do not start and end on the tensor-core layout's 8-column tiles",
+         hint="slice at multiples of 8 columns (64 is the usual chunk); windows that only rotate the tile work as"
+              " written, ml.concatenate([acc[:, 3:], acc[:, :3]], axis=1) (ml.roll(acc, -3, axis=1)): compute on"
+              " the rolled tile")
+
+
+@pytest.mark.gpu
+def test_tensor_core_windows_that_rotate_the_tile_gpu():
+  a, b, _ = _dot_inputs()
+  np.testing.assert_allclose(jax.jit(rotated_dot_columns)(a, b), rotated_dot_columns(a, b, interpret=True),
+                             rtol=1e-3, atol=1e-3)

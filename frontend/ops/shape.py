@@ -561,6 +561,9 @@ class Slice(ir.Op):
   stop: int
   loc: object
   results: tuple
+  # (message, hint) of the MG204 of columns off the 8-column tiles: raised where the window is used,
+  # not where only ml.concatenate reads it, as the roll of x it makes (frontend/ops/roll.py)
+  misaligned: tuple = ()
 
 
 def slice_columns(cx, x, s: slice):
@@ -575,6 +578,7 @@ def slice_columns(cx, x, s: slice):
       or stop <= start:
     raise E.IndexOutOfBoundsError(f"columns {s.start}:{s.stop} are outside a tensor of {n} columns", cx.loc,
                                   hint=f"slice within 0:{n}")
+  misaligned = ()
   if start % hw.MMA_N_STEP or stop % hw.MMA_N_STEP:
     rows, width, wide = x.type.shape[0], stop - start, -(-(stop - start) // 32) * 32
     narrow = (rows * width) % 128 and start + wide <= n     # buf.at[:, a:b][...] would be MG204 itself
@@ -582,18 +586,23 @@ def slice_columns(cx, x, s: slice):
             f" of {rows * width} elements is read {wide} columns wide; store it under the same mask, e.g."
             f" out.at[:, ml.ds(0, {wide})].store(v, mask=ml.arange({wide})[None, :] < {width}))" if narrow else
             f"buf.at[:, {start}:{stop}][...]")
-    raise E.LayoutError(
+    t_, s_ = _operand(cx.named(x, 't')), start or stop
+    stage = (f"; for a narrower window, stage the tile through SMEM and read the window there: buf ="
+             f" ml.smem({tuple(x.type.shape)}, jnp.{dtype_name(x.type.dtype)}); buf[...] = {cx.named(x, 't')}; {read}"
+             if narrow or not (rows * width) % 128 else "")    # (else that read is MG204 too)
+    misaligned = (
         f"columns {start}:{stop} do not start and end on the tensor-core layout's {hw.MMA_N_STEP}-column"
-        f" tiles", cx.loc,
-        hint=f"take the column as a vector: {_operand(cx.named(x, 't'))}[:, {start}] (into an (n, 1) output:"
-             f" out.at[:, 0][...] = {_operand(cx.named(x, 't'))}[:, {start}])" if stop - start == 1 else
-             f"slice at multiples of {hw.MMA_N_STEP} columns (64 is the usual chunk); for a narrower window,"
-             f" stage the tile through SMEM and read the window there: buf = ml.smem({tuple(x.type.shape)},"
-             f" jnp.{dtype_name(x.type.dtype)}); buf[...] = {cx.named(x, 't')}; {read}")
+        f" tiles",
+        f"take the column as a vector: {t_}[:, {start}] (into an (n, 1) output: out.at[:, 0][...] ="
+        f" {t_}[:, {start}])" if stop - start == 1 else
+        f"slice at multiples of {hw.MMA_N_STEP} columns (64 is the usual chunk)" + (
+            f"; windows that only rotate the tile work as written, ml.concatenate([{t_}[:, {s_}:], {t_}[:, :{s_}]],"
+            f" axis=1) (ml.roll({t_}, -{s_}, axis=1)): compute on the rolled tile" if start == 0 or stop == n
+            else "") + stage)
 
   t = x.type
   out = cx.b.emit(Slice, x, start, stop, loc=cx.loc, types=[TensorType((t.shape[0], stop - start), t.dtype)],
-                  names=[cx.name]).result
+                  names=[cx.name], misaligned=misaligned).result
   from .roll import record_window          # (ml.concatenate of rotated windows reads x rolled)
   record_window(cx, out, x, (slice(None), slice(start, stop)))
   return out
