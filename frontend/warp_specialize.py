@@ -59,10 +59,14 @@ def warp_specialize(kernel: ir.Kernel, loop: For, em, result) -> None:
     if not any(o.results == (buf,) for o in kernel.body.ops):
       # reported at the ml.smem(...) the hint says to move, the loop in a note
       alloc = next((o for o in ir.walk(kernel.body) if isinstance(o, SmemAlloc) and o.results == (buf,)), None)
+      early = _early_return(kernel, alloc)
+      where, move = ((f"after the return in the if at line {early.loc.lineno} (the rest of the kernel runs as"
+                      f" that if's else)", f"move its ml.smem(...) above the if at line {early.loc.lineno}")
+                     if early is not None else ("inside a loop or branch", "move its ml.smem(...) to the top"))
       raise E.WarpSpecializeError(
-          f"{buf.name} is allocated inside a loop or branch; a warp-specialised loop's buffers"
+          f"{buf.name} is allocated {where}; a warp-specialised loop's buffers"
           f" must be allocated at the top of the kernel", alloc.loc if alloc is not None else loc,
-          hint="move its ml.smem(...) to the top", notes=(f"{loc}: the warp-specialised loop",))
+          hint=move, notes=(f"{loc}: the warp-specialised loop",))
   _check_sources_not_written(kernel, plan, em, loop)
   empty = ir.Value(BarrierType(S, kernel.block // hw.WARPGROUP, _multicast_axis(plan)), "empty")
   alloc = em.defs[empty.id] = BarrierAlloc(loc, (empty,))
@@ -82,6 +86,20 @@ def warp_specialize(kernel: ir.Kernel, loop: For, em, result) -> None:
   if empty.type.cluster_axis is not None:   # no CTA leaves while peers load into it or arrive on it
     kernel.body.ops.append(ClusterSync(loc))
   ir.prune_dead(kernel.body)
+
+
+def _early_return(kernel, alloc):
+  """The outermost `if` around `alloc` that ends before it in the source: one that returns, the
+  rest of the kernel moved into its else (frontend/jumps.py without_return); None if none."""
+  if alloc is None:
+    return None
+  for o in ir.path_to(kernel.body, alloc)[:-1]:
+    if isinstance(o, LOOPS):
+      return None
+    end = getattr(o.loc, "end_lineno", None)
+    if isinstance(o, If) and end is not None and o.loc.filename == alloc.loc.filename and alloc.loc.lineno > end:
+      return o
+  return None
 
 
 def _check_sources_not_written(kernel, plan, em, loop) -> None:

@@ -315,3 +315,60 @@ def test_tensor_core_windows_that_rotate_the_tile_gpu():
   a, b, _ = _dot_inputs()
   np.testing.assert_allclose(jax.jit(rotated_dot_columns)(a, b), rotated_dot_columns(a, b, interpret=True),
                              rtol=1e-3, atol=1e-3)
+
+
+# ---------------------------------------------------------------- a warp-specialised loop after an early return
+@mg.mgpu_kernel(out_shape=lambda a, b, n: S((a.shape[0], b.shape[1]), F32), grid=lambda a, b, n: (a.shape[0] // 64,))
+def ws_after_return(a, b, n, c):
+  i = ml.program_id(0)
+  if n[0] == 0:
+    return
+  a_s, b_s = ml.smem((64, 64)), ml.smem((64, 64))
+  acc = ml.zeros((64, 64), F32)
+  for k in ml.range(a.shape[1] // 64, stages=2, warp_specialize=True):
+    ml.copy(a.at[ml.ds(i * 64, 64), ml.ds(k * 64, 64)], a_s)
+    ml.copy(b.at[ml.ds(k * 64, 64), :], b_s)
+    acc = ml.dot(a_s, b_s, acc)
+  c.at[ml.ds(i * 64, 64), :][...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b, n: S((a.shape[0], b.shape[1]), F32), grid=lambda a, b, n: (a.shape[0] // 64,))
+def ws_after_return_fixed(a, b, n, c):        # the hint followed
+  i = ml.program_id(0)
+  a_s, b_s = ml.smem((64, 64)), ml.smem((64, 64))
+  if n[0] == 0:
+    return
+  acc = ml.zeros((64, 64), F32)
+  for k in ml.range(a.shape[1] // 64, stages=2, warp_specialize=True):
+    ml.copy(a.at[ml.ds(i * 64, 64), ml.ds(k * 64, 64)], a_s)
+    ml.copy(b.at[ml.ds(k * 64, 64), :], b_s)
+    acc = ml.dot(a_s, b_s, acc)
+  c.at[ml.ds(i * 64, 64), :][...] = acc
+
+
+_WS_SPECS = [S((128, 128), jnp.float16), S((128, 64), jnp.float16), S((1,), jnp.int32)]
+
+
+def _ws_inputs():
+  a = jax.random.normal(jax.random.key(9), (128, 128), jnp.float16)
+  b = jax.random.normal(jax.random.key(10), (128, 64), jnp.float16)
+  return a, b, jnp.array([1], jnp.int32), a.astype(F32) @ b.astype(F32)
+
+
+def test_a_warp_specialised_loops_buffers_after_an_early_return_name_the_return():
+  """MG503 said a_s was allocated inside a loop or branch, where the user wrote it at the kernel's top
+  level: the return before it moved the rest of the kernel into the if's else."""
+  line = ws_after_return.fn.__code__.co_firstlineno + 3     # the if
+  expect(ws_after_return, _WS_SPECS, mg.WarpSpecializeError, "ml.smem((64, 64)), ml.smem",
+         f"a_s is allocated after the return in the if at line {line} (the rest of the kernel runs as that if's"
+         f" else); a warp-specialised loop's buffers must be allocated at the top of the kernel",
+         hint=f"move its ml.smem(...) above the if at line {line}")
+  a, b, n, want = _ws_inputs()
+  np.testing.assert_allclose(ws_after_return_fixed(a, b, n, interpret=True), want, rtol=1e-3, atol=1e-3)
+  _export(ws_after_return_fixed, *_WS_SPECS)
+
+
+@pytest.mark.gpu
+def test_a_warp_specialised_loop_after_an_early_return_gpu():
+  a, b, n, want = _ws_inputs()
+  np.testing.assert_allclose(jax.jit(ws_after_return_fixed)(a, b, n), want, rtol=1e-3, atol=1e-3)
