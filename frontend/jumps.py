@@ -171,12 +171,14 @@ def for_with_break(tracer, node, start, stop, step):
   specialised = _specialised(node.body)
   if specialised is not None:      # a while around it: the producer warpgroup walks only for loops
     from . import errors as E
+    jump = _first(node.body, ast.Break)
+    word = "return" if getattr(jump, "from_return", False) else "break"     # a return leaves the loop as a break
     raise E.UnsupportedSyntaxError(
-        f"break in a loop around a warp-specialised loop (line {tracer.loc(specialised).lineno}) is not supported in a"
-        f" kernel", tracer.loc(_first(node.body, ast.Break)),
+        f"{word} in a loop around a warp-specialised loop (line {tracer.loc(specialised).lineno}) is not supported in a"
+        f" kernel", tracer.loc(jump),
         hint="the producer warpgroup walks every trip of the for loops around a warp-specialised loop, and its"
-             " loads cannot depend on a flag they carry: count the trips before the loop instead, for t in"
-             " range(count) with count computed from what the break tests (ml.minimum(n[0] + 1, 4)), or drop"
+             f" loads cannot depend on a flag they carry: count the trips before the loop instead, for t in"
+             f" range(count) with count computed from what the {word} tests (ml.minimum(n[0] + 1, 4)), or drop"
              " warp_specialize=True")
   tracer.env[count], tracer.env[end], tracer.env[stride] = start, stop, step
   stmts, hidden = made
@@ -383,7 +385,9 @@ def _return_breaks(stmts, done, loop):
   out = []
   for st in stmts:
     if isinstance(st, ast.Return):
-      out += [_set(done, True, st), _at(jump(), st)]
+      j = _at(jump(), st)
+      j.from_return = True      # (for messages: the user wrote a return)
+      out += [_set(done, True, st), j]
     elif isinstance(st, ast.If) and _deep_return([st]):
       out.append(_at(ast.If(test=st.test, body=_return_breaks(st.body, done, loop) or [_at(ast.Pass(), st)],
                             orelse=_return_breaks(st.orelse, done, loop)), st))

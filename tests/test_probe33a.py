@@ -10,7 +10,7 @@ import pytest
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 from mgpu_dsl.frontend import sync
-from locate import expect  # noqa: F401  (used by the diagnostics below)
+from locate import expect, where
 
 S = jax.ShapeDtypeStruct
 F32 = jnp.float32
@@ -358,7 +358,7 @@ def _ws_inputs():
 def test_a_warp_specialised_loops_buffers_after_an_early_return_name_the_return():
   """MG503 said a_s was allocated inside a loop or branch, where the user wrote it at the kernel's top
   level: the return before it moved the rest of the kernel into the if's else."""
-  line = ws_after_return.fn.__code__.co_firstlineno + 3     # the if
+  line = where(ws_after_return, "if n[0] == 0")[0]
   expect(ws_after_return, _WS_SPECS, mg.WarpSpecializeError, "ml.smem((64, 64)), ml.smem",
          f"a_s is allocated after the return in the if at line {line} (the rest of the kernel runs as that if's"
          f" else); a warp-specialised loop's buffers must be allocated at the top of the kernel",
@@ -372,3 +372,29 @@ def test_a_warp_specialised_loops_buffers_after_an_early_return_name_the_return(
 def test_a_warp_specialised_loop_after_an_early_return_gpu():
   a, b, n, want = _ws_inputs()
   np.testing.assert_allclose(jax.jit(ws_after_return_fixed)(a, b, n), want, rtol=1e-3, atol=1e-3)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b, n: S((a.shape[0], b.shape[1]), F32), grid=lambda a, b, n: (a.shape[0] // 64,))
+def ws_return_in_outer_loop(a, b, n, c):
+  i = ml.program_id(0)
+  a_s, b_s = ml.smem((64, 64)), ml.smem((64, 64))
+  for t in range(2):
+    if t == n[0]:
+      return
+    acc = ml.zeros((64, 64), F32)
+    for k in ml.range(a.shape[1] // 64, stages=2, warp_specialize=True):
+      ml.copy(a.at[ml.ds(i * 64, 64), ml.ds(k * 64, 64)], a_s)
+      ml.copy(b.at[ml.ds(k * 64, 64), :], b_s)
+      acc = ml.dot(a_s, b_s, acc)
+    c.at[ml.ds(i * 64, 64), :][...] = acc * (t + 1)
+
+
+def test_a_return_in_a_loop_around_a_warp_specialised_loop_is_called_a_return():
+  """MG001 said `break in a loop around ...` at the user's `return` (which leaves the loop as a break)."""
+  line = where(ws_return_in_outer_loop, "for k in ml.range")[0]
+  expect(ws_return_in_outer_loop, _WS_SPECS, mg.UnsupportedSyntaxError, "return",
+         f"return in a loop around a warp-specialised loop (line {line}) is not supported in a kernel", nth=1,
+         hint="the producer warpgroup walks every trip of the for loops around a warp-specialised loop, and its"
+              " loads cannot depend on a flag they carry: count the trips before the loop instead, for t in"
+              " range(count) with count computed from what the return tests (ml.minimum(n[0] + 1, 4)), or drop"
+              " warp_specialize=True")
