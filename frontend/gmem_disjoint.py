@@ -44,10 +44,35 @@ def _rename(key, prev: set, opaque: set):
   return key
 
 
-def prev_trip(window, loop):
+def loop_indices(loop, defs) -> set:
+  """Ids of the values that differ on every trip of `loop`: a for loop's index, and a while loop's
+  carries that each trip adds a positive amount to (`t += ml.num_programs(0)` of a persistent loop
+  written as a while, a for loop with a break)."""
+  from .ops.control import For, NumPrograms, PositiveStep, While, Yield
+  if isinstance(loop, For):
+    return {loop.body.args[0].id} if loop.body.args else set()
+  if not isinstance(loop, While) or not loop.body.ops or not isinstance(loop.body.ops[-1], Yield):
+    return set()
+  cond = loop.before.ops[-1] if loop.before.ops else None
+  made = {r.id: o for o in loop.body.ops for r in o.results}
+  out = set()
+  for k, (arg, new) in enumerate(zip(loop.body.args, loop.body.ops[-1].values)):
+    o = made.get(getattr(new, "id", None))
+    if not (getattr(cond, "values", None) and k < len(cond.values) and k < len(loop.before.args)
+            and cond.values[k] is loop.before.args[k]):
+      continue        # the body's carry is not the one the condition tested, forwarded as it is
+    if getattr(o, "kind", None) != BinOp.ADD:
+      continue
+    for a, b in ((o.lhs, o.rhs), (o.rhs, o.lhs)):
+      if a is arg and (isinstance(b, int) and not isinstance(b, bool) and b > 0 or isinstance(
+          defs.get(getattr(b, "id", None)), (NumPrograms, PositiveStep))):
+        out.add(arg.id)
+  return out
+
+
+def prev_trip(window, loop, defs=None):
   """`window` (of an op in loop `loop`) as seen by a later trip of the loop."""
-  from .ops.control import For
-  index = {loop.body.args[0].id} if isinstance(loop, For) and loop.body.args else set()
+  index = loop_indices(loop, defs or {})
   return _rename(window, index, defined_inside(loop) - index)
 
 
@@ -112,13 +137,14 @@ def _differs(new, old) -> bool:
 
 
 def _is_index(x, y) -> bool:
-  """Whether atom `x` is the loop index, or the index times a pipelined loop's positive run-time step
-  (("step", key), its trip renumbered 0 .. n - 1), and `y` the same on an earlier trip."""
+  """Whether atom `x` is the loop index, or the index times a positive run-time value (a pipelined
+  loop's step, ("step", key), its trip renumbered 0 .. n - 1; ml.num_programs, ("nprog", axis)), and
+  `y` the same on an earlier trip."""
   if x[0] == "v":
     return y == ("prev", x[1])
   if x[0] == "bin" and x[1] == BinOp.MUL and y[:2] == x[:2]:
     for i, j in ((2, 3), (3, 2)):
-      if isinstance(x[j], tuple) and x[j][0] == "step" and x[j] == y[j] and isinstance(x[i], tuple):
+      if isinstance(x[j], tuple) and x[j][0] in ("step", "nprog") and x[j] == y[j] and isinstance(x[i], tuple):
         return x[i][0] == "v" and y[i] == ("prev", x[i][1])
   return False
 
@@ -127,7 +153,7 @@ def _groups(moved: dict):
   """The sets of atoms (this trip's) that together are a one-to-one function of the loop index,
   each with the earlier trip's atoms they were compared with."""
   for x, old in moved.items():
-    if x[0] == "v" and old == ("prev", x[1]):
+    if _is_index(x, old):
       yield {x}
     if x[0] == "tile" and x[1] == 0:
       other = ("tile", 1) + x[2:]

@@ -182,11 +182,13 @@ class SyncPass(GmemOrdering):
   def expr_key(self, v):
     """A key equal for run-time scalars computed alike in one trip (`i * 64` written twice:
     the same program id or loop index, the same arithmetic); ("v", id) for anything else."""
-    from .ops.control import PositiveStep, ProgramId
+    from .ops.control import NumPrograms, PositiveStep, ProgramId
     from .ops.elementwise import Binary
     d = self.defs.get(v.id)
     if isinstance(d, ProgramId):
       return ("pid", d.axis)
+    if isinstance(d, NumPrograms):    # positive, one value in the kernel
+      return ("nprog", d.axis)
     if isinstance(d, PositiveStep):   # a pipelined loop's run-time step: positive (frontend/gmem_disjoint.py)
       return ("step", self.expr_key(d.x))
     side = lambda x: self.expr_key(x) if isinstance(x, ir.Value) else ("c", x)
@@ -539,9 +541,9 @@ class SyncPass(GmemOrdering):
                     gmem_reg_writes={k: v.copy() for k, v in st.gmem_reg_writes.items()})
       if loop:   # the previous trips' stores and register writes (their loop index renamed)
         for root, w in self.store_keys(o):
-          inner.store_windows.setdefault(root, WindowSet()).add(prev_trip(w, o))
+          inner.store_windows.setdefault(root, WindowSet()).add(prev_trip(w, o, self.defs))
         for root, k in self.reg_write_keys(o):
-          inner.gmem_reg_writes.setdefault(root, WindowSet()).add(prev_trip(k, o))
+          inner.gmem_reg_writes.setdefault(root, WindowSet()).add(prev_trip(k, o, self.defs))
       if carry:  # loads issued before the loop, or by the previous iteration for this one
         inner.pending_load = {root: dict(st.pending_load[root]) for root in carry}
         inner.carried = {slot for root in carry for slot in st.pending_load[root]}

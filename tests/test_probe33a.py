@@ -136,7 +136,27 @@ def two_halves_a_trip(x, out):
     ml.copy(buf.at[ml.ds(8, 8), :], out.at[ml.ds(i * 16 + 8, 8), :])
 
 
-@pytest.mark.parametrize("kernel", [row_blocks, grid_stride_tiles, grouped_tiles, two_halves_a_trip])
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (2,))
+def stride_by_num_programs(x, out):
+  buf = ml.smem((8, 64))
+  for i in range(x.shape[0] // 8 // 2):
+    t = ml.program_id(0) + i * ml.num_programs(0)
+    ml.copy(x.at[ml.ds(t * 8, 8), :], buf)
+    ml.copy(buf, out.at[ml.ds(t * 8, 8), :])
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (2,))
+def persistent_while(x, out):
+  buf = ml.smem((8, 64))
+  t = ml.program_id(0)
+  while t < x.shape[0] // 8:
+    ml.copy(x.at[ml.ds(t * 8, 8), :], buf)
+    ml.copy(buf, out.at[ml.ds(t * 8, 8), :])
+    t += ml.num_programs(0)
+
+
+@pytest.mark.parametrize("kernel", [row_blocks, grid_stride_tiles, grouped_tiles, two_halves_a_trip,
+                                    stride_by_num_programs, persistent_while])
 def test_stores_proved_apart_keep_no_wait(kernel):
   x = jax.random.normal(jax.random.key(1), (64, 64), F32)
   assert _full_waits(kernel, S((64, 64), F32)) == 0
