@@ -91,12 +91,12 @@ def three_mistakes(x, out):
   ml.copy(x, buf)
   y = x[...] + scale_factr
   z = y * 2
-  out[...] = x[...] * x[...].astype(jnp.float16)
+  out[...] = x[...] * x[...].astype(jnp.float16)     # (x float32: two floats are never converted)
 
 
 def test_one_pass_reports_three_independent_mistakes():
   with pytest.raises(mg.CopyDtypeError) as info:
-    three_mistakes.check(S((128,), I32))
+    three_mistakes.check(S((128,), F32))
   errors = info.value.errors
   assert [(type(e), (e.lineno, e.col_offset)) for e in errors] == [
       (mg.CopyDtypeError, where(three_mistakes, "ml.copy(x, buf)")),
@@ -145,24 +145,24 @@ def test_a_name_is_reported_unknown_once():
 @mg.mgpu_kernel(out_shape=lambda x: x)
 def error_and_overflow(x, out):
   big = ml.smem((256, 256), jnp.float32)
-  out[...] = x[...] + x[...].astype(jnp.float32)
+  out[...] = x[...] + x[...].astype(jnp.float16)
 
 
 def test_smem_overflow_is_reported_with_other_errors():
   with pytest.raises(mg.DtypeMismatchError) as info:
-    error_and_overflow.check(S((128,), I32))
+    error_and_overflow.check(S((128,), F32))
   assert [type(e) for e in info.value.errors] == [mg.DtypeMismatchError, mg.SmemCapacityError]
 
 
 @mg.mgpu_kernel(out_shape=lambda x: x)
 def many_in_static_loop(x, out):
   for j in ml.static_range(3):
-    out[...] = x[...] + x[...].astype(jnp.float32)
+    out[...] = x[...] + x[...].astype(jnp.float16)
 
 
 def test_an_error_repeated_by_an_unrolled_loop_is_reported_once():
   with pytest.raises(mg.DtypeMismatchError) as info:
-    many_in_static_loop.check(S((128,), I32))
+    many_in_static_loop.check(S((128,), F32))
   assert len(info.value.errors) == 1
 
 

@@ -429,13 +429,11 @@ def scale_by(x, a: ml.scalar, out):
 
 def test_a_bool_for_an_ml_scalar_is_a_bool_scalar():
   """Once refused (MG006, then a hint to pass int(a)); a bool is a bool scalar, as jnp.bool_(True), so
-  multiplying a float32 tensor by it is the usual MG104 at the kernel's line (test_probe31c runs flags)."""
+  multiplying a float32 tensor by it takes the float's dtype, as jnp's promotion (probe 33a; it was MG104)."""
   x = jnp.ones((256,), jnp.float32)
   np.testing.assert_array_equal(scale_by(x, 3.0, interpret=True), np.full(256, 3.0, np.float32))
-  with pytest.raises(mg.DtypeMismatchError) as e:
-    scale_by(x, True, interpret=True)
-  assert e.value.message == ("* on x[...] (float32) and a (bool): dtypes differ and are never converted"
-                             " implicitly")
+  np.testing.assert_array_equal(scale_by(x, True, interpret=True), x * jnp.bool_(True))
+  np.testing.assert_array_equal(scale_by(x, False, interpret=True), x * jnp.bool_(False))
 
 
 # ---------------------------------------------------------------- signed zeros in max and min
