@@ -14,7 +14,7 @@ from .ops.elementwise import BinOp, Full
 from .ops.gather import Gather, ScatterUpdate
 from .ops.memory import Store
 from .ops.mma import Dot
-from .ops.shape import Reduce
+from .ops.shape import Broadcast, Reduce
 from .layout_hints import (column_slice_hint, empty_tensor_hint, pad_hint, read_window, reductions_of, role,
                            row_of_statistic, small_tile_hint, smem_vector_hint)
 from .types import Layout, LayoutKind, RefType, TensorType, dtype_name
@@ -22,6 +22,15 @@ from .types import Layout, LayoutKind, RefType, TensorType, dtype_name
 
 def _is_tensor(x) -> bool:
   return isinstance(x, ir.Value) and isinstance(x.type, TensorType)
+
+
+def _expression(text) -> bool:
+  """Whether a value's name is Python the user can write again (`cs`, `ml.exp(last)`)."""
+  try:
+    compile(text, "<name>", "eval")
+  except (SyntaxError, ValueError):
+    return False
+  return bool(text)
 
 
 class LayoutErrors:
@@ -68,7 +77,7 @@ class LayoutErrors:
       message, hint = row_of_statistic(name, o.result.type.shape, here.type.shape[0], was, tmp,
                                        None if divided else red)     # (ml.mean is a sum, then /)
       raise E.LayoutError(message, o.loc, hint=hint)
-    through = (f"{tmp}; tmp[...] = {name if name.isidentifier() else 'v'}; then tmp[...] reads it in the layout"
+    through = (f"{tmp}; tmp[...] = {name if _expression(name) else 'v'}; then tmp[...] reads it in the layout"
                " its use needs")
     if any(isinstance(r, Reduce) and r.results and self.uf.find(("v", r.result.id)) == c
            for r in ir.walk(self.kernel.body)):
@@ -79,9 +88,17 @@ class LayoutErrors:
       hint = (meant + "give each use its own copy: compute the vector twice (an index vector: write its ml.arange"
               f" expression again for the second use), load it again from memory, or pass one through an"
               f" SMEM vector ({through})")
-    raise E.LayoutError(
+    error = E.LayoutError(
         f"{name} is used as {was} of one tile and as {now} of another: a register vector lives in one of the"
         f" two layouts", o.loc, hint=hint)
+    aligned = any(isinstance(b, Broadcast) and len(b.x.type.shape) == 1 and len(b.result.type.shape) == 2
+                  and math.prod(b.result.type.shape) != math.prod(b.x.type.shape)
+                  and self.uf.find(("v", b.x.id)) == c for b in ir.walk(self.kernel.body))
+    if isinstance(o, Broadcast) and _is_tensor(o.x) and not meant and not aligned:
+      # both orientations written out (cs[:, None] - cs[None, :]): the broadcast's use reads a copy;
+      # a vector meeting a tile by NumPy's alignment alone (s - m) stays an error, as likely a slip
+      raise relayout.tagged(relayout.CopyUse(o), error)     # (this use reads a copy, through SMEM)
+    raise error
 
   def _scalar_store_hint(self, v) -> str | None:
     """For `out[...] = s` of a scalar `s` into a one-element ref (the scalar filled into a

@@ -14,6 +14,7 @@ whose layouts the pass solves at once are left exactly as they were.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from . import errors as E
@@ -43,6 +44,14 @@ class RelayoutLoad(ir.Op):
   scratch: ir.Value
   loc: object
   results: tuple
+
+
+class CopyUse:
+  """A culprit: the vector `op.x` that the broadcast `op` stretches is also used in another layout
+  (a row statistic of one tile and a column vector of another: segsum's `cs[:, None] - cs[None, :]`
+  of a computed `cs`). That use reads a copy made through SMEM, which takes its own layout."""
+  def __init__(self, op):
+    self.op = op
 
 
 def tagged(culprit, error: E.KernelError) -> E.KernelError:
@@ -104,14 +113,45 @@ def _through_smem(kernel, defs, block, i) -> None:
   defs[res.id] = load
 
 
+def _copy_use(kernel, defs, use: CopyUse):
+  """Give the broadcast `use.op` a copy of its operand made through SMEM; None if it is gone."""
+  o = use.op
+  for op, block in _blocks(kernel.body):
+    if op is o:
+      break
+  else:
+    return None
+  x = o.x
+  v = ir.Value(RefType((math.prod(x.type.shape),), x.type.dtype, Space.SMEM), "vector scratch")
+  alloc = SmemAlloc(o.loc, (v,))
+  defs[v.id] = alloc
+  kernel.smem.append(v)
+  kernel.transient_ids = frozenset(getattr(kernel, "transient_ids", frozenset()) | {v.id})
+  kernel.body.ops.insert(0, alloc)
+  copy = ir.Value(TensorType(x.type.shape, x.type.dtype), x.name)
+  load = RelayoutLoad(v, o.loc, (copy,))
+  defs[copy.id] = load
+  new = dataclasses.replace(o, x=copy)
+  for r in new.results:
+    defs[r.id] = new
+  i = block.ops.index(o)
+  block.ops[i:i + 1] = [RelayoutStore(v, x, o.loc), load, new]
+  return True
+
+
 def assign_layouts_relayout(kernel, defs, assign) -> None:
   """`assign(kernel, defs)` (layouts.assign_layouts); each reshape it reports as moving a row-wise
-  tile's elements goes through SMEM instead, and the layouts are solved again."""
+  tile's elements goes through SMEM instead, and so does each broadcast of a vector that another
+  use gives another layout (`CopyUse`); then the layouts are solved again."""
   for _ in range(64):
     try:
       return assign(kernel, defs)
     except E.LayoutError as e:
       culprit = getattr(e, "relayout", None)
+      if isinstance(culprit, CopyUse):
+        if _copy_use(kernel, defs, culprit) is None:
+          raise
+        continue
       where = _find(kernel, culprit) if culprit is not None else None
       if where is None:
         raise

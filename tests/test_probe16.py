@@ -247,6 +247,15 @@ def smem_vector_both_ways(x, ids, o1, o2):
   o2[...] = x[...] + c[None, :]
 
 
+@mg.mgpu_kernel(out_shape=lambda x, ids: (x, x))
+def smem_vector_aligned(x, ids, o1, o2):
+  buf = ml.smem((128,), F32)
+  buf[...] = ids[...]
+  c = buf[...]
+  o1[...] = x[...] + c[:, None]
+  o2[...] = x[...] + c
+
+
 def test_a_vector_read_from_an_input_is_read_again_for_each_orientation():
   """An input is read-only, so a vector read from one is read again for its second orientation,
   as index vectors are recomputed (tests/test_probe30b.py)."""
@@ -259,10 +268,15 @@ def test_a_vector_read_from_an_input_is_read_again_for_each_orientation():
 def test_a_vector_read_from_smem_in_two_layouts_is_named_as_written():
   """A vector read from SMEM is not read again: the conflict names it as the user did
   (it said 'ml.arange(T)' and internal layout names such as rows1x1_col vs rows1x1_row)."""
-  e = expect(smem_vector_both_ways, [S((128, 128), F32), S((128,), F32)], mg.LayoutError, "c[None, :]",
+  e = expect(smem_vector_aligned, [S((128, 128), F32), S((128,), F32)], mg.LayoutError, "x[...] + c",
              "c is used as a row statistic (one value per row) of one tile and as a column vector (one"
-             " value per column) of another: a register vector lives in one of the two layouts")
+             " value per column) of another: a register vector lives in one of the two layouts", nth=1)
   assert "load it again" in e.hint
+  # both orientations written out: the second use reads a copy through SMEM (probe 33c)
+  x, ids = jnp.arange(128 * 128, dtype=F32).reshape(128, 128), jnp.arange(128, dtype=F32) * 3
+  o1, o2 = smem_vector_both_ways(x, ids, interpret=True)
+  np.testing.assert_array_equal(o1, x + ids[:, None])
+  np.testing.assert_array_equal(o2, x + ids[None, :])
 
 
 @pytest.mark.gpu

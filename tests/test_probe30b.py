@@ -107,7 +107,7 @@ def smem_vector_both_ways(x, out):
   buf[...] = x[...] * 2.0
   idx = ml.arange(128)
   v = buf.load(mask=idx < 100, other=0.0)
-  out[...] = v[:, None] - v[None, :]
+  out[...] = v[:, None] - v          # (v[None, :] written out reads a copy of v: probe 33c)
 
 
 @mg.mgpu_kernel(out_shape=lambda x: S((128, 128), F32))
@@ -124,9 +124,9 @@ def smem_vector_hint_followed(x, out):
 def test_the_smem_hint_of_a_layout_conflict_names_the_vectors_dtype_not_its_masks():
   """The hint allocated `tmp = ml.smem((128,), jnp.int32)` for a float32 vector: it took the dtype
   of the first vector of the conflict's class, here the index vector of the load's mask."""
-  e = expect(smem_vector_both_ways, [S((128,), F32)], mg.LayoutError, "v[None, :]",
-             "v is used as a row statistic (one value per row) of one tile and as a column vector (one"
-             " value per column) of another: a register vector lives in one of the two layouts")
+  e = expect(smem_vector_both_ways, [S((128,), F32)], mg.LayoutError, "v[:, None] - v",
+             "v is used as a column vector (one value per column) of one tile and as a row statistic (one"
+             " value per row) of another: a register vector lives in one of the two layouts")
   assert "tmp = ml.smem((128,), jnp.float32); tmp[...] = v;" in e.hint
   x = np.arange(128, dtype=np.float32)
   v = np.where(x < 100, 2 * x, 0).astype(np.float32)

@@ -1,0 +1,160 @@
+"""Probe 33c (state-space and linear-attention kernels: Mamba-2's segment sums and SSD chunk scan,
+GLA, RetNet, RWKV6, selective scans, causal conv1d): what a researcher writing them from the docs
+met."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from locate import expect
+
+S = jax.ShapeDtypeStruct
+F32 = jnp.float32
+BF16 = jnp.bfloat16
+
+
+def _export(kernel, *specs, **constexprs):
+  fn = jax.jit(lambda *a: kernel(*a, **constexprs))
+  return jax.export.export(fn, platforms=["cuda"])(*specs).mlir_module()
+
+
+def _segsum_ref(a, q):
+  cs = jnp.cumsum(a.reshape(a.shape[0], -1, q), -1)
+  seg = cs[..., :, None] - cs[..., None, :]
+  return jnp.where(jnp.tril(jnp.ones((q, q), bool)), jnp.exp(seg), 0.0)
+
+
+# ---------------------------------------------------------------- a computed vector broadcast both ways
+@mg.mgpu_kernel(out_shape=lambda a: S((a.shape[0], a.shape[1] // 64, 64, 64), F32),
+                grid=lambda a: (a.shape[0], a.shape[1] // 64))
+def segsum_exp(a, out):                   # Mamba-2's exp(segsum(a)) of one chunk, as jnp writes it
+  h, c = ml.program_id(0), ml.program_id(1)
+  cs = ml.cumsum(a.at[h, ml.ds(c * 64, 64)][...])
+  i = ml.arange(64)
+  out.at[h, c][...] = ml.where(i[:, None] >= i[None, :], ml.exp(cs[:, None] - cs[None, :]), 0.0)
+
+
+def _ssd_inputs(h=2, length=256, seed=0):
+  rng = np.random.default_rng(seed)
+  x = jnp.asarray(rng.standard_normal((h, length, 64)) * 0.5, BF16)
+  a = jnp.asarray(-rng.random((h, length)) * 0.05, F32)
+  b = jnp.asarray(rng.standard_normal((h, length, 64)) * 0.3, BF16)
+  c = jnp.asarray(rng.standard_normal((h, length, 64)) * 0.3, BF16)
+  return x, a, b, c
+
+
+def _ssd_intra_ref(x, a, b, c, q):
+  h, length, _ = x.shape
+  xf, bf, cf = (t.astype(F32).reshape(h, -1, q, 64) for t in (x, b, c))
+  s = jnp.einsum("hcln,hcsn->hcls", cf, bf) * _segsum_ref(a, q)
+  return jnp.einsum("hcls,hcsp->hclp", s.astype(BF16).astype(F32), xf).reshape(h, length, 64)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, a, b, c: S(x.shape, F32), grid=lambda x, a, b, c: (x.shape[1] // 128, x.shape[0]),
+                block=256)
+def ssd_intra(x, a, b, c, y):             # the SSD's diagonal blocks: (C B^T * exp(segsum)) X, on the tensor cores
+  j, h = ml.program_id(0), ml.program_id(1)
+  x_s, b_s, c_s = ml.smem((128, 64), x.dtype), ml.smem((128, 64), b.dtype), ml.smem((128, 64), c.dtype)
+  ml.copy(x.at[h, ml.ds(j * 128, 128)], x_s)
+  ml.copy(b.at[h, ml.ds(j * 128, 128)], b_s)
+  ml.copy(c.at[h, ml.ds(j * 128, 128)], c_s)
+  cs = ml.cumsum(a.at[h, ml.ds(j * 128, 128)][...])
+  i = ml.arange(128)
+  s = ml.where(i[:, None] >= i[None, :], ml.dot(c_s, b_s.T) * ml.exp(cs[:, None] - cs[None, :]), 0.0)
+  y.at[h, ml.ds(j * 128, 128)][...] = ml.dot(s.astype(x.dtype), x_s)
+
+
+@mg.mgpu_kernel(out_shape=lambda q, k, v, g: S(v.shape, F32), grid=lambda q, k, v, g: (1,))
+def gla_chunked(q, k, v, g, o):           # gated linear attention: per-channel decay, state carried across chunks
+  q_s, k_s, v_s = ml.smem((64, 64), q.dtype), ml.smem((64, 64), q.dtype), ml.smem((64, 64), v.dtype)
+  qg_s, kg_s, kd_s = ml.smem((64, 64), q.dtype), ml.smem((64, 64), q.dtype), ml.smem((64, 64), q.dtype)
+  st_s = ml.smem((64, 64), q.dtype)
+  state = ml.zeros((64, 64), F32)
+  i = ml.arange(64)
+  for c in range(q.shape[0] // 64):
+    ml.copy(q.at[ml.ds(c * 64, 64)], q_s)
+    ml.copy(k.at[ml.ds(c * 64, 64)], k_s)
+    ml.copy(v.at[ml.ds(c * 64, 64)], v_s)
+    gc = ml.cumsum(g.at[ml.ds(c * 64, 64)][...], axis=0)
+    last = gc[63]
+    qg_s[...] = (q_s[...].astype(F32) * ml.exp(gc)).astype(q.dtype)
+    kg_s[...] = (k_s[...].astype(F32) * ml.exp(-gc)).astype(q.dtype)
+    kd_s[...] = (k_s[...].astype(F32) * ml.exp(last[None, :] - gc)).astype(q.dtype)
+    att = ml.where(i[:, None] >= i[None, :], ml.dot(qg_s, kg_s.T), 0.0)
+    st_s[...] = state.astype(q.dtype)
+    o.at[ml.ds(c * 64, 64)][...] = ml.dot(qg_s, st_s, ml.dot(att.astype(q.dtype), v_s))
+    state = ml.dot(kd_s.T, v_s, state * ml.exp(last)[:, None])
+
+
+def _gla_inputs(t=256, seed=0):
+  rng = np.random.default_rng(seed)
+  q, k, v = (jnp.asarray(rng.standard_normal((t, 64)) * 0.3, BF16) for _ in range(3))
+  return q, k, v, jnp.asarray(-rng.random((t, 64)) * 0.05, F32)
+
+
+def _gla_ref(q, k, v, g):
+  def step(s, inp):
+    qt, kt, vt, gt = inp
+    s = jnp.exp(gt)[:, None] * s + kt[:, None] * vt[None, :]
+    return s, qt @ s
+  return jax.lax.scan(step, jnp.zeros((64, 64)), tuple(t.astype(F32) for t in (q, k, v, g)))[1]
+
+
+def test_a_computed_vector_broadcast_both_ways_reads_a_copy_through_smem():
+  """It was MG204 ('cs is used as a row statistic ... and as a column vector'): Mamba-2's segment
+  sums `cs[:, None] - cs[None, :]` of a cumsum, a row max `m[:, None] ... m[None, :]`, GLA's
+  `ml.exp(last)[:, None]` of a column vector. Each use writes its orientation out, so the second
+  reads a copy of the vector made through an SMEM scratch."""
+  a = jnp.asarray(-np.random.default_rng(0).random((4, 256)), F32)
+  np.testing.assert_allclose(segsum_exp(a, interpret=True), _segsum_ref(a, 64), rtol=1e-5, atol=1e-6)
+  assert "relayoutstore" in segsum_exp.typed_ir(S(a.shape, F32))
+  _export(segsum_exp, S(a.shape, F32))
+  x, a, b, c = _ssd_inputs()
+  np.testing.assert_allclose(ssd_intra(x, a, b, c, interpret=True), _ssd_intra_ref(x, a, b, c, 128),
+                             rtol=2e-2, atol=2e-2)
+  _export(ssd_intra, *(S(t.shape, t.dtype) for t in (x, a, b, c)))
+  q, k, v, g = _gla_inputs()
+  np.testing.assert_allclose(gla_chunked(q, k, v, g, interpret=True), _gla_ref(q, k, v, g), rtol=5e-2, atol=5e-2)
+  _export(gla_chunked, *(S(t.shape, t.dtype) for t in (q, k, v, g)))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def row_max_aligned(x, o):                # m meets the tile by NumPy's alignment: likely a missing m[:, None]
+  v = x[...]
+  m = ml.exp(ml.max(v, axis=1))
+  o[...] = v * m[:, None] - m
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def exp_of_column_aligned(x, o):
+  v = x[...]
+  m = ml.sum(v, axis=0)
+  o[...] = v * ml.exp(m)[:, None] + ml.exp(m)
+
+
+def test_a_vector_aligned_by_numpy_alone_stays_an_error_whose_hint_writes_the_expression():
+  """A use by NumPy's alignment alone (`- m`) is still MG204 (it is usually a missing `[:, None]`);
+  the SMEM hint wrote `tmp[...] = v` for a vector with no name of its own (`ml.exp(m)`), and `v`
+  was a name of the kernel's."""
+  e = expect(row_max_aligned, [S((64, 64), F32)], mg.LayoutError, "v * m[:, None] - m",
+             "m is used as a row statistic (one value per row) of one tile and as a column vector (one value"
+             " per column) of another: a register vector lives in one of the two layouts")
+  assert "tmp[...] = m;" in e.hint
+  e = expect(exp_of_column_aligned, [S((64, 64), F32)], mg.LayoutError, "ml.exp(m)[:, None]",
+             "ml.exp(m) is used as a column vector (one value per column) of one tile and as a row statistic (one"
+             " value per row) of another: a register vector lives in one of the two layouts")
+  assert "tmp[...] = ml.exp(m);" in e.hint
+
+
+@pytest.mark.gpu
+def test_gpu_vectors_broadcast_both_ways_match_interpret_mode():
+  a = jnp.asarray(-np.random.default_rng(1).random((4, 256)), F32)
+  np.testing.assert_allclose(np.asarray(jax.jit(segsum_exp)(a)), np.asarray(segsum_exp(a, interpret=True)),
+                             rtol=1e-5, atol=1e-6)
+  x, a, b, c = _ssd_inputs(seed=1)
+  np.testing.assert_allclose(np.asarray(jax.jit(ssd_intra)(x, a, b, c)), np.asarray(ssd_intra(x, a, b, c, interpret=True)),
+                             rtol=2e-2, atol=2e-2)
+  q, k, v, g = _gla_inputs(seed=1)
+  np.testing.assert_allclose(np.asarray(jax.jit(gla_chunked)(q, k, v, g)), _gla_ref(q, k, v, g), rtol=5e-2, atol=5e-2)
