@@ -297,6 +297,9 @@ def missing_hint(base, attr, args=None, after="", taken=frozenset()) -> str:
     from .shape_hints import NOT_YET as shape_names
     if attr in shape_names:
       return shape_names[attr]
+    from .ml_name_hints import ml_name_hint
+    if (named := ml_name_hint(attr, args)) is not None:
+      return named
     close = difflib.get_close_matches(attr, [n for n in dir(base) if not n.startswith("_")], n=1)
     if close and not (close[0] in attr and len(attr) >= len(close[0]) + 2):
       return f"did you mean ml.{close[0]}?"    # (not ml.copy for copysign, nor ml.exp for ldexp)

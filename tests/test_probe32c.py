@@ -205,7 +205,9 @@ DOCS = ("README.md", "docs/language.md", "docs/errors.md", "docs/tooling.md", "d
 NOT_THERE = {"ml": {"fliplr", "log10", "math", "sign", "take_along_axis", "umulhi", "view", "gelu", "py",
                     # ATen's operators errors.md names as hinted (frontend/aten_hints.py)
                     "count_nonzero", "diag", "dropout", "eye", "index_select", "isposinf", "linspace",
-                    "logical_and", "nanmax", "norm"},
+                    "logical_and", "nanmax", "norm",
+                    # jax.nn's and jnp's names errors.md names as hinted (frontend/ml_name_hints.py)
+                    "softplus", "silu", "log_sigmoid", "logaddexp", "matmul", "einsum"},
              "mg": {"Config", "cdiv", "heuristics", "jit", "program_id"}}
 
 

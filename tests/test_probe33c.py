@@ -158,3 +158,52 @@ def test_gpu_vectors_broadcast_both_ways_match_interpret_mode():
                              rtol=2e-2, atol=2e-2)
   q, k, v, g = _gla_inputs(seed=1)
   np.testing.assert_allclose(np.asarray(jax.jit(gla_chunked)(q, k, v, g)), _gla_ref(q, k, v, g), rtol=5e-2, atol=5e-2)
+
+
+# ---------------------------------------------------------------- ml.<name> of jax.nn's and jnp's functions
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def dt_softplus(x, o):                    # Mamba's dt = softplus(dt + bias)
+  o[...] = ml.softplus(x[...] + 1.0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def dt_softplus_followed(x, o):           # dt_softplus's hint followed
+  y = x[...] + 1.0
+  o[...] = ml.maximum(y, 0) + ml.log(1 + ml.exp(-ml.abs(y)))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def gate_silu(x, o):
+  o[...] = x[...] * ml.silu(x[...])
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((64, 64), F32))
+def chunk_matmul(x, o):
+  o[...] = ml.matmul(x[...], x[...].T)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def triton_clamp(x, o):
+  o[...] = ml.clamp(x[...], 0.0, 1.0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def log_add(x, o):
+  o[...] = ml.logaddexp(x[...], 0.0)
+
+
+def test_ml_names_of_jax_nn_and_jnp_functions_hint_what_to_write():
+  """`ml.softplus` and `ml.silu` said 'check the spelling' (jax.nn.softplus had the formula);
+  `ml.matmul` said 'did you mean ml.maximum?', `ml.logaddexp` the reduction ml.logsumexp."""
+  expect(dt_softplus, [S((128,), F32)], mg.UnknownNameError, "ml.softplus", "ml has no attribute 'softplus'",
+         hint="no ml.softplus: write y = x[...] + 1.0 and then ml.maximum(y, 0) + ml.log(1 + ml.exp(-ml.abs(y)))")
+  x = jnp.linspace(-30.0, 30.0, 128, dtype=F32)
+  np.testing.assert_allclose(dt_softplus_followed(x, interpret=True), jax.nn.softplus(x + 1.0), rtol=1e-6, atol=1e-6)
+  expect(gate_silu, [S((128,), F32)], mg.UnknownNameError, "ml.silu", "ml has no attribute 'silu'",
+         hint="no ml.silu: write x[...] * ml.sigmoid(x[...])")
+  e = expect(chunk_matmul, [S((64, 64), BF16)], mg.UnknownNameError, "ml.matmul", "ml has no attribute 'matmul'")
+  assert e.hint.startswith("no ml.matmul: tensor-core products are ml.dot(a_s, b_s, acc)")
+  expect(triton_clamp, [S((128,), F32)], mg.UnknownNameError, "ml.clamp", "ml has no attribute 'clamp'",
+         hint="no ml.clamp: write ml.clip(x[...], 0.0, 1.0)")
+  expect(log_add, [S((128,), F32)], mg.UnknownNameError, "ml.logaddexp", "ml has no attribute 'logaddexp'",
+         hint="no ml.logaddexp: write ml.maximum(x[...], 0.0) + ml.log1p(ml.exp(-ml.abs(x[...] - 0.0)))")

@@ -1,0 +1,40 @@
+"""Hints for `ml.<name>` names a jnp, jax.nn or PyTorch user reaches for that ml does not have
+(`ml.softplus`, `ml.matmul`, `ml.logaddexp`): what to write, with the call's own arguments. They
+said "check the spelling", or named a near spelling that computes something else (`ml.maximum` for
+`ml.matmul`, the reduction `ml.logsumexp` for the elementwise `logaddexp`)."""
+from __future__ import annotations
+
+import re
+
+_DOT = ("no ml.{}: tensor-core products are ml.dot(a_s, b_s, acc) of SMEM buffers (a may be a 16-bit"
+        " register tensor; b_s.T reads b transposed, with no copy)")
+_SOFTPLUS = "ml.maximum({0}, 0) + ml.log(1 + ml.exp(-ml.abs({0})))"
+FORMS = {           # ({0}, {1}: the call's arguments)
+    "log_sigmoid": "-(ml.maximum(-{0}, 0) + ml.log(1 + ml.exp(-ml.abs({0}))))",
+    "logsigmoid": "-(ml.maximum(-{0}, 0) + ml.log(1 + ml.exp(-ml.abs({0}))))",
+    "softsign": "{0} / (1 + ml.abs({0}))", "elu": "ml.where({0} > 0, {0}, ml.expm1({0}))",
+    "mish": "{0} * ml.tanh(" + _SOFTPLUS + ")",
+    "logaddexp": "ml.maximum({0}, {1}) + ml.log1p(ml.exp(-ml.abs({0} - {1})))",
+    "clamp": "ml.clip({0}, {1}, {2})",     # (Triton's tl.clamp(x, min, max), not lax.clamp's order)
+}
+TEXTS = {
+    "matmul": _DOT.format("matmul"), "einsum": _DOT.format("einsum"), "dot_general": _DOT.format("dot_general"),
+    "logcumsumexp": ("no ml.logcumsumexp: scan the exponentials shifted by the maximum, m = ml.max(x, axis=a,"
+                     " keepdims=True), then m + ml.log(ml.cumsum(ml.exp(x - m), axis=a))"),
+}
+
+
+def ml_name_hint(attr, args) -> str | None:
+  """`no ml.softplus: write ...` (jax.nn's form, `missing._FORMS`, where a jax.nn call has one)."""
+  from .missing import _FORMS, _operand, form_hint
+  if attr in TEXTS:
+    return TEXTS[attr]
+  form = FORMS.get(attr) or _FORMS.get(attr)
+  if form is None:
+    return None
+  pos = [a.strip() for a in (args or []) if not re.match(r"\w+=[^=]", a)]
+  n = len(set(re.findall(r"\{(\d)\}", form)))
+  xs = pos if len(pos) == n else ["x", "y", "z"][:n]
+  if attr not in FORMS:
+    return f"no ml.{attr}: {form_hint(attr, xs, {})}"
+  return f"no ml.{attr}: write {form.format(*map(_operand, xs))}"
