@@ -104,8 +104,10 @@ def test_float16_times_bfloat16_hints_a_conversion_that_works():
               " cores read A from registers)")
   expect(mixed_smem, [S((64, 64), BF16), S((64, 64), F32)], mg.DtypeMismatchError, "ml.dot(a_s, b_s)",
          "ml.dot of a_s (bfloat16) and b_s (float32): both operands must have one dtype",
-         hint="convert the array that fills b_s before the call (.astype(jnp.bfloat16), which XLA fuses into"
-              " its producer): a TMA copy does not convert, and both operands need one dtype")
+         hint="give b_s the dtype of the other operand: where registers fill it, allocate it as ml.smem((64, 64),"
+              " jnp.bfloat16) and store the value converted, b_s[...] = v.astype(jnp.bfloat16); where a TMA copy"
+              " fills it, convert the array before the call (.astype(jnp.bfloat16), which XLA fuses into its"
+              " producer): a TMA copy does not convert")       # (probe 33c: a state kept in SMEM)
   a, b = _rand((64, 128), F16, 0), _rand((128, 64), BF16, 1)     # the hint, followed
   got = mixed_as_hinted(a, b, interpret=True)
   want = a.astype(BF16).astype(F32) @ b.astype(F32)

@@ -207,3 +207,34 @@ def test_ml_names_of_jax_nn_and_jnp_functions_hint_what_to_write():
          hint="no ml.clamp: write ml.clip(x[...], 0.0, 1.0)")
   expect(log_add, [S((128,), F32)], mg.UnknownNameError, "ml.logaddexp", "ml has no attribute 'logaddexp'",
          hint="no ml.logaddexp: write ml.maximum(x[...], 0.0) + ml.log1p(ml.exp(-ml.abs(x[...] - 0.0)))")
+
+
+# ---------------------------------------------------------------- a float32 state buffer beside bfloat16 operands
+@mg.mgpu_kernel(out_shape=lambda q: S((64, 64), F32), grid=lambda q: (1,))
+def state_in_f32_smem(q, o):             # linear attention's state S = k^T v, kept in SMEM for q @ S
+  q_s, st_s = ml.smem((64, 64), q.dtype), ml.smem((64, 64), F32)
+  ml.copy(q.at[ml.ds(0, 64)], q_s)
+  st_s[...] = ml.dot(q_s.T, q_s)
+  o[...] = ml.dot(q_s, st_s)
+
+
+@mg.mgpu_kernel(out_shape=lambda q: S((64, 64), F32), grid=lambda q: (1,))
+def state_in_bf16_smem(q, o):            # state_in_f32_smem's hint followed
+  q_s, st_s = ml.smem((64, 64), q.dtype), ml.smem((64, 64), jnp.bfloat16)
+  ml.copy(q.at[ml.ds(0, 64)], q_s)
+  st_s[...] = ml.dot(q_s.T, q_s).astype(jnp.bfloat16)
+  o[...] = ml.dot(q_s, st_s)
+
+
+def test_a_float32_buffer_filled_from_registers_hints_its_allocation_not_only_the_input():
+  """The hint said only 'convert the array that fills st_s before the call', and registers fill it."""
+  expect(state_in_f32_smem, [S((128, 64), BF16)], mg.DtypeMismatchError, "ml.dot(q_s, st_s)",
+         "ml.dot of q_s (bfloat16) and st_s (float32): both operands must have one dtype",
+         hint="give st_s the dtype of the other operand: where registers fill it, allocate it as ml.smem((64, 64),"
+              " jnp.bfloat16) and store the value converted, st_s[...] = v.astype(jnp.bfloat16); where a TMA copy"
+              " fills it, convert the array before the call (.astype(jnp.bfloat16), which XLA fuses into its"
+              " producer): a TMA copy does not convert")
+  q = jnp.asarray(np.random.default_rng(2).standard_normal((128, 64)) * 0.3, BF16)
+  qf = q[:64].astype(F32)
+  want = qf @ (qf.T @ qf).astype(BF16).astype(F32)
+  np.testing.assert_allclose(state_in_bf16_smem(q, interpret=True), want, rtol=2e-2, atol=2e-2)

@@ -228,7 +228,7 @@ def _inner_hint(a, b, with_acc):
   return f"{b.name} views a buffer stored (k, n) = {(n, k2)}: pass {base} itself, ml.dot({an}, {base}{acc})"
 
 
-def _mixed_hint(a, b, da, db, in_regs, with_acc):
+def _mixed_hint(a, b, da, db, in_regs, with_acc, roots=None):
   """The hint for ml.dot of two dtypes (float16 x bfloat16): a TMA copy does not convert, so A
   goes through registers, converted to B's dtype (A from registers takes 16-bit tiles), or the
   caller converts an input before the call."""
@@ -254,6 +254,14 @@ def _mixed_hint(a, b, da, db, in_regs, with_acc):
   if any(isinstance(x, DType) and x.is_int for x in (da, db)):
     return _unsupported_hint(da if da != DType.i8 else db)
   want, other = (db, a) if da not in (DType.f16, DType.bf16) else (da, b)
+  buf = roots.get(id(other)) if roots else None
+  if buf is not None and (buf.name or "").isidentifier():
+    # (a buffer filled from registers, a state kept in SMEM for the next dot, takes the dtype there)
+    w = dtype_name(want)
+    return (f"give {buf.name} the dtype of the other operand: where registers fill it, allocate it as"
+            f" ml.smem({tuple(buf.type.shape)}, jnp.{w}) and store the value converted, {buf.name}[...] ="
+            f" v.astype(jnp.{w}); where a TMA copy fills it, convert the array before the call"
+            f" (.astype(jnp.{w}), which XLA fuses into its producer): a TMA copy does not convert")
   return (f"convert the array that fills {other.name} before the call (.astype(jnp.{dtype_name(want)}), which"
           f" XLA fuses into its producer): a TMA copy does not convert, and both operands need one dtype")
 
@@ -346,7 +354,8 @@ def dot(cx, a, b, acc=None, *, out_dtype=None, input_precision=None, allow_tf32=
         f" both operands must have one dtype" + (" (Mosaic GPU's tensor-core dots take no e4m3 x e5m2 pair)"
                                                  if fp8 else ""), loc,
         hint=_fp8_pair_hint(a, b, in_regs) if fp8 else
-             _mixed_hint(a, b, da, db, in_regs, acc is not None))
+             _mixed_hint(a, b, da, db, in_regs, acc is not None,
+                         {id(x): _root(cx, x) for x in (a, b) if isinstance(x.type, RefType)}))
   d = resolve(dt)
   if isinstance(d, DType) and d not in hw.MMA_DTYPES:
     raise E.UnsupportedDtypeError(
