@@ -289,7 +289,8 @@ class SyncPass(GmemOrdering):
         else:
           inside = {r.id for x in inner for r in x.results} | {
               a.id for x in [o, *inner] for r in x.regions for a in getattr(x, r).args}
-          self.dot_wait(st, out, o.loc, self.dot_wait_before(inner, st, inside))
+          # (`o` itself too: a loop's initial values, a dot result carried in and read by the body)
+          self.dot_wait(st, out, o.loc, self.dot_wait_before([o, *inner], st, inside))
         self.enter_region(o, st, out)
       else:
         self.dot_wait(st, out, o.loc, self.dot_wait_before([o], st, set()))

@@ -238,3 +238,67 @@ def test_a_float32_buffer_filled_from_registers_hints_its_allocation_not_only_th
   qf = q[:64].astype(F32)
   want = qf @ (qf.T @ qf).astype(BF16).astype(F32)
   np.testing.assert_allclose(state_in_bf16_smem(q, interpret=True), want, rtol=2e-2, atol=2e-2)
+
+
+# ---------------------------------------------------------------- a dot result carried into a loop that reads it
+@mg.mgpu_kernel(out_shape=lambda s0, k, v, w: S((64, 64), F32), grid=lambda s0, k, v, w: (1,))
+def state_from_dot_then_scan(s0, k, v, w, o):     # a state made by a dot, then RWKV-style updates per step
+  s_s = ml.smem((64, 64), s0.dtype)
+  ml.copy(s0, s_s)
+  st = ml.dot(s_s, s_s.T)
+  for t in range(k.shape[0]):
+    st = w.at[t][...][:, None] * st + k.at[t][...][:, None] * v.at[t][...][None, :]
+  o[...] = st
+
+
+@mg.mgpu_kernel(out_shape=lambda s0, w: S((64, 64), F32), grid=lambda s0, w: (1,))
+def dot_then_while(s0, w, o):
+  s_s = ml.smem((64, 64), s0.dtype)
+  ml.copy(s0, s_s)
+  st = ml.dot(s_s, s_s.T)
+  t = 0
+  while t < w.shape[0]:
+    st = st * w[t]
+    t += 1
+  o[...] = st
+
+
+def _scan_inputs(seed=3, steps=16):
+  rng = np.random.default_rng(seed)
+  s0 = jnp.asarray(rng.standard_normal((64, 64)) * 0.3, BF16)
+  k, v = (jnp.asarray(rng.standard_normal((steps, 64)) * 0.3, F32) for _ in range(2))
+  return s0, k, v, jnp.asarray(rng.random((steps, 64)) * 0.5 + 0.5, F32)
+
+
+def _scan_ref(s0, k, v, w):
+  st = s0.astype(F32) @ s0.astype(F32).T
+  for t in range(k.shape[0]):
+    st = w[t][:, None] * st + k[t][:, None] * v[t][None, :]
+  return st
+
+
+def test_a_dot_result_carried_into_a_loop_is_awaited_before_the_loop():
+  """The sync pass awaited a dot before the ops of a loop body that read its result, but a result
+  carried in as the loop's initial value is read through the body's argument: no wait was inserted
+  (interpret mode: 'st is read before its ml.dot finished', MG951; on the GPU, the accumulator read
+  while the tensor cores still wrote it)."""
+  s0, k, v, w = _scan_inputs()
+  specs = [S(t.shape, t.dtype) for t in (s0, k, v, w)]
+  ir = state_from_dot_then_scan.typed_ir(*specs)
+  assert ir.index("dotwait") < ir.index("= for "), ir
+  np.testing.assert_allclose(state_from_dot_then_scan(s0, k, v, w, interpret=True), _scan_ref(s0, k, v, w),
+                             rtol=1e-4, atol=1e-4)
+  _export(state_from_dot_then_scan, *specs)
+  w1 = jnp.full((4,), 0.5, F32)
+  np.testing.assert_allclose(dot_then_while(s0, w1, interpret=True),
+                             (s0.astype(F32) @ s0.astype(F32).T) * 0.5 ** 4, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.gpu
+def test_gpu_a_dot_result_carried_into_a_loop_matches_jnp():
+  s0, k, v, w = _scan_inputs(seed=4)
+  np.testing.assert_allclose(np.asarray(jax.jit(state_from_dot_then_scan)(s0, k, v, w)), _scan_ref(s0, k, v, w),
+                             rtol=1e-3, atol=1e-3)
+  w1 = jnp.full((4,), 0.5, F32)
+  np.testing.assert_allclose(np.asarray(jax.jit(dot_then_while)(s0, w1)),
+                             (s0.astype(F32) @ s0.astype(F32).T) * 0.5 ** 4, rtol=1e-3, atol=1e-3)
