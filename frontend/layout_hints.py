@@ -397,7 +397,15 @@ def row_wise_hint(bad, dtypes, red, defs, tiles) -> str:
     red = red if red is not None else reduction_of(defs, bad, -1)   # (a broadcast failed: a reduction elsewhere
     full = red is not None and len(red.axes) == len(bad.type.shape)  # pads the same way, its mean too)
     also = [o.kind for o in reductions_along(defs, bad, -1)]
-    return narrow_rows_hint(bad, dtypes, red is not None and red.kind, loaded, window, full, also)
+    rest = narrow_rows_hint(bad, dtypes, red is not None and red.kind, loaded, window, full, also)
+    r = bad.type.shape[0]
+    if r % hw.WARP == 0 and (n % hw.WARPS_PER_WARPGROUP == 0 or r % hw.WARPGROUP == 0):
+      # (a selective scan's (channels, d_state) state, d_state 16: the registers hold (16, channels))
+      axis = f", and reduce along axis {1 - red.axes[0]} instead" if red is not None and len(red.axes) == 1 else ""
+      return (f"hold the tile the other way round, ({n}, {r}), which the registers take as it is: swap the"
+              f" [:, None] and [None, :] of the vectors it is built from (a tile read from an array: read"
+              f" it from the array transposed outside the kernel){axis}; or {rest}")
+    return rest
   # padding rows count only where the reduction runs down the columns (axis 0, or everything)
   down = red if red is not None and 0 in red.axes else reduction_of(defs, bad, 0)   # (also one elsewhere)
   other = identity(down.kind, loaded or bad.type.dtype) if down is not None else "0.0"

@@ -302,3 +302,52 @@ def test_gpu_a_dot_result_carried_into_a_loop_matches_jnp():
   w1 = jnp.full((4,), 0.5, F32)
   np.testing.assert_allclose(np.asarray(jax.jit(dot_then_while)(s0, w1)),
                              (s0.astype(F32) @ s0.astype(F32).T) * 0.5 ** 4, rtol=1e-3, atol=1e-3)
+
+
+# ---------------------------------------------------------------- a selective scan's (channels, d_state=16) state
+@mg.mgpu_kernel(out_shape=lambda x, dt, a, b, c: x, grid=lambda x, dt, a, b, c: (x.shape[1] // 128,))
+def selective_scan_dn(x, dt, a, b, c, y):       # h (128 channels, 16 states): too narrow a tile to reduce
+  cols = ml.ds(ml.program_id(0) * 128, 128)
+  a_v = a.at[cols, :][...]
+  h = ml.zeros((128, 16), F32)
+  for t in range(x.shape[0]):
+    d = dt.at[t, cols][...]
+    h = ml.exp(d[:, None] * a_v) * h + (d * x.at[t, cols][...])[:, None] * b.at[t][...][None, :]
+    y.at[t, cols][...] = ml.sum(h * c.at[t][...][None, :], axis=1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, dt, at, b, c: x, grid=lambda x, dt, at, b, c: (x.shape[1] // 128,))
+def selective_scan_nd(x, dt, at, b, c, y):      # selective_scan_dn's hint followed: h (16, 128), a read as a.T
+  cols = ml.ds(ml.program_id(0) * 128, 128)
+  a_v = at.at[:, cols][...]
+  h = ml.zeros((16, 128), F32)
+  for t in range(x.shape[0]):
+    d = dt.at[t, cols][...]
+    h = ml.exp(d[None, :] * a_v) * h + (d * x.at[t, cols][...])[None, :] * b.at[t][...][:, None]
+    y.at[t, cols][...] = ml.sum(h * c.at[t][...][:, None], axis=0)
+
+
+def test_a_narrow_state_tile_hints_holding_it_the_other_way_round():
+  """A (128, 16) state reduced along its 16 columns is MG204; the hint only padded the columns to
+  32. The (16, 128) tile, its vectors broadcast the other way, is held as it is."""
+  rng = np.random.default_rng(5)
+  steps = 32
+  x = jnp.asarray(rng.standard_normal((steps, 256)), F32)
+  dt = jnp.asarray(rng.random((steps, 256)) * 0.1, F32)
+  a = jnp.asarray(-rng.random((256, 16)), F32)
+  b, c = (jnp.asarray(rng.standard_normal((steps, 16)), F32) for _ in range(2))
+  e = expect(selective_scan_dn, [S(t.shape, t.dtype) for t in (x, dt, a, b, c)], mg.LayoutError,
+             "ml.sum(h * c.at[t][...][None, :], axis=1)",
+             "this tile of shape (128, 16) is reduced or broadcast along its rows or columns, which needs columns a multiple"
+             " of 32 (one per lane of a warp), and rows a multiple of 4 unless the columns are a multiple of 128")
+  assert e.hint.startswith("hold the tile the other way round, (16, 128), which the registers take as it is: swap"
+                           " the [:, None] and [None, :] of the vectors it is built from (a tile read from an array:"
+                           " read it from the array transposed outside the kernel), and reduce along axis 0"
+                           " instead; or "), e.hint
+
+  def step(h, inp):
+    xt, dtt, bt, ct = inp
+    h = jnp.exp(dtt[:, None] * a) * h + (dtt * xt)[:, None] * bt[None, :]
+    return h, jnp.sum(h * ct[None, :], 1)
+  want = jax.lax.scan(step, jnp.zeros((256, 16), F32), (x, dt, b, c))[1]
+  np.testing.assert_allclose(selective_scan_nd(x, dt, a.T, b, c, interpret=True), want, rtol=1e-4, atol=1e-4)
