@@ -18,6 +18,7 @@ from .builder import Call
 from .carried import (as_value, carries_of, carry_slices, conversion, describe, initial_value, int_float_hint,
                       is_carriable, is_weak, rebuilt, same_type, start_kind, static_equal,
                       structure, structure_shape)
+from .count_down import descending, reversed_range
 from .dtypes import DType
 from .env import POISON, Unbound as _Unbound, assigned_names
 from .ops import control as ctl
@@ -79,6 +80,8 @@ def trace_for(tracer, node: ast.For):
   written, node = node, jumps.without_continue(node)
   it = node.iter
   fn = tracer.eval(it.func) if isinstance(it, ast.Call) else None
+  if fn is reversed and (down := reversed_range(tracer, node, it)) is not None:
+    return trace_for(tracer, down)      # reversed(range(a, n)) of a run-time n: range(n - 1, a - 1, -1)
   if fn not in (range, ctl.static_range, ctl.range):
     _check_wrapped_range(tracer, node, it, fn)
     seq = tracer.eval(it)             # a static sequence (a tuple, a list, enumerate/zip of them): unrolled
@@ -155,6 +158,10 @@ def trace_for(tracer, node: ast.For):
                              + ("" if stages > 1 else f", or make every bound uint32 ({method_on(i32[0])}"
                                                       f".astype(jnp.uint32), of values of at least 0)"
                                 if i32 else ", or make every bound uint32"))
+  if isinstance(step, int) and step < 0 and fn in (range, ctl.range):
+    down = descending(node, it, (start, stop, step), nodes)
+    if down is not None:
+      return trace_for(tracer, down)
   if isinstance(step, int) and step <= 0:
     raise E.KernelTypeError(f"range() in a kernel counts upwards: a step of {step} is not supported", tracer.loc(it),
                             hint="count upwards and compute the descending index inside: for k in range(n):"

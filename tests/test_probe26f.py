@@ -211,10 +211,11 @@ ONLY_UP = "{}() cannot take a runtime loop: {} has a run-time bound, and a runti
 
 def test_reversed_or_zipped_runtime_range_says_so():
   # said "range() outside a for statement is not supported in a kernel [MG001]", in the for header
-  expect(horner, SPECS3, mg.UnsupportedSyntaxError, "reversed(", ONLY_UP.format("reversed", "range(n[...])"),
-         hint="count upwards and compute the descending index inside: for k in range(n[...]): c = n[...] - 1 - k")
-  expect(horner_from, SPECS3, mg.UnsupportedSyntaxError, "reversed(", ONLY_UP.format("reversed", "range(1, n[...])"),
-         hint="count upwards and compute the descending index inside: for k in range(1, n[...]): c = n[...] - k")
+  # reversed(range(a, n)) of a run-time n counts down, range(n - 1, a - 1, -1) (probe 33c; it was MG001)
+  x, n = jnp.arange(512, dtype=F32), jnp.int32(4)
+  np.testing.assert_array_equal(horner(x, n, interpret=True), sum(x[c * 128:(c + 1) * 128] * 2.0 ** c for c in range(4)))
+  np.testing.assert_array_equal(horner_from(x, n, interpret=True),
+                                sum(x[c * 128:(c + 1) * 128] * 2.0 ** (c - 1) for c in range(1, 4)))
   expect(zipped, SPECS3, mg.UnsupportedSyntaxError, "zip(", ONLY_UP.format("zip", "range(n[...])"),
          hint="loop over range(n[...]) and compute the other item from the loop's index (for i in range(n[...]):"
               " w = ... i ...), or read it from a ref at that index (w = w_ref[i]); a static tuple zips with a"

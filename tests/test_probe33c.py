@@ -351,3 +351,98 @@ def test_a_narrow_state_tile_hints_holding_it_the_other_way_round():
     return h, jnp.sum(h * ct[None, :], 1)
   want = jax.lax.scan(step, jnp.zeros((256, 16), F32), (x, dt, b, c))[1]
   np.testing.assert_allclose(selective_scan_nd(x, dt, a.T, b, c, interpret=True), want, rtol=1e-4, atol=1e-4)
+
+
+# ---------------------------------------------------------------- backward scans: loops that count down
+@mg.mgpu_kernel(out_shape=lambda x, dt, a, b, c, dy: S(x.shape, F32), grid=lambda x, dt, a, b, c, dy: (x.shape[1] // 128,))
+def selective_scan_dx(x, dt, a, b, c, dy, dx):   # the backward of h = exp(dt a) h + dt b x, y = c h
+  cols = ml.ds(ml.program_id(0) * 128, 128)
+  a_v = a.at[cols][...]
+  g = ml.zeros((128,), F32)
+  for t in range(x.shape[0] - 1, -1, -1):
+    d = dt.at[t, cols][...]
+    g = g + dy.at[t, cols][...] * c[t]
+    dx.at[t, cols][...] = g * d * b[t]
+    g = g * ml.exp(d * a_v)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, n: x, grid=lambda x, n: (1,))
+def suffix_decay(x, n, y):                       # a run-time length, counted down two ways
+  for t in range(x.shape[0]):
+    y.at[t][...] = ml.zeros((128,), F32)
+  g = ml.zeros((128,), F32)
+  for t in range(n[0] - 1, -1, -1):
+    g = g * 0.5 + x.at[t][...]
+    y.at[t][...] = g
+  for t in reversed(range(n[0])):
+    y.at[t][...] = y.at[t][...] * 2.0
+
+
+@mg.mgpu_kernel(out_shape=lambda x, n: x, grid=lambda x, n: (1,))
+def reversed_pipeline(x, n, y):
+  buf = ml.smem((8, 128), F32)
+  for c in ml.range(x.shape[0] // 8 - 1, -1, -1, stages=2):
+    ml.copy(x.at[ml.ds(c * 8, 8)], buf)
+    y.at[ml.ds(c * 8, 8)][...] = buf[...] + c.astype(F32)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, n: x, grid=lambda x, n: (1,))
+def step_zero(x, n, y):
+  for t in range(4, 0, 0):
+    y.at[t][...] = x.at[t][...]
+
+
+def _scan_dx_inputs(seed=6, steps=64):
+  rng = np.random.default_rng(seed)
+  x = jnp.asarray(rng.standard_normal((steps, 256)), F32)
+  dt = jnp.asarray(rng.random((steps, 256)) * 0.1, F32)
+  a = jnp.asarray(-rng.random(256), F32)
+  b, c = (jnp.asarray(rng.standard_normal(steps), F32) for _ in range(2))
+  return x, dt, a, b, c, jnp.asarray(rng.standard_normal((steps, 256)), F32)
+
+
+def _scan_dx_ref(x, dt, a, b, c, dy):
+  def loss(x):
+    def step(h, inp):
+      xt, dtt, bt, ct = inp
+      h = jnp.exp(dtt * a) * h + dtt * bt * xt
+      return h, h * ct
+    return jnp.sum(jax.lax.scan(step, jnp.zeros(256, F32), (x, dt, b, c))[1] * dy)
+  return jax.grad(loss)(x)
+
+
+def _suffix_ref(x, n):
+  y = np.zeros(x.shape, np.float32)
+  g = np.zeros(x.shape[1], np.float32)
+  for t in range(n - 1, -1, -1):
+    g = g * np.float32(0.5) + np.asarray(x[t])
+    y[t] = 2 * g
+  return y
+
+
+def test_a_static_negative_step_counts_down_as_in_python():
+  """`range(L - 1, -1, -1)` was MG003 ('range() in a kernel counts upwards'), and `reversed(range(n))`
+  of a run-time n MG001: the backward of a scan walks time backwards. The loop counts its trips
+  upwards and computes the index from them; a step of 0 is still an error."""
+  args = _scan_dx_inputs()
+  np.testing.assert_allclose(selective_scan_dx(*args, interpret=True), _scan_dx_ref(*args), rtol=1e-4, atol=1e-4)
+  _export(selective_scan_dx, *(S(t.shape, t.dtype) for t in args))
+  x = jnp.asarray(np.random.default_rng(7).standard_normal((64, 128)), F32)
+  np.testing.assert_allclose(suffix_decay(x, jnp.asarray([40], jnp.int32), interpret=True), _suffix_ref(x, 40),
+                             rtol=1e-6, atol=1e-6)
+  np.testing.assert_array_equal(reversed_pipeline(x, jnp.asarray([0], jnp.int32), interpret=True),
+                                x + jnp.repeat(jnp.arange(8, dtype=F32), 8)[:, None])
+  _export(reversed_pipeline, S(x.shape, F32), S((1,), jnp.int32))
+  expect(step_zero, [S((64, 128), F32), S((1,), jnp.int32)], mg.KernelTypeError, "range(4, 0, 0)",
+         "range() in a kernel counts upwards: a step of 0 is not supported")
+
+
+@pytest.mark.gpu
+def test_gpu_loops_that_count_down_match_jnp():
+  args = _scan_dx_inputs(seed=8)
+  np.testing.assert_allclose(np.asarray(jax.jit(selective_scan_dx)(*args)), _scan_dx_ref(*args), rtol=1e-3, atol=1e-3)
+  x = jnp.asarray(np.random.default_rng(9).standard_normal((64, 128)), F32)
+  np.testing.assert_allclose(np.asarray(jax.jit(suffix_decay)(x, jnp.asarray([40], jnp.int32))), _suffix_ref(x, 40),
+                             rtol=1e-5, atol=1e-5)
+  np.testing.assert_array_equal(np.asarray(jax.jit(reversed_pipeline)(x, jnp.asarray([0], jnp.int32))),
+                                np.asarray(x + jnp.repeat(jnp.arange(8, dtype=F32), 8)[:, None]))
