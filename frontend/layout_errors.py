@@ -51,12 +51,12 @@ class LayoutErrors:
     if isinstance(o, Reduce) and o.results and len(o.result.type.shape) == 1:
       # Two reductions' vectors met in elementwise math (or a branch): no broadcast involved.
       other = named(skip=o.result, default="another vector")
-      raise E.LayoutError(
+      raise relayout.tagged(relayout.CopyResult(o), E.LayoutError(
           f"this reduction gives {role(layout[p].dropped(axes))} of {o.x.name or 'its tile'}, but it meets"
           f" {other}, {role(layout[c])}, in elementwise math or a branch: the two live in different"
           f" register layouts", o.loc,
           hint=f"pass one through an SMEM vector to combine them: {tmp}; tmp[...] = {held};"
-               " then tmp[...] reads it back in the layout the other needs")
+               " then tmp[...] reads it back in the layout the other needs"))   # (the compiler does: copies)
     name = (here.name if here is not None and here.name and here in members.get(c, []) else named())
     was, now = role(layout[c]), role(layout[p].dropped(axes))
     written = (getattr(o.loc, "source_line", "") or "").replace(" ", "")

@@ -54,6 +54,14 @@ class CopyUse:
     self.op = op
 
 
+class CopyResult:
+  """A culprit: the vector the reduction `op` gives (a row statistic of its tile) meets a vector of
+  another layout in elementwise math (`ml.sum(v, axis=1) + ml.max(v, axis=0)`). Its uses read a copy
+  made through SMEM, which takes the layout they need."""
+  def __init__(self, op):
+    self.op = op
+
+
 def tagged(culprit, error: E.KernelError) -> E.KernelError:
   """`error`, marked as one a reshape through SMEM would avoid: `culprit` is the Reshape op, or the
   tensor of another rank joined to a row-wise tile (the op that made it is found here)."""
@@ -122,12 +130,7 @@ def _copy_use(kernel, defs, use: CopyUse):
   else:
     return None
   x = o.x
-  v = ir.Value(RefType((math.prod(x.type.shape),), x.type.dtype, Space.SMEM), "vector scratch")
-  alloc = SmemAlloc(o.loc, (v,))
-  defs[v.id] = alloc
-  kernel.smem.append(v)
-  kernel.transient_ids = frozenset(getattr(kernel, "transient_ids", frozenset()) | {v.id})
-  kernel.body.ops.insert(0, alloc)
+  v = _scratch(kernel, defs, x, o.loc)
   copy = ir.Value(TensorType(x.type.shape, x.type.dtype), x.name)
   load = RelayoutLoad(v, o.loc, (copy,))
   defs[copy.id] = load
@@ -139,6 +142,38 @@ def _copy_use(kernel, defs, use: CopyUse):
   return True
 
 
+def _copy_result(kernel, defs, use: CopyResult):
+  """Give every use of the reduction `use.op`'s vector a copy made through SMEM; None if it is gone."""
+  o = use.op
+  for op, block in _blocks(kernel.body):
+    if op is o:
+      break
+  else:
+    return None
+  r = o.results[0]
+  v = _scratch(kernel, defs, r, o.loc)
+  copy = ir.Value(TensorType(r.type.shape, r.type.dtype), r.name)
+  mapping = {r: copy}
+  kernel.body.ops[:] = [ir.substitute_deep(x, mapping) for x in kernel.body.ops]
+  load = RelayoutLoad(v, o.loc, (copy,))
+  i = block.ops.index(o)
+  block.ops[i + 1:i + 1] = [RelayoutStore(v, r, o.loc), load]
+  for x in ir.walk(kernel.body):
+    for res in x.results:
+      defs[res.id] = x
+  return True
+
+
+def _scratch(kernel, defs, x, loc):
+  v = ir.Value(RefType((math.prod(x.type.shape),), x.type.dtype, Space.SMEM), "vector scratch")
+  alloc = SmemAlloc(loc, (v,))
+  defs[v.id] = alloc
+  kernel.smem.append(v)
+  kernel.transient_ids = frozenset(getattr(kernel, "transient_ids", frozenset()) | {v.id})
+  kernel.body.ops.insert(0, alloc)
+  return v
+
+
 def assign_layouts_relayout(kernel, defs, assign) -> None:
   """`assign(kernel, defs)` (layouts.assign_layouts); each reshape it reports as moving a row-wise
   tile's elements goes through SMEM instead, and so does each broadcast of a vector that another
@@ -148,8 +183,8 @@ def assign_layouts_relayout(kernel, defs, assign) -> None:
       return assign(kernel, defs)
     except E.LayoutError as e:
       culprit = getattr(e, "relayout", None)
-      if isinstance(culprit, CopyUse):
-        if _copy_use(kernel, defs, culprit) is None:
+      if isinstance(culprit, (CopyUse, CopyResult)):
+        if (_copy_use if isinstance(culprit, CopyUse) else _copy_result)(kernel, defs, culprit) is None:
           raise
         continue
       where = _find(kernel, culprit) if culprit is not None else None

@@ -446,3 +446,37 @@ def test_gpu_loops_that_count_down_match_jnp():
                              rtol=1e-5, atol=1e-5)
   np.testing.assert_array_equal(np.asarray(jax.jit(reversed_pipeline)(x, jnp.asarray([0], jnp.int32))),
                                 np.asarray(x + jnp.repeat(jnp.arange(8, dtype=F32), 8)[:, None]))
+
+
+# ---------------------------------------------------------------- two reductions' vectors of two layouts meet
+@mg.mgpu_kernel(out_shape=lambda q, k: S((64,), F32), grid=lambda q, k: (1,))
+def row_and_column_sums(q, k, o):       # attention-matrix statistics: row sums meet column maxima
+  q_s, k_s = ml.smem((64, 64), q.dtype), ml.smem((64, 64), k.dtype)
+  ml.copy(q, q_s)
+  ml.copy(k, k_s)
+  s = ml.dot(q_s, k_s.T)
+  o[...] = ml.sum(s, axis=1) + ml.max(s, axis=0)
+
+
+def _qk(seed):
+  rng = np.random.default_rng(seed)
+  return tuple(jnp.asarray(rng.standard_normal((64, 64)) * 0.3, BF16) for _ in range(2))
+
+
+def _row_col_ref(q, k):
+  s = q.astype(F32) @ k.astype(F32).T
+  return s.sum(1) + s.max(0)
+
+
+def test_a_row_statistic_meeting_a_column_statistic_reads_a_copy_through_smem():
+  """It was MG204 ('this reduction gives a column vector ... but it meets ..., a row statistic'): two
+  vectors of the same length, as jnp adds them. The reduction's uses read a copy made through SMEM."""
+  q, k = _qk(10)
+  np.testing.assert_allclose(row_and_column_sums(q, k, interpret=True), _row_col_ref(q, k), rtol=1e-5, atol=1e-5)
+  _export(row_and_column_sums, S(q.shape, BF16), S(k.shape, BF16))
+
+
+@pytest.mark.gpu
+def test_gpu_a_row_statistic_meeting_a_column_statistic_matches_jnp():
+  q, k = _qk(11)
+  np.testing.assert_allclose(np.asarray(jax.jit(row_and_column_sums)(q, k)), _row_col_ref(q, k), rtol=1e-4, atol=1e-4)
