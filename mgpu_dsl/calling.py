@@ -606,9 +606,9 @@ def call_with_meta(f, args, constexprs, what, loc, inputs=()):
     params = None
   import jax
   try:
-    if params is not None and not any(p.kind == p.VAR_KEYWORD for p in params):
-      constexprs = {k: v for k, v in constexprs.items() if k in {p.name for p in params}}
     kw = {} if params is None else constexprs
+    if params is not None and not any(p.kind == p.VAR_KEYWORD for p in params):
+      kw = {k: v for k, v in constexprs.items() if k in {p.name for p in params}}
     with jax.ensure_compile_time_eval():      # jnp on shapes and constants stays a value under jax.jit
       got = _on_arrays(f, args, kw)
       if what == "out_shape" or not _jax_ints(got):

@@ -227,8 +227,12 @@ def test_a_row_statistic_made_a_row_says_so_and_hints_what_works():
 
 
 def test_smem_vector_hints_take_the_vectors_dtype():
-  e = _raises(lambda: int_outer.check(S((64, 128), jnp.int32), S((64, 128), jnp.int32)))
-  assert type(e) is mg.LayoutError and "jnp.int32" in e.hint and "jnp.float32" not in e.hint
+  # the outer product of two row statistics now reads b's copy through SMEM (probe 33c; its hint took
+  # the vectors' dtype, int32, before)
+  x = jnp.arange(64 * 128, dtype=jnp.int32).reshape(64, 128) % 7
+  y = (jnp.arange(64 * 128, dtype=jnp.int32).reshape(64, 128) * 3) % 5
+  got = int_outer(x, y, interpret=True)
+  np.testing.assert_array_equal(got, x.sum(1)[:, None] * y.sum(1)[None, :])
 
 
 # ---------------------------------------------------------------- names users reach for
