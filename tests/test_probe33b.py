@@ -280,10 +280,13 @@ def test_a_python_float_takes_the_16_bit_dtype_in_fmod_atan2_and_pow():
 def test_gpu_a_python_float_takes_the_16_bit_dtype_in_fmod_atan2_and_pow():
   for dtype in (jnp.float16, jnp.bfloat16):
     x = jnp.asarray(np.random.default_rng(5).standard_normal((8, 128)), dtype)
-    outs = jax.jit(weak_float_operands)(x)
-    np.testing.assert_array_equal(np.asarray(outs[0], np.float32), np.asarray(jnp.fmod(x, 0.3), np.float32))
-    np.testing.assert_array_equal(np.asarray(outs[1], np.float32), np.asarray(jnp.fmod(0.3, x), np.float32))
-    for got, want in zip(outs[2:], weak_float_operands(x, interpret=True)[2:]):     # libdevice: within an ulp
+    outs, ref = jax.jit(weak_float_operands)(x), weak_float_operands(x, interpret=True)
+    # the exact remainders, against interpret mode (numpy's, as jnp's on the CPU): jnp.fmod of bfloat16 run
+    # by XLA on the H200 differed from them by 1-3 ulps in the first run, the kernel's did not differ from
+    # interpret mode's in test_probe32a's fmod tests
+    np.testing.assert_array_equal(np.asarray(outs[0], np.float32), np.asarray(ref[0], np.float32))
+    np.testing.assert_array_equal(np.asarray(outs[1], np.float32), np.asarray(ref[1], np.float32))
+    for got, want in zip(outs[2:], ref[2:]):     # libdevice: within an ulp
       np.testing.assert_allclose(np.asarray(got, np.float32), np.asarray(want, np.float32), rtol=1e-2, atol=1e-3)
 
 
