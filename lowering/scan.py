@@ -20,7 +20,7 @@ from ..frontend.types import LayoutKind
 from . import interpret_numerics as N
 from .mosaic import mlir_type
 from .registry import interpret, lower
-from .shape import _element_indices, _flat
+from .shape import _element_indices, _flat, _vector_coords
 
 
 def _identity(kind, d):
@@ -94,7 +94,7 @@ def _scan_vectors(ctx, o, vec):
     order = range(vec - 2, -1, -1) if o.reverse else range(1, vec)
     for e in order:
       es[e] = _combine(o.kind, d, es[e + 1] if o.reverse else es[e - 1], es[e])
-    i, j0 = _element_indices(ctx, t, idx) if two_d else (c(0), idx[0])
+    i, j0 = _element_indices(ctx, t, idx) if two_d else _vector_coords(ctx, t, idx)
     jt = j0 if o.reverse else arith.addi(j0, c(vec - 1))      # where the vector's total lives
     regs.append((k, es))
     where.append((i, jt))
@@ -133,12 +133,10 @@ def _scan(ctx, o):
   n = t.shape[-1]
   length = t.shape[o.axis]
   row = n + o.pad
-  index = ir.IndexType.get()
-  c = lambda v: arith.constant(index, v)
   ident = _identity_const(o.kind, d)
 
   def coords(idx):
-    return _element_indices(ctx, t, idx) if two_d else [c(0), idx[0]]
+    return _element_indices(ctx, t, idx) if two_d else _vector_coords(ctx, t, idx)
 
   def put(v, idx):
     i, j = coords(idx)

@@ -152,6 +152,17 @@ def _element_indices(ctx, t, idx):
   return idx
 
 
+def _vector_coords(ctx, t, idx):
+  """(0, position) index Values of a 1-D tensor's element from FragmentedArray.foreach's `idx`, this
+  warpgroup's offset added where warpgroups split the vector (a tensor-core tile's row statistic at
+  block=256: each warpgroup holds its own rows' values, and foreach counts them from 0)."""
+  index = ir.IndexType.get()
+  j = idx[0]
+  if ctx.num_warpgroups > 1 and is_split(t):
+    j = arith.addi(j, arith.muli(ctx.wg, arith.constant(index, ctx.local_shape(t)[0])))
+  return [arith.constant(index, 0), j]
+
+
 def _flat(i, j, row):
   index = ir.IndexType.get()
   return arith.addi(arith.muli(i, arith.constant(index, row)), j)

@@ -17,7 +17,7 @@ from jaxlib.mlir.dialects import arith, memref, scf
 from ..frontend.ops.sort import Sort
 from . import interpret_numerics as N
 from .registry import interpret, lower
-from .shape import _element_indices, _flat
+from .shape import _element_indices, _flat, _vector_coords
 
 
 def _before(d, descending, late_first, ka, ia, kb, ib):
@@ -62,7 +62,7 @@ def _sort(ctx, o):
   c = lambda v: arith.constant(index, v)
 
   def coords(idx):
-    return _element_indices(ctx, t, idx) if two_d else [c(0), idx[0]]
+    return _element_indices(ctx, t, idx) if two_d else _vector_coords(ctx, t, idx)
 
   x = ctx.get(o.x)
   pos = x.foreach(lambda v, idx: arith.index_cast(i32, coords(idx)[1]), create_array=True, is_signed=True)
