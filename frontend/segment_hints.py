@@ -1,0 +1,39 @@
+"""Hints for the segment, search and run functions of jax.ops and jnp (segment_sum, searchsorted,
+unique, diff, ...) that a graph or sparse kernel reaches for: what a kernel writes instead
+(atomic scatters into an output, counts of comparisons, masked windows shifted by one)."""
+from __future__ import annotations
+
+_SCATTER = ("scatter the data atomically, ml.atomic_{op}(out.at[segment_ids], data) (rows of a 2-D data:"
+            " out.at[segment_ids, :]), into an output of num_segments elements: one updated only by atomics"
+            " starts at {start} (as jax.ops.segment_{name}'s empty segments), and ids outside it are dropped, as"
+            " jax's are")
+_OFFSETS = ("; for sorted ids given as offsets (segment g is off[g]:off[g + 1]), one program per segment"
+            " reduces its windows masked to that range (docs/language.md, \"Single elements\")")
+
+SEGMENT = {
+    "segment_sum": "no segment_sum: " + _SCATTER.format(op="add", start="0", name="sum") + _OFFSETS,
+    "segment_max": ("no segment_max: " + _SCATTER.format(op="max", start="the dtype's lowest value", name="max")
+                    + " (int32, uint32; a float32 max as an int32 one on keys that order as the floats do: the"
+                      " MG106 hint of ml.atomic_max writes it)" + _OFFSETS),
+    "segment_min": ("no segment_min: " + _SCATTER.format(op="min", start="the dtype's highest value", name="min")
+                    + " (int32, uint32; a float32 min as an int32 one on keys that order as the floats do: the"
+                      " MG106 hint of ml.atomic_min writes it)" + _OFFSETS),
+    "segment_prod": ("no segment_prod (no atomic multiply): for sorted ids given as offsets, one program per"
+                     " segment multiplies its windows loaded with other=1.0 and masked to off[g]:off[g + 1],"
+                     " acc = acc * window, then takes ml.cumprod(acc)[-1]"),
+    "searchsorted": ("no searchsorted: count the sorted values below each query, ml.sum((a[None, :] <"
+                     " q[:, None]).astype(jnp.int32), axis=1) for register vectors a (sorted) and q (side='left';"
+                     " <= for side='right'); over a long sorted array in memory, a binary search on scalars: lo = 0;"
+                     " hi = a.shape[0]; while lo < hi: mid = (lo + hi) // 2, then lo = mid + 1 if a[mid] < q[i]"
+                     " (a run-time if), else hi = mid"),
+    "unique": ("no unique (its length depends on the data): for sorted values v of window s, mark each run's"
+               " head, head = (pos == 0) | (v != prev) with pos = s + ml.arange(n) and prev = x.at[ml.ds(s - 1,"
+               " n)].load(mask=pos >= 1, other=0), and scatter each head's value to its rank, ml.atomic_add(out.at["
+               "ml.where(head, ml.cumsum(head, dtype=jnp.int32) - 1, n)], v), into an output that starts at 0 (one"
+               " updated only by atomics; index n is past its end, dropped); ml.sum(head) counts them (with several"
+               " programs, add each program's offset to the rank: jnp.cumsum(counts) - counts of a first kernel's"
+               " per-program counts)"),
+    "diff": ("read the window shifted by one, masked at the start: with j = s - 1 + ml.arange(n), prev ="
+             " x.at[ml.ds(s - 1, n)].load(mask=j >= 0, other=0.0); then v - prev is jnp.diff(x, prepend=0.0)'s"
+             " window at s (mask the end too where the window runs past it, j + 1 < x.shape[0])"),
+}

@@ -1,0 +1,201 @@
+"""Probe 34g (graph and sparse kernels: segment sums and maxima, CSR products, COO and GNN scatters,
+histograms, embedding bags, unique and run-length encoding, prefix sums across programs, top-k).
+The kernels ran right in interpret mode and exported for CUDA; what failed was what a user of
+jax.ops and jnp reaches for first: jax.ops.segment_sum, jnp.searchsorted, jnp.unique and jnp.diff in
+a kernel had a generic hint (ml.searchsorted suggested ml.argsort), and a decoupled look-back, which
+reads what other programs write, was told to accumulate in registers. Each hint is followed below."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from locate import expect
+from frontend.segment_hints import SEGMENT
+
+S = jax.ShapeDtypeStruct
+F32, I32 = jnp.float32, jnp.int32
+
+
+def _export(kernel, *specs, **constexprs):
+  fn = jax.jit(lambda *a: kernel(*a, **constexprs))
+  return jax.export.export(fn, platforms=["cuda"])(*specs).mlir_module()
+
+
+# ---------------------------------------------------------------- jax.ops.segment_sum / segment_max in a kernel
+@mg.mgpu_kernel(out_shape=lambda x, ids: S((16,), F32))
+def segment_sum_call(x, ids, out):
+  out[...] = jax.ops.segment_sum(x[...], ids[...], 16)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, ids: S((16,), I32))
+def segment_max_call(x, ids, out):
+  out[...] = jax.ops.segment_max(x[...], ids[...], 16)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, ids: S((16,), x.dtype), grid=lambda x, ids: (ml.cdiv(x.shape[0], 128),))
+def segment_scatter(x, ids, out):          # the hint followed: an atomic scatter, ids past 16 dropped
+  i = ml.program_id(0)
+  pos = i * 128 + ml.arange(128)
+  m = pos < x.shape[0]
+  data = x.at[ml.ds(i * 128, 128)].load(mask=m, other=0)
+  segment_ids = ids.at[ml.ds(i * 128, 128)].load(mask=m, other=16)
+  if x.dtype == jnp.float32:
+    ml.atomic_add(out.at[segment_ids], data)
+  else:
+    ml.atomic_max(out.at[segment_ids], data)
+
+
+def test_segment_sum_and_max_in_a_kernel_hint_an_atomic_scatter_that_matches_jax_ops():
+  """It was the generic 'kernels call ml.* functions' hint."""
+  expect(segment_sum_call, [S((128,), F32), S((128,), I32)], mg.KernelTypeError,
+         "jax.ops.segment_sum(", "segment_sum cannot take a register tensor inside a kernel",
+         hint=SEGMENT["segment_sum"])
+  assert SEGMENT["segment_sum"].startswith("no segment_sum: scatter the data atomically, ml.atomic_add(")
+  e = expect(segment_max_call, [S((128,), I32), S((128,), I32)], mg.KernelTypeError,
+             "jax.ops.segment_max(", "segment_max cannot take a register tensor inside a kernel")
+  assert "ml.atomic_max(out.at[segment_ids], data)" in e.hint
+  rng = np.random.default_rng(0)
+  ids = jnp.asarray(np.sort(rng.integers(0, 14, 300)), I32)         # segments 14 and 15 empty
+  x = jnp.asarray(rng.standard_normal(300), F32)
+  np.testing.assert_allclose(segment_scatter(x, ids, interpret=True), jax.ops.segment_sum(x, ids, 16),
+                             rtol=1e-5, atol=1e-5)
+  xi = jnp.asarray(rng.integers(-1000, 1000, 300), I32)
+  np.testing.assert_array_equal(segment_scatter(xi, ids, interpret=True), jax.ops.segment_max(xi, ids, 16))
+  _export(segment_scatter, S((300,), F32), S((300,), I32))
+
+
+# ---------------------------------------------------------------- searchsorted
+@mg.mgpu_kernel(out_shape=lambda a, q: S(q.shape, I32))
+def searchsorted_call(a, q, out):
+  out[...] = jnp.searchsorted(a[...], q[...])
+
+
+@mg.mgpu_kernel(out_shape=lambda a, q: S(q.shape, I32))
+def searchsorted_ml(a, q, out):
+  out[...] = ml.searchsorted(a[...], q[...])
+
+
+@mg.mgpu_kernel(out_shape=lambda a, q: S(q.shape, I32))
+def searchsorted_counts(a, q, out):         # the hint's register form
+  av, qv = a[...], q[...]
+  out[...] = ml.sum((av[None, :] < qv[:, None]).astype(jnp.int32), axis=1)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, q: S(q.shape, I32), grid=lambda a, q: (q.shape[0],))
+def searchsorted_binary(a, q, out):         # the hint's binary search
+  i = ml.program_id(0)
+  lo = 0
+  hi = a.shape[0]
+  while lo < hi:
+    mid = (lo + hi) // 2
+    if a[mid] < q[i]:
+      lo = mid + 1
+    else:
+      hi = mid
+  out[i] = lo
+
+
+def test_searchsorted_hints_counts_of_comparisons_or_a_binary_search_and_both_work():
+  """jnp.searchsorted had the generic hint; ml.searchsorted suggested ml.argsort."""
+  hint = SEGMENT["searchsorted"]
+  expect(searchsorted_call, [S((64,), I32), S((32,), I32)], mg.KernelTypeError, "jnp.searchsorted(",
+         "searchsorted cannot take a register tensor inside a kernel", hint=hint)
+  e = expect(searchsorted_ml, [S((64,), I32), S((32,), I32)], mg.UnknownNameError, "ml.searchsorted",
+             "ml has no attribute 'searchsorted'", hint=hint)
+  assert "argsort" not in e.hint
+  rng = np.random.default_rng(1)
+  a = jnp.asarray(np.sort(rng.integers(0, 100, 64)), I32)
+  q = jnp.asarray(rng.integers(-5, 105, 32), I32)
+  np.testing.assert_array_equal(searchsorted_counts(a, q, interpret=True), jnp.searchsorted(a, q))
+  np.testing.assert_array_equal(searchsorted_binary(a, q, interpret=True), jnp.searchsorted(a, q))
+  _export(searchsorted_counts, S((64,), I32), S((32,), I32))
+  _export(searchsorted_binary, S((64,), I32), S((32,), I32))
+
+
+# ---------------------------------------------------------------- unique (run heads) and diff
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, I32))
+def unique_call(x, out):
+  out[...] = jnp.unique(x[...])
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (S(x.shape, I32), S((), I32)))
+def unique_heads(x, out, count):            # the hint followed, one program (s = 0, n = 256)
+  s, n = 0, 256
+  pos = s + ml.arange(n)
+  v = x.at[ml.ds(s, n)].load(mask=pos < x.shape[0], other=0)
+  prev = x.at[ml.ds(s - 1, n)].load(mask=(pos >= 1) & (pos < x.shape[0]), other=0)
+  head = (pos < x.shape[0]) & ((pos == 0) | (v != prev))
+  ml.atomic_add(out.at[ml.where(head, ml.cumsum(head, dtype=jnp.int32) - 1, n)], v)
+  count[...] = ml.sum(head.astype(jnp.int32))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def diff_call(x, out):
+  out[...] = jnp.diff(x[...], prepend=0.0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (ml.cdiv(x.shape[0], 128),))
+def diff_windows(x, out):                   # the hint followed, the end masked too
+  s = ml.program_id(0) * 128
+  j = s - 1 + ml.arange(128)
+  prev = x.at[ml.ds(s - 1, 128)].load(mask=(j >= 0) & (j + 1 < x.shape[0]), other=0.0)
+  v = x.at[ml.ds(s, 128)].load(mask=j + 1 < x.shape[0], other=0.0)
+  out.at[ml.ds(s, 128)].store(v - prev, mask=j + 1 < x.shape[0])
+
+
+def test_unique_and_diff_hint_run_heads_and_shifted_windows_that_match_jnp():
+  expect(unique_call, [S((256,), I32)], mg.KernelTypeError, "jnp.unique(",
+         "unique cannot take a register tensor inside a kernel", hint=SEGMENT["unique"])
+  expect(diff_call, [S((128,), F32)], mg.KernelTypeError, "jnp.diff(",
+         "diff cannot take a register tensor inside a kernel", hint=SEGMENT["diff"])
+  rng = np.random.default_rng(2)
+  x = np.sort(rng.integers(0, 40, 201)).astype(np.int32)
+  vals, count = unique_heads(jnp.asarray(x), interpret=True)
+  u = np.unique(x)
+  assert int(count) == len(u)
+  np.testing.assert_array_equal(np.asarray(vals)[:len(u)], u)
+  xf = jnp.asarray(rng.standard_normal(300), F32)
+  np.testing.assert_allclose(diff_windows(xf, interpret=True), jnp.diff(xf, prepend=0.0), rtol=1e-6)
+  _export(unique_heads, S((201,), I32))
+  _export(diff_windows, S((300,), F32))
+
+
+# ---------------------------------------------------------------- a decoupled look-back reads other programs' outputs
+@mg.mgpu_kernel(out_shape=lambda x: (x, S((ml.cdiv(x.shape[0], 128),), F32)),
+                grid=lambda x: (ml.cdiv(x.shape[0], 128),))
+def look_back(x, out, totals):
+  i = ml.program_id(0)
+  pos = i * 128 + ml.arange(128)
+  v = x.at[ml.ds(i * 128, 128)].load(mask=pos < x.shape[0], other=0.0)
+  prefix = 0.0
+  for j in range(i):
+    prefix = prefix + totals[j]
+  totals[i] = prefix + ml.sum(v)
+  out.at[ml.ds(i * 128, 128)].store(ml.cumsum(v) + prefix, mask=pos < x.shape[0])
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((ml.cdiv(x.shape[0], 128),), F32), grid=lambda x: (ml.cdiv(x.shape[0], 128),))
+def block_totals(x, totals):
+  i = ml.program_id(0)
+  pos = i * 128 + ml.arange(128)
+  totals[i] = ml.sum(x.at[ml.ds(i * 128, 128)].load(mask=pos < x.shape[0], other=0.0))
+
+
+@mg.mgpu_kernel(out_shape=lambda x, offsets: x, grid=lambda x, offsets: (ml.cdiv(x.shape[0], 128),))
+def block_scan(x, offsets, out):
+  i = ml.program_id(0)
+  pos = i * 128 + ml.arange(128)
+  v = x.at[ml.ds(i * 128, 128)].load(mask=pos < x.shape[0], other=0.0)
+  out.at[ml.ds(i * 128, 128)].store(ml.cumsum(v) + offsets[i], mask=pos < x.shape[0])
+
+
+def test_a_look_back_across_programs_is_told_to_use_two_kernels_and_they_scan():
+  """The MG601 hint only said to accumulate in registers, which a look-back cannot."""
+  e = expect(look_back, [S((300,), F32)], mg.UninitializedReadError, "totals[j]",
+             "totals is read before this program writes it: outputs start uninitialised")
+  assert "a decoupled look-back) is two kernels" in e.hint and "jnp.cumsum(totals) - totals" in e.hint
+  x = jnp.asarray(np.random.default_rng(3).standard_normal(1001), F32)
+  totals = block_totals(x, interpret=True)
+  y = block_scan(x, jnp.cumsum(totals) - totals, interpret=True)
+  np.testing.assert_allclose(y, jnp.cumsum(x), rtol=1e-4, atol=1e-4)
