@@ -34,7 +34,10 @@ def uninitialized_read(name, region, where, gmem: bool, loc, keep=None):
         hint=f"read inputs, not outputs: to accumulate into {name}, keep the running value in registers and"
              f" store it once (acc = ml.zeros(shape, dtype) before the loop, acc = acc + ... in it,"
              f" {name}[...] = acc after); to update an array in place, pass it as an input and alias it"
-             f" to {name}: @mgpu_kernel(..., input_output_aliases={{input_index: output_index}})")
+             f" to {name}: @mgpu_kernel(..., input_output_aliases={{input_index: output_index}}); a value another"
+             f" program writes cannot be waited for (programs run in no set order): a prefix over programs (a"
+             f" decoupled look-back) is two kernels, one writing each program's total, and one taking"
+             f" jnp.cumsum(totals) - totals as an input")
   fill = f"fill {name} first, with ml.copy(x.at[...], {name}) or {name}[...] = value, on every path to this read"
   if keep == ():
     fill = (f"the mask cannot be proved to keep {region} off (it is not a condition on ml.arange and constants):"

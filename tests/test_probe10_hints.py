@@ -406,7 +406,10 @@ def test_an_output_read_before_written_hints_a_register_accumulator_and_aliasing
          hint="read inputs, not outputs: to accumulate into out, keep the running value in registers and"
               " store it once (acc = ml.zeros(shape, dtype) before the loop, acc = acc + ... in it,"
               " out[...] = acc after); to update an array in place, pass it as an input and alias it to"
-              " out: @mgpu_kernel(..., input_output_aliases={input_index: output_index})")
+              " out: @mgpu_kernel(..., input_output_aliases={input_index: output_index}); a value another"
+              " program writes cannot be waited for (programs run in no set order): a prefix over programs (a"
+              " decoupled look-back) is two kernels, one writing each program's total, and one taking"
+              " jnp.cumsum(totals) - totals as an input")
   exports(sum_rows_acc, S((8, 128), F32))
 
 
