@@ -418,7 +418,7 @@ class _Memory:
         win = ", ".join("?" if x is UNKNOWN else str(int(x[p])) for x in w.starts)
         self.report(E.IndexOutOfBoundsError(
             f"{root}[{win}] is read{where}, outside {root}'s shape {tuple(w.shape)}", acc.op.loc,
-            hint=scalar_read_hint(root, acc.op.loc, d, int(s[p]))))
+            hint=scalar_read_hint(root, acc.op.loc, d, int(s[p]), w.root.type.dtype)))
         return
       trip = self._trip(p)
       if isinstance(acc.op, (Gather, ScatterUpdate)):

@@ -265,9 +265,10 @@ def _index_texts(loc):
   return [ast.unparse(p) for p in parts]
 
 
-def scalar_read_hint(root: str, loc, d: int, index: int) -> str:
+def scalar_read_hint(root: str, loc, d: int, index: int, dtype=None) -> str:
   """The hint for a single element read outside `root` along dimension `d` at `index`: guard or
-  clamp that index on the side it leaves (a stencil's x[i - 1] at i = 0 is before the start)."""
+  clamp that index on the side it leaves (a stencil's x[i - 1] at i = 0 is before the start); the
+  zero read instead is one of `root`'s kind (0 for int32 row pointers: 0.0 would make them floats)."""
   texts = _index_texts(loc)
   i = texts[d] if texts and d < len(texts) else "i"
   low = index < 0
@@ -278,5 +279,7 @@ def scalar_read_hint(root: str, loc, d: int, index: int) -> str:
     clamped = f"{root}[{', '.join(texts)}]"
   else:
     clamped = clamp
-  return (f"guard the read (if {guard}:) or clamp its index, {clamped} (ml.where({guard}, ..., 0.0) to read"
+  from .dtypes import DType
+  zero = ("0.0" if not isinstance(dtype, DType) or dtype.is_float else "False" if dtype is DType.bool_ else "0")
+  return (f"guard the read (if {guard}:) or clamp its index, {clamped} (ml.where({guard}, ..., {zero}) to read"
           f" 0 there)" + ("" if low else f", or pass a longer {root}"))

@@ -199,3 +199,40 @@ def test_a_look_back_across_programs_is_told_to_use_two_kernels_and_they_scan():
   totals = block_totals(x, interpret=True)
   y = block_scan(x, jnp.cumsum(totals) - totals, interpret=True)
   np.testing.assert_allclose(y, jnp.cumsum(x), rtol=1e-4, atol=1e-4)
+
+
+# ---------------------------------------------------------------- a row pointer read past its end: the hint's zero is an int
+@mg.mgpu_kernel(out_shape=lambda t, ids, off: S((off.shape[0], t.shape[1]), F32), grid=lambda t, ids, off: (off.shape[0],))
+def bag_past_end(t, ids, off, out):        # PyTorch's offsets: one per bag, no last one
+  b = ml.program_id(0)
+  acc = ml.zeros((t.shape[1],), F32)
+  for j in range(off[b], off[b + 1]):
+    acc = acc + t.at[ids[j]][...]
+  out.at[b][...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda t, ids, off: S((off.shape[0], t.shape[1]), F32), grid=lambda t, ids, off: (off.shape[0],))
+def bag_where(t, ids, off, out):           # the hint followed: ml.where(guard, clamped read, 0)
+  b = ml.program_id(0)
+  end = ml.where(b + 1 < off.shape[0], off[ml.minimum(b + 1, off.shape[0] - 1)], 0)
+  end = ml.where(b + 1 < off.shape[0], end, ids.shape[0])
+  acc = ml.zeros((t.shape[1],), F32)
+  for j in range(off[b], end):
+    acc = acc + t.at[ids[j]][...]
+  out.at[b][...] = acc
+
+
+def test_an_int_row_pointer_read_past_its_end_hints_an_int_zero():
+  """The hint wrote ml.where(b + 1 < off.shape[0], ..., 0.0), which makes an int32 row pointer a float
+  (and the loop bound then an error)."""
+  e = expect(bag_past_end, [S((20, 128), F32), S((17,), I32), S((4,), I32)], mg.IndexOutOfBoundsError,
+             "off[b + 1]", "off[4] is read in program (3, 0, 0), outside off's shape (4,)")
+  assert "ml.where(b + 1 < off.shape[0], ..., 0) to read 0 there" in e.hint
+  rng = np.random.default_rng(4)
+  t = jnp.asarray(rng.standard_normal((20, 128)), F32)
+  ids = jnp.asarray(rng.integers(0, 20, 17), I32)
+  off = np.array([0, 3, 3, 10], np.int32)
+  bounds = list(off) + [17]
+  want = np.stack([np.asarray(t)[np.asarray(ids)[bounds[b]:bounds[b + 1]]].sum(0) for b in range(4)])
+  np.testing.assert_allclose(bag_where(t, ids, jnp.asarray(off), interpret=True), want, rtol=1e-5, atol=1e-5)
+  _export(bag_where, S((20, 128), F32), S((17,), I32), S((4,), I32))
