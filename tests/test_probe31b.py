@@ -261,7 +261,9 @@ def test_a_float32_atomic_max_hints_keys_that_order_negative_floats_too():
                     " whose keys order as the floats do, negatives included: into an int32 array,"
                     " ml.atomic_max(ref, ml.where(b >= 0, b, b ^ 0x7FFFFFFF)) with b = ml.bitcast(value, jnp.int32),"
                     " decoded outside the kernel, jax.lax.bitcast_convert_type(jnp.where(k >= 0, k, k ^ 0x7FFFFFFF),"
-                    " jnp.float32) (k the int32 result; NaN aside)")
+                    " jnp.float32) (k the int32 result; NaN aside), where an element no update reached,"
+                    " k == jnp.iinfo(jnp.int32).min, is -jnp.inf: jnp.where(k == jnp.iinfo(jnp.int32).min, -jnp.inf,"
+                    " decoded)")
   rng = np.random.default_rng(4)
   for x in (rng.standard_normal(1000) - 10.0, rng.standard_normal(1000)):
     k = float_atomic_max_as_int(jnp.asarray(x, F32), interpret=True)

@@ -236,3 +236,35 @@ def test_an_int_row_pointer_read_past_its_end_hints_an_int_zero():
   want = np.stack([np.asarray(t)[np.asarray(ids)[bounds[b]:bounds[b + 1]]].sum(0) for b in range(4)])
   np.testing.assert_allclose(bag_where(t, ids, jnp.asarray(off), interpret=True), want, rtol=1e-5, atol=1e-5)
   _export(bag_where, S((20, 128), F32), S((17,), I32), S((4,), I32))
+
+
+# ---------------------------------------------------------------- segment max of 16-bit floats through int32 keys
+@mg.mgpu_kernel(out_shape=lambda x, ids: S((16,), x.dtype))
+def half_segment_max(x, ids, out):
+  ml.atomic_max(out.at[ids[...]], x[...])
+
+
+@mg.mgpu_kernel(out_shape=lambda x, ids: S((16,), I32))
+def half_segment_max_keys(x, ids, out):    # the hint followed
+  b = ml.bitcast(x[...].astype(jnp.float32), jnp.int32)
+  ml.atomic_max(out.at[ids[...]], ml.where(b >= 0, b, b ^ 0x7FFFFFFF))
+
+
+def test_a_16_bit_float_scatter_max_hints_widened_keys_and_their_empty_segments():
+  """The float16/bfloat16 hint had no recipe (float32's had one), and neither said that an element no
+  update reached decodes to NaN, where jax.ops.segment_max gives -inf."""
+  e = expect(half_segment_max, [S((128,), jnp.float16), S((128,), I32)], mg.UnsupportedDtypeError,
+             "ml.atomic_max(", "ml.atomic_max on float16 is not supported through a tensor of indices (one element"
+             " at a time): Hopper's atomic max takes int32, uint32")
+  assert "b = ml.bitcast(value.astype(jnp.float32), jnp.int32)" in e.hint
+  assert "jnp.where(k == jnp.iinfo(jnp.int32).min, -jnp.inf, decoded), then .astype(jnp.float16)" in e.hint
+  rng = np.random.default_rng(5)
+  for dt in (jnp.float16, jnp.bfloat16):
+    x = jnp.asarray(rng.standard_normal(128) - 3.0, dt)
+    ids = jnp.asarray(rng.integers(0, 12, 128), I32)           # 12..15 empty
+    k = half_segment_max_keys(x, ids, interpret=True)
+    decoded = jax.lax.bitcast_convert_type(jnp.where(k >= 0, k, k ^ 0x7FFFFFFF), jnp.float32)
+    got = jnp.where(k == jnp.iinfo(jnp.int32).min, -jnp.inf, decoded).astype(dt)
+    np.testing.assert_array_equal(np.asarray(got, np.float32),
+                                  np.asarray(jax.ops.segment_max(x, ids, 16), np.float32))
+  _export(half_segment_max_keys, S((128,), jnp.float16), S((128,), I32))

@@ -73,12 +73,24 @@ def check_dtype(cx, kind: AtomicKind, d, table, what, where, smem=None):
              f" held by one thread of the CTA, so none of them race (atomics matter between CTAs, in GMEM); or ")
     raise E.UnsupportedDtypeError(
         f"{what} on {d} is not supported {where}: Hopper's atomic {kind.value} takes {ok}", cx.loc,
-        hint=(plain if smem else "") + "convert the value and the array to a supported dtype" + _narrow_int(d, kind) + (
-            f", e.g. a float32 {kind.value} as an int32 one whose keys order as the floats do, negatives"
-            f" included: into an int32 array, ml.atomic_{kind.value}(ref, ml.where(b >= 0, b, b ^ 0x7FFFFFFF))"
-            f" with b = ml.bitcast(value, jnp.int32), decoded outside the kernel,"
-            f" jax.lax.bitcast_convert_type(jnp.where(k >= 0, k, k ^ 0x7FFFFFFF), jnp.float32) (k the int32"
-            f" result; NaN aside)" if kind != AtomicKind.ADD and d == DType.f32 else ""))
+        hint=(plain if smem else "") + "convert the value and the array to a supported dtype" + _narrow_int(d, kind)
+        + (_float_keys(d, kind) if kind != AtomicKind.ADD and d in (DType.f32, DType.f16, DType.bf16) else ""))
+
+
+def _float_keys(d, kind) -> str:
+  """A float max or min as an int32 one on keys that order as the floats do (16-bit floats widened
+  first, exactly), decoded outside; an element no update reached holds int32's identity, a NaN
+  when decoded, so the decoding maps it to the float identity (jax.ops.segment_max's empty segments)."""
+  f32 = d == DType.f32
+  v = "value" if f32 else "value.astype(jnp.float32)"
+  lim, inf = ("min", "-jnp.inf") if kind == AtomicKind.MAX else ("max", "jnp.inf")
+  back = "" if f32 else f", then .astype(jnp.{dtype_name(d)}) (exact)"
+  return (f", e.g. a {'float32' if f32 else dtype_name(d)} {kind.value} as an int32 one whose keys order as the"
+          f" floats do, negatives included: into an int32 array, ml.atomic_{kind.value}(ref, ml.where(b >= 0, b,"
+          f" b ^ 0x7FFFFFFF)) with b = ml.bitcast({v}, jnp.int32), decoded outside the kernel,"
+          f" jax.lax.bitcast_convert_type(jnp.where(k >= 0, k, k ^ 0x7FFFFFFF), jnp.float32) (k the int32"
+          f" result; NaN aside), where an element no update reached, k == jnp.iinfo(jnp.int32).{lim}, is {inf}:"
+          f" jnp.where(k == jnp.iinfo(jnp.int32).{lim}, {inf}, decoded){back}")
 
 
 def _narrow_int(d, kind) -> str:
