@@ -74,7 +74,8 @@ def check_dtype(cx, kind: AtomicKind, d, table, what, where, smem=None):
     raise E.UnsupportedDtypeError(
         f"{what} on {d} is not supported {where}: Hopper's atomic {kind.value} takes {ok}", cx.loc,
         hint=(plain if smem else "") + "convert the value and the array to a supported dtype" + _narrow_int(d, kind)
-        + (_float_keys(d, kind) if kind != AtomicKind.ADD and d in (DType.f32, DType.f16, DType.bf16) else ""))
+        + (_float_keys(d, kind) if kind != AtomicKind.ADD and (d == DType.f32 or d in (DType.f16, DType.bf16)
+                                                              and not smem) else ""))
 
 
 def _float_keys(d, kind) -> str:
