@@ -123,7 +123,8 @@ def reduce(cx, kind: ReduceKind, x, axis, keepdims, what=None):
     raise E.LayoutError(
         f"{what} over axis {axis} of a {len(shape)}-D tensor {shape}: partial reductions work on"
         f" 1-D and 2-D tensors", cx.loc,
-        hint=_slices_hint(cx, kind, given, shape, axes, keepdims, what) or READ_2D_FIRST)
+        hint=_slices_hint(cx, kind, given, shape, axes, keepdims, what)
+        or _reshape_hint(cx, given, shape, axes, keepdims, what) or READ_2D_FIRST)
   if len(axes) == len(shape):
     res = cx.b.emit(Reduce, kind, x, axes, loc=cx.loc, types=[ScalarType(x.type.dtype)],
                     names=[cx.name]).result
@@ -153,6 +154,29 @@ def _slices_hint(cx, kind, x, shape, axes, keepdims, what):
   expr = (f"({expr})" if kind == ReduceKind.SUM else expr) + keep if keep else expr
   named = "" if name == src else f"{name} = {src}, then "
   return f"combine its {shape[a]} slices along axis {a} elementwise: {named}{expr} (elementwise math takes 3-D tensors)"
+
+
+def _reshape_hint(cx, x, shape, axes, keepdims, what):
+  """A reduction of a 3-D (or wider) tensor over a leading or trailing run of its axes (a global
+  average pool's `ml.mean(v, axis=(0, 1))` of an (h, w, c) tile) written as the 2-D reduction of its
+  reshape in registers, where that 2-D tile reduces (columns a multiple of 32, rows a multiple of 4
+  unless the columns are a multiple of 128); None otherwise."""
+  n = len(shape)
+  lead = tuple(range(len(axes))) == tuple(sorted(axes))
+  trail = tuple(range(n - len(axes), n)) == tuple(sorted(axes))
+  if keepdims or not (lead or trail):
+    return None
+  red = math.prod(shape[a] for a in axes)
+  kept = tuple(shape[a] for a in range(n) if a not in axes)
+  rows, cols = (red, math.prod(kept)) if lead else (math.prod(kept), red)
+  if cols % 32 or (rows % 4 and cols % 128) or len(kept) > 1 and math.prod(kept) % 128:
+    return None                 # (a result reshaped back must hold a multiple of 128 elements)
+  src = cx.named(x)
+  name = src if src.isidentifier() else f"({src})"
+  back = f".reshape{kept}" if len(kept) > 1 else ""
+  flat, ax = f"{name}.reshape({rows}, {cols})", f"axis={0 if lead else 1}"
+  call = f"{flat}{what}({ax})" if what.startswith(".") else f"{what}({flat}, {ax})"
+  return f"reshape it to 2-D in registers and reduce that: {call}{back}"
 
 
 def _of_scalar(cx, kind, x, axis, what):

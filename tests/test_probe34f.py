@@ -1,0 +1,71 @@
+"""Probe 34f (convolution-family kernels: implicit-GEMM and direct convolutions, depthwise
+convolutions, pooling, global average pooling, upsampling, pixel shuffle, batch norm): the
+problems a computer-vision user met writing them from the docs."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from locate import builds, expect
+
+S = jax.ShapeDtypeStruct
+F32 = jnp.float32
+
+
+# ---------------------------------------------------------------- a 3-D reduction over leading axes
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0], x.shape[3]), F32), grid=lambda x: (x.shape[0],))
+def global_avg_pool(x, out):
+  n = ml.program_id(0)
+  v = x.at[n][...]
+  out.at[n][...] = ml.mean(v, axis=(0, 1))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0], x.shape[3]), F32), grid=lambda x: (x.shape[0],))
+def global_avg_pool_reshaped(x, out):
+  n = ml.program_id(0)
+  v = x.at[n][...]
+  out.at[n][...] = ml.mean(v.reshape(64, 64), axis=0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],) + x.shape[1:3], F32), grid=lambda x: (x.shape[0],))
+def channel_sums(x, out):
+  n = ml.program_id(0)
+  v = x.at[n][...]
+  out.at[n][...] = v.sum(axis=2)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],) + x.shape[1:3], F32), grid=lambda x: (x.shape[0],))
+def channel_sums_reshaped(x, out):
+  n = ml.program_id(0)
+  v = x.at[n][...]
+  out.at[n][...] = ml.sum(v.reshape(128, 64), axis=1).reshape(4, 32)
+
+
+def test_a_3d_reduction_over_a_run_of_axes_is_hinted_as_a_register_reshape():
+  """The hint said that a register tile cannot be reshaped into 2-D; it can (through SMEM where
+  the layouts differ), and a global average pool's mean over (h, w) is that reshape's column mean."""
+  e = expect(global_avg_pool, [S((2, 8, 8, 64), F32)], mg.LayoutError, "ml.mean(v, axis=(0, 1))",
+             "ml.mean over axis (0, 1) of a 3-D tensor (8, 8, 64): partial reductions work on 1-D and 2-D tensors",
+             hint="reshape it to 2-D in registers and reduce that: ml.mean(v.reshape(64, 64), axis=0)")
+  assert "cannot be reshaped" not in e.hint
+  expect(channel_sums, [S((2, 4, 32, 64), F32)], mg.LayoutError, "v.sum(axis=2)",
+         "ml.sum over axis 2 of a 3-D tensor (4, 32, 64): partial reductions work on 1-D and 2-D tensors",
+         hint="reshape it to 2-D in registers and reduce that: ml.sum(v.reshape(128, 64), axis=1).reshape(4, 32)")
+  builds(global_avg_pool_reshaped, S((2, 8, 8, 64), F32))     # the hints, followed, compile
+  builds(channel_sums_reshaped, S((2, 4, 32, 64), F32))
+  x = jax.random.normal(jax.random.key(0), (2, 8, 8, 64), F32)
+  np.testing.assert_allclose(global_avg_pool_reshaped(x, interpret=True), jnp.mean(x, axis=(1, 2)),
+                             rtol=1e-5, atol=1e-6)
+  x = jax.random.normal(jax.random.key(1), (2, 4, 32, 64), F32)
+  np.testing.assert_allclose(channel_sums_reshaped(x, interpret=True), jnp.sum(x, axis=3), rtol=1e-5, atol=1e-5)
+
+
+def test_a_3d_reduction_whose_2d_tile_would_not_reduce_keeps_the_read_hint():
+  """(7, 7, 32) as (49, 32): 49 rows of 32 columns do not reduce (MG204): no reshape is offered."""
+  e = expect(global_avg_pool, [S((2, 7, 7, 32), F32)], mg.LayoutError, "ml.mean(v, axis=(0, 1))",
+             "ml.mean over axis (0, 1) of a 3-D tensor (7, 7, 32): partial reductions work on 1-D and 2-D tensors")
+  assert "reshape the array outside the kernel" in e.hint
+  e = expect(channel_sums, [S((2, 4, 8, 64), F32)], mg.LayoutError, "v.sum(axis=2)",
+             "ml.sum over axis 2 of a 3-D tensor (4, 8, 64): partial reductions work on 1-D and 2-D tensors")
+  assert "reshape the array outside the kernel" in e.hint      # (4, 8) would hold 32 elements
