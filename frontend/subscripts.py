@@ -21,6 +21,18 @@ from .types import RefType, resolve
 _LIST_METHODS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse"})
 
 
+def _flat_store_hint(ref, shape) -> str:
+  """The fix for a store at several index tensors that decompose one flat position (an implicit
+  GEMM's n, oh, ow of p = i * 128 + ml.arange(128)): a window of the output flattened outside."""
+  rows = 1
+  for d in shape[:-1]:
+    rows *= d
+  return (f"where the index tensors decompose one run of flat positions (p // ..., p % ... of"
+          f" p = start + ml.arange(m)), give {ref} the flat shape ({rows}, {shape[-1]}) in out_shape"
+          f" (reshape the result outside the kernel, free in XLA) and store a window of its rows:"
+          f" {ref}.at[ml.ds(start, m), :].store(v, mask=(p < {rows})[:, None]); ")
+
+
 class Subscripts:
   """Attribute and subscript reads of the Tracer (which provides eval, lookup, loc, cx, text,
   binop, python)."""
@@ -42,6 +54,8 @@ class Subscripts:
                 " with a window: " + (f"{own}, masked where it runs past the end; " if own else
                 f"{ref}.at[ml.ds(start, n)].{attr}(..., mask=...), masked where it runs past the end; ")
                 + "for indices scattered at random, " + SCATTER_HINT[0].lower() + SCATTER_HINT[1:])
+        if attr == "store" and own is None and sum(not isinstance(e, ast.Slice) for e in elts) >= 2:
+          hint = _flat_store_hint(ref, base.ref.type.shape) + hint
       raise E.KernelTypeError(
           f"{self.text(node.value)} is indexed by tensors: it has no .{attr}; it is read ([...], a"
           f" gather) or updated atomically (a scatter)", self.loc(node), hint=hint)

@@ -69,3 +69,44 @@ def test_a_3d_reduction_whose_2d_tile_would_not_reduce_keeps_the_read_hint():
   e = expect(channel_sums, [S((2, 4, 8, 64), F32)], mg.LayoutError, "v.sum(axis=2)",
              "ml.sum over axis 2 of a 3-D tensor (4, 8, 64): partial reductions work on 1-D and 2-D tensors")
   assert "reshape the array outside the kernel" in e.hint      # (4, 8) would hold 32 elements
+
+
+# ---------------------------------------------------------------- a store at (n, h, w) index tensors
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (ml.cdiv(x.shape[0] * x.shape[1] * x.shape[2], 128),))
+def relu_nhwc(x, out):
+  i = ml.program_id(0)
+  N, H, W, C = x.shape
+  p = i * 128 + ml.arange(128)
+  n = p // (H * W); h = p // W % H; w = p % W
+  c = ml.arange(C)[None, :]
+  ok = (p < N * H * W)[:, None]
+  v = x.at[n[:, None], h[:, None], w[:, None], c].load(mask=ok, other=0.0)
+  out.at[n[:, None], h[:, None], w[:, None], c].store(ml.maximum(v, 0.0), mask=ok)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0] * x.shape[1] * x.shape[2], x.shape[3]), x.dtype),
+                grid=lambda x: (ml.cdiv(x.shape[0] * x.shape[1] * x.shape[2], 128),))
+def relu_nhwc_flat(x, out):
+  i = ml.program_id(0)
+  N, H, W, C = x.shape
+  p = i * 128 + ml.arange(128)
+  n = p // (H * W); h = p // W % H; w = p % W
+  c = ml.arange(C)[None, :]
+  ok = (p < N * H * W)[:, None]
+  v = x.at[n[:, None], h[:, None], w[:, None], c].load(mask=ok, other=0.0)
+  out.at[ml.ds(i * 128, 128), :].store(ml.maximum(v, 0.0), mask=(p < 70)[:, None])
+
+
+def test_a_store_at_index_tensors_of_one_flat_position_hints_the_flat_output():
+  """An implicit GEMM's epilogue stores at (n, oh, ow) decomposed from p = i * 128 + ml.arange(128);
+  the hint offered only atomics and writing rows one at a time. The flat output's window works."""
+  e = expect(relu_nhwc, [S((2, 5, 7, 32), F32)], mg.KernelTypeError, "out.at[n[:, None], h[:, None]",
+             "out.at[n[:, None], h[:, None], w[:, None], c] is indexed by tensors: it has no .store; it is"
+             " read ([...], a gather) or updated atomically (a scatter)")
+  assert e.hint.startswith("where the index tensors decompose one run of flat positions (p // ..., p % ... of"
+                           " p = start + ml.arange(m)), give out the flat shape (70, 32) in out_shape (reshape the"
+                           " result outside the kernel, free in XLA) and store a window of its rows:"
+                           " out.at[ml.ds(start, m), :].store(v, mask=(p < 70)[:, None]); ")
+  builds(relu_nhwc_flat, S((2, 5, 7, 32), F32))
+  x = jax.random.normal(jax.random.key(2), (2, 5, 7, 32), F32)
+  np.testing.assert_array_equal(relu_nhwc_flat(x, interpret=True).reshape(x.shape), jnp.maximum(x, 0))
