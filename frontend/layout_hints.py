@@ -299,7 +299,14 @@ def broadcast_loops_hint(text, src, dst) -> str:
     source = f"{text[:-5]}.at[{at}][...]"
   else:
     source = f"{text or 'the source'} with its leading axes indexed ({at})"
-  return (f"take the leading axes in ml.static_range loops, 2-D at a time: {loops} each array .at[{', '.join(names)}]"
+  ones = [k for k in range(len(dst)) if full[k] == 1 and dst[k] != 1]
+  repeat = ""
+  if len(ones) == 1 and 1 <= ones[0] < len(dst) - 1 and dst[ones[0]] <= 8 and len(src) == len(dst):
+    # a middle size-1 axis stretched a few times (a nearest upsampling's (w, 1, c) to (w, 2, c)): a
+    # concatenation of copies, through SMEM, which 3-D tensors take
+    repeat = (f"repeat the {tuple(src)} tensor t along axis {ones[0]} instead: ml.concatenate([t] * {dst[ones[0]]},"
+              f" axis={ones[0]}) (through SMEM; reshaped, that is jnp.repeat's order); or ")
+  return (repeat + f"take the leading axes in ml.static_range loops, 2-D at a time: {loops} each array .at[{', '.join(names)}]"
           f" (shape {tuple(dst[lead:])}), and {source}" + (" (the same for every trip)" if lone else "")
           + f"; or reshape the arrays to 2-D outside the kernel (x.reshape(-1, {dst[-1]}), free in XLA)")
 

@@ -110,3 +110,32 @@ def test_a_store_at_index_tensors_of_one_flat_position_hints_the_flat_output():
   builds(relu_nhwc_flat, S((2, 5, 7, 32), F32))
   x = jax.random.normal(jax.random.key(2), (2, 5, 7, 32), F32)
   np.testing.assert_array_equal(relu_nhwc_flat(x, interpret=True).reshape(x.shape), jnp.maximum(x, 0))
+
+
+# ---------------------------------------------------------------- nearest upsampling by a 3-D broadcast
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0], 2 * x.shape[1], x.shape[2]), x.dtype), grid=lambda x: (x.shape[0],))
+def upsample_w(x, out):
+  h = ml.program_id(0)
+  W, C = x.shape[1], x.shape[2]
+  v = x.at[h][...]
+  out.at[h][...] = ml.broadcast_to(v[:, None, :], (W, 2, C)).reshape(2 * W, C)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0], 2 * x.shape[1], x.shape[2]), x.dtype), grid=lambda x: (x.shape[0],))
+def upsample_w_repeated(x, out):
+  h = ml.program_id(0)
+  W, C = x.shape[1], x.shape[2]
+  t = x.at[h][...][:, None, :]
+  out.at[h][...] = ml.concatenate([t] * 2, axis=1).reshape(2 * W, C)
+
+
+def test_a_middle_axis_broadcast_is_hinted_as_a_repeat():
+  """The hint offered only 2-D loops over the leading axis, whose (2, 32) tiles are too small for
+  registers (MG204 again); a concatenation of copies works."""
+  e = expect(upsample_w, [S((4, 32, 32), F32)], mg.LayoutError, "ml.broadcast_to(v[:, None, :]",
+             "broadcasting v of shape (32, 1, 32) to (32, 2, 32): broadcasting works into 1-D and 2-D tensors,"
+             " not 3-D ones (a register tile keeps its rows in fixed threads)")
+  assert e.hint.startswith("repeat the (32, 1, 32) tensor t along axis 1 instead: ml.concatenate([t] * 2, axis=1)")
+  builds(upsample_w_repeated, S((4, 32, 32), F32))
+  x = jax.random.normal(jax.random.key(3), (4, 32, 32), F32)
+  np.testing.assert_array_equal(upsample_w_repeated(x, interpret=True), jnp.repeat(x, 2, axis=1))
