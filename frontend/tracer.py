@@ -566,7 +566,8 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
         parts = [self.text(x) if isinstance(x, (ast.Name, ast.Call, ast.Subscript, ast.Attribute,
                                                 ast.Constant)) else f"({self.text(x)})"
                  for x in node.values[i:]]
-        self.unsupported(node, "'and'/'or' on register values",
+        what = "run-time scalars" if isinstance(getattr(v, "type", None), ScalarType) else "register values"
+        self.unsupported(node, f"'and'/'or' on {what}",
                          hint=f"use & and | on booleans (both sides are computed): {op.join(parts)}")
       if (not v) if is_and else v:
         return v

@@ -288,7 +288,7 @@ def runtime_and(n, x, out):
 
 def test_and_on_runtime_values_hints_at_parenthesised_ands():
   expect(runtime_and, SPECS, mg.UnsupportedSyntaxError, "n[0] > 0 and",
-         "'and'/'or' on register values is not supported in a kernel",
+         "'and'/'or' on run-time scalars is not supported in a kernel",
          hint="use & and | on booleans (both sides are computed): (n[0] > 0) & (n[0] < 5)")
 
 

@@ -139,3 +139,23 @@ def test_a_middle_axis_broadcast_is_hinted_as_a_repeat():
   builds(upsample_w_repeated, S((4, 32, 32), F32))
   x = jax.random.normal(jax.random.key(3), (4, 32, 32), F32)
   np.testing.assert_array_equal(upsample_w_repeated(x, interpret=True), jnp.repeat(x, 2, axis=1))
+
+
+# ---------------------------------------------------------------- `or` of run-time scalars
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0],))
+def skip_padding_rows(x, out):
+  h = ml.program_id(0)
+  acc = ml.zeros(x.shape[1:], F32)
+  for dh in range(3):
+    hh = h + dh - 1
+    if hh < 0 or hh >= x.shape[0]:
+      continue
+    acc += x.at[hh][...]
+  out.at[h][...] = acc
+
+
+def test_or_of_runtime_scalars_names_scalars():
+  """A padded row skipped with `or` on the row index (a scalar) was said to be 'on register values'."""
+  expect(skip_padding_rows, [S((6, 128), F32)], mg.UnsupportedSyntaxError, "hh < 0 or hh >= x.shape[0]",
+         "'and'/'or' on run-time scalars is not supported in a kernel",
+         hint="use & and | on booleans (both sides are computed): (hh < 0) | (hh >= x.shape[0])")
