@@ -107,12 +107,7 @@ def _blocks(block):
 def _through_smem(kernel, defs, block, i) -> None:
   o = block.ops[i]
   x, res = o.x, o.result
-  v = ir.Value(RefType((math.prod(x.type.shape),), x.type.dtype, Space.SMEM), "reshape scratch")
-  alloc = SmemAlloc(o.loc, (v,))
-  defs[v.id] = alloc
-  kernel.smem.append(v)
-  kernel.transient_ids = frozenset(getattr(kernel, "transient_ids", frozenset()) | {v.id})
-  kernel.body.ops.insert(0, alloc)
+  v = _scratch(kernel, defs, x, o.loc, "reshape scratch")
   if block is kernel.body:
     i += 1
   store = RelayoutStore(v, x, o.loc)
@@ -124,10 +119,8 @@ def _through_smem(kernel, defs, block, i) -> None:
 def _copy_use(kernel, defs, use: CopyUse):
   """Give the broadcast `use.op` a copy of its operand made through SMEM; None if it is gone."""
   o = use.op
-  for op, block in _blocks(kernel.body):
-    if op is o:
-      break
-  else:
+  block = _block_of(kernel, o)
+  if block is None:
     return None
   x = o.x
   v = _scratch(kernel, defs, x, o.loc)
@@ -145,10 +138,8 @@ def _copy_use(kernel, defs, use: CopyUse):
 def _copy_result(kernel, defs, use: CopyResult):
   """Give every use of the reduction `use.op`'s vector a copy made through SMEM; None if it is gone."""
   o = use.op
-  for op, block in _blocks(kernel.body):
-    if op is o:
-      break
-  else:
+  block = _block_of(kernel, o)
+  if block is None:
     return None
   r = o.results[0]
   v = _scratch(kernel, defs, r, o.loc)
@@ -164,8 +155,14 @@ def _copy_result(kernel, defs, use: CopyResult):
   return True
 
 
-def _scratch(kernel, defs, x, loc):
-  v = ir.Value(RefType((math.prod(x.type.shape),), x.type.dtype, Space.SMEM), "vector scratch")
+def _block_of(kernel, o):
+  """The block that holds the op `o`, or None if it is gone."""
+  return next((block for op, block in _blocks(kernel.body) if op is o), None)
+
+
+def _scratch(kernel, defs, x, loc, name="vector scratch"):
+  """A flat SMEM buffer of `x`'s elements, allocated at the kernel's start (a transient buffer)."""
+  v = ir.Value(RefType((math.prod(x.type.shape),), x.type.dtype, Space.SMEM), name)
   alloc = SmemAlloc(loc, (v,))
   defs[v.id] = alloc
   kernel.smem.append(v)

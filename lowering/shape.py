@@ -146,21 +146,24 @@ def _element_indices(ctx, t, idx):
     idx = [arith.addi(idx[0], arith.divui(idx[1], n)), arith.remui(idx[1], n)]
   for a in sorted(t.layout.drop):
     idx.insert(a, arith.constant(index, 0))
-  if ctx.num_warpgroups > 1 and is_split(t):
-    rows = ctx.local_shape(t)[0]
-    idx[0] = arith.addi(idx[0], arith.muli(ctx.wg, arith.constant(index, rows)))
+  idx[0] = _global_row(ctx, t, idx[0])
   return idx
+
+
+def _global_row(ctx, t, i):
+  """Index `i` along a tensor's first axis, counted from this warpgroup's first row where
+  warpgroups split the tensor by rows (FragmentedArray.foreach counts each warpgroup's from 0)."""
+  if ctx.num_warpgroups > 1 and is_split(t):
+    index = ir.IndexType.get()
+    return arith.addi(i, arith.muli(ctx.wg, arith.constant(index, ctx.local_shape(t)[0])))
+  return i
 
 
 def _vector_coords(ctx, t, idx):
   """(0, position) index Values of a 1-D tensor's element from FragmentedArray.foreach's `idx`, this
   warpgroup's offset added where warpgroups split the vector (a tensor-core tile's row statistic at
   block=256: each warpgroup holds its own rows' values, and foreach counts them from 0)."""
-  index = ir.IndexType.get()
-  j = idx[0]
-  if ctx.num_warpgroups > 1 and is_split(t):
-    j = arith.addi(j, arith.muli(ctx.wg, arith.constant(index, ctx.local_shape(t)[0])))
-  return [arith.constant(index, 0), j]
+  return [arith.constant(ir.IndexType.get(), 0), _global_row(ctx, t, idx[0])]
 
 
 def _flat(i, j, row):
@@ -203,8 +206,7 @@ def _flat_index(ctx, t, idx, roll=None, flip=()):
   if len(idx) < len(t.shape):     # a 2-D row or column vector: its size-1 axis (a 1-D vector has none)
     for a in sorted(t.layout.drop):
       idx.insert(a, arith.constant(index, 0))
-  if ctx.num_warpgroups > 1 and is_split(t):
-    idx[0] = arith.addi(idx[0], arith.muli(ctx.wg, arith.constant(index, ctx.local_shape(t)[0])))
+  idx[0] = _global_row(ctx, t, idx[0])
   assert len(idx) == len(t.shape), (idx, t)
   if roll is not None and roll[0] is not None:    # (axis, shift): the index along axis moved, modulo its size
     idx[roll[0]] = _moved(idx[roll[0]], roll[1], t.shape[roll[0]])
