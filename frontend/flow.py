@@ -14,6 +14,7 @@ from . import errors as E
 from . import ir
 from . import jumps
 from .assign import DICT_VIEWS, holds_value
+from .loop_bounds import check_static_bounds, check_wrapped_range
 from .builder import Call
 from .carried import (as_value, carries_of, carry_slices, conversion, describe, initial_value, int_float_hint,
                       is_carriable, is_weak, rebuilt, same_type, start_kind, static_equal,
@@ -24,7 +25,7 @@ from .env import POISON, Unbound as _Unbound, assigned_names
 from .ops import control as ctl
 from .ops import elementwise as ew
 from .ops.base import Num, is_value, value_words
-from .ops.elementwise_checks import check_python_int, method_on
+from .ops.elementwise_checks import method_on
 from .ops.memory import index_operand
 from .types import RefType, ScalarType, TensorType, dtype_name, resolve
 
@@ -83,7 +84,7 @@ def trace_for(tracer, node: ast.For):
   if fn is reversed and (down := reversed_range(tracer, node, it)) is not None:
     return trace_for(tracer, down)      # reversed(range(a, n)) of a run-time n: range(n - 1, a - 1, -1)
   if fn not in (range, ctl.static_range, ctl.range):
-    _check_wrapped_range(tracer, node, it, fn)
+    check_wrapped_range(tracer, node, it, fn)
     seq = tracer.eval(it)             # a static sequence (a tuple, a list, enumerate/zip of them): unrolled
     if (hasattr(seq, "__next__") or isinstance(seq, (range, dict, *DICT_VIEWS))) and not is_value(seq):
       seq = tuple(seq)                # (r = ml.static_range(4) then for i in r: a Python range; d.items())
@@ -166,7 +167,7 @@ def trace_for(tracer, node: ast.For):
     raise E.KernelTypeError(f"range() in a kernel counts upwards: a step of {step} is not supported", tracer.loc(it),
                             hint="count upwards and compute the descending index inside: for k in range(n):"
                                  " c = n - 1 - k")
-  _check_static_bounds(tracer, it, (start, stop, step), counter)
+  check_static_bounds(tracer, it, (start, stop, step), counter)
   if isinstance(start, int) and isinstance(stop, int) and isinstance(step, int) and stop <= start:
     names = getattr(tracer.b, "empty_loop_names", set())     # buffers used only in its body
     tracer.b.empty_loop_names = names | {n.id for st in node.body for n in ast.walk(st)   # are not
@@ -243,71 +244,6 @@ def _index_after(tracer, loc, old, bounds, counter):
   if isinstance(start, int) and isinstance(stop, int):    # (an empty one left the name as it was)
     return ew.constant(cx, last, counter) if isinstance(last, int) else last    # a scalar, as in the body
   return ew.where_(cx, ew.compare(cx, ew.CmpOp.LT, start, stop), last, old)
-
-
-def _check_wrapped_range(tracer, node, it, fn) -> None:
-  """`for c in reversed(range(n))`, zip(range(n), ...), enumerate(range(n)) with a run-time n (or
-  over ml.range): a runtime loop counts upwards over its own index only."""
-  if not isinstance(it, ast.Call) or not isinstance(fn, type(len)) and fn not in (reversed, zip, enumerate):
-    return
-  for a in it.args:
-    inner = tracer.eval(a.func) if isinstance(a, ast.Call) else None
-    if inner not in (range, ctl.range):
-      continue
-    if inner is range and not any(is_value(x) for x in tracer.eval_spread(a.args)):
-      continue              # range(4): a static sequence, unrolled
-    called, rng = getattr(fn, "__name__", "it"), tracer.text(a)
-    why = "has a run-time bound" if inner is range else "is a runtime loop"
-    c = node.target.id if isinstance(node.target, ast.Name) else "c"
-    k = "k" if c != "k" else "j"
-    bounds = [tracer.text(x) for x in a.args]
-    if fn is reversed:
-      last = None
-      if len(bounds) == 1 or len(bounds) == 2 and bounds[0] == "0":
-        last = f"{bounds[-1]} - 1"
-      elif len(bounds) == 2:
-        off = int(bounds[0]) - 1 if bounds[0].isdigit() else None
-        last = (bounds[1] if off == 0 else f"{bounds[1]} + {off}" if off is not None
-                else f"{bounds[0]} + {bounds[1]} - 1")
-      hint = (f"count upwards and compute the descending index inside: for {k} in {rng}: {c} = {last} - {k}"
-              if last else
-              "count upwards and compute the descending index inside: for k in range(n): c = n - 1 - k")
-    elif fn is zip:
-      hint = (f"loop over {rng} and compute the other item from the loop's index (for i in {rng}: w = ... i ...),"
-              f" or read it from a ref at that index (w = w_ref[i]); a static tuple zips with a static range:"
-              f" zip(range(4), ws)")
-    elif fn is enumerate:
-      hint = (f"loop over {rng} alone and take the position from its index: in for i in range(a, n) it is"
-              f" i - a (i itself for range(n))")
-    else:
-      hint = f"loop over {rng} itself and compute from its index inside the body"
-    raise E.UnsupportedSyntaxError(
-        f"{called}() cannot take a runtime loop: {rng} {why}, and a runtime loop only counts upwards over"
-        f" its own index", tracer.loc(it), hint=hint)
-
-
-def _check_static_bounds(tracer, it, bounds, counter) -> None:
-  """A runtime loop counts in int32 (uint32 with uint32 bounds): its static bounds and step, and
-  the index it steps to after its last trip, must fit, or the count wraps on the GPU."""
-  kind = dtype_name(counter)
-  hint = (f"a runtime loop counts in {kind}: keep its bounds below 2**{32 if counter == DType.u32 else 31}"
-          f" (count further with two nested loops: for hi in range(a): for lo in range(b)),"
-          f" or unroll it with ml.static_range if it is short")
-  given = bounds[1:2] if len(it.args) == 1 else bounds[:len(it.args)]   # range(stop), (start, stop), ...
-  spread = any(isinstance(a, ast.Starred) for a in it.args)
-  for k, x in enumerate(given):
-    if isinstance(x, int):
-      what = "stop" if len(given) == 1 else ("start", "stop", "step")[k]
-      at = tracer.loc(it if spread else it.args[k])
-      check_python_int(Call(tracer.b, at), x, counter, f"this loop's {what}", hint=hint)
-  start, stop, step = bounds
-  if all(isinstance(x, int) for x in bounds) and step > 0 and stop > start:
-    last = start + (stop - start - 1) // step * step
-    hi = 2 ** 32 - 1 if counter == DType.u32 else 2 ** 31 - 1
-    if last + step > hi:
-      raise E.KernelTypeError(
-          f"this loop steps its index from {last} to {last + step}, which does not fit in {kind}: the loop"
-          f" counts in {kind}, so the index would wrap and the loop would not end", tracer.loc(it), hint=hint)
 
 
 class _Widen(Exception):

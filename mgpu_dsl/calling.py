@@ -9,7 +9,6 @@ from __future__ import annotations
 import functools
 import inspect
 import math
-import re
 import reprlib
 import types
 
@@ -595,94 +594,6 @@ def fallback_signature() -> inspect.Signature:
   return inspect.Signature([P("inputs", P.VAR_POSITIONAL),
                             P("interpret", P.KEYWORD_ONLY, default=None, annotation="bool | None"),
                             P("constexprs", P.VAR_KEYWORD)])
-
-
-def call_with_meta(f, args, constexprs, what, loc, inputs=()):
-  """Call a grid/out_shape callable with the inputs and whichever constexprs it names
-  (`inputs`: the inputs' parameter names, for the hints)."""
-  try:
-    params = parameters(f)
-  except TypeError:       # an unhashable callable
-    params = None
-  import jax
-  try:
-    kw = {} if params is None else constexprs
-    if params is not None and not any(p.kind == p.VAR_KEYWORD for p in params):
-      kw = {k: v for k, v in constexprs.items() if k in {p.name for p in params}}
-    with jax.ensure_compile_time_eval():      # jnp on shapes and constants stays a value under jax.jit
-      got = _on_arrays(f, args, kw)
-      if what == "out_shape" or not _jax_ints(got):
-        return got
-      # jnp.int32(x.shape[0] // 128): an int when the callable gives it also for abstract inputs (so it
-      # does not come from their values: an ml.scalar's is known only at run time)
-      spec = lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype) if hasattr(a, "shape") and hasattr(a, "dtype") else a
-      shape_only = _on_arrays(f, [spec(a) for a in args], kw)
-    return _concrete_ints(got, shape_only)
-  except E.InternalError:
-    raise
-  except E.KernelError as e:     # ml.cdiv(n, 0) in the callable: its own words, once
-    raise E.SignatureError(cap(
-        f"the {what} callable failed for {len(args)} input(s)"
-        f" {', '.join(describe(a) for a in args)}: {e.message}"), loc, hint=e.hint) from None
-  except Exception as e:
-    from . import value_hints
-    if value_hints.reads_values(e):
-      raise value_hints.values_error(what, ", ".join(describe(a) for a in args), loc) from None
-    missing = _ARRAY_ATTR.match(str(e)) if isinstance(e, AttributeError) else None
-    text = f"an input array has no attribute {missing.group(1)!r}" if missing else str(e)
-    from . import triton_names
-    triton = (triton_names.meta_hint(loc, f, list(inputs) or [f"x{i}" for i in range(len(args))], constexprs, what)
-              or triton_names.name_hint(e))
-    raise E.SignatureError(cap(
-        f"the {what} callable failed for {len(args)} input(s)"
-        f" {', '.join(describe(a) for a in args)}: {type(e).__name__}: {text}"), loc,
-        hint=triton or f"{what} is called with the kernel's inputs (and the constexprs it names)"
-             + ("; an input has .shape, .dtype, .ndim and jnp's array methods" if missing else "")) from None
-
-
-def _jax_ints(x) -> bool:
-  """Whether a launch tuple (or count) holds a 0-d integer jax array."""
-  import jax
-  if isinstance(x, (tuple, list)):
-    return any(_jax_ints(i) for i in x)
-  return isinstance(x, jax.Array) and x.shape == () and np.issubdtype(x.dtype, np.integer)
-
-
-def _concrete_ints(x, shape_only):
-  """`x` (a launch tuple or count) with its 0-d integer jax arrays that are values also in `shape_only`
-  (the callable's result for abstract inputs: computed from shapes and constants) as ints."""
-  import jax
-  if isinstance(x, (tuple, list)) and isinstance(shape_only, (tuple, list)) and len(x) == len(shape_only):
-    return type(x)(_concrete_ints(i, j) for i, j in zip(x, shape_only))
-  if _jax_ints(x) and isinstance(shape_only, jax.Array) and not isinstance(shape_only, jax.core.Tracer):
-    return int(x)
-  return x
-
-
-# JAX's words for an attribute an abstract array lacks (a tracer under jit, a ShapeDtypeStruct)
-_ARRAY_ATTR = re.compile(r"^'?(?:\w*Tracer|ShapedArray|ShapeDtypeStruct|[\w.]*ArrayImpl|numpy\.ndarray)'?(?: object)? has no attribute '?(\w+)'?$")
-
-
-def _on_arrays(f, args, kwargs):
-  """`f(*args, **kwargs)`, where the jax.ShapeDtypeStructs among `args` (the specs of typed_ir, check
-  and mlir, and each element's shapes under jax.vmap) stand as abstract arrays: a callable written
-  for the arrays of a call (lambda x: x.astype(jnp.float16), x[:, :64], x.T) gives there what it
-  gives on them. Arrays it returns come back as jax.ShapeDtypeStructs."""
-  import jax
-  at = [i for i, a in enumerate(args) if isinstance(a, jax.ShapeDtypeStruct)]
-  if not at:
-    return f(*args, **kwargs)
-  got = []
-  spec = lambda l: jax.ShapeDtypeStruct(tuple(l.shape), l.dtype) if isinstance(l, jax.core.Tracer) else l
-
-  def on(*xs):
-    full = list(args)
-    for i, x in zip(at, xs):
-      full[i] = x
-    got.append(jax.tree.map(spec, f(*full, **kwargs)))    # no tracer leaves the trace (jax_check_tracer_leaks)
-    return ()
-  jax.eval_shape(on, *[args[i] for i in at])
-  return got[0]
 
 
 def unpartial(fn) -> tuple:

@@ -14,7 +14,7 @@ from typing import Any, Callable, NamedTuple
 import numpy as np
 
 from . import cache as C
-from . import calling, grid_hints
+from . import calling, grid_hints, meta_calls
 from .triton_names import in_user_alias
 from . import deps as D
 from . import dump
@@ -245,12 +245,12 @@ class KernelFunction:
     if not static and arity is not None and arity[0] == arity[1] == len(args) == len(pk.ref_params):
       # The out_shape callable takes every parameter as an input: one that returns no outputs
       # (lambda x: ()) is the mistake to report, not the count.
-      out = calling.call_with_meta(out, args, meta, "out_shape", at("out_shape"), pk.ref_params[:len(args)])
+      out = meta_calls.call_with_meta(out, args, meta, "out_shape", at("out_shape"), pk.ref_params[:len(args)])
       no_outputs()
       arity = "called"
     calling.check_count(pk, len(args), bounds, name, loc)
     if not static and arity != "called":
-      out = calling.call_with_meta(out, args, meta, "out_shape", at("out_shape"), pk.ref_params[:len(args)])
+      out = meta_calls.call_with_meta(out, args, meta, "out_shape", at("out_shape"), pk.ref_params[:len(args)])
       no_outputs()
     leaves, treedef = jax.tree.flatten(out)
     if not leaves or not all(calling.is_array_like(l) for l in leaves):
@@ -312,7 +312,7 @@ class KernelFunction:
     `nothing`: every output is empty, so a grid of no programs is no launch (grid None);
     `all_empty`: so it is, but the caller (check, mlir) needs a kernel."""
     at = self.parsed.option_loc
-    grid = (calling.call_with_meta(self.grid, args, constexprs, "grid", at("grid"),
+    grid = (meta_calls.call_with_meta(self.grid, args, constexprs, "grid", at("grid"),
                                    self.parsed.ref_params[:len(args)]) if callable(self.grid)
             else self.grid)
     empty = [i for i, a in enumerate(args) if 0 in tuple(getattr(a, "shape", ()))]
@@ -337,14 +337,14 @@ class KernelFunction:
     fc.check_grid_limits(grid, at("grid"))
     block = self.block
     if callable(block):
-      block = calling.call_with_meta(block, args, constexprs, "block", at("block"), self.parsed.ref_params[:len(args)])
+      block = meta_calls.call_with_meta(block, args, constexprs, "block", at("block"), self.parsed.ref_params[:len(args)])
     if not isinstance(block, int) or isinstance(block, bool) or block % 128 or not 128 <= block <= 1024:
       raise E.LaunchConfigError(
           f"block must be a multiple of 128 threads (one warpgroup) between 128 and 1024, got {block!r}",
           at("block"), hint="Mosaic GPU works in warpgroups of 128 threads: use block=128, 256 or 384")
     cluster = self.cluster
     if callable(cluster):
-      cluster = calling.call_with_meta(cluster, args, constexprs, "cluster", at("cluster"),
+      cluster = meta_calls.call_with_meta(cluster, args, constexprs, "cluster", at("cluster"),
                                         self.parsed.ref_params[:len(args)])
     cluster = _as_tuple3((1,) if cluster is None else cluster, "cluster", at("cluster"))
     for d, g, c in zip("xyz", grid, cluster):
