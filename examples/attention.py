@@ -169,10 +169,8 @@ def forward_kernel(q, k, v, o, lse, *, bq: ml.constexpr, bkv: ml.constexpr, stag
                    persistent: ml.constexpr = False):
   """o = softmax(q @ k.T * scale) @ v for `bq` rows of one head; lse (natural log) per row.
 
-  `persistent`: a grid of one program an SM, each walking query tiles (of every head and batch), so
-  the producer warpgroup loads the next tile's K and V while this tile's last steps and output run,
-  rather than each tile's CTA starting with an empty pipeline.
-  """
+  `persistent`: one program an SM walks query tiles of every head and batch, its producer warpgroup
+  loading the next tile's K and V while this tile finishes (no CTA starts with an empty pipeline)."""
   q_s = ml.smem((bq, q.shape[3]))
   k_s = ml.smem((bkv, q.shape[3]))
   v_s = ml.smem((bkv, q.shape[3]))
