@@ -181,10 +181,6 @@ def assign_layouts_relayout(kernel, defs, assign) -> None:
     except E.LayoutError as e:
       culprit = getattr(e, "relayout", None)
       if isinstance(culprit, (CopyUse, CopyResult)):
-        # one warpgroup only: at block=256 a kernel with such a copy (ssd_intra, test_probe33c) gave wrong
-        # results on the H200 (twenty-fourth session), so there the vector's second layout stays an error
-        if kernel.block > 128:
-          raise
         if (_copy_use if isinstance(culprit, CopyUse) else _copy_result)(kernel, defs, culprit) is None:
           raise
         continue

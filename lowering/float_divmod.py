@@ -18,6 +18,7 @@ import ml_dtypes
 import numpy as np
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import llvm, vector
 from jaxlib.mlir.dialects import math as mlir_math
 
 from ..frontend.dtypes import DType
@@ -52,6 +53,24 @@ def fmod(a: fa.FragmentedArray, b: fa.FragmentedArray, n: int) -> fa.FragmentedA
   return nan.select(fa.FragmentedArray.splat(_f32(float("nan")), r.shape, r.layout), r)
 
 
+def _div_rn(a: fa.FragmentedArray, b: fa.FragmentedArray) -> fa.FragmentedArray:
+  """a / b rounded to nearest, as XLA and NumPy divide: `arith.divf` compiles to an approximate
+  division on the GPU (design note 64), which moved jnp's rounded quotient by one where the exact one
+  is near a half (the H200 run of session 25, quotients of 2**22 to 2**23)."""
+  def op(x, y):
+    if not isinstance(x.type, ir.VectorType):
+      return llvm.inline_asm(x.type, [x, y], "div.rn.f32 $0, $1, $2;", "=f,f,f")
+    out = x
+    for j in range(ir.VectorType(x.type).shape[0]):
+      pos = ir.DenseI64ArrayAttr.get([j])
+      xj = vector.extract(x, dynamic_position=[], static_position=pos)
+      yj = vector.extract(y, dynamic_position=[], static_position=pos)
+      q = llvm.inline_asm(xj.type, [xj, yj], "div.rn.f32 $0, $1, $2;", "=f,f,f")
+      out = vector.insert(q, out, dynamic_position=[], static_position=pos)
+    return out
+  return a._pointwise(op, b)
+
+
 def _scaled(y, e: int):
   """y * 2**e, in factors a float32 holds (each exact, or inf where the product is)."""
   while e > 0:
@@ -74,7 +93,10 @@ def floor_divmod(kind: BinOp, a: fa.FragmentedArray, b: fa.FragmentedArray, d: D
   moved = (mod != 0.0) & ((mod < 0.0) ^ (b < 0.0))
   if kind == BinOp.MOD:
     return moved.select(mod + b, mod)
-  q = (b == 0.0).select(a, a - mod) / b
+  q = _div_rn(wide((b == 0.0).select(a, a - mod)), wide(b))
+  if d != DType.f32:
+    q = q.astype(a.mlir_dtype)                           # float32's rounded quotient, rounded again: the
+    # 16-bit dtype's own (a float32 quotient has more than twice their bits and two more)
   q = (moved | (mod != mod)).select(q - 1.0, q)
   t = q._pointwise(mlir_math.trunc)                      # rounded half away from zero, as lax.round
   return ((q - t).abs() >= 0.5).select((q < 0.0).select(t - 1.0, t + 1.0), t)

@@ -111,10 +111,9 @@ def test_a_computed_vector_broadcast_both_ways_reads_a_copy_through_smem():
   np.testing.assert_allclose(segsum_exp(a, interpret=True), _segsum_ref(a, 64), rtol=1e-5, atol=1e-6)
   assert "relayoutstore" in segsum_exp.typed_ir(S(a.shape, F32))
   _export(segsum_exp, S(a.shape, F32))
-  # at block=256 the copy is not made (it gave wrong results on the H200 in ssd_intra): MG204 as before
-  x, a, b, c = _ssd_inputs()
-  with pytest.raises(mg.LayoutError, match="row statistic"):
-    ssd_intra(x, a, b, c, interpret=True)
+  x, a, b, c = _ssd_inputs()             # at block=256: two warpgroups, the cumsum split between them
+  np.testing.assert_allclose(ssd_intra(x, a, b, c, interpret=True), _ssd_intra_ref(x, a, b, c, 128), rtol=2e-2, atol=2e-2)
+  _export(ssd_intra, *(S(t.shape, t.dtype) for t in (x, a, b, c)))
   q, k, v, g = _gla_inputs()
   np.testing.assert_allclose(gla_chunked(q, k, v, g, interpret=True), _gla_ref(q, k, v, g), rtol=5e-2, atol=5e-2)
   _export(gla_chunked, *(S(t.shape, t.dtype) for t in (q, k, v, g)))
@@ -153,6 +152,9 @@ def test_gpu_vectors_broadcast_both_ways_match_interpret_mode():
   a = jnp.asarray(-np.random.default_rng(1).random((4, 256)), F32)
   np.testing.assert_allclose(np.asarray(jax.jit(segsum_exp)(a)), np.asarray(segsum_exp(a, interpret=True)),
                              rtol=1e-5, atol=1e-6)
+  x, a, b, c = _ssd_inputs(seed=2)        # block=256: wrong on the H200 until the split scan's fix
+  np.testing.assert_allclose(np.asarray(jax.jit(ssd_intra)(x, a, b, c)), np.asarray(ssd_intra(x, a, b, c, interpret=True)),
+                             rtol=2e-2, atol=2e-2)
   q, k, v, g = _gla_inputs(seed=1)
   np.testing.assert_allclose(np.asarray(jax.jit(gla_chunked)(q, k, v, g)), _gla_ref(q, k, v, g), rtol=5e-2, atol=5e-2)
 
