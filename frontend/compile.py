@@ -32,6 +32,7 @@ from .ops.atomic import accumulated_outputs, check_atomic_layouts
 from .ops.memory import View
 from .ops.roll import check_window_uses
 from .pipeline import pipeline_loops
+from .warp_specialize import release_early
 from .pingpong import insert_turns
 from .smem import plan_scratch, plan_smem
 from .source import Source, read_function
@@ -259,6 +260,7 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, bloc
     SyncPass(em.defs, block=block, explicit=pipelined.explicit, deferred=pipelined.deferred,
              group=kernel.smem_plan.group,
              alias={ins[i].value.id: outs[o].value for i, o in (kernel.aliases or {}).items()}).run(em.block, end)
+    release_early(kernel)
     insert_turns(kernel)
   except E.KernelError as e:
     E.note_inline_calls(e, em.inline_sites)

@@ -40,7 +40,7 @@ from .ops.control import (LOOPS, AwaitStores, BarrierAlloc, BarrierArrive, Barri
                           If, WarpSpecialize, Yield)
 from .ops.elementwise import BinOp, Binary, CmpOp, Compare
 from .ops.memory import ClusterRef, SmemAlloc, root_in
-from .ops.mma import DotWait
+from .ops.mma import Dot, DotWait
 from .pipeline import record
 from .pipeline_plan import I32, arith, issue, make_plan, mod, multibuffer, pure_scalar, staged_body
 from .pipeline_plan import stores_per_iteration
@@ -71,7 +71,7 @@ def warp_specialize(kernel: ir.Kernel, loop: For, em, result) -> None:
   empty = ir.Value(BarrierType(S, kernel.block // hw.WARPGROUP, _multicast_axis(plan)), "empty")
   alloc = em.defs[empty.id] = BarrierAlloc(loc, (empty,))
 
-  consumer_ops = _consumer_loop(plan, empty, em)
+  consumer_ops = _consumer_loop(kernel, plan, empty, em)
   producer = ir.Block(_producer(kernel, plan, path, empty, em) + [Yield((), loc)])
   _replace(kernel.body, loop, consumer_ops, path)
 
@@ -160,7 +160,7 @@ def _replace(block, old, new_ops, path):
 
 
 # ---------------------------------------------------------------- consumers
-def _consumer_loop(plan, empty, em) -> list:
+def _consumer_loop(kernel, plan, empty, em) -> list:
   """The loop with its loads replaced by waits and its stages released, and the ops around it."""
   loop, S, loc = plan.loop, plan.stages, plan.loop.loc
   body, stage = staged_body(em, plan)
@@ -175,8 +175,11 @@ def _consumer_loop(plan, empty, em) -> list:
       prev = mod(em, em.emit(Binary, BinOp.ADD, plan.iv, S - 1, loc=loc, types=[I32]).result, S, loc)
     # DotWait and AwaitStores complete for the whole warpgroup: one thread may say so at once,
     # unless threads also read the stage into registers (other warps may still be reading it)
-    body.ops.append(If(first, ir.Block([BarrierArrive(empty, prev, loc, sync=regs), Yield((), loc)]),
-                       ir.Block([Yield((), loc)]), loc, ()))
+    release = If(first, ir.Block([BarrierArrive(empty, prev, loc, sync=regs), Yield((), loc)]),
+                 ir.Block([Yield((), loc)]), loc, ())
+    body.ops.append(release)
+    if not plan.reads & {Access.REG_READ, Access.TMA_READ}:   # only dots read the stages: release_early may move it
+      kernel.early_release = getattr(kernel, "early_release", frozenset()) | {id(release)}
   else:                          # every thread has read this stage into registers
     body.ops.append(BarrierArrive(empty, stage, loc))
   body.ops.append(loop.body.ops[-1])
@@ -201,6 +204,44 @@ def _consumer_loop(plan, empty, em) -> list:
         ran = em.emit(Compare, CmpOp.GT, loop.stop, 0, loc=loc, types=[BOOL]).result
       after += cond.ops + [If(ran, then, ir.Block([Yield((), loc)]), loc, ())]
   return plan.pre + [new_loop] + after
+
+
+def release_early(kernel) -> None:
+  """Move each warp-specialised loop's release of the previous stage (only dots read its stages) up to
+  the first wait in the body that retires every dot of the previous iteration: a `DotWait(p)` at the
+  body's top level after at least `p` dots of this iteration were issued (each dot is one group, and
+  groups retire in order). The sync pass placed those waits (before the first read of a dot's result,
+  the scores of attention), so the producer may refill the stage from there rather than from the
+  body's end: with the softmax between, nearly one iteration sooner, which is what lets two stages
+  keep the tensor cores fed (it runs after the sync pass)."""
+  marked = getattr(kernel, "early_release", frozenset())
+  if not marked:
+    return
+  for loop in [o for o in ir.walk(kernel.body) if isinstance(o, LOOPS)]:
+    ops = loop.body.ops
+    at = next((i for i, o in enumerate(ops) if id(o) in marked), None)
+    if at is None:
+      continue
+    issued, to = 0, None
+    for i, o in enumerate(ops[:at]):
+      if isinstance(o, DotWait) and o.pending <= issued:
+        to = i + 1
+        break
+      issued += isinstance(o, Dot)       # (dots in nested blocks may not run: not counted)
+    if to is None:
+      continue
+    deps, need = [], {id(v) for v in ops[at].operands() if isinstance(v, ir.Value)}
+    need |= {id(v) for o in ir.walk(ops[at].then_block) for v in o.operands() if isinstance(v, ir.Value)}
+    for o in reversed(ops[to:at]):       # the scalar ops that compute its condition and stage
+      if any(id(r) in need for r in o.results):
+        if not pure_scalar(o):
+          break
+        deps.append(o)
+        need |= {id(v) for v in o.operands() if isinstance(v, ir.Value)}
+    else:
+      moved = deps[::-1] + [ops[at]]
+      rest = [o for o in ops[to:at] if all(o is not m for m in moved)]
+      ops[to:at + 1] = moved + rest
 
 
 def _check_roles(consumer):

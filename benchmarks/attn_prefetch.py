@@ -1,0 +1,130 @@
+"""Two-stage persistent attention forwards, and the next tile's Q loaded under this tile's epilogue (issue #9).
+
+    python benchmarks/attn_prefetch.py [--seq 4096] [--head-dim 128] [--causal full]
+
+A warp-specialised loop's compute warpgroups now release the previous iteration's K/V stage at the
+first wait that retires its dots (after the scores' dot, before the softmax) rather than at the end of
+the body (frontend/warp_specialize.py `release_early`), so the producer has nearly a whole iteration
+more to refill it: two stages may then keep the tensor cores fed, which frees 64 KiB of SMEM at
+head_dim 128. With it, `prefetch` loads the next tile's Q as soon as the key loop ends (the loop's
+last dot has read Q) and stores O through an SMEM buffer of its own, so the Q load runs under the
+epilogue rather than before the next tile's first dot. Each variant is checked against the float32
+reference before it is timed; TFLOP/s by kernel time, wall ms per call.
+"""
+import argparse
+import dataclasses
+import os
+import sys
+
+import jax
+import jax.numpy as jnp
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+
+sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
+from common import table  # noqa: E402
+import attention as ex  # noqa: E402
+
+TOKENS, HEADS = 16384, 16
+HEADER = ("D", "mask", "seq", "config", "TFLOP/s", "wall ms")
+
+
+@ml.inline
+def key_loop(q, k, v, q_s, k_s, v_s, i, h, b, bq, bkv, stages, causal, scale):
+  """The online softmax of query tile i over its key blocks: (m, l, acc)."""
+  hk = h // (q.shape[2] // k.shape[2])
+  c = scale * ex.LOG2E
+  m = ml.full((bq,), ex.NEG_INF, jnp.float32)
+  l = ml.zeros((bq,), jnp.float32)
+  acc = ml.zeros((bq, q.shape[3]), jnp.float32)
+  n = ex.kv_blocks(q, k, i, bq, bkv, causal)
+  for j in ml.range(n, stages=stages, warp_specialize=True):
+    ml.copy(k.at[b, ml.ds(j * bkv, bkv), hk, :], k_s)
+    ml.copy(v.at[b, ml.ds(j * bkv, bkv), hk, :], v_s)
+    s = ml.dot(q_s, k_s.T)
+    if causal:
+      if (j + 1) * bkv > i * bq:
+        rows = i * bq + ml.arange(bq)[:, None]
+        cols = j * bkv + ml.arange(bkv)[None, :]
+        s = ml.where(cols <= rows, s, ex.NEG_INF)
+    m_new = ml.maximum(m, ml.max(s, axis=1) * c)
+    alpha = ml.exp2(m - m_new, approx=True)
+    p = ml.exp2(s * c - m_new[:, None], approx=True)
+    l = l * alpha + ml.sum(p, axis=1)
+    acc = ml.dot(p.astype(q.dtype), v_s, acc * alpha[:, None])
+    m = m_new
+  return m, l, acc
+
+
+def prefetch_kernel(q, k, v, o, lse, *, bq: ml.constexpr, bkv: ml.constexpr, stages: ml.constexpr,
+                    causal: ml.constexpr, scale: ml.constexpr):
+  d = q.shape[3]
+  q_s, k_s, v_s, o_s = ml.smem((bq, d)), ml.smem((bkv, d)), ml.smem((bkv, d)), ml.smem((bq, d))
+  tiles = ml.cdiv(q.shape[1], bq) * q.shape[2] * q.shape[0]
+  pid, programs = ml.program_id(0), ml.num_programs(0)
+  i0, h0, b0 = ex.tile_ids(pid, q, bq, causal)
+  ml.copy(q.at[b0, ml.ds(i0 * bq, bq), h0, :], q_s)
+  for t in range(pid, tiles, programs):
+    i, h, b = ex.tile_ids(t, q, bq, causal)
+    m, l, acc = key_loop(q, k, v, q_s, k_s, v_s, i, h, b, bq, bkv, stages, causal, scale)
+    i2, h2, b2 = ex.tile_ids(ml.where(t + programs < tiles, t + programs, t), q, bq, causal)
+    ml.copy(q.at[b2, ml.ds(i2 * bq, bq), h2, :], q_s)       # the next tile's Q, under the epilogue
+    o_s[...] = (acc * (1.0 / l)[:, None]).astype(o.dtype)
+    ml.copy(o_s, o.at[b, ml.ds(i * bq, bq), h, :])
+    ex.store_lse(lse, (m + ml.log2(l)) * (1.0 / ex.LOG2E), b, h, i, bq)
+
+
+def _grid(q, *_, bq, **__):
+  return (min(ml.cdiv(q.shape[1], bq) * q.shape[2] * q.shape[0], mg.num_sms()),)
+
+
+prefetch = mg.mgpu_kernel(prefetch_kernel, out_shape=ex._fwd_out, grid=_grid, block=ex._fwd_block)
+
+
+def variants(d, causal):
+  base = dataclasses.replace(ex.default_config(d, causal), persistent=True)
+  for stages in (base.stages, 2):
+    c = dataclasses.replace(base, stages=stages)
+    yield f"persistent q{c.bq} kv{c.bkv} s{stages}", lambda q, k, v, c=c: ex.attention(q, k, v, causal, config=c)
+  scale = 1.0 / d ** 0.5
+  yield f"prefetch q{base.bq} kv{base.bkv} s2", lambda q, k, v: prefetch(
+      q, k, v, bq=base.bq, bkv=base.bkv, stages=2, causal=causal, scale=scale)[0]
+
+
+def main():
+  p = argparse.ArgumentParser()
+  p.add_argument("--seq", type=int, action="append")
+  p.add_argument("--head-dim", type=int, action="append")
+  p.add_argument("--causal", choices=("full", "causal"), action="append")
+  a = p.parse_args()
+  print(f"jax {jax.__version__} on {jax.devices()[0].device_kind}; float16, batch x seq = {TOKENS}, {HEADS} heads;"
+        " TFLOP/s by kernel time, wall ms")
+  rows = []
+  for d in a.head_dim or (128, 64):
+    for causal in [m == "causal" for m in (a.causal or ("full", "causal"))]:
+      for seq in a.seq or (1024, 4096):
+        b = TOKENS // seq
+        keys = jax.random.split(jax.random.key(seq + d), 3)
+        q, k, v = (jax.random.normal(kk, (b, seq, HEADS, d), jnp.float32).astype(jnp.float16) for kk in keys)
+        want = ex.reference(q[:, :, :1], k[:, :, :1], v[:, :, :1], causal)[0]
+        flop = 4 * seq * seq * d * HEADS * b / (2 if causal else 1)
+        for name, fn in variants(d, causal):
+          f = jax.jit(fn)
+          try:
+            got = f(q, k, v)
+            err = float(jnp.linalg.norm((got[:, :, :1] - want).astype(jnp.float32)) / jnp.linalg.norm(want))
+            if not err < 3e-2:
+              raise AssertionError(f"relative error {err:.2g}")
+            ms = mg.bench(f, q, k, v) * 1e3
+            rows.append((d, "causal" if causal else "full", seq, name, f"{flop / ms / 1e9:.0f}",
+                         f"{mg.bench_wall(f, q, k, v) * 1e3:.3f}"))
+          except Exception as e:     # a variant that does not compile or run: noted, the others go on
+            rows.append((d, "causal" if causal else "full", seq, name, f"{type(e).__name__}: {str(e)[:80]}", ""))
+          print(table(HEADER, rows[-1:]), flush=True)
+  print(table(HEADER, rows))
+
+
+if __name__ == "__main__":
+  main()
