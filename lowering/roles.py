@@ -114,6 +114,8 @@ def _i_barrier_alloc(cta, o):
 def _i_barrier_arrive(cta, o):
   cta.get(o.barrier).completed[int(cta.operand(o.index))] += 1   # every warpgroup of the role arrives
   cta.touched.clear()                # and releases its accesses to whoever waits for the phase
+  if cta.role is not None:           # the other role runs at once: a stage released while a dot of this
+    yield Blocked(o.loc, "arrived")  # role may still read it is refilled under that dot (a RaceError)
 
 
 @interpret(BarrierWait)
