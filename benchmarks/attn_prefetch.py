@@ -10,6 +10,11 @@ head_dim 128. With it, `prefetch` loads the next tile's Q as soon as the key loo
 last dot has read Q) and stores O through an SMEM buffer of its own, so the Q load runs under the
 epilogue rather than before the next tile's first dot. Each variant is checked against the float32
 reference before it is timed; TFLOP/s by kernel time, wall ms per call.
+
+Measured on the H200 (twenty-fifth session, docs/benchmarks.md): with the early release the default
+three-stage persistent forward went from 623-631 to 643-645 TFLOP/s at head_dim 128, seq 4096; two
+stages now run at 620 (444 before); the Q prefetch on two stages is slower (602; causal 409, with
+its tiles in plain order rather than the default's pairs).
 """
 import argparse
 import dataclasses
@@ -88,6 +93,10 @@ def variants(d, causal):
   for stages in (base.stages, 2):
     c = dataclasses.replace(base, stages=stages)
     yield f"persistent q{c.bq} kv{c.bkv} s{stages}", lambda q, k, v, c=c: ex.attention(q, k, v, causal, config=c)
+  for persistent in (True, False):     # the warpgroups taking turns on the tensor cores (FA3's ping-pong)
+    c = dataclasses.replace(base, persistent=persistent, pingpong=True)
+    yield f"{'persistent' if persistent else 'grid'} pingpong s{c.stages}", \
+        lambda q, k, v, c=c: ex.attention(q, k, v, causal, config=c)
   scale = 1.0 / d ** 0.5
   yield f"prefetch q{base.bq} kv{base.bkv} s2", lambda q, k, v: prefetch(
       q, k, v, bq=base.bq, bkv=base.bkv, stages=2, causal=causal, scale=scale)[0]

@@ -526,11 +526,12 @@ def default_config(head_dim: int, causal: bool = False, seq_kv: int | None = Non
   filling its pipeline there): 541 / 628 against 518 / 603 TFLOP/s at seq 1024 / 4096 (head_dim 128),
   407 / 559 against 389 / 541 (128, causal), 341 / 442 against 321 / 443 (64), 269 / 390 against
   248 / 382 (64, causal); at 16384 the per-tile grid is faster (630 against 585 at 128; twenty-fourth
-  session, docs/benchmarks.md). Without `seq_kv` it is not."""
+  session, docs/benchmarks.md). Without `seq_kv` it is not. With stages released early (twenty-fifth
+  session) the persistent causal forward at head_dim 64 takes 3 stages (379 against 364 with 4)."""
   persistent = seq_kv is not None and seq_kv <= 4096
   if head_dim <= 64:
-    return Config(bq=128 if causal else 192, bkv=128, stages=4 if causal else 3, overlap=False, ws=True,
-                  lpt=True, persistent=persistent, bwd_dq_first=True, bwd_split_mask=causal, dkv_bq=128,
+    return Config(bq=128 if causal else 192, bkv=128, stages=4 if causal and not persistent else 3, overlap=False,
+                  ws=True, lpt=True, persistent=persistent, bwd_dq_first=True, bwd_split_mask=causal, dkv_bq=128,
                   dkv_bkv=128, dkv_stages=2, dq_bkv=128, dq_stages=3)
   if head_dim <= 128:
     return Config(bq=128, bkv=128, stages=3, overlap=False, ws=True, persistent=persistent, bwd_dq_first=causal,
