@@ -88,11 +88,26 @@ def _grid(q, *_, bq, **__):
 prefetch = mg.mgpu_kernel(prefetch_kernel, out_shape=ex._fwd_out, grid=_grid, block=ex._fwd_block)
 
 
+def _balanced_grid(q, *_, bq, causal=False, **__):
+  """As many programs as the busiest needs rounds: 2048 tiles take 16 rounds on 132 SMs, and 128
+  programs of 16 tiles finish with the 132 (68 of them 16 tiles, 64 15), with four SMs idle (power)."""
+  tiles = ml.cdiv(q.shape[1], bq) * q.shape[2] * q.shape[0]
+  n = tiles // 2 if causal and tiles % 2 == 0 else tiles
+  rounds = ml.cdiv(n, mg.num_sms())
+  return (ml.cdiv(n, rounds),)
+
+
+balanced = mg.mgpu_kernel(ex.forward_kernel, out_shape=ex._fwd_out, grid=_balanced_grid, block=ex._fwd_block)
+
+
 def variants(d, causal):
   base = dataclasses.replace(ex.default_config(d, causal), persistent=True)
   for stages in (base.stages, 2):
     c = dataclasses.replace(base, stages=stages)
     yield f"persistent q{c.bq} kv{c.bkv} s{stages}", lambda q, k, v, c=c: ex.attention(q, k, v, causal, config=c)
+  yield f"balanced q{base.bq} kv{base.bkv} s{base.stages}", lambda q, k, v: balanced(
+      q, k, v, bq=base.bq, bkv=base.bkv, stages=base.stages, causal=causal, scale=1.0 / d ** 0.5, ws=True,
+      lpt=base.lpt, persistent=True)[0]
   for persistent in (True, False):     # the warpgroups taking turns on the tensor cores (FA3's ping-pong)
     c = dataclasses.replace(base, persistent=persistent, pingpong=True)
     yield f"{'persistent' if persistent else 'grid'} pingpong s{c.stages}", \
