@@ -32,6 +32,7 @@ class Builder:
     self.aliased: set[int] = set()       # inputs aliased to an output: the kernel may change them
     self.index_scratch: dict = {}        # value id -> (SMEM scratch holding it, block it was stored in)
     self.transient: set[int] = set()     # compiler scratches: written whole, then read, by one builtin
+    self.x64 = False                     # jax_enable_x64: int and float as dtypes are 64-bit, as jnp's
 
   def new_load_slot(self) -> int:
     self.num_load_slots += 1

@@ -174,10 +174,11 @@ class Batch:
 
 
 def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, block, cluster,
-          batch: Batch | None = None, aliases=None) -> ir.Kernel:
+          batch: Batch | None = None, aliases=None, x64: bool = False) -> ir.Kernel:
   """Trace, infer and check one specialisation of a kernel.
 
-  `aliases` ({input index: output index}) makes an input and an output one buffer."""
+  `aliases` ({input index: output index}) makes an input and an output one buffer; `x64`: JAX's
+  64-bit mode is on (Python's int and float as dtypes are then int64 and float64, as in jnp)."""
   loc = pk.loc
   n_in, n_out = len(in_specs), len(out_specs)
   if len(pk.ref_params) != n_in + n_out:
@@ -195,6 +196,7 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, bloc
                            hint=f"its constexpr parameters are: {', '.join(pk.constexpr_params) or 'none'}")
   aliases = check_aliases(pk, aliases, in_specs, out_specs)
   em = Builder(cluster=cluster, block=block)
+  em.x64 = x64
   tr = Tracer(pk.source, pk.scope, em)
   params = []
   for i, (name, spec) in enumerate(zip(pk.ref_params, list(in_specs) + list(out_specs))):

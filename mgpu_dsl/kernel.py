@@ -304,7 +304,7 @@ class KernelFunction:
                              hint=calling.output_dtype_hint(leaves)) from None
     key = (tuple(in_specs), tuple(out_fspecs), grid, block, cluster,
            tuple(sorted((k, _key_value(v)) for k, v in constexprs.items())),
-           _key_value(self.input_output_aliases))
+           _key_value(self.input_output_aliases), bool(jax.config.jax_enable_x64))   # (x64 last: _trace)
     return Specialisation(key, in_specs, out_fspecs, out_specs, treedef, grid, block, cluster)
 
   def _launch(self, args, constexprs, loc, nothing=False, all_empty=False) -> tuple[tuple | None, int, tuple]:
@@ -470,7 +470,7 @@ class KernelFunction:
       return None
     return C.digest("traced", C.versions(), fingerprint, self.__name__, spec.in_specs,
                     spec.out_fspecs, spec.grid, spec.block, spec.cluster, consts,
-                    [(n, list(b)) for n, b in levels], repr(self.input_output_aliases))
+                    [(n, list(b)) for n, b in levels], repr(self.input_output_aliases), spec.key[-1])
 
   def _trace(self, spec, constexprs, levels=()) -> tuple[kir.Kernel, bool]:
     from . import batching
@@ -487,7 +487,7 @@ class KernelFunction:
     with jax.ensure_compile_time_eval():
       kernel = fc.trace(self.parsed, spec.in_specs, spec.out_fspecs, constexprs, grid=spec.grid,
                         block=spec.block, cluster=spec.cluster,
-                        batch=batching.batch_spec(levels, spec.grid), aliases=self.input_output_aliases)
+                        batch=batching.batch_spec(levels, spec.grid), aliases=self.input_output_aliases, x64=spec.key[-1])
     if path is not None:
       C.store_traced(path, key, kernel)
     return kernel, False

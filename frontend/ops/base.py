@@ -392,10 +392,23 @@ def static_shape(cx, shape, what) -> tuple[int, ...]:
 PYTHON_TYPES = {int: DType.i32, float: DType.f32, bool: DType.bool_}
 
 
+def python_type_dtype(cx, x, what) -> DType:
+  """Python's int, float or bool as a dtype, as jnp takes it: with jax_enable_x64 on, int is int64
+  and float float64 (which kernels do not compute in: an UnsupportedDtypeError saying so)."""
+  if not (cx.b is not None and cx.b.x64) or x is bool:
+    return PYTHON_TYPES[x]
+  if x is int:
+    return DType.i64
+  raise E.UnsupportedDtypeError(
+      f"{what}: float is float64 with jax_enable_x64 on (as in jnp), and kernels have no float64", cx.loc,
+      hint="name the dtype: jnp.float32 (what float is without jax_enable_x64; the GPU's float64 units are a"
+           " fraction of its float32 ones)")
+
+
 def dtype_arg(cx, x, what, *, optional=False) -> DType | None:
   if x is None and optional:
     return None
-  d = PYTHON_TYPES[x] if isinstance(x, type) and x in PYTHON_TYPES else to_dtype(x)
+  d = python_type_dtype(cx, x, what) if isinstance(x, type) and x in PYTHON_TYPES else to_dtype(x)
   if d is None and isinstance(x, str):        # x.astype("float16"), as numpy and jnp take it
     d = to_dtype_name(x)
   if d is None:

@@ -1,0 +1,71 @@
+"""Probe 35a (known leftovers, fixed as classes): Python's int and float as dtypes with jax_enable_x64,
+constexpr keywords through jax.vmap, weak typing through shape ops, outputs only atomics update with
+no programs (or in loops of no trips), the block a short ml.dot needs."""
+import functools
+import inspect
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from locate import builds, expect
+
+S = jax.ShapeDtypeStruct
+F32, F16, I32 = jnp.float32, jnp.float16, jnp.int32
+
+
+def _export(kernel, *specs, **constexprs):
+  fn = jax.jit(lambda *a: kernel(*a, **constexprs))
+  return jax.export.export(fn, platforms=["cuda"])(*specs).mlir_module()
+
+
+def _line_of(fn, text):
+  lines, first = inspect.getsourcelines(fn)
+  return next(first + n for n, line in enumerate(lines) if text in line)
+
+
+# ---------------------------------------------------------------- int and float as dtypes under x64
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, jnp.int64 if jax.config.jax_enable_x64 else I32))
+def to_int(x, out):
+  out[...] = x[...].astype(int)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, jnp.int64 if jax.config.jax_enable_x64 else I32))
+def int_zeros(x, out):
+  out[...] = ml.zeros(x.shape, int) + x[...].astype(int)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def to_float(x, out):
+  out[...] = x[...].astype(float).astype(jnp.float32)
+
+
+def test_int_as_a_dtype_is_int64_with_x64_as_in_jnp():
+  """x.astype(int) was int32 with jax_enable_x64 on, where jnp's is int64: storing it into the int64
+  output jnp's dtype asks for was an MG102, and ml.zeros(shape, int) met int64 values as MG104."""
+  x = jnp.arange(128, dtype=F32) * 1.5 - 40
+  with jax.enable_x64(True):
+    for k in (to_int, int_zeros):
+      got = k(x, interpret=True)
+      assert got.dtype == jnp.int64 == x.astype(int).dtype
+      np.testing.assert_array_equal(got, x.astype(int))
+      _export(k, S((128,), F32))
+  got = to_int(x, interpret=True)          # the same kernel without x64: int32, as jnp's (another compile)
+  assert got.dtype == I32 == x.astype(int).dtype
+  np.testing.assert_array_equal(got, x.astype(int))
+
+
+def test_float_as_a_dtype_with_x64_is_float64_which_kernels_lack():
+  """x.astype(float) with x64 on was float32 silently, where jnp's is float64."""
+  with jax.enable_x64(True):
+    expect(to_float, [S((128,), F32)], mg.UnsupportedDtypeError, "x[...].astype(float)",
+           "the conversion (.astype / ml.cast): float is float64 with jax_enable_x64 on (as in jnp), and kernels"
+           " have no float64", hint="name the dtype: jnp.float32 (what float is without jax_enable_x64; the GPU's"
+           " float64 units are a fraction of its float32 ones)")
+  x = jnp.linspace(-2, 2, 128, dtype=F32)
+  np.testing.assert_array_equal(to_float(x, interpret=True), x)        # without x64: float32, as jnp's
+
+
