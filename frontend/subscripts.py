@@ -13,7 +13,7 @@ from . import missing
 from .missing import missing_hint
 from .torch_hints import torch_method_hint
 from .ops import METHODS, REF_METHODS, gather, memory, roll, shape, transfers
-from .ops.base import is_tensor, is_value, kind_of, static_number
+from .ops.base import is_tensor, is_value, keep_weak, kind_of, static_number
 from .ops.index_hints import check_tensor_steps, run_window_hint, strided_last_axis, table_lookup_hint
 from .assign import DICTS_FIXED, SCATTER_HINT, At, holds_value, is_whole
 from .types import RefType, resolve
@@ -82,7 +82,7 @@ class Subscripts:
       if attr == "T":
         if isinstance(t, RefType):
           return memory.transpose(self.cx(node), base, self.text(node))
-        return shape.transpose_tensor(self.cx(node), base, self.text(node))
+        return keep_weak(self.b, [base], shape.transpose_tensor(self.cx(node), base, self.text(node)))
       if attr in METHODS and not isinstance(t, RefType):
         return _Method(METHODS[attr], base)
       if attr in REF_METHODS and isinstance(t, RefType):
@@ -221,14 +221,14 @@ class Subscripts:
           from .ops.roll import record_ref_window
           record_ref_window(cx, out, base, index)
         return out
-      if is_tensor(base):
+      if is_tensor(base):         # (a weakly typed tensor's elements stay weak, as in jnp)
         strided = strided_last_axis(cx, base, index)    # x[:, 1::2]: a reshape and an index in registers
         if strided is not None:
-          return strided
+          return keep_weak(self.b, [base], strided)
         if (rev := roll.reversed_axes(base, index)) is not None:    # v[:, ::-1]: jnp.flip, through SMEM
-          return roll.flip_tensor(cx, base, rev, name)
+          return keep_weak(self.b, [base], roll.flip_tensor(cx, base, rev, name))
         check_tensor_steps(cx, base, index)
-        return shape.expand(cx, base, index)
+        return keep_weak(self.b, [base], shape.expand(cx, base, index))
       name = base.name if (base.name or "").isidentifier() else None
       self.unsupported(node, "indexing a scalar", hint=(
           f"{name} is a scalar (as an ml.scalar parameter is: it has no elements): use it as {name},"

@@ -69,3 +69,63 @@ def test_float_as_a_dtype_with_x64_is_float64_which_kernels_lack():
   np.testing.assert_array_equal(to_float(x, interpret=True), x)        # without x64: float32, as jnp's
 
 
+# ---------------------------------------------------------------- weak types through shape ops
+@mg.mgpu_kernel(out_shape=lambda x, y: y)
+def weak_reshaped(x, y, out):
+  w = ml.where(x[...] > 0, 1.0, 0.5).reshape(8, 16).reshape(128)     # weak, as jnp.where of Python floats
+  out[...] = y[...] * w
+
+
+@mg.mgpu_kernel(out_shape=lambda x, y: S((128, 64), F16))
+def weak_expanded(x, y, out):
+  w = ml.where(x[...] > 0, 1.0, 0.5)
+  out[...] = ml.broadcast_to(y[...][:, None], (128, 64)) * w[:, None]
+
+
+@mg.mgpu_kernel(out_shape=lambda x, y: S((128, 64), F16))
+def weak_transposed(x, y, out):
+  m = ml.where(ml.arange(64)[:, None] < ml.arange(128)[None, :], 2.0, 0.5)      # (64, 128)
+  out[...] = ml.full((128, 64), 3.0, F16) * m.T * y[...][:, None]
+
+
+@mg.mgpu_kernel(out_shape=lambda x, y: y)
+def weak_int_times_float(x, y, out):
+  t = (ml.arange(128) * 0.5).reshape(8, 16)        # int32 with a Python float: weak float32, as jnp's
+  out[...] = y[...] * ml.concatenate([t[:4], t[4:]]).reshape(128)
+
+
+def test_weak_values_stay_weak_through_shape_ops_as_in_jnp():
+  """A Python-number-typed (weak) value lost its weak type at reshape, [:, None], .T, concatenate, and
+  int * 0.5 was strongly float32: each met a float16 tensor as MG104, where jnp computes in float16."""
+  x, y = jnp.linspace(-1, 1, 128, dtype=F32), jnp.linspace(0, 3, 128, dtype=F16)
+  a = jnp.arange(128)
+  refs = {weak_reshaped: y * jnp.where(x > 0, 1.0, 0.5).reshape(8, 16).reshape(128),
+          weak_expanded: jnp.broadcast_to(y[:, None], (128, 64)) * jnp.where(x > 0, 1.0, 0.5)[:, None],
+          weak_transposed: jnp.full((128, 64), 3.0, F16)
+          * jnp.where(jnp.arange(64)[:, None] < jnp.arange(128)[None, :], 2.0, 0.5).T * y[:, None],
+          weak_int_times_float: y * jnp.concatenate([(a * 0.5).reshape(8, 16)[:4], (a * 0.5).reshape(8, 16)[4:]]).reshape(128)}
+  for k, ref in refs.items():
+    got = k(x, y, interpret=True)
+    assert got.dtype == ref.dtype == F16, k.__name__
+    np.testing.assert_array_equal(np.asarray(got, np.float32), np.asarray(ref, np.float32))
+    _export(k, S((128,), F32), S((128,), F16))
+
+
+@mg.mgpu_kernel(out_shape=lambda x, y: y)
+def strong_reshaped(x, y, out):
+  w = (x[...] * 2).reshape(8, 16).reshape(128)      # x is float32: strong, as in jnp
+  out[...] = y[...] * w
+
+
+def test_a_strong_value_through_a_reshape_still_needs_a_conversion():
+  expect(strong_reshaped, [S((128,), F32), S((128,), F16)], mg.DtypeMismatchError, "y[...] * w",
+         "* on y[...] (float16) and w (float32): dtypes differ and are never converted implicitly")
+
+
+@pytest.mark.gpu
+def test_gpu_weak_values_through_shape_ops():
+  x, y = jnp.linspace(-1, 1, 128, dtype=F32), jnp.linspace(0, 3, 128, dtype=F16)
+  for k in (weak_reshaped, weak_expanded, weak_transposed, weak_int_times_float):
+    np.testing.assert_array_equal(np.asarray(k(x, y), np.float32), np.asarray(k(x, y, interpret=True), np.float32))
+
+

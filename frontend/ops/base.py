@@ -122,7 +122,26 @@ class Builtin:
 
   def apply(self, cx, args, kwargs):
     bound = self.bind(cx, args, kwargs)
-    return self.rule(cx, *bound.args, **bound.kwargs)
+    out = self.rule(cx, *bound.args, **bound.kwargs)
+    if self.__name__ in KEEPS_WEAK and bound.args and cx.b is not None:
+      x = bound.args[0]
+      keep_weak(cx.b, list(x) if isinstance(x, (list, tuple)) else [x], out)
+    return out
+
+
+# Builtins whose result holds their operand's elements, moved: jnp keeps a weakly typed operand's
+# weak type through them (ml.where(m, 1.0, 0.5).reshape(8, 16) * x_f16 is float16, as in jnp).
+KEEPS_WEAK = frozenset({"broadcast_to", "reshape", "transpose", "concatenate", "flip", "roll", "sort"})
+
+
+def keep_weak(b, sources, out):
+  """`out`, weakly typed (in `b.weak`) where every register value of `sources` is and it has
+  their dtype: a shape op (reshape, broadcast, transpose, an index, a flip) of a weakly typed value."""
+  vals = [v for v in sources if is_value(v)]
+  if b is not None and vals and is_value(out) and all(v.id in b.weak for v in vals) \
+      and resolve(out.type.dtype) == resolve(vals[0].type.dtype):
+    b.weak.add(out.id)
+  return out
 
 
 _ALIASES = {"dim": "axis", "keepdim": "keepdims", "input": "x"}     # torch's (and Triton's) keywords

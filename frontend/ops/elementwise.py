@@ -212,16 +212,17 @@ def common(cx, a, b, what):
     if rdt == DType.bool_ and isinstance(py, int) and not isinstance(py, bool):
       # As jnp: a boolean meeting a Python int computes in int32 (m & 6 is 0 or 0, not m & True).
       if db is None:
-        a = astype(cx, a, DType.i32)
+        a = _weakly(cx, astype(cx, a, DType.i32))
       else:
-        b = astype(cx, b, DType.i32)
+        b = _weakly(cx, astype(cx, b, DType.i32))
       return (a, b), shape, DType.i32
     if isinstance(py, float) and isinstance(rdt, DType) and not rdt.is_float:
-      # As jnp: an integer (or bool) operand meeting a Python float computes in float32.
+      # As jnp: an integer (or bool) operand meeting a Python float computes in float32, weakly
+      # typed (i * 0.5 meeting a float16 value is float16 there: the result takes its dtype).
       if db is None:
-        a = astype(cx, a, DType.f32)
+        a = _weakly(cx, astype(cx, a, DType.f32))
       else:
-        b = astype(cx, b, DType.f32)
+        b = _weakly(cx, astype(cx, b, DType.f32))
       return (a, b), shape, DType.f32
     return (a, b), shape, dt
   if isinstance(resolve(da), DType) and isinstance(resolve(db), DType) and (
@@ -257,6 +258,13 @@ def common(cx, a, b, what):
         f"{what} on {names[0]} ({dtype_name(da)}) and {names[1]} ({dtype_name(db)}):"
         f" dtypes differ and are never converted implicitly", cx.loc, hint=hint)
   return (a, b), shape, dt
+
+
+def _weakly(cx, v):
+  """`v` (an operand converted for a Python number of a higher kind, m + 1, i * 0.5), weakly typed:
+  jnp's result is (bool with a Python int gives a weak int32, an integer with a Python float a weak float32)."""
+  cx.b.weak.add(v.id)
+  return v
 
 
 def weak_kind(d):
