@@ -586,7 +586,10 @@ def signature(pk, out_shape, grid, bound=None) -> inspect.Signature:
   params += [P(c, P.KEYWORD_ONLY, annotation=L.constexpr, default=defaults.get(c, P.empty))
              for c in pk.constexpr_params]
   params.append(P("interpret", P.KEYWORD_ONLY, default=None, annotation="bool | None"))
-  return inspect.Signature(params)
+  from .vmap_keywords import KernelSignature      # (constexprs through jax.vmap: a SignatureError)
+  sig = KernelSignature(params)
+  sig.kernel_name = pk.tree.name
+  return sig
 
 
 def fallback_signature() -> inspect.Signature:

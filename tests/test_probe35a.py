@@ -69,6 +69,43 @@ def test_float_as_a_dtype_with_x64_is_float64_which_kernels_lack():
   np.testing.assert_array_equal(to_float(x, interpret=True), x)        # without x64: float32, as jnp's
 
 
+# ---------------------------------------------------------------- constexpr keywords through jax.vmap
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x, block_rows: (x.shape[0] // block_rows,))
+def scale(x, out, *, block_rows: ml.constexpr, factor: ml.constexpr = 2.0):
+  i = ml.program_id(0)
+  buf = ml.smem((block_rows, x.shape[1]))
+  ml.copy(x.at[ml.ds(i * block_rows, block_rows)], buf)
+  buf[...] = buf[...] * factor
+  ml.copy(buf, out.at[ml.ds(i * block_rows, block_rows)])
+
+
+def _vmapped(x):
+  return jax.vmap(scale)(x, block_rows=128, factor=3.0)
+
+
+def test_a_constexpr_keyword_through_vmap_is_a_signature_error_at_the_call():
+  """jax.vmap maps keyword arguments along axis 0: it raised JAX's raw ValueError ('vmap was requested
+  to map its argument along axis 0, which implies that its rank should be at least 1') about 128."""
+  x = jnp.arange(4 * 256 * 64, dtype=F32).reshape(4, 256, 64)
+  with pytest.raises(mg.KernelError) as info:
+    _vmapped(x)
+  e = info.value
+  assert type(e) is mg.SignatureError and e.code == "MG006"
+  assert (e.filename, e.lineno) == (__file__, _line_of(_vmapped, "jax.vmap(scale)"))
+  assert e.message == ("jax.vmap maps every keyword argument along axis 0 (its in_axes name positional"
+                       " arguments only), so scale's keyword arguments block_rows=128, factor=3.0 cannot be passed"
+                       " through it")
+  assert e.hint.startswith("bind them before mapping: jax.vmap(functools.partial(scale, block_rows=128,"
+                           " factor=3.0))(x), or map a function that calls the kernel:")
+  # the hint, followed (with interpret mode, as this machine has no GPU)
+  got = jax.vmap(functools.partial(scale, block_rows=128, factor=3.0, interpret=True))(x)
+  np.testing.assert_array_equal(got, x * 3.0)
+  got = jax.vmap(lambda x: scale(x, block_rows=128, factor=3.0, interpret=True))(x)
+  np.testing.assert_array_equal(got, x * 3.0)
+  np.testing.assert_array_equal(jax.jit(scale, static_argnames=("block_rows", "interpret"))(x[0], block_rows=128, interpret=True),
+                                x[0] * 2)                     # no vmap: keywords bind as before
+
+
 # ---------------------------------------------------------------- weak types through shape ops
 @mg.mgpu_kernel(out_shape=lambda x, y: y)
 def weak_reshaped(x, y, out):

@@ -1,0 +1,60 @@
+"""Keyword arguments through `jax.vmap`: JAX maps every keyword argument along axis 0 (its in_axes
+name positional arguments only), so `jax.vmap(kernel)(x, block_rows=128)` fails inside jax.vmap,
+before the kernel is called, with JAX's "vmap was requested to map its argument along axis 0 ...
+its rank should be at least 1" about a value the user never meant to map. jax.vmap reads the
+function's signature and binds the call's arguments to it (for its debug information) before it
+maps them: the kernel's signature (`KernelSignature`) refuses constexprs there, at the user's call,
+with the fix (bind them first, `functools.partial`)."""
+from __future__ import annotations
+
+import inspect
+import sys
+
+from .frontend import errors as E
+
+
+class KernelSignature(inspect.Signature):
+  """A kernel's call signature (calling.signature): binding constexprs under jax.vmap is a
+  SignatureError naming them, not JAX's error about their rank."""
+  kernel_name = "the kernel"
+
+  def bind(self, *args, **kwargs):
+    given = [k for k, v in kwargs.items() if v is not None and k in self.parameters
+             and self.parameters[k].kind == inspect.Parameter.KEYWORD_ONLY]
+    if given and _under_vmap():
+      ins = [p.name for p in self.parameters.values() if p.kind == inspect.Parameter.POSITIONAL_ONLY]
+      _refuse(self.kernel_name, given, kwargs, ", ".join(ins[:len(args)]) or "...")
+    return super().bind(*args, **kwargs)
+
+
+def _under_vmap() -> bool:
+  """Whether jax.vmap's wrapper (jax._src.api's vmap_f) is binding the call."""
+  f = sys._getframe(2)
+  for _ in range(6):
+    if f is None:
+      return False
+    if f.f_code.co_name == "vmap_f" and f.f_globals.get("__name__", "").startswith("jax"):
+      return True
+    f = f.f_back
+  return False
+
+
+def _text(v) -> str:
+  """A keyword's value as the user wrote it where it is a plain Python value, else `...` (a value
+  jax.jit traced: the constexpr is then not static outside the vmap either)."""
+  plain = isinstance(v, (int, float, bool, str, type(None))) or isinstance(v, tuple) and all(
+      isinstance(x, (int, float, bool, str)) for x in v)
+  return repr(v) if plain else "..."
+
+
+def _refuse(name, given, kwargs, ins):
+  from .bench import caller_loc
+  shown = ", ".join(f"{k}={_text(kwargs[k])}" for k in given)
+  traced = "..." in shown
+  raise E.SignatureError(
+      f"jax.vmap maps every keyword argument along axis 0 (its in_axes name positional arguments only), so"
+      f" {name}'s keyword argument{'s' if len(given) > 1 else ''} {shown} cannot be passed through it", caller_loc(),
+      hint=f"bind {'them' if len(given) > 1 else 'it'} before mapping: jax.vmap(functools.partial({name}, {shown}))"
+           f"({ins}), or map a function that calls the kernel: jax.vmap(lambda {ins}: {name}({ins}, {shown}))({ins})"
+           + (" (a value that is traced, as jax.jit's arguments are, is not static: pass it as a Python value,"
+              " outside jax.jit or through its static_argnames)" if traced else ""))
