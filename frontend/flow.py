@@ -172,6 +172,7 @@ def trace_for(tracer, node: ast.For):
     names = getattr(tracer.b, "empty_loop_names", set())     # buffers used only in its body
     tracer.b.empty_loop_names = names | {n.id for st in node.body for n in ast.walk(st)   # are not
                                          if isinstance(n, ast.Name)}                      # "never used"
+    tracer.b.empty_loop_atomics = {**getattr(tracer.b, "empty_loop_atomics", {}), **_atomic_targets(node.body)}
     return        # empty (a run-time step is still emitted: interpret mode checks it is positive)
   if stages == 1 and not specialize and not pingpong:
     first = ew.constant(Call(tracer.b, loc), start, counter) if isinstance(start, int) else start
@@ -638,3 +639,22 @@ def _rebinding_loc(tracer, loop, name: str):
       if last is None or (stmt.lineno, stmt.col_offset) > (last.lineno, last.col_offset):
         last = stmt
   return tracer.loc(last if last is not None else loop)
+
+
+_ATOMICS = {"atomic_add": "add", "atomic_max": "max", "atomic_min": "min"}
+
+
+def _atomic_targets(body) -> dict:
+  """Name -> kind ("add", "max", "min") of the refs that atomics (ml.atomic_add(out.at[...], v),
+  ml.copy(buf, out.at[...], reduce="add")) in statements not traced (a loop of no trips) update."""
+  out = {}
+  for n in (n for st in body for n in ast.walk(st) if isinstance(n, ast.Call)):
+    f = n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", "")
+    red = next((k.value.value for k in n.keywords if k.arg == "reduce" and isinstance(k.value, ast.Constant)), None)
+    kind, target = (_ATOMICS.get(f), n.args[0] if n.args else None) if f in _ATOMICS else \
+        (red, n.args[1] if len(n.args) > 1 else None) if f == "copy" else (None, None)
+    while isinstance(target, (ast.Subscript, ast.Attribute)):      # out.at[ids, :] -> out
+      target = target.value
+    if kind in ("add", "max", "min") and isinstance(target, ast.Name):
+      out[target.id] = kind
+  return out

@@ -14,7 +14,7 @@ from typing import Any, Callable, NamedTuple
 import numpy as np
 
 from . import cache as C
-from . import calling, grid_hints, meta_calls
+from . import calling, empty_grid, grid_hints, meta_calls
 from .triton_names import in_user_alias
 from . import deps as D
 from . import dump
@@ -214,7 +214,7 @@ class KernelFunction:
           h.parsed = None
       self._forget()
 
-  def _specialise(self, args, constexprs, allow_empty=False) -> Specialisation:
+  def _specialise(self, args, constexprs, allow_empty=False, grid=None) -> Specialisation:
     """The call's specialisation. With `allow_empty` (a call on arrays), a grid with no programs
     whose outputs are all empty gives one with grid None: nothing to launch."""
     import jax
@@ -281,7 +281,7 @@ class KernelFunction:
     # Outputs with nothing to write: empty ones, and those aliased to an input (they keep its values).
     aliased = set((self.input_output_aliases or {}).values()) if isinstance(self.input_output_aliases, dict) else set()
     all_empty = all(0 in tuple(l.shape) or k in aliased for k, l in enumerate(leaves))
-    grid, block, cluster = self._launch(args, meta, loc, allow_empty and all_empty, all_empty)
+    grid, block, cluster = self._launch(args, meta, loc, allow_empty and all_empty, all_empty, grid)
     if allow_empty and all(0 in tuple(l.shape) for l in leaves):
       grid = None             # programs, but no output has an element to write: nothing to launch
     if grid is None:          # no programs and nothing to write: the outputs are the empty arrays
@@ -307,14 +307,14 @@ class KernelFunction:
            _key_value(self.input_output_aliases), bool(jax.config.jax_enable_x64))   # (x64 last: _trace)
     return Specialisation(key, in_specs, out_fspecs, out_specs, treedef, grid, block, cluster)
 
-  def _launch(self, args, constexprs, loc, nothing=False, all_empty=False) -> tuple[tuple | None, int, tuple]:
+  def _launch(self, args, constexprs, loc, nothing=False, all_empty=False, forced=None) -> tuple[tuple | None, int, tuple]:
     """(grid, block, cluster) of a call, checked; mistakes point at the decorator's argument.
     `nothing`: every output is empty, so a grid of no programs is no launch (grid None);
     `all_empty`: so it is, but the caller (check, mlir) needs a kernel."""
     at = self.parsed.option_loc
     grid = (meta_calls.call_with_meta(self.grid, args, constexprs, "grid", at("grid"),
                                    self.parsed.ref_params[:len(args)]) if callable(self.grid)
-            else self.grid)
+            else self.grid) if forced is None else forced
     empty = [i for i, a in enumerate(args) if 0 in tuple(getattr(a, "shape", ()))]
     if callable(self.grid) and (empty or all_empty) and isinstance(grid, (tuple, list)) and 0 in grid:
       if nothing:
@@ -324,14 +324,7 @@ class KernelFunction:
             f"the grid callable gave {tuple(grid)} and every output of this call is empty (or aliased to an"
             f" input): a call on arrays returns them without a launch, and there is no kernel to check or build",
             at("grid"), hint="check or build a specialisation whose outputs have elements")
-      raise E.LaunchConfigError(
-          calling.cap(f"the grid callable gave {tuple(grid)} for an empty input (input {empty[0]}:"
-                      f" {calling.describe(args[empty[0]])}); a launch needs at least one program, and with"
-                      f" none this call's non-empty outputs would be neither written nor zeroed"),
-          at("grid"), hint="launch at least one program, whose masked loads then read nothing (outputs updated"
-                           f" only by atomics start at 0): {grid_hints.one_program_grid(at('grid'), grid, self.grid)}; or fill the"
-                           " outputs outside the kernel for an empty batch (a call whose outputs are all empty"
-                           " returns them without a launch)")
+      raise empty_grid.no_programs(grid, empty, args, at("grid"), self.grid)   # (_compile: atomics' outputs)
     grid = _as_tuple3(grid, "grid", at("grid"), computed=callable(self.grid),
                       fn=self.grid if callable(self.grid) else None)
     fc.check_grid_limits(grid, at("grid"))
@@ -404,8 +397,11 @@ class KernelFunction:
           while len(self._const_deps) > 4 * self.cache_size:      # helpers of calls long evicted
             del self._const_deps[next(iter(self._const_deps))]
     args = self._scalar_args(args)
-    spec = self._specialise(batching.unbatched_specs(args, levels) if levels else args, constexprs,
-                            allow_empty=allow_empty)
+    try:
+      spec = self._specialise(batching.unbatched_specs(args, levels) if levels else args, constexprs,
+                              allow_empty=allow_empty)
+    except empty_grid.NoPrograms as e:         # outputs only atomics update: their start values
+      return empty_grid.start_values(self, e, args, constexprs, levels, allow_empty)
     if spec.grid is None:
       return {"empty": spec, "treedef": spec.treedef}
     key = spec.key + ((tuple((n, tuple(b)) for n, b in levels),) if levels else ())
@@ -557,7 +553,7 @@ class KernelFunction:
     try:
       hit = self._compile(args, constexprs, allow_empty=True)
       if "empty" in hit:       # every output empty, no programs: nothing to launch
-        return jax.tree.unflatten(hit["treedef"], self._empty_outputs(hit["empty"], args))
+        return jax.tree.unflatten(hit["treedef"], self._empty_outputs(hit["empty"], args, hit.get("fill", {})))
       outs = batching.call(self, args, constexprs, self._interpret(interpret), hit=hit)
     except E.KernelError as e:
       if isinstance(e, E.InternalError):
@@ -567,11 +563,12 @@ class KernelFunction:
       raise calling.call_noted(e, caller_loc(), args, self.parsed.ref_params, constexprs) from None
     return jax.tree.unflatten(hit["treedef"], list(outs))
 
-  def _empty_outputs(self, spec, args) -> list:
-    """The outputs of a call with nothing to write: empty arrays (an aliased one is its input)."""
+  def _empty_outputs(self, spec, args, fill) -> list:
+    """The outputs of a call with nothing to write: empty arrays (an aliased one is its input), or those
+    only atomics update at their start value (`fill`, empty_grid.py)."""
     import jax.numpy as jnp
     aliased = {o: i for i, o in (self.input_output_aliases or {}).items()}
-    return [args[aliased[k]] if k in aliased else jnp.zeros(s.shape, s.dtype)
+    return [args[aliased[k]] if k in aliased else jnp.full(s.shape, fill.get(k, 0), s.dtype)
             for k, s in enumerate(spec.out_specs)]
 
   @_user_errors

@@ -133,11 +133,8 @@ def test_decorator_and_call_options_are_checked_where_written():
   with pytest.raises(mg.LaunchConfigError) as e:
     negative_out(jnp.ones(128), interpret=True)
   assert "shape (-1,)" in e.value.message and "out_shape=" in e.value.loc.source_line
-  with pytest.raises(mg.LaunchConfigError) as e:
-    count_rows(jnp.ones((0, 128)), interpret=True)
-  assert "for an empty input (input 0: float32[0, 128])" in e.value.message
-  assert "non-empty outputs would be neither written nor zeroed" in e.value.message
-  assert "grid=lambda x: (max(1, x.shape[0] // 8),)" in e.value.hint
+  # (an output only atomics update starts at 0 with no programs too: tests/test_probe35a.py has the MG007)
+  np.testing.assert_array_equal(count_rows(jnp.ones((0, 128)), interpret=True), np.zeros(1))
 
 
 @mg.mgpu_kernel(out_shape=lambda x: S((1,), jnp.float32), grid=lambda x: (x.shape[0] // 8,))

@@ -164,9 +164,8 @@ count_tokens_any = mg.mgpu_kernel(count_tokens.fn, out_shape=lambda ids: S((8,),
 
 
 def test_an_empty_grid_hints_one_program_and_that_hint_counts_nothing():
-  e = _raises(lambda: count_tokens(jnp.zeros((0,), jnp.int32), interpret=True))
-  assert type(e) is mg.LaunchConfigError and "neither written nor zeroed" in e.message
-  assert "grid=lambda ids: (max(1, ml.cdiv(ids.shape[0], 128)),)" in e.hint     # the user's grid, wrapped
+  # no programs: the counts, which only atomics update, are their start value (tests/test_probe35a.py)
+  np.testing.assert_array_equal(count_tokens(jnp.zeros((0,), jnp.int32), interpret=True), np.zeros(8))
   np.testing.assert_array_equal(count_tokens_any(jnp.zeros((0,), jnp.int32), interpret=True), np.zeros(8))
   np.testing.assert_array_equal(count_tokens_any(jnp.array([1, 2, 2], jnp.int32), interpret=True),
                                 [0, 1, 2, 0, 0, 0, 0, 0])

@@ -166,3 +166,85 @@ def test_gpu_weak_values_through_shape_ops():
     np.testing.assert_array_equal(np.asarray(k(x, y), np.float32), np.asarray(k(x, y, interpret=True), np.float32))
 
 
+# ---------------------------------------------------------------- outputs only atomics update, no programs
+@mg.mgpu_kernel(out_shape=lambda src, dst, x, *, n: S((n, x.shape[1]), x.dtype),
+                grid=lambda src, dst, x, *, n: (ml.cdiv(src.shape[0], 128),))
+def scatter_edges(src, dst, x, out, *, n: ml.constexpr):
+  i = ml.program_id(0)
+  ok = i * 128 + ml.arange(128) < src.shape[0]
+  s = src.at[ml.ds(i * 128, 128)].load(mask=ok, other=0)
+  d = dst.at[ml.ds(i * 128, 128)].load(mask=ok, other=-10**6)      # (dropped: outside out)
+  ml.atomic_add(out.at[d, :], x[s, :])
+
+
+@mg.mgpu_kernel(out_shape=lambda ids: (S((128,), I32), S((128,), F32)), grid=lambda ids: (ids.shape[0] // 128,))
+def max_and_count(ids, top, count):
+  i = ml.program_id(0)
+  v = ids.at[ml.ds(i * 128, 128)][...]
+  ml.atomic_max(top.at[ml.ds(0, 128)], v)
+  ml.atomic_add(count.at[ml.ds(0, 128)], ml.full((128,), 1.0, F32))
+
+
+@mg.mgpu_kernel(out_shape=lambda ids: (S((128,), I32), S((128,), F32)), grid=lambda ids: (ids.shape[0] // 128,))
+def count_and_first(ids, count, first):
+  i = ml.program_id(0)
+  ml.atomic_add(count.at[ml.ds(0, 128)], ids.at[ml.ds(i * 128, 128)][...])
+  first[...] = ml.zeros((128,), F32)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((128,), F32), grid=(1,))
+def column_sums(x, out):
+  for j in range(x.shape[0]):
+    ml.atomic_add(out.at[ml.ds(0, 128)], x.at[j][...])
+
+
+def test_outputs_only_atomics_update_start_at_their_identity_with_no_programs():
+  """An empty edge list made the grid (0,): MG007 'non-empty outputs would be neither written nor zeroed',
+  where jnp's jnp.zeros(n).at[dst].add(...) is zeros; now no launch, the outputs at their start value."""
+  x = jnp.arange(8 * 64, dtype=F32).reshape(8, 64)
+  e0 = jnp.zeros((0,), I32)
+  for interpret in (True, False):          # (no programs: nothing launches, on a GPU or not)
+    got = scatter_edges(e0, e0, x, n=8, interpret=interpret)
+    np.testing.assert_array_equal(got, jnp.zeros((8, 64), F32).at[e0].add(x[e0]))
+  got = jax.jit(lambda s, d, x: scatter_edges(s, d, x, n=8, interpret=True))(e0, e0, x)
+  np.testing.assert_array_equal(got, np.zeros((8, 64)))
+  src, dst = jnp.array([0, 1, 2, 3] * 40, I32), jnp.array([3, 2, 1, 0] * 40, I32)
+  np.testing.assert_array_equal(scatter_edges(src, dst, x, n=8, interpret=True),
+                                jnp.zeros((8, 64), F32).at[dst].add(x[src]))
+  top, count = max_and_count(e0, interpret=True)            # max starts at its identity, as on the GPU
+  np.testing.assert_array_equal(top, np.full(128, np.iinfo(np.int32).min))
+  np.testing.assert_array_equal(count, np.zeros(128))
+
+
+def test_no_programs_with_an_output_written_plainly_is_still_mg007():
+  with pytest.raises(mg.LaunchConfigError) as info:
+    count_and_first(jnp.zeros((0,), I32), interpret=True)
+  e = info.value
+  assert e.code == "MG007" and e.loc.source_line.lstrip().startswith("@mg.mgpu_kernel(out_shape=lambda ids: (S((128,), I32)")
+  assert e.message == ("the grid callable gave (0,) for an empty input (input 0: int32[0]); a launch needs at least"
+                       " one program, and with none this call's outputs that are not updated only by atomics would"
+                       " never be written")
+  assert "grid=lambda ids: (max(1, ids.shape[0] // 128),)" in e.hint
+
+
+def test_check_of_a_specialisation_with_no_programs_says_there_is_no_kernel():
+  with pytest.raises(mg.LaunchConfigError) as info:
+    scatter_edges.check(S((0,), I32), S((0,), I32), S((8, 64), F32), n=8)
+  assert info.value.message == ("the grid callable gave (0,): a call returns the outputs, which only atomics update,"
+                                " at their start value without a launch, and there is no kernel to check or build")
+
+
+def test_an_output_only_atomics_in_a_loop_of_no_trips_update_starts_at_zero():
+  """range(x.shape[0]) of 0 rows: the loop was dropped while tracing and out was MG602 'never written'."""
+  x0 = jnp.zeros((0, 128), F32)
+  np.testing.assert_array_equal(column_sums(x0, interpret=True), jnp.zeros(128, F32).at[:].add(x0.sum(0)))
+  _export(column_sums, S((0, 128), F32))
+  x = jnp.arange(3 * 128, dtype=F32).reshape(3, 128)
+  np.testing.assert_array_equal(column_sums(x, interpret=True), x.sum(0))
+
+
+@pytest.mark.gpu
+def test_gpu_an_output_only_atomics_in_a_loop_of_no_trips_update():
+  np.testing.assert_array_equal(column_sums(jnp.zeros((0, 128), F32)), np.zeros(128))
+
+

@@ -296,12 +296,19 @@ def check_atomic_layouts(kernel: ir.Kernel) -> None:
     # (no float32 alternative: Hopper's float32 atomics only add, and ml.atomic_add never reaches here)
 
 
-def accumulated_outputs(body: ir.Block, defs, outputs) -> dict:
+def accumulated_outputs(body: ir.Block, defs, outputs, skipped=None) -> dict:
   """Output value id -> the AtomicKind that updates it (atomics and reducing TMA copies); an
-  output updated with two kinds has no single starting value."""
+  output updated with two kinds has no single starting value. `skipped`: output name -> the kind
+  of the atomics updating it in loops of no trips (not traced): an output nothing else writes
+  starts at their identity, as it would were the loop to run no trips at run time."""
   from .memory import Copy, View
   out_ids = {p.value.id for p in outputs}
   found: dict = {}
+  written = {(defs[r.id].ref if isinstance(defs.get(r.id), View) else r).id for o in ir.walk(body)
+             for r, a in ir.traits_of(o).effects(o) if r is not None and a in (ir.Access.REG_WRITE, ir.Access.TMA_WRITE)}
+  for p in outputs:
+    if (skipped or {}).get(p.name) and p.value.id not in written:
+      found[p.value.id] = (AtomicKind(skipped[p.name]), p.loc)
   for o in ir.walk(body):
     if isinstance(o, AtomicUpdate):
       ref, kind = o.ref, o.kind
