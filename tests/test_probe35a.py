@@ -248,3 +248,25 @@ def test_gpu_an_output_only_atomics_in_a_loop_of_no_trips_update():
   np.testing.assert_array_equal(column_sums(jnp.zeros((0, 128), F32)), np.zeros(128))
 
 
+# ---------------------------------------------------------------- the block a short ml.dot needs
+def _dot_of(m, block):
+  @mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[1]), F32), block=block)
+  def dot_rows(a, b, out):
+    a_s = ml.smem(a.shape)
+    b_s = ml.smem(b.shape)
+    for k in ml.static_range(a.shape[0] // 64):
+      ml.copy(a.at[ml.ds(k * 64, 64)], a_s.at[ml.ds(k * 64, 64)])
+    ml.copy(b, b_s)
+    out[...] = ml.dot(a_s, b_s)
+  return dot_rows
+
+
+def test_the_block_hint_of_a_short_dot_is_a_block_that_works():
+  """m = 576 (nine 64-row strips) at block=256 hinted block=1152, past the 1024 threads of a CTA."""
+  specs = lambda m: [S((m, 64), F16), S((64, 64), F16)]
+  for m, block, good in ((576, 256, 384), (64, 512, 128), (192, 256, 384)):
+    e = expect(_dot_of(m, block), specs(m), mg.MmaOperandError, "ml.dot(a_s, b_s)",
+               f"ml.dot with block={block} splits m across {block // 128} warpgroups of 64 rows each, so m must be a"
+               f" multiple of {64 * block // 128}, got {m}")
+    assert e.hint == f"use block={good} for a {m}-row tile, or tiles of {64 * block // 128} rows"
+    builds(_dot_of(m, good), *specs(m))

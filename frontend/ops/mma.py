@@ -377,8 +377,8 @@ def dot(cx, a, b, acc=None, *, out_dtype=None, input_precision=None, allow_tf32=
     raise E.MmaOperandError(
         f"ml.dot with block={cx.b.threads} splits m across {groups} warpgroups of {hw.MMA_M} rows each,"
         f" so m must be a multiple of {hw.MMA_M * groups}, got {m}", loc,
-        hint=f"use block={hw.WARPGROUP * (m // hw.MMA_M)} for a {m}-row tile, or tiles of"
-             f" {hw.MMA_M * groups} rows")
+        hint=f"use block={hw.WARPGROUP * max(g for g in range(1, 9) if (m // hw.MMA_M) % g == 0)} for a"
+             f" {m}-row tile, or tiles of {hw.MMA_M * groups} rows")
   if n % n_step or n > hw.MMA_N_MAX:
     narrow = n < hw.MMA_N_MAX and n % hw.MMA_N_STEP == 0 and not b.type.transposed
     err = E.MmaOperandError(
