@@ -69,6 +69,39 @@ def test_float_as_a_dtype_with_x64_is_float64_which_kernels_lack():
   np.testing.assert_array_equal(to_float(x, interpret=True), x)        # without x64: float32, as jnp's
 
 
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, jnp.int64))
+def cumsum_int(x, out):
+  out[...] = ml.cumsum(x[...], dtype=int)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, jnp.int64))
+def cumsum_int64(x, out):
+  out[...] = ml.cumsum(x[...].astype(jnp.int64))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, jnp.int64))
+def cumsum_widened(x, out):
+  out[...] = ml.cumsum(x[...], dtype=jnp.int32).astype(jnp.int64)
+
+
+def test_an_int64_scan_hints_scanning_in_int32():
+  """ml.cumsum(x, dtype=int) with x64 asks for int64 (jnp's); the hint was 'scan a 32-bit tensor'."""
+  x = jnp.arange(128, dtype=I32)
+  with jax.enable_x64(True):
+    expect(cumsum_int, [S((128,), I32)], mg.UnsupportedDtypeError, "ml.cumsum(x[...], dtype=int)",
+           "ml.cumsum with dtype int64: 8- to 32-bit elements only",
+           hint="scan in int32 and widen the result, ml.cumsum(x[...], dtype=jnp.int32).astype(jnp.int64), where"
+                " the running values stay within int32")
+    expect(cumsum_int64, [S((128,), I32)], mg.UnsupportedDtypeError, "ml.cumsum(x[...].astype(jnp.int64))",
+           "ml.cumsum of int64: 8- to 32-bit elements only",
+           hint="scan in int32 and widen the result, ml.cumsum(x[...].astype(jnp.int64).astype(jnp.int32))"
+                ".astype(jnp.int64), where the running values stay within int32")
+    got = cumsum_widened(x, interpret=True)                  # the hint, followed
+    assert got.dtype == jnp.int64
+    np.testing.assert_array_equal(got, jnp.cumsum(x, dtype=int))
+    _export(cumsum_widened, S((128,), I32))
+
+
 # ---------------------------------------------------------------- constexpr keywords through jax.vmap
 @mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x, block_rows: (x.shape[0] // block_rows,))
 def scale(x, out, *, block_rows: ml.constexpr, factor: ml.constexpr = 2.0):

@@ -88,8 +88,12 @@ def scan(cx, kind: ScanKind, x, axis, reverse, what):
   elif d == DType.bool_:       # a running or (max) or and (min), through SMEM as bytes, 0 or 1
     return ew.compare(cx, ew.CmpOp.NE, scan(cx, kind, ew.astype(cx, x, DType.i8), axis, reverse, what), 0)
   if acc.bits > 32:
-    raise E.UnsupportedDtypeError(f"{what} of {dtype_name(d)}: 8- to 32-bit elements only", cx.loc,
-                                  hint="scan a 32-bit tensor")
+    xs = cx.named(x)
+    raise E.UnsupportedDtypeError(
+        f"{what} of {dtype_name(d)}: 8- to 32-bit elements only", cx.loc,
+        hint=f"scan in int32 and widen the result, {what}({xs}.astype(jnp.int32)"
+             f"{'' if axis == 0 else f', axis={axis}'}).astype(jnp.int64), where the running values stay within int32"
+        if d == DType.i64 else "scan a 32-bit tensor")
   v = x if acc == d else ew.astype(cx, x, acc)
   rows, n = (1, shape[0]) if len(shape) == 1 else shape
   scratch, pad = row_scratch(cx, rows, n, acc, "scan scratch")
@@ -105,6 +109,12 @@ def _typed_scan(cx, kind, x, axis, reverse, dtype, what):
   d = dtype_arg(cx, dtype, f"{what}'s dtype", optional=True)
   if d is None or not is_tensor(x):
     return scan(cx, kind, x, axis, reverse, what)
+  if d == DType.i64:          # (dtype=int with jax_enable_x64 is int64, as jnp's)
+    xs, ax = cx.named(x), "" if axis is None else f", axis={axis}"
+    raise E.UnsupportedDtypeError(
+        f"{what} with dtype int64: 8- to 32-bit elements only", cx.loc,
+        hint=f"scan in int32 and widen the result, {what}({xs}{ax}, dtype=jnp.int32).astype(jnp.int64), where"
+             f" the running values stay within int32")
   r = scan(cx, kind, ew.astype(cx, x, d), axis, reverse, what)
   return r if resolve(r.type.dtype) == d else ew.astype(cx, r, d)
 
