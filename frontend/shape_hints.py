@@ -197,3 +197,18 @@ def static_array_hint(name, text) -> str | None:
     return (f"ml.broadcast_to({vec}, {pos[1]}){cast} (or {vec}{cast} alone, which broadcasts against the"
             f" tile it meets)")
   return None
+
+
+def padded_axis_hint(n_big: int, n_small: int, small: str, dtype_is_float: bool = True) -> str:
+  """An operand of `n_small` elements along an axis where the other has `n_big`, a multiple of 32
+  past it: the other is likely a narrow tile read padded (MG204's fix for 3 channels, a 7-wide
+  filter: a window of 32 columns, masked), so this one is read padded the same way ("" otherwise)."""
+  import re
+  if not (n_big % 32 == 0 and n_small < n_big and n_small % 32 and n_big - n_small < 32 * (1 + n_small // 32)):
+    return ""
+  ref = re.match(r"\s*([A-Za-z_]\w*)\s*\[\s*\.\.\.\s*\]", small)
+  other = "0.0" if dtype_is_float else "0"
+  read = (f"{ref.group(1)}.at[ml.ds(0, {n_big})].load(mask=ml.arange({n_big}) < {n_small}, other={other})"
+          if ref else f"a window of {n_big} elements loaded with the mask ml.arange({n_big}) < {n_small}, other={other}")
+  return (f" if the other operand holds {n_small} elements padded to {n_big} (a masked load of a wider window, as"
+          f" for a narrow tile), read {small} padded the same way: {read}, then index it as before;")

@@ -303,3 +303,34 @@ def test_the_block_hint_of_a_short_dot_is_a_block_that_works():
                f" multiple of {64 * block // 128}, got {m}")
     assert e.hint == f"use block={good} for a {m}-row tile, or tiles of {64 * block // 128} rows"
     builds(_dot_of(m, good), *specs(m))
+
+
+# ---------------------------------------------------------------- a narrow tile read padded, and its vector
+@mg.mgpu_kernel(out_shape=lambda img, s: img, grid=lambda img, s: (img.shape[0],))
+def channel_scale_half_padded(img, s, out):
+  r = ml.program_id(0)
+  m = ml.arange(32)[None, :] < 3
+  t = img.at[r, :, ml.ds(0, 32)].load(mask=m, other=0)        # MG204's hint for 3 channels, followed
+  out.at[r, :, ml.ds(0, 32)].store(t * s[...][None, :], mask=m)
+
+
+@mg.mgpu_kernel(out_shape=lambda img, s: img, grid=lambda img, s: (img.shape[0],))
+def channel_scale_padded(img, s, out):
+  r = ml.program_id(0)
+  m = ml.arange(32)[None, :] < 3
+  t = img.at[r, :, ml.ds(0, 32)].load(mask=m, other=0)
+  out.at[r, :, ml.ds(0, 32)].store(t * s.at[ml.ds(0, 32)].load(mask=ml.arange(32) < 3, other=0.0)[None, :], mask=m)
+
+
+def test_a_vector_meeting_a_tile_read_padded_is_hinted_padded_too():
+  """After MG204's hint for an RGB image's (W, 3) tile (read 32 columns, masked), the per-channel
+  scale s[...][None, :] of shape (1, 3) met the (W, 32) tile as MG202 with only NumPy's rule as hint."""
+  e = expect(channel_scale_half_padded, [S((4, 128, 3), F32), S((3,), F32)], mg.ShapeMismatchError,
+             "t * s[...][None, :]", "* on t of shape (128, 32) and s[...][None, :] of shape (1, 3): the shapes do"
+             " not broadcast (axis 1 of the result would be both 32 and 3)")
+  assert ("read s[...][None, :] padded the same way: s.at[ml.ds(0, 32)].load(mask=ml.arange(32) < 3, other=0.0),"
+          " then index it as before") in e.hint
+  img = jax.random.uniform(jax.random.key(0), (4, 128, 3), F32)
+  s = jnp.array([0.5, 1.0, 2.0], F32)
+  np.testing.assert_array_equal(channel_scale_padded(img, s, interpret=True), img * s)     # the hint, followed
+  _export(channel_scale_padded, S((4, 128, 3), F32), S((3,), F32))

@@ -17,6 +17,7 @@ from ..dtypes import DType
 from ..ir import LayoutRule, Traits
 from ..types import ScalarType, TensorType, dtype_name, resolve
 from ..infer import unify
+from ..shape_hints import padded_axis_hint
 from . import elementwise as ew
 from .base import builtin, check_register_value, is_tensor, is_value, kind_of, static_shape, unroll_hint, shown
 
@@ -70,10 +71,12 @@ def broadcast_shape(cx, shapes, what, names):
     if len(big) > 1:
       (a, na), (b, nb) = [(s, n) for s, n in zip(shapes, names)
                           if d - rank + len(s) >= 0 and s[d - rank + len(s)] != 1][:2]
+      sa, sb, pad = a[d - rank + len(a)], b[d - rank + len(b)], padded_axis_hint   # (a 3-channel tile read padded)
       raise E.ShapeMismatchError(
           f"{what} on {na} of shape {a} and {nb} of shape {b}: the shapes do not broadcast"
-          f" (axis {d} of the result would be both {a[d - rank + len(a)]} and {b[d - rank + len(b)]})",
+          f" (axis {d} of the result would be both {sa} and {sb})",
           cx.loc, hint="shapes broadcast as in NumPy: trailing axes align and size-1 axes stretch;"
+                       + (pad(sa, sb, nb) if sa > sb else pad(sb, sa, na))
                        + (_insert_axes_hint(a, na, b, nb) or " insert axes with v[:, None] or v[None, :]"))
     out.append(big.pop() if big else 1)
   return tuple(out)
