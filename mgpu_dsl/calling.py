@@ -592,11 +592,14 @@ def signature(pk, out_shape, grid, bound=None) -> inspect.Signature:
   return sig
 
 
-def fallback_signature() -> inspect.Signature:
+def fallback_signature(name="the kernel") -> inspect.Signature:
+  from .vmap_keywords import KernelSignature
   P = inspect.Parameter
-  return inspect.Signature([P("inputs", P.VAR_POSITIONAL),
-                            P("interpret", P.KEYWORD_ONLY, default=None, annotation="bool | None"),
-                            P("constexprs", P.VAR_KEYWORD)])
+  sig = KernelSignature([P("inputs", P.VAR_POSITIONAL),
+                         P("interpret", P.KEYWORD_ONLY, default=None, annotation="bool | None"),
+                         P("constexprs", P.VAR_KEYWORD)])
+  sig.kernel_name = name
+  return sig
 
 
 def unpartial(fn) -> tuple:

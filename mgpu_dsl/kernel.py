@@ -178,7 +178,7 @@ class KernelFunction:
     try:
       return calling.signature(self.parsed, self.out_shape, self.grid, self._bound)
     except Exception:      # an unreadable kernel: its first call reports why
-      return calling.fallback_signature()
+      return calling.fallback_signature(self.__name__)
 
   def cache_clear(self) -> None:
     """Forget every compiled specialisation and the parsed source, and zero the counters, as

@@ -18,9 +18,16 @@ class KernelSignature(inspect.Signature):
   SignatureError naming them, not JAX's error about their rank."""
   kernel_name = "the kernel"
 
+  def replace(self, **changes):         # (inspect.signature of a functools.partial of the kernel)
+    sig = super().replace(**changes)
+    sig.kernel_name = self.kernel_name
+    return sig
+
   def bind(self, *args, **kwargs):
-    given = [k for k, v in kwargs.items() if v is not None and k in self.parameters
-             and self.parameters[k].kind == inspect.Parameter.KEYWORD_ONLY]
+    P = inspect.Parameter
+    rest = any(p.kind == P.VAR_KEYWORD for p in self.parameters.values())    # (an unreadable kernel's)
+    given = [k for k, v in kwargs.items() if v is not None and (
+        k in self.parameters and self.parameters[k].kind == P.KEYWORD_ONLY or rest and k not in self.parameters)]
     if given and _under_vmap():
       ins = [p.name for p in self.parameters.values() if p.kind == inspect.Parameter.POSITIONAL_ONLY]
       _refuse(self.kernel_name, given, kwargs, ", ".join(ins[:len(args)]) or "...")
@@ -50,11 +57,12 @@ def _text(v) -> str:
 def _refuse(name, given, kwargs, ins):
   from .bench import caller_loc
   shown = ", ".join(f"{k}={_text(kwargs[k])}" for k in given)
+  lam = "*a" if ins == "..." else ins
   traced = "..." in shown
   raise E.SignatureError(
       f"jax.vmap maps every keyword argument along axis 0 (its in_axes name positional arguments only), so"
       f" {name}'s keyword argument{'s' if len(given) > 1 else ''} {shown} cannot be passed through it", caller_loc(),
       hint=f"bind {'them' if len(given) > 1 else 'it'} before mapping: jax.vmap(functools.partial({name}, {shown}))"
-           f"({ins}), or map a function that calls the kernel: jax.vmap(lambda {ins}: {name}({ins}, {shown}))({ins})"
+           f"({ins}), or map a function that calls the kernel: jax.vmap(lambda {lam}: {name}({lam}, {shown}))({ins})"
            + (" (a value that is traced, as jax.jit's arguments are, is not static: pass it as a Python value,"
               " outside jax.jit or through its static_argnames)" if traced else ""))

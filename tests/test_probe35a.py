@@ -139,6 +139,20 @@ def test_a_constexpr_keyword_through_vmap_is_a_signature_error_at_the_call():
                                 x[0] * 2)                     # no vmap: keywords bind as before
 
 
+def _vmapped_partial(x):
+  return jax.vmap(functools.partial(scale, factor=3.0))(x, block_rows=128)
+
+
+def test_a_constexpr_keyword_through_vmap_of_a_partial_names_the_kernel():
+  """inspect.signature of a functools.partial of the kernel made the message say 'the kernel's'."""
+  with pytest.raises(mg.SignatureError) as info:
+    _vmapped_partial(jnp.ones((4, 256, 64), F32))
+  e = info.value
+  assert (e.filename, e.lineno) == (__file__, _line_of(_vmapped_partial, "jax.vmap(functools"))
+  assert "so scale's keyword argument block_rows=128 cannot be passed through it" in e.message
+  assert e.hint.startswith("bind it before mapping: jax.vmap(functools.partial(scale, block_rows=128))(x)")
+
+
 # ---------------------------------------------------------------- weak types through shape ops
 @mg.mgpu_kernel(out_shape=lambda x, y: y)
 def weak_reshaped(x, y, out):
