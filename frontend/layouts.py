@@ -284,6 +284,10 @@ class _Solver(LayoutErrors):
       return {}
     dotted = {self.uf.find(s) for s in self.seeds if s[0] == "v"}
     out = {}
+    for cls in dotted:     # a dot of fewer rows than the warpgroups split (64 at block=256): each computes it whole
+      shapes = [v.type.shape for v in members.get(cls, [])]
+      if any(len(sh) == 2 and sh[0] % self.rows for sh in shapes):
+        out[cls] = Layout(LayoutKind.WGMMA, whole=True)
     for r in self.mma_roots:
       cls = self.uf.find(("smem", r))
       shapes = [v.type.shape for v in members.get(cls, [])]

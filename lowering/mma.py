@@ -10,7 +10,7 @@ from ..frontend.ops.mma import Dot, DotWait
 from ..frontend.types import RefType
 from . import interpret_numerics as N
 from .interpret_memory import Ref
-from .mosaic import mlir_type
+from .mosaic import is_split, mlir_type
 from .registry import interpret, lower
 
 
@@ -40,7 +40,7 @@ def _dot(ctx, o):
       m, n, mlir_type(t), is_signed=t.is_signed)
   b, tiled = _smem_operand(ctx, ctx.get(o.b), None)
   if isinstance(o.a.type, RefType):
-    a, _ = _smem_operand(ctx, ctx.get(o.a), o.a.type.shape[0])
+    a, _ = _smem_operand(ctx, ctx.get(o.a), o.a.type.shape[0] if is_split(o.result.type) else None)
   else:
     a = ctx.get(o.a)
   res = mgpu.wgmma(acc, a, b, swizzle=tiled.swizzle)

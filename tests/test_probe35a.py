@@ -1,6 +1,6 @@
 """Probe 35a (known leftovers, fixed as classes): Python's int and float as dtypes with jax_enable_x64,
 constexpr keywords through jax.vmap, weak typing through shape ops, outputs only atomics update with
-no programs (or in loops of no trips), the block a short ml.dot needs."""
+no programs (or in loops of no trips), a 64-row ml.dot with several warpgroups, narrow tiles read padded."""
 import functools
 import inspect
 
@@ -11,7 +11,7 @@ import pytest
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
-from locate import builds, expect
+from locate import expect
 
 S = jax.ShapeDtypeStruct
 F32, F16, I32 = jnp.float32, jnp.float16, jnp.int32
@@ -295,28 +295,95 @@ def test_gpu_an_output_only_atomics_in_a_loop_of_no_trips_update():
   np.testing.assert_array_equal(column_sums(jnp.zeros((0, 128), F32)), np.zeros(128))
 
 
-# ---------------------------------------------------------------- the block a short ml.dot needs
-def _dot_of(m, block):
-  @mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[1]), F32), block=block)
-  def dot_rows(a, b, out):
-    a_s = ml.smem(a.shape)
-    b_s = ml.smem(b.shape)
-    for k in ml.static_range(a.shape[0] // 64):
-      ml.copy(a.at[ml.ds(k * 64, 64)], a_s.at[ml.ds(k * 64, 64)])
-    ml.copy(b, b_s)
-    out[...] = ml.dot(a_s, b_s)
-  return dot_rows
+# ---------------------------------------------------------------- a 64-row ml.dot at block=256 and more
+G64 = lambda a, b: (a.shape[0] // 64,)
+O64 = lambda a, b: S((a.shape[0], b.shape[1]), F32)
 
 
-def test_the_block_hint_of_a_short_dot_is_a_block_that_works():
-  """m = 576 (nine 64-row strips) at block=256 hinted block=1152, past the 1024 threads of a CTA."""
-  specs = lambda m: [S((m, 64), F16), S((64, 64), F16)]
-  for m, block, good in ((576, 256, 384), (64, 512, 128), (192, 256, 384)):
-    e = expect(_dot_of(m, block), specs(m), mg.MmaOperandError, "ml.dot(a_s, b_s)",
-               f"ml.dot with block={block} splits m across {block // 128} warpgroups of 64 rows each, so m must be a"
-               f" multiple of {64 * block // 128}, got {m}")
-    assert e.hint == f"use block={good} for a {m}-row tile, or tiles of {64 * block // 128} rows"
-    builds(_dot_of(m, good), *specs(m))
+@mg.mgpu_kernel(out_shape=O64, grid=G64, block=256)
+def dot64_softmax(a, b, out):
+  i = ml.program_id(0)
+  a_s, b_s = ml.smem((64, 64)), ml.smem((64, 128))
+  ml.copy(a.at[ml.ds(i * 64, 64), :], a_s)
+  ml.copy(b, b_s)
+  acc = ml.dot(a_s, b_s)
+  e = ml.exp(acc - ml.max(acc, axis=1)[:, None])
+  out.at[ml.ds(i * 64, 64), :][...] = e / ml.sum(e, axis=1)[:, None]
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: (S((a.shape[0] // 64,), F32), S((64, b.shape[1]), F32),
+                                        S((a.shape[0] // 64, b.shape[1]), F32)), grid=G64, block=256)
+def dot64_reductions(a, b, total, summed, colsums):
+  i = ml.program_id(0)
+  a_s, b_s = ml.smem((64, 64)), ml.smem((64, 128))
+  ml.copy(a.at[ml.ds(i * 64, 64), :], a_s)
+  ml.copy(b, b_s)
+  acc = ml.dot(a_s[...] * 2, b_s)             # A from registers
+  total[i] = ml.sum(acc)                      # a full reduction: not combined twice
+  ml.atomic_add(summed, acc)                  # atomics: applied once per CTA
+  colsums.at[i][...] = ml.sum(acc, axis=0)
+
+
+@mg.mgpu_kernel(out_shape=O64, grid=G64, block=512)
+def dot64_pipelined(a, b, out):
+  i = ml.program_id(0)
+  a_s, b_s, c_s = ml.smem((64, 64)), ml.smem((64, 128)), ml.smem((64, 128), F32)
+  acc = ml.zeros((64, 128), F32)
+  for k in ml.range(a.shape[1] // 64, stages=2):
+    ml.copy(a.at[ml.ds(i * 64, 64), ml.ds(k * 64, 64)], a_s)
+    ml.copy(b.at[ml.ds(k * 64, 64), :], b_s)
+    acc = ml.dot(a_s, b_s, acc)
+  c_s[...] = acc
+  ml.copy(c_s, out.at[ml.ds(i * 64, 64), :])
+
+
+@mg.mgpu_kernel(out_shape=O64, grid=G64, block=256)
+def dot64_warp_specialized(a, b, out):
+  i = ml.program_id(0)
+  a_s, b_s = ml.smem((64, 64)), ml.smem((64, 128))
+  acc = ml.zeros((64, 128), F32)
+  for k in ml.range(a.shape[1] // 64, stages=2, warp_specialize=True):
+    ml.copy(a.at[ml.ds(i * 64, 64), ml.ds(k * 64, 64)], a_s)
+    ml.copy(b.at[ml.ds(k * 64, 64), :], b_s)
+    acc = ml.dot(a_s, b_s, acc)
+  out.at[ml.ds(i * 64, 64), :][...] = acc
+
+
+def _operands(k):
+  a = (jnp.arange(128 * k, dtype=F32).reshape(128, k) % 5 - 2).astype(F16)
+  b = (jnp.arange(k * 128, dtype=F32).reshape(k, 128) % 3 - 1).astype(F16)
+  return a, b, jnp.dot(a, b, preferred_element_type=F32)
+
+
+def test_a_64_row_dot_with_more_warpgroups_is_computed_whole_by_each():
+  """ml.dot of 64 rows at block=256 (or 512) was MG501 (m must be a multiple of 128): each warpgroup now
+  computes it whole, and so its epilogue (row statistics, full and column sums, atomics once per CTA)."""
+  a, b, d = _operands(64)
+  specs = [S((128, 64), F16), S((64, 128), F16)]
+  np.testing.assert_allclose(dot64_softmax(a, b, interpret=True), jax.nn.softmax(d, axis=1), rtol=1e-6, atol=1e-6)
+  total, summed, colsums = dot64_reductions(a, b, interpret=True)
+  d2 = jnp.dot(a * 2, b, preferred_element_type=F32).reshape(2, 64, 128)
+  np.testing.assert_array_equal(total, d2.sum((1, 2)))
+  np.testing.assert_array_equal(summed, d2.sum(0))
+  np.testing.assert_array_equal(colsums, d2.sum(1))
+  for k in (dot64_softmax, dot64_reductions):
+    assert "wgmma/whole" in k.typed_ir(*specs)
+    _export(k, *specs)
+  a, b, d = _operands(128)
+  for k in (dot64_pipelined, dot64_warp_specialized):
+    np.testing.assert_array_equal(k(a, b, interpret=True), d)
+    _export(k, S((128, 128), F16), S((128, 128), F16))
+
+
+@pytest.mark.gpu
+def test_gpu_a_64_row_dot_with_more_warpgroups():
+  a, b, _ = _operands(64)
+  np.testing.assert_allclose(dot64_softmax(a, b), dot64_softmax(a, b, interpret=True), rtol=1e-5, atol=1e-6)
+  for got, want in zip(dot64_reductions(a, b), dot64_reductions(a, b, interpret=True)):
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+  a, b, _ = _operands(128)
+  for k in (dot64_pipelined, dot64_warp_specialized):
+    np.testing.assert_array_equal(k(a, b), k(a, b, interpret=True))
 
 
 # ---------------------------------------------------------------- a narrow tile read padded, and its vector

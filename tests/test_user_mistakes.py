@@ -199,11 +199,13 @@ def small_tile_two_warpgroups(a, b, out):
   out[...] = ml.dot(a_s, b_s)
 
 
-def test_a_dot_tile_too_short_for_the_warpgroups_is_reported_as_such():
-  """Once a LayoutError saying the dot's own result 'meets a tensor-core result'."""
-  expect(small_tile_two_warpgroups, [S((64, 64), jnp.float16)] * 2, mg.MmaOperandError, "ml.dot(a_s, b_s)",
-         "ml.dot with block=256 splits m across 2 warpgroups of 64 rows each, so m must be a multiple of 128,"
-         " got 64", hint="use block=128 for a 64-row tile, or tiles of 128 rows")
+def test_a_dot_tile_too_short_for_the_warpgroups_is_computed_whole_by_each():
+  """Once a LayoutError saying the dot's own result 'meets a tensor-core result', then MG501 asking for
+  block=128: each warpgroup now computes the 64-row dot whole (tests/test_probe35a.py runs it)."""
+  a = jnp.arange(64 * 64, dtype=jnp.float32).reshape(64, 64) % 7 - 3
+  got = small_tile_two_warpgroups(a.astype(jnp.float16), a.T.astype(jnp.float16), interpret=True)
+  np.testing.assert_array_equal(got, a @ a.T)
+  assert "wgmma/whole" in small_tile_two_warpgroups.typed_ir(*[S((64, 64), jnp.float16)] * 2)
 
 
 # ---------------------------------------------------------------- windows strided in their last dimension

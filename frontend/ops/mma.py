@@ -372,13 +372,7 @@ def dot(cx, a, b, acc=None, *, out_dtype=None, input_precision=None, allow_tf32=
   if m % hw.MMA_M:
     raise E.MmaOperandError(f"ml.dot needs m (rows of a) to be a multiple of {hw.MMA_M}, got {m}", loc,
                             hint=_small_m_hint(a, b, m, d))
-  groups = cx.b.threads // hw.WARPGROUP
-  if m % (hw.MMA_M * groups):
-    raise E.MmaOperandError(
-        f"ml.dot with block={cx.b.threads} splits m across {groups} warpgroups of {hw.MMA_M} rows each,"
-        f" so m must be a multiple of {hw.MMA_M * groups}, got {m}", loc,
-        hint=f"use block={hw.WARPGROUP * max(g for g in range(1, 9) if (m // hw.MMA_M) % g == 0)} for a"
-             f" {m}-row tile, or tiles of {hw.MMA_M * groups} rows")
+  # (m of fewer rows than the warpgroups split, 64 at block=256: each computes it whole, frontend/layouts.py)
   if n % n_step or n > hw.MMA_N_MAX:
     narrow = n < hw.MMA_N_MAX and n % hw.MMA_N_STEP == 0 and not b.type.transposed
     err = E.MmaOperandError(
