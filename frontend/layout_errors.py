@@ -14,7 +14,7 @@ from .ops.elementwise import BinOp, Full
 from .ops.gather import Gather, ScatterUpdate
 from .ops.memory import Store
 from .ops.mma import Dot
-from .ops.shape import Broadcast, Reduce
+from .ops.shape import Broadcast, Reduce, Reshape
 from .layout_hints import (column_slice_hint, empty_tensor_hint, pad_hint, read_window, reductions_of, role,
                            row_of_statistic, small_tile_hint, smem_vector_hint)
 from .types import Layout, LayoutKind, RefType, TensorType, dtype_name
@@ -143,6 +143,24 @@ class LayoutErrors:
                f" scalar")
     return (f"use the scalar: a full reduction without keepdims=True (ml.sum(x)) is one, and so is"
             f" {name}[{index}] of a one-element tensor")
+
+  def reshaped_mma_tile(self, layout):
+    """A reshape of a tensor-core (WGMMA) tile into another 2-D shape (`acc.reshape((64, 128))` of a
+    (128, 64) dot result): its shapes both fit the layout, but the elements change rows, which no
+    register layout follows (Mosaic GPU's reshape of it failed, MG900). Tagged, so that it goes
+    through SMEM (relayout.py) as a reshape of a row-wise tile does."""
+    ones = lambda shape: tuple(n for n in shape if n != 1)
+    for o in ir.walk(self.kernel.body):
+      if not isinstance(o, Reshape) or not _is_tensor(o.x):
+        continue
+      lay = layout.get(self.uf.find(("v", o.x.id)))
+      src, dst = o.x.type.shape, o.results[0].type.shape
+      if lay is None or lay.kind != LayoutKind.WGMMA or lay.drop or ones(src) == ones(dst):
+        continue
+      raise relayout.tagged(o, E.LayoutError(
+          f"reshape of {o.x.name or 'a tensor-core tile'} {src} into {dst}: the elements change rows, and"
+          f" a tensor-core tile's rows live in fixed threads", o.loc,
+          hint="store the tile to SMEM and read the buffer back in the new shape"))
 
   def check(self, v, lay: Layout):
     o = self.first_use.get(v.id)

@@ -517,6 +517,7 @@ class _Solver(LayoutErrors):
     split = self.split_classes(strided_vec)
     lays = [(v, layout.get(c) or split.get(c) or Layout(LayoutKind.STRIDED, vec=strided_vec[c]))
             for v in self.tensors.values() for c in [uf.find(("v", v.id))]]
+    self.reshaped_mma_tile(layout)
     for v, lay in lays:     # every check before any tensor takes its layout (relayout.py may solve again)
       self.check(v, lay)
     for v, lay in lays: v.type = dataclasses.replace(v.type, layout=lay)
