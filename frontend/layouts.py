@@ -253,7 +253,7 @@ class _Solver(LayoutErrors):
             # The tile itself, unless the parent is a vector with size-1 axes added (v[:, None]).
             shapes = [v.type.shape for v in members.get(p, [])]
             vector = shapes and all(len(sh) == 2 and all(sh[a] == 1 for a in axes) for sh in shapes)
-            layout[p] = layout[c].tile.dropped(axes) if vector else layout[c].tile
+            layout[p] = layout[c].tile.dropped(axes) if vector else self.tile_of(layout[c], shapes)
             changed = True
 
     propagate()
@@ -275,6 +275,17 @@ class _Solver(LayoutErrors):
         propagate()
     self.layout = layout
     self.members = members
+
+  def tile_of(self, vec: Layout, shapes) -> Layout:
+    """The layout of a tile that a vector of layout `vec` is a row or column vector of. A tensor-core
+    column vector is every warpgroup's whole, so a tile of it whose rows the warpgroups cannot split
+    (`bias[None, :] + ml.zeros((64, n))`, or a 64-row tile reduced along its rows, at block=256) is
+    held whole by every warpgroup, as a 64-row B tile is (was MG204, 'rows a multiple of 128')."""
+    tile = vec.tile
+    if (tile.kind == LayoutKind.WGMMA and 0 in vec.drop and self.rows > 64 and shapes
+        and all(len(sh) == 2 and sh[0] % 64 == 0 for sh in shapes) and any(sh[0] % self.rows for sh in shapes)):
+      return dataclasses.replace(tile, whole=True)
+    return tile
 
   def whole_operand_tiles(self, members) -> dict:
     """Classes of tiles moved between registers and a buffer ml.dot reads, meeting no dot result,
