@@ -277,8 +277,10 @@ def scratch_dtype(o: Reduce) -> DType:
 def exchange_slots(kernel, o: Reduce) -> int:
   """Scratch slots, one a warpgroup, through which the warpgroups combine their parts of a full
   reduction of a tensor they split by rows (a Layout.wgs strided tensor; a tensor-core tile or
-  its row statistic, outside warp-specialised kernels); 0 for any other reduction."""
-  from .ops.control import WarpSpecialize
+  its row statistic, outside ping-pong kernels, whose warpgroups run a turn apart and could not meet:
+  a warp-specialised kernel's compute warpgroups meet at their own barrier); 0 for any other
+  reduction."""
+  from .ops.control import For, WarpSpecialize
   warpgroups = kernel.block // hw.WARPGROUP
   lay = o.x.type.layout
   full = len(o.axes) == len(o.x.type.shape) and not (o.results and isinstance(o.result.type, TensorType))
@@ -287,9 +289,12 @@ def exchange_slots(kernel, o: Reduce) -> int:
   if lay.wgs > 1:
     return warpgroups
   split_tile = lay.kind == LayoutKind.WGMMA and 0 not in lay.drop and not lay.whole
-  if split_tile and not any(isinstance(x, WarpSpecialize) for x in kernel.body.ops):   # (top level only)
-    return warpgroups
-  return 0
+  if not split_tile:
+    return 0
+  if any(isinstance(x, WarpSpecialize) for x in kernel.body.ops) and any(   # (top level only)
+      isinstance(x, For) and x.pingpong for x in ir.walk(kernel.body)):
+    return 0
+  return warpgroups
 
 
 def plan_scratch(kernel, builder) -> None:

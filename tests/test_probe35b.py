@@ -451,3 +451,59 @@ def test_split_strided_tensors_gpu(what, wg):
     np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
   else:
     _close(got, want, 1e-3)
+
+
+# ---------------------------------------------------------------- full reductions in warp-specialised kernels (B3)
+@mg.mgpu_kernel(out_shape=lambda a, b, *, wg, pingpong=False: (S((a.shape[0], b.shape[1]), F32), S((2,), F32),
+                                                              S((1,), I32)), block=_block)
+def ws_amax(a, b, o, stats, idx, *, wg, pingpong=False):
+  a_s = ml.smem((a.shape[0], 64), jnp.float16)
+  b_s = ml.smem((64, b.shape[1]), jnp.float16)
+  acc = ml.zeros((a.shape[0], b.shape[1]), jnp.float32)
+  for k in ml.range(a.shape[1] // 64, stages=2, warp_specialize=True, pingpong=pingpong):
+    ml.copy(a.at[:, ml.ds(k * 64, 64)], a_s)
+    ml.copy(b.at[ml.ds(k * 64, 64), :], b_s)
+    acc = ml.dot(a_s, b_s, acc)
+  amax = ml.max(ml.abs(acc))
+  o[...] = acc / amax
+  stats[0] = amax
+  stats[1] = ml.sum(ml.max(acc, axis=1))
+  idx[0] = ml.argmin(acc)
+
+
+def _ws_inputs(wg, seed=0):
+  rng = np.random.default_rng(seed)
+  return (jnp.asarray(rng.standard_normal((_rows(wg), 256)), F16),
+          jnp.asarray(rng.standard_normal((256, 64)), F16))
+
+
+@pytest.mark.parametrize("wg", [1, 2, 3])
+def test_a_full_reduction_in_a_warp_specialised_kernel_combines_the_compute_warpgroups(wg):
+  """`ml.max(ml.abs(acc))` (an FP8 epilogue's amax), a row statistic's sum and a flat argmin of a dot
+  result in a warp-specialised kernel at block=256 and 384 were MG204: its warpgroups were said to run
+  apart, but its compute warpgroups meet at their own barrier, where they now exchange their parts."""
+  a, b = _ws_inputs(wg)
+  x = _acc(a, b)
+  o, stats, idx = ws_amax(a, b, wg=wg, interpret=True)
+  _close(o, x / np.abs(x).max(), 1e-3)
+  _close(stats, np.array([np.abs(x).max(), x.max(1).sum()], np.float32), 1e-2)
+  assert int(idx[0]) == int(x.argmin())
+  _export(ws_amax, S(a.shape, F16), S(b.shape, F16), wg=wg)
+
+
+def test_a_full_reduction_in_a_ping_pong_kernel_stays_an_error():
+  """Ping-pong's warpgroups run a turn apart: there a full reduction of a split tile stays MG204."""
+  a, b = _ws_inputs(2)
+  with pytest.raises(mg.LayoutError) as e:
+    ws_amax.check(S(a.shape, F16), S(b.shape, F16), wg=2, pingpong=True)
+  assert "splits among 2 warpgroups" in e.value.message
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("wg", [2, 3])
+def test_a_full_reduction_in_a_warp_specialised_kernel_gpu(wg):
+  a, b = _ws_inputs(wg, seed=4)
+  got = jax.jit(lambda a, b: ws_amax(a, b, wg=wg))(a, b)
+  want = ws_amax(a, b, wg=wg, interpret=True)
+  _close(got[:2], want[:2], 1e-3)
+  np.testing.assert_array_equal(np.asarray(got[2]), np.asarray(want[2]))
