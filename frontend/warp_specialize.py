@@ -50,6 +50,13 @@ BOOL = ScalarType(DType.bool_)
 
 
 def warp_specialize(kernel: ir.Kernel, loop: For, em, result) -> None:
+  if kernel.block + hw.WARPGROUP > hw.MAX_BLOCK:
+    # (the CTA would launch with block + 128 threads: past the GPU's limit, the launch fails at run time)
+    raise E.WarpSpecializeError(
+        f"warp_specialize=True adds a producer warpgroup to the kernel's block={kernel.block} compute threads:"
+        f" {kernel.block + hw.WARPGROUP} threads, more than a CTA may have ({hw.MAX_BLOCK})", loop.loc,
+        hint=f"launch it with block={hw.MAX_BLOCK - hw.WARPGROUP} or fewer compute threads, or drop"
+             f" warp_specialize=True")
   path = ir.path_to(kernel.body, loop)
   plan = make_plan(kernel, loop, em)
   multibuffer(kernel, plan, em)

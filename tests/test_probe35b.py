@@ -11,6 +11,7 @@ import pytest
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
+from locate import expect
 
 S = jax.ShapeDtypeStruct
 F16, F32, I32 = jnp.float16, jnp.float32, jnp.int32
@@ -507,3 +508,26 @@ def test_a_full_reduction_in_a_warp_specialised_kernel_gpu(wg):
   want = ws_amax(a, b, wg=wg, interpret=True)
   _close(got[:2], want[:2], 1e-3)
   np.testing.assert_array_equal(np.asarray(got[2]), np.asarray(want[2]))
+
+
+# ---------------------------------------------------------------- a producer warpgroup past 1024 threads (B4)
+@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[1]), F32), block=1024)
+def ws_block_1024(a, b, o):
+  a_s = ml.smem((a.shape[0], 64), jnp.float16)
+  b_s = ml.smem((64, b.shape[1]), jnp.float16)
+  acc = ml.zeros((a.shape[0], b.shape[1]), jnp.float32)
+  for k in ml.range(a.shape[1] // 64, stages=2, warp_specialize=True):
+    for h in ml.static_range(a.shape[0] // 128):
+      ml.copy(a.at[ml.ds(h * 128, 128), ml.ds(k * 64, 64)], a_s.at[ml.ds(h * 128, 128), :])
+    ml.copy(b.at[ml.ds(k * 64, 64), :], b_s)
+    acc = ml.dot(a_s, b_s, acc)
+  o[...] = acc
+
+
+def test_a_warp_specialised_kernel_of_1024_compute_threads_is_refused_at_its_loop():
+  """Its CTA would have 1152 threads (the producer warpgroup added), which no GPU launches: it built,
+  exported, and would have failed only at the launch, outside the kernel's words."""
+  expect(ws_block_1024, [S((512, 128), F16), S((128, 64), F16)], mg.WarpSpecializeError, "for k in ml.range",
+         "warp_specialize=True adds a producer warpgroup to the kernel's block=1024 compute threads: 1152"
+         " threads, more than a CTA may have (1024)",
+         hint="launch it with block=896 or fewer compute threads, or drop warp_specialize=True")
