@@ -280,7 +280,7 @@ def exchange_slots(kernel, o: Reduce) -> int:
   its row statistic, outside ping-pong kernels, whose warpgroups run a turn apart and could not meet:
   a warp-specialised kernel's compute warpgroups meet at their own barrier); 0 for any other
   reduction."""
-  from .ops.control import For, WarpSpecialize
+  from .ops.control import For
   warpgroups = kernel.block // hw.WARPGROUP
   lay = o.x.type.layout
   full = len(o.axes) == len(o.x.type.shape) and not (o.results and isinstance(o.result.type, TensorType))
@@ -291,8 +291,7 @@ def exchange_slots(kernel, o: Reduce) -> int:
   split_tile = lay.kind == LayoutKind.WGMMA and 0 not in lay.drop and not lay.whole
   if not split_tile:
     return 0
-  if any(isinstance(x, WarpSpecialize) for x in kernel.body.ops) and any(   # (top level only)
-      isinstance(x, For) and x.pingpong for x in ir.walk(kernel.body)):
+  if any(isinstance(x, For) and x.pingpong for x in ir.walk(kernel.body)):
     return 0
   return warpgroups
 
