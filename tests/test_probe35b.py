@@ -295,9 +295,24 @@ def test_positions_in_a_split_dot_result_gpu(what, wg):
   got = jax.jit(lambda a, b: dot_epilogue(a, b, wg=wg, what=what))(a, b)
   want = dot_epilogue(a, b, wg=wg, what=what, interpret=True)
   if what in ("rowargmax", "flatargmax", "vecargmax", "argsortvec"):
-    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    _same_picks(_acc(a, b), what, np.asarray(got), np.asarray(want))
   else:
     _close(got, want, 2e-3)
+
+
+def _same_picks(x, what, got, want):
+  """Indices into a dot result pick the same values (the tensor cores may round a sum's last bit
+  otherwise than interpret mode, which may swap two all but equal values, not pick a far one)."""
+  if what == "rowargmax":
+    rows = np.arange(x.shape[0])
+    _close(x[rows, got], x[rows, want], 1e-4)
+  elif what == "flatargmax":
+    _close(x.reshape(-1)[got], x.reshape(-1)[want], 1e-4)
+  else:
+    m = x.max(1)
+    _close(m[got], m[want], 1e-4)
+    if what == "argsortvec":
+      assert sorted(got.tolist()) == list(range(m.size))
 
 
 # ---------------------------------------------------------------- strided tensors split by rows
@@ -507,7 +522,8 @@ def test_a_full_reduction_in_a_warp_specialised_kernel_gpu(wg):
   got = jax.jit(lambda a, b: ws_amax(a, b, wg=wg))(a, b)
   want = ws_amax(a, b, wg=wg, interpret=True)
   _close(got[:2], want[:2], 1e-3)
-  np.testing.assert_array_equal(np.asarray(got[2]), np.asarray(want[2]))
+  x = _acc(a, b).reshape(-1)
+  _close(x[np.asarray(got[2])], x[np.asarray(want[2])], 1e-4)     # (the same value: see _same_picks)
 
 
 # ---------------------------------------------------------------- a producer warpgroup past 1024 threads (B4)
