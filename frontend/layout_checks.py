@@ -61,13 +61,14 @@ def _check_split_reductions(kernel) -> None:
     if exchange_slots(kernel, o):
       continue
     raise E.LayoutError(
-        f"this reduction runs across the rows of {o.x.name or 'a tensor-core tile'} {o.x.type.shape}, which"
+        f"this reduction runs across the rows of {_user_arg(o) or o.x.name or 'a tensor-core tile'} {o.x.type.shape}, which"
         f" block={kernel.block} splits among {kernel.block // hw.WARPGROUP} warpgroups (each holds its own"
         f" rows); reductions across the warpgroups are not supported", o.loc,
         hint=_split_reduction_hint(o))
 
 
 _REDUCTIONS = ("ml.sum", "ml.max", "ml.min", "ml.mean", "ml.argmax", "ml.argmin")
+_COMPOSITES = ("ml.var", "ml.std", "ml.logsumexp", "ml.any", "ml.all", "ml.softmax", "ml.log_softmax")
 
 
 def _split_reduction_hint(o) -> str:
@@ -75,6 +76,16 @@ def _split_reduction_hint(o) -> str:
   SMEM into a layout whose rows any reduction combines), written for the value's rank and axes
   with the function the user called (ml.argmax reduces inside: name it, not its parts)."""
   called = _called(o.loc)
+  node = call_at(o.loc)
+  if called in _COMPOSITES and node is not None and node.args and tuple(o.axes) == (0,) and len(o.x.type.shape) == 2:
+    # ml.var, ml.logsumexp, ml.any, ...: reduce inside, so the hint calls them (not their parts) on the
+    # user's own argument (its parts' names were 'tile' or the call's text)
+    import ast
+    text = ast.unparse(node.args[0])
+    arg = text if text.isidentifier() else f"({text})"
+    back = ".T" if called in ("ml.softmax", "ml.log_softmax") else ""
+    return (f"reduce its transpose along axis 1: {called}({arg}.T, axis=1){back}; or use block=128 (one"
+            f" warpgroup holds all rows)")
   fn = called if called in _REDUCTIONS else f"ml.{o.kind.value}"
   x = o.x.name or "tile"
   arg = fn in ("ml.argmax", "ml.argmin")
@@ -90,6 +101,16 @@ def _split_reduction_hint(o) -> str:
   else:
     fix = f"reduce its transpose: {fn}({x}.T)"
   return f"{fix}; or use block=128 (one warpgroup holds all rows)"
+
+
+def _user_arg(o) -> str | None:
+  """The argument as the user wrote it of the ml reduction called at `o`'s location (`acc * 0.01` of
+  `ml.logsumexp(acc * 0.01, axis=0)`, whose parts' own operands have no name of the user's)."""
+  import ast
+  node = call_at(o.loc)
+  if _called(o.loc) in _REDUCTIONS + _COMPOSITES and node.args and len(o.x.type.shape) == 2:
+    return ast.unparse(node.args[0])
+  return None
 
 
 def _called(loc) -> str | None:

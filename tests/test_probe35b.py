@@ -547,3 +547,69 @@ def test_a_warp_specialised_kernel_of_1024_compute_threads_is_refused_at_its_loo
          "warp_specialize=True adds a producer warpgroup to the kernel's block=1024 compute threads: 1152"
          " threads, more than a CTA may have (1024)",
          hint="launch it with block=896 or fewer compute threads, or drop warp_specialize=True")
+
+
+# ---------------------------------------------------------------- hints of reductions across split rows (B5)
+@mg.mgpu_kernel(out_shape=lambda a, b, *, wg, what, followed: S((a.shape[0], b.shape[1]) if what == "softmax"
+                                                                 else (b.shape[1],), F32), block=_block)
+def column_stat(a, b, o, *, wg, what, followed):
+  a_s = ml.smem(a.shape)
+  b_s = ml.smem(b.shape)
+  ml.copy(a, a_s)
+  ml.copy(b, b_s)
+  acc = ml.dot(a_s, b_s)
+  if what == "var" and not followed:
+    o[...] = ml.var(acc, axis=0)
+  elif what == "var":
+    o[...] = ml.var(acc.T, axis=1)
+  elif what == "logsumexp" and not followed:
+    o[...] = ml.logsumexp(acc * 0.01, axis=0)
+  elif what == "logsumexp":
+    o[...] = ml.logsumexp((acc * 0.01).T, axis=1)
+  elif what == "softmax" and not followed:
+    o[...] = ml.softmax(acc * 0.01, axis=0)
+  elif what == "softmax":
+    o[...] = ml.softmax((acc * 0.01).T, axis=1).T
+  elif what == "any" and not followed:
+    o[...] = ml.any(acc > 3.0, axis=0).astype(jnp.float32)
+  elif what == "any":
+    o[...] = ml.any((acc > 3.0).T, axis=1).astype(jnp.float32)
+
+
+_COLUMN_STATS = {
+    "var": ("ml.var(acc, axis=0)", "ml.var(acc.T, axis=1)", lambda x: x.var(0)),
+    "logsumexp": ("ml.logsumexp(acc * 0.01, axis=0)", "ml.logsumexp((acc * 0.01).T, axis=1)",
+                  lambda x: np.log(np.exp(x * 0.01).sum(0))),
+    "softmax": ("ml.softmax(acc * 0.01, axis=0)", "ml.softmax((acc * 0.01).T, axis=1).T",
+                lambda x: np.asarray(jax.nn.softmax(x * 0.01, axis=0))),
+    "any": ("ml.any(acc > 3.0, axis=0)", "ml.any((acc > 3.0).T, axis=1)", lambda x: (x > 3).any(0).astype(np.float32)),
+}
+
+
+@pytest.mark.parametrize("what", list(_COLUMN_STATS))
+@pytest.mark.parametrize("wg", [2, 3])
+def test_a_column_statistic_across_split_rows_hints_the_function_called_on_the_transpose(what, wg):
+  """ml.var, ml.logsumexp, ml.softmax and ml.any along the rows of a split dot result (MG204) hinted
+  their parts on names the user never wrote: `ml.sum(acc.T, axis=1)` for ml.var, `ml.max(tile.T,
+  axis=1)` for ml.logsumexp, `ml.max(ml.any(acc > 3.0, axis=0).T, axis=1)` for ml.any. The hint now
+  calls the function the user called on their own argument, transposed, and that works."""
+  at, fix, ref = _COLUMN_STATS[what]
+  a, b = _dot_inputs(wg)
+  n = wg * 64
+  expect(column_stat, [S(a.shape, F16), S(b.shape, F16)], mg.LayoutError, at,
+         f"this reduction runs across the rows of {at[at.index('(') + 1:at.index(', axis')]}"
+         f" ({n}, 64), which block={128 * wg} splits among {wg} warpgroups (each holds its own rows); reductions"
+         f" across the warpgroups are not supported",
+         hint=f"reduce its transpose along axis 1: {fix}; or use block=128 (one warpgroup holds all rows)",
+         wg=wg, what=what, followed=False)
+  _close(column_stat(a, b, wg=wg, what=what, followed=True, interpret=True), ref(_acc(a, b)), 1e-2)
+  _export(column_stat, S(a.shape, F16), S(b.shape, F16), wg=wg, what=what, followed=True)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("what", list(_COLUMN_STATS))
+@pytest.mark.parametrize("wg", [2, 3])
+def test_a_column_statistic_on_the_transpose_gpu(what, wg):
+  a, b = _dot_inputs(wg, seed=5)
+  got = jax.jit(lambda a, b: column_stat(a, b, wg=wg, what=what, followed=True))(a, b)
+  _close(got, column_stat(a, b, wg=wg, what=what, followed=True, interpret=True), 1e-3)
