@@ -79,7 +79,6 @@ def _reduce(ctx, o):
   ctx.set(o.result, r)
 
 
-@lower(Broadcast)
 def _combine_parts(ctx, o, v, scratch, base, parts):
   """The reduction of the warpgroups' partial results `v` (each uniform in its warpgroup),
   through the scratch's `parts` slots from `base`, combined in warpgroup order in every thread."""
