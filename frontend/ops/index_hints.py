@@ -17,10 +17,28 @@ def _index_text(i, cx=None) -> str:
     return ":" if i == slice(None) else f"{_index_text(i.start, cx) if i.start is not None else ''}:" + (
         _index_text(i.stop, cx) if i.stop is not None else "")
   if isinstance(i, DSlice):
-    return f"ml.ds({_index_text(i.start, cx)}, {_index_text(i.size, cx)})"
+    return f"ml.ds({ds_part_text(i, 0, cx)}, {ds_part_text(i, 1, cx)})"
   if is_value(i):
     return (cx.named(i, "") if cx is not None else "") or i.name or "i"
   return repr(i)
+
+
+def _operand(text: str) -> str:
+  """`text` as the right operand of `-`: parenthesised where it is a compound expression
+  (`n - (off[g] + 1)`, not `n - off[g] + 1`)."""
+  try:
+    node = ast.parse(text, mode="eval").body
+  except SyntaxError:
+    return f"({text})"
+  return text if isinstance(node, (ast.Name, ast.Constant, ast.Subscript, ast.Call, ast.Attribute)) else f"({text})"
+
+
+def ds_part_text(ds, k, cx=None) -> str:
+  """The start (k = 0) or size (k = 1) of `ml.ds(start, size)` as the user wrote it there (an
+  expression such as `end - start` has no name of its own)."""
+  v = (ds.start, ds.size)[k]
+  return (cx.named(v, "") if cx is not None and is_value(v) else "") or (ds.texts[k] if is_value(v) else "") \
+      or _index_text(v, cx)
 
 
 def _linear(cx, v, depth=0):
@@ -106,7 +124,7 @@ def runtime_slice_error(cx, index, d, shape, name, access="") -> E.KernelError:
                      f" ml.ds(start, size), {at(f'ml.ds({start}, {fixed})')}; where it runs past the end, mask it:"
                      f" {_masked(at(f'ml.ds({start}, {fixed})'), inside, access)}")
   # a stop past the array's end clamps, as Python's slice does (the window ml.ds(start, n) reaches past it)
-  length = stop if start == "0" else f"ml.minimum({stop}, {n}) - {start}"
+  length = stop if start == "0" else f"ml.minimum({stop}, {n}) - {_operand(start)}"
   w = _window_size(n, kept)
   mask = f"ml.arange({w}){axes} < {length if ' ' not in length else f'({length})'}"
   return E.KernelTypeError(
@@ -121,7 +139,7 @@ def runtime_size_error(cx, index, d, shape, name, access="") -> E.KernelError:
   window's size is fixed when the kernel is compiled, so a run-time length is a fixed window and a
   mask, as for a slice with a run-time stop."""
   i, n = index[d], shape[d]
-  start, size = _index_text(i.start, cx), _index_text(i.size, cx)
+  start, size = ds_part_text(i, 0, cx), ds_part_text(i, 1, cx)
   at = lambda win: f"{name}.at[{', '.join(win if k == d else _index_text(x, cx) for k, x in enumerate(index))}]"
   kept = [k for k, x in enumerate(index) if not (isinstance(x, int) or is_value(x))]
   axes = "" if len(kept) == 1 else "[" + ", ".join(":" if k == d else "None" for k in kept) + "]"

@@ -132,6 +132,7 @@ class DSlice:
   """`ml.ds(start, size)`: a window of `size` elements from a (possibly dynamic) start."""
   start: object
   size: int
+  texts: tuple = dataclasses.field(default=("", ""), compare=False, repr=False)   # the user's text of each
 
 
 @builtin
@@ -140,7 +141,8 @@ def ds(cx, start, size, stride=None):
   `pl.ds(start, size, stride)`) of 1 is the same window; any other is an error with the fix."""
   if stride is not None and not (isinstance(stride, int) and not isinstance(stride, bool) and stride == 1):
     raise strided_ds_error(cx, stride)
-  return DSlice(start, size)
+  texts = tuple(cx.named(x, "") if is_value(x) else "" for x in (start, size))
+  return DSlice(start, size, texts)
 
 
 ds.rule.refused = ("stride",)        # (usage hints show ml.ds(start, size))

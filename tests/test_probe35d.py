@@ -1,0 +1,79 @@
+"""Probe 35d (mixture-of-experts and data-dependent kernels: top-k gating, expert histograms, offsets,
+token permutations, grouped GEMMs over ragged segments, CSR products, embedding bags, early exits and
+loops whose trip counts are read from memory). The kernels ran right in interpret mode and exported for
+CUDA; what failed is below, each with the kernel a user of this theme wrote."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from locate import expect
+
+S = jax.ShapeDtypeStruct
+F32, I32 = jnp.float32, jnp.int32
+_SEG = dict(out_shape=lambda x, off: S((off.shape[0] - 1,), F32), grid=lambda x, off: (off.shape[0] - 1,))
+
+
+def _segment_sums(x, off):
+  return np.array([x[off[g]:off[g + 1]].sum() for g in range(len(off) - 1)], np.float32)
+
+
+# ---------------------------------------------------------------- a segment's run-time length as a window size
+@mg.mgpu_kernel(**_SEG)
+def segment_window(x, off, out):
+  g = ml.program_id(0)
+  start = off[g]; end = off[g + 1]
+  out[g] = ml.sum(x.at[ml.ds(start, end - start)][...])
+
+
+@mg.mgpu_kernel(**_SEG)
+def segment_window_followed(x, off, out):
+  g = ml.program_id(0)
+  start = off[g]; end = off[g + 1]
+  v = x.at[ml.ds(start, 304)].load(mask=ml.arange(304) < (end - start), other=0)
+  out[g] = ml.sum(v)
+
+
+def test_a_run_time_window_size_is_named_as_written_and_its_hint_works():
+  """The size `end - start` has no name of its own: the message and the hint called it `i`, a name
+  the kernel does not have (or, worse, one it has for something else)."""
+  expect(segment_window, [S((300,), F32), S((5,), I32)], mg.KernelTypeError, "x.at[ml.ds(start, end - start)]",
+         "ml.ds size must be a positive static int, got end - start, a run-time value: a window's size is fixed"
+         " when the kernel is compiled",
+         hint="take a window of fixed size and mask it to the run-time length: v = x.at[ml.ds(start, 304)]"
+              ".load(mask=ml.arange(304) < (end - start), other=0)")
+  off = jnp.asarray([0, 5, 5, 200, 300], I32)
+  x = jnp.asarray(np.random.default_rng(0).standard_normal(300), F32)
+  got = segment_window_followed(x, off, interpret=True)
+  np.testing.assert_allclose(np.asarray(got), _segment_sums(np.asarray(x), np.asarray(off)), rtol=1e-5, atol=1e-5)
+
+
+# ---------------------------------------------------------------- a run-time slice whose start is an expression
+@mg.mgpu_kernel(**_SEG)
+def inner_slice(x, off, out):             # each segment without its first and last element
+  g = ml.program_id(0)
+  out[g] = ml.sum(x[off[g] + 1:off[g + 1] - 1])
+
+
+@mg.mgpu_kernel(**_SEG)
+def inner_slice_followed(x, off, out):
+  g = ml.program_id(0)
+  v = x.at[ml.ds(off[g] + 1, 304)].load(mask=ml.arange(304) < (ml.minimum(off[g + 1] - 1, 300) - (off[g] + 1)),
+                                        other=0)
+  out[g] = ml.sum(v)
+
+
+def test_a_run_time_slice_hint_subtracts_a_compound_start_whole():
+  """The hint's length was `ml.minimum(stop, n) - off[g] + 1`: followed, it kept two elements too many
+  (a silently wrong kernel); the start is now subtracted in parentheses."""
+  expect(inner_slice, [S((300,), F32), S((5,), I32)], mg.KernelTypeError, "x[off[g] + 1:off[g + 1] - 1]",
+         "slice off[g] + 1:off[g + 1] - 1 of dimension 0 of x has a run-time stop: a window's size is fixed when"
+         " the kernel is compiled",
+         hint="take a window of fixed size and mask it to the run-time length: v = x.at[ml.ds(off[g] + 1, 304)]"
+              ".load(mask=ml.arange(304) < (ml.minimum(off[g + 1] - 1, 300) - (off[g] + 1)), other=0)")
+  off = np.array([0, 5, 7, 200, 300], np.int32)
+  x = np.random.default_rng(1).standard_normal(300).astype(np.float32)
+  got = inner_slice_followed(jnp.asarray(x), jnp.asarray(off), interpret=True)
+  want = np.array([x[off[g] + 1:off[g + 1] - 1].sum() for g in range(4)], np.float32)
+  np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5, atol=1e-5)
