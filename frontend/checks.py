@@ -225,12 +225,16 @@ class _Memory:
     self.atomic_unknown: set = set()
     self.atomic_plain: set = set()     # locations of plain stores into atomically updated outputs
     self.scattered = {o.ref.id for o in ir.walk(kernel.body) if isinstance(o, ScatterUpdate)}
+    self.alias_reads: dict = {}      # loc -> the aliased input a read of an updated output names
 
-  def _accumulated_read(self, acc, w) -> bool:
-    """Record a read of an atomically updated output for race_errors; False if it cannot be told."""
-    if not (acc.exact and all(x is not UNKNOWN for x in w.starts) and w.root.id not in self.atomic_unknown):
+  def _accumulated_read(self, acc, w, root) -> bool:
+    """Record a read of atomically updated output `root` (or of the input aliased to it) for
+    race_errors; False if it cannot be told."""
+    if not (acc.exact and all(x is not UNKNOWN for x in w.starts) and root not in self.atomic_unknown):
       return False
-    self.atomic[w.root.id].add(*self.boxes_of(w, acc.must, dedupe=False), np.flatnonzero(acc.must), acc.op.loc)
+    if root != w.root.id:
+      self.alias_reads[acc.op.loc] = w.root.name
+    self.atomic[root].add(*self.boxes_of(w, acc.must, dedupe=False), np.flatnonzero(acc.must), acc.op.loc)
     return True
 
   def __call__(self, acc):
@@ -266,12 +270,14 @@ class _Memory:
                                    acc.op.loc, read=None if plain else "update")
       elif not plain:
         self.atomic_unknown.add(w.root.id)
-    if (kind in READS and w.root.id in self.kernel.accumulated and self.ev.P // batch > 1 and acc.must.any()
-        and not self._accumulated_read(acc, w)):
+    updated = self.read_as.get(w.root.id) if kind in READS else None    # (an aliased input is its output)
+    if (updated in self.kernel.accumulated and self.ev.P // batch > 1 and acc.must.any()
+        and not self._accumulated_read(acc, w, updated)):
       self.report(E.RaceError(
-          f"{w.root.name} is read here while other programs may still be adding to it with atomics:"
+          f"{w.root.name}{_aliased(self.kernel, w.root.id)} is read here while other programs may still be"
+          f" adding to it with atomics:"
           f" programs run in no fixed order, so the value read depends on timing", acc.op.loc,
-          hint=ACCUMULATED_READ))
+          hint=ACCUMULATED_READ + _aliased_hint(self.kernel, w.root.id)))
     certain = acc.exact and all(x is not UNKNOWN for x in w.starts) and acc.must.any()
     if certain and w.root.id in self.writers and (_plain_write(acc) or isinstance(acc.op, MaskedStore)):
       self.writers[w.root.id].add(*self.certain_boxes(acc), acc.op.loc)
@@ -518,10 +524,14 @@ class _Memory:
               f" adds to it with atomics: programs run in no fixed order, so the sum depends on timing", loc,
               notes=(f"{at}: program {self.ev.program(a)}'s atomic update",), hint=plain_write_hint(name, aliased)))
           continue
+        hint = ACCUMULATED_READ
+        if loc in self.alias_reads:
+          hint += _aliased_hint(self.kernel, next(p.value.id for p in self.kernel.inputs
+                                                  if p.name == self.alias_reads[loc]))
+          name = f"{self.alias_reads[loc]} (aliased to {name})"
         out.append(E.RaceError(
             f"{name} is read here while other programs may still be adding to it with atomics:"
-            f" programs run in no fixed order, so the value read depends on timing", loc,
-            hint=ACCUMULATED_READ))
+            f" programs run in no fixed order, so the value read depends on timing", loc, hint=hint))
     for p in self.kernel.outputs:
       w = self.writers.get(p.value.id)
       race = w.first_race() if w is not None else None
@@ -585,3 +595,21 @@ class _Memory:
         self.facts.tma_starts[key] = UNKNOWN
       else:
         self.facts.tma_starts[key] = np.union1d(old, s[acc.may])
+
+
+def _aliased(kernel, ref_id) -> str:
+  """' (aliased to out)' where `ref_id` is an input that input_output_aliases makes output out."""
+  for i, o in (kernel.aliases or {}).items():
+    if kernel.inputs[i].value.id == ref_id:
+      return f" (aliased to {kernel.outputs[o].name})"
+  return ""
+
+
+def _aliased_hint(kernel, ref_id) -> str:
+  """For a read of an input aliased to an updated output: how to read what it held before the call."""
+  for i, o in (kernel.aliases or {}).items():
+    p = kernel.inputs[i]
+    if p.value.id == ref_id:
+      return (f"; for the values {p.name} held before the call, pass the array a second time as an input that"
+              f" is not aliased, and read that one")
+  return ""

@@ -77,3 +77,38 @@ def test_a_run_time_slice_hint_subtracts_a_compound_start_whole():
   got = inner_slice_followed(jnp.asarray(x), jnp.asarray(off), interpret=True)
   want = np.array([x[off[g] + 1:off[g + 1] - 1].sum() for g in range(4)], np.float32)
   np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5, atol=1e-5)
+
+
+# ---------------------------------------------------------------- reads of an aliased input that atomics update
+@mg.mgpu_kernel(out_shape=lambda c: c, grid=(4,), input_output_aliases={0: 0})
+def aliased_total_read(c, out):            # each program adds the first count to it
+  v = c[0]
+  ml.atomic_add(out.at[0], v)
+
+
+@mg.mgpu_kernel(out_shape=lambda c, before: c, grid=(4,), input_output_aliases={0: 0})
+def aliased_total_read_followed(c, before, out):
+  v = before[0]
+  ml.atomic_add(out.at[0], v)
+
+
+@mg.mgpu_kernel(out_shape=lambda c: c, grid=(4,), input_output_aliases={0: 0})
+def aliased_own_rows(c, out):              # each program reads and updates only its own rows: no race
+  i = ml.program_id(0)
+  ml.atomic_add(out.at[ml.ds(i * 32, 32)], c.at[ml.ds(i * 32, 32)][...])
+
+
+def test_a_read_of_an_aliased_input_other_programs_update_with_atomics_is_a_race_when_compiling():
+  """The same read of the output was MG951 when compiling; of the input aliased to it (the same
+  memory) it passed the check, and only interpret mode found the race."""
+  expect(aliased_total_read, [S((4,), I32)], mg.RaceError, "c[0]",
+         "c (aliased to out) is read here while other programs may still be adding to it with atomics: programs"
+         " run in no fixed order, so the value read depends on timing",
+         hint="an output that programs update with atomics holds the total only once the kernel has ended: read it"
+              " in a second kernel (or in JAX after the call); for the values c held before the call, pass the"
+              " array a second time as an input that is not aliased, and read that one")
+  c = jnp.arange(4, dtype=I32) + 1
+  got = aliased_total_read_followed(c, c, interpret=True)
+  np.testing.assert_array_equal(np.asarray(got), np.asarray(c) + np.array([4 * int(c[0]), 0, 0, 0]))
+  x = jnp.arange(128, dtype=I32)
+  np.testing.assert_array_equal(np.asarray(aliased_own_rows(x, interpret=True)), 2 * np.asarray(x))
