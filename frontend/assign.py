@@ -8,7 +8,8 @@ from . import errors as E
 from .ops import gather, memory, transfers
 from .ops.base import is_ref, is_value, kind_of
 from .env import Unbound, assigned_names, read_after
-from .types import RefType, TensorType, resolve
+from .ops.index_hints import scatter_set_hint
+from .types import RefType, Space, TensorType, resolve
 
 
 DICT_VIEWS = (type({}.keys()), type({}.values()), type({}.items()))   # static while tracing, as dicts
@@ -128,7 +129,7 @@ class Assignments:
       if isinstance(node.target.value, ast.Attribute) and node.target.value.attr == "at" and isinstance(
           node.op, (ast.Add, ast.Sub)):    # jnp's x.at[ids].add(v), written as x.at[ids] += v
         ref = self.text(node.target.value.value)
-        idx = self.text(node.target.slice)
+        idx = self.index_text(node.target.slice)
         sign = "-" if isinstance(node.op, ast.Sub) else ""
         self.unsupported(node.target, "assigning to ref.at[...]", hint=(
             f"accumulate with ml.atomic_add({ref}.at[{idx}], {sign}{self.text(node.value)}) (jnp's"
@@ -136,7 +137,7 @@ class Assignments:
             f" through the ref without .at: {ref}[{idx}] {'-' if sign else '+'}= ..."))
       ref, index = self.subscript_target(node.target)
       if any(is_value(i) and isinstance(i.type, TensorType) for i in (index if isinstance(index, tuple) else (index,))):
-        name, idx = self.text(node.target.value), self.text(node.target.slice)   # counts[ids] += 1
+        name, idx = self.text(node.target.value), self.index_text(node.target.slice)   # counts[ids] += 1
         sign = "-" if isinstance(node.op, ast.Sub) else ""
         self.unsupported(node.target, "an augmented assignment at a tensor of indices", hint=(
             f"accumulate with ml.atomic_add({name}.at[{idx}], {sign}{self.text(node.value)}) (jnp's"
@@ -215,7 +216,8 @@ class Assignments:
       for t, v in zip(target.elts, value):
         self.assign(t, v, value_node)
     elif isinstance(target, ast.Subscript):
-      ref, index = self.subscript_target(target)
+      ref, index = self.subscript_target(target, value_node)
+      self._scatter_set(target, ref, index, value_node)
       values, nodes = self._index_operands(target.slice, index)     # (messages quote the user's index)
       cx = self.cx(target, values=[ref, *values], operands=[target.value, *nodes])
       cx.access = "write"
@@ -238,12 +240,34 @@ class Assignments:
     first = "" if named else f"t = {self.text(value_node)}; "
     return f"{first}{', '.join(names)} = {', '.join(idx)}"
 
-  def subscript_target(self, target):
+  def _scatter_set(self, target, ref, index, value_node):
+    """`c[tok, :] = v` of a GMEM ref: a plain scatter, with the atomic add that sets a permutation's
+    rows as the hint, in the user's words."""
+    items = index if isinstance(index, tuple) else (index,)
+    bad = next((i for i in items if is_value(i) and isinstance(i.type, TensorType)
+                and any(n != 1 for n in i.type.shape)), None)
+    if bad is None or ref.type.space != Space.GMEM:
+      return
+    raise E.KernelTypeError(
+        f"an index here must be an integer scalar, got {bad.name or 'a register tensor'}: only a read of a GMEM"
+        f" ref takes a tensor of indices (a gather, table[ids, :])", self.loc(target),
+        hint=scatter_set_hint(self.text(target.value), self.index_text(target.slice), self.text(value_node)))
+
+  def index_text(self, node) -> str:
+    """A subscript's index as written, without the parentheses a tuple of indices takes in astor."""
+    return ", ".join(self.text(e) for e in node.elts) if isinstance(node, ast.Tuple) else self.text(node)
+
+  def subscript_target(self, target, value_node=None):
     base = self.eval(target.value)
     if isinstance(base, gather.IndexedRef):
+      hint = SCATTER_HINT
+      if value_node is not None and isinstance(target.value, ast.Subscript) and is_whole(self.eval_index(target.slice)):
+        sub = target.value                # c.at[tok, :][...] = v
+        hint = scatter_set_hint(self.text(sub.value.value) if isinstance(sub.value, ast.Attribute)
+                                else self.text(sub.value), self.index_text(sub.slice), self.text(value_node))
       raise E.KernelTypeError(
           f"{self.text(target.value)} is indexed by tensors: it is read ([...], a gather) or updated"
-          f" atomically (a scatter), not assigned", self.loc(target), hint=SCATTER_HINT)
+          f" atomically (a scatter), not assigned", self.loc(target), hint=hint)
     if isinstance(base, At):
       self.unsupported(target, "assigning to ref.at[...]", hint="write through the ref: ref[idx] = value")
     if isinstance(base, (tuple, list)):

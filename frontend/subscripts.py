@@ -14,7 +14,8 @@ from .missing import missing_hint
 from .torch_hints import torch_method_hint
 from .ops import METHODS, REF_METHODS, gather, memory, roll, shape, transfers
 from .ops.base import is_tensor, is_value, keep_weak, kind_of, static_number
-from .ops.index_hints import check_tensor_steps, run_window_hint, strided_last_axis, table_lookup_hint
+from .ops.index_hints import (check_tensor_steps, run_window_hint, scatter_set_hint, strided_last_axis,
+                              table_lookup_hint)
 from .assign import DICTS_FIXED, SCATTER_HINT, At, holds_value, is_whole
 from .types import RefType, resolve
 
@@ -54,6 +55,13 @@ class Subscripts:
                 " with a window: " + (f"{own}, masked where it runs past the end; " if own else
                 f"{ref}.at[ml.ds(start, n)].{attr}(..., mask=...), masked where it runs past the end; ")
                 + "for indices scattered at random, " + SCATTER_HINT[0].lower() + SCATTER_HINT[1:])
+        if attr == "store" and call is not None and (call.args or any(k.arg == "value" for k in call.keywords)):
+          value = call.args[0] if call.args else next(k.value for k in call.keywords if k.arg == "value")
+          mask = next((k.value for k in call.keywords if k.arg == "mask"), call.args[1] if len(call.args) > 1 else None)
+          at = sub.value.value if isinstance(sub.value, ast.Attribute) else sub.value
+          hint = hint.split("for indices scattered at random, ")[0] + "for indices scattered at random, " + \
+              scatter_set_hint(self.text(at), self.index_text(sub.slice), self.text(value),
+                               self.text(mask) if mask is not None else None)
         if attr == "store" and own is None and sum(not isinstance(e, ast.Slice) for e in elts) >= 2:
           hint = _flat_store_hint(ref, base.ref.type.shape) + hint
       raise E.KernelTypeError(

@@ -112,3 +112,71 @@ def test_a_read_of_an_aliased_input_other_programs_update_with_atomics_is_a_race
   np.testing.assert_array_equal(np.asarray(got), np.asarray(c) + np.array([4 * int(c[0]), 0, 0, 0]))
   x = jnp.arange(128, dtype=I32)
   np.testing.assert_array_equal(np.asarray(aliased_own_rows(x, interpret=True)), 2 * np.asarray(x))
+
+
+# ---------------------------------------------------------------- storing expert outputs back at token rows
+_UNPERMUTE = dict(out_shape=lambda y, tok: S((64, y.shape[1]), F32))
+_SPECS = [S((64, 128), F32), S((64,), I32)]
+
+
+@mg.mgpu_kernel(**_UNPERMUTE)
+def unpermute_assign(y, tok, c):           # vLLM's tl.store(c_ptrs, acc), one row per token slot
+  t = tok[...]
+  c[t, :] = y[...] * 2.0
+
+
+@mg.mgpu_kernel(**_UNPERMUTE)
+def unpermute_masked(y, tok, c):           # padding slots (t >= 50) masked off
+  t = tok[...]
+  ml.store(c.at[t, :], y[...], mask=(t < 50)[:, None])
+
+
+@mg.mgpu_kernel(**_UNPERMUTE)
+def unpermute_masked_method(y, tok, c):
+  t = tok[...]
+  c.at[t, :].store(y[...] * 2.0, mask=(t < 50)[:, None])
+
+
+@mg.mgpu_kernel(**_UNPERMUTE)
+def unpermute_masked_followed(y, tok, c):
+  t = tok[...]
+  ml.atomic_add(c.at[t, :], ml.where((t < 50)[:, None], y[...], 0))
+
+
+@mg.mgpu_kernel(**_UNPERMUTE)
+def accumulate_at_rows(y, tok, c):
+  t = tok[...]
+  c[t, :] += y[...]
+
+
+_SET = ("a plain scatter (set) is not supported (repeated indices would race): add into an output that starts at 0,"
+        " which sets each element the indices name once (a permutation of rows): ml.atomic_add({}) (indices outside"
+        " c are dropped); or write rows one at a time with scalar indices, c.at[ids_ref[r]][...] = row")
+
+
+def test_a_store_at_token_rows_hints_the_atomic_add_in_the_kernels_words_with_its_mask():
+  """The hints were `ml.atomic_add(out.at[t, :], rows)` (names the kernel does not have) and, for a
+  masked store, `ml.atomic_add(c.at[t, :], y[...])`: followed, that adds the rows the mask kept off (a
+  silently wrong kernel). `c[t, :] += ...` hinted `c.at[(t, :)]`, a syntax error."""
+  msg = ("an index here must be an integer scalar, got t: only a read of a GMEM ref takes a tensor of indices"
+         " (a gather, table[ids, :])")
+  expect(unpermute_assign, _SPECS, mg.KernelTypeError, "c[t, :] =", msg, hint=_SET.format("c.at[t, :], y[...] * 2.0"))
+  e = expect(unpermute_masked, _SPECS, mg.KernelTypeError, "ml.store(",
+             "ml.store needs a ref (a parameter, an ml.smem buffer or a view), got a ref indexed by tensors"
+             " (ref.at[ids, ...])")
+  assert e.hint.endswith("; at other offsets, " + _SET.format("c.at[t, :], ml.where((t < 50)[:, None], y[...], 0)"))
+  e = expect(unpermute_masked_method, _SPECS, mg.KernelTypeError, "c.at[t, :].store",
+             "c.at[t, :] is indexed by tensors: it has no .store; it is read ([...], a gather) or updated"
+             " atomically (a scatter)")
+  assert e.hint.endswith(_SET.format("c.at[t, :], ml.where((t < 50)[:, None], y[...] * 2.0, 0)"))
+  e = expect(accumulate_at_rows, _SPECS, mg.UnsupportedSyntaxError, "c[t, :] +=",
+             "an augmented assignment at a tensor of indices is not supported in a kernel")
+  assert e.hint.startswith("accumulate with ml.atomic_add(c.at[t, :], y[...]) (jnp's c.at[t, :].add;")
+  rng = np.random.default_rng(2)
+  y = jnp.asarray(rng.standard_normal((64, 128)), F32)
+  tok = jnp.asarray(rng.permutation(64), I32)
+  got = np.asarray(unpermute_masked_followed(y, tok, interpret=True))
+  want = np.zeros((64, 128), np.float32)
+  keep = np.asarray(tok) < 50
+  want[np.asarray(tok)[keep]] = np.asarray(y)[keep]
+  np.testing.assert_array_equal(got, want)

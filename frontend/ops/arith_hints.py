@@ -162,8 +162,8 @@ def not_a_ref_hint(cx, ref, what, mask, other, value) -> str:
       return (f"{window}{w}.load(mask={m}, other={o}); other offsets are a gather and a select, ml.where({m},"
               f" {x}[{ids}], {o}) (a gather clamps each index into {x}, so it never reads outside it)")
     masked = f", mask={m}" if m is not None else ""
-    return (f"{window}ml.store({w}, {v}{masked}); a store at other offsets is a scatter, which kernels make"
-            f" atomically only: ml.atomic_add({x}.at[{ids}], {v}) into an output that starts at 0")
+    from .index_hints import scatter_set_hint
+    return f"{window}ml.store({w}, {v}{masked}); at other offsets, " + scatter_set_hint(x, ids, v, m)
   if is_tensor(ref):
     r = cx.named(ref, "v")
     if what == "ml.load":

@@ -530,3 +530,15 @@ def table_lookup_hint(table, index, table_text: str, index_text: str) -> str | N
   return (f"a table indexed by a tensor: select its entries, {bind}r = ml.zeros({i}.shape, jnp.{dt}), then"
           f" for k in ml.static_range({len(a)}): r = ml.where({i} == k, {table_text}[k], r) (one select per"
           f" entry); or pass the table to the kernel as an input array, t, and gather from it: t[{i}]")
+
+
+def scatter_set_hint(ref: str, index: str, value: str, mask: str | None = None) -> str:
+  """The hint for a store at computed places (`c[tok, :] = v`, `ml.store(c.at[tok, :], v, mask=m)`), in
+  the user's words: a plain scatter is not supported, an atomic add into an output that starts at 0
+  sets each element its indices name once (a permutation of rows), with a store's mask folded into the
+  value as the add's identity (an add of the unmasked value would write the rows the mask keeps off)."""
+  v = value if mask is None else f"ml.where({mask}, {value}, 0)"
+  return (f"a plain scatter (set) is not supported (repeated indices would race): add into an output that"
+          f" starts at 0, which sets each element the indices name once (a permutation of rows):"
+          f" ml.atomic_add({ref}.at[{index}], {v}) (indices outside {ref} are dropped); or write rows one at a"
+          f" time with scalar indices, {ref}.at[ids_ref[r]][...] = row")
