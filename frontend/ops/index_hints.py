@@ -30,7 +30,11 @@ def _operand(text: str) -> str:
     node = ast.parse(text, mode="eval").body
   except SyntaxError:
     return f"({text})"
-  return text if isinstance(node, (ast.Name, ast.Constant, ast.Subscript, ast.Call, ast.Attribute)) else f"({text})"
+  tight = (ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow, ast.MatMult)     # bind tighter than -
+  if isinstance(node, (ast.Name, ast.Constant, ast.Subscript, ast.Call, ast.Attribute, ast.UnaryOp)) or (
+      isinstance(node, ast.BinOp) and isinstance(node.op, tight)):
+    return text
+  return f"({text})"
 
 
 def ds_part_text(ds, k, cx=None) -> str:
