@@ -183,7 +183,9 @@ def test_tritons_math_namespaces_and_keyword_spellings_are_hinted():
          hint="write keepdims= for keep_dims=: ml.sum(x, axis=None, keepdims=False, dtype=None)")
   expect(max_with_indices, spec, mg.KernelTypeError, "ml.max(v",
          "ml.max: got an unexpected keyword argument 'return_indices'",
-         hint="the indices are ml.argmax(x, axis), the values ml.max(x, axis=None, keepdims=False)")
+         hint="the values and their indices are two reductions: ml.max(v, axis=1) and ml.argmax(v, axis=1) (the"
+              " first index of the extreme value, Triton's tie_break_left=True); ml.max(x, axis=None,"
+              " keepdims=False)")
   x = np.random.default_rng(1).random((64, 128)).astype(np.float32) + 0.5
   np.testing.assert_allclose(np.asarray(keepdims_followed(x, interpret=True)), x / x.sum(1, keepdims=True),
                              rtol=1e-6)

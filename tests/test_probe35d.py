@@ -180,3 +180,50 @@ def test_a_store_at_token_rows_hints_the_atomic_add_in_the_kernels_words_with_it
   keep = np.asarray(tok) < 50
   want[np.asarray(tok)[keep]] = np.asarray(y)[keep]
   np.testing.assert_array_equal(got, want)
+
+
+# ---------------------------------------------------------------- Triton's index keywords of top-1 routing
+@mg.mgpu_kernel(out_shape=lambda lg: S((lg.shape[0],), I32))
+def router_return_indices(lg, ids):        # tl.max(logits, axis=1, return_indices=True)
+  p, e = ml.max(lg[...], axis=1, return_indices=True)
+  ids[...] = e
+
+
+@mg.mgpu_kernel(out_shape=lambda lg: S((lg.shape[0],), I32))
+def router_tie_left(lg, ids):
+  v = lg[...]
+  ids[...] = ml.argmax(v, axis=1, tie_break_left=True)
+
+
+@mg.mgpu_kernel(out_shape=lambda lg: S((lg.shape[0],), I32))
+def router_tie_right(lg, ids):
+  v = lg[...]
+  ids[...] = ml.argmax(v, 1, tie_break_left=False)
+
+
+@mg.mgpu_kernel(out_shape=lambda lg: S((lg.shape[0],), I32))
+def router_tie_right_followed(lg, ids):
+  v = lg[...]
+  ids[...] = v.shape[1] - 1 - ml.argmax(ml.flip(v, 1), 1)
+
+
+def test_tritons_return_indices_and_tie_break_left_are_hinted_in_the_kernels_words():
+  """The hints were `the indices are ml.argmax(x, axis)` (no name the kernel has) and, for
+  tie_break_left, the bare signature; tie_break_left=False (the last index) had no way shown."""
+  spec = [S((64, 64), F32)]
+  expect(router_return_indices, spec, mg.KernelTypeError, "ml.max(",
+         "ml.max: got an unexpected keyword argument 'return_indices'",
+         hint="the values and their indices are two reductions: ml.max(lg[...], axis=1) and ml.argmax(lg[...], axis=1)"
+              " (the first index of the extreme value, Triton's tie_break_left=True); ml.max(x, axis=None,"
+              " keepdims=False)")
+  expect(router_tie_left, spec, mg.KernelTypeError, "ml.argmax(",
+         "ml.argmax: got an unexpected keyword argument 'tie_break_left'",
+         hint="ml.argmax takes the first index of the extreme value already: drop tie_break_left=, ml.argmax(v,"
+              " axis=1); ml.argmax(x, axis=None, keepdims=False)")
+  expect(router_tie_right, spec, mg.KernelTypeError, "ml.argmax(",
+         "ml.argmax: got an unexpected keyword argument 'tie_break_left'",
+         hint="for the last index of the extreme value, take the first of the flipped axis: v.shape[1] - 1 -"
+              " ml.argmax(ml.flip(v, 1), 1); ml.argmax(x, axis=None, keepdims=False)")
+  lg = np.round(np.random.default_rng(3).standard_normal((64, 64))).astype(np.float32)    # many ties
+  got = np.asarray(router_tie_right_followed(jnp.asarray(lg), interpret=True))
+  np.testing.assert_array_equal(got, 63 - np.argmax(lg[:, ::-1], axis=1))

@@ -108,7 +108,6 @@ class Builtin:
         ops = [cx.named(v, n) for v, n in zip(list(args) + [None] * (2 - len(args)), ("a", "b", "acc"))]
         ops = [o + ".T" if i < 2 and f"trans_{'ab'[i]}" in trans else o for i, o in enumerate(ops)]
         meant = None
-      pair = self.__name__ in ("max", "min") and "return_indices" in kwargs    # Triton's tl.max(..., return_indices=True)
       raise E.KernelTypeError(f"ml.{self.__name__}: {e}", cx.loc,
                               hint=(f"write {' and '.join(f'{b}= for {a}=' for a, b in renames(shown, kwargs, meant))}: "
                                     if meant else "")
@@ -117,7 +116,6 @@ class Builtin:
                                  f"drop {'= and '.join(dropped)}= (Triton's memory options; kernels take none): "
                                  if dropped else "")
                               + jnp_keyword_hint(cx, self.__name__, self.__signature__, args, kwargs)
-                              + (f"the indices are ml.arg{self.__name__}(x, axis), the values " if pair else "")
                               + f"ml.{self.__name__}{shown}") from None
 
   def apply(self, cx, args, kwargs):
@@ -185,6 +183,24 @@ def jnp_keyword_hint(cx, name, sig, args, kwargs) -> str:
     return f"convert first: ml.{name}({method_on(xs)}.astype(jnp.float32){rest}); "
   if "initial" in given and name in ("max", "min"):
     return f"combine it after: ml.{name}imum(ml.{name}({xs}{rest}), {txt(kwargs['initial'])}); "
+  return triton_index_hint(name, given, args, kwargs, xs, rest)
+
+
+def triton_index_hint(name, given, args, kwargs, xs, rest) -> str:
+  """Triton's index keywords of max, min, argmax and argmin, in the user's words: tl.max(x, axis,
+  return_indices=True) is two reductions, and tl.argmax(x, axis, tie_break_left=...) takes the first
+  index of the extreme value (ml.argmax's) or, when False, the last (the first of the flipped axis)."""
+  if "return_indices" in given and name in ("max", "min"):
+    return (f"the values and their indices are two reductions: ml.{name}({xs}{rest}) and ml.arg{name}({xs}{rest})"
+            f" (the first index of the extreme value, Triton's tie_break_left=True); ")
+  if "tie_break_left" in given and name in ("argmax", "argmin"):
+    left = kwargs["tie_break_left"]
+    if left is True:
+      return f"ml.{name} takes the first index of the extreme value already: drop tie_break_left=, ml.{name}({xs}{rest}); "
+    axis = kwargs.get("axis", args[1] if len(args) > 1 else None)
+    if left is False and isinstance(axis, int) and not isinstance(axis, bool):
+      return (f"for the last index of the extreme value, take the first of the flipped axis:"
+              f" {xs}.shape[{axis}] - 1 - ml.{name}(ml.flip({xs}, {axis}){rest}); ")
   return ""
 
 
