@@ -227,3 +227,39 @@ def test_tritons_return_indices_and_tie_break_left_are_hinted_in_the_kernels_wor
   lg = np.round(np.random.default_rng(3).standard_normal((64, 64))).astype(np.float32)    # many ties
   got = np.asarray(router_tie_right_followed(jnp.asarray(lg), interpret=True))
   np.testing.assert_array_equal(got, 63 - np.argmax(lg[:, ::-1], axis=1))
+
+
+# ---------------------------------------------------------------- an expert's weights gathered into registers as B
+@mg.mgpu_kernel(out_shape=lambda a, b, e: S((64, 64), F32))
+def expert_b_in_registers(a, b, e, out):
+  ex = e[0]
+  bv = b[ex, ml.arange(64)[:, None], ml.arange(64)[None, :]]
+  a_s = ml.smem((64, 64), a.dtype)
+  ml.copy(a, a_s)
+  out[...] = ml.dot(a_s, bv)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b, e: S((64, 64), F32))
+def expert_b_followed(a, b, e, out):
+  ex = e[0]
+  bv = b[ex, ml.arange(64)[:, None], ml.arange(64)[None, :]]
+  a_s = ml.smem((64, 64), a.dtype)
+  ml.copy(a, a_s)
+  b_s = ml.smem((64, 64))
+  b_s[...] = bv
+  out[...] = ml.dot(a_s, b_s)
+
+
+def test_a_register_b_operand_hints_its_smem_buffer_in_the_kernels_words():
+  """The hint was `b_s[...] = b_value`, a name the kernel does not have, and no allocation."""
+  F16 = jnp.float16
+  spec = [S((64, 64), F16), S((4, 64, 64), F16), S((1,), I32)]
+  expect(expert_b_in_registers, spec, mg.MmaOperandError, "ml.dot(a_s, bv)",
+         "ml.dot operand b must be an SMEM buffer of this CTA, got a register tensor",
+         hint="only a may come from registers; store b's tile in SMEM: b_s = ml.smem((64, 64)); b_s[...] = bv; then"
+              " pass b_s to ml.dot (a tile read from SMEM: pass that buffer itself)")
+  rng = np.random.default_rng(4)
+  a = rng.standard_normal((64, 64)).astype(np.float16)
+  b = rng.standard_normal((4, 64, 64)).astype(np.float16)
+  got = expert_b_followed(jnp.asarray(a), jnp.asarray(b), jnp.asarray([2], I32), interpret=True)
+  np.testing.assert_allclose(np.asarray(got), a.astype(np.float32) @ b[2].astype(np.float32), rtol=2e-2, atol=2e-2)

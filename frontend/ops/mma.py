@@ -63,8 +63,9 @@ def _operand(cx, what, x, other=None):
     else:
       got_what = "an SMEM buffer of this CTA"
       if is_value(x) and isinstance(x.type, TensorType):
-        hint = ("only a may come from registers; store b's tile in SMEM: b_s[...] = b_value (a tile read from"
-                " SMEM: pass that buffer itself)")
+        v = cx.named(x, "") or x.name or "b_value"
+        hint = (f"only a may come from registers; store b's tile in SMEM: b_s = ml.smem({tuple(x.type.shape)});"
+                f" b_s[...] = {v}; then pass b_s to ml.dot (a tile read from SMEM: pass that buffer itself)")
     if is_value(x) and isinstance(x.type, RefType) and x.type.remote:
       hint = (f"the tensor cores read this CTA's SMEM only: read the peer's tile into registers and store it in"
               f" a buffer of this CTA ({what}_s[...] = {x.name or 'peer'}[...])"
