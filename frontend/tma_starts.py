@@ -3,6 +3,8 @@ last dimension on a 16-byte boundary, and a copy of a buffer tiled for the tenso
 tiles of the GMEM array (checks.py's memory pass collects the starts' values over the grid)."""
 from __future__ import annotations
 
+import ast
+
 import numpy as np
 
 from . import errors as E
@@ -19,6 +21,22 @@ from .types import DType, Space, dtype_name, resolve
 
 
 # ---------------------------------------------------------------- TMA window starts
+def _ds_start(view_text: str, d: int) -> str | None:
+  """The user's text of the start of `ml.ds(start, n)` in index `d` of a view's text
+  (`out.at[ml.ds(s + t * 64, 64), :]`), or None where it is not written so."""
+  try:
+    node = ast.parse(view_text, mode="eval").body
+  except SyntaxError:
+    return None
+  if not isinstance(node, ast.Subscript):
+    return None
+  items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+  i = items[d] if d < len(items) else None
+  if isinstance(i, ast.Call) and ast.unparse(i.func).endswith("ds") and i.args:
+    return ast.unparse(i.args[0])
+  return None
+
+
 def _unproven_multiple(o, d, start, t, defs, loops, facts):
   """None when the start of copy `o`'s window in dimension `d` is a multiple of `t` (static, by
   its arithmetic, or by its values over the grid); else the words naming a counterexample
@@ -128,7 +146,8 @@ def check_tiled_starts(kernel: ir.Kernel, defs: dict, facts: Facts) -> None:
       hint = f"start windows at multiples of {t} (e.g. i * {view.index[d].size})"
       rows = d == kept[-2] and o.dst is smem and len(kept) >= 2
       if not seen:
-        hint += f"; if the start always is one, say so: ml.ds(ml.multiple_of(start, {t}), {view.index[d].size})"
+        first = _ds_start(gmem.name or "", d) or "start"
+        hint += f"; if the start always is one, say so: ml.ds(ml.multiple_of({first}, {t}), {view.index[d].size})"
         if rows:               # a start read from data (cu_seqlens): buffers one tile wide take any row
           hint += (f"; where it may not be one, "
                    f"{split_load(kernel, defs, _root(defs, smem), view.ref, tiled)}")
@@ -136,6 +155,16 @@ def check_tiled_starts(kernel: ir.Kernel, defs: dict, facts: Facts) -> None:
         # a window shifted off the tile rows (a convolution's taps): buffers one tile wide take any row
         hint = (f"the window starts inside a tile in some program, so no promise makes it whole tiles;"
                 f" {split_load(kernel, defs, _root(defs, smem), view.ref, tiled)}")
+      if o.src is smem and d == kept[-2] and len(kept) >= 2:
+        # a tile stored at a row read from data (a grouped GEMM's segment start): a store from
+        # registers takes any row, and its mask keeps the segment's rows
+        n = view.index[d].size
+        first = _ds_start(gmem.name or "", d)
+        row0 = first if first is None or first.isidentifier() else f"({first})"
+        hint += (f"; where it may not be one, store the tile from registers, which takes any start, with a mask"
+                 f" of the rows to write: {gmem.name or 'the window'}.store({buf}[...], mask=({row0 or 'row0'} +"
+                 f" ml.arange({n}) < end)[:, None]) ({'' if first else 'row0 the window' + chr(39) + 's first row, '}"
+                 f"end the first row not to write), or the registers {buf} was filled from")
       raise E.TmaLimitError(
           f"{buf} is tiled {tiled.tile} for the tensor cores, so TMA copies whole tiles of"
           f" {view.ref.name}; the start of {gmem.name or 'this window'} in dimension {d} is not provably"

@@ -187,7 +187,7 @@ def test_a_tiled_window_starting_at_a_value_read_from_data_is_offered_buffers_on
   e = expect(packed_queries, specs, mg.TmaLimitError, "ml.copy(q.at[ml.ds(cu[1], 64)], q_s)",
              "q_s is tiled (8, 64) for the tensor cores, so TMA copies whole tiles of q; the start of"
              " q.at[ml.ds(cu[1], 64)] in dimension 0 is not provably a multiple of 8")
-  assert "if the start always is one, say so: ml.ds(ml.multiple_of(start, 8), 64)" in e.hint
+  assert "if the start always is one, say so: ml.ds(ml.multiple_of(cu[1], 8), 64)" in e.hint   # (35d: its start)
   assert ("; where it may not be one, load q into 2 separate buffers one tile (64 columns) wide, which TMA"
           " fills with any number of rows from any row") in e.hint
 

@@ -5,6 +5,7 @@ CUDA; what failed is below, each with the kernel a user of this theme wrote."""
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
@@ -263,3 +264,70 @@ def test_a_register_b_operand_hints_its_smem_buffer_in_the_kernels_words():
   b = rng.standard_normal((4, 64, 64)).astype(np.float16)
   got = expert_b_followed(jnp.asarray(a), jnp.asarray(b), jnp.asarray([2], I32), interpret=True)
   np.testing.assert_allclose(np.asarray(got), a.astype(np.float32) @ b[2].astype(np.float32), rtol=2e-2, atol=2e-2)
+
+
+# ---------------------------------------------------------------- a grouped GEMM's tile stored at a segment's row
+_GG = dict(out_shape=lambda x, w, off: S((x.shape[0], w.shape[2]), F32), grid=lambda x, w, off: (w.shape[0],))
+
+
+@mg.mgpu_kernel(**_GG)
+def grouped_tma_store(x, w, off, out):
+  e = ml.program_id(0)
+  s = off[e]; end = off[e + 1]
+  a_s = ml.smem((64, 64), x.dtype); b_s = ml.smem((64, 64), x.dtype); c_s = ml.smem((64, 64), F32)
+  for t in range(ml.cdiv(end - s, 64)):
+    acc = ml.zeros((64, 64), F32)
+    for k in range(x.shape[1] // 64):
+      ml.copy(x.at[ml.ds(s + t * 64, 64), ml.ds(k * 64, 64)], a_s)
+      ml.copy(w.at[e, ml.ds(k * 64, 64), :], b_s)
+      acc = ml.dot(a_s, b_s, acc)
+    c_s[...] = acc
+    ml.copy(c_s, out.at[ml.ds(s + t * 64, 64), :])
+
+
+@mg.mgpu_kernel(**_GG)
+def grouped_store_followed(x, w, off, out):
+  e = ml.program_id(0)
+  s = off[e]; end = off[e + 1]
+  a_s = ml.smem((64, 64), x.dtype); b_s = ml.smem((64, 64), x.dtype); c_s = ml.smem((64, 64), F32)
+  for t in range(ml.cdiv(end - s, 64)):
+    acc = ml.zeros((64, 64), F32)
+    for k in range(x.shape[1] // 64):
+      ml.copy(x.at[ml.ds(s + t * 64, 64), ml.ds(k * 64, 64)], a_s)
+      ml.copy(w.at[e, ml.ds(k * 64, 64), :], b_s)
+      acc = ml.dot(a_s, b_s, acc)
+    c_s[...] = acc
+    out.at[ml.ds(s + t * 64, 64), :].store(c_s[...], mask=((s + t * 64) + ml.arange(64) < end)[:, None])
+
+
+def _grouped_args():
+  rng = np.random.default_rng(5)
+  x = rng.standard_normal((200, 128)).astype(np.float16)
+  w = rng.standard_normal((4, 128, 64)).astype(np.float16)
+  off = np.array([0, 70, 70, 200, 200], np.int32)        # an empty expert, segments not on 8-row tiles
+  want = np.zeros((200, 64), np.float32)
+  for e in range(4):
+    want[off[e]:off[e + 1]] = x[off[e]:off[e + 1]].astype(np.float32) @ w[e].astype(np.float32)
+  return (jnp.asarray(x), jnp.asarray(w), jnp.asarray(off)), want
+
+
+def test_a_tile_stored_at_a_segment_row_hints_the_masked_store_from_registers():
+  """MG401's hint offered only ml.multiple_of(start, 8), a false promise where segments start
+  anywhere (interpret mode's InterpretError); the masked store from registers takes any row."""
+  e = expect(grouped_tma_store, [S((200, 128), jnp.float16), S((4, 128, 64), jnp.float16), S((5,), I32)],
+             mg.TmaLimitError, "ml.copy(c_s, out",
+             "c_s is tiled (8, 32) for the tensor cores, so TMA copies whole tiles of out; the start of"
+             " out.at[ml.ds(s + t * 64, 64), :] in dimension 0 is not provably a multiple of 8")
+  assert e.hint.endswith(
+      "if the start always is one, say so: ml.ds(ml.multiple_of(s + t * 64, 8), 64); where it may not be one,"
+      " store the tile from registers, which takes any start, with a mask of the rows to write:"
+      " out.at[ml.ds(s + t * 64, 64), :].store(c_s[...], mask=((s + t * 64) + ml.arange(64) < end)[:, None]) (end"
+      " the first row not to write), or the registers c_s was filled from")
+  args, want = _grouped_args()
+  np.testing.assert_allclose(np.asarray(grouped_store_followed(*args, interpret=True)), want, rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.gpu
+def test_the_grouped_gemms_masked_store_from_smem_on_the_gpu():
+  args, want = _grouped_args()
+  np.testing.assert_allclose(np.asarray(jax.jit(grouped_store_followed)(*args)), want, rtol=2e-2, atol=2e-2)
