@@ -70,9 +70,10 @@ def check_minor_starts(kernel: ir.Kernel, defs: dict, facts: Facts) -> None:
     if seen is None:
       continue
     size = view.index[-1].size
+    first = _start_text(o.loc, view, defs) or start.name or "start"
     hint = f"start windows at multiples of {t} (e.g. i * {size}); " + (
-        "" if seen else f"if the start always is one, say so: ml.ds(ml.multiple_of({start.name or 'start'},"
-                        f" {t}), {size}); ") + "or read the window into registers with ref[...]"
+        "" if seen else f"if the start always is one, say so: ml.ds(ml.multiple_of({first},"
+                        f" {t}), {size}); ") + _registers_any_start(o, gmem, view, first, size, defs)
     base, c = _constant_offset(start, defs)
     if o.dst.type.space == Space.SMEM and c % t and known_multiple(base, defs, loops) % t == 0:
       hint = widen_hint(_start_text(o.loc, view, defs) or start.name or "start", c, size, t,
@@ -82,6 +83,22 @@ def check_minor_starts(kernel: ir.Kernel, defs: dict, facts: Facts) -> None:
         f" (a multiple of {t} {dtype_name(d)} elements); the start of {gmem.name or 'this window'} in"
         f" {view.ref.name}'s last dimension is not provably one{seen}, and a misaligned start faults"
         f" the GPU", o.loc, hint=hint)
+
+
+def _registers_any_start(o, gmem, view, first, size, defs) -> str:
+  """The register access that replaces copy `o` whose window starts anywhere (a CSR row's first
+  nonzero read from the row pointers), masked to the array's extent along the last dimension, in
+  the user's words."""
+  kept = sum(not i.squeeze for i in view.index)
+  lead = "[" + ", ".join(["None"] * (kept - 1) + [":"]) + "]" if kept > 1 else ""
+  n = f"{view.ref.name}.shape[{len(view.index) - 1}]"
+  mask = f"({first} + ml.arange({size})){lead} < {n}" if lead else f"{first} + ml.arange({size}) < {n}"
+  at = gmem.name or "the window"
+  if o.dst is gmem:
+    return (f"or store it from registers, which takes any start, masked where it runs past the array's end:"
+            f" {at}.store({_root(defs, o.src).name or 'buf'}[...], mask={mask})")
+  return (f"or read the window into registers, which takes any start, masked where it runs past the array's"
+          f" end: {at}.load(mask={mask}, other=0)")
 
 
 def _constant_offset(start, defs):

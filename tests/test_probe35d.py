@@ -331,3 +331,54 @@ def test_a_tile_stored_at_a_segment_row_hints_the_masked_store_from_registers():
 def test_the_grouped_gemms_masked_store_from_smem_on_the_gpu():
   args, want = _grouped_args()
   np.testing.assert_allclose(np.asarray(jax.jit(grouped_store_followed)(*args)), want, rtol=2e-2, atol=2e-2)
+
+
+# ---------------------------------------------------------------- a CSR row's nonzeros copied from its row pointer
+_CSR = dict(out_shape=lambda rp, ci, val, x: S((rp.shape[0] - 1,), F32), grid=lambda rp, ci, val, x: (rp.shape[0] - 1,))
+
+
+@mg.mgpu_kernel(**_CSR)
+def spmv_tma(rp, ci, val, x, y):
+  r = ml.program_id(0)
+  start = rp[r]; end = rp[r + 1]
+  v_s = ml.smem((128,), F32)
+  acc = ml.zeros((128,), F32)
+  for k in range(start, end, 128):
+    ml.copy(val.at[ml.ds(k, 128)], v_s)
+    idx = k + ml.arange(128)
+    acc = acc + ml.where(idx < end, v_s[...] * x[ci.at[ml.ds(k, 128)].load(mask=idx < end, other=0)], 0.0)
+  y[r] = ml.sum(acc)
+
+
+@mg.mgpu_kernel(**_CSR)
+def spmv_followed(rp, ci, val, x, y):
+  r = ml.program_id(0)
+  start = rp[r]; end = rp[r + 1]
+  acc = ml.zeros((128,), F32)
+  for k in range(start, end, 128):
+    v = val.at[ml.ds(k, 128)].load(mask=k + ml.arange(128) < val.shape[0], other=0)
+    idx = k + ml.arange(128)
+    acc = acc + ml.where(idx < end, v * x[ci.at[ml.ds(k, 128)].load(mask=idx < end, other=0)], 0.0)
+  y[r] = ml.sum(acc)
+
+
+def test_a_tma_copy_from_a_row_pointer_hints_the_masked_register_load_in_the_kernels_words():
+  """The hint ended 'or read the window into registers with ref[...]': unmasked, the last row's
+  window runs past the array's end (interpret mode's OutOfBoundsError)."""
+  spec = [S((5,), I32), S((300,), I32), S((300,), F32), S((50,), F32)]
+  expect(spmv_tma, spec, mg.TmaLimitError, "ml.copy(val.at",
+         "TMA copies need a window's start in the last dimension to fall on a 16-byte boundary (a multiple of 4"
+         " float32 elements); the start of val.at[ml.ds(k, 128)] in val's last dimension is not provably one, and"
+         " a misaligned start faults the GPU",
+         hint="start windows at multiples of 4 (e.g. i * 128); if the start always is one, say so:"
+              " ml.ds(ml.multiple_of(k, 4), 128); or read the window into registers, which takes any start, masked"
+              " where it runs past the array's end: val.at[ml.ds(k, 128)].load(mask=k + ml.arange(128) <"
+              " val.shape[0], other=0)")
+  rng = np.random.default_rng(6)
+  rp = np.array([0, 3, 3, 170, 300], np.int32)
+  ci = rng.integers(0, 50, 300).astype(np.int32)
+  val = rng.standard_normal(300).astype(np.float32)
+  x = rng.standard_normal(50).astype(np.float32)
+  want = np.array([np.sum(val[rp[r]:rp[r + 1]] * x[ci[rp[r]:rp[r + 1]]]) for r in range(4)], np.float32)
+  got = spmv_followed(*map(jnp.asarray, (rp, ci, val, x)), interpret=True)
+  np.testing.assert_allclose(np.asarray(got), want, rtol=1e-4, atol=1e-4)

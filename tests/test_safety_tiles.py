@@ -114,7 +114,9 @@ def test_windows_proven_by_their_arithmetic_are_accepted():
 
 # ---------------------------------------------------------------------------- 16-byte starts
 ALIGN_HINT = ("start windows at multiples of 4 (e.g. i * 8); if the start always is one, say so:"
-              " ml.ds(ml.multiple_of(first, 4), 8); or read the window into registers with ref[...]")
+              " ml.ds(ml.multiple_of(first, 4), 8); or read the window into registers, which takes any start,"
+              " masked where it runs past the array's end: t.at[1, ml.ds(first, 8)].load(mask=first + ml.arange(8)"
+              " < t.shape[1], other=0)")
 
 
 @mg.mgpu_kernel(out_shape=lambda t, s: S((128,), I32))
