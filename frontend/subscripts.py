@@ -17,7 +17,7 @@ from .ops.base import is_tensor, is_value, keep_weak, kind_of, static_number
 from .ops.index_hints import (check_tensor_steps, run_window_hint, scatter_set_hint, strided_last_axis,
                               table_lookup_hint)
 from .assign import DICTS_FIXED, SCATTER_HINT, At, holds_value, is_whole
-from .types import RefType, resolve
+from .types import RefType, ScalarType, resolve
 
 _LIST_METHODS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse"})
 
@@ -166,6 +166,12 @@ class Subscripts:
         args = [a for a in args if not a.startswith("bitcast=")]
     t = base.type
     d = resolve(t.dtype)
+    if node.attr == "item" and not isinstance(t, RefType):       # numpy's / torch's x.item()
+      recv = self.text(node.value)
+      if isinstance(t, ScalarType):
+        return f"a scalar is already one value: write {recv}, without .item()"
+      if all(n == 1 for n in t.shape):
+        return f"take its element: {recv}[{', '.join('0' for _ in t.shape)}], a scalar"
     torch = torch_method_hint(node.attr, self.text(node.value), args) if not isinstance(t, RefType) else None
     if torch is not None:
       return torch

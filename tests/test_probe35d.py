@@ -382,3 +382,24 @@ def test_a_tma_copy_from_a_row_pointer_hints_the_masked_register_load_in_the_ker
   want = np.array([np.sum(val[rp[r]:rp[r + 1]] * x[ci[rp[r]:rp[r + 1]]]) for r in range(4)], np.float32)
   got = spmv_followed(*map(jnp.asarray, (rp, ci, val, x)), interpret=True)
   np.testing.assert_allclose(np.asarray(got), want, rtol=1e-4, atol=1e-4)
+
+
+# ---------------------------------------------------------------- numpy's .item() of an offset read as a scalar
+@mg.mgpu_kernel(out_shape=lambda off: S((off.shape[0] - 1,), I32), grid=lambda off: (off.shape[0] - 1,))
+def segment_lengths_item(off, out):
+  g = ml.program_id(0)
+  out[g] = off[g + 1].item() - off[g].item()
+
+
+@mg.mgpu_kernel(out_shape=lambda off: S((1,), I32))
+def total_item(off, out):
+  n = off.at[ml.ds(off.shape[0] - 1, 1)][...]
+  out[0] = n.item()
+
+
+def test_item_of_a_scalar_or_a_one_element_tensor_says_what_to_write():
+  """The hint listed every method of refs and register values."""
+  expect(segment_lengths_item, [S((5,), I32)], mg.KernelTypeError, "off[g + 1].item()",
+         "a scalar has no attribute 'item'", hint="a scalar is already one value: write off[g + 1], without .item()")
+  expect(total_item, [S((5,), I32)], mg.KernelTypeError, "n.item()",
+         "a register tensor has no attribute 'item'", hint="take its element: n[0], a scalar")
