@@ -166,6 +166,10 @@ class Subscripts:
         args = [a for a in args if not a.startswith("bitcast=")]
     t = base.type
     d = resolve(t.dtype)
+    if node.attr == "at" and not isinstance(t, RefType) and len(t.shape) in (1, 2):
+      own = _at_update_hint(self.loc(node), self.text(node.value), t.shape)     # jnp's c = c.at[i].add(1)
+      if own is not None:
+        return own
     if node.attr == "item" and not isinstance(t, RefType):       # numpy's / torch's x.item()
       recv = self.text(node.value)
       if isinstance(t, ScalarType):
@@ -292,3 +296,35 @@ class Subscripts:
           hint=f"index {name} from 0 to {n - 1} (or from -{n} to -1)" if n else
           f"give {name} items before indexing it")
     return E.KernelTypeError(f"cannot index {name}: {e}", cx.loc, hint="static values index as in Python")
+
+
+_AT_SELECT = {"set": "{y}", "add": "{v} + {y}", "multiply": "{v} * {y}", "mul": "{v} * {y}",
+              "max": "ml.maximum({v}, {y})", "min": "ml.minimum({v}, {y})"}
+
+
+def _at_update_hint(loc, recv: str, shape) -> str | None:
+  """jnp's functional update of a register tensor, `c.at[i].add(y)` on the line at `loc`, as the
+  select by index that computes it, in the user's words; None where the line is not so written."""
+  line = loc.source_line or ""
+  try:
+    tree = ast.parse(line.strip())
+  except SyntaxError:
+    return None
+  for n in ast.walk(tree):
+    f = getattr(n, "func", None)
+    if (isinstance(n, ast.Call) and isinstance(f, ast.Attribute) and f.attr in _AT_SELECT and len(n.args) == 1
+        and isinstance(f.value, ast.Subscript) and isinstance(f.value.value, ast.Attribute)
+        and f.value.value.attr == "at" and ast.unparse(f.value.value.value) == recv
+        and not isinstance(f.value.slice, (ast.Tuple, ast.Slice))):
+      i, y = ast.unparse(f.value.slice), ast.unparse(n.args[0])
+      pick = f"ml.arange({shape[0]}){'[:, None]' if len(shape) == 2 else ''} == {i}"
+      new = _AT_SELECT[f.attr].format(v=recv, y=y)
+      many = ""
+      if f.attr == "add" and len(shape) == 1:      # at a tensor of indices: a histogram of them
+        atom = isinstance(f.value.slice, (ast.Name, ast.Subscript, ast.Call, ast.Attribute))
+        ii = i if atom else f"({i})"
+        many = (f"; where {i} is a tensor of indices (jnp adds at each), add their one-hot rows:"
+                f" {recv} + ml.sum(ml.where({ii}[:, None] == ml.arange({shape[0]})[None, :], {y}, 0), axis=0)")
+      return (f"register tensors are values, updated by a select: {recv}.at[{i}].{f.attr}({y}) is"
+              f" ml.where({pick}, {new}, {recv}){many}")
+  return None

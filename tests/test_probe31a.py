@@ -378,8 +378,8 @@ def test_debug_print_and_at_updates_hint_the_kernels_spelling():
          hint='write print(f"program {i} max {ml.max(x_ref[ml.ds(i * 8, 8), :]):.3f}") (prints in interpret mode and'
               ' on the GPU)')
   expect(at_set_register, spec, mg.KernelTypeError, "x.at", "a register tensor has no attribute 'at'",
-         hint="register tensors are values, updated by a select: x.at[idx].set(y) is ml.where(ml.arange(8)[:, None] =="
-              " idx, y, x) (.add(y): ml.where(ml.arange(8)[:, None] == idx, x + y, x))")
+         hint="register tensors are values, updated by a select: x.at[0].set(0.0) is ml.where(ml.arange(8)[:, None] =="
+              " 0, 0.0, x)")     # (probe 35d: in the kernel's own index and value)
   expect(at_set_ref, spec, mg.KernelTypeError, "o_ref.at", "a GMEM ref has no attribute 'set'",
          hint="write o_ref.at[ml.ds(i * 8, 8), :][...] = x_ref[ml.ds(i * 8, 8), :] (a ref is written in place)")
 

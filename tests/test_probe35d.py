@@ -403,3 +403,56 @@ def test_item_of_a_scalar_or_a_one_element_tensor_says_what_to_write():
          "a scalar has no attribute 'item'", hint="a scalar is already one value: write off[g + 1], without .item()")
   expect(total_item, [S((5,), I32)], mg.KernelTypeError, "n.item()",
          "a register tensor has no attribute 'item'", hint="take its element: n[0], a scalar")
+
+
+# ---------------------------------------------------------------- jnp's functional update of a register histogram
+@mg.mgpu_kernel(out_shape=lambda ids: S((16,), I32))
+def register_counts_at(ids, counts):
+  c = ml.zeros((16,), I32)
+  for t in range(ids.shape[0]):
+    c = c.at[ids[t]].add(1)
+  counts[...] = c
+
+
+@mg.mgpu_kernel(out_shape=lambda ids: S((16,), I32))
+def register_counts_followed(ids, counts):
+  c = ml.zeros((16,), I32)
+  for t in range(ids.shape[0]):
+    c = ml.where(ml.arange(16) == ids[t], c + 1, c)
+  counts[...] = c
+
+
+@mg.mgpu_kernel(out_shape=lambda ids: S((32,), I32))
+def register_counts_many(ids, counts):
+  e = ids[...]
+  c = ml.zeros((32,), I32)
+  c = c.at[e].add(1)
+  counts[...] = c
+
+
+@mg.mgpu_kernel(out_shape=lambda ids: S((32,), I32))
+def register_counts_many_followed(ids, counts):
+  e = ids[...]
+  c = ml.zeros((32,), I32)
+  c = c + ml.sum(ml.where(e[:, None] == ml.arange(32)[None, :], 1, 0), axis=0)
+  counts[...] = c
+
+
+def test_jnps_at_add_of_a_register_histogram_is_hinted_with_the_kernels_index_and_value():
+  """The hint wrote `c.at[idx].set(y)` with `idx` and `y`, names the kernel does not have, and a select that
+  counts a tensor of indices wrongly."""
+  expect(register_counts_at, [S((100,), I32)], mg.KernelTypeError, "c.at",
+         "a register tensor has no attribute 'at'",
+         hint="register tensors are values, updated by a select: c.at[ids[t]].add(1) is ml.where(ml.arange(16) =="
+              " ids[t], c + 1, c); where ids[t] is a tensor of indices (jnp adds at each), add their one-hot rows:"
+              " c + ml.sum(ml.where(ids[t][:, None] == ml.arange(16)[None, :], 1, 0), axis=0)")
+  e = expect(register_counts_many, [S((128,), I32)], mg.KernelTypeError, "c.at",
+             "a register tensor has no attribute 'at'")
+  assert e.hint.endswith("c + ml.sum(ml.where(e[:, None] == ml.arange(32)[None, :], 1, 0), axis=0)")
+  rng = np.random.default_rng(7)
+  ids = rng.integers(0, 16, 100).astype(np.int32)
+  np.testing.assert_array_equal(np.asarray(register_counts_followed(jnp.asarray(ids), interpret=True)),
+                                np.bincount(ids, minlength=16))
+  ids = rng.integers(0, 32, 128).astype(np.int32)
+  np.testing.assert_array_equal(np.asarray(register_counts_many_followed(jnp.asarray(ids), interpret=True)),
+                                np.bincount(ids, minlength=32))
