@@ -526,8 +526,8 @@ class _Memory:
           continue
         hint = ACCUMULATED_READ
         if loc in self.alias_reads:
-          hint += _aliased_hint(self.kernel, next(p.value.id for p in self.kernel.inputs
-                                                  if p.name == self.alias_reads[loc]))
+          hint += _aliased_hint(self.kernel, next((p.value.id for p in self.kernel.inputs
+                                                   if p.name == self.alias_reads[loc]), None))
           name = f"{self.alias_reads[loc]} (aliased to {name})"
         out.append(E.RaceError(
             f"{name} is read here while other programs may still be adding to it with atomics:"
