@@ -248,10 +248,13 @@ class Assignments:
                 and any(n != 1 for n in i.type.shape)), None)
     if bad is None or ref.type.space != Space.GMEM:
       return
+    name = self.text(target.value)
+    read_only = memory.root(self.b, ref).id in self.b.read_only
     raise E.KernelTypeError(
         f"an index here must be an integer scalar, got {bad.name or 'a register tensor'}: only a read of a GMEM"
         f" ref takes a tensor of indices (a gather, table[ids, :])", self.loc(target),
-        hint=scatter_set_hint(self.text(target.value), self.index_text(target.slice), self.text(value_node)))
+        hint=(f"{name} is an input, which is read-only: scatter into an output instead; " if read_only else "")
+        + scatter_set_hint("out" if read_only else name, self.index_text(target.slice), self.text(value_node)))
 
   def index_text(self, node) -> str:
     """A subscript's index as written, without the parentheses a tuple of indices takes in astor."""

@@ -456,3 +456,19 @@ def test_jnps_at_add_of_a_register_histogram_is_hinted_with_the_kernels_index_an
   ids = rng.integers(0, 32, 128).astype(np.int32)
   np.testing.assert_array_equal(np.asarray(register_counts_many_followed(jnp.asarray(ids), interpret=True)),
                                 np.bincount(ids, minlength=32))
+
+
+@mg.mgpu_kernel(out_shape=lambda y, tok: S((64, 128), F32))
+def unpermute_into_input(y, tok, c):
+  t = tok[...]
+  y[t, :] = y[...] * 2.0
+  c[...] = y[...]
+
+
+def test_a_store_at_rows_of_an_input_says_it_is_read_only_before_the_scatter():
+  """The scatter hint would have added into the input itself (an InputWriteError when followed)."""
+  e = expect(unpermute_into_input, _SPECS, mg.KernelTypeError, "y[t, :] =",
+             "an index here must be an integer scalar, got t: only a read of a GMEM ref takes a tensor of indices"
+             " (a gather, table[ids, :])")
+  assert e.hint.startswith("y is an input, which is read-only: scatter into an output instead; a plain scatter")
+  assert "ml.atomic_add(out.at[t, :], y[...] * 2.0)" in e.hint
