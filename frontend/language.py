@@ -97,10 +97,16 @@ def inline(fn):
 
 
 class _Constexpr:
-  """Annotation: `def k(x, out, *, n: ml.constexpr)` makes `n` a compile-time constant."""
+  """Annotation: `def k(x, out, *, n: ml.constexpr)` makes `n` a compile-time constant.
+
+  Called, as Triton's globals are wrapped (`EPS = ml.constexpr(1e-5)`), it is the value itself: a
+  module constant is static in a kernel already."""
 
   def __repr__(self):
     return "ml.constexpr"
+
+  def __call__(self, value):
+    return value
 
 
 constexpr = _Constexpr()

@@ -15,7 +15,7 @@ from .. import errors as E
 from .. import ir
 from ..dtypes import INDEX
 from ..ir import Access, LayoutRule, Traits
-from ..types import ScalarType
+from ..types import ScalarType, TensorType, resolve
 from . import elementwise as ew
 from .base import builtin, shown
 from .memory import index_operand
@@ -264,6 +264,11 @@ def multiple_of(cx, x, multiple):
   if not isinstance(multiple, int) or isinstance(multiple, bool) or multiple <= 0:
     raise E.KernelTypeError(f"ml.multiple_of needs a positive static int multiple, got {shown(multiple)}", cx.loc,
                             hint="ml.multiple_of(i * n, 8): the multiple is fixed when the kernel is compiled")
+  if isinstance(getattr(x, "type", None), TensorType) and getattr(resolve(x.type.dtype), "is_int", False):
+    return x    # Triton's multiple_of(offs, BLOCK) of an index vector: a fact about its runs, no value changes
+  if isinstance(getattr(x, "type", None), TensorType):
+    raise E.KernelTypeError(f"ml.multiple_of promises integers (a start or offsets), got {cx.named(x, 'a tensor')} of"
+                            f" {resolve(x.type.dtype)}", cx.loc, hint="drop ml.multiple_of: it changes no value")
   x = index_operand(cx, x)
   if isinstance(x, int):
     if x % multiple:

@@ -1,0 +1,164 @@
+"""Probe 35c (a Triton user porting the tutorials with `from mgpu_dsl import language as tl`): vector
+add, softmax, dropout, layer norm, grouped and persistent matmuls, attention, libdevice math and
+the shape, reduction and atomic names; the idioms they wrote first, and what the messages said."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as tl
+from locate import expect
+
+S = jax.ShapeDtypeStruct
+F32 = jnp.float32
+
+SCALE = tl.constexpr(2.0)      # Triton's global constant: was a raw TypeError ('_Constexpr' object is not callable)
+
+
+def _export(kernel, *specs, **constexprs):
+  fn = jax.jit(lambda *a: kernel(*a, **constexprs))
+  return jax.export.export(fn, platforms=["cuda"])(*specs).mlir_module()
+
+
+# ---------------------------------------------------------------- tl.constexpr(value)
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (tl.cdiv(x.shape[0], 256),))
+def scaled(x, out):
+  BLOCK = tl.constexpr(256)
+  pid = tl.program_id(0)
+  offs = pid * BLOCK + tl.arange(0, BLOCK)
+  v = tl.load(x.at[tl.ds(pid * BLOCK, BLOCK)], mask=offs < x.shape[0], other=0.0)
+  tl.store(out.at[tl.ds(pid * BLOCK, BLOCK)], v * SCALE, mask=offs < x.shape[0])
+
+
+def test_constexpr_called_on_a_value_is_that_value():
+  """`tl.constexpr(256)` in a kernel was 'tl.constexpr is not callable' (MG003); at module level, a
+  raw TypeError."""
+  x = jax.random.normal(jax.random.key(0), (700,), F32)
+  np.testing.assert_array_equal(scaled(x, interpret=True), np.asarray(x) * 2.0)
+  assert "mosaic_gpu" in str(_export(scaled, S((700,), F32)))
+  assert SCALE == 2.0
+
+
+# ---------------------------------------------------------------- tl.multiple_of of an index vector
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (tl.cdiv(x.shape[0], 256),))
+def hinted_offsets(x, out, BLOCK: tl.constexpr = 256):
+  pid = tl.program_id(0)
+  start = tl.multiple_of(pid * BLOCK, BLOCK)
+  offs = tl.multiple_of(start + tl.arange(0, BLOCK), BLOCK)     # the matmul tutorial's offs_am
+  mask = offs < x.shape[0]
+  v = tl.load(x.at[tl.ds(start, BLOCK)], mask=mask, other=0.0)
+  tl.store(out.at[tl.ds(start, BLOCK)], v + 1.0, mask=mask)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def hinted_floats(x, out):
+  out[...] = tl.multiple_of(x[...], 2)
+
+
+def test_multiple_of_an_index_vector_is_the_vector():
+  """It was 'an index here must be an integer scalar ... only a read of a GMEM ref takes a tensor of
+  indices', with a hint about scatters."""
+  x = jax.random.normal(jax.random.key(1), (600,), F32)
+  np.testing.assert_array_equal(hinted_offsets(x, interpret=True), np.asarray(x) + 1.0)
+  assert "mosaic_gpu" in str(_export(hinted_offsets, S((600,), F32)))
+  expect(hinted_floats, [S((256,), F32)], mg.KernelTypeError, "tl.multiple_of(x[...], 2)",
+         "tl.multiple_of promises integers (a start or offsets), got x[...] of float32",
+         hint="drop tl.multiple_of: it changes no value")
+
+
+# ---------------------------------------------------------------- messages in the kernel's own name
+def leaky_relu(x):
+  return tl.where(x >= 0, x, 0.01 * x)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def undecorated_helper(x, out):
+  out[...] = leaky_relu(x[...])
+
+
+def test_ml_star_reads_in_the_kernels_alias():
+  """'kernels call ml.* functions' stayed ml.* where the rest of the hint said tl."""
+  expect(undecorated_helper, [S((256,), F32)], mg.KernelTypeError, "leaky_relu(x[...])",
+         "leaky_relu cannot take a register tensor inside a kernel",
+         hint="kernels call tl.* functions on register values; decorate a helper of your own with @tl.inline to"
+              " call it here")
+
+
+# ---------------------------------------------------------------- Triton names with hints that named no way
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), x.dtype))
+def xor_rows(x, out):
+  out[...] = tl.xor_sum(x[...], axis=1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), x.dtype))
+def xor_rows_folded(x, out):
+  v = x[...]
+  for _ in tl.static_range(7):
+    h = v.shape[1] // 2
+    v = v[:, :h] ^ v[:, h:]
+  out[...] = v[:, 0]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0] // 2,), x.dtype))
+def split_pairs(x, out):
+  a, b = tl.split(tl.reshape(x[...], (x.shape[0] // 2, 2)))
+  out[...] = a - b
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0] // 2,), x.dtype))
+def split_pairs_indexed(x, out):
+  v = tl.reshape(x[...], (x.shape[0] // 2, 2))
+  out[...] = v[..., 0] - v[..., 1]
+
+
+def test_xor_sum_and_split_hints_name_the_way_and_it_works():
+  """tl.xor_sum said 'check the spelling'; tl.split's hint named windows of a ref (halves), not the
+  pairs of a last axis of 2 that Triton's split takes."""
+  expect(xor_rows, [S((64, 128), jnp.int32)], mg.UnknownNameError, "tl.xor_sum", "tl has no attribute 'xor_sum'",
+         hint="no tl.xor_sum: fold the axis in halves with ^ (its length a power of two): for _ in"
+              " tl.static_range(k): h = v.shape[1] // 2; v = v[:, :h] ^ v[:, h:], then v[:, 0]")
+  x = np.asarray(jax.random.randint(jax.random.key(2), (64, 128), 0, 1 << 20), np.int32)
+  np.testing.assert_array_equal(xor_rows_folded(x, interpret=True), np.bitwise_xor.reduce(x, axis=1))
+  expect(split_pairs, [S((256,), F32)], mg.UnknownNameError, "tl.split", "tl has no attribute 'split'",
+         hint="no tl.split: Triton's split of a last axis of 2 is indexing, a[..., 0] and a[..., 1]; halves of a"
+              " ref are its windows, x.at[:, 0:n][...] and x.at[:, n:2 * n][...]")
+  y = np.asarray(jax.random.normal(jax.random.key(3), (256,), F32))
+  np.testing.assert_array_equal(split_pairs_indexed(y, interpret=True), y[0::2] - y[1::2])
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def nan_policy(x, out):
+  out[...] = tl.minimum(x[...], 0.0, propagate_nan=tl.PropagateNan.ALL)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def nan_flag(x, out):
+  out[...] = tl.minimum(x[...], 0.0, propagate_nan=True)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), jnp.int32))
+def first_max(x, out):
+  out[...] = tl.argmax(x[...], axis=1, tie_break_left=False)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), jnp.int32))
+def last_max(x, out):
+  v = x[...]
+  out[...] = v.shape[1] - 1 - tl.argmax(tl.flip(v, 1), 1)
+
+
+def test_triton_keywords_of_the_only_behaviour_say_drop_them():
+  """tl.PropagateNan said 'check the spelling'; tie_break_left= gave only the signature."""
+  expect(nan_policy, [S((256,), F32)], mg.UnknownNameError, "tl.PropagateNan", "tl has no attribute 'PropagateNan'",
+         hint="no tl.PropagateNan: tl.maximum and tl.minimum always propagate NaN (Triton's PropagateNan.ALL):"
+              " drop propagate_nan=")
+  expect(nan_flag, [S((256,), F32)], mg.KernelTypeError, "tl.minimum(",
+         "tl.minimum: got an unexpected keyword argument 'propagate_nan'",
+         hint="drop propagate_nan= (NaN always propagates, Triton's PropagateNan.ALL); tl.minimum(a, b)")
+  expect(first_max, [S((64, 128), F32)], mg.KernelTypeError, "tl.argmax(",
+         "tl.argmax: got an unexpected keyword argument 'tie_break_left'",
+         hint="drop tie_break_left= (the index is the first one, Triton's tie_break_left=True; for the last,"
+              " x.shape[axis] - 1 - tl.argmax(tl.flip(x, axis), axis)); tl.argmax(x, axis=None, keepdims=False)")
+  x = np.round(np.asarray(jax.random.normal(jax.random.key(4), (64, 128), F32)))    # many ties
+  np.testing.assert_array_equal(last_max(x, interpret=True), 127 - np.argmax(x[:, ::-1], axis=1))
