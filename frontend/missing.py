@@ -65,7 +65,8 @@ NOT_YET = {   # what Triton and jnp users reach for that mgpu_dsl does not have,
     "take_along_axis": _ALONG,
     "join": _JOIN.format("join"), "interleave": _JOIN.format("interleave"), "stack": _JOIN.format("stack"),
     "cat": _CONCAT, "concatenate": _CONCAT,
-    "split": "read the halves through windows of the ref: x.at[:, 0:n][...] and x.at[:, n:2 * n][...]",
+    "split": ("no ml.split: Triton's split of a last axis of 2 is indexing, a[..., 0] and a[..., 1]; halves of a ref"
+              " are its windows, x.at[:, 0:n][...] and x.at[:, n:2 * n][...]"),
     "power": _POW,
     **{n: (f"no ml.{n}: Triton's tl.math and libdevice functions are ml.* functions here (ml.{n}.rsqrt(x) is"
            " ml.rsqrt(x)): ml.exp, ml.exp2, ml.log, ml.log2, ml.sqrt, ml.rsqrt, ml.erf, ml.tanh, ml.sin, ml.cos,"

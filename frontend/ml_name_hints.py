@@ -19,6 +19,10 @@ FORMS = {           # ({0}, {1}: the call's arguments)
 }
 TEXTS = {
     "matmul": _DOT.format("matmul"), "einsum": _DOT.format("einsum"), "dot_general": _DOT.format("dot_general"),
+    "xor_sum": ("no ml.xor_sum: fold the axis in halves with ^ (its length a power of two): for _ in"
+                " ml.static_range(k): h = v.shape[1] // 2; v = v[:, :h] ^ v[:, h:], then v[:, 0]"),
+    "PropagateNan": ("no ml.PropagateNan: ml.maximum and ml.minimum always propagate NaN (Triton's"
+                     " PropagateNan.ALL): drop propagate_nan="),
     "logcumsumexp": ("no ml.logcumsumexp: scan the exponentials shifted by the maximum, m = ml.max(x, axis=a,"
                      " keepdims=True), then m + ml.log(ml.cumsum(ml.exp(x - m), axis=a))"),
 }

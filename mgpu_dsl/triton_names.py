@@ -154,7 +154,7 @@ def launch_error(name, grid, loc, inputs, constexprs) -> E.SignatureError:
 
 
 # ---------------------------------------------------------------- the user's name for ml
-_ML = re.compile(r"(?<![\w./\\])ml\.(?=\w)(?!py\b)")     # (not a file, html.escape or ml.py)
+_ML = re.compile(r"(?<![\w./\\])ml\.(?=[\w*])(?!py\b)")     # (not a file, html.escape or ml.py; ml.* too)
 
 
 def in_user_alias(e: E.KernelError, scope) -> None:

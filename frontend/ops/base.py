@@ -108,6 +108,10 @@ class Builtin:
         ops = [cx.named(v, n) for v, n in zip(list(args) + [None] * (2 - len(args)), ("a", "b", "acc"))]
         ops = [o + ".T" if i < 2 and f"trans_{'ab'[i]}" in trans else o for i, o in enumerate(ops)]
         meant = None
+      # (argmax's and argmin's tie_break_left=, like max's return_indices=, are triton_index_hint's)
+      triton = "".join(_TRITON_KW[k].format(f=self.__name__) + "; " for k in kwargs
+                       if k in _TRITON_KW and k not in shown.parameters
+                       and not (k == "tie_break_left" and self.__name__ in ("argmax", "argmin")))
       raise E.KernelTypeError(f"ml.{self.__name__}: {e}", cx.loc,
                               hint=(f"write {' and '.join(f'{b}= for {a}=' for a, b in renames(shown, kwargs, meant))}: "
                                     if meant else "")
@@ -115,7 +119,7 @@ class Builtin:
                                  f" (no data moves); " if trans else
                                  f"drop {'= and '.join(dropped)}= (Triton's memory options; kernels take none): "
                                  if dropped else "")
-                              + jnp_keyword_hint(cx, self.__name__, self.__signature__, args, kwargs)
+                              + triton + jnp_keyword_hint(cx, self.__name__, self.__signature__, args, kwargs)
                               + f"ml.{self.__name__}{shown}") from None
 
   def apply(self, cx, args, kwargs):
@@ -143,6 +147,10 @@ def keep_weak(b, sources, out):
 
 
 _ALIASES = {"dim": "axis", "keepdim": "keepdims", "input": "x"}     # torch's (and Triton's) keywords
+_TRITON_KW = {     # Triton keywords whose behaviour is the only one here
+    "tie_break_left": ("drop tie_break_left= (the index is the first one, Triton's tie_break_left=True; for the last,"
+                       " x.shape[axis] - 1 - ml.{f}(ml.flip(x, axis), axis))"),
+    "propagate_nan": "drop propagate_nan= (NaN always propagates, Triton's PropagateNan.ALL)"}
 _CACHE_HINTS = ("eviction_policy", "cache_modifier", "volatile", "boundary_check", "padding_option", "sem", "scope")
 
 _IDENTITY = {"sum": "0", "mean": "0", "max": "float('-inf')", "min": "float('inf')", "any": "False", "all": "True",
