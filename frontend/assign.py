@@ -69,6 +69,20 @@ def _nothing(callee: str, name: str) -> Unbound:
             f"use {callee}(...) as a statement, not a value"))
 
 
+def language_call(tracer, func) -> bool:
+  """Whether the callee `func` (as written) names an ml function: `ml.atomic_add`, also under the
+  kernel's own alias of the language (`tl.atomic_add`) or imported by name."""
+  from .ops.base import Builtin
+  callee = tracer.text(func)
+  if callee.startswith("ml."):
+    return True
+  head, *attrs = callee.split(".")
+  obj = tracer.env.get(head, tracer.scope.get(head)) if isinstance(tracer.scope, dict) else None
+  for a in attrs:
+    obj = getattr(obj, a, None) if isinstance(obj, type(ast)) else None     # through modules only
+  return isinstance(obj, Builtin)
+
+
 def nothing_used(tracer, sub) -> None:
   """`sub` (an operand) is a call of an ml. function that returns nothing (an atomic, unlike Triton's): an
   error at the call, with the hint a name bound to it gets at its use."""
@@ -76,7 +90,7 @@ def nothing_used(tracer, sub) -> None:
   if not isinstance(call, ast.Call):
     return
   callee = tracer.text(call.func)
-  if not callee.startswith("ml."):
+  if not language_call(tracer, call.func):
     return
   said = _nothing(callee, "")
   raise E.UnboundNameError(said.message.split(": ", 1)[1] + ", so it has no value to compute with",
@@ -96,7 +110,7 @@ class Assignments:
     if isinstance(t, ast.Subscript) and is_value(value) and not value.name:
       value.name = self.text(node.value)     # messages about the store quote the expression
     if (value is None and isinstance(node.value, ast.Call) and isinstance(t, ast.Name)
-        and self.text(node.value.func).startswith("ml.")):
+        and language_call(self, node.value.func)):
       value = _nothing(self.text(node.value.func), t.id)      # old = ml.atomic_add(...): reported at a use
     for target in node.targets:
       self.assign(target, value, node.value)

@@ -162,3 +162,65 @@ def test_triton_keywords_of_the_only_behaviour_say_drop_them():
               " x.shape[axis] - 1 - tl.argmax(tl.flip(x, axis), axis)); tl.argmax(x, axis=None, keepdims=False)")
   x = np.round(np.asarray(jax.random.normal(jax.random.key(4), (64, 128), F32)))    # many ties
   np.testing.assert_array_equal(last_max(x, interpret=True), 127 - np.argmax(x[:, ::-1], axis=1))
+
+
+# ---------------------------------------------------------------- the old value of an atomic, under tl
+@mg.mgpu_kernel(out_shape=lambda x: S((2,), jnp.int32), grid=(4,))
+def last_program(x, counter):
+  count = tl.atomic_add(counter.at[0], 1)
+  if count == tl.num_programs(0) - 1:          # Triton's "the last program finishes": None == 3 was False
+    tl.atomic_add(counter.at[1], 5)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((2,), jnp.int32), grid=(4,))
+def last_program_inline(x, counter):
+  if tl.atomic_add(counter.at[0], 1) == 3:
+    tl.atomic_add(counter.at[1], 5)
+
+
+def test_the_old_value_of_a_tl_atomic_is_an_error_at_its_use():
+  """Under `tl` the check that names a call returning nothing looked for `ml.` in the text: the
+  comparison with None was False while tracing, and the branch silently vanished (the kernel compiled,
+  ran, and never did the last program's work)."""
+  hint = ("compute what you need from the old value another way: a work item per program is its program id (a"
+          " persistent loop takes items t in range(tl.program_id(0), n, tl.num_programs(0)))")
+  e = expect(last_program, [S((256,), F32)], mg.UnboundNameError, "count == tl",
+             "count is None: tl.atomic_add(...) returns nothing (unlike Triton's tl.atomic_*, no old value)")
+  assert e.hint.startswith(hint)
+  e = expect(last_program_inline, [S((256,), F32)], mg.UnboundNameError, "tl.atomic_add(counter.at[0], 1)",
+             "tl.atomic_add(...) returns nothing (unlike Triton's tl.atomic_*, no old value), so it has no value to"
+             " compute with")
+  assert e.hint.startswith(hint)
+
+
+# ---------------------------------------------------------------- hints that read the call as ml.* only
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def half_written(x, o):
+  offs = tl.arange(0, 256)
+  tl.store(o.at[:], x[...] * 2, mask=offs < 100)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), jnp.int32), block=256)
+def column_argmax(x, o):
+  a = tl.smem((128, 64), tl.float16)
+  a[...] = x[...]
+  acc = tl.dot(a, a.T)
+  o[...] = tl.argmax(acc, axis=0)
+
+
+def test_tl_calls_are_read_as_the_language_in_hints():
+  """tl.store(ref, value, mask=) was read as ref.store(value): the hint selected the ref
+  (tl.where(offs < 100, o.at[:], 0)); tl.argmax across split rows was hinted as tl.max."""
+  expect(half_written, [S((256,), F32)], mg.UncoveredOutputError, "tl.store(",
+         "o[100:256] is never written: the masked store into o (line 5) leaves the elements where its mask is false"
+         " unwritten, and nothing else writes them, so 156 of 256 elements of o would stay uninitialised"
+         .replace("line 5", f"line {half_written.fn.__code__.co_firstlineno + 3}"),
+         hint="write every element of o: put the mask into the value, tl.where(offs < 100, x[...] * 2, 0), and store"
+              " that unmasked, o.at[:][...] = ..., where the window lies inside o; a window running past o's end keeps"
+              " a mask of o's own extent only, o.at[:].store(..., mask=offs < o.shape[0]) with offs the window's"
+              " positions")
+  expect(column_argmax, [S((128, 64), jnp.float16)], mg.LayoutError, "tl.argmax(",
+         "this reduction runs across the rows of acc (128, 128), which block=256 splits among 2 warpgroups (each"
+         " holds its own rows); reductions across the warpgroups are not supported",
+         hint="reduce its transpose along axis 1: tl.argmax(acc.T, axis=1); or use block=128 (one warpgroup holds"
+              " all rows)")
