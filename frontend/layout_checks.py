@@ -118,7 +118,7 @@ def _called(loc) -> str | None:
   import ast
   node = call_at(loc)
   f = node.func if node is not None else None
-  if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "ml":
+  if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id in ("ml", "tl"):
     return f"ml.{f.attr}"
   return None
 

@@ -97,7 +97,9 @@ def _store_call(loc) -> dict:
   args = {k.arg: k.value for k in node.keywords if k.arg in ("mask", "value")}
   f = node.func
   if isinstance(f, ast.Attribute) and f.attr == "store":     # ref.store(value, ...), ml.store(ref, value, ...)
-    k = 1 if isinstance(f.value, ast.Name) and f.value.id == "ml" else 0
+    first = node.args[0] if node.args else None      # tl.store(x.at[...], v): the language under Triton's name
+    k = 1 if isinstance(f.value, ast.Name) and f.value.id in ("ml", "tl") or isinstance(first, ast.Subscript) \
+        and isinstance(first.value, ast.Attribute) and first.value.attr == "at" else 0
     if len(node.args) > k:
       args.setdefault("value", node.args[k])
   return {k: ast.unparse(v) for k, v in args.items()}
