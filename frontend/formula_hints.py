@@ -88,7 +88,7 @@ def _of_ref(hint: str, arg: str, operand) -> str | None:
   """A stencil's hint (written for a ref x and its window at s of n elements) for the value the
   call shifts, read from a ref: `a[...]` (x is a, from 0 over its length) or
   `a.at[ml.ds(start, n)][...]` (s and n too); None for another value (the hint's names stay)."""
-  m = re.fullmatch(r"\s*([A-Za-z_]\w*)(?:\.at\[\s*ml\.ds\((.+),\s*(\d+)\s*\)\s*\])?\[\.\.\.\]\s*", arg)
+  m = re.fullmatch(r"\s*([A-Za-z_]\w*)(?:\.at\[\s*(?:ml|tl)\.ds\((.+),\s*(\d+)\s*\)\s*\])?\[\.\.\.\]\s*", arg)
   if m is None:
     return None
   ref, start, size = m.groups()
