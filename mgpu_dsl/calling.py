@@ -255,8 +255,9 @@ def check_inputs(pk, args, bounds: tuple[int, int], name: str, loc, *, count: bo
                 f" is, after it"), loc,
             hint=f"ml.scalar parameters are inputs, so they come before the outputs: def {name}("
                  f"{', '.join(f'{r}: ml.scalar' if r in marked else r for r in order)}, ...)")
+      from .triton_names import outputs_first_hint
       raise E.SignatureError(cap(f"{name}: {what} is {describe(a)}; kernel inputs are arrays"), loc,
-                             hint=_input_hint(a, refs[i] if i < len(refs) else "xs"))
+                             hint=outputs_first_hint(name, refs, i, _input_hint(a, refs[i] if i < len(refs) else "xs")))
     try:
       ok = _supported(a.dtype)
     except TypeError:         # an unhashable dtype object

@@ -203,6 +203,21 @@ def strides_hint(refs, extra, hint: str, name="k", lo=0) -> str:
           f" keyword-only constexpr (*, {n}: ml.constexpr, passed by keyword){outs}. Otherwise: {hint}")
 
 
+_OUT = re.compile(r"^(out|output|o|y|res|result|dst)(_?ptr|_ref)?$|^(out|output)_\w+|\w+_(out|output)(_ptr)?$", re.I)
+
+
+def outputs_first_hint(name: str, refs, i: int, hint: str) -> str:
+  """`hint`, led by the parameter order, where input `i` binds a parameter named as an output
+  (Triton's `def k(x_ptr, output_ptr, p, seed)`: outputs are passed among the arguments there)."""
+  if i >= len(refs) or not _OUT.match(refs[i]):
+    return hint
+  outs = [r for r in refs if _OUT.match(r)]
+  order = [r for r in refs if r not in outs] + outs
+  return (f"{refs[i]} is named as an output, but a kernel's parameters are its inputs, then its outputs (the ones"
+          f" out_shape describes, returned rather than passed): def {name}({', '.join(order)}, ...), called with"
+          f" the inputs only. Otherwise: {hint}")
+
+
 # ---------------------------------------------------------------- autotune configs
 _LAUNCH = {
     "num_warps": "threads per CTA are the decorator's block= (a multiple of 128: num_warps=4 is block=128),"

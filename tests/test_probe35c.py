@@ -240,3 +240,42 @@ def test_a_stencil_hint_reads_a_tl_ds_window():
               " tl.arange(256), x.at[tl.ds((i * 256) - 1, 256)].load(mask=(j >= 0) & (j < x.shape[0]), other=0.0)"
               " is the window at (i * 256) shifted by one, 0 outside x (jnp.pad's zeros); for jnp.roll's"
               " wrap-around, gather at wrapped indices, x[((i * 256) + tl.arange(256) - 1) % x.shape[0]]")
+
+
+# ---------------------------------------------------------------- Triton's parameter order
+@mg.mgpu_kernel(out_shape=lambda x, *a: x, grid=lambda x, *a: (tl.cdiv(x.shape[0], 1024),))
+def seeded_dropout(x_ptr, output_ptr, p, seed, BLOCK_SIZE: tl.constexpr = 1024):
+  pid = tl.program_id(axis=0)
+  offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+  mask = offsets < x_ptr.shape[0]
+  x = tl.load(x_ptr.at[tl.ds(pid * BLOCK_SIZE, BLOCK_SIZE)], mask=mask)
+  output = tl.where(tl.rand(seed, offsets) > p, x / (1 - p), 0.0)
+  tl.store(output_ptr.at[tl.ds(pid * BLOCK_SIZE, BLOCK_SIZE)], output, mask=mask)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, *a: x, grid=lambda x, *a: (tl.cdiv(x.shape[0], 1024),))
+def seeded_dropout_reordered(x_ptr, p: tl.scalar, seed: tl.scalar, output_ptr, BLOCK_SIZE: tl.constexpr = 1024):
+  pid = tl.program_id(axis=0)
+  offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+  mask = offsets < x_ptr.shape[0]
+  x = tl.load(x_ptr.at[tl.ds(pid * BLOCK_SIZE, BLOCK_SIZE)], mask=mask)
+  output = tl.where(tl.rand(seed, offsets) > p, x / (1 - p), 0.0)
+  tl.store(output_ptr.at[tl.ds(pid * BLOCK_SIZE, BLOCK_SIZE)], output, mask=mask)
+
+
+def test_an_output_parameter_among_the_inputs_names_the_order():
+  """The tutorial's `def _seeded_dropout(x_ptr, output_ptr, p, seed)` called with (x, p, seed) said only
+  that output_ptr was a float, to be passed as a 0-d array or annotated tl.scalar."""
+  x = jax.random.normal(jax.random.key(5), (3000,), F32)
+  with pytest.raises(mg.SignatureError) as info:
+    seeded_dropout(x, 0.5, 123, interpret=True)
+  e = info.value
+  assert e.message == "_seeded_dropout: input 1 (output_ptr) is float 0.5; kernel inputs are arrays".replace(
+      "_seeded_dropout", "seeded_dropout")
+  assert e.hint.startswith("output_ptr is named as an output, but a kernel's parameters are its inputs, then its"
+                           " outputs (the ones out_shape describes, returned rather than passed): def"
+                           " seeded_dropout(x_ptr, p, seed, output_ptr, ...), called with the inputs only.")
+  y = np.asarray(seeded_dropout_reordered(x, 0.5, 123, interpret=True))
+  kept = y != 0
+  np.testing.assert_allclose(y[kept], 2 * np.asarray(x)[kept], rtol=1e-6)
+  assert 0.4 < kept.mean() < 0.6
