@@ -23,6 +23,8 @@ TEXTS = {
                 " ml.static_range(k): h = v.shape[1] // 2; v = v[:, :h] ^ v[:, h:], then v[:, 0]"),
     "PropagateNan": ("no ml.PropagateNan: ml.maximum and ml.minimum always propagate NaN (Triton's"
                      " PropagateNan.ALL): drop propagate_nan="),
+    "broadcast": ("no ml.broadcast: arithmetic broadcasts its operands as NumPy does (a + b); to give each the"
+                  " common shape, ml.broadcast_to(a, shape) and ml.broadcast_to(b, shape)"),
     "logcumsumexp": ("no ml.logcumsumexp: scan the exponentials shifted by the maximum, m = ml.max(x, axis=a,"
                      " keepdims=True), then m + ml.log(ml.cumsum(ml.exp(x - m), axis=a))"),
 }
@@ -42,3 +44,22 @@ def ml_name_hint(attr, args) -> str | None:
   if attr not in FORMS:
     return f"no ml.{attr}: {form_hint(attr, xs, {})}"
   return f"no ml.{attr}: write {form.format(*map(_operand, xs))}"
+
+
+def triton_method_hint(attr, recv: str, args) -> str | None:
+  """What to write for Triton's tensor methods a register tensor lacks (`x.trans()`, `x.broadcast_to(m, n)`,
+  `x.expand_dims(0)`, `x.split()`), with the call's own arguments; None for others."""
+  if args is None:
+    return None
+  r = recv if re.fullmatch(r"[\w.\[\]]+", recv) else f"({recv})"
+  if attr in ("trans", "permute"):
+    return (f"write {r}.T (Triton's .{attr}() of a 2-D tensor, through SMEM; for ml.dot, pass the SMEM buffer's"
+            f" transposed view buf.T, which moves no data)")
+  if attr == "broadcast_to" and args:
+    shape = args[0] if len(args) == 1 else f"({', '.join(args)})"
+    return f"write ml.broadcast_to({recv}, {shape})"
+  if attr == "expand_dims":
+    return f"insert the axis by indexing with None: {r}[None, :] (axis 0) or {r}[:, None] (axis 1), as in NumPy"
+  if attr == "split" and not args:
+    return f"Triton's split of a last axis of 2 is indexing: {r}[..., 0] and {r}[..., 1]"
+  return None

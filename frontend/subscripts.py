@@ -179,6 +179,10 @@ class Subscripts:
     torch = torch_method_hint(node.attr, self.text(node.value), args) if not isinstance(t, RefType) else None
     if torch is not None:
       return torch
+    from .ml_name_hints import triton_method_hint
+    triton = None if isinstance(t, RefType) else triton_method_hint(node.attr, self.text(node.value), args)
+    if triton is not None:
+      return triton
     return missing.method_hint(node.attr, self.text(node.value), ref=isinstance(t, RefType), shape=t.shape,
                                is_bool=d == DType.bool_, args=args, axis=axis, bitcast=bitcast)
 

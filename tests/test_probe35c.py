@@ -279,3 +279,50 @@ def test_an_output_parameter_among_the_inputs_names_the_order():
   kept = y != 0
   np.testing.assert_allclose(y[kept], 2 * np.asarray(x)[kept], rtol=1e-6)
   assert 0.4 < kept.mean() < 0.6
+
+
+# ---------------------------------------------------------------- Triton's tensor methods and shape keywords
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[1], x.shape[0]), x.dtype))
+def method_trans(x, o):
+  o[...] = x[...].trans()
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((8, x.shape[0]), x.dtype))
+def method_broadcast(x, o):
+  o[...] = x[...][None, :].broadcast_to(8, 256)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((8, x.shape[0]), x.dtype))
+def hinted_broadcast(x, o):
+  o[...] = tl.broadcast_to(x[...][None, :], (8, 256))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((8, x.shape[0]), x.dtype))
+def pair_broadcast(x, o):
+  a, b = tl.broadcast(x[...][None, :], tl.zeros((8, 1), tl.float32))
+  o[...] = a + b
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((128, 64), x.dtype))
+def reorderable(x, o):
+  o[...] = tl.reshape(x[...], (128, 64), can_reorder=True)
+
+
+def test_triton_tensor_methods_and_shape_keywords_name_the_way():
+  """x.trans() and x.broadcast_to(m, n) listed every method a tensor has; tl.broadcast said 'did you mean
+  tl.broadcast_to?'; can_reorder= gave only the signature."""
+  expect(method_trans, [S((64, 128), F32)], mg.KernelTypeError, "x[...].trans",
+         "a register tensor has no attribute 'trans'",
+         hint="write x[...].T (Triton's .trans() of a 2-D tensor, through SMEM; for tl.dot, pass the SMEM buffer's"
+              " transposed view buf.T, which moves no data)")
+  expect(method_broadcast, [S((256,), F32)], mg.KernelTypeError, "x[...][None, :].broadcast_to",
+         "a register tensor has no attribute 'broadcast_to'", hint="write tl.broadcast_to(x[...][None, :], (8, 256))")
+  x = np.asarray(jax.random.normal(jax.random.key(6), (256,), F32))
+  np.testing.assert_array_equal(hinted_broadcast(x, interpret=True), np.broadcast_to(x[None], (8, 256)))
+  expect(pair_broadcast, [S((256,), F32)], mg.UnknownNameError, "tl.broadcast(", "tl has no attribute 'broadcast'",
+         hint="no tl.broadcast: arithmetic broadcasts its operands as NumPy does (a + b); to give each the common"
+              " shape, tl.broadcast_to(a, shape) and tl.broadcast_to(b, shape)")
+  expect(reorderable, [S((64, 128), F32)], mg.KernelTypeError, "tl.reshape(",
+         "tl.reshape: got an unexpected keyword argument 'can_reorder'",
+         hint="drop can_reorder= (a reshape keeps the elements' row-major order, Triton's can_reorder=False);"
+              " tl.reshape(x, shape, *more)")

@@ -150,7 +150,8 @@ _ALIASES = {"dim": "axis", "keepdim": "keepdims", "input": "x"}     # torch's (a
 _TRITON_KW = {     # Triton keywords whose behaviour is the only one here
     "tie_break_left": ("drop tie_break_left= (the index is the first one, Triton's tie_break_left=True; for the last,"
                        " x.shape[axis] - 1 - ml.{f}(ml.flip(x, axis), axis))"),
-    "propagate_nan": "drop propagate_nan= (NaN always propagates, Triton's PropagateNan.ALL)"}
+    "propagate_nan": "drop propagate_nan= (NaN always propagates, Triton's PropagateNan.ALL)",
+    "can_reorder": "drop can_reorder= (a reshape keeps the elements' row-major order, Triton's can_reorder=False)"}
 _CACHE_HINTS = ("eviction_policy", "cache_modifier", "volatile", "boundary_check", "padding_option", "sem", "scope")
 
 _IDENTITY = {"sum": "0", "mean": "0", "max": "float('-inf')", "min": "float('inf')", "any": "False", "all": "True",
