@@ -326,3 +326,47 @@ def test_triton_tensor_methods_and_shape_keywords_name_the_way():
          "tl.reshape: got an unexpected keyword argument 'can_reorder'",
          hint="drop can_reorder= (a reshape keeps the elements' row-major order, Triton's can_reorder=False);"
               " tl.reshape(x, shape, *more)")
+
+
+# ---------------------------------------------------------------- Triton's scalar-pointer load and store with a mask
+@mg.mgpu_kernel(out_shape=lambda x, m: S((4,), x.dtype), grid=(4,))
+def row_means_guarded(x, m, out):
+  r = tl.program_id(0)
+  mean = tl.load(m.at[r + 5], mask=r + 5 < m.shape[0], other=0.0)      # rows 8 and 9 are past m's end
+  v = tl.load(x.at[r + 5, 3], mask=r + 5 < x.shape[0], other=-1.0)
+  tl.store(out.at[r], v - mean, mask=r < 4)
+  tl.store(out.at[r + 4], 0.0, mask=r + 4 < 4)                          # never true: nothing written
+
+
+@mg.mgpu_kernel(out_shape=lambda x, m: S((4,), x.dtype), grid=(4,))
+def element_with_tensor_mask(x, m, out):
+  r = tl.program_id(0)
+  out[r] = tl.load(m.at[r], mask=m[...] > 0, other=0.0)
+
+
+def _guarded_reference(x, m):
+  rows = np.arange(4) + 5
+  v = np.where(rows < 8, x[np.minimum(rows, 7), 3], -1.0)
+  mean = np.where(rows < 8, m[np.minimum(rows, 7)], 0.0)
+  return (v - mean).astype(np.float32)
+
+
+def test_a_masked_load_or_store_of_one_element_is_its_scalar_under_the_condition():
+  """tl.load(x.at[i], mask=i < n, other=0.0), Triton's `tl.load(ptr + i, mask=i < n)`, was MG003 ('needs a
+  window of elements') with the hint 'guard a single element with an if'."""
+  x = np.asarray(jax.random.normal(jax.random.key(7), (8, 128), F32))
+  m = np.asarray(jax.random.normal(jax.random.key(8), (8,), F32))
+  np.testing.assert_array_equal(row_means_guarded(x, m, interpret=True), _guarded_reference(x, m))
+  assert "mosaic_gpu" in str(_export(row_means_guarded, S((8, 128), F32), S((8,), F32)))
+  expect(element_with_tensor_mask, [S((8, 128), F32), S((8,), F32)], mg.KernelTypeError, "tl.load(",
+         "tl.load of the single element m.at[r] takes a scalar condition as its mask (mask=i < n), got a register"
+         " tensor",
+         hint="pass a condition on scalars (mask=i < n), or guard the element with an if on one: s = 0.0, then if"
+              " i < n: s = m[r]")
+
+
+@pytest.mark.gpu
+def test_gpu_a_masked_load_or_store_of_one_element():
+  x = np.asarray(jax.random.normal(jax.random.key(7), (8, 128), F32))
+  m = np.asarray(jax.random.normal(jax.random.key(8), (8,), F32))
+  np.testing.assert_array_equal(np.asarray(row_means_guarded(x, m)), _guarded_reference(x, m))

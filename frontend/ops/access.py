@@ -122,9 +122,42 @@ def _ref_arg(cx, ref, what, mask=None, other=0, value=None):
     from .arith_hints import not_a_ref_hint
     raise E.KernelTypeError(f"{what} needs a ref (a parameter, an ml.smem buffer or a view), got"
                             f" {kind_of(ref)}", cx.loc, hint=not_a_ref_hint(cx, ref, what, mask, other, value))
-  if not ref.type.shape:
-    raise E.KernelTypeError(f"{what} with a mask needs a window of elements, but {ref.name or 'this ref'}"
-                            f" is a single element", cx.loc, hint="guard a single element with an if")
+  if not ref.type.shape and _scalar_cond(cx, mask) is None:
+    root, index = ((ref.name or "x").split(".at[")[0], "i") if ".at[" not in (ref.name or "") else \
+        ((ref.name or "x").split(".at[")[0], (ref.name or "x").split(".at[", 1)[1].rsplit("]", 1)[0])
+    raise E.KernelTypeError(f"{what} of the single element {ref.name or 'this ref'} takes a scalar condition as its"
+                            f" mask (mask=i < n), got {kind_of(mask)}", cx.loc,
+                            hint=f"pass a condition on scalars (mask=i < n), or guard the element with an if on one: "
+                                 + (f"if i < n: {root}[{index}] = s" if what.endswith("store") else
+                                    f"s = 0.0, then if i < n: s = {root}[{index}]"))
+
+
+def _scalar_cond(cx, mask):
+  """The condition of a mask on one element (Triton's `tl.load(ptr + i, mask=i < n)`): a Python bool, a
+  bool scalar or a one-element tensor holding one; None for other masks."""
+  if isinstance(mask, bool):
+    return mask
+  if is_scalar(mask) and resolve(mask.type.dtype) == DType.bool_:
+    return mask
+  cond = ew.one_element_scalar(cx, mask)
+  return cond if is_scalar(cond) and resolve(cond.type.dtype) == DType.bool_ else None
+
+
+def _masked_scalar_load(cx, ref, mask, other):
+  """`ml.load(x.at[i], mask=i < n, other=0.0)`: the element read at its indices clamped into the array
+  (so no address outside it is read), selected with `other` where the condition is false."""
+  cond, d = _scalar_cond(cx, mask), resolve(ref.type.dtype)
+  if isinstance(other, float) and isinstance(d, DType) and not d.is_float:
+    if not other.is_integer():
+      raise E.DtypeMismatchError(f"ml.load's other ({other}) is a float but {ref.name} is {dtype_name(d)}",
+                                 cx.loc, hint=_int_other_hint(other, dtype_name(d), *d.int_range))
+    other = int(other)       # other=0.0 on int32 data: the integer 0, as Triton's
+  if is_tensor(other) or not (is_value(other) or isinstance(other, Num)):
+    raise E.KernelTypeError(f"ml.load's other for the single element {ref.name or 'this ref'} must be a number or"
+                            f" a scalar, got {kind_of(other)}", cx.loc, hint="other=0.0")
+  if cond is True:
+    return load(cx, ref, cx.name)
+  return ew.where_(cx, cond, load(cx, _clamped(cx, ref), cx.name), other)
 
 
 def _mask_arg(cx, ref, mask, what):
@@ -213,7 +246,8 @@ def load_(cx, ref, mask=None, other=0):
       _ref_arg(cx, ref, "ml.load", other=other)
     return load(cx, ref, cx.name)
   _ref_arg(cx, ref, "ml.load", mask, other)
-  mask = _mask_arg(cx, ref, mask, "ml.load")
+  if ref.type.shape:
+    mask = _mask_arg(cx, ref, mask, "ml.load")
   d = ref.type.dtype
   if is_value(other) and not is_ref(other) and unify(d, other.type.dtype, cx.loc, "ml.load's other") is None:
     named = other.name or ""
@@ -224,6 +258,8 @@ def load_(cx, ref, mask=None, other=0):
         f"ml.load's other ({dtype_name(other.type.dtype)}) differs from {ref.name or 'the ref'}'s dtype"
         f" ({dtype_name(d)})", cx.loc,
         hint=_F8_OTHER.format(convert) if f8_scalar else f"convert it: other={convert}.astype(jnp.{dtype_name(d)})")
+  if not ref.type.shape:        # ml.load(x.at[i], mask=i < n, other=0.0): Triton's load through a scalar pointer
+    return _masked_scalar_load(cx, ref, mask, other)
   if is_tensor(other):
     plain = _masked_read(cx, ref, mask, 0)
     return ew.where_(cx, mask, plain, other)
@@ -397,6 +433,10 @@ def store_(cx, ref, value, mask=None):
       _ref_arg(cx, ref, "ml.store", value=value)
     return store(cx, ref, value)
   _ref_arg(cx, ref, "ml.store", mask, value=value)
+  if not ref.type.shape:       # ml.store(out.at[i], v, mask=i < n): the scalar store under an if
+    cond = _scalar_cond(cx, mask)
+    return None if cond is False else store(cx, ref, value) if cond is True else \
+        _masked_element_store(cx, ref, value, ew.full_(cx, (1,), cond, DType.bool_))
   mask = _mask_arg(cx, ref, mask, "ml.store")
   if one_element(ref.type.shape):
     return _masked_element_store(cx, ref, value, mask)
