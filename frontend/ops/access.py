@@ -127,7 +127,7 @@ def _ref_arg(cx, ref, what, mask=None, other=0, value=None):
         ((ref.name or "x").split(".at[")[0], (ref.name or "x").split(".at[", 1)[1].rsplit("]", 1)[0])
     raise E.KernelTypeError(f"{what} of the single element {ref.name or 'this ref'} takes a scalar condition as its"
                             f" mask (mask=i < n), got {kind_of(mask)}", cx.loc,
-                            hint=f"pass a condition on scalars (mask=i < n), or guard the element with an if on one: "
+                            hint="pass a condition on scalars (mask=i < n), or guard the element with an if on one: "
                                  + (f"if i < n: {root}[{index}] = s" if what.endswith("store") else
                                     f"s = 0.0, then if i < n: s = {root}[{index}]"))
 
