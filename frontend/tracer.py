@@ -532,6 +532,9 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
   def compare(self, node, op, a, b, operands=()):
     if op in (ast.In, ast.NotIn) and isinstance(b, dict) and not holds_value(a):    # "a" in d: its static keys
       return (a in b) == (op is ast.In)
+    if op in (ast.Is, ast.IsNot) and _dtype_like(a) and _dtype_like(b):   # x.dtype is tl.float32
+      same = a == b if isinstance(a, DType) else b == a if isinstance(b, DType) else np.dtype(a) == np.dtype(b)
+      return bool(same) == (op is ast.Is)     # Triton's dtypes are singletons; x.dtype here is numpy's object
     if not is_value(a) and not is_value(b):
       if holds_value(a) or holds_value(b):     # Python would compare Value objects: silently False
         self.unsupported(node, "comparing tuples that hold runtime values",
@@ -599,3 +602,9 @@ def _written_as_return(loc) -> bool:
   """Whether the statement at `loc` is a `return` (a kernel's return in a loop, which frontend/jumps.py
   made a break of it)."""
   return (loc.source_line or "")[loc.col_offset:].startswith("return")
+
+
+def _dtype_like(v) -> bool:
+  """A dtype as a kernel sees one: ml's (tl.float32), numpy's (x.dtype), a NumPy scalar type or jnp's."""
+  return isinstance(v, (DType, np.dtype)) or isinstance(v, type) and issubclass(v, np.generic) \
+      or type(v).__name__ == "_ScalarMeta"

@@ -370,3 +370,26 @@ def test_gpu_a_masked_load_or_store_of_one_element():
   x = np.asarray(jax.random.normal(jax.random.key(7), (8, 128), F32))
   m = np.asarray(jax.random.normal(jax.random.key(8), (8,), F32))
   np.testing.assert_array_equal(np.asarray(row_means_guarded(x, m)), _guarded_reference(x, m))
+
+
+# ---------------------------------------------------------------- dtype identity
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def by_dtype_identity(x, o):
+  if x.dtype is tl.float32:                     # Triton's dtypes are singletons: True there
+    o[...] = x[...] * 2
+  elif x.dtype is not jnp.float16:
+    o[...] = x[...] * 3
+  else:
+    o[...] = x[...]
+
+
+def test_dtype_is_a_dtype_compares_the_dtypes():
+  """`x.dtype is tl.float32` was False while tracing (numpy's dtype object against ml's), so a ported
+  Triton kernel silently took the other branch."""
+  x = np.asarray(jax.random.normal(jax.random.key(9), (256,), F32))
+  np.testing.assert_array_equal(by_dtype_identity(x, interpret=True), x * 2)
+  b = x.astype(jnp.bfloat16)
+  np.testing.assert_array_equal(np.asarray(by_dtype_identity(b, interpret=True), np.float32),
+                                np.asarray(b * 3, np.float32))
+  h = x.astype(np.float16)
+  np.testing.assert_array_equal(by_dtype_identity(h, interpret=True), h)
