@@ -107,7 +107,8 @@ class _Texts:
   when a message asks for it. Values the rule derives from them (a broadcast, a cast) have none."""
   def __init__(self, tracer, values, nodes):
     self.tracer = tracer
-    self.nodes = {id(v): (v, n) for v, n in zip(values, nodes) if is_value(v)}
+    from .ops.gather import IndexedRef     # (x.at[ids]: its text, for the hints of tl.load(x.at[r[:, None], c]))
+    self.nodes = {id(v): (v, n) for v, n in zip(values, nodes) if is_value(v) or isinstance(v, IndexedRef)}
 
   def get(self, x):
     hit = self.nodes.get(id(x))

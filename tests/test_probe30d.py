@@ -188,7 +188,7 @@ def test_tl_load_of_offsets_written_with_at_names_the_window_or_the_gather():
   expect(load_at_offsets, spec, mg.KernelTypeError, "ml.load(x.at[offs]",
          "ml.load needs a ref (a parameter, an ml.smem buffer or a view), got a ref indexed by tensors"
          " (ref.at[ids, ...])",
-         hint="for offsets start + ml.arange(128), take the window they cover: x.at[ml.ds(start, 128)].load(mask="
+         hint="these offsets run over consecutive positions: take the window they cover, x.at[ml.ds(0, 128)].load(mask="
               "offs < 100, other=0.0); other offsets are a gather and a select, ml.where(offs < 100, x[offs], 0.0)"
               " (a gather clamps each index into x, so it never reads outside it)")
   expect(store_at_offsets, spec, mg.KernelTypeError, "ml.store(out.at[offs]",

@@ -149,13 +149,22 @@ def not_a_ref_hint(cx, ref, what, mask, other, value) -> str:
   o = cx.named(other, "0.0") if not isinstance(other, (int, float)) or isinstance(other, bool) else repr(other)
   v = cx.named(value, "value")
   if isinstance(ref, IndexedRef):
+    from .index_hints import _run_of
     x = ref.ref.name or "x"
     items = ref.index if isinstance(ref.index, tuple) else (ref.index,)
     ids = ", ".join(cx.named(i, "ids") if is_tensor(i) else ":" if isinstance(i, slice) else str(i) for i in items)
+    written = cx.operands.get(ref) if cx.operands is not None else None    # x.at[r[:, None], c[None, :]]
+    if written and written.endswith("]") and ".at[" in written:
+      x, ids = written.split(".at[", 1)[0], written.split(".at[", 1)[1][:-1]
     one = len(items) == 1 and is_tensor(items[0]) and len(items[0].type.shape) == 1
     n = items[0].type.shape[0] if one else "n"
     w = f"{x}.at[ml.ds(start, {n})]" if one else f"{x}.at[...]"
-    window = f"for offsets start + ml.arange({n}), take the window they cover: "
+    runs = [_run_of(cx.b, i) if is_tensor(i) else None for i in items]
+    if all(r is not None or not is_tensor(i) and not isinstance(i, slice) for r, i in zip(runs, items)):
+      w = f"{x}.at[{', '.join(f'ml.ds({r[0]}, {r[1]})' if r else str(i) for r, i in zip(runs, items))}]"
+      n = None
+    window = (f"for offsets start + ml.arange({n}), take the window they cover: " if n is not None else
+              "these offsets run over consecutive positions: take the window they cover, ")
     if what == "ml.load":
       if m is None:
         return f"{x}[{ids}] reads them (a gather): write {x}[{ids}], without ml.load"
