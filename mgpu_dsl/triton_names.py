@@ -65,8 +65,12 @@ def _lambda_of(loc, fn) -> ast.Lambda | None:
         tree = ast.parse(t)
       except SyntaxError:
         continue
-      found = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda)]
-      launched = [n.slice for n in ast.walk(tree) if isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Lambda)]
+      code = getattr(fn, "__code__", None)      # (not another lambda on the line: bench(lambda: k[grid](x)))
+      args = list(code.co_varnames[:code.co_argcount]) if code is not None else None
+      fits = lambda n: args is None or [a.arg for a in n.args.posonlyargs + n.args.args] == args
+      found = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda) and fits(n)]
+      launched = [n.slice for n in ast.walk(tree) if isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Lambda)
+                  and fits(n.slice)]
       if len(found) == 1 or len(launched) == 1:    # (kernel[lambda meta: ...](x) inside another lambda)
         return found[0] if len(found) == 1 else launched[0]
   return None

@@ -434,3 +434,32 @@ def test_a_pointer_block_load_hint_writes_the_window_and_the_gather_as_indexed()
   want = np.where(np.arange(128)[:, None] < 100, x, 0.0)
   np.testing.assert_array_equal(pointer_block_window(x, interpret=True), want)
   np.testing.assert_array_equal(pointer_block_gather(x, interpret=True), want)
+
+
+# ---------------------------------------------------------------- kernel[grid](...) inside another lambda
+@mg.mgpu_kernel(out_shape=lambda x, y, **kw: x, grid=lambda x, y, BLOCK_SIZE: (tl.cdiv(x.shape[0], BLOCK_SIZE),))
+def add_kernel(x_ptr, y_ptr, output_ptr, BLOCK_SIZE: tl.constexpr):
+  pid = tl.program_id(axis=0)
+  offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+  mask = offsets < x_ptr.shape[0]
+  x = tl.load(x_ptr.at[tl.ds(pid * BLOCK_SIZE, BLOCK_SIZE)], mask=mask)
+  y = tl.load(y_ptr.at[tl.ds(pid * BLOCK_SIZE, BLOCK_SIZE)], mask=mask)
+  tl.store(output_ptr.at[tl.ds(pid * BLOCK_SIZE, BLOCK_SIZE)], x + y, mask=mask)
+
+
+def _bench(fn):
+  return fn()
+
+
+def test_a_launch_inside_a_benchmark_lambda_rewrites_the_grid_not_the_lambda():
+  """`bench(lambda: add_kernel[grid](x, y, out))` (triton.testing.do_bench's habit)
+  had its hint rewrite the benchmark's lambda as the grid: grid=lambda x_ptr, y_ptr: add_kernel[grid]."""
+  x = jnp.ones((3000,), F32)
+  out = jnp.empty_like(x)
+  grid = lambda meta: (tl.cdiv(3000, meta["BLOCK_SIZE"]),)
+  with pytest.raises(mg.SignatureError) as info:
+    _bench(
+        lambda: add_kernel[grid](x, x, out))
+  assert info.value.hint == ("declare it on the decorator, @mg.mgpu_kernel(out_shape=..., grid=lambda x_ptr, y_ptr,"
+                             " BLOCK_SIZE: (tl.cdiv(3000, BLOCK_SIZE),)), and call add_kernel(inputs...): outputs"
+                             " are returned, not passed")
