@@ -463,3 +463,32 @@ def test_a_launch_inside_a_benchmark_lambda_rewrites_the_grid_not_the_lambda():
   assert info.value.hint == ("declare it on the decorator, @mg.mgpu_kernel(out_shape=..., grid=lambda x_ptr, y_ptr,"
                              " BLOCK_SIZE: (tl.cdiv(3000, BLOCK_SIZE),)), and call add_kernel(inputs...): outputs"
                              " are returned, not passed")
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((4,), jnp.float32))
+def float8_elements(x, o):
+  for i in range(4):
+    o[i] = tl.load(x.at[i + 254], mask=i + 254 < 256, other=1.0).astype(tl.float32)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((2,), x.dtype))
+def static_conditions(x, o):
+  o[0] = tl.load(x.at[3], mask=False, other=2.0)
+  o[1] = tl.load(x.at[3], mask=True, other=2.0)
+
+
+def test_a_masked_element_of_float8_or_under_a_static_condition():
+  """float8 said 'tl.where with the float8_e4m3fn scalar ...' (a tl.where the user never wrote); mask=False
+  said tl.where's condition is a Python bool."""
+  x = jax.random.normal(jax.random.key(11), (256,), F32).astype(jnp.float8_e4m3fn)
+  want = np.array([x[254], x[255], 1.0, 1.0], np.float32)
+  np.testing.assert_array_equal(float8_elements(x, interpret=True), want)
+  assert "mosaic_gpu" in str(_export(float8_elements, S((256,), jnp.float8_e4m3fn)))
+  y = np.asarray(jax.random.normal(jax.random.key(12), (256,), F32))
+  np.testing.assert_array_equal(static_conditions(y, interpret=True), np.array([2.0, y[3]], np.float32))
+
+
+@pytest.mark.gpu
+def test_gpu_a_masked_element_of_float8():
+  x = jax.random.normal(jax.random.key(11), (256,), F32).astype(jnp.float8_e4m3fn)
+  np.testing.assert_array_equal(np.asarray(float8_elements(x)), np.asarray(float8_elements(x, interpret=True)))

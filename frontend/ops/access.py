@@ -157,7 +157,19 @@ def _masked_scalar_load(cx, ref, mask, other):
                             f" a scalar, got {kind_of(other)}", cx.loc, hint="other=0.0")
   if cond is True:
     return load(cx, ref, cx.name)
-  return ew.where_(cx, cond, load(cx, _clamped(cx, ref), cx.name), other)
+  if cond is False:
+    return ew.full_(cx, (), other, d, "ml.load's other")
+  v = load(cx, _clamped(cx, ref), cx.name)
+  if d in FLOAT8:            # selected by its bits: the GPU has no float8 scalar arithmetic
+    if not isinstance(other, Num):
+      raise E.UnsupportedDtypeError(
+          f"a masked load of one {d} element takes a number as other, not a run-time scalar", cx.loc,
+          hint=_F8_OTHER.format(cx.named(other, "o")))
+    import ml_dtypes
+    from .elementwise_fns import bitcast
+    bits = int(np.asarray(other, getattr(ml_dtypes, str(d))).view(np.uint8))
+    return bitcast.rule(cx, ew.where_(cx, cond, bitcast.rule(cx, v, DType.u8), bits), d)
+  return ew.where_(cx, cond, v, other)
 
 
 def _mask_arg(cx, ref, mask, what):
