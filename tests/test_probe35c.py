@@ -492,3 +492,32 @@ def test_a_masked_element_of_float8_or_under_a_static_condition():
 def test_gpu_a_masked_element_of_float8():
   x = jax.random.normal(jax.random.key(11), (256,), F32).astype(jnp.float8_e4m3fn)
   np.testing.assert_array_equal(np.asarray(float8_elements(x)), np.asarray(float8_elements(x, interpret=True)))
+
+
+# ---------------------------------------------------------------- an unrolled masked element past the end
+@mg.mgpu_kernel(out_shape=lambda x: S((4,), x.dtype))
+def unrolled_tail(x, o):
+  for i in tl.static_range(4):
+    o[i] = tl.load(x.at[i + 254], mask=i + 254 < 256, other=0.0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((4,), x.dtype))
+def unrolled_tail_skipped(x, o):
+  for i in tl.static_range(4):
+    if i + 254 < x.shape[0]:
+      o[i] = tl.load(x.at[i + 254], mask=i + 254 < 256, other=0.0)
+    else:
+      o[i] = 0.0
+
+
+def test_an_unrolled_element_past_the_end_names_the_test_that_skips_it():
+  """The hint listed the indices that exist and counted from the end; under Triton's mask the user needs
+  to know no mask helps a static index (the element does not exist) and how to skip the trip."""
+  expect(unrolled_tail, [S((256,), F32)], mg.IndexOutOfBoundsError, "x.at[i + 254]",
+         "index 256 is out of bounds for dimension 0 of x (size 256)",
+         hint="dimension 0 of x has size 256: an index there is in -256..255 (a negative one counts from the end:"
+              " x.at[255] or x.at[-1] is the last); i + 254 is 256 here, known while tracing (an unrolled trip), and"
+              " the element does not exist, so no mask helps: skip it with a test known then, if i + 254 <"
+              " x.shape[0]:, or loop with a run-time range, whose masked accesses past the end are never made")
+  x = np.asarray(jax.random.normal(jax.random.key(13), (256,), F32))
+  np.testing.assert_array_equal(unrolled_tail_skipped(x, interpret=True), np.array([x[254], x[255], 0, 0], np.float32))

@@ -345,10 +345,26 @@ def _slice_text(a, b) -> str:
   return f"{'' if a is None else a}:{'' if b is None else b}"
 
 
-def static_index_hint(i, n, d, name) -> str:
-  """An int index outside its dimension: the indices that exist there."""
-  return (f"dimension {d} of {name} has size {n}: an index there is in {-n}..{n - 1} (a negative one counts"
+def static_index_hint(i, n, d, name, loc=None) -> str:
+  """An int index outside its dimension: the indices that exist there; where it is computed (an
+  ml.static_range trip's, `x.at[i + 254]` under Triton's mask=i + 254 < n), the test that skips it."""
+  hint = (f"dimension {d} of {name} has size {n}: an index there is in {-n}..{n - 1} (a negative one counts"
           f" from the end: {name}.at[{n - 1}] or {name}.at[-1] is the last)")
+  import ast
+  try:
+    node = ast.parse(loc.source_line[loc.col_offset:loc.end_col_offset], mode="eval").body \
+        if loc is not None and loc.end_lineno == loc.lineno and loc.end_col_offset is not None else None
+  except (SyntaxError, AttributeError, TypeError):
+    node = None
+  elts = (list(node.slice.elts) if isinstance(node.slice, ast.Tuple) else [node.slice]) \
+      if isinstance(node, ast.Subscript) else []
+  if d < len(elts) and not isinstance(elts[d], (ast.Constant, ast.UnaryOp, ast.Slice)):
+    text, ext = ast.unparse(elts[d]), f"{name}.shape[{d}]" if name.isidentifier() else str(n)
+    test = f"{text} < {ext}" if i >= n else f"{text} >= -{ext}"
+    hint += (f"; {text} is {i} here, known while tracing (an unrolled trip), and the element does not exist, so"
+             f" no mask helps: skip it with a test known then, if {test}:, or loop with a run-time range, whose"
+             f" masked accesses past the end are never made")
+  return hint
 
 
 def static_slice_hint(i: slice, n, d, name) -> str:

@@ -317,7 +317,7 @@ def _one_index(cx, d, i, n, name, past_end=False, rank=1):
   if isinstance(i, int):
     if not -n <= i < n:
       raise E.IndexOutOfBoundsError(f"index {i} is out of bounds for dimension {d} of {name} (size {n})",
-                                    cx.loc, hint=static_index_hint(i, n, d, name) if n else hint)
+                                    cx.loc, hint=static_index_hint(i, n, d, name, cx.loc) if n else hint)
     return ir.Idx(i % n, 1, True)
   if isinstance(i, slice):
     if i.step not in (None, 1):
