@@ -521,3 +521,33 @@ def test_an_unrolled_element_past_the_end_names_the_test_that_skips_it():
               " x.shape[0]:, or loop with a run-time range, whose masked accesses past the end are never made")
   x = np.asarray(jax.random.normal(jax.random.key(13), (256,), F32))
   np.testing.assert_array_equal(unrolled_tail_skipped(x, interpret=True), np.array([x[254], x[255], 0, 0], np.float32))
+
+
+# ---------------------------------------------------------------- q @ k.T with k in registers (the attention tutorial)
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0], x.shape[0]), F32))
+def scores_from_registers(x, o):
+  q = x[...]
+  k = x[...]
+  o[...] = tl.dot(q, k.T)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0], x.shape[0]), F32))
+def scores_hint_followed(x, o):
+  q = x[...]
+  k = x[...]
+  k_s = tl.smem((64, 64), jnp.float16)
+  k_s[...] = k
+  o[...] = tl.dot(q, k_s.T)
+
+
+def test_a_register_b_operand_hint_allocates_the_buffer_and_keeps_the_transpose():
+  """The hint said 'store b's tile in SMEM: b_s[...] = b_value', with no buffer allocated and no word of
+  the transposed view that q @ k.T needs."""
+  expect(scores_from_registers, [S((64, 64), jnp.float16)], mg.MmaOperandError, "tl.dot(",
+         "tl.dot operand b must be an SMEM buffer of this CTA, got a register tensor",
+         hint="only a may come from registers; store k in an SMEM buffer and pass the buffer transposed (buf.T moves"
+              " no data): k_s = tl.smem((64, 64), jnp.float16); k_s[...] = k; tl.dot(..., k_s.T) (a tile read from"
+              " SMEM: pass that buffer itself)")
+  x = np.asarray(jax.random.normal(jax.random.key(14), (64, 64), F32)).astype(np.float16)
+  xf = x.astype(np.float32)
+  np.testing.assert_allclose(scores_hint_followed(x, interpret=True), xf @ xf.T, rtol=1e-5, atol=1e-4)

@@ -63,9 +63,19 @@ def _operand(cx, what, x, other=None):
     else:
       got_what = "an SMEM buffer of this CTA"
       if is_value(x) and isinstance(x.type, TensorType):
-        v = cx.named(x, "") or x.name or "b_value"
-        hint = (f"only a may come from registers; store b's tile in SMEM: b_s = ml.smem({tuple(x.type.shape)});"
-                f" b_s[...] = {v}; then pass b_s to ml.dot (a tile read from SMEM: pass that buffer itself)")
+        text, d = cx.named(x, ""), dtype_name(x.type.dtype)
+        flip = text.endswith(".T") and text[:-2].isidentifier()      # q @ k.T of a k in registers
+        v = text[:-2] if flip else text
+        if v.isidentifier() and len(x.type.shape) == 2:
+          shape = tuple(x.type.shape)[::-1] if flip else tuple(x.type.shape)
+          hint = (f"only a may come from registers; store {v} in an SMEM buffer and pass the buffer"
+                  + (" transposed (buf.T moves no data)" if flip else "") + f": {v}_s = ml.smem({shape}, jnp.{d});"
+                  f" {v}_s[...] = {v}; ml.dot(..., {v}_s{'.T' if flip else ''}) (a tile read from SMEM: pass that"
+                  f" buffer itself)")
+        else:
+          v = text or x.name or "b_value"
+          hint = (f"only a may come from registers; store b's tile in SMEM: b_s = ml.smem({tuple(x.type.shape)});"
+                  f" b_s[...] = {v}; then pass b_s to ml.dot (a tile read from SMEM: pass that buffer itself)")
     if is_value(x) and isinstance(x.type, RefType) and x.type.remote:
       hint = (f"the tensor cores read this CTA's SMEM only: read the peer's tile into registers and store it in"
               f" a buffer of this CTA ({what}_s[...] = {x.name or 'peer'}[...])"
