@@ -203,8 +203,8 @@ def join_hint(attr, args) -> str:
   parts = ", ".join(f"{_operand(a)}[..., None]" for a in args)
   cat = f"ml.concatenate([{parts}], axis=-1)"
   if attr == "interleave":
-    return (f"no ml.interleave: join along a new last axis and merge it into the columns: {cat}.reshape(m,"
-            f" {len(args)} * n) for {' and '.join(args)} of shape (m, n)")
+    return (f"no ml.interleave: join along a new last axis and merge it into the last: {cat}.reshape({len(args)} * n)"
+            f" for {' and '.join(args)} of n elements, .reshape(m, {len(args)} * n) of shape (m, n)")
   return f"no ml.{attr}: join along a new last axis, {cat}"
 
 

@@ -315,8 +315,8 @@ JOIN = "ml.concatenate([lo[..., None], hi[..., None]], axis=-1)"
 
 @pytest.mark.parametrize("which,at,cls,message,hint", [
     ("interleave", "ml.interleave", mg.UnknownNameError, "ml has no attribute 'interleave'",
-     f"no ml.interleave: join along a new last axis and merge it into the columns: {JOIN}.reshape(m, 2 * n) for"
-     f" lo and hi of shape (m, n)"),
+     f"no ml.interleave: join along a new last axis and merge it into the last: {JOIN}.reshape(2 * n) for lo and"
+     f" hi of n elements, .reshape(m, 2 * n) of shape (m, n)"),
     ("join", "ml.join", mg.UnknownNameError, "ml has no attribute 'join'", f"no ml.join: join along a new last axis, {JOIN}"),
     ("stack", "jnp.stack([lo, hi], -1)", mg.KernelTypeError,
      "stack cannot take a list of register values inside a kernel", f"no ml.stack: join along a new last axis, {JOIN}"),

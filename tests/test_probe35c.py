@@ -551,3 +551,26 @@ def test_a_register_b_operand_hint_allocates_the_buffer_and_keeps_the_transpose(
   x = np.asarray(jax.random.normal(jax.random.key(14), (64, 64), F32)).astype(np.float16)
   xf = x.astype(np.float32)
   np.testing.assert_allclose(scores_hint_followed(x, interpret=True), xf @ xf.T, rtol=1e-5, atol=1e-4)
+
+
+# ---------------------------------------------------------------- tl.interleave of vectors
+@mg.mgpu_kernel(out_shape=lambda x: S((2 * x.shape[0],), x.dtype))
+def interleaved(x, o):
+  v = x[...]
+  o[...] = tl.interleave(v, v * 2)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((2 * x.shape[0],), x.dtype))
+def interleaved_by_hint(x, o):
+  v = x[...]
+  o[...] = tl.concatenate([v[..., None], (v * 2)[..., None]], axis=-1).reshape(2 * 256)
+
+
+def test_interleave_hint_covers_vectors():
+  """The hint wrote .reshape(m, 2 * n) only, for (m, n) tensors: a vector's interleave is .reshape(2 * n)."""
+  expect(interleaved, [S((256,), F32)], mg.UnknownNameError, "tl.interleave", "tl has no attribute 'interleave'",
+         hint="no tl.interleave: join along a new last axis and merge it into the last: tl.concatenate([v[...,"
+              " None], (v * 2)[..., None]], axis=-1).reshape(2 * n) for v and v * 2 of n elements, .reshape(m, 2 *"
+              " n) of shape (m, n)")
+  x = np.asarray(jax.random.normal(jax.random.key(15), (256,), F32))
+  np.testing.assert_array_equal(interleaved_by_hint(x, interpret=True), np.stack([x, 2 * x], -1).reshape(-1))
