@@ -194,7 +194,7 @@ def test_tl_load_of_offsets_written_with_at_names_the_window_or_the_gather():
   expect(store_at_offsets, spec, mg.KernelTypeError, "ml.store(out.at[offs]",
          "ml.store needs a ref (a parameter, an ml.smem buffer or a view), got a ref indexed by tensors"
          " (ref.at[ids, ...])",
-         hint="for offsets start + ml.arange(128), take the window they cover: ml.store(out.at[ml.ds(start, 128)],"
+         hint="these offsets run over consecutive positions: take the window they cover, ml.store(out.at[ml.ds(0, 128)],"
               " x[...], mask=offs < 100); at other offsets, a plain scatter (set) is not supported (repeated indices"
               " would race): add into an output that starts at 0, which sets each element the indices name once (a"
               " permutation of rows): ml.atomic_add(out.at[offs], ml.where(offs < 100, x[...], 0)) (indices outside"

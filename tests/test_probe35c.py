@@ -158,8 +158,8 @@ def test_triton_keywords_of_the_only_behaviour_say_drop_them():
          hint="drop propagate_nan= (NaN always propagates, Triton's PropagateNan.ALL); tl.minimum(a, b)")
   expect(first_max, [S((64, 128), F32)], mg.KernelTypeError, "tl.argmax(",
          "tl.argmax: got an unexpected keyword argument 'tie_break_left'",
-         hint="drop tie_break_left= (the index is the first one, Triton's tie_break_left=True; for the last,"
-              " x.shape[axis] - 1 - tl.argmax(tl.flip(x, axis), axis)); tl.argmax(x, axis=None, keepdims=False)")
+         hint="for the last index of the extreme value, take the first of the flipped axis: x[...].shape[1] - 1"
+              " - tl.argmax(tl.flip(x[...], 1), axis=1); tl.argmax(x, axis=None, keepdims=False)")
   x = np.round(np.asarray(jax.random.normal(jax.random.key(4), (64, 128), F32)))    # many ties
   np.testing.assert_array_equal(last_max(x, interpret=True), 127 - np.argmax(x[:, ::-1], axis=1))
 

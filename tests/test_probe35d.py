@@ -257,8 +257,8 @@ def test_a_register_b_operand_hints_its_smem_buffer_in_the_kernels_words():
   spec = [S((64, 64), F16), S((4, 64, 64), F16), S((1,), I32)]
   expect(expert_b_in_registers, spec, mg.MmaOperandError, "ml.dot(a_s, bv)",
          "ml.dot operand b must be an SMEM buffer of this CTA, got a register tensor",
-         hint="only a may come from registers; store b's tile in SMEM: b_s = ml.smem((64, 64)); b_s[...] = bv; then"
-              " pass b_s to ml.dot (a tile read from SMEM: pass that buffer itself)")
+         hint="only a may come from registers; store bv in an SMEM buffer and pass the buffer: bv_s = ml.smem((64, 64),"
+              " jnp.float16); bv_s[...] = bv; ml.dot(..., bv_s) (a tile read from SMEM: pass that buffer itself)")
   rng = np.random.default_rng(4)
   a = rng.standard_normal((64, 64)).astype(np.float16)
   b = rng.standard_normal((4, 64, 64)).astype(np.float16)
