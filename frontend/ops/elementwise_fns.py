@@ -145,7 +145,7 @@ def minimum(cx, a, b):
 
 @builtin(eager=True)
 def cdiv(cx, a, b):
-  """Ceiling division `(a + b - 1) // b` of integers: tiles covering `a` elements, `b` a tile.
+  """Ceiling division (`(a + b - 1) // b`, without its overflow) of integers: tiles covering `a` elements, `b` a tile.
 
   On Python ints it is a Python int (`grid=lambda x: (ml.cdiv(x.shape[0], 128),)` works too);
   on integer scalars (a runtime size read from memory) it is a scalar.
@@ -172,8 +172,11 @@ def cdiv(cx, a, b):
   if isinstance(b, int) and b == 0:
     raise E.KernelTypeError("ml.cdiv by 0: integer division by zero is undefined on the GPU", cx.loc,
                             hint=f"divide by a positive constant; {divisor_guard(texts[0], '', 'd', 'ml.cdiv')}")
-  bm1 = b - 1 if not is_value(b) else binary(cx, BinOp.SUB, b, 1)
-  return binary(cx, BinOp.FLOORDIV, binary(cx, BinOp.ADD, a, bm1), b, via=("ml.cdiv",) + texts)
+  # floor(a / b), plus one where b does not divide a: `(a + b - 1) // b` would wrap for an `a` within
+  # b - 1 of its type's largest value (a run-time size near 2**31 gave a negative tile count)
+  q = binary(cx, BinOp.FLOORDIV, a, b, via=("ml.cdiv",) + texts)
+  inexact = compare(cx, CmpOp.NE, binary(cx, BinOp.MUL, q, b), a)
+  return binary(cx, BinOp.ADD, q, astype(cx, inexact, resolve(q.type.dtype)))
 
 
 @builtin
