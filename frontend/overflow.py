@@ -20,7 +20,8 @@ from .ops.control import For
 from .ops.elementwise import BinOp, Binary
 from .ops.gather import Gather, ScatterUpdate
 from .ops.memory import View
-from .types import ScalarType, resolve
+from .overflow_ranges import track_tensor
+from .types import ScalarType, TensorType, resolve
 
 _EXACT = {BinOp.ADD: np.add, BinOp.SUB: np.subtract, BinOp.MUL: np.multiply}
 
@@ -32,6 +33,7 @@ class Overflows:
     self.wrapped: dict[int, tuple] = {}    # value id -> (op that wrapped, program index, exact value)
     self.errors: list = []
     self._reported: set = set()
+    self.ranges: dict = {}                 # int32 index tensor id -> its Sep (frontend/overflow_ranges.py)
 
   def track(self, ev, o, must, operands=None):
     """After the grid evaluation ran op `o` for the programs `must` certainly run: note a wrap
@@ -46,6 +48,10 @@ class Overflows:
       for r in o.results:                # the index vectors and masks made from it, too
         if _integral(r.type.dtype):
           self.wrapped[r.id] = src
+      return
+    wrap = track_tensor(ev, self.ranges, o, must)
+    if wrap is not None:
+      self.wrapped[o.result.id] = (o, *wrap)
       return
     if not (isinstance(o, Binary) and o.kind in _EXACT and ev.exact and isinstance(o.result.type, ScalarType)
             and resolve(o.result.type.dtype) == DType.i32):
@@ -71,16 +77,22 @@ class Overflows:
     one_line = loc.end_lineno == loc.lineno and loc.end_col_offset is not None
     text = line[loc.col_offset:loc.end_col_offset] if one_line else "this int32 arithmetic"
     wrapped = (exact + 2 ** 31) % 2 ** 32 - 2 ** 31
+    tensor = isinstance(op.results[0].type, TensorType)
     what = ("the window" if isinstance(use, View) else "the element read" if isinstance(use, ScalarRead)
             else "the loop's bounds" if isinstance(use, For) else "the mask" if isinstance(use, (MaskedLoad, MaskedStore))
             else "the indices")
     self.errors.append(E.KernelTypeError(
-        f"{text} overflows int32 in program {ev.program(p)}: it is {exact} there, past int32's"
+        f"{text} overflows int32 in program {ev.program(p)}: {'an element of it' if tensor else 'it'} is {exact}"
+        f" there, past int32's"
         f" {'2147483647' if exact > 0 else '-2147483648'}, so the GPU wraps it to {wrapped}, and {what} at"
         f" line {use.loc.lineno} use{'' if what == 'the indices' else 's'} it", loc,
         hint="rearrange it so that no intermediate value passes 2**31 - 1 (for a tile's end, ml.minimum((i + 1)"
              " * t, n), compare the offsets instead: i * t + ml.arange(t) < n), or compute in uint32"
-             " (.astype(jnp.uint32), for values below 2**32)"))
+             " (.astype(jnp.uint32), for values below 2**32)" if not tensor else
+             "rearrange it so that no element passes 2**31 - 1: for the tail mask of a tile of t elements, compare"
+             " the positions within the tile with what is left of the array, ml.arange(t) < n - i * t (no value"
+             " past n); for indices, compute in uint32 ((i * t).astype(jnp.uint32) + ml.arange(t, dtype=jnp.uint32),"
+             " for values below 2**32)"))
 
 
 def _index_operands(o):
@@ -98,3 +110,16 @@ def _index_operands(o):
 def _integral(d) -> bool:
   d = resolve(d)
   return isinstance(d, DType) and (d.is_int or d == DType.bool_)
+
+
+def sampled_overflows(kernel) -> list:
+  """The wraps of a grid too large to evaluate whole (frontend/absint.py's MAX_PROGRAMS), found in
+  the programs at its corners and middle, where index arithmetic takes its extremes (the last tile
+  of an array of nearly 2**31 elements in 256-element tiles is program 8388607 of 8388608)."""
+  from .absint import GridEval
+  g = kernel.grid
+  picks = [sorted({p for p in (0, 1, n // 2, n - 2, n - 1) if 0 <= p < n}) for n in g]
+  lin = [x + g[0] * (y + g[1] * z) for z in picks[2] for y in picks[1] for x in picks[0]]
+  ev = GridEval(kernel, lambda access: None, programs=lin)
+  ev.run()
+  return ev.overflows.errors

@@ -53,7 +53,9 @@ def _in_range(cx, i, n):
   """jnp's gather semantics for an index of a dimension of size n: a negative index counts from
   the end, then indices clamp into [0, n). No index reads outside the view."""
   if resolve(i.type.dtype).is_signed:
-    i = ew.where_(cx, ew.compare(cx, ew.CmpOp.LT, i, 0), ew.binary(cx, ew.BinOp.ADD, i, n), i)
+    # i + (n where i < 0): an index near 2**31 - 1 plus n would wrap (harmless, not selected, but
+    # frontend/overflow.py would see an index arithmetic past int32)
+    i = ew.binary(cx, ew.BinOp.ADD, i, ew.where_(cx, ew.compare(cx, ew.CmpOp.LT, i, 0), n, 0))
     i = ew.binary(cx, ew.BinOp.MAX, i, 0)
   return ew.binary(cx, ew.BinOp.MIN, i, n - 1)
 
