@@ -89,12 +89,16 @@ def _wrap(x, d: DType):
 class GridEval:
   """Run `kernel`'s scalar IR over the grid; call `visit(Access)` for every memory access."""
 
-  def __init__(self, kernel: ir.Kernel, visit, *, budget: int = BUDGET):
+  def __init__(self, kernel: ir.Kernel, visit, *, budget: int = BUDGET, programs=None):
+    """`programs`: the linear indices of the programs to run (all of them by default; a grid past
+    MAX_PROGRAMS is then not run)."""
     self.kernel, self.visit = kernel, visit
     g = kernel.grid
-    self.P = g[0] * g[1] * g[2]
+    self.sampled = programs is not None
+    self.P = g[0] * g[1] * g[2] if programs is None else len(programs)
     self.budget = budget * min(1.0, BUDGET_PROGRAMS / max(self.P, 1))
-    lin = np.arange(self.P if self.P <= MAX_PROGRAMS else 0, dtype=np.int64)   # (too many: not run)
+    lin = (np.asarray(programs, np.int64) if programs is not None else
+           np.arange(self.P if self.P <= MAX_PROGRAMS else 0, dtype=np.int64))   # (too many: not run)
     self.pid = (lin % g[0], lin // g[0] % g[1], lin // (g[0] * g[1]))
     self.env: dict[int, object] = {}
     self.defs = ir.def_table(kernel.body)
@@ -109,7 +113,7 @@ class GridEval:
 
   def run(self) -> bool:
     """Walk the kernel; False when the grid is too large to evaluate."""
-    if self.P > MAX_PROGRAMS:
+    if self.P > MAX_PROGRAMS and not self.sampled:
       return False
     every = np.ones(self.P, bool)
     self.block(self.kernel.body, every, every)

@@ -28,6 +28,7 @@ from .cluster_checks import check_clusters
 from .absint import UNKNOWN, GridEval, Window
 from .coverage import Boxes, describe, unique_rows
 from .mask_boxes import kept_boxes, store_mask
+from .overflow import sampled_overflows
 from .memory_errors import (check_input_writes, _with_lone_axis_note, grid_rank, masked_store_words, uncovered_error,
                             scalar_read_hint, uninitialized_read)
 from .ir import Access as A
@@ -143,6 +144,7 @@ def check_kernel(kernel: ir.Kernel, defs: dict) -> tuple[list, Facts]:
     errors += ev.overflows.errors + mem.errors + mem.coverage_errors() + mem.race_errors() + check_clusters(kernel)
   else:
     mem.facts.tma_starts.clear()
+    errors += sampled_overflows(kernel)
   return errors, mem.facts
 
 
