@@ -1,0 +1,187 @@
+"""Probe 35e (large sizes and index arithmetic): arrays near 2**31 elements (specs only), grids past
+4M programs, index tensors built from program ids and ml.arange near int32's limit, run-time sizes
+near 2**31 - 1, negative indices, empty and one-element arrays."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from locate import builds, expect
+
+S = jax.ShapeDtypeStruct
+F16 = jnp.float16
+F32 = jnp.float32
+I32 = jnp.int32
+BIG = S((2 ** 31 - 1,), F16)         # 4 GiB: checked, never allocated
+
+TENSOR_HINT = ("rearrange it so that no element passes 2**31 - 1: for the tail mask of a tile of t elements,"
+               " compare the positions within the tile with what is left of the array, ml.arange(t) < n - i * t"
+               " (no value past n); for indices, compute in uint32 ((i * t).astype(jnp.uint32) +"
+               " ml.arange(t, dtype=jnp.uint32), for values below 2**32)")
+
+
+# ---------------------------------------------------------------- ml.cdiv of run-time sizes near 2**31
+@mg.mgpu_kernel(out_shape=jax.ShapeDtypeStruct((6,), I32))
+def cdiv_runtime(n: ml.scalar, d: ml.scalar, out):
+  out[0] = ml.cdiv(n, 1024)
+  out[1] = ml.cdiv(n, d)
+  out[2] = ml.cdiv(-n, 1024)
+  out[3] = ml.cdiv(n, -1024)
+  out[4] = ml.cdiv(5000, d)
+  out[5] = ml.cdiv(n.astype(jnp.uint32), 1024).astype(jnp.int32)
+
+
+def _ceil(a, b):
+  return -(-a // b)
+
+
+CDIV_CASES = [(2 ** 31 - 1, 1024), (2 ** 31 - 5, 7), (2 ** 31 - 1, 2 ** 31 - 1), (1000, 7), (1024, 1024), (0, 3),
+              (-7, 3)]
+
+
+def _cdiv_want(n, d):
+  return [_ceil(n, 1024), _ceil(n, d), _ceil(-n, 1024), _ceil(n, -1024), _ceil(5000, d),
+          np.uint32(_ceil(n % 2 ** 32, 1024)).astype(np.int32)]
+
+
+def test_cdiv_of_a_runtime_size_near_int32s_limit_does_not_wrap():
+  """ml.cdiv(n, 1024) was (n + 1023) // 1024, which wrapped negative for a run-time n within 1023 of
+  2**31 - 1 (-2097152 tiles for n = 2**31 - 1: a loop over them ran no trip); it is now n // 1024 plus one
+  where 1024 does not divide n, exact for every int32 (and uint32) n."""
+  for n, d in CDIV_CASES:
+    got = np.asarray(cdiv_runtime(n, d, interpret=True))
+    np.testing.assert_array_equal(got, np.asarray(_cdiv_want(n, d), np.int32), err_msg=f"n={n} d={d}")
+
+
+@mg.mgpu_kernel(out_shape=jax.ShapeDtypeStruct((1,), I32))
+def tiles_of_runtime_size(n: ml.scalar, out):
+  c = 0
+  for t in range(ml.cdiv(n, 1 << 24)):
+    c += 1
+  out[0] = c
+
+
+def test_a_loop_over_cdiv_tiles_of_a_runtime_size_runs_every_trip():
+  """The loop ran no trip for n = 2**31 - 1 (its bound wrapped negative)."""
+  for n in (2 ** 31 - 1, 2 ** 31 - 2 ** 24, 5):
+    assert int(tiles_of_runtime_size(n, interpret=True)[0]) == _ceil(n, 1 << 24)
+
+
+# ---------------------------------------------------------------- index tensors past int32
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (ml.cdiv(x.shape[0], 1152),))
+def tail_masked(x, out):
+  i = ml.program_id(0)
+  idx = i * 1152 + ml.arange(1152)
+  m = idx < x.shape[0]
+  v = x.at[ml.ds(i * 1152, 1152)].load(mask=m, other=0.0)
+  out.at[ml.ds(i * 1152, 1152)].store(v * 2, mask=m)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (ml.cdiv(x.shape[0], 1152),))
+def tail_masked_within(x, out):
+  i = ml.program_id(0)
+  m = ml.arange(1152) < x.shape[0] - i * 1152
+  v = x.at[ml.ds(i * 1152, 1152)].load(mask=m, other=0.0)
+  out.at[ml.ds(i * 1152, 1152)].store(v * 2, mask=m)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (ml.cdiv(x.shape[0], 1152),))
+def tail_masked_u32(x, out):
+  i = ml.program_id(0)
+  idx = (i * 1152).astype(jnp.uint32) + ml.arange(1152, dtype=jnp.uint32)
+  m = idx < x.shape[0]
+  v = x.at[ml.ds(i * 1152, 1152)].load(mask=m, other=0.0)
+  out.at[ml.ds(i * 1152, 1152)].store(v * 2, mask=m)
+
+
+def test_a_tail_mask_whose_offsets_wrap_past_int32_is_reported():
+  """The last tile of 2**31 - 1 elements in tiles of 1152 holds offsets up to 2147484671: they wrapped
+  negative on the GPU, `idx < n` kept them, and the masked store wrote past the array's end. Only int32
+  scalars were checked; index tensors (a scalar plus ml.arange) now are too."""
+  expect(tail_masked, [BIG], mg.KernelTypeError, "i * 1152 + ml.arange(1152)",
+         "i * 1152 + ml.arange(1152) overflows int32 in program (1864135, 0, 0): an element of it is 2147484671"
+         " there, past int32's 2147483647, so the GPU wraps it to -2147482625, and the mask at line"
+         f" {tail_masked.fn.__code__.co_firstlineno + 5} uses it", hint=TENSOR_HINT)
+  builds(tail_masked, S((2 ** 30,), F16))             # (no tile passes 2**31 there)
+  builds(tail_masked_within, BIG)                     # the two ways the hint gives
+  builds(tail_masked_u32, BIG)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, *, n: jax.ShapeDtypeStruct((x.shape[0] // n, 128), x.dtype),
+                grid=lambda x, *, n: (x.shape[0] // n // 64,))
+def rows_of_flat(x, out, *, n: ml.constexpr):
+  i = ml.program_id(0)
+  rows = i * 64 + ml.arange(64)
+  offs = rows[:, None] * n + ml.arange(128)[None, :]
+  out.at[ml.ds(i * 64, 64), :][...] = x[offs]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: jax.ShapeDtypeStruct((64, 128), x.dtype), grid=(1,))
+def rows_past_int32(x, out):
+  rows = 2 ** 15 - 32 + ml.arange(64)
+  offs = rows[:, None] * 2 ** 16 + ml.arange(128)[None, :]
+  out[...] = x[offs]
+
+
+def test_flat_offsets_row_times_stride_past_int32_are_reported_and_in_range_ones_build():
+  """A gather's flat offsets `rows * stride + cols` are checked as the tail mask's are; jnp's
+  negative-index wrap that the gather adds (i + n where i < 0) no longer counts as index arithmetic
+  past int32 for offsets near the end of an array of nearly 2**31 elements."""
+  builds(rows_of_flat, S((2 ** 31 - 2 ** 22,), F32), n=2 ** 16)
+  expect(rows_past_int32, [S((2 ** 31 - 2 ** 16,), F32)], mg.KernelTypeError, "rows[:, None] * 2 ** 16",
+         "rows[:, None] * 2 ** 16 overflows int32 in program (0, 0, 0): an element of it is 2149515264 there,"
+         " past int32's 2147483647, so the GPU wraps it to -2145452032, and the indices at line"
+         f" {rows_past_int32.fn.__code__.co_firstlineno + 4} use it", hint=TENSOR_HINT)
+
+
+# ---------------------------------------------------------------- grids past the evaluated 4M programs
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (ml.cdiv(x.shape[0], 256),))
+def tail_end_256(x, out):
+  i = ml.program_id(0)
+  end = ml.minimum((i + 1) * 256, x.shape[0])
+  idx = i * 256 + ml.arange(256)
+  v = x.at[ml.ds(i * 256, 256)].load(mask=idx < end, other=0.0)
+  out.at[ml.ds(i * 256, 256)].store(v, mask=idx < end)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (ml.cdiv(x.shape[0], 384),))
+def tail_masked_384(x, out):
+  i = ml.program_id(0)
+  idx = i * 384 + ml.arange(384)
+  v = x.at[ml.ds(i * 384, 384)].load(mask=idx < x.shape[0], other=0.0)
+  out.at[ml.ds(i * 384, 384)].store(v, mask=idx < x.shape[0])
+
+
+def test_index_arithmetic_that_wraps_is_found_in_grids_too_large_to_evaluate():
+  """Grids of more than 4,194,304 programs were not evaluated at all, so the wrap the last program makes
+  (8388608 programs of 256 elements over 2**31 - 1) went unreported; their corner and middle programs
+  are now evaluated for it."""
+  expect(tail_end_256, [BIG], mg.KernelTypeError, "(i + 1) * 256",
+         "(i + 1) * 256 overflows int32 in program (8388607, 0, 0): it is 2147483648 there, past int32's"
+         " 2147483647, so the GPU wraps it to -2147483648, and the mask at line"
+         f" {tail_end_256.fn.__code__.co_firstlineno + 5} uses it")
+  expect(tail_masked_384, [BIG], mg.KernelTypeError, "i * 384 + ml.arange(384)",
+         "i * 384 + ml.arange(384) overflows int32 in program (5592405, 0, 0): an element of it is 2147483903"
+         " there, past int32's 2147483647, so the GPU wraps it to -2147483393, and the mask at line"
+         f" {tail_masked_384.fn.__code__.co_firstlineno + 4} uses it", hint=TENSOR_HINT)
+  builds(tail_masked_384, S((2 ** 31 - 2 ** 20,), F16))
+
+
+# ---------------------------------------------------------------- GPU
+@mg.mgpu_kernel(out_shape=lambda x, ids: jax.ShapeDtypeStruct((ids.shape[0], x.shape[1]), x.dtype))
+def gather_rows(x, ids, out):
+  out[...] = x[ids[...], :]
+
+
+@pytest.mark.gpu
+def test_gpu_cdiv_and_negative_gather_indices_match_python_and_jnp():
+  """The lowering paths this probe changed: ml.cdiv's floor-plus-remainder form, and the gather's
+  negative-index wrap written i + (n where i < 0)."""
+  for n, d in CDIV_CASES:
+    np.testing.assert_array_equal(np.asarray(jax.jit(cdiv_runtime)(n, d)), np.asarray(_cdiv_want(n, d), np.int32))
+  assert int(jax.jit(tiles_of_runtime_size)(2 ** 31 - 1)[0]) == _ceil(2 ** 31 - 1, 1 << 24)
+  x = jnp.arange(64 * 128, dtype=F32).reshape(64, 128)
+  ids = jnp.asarray(np.random.default_rng(0).integers(-64, 64, 128), I32)
+  np.testing.assert_array_equal(np.asarray(jax.jit(gather_rows)(x, ids)), np.asarray(x[ids]))
