@@ -167,10 +167,16 @@ class LowerCtx:
     finally:
       self.role, self.tma_predicate = saved
 
-  def _slices(self, index):
+  def _slices(self, index, dims=None):
+    """Mosaic GPU's indices of a window. With `dims` (a TMA copy's GMEM side), run-time starts are
+    clamped to [-size, dim]: TMA coordinates are int32, so a start past them (an int64 one, or a uint32
+    one of 2**31 or more, which index_cast would make negative) could land inside the array, where the
+    window it names lies wholly outside it (TMA reads zeros and drops writes there, as interpret mode)."""
     out = []
-    for i in index:
+    for k, i in enumerate(index):
       start = self.get(i.start) if isinstance(i.start, kir.Value) else i.start
+      if dims is not None and isinstance(start, ir.Value):
+        start = _tma_coordinate(start, i, dims[k])
       if i.squeeze:
         out.append(to_index(start))
       elif isinstance(start, int) and start >= 0:
@@ -203,7 +209,7 @@ class LowerCtx:
   def gmem_window(self, ref):
     """(kernel argument, gmem_slice) for a TMA copy: Mosaic wants the argument itself."""
     if isinstance(ref, View):
-      return ref.ref, self._slices(ref.index)
+      return ref.ref, self._slices(ref.index, dims=ir.MemRefType(ref.ref.type).shape)
     return ref, ()
 
   def lower_block(self, block: kir.Block, yield_fn=None, carried=False):
@@ -227,6 +233,17 @@ class LowerCtx:
       except Exception as e:
         raise E.InternalError.wrap(
             f"Mosaic GPU failed while compiling this {type(o).__name__} operation", e, loc) from e
+
+
+def _tma_coordinate(start: ir.Value, i, dim: int) -> ir.Value:
+  """A run-time start of a TMA window, as an index clamped to [-size, dim] (see `_slices`); the
+  same where it lies there."""
+  d = getattr(getattr(i.start, "type", None), "dtype", None)
+  unsigned = isinstance(d, DType) and d.is_int and not d.is_signed
+  if start.type != ir.IndexType.get():
+    start = (arith.index_castui if unsigned else arith.index_cast)(ir.IndexType.get(), start)
+  lo = arith.constant(ir.IndexType.get(), -(1 if i.squeeze else i.size))
+  return arith.minsi(arith.maxsi(start, lo), arith.constant(ir.IndexType.get(), dim))
 
 
 def warp_specialized(kernel: kir.Kernel) -> bool:

@@ -32,7 +32,7 @@ def index():
 
 
 def to_index(x) -> ir.Value | int:
-  if isinstance(x, int):
+  if isinstance(x, int) or x.type == index():
     return x
   return arith.index_cast(index(), x)
 

@@ -1,6 +1,11 @@
 """Probe 35e (large sizes and index arithmetic): arrays near 2**31 elements (specs only), grids past
 4M programs, index tensors built from program ids and ml.arange near int32's limit, run-time sizes
 near 2**31 - 1, negative indices, empty and one-element arrays."""
+import os
+import subprocess
+import sys
+import textwrap
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -169,6 +174,71 @@ def test_index_arithmetic_that_wraps_is_found_in_grids_too_large_to_evaluate():
   builds(tail_masked_384, S((2 ** 31 - 2 ** 20,), F16))
 
 
+# ---------------------------------------------------------------- TMA coordinates past int32
+@mg.mgpu_kernel(out_shape=lambda x: jax.ShapeDtypeStruct((2, 128, 64), x.dtype), grid=(2,))
+def halo_u32(x, out):
+  i = ml.program_id(0)
+  s = (i * 128).astype(jnp.uint32) - 5
+  buf = ml.smem((128, 64))
+  ml.copy(x.at[ml.ds(s, 128), :], buf)
+  ml.copy(buf, out.at[i])
+
+
+def _launch_text(kernel, *specs):
+  text = kernel.mlir(*specs)
+  return text[text.index("gpu.launch"):]
+
+
+def test_a_uint32_tma_start_of_2_31_or_more_is_past_the_end_on_the_gpu_too():
+  """A uint32 window start wraps to 2**32 - 5 in program 0: past x's end, so interpret mode (jnp's
+  uint32) reads zeros; the lowering sign-extended it to index -5 and TMA (int32 coordinates) read rows
+  0..122 into buf[5:]. Run-time TMA starts are now zero-extended when unsigned and clamped to
+  [-size, dim], where a window lies wholly outside the array as it does at the start itself."""
+  x = jnp.arange(512 * 64, dtype=F32).reshape(512, 64)
+  got = np.asarray(halo_u32(x, interpret=True))
+  np.testing.assert_array_equal(got[0], 0)
+  np.testing.assert_array_equal(got[1], np.asarray(x[123:251]))
+  text = _launch_text(halo_u32, S((512, 64), F32))
+  assert "arith.index_castui" in text and "arith.minsi" in text and "%c512" in text, text
+
+
+_X64_TMA = textwrap.dedent('''
+    import jax
+    jax.config.update("jax_enable_x64", True)
+    import jax.numpy as jnp, mgpu_dsl as mg
+    from mgpu_dsl import language as ml
+
+    @mg.mgpu_kernel(out_shape=lambda x, s: jax.ShapeDtypeStruct((128, 64), x.dtype))
+    def window64(x, s: ml.scalar, out):
+        buf = ml.smem((128, 64))
+        ml.copy(x.at[ml.ds(s, 128), :], buf)
+        ml.copy(buf, out)
+
+    S = jax.ShapeDtypeStruct
+    x = jnp.arange(512 * 64, dtype=jnp.float32).reshape(512, 64)
+    assert float(jnp.abs(window64(x, jnp.int64(2 ** 32 + 5), interpret=True)).max()) == 0.0
+    text = window64.mlir(S((512, 64), jnp.float32), S((), jnp.int64))
+    text = text[text.index("gpu.launch"):]
+    assert "arith.maxsi" in text and "arith.minsi" in text and "%c512" in text, text
+    if any(d.platform == "gpu" for d in jax.devices()):
+        for s in (2 ** 32 + 5, -2 ** 32 + 5, 7, -5):
+            got = jax.jit(window64)(x, jnp.int64(s))
+            assert (got == window64(x, jnp.int64(s), interpret=True)).all(), s
+    print("ok")
+''')
+
+
+def test_an_int64_tma_start_past_int32_is_clamped_not_truncated(tmp_path):
+  """With jax_enable_x64 an int64 start of 2**32 + 5 was truncated to the int32 coordinate 5: TMA read
+  rows 5..132 where the window lies past x's end (zeros in interpret mode). (In a subprocess: x64 is
+  process-wide; on a machine with a GPU it also compares the GPU with interpret mode.)"""
+  script = tmp_path / "x64_tma.py"
+  script.write_text(_X64_TMA)
+  env = dict(os.environ, MGPU_DSL_CACHE_DIR="off")
+  r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=600)
+  assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout + r.stderr[-3000:]
+
+
 # ---------------------------------------------------------------- GPU
 @mg.mgpu_kernel(out_shape=lambda x, ids: jax.ShapeDtypeStruct((ids.shape[0], x.shape[1]), x.dtype))
 def gather_rows(x, ids, out):
@@ -185,3 +255,9 @@ def test_gpu_cdiv_and_negative_gather_indices_match_python_and_jnp():
   x = jnp.arange(64 * 128, dtype=F32).reshape(64, 128)
   ids = jnp.asarray(np.random.default_rng(0).integers(-64, 64, 128), I32)
   np.testing.assert_array_equal(np.asarray(jax.jit(gather_rows)(x, ids)), np.asarray(x[ids]))
+
+
+@pytest.mark.gpu
+def test_gpu_tma_windows_at_uint32_starts_past_2_31_match_interpret_mode():
+  x = jnp.arange(512 * 64, dtype=F32).reshape(512, 64)
+  np.testing.assert_array_equal(np.asarray(jax.jit(halo_u32)(x)), np.asarray(halo_u32(x, interpret=True)))
