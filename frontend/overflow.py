@@ -23,7 +23,13 @@ from .ops.memory import View
 from .overflow_ranges import track_tensor
 from .types import ScalarType, TensorType, resolve
 
-_EXACT = {BinOp.ADD: np.add, BinOp.SUB: np.subtract, BinOp.MUL: np.multiply}
+def _shl(a, b):
+  """a << b exactly (a times 2**b); None where some shift is outside 0..31 (not a wrap: lax's shift
+  past the width, which the grid evaluation does not know either)."""
+  return None if np.any((b < 0) | (b > 31)) else np.left_shift(a, b)
+
+
+_EXACT = {BinOp.ADD: np.add, BinOp.SUB: np.subtract, BinOp.MUL: np.multiply, BinOp.SHL: _shl}
 
 
 class Overflows:
@@ -61,6 +67,8 @@ class Overflows:
     if vals is None:
       return
     exact = _EXACT[o.kind](*(np.asarray(v, np.int64) for v in vals))
+    if exact is None:
+      return
     lo, hi = DType.i32.int_range
     bad = must & ((exact < lo) | (exact > hi))
     if bad.any():

@@ -78,12 +78,14 @@ def _combine(kind, a, b):
       return None
     s, c = (a, b) if isinstance(a, Sep) else (b, a)
     return _scaled(s, c)
+  if kind == BinOp.SHL and isinstance(a, Sep) and not isinstance(b, Sep):    # a * 2**b, b in 0..31
+    return None if np.any((np.asarray(b) < 0) | (np.asarray(b) > 31)) else _scaled(a, np.left_shift(1, np.asarray(b, np.int64)))
   return None
 
 
 def track_tensor(ev, ranges: dict, o, must):
   """Note the Sep of `o`'s int32 tensor result in `ranges`; (program, exact extreme) where an
-  int32 sum, difference or product of such tensors certainly wraps in a program of `must`."""
+  int32 sum, difference, product or left shift of such tensors certainly wraps in a program of `must`."""
   if not o.results or not _int_tensor(o.results[0]):
     return None
   r = o.results[0]
@@ -102,7 +104,7 @@ def track_tensor(ev, ranges: dict, o, must):
     dst = [k for k, n in enumerate(r.type.shape) if n > 1]
     if [o.x.type.shape[k] for k in src] == [r.type.shape[k] for k in dst]:   # size-1 axes moved only
       ranges[r.id] = Sep(s.off, {dst[src.index(k)]: v for k, v in s.axes.items()})
-  elif isinstance(o, Binary) and o.kind in (BinOp.ADD, BinOp.SUB, BinOp.MUL):
+  elif isinstance(o, Binary) and o.kind in (BinOp.ADD, BinOp.SUB, BinOp.MUL, BinOp.SHL):
     a, b = (_operand(ev, ranges, x) for x in (o.lhs, o.rhs))
     if a is None or b is None:
       return None

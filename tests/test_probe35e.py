@@ -141,6 +141,37 @@ def test_flat_offsets_row_times_stride_past_int32_are_reported_and_in_range_ones
          f" {rows_past_int32.fn.__code__.co_firstlineno + 4} use it", hint=TENSOR_HINT)
 
 
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (ml.cdiv(x.shape[0], 1024),))
+def tail_end_shifted(x, out):
+  i = ml.program_id(0)
+  end = ml.minimum((i + 1) << 10, x.shape[0])
+  m = (i << 10) + ml.arange(1024) < end
+  out.at[ml.ds(i << 10, 1024)].store(x.at[ml.ds(i << 10, 1024)].load(mask=m, other=0.0), mask=m)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (ml.cdiv(x.shape[0], 1024),))
+def pairs_shifted(x, out):
+  i = ml.program_id(0)
+  idx = (ml.arange(1024) + i * 1024) << 1
+  m = (idx >> 1) < x.shape[0]
+  out.at[ml.ds(i * 1024, 1024)].store(x.at[ml.ds(i * 1024, 1024)].load(mask=m, other=0.0), mask=m)
+
+
+def test_left_shifts_that_wrap_past_int32_are_reported_as_products_are():
+  """`(i + 1) << 10` is `(i + 1) * 1024`, and wraps where it does: the last tile's end became -2**31 and
+  its mask kept nothing (the tile stayed unwritten). Only +, - and * were checked."""
+  expect(tail_end_shifted, [BIG], mg.KernelTypeError, "(i + 1) << 10",
+         "(i + 1) << 10 overflows int32 in program (2097151, 0, 0): it is 2147483648 there, past int32's"
+         " 2147483647, so the GPU wraps it to -2147483648, and the mask at line"
+         f" {tail_end_shifted.fn.__code__.co_firstlineno + 5} uses it")
+  builds(tail_end_shifted, S((2 ** 31 - 1024,), F16))
+  expect(pairs_shifted, [S((2 ** 30 + 5,), F16)], mg.KernelTypeError, "(ml.arange(1024) + i * 1024) << 1",
+         "(ml.arange(1024) + i * 1024) << 1 overflows int32 in program (1048576, 0, 0): an element of it is"
+         " 2147485694 there, past int32's 2147483647, so the GPU wraps it to -2147481602, and the mask at line"
+         f" {pairs_shifted.fn.__code__.co_firstlineno + 5} uses it", hint=TENSOR_HINT)
+  builds(pairs_shifted, S((2 ** 30 - 1024,), F16))
+
+
 # ---------------------------------------------------------------- grids past the evaluated 4M programs
 @mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (ml.cdiv(x.shape[0], 256),))
 def tail_end_256(x, out):
