@@ -51,6 +51,8 @@ class Overflows:
       at = src if used is None else next((self.wrapped[v.id] for v in used if v.id in self.wrapped), None)
       if at is not None:
         self._report(ev, at, o)
+      if _mixes(o):
+        return
       for r in o.results:                # the index vectors and masks made from it, too
         if _integral(r.type.dtype):
           self.wrapped[r.id] = src
@@ -113,6 +115,13 @@ def _index_operands(o):
   if isinstance(o, (Gather, ScatterUpdate)):
     return tuple(i for i in o.indices if hasattr(i, "id"))
   return ()
+
+
+def _mixes(o) -> bool:
+  """An integer tensor's bits mixed (`&`, `|`, `^`, `>>`): a hash of wrapped positions (an LCG's
+  `(idx * 1103515245 + 12345) & 0x7FFFFFFF`, a random keep mask), which wraps by design, not an index."""
+  return (isinstance(o, Binary) and o.kind in (BinOp.AND, BinOp.OR, BinOp.XOR, BinOp.SHR)
+          and isinstance(o.result.type, TensorType) and resolve(o.result.type.dtype) != DType.bool_)
 
 
 def _integral(d) -> bool:

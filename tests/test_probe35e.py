@@ -172,6 +172,29 @@ def test_left_shifts_that_wrap_past_int32_are_reported_as_products_are():
   builds(pairs_shifted, S((2 ** 30 - 1024,), F16))
 
 
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (ml.cdiv(x.shape[0], 1024),))
+def lcg_keep(x, out):
+  i = ml.program_id(0)
+  idx = i * 1024 + ml.arange(1024)
+  h = idx * 1103515245 + 12345
+  keep = ((h >> 16) & 0x7FFF) < 16384
+  inside = ml.arange(1024) < x.shape[0] - i * 1024
+  v = x.at[ml.ds(i * 1024, 1024)].load(mask=inside, other=0.0)
+  out.at[ml.ds(i * 1024, 1024)].store(v, mask=inside & keep)
+  out.at[ml.ds(i * 1024, 1024)].store(v * 0.0, mask=inside & ~keep)
+
+
+def test_a_hash_of_positions_that_wraps_by_design_may_make_a_mask():
+  """An LCG of the positions (`idx * 1103515245 + 12345`, its bits taken with >> and &) wraps in every
+  program by design; the keep mask made from it is not index arithmetic (the tensor check would have
+  reported it once its wraps reached the store's mask)."""
+  builds(lcg_keep, S((4096,), F32))
+  x = jnp.arange(1, 4097, dtype=F32)
+  h = (np.arange(4096, dtype=np.int64) * 1103515245 + 12345) % 2 ** 32
+  keep = ((h >> 16) & 0x7FFF) < 16384
+  np.testing.assert_array_equal(np.asarray(lcg_keep(x, interpret=True)), np.where(keep, np.asarray(x), 0.0))
+
+
 # ---------------------------------------------------------------- grids past the evaluated 4M programs
 @mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (ml.cdiv(x.shape[0], 256),))
 def tail_end_256(x, out):
