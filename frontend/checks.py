@@ -99,6 +99,10 @@ def _bounds_hint(acc, root, d, n, full, before, gmem, view=None, output=False) -
          + (" or clamp its start (ml.maximum(start, 0))" if clamp else "") if before else
          f"guard the access (if start + {n} <= {full}:)"
          + (f" or clamp its start (ml.minimum(start, {full - n}))" if clamp else ""))
+  if n > full and not before:      # no start keeps so long a window inside: neither guard nor clamp helps
+    fix = (f"call the kernel on non-empty arrays only ({root} has no elements along dimension {d}; a call"
+           " whose outputs are all empty returns them without a launch)" if full == 0 else
+           f"take a window of at most {full} elements along dimension {d}")
   if isinstance(acc.op, AtomicUpdate) and gmem and isinstance(view, View):
     # a guard skips the tail and a clamped start adds the overlap twice: a scatter drops what is outside
     return atomic_outside_hint(acc.op, view.ref, view.index, d, n, full, before)

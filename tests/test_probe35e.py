@@ -293,6 +293,27 @@ def test_an_int64_tma_start_past_int32_is_clamped_not_truncated(tmp_path):
   assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout + r.stderr[-3000:]
 
 
+# ---------------------------------------------------------------- windows longer than an (empty) dimension
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (max(1, x.shape[0] // 8),))
+def rows_of_eight(x, out):
+  i = ml.program_id(0)
+  out.at[ml.ds(i * 8, 8), :][...] = x.at[ml.ds(i * 8, 8), :][...]
+
+
+def test_a_window_longer_than_its_dimension_is_not_hinted_a_guard_or_a_negative_clamp():
+  """For a (0, 128) or (4, 128) x the hint said `guard the access (if i * 8 + 8 <= 0:) or clamp its start
+  (ml.minimum(i * 8, -8))`: the guard never holds and the clamp starts before 0."""
+  mask = ("mask it to the elements inside: x.at[ml.ds(i * 8, 8), :].load(mask=(i * 8 + ml.arange(8))[:, None]"
+          " < x.shape[0], other=0); or ")
+  expect(rows_of_eight, [S((0, 128), F32)], mg.IndexOutOfBoundsError, "x.at[ml.ds(i * 8, 8), :][...]",
+         "this register read touches x[0:8, 0:128], outside x's shape (0, 128)",
+         hint=mask + "call the kernel on non-empty arrays only (x has no elements along dimension 0; a call whose"
+                     " outputs are all empty returns them without a launch)")
+  expect(rows_of_eight, [S((4, 128), F32)], mg.IndexOutOfBoundsError, "x.at[ml.ds(i * 8, 8), :][...]",
+         "this register read touches x[0:8, 0:128], outside x's shape (4, 128)",
+         hint=mask + "take a window of at most 4 elements along dimension 0")
+
+
 # ---------------------------------------------------------------- GPU
 @mg.mgpu_kernel(out_shape=lambda x, ids: jax.ShapeDtypeStruct((ids.shape[0], x.shape[1]), x.dtype))
 def gather_rows(x, ids, out):
