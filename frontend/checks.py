@@ -28,7 +28,7 @@ from .cluster_checks import check_clusters
 from .absint import UNKNOWN, GridEval, Window
 from .coverage import Boxes, describe, unique_rows
 from .mask_boxes import kept_boxes, store_mask
-from .overflow import sampled_overflows
+from .overflow import sample_programs
 from .memory_errors import (check_input_writes, _with_lone_axis_note, grid_rank, masked_store_words, uncovered_error,
                             scalar_read_hint, uninitialized_read)
 from .ir import Access as A
@@ -148,8 +148,18 @@ def check_kernel(kernel: ir.Kernel, defs: dict) -> tuple[list, Facts]:
     errors += ev.overflows.errors + mem.errors + mem.coverage_errors() + mem.race_errors() + check_clusters(kernel)
   else:
     mem.facts.tma_starts.clear()
-    errors += sampled_overflows(kernel)
+    errors += _sampled_errors(kernel)
   return errors, mem.facts
+
+
+def _sampled_errors(kernel: ir.Kernel) -> list:
+  """A grid too large to evaluate whole, in its corner and middle programs only (frontend/overflow.py's
+  sample_programs): index arithmetic that wraps and windows out of bounds, each a mistake of one program
+  (coverage and races need every program: interpret mode's)."""
+  mem = _Memory(kernel)
+  ev = mem.ev = GridEval(kernel, mem.bounds, programs=sample_programs(kernel.grid))
+  ev.run()
+  return ev.overflows.errors + mem.errors
 
 
 REGISTER_SLACK = 8     # a value may spill (ptxas copes, slowly); past 8x a thread's registers it is a mistake
@@ -233,6 +243,21 @@ class _Memory:
     self.scattered = {o.ref.id for o in ir.walk(kernel.body) if isinstance(o, ScatterUpdate)}
     self.alias_reads: dict = {}      # loc -> the aliased input a read of an updated output names
 
+  def bounds(self, acc):
+    """Windows outside their buffer: each a mistake of one program, certain without the others."""
+    w = acc.window
+    gmem_tma = w.root.type.space == Space.GMEM and acc.kind in (A.TMA_READ, A.TMA_WRITE)
+    masked = isinstance(acc.op, MASKED)
+    if acc.exact and not w.remote and not gmem_tma and not (masked and w.root.type.space == Space.GMEM):
+      self.check_bounds(acc)
+    elif acc.exact and not w.remote and masked:
+      self.check_masked_bounds(acc)
+    if isinstance(acc.op, (Gather, ScatterUpdate)) and acc.op.view and self.ev.exact:
+      # the view a gather or scatter indexes: its indices are clamped (dropped) at the view's edges
+      view = acc.op.view
+      self.check_bounds(dataclasses.replace(acc, window=Window(
+          w.root, tuple(self.ev.value(i.start) for i in view), tuple(i.size for i in view))))
+
   def _accumulated_read(self, acc, w, root) -> bool:
     """Record a read of atomically updated output `root` (or of the input aliased to it) for
     race_errors; False if it cannot be told."""
@@ -251,15 +276,7 @@ class _Memory:
       if kind == A.TMA_READ and isinstance(acc.op, Copy) and acc.op.multicast is not None:
         self.check_multicast(acc)
     masked = isinstance(acc.op, MASKED)
-    if acc.exact and not w.remote and not gmem_tma and not (masked and w.root.type.space == Space.GMEM):
-      self.check_bounds(acc)
-    elif acc.exact and not w.remote and masked:
-      self.check_masked_bounds(acc)
-    if isinstance(acc.op, (Gather, ScatterUpdate)) and acc.op.view and self.ev.exact:
-      # the view a gather or scatter indexes: its indices are clamped (dropped) at the view's edges
-      view = acc.op.view
-      self.check_bounds(dataclasses.replace(acc, window=Window(
-          w.root, tuple(self.ev.value(i.start) for i in view), tuple(i.size for i in view))))
+    self.bounds(acc)
     # (programs along the batch axis jax.vmap added update separate slices: not "other programs")
     batch = self.kernel.grid[self.kernel.batch_axis] if self.kernel.batch_axis is not None else 1
     if kind not in READS and w.root.id in self.atomic and acc.may.any():

@@ -118,9 +118,10 @@ def _index_operands(o):
 
 
 def _mixes(o) -> bool:
-  """An integer tensor's bits mixed (`&`, `|`, `^`, `>>`): a hash of wrapped positions (an LCG's
-  `(idx * 1103515245 + 12345) & 0x7FFFFFFF`, a random keep mask), which wraps by design, not an index."""
-  return (isinstance(o, Binary) and o.kind in (BinOp.AND, BinOp.OR, BinOp.XOR, BinOp.SHR)
+  """An integer tensor's bits mixed (`&`, `|`, `^`): a hash of wrapped positions (an LCG's
+  `(idx * 1103515245 + 12345) & 0x7FFFFFFF`, a random keep mask), which wraps by design, not an index
+  (`>>` alone, `(idx << 1) >> 1`, may still be one)."""
+  return (isinstance(o, Binary) and o.kind in (BinOp.AND, BinOp.OR, BinOp.XOR)
           and isinstance(o.result.type, TensorType) and resolve(o.result.type.dtype) != DType.bool_)
 
 
@@ -129,14 +130,11 @@ def _integral(d) -> bool:
   return isinstance(d, DType) and (d.is_int or d == DType.bool_)
 
 
-def sampled_overflows(kernel) -> list:
-  """The wraps of a grid too large to evaluate whole (frontend/absint.py's MAX_PROGRAMS), found in
-  the programs at its corners and middle, where index arithmetic takes its extremes (the last tile
-  of an array of nearly 2**31 elements in 256-element tiles is program 8388607 of 8388608)."""
-  from .absint import GridEval
-  g = kernel.grid
-  picks = [sorted({p for p in (0, 1, n // 2, n - 2, n - 1) if 0 <= p < n}) for n in g]
-  lin = [x + g[0] * (y + g[1] * z) for z in picks[2] for y in picks[1] for x in picks[0]]
-  ev = GridEval(kernel, lambda access: None, programs=lin)
-  ev.run()
-  return ev.overflows.errors
+
+def sample_programs(grid) -> list:
+  """The linear indices of the programs at a grid's corners and middle, where index arithmetic takes
+  its extremes (the last tile of an array of nearly 2**31 elements in 256-element tiles is program
+  8388607 of 8388608): what a grid too large to evaluate whole (frontend/absint.py's MAX_PROGRAMS)
+  is checked in."""
+  picks = [sorted({p for p in (0, 1, n // 2, n - 2, n - 1) if 0 <= p < n}) for n in grid]
+  return [x + grid[0] * (y + grid[1] * z) for z in picks[2] for y in picks[1] for x in picks[0]]

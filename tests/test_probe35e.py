@@ -228,6 +228,25 @@ def test_index_arithmetic_that_wraps_is_found_in_grids_too_large_to_evaluate():
   builds(tail_masked_384, S((2 ** 31 - 2 ** 20,), F16))
 
 
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (ml.cdiv(x.shape[0], 256),))
+def unmasked_tiles(x, out):
+  i = ml.program_id(0)
+  out.at[ml.ds(i * 256, 256)][...] = x.at[ml.ds(i * 256, 256)][...] * 2
+
+
+def test_a_window_past_the_end_is_found_in_grids_too_large_to_evaluate():
+  """The last of 4194305 programs (2**30 + 5 elements in unmasked 256-element tiles) reads and writes past
+  the arrays' ends; grids past 4,194,304 programs were not evaluated, so only the GPU would have seen it
+  (interpret mode cannot run such sizes in practice). Their corner and middle programs now are."""
+  expect(unmasked_tiles, [S((2 ** 30 + 5,), F16)], mg.IndexOutOfBoundsError, "x.at[ml.ds(i * 256, 256)][...]",
+         "this register read touches x[1073741824:1073742080] in program (4194304, 0, 0), outside x's shape"
+         " (1073741829,)",
+         hint="mask it to the elements inside: x.at[ml.ds(i * 256, 256)].load(mask=i * 256 + ml.arange(256) <"
+              " x.shape[0], other=0); or guard the access (if i * 256 + 256 <= 1073741829:) or clamp its start"
+              " (ml.minimum(i * 256, 1073741573))")
+  builds(unmasked_tiles, S((2 ** 30 + 256,), F16))
+
+
 # ---------------------------------------------------------------- TMA coordinates past int32
 @mg.mgpu_kernel(out_shape=lambda x: jax.ShapeDtypeStruct((2, 128, 64), x.dtype), grid=(2,))
 def halo_u32(x, out):
