@@ -333,6 +333,29 @@ def test_a_window_longer_than_its_dimension_is_not_hinted_a_guard_or_a_negative_
          hint=mask + "take a window of at most 4 elements along dimension 0")
 
 
+# ---------------------------------------------------------------- negative ml.ds starts
+@mg.mgpu_kernel(out_shape=lambda x: jax.ShapeDtypeStruct((128,), x.dtype))
+def last_128_ds(x, out):
+  out[...] = x.at[-1, ml.ds(-128, 128)][...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: jax.ShapeDtypeStruct((128,), x.dtype))
+def last_128_fixed(x, out):
+  out[...] = x.at[-1, ml.ds(x.shape[1] - 128, 128)][...]
+
+
+def test_a_negative_literal_ds_start_is_hinted_as_the_window_from_the_end():
+  """`ml.ds(-128, 128)` (NumPy's x[-128:] habit) was hinted `start it inside, ml.ds(s, 128) with s > -128`;
+  the hint now says ml.ds does not count from the end and writes the window that does."""
+  expect(last_128_ds, [S((2, 256), F32)], mg.IndexOutOfBoundsError, "x.at[-1, ml.ds(-128, 128)]",
+         "ml.ds(-128, 128) is out of bounds for dimension 1 of x (size 256)",
+         hint="the window has no element inside x (dimension 1 has size 256; it lies wholly before the start), so"
+              " neither a mask nor a TMA copy has anything to move: ml.ds's start does not count from the end as a"
+              " negative index does; the window 128:256 is ml.ds(x.shape[1] - 128, 128) (or the slice -128:)")
+  x = jnp.arange(512, dtype=F32).reshape(2, 256)
+  np.testing.assert_array_equal(np.asarray(last_128_fixed(x, interpret=True)), np.asarray(x[-1, -128:]))
+
+
 # ---------------------------------------------------------------- GPU
 @mg.mgpu_kernel(out_shape=lambda x, ids: jax.ShapeDtypeStruct((ids.shape[0], x.shape[1]), x.dtype))
 def gather_rows(x, ids, out):

@@ -321,6 +321,12 @@ def window_outside_hint(loc, name, d, n, start, size) -> str:
   head = (f"the window has no element inside {name} (dimension {d} has size {n}; it lies wholly {side}), so"
           f" neither a mask nor a TMA copy has anything to move")
   if not text or text.lstrip("-").isdigit():    # a literal start: start the window inside
+    if start < 0 and n + start >= 0:     # NumPy's from-the-end, which ml.ds's start is not
+      stop = n + start + size
+      ext = f"{name}.shape[{d}]" if name.isidentifier() else str(n)
+      return head + (f": ml.ds's start does not count from the end as a negative index does; the window"
+                     f" {n + start}:{stop} is ml.ds({ext} - {-start}, {size})"
+                     + (f" (or the slice {start}:)" if stop == n else ""))
     return head + (f": start it inside, ml.ds(s, {size}) with s < {n}" if start > 0 else
                    f": start it inside, ml.ds(s, {size}) with s > {-size}")
   ext = f"{name}.shape[{d}]" if name.isidentifier() else str(n)
