@@ -240,8 +240,17 @@ def _index_after(tracer, loc, old, bounds, counter):
 
   def b(k, x, y):           # Python ints stay Python ints (a loop over range(4): its last index is 3)
     return py[k](x, y) if isinstance(x, int) and isinstance(y, int) else ew.binary(cx, k, x, y)
-  span = b(ew.BinOp.SUB, b(ew.BinOp.SUB, stop, start), 1)
-  last = b(ew.BinOp.ADD, start, b(ew.BinOp.MUL, b(ew.BinOp.FLOORDIV, span, step), step))
+  if counter == DType.i32 and not (isinstance(start, int) and isinstance(stop, int)) and not (
+      isinstance(step, int) and step < 0):
+    # in uint32, where stop - start is exact (int32 wrapped it past 2**31: range(-5, n, s) with n near
+    # 2**31 gave another last index); the last index itself fits int32, so the wrap back is exact
+    u = lambda x: x % 2 ** 32 if isinstance(x, int) else ew.astype(cx, x, DType.u32)
+    span = b(ew.BinOp.SUB, b(ew.BinOp.SUB, u(stop), u(start)), 1)
+    last = ew.astype(cx, b(ew.BinOp.ADD, u(start), b(ew.BinOp.MUL, b(ew.BinOp.FLOORDIV, span, u(step)), u(step))),
+                     DType.i32)
+  else:
+    span = b(ew.BinOp.SUB, b(ew.BinOp.SUB, stop, start), 1)
+    last = b(ew.BinOp.ADD, start, b(ew.BinOp.MUL, b(ew.BinOp.FLOORDIV, span, step), step))
   if isinstance(start, int) and isinstance(stop, int):    # (an empty one left the name as it was)
     return ew.constant(cx, last, counter) if isinstance(last, int) else last    # a scalar, as in the body
   return ew.where_(cx, ew.compare(cx, ew.CmpOp.LT, start, stop), last, old)

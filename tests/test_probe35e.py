@@ -74,6 +74,33 @@ def test_a_loop_over_cdiv_tiles_of_a_runtime_size_runs_every_trip():
     assert int(tiles_of_runtime_size(n, interpret=True)[0]) == _ceil(n, 1 << 24)
 
 
+@mg.mgpu_kernel(out_shape=jax.ShapeDtypeStruct((2,), I32))
+def index_after_loop(a: ml.scalar, n: ml.scalar, s: ml.scalar, out):
+  k = -1
+  c = 0
+  for k in range(a, n, s):
+    c += 1
+  out[0] = c
+  out[1] = k
+
+
+AFTER_CASES = [(-5, 2 ** 31 - 1, 805306368), (-2 ** 31, 2 ** 31 - 1, 2 ** 30 + 1), (0, 2 ** 31 - 1, 2 ** 30 + 7),
+               (5, 3, 1), (-7, 20, 3)]
+
+
+def _after_want(a, n, s):
+  r = range(a, n, s)
+  return [len(r), r[-1] if len(r) else -1]
+
+
+def test_the_loop_variable_after_a_runtime_loop_whose_span_passes_int32_is_pythons():
+  """Python leaves the loop variable at the last index; it was computed as start + (stop - start - 1) //
+  step * step in int32, where stop - start wrapped past 2**31 (range(-5, 2**31 - 1, 805306368) left k at
+  1879048187, not 1610612731). The span is now taken in uint32."""
+  for a, n, s in AFTER_CASES:
+    np.testing.assert_array_equal(np.asarray(index_after_loop(a, n, s, interpret=True)), _after_want(a, n, s))
+
+
 # ---------------------------------------------------------------- index tensors past int32
 @mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (ml.cdiv(x.shape[0], 1152),))
 def tail_masked(x, out):
@@ -364,11 +391,13 @@ def gather_rows(x, ids, out):
 
 @pytest.mark.gpu
 def test_gpu_cdiv_and_negative_gather_indices_match_python_and_jnp():
-  """The lowering paths this probe changed: ml.cdiv's floor-plus-remainder form, and the gather's
-  negative-index wrap written i + (n where i < 0)."""
+  """The lowering paths this probe changed: ml.cdiv's floor-plus-remainder form, the loop variable after a
+  run-time loop computed in uint32, and the gather's negative-index wrap written i + (n where i < 0)."""
   for n, d in CDIV_CASES:
     np.testing.assert_array_equal(np.asarray(jax.jit(cdiv_runtime)(n, d)), np.asarray(_cdiv_want(n, d), np.int32))
   assert int(jax.jit(tiles_of_runtime_size)(2 ** 31 - 1)[0]) == _ceil(2 ** 31 - 1, 1 << 24)
+  for a, n, s in AFTER_CASES:
+    np.testing.assert_array_equal(np.asarray(jax.jit(index_after_loop)(a, n, s)), _after_want(a, n, s))
   x = jnp.arange(64 * 128, dtype=F32).reshape(64, 128)
   ids = jnp.asarray(np.random.default_rng(0).integers(-64, 64, 128), I32)
   np.testing.assert_array_equal(np.asarray(jax.jit(gather_rows)(x, ids)), np.asarray(x[ids]))
