@@ -11,7 +11,7 @@ from .ops.base import is_value
 
 def descending(node, it, bounds, nodes):
   """`for i in range(a, b, -s)` (a static negative step: a backward scan; ml.range's too, its options
-  kept) as the loop that counts up, `for k in range(count): i = a - k * s`, count = (a - b + s - 1) // s (no trips where a <= b);
+  kept) as the loop that counts up, `for k in range(count): i = a - k * s`, count = (a - b - 1) // s + 1 (no trips where a <= b);
   None where a bound spread from a tuple has no expression to count with."""
   start, stop, step = bounds
   exprs = []
@@ -27,8 +27,11 @@ def descending(node, it, bounds, nodes):
   if isinstance(start, int) and isinstance(stop, int):
     count = where(ast.Constant(len(range(start, stop, step))))
   else:
-    span = where(ast.BinOp(where(ast.BinOp(a, ast.Sub(), b)), ast.Add(), where(ast.Constant(-step - 1))))
-    count = where(ast.BinOp(span, ast.FloorDiv(), where(ast.Constant(-step))))
+    # (a - b - 1) // s + 1, at most 0 where a <= b: `(a - b + s - 1) // s` wrapped for a within s - 1
+    # of 2**31 - 1 (range(n - 1, -1, -2**28) with n near 2**31 ran no trip)
+    span = where(ast.BinOp(where(ast.BinOp(a, ast.Sub(), b)), ast.Sub(), where(ast.Constant(1))))
+    count = where(ast.BinOp(where(ast.BinOp(span, ast.FloorDiv(), where(ast.Constant(-step)))), ast.Add(),
+                            where(ast.Constant(1))))
   index = ast.copy_location(ast.Assign(
       targets=[ast.copy_location(ast.Name(node.target.id, ast.Store()), node.target)],
       value=where(ast.BinOp(a, ast.Add(), where(ast.BinOp(where(ast.Name(k, ast.Load())), ast.Mult(),

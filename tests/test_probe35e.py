@@ -101,6 +101,32 @@ def test_the_loop_variable_after_a_runtime_loop_whose_span_passes_int32_is_pytho
     np.testing.assert_array_equal(np.asarray(index_after_loop(a, n, s, interpret=True)), _after_want(a, n, s))
 
 
+@mg.mgpu_kernel(out_shape=jax.ShapeDtypeStruct((2,), I32))
+def walk_back(n: ml.scalar, out):
+  c = 0
+  last = -7
+  for off in range(n - 1, -1, -2 ** 28):
+    c += 1
+    last = off
+  out[0] = c
+  out[1] = last
+
+
+BACK_CASES = [2 ** 31 - 1, 2 ** 31 - 2 ** 27, 2 ** 28 + 1, 100, 0]
+
+
+def _back_want(n):
+  r = range(n - 1, -1, -2 ** 28)
+  return [len(r), r[-1] if len(r) else -7]
+
+
+def test_a_loop_counting_down_from_near_2_31_runs_every_trip():
+  """A descending run-time loop counts its trips as (a - b - 1) // s + 1; (a - b + s - 1) // s wrapped
+  for a start within s - 1 of 2**31 - 1, so range(n - 1, -1, -2**28) ran no trip for n = 2**31 - 1."""
+  for n in BACK_CASES:
+    np.testing.assert_array_equal(np.asarray(walk_back(n, interpret=True)), _back_want(n))
+
+
 # ---------------------------------------------------------------- index tensors past int32
 @mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (ml.cdiv(x.shape[0], 1152),))
 def tail_masked(x, out):
@@ -392,12 +418,14 @@ def gather_rows(x, ids, out):
 @pytest.mark.gpu
 def test_gpu_cdiv_and_negative_gather_indices_match_python_and_jnp():
   """The lowering paths this probe changed: ml.cdiv's floor-plus-remainder form, the loop variable after a
-  run-time loop computed in uint32, and the gather's negative-index wrap written i + (n where i < 0)."""
+  run-time loop computed in uint32, a descending loop's trip count, and the gather's negative-index wrap written i + (n where i < 0)."""
   for n, d in CDIV_CASES:
     np.testing.assert_array_equal(np.asarray(jax.jit(cdiv_runtime)(n, d)), np.asarray(_cdiv_want(n, d), np.int32))
   assert int(jax.jit(tiles_of_runtime_size)(2 ** 31 - 1)[0]) == _ceil(2 ** 31 - 1, 1 << 24)
   for a, n, s in AFTER_CASES:
     np.testing.assert_array_equal(np.asarray(jax.jit(index_after_loop)(a, n, s)), _after_want(a, n, s))
+  for n in BACK_CASES:
+    np.testing.assert_array_equal(np.asarray(jax.jit(walk_back)(n)), _back_want(n))
   x = jnp.arange(64 * 128, dtype=F32).reshape(64, 128)
   ids = jnp.asarray(np.random.default_rng(0).integers(-64, 64, 128), I32)
   np.testing.assert_array_equal(np.asarray(jax.jit(gather_rows)(x, ids)), np.asarray(x[ids]))
