@@ -378,8 +378,7 @@ def _clamped_index(cx, i, n):
   if d.bits < 32:                  # 8- and 16-bit: widened by signedness
     i, d = ew.astype(cx, i, DType.i32), DType.i32
   if d.is_signed:
-    # i + (n where i < 0): an index near 2**31 - 1 plus n would wrap (harmless, not selected, but
-    # frontend/overflow.py would see an index arithmetic past int32)
+    # i + (n where i < 0), not i + n selected: near 2**31 that wraps (frontend/overflow.py would report it)
     i = ew.binary(cx, ew.BinOp.ADD, i, ew.where_(cx, ew.compare(cx, ew.CmpOp.LT, i, 0), n, 0))
     i = ew.binary(cx, ew.BinOp.MAX, i, 0)
   i = ew.binary(cx, ew.BinOp.MIN, i, n - 1)
