@@ -14,53 +14,18 @@ reference before it is timed; TFLOP/s by kernel time, wall ms per call.
 Measured on the H200 (twenty-fifth session, docs/benchmarks.md): with the early release the default
 three-stage persistent forward went from 623-631 to 643-645 TFLOP/s at head_dim 128, seq 4096; two
 stages now run at 620 (444 before); the Q prefetch on two stages is slower (602; causal 409, with
-its tiles in plain order rather than the default's pairs).
+its tiles in plain order rather than the default's pairs). Not yet measured: the balanced grid (as
+many programs as the busiest needs rounds) and ping-pong with the early release.
 """
-import argparse
 import dataclasses
 import os
 import sys
-
-import jax
-import jax.numpy as jnp
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 
 sys.path.insert(0, os.path.dirname(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
-from common import table  # noqa: E402
-import attention as ex  # noqa: E402
-
-TOKENS, HEADS = 16384, 16
-HEADER = ("D", "mask", "seq", "config", "TFLOP/s", "wall ms")
-
-
-@ml.inline
-def key_loop(q, k, v, q_s, k_s, v_s, i, h, b, bq, bkv, stages, causal, scale):
-  """The online softmax of query tile i over its key blocks: (m, l, acc)."""
-  hk = h // (q.shape[2] // k.shape[2])
-  c = scale * ex.LOG2E
-  m = ml.full((bq,), ex.NEG_INF, jnp.float32)
-  l = ml.zeros((bq,), jnp.float32)
-  acc = ml.zeros((bq, q.shape[3]), jnp.float32)
-  n = ex.kv_blocks(q, k, i, bq, bkv, causal)
-  for j in ml.range(n, stages=stages, warp_specialize=True):
-    ml.copy(k.at[b, ml.ds(j * bkv, bkv), hk, :], k_s)
-    ml.copy(v.at[b, ml.ds(j * bkv, bkv), hk, :], v_s)
-    s = ml.dot(q_s, k_s.T)
-    if causal:
-      if (j + 1) * bkv > i * bq:
-        rows = i * bq + ml.arange(bq)[:, None]
-        cols = j * bkv + ml.arange(bkv)[None, :]
-        s = ml.where(cols <= rows, s, ex.NEG_INF)
-    m_new = ml.maximum(m, ml.max(s, axis=1) * c)
-    alpha = ml.exp2(m - m_new, approx=True)
-    p = ml.exp2(s * c - m_new[:, None], approx=True)
-    l = l * alpha + ml.sum(p, axis=1)
-    acc = ml.dot(p.astype(q.dtype), v_s, acc * alpha[:, None])
-    m = m_new
-  return m, l, acc
+from attn_sweep import ex, sweep  # noqa: E402
 
 
 def prefetch_kernel(q, k, v, o, lse, *, bq: ml.constexpr, bkv: ml.constexpr, stages: ml.constexpr,
@@ -73,7 +38,7 @@ def prefetch_kernel(q, k, v, o, lse, *, bq: ml.constexpr, bkv: ml.constexpr, sta
   ml.copy(q.at[b0, ml.ds(i0 * bq, bq), h0, :], q_s)
   for t in range(pid, tiles, programs):
     i, h, b = ex.tile_ids(t, q, bq, causal)
-    m, l, acc = key_loop(q, k, v, q_s, k_s, v_s, i, h, b, bq, bkv, stages, causal, scale)
+    m, l, acc = ex.online_softmax(q, k, v, q_s, k_s, v_s, i, h, b, bq, bkv, stages, causal, scale, True, False, 0)
     i2, h2, b2 = ex.tile_ids(ml.where(t + programs < tiles, t + programs, t), q, bq, causal)
     ml.copy(q.at[b2, ml.ds(i2 * bq, bq), h2, :], q_s)       # the next tile's Q, under the epilogue
     o_s[...] = (acc * (1.0 / l)[:, None]).astype(o.dtype)
@@ -117,38 +82,5 @@ def variants(d, causal):
       q, k, v, bq=base.bq, bkv=base.bkv, stages=2, causal=causal, scale=scale)[0]
 
 
-def main():
-  p = argparse.ArgumentParser()
-  p.add_argument("--seq", type=int, action="append")
-  p.add_argument("--head-dim", type=int, action="append")
-  p.add_argument("--causal", choices=("full", "causal"), action="append")
-  a = p.parse_args()
-  print(f"jax {jax.__version__} on {jax.devices()[0].device_kind}; float16, batch x seq = {TOKENS}, {HEADS} heads;"
-        " TFLOP/s by kernel time, wall ms")
-  rows = []
-  for d in a.head_dim or (128, 64):
-    for causal in [m == "causal" for m in (a.causal or ("full", "causal"))]:
-      for seq in a.seq or (1024, 4096):
-        b = TOKENS // seq
-        keys = jax.random.split(jax.random.key(seq + d), 3)
-        q, k, v = (jax.random.normal(kk, (b, seq, HEADS, d), jnp.float32).astype(jnp.float16) for kk in keys)
-        want = ex.reference(q[:, :, :1], k[:, :, :1], v[:, :, :1], causal)[0]
-        flop = 4 * seq * seq * d * HEADS * b / (2 if causal else 1)
-        for name, fn in variants(d, causal):
-          f = jax.jit(fn)
-          try:
-            got = f(q, k, v)
-            err = float(jnp.linalg.norm((got[:, :, :1] - want).astype(jnp.float32)) / jnp.linalg.norm(want))
-            if not err < 3e-2:
-              raise AssertionError(f"relative error {err:.2g}")
-            ms = mg.bench(f, q, k, v) * 1e3
-            rows.append((d, "causal" if causal else "full", seq, name, f"{flop / ms / 1e9:.0f}",
-                         f"{mg.bench_wall(f, q, k, v) * 1e3:.3f}"))
-          except Exception as e:     # a variant that does not compile or run: noted, the others go on
-            rows.append((d, "causal" if causal else "full", seq, name, f"{type(e).__name__}: {str(e)[:80]}", ""))
-          print(table(HEADER, rows[-1:]), flush=True)
-  print(table(HEADER, rows))
-
-
 if __name__ == "__main__":
-  main()
+  sweep(variants, seqs=(1024, 4096))

@@ -16,15 +16,13 @@ output accumulator) in registers:
     p = 2 ** (s * c - m)          c = sm_scale * log2(e) folded into one multiply-add
     acc = acc * alpha + p @ v     P straight from registers into the tensor cores
 
-Causal programs stop at the diagonal (a runtime trip count) and mask only the blocks
-that cross it. With `Config(persistent=True)` (the default up to 4096 keys) the
-grid is one program an SM, each walking query tiles, so the producer warpgroup loads the next
-tile's K and V while the current tile finishes. Any sequence lengths work, forward and backward: where a block does not divide
-them, the last block is partial (TMA reads zeros past the end), its missing keys are masked, and
-missing query rows add nothing (at head_dim 128 and 256, where TMA moves rows in eights, zero
-rows are added to reach a multiple of 8, and the keys among them masked). `forward_overlap` (an option, slower on the H200) reorders the loop as
-FlashAttention-3 does: each step issues q @ k.T of its block and p @ v of the previous one,
-and runs the softmax while p @ v runs.
+Causal programs stop at the diagonal (a runtime trip count) and mask only the blocks that
+cross it. With `Config(persistent=True)` (the default up to 4096 keys) one program an SM walks
+query tiles, its producer warpgroup loading the next tile's K and V during this tile's end. Any
+sequence length works: a last block is partial (TMA reads zeros past the end), its missing keys
+masked, missing query rows add nothing (at head_dim >= 128 zero rows pad seq to a multiple of 8).
+`forward_overlap` (an option, slower on the H200) reorders the loop as FlashAttention-3 does:
+each step issues q @ k.T of its block and p @ v of the previous one, softmax under p @ v.
 
 The backward recomputes P from the forward's logsumexp: one kernel per K/V block
 accumulates dK and dV over the query blocks (and over the query heads that share a K/V
@@ -130,16 +128,13 @@ def tile_ids(t, q, bq, causal):
 
 
 @ml.inline
-def attend_tile(q, k, v, o, lse, q_s, k_s, v_s, i, h, b, bq, bkv, stages, causal, scale, ws, pingpong, kv_len):
-  """o and lse of query tile i of head h: q's tile into q_s, then the online softmax over the key
-  blocks, the output through q_s (q is spent) by TMA."""
+def online_softmax(q, k, v, q_s, k_s, v_s, i, h, b, bq, bkv, stages, causal, scale, ws, pingpong, kv_len):
+  """(m, l, acc) of query tile i of head h (its Q in q_s) over its key blocks: the online softmax."""
   hk = h // (q.shape[2] // k.shape[2])
-  d = q.shape[3]
-  ml.copy(q.at[b, ml.ds(i * bq, bq), h, :], q_s)
   c = scale * LOG2E                          # softmax in base 2: exp(x * scale) = 2 ** (x * c)
   m = ml.full((bq,), NEG_INF, jnp.float32)   # running row max of s * c
   l = ml.zeros((bq,), jnp.float32)           # running row sum of 2 ** (s * c - m)
-  acc = ml.zeros((bq, d), jnp.float32)
+  acc = ml.zeros((bq, q.shape[3]), jnp.float32)
   n = kv_blocks(q, k, i, bq, bkv, causal)
   for j in ml.range(n, stages=stages, warp_specialize=ws, pingpong=pingpong):
     ml.copy(k.at[b, ml.ds(j * bkv, bkv), hk, :], k_s)
@@ -158,7 +153,15 @@ def attend_tile(q, k, v, o, lse, q_s, k_s, v_s, i, h, b, bq, bkv, stages, causal
     l = l * alpha + ml.sum(p, axis=1)
     acc = ml.dot(p.astype(q.dtype), v_s, acc * alpha[:, None])
     m = m_new
-  q_s[...] = (acc * (1.0 / l)[:, None]).astype(o.dtype)
+  return m, l, acc
+
+
+@ml.inline
+def attend_tile(q, k, v, o, lse, q_s, k_s, v_s, i, h, b, bq, bkv, stages, causal, scale, ws, pingpong, kv_len):
+  """o and lse of query tile i of head h: its Q into q_s, the online softmax, O out through q_s."""
+  ml.copy(q.at[b, ml.ds(i * bq, bq), h, :], q_s)
+  m, l, acc = online_softmax(q, k, v, q_s, k_s, v_s, i, h, b, bq, bkv, stages, causal, scale, ws, pingpong, kv_len)
+  q_s[...] = (acc * (1.0 / l)[:, None]).astype(o.dtype)     # (q is spent)
   ml.copy(q_s, o.at[b, ml.ds(i * bq, bq), h, :])
   store_lse(lse, (m + ml.log2(l)) * (1.0 / LOG2E), b, h, i, bq)
 
@@ -193,11 +196,9 @@ def forward_kernel(q, k, v, o, lse, *, bq: ml.constexpr, bkv: ml.constexpr, stag
 
 def forward_overlap_kernel(q, k, v, o, lse, *, bq: ml.constexpr, bkv: ml.constexpr, stages: ml.constexpr,
                            causal: ml.constexpr, scale: ml.constexpr, ws: ml.constexpr = False,
-                           pingpong: ml.constexpr = False, lpt: ml.constexpr = False,
-                           kv_len: ml.constexpr = 0):
-  """forward_kernel with the softmax under the tensor cores (FlashAttention-3's intra-warpgroup order).
-
-  Step t issues s = q @ k_t.T, then p_{t-1} @ v_{t-1} (the previous block's probabilities, in
+                           pingpong: ml.constexpr = False, lpt: ml.constexpr = False, kv_len: ml.constexpr = 0):
+  """forward_kernel with the softmax under the tensor cores (FlashAttention-3's intra-warpgroup order):
+  step t issues s = q @ k_t.T, then p_{t-1} @ v_{t-1} (the previous block's probabilities, in
   registers), then runs block t's softmax while that second dot runs, and waits for it at the end
   of the step before converting the new p: ptxas serialises every dot of the loop (warning C7514)
   if a register a running dot reads is redefined, or a dot runs across the loop's back edge.
@@ -492,8 +493,7 @@ class Config:
   overlap: bool = True       # the forward with softmax under the tensor cores (forward_overlap)
   fused_bwd: bool = True     # one backward kernel (dkv_dq_kernel, dk/dv tiles) rather than two
   ws: bool = False           # the forward warp-specialised: a producer warpgroup issues the K/V loads
-  bwd_ws: bool = False       # the backward kernels too (Q/dO loads; kernels of one stage: off). Slower on
-                             # the H200: 294 against 444 TFLOP/s at head_dim 128 (docs/benchmarks.md)
+  bwd_ws: bool = False       # the backward kernels too (Q/dO loads; not in kernels of one stage): slower
   bwd_dq_first: bool = False  # the fused backward issues dQ's product before dK's (dkv_dq_kernel's dq_first)
   bwd_split_mask: bool = False  # causal: the fused backward's diagonal blocks in a loop of their own
                                 # (not with bwd_ws: a kernel has one warp-specialised loop)
