@@ -9,6 +9,7 @@ from .ops import gather, memory, transfers
 from .ops.base import is_ref, is_value, kind_of
 from .env import Unbound, assigned_names, read_after
 from .ops.index_hints import scatter_set_hint
+from .dtypes import DType
 from .types import RefType, Space, TensorType, resolve
 
 
@@ -268,11 +269,20 @@ class Assignments:
         f"an index here must be an integer scalar, got {bad.name or 'a register tensor'}: only a read of a GMEM"
         f" ref takes a tensor of indices (a gather, table[ids, :])", self.loc(target),
         hint=(f"{name} is an input, which is read-only: scatter into an output instead; " if read_only else "")
-        + scatter_set_hint("out" if read_only else name, self.index_text(target.slice), self.text(value_node)))
+        + scatter_set_hint("out" if read_only else name, self.index_text(target.slice, items), self.text(value_node)))
 
-  def index_text(self, node) -> str:
-    """A subscript's index as written, without the parentheses a tuple of indices takes in astor."""
-    return ", ".join(self.text(e) for e in node.elts) if isinstance(node, ast.Tuple) else self.text(node)
+  def index_text(self, node, items=None) -> str:
+    """A subscript's index as written, without the parentheses a tuple of indices takes in astor; with
+    `items` (the index's values), a tensor of float (or bool) indices converted, as a scatter takes them."""
+    nodes = node.elts if isinstance(node, ast.Tuple) else [node]
+    items = list(items) if isinstance(items, (tuple, list)) else [items] if items is not None else []
+    texts = [self.text(e) for e in nodes]
+    for k, (t, i) in enumerate(zip(texts, items)):
+      d = resolve(i.type.dtype) if is_value(i) and isinstance(i.type, TensorType) else None
+      if isinstance(d, DType) and not d.is_int:
+        from .ops.elementwise_checks import method_on
+        texts[k] = f"{method_on(t)}.astype(jnp.int32)"
+    return ", ".join(texts)
 
   def subscript_target(self, target, value_node=None):
     base = self.eval(target.value)

@@ -60,7 +60,7 @@ class Subscripts:
           mask = next((k.value for k in call.keywords if k.arg == "mask"), call.args[1] if len(call.args) > 1 else None)
           at = sub.value.value if isinstance(sub.value, ast.Attribute) else sub.value
           hint = hint.split("for indices scattered at random, ")[0] + "for indices scattered at random, " + \
-              scatter_set_hint(self.text(at), self.index_text(sub.slice), self.text(value),
+              scatter_set_hint(self.text(at), self.index_text(sub.slice, base.index), self.text(value),
                                self.text(mask) if mask is not None else None)
         if attr == "store" and own is None and sum(not isinstance(e, ast.Slice) for e in elts) >= 2:
           hint = _flat_store_hint(ref, base.ref.type.shape) + hint

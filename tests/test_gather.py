@@ -187,7 +187,7 @@ def test_a_scatter_says_only_reads_gather_and_how_to_write_rows():
              "out[ids[...], :] = g[...]",
              "an index here must be an integer scalar, got ids[...]: only a read of a GMEM ref takes a tensor of"
              " indices (a gather, table[ids, :])")
-  assert "ml.atomic_add(out.at[ids, :], rows)" in e.hint
+  assert "ml.atomic_add(out.at[ids[...], :], g[...])" in e.hint
 
 
 @mg.mgpu_kernel(out_shape=lambda t, ids: S((128, 16), t.dtype))

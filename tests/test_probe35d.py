@@ -472,3 +472,34 @@ def test_a_store_at_rows_of_an_input_says_it_is_read_only_before_the_scatter():
              " (a gather, table[ids, :])")
   assert e.hint.startswith("y is an input, which is read-only: scatter into an output instead; a plain scatter")
   assert "ml.atomic_add(out.at[t, :], y[...] * 2.0)" in e.hint
+
+
+# ---------------------------------------------------------------- float token rows: the hint converts them
+@mg.mgpu_kernel(out_shape=lambda y, pos: S((64, 128), F32))
+def store_at_float_rows(y, pos, c):
+  t = pos[...] * 1.0                       # positions computed in float
+  ml.store(c.at[t, :], y[...], mask=(t < 64.0)[:, None])
+
+
+@mg.mgpu_kernel(out_shape=lambda y, pos: S((64, 128), F32))
+def store_at_float_rows_fixed(y, pos, c):  # its hint followed
+  t = pos[...] * 1.0
+  ml.atomic_add(c.at[t.astype(jnp.int32), :], ml.where((t < 64.0)[:, None], y[...], 0))
+
+
+def test_a_store_at_float_rows_hints_them_converted():
+  """Merging probe 35d's scatter hint dropped the conversion of float indices the older hint had
+  (test_probe30e): followed, `c.at[t, :]` of a float t is an error again."""
+  spec = [S((16, 128), F32), S((16,), I32)]
+  e = expect(store_at_float_rows, spec, mg.KernelTypeError, "ml.store(c.at[t, :]",
+             "ml.store needs a ref (a parameter, an ml.smem buffer or a view), got a ref indexed by tensors"
+             " (ref.at[ids, ...])")
+  assert "ml.atomic_add(c.at[t.astype(jnp.int32), :], ml.where((t < 64.0)[:, None], y[...], 0))" in e.hint
+  y = np.arange(16 * 128, dtype=np.float32).reshape(16, 128)
+  pos = np.array([3, 70, 5, 9, 0, 63, 64, 2, 8, 10, 11, 12, 13, 14, 15, 1], np.int32)
+  got = np.asarray(store_at_float_rows_fixed(y, pos, interpret=True))
+  want = np.zeros((64, 128), np.float32)
+  for r, p in enumerate(pos):
+    if p < 64:
+      want[p] += y[r]
+  np.testing.assert_array_equal(got, want)

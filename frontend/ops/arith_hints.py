@@ -4,6 +4,7 @@ ints that fit only uint32, and Triton's pointer arithmetic."""
 from __future__ import annotations
 
 from ..dtypes import DType
+from ..types import resolve
 
 
 def unsigned_hint(value, dtype, name, op, value_right=True):
@@ -139,6 +140,21 @@ def pointer_step_hint(name, off, base, rank, aug="", access=None) -> str:
           + (f"write through it: {name}[...] {aug} {off}" if aug else f"read it first: {name}[...] + {off}"))
 
 
+def _index_text(cx, i) -> str:
+  """An index of `ref.at[...]` in the user's words; a tensor of float (or bool) indices converted, as
+  gathers and scatters take them."""
+  from .base import is_tensor
+  if isinstance(i, slice):
+    return ":"
+  if not is_tensor(i):
+    return str(i)
+  t, d = cx.named(i, "ids"), resolve(i.type.dtype)
+  if isinstance(d, DType) and not d.is_int:
+    from .elementwise_checks import method_on
+    return f"{method_on(t)}.astype(jnp.int32)"
+  return t
+
+
 def not_a_ref_hint(cx, ref, what, mask, other, value) -> str:
   """The hint for ml.load / ml.store given no ref: Triton's `tl.load(x_ptr + offs, mask=m)` written
   `ml.load(x.at[offs], mask=m)` (a ref indexed by tensors: a gather or a scatter), or a value
@@ -152,9 +168,10 @@ def not_a_ref_hint(cx, ref, what, mask, other, value) -> str:
     from .index_hints import _run_of
     x = ref.ref.name or "x"
     items = ref.index if isinstance(ref.index, tuple) else (ref.index,)
-    ids = ", ".join(cx.named(i, "ids") if is_tensor(i) else ":" if isinstance(i, slice) else str(i) for i in items)
+    ids = ", ".join(_index_text(cx, i) for i in items)
+    floats = any(_index_text(cx, i).endswith(".astype(jnp.int32)") for i in items)
     written = cx.operands.get(ref) if cx.operands is not None else None    # x.at[r[:, None], c[None, :]]
-    if written and written.endswith("]") and ".at[" in written:
+    if written and written.endswith("]") and ".at[" in written and not floats:
       x, ids = written.split(".at[", 1)[0], written.split(".at[", 1)[1][:-1]
     one = len(items) == 1 and is_tensor(items[0]) and len(items[0].type.shape) == 1
     n = items[0].type.shape[0] if one else "n"
