@@ -8,7 +8,7 @@ from . import errors as E
 from .ops import gather, memory, transfers
 from .ops.base import is_ref, is_value, kind_of
 from .env import Unbound, assigned_names, read_after
-from .ops.index_hints import scatter_set_hint
+from .ops.index_hints import scatter_set_hint, scatter_target
 from .dtypes import DType
 from .types import RefType, Space, TensorType, resolve
 
@@ -264,12 +264,11 @@ class Assignments:
     if bad is None or ref.type.space != Space.GMEM:
       return
     name = self.text(target.value)
-    read_only = memory.root(self.b, ref).id in self.b.read_only
+    first, out = scatter_target(self.b, ref, name)
     raise E.KernelTypeError(
         f"an index here must be an integer scalar, got {bad.name or 'a register tensor'}: only a read of a GMEM"
         f" ref takes a tensor of indices (a gather, table[ids, :])", self.loc(target),
-        hint=(f"{name} is an input, which is read-only: scatter into an output instead; " if read_only else "")
-        + scatter_set_hint("out" if read_only else name, self.index_text(target.slice, items), self.text(value_node)))
+        hint=first + scatter_set_hint(out, self.index_text(target.slice, items), self.text(value_node)))
 
   def index_text(self, node, items=None) -> str:
     """A subscript's index as written, without the parentheses a tuple of indices takes in astor; with
@@ -290,8 +289,9 @@ class Assignments:
       hint = SCATTER_HINT
       if value_node is not None and isinstance(target.value, ast.Subscript) and is_whole(self.eval_index(target.slice)):
         sub = target.value                # c.at[tok, :][...] = v
-        hint = scatter_set_hint(self.text(sub.value.value) if isinstance(sub.value, ast.Attribute)
-                                else self.text(sub.value), self.index_text(sub.slice), self.text(value_node))
+        first, out = scatter_target(self.b, base.ref, self.text(sub.value.value) if isinstance(sub.value, ast.Attribute)
+                                    else self.text(sub.value))
+        hint = first + scatter_set_hint(out, self.index_text(sub.slice), self.text(value_node))
       raise E.KernelTypeError(
           f"{self.text(target.value)} is indexed by tensors: it is read ([...], a gather) or updated"
           f" atomically (a scatter), not assigned", self.loc(target), hint=hint)

@@ -206,6 +206,7 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, bloc
     tr.env[name] = v
     _check_dims(v, params[-1].loc or loc)
   em.read_only = {p.value.id for p in params if not p.is_output}
+  em.output_refs = [p.value for p in params if p.is_output]
   em.aliased = {params[i].value.id for i in aliases}
   if batch is not None:
     _bind_batch_slices(tr, em, batch, params, n_in, loc)

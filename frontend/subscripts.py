@@ -122,8 +122,11 @@ class Subscripts:
     except AttributeError:
       args = None if call is None else [self.text(a) for a in call.args] + [
           f"{k.arg}={self.text(k.value)}" for k in call.keywords if k.arg]
+      from .ops.index_hints import register_gather_hint
+      table = self.env.get(call.args[0].id) if call is not None and call.args and isinstance(call.args[0], ast.Name) else None
+      hint = register_gather_hint(base, attr, table, args)
       raise E.UnknownNameError(f"{self.text(node.value)} has no attribute {attr!r}", self.loc(node),
-                               hint=missing_hint(base, attr, args, self.src.after(node),
+                               hint=hint or missing_hint(base, attr, args, self.src.after(node),
                                                   frozenset(re.findall(r"[A-Za-z_]\w*", "\n".join(self.src.lines))))) from None
     return static_number(out)        # jnp.finfo(x.dtype).min: a NumPy scalar, as a module constant is
 

@@ -470,8 +470,8 @@ def test_a_store_at_rows_of_an_input_says_it_is_read_only_before_the_scatter():
   e = expect(unpermute_into_input, _SPECS, mg.KernelTypeError, "y[t, :] =",
              "an index here must be an integer scalar, got t: only a read of a GMEM ref takes a tensor of indices"
              " (a gather, table[ids, :])")
-  assert e.hint.startswith("y is an input, which is read-only: scatter into an output instead; a plain scatter")
-  assert "ml.atomic_add(out.at[t, :], y[...] * 2.0)" in e.hint
+  assert e.hint.startswith("y is an input, which is read-only: scatter into an output (c) instead; a plain scatter")
+  assert "ml.atomic_add(c.at[t, :], y[...] * 2.0)" in e.hint
 
 
 # ---------------------------------------------------------------- float token rows: the hint converts them

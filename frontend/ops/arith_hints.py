@@ -155,6 +155,21 @@ def _index_text(cx, i) -> str:
   return t
 
 
+def _window_text(cx, x, items) -> str:
+  """The window `x.at[...]` that offsets start + ml.arange(n) along each tensor-indexed axis cover:
+  `c.at[ml.ds(start, 16), :]` for `c.at[t, :]` with 16 indices (start0, start1, ... where several)."""
+  from .base import is_tensor
+  tensors = [k for k, i in enumerate(items) if is_tensor(i)]
+  parts = []
+  for k, i in enumerate(items):
+    if is_tensor(i):
+      start = "start" if len(tensors) == 1 else f"start{tensors.index(k)}"
+      parts.append(f"ml.ds({start}, {max(i.type.shape, default=1)})")
+    else:
+      parts.append(_index_text(cx, i))
+  return f"{x}.at[{', '.join(parts)}]"
+
+
 def not_a_ref_hint(cx, ref, what, mask, other, value) -> str:
   """The hint for ml.load / ml.store given no ref: Triton's `tl.load(x_ptr + offs, mask=m)` written
   `ml.load(x.at[offs], mask=m)` (a ref indexed by tensors: a gather or a scatter), or a value
@@ -174,8 +189,9 @@ def not_a_ref_hint(cx, ref, what, mask, other, value) -> str:
     if written and written.endswith("]") and ".at[" in written and not floats:
       x, ids = written.split(".at[", 1)[0], written.split(".at[", 1)[1][:-1]
     one = len(items) == 1 and is_tensor(items[0]) and len(items[0].type.shape) == 1
-    n = items[0].type.shape[0] if one else "n"
-    w = f"{x}.at[ml.ds(start, {n})]" if one else f"{x}.at[...]"
+    tens = [i for i in items if is_tensor(i)]
+    n = items[0].type.shape[0] if one else max(tens[0].type.shape, default=1) if len(tens) == 1 else "n"
+    w = f"{x}.at[ml.ds(start, {n})]" if one else _window_text(cx, x, items)
     runs = [_run_of(cx.b, i) if is_tensor(i) else None for i in items]
     if all(r is not None or not is_tensor(i) and not isinstance(i, slice) for r, i in zip(runs, items)):
       w = f"{x}.at[{', '.join(f'ml.ds({r[0]}, {r[1]})' if r else str(i) for r, i in zip(runs, items))}]"
@@ -188,8 +204,11 @@ def not_a_ref_hint(cx, ref, what, mask, other, value) -> str:
       return (f"{window}{w}.load(mask={m}, other={o}); other offsets are a gather and a select, ml.where({m},"
               f" {x}[{ids}], {o}) (a gather clamps each index into {x}, so it never reads outside it)")
     masked = f", mask={m}" if m is not None else ""
-    from .index_hints import scatter_set_hint
-    return f"{window}ml.store({w}, {v}{masked}); at other offsets, " + scatter_set_hint(x, ids, v, m)
+    from .index_hints import scatter_set_hint, scatter_target
+    first, out = scatter_target(cx.b, ref.ref, x)
+    if first and w.startswith(f"{x}.at["):
+      w = out + w[len(x):]
+    return f"{first}{window}ml.store({w}, {v}{masked}); at other offsets, " + scatter_set_hint(out, ids, v, m)
   if is_tensor(ref):
     r = cx.named(ref, "v")
     if what == "ml.load":

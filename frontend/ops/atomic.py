@@ -53,12 +53,14 @@ def identity(kind: AtomicKind, d: DType):
 
 def check_target(cx, b, ref, what):
   """Atomics update outputs and SMEM; inputs are read-only."""
+  from .index_hints import output_for
   from .memory import root
   r = root(b, ref)
   if r.id in b.read_only:
     raise E.InputWriteError(
         f"{what} updates {r.name}, an input: inputs are read-only", cx.loc,
-        hint="accumulate into an output (it starts at the operation's identity, e.g. 0 for add)")
+        hint=f"accumulate into an output ({output_for(b, r)}) instead: it starts at the operation's identity, e.g. 0"
+             f" for add")
 
 
 def check_dtype(cx, kind: AtomicKind, d, table, what, where, smem=None):

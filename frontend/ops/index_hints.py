@@ -568,3 +568,49 @@ def scatter_set_hint(ref: str, index: str, value: str, mask: str | None = None) 
           f" starts at 0, which sets each element the indices name once (a permutation of rows):"
           f" ml.atomic_add({ref}.at[{index}], {v}) (indices outside {ref} are dropped); or write rows one at a"
           f" time with scalar indices, {ref}.at[ids_ref[r]][...] = row")
+
+
+def output_for(b, ref) -> str:
+  """The kernel output a hint names for a write into the input `ref` (read-only): the one of its
+  shape and dtype, else of its rank, else the first; "out" if none is known."""
+  outs = [o for o in getattr(b, "output_refs", ()) if o.name]
+  t = ref.type
+  for same in (lambda o: o.type.shape == t.shape and o.type.dtype == t.dtype,
+               lambda o: len(o.type.shape) == len(t.shape), lambda o: True):
+    hit = next((o for o in outs if same(o)), None)
+    if hit is not None:
+      return hit.name
+  return "out"
+
+
+def scatter_target(b, ref, name: str) -> tuple[str, str]:
+  """(what a scatter hint says first, the ref it scatters into): `name` itself, or for an input
+  (read-only) a note and the output `output_for` picks."""
+  from .memory import root
+  r = root(b, ref)
+  if r.id not in b.read_only:
+    return "", name
+  out = output_for(b, r)
+  return f"{name} is an input, which is read-only: scatter into an output ({out}) instead; ", out
+
+
+def register_gather_hint(base, attr, table, args) -> str | None:
+  """The hint for `ml.gather(t, ids, axis=a)` (or ml.take) whose table `t` is a register tensor: only
+  refs gather, so the values are gathered from the ref they were read from, or from an output used as
+  scratch; None where the table is not a register tensor (the GMEM gather's hint then)."""
+  from .base import is_tensor
+  if attr not in ("gather", "take") or not getattr(base, "__name__", "").endswith("language") \
+      or not is_tensor(table) or not args or len(args) < 2:
+    return None
+  name, ids, rank = args[0], args[1], len(table.type.shape)
+  axis = next((a.split("=", 1)[1].strip() for a in args[2:] if a.replace(" ", "").startswith("axis=")),
+              args[2] if len(args) > 2 and "=" not in args[2] else "0")
+  try:
+    axis = int(axis) % rank
+  except ValueError:
+    axis = 0
+  index = ", ".join(ids if k == axis else ":" for k in range(rank))
+  return (f"no ml.{attr}, and {name} is a register tensor, which no gather reads (gathers read refs): gather"
+          f" from the ref its values came from, x[{index}] of an input x; for computed values, give the kernel one"
+          f" more output as scratch, write them there and gather from it: scratch[...] = {name}, then"
+          f" scratch[{index}] (the compiler syncs the threads between; with several programs, each its own row of it)")
