@@ -265,3 +265,15 @@ def _names_ref(tracer, e) -> bool:
     return True
   v = tracer.env.get(e.id) if isinstance(e, ast.Name) else None
   return isinstance(getattr(v, "type", None), RefType)
+
+
+def tensor_condition_hint(text: str, cond, word: str) -> str:
+  """The hint for a register tensor as an `if`/`while` condition (`text`: as written): reduce it to one
+  truth value, `if ml.any(v > 0):` or `ml.all`, or choose per element with ml.where."""
+  from .dtypes import DType
+  from .types import resolve
+  t = text if resolve(cond.type.dtype) == DType.bool_ else f"{text} != 0"
+  t = t if resolve(cond.type.dtype) == DType.bool_ or text.isidentifier() else f"({text}) != 0"
+  return (f"a tensor holds one truth value per element: to branch on whether any (every) element holds, reduce it,"
+          f" {word} ml.any({t}): (or ml.all({t})); to choose per element, select with"
+          f" ml.where({t}, a, b) instead of branching")

@@ -611,12 +611,13 @@ def _trace_while_once(tracer, node, loc, assigned, forced, widened):
                " runtime values in the condition (while i < n with n read from memory)")
     cond = tracer.one_element_condition(node.test, cond)
     if not isinstance(cond.type, ScalarType) or cond.type.dtype != DType.bool_:
+      from .branches import tensor_condition_hint
       written = getattr(node, "written_test", node.test)      # a while with a break: the user's condition
       raise E.KernelTypeError(
           f"a while condition must be a boolean scalar, got {value_words(cond)}", tracer.loc(node.test),
           hint=f"compare it: while {tracer.nonzero(written)}:" if isinstance(cond.type, ScalarType) else
           tracer.one_element_hint(written, cond, "while") or
-          "compare scalars (i < n); reduce a tensor first: ml.max(x) > 0")
+          tensor_condition_hint(tracer.text(written), cond, "while"))
     b.emit(ctl.Condition, cond, cond_args, loc=loc)
   args_ = _args(tracer, carries, inits, leaf_names, widened)
   body = ir.Block(args=args_)

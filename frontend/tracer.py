@@ -250,7 +250,7 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
                           " follows the loop with an if on a flag the break sets: done = 1 before break")
 
   def visit_If(self, node):
-    from .branches import static_if, trace_if
+    from .branches import static_if, tensor_condition_hint, trace_if
     cond = self.eval(node.test)
     if not is_value(cond):
       return static_if(self, node, cond)
@@ -261,7 +261,7 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
           f"an if condition must be a Python value or a boolean scalar, got {value_words(cond)}",
           self.loc(node.test), hint=f"compare it: {self._if_word(node)} {self.nonzero(node.test)}:" if scalar else
           self.one_element_hint(node.test, cond, self._if_word(node)) or
-          "compare scalars (i < n); tensors select with ml.where")
+          tensor_condition_hint(self.text(node.test), cond, self._if_word(node)))
     try:
       trace_if(self, node, cond)
     except E.KernelError as e:
