@@ -9,7 +9,7 @@ import difflib
 import math
 import re
 from .aten_hints import NAMES as ATEN_NAMES  # ATen's everyday operators ml has no function for
-from .formula_hints import with_operands  # the formula hints with the call's own operands
+from .formula_hints import DIV_RN, with_operands  # the formula hints with the call's own operands
 from .segment_hints import SEGMENT  # jax.ops.segment_sum, jnp.searchsorted, unique, diff
 
 _SCAN = ("no general associative scan: ml.cumsum, ml.cumprod, ml.cummax and ml.cummin scan along an axis;"
@@ -150,7 +150,7 @@ NOT_YET = {   # what Triton and jnp users reach for that mgpu_dsl does not have,
     **{n: ("no compare-and-swap or exchange, so no locks: accumulate partial results with ml.atomic_add into"
            " an output (one reduced atomically starts at zero), or write each program's partials to rows of"
            " their own and sum them in a second kernel") for n in ("atomic_cas", "atomic_xchg")},
-    **{n: _DIV.format(n) for n in ("fdiv", "div_rn", "divide", "true_divide")},
+    **{n: _DIV.format(n) for n in ("fdiv", "divide", "true_divide")}, "div_rn": DIV_RN,
     **{n: _FLOOR_DIV.format(n) for n in ("floor_divide", "floordiv")},
     "fliplr": "no ml.fliplr: ml.flip(x, axis=1)", "flipud": "no ml.flipud: ml.flip(x, axis=0)",
     "reverse": "no ml.reverse: ml.flip(x, axis=dims) (lax.rev's dimensions)",
