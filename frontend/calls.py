@@ -330,6 +330,13 @@ class Calls:
                                      taken=taken)
                 or missing.array_call_hint(name, pos, kw, is_float, d if isinstance(d, DType) else None)
                 or with_operands(name, hint, pos + [f"{k}={v}" for k, v in kw.items()], taken) or hint)
+      from .language import constexpr
+      if fn is constexpr and len(node.args) == 1:     # Triton's tl.constexpr(v) of a run-time value
+        v = self.text(node.args[0])
+        bind = f" ({self.pending_name} = {v})" if self.pending_name else ""
+        hint = (f"drop ml.constexpr: {v} is a run-time value, used as it is{bind}; ml.constexpr(...) only wraps"
+                f" a value known while compiling (a number, a shape); to specialise the kernel on a value, make it"
+                f" a keyword-only parameter, def k(x, out, *, n: ml.constexpr), called as k(x, n=4)")
       raise E.KernelTypeError(
           f"{name} cannot take"
           f" {kind_of(held) if is_value(held) else f'a {type(held).__name__} of register values'} inside a"

@@ -199,7 +199,22 @@ def static_array_hint(name, text) -> str | None:
   return None
 
 
-def padded_axis_hint(n_big: int, n_small: int, small: str, dtype_is_float: bool = True) -> str:
+def made_by(b, v) -> str:
+  """How the operand `v` of a padded_axis_hint was made: "full" (ml.zeros, ml.full: nothing to read),
+  "carried" (a loop's carried value, an accumulator more often than not), else "read"."""
+  if v is None:
+    return "read"
+  op = b.defining(v)
+  return "carried" if op is None else "full" if type(op).__name__ == "Full" else "read"
+
+
+def padded_for(b, names, values):
+  """padded_axis_hint(n_big, n_small, name) for broadcast_shape's operands, worded by how each was made."""
+  made = dict(zip(names, values))
+  return lambda big, small, name: padded_axis_hint(big, small, name, made=made_by(b, made.get(name)))
+
+
+def padded_axis_hint(n_big: int, n_small: int, small: str, dtype_is_float: bool = True, made: str = "read") -> str:
   """An operand of `n_small` elements along an axis where the other has `n_big`, a multiple of 32
   past it: the other is likely a narrow tile read padded (MG204's fix for 3 channels, a 7-wide
   filter: a window of 32 columns, masked), so this one is read padded the same way ("" otherwise)."""
@@ -210,5 +225,23 @@ def padded_axis_hint(n_big: int, n_small: int, small: str, dtype_is_float: bool 
   other = "0.0" if dtype_is_float else "0"
   read = (f"{ref.group(1)}.at[ml.ds(0, {n_big})].load(mask=ml.arange({n_big}) < {n_small}, other={other})"
           if ref else f"a window of {n_big} elements loaded with the mask ml.arange({n_big}) < {n_small}, other={other}")
-  return (f" if the other operand holds {n_small} elements padded to {n_big} (a masked load of a wider window, as"
-          f" for a narrow tile), read {small} padded the same way: {read}, then index it as before;")
+  other_op = (f" if the other operand holds {n_small} elements padded to {n_big} (a masked load of a wider window, as"
+              f" for a narrow tile),")
+  if made == "read":
+    return f"{other_op} read {small} padded the same way: {read}, then index it as before;"
+  grow = (f" make {small} {n_big} long too (ml.zeros(({n_big},)) for an accumulator, ml.full for another value) and"
+          f" keep the extra {n_big - n_small} out of the result: store a window of {n_big} with the mask,"
+          f" ref.at[ml.ds(start, {n_big})].store(v, mask=ml.arange({n_big}) < {n_small})")
+  return other_op + grow + (";" if made == "full" else f"; where {small} is read from a ref, read it padded the same way: {read};")
+
+
+def scalar_reshape_hint(name: str, shape) -> str:
+  """For `s.reshape(1)` of a scalar `s` (one value, no tensor to reshape): a tensor of that shape holding
+  it, ml.full; a store takes the scalar as it is."""
+  if isinstance(shape, int) and not isinstance(shape, bool):
+    shape = (shape,)
+  if not (isinstance(shape, tuple) and all(isinstance(n, int) and not isinstance(n, bool) for n in shape)):
+    return f"{name} is one value, not a tensor: make a tensor of it with ml.full(shape, {name}), or store it as it is"
+  text = f"({shape[0]},)" if len(shape) == 1 else str(shape)
+  return (f"{name} is one value, not a tensor: make a tensor of shape {text} holding it, ml.full({text}, {name});"
+          f" a store takes it as it is (out[...] = {name} fills every element of out, out[0] = {name} one)")

@@ -17,7 +17,7 @@ from ..dtypes import DType
 from ..ir import LayoutRule, Traits
 from ..types import ScalarType, TensorType, dtype_name, resolve
 from ..infer import unify
-from ..shape_hints import padded_axis_hint
+from ..shape_hints import padded_for, scalar_reshape_hint
 from . import elementwise as ew
 from .base import builtin, check_register_value, is_tensor, is_value, kind_of, static_shape, unroll_hint, shown
 
@@ -61,7 +61,7 @@ class Reduce(ir.Op):
 
 
 # ---------------------------------------------------------------- broadcasting
-def broadcast_shape(cx, shapes, what, names):
+def broadcast_shape(cx, shapes, what, names, values=()):
   """NumPy's broadcast of `shapes`; a ShapeMismatchError naming both shapes when impossible."""
   rank = max(len(s) for s in shapes)
   out = []
@@ -71,7 +71,7 @@ def broadcast_shape(cx, shapes, what, names):
     if len(big) > 1:
       (a, na), (b, nb) = [(s, n) for s, n in zip(shapes, names)
                           if d - rank + len(s) >= 0 and s[d - rank + len(s)] != 1][:2]
-      sa, sb, pad = a[d - rank + len(a)], b[d - rank + len(b)], padded_axis_hint   # (a 3-channel tile read padded)
+      sa, sb, pad = a[d - rank + len(a)], b[d - rank + len(b)], padded_for(cx.b, names, values)   # (a 3-channel tile read padded)
       raise E.ShapeMismatchError(
           f"{what} on {na} of shape {a} and {nb} of shape {b}: the shapes do not broadcast"
           f" (axis {d} of the result would be both {sa} and {sb})",
@@ -137,7 +137,7 @@ def broadcast_operands(cx, operands, what):
   if not tensors:
     return tuple(operands), None
   names = [cx.named(x, "a tensor") for x in tensors]     # the user's text where it is an operand
-  shape = broadcast_shape(cx, [x.type.shape for x in tensors], what, names)
+  shape = broadcast_shape(cx, [x.type.shape for x in tensors], what, names, tensors)
   return tuple(broadcast_to_shape(cx, x, shape) if is_tensor(x) else x for x in operands), shape
 
 
@@ -145,7 +145,7 @@ def reshape_(cx, x, shape):
   check_register_value(cx, x, "reshape")
   if not is_tensor(x):
     raise E.KernelTypeError(f"reshape needs a register tensor, got {kind_of(x)}", cx.loc,
-                            hint="reshape a tensor read from a ref: ref[...].reshape(...)")
+                            hint=scalar_reshape_hint(cx.named(x, "s"), shape))
   shape = static_shape(cx, shape, "reshape")
   if math.prod(shape) != math.prod(x.type.shape):
     raise E.ShapeMismatchError(
