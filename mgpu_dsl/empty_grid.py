@@ -58,3 +58,17 @@ def start_values(kern, e: NoPrograms, args, constexprs, levels, call: bool) -> d
         f" outputs, which only atomics update, at their start value without a launch, and there is no kernel to"
         f" check or build", e.loc, hint="check or build a specialisation whose grid has programs")
   return hit
+
+
+def nothing_to_check(kern, spec) -> None:
+  """check(), mlir() and typed_ir() of a specialisation whose outputs all have no elements: a call on
+  arrays returns them without a launch whatever the grid (kernel.py `_specialise`), so there is no
+  kernel to check or build, MG007 as for a grid of no programs (not the kernel's trace, whose reads of
+  empty inputs would be errors the call never meets)."""
+  if spec.grid is None or not spec.out_specs or not all(0 in tuple(s.shape) for s in spec.out_specs):
+    return
+  shapes = ", ".join(str(tuple(s.shape)) for s in spec.out_specs)
+  raise E.LaunchConfigError(
+      f"every output of this call is empty (out_shape gives {shapes}): a call on arrays returns them"
+      f" without a launch, whatever the grid, and there is no kernel to check or build",
+      kern.parsed.option_loc("out_shape"), hint="check or build a specialisation whose outputs have elements")

@@ -404,6 +404,8 @@ class KernelFunction:
       return empty_grid.start_values(self, e, args, constexprs, levels, allow_empty)
     if spec.grid is None:
       return {"empty": spec, "treedef": spec.treedef}
+    if not allow_empty and not levels:
+      empty_grid.nothing_to_check(self, spec)
     key = spec.key + ((tuple((n, tuple(b)) for n, b in levels),) if levels else ())
     hit = self._cache.get(key)
     if hit is not None:

@@ -403,10 +403,10 @@ def test_an_int64_tensor_takes_64_bit_python_ints():
 def test_a_register_tensor_of_no_elements_is_reported_by_check_and_a_call_returns_the_empty_output(shape):
   """Once interpret mode returned an empty array while .check raised an InternalError. A call whose
   outputs all have no elements now returns them without a launch (tests/test_probe29b.py)."""
-  expect(double_vector, [S(shape, jnp.float32)], mg.LayoutError, "x[...]",
-         f"x[...] has shape {shape}: no elements, and a register tensor needs some",
-         hint="a call on arrays whose outputs all have no elements returns them without a launch, as jnp"
-              " would; check or build a specialisation whose outputs have elements")
+  expect(double_vector, [S(shape, jnp.float32)], mg.LaunchConfigError, "out_shape=",   # no kernel, as the call (probe 35f)
+         f"every output of this call is empty (out_shape gives {shape}): a call on arrays returns them without a"
+         f" launch, whatever the grid, and there is no kernel to check or build",
+         hint="check or build a specialisation whose outputs have elements")
   out = double_vector(jnp.zeros(shape, jnp.float32), interpret=True)
   assert out.shape == shape and out.dtype == jnp.float32
 
