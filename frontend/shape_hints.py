@@ -211,10 +211,12 @@ def made_by(b, v) -> str:
 def padded_for(b, names, values):
   """padded_axis_hint(n_big, n_small, name) for broadcast_shape's operands, worded by how each was made."""
   made = dict(zip(names, values))
-  return lambda big, small, name: padded_axis_hint(big, small, name, made=made_by(b, made.get(name)))
+  return lambda big, small, name: padded_axis_hint(big, small, name, made=made_by(b, made.get(name)),
+                                                   shape=getattr(getattr(made.get(name), "type", None), "shape", None))
 
 
-def padded_axis_hint(n_big: int, n_small: int, small: str, dtype_is_float: bool = True, made: str = "read") -> str:
+def padded_axis_hint(n_big: int, n_small: int, small: str, dtype_is_float: bool = True, made: str = "read",
+                     shape=None) -> str:
   """An operand of `n_small` elements along an axis where the other has `n_big`, a multiple of 32
   past it: the other is likely a narrow tile read padded (MG204's fix for 3 channels, a 7-wide
   filter: a window of 32 columns, masked), so this one is read padded the same way ("" otherwise)."""
@@ -229,9 +231,15 @@ def padded_axis_hint(n_big: int, n_small: int, small: str, dtype_is_float: bool 
               f" for a narrow tile),")
   if made == "read":
     return f"{other_op} read {small} padded the same way: {read}, then index it as before;"
-  grow = (f" make {small} {n_big} long too (ml.zeros(({n_big},)) for an accumulator, ml.full for another value) and"
+  shape = tuple(shape) if shape and n_small in tuple(shape) else (n_small,)
+  k = len(shape) - 1 - shape[::-1].index(n_small)           # the axis padded (the last of that size)
+  grown = shape[:k] + (n_big,) + shape[k + 1:]
+  text = f"({grown[0]},)" if len(grown) == 1 else str(grown)
+  axes = "" if len(shape) == 1 else "[" + ", ".join(":" if j == k else "None" for j in range(len(shape))) + "]"
+  window = ", ".join(f"ml.ds(start, {n_big})" if j == k else ":" for j in range(len(shape)))
+  grow = (f" make {small} {n_big} long too (ml.zeros({text}) for an accumulator, ml.full for another value) and"
           f" keep the extra {n_big - n_small} out of the result: store a window of {n_big} with the mask,"
-          f" ref.at[ml.ds(start, {n_big})].store(v, mask=ml.arange({n_big}) < {n_small})")
+          f" ref.at[{window}].store(v, mask=ml.arange({n_big}){axes} < {n_small})")
   return other_op + grow + (";" if made == "full" else f"; where {small} is read from a ref, read it padded the same way: {read};")
 
 
