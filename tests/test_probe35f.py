@@ -1,0 +1,292 @@
+"""Probe 35f (leftovers of session 25's probes, frontend only): hints that named a window as
+`c.at[...]`, an output as `out`, a GMEM gather for a register table, `/` as exact for tl.div_rn;
+`if` on a tensor without ml.any / ml.all; a scalar's reshape and ml.constexpr of a run-time value;
+the padded-read hint for an ml.zeros accumulator; check() of a call whose outputs are all empty."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from locate import expect
+
+S = jax.ShapeDtypeStruct
+F32 = jnp.float32
+I32 = jnp.int32
+
+
+# ---------------------------------------------------------------- (1) ml.store of a ref indexed by tensors
+@mg.mgpu_kernel(out_shape=lambda x, t: S((64, 128), F32))
+def store_rows_at_ids(x, t, c):
+  tt = t[...]
+  v = x[...]
+  ml.store(c.at[tt, :], v)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((64, 128), F32), grid=(4,))
+def store_rows_window(x, c):
+  i = ml.program_id(0)
+  ml.store(c.at[ml.ds(i * 16, 16), :], x.at[ml.ds(i * 16, 16), :][...])
+
+
+def test_store_at_tensor_rows_hint_writes_the_window_it_covers():
+  """It read `ml.store(c.at[...], v)`: the window the offsets cover was left for the user to guess."""
+  e = expect(store_rows_at_ids, [S((16, 128), F32), S((16,), I32)], mg.KernelTypeError, "ml.store(c.at[tt, :], v)",
+             "ml.store needs a ref (a parameter, an ml.smem buffer or a view), got a ref indexed by tensors"
+             " (ref.at[ids, ...])")
+  assert e.hint.startswith("for offsets start + ml.arange(16), take the window they cover:"
+                           " ml.store(c.at[ml.ds(start, 16), :], v); at other offsets,"), e.hint
+  x = jnp.arange(64 * 128, dtype=F32).reshape(64, 128)          # the hint followed
+  np.testing.assert_array_equal(store_rows_window(x, interpret=True), x)
+  store_rows_window.check(S((64, 128), F32))
+
+
+# ---------------------------------------------------------------- (2) a scatter into an input names the output
+@mg.mgpu_kernel(out_shape=lambda x, t, y: (S((64,), F32), S((64, 128), F32)))
+def scatter_into_input(x, t, y, count, res):
+  tt = t[...]
+  x[tt, :] = y[...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x, t, y: S((64, 128), F32))
+def store_into_input(x, t, y, res):
+  ml.store(x.at[t[...], :], y[...])
+
+
+@mg.mgpu_kernel(out_shape=lambda x, t, y: S((64, 128), F32))
+def atomic_into_input(x, t, y, res):
+  ml.atomic_add(x.at[t[...], :], y[...])
+
+
+@mg.mgpu_kernel(out_shape=lambda x, t, y: S((64, 128), F32))
+def atomic_into_output(x, t, y, res):
+  ml.atomic_add(res.at[t[...], :], y[...])
+
+
+SPECS2 = [S((64, 128), F32), S((16,), I32), S((16, 128), F32)]
+
+
+def test_scatter_into_an_input_names_the_kernels_output():
+  """It named `out`, which this kernel has not: res is its output of x's shape (count is 1-D)."""
+  e = expect(scatter_into_input, SPECS2, mg.KernelTypeError, "x[tt, :] = y[...]",
+             "an index here must be an integer scalar, got tt: only a read of a GMEM ref takes a tensor of"
+             " indices (a gather, table[ids, :])")
+  assert e.hint.startswith("x is an input, which is read-only: scatter into an output (res) instead;"), e.hint
+  assert "ml.atomic_add(res.at[tt, :], y[...])" in e.hint and "out." not in e.hint, e.hint
+  e = expect(store_into_input, SPECS2[:3], mg.KernelTypeError, "ml.store(x.at[t[...], :], y[...])",
+             "ml.store needs a ref (a parameter, an ml.smem buffer or a view), got a ref indexed by tensors"
+             " (ref.at[ids, ...])")
+  assert e.hint.startswith("x is an input, which is read-only: scatter into an output (res) instead; for offsets"
+                           " start + ml.arange(16), take the window they cover: ml.store(res.at[ml.ds(start, 16), :],"
+                           " y[...])"), e.hint
+  assert "ml.atomic_add(res.at[t[...], :], y[...])" in e.hint
+  expect(atomic_into_input, SPECS2, mg.InputWriteError, "ml.atomic_add(x.at[t[...], :], y[...])",
+         "ml.atomic_add updates x, an input: inputs are read-only",
+         hint="accumulate into an output (res) instead: it starts at the operation's identity, e.g. 0 for add")
+  x, t = jnp.zeros((64, 128), F32), jnp.arange(16, dtype=I32) * 3     # the hint followed
+  y = jnp.arange(16 * 128, dtype=F32).reshape(16, 128)
+  np.testing.assert_array_equal(atomic_into_output(x, t, y, interpret=True), jnp.zeros((64, 128), F32).at[t].add(y))
+  atomic_into_output.check(*SPECS2)
+
+
+# ---------------------------------------------------------------- (3) ml.gather of a register table
+@mg.mgpu_kernel(out_shape=lambda x, t: S((16, 128), F32))
+def gather_registers(x, t, o):
+  tab = x[...] * 2
+  o[...] = ml.gather(tab, t[...], axis=0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, t: (S((16, 128), F32), S((64, 128), F32)))
+def gather_scratch(x, t, o, scratch):
+  tab = x[...] * 2
+  scratch[...] = tab
+  o[...] = scratch[t[...], :]
+
+
+def test_gather_of_a_register_table_says_what_works():
+  """It pointed to a GMEM gather, `table[ids, :]`, as if tab were a ref."""
+  expect(gather_registers, [S((64, 128), F32), S((16,), I32)], mg.UnknownNameError, "ml.gather(tab",
+         "ml has no attribute 'gather'",
+         hint="no ml.gather, and tab is a register tensor, which no gather reads (gathers read refs): gather from"
+              " the ref its values came from, x[t[...], :] of an input x; for computed values, give the kernel one"
+              " more output as scratch, write them there and gather from it: scratch[...] = tab, then"
+              " scratch[t[...], :] (the compiler syncs the threads between; with several programs, each its own"
+              " row of it)")
+  x, t = jnp.arange(64 * 128, dtype=F32).reshape(64, 128), jnp.arange(16, dtype=I32)[::-1] * 3
+  o, _ = gather_scratch(x, t, interpret=True)                  # the hint followed
+  np.testing.assert_array_equal(o, (2 * x)[t])
+  gather_scratch.check(S((64, 128), F32), S((16,), I32))
+
+
+# ---------------------------------------------------------------- (4) a tensor as an if / while condition
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def if_on_tensor(x, o):
+  v = x[...]
+  if v > 0:
+    o[...] = v
+  else:
+    o[...] = -v
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def while_on_tensor(x, o):
+  v = x[...]
+  while v - 1:
+    v = v - 1
+  o[...] = v
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def if_on_any(x, o):
+  v = x[...]
+  if ml.any(v > 0):
+    o[...] = v
+  else:
+    o[...] = -v
+
+
+def test_a_tensor_condition_hints_any_all_and_where():
+  """It said `compare scalars (i < n); tensors select with ml.where`, no word of ml.any / ml.all."""
+  expect(if_on_tensor, [S((128,), F32)], mg.KernelTypeError, "v > 0",
+         "an if condition must be a Python value or a boolean scalar, got a bool tensor of shape (128,)",
+         hint="a tensor holds one truth value per element: to branch on whether any (every) element holds, reduce"
+              " it, if ml.any(v > 0): (or ml.all(v > 0)); to choose per element, select with ml.where(v > 0, a, b)"
+              " instead of branching")
+  e = expect(while_on_tensor, [S((128,), F32)], mg.KernelTypeError, "v - 1:",
+             "a while condition must be a boolean scalar, got a float32 tensor of shape (128,)")
+  assert "while ml.any((v - 1) != 0): (or ml.all((v - 1) != 0))" in e.hint, e.hint
+  for x in (-jnp.arange(128, dtype=F32), jnp.arange(128, dtype=F32)):      # the hint followed
+    np.testing.assert_array_equal(if_on_any(x, interpret=True), jnp.where(jnp.any(x > 0), x, -x))
+  if_on_any.check(S((128,), F32))
+
+
+# ---------------------------------------------------------------- (5) tl.div_rn
+@mg.mgpu_kernel(out_shape=lambda x, y: x)
+def div_rn(x, y, o):
+  o[...] = ml.div_rn(x[...], y[...])
+
+
+def test_div_rn_hint_says_the_gpus_division_is_approximate():
+  """It said `divide with the / operator`, as if `/` were div_rn's correctly rounded division."""
+  expect(div_rn, [S((128,), F32)] * 2, mg.UnknownNameError, "ml.div_rn(", "ml has no attribute 'div_rn'",
+         hint="no ml.div_rn: divide with the / operator, x[...] / y[...], which on the GPU is approximate: a float32"
+              " quotient within an ulp of the correctly rounded one (interpret mode rounds it exactly, as NumPy);"
+              " mgpu_dsl has no exactly rounded division, so compare such quotients with a tolerance")
+
+
+# ---------------------------------------------------------------- (6) a scalar's reshape; ml.constexpr(tensor)
+@mg.mgpu_kernel(out_shape=lambda x: S((1,), F32))
+def scalar_reshape(x, o):
+  s = ml.sum(x[...])
+  o[...] = s.reshape(1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((1,), F32))
+def scalar_full(x, o):
+  s = ml.sum(x[...])
+  o[...] = ml.full((1,), s)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def constexpr_of_tensor(x, o):
+  v = x[...]
+  c = ml.constexpr(v)
+  o[...] = c * 2
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def constexpr_dropped(x, o):
+  v = x[...]
+  c = v
+  o[...] = c * 2
+
+
+def test_scalar_reshape_and_constexpr_of_a_runtime_value_say_what_to_write():
+  """They said `reshape a tensor read from a ref` and `decorate a helper of your own with @ml.inline`."""
+  expect(scalar_reshape, [S((128,), F32)], mg.KernelTypeError, "s.reshape(1)",
+         "reshape needs a register tensor, got a scalar",
+         hint="s is one value, not a tensor: make a tensor of shape (1,) holding it, ml.full((1,), s); a store takes"
+              " it as it is (out[...] = s fills every element of out, out[0] = s one)")
+  x = jnp.arange(128, dtype=F32)
+  np.testing.assert_allclose(scalar_full(x, interpret=True), [x.sum()])       # the hint followed
+  scalar_full.check(S((128,), F32))
+  expect(constexpr_of_tensor, [S((128,), F32)], mg.KernelTypeError, "ml.constexpr(v)",
+         "ml.constexpr cannot take a register tensor inside a kernel",
+         hint="drop ml.constexpr: v is a run-time value, used as it is (c = v); ml.constexpr(...) only wraps a value"
+              " known while compiling (a number, a shape); to specialise the kernel on a value, make it a"
+              " keyword-only parameter, def k(x, out, *, n: ml.constexpr), called as k(x, n=4)")
+  np.testing.assert_array_equal(constexpr_dropped(x, interpret=True), 2 * x)
+  constexpr_dropped.check(S((128,), F32))
+
+
+# ---------------------------------------------------------------- (7) MG202's padded hint for ml.zeros
+@mg.mgpu_kernel(out_shape=lambda x: S((100,), F32))
+def zeros_accumulator(x, o):
+  acc = ml.zeros((100,))
+  acc = acc + x[...]
+  o[...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((100,), F32))
+def zeros_padded(x, o):
+  acc = ml.zeros((128,))
+  for i in range(4):
+    acc += x.at[ml.ds(0, 128)].load(mask=ml.arange(128) < 100, other=0.0)
+  o.at[ml.ds(0, 128)].store(acc, mask=ml.arange(128) < 100)
+
+
+def test_padded_hint_for_an_zeros_accumulator_makes_it_longer():
+  """It said `read acc padded the same way: a window of 128 elements loaded with the mask`: acc reads nothing."""
+  e = expect(zeros_accumulator, [S((128,), F32)], mg.ShapeMismatchError, "acc + x[...]",
+             "+ on acc of shape (100,) and x[...] of shape (128,): the shapes do not broadcast (axis 0 of the result"
+             " would be both 100 and 128)")
+  assert ("make acc 128 long too (ml.zeros((128,)) for an accumulator, ml.full for another value) and keep the extra"
+          " 28 out of the result: store a window of 128 with the mask, ref.at[ml.ds(start, 128)].store(v,"
+          " mask=ml.arange(128) < 100);") in e.hint, e.hint
+  assert "read acc padded" not in e.hint
+  x = jnp.arange(100, dtype=F32)
+  np.testing.assert_array_equal(zeros_padded(x, interpret=True), 4 * x)        # the hint followed
+  zeros_padded.check(S((100,), F32))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((8, 100), F32))
+def zeros_tile_accumulator(x, o):
+  acc = ml.zeros((8, 100))
+  acc = acc + x[...]
+  o[...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((8, 100), F32))
+def zeros_tile_padded(x, o):
+  acc = ml.zeros((8, 128))
+  acc = acc + x.at[:, ml.ds(0, 128)].load(mask=ml.arange(128)[None, :] < 100, other=0.0)
+  o.at[:, ml.ds(0, 128)].store(acc, mask=ml.arange(128)[None, :] < 100)
+
+
+def test_padded_hint_for_a_zeros_tile_keeps_its_rows():
+  """A 2-D accumulator: the hint's ml.zeros and mask are of its shape, (8, 128) and [None, :]."""
+  e = expect(zeros_tile_accumulator, [S((8, 128), F32)], mg.ShapeMismatchError, "acc + x[...]",
+             "+ on acc of shape (8, 100) and x[...] of shape (8, 128): the shapes do not broadcast (axis 1 of the"
+             " result would be both 100 and 128)")
+  assert ("make acc 128 long too (ml.zeros((8, 128)) for an accumulator, ml.full for another value) and keep the"
+          " extra 28 out of the result: store a window of 128 with the mask, ref.at[:, ml.ds(start, 128)].store(v,"
+          " mask=ml.arange(128)[None, :] < 100);") in e.hint, e.hint
+  x = jnp.arange(800, dtype=F32).reshape(8, 100)
+  np.testing.assert_array_equal(zeros_tile_padded(x, interpret=True), x)        # the hint followed
+  zeros_tile_padded.check(S((8, 100), F32))
+
+
+# ---------------------------------------------------------------- (8) check() of all-empty outputs
+@mg.mgpu_kernel(out_shape=lambda x: S((0, 128), F32), grid=(2,))
+def empty_outputs(x, o):
+  o[...] = x[...]
+
+
+def test_check_of_all_empty_outputs_is_mg007_as_the_call_launches_nothing():
+  """It traced the kernel (MG204 for x[...] of no elements) while the call returns the empty output."""
+  out = empty_outputs(jnp.zeros((0, 128), F32), interpret=True)
+  assert out.shape == (0, 128)
+  expect(empty_outputs, [S((0, 128), F32)], mg.LaunchConfigError, "out_shape=",
+         "every output of this call is empty (out_shape gives (0, 128)): a call on arrays returns them without a"
+         " launch, whatever the grid, and there is no kernel to check or build",
+         hint="check or build a specialisation whose outputs have elements")
