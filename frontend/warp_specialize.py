@@ -186,7 +186,7 @@ def _consumer_loop(kernel, plan, empty, em) -> list:
                  ir.Block([Yield((), loc)]), loc, ())
     body.ops.append(release)
     if not plan.reads & {Access.REG_READ, Access.TMA_READ}:   # only dots read the stages: release_early may move it
-      kernel.early_release = getattr(kernel, "early_release", frozenset()) | {id(release)}
+      kernel.early_release = getattr(kernel, "early_release", ()) + (release,)    # (held: their ids stay theirs)
   else:                          # every thread has read this stage into registers
     body.ops.append(BarrierArrive(empty, stage, loc))
   body.ops.append(loop.body.ops[-1])
@@ -221,7 +221,7 @@ def release_early(kernel) -> None:
   the scores of attention), so the producer may refill the stage from there rather than from the
   body's end: with the softmax between, nearly one iteration sooner, which is what lets two stages
   keep the tensor cores fed (it runs after the sync pass)."""
-  marked = getattr(kernel, "early_release", frozenset())
+  marked = {id(o) for o in getattr(kernel, "early_release", ())}
   if not marked:
     return
   for loop in [o for o in ir.walk(kernel.body) if isinstance(o, LOOPS)]:
