@@ -18,11 +18,11 @@ import ml_dtypes
 import numpy as np
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 from jaxlib.mlir import ir
-from jaxlib.mlir.dialects import llvm, vector
 from jaxlib.mlir.dialects import math as mlir_math
 
 from ..frontend.dtypes import DType
 from ..frontend.ops.elementwise import BinOp
+from .mosaic import asm_per_element
 
 _STEP = 20                       # bits of quotient a step removes (the approximate division's error stays < 1/4)
 
@@ -57,18 +57,7 @@ def _div_rn(a: fa.FragmentedArray, b: fa.FragmentedArray) -> fa.FragmentedArray:
   """a / b rounded to nearest, as XLA and NumPy divide: `arith.divf` compiles to an approximate
   division on the GPU (design note 64), which moved jnp's rounded quotient by one where the exact one
   is near a half (the H200 run of session 25, quotients of 2**22 to 2**23)."""
-  def op(x, y):
-    if not isinstance(x.type, ir.VectorType):
-      return llvm.inline_asm(x.type, [x, y], "div.rn.f32 $0, $1, $2;", "=f,f,f")
-    out = x
-    for j in range(ir.VectorType(x.type).shape[0]):
-      pos = ir.DenseI64ArrayAttr.get([j])
-      xj = vector.extract(x, dynamic_position=[], static_position=pos)
-      yj = vector.extract(y, dynamic_position=[], static_position=pos)
-      q = llvm.inline_asm(xj.type, [xj, yj], "div.rn.f32 $0, $1, $2;", "=f,f,f")
-      out = vector.insert(q, out, dynamic_position=[], static_position=pos)
-    return out
-  return a._pointwise(op, b)
+  return a._pointwise(lambda x, y: asm_per_element("div.rn.f32 $0, $1, $2;", "=f,f,f", x, y), b)
 
 
 def _scaled(y, e: int):

@@ -6,7 +6,7 @@ import math
 
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 from jaxlib.mlir import ir
-from jaxlib.mlir.dialects import arith
+from jaxlib.mlir.dialects import arith, llvm, vector
 
 from ..frontend import hw
 from ..frontend import ir as kir
@@ -25,6 +25,20 @@ def mlir_type(d: DType) -> ir.Type:
 
 def i32():
   return ir.IntegerType.get_signless(32)
+
+
+def asm_per_element(asm: str, constraints: str, *operands: ir.Value) -> ir.Value:
+  """One PTX instruction (`asm`, `$0` the result) per element of same-typed operands, scalars or
+  vectors (a register of a FragmentedArray): PTX has no vector form of mul.hi or div.rn."""
+  if not isinstance(operands[0].type, ir.VectorType):
+    return llvm.inline_asm(operands[0].type, list(operands), asm, constraints)
+  out = operands[0]
+  for j in range(ir.VectorType(out.type).shape[0]):
+    pos = ir.DenseI64ArrayAttr.get([j])
+    xs = [vector.extract(x, dynamic_position=[], static_position=pos) for x in operands]
+    r = llvm.inline_asm(xs[0].type, xs, asm, constraints)
+    out = vector.insert(r, out, dynamic_position=[], static_position=pos)
+  return out
 
 
 def index():

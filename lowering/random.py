@@ -11,10 +11,10 @@ from __future__ import annotations
 import numpy as np
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 from jaxlib.mlir import ir
-from jaxlib.mlir.dialects import arith, llvm, vector
+from jaxlib.mlir.dialects import arith, vector
 
 from ..frontend.ops.random import M0, M1, MASK32, ROUNDS, W0, W1, Philox
-from .mosaic import operand
+from .mosaic import asm_per_element, operand
 from .registry import interpret, lower
 
 
@@ -28,15 +28,7 @@ def _const(v: int):
 
 def _mulhi(a, b):
   """High 32 bits of the unsigned product, per element of two vector<n x i32>."""
-  n = ir.VectorType(a.type).shape[0]
-  out = vector.broadcast(a.type, _const(0))
-  for j in range(n):
-    pos = ir.DenseI64ArrayAttr.get([j])
-    x = vector.extract(a, dynamic_position=[], static_position=pos)
-    y = vector.extract(b, dynamic_position=[], static_position=pos)
-    h = llvm.inline_asm(_i32(), [x, y], "mul.hi.u32 $0, $1, $2;", "=r,r,r")
-    out = vector.insert(h, out, dynamic_position=[], static_position=pos)
-  return out
+  return asm_per_element("mul.hi.u32 $0, $1, $2;", "=r,r,r", a, b)
 
 
 def _key(ctx, k):
