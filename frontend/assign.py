@@ -8,8 +8,7 @@ from . import errors as E
 from .ops import gather, memory, transfers
 from .ops.base import is_ref, is_value, kind_of
 from .env import Unbound, assigned_names, read_after
-from .ops.index_hints import scatter_set_hint, scatter_target
-from .dtypes import DType
+from .ops.index_hints import as_int_indices, scatter_set_hint, scatter_target
 from .types import RefType, Space, TensorType, resolve
 
 
@@ -276,12 +275,7 @@ class Assignments:
     nodes = node.elts if isinstance(node, ast.Tuple) else [node]
     items = list(items) if isinstance(items, (tuple, list)) else [items] if items is not None else []
     texts = [self.text(e) for e in nodes]
-    for k, (t, i) in enumerate(zip(texts, items)):
-      d = resolve(i.type.dtype) if is_value(i) and isinstance(i.type, TensorType) else None
-      if isinstance(d, DType) and not d.is_int:
-        from .ops.elementwise_checks import method_on
-        texts[k] = f"{method_on(t)}.astype(jnp.int32)"
-    return ", ".join(texts)
+    return ", ".join([as_int_indices(t, i) for t, i in zip(texts, items)] + texts[len(items):])
 
   def subscript_target(self, target, value_node=None):
     base = self.eval(target.value)

@@ -4,7 +4,6 @@ ints that fit only uint32, and Triton's pointer arithmetic."""
 from __future__ import annotations
 
 from ..dtypes import DType
-from ..types import resolve
 
 
 def unsigned_hint(value, dtype, name, op, value_right=True):
@@ -148,11 +147,8 @@ def _index_text(cx, i) -> str:
     return ":"
   if not is_tensor(i):
     return str(i)
-  t, d = cx.named(i, "ids"), resolve(i.type.dtype)
-  if isinstance(d, DType) and not d.is_int:
-    from .elementwise_checks import method_on
-    return f"{method_on(t)}.astype(jnp.int32)"
-  return t
+  from .index_hints import as_int_indices
+  return as_int_indices(cx.named(i, "ids"), i)
 
 
 def _window_text(cx, x, items) -> str:

@@ -614,3 +614,14 @@ def register_gather_hint(base, attr, table, args) -> str | None:
           f" from the ref its values came from, x[{index}] of an input x; for computed values, give the kernel one"
           f" more output as scratch, write them there and gather from it: scratch[...] = {name}, then"
           f" scratch[{index}] (the compiler syncs the threads between; with several programs, each its own row of it)")
+
+
+def as_int_indices(text: str, x) -> str:
+  """`text`, the user's words for index value `x`, converted where `x` is a tensor of float (or bool)
+  indices (`t.astype(jnp.int32)`), as gathers and scatters take them: hints that index with it."""
+  from .base import is_value
+  from .elementwise_checks import method_on
+  from ..dtypes import DType
+  from ..types import TensorType, resolve
+  d = resolve(x.type.dtype) if is_value(x) and isinstance(x.type, TensorType) else None
+  return f"{method_on(text)}.astype(jnp.int32)" if isinstance(d, DType) and not d.is_int else text

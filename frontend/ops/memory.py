@@ -197,10 +197,8 @@ def index_operand(cx, x, bound=False):
              f"take its element: {name}[{zeros}], or read the index as a scalar where it comes from (pos[b, 0] of a"
              f" (B, 1) array)")
   if is_value(x) and isinstance(x.type, TensorType):
-    ids = x.name if (x.name or "").isidentifier() else "ids"
-    d = resolve(x.type.dtype)
-    if isinstance(d, DType) and not d.is_int:        # a float (or bool) tensor of indices: convert it too
-      ids = f"{ids}.astype(jnp.int32)"
+    from .index_hints import as_int_indices
+    ids = as_int_indices(x.name if (x.name or "").isidentifier() else "ids", x)
     raise E.KernelTypeError(
         f"an index here must be an integer scalar, got {x.name or 'a register tensor'}: only a read of a GMEM"
         f" ref takes a tensor of indices (a gather, table[ids, :])", cx.loc,
