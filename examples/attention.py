@@ -283,6 +283,26 @@ def transposed_probabilities(k_s, v_s, q_s, do_s, lse_s, i, j, bq, bkv, c, causa
 
 
 @ml.inline
+def key_block(q, k, v, b, i, hk, bq, bkv, causal):
+  """The backward's setup for key block i of K/V head hk: K and V into SMEM, the query block
+  buffers, zeroed dK and dV, and the query blocks that see these keys (`first`, `count`)."""
+  d = q.shape[3]
+  k_s = ml.smem((bkv, d))
+  v_s = ml.smem((bkv, d))
+  ml.copy(k.at[b, ml.ds(i * bkv, bkv), hk, :], k_s)
+  ml.copy(v.at[b, ml.ds(i * bkv, bkv), hk, :], v_s)
+  q_s = ml.smem((bq, d))
+  do_s = ml.smem((bq, d))
+  lse_s = ml.smem((bq,))
+  delta_s = ml.smem((bq,))
+  first = 0
+  if causal:
+    first = i * bkv // bq                    # query blocks before it see none of these keys
+  count = ml.cdiv(q.shape[1], bq) - first     # the last query block may be partial
+  return k_s, v_s, q_s, do_s, lse_s, delta_s, first, count
+
+
+@ml.inline
 def store_dkv(dk_acc, dv_acc, dk, dv, b, i, hk, bkv, d, scale):
   dk_s = ml.smem((bkv, d))
   dv_s = ml.smem((bkv, d))
@@ -304,21 +324,10 @@ def dkv_kernel(q, k, v, do, lse, delta, dk, dv, *, bq: ml.constexpr, bkv: ml.con
   b = ml.program_id(2)
   g = q.shape[2] // k.shape[2]
   d = q.shape[3]
-  k_s = ml.smem((bkv, d))
-  v_s = ml.smem((bkv, d))
-  ml.copy(k.at[b, ml.ds(i * bkv, bkv), hk, :], k_s)
-  ml.copy(v.at[b, ml.ds(i * bkv, bkv), hk, :], v_s)
-  q_s = ml.smem((bq, d))
-  do_s = ml.smem((bq, d))
-  lse_s = ml.smem((bq,))
-  delta_s = ml.smem((bq,))
+  k_s, v_s, q_s, do_s, lse_s, delta_s, first, count = key_block(q, k, v, b, i, hk, bq, bkv, causal)
   c = scale * LOG2E
   dk_acc = ml.zeros((bkv, d), jnp.float32)
   dv_acc = ml.zeros((bkv, d), jnp.float32)
-  first = 0
-  if causal:
-    first = i * bkv // bq                    # query blocks before it see none of these keys
-  count = ml.cdiv(q.shape[1], bq) - first     # the last query block may be partial
   for t in ml.range(g * count, stages=stages, warp_specialize=ws):
     h = hk * g + t // count
     j = first + t % count
@@ -440,24 +449,13 @@ def dkv_dq_kernel(q, k, v, do, lse, delta, dk, dv, dq_acc, *, bq: ml.constexpr, 
   b = ml.program_id(2)
   g = q.shape[2] // k.shape[2]
   d = q.shape[3]
-  k_s = ml.smem((bkv, d))
-  v_s = ml.smem((bkv, d))
-  ml.copy(k.at[b, ml.ds(i * bkv, bkv), hk, :], k_s)
-  ml.copy(v.at[b, ml.ds(i * bkv, bkv), hk, :], v_s)
-  q_s = ml.smem((bq, d))
-  do_s = ml.smem((bq, d))
-  lse_s = ml.smem((bq,))
-  delta_s = ml.smem((bq,))
+  k_s, v_s, q_s, do_s, lse_s, delta_s, first, count = key_block(q, k, v, b, i, hk, bq, bkv, causal)
   ds_s = ml.smem((bkv, bq))
   dq_s = ml.smem((d, bq) if d >= 128 else (bq, d), jnp.float32)     # as dq_transposed(d)
   bufs = (k_s, v_s, q_s, do_s, lse_s, delta_s, ds_s, dq_s, dq_acc)
   c = scale * LOG2E
   dk_acc = ml.zeros((bkv, d), jnp.float32)
   dv_acc = ml.zeros((bkv, d), jnp.float32)
-  first = 0
-  if causal:
-    first = i * bkv // bq
-  count = ml.cdiv(q.shape[1], bq) - first     # the last query block may be partial
   if causal and split_mask:
     diag = ml.minimum(((i + 1) * bkv + bq - 1) // bq - first, count)     # blocks the diagonal crosses
     for t in ml.range(g * diag, stages=stages, warp_specialize=ws):
