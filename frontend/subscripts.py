@@ -14,6 +14,7 @@ from .missing import missing_hint
 from .torch_hints import torch_method_hint
 from .ops import METHODS, REF_METHODS, gather, memory, roll, shape, transfers
 from .ops.base import is_tensor, is_value, keep_weak, kind_of, static_number
+from .ops.vector_views import strided_vector
 from .ops.index_hints import (check_tensor_steps, run_window_hint, scatter_set_hint, strided_last_axis,
                               table_lookup_hint)
 from .assign import DICTS_FIXED, SCATTER_HINT, At, holds_value, is_whole
@@ -248,6 +249,7 @@ class Subscripts:
         return out
       if is_tensor(base):         # (a weakly typed tensor's elements stay weak, as in jnp)
         strided = strided_last_axis(cx, base, index)    # x[:, 1::2]: a reshape and an index in registers
+        strided = strided if strided is not None else strided_vector(cx, base, index)   # m[1::2] of 192
         if strided is not None:
           return keep_weak(self.b, [base], strided)
         if (rev := roll.reversed_axes(base, index)) is not None:    # v[:, ::-1]: jnp.flip, through SMEM

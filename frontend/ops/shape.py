@@ -10,9 +10,7 @@ from __future__ import annotations
 import enum
 import math
 
-from .. import errors as E
-from .. import hw
-from .. import ir
+from .. import errors as E, hw, ir
 from ..dtypes import DType
 from ..ir import LayoutRule, Traits
 from ..types import ScalarType, TensorType, dtype_name, resolve
@@ -20,6 +18,7 @@ from ..infer import unify
 from ..shape_hints import padded_for, scalar_reshape_hint
 from . import elementwise as ew
 from .base import builtin, check_register_value, is_tensor, is_value, kind_of, static_shape, unroll_hint, shown
+from .vector_views import check_vector_reshape
 
 
 class ReduceKind(enum.Enum):
@@ -154,6 +153,7 @@ def reshape_(cx, x, shape):
         hint="a reshape keeps the number of elements")
   if shape == x.type.shape:
     return x
+  check_vector_reshape(cx, x, shape)      # (192,) into (2, 96): no register tensor holds it
   if len(shape) == 2 and shape == x.type.shape[::-1] and 1 in shape and math.prod(shape) % hw.WARPGROUP and (
       resolve(x.type.dtype) != DType.bool_):
     return transpose_tensor(cx, x, x.name or "")   # (n, 1) <-> (1, n): laid out apart unless n fills warpgroups

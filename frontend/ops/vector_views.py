@@ -1,0 +1,108 @@
+"""Strided slices and 2-D reshapes of 1-D register vectors of any length a vector may have (a
+multiple of 8 elements), not only of a multiple of 128 (one element a thread of a warpgroup): a
+row statistic of a 192-row tile, `m[1::2]` and `m.reshape(2, 96)`.
+
+`v[a:b:k]` of an n-element vector is jnp's result for any static bounds and a step k > 1: the
+vector padded with zeros to a length P that the (P // k, k) reshape holds in registers, that
+reshape's column a % k (through SMEM, as `v.reshape(..., n // k, k)[..., j]` of a long vector is),
+then its window of the trips' elements. A 2-D reshape of a vector whose elements no 2-D register
+tensor holds (fewer or not a multiple of 128) is an error at the reshape naming the slices that
+give its rows or columns."""
+from __future__ import annotations
+
+import math
+
+from .. import errors as E
+from .. import hw
+
+
+def _int(v) -> bool:
+  return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _one_slice(index):
+  """The slice of `v[s]`, `v[s,]` or `v[..., s]` of a 1-D tensor; else None."""
+  items = index if isinstance(index, tuple) else (index,)
+  items = tuple(i for i in items if i is not Ellipsis) if sum(i is Ellipsis for i in items) <= 1 else ()
+  return items[0] if len(items) == 1 and isinstance(items[0], slice) else None
+
+
+def strided_vector(cx, x, index):
+  """`v[a:b:k]` (k > 1, static bounds) of a 1-D register vector: jnp's result, or None where the
+  result is no register vector (its length not a multiple of 8) or the index is something else (the
+  slice-step error then reports it)."""
+  from .base import is_tensor
+  from .elementwise import full_
+  from .shape import concatenate, expand, reshape_
+  from ..types import resolve
+  s = _one_slice(index)
+  if not is_tensor(x) or len(x.type.shape) != 1 or s is None:
+    return None
+  if not (_int(s.step) and s.step > 1 and all(v is None or _int(v) for v in (s.start, s.stop))):
+    return None
+  n, k = x.type.shape[0], s.step
+  a, b, _ = s.indices(n)
+  count = len(range(a, b, k))
+  if n % 8 or count == 0:
+    return None
+  if count % 8:
+    raise _short_result(cx, x, s, n, a, k, count)
+  unit = math.lcm(hw.WARPGROUP, 8 * k)         # P: P % 128 == 0 (the reshape), (P // k) % 8 == 0 (its column)
+  p = -(-n // unit) * unit
+  if p > n:
+    x = concatenate.rule(cx, [x, full_(cx, (p - n,), 0, resolve(x.type.dtype), "ml.zeros")], 0)
+  col = expand(cx, reshape_(cx, x, (p // k, k)), (slice(None), a % k))
+  first = a // k
+  return col if (first, count) == (0, p // k) else expand(cx, col, (slice(first, first + count),))
+
+
+def check_vector_reshape(cx, x, shape):
+  """A reshape of a 1-D vector into a 2-D shape (or more) that no register tensor holds: its
+  elements are not a multiple of 128. The error is at the reshape, with the slices that give the
+  reshape's rows or columns as vectors."""
+  from .base import is_tensor
+  if not is_tensor(x) or len(x.type.shape) != 1 or sum(d != 1 for d in shape) < 2:
+    return
+  n = x.type.shape[0]
+  if n % hw.WARPGROUP == 0:
+    return
+  name = x.name if (x.name or "").isidentifier() else "v"
+  dims = [d for d in shape if d != 1]
+  rows, cols = math.prod(dims[:-1]), dims[-1]
+  fits = lambda m: m % 8 == 0 or m % hw.WARPGROUP == 0
+  ways = []
+  if fits(cols):
+    ways.append(f"row r of it is the vector {name}[r * {cols}:(r + 1) * {cols}] (stored with"
+                f" out.at[r][...] = {name}[r * {cols}:(r + 1) * {cols}] for r in ml.static_range({rows}))")
+  if fits(rows):
+    ways.append(f"column j of it is the vector {name}[j::{cols}] (a strided slice of the vector)")
+  unit = math.lcm(hw.WARPGROUP, cols)
+  p = -(-n // unit) * unit
+  ways.append(f"or pad it to a length that fills the threads: ml.concatenate([{name}, ml.zeros(({p - n},),"
+              f" {name}.dtype)]).reshape({p // cols}, {cols}), whose first {rows} rows are the reshape: store"
+              f" them with out.at[ml.ds(0, {p // cols})].store(padded, mask=ml.arange({p // cols})[:, None] < {rows})")
+  raise E.LayoutError(
+      f"reshape of {name}, a vector of {n} elements, into {tuple(shape)}: a register tensor of more than one"
+      f" axis needs a multiple of {hw.WARPGROUP} elements (one per thread of a warpgroup; a 1-D vector only a"
+      f" multiple of 8)", cx.loc,
+      hint="keep it a vector: " + "; ".join(ways))
+
+
+def _short_result(cx, x, s, n, a, k, count):
+  """`v[::4]` of a 40-element vector: 10 elements, which no register vector holds (a multiple of 8).
+  The hint pads the vector so that the slice takes a multiple of 8 elements, the first `count` of
+  which are the slice's, and stores those under a mask."""
+  text = x.name or "v"
+  name = text if text.isidentifier() else "v"
+  bind = "" if name == text else f"v = {text}; "
+  want = -(-count // 8) * 8
+  stop = a + k * want
+  length = max(n, -(-stop // 8) * 8)
+  part = lambda v: "" if v is None else str(v)
+  shown_slice = f"{part(s.start)}:{part(s.stop)}:{s.step}"
+  pad = f"ml.concatenate([{name}, ml.zeros(({length - n},), {name}.dtype)])" if length > n else name
+  return E.LayoutError(
+      f"{text}[{shown_slice}] has {count} elements: a 1-D register vector needs a multiple of 8 elements",
+      cx.loc,
+      hint=f"take {want} elements and keep the first {count}: {bind}w = {pad}[{a}:{stop}:{k}], then store them with"
+           f" out.at[ml.ds(0, {want})].store(w, mask=ml.arange({want}) < {count})")

@@ -1,0 +1,155 @@
+"""Probe 36a (known leftovers, fixed as classes): strided slices and reshapes of 1-D vectors whose
+length is not a multiple of 128, full reductions in a ping-pong loop, descending loops near int32's
+limits, hardware facts stated once, and jax.vmap's keyword check without frame names."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from locate import expect
+
+S = jax.ShapeDtypeStruct
+F32 = jnp.float32
+
+
+def _export(kernel, *specs, **constexprs):
+  fn = jax.jit(lambda *a: kernel(*a, **constexprs))
+  return jax.export.export(fn, platforms=["cuda"])(*specs).mlir_module()
+
+
+# ---------------------------------------------------------------- strided slices of short vectors
+def _row_max_strided(block, rows, sl):
+  count = len(range(*sl.indices(rows)))
+
+  @mg.mgpu_kernel(out_shape=lambda x: S((count,), x.dtype), block=block)
+  def kernel(x, out):
+    m = ml.max(x[...], axis=1)
+    out[...] = m[sl]
+  return kernel
+
+
+_STRIDED = [(192, slice(1, None, 2)), (192, slice(2, None, 3)), (192, slice(16, None, 2)),
+            (192, slice(1, 33, 2)), (320, slice(3, None, 5)), (64, slice(1, None, 2)), (136, slice(0, None, 17))]
+
+
+@pytest.mark.parametrize("block", [128, 256, 384])
+@pytest.mark.parametrize("rows,sl", _STRIDED)
+def test_a_strided_slice_of_a_row_statistic_of_any_vector_length_is_jnps(block, rows, sl):
+  """`m[1::2]` of a 192-element row statistic was MG003 (the slice needed a multiple of 128
+  elements): the vector is padded to a length the (P // k, k) reshape holds, and its column taken."""
+  kernel = _row_max_strided(block, rows, sl)
+  x = np.random.default_rng(rows).standard_normal((rows, 128)).astype(np.float32)
+  np.testing.assert_array_equal(np.asarray(kernel(x, interpret=True)), np.max(x, axis=1)[sl])
+  _export(kernel, S((rows, 128), F32))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0] // 3,), x.dtype), block=256)
+def every_third_bf16(x, out):
+  v = x[...] * 2
+  out[...] = v[1::3]
+
+
+def test_a_strided_slice_of_a_short_loaded_vector_keeps_its_dtype():
+  x = (np.arange(192) - 96).astype(jnp.bfloat16)
+  got = every_third_bf16(x, interpret=True)
+  assert got.dtype == jnp.bfloat16
+  np.testing.assert_array_equal(np.asarray(got, np.float32), (np.asarray(x, np.float32) * 2)[1::3])
+  _export(every_third_bf16, S((192,), jnp.bfloat16))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((10,), x.dtype), block=256)
+def ten_of_forty(x, out):
+  v = x[...] * 2
+  out[...] = v[::4]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((10,), x.dtype), block=256)
+def ten_of_forty_fixed(x, out):
+  v = x[...] * 2
+  w = ml.concatenate([v, ml.zeros((24,), v.dtype)])[0:64:4]
+  out.at[ml.ds(0, 16)].store(w, mask=ml.arange(16) < 10)
+
+
+def test_a_strided_slice_no_vector_holds_says_why_and_the_hint_works():
+  """`v[::4]` of 40 elements (10) said "strided slices are not supported", with a hint that read 10
+  elements again; the error now names the length and the hint pads the vector."""
+  expect(ten_of_forty, [S((40,), F32)], mg.LayoutError, "v[::4]",
+         "v[::4] has 10 elements: a 1-D register vector needs a multiple of 8 elements",
+         hint="take 16 elements and keep the first 10: w = ml.concatenate([v, ml.zeros((24,), v.dtype)])[0:64:4],"
+              " then store them with out.at[ml.ds(0, 16)].store(w, mask=ml.arange(16) < 10)")
+  x = np.arange(40, dtype=np.float32)
+  np.testing.assert_array_equal(np.asarray(ten_of_forty_fixed(x, interpret=True)), (x * 2)[::4])
+  _export(ten_of_forty_fixed, S((40,), F32))
+
+
+# ---------------------------------------------------------------- 2-D reshapes of short vectors
+@mg.mgpu_kernel(out_shape=lambda x: S((2, x.shape[0] // 2), x.dtype), block=384)
+def stat_as_two_rows(x, out):
+  m = ml.max(x[...], axis=1)
+  out[...] = m.reshape((2, 96))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0] // 2, 2), x.dtype), block=256)
+def stat_as_pairs(x, out):
+  m = ml.sum(x[...], axis=1)
+  y = m.reshape(96, 2)
+  out[...] = y
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((2, 96), x.dtype), block=384)
+def stat_as_two_rows_sliced(x, out):
+  m = ml.max(x[...], axis=1)
+  for r in ml.static_range(2):
+    out.at[r][...] = m[r * 96:(r + 1) * 96]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((96, 2), x.dtype), block=256)
+def stat_as_pairs_padded(x, out):
+  m = ml.sum(x[...], axis=1)
+  padded = ml.concatenate([m, ml.zeros((64,), m.dtype)]).reshape(128, 2)
+  out.at[ml.ds(0, 128)].store(padded, mask=ml.arange(128)[:, None] < 96)
+
+
+def test_a_reshape_of_a_short_vector_into_two_axes_is_an_error_at_the_reshape_whose_hint_works():
+  """`m.reshape((2, 96))` of a 192-element row statistic was MG204 at the store, naming `m` with the
+  reshape's shape and a hint to work on 128-element tiles; the error is at the reshape now and its
+  hint's slices (rows) and padding (any shape) compute the reshape."""
+  expect(stat_as_two_rows, [S((192, 128), F32)], mg.LayoutError, "m.reshape((2, 96))",
+         "reshape of m, a vector of 192 elements, into (2, 96): a register tensor of more than one axis needs a"
+         " multiple of 128 elements (one per thread of a warpgroup; a 1-D vector only a multiple of 8)",
+         hint="keep it a vector: row r of it is the vector m[r * 96:(r + 1) * 96] (stored with out.at[r][...] ="
+              " m[r * 96:(r + 1) * 96] for r in ml.static_range(2)); or pad it to a length that fills the threads:"
+              " ml.concatenate([m, ml.zeros((192,), m.dtype)]).reshape(4, 96), whose first 2 rows are the reshape:"
+              " store them with out.at[ml.ds(0, 4)].store(padded, mask=ml.arange(4)[:, None] < 2)")
+  e = expect(stat_as_pairs, [S((192, 128), F32)], mg.LayoutError, "m.reshape(96, 2)",
+             "reshape of m, a vector of 192 elements, into (96, 2): a register tensor of more than one axis needs a"
+             " multiple of 128 elements (one per thread of a warpgroup; a 1-D vector only a multiple of 8)")
+  assert "column j of it is the vector m[j::2]" in e.hint and ".reshape(128, 2)" in e.hint
+  x = np.random.default_rng(0).standard_normal((192, 128)).astype(np.float32)
+  np.testing.assert_array_equal(np.asarray(stat_as_two_rows_sliced(x, interpret=True)), x.max(1).reshape(2, 96))
+  np.testing.assert_allclose(np.asarray(stat_as_pairs_padded(x, interpret=True)), x.sum(1).reshape(96, 2),
+                             rtol=1e-5, atol=1e-5)
+  _export(stat_as_two_rows_sliced, S((192, 128), F32))
+  _export(stat_as_pairs_padded, S((192, 128), F32))
+
+
+@pytest.mark.gpu
+def test_gpu_strided_slices_and_padded_reshapes_of_short_vectors_match_interpret_mode():
+  """The padded strided slice (a concatenation with zeros, a reshape and a column through SMEM) on
+  the GPU, at one to three warpgroups (written in session 36; not yet run on the H200)."""
+  x = np.random.default_rng(1).standard_normal((192, 128)).astype(np.float32)
+  for block in (128, 256, 384):
+    for rows, sl in _STRIDED:
+      kernel = _row_max_strided(block, rows, sl)
+      xr = np.random.default_rng(rows).standard_normal((rows, 128)).astype(np.float32)
+      np.testing.assert_array_equal(np.asarray(jax.jit(kernel)(xr)), np.asarray(kernel(xr, interpret=True)))
+  y = (np.arange(192) - 96).astype(jnp.bfloat16)
+  np.testing.assert_array_equal(np.asarray(jax.jit(every_third_bf16)(y), np.float32),
+                                np.asarray(every_third_bf16(y, interpret=True), np.float32))
+  x40 = np.arange(40, dtype=np.float32)
+  np.testing.assert_array_equal(np.asarray(jax.jit(ten_of_forty_fixed)(x40)),
+                                np.asarray(ten_of_forty_fixed(x40, interpret=True)))
+  for k in (stat_as_two_rows_sliced, stat_as_pairs_padded):
+    np.testing.assert_allclose(np.asarray(jax.jit(k)(x)), np.asarray(k(x, interpret=True)), rtol=1e-5, atol=1e-5)
