@@ -49,7 +49,7 @@ def _check_split_reductions(kernel) -> None:
   statistics), so a reduction across rows would combine only a warpgroup's share: on the
   H200 the column sums of a 256-row tile at block=256 came out wrong. A full reduction (a
   scalar) combines the warpgroups' shares (smem.exchange_slots); one along the rows, into a
-  vector, is rejected, as is any in a ping-pong kernel (whose warpgroups run a turn apart)."""
+  vector, is rejected (pingpong.py rejects full ones where a ping-pong loop's warpgroup holds the turn)."""
   from .ops.shape import Reduce
   from .smem import exchange_slots
   if kernel.block <= hw.WARPGROUP:

@@ -68,6 +68,7 @@ def _check(kernel, loop) -> None:
     raise E.WarpSpecializeError(
         "this pingpong=True loop issues no dot: the warpgroups take turns on the tensor cores", loop.loc,
         hint="drop pingpong=True")
+  _check_reductions(kernel, loop)
   for o in ir.walk(loop.body):
     t = ir.traits_of(o)
     through_smem = t.moves_elements and any(r is not None and getattr(r.type, "space", None) == Space.SMEM
@@ -78,6 +79,52 @@ def _check(kernel, loop) -> None:
           " loop run a turn apart, so they would meet at different points of the loop", o.loc,
           hint="move this out of the loop (SMEM written from registers, a transpose, a scan or a TMA"
                " store need all threads to meet), or drop pingpong=True")
+
+
+def _check_reductions(kernel, loop) -> None:
+  """A full reduction whose warpgroups combine their parts (smem.exchange_slots) makes them meet:
+  between the body's first and last dot (where neither holds the turn: the softmax of attention)
+  they both get there; elsewhere the one holding the turn would wait for the other, which waits for
+  that turn (a hang on the GPU)."""
+  from .ops.shape import Reduce
+  from .smem import exchange_slots
+  ops = loop.body.ops
+  dots = [i for i, o in enumerate(ops) if _issues_dot(o)]
+  first, last = dots[0], dots[-1]
+  for i, top in enumerate(ops):
+    if first < i < last or first == last:
+      continue
+    for o in [top, *(x for r in top.regions for x in ir.walk(getattr(top, r)))]:
+      if isinstance(o, Reduce) and exchange_slots(kernel, o):
+        raise E.WarpSpecializeError(
+            "this full reduction combines the two warpgroups' parts, so they must meet here, but here one"
+            " warpgroup of the pingpong=True loop holds the turn on the tensor cores, waiting for the other,"
+            " which waits for that turn", o.loc,
+            hint=_reduction_hint(o, first != last))
+
+
+def _reduction_hint(o, two_dots: bool) -> str:
+  """Where the loop accumulates the reduction with its own operation (`s = s + ml.sum(x)`), carry
+  per-row (or per-element) parts, each warpgroup's own, and reduce them after the loop; else reduce
+  between the two dots (where neither warpgroup holds the turn), or leave ping-pong off."""
+  from .types import dtype_name, resolve
+  x = o.x.name if (o.x.name or "").isidentifier() else "x"
+  kind = o.kind.value
+  fn = f"ml.{kind}"
+  dt = f"jnp.{dtype_name(resolve(o.x.type.dtype))}"
+  whole = f"{fn}({x})"
+  part = f"{fn}({x}, axis=1)" if len(o.x.type.shape) == 2 else x
+  n = (o.x.type.shape[0],)
+  if kind == "sum":
+    acc, step, start = f"s = s + {whole}", f"part = part + {part}", f"part = ml.zeros({n}, {dt})"
+  else:
+    f = "ml.maximum" if kind == "max" else "ml.minimum"
+    inf = "float('-inf')" if kind == "max" else "float('inf')"
+    acc, step, start = f"s = {f}(s, {whole})", f"part = {f}(part, {part})", f"part = ml.full({n}, {inf}, {dt})"
+  where = "reduce between the loop's first and last ml.dot (where neither warpgroup holds the turn), or" if two_dots else ""
+  return (f"where the loop accumulates it ({acc}), carry parts each warpgroup reduces alone and reduce them after"
+          f" the loop, where the warpgroups meet: {start} before the loop, {step} in it, s = {fn}(part) after it;"
+          f" else {where} drop pingpong=True")
 
 
 def _insert(block: ir.Block, loop: For) -> None:

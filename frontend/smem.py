@@ -277,10 +277,9 @@ def scratch_dtype(o: Reduce) -> DType:
 def exchange_slots(kernel, o: Reduce) -> int:
   """Scratch slots, one a warpgroup, through which the warpgroups combine their parts of a full
   reduction of a tensor they split by rows (a Layout.wgs strided tensor; a tensor-core tile or
-  its row statistic, outside ping-pong kernels, whose warpgroups run a turn apart and could not meet:
-  a warp-specialised kernel's compute warpgroups meet at their own barrier); 0 for any other
-  reduction."""
-  from .ops.control import For
+  its row statistic: a warp-specialised kernel's compute warpgroups meet at their own barrier, and
+  in a ping-pong loop's body pingpong.py rejects the places where one warpgroup holds the turn,
+  where they could not meet); 0 for any other reduction."""
   warpgroups = kernel.block // hw.WARPGROUP
   lay = o.x.type.layout
   full = len(o.axes) == len(o.x.type.shape) and not (o.results and isinstance(o.result.type, TensorType))
@@ -289,11 +288,7 @@ def exchange_slots(kernel, o: Reduce) -> int:
   if lay.wgs > 1:
     return warpgroups
   split_tile = lay.kind == LayoutKind.WGMMA and 0 not in lay.drop and not lay.whole
-  if not split_tile:
-    return 0
-  if any(isinstance(x, For) and x.pingpong for x in ir.walk(kernel.body)):
-    return 0
-  return warpgroups
+  return warpgroups if split_tile else 0
 
 
 def plan_scratch(kernel, builder) -> None:

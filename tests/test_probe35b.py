@@ -507,12 +507,17 @@ def test_a_full_reduction_in_a_warp_specialised_kernel_combines_the_compute_warp
   _export(ws_amax, S(a.shape, F16), S(b.shape, F16), wg=wg)
 
 
-def test_a_full_reduction_in_a_ping_pong_kernel_stays_an_error():
-  """Ping-pong's warpgroups run a turn apart: there a full reduction of a split tile stays MG204."""
+def test_a_full_reduction_after_a_ping_pong_loop_combines_the_compute_warpgroups():
+  """Ping-pong's warpgroups run a turn apart in the loop, but both have left it (warpgroup 0 took the
+  last turn warpgroup 1 passed) where the epilogue reduces: it was MG204, it combines the parts now
+  (in the body, where a warpgroup holds the turn, it is MG503: test_probe36a)."""
   a, b = _ws_inputs(2)
-  with pytest.raises(mg.LayoutError) as e:
-    ws_amax.check(S(a.shape, F16), S(b.shape, F16), wg=2, pingpong=True)
-  assert "splits among 2 warpgroups" in e.value.message
+  x = _acc(a, b)
+  o, stats, idx = ws_amax(a, b, wg=2, pingpong=True, interpret=True)
+  _close(o, x / np.abs(x).max(), 1e-3)
+  _close(stats, np.array([np.abs(x).max(), x.max(1).sum()], np.float32), 1e-2)
+  assert int(idx[0]) == int(x.argmin())
+  _export(ws_amax, S(a.shape, F16), S(b.shape, F16), wg=2, pingpong=True)
 
 
 @pytest.mark.gpu
@@ -524,6 +529,17 @@ def test_a_full_reduction_in_a_warp_specialised_kernel_gpu(wg):
   _close(got[:2], want[:2], 1e-3)
   x = _acc(a, b).reshape(-1)
   _close(x[np.asarray(got[2])], x[np.asarray(want[2])], 1e-4)     # (the same value: see _same_picks)
+
+
+@pytest.mark.gpu
+def test_a_full_reduction_after_a_ping_pong_loop_gpu():
+  """(Written in session 36; not yet run on the H200.)"""
+  a, b = _ws_inputs(2, seed=5)
+  got = jax.jit(lambda a, b: ws_amax(a, b, wg=2, pingpong=True))(a, b)
+  want = ws_amax(a, b, wg=2, pingpong=True, interpret=True)
+  _close(got[:2], want[:2], 1e-3)
+  x = _acc(a, b).reshape(-1)
+  _close(x[np.asarray(got[2])], x[np.asarray(want[2])], 1e-4)
 
 
 # ---------------------------------------------------------------- a producer warpgroup past 1024 threads (B4)

@@ -153,3 +153,113 @@ def test_gpu_strided_slices_and_padded_reshapes_of_short_vectors_match_interpret
                                 np.asarray(ten_of_forty_fixed(x40, interpret=True)))
   for k in (stat_as_two_rows_sliced, stat_as_pairs_padded):
     np.testing.assert_allclose(np.asarray(jax.jit(k)(x)), np.asarray(k(x, interpret=True)), rtol=1e-5, atol=1e-5)
+
+
+# ---------------------------------------------------------------- full reductions and ping-pong loops
+F16 = jnp.float16
+
+
+def _pp_out(q, k, v, *, where):
+  return S((q.shape[0], v.shape[1]), F32), S((1,), F32)
+
+
+@mg.mgpu_kernel(out_shape=_pp_out, block=256)
+def pp_reduce(q, k, v, o, tot, *, where):
+  q_s, k_s, v_s = ml.smem((128, 64), q.dtype), ml.smem((64, 64), k.dtype), ml.smem((64, 64), v.dtype)
+  ml.copy(q, q_s)
+  acc = ml.zeros((128, 64), jnp.float32)
+  s = 0.0
+  for j in ml.range(k.shape[0] // 64, stages=2, warp_specialize=True, pingpong=True):
+    ml.copy(k.at[ml.ds(j * 64, 64)], k_s)
+    ml.copy(v.at[ml.ds(j * 64, 64)], v_s)
+    p = ml.exp(ml.dot(q_s, k_s.T) * 0.01)
+    if where == "between":
+      s = s + ml.sum(p)
+    acc = ml.dot(p.astype(q.dtype), v_s, acc)
+    if where == "end":
+      s = s + ml.sum(acc)
+  o[...] = acc
+  if where == "after":
+    s = ml.max(ml.abs(acc))
+  tot[0] = s
+
+
+@mg.mgpu_kernel(out_shape=lambda q, k, v: (S((q.shape[0], v.shape[1]), F32), S((1,), F32)), block=256)
+def pp_reduce_end_fixed(q, k, v, o, tot):
+  q_s, k_s, v_s = ml.smem((128, 64), q.dtype), ml.smem((64, 64), k.dtype), ml.smem((64, 64), v.dtype)
+  ml.copy(q, q_s)
+  acc = ml.zeros((128, 64), jnp.float32)
+  part = ml.zeros((128,), jnp.float32)
+  for j in ml.range(k.shape[0] // 64, stages=2, warp_specialize=True, pingpong=True):
+    ml.copy(k.at[ml.ds(j * 64, 64)], k_s)
+    ml.copy(v.at[ml.ds(j * 64, 64)], v_s)
+    p = ml.exp(ml.dot(q_s, k_s.T) * 0.01)
+    acc = ml.dot(p.astype(q.dtype), v_s, acc)
+    part = part + ml.sum(acc, axis=1)
+  o[...] = acc
+  s = ml.sum(part)
+  tot[0] = s
+
+
+_PP_SPECS = (S((128, 64), F16), S((256, 64), F16), S((256, 64), F16))
+
+
+def _pp_inputs(seed=0):
+  rng = np.random.default_rng(seed)
+  return [rng.standard_normal(s.shape).astype(np.float16) for s in _PP_SPECS]
+
+
+def _pp_reference(q, k, v, where):
+  q, k, v = (np.asarray(t, np.float32) for t in (q, k, v))
+  acc, s = np.zeros((128, 64), np.float32), 0.0
+  for j in range(k.shape[0] // 64):
+    p = np.exp(q @ k[j * 64:(j + 1) * 64].T * 0.01)
+    s += p.sum() if where == "between" else 0.0
+    acc = acc + p.astype(np.float16).astype(np.float32) @ v[j * 64:(j + 1) * 64]
+    s += acc.sum() if where == "end" else 0.0
+  return acc, np.abs(acc).max() if where == "after" else s
+
+
+@pytest.mark.parametrize("where", ["between", "after"])
+def test_a_full_reduction_where_no_warpgroup_holds_the_turn_works_in_a_ping_pong_kernel(where):
+  """`ml.sum(...)` to a scalar of a split tile in a kernel with a pingpong=True loop was MG204 anywhere;
+  the warpgroups meet without a hang after the loop and between the body's dots, so it combines there."""
+  q, k, v = _pp_inputs()
+  o, tot = pp_reduce(q, k, v, where=where, interpret=True)
+  acc, s = _pp_reference(q, k, v, where)
+  np.testing.assert_allclose(np.asarray(o), acc, rtol=2e-2, atol=2e-2)
+  np.testing.assert_allclose(float(tot[0]), s, rtol=1e-3)
+  _export(pp_reduce, *_PP_SPECS, where=where)
+
+
+def test_a_full_reduction_where_a_warpgroup_holds_the_turn_is_an_error_whose_hint_works():
+  """After the body's last dot warpgroup 0 holds the turn: a combine there would wait for warpgroup 1,
+  which waits for that turn (a hang on the GPU; MG204 before, naming the split rows)."""
+  expect(pp_reduce, _PP_SPECS, mg.WarpSpecializeError, "ml.sum(acc)",
+         "this full reduction combines the two warpgroups' parts, so they must meet here, but here one warpgroup"
+         " of the pingpong=True loop holds the turn on the tensor cores, waiting for the other, which waits for"
+         " that turn",
+         hint="where the loop accumulates it (s = s + ml.sum(acc)), carry parts each warpgroup reduces alone and"
+              " reduce them after the loop, where the warpgroups meet: part = ml.zeros((128,), jnp.float32) before"
+              " the loop, part = part + ml.sum(acc, axis=1) in it, s = ml.sum(part) after it; else reduce between"
+              " the loop's first and last ml.dot (where neither warpgroup holds the turn), or drop pingpong=True",
+         where="end")
+  q, k, v = _pp_inputs()
+  o, tot = pp_reduce_end_fixed(q, k, v, interpret=True)
+  np.testing.assert_allclose(float(tot[0]), _pp_reference(q, k, v, "end")[1], rtol=1e-3)
+  _export(pp_reduce_end_fixed, *_PP_SPECS)
+
+
+@pytest.mark.gpu
+def test_gpu_full_reductions_in_ping_pong_kernels_match_interpret_mode():
+  """The combine (two barriers of the compute warpgroups) after a ping-pong loop and between its dots
+  (written in session 36; not yet run on the H200)."""
+  q, k, v = _pp_inputs(3)
+  for where in ("between", "after"):
+    got = jax.jit(lambda *a: pp_reduce(*a, where=where))(q, k, v)
+    want = pp_reduce(q, k, v, where=where, interpret=True)
+    for g, w in zip(got, want):
+      np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-2, atol=1e-2)
+  got, want = jax.jit(pp_reduce_end_fixed)(q, k, v), pp_reduce_end_fixed(q, k, v, interpret=True)
+  for g, w in zip(got, want):
+    np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-2, atol=1e-2)
