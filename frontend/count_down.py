@@ -11,7 +11,8 @@ from .ops.base import is_value
 
 def descending(node, it, bounds, nodes):
   """`for i in range(a, b, -s)` (a static negative step: a backward scan; ml.range's too, its options
-  kept) as the loop that counts up, `for k in range(count): i = a - k * s`, count = (a - b - 1) // s + 1 (no trips where a <= b);
+  kept) as the loop that counts up, `for k in range(count): i = a - k * s`, count = (a - b - 1) // s + 1 (no trips where a <= b),
+  computed without wrapping;
   None where a bound spread from a tuple has no expression to count with."""
   start, stop, step = bounds
   exprs = []
@@ -27,11 +28,16 @@ def descending(node, it, bounds, nodes):
   if isinstance(start, int) and isinstance(stop, int):
     count = where(ast.Constant(len(range(start, stop, step))))
   else:
-    # (a - b - 1) // s + 1, at most 0 where a <= b: `(a - b + s - 1) // s` wrapped for a within s - 1
-    # of 2**31 - 1 (range(n - 1, -1, -2**28) with n near 2**31 ran no trip)
-    span = where(ast.BinOp(where(ast.BinOp(a, ast.Sub(), b)), ast.Sub(), where(ast.Constant(1))))
-    count = where(ast.BinOp(where(ast.BinOp(span, ast.FloorDiv(), where(ast.Constant(-step)))), ast.Add(),
-                            where(ast.Constant(1))))
+    # (a - b - 1) // s + 1 where a > b, else 0, without computing a - b, which wraps where the bounds are
+    # far apart (range(2**31 - 1, -2**31 + 5, -2**30) ran no trip, range(-2**31 + 10, 2**31 - 1, -3) four):
+    # with a = qa * s + ra and b = qb * s + rb (floor division, 0 <= r < s) it is qa - qb + (ra > rb), whose
+    # terms fit the counter's type; times (a > b), which also keeps unsigned bounds with a <= b from wrapping
+    op = lambda x, o, y: where(ast.BinOp(x, o, y))
+    gt = lambda x, y: where(ast.Compare(x, [ast.Gt()], [y]))
+    s = where(ast.Constant(-step))
+    q = lambda x: op(x, ast.FloorDiv(), s)
+    r = lambda x: op(x, ast.Mod(), s)
+    count = op(op(op(q(a), ast.Sub(), q(b)), ast.Add(), gt(r(a), r(b))), ast.Mult(), gt(a, b))
   index = ast.copy_location(ast.Assign(
       targets=[ast.copy_location(ast.Name(node.target.id, ast.Store()), node.target)],
       value=where(ast.BinOp(a, ast.Add(), where(ast.BinOp(where(ast.Name(k, ast.Load())), ast.Mult(),
