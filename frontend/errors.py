@@ -12,6 +12,7 @@ a traceback names them as users import them.
 """
 from __future__ import annotations
 
+from . import hw
 from .loc import Loc, UNKNOWN
 
 
@@ -105,7 +106,7 @@ InputWriteError = _error("InputWriteError", "MG303", "A write into a kernel inpu
 
 # TMA and SMEM limits.
 TmaLimitError = _error("TmaLimitError", "MG401", "A copy the TMA engine cannot do (box, rank, 16-byte rules).")
-SmemCapacityError = _error("SmemCapacityError", "MG402", "SMEM buffers larger than the 227 KiB (less 16 bytes) a kernel may use.")
+SmemCapacityError = _error("SmemCapacityError", "MG402", f"SMEM buffers larger than the {hw.SMEM_WORDS} a kernel may use.")
 RegisterCapacityError = _error("RegisterCapacityError", "MG403",
                                "A register value far larger than a thread's registers can hold.")
 

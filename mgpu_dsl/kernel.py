@@ -21,7 +21,7 @@ from . import dump
 from . import narrowing
 from . import wrap
 from .bench import caller_loc, has_gpu
-from .frontend import compile as fc
+from .frontend import compile as fc, hw
 from .frontend import errors as E
 from .frontend import ir as kir
 from .frontend import language as L
@@ -331,10 +331,10 @@ class KernelFunction:
     block = self.block
     if callable(block):
       block = meta_calls.call_with_meta(block, args, constexprs, "block", at("block"), self.parsed.ref_params[:len(args)])
-    if not isinstance(block, int) or isinstance(block, bool) or block % 128 or not 128 <= block <= 1024:
+    if not isinstance(block, int) or isinstance(block, bool) or block % hw.WARPGROUP or not hw.WARPGROUP <= block <= hw.MAX_BLOCK:
       raise E.LaunchConfigError(
-          f"block must be a multiple of 128 threads (one warpgroup) between 128 and 1024, got {block!r}",
-          at("block"), hint="Mosaic GPU works in warpgroups of 128 threads: use block=128, 256 or 384")
+          f"block must be a multiple of {hw.WARPGROUP} threads (one warpgroup) between {hw.WARPGROUP} and {hw.MAX_BLOCK}, got {block!r}",
+          at("block"), hint=f"Mosaic GPU works in warpgroups of {hw.WARPGROUP} threads: use block={hw.WARPGROUP}, {2 * hw.WARPGROUP} or {3 * hw.WARPGROUP}")
     cluster = self.cluster
     if callable(cluster):
       cluster = meta_calls.call_with_meta(cluster, args, constexprs, "cluster", at("cluster"),

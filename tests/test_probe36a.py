@@ -329,3 +329,21 @@ def test_gpu_descending_loops_with_far_apart_bounds_match_interpret_mode():
     kernel = _counting(step)
     np.testing.assert_array_equal(np.asarray(jax.jit(kernel)(jnp.int32(a), jnp.int32(b))),
                                   np.asarray(kernel(a, b, interpret=True)))
+
+
+# ---------------------------------------------------------------- hardware facts stated once (issue #8)
+@mg.mgpu_kernel(out_shape=lambda x: x, block=768)
+def six_warpgroups(x, out):
+  out[...] = x[...] * 2
+
+
+def test_the_block_check_reads_the_hardware_module(monkeypatch):
+  """kernel.py wrote 128 and 1024 again beside hw.WARPGROUP and hw.MAX_BLOCK: the check now follows them
+  (here a GPU whose CTAs held at most 512 threads)."""
+  from mgpu_dsl.frontend import hw
+  six_warpgroups.check(S((768,), F32))
+  monkeypatch.setattr(hw, "MAX_BLOCK", 512)
+  with pytest.raises(mg.LaunchConfigError) as e:
+    six_warpgroups.check(S((768,), F32))
+  assert e.value.message == "block must be a multiple of 128 threads (one warpgroup) between 128 and 512, got 768"
+  assert e.value.hint == "Mosaic GPU works in warpgroups of 128 threads: use block=128, 256 or 384"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 
-from .. import errors as E
+from .. import errors as E, hw
 from .base import is_value, kind_of
 
 
@@ -183,7 +183,7 @@ def slice_step_error(cx, step, d, rank, tensor=False, start=None, n=None) -> E.K
   at = f"..., {rows}, {j}"
   if tensor:
     inner = (f"; or, in registers, v.reshape({n // step}, {step})[:, {j}] for v[{s}::{step}]"
-             if rank == 1 and n and n % step == 0 and s < step and n % 128 == 0 and n // step % 8 == 0 else "")
+             if rank == 1 and n and n % step == 0 and s < step and n % hw.WARPGROUP == 0 and n // step % 8 == 0 else "")
     return E.KernelTypeError(
         f"strided slices (step {step}) of a register tensor are not supported: its elements live in"
         f" other threads", cx.loc,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from .. import errors as E
+from .. import errors as E, hw
 from .. import ir
 from ..dtypes import DType
 from ..types import ScalarType, TensorType, dtype_name, resolve
@@ -169,7 +169,7 @@ def _reshape_hint(cx, x, shape, axes, keepdims, what):
   red = math.prod(shape[a] for a in axes)
   kept = tuple(shape[a] for a in range(n) if a not in axes)
   rows, cols = (red, math.prod(kept)) if lead else (math.prod(kept), red)
-  if cols % 32 or (rows % 4 and cols % 128) or len(kept) > 1 and math.prod(kept) % 128:
+  if cols % hw.WARP or (rows % hw.WARPS_PER_WARPGROUP and cols % hw.WARPGROUP) or len(kept) > 1 and math.prod(kept) % hw.WARPGROUP:
     return None                 # (a result reshaped back must hold a multiple of 128 elements)
   src = cx.named(x)
   name = src if src.isidentifier() else f"({src})"

@@ -585,7 +585,7 @@ def slice_columns(cx, x, s: slice):
   misaligned = ()
   if start % hw.MMA_N_STEP or stop % hw.MMA_N_STEP:
     rows, width, wide = x.type.shape[0], stop - start, -(-(stop - start) // 32) * 32
-    narrow = (rows * width) % 128 and start + wide <= n     # buf.at[:, a:b][...] would be MG204 itself
+    narrow = (rows * width) % hw.WARPGROUP and start + wide <= n     # buf.at[:, a:b][...] would be MG204 itself
     read = (f"v = buf.at[:, ml.ds({start}, {wide})].load(mask=ml.arange({wide})[None, :] < {width}, other=0) (a window"
             f" of {rows * width} elements is read {wide} columns wide; store it under the same mask, e.g."
             f" out.at[:, ml.ds(0, {wide})].store(v, mask=ml.arange({wide})[None, :] < {width}))" if narrow else
@@ -593,7 +593,7 @@ def slice_columns(cx, x, s: slice):
     t_, s_ = _operand(cx.named(x, 't')), start or stop
     stage = (f"; for a narrower window, stage the tile through SMEM and read the window there: buf ="
              f" ml.smem({tuple(x.type.shape)}, jnp.{dtype_name(x.type.dtype)}); buf[...] = {cx.named(x, 't')}; {read}"
-             if narrow or not (rows * width) % 128 else "")    # (else that read is MG204 too)
+             if narrow or not (rows * width) % hw.WARPGROUP else "")    # (else that read is MG204 too)
     misaligned = (
         f"columns {start}:{stop} do not start and end on the tensor-core layout's {hw.MMA_N_STEP}-column"
         f" tiles",
