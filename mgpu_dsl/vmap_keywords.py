@@ -35,15 +35,59 @@ class KernelSignature(inspect.Signature):
 
 
 def _under_vmap() -> bool:
-  """Whether jax.vmap's wrapper (jax._src.api's vmap_f) is binding the call."""
+  """Whether jax.vmap's wrapper is binding the call: a frame of the code that jax.vmap alone runs
+  between a mapped call and the signature's bind (found by calling a probe through jax.vmap, jax.jit
+  and jax.grad once, whatever JAX names its functions); by the name JAX 0.4 to 0.10 gave it (vmap_f)
+  where the probe finds nothing."""
+  codes = _vmap_codes()
   f = sys._getframe(2)
-  for _ in range(6):
+  for _ in range(8):
     if f is None:
       return False
-    if f.f_code.co_name == "vmap_f" and f.f_globals.get("__name__", "").startswith("jax"):
+    if f.f_code in codes if codes else (
+        f.f_code.co_name == "vmap_f" and f.f_globals.get("__name__", "").startswith("jax")):
       return True
     f = f.f_back
   return False
+
+
+_CODES = None
+
+
+def _vmap_codes() -> frozenset:
+  """The code objects on the stack between a call through jax.vmap and its signature's bind that a call
+  through jax.jit or jax.grad does not run (the vmap wrapper); empty where that cannot be told."""
+  global _CODES
+  if _CODES is None:
+    try:
+      _CODES = _probe()
+    except Exception:       # (a JAX whose transformations bind no signature, or fail on the probe)
+      _CODES = frozenset()
+  return _CODES
+
+
+def _probe() -> frozenset:
+  import jax
+  import numpy as np
+  seen = {}
+
+  class Recorder(inspect.Signature):
+    def bind(self, *args, **kwargs):
+      codes, f = [], sys._getframe(1)
+      while f is not None and f.f_code is not here:
+        codes.append(f.f_code)
+        f = f.f_back
+      seen.setdefault(mode, set()).update(codes if f is not None else ())
+      return super().bind(*args, **kwargs)
+
+  def fn(x):
+    return (x * 2.0).sum()
+  fn.__signature__ = Recorder([inspect.Parameter("x", inspect.Parameter.POSITIONAL_OR_KEYWORD)])
+  here = sys._getframe().f_code
+  x = np.ones((2,), np.float32)
+  for mode, f in (("vmap", jax.vmap(fn)), ("jit", jax.jit(fn)), ("grad", jax.grad(fn))):
+    f(x)
+  return frozenset(seen.get("vmap", set()) - seen.get("jit", set()) - seen.get("grad", set()))
 
 
 def _text(v) -> str:

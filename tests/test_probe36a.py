@@ -347,3 +347,29 @@ def test_the_block_check_reads_the_hardware_module(monkeypatch):
     six_warpgroups.check(S((768,), F32))
   assert e.value.message == "block must be a multiple of 128 threads (one warpgroup) between 128 and 512, got 768"
   assert e.value.hint == "Mosaic GPU works in warpgroups of 128 threads: use block=128, 256 or 384"
+
+
+# ---------------------------------------------------------------- jax.vmap's keywords, found without frame names
+@mg.mgpu_kernel(out_shape=lambda x, *, factor: x, grid=lambda x, *, factor: (x.shape[0] // 128,))
+def scaled(x, out, *, factor: ml.constexpr):
+  i = ml.program_id(0)
+  out.at[ml.ds(i * 128, 128)][...] = x.at[ml.ds(i * 128, 128)][...] * factor
+
+
+def test_vmaps_keyword_check_finds_jaxs_wrapper_by_its_code_not_its_name(monkeypatch):
+  """vmap_keywords looked for a frame named vmap_f in a jax module: a JAX that renames its wrapper would
+  let JAX's rank error through. The wrapper is now the code jax.vmap alone runs before the signature's
+  bind, found by a probe (here: with the name check's assumptions broken, it still finds it)."""
+  import inspect
+  from mgpu_dsl import vmap_keywords
+  codes = vmap_keywords._vmap_codes()
+  assert codes and all("/jax/" in c.co_filename.replace("\\", "/") for c in codes)
+  # the frame-name rule is not what finds it: the wrapper's code under another name still counts
+  monkeypatch.setattr(vmap_keywords, "_CODES", frozenset(c.replace(co_name="mapped_call") for c in codes) | codes)
+  x = np.ones((2, 256), np.float32)
+  with pytest.raises(mg.SignatureError) as e:
+    jax.vmap(scaled)(x, factor=2.0)
+  assert "jax.vmap maps every keyword argument along axis 0" in e.value.message
+  assert e.value.lineno == inspect.currentframe().f_lineno - 2
+  np.testing.assert_array_equal(np.asarray(jax.vmap(lambda x: scaled(x, factor=2.0, interpret=True))(x)), x * 2)
+  np.testing.assert_array_equal(np.asarray(jax.jit(lambda x: scaled(x, factor=2.0, interpret=True))(x[0])), x[0] * 2)
