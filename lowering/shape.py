@@ -64,16 +64,21 @@ def _reduce(ctx, o):
   if scratch is not None and shared:
     mgpu.utils.warpgroup_barrier()   # every thread of the warpgroup done reading its slice first
   d = o.result.type.dtype
+  plus_zero = o.kind == ReduceKind.SUM and xt.dtype.is_float and _summed(xt.shape, o.axes) > 1   # _i_reduce
   if full:
     v = r.registers.item()
     if parts:                     # each warpgroup reduced its rows: combine the parts
       base = (ctx.num_warpgroups * plan.scratch_stride // o.scratch.type.dtype.itemsize if shared
               else o.scratch.type.shape[0] - parts)
       v = _combine_parts(ctx, o, v, whole, base, parts)
+    if plus_zero:
+      v = arith.addf(v, arith.constant(v.type, 0.0))
     if _upcast(o):
       v = arith.truncf(mlir_type(d), v)
     ctx.set(o.result, v)
     return
+  if plus_zero:
+    r = r + 0.0
   if _upcast(o):
     r = r.astype(mlir_type(d))
   ctx.set(o.result, r)
@@ -315,12 +320,25 @@ def _i_slice(cta, o):
   cta.set(o.result, np.array(cta.get(o.x)[:, o.start:o.stop]))
 
 
+def _summed(shape, axes) -> int:
+  """The number of elements each result of a reduction over `axes` combines."""
+  return math.prod(shape[a] for a in axes)
+
+
 @interpret(Reduce)
 def _i_reduce(cta, o):
   x, d = cta.get(o.x), o.x.type.dtype
   if o.kind == ReduceKind.SUM:
     c = np.float32 if d.is_float else N.np_dtype(d)
     r = np.sum(x.astype(c), axis=o.axes, dtype=c)
+    if d.is_float and _summed(x.shape, o.axes) > 1:
+      # jnp's sign of zero: a float sum of several elements is +0.0 where it is zero (XLA starts from
+      # its +0.0 init value, so -0.0 + -0.0 is +0.0; Mosaic GPU's reduction combines the elements
+      # alone, so its lowering adds +0.0 too), and a sum of one element is that element (-0.0 stays;
+      # the lowering moves nothing), where numpy gives +0.0.
+      r = np.asarray(r) + c(0.0)
+    elif d.is_float:
+      r = x.astype(c).reshape(np.shape(r))
   else:
     r = N.ieee_reduce(o.kind == ReduceKind.MAX, x, o.axes)
   cta.set(o.result, np.asarray(r).astype(N.np_dtype(d)))
