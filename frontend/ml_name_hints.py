@@ -33,8 +33,11 @@ TEXTS = {
 def ml_name_hint(attr, args) -> str | None:
   """`no ml.softplus: write ...` (jax.nn's form, `missing._FORMS`, where a jax.nn call has one)."""
   from .missing import _FORMS, _operand, form_hint
+  from .nan_name_hints import hint as numerics_hint
   if attr in TEXTS:
     return TEXTS[attr]
+  if (numeric := numerics_hint(attr, args)) is not None:
+    return numeric
   form = FORMS.get(attr) or _FORMS.get(attr)
   if form is None:
     return None

@@ -82,3 +82,145 @@ def test_gpu_a_sum_of_negative_zeros_is_positive_zero_as_interpret_mode(kernel, 
                              np.asarray(kernel(y, interpret=True), np.float32), rtol=2e-2, atol=1e-3)
   one = _zeros((128, 1), dtype)
   _same_bits(jax.jit(row_sums)(one), row_sums(one, interpret=True))
+
+
+# ---------------------------------------------------------------- jnp's numerics functions ml lacks
+@mg.mgpu_kernel(out_shape=lambda x, y: S(x.shape, jnp.bool_))
+def close(x, y, out):
+  a = x[...]
+  b = y[...]
+  out[...] = ml.isclose(a, b)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), F32))
+def nan_means(x, out):
+  v = x[...]
+  out[...] = ml.nanmean(v, axis=1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), jnp.int32))
+def nan_argmaxes(x, out):
+  v = x[...]
+  out[...] = ml.nanargmax(v, axis=1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), F32))
+def spans(x, out):
+  v = x[...]
+  out[...] = ml.ptp(v, axis=1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def inverse_tanh(x, out):
+  a = x[...]
+  out[...] = ml.arctanh(a)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), F32))
+def medians(x, out):
+  out[...] = ml.median(x[...], axis=1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def to_radians(x, out):
+  a = x[...]
+  out[...] = ml.deg2rad(a)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, y: x)
+def log_add_exp2(x, y, out):
+  a = x[...]
+  b = y[...]
+  out[...] = ml.logaddexp2(a, b)
+
+
+# what the hints write, followed
+@mg.mgpu_kernel(out_shape=lambda x, y: S(x.shape, jnp.bool_))
+def close_followed(x, y, out):
+  a = x[...]
+  b = y[...]
+  out[...] = (a == b) | (ml.abs(a - b) <= 1e-08 + 1e-05 * ml.abs(b))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), F32))
+def nan_means_followed(x, out):
+  v = x[...]
+  out[...] = ml.sum(ml.where(v != v, 0.0, v), axis=1) / ml.sum(v == v, axis=1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), jnp.int32))
+def nan_argmaxes_followed(x, out):
+  v = x[...]
+  out[...] = ml.argmax(ml.where(v != v, float('-inf'), v), axis=1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), F32))
+def spans_followed(x, out):
+  v = x[...]
+  out[...] = ml.max(v, axis=1) - ml.min(v, axis=1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), F32))
+def medians_followed(x, out):
+  s = ml.sort(x[...])
+  n = x.shape[1]
+  out[...] = (s[:, n // 2 - 1] + s[:, n // 2]) / 2
+
+
+@mg.mgpu_kernel(out_shape=lambda x, y: x)
+def log_add_exp2_followed(x, y, out):
+  a = x[...]
+  b = y[...]
+  out[...] = ml.where(a == b, a + 1.0, ml.maximum(a, b) + ml.log2(1 + ml.exp2(-ml.abs(a - b))))
+
+
+def _rows():
+  rng = np.random.default_rng(36)
+  x = rng.standard_normal((8, 128)).astype(np.float32)
+  x[1, 3] = np.nan
+  x[2, ::2] = np.nan
+  x[4, 0] = np.inf
+  y = x + rng.standard_normal((8, 128)).astype(np.float32) * 1e-6
+  y[4, 0] = np.inf
+  y[5, 5] = x[5, 5] = 0.0
+  return jnp.asarray(x), jnp.asarray(y)
+
+
+def test_jnp_numerics_functions_ml_lacks_say_what_to_write_with_the_calls_operands():
+  """They said "did you mean ml.cos?" (isclose), "check the spelling" (nanmean, nanargmax, ptp, arctanh,
+  median, deg2rad) or named the reduction ml.logsumexp for the elementwise logaddexp2."""
+  x, y = S((8, 128), F32), S((8, 128), F32)
+  expect(close, [x, y], mg.UnknownNameError, "ml.isclose", "ml has no attribute 'isclose'",
+         hint="no ml.isclose: write (a == b) | (ml.abs(a - b) <= 1e-08 + 1e-05 * ml.abs(b)) (jnp.isclose's"
+              " default tolerances; equal infinities are close, NaN never)")
+  expect(nan_means, [x], mg.UnknownNameError, "ml.nanmean", "ml has no attribute 'nanmean'",
+         hint="no ml.nanmean: write ml.sum(ml.where(v != v, 0.0, v), axis=1) / ml.sum(v == v, axis=1) (the mean"
+              " of the elements that are not NaN; NaN where all are, as jnp.nanmean)")
+  expect(nan_argmaxes, [x], mg.UnknownNameError, "ml.nanargmax", "ml has no attribute 'nanargmax'",
+         hint="no ml.nanargmax: write ml.argmax(ml.where(v != v, float('-inf'), v), axis=1) (NaN ranked lowest;"
+              " where every element is NaN this gives 0, jnp.nanargmax -1)")
+  expect(spans, [x], mg.UnknownNameError, "ml.ptp", "ml has no attribute 'ptp'",
+         hint="no ml.ptp: write ml.max(v, axis=1) - ml.min(v, axis=1)")
+  expect(inverse_tanh, [x], mg.UnknownNameError, "ml.arctanh", "ml has no attribute 'arctanh'",
+         hint="no ml.arctanh (nor ml.atanh): 0.5 * ml.log((1 + a) / (1 - a))")
+  e = expect(medians, [x], mg.UnknownNameError, "ml.median", "ml has no attribute 'median'")
+  assert e.hint.startswith("no ml.median: sort the rows, s = ml.sort(v)") and "(s[:, n // 2 - 1] + s[:, n // 2]) / 2" in e.hint
+  expect(to_radians, [x], mg.UnknownNameError, "ml.deg2rad", "ml has no attribute 'deg2rad'",
+         hint="no ml.deg2rad: write a * 0.017453292519943295 (pi / 180)")
+  expect(log_add_exp2, [x, y], mg.UnknownNameError, "ml.logaddexp2", "ml has no attribute 'logaddexp2'",
+         hint="no ml.logaddexp2: write ml.where(a == b, a + 1.0, ml.maximum(a, b) + ml.log2(1 + ml.exp2(-ml.abs(a -"
+              " b)))) (equal operands apart: inf and inf give inf, as jnp.logaddexp2)")
+
+
+def test_the_numerics_hints_followed_compute_what_jnp_does():
+  x, y = _rows()
+  np.testing.assert_array_equal(close_followed(x, y, interpret=True), jnp.isclose(x, y))
+  np.testing.assert_allclose(nan_means_followed(x, interpret=True), jnp.nanmean(x, axis=1), rtol=1e-6)
+  rows = jnp.asarray(np.delete(np.asarray(x), 3, axis=0))
+  np.testing.assert_array_equal(nan_argmaxes_followed(rows, interpret=True), jnp.nanargmax(rows, axis=1))
+  _same_bits(spans_followed(x, interpret=True), jnp.ptp(x, axis=1))
+  clean = jnp.nan_to_num(x, posinf=0.0)
+  np.testing.assert_array_equal(medians_followed(clean, interpret=True), jnp.median(clean, axis=1))
+  big = jnp.asarray(np.where(np.isnan(np.asarray(x)), 3.0, np.asarray(x)))
+  np.testing.assert_allclose(log_add_exp2_followed(big, jnp.where(jnp.isnan(y), 3.0, y), interpret=True),
+                             jnp.logaddexp2(big, jnp.where(jnp.isnan(y), 3.0, y)), rtol=1e-5)
