@@ -13,7 +13,7 @@ import re
 import numpy as np
 
 from . import errors as E
-from . import missing
+from . import missing, nan_name_hints
 from .assign import DICT_VIEWS, holds_value
 from .builder import Call
 from .dot_hints import dot_hint
@@ -329,6 +329,8 @@ class Calls:
                 or missing.form_hint(name, pos, kw, lax=mod == "jax.lax" or mod.startswith("jax._src.lax"),
                                      taken=taken)
                 or missing.array_call_hint(name, pos, kw, is_float, d if isinstance(d, DType) else None)
+                or (nan_name_hints.hint(name, pos + [f"{k}={v}" for k, v in kw.items()], taken)
+                    if ours is None and hint.startswith("kernels call") else None)
                 or with_operands(name, hint, pos + [f"{k}={v}" for k, v in kw.items()], taken) or hint)
       from .language import constexpr
       if fn is constexpr and len(node.args) == 1:     # Triton's tl.constexpr(v) of a run-time value

@@ -224,3 +224,29 @@ def test_the_numerics_hints_followed_compute_what_jnp_does():
   big = jnp.asarray(np.where(np.isnan(np.asarray(x)), 3.0, np.asarray(x)))
   np.testing.assert_allclose(log_add_exp2_followed(big, jnp.where(jnp.isnan(y), 3.0, y), interpret=True),
                              jnp.logaddexp2(big, jnp.where(jnp.isnan(y), 3.0, y)), rtol=1e-5)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, y: S(x.shape, jnp.bool_))
+def jnp_close(x, y, out):
+  a = x[...]
+  b = y[...]
+  out[...] = jnp.isclose(a, b)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[1],), F32))
+def jnp_nan_means(x, out):
+  v = x[...]
+  out[...] = jnp.nanmean(v, axis=0)
+
+
+def test_jnp_numerics_functions_called_on_register_values_get_the_same_hints():
+  """They said "decorate a helper of your own with @ml.inline" (MG003), a helper nobody has."""
+  x = S((8, 128), F32)
+  expect(jnp_close, [x, x], mg.KernelTypeError, "jnp.isclose(a, b)",
+         "isclose cannot take a register tensor inside a kernel",
+         hint="no ml.isclose: write (a == b) | (ml.abs(a - b) <= 1e-08 + 1e-05 * ml.abs(b)) (jnp.isclose's"
+              " default tolerances; equal infinities are close, NaN never)")
+  expect(jnp_nan_means, [x], mg.KernelTypeError, "jnp.nanmean(v, axis=0)",
+         "nanmean cannot take a register tensor inside a kernel",
+         hint="no ml.nanmean: write ml.sum(ml.where(v != v, 0.0, v), axis=0) / ml.sum(v == v, axis=0) (the mean"
+              " of the elements that are not NaN; NaN where all are, as jnp.nanmean)")
