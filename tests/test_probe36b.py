@@ -250,3 +250,49 @@ def test_jnp_numerics_functions_called_on_register_values_get_the_same_hints():
          "nanmean cannot take a register tensor inside a kernel",
          hint="no ml.nanmean: write ml.sum(ml.where(v != v, 0.0, v), axis=0) / ml.sum(v == v, axis=0) (the mean"
               " of the elements that are not NaN; NaN where all are, as jnp.nanmean)")
+
+
+# ---------------------------------------------------------------- a float times a boolean mask
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def relu_by_mask(x, out):
+  a = x[...]
+  out[...] = a * (a > 0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, m: x)
+def masked(x, m, out):
+  out[...] = m[...] * x[...] * 2.0
+
+
+@mg.mgpu_kernel(out_shape=lambda x, m: x)
+def masked_rows(x, m, out):
+  out[...] = x[...] * m[...][:, None]
+
+
+def _specials(shape, dtype):
+  v = np.resize(np.array([np.nan, -np.inf, -1.0, 2.0, np.inf, -0.0, 0.5, -3.0], np.float32), shape)
+  return jnp.asarray(v, dtype)
+
+
+@pytest.mark.parametrize("dtype", [F32, jnp.float16])
+def test_a_float_times_a_boolean_mask_of_its_shape_is_jnps_select(dtype):
+  """jnp's x * (x > 0) is +0.0 where the mask is off, NaN and -inf included (XLA rewrites the product of a
+  converted boolean into a select); the kernel multiplied, giving NaN and -0.0 there."""
+  x = _specials((8, 128), dtype)
+  _same_bits(relu_by_mask(x, interpret=True), x * (x > 0))
+  m = jnp.asarray(np.random.default_rng(1).random((8, 128)) > 0.5)
+  _same_bits(masked(x, m, interpret=True), m * x * 2.0)
+  rows = jnp.asarray([True, False] * 4)     # broadcast: jnp converts first, and multiplies
+  _same_bits(masked_rows(x, rows, interpret=True), x * rows[:, None])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [F32, jnp.float16, jnp.bfloat16])
+def test_gpu_a_float_times_a_boolean_mask_matches_interpret_mode(dtype):
+  x = _specials((8, 128), dtype)
+  m = jnp.asarray(np.random.default_rng(1).random((8, 128)) > 0.5)
+  _same_bits(jax.jit(relu_by_mask)(x), relu_by_mask(x, interpret=True))
+  _same_bits(jax.jit(masked)(x, m), masked(x, m, interpret=True))
+  _same_bits(jax.jit(masked)(x, m), jax.jit(lambda x, m: m * x * 2.0)(x, m))
+  rows = jnp.asarray([True, False] * 4)
+  _same_bits(jax.jit(masked_rows)(x, rows), masked_rows(x, rows, interpret=True))

@@ -25,6 +25,7 @@ from ..ir import LayoutRule, Traits
 from ..types import DTypeVar, ScalarType, TensorType, dtype_name, resolve
 from .base import Num, a_an, check_register_value, is_value, kind_of, one_element, static_shape, shown
 from .promotion import exact_in, implicit, jnp_result
+from .mask_product import mask_product
 from .elementwise_checks import (_call_args, _check_integer_meets_float, _check_pointer_arithmetic, _convert_hint,
                                  _python_math_hint, cast_problem, check_dtype_support, check_python_int, method_on,
                                  scalar_param_hint)
@@ -397,6 +398,8 @@ def binary(cx, kind: BinOp, a, b, what=None, via=()):
   if kind in (BinOp.MAX, BinOp.MIN) and (wide := _wide(d)) is not None:
     # 8-bit max/min (a uint8 image's max-pooling): in 32 bits, converted back exactly
     return narrowed(cx, binary(cx, kind, *_widened(cx, (a, b), wide, d, what, shape), what), d)
+  if kind == BinOp.MUL and (masked := mask_product(cx, a0, b0, a, b, shape, d)) is not None:
+    return masked                       # x * mask: jnp's (XLA's) select, frontend/ops/mask_product.py
   if kind == BinOp.DIV and isinstance(d, DType) and not d.is_float:
     # As jnp: true division of integers (or bools) computes in float32.
     a, b = (astype(cx, x, DType.f32) if is_value(x) else float(x) for x in (a, b))
