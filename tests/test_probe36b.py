@@ -269,6 +269,13 @@ def masked_rows(x, m, out):
   out[...] = x[...] * m[...][:, None]
 
 
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def relu_by_mask_scalars(x, out):
+  for i in ml.static_range(8):
+    s = x[i]
+    out[i] = s * (s > 0)
+
+
 def _specials(shape, dtype):
   v = np.resize(np.array([np.nan, -np.inf, -1.0, 2.0, np.inf, -0.0, 0.5, -3.0], np.float32), shape)
   return jnp.asarray(v, dtype)
@@ -284,6 +291,8 @@ def test_a_float_times_a_boolean_mask_of_its_shape_is_jnps_select(dtype):
   _same_bits(masked(x, m, interpret=True), m * x * 2.0)
   rows = jnp.asarray([True, False] * 4)     # broadcast: jnp converts first, and multiplies
   _same_bits(masked_rows(x, rows, interpret=True), x * rows[:, None])
+  s = x[0, :8]               # run-time scalars: a MG900 (the product's shape is None) while it was written
+  _same_bits(relu_by_mask_scalars(s, interpret=True), s * (s > 0))
 
 
 @pytest.mark.gpu
@@ -296,3 +305,4 @@ def test_gpu_a_float_times_a_boolean_mask_matches_interpret_mode(dtype):
   _same_bits(jax.jit(masked)(x, m), jax.jit(lambda x, m: m * x * 2.0)(x, m))
   rows = jnp.asarray([True, False] * 4)
   _same_bits(jax.jit(masked_rows)(x, rows), masked_rows(x, rows, interpret=True))
+  _same_bits(jax.jit(relu_by_mask_scalars)(x[0, :8]), relu_by_mask_scalars(x[0, :8], interpret=True))

@@ -9,7 +9,7 @@ converts it in an operation of its own; under jit XLA may select there too)."""
 from __future__ import annotations
 
 from ..dtypes import DType
-from ..types import resolve
+from ..types import ScalarType, TensorType, resolve
 from .base import is_value
 
 
@@ -20,7 +20,13 @@ def mask_product(cx, a0, b0, a, b, shape, d):
   if not (isinstance(d, DType) and d.is_float):
     return None
   for m0, other in ((a0, b), (b0, a)):
-    if is_value(m0) and is_value(other) and resolve(m0.type.dtype) == DType.bool_ \
-        and tuple(getattr(m0.type, "shape", ())) == tuple(shape) and tuple(shape):
+    if is_value(m0) and is_value(other) and resolve(m0.type.dtype) == DType.bool_ and _same_shape(m0, shape):
       return where_(cx, m0, other, 0.0)
   return None
+
+
+def _same_shape(m, shape) -> bool:
+  """Whether the mask `m` has the product's `shape` (None: a scalar product), unbroadcast."""
+  if shape is None:
+    return isinstance(m.type, ScalarType)
+  return isinstance(m.type, TensorType) and tuple(m.type.shape) == tuple(shape)
