@@ -207,7 +207,9 @@ NOT_THERE = {"ml": {"fliplr", "log10", "math", "sign", "take_along_axis", "umulh
                     "count_nonzero", "diag", "dropout", "eye", "index_select", "isposinf", "linspace",
                     "logical_and", "nanmax", "norm",
                     # jax.nn's and jnp's names errors.md names as hinted (frontend/ml_name_hints.py)
-                    "softplus", "silu", "log_sigmoid", "logaddexp", "matmul", "einsum"},
+                    "softplus", "silu", "log_sigmoid", "logaddexp", "matmul", "einsum",
+                    # jnp's numerics functions errors.md names as hinted (frontend/nan_name_hints.py)
+                    "isclose", "nanmean", "nanargmax", "ptp", "median", "heaviside", "deg2rad", "arctanh"},
              "mg": {"Config", "cdiv", "heuristics", "jit", "program_id"}}
 
 
