@@ -11,6 +11,7 @@ import re
 from .aten_hints import NAMES as ATEN_NAMES  # ATen's everyday operators ml has no function for
 from .formula_hints import DIV_RN, with_operands  # the formula hints with the call's own operands
 from .segment_hints import SEGMENT  # jax.ops.segment_sum, jnp.searchsorted, unique, diff
+from .shape_hints import SPLITS, split_hint  # jnp.split, ml.split: the windows the parts are
 
 _SCAN = ("no general associative scan: ml.cumsum, ml.cumprod, ml.cummax and ml.cummin scan along an axis;"
          " for another combination, carry the running value through a loop")
@@ -291,6 +292,8 @@ def missing_hint(base, attr, args=None, after="", taken=frozenset()) -> str:
         return f"no ml.{attr}: {form.removeprefix('write ')}"
     if attr in ("expand_dims", "unsqueeze"):
       return _expand_hint(attr, args)
+    if attr in SPLITS and args and (split := split_hint(attr, args)):
+      return f"no ml.{attr}: {split}"
     if attr in NOT_YET:
       return with_operands(attr, NOT_YET[attr], args, taken) or NOT_YET[attr]
     from . import triton_dtypes

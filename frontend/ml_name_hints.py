@@ -65,4 +65,9 @@ def triton_method_hint(attr, recv: str, args) -> str | None:
     return f"insert the axis by indexing with None: {r}[None, :] (axis 0) or {r}[:, None] (axis 1), as in NumPy"
   if attr == "split" and not args:
     return f"Triton's split of a last axis of 2 is indexing: {r}[..., 0] and {r}[..., 1]"
+  if attr in ("split", "chunk", "tensor_split") and args:     # torch's v.split(size, dim), v.chunk(k, dim)
+    from .shape_hints import split_hint
+    numpy = any(a.startswith("axis=") for a in args)      # (NumPy's sections, written as a method)
+    split = split_hint(attr, [r, *args], sizes=attr == "split" and not numpy)
+    return split and split + ("" if numpy else f" (torch's .{attr})")
   return None

@@ -121,6 +121,9 @@ def shape_call_hint(name, pos, kw, shape) -> str | None:
   if name == "dynamic_slice_in_dim":
     return ("a register tensor is not sliced at run time: read that window from the ref it came from,"
             " ref.at[..., ml.ds(start, size)][...] along the axis")
+  if name in SPLITS and pos:
+    h = split_hint(name, [*pos, *(f"{k}={v}" for k, v in kw.items())], shape)
+    return h and f"{h} (jnp.{name}'s parts, each a register tensor of its own)"
   if name == "norm" and not kw.get("ord"):
     axis = kw.get("axis", pos[2] if len(pos) > 2 else None)
     return f"write ml.sqrt(ml.sum({x} * {x}{f', axis={axis.strip()}' if axis else ''}))"
@@ -253,3 +256,60 @@ def scalar_reshape_hint(name: str, shape) -> str:
   text = f"({shape[0]},)" if len(shape) == 1 else str(shape)
   return (f"{name} is one value, not a tensor: make a tensor of shape {text} holding it, ml.full({text}, {name});"
           f" a store takes it as it is (out[...] = {name} fills every element of out, out[0] = {name} one)")
+
+
+SPLITS = ("split", "array_split", "hsplit", "vsplit", "chunk", "tensor_split")
+
+
+def split_hint(name, args, shape=None, *, sizes=False) -> str | None:
+  """jnp.split(v, k_or_indices, axis=0) (array_split, hsplit, vsplit; ml.split; torch's v.split(size, dim)
+  with `sizes` and v.chunk(k, dim)) of a register tensor, as the static windows of it that the parts are:
+  `v[:, :64], v[:, 64:]`. `args`: the call's arguments as written, the tensor first; None where the
+  arguments are not static literals."""
+  pos = [a.strip() for a in args if not (a.split("=", 1)[0].strip().isidentifier() and "=" in a
+                                         and not a.split("=", 1)[1].startswith("="))]
+  kw = {a.split("=", 1)[0].strip(): a.split("=", 1)[1].strip() for a in args if a.strip() not in pos}
+  if len(pos) < 2 and not ({"indices_or_sections", "sections", "split_size_or_sections", "chunks"} & set(kw)):
+    return None
+  x = pos[0]
+  sec = literal(kw.get("indices_or_sections", kw.get("sections", kw.get("split_size_or_sections",
+                kw.get("chunks", pos[1] if len(pos) > 1 else None)))))
+  axis = {"hsplit": 1, "vsplit": 0}.get(name, literal(kw.get("axis", kw.get("dim", pos[2] if len(pos) > 2 else "0"))))
+  rank = len(shape) if shape is not None else None
+  if name == "hsplit" and rank == 1:
+    axis = 0
+  if not isinstance(axis, int) or isinstance(axis, bool) or rank is not None and not -rank <= axis < rank:
+    return None
+  if rank is not None:
+    axis %= rank
+  elif axis < -1:
+    return None
+  lead = "..., " if axis == -1 else ":, " * axis
+  n = shape[axis] if rank is not None else None
+  win = lambda a, b: f"{x}[{lead}{'' if a in (0, '0') else a}:{'' if b is None else b}]"
+  if isinstance(sec, (list, tuple)) and all(isinstance(i, int) and not isinstance(i, bool) for i in sec) and sec:
+    cuts = [0, *sec, None]
+    if sizes:                                   # torch's list of part sizes
+      cuts = [sum(sec[:k]) for k in range(len(sec) + 1)]
+  elif isinstance(sec, int) and not isinstance(sec, bool) and sec >= 1:
+    if sizes:                                   # torch: parts of sec elements, the last one shorter
+      if n is None:
+        return f"the parts are windows of {x} along axis {axis}: {win(0, sec)}, {win(sec, 2 * sec)}, ..."
+      cuts = [*range(0, n, sec), n]
+    elif n is None:
+      w = f"{x}.shape[{axis}] // {sec}"
+      if sec > 4:
+        return (f"the parts are windows of {x} along axis {axis}, [{win(f'i * ({w})', f'(i + 1) * ({w})')}"
+                f" for i in ml.static_range({sec})]")
+      cuts = [0, *(w if k == 1 else f"{k} * ({w})" for k in range(1, sec)), None]
+    else:
+      big, extra = divmod(n, sec)
+      if extra and name in ("split", "hsplit", "vsplit"):
+        return None                               # (jnp.split's own error: not an equal division)
+      cuts = [k * big + min(k, extra) for k in range(sec + 1)]
+  else:
+    return None
+  parts = [win(a, b if b != n else None) for a, b in zip(cuts, cuts[1:])]
+  if len(parts) > 4:
+    return f"the parts are windows of {x} along axis {axis}: {', '.join(parts[:2])}, ..., {parts[-1]}"
+  return f"the parts are windows of {x} along axis {axis}: {', '.join(parts)}"
