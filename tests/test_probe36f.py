@@ -212,3 +212,49 @@ def test_gpu_statistics_and_scans_across_warpgroups_match_interpret(block):
     for axis in (0, 1):
       for g, w in zip(SCANS[block](x, R=r, axis=axis), SCANS[block](x, R=r, axis=axis, interpret=True)):
         np.testing.assert_allclose(np.asarray(g, np.float64), np.asarray(w, np.float64), rtol=1e-5, atol=1e-4)
+
+
+# ---------------------------------------------------------------- argmax/argmin over an axis of a 3-D tensor
+T3 = [S((2, 64, 128), F32)]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0], x.shape[1]), I32), grid=ONE)
+def argmax_last_3d(x, o):
+  v = x[...]
+  o[...] = ml.argmax(v, axis=-1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[1], x.shape[2]), I32), grid=ONE)
+def argmin_first_3d(x, o):
+  v = x[...]
+  o[...] = v.argmin(axis=0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (S((x.shape[0], x.shape[1]), I32), S((x.shape[1], x.shape[2]), I32)), grid=ONE)
+def arg_3d_followed(x, o, p):
+  v = x[...]
+  o[...] = ml.argmax(v.reshape(128, 128), axis=1).reshape(2, 64)
+  p[...] = ml.argmin(v.reshape(2, 8192), axis=0).reshape(64, 128)
+
+
+def test_argmax_over_an_axis_of_a_3d_tensor_hints_the_2d_reshape_as_a_sum_does():
+  """ml.sum(v, axis=-1) of a (2, 64, 128) tile hinted the 2-D reshape that reduces; ml.argmax (which
+  reduces with keepdims inside) fell back to 'a register tile cannot be reshaped into one'."""
+  expect(argmax_last_3d, T3, mg.LayoutError, "ml.argmax(v, axis=-1)",
+         "ml.argmax over axis -1 of a 3-D tensor (2, 64, 128): partial reductions work on 1-D and 2-D tensors",
+         hint="reshape it to 2-D in registers and reduce that: ml.argmax(v.reshape(128, 128), axis=1).reshape(2, 64)")
+  expect(argmin_first_3d, T3, mg.LayoutError, "v.argmin(axis=0)",
+         "ml.argmin over axis 0 of a 3-D tensor (2, 64, 128): partial reductions work on 1-D and 2-D tensors",
+         hint="reshape it to 2-D in registers and reduce that: ml.argmin(v.reshape(2, 8192), axis=0).reshape(64, 128)")
+  x = np.random.default_rng(1).standard_normal((2, 64, 128)).astype(np.float32)
+  o, p = arg_3d_followed(jnp.asarray(x), interpret=True)
+  np.testing.assert_array_equal(o, np.argmax(x, -1))
+  np.testing.assert_array_equal(p, np.argmin(x, 0))
+  _export(arg_3d_followed, *T3)
+
+
+@pytest.mark.gpu
+def test_gpu_the_3d_argmax_hint_followed_matches_interpret():
+  x = jnp.asarray(np.random.default_rng(2).standard_normal((2, 64, 128)).astype(np.float32))
+  for g, w in zip(arg_3d_followed(x), arg_3d_followed(x, interpret=True)):
+    np.testing.assert_array_equal(g, w)

@@ -164,7 +164,8 @@ def _reshape_hint(cx, x, shape, axes, keepdims, what):
   n = len(shape)
   lead = tuple(range(len(axes))) == tuple(sorted(axes))
   trail = tuple(range(n - len(axes), n)) == tuple(sorted(axes))
-  if keepdims or not (lead or trail):
+  arg = what.rsplit(".", 1)[-1] in ("argmax", "argmin")     # (which reduce with keepdims inside)
+  if keepdims and not arg or not (lead or trail):
     return None
   red = math.prod(shape[a] for a in axes)
   kept = tuple(shape[a] for a in range(n) if a not in axes)
