@@ -258,3 +258,47 @@ def test_gpu_the_3d_argmax_hint_followed_matches_interpret():
   x = jnp.asarray(np.random.default_rng(2).standard_normal((2, 64, 128)).astype(np.float32))
   for g, w in zip(arg_3d_followed(x), arg_3d_followed(x, interpret=True)):
     np.testing.assert_array_equal(g, w)
+
+
+# ---------------------------------------------------------------- a scan along the first or last axis of a 3-D tensor
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=ONE)
+def cumsum_last_3d(x, o):
+  o[...] = ml.cumsum(x[...], axis=2)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=ONE)
+def cumsum_first_3d(x, o):
+  v = x[...]
+  o[...] = v.cumsum(axis=0, reverse=True)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (x, x), grid=ONE)
+def scan_3d_followed(x, o, p):
+  v = x[...]
+  o[...] = ml.cumsum(x[...].reshape(128, 128), axis=1).reshape(2, 64, 128)
+  p[...] = ml.cumsum(v.reshape(2, 8192), axis=0, reverse=True).reshape(2, 64, 128)
+
+
+def test_a_scan_along_the_first_or_last_axis_of_a_3d_tensor_hints_the_2d_reshape():
+  """The hint said 'x.at[...][...] of a 2-D window', which names no window; the reshape in registers
+  that scans along the same axis is what a reduction's hint writes."""
+  expect(cumsum_last_3d, T3, mg.KernelTypeError, "ml.cumsum(x[...], axis=2)",
+         "ml.cumsum takes a 1- or 2-D register tensor, got a register tensor of shape (2, 64, 128)",
+         hint="reshape it to 2-D in registers and scan that: ml.cumsum(x[...].reshape(128, 128), axis=1)"
+              ".reshape(2, 64, 128)")
+  expect(cumsum_first_3d, T3, mg.KernelTypeError, "v.cumsum(axis=0, reverse=True)",
+         "ml.cumsum takes a 1- or 2-D register tensor, got a register tensor of shape (2, 64, 128)",
+         hint="reshape it to 2-D in registers and scan that: ml.cumsum(v.reshape(2, 8192), axis=0, reverse=True)"
+              ".reshape(2, 64, 128)")
+  x = np.random.default_rng(3).standard_normal((2, 64, 128)).astype(np.float32)
+  o, p = scan_3d_followed(jnp.asarray(x), interpret=True)
+  np.testing.assert_allclose(o, np.cumsum(x, 2), rtol=1e-5, atol=1e-4)
+  np.testing.assert_allclose(p, np.flip(np.cumsum(np.flip(x, 0), 0), 0), rtol=1e-5, atol=1e-5)
+  _export(scan_3d_followed, *T3)
+
+
+@pytest.mark.gpu
+def test_gpu_the_3d_scan_hints_followed_match_interpret():
+  x = jnp.asarray(np.random.default_rng(4).standard_normal((2, 64, 128)).astype(np.float32))
+  for g, w in zip(scan_3d_followed(x), scan_3d_followed(x, interpret=True)):
+    np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)

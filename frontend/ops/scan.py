@@ -11,6 +11,8 @@ integer ones give int32 (uint32), as jnp.cumsum does. Interpret mode combines in
 from __future__ import annotations
 
 import enum
+import math
+import re
 
 from .. import errors as E
 from .. import ir
@@ -60,12 +62,29 @@ def _axis(cx, axis, rank, what, x=None):
   return axis % rank
 
 
+def _reshape_hint(cx, x, axis, reverse, what) -> str:
+  """A scan along the first or last axis of a 3-D (or wider) tensor, written as the 2-D scan of its
+  reshape in registers (each row of the reshape one whole line along that axis), reshaped back."""
+  shape = x.type.shape
+  a = axis % len(shape) if isinstance(axis, int) and not isinstance(axis, bool) and -len(shape) <= axis < len(shape) \
+      else None
+  if a not in (0, len(shape) - 1):
+    return "read the data in the 2-D shape you scan: x.at[...][...] of a 2-D window"
+  src = cx.named(x)
+  name = src if re.fullmatch(r"[\w.]+(\[[^\[\]]*\])*", src) else f"({src})"
+  lead = math.prod(shape[:-1]) if a else shape[0]
+  flat = f"{name}.reshape({lead}, {math.prod(shape) // lead})"
+  args = f"axis={1 if a else 0}" + (", reverse=True" if reverse is True else "")
+  call = f"{flat}{what}({args})" if what.startswith(".") else f"{what}({flat}, {args})"
+  return f"reshape it to 2-D in registers and scan that: {call}.reshape{tuple(shape)}"
+
+
 def scan(cx, kind: ScanKind, x, axis, reverse, what):
   check_register_value(cx, x, what)
   if not is_tensor(x) or len(x.type.shape) not in (1, 2):
     raise E.KernelTypeError(f"{what} takes a 1- or 2-D register tensor, got {kind_of(x)}"
                             + (f" of shape {x.type.shape}" if is_tensor(x) else ""), cx.loc,
-                            hint="read the data in the 2-D shape you scan: x.at[...][...] of a 2-D window" if is_tensor(x)
+                            hint=_reshape_hint(cx, x, axis, reverse, what) if is_tensor(x)
                             else f"{what} scans a tensor: a scalar's scan is the scalar itself")
   if not isinstance(reverse, bool):
     raise E.KernelTypeError(f"{what}: reverse is a static bool, got {shown(reverse)}", cx.loc,
