@@ -5,7 +5,8 @@ axis=1)`, a register roll by -s).
 The windows of such a concatenation are often not register tensors of their own (`v[:, 3:]` of a
 (64, 128) tile is 125 columns wide, MG204), and need not be: `concatenate` recognises parts that are
 static windows of one tensor, in rotated order along the joined axis, and reads the tensor rolled
-instead. Every thread stores its elements at their row-major positions in a flat SMEM scratch
+instead (windows at other offsets, a stencil's repeated or reflected edge, each read rolled by their
+own shift and selected in by index). Every thread stores its elements at their row-major positions in a flat SMEM scratch
 (RelayoutStore, as a reshape through SMEM), a barrier (the sync pass's), and every thread loads the
 elements of the result's layout from the positions rolled along the axis (RollLoad). The windows'
 own reads, unused, are dropped before layouts are chosen.
@@ -84,11 +85,12 @@ def _unchanged_since(cx, values) -> bool:
 
 
 def as_roll(cx, xs, axis):
-  """`ml.concatenate(xs, axis)` as a roll of one tensor where its parts are windows of that tensor,
-  whole along the other axes, following each other around `axis` (`[v[s:], v[:s]]`), or constant
-  fills in their place (`[ml.zeros((m, 1)), v[:, :-1]]`, a shift with padding: the roll, with the
-  fill selected by index); the parts make the tensor's shape. Else None."""
-  from . import elementwise as ew
+  """`ml.concatenate(xs, axis)` as rolls of one tensor where its parts are windows of that tensor,
+  whole along the other axes, or constant fills (`[ml.zeros((m, 1)), v[:, :-1]]`, a shift with
+  padding); the parts make the tensor's shape. Windows following each other around `axis`
+  (`[v[s:], v[:s]]`) are one roll; windows at other offsets (an edge repeated, `[v[:, :1], v[:, :-1]]`,
+  or reflected, `[v[:, 1:2], v[:, :-1]]`) are each the tensor rolled by their own shift, and each part
+  other than the first roll's, fills too, is selected in by index. Else None."""
   windows = cx.b.__dict__.get("register_windows", {})
   parts = [windows.get(p.id) or _fill(cx, p) for p in xs]
   if any(p is None for p in parts):
@@ -103,26 +105,34 @@ def as_roll(cx, xs, axis):
     from .transfers import load
     x = load(cx, x)
   shape = x.type.shape
-  n, pos, shift, fills = shape[axis], 0, None, []
+  n, pos, segments = shape[axis], 0, []     # (lo, hi, shift or None, fill value) along the axis
   for p, (src, w) in zip(xs, parts):
     k = p.type.shape[axis]
     if src is None:
-      fills.append((pos, pos + k, w))
+      segments.append((pos, pos + k, None, w))
     elif any(w[d] != (0, shape[d]) for d in range(len(shape)) if d != axis):
       return None
-    elif shift is None:
-      shift = (w[axis][0] - pos) % n
-    elif (w[axis][0] - pos) % n != shift:
-      return None
+    else:
+      segments.append((pos, pos + k, (w[axis][0] - pos) % n, None))
     pos += k
   if pos != n:
     return None
-  out = roll_tensor(cx, x, -shift, axis, "" if fills else cx.name)
-  for lo, hi, value in fills:
-    at = cx.b.emit(ew.Arange, axis, loc=cx.loc, types=[TensorType(shape, DType.i32)]).result
-    inside = ew.binary(cx, ew.BinOp.AND, ew.compare(cx, ew.CmpOp.GE, at, lo), ew.compare(cx, ew.CmpOp.LT, at, hi))
-    out = ew.where_(cx, inside, value, out)
+  shifts = list(dict.fromkeys(s for _, _, s, _ in segments if s is not None))
+  one = len(shifts) == 1 and len(segments) == len([s for s in segments if s[2] is not None])
+  rolled = {s: roll_tensor(cx, x, -s, axis, cx.name if one else "") for s in shifts}
+  out = rolled[shifts[0]]
+  for lo, hi, s, value in segments:
+    if s != shifts[0]:
+      out = _select_range(cx, shape, axis, lo, hi, value if s is None else rolled[s], out)
   return out
+
+
+def _select_range(cx, shape, axis, lo, hi, value, out):
+  """`value` where the index along `axis` is in [lo, hi), else `out`."""
+  from . import elementwise as ew
+  at = cx.b.emit(ew.Arange, axis, loc=cx.loc, types=[TensorType(shape, DType.i32)]).result
+  inside = ew.binary(cx, ew.BinOp.AND, ew.compare(cx, ew.CmpOp.GE, at, lo), ew.compare(cx, ew.CmpOp.LT, at, hi))
+  return ew.where_(cx, inside, value, out)
 
 
 def _fill(cx, p):
