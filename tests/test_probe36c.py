@@ -70,3 +70,53 @@ def test_windows_of_one_tile_at_several_offsets_on_the_gpu():
   x = jnp.asarray(np.random.default_rng(1).standard_normal((16, 128)), F32)
   for kernel, want in _refs(x).items():
     np.testing.assert_allclose(np.asarray(jax.jit(kernel)(x)), np.asarray(want), rtol=1e-6, atol=1e-6)
+
+
+# ---------------------------------------------------------------- a tap's window wholly outside a 1-pixel-wide image
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (ml.cdiv(x.shape[0], 8),))
+def box3x3(x, out):
+  i = ml.program_id(0)
+  h, w = x.shape
+  r = i * 8 + ml.arange(8)
+  c = ml.arange(128)
+  acc = ml.zeros((8, 128), jnp.int32)
+  for a in ml.static_range(-1, 2):
+    for b in ml.static_range(-1, 2):
+      m = (r[:, None] + a >= 0) & (r[:, None] + a < h) & (c[None, :] + b >= 0) & (c[None, :] + b < w)
+      acc += x.at[ml.ds(i * 8 + a, 8), ml.ds(b, 128)].load(mask=m, other=0).astype(jnp.int32)
+  out.at[ml.ds(i * 8, 8), ml.ds(0, 128)].store(((acc + 4) // 9).astype(jnp.uint8),
+                                              mask=(r[:, None] < h) & (c[None, :] < w))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (ml.cdiv(x.shape[0], 8),))
+def box3x3_skipped(x, out):          # the hint followed
+  i = ml.program_id(0)
+  h, w = x.shape
+  r = i * 8 + ml.arange(8)
+  c = ml.arange(128)
+  acc = ml.zeros((8, 128), jnp.int32)
+  for a in ml.static_range(-1, 2):
+    for b in ml.static_range(-1, 2):
+      if b < x.shape[1]:
+        m = (r[:, None] + a >= 0) & (r[:, None] + a < h) & (c[None, :] + b >= 0) & (c[None, :] + b < w)
+        acc += x.at[ml.ds(i * 8 + a, 8), ml.ds(b, 128)].load(mask=m, other=0).astype(jnp.int32)
+  out.at[ml.ds(i * 8, 8), ml.ds(0, 128)].store(((acc + 4) // 9).astype(jnp.uint8),
+                                              mask=(r[:, None] < h) & (c[None, :] < w))
+
+
+def test_a_window_wholly_outside_names_the_start_of_its_own_dimension():
+  """With two ml.ds in the window the hint fell back to "start it inside, ml.ds(s, 128) with s < 1",
+  which a 3x3 tap loop over a 1-pixel-wide image cannot do; it names dimension 1's start, `b`, now."""
+  expect(box3x3, [S((1, 1), jnp.uint8)], mg.IndexOutOfBoundsError, "x.at[ml.ds(i * 8 + a, 8), ml.ds(b, 128)]",
+         "ml.ds(1, 128) is out of bounds for dimension 1 of x (size 1)",
+         hint="the window has no element inside x (dimension 1 has size 1; it lies wholly past the end), so"
+              " neither a mask nor a TMA copy has anything to move: skip it with a test known while compiling,"
+              " `if b < x.shape[1]:` around the chunk that uses it (in an ml.static_range loop, the trips past"
+              " the end; where the chunk still needs what a masked load reads there, all its other=, give it"
+              " that in an else: branch, v = ml.full(v's shape, other, dtype)), or loop with a run-time"
+              " range(...), whose trips there the mask keeps off")
+  for shape in ((1, 1), (9, 1), (13, 100)):
+    x = jnp.asarray(np.random.default_rng(2).integers(0, 256, shape), jnp.uint8)
+    s = jax.lax.reduce_window(x.astype(jnp.int32), 0, jax.lax.add, (3, 3), (1, 1), "SAME")
+    np.testing.assert_array_equal(np.asarray(box3x3_skipped(x, interpret=True)), np.asarray(((s + 4) // 9).astype(jnp.uint8)))
+  assert "mosaic_gpu" in str(_export(box3x3_skipped, S((1, 1), jnp.uint8)))

@@ -304,6 +304,13 @@ def atomic_static_hint(what, root, index, d, start, size, n, text=None) -> str:
           f" clips)")
 
 
+def _is_ds(node) -> bool:
+  """Whether `node` (an AST node) is a call `ml.ds(start, size)`."""
+  import ast
+  return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "ds"
+          and len(node.args) == 2)
+
+
 def window_outside_hint(loc, name, d, n, start, size) -> str:
   """The hint for a GMEM window wholly past the end (or before the start) of dimension d: it is
   known while compiling (an ml.static_range trip, a constant), so a test known then skips it."""
@@ -312,8 +319,12 @@ def window_outside_hint(loc, name, d, n, start, size) -> str:
   try:
     node = ast.parse(loc.source_line[loc.col_offset:loc.end_col_offset], mode="eval") \
         if loc.end_lineno == loc.lineno and loc.end_col_offset is not None else None
-    calls = [c for c in ast.walk(node) if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
-             and c.func.attr == "ds" and len(c.args) == 2] if node is not None else []
+    calls = [c for c in ast.walk(node) if _is_ds(c)] if node is not None else []
+    if len(calls) > 1:      # x.at[ml.ds(i * 8 + a, 8), ml.ds(b, 128)]: the one indexing dimension d
+      calls = [sub.slice.elts[d] for sub in ast.walk(node) if isinstance(sub, ast.Subscript)
+               and isinstance(sub.slice, ast.Tuple) and len(sub.slice.elts) > d
+               and not any(isinstance(e, ast.Constant) and e.value is Ellipsis for e in sub.slice.elts[:d])
+               and _is_ds(sub.slice.elts[d])]
     text = ast.unparse(calls[0].args[0]) if len(calls) == 1 else None
   except (SyntaxError, AttributeError, TypeError):
     pass
