@@ -5,8 +5,9 @@ axis=1)`, a register roll by -s).
 The windows of such a concatenation are often not register tensors of their own (`v[:, 3:]` of a
 (64, 128) tile is 125 columns wide, MG204), and need not be: `concatenate` recognises parts that are
 static windows of one tensor, in rotated order along the joined axis, and reads the tensor rolled
-instead (windows at other offsets, a stencil's repeated or reflected edge, each read rolled by their
-own shift and selected in by index). Every thread stores its elements at their row-major positions in a flat SMEM scratch
+instead (windows at other offsets, a stencil's repeated or reflected edge, or windows of other tensors
+of the same shape, a previous chunk's last column, each read rolled by their own shift and selected in
+by index). Every thread stores its elements at their row-major positions in a flat SMEM scratch
 (RelayoutStore, as a reshape through SMEM), a barrier (the sync pass's), and every thread loads the
 elements of the result's layout from the positions rolled along the axis (RollLoad). The windows'
 own reads, unused, are dropped before layouts are chosen.
@@ -85,27 +86,27 @@ def _unchanged_since(cx, values) -> bool:
 
 
 def as_roll(cx, xs, axis):
-  """`ml.concatenate(xs, axis)` as rolls of one tensor where its parts are windows of that tensor,
-  whole along the other axes, or constant fills (`[ml.zeros((m, 1)), v[:, :-1]]`, a shift with
-  padding); the parts make the tensor's shape. Windows following each other around `axis`
-  (`[v[s:], v[:s]]`) are one roll; windows at other offsets (an edge repeated, `[v[:, :1], v[:, :-1]]`,
-  or reflected, `[v[:, 1:2], v[:, :-1]]`) are each the tensor rolled by their own shift, and each part
-  other than the first roll's, fills too, is selected in by index. Else None."""
+  """`ml.concatenate(xs, axis)` as rolls where its parts are windows, whole along the other axes, of
+  tensors of the result's shape, or constant fills (`[ml.zeros((m, 1)), v[:, :-1]]`, a shift with
+  padding). Windows of one tensor following each other around `axis` (`[v[s:], v[:s]]`) are one roll;
+  windows at other offsets (an edge repeated, `[v[:, :1], v[:, :-1]]`, or reflected, `[v[:, 1:2],
+  v[:, :-1]]`) or of other tensors of that shape (the previous chunk's last column, `[prev[:, -1:],
+  cur[:, :-1]]`) are each their tensor rolled by their own shift, and each part other than the first
+  roll's, fills too, is selected in by index. Else None."""
   windows = cx.b.__dict__.get("register_windows", {})
   parts = [windows.get(p.id) or _fill(cx, p) for p in xs]
-  if any(p is None for p in parts):
+  if any(p is None for p in parts) or all(src is None for src, _ in parts):
     return None
-  sources = {id(p[0]): p[0] for p in parts if p[0] is not None}
-  if len(sources) != 1:
+  loaded = {}
+  for src, _ in parts:         # windows read from a ref: the ref read whole, where it still holds them
+    if src is not None and isinstance(src.type, RefType) and src.id not in loaded:
+      if not _unchanged_since(cx, [p for p, (s, _) in zip(xs, parts) if s is not None and s.id == src.id]):
+        return None
+      loaded[src.id] = None
+  shape = tuple(next(src for src, _ in parts if src is not None).type.shape)
+  if any(src is not None and tuple(src.type.shape) != shape for src, _ in parts):
     return None
-  (x,) = sources.values()
-  if isinstance(x.type, RefType):       # windows read from a ref: the ref read whole, where it still holds them
-    if not _unchanged_since(cx, [p for p, (src, _) in zip(xs, parts) if src is not None]):
-      return None
-    from .transfers import load
-    x = load(cx, x)
-  shape = x.type.shape
-  n, pos, segments = shape[axis], 0, []     # (lo, hi, shift or None, fill value) along the axis
+  n, pos, segments = shape[axis], 0, []     # (lo, hi, (source, shift) or None, fill value) along the axis
   for p, (src, w) in zip(xs, parts):
     k = p.type.shape[axis]
     if src is None:
@@ -113,17 +114,21 @@ def as_roll(cx, xs, axis):
     elif any(w[d] != (0, shape[d]) for d in range(len(shape)) if d != axis):
       return None
     else:
-      segments.append((pos, pos + k, (w[axis][0] - pos) % n, None))
+      segments.append((pos, pos + k, (src.id, (w[axis][0] - pos) % n), None))
     pos += k
   if pos != n:
     return None
-  shifts = list(dict.fromkeys(s for _, _, s, _ in segments if s is not None))
-  one = len(shifts) == 1 and len(segments) == len([s for s in segments if s[2] is not None])
-  rolled = {s: roll_tensor(cx, x, -s, axis, cx.name if one else "") for s in shifts}
-  out = rolled[shifts[0]]
-  for lo, hi, s, value in segments:
-    if s != shifts[0]:
-      out = _select_range(cx, shape, axis, lo, hi, value if s is None else rolled[s], out)
+  from .transfers import load
+  for rid in loaded:
+    loaded[rid] = load(cx, next(src for src, _ in parts if src is not None and src.id == rid))
+  source = {src.id: loaded.get(src.id, src) for src, _ in parts if src is not None}
+  keys = list(dict.fromkeys(key for _, _, key, _ in segments if key is not None))
+  one = len(keys) == 1 and all(key is not None for _, _, key, _ in segments)
+  rolled = {key: roll_tensor(cx, source[key[0]], -key[1], axis, cx.name if one else "") for key in keys}
+  out = rolled[keys[0]]
+  for lo, hi, key, value in segments:
+    if key != keys[0]:
+      out = _select_range(cx, shape, axis, lo, hi, value if key is None else rolled[key], out)
   return out
 
 
