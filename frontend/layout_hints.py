@@ -162,6 +162,10 @@ def small_tile_hint(shape, ref=None, window=None, reduced=((), None)) -> str:
       return (f"work on a larger tile, masked to this one: {load}, {alloc} (an SMEM window cannot run past its"
               f" buffer; the elements the mask keeps off need not be written);{tail}")
     return f"work on a larger tile, masked to this one: {load}{tail}"
+  if len(shape) > 2 and ref and shape[-1] % 8 == 0:    # (3, 3, c) weights of a depthwise conv, read whole
+    lead = ", ".join("ab"[k] if k < 2 else f"i{k}" for k in range(len(shape) - 1))
+    return (f"read {ref} a vector at a time where it is used, {ref}.at[{lead}][...] (a ({shape[-1]},) vector each;"
+            f" a 1-D vector needs a multiple of 8 elements), with {lead} from ml.static_range loops")
   return ("work on tiles of 128 elements or more, e.g. (128,) or (4, 32); a 1-D vector may be shorter if its"
           " length is a multiple of 8")
 

@@ -46,6 +46,23 @@ def three_parts(x, out):             # windows out of rotated order, and a fill
   out[...] = ml.concatenate([v[:, 100:], ml.zeros((16, 2), F32), v[:, 50:98], v[:, :50]], axis=1)
 
 
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 4,))
+def chunked_difference(x, out):      # x - x shifted right by one, a chunk at a time: the previous chunk's last column
+  i = ml.program_id(0)
+  prev = ml.zeros((4, 128), F32)
+  for c in ml.static_range(x.shape[1] // 128):
+    cur = x.at[ml.ds(i * 4, 4), ml.ds(c * 128, 128)][...]
+    out.at[ml.ds(i * 4, 4), ml.ds(c * 128, 128)][...] = cur - ml.concatenate([prev[:, -1:], cur[:, :-1]], axis=1)
+    prev = cur
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def negated_rotation(x, out):        # windows of two tensors of the result's shape
+  v = x[...]
+  w = -v
+  out[...] = ml.concatenate([w[:, 1:], v[:, :1]], axis=1)
+
+
 def _refs(x):
   reflect = jnp.pad(x, ((0, 0), (1, 1)), mode="reflect")
   return {
@@ -53,6 +70,7 @@ def _refs(x):
       blur_reflect: 0.25 * reflect[:, :-2] + 0.5 * x + 0.25 * reflect[:, 2:],
       replicate_from_ref: jnp.concatenate([x[:, :1], x[:, :-1]], 1),
       three_parts: jnp.concatenate([x[:, 100:], jnp.zeros((16, 2), F32), x[:, 50:98], x[:, :50]], 1),
+      negated_rotation: jnp.concatenate([-x[:, 1:], x[:, :1]], 1),
   }
 
 
@@ -65,11 +83,22 @@ def test_windows_of_one_tile_at_several_offsets_are_rolls_selected_by_index():
     assert "mosaic_gpu" in str(_export(kernel, S((16, 128), F32)))
 
 
+def test_windows_of_tensors_of_the_result_shape_are_rolls_selected_by_index():
+  """A halo from the previous chunk, `[prev[:, -1:], cur[:, :-1]]`, was MG204 at the (4, 1) window."""
+  x = jnp.asarray(np.random.default_rng(3).standard_normal((8, 384)), F32)
+  want = x - jnp.concatenate([jnp.zeros((8, 1), F32), x[:, :-1]], 1)
+  np.testing.assert_allclose(np.asarray(chunked_difference(x, interpret=True)), np.asarray(want), rtol=1e-6, atol=1e-6)
+  assert "mosaic_gpu" in str(_export(chunked_difference, S((8, 384), F32)))
+
+
 @pytest.mark.gpu
 def test_windows_of_one_tile_at_several_offsets_on_the_gpu():
   x = jnp.asarray(np.random.default_rng(1).standard_normal((16, 128)), F32)
   for kernel, want in _refs(x).items():
     np.testing.assert_allclose(np.asarray(jax.jit(kernel)(x)), np.asarray(want), rtol=1e-6, atol=1e-6)
+  x = jnp.asarray(np.random.default_rng(4).standard_normal((8, 384)), F32)
+  np.testing.assert_allclose(np.asarray(jax.jit(chunked_difference)(x)),
+                             np.asarray(chunked_difference(x, interpret=True)), rtol=1e-6, atol=1e-6)
 
 
 # ---------------------------------------------------------------- a tap's window wholly outside a 1-pixel-wide image
@@ -120,3 +149,101 @@ def test_a_window_wholly_outside_names_the_start_of_its_own_dimension():
     s = jax.lax.reduce_window(x.astype(jnp.int32), 0, jax.lax.add, (3, 3), (1, 1), "SAME")
     np.testing.assert_array_equal(np.asarray(box3x3_skipped(x, interpret=True)), np.asarray(((s + 4) // 9).astype(jnp.uint8)))
   assert "mosaic_gpu" in str(_export(box3x3_skipped, S((1, 1), jnp.uint8)))
+
+
+# ---------------------------------------------------------------- a store at (row, column) pairs of flat pixel positions
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (ml.cdiv(x.shape[0] * x.shape[1], 128),))
+def median3x3(x, out):
+  i = ml.program_id(0)
+  h, w = x.shape
+  p = i * 128 + ml.arange(128)
+  r = p // w
+  c = p % w
+  k = ml.arange(16)
+  rr = ml.clip(r[:, None] + (k // 3 - 1)[None, :], 0, h - 1)
+  cc = ml.clip(c[:, None] + (k % 3 - 1)[None, :], 0, w - 1)
+  v = x.at[rr, cc].load(mask=(k[None, :] < 9) & (p[:, None] < h * w), other=float("inf"))
+  med = ml.sort(v, axis=-1)[:, 4]
+  ok = p < h * w
+  ml.store(out.at[r, c], med, mask=ok)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0] * x.shape[1],), x.dtype),
+                grid=lambda x: (ml.cdiv(x.shape[0] * x.shape[1], 128),))
+def median3x3_flat(x, out):          # the hint followed: a flat output, reshaped outside
+  i = ml.program_id(0)
+  h, w = x.shape
+  p = i * 128 + ml.arange(128)
+  r = p // w
+  c = p % w
+  k = ml.arange(16)
+  rr = ml.clip(r[:, None] + (k // 3 - 1)[None, :], 0, h - 1)
+  cc = ml.clip(c[:, None] + (k % 3 - 1)[None, :], 0, w - 1)
+  v = x.at[rr, cc].load(mask=(k[None, :] < 9) & (p[:, None] < h * w), other=float("inf"))
+  med = ml.sort(v, axis=-1)[:, 4]
+  ok = p < h * w
+  ml.store(out.at[ml.ds(i * 128, 128)], med, mask=ok)
+
+
+def test_a_store_at_index_pairs_does_not_offer_a_square_window():
+  """The hint offered ml.store(out.at[ml.ds(start0, 128), ml.ds(start1, 128)], med, mask=ok): a
+  (128, 128) window for a (128,) value, as if r and c made a grid."""
+  expect(median3x3, [S((13, 21), F32)], mg.KernelTypeError, "ml.store(out.at[r, c], med, mask=ok)",
+         "ml.store needs a ref (a parameter, an ml.smem buffer or a view), got a ref indexed by tensors"
+         " (ref.at[ids, ...])",
+         hint="the indices pair up element by element, so they cover no window (for consecutive flat positions,"
+              " give out a one-dimensional out_shape, reshaped outside the kernel, and store into its window:"
+              " ml.store(out.at[ml.ds(start, 128)], med, mask=ok)); a plain scatter (set) is not supported"
+              " (repeated indices would race): add into an output that starts at 0, which sets each element the"
+              " indices name once (a permutation of rows): ml.atomic_add(out.at[r, c], ml.where(ok, med, 0))"
+              " (indices outside out are dropped); or write rows one at a time with scalar indices,"
+              " out.at[ids_ref[r]][...] = row")
+  x = np.random.default_rng(5).standard_normal((13, 21)).astype(np.float32)
+  padded = np.pad(x, 1, mode="edge")
+  want = np.median(np.stack([padded[a:a + 13, b:b + 21] for a in range(3) for b in range(3)], -1), -1)
+  np.testing.assert_array_equal(np.asarray(median3x3_flat(jnp.asarray(x), interpret=True)).reshape(13, 21), want)
+
+
+# ---------------------------------------------------------------- depthwise weights read whole
+@mg.mgpu_kernel(out_shape=lambda x, w: x, grid=lambda x, w: (x.shape[0], ml.cdiv(x.shape[1], 32)))
+def depthwise3x3(x, w, out):         # x (h, w, c) channels last, w (3, 3, c)
+  h = ml.program_id(0)
+  j = ml.program_id(1)
+  H, W, C = x.shape
+  wt = w[...]
+  cols = j * 32 + ml.arange(32)
+  acc = ml.zeros((32, C), F32)
+  for a in ml.static_range(3):
+    for b in ml.static_range(3):
+      m = (cols[:, None] + b - 1 >= 0) & (cols[:, None] + b - 1 < W) & (h + a - 1 >= 0) & (h + a - 1 < H)
+      acc += x.at[h + a - 1, ml.ds(j * 32 + b - 1, 32), :].load(mask=m, other=0.0) * wt[a, b][None, :]
+  out.at[h, ml.ds(j * 32, 32), :].store(acc, mask=cols[:, None] < W)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, w: x, grid=lambda x, w: (x.shape[0], ml.cdiv(x.shape[1], 32)))
+def depthwise3x3_rows(x, w, out):    # the hint followed
+  h = ml.program_id(0)
+  j = ml.program_id(1)
+  H, W, C = x.shape
+  cols = j * 32 + ml.arange(32)
+  acc = ml.zeros((32, C), F32)
+  for a in ml.static_range(3):
+    for b in ml.static_range(3):
+      m = (cols[:, None] + b - 1 >= 0) & (cols[:, None] + b - 1 < W) & (h + a - 1 >= 0) & (h + a - 1 < H)
+      acc += x.at[h + a - 1, ml.ds(j * 32 + b - 1, 32), :].load(mask=m, other=0.0) * w.at[a, b][...][None, :]
+  out.at[h, ml.ds(j * 32, 32), :].store(acc, mask=cols[:, None] < W)
+
+
+def test_small_3d_weights_read_whole_are_hinted_a_vector_at_a_time():
+  """The hint was "work on tiles of 128 elements or more, e.g. (128,) or (4, 32)", which (3, 3, 32)
+  weights cannot be."""
+  expect(depthwise3x3, [S((5, 40, 32), F32), S((3, 3, 32), F32)], mg.LayoutError, "w[...]",
+         "wt has shape (3, 3, 32): register tensors need a multiple of 128 elements (one per thread of a warpgroup)",
+         hint="read w a vector at a time where it is used, w.at[a, b][...] (a (32,) vector each; a 1-D vector"
+              " needs a multiple of 8 elements), with a, b from ml.static_range loops")
+  rng = np.random.default_rng(6)
+  x = jnp.asarray(rng.standard_normal((5, 40, 32)), F32)
+  w = jnp.asarray(rng.standard_normal((3, 3, 32)), F32)
+  want = jax.lax.conv_general_dilated(x[None], w.reshape(3, 3, 1, 32), (1, 1), "SAME",
+                                      dimension_numbers=("NHWC", "HWIO", "NHWC"), feature_group_count=32)[0]
+  np.testing.assert_allclose(np.asarray(depthwise3x3_rows(x, w, interpret=True)), np.asarray(want), rtol=1e-5, atol=1e-5)

@@ -3,6 +3,8 @@ shift amounts that can be out of range (every lane computes, also one a select d
 ints that fit only uint32, and Triton's pointer arithmetic."""
 from __future__ import annotations
 
+import math
+
 from ..dtypes import DType
 
 
@@ -166,6 +168,14 @@ def _window_text(cx, x, items) -> str:
   return f"{x}.at[{', '.join(parts)}]"
 
 
+def _a_grid(tensors) -> bool:
+  """Whether index tensors (one, or several each varying along its own axis, r[:, None] and
+  c[None, :]) name a rectangle of elements, the window a hint may offer."""
+  axes = [[a for a, k in enumerate(t.type.shape) if k != 1] for t in tensors]
+  return len(tensors) <= 1 or all(len(a) <= 1 for a in axes) and len({a[0] for a in axes if a}) == len(
+      [a for a in axes if a]) and all(len(t.type.shape) == len(tensors[0].type.shape) for t in tensors)
+
+
 def not_a_ref_hint(cx, ref, what, mask, other, value) -> str:
   """The hint for ml.load / ml.store given no ref: Triton's `tl.load(x_ptr + offs, mask=m)` written
   `ml.load(x.at[offs], mask=m)` (a ref indexed by tensors: a gather or a scatter), or a value
@@ -194,6 +204,18 @@ def not_a_ref_hint(cx, ref, what, mask, other, value) -> str:
       n = None
     window = (f"for offsets start + ml.arange({n}), take the window they cover: " if n is not None else
               "these offsets run over consecutive positions: take the window they cover, ")
+    if not _a_grid(tens) and n is not None:    # out.at[r, c] of (128,) r and c: pairs, no window
+      n = max(math.prod(t.type.shape) for t in tens)
+      if what == "ml.load":
+        return (f"{x}[{ids}] reads them (a gather), one element per index pair"
+                + (f", and a select keeps the mask: ml.where({m}, {x}[{ids}], {o}) (a gather clamps each index"
+                   f" into {x}, so it never reads outside it)" if m is not None else ": write it without ml.load"))
+      from .index_hints import scatter_set_hint, scatter_target
+      first, out = scatter_target(cx.b, ref.ref, x)
+      return (f"{first}the indices pair up element by element, so they cover no window (for consecutive flat"
+              f" positions, give {out} a one-dimensional out_shape, reshaped outside the kernel, and store into"
+              f" its window: ml.store({out}.at[ml.ds(start, {n})], {v}{', mask=' + m if m is not None else ''}));"
+              f" " + scatter_set_hint(out, ids, v, m))
     if what == "ml.load":
       if m is None:
         return f"{x}[{ids}] reads them (a gather): write {x}[{ids}], without ml.load"
