@@ -12,6 +12,7 @@ from .aten_hints import NAMES as ATEN_NAMES  # ATen's everyday operators ml has 
 from .formula_hints import DIV_RN, with_operands  # the formula hints with the call's own operands
 from .segment_hints import SEGMENT  # jax.ops.segment_sum, jnp.searchsorted, unique, diff
 from .shape_hints import SPLITS, split_hint  # jnp.split, ml.split: the windows the parts are
+from .image_hints import IMAGE  # lax.reduce_window, conv_general_dilated, jnp.median, jax.image.resize
 
 _SCAN = ("no general associative scan: ml.cumsum, ml.cumprod, ml.cummax and ml.cummin scan along an axis;"
          " for another combination, carry the running value through a loop")
@@ -59,7 +60,7 @@ _ALONG = ("no ml.take_along_axis: index the GMEM ref with tensors, x[rows, ids] 
           " NumPy's advanced indexing); of a register tile t, select with a one-hot mask and sum the rows:"
           " ml.sum(ml.where(ml.arange(t.shape[1])[None, :] == ids[:, None], t, 0), axis=1)")
 NOT_YET = {   # what Triton and jnp users reach for that mgpu_dsl does not have, and what to write
-    "associative_scan": _SCAN, "scan": _SCAN, "sort": _TOP, "topk": _TOP, **SEGMENT,
+    "associative_scan": _SCAN, "scan": _SCAN, "sort": _TOP, "topk": _TOP, **SEGMENT, **IMAGE,
     "trans": _TRANSPOSE, "permute": _TRANSPOSE,
     "gather": "index the GMEM ref with a tensor of indices: table[ids, :] (NumPy's advanced indexing)",
     "take": "index the GMEM ref with a tensor of indices: x[idx] (NumPy's advanced indexing)",

@@ -324,9 +324,19 @@ def _at_update_hint(loc, recv: str, shape) -> str | None:
     if (isinstance(n, ast.Call) and isinstance(f, ast.Attribute) and f.attr in _AT_SELECT and len(n.args) == 1
         and isinstance(f.value, ast.Subscript) and isinstance(f.value.value, ast.Attribute)
         and f.value.value.attr == "at" and ast.unparse(f.value.value.value) == recv
+        and isinstance(f.value.slice, ast.Tuple) and len(shape) == 2 == len(f.value.slice.elts)):
+      pick = _at_pick(f.value.slice.elts, shape)      # v.at[:, 0].set(0.0): a boundary column
+      if pick is None:
+        return None
+      i, y = ", ".join(ast.unparse(e) for e in f.value.slice.elts), ast.unparse(n.args[0])
+      return (f"register tensors are values, updated by a select: {recv}.at[{i}].{f.attr}({y}) is"
+              f" ml.where({pick}, {_AT_SELECT[f.attr].format(v=recv, y=y)}, {recv})")
+    if (isinstance(n, ast.Call) and isinstance(f, ast.Attribute) and f.attr in _AT_SELECT and len(n.args) == 1
+        and isinstance(f.value, ast.Subscript) and isinstance(f.value.value, ast.Attribute)
+        and f.value.value.attr == "at" and ast.unparse(f.value.value.value) == recv
         and not isinstance(f.value.slice, (ast.Tuple, ast.Slice))):
       i, y = ast.unparse(f.value.slice), ast.unparse(n.args[0])
-      pick = f"ml.arange({shape[0]}){'[:, None]' if len(shape) == 2 else ''} == {i}"
+      pick = f"ml.arange({shape[0]}){'[:, None]' if len(shape) == 2 else ''} == {_bound(f.value.slice, shape[0])}"
       new = _AT_SELECT[f.attr].format(v=recv, y=y)
       many = ""
       if f.attr == "add" and len(shape) == 1:      # at a tensor of indices: a histogram of them
@@ -337,3 +347,34 @@ def _at_update_hint(loc, recv: str, shape) -> str | None:
       return (f"register tensors are values, updated by a select: {recv}.at[{i}].{f.attr}({y}) is"
               f" ml.where({pick}, {new}, {recv}){many}")
   return None
+
+
+def _at_pick(items, shape) -> str | None:
+  """The mask of the elements `v.at[a, b]` names in a 2-D register tensor of `shape` (each index `:`,
+  a static slice `lo:hi`, or one index), as index comparisons; None for other indices."""
+  conds = []
+  for axis, (e, n) in enumerate(zip(items, shape)):
+    at = f"ml.arange({n}){'[:, None]' if axis == 0 else '[None, :]'}"
+    if isinstance(e, ast.Slice):
+      if e.step is not None:
+        return None
+      lo, hi = (_bound(b, n) for b in (e.lower, e.upper))
+      conds += [f"({at} >= {lo})"] * (lo is not None) + [f"({at} < {hi})"] * (hi is not None)
+    elif isinstance(e, ast.Starred) or isinstance(e, ast.Constant) and e.value is Ellipsis:
+      return None
+    else:
+      conds.append(f"({at} == {ast.unparse(e)})")
+  if not conds:
+    return None
+  return conds[0][1:-1] if len(conds) == 1 else " & ".join(conds)
+
+
+def _bound(b, n) -> str | None:
+  """A slice bound as written, a static negative int counted from the end (`-1` of 16 is 15)."""
+  if b is None:
+    return None
+  try:
+    k = ast.literal_eval(b)
+  except (ValueError, SyntaxError, TypeError):
+    return ast.unparse(b)
+  return str(k + n if isinstance(k, int) and k < 0 else k)

@@ -247,3 +247,81 @@ def test_small_3d_weights_read_whole_are_hinted_a_vector_at_a_time():
   want = jax.lax.conv_general_dilated(x[None], w.reshape(3, 3, 1, 32), (1, 1), "SAME",
                                       dimension_numbers=("NHWC", "HWIO", "NHWC"), feature_group_count=32)[0]
   np.testing.assert_allclose(np.asarray(depthwise3x3_rows(x, w, interpret=True)), np.asarray(want), rtol=1e-5, atol=1e-5)
+
+
+# ---------------------------------------------------------------- jax's image functions called in a kernel
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def pooled_in_kernel(x, out):
+  v = x[...]
+  out[...] = jax.lax.reduce_window(v, -jnp.inf, jax.lax.max, (3, 3), (1, 1), "SAME")
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), x.dtype))
+def median_in_kernel(x, out):
+  v = x[...]
+  out[...] = jnp.median(v, axis=1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0] // 2, x.shape[1] // 2), x.dtype),
+                grid=lambda x: (ml.cdiv(x.shape[0] // 2, 16), ml.cdiv(x.shape[1] // 2, 32)))
+def maxpool_hinted(x, out):          # the reduce_window hint followed: 3x3 windows, stride 2, padding 1
+  i = ml.program_id(0)
+  j = ml.program_id(1)
+  r = i * 16 + ml.arange(16)
+  c = j * 32 + ml.arange(32)
+  acc = ml.full((16, 32), float("-inf"), F32)
+  for a in ml.static_range(3):
+    for b in ml.static_range(3):
+      rr = 2 * r + a - 1
+      cc = 2 * c + b - 1
+      inside = (rr[:, None] >= 0) & (rr[:, None] < x.shape[0]) & (cc[None, :] >= 0) & (cc[None, :] < x.shape[1])
+      acc = ml.maximum(acc, x.at[rr[:, None], cc[None, :]].load(mask=inside, other=float('-inf')))
+  out.at[ml.ds(i * 16, 16), ml.ds(j * 32, 32)].store(acc, mask=(r[:, None] < out.shape[0]) & (c[None, :] < out.shape[1]))
+
+
+def test_jax_image_functions_in_a_kernel_say_what_to_write():
+  """reduce_window, conv_general_dilated, jnp.median, jnp.gradient, jnp.interp and jax.image.resize had the
+  generic "decorate a helper of your own with @ml.inline" hint."""
+  e = expect(pooled_in_kernel, [S((16, 128), F32)], mg.KernelTypeError, "jax.lax.reduce_window(",
+             "reduce_window cannot take a register tensor inside a kernel")
+  assert e.hint.startswith("no reduce_window: combine the window's taps, each a masked gather")
+  e = expect(median_in_kernel, [S((16, 128), F32)], mg.KernelTypeError, "jnp.median(",
+             "median cannot take a register tensor inside a kernel")
+  assert "ml.sort(v, axis=-1)[:, n // 2]" in e.hint
+  x = jnp.asarray(np.random.default_rng(7).standard_normal((37, 90)), F32)
+  want = jax.lax.reduce_window(x, -jnp.inf, jax.lax.max, (3, 3), (2, 2), [(1, 1), (1, 1)])[:18, :45]
+  np.testing.assert_array_equal(np.asarray(maxpool_hinted(x, interpret=True)), np.asarray(want))
+
+
+# ---------------------------------------------------------------- jnp's .at[...] updates of a register tile's boundary
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def zero_first_column(x, out):
+  v = x[...]
+  out[...] = v.at[:, 0].set(0.0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def bump_inner_rows(x, out):
+  v = x[...]
+  out[...] = v.at[1:-1, :].add(1.0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def bump_inner_rows_hinted(x, out):
+  v = x[...]
+  out[...] = ml.where((ml.arange(16)[:, None] >= 1) & (ml.arange(16)[:, None] < 15), v + 1.0, v)
+
+
+def test_an_at_update_of_a_column_or_a_slice_is_hinted_as_its_select():
+  """`v.at[:, 0].set(0.0)` was hinted as ml.where(ml.arange(16)[:, None] == idx, y, v), rows and a
+  placeholder; a negative slice bound is counted from the end."""
+  expect(zero_first_column, [S((16, 128), F32)], mg.KernelTypeError, "v.at[:, 0]",
+         "a register tensor has no attribute 'at'",
+         hint="register tensors are values, updated by a select: v.at[:, 0].set(0.0) is"
+              " ml.where(ml.arange(128)[None, :] == 0, 0.0, v)")
+  expect(bump_inner_rows, [S((16, 128), F32)], mg.KernelTypeError, "v.at[1:-1, :]",
+         "a register tensor has no attribute 'at'",
+         hint="register tensors are values, updated by a select: v.at[1:-1, :].add(1.0) is"
+              " ml.where((ml.arange(16)[:, None] >= 1) & (ml.arange(16)[:, None] < 15), v + 1.0, v)")
+  x = jnp.asarray(np.random.default_rng(8).standard_normal((16, 128)), F32)
+  np.testing.assert_array_equal(np.asarray(bump_inner_rows_hinted(x, interpret=True)), np.asarray(x.at[1:-1, :].add(1.0)))

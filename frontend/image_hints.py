@@ -1,0 +1,40 @@
+"""Hints for the image and convolution functions of jax.lax, jax.image and jnp that a vision or
+stencil kernel reaches for (reduce_window, conv_general_dilated, median, gradient, interp, resize):
+what a kernel writes instead, tap by tap (masked windows or gathers of the taps, ml.sort, SMEM
+tiles for ml.dot)."""
+from __future__ import annotations
+
+_POOL = ("no reduce_window: combine the window's taps, each a masked gather of the output tile's source"
+         " pixels: with r, c the tile's output rows and columns (r = i * bm + ml.arange(bm)), for a in"
+         " ml.static_range(kh): for b in ml.static_range(kw): rr = stride * r + a - pad; cc = stride * c + b - pad;"
+         " inside = (rr[:, None] >= 0) & (rr[:, None] < x.shape[0]) & (cc[None, :] >= 0) & (cc[None, :] <"
+         " x.shape[1]); acc = ml.maximum(acc, x.at[rr[:, None], cc[None, :]].load(mask=inside,"
+         " other=float('-inf'))) (a max pool; a sum adds with other=0.0, an average divides by kh * kw or by"
+         " the count of the taps inside)")
+_CONV = ("no convolution: sum the taps, each a window of x shifted by the tap and masked at the edges: for a in"
+         " ml.static_range(kh): for b in ml.static_range(kw): acc = acc + w.at[a, b][...] * x.at[..shifted by"
+         " (a - pad, b - pad)..].load(mask=inside, other=0.0) (channels last, a depthwise conv's weights a (c,)"
+         " vector a tap); with many input channels, im2col: store the taps' values into an SMEM tile (pixels,"
+         " kh * kw * c_in, padded with zero columns to a multiple of 64) and ml.dot it with the weights reshaped"
+         " to (kh * kw * c_in, c_out) outside the kernel")
+IMAGE = {
+    "reduce_window": _POOL,
+    **dict.fromkeys(("conv_general_dilated", "conv", "conv_with_general_padding", "conv_transpose"), _CONV),
+    "median": ("no median: sort the values along the last axis, ml.sort(v, axis=-1), with the row padded to a power"
+               " of two by float('inf') (other=float('inf') on a masked load, or ml.where(k < n, v, float('inf'))),"
+               " and take the middle column, ml.sort(v, axis=-1)[:, n // 2] for n values (odd n; for even n the"
+               " mean of columns n // 2 - 1 and n // 2)"),
+    "gradient": ("no gradient: central differences of the windows shifted by one, (next - prev) / 2 with next ="
+                 " x.at[ml.ds(s + 1, n)].load(mask=j + 1 < x.shape[0], other=0.0) and prev = x.at[ml.ds(s - 1,"
+                 " n)].load(mask=j - 1 >= 0, other=0.0) for j = s + ml.arange(n), and the one-sided differences at"
+                 " the two ends selected in with ml.where(j == 0, ...)"),
+    "interp": ("no interp: find each query's interval by counting the sorted points at or below it, i ="
+               " ml.clip(ml.sum((xp[None, :] <= q[:, None]).astype(jnp.int32), axis=1) - 1, 0, xp.shape[0] - 2)"
+               " (xp a register vector), gather xp[i], xp[i + 1], fp[i], fp[i + 1] from the refs and blend,"
+               " fp0 + (q - xp0) / (xp1 - xp0) * (fp1 - fp0) (clip q to xp's ends first for jnp's end values)"),
+    "resize": ("no jax.image.resize: compute each output pixel's source coordinate, sy = (r + 0.5) * (H / OH) - 0.5"
+               " (clipped at 0), y0 = ml.minimum(ml.floor(sy).astype(jnp.int32), H - 1), y1 = ml.minimum(y0 + 1,"
+               " H - 1), fy = sy - y0, and the same along the columns; gather the four neighbours,"
+               " x[y0[:, None], x0[None, :]] and so on, and blend them with the fractions ('nearest' gathers"
+               " x[(r * H // OH)[:, None], (c * W // OW)[None, :]])"),
+}
