@@ -4,6 +4,12 @@ what a kernel writes instead, tap by tap (masked windows or gathers of the taps,
 tiles for ml.dot)."""
 from __future__ import annotations
 
+# jnp.pad's other modes, after its zeros (and jnp.roll's wrap-around) in missing.py's hint
+PAD_MODES = ("; jnp.pad's mode='edge' gathers at clamped indices, x[ml.clip(s + ml.arange(n) - 1, 0, x.shape[0] - 1)],"
+             " and mode='reflect' at reflected ones, j = s + ml.arange(n) - 1 then x[ml.where(j < 0, -j, j)] (and"
+             " 2 * (x.shape[0] - 1) - j past the end); a register tile v shifts by one column with its first"
+             " column repeated as ml.concatenate([v[:, :1], v[:, :-1]], axis=1), reflected as"
+             " ml.concatenate([v[:, 1:2], v[:, :-1]], axis=1)")
 _POOL = ("no reduce_window: combine the window's taps, each a masked gather of the output tile's source"
          " pixels: with r, c the tile's output rows and columns (r = i * bm + ml.arange(bm)), for a in"
          " ml.static_range(kh): for b in ml.static_range(kw): rr = stride * r + a - pad; cc = stride * c + b - pad;"

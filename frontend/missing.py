@@ -12,7 +12,7 @@ from .aten_hints import NAMES as ATEN_NAMES  # ATen's everyday operators ml has 
 from .formula_hints import DIV_RN, with_operands  # the formula hints with the call's own operands
 from .segment_hints import SEGMENT  # jax.ops.segment_sum, jnp.searchsorted, unique, diff
 from .shape_hints import SPLITS, split_hint  # jnp.split, ml.split: the windows the parts are
-from .image_hints import IMAGE  # lax.reduce_window, conv_general_dilated, jnp.median, jax.image.resize
+from .image_hints import IMAGE, PAD_MODES  # lax.reduce_window, conv_general_dilated, jnp.median, jax.image.resize
 
 _SCAN = ("no general associative scan: ml.cumsum, ml.cumprod, ml.cummax and ml.cummin scan along an axis;"
          " for another combination, carry the running value through a loop")
@@ -450,7 +450,7 @@ _SHIFT = ("read the neighbours from memory at shifted windows, masked at the edg
 _TAPS = ("sum the taps over shifted windows: for k in ml.static_range(K): acc = acc + w[k] * x.at[ml.ds(s + k - K // 2,"
          " n)].load(mask=(s + k - K // 2 + ml.arange(n) >= 0) & (s + k - K // 2 + ml.arange(n) < x.shape[0]),"
          " other=0.0) (jnp.convolve's mode='same' takes the taps reversed, w[K - 1 - k])")
-ARRAY_CALLS = {"roll": _SHIFT, "pad": _SHIFT, "convolve": _TAPS, "correlate": _TAPS,
+ARRAY_CALLS = {"roll": _SHIFT, "pad": _SHIFT + PAD_MODES, "convolve": _TAPS, "correlate": _TAPS,
                "histogram": "no histogram: ml.atomic_add(counts.at[bins], 1) into a zeroed output (one updated only"
                             " by atomics starts at 0), bins computed from the values",
                "dot": _DOT, "matmul": _DOT, "einsum": _DOT, "dot_general": _DOT, "take": _TAKE, "take_along_axis": _ALONG.replace("no ml.take_along_axis: ", ""),

@@ -239,7 +239,12 @@ def test_a_stencil_hint_reads_a_tl_ds_window():
          hint="read the neighbours from memory at shifted windows, masked at the edges: with j = (i * 256) - 1 +"
               " tl.arange(256), x.at[tl.ds((i * 256) - 1, 256)].load(mask=(j >= 0) & (j < x.shape[0]), other=0.0)"
               " is the window at (i * 256) shifted by one, 0 outside x (jnp.pad's zeros); for jnp.roll's"
-              " wrap-around, gather at wrapped indices, x[((i * 256) + tl.arange(256) - 1) % x.shape[0]]")
+              " wrap-around, gather at wrapped indices, x[((i * 256) + tl.arange(256) - 1) % x.shape[0]]; jnp.pad's"
+              " mode='edge' gathers at clamped indices, x[tl.clip((i * 256) + tl.arange(256) - 1, 0, x.shape[0] - 1)],"
+              " and mode='reflect' at reflected ones, j = (i * 256) + tl.arange(256) - 1 then x[tl.where(j < 0, -j, j)]"
+              " (and 2 * (x.shape[0] - 1) - j past the end); a register tile v shifts by one column with its first"
+              " column repeated as tl.concatenate([v[:, :1], v[:, :-1]], axis=1), reflected as"
+              " tl.concatenate([v[:, 1:2], v[:, :-1]], axis=1)")
 
 
 # ---------------------------------------------------------------- Triton's parameter order

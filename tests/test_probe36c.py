@@ -325,3 +325,27 @@ def test_an_at_update_of_a_column_or_a_slice_is_hinted_as_its_select():
               " ml.where((ml.arange(16)[:, None] >= 1) & (ml.arange(16)[:, None] < 15), v + 1.0, v)")
   x = jnp.asarray(np.random.default_rng(8).standard_normal((16, 128)), F32)
   np.testing.assert_array_equal(np.asarray(bump_inner_rows_hinted(x, interpret=True)), np.asarray(x.at[1:-1, :].add(1.0)))
+
+
+# ---------------------------------------------------------------- jnp.pad's edge and reflect modes
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 128,))
+def edge_padded_in_kernel(x, out):
+  i = ml.program_id(0)
+  out.at[ml.ds(i * 128, 128)][...] = jnp.pad(x.at[ml.ds(i * 128, 128)][...], 1, mode="edge")[:128]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 128,))
+def edge_padded_hinted(x, out):      # x shifted right by one, its first element repeated
+  i = ml.program_id(0)
+  out.at[ml.ds(i * 128, 128)][...] = x[ml.clip(i * 128 + ml.arange(128) - 1, 0, x.shape[0] - 1)]
+
+
+def test_jnp_pad_in_a_kernel_hints_its_edge_and_reflect_modes():
+  """The hint wrote only jnp.pad's zeros (and jnp.roll's wrap-around), whatever the mode."""
+  e = expect(edge_padded_in_kernel, [S((256,), F32)], mg.KernelTypeError, "jnp.pad(",
+             "pad cannot take a register tensor inside a kernel")
+  assert ("jnp.pad's mode='edge' gathers at clamped indices, x[ml.clip((i * 128) + ml.arange(128) - 1, 0,"
+          " x.shape[0] - 1)]") in e.hint
+  x = jnp.asarray(np.random.default_rng(9).standard_normal(256), F32)
+  np.testing.assert_array_equal(np.asarray(edge_padded_hinted(x, interpret=True)),
+                                np.asarray(jnp.pad(x, 1, mode="edge")[:256]))
