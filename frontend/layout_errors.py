@@ -15,7 +15,8 @@ from .ops.gather import Gather, ScatterUpdate
 from .ops.memory import Store
 from .ops.mma import Dot
 from .ops.shape import Broadcast, Reduce, Reshape
-from .layout_hints import (column_slice_hint, empty_tensor_hint, pad_hint, read_window, reductions_of, role,
+from .layout_hints import (column_slice_hint, empty_tensor_hint, pad_hint, read_window, reductions_of,
+                           register_window_hint, role,
                            row_of_statistic, small_tile_hint, smem_vector_hint)
 from .types import Layout, LayoutKind, RefType, TensorType, dtype_name
 
@@ -162,6 +163,15 @@ class LayoutErrors:
           f" a tensor-core tile's rows live in fixed threads", o.loc,
           hint="store the tile to SMEM and read the buffer back in the new shape"))
 
+  def _register_window_hint(self, v, loc) -> str | None:
+    """For a static window of a register tensor (read back from the compiler's scratch of it) too
+    small for the registers: where ml.concatenate takes such windows (as rolls)."""
+    d = self.defs.get(v.id)
+    if type(d).__name__ != "Load" or self.root(d.ref).id not in getattr(self.kernel, "transient_ids", ()) \
+        or self.root(d.ref) is d.ref or tuple(self.root(d.ref).type.shape) == tuple(v.type.shape):
+      return None       # (a window of the scratch, not the scratch read whole: a concatenation's result)
+    return register_window_hint(loc)
+
   def check(self, v, lay: Layout):
     o = self.first_use.get(v.id)
     loc = o.loc if o else self.kernel.loc
@@ -187,7 +197,8 @@ class LayoutErrors:
         raise E.LayoutError(
             f"{v.name or 'this tensor'} has shape {shape}: register tensors need a multiple of"
             f" {hw.WARPGROUP} elements (one per thread of a warpgroup)", loc,
-            hint=self._scalar_store_hint(v) or one or column_slice_hint(v.name, *self._stored_to(v)) or small_tile_hint(
+            hint=self._scalar_store_hint(v) or one or column_slice_hint(v.name, *self._stored_to(v))
+            or self._register_window_hint(v, loc) or small_tile_hint(
                 shape, self._read_from(v), read_window(self.defs, self.defs.get(v.id)), reductions_of(self.kernel.body, v)))
       return
     if lay.drop and (len(shape) > 2 or any(shape[a] != 1 for a in lay.drop if len(shape) == 2)) or (

@@ -170,6 +170,21 @@ def small_tile_hint(shape, ref=None, window=None, reduced=((), None)) -> str:
           " length is a multiple of 8")
 
 
+def register_window_hint(loc) -> str:
+  """The hint for a static window of a register tensor (`v[:, 1:]` of a (16, 128) tile) that is not
+  itself a register tensor: ml.concatenate reads such windows of whole tensors as rolls, so math on
+  the window moves to the whole tensor (its text from the error's line where it can be read)."""
+  import re
+  text = loc.source_line[loc.col_offset:loc.end_col_offset] if loc and loc.end_lineno == loc.lineno else ""
+  m = re.fullmatch(r"([A-Za-z_]\w*)(\[.*\])", text or "")
+  name, index = m.groups() if m else ("v", "[:, 1:]")
+  return (f"a window of a register tensor must itself hold a multiple of 128 elements, except as a part of"
+          f" ml.concatenate read straight from a tensor of the concatenation's shape (as that tensor rolled):"
+          f" compute on the whole of {name} first and take the window of the result there (for -{name}{index}:"
+          f" w = -{name}, then w{index} in the ml.concatenate list); or keep whole tensors and select by index,"
+          f" ml.where(ml.arange(n)[None, :] < k, a, b)")
+
+
 def read_window(defs, load):
   """(root name, whether in SMEM, [(start text, size, squeeze)] per root dimension, root shape) of
   the window the register load `load` reads (a root or one view of it), starts in the user's words;
