@@ -66,3 +66,27 @@ def reversed_range(tracer, node, it):
   loop = ast.For(target=node.target, iter=ast.copy_location(ast.Call(inner.func, bounds, []), it), body=node.body,
                  orelse=node.orelse, type_comment=None)
   return ast.fix_missing_locations(ast.copy_location(loop, node))
+
+
+def rebound_index(node, before):
+  """`for j in range(...)` whose body rebinds `j` (`j = j * 10`, `j += 1`) and where `j` held an
+  integer before the loop: as Python leaves it, `j` after the loop is what the last trip's body bound
+  it to (the index the loop computes would be wrong), so the loop runs on a name of its own and `j`
+  is an ordinary name it carries, `for t in range(...): j = t`. None for any other loop (a `j` not
+  bound before, or bound to something else, stays undefined after the loop, as before)."""
+  from .env import assigned_names
+  name = node.target.id
+  if name not in assigned_names(node.body):
+    return None
+  from .types import ScalarType, resolve
+  int_scalar = (is_value(before) and isinstance(before.type, ScalarType)
+                and getattr(resolve(before.type.dtype), "is_int", False))
+  if not (type(before) is int or int_scalar):
+    return None
+  k = f"{name}'s index"                   # (not an identifier: no name of the kernel's)
+  index = ast.copy_location(ast.Assign(targets=[ast.copy_location(ast.Name(name, ast.Store()), node.target)],
+                                       value=ast.copy_location(ast.Name(k, ast.Load()), node.target)),
+                            node.target)
+  loop = ast.For(target=ast.copy_location(ast.Name(k, ast.Store()), node.target), iter=node.iter,
+                 body=[index, *node.body], orelse=node.orelse, type_comment=None)
+  return ast.fix_missing_locations(ast.copy_location(loop, node))

@@ -19,7 +19,7 @@ from .builder import Call
 from .carried import (as_value, carries_of, carry_slices, conversion, describe, initial_value, int_float_hint,
                       is_carriable, is_weak, rebuilt, same_type, start_kind, static_equal,
                       structure, structure_shape)
-from .count_down import descending, reversed_range
+from .count_down import descending, rebound_index, reversed_range
 from .dtypes import DType
 from .env import POISON, Unbound as _Unbound, assigned_names
 from .ops import control as ctl
@@ -117,6 +117,8 @@ def trace_for(tracer, node: ast.For):
                             hint="range(stop), range(start, stop) or range(start, stop, step)")
   start, stop, step = (0, args[0], 1) if len(args) == 1 else (*args, 1)[:3]
   name = node.target.id
+  if fn is not ctl.static_range and (kept := rebound_index(node, tracer.env.get(name))) is not None:
+    return trace_for(tracer, kept)      # the body rebinds the loop variable: it is carried, as Python keeps it
   if fn is ctl.static_range:
     if not all(isinstance(x, int) for x in (start, stop, step)):
       raise E.KernelTypeError("ml.static_range needs static int bounds; use range() for runtime bounds",
