@@ -25,6 +25,7 @@ from .ops import elementwise as ew
 from .ops.base import is_value, kind_of, static_number, typed_number, value_words
 from .ops.power import power
 from .assign import Assignments, holds_value, nothing_used
+from .short_circuit import is_bool_scalar, short_circuit
 from .source import QUOTE_DEPTH, Source, nests_deeper
 from .subscripts import Subscripts
 from .types import RefType, ScalarType, resolve
@@ -558,13 +559,16 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
 
   def eval_BoolOp(self, node):
     """Python's short-circuit, evaluated while tracing: a static operand decides whether the next
-    one is evaluated; a run-time value may only be the last one evaluated."""
+    one is evaluated; after a run-time boolean scalar, the rest run under a run-time if
+    (frontend/short_circuit.py); another run-time value may only be the last one evaluated."""
     is_and = isinstance(node.op, ast.And)
     for i, sub in enumerate(node.values):
       v = self.eval(sub)
       if is_value(v):
         if i == len(node.values) - 1:
           return v
+        if is_bool_scalar(v) and (made := short_circuit(self, node, i, v)) is not None:
+          return made         # the operands after v computed only where v does not decide, as in Python
         op = " & " if is_and else " | "
         parts = [self.text(x) if isinstance(x, (ast.Name, ast.Call, ast.Subscript, ast.Attribute,
                                                 ast.Constant)) else f"({self.text(x)})"

@@ -286,10 +286,12 @@ def runtime_and(n, x, out):
   out[...] = v
 
 
-def test_and_on_runtime_values_hints_at_parenthesised_ands():
-  expect(runtime_and, SPECS, mg.UnsupportedSyntaxError, "n[0] > 0 and",
-         "'and'/'or' on run-time scalars is not supported in a kernel",
-         hint="use & and | on booleans (both sides are computed): (n[0] > 0) & (n[0] < 5)")
+def test_and_on_runtime_scalars_short_circuits_as_python():
+  """It was MG001 with the hint (n[0] > 0) & (n[0] < 5); a run-time `and` of booleans now runs its
+  right operand only where the left is True (frontend/short_circuit.py)."""
+  for n in (-1, 0, 3, 5, 9):
+    np.testing.assert_allclose(runtime_and(n_(n), X, interpret=True), X + 1.0 if 0 < n < 5 else X)
+  runtime_and.check(*SPECS)
 
 
 # ---------------------------------------------------------------- 4. return, chained comparisons, ternaries

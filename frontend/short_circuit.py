@@ -1,0 +1,55 @@
+"""`a or b` and `a and b` of run-time boolean scalars, short-circuiting as Python's do: the operands
+after one that decides are computed only where it does not (`if i >= n or x[i] < 0: break` reads
+`x[i]` only where `i < n`). The rest of the expression runs under a run-time if whose result is the
+boolean (frontend/branches.py's If op, with one result)."""
+from __future__ import annotations
+
+import ast
+
+from . import ir
+from .builder import Call
+from .dtypes import DType
+from .ops import control as ctl
+from .ops import elementwise as ew
+from .ops.base import is_value
+from .types import ScalarType, resolve
+
+
+def is_bool_scalar(v) -> bool:
+  return is_value(v) and isinstance(v.type, ScalarType) and resolve(v.type.dtype) == DType.bool_
+
+
+def _simple(rest) -> bool:
+  """Whether the operands left can be computed under an if: no name bound (a walrus) or helper
+  traced inside them, whose effects would outlive the branch."""
+  return not any(isinstance(n, (ast.NamedExpr, ast.Lambda, ast.Await, ast.Yield, ast.YieldFrom))
+                 for r in rest for n in ast.walk(r))
+
+
+def short_circuit(tracer, node: ast.BoolOp, i: int, v):
+  """The value of `node` whose operand `i` evaluated to the run-time boolean scalar `v`: the
+  operands after it computed under a run-time if where `v` does not decide (False for `or`, True for
+  `and`). None where they cannot be (a walrus among them, or a result that is not a boolean scalar
+  or a Python bool): the caller reports the expression."""
+  rest_nodes = node.values[i + 1:]
+  if not _simple(rest_nodes):
+    return None
+  rest = rest_nodes[0] if len(rest_nodes) == 1 else ast.copy_location(ast.BoolOp(node.op, rest_nodes), rest_nodes[0])
+  is_and = isinstance(node.op, ast.And)
+  b, loc = tracer.b, tracer.loc(node)
+  decided, computed = ir.Block(), ir.Block()
+  env, where = dict(tracer.env), dict(tracer.where)
+  with b.region(computed):
+    r = tracer.eval(rest)
+    if isinstance(r, bool):
+      r = ew.constant(Call(b, tracer.loc(rest)), r, DType.bool_)
+    if not is_bool_scalar(r):
+      tracer.env.clear()
+      tracer.env.update(env)
+      tracer.where = where
+      return None
+    b.emit(ctl.Yield, (r,), loc=loc)
+  with b.region(decided):
+    b.emit(ctl.Yield, (v,), loc=loc)
+  then_blk, else_blk = (computed, decided) if is_and else (decided, computed)
+  return b.emit(ctl.If, v, then_blk, else_blk, loc=loc, types=[ScalarType(DType.bool_)], names=[""]).result
