@@ -127,6 +127,9 @@ def _flagged_while(node, test, first, step):
   at its end, where no break was taken."""
   line = node.lineno
   go, brk = f"(loop at line {line})", f"(break at line {line})"
+  written = test
+  if isinstance(test, ast.Constant) and not isinstance(test.value, bool):
+    test = _at(ast.Constant(bool(test.value)), test)   # `while 1:`: the flag a break sets False is a bool
   body = _structured(node.body, [], JUMPS, brk)
   if body is None:
     return None
@@ -134,7 +137,7 @@ def _flagged_while(node, test, first, step):
   tail = [*step, _at(ast.If(test=name, body=[_set(go, False, node)], orelse=[_set(go, test, test)]), node)]
   loop = _at(ast.While(test=_at(ast.Name(id=go, ctx=ast.Load()), test), body=[*first, *body, *tail],
                        orelse=[]), node)
-  loop.written_test = test            # what its messages quote (frontend/flow.py trace_while)
+  loop.written_test = written         # what its messages quote (frontend/flow.py trace_while)
   return [_set(brk, False, node), _set(go, test, test), loop], (go, brk)
 
 
