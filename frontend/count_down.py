@@ -90,3 +90,40 @@ def rebound_index(node, before):
   loop = ast.For(target=ast.copy_location(ast.Name(k, ast.Store()), node.target), iter=node.iter,
                  body=[index, *node.body], orelse=node.orelse, type_comment=None)
   return ast.fix_missing_locations(ast.copy_location(loop, node))
+
+
+def over_rows(tracer, node):
+  """`for row in x:` of a ref (a kernel parameter, an SMEM buffer or a window of one) walks its first axis,
+  as Python iterates an array: the runtime loop `for i in range(x.shape[0]): row = x.at[i]`; so does
+  `for i, row in enumerate(x):`, with `i` the index. None for anything else."""
+  from .types import RefType
+  it, target = node.iter, node.target
+  counted = (isinstance(it, ast.Call) and len(it.args) == 1 and not it.keywords
+             and not isinstance(it.args[0], ast.Starred) and isinstance(it.func, ast.Name)
+             and tracer.eval(it.func) is enumerate)
+  ref_node = it.args[0] if counted else it
+  if counted and not (isinstance(target, ast.Tuple) and len(target.elts) == 2
+                      and all(isinstance(e, ast.Name) for e in target.elts)):
+    return None
+  if not counted and not isinstance(target, ast.Name):
+    return None
+  plain = isinstance(ref_node, (ast.Name, ast.Attribute)) or isinstance(ref_node, ast.Subscript) and isinstance(
+      ref_node.value, ast.Attribute) and ref_node.value.attr == "at"
+  if not plain:
+    return None        # (x, y), range(n), zip(...), x[...]: evaluated once, by the caller, as before
+  seq = tracer.eval(ref_node)
+  if not (is_value(seq) and isinstance(seq.type, RefType) and seq.type.shape):
+    return None
+  index, row_target = (target.elts if counted else (None, target))
+  k = index.id if counted else f"{target.id}'s row"    # (not an identifier: no name of the kernel's)
+  where = lambda n: ast.copy_location(n, ref_node)
+  length = where(ast.Subscript(where(ast.Attribute(ref_node, "shape", ast.Load())), where(ast.Constant(0)),
+                               ast.Load()))
+  row = ast.copy_location(ast.Assign(
+      targets=[ast.copy_location(ast.Name(row_target.id, ast.Store()), row_target)],
+      value=where(ast.Subscript(where(ast.Attribute(ref_node, "at", ast.Load())), where(ast.Name(k, ast.Load())),
+                                ast.Load()))), row_target)
+  loop = ast.For(target=ast.copy_location(ast.Name(k, ast.Store()), index or target),
+                 iter=ast.copy_location(ast.Call(where(ast.Name("range", ast.Load())), [length], []), it),
+                 body=[row, *node.body], orelse=node.orelse, type_comment=None)
+  return ast.fix_missing_locations(ast.copy_location(loop, node))

@@ -19,7 +19,7 @@ from .builder import Call
 from .carried import (as_value, carries_of, carry_slices, conversion, describe, initial_value, int_float_hint,
                       is_carriable, is_weak, rebuilt, same_type, start_kind, static_equal,
                       structure, structure_shape)
-from .count_down import descending, rebound_index, reversed_range
+from .count_down import descending, over_rows, rebound_index, reversed_range
 from .dtypes import DType
 from .env import POISON, Unbound as _Unbound, assigned_names
 from .ops import control as ctl
@@ -85,6 +85,8 @@ def trace_for(tracer, node: ast.For):
     return trace_for(tracer, down)      # reversed(range(a, n)) of a run-time n: range(n - 1, a - 1, -1)
   if fn not in (range, ctl.static_range, ctl.range):
     check_wrapped_range(tracer, node, it, fn)
+    if (rows := over_rows(tracer, node)) is not None:
+      return trace_for(tracer, rows)      # for row in x: of a ref, over its first axis at run time
     seq = tracer.eval(it)             # a static sequence (a tuple, a list, enumerate/zip of them): unrolled
     if (hasattr(seq, "__next__") or isinstance(seq, (range, dict, *DICT_VIEWS))) and not is_value(seq):
       seq = tuple(seq)                # (r = ml.static_range(4) then for i in r: a Python range; d.items())
@@ -93,6 +95,12 @@ def trace_for(tracer, node: ast.For):
         tracer.stmt = node
         tracer.assign(node.target, v, it)
       return jumps.run_unrolled_trips(tracer, node, seq, bind)
+    if is_value(seq) and isinstance(seq.type, TensorType) and seq.type.shape:
+      v, n = tracer.text(it), node.target.id if isinstance(node.target, ast.Name) else "row"
+      tracer.unsupported(it, "iterating over a register tensor",
+                         hint=f"loop over its rows by index, for r in ml.static_range({v}.shape[0]): {n} = {v}[r]"
+                              f" (or iterate the ref it was read from, for {n} in ref:, each row a ref to read with"
+                              f" {n}[...]); whole-tensor math (ml.sum({v}, axis=0)) needs no loop")
   if not isinstance(node.target, ast.Name):
     tracer.unsupported(node.target, "unpacking in a for target",
                        hint="loop over one index: for i in range(n); unpacking works over a static tuple or"
