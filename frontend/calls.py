@@ -295,6 +295,10 @@ class Calls:
         raise E.UnsupportedSyntaxError(
             "sum(...) of register values is not supported in a kernel", cx.loc,
             hint=f"reduce a register tensor with ml.sum({one}) (or ml.sum({one}, axis=...)); add values with +")
+      if fn in (builtins.any, builtins.all) and len(args) == 1 and not kwargs and isinstance(args[0], (tuple, list)):
+        from .short_circuit import any_all
+        if (made := any_all(cx, fn is builtins.any, args[0])) is not None:
+          return made          # any([i < 0, i >= n]) of run-time booleans: their | (or &), as Python's
       if fn in (builtins.any, builtins.all):
         word, op = ("any", "|") if fn is builtins.any else ("all", "&")
         raise E.KernelTypeError(

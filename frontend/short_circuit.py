@@ -53,3 +53,21 @@ def short_circuit(tracer, node: ast.BoolOp, i: int, v):
     b.emit(ctl.Yield, (v,), loc=loc)
   then_blk, else_blk = (computed, decided) if is_and else (decided, computed)
   return b.emit(ctl.If, v, then_blk, else_blk, loc=loc, types=[ScalarType(DType.bool_)], names=[""]).result
+
+
+def any_all(cx, is_any: bool, items):
+  """Python's `any(...)`/`all(...)` of a static list or tuple of run-time boolean scalars and Python
+  values (`any([i < 0, i >= n])`: the list is built first, so every item is computed, as in Python):
+  their `|` (or `&`), a static item deciding while tracing. None where an item is another run-time
+  value (a tensor: the caller's message)."""
+  if not all(is_bool_scalar(v) or not is_value(v) for v in items) or any(
+      isinstance(v, (tuple, list, dict)) for v in items):
+    return None
+  static = [bool(v) for v in items if not is_value(v)]
+  if (any(static) if is_any else not all(static)):
+    return is_any                 # a True among any's items (a False among all's) decides
+  out = None
+  for v in items:
+    if is_value(v):
+      out = v if out is None else ew.binary(cx, ew.BinOp.OR if is_any else ew.BinOp.AND, out, v)
+  return (not is_any) if out is None else out
