@@ -130,3 +130,91 @@ def test_while_one_with_a_break_runs_as_while_true():
   """It was MG003: the flag a break sets False met the loop's condition 1 (an int) on the other path."""
   assert int(while_one(X, interpret=True)) == 3
   assert "mosaic_gpu" in str(_export(while_one, S((8, 128), F32)))
+
+
+# ---------------------------------------------------------------- for row in ref, enumerate(ref)
+@mg.mgpu_kernel(out_shape=lambda x: S((3, 128), F32))
+def rows_of_refs(x, out):
+  buf = ml.smem((8, 128), F32)
+  ml.copy(x, buf)
+  a = ml.zeros((128,), F32)
+  for row in x:
+    a += row[...]
+  b = ml.zeros((128,), F32)
+  for i, row in enumerate(buf.at[2:6]):
+    b += row[...] * i
+  c = ml.zeros((128,), F32)
+  for row in x.at[1:]:
+    if ml.max(row[...]) > 5.0:
+      break
+    c += row[...]
+  out.at[0][...] = a
+  out.at[1][...] = b
+  out.at[2][...] = c
+
+
+def test_for_over_a_ref_walks_its_first_axis_as_python_iterates_an_array():
+  """It was MG001 ('iterating over anything but range(...)'), and enumerate(x) of a ref MG003 with the hint to
+  decorate a helper with @ml.inline."""
+  x = np.asarray(X)
+  c = np.zeros(128, np.float32)
+  for row in x[1:]:
+    if row.max() > 5.0:
+      break
+    c += row
+  want = np.stack([x.sum(0), (x[2:6] * np.arange(4)[:, None]).sum(0), c])
+  np.testing.assert_allclose(np.asarray(rows_of_refs(X, interpret=True)), want, rtol=1e-6)
+  assert "mosaic_gpu" in str(_export(rows_of_refs, S((8, 128), F32)))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((128,), F32))
+def rows_of_a_tensor(x, out):
+  acc = ml.zeros((128,), F32)
+  for v in x[...]:
+    acc += v
+  out[...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((128,), F32))
+def rows_of_a_tensor_as_hinted(x, out):
+  acc = ml.zeros((128,), F32)
+  for r in ml.static_range(x[...].shape[0]):
+    v = x[...][r]
+    acc += v
+  out[...] = acc
+
+
+def test_iterating_a_register_tensor_is_hinted_by_its_rows():
+  expect(rows_of_a_tensor, [S((8, 128), F32)], mg.UnsupportedSyntaxError, "x[...]:",
+         "iterating over a register tensor is not supported in a kernel",
+         hint="loop over its rows by index, for r in ml.static_range(x[...].shape[0]): v = x[...][r] (or iterate"
+              " the ref it was read from, for v in ref:, each row a ref to read with v[...]); whole-tensor math"
+              " (ml.sum(x[...], axis=0)) needs no loop")
+  np.testing.assert_allclose(np.asarray(rows_of_a_tensor_as_hinted(X, interpret=True)), np.asarray(X).sum(0),
+                             rtol=1e-6)
+
+
+@pytest.mark.gpu
+def test_gpu_rows_of_refs_match_interpret_mode():
+  np.testing.assert_allclose(np.asarray(jax.jit(rows_of_refs)(X)), np.asarray(rows_of_refs(X, interpret=True)),
+                             rtol=1e-6)
+
+
+# ---------------------------------------------------------------- any / all of run-time booleans
+@mg.mgpu_kernel(out_shape=lambda x, n: S((8,), I32))
+def any_all_scalars(x, n: ml.scalar, out):
+  for i in range(8):
+    c = 0
+    if any([n > i + 2, n < i, False]):
+      c = 1
+    if all((n > 2, i < 4, True)):
+      c += 2
+    out[i] = c
+
+
+def test_any_and_all_of_a_list_of_run_time_booleans_are_their_or_and_and():
+  """They were MG003 ('any(...) of register values is Python's iteration')."""
+  for n in (0, 3, 6):
+    want = np.array([(n > i + 2 or n < i) + 2 * (n > 2 and i < 4) for i in range(8)], np.int32)
+    np.testing.assert_array_equal(np.asarray(any_all_scalars(X, n, interpret=True)), want)
+  assert "mosaic_gpu" in str(_export(any_all_scalars, S((8, 128), F32), S((), I32)))
