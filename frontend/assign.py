@@ -161,7 +161,11 @@ class Assignments:
             f" scatters only add, max or min (ml.atomic_add / ml.atomic_max / ml.atomic_min)"))
       view = memory.view(self.cx(node.target), ref, index, self.text(node.target))
       cur = transfers.load(self.cx(node), view, self.text(node.target))
-      transfers.store(self.cx(node), view, self.binop(op, cur, self.eval(node.value), node))
+      value = self.eval(node.value)
+      try:
+        transfers.store(self.cx(node), view, self.binop(op, cur, value, node))
+      except (E.DtypeMismatchError, E.StoreDtypeError) as e:    # the hints of `=` and `+` do not fit `+=`
+        raise type(e)(e.message, e.loc, _aug_hint(self, node, view, value), notes=e.notes) from None
     else:
       self.unsupported(node, "this augmented assignment target")
 
@@ -300,9 +304,12 @@ class Assignments:
           f" values, as its tuples are)", self.loc(target),
           hint=f"build a new one: {d} = {{**{d}, {ast.unparse(target.slice)}: ...}}")
     if not is_value(base) or not isinstance(base.type, RefType):
+      hint = "write into a kernel parameter or an ml.smem buffer"
+      if is_value(base) and isinstance(base.type, TensorType) and isinstance(target.value, ast.Name):
+        hint = _register_write_hint(self, target, base)
       raise E.KernelTypeError(
           f"only refs can be written with [...] =, but {self.text(target.value)} is {kind_of(base)}",
-          self.loc(target), hint="write into a kernel parameter or an ml.smem buffer")
+          self.loc(target), hint=hint)
     return base, self.eval_index(target.slice)
 
   def _item_assignment(self, target, base):
@@ -335,3 +342,88 @@ class Assignments:
     raise E.KernelTypeError(
         f"{name} is a Python {kind}: {kind}s in a kernel are values, so an item cannot be assigned",
         self.loc(target), hint=f"rebuild it: {name} = {rebuilt}")
+
+
+_AUG_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%",
+            ast.Pow: "**", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^", ast.LShift: "<<", ast.RShift: ">>"}
+
+
+def _aug_hint(tracer, node, view, value) -> str:
+  """What `ref[...] += v` of another dtype than the ref's is written as: the value converted to the ref's
+  dtype (`out[...] += v.astype(jnp.bfloat16)`), or the whole update computed in the wider dtype and
+  stored converted (`out[...] = (out[...] + v).astype(jnp.int32)`)."""
+  from .types import dtype_name
+  t, v, s = tracer.text(node.target), tracer.text(node.value), _AUG_OPS.get(type(node.op), "+")
+  r = tracer.text(node.target.value)
+  d = dtype_name(resolve(view.type.dtype))
+  vd = resolve(value.type.dtype) if is_value(value) else None
+  rd = resolve(view.type.dtype)
+  whole = f"{t} = ({t} {s} {v}).astype(jnp.{d})"
+  if vd is None or not hasattr(vd, "is_float"):
+    return f"compute the update and store it converted to {r}'s dtype: {whole}"
+  simple = isinstance(node.value, (ast.Name, ast.Call, ast.Subscript, ast.Attribute))
+  converted = f"{t} {s}= {v if simple else f'({v})'}.astype(jnp.{d})"
+  if getattr(rd, "is_float", False) and vd.is_float and vd.bits > rd.bits:
+    w = dtype_name(vd)
+    return (f"convert the value to {r}'s dtype, {converted}, or compute in {w} and store the result converted:"
+            f" {t} = ({t}.astype(jnp.{w}) {s} {v}).astype(jnp.{d})")
+  if getattr(rd, "is_float", False) and vd.is_float:
+    return f"convert the value to {r}'s dtype: {converted}"
+  return f"compute the update and store it converted to {r}'s dtype (as jnp's .astype does): {whole}"
+
+
+def _register_write_hint(tracer, target, base) -> str:
+  """`acc[...] = v`, `acc[...] += v`, `acc[:, :64] += 1.0` of a register tensor `acc`: it is a value, so
+  the name is rebound, to the new tensor whole or to a select of the part (its mask an index grid)."""
+  name, stmt = target.value.id, getattr(tracer, "stmt", None)
+  aug = isinstance(stmt, ast.AugAssign) and stmt.target is target
+  if not (aug or isinstance(stmt, ast.Assign) and target in stmt.targets):
+    return "write into a kernel parameter or an ml.smem buffer"
+  v = tracer.text(stmt.value)
+  op = _AUG_OPS.get(type(stmt.op), "+") if aug else None
+  new = f"{name} {op} {v}" if aug else v
+  shape = base.type.shape
+  items = target.slice.elts if isinstance(target.slice, ast.Tuple) else [target.slice]
+  conds, axis = [], 0
+  for it in items:
+    if isinstance(it, ast.Constant) and it.value is Ellipsis:
+      if len(items) > 1:
+        conds = None
+        break
+      axis = len(shape)
+      continue
+    if axis >= len(shape):
+      conds = None
+      break
+    grid = "ml.arange({})".format(shape[axis]) + (
+        "" if len(shape) == 1 else "[" + ", ".join(":" if k == axis else "None" for k in range(len(shape))) + "]")
+    if isinstance(it, ast.Slice) and it.step is None and all(
+        b is None or _static_int(b) is not None for b in (it.lower, it.upper)):
+      lo, hi = (_static_int(b) if b is not None else None for b in (it.lower, it.upper))
+      lo = lo + shape[axis] if lo is not None and lo < 0 else lo
+      hi = hi + shape[axis] if hi is not None and hi < 0 else hi
+      if lo not in (None, 0):
+        conds.append(f"({grid} >= {lo})")
+      if hi is not None and hi < shape[axis]:
+        conds.append(f"({grid} < {hi})")
+    elif _static_int(it) is not None:
+      conds.append(f"({grid} == {_static_int(it) % shape[axis]})")
+    else:
+      conds = None
+      break
+    axis += 1
+  if conds == []:
+    return (f"{name} is a register value, not memory: rebind the name, {name} {op}= {v}" if aug else
+            f"{name} is a register value, not memory: rebind the name, {name} = {v}")
+  mask = " & ".join(conds) if conds else "m"
+  return (f"{name} is a register value, not memory: rebind the name to a select of the part, {name} ="
+          f" ml.where({mask}, {new}, {name})" + ("" if conds else
+                                                 " (m a boolean index grid of the part, from ml.arange)"))
+
+
+def _static_int(node):
+  """The int a literal index is (`3`, `-8`), else None."""
+  if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+    inner = _static_int(node.operand)
+    return None if inner is None else -inner
+  return node.value if isinstance(node, ast.Constant) and type(node.value) is int else None

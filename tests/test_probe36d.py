@@ -218,3 +218,81 @@ def test_any_and_all_of_a_list_of_run_time_booleans_are_their_or_and_and():
     want = np.array([(n > i + 2 or n < i) + 2 * (n > 2 and i < 4) for i in range(8)], np.int32)
     np.testing.assert_array_equal(np.asarray(any_all_scalars(X, n, interpret=True)), want)
   assert "mosaic_gpu" in str(_export(any_all_scalars, S((8, 128), F32), S((), I32)))
+
+
+# ---------------------------------------------------------------- augmented assignments: hints that parse
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, jnp.bfloat16))
+def bf16_plus_f32(x, out):
+  out[...] = ml.zeros(x.shape, jnp.bfloat16)
+  out[...] += x[...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, jnp.bfloat16))
+def bf16_plus_f32_as_hinted(x, out):
+  out[...] = ml.zeros(x.shape, jnp.bfloat16)
+  out[...] = (out[...].astype(jnp.float32) + x[...]).astype(jnp.bfloat16)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, I32))
+def int_plus_float(x, out):
+  out[...] = ml.full(x.shape, 3, I32)
+  out[...] += x[...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, I32))
+def int_plus_float_as_hinted(x, out):
+  out[...] = ml.full(x.shape, 3, I32)
+  out[...] = (out[...] + x[...]).astype(jnp.int32)
+
+
+def test_an_augmented_assignment_of_another_dtype_hints_a_statement_that_parses():
+  """The hints were `out[...].astype(jnp.float32)` (for `+=`: not an assignment target) and
+  `out[...][...] = (value).astype(jnp.int32)`."""
+  spec = [S((8, 128), F32)]
+  expect(bf16_plus_f32, spec, mg.DtypeMismatchError, "out[...] += x[...]",
+         "+ on out[...] (bfloat16) and x[...] (float32): dtypes differ and are never converted implicitly",
+         hint="convert the value to out's dtype, out[...] += x[...].astype(jnp.bfloat16), or compute in float32"
+              " and store the result converted: out[...] = (out[...].astype(jnp.float32) + x[...]).astype(jnp.bfloat16)")
+  np.testing.assert_array_equal(np.asarray(bf16_plus_f32_as_hinted(X, interpret=True)), np.asarray(X.astype(jnp.bfloat16)))
+  expect(int_plus_float, spec, mg.StoreDtypeError, "out[...] += x[...]",
+         "cannot store a value (float32) into out[...] (GMEM, int32): no implicit conversion",
+         hint="compute the update and store it converted to out's dtype (as jnp's .astype does):"
+              " out[...] = (out[...] + x[...]).astype(jnp.int32)")
+  np.testing.assert_array_equal(np.asarray(int_plus_float_as_hinted(X, interpret=True)),
+                                np.asarray((3 + X).astype(I32)))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def register_slice_plus(x, out):
+  acc = x[...]
+  acc[:, 0:64] += 1.0
+  out[...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def register_slice_plus_as_hinted(x, out):
+  acc = x[...]
+  acc = ml.where((ml.arange(128)[None, :] < 64), acc + 1.0, acc)
+  out[...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def register_whole_plus(x, out):
+  acc = ml.zeros(x.shape, F32)
+  acc[...] += x[...]
+  out[...] = acc
+
+
+def test_writing_into_a_register_tensor_hints_rebinding_its_name():
+  """The hint was 'write into a kernel parameter or an ml.smem buffer' for `acc[...] += v` of a register
+  accumulator, whose fix is `acc += v`."""
+  spec = [S((8, 128), F32)]
+  expect(register_slice_plus, spec, mg.KernelTypeError, "acc[:, 0:64]",
+         "only refs can be written with [...] =, but acc is a register tensor",
+         hint="acc is a register value, not memory: rebind the name to a select of the part, acc ="
+              " ml.where((ml.arange(128)[None, :] < 64), acc + 1.0, acc)")
+  np.testing.assert_array_equal(np.asarray(register_slice_plus_as_hinted(X, interpret=True)),
+                                np.asarray(X.at[:, :64].add(1.0)))
+  expect(register_whole_plus, spec, mg.KernelTypeError, "acc[...]",
+         "only refs can be written with [...] =, but acc is a register tensor",
+         hint="acc is a register value, not memory: rebind the name, acc += x[...]")
