@@ -227,10 +227,9 @@ class Assignments:
         raise E.UnsupportedSyntaxError(
             "starred unpacking is not supported in a kernel", self.loc(target.elts[starred[0]]),
             hint=f"index instead: {self._index_instead(target, value_node, starred[0])}")
+      value = _rows(self, value, value_node, len(target.elts))   # a, b = x.at[0:2]: its rows, as Python's
       if not isinstance(value, (tuple, list)) or len(value) != len(target.elts):
-        raise E.KernelTypeError(
-            f"cannot unpack {kind_of(value)} into {len(target.elts)} names", self.loc(target),
-            hint="unpack a tuple of the same length")
+        raise _unpack_error(self, target, value, value_node)
       for t, v in zip(target.elts, value):
         self.assign(t, v, value_node)
     elif isinstance(target, ast.Subscript):
@@ -427,3 +426,52 @@ def _static_int(node):
     inner = _static_int(node.operand)
     return None if inner is None else -inner
   return node.value if isinstance(node, ast.Constant) and type(node.value) is int else None
+
+
+def _rows(tracer, value, value_node, n):
+  """`a, b = x.at[0:2]` (a ref) or `a, b = v` (a register tensor) of `n` rows: its rows, as Python unpacks
+  an array by its first axis (refs as windows, `x.at[0:2].at[k]`; register rows as `v[k]` reads them); any
+  other value as it is."""
+  from .ops import shape
+  from .ops.base import keep_weak
+  if not (is_value(value) and isinstance(value.type, (RefType, TensorType)) and value.type.shape
+          and value.type.shape[0] == n and value_node is not None):
+    return value
+  text = tracer.text(value_node)
+  out = []
+  for k in range(n):
+    cx = tracer.cx(value_node)
+    if isinstance(value.type, RefType):
+      out.append(memory.view(cx, value, k, f"{text}.at[{k}]"))
+    else:
+      cx.text = f"{text}[{k}]"
+      out.append(keep_weak(tracer.b, [value], shape.expand(cx, value, k)))
+  return tuple(out)
+
+
+def _unpack_error(tracer, target, value, value_node):
+  """`a, b = t` of a value that does not have as many items as names, in Python's words."""
+  n = len(target.elts)
+  names = ", ".join(tracer.text(e) for e in target.elts)
+  text = tracer.text(value_node) if value_node is not None else "t"
+  simple = isinstance(value_node, (ast.Name, ast.Call, ast.Subscript, ast.Attribute))
+  t = text if simple else f"({text})"
+  if isinstance(value, (tuple, list)):
+    m = len(value)
+    more = [f"v{k}" for k in range(m)]
+    hint = (f"name each of its {m} values ({', '.join(more)} = {text})" if m > n else
+            f"unpack as many names as it has values ({', '.join(more)} = {text})" if m else
+            "it is empty: there is nothing to unpack")
+    if m > n:
+      hint += f", or take the first {n}: {names} = {t}[:{n}]"
+    return E.KernelTypeError(f"cannot unpack {kind_of(value)} of {m} values into {n} names", tracer.loc(target),
+                             hint=hint)
+  if is_value(value) and isinstance(value.type, (RefType, TensorType)) and value.type.shape:
+    rows = value.type.shape[0]
+    what = "a window" if isinstance(value.type, RefType) else "a slice"
+    take = f"{t}.at[0:{n}]" if isinstance(value.type, RefType) else f"{t}[0:{n}]"
+    return E.KernelTypeError(
+        f"cannot unpack {kind_of(value)} of {rows} rows into {n} names (an array unpacks by its first axis)",
+        tracer.loc(target), hint=f"unpack {what} of {n} rows, {names} = {take}, or index the rows you need")
+  return E.KernelTypeError(f"cannot unpack {kind_of(value)} into {n} names", tracer.loc(target),
+                           hint=f"unpack a tuple of {n} values")

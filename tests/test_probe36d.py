@@ -296,3 +296,57 @@ def test_writing_into_a_register_tensor_hints_rebinding_its_name():
   expect(register_whole_plus, spec, mg.KernelTypeError, "acc[...]",
          "only refs can be written with [...] =, but acc is a register tensor",
          hint="acc is a register value, not memory: rebind the name, acc += x[...]")
+
+
+# ---------------------------------------------------------------- unpacking arrays by their first axis
+@mg.mgpu_kernel(out_shape=lambda x: S((3, 128), F32))
+def unpacked_rows(x, out):
+  a, b = x.at[0:2][...]            # a register tensor's rows
+  c, d = x.at[2:4]                 # a ref's rows (windows)
+  out.at[0][...] = b - a
+  out.at[1][...] = d[...] * 2.0 + c[...]
+  s0, s1, s2, s3, s4, s5, s6, s7 = ml.sum(x[...], axis=1)
+  out.at[2][...] = ml.full((128,), s7 - s0, F32)
+
+
+def test_unpacking_a_ref_or_register_tensor_takes_its_rows_as_python_does():
+  """They were MG003 ('cannot unpack a register tensor into 2 names', hint 'unpack a tuple of the same length')."""
+  x = np.asarray(X)
+  rs = x.sum(1)
+  want = np.stack([x[1] - x[0], x[3] * 2 + x[2], np.full(128, rs[7] - rs[0], np.float32)])
+  np.testing.assert_allclose(np.asarray(unpacked_rows(X, interpret=True)), want, rtol=1e-5)
+  assert "mosaic_gpu" in str(_export(unpacked_rows, S((8, 128), F32)))
+
+
+@pytest.mark.gpu
+def test_gpu_unpacked_rows_match_interpret_mode():
+  np.testing.assert_allclose(np.asarray(jax.jit(unpacked_rows)(X)), np.asarray(unpacked_rows(X, interpret=True)),
+                             rtol=1e-5)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((128,), jnp.uint32))
+def four_into_two(x, out):
+  a, b = ml.randint4x(0, ml.arange(128).astype(jnp.uint32))
+  out[...] = a ^ b
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((128,), jnp.uint32))
+def four_into_two_as_hinted(x, out):
+  a, b = ml.randint4x(0, ml.arange(128).astype(jnp.uint32))[:2]
+  out[...] = a ^ b
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((128,), F32))
+def eight_rows_into_two(x, out):
+  a, b = x
+  out[...] = a[...] + b[...]
+
+
+def test_unpacking_into_the_wrong_number_of_names_counts_both():
+  e = expect(four_into_two, [S((8, 128), F32)], mg.KernelTypeError, "a, b = ml.randint4x",
+             "cannot unpack a Python tuple of 4 values into 2 names")
+  assert e.hint.endswith("or take the first 2: a, b = ml.randint4x(0, ml.arange(128).astype(jnp.uint32))[:2]")
+  four_into_two_as_hinted.check(S((8, 128), F32))
+  expect(eight_rows_into_two, [S((8, 128), F32)], mg.KernelTypeError, "a, b = x",
+         "cannot unpack a GMEM ref of 8 rows into 2 names (an array unpacks by its first axis)",
+         hint="unpack a window of 2 rows, a, b = x.at[0:2], or index the rows you need")
