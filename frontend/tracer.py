@@ -141,6 +141,9 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
         if deco in ("when", "loop", "fori_loop"):          # Pallas's @pl.when(cond), @pl.loop(lo, hi) bodies
           from .lax_hints import decorated_body_hint
           hint = decorated_body_hint(deco, self.text(node), fn_node)
+    elif name in ("Import", "ImportFrom", "Global", "Nonlocal", "Delete", "Match", "Try", "TryStar"):
+      from .stmt_hints import statement_hint
+      hint = statement_hint(self, node)
     elif name == "With":
       hint = ("write the with block's body without the with: a context manager (jax.named_scope, a profiler"
               " annotation) has no meaning inside a kernel")
@@ -236,8 +239,8 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
                        hint="end every path with a return (return a value after the if, or in its else:), so"
                             " that each path gives the value the call takes")
     if node.value is not None:
-      self.unsupported(node, "returning a value",
-                       hint="kernels write their results into output refs (the last parameters)")
+      from .stmt_hints import return_hint
+      self.unsupported(node, "returning a value", hint=return_hint(self, node))
     if self.depth == 0 and self.b.block is self.top:
       self.jump = "return"      # at the top level or under static conditions: the kernel ends here
       return

@@ -350,3 +350,43 @@ def test_unpacking_into_the_wrong_number_of_names_counts_both():
   expect(eight_rows_into_two, [S((8, 128), F32)], mg.KernelTypeError, "a, b = x",
          "cannot unpack a GMEM ref of 8 rows into 2 names (an array unpacks by its first axis)",
          hint="unpack a window of 2 rows, a, b = x.at[0:2], or index the rows you need")
+
+
+# ---------------------------------------------------------------- statements a kernel does not run: hints in the user's words
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def imports_inside(x, out):
+  import math
+  out[...] = x[...] * math.pi
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def deletes_a_name(x, out):
+  v = x[...]
+  out[...] = v
+  del v
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def returns_its_result(x, out):
+  return x[...] * 2.0
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def returns_its_result_as_hinted(x, out):
+  out[...] = x[...] * 2.0
+
+
+def test_import_del_and_return_of_a_value_are_hinted_in_the_users_words():
+  """Their hints were the list of what kernels support ('kernels support assignments, ...'), and for
+  `return v` 'kernels write their results into output refs (the last parameters)'."""
+  spec = [S((8, 128), F32)]
+  expect(imports_inside, spec, mg.UnsupportedSyntaxError, "import math", "import is not supported in a kernel",
+         hint="move `import math` to the top of the module: the kernel reads the module's names (math.pi,"
+              " np.float32) while tracing, as static values")
+  expect(deletes_a_name, spec, mg.UnsupportedSyntaxError, "del v", "del is not supported in a kernel",
+         hint="drop the del: a kernel's names need no freeing (the compiler reuses registers and SMEM once a"
+              " value is last read); a name no longer read is simply not used")
+  expect(returns_its_result, spec, mg.UnsupportedSyntaxError, "return x", "returning a value is not supported in a"
+         " kernel", hint="kernels write their results into their output refs (the last parameters):"
+                         " out[...] = x[...] * 2.0, and end with a bare return (or none)")
+  np.testing.assert_array_equal(np.asarray(returns_its_result_as_hinted(X, interpret=True)), np.asarray(X) * 2)
