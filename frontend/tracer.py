@@ -226,9 +226,12 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
         self.jump = "return"          # the rest of the helper does not run
         return
       if any(blk is None for blk in self.loops):
+        v = self.text(node.value) if node.value is not None else None
+        r = next(n for n in ("result", "found", "res_") if n not in self.env and n != v)
         self.unsupported(node, "return inside a run-time loop of an @ml.inline helper",
-                         hint="keep the result in a name the loop carries (r = -1 before the loop; r = i, then"
-                              " break, in it) and return it after the loop")
+                         hint=f"keep the result in a name the loop carries ({r} = the value for no hit, before the"
+                              f" loop; {r} = {v}, then break, in it) and return {r} after the loop" if v else
+                              "break out of the loop (a flag the loops around it test) and return after it")
       if self.loops:
         self.unsupported(node, "return under a run-time condition in a loop of an @ml.inline helper unrolled"
                                " while tracing",

@@ -315,8 +315,8 @@ def test_a_helpers_returns_that_cannot_give_one_value_say_so_in_its_words():
   _expect_in_helper(
       helper_returns_in_a_loop, _first_positive, mg.UnsupportedSyntaxError, "return i",
       "return inside a run-time loop of an @ml.inline helper is not supported in a kernel",
-      "keep the result in a name the loop carries (r = -1 before the loop; r = i, then break, in it) and return it"
-      " after the loop")
+      "keep the result in a name the loop carries (result = the value for no hit, before the loop; result = i, then"
+      " break, in it) and return result after the loop")
   expect(returns_in_a_pipelined_loop, [S((4, 128), F32)], mg.UnsupportedSyntaxError, "return", nth=1,
          message="return in a pipelined loop or one with a run-time step is not supported in a kernel",
          hint="such a loop runs every trip: set a flag (done = True) and guard the rest of the body and what"

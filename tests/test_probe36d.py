@@ -390,3 +390,41 @@ def test_import_del_and_return_of_a_value_are_hinted_in_the_users_words():
          " kernel", hint="kernels write their results into their output refs (the last parameters):"
                          " out[...] = x[...] * 2.0, and end with a bare return (or none)")
   np.testing.assert_array_equal(np.asarray(returns_its_result_as_hinted(X, interpret=True)), np.asarray(X) * 2)
+
+
+# ---------------------------------------------------------------- return in a helper's run-time loop: the hint's names
+@ml.inline
+def _first_hot_row(x):
+  for r in range(x.shape[0]):
+    if x[r, 0] > 3.0:
+      return r
+  return -1
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((), I32))
+def helper_returns_in_its_loop(x, out):
+  out[...] = _first_hot_row(x)
+
+
+@ml.inline
+def _first_hot_row_as_hinted(x):
+  result = -1
+  for r in range(x.shape[0]):
+    if x[r, 0] > 3.0:
+      result = r
+      break
+  return result
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((), I32))
+def helper_returns_in_its_loop_as_hinted(x, out):
+  out[...] = _first_hot_row_as_hinted(x)
+
+
+def test_a_return_in_a_helpers_loop_is_hinted_with_names_the_helper_does_not_use():
+  """The hint said `r = -1 before the loop; r = i`: with the loop's own r that rebinds the loop variable."""
+  with pytest.raises(mg.UnsupportedSyntaxError) as info:
+    helper_returns_in_its_loop.check(S((8, 128), F32))
+  assert info.value.hint == ("keep the result in a name the loop carries (result = the value for no hit, before the"
+                             " loop; result = r, then break, in it) and return result after the loop")
+  assert int(helper_returns_in_its_loop_as_hinted(X, interpret=True)) == 3
