@@ -20,9 +20,16 @@ MAX_DEPTH = 16
 def call_inline(tracer, node, fn, args, kwargs):
   loc = tracer.loc(node)
   if tracer.depth >= MAX_DEPTH:
+    name = getattr(fn.fn, "__name__", "the helper")
+    if any(n == name for _, n in tracer.b.inline_stack):     # a recursion on static values ends while tracing
+      raise E.UnsupportedSyntaxError(
+          f"@ml.inline calls nest more than {MAX_DEPTH} deep here: {name} calls itself, and a recursion must end"
+          f" within {MAX_DEPTH} calls (its depth decided by static values)", loc,
+          hint=f"make it end sooner (fewer than {MAX_DEPTH} levels), or unroll it into a loop: for _ in"
+               f" ml.static_range(depth): ... (or a run-time loop, range(n), for a depth known only at run time)")
     raise E.UnsupportedSyntaxError(
-        f"@ml.inline calls nest more than {MAX_DEPTH} deep here (recursion is not supported)", loc,
-        hint="unroll the recursion into a loop")
+        f"@ml.inline calls nest more than {MAX_DEPTH} deep here", loc,
+        hint="call fewer helpers inside one another: fold a level into its caller")
   if fn.parsed is None:
     fn.parsed = read_function(fn.fn, "@ml.inline")
   src, tree, scope = fn.parsed

@@ -8,7 +8,7 @@ import pytest
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
-from locate import expect
+from locate import expect, where
 
 S = jax.ShapeDtypeStruct
 F32 = jnp.float32
@@ -428,3 +428,45 @@ def test_a_return_in_a_helpers_loop_is_hinted_with_names_the_helper_does_not_use
   assert info.value.hint == ("keep the result in a name the loop carries (result = the value for no hit, before the"
                              " loop; result = r, then break, in it) and return result after the loop")
   assert int(helper_returns_in_its_loop_as_hinted(X, interpret=True)) == 3
+
+
+# ---------------------------------------------------------------- recursion on static values
+@ml.inline
+def _add_levels(v, depth):
+  if depth == 0:
+    return v
+  return _add_levels(v + 1.0, depth - 1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def recursion_of_depth(x, out, *, depth: ml.constexpr):
+  out[...] = _add_levels(x[...], depth)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def recursion_as_hinted(x, out, *, depth: ml.constexpr):
+  v = x[...]
+  for _ in ml.static_range(depth):
+    v = v + 1.0
+  out[...] = v
+
+
+def _plus_ones(n):
+  v = np.asarray(X)
+  for _ in range(n):
+    v = v + np.float32(1.0)
+  return v
+
+
+def test_a_recursion_too_deep_says_it_must_end_sooner_not_that_recursion_is_unsupported():
+  """A recursion on static values of depth 10 runs; one of 20 said 'recursion is not supported'."""
+  np.testing.assert_array_equal(np.asarray(recursion_of_depth(X, depth=10, interpret=True)), _plus_ones(10))
+  with pytest.raises(mg.UnsupportedSyntaxError) as info:
+    recursion_of_depth.check(S((8, 128), F32), depth=20)
+  e = info.value
+  assert (e.lineno, e.col_offset) == where(_add_levels, "_add_levels(v + 1.0")
+  assert e.message == ("@ml.inline calls nest more than 16 deep here: _add_levels calls itself, and a recursion must"
+                       " end within 16 calls (its depth decided by static values)")
+  assert e.hint == ("make it end sooner (fewer than 16 levels), or unroll it into a loop: for _ in"
+                    " ml.static_range(depth): ... (or a run-time loop, range(n), for a depth known only at run time)")
+  np.testing.assert_array_equal(np.asarray(recursion_as_hinted(X, depth=20, interpret=True)), _plus_ones(20))
