@@ -44,6 +44,7 @@ def short_circuit(tracer, node: ast.BoolOp, i: int, v):
     if isinstance(r, bool):
       r = ew.constant(Call(b, tracer.loc(rest)), r, DType.bool_)
     if not is_bool_scalar(r):
+      tracer.and_or_rest = r          # for not_boolean_hint
       tracer.env.clear()
       tracer.env.update(env)
       tracer.where = where
@@ -71,3 +72,17 @@ def any_all(cx, is_any: bool, items):
     if is_value(v):
       out = v if out is None else ew.binary(cx, ew.BinOp.OR if is_any else ew.BinOp.AND, out, v)
   return (not is_any) if out is None else out
+
+
+def not_boolean_hint(tracer, node: ast.BoolOp, i: int) -> str | None:
+  """The hint for `i < n and x[i]`, whose operand after the run-time boolean is a number or a scalar, not
+  a boolean: compare it, or select with ml.where; None where short_circuit declined for another reason
+  (a walrus)."""
+  rest = node.values[i + 1:]
+  r = getattr(tracer, "and_or_rest", None)
+  if not _simple(rest) or len(rest) != 1 or is_value(r) and not isinstance(r.type, ScalarType):
+    return None           # (a tensor: the caller's `&` hint broadcasts the boolean)
+  a, b = tracer.text(node.values[i]), tracer.text(rest[0])
+  pick = f"ml.where({a}, {b}, 0)" if isinstance(node.op, ast.And) else f"ml.where({a}, 1, {b})"
+  return (f"a run-time and/or here takes booleans: compare the value ({b} != 0, as Python's truth), or pick a"
+          f" value with {pick}")

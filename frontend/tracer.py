@@ -25,7 +25,7 @@ from .ops import elementwise as ew
 from .ops.base import is_value, kind_of, static_number, typed_number, value_words
 from .ops.power import power
 from .assign import Assignments, holds_value, nothing_used
-from .short_circuit import is_bool_scalar, short_circuit
+from .short_circuit import is_bool_scalar, not_boolean_hint, short_circuit
 from .source import QUOTE_DEPTH, Source, nests_deeper
 from .subscripts import Subscripts
 from .types import RefType, ScalarType, resolve
@@ -575,6 +575,8 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
           return v
         if is_bool_scalar(v) and (made := short_circuit(self, node, i, v)) is not None:
           return made         # the operands after v computed only where v does not decide, as in Python
+        if is_bool_scalar(v) and (hint := not_boolean_hint(self, node, i)) is not None:
+          self.unsupported(node, "'and'/'or' of a run-time boolean and a value that is not one", hint=hint)
         op = " & " if is_and else " | "
         parts = [self.text(x) if isinstance(x, (ast.Name, ast.Call, ast.Subscript, ast.Attribute,
                                                 ast.Constant)) else f"({self.text(x)})"

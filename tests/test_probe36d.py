@@ -470,3 +470,25 @@ def test_a_recursion_too_deep_says_it_must_end_sooner_not_that_recursion_is_unsu
   assert e.hint == ("make it end sooner (fewer than 16 levels), or unroll it into a loop: for _ in"
                     " ml.static_range(depth): ... (or a run-time loop, range(n), for a depth known only at run time)")
   np.testing.assert_array_equal(np.asarray(recursion_as_hinted(X, depth=20, interpret=True)), _plus_ones(20))
+
+
+@mg.mgpu_kernel(out_shape=lambda x, n: S((8,), F32))
+def and_of_a_number(x, n: ml.scalar, out):
+  for i in range(8):
+    out[i] = i < n and x[i, 0]
+
+
+@mg.mgpu_kernel(out_shape=lambda x, n: S((8,), F32))
+def and_of_a_number_as_hinted(x, n: ml.scalar, out):
+  for i in range(8):
+    out[i] = ml.where(i < n, x[i, 0], 0)
+
+
+def test_and_of_a_boolean_and_a_number_hints_a_select():
+  """The hint was `(i < n) & x[i, 0]`, a bitwise and of a boolean and a float32 (MG003 when followed)."""
+  expect(and_of_a_number, [S((8, 128), F32), S((), I32)], mg.UnsupportedSyntaxError, "i < n and",
+         "'and'/'or' of a run-time boolean and a value that is not one is not supported in a kernel",
+         hint="a run-time and/or here takes booleans: compare the value (x[i, 0] != 0, as Python's truth), or pick"
+              " a value with ml.where(i < n, x[i, 0], 0)")
+  np.testing.assert_array_equal(np.asarray(and_of_a_number_as_hinted(X, 5, interpret=True)),
+                                np.where(np.arange(8) < 5, np.asarray(X)[:, 0], 0))
