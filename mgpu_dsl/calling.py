@@ -78,6 +78,8 @@ def describe(x) -> str:
     shown = source_repr(x)
     if shown.startswith("jnp."):
       return f"the dtype {shown}"
+  if x is None:
+    return "None"
   return f"{type(x).__name__} {_short.repr(x)}"
 
 
@@ -128,6 +130,11 @@ def _input_hint(x, name="xs") -> str:
             f" {'bool' if isinstance(x, bool) else 'number'}; or annotate the parameter `{n}: ml.scalar` (a Python"
             f" {'bool' if isinstance(x, bool) else 'number'} then works, read as {n});"
             f" a compile-time constant is a keyword-only (or `{n}: ml.constexpr`) parameter passed by keyword")
+  if x is None:             # an optional input (Triton's bias=None): a flag and a placeholder that is never read
+    n = "x" if name == "xs" else name
+    return (f"an input cannot be left out: pass a placeholder array that the kernel never reads, with a constexpr"
+            f" that says so, k(..., jnp.zeros((1,), jnp.float32), has_{n}=False) and `if has_{n}:` around the reads of"
+            f" {n} (or a kernel without the parameter)")
   if isinstance(x, (bool, int, float, complex)):
     return ("a compile-time constant is a keyword-only (or `name: ml.constexpr`) parameter passed"
             " by keyword; a runtime scalar is a parameter annotated `name: ml.scalar` (pass an int or"

@@ -492,3 +492,26 @@ def test_and_of_a_boolean_and_a_number_hints_a_select():
               " a value with ml.where(i < n, x[i, 0], 0)")
   np.testing.assert_array_equal(np.asarray(and_of_a_number_as_hinted(X, 5, interpret=True)),
                                 np.where(np.arange(8) < 5, np.asarray(X)[:, 0], 0))
+
+
+# ---------------------------------------------------------------- an optional input passed as None
+@mg.mgpu_kernel(out_shape=lambda x, bias: x, grid=lambda x, bias: (x.shape[0],))
+def optional_bias(x, bias, out, *, has_bias: ml.constexpr = True):
+  i = ml.program_id(0)
+  v = x.at[i][...]
+  if has_bias:
+    v = v + bias[...]
+  out.at[i][...] = v
+
+
+def test_an_input_passed_as_none_hints_a_placeholder_and_a_constexpr_flag():
+  """It said 'input 1 (bias) is NoneType None' with the hint 'pass a jax or numpy array'."""
+  with pytest.raises(mg.SignatureError) as info:
+    optional_bias(X, None, interpret=True)
+  assert info.value.message == "optional_bias: input 1 (bias) is None; kernel inputs are arrays"
+  assert info.value.hint == (
+      "an input cannot be left out: pass a placeholder array that the kernel never reads, with a constexpr that says"
+      " so, k(..., jnp.zeros((1,), jnp.float32), has_bias=False) and `if has_bias:` around the reads of bias (or a"
+      " kernel without the parameter)")
+  np.testing.assert_array_equal(np.asarray(optional_bias(X, jnp.zeros((1,), F32), has_bias=False, interpret=True)),
+                                np.asarray(X))
