@@ -67,6 +67,15 @@ def check_static_bounds(tracer, it, bounds, counter) -> None:
     if isinstance(x, int):
       what = "stop" if len(given) == 1 else ("start", "stop", "step")[k]
       at = tracer.loc(it if spread else it.args[k])
+      if counter == DType.u32 and x < 0:    # range(-2, n) of a uint32 n: -2 would wrap to 2**32 - 2 (no trips)
+        u32 = [tracer.text(a) for a, b in zip(it.args, given) if not isinstance(b, int)] if not spread else []
+        n = u32[0] if u32 else "n"
+        n = n if n.isidentifier() else f"({n})"
+        raise E.KernelTypeError(
+            f"this loop's {what} is {x}, but its run-time bounds are uint32, so it counts in uint32, where {x}"
+            f" would wrap to {x % 2 ** 32}", at,
+            hint=f"convert the uint32 bound to int32 (values below 2**31): {n}.astype(jnp.int32) in the range, as"
+                 f" Python counts from a negative {what}")
       check_python_int(Call(tracer.b, at), x, counter, f"this loop's {what}", hint=hint)
   start, stop, step = bounds
   if all(isinstance(x, int) for x in bounds) and step > 0 and stop > start:

@@ -515,3 +515,31 @@ def test_an_input_passed_as_none_hints_a_placeholder_and_a_constexpr_flag():
       " kernel without the parameter)")
   np.testing.assert_array_equal(np.asarray(optional_bias(X, jnp.zeros((1,), F32), has_bias=False, interpret=True)),
                                 np.asarray(X))
+
+
+# ---------------------------------------------------------------- a negative static bound with uint32 run-time bounds
+@mg.mgpu_kernel(out_shape=lambda x, n: S((), I32))
+def negative_start_uint32_stop(x, n: ml.scalar, out):
+  t = 0
+  for i in range(-2, n):
+    t += 1
+  out[...] = t
+
+
+@mg.mgpu_kernel(out_shape=lambda x, n: S((), I32))
+def negative_start_as_hinted(x, n: ml.scalar, out):
+  t = 0
+  for i in range(-2, n.astype(jnp.int32)):
+    t += 1
+  out[...] = t
+
+
+def test_a_negative_static_bound_of_a_uint32_loop_is_reported_at_the_header():
+  """It was MG900 in interpret mode (OverflowError: -2 out of bounds for uint32), and on the GPU the start
+  wrapped to 4294967294: no trips, where Python's range(-2, 5) runs 7."""
+  expect(negative_start_uint32_stop, [S((8, 128), F32), S((), jnp.uint32)], mg.KernelTypeError, "-2, n)",
+         "this loop's start is -2, but its run-time bounds are uint32, so it counts in uint32, where -2 would wrap"
+         " to 4294967294",
+         hint="convert the uint32 bound to int32 (values below 2**31): n.astype(jnp.int32) in the range, as Python"
+              " counts from a negative start")
+  assert int(negative_start_as_hinted(X, jnp.uint32(5), interpret=True)) == 7
