@@ -277,7 +277,7 @@ class Subscripts:
       lookup = table_lookup_hint(base, index, self.text(node.value), self.text(node.slice))
       raise E.KernelTypeError(
           f"cannot index {self.text(node.value)} ({kind_of(base)}) with a runtime value", cx.loc,
-          hint=lookup or unroll("index Python tuples with static ints (shapes, constexprs); select between register"
+          hint=unroll(lookup or "index Python tuples with static ints (shapes, constexprs); select between register"
                                 " values with ml.where"))
     try:
       out = base[index]

@@ -543,3 +543,33 @@ def test_a_negative_static_bound_of_a_uint32_loop_is_reported_at_the_header():
          hint="convert the uint32 bound to int32 (values below 2**31): n.astype(jnp.int32) in the range, as Python"
               " counts from a negative start")
   assert int(negative_start_as_hinted(X, jnp.uint32(5), interpret=True)) == 7
+
+
+# ---------------------------------------------------------------- a module's tuple of numbers at a run-time index
+COEFFS = (0.5, 1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(8,))
+def per_program_coefficient(x, out):
+  i = ml.program_id(0)
+  out.at[i][...] = x.at[i][...] * COEFFS[i]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(8,))
+def per_program_coefficient_as_hinted(x, out):
+  i = ml.program_id(0)
+  r = COEFFS[0]
+  for k in ml.static_range(1, 8):
+    r = ml.where(i == k, COEFFS[k], r)
+  out.at[i][...] = x.at[i][...] * r
+
+
+def test_a_tuple_of_numbers_at_a_run_time_scalar_index_hints_a_select_per_entry():
+  """The hint was 'index Python tuples with static ints ...; select between register values with ml.where'."""
+  expect(per_program_coefficient, [S((8, 128), F32)], mg.KernelTypeError, "COEFFS[i]",
+         "cannot index COEFFS (a Python tuple) with a runtime value",
+         hint="a run-time index into a table of numbers: select its entries, r = COEFFS[0], then for k in"
+              " ml.static_range(1, 8): r = ml.where(i == k, COEFFS[k], r); or pass the table to the kernel as an"
+              " input array, t (jnp.asarray(COEFFS, jnp.float32)), and read t[i]")
+  np.testing.assert_array_equal(np.asarray(per_program_coefficient_as_hinted(X, interpret=True)),
+                                np.asarray(X) * np.asarray(COEFFS, np.float32)[:, None])

@@ -553,7 +553,9 @@ def table_lookup_hint(table, index, table_text: str, index_text: str) -> str | N
   import numpy as np
   from .base import is_tensor
   from ..types import resolve
-  if not is_tensor(index) or not resolve(index.type.dtype).is_int:
+  from .base import is_value
+  scalar = is_value(index) and not is_tensor(index) and getattr(resolve(index.type.dtype), "is_int", False)
+  if not (scalar or is_tensor(index) and resolve(index.type.dtype).is_int):
     return None
   try:
     a = np.asarray(table)
@@ -561,6 +563,12 @@ def table_lookup_hint(table, index, table_text: str, index_text: str) -> str | N
     return None
   if a.ndim != 1 or a.dtype.kind not in "iuf" or not 0 < len(a) <= 256:
     return None
+  if scalar:             # COEFFS[pid], a per-program constant: one select per entry, or the table as an input
+    i = index_text if index_text.isidentifier() else f"({index_text})"
+    return (f"a run-time index into a table of numbers: select its entries, r = {table_text}[0], then for k in"
+            f" ml.static_range(1, {len(a)}): r = ml.where({i} == k, {table_text}[k], r); or pass the table to"
+            f" the kernel as an input array, t (jnp.asarray({table_text}, jnp.{'float32' if a.dtype.kind == 'f' else 'int32'})),"
+            f" and read t[{index_text}]")
   dt = "float32" if a.dtype.kind == "f" else "int32"
   i = index_text if index_text.isidentifier() else "idx"
   bind = "" if i == index_text else f"idx = {index_text}; "
