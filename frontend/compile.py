@@ -87,6 +87,14 @@ class ParsedKernel:
 def parse(fn) -> ParsedKernel:
   src, tree, scope = read_function(fn, "@mgpu_kernel")
   a = tree.args
+  inner = getattr(fn, "__wrapped__", None)
+  if inner is not None and (a.vararg or a.kwarg):   # @mgpu_kernel over @logged (functools.wraps): its wrapper
+    name = getattr(inner, "__name__", "the kernel")
+    raise E.UnsupportedSyntaxError(
+        f"@mgpu_kernel decorates {tree.name}, the wrapper another decorator made around {name}: a kernel is"
+        f" read from its def's source, so the wrapper's body would be the kernel", src.loc(tree),
+        hint=f"put @mg.mgpu_kernel(...) right above `def {name}` (below the other decorator, which then wraps"
+             f" the kernel and runs around each call)")
   if a.vararg or a.kwarg:
     star = a.vararg or a.kwarg
     kind = f"*{a.vararg.arg}" if a.vararg else f"**{a.kwarg.arg}"

@@ -93,7 +93,7 @@ def inline(fn):
 
   Its body follows the kernel language; `return` may only end it.
   """
-  return Inline(fn)
+  return fn if isinstance(fn, Inline) else Inline(fn)     # (decorated twice: the same helper)
 
 
 class _Constexpr:

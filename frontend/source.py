@@ -300,6 +300,10 @@ def not_a_function(fn, what: str, loc: Loc | None = None) -> E.KernelError:
   import functools
   from .loc import UNKNOWN
   inner = fn.func if isinstance(fn, functools.partial) else getattr(fn, "fn", None)
+  if inner is None and isinstance(fn, (staticmethod, classmethod)):
+    inner = fn.__func__
+  if inner is None and callable(fn):
+    inner = inspect.unwrap(fn)        # an lru_cache'd or functools.wraps'd function: the def's own line
   code = getattr(inner, "__code__", None)
   if loc is not None:
     pass
@@ -334,6 +338,23 @@ def not_a_function(fn, what: str, loc: Loc | None = None) -> E.KernelError:
         hint=f"define the kernel inside the method as a def without {first}, reading what it needs from"
              f" {first} (a closure: {first}.scale in its body is followed, and a change recompiles it), or"
              f" pass such values as constexprs at the call, kernel(x, scale={first}.scale)")
+  from .language import Inline
+  name = getattr(inner, "__name__", "f")
+  if isinstance(fn, (staticmethod, classmethod)):
+    deco = type(fn).__name__
+    return E.SignatureError(
+        f"{what} decorates a {deco} ({name})", loc,
+        hint=f"put @{deco} above {what} (outermost), so that {what} decorates the def itself")
+  if getattr(fn, "__wrapped__", None) is not None and not isinstance(fn, Inline):
+    return E.SignatureError(
+        f"{what} decorates {name} wrapped by another decorator ({type(fn).__name__})", loc,
+        hint=f"put {what} right above `def {name}`, nearest the def" + (
+            " (a helper's body is traced into each call: it needs no cache)" if "cache" in type(fn).__name__ else ""))
+  if isinstance(fn, Inline) and what == "@mgpu_kernel":
+    return E.SignatureError(
+        f"{what} decorates {getattr(fn.fn, '__name__', 'a function')}, which is an @ml.inline helper", loc,
+        hint="drop @ml.inline: it marks the helpers a kernel calls, and a kernel is decorated with"
+             " @mg.mgpu_kernel(...) alone")
   return E.SignatureError(
       f"{what} takes a def function, got {type(fn).__name__} {fn!r:.60}", loc,
       hint="put the decorator on a `def` statement")

@@ -573,3 +573,73 @@ def test_a_tuple_of_numbers_at_a_run_time_scalar_index_hints_a_select_per_entry(
               " input array, t (jnp.asarray(COEFFS, jnp.float32)), and read t[i]")
   np.testing.assert_array_equal(np.asarray(per_program_coefficient_as_hinted(X, interpret=True)),
                                 np.asarray(X) * np.asarray(COEFFS, np.float32)[:, None])
+
+
+# ---------------------------------------------------------------- decorators stacked
+import functools  # noqa: E402
+
+
+def _logged(fn):
+  @functools.wraps(fn)
+  def wrapper(*a, **k):
+    return fn(*a, **k)
+  return wrapper
+
+
+def test_stacked_decorators_are_named_with_where_each_goes():
+  """@mgpu_kernel over a functools.wraps decorator read the wrapper (`*a in a kernel signature`, hint
+  `def wrapper(out1, ...)`); over @ml.inline, @staticmethod or lru_cache it said 'put the decorator on a def
+  statement' (lru_cache's at <unknown>:0:0); @ml.inline twice was an error."""
+  @mg.mgpu_kernel(out_shape=lambda x: x)
+  @_logged
+  def doubled(x, out):
+    out[...] = x[...] * 2.0
+  with pytest.raises(mg.UnsupportedSyntaxError) as info:
+    doubled.check(S((8, 128), F32))
+  assert info.value.message == ("@mgpu_kernel decorates wrapper, the wrapper another decorator made around doubled:"
+                                " a kernel is read from its def's source, so the wrapper's body would be the kernel")
+  assert info.value.hint == ("put @mg.mgpu_kernel(...) right above `def doubled` (below the other decorator, which"
+                             " then wraps the kernel and runs around each call)")
+
+  @_logged
+  @mg.mgpu_kernel(out_shape=lambda x: x)
+  def doubled_as_hinted(x, out):
+    out[...] = x[...] * 2.0
+  np.testing.assert_array_equal(np.asarray(doubled_as_hinted(X, interpret=True)), np.asarray(X) * 2)
+
+  with pytest.raises(mg.SignatureError) as info:
+    @mg.mgpu_kernel(out_shape=lambda x: x)
+    @ml.inline
+    def helper_as_kernel(x, out):
+      out[...] = x[...]
+  assert info.value.hint.startswith("drop @ml.inline")
+  with pytest.raises(mg.SignatureError) as info:
+    @mg.mgpu_kernel(out_shape=lambda x: x)
+    @staticmethod
+    def static_kernel(x, out):
+      out[...] = x[...]
+  assert info.value.hint == "put @staticmethod above @mgpu_kernel (outermost), so that @mgpu_kernel decorates the def itself"
+
+  @ml.inline
+  @functools.lru_cache
+  def cached(n):
+    return n * 2
+
+  @mg.mgpu_kernel(out_shape=lambda x: x)
+  def uses_cached(x, out):
+    out[...] = x[...] * cached(3)
+  with pytest.raises(mg.SignatureError) as info:
+    uses_cached.check(S((8, 128), F32))
+  assert info.value.filename == __file__ and info.value.lineno > 0
+  assert info.value.hint == ("put @ml.inline right above `def cached`, nearest the def (a helper's body is traced"
+                             " into each call: it needs no cache)")
+
+  @ml.inline
+  @ml.inline
+  def twice(v):
+    return v * 2.0
+
+  @mg.mgpu_kernel(out_shape=lambda x: x)
+  def uses_twice(x, out):
+    out[...] = twice(x[...])
+  np.testing.assert_array_equal(np.asarray(uses_twice(X, interpret=True)), np.asarray(X) * 2)
