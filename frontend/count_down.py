@@ -92,38 +92,66 @@ def rebound_index(node, before):
   return ast.fix_missing_locations(ast.copy_location(loop, node))
 
 
+def _plain(n) -> bool:
+  """An expression cheap to evaluate twice (a name, an attribute, a window `x.at[...]`)."""
+  return isinstance(n, (ast.Name, ast.Attribute)) or isinstance(n, ast.Subscript) and isinstance(
+      n.value, ast.Attribute) and n.value.attr == "at"
+
+
+def _rows_of(tracer, it, target):
+  """(ref expressions, their targets, reversed) of `x`, `zip(x, y)`, `reversed(x)` iterated into `target`;
+  None where it is not that."""
+  if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and not it.keywords and it.args and not any(
+      isinstance(a, ast.Starred) for a in it.args):
+    fn = tracer.eval(it.func)
+    if fn is zip and isinstance(target, ast.Tuple) and len(target.elts) == len(it.args) and all(
+        isinstance(e, ast.Name) for e in target.elts) and all(_plain(a) for a in it.args):
+      return list(it.args), list(target.elts), False
+    if fn is reversed and len(it.args) == 1 and isinstance(target, ast.Name) and _plain(it.args[0]):
+      return [it.args[0]], [target], True
+    return None
+  if isinstance(target, ast.Name) and _plain(it):
+    return [it], [target], False
+  return None
+
+
 def over_rows(tracer, node):
   """`for row in x:` of a ref (a kernel parameter, an SMEM buffer or a window of one) walks its first axis,
-  as Python iterates an array: the runtime loop `for i in range(x.shape[0]): row = x.at[i]`; so does
-  `for i, row in enumerate(x):`, with `i` the index. None for anything else."""
+  as Python iterates an array: the runtime loop `for k in range(x.shape[0]): row = x.at[k]`; so do
+  `zip(x, y)` (as far as the shorter), `reversed(x)` and `enumerate(...)` of them (`i = k + start`, its
+  start by position or keyword). None for anything else."""
   from .types import RefType
-  it, target = node.iter, node.target
-  counted = (isinstance(it, ast.Call) and len(it.args) == 1 and not it.keywords
-             and not isinstance(it.args[0], ast.Starred) and isinstance(it.func, ast.Name)
-             and tracer.eval(it.func) is enumerate)
-  ref_node = it.args[0] if counted else it
-  if counted and not (isinstance(target, ast.Tuple) and len(target.elts) == 2
-                      and all(isinstance(e, ast.Name) for e in target.elts)):
+  it, target, index, start = node.iter, node.target, None, None
+  if (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.args
+          and not any(isinstance(a, ast.Starred) for a in it.args) and tracer.eval(it.func) is enumerate):
+    if not (isinstance(target, ast.Tuple) and len(target.elts) == 2 and isinstance(target.elts[0], ast.Name)
+            and len(it.args) <= 2 and all(k.arg == "start" for k in it.keywords)):
+      return None
+    index, target = target.elts
+    start = it.args[1] if len(it.args) == 2 else it.keywords[0].value if it.keywords else None
+    it = it.args[0]
+  found = _rows_of(tracer, it, target)
+  if found is None:
     return None
-  if not counted and not isinstance(target, ast.Name):
+  refs, targets, rev = found
+  values = [tracer.eval(r) for r in refs]
+  if not all(is_value(v) and isinstance(v.type, RefType) and v.type.shape for v in values):
     return None
-  plain = isinstance(ref_node, (ast.Name, ast.Attribute)) or isinstance(ref_node, ast.Subscript) and isinstance(
-      ref_node.value, ast.Attribute) and ref_node.value.attr == "at"
-  if not plain:
-    return None        # (x, y), range(n), zip(...), x[...]: evaluated once, by the caller, as before
-  seq = tracer.eval(ref_node)
-  if not (is_value(seq) and isinstance(seq.type, RefType) and seq.type.shape):
-    return None
-  index, row_target = (target.elts if counted else (None, target))
-  k = index.id if counted else f"{target.id}'s row"    # (not an identifier: no name of the kernel's)
-  where = lambda n: ast.copy_location(n, ref_node)
-  length = where(ast.Subscript(where(ast.Attribute(ref_node, "shape", ast.Load())), where(ast.Constant(0)),
-                               ast.Load()))
-  row = ast.copy_location(ast.Assign(
-      targets=[ast.copy_location(ast.Name(row_target.id, ast.Store()), row_target)],
-      value=where(ast.Subscript(where(ast.Attribute(ref_node, "at", ast.Load())), where(ast.Name(k, ast.Load())),
-                                ast.Load()))), row_target)
-  loop = ast.For(target=ast.copy_location(ast.Name(k, ast.Store()), index or target),
-                 iter=ast.copy_location(ast.Call(where(ast.Name("range", ast.Load())), [length], []), it),
-                 body=[row, *node.body], orelse=node.orelse, type_comment=None)
+  n = min(v.type.shape[0] for v in values)
+  k = f"{targets[0].id}'s row"            # (not an identifier: no name of the kernel's)
+  at = lambda e: ast.copy_location(e, node.iter)
+  count = at(ast.Name(k, ast.Load()))
+  body = []
+  if index is not None:
+    i = count if start is None else at(ast.BinOp(count, ast.Add(), start))
+    body.append(ast.copy_location(ast.Assign(targets=[ast.copy_location(ast.Name(index.id, ast.Store()), index)],
+                                             value=i), index))
+  for r, t in zip(refs, targets):
+    body.append(ast.copy_location(ast.Assign(
+        targets=[ast.copy_location(ast.Name(t.id, ast.Store()), t)],
+        value=at(ast.Subscript(at(ast.Attribute(r, "at", ast.Load())), count, ast.Load()))), t))
+  bounds = [at(ast.Constant(n - 1)), at(ast.Constant(-1)), at(ast.Constant(-1))] if rev else [at(ast.Constant(n))]
+  loop = ast.For(target=ast.copy_location(ast.Name(k, ast.Store()), targets[0]),
+                 iter=at(ast.Call(at(ast.Name("range", ast.Load())), bounds, [])),
+                 body=[*body, *node.body], orelse=node.orelse, type_comment=None)
   return ast.fix_missing_locations(ast.copy_location(loop, node))

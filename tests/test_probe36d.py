@@ -184,6 +184,35 @@ def rows_of_a_tensor_as_hinted(x, out):
   out[...] = acc
 
 
+@mg.mgpu_kernel(out_shape=lambda x, y: S((3, 128), F32))
+def zipped_and_reversed_rows(x, y, out):
+  a = ml.zeros((128,), F32)
+  for u, v in zip(x, y):             # as far as the shorter (y: 5 rows)
+    a += u[...] * v[...]
+  b = ml.zeros((128,), F32)
+  for row in reversed(x):
+    b = b * 0.5 + row[...]
+  c = ml.zeros((128,), F32)
+  i = -1
+  for i, row in enumerate(y, start=2):
+    c += row[...] * i
+  out.at[0][...] = a
+  out.at[1][...] = b
+  out.at[2][...] = c + i
+
+
+def test_zip_reversed_and_enumerate_of_refs_walk_rows_as_python():
+  """They were MG003 ('zip cannot take a GMEM ref inside a kernel', hint: decorate a helper with @ml.inline)."""
+  x, y = np.asarray(X), np.asarray(X)[:5] * 0.5
+  b = np.zeros(128, np.float32)
+  for row in x[::-1]:
+    b = b * np.float32(0.5) + row
+  want = np.stack([(x[:5] * y).sum(0), b, (y * np.arange(2, 7, dtype=np.float32)[:, None]).sum(0) + 6])
+  got = zipped_and_reversed_rows(X, jnp.asarray(y), interpret=True)
+  np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6)
+  assert "mosaic_gpu" in str(_export(zipped_and_reversed_rows, S((8, 128), F32), S((5, 128), F32)))
+
+
 def test_iterating_a_register_tensor_is_hinted_by_its_rows():
   expect(rows_of_a_tensor, [S((8, 128), F32)], mg.UnsupportedSyntaxError, "x[...]:",
          "iterating over a register tensor is not supported in a kernel",
@@ -198,6 +227,9 @@ def test_iterating_a_register_tensor_is_hinted_by_its_rows():
 def test_gpu_rows_of_refs_match_interpret_mode():
   np.testing.assert_allclose(np.asarray(jax.jit(rows_of_refs)(X)), np.asarray(rows_of_refs(X, interpret=True)),
                              rtol=1e-6)
+  y = X[:5] * 0.5
+  np.testing.assert_allclose(np.asarray(jax.jit(zipped_and_reversed_rows)(X, y)),
+                             np.asarray(zipped_and_reversed_rows(X, y, interpret=True)), rtol=1e-6)
 
 
 # ---------------------------------------------------------------- any / all of run-time booleans
