@@ -555,7 +555,9 @@ def strided_window_hint(v, members, defs) -> str:
                       for k, (s, size, squeeze) in enumerate(w[2]))
       return (f"pad the window to {up} elements, masked (a masked GMEM window may run past the array's end):"
               f" {w[0]}.at[{idx}].load(mask=ml.arange({up}) < {n}, other=0), and store {n} of them with the same"
-              f" mask; or {base}")
+              f" mask" + (f" (and make the vectors it meets {up} long the same way)"
+                          if any(m is not u and read_window(defs, defs.get(m.id)) is not None for m in members) else "")
+              + f"; or {base}")
   return base
 
 

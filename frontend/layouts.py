@@ -514,13 +514,14 @@ class _Solver(LayoutErrors):
       vs = [v for v in self.members.get(cls, [])]
       short = vs and all(len(v.type.shape) == 1 for v in vs) and any(v.type.shape[0] % hw.WARPGROUP for v in vs)
       if short and cls in unit:          # that layout moves vectors of elements side by side
-        v = next(v for v in vs if v.type.shape[0] % hw.WARPGROUP)
+        short_vs = [v for v in vs if v.type.shape[0] % hw.WARPGROUP]   # blame the one the window moves
+        v = next((v for v in short_vs if ("v", v.id) in self.unit_vec), short_vs[0])
         where = self.first_use.get(v.id)
         raise E.LayoutError(
             f"{v.name or 'this vector'} of shape {v.type.shape} comes from or goes to a window strided in"
             f" its last dimension (its elements are not next to each other), and such a window moves a"
             f" multiple of {hw.WARPGROUP} elements, one per thread", where.loc if where else self.kernel.loc,
-            hint=strided_window_hint(v, vs, self.defs))
+            hint=strided_window_hint(v, sorted(vs, key=lambda u: ("v", u.id) not in self.unit_vec), self.defs))
       if short:
         lay = _vector_layout({v.type.shape[0] for v in vs}, [v.type.dtype for v in vs])
         if lay is not None:

@@ -514,6 +514,28 @@ def run_window_hint(b, ref_name, index, elts, attr, call) -> str | None:
   return f"{ref_name}.at[{', '.join(parts)}].{attr}({args})"
 
 
+def _short_stride_error(cx, x, k, a, out) -> E.KernelError:
+  """v[..., a::k] whose result `out` registers cannot hold (fewer than 128 elements, or a tile of a
+  number of elements not a multiple of 128): padded with zeros along the last axis first, to a width
+  whose slice they hold, the padding's lanes dropped at the store."""
+  import math
+  from .. import hw
+  shape, name = tuple(x.type.shape), x.name if (x.name or "").isidentifier() else "v"
+  rows, n = math.prod(shape[:-1]), shape[-1]
+  holds = lambda m: (m % 8 == 0) if not shape[:-1] else rows * m % hw.WARPGROUP == 0
+  up = next(c for c in range(n + k, n + k * hw.WARPGROUP * 8 + 1, k)
+            if holds(c - n) and holds(c // k) and holds(c))
+  lead = "..., " if shape[:-1] else ""
+  pad = f"ml.zeros({shape[:-1] + (up - n,)}, {name}.dtype)"
+  keep = (f"its first {n // k} {'columns' if shape[:-1] else 'elements'} are {name}[{lead}{a}::{k}]: store"
+          f" them with a mask, mask=ml.arange({up // k}){'[None, :]' if shape[:-1] else ''} < {n // k}")
+  return E.LayoutError(
+      f"{cx.text or name + f'[{lead}{a}::{k}]'} of shape {shape} gives shape {out}, which registers cannot hold:"
+      f" register tensors need a multiple of {hw.WARPGROUP} elements (a 1-D vector a multiple of 8)", cx.loc,
+      hint=f"pad the last axis with zeros to {up} first, p = ml.concatenate([{name}, {pad}], axis=-1), then"
+           f" p[{lead}{a}::{k}] has shape {out[:-1] + (up // k,)}: {keep}")
+
+
 def strided_last_axis(cx, x, index):
   """`v[..., a::k]` of a register tensor (`v[a::k]` of a vector, `x[:, 1::2]` of an interleaved RoPE
   tile) where k divides the last axis and 0 <= a < k: jnp's result, as `v.reshape(..., n // k, k)[...,
@@ -542,7 +564,9 @@ def strided_last_axis(cx, x, index):
     return None
   size, out = math.prod(shape), shape[:-1] + (n // k,)
   if size % hw.WARPGROUP or not (len(out) == 1 and out[0] % 8 == 0 or math.prod(out) % hw.WARPGROUP == 0):
-    return None         # (a tile register tensors cannot hold, as the reshape or as the result)
+    if rank == 1:     # a short vector (v[::2] of a 64-element head): padded in vector_views.strided_vector
+      return None
+    raise _short_stride_error(cx, x, k, a, out)   # (a tile register tensors cannot hold, as the result)
   y = reshape_(cx, x, shape[:-1] + (n // k, k))
   return expand(cx, y, (slice(None),) * rank + (a,))
 

@@ -1,0 +1,150 @@
+"""Probe 36e (LLM inference kernels as vLLM/SGLang/llama.cpp users write them): rotary embeddings
+of head dims 64/80/96 in the interleaved (GPT-J) layout, KV-cache appends, paged decode, sampling,
+penalties, cross-entropy, fused residual + RMS norm, SwiGLU/GeGLU and per-token quantisation."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from locate import expect
+
+S = jax.ShapeDtypeStruct
+F32 = jnp.float32
+
+
+def _export(kernel, *specs, **constexprs):
+  fn = jax.jit(lambda *a: kernel(*a, **constexprs))
+  return jax.export.export(fn, platforms=["cuda"])(*specs).mlir_module()
+
+
+def _gpu():
+  return any(d.platform == "gpu" for d in jax.devices())
+
+
+# ---------------------------------------------------------------- v[::k] of a short vector (a head of 64/80/96)
+@mg.mgpu_kernel(out_shape=lambda x, pos, cos, sin: (S(x.shape[:2] + (x.shape[2] // 2,), F32),) * 2,
+                grid=lambda x, pos, cos, sin: (x.shape[0], x.shape[1]))
+def rope_pairs_1d(x, pos, cos, sin, even, odd):
+  t = ml.program_id(0)
+  h = ml.program_id(1)
+  p = pos[t]
+  c = cos.at[p][...]
+  s = sin.at[p][...]
+  v = x.at[t, h][...].astype(jnp.float32)
+  xe = v[::2]
+  xo = v[1::2]
+  even.at[t, h][...] = xe * c - xo * s
+  odd.at[t, h][...] = xo * c + xe * s
+
+
+def _rope_pairs_inputs(d, heads=2, tokens=5, positions=16):
+  rng = np.random.default_rng(36)
+  x = rng.standard_normal((tokens, heads, d)).astype(np.float32)
+  pos = rng.integers(0, positions, tokens).astype(np.int32)
+  ang = rng.standard_normal((positions, d // 2))
+  return x, pos, np.cos(ang).astype(np.float32), np.sin(ang).astype(np.float32)
+
+
+def _rope_pairs_reference(x, pos, cos, sin):
+  c, s = cos[pos][:, None, :], sin[pos][:, None, :]
+  xe, xo = x[..., 0::2], x[..., 1::2]
+  return xe * c - xo * s, xo * c + xe * s
+
+
+@pytest.mark.parametrize("d", [64, 80, 96, 16])
+def test_a_strided_slice_of_a_short_vector_is_computed_in_registers(d):
+  """`v[::2]` of a 64-, 80- or 96-element head (a vector under 128 elements whose half is a multiple
+  of 8, which registers hold) was MG003, "strided slices of a register tensor are not supported",
+  though the docs promise it: it is now padded with zeros to a multiple of 256, reshaped and sliced."""
+  args = _rope_pairs_inputs(d)
+  got = rope_pairs_1d(*args, interpret=True)
+  for g, w in zip(got, _rope_pairs_reference(*args)):
+    np.testing.assert_allclose(np.asarray(g), w, rtol=1e-6, atol=1e-6)
+  _export(rope_pairs_1d, *[S(a.shape, a.dtype) for a in args])
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _gpu(), reason="needs an NVIDIA Hopper GPU")
+@pytest.mark.parametrize("d", [64, 80, 96])
+def test_a_strided_slice_of_a_short_vector_on_the_gpu(d):
+  args = _rope_pairs_inputs(d)
+  got = rope_pairs_1d(*args)
+  want = rope_pairs_1d(*args, interpret=True)
+  for g, w in zip(got, want):
+    np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, atol=1e-5)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0] // 2,), x.dtype))
+def odd_of_24(x, out):
+  v = x[...]
+  out[...] = v[1::2] * 2
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0] // 2,), x.dtype))
+def odd_of_24_padded(x, out):
+  v = x[...]
+  p = ml.concatenate([v, ml.zeros((8,), v.dtype)], axis=-1)
+  out.at[ml.ds(0, 16)].store(p[1::2] * 2, mask=ml.arange(16) < 12)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0], x.shape[1] // 2), x.dtype))
+def odd_columns(x, out):
+  v = x[...]
+  out[...] = v[:, 1::2]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0], x.shape[1] // 2), x.dtype))
+def odd_columns_padded(x, out):
+  v = x[...]
+  p = ml.concatenate([v, ml.zeros((8, 16), v.dtype)], axis=-1)
+  out.at[:, ml.ds(0, 32)].store(p[..., 1::2], mask=ml.arange(32)[None, :] < 24)
+
+
+def test_a_strided_slice_registers_cannot_hold_says_so_and_the_hint_works():
+  """The result's shape, not the stride, is what registers cannot hold: the message said "strided slices
+  are not supported" (they are) and hinted a strided window of the ref, which moves 128 elements at least."""
+  expect(odd_of_24, [S((24,), F32)], mg.LayoutError, "v[1::2]",      # (a 1-D vector: vector_views, probe 36a)
+         "v[1::2] has 12 elements: a 1-D register vector needs a multiple of 8 elements",
+         hint="take 16 elements and keep the first 12: w = ml.concatenate([v, ml.zeros((16,), v.dtype)])[1:33:2],"
+              " then store them with out.at[ml.ds(0, 16)].store(w, mask=ml.arange(16) < 12)")
+  expect(odd_columns, [S((8, 48), F32)], mg.LayoutError, "v[:, 1::2]",
+         "v[:, 1::2] of shape (8, 48) gives shape (8, 24), which registers cannot hold: register tensors need"
+         " a multiple of 128 elements (a 1-D vector a multiple of 8)",
+         hint="pad the last axis with zeros to 64 first, p = ml.concatenate([v, ml.zeros((8, 16), v.dtype)],"
+              " axis=-1), then p[..., 1::2] has shape (8, 32): its first 24 columns are v[..., 1::2]: store them"
+              " with a mask, mask=ml.arange(32)[None, :] < 24")
+  x = np.arange(24, dtype=np.float32)             # the hints, followed
+  np.testing.assert_array_equal(odd_of_24_padded(x, interpret=True), x[1::2] * 2)
+  x2 = np.arange(8 * 48, dtype=np.float32).reshape(8, 48)
+  np.testing.assert_array_equal(odd_columns_padded(x2, interpret=True), x2[:, 1::2])
+  _export(odd_of_24_padded, S((24,), F32))
+  _export(odd_columns_padded, S((8, 48), F32))
+
+
+# ---------------------------------------------------------------- a window strided in its last dimension
+@mg.mgpu_kernel(out_shape=lambda x, pos, cos, sin: x, grid=lambda x, pos, cos, sin: (x.shape[0], x.shape[1]))
+def rope_pair_axis(x, pos, cos, sin, out):      # x: (tokens, heads, d // 2, 2), the pairs an axis
+  t = ml.program_id(0)
+  h = ml.program_id(1)
+  p = pos[t]
+  c = cos.at[p][...]
+  s = sin.at[p][...]
+  xe = x.at[t, h, :, 0][...]
+  xo = x.at[t, h, :, 1][...]
+  out.at[t, h, :, 0][...] = xe * c - xo * s
+  out.at[t, h, :, 1][...] = xo * c + xe * s
+
+
+def test_a_short_strided_window_is_reported_at_the_strided_read_with_its_padding():
+  """The error was at `c = cos.at[p][...]`, a contiguous row, and hinted padding cos's window, which
+  left the strided read as it was: it is now at the strided read, padded in the hint."""
+  specs = [S((5, 2, 32, 2), F32), S((5,), jnp.int32), S((16, 32), F32), S((16, 32), F32)]
+  expect(rope_pair_axis, specs, mg.LayoutError, "x.at[t, h, :, 0][...]",
+         "xe of shape (32,) comes from or goes to a window strided in its last dimension (its elements are not"
+         " next to each other), and such a window moves a multiple of 128 elements, one per thread",
+         hint="pad the window to 128 elements, masked (a masked GMEM window may run past the array's end):"
+              " x.at[t, h, ml.ds(0, 128), 0].load(mask=ml.arange(128) < 32, other=0), and store 32 of them with"
+              " the same mask (and make the vectors it meets 128 long the same way); or move a window of a"
+              " multiple of 128 elements (more rows at once), or lay the array out with this dimension last")
