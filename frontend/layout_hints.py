@@ -623,13 +623,13 @@ def scatter_columns_hint(o, n) -> str:
 
 def gather_columns_hint(o, n) -> str:
   """For a gather whose rows are n (not a multiple of 32) wide: take 32 columns at a time."""
-  w = hw.WARP
+  w, t = hw.WARP, getattr(o.ref, "name", None) or "t"
   if n < w:
-    return (f"take {w} columns and drop the extra ones at the store: v = t[ids[:, None], ml.arange({w})[None, :]]"
+    return (f"take {w} columns and drop the extra ones at the store: v = {t}[ids[:, None], ml.arange({w})[None, :]]"
             f" (columns past the row's end clamp to its last), then out.at[rows, ml.ds(0, {w})].store(v,"
             f" mask=ml.arange({w})[None, :] < {n}); or pad the table's rows to {w} elements outside the kernel"
             f" (jnp.pad)")
-  up, t = -(-n // hw.WARPGROUP) * hw.WARPGROUP, getattr(o.ref, "name", None) or "t"   # any rows with 128s
+  up = -(-n // hw.WARPGROUP) * hw.WARPGROUP   # any rows with 128s
   return (f"take {up} columns and drop the extra ones at the store: v = {t}[ids[:, None], ml.arange({up})[None, :]]"
           f" (columns past the row's end clamp to its last), then out.at[rows, ml.ds(0, {up})].store(v,"
           f" mask=ml.arange({up})[None, :] < {n}); or pad the table's rows to a multiple of {w} elements outside"

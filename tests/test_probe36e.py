@@ -148,3 +148,93 @@ def test_a_short_strided_window_is_reported_at_the_strided_read_with_its_padding
               " x.at[t, h, ml.ds(0, 128), 0].load(mask=ml.arange(128) < 32, other=0), and store 32 of them with"
               " the same mask (and make the vectors it meets 128 long the same way); or move a window of a"
               " multiple of 128 elements (more rows at once), or lay the array out with this dimension last")
+
+
+# ---------------------------------------------------------------- a gather of rows narrower than a warp
+@mg.mgpu_kernel(out_shape=lambda x, pos, cos, sin: x,
+                grid=lambda x, pos, cos, sin: (ml.cdiv(x.shape[0], 64), x.shape[1]))
+def rope_neox_rows(x, pos, cos, sin, out):      # x: (tokens, heads, d), cos/sin: (positions, d // 2)
+  t = ml.program_id(0)
+  h = ml.program_id(1)
+  half = x.shape[2] // 2
+  rows = t * 64 + ml.arange(64)
+  inside = rows < x.shape[0]
+  p = pos.at[ml.ds(t * 64, 64)].load(mask=inside, other=0)
+  c = cos[p, :]
+  s = sin.at[p, :].load(mask=inside[:, None], other=0.0)
+  v = x.at[ml.ds(t * 64, 64), h, :].load(mask=inside[:, None], other=0.0).astype(jnp.float32)
+  x1 = v[:, :half]
+  x2 = v[:, half:]
+  o = ml.concatenate([x1 * c - x2 * s, x2 * c + x1 * s], axis=1)
+  out.at[ml.ds(t * 64, 64), h, :].store(o.astype(out.dtype), mask=inside[:, None])
+
+
+@mg.mgpu_kernel(out_shape=lambda t, ids, s: S((ids.shape[0], 24), t.dtype))
+def gather_window_rows(t, ids, s, out):         # a run-time window of 24 columns of each row
+  out[...] = t.at[:, ml.ds(s[0], 24)][ids[...], :]
+
+
+def _rope_rows_inputs(d, dtype, tokens=100, heads=2, positions=512):
+  rng = np.random.default_rng(7)
+  x = jnp.asarray(rng.standard_normal((tokens, heads, d)), dtype)
+  pos = rng.integers(0, positions, tokens).astype(np.int32)
+  ang = rng.standard_normal((positions, d // 2))
+  return x, pos, np.cos(ang).astype(np.float32), np.sin(ang).astype(np.float32)
+
+
+def _rope_rows_reference(x, pos, cos, sin):
+  h = x.shape[-1] // 2
+  c, s = cos[pos][:, None, :], sin[pos][:, None, :]
+  x1, x2 = np.asarray(x[..., :h], np.float32), np.asarray(x[..., h:], np.float32)
+  return np.concatenate([x1 * c - x2 * s, x2 * c + x1 * s], -1)
+
+
+@pytest.mark.parametrize("d", [80, 96, 48])
+def test_a_gather_of_rows_narrower_than_a_warp_reads_wider_rows(d):
+  """`cos[pos, :]` of a table 40 (or 48, 24) columns wide (RoPE's cos/sin cache of a head of 80 or 96)
+  was MG204, "this gather ... needs columns a multiple of 32": the rows are now read 32 (or 128)
+  columns wide, the columns past the row's end clamped to its last, and the asked ones kept."""
+  args = _rope_rows_inputs(d, F32)
+  np.testing.assert_allclose(np.asarray(rope_neox_rows(*args, interpret=True)), _rope_rows_reference(*args),
+                             rtol=1e-6, atol=1e-6)
+  _export(rope_neox_rows, *[S(a.shape, a.dtype) for a in args])
+  bf = _rope_rows_inputs(d, jnp.bfloat16)
+  _export(rope_neox_rows, *[S(a.shape, a.dtype) for a in bf])
+
+
+def test_a_narrow_gather_through_a_run_time_window_stays_inside_the_row():
+  t = np.arange(100 * 40, dtype=np.float32).reshape(100, 40)
+  ids = np.random.default_rng(3).integers(0, 100, 64).astype(np.int32)
+  for start in (0, 5, 16):
+    got = gather_window_rows(t, ids, np.array([start], np.int32), interpret=True)
+    np.testing.assert_array_equal(np.asarray(got), t[ids, start:start + 24])
+  assert "contiguous=True" not in gather_window_rows.typed_ir(S((100, 40), F32), S((64,), jnp.int32),
+                                                              S((1,), jnp.int32))
+  _export(gather_window_rows, S((100, 40), F32), S((64,), jnp.int32), S((1,), jnp.int32))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _gpu(), reason="needs an NVIDIA Hopper GPU")
+@pytest.mark.parametrize("d", [80, 96])
+@pytest.mark.parametrize("dtype", [F32, jnp.bfloat16])
+def test_a_gather_of_narrow_rows_on_the_gpu(d, dtype):
+  args = _rope_rows_inputs(d, dtype)
+  np.testing.assert_allclose(np.asarray(rope_neox_rows(*args), np.float32),
+                             np.asarray(rope_neox_rows(*args, interpret=True), np.float32), rtol=1e-2, atol=1e-2)
+  t = np.arange(100 * 40, dtype=np.float32).reshape(100, 40)
+  ids = np.random.default_rng(3).integers(0, 100, 64).astype(np.int32)
+  s = np.array([5], np.int32)
+  np.testing.assert_array_equal(np.asarray(gather_window_rows(t, ids, s)), t[ids, 5:29])
+
+
+@mg.mgpu_kernel(out_shape=lambda cos, ids: S((4, 16), cos.dtype))
+def four_narrow_rows(cos, ids, out):
+  out[...] = cos[ids[...], :]
+
+
+def test_a_gather_registers_cannot_hold_names_its_table_in_the_hint():
+  """The hint wrote `v = t[...]` for a table named cos."""
+  e = expect(four_narrow_rows, [S((100, 16), F32), S((4,), jnp.int32)], mg.LayoutError, "cos[ids[...], :]",
+             "this gather of shape (4, 16) spreads each row's index along the row: that needs columns a multiple"
+             " of 32 (one per lane of a warp), and rows a multiple of 4 unless the columns are a multiple of 128")
+  assert e.hint.startswith("take 32 columns and drop the extra ones at the store: v = cos[ids[:, None],"), e.hint

@@ -93,13 +93,22 @@ class _Plan:
   contiguous: bool
   inside: ir.Value | None   # scatters: a bool tensor, the elements whose indices were in range
   view: tuple              # the window over root of the view indexed, or ()
+  keep: int = 0             # a widened gather's columns to keep (0: all of them)
 
 
 def gather(cx, ref, index, name=""):
   """`ref[index]` where some index is a register tensor."""
   p = _plan(cx, ref, index, "gather")
-  return cx.b.emit(Gather, p.root, tuple(p.per_dim), loc=cx.loc, types=[TensorType(p.out_shape, ref.type.dtype)],
-                   names=[name], contiguous=p.contiguous, view=p.view).result
+  out = cx.b.emit(Gather, p.root, tuple(p.per_dim), loc=cx.loc, types=[TensorType(p.out_shape, ref.type.dtype)],
+                  names=[name if not p.keep else ""], contiguous=p.contiguous, view=p.view).result
+  if p.keep:             # rows read wider than asked (each row's index spread over a warp's lanes): the
+    from .shape import index_through_smem     # columns asked for, through an SMEM scratch
+    saved, cx.name = cx.name, name
+    try:
+      out = index_through_smem(cx, out, (slice(None), slice(0, p.keep)))
+    finally:
+      cx.name = saved
+  return out
 
 
 def _plan(cx, ref, index, what):
@@ -197,6 +206,18 @@ def _plan(cx, ref, index, what):
               f"index one dimension with an int in an ml.static_range loop, a 2-D {what} a trip"))
   axis_of = {d: k for k, d in enumerate(before)}
   axis_of.update({d: len(before) + len(b) + k for k, d in enumerate(after)})
+  keep, last = 0, len(t.shape) - 1
+  if what == "gather" and not before and len(b) == 1 and after == [last] and len(out_shape) == 2 and (
+      out_shape[1] % hw.WARP or out_shape[0] % hw.WARPS_PER_WARPGROUP and out_shape[1] % hw.WARPGROUP) and (
+      math.prod(out_shape) % hw.WARPGROUP == 0):      # (a result registers hold)
+    # `cos[pos, :]` of rows 40 wide (RoPE's half of a head of 80): each row's index is spread over the
+    # 32 lanes of a warp, so the rows are read 32 (or 128) wide, their columns past the asked ones
+    # clamped into the view, and the asked columns taken after (gather() above)
+    keep = out_shape[1]
+    wide = -(-keep // hw.WARP) * hw.WARP if out_shape[0] % hw.WARPS_PER_WARPGROUP == 0 else \
+        -(-keep // hw.WARPGROUP) * hw.WARPGROUP
+    spans[last] = (spans[last][0], wide)
+    out_shape = (out_shape[0], wide)
 
   view = cx.b.defining(ref)
   root, root_index = (view.ref, view.index) if isinstance(view, View) else (ref, None)
@@ -204,6 +225,12 @@ def _plan(cx, ref, index, what):
   for d, i in enumerate(items):
     if d in spans:
       start, size = spans[d]
+      if keep and d == last:       # the widened columns clamp to the view's last
+        x = arange.rule(cx, size)
+        x = ew.binary(cx, ew.BinOp.ADD, x, start) if not (isinstance(start, int) and start == 0) else x
+        per_dim.append(broadcast_to_shape(cx, ew.binary(cx, ew.BinOp.MIN, x, t.shape[d] - 1), out_shape,
+                                          (axis_of[d],)))
+        continue
       x = broadcast_to_shape(cx, arange.rule(cx, size), out_shape, (axis_of[d],))
       per_dim.append(ew.binary(cx, ew.BinOp.ADD, x, start) if not (isinstance(start, int) and start == 0) else x)
     elif is_tensor(i):
@@ -248,12 +275,11 @@ def _plan(cx, ref, index, what):
              or resolve(x.type.dtype) in (DType.i32, DType.u32) else ew.astype(cx, x, DType.i32) for x in per_dim]
   if not any(is_tensor(x) for x in per_dim):
     raise E.KernelTypeError("a gather needs a tensor of indices", cx.loc, hint="table[ids, :]")
-  last = len(t.shape) - 1
   nbytes = resolve(t.dtype).bits // 8 if isinstance(resolve(t.dtype), DType) else 0
-  contiguous = (last in spans and axis_of[last] == len(out_shape) - 1 and nbytes
+  contiguous = (not keep and last in spans and axis_of[last] == len(out_shape) - 1 and nbytes
                 and (_start_multiple(cx, spans, root_index, last) * nbytes) % 16 == 0
                 and (root.type.shape[-1] * nbytes) % 16 == 0 and (out_shape[-1] * nbytes) % 16 == 0)
-  return _Plan(root, per_dim, out_shape, bool(contiguous), inside, tuple(root_index or ()))
+  return _Plan(root, per_dim, out_shape, bool(contiguous), inside, tuple(root_index or ()), keep)
 
 
 def _start_multiple(cx, spans, root_index, last) -> int:
