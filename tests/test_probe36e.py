@@ -238,3 +238,43 @@ def test_a_gather_registers_cannot_hold_names_its_table_in_the_hint():
              "this gather of shape (4, 16) spreads each row's index along the row: that needs columns a multiple"
              " of 32 (one per lane of a warp), and rows a multiple of 4 unless the columns are a multiple of 128")
   assert e.hint.startswith("take 32 columns and drop the extra ones at the store: v = cos[ids[:, None],"), e.hint
+
+
+# ---------------------------------------------------------------- jnp.split of a register tensor
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0], x.shape[1] // 2), x.dtype), grid=lambda x: (x.shape[0],))
+def swiglu_split(x, out):
+  r = ml.program_id(0)
+  v = x.at[r][...].astype(jnp.float32)
+  a, b = jnp.split(v, 2)
+  out.at[r][...] = (a * ml.sigmoid(a) * b).astype(out.dtype)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0], x.shape[1] // 2), x.dtype), grid=lambda x: (x.shape[0],))
+def swiglu_split_as_hinted(x, out):
+  r = ml.program_id(0)
+  v = x.at[r][...].astype(jnp.float32)
+  a, b = v[0:1024], v[1024:2048]
+  out.at[r][...] = (a * ml.sigmoid(a) * b).astype(out.dtype)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0], x.shape[1] // 3), x.dtype), grid=lambda x: (x.shape[0] // 8,))
+def thirds(x, out):
+  i = ml.program_id(0)
+  a, b, c = jnp.split(x.at[ml.ds(i * 8, 8)][...], 3, axis=1)
+  out.at[ml.ds(i * 8, 8)][...] = a + b + c
+
+
+def test_jnp_split_of_a_register_tensor_hints_the_slices_that_work():
+  """The hint was Triton's split of a last axis of 2 (a[..., 0]) and windows of a ref, not the slices of
+  the tensor split (which compile, through SMEM)."""
+  expect(swiglu_split, [S((3, 2048), jnp.bfloat16)], mg.KernelTypeError, "jnp.split(v, 2)",
+         "split cannot take a register tensor inside a kernel",
+         hint="write its parts as slices, v[0:1024], v[1024:2048] (static windows of a register tensor, through"
+              " SMEM); or read each part from the ref it came from, ref.at[..., lo:hi][...]")
+  e = expect(thirds, [S((16, 384), F32)], mg.KernelTypeError, "jnp.split(",
+             "split cannot take a register tensor inside a kernel")
+  assert "x.at[ml.ds(i * 8, 8)][...][:, 0:128], x.at[ml.ds(i * 8, 8)][...][:, 128:256]" in e.hint, e.hint
+  x = jnp.asarray(np.random.default_rng(5).standard_normal((3, 2048)), jnp.bfloat16)
+  a, b = x[:, :1024].astype(F32), x[:, 1024:].astype(F32)
+  np.testing.assert_allclose(np.asarray(swiglu_split_as_hinted(x, interpret=True), np.float32),
+                             np.asarray((jax.nn.silu(a) * b).astype(jnp.bfloat16), np.float32), rtol=1e-2, atol=1e-2)
