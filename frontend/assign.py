@@ -8,7 +8,7 @@ from . import errors as E
 from .ops import gather, memory, transfers
 from .ops.base import is_ref, is_value, kind_of
 from .env import Unbound, assigned_names, read_after
-from .ops.index_hints import as_int_indices, scatter_set_hint, scatter_target
+from .ops.index_hints import aliased_input, as_int_indices, scatter_set_hint, scatter_target
 from .types import RefType, Space, TensorType, resolve
 
 
@@ -270,7 +270,8 @@ class Assignments:
     raise E.KernelTypeError(
         f"an index here must be an integer scalar, got {bad.name or 'a register tensor'}: only a read of a GMEM"
         f" ref takes a tensor of indices (a gather, table[ids, :])", self.loc(target),
-        hint=first + scatter_set_hint(out, self.index_text(target.slice, items), self.text(value_node)))
+        hint=first + scatter_set_hint(out, self.index_text(target.slice, items), self.text(value_node),
+                                      source=aliased_input(self.b, out)))
 
   def index_text(self, node, items=None) -> str:
     """A subscript's index as written, without the parentheses a tuple of indices takes in astor; with
@@ -288,7 +289,8 @@ class Assignments:
         sub = target.value                # c.at[tok, :][...] = v
         first, out = scatter_target(self.b, base.ref, self.text(sub.value.value) if isinstance(sub.value, ast.Attribute)
                                     else self.text(sub.value))
-        hint = first + scatter_set_hint(out, self.index_text(sub.slice), self.text(value_node))
+        hint = first + scatter_set_hint(out, self.index_text(sub.slice), self.text(value_node),
+                                        source=aliased_input(self.b, out))
       raise E.KernelTypeError(
           f"{self.text(target.value)} is indexed by tensors: it is read ([...], a gather) or updated"
           f" atomically (a scatter), not assigned", self.loc(target), hint=hint)

@@ -30,6 +30,7 @@ class Builder:
     self.batch_axis = None               # the grid axis jax.vmap added (frontend/compile.py Batch)
     self.read_only: set[int] = set()     # value ids of the kernel's input refs
     self.aliased: set[int] = set()       # inputs aliased to an output: the kernel may change them
+    self.alias_of: dict = {}             # an aliased output's value id: the input it starts as
     self.output_refs: list = []          # the kernel's output refs, in order (hints name them)
     self.index_scratch: dict = {}        # value id -> (SMEM scratch holding it, block it was stored in)
     self.transient: set[int] = set()     # compiler scratches: written whole, then read, by one builtin

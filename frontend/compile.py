@@ -216,6 +216,7 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, bloc
   em.read_only = {p.value.id for p in params if not p.is_output}
   em.output_refs = [p.value for p in params if p.is_output]
   em.aliased = {params[i].value.id for i in aliases}
+  em.alias_of = {params[n_in + o].value.id: params[i].value for i, o in aliases.items()}   # (hints)
   if batch is not None:
     _bind_batch_slices(tr, em, batch, params, n_in, loc)
     grid = tuple(math.prod(batch.sizes) if a == batch.axis else g for a, g in enumerate(grid))

@@ -15,7 +15,7 @@ from .torch_hints import torch_method_hint
 from .ops import METHODS, REF_METHODS, gather, memory, roll, shape, transfers
 from .ops.base import is_tensor, is_value, keep_weak, kind_of, static_number
 from .ops.vector_views import strided_vector
-from .ops.index_hints import (check_tensor_steps, run_window_hint, scatter_set_hint, strided_last_axis,
+from .ops.index_hints import (aliased_input, check_tensor_steps, run_window_hint, scatter_set_hint, strided_last_axis,
                               table_lookup_hint)
 from .assign import DICTS_FIXED, SCATTER_HINT, At, holds_value, is_whole
 from .types import RefType, ScalarType, resolve
@@ -62,7 +62,7 @@ class Subscripts:
           at = sub.value.value if isinstance(sub.value, ast.Attribute) else sub.value
           hint = hint.split("for indices scattered at random, ")[0] + "for indices scattered at random, " + \
               scatter_set_hint(self.text(at), self.index_text(sub.slice, base.index), self.text(value),
-                               self.text(mask) if mask is not None else None)
+                               self.text(mask) if mask is not None else None, aliased_input(self.b, self.text(at)))
         if attr == "store" and own is None and sum(not isinstance(e, ast.Slice) for e in elts) >= 2:
           hint = _flat_store_hint(ref, base.ref.type.shape) + hint
       raise E.KernelTypeError(

@@ -278,3 +278,52 @@ def test_jnp_split_of_a_register_tensor_hints_the_slices_that_work():
   a, b = x[:, :1024].astype(F32), x[:, 1024:].astype(F32)
   np.testing.assert_allclose(np.asarray(swiglu_split_as_hinted(x, interpret=True), np.float32),
                              np.asarray((jax.nn.silu(a) * b).astype(jnp.bfloat16), np.float32), rtol=1e-2, atol=1e-2)
+
+
+# ---------------------------------------------------------------- a plain scatter into an aliased output
+@mg.mgpu_kernel(out_shape=lambda x, ids: x, grid=lambda x, ids: (x.shape[0],), input_output_aliases={0: 0})
+def penalty_scatter(x, ids, out, *, pen: ml.constexpr = 1.3):
+  b = ml.program_id(0)
+  tok = ids.at[b][...]
+  v = x[b, tok]
+  out[b, tok] = ml.where(v > 0, v / pen, v * pen)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, ids: x, grid=lambda x, ids: (x.shape[0],), input_output_aliases={0: 0})
+def penalty_as_hinted(x, ids, out, *, pen: ml.constexpr = 1.3):
+  b = ml.program_id(0)
+  for j in range(ids.shape[1]):
+    t = ids[b, j]
+    v = x[b, t]
+    out[b, t] = ml.where(v > 0, v / pen, v * pen)
+
+
+@mg.mgpu_kernel(out_shape=lambda g, ids: S((ids.shape[0], g.shape[1]), g.dtype))
+def scatter_into_zeros(g, ids, out):
+  out[ids[...], :] = g[...]
+
+
+def test_a_plain_scatter_into_an_aliased_output_is_not_hinted_as_an_add():
+  """A repetition penalty written as `out[b, tok] = ...` into logits updated in place was hinted
+  `ml.atomic_add(out.at[b, tok], ...)` "into an output that starts at 0": the aliased output starts as
+  the logits, so the hint, followed, added the penalised logits to them."""
+  specs = [S((3, 1024), F32), S((3, 64), jnp.int32)]
+  expect(penalty_scatter, specs, mg.KernelTypeError, "out[b, tok] = ",
+         "an index here must be an integer scalar, got tok: only a read of a GMEM ref takes a tensor of indices"
+         " (a gather, table[ids, :])",
+         hint="a plain scatter (set) is not supported (repeated indices would race), and out starts as x"
+              " (input_output_aliases), not at 0, so an atomic add would add to its values: write the elements one"
+              " at a time with scalar indices read from memory, for j in range(n): t = ids_ref[..., j];"
+              " out[..., t] = value")
+  e = expect(scatter_into_zeros, [S((64, 128), F32), S((64,), jnp.int32)], mg.KernelTypeError, "out[ids[...], :]",
+             "an index here must be an integer scalar, got ids[...]: only a read of a GMEM ref takes a tensor of"
+             " indices (a gather, table[ids, :])")
+  assert "ml.atomic_add(out.at[ids[...], :], g[...])" in e.hint      # (an output of its own starts at 0)
+  rng = np.random.default_rng(0)
+  x = rng.standard_normal((3, 1024)).astype(np.float32)
+  ids = np.stack([rng.choice(1024, 64, replace=False) for _ in range(3)]).astype(np.int32)
+  want = x.copy()
+  for b in range(3):
+    v = want[b, ids[b]]
+    want[b, ids[b]] = np.where(v > 0, v / np.float32(1.3), v * np.float32(1.3))
+  np.testing.assert_allclose(np.asarray(penalty_as_hinted(x, ids, interpret=True)), want, rtol=1e-6)

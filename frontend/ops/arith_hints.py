@@ -222,11 +222,12 @@ def not_a_ref_hint(cx, ref, what, mask, other, value) -> str:
       return (f"{window}{w}.load(mask={m}, other={o}); other offsets are a gather and a select, ml.where({m},"
               f" {x}[{ids}], {o}) (a gather clamps each index into {x}, so it never reads outside it)")
     masked = f", mask={m}" if m is not None else ""
-    from .index_hints import scatter_set_hint, scatter_target
+    from .index_hints import aliased_input, scatter_set_hint, scatter_target
     first, out = scatter_target(cx.b, ref.ref, x)
     if first and w.startswith(f"{x}.at["):
       w = out + w[len(x):]
-    return f"{first}{window}ml.store({w}, {v}{masked}); at other offsets, " + scatter_set_hint(out, ids, v, m)
+    return f"{first}{window}ml.store({w}, {v}{masked}); at other offsets, " + scatter_set_hint(
+        out, ids, v, m, aliased_input(cx.b, out))
   if is_tensor(ref):
     r = cx.named(ref, "v")
     if what == "ml.load":

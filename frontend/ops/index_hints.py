@@ -601,11 +601,25 @@ def table_lookup_hint(table, index, table_text: str, index_text: str) -> str | N
           f" entry); or pass the table to the kernel as an input array, t, and gather from it: t[{i}]")
 
 
-def scatter_set_hint(ref: str, index: str, value: str, mask: str | None = None) -> str:
+def aliased_input(b, name: str) -> str | None:
+  """The input an output named `name` starts as (input_output_aliases), or None."""
+  out = next((o for o in getattr(b, "output_refs", ()) if o.name == name), None)
+  src = getattr(b, "alias_of", {}).get(out.id) if out is not None else None
+  return src.name if src is not None else None
+
+
+def scatter_set_hint(ref: str, index: str, value: str, mask: str | None = None, source: str | None = None) -> str:
   """The hint for a store at computed places (`c[tok, :] = v`, `ml.store(c.at[tok, :], v, mask=m)`), in
   the user's words: a plain scatter is not supported, an atomic add into an output that starts at 0
   sets each element its indices name once (a permutation of rows), with a store's mask folded into the
-  value as the add's identity (an add of the unmasked value would write the rows the mask keeps off)."""
+  value as the add's identity (an add of the unmasked value would write the rows the mask keeps off).
+  An output aliased to the input `source` starts as its values, not 0: an add would add to them, so
+  the elements are written one at a time."""
+  if source is not None:
+    return (f"a plain scatter (set) is not supported (repeated indices would race), and {ref} starts as"
+            f" {source} (input_output_aliases), not at 0, so an atomic add would add to its values: write the"
+            f" elements one at a time with scalar indices read from memory, for j in range(n): t = ids_ref[..., j];"
+            f" {ref}[..., t] = value")
   v = value if mask is None else f"ml.where({mask}, {value}, 0)"
   return (f"a plain scatter (set) is not supported (repeated indices would race): add into an output that"
           f" starts at 0, which sets each element the indices name once (a permutation of rows):"
