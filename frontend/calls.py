@@ -65,8 +65,21 @@ def _static_result(cx, name, out):
     return out
   if isinstance(out, (tuple, list)):
     return tuple(_static_result(cx, name, x) for x in out)
+  if getattr(out, "shape", None) is not None and ("key<" in str(getattr(out, "dtype", "")) or name == "PRNGKey"):
+    raise E.KernelTypeError(
+        f"{name}(...) made a PRNG key while tracing: a kernel draws random numbers with ml.rand (Philox,"
+        f" counter-based), not with jax.random's keys", cx.loc,
+        hint="pass a seed (an ml.scalar parameter; jax.random.bits(key, dtype=jnp.uint32) outside the kernel) and"
+             " draw ml.rand(seed, offsets), one offset an element (a Gumbel sample is"
+             " -ml.log(-ml.log(ml.rand(seed, offsets))), a normal one ml.sqrt(-2.0 * ml.log(u1)) * ml.cos(6.283185307179586 * u2))")
   if getattr(out, "shape", None) == () and hasattr(out, "item"):     # a NumPy or JAX scalar
-    return typed_number(out)
+    try:
+      return typed_number(out)
+    except (NotImplementedError, TypeError, ValueError) as e:     # (a 0-d value of no number: no .item())
+      raise E.KernelTypeError(f"{name}(...) returned a {getattr(out, 'dtype', type(out).__name__)} value while"
+                              f" tracing, which is not a number a kernel can use ({e})", cx.loc,
+                              hint="compute static values (shapes, constants) with Python numbers, and run-time"
+                                   " ones with ml.* functions") from None
   if hasattr(out, "shape"):
     raise E.KernelTypeError(
         f"{name}(...) returned an array of shape {tuple(out.shape)} while tracing; a kernel's tensors"

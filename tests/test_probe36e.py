@@ -327,3 +327,48 @@ def test_a_plain_scatter_into_an_aliased_output_is_not_hinted_as_an_add():
     v = want[b, ids[b]]
     want[b, ids[b]] = np.where(v > 0, v / np.float32(1.3), v * np.float32(1.3))
   np.testing.assert_allclose(np.asarray(penalty_as_hinted(x, ids, interpret=True)), want, rtol=1e-6)
+
+
+# ---------------------------------------------------------------- jax.random inside a kernel
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), jnp.int32), grid=lambda x: (x.shape[0],))
+def gumbel_with_a_key(x, out):
+  r = ml.program_id(0)
+  v = x.at[r][...]
+  g = jax.random.gumbel(jax.random.key(0), v.shape)
+  out[r] = ml.argmax(v + g)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), jnp.int32), grid=lambda x: (x.shape[0],))
+def uniform_with_a_legacy_key(x, out):
+  r = ml.program_id(0)
+  u = jax.random.uniform(jax.random.PRNGKey(0), (1024,))
+  out[r] = ml.argmax(x.at[r][...] + u)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, seed: (S((x.shape[0],), jnp.int32), S(x.shape, F32)),
+                grid=lambda x, seed: (x.shape[0],))
+def gumbel_as_hinted(x, seed: ml.scalar, out, g_out):
+  r = ml.program_id(0)
+  offsets = r * x.shape[1] + ml.arange(x.shape[1])
+  g = -ml.log(-ml.log(ml.rand(seed, offsets)))
+  g_out.at[r][...] = g
+  out[r] = ml.argmax(x.at[r][...] + g)
+
+
+def test_jax_random_in_a_kernel_is_a_located_error_naming_ml_rand():
+  """`jax.random.key(0)` in a kernel was MG900 (NotImplementedError: the key's .item() while tracing)."""
+  hint = ("pass a seed (an ml.scalar parameter; jax.random.bits(key, dtype=jnp.uint32) outside the kernel) and"
+          " draw ml.rand(seed, offsets), one offset an element (a Gumbel sample is"
+          " -ml.log(-ml.log(ml.rand(seed, offsets))), a normal one ml.sqrt(-2.0 * ml.log(u1)) *"
+          " ml.cos(6.283185307179586 * u2))")
+  expect(gumbel_with_a_key, [S((2, 1024), F32)], mg.KernelTypeError, "jax.random.key(0)",
+         "key(...) made a PRNG key while tracing: a kernel draws random numbers with ml.rand (Philox,"
+         " counter-based), not with jax.random's keys", hint=hint)
+  expect(uniform_with_a_legacy_key, [S((2, 1024), F32)], mg.KernelTypeError, "jax.random.PRNGKey(0)",
+         "PRNGKey(...) made a PRNG key while tracing: a kernel draws random numbers with ml.rand (Philox,"
+         " counter-based), not with jax.random's keys", hint=hint)
+  x = np.random.default_rng(1).standard_normal((2, 1024)).astype(np.float32)
+  ids, g = gumbel_as_hinted(x, jnp.int32(7), interpret=True)
+  np.testing.assert_array_equal(np.asarray(ids), np.argmax(x + np.asarray(g), axis=1))
+  assert np.all(np.isfinite(np.asarray(g)))
+  _export(gumbel_as_hinted, S((2, 1024), F32), S((), jnp.int32))
