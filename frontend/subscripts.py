@@ -65,6 +65,10 @@ class Subscripts:
                                self.text(mask) if mask is not None else None, aliased_input(self.b, self.text(at)))
         if attr == "store" and own is None and sum(not isinstance(e, ast.Slice) for e in elts) >= 2:
           hint = _flat_store_hint(ref, base.ref.type.shape) + hint
+      elif attr == "set" and call is not None and len(call.args) == 1 and isinstance(node.value, ast.Subscript):
+        at = node.value.value.value if isinstance(node.value.value, ast.Attribute) else node.value.value
+        hint = scatter_set_hint(self.text(at), self.index_text(node.value.slice, base.index), self.text(call.args[0]),
+                                None, aliased_input(self.b, self.text(at)))    # jnp's out.at[ids].set(v)
       raise E.KernelTypeError(
           f"{self.text(node.value)} is indexed by tensors: it has no .{attr}; it is read ([...], a"
           f" gather) or updated atomically (a scatter)", self.loc(node), hint=hint)

@@ -372,3 +372,33 @@ def test_jax_random_in_a_kernel_is_a_located_error_naming_ml_rand():
   np.testing.assert_array_equal(np.asarray(ids), np.argmax(x + np.asarray(g), axis=1))
   assert np.all(np.isfinite(np.asarray(g)))
   _export(gumbel_as_hinted, S((2, 1024), F32), S((), jnp.int32))
+
+
+@mg.mgpu_kernel(out_shape=lambda x, ids: x, grid=lambda x, ids: (x.shape[0],), input_output_aliases={0: 0})
+def penalty_at_set(x, ids, out, *, pen: ml.constexpr = 1.3):
+  b = ml.program_id(0)
+  tok = ids.at[b][...]
+  v = x[b, tok]
+  out.at[b, tok].set(ml.where(v > 0, v / pen, v * pen))
+
+
+@mg.mgpu_kernel(out_shape=lambda g, ids: S((ids.shape[0], g.shape[1]), g.dtype))
+def set_into_zeros(g, ids, out):
+  out.at[ids[...], :].set(g[...])
+
+
+def test_jnp_at_set_of_an_indexed_ref_gets_the_scatter_hint_in_its_words():
+  """`out.at[b, tok].set(v)` (jnp's update) was hinted the generic "ml.atomic_add(out.at[ids, :], rows) (the
+  output starts at 0)", also for an output aliased to the logits, where an add is wrong."""
+  specs = [S((3, 1024), F32), S((3, 64), jnp.int32)]
+  expect(penalty_at_set, specs, mg.KernelTypeError, "out.at[b, tok].set(",
+         "out.at[b, tok] is indexed by tensors: it has no .set; it is read ([...], a gather) or updated atomically"
+         " (a scatter)",
+         hint="a plain scatter (set) is not supported (repeated indices would race), and out starts as x"
+              " (input_output_aliases), not at 0, so an atomic add would add to its values: write the elements one"
+              " at a time with scalar indices read from memory, for j in range(n): t = ids_ref[..., j];"
+              " out[..., t] = value")
+  e = expect(set_into_zeros, [S((64, 128), F32), S((64,), jnp.int32)], mg.KernelTypeError, "out.at[ids[...], :].set(",
+             "out.at[ids[...], :] is indexed by tensors: it has no .set; it is read ([...], a gather) or updated"
+             " atomically (a scatter)")
+  assert "ml.atomic_add(out.at[ids[...], :], g[...])" in e.hint, e.hint
