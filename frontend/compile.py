@@ -245,6 +245,7 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, bloc
   kernel.inline_sites = em.inline_sites            # (for notes on errors found later, interpret mode's too)
   kernel.accumulated = accumulated_outputs(kernel.body, em.defs, kernel.outputs, getattr(em, "empty_loop_atomics", None))
   kernel.aliases = aliases
+  kernel.narrow_gathers = em.narrow_gathers     # (layout hints)
   kernel.batch_axis = em.batch_axis
   if batch is not None:      # (messages of interpret mode show the kernel's own shapes and programs)
     kernel.batch_sizes = tuple(batch.sizes)

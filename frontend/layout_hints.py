@@ -636,6 +636,15 @@ def gather_columns_hint(o, n) -> str:
           f" the kernel (jnp.pad)")
 
 
+def narrow_gather_hint(table, keep, wide) -> str:
+  """For a gather of rows `keep` wide (read `wide` wide, the asked columns kept through SMEM) whose
+  result is reduced or broadcast along its rows: gather the wide rows and mask the extra columns."""
+  return (f"gather {wide} columns, v = {table}[ids[:, None], ml.arange({wide})[None, :]] (columns past a row's end"
+          f" clamp to its last), and mask the {wide - keep} extra ones to what the reduction ignores,"
+          f" ml.where(ml.arange({wide})[None, :] < {keep}, v, 0.0) for a sum (float('-inf') for a max,"
+          f" float('inf') for a min); store {keep} columns with the mask ml.arange({wide})[None, :] < {keep}")
+
+
 def empty_tensor_hint(kernel) -> str:
   """For a register tensor of no elements: a call whose outputs all have none needs no kernel
   (it returns them without a launch); only check/typed_ir/mlir of such specs come here."""

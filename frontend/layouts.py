@@ -39,7 +39,7 @@ from .ops.memory import ClusterRef, View
 from .ops.shape import READ_2D_FIRST, Broadcast, Reduce, ReduceKind, Reshape, TransposeLoad, TransposeStore
 from .windows import minor_strided, window_vec
 from .layout_errors import LayoutErrors, _is_tensor
-from .layout_hints import (broadcast_loops_hint, flat_gather_error, row_wise_hint, gather_columns_hint,
+from .layout_hints import (broadcast_loops_hint, flat_gather_error, row_wise_hint, gather_columns_hint, narrow_gather_hint,
                            scatter_columns_hint, transposed_hint, single_row_statistic, strided_window_hint)
 from .types import Layout, LayoutKind, RefType, Space
 
@@ -448,13 +448,15 @@ class _Solver(LayoutErrors):
     stores = {t.scratch.id: t.x for t in ir.walk(self.kernel.body) if isinstance(t, TransposeStore)}
     flip = next((stores.get(u.scratch.id) for u in ir.walk(self.kernel.body) if isinstance(u, TransposeLoad)
                  and isinstance(where, Reduce) and u.results[0].id == where.x.id), None)    # ml.sum(t.T, ...)
+    narrow = next((self.kernel.narrow_gathers[v.id] for v in tiles
+                   if v.id in getattr(self.kernel, "narrow_gathers", {})), None)
     raise E.LayoutError(
         f"{bad.name or 'this tile'} of shape {bad.type.shape} is reduced or broadcast along its rows or"
         f" columns, which needs columns a multiple of {hw.WARP} (one per lane of a warp), and rows a"
         f" multiple of {hw.WARPS_PER_WARPGROUP} unless the columns are a multiple of {hw.WARPGROUP}",
         where.loc if where else o.loc,
-        hint=(flip is not None and transposed_hint(where, flip)) or row_wise_hint(
-            bad, dtypes, where if isinstance(where, Reduce) else None, self.defs, tiles))
+        hint=(narrow is not None and narrow_gather_hint(*narrow)) or (flip is not None and transposed_hint(where, flip))
+        or row_wise_hint(bad, dtypes, where if isinstance(where, Reduce) else None, self.defs, tiles))
 
   def reshaped_tile(self, bad, tiles):
     """A tensor of another rank joined a row-wise tile through a reshape (say (8, 256) ->

@@ -402,3 +402,32 @@ def test_jnp_at_set_of_an_indexed_ref_gets_the_scatter_hint_in_its_words():
              "out.at[ids[...], :] is indexed by tensors: it has no .set; it is read ([...], a gather) or updated"
              " atomically (a scatter)")
   assert "ml.atomic_add(out.at[ids[...], :], g[...])" in e.hint, e.hint
+
+
+@mg.mgpu_kernel(out_shape=lambda t, ids: S((ids.shape[0],), t.dtype), grid=lambda t, ids: (ids.shape[0] // 64,))
+def narrow_rows_summed(t, ids, out):
+  i = ml.program_id(0)
+  r = ids.at[ml.ds(i * 64, 64)][...]
+  out.at[ml.ds(i * 64, 64)][...] = ml.sum(t[r, :], axis=1)
+
+
+@mg.mgpu_kernel(out_shape=lambda t, ids: S((ids.shape[0],), t.dtype), grid=lambda t, ids: (ids.shape[0] // 64,))
+def narrow_rows_summed_as_hinted(t, ids, out):
+  i = ml.program_id(0)
+  r = ids.at[ml.ds(i * 64, 64)][...]
+  v = t[r[:, None], ml.arange(64)[None, :]]
+  out.at[ml.ds(i * 64, 64)][...] = ml.sum(ml.where(ml.arange(64)[None, :] < 40, v, 0.0), axis=1)
+
+
+def test_a_narrow_gather_reduced_along_its_rows_hints_the_wide_gather_masked():
+  """Its kept columns (through SMEM) still cannot be reduced along the rows: the hint read a window of
+  the table (x.at[rows, ml.ds(c0, 64)]), which a gather is not; it now gathers the wide rows, masked."""
+  e = expect(narrow_rows_summed, [S((100, 40), F32), S((128,), jnp.int32)], mg.LayoutError, "ml.sum(t[r, :]",
+             "t[r, :] of shape (64, 40) is reduced or broadcast along its rows or columns, which needs columns a"
+             " multiple of 32 (one per lane of a warp), and rows a multiple of 4 unless the columns are a multiple"
+             " of 128")
+  assert e.hint.startswith("gather 64 columns, v = t[ids[:, None], ml.arange(64)[None, :]]"), e.hint
+  t = np.random.default_rng(2).standard_normal((100, 40)).astype(np.float32)
+  ids = np.random.default_rng(3).integers(0, 100, 128).astype(np.int32)
+  np.testing.assert_allclose(np.asarray(narrow_rows_summed_as_hinted(t, ids, interpret=True)), t[ids].sum(1),
+                             rtol=1e-5, atol=1e-5)

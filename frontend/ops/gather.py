@@ -108,6 +108,7 @@ def gather(cx, ref, index, name=""):
       out = index_through_smem(cx, out, (slice(None), slice(0, p.keep)))
     finally:
       cx.name = saved
+    cx.b.narrow_gathers[out.id] = (ref.name or "t", p.keep, p.out_shape[1])
   return out
 
 
