@@ -14,8 +14,9 @@ reference before it is timed; TFLOP/s by kernel time, wall ms per call.
 Measured on the H200 (twenty-fifth session, docs/benchmarks.md): with the early release the default
 three-stage persistent forward went from 623-631 to 643-645 TFLOP/s at head_dim 128, seq 4096; two
 stages now run at 620 (444 before); the Q prefetch on two stages is slower (602; causal 409, with
-its tiles in plain order rather than the default's pairs). Not yet measured: the balanced grid (as
-many programs as the busiest needs rounds) and ping-pong with the early release.
+its tiles in plain order rather than the default's pairs). Twenty-sixth session: the balanced grid (as
+many programs as the busiest needs rounds, now the default) 658 against 650 at head_dim 128, seq 4096;
+ping-pong with the early release slower (555); the Q prefetch at head_dim 64, seq 1024, 373 against 360.
 """
 import dataclasses
 import os
@@ -53,16 +54,14 @@ def _grid(q, *_, bq, **__):
 prefetch = mg.mgpu_kernel(prefetch_kernel, out_shape=ex._fwd_out, grid=_grid, block=ex._fwd_block)
 
 
-def _balanced_grid(q, *_, bq, causal=False, **__):
-  """As many programs as the busiest needs rounds: 2048 tiles take 16 rounds on 132 SMs, and 128
-  programs of 16 tiles finish with the 132 (68 of them 16 tiles, 64 15), with four SMs idle (power)."""
+def _per_sm_grid(q, *_, bq, causal=False, **__):
+  """One program an SM (the persistent forward's grid before the twenty-sixth session, which now has as many
+  programs as the busiest needs rounds: 128 for 2048 tiles)."""
   tiles = ml.cdiv(q.shape[1], bq) * q.shape[2] * q.shape[0]
-  n = tiles // 2 if causal and tiles % 2 == 0 else tiles
-  rounds = ml.cdiv(n, mg.num_sms())
-  return (ml.cdiv(n, rounds),)
+  return (min(tiles // 2 if causal and tiles % 2 == 0 else tiles, mg.num_sms()),)
 
 
-balanced = mg.mgpu_kernel(ex.forward_kernel, out_shape=ex._fwd_out, grid=_balanced_grid, block=ex._fwd_block)
+per_sm = mg.mgpu_kernel(ex.forward_kernel, out_shape=ex._fwd_out, grid=_per_sm_grid, block=ex._fwd_block)
 
 
 def variants(d, causal):
@@ -70,7 +69,7 @@ def variants(d, causal):
   for stages in (base.stages, 2):
     c = dataclasses.replace(base, stages=stages)
     yield f"persistent q{c.bq} kv{c.bkv} s{stages}", lambda q, k, v, c=c: ex.attention(q, k, v, causal, config=c)
-  yield f"balanced q{base.bq} kv{base.bkv} s{base.stages}", lambda q, k, v: balanced(
+  yield f"per SM q{base.bq} kv{base.bkv} s{base.stages}", lambda q, k, v: per_sm(
       q, k, v, bq=base.bq, bkv=base.bkv, stages=base.stages, causal=causal, scale=1.0 / d ** 0.5, ws=True,
       lpt=base.lpt, persistent=True)[0]
   for persistent in (True, False):     # the warpgroups taking turns on the tensor cores (FA3's ping-pong)
