@@ -4,6 +4,8 @@ what a kernel writes instead, tap by tap (masked windows or gathers of the taps,
 tiles for ml.dot)."""
 from __future__ import annotations
 
+from .nan_name_hints import TEXTS as NAN_TEXTS  # ml.median and jnp.median: one hint
+
 # jnp.pad's other modes, after its zeros (and jnp.roll's wrap-around) in missing.py's hint
 PAD_MODES = ("; jnp.pad's mode='edge' gathers at clamped indices, x[ml.clip(s + ml.arange(n) - 1, 0, x.shape[0] - 1)],"
              " and mode='reflect' at reflected ones, j = s + ml.arange(n) - 1 then x[ml.where(j < 0, -j, j)] (and"
@@ -26,10 +28,7 @@ _CONV = ("no convolution: sum the taps, each a window of x shifted by the tap an
 IMAGE = {
     "reduce_window": _POOL,
     **dict.fromkeys(("conv_general_dilated", "conv", "conv_with_general_padding", "conv_transpose"), _CONV),
-    "median": ("no median: sort the values along the last axis, ml.sort(v, axis=-1), with the row padded to a power"
-               " of two by float('inf') (other=float('inf') on a masked load, or ml.where(k < n, v, float('inf'))),"
-               " and take the middle column, ml.sort(v, axis=-1)[:, n // 2] for n values (odd n; for even n the"
-               " mean of columns n // 2 - 1 and n // 2)"),
+    "median": NAN_TEXTS["median"],     # (one text with ml.median's: nan_name_hints)
     "gradient": ("no gradient: central differences of the windows shifted by one, (next - prev) / 2 with next ="
                  " x.at[ml.ds(s + 1, n)].load(mask=j + 1 < x.shape[0], other=0.0) and prev = x.at[ml.ds(s - 1,"
                  " n)].load(mask=j - 1 >= 0, other=0.0) for j = s + ml.arange(n), and the one-sided differences at"

@@ -34,8 +34,10 @@ FORMS = {
                    " (equal operands apart: inf and inf give inf, as jnp.logaddexp2)"),
     "round_half_even": ("ml.round({0})", " (halves to even, as jnp.round)"),
 }
-_MEDIAN = ("no ml.{0}: sort the rows, s = ml.sort(v) (along the last axis, of a power-of-two length n), then index the"
-           " sorted rows: the median of even n is (s[:, n // 2 - 1] + s[:, n // 2]) / 2, as jnp.median's ({1}); a"
+_MEDIAN = ("no ml.{0}: sort the rows, s = ml.sort(v) (along the last axis, of a power-of-two length: pad a row with"
+           " float('inf'), other=float('inf') on a masked load or ml.where(k < n, v, float('inf'))), then index the"
+           " sorted rows: the median of n values is ml.sort(v, axis=-1)[:, n // 2] for odd n, and"
+           " (s[:, n // 2 - 1] + s[:, n // 2]) / 2 for even n, as jnp.median's ({1}); a"
            " quantile q is s[:, k] at k = round(q * (n - 1)), jnp's 'nearest' method")
 TEXTS = {
     "median": _MEDIAN.format("median", "NaN sorts last: where a row may hold one, jnp.median gives NaN"),

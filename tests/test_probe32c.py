@@ -209,7 +209,9 @@ NOT_THERE = {"ml": {"fliplr", "log10", "math", "sign", "take_along_axis", "umulh
                     # jax.nn's and jnp's names errors.md names as hinted (frontend/ml_name_hints.py)
                     "softplus", "silu", "log_sigmoid", "logaddexp", "matmul", "einsum",
                     # jnp's numerics functions errors.md names as hinted (frontend/nan_name_hints.py)
-                    "isclose", "nanmean", "nanargmax", "ptp", "median", "heaviside", "deg2rad", "arctanh"},
+                    "isclose", "nanmean", "nanargmax", "ptp", "median", "heaviside", "deg2rad", "arctanh",
+                    # the split hints errors.md names (frontend/shape_hints.py split_hint)
+                    "split"},
              "mg": {"Config", "cdiv", "heuristics", "jit", "program_id"}}
 
 
