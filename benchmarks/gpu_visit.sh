@@ -32,6 +32,10 @@ step() {
     ssd256)      python3 -u benchmarks/probe_ssd256.py ;;
     # two-stage persistent forwards (stages released early) and the next tile's Q under the epilogue (issue #9)
     attn_pf)     python3 -u benchmarks/attn_prefetch.py --head-dim 128 --seq 4096 --seq 1024 && python3 -u benchmarks/attn_prefetch.py --head-dim 64 --seq 1024 --seq 4096 ;;
+    # the balanced persistent grid against one program an SM (attn_prefetch.py's variants), full attention
+    attn_grid)   python3 -u benchmarks/attn_prefetch.py --head-dim 128 --head-dim 64 --causal full --seq 4096 --seq 1024 ;;
+    # the 82 GPU tests of the files gpu_all8's cut shard had not reached (twenty-sixth session)
+    gpu_rest26)  python3 -u benchmarks/gpu_shards.py --shards 8 --timeout 150 tests/test_sync_gmem.py tests/test_sync_proxy.py tests/test_transpose.py tests/test_user_mistakes.py tests/test_warp_specialize.py ;;
     gpu_s25)     python3 -u benchmarks/gpu_shards.py --shards 4 --timeout 240 tests/test_release_early.py tests/test_attention.py tests/test_probe32a.py tests/test_probe33c.py tests/test_warp_specialize.py tests/test_pingpong.py tests/test_persistent.py ;;
     # the TMA start clamp (probe 35e) on the suites whose kernels take run-time TMA windows
     gpu_s25b)    python3 -u benchmarks/gpu_shards.py --shards 8 --timeout 165 tests/test_probe35e.py tests/test_attention.py tests/test_matmul.py tests/test_warp_specialize.py tests/test_persistent.py tests/test_ragged.py tests/test_ragged_dot.py tests/test_paged_attention.py tests/test_gpu.py tests/test_pipeline_tiles.py tests/test_matmul_fp8.py ;;
