@@ -57,9 +57,12 @@ def _q_grid(q, *_, bq, **__):
 
 
 def _fwd_grid(q, *_, bq, lpt=False, persistent=False, causal=False, **__):
-  if persistent:      # as many programs as the busiest needs rounds: 2048 tiles take 16 rounds on 132 SMs,
-    tiles = ml.cdiv(q.shape[1], bq) * q.shape[2] * q.shape[0]      # which 128 programs finish as well
+  if persistent:
+    tiles = ml.cdiv(q.shape[1], bq) * q.shape[2] * q.shape[0]
     n = tiles // 2 if causal and tiles % 2 == 0 else tiles       # (causal: pairs of tiles)
+    if q.shape[3] < 128:          # one program an SM (at head_dim 64 the balanced grid is 1-2% slower)
+      return (min(n, mg.num_sms()),)
+    # as many programs as the busiest needs rounds: 2048 tiles take 16 rounds on 132 SMs, which 128 finish
     return (ml.cdiv(n, max(1, ml.cdiv(n, mg.num_sms()))),)
   if lpt:      # query tiles the slowest axis: every head's longest (causal) tile launches first
     return (q.shape[2], q.shape[0], ml.cdiv(q.shape[1], bq))
@@ -526,10 +529,10 @@ def default_config(head_dim: int, causal: bool = False, seq_kv: int | None = Non
   407 / 559 against 389 / 541 (128, causal), 341 / 442 against 321 / 443 (64), 269 / 390 against
   248 / 382 (64, causal); at 16384 the per-tile grid is faster (630 against 585 at 128; twenty-fourth
   session, docs/benchmarks.md). Without `seq_kv` it is not. With stages released early (twenty-fifth
-  session) the persistent causal forward at head_dim 64 takes 3 stages (379 against 364 with 4). Its grid
-  has as many programs as the busiest needs rounds (128 for 2048 tiles, not 132): 658 against 650 TFLOP/s
-  at head_dim 128, seq 4096, and 560 against 553 at 1024; causal and head_dim 64 the same within 1%
-  (twenty-sixth session)."""
+  session) the persistent causal forward at head_dim 64 takes 3 stages (379 against 364 with 4). At head_dim
+  128 its grid has as many programs as the busiest needs rounds (128 for 2048 tiles, not 132): 658 / 653
+  against 650 / 644 TFLOP/s at seq 4096 in two runs, 560 / 558 against 553 / 555 at 1024, causal the same;
+  at head_dim 64 one program an SM stays (458 / 458 against 453 / 451 at 4096; twenty-sixth session)."""
   persistent = seq_kv is not None and seq_kv <= 4096
   if head_dim <= 64:
     return Config(bq=128 if causal else 192, bkv=128, stages=4 if causal and not persistent else 3, overlap=False,
