@@ -8,6 +8,7 @@ shard gets a mix of heavy and light files. Logs: $OUT/shard_K.log; a summary is 
 """
 import argparse
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -35,6 +36,11 @@ def main():
     log = open(os.path.join(out, f"shard_{k}.log"), "w")
     procs.append((subprocess.Popen(base + ids[k::args.shards], stdout=log,
                                    stderr=subprocess.STDOUT, env=env), log))
+  def stop(signum, _frame):      # a step's timeout TERMs this process: its shards must not outlive it
+    for p, _ in procs:           # (they would share the GPU with the next step's timings)
+      p.kill()
+    sys.exit(128 + signum)
+  signal.signal(signal.SIGTERM, stop)
   rc = 0
   for k, (p, log) in enumerate(procs):
     left = max(1.0, args.timeout - (time.time() - t0))
