@@ -60,10 +60,10 @@ def _fwd_grid(q, *_, bq, lpt=False, persistent=False, causal=False, **__):
   if persistent:
     tiles = ml.cdiv(q.shape[1], bq) * q.shape[2] * q.shape[0]
     n = tiles // 2 if causal and tiles % 2 == 0 else tiles       # (causal: pairs of tiles)
-    if q.shape[3] < 128:          # one program an SM (at head_dim 64 the balanced grid is 1-2% slower)
+    if q.shape[3] < 128:      # one program an SM: at head_dim 64 the balanced grid is 1-2% slower (458 / 452)
       return (min(n, mg.num_sms()),)
     # as many programs as the busiest needs rounds: 2048 tiles take 16 rounds on 132 SMs, which 128 finish
-    return (ml.cdiv(n, max(1, ml.cdiv(n, mg.num_sms()))),)
+    return (ml.cdiv(n, max(1, ml.cdiv(n, mg.num_sms()))),)     # 653-658 against 644-650 TFLOP/s (seq 4096)
   if lpt:      # query tiles the slowest axis: every head's longest (causal) tile launches first
     return (q.shape[2], q.shape[0], ml.cdiv(q.shape[1], bq))
   return (ml.cdiv(q.shape[1], bq), q.shape[2], q.shape[0])     # a partial last query tile
@@ -288,17 +288,12 @@ def transposed_probabilities(k_s, v_s, q_s, do_s, lse_s, i, j, bq, bkv, c, causa
 
 @ml.inline
 def key_block(q, k, v, b, i, hk, bq, bkv, causal):
-  """The backward's setup for key block i of K/V head hk: K and V into SMEM, the query block
-  buffers, zeroed dK and dV, and the query blocks that see these keys (`first`, `count`)."""
+  """The backward's key block i of K/V head hk in SMEM, the query blocks' buffers, and which query blocks see it."""
   d = q.shape[3]
-  k_s = ml.smem((bkv, d))
-  v_s = ml.smem((bkv, d))
+  k_s, v_s = ml.smem((bkv, d)), ml.smem((bkv, d))
   ml.copy(k.at[b, ml.ds(i * bkv, bkv), hk, :], k_s)
   ml.copy(v.at[b, ml.ds(i * bkv, bkv), hk, :], v_s)
-  q_s = ml.smem((bq, d))
-  do_s = ml.smem((bq, d))
-  lse_s = ml.smem((bq,))
-  delta_s = ml.smem((bq,))
+  q_s, do_s, lse_s, delta_s = ml.smem((bq, d)), ml.smem((bq, d)), ml.smem((bq,)), ml.smem((bq,))
   first = 0
   if causal:
     first = i * bkv // bq                    # query blocks before it see none of these keys
@@ -529,10 +524,8 @@ def default_config(head_dim: int, causal: bool = False, seq_kv: int | None = Non
   407 / 559 against 389 / 541 (128, causal), 341 / 442 against 321 / 443 (64), 269 / 390 against
   248 / 382 (64, causal); at 16384 the per-tile grid is faster (630 against 585 at 128; twenty-fourth
   session, docs/benchmarks.md). Without `seq_kv` it is not. With stages released early (twenty-fifth
-  session) the persistent causal forward at head_dim 64 takes 3 stages (379 against 364 with 4). At head_dim
-  128 its grid has as many programs as the busiest needs rounds (128 for 2048 tiles, not 132): 658 / 653
-  against 650 / 644 TFLOP/s at seq 4096 in two runs, 560 / 558 against 553 / 555 at 1024, causal the same;
-  at head_dim 64 one program an SM stays (458 / 458 against 453 / 451 at 4096; twenty-sixth session)."""
+  session) the persistent causal forward at head_dim 64 takes 3 stages (379 against 364 with 4). Its grid:
+  `_fwd_grid` (balanced at head_dim 128, twenty-sixth session)."""
   persistent = seq_kv is not None and seq_kv <= 4096
   if head_dim <= 64:
     return Config(bq=128 if causal else 192, bkv=128, stages=4 if causal and not persistent else 3, overlap=False,
