@@ -127,8 +127,6 @@ def shape_call_hint(name, pos, kw, shape) -> str | None:
   if name == "norm" and not kw.get("ord"):
     axis = kw.get("axis", pos[2] if len(pos) > 2 else None)
     return f"write ml.sqrt(ml.sum({x} * {x}{f', axis={axis.strip()}' if axis else ''}))"
-  if name in ("split", "array_split") and rank:
-    return _split(x, literal(_arg(pos, kw, 1, "indices_or_sections")), literal(_arg(pos, kw, 2, "axis", "0")), shape)
   reps = literal(_arg(pos, kw, 1, "reps" if name == "tile" else "repeats"))
   if name == "tile" and rank == 1 and isinstance(reps, int) and reps > 1:
     return f"write ml.concatenate([{', '.join([x] * reps)}], axis=0)"
@@ -136,24 +134,6 @@ def shape_call_hint(name, pos, kw, shape) -> str | None:
     return (f"read {x} repeated from the ref it came from, a gather: ref[ml.arange({shape[0] * reps}) // {reps}]"
             f" (each element {reps} times, as jnp.repeat)")
   return None
-
-
-def _split(x, sections, axis, shape) -> str | None:
-  """jnp.split(v, k, axis) of a register tensor: its parts are static slices (through SMEM), or windows
-  of the ref it came from."""
-  axes = _axes(axis, len(shape)) if isinstance(axis, int) else None
-  if axes is None:
-    return None
-  a, n = axes[0], shape[axes[0]]
-  cuts = ([n * j // sections for j in range(sections + 1)] if isinstance(sections, int) and sections > 0
-          and n % sections == 0 else [0, *sections, n] if isinstance(sections, tuple)
-          and all(isinstance(c, int) for c in sections) else None)
-  if cuts is None:
-    return None
-  lead = ":, " * a
-  parts = ", ".join(f"{x}[{lead}{lo}:{hi}]" for lo, hi in zip(cuts, cuts[1:]))
-  return (f"write its parts as slices, {parts} (static windows of a register tensor, through SMEM); or read each"
-          f" part from the ref it came from, ref.at[..., lo:hi][...]")
 
 
 # the same functions looked up on ml (`ml.tril(x)`), or called where the operand's shape is unknown

@@ -269,11 +269,11 @@ def test_jnp_split_of_a_register_tensor_hints_the_slices_that_work():
   the tensor split (which compile, through SMEM)."""
   expect(swiglu_split, [S((3, 2048), jnp.bfloat16)], mg.KernelTypeError, "jnp.split(v, 2)",
          "split cannot take a register tensor inside a kernel",
-         hint="write its parts as slices, v[0:1024], v[1024:2048] (static windows of a register tensor, through"
-              " SMEM); or read each part from the ref it came from, ref.at[..., lo:hi][...]")
+         hint="the parts are windows of v along axis 0: v[:1024], v[1024:] (jnp.split's parts, each a register"
+              " tensor of its own)")      # (shape_hints.split_hint, probe 36f)
   e = expect(thirds, [S((16, 384), F32)], mg.KernelTypeError, "jnp.split(",
              "split cannot take a register tensor inside a kernel")
-  assert "x.at[ml.ds(i * 8, 8)][...][:, 0:128], x.at[ml.ds(i * 8, 8)][...][:, 128:256]" in e.hint, e.hint
+  assert "x.at[ml.ds(i * 8, 8)][...][:, :128], x.at[ml.ds(i * 8, 8)][...][:, 128:256]" in e.hint, e.hint
   x = jnp.asarray(np.random.default_rng(5).standard_normal((3, 2048)), jnp.bfloat16)
   a, b = x[:, :1024].astype(F32), x[:, 1024:].astype(F32)
   np.testing.assert_allclose(np.asarray(swiglu_split_as_hinted(x, interpret=True), np.float32),
