@@ -3,11 +3,8 @@ the hints for a missing `ml.` name (the tracer's `ml.<name>` lookups), and for T
 and JAX's own functions called in a kernel out of habit."""
 from __future__ import annotations
 
-import ast
-import collections
-import difflib
-import math
-import re
+import ast, collections, difflib, math, re
+
 from .aten_hints import NAMES as ATEN_NAMES  # ATen's everyday operators ml has no function for
 from .formula_hints import DIV_RN, with_operands  # the formula hints with the call's own operands
 from .segment_hints import SEGMENT  # jax.ops.segment_sum, jnp.searchsorted, unique, diff
