@@ -1,7 +1,7 @@
 """The forward sweep attn_persistent.py and attn_prefetch.py share: float16, 16384 tokens, 16 heads.
 
 `sweep(variants, seqs)` reads --seq, --head-dim and --causal, and for each head_dim, mask and sequence
-length runs every `(name, fn)` of `variants(head_dim, causal)` (`fn(q, k, v)` gives o), checked against
+length runs every `(name, fn)` of `variants(head_dim, causal)` (or `(head_dim, causal, seq)`; `fn(q, k, v)` gives o), checked against
 the float32 reference on one head before it is timed: TFLOP/s by kernel time, wall ms per call. A
 variant that does not compile, run or match is a row saying why; the others go on.
 """
@@ -41,7 +41,7 @@ def sweep(variants, seqs=(1024, 4096, 16384)):
         want = ex.reference(q[:, :, :1], k[:, :, :1], v[:, :, :1], causal)[0]
         flop = 4 * seq * seq * d * HEADS * b / (2 if causal else 1)
         mask = "causal" if causal else "full"
-        for name, fn in variants(d, causal):
+        for name, fn in (variants(d, causal, seq) if variants.__code__.co_argcount == 3 else variants(d, causal)):
           f = jax.jit(fn)
           try:
             got = f(q, k, v)

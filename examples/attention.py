@@ -132,7 +132,7 @@ def tile_ids(t, q, bq, causal):
 
 
 @ml.inline
-def online_softmax(q, k, v, q_s, k_s, v_s, i, h, b, bq, bkv, stages, causal, scale, ws, pingpong, kv_len):
+def online_softmax(q, k, v, q_s, k_s, v_s, i, h, b, bq, bkv, stages, causal, scale, ws, pingpong, kv_len, emulate=0):
   """(m, l, acc) of query tile i of head h (its Q in q_s) over its key blocks: the online softmax."""
   hk = h // (q.shape[2] // k.shape[2])
   c = scale * LOG2E                          # softmax in base 2: exp(x * scale) = 2 ** (x * c)
@@ -153,7 +153,7 @@ def online_softmax(q, k, v, q_s, k_s, v_s, i, h, b, bq, bkv, stages, causal, sca
       s = mask_kv_tail(s, j, bkv, kv_len or k.shape[1])
     m_new = ml.maximum(m, ml.max(s, axis=1) * c)
     alpha = ml.exp2(m - m_new, approx=True)
-    p = ml.exp2(s * c - m_new[:, None], approx=True)
+    p = ml.exp2(s * c - m_new[:, None], approx=True, emulate=emulate)     # emulate: a share on the FMA units
     l = l * alpha + ml.sum(p, axis=1)
     acc = ml.dot(p.astype(q.dtype), v_s, acc * alpha[:, None])
     m = m_new
@@ -161,10 +161,11 @@ def online_softmax(q, k, v, q_s, k_s, v_s, i, h, b, bq, bkv, stages, causal, sca
 
 
 @ml.inline
-def attend_tile(q, k, v, o, lse, q_s, k_s, v_s, i, h, b, bq, bkv, stages, causal, scale, ws, pingpong, kv_len):
+def attend_tile(q, k, v, o, lse, q_s, k_s, v_s, i, h, b, bq, bkv, stages, causal, scale, ws, pingpong, kv_len, emulate):
   """o and lse of query tile i of head h: its Q into q_s, the online softmax, O out through q_s."""
   ml.copy(q.at[b, ml.ds(i * bq, bq), h, :], q_s)
-  m, l, acc = online_softmax(q, k, v, q_s, k_s, v_s, i, h, b, bq, bkv, stages, causal, scale, ws, pingpong, kv_len)
+  m, l, acc = online_softmax(q, k, v, q_s, k_s, v_s, i, h, b, bq, bkv, stages, causal, scale, ws, pingpong, kv_len,
+                             emulate)
   q_s[...] = (acc * (1.0 / l)[:, None]).astype(o.dtype)     # (q is spent)
   ml.copy(q_s, o.at[b, ml.ds(i * bq, bq), h, :])
   store_lse(lse, (m + ml.log2(l)) * (1.0 / LOG2E), b, h, i, bq)
@@ -173,11 +174,12 @@ def attend_tile(q, k, v, o, lse, q_s, k_s, v_s, i, h, b, bq, bkv, stages, causal
 def forward_kernel(q, k, v, o, lse, *, bq: ml.constexpr, bkv: ml.constexpr, stages: ml.constexpr,
                    causal: ml.constexpr, scale: ml.constexpr, ws: ml.constexpr = False,
                    pingpong: ml.constexpr = False, lpt: ml.constexpr = False, kv_len: ml.constexpr = 0,
-                   persistent: ml.constexpr = False):
+                   persistent: ml.constexpr = False, emulate: ml.constexpr = 0):
   """o = softmax(q @ k.T * scale) @ v for `bq` rows of one head; lse (natural log) per row.
 
   `persistent`: one program an SM walks query tiles of every head and batch, its producer warpgroup
-  loading the next tile's K and V while this tile finishes (no CTA starts with an empty pipeline)."""
+  loading the next tile's K and V while this tile finishes (no CTA starts with an empty pipeline).
+  `emulate`: the share of the exponentials computed on the FMA units (ml.exp2's emulate)."""
   q_s = ml.smem((bq, q.shape[3]))
   k_s = ml.smem((bkv, q.shape[3]))
   v_s = ml.smem((bkv, q.shape[3]))
@@ -188,14 +190,17 @@ def forward_kernel(q, k, v, o, lse, *, bq: ml.constexpr, bkv: ml.constexpr, stag
       for u in range(2 * ml.cdiv(tiles // 2 - pid, programs)):
         t = 2 * (pid + u // 2 * programs) + u % 2
         i, h, b = tile_ids(t, q, bq, causal)
-        attend_tile(q, k, v, o, lse, q_s, k_s, v_s, i, h, b, bq, bkv, stages, causal, scale, ws, pingpong, kv_len)
+        attend_tile(q, k, v, o, lse, q_s, k_s, v_s, i, h, b, bq, bkv, stages, causal, scale, ws, pingpong, kv_len,
+                    emulate)
     else:
       for t in range(pid, tiles, programs):
         i, h, b = tile_ids(t, q, bq, causal)
-        attend_tile(q, k, v, o, lse, q_s, k_s, v_s, i, h, b, bq, bkv, stages, causal, scale, ws, pingpong, kv_len)
+        attend_tile(q, k, v, o, lse, q_s, k_s, v_s, i, h, b, bq, bkv, stages, causal, scale, ws, pingpong, kv_len,
+                    emulate)
   else:
     i, h, b = fwd_ids(causal, lpt)
-    attend_tile(q, k, v, o, lse, q_s, k_s, v_s, i, h, b, bq, bkv, stages, causal, scale, ws, pingpong, kv_len)
+    attend_tile(q, k, v, o, lse, q_s, k_s, v_s, i, h, b, bq, bkv, stages, causal, scale, ws, pingpong, kv_len,
+                emulate)
 
 
 def forward_overlap_kernel(q, k, v, o, lse, *, bq: ml.constexpr, bkv: ml.constexpr, stages: ml.constexpr,
@@ -497,6 +502,7 @@ class Config:
   pingpong: bool = False     # with ws: the forward's two warpgroups take turns on the tensor cores (FA3)
   lpt: bool = False          # the forward's query tiles the grid's slowest axis (causal: longest first overall)
   persistent: bool = False   # the (plain) forward on one program an SM walking the query tiles
+  emulate: float = 0.0       # the (plain) forward's share of exponentials on the FMA units (ml.exp2's emulate)
   dkv_bq: int = 64
   dkv_bkv: int = 128
   dkv_stages: int = 2
@@ -554,6 +560,8 @@ def _check(q, k, v, causal, config):
     raise ValueError(f"k and v have no keys (kv seq length 0) for {sq} queries: attention needs at least one")
   if causal and sq != skv:
     raise ValueError(f"causal attention needs as many queries as keys, got {sq} and {skv}")
+  if config.emulate and config.overlap:
+    raise ValueError(f"emulate is an option of the plain forward: set overlap=False, got {config}")
   if (config.bq % 128 and config.bq != 192) or config.dkv_bkv % 128 or config.dq_bq % 128:
     raise ValueError(f"bq (or 192: three warpgroups), dkv_bkv and dq_bq must be multiples of 128 (64 rows for each"
                      f" of two warpgroups), got {config}")
@@ -573,7 +581,7 @@ def _attention(q, k, v, causal, scale, config, interpret, kv_len):
             pingpong=config.pingpong, lpt=config.lpt, kv_len=kv_len, interpret=interpret)
   if config.overlap:
     return forward_overlap(q, k, v, **kw)
-  return forward(q, k, v, persistent=config.persistent, **kw)
+  return forward(q, k, v, persistent=config.persistent, emulate=config.emulate, **kw)
 
 
 def _attention_fwd(q, k, v, causal, scale, config, interpret, kv_len):

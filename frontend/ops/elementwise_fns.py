@@ -195,12 +195,15 @@ def _unary_builtin(kind: UnOp, doc: str):
 
 exp = _unary_builtin(UnOp.EXP, "Elementwise e**x (floating point).")
 @builtin
-def exp2(cx, x, *, approx=False):
+def exp2(cx, x, *, approx=False, emulate=0):
   """Elementwise 2**x (floating point); the fast path for softmax: exp2(x * log2(e)).
 
   `approx=True` (float32) uses the hardware's approximate instruction (ex2.approx.ftz:
   about 2 ulp, subnormal results flushed to zero), as flash attention kernels do:
   `p = ml.exp2(s * c - m[:, None], approx=True)`.
+  `emulate` (with approx=True, on tensors): the share of elements, from 0 to 1, computed by a
+  polynomial on the FMA units instead (relative error below 1e-4), which relieves the special
+  function unit where exponentials bound a kernel (FlashAttention-4's trick): `emulate=0.25`.
   """
   if not isinstance(approx, bool):
     raise E.KernelTypeError(f"ml.exp2's approx must be True or False, got {shown(approx)}", cx.loc,
@@ -209,6 +212,13 @@ def exp2(cx, x, *, approx=False):
     raise E.UnsupportedDtypeError(
         f"ml.exp2(..., approx=True) works on float32, got {x.name or 'x'} ({dtype_name(x.type.dtype)})",
         cx.loc, hint=f"compute in float32: ml.exp2({x.name or 'x'}.astype(jnp.float32), approx=True)")
+  from .fast_math import check_share, exp2_emulated
+  share = check_share(cx, emulate, cx.named(x))
+  if share and approx is not True:
+    raise E.KernelTypeError("ml.exp2's emulate replaces the approximate instruction: it needs approx=True", cx.loc,
+                            hint=f"ml.exp2({cx.named(x)}, approx=True, emulate={emulate})")
+  if share and is_value(x) and isinstance(x.type, TensorType):
+    return exp2_emulated(cx, x, share)
   return unary(cx, UnOp.EXP2_APPROX if approx else UnOp.EXP2, x)
 
 
