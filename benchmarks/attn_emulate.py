@@ -1,6 +1,6 @@
 """A share of the forward's exponentials on the FMA units (`Config(emulate=...)`, ml.exp2's emulate; issue #9).
 
-    python benchmarks/attn_emulate.py [--seq 4096] [--head-dim 64] [--causal full]
+    [EMULATE_SHARES="0 0.125"] python benchmarks/attn_emulate.py [--seq 4096] [--head-dim 64] [--causal full]
 
 At head_dim 64 a 128 x 128 block of scores costs the tensor cores about as many clocks (2 x 128 x 128 x 64
 multiply-adds at 1024 a clock an SM) as the special function unit (16384 ex2.approx at 16 a clock), so the
@@ -15,7 +15,7 @@ import sys
 sys.path.insert(0, os.path.dirname(__file__))
 from attn_sweep import ex, sweep  # noqa: E402
 
-SHARES = (0.0, 0.125, 0.25, 0.375, 0.5)
+SHARES = tuple(float(x) for x in os.environ.get("EMULATE_SHARES", "0 0.125 0.25 0.375 0.5").split())
 
 
 def variants(d, causal, seq):
