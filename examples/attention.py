@@ -21,8 +21,7 @@ cross it. With `Config(persistent=True)` (the default up to 4096 keys) one progr
 query tiles, its producer warpgroup loading the next tile's K and V during this tile's end. Any
 sequence length works: a last block is partial (TMA reads zeros past the end), its missing keys
 masked, missing query rows add nothing (at head_dim >= 128 zero rows pad seq to a multiple of 8).
-`forward_overlap` (an option, slower on the H200) reorders the loop as FlashAttention-3 does:
-each step issues q @ k.T of its block and p @ v of the previous one, softmax under p @ v.
+`forward_overlap` (an option, slower on the H200) reorders the loop as FlashAttention-3 does.
 
 The backward recomputes P from the forward's logsumexp: one kernel per K/V block
 accumulates dK and dV over the query blocks (and over the query heads that share a K/V
@@ -512,31 +511,26 @@ class Config:
 
 
 def default_config(head_dim: int, causal: bool = False, seq_kv: int | None = None) -> Config:
-  """Tiles that fit the SMEM (227 KiB less 16 bytes) and the registers of the warpgroups. The forward is
-  warp-specialised in the plain order: the fastest forward at head_dim 64 and 128 on the H200
-  (benchmarks/attention.py --quick, docs/benchmarks.md); at head_dim 64 without a mask, on
-  three warpgroups of 64 query rows each (437-443 against 410 TFLOP/s on two; with the mask
-  the diagonal blocks of 192 rows waste more than the third warpgroup gains). At head_dim 64 the
-  query tiles are the grid's slowest axis (`lpt`): with the mask, every head's longest tiles run
-  first (383 against 373 TFLOP/s); at head_dim 128 that order loses K and V's reuse in L2 (558
-  against 601). The backward kernels are not warp-specialised (`bwd_ws`): with a producer warpgroup
-  their registers spill and they run at 135 / 294 TFLOP/s against 284 / 444 without (head_dim 64 /
-  128, fifteenth session). The fused backward issues dQ's product first (`bwd_dq_first`) except at
-  head_dim 128 without the mask, and with the mask runs the diagonal blocks in a loop of their own
-  (`bwd_split_mask`): 349 / 301 / 340 TFLOP/s against 285 / 276 / 298 (64 full / 64 causal / 128
-  causal; at 128 full dq_first loses, 403 against 443; sixteenth and seventeenth sessions). Up to
-  `seq_kv` = 4096 keys the forward is persistent (a tile's CTA spends a larger share of its time
-  filling its pipeline there): 541 / 628 against 518 / 603 TFLOP/s at seq 1024 / 4096 (head_dim 128),
-  407 / 559 against 389 / 541 (128, causal), 341 / 442 against 321 / 443 (64), 269 / 390 against
-  248 / 382 (64, causal); at 16384 the per-tile grid is faster (630 against 585 at 128; twenty-fourth
-  session, docs/benchmarks.md). Without `seq_kv` it is not. With stages released early (twenty-fifth
-  session) the persistent causal forward at head_dim 64 takes 3 stages (379 against 364 with 4). Its grid:
-  `_fwd_grid` (balanced at head_dim 128, twenty-sixth session)."""
+  """Tiles that fit the SMEM (227 KiB less 16 bytes) and the registers of the warpgroups; each choice
+  measured on the H200 (TFLOP/s, sessions in docs/benchmarks.md). The forward is warp-specialised in the
+  plain order (the fastest at head_dim 64 and 128). At head_dim 64 without a mask it runs three
+  warpgroups of 64 query rows (437-443 against 410 on two; with the mask the diagonal blocks of 192 rows
+  waste more than the third gains), its query tiles the grid's slowest axis (`lpt`: 383 against 373
+  causal; at 128 that order loses K and V's reuse in L2, 558 against 601). Up to `seq_kv` = 4096 keys
+  the forward is persistent (541 / 628 against 518 / 603 at seq 1024 / 4096, head_dim 128; at 16384
+  the per-tile grid wins, 630 against 585), its grid `_fwd_grid`; persistent causal at head_dim 64 takes
+  3 stages (379 against 364 with 4). Causal at head_dim 64 computes an eighth of its exponentials on the
+  FMA units (`emulate`: 384 / 271 against 369 / 267 at seq 4096 / 1024, equal at 16384; without the mask
+  and at head_dim 128 it loses, twenty-seventh session). The backward kernels
+  are not warp-specialised (`bwd_ws` spills: 135 / 294 against 284 / 444 at head_dim 64 / 128). The
+  fused backward issues dQ's product first (`bwd_dq_first`) except at head_dim 128 without the mask
+  (403 against 443), and with the mask runs the diagonal blocks in a loop of their own
+  (`bwd_split_mask`): 349 / 301 / 340 against 285 / 276 / 298 (64 full / 64 causal / 128 causal)."""
   persistent = seq_kv is not None and seq_kv <= 4096
   if head_dim <= 64:
     return Config(bq=128 if causal else 192, bkv=128, stages=4 if causal and not persistent else 3, overlap=False,
-                  ws=True, lpt=True, persistent=persistent, bwd_dq_first=True, bwd_split_mask=causal, dkv_bq=128,
-                  dkv_bkv=128, dkv_stages=2, dq_bkv=128, dq_stages=3)
+                  ws=True, lpt=True, persistent=persistent, emulate=0.125 if causal else 0.0, bwd_dq_first=True,
+                  bwd_split_mask=causal, dkv_bq=128, dkv_bkv=128, dkv_stages=2, dq_bkv=128, dq_stages=3)
   if head_dim <= 128:
     return Config(bq=128, bkv=128, stages=3, overlap=False, ws=True, persistent=persistent, bwd_dq_first=causal,
                   bwd_split_mask=causal, dkv_bq=64, dkv_bkv=128, dkv_stages=2, dq_bkv=64, dq_stages=3)
