@@ -33,6 +33,7 @@ _spec.loader.exec_module(ex)
 SHAPES = [(4096, 4096, 4096), (4096, 8192, 4096), (8192, 8192, 8192)]
 TILES = [dict(bm=128, bn=256, bk=128, stages=4), dict(bm=128, bn=256, bk=128, stages=3),
          dict(bm=128, bn=128, bk=128, stages=6), dict(bm=256, bn=128, bk=128, stages=3),
+         dict(bm=128, bn=256, bk=128, stages=4, cluster_m=2), dict(bm=128, bn=256, bk=128, stages=3, cluster_m=2),
          dict(bm=128, bn=256, bk=128, stages=4, specialize=False),
          dict(bm=128, bn=256, bk=128, stages=4, persistent=False, specialize=False)]
 
@@ -63,10 +64,14 @@ def ours_best(a, bt, rows, cols, want, out_dtype, m, n, k):
       tf, wall = timed(fn, (a, bt, rows, cols), want, 1e-2, m, n, k)
     except Exception as e:  # a tile the kernel cannot run: note it, go on
       why = f"{type(e).__name__}: {str(e).splitlines()[0][:60]}"
+      print(f"  {jnp.dtype(out_dtype).name} out, {t}: {why}", flush=True)
       continue
+    kind = ("" if t.get("persistent", True) else "non-persistent ") + ("ws" if t.get("specialize", True) else "sw pipeline")
+    kind += f" cluster {t['cluster_m']}" if t.get("cluster_m", 1) > 1 else ""
+    label = f"{t['bm']}x{t['bn']}x{t['bk']} s{t['stages']} {kind}"
+    print(f"  {jnp.dtype(out_dtype).name} out, {label}: {tf:.0f} TFLOP/s, {wall:.3f} ms wall", flush=True)
     if not top[0] >= tf:
-      kind = ("" if t.get("persistent", True) else "non-persistent ") + ("ws" if t.get("specialize", True) else "sw pipeline")
-      top = (tf, wall, f"{t['bm']}x{t['bn']}x{t['bk']} s{t['stages']} {kind}")
+      top = (tf, wall, label)
   return top if top[2] else (float("nan"), float("nan"), why)
 
 

@@ -24,27 +24,36 @@ from mgpu_dsl import language as ml
 from matmul import check_tiles   # K, N, M remainders the tiles would drop
 
 
-def _out(a, bt, row_scale, col_scale, *, out_dtype=jnp.bfloat16, bm=128, bn=256, bk=128, **meta):
+def _out(a, bt, row_scale, col_scale, *, out_dtype=jnp.bfloat16, bm=128, bn=256, bk=128, cluster_m=1, **meta):
   if a.ndim != 2 or bt.ndim != 2 or a.shape[1] != bt.shape[1]:
     raise ValueError(f"a @ bt.T needs a (m, k) and bt (n, k), got {tuple(a.shape)} and {tuple(bt.shape)}")
   check_tiles("scaled_matmul", a.shape[0], bt.shape[0], a.shape[1], bm, bn, bk)
+  if a.shape[0] // bm % cluster_m:
+    raise ValueError(f"scaled_matmul: cluster_m={cluster_m} pairs row tiles: m = {a.shape[0]} must be a multiple"
+                     f" of cluster_m * bm = {cluster_m * bm}")
   return jax.ShapeDtypeStruct((a.shape[0], bt.shape[0]), out_dtype)
 
 
-def _grid(a, bt, *args, bm=128, bn=256, persistent=True, **meta):
+def _grid(a, bt, *args, bm=128, bn=256, persistent=True, cluster_m=1, **meta):
   tiles = (a.shape[0] // bm) * (bt.shape[0] // bn)
-  return (min(tiles, mg.num_sms()) if persistent else tiles,)
+  return (min(tiles, mg.num_sms() // cluster_m * cluster_m) if persistent else tiles,)
+
+
+def _cluster(*args, cluster_m=1, **meta):
+  return (cluster_m,)
 
 
 @ml.inline
-def scaled_tile(a, bt, row_scale, col_scale, c, a_s, b_s, c_s, i, j, acc_dtype, stages, specialize):
+def scaled_tile(a, bt, row_scale, col_scale, c, a_s, b_s, c_s, i, j, acc_dtype, stages, specialize, share_b):
   """c's (i, j) tile: the 8-bit main loop, then the scales, stored in column chunks through two
-  SMEM buffers used in turn (each chunk's TMA store overlaps the next chunk's conversion)."""
+  SMEM buffers used in turn (each chunk's TMA store overlaps the next chunk's conversion). With
+  `share_b` (a cluster axis) the CTAs along it compute tiles of the same columns and receive one
+  multicast load of each bt tile."""
   (bm, bk), bn, epi = a_s.shape, b_s.shape[0], c_s[0].shape[1]
   acc = ml.zeros((bm, bn), acc_dtype)
   for k in ml.range(a.shape[1] // bk, stages=stages, warp_specialize=specialize):
     ml.copy(a.at[ml.ds(i * bm, bm), ml.ds(k * bk, bk)], a_s)
-    ml.copy(bt.at[ml.ds(j * bn, bn), ml.ds(k * bk, bk)], b_s)
+    ml.copy(bt.at[ml.ds(j * bn, bn), ml.ds(k * bk, bk)], b_s, multicast=share_b)
     acc = ml.dot(a_s, b_s.T, acc)
   rows = row_scale.at[ml.ds(i * bm, bm)][...]
   cols = col_scale.at[ml.ds(j * bn, bn)][...]
@@ -54,28 +63,31 @@ def scaled_tile(a, bt, row_scale, col_scale, c, a_s, b_s, c_s, i, j, acc_dtype, 
     ml.copy(c_s[e % len(c_s)], c.at[ml.ds(i * bm, bm), ml.ds(j * bn + e * epi, epi)])
 
 
-@mg.mgpu_kernel(out_shape=_out, grid=_grid, block=256)
+@mg.mgpu_kernel(out_shape=_out, grid=_grid, block=256, cluster=_cluster)
 def matmul_scaled(a, bt, row_scale, col_scale, c, *, acc_dtype: ml.constexpr = jnp.float32,
                   out_dtype: ml.constexpr = jnp.bfloat16, bm: ml.constexpr = 128, bn: ml.constexpr = 256,
                   bk: ml.constexpr = 128, stages: ml.constexpr = 4, persistent: ml.constexpr = True,
                   specialize: ml.constexpr = True, group: ml.constexpr = 8, epi: ml.constexpr = 64,
-                  epi_bufs: ml.constexpr = 2):
+                  epi_bufs: ml.constexpr = 2, cluster_m: ml.constexpr = 1):
   """c = (a @ bt.T) * row_scale[:, None] * col_scale[None, :], 8-bit a and bt.
 
   Persistent (one CTA per SM walks the tiles, grouped for L2) and warp-specialised (a
-  producer warpgroup loads `stages` steps ahead, across tiles) unless told otherwise.
+  producer warpgroup loads `stages` steps ahead, across tiles) unless told otherwise. With
+  cluster_m=2, pairs of CTAs compute vertically adjacent tiles and share each bt tile (multicast).
   """
   num_m, num_n = a.shape[0] // bm, bt.shape[0] // bn
   a_s, b_s = ml.smem((bm, bk)), ml.smem((bn, bk))
   c_s = tuple(ml.smem((bm, epi)) for _ in ml.static_range(epi_bufs))
-  pid = ml.program_id(0)
-  if persistent:
-    for t in range(pid, num_m * num_n, ml.num_programs(0)):
-      i, j = ml.grouped_ids(t, num_m, num_n, group=group)
-      scaled_tile(a, bt, row_scale, col_scale, c, a_s, b_s, c_s, i, j, acc_dtype, stages, specialize)
+  pid, cm, share_b = ml.program_id(0), cluster_m, (0 if cluster_m > 1 else None)
+  if persistent:     # the cluster walks its tiles: pid // cm, then every num_programs // cm
+    for t in range(pid // cm, num_m // cm * num_n, ml.num_programs(0) // cm):
+      i, j = ml.grouped_ids(t, num_m // cm, num_n, group=group)
+      scaled_tile(a, bt, row_scale, col_scale, c, a_s, b_s, c_s, i * cm + pid % cm, j, acc_dtype, stages,
+                  specialize, share_b)
   else:
-    i, j = ml.grouped_ids(pid, num_m, num_n, group=group)
-    scaled_tile(a, bt, row_scale, col_scale, c, a_s, b_s, c_s, i, j, acc_dtype, stages, specialize)
+    i, j = ml.grouped_ids(pid // cm, num_m // cm, num_n, group=group)
+    scaled_tile(a, bt, row_scale, col_scale, c, a_s, b_s, c_s, i * cm + pid % cm, j, acc_dtype, stages,
+                specialize, share_b)
 
 
 def scaled_matmul(a, bt, a_scale=1.0, b_scale=1.0, *, out_dtype=jnp.bfloat16, interpret=None, **tiles):
@@ -117,6 +129,7 @@ mg.check_specs(matmul_scaled, _A8.update(dtype=jnp.float8_e5m2), _B8.update(dtyp
 mg.check_specs(matmul_scaled, _A8.update(dtype=jnp.int8), _B8.update(dtype=jnp.int8), _R, _C,
                acc_dtype=jnp.int32, out_dtype=jnp.float32, epi=32)
 mg.check_specs(matmul_scaled, _A8, _B8, _R, _C, persistent=False, specialize=False)
+mg.check_specs(matmul_scaled, _A8, _B8, _R, _C, cluster_m=2)
 
 
 def random_operands(key, m, n, k, dtype):

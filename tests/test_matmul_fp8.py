@@ -61,6 +61,30 @@ def test_gpu_matches_jnp_dot(dtype, shape):
     assert rel(got, ex.scaled_matmul(a, bt, rows, cols, out_dtype=jnp.float32, interpret=True)) < tol
 
 
+def test_cluster_pairs_share_bt_tiles_by_multicast():
+  a, bt, rows, cols = ex.random_operands(jax.random.key(3), 512, 256, 256, E4M3)
+  got = ex.scaled_matmul(a, bt, rows, cols, out_dtype=jnp.float32, interpret=True, bn=128, cluster_m=2)
+  assert rel(got, ex.reference(a, bt, rows, cols, jnp.float32)) < 1e-6
+  specs = [S((512, 256), E4M3), S((256, 256), E4M3), S((512,), jnp.float32), S((256,), jnp.float32)]
+  assert "multicast_mask" in ex.matmul_scaled.mlir(*specs, cluster_m=2)      # one load for the pair
+  assert "multicast_mask" not in ex.matmul_scaled.mlir(*specs)
+  jax.export.export(jax.jit(lambda *x: ex.matmul_scaled(*x, cluster_m=2)), platforms=["cuda"])(*specs)
+
+
+def test_cluster_needs_pairs_of_row_tiles():
+  a, bt, rows, cols = ex.random_operands(jax.random.key(3), 384, 256, 256, E4M3)
+  with pytest.raises(mg.SignatureError, match=r"m = 384 must be a multiple of cluster_m \* bm = 256"):
+    ex.scaled_matmul(a, bt, rows, cols, interpret=True, cluster_m=2)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [E4M3, I8], ids=lambda d: jnp.dtype(d).name)
+def test_gpu_cluster_matches_jnp_dot(dtype):
+  a, bt, rows, cols = ex.random_operands(jax.random.key(4), 2048, 1024, 1024, dtype)
+  got = jax.jit(lambda *x: ex.scaled_matmul(*x, out_dtype=jnp.float32, cluster_m=2))(a, bt, rows, cols)
+  assert rel(got, ex.reference(a, bt, rows, cols, jnp.float32)) < (1e-6 if dtype == I8 else 2e-3)
+
+
 # ---------------------------------------------------------------- the K-major rule
 @mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[1]), jnp.float32))
 def fp8_b_not_transposed(a, b, out):
