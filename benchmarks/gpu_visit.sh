@@ -39,6 +39,7 @@ step() {
     attn_emu2)   export EMULATE_SHARES="0 0.0625 0.125 0.1875"; python3 -u benchmarks/attn_emulate.py --head-dim 64 --causal causal --seq 1024 --seq 4096 --seq 16384 && python3 -u benchmarks/attn_emulate.py --head-dim 128 --causal causal --seq 1024 --seq 4096 ;;
     attn_cfg)    python3 -u benchmarks/attn_configs.py bq=128 "bq=128,stages=2" "bq=128,stages=4" stages=2 --head-dim 64 --causal full --seq 1024 --seq 4096 && python3 -u benchmarks/attn_configs.py stages=2 stages=4 persistent=False --head-dim 64 --head-dim 128 --causal causal --seq 1024 ;;
     attn_cfg2)   python3 -u benchmarks/attn_configs.py "bq=128,bkv=256" "bq=128,bkv=256,stages=2" "bkv=256,stages=2" --head-dim 64 --causal full --seq 1024 --seq 4096 && python3 -u benchmarks/attn_configs.py "bkv=64" "bkv=64,stages=4" stages=2 --head-dim 128 --causal full --seq 1024 ;;
+    gpu_s27)     python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_narrow_rows.py tests/test_matmul_fp8.py tests/test_fast_math.py tests/test_probe33c.py tests/test_probe29d.py tests/test_probe31e.py ;;
     attn_grid)   python3 -u benchmarks/attn_prefetch.py --head-dim 128 --head-dim 64 --causal full --seq 4096 --seq 1024 ;;
     # the 82 GPU tests of the files gpu_all8's cut shard had not reached (twenty-sixth session)
     gpu_rest26)  python3 -u benchmarks/gpu_shards.py --shards 8 --timeout 150 tests/test_sync_gmem.py tests/test_sync_proxy.py tests/test_transpose.py tests/test_user_mistakes.py tests/test_warp_specialize.py ;;

@@ -420,6 +420,12 @@ class _Solver(LayoutErrors):
       for vec in (widest, widest // 2, widest // 4, 2, 1):
         if vec >= 1 and all(c % (hw.WARP * k * vec) == 0 for c in C):
           return Layout(LayoutKind.ROWS, (), k, vec)
+    # Narrower than a warp (a router's 8 or 16 experts): `lanes` lanes a row, 32 // lanes rows a warp.
+    for vec in (widest, widest // 2, widest // 4, 2, 1):
+      for lanes in (16, 8, 4, 2):
+        if vec >= 1 and all(c % (lanes * vec) == 0 for c in C) and \
+            not any(r % (hw.WARPS_PER_WARPGROUP * hw.WARP // lanes) for r in R):
+          return Layout(LayoutKind.ROWS, (), 1, vec, lanes=lanes)
     bad = next(v for v in tiles if v.type.shape[1] % hw.WARP or v.type.shape[0] % hw.WARPS_PER_WARPGROUP
                and v.type.shape[1] % (hw.WARPGROUP))
     # at the reduction or broadcast that makes it a row-wise tile (not where the tile was read)

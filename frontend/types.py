@@ -88,7 +88,7 @@ class Layout:
   WGMMA and ROWS are 2-D tile layouts; `drop` names the axes of the tile a vector lacks:
   (1,) is one value per row (a row statistic, shape (m,) or (m, 1)), (0,) one value per
   column (shape (n,) or (1, n)). ROWS tiles put `warps_per_row` warps on each row and
-  `vec` contiguous elements in each thread's registers. A STRIDED tensor with `wgs` > 1 is
+  `vec` contiguous elements in each thread's registers (`lanes` lanes along a row). A STRIDED tensor with `wgs` > 1 is
   split by its leading axis among the CTA's warpgroups: warpgroup w holds rows
   [w * n / wgs, (w + 1) * n / wgs), so block=256 halves each warpgroup's work.
   """
@@ -99,6 +99,8 @@ class Layout:
   wgs: int = 1           # STRIDED: warpgroups splitting the leading axis (each its own rows)
   whole: bool = False    # WGMMA: every warpgroup holds the whole tile (an operand tile of fewer rows
                          # than the warpgroups split: 64 rows of a B tile at block=256)
+  lanes: int = 32        # ROWS: lanes of a warp along a row; fewer for tiles narrower than a warp's
+                         # 32 * vec elements (a router's 8 or 16 experts), 32 // lanes rows a warp
 
   def __str__(self):
     s = self.kind.value
@@ -107,7 +109,7 @@ class Layout:
     if self.whole:
       s += "/whole"
     if self.kind == LayoutKind.ROWS:
-      s += f"{self.warps_per_row}x{self.vec}"
+      s += f"{self.warps_per_row}x{self.vec}" + (f"/{self.lanes}lanes" if self.lanes != 32 else "")
     if self.drop:
       s += "_" + ("row" if self.drop == (1,) else "col")
     return s

@@ -63,9 +63,18 @@ def scalar_const(value, d: DType) -> ir.Value:
 
 
 @functools.lru_cache(maxsize=None)
-def rows_layout(warps_per_row: int, vec: int) -> fa.TiledLayout:
+def rows_layout(warps_per_row: int, vec: int, lanes: int = hw.WARP) -> fa.TiledLayout:
   """The ROWS tile layout: `warps_per_row` warps on each row (4 // warps_per_row rows per tile),
-  the 32 lanes along the columns, `vec` contiguous elements per register."""
+  the 32 lanes along the columns, `vec` contiguous elements per register. With `lanes` < 32 (a tile
+  narrower than a warp's 32 * vec elements; one warp a row group) each warp holds 32 // lanes rows
+  of `lanes` lanes: a reduction along the row shuffles among those lanes only."""
+  if lanes < hw.WARP:
+    assert warps_per_row == 1
+    rows = hw.WARP // lanes
+    tiles = ((hw.WARPS_PER_WARPGROUP * rows, lanes * vec), (rows, lanes * vec), (vec,))
+    layout = fa.TiledLayout(fa.Tiling(tiles), warp_dims=(-5,), lane_dims=(-3, -2), vector_dim=-1,
+                            _check_canonical=False)
+    return layout.canonicalize()
   rows = hw.WARPS_PER_WARPGROUP // warps_per_row
   lane_cols = hw.WARP * vec
   tiles = ((rows, lane_cols * warps_per_row),)
@@ -83,7 +92,7 @@ def layout_of(t: TensorType):
   lay = t.layout
   if lay.kind == LayoutKind.STRIDED:     # (this warpgroup's rows of a split tensor)
     return fa.WGStridedFragLayout(shape=lay.local_shape(t.shape), vec_size=lay.vec)
-  base = fa.WGMMA_LAYOUT if lay.kind == LayoutKind.WGMMA else rows_layout(lay.warps_per_row, lay.vec)
+  base = fa.WGMMA_LAYOUT if lay.kind == LayoutKind.WGMMA else rows_layout(lay.warps_per_row, lay.vec, lay.lanes)
   return base.reduce(lay.drop) if lay.drop else base
 
 

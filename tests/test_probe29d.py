@@ -8,7 +8,7 @@ import numpy as np
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
-from locate import expect
+from locate import builds, expect
 
 S = jax.ShapeDtypeStruct
 F32 = jnp.float32
@@ -59,14 +59,8 @@ def argmin_down_narrow_columns(x, out):
   out[...] = ml.argmin(x[...], axis=0)
 
 
-def test_a_narrow_tiles_hint_leads_with_the_identity_of_its_own_reduction():
-  """An argmin was told `other=float('-inf')) for a max (0.0 for a sum ...)`: no min's padding at all."""
-  e = expect(argmin_down_narrow_columns, [S((24, 16), F32)], mg.LayoutError, "ml.argmin(x[...], axis=0)",
-             f"x[...] of shape (24, 16) {_NARROW}")
-  assert ("load(mask=ml.arange(32)[None, :] < 16, other=float('inf')) for a min (float('-inf') for a max, 0.0 for"
-          " a sum; for a mean, that sum divided by 16, not ml.mean of the padded tile; for a variance, the squared"
-          " deviations where the mask keeps them, ml.where(ml.arange(32)[None, :] < 16, (t - mean) ** 2, 0.0),"
-          " summed and divided by 16, not ml.var)") in e.hint
+def test_an_argmin_down_16_columns_compiles():
+  builds(argmin_down_narrow_columns, S((24, 16), F32))     # (now compiled: tiles narrower than a warp take fewer lanes a row, tests/test_narrow_rows.py)
 
 
 # ---------------------------------------------------------------- rows padded for a reduction down the columns
@@ -332,9 +326,7 @@ def test_the_padded_window_of_a_hint_is_the_window_the_user_read():
   x = np.random.default_rng(6).standard_normal((1, 320)).astype(np.float32)
   np.testing.assert_allclose(one_row_in_chunks_padded(jnp.asarray(x), interpret=True), x.sum(1), rtol=1e-5)
   _export(one_row_in_chunks_padded, S((1, 320), F32))
-  e = expect(column_sums_per_batch, [S((4, 16, 40), F32)], mg.LayoutError, "ml.sum(x.at[i][...], axis=0)",
-             f"x.at[i][...] of shape (16, 40) {_NARROW}")
-  assert "x.at[i, :, ml.ds(0, 64)].load(mask=ml.arange(64)[None, :] < 40, other=0.0) for a sum" in e.hint
+  builds(column_sums_per_batch, S((4, 16, 40), F32))     # (now compiled: tiles narrower than a warp take fewer lanes a row, tests/test_narrow_rows.py)
 
 
 # ---------------------------------------------------------------- a statistic copied out by TMA too narrow for it
