@@ -24,9 +24,12 @@ import mgpu_dsl as mg
 sys.path.insert(0, os.path.dirname(__file__))
 from common import table  # noqa: E402
 
-# examples/matmul_fp8.py, loaded by path: this script has the same name.
-_spec = importlib.util.spec_from_file_location(
-    "matmul_fp8_example", os.path.join(os.path.dirname(__file__), "..", "examples", "matmul_fp8.py"))
+# examples/matmul_fp8.py, loaded by path: this script has the same name. Its `from matmul import` must
+# find examples/matmul.py, not this folder's benchmark of the same name.
+_examples = os.path.join(os.path.dirname(__file__), "..", "examples")
+sys.path.insert(0, _examples)
+sys.modules.pop("matmul", None)
+_spec = importlib.util.spec_from_file_location("matmul_fp8_example", os.path.join(_examples, "matmul_fp8.py"))
 ex = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(ex)
 
