@@ -63,6 +63,37 @@ def colsum(x, out):
   out[...] = ml.sum(x[...].astype(jnp.float32), axis=0)
 
 
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 128,))
+def softmax_tma(x, out):                 # through SMEM both ways, bf16 in and out
+  i = ml.program_id(0)
+  buf = ml.smem((128, x.shape[1]))
+  ml.copy(x.at[ml.ds(i * 128, 128), :], buf)
+  buf[...] = ml.softmax(buf[...].astype(jnp.float32), axis=1).astype(buf.dtype)
+  ml.copy(buf, out.at[ml.ds(i * 128, 128), :])
+
+
+@mg.mgpu_kernel(out_shape=lambda x, w, b: x)
+def layernorm_24(x, w, b, out):
+  t = x[...]
+  mu = ml.mean(t, axis=1, keepdims=True)
+  var = ml.mean((t - mu) ** 2, axis=1, keepdims=True)
+  out[...] = (t - mu) * ml.rsqrt(var + 1e-5) * w[...][None, :] + b[...][None, :]
+
+
+@mg.mgpu_kernel(out_shape=lambda x, n: x)
+def log_softmax_masked_rows(x, n, out):
+  rows = ml.arange(x.shape[0])
+  keep = rows < n[0]
+  t = x.at[:, :].load(mask=keep[:, None], other=0.0)
+  out[...] = ml.where(keep[:, None], ml.log_softmax(t, axis=1), 0.0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def center_columns(x, out):
+  t = x[...]
+  out[...] = t - ml.mean(t, axis=0)[None, :] + ml.max(t, axis=1)[:, None]
+
+
 def _normal(shape, dtype=F32, seed=0, scale=1.0):
   return (jax.random.normal(jax.random.key(seed), shape, F32) * scale).astype(dtype)
 
@@ -113,6 +144,16 @@ CASES = [
      lambda: (_normal((32, 256), seed=22), jnp.abs(_normal((32, 256), seed=23)) * 0.1, -jnp.abs(_normal((256, 16), seed=24)),
               _normal((32, 16), seed=25), _normal((32, 16), seed=26)), {}, None),
     ("column sums 16x40", p29d.column_sums_per_batch, lambda: (_normal((4, 16, 40), seed=27),), {}, None),
+    ("softmax via TMA bf16 x16", softmax_tma, lambda: (_normal((256, 16), jnp.bfloat16, seed=30, scale=10.0),), {},
+     lambda x: _softmax(np.asarray(x, np.float32))),
+    ("layer norm x24", layernorm_24, lambda: (_normal((64, 24), seed=32), _normal((24,), seed=33), _normal((24,), seed=34)),
+     {}, lambda x, w, b: (np.asarray(x, np.float64) - np.asarray(x, np.float64).mean(1, keepdims=True))
+     / np.sqrt(np.asarray(x, np.float64).var(1, keepdims=True) + 1e-5) * np.asarray(w) + np.asarray(b)),
+    ("log softmax masked rows x4", log_softmax_masked_rows,
+     lambda: (_normal((128, 4), seed=35, scale=5.0), jnp.array([100], I32)), {},
+     lambda x, n: np.where(np.arange(128)[:, None] < 100, np.log(_softmax(x)), 0.0)),
+    ("center columns x16", center_columns, lambda: (_normal((128, 16), seed=36),), {},
+     lambda x: np.asarray(x, np.float64) - np.asarray(x, np.float64).mean(0)[None, :] + np.asarray(x).max(1)[:, None]),
     ("one-hot counts x16", pm.one_hot_counts, lambda: (_ints((128,), 16, seed=20),), {},
      lambda x: np.bincount(np.asarray(x), minlength=16)),
 ]
