@@ -420,9 +420,9 @@ class _Solver(LayoutErrors):
       for vec in (widest, widest // 2, widest // 4, 2, 1):
         if vec >= 1 and all(c % (hw.WARP * k * vec) == 0 for c in C):
           return Layout(LayoutKind.ROWS, (), k, vec)
-    # Narrower than a warp (a router's 8 or 16 experts): `lanes` lanes a row, 32 // lanes rows a warp.
+    # Narrower than a warp (a router's 8 or 16 experts; 3 channels: a row a thread): `lanes` lanes a row, 32 // lanes rows a warp.
     for vec in (widest, widest // 2, widest // 4, 2, 1):
-      for lanes in (16, 8, 4, 2):
+      for lanes in (16, 8, 4, 2, 1):
         if vec >= 1 and all(c % (lanes * vec) == 0 for c in C) and \
             not any(r % (hw.WARPS_PER_WARPGROUP * hw.WARP // lanes) for r in R):
           return Layout(LayoutKind.ROWS, (), 1, vec, lanes=lanes)
@@ -456,10 +456,14 @@ class _Solver(LayoutErrors):
                  and isinstance(where, Reduce) and u.results[0].id == where.x.id), None)    # ml.sum(t.T, ...)
     narrow = next((self.kernel.narrow_gathers[v.id] for v in tiles
                    if v.id in getattr(self.kernel, "narrow_gathers", {})), None)
+    cols = bad.type.shape[1]
+    lanes = next(n for n in (16, 8, 4, 2, 1) if cols % n == 0)
+    narrow_rows = (f"; rows of {cols} elements need rows a multiple of {hw.WARPS_PER_WARPGROUP * hw.WARP // lanes}"
+                   f" ({lanes} lane{'s' * (lanes > 1)} a row)" if cols % hw.WARP else "")
     raise E.LayoutError(
         f"{bad.name or 'this tile'} of shape {bad.type.shape} is reduced or broadcast along its rows or"
         f" columns, which needs columns a multiple of {hw.WARP} (one per lane of a warp), and rows a"
-        f" multiple of {hw.WARPS_PER_WARPGROUP} unless the columns are a multiple of {hw.WARPGROUP}",
+        f" multiple of {hw.WARPS_PER_WARPGROUP} unless the columns are a multiple of {hw.WARPGROUP}{narrow_rows}",
         where.loc if where else o.loc,
         hint=(narrow is not None and narrow_gather_hint(*narrow)) or (flip is not None and transposed_hint(where, flip))
         or row_wise_hint(bad, dtypes, where if isinstance(where, Reduce) else None, self.defs, tiles))

@@ -21,6 +21,7 @@ import test_probe26a as p26a  # noqa: E402
 import test_probe27f as p27f  # noqa: E402
 import test_probe29d as p29d  # noqa: E402
 import test_probe29g as p29g  # noqa: E402
+import test_probe30c as p30c  # noqa: E402
 import test_probe31b as p31b  # noqa: E402
 import test_probe31e as p31e  # noqa: E402
 import test_probe33c as p33c  # noqa: E402
@@ -94,6 +95,12 @@ def center_columns(x, out):
   out[...] = t - ml.mean(t, axis=0)[None, :] + ml.max(t, axis=1)[:, None]
 
 
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), F32))
+def weighted_rows(x, out):               # 5 columns: a row a thread (vec 1, one lane a row)
+  t = x[...]
+  out[...] = ml.sum(t * ml.arange(1, t.shape[1] + 1)[None, :].astype(F32), axis=1) / ml.max(t, axis=1)
+
+
 def _normal(shape, dtype=F32, seed=0, scale=1.0):
   return (jax.random.normal(jax.random.key(seed), shape, F32) * scale).astype(dtype)
 
@@ -154,6 +161,10 @@ CASES = [
      lambda x, n: np.where(np.arange(128)[:, None] < 100, np.log(_softmax(x)), 0.0)),
     ("center columns x16", center_columns, lambda: (_normal((128, 16), seed=36),), {},
      lambda x: np.asarray(x, np.float64) - np.asarray(x, np.float64).mean(0)[None, :] + np.asarray(x).max(1)[:, None]),
+    ("point norms x3, a row a thread", p30c.norms, lambda: (_normal((300, 3), seed=40),), {},
+     lambda p: np.linalg.norm(np.asarray(p, np.float64), axis=1)),
+    ("weighted rows x5 over max", weighted_rows, lambda: (jax.random.uniform(jax.random.key(41), (256, 5), F32, 0.5, 2),),
+     {}, lambda x: (np.asarray(x, np.float64) * np.arange(1, 6)).sum(1) / np.asarray(x).max(1)),
     ("one-hot counts x16", pm.one_hot_counts, lambda: (_ints((128,), 16, seed=20),), {},
      lambda x: np.bincount(np.asarray(x), minlength=16)),
 ]

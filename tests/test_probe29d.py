@@ -43,11 +43,11 @@ def test_a_narrow_row_of_8_bit_data_is_padded_with_the_identity_of_its_own_dtype
   load wraps to 0: an argmax or max of negative rows, padded as told, was silently wrong; for uint8 a
   min's padding was 4294967295 (255 after wrapping, by luck)."""
   e = expect(argmax_of_narrow_int8_rows, [S((4, 24), jnp.int8)], mg.LayoutError, "ml.argmax(x[...], axis=1)",
-             f"this tile of shape (4, 24) {_NARROW}")
+             f"this tile of shape (4, 24) {_NARROW}; rows of 24 elements need rows a multiple of 16 (8 lanes a row)")
   assert "x.at[:, ml.ds(0, 32)].load(mask=ml.arange(32)[None, :] < 24, other=-128) for a max (127 for a" \
          " min, 0 for a sum)" in e.hint
   e = expect(min_of_narrow_uint8_rows, [S((4, 40), jnp.uint8)], mg.LayoutError, "ml.min(x[...], axis=1)",
-             f"this tile of shape (4, 40) {_NARROW}")
+             f"this tile of shape (4, 40) {_NARROW}; rows of 40 elements need rows a multiple of 16 (8 lanes a row)")
   assert "other=255) for a min (0 for a max, 0 for a sum)" in e.hint
   x = np.random.default_rng(0).integers(-100, -3, (4, 24)).astype(np.int8)
   np.testing.assert_array_equal(argmax_of_padded_int8_rows(jnp.asarray(x), interpret=True), np.argmax(x, 1))

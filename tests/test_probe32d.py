@@ -169,7 +169,8 @@ def test_a_narrow_tile_failing_at_a_broadcast_is_padded_for_the_reductions_it_al
   e = expect(group_norm, [S((2, 64, 196), F32), S((64,), F32), S((64,), F32)], mg.LayoutError,
              "(v - mu) * rs * wv[:, None]",
              "v of shape (8, 196) is reduced or broadcast along its rows or columns, which needs columns a multiple"
-             " of 32 (one per lane of a warp), and rows a multiple of 4 unless the columns are a multiple of 128")
+             " of 32 (one per lane of a warp), and rows a multiple of 4 unless the columns are a multiple of 128;"
+             " rows of 196 elements need rows a multiple of 32 (4 lanes a row)")
   assert ("x.at[n, ml.ds(g * cpg, 8), ml.ds(0, 224)].load(mask=ml.arange(224)[None, :] < 196, other=0.0) for a"
           " sum (float('-inf') for a max, float('inf') for a min; for a mean, that sum divided by 1568, not ml.mean"
           " of the padded tile; for a variance, the squared deviations where the mask keeps them,"
@@ -309,7 +310,8 @@ def test_a_narrow_tile_reduced_by_a_max_and_a_sum_says_the_sum_must_mask_the_pad
   followed, the label-smoothing sum of the same tile was -inf (a loss of inf)."""
   e = expect(ce_smoothed, [S((8, 1000), F32), S((8,), jnp.int32)], mg.LayoutError, "ml.logsumexp(v, axis=1)",
              "v of shape (4, 1000) is reduced or broadcast along its rows or columns, which needs columns a multiple"
-             " of 32 (one per lane of a warp), and rows a multiple of 4 unless the columns are a multiple of 128")
+             " of 32 (one per lane of a warp), and rows a multiple of 4 unless the columns are a multiple of 128;"
+             " rows of 1000 elements need rows a multiple of 16 (8 lanes a row)")
   assert ("other=float('-inf')) for a max" in e.hint and "; v is also reduced by a sum, which must not count the"
           " padding either: reduce ml.sum(ml.where(ml.arange(1024)[None, :] < 1000, v, 0.0), ...) there, and store"
           " 1000 columns back") in e.hint
