@@ -91,19 +91,55 @@ def log_softmax(cx, x, axis=-1, where=None):
 
 
 @builtin
-def logsumexp(cx, x, axis=None, keepdims=False):
-  """jax.nn.logsumexp: log(sum(exp(x))) over `axis`, computed as max + log(sum(exp(x - max)))
-  (a row of -inf gives -inf; one holding +inf gives +inf)."""
+def logsumexp(cx, x, axis=None, b=None, keepdims=False, return_sign=False, where=None):
+  """jax.nn.logsumexp: log(sum(b * exp(x))) over `axis`, computed as max + log(sum(b * exp(x - max)))
+  (a row of -inf gives -inf; one holding +inf gives +inf). `b` (a number or a tensor that broadcasts
+  to x: a split-K combine's partial sums) scales the exponentials, the elements where it is 0 left out,
+  and a negative sum is NaN unless `return_sign=True`, which gives (log of its magnitude, its sign);
+  `where=` keeps the elements it is True at, as jax.nn's."""
   y, out = _float_operand(cx, x, "ml.logsumexp")
   keepdims = keep_arg(cx, keepdims, "ml.logsumexp", x, axis)
   axis = _axis(cx, y, axis, "ml.logsumexp")
+  if not isinstance(return_sign, bool):
+    raise E.KernelTypeError(f"ml.logsumexp: return_sign must be a static bool, got {shown(return_sign)}", cx.loc,
+                            hint="return_sign=True gives (the log of the sum's magnitude, its sign); leave it out for the log")
+  y = _masked(cx, y, where, "ml.logsumexp")
+  if b is not None:
+    y, out = _scaled(cx, y, b, out)
   m = _finite_max(cx, y, axis, "ml.logsumexp")
-  s = reduce(cx, ReduceKind.SUM, ew.unary(cx, ew.UnOp.EXP, ew.binary(cx, ew.BinOp.SUB, y, m)), axis, True,
-             "ml.logsumexp")
-  r = ew.binary(cx, ew.BinOp.ADD, ew.unary(cx, ew.UnOp.LOG, s), m)
+  e = ew.unary(cx, ew.UnOp.EXP, ew.binary(cx, ew.BinOp.SUB, y, m))
+  if b is not None:
+    e = ew.binary(cx, ew.BinOp.MUL, e, b if not is_value(b) else ew.astype(cx, b, DType.f32))
+  s = reduce(cx, ReduceKind.SUM, e, axis, True, "ml.logsumexp")
+  mag = ew.unary(cx, ew.UnOp.ABS, s) if b is not None else s     # log of a negative sum: NaN, as jnp's
+  r = ew.binary(cx, ew.BinOp.ADD, ew.unary(cx, ew.UnOp.LOG, s if not return_sign else mag), m)
+  if b is not None and not return_sign:
+    r = ew.where_(cx, ew.compare(cx, ew.CmpOp.LT, s, 0.0), math.nan, r)
+  results = [r]
+  if return_sign:     # lax.sign: 1, -1, or the zero (or NaN) itself
+    results.append(ew.where_(cx, ew.compare(cx, ew.CmpOp.GT, s, 0.0), 1.0,
+                             ew.where_(cx, ew.compare(cx, ew.CmpOp.LT, s, 0.0), -1.0, s)))
   if not keepdims:
-    r = _drop(cx, r, y, axis)
-  return r if out == DType.f32 else ew.astype(cx, r, out)
+    results = [_drop(cx, v, y, axis) for v in results]
+  results = [v if out == DType.f32 else ew.astype(cx, v, out) for v in results]
+  return tuple(results) if return_sign else results[0]
+
+
+def _scaled(cx, y, b, out):
+  """(y with -inf where the scale `b` is 0, as jax.nn.logsumexp leaves those elements out; the result's
+  dtype, promoted with b's as jnp promotes a and b)."""
+  check_register_value(cx, b, "ml.logsumexp")
+  if not is_value(b):
+    if not isinstance(b, (int, float)) or isinstance(b, bool):
+      raise E.KernelTypeError(f"ml.logsumexp: b must be a number or a register tensor, got {kind_of(b)}", cx.loc,
+                              hint="b scales each exponential: ml.logsumexp(m, axis=1, b=l) for partial sums l")
+    if b == 0:      # every element left out: -inf (a select, NaN included)
+      y = ew.where_(cx, ew.compare(cx, ew.CmpOp.LT, y, -math.inf), y, -math.inf)
+    return y, out
+  bd = resolve(b.type.dtype)
+  if isinstance(bd, DType) and bd.is_float and bd != out:
+    out = DType.f32          # float16, bfloat16 and float32 meet in float32
+  return ew.where_(cx, ew.compare(cx, ew.CmpOp.NE, b, 0), y, -math.inf), out
 
 
 def _drop(cx, r, x, axis):
