@@ -110,3 +110,70 @@ def test_gpu_logsumexp_b_return_sign_and_where_are_jax_nns(dtype):
   for g, w in zip(got, want):
     np.testing.assert_array_equal(np.isnan(g), np.isnan(w))
     np.testing.assert_allclose(np.asarray(g, np.float32), np.asarray(w, np.float32), rtol=1e-5 if dtype == F32 else 2e-3)
+
+
+# ---------------------------------------------------------------- a register A operand of fewer than 64 rows
+from locate import expect  # noqa: E402
+
+BKV = 64
+
+
+def _decode_t(padded):
+  """Decode of 8 query heads sharing one kv head, keys along the rows: s.T = k @ q.T (the 8 heads
+  as n of a transposed B), the softmax along axis 0, and p.T @ v, whose A has 8 rows."""
+  @mg.mgpu_kernel(out_shape=lambda q, k, v: S(q.shape, F32), grid=lambda q, k, v: (q.shape[0],))
+  def decode_t(q, k, v, o):
+    b = ml.program_id(0)
+    h, d = q.shape[1], q.shape[2]
+    q_s = ml.smem((h, d))
+    ml.copy(q.at[b], q_s)
+    k_s = ml.smem((BKV, d))
+    v_s = ml.smem((BKV, d))
+    m = ml.full((h,), -jnp.inf, F32)
+    l = ml.zeros((h,), F32)
+    acc = ml.zeros((h, d), F32)
+    for j in ml.range(k.shape[1] // BKV, stages=2):
+      ml.copy(k.at[b, ml.ds(j * BKV, BKV), :], k_s)
+      ml.copy(v.at[b, ml.ds(j * BKV, BKV), :], v_s)
+      st = ml.dot(k_s, q_s.T) * 0.125
+      m_new = ml.maximum(m, ml.max(st, axis=0))
+      alpha = ml.exp(m - m_new)
+      p = ml.exp(st - m_new[None, :])
+      l = l * alpha + ml.sum(p, axis=0)
+      if padded:
+        pv = ml.dot(ml.concatenate([p.T.astype(v.dtype), ml.zeros((56, 64), jnp.float16)], axis=0), v_s)[:8]
+      else:
+        pv = ml.dot(p.T.astype(v.dtype), v_s)
+      acc = acc * alpha[:, None] + pv
+      m = m_new
+    o.at[b][...] = acc / l[:, None]
+  return decode_t
+
+
+def test_a_register_a_of_8_rows_is_hinted_as_padded_rows_and_the_hint_works():
+  """The hint for a register A of 8 rows (`p.T.astype(v.dtype)`) read "give v 64 rows and copy a
+  64-row window into it": `v`, a placeholder, named the user's value array, which was not A. It now
+  pads A in registers, in the user's own text, and the kernel that follows it matches jnp."""
+  specs = (S((2, 8, 64), jnp.float16), S((2, 256, 64), jnp.float16), S((2, 256, 64), jnp.float16))
+  kernel = _decode_t(False)
+  expect(kernel, specs, mg.MmaOperandError, "ml.dot(p.T", "ml.dot needs m (rows of a) to be a multiple of 64, got 8",
+         hint="pad A with zero rows in registers to 64, and keep the first 8 rows of the product:"
+              " ml.dot(ml.concatenate([p.T.astype(v.dtype), ml.zeros((56, 64), jnp.float16)], axis=0), v_s)[:8]"
+              " (with an accumulator, pad it the same way and carry the 64-row product)")
+  fixed = _decode_t(True)
+  rng = np.random.default_rng(5)
+  q, k, v = (jnp.asarray(rng.standard_normal(s.shape) * (3 if i < 2 else 1), jnp.float16) for i, s in enumerate(specs))
+  s = jnp.einsum("bhd,bsd->bhs", q.astype(F32), k.astype(F32)) * 0.125
+  want = jnp.einsum("bhs,bsd->bhd", jax.nn.softmax(s, axis=-1), v.astype(F32))
+  np.testing.assert_allclose(np.asarray(fixed(q, k, v, interpret=True)), want, atol=2e-2)
+  _export(fixed, *specs)
+
+
+@pytest.mark.gpu
+def test_gpu_a_register_a_padded_with_zero_rows():
+  specs = (S((4, 8, 64), jnp.float16), S((4, 512, 64), jnp.float16), S((4, 512, 64), jnp.float16))
+  rng = np.random.default_rng(6)
+  q, k, v = (jnp.asarray(rng.standard_normal(s.shape) * (3 if i < 2 else 1), jnp.float16) for i, s in enumerate(specs))
+  s = jnp.einsum("bhd,bsd->bhs", q.astype(F32), k.astype(F32)) * 0.125
+  want = jnp.einsum("bhs,bsd->bhd", jax.nn.softmax(s, axis=-1), v.astype(F32))
+  np.testing.assert_allclose(np.asarray(jax.jit(_decode_t(True))(q, k, v)), want, atol=2e-2)

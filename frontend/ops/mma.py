@@ -302,9 +302,17 @@ def _unsupported_hint(d) -> str:
           " fuses into its producer): a TMA copy does not convert")
 
 
-def _small_m_hint(a, b, m, d) -> str:
+def _small_m_hint(cx, a, b, m, d) -> str:
   """m not a multiple of 64, often a small batch (decode, M = 1..64): a 64-row tile that TMA fills
-  with zeros past the data's last row, or the operands swapped so the few rows are n."""
+  with zeros past the data's last row, or the operands swapped so the few rows are n. A register A
+  (probabilities `p.T` of a transposed decode) is padded with zero rows in registers."""
+  if is_value(a) and isinstance(a.type, TensorType) and len(a.type.shape) == 2:
+    rows = -(-m // hw.MMA_M) * hw.MMA_M
+    at, bt = cx.named(a, "a"), cx.named(b, "b")
+    zeros = f"ml.zeros(({rows - m}, {a.type.shape[1]}), jnp.{dtype_name(a.type.dtype)})"
+    return (f"pad A with zero rows in registers to {rows}, and keep the first {m} rows of the product:"
+            f" ml.dot(ml.concatenate([{at}, {zeros}], axis=0),"
+            f" {bt})[:{m}] (with an accumulator, pad it the same way and carry the {rows}-row product)")
   an, bn = _read(a)[0].removesuffix("[...]"), _read(b)[0].removesuffix("[...]")
   fix = (f"use a tile of 64, 128, ... rows; for fewer rows of data, a {m}-row batch, give {an} 64 rows and copy"
          f" a 64-row window into it (TMA reads zeros past the array's last row), then store the rows that exist"
@@ -382,7 +390,7 @@ def dot(cx, a, b, acc=None, *, out_dtype=None, input_precision=None, allow_tf32=
     n_step = hw.MMA_N_STEP_INT
   if m % hw.MMA_M:
     raise E.MmaOperandError(f"ml.dot needs m (rows of a) to be a multiple of {hw.MMA_M}, got {m}", loc,
-                            hint=_small_m_hint(a, b, m, d))
+                            hint=_small_m_hint(cx, a, b, m, d))
   # (m of fewer rows than the warpgroups split, 64 at block=256: each computes it whole, frontend/layouts.py)
   if n % n_step or n > hw.MMA_N_MAX:
     narrow = n < hw.MMA_N_MAX and n % hw.MMA_N_STEP == 0 and not b.type.transposed
