@@ -177,3 +177,33 @@ def test_gpu_a_register_a_padded_with_zero_rows():
   s = jnp.einsum("bhd,bsd->bhs", q.astype(F32), k.astype(F32)) * 0.125
   want = jnp.einsum("bhs,bsd->bhd", jax.nn.softmax(s, axis=-1), v.astype(F32))
   np.testing.assert_allclose(np.asarray(jax.jit(_decode_t(True))(q, k, v)), want, atol=2e-2)
+
+
+# ---------------------------------------------------------------- a B operand read from its buffer
+def _scores(how):
+  @mg.mgpu_kernel(out_shape=lambda q, k: S((q.shape[0], k.shape[0]), F32))
+  def scores(q, k, out):
+    q_s = ml.smem(q.shape)
+    k_s = ml.smem(k.shape)
+    ml.copy(q, q_s)
+    ml.copy(k, k_s)
+    if how == "read":
+      out[...] = ml.dot(q_s, k_s[...].T) * 0.125
+    else:
+      out[...] = ml.dot(q_s, k_s.T) * 0.125
+  return scores
+
+
+def test_a_b_operand_read_from_its_buffer_is_hinted_as_the_buffers_view():
+  """`ml.dot(q_s, k_s[...].T)` was hinted as "store b's tile in SMEM: b_s[...] = k_s[...].T ... (a tile
+  read from SMEM: pass that buffer itself)", whose last words, followed, give ml.dot(q_s, k_s): q @ k,
+  silently not q @ k.T. The hint now names the transposed view, which moves no data."""
+  specs = (S((64, 64), jnp.float16), S((64, 64), jnp.float16))
+  expect(_scores("read"), specs, mg.MmaOperandError, "ml.dot(q_s, k_s[...]",
+         "ml.dot operand b must be an SMEM buffer of this CTA, got a register tensor",
+         hint="only a may come from registers; pass the SMEM buffer k_s itself, as its transposed view k_s.T"
+              " (which moves no data): ml.dot(q_s, k_s.T)")
+  rng = np.random.default_rng(7)
+  q, k = (jnp.asarray(rng.standard_normal(s.shape), jnp.float16) for s in specs)
+  got = _scores("view")(q, k, interpret=True)
+  np.testing.assert_allclose(np.asarray(got), (q.astype(F32) @ k.astype(F32).T) * 0.125, rtol=1e-3, atol=1e-3)
