@@ -88,6 +88,16 @@ def _user_window(loc, root, d):
   return f"{root}.at[{window}]", f"({ast.unparse(start)})" if low else ast.unparse(start)
 
 
+def _stored_text(loc):
+  """The text of the value an assignment `window = value` on one source line stores, else None."""
+  import ast
+  try:
+    stmt = ast.parse((loc.source_line or "").strip()).body[0]
+  except (SyntaxError, IndexError):
+    return None
+  return ast.unparse(stmt.value) if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else None
+
+
 def _bounds_hint(acc, root, d, n, full, before, gmem, view=None, output=False) -> str:
   """What fixes a window that starts before 0 (`before`) or runs past the end of dimension d.
   The mask it suggests has the window's rank: the positions along the masked axis, with the
@@ -119,7 +129,7 @@ def _bounds_hint(acc, root, d, n, full, before, gmem, view=None, output=False) -
       pos = f"({pos})[{', '.join(':' if k == axis else 'None' for k in range(rank))}]"
     inside = (f"{pos} >= 0" if before else f"{pos} < {root}.shape[{d}]")
     op = (f"{window}.load(mask={inside}, other=0)" if acc.kind == A.REG_READ
-          else f"{window}.store(value, mask={inside})")
+          else f"{window}.store({(written and _stored_text(acc.op.loc)) or 'value'}, mask={inside})")
     # the mask first: a guard leaves a ragged tail unwritten, a clamped start overlaps a neighbour's
     tail = " (read an input's tail the same way, .load(mask=..., other=0))"
     if written:                 # the user's access rewritten: a read stays a read

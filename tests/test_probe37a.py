@@ -207,3 +207,37 @@ def test_a_b_operand_read_from_its_buffer_is_hinted_as_the_buffers_view():
   q, k = (jnp.asarray(rng.standard_normal(s.shape), jnp.float16) for s in specs)
   got = _scores("view")(q, k, interpret=True)
   np.testing.assert_allclose(np.asarray(got), (q.astype(F32) @ k.astype(F32).T) * 0.125, rtol=1e-3, atol=1e-3)
+
+
+# ---------------------------------------------------------------- a partial last tile's lse, stored unmasked
+def _lse_tile(masked):
+  @mg.mgpu_kernel(out_shape=lambda q, k: S((q.shape[1], q.shape[0]), F32), grid=lambda q, k: (ml.cdiv(q.shape[0], 64), q.shape[1]))
+  def tile_lse(q, k, lse):
+    i, h = ml.program_id(0), ml.program_id(1)
+    q_s = ml.smem((64, q.shape[2]))
+    k_s = ml.smem((k.shape[0], k.shape[2]))
+    ml.copy(q.at[ml.ds(i * 64, 64), h, :], q_s)
+    ml.copy(k.at[:, h, :], k_s)
+    s = ml.dot(q_s, k_s.T) * 0.125
+    m = ml.max(s, axis=1)
+    l = ml.sum(ml.exp(s - m[:, None]), axis=1)
+    if masked:
+      lse.at[h, ml.ds(i * 64, 64)].store(m + ml.log(l), mask=i * 64 + ml.arange(64) < lse.shape[1])
+    else:
+      lse.at[h, ml.ds(i * 64, 64)][...] = m + ml.log(l)
+  return tile_lse
+
+
+def test_an_unmasked_partial_store_is_hinted_with_the_value_it_stores():
+  """The MG203 hint of `lse.at[h, ml.ds(i * 64, 64)][...] = m + ml.log(l)` (100 query rows) read
+  `.store(value, mask=...)`, `value` a name the kernel does not have; it writes the stored value now."""
+  specs = (S((100, 2, 64), jnp.float16), S((64, 2, 64), jnp.float16))
+  expect(_lse_tile(False), specs, mg.IndexOutOfBoundsError, "lse.at[h",
+         "this register write touches lse[0:1, 64:128] in program (1, 0, 0), outside lse's shape (2, 100)", nth=1,
+         hint="mask it to the elements inside: lse.at[h, ml.ds(i * 64, 64)].store(m + ml.log(l), mask=i * 64 +"
+              " ml.arange(64) < lse.shape[1]) (read an input's tail the same way, .load(mask=..., other=0));"
+              " or guard the access (if i * 64 + 64 <= 100:)")
+  rng = np.random.default_rng(8)
+  q, k = (jnp.asarray(rng.standard_normal(s.shape) * 3, jnp.float16) for s in specs)
+  want = jax.nn.logsumexp(jnp.einsum("qhd,khd->hqk", q.astype(F32), k.astype(F32)) * 0.125, axis=-1)
+  np.testing.assert_allclose(np.asarray(_lse_tile(True)(q, k, interpret=True)), want, rtol=1e-5, atol=1e-5)
