@@ -105,6 +105,34 @@ def _store_call(loc) -> dict:
   return {k: ast.unparse(v) for k, v in args.items()}
 
 
+def _extent_mask(ref, name, rank):
+  """The mask of `name`'s own extent for the window `ref` as the user wrote it (`o.at[b, ml.ds(i * 64, 64),
+  h, :]`: `(i * 64 + ml.arange(64))[:, None] < o.shape[1])`), where one ml.ds dimension may run past the
+  end; else None."""
+  import ast
+  try:
+    node = ast.parse(ref, mode="eval").body
+  except SyntaxError:
+    return None
+  if not (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "at"):
+    return None
+  items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+  if any(isinstance(i, ast.Constant) and i.value is Ellipsis for i in items) or len(items) > rank:
+    return None
+  items = items + [ast.Slice()] * (rank - len(items))
+  kept = [d for d, i in enumerate(items) if isinstance(i, (ast.Slice, ast.Call))]
+  ds = [d for d in kept if isinstance(items[d], ast.Call) and ast.unparse(items[d].func) == "ml.ds"
+        and len(items[d].args) == 2]
+  if len(ds) != 1:
+    return None
+  d = ds[0]
+  start, size = (ast.unparse(a) for a in items[d].args)
+  pos = f"{start} + ml.arange({size})" if start != "0" else f"ml.arange({size})"
+  if len(kept) > 1:
+    pos = f"({pos})[{', '.join(':' if k == d else 'None' for k in kept)}]"
+  return f"{pos} < {name}.shape[{d}])"
+
+
 def uncovered_error(name, shape, missing, g, grid, loc, masked=None, rank=1, skipped=None):
   """The UncoveredOutputError for the cells `missing` of output `name` (also used by interpret
   mode). `masked`: interpret mode's masked_store into the output (it records only the elements
@@ -142,8 +170,8 @@ def uncovered_error(name, shape, missing, g, grid, loc, masked=None, rank=1, ski
         f" {math.prod(shape)} elements of {name} would stay uninitialised", at,
         hint=f"write every element of {name}: put the mask into the value, ml.where({mask}, {value}, 0), and"
              f" store that unmasked, {ref}[...] = ..., where the window lies inside {name}; a window running"
-             f" past {name}'s end keeps a mask of {name}'s own extent only, {ref}.store(..., mask=offs <"
-             f" {name}.shape[0]) with offs the window's positions")
+             f" past {name}'s end keeps a mask of {name}'s own extent only, {ref}.store(..., mask="
+             + (_extent_mask(ref, name, len(shape)) or f"offs < {name}.shape[0]) with offs the window's positions"))
   n = math.prod(grid)
   who = ("the kernel's one program does not" if n == 1 else
          f"none of the {n} programs of grid {tuple(grid[:max(rank, _rank(grid))])}")

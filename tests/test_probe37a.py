@@ -241,3 +241,44 @@ def test_an_unmasked_partial_store_is_hinted_with_the_value_it_stores():
   q, k = (jnp.asarray(rng.standard_normal(s.shape) * 3, jnp.float16) for s in specs)
   want = jax.nn.logsumexp(jnp.einsum("qhd,khd->hqk", q.astype(F32), k.astype(F32)) * 0.125, axis=-1)
   np.testing.assert_allclose(np.asarray(_lse_tile(True)(q, k, interpret=True)), want, rtol=1e-5, atol=1e-5)
+
+
+# ---------------------------------------------------------------- padded query rows left unwritten
+from locate import where  # noqa: E402
+
+
+def _padded_rows(fill):
+  @mg.mgpu_kernel(out_shape=lambda x, n: x, grid=lambda x, n: (ml.cdiv(x.shape[1], 64), x.shape[2], x.shape[0]))
+  def normalise(x, q_len, o):
+    i, h, b = ml.program_id(0), ml.program_id(1), ml.program_id(2)
+    rows = i * 64 + ml.arange(64)
+    t = x.at[b, ml.ds(i * 64, 64), h, :].load(mask=rows[:, None] < x.shape[1], other=0.0)
+    out = ml.softmax(t, axis=1)
+    if fill:
+      o.at[b, ml.ds(i * 64, 64), h, :].store(ml.where(rows[:, None] < q_len[b], out, 0),
+                                             mask=(i * 64 + ml.arange(64))[:, None] < o.shape[1])
+    else:
+      o.at[b, ml.ds(i * 64, 64), h, :].store(out, mask=rows[:, None] < q_len[b])
+  return normalise
+
+
+def test_the_padded_rows_hint_masks_the_dimension_the_window_runs_along():
+  """Query rows past a sequence's length left unwritten (a mask of data) are MG602 in interpret mode; the
+  hint's mask of the output's own extent read `offs < o.shape[0]` (the batch) for a window along
+  dimension 1: it now writes the window's positions along the dimension its ml.ds runs."""
+  x = jnp.asarray(np.random.default_rng(9).standard_normal((2, 100, 2, 128)) * 10, F32)
+  n = jnp.asarray([100, 70], jnp.int32)
+  kernel = _padded_rows(False)
+  with pytest.raises(mg.UncoveredOutputError) as info:
+    kernel(x, n, interpret=True)
+  e = info.value
+  assert (e.lineno, e.col_offset) == where(kernel, "o.at[b", 1)
+  assert e.message == ("o[1:2, 70:100, :, :] is never written: the masked store into o (line"
+                       f" {e.lineno}) leaves the elements where its mask is false unwritten, and nothing else writes"
+                       " them, so 7680 of 51200 elements of o would stay uninitialised")
+  assert e.hint == ("write every element of o: put the mask into the value, ml.where(rows[:, None] < q_len[b], out, 0),"
+                    " and store that unmasked, o.at[b, ml.ds(i * 64, 64), h, :][...] = ..., where the window lies inside"
+                    " o; a window running past o's end keeps a mask of o's own extent only, o.at[b, ml.ds(i * 64, 64),"
+                    " h, :].store(..., mask=(i * 64 + ml.arange(64))[:, None] < o.shape[1])")
+  want = jnp.where(jnp.arange(100)[None, :, None, None] < n[:, None, None, None], jax.nn.softmax(x, axis=-1), 0)
+  np.testing.assert_allclose(np.asarray(_padded_rows(True)(x, n, interpret=True)), want, rtol=1e-5, atol=1e-7)
