@@ -295,7 +295,7 @@ def test_a_vector_passed_to_ml_dot_hints_the_matrix_vector_product():
          hint="ml.dot multiplies 2-D tiles: a matrix-vector product (a decode GEMV) is a multiply and a sum in"
               " registers, ml.sum(w_s[...].astype(jnp.float32) * x_s[...].astype(jnp.float32)[None, :], axis=1);"
               " or, on the tensor cores, copy the vector as a row (x.reshape(1, k) outside the kernel) into an"
-              " (8, k) buffer, v_s (TMA reads zeros past the last row), and take column 0 of ml.dot(w_s, v_s.T)")
+              " (8, k) buffer, row_s (TMA reads zeros past the last row), and take column 0 of ml.dot(w_s, row_s.T)")
   want = np.asarray(w, np.float32) @ np.asarray(x, np.float32)
   for form, arg in (("registers", x), ("tensor cores", x.reshape(1, -1))):
     kernel = _gemv(form)

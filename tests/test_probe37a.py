@@ -282,3 +282,41 @@ def test_the_padded_rows_hint_masks_the_dimension_the_window_runs_along():
                     " h, :].store(..., mask=(i * 64 + ml.arange(64))[:, None] < o.shape[1])")
   want = jnp.where(jnp.arange(100)[None, :, None, None] < n[:, None, None, None], jax.nn.softmax(x, axis=-1), 0)
   np.testing.assert_allclose(np.asarray(_padded_rows(True)(x, n, interpret=True)), want, rtol=1e-5, atol=1e-7)
+
+
+# ---------------------------------------------------------------- a decode GEMV written as ml.dot of a vector
+def _gemv_scores(form):
+  @mg.mgpu_kernel(out_shape=lambda q, k, v: S((q.shape[0], k.shape[1]), F32), grid=lambda q, k, v: (q.shape[0],))
+  def scores(q, k, v, out):
+    b = ml.program_id(0)
+    k_s = ml.smem((k.shape[1], k.shape[2]))
+    ml.copy(k.at[b], k_s)
+    qv = q.at[b][...]
+    if form == "a":
+      out.at[b][...] = ml.dot(q.at[b][...], k_s.T)
+    elif form == "b":
+      out.at[b][...] = ml.dot(k_s, qv)
+    else:
+      out.at[b][...] = ml.sum(k_s[...].astype(jnp.float32) * (q.at[b][...]).astype(jnp.float32)[None, :], axis=1)
+  return scores
+
+
+def test_a_decode_gemv_through_ml_dot_is_hinted_in_the_users_words():
+  """`ml.dot(q.at[b][...], k_s.T)` was hinted as `ml.sum(k_s[...].astype(...) * v.astype(...)[None, :], axis=1)`:
+  `v`, a placeholder, is the kernel's value array; `ml.dot(k_s, qv)` (a register vector as b) was hinted as
+  an SMEM buffer of shape (64,), which ml.dot then rejects as 1-D. Both now give the multiply and sum in
+  the user's words, and the kernel that follows it matches jnp."""
+  specs = (S((2, 64), jnp.float16), S((2, 128, 64), jnp.float16), S((2, 128, 64), jnp.float16))
+  tail = ("; or, on the tensor cores, copy the vector as a row (x.reshape(1, k) outside the kernel) into an (8, k)"
+          " buffer, row_s (TMA reads zeros past the last row), and take column 0 of ml.dot(k_s, row_s.T)")
+  expect(_gemv_scores("a"), specs, mg.MmaOperandError, "ml.dot(q.at", "ml.dot operand a must be 2-D, got shape (64,)",
+         hint="ml.dot multiplies 2-D tiles: a matrix-vector product (a decode GEMV) is a multiply and a sum in"
+              " registers, ml.sum(k_s[...].astype(jnp.float32) * (q.at[b][...]).astype(jnp.float32)[None, :], axis=1)")
+  expect(_gemv_scores("b"), specs, mg.MmaOperandError, "ml.dot(k_s, qv)",
+         "ml.dot operand b must be an SMEM buffer of this CTA, got a register tensor",
+         hint="ml.dot multiplies 2-D tiles: a matrix-vector product (a decode GEMV) is a multiply and a sum in"
+              " registers, ml.sum(k_s[...].astype(jnp.float32) * qv.astype(jnp.float32)[None, :], axis=1)" + tail)
+  rng = np.random.default_rng(10)
+  q, k, v = (jnp.asarray(rng.standard_normal(s.shape), jnp.float16) for s in specs)
+  want = jnp.einsum("bd,bsd->bs", q.astype(F32), k.astype(F32))
+  np.testing.assert_allclose(np.asarray(_gemv_scores("sum")(q, k, v, interpret=True)), want, rtol=1e-4, atol=1e-3)

@@ -62,7 +62,10 @@ def _operand(cx, what, x, other=None):
       got_what = "an SMEM buffer of this CTA or a register tensor"
     else:
       got_what = "an SMEM buffer of this CTA"
-      if is_value(x) and isinstance(x.type, TensorType):
+      if is_value(x) and isinstance(x.type, TensorType) and len(x.type.shape) == 1 and is_value(other) \
+          and isinstance(other.type, RefType) and len(other.type.shape) == 2:
+        hint = _vector_hint(what, x, other, cx)       # a decode GEMV: SMEM would not make it a tile
+      elif is_value(x) and isinstance(x.type, TensorType):
         text, d = cx.named(x, ""), dtype_name(x.type.dtype)
         flip = text.endswith(".T") and text[:-2].isidentifier()      # q @ k.T of a k in registers
         v = text[:-2] if flip else text
@@ -90,13 +93,16 @@ def _operand(cx, what, x, other=None):
     raise E.MmaOperandError(f"ml.dot operand {what} must be {got_what}, got {got}", cx.loc, hint=hint)
   if len(x.type.shape) != 2:
     raise E.MmaOperandError(f"ml.dot operand {what} must be 2-D, got shape {x.type.shape}", cx.loc,
-                            hint=_vector_hint(what, x, other) if len(x.type.shape) == 1 else
+                            hint=_vector_hint(what, x, other, cx) if len(x.type.shape) == 1 else
                             "index the leading dimensions away: buf.at[stage]")
 
 
-def _read(x) -> tuple[str, bool]:
-  """How a hint reads operand `x` into registers, and whether that is its transpose (`w_s.T`)."""
+def _read(x, cx=None) -> tuple[str, bool]:
+  """How a hint reads operand `x` into registers, and whether that is its transpose (`w_s.T`): a register
+  value without a name of its own as the user wrote it at this call (`q.at[b][...]`), not a placeholder."""
   name = x.name if is_value(x) and (x.name or "").replace(".T", "").replace("_", "a").isalnum() else None
+  if name is None and cx is not None and is_value(x) and isinstance(x.type, TensorType) and cx.named(x, ""):
+    return cx.named(x, ""), False
   if name is None:
     return ("w" if x is None else "v"), False
   if isinstance(x.type, TensorType):
@@ -104,11 +110,11 @@ def _read(x) -> tuple[str, bool]:
   return (f"{name[:-2]}[...]", True) if name.endswith(".T") else (f"{name}[...]", False)
 
 
-def _vector_hint(what, x, other) -> str:
+def _vector_hint(what, x, other, cx=None) -> str:
   """A 1-D operand: a matrix-vector product (decode GEMV), which runs as a multiply and a
   reduction in registers (or, for a vector b, on the tensor cores with the vector as 8 rows)."""
-  v, _ = _read(x)
-  w, flipped = _read(other)
+  v, _ = _read(x, cx)
+  w, flipped = _read(other, cx)
   shape = tuple(other.type.shape) if is_value(other) and hasattr(other.type, "shape") else ()
   if len(shape) != 2 or shape[1 if what == "b" else 0] != x.type.shape[0]:    # (shape: as ml.dot reads it)
     return "pass an (m, k) tile" if what == "a" else "index the leading dimensions away: buf.at[stage]"
@@ -121,8 +127,9 @@ def _vector_hint(what, x, other) -> str:
          f" registers, ml.sum({product}, axis={axis})")
   if what == "b":
     a = other.name if is_value(other) and (other.name or "").replace(".T", "").isidentifier() else "a_s"
+    buf = "row_s"      # (not v_s, a placeholder that was attention's V buffer)
     fix += ("; or, on the tensor cores, copy the vector as a row (x.reshape(1, k) outside the kernel) into an"
-            f" (8, k) buffer, v_s (TMA reads zeros past the last row), and take column 0 of ml.dot({a}, v_s.T)")
+            f" (8, k) buffer, {buf} (TMA reads zeros past the last row), and take column 0 of ml.dot({a}, {buf}.T)")
   return fix
 
 
@@ -130,7 +137,7 @@ def _register_a(cx, a, d, b=None):
   """A register A operand: a 2-D 16-bit tile (the WGMMA layout a converted accumulator has)."""
   if len(a.type.shape) != 2:
     raise E.MmaOperandError(f"ml.dot operand a must be 2-D, got shape {a.type.shape}", cx.loc,
-                            hint=_vector_hint("a", a, b) if len(a.type.shape) == 1 else "pass an (m, k) tile")
+                            hint=_vector_hint("a", a, b, cx) if len(a.type.shape) == 1 else "pass an (m, k) tile")
   if isinstance(d, DType) and d not in hw.MMA_REG_A_DTYPES:
     names = " or ".join(sorted(map(str, hw.MMA_REG_A_DTYPES)))
     hint = (f"store the tile in an SMEM buffer and pass the buffer: buf = ml.smem({a.type.shape}, jnp.{d});"
