@@ -48,7 +48,7 @@ def check_copy(loc, gmem: ir.Value, gwin, smem: ir.Value, swin, store: bool = Fa
   if any(b > MAX_BOX for b in box):
     raise E.about(E.TmaLimitError(
         f"TMA copies move at most {MAX_BOX} elements along each dimension; this window is {tuple(box)}", loc,
-        hint=_box_hint(groot, full, box, itemsize, swin[0].name, (gmem.name, index))), [swin[0]])
+        hint=_box_hint(groot, full, box, itemsize, swin[0].name, (gmem.name, index), swin, smem.name)), [swin[0]])
   if (index[-1].size * itemsize) % ALIGN:
     raise E.TmaLimitError(
         f"TMA copies need the last dimension to span a multiple of {ALIGN} bytes; {index[-1].size} x"
@@ -150,12 +150,16 @@ def _check_smem_aligned(smem: ir.Value, swin, itemsize: int, loc, defs) -> None:
           f" by {s} bytes per step of its dynamic index along dimension {d}", loc, hint=hint)
 
 
-def _array_piece(groot, window, d, piece) -> str | None:
-  """The array's side of piece k of a window split along its d-th free dimension, in the user's
-  words (`window`: the GMEM view's text and index over `groot`): `lg.at[r, ml.ds(c * BL + k * 256,
-  256)]` for `lg.at[r, ml.ds(c * BL, BL)]`; None where the text does not index `groot` plainly."""
+def _array_piece(groot, window, d, piece, start=None) -> str | None:
+  """One side of piece k of a window split along its d-th free dimension, in the user's words
+  (`window`: the view's text and index over `groot`, the GMEM array or the SMEM buffer; None for the
+  whole of it): `lg.at[r, ml.ds(c * BL + k * 256, 256)]` for `lg.at[r, ml.ds(c * BL, BL)]`, and
+  `x_s.at[c, ml.ds(k * 256, 256)]` for `x_s.at[c]`; the piece starts at `start` (text; k * piece by
+  default). None where the text does not index `groot` plainly."""
   from .ops.index_hints import index_texts
   text, index = window
+  index = index if index is not None else tuple(ir.Idx(0, n) for n in groot.type.shape)
+  start = start or f"k * {piece}"
   texts = index_texts(text or "", groot.name, len(index)) if groot.name else None
   if texts is None and groot.name and text == groot.name:              # ml.copy(a, a_s): the whole array
     texts = ["0"] * len(index)
@@ -170,8 +174,8 @@ def _array_piece(groot, window, d, piece) -> str | None:
     if i.squeeze:
       parts.append(texts[k])
     elif k == free[d]:
-      parts.append(f"ml.ds(k * {piece}, {piece})" if texts[k] in ("0", ":") else
-                   f"ml.ds({texts[k]} + k * {piece}, {piece})")
+      parts.append(f"ml.ds({start}, {piece})" if texts[k] in ("0", ":") else
+                   f"ml.ds({texts[k]} + {start}, {piece})")
     else:
       parts.append(":" if (i.start, i.size) == (0, n) else f"ml.ds({texts[k]}, {i.size})")
   while parts and parts[-1] == ":":
@@ -179,7 +183,7 @@ def _array_piece(groot, window, d, piece) -> str | None:
   return f"{groot.name}.at[{', '.join(parts)}]" if parts else None
 
 
-def _box_hint(groot, full, box, itemsize, buf, window=None) -> str:
+def _box_hint(groot, full, box, itemsize, buf, window=None, swin=None, stext=None) -> str:
   """How to copy a window wider than a TMA box: in pieces along a leading dimension; a last
   dimension (inner in SMEM, so not split into one buffer's windows) split outside the kernel
   where a split divides it into pieces of whole 16-byte units, each side within a box."""
@@ -193,8 +197,11 @@ def _box_hint(groot, full, box, itemsize, buf, window=None) -> str:
     b = buf or "buf"
     if piece is not None:
       same = _array_piece(groot, window, d, piece) if window is not None else None
+      # the buffer's side in the user's words too: a view of it (`x_s.at[c]`, a row of a buffer of
+      # rows) keeps its own index (`x_s.at[:, ...]` named a window of every row, of another shape)
+      mine = _array_piece(swin[0], (stext, swin[1]), d, piece) if swin is not None else None
       return (f"copy it in pieces of at most {MAX_BOX} along that dimension into windows of the buffer,"
-              f" {b}.at[{at}ml.ds(k * {piece}, {piece})] (and the same window of the array"
+              f" {mine or f'{b}.at[{at}ml.ds(k * {piece}, {piece})]'} (and the same window of the array"
               + (f", {same}" if same else "") + f") for k in ml.static_range({box[d] // piece})")
     q, r = divmod(box[d], MAX_BOX)
     if d == len(box) - 1 and (r * row) % ALIGN:     # the last piece would not span a multiple of 16 bytes
@@ -204,9 +211,11 @@ def _box_hint(groot, full, box, itemsize, buf, window=None) -> str:
               f" size {b} {padded}, then copy it in pieces of at most {MAX_BOX}: {b}.at[ml.ds(k * {MAX_BOX},"
               f" {MAX_BOX})] for k in ml.static_range({q}), then the last {padded - q * MAX_BOX},"
               f" {b}.at[ml.ds({q * MAX_BOX}, {padded - q * MAX_BOX})] (and the same windows of the array)")
+    side = lambda start, n: (swin is not None and _array_piece(swin[0], (stext, swin[1]), d, n, start)
+                             or f"{b}.at[{at}ml.ds({start}, {n})]")
     return (f"copy it in pieces of at most {MAX_BOX} along that dimension into windows of the buffer (each"
-            f" starting {SMEM_ALIGN}-byte aligned): {b}.at[{at}ml.ds(k * {MAX_BOX}, {MAX_BOX})] for k in"
-            f" ml.static_range({q}), then the last {r}, {b}.at[{at}ml.ds({q * MAX_BOX}, {r})] (and the same"
+            f" starting {SMEM_ALIGN}-byte aligned): {side(f'k * {MAX_BOX}', MAX_BOX)} for k in"
+            f" ml.static_range({q}), then the last {r}, {side(str(q * MAX_BOX), r)} (and the same"
             f" windows of the array)")
   fix = "the last dimension cannot be copied in pieces into one buffer (an SMEM window must be contiguous): "
   seg = next((n for n in range(MAX_BOX, 0, -1) if full[-1] % n == 0 and (n * itemsize) % ALIGN == 0
