@@ -84,3 +84,51 @@ def test_tma_box_split_hint_keeps_the_buffer_views_own_index():
   ref = jax.nn.softmax(x.astype(F32), axis=1)
   np.testing.assert_allclose(np.asarray(got, np.float32), np.asarray(ref), rtol=1e-2, atol=1e-6)
   long_row_softmax_followed.check(*spec)
+
+
+# ---------------------------------------------------------------- a statistic over the last axis of a 3-D tile
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def l2norm_3d(x, out):               # each (b, r) row of a (b, r, c) tile scaled to unit length
+  v = x[...]
+  out[...] = v * ml.rsqrt(ml.sum(v * v, axis=-1, keepdims=True))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def l2norm_3d_followed(x, out):
+  v2 = x[...].reshape(16, 128)
+  out[...] = (v2 * ml.rsqrt(ml.sum(v2 * v2, axis=1, keepdims=True))).reshape(2, 8, 128)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape[:2], F32))
+def row_sums_3d(x, out):
+  out[...] = ml.sum(x[...], axis=-1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0] * x.shape[1],), F32))
+def row_sums_3d_followed(x, out):
+  v = x[...]
+  out[...] = ml.sum(v.reshape(16, 128), axis=1)
+
+
+def test_3d_reduction_kept_or_too_short_hints_computing_on_the_2d_reshape():
+  """A reduction over the last axis of a (2, 8, 128) tile with keepdims=True (a norm), or whose (2, 8)
+  result no register tensor holds, got 'read the tensor 2-D ... a register tile cannot be reshaped into
+  one': it can (x[...].reshape(16, 128) is free), and computing there works."""
+  spec = [S((2, 8, 128), F32)]
+  expect(l2norm_3d, spec, mg.LayoutError, "ml.sum(v * v",
+         "ml.sum over axis -1 of a 3-D tensor (2, 8, 128): partial reductions work on 1-D and 2-D tensors",
+         hint="reshape the tiles to 2-D in registers and compute there: v2 = (v * v).reshape(16, 128), then"
+              " ml.sum(v2, axis=1, keepdims=True) is a (16, 1) statistic that broadcasts against (16, 128) tiles"
+              " (reshape the others the same way); reshape the 2-D result back where you store it, .reshape(2, 8, 128)")
+  expect(row_sums_3d, spec, mg.LayoutError, "ml.sum(x[...]",
+         "ml.sum over axis -1 of a 3-D tensor (2, 8, 128): partial reductions work on 1-D and 2-D tensors",
+         hint="reshape it to 2-D in registers and reduce that: ml.sum((x[...]).reshape(16, 128), axis=1), a (16,)"
+              " vector in the row-major order of (2, 8) (too few elements for a register tensor of that shape):"
+              " store it through an output of shape (16,) and reshape that outside the kernel, .reshape(2, 8)"
+              " (free in XLA)")
+  x = _rows((2, 8, 128))
+  np.testing.assert_allclose(l2norm_3d_followed(x, interpret=True),
+                             x * jax.lax.rsqrt(jnp.sum(x * x, axis=-1, keepdims=True)), rtol=1e-5, atol=1e-6)
+  np.testing.assert_allclose(row_sums_3d_followed(x, interpret=True).reshape(2, 8), x.sum(-1), rtol=1e-5, atol=1e-5)
+  l2norm_3d_followed.check(*spec)
+  row_sums_3d_followed.check(*spec)

@@ -165,17 +165,33 @@ def _reshape_hint(cx, x, shape, axes, keepdims, what):
   lead = tuple(range(len(axes))) == tuple(sorted(axes))
   trail = tuple(range(n - len(axes), n)) == tuple(sorted(axes))
   arg = what.rsplit(".", 1)[-1] in ("argmax", "argmin")     # (which reduce with keepdims inside)
-  if keepdims and not arg or not (lead or trail):
+  if not (lead or trail):
     return None
   red = math.prod(shape[a] for a in axes)
   kept = tuple(shape[a] for a in range(n) if a not in axes)
   rows, cols = (red, math.prod(kept)) if lead else (math.prod(kept), red)
-  if cols % hw.WARP or (rows % hw.WARPS_PER_WARPGROUP and cols % hw.WARPGROUP) or len(kept) > 1 and math.prod(kept) % hw.WARPGROUP:
-    return None                 # (a result reshaped back must hold a multiple of 128 elements)
+  if cols % hw.WARP or (rows % hw.WARPS_PER_WARPGROUP and cols % hw.WARPGROUP):
+    return None
   src = cx.named(x)
   name = src if src.isidentifier() else f"({src})"
-  back = f".reshape{kept}" if len(kept) > 1 else ""
   flat, ax = f"{name}.reshape({rows}, {cols})", f"axis={0 if lead else 1}"
+  if keepdims and not arg:
+    # The statistic kept in the tile's shape (a norm's `v * ml.rsqrt(ml.sum(v * v, axis=-1, keepdims=True))`):
+    # a 3-D tile does not broadcast it, so the computation runs on 2-D tiles, reshaped back at the store.
+    v2 = "v2" if name != "v2" else "t2"
+    call = f"{v2}{what}({ax}, keepdims=True)" if what.startswith(".") else f"{what}({v2}, {ax}, keepdims=True)"
+    stat = (1, cols) if lead else (rows, 1)
+    return (f"reshape the tiles to 2-D in registers and compute there: {v2} = {flat}, then {call} is a"
+            f" ({stat[0]}, {stat[1]}) statistic that broadcasts against ({rows}, {cols}) tiles (reshape the others"
+            f" the same way); reshape the 2-D result back where you store it, .reshape{tuple(shape)}")
+  if len(kept) > 1 and math.prod(kept) % hw.WARPGROUP:
+    # (a (2, 8) tile of row sums, 16 elements: no register tensor of two axes holds it)
+    call = f"{flat}{what}({ax})" if what.startswith(".") else f"{what}({flat}, {ax})"
+    k = math.prod(kept)
+    return (f"reshape it to 2-D in registers and reduce that: {call}, a ({k},) vector in the row-major"
+            f" order of {kept} (too few elements for a register tensor of that shape): store it through an"
+            f" output of shape ({k},) and reshape that outside the kernel, .reshape{kept} (free in XLA)")
+  back = f".reshape{kept}" if len(kept) > 1 else ""
   call = f"{flat}{what}({ax})" if what.startswith(".") else f"{what}({flat}, {ax})"
   return f"reshape it to 2-D in registers and reduce that: {call}{back}"
 
