@@ -53,7 +53,12 @@ def check_copy(loc, gmem: ir.Value, gwin, smem: ir.Value, swin, store: bool = Fa
     raise E.TmaLimitError(
         f"TMA copies need the last dimension to span a multiple of {ALIGN} bytes; {index[-1].size} x"
         f" {itemsize} bytes = {index[-1].size * itemsize}", loc,
-        hint=f"make the last dimension a multiple of {ALIGN // itemsize} elements" if (full[-1] * itemsize) % ALIGN == 0
+        hint=f"make the window's last dimension a multiple of {ALIGN // itemsize} elements ({ALIGN} bytes), or "
+             + (store if isinstance(store, str) else
+                f"store the value from registers instead of copying it through {smem.name or 'SMEM'}, {name}[...] = value"
+                f" (a register store takes any width)"
+                if store else f"read it into registers instead, {name}[...]")
+        if (full[-1] * itemsize) % ALIGN == 0
         else f"{groot.name or 'the array'}'s rows are {full[-1] * itemsize} bytes, so no window of them is: "
              + (store if isinstance(store, str) else
                 f"store the value from registers instead of copying it through SMEM ({name}[...] = value)" if store

@@ -132,3 +132,40 @@ def test_3d_reduction_kept_or_too_short_hints_computing_on_the_2d_reshape():
   np.testing.assert_allclose(row_sums_3d_followed(x, interpret=True).reshape(2, 8), x.sum(-1), rtol=1e-5, atol=1e-5)
   l2norm_3d_followed.check(*spec)
   row_sums_3d_followed.check(*spec)
+
+
+# ---------------------------------------------------------------- per-row statistics of a few rows stored through SMEM
+@mg.mgpu_kernel(out_shape=lambda x: (S((x.shape[0],), F32), S((x.shape[0],), F32)), grid=lambda x: (x.shape[0] // 2,))
+def two_row_stats(x, mean, rstd):
+  i = ml.program_id(0)
+  v = x.at[ml.ds(i * 2, 2)][...]
+  m_s = ml.smem((2,), F32)
+  mu = ml.mean(v, axis=1)
+  m_s[...] = mu
+  ml.copy(m_s, mean.at[ml.ds(i * 2, 2)])
+  rstd.at[ml.ds(i * 2, 2)][...] = ml.rsqrt(ml.var(v, axis=1) + 1e-5)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (S((x.shape[0],), F32), S((x.shape[0],), F32)), grid=lambda x: (x.shape[0] // 2,))
+def two_row_stats_followed(x, mean, rstd):
+  i = ml.program_id(0)
+  v = x.at[ml.ds(i * 2, 2)][...]
+  mu = ml.mean(v, axis=1)
+  mean.at[ml.ds(i * 2, 2)][...] = mu
+  rstd.at[ml.ds(i * 2, 2)][...] = ml.rsqrt(ml.var(v, axis=1) + 1e-5)
+
+
+def test_tma_window_narrower_than_16_bytes_hints_the_register_store():
+  """'make the last dimension a multiple of 4 elements' named no window and no way round it; the
+  hint names the window and the register store, which takes any width (a row statistic of 2 rows)."""
+  spec = [S((16, 128), F32)]
+  expect(two_row_stats, spec, mg.TmaLimitError, "ml.copy(m_s",
+         "TMA copies need the last dimension to span a multiple of 16 bytes; 2 x 4 bytes = 8",
+         hint="make the window's last dimension a multiple of 4 elements (16 bytes), or store the value from"
+              " registers instead of copying it through m_s, mean.at[ml.ds(i * 2, 2)][...] = value (a register"
+              " store takes any width)")
+  x = _rows((16, 128))
+  got = two_row_stats_followed(x, interpret=True)
+  np.testing.assert_allclose(got[0], x.mean(1), rtol=1e-5, atol=1e-6)
+  np.testing.assert_allclose(got[1], jax.lax.rsqrt(x.var(1) + 1e-5), rtol=1e-5)
+  two_row_stats_followed.check(*spec)
