@@ -1,6 +1,8 @@
 """Probe 37c (row statistics and normalisation as a Triton or Pallas user writes them: softmax and
 log-softmax along rows and columns, layer/RMS/group norm forward and backward, cross-entropy, Welford
 variance, narrow and 3-D tiles, integer and boolean reductions)."""
+import math
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -169,3 +171,57 @@ def test_tma_window_narrower_than_16_bytes_hints_the_register_store():
   np.testing.assert_allclose(got[0], x.mean(1), rtol=1e-5, atol=1e-6)
   np.testing.assert_allclose(got[1], jax.lax.rsqrt(x.var(1) + 1e-5), rtol=1e-5)
   two_row_stats_followed.check(*spec)
+
+
+# ---------------------------------------------------------------- jax.nn.logsumexp's b= and return_sign=
+@mg.mgpu_kernel(out_shape=lambda x, w: S((x.shape[0],), F32))
+def weighted_lse(x, w, out):         # log(sum(w * exp(x))) per row: a mixture's log-likelihood
+  out[...] = ml.logsumexp(x[...], axis=1, b=w[...])
+
+
+@mg.mgpu_kernel(out_shape=lambda x, w: S((x.shape[0],), F32))
+def weighted_lse_followed(x, w, out):
+  out[...] = ml.logsumexp(x[...] + ml.log(w[...]), axis=1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), F32))
+def halved_lse(x, out):
+  out[...] = ml.logsumexp(x[...], axis=1, b=0.5)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), F32))
+def halved_lse_followed(x, out):
+  out[...] = ml.logsumexp(x[...] + math.log(0.5), axis=1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), F32))
+def signed_lse(x, out):
+  r, s = ml.logsumexp(x[...], axis=1, return_sign=True)
+  out[...] = r * s
+
+
+def test_logsumexp_b_and_return_sign_hint_the_shift_by_log_b():
+  """jax.nn.logsumexp(x, b=w) was MG003 with only the signature as its hint; the hint writes the
+  shift by log(b) (zeros of b drop their elements), which compiles and is jax.nn's result."""
+  x, w = S((16, 128), F32), S((16, 128), F32)
+  expect(weighted_lse, [x, w], mg.KernelTypeError, "ml.logsumexp(",
+         "ml.logsumexp: got an unexpected keyword argument 'b'",
+         hint="b= scales the exponentials, log(sum(b * exp(x))): for b >= 0 that is the logsumexp of x + log(b),"
+              " ml.logsumexp(x[...] + ml.log(w[...]), axis=1) (log(0) is -inf, so zeros of b drop their elements);"
+              " ml.logsumexp(x, axis=None, keepdims=False)")
+  expect(halved_lse, [x], mg.KernelTypeError, "ml.logsumexp(", "ml.logsumexp: got an unexpected keyword argument 'b'",
+         hint="b= scales the exponentials, log(sum(b * exp(x))): for b >= 0 that is the logsumexp of x + log(b),"
+              " ml.logsumexp(x[...] + math.log(0.5), axis=1) (log(0) is -inf, so zeros of b drop their elements);"
+              " ml.logsumexp(x, axis=None, keepdims=False)")
+  expect(signed_lse, [x], mg.KernelTypeError, "ml.logsumexp(",
+         "ml.logsumexp: got an unexpected keyword argument 'return_sign'",
+         hint="drop return_sign=: the sum of exponentials is positive, its sign 1.0: ml.logsumexp(x[...], axis=1);"
+              " ml.logsumexp(x, axis=None, keepdims=False)")
+  xv = _rows((16, 128))
+  wv = jnp.abs(_rows((16, 128), seed=1)).at[:, ::3].set(0.0)
+  np.testing.assert_allclose(weighted_lse_followed(xv, wv, interpret=True), jax.nn.logsumexp(xv, axis=1, b=wv),
+                             rtol=1e-5, atol=1e-6)
+  np.testing.assert_allclose(halved_lse_followed(xv, interpret=True), jax.nn.logsumexp(xv, axis=1, b=0.5),
+                             rtol=1e-5, atol=1e-6)
+  weighted_lse_followed.check(x, w)
+  halved_lse_followed.check(x)
