@@ -225,3 +225,32 @@ def test_logsumexp_b_and_return_sign_hint_the_shift_by_log_b():
                              rtol=1e-5, atol=1e-6)
   weighted_lse_followed.check(x, w)
   halved_lse_followed.check(x)
+
+
+# ---------------------------------------------------------------- torch's v.max(dim=1)[0]
+@mg.mgpu_kernel(out_shape=lambda x: (S((x.shape[0],), F32), S((x.shape[0],), jnp.int32)))
+def torch_row_max(x, m, idx):
+  v = x[...]
+  m[...] = v.max(dim=1)[0]
+  idx[...] = v.max(dim=1)[1]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (S((x.shape[0],), F32), S((x.shape[0],), jnp.int32)))
+def torch_row_max_followed(x, m, idx):
+  v = x[...]
+  m[...] = ml.max(v, axis=1)
+  idx[...] = ml.argmax(v, axis=1)
+
+
+def test_torch_max_over_dim_hints_values_and_indices():
+  """v.max(dim=1)[0] (torch: the values of a (values, indices) pair) was hinted 'write axis= for dim=';
+  followed, v.max(axis=1)[0] is the first row's maximum, broadcast into every row: silently wrong."""
+  spec = [S((16, 128), F32)]
+  expect(torch_row_max, spec, mg.KernelTypeError, "v.max(dim=1)[0]", "ml.max: got an unexpected keyword argument 'dim'",
+         hint="write axis= for dim=: torch's max and min over dim= give a (values, indices) pair: here ml.max(v, axis=1)"
+              " is the values alone (no [0] after it: that would take its first element) and ml.argmax(v, axis=1) the"
+              " indices; ml.max(x, axis=None, keepdims=False)")
+  x = _rows((16, 128))
+  m, idx = torch_row_max_followed(x, interpret=True)
+  np.testing.assert_array_equal(m, x.max(1))
+  np.testing.assert_array_equal(idx, jnp.argmax(x, 1))

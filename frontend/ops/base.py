@@ -190,6 +190,10 @@ def jnp_keyword_hint(cx, name, sig, args, kwargs) -> str:
   if "dtype" in given and name in _IDENTITY:
     from .elementwise_checks import method_on
     return f"convert first: ml.{name}({method_on(xs)}.astype(jnp.float32){rest}); "
+  if "dim" in given and name in ("max", "min") and "axis" not in kwargs:     # torch's v.max(dim=1)
+    d = txt(kwargs["dim"]) + (", keepdims=True" if kwargs.get("keepdim", kwargs.get("keepdims")) is True else "")
+    return (f"torch's max and min over dim= give a (values, indices) pair: here ml.{name}({xs}, axis={d}) is the values"
+            f" alone (no [0] after it: that would take its first element) and ml.arg{name}({xs}, axis={d}) the indices; ")
   if name == "logsumexp" and ("b" in given or "return_sign" in given):     # jax.nn.logsumexp's
     b = kwargs.get("b")
     lb = (None if b is None else f"math.log({txt(b)})" if isinstance(b, (int, float)) and not isinstance(b, bool)
