@@ -313,3 +313,52 @@ def split_hint(name, args, shape=None, *, sizes=False) -> str | None:
   if len(parts) > 4:
     return f"the parts are windows of {x} along axis {axis}: {', '.join(parts[:2])}, ..., {parts[-1]}"
   return f"the parts are windows of {x} along axis {axis}: {', '.join(parts)}"
+
+
+def align_hint(a, na, b, nb) -> str | None:
+  """The fix for operands of one rank where one holds a single axis of n elements on the wrong axis
+  (`ml.sum(v, axis=1)[None, :]`, (1, 16), meeting its (16, 128) tile): that vector on the axis of the
+  other's size n, in the user's words (`[:, None]` for `[None, :]`, its `.T` dropped); None otherwise."""
+  if len(a) != len(b):
+    return None
+  for (low, name), high in (((a, na), b), ((b, nb), a)):
+    big = [i for i, n in enumerate(low) if n != 1]
+    if len(big) != 1 or not name:
+      continue
+    n, p = low[big[0]], big[0]
+    to = [q for q, m in enumerate(high) if m == n and q != p]
+    if len(to) != 1 or high[p] in (1, n):
+      continue
+    shape = tuple(n if k == to[0] else 1 for k in range(len(low)))
+    flipped = {"[None, :]": "[:, None]", "[:, None]": "[None, :]"}
+    text = (name[:-9] + flipped[name[-9:]] if len(low) == 2 and name[-9:] in flipped
+            else name[:-2] if name.endswith(".T") and len(low) == 2 else None)
+    if text is None:
+      text = f"{name if name.isidentifier() else f'({name})'}.reshape{shape}"
+    return f" {name} has its {n} elements on axis {p}, where the other operand has {high[p]}: put them on axis {to[0]}, {text} (shape {shape})"
+  return None
+
+
+def insert_axes_hint(a, na, b, nb) -> str | None:
+  """The fix for operands of different ranks that do not broadcast: the lower-rank one, named
+  as the user wrote it, indexed with the axes it lacks (`m[:, None]` for the (8,) row maximum
+  of an (8, 128) tile); None when the ranks agree or no insertion of axes fits."""
+  import itertools
+  if len(a) == len(b):
+    return None
+  (low, name), high = ((a, na), b) if len(a) < len(b) else ((b, nb), a)
+  for pos in itertools.combinations(range(len(high)), len(low)):
+    if all(n == 1 or high[p] == 1 or n == high[p] for n, p in zip(low, pos)):
+      break
+  else:
+    return None
+  index = "[" + ", ".join(":" if k in pos else "None" for k in range(len(high))) + "]"
+  shape = tuple(low[pos.index(k)] if k in pos else 1 for k in range(len(high)))
+  try:
+    node = ast.parse(name, mode="eval").body
+  except SyntaxError:
+    node = None
+  if node is None:
+    return f" give {name} the axes it lacks: index it {index} (shape {shape})"
+  expr = name if isinstance(node, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)) else f"({name})"
+  return f" give {name} the axes it lacks: {expr}{index} (shape {shape})"

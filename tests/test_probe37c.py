@@ -254,3 +254,59 @@ def test_torch_max_over_dim_hints_values_and_indices():
   m, idx = torch_row_max_followed(x, interpret=True)
   np.testing.assert_array_equal(m, x.max(1))
   np.testing.assert_array_equal(idx, jnp.argmax(x, 1))
+
+
+# ---------------------------------------------------------------- a row statistic on the wrong axis
+@mg.mgpu_kernel(out_shape=lambda x: (x, S((x.shape[0], 1), F32)))
+def row_normalise_transposed(x, out, total):
+  v = x[...]
+  out[...] = v / ml.sum(v, axis=1)[None, :]
+  total[...] = ml.sum(v, axis=1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def row_centre_keepdims_T(x, out):
+  v = x[...]
+  out[...] = v - ml.max(v, axis=1, keepdims=True).T
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (x, S((x.shape[0], 1), F32)))
+def row_normalise_followed(x, out, total):
+  v = x[...]
+  out[...] = v / ml.sum(v, axis=1)[:, None]
+  total[...] = ml.sum(v, axis=1)[:, None]
+
+
+def test_statistic_on_the_wrong_axis_hints_the_axis_it_belongs_on():
+  """A (16,) row sum as [None, :] (or a keepdims max transposed) meeting its (16, 128) tile, and the
+  row sum stored into a (16, 1) output, were hinted 'insert axes with v[:, None] or v[None, :]' (naming
+  the tile, not the statistic) and 'broadcast it explicitly with ml.broadcast_to' (which cannot)."""
+  spec = [S((16, 128), F32)]
+  expect(row_normalise_transposed, spec, mg.ShapeMismatchError, "v / ml.sum",
+         "/ on v of shape (16, 128) and ml.sum(v, axis=1)[None, :] of shape (1, 16): the shapes do not broadcast"
+         " (axis 1 of the result would be both 128 and 16)",
+         hint="shapes broadcast as in NumPy: trailing axes align and size-1 axes stretch; ml.sum(v, axis=1)[None, :]"
+              " has its 16 elements on axis 1, where the other operand has 128: put them on axis 0,"
+              " ml.sum(v, axis=1)[:, None] (shape (16, 1))")
+  expect(row_centre_keepdims_T, spec, mg.ShapeMismatchError, "v - ml.max",
+         "- on v of shape (16, 128) and ml.max(v, axis=1, keepdims=True).T of shape (1, 16): the shapes do not"
+         " broadcast (axis 1 of the result would be both 128 and 16)",
+         hint="shapes broadcast as in NumPy: trailing axes align and size-1 axes stretch; ml.max(v, axis=1,"
+              " keepdims=True).T has its 16 elements on axis 1, where the other operand has 128: put them on axis 0,"
+              " ml.max(v, axis=1, keepdims=True) (shape (16, 1))")
+
+  @mg.mgpu_kernel(out_shape=lambda x: (x, S((x.shape[0], 1), F32)))
+  def row_normalise_store(x, out, total):
+    v = x[...]
+    out[...] = v / ml.sum(v, axis=1)[:, None]
+    total[...] = ml.sum(v, axis=1)
+
+  expect(row_normalise_store, spec, mg.ShapeMismatchError, "total[...] =",
+         "cannot store a tensor of shape (16,) into total of shape (16, 1)",
+         hint="the window has the value's elements on other axes: give ml.sum(v, axis=1) the axes it lacks:"
+              " ml.sum(v, axis=1)[:, None] (shape (16, 1))")
+  x = jnp.abs(_rows((16, 128))) + 0.1
+  out, total = row_normalise_followed(x, interpret=True)
+  np.testing.assert_allclose(out, x / x.sum(1, keepdims=True), rtol=1e-5)
+  np.testing.assert_allclose(total, x.sum(1, keepdims=True), rtol=1e-5)
+  row_normalise_followed.check(*spec)

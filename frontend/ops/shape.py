@@ -15,7 +15,7 @@ from ..dtypes import DType
 from ..ir import LayoutRule, Traits
 from ..types import ScalarType, TensorType, dtype_name, resolve
 from ..infer import unify
-from ..shape_hints import padded_for, scalar_reshape_hint
+from ..shape_hints import align_hint, insert_axes_hint, padded_for, scalar_reshape_hint
 from . import elementwise as ew
 from .base import builtin, check_register_value, is_tensor, is_value, kind_of, static_shape, unroll_hint, shown
 from .vector_views import check_vector_reshape
@@ -76,35 +76,10 @@ def broadcast_shape(cx, shapes, what, names, values=()):
           f" (axis {d} of the result would be both {sa} and {sb})",
           cx.loc, hint="shapes broadcast as in NumPy: trailing axes align and size-1 axes stretch;"
                        + (pad(sa, sb, nb) if sa > sb else pad(sb, sa, na))
-                       + (_insert_axes_hint(a, na, b, nb) or " insert axes with v[:, None] or v[None, :]"))
+                       + (insert_axes_hint(a, na, b, nb) or align_hint(a, na, b, nb)
+                          or " insert axes with v[:, None] or v[None, :]"))
     out.append(big.pop() if big else 1)
   return tuple(out)
-
-
-def _insert_axes_hint(a, na, b, nb) -> str | None:
-  """The fix for operands of different ranks that do not broadcast: the lower-rank one, named
-  as the user wrote it, indexed with the axes it lacks (`m[:, None]` for the (8,) row maximum
-  of an (8, 128) tile); None when the ranks agree or no insertion of axes fits."""
-  import ast
-  import itertools
-  if len(a) == len(b):
-    return None
-  (low, name), high = ((a, na), b) if len(a) < len(b) else ((b, nb), a)
-  for pos in itertools.combinations(range(len(high)), len(low)):
-    if all(n == 1 or high[p] == 1 or n == high[p] for n, p in zip(low, pos)):
-      break
-  else:
-    return None
-  index = "[" + ", ".join(":" if k in pos else "None" for k in range(len(high))) + "]"
-  shape = tuple(low[pos.index(k)] if k in pos else 1 for k in range(len(high)))
-  try:
-    node = ast.parse(name, mode="eval").body
-  except SyntaxError:
-    node = None
-  if node is None:
-    return f" give {name} the axes it lacks: index it {index} (shape {shape})"
-  expr = name if isinstance(node, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)) else f"({name})"
-  return f" give {name} the axes it lacks: {expr}{index} (shape {shape})"
 
 
 READ_2D_FIRST = ("read the tensor in the 2-D shape you reduce: reshape the array outside the kernel"

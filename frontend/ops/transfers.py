@@ -8,6 +8,8 @@ declared in memory.py.
 """
 from __future__ import annotations
 
+import math
+
 from .. import errors as E
 from .. import hw
 from .. import tma
@@ -79,8 +81,9 @@ def store(cx, ref, value):
     if not ok:
       raise E.ShapeMismatchError(
           f"cannot store a tensor of shape {value.type.shape} into {ref.name or 'a ref'} of shape {t.shape}",
-          cx.loc, hint="store a value of the window's shape (slice the ref with .at[...] to match), or"
-                       " broadcast it explicitly with ml.broadcast_to")
+          cx.loc, hint=_axes_hint(cx, value, t.shape, ref.name) or (
+              "store a value of the window's shape (slice the ref with .at[...] to match), or broadcast it"
+              " explicitly with ml.broadcast_to"))
     value = broadcast_to_shape(cx, value, t.shape)
   from .elementwise import weak_as
   from ..types import resolve
@@ -94,6 +97,18 @@ def store(cx, ref, value):
         f" {ref.name or 'a ref'} ({t.space}, {dtype_name(t.dtype)}): no implicit conversion", cx.loc,
         hint=f"convert explicitly: {ref.name or 'ref'}[...] = ({cx.named(value, 'value')}).astype(jnp.{dtype_name(t.dtype)})")
   cx.b.emit(Store, ref, value, loc=cx.loc)
+
+
+def _axes_hint(cx, value, shape, name) -> str | None:
+  """A value of the window's elements on other size-1 axes (a row statistic (16,) stored into a (16, 1)
+  output): the axes it lacks or the axis it should be on, in the user's words; None otherwise."""
+  from ..shape_hints import align_hint, insert_axes_hint
+  if math.prod(value.type.shape) != math.prod(shape):
+    return None
+  text = cx.named(value, "value")
+  fix = insert_axes_hint(value.type.shape, text, shape, name or "the window") if len(value.type.shape) < len(shape) \
+      else align_hint(value.type.shape, text, shape, name or "the window")
+  return fix and f"the window has the value's elements on other axes:{fix}"
 
 
 @builtin
