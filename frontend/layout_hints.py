@@ -430,13 +430,26 @@ def row_wise_hint(bad, dtypes, red, defs, tiles) -> str:
       axis = f", and reduce along axis {1 - red.axes[0]} instead" if red is not None and len(red.axes) == 1 else ""
       return (f"hold the tile the other way round, ({n}, {r}), which the registers take as it is: swap the"
               f" [:, None] and [None, :] of the vectors it is built from (a tile read from an array: read"
-              f" it from the array transposed outside the kernel){axis}; or {rest}")
+              f" it from the array transposed outside the kernel, or transpose it in the kernel,"
+              f" {_t(bad.name) + '.T' if bad.name else 'with .T'}, through an SMEM scratch the compiler plans,"
+              f" and the result back with .T){axis};"
+              f" or {rest}")
     return rest
   # padding rows count only where the reduction runs down the columns (axis 0, or everything)
   down = red if red is not None and 0 in red.axes else reduction_of(defs, bad, 0)   # (also one elsewhere)
   other = identity(down.kind, loaded or bad.type.dtype) if down is not None else "0.0"
   whole = down is not None and len(down.axes) == 2 and resolve(bad.type.dtype).is_float
   return rows_hint(bad.type.shape, other, window, math.prod(bad.type.shape) if whole else None)
+
+
+def _t(name) -> str:
+  """`name` as the operand of a `.T` (parenthesised unless it is a name, a call or a subscript)."""
+  import ast
+  try:
+    node = ast.parse(name, mode="eval").body
+  except SyntaxError:
+    return f"({name})"
+  return name if isinstance(node, (ast.Name, ast.Call, ast.Subscript, ast.Attribute)) else f"({name})"
 
 
 def _arange_columns(defs, v, n) -> bool:

@@ -310,3 +310,34 @@ def test_statistic_on_the_wrong_axis_hints_the_axis_it_belongs_on():
   np.testing.assert_allclose(out, x / x.sum(1, keepdims=True), rtol=1e-5)
   np.testing.assert_allclose(total, x.sum(1, keepdims=True), rtol=1e-5)
   row_normalise_followed.check(*spec)
+
+
+# ---------------------------------------------------------------- rows narrower than a warp
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def narrow_softmax(x, out):          # 16 classes a row
+  v = x[...]
+  out[...] = ml.softmax(v, axis=1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def narrow_softmax_followed(x, out):
+  v = x[...]
+  out[...] = ml.softmax(v.T, axis=0).T
+
+
+def test_rows_narrower_than_a_warp_hint_the_transpose_in_the_kernel():
+  """A (128, 16) tile reduced along its rows was hinted to be read transposed outside the kernel, or
+  padded; its transpose in registers (through SMEM) works as well, with no change outside."""
+  e = expect(narrow_softmax, [S((128, 16), F32)], mg.LayoutError, "ml.softmax(v, axis=1)",
+             "v of shape (128, 16) is reduced or broadcast along its rows or columns, which needs columns a multiple"
+             " of 32 (one per lane of a warp), and rows a multiple of 4 unless the columns are a multiple of 128")
+  assert e.hint.startswith("hold the tile the other way round, (16, 128), which the registers take as it is: swap"
+                           " the [:, None] and [None, :] of the vectors it is built from (a tile read from an array:"
+                           " read it from the array transposed outside the kernel, or transpose it in the kernel, v.T,"
+                           " through an SMEM scratch the compiler plans, and the result back with .T), and reduce along"
+                           " axis 0 instead; or "), e.hint
+  for shape in ((128, 16), (64, 8)):
+    x = _rows(shape)
+    np.testing.assert_allclose(narrow_softmax_followed(x, interpret=True), jax.nn.softmax(x, axis=1),
+                               rtol=1e-5, atol=1e-7)
+    narrow_softmax_followed.check(S(shape, F32))
