@@ -341,3 +341,38 @@ def test_rows_narrower_than_a_warp_hint_the_transpose_in_the_kernel():
     np.testing.assert_allclose(narrow_softmax_followed(x, interpret=True), jax.nn.softmax(x, axis=1),
                                rtol=1e-5, atol=1e-7)
     narrow_softmax_followed.check(S(shape, F32))
+
+
+# ---------------------------------------------------------------- softmax's where= of another shape
+@mg.mgpu_kernel(out_shape=lambda x, n: (x, x))
+def softmax_row_mask(x, n, out, lout):
+  v = x[...]
+  rowok = n[...] > 64                # one flag a row
+  out[...] = ml.softmax(v, axis=1, where=rowok)
+  lout[...] = ml.log_softmax(v, axis=1, where=rowok)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, n: (x, x))
+def softmax_row_mask_followed(x, n, out, lout):
+  v = x[...]
+  rowok = n[...] > 64
+  out[...] = ml.softmax(v, axis=1, where=rowok[:, None])
+  lout[...] = ml.log_softmax(v, axis=1, where=rowok[:, None])
+
+
+def test_softmax_where_mask_that_does_not_broadcast_names_the_call():
+  """A where= mask of shape (16,) for a (16, 128) tile was reported as 'ml.where on rowok ...', an op
+  the kernel does not call; it names ml.softmax's where=, with the axes the mask lacks."""
+  spec = [S((16, 128), F32), S((16,), jnp.int32)]
+  expect(softmax_row_mask, spec, mg.ShapeMismatchError, "ml.softmax(",
+         "ml.softmax's where= on rowok of shape (16,) and v of shape (16, 128): the shapes do not broadcast"
+         " (axis 1 of the result would be both 16 and 128)",
+         hint="shapes broadcast as in NumPy: trailing axes align and size-1 axes stretch; give rowok the axes it"
+              " lacks: rowok[:, None] (shape (16, 1))")
+  x = _rows((16, 128))
+  n = jnp.asarray(np.random.default_rng(2).integers(0, 129, 16), jnp.int32)
+  out, lout = softmax_row_mask_followed(x, n, interpret=True)
+  keep = (n > 64)[:, None]
+  np.testing.assert_allclose(out, jax.nn.softmax(x, axis=1, where=keep), rtol=1e-5, atol=1e-7)
+  np.testing.assert_allclose(lout, jax.nn.log_softmax(x, axis=1, where=keep), rtol=1e-5, atol=1e-6)
+  softmax_row_mask_followed.check(*spec)

@@ -18,7 +18,7 @@ from . import elementwise as ew
 from .elementwise_checks import method_on
 from .base import builtin, check_register_value, is_tensor, is_value, kind_of, shown
 from .reduce import _axes, keep_arg, reduce
-from .shape import ReduceKind
+from .shape import ReduceKind, broadcast_shape
 
 
 def _float_operand(cx, x, what):
@@ -49,7 +49,7 @@ def _axis(cx, x, axis, what):
   return axis
 
 
-def _masked(cx, y, where, what):
+def _masked(cx, y, where, what, x=None):
   """`y` with -inf where the mask `where` is off (jax.nn's `where=`), and the mask."""
   if where is None:
     return y
@@ -57,6 +57,8 @@ def _masked(cx, y, where, what):
     got = f"a {dtype_name(resolve(where.type.dtype))} tensor" if is_tensor(where) else kind_of(where)
     raise E.KernelTypeError(f"{what}: where= must be a boolean tensor, got {got}", cx.loc,
                             hint=f"a comparison, {what}(v, where=ml.arange(n)[None, :] < k)")
+  broadcast_shape(cx, [where.type.shape, y.type.shape], f"{what}'s where=",     # (in the call's words, not ml.where's)
+                  [cx.named(where, "the mask"), cx.named(x, "x")], (where, x))
   return ew.where_(cx, where, y, -math.inf)
 
 
@@ -66,7 +68,7 @@ def softmax(cx, x, axis=-1, where=None):
   `where=` (a boolean tensor that broadcasts to x), over the elements it keeps, 0 elsewhere."""
   y, out = _float_operand(cx, x, "ml.softmax")
   axis = _axis(cx, y, axis, "ml.softmax")
-  y = _masked(cx, y, where, "ml.softmax")
+  y = _masked(cx, y, where, "ml.softmax", x)
   e = ew.unary(cx, ew.UnOp.EXP, ew.binary(cx, ew.BinOp.SUB, y, reduce(cx, ReduceKind.MAX, y, axis, True, "ml.softmax")))
   r = ew.binary(cx, ew.BinOp.DIV, e, reduce(cx, ReduceKind.SUM, e, axis, True, "ml.softmax"))
   if where is not None:
@@ -80,7 +82,7 @@ def log_softmax(cx, x, axis=-1, where=None):
   elements it keeps, -inf elsewhere."""
   y, out = _float_operand(cx, x, "ml.log_softmax")
   axis = _axis(cx, y, axis, "ml.log_softmax")
-  y = _masked(cx, y, where, "ml.log_softmax")
+  y = _masked(cx, y, where, "ml.log_softmax", x)
   s = ew.binary(cx, ew.BinOp.SUB, y, reduce(cx, ReduceKind.MAX, y, axis, True, "ml.log_softmax"))
   lse = ew.unary(cx, ew.UnOp.LOG,
                  reduce(cx, ReduceKind.SUM, ew.unary(cx, ew.UnOp.EXP, s), axis, True, "ml.log_softmax"))
