@@ -94,6 +94,28 @@ def _find(kernel, culprit):
     src, dst = o.x.type.shape, o.result.type.shape
     if len(src) != len(dst) or ones(src) != ones(dst):
       return block, block.ops.index(o)
+  # a tensor in its layout (computed elementwise from it, or it from them) reshaped elsewhere: a
+  # per-group scale `s = ml.max(g.reshape(r * n, c), axis=1).reshape(r, n)` scaled and stretched as
+  # `s[:, :, None]`, or two reductions' vectors reshaped and added
+  moves = lambda o: _movable(o) and ones(o.x.type.shape) != ones(o.result.type.shape)
+  same = lambda o: ir.traits_of(o).layout == LayoutRule.ELEMENTWISE and not _movable(o)
+  ops = list(_blocks(kernel.body))
+  seen, todo = {culprit.id}, [culprit]
+  while todo:
+    v, near = todo.pop(), []
+    for o, block in ops:
+      if any(r is v for r in o.results):
+        if moves(o):
+          return block, block.ops.index(o)
+        near += o.operands() if same(o) else []
+      elif any(x is v for x in o.operands()):
+        if moves(o) and o.x is v:
+          return block, block.ops.index(o)
+        near += o.results if same(o) else []
+    for n in near:
+      if isinstance(n, ir.Value) and isinstance(n.type, TensorType) and n.type.shape == v.type.shape and n.id not in seen:
+        seen.add(n.id)
+        todo.append(n)
   return None
 
 

@@ -78,10 +78,12 @@ def broadcast_3d(x, o):
   o[...] = w + v[0][None, :, :]
 
 
-def test_a_3d_broadcast_is_reported_at_the_broadcast():
-  expect(broadcast_3d, [S((2, 8, 64), F32)], mg.LayoutError, "w + v[0][None, :, :]",
-         "broadcasting a tensor of shape (1, 8, 64) to (2, 8, 64): broadcasting works into 1-D and 2-D tensors,"
-         " not 3-D ones (a register tile keeps its rows in fixed threads)")   # (twelfth session: says broadcast)
+def test_a_3d_broadcast_along_its_leading_axis():
+  """Was MG204 (twelfth session: reported at the broadcast); probe 37e broadcasts along leading (or
+  trailing) axes as the 2-D broadcast of the merged axes, between two reshapes."""
+  x = np.random.default_rng(15).standard_normal((2, 8, 64)).astype(np.float32)
+  np.testing.assert_array_equal(broadcast_3d(x, interpret=True), x * 2 + x[0][None])
+  jax.export.export(jax.jit(broadcast_3d), platforms=["cuda"])(S((2, 8, 64), F32))
 
 
 @mg.mgpu_kernel(out_shape=lambda x: x)

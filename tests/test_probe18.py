@@ -125,12 +125,15 @@ def index_grid_3d(x, out):
   out[...] = ml.arange(4)[:, None, None] * 1024 + ml.arange(8)[None, :, None] * 128 + ml.arange(128)[None, None, :]
 
 
-def test_broadcasting_into_3d_says_so():
-  """Said 'x[...] of shape (4, 8, 128) is reduced or broadcast along an axis' (nothing was reduced)."""
-  e = expect(add_rows_to_3d, [S((4, 8, 128), F32), S((8, 128), F32)], mg.LayoutError, "x[...] + b[...]",
-             "broadcasting b[...] of shape (8, 128) to (4, 8, 128): broadcasting works into 1-D and 2-D tensors,"
-             " not 3-D ones (a register tile keeps its rows in fixed threads)")
-  assert "ml.static_range(4)" in e.hint
+def test_broadcasting_into_3d_along_leading_axes():
+  """Said 'x[...] of shape (4, 8, 128) is reduced or broadcast along an axis' (nothing was reduced);
+  then MG204 'broadcasting works into 1-D and 2-D tensors'; probe 37e computes it (the 2-D broadcast
+  of the merged axes between two reshapes), and a (1, 1, 1, 32) bias read 4-D still says so
+  (test_probe23)."""
+  rng = np.random.default_rng(18)
+  x, b = rng.standard_normal((4, 8, 128)).astype(np.float32), rng.standard_normal((8, 128)).astype(np.float32)
+  np.testing.assert_array_equal(add_rows_to_3d(x, b, interpret=True), x + b)
+  jax.export.export(jax.jit(add_rows_to_3d), platforms=["cuda"])(S((4, 8, 128), F32), S((8, 128), F32))
   # A 3-D grid of pure ml.arange indices is computed at its full shape (probe 29l,
   # frontend/index_grids.py): no broadcast of rows in fixed threads, so it is accepted.
   got = index_grid_3d(jnp.zeros((4, 8, 128), F32), interpret=True)

@@ -119,6 +119,11 @@ def reduce(cx, kind: ReduceKind, x, axis, keepdims, what=None):
     raise E.UnsupportedDtypeError(
         f"{what} of {dtype_name(d)} values is not supported", cx.loc,
         hint=f"convert first: {src}.astype(jnp.float32)")
+  if len(axes) < len(shape) and len(shape) > 2 and not keepdims and (plan := _flat_plan(shape, axes)) is not None:
+    # A leading or trailing run of axes of a 3-D (or wider) tensor: the 2-D reduction of its reshape
+    # (through SMEM where the layouts need it), reshaped back, as the user would write it.
+    rows, cols, lead, kept = plan
+    return reshape_(cx, reduce(cx, kind, reshape_(cx, x, (rows, cols)), 0 if lead else 1, False, what), kept)
   if len(axes) < len(shape) and len(shape) > 2:
     raise E.LayoutError(
         f"{what} over axis {axis} of a {len(shape)}-D tensor {shape}: partial reductions work on"
@@ -194,6 +199,24 @@ def _reshape_hint(cx, x, shape, axes, keepdims, what):
   back = f".reshape{kept}" if len(kept) > 1 else ""
   call = f"{flat}{what}({ax})" if what.startswith(".") else f"{what}({flat}, {ax})"
   return f"reshape it to 2-D in registers and reduce that: {call}{back}"
+
+
+def _flat_plan(shape, axes):
+  """(rows, cols, whether the reduced axes lead, the kept shape) of the 2-D tile a reduction over a
+  leading or trailing run of axes reduces (columns a multiple of 32, rows a multiple of 4 unless the
+  columns are a multiple of 128, a kept shape of 2 or more axes a multiple of 128 elements, as a
+  result reshaped back must hold); None for any other."""
+  n = len(shape)
+  lead = tuple(range(len(axes))) == tuple(sorted(axes))
+  trail = tuple(range(n - len(axes), n)) == tuple(sorted(axes))
+  if not (lead or trail):
+    return None
+  red = math.prod(shape[a] for a in axes)
+  kept = tuple(shape[a] for a in range(n) if a not in axes)
+  rows, cols = (red, math.prod(kept)) if lead else (math.prod(kept), red)
+  if cols % hw.WARP or (rows % hw.WARPS_PER_WARPGROUP and cols % hw.WARPGROUP) or len(kept) > 1 and math.prod(kept) % hw.WARPGROUP:
+    return None
+  return rows, cols, lead, kept
 
 
 def _of_scalar(cx, kind, x, axis, what):

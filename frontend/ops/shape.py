@@ -19,6 +19,7 @@ from ..shape_hints import align_hint, insert_axes_hint, padded_for, scalar_resha
 from . import elementwise as ew
 from .base import builtin, check_register_value, is_tensor, is_value, kind_of, static_shape, unroll_hint, shown
 from .vector_views import check_vector_reshape
+from .broadcast_nd import flattened_plan, flattens
 
 
 class ReduceKind(enum.Enum):
@@ -91,17 +92,16 @@ def broadcast_to_shape(cx, x, shape, dims=None):
   """`x` broadcast to `shape` (no op when it already has it; a filled tensor is filled anew).
   `dims`: the result axis of each of x's axes; NumPy's trailing alignment by default."""
   shape = tuple(shape)
-  if dims is None:
-    dims = tuple(range(len(shape) - len(x.type.shape), len(shape)))
   if x.type.shape == shape:
     return x
-  made = cx.b.defining(x)
-  if isinstance(made, ew.Full):
+  dims = tuple(range(len(shape) - len(x.type.shape), len(shape))) if dims is None else tuple(dims)
+  if isinstance(made := cx.b.defining(x), ew.Full):
     return ew.full_(cx, shape, made.value, x.type.dtype)
-  # A broadcast that repeats x is not x: diagnostics about the result's shape must not name x.
-  name = x.name if math.prod(shape) == math.prod(x.type.shape) else None
-  return cx.b.emit(Broadcast, x, tuple(dims), loc=cx.loc, types=[TensorType(shape, x.type.dtype)],
-                   names=[name]).result
+  flat = flattened_plan(x.type.shape, shape, dims)      # into 3-D: a 2-D broadcast between reshapes
+  if flat is not None and flattens(cx.b.defining, x):
+    return reshape_(cx, broadcast_to_shape(cx, reshape_(cx, x, flat[0]), flat[1]), shape)
+  name = x.name if math.prod(shape) == math.prod(x.type.shape) else None   # (a repeat of x is not x)
+  return cx.b.emit(Broadcast, x, dims, loc=cx.loc, types=[TensorType(shape, x.type.dtype)], names=[name]).result
 
 
 def broadcast_operands(cx, operands, what):

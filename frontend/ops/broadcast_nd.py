@@ -1,0 +1,62 @@
+"""NumPy broadcasting into a 3-D (or higher) result, as a 2-D broadcast between two reshapes.
+
+A register tile keeps its rows in fixed threads, so the layout pass broadcasts into 1-D and 2-D
+tensors only (MG204). Where the stretched axes are the result's trailing ones (a per-group scale
+`s[:, :, None]` of shape (r, g, 1) against a tile (r, g, c) of a group quantisation) or its leading
+ones (a (g, c) tensor added to every (g, c) slice of an (r, g, c) tile), the broadcast is the 2-D one
+of the axes merged: `x.reshape(r * g, 1)` stretched to (r * g, c), reshaped to (r, g, c), which the
+compiler moves through SMEM as it does any reshape of a row-wise tile. Broadcasts built only from
+`ml.arange`, constants and scalars (index grids, masks) are left as they are: frontend/index_grids.py
+recomputes them at the result's shape.
+"""
+from __future__ import annotations
+
+import math
+
+from .. import hw, ir
+from ..types import TensorType
+from .elementwise import Arange, Binary, Cast, Compare, Full, Unary, Where
+
+_INDEX_OPS = (Binary, Compare, Unary, Cast, Where)
+
+
+def flattened_plan(src: tuple, dst: tuple, dims: tuple) -> tuple | None:
+  """((2-D shape x is reshaped to), (2-D shape it is broadcast to)) for NumPy's broadcast of `src`
+  to `dst` (trailing axes aligned: `dims`, the result axis of each of src's, says so) into a result
+  of 3 or more axes whose stretched axes are all trailing or all leading; None for any other."""
+  if len(dst) < 3 or len(src) > len(dst) or tuple(dims) != tuple(range(len(dst) - len(src), len(dst))):
+    return None
+  full = (1,) * (len(dst) - len(src)) + tuple(src)
+  stretched = [k for k in range(len(dst)) if full[k] == 1 and dst[k] != 1]
+  if not stretched:
+    return None
+  lo, hi = stretched[0], stretched[-1] + 1
+  if any(full[k] != 1 for k in range(lo, hi)):
+    return None                    # kept axes between stretched ones (a middle axis kept)
+  if hi == len(dst):               # trailing: (r, g, 1) -> (r, g, c)
+    rows, cols = math.prod(dst[:lo]), math.prod(dst[lo:])
+    return (rows, 1), (rows, cols)
+  if lo == 0:                      # leading: (g, c) -> (r, g, c)
+    rows, cols = math.prod(dst[:hi]), math.prod(dst[hi:])
+    return (1, cols), (rows, cols)
+  return None                      # a middle axis stretched: ml.concatenate's copies (the MG204 hint)
+
+
+def flattens(defining, x) -> bool:
+  """Whether `x` can take the 2-D shape: a tensor of 1 or 2 axes, one of whole warpgroups' elements, or
+  one made by inserting size-1 axes (`s[:, :, None]`, reshaped from its source); a small tensor of more
+  axes read as it is (a (1, 1, 1, 32) bias) has no layout to reshape from (the MG204 hint's loops)."""
+  from .shape import Broadcast, Reshape       # (shape.py imports this module)
+  return (len(x.type.shape) <= 2 or math.prod(x.type.shape) % hw.WARPGROUP == 0
+          or isinstance(defining(x), (Broadcast, Reshape))) and not index_only(defining, x)
+
+
+def index_only(defining, v) -> bool:
+  """Whether tensor `v` is computed from ml.arange, constants and scalars alone."""
+  if not isinstance(v, ir.Value) or not isinstance(v.type, TensorType):
+    return True
+  d = defining(v)
+  if isinstance(d, (Arange, Full)):
+    return True
+  from .shape import Broadcast, Reshape       # (shape.py imports this module)
+  return isinstance(d, (*_INDEX_OPS, Broadcast, Reshape)) and all(index_only(defining, x) for x in d.operands())
