@@ -320,8 +320,8 @@ def broadcast_loops_hint(text, src, dst) -> str:
     source = f"{text or 'the source'} with its leading axes indexed ({at})"
   ones = [k for k in range(len(dst)) if full[k] == 1 and dst[k] != 1]
   repeat = ""
-  if len(ones) == 1 and 1 <= ones[0] < len(dst) - 1 and dst[ones[0]] <= 8 and len(src) == len(dst):
-    # a middle size-1 axis stretched a few times (a nearest upsampling's (w, 1, c) to (w, 2, c)): a
+  if len(ones) == 1 and 1 <= ones[0] and dst[ones[0]] <= 8 and len(src) == len(dst):
+    # a middle or last size-1 axis stretched a few times (a nearest upsampling's (w, 1, c) to (w, 2, c)): a
     # concatenation of copies, through SMEM, which 3-D tensors take
     repeat = (f"repeat the {tuple(src)} tensor t along axis {ones[0]} instead: ml.concatenate([t] * {dst[ones[0]]},"
               f" axis={ones[0]}) (through SMEM; reshaped, that is jnp.repeat's order); or ")

@@ -133,6 +133,13 @@ def shape_call_hint(name, pos, kw, shape) -> str | None:
   if name == "repeat" and rank == 1 and isinstance(reps, int) and reps > 1:
     return (f"read {x} repeated from the ref it came from, a gather: ref[ml.arange({shape[0] * reps}) // {reps}]"
             f" (each element {reps} times, as jnp.repeat)")
+  axis = literal(_arg(pos, kw, 2, "axis"))
+  if name == "repeat" and rank == 2 and isinstance(reps, int) and reps > 1 and axis in (0, 1, -1, -2):
+    (m, n), a = shape, axis % 2       # copies along a new axis after the repeated one, merged into it
+    part, out = (f"{x}[:, None, :]", f"({m * reps}, {n})") if a == 0 else (f"{x}[:, :, None]", f"({m}, {n * reps})")
+    if a == 1 and reps % 32 == 0:     # (a broadcast along the new last axis, where it is 32 or more wide)
+      return f"write ml.broadcast_to({part}, ({m}, {n}, {reps})).reshape{out} (jnp.repeat's order)"
+    return f"write ml.concatenate([{part}] * {reps}, axis={a + 1}).reshape{out} (through SMEM, jnp.repeat's order)"
   return None
 
 

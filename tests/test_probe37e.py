@@ -164,3 +164,73 @@ def test_two_reduced_vectors_reshaped_and_combined_on_the_gpu():
   x = np.random.default_rng(3).standard_normal((4, 512)).astype(np.float32)
   np.testing.assert_allclose(np.asarray(two_column_sums_reshaped(x)), (x.sum(0) + x.max(0)).reshape(8, 64),
                              rtol=1e-5, atol=1e-5)
+
+
+# ---------------------------------------------------------------- jnp.repeat of a tile
+@mg.mgpu_kernel(out_shape=lambda x: S((16, 128), x.dtype))
+def repeat_columns(x, out):
+  v = x[...]
+  out[...] = jnp.repeat(v, 2, axis=1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((48, 64), x.dtype))
+def repeat_rows(x, out):
+  v = x[...]
+  out[...] = jnp.repeat(v, 3, axis=0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((16, 2048), x.dtype))
+def repeat_columns_32(x, out):
+  v = x[...]
+  out[...] = jnp.repeat(v, 32, axis=-1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0], 2 * x.shape[1]), x.dtype))
+def repeat_by_broadcast(x, out):
+  v = x[...]
+  out[...] = ml.broadcast_to(v[:, :, None], (16, 64, 2)).reshape(16, 128)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, *, r, axis: S(np.repeat(np.zeros(x.shape), r, axis=axis).shape, x.dtype))
+def repeat_as_hinted(x, out, *, r: ml.constexpr, axis: ml.constexpr):
+  v = x[...]
+  m, n = x.shape
+  if axis == 0:
+    out[...] = ml.concatenate([v[:, None, :]] * r, axis=1).reshape(m * r, n)
+  elif r % 32 == 0:
+    out[...] = ml.broadcast_to(v[:, :, None], (m, n, r)).reshape(m, n * r)
+  else:
+    out[...] = ml.concatenate([v[:, :, None]] * r, axis=2).reshape(m, n * r)
+
+
+@pytest.mark.parametrize("kernel, r, axis, hint", [
+    (repeat_columns, 2, 1, "write ml.concatenate([v[:, :, None]] * 2, axis=2).reshape(16, 128) (through SMEM, jnp.repeat's order)"),
+    (repeat_rows, 3, 0, "write ml.concatenate([v[:, None, :]] * 3, axis=1).reshape(48, 64) (through SMEM, jnp.repeat's order)"),
+    (repeat_columns_32, 32, -1, "write ml.broadcast_to(v[:, :, None], (16, 64, 32)).reshape(16, 2048) (jnp.repeat's order)")])
+def test_jnp_repeat_of_a_tile_hints_what_computes_it(kernel, r, axis, hint):
+  """jnp.repeat of a 2-D tile hinted a gather from 'ref' with placeholders (`ref[ml.arange(n * r) // r]`)
+  that a tile computed in registers has no ref for; the hint writes the copies (or, 32 or more of them, the
+  broadcast along a new last axis, which 3-D broadcasts now take) with the kernel's own names and sizes."""
+  x = np.random.default_rng(4).standard_normal((16, 64)).astype(np.float32)
+  expect(kernel, [S(x.shape, F32)], mg.KernelTypeError, "jnp.repeat(v, ",
+         "repeat cannot take a register tensor inside a kernel", hint=hint)
+  got = repeat_as_hinted(x, r=r, axis=axis, interpret=True)
+  np.testing.assert_array_equal(np.asarray(got), np.repeat(x, r, axis=axis))
+  _export(repeat_as_hinted, S(x.shape, F32), r=r, axis=axis)
+
+
+def test_a_repeat_along_a_narrow_last_axis_hints_the_copies():
+  """A broadcast along a last axis too narrow for a 2-D broadcast (2 columns) stays MG204; its hint,
+  which offered copies only for a middle axis, offers them for the last one too."""
+  e = expect(repeat_by_broadcast, [S((16, 64), F32)], mg.LayoutError, "ml.broadcast_to(v[:, :, None]",
+             "broadcasting v of shape (16, 64, 1) to (16, 64, 2): broadcasting works into 1-D and 2-D tensors,"
+             " not 3-D ones (a register tile keeps its rows in fixed threads)")
+  assert e.hint.startswith("repeat the (16, 64, 1) tensor t along axis 2 instead: ml.concatenate([t] * 2, axis=2)")
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _gpu(), reason="needs an NVIDIA Hopper GPU")
+@pytest.mark.parametrize("r, axis", [(2, 1), (3, 0), (32, -1)])
+def test_jnp_repeat_as_hinted_on_the_gpu(r, axis):
+  x = np.random.default_rng(4).standard_normal((16, 64)).astype(np.float32)
+  np.testing.assert_array_equal(np.asarray(repeat_as_hinted(x, r=r, axis=axis)), np.repeat(x, r, axis=axis))

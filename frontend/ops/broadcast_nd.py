@@ -34,12 +34,14 @@ def flattened_plan(src: tuple, dst: tuple, dims: tuple) -> tuple | None:
   if any(full[k] != 1 for k in range(lo, hi)):
     return None                    # kept axes between stretched ones (a middle axis kept)
   if hi == len(dst):               # trailing: (r, g, 1) -> (r, g, c)
-    rows, cols = math.prod(dst[:lo]), math.prod(dst[lo:])
-    return (rows, 1), (rows, cols)
-  if lo == 0:                      # leading: (g, c) -> (r, g, c)
-    rows, cols = math.prod(dst[:hi]), math.prod(dst[hi:])
-    return (1, cols), (rows, cols)
-  return None                      # a middle axis stretched: ml.concatenate's copies (the MG204 hint)
+    rows, cols, src2 = math.prod(dst[:lo]), math.prod(dst[lo:]), (math.prod(dst[:lo]), 1)
+  elif lo == 0:                    # leading: (g, c) -> (r, g, c)
+    rows, cols, src2 = math.prod(dst[:hi]), math.prod(dst[hi:]), (1, math.prod(dst[hi:]))
+  else:
+    return None                    # a middle axis stretched: ml.concatenate's copies (the MG204 hint)
+  if cols % hw.WARP or rows % hw.WARPS_PER_WARPGROUP and cols % hw.WARPGROUP:
+    return None                    # (a 2-D tile too narrow to broadcast along: the MG204 hint's copies)
+  return src2, (rows, cols)
 
 
 def flattens(defining, x) -> bool:
