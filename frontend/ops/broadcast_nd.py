@@ -55,10 +55,17 @@ def flattens(defining, x) -> bool:
 
 def index_only(defining, v) -> bool:
   """Whether tensor `v` is computed from ml.arange, constants and scalars alone."""
-  if not isinstance(v, ir.Value) or not isinstance(v.type, TensorType):
-    return True
-  d = defining(v)
-  if isinstance(d, (Arange, Full)):
-    return True
   from .shape import Broadcast, Reshape       # (shape.py imports this module)
-  return isinstance(d, (*_INDEX_OPS, Broadcast, Reshape)) and all(index_only(defining, x) for x in d.operands())
+  todo, seen = [v], set()
+  while todo:                                 # (iterative: an unrolled loop's chain can be long)
+    x = todo.pop()
+    if not isinstance(x, ir.Value) or not isinstance(x.type, TensorType) or x.id in seen:
+      continue
+    seen.add(x.id)
+    d = defining(x)
+    if isinstance(d, (Arange, Full)):
+      continue
+    if not isinstance(d, (*_INDEX_OPS, Broadcast, Reshape)):
+      return False
+    todo.extend(d.operands())
+  return True
