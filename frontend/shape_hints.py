@@ -221,12 +221,13 @@ def made_by(b, v) -> str:
 def padded_for(b, names, values):
   """padded_axis_hint(n_big, n_small, name) for broadcast_shape's operands, worded by how each was made."""
   made = dict(zip(names, values))
-  return lambda big, small, name: padded_axis_hint(big, small, name, made=made_by(b, made.get(name)),
-                                                   shape=getattr(getattr(made.get(name), "type", None), "shape", None))
+  return lambda big, small, name, axis=None: padded_axis_hint(
+      big, small, name, made=made_by(b, made.get(name)),
+      shape=getattr(getattr(made.get(name), "type", None), "shape", None), axis=axis)
 
 
 def padded_axis_hint(n_big: int, n_small: int, small: str, dtype_is_float: bool = True, made: str = "read",
-                     shape=None) -> str:
+                     shape=None, axis=None) -> str:
   """An operand of `n_small` elements along an axis where the other has `n_big`, a multiple of 32
   past it: the other is likely a narrow tile read padded (MG204's fix for 3 channels, a 7-wide
   filter: a window of 32 columns, masked), so this one is read padded the same way ("" otherwise)."""
@@ -235,21 +236,24 @@ def padded_axis_hint(n_big: int, n_small: int, small: str, dtype_is_float: bool 
     return ""
   ref = re.match(r"\s*([A-Za-z_]\w*)\s*\[\s*\.\.\.\s*\]", small)
   other = "0.0" if dtype_is_float else "0"
-  read = (f"{ref.group(1)}.at[ml.ds(0, {n_big})].load(mask=ml.arange({n_big}) < {n_small}, other={other})"
+  shape = tuple(shape) if shape and n_small in tuple(shape) else (n_small,)
+  k = len(shape) - 1 - shape[::-1].index(n_small)           # the axis padded (the last of that size, or `axis`)
+  k = axis if axis is not None and 0 <= axis < len(shape) and shape[axis] == n_small else k
+  axes = "" if len(shape) == 1 else "[" + ", ".join(":" if j == k else "None" for j in range(len(shape))) + "]"
+  window = lambda start: ", ".join(f"ml.ds({start}, {n_big})" if j == k else ":" for j in range(len(shape)))
+  whole = ref is not None and ref.end() == len(small.rstrip())     # `y[...]`: the value has the ref's shape
+  read = (f"{ref.group(1)}.at[{window(0) if whole else f'ml.ds(0, {n_big})'}].load(mask=ml.arange({n_big})"
+          f"{axes if whole else ''} < {n_small}, other={other})"
           if ref else f"a window of {n_big} elements loaded with the mask ml.arange({n_big}) < {n_small}, other={other}")
   other_op = (f" if the other operand holds {n_small} elements padded to {n_big} (a masked load of a wider window, as"
               f" for a narrow tile),")
   if made == "read":
     return f"{other_op} read {small} padded the same way: {read}, then index it as before;"
-  shape = tuple(shape) if shape and n_small in tuple(shape) else (n_small,)
-  k = len(shape) - 1 - shape[::-1].index(n_small)           # the axis padded (the last of that size)
   grown = shape[:k] + (n_big,) + shape[k + 1:]
   text = f"({grown[0]},)" if len(grown) == 1 else str(grown)
-  axes = "" if len(shape) == 1 else "[" + ", ".join(":" if j == k else "None" for j in range(len(shape))) + "]"
-  window = ", ".join(f"ml.ds(start, {n_big})" if j == k else ":" for j in range(len(shape)))
   grow = (f" make {small} {n_big} long too (ml.zeros({text}) for an accumulator, ml.full for another value) and"
           f" keep the extra {n_big - n_small} out of the result: store a window of {n_big} with the mask,"
-          f" ref.at[{window}].store(v, mask=ml.arange({n_big}){axes} < {n_small})")
+          f" ref.at[{window('start')}].store(v, mask=ml.arange({n_big}){axes} < {n_small})")
   return other_op + grow + (";" if made == "full" else f"; where {small} is read from a ref, read it padded the same way: {read};")
 
 

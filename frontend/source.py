@@ -251,10 +251,14 @@ def read_function(fn, what: str):
   src = Source(filename, [l.rstrip("\n") for l in snap.file_lines], first, indent)
   try:
     tree = ast.parse(dedented).body[0]
-  except SyntaxError as e:
-    raise _unavailable(fn, filename, f"{filename}:{first} does not parse ({e.msg})") from None
-  if code.co_name == "<lambda>" and what == "@ml.inline":      # ml.inline(lambda v: ...): its one expression
-    tree = _lambda_def(tree, code, first, indent) or tree
+  except SyntaxError as e:        # a lambda whose lines are no statement: found in its whole file
+    found = _lambda_in_file(snap, code) if code.co_name == "<lambda>" and what == "@ml.inline" else None
+    if found is None:
+      raise _unavailable(fn, filename, f"{filename}:{first} does not parse ({e.msg})") from None
+    tree, src = found, Source(filename, src.lines, 1, 0)
+  else:
+    if code.co_name == "<lambda>" and what == "@ml.inline":      # ml.inline(lambda v: ...): its one expression
+      tree = _lambda_def(tree, code, first, indent) or tree
   if not isinstance(tree, (ast.FunctionDef, ast.AsyncFunctionDef)):
     raise E.UnsupportedSyntaxError(f"{what} decorates a plain def function", src.loc(tree),
                                    hint="put the decorator on a `def` statement")
@@ -274,6 +278,18 @@ def read_function(fn, what: str):
       except ValueError:
         pass
   return src, tree, scope
+
+
+def _lambda_in_file(snap, code) -> ast.FunctionDef | None:
+  """The lambda of `code` found in its whole file, for a lambda whose own lines are no statement (an
+  entry of a dict display, `"relu": lambda v: ...,`, or an argument on a call's continuation line);
+  positions are the file's (first line 1, no indent). None when the file does not parse or holds no
+  one such lambda."""
+  try:
+    module = ast.parse("".join(snap.file_lines))
+  except (SyntaxError, ValueError):
+    return None
+  return _lambda_def(module, code, 1, 0)
 
 
 def _lambda_def(stmt, code, first, indent) -> ast.FunctionDef | None:

@@ -158,9 +158,11 @@ def scalar_param_hint(cx, values, names, dtypes, what) -> str | None:
                                                        if what in _ARITHMETIC else ")")
   else:
     wide = None          # (a call's operands: convert the scalar)
+  python = ds in (DType.f32, DType.i32)       # what a Python float or int passed for it becomes
+  why = (f"as a Python {'float' if ds.is_float else 'int'} passed for it becomes" if python
+         else "the dtype of the value passed for it")
   return (f"convert the scalar, {method_on(s)}.astype(jnp.{dtype_name(dt)}): the result stays {dtype_name(dt)}, as"
-          f" jnp's does for a Python number (an ml.scalar is {dtype_name(ds)} here, as a Python"
-          f" {'float' if ds.is_float else 'int'} passed for it becomes, not weakly typed)"
+          f" jnp's does for a Python number (an ml.scalar is {dtype_name(ds)} here, {why}, not weakly typed)"
           + (f"; or {wide}" if wide and ds.is_float == dt.is_float and (ds.is_float or ds.is_signed == dt.is_signed)
              else ""))
 

@@ -76,7 +76,7 @@ def broadcast_shape(cx, shapes, what, names, values=()):
           f"{what} on {na} of shape {a} and {nb} of shape {b}: the shapes do not broadcast"
           f" (axis {d} of the result would be both {sa} and {sb})",
           cx.loc, hint="shapes broadcast as in NumPy: trailing axes align and size-1 axes stretch;"
-                       + (pad(sa, sb, nb) if sa > sb else pad(sb, sa, na))
+                       + (pad(sa, sb, nb, d - rank + len(b)) if sa > sb else pad(sb, sa, na, d - rank + len(a)))
                        + (insert_axes_hint(a, na, b, nb) or align_hint(a, na, b, nb)
                           or " insert axes with v[:, None] or v[None, :]"))
     out.append(big.pop() if big else 1)

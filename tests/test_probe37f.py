@@ -1,0 +1,129 @@
+"""Probe 37f (JAX citizenship and API surface): helpers written as lambdas in a dict display or on a
+call's continuation line, hints for ml.scalar dtypes and for operands of another width along an axis,
+..."""
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from locate import expect
+
+S = jax.ShapeDtypeStruct
+F32, BF16 = jnp.float32, jnp.bfloat16
+
+
+def _export(kernel, *specs, **constexprs):
+  fn = jax.jit(lambda *a: kernel(*a, **constexprs))
+  return jax.export.export(fn, platforms=["cuda"])(*specs).mlir_module()
+
+
+def _x(shape=(128, 64), dtype=F32, seed=0):
+  return jnp.asarray(np.random.default_rng(seed).standard_normal(shape), dtype)
+
+
+# ---------------------------------------------------------------- lambdas whose own lines are no statement
+ACTS = {
+    "relu": ml.inline(lambda v: ml.maximum(v, 0.0)),
+    "silu": ml.inline(lambda v: v * ml.sigmoid(v)),
+    "bad": ml.inline(lambda v: jnp.exp(v) + 1.0),
+}
+PLAIN = {
+    "neg": lambda v: -v,
+    "square": lambda v: v * v,
+}
+
+
+@mg.mgpu_kernel(out_shape=lambda x, **k: x, grid=(1,))
+def activation(x, o, *, name: ml.constexpr = "relu"):
+  o[...] = ACTS[name](x[...])
+
+
+@mg.mgpu_kernel(out_shape=lambda x, **k: x, grid=(1,))
+def plain_activation(x, o, *, name: ml.constexpr = "neg"):
+  f = ml.inline(PLAIN[name])
+  o[...] = f(x[...])
+
+
+@mg.mgpu_kernel(out_shape=lambda x, **k: x, grid=(1,))
+def apply_helper(x, o, *, f: ml.constexpr):
+  o[...] = f(x[...])
+
+
+def test_lambda_helpers_in_a_dict_display_or_a_continuation_line_compile():
+  """A lambda on a line of a dict display (`"relu": lambda v: ...,`) or passed on a call's continuation
+  line was MG008 ("does not parse (illegal target for annotation)", with a hint about exec()): its own
+  line is no statement. It is found in its file now, and its mistakes are reported at its own line."""
+  x = _x()
+  np.testing.assert_allclose(activation(x, interpret=True), jnp.maximum(x, 0))
+  np.testing.assert_allclose(activation(x, name="silu", interpret=True), x * jax.nn.sigmoid(x), rtol=1e-5, atol=1e-6)
+  np.testing.assert_allclose(plain_activation(x, interpret=True), -x)
+  np.testing.assert_allclose(plain_activation(x, name="square", interpret=True), x * x)
+  got = apply_helper(x,
+                     f=ml.inline(lambda v: v * 3.0), interpret=True)
+  np.testing.assert_allclose(got, x * 3.0)
+  _export(activation, S(x.shape, F32), name="silu")
+  _export(plain_activation, S(x.shape, F32), name="square")
+  with pytest.raises(mg.KernelTypeError) as info:
+    activation.check(S(x.shape, F32), name="bad")
+  e = info.value
+  line = next(n for n, l in enumerate(open(__file__), 1) if '"bad": ml.inline(' in l)
+  assert (e.filename, e.lineno, e.col_offset) == (__file__, line, 31)
+  assert e.message == "exp cannot take a register tensor inside a kernel"
+  assert e.hint.startswith("use ml.exp")
+
+
+@pytest.mark.gpu
+def test_gpu_lambda_helpers_in_a_dict_display_match_jnp():
+  x = _x()
+  np.testing.assert_allclose(activation(x, name="silu"), x * jax.nn.sigmoid(x), rtol=1e-5, atol=1e-6)
+  np.testing.assert_allclose(plain_activation(x, name="square"), x * x, rtol=1e-6)
+
+
+# ---------------------------------------------------------------- the ml.scalar dtype hint
+@mg.mgpu_kernel(out_shape=lambda x, a: x, grid=(1,))
+def scale_by(x, a: ml.scalar, o):
+  o[...] = x[...] * a
+
+
+def test_the_scalar_dtype_hint_names_where_a_non_default_dtype_comes_from():
+  """For a bfloat16 scalar it said `an ml.scalar is bfloat16 here, as a Python float passed for it becomes`:
+  a Python float becomes float32; the bfloat16 is the dtype of the value passed."""
+  expect(scale_by, [S((128, 64), F32), S((), BF16)], mg.DtypeMismatchError, "x[...] * a",
+         "* on x[...] (float32) and a (bfloat16): dtypes differ and are never converted implicitly",
+         hint="convert the scalar, a.astype(jnp.float32): the result stays float32, as jnp's does for a Python"
+              " number (an ml.scalar is bfloat16 here, the dtype of the value passed for it, not weakly typed);"
+              " or (x[...].astype(jnp.bfloat16) * a).astype(jnp.float32) (computed in bfloat16, the result"
+              " converted back to float32)")
+  e = expect(scale_by, [S((128, 64), BF16), S((), F32)], mg.DtypeMismatchError, "x[...] * a",
+             "* on x[...] (bfloat16) and a (float32): dtypes differ and are never converted implicitly")
+  assert "(an ml.scalar is float32 here, as a Python float passed for it becomes, not weakly typed)" in e.hint
+
+
+# ---------------------------------------------------------------- a 2-D operand narrower along its last axis
+@mg.mgpu_kernel(out_shape=lambda x, y: x, grid=(1,))
+def add_narrow(x, y, o):
+  o[...] = x[...] + y[...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x, y: x, grid=(1,))
+def add_narrow_padded(x, y, o):
+  o[...] = x[...] + y.at[:, ml.ds(0, 32)].load(mask=ml.arange(32)[None, :] < 16, other=0.0)
+
+
+def test_the_padded_read_hint_of_a_2d_operand_pads_the_axis_that_differs():
+  """For (64, 32) + (64, 16) it wrote y.at[ml.ds(0, 32)].load(mask=ml.arange(32) < 16, ...): a window of
+  rows, whose mask does not broadcast against it. It pads the columns now, and followed it computes
+  the sum with the missing columns as zeros."""
+  e = expect(add_narrow, [S((64, 32), F32), S((64, 16), F32)], mg.ShapeMismatchError, "x[...] + y[...]",
+             "+ on x[...] of shape (64, 32) and y[...] of shape (64, 16): the shapes do not broadcast"
+             " (axis 1 of the result would be both 32 and 16)")
+  assert ("read y[...] padded the same way: y.at[:, ml.ds(0, 32)].load(mask=ml.arange(32)[None, :] < 16,"
+          " other=0.0), then index it as before") in e.hint
+  x, y = _x((64, 32)), _x((64, 16), seed=1)
+  want = x + jnp.pad(y, ((0, 0), (0, 16)))
+  np.testing.assert_allclose(add_narrow_padded(x, y, interpret=True), want)
+  _export(add_narrow_padded, S((64, 32), F32), S((64, 16), F32))
