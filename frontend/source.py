@@ -277,7 +277,8 @@ def read_function(fn, what: str):
         scope[name] = cell.cell_contents
       except ValueError:
         pass
-  return src, tree, scope
+  from .match import desugar          # match statements: the if/elif chains they mean
+  return src, desugar(tree, src), scope
 
 
 def _lambda_in_file(snap, code) -> ast.FunctionDef | None:

@@ -127,3 +127,91 @@ def test_the_padded_read_hint_of_a_2d_operand_pads_the_axis_that_differs():
   want = x + jnp.pad(y, ((0, 0), (0, 16)))
   np.testing.assert_allclose(add_narrow_padded(x, y, interpret=True), want)
   _export(add_narrow_padded, S((64, 32), F32), S((64, 16), F32))
+
+
+# ---------------------------------------------------------------- match statements
+import enum
+
+
+class Act(enum.Enum):
+  RELU = 1
+  HALF = 2
+
+
+@ml.inline
+def _act(v, kind):
+  match kind:
+    case Act.RELU:
+      return ml.maximum(v, 0.0)
+    case Act.HALF:
+      return v * 0.5
+    case None:
+      return v
+
+
+@mg.mgpu_kernel(out_shape=lambda x, **k: x, grid=(1,))
+def match_constexprs(x, o, *, kind: ml.constexpr = Act.RELU, n: ml.constexpr = 3):
+  v = _act(x[...], kind)
+  match n:
+    case 0 | 1:
+      v = v + 100.0
+    case m if m > 5:
+      v = v + m
+    case m:
+      v = v - m
+  match x.dtype:
+    case jnp.float32:
+      o[...] = v
+    case _:
+      o[...] = v.astype(x.dtype)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 32,))
+def match_program_id(x, o):
+  i = ml.program_id(0)
+  v = x.at[ml.ds(i * 32, 32)][...]
+  match i:
+    case 0:
+      r = v + 1.0
+    case 1 | 2:
+      r = v * 2.0
+    case _:
+      r = v
+  o.at[ml.ds(i * 32, 32)][...] = r
+
+
+@mg.mgpu_kernel(out_shape=lambda x, **k: x, grid=(1,))
+def match_sequence(x, o, *, t: ml.constexpr = (1.0, 2.0)):
+  match t:
+    case (a, b):
+      o[...] = x[...] * a + b
+
+
+def test_match_on_constexprs_and_runtime_scalars_is_the_if_chain_it_means():
+  """`match` was MG001 at the statement: Pallas and Triton kernels switch on a constexpr mode with it.
+  It is the if/elif chain now (values, |, None, captures, guards, _), decided while tracing on a
+  static subject and a chain of run-time ifs on a scalar; other patterns are MG001 at the pattern."""
+  x = _x()
+  np.testing.assert_allclose(match_constexprs(x, interpret=True), jnp.maximum(x, 0) - 3)
+  np.testing.assert_allclose(match_constexprs(x, kind=Act.HALF, n=1, interpret=True), x * 0.5 + 100)
+  np.testing.assert_allclose(match_constexprs(x, kind=None, n=7, interpret=True), x + 7)
+  xb = x.astype(BF16)
+  np.testing.assert_allclose(match_constexprs(xb, kind=None, n=0, interpret=True).astype(F32),
+                             (xb + jnp.asarray(100, BF16)).astype(F32))
+  want = jnp.concatenate([x[:32] + 1, x[32:96] * 2, x[96:]])
+  np.testing.assert_allclose(match_program_id(x, interpret=True), want)
+  _export(match_program_id, S(x.shape, F32))
+  _export(match_constexprs, S(x.shape, F32), kind=Act.HALF, n=9)
+  expect(match_sequence, [S(x.shape, F32)], mg.UnsupportedSyntaxError, "(a, b)",
+         "a sequence pattern is not supported in a kernel's match",
+         hint="a kernel's match compares its subject with values (`case \"relu\":`, `case Mode.FAST:`, `case 0 | 1:`,"
+              " `case _:`), as an if/elif chain would; test a tuple's parts with an if instead: if len(t) == 2:"
+              " a, b = t")
+
+
+@pytest.mark.gpu
+def test_gpu_match_on_a_program_id_matches_jnp():
+  x = _x()
+  want = jnp.concatenate([x[:32] + 1, x[32:96] * 2, x[96:]])
+  np.testing.assert_allclose(match_program_id(x), want)
+  np.testing.assert_allclose(match_constexprs(x, kind=Act.HALF, n=9), x * 0.5 + 9)
