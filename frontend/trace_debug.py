@@ -39,6 +39,7 @@ def trace_print(self, node):
   for i, (a, x) in enumerate(items):
     if i:
       parts.append(sep)
+    a = as_fstring(a) or a          # "{} of {}".format(i, n), "%d: %.3f" % (i, s): the f-strings they mean
     if a is None:
       parts.append(x if is_value(x) else str(x))
     elif isinstance(a, ast.JoinedStr):
@@ -59,6 +60,80 @@ def trace_print(self, node):
     parts.append(end.rstrip("\n"))
   debug.print_(self.cx(node), parts)
 
+
+
+def as_fstring(node) -> ast.JoinedStr | None:
+  """`"...".format(args)` or `"..." % args` of a literal format string, as the f-string it means (each
+  field the argument's own expression, so run-time values print as an f-string's do); None for any
+  other expression, or a format this does not read (an attribute or index in a field, a `*` spread,
+  a `%(name)s` mapping, a nested spec)."""
+  import string
+  if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "format"
+      and isinstance(node.func.value, ast.Constant) and isinstance(node.func.value.value, str)):
+    if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
+      return None
+    named, auto, values = {k.arg: k.value for k in node.keywords}, 0, []
+    try:
+      fields = list(string.Formatter().parse(node.func.value.value))
+    except ValueError:
+      return None
+    for text, field, spec, conv in fields:
+      if text:
+        values.append(text)
+      if field is None:
+        continue
+      if field == "":
+        field, auto = str(auto), auto + 1
+      arg = (node.args[int(field)] if field.isdigit() and int(field) < len(node.args) else named.get(field))
+      if arg is None or "{" in (spec or "") or conv not in (None, "r", "s", "a"):
+        return None
+      values.append((arg, conv, spec))
+    return _joined(node, values)
+  if (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod) and isinstance(node.left, ast.Constant)
+      and isinstance(node.left.value, str)):
+    import re
+    args = node.right.elts if isinstance(node.right, ast.Tuple) else [node.right]
+    if any(isinstance(a, ast.Starred) for a in args):
+      return None
+    values, k, pos = [], 0, 0
+    fmt = node.left.value
+    for m in re.finditer(r"%([-+ 0#]*)(\d*)(?:\.(\d+))?([diouxXeEfFgGsr%])", fmt):
+      values.append(fmt[pos:m.start()])
+      pos = m.end()
+      flags, width, prec, conv = m.groups()
+      if conv == "%":
+        values.append("%")
+        continue
+      if k >= len(args):
+        return None
+      align = "<" if "-" in flags else ""
+      sign = "+" if "+" in flags else " " if " " in flags else ""
+      zero = "0" if "0" in flags and not align else ""
+      spec = (f"{align}{sign}{'#' if '#' in flags else ''}{zero}{width}{'.' + prec if prec else ''}"
+              f"{'d' if conv in 'iu' else '' if conv in 'sr' else conv}")
+      values.append((args[k], "r" if conv == "r" else None, spec))
+      k += 1
+    if k != len(args) or "%" in fmt[pos:]:
+      return None
+    values.append(fmt[pos:])
+    return _joined(node, values)
+  return None
+
+
+def _joined(node, values):
+  """An ast.JoinedStr at `node` of text and (expression, conversion, spec) fields."""
+  out = []
+  for v in values:
+    if isinstance(v, str):
+      if v:
+        out.append(ast.copy_location(ast.Constant(value=v), node))
+      continue
+    arg, conv, spec = v
+    fs = (ast.copy_location(ast.JoinedStr(values=[ast.copy_location(ast.Constant(value=spec), node)]), node)
+          if spec else None)
+    out.append(ast.copy_location(ast.FormattedValue(value=arg, conversion=ord(conv) if conv else -1,
+                                                    format_spec=fs), arg))
+  return ast.copy_location(ast.JoinedStr(values=out), node)
 
 
 class _Static:

@@ -215,3 +215,41 @@ def test_gpu_match_on_a_program_id_matches_jnp():
   want = jnp.concatenate([x[:32] + 1, x[32:96] * 2, x[96:]])
   np.testing.assert_allclose(match_program_id(x), want)
   np.testing.assert_allclose(match_constexprs(x, kind=Act.HALF, n=9), x * 0.5 + 9)
+
+
+# ---------------------------------------------------------------- print with str.format and % formatting
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(2,))
+def print_formats(x, o):
+  i = ml.program_id(0)
+  v = x.at[ml.ds(i * 2, 2)][...]
+  s = ml.sum(v)
+  print("{} of {}".format(i, 2))
+  print("{1}/{0}: {s:.2f} {n!r}".format(i, 7, s=s, n="a"))
+  print("pid %d: sum=%8.1f %-4d|%05d %x %s %%" % (i, s, i, i, 255, i))
+  print("just %s" % i)
+  o.at[ml.ds(i * 2, 2)][...] = v
+
+
+def test_print_of_format_and_percent_strings_prints_as_python_does(capsys):
+  """`print("{} of {}".format(i, n))` and `print("%d: %.3f" % (i, s))` with run-time values were MG003
+  ("format cannot take a scalar", hinting ml.* functions): they are the f-strings they mean now."""
+  x = jnp.asarray(np.arange(4 * 128, dtype=np.float32).reshape(4, 128))
+  np.testing.assert_array_equal(print_formats(x, interpret=True), x)
+  lines = capsys.readouterr().out.splitlines()
+  want = []
+  for i in range(2):
+    s = np.float32(np.asarray(x[2 * i:2 * i + 2]).sum())
+    want += [f"[program ({i}, 0, 0)] " + t for t in (
+        "{} of {}".format(i, 2), "{1}/{0}: {s:.2f} {n!r}".format(i, 7, s=s, n="a"),
+        "pid %d: sum=%8.1f %-4d|%05d %x %s %%" % (i, s, i, i, 255, i), "just %s" % i)]
+  assert lines == want
+  assert print_formats.mlir(S(x.shape, F32)).count("gpu.printf") == 4
+  _export(print_formats, S(x.shape, F32))
+
+
+@pytest.mark.gpu
+def test_gpu_print_of_format_strings_prints_the_values(capfd):
+  x = jnp.asarray(np.arange(4 * 128, dtype=np.float32).reshape(4, 128))
+  np.testing.assert_array_equal(jax.block_until_ready(print_formats(x)), x)
+  out = capfd.readouterr().out
+  assert "1 of 2" in out and "just 0" in out
