@@ -371,9 +371,18 @@ def _bind_scalar_param(pk, tr, em, name, n_in) -> None:
     raise E.SignatureError(
         f"{name} is annotated ml.scalar but was given an array of shape {ref.type.shape}"
         f" ({ref.type.dtype})", loc,
-        hint="pass a Python int or float, or a 0-d int, float or bool array (jnp.float32(0.5))")
+        hint=_scalar_param_hint(name, ref.type.shape))
   tr.env[name] = scalar_load(Call(em, loc, name), ref, name)
   em.scalar_params.add(tr.env[name].id)
+
+
+def _scalar_param_hint(name, shape) -> str:
+  """For an ml.scalar given an array: its one element as a 0-d array, or the array as an ordinary input."""
+  if all(n == 1 for n in shape):       # a one-element array: torch's tensor([0.5]), a (1, 1) statistic
+    return (f"pass its one element as a 0-d array, {name}.reshape(()), or drop the annotation and read"
+            f" it in the kernel as {name}[{', '.join('0' * len(shape))}]")
+  return ("pass a Python int or float, or a 0-d int, float or bool array (jnp.float32(0.5)); an array of"
+          f" values is an ordinary input: drop the annotation and read it in the kernel ({name}[...], {name}[i])")
 
 
 def _arg_node(tree: ast.FunctionDef, name: str):

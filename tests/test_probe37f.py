@@ -253,3 +253,29 @@ def test_gpu_print_of_format_strings_prints_the_values(capfd):
   np.testing.assert_array_equal(jax.block_until_ready(print_formats(x)), x)
   out = capfd.readouterr().out
   assert "1 of 2" in out and "just 0" in out
+
+
+# ---------------------------------------------------------------- an ml.scalar given a one-element array
+@mg.mgpu_kernel(out_shape=lambda x, a: x, grid=(1,))
+def scaled(x, a: ml.scalar, o):
+  o[...] = x[...] * a
+
+
+@mg.mgpu_kernel(out_shape=lambda x, a: x, grid=(1,))
+def scaled_by_element(x, a, o):
+  o[...] = x[...] * a[0]
+
+
+def test_a_one_element_array_for_an_ml_scalar_hints_its_element():
+  """A (1,) array for an ml.scalar was told to pass `a Python int or float, or a 0-d ... array`; the
+  hint names the reshape, or the read of its element without the annotation, both of which work."""
+  expect(scaled, [S((128, 64), F32), S((1,), F32)], mg.SignatureError, "a: ml.scalar",
+         "a is annotated ml.scalar but was given an array of shape (1,) (float32)",
+         hint="pass its one element as a 0-d array, a.reshape(()), or drop the annotation and read it in the"
+              " kernel as a[0]")
+  e = expect(scaled, [S((128, 64), F32), S((4,), F32)], mg.SignatureError, "a: ml.scalar",
+             "a is annotated ml.scalar but was given an array of shape (4,) (float32)")
+  assert e.hint.endswith("drop the annotation and read it in the kernel (a[...], a[i])")
+  x, a = _x(), jnp.asarray([0.25], F32)
+  np.testing.assert_array_equal(scaled(x, a.reshape(()), interpret=True), x * 0.25)
+  np.testing.assert_array_equal(scaled_by_element(x, a, interpret=True), x * 0.25)
