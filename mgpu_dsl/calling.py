@@ -458,9 +458,24 @@ def _declare_constexpr(pk, name: str, param: str, value) -> str:
           f" after the arrays: def {name}({', '.join(refs + ['*'] + kws)})")
 
 
-def check_constexprs(pk, constexprs: dict, name: str, loc, args=()) -> None:
+def _ref_by_keyword_hint(pk, unknown, name, args, bounds) -> str:
+  """For ref parameters passed by keyword: an output is returned, not passed; an input given by
+  position already is given twice; other inputs go by position, in order."""
+  p = unknown[0]
+  k, hi = pk.ref_params.index(p), (bounds or (0, len(pk.ref_params) - 1))[1]
+  if k >= hi:
+    return (f"{p} is an output: outputs are returned, not passed (out_shape describes them): call"
+            f" {name}({', '.join(pk.ref_params[:hi])})")
+  if k < len(args):
+    return f"{p} is input {k}, given by position already: drop {p}="
+  last = max(pk.ref_params.index(c) for c in unknown if c in pk.ref_params[:hi])
+  return f"pass the inputs by position, in order: {name}({', '.join(pk.ref_params[:last + 1])})"
+
+
+def check_constexprs(pk, constexprs: dict, name: str, loc, args=(), bounds=None) -> None:
   """Raise SignatureError for an unknown, missing or traced constexpr (`args`: the positional
-  arguments, where a constexpr passed by position shows as an extra non-array)."""
+  arguments, where a constexpr passed by position shows as an extra non-array; `bounds`: the
+  (min, max) inputs the kernel can take, which tell an output passed by keyword)."""
   import jax
   unknown = [c for c in constexprs if c not in pk.constexpr_params]
   scalars = [c for c in unknown if c in getattr(pk, "scalar_params", ())]
@@ -478,7 +493,7 @@ def check_constexprs(pk, constexprs: dict, name: str, loc, args=()) -> None:
         f"{name} has no constexpr parameter {unknown[0]!r}" + (" (it is a ref parameter)" if ref else ""),
         loc, hint=(_declare_constexpr(pk, name, unknown[0], constexprs[unknown[0]])
                    if ref and isinstance(constexprs[unknown[0]], (bool, int, float, str)) else
-                   f"pass {unknown[0]} positionally, as an array" if ref else
+                   _ref_by_keyword_hint(pk, unknown, name, args, bounds) if ref else
                    f"{unknown[0]} is not a kernel option here: {ELSEWHERE[unknown[0]]}" if unknown[0] in ELSEWHERE else
                    f"its constexpr parameters are: {', '.join(pk.constexpr_params) or 'none'}"))
   missing = [c for c in pk.constexpr_params if c not in constexprs and c not in pk.defaults]

@@ -220,7 +220,7 @@ class KernelFunction:
     import jax
     pk = self.parsed
     loc, name = pk.loc, pk.tree.name
-    calling.check_constexprs(pk, constexprs, name, loc, args)
+    calling.check_constexprs(pk, constexprs, name, loc, args, self._input_bounds(pk))
     out = self.out_shape
     if out is None:
       raise E.LaunchConfigError("@mgpu_kernel needs out_shape=", loc,

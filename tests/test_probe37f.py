@@ -279,3 +279,30 @@ def test_a_one_element_array_for_an_ml_scalar_hints_its_element():
   x, a = _x(), jnp.asarray([0.25], F32)
   np.testing.assert_array_equal(scaled(x, a.reshape(()), interpret=True), x * 0.25)
   np.testing.assert_array_equal(scaled_by_element(x, a, interpret=True), x * 0.25)
+
+
+# ---------------------------------------------------------------- ref parameters passed by keyword
+@mg.mgpu_kernel(out_shape=lambda x, y, **k: x, grid=lambda x, y, **k: (x.shape[0] // 128,))
+def difference(x, y, o, *, s: ml.constexpr = 1.0):
+  i = ml.program_id(0)
+  o.at[ml.ds(i * 128, 128)][...] = (x.at[ml.ds(i * 128, 128)][...] - y.at[ml.ds(i * 128, 128)][...]) * s
+
+
+def _signature_error(fn):
+  with pytest.raises(mg.SignatureError) as info:
+    fn()
+  return info.value
+
+
+def test_a_ref_parameter_passed_by_keyword_is_told_where_it_goes():
+  """`k(x, y, o=out)` was told to `pass o positionally, as an array`: o is an output, which the call
+  returns. Inputs by keyword are told the positional call, which works."""
+  x, y = _x((256, 64)), _x((256, 64), seed=1)
+  e = _signature_error(lambda: difference(x, y, o=x, interpret=True))
+  assert e.message == "difference has no constexpr parameter 'o' (it is a ref parameter)"
+  assert e.hint == "o is an output: outputs are returned, not passed (out_shape describes them): call difference(x, y)"
+  e = _signature_error(lambda: difference(y=y, x=x, interpret=True))
+  assert e.hint == "pass the inputs by position, in order: difference(x, y)"
+  e = _signature_error(lambda: difference(x, x=x, interpret=True))
+  assert e.hint == "x is input 0, given by position already: drop x="
+  np.testing.assert_allclose(difference(x, y, interpret=True), x - y)
