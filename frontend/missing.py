@@ -387,10 +387,8 @@ def unknown_name(name: str, supported: dict) -> tuple[str, str]:
             f" import language as ml): ml.program_id, ml.arange, ml.load/ml.store or ref[...], ml.dot, ml.where, ml.cdiv")
   if callable(getattr(builtins, name, None)):
     calls = ", ".join(sorted(n for n, f in supported.items() if not isinstance(f, type) or not issubclass(f, Exception)))
-    return (f"the Python builtin {name}() is not supported in a kernel",
-            f"kernels call these builtins on static values: {calls}; write what {name}() would give out"
-            f" (ml.atomic_max rather than getattr(ml, 'atomic_max'); a static if picks between them), or"
-            f" compute it outside the kernel and pass it as a constexpr")
+    from .stmt_hints import builtin_hint
+    return f"the Python builtin {name}() is not supported in a kernel", builtin_hint(name, calls)
   return f"name {name!r} is not defined", "kernels see their parameters, local names and module globals"
 
 

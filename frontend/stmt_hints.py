@@ -1,5 +1,5 @@
-"""Hints for Python statements a kernel does not run (`import`, `global`, `del`, `match`, `try`),
-in the words of the statement the user wrote."""
+"""Hints for Python statements a kernel does not run (`import`, `global`, `del`, `try`), in the
+words of the statement the user wrote, and for the Python builtins it does not call."""
 from __future__ import annotations
 
 import ast
@@ -18,9 +18,6 @@ def statement_hint(tracer, node) -> str | None:
   if isinstance(node, ast.Delete):
     return ("drop the del: a kernel's names need no freeing (the compiler reuses registers and SMEM once a"
             " value is last read); a name no longer read is simply not used")
-  if type(node).__name__ == "Match":
-    return ("write an if/elif chain on the value (`if mode == \"relu\": ... elif ...`): on a static value"
-            " (a constexpr, a shape) it is decided while tracing")
   if isinstance(node, ast.Try) or type(node).__name__ == "TryStar":
     return ("write the try body without try/except: a kernel raises nothing at run time (its mistakes are"
             " reported while compiling, or by interpret mode); choose between static cases with if")
@@ -39,3 +36,25 @@ def return_hint(tracer, node) -> str:
     return (f"kernels write their results into their output refs ({', '.join(outs)}: {outs[0]}[...] = v) and end"
             f" with a bare return (or none): the call returns the outputs")
   return "kernels write their results into output refs (the last parameters)"
+
+
+_BUILTINS = {        # a builtin kernels do not call -> what to write instead
+    "getattr": "write the attribute itself (ml.atomic_max rather than getattr(ml, 'atomic_max')); a static if"
+               " picks between them",
+    "hasattr": "write the attribute itself (ml.atomic_max rather than getattr(ml, 'atomic_max')); a static if"
+               " picks between them",
+    "next": "index a static tuple or list (parts[0]); a helper returns its values (return a, b), it does not"
+            " yield them",
+    "iter": "loop over the static tuple or list itself (for v in parts:), or index it (parts[0])",
+    "map": "write a comprehension: [f(v) for v in parts] (f an @ml.inline helper or an ml.* function)",
+    "filter": "write a comprehension with a static condition: [v for v in parts if cond]",
+    "type": "test a static value's kind with isinstance(v, int), a tensor's dtype with v.dtype == jnp.float32",
+    "callable": "decide it outside the kernel and pass the result as a constexpr",
+}
+
+
+def builtin_hint(name: str, calls: str) -> str:
+  """The hint for the Python builtin `name`, which kernels do not call (`calls`: those they do)."""
+  what = _BUILTINS.get(name, f"write what {name}() would give out")
+  return (f"kernels call these builtins on static values: {calls}; {what}, or compute it outside the kernel and"
+          f" pass it as a constexpr")

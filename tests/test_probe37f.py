@@ -306,3 +306,39 @@ def test_a_ref_parameter_passed_by_keyword_is_told_where_it_goes():
   e = _signature_error(lambda: difference(x, x=x, interpret=True))
   assert e.hint == "x is input 0, given by position already: drop x="
   np.testing.assert_allclose(difference(x, y, interpret=True), x - y)
+
+
+# ---------------------------------------------------------------- hints for builtins kernels do not call
+@ml.inline
+def _yields(v):
+  yield v
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def next_of_a_generator(x, o):
+  o[...] = next(_yields(x[...]))
+
+
+@mg.mgpu_kernel(out_shape=lambda x, **k: x, grid=(1,))
+def map_over_weights(x, o, *, ws: ml.constexpr = (1.0, 2.0)):
+  v = x[...]
+  o[...] = sum(map(lambda w: v * w, ws))
+
+
+@mg.mgpu_kernel(out_shape=lambda x, **k: x, grid=(1,))
+def comprehension_over_weights(x, o, *, ws: ml.constexpr = (1.0, 2.0)):
+  v = x[...]
+  o[...] = sum([v * w for w in ws])
+
+
+def test_an_unsupported_builtin_is_hinted_in_its_own_terms():
+  """Every unsupported builtin's hint gave getattr's example (`ml.atomic_max rather than getattr(ml,
+  'atomic_max')`), for next() and map() too; each names what to write instead now."""
+  spec = [S((128, 64), F32)]
+  e = expect(next_of_a_generator, spec, mg.UnknownNameError, "next(", "the Python builtin next() is not supported in a kernel")
+  assert e.hint.endswith("; index a static tuple or list (parts[0]); a helper returns its values (return a, b), it"
+                         " does not yield them, or compute it outside the kernel and pass it as a constexpr")
+  e = expect(map_over_weights, spec, mg.UnknownNameError, "map(", "the Python builtin map() is not supported in a kernel")
+  assert "; write a comprehension: [f(v) for v in parts]" in e.hint and "getattr" not in e.hint
+  x = _x()
+  np.testing.assert_allclose(comprehension_over_weights(x, interpret=True), x * 1.0 + x * 2.0)
