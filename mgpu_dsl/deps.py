@@ -6,7 +6,8 @@ kernel, so `Dependencies` records, when the kernel is parsed, every outside valu
 its source (and, transitively, the source of the helpers and plain functions it
 calls) reads, and `changed()` compares them with the live values on each call: one
 dict lookup per name. Numbers, strings, tuples and dtypes compare by value, and so do the
-items of small lists and dicts of them (a config dict changed in place is a change), every
+items of small lists and dicts of them (a config dict changed in place is a change; functions and
+helpers held there compare by identity: `ACTS["relu"] = other` is a change too), every
 other object by identity (an object mutated in place is not noticed), except for the attributes a
 kernel reads of an instance (`self.scale`, `cfg.tile`): those are read again too, as a module's are.
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import enum
+import functools
 import sys
 import textwrap
 import types
@@ -76,20 +78,39 @@ def same(a, b) -> bool:
   return False
 
 
-def _plain(v, depth=0) -> bool:
-  """Whether `v` is plain values (numbers, strings, dtypes) in small lists, tuples and dicts."""
+class _Same:
+  """An item compared by identity (a helper in a dict of activations)."""
+  __slots__ = ("obj",)
+  __hash__ = None
+
+  def __init__(self, obj):
+    self.obj = obj
+
+  def __eq__(self, other):
+    return isinstance(other, _Same) and other.obj is self.obj
+
+
+def _items(v, depth=0):
+  """`v` as comparable items: plain values by their text, functions and helpers by identity; None
+  where some item is neither (an array, another object)."""
   if isinstance(v, _VALUE_TYPES) or isinstance(v, np.dtype):
-    return True
-  if depth >= 4 or type(v) not in (tuple, list, dict) or len(v) > 64:
-    return False
-  items = [x for kv in v.items() for x in kv] if type(v) is dict else v
-  return all(_plain(x, depth + 1) for x in items)
+    return (type(v), repr(v))
+  if type(v) in (tuple, list, dict) and depth < 4 and len(v) <= 64:
+    pairs = list(v.items()) if type(v) is dict else list(enumerate(v))
+    out = [(_items(k, depth + 1), _items(x, depth + 1)) for k, x in pairs]
+    return None if any(a is None or b is None for a, b in out) else (type(v), tuple(out))
+  if isinstance(v, (types.FunctionType, L.Inline, functools.partial)):
+    return _Same(v)
+  if isinstance(v, np.ndarray) and not v.dtype.hasobject and v.nbytes <= 4096:    # a small table of weights
+    return (type(v), v.dtype.str, v.shape, v.tobytes())
+  return None
 
 
 def contents(v):
-  """The text of a list's or dict's items where they are plain values (`CFG = {"scale": 2.0}`, a list
-  of tile sizes), so that a change in place (`CFG["scale"] = 3.0`) is a change; else None."""
-  return repr(v) if type(v) in (list, dict) and _plain(v) else None
+  """A list's or dict's items where they are plain values (`CFG = {"scale": 2.0}`, a list of tile
+  sizes) or functions and helpers (`ACTS = {"relu": relu}`), or a small numpy array's bytes, so that
+  a change in place (`CFG["scale"] = 3.0`, `ACTS["relu"] = other`, `W[1] = 9.0`) is a change; else None."""
+  return _items(v) if type(v) in (list, dict, np.ndarray) else None
 
 
 def value_key(v):

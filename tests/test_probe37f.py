@@ -342,3 +342,39 @@ def test_an_unsupported_builtin_is_hinted_in_its_own_terms():
   assert "; write a comprehension: [f(v) for v in parts]" in e.hint and "getattr" not in e.hint
   x = _x()
   np.testing.assert_allclose(comprehension_over_weights(x, interpret=True), x * 1.0 + x * 2.0)
+
+
+# ---------------------------------------------------------------- globals changed in place
+@ml.inline
+def _leaky(v):
+  return ml.where(v > 0, v, v * 0.1)
+
+
+@ml.inline
+def _negate(v):
+  return -v
+
+
+REGISTRY = {"act": _leaky}
+TABLE = np.array([1.0, 2.0], np.float32)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def registered_activation(x, o):
+  o[...] = REGISTRY["act"](x[...]) + TABLE[1]
+
+
+def test_a_helper_swapped_in_a_global_dict_or_a_small_table_written_into_recompiles():
+  """`ACTS["act"] = other` on a dict of helpers, or `W[1] = 9.0` on a small numpy table, kept running
+  the kernel compiled with the old helper or value: silently wrong results. Both are changes now."""
+  x = _x()
+  try:
+    np.testing.assert_allclose(registered_activation(x, interpret=True), jnp.where(x > 0, x, x * 0.1) + 2.0,
+                               rtol=1e-6)
+    REGISTRY["act"] = _negate
+    np.testing.assert_allclose(registered_activation(x, interpret=True), -x + 2.0, rtol=1e-6)
+    TABLE[1] = 9.0
+    np.testing.assert_allclose(registered_activation(x, interpret=True), -x + 9.0, rtol=1e-6)
+  finally:
+    REGISTRY["act"] = _leaky
+    TABLE[1] = 2.0
