@@ -110,7 +110,7 @@ def contents(v):
   """A list's or dict's items where they are plain values (`CFG = {"scale": 2.0}`, a list of tile
   sizes) or functions and helpers (`ACTS = {"relu": relu}`), or a small numpy array's bytes, so that
   a change in place (`CFG["scale"] = 3.0`, `ACTS["relu"] = other`, `W[1] = 9.0`) is a change; else None."""
-  return _items(v) if type(v) in (list, dict, np.ndarray) else None
+  return _items(v) if type(v) in (list, tuple, dict, np.ndarray) else None
 
 
 def value_key(v):

@@ -357,16 +357,18 @@ def _negate(v):
 
 REGISTRY = {"act": _leaky}
 TABLE = np.array([1.0, 2.0], np.float32)
+PAIR = ([0.0], 1.0)
 
 
 @mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
 def registered_activation(x, o):
-  o[...] = REGISTRY["act"](x[...]) + TABLE[1]
+  o[...] = REGISTRY["act"](x[...]) + TABLE[1] + PAIR[0][0]
 
 
 def test_a_helper_swapped_in_a_global_dict_or_a_small_table_written_into_recompiles():
-  """`ACTS["act"] = other` on a dict of helpers, or `W[1] = 9.0` on a small numpy table, kept running
-  the kernel compiled with the old helper or value: silently wrong results. Both are changes now."""
+  """`ACTS["act"] = other` on a dict of helpers, `W[1] = 9.0` on a small numpy table, or a list in a
+  tuple written into, kept running the kernel compiled with the old helper or value: silently wrong
+  results. They are changes now."""
   x = _x()
   try:
     np.testing.assert_allclose(registered_activation(x, interpret=True), jnp.where(x > 0, x, x * 0.1) + 2.0,
@@ -375,6 +377,9 @@ def test_a_helper_swapped_in_a_global_dict_or_a_small_table_written_into_recompi
     np.testing.assert_allclose(registered_activation(x, interpret=True), -x + 2.0, rtol=1e-6)
     TABLE[1] = 9.0
     np.testing.assert_allclose(registered_activation(x, interpret=True), -x + 9.0, rtol=1e-6)
+    PAIR[0][0] = 4.0           # a list inside a tuple
+    np.testing.assert_allclose(registered_activation(x, interpret=True), -x + 13.0, rtol=1e-6)
   finally:
     REGISTRY["act"] = _leaky
     TABLE[1] = 2.0
+    PAIR[0][0] = 0.0
