@@ -52,6 +52,11 @@ def call_inline(tracer, node, fn, args, kwargs):
     # a `return` at the end or under static conditions ends it; under run-time ifs, each path
     # binds the returned value (frontend/jumps.py)
     bare = all(n.value is None for n in ast.walk(tree) if isinstance(n, ast.Return))   # a helper that returns nothing
+    if bare and tracer.expr_stmt is None:      # ... whose value is used: `y = step(v)`, `o[...] = step(v)`
+      raise E.KernelTypeError(
+          f"{tree.name}(...) gives no value: {tree.name} has no return statement with a value, so its call is"
+          f" None", loc, hint=f"end {tree.name} with `return <its result>`, or, where it only writes refs, call it"
+                              f" as a statement of its own: {tracer.text(node)}")
     child.run_body(without_return(tree.body, None if bare else _value(tree.name)))
   finally:
     tracer.b.inline_stack.pop()

@@ -83,6 +83,7 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
     self.failed = 0           # statements that failed (their errors may repeat one already recorded)
     self.body: list = []      # the function's statements (which names are read later)
     self.parent = None        # an @ml.inline helper's caller
+    self.expr_stmt = None     # the expression statement being traced, if any
 
   def child(self, source: Source, scope: dict) -> "Tracer":
     """A tracer for an @ml.inline helper's body, sharing the builder and the error list."""
@@ -214,7 +215,11 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
   def visit_Expr(self, node):
     if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
       return   # docstring
-    self.eval(node.value)
+    self.expr_stmt = node        # (a helper that returns nothing may be called here: frontend/inline.py)
+    try:
+      self.eval(node.value)
+    finally:
+      self.expr_stmt = None
 
   def visit_Pass(self, node):
     pass

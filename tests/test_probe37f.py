@@ -383,3 +383,36 @@ def test_a_helper_swapped_in_a_global_dict_or_a_small_table_written_into_recompi
     REGISTRY["act"] = _leaky
     TABLE[1] = 2.0
     PAIR[0][0] = 0.0
+
+
+# ---------------------------------------------------------------- a helper with no return used as a value
+@ml.inline
+def _doubled(v):
+  v = v * 2                # (the return forgotten)
+
+
+@ml.inline
+def _write_doubled(ref, v):
+  ref[...] = v * 2
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def uses_a_procedure(x, o):
+  y = _doubled(x[...])
+  o[...] = y
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def calls_a_procedure(x, o):
+  _write_doubled(o, x[...])
+
+
+def test_a_helper_without_a_return_used_as_a_value_is_told_so_at_the_call():
+  """`y = step(v)` of a helper whose return was forgotten was reported where y was used, as `cannot store
+  a Python NoneType into o` with the hint `store a register tensor`; it is reported at the call now."""
+  expect(uses_a_procedure, [S((128, 64), F32)], mg.KernelTypeError, "_doubled(x[...])",
+         "_doubled(...) gives no value: _doubled has no return statement with a value, so its call is None",
+         hint="end _doubled with `return <its result>`, or, where it only writes refs, call it as a statement of"
+              " its own: _doubled(x[...])")
+  x = _x()
+  np.testing.assert_allclose(calls_a_procedure(x, interpret=True), x * 2)
