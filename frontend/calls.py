@@ -30,8 +30,10 @@ from .types import RefType, resolve
 PY_BUILTINS = {f: getattr(builtins, f) for f in
                ("len", "min", "max", "int", "float", "bool", "abs", "tuple", "range", "isinstance",
                 "round", "sum", "all", "any", "divmod", "pow", "list", "zip", "enumerate", "reversed",
-                "sorted", "str", "slice", "dict")}
+                "sorted", "str", "slice", "dict", "type", "complex", "set", "frozenset", "bytes", "repr",
+                "format", "ord", "chr", "hex", "bin", "oct", "hash", "callable")}
 PY_BUILTINS.update({n: e for n, e in vars(builtins).items() if isinstance(e, type) and issubclass(e, Exception)})
+PY_BUILTINS["Ellipsis"] = Ellipsis        # (`c is Ellipsis` of a constexpr; `...` indexes refs)
 # print and breakpoint: traced by trace_debug, not called.
 _DEBUG = {"print": object(), "breakpoint": object()}
 

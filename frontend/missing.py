@@ -386,7 +386,7 @@ def unknown_name(name: str, supported: dict) -> tuple[str, str]:
     return (f"name {name!r} is not defined", f"{name} is {foreign}'s name; mgpu_dsl's language is ml (from mgpu_dsl"
             f" import language as ml): ml.program_id, ml.arange, ml.load/ml.store or ref[...], ml.dot, ml.where, ml.cdiv")
   if callable(getattr(builtins, name, None)):
-    calls = ", ".join(sorted(n for n, f in supported.items() if not isinstance(f, type) or not issubclass(f, Exception)))
+    calls = ", ".join(sorted(n for n, f in supported.items() if callable(f) and not (isinstance(f, type) and issubclass(f, Exception))))
     from .stmt_hints import builtin_hint
     return f"the Python builtin {name}() is not supported in a kernel", builtin_hint(name, calls)
   return f"name {name!r} is not defined", "kernels see their parameters, local names and module globals"

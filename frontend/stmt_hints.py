@@ -48,8 +48,6 @@ _BUILTINS = {        # a builtin kernels do not call -> what to write instead
     "iter": "loop over the static tuple or list itself (for v in parts:), or index it (parts[0])",
     "map": "write a comprehension: [f(v) for v in parts] (f an @ml.inline helper or an ml.* function)",
     "filter": "write a comprehension with a static condition: [v for v in parts if cond]",
-    "type": "test a static value's kind with isinstance(v, int), a tensor's dtype with v.dtype == jnp.float32",
-    "callable": "decide it outside the kernel and pass the result as a constexpr",
 }
 
 

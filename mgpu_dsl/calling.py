@@ -44,7 +44,15 @@ def source_repr(v) -> str:
       return f"jnp.{np.dtype(v).name}"
   except TypeError:
     pass
-  return repr(v)
+  return _repr(v)
+
+
+def _repr(v) -> str:
+  """repr(v), or `<Type object>` where the value's own __repr__ fails (a report must not)."""
+  try:
+    return repr(v)
+  except Exception:
+    return f"<{type(v).__name__} object>"
 
 
 def constexpr_text(v) -> str:
@@ -55,7 +63,7 @@ def constexpr_text(v) -> str:
       return np.dtype(v).name
   except TypeError:
     pass
-  return repr(v)
+  return _repr(v)
 
 
 def keyword_hint(name, names, values) -> str:

@@ -416,3 +416,47 @@ def test_a_helper_without_a_return_used_as_a_value_is_told_so_at_the_call():
               " its own: _doubled(x[...])")
   x = _x()
   np.testing.assert_allclose(calls_a_procedure(x, interpret=True), x * 2)
+
+
+# ---------------------------------------------------------------- constexprs of every Python kind
+class _Shouty:
+  """A constexpr whose repr fails: reports must still render."""
+  def __repr__(self):
+    raise RuntimeError("no repr")
+
+  def __getitem__(self, i):
+    return 2.0
+
+
+@mg.mgpu_kernel(out_shape=lambda x, **k: x, grid=(1,))
+def kind_of_constexpr(x, o, *, c: ml.constexpr = None):
+  v = x[...]
+  if isinstance(c, type):
+    v = v + 1.0
+  elif c is Ellipsis:
+    v = v + 2.0
+  elif isinstance(c, (complex, frozenset, set)):
+    v = v * (c.real if type(c) is complex else len(c))
+  elif callable(c):
+    v = v * 5.0
+  elif c is not None:
+    v = v * float(c[0])
+  o[...] = v
+
+
+@mg.mgpu_kernel(out_shape=lambda x, **k: x, grid=(1,))
+def bad_constexpr_use(x, o, *, c: ml.constexpr = None):
+  o[...] = x[...] + c
+
+
+def test_constexprs_of_builtin_kinds_are_tested_as_in_python():
+  """`isinstance(c, type)`, `c is Ellipsis`, `type(c) is complex`, `callable(c)` were MG002 (the builtins
+  type, complex, callable and the constant Ellipsis unknown); a constexpr whose repr raises made the
+  call's note raise RuntimeError in place of the KernelError."""
+  x = _x()
+  for c, want in [(int, x + 1), (..., x + 2), (3 + 1j, x * 3), (frozenset({1, 2}), x * 2), (len, x * 5),
+                  (None, x), ((4.0,), x * 4)]:
+    np.testing.assert_allclose(kind_of_constexpr(x, c=c, interpret=True), want, err_msg=repr(c))
+  with pytest.raises(mg.KernelTypeError) as info:
+    bad_constexpr_use(x, c=_Shouty(), interpret=True)
+  assert any("c=<_Shouty object>" in n for n in info.value.notes)
