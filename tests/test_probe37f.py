@@ -460,3 +460,45 @@ def test_constexprs_of_builtin_kinds_are_tested_as_in_python():
   with pytest.raises(mg.KernelTypeError) as info:
     bad_constexpr_use(x, c=_Shouty(), interpret=True)
   assert any("c=<_Shouty object>" in n for n in info.value.notes)
+
+
+# ---------------------------------------------------------------- integers meeting a Python float in **
+@mg.mgpu_kernel(out_shape=lambda i, **k: (S(i.shape, F32),) * 4, grid=(1,))
+def int_float_powers(i, a, b, c, d):
+  v = i[...]
+  a[...] = v ** 0.5                  # jnp: float32
+  b[...] = v ** 2.0
+  c[...] = 2.0 ** (v % 8 - 4)
+  d[...] = (v > 3) ** 1.5
+
+
+@mg.mgpu_kernel(out_shape=lambda i, n: S(i.shape, F32), grid=(1,))
+def float_base_int_scalar(i, n: ml.scalar, o):
+  o[...] = i[...].astype(jnp.float32) * 0.5 ** n
+
+
+def _int_powers_want(i):
+  return (i ** 0.5, i ** 2.0, 2.0 ** (i % 8 - 4), (i > 3) ** 1.5)
+
+
+def test_integer_values_meeting_a_python_float_in_a_power_are_float32_as_in_jnp():
+  """`n ** 0.5` and `2.0 ** n` of integer values were MG106 (`a float exponent needs a floating-point base`,
+  `an exponent held in registers must be floating point`): jnp computes them in float32."""
+  for dt in (jnp.int32, jnp.int16):
+    i = jnp.asarray(np.random.default_rng(3).integers(0, 100, (128, 64)), dt)
+    for got, want in zip(int_float_powers(i, interpret=True), _int_powers_want(i)):
+      assert got.dtype == want.dtype == F32
+      np.testing.assert_allclose(got, want, rtol=2e-6)
+    _export(int_float_powers, S(i.shape, dt))
+  i = jnp.asarray(np.arange(128 * 64).reshape(128, 64) % 50, jnp.int32)
+  for n in (3, -2):
+    np.testing.assert_allclose(float_base_int_scalar(i, n, interpret=True), i * 0.5 ** n, rtol=1e-6)
+  _export(float_base_int_scalar, S(i.shape, jnp.int32), S((), jnp.int32))
+
+
+@pytest.mark.gpu
+def test_gpu_integer_values_meeting_a_python_float_in_a_power_match_jnp():
+  i = jnp.asarray(np.random.default_rng(3).integers(0, 100, (128, 64)), jnp.int32)
+  for got, want in zip(int_float_powers(i), _int_powers_want(i)):
+    np.testing.assert_allclose(got, want, rtol=2e-6)
+  np.testing.assert_allclose(float_base_int_scalar(i, -2), i * 0.5 ** -2, rtol=1e-6)

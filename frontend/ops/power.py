@@ -103,13 +103,16 @@ def power(cx, a, b, a_text="x", b_text="y"):
   - a float register value to 0.5: ml.sqrt (jnp.power gives 0.0 for -0.0 and inf for -inf,
     sqrt -0.0 and nan);
   - a positive Python number c to a float register value t: ml.exp2(t * math.log2(c)).
-  Anything else is an error whose hint is the exp2/log2 form."""
+  An integer or bool value meeting a Python float (`n ** 0.5`, `2.0 ** n`) is float32 first, as jnp
+  promotes it. Anything else is an error whose hint is the exp2/log2 form."""
   check_register_value(cx, a, "**")
   check_register_value(cx, b, "**")
   pa = a_text if a_text.isidentifier() else f"({a_text})"
   if not is_value(b):
     n = b
     d = resolve(a.type.dtype)
+    if isinstance(b, float) and isinstance(d, DType) and not d.is_float:
+      a, d = astype(cx, a, DType.f32), DType.f32     # jnp: an integer (or bool) value ** a Python float is float32
     if d == DType.bool_:
       raise E.UnsupportedDtypeError(f"** on boolean values ({a_text})", cx.loc,
                                     hint=f"convert first: {pa}.astype(jnp.int32) ** {b!r}")
@@ -133,6 +136,9 @@ def power(cx, a, b, a_text="x", b_text="y"):
     return float_pow(cx, a, b)              # XLA's pow (libdevice's powf), as jnp's x ** 1.5
   pb = b_text if b_text.isidentifier() else f"({b_text})"
   if not is_value(a):
+    e = resolve(b.type.dtype)
+    if isinstance(a, float) and a > 0 and isinstance(e, DType) and not e.is_float:
+      b = astype(cx, b, DType.f32)         # jnp: a Python float ** an integer (or bool) value is float32
     return _number_base_power(cx, a, b, pb)
   d, e = resolve(a.type.dtype), resolve(b.type.dtype)
   if isinstance(d, DType) and not d.is_float:
