@@ -94,6 +94,7 @@ class _Plan:
   inside: ir.Value | None   # scatters: a bool tensor, the elements whose indices were in range
   view: tuple              # the window over root of the view indexed, or ()
   keep: int = 0             # a widened gather's columns to keep (0: all of them)
+  columns: bool = False     # widened by padding its index vector (t[:, cols]), not a slice (t[ids, :])
 
 
 def gather(cx, ref, index, name=""):
@@ -108,7 +109,8 @@ def gather(cx, ref, index, name=""):
       out = index_through_smem(cx, out, (slice(None), slice(0, p.keep)))
     finally:
       cx.name = saved
-    cx.b.narrow_gathers[out.id] = (ref.name or "t", p.keep, p.out_shape[1])
+    if not p.columns:    # (its hint widens a row gather's slice)
+      cx.b.narrow_gathers[out.id] = (ref.name or "t", p.keep, p.out_shape[1])
   return out
 
 
@@ -209,16 +211,23 @@ def _plan(cx, ref, index, what):
   axis_of.update({d: len(before) + len(b) + k for k, d in enumerate(after)})
   keep, last = 0, len(t.shape) - 1
   if what == "gather" and not before and len(b) == 1 and after == [last] and len(out_shape) == 2 and (
-      out_shape[1] % hw.WARP or out_shape[0] % hw.WARPS_PER_WARPGROUP and out_shape[1] % hw.WARPGROUP) and (
-      math.prod(out_shape) % hw.WARPGROUP == 0):      # (a result registers hold)
+      _narrow(out_shape)) and math.prod(out_shape) % hw.WARPGROUP == 0:      # (a result registers hold)
     # `cos[pos, :]` of rows 40 wide (RoPE's half of a head of 80): each row's index is spread over the
     # 32 lanes of a warp, so the rows are read 32 (or 128) wide, their columns past the asked ones
     # clamped into the view, and the asked columns taken after (gather() above)
     keep = out_shape[1]
-    wide = -(-keep // hw.WARP) * hw.WARP if out_shape[0] % hw.WARPS_PER_WARPGROUP == 0 else \
-        -(-keep // hw.WARPGROUP) * hw.WARPGROUP
+    wide = _wide(out_shape)
     spans[last] = (spans[last][0], wide)
     out_shape = (out_shape[0], wide)
+  tensor_dims = [d for d in adv if is_tensor(items[d])]
+  columns = (what == "gather" and not keep and len(before) == 1 and not after and len(b) == 1
+             and len(tensor_dims) == 1 and len(out_shape) == 2 and out_shape[1] % 8 == 0
+             and _narrow(out_shape) and math.prod(out_shape) % hw.WARPGROUP == 0)
+  if columns:
+    # `t[:, cols]` (a column gather) of too few columns, or of rows not a multiple of 4: the index
+    # vector padded with index 0 to a width each row's lanes hold, the asked columns kept after (gather())
+    keep = out_shape[1]
+    out_shape = (out_shape[0], _wide(out_shape))
 
   view = cx.b.defining(ref)
   root, root_index = (view.ref, view.index) if isinstance(view, View) else (ref, None)
@@ -242,6 +251,10 @@ def _plan(cx, ref, index, what):
                  f" an id may exceed 2**31 - 1)")
       if resolve(i.type.dtype) not in (DType.i32, DType.u32):
         i = ew.astype(cx, i, DType.u32 if not resolve(i.type.dtype).is_signed else DType.i32)
+      if columns:                               # padded with index 0 (always inside the view)
+        from .shape import concatenate
+        pad = ew.full_(cx, (out_shape[1] - i.type.shape[0],), 0, resolve(i.type.dtype), "ml.zeros")
+        i = concatenate.rule(cx, [i, pad], 0)
       dims = tuple(len(before) + len(b) - len(i.type.shape) + k for k in range(len(i.type.shape)))
       if what == "scatter":
         ok = _inside(cx, i, t.shape[d])
@@ -280,7 +293,19 @@ def _plan(cx, ref, index, what):
   contiguous = (not keep and last in spans and axis_of[last] == len(out_shape) - 1 and nbytes
                 and (_start_multiple(cx, spans, root_index, last) * nbytes) % 16 == 0
                 and (root.type.shape[-1] * nbytes) % 16 == 0 and (out_shape[-1] * nbytes) % 16 == 0)
-  return _Plan(root, per_dim, out_shape, bool(contiguous), inside, tuple(root_index or ()), keep)
+  return _Plan(root, per_dim, out_shape, bool(contiguous), inside, tuple(root_index or ()), keep, columns)
+
+
+def _narrow(shape) -> bool:
+  """A 2-D gather result whose rows' lanes cannot hold it: columns not a multiple of a warp's 32,
+  or rows not a multiple of 4 with columns not a multiple of 128."""
+  return bool(shape[1] % hw.WARP or shape[0] % hw.WARPS_PER_WARPGROUP and shape[1] % hw.WARPGROUP)
+
+
+def _wide(shape) -> int:
+  """The columns such a result is read at: 32s, or 128s where its rows are not a multiple of 4."""
+  unit = hw.WARP if shape[0] % hw.WARPS_PER_WARPGROUP == 0 else hw.WARPGROUP
+  return -(-shape[1] // unit) * unit
 
 
 def _start_multiple(cx, spans, root_index, last) -> int:
