@@ -39,6 +39,7 @@ from .ops.memory import ClusterRef, View
 from .ops.shape import READ_2D_FIRST, Broadcast, Reduce, ReduceKind, Reshape, TransposeLoad, TransposeStore
 from .windows import minor_strided, window_vec
 from .layout_errors import LayoutErrors, _is_tensor
+from .column_index_hints import column_gather_hint, column_scatter_hint
 from .layout_hints import (broadcast_loops_hint, flat_gather_error, row_wise_hint, gather_columns_hint, narrow_gather_hint,
                            scatter_columns_hint, transposed_hint, single_row_statistic, strided_window_hint)
 from .types import Layout, LayoutKind, RefType, Space
@@ -450,7 +451,8 @@ class _Solver(LayoutErrors):
           f"this {verb} of shape {bad.type.shape} spreads each row's index along the row: that needs"
           f" columns a multiple of {hw.WARP} (one per lane of a warp), and rows a multiple of"
           f" {hw.WARPS_PER_WARPGROUP} unless the columns are a multiple of {hw.WARPGROUP}", where.loc,
-          hint=(scatter_columns_hint if verb == "scatter" else gather_columns_hint)(indexed, bad.type.shape[-1]))
+          hint=(column_scatter_hint if verb == "scatter" else column_gather_hint)(indexed, bad.type.shape)
+          or (scatter_columns_hint if verb == "scatter" else gather_columns_hint)(indexed, bad.type.shape[-1]))
     stores = {t.scratch.id: t.x for t in ir.walk(self.kernel.body) if isinstance(t, TransposeStore)}
     flip = next((stores.get(u.scratch.id) for u in ir.walk(self.kernel.body) if isinstance(u, TransposeLoad)
                  and isinstance(where, Reduce) and u.results[0].id == where.x.id), None)    # ml.sum(t.T, ...)

@@ -74,3 +74,60 @@ def test_gpu_a_widened_column_gather_matches_jnp(shape, n, dtype, idtype):
   c3 = jnp.asarray(np.random.default_rng(4).integers(-64, 64, 40), jnp.int32)
   got = jax.jit(gather_columns_of_view)(t3, c3, jnp.array([9], jnp.int32))
   np.testing.assert_array_equal(np.asarray(got), _take_columns(t3[9:25, 3, :], c3))
+
+
+# ---------------------------------------------------------------- hints of column gathers and scatters
+@mg.mgpu_kernel(out_shape=lambda t, c: S((t.shape[0], c.shape[0]), t.dtype), grid=lambda t, c: (1,))
+def gather_columns_odd_rows(t, c, out):
+  out[...] = t[:, c[...]]
+
+
+@mg.mgpu_kernel(out_shape=lambda t, c: S((t.shape[0], c.shape[0]), t.dtype), grid=lambda t, c: (1,))
+def gather_columns_as_hinted(t, c, out):
+  cols = c.at[ml.ds(0, 128)].load(mask=ml.arange(128) < 32, other=0)
+  v = t[:, cols]
+  out.at[:, ml.ds(0, 128)].store(v, mask=ml.arange(128)[None, :] < 32)
+
+
+@mg.mgpu_kernel(out_shape=lambda v, c: S((v.shape[0], 300), v.dtype), grid=lambda v, c: (1,))
+def scatter_columns(v, c, out):
+  ml.atomic_add(out.at[:, c[...]], v[...])
+
+
+@mg.mgpu_kernel(out_shape=lambda v, c: S((v.shape[0], 300), v.dtype), grid=lambda v, c: (1,))
+def scatter_columns_as_hinted(v, c, out):
+  cols = c.at[ml.ds(0, 64)].load(mask=ml.arange(64) < 40, other=out.shape[1])
+  vals = v.at[:, ml.ds(0, 64)].load(mask=ml.arange(64)[None, :] < 40, other=0)
+  ml.atomic_add(out.at[:, cols], vals)
+
+
+def test_a_column_gather_registers_cannot_hold_hints_a_widened_index_vector_that_works():
+  expect(gather_columns_odd_rows, [S((50, 128), F32), S((32,), jnp.int32)], mg.LayoutError, "t[:, c[...]]",
+         "this gather of shape (50, 32) spreads each row's index along the row: that needs columns a multiple of"
+         " 32 (one per lane of a warp), and rows a multiple of 4 unless the columns are a multiple of 128",
+         hint="widen the index vector to 128 entries, which each row's lanes hold, and keep 32 columns at the"
+              " store: cols = c.at[ml.ds(0, 128)].load(mask=ml.arange(128) < 32, other=0); v = t[:, cols] (index 0"
+              " where the mask is off); out.at[:, ml.ds(0, 128)].store(v, mask=ml.arange(128)[None, :] < 32) (the"
+              " window may run past out's last column: masked elements are never written)")
+  rng = np.random.default_rng(5)
+  t = jnp.asarray(rng.standard_normal((50, 128)), F32)
+  c = jnp.asarray(rng.integers(0, 128, 32), jnp.int32)
+  np.testing.assert_array_equal(np.asarray(gather_columns_as_hinted(t, c, interpret=True)), _take_columns(t, c))
+  _export(gather_columns_as_hinted, S((50, 128), F32), S((32,), jnp.int32))
+
+
+def test_a_column_scatter_hints_a_widened_index_vector_past_the_end_that_works():
+  expect(scatter_columns, [S((64, 40), F32), S((40,), jnp.int32)], mg.LayoutError, "ml.atomic_add(",
+         "this scatter of shape (64, 40) spreads each row's index along the row: that needs columns a multiple of"
+         " 32 (one per lane of a warp), and rows a multiple of 4 unless the columns are a multiple of 128",
+         hint="widen the index vector to 64 entries, which each row's lanes hold, the extra ones past out's last"
+              " column (where a scatter drops its updates): cols = c.at[ml.ds(0, 64)].load(mask=ml.arange(64) < 40,"
+              " other=out.shape[1]); vals = v.at[:, ml.ds(0, 64)].load(mask=ml.arange(64)[None, :] < 40, other=0);"
+              " ml.atomic_add(out.at[:, cols], vals)")
+  rng = np.random.default_rng(6)
+  v = jnp.asarray(rng.standard_normal((64, 40)), F32)
+  c = jnp.asarray(rng.integers(0, 300, 40), jnp.int32)
+  want = np.zeros((64, 300), np.float32)
+  np.add.at(want, (slice(None), np.asarray(c)), np.asarray(v))
+  np.testing.assert_allclose(np.asarray(scatter_columns_as_hinted(v, c, interpret=True)), want, rtol=1e-6, atol=1e-6)
+  _export(scatter_columns_as_hinted, S((64, 40), F32), S((40,), jnp.int32))
