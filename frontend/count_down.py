@@ -9,19 +9,21 @@ import ast
 from .ops.base import is_value
 
 
-def descending(node, it, bounds, nodes):
+def descending(tracer, node, it, bounds, nodes):
   """`for i in range(a, b, -s)` (a static negative step: a backward scan; ml.range's too, its options
   kept) as the loop that counts up, `for k in range(count): i = a - k * s`, count = (a - b - 1) // s + 1 (no trips where a <= b),
-  computed without wrapping;
-  None where a bound spread from a tuple has no expression to count with."""
+  computed without wrapping. The run-time bounds, evaluated once (and widened to 32 bits) as Python
+  evaluates range's arguments, are bound to names of their own: the body may rebind the names the bound
+  expressions read (`for r in range(m - 1, -1, -1): ...; m -= 1`, or the loop variable itself)."""
   start, stop, step = bounds
   exprs = []
-  for value, expr in zip((start, stop), nodes[:2]):
+  for what, value, expr in zip(("start", "stop"), (start, stop), nodes[:2]):
     if isinstance(value, int):
-      expr = ast.Constant(value)
-    elif expr is None:
-      return None
-    exprs.append(expr)
+      exprs.append(ast.Constant(value))
+      continue
+    key = f"{node.target.id}'s {what}"    # (not an identifier: no name of the kernel's)
+    tracer.env[key], tracer.where[key] = value, tracer.loc(it)
+    exprs.append(ast.copy_location(ast.Name(key, ast.Load()), expr if expr is not None else it))
   a, b = exprs
   k = f"{node.target.id}'s trip"          # (not an identifier: no name of the kernel's; messages show it)
   where = lambda n: ast.copy_location(n, it)
@@ -49,21 +51,50 @@ def descending(node, it, bounds, nodes):
 
 
 def reversed_range(tracer, node, it):
-  """`for c in reversed(range(a, n))` with a run-time bound, as `for c in range(n - 1, a - 1, -1)`
-  (a static reversed range stays a static sequence, unrolled); None for any other form."""
-  if len(it.args) != 1 or it.keywords or not isinstance(it.args[0], ast.Call):
+  """`for c in reversed(range(a, n))` with a run-time bound, as the loop that counts up,
+  `for k in range((n - a) * (n > a)): c = n - 1 - k`, its bounds evaluated once (widened to 32 bits)
+  and bound to names of their own (as descending's), so unsigned bounds never wrap (`range(n - 1, a - 1,
+  -1)` of a uint32 a = 0 ran no trip); a static reversed range stays a static sequence, unrolled; None
+  for any other form."""
+  from .ops.memory import index_operand
+  from .types import resolve
+  if len(it.args) != 1 or it.keywords or not isinstance(it.args[0], ast.Call) or not isinstance(node.target, ast.Name):
     return None
   inner = it.args[0]
   if tracer.eval(inner.func) is not range or inner.keywords or not 1 <= len(inner.args) <= 2 or any(
       isinstance(a, ast.Starred) for a in inner.args):
     return None
-  if not any(is_value(x) for x in tracer.eval_spread(inner.args)):
+  values = tracer.eval_spread(inner.args)
+  if not any(is_value(x) for x in values):
     return None
-  a, n = (ast.Constant(0), inner.args[0]) if len(inner.args) == 1 else inner.args
   where = lambda e: ast.copy_location(e, inner)
-  bounds = [where(ast.BinOp(n, ast.Sub(), where(ast.Constant(1)))), where(ast.BinOp(a, ast.Sub(), where(ast.Constant(1)))),
-            where(ast.Constant(-1))]
-  loop = ast.For(target=node.target, iter=ast.copy_location(ast.Call(inner.func, bounds, []), it), body=node.body,
+  nodes = [where(ast.Constant(0)), inner.args[0]] if len(inner.args) == 1 else list(inner.args)
+  values = [0, values[0]] if len(values) == 1 else list(values)
+  exprs = []
+  for what, x, e in zip(("start", "stop"), values, nodes):
+    x = index_operand(tracer.cx(it, values=[x], operands=[e]), x, bound=True) if not isinstance(x, bool) else x
+    if isinstance(x, int):
+      exprs.append(where(ast.Constant(x)))
+      continue
+    key = f"{node.target.id}'s {what}"    # (not an identifier: no name of the kernel's)
+    tracer.env[key], tracer.where[key] = x, tracer.loc(it)
+    exprs.append(ast.copy_location(ast.Name(key, ast.Load()), e))
+  kinds = {resolve(x.type.dtype) for x in values if is_value(x)}
+  a, n = exprs
+  if len(kinds) > 1:         # (bounds of two types: the loop's own error names them)
+    bounds = [where(ast.BinOp(n, ast.Sub(), where(ast.Constant(1)))),
+              where(ast.BinOp(a, ast.Sub(), where(ast.Constant(1)))), where(ast.Constant(-1))]
+    loop = ast.For(target=node.target, iter=ast.copy_location(ast.Call(inner.func, bounds, []), it), body=node.body,
+                   orelse=node.orelse, type_comment=None)
+    return ast.fix_missing_locations(ast.copy_location(loop, node))
+  k = f"{node.target.id}'s trip"
+  count = where(ast.BinOp(where(ast.BinOp(n, ast.Sub(), a)), ast.Mult(), where(ast.Compare(n, [ast.Gt()], [a]))))
+  index = ast.copy_location(ast.Assign(
+      targets=[ast.copy_location(ast.Name(node.target.id, ast.Store()), node.target)],
+      value=where(ast.BinOp(where(ast.BinOp(n, ast.Sub(), where(ast.Constant(1)))), ast.Sub(),
+                            where(ast.Name(k, ast.Load()))))), node.target)
+  loop = ast.For(target=ast.copy_location(ast.Name(k, ast.Store()), node.target),
+                 iter=ast.copy_location(ast.Call(inner.func, [count], []), it), body=[index, *node.body],
                  orelse=node.orelse, type_comment=None)
   return ast.fix_missing_locations(ast.copy_location(loop, node))
 
@@ -143,10 +174,17 @@ def over_rows(tracer, node):
   count = at(ast.Name(k, ast.Load()))
   body = []
   if index is not None:
+    if start is not None and is_value(first := tracer.eval(start)):   # evaluated once, as enumerate's start
+      key = f"{index.id}'s start"
+      tracer.env[key], tracer.where[key] = first, tracer.loc(start)
+      start = ast.copy_location(ast.Name(key, ast.Load()), start)
     i = count if start is None else at(ast.BinOp(count, ast.Add(), start))
     body.append(ast.copy_location(ast.Assign(targets=[ast.copy_location(ast.Name(index.id, ast.Store()), index)],
                                              value=i), index))
-  for r, t in zip(refs, targets):
+  for r, t, v in zip(refs, targets, values):
+    key = f"{t.id}'s array"               # the ref iterated, as Python's iter(x) holds it
+    tracer.env[key], tracer.where[key] = v, tracer.loc(r)
+    r = ast.copy_location(ast.Name(key, ast.Load()), r)
     body.append(ast.copy_location(ast.Assign(
         targets=[ast.copy_location(ast.Name(t.id, ast.Store()), t)],
         value=at(ast.Subscript(at(ast.Attribute(r, "at", ast.Load())), count, ast.Load()))), t))

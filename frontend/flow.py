@@ -170,9 +170,8 @@ def trace_for(tracer, node: ast.For):
                                                       f".astype(jnp.uint32), of values of at least 0)"
                                 if i32 else ", or make every bound uint32"))
   if isinstance(step, int) and step < 0 and fn in (range, ctl.range):
-    down = descending(node, it, (start, stop, step), nodes)
-    if down is not None:
-      return trace_for(tracer, down)
+    check_static_bounds(tracer, it, (start, stop, step), counter)
+    return trace_for(tracer, descending(tracer, node, it, (start, stop, step), nodes))
   if isinstance(step, int) and step <= 0:
     raise E.KernelTypeError(f"range() in a kernel counts upwards: a step of {step} is not supported", tracer.loc(it),
                             hint="count upwards and compute the descending index inside: for k in range(n):"

@@ -64,7 +64,7 @@ def check_static_bounds(tracer, it, bounds, counter) -> None:
   given = bounds[1:2] if len(it.args) == 1 else bounds[:len(it.args)]   # range(stop), (start, stop), ...
   spread = any(isinstance(a, ast.Starred) for a in it.args)
   for k, x in enumerate(given):
-    if isinstance(x, int):
+    if isinstance(x, int) and not (k == 2 and x < 0):   # (a negative step counts down: frontend/count_down.py)
       what = "stop" if len(given) == 1 else ("start", "stop", "step")[k]
       at = tracer.loc(it if spread else it.args[k])
       if counter == DType.u32 and x < 0:    # range(-2, n) of a uint32 n: -2 would wrap to 2**32 - 2 (no trips)

@@ -131,3 +131,123 @@ def test_a_column_scatter_hints_a_widened_index_vector_past_the_end_that_works()
   np.add.at(want, (slice(None), np.asarray(c)), np.asarray(v))
   np.testing.assert_allclose(np.asarray(scatter_columns_as_hinted(v, c, interpret=True)), want, rtol=1e-6, atol=1e-6)
   _export(scatter_columns_as_hinted, S((64, 40), F32), S((40,), jnp.int32))
+
+
+# ---------------------------------------------------------------- loops rewritten to count up evaluate their bounds once
+def _halving(x, rows):               # acc = acc * 0.5 + x[r] over `rows` in order
+  acc = np.zeros(x.shape[1], np.float32)
+  for r in rows:
+    acc = acc * np.float32(0.5) + np.asarray(x[r])
+  return acc
+
+
+@mg.mgpu_kernel(out_shape=lambda x, n: S((x.shape[1],), F32), grid=lambda x, n: (1,))
+def down_start_rebound(x, n, out):
+  acc = ml.zeros((x.shape[1],), F32)
+  m = n[0]
+  for r in range(m - 1, -1, -1):
+    acc = acc * 0.5 + x.at[r][...]
+    m = m - 1                        # range's arguments were evaluated before the loop
+  out[...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda x, n: S((x.shape[1],), F32), grid=lambda x, n: (1,))
+def down_from_the_loop_variable(x, n, out):
+  acc = ml.zeros((x.shape[1],), F32)
+  i = n[0]
+  for i in range(i - 1, -1, -1):
+    acc = acc * 0.5 + x.at[i][...]
+  out[...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda x, n: S((x.shape[1],), F32), grid=lambda x, n: (1,))
+def reversed_from_a_run_time_start(x, n, out):
+  acc = ml.zeros((x.shape[1],), F32)
+  for r in reversed(range(n[1], n[0])):
+    acc = acc * 0.5 + x.at[r][...]
+  out[...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda x, n: S((x.shape[1],), F32), grid=lambda x, n: (1,))
+def reversed_rows(x, n, out):
+  acc = ml.zeros((x.shape[1],), F32)
+  for r in reversed(range(n[0])):
+    acc = acc * 0.5 + x.at[r][...]
+  out[...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda x, n: S((x.shape[1],), F32), grid=lambda x, n: (1,))
+def down_to_minus_one(x, n, out):
+  acc = ml.zeros((x.shape[1],), F32)
+  for r in range(n[0] - 1, -1, -1):
+    acc = acc * 0.5 + x.at[r][...]
+  out[...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda x, n: S((x.shape[1],), F32), grid=lambda x, n: (1,))
+def down_to_minus_one_as_hinted(x, n, out):
+  acc = ml.zeros((x.shape[1],), F32)
+  for r in range((n[0] - 1).astype(jnp.int32), -1, -1):
+    acc = acc * 0.5 + x.at[r][...]
+  out[...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda x, n: S((x.shape[1],), F32), grid=lambda x, n: (1,))
+def rows_from_a_rebound_start(x, n, out):
+  acc = ml.zeros((x.shape[1],), F32)
+  s = n[0]
+  for i, row in enumerate(x, s):
+    acc = acc + row[...] * i.astype(F32)
+    s = s + 100                      # enumerate's start was evaluated before the loop
+  w = 0
+  for row in x.at[ml.ds(w, 4)]:
+    acc = acc + row[...]
+    w = w + 2                        # so was the window iterated
+  out[...] = acc
+
+
+ROWS = jnp.asarray(np.random.default_rng(7).standard_normal((10, 128)), F32)
+DOWN_CASES = [
+    (down_start_rebound, [[7]], jnp.int32, lambda n: range(n[0] - 1, -1, -1)),
+    (down_from_the_loop_variable, [[7]], jnp.int32, lambda n: range(n[0] - 1, -1, -1)),
+    (down_to_minus_one, [[5]], jnp.int16, lambda n: range(n[0] - 1, -1, -1)),
+    (reversed_from_a_run_time_start, [[7, 0], [7, 2], [3, 5]], jnp.uint32, lambda n: reversed(range(n[1], n[0]))),
+    (reversed_rows, [[7], [0]], jnp.uint32, lambda n: reversed(range(n[0]))),
+    (reversed_rows, [[6]], jnp.uint8, lambda n: reversed(range(n[0]))),
+]
+
+
+@pytest.mark.parametrize("kernel,ns,dtype,rows", DOWN_CASES)
+def test_a_loop_counting_down_evaluates_its_bounds_once_and_never_wraps(kernel, ns, dtype, rows):
+  for n in ns:
+    got = kernel(ROWS, jnp.asarray(n, dtype), interpret=True)
+    np.testing.assert_allclose(np.asarray(got), _halving(ROWS, rows(n)), rtol=1e-6, atol=1e-6)
+  _export(kernel, S(ROWS.shape, F32), S((len(ns[0]),), dtype))
+
+
+def test_iterated_rows_evaluate_the_array_and_enumerates_start_once():
+  got = rows_from_a_rebound_start(ROWS, jnp.asarray([3], jnp.int32), interpret=True)
+  want = sum(np.asarray(ROWS[k]) * (k + 3) for k in range(10)) + np.asarray(ROWS[:4]).sum(0)
+  np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5, atol=1e-4)
+
+
+def test_a_negative_stop_beside_a_uint32_start_counting_down_is_reported_not_run_for_no_trips():
+  expect(down_to_minus_one, [S((10, 128), F32), S((1,), jnp.uint32)], mg.KernelTypeError, "-1, -1)",
+         "this loop's stop is -1, but its run-time bounds are uint32, so it counts in uint32, where -1 would wrap"
+         " to 4294967295",
+         hint="convert the uint32 bound to int32 (values below 2**31): (n[0] - 1).astype(jnp.int32) in the range,"
+              " as Python counts from a negative stop")
+  for n in (7, 0):
+    got = down_to_minus_one_as_hinted(ROWS, jnp.asarray([n], jnp.uint32), interpret=True)
+    np.testing.assert_allclose(np.asarray(got), _halving(ROWS, range(n - 1, -1, -1)), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kernel,ns,dtype,rows", DOWN_CASES)
+def test_gpu_loops_counting_down_match_numpy(kernel, ns, dtype, rows):
+  for n in ns:
+    got = jax.jit(kernel)(ROWS, jnp.asarray(n, dtype))
+    np.testing.assert_allclose(np.asarray(got), _halving(ROWS, rows(n)), rtol=1e-5, atol=1e-5)
+  got = jax.jit(rows_from_a_rebound_start)(ROWS, jnp.asarray([3], jnp.int32))
+  want = sum(np.asarray(ROWS[k]) * (k + 3) for k in range(10)) + np.asarray(ROWS[:4]).sum(0)
+  np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5, atol=1e-4)
