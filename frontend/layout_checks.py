@@ -198,14 +198,37 @@ def _ragged_tiles_hint(kernel, defs, buf, array, d, t, layout, *, rows, copy) ->
     return pad
   if copy.dst.type.space == Space.GMEM:
     return f"{pad}; or {_split_store(kernel, buf, array, layout, copy)}"
-  return f"{pad}; or {split_load(kernel, defs, buf, array, layout)}"
+  return f"{pad}; or {split_load(kernel, defs, buf, array, layout, copy)}"
 
 
-def split_load(kernel, defs, buf, array, layout) -> str:
+def _last_start(copy, rank) -> str:
+  """The start of the last index of the copy's GMEM window (of an array of `rank` dimensions) as the
+  user wrote it (`k * 128` of `x.at[ml.ds(r0, 64), ml.ds(k * 128, 128)]`), "0" for a whole
+  dimension (`:`, or none written), or None."""
+  import ast
+  node = call_at(copy.loc) if copy is not None else None
+  if node is None or not node.args or not isinstance(node.args[0], ast.Subscript):
+    return None
+  window = node.args[0]
+  elts = list(window.slice.elts) if isinstance(window.slice, ast.Tuple) else [window.slice]
+  if not any(isinstance(e, ast.Constant) and e.value is Ellipsis for e in elts) and len(elts) != rank:
+    return "0" if len(elts) < rank else None
+  last = elts[-1]
+  if isinstance(last, ast.Call) and len(last.args) == 2 and ast.unparse(last.func) == "ml.ds":
+    return ast.unparse(last.args[0])
+  if isinstance(last, ast.Slice) and last.step is None:
+    return "0" if last.lower is None else ast.unparse(last.lower)
+  return None
+
+
+def split_load(kernel, defs, buf, array, layout, copy=None) -> str:
   """The words for loading a tiled buffer's window of `array` into buffers one tile wide, which
-  TMA fills as plain swizzled rows of any count from any row (`one_tile_column`), one ml.dot each."""
+  TMA fills as plain swizzled rows of any count from any row (`one_tile_column`), one ml.dot each;
+  their windows start where the copy's (`copy`) last index does, a tile apart."""
   from .ops.mma import Dot
   w = layout.tile[1]
+  start = _last_start(copy, len(array.type.shape)) or "0"
+  at = lambda k: f"{k}" if start == "0" else (start if k == 0 else f"{start} + {k}")
   shape = buf.type.shape[-2:]
   parts = shape[-1] // w
   x = buf.name or "buf"
@@ -246,7 +269,7 @@ def split_load(kernel, defs, buf, array, layout) -> str:
   return (f"load {array.name} into {parts if parts > 1 else 'a'} separate"
           f" buffer{'s' if parts > 1 else ''} one tile ({w} columns) wide, which TMA fills with any"
           f" number of rows from any row: {x}0 = ml.smem(({shape[0]}, {w})) filled from the same"
-          f" window of {array.name} with ml.ds(0, {w}) as its last index, {x}1 with ml.ds({w}, {w}){more},"
+          f" window of {array.name} with ml.ds({at(0)}, {w}) as its last index, {x}1 with ml.ds({at(w)}, {w}){more},"
           f" {how} (a window of {x}'s columns cannot be a TMA destination)")
 
 

@@ -167,11 +167,11 @@ def check_tiled_starts(kernel: ir.Kernel, defs: dict, facts: Facts) -> None:
         hint += f"; if the start always is one, say so: ml.ds(ml.multiple_of({first}, {t}), {view.index[d].size})"
         if rows:               # a start read from data (cu_seqlens): buffers one tile wide take any row
           hint += (f"; where it may not be one, "
-                   f"{split_load(kernel, defs, _root(defs, smem), view.ref, tiled)}")
+                   f"{split_load(kernel, defs, _root(defs, smem), view.ref, tiled, o)}")
       elif rows:
         # a window shifted off the tile rows (a convolution's taps): buffers one tile wide take any row
         hint = (f"the window starts inside a tile in some program, so no promise makes it whole tiles;"
-                f" {split_load(kernel, defs, _root(defs, smem), view.ref, tiled)}")
+                f" {split_load(kernel, defs, _root(defs, smem), view.ref, tiled, o)}")
       if o.src is smem and d == kept[-2] and len(kept) >= 2:
         # a tile stored at a row read from data (a grouped GEMM's segment start): a store from
         # registers takes any row, and its mask keeps the segment's rows

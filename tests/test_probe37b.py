@@ -251,3 +251,66 @@ def test_gpu_loops_counting_down_match_numpy(kernel, ns, dtype, rows):
   got = jax.jit(rows_from_a_rebound_start)(ROWS, jnp.asarray([3], jnp.int32))
   want = sum(np.asarray(ROWS[k]) * (k + 3) for k in range(10)) + np.asarray(ROWS[:4]).sum(0)
   np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5, atol=1e-4)
+
+
+# ---------------------------------------------------------------- a grouped GEMM's tile split into one-tile buffers
+@mg.mgpu_kernel(out_shape=lambda x, w, offs: S((x.shape[0], w.shape[2]), F32),
+                grid=lambda x, w, offs: (w.shape[0], w.shape[2] // 64))
+def grouped_k128(x, w, offs, out):
+  g, j = ml.program_id(0), ml.program_id(1)
+  start, end = offs[g], offs[g + 1]
+  a_s, b_s = ml.smem((64, 128)), ml.smem((128, 64))
+  for t in range(ml.cdiv(end - start, 64)):
+    r0 = start + t * 64
+    acc = ml.zeros((64, 64), F32)
+    for k in ml.range(x.shape[1] // 128, stages=2):
+      ml.copy(x.at[ml.ds(r0, 64), ml.ds(k * 128, 128)], a_s)
+      ml.copy(w.at[g, ml.ds(k * 128, 128), ml.ds(j * 64, 64)], b_s)
+      acc = ml.dot(a_s, b_s, acc)
+    rows = r0 + ml.arange(64)[:, None]
+    out.at[ml.ds(r0, 64), ml.ds(j * 64, 64)].store(acc, mask=rows < end)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, w, offs: S((x.shape[0], w.shape[2]), F32),
+                grid=lambda x, w, offs: (w.shape[0], w.shape[2] // 64))
+def grouped_k128_as_hinted(x, w, offs, out):
+  g, j = ml.program_id(0), ml.program_id(1)
+  start, end = offs[g], offs[g + 1]
+  a_s0, a_s1, b_s0, b_s1 = ml.smem((64, 64)), ml.smem((64, 64)), ml.smem((64, 64)), ml.smem((64, 64))
+  for t in range(ml.cdiv(end - start, 64)):
+    r0 = start + t * 64
+    acc = ml.zeros((64, 64), F32)
+    for k in ml.range(x.shape[1] // 128, stages=2):
+      ml.copy(x.at[ml.ds(r0, 64), ml.ds(k * 128, 64)], a_s0)
+      ml.copy(x.at[ml.ds(r0, 64), ml.ds(k * 128 + 64, 64)], a_s1)
+      ml.copy(w.at[g, ml.ds(k * 128, 64), ml.ds(j * 64, 64)], b_s0)
+      ml.copy(w.at[g, ml.ds(k * 128 + 64, 64), ml.ds(j * 64, 64)], b_s1)
+      acc = ml.dot(a_s0, b_s0, acc)
+      acc = ml.dot(a_s1, b_s1, acc)
+    rows = r0 + ml.arange(64)[:, None]
+    out.at[ml.ds(r0, 64), ml.ds(j * 64, 64)].store(acc, mask=rows < end)
+
+
+def test_the_split_buffers_hint_keeps_the_windows_run_time_column_start():
+  # the hint said "with ml.ds(0, 64) as its last index, a_s1 with ml.ds(64, 64)": followed, every
+  # k step multiplied the first 128 columns of x
+  expect(grouped_k128, [S((256, 256), jnp.float16), S((4, 256, 128), jnp.float16), S((5,), jnp.int32)],
+         mg.TmaLimitError, "ml.copy(x.at",
+         "a_s is tiled (8, 64) for the tensor cores, so TMA copies whole tiles of x; the start of"
+         " x.at[ml.ds(r0, 64), ml.ds(k * 128, 128)] in dimension 0 is not provably a multiple of 8",
+         hint="start windows at multiples of 8 (e.g. i * 64); if the start always is one, say so:"
+              " ml.ds(ml.multiple_of(r0, 8), 64); where it may not be one, load x into 2 separate buffers one tile"
+              " (64 columns) wide, which TMA fills with any number of rows from any row: a_s0 = ml.smem((64, 64))"
+              " filled from the same window of x with ml.ds(k * 128, 64) as its last index, a_s1 with"
+              " ml.ds(k * 128 + 64, 64), and sum one ml.dot per buffer: acc = ml.dot(a_s0, b_s.at[ml.ds(0, 64)]),"
+              " then acc = ml.dot(a_s1, b_s.at[ml.ds(64, 64)], acc) (in this pipelined loop split b_s the same"
+              " way, b_s0, b_s1 loaded from windows of 64 rows: a buffer a pipelined loop loads is read whole) (a"
+              " window of a_s's columns cannot be a TMA destination)")
+  rng = np.random.default_rng(8)
+  x = jnp.asarray(rng.standard_normal((256, 256)), jnp.float16)
+  w = jnp.asarray(rng.standard_normal((4, 256, 128)), jnp.float16)
+  offs = jnp.asarray([0, 30, 30, 200, 256], jnp.int32)
+  want = jax.lax.ragged_dot(x, w, jnp.diff(offs), preferred_element_type=F32)
+  np.testing.assert_allclose(np.asarray(grouped_k128_as_hinted(x, w, offs, interpret=True)), np.asarray(want),
+                             rtol=2e-2, atol=5e-2)
+  _export(grouped_k128_as_hinted, S((256, 256), jnp.float16), S((4, 256, 128), jnp.float16), S((5,), jnp.int32))
