@@ -222,12 +222,13 @@ def _plan(cx, ref, index, what):
   tensor_dims = [d for d in adv if is_tensor(items[d])]
   columns = (what == "gather" and not keep and len(before) == 1 and not after and len(b) == 1
              and len(tensor_dims) == 1 and len(out_shape) == 2 and out_shape[1] % 8 == 0
-             and _narrow(out_shape) and math.prod(out_shape) % hw.WARPGROUP == 0)
+             and _spread_width(out_shape) != out_shape[1] and math.prod(out_shape) % hw.WARPGROUP == 0)
   if columns:
-    # `t[:, cols]` (a column gather) of too few columns, or of rows not a multiple of 4: the index
-    # vector padded with index 0 to a width each row's lanes hold, the asked columns kept after (gather())
+    # `t[:, cols]` (a column gather) of columns no row layout holds (fewer than a warp's 32, or rows
+    # not a multiple of 4 or 2 with 32s or 64s): the index vector padded with index 0 to the narrowest
+    # width one holds, the asked columns kept after (gather())
     keep = out_shape[1]
-    out_shape = (out_shape[0], _wide(out_shape))
+    out_shape = (out_shape[0], _spread_width(out_shape))
 
   view = cx.b.defining(ref)
   root, root_index = (view.ref, view.index) if isinstance(view, View) else (ref, None)
@@ -300,6 +301,14 @@ def _narrow(shape) -> bool:
   """A 2-D gather result whose rows' lanes cannot hold it: columns not a multiple of a warp's 32,
   or rows not a multiple of 4 with columns not a multiple of 128."""
   return bool(shape[1] % hw.WARP or shape[0] % hw.WARPS_PER_WARPGROUP and shape[1] % hw.WARPGROUP)
+
+
+def _spread_width(shape) -> int:
+  """The fewest columns, at least shape[1], that a layout spreading each row over a warp's lanes
+  holds for shape[0] rows: a multiple of 32 * k where k warps share a row (k = 1, 2, 4 for rows a
+  multiple of 4, 2, 1); shape[1] itself where one does."""
+  r, c = shape
+  return min(-(-c // (hw.WARP * k)) * hw.WARP * k for k in (1, 2, 4) if r % (hw.WARPS_PER_WARPGROUP // k) == 0)
 
 
 def _wide(shape) -> int:
