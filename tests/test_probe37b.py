@@ -314,3 +314,34 @@ def test_the_split_buffers_hint_keeps_the_windows_run_time_column_start():
   np.testing.assert_allclose(np.asarray(grouped_k128_as_hinted(x, w, offs, interpret=True)), np.asarray(want),
                              rtol=2e-2, atol=5e-2)
   _export(grouped_k128_as_hinted, S((256, 256), jnp.float16), S((4, 256, 128), jnp.float16), S((5,), jnp.int32))
+
+
+# ---------------------------------------------------------------- a top-2's (tokens, 2) index tile
+@mg.mgpu_kernel(out_shape=lambda v, ids: S((16, v.shape[1]), v.dtype), grid=lambda v, ids: (1,))
+def scatter_top2(v, ids, out):
+  ml.atomic_add(out.at[ids[...], :], v[...])
+
+
+@mg.mgpu_kernel(out_shape=lambda v, ids: S((16, v.shape[1]), v.dtype), grid=lambda v, ids: (1,))
+def scatter_top2_as_hinted(v, ids, out):
+  for k in ml.static_range(2):
+    ml.atomic_add(out.at[ids[...][:, k], :], v[...])
+
+
+def test_a_scatter_through_a_2d_index_tile_hints_its_columns_one_at_a_time():
+  # the hint was "index one dimension with an int in an ml.static_range loop": no dimension of out
+  # is the one to index, the index tile's columns are
+  expect(scatter_top2, [S((64, 128), F32), S((64, 2), jnp.int32)], mg.LayoutError, "ml.atomic_add(",
+         "this scatter gives a 3-D result (64, 2, 128): a scatter (its index grids broadcast together) gives 1-D"
+         " and 2-D tensors",
+         hint="take the 2 columns of the index tile ids[...] one at a time, a 2-D scatter a trip: for k in"
+              " ml.static_range(2): index with ids[...][:, k] (a vector of 64 indices) in place of ids[...], with"
+              " the values for that column")
+  rng = np.random.default_rng(9)
+  v = jnp.asarray(rng.standard_normal((64, 128)), F32)
+  ids = jnp.asarray(rng.integers(0, 16, (64, 2)), jnp.int32)
+  want = np.zeros((16, 128), np.float32)
+  for k in range(2):
+    np.add.at(want, np.asarray(ids[:, k]), np.asarray(v))
+  np.testing.assert_allclose(np.asarray(scatter_top2_as_hinted(v, ids, interpret=True)), want, rtol=1e-5, atol=1e-5)
+  _export(scatter_top2_as_hinted, S((64, 128), F32), S((64, 2), jnp.int32))

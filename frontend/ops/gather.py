@@ -201,6 +201,17 @@ def _plan(cx, ref, index, what):
   if len([n for n in out_shape if n != 1]) > 2:      # its index grids would broadcast into 3-D
     lead = next(d for d in range(len(t.shape)) if d in spans or d in adv)
     n = spans[lead][1] if lead in spans else None
+    grid = [x for x in tensors if len(x.type.shape) == 2]     # ids of shape (64, 2): a top-2's experts
+    if n is None and len(grid) == 1 and len(tensors) == 1:
+      nm = grid[0].name if grid[0].name and "\n" not in grid[0].name else "ids"
+      nm = nm if nm.replace("[...]", "").isidentifier() else f"({nm})"
+      cols = grid[0].type.shape[1]
+      raise E.LayoutError(
+          f"this {what} gives a {len(out_shape)}-D result {out_shape}: a {what} (its index grids broadcast"
+          f" together) gives 1-D and 2-D tensors", cx.loc,
+          hint=f"take the {cols} columns of the index tile {nm} one at a time, a 2-D {what} a trip: for k in"
+               f" ml.static_range({cols}): index with {nm}[:, k] (a vector of {grid[0].type.shape[0]} indices) in"
+               f" place of {nm}" + (", with the values for that column" if what == "scatter" else ""))
     raise E.LayoutError(
         f"this {what} gives a {len(out_shape)}-D result {out_shape}: a {what} (its index grids broadcast"
         f" together) gives 1-D and 2-D tensors", cx.loc,
