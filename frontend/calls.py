@@ -373,15 +373,27 @@ class Calls:
     raise E.KernelTypeError(f"{self.text(node.func)} is not callable", cx.loc,
                             hint="call ml.* functions or @ml.inline helpers")
 
+  def matmul_hint(self, left, right, a, b):
+    """The hint for `a @ b` of register values: the ml.dot call jnp.matmul's hint writes."""
+    taken = frozenset(re.findall(r"[A-Za-z_]\w*", "\n".join(self.src.lines)))
+    return dot_hint("matmul", [self.text(left), self.text(right)], {},
+                    [self._dot_operand(left, a), self._dot_operand(right, b)], taken) or (
+        "tensor-core products are ml.dot(a_s, b_s) of SMEM buffers (A may be a register tensor:"
+        " ml.dot(p.astype(jnp.float16), v_s, acc))")
+
   def _dot_operand(self, node, value):
     """(text, value, transposed) of a jnp.dot operand, for its hint: a ref read whole (`k_s[...]`,
-    `k_s[...].T`) is the ref itself, as ml.dot takes it."""
+    `k_s[...].T`) is the ref itself, as ml.dot takes it; `w.T` of a register tile is w, transposed."""
     inner, flip = (node.value, True) if isinstance(node, ast.Attribute) and node.attr == "T" else (node, False)
     if isinstance(inner, ast.Subscript) and isinstance(inner.slice, ast.Constant) and inner.slice.value is Ellipsis \
         and isinstance(inner.value, ast.Name):
       ref = self.eval(inner.value)
       if is_value(ref) and isinstance(ref.type, RefType):
         return self.text(inner.value), ref, flip
+    if flip and isinstance(inner, ast.Name):      # `w.T` of a register tile: stage w, pass w_s.T
+      held = self.eval(inner)
+      if is_value(held) and len(getattr(held.type, "shape", ())) == 2:
+        return self.text(inner), held, True
     return self.text(node), value, False
 
   def static_call(self, cx, fn, args, kwargs):

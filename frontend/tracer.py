@@ -479,11 +479,9 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
       if op is ast.Add and {type(a), type(b)} == {list, tuple}:    # sums = [] ... sums + (v,): the left's kind
         return type(a)(list(a) + list(b))
       return self.python(node, _PYBINOPS[op], a, b)
-    if op is ast.MatMult:
-      self.unsupported(node, "the operator @",
-                       hint="tensor-core products are ml.dot(a_s, b_s) of SMEM buffers (A may be a register"
-                            " tensor: ml.dot(p.astype(jnp.float16), v_s, acc))")
     left, right = (node.left, node.right) if isinstance(node, ast.BinOp) else (node.target, node.value)
+    if op is ast.MatMult:        # jnp.matmul's hint, with the operands as written (`x @ w_s[...].T`)
+      self.unsupported(node, "the operator @", hint=self.matmul_hint(left, right, a, b))
     if op is ast.Pow:
       return power(self.cx(node, name), a, b, self.text(left), self.text(right))
     if op not in _BINOPS:
