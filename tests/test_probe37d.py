@@ -78,3 +78,36 @@ def test_jnp_dot_of_a_transposed_register_tile_stages_the_tile_and_passes_its_vi
          hint=f"write ml.dot(x, {buf}.T, preferred_element_type=jnp.float32) (on the tensor cores; ml.dot(a, b, acc)"
               " adds the product to acc); ml.dot reads b from an SMEM buffer (a from SMEM or registers), so stage the"
               f" operands first: {buf} = ml.smem((64, 64), jnp.float16); {buf}[...] = w")
+
+
+# ---------------------------------------------------------------- m not a multiple of 64, above 64
+@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[1]), F32))
+def rows_not_a_tile(a, b, c):
+  a_s, b_s = ml.smem(a.shape), ml.smem(b.shape)
+  ml.copy(a, a_s)
+  ml.copy(b, b_s)
+  c[...] = ml.dot(a_s, b_s)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[1]), F32))
+def rows_in_a_128_row_tile(a, b, c):      # the hint followed for 96 rows
+  a_s, b_s = ml.smem((128, 64)), ml.smem(b.shape)
+  ml.copy(a.at[ml.ds(0, 128)], a_s)
+  ml.copy(b, b_s)
+  rows = ml.arange(128)
+  c.at[ml.ds(0, 128)].store(ml.dot(a_s, b_s), mask=(rows < a.shape[0])[:, None])
+
+
+def test_rows_above_64_are_hinted_the_tile_that_holds_them():
+  """96 rows were told to use a 64-row tile ('for fewer rows of data, a 96-row batch, give a_s 64 rows'),
+  which drops 32 of them."""
+  specs = (S((96, 64), F16), S((64, 64), F16))
+  expect(rows_not_a_tile, specs, mg.MmaOperandError, "ml.dot(a_s, b_s)",
+         "ml.dot needs m (rows of a) to be a multiple of 64, got 96",
+         hint="use a tile of 64, 128, ... rows; for 96 rows of data, give a_s 128 rows and copy a 128-row window"
+              " into it (TMA reads zeros past the array's last row), then store the rows that exist with a mask"
+              " (rows < m); or swap the operands: ml.dot(b_s.T, a_s.T) is the product transposed, with the 96 rows"
+              " as its n (a multiple of 8 there)")
+  a, b = _rand((96, 64), F16, 3), _rand((64, 64), F16, 4)
+  np.testing.assert_allclose(np.asarray(rows_in_a_128_row_tile(a, b, interpret=True)),
+                             np.asarray(jnp.dot(a, b, preferred_element_type=F32)), rtol=1e-4, atol=1e-3)

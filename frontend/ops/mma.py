@@ -328,11 +328,13 @@ def _small_m_hint(cx, a, b, m, d) -> str:
             f" ml.dot(ml.concatenate([{at}, {zeros}], axis=0),"
             f" {bt})[:{m}] (with an accumulator, pad it the same way and carry the {rows}-row product)")
   an, bn = _read(a)[0].removesuffix("[...]"), _read(b)[0].removesuffix("[...]")
-  fix = (f"use a tile of 64, 128, ... rows; for fewer rows of data, a {m}-row batch, give {an} 64 rows and copy"
-         f" a 64-row window into it (TMA reads zeros past the array's last row), then store the rows that exist"
+  tile = -(-m // hw.MMA_M) * hw.MMA_M          # the tile that holds the m rows (96 rows: 128, not 64)
+  rows = f"fewer rows of data, a {m}-row batch" if m < hw.MMA_M else f"{m} rows of data"
+  fix = (f"use a tile of 64, 128, ... rows; for {rows}, give {an} {tile} rows and copy"
+         f" a {tile}-row window into it (TMA reads zeros past the array's last row), then store the rows that exist"
          f" with a mask (rows < m)")
   if is_value(a) and isinstance(a.type, RefType) and not a.type.transposed and m % hw.MMA_N_STEP == 0 and (
-      d in (DType.f16, DType.bf16) or b.type.transposed):
+      d in (DType.f16, DType.bf16) or b.type.transposed) and m <= hw.MMA_N_MAX:
     new_a = bn.removesuffix(".T") if b.type.transposed else f"{bn}.T"
     fix += (f"; or swap the operands: ml.dot({new_a}, {an}.T) is the product transposed, with the {m} rows as"
             f" its n (a multiple of 8 there)")
