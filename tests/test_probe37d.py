@@ -111,3 +111,33 @@ def test_rows_above_64_are_hinted_the_tile_that_holds_them():
   a, b = _rand((96, 64), F16, 3), _rand((64, 64), F16, 4)
   np.testing.assert_allclose(np.asarray(rows_in_a_128_row_tile(a, b, interpret=True)),
                              np.asarray(jnp.dot(a, b, preferred_element_type=F32)), rtol=1e-4, atol=1e-3)
+
+
+# ---------------------------------------------------------------- n a multiple of 8, not of 64
+@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[1]), F32))
+def narrow_n(a, b, c):
+  x_s, v_s = ml.smem(a.shape), ml.smem(b.shape)
+  ml.copy(a, x_s)
+  ml.copy(b, v_s)
+  c[...] = ml.dot(x_s, v_s)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, bt: S((a.shape[0], bt.shape[0]), F32))
+def narrow_n_hint_followed(a, bt, c):
+  x_s, vt_s = ml.smem(a.shape), ml.smem((72, 64))
+  ml.copy(a, x_s)
+  ml.copy(bt, vt_s)
+  c[...] = ml.dot(x_s, vt_s.T)
+
+
+def test_narrow_n_hint_names_the_operands_and_how_to_store_the_tile():
+  """It said 'ml.dot(a, b_s.T)' whatever the operands' names, and not how an (n, k) tile is made (a
+  register transpose into a tensor-core buffer needs 64-row tiles: its own MG204)."""
+  expect(narrow_n, (S((64, 64), F16), S((64, 72), F16)), mg.MmaOperandError, "ml.dot(x_s, v_s)",
+         "ml.dot needs n (columns of b) to be a multiple of 64 and at most 256, got 72",
+         hint="store b's tile as (n, k) and pass it transposed: transpose the array outside the kernel (bt = b.T,"
+              " (n, k)), copy its (72, 64) window into vt_s = ml.smem((72, 64)) and write ml.dot(x_s, vt_s.T):"
+              " n may then be any multiple of 8")
+  a, b = _rand((64, 64), F16, 5), _rand((64, 72), F16, 6)
+  np.testing.assert_allclose(np.asarray(narrow_n_hint_followed(a, b.T, interpret=True)),
+                             np.asarray(jnp.dot(a, b, preferred_element_type=F32)), rtol=1e-4, atol=1e-3)

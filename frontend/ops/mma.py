@@ -341,6 +341,17 @@ def _small_m_hint(cx, a, b, m, d) -> str:
   return fix
 
 
+def _narrow_n_hint(a, b, n, k) -> str:
+  """n a multiple of 8 but not of 64, b stored (k, n): an (n, k) tile passed as its view `.T` takes any
+  multiple of 8; TMA fills one from the array transposed outside the kernel (a register transpose
+  into a tensor-core buffer needs 64-row tiles)."""
+  an, bn = _read(a)[0].removesuffix("[...]"), _read(b)[0].removesuffix("[...]")
+  nk = f"{bn.removesuffix('_s')}t_s" if bn.isidentifier() else "bt_s"
+  return (f"store b's tile as (n, k) and pass it transposed: transpose the array outside the kernel (bt = b.T,"
+          f" (n, k)), copy its ({n}, {k}) window into {nk} = ml.smem(({n}, {k})) and write"
+          f" ml.dot({an}, {nk}.T): n may then be any multiple of {hw.MMA_N_STEP}")
+
+
 def _conv(text):
   return text if text.replace("[...]", "").replace("_", "a").replace(".", "a").isalnum() else f"({text})"
 
@@ -413,8 +424,7 @@ def dot(cx, a, b, acc=None, *, out_dtype=None, input_precision=None, allow_tf32=
     err = E.MmaOperandError(
         f"ml.dot{' on int8' if int_n else ''} needs n (columns of b) to be"
         f" {'8, 24 or ' if int_n else ''}a multiple of {n_step} and at most {hw.MMA_N_MAX}, got {n}", loc,
-        hint="store b's tile as (n, k) and pass it transposed, ml.dot(a, b_s.T): n may then be any multiple"
-             f" of {hw.MMA_N_STEP}" if narrow else
+        hint=_narrow_n_hint(a, b, n, k) if narrow else
              "split wider tiles into several dots of at most 256 columns" if n > hw.MMA_N_MAX else
              f"pad n to a multiple of {n_step}: a b tile of {-(-n // n_step) * n_step} columns (a TMA copy"
              f" past the array's end fills zeros; or mask a register load with other=0), and store only"
