@@ -162,4 +162,4 @@ def test_8bit_a_from_registers_is_rejected_with_an_smem_hint():
   e = expect(fp8_register_a, [S((64, 128), E4M3), S((64, 128), E4M3)], mg.UnsupportedDtypeError,
              "ml.dot(x, b_s.T)",
              "ml.dot takes operand a from registers in bfloat16 or float16 only, got x (float8_e4m3fn)")
-  assert e.hint.startswith("store the tile in an SMEM buffer and pass the buffer: buf = ml.smem((64, 128), jnp.float8_e4m3fn)")
+  assert e.hint.startswith("store the tile in an SMEM buffer and pass the buffer: x_s = ml.smem((64, 128), jnp.float8_e4m3fn)")

@@ -141,3 +141,33 @@ def test_narrow_n_hint_names_the_operands_and_how_to_store_the_tile():
   a, b = _rand((64, 64), F16, 5), _rand((64, 72), F16, 6)
   np.testing.assert_allclose(np.asarray(narrow_n_hint_followed(a, b.T, interpret=True)),
                              np.asarray(jnp.dot(a, b, preferred_element_type=F32)), rtol=1e-4, atol=1e-3)
+
+
+# ---------------------------------------------------------------- an 8-bit tile in registers as A
+@mg.mgpu_kernel(out_shape=lambda a, bt: S((a.shape[0], bt.shape[0]), jnp.int32))
+def int8_register_a(a, bt, c):
+  q_s = ml.smem(bt.shape)
+  ml.copy(bt, q_s)
+  x = a[...]
+  c[...] = ml.dot(x, q_s.T)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, bt: S((a.shape[0], bt.shape[0]), jnp.int32))
+def int8_register_a_hint_followed(a, bt, c):
+  q_s = ml.smem(bt.shape)
+  ml.copy(bt, q_s)
+  x = a[...]
+  x_s = ml.smem((64, 128), jnp.int8); x_s[...] = x
+  c[...] = ml.dot(x_s, q_s.T)
+
+
+def test_8bit_register_a_hint_writes_the_buffer_with_the_tiles_name():
+  """It wrote `buf[...] = <the tile>; ml.dot(buf, ...)`, a placeholder in place of the kernel's x."""
+  expect(int8_register_a, (S((64, 128), jnp.int8), S((64, 128), jnp.int8)), mg.UnsupportedDtypeError,
+         "ml.dot(x, q_s.T)", "ml.dot takes operand a from registers in bfloat16 or float16 only, got x (int8)",
+         hint="store the tile in an SMEM buffer and pass the buffer: x_s = ml.smem((64, 128), jnp.int8);"
+              " x_s[...] = x; ml.dot(x_s, q_s.T) (a tile read from SMEM: pass that buffer itself)")
+  rng = np.random.default_rng(7)
+  a, bt = (jnp.asarray(rng.integers(-128, 128, (64, 128)), jnp.int8) for _ in range(2))
+  np.testing.assert_array_equal(np.asarray(int8_register_a_hint_followed(a, bt, interpret=True)),
+                                np.asarray(jnp.dot(a.astype(jnp.int32), bt.T.astype(jnp.int32))))

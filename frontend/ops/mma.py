@@ -140,15 +140,23 @@ def _register_a(cx, a, d, b=None):
                             hint=_vector_hint("a", a, b, cx) if len(a.type.shape) == 1 else "pass an (m, k) tile")
   if isinstance(d, DType) and d not in hw.MMA_REG_A_DTYPES:
     names = " or ".join(sorted(map(str, hw.MMA_REG_A_DTYPES)))
-    hint = (f"store the tile in an SMEM buffer and pass the buffer: buf = ml.smem({a.type.shape}, jnp.{d});"
-            f" buf[...] = <the tile>; ml.dot(buf, ...) (a tile read from SMEM: pass that buffer itself)"
-            if d.bits == 8 else _tf32_hint(a, b) if _is_f32(b) else
+    hint = (_eight_bit_a_hint(a, b, d) if d.bits == 8 else _tf32_hint(a, b) if _is_f32(b) else
             f"convert it to b's dtype: ml.dot({_unconverted(a.name or 'a')}.astype(jnp.{_b_dtype(b)}), ...)")
     if d.bits == 8:
       hint += _eight_bit_needs(a, b)
     raise E.UnsupportedDtypeError(
         f"ml.dot takes operand a from registers in {names} only, got {a.name or 'a'} ({d})", cx.loc,
         hint=hint)
+
+
+def _eight_bit_a_hint(a, b, d) -> str:
+  """An 8-bit register A: stored into an SMEM buffer named after it (`x` -> `x_s`), which the dot reads."""
+  name = a.name if (a.name or "").isidentifier() else None
+  buf = f"{name}_s" if name else "buf"
+  bn = b.name if is_value(b) and (b.name or "").replace(".T", "").isidentifier() else "..."
+  return (f"store the tile in an SMEM buffer and pass the buffer: {buf} = ml.smem({a.type.shape}, jnp.{d});"
+          f" {buf}[...] = {name or '<the tile>'}; ml.dot({buf}, {bn}) (a tile read from SMEM: pass that buffer"
+          f" itself)")
 
 
 def _eight_bit_needs(a, b) -> str:
