@@ -171,3 +171,49 @@ def test_8bit_register_a_hint_writes_the_buffer_with_the_tiles_name():
   a, bt = (jnp.asarray(rng.integers(-128, 128, (64, 128)), jnp.int8) for _ in range(2))
   np.testing.assert_array_equal(np.asarray(int8_register_a_hint_followed(a, bt, interpret=True)),
                                 np.asarray(jnp.dot(a.astype(jnp.int32), bt.T.astype(jnp.int32))))
+
+
+# ---------------------------------------------------------------- a whole read of a buffer passed as b
+@mg.mgpu_kernel(out_shape=lambda a, bt: S((a.shape[0], bt.shape[0]), F32))
+def b_read_into_registers(a, bt, c):
+  a_s, k_s = ml.smem((64, 64)), ml.smem(bt.shape)
+  ml.copy(a, a_s)
+  ml.copy(bt, k_s)
+  c[...] = ml.dot(a_s, k_s[...].T)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, bt: S((a.shape[0], bt.shape[0]), F32))
+def b_read_from_gmem(a, bt, c):
+  a_s = ml.smem((64, 64))
+  ml.copy(a, a_s)
+  c[...] = ml.dot(a_s, bt[...].T)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, bt: (S((a.shape[0], bt.shape[0]), F32),) * 2)
+def b_hints_followed(a, bt, c, d):
+  a_s, k_s = ml.smem((64, 64)), ml.smem(bt.shape)
+  ml.copy(a, a_s)
+  ml.copy(bt, k_s)
+  c[...] = ml.dot(a_s, k_s.T)
+  bt_s = ml.smem((64, 64)); ml.copy(bt, bt_s)
+  d[...] = ml.dot(a_s, bt_s.T)
+
+
+def test_a_whole_read_passed_as_b_is_hinted_as_the_buffer_or_its_copy():
+  """`k_s[...].T` was hinted 'b_s = ml.smem((64, 64)); b_s[...] = k_s[...].T' (a round trip through
+  registers, into a name of the kernel's own); `bt[...].T` of the input, likewise, where a TMA copy
+  into a buffer passed as its view `.T` moves nothing through registers."""
+  specs = (S((64, 64), F16), S((64, 64), F16))
+  expect(b_read_into_registers, specs, mg.MmaOperandError, "ml.dot(a_s, k_s[...].T)",
+         "ml.dot operand b must be an SMEM buffer of this CTA, got a register tensor",
+         hint="pass the buffer itself, not its registers: ml.dot(..., k_s.T) (k_s.T is a transposed view: no data"
+              " moves)")
+  expect(b_read_from_gmem, specs, mg.MmaOperandError, "ml.dot(a_s, bt[...].T)",
+         "ml.dot operand b must be an SMEM buffer of this CTA, got a register tensor",
+         hint="only a may come from registers; copy bt into SMEM and pass the buffer transposed: bt_s ="
+              " ml.smem((64, 64)); ml.copy(bt, bt_s); ml.dot(..., bt_s.T)")
+  a, bt = _rand((64, 64), F16, 8), _rand((64, 64), F16, 9)
+  got_c, got_d = b_hints_followed(a, bt, interpret=True)
+  want = np.asarray(jnp.dot(a, bt.T, preferred_element_type=F32))
+  np.testing.assert_allclose(np.asarray(got_c), want, rtol=1e-4, atol=1e-3)
+  np.testing.assert_allclose(np.asarray(got_d), want, rtol=1e-4, atol=1e-3)

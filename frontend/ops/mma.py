@@ -62,9 +62,22 @@ def _operand(cx, what, x, other=None):
       got_what = "an SMEM buffer of this CTA or a register tensor"
     else:
       got_what = "an SMEM buffer of this CTA"
+      read = _whole_read(cx, x) if is_value(x) and isinstance(x.type, TensorType) else None
       if is_value(x) and isinstance(x.type, TensorType) and len(x.type.shape) == 1 and is_value(other) \
           and isinstance(other.type, RefType) and len(other.type.shape) == 2:
         hint = _vector_hint(what, x, other, cx)       # a decode GEMV: SMEM would not make it a tile
+      elif read is not None and read[0].type.space == Space.SMEM:   # `b_s[...]`, `b_s[...].T`: the buffer, or its view
+        ref, flip = read
+        view = f"{ref.name}.T" if flip else ref.name
+        hint = (f"pass the buffer itself, not its registers: ml.dot(..., {view})"
+                + (f" ({view} is a transposed view: no data moves)" if flip else ""))
+      elif read is not None and not cx.named(x, "").replace(".T", "").isidentifier():
+        # `w[...]` of a GMEM ref, written in the call: copied into a buffer by TMA, not through registers
+        ref, flip = read
+        buf = f"{ref.name}_s"
+        hint = (f"only a may come from registers; copy {ref.name} into SMEM and pass the buffer"
+                f"{' transposed' if flip else ''}: {buf} = ml.smem({tuple(ref.type.shape)}); ml.copy({ref.name}, {buf});"
+                f" ml.dot(..., {buf}{'.T' if flip else ''})")
       elif is_value(x) and isinstance(x.type, TensorType):
         text, d = cx.named(x, ""), dtype_name(x.type.dtype)
         flip = text.endswith(".T") and text[:-2].isidentifier()      # q @ k.T of a k in registers
@@ -95,6 +108,27 @@ def _operand(cx, what, x, other=None):
     raise E.MmaOperandError(f"ml.dot operand {what} must be 2-D, got shape {x.type.shape}", cx.loc,
                             hint=_vector_hint(what, x, other, cx) if len(x.type.shape) == 1 else
                             "index the leading dimensions away: buf.at[stage]")
+
+
+def _whole_read(cx, x):
+  """(ref, transposed) where register tensor `x` is a whole read of `ref`, this CTA's SMEM buffer
+  (`b_s[...]`) or a GMEM array (`w[...]`), or its transpose (`b_s[...].T`, through a scratch the
+  transpose writes just before)."""
+  from .memory import Load
+  from .shape import TransposeLoad, TransposeStore
+  d, flip = cx.b.defining(x), False
+  if isinstance(d, TransposeLoad):
+    store = next((o for o in reversed(cx.b.block.ops) if isinstance(o, TransposeStore) and o.scratch is d.scratch),
+                 None)
+    d, flip = (cx.b.defining(store.x) if store is not None else None), True
+  if not isinstance(d, Load) or d.merge or d.keep:
+    return None
+  ref = d.ref
+  t = ref.type
+  if (not isinstance(t, RefType) or t.space not in (Space.SMEM, Space.GMEM) or t.remote or t.transposed
+      or len(t.shape) != 2 or not (ref.name or "").isidentifier()):
+    return None
+  return ref, flip
 
 
 def _read(x, cx=None) -> tuple[str, bool]:
