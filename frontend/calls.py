@@ -22,7 +22,7 @@ from .formula_hints import with_operands
 from .lax_hints import control_hint, debug_print_hint, foreign_call_hint, pipeline_hint
 from .shape_hints import NOT_YET as SHAPE_NOT_YET, shape_call_hint, static_array_hint
 from .ops import elementwise as ew
-from .ops.base import BUILTINS, Builtin, is_value, kind_of, typed_number
+from .ops.base import BUILTINS, TRANSPOSES, Builtin, is_smem_matrix, is_value, kind_of, smem_transpose_hint, typed_number
 from .trace_debug import trace_breakpoint, trace_print
 from .types import RefType, resolve
 
@@ -326,6 +326,9 @@ class Calls:
         self.unsupported(node, "range() outside a for statement")
       held = next((a for a in list(args) + list(kwargs.values()) if holds_value(a)))
       name = getattr(fn, "__name__", repr(fn))
+      if name in TRANSPOSES and args and is_smem_matrix(args[0]) and isinstance(node.args[0], ast.Name):
+        raise E.KernelTypeError(f"{name} cannot take an SMEM ref inside a kernel", cx.loc,
+                                hint=smem_transpose_hint(self.text(node.args[0])))     # jnp.transpose(b_s)
       ours = BUILTINS.get(name) if _is_array_library(fn) else None
       hint = (f"use ml.{name}: kernels call ml.* functions on register values" if ours is not None else
               "kernels call ml.* functions on register values; decorate a helper of your own with"

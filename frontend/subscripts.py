@@ -13,7 +13,7 @@ from . import missing
 from .missing import missing_hint
 from .torch_hints import torch_method_hint
 from .ops import METHODS, REF_METHODS, gather, memory, roll, shape, transfers
-from .ops.base import is_tensor, is_value, keep_weak, kind_of, static_number
+from .ops.base import TRANSPOSES, is_smem_matrix, is_tensor, is_value, keep_weak, kind_of, smem_transpose_hint, static_number
 from .ops.vector_views import strided_vector
 from .ops.index_hints import (aliased_input, check_tensor_steps, run_window_hint, scatter_set_hint, strided_last_axis,
                               table_lookup_hint)
@@ -174,6 +174,8 @@ class Subscripts:
         args = [a for a in args if not a.startswith("bitcast=")]
     t = base.type
     d = resolve(t.dtype)
+    if node.attr in TRANSPOSES and is_smem_matrix(base) and (node.value.__class__ is ast.Name):
+      return smem_transpose_hint(self.text(node.value))       # b_s.transpose(), b_s.mT: the view b_s.T
     if node.attr == "at" and not isinstance(t, RefType) and len(t.shape) in (1, 2):
       own = _at_update_hint(self.loc(node), self.text(node.value), t.shape)     # jnp's c = c.at[i].add(1)
       if own is not None:

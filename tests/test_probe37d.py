@@ -217,3 +217,29 @@ def test_a_whole_read_passed_as_b_is_hinted_as_the_buffer_or_its_copy():
   want = np.asarray(jnp.dot(a, bt.T, preferred_element_type=F32))
   np.testing.assert_allclose(np.asarray(got_c), want, rtol=1e-4, atol=1e-3)
   np.testing.assert_allclose(np.asarray(got_d), want, rtol=1e-4, atol=1e-3)
+
+
+# ---------------------------------------------------------------- transposes of an SMEM buffer, as jnp and torch write them
+@mg.mgpu_kernel(out_shape=lambda a, bt, **kw: S((a.shape[0], bt.shape[0]), F32))
+def transposed_buffer(a, bt, c, *, form: ml.constexpr):
+  a_s, k_s = ml.smem((64, 64)), ml.smem(bt.shape)
+  ml.copy(a, a_s)
+  ml.copy(bt, k_s)
+  if form == "method":
+    c[...] = ml.dot(a_s, k_s.transpose())
+  elif form == "jnp":
+    c[...] = ml.dot(a_s, jnp.transpose(k_s))
+  else:
+    c[...] = ml.dot(a_s, k_s.mT)
+
+
+@pytest.mark.parametrize("form,at,message", [
+    ("method", "k_s.transpose", "an SMEM ref has no attribute 'transpose'"),
+    ("jnp", "jnp.transpose(k_s)", "transpose cannot take an SMEM ref inside a kernel"),
+    ("mT", "k_s.mT", "an SMEM ref has no attribute 'mT'")])
+def test_a_transpose_of_an_smem_buffer_is_hinted_as_its_view(form, at, message):
+  """`.transpose()` was hinted 'k_s[...].transpose()' (a register b, the next error) and jnp.transpose
+  'use ml.transpose' (an error on a ref); ml.transpose(k_s) alone named the view k_s.T."""
+  expect(transposed_buffer, (S((64, 64), F16), S((64, 64), F16)), mg.KernelTypeError, at, message,
+         hint="for an ml.dot operand write k_s.T: a transposed view of the SMEM buffer, no data moved"
+              " (ml.dot(a_s, k_s.T, acc)); to transpose its values, k_s[...].T", form=form)

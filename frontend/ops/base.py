@@ -401,14 +401,28 @@ def _outside_array(x) -> bool:
   return hasattr(x, "shape") and hasattr(x, "dtype") and isinstance(getattr(x, "shape"), tuple)
 
 
+TRANSPOSES = ("transpose", "matrix_transpose", "permute_dims", "swapaxes", "moveaxis", "mT", "permute", "t", "trans")
+
+
+def smem_transpose_hint(name: str) -> str:
+  """The hint for a transpose (ml.transpose, jnp.transpose, .transpose(), .mT, ...) of a 2-D SMEM buffer:
+  its view `.T`, which ml.dot reads with no data moved."""
+  return (f"for an ml.dot operand write {name}.T: a transposed view of the SMEM buffer, no data moved"
+          f" (ml.dot(a_s, {name}.T, acc)); to transpose its values, {name}[...].T")
+
+
+def is_smem_matrix(x) -> bool:
+  """A 2-D ref of this CTA's SMEM (whose transpose is the view `.T`)."""
+  return is_ref(x) and str(x.type.space) == "SMEM" and len(x.type.shape) == 2 and not x.type.remote
+
+
 def check_register_value(cx, x, what):
   """`x` must be a register tensor, a scalar or a Python number."""
   if is_ref(x):
     name = x.name or "ref"
     hint = f"read it into registers first: {name}[...]"
     if what == "ml.transpose" and str(x.type.space) == "SMEM":
-      hint = (f"for an ml.dot operand write {name}.T: a transposed view of the SMEM buffer, no data moved"
-              f" (ml.dot(a_s, {name}.T, acc)); to transpose its values, {name}[...].T")
+      hint = smem_transpose_hint(name)
     raise E.KernelTypeError(
         f"{what} works on register values, got {x.name or 'a ref'} ({x.type.space} ref)", cx.loc, hint=hint)
   if not (is_value(x) or isinstance(x, Num)):
