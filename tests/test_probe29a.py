@@ -266,7 +266,7 @@ def test_triton_dot_keywords():
   bf16 = [S((64, 64), jnp.bfloat16)] * 2
   expect(dot_keywords, bf16, mg.UnsupportedDtypeError, "ml.dot(a_s, b_s, out_dtype=out)",
          "ml.dot accumulates bfloat16 products in float32, not out_dtype=bfloat16",
-         hint="accumulate in jnp.float32 and convert the result: ml.dot(a, b).astype(jnp.bfloat16)",
+         hint="accumulate in jnp.float32 and convert the result: ml.dot(a_s, b_s).astype(jnp.bfloat16)",
          out=jnp.bfloat16)
   expect(dot_keywords, f16, mg.KernelTypeError, "ml.dot(a_s, b_s, max_num_imprecise_acc=32)",
          "ml.dot's max_num_imprecise_acc=32 is not supported: Hopper's float8 dots add their products with fewer"

@@ -243,3 +243,32 @@ def test_a_transpose_of_an_smem_buffer_is_hinted_as_its_view(form, at, message):
   expect(transposed_buffer, (S((64, 64), F16), S((64, 64), F16)), mg.KernelTypeError, at, message,
          hint="for an ml.dot operand write k_s.T: a transposed view of the SMEM buffer, no data moved"
               " (ml.dot(a_s, k_s.T, acc)); to transpose its values, k_s[...].T", form=form)
+
+
+# ---------------------------------------------------------------- a scalar as ml.dot's acc (C = A @ B + beta)
+@mg.mgpu_kernel(out_shape=lambda a, b, beta: S((a.shape[0], b.shape[1]), F32))
+def scalar_acc(a, b, beta: ml.scalar, c):
+  a_s, b_s = ml.smem(a.shape), ml.smem(b.shape)
+  ml.copy(a, a_s)
+  ml.copy(b, b_s)
+  c[...] = ml.dot(a_s, b_s, beta)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b, beta: S((a.shape[0], b.shape[1]), F32))
+def scalar_acc_hint_followed(a, b, beta: ml.scalar, c):
+  a_s, b_s = ml.smem(a.shape), ml.smem(b.shape)
+  ml.copy(a, a_s)
+  ml.copy(b, b_s)
+  acc = ml.full((64, 128), beta, jnp.float32)
+  c[...] = ml.dot(a_s, b_s, acc)
+
+
+def test_a_scalar_acc_is_hinted_as_a_full_tile_of_it():
+  """It said 'start from acc = ml.zeros((m, n), jnp.float32)', which drops beta and names no shape."""
+  expect(scalar_acc, (S((64, 64), F16), S((64, 128), F16), 0.5), mg.KernelTypeError, "ml.dot(a_s, b_s, beta)",
+         "ml.dot's acc must be a register tensor, got a scalar",
+         hint="a scalar acc adds to every element: acc = ml.full((64, 128), beta, jnp.float32); ml.dot(a_s, b_s, acc)"
+              " (or add it to the result, ml.dot(a_s, b_s) + beta)")
+  a, b = _rand((64, 64), F16, 10), _rand((64, 128), F16, 11)
+  np.testing.assert_allclose(np.asarray(scalar_acc_hint_followed(a, b, 0.5, interpret=True)),
+                             np.asarray(jnp.dot(a, b, preferred_element_type=F32) + 0.5), rtol=1e-4, atol=1e-3)

@@ -14,7 +14,7 @@ from .. import ir
 from ..dtypes import DType
 from ..infer import unify
 from ..ir import Access, LayoutRule, Traits
-from ..types import Layout, RefType, Space, TensorType, dtype_name, resolve
+from ..types import Layout, RefType, ScalarType, Space, TensorType, dtype_name, resolve
 from .base import builtin, is_value, kind_of
 from .memory import View
 
@@ -394,6 +394,12 @@ def _narrow_n_hint(a, b, n, k) -> str:
           f" ml.dot({an}, {nk}.T): n may then be any multiple of {hw.MMA_N_STEP}")
 
 
+def _names(a, b) -> str:
+  """`a_s, b_s.T`: the operands as the call wrote them, for a hint that repeats the call."""
+  return ", ".join(x.name if is_value(x) and (x.name or "").replace(".T", "").isidentifier() else w
+                   for x, w in ((a, "a"), (b, "b")))
+
+
 def _conv(text):
   return text if text.replace("[...]", "").replace("_", "a").replace(".", "a").isalnum() else f"({text})"
 
@@ -494,12 +500,18 @@ def dot(cx, a, b, acc=None, *, out_dtype=None, input_precision=None, allow_tf32=
       raise E.UnsupportedDtypeError(
           f"ml.dot accumulates {d} products in {' or '.join(map(str, ok))}, not"
           f" {'out_dtype' if preferred_element_type is None else 'preferred_element_type'}={out_dtype}", loc,
-          hint=f"accumulate in jnp.{ok[0]} and convert the result: ml.dot(a, b).astype(jnp.{out_dtype})")
+          hint=f"accumulate in jnp.{ok[0]} and convert the result: ml.dot({_names(a, b)}).astype(jnp.{out_dtype})")
     acc_dtype = out_dtype
   if acc is not None:
     if not is_value(acc) or not isinstance(acc.type, TensorType):
+      number = isinstance(acc, (int, float)) and not isinstance(acc, bool)
+      scalar = number or (is_value(acc) and isinstance(acc.type, ScalarType))
+      v = repr(acc) if number else cx.named(acc, "s")
       raise E.KernelTypeError(f"ml.dot's acc must be a register tensor, got {kind_of(acc)}", loc,
-                              hint=f"start from acc = ml.zeros((m, n), jnp.{ok[0]})")
+                              hint=f"a scalar acc adds to every element: acc = ml.full(({m}, {n}), {v}, jnp.{ok[0]});"
+                                   f" ml.dot({_names(a, b)}, acc) (or add it to the result, ml.dot({_names(a, b)})"
+                                   f" + {v})" if scalar else
+                                   f"start from acc = ml.zeros(({m}, {n}), jnp.{ok[0]})")
     if acc.type.shape != (m, n):
       raise E.ShapeMismatchError(
           f"ml.dot's acc has shape {acc.type.shape}, but {a.name} @ {b.name} is {(m, n)}", loc,
