@@ -272,3 +272,39 @@ def test_a_scalar_acc_is_hinted_as_a_full_tile_of_it():
   a, b = _rand((64, 64), F16, 10), _rand((64, 128), F16, 11)
   np.testing.assert_allclose(np.asarray(scalar_acc_hint_followed(a, b, 0.5, interpret=True)),
                              np.asarray(jnp.dot(a, b, preferred_element_type=F32) + 0.5), rtol=1e-4, atol=1e-3)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[1]), F32), grid=lambda a, b: (a.shape[0] // 64, b.shape[1] // 64))
+def triton_style_b_window(a_ref, b_ref, c_ref):
+  pid_m, pid_n = ml.program_id(0), ml.program_id(1)
+  acc = ml.zeros((64, 64), F32)
+  for k in range(0, a_ref.shape[1], 64):
+    a = a_ref.at[ml.ds(pid_m * 64, 64), ml.ds(k, 64)][...]
+    acc = ml.dot(a, b_ref.at[ml.ds(k, 64), ml.ds(pid_n * 64, 64)][...], acc)
+  c_ref.at[ml.ds(pid_m * 64, 64), ml.ds(pid_n * 64, 64)][...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[1]), F32), grid=lambda a, b: (a.shape[0] // 64, b.shape[1] // 64))
+def triton_style_b_window_followed(a_ref, b_ref, c_ref):
+  pid_m, pid_n = ml.program_id(0), ml.program_id(1)
+  acc = ml.zeros((64, 64), F32)
+  for k in range(0, a_ref.shape[1], 64):
+    a = a_ref.at[ml.ds(pid_m * 64, 64), ml.ds(k, 64)][...]
+    b_s = ml.smem((64, 64)); ml.copy(b_ref.at[ml.ds(k, 64), ml.ds(pid_n * 64, 64)], b_s)
+    acc = ml.dot(a, b_s, acc)
+  c_ref.at[ml.ds(pid_m * 64, 64), ml.ds(pid_n * 64, 64)][...] = acc
+
+
+def test_a_gmem_window_read_as_b_is_hinted_as_its_tma_copy():
+  """Triton's tl.dot(a, tl.load(b_ptrs)): it hinted 'b_s[...] = b_ref.at[...][...]' (the tile through
+  registers, the buffer named as the kernel's own b_s elsewhere would be) where TMA copies the window."""
+  expect(triton_style_b_window, (S((128, 128), F16), S((128, 128), F16)), mg.MmaOperandError, "ml.dot(a, b_ref",
+         "ml.dot operand b must be an SMEM buffer of this CTA, got a register tensor",
+         hint="only a may come from registers; copy b_ref.at[ml.ds(k, 64), ml.ds(pid_n * 64, 64)] into SMEM and pass"
+              " the buffer: b_s = ml.smem((64, 64)); ml.copy(b_ref.at[ml.ds(k, 64), ml.ds(pid_n * 64, 64)], b_s);"
+              " ml.dot(..., b_s)")
+  a, b = _rand((128, 128), F16, 12), _rand((128, 128), F16, 13)
+  np.testing.assert_allclose(np.asarray(triton_style_b_window_followed(a, b, interpret=True)),
+                             np.asarray(jnp.dot(a, b, preferred_element_type=F32)), rtol=1e-4, atol=1e-3)
+  assert "mosaic_gpu" in jax.export.export(jax.jit(triton_style_b_window_followed), platforms=["cuda"])(
+      S((128, 128), F16), S((128, 128), F16)).mlir_module()

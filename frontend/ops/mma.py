@@ -74,7 +74,8 @@ def _operand(cx, what, x, other=None):
       elif read is not None and not cx.named(x, "").replace(".T", "").isidentifier():
         # `w[...]` of a GMEM ref, written in the call: copied into a buffer by TMA, not through registers
         ref, flip = read
-        buf = f"{ref.name}_s"
+        base = re.match(r"\w+", ref.name).group()          # b_ref.at[ml.ds(k, 64), :] -> b_s
+        buf = f"{base[:-4] if base.endswith('_ref') and len(base) > 4 else base}_s"
         hint = (f"only a may come from registers; copy {ref.name} into SMEM and pass the buffer"
                 f"{' transposed' if flip else ''}: {buf} = ml.smem({tuple(ref.type.shape)}); ml.copy({ref.name}, {buf});"
                 f" ml.dot(..., {buf}{'.T' if flip else ''})")
@@ -112,7 +113,7 @@ def _operand(cx, what, x, other=None):
 
 def _whole_read(cx, x):
   """(ref, transposed) where register tensor `x` is a whole read of `ref`, this CTA's SMEM buffer
-  (`b_s[...]`) or a GMEM array (`w[...]`), or its transpose (`b_s[...].T`, through a scratch the
+  (`b_s[...]`) or a GMEM array or window of one (`w[...]`, `w.at[ml.ds(k, 64), :][...]`), or its transpose (`b_s[...].T`, through a scratch the
   transpose writes just before)."""
   from .memory import Load
   from .shape import TransposeLoad, TransposeStore
@@ -125,8 +126,9 @@ def _whole_read(cx, x):
     return None
   ref = d.ref
   t = ref.type
+  name = ref.name or ""
   if (not isinstance(t, RefType) or t.space not in (Space.SMEM, Space.GMEM) or t.remote or t.transposed
-      or len(t.shape) != 2 or not (ref.name or "").isidentifier()):
+      or len(t.shape) != 2 or not (name.isidentifier() or t.space == Space.GMEM and re.fullmatch(r"\w+\.at\[.*\]", name))):
     return None
   return ref, flip
 
