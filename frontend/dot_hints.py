@@ -51,6 +51,54 @@ def _buffer(text: str, which: str, taken) -> str:
   return name
 
 
+def batched_hint(a: str, b: str, batch: int, b_flip=False, a_flip=False) -> str:
+  """A product over a leading batch axis (jnp.matmul of 3-D operands, einsum's 'bmk,bkn->bmn'): one
+  ml.dot per batch element, of the buffers' views `.at[z]`, or the batch on a grid axis."""
+  av, bv = f"{a}.at[z]{'.T' if a_flip else ''}", f"{b}.at[z]{'.T' if b_flip else ''}"
+  return (f"ml.dot multiplies 2-D tiles: take one product per batch element, for z in ml.static_range({batch}):"
+          f" out.at[z][...] = ml.dot({av}, {bv}) (out: where the result goes), or give the batch a grid axis"
+          f" (z = ml.program_id(2)) and copy that element's tiles")
+
+
+def _batched_call(name, pos, kw, operands) -> str | None:
+  """The batched_hint for jnp.matmul, einsum ('bmk,bkn->bmn', 'bmk,bnk->bmn') or lax.dot_general with one
+  leading batch dimension, of two 3-D SMEM (or GMEM) refs with the same batch; None otherwise."""
+  if len(operands) != 2:
+    return None
+  (ta, va, fa), (tb, vb, fb) = operands
+  ts = [getattr(v, "type", None) for v in (va, vb)]
+  if fa or fb or not all(isinstance(t, RefType) and t.space in (Space.SMEM, Space.GMEM) and len(t.shape) == 3
+                         for t in ts) or ts[0].shape[0] != ts[1].shape[0] or not (ta.isidentifier() and tb.isidentifier()):
+    return None
+  if name == "matmul":
+    ca, cb = 2, 1
+  elif name == "einsum":
+    spec = literal(pos[0]) if pos else None
+    if not isinstance(spec, str) or "->" not in spec:
+      return None
+    ins, out = spec.replace(" ", "").split("->")
+    parts = ins.split(",")
+    if len(parts) != 2 or any(len(p) != 3 for p in parts) or len(out) != 3 or not parts[0][0] == parts[1][0] == out[0]:
+      return None
+    inner = _contractions("einsum", [repr(f"{parts[0][1:]},{parts[1][1:]}->{out[1:]}")], {})
+    if inner is None:
+      return None
+    ca, cb = inner[0] + 1, inner[1] + 1
+  elif name == "dot_general":
+    dims = literal(kw.get("dimension_numbers", pos[2] if len(pos) > 2 else ""))
+    try:
+      ((ca,), (cb,)), ((ba,), (bb,)) = dims
+    except (TypeError, ValueError):
+      return None
+    if (ba, bb) != (0, 0) or ca not in (1, 2) or cb not in (1, 2):
+      return None
+  else:
+    return None
+  if any(isinstance(t, RefType) and t.space == Space.GMEM for t in ts):
+    return None                  # (an input: staged first, which the 2-D hint writes)
+  return batched_hint(ta, tb, ts[0].shape[0], a_flip=ca == 1, b_flip=cb == 2)
+
+
 def dot_hint(name, pos, kw, operands, taken=frozenset()) -> str | None:
   """The ml.dot hint for `name` (one of _DOTS) called with arguments `pos`, `kw` (as written) whose
   operands are `operands`: (text, value, transposed) of a and of b, a ref read whole (`a_s[...]`,
@@ -58,6 +106,11 @@ def dot_hint(name, pos, kw, operands, taken=frozenset()) -> str | None:
   buffer's name avoids); None where the call is not understood."""
   if name not in _DOTS or len(operands) != 2:
     return None
+  batched = _batched_call(name, pos, kw, operands)
+  if batched is not None:
+    return batched
+  if any(len(getattr(getattr(v, "type", None), "shape", ())) > 2 for _, v, _ in operands):
+    return None                  # (another rank: ml.dot's own 2-D hint would not compute it)
   axes = _contractions(name, pos, kw)
   if axes is None:
     return None

@@ -308,3 +308,44 @@ def test_a_gmem_window_read_as_b_is_hinted_as_its_tma_copy():
                              np.asarray(jnp.dot(a, b, preferred_element_type=F32)), rtol=1e-4, atol=1e-3)
   assert "mosaic_gpu" in jax.export.export(jax.jit(triton_style_b_window_followed), platforms=["cuda"])(
       S((128, 128), F16), S((128, 128), F16)).mlir_module()
+
+
+# ---------------------------------------------------------------- batched products of 3-D buffers
+@mg.mgpu_kernel(out_shape=lambda q, k, **kw: S((q.shape[0], q.shape[1], k.shape[1]), F32))
+def batched_scores(q, k, c, *, form: ml.constexpr):
+  q_s, k_s = ml.smem(q.shape), ml.smem(k.shape)
+  ml.copy(q, q_s)
+  ml.copy(k, k_s)
+  if form == "einsum":
+    c[...] = jnp.einsum("bmd,bnd->bmn", q_s[...], k_s[...])
+  else:
+    c[...] = ml.dot(q_s, k_s)
+
+
+@mg.mgpu_kernel(out_shape=lambda q, k: S((q.shape[0], q.shape[1], k.shape[1]), F32))
+def batched_scores_hint_followed(q, k, c):
+  q_s, k_s = ml.smem(q.shape), ml.smem(k.shape)
+  ml.copy(q, q_s)
+  ml.copy(k, k_s)
+  for z in ml.static_range(2):
+    c.at[z][...] = ml.dot(q_s.at[z], k_s.at[z].T)
+
+
+def test_a_batched_product_is_hinted_as_one_dot_per_batch_element():
+  """jnp.einsum('bmd,bnd->bmn', ...) was hinted 'use ml.dot(a_s, b_s, acc)', and jnp.matmul of 3-D buffers
+  'write ml.dot(q_s, k_s)': followed, both are ml.dot of 3-D operands, whose hint was 'index the leading
+  dimensions away: buf.at[stage]'."""
+  specs = (S((2, 64, 64), F16), S((2, 64, 64), F16))
+  expect(batched_scores, specs, mg.KernelTypeError, "jnp.einsum(", "einsum cannot take a register tensor inside a"
+         " kernel", hint="ml.dot multiplies 2-D tiles: take one product per batch element, for z in"
+         " ml.static_range(2): out.at[z][...] = ml.dot(q_s.at[z], k_s.at[z].T) (out: where the result goes), or give"
+         " the batch a grid axis (z = ml.program_id(2)) and copy that element's tiles", form="einsum")
+  expect(batched_scores, specs, mg.MmaOperandError, "ml.dot(q_s, k_s)",
+         "ml.dot operand a must be 2-D, got shape (2, 64, 64)", hint="ml.dot multiplies 2-D tiles: take one product"
+         " per batch element, for z in ml.static_range(2): out.at[z][...] = ml.dot(q_s.at[z], k_s.at[z]) (out: where"
+         " the result goes), or give the batch a grid axis (z = ml.program_id(2)) and copy that element's tiles",
+         form="dot")
+  q, k = _rand((2, 64, 64), F16, 14), _rand((2, 64, 64), F16, 15)
+  np.testing.assert_allclose(np.asarray(batched_scores_hint_followed(q, k, interpret=True)),
+                             np.asarray(jnp.einsum("bmd,bnd->bmn", q, k, preferred_element_type=F32)),
+                             rtol=1e-4, atol=1e-3)

@@ -108,7 +108,17 @@ def _operand(cx, what, x, other=None):
   if len(x.type.shape) != 2:
     raise E.MmaOperandError(f"ml.dot operand {what} must be 2-D, got shape {x.type.shape}", cx.loc,
                             hint=_vector_hint(what, x, other, cx) if len(x.type.shape) == 1 else
-                            "index the leading dimensions away: buf.at[stage]")
+                            _batched_operands(x, other, what) or "index the leading dimensions away: buf.at[stage]")
+
+
+def _batched_operands(x, other, what):
+  """Two 3-D buffers of one batch (ml.dot(a_s, b_s) of (B, m, k) and (B, k, n)): one dot per element."""
+  from ..dot_hints import batched_hint
+  a, b = (x, other) if what == "a" else (other, x)
+  if not all(is_value(v) and isinstance(v.type, RefType) and len(v.type.shape) == 3 and (v.name or "").isidentifier()
+             for v in (a, b)) or a.type.shape[0] != b.type.shape[0]:
+    return None
+  return batched_hint(a.name, b.name, a.type.shape[0])
 
 
 def _whole_read(cx, x):
