@@ -252,6 +252,14 @@ class LayoutErrors:
       fixes.append(f"use block=128 (one warpgroup holds all {shape[0]} rows)")
     fixes.append(f"give {x} a multiple of {rows} rows")
     fix = " or ".join(fixes)
+    bt = next((o for o in ir.walk(self.kernel.body) if isinstance(o, Dot)
+               and isinstance(o.b.type, RefType) and self.root(o.b) is buf
+               and getattr(self.defs.get(o.b.id), "transpose", False)), None)
+    if bt is not None and len(shape) == 2 and shape[0] % hw.MMA_N_STEP == 0 and shape[0] % rows:
+      # a narrow B stored (n, k), passed as x.T: TMA fills it in 8-row tiles, registers in 64-row ones
+      fix += (f"; or fill {x} by TMA instead of from registers: transpose the array outside the kernel (bt ="
+              f" b.T) and copy its {shape} window into {x}, which then takes any multiple of {hw.MMA_N_STEP}"
+              f" rows")
     dot = next((o for o in ir.walk(self.kernel.body) if isinstance(o, Dot)
                 and isinstance(o.b.type, RefType) and self.root(o.b) is buf
                 and not getattr(self.defs.get(o.b.id), "transpose", False)), None)

@@ -349,3 +349,25 @@ def test_a_batched_product_is_hinted_as_one_dot_per_batch_element():
   np.testing.assert_allclose(np.asarray(batched_scores_hint_followed(q, k, interpret=True)),
                              np.asarray(jnp.einsum("bmd,bnd->bmn", q, k, preferred_element_type=F32)),
                              rtol=1e-4, atol=1e-3)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[1]), F32))
+def narrow_n_transposed_in_registers(a, b, c):
+  x_s, v_s = ml.smem(a.shape), ml.smem(b.shape)
+  ml.copy(a, x_s)
+  ml.copy(b, v_s)
+  vt_s = ml.smem((72, 64), F16)
+  vt_s[...] = v_s.T[...]
+  c[...] = ml.dot(x_s, vt_s.T)
+
+
+def test_a_narrow_b_transposed_through_registers_is_hinted_its_tma_fill():
+  """An (n, k) B tile of 72 rows written from registers takes the tensor-core layout's 64-row tiles: the
+  hint said only 'give vt_s a multiple of 64 rows' (then 56 rows nothing writes); TMA fills 8-row tiles."""
+  expect(narrow_n_transposed_in_registers, (S((64, 64), F16), S((64, 72), F16)), mg.LayoutError, "v_s.T[...]",
+         "v_s.T[...] of shape (72, 64) moves between registers and vt_s, which ml.dot reads (tiled for the tensor"
+         " cores), so it takes the tensor-core (WGMMA) layout: it must be 2-D with rows a multiple of 64 (64 per"
+         " warpgroup) and columns a multiple of 8",
+         hint="give vt_s a multiple of 64 rows; or fill vt_s by TMA instead of from registers: transpose the array"
+              " outside the kernel (bt = b.T) and copy its (72, 64) window into vt_s, which then takes any multiple"
+              " of 8 rows")
