@@ -103,12 +103,12 @@ def test_a_program_atomic_window_outside_hints_the_scatter_with_its_other_indice
   e = expect(max_rows_past_end, [S((64,), I32)], mg.IndexOutOfBoundsError, "ml.atomic_max(",
              "this register write touches out[1:2, 64:128] in program (1, 0, 0), outside out's shape (4, 100)")
   assert e.hint == ("index the window with a tensor of positions (a scatter), whose updates past the end are"
-                    " dropped: ml.atomic_max(out.at[p, (p * 64) + ml.arange(64)], value)")
+                    " dropped: ml.atomic_max(out.at[p, (p * 64) + ml.arange(64)], x[...])")
   e = expect(add_rows_before_start, [S((64,), F32)], mg.IndexOutOfBoundsError, "ml.atomic_add(",
              "this register write touches out[0:1, -1:63] in program (0, 0, 0), outside out's shape (4, 100)")
   assert e.hint == ("index the window with positions, pos = (p * 64 - 1) + ml.arange(64), moving the ones before 0"
                     " past the end, where a scatter drops them (a negative index counts from the end):"
-                    " ml.atomic_add(out.at[p, ml.where(pos >= 0, pos, 100)], value)")
+                    " ml.atomic_add(out.at[p, ml.where(pos >= 0, pos, 100)], x[...])")
   x = jnp.arange(64, dtype=I32)
   want = np.full((4, 100), IMIN, np.int32)
   want[0, :64], want[1, 64:] = np.arange(64), np.arange(36)

@@ -264,7 +264,7 @@ def test_an_atomic_window_past_the_end_at_run_time_hints_the_scatter():
   with pytest.raises(mg.OutOfBoundsError) as info:
     add_at(x, jnp.array([100], I32), interpret=True)
   assert info.value.hint == ("index the window with a tensor of positions (a scatter), whose updates past the end are"
-                             " dropped: ml.atomic_add(out.at[s[0] + ml.arange(128)], value)")
+                             " dropped: ml.atomic_add(out.at[s[0] + ml.arange(128)], x[...])")
   with pytest.raises(mg.OutOfBoundsError) as info:
     add_at(x, jnp.array([-4], I32), interpret=True)
   assert "pos = s[0] + ml.arange(128)" in info.value.hint, info.value.hint

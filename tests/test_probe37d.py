@@ -371,3 +371,33 @@ def test_a_narrow_b_transposed_through_registers_is_hinted_its_tma_fill():
          hint="give vt_s a multiple of 64 rows; or fill vt_s by TMA instead of from registers: transpose the array"
               " outside the kernel (bt = b.T) and copy its (72, 64) window into vt_s, which then takes any multiple"
               " of 8 rows")
+
+
+# ---------------------------------------------------------------- split-K atomics over a partial last row tile
+@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[1]), F32), grid=lambda a, b: (ml.cdiv(a.shape[0], 64), 2))
+def split_k_partial_rows(a, b, c):
+  i, s = ml.program_id(0), ml.program_id(1)
+  a_s, b_s = ml.smem((64, 64)), ml.smem((64, 64))
+  ml.copy(a.at[ml.ds(i * 64, 64), ml.ds(s * 64, 64)], a_s)
+  ml.copy(b.at[ml.ds(s * 64, 64)], b_s)
+  ml.atomic_add(c.at[ml.ds(i * 64, 64), :], ml.dot(a_s, b_s))
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[1]), F32), grid=lambda a, b: (ml.cdiv(a.shape[0], 64), 2))
+def split_k_partial_rows_followed(a, b, c):
+  i, s = ml.program_id(0), ml.program_id(1)
+  a_s, b_s = ml.smem((64, 64)), ml.smem((64, 64))
+  ml.copy(a.at[ml.ds(i * 64, 64), ml.ds(s * 64, 64)], a_s)
+  ml.copy(b.at[ml.ds(s * 64, 64)], b_s)
+  ml.atomic_add(c.at[(i * 64) + ml.arange(64)], ml.dot(a_s, b_s))
+
+
+def test_an_atomic_past_the_end_hint_repeats_the_value_added():
+  """The scatter the hint writes added 'value', a name the kernel does not have, for its ml.dot(a_s, b_s)."""
+  expect(split_k_partial_rows, (S((100, 128), F16), S((128, 64), F16)), mg.IndexOutOfBoundsError, "ml.atomic_add(",
+         "this register write touches c[64:128, 0:64] in program (1, 0, 0), outside c's shape (100, 64)",
+         hint="index the window with a tensor of positions (a scatter), whose updates past the end are dropped:"
+              " ml.atomic_add(c.at[(i * 64) + ml.arange(64)], ml.dot(a_s, b_s))")
+  a, b = _rand((100, 128), F16, 16), _rand((128, 64), F16, 17)
+  np.testing.assert_allclose(np.asarray(split_k_partial_rows_followed(a, b, interpret=True)),
+                             np.asarray(jnp.dot(a, b, preferred_element_type=F32)), rtol=1e-4, atol=1e-3)

@@ -267,6 +267,16 @@ def scatter_text(root, index, d, pos=None, texts=None) -> str:
   return f"{root.name or 'out'}.at[{', '.join(parts)}]"
 
 
+def _atomic_value(loc) -> str:
+  """The value of the atomic call at `loc` as the user wrote it (`ml.dot(a_s, b_s)`), else `value`."""
+  import ast
+  from ..loc import call_at
+  node = call_at(loc)
+  v = (node.args[1] if node is not None and len(node.args) > 1 else
+       next((k.value for k in node.keywords if k.arg in ("val", "value")), None) if node is not None else None)
+  return ast.unparse(v) if v is not None else "value"
+
+
 def atomic_outside_hint(op, root, index, d, n, full, before) -> str:
   """The hint of an atomic update whose window (`index` over `root`, n elements along dimension d
   of size `full`) starts before 0 (`before`) or runs past the end in some program: a scatter drops
@@ -281,10 +291,11 @@ def atomic_outside_hint(op, root, index, d, n, full, before) -> str:
     start = texts[d] if texts else start if isinstance(start, int) else start.name or "start"
     start = start if str(start).isidentifier() or str(start).lstrip("-").isdigit() or _atom(str(start)) else f"({start})"
     text = (f"index the window with positions, pos = {start} + ml.arange({n}), moving the ones before 0 past"
-            f" the end, where a scatter drops them (a negative index counts from the end): {what}({at}, value)")
+            f" the end, where a scatter drops them (a negative index counts from the end): {what}({at},"
+            f" {_atomic_value(loc)})")
   else:
     text = (f"index the window with a tensor of positions (a scatter), whose updates past the end are dropped:"
-            f" {what}({scatter_text(root, index, d, texts=texts)}, value)")
+            f" {what}({scatter_text(root, index, d, texts=texts)}, {_atomic_value(loc)})")
   return text + (", start being the window's start" if "start +" in text else "")
 
 
