@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast, collections, difflib, math, re
 
+from .activation_forms import ACTIVATIONS, activation_args  # jax.nn's activations in ml.* functions
 from .aten_hints import NAMES as ATEN_NAMES  # ATen's everyday operators ml has no function for
 from .formula_hints import DIV_RN, with_operands  # the formula hints with the call's own operands
 from .segment_hints import SEGMENT  # jax.ops.segment_sum, jnp.searchsorted, unique, diff
@@ -580,9 +581,7 @@ _FORMS = {
     "select": "ml.where({0}, {1}, {2})", "select_n": "ml.where({0}, {2}, {1})", "clamp": "ml.clip({1}, {0}, {2})", "logistic": "ml.sigmoid({0})",
     "integer_pow": "{0} ** {1}", "add": "{0} + {1}", "sub": "{0} - {1}", "subtract": "{0} - {1}",
     "mul": "{0} * {1}", "multiply": "{0} * {1}", "neg": "-{0}", "negative": "-{0}", "reciprocal": "1 / {0}",
-    "relu": "ml.maximum({0}, 0)", "silu": "{0} * ml.sigmoid({0})", "swish": "{0} * ml.sigmoid({0})",
-    "softplus": "ml.maximum({0}, 0) + ml.log(1 + ml.exp(-ml.abs({0})))",
-    "gelu": "0.5 * {0} * (1 + ml.tanh(0.7978845608028654 * ({0} + 0.044715 * {0} ** 3)))",
+    **ACTIVATIONS,
     "zeros_like": "ml.zeros({0}.shape, {0}.dtype)", "ones_like": "ml.full({0}.shape, 1, {0}.dtype)",
     "full_like": "ml.full({0}.shape, {1}, {0}.dtype)", "astype": "{0}.astype({1})",
     "logical_and": "{0} & {1}", "logical_or": "{0} | {1}", "logical_xor": "{0} ^ {1}", "logical_not": "~{0}",
@@ -617,6 +616,7 @@ def form_hint(name, pos, kw, *, lax=False, taken=frozenset()) -> str | None:
     return None
   if name == "gelu" and kw.get("approximate", "True").strip() == "False":
     form = "0.5 * {0} * (1 + ml.erf({0} * 0.7071067811865476))"
+  pos = activation_args(name, pos, kw)
   n = len(set(re.findall(r"\{(\d)\}", form)))
   names = {"clamp": ["lo", "x", "hi"], "select": ["c", "x", "y"], "select_n": ["c", "x", "y"]}.get(name, ["x", "y"])
   if name == "broadcast_in_dim":      # (operand, shape, broadcast_dimensions): the dimensions are x's axes

@@ -401,3 +401,75 @@ def test_an_atomic_past_the_end_hint_repeats_the_value_added():
   a, b = _rand((100, 128), F16, 16), _rand((128, 64), F16, 17)
   np.testing.assert_allclose(np.asarray(split_k_partial_rows_followed(a, b, interpret=True)),
                              np.asarray(jnp.dot(a, b, preferred_element_type=F32)), rtol=1e-4, atol=1e-3)
+
+
+# ---------------------------------------------------------------- jax.nn activations in an epilogue
+@mg.mgpu_kernel(out_shape=lambda a, b, **kw: S((a.shape[0], b.shape[1]), F32))
+def activation_epilogue(a, b, c, *, act: ml.constexpr):
+  a_s, b_s = ml.smem(a.shape), ml.smem(b.shape)
+  ml.copy(a, a_s)
+  ml.copy(b, b_s)
+  acc = ml.dot(a_s, b_s)
+  if act == "leaky_relu":
+    c[...] = jax.nn.leaky_relu(acc, 0.1)
+  elif act == "celu":
+    c[...] = jax.nn.celu(acc, alpha=2.0)
+  elif act == "selu":
+    c[...] = jax.nn.selu(acc)
+  elif act == "relu6":
+    c[...] = jax.nn.relu6(acc)
+  elif act == "hard_sigmoid":
+    c[...] = jax.nn.hard_sigmoid(acc)
+  elif act == "mish":
+    c[...] = jax.nn.mish(acc)
+  else:
+    c[...] = jax.nn.log_sigmoid(acc)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b, **kw: S((a.shape[0], b.shape[1]), F32))
+def activation_hints_followed(a, b, c, *, act: ml.constexpr):
+  a_s, b_s = ml.smem(a.shape), ml.smem(b.shape)
+  ml.copy(a, a_s)
+  ml.copy(b, b_s)
+  acc = ml.dot(a_s, b_s)
+  if act == "leaky_relu":
+    c[...] = ml.where(acc >= 0, acc, 0.1 * acc)
+  elif act == "celu":
+    c[...] = ml.where(acc > 0, acc, 2.0 * ml.expm1(acc / 2.0))
+  elif act == "selu":
+    c[...] = 1.0507009873554805 * ml.where(acc > 0, acc, 1.6732632423543772 * ml.expm1(acc))
+  elif act == "relu6":
+    c[...] = ml.clip(acc, 0.0, 6.0)
+  elif act == "hard_sigmoid":
+    c[...] = ml.clip(acc + 3.0, 0.0, 6.0) / 6.0
+  elif act == "mish":
+    c[...] = acc * ml.tanh(ml.maximum(acc, 0) + ml.log(1 + ml.exp(-ml.abs(acc))))
+  else:
+    c[...] = -(ml.maximum(-acc, 0) + ml.log(1 + ml.exp(-ml.abs(acc))))
+
+
+ACTIVATION_HINTS = {
+    "leaky_relu": ("jax.nn.leaky_relu(acc, 0.1)", "ml.where(acc >= 0, acc, 0.1 * acc)"),
+    "celu": ("jax.nn.celu(acc, alpha=2.0)", "ml.where(acc > 0, acc, 2.0 * ml.expm1(acc / 2.0))"),
+    "selu": ("jax.nn.selu(acc)", "1.0507009873554805 * ml.where(acc > 0, acc, 1.6732632423543772 * ml.expm1(acc))"),
+    "relu6": ("jax.nn.relu6(acc)", "ml.clip(acc, 0.0, 6.0)"),
+    "hard_sigmoid": ("jax.nn.hard_sigmoid(acc)", "ml.clip(acc + 3.0, 0.0, 6.0) / 6.0"),
+    "mish": ("jax.nn.mish(acc)", "acc * ml.tanh(ml.maximum(acc, 0) + ml.log(1 + ml.exp(-ml.abs(acc))))"),
+    "log_sigmoid": ("jax.nn.log_sigmoid(acc)", "-(ml.maximum(-acc, 0) + ml.log(1 + ml.exp(-ml.abs(acc))))"),
+}
+
+
+@pytest.mark.parametrize("act", list(ACTIVATION_HINTS))
+def test_jax_nn_activations_are_hinted_as_formulas_with_their_parameters(act):
+  """jax.nn.leaky_relu(acc, 0.1) was hinted 'ml.where(x >= 0, x, 0.01 * x)' (another slope, followed: a
+  silently different result); elu, celu, selu, relu6, hard_sigmoid, mish and log_sigmoid had no formula."""
+  call, form = ACTIVATION_HINTS[act]
+  name = call.split("(")[0].split(".")[-1]
+  expect(activation_epilogue, (S((64, 64), F16), S((64, 64), F16)), mg.KernelTypeError, call,
+         f"{name} cannot take a register tensor inside a kernel", hint=f"write {form}", act=act)
+  a, b = _rand((64, 64), F16, 18), _rand((64, 64), F16, 19)
+  want = getattr(jax.nn, act)(jnp.dot(a, b, preferred_element_type=F32),
+                              **({"negative_slope": 0.1} if act == "leaky_relu" else {"alpha": 2.0} if act == "celu"
+                                 else {}))
+  np.testing.assert_allclose(np.asarray(activation_hints_followed(a, b, act=act, interpret=True)), np.asarray(want),
+                             rtol=1e-5, atol=1e-5)

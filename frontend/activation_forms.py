@@ -1,0 +1,27 @@
+"""jax.nn's activations as a kernel writes them, with ml.* functions ({0}: the call's operand, {1}: its
+parameter, where it has one): missing.form_hint fills them in with the user's own arguments."""
+
+ACTIVATIONS = {
+    "relu": "ml.maximum({0}, 0)", "silu": "{0} * ml.sigmoid({0})", "swish": "{0} * ml.sigmoid({0})",
+    "softplus": "ml.maximum({0}, 0) + ml.log(1 + ml.exp(-ml.abs({0})))",
+    "gelu": "0.5 * {0} * (1 + ml.tanh(0.7978845608028654 * ({0} + 0.044715 * {0} ** 3)))",
+    "leaky_relu": "ml.where({0} >= 0, {0}, {1} * {0})", "elu": "ml.where({0} > 0, {0}, {1} * ml.expm1({0}))",
+    "celu": "ml.where({0} > 0, {0}, {1} * ml.expm1({0} / {1}))",
+    "selu": "1.0507009873554805 * ml.where({0} > 0, {0}, 1.6732632423543772 * ml.expm1({0}))",
+    "relu6": "ml.clip({0}, 0.0, 6.0)", "hard_tanh": "ml.clip({0}, -1.0, 1.0)",
+    "hard_sigmoid": "ml.clip({0} + 3.0, 0.0, 6.0) / 6.0", "hard_silu": "{0} * ml.clip({0} + 3.0, 0.0, 6.0) / 6.0",
+    "hard_swish": "{0} * ml.clip({0} + 3.0, 0.0, 6.0) / 6.0",
+    "mish": "{0} * ml.tanh(ml.maximum({0}, 0) + ml.log(1 + ml.exp(-ml.abs({0}))))",
+    "log_sigmoid": "-(ml.maximum(-{0}, 0) + ml.log(1 + ml.exp(-ml.abs({0}))))",
+}
+# the activations with a parameter: (its keyword, its default), the form's {1}
+ACTIVATION_PARAMS = {"leaky_relu": ("negative_slope", "0.01"), "elu": ("alpha", "1.0"), "celu": ("alpha", "1.0")}
+
+
+def activation_args(name, pos, kw):
+  """The arguments (as written) a form fills in: for an activation with a parameter (jax.nn.leaky_relu(x,
+  0.1), elu(x, alpha=2.0)), the operand and that parameter, or its default; else `pos` as it is."""
+  if name not in ACTIVATION_PARAMS or not pos:
+    return pos
+  key, default = ACTIVATION_PARAMS[name]
+  return [pos[0], (kw.get(key) or (pos[1] if len(pos) > 1 else default)).strip()]
