@@ -16,6 +16,7 @@ step() {
     # The whole GPU suite in six parallel shards (its time is mostly compilation): about 250 s.
     gpu_all)     python3 -u benchmarks/gpu_shards.py --shards 6 --timeout 430 ;;
     gpu_all8)    python3 -u benchmarks/gpu_shards.py --shards 8 --timeout 430 ;;   # (800 tests, 16 cores)
+    gpu_all12)   python3 -u benchmarks/gpu_shards.py --shards 12 --timeout 400 ;;  # (880 tests: compilation on 12 of 16 cores)
     # GPU vs interpret mode over about 1400 small kernels of register layouts (design note 61).
     layouts)     python3 -u benchmarks/probe_layouts.py --jobs 15 ;;
     layouts_quick) python3 -u benchmarks/probe_layouts.py --jobs 15 --quick ;;
