@@ -194,12 +194,11 @@ def top2_masked(p, w):
   w.at[ml.ds(i * 64, 64), :][...] = (t / ml.sum(keep, axis=1, keepdims=True))[:, :2]
 
 
-def test_a_top_k_of_a_few_columns_gets_a_hint_that_works():
-  """Reducing a (64, 2) tile along its rows: the hint said to pad to 32 columns, which a top-2 cannot."""
+def test_a_top_k_of_a_few_columns_compiles_and_so_does_the_old_hints_mask():
+  """Reducing a (64, 2) tile along its rows was MG204 (now compiled: tiles narrower than a warp take fewer lanes a row, tests/test_narrow_rows.py)."""
   spec = jax.ShapeDtypeStruct((128, 64), jnp.float32)
-  with pytest.raises(mg.LayoutError) as e:
-    top2_sliced.check(spec)
-  assert e.value.hint.startswith("keep the full rows and mask the columns you do not need")
+  top2_sliced.check(spec)
   p = jax.nn.softmax(jax.random.normal(jax.random.key(0), (128, 64)), -1)
   s = -np.sort(-np.asarray(p), axis=1)[:, :2]
+  np.testing.assert_allclose(top2_sliced(p, interpret=True), s / s.sum(1, keepdims=True), rtol=1e-6)
   np.testing.assert_allclose(top2_masked(p, interpret=True), s / s.sum(1, keepdims=True), rtol=1e-6)

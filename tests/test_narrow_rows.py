@@ -14,8 +14,10 @@ import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 
 sys.path.insert(0, os.path.dirname(__file__))
+import test_hints_followed as hf  # noqa: E402
 import test_probe15 as p15  # noqa: E402
 import test_probe23 as p23  # noqa: E402
+import test_probe24b as p24b  # noqa: E402
 import test_probe25d as p25d  # noqa: E402
 import test_probe26a as p26a  # noqa: E402
 import test_probe27f as p27f  # noqa: E402
@@ -26,6 +28,7 @@ import test_probe31b as p31b  # noqa: E402
 import test_probe31e as p31e  # noqa: E402
 import test_probe33c as p33c  # noqa: E402
 import test_probe36e as p36e  # noqa: E402
+import test_probe37b as p37b  # noqa: E402
 import test_probe_messages as pm  # noqa: E402
 
 S = jax.ShapeDtypeStruct
@@ -165,6 +168,12 @@ CASES = [
      lambda p: np.linalg.norm(np.asarray(p, np.float64), axis=1)),
     ("weighted rows x5 over max", weighted_rows, lambda: (jax.random.uniform(jax.random.key(41), (256, 5), F32, 0.5, 2),),
      {}, lambda x: (np.asarray(x, np.float64) * np.arange(1, 6)).sum(1) / np.asarray(x).max(1)),
+    ("top-2 of a sorted row, sliced", hf.top2_sliced, lambda: (jax.nn.softmax(_normal((128, 64), seed=42), -1),), {},
+     lambda p: (lambda s: s / s.sum(1, keepdims=True))(-np.sort(-np.asarray(p, np.float64), axis=1)[:, :2])),
+    ("column means f16 x8", p24b.column_means, lambda: (_normal((128, 8), jnp.float16, seed=43),), {},
+     lambda x: np.asarray(x, np.float64).mean(0)),
+    ("column scatter x40", p37b.scatter_columns, lambda: (_normal((64, 40), seed=44), _ints((40,), 300, seed=45)), {},
+     lambda v, c: (lambda w: (np.add.at(w, (slice(None), np.asarray(c)), np.asarray(v)), w)[1])(np.zeros((64, 300)))),
     ("one-hot counts x16", pm.one_hot_counts, lambda: (_ints((128,), 16, seed=20),), {},
      lambda x: np.bincount(np.asarray(x), minlength=16)),
 ]
@@ -176,7 +185,7 @@ def _close(got, want, dtype):
   if np.issubdtype(np.dtype(dtype), np.integer):
     np.testing.assert_array_equal(got, want)
   else:
-    tol = 2e-2 if dtype == jnp.bfloat16 else 1e-5
+    tol = {jnp.dtype(jnp.bfloat16): 2e-2, jnp.dtype(jnp.float16): 2e-3}.get(jnp.dtype(dtype), 1e-5)
     np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
 
 

@@ -139,8 +139,7 @@ def test_numerics_messages_keep_the_users_values():
   e = expect(alternating, [S((128,), jnp.int32)], mg.UnsupportedDtypeError, "(-1.0) ** t[...]",
              "(-1.0) ** (t[...]): an exponent held in registers must be floating point, got int32")
   assert e.hint == "(-1) ** k of integers k is a sign: ml.where((t[...]) % 2 == 0, 1.0, -1.0)"
-  e = _raises(lambda: column_means.check(S((128, 8), jnp.float16)))     # named v, not the mean's result
-  assert type(e) is mg.LayoutError and e.message.startswith("v of shape (128, 8)")
+  column_means.check(S((128, 8), jnp.float16))     # was MG204 (now compiled: tiles narrower than a warp take fewer lanes a row, tests/test_narrow_rows.py)
 
 
 # ---------------------------------------------------------------- sparse kernels' mistakes

@@ -206,8 +206,8 @@ def test_a_whole_read_passed_as_b_is_hinted_as_the_buffer_or_its_copy():
   specs = (S((64, 64), F16), S((64, 64), F16))
   expect(b_read_into_registers, specs, mg.MmaOperandError, "ml.dot(a_s, k_s[...].T)",
          "ml.dot operand b must be an SMEM buffer of this CTA, got a register tensor",
-         hint="pass the buffer itself, not its registers: ml.dot(..., k_s.T) (k_s.T is a transposed view: no data"
-              " moves)")
+         hint="only a may come from registers; pass the SMEM buffer k_s itself, as its transposed view k_s.T"
+              " (which moves no data): ml.dot(a_s, k_s.T)")
   expect(b_read_from_gmem, specs, mg.MmaOperandError, "ml.dot(a_s, bt[...].T)",
          "ml.dot operand b must be an SMEM buffer of this CTA, got a register tensor",
          hint="only a may come from registers; copy bt into SMEM and pass the buffer transposed: bt_s ="

@@ -69,8 +69,10 @@ def _operand(cx, what, x, other=None):
       elif read is not None and read[0].type.space == Space.SMEM:   # `b_s[...]`, `b_s[...].T`: the buffer, or its view
         ref, flip = read
         view = f"{ref.name}.T" if flip else ref.name
-        hint = (f"pass the buffer itself, not its registers: ml.dot(..., {view})"
-                + (f" ({view} is a transposed view: no data moves)" if flip else ""))
+        a_text = (cx.named(other, "") if what == "b" and other is not None else "") or "..."
+        hint = (f"only a may come from registers; pass the SMEM buffer {ref.name} itself"
+                + (f", as its transposed view {view} (which moves no data)" if flip else "")
+                + f": ml.dot({a_text}, {view})")
       elif read is not None and not cx.named(x, "").replace(".T", "").isidentifier():
         # `w[...]` of a GMEM ref, written in the call: copied into a buffer by TMA, not through registers
         ref, flip = read
