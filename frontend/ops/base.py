@@ -194,16 +194,6 @@ def jnp_keyword_hint(cx, name, sig, args, kwargs) -> str:
     d = txt(kwargs["dim"]) + (", keepdims=True" if kwargs.get("keepdim", kwargs.get("keepdims")) is True else "")
     return (f"torch's max and min over dim= give a (values, indices) pair: here ml.{name}({xs}, axis={d}) is the values"
             f" alone (no [0] after it: that would take its first element) and ml.arg{name}({xs}, axis={d}) the indices; ")
-  if name == "logsumexp" and ("b" in given or "return_sign" in given):     # jax.nn.logsumexp's
-    b = kwargs.get("b")
-    lb = (None if b is None else f"math.log({txt(b)})" if isinstance(b, (int, float)) and not isinstance(b, bool)
-          else f"ml.log({txt(b, 'b')})")
-    sign = (" (with no negative b the sum is positive: return_sign=True's sign is 1.0, so drop it)"
-            if "return_sign" in given else "")
-    if lb is None:
-      return f"drop return_sign=: the sum of exponentials is positive, its sign 1.0: ml.logsumexp({xs}{rest}); "
-    return (f"b= scales the exponentials, log(sum(b * exp(x))): for b >= 0 that is the logsumexp of x + log(b),"
-            f" ml.logsumexp({xs} + {lb}{rest}) (log(0) is -inf, so zeros of b drop their elements){sign}; ")
   if "initial" in given and name in ("max", "min"):
     return f"combine it after: ml.{name}imum(ml.{name}({xs}{rest}), {txt(kwargs['initial'])}); "
   return triton_index_hint(name, given, args, kwargs, xs, rest)
