@@ -44,6 +44,9 @@ from .layout_hints import (broadcast_loops_hint, flat_gather_error, row_wise_hin
                            scatter_columns_hint, transposed_hint, single_row_statistic, strided_window_hint)
 from .types import Layout, LayoutKind, RefType, Space
 
+# Lanes a row of a ROWS tile narrower than a warp's 32 x vec elements, widest first (Layout.lanes).
+NARROW_LANES = (16, 8, 4, 2, 1)
+
 
 @dataclasses.dataclass(frozen=True)
 class SmemLayout:
@@ -423,7 +426,7 @@ class _Solver(LayoutErrors):
           return Layout(LayoutKind.ROWS, (), k, vec)
     # Narrower than a warp (a router's 8 or 16 experts; 3 channels: a row a thread): `lanes` lanes a row, 32 // lanes rows a warp.
     for vec in (widest, widest // 2, widest // 4, 2, 1):
-      for lanes in (16, 8, 4, 2, 1):
+      for lanes in NARROW_LANES:
         if vec >= 1 and all(c % (lanes * vec) == 0 for c in C) and \
             not any(r % (hw.WARPS_PER_WARPGROUP * hw.WARP // lanes) for r in R):
           return Layout(LayoutKind.ROWS, (), 1, vec, lanes=lanes)
@@ -459,7 +462,7 @@ class _Solver(LayoutErrors):
     narrow = next((self.kernel.narrow_gathers[v.id] for v in tiles
                    if v.id in getattr(self.kernel, "narrow_gathers", {})), None)
     cols = bad.type.shape[1]
-    lanes = next(n for n in (16, 8, 4, 2, 1) if cols % n == 0)
+    lanes = next(n for n in NARROW_LANES if cols % n == 0)
     narrow_rows = (f"; rows of {cols} elements need rows a multiple of {hw.WARPS_PER_WARPGROUP * hw.WARP // lanes}"
                    f" ({lanes} lane{'s' * (lanes > 1)} a row)" if cols % hw.WARP else "")
     raise E.LayoutError(

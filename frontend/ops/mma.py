@@ -85,14 +85,7 @@ def _operand(cx, what, x, other=None):
         text, d = cx.named(x, ""), dtype_name(x.type.dtype)
         flip = text.endswith(".T") and text[:-2].isidentifier()      # q @ k.T of a k in registers
         v = text[:-2] if flip else text
-        read = re.fullmatch(r"([A-Za-z_]\w*)\[(?:\.\.\.|:|:, :)\](\.T)?", text)   # k_s[...].T: a buffer's tile, read
-        if read and len(x.type.shape) == 2 and any(
-            buf.name == read.group(1) and buf.type.space == Space.SMEM for buf in cx.b.allocs):
-          buf, t = read.group(1), read.group(2) or ""
-          hint = (f"only a may come from registers; pass the SMEM buffer {buf} itself"
-                  + (f", as its transposed view {buf}.T (which moves no data)" if t else "")
-                  + f": ml.dot({cx.named(other, 'a')}, {buf}{t})")
-        elif v.isidentifier() and len(x.type.shape) == 2:
+        if v.isidentifier() and len(x.type.shape) == 2:
           shape = tuple(x.type.shape)[::-1] if flip else tuple(x.type.shape)
           hint = (f"only a may come from registers; store {v} in an SMEM buffer and pass the buffer"
                   + (" transposed (buf.T moves no data)" if flip else "") + f": {v}_s = ml.smem({shape}, jnp.{d});"

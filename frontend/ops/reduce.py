@@ -166,17 +166,11 @@ def _reshape_hint(cx, x, shape, axes, keepdims, what):
   average pool's `ml.mean(v, axis=(0, 1))` of an (h, w, c) tile) written as the 2-D reduction of its
   reshape in registers, where that 2-D tile reduces (columns a multiple of 32, rows a multiple of 4
   unless the columns are a multiple of 128); None otherwise."""
-  n = len(shape)
-  lead = tuple(range(len(axes))) == tuple(sorted(axes))
-  trail = tuple(range(n - len(axes), n)) == tuple(sorted(axes))
   arg = what.rsplit(".", 1)[-1] in ("argmax", "argmin")     # (which reduce with keepdims inside)
-  if not (lead or trail):
+  flat_shape = _flat_shape(shape, axes)
+  if flat_shape is None:
     return None
-  red = math.prod(shape[a] for a in axes)
-  kept = tuple(shape[a] for a in range(n) if a not in axes)
-  rows, cols = (red, math.prod(kept)) if lead else (math.prod(kept), red)
-  if cols % hw.WARP or (rows % hw.WARPS_PER_WARPGROUP and cols % hw.WARPGROUP):
-    return None
+  rows, cols, lead, kept = flat_shape
   src = cx.named(x)
   name = src if src.isidentifier() else f"({src})"
   flat, ax = f"{name}.reshape({rows}, {cols})", f"axis={0 if lead else 1}"
@@ -201,11 +195,10 @@ def _reshape_hint(cx, x, shape, axes, keepdims, what):
   return f"reshape it to 2-D in registers and reduce that: {call}{back}"
 
 
-def _flat_plan(shape, axes):
+def _flat_shape(shape, axes):
   """(rows, cols, whether the reduced axes lead, the kept shape) of the 2-D tile a reduction over a
   leading or trailing run of axes reduces (columns a multiple of 32, rows a multiple of 4 unless the
-  columns are a multiple of 128, a kept shape of 2 or more axes a multiple of 128 elements, as a
-  result reshaped back must hold); None for any other."""
+  columns are a multiple of 128); None for any other."""
   n = len(shape)
   lead = tuple(range(len(axes))) == tuple(sorted(axes))
   trail = tuple(range(n - len(axes), n)) == tuple(sorted(axes))
@@ -214,9 +207,18 @@ def _flat_plan(shape, axes):
   red = math.prod(shape[a] for a in axes)
   kept = tuple(shape[a] for a in range(n) if a not in axes)
   rows, cols = (red, math.prod(kept)) if lead else (math.prod(kept), red)
-  if cols % hw.WARP or (rows % hw.WARPS_PER_WARPGROUP and cols % hw.WARPGROUP) or len(kept) > 1 and math.prod(kept) % hw.WARPGROUP:
+  if cols % hw.WARP or (rows % hw.WARPS_PER_WARPGROUP and cols % hw.WARPGROUP):
     return None
   return rows, cols, lead, kept
+
+
+def _flat_plan(shape, axes):
+  """_flat_shape's tile, where the compiler reduces it itself: a kept shape of 2 or more axes a multiple
+  of 128 elements, as a result reshaped back must hold; None for any other."""
+  plan = _flat_shape(shape, axes)
+  if plan is None or len(plan[3]) > 1 and math.prod(plan[3]) % hw.WARPGROUP:
+    return None
+  return plan
 
 
 def _of_scalar(cx, kind, x, axis, what):
