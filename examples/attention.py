@@ -555,7 +555,7 @@ def _check(q, k, v, causal, config):
   if causal and sq != skv:
     raise ValueError(f"causal attention needs as many queries as keys, got {sq} and {skv}")
   if config.emulate and config.overlap:
-    raise ValueError(f"emulate is an option of the plain forward: set overlap=False, got {config}")
+    raise ValueError(f"emulate is an option of the plain forward: set overlap=False or emulate=0, got {config}")
   if (config.bq % 128 and config.bq != 192) or config.dkv_bkv % 128 or config.dq_bq % 128:
     raise ValueError(f"bq (or 192: three warpgroups), dkv_bkv and dq_bq must be multiples of 128 (64 rows for each"
                      f" of two warpgroups), got {config}")

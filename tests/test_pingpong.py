@@ -190,7 +190,8 @@ def test_pingpong_must_be_a_static_bool():
 @pytest.mark.parametrize("dtype", [jnp.float16, jnp.bfloat16], ids=str)
 def test_gpu_pingpong_forward_matches_the_reference(head_dim, causal, overlap, dtype):
   q, k, v = inputs((2, 1024, 4, head_dim), dtype, scale=1.0, seed=head_dim)
-  config = dataclasses.replace(ex.default_config(head_dim, causal), bq=128, pingpong=True, overlap=overlap)  # two warpgroups
+  config = dataclasses.replace(ex.default_config(head_dim, causal), bq=128, pingpong=True,  # two warpgroups
+                               overlap=overlap, emulate=0 if overlap else ex.default_config(head_dim, causal).emulate)
   got, lse = jax.jit(lambda q, k, v: ex.attention(q, k, v, causal, return_lse=True, config=config))(q, k, v)
   want, want_lse = ex.reference(q, k, v, causal)
   assert rel(got, want) < (5e-3 if dtype == jnp.float16 else 3e-2)
@@ -245,3 +246,10 @@ def test_range_options_by_splat_say_so():
       acc = ml.dot(a_s, b_s, acc)
     c[...] = acc
   expect(splat, AB, mg.KernelTypeError, "OPTS):", "ml.range(..., **kwargs): its options are written out")
+
+
+def test_emulate_with_the_overlapped_forward_names_both_fixes():
+  q, k, v = inputs((1, 256, 2, 64), jnp.float16, scale=1.0, seed=0)
+  config = dataclasses.replace(ex.default_config(64, True), overlap=True, emulate=0.125)
+  with pytest.raises(ValueError, match=r"set overlap=False or emulate=0"):
+    ex.attention(q, k, v, True, config=config)
