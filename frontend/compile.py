@@ -19,6 +19,7 @@ from . import jumps
 from . import language as L
 from .builder import Builder
 from .checks import check_kernel
+from .mma_registers import check_mma_registers
 from .tma_starts import check_minor_starts, check_tiled_starts
 from .dtypes import DType, to_dtype
 from .infer import unify
@@ -264,6 +265,7 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, bloc
     grid_index_masks(kernel, em.defs)
     assign_layouts_relayout(kernel, em.defs, assign_layouts)     # reshapes of row-wise tiles: via SMEM
     _each_reported(lambda: check_layouts(kernel, em.defs), lambda: check_atomic_layouts(kernel),
+                   lambda: check_mma_registers(kernel),
                    lambda: check_tiled_starts(kernel, em.defs, facts),
                    lambda: check_minor_starts(kernel, em.defs, facts))
     plan_scratch(kernel, em)

@@ -36,6 +36,17 @@ THREAD_REGISTERS = 255        # 32-bit registers a thread may address (ptxas's l
 MAX_GRID = (2 ** 31 - 1, 65535, 65535)   # CTAs a launch may have along x, y and z (CUDA's limits)
 MAX_DIM = 2 ** 31 - 1         # elements along one array dimension: indices and TMA coordinates are 32-bit
 PRODUCER_REGISTERS = 40       # per thread of a TMA producer warpgroup (setmaxnreg.dec)
+# ptxas allocates a kernel's registers for its launch bound: REGISTERS // threads a thread (multiples of 8, at
+# most 255), whatever setmaxnreg trades later. One WGMMA instruction holds its whole 64 x n accumulator block
+# in registers and needs this many more beside them: on the H200, a 64 x 256 float32 block (128 registers) at
+# 512 threads (a 128-register bound) failed with "C7602 Insufficient registers (128) ... register target of
+# 154 or higher" (docs/logs/attn_cfg2_session27.log).
+MMA_EXTRA_REGISTERS = 26
+
+
+def launch_registers(threads: int) -> int:
+  """Registers ptxas gives each thread of a CTA of `threads` threads."""
+  return min(THREAD_REGISTERS, REGISTERS // threads // 8 * 8)
 
 
 def consumer_registers(consumer_warpgroups: int) -> int:
