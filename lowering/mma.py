@@ -55,7 +55,8 @@ def _dot_wait(ctx, o):
 
 @interpret(Dot)
 def _i_dot(cta, o):
-  """acc + a @ b: products summed in float32 (as WGMMA does), rounded to the acc dtype; the
+  """acc + a @ b: products summed in float32 (as WGMMA does), rounded to the acc dtype (a float16 one
+  after each instruction's k); the
   group stays in flight, reading a and b, until a DotWait retires it. float32 operands are
   read as TF32 (their low 13 mantissa bits dropped), as the tensor cores read them."""
   refs = [r for r in (cta.get(o.a), cta.get(o.b)) if isinstance(r, Ref)]
@@ -63,7 +64,16 @@ def _i_dot(cta, o):
   t = o.result.type
   wide = np.int64 if t.dtype.is_int else np.float32
   acc = cta.get(o.acc).astype(wide) if o.acc is not None else wide(0)
-  r = (acc + x.astype(wide) @ y.astype(wide)).astype(N.np_dtype(t.dtype))
+  out = N.np_dtype(t.dtype)
+  if np.dtype(out).itemsize == 2:
+    # a float16 accumulator lives in float16 registers: each instruction (k of 32 bytes of operand, 16
+    # elements of 16-bit operands, 32 of 8-bit ones) adds its float32 sum to it and rounds
+    step = 32 // x.dtype.itemsize
+    r = np.broadcast_to(acc, (x.shape[0], y.shape[1])).astype(out)
+    for k0 in range(0, x.shape[1], step):
+      r = (r.astype(wide) + x[:, k0:k0 + step].astype(wide) @ y[k0:k0 + step].astype(wide)).astype(out)
+  else:
+    r = (acc + x.astype(wide) @ y.astype(wide)).astype(out)
   cta.dots.append((r, {(x.owner, x.root.id, x.part) for x in refs}, o.loc))
   cta.set(o.result, r)
 
