@@ -40,9 +40,9 @@ def is_whole(index) -> bool:
   return index is Ellipsis or index == (Ellipsis,)
 
 
-SCATTER_HINT = ("read rows at computed places with t[ids, :]; add (or take the max or min) at them with"
-                " ml.atomic_add(out.at[ids, :], rows) (the output starts at 0); a plain scatter (set) is not"
-                " supported: write rows one at a time with scalar indices")
+SCATTER_HINT = ("read rows at computed places with t[ids, :]; write them with out[ids, :] = rows (a scatter);"
+                " add (or take the max or min) at them with ml.atomic_add(out.at[ids, :], rows) (an output"
+                " written only by scatters starts at 0)")
 
 
 class At:
@@ -234,7 +234,10 @@ class Assignments:
         self.assign(t, v, value_node)
     elif isinstance(target, ast.Subscript):
       ref, index = self.subscript_target(target, value_node)
-      self._scatter_set(target, ref, index, value_node)
+      if isinstance(ref, gather.IndexedRef):        # c.at[tok, :][...] = v
+        return self._scatter(target.value, ref, value)
+      if self._scatter_set(target, ref, index, value_node):
+        return self._scatter(target, gather.IndexedRef(ref, index), value)
       values, nodes = self._index_operands(target.slice, index)     # (messages quote the user's index)
       cx = self.cx(target, values=[ref, *values], operands=[target.value, *nodes])
       cx.access = "write"
@@ -257,19 +260,26 @@ class Assignments:
     first = "" if named else f"t = {self.text(value_node)}; "
     return f"{first}{', '.join(names)} = {', '.join(idx)}"
 
-  def _scatter_set(self, target, ref, index, value_node):
-    """`c[tok, :] = v` of a GMEM ref: a plain scatter, with the atomic add that sets a permutation's
-    rows as the hint, in the user's words."""
+  def _scatter(self, target, iref, value):
+    """`c[tok, :] = v`: a plain scatter (jnp's `c.at[tok, :].set(v)`)."""
+    cx = self.cx(target, values=[iref.ref, value], operands=[target, target])
+    cx.access = "write"
+    gather.scatter(cx, gather.AtomicKind.SET, iref, value, what="the scatter")
+
+  def _scatter_set(self, target, ref, index, value_node) -> bool:
+    """Whether `c[tok, :] = v` of a GMEM ref is a scatter (an index is a tensor); into an input,
+    the error, with the output to scatter into in the user's words."""
     items = index if isinstance(index, tuple) else (index,)
     bad = next((i for i in items if is_value(i) and isinstance(i.type, TensorType)
                 and any(n != 1 for n in i.type.shape)), None)
     if bad is None or ref.type.space != Space.GMEM:
-      return
+      return False
     name = self.text(target.value)
     first, out = scatter_target(self.b, ref, name)
-    raise E.KernelTypeError(
-        f"an index here must be an integer scalar, got {bad.name or 'a register tensor'}: only a read of a GMEM"
-        f" ref takes a tensor of indices (a gather, table[ids, :])", self.loc(target),
+    if not first:
+      return True
+    raise E.InputWriteError(
+        f"this scatter writes {name}, an input: inputs are read-only", self.loc(target),
         hint=first + scatter_set_hint(out, self.index_text(target.slice, items), self.text(value_node),
                                       source=aliased_input(self.b, out)))
 
@@ -289,6 +299,8 @@ class Assignments:
         sub = target.value                # c.at[tok, :][...] = v
         first, out = scatter_target(self.b, base.ref, self.text(sub.value.value) if isinstance(sub.value, ast.Attribute)
                                     else self.text(sub.value))
+        if not first and base.ref.type.space == Space.GMEM:
+          return base, None                 # a scatter (assign() does it)
         hint = first + scatter_set_hint(out, self.index_text(sub.slice), self.text(value_node),
                                         source=aliased_input(self.b, out))
       raise E.KernelTypeError(

@@ -33,7 +33,7 @@ from .memory_errors import (check_input_writes, _with_lone_axis_note, grid_rank,
                             scalar_read_hint, uninitialized_read)
 from .ir import Access as A
 from .ops.access import MaskedLoad, MaskedStore, ScalarRead
-from .ops.atomic import AtomicUpdate
+from .ops.atomic import AtomicKind, AtomicUpdate
 from .ops.gather import Gather, ScatterUpdate
 from .ops.index_hints import atomic_outside_hint
 from .ops.memory import Copy, View
@@ -246,7 +246,9 @@ class _Memory:
     # Outputs updated with atomics: each program's certain updates, and reads of them (added as the
     # "writes" of a Writers, the updates as its "reads"), so a read races only with other programs'
     # updates of the same elements; an output updated where the proof cannot tell stays whole.
-    self.atomic = {o: Writers(v.type.shape) for o in kernel.accumulated
+    # (an output written by plain scatters, kind SET, is written plainly at places that are data: its
+    # races are interpret mode's, as a plain store's at a run-time index are)
+    self.atomic = {o: Writers(v.type.shape) for o, k in kernel.accumulated.items() if k != AtomicKind.SET
                    for v in [next(p.value for p in kernel.outputs if p.value.id == o)]}
     self.atomic_unknown: set = set()
     self.atomic_plain: set = set()     # locations of plain stores into atomically updated outputs
@@ -304,7 +306,7 @@ class _Memory:
       elif not plain:
         self.atomic_unknown.add(w.root.id)
     updated = self.read_as.get(w.root.id) if kind in READS else None    # (an aliased input is its output)
-    if (updated in self.kernel.accumulated and self.ev.P // batch > 1 and acc.must.any()
+    if (updated in self.atomic and self.ev.P // batch > 1 and acc.must.any()
         and not self._accumulated_read(acc, w, updated)):
       self.report(E.RaceError(
           f"{w.root.name}{_aliased(self.kernel, w.root.id)} is read here while other programs may still be"

@@ -119,6 +119,9 @@ ACCUMULATE_ACROSS = ("{0}; to sum the programs' shares into one output (Pallas's
                      " so drop the zeroing write")
 ACCUMULATED_READ = ("an output that programs update with atomics holds the total only once the kernel has"
                     " ended: read it in a second kernel (or in JAX after the call)")
+SCATTERED_TWICE = ("each place a scatter writes must come from one program (the GPU keeps one program's"
+                   " value, whichever stores last): make the places of different programs disjoint (each program"
+                   " its own rows), or add the programs' values with ml.atomic_add at those places")
 ONE_WRITER = ("write it from one program (if ml.program_id(0) == 0: ...), or add every program's share"
               " with ml.atomic_add")
 

@@ -52,6 +52,9 @@ class Subscripts:
         own = run_window_hint(self.b, ref, base.index, elts, attr, call) if elts else None
         if attr == "load" and own is None:    # tl.load(ptr + ids * d + cols, mask=m, other=0) at computed places
           return _Method(gather.gather_load(), base)
+        if attr == "store" and own is None and base.ref.type.space == memory.Space.GMEM \
+            and gather.root_id(self.b, base.ref) not in self.b.read_only:    # tl.store at computed places
+          return _Method(gather.scatter_store(), base)
         hint = ("for a run of consecutive elements (Triton's ptr + offs, offs = start + tl.arange(n)), index"
                 " with a window: " + (f"{own}, masked where it runs past the end; " if own else
                 f"{ref}.at[ml.ds(start, n)].{attr}(..., mask=...), masked where it runs past the end; ")

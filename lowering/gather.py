@@ -16,7 +16,7 @@ from ..frontend.ops.gather import Gather, ScatterUpdate
 from ..frontend.types import TensorType
 from .atomic import _first_replica, _scalar_red, combine, once_per_cta
 from .interpret_memory import OutOfBoundsError
-from .bool_memory import mem_type, scalar_from_byte, vector_from_bytes
+from .bool_memory import mem_type, scalar_from_byte, scalar_to_byte, vector_from_bytes
 from .registry import interpret, lower
 
 
@@ -121,10 +121,17 @@ def _scatter(ctx, o):
   x = ctx.get(o.value)
   parts = [ctx.get(i) if not isinstance(i, int) else i for i in o.indices]
 
+  keep = ctx.get(o.mask) if o.mask is not None else None
+
   def emit():
     for k in np.ndindex(x.registers.shape):
       reg = x.registers[k]
       n = ir.VectorType(reg.type).shape[0] if isinstance(reg.type, ir.VectorType) else 1
+      if o.kind == AtomicKind.SET:
+        _store_each(mem, [_at(None, parts, o.indices, k, e) for e in range(n)],
+                    [_element(reg, e) if d != DType.bool_ else scalar_to_byte(_element(reg, e)) for e in range(n)],
+                    None if keep is None else [_element(keep.registers[k], e) for e in range(n)])
+        continue
       if o.contiguous and n in (2, 4) and d == DType.f32 and o.kind == AtomicKind.ADD and not t.layout.drop:
         ptr = mgpu.utils.memref_ptr(mgpu.memref_slice(mem, tuple(_at(None, parts, o.indices, k, 0))))
         _vector_red_f32(ptr, [_element(reg, e) for e in range(n)])   # sm_90's red.v2/.v4.f32
@@ -142,6 +149,17 @@ def _scatter(ctx, o):
       emit()
 
   once_per_cta(ctx, t, first_copy)
+
+
+def _store_each(mem, places, values, keep):
+  """A plain scatter's stores of one register's elements, each under its `keep` bit where given."""
+  for e, (at, v) in enumerate(zip(places, values)):
+    if keep is None:
+      memref.store(v, mem, at)
+      continue
+    with ir.InsertionPoint(scf.IfOp(keep[e]).then_block):
+      memref.store(v, mem, at)
+      scf.yield_([])
 
 
 def _vector_red_f32(ptr, values):
@@ -162,6 +180,14 @@ def _i_scatter(cta, o):
   coords = [np.broadcast_to(np.asarray(i if isinstance(i, int) else cta.get(i), np.int64), shape).reshape(-1)
             for i in o.indices]
   value = np.asarray(cta.get(o.value)).reshape(-1)
+  if o.kind == AtomicKind.SET:        # a plain scatter: the elements its mask keeps, in order (a later
+    if o.mask is not None:            # element at a repeated place wins, as one of them does on the GPU)
+      keep = np.broadcast_to(np.asarray(cta.get(o.mask), bool), shape).reshape(-1)
+      coords, value = [c[keep] for c in coords], value[keep]
+    _check_inside(cta, ref, coords, o)
+    cta.m.gmem_access(cta, ref, tuple(coords), o, write=True)    # (two programs' stores to one place race)
+    cta.buffer(ref)[tuple(coords)] = value
+    return
   _check_inside(cta, ref, coords, o)
   cta.m.gmem_access(cta, ref, tuple(coords), o, write=True, atomic=True)
   buf = cta.buffer(ref)

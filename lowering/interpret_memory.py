@@ -16,12 +16,12 @@ import numpy as np
 from ..frontend import ir
 from ..frontend.memory_errors import grid_rank, masked_store, skipped_store, uncovered_error, uninitialized_read
 from ..frontend.coverage import describe
-from ..frontend.races import (ACCUMULATED_READ, CROSS_PROGRAM_READ, ONE_WRITER, own_window, plain_write_hint,
-                               segment_spill_hint)
+from ..frontend.races import (ACCUMULATED_READ, CROSS_PROGRAM_READ, ONE_WRITER, SCATTERED_TWICE, own_window,
+                               plain_write_hint, segment_spill_hint)
 from .interpret_numerics import np_dtype, poison
 from ..frontend.ops.access import ScalarRead
 from ..frontend.types import RefType
-from ..frontend.ops.atomic import identity
+from ..frontend.ops.atomic import AtomicKind, identity
 
 from ..frontend.errors import InterpretError, OutOfBoundsError, RaceError  # noqa: E402,F401
 
@@ -272,7 +272,8 @@ class Memory:
         f"{who} and program {cta.label} both access {ref.name}{shown if shown else ''}, and one"
         f" writes it: programs run in no fixed order, so the result depends on timing", here or self.kernel.loc,
         notes=notes + (() if here else (f"{o.loc}: program {cta.label} {mine} it here",)),
-        hint=(plain_write_hint(ref.name, rid in self.aliased_outputs) if mine == "writes" else ACCUMULATED_READ)
+        hint=SCATTERED_TWICE if mine == met == "writes" and self.kernel.accumulated.get(rid) == AtomicKind.SET else
+        (plain_write_hint(ref.name, rid in self.aliased_outputs) if mine == "writes" else ACCUMULATED_READ)
         if accumulated else CROSS_PROGRAM_READ if crossed else
         segment_spill_hint(ref.name, len(shown)) if mine == met == "writes" and _past_start(index, elem, self.lead(ref), w, other)
         and type(o).__name__ in ("Copy", "Store") and self.data_dependent(o) else

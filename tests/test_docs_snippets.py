@@ -195,6 +195,20 @@ def run_embedding_backward(k):
   close(k(g, ids, n=100, interpret=True), jnp.zeros((100, 64), f32).at[ids].add(g))
 
 
+def run_write_cache(k):
+  cache, new = rand(512, 64), rand(128, 64)
+  slots = jnp.asarray(rng.permutation(512)[:128].astype(np.int32))
+  close(k(cache, new, slots, interpret=True), cache.at[slots].set(new))
+
+
+def run_unpermute(k):
+  y = rand(256, 64)
+  tok = np.asarray(rng.permutation(256).astype(np.int32))
+  tok[::5] = -1                                        # padding slots: masked off
+  keep = tok >= 0
+  close(k(y, jnp.asarray(tok), interpret=True), jnp.zeros_like(y).at[tok[keep]].set(y[keep]))
+
+
 def run_dropout(k):
   x = rand(3000)                                      # not a multiple of 1024: masked
   y = np.asarray(k(x, 7, interpret=True))
@@ -248,6 +262,8 @@ CASES = [
     Case(L, "double_direct", [S((64, 1024), f32)], run=run_double_direct),
     Case(L, "fold", [S((1024,), f32)], run=run_fold),
     Case(L, "embedding_backward", [S((128, 64), f32), S((128,), i32)], dict(n=100), run_embedding_backward),
+    Case(L, "write_cache", [S((512, 64), f32), S((128, 64), f32), S((128,), i32)], run=run_write_cache),
+    Case(L, "unpermute", [S((256, 64), f32), S((256,), i32)], run=run_unpermute),
     Case(L, "dropout", [S((3000,), f32), S((), i32)], run=run_dropout),
     Case(L, "swap_pairs", [S((256, 64), f32)], run=run_swap_pairs),
     Case("docs/autodiff.md", "square", [S((4096,), f32)], run=run_square),

@@ -195,10 +195,9 @@ def test_tl_load_of_offsets_written_with_at_names_the_window_or_the_gather():
          "ml.store needs a ref (a parameter, an ml.smem buffer or a view), got a ref indexed by tensors"
          " (ref.at[ids, ...])",
          hint="these offsets run over consecutive positions: take the window they cover, ml.store(out.at[ml.ds(0, 128)],"
-              " x[...], mask=offs < 100); at other offsets, a plain scatter (set) is not supported (repeated indices"
-              " would race): add into an output that starts at 0, which sets each element the indices name once (a"
-              " permutation of rows): ml.atomic_add(out.at[offs], ml.where(offs < 100, x[...], 0)) (indices outside"
-              " out are dropped); or write rows one at a time with scalar indices, out.at[ids_ref[r]][...] = row")
+              " x[...], mask=offs < 100); at other offsets, scatter: out.at[offs].store(x[...], mask=offs < 100) (an"
+              " output written only by scatters starts at 0; indices outside out are dropped, as jnp's .at[].set"
+              " drops them)")
   expect(load_of_a_gathered_value, spec, mg.KernelTypeError, "ml.load(x[offs]",
          "ml.load needs a ref (a parameter, an ml.smem buffer or a view), got a register tensor",
          hint="x[offs] is already in registers (reading a ref gives register values): use it as it is, or select"

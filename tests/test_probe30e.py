@@ -117,15 +117,14 @@ def store_at_float_indices(x_ref, i_ref, o_ref):
 @mg.mgpu_kernel(out_shape=lambda x, i: S((256,), F32))
 def store_at_float_indices_fixed(x_ref, i_ref, o_ref):     # its hint followed
   idx = i_ref[...] * 2.0
-  ml.atomic_add(o_ref.at[idx.astype(jnp.int32)], x_ref[...])
+  o_ref[idx.astype(jnp.int32)] = x_ref[...]
 
 
 def test_a_store_at_a_tensor_of_float_indices_hints_with_the_users_indices_converted():
   # the hint named placeholder ids, and did not say that float indices convert first
-  e = expect(store_at_float_indices, [S((128,), F32), S((128,), jnp.int32)], mg.KernelTypeError, "o_ref[idx]",
-             "an index here must be an integer scalar, got idx: only a read of a GMEM ref takes a tensor of"
-             " indices (a gather, table[ids, :])")
-  assert "ml.atomic_add(o_ref.at[idx.astype(jnp.int32)], x_ref[...])" in e.hint     # what the fixed kernel below writes
+  expect(store_at_float_indices, [S((128,), F32), S((128,), jnp.int32)], mg.KernelTypeError, "o_ref[idx]",
+         "a scatter's indices are integers, got idx (float32) for dimension 0 of o_ref",
+         hint="convert them: idx.astype(jnp.int32)")        # what the fixed kernel below writes
   x = np.arange(128, dtype=np.float32)
   i = np.random.default_rng(2).permutation(128).astype(np.int32)
   got = store_at_float_indices_fixed(jnp.asarray(x), jnp.asarray(i), interpret=True)

@@ -110,14 +110,12 @@ def test_a_load_or_store_of_positions_hints_the_window_they_cover_in_the_users_w
   and the call's own mask and other."""
   head = ("for a run of consecutive elements (Triton's ptr + offs, offs = start + tl.arange(n)), index with a"
           " window: {}, masked where it runs past the end; for indices scattered at random, ")
-  hint = head + ("read rows at computed places with t[ids, :]; add (or take the max or min) at them with"
-                 " ml.atomic_add(out.at[ids, :], rows) (the output starts at 0); a plain scatter (set) is not"
-                 " supported: write rows one at a time with scalar indices")
-  # a store's: the atomic add that sets the rows, in the call's own words, its mask folded into the value
-  store_hint = head + ("a plain scatter (set) is not supported (repeated indices would race): add into an output"
-                       " that starts at 0, which sets each element the indices name once (a permutation of rows):"
-                       " ml.atomic_add(y.at[r, cols], ml.where(cols < x.shape[1], v * 2.0, 0)) (indices outside y"
-                       " are dropped); or write rows one at a time with scalar indices, y.at[ids_ref[r]][...] = row")
+  hint = head + ("read rows at computed places with t[ids, :]; write them with out[ids, :] = rows (a scatter);"
+                 " add (or take the max or min) at them with ml.atomic_add(out.at[ids, :], rows) (an output"
+                 " written only by scatters starts at 0)")
+  # a store's: the scatter, in the call's own words, with its mask
+  store_hint = head + ("scatter: y.at[r, cols].store(v * 2.0, mask=cols < x.shape[1]) (an output written only by"
+                       " scatters starts at 0; indices outside y are dropped, as jnp's .at[].set drops them)")
   expect(sum_sq_positions, [S((4, 5000), F32)], mg.KernelTypeError, "x.at[r, cols].load",
          "x.at[r, cols] is indexed by tensors: it has no .load; it is read ([...], a gather) or updated"
          " atomically (a scatter)",

@@ -150,37 +150,24 @@ def accumulate_at_rows(y, tok, c):
   c[t, :] += y[...]
 
 
-_SET = ("a plain scatter (set) is not supported (repeated indices would race): add into an output that starts at 0,"
-        " which sets each element the indices name once (a permutation of rows): ml.atomic_add({}) (indices outside"
-        " c are dropped); or write rows one at a time with scalar indices, c.at[ids_ref[r]][...] = row")
-
-
-def test_a_store_at_token_rows_hints_the_atomic_add_in_the_kernels_words_with_its_mask():
-  """The hints were `ml.atomic_add(out.at[t, :], rows)` (names the kernel does not have) and, for a
-  masked store, `ml.atomic_add(c.at[t, :], y[...])`: followed, that adds the rows the mask kept off (a
-  silently wrong kernel). `c[t, :] += ...` hinted `c.at[(t, :)]`, a syntax error."""
-  msg = ("an index here must be an integer scalar, got t: only a read of a GMEM ref takes a tensor of indices"
-         " (a gather, table[ids, :])")
-  expect(unpermute_assign, _SPECS, mg.KernelTypeError, "c[t, :] =", msg, hint=_SET.format("c.at[t, :], y[...] * 2.0"))
-  e = expect(unpermute_masked, _SPECS, mg.KernelTypeError, "ml.store(",
-             "ml.store needs a ref (a parameter, an ml.smem buffer or a view), got a ref indexed by tensors"
-             " (ref.at[ids, ...])")
-  assert e.hint.endswith("; at other offsets, " + _SET.format("c.at[t, :], ml.where((t < 50)[:, None], y[...], 0)"))
-  e = expect(unpermute_masked_method, _SPECS, mg.KernelTypeError, "c.at[t, :].store",
-             "c.at[t, :] is indexed by tensors: it has no .store; it is read ([...], a gather) or updated"
-             " atomically (a scatter)")
-  assert e.hint.endswith(_SET.format("c.at[t, :], ml.where((t < 50)[:, None], y[...] * 2.0, 0)"))
+def test_a_store_at_token_rows_is_a_scatter_with_its_mask():
+  """vLLM's unpermute, `c[t, :] = rows` and the masked `tl.store(c_ptrs, acc, mask=...)`: once errors whose
+  hints were atomic adds (one of them, followed, added the rows the mask kept off). They are scatters now;
+  `c[t, :] += ...` is still an error naming the atomic add."""
   e = expect(accumulate_at_rows, _SPECS, mg.UnsupportedSyntaxError, "c[t, :] +=",
              "an augmented assignment at a tensor of indices is not supported in a kernel")
   assert e.hint.startswith("accumulate with ml.atomic_add(c.at[t, :], y[...]) (jnp's c.at[t, :].add;")
   rng = np.random.default_rng(2)
   y = jnp.asarray(rng.standard_normal((64, 128)), F32)
   tok = jnp.asarray(rng.permutation(64), I32)
-  got = np.asarray(unpermute_masked_followed(y, tok, interpret=True))
+  t, keep = np.asarray(tok), np.asarray(tok) < 50
   want = np.zeros((64, 128), np.float32)
-  keep = np.asarray(tok) < 50
-  want[np.asarray(tok)[keep]] = np.asarray(y)[keep]
-  np.testing.assert_array_equal(got, want)
+  want[t] = 2 * np.asarray(y)
+  np.testing.assert_array_equal(np.asarray(unpermute_assign(y, tok, interpret=True)), want)
+  for kernel, scale in ((unpermute_masked, 1), (unpermute_masked_method, 2), (unpermute_masked_followed, 1)):
+    want = np.zeros((64, 128), np.float32)
+    want[t[keep]] = scale * np.asarray(y)[keep]
+    np.testing.assert_array_equal(np.asarray(kernel(y, tok, interpret=True)), want, err_msg=kernel.__name__)
 
 
 # ---------------------------------------------------------------- Triton's index keywords of top-1 routing
@@ -467,11 +454,11 @@ def unpermute_into_input(y, tok, c):
 
 def test_a_store_at_rows_of_an_input_says_it_is_read_only_before_the_scatter():
   """The scatter hint would have added into the input itself (an InputWriteError when followed)."""
-  e = expect(unpermute_into_input, _SPECS, mg.KernelTypeError, "y[t, :] =",
-             "an index here must be an integer scalar, got t: only a read of a GMEM ref takes a tensor of indices"
-             " (a gather, table[ids, :])")
-  assert e.hint.startswith("y is an input, which is read-only: scatter into an output (c) instead; a plain scatter")
-  assert "ml.atomic_add(c.at[t, :], y[...] * 2.0)" in e.hint
+  expect(unpermute_into_input, _SPECS, mg.InputWriteError, "y[t, :] =",
+         "this scatter writes y, an input: inputs are read-only",
+         hint="y is an input, which is read-only: scatter into an output (c) instead; scatter: c[t, :] = y[...] * 2.0"
+              " (an output written only by scatters starts at 0; indices outside c are dropped, as jnp's .at[].set"
+              " drops them)")
 
 
 # ---------------------------------------------------------------- float token rows: the hint converts them
@@ -484,22 +471,20 @@ def store_at_float_rows(y, pos, c):
 @mg.mgpu_kernel(out_shape=lambda y, pos: S((64, 128), F32))
 def store_at_float_rows_fixed(y, pos, c):  # its hint followed
   t = pos[...] * 1.0
-  ml.atomic_add(c.at[t.astype(jnp.int32), :], ml.where((t < 64.0)[:, None], y[...], 0))
+  ml.store(c.at[t.astype(jnp.int32), :], y[...], mask=(t < 64.0)[:, None])
 
 
 def test_a_store_at_float_rows_hints_them_converted():
   """Merging probe 35d's scatter hint dropped the conversion of float indices the older hint had
   (test_probe30e): followed, `c.at[t, :]` of a float t is an error again."""
   spec = [S((16, 128), F32), S((16,), I32)]
-  e = expect(store_at_float_rows, spec, mg.KernelTypeError, "ml.store(c.at[t, :]",
-             "ml.store needs a ref (a parameter, an ml.smem buffer or a view), got a ref indexed by tensors"
-             " (ref.at[ids, ...])")
-  assert "ml.atomic_add(c.at[t.astype(jnp.int32), :], ml.where((t < 64.0)[:, None], y[...], 0))" in e.hint
+  expect(store_at_float_rows, spec, mg.KernelTypeError, "ml.store(c.at[t, :]",
+         "a scatter's indices are integers, got t (float32) for dimension 0 of c", hint="convert them: t.astype(jnp.int32)")
   y = np.arange(16 * 128, dtype=np.float32).reshape(16, 128)
   pos = np.array([3, 70, 5, 9, 0, 63, 64, 2, 8, 10, 11, 12, 13, 14, 15, 1], np.int32)
   got = np.asarray(store_at_float_rows_fixed(y, pos, interpret=True))
   want = np.zeros((64, 128), np.float32)
   for r, p in enumerate(pos):
     if p < 64:
-      want[p] += y[r]
+      want[p] = y[r]
   np.testing.assert_array_equal(got, want)

@@ -185,23 +185,15 @@ def median3x3_flat(x, out):          # the hint followed: a flat output, reshape
   ml.store(out.at[ml.ds(i * 128, 128)], med, mask=ok)
 
 
-def test_a_store_at_index_pairs_does_not_offer_a_square_window():
+def test_a_store_at_index_pairs_is_a_scatter():
   """The hint offered ml.store(out.at[ml.ds(start0, 128), ml.ds(start1, 128)], med, mask=ok): a
-  (128, 128) window for a (128,) value, as if r and c made a grid."""
-  expect(median3x3, [S((13, 21), F32)], mg.KernelTypeError, "ml.store(out.at[r, c], med, mask=ok)",
-         "ml.store needs a ref (a parameter, an ml.smem buffer or a view), got a ref indexed by tensors"
-         " (ref.at[ids, ...])",
-         hint="the indices pair up element by element, so they cover no window (for consecutive flat positions,"
-              " give out a one-dimensional out_shape, reshaped outside the kernel, and store into its window:"
-              " ml.store(out.at[ml.ds(start, 128)], med, mask=ok)); a plain scatter (set) is not supported"
-              " (repeated indices would race): add into an output that starts at 0, which sets each element the"
-              " indices name once (a permutation of rows): ml.atomic_add(out.at[r, c], ml.where(ok, med, 0))"
-              " (indices outside out are dropped); or write rows one at a time with scalar indices,"
-              " out.at[ids_ref[r]][...] = row")
+  (128, 128) window for a (128,) value, as if r and c made a grid; later the flat output's window.
+  The store at (r, c) pairs is a scatter now, and the flat output's window still works."""
   x = np.random.default_rng(5).standard_normal((13, 21)).astype(np.float32)
   padded = np.pad(x, 1, mode="edge")
   want = np.median(np.stack([padded[a:a + 13, b:b + 21] for a in range(3) for b in range(3)], -1), -1)
   np.testing.assert_array_equal(np.asarray(median3x3_flat(jnp.asarray(x), interpret=True)).reshape(13, 21), want)
+  np.testing.assert_array_equal(np.asarray(median3x3(jnp.asarray(x), interpret=True)), want)
 
 
 # ---------------------------------------------------------------- depthwise weights read whole

@@ -303,22 +303,11 @@ def scatter_into_zeros(g, ids, out):
   out[ids[...], :] = g[...]
 
 
-def test_a_plain_scatter_into_an_aliased_output_is_not_hinted_as_an_add():
+def test_a_plain_scatter_into_an_aliased_output_keeps_the_other_values():
   """A repetition penalty written as `out[b, tok] = ...` into logits updated in place was hinted
-  `ml.atomic_add(out.at[b, tok], ...)` "into an output that starts at 0": the aliased output starts as
-  the logits, so the hint, followed, added the penalised logits to them."""
-  specs = [S((3, 1024), F32), S((3, 64), jnp.int32)]
-  expect(penalty_scatter, specs, mg.KernelTypeError, "out[b, tok] = ",
-         "an index here must be an integer scalar, got tok: only a read of a GMEM ref takes a tensor of indices"
-         " (a gather, table[ids, :])",
-         hint="a plain scatter (set) is not supported (repeated indices would race), and out starts as x"
-              " (input_output_aliases), not at 0, so an atomic add would add to its values: write the elements one"
-              " at a time with scalar indices read from memory, for j in range(n): t = ids_ref[..., j];"
-              " out[..., t] = value")
-  e = expect(scatter_into_zeros, [S((64, 128), F32), S((64,), jnp.int32)], mg.KernelTypeError, "out[ids[...], :]",
-             "an index here must be an integer scalar, got ids[...]: only a read of a GMEM ref takes a tensor of"
-             " indices (a gather, table[ids, :])")
-  assert "ml.atomic_add(out.at[ids[...], :], g[...])" in e.hint      # (an output of its own starts at 0)
+  `ml.atomic_add(out.at[b, tok], ...)` "into an output that starts at 0" (followed, it added the penalised
+  logits to them), then an error with a loop as its hint. It is a scatter now: the aliased output keeps
+  the logits it does not write; an output of its own starts at 0."""
   rng = np.random.default_rng(0)
   x = rng.standard_normal((3, 1024)).astype(np.float32)
   ids = np.stack([rng.choice(1024, 64, replace=False) for _ in range(3)]).astype(np.int32)
@@ -327,6 +316,11 @@ def test_a_plain_scatter_into_an_aliased_output_is_not_hinted_as_an_add():
     v = want[b, ids[b]]
     want[b, ids[b]] = np.where(v > 0, v / np.float32(1.3), v * np.float32(1.3))
   np.testing.assert_allclose(np.asarray(penalty_as_hinted(x, ids, interpret=True)), want, rtol=1e-6)
+  np.testing.assert_allclose(np.asarray(penalty_scatter(x, ids, interpret=True)), want, rtol=1e-6)
+  g = rng.standard_normal((64, 128)).astype(np.float32)
+  rows = rng.permutation(64).astype(np.int32)
+  np.testing.assert_array_equal(np.asarray(scatter_into_zeros(g, rows, interpret=True)),
+                                np.zeros((64, 128), np.float32)[np.argsort(rows)] + g[np.argsort(rows)])
 
 
 # ---------------------------------------------------------------- jax.random inside a kernel
@@ -394,14 +388,12 @@ def test_jnp_at_set_of_an_indexed_ref_gets_the_scatter_hint_in_its_words():
   expect(penalty_at_set, specs, mg.KernelTypeError, "out.at[b, tok].set(",
          "out.at[b, tok] is indexed by tensors: it has no .set; it is read ([...], a gather) or updated atomically"
          " (a scatter)",
-         hint="a plain scatter (set) is not supported (repeated indices would race), and out starts as x"
-              " (input_output_aliases), not at 0, so an atomic add would add to its values: write the elements one"
-              " at a time with scalar indices read from memory, for j in range(n): t = ids_ref[..., j];"
-              " out[..., t] = value")
+         hint="scatter: out[b, tok] = ml.where(v > 0, v / pen, v * pen) (the elements it does not write keep x's"
+              " values (input_output_aliases); indices outside out are dropped, as jnp's .at[].set drops them)")
   e = expect(set_into_zeros, [S((64, 128), F32), S((64,), jnp.int32)], mg.KernelTypeError, "out.at[ids[...], :].set(",
              "out.at[ids[...], :] is indexed by tensors: it has no .set; it is read ([...], a gather) or updated"
              " atomically (a scatter)")
-  assert "ml.atomic_add(out.at[ids[...], :], g[...])" in e.hint, e.hint
+  assert e.hint.startswith("scatter: out[ids[...], :] = g[...] (an output written only by scatters starts at 0;"), e.hint
 
 
 @mg.mgpu_kernel(out_shape=lambda t, ids: S((ids.shape[0],), t.dtype), grid=lambda t, ids: (ids.shape[0] // 64,))

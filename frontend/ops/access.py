@@ -440,6 +440,10 @@ def store_(cx, ref, value, mask=None):
   `out.at[ml.ds(i * 128, 128)].store(y, mask=rows < n)` writes the last partial tile of `out`.
   Without a mask it is `ref[...] = value`.
   """
+  from .gather import IndexedRef, _scatter_store, root_id, scattered
+  if isinstance(ref, IndexedRef) and ref.ref.type.space == Space.GMEM and scattered(cx, ref) \
+      and root_id(cx.b, ref.ref) not in cx.b.read_only:
+    return _scatter_store(cx, ref, value, mask)        # ml.store(out.at[ids, :], v, mask=m): a scatter
   if mask is None:
     if not is_ref(ref):
       _ref_arg(cx, ref, "ml.store", value=value)

@@ -29,6 +29,10 @@ class AtomicKind(enum.Enum):
   ADD = "add"
   MAX = "max"
   MIN = "min"
+  SET = "set"      # a scatter's plain store (`out[ids, :] = v`): no atomic, each element written whole
+
+
+UPDATE_KINDS = (AtomicKind.ADD, AtomicKind.MAX, AtomicKind.MIN)    # what atomics and reducing copies combine with
 
 
 @ir.op(Traits(effects=lambda o: [(o.ref, Access.REG_WRITE)], layout=LayoutRule.MEMORY))
@@ -42,8 +46,8 @@ class AtomicUpdate(ir.Op):
 
 
 def identity(kind: AtomicKind, d: DType):
-  """The value an output updated only by `kind` atomics starts at."""
-  if kind == AtomicKind.ADD:
+  """The value an output updated only by `kind` atomics (or set only by scatters) starts at."""
+  if kind in (AtomicKind.ADD, AtomicKind.SET):
     return 0
   if d.is_float:
     return float("-inf") if kind == AtomicKind.MAX else float("inf")
@@ -324,9 +328,12 @@ def accumulated_outputs(body: ir.Block, defs, outputs, skipped=None) -> dict:
       continue
     prev = found.setdefault(r.id, (kind, o.loc))
     if prev[0] != kind:
+      how = lambda k: "a scatter's stores" if k == AtomicKind.SET else f"atomic {k.value}"
       raise E.KernelTypeError(
-          f"{r.name} is updated with atomic {prev[0].value} and atomic {kind.value}: an output updated"
-          f" by atomics starts at the operation's identity, so it takes one kind", o.loc,
-          hint="accumulate each kind into its own output", notes=(f"{prev[1]}: the atomic {prev[0].value}",))
+          f"{r.name} is updated with {how(prev[0])} and {how(kind)}: an output updated by atomics or written by"
+          f" scatters starts at the operation's identity (0 for a scatter), so it takes one kind", o.loc,
+          hint="accumulate each kind into its own output" + (
+              "; to add at the places a scatter wrote, scatter the sum: out[ids] = v + w"
+              if AtomicKind.SET in (prev[0], kind) else ""), notes=(f"{prev[1]}: the {how(prev[0]).replace('a scatter', 'scatter')}",))
   return {k: v[0] for k, v in found.items()}
 

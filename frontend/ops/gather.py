@@ -353,15 +353,19 @@ class ScatterUpdate(AtomicUpdate):
   """`ml.atomic_<kind>(ref.at[indices], value)`: each element of `value` combined atomically into
   the root ref `ref` at its own indices (one operand per root dimension, as Gather's); the
   passes treat it as the atomic update it is. Elements whose indices fell outside carry the
-  operation's identity (jnp's scatter drops them)."""
+  operation's identity (jnp's scatter drops them). A plain scatter (kind SET, `out[ids, :] = v`)
+  stores instead, only the elements `mask` keeps (indices inside, and a store's own mask)."""
   indices: tuple = ()
   contiguous: bool = False     # as Gather's: a row's consecutive elements, one vector `red` a register
   view: tuple = ()             # as Gather's: the window of the view indexed, which must lie inside `ref`
+  mask: ir.Value | None = None  # SET: a bool tensor of the value's shape, the elements stored
 
 
-def scatter(cx, kind: AtomicKind, iref: IndexedRef, value):
+def scatter(cx, kind: AtomicKind, iref: IndexedRef, value, mask=None, what=None):
+  """`ml.atomic_<kind>(ref.at[indices], value)`, or with kind SET the plain scatter `ref[indices] = value`
+  (`ref.at[indices].store(value, mask=m)`): jnp's `.at[indices].add/max/min/set`, dropping indices outside."""
   from ..infer import unify
-  what = f"ml.atomic_{kind.value}"
+  what = what or f"ml.atomic_{kind.value}"
   ref = iref.ref
   check_target(cx, cx.b, ref, what)
   p = _plan(cx, ref, iref.index, "scatter")
@@ -372,7 +376,10 @@ def scatter(cx, kind: AtomicKind, iref: IndexedRef, value):
         hint=f"update the element with a scalar index and value: {what}({ref.name or 'out'}.at[i], s), under"
              f" `if 0 <= i < n:` where i may fall outside (s a scalar: ml.sum(x), or v[0] of a one-element v)")
   d = resolve(ref.type.dtype)
-  check_dtype(cx, kind, d, hw.ATOMIC_ELEMENT, what, "through a tensor of indices (one element at a time)")
+  if kind == AtomicKind.SET:
+    _check_set_dtype(cx, d, what, ref)
+  else:
+    check_dtype(cx, kind, d, hw.ATOMIC_ELEMENT, what, "through a tensor of indices (one element at a time)")
   if isinstance(value, Num) or is_scalar(value):
     from .atomic import number_into
     value = number_into(cx, what, value, d, ref.name or "the ref")
@@ -392,11 +399,47 @@ def scatter(cx, kind: AtomicKind, iref: IndexedRef, value):
         f"{what} of {value.name or 'a value'} ({dtype_name(value.type.dtype)}) into {ref.name or 'a ref'}"
         f" ({dtype_name(ref.type.dtype)}): dtypes differ", cx.loc,
         hint=f"convert explicitly: ({cx.named(value, 'value')}).astype(jnp.{dtype_name(ref.type.dtype)})")
-  if p.inside is not None:
+  keep = None
+  if kind == AtomicKind.SET:
+    keep = _stored_elements(cx, p.inside, mask, p.out_shape, what)
+  elif p.inside is not None:
     value = ew.where_(cx, p.inside, value, identity(kind, d))
   cx.b.emit(ScatterUpdate, kind, p.root, value, loc=cx.loc, types=[], indices=tuple(p.per_dim),
-            contiguous=p.contiguous, view=p.view)
+            contiguous=p.contiguous, view=p.view, mask=keep)
   return None
+
+
+def _check_set_dtype(cx, d, what, ref):
+  """A plain scatter stores any dtype but bool: an output written by scatters starts zeroed, which
+  bool outputs (int8 in memory) cannot yet be."""
+  if d == DType.bool_:
+    n = ref.name or "out"
+    raise E.UnsupportedDtypeError(
+        f"{what} into {n}, a bool array, is not supported", cx.loc,
+        hint=f"make {n} uint8 (out_shape=jax.ShapeDtypeStruct(shape, jnp.uint8)), store the value's"
+             f" .astype(jnp.uint8), and convert the result with .astype(bool) outside the kernel")
+
+
+def _stored_elements(cx, inside, mask, shape, what):
+  """The elements a plain scatter stores, as a bool tensor of `shape`: those whose indices were inside
+  (`inside`, a tensor or a scalar) and that the store's `mask` keeps; None when that is all of them."""
+  from .shape import broadcast_shape
+  if mask is not None:
+    if not (is_value(mask) and resolve(mask.type.dtype) == DType.bool_) and not isinstance(mask, bool):
+      raise E.KernelTypeError(f"{what}'s mask must be a boolean tensor, got {kind_of(mask)}", cx.loc,
+                              hint="pass a comparison: mask=ids < n")
+    if is_tensor(mask) and broadcast_shape(cx, [mask.type.shape, shape], what, ["the mask", "the indexed elements"]) != shape:
+      raise E.ShapeMismatchError(f"{what}'s mask of shape {mask.type.shape} does not fit the indexed elements' shape"
+                                 f" {shape}", cx.loc, hint=f"a mask of shape {shape}, or one that broadcasts to it"
+                                 + (" (a mask of rows: m[:, None])" if len(shape) == 2 else ""))
+  keep = inside
+  if mask is not None and mask is not True:
+    keep = mask if keep is None else ew.binary(cx, ew.BinOp.AND, keep, mask)
+  if keep is None:
+    return None
+  if not is_tensor(keep) or keep.type.shape != shape:
+    keep = ew.where_(cx, keep, ew.full_(cx, shape, True, DType.bool_), False)
+  return keep
 
 
 def _gather_load(cx, iref, mask=None, other=0):
@@ -439,6 +482,25 @@ def scattered(cx, iref) -> bool:
   from .index_hints import _run_of
   items = iref.index if isinstance(iref.index, tuple) else (iref.index,)
   return any(is_tensor(i) and _run_of(cx.b, i) is None for i in items)
+
+
+def _scatter_store(cx, iref, value, mask=None):
+  """`out.at[ids, :].store(v, mask=m)`: Triton's `tl.store(ptr + offs, v, mask=m)` at computed places, a
+  plain scatter of the elements the mask keeps."""
+  if mask is False:
+    return None
+  return scatter(cx, AtomicKind.SET, iref, value, mask, what="the scatter")
+
+
+def root_id(b, ref) -> int:
+  from .memory import root
+  return root(b, ref).id
+
+
+def scatter_store():
+  """The `.store` of a ref indexed by tensors (bound to it as a method)."""
+  from .base import Builtin
+  return Builtin(_scatter_store, "store")
 
 
 def gather_load():

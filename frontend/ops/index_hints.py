@@ -620,22 +620,12 @@ def aliased_input(b, name: str) -> str | None:
 
 
 def scatter_set_hint(ref: str, index: str, value: str, mask: str | None = None, source: str | None = None) -> str:
-  """The hint for a store at computed places (`c[tok, :] = v`, `ml.store(c.at[tok, :], v, mask=m)`), in
-  the user's words: a plain scatter is not supported, an atomic add into an output that starts at 0
-  sets each element its indices name once (a permutation of rows), with a store's mask folded into the
-  value as the add's identity (an add of the unmasked value would write the rows the mask keeps off).
-  An output aliased to the input `source` starts as its values, not 0: an add would add to them, so
-  the elements are written one at a time."""
-  if source is not None:
-    return (f"a plain scatter (set) is not supported (repeated indices would race), and {ref} starts as"
-            f" {source} (input_output_aliases), not at 0, so an atomic add would add to its values: write the"
-            f" elements one at a time with scalar indices read from memory, for j in range(n): t = ids_ref[..., j];"
-            f" {ref}[..., t] = value")
-  v = value if mask is None else f"ml.where({mask}, {value}, 0)"
-  return (f"a plain scatter (set) is not supported (repeated indices would race): add into an output that"
-          f" starts at 0, which sets each element the indices name once (a permutation of rows):"
-          f" ml.atomic_add({ref}.at[{index}], {v}) (indices outside {ref} are dropped); or write rows one at a"
-          f" time with scalar indices, {ref}.at[ids_ref[r]][...] = row")
+  """The scatter that stores `value` at computed places (`c[tok, :] = v`, or with a mask
+  `c.at[tok, :].store(v, mask=m)`), in the user's words, and what the elements it does not write hold."""
+  how = (f"{ref}.at[{index}].store({value}, mask={mask})" if mask is not None else f"{ref}[{index}] = {value}")
+  rest = (f"the elements it does not write keep {source}'s values (input_output_aliases)" if source is not None else
+          "an output written only by scatters starts at 0")
+  return f"scatter: {how} ({rest}; indices outside {ref} are dropped, as jnp's .at[].set drops them)"
 
 
 def output_for(b, ref) -> str:

@@ -182,7 +182,7 @@ def _reduce_kind(cx, src, dst, reduce):
   if reduce is None:
     return None
   from . import atomic
-  names = [k.value for k in atomic.AtomicKind]
+  names = [k.value for k in atomic.UPDATE_KINDS]
   if reduce not in names:
     raise E.KernelTypeError(f"ml.copy's reduce must be one of {', '.join(map(repr, names))}, got {shown(reduce)}",
                             cx.loc, hint='ml.copy(buf, out.at[...], reduce="add")')
