@@ -330,8 +330,10 @@ def accumulated_outputs(body: ir.Block, defs, outputs, skipped=None) -> dict:
     if prev[0] != kind:
       how = lambda k: "a scatter's stores" if k == AtomicKind.SET else f"atomic {k.value}"
       raise E.KernelTypeError(
-          f"{r.name} is updated with {how(prev[0])} and {how(kind)}: an output updated by atomics or written by"
-          f" scatters starts at the operation's identity (0 for a scatter), so it takes one kind", o.loc,
+          f"{r.name} is updated with {how(prev[0])} and {how(kind)}: an output updated by atomics"
+          + (" or written by scatters starts at the operation's identity (0 for a scatter)"
+             if AtomicKind.SET in (prev[0], kind) else " starts at the operation's identity")
+          + ", so it takes one kind", o.loc,
           hint="accumulate each kind into its own output" + (
               "; to add at the places a scatter wrote, scatter the sum: out[ids] = v + w"
               if AtomicKind.SET in (prev[0], kind) else ""), notes=(f"{prev[1]}: the {how(prev[0]).replace('a scatter', 'scatter')}",))
