@@ -52,15 +52,17 @@ def _steps(n):
   return [1 << k for k in range(max(0, (n - 1).bit_length()))]
 
 
-def _partner(pos, dist, length, reverse):
+def _partner(pos, dist, length, reverse, segment=0):
   """(valid, where): the position `dist` before `pos` along the axis (after it, reversed), and
-  whether it exists; where it does not, `pos` itself (a harmless address; the value is unused)."""
+  whether it exists (within `pos`'s segment of `segment` positions, where one is given); where it
+  does not, `pos` itself (a harmless address; the value is unused)."""
   index = ir.IndexType.get()
   d = arith.constant(index, dist)
+  at = arith.remui(pos, arith.constant(index, segment)) if segment else pos     # the place in its segment
   if reverse:
-    valid = arith.cmpi(arith.CmpIPredicate.ult, arith.addi(pos, d), arith.constant(index, length))
+    valid = arith.cmpi(arith.CmpIPredicate.ult, arith.addi(at, d), arith.constant(index, segment or length))
     return valid, arith.select(valid, arith.addi(pos, d), pos)
-  valid = arith.cmpi(arith.CmpIPredicate.uge, pos, d)
+  valid = arith.cmpi(arith.CmpIPredicate.uge, at, d)
   return valid, arith.select(valid, arith.subi(pos, d), pos)
 
 
@@ -143,7 +145,7 @@ def _scan(ctx, o):
     memref.store(v, mem, [_flat(i, j, row)])
 
   x = ctx.get(o.x)
-  steps = _steps(length)
+  steps = _steps(o.segment or length)
   if steps:
     x.foreach(put)
   for k, s in enumerate(steps):
@@ -152,7 +154,7 @@ def _scan(ctx, o):
     def step(v, idx, s=s):
       i, j = coords(idx)
       pos = [i, j][o.axis if two_d else 1]
-      valid, other = _partner(pos, s, length, o.reverse)
+      valid, other = _partner(pos, s, length, o.reverse, o.segment)
       at = _flat(other, j, row) if (two_d and o.axis == 0) else _flat(i, other, row)
       nb = arith.select(valid, memref.load(mem, [at]), ident)
       return _combine(o.kind, d, v, nb)
@@ -186,6 +188,9 @@ def _i_scan(cta, o):
   cta.write(ref, scratch.reshape(-1), o)       # the scratch's traffic, for the race checks
   axis = o.axis
   vec = _vec(o.x.type) if axis == x.ndim - 1 else 1
+  shape = x.shape
+  if o.segment:                   # each segment of rows scanned apart: the rows of a (k, segment, n) view
+    x, axis = x.reshape(-1, o.segment, shape[-1]), 1
   with np.errstate(over="ignore", invalid="ignore"):
     if vec > 1:
       cta.set(o.result, _i_scan_vectors(o, x, vec, d))
@@ -200,7 +205,7 @@ def _i_scan(cta, o):
         src[axis], dst[axis] = slice(None, -s), slice(s, None)
       nb[tuple(dst)] = x[tuple(src)]
       x = _np_combine(o.kind, x, nb).astype(x.dtype)
-  cta.set(o.result, x)
+  cta.set(o.result, x.reshape(shape))
 
 
 def _shifted(a, s, reverse, fill):

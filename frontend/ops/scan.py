@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import enum
 import math
-import re
 
 from .. import errors as E
 from .. import ir
@@ -21,7 +20,7 @@ from ..ir import Access, LayoutRule, Traits
 from ..types import TensorType, dtype_name, resolve
 from . import elementwise as ew
 from .base import builtin, check_register_value, dtype_arg, is_tensor, kind_of, shown
-from .shape import row_scratch
+from .shape import reshape_, row_scratch
 
 
 class ScanKind(enum.Enum):
@@ -35,13 +34,16 @@ class ScanKind(enum.Enum):
               layout=LayoutRule.ELEMENTWISE, moves_elements=True))
 class Scan(ir.Op):
   """The inclusive scan of the 1- or 2-D tensor `x` along `axis` (from the end if `reverse`),
-  through `scratch` (flat: x's rows of n + pad elements; a 1-D x is one row)."""
+  through `scratch` (flat: x's rows of n + pad elements; a 1-D x is one row). `segment`, along
+  axis 0 of a 2-D x, restarts the scan every `segment` rows (a middle axis of a 3-D tensor, the
+  2-D x its reshape); 0 is none."""
   kind: ScanKind
   x: ir.Value
   axis: int
   reverse: bool
   scratch: ir.Value
   pad: int
+  segment: int
   loc: object
   results: tuple
 
@@ -62,35 +64,25 @@ def _axis(cx, axis, rank, what, x=None):
   return axis % rank
 
 
-def _reshape_hint(cx, x, axis, reverse, what) -> str:
-  """A scan along the first or last axis of a 3-D (or wider) tensor, written as the 2-D scan of its
-  reshape in registers (each row of the reshape one whole line along that axis), reshaped back."""
-  shape = x.type.shape
-  a = axis % len(shape) if isinstance(axis, int) and not isinstance(axis, bool) and -len(shape) <= axis < len(shape) \
-      else None
-  if a not in (0, len(shape) - 1):
-    return "read the data in the 2-D shape you scan: x.at[...][...] of a 2-D window"
-  src = cx.named(x)
-  name = src if re.fullmatch(r"[\w.]+(\[[^\[\]]*\])*", src) else f"({src})"
-  lead = math.prod(shape[:-1]) if a else shape[0]
-  flat = f"{name}.reshape({lead}, {math.prod(shape) // lead})"
-  args = f"axis={1 if a else 0}" + (", reverse=True" if reverse is True else "")
-  call = f"{flat}{what}({args})" if what.startswith(".") else f"{what}({flat}, {args})"
-  return f"reshape it to 2-D in registers and scan that: {call}.reshape{tuple(shape)}"
-
-
-def scan(cx, kind: ScanKind, x, axis, reverse, what):
+def scan(cx, kind: ScanKind, x, axis, reverse, what, segment=0):
   check_register_value(cx, x, what)
-  if not is_tensor(x) or len(x.type.shape) not in (1, 2):
-    raise E.KernelTypeError(f"{what} takes a 1- or 2-D register tensor, got {kind_of(x)}"
-                            + (f" of shape {x.type.shape}" if is_tensor(x) else ""), cx.loc,
-                            hint=_reshape_hint(cx, x, axis, reverse, what) if is_tensor(x)
-                            else f"{what} scans a tensor: a scalar's scan is the scalar itself")
+  if not is_tensor(x):
+    raise E.KernelTypeError(f"{what} takes a 1- or 2-D register tensor, got {kind_of(x)}", cx.loc,
+                            hint=f"{what} scans a tensor: a scalar's scan is the scalar itself")
   if not isinstance(reverse, bool):
     raise E.KernelTypeError(f"{what}: reverse is a static bool, got {shown(reverse)}", cx.loc,
                             hint="reverse=True scans from the end")
   shape = x.type.shape
   axis = _axis(cx, axis, len(shape), what, x)
+  if len(shape) > 2:
+    # Along any axis of a 3-D (or wider) tensor: the scan of its 2-D reshape, reshaped back. The axis
+    # first or last is a plain scan of (axis, the rest) or (the rest, axis); a middle one scans the
+    # columns of (the axes up to it, the rest) restarting every shape[axis] rows, so each slab of the
+    # leading axes is scanned apart.
+    lead, n, trail = math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1:])
+    flat, ax, seg = ((lead, n), 1, 0) if trail == 1 else ((n, trail), 0, 0) if lead == 1 else \
+        ((lead * n, trail), 0, n)
+    return reshape_(cx, scan(cx, kind, reshape_(cx, x, flat), ax, reverse, what, seg), shape)
   d = resolve(x.type.dtype)
   if not isinstance(d, DType):
     raise E.DtypeInferenceError(f"{what}: the dtype of {x.name or 'the tensor'} is not known yet", cx.loc,
@@ -105,7 +97,7 @@ def scan(cx, kind: ScanKind, x, axis, reverse, what):
     elif d == DType.bool_ or (d.is_int and d.bits < 32):
       acc = DType.u32 if d.is_int and not d.is_signed else DType.i32
   elif d == DType.bool_:       # a running or (max) or and (min), through SMEM as bytes, 0 or 1
-    return ew.compare(cx, ew.CmpOp.NE, scan(cx, kind, ew.astype(cx, x, DType.i8), axis, reverse, what), 0)
+    return ew.compare(cx, ew.CmpOp.NE, scan(cx, kind, ew.astype(cx, x, DType.i8), axis, reverse, what, segment), 0)
   if acc.bits > 32:
     xs = cx.named(x)
     raise E.UnsupportedDtypeError(
@@ -117,7 +109,7 @@ def scan(cx, kind: ScanKind, x, axis, reverse, what):
   rows, n = (1, shape[0]) if len(shape) == 1 else shape
   scratch, pad = row_scratch(cx, rows, n, acc, "scan scratch")
   rounds = d.is_float and acc != d                                # back to the input's dtype, once
-  r = cx.b.emit(Scan, kind, v, axis, reverse, scratch, pad, loc=cx.loc, types=[TensorType(shape, acc)],
+  r = cx.b.emit(Scan, kind, v, axis, reverse, scratch, pad, segment, loc=cx.loc, types=[TensorType(shape, acc)],
                 names=[None if rounds else cx.name]).result
   return ew.astype(cx, r, d) if rounds else r
 
