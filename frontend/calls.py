@@ -14,6 +14,7 @@ import numpy as np
 
 from . import errors as E
 from . import missing, nan_name_hints
+from .scan_hints import scan_hint  # jnp.cumulative_sum, jnp.maximum.accumulate, lax.cumlogsumexp
 from .assign import DICT_VIEWS, holds_value
 from .builder import Call
 from .dot_hints import dot_hint
@@ -56,7 +57,8 @@ def _dict_keys(fn, args):
 def _is_array_library(fn) -> bool:
   """jnp.exp, np.exp, math.exp, ...: functions whose ml.* counterpart a user likely wants."""
   mod = getattr(fn, "__module__", None) or ""
-  return mod.split(".")[0] in ("jax", "jaxlib", "numpy", "math") or type(fn).__name__ == "ufunc"
+  return mod.split(".")[0] in ("jax", "jaxlib", "numpy", "math") or type(fn).__name__ == "ufunc" or \
+      type(getattr(fn, "__self__", None)).__name__ == "ufunc"          # np.maximum.accumulate
 
 
 def _static_result(cx, name, out):
@@ -345,6 +347,8 @@ class Calls:
         operands = [self._dot_operand(n, v) for n, v in zip(*((node.args[1:3], args[1:3]) if name == "einsum"
                                                                   else (node.args[:2], args[:2])))]
         hint = (dot_hint(name, pos, kw, operands, taken)
+                or scan_hint(name, pos, kw, ufunc=getattr(getattr(fn, "__self__", None), "__name__", None),
+                             ndim=len(first.type.shape) if is_value(first) and hasattr(first.type, "shape") else None)
                 or (debug_print_hint(pos, kw) if name == "debug_print" else None)
                 or shape_call_hint(name, pos, kw, tuple(first.type.shape) if is_value(first) and
                                    hasattr(first.type, "shape") else None)

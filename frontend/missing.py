@@ -12,8 +12,7 @@ from .segment_hints import SEGMENT  # jax.ops.segment_sum, jnp.searchsorted, uni
 from .shape_hints import SPLITS, split_hint  # jnp.split, ml.split: the windows the parts are
 from .image_hints import IMAGE, PAD_MODES  # lax.reduce_window, conv_general_dilated, jnp.median, jax.image.resize
 
-_SCAN = ("no general associative scan: ml.cumsum, ml.cumprod, ml.cummax and ml.cummin scan along an axis;"
-         " for another combination, carry the running value through a loop")
+from .scan_hints import SCAN as _SCAN  # a general scan: log2(n) steps of shifted copies
 _TOP = ("no top-k: ml.sort or ml.argsort the rows (descending) and take their first k columns, or pick"
         " the top k with k passes of ml.argmax and ml.where masks")
 _TRANSPOSE = ("a 2-D tensor transposes with x.T or ml.transpose(x) (through SMEM); for the tensor cores,"

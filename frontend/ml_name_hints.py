@@ -25,8 +25,6 @@ TEXTS = {
                      " PropagateNan.ALL): drop propagate_nan="),
     "broadcast": ("no ml.broadcast: arithmetic broadcasts its operands as NumPy does (a + b); to give each the"
                   " common shape, ml.broadcast_to(a, shape) and ml.broadcast_to(b, shape)"),
-    "logcumsumexp": ("no ml.logcumsumexp: scan the exponentials shifted by the maximum, m = ml.max(x, axis=a,"
-                     " keepdims=True), then m + ml.log(ml.cumsum(ml.exp(x - m), axis=a))"),
 }
 
 
@@ -36,6 +34,11 @@ def ml_name_hint(attr, args) -> str | None:
   from .nan_name_hints import hint as numerics_hint
   if attr in TEXTS:
     return TEXTS[attr]
+  from .scan_hints import scan_hint       # ml.cumlogsumexp, ml.cumulative_sum
+  split = [re.match(r"\s*(\w+)\s*=(?!=)\s*(.*)", a) for a in (args or [])]
+  pos = [a.strip() for a, m in zip(args or [], split) if m is None]
+  if (scan := scan_hint(attr, pos, {m.group(1): m.group(2).strip() for m in split if m}, ml_name=True)) is not None:
+    return scan
   if (numeric := numerics_hint(attr, args)) is not None:
     return numeric
   form = FORMS.get(attr) or _FORMS.get(attr)

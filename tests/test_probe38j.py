@@ -90,3 +90,124 @@ def test_gpu_scans_along_every_axis_of_a_4d_tile():
   for g, i, w in zip(every_axis_4d(x), every_axis_4d(x, interpret=True), _every_axis_want(np.asarray(x))):
     np.testing.assert_array_equal(g, i)
     np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+
+
+# ---------------------------------------------------------------- scans jnp, lax and NumPy spell otherwise
+X2 = (S((16, 128), F32),)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def lax_cumlogsumexp(x, out):
+  out[...] = jax.lax.cumlogsumexp(x[...], axis=1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def log_cumsum_exp_followed(x, out):
+  v = x[...]
+  for k in ml.static_range((v.shape[1] - 1).bit_length()):
+    s = 2 ** k
+    p = ml.roll(v, s, axis=1)
+    v = ml.where(ml.arange(v.shape[1])[None, :] >= s, ml.maximum(p, v) + ml.log1p(ml.exp(-ml.abs(p - v))), v)
+  out[...] = v
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def log_cumsum_exp_old_hint(x, out):
+  v = x[...]
+  m = ml.max(v, axis=1, keepdims=True)
+  out[...] = m + ml.log(ml.cumsum(ml.exp(v - m), axis=1))
+
+
+def test_a_log_cumsum_exp_hints_log_steps_that_hold_at_any_range():
+  """lax.cumlogsumexp was "kernels call ml.* functions ...; decorate a helper with @ml.inline", and
+  ml.logcumsumexp's hint shifted by the row's maximum, which gives -inf where a row spans more than about
+  87 (log-probabilities: a standard deviation of 30 does): the hint now writes log2(n) steps of a stable
+  logaddexp of shifted copies (frontend/scan_hints.py), which match jax.lax.cumlogsumexp."""
+  expect(lax_cumlogsumexp, X2, mg.KernelTypeError, "jax.lax.cumlogsumexp(",
+         "cumlogsumexp cannot take a register tensor inside a kernel",
+         hint="no ml.cumlogsumexp: v = x[...]; for k in ml.static_range((v.shape[1] - 1).bit_length()): s = 2 ** k;"
+              " p = ml.roll(v, s, axis=1); v = ml.where(ml.arange(v.shape[1])[None, :] >= s, ml.maximum(p, v) +"
+              " ml.log1p(ml.exp(-ml.abs(p - v))), v) (a logaddexp of each value and the one s places before it; exact"
+              " at any range, where m + ml.log(ml.cumsum(ml.exp(v - m))) of the maximum m underflows to -inf for values"
+              " more than about 87 below it)")
+  x = (np.random.default_rng(40).standard_normal((16, 128)) * 30).astype(np.float32)
+  want = np.asarray(jax.lax.cumlogsumexp(jnp.asarray(x), axis=1))
+  np.testing.assert_allclose(log_cumsum_exp_followed(jnp.asarray(x), interpret=True), want, rtol=1e-5, atol=1e-4)
+  assert np.isneginf(np.asarray(log_cumsum_exp_old_hint(jnp.asarray(x), interpret=True))).any()
+  _export(log_cumsum_exp_followed, *X2)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def ufunc_accumulate(x, out):
+  out[...] = jnp.maximum.accumulate(x[...], axis=1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def numpy_accumulate(x, out):
+  v = x[...]
+  out[...] = np.add.accumulate(v)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def cumulative_sum(x, out):
+  out[...] = jnp.cumulative_sum(x[...], axis=1, include_initial=True)
+
+
+def test_running_scans_of_ufuncs_and_array_api_names_hint_the_ml_scan():
+  """jnp.maximum.accumulate, np.add.accumulate and jnp.cumulative_sum were "decorate a helper of your own
+  with @ml.inline": the hint now names the ml scan with the call's operand and axis (a ufunc's accumulate
+  runs along axis 0 unless told)."""
+  expect(ufunc_accumulate, X2, mg.KernelTypeError, "jnp.maximum.accumulate(",
+         "accumulate cannot take a register tensor inside a kernel",
+         hint="use ml.cummax(x[...], axis=1) (the running maximum along the axis; a ufunc's accumulate runs along"
+              " axis 0 unless told)")
+  expect(numpy_accumulate, X2, mg.KernelTypeError, "np.add.accumulate(",
+         "accumulate cannot take a register tensor inside a kernel",
+         hint="use ml.cumsum(v, axis=0) (the running add along the axis; a ufunc's accumulate runs along axis 0"
+              " unless told)")
+  expect(cumulative_sum, X2, mg.KernelTypeError, "jnp.cumulative_sum(",
+         "cumulative_sum cannot take a register tensor inside a kernel",
+         hint="use ml.cumsum(x[...], axis=1); include_initial=True's extra first element (0) makes the result one"
+              " longer, which a register tile cannot be: its first n elements are the exclusive scan,"
+              " ml.cumsum(x[...], axis=1) - x[...]")
+
+
+@ml.inline
+def _linear(p, c):
+  return p[0] * c[0], c[0] * p[1] + c[1]
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: b)
+def associative_scan(a, b, out):
+  out[...] = ml.associative_scan((a[...], b[...]), 1, _linear)[1]
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: b)
+def associative_scan_followed(a, b, out):
+  v = (a[...], b[...])
+  n = a.shape[1]
+  for k in ml.static_range((n - 1).bit_length()):
+    s = 2 ** k
+    keep = ml.arange(n)[None, :] >= s
+    new = _linear((ml.roll(v[0], s, axis=1), ml.roll(v[1], s, axis=1)), v)
+    v = (ml.where(keep, new[0], v[0]), ml.where(keep, new[1], v[1]))
+  out[...] = v[1]
+
+
+def test_a_general_associative_scan_hints_log_steps_of_shifted_copies():
+  """ml.associative_scan (Triton's tl.associative_scan of a linear recurrence) hinted only "carry the running
+  value through a loop"; the hint now writes the log-step scan of rolled copies, which computes h = a * h + b."""
+  e = expect(associative_scan, (S((16, 96), F32),) * 2, mg.UnknownNameError, "ml.associative_scan",
+             "ml has no attribute 'associative_scan'")
+  assert "v = ml.where(keep, combine(ml.roll(v, s, axis=1), v), v)" in e.hint
+  assert "(a1 * a2, a2 * b1 + b2)" in e.hint
+  rng = np.random.default_rng(41)
+  a = rng.uniform(0.5, 1.0, (16, 96)).astype(np.float32)
+  b = rng.standard_normal((16, 96)).astype(np.float32)
+  h, want = np.zeros(16), []
+  for t in range(96):
+    h = a[:, t] * h + b[:, t]
+    want.append(h)
+  got = associative_scan_followed(jnp.asarray(a), jnp.asarray(b), interpret=True)
+  np.testing.assert_allclose(got, np.stack(want, 1), rtol=1e-5, atol=1e-5)
+  _export(associative_scan_followed, S(a.shape, F32), S(b.shape, F32))

@@ -1,0 +1,72 @@
+"""Hints for the scans jnp, lax, NumPy and torch users reach for that ml spells otherwise or lacks:
+`jnp.cumulative_sum`, `jnp.maximum.accumulate`, `lax.cumlogsumexp`, `lax.associative_scan`, written
+with the call's own operand and axis. They said "kernels call ml.* functions ...; decorate a helper
+with @ml.inline" (which does not scan), or "check the spelling"; a log-cumsum-exp shifted by the row's
+maximum underflowed to -inf where a row spans more than about 87 (log-probabilities do)."""
+from __future__ import annotations
+
+import re
+
+SCAN = ("no general associative scan: ml.cumsum, ml.cumprod, ml.cummax and ml.cummin scan along an axis; for another"
+        " combination, combine each value with the one s = 1, 2, 4, ... places before it (Hillis and Steele, log2(n)"
+        " steps): for k in ml.static_range((n - 1).bit_length()): s = 2 ** k; keep = ml.arange(n)[None, :] >= s;"
+        " v = ml.where(keep, combine(ml.roll(v, s, axis=1), v), v) along the rows of a 2-D v of n columns (a tuple's"
+        " parts rolled alike: h = a * h + b combines (a1, b1) before (a2, b2) into (a1 * a2, a2 * b1 + b2)); or"
+        " carry the running value through a loop")
+UFUNC_SCANS = {"add": "cumsum", "multiply": "cumprod", "maximum": "cummax", "minimum": "cummin",
+               "logical_or": "cummax", "logical_and": "cummin"}
+
+
+def _kw(a):
+  m = re.match(r"\s*(\w+)\s*=(?!=)\s*(.*)", a)
+  return (m.group(1), m.group(2).strip()) if m else (None, a.strip())
+
+
+def _call(pos, kw, names, default_axis):
+  """(operand, axis, reverse) as the call wrote them (`names`: its parameters in order)."""
+  given = dict(zip(names, pos))
+  given.update(kw)
+  x = given.get(names[0], "x")
+  axis = given.get("axis", given.get("dim", default_axis))
+  return x, axis, given.get("reverse", "False") == "True"
+
+
+def _axis_text(axis, ndim):
+  return "" if axis in (None, "None") or ndim == 1 else f", axis={axis}"
+
+
+def log_cumsum_exp(x, axis, reverse, ndim) -> str:
+  """lax.cumlogsumexp as log2(n) steps of a stable logaddexp of shifted copies (exact at any range)."""
+  a = "0" if ndim == 1 else str(axis) if axis not in (None, "None") else "0"
+  ax = int(a) % ndim if re.fullmatch(r"-?\d+", a) and ndim else 0
+  n = f"v.shape[{ax}]"
+  idx = f"ml.arange({n})" + ("" if ndim == 1 else "[:, None]" if ax == 0 else "[None, :]")
+  shift, keep = (f"-s, axis={ax}", f"{idx} < {n} - s") if reverse else (f"s, axis={ax}", f"{idx} >= s")
+  v = "" if x == "v" else f"v = {x}; "
+  return (f"{v}for k in ml.static_range(({n} - 1).bit_length()): s = 2 ** k; p = ml.roll(v, {shift}); v = ml.where({keep},"
+          f" ml.maximum(p, v) + ml.log1p(ml.exp(-ml.abs(p - v))), v) (a logaddexp of each value and the one s places"
+          f" {'after' if reverse else 'before'} it; exact at any range, where m + ml.log(ml.cumsum(ml.exp(v - m))) of"
+          f" the maximum m underflows to -inf for values more than about 87 below it)")
+
+
+def scan_hint(name, pos, kw, *, ufunc=None, ndim=None, ml_name=False) -> str | None:
+  """What to write for a scan the call names (`pos`, `kw`: its arguments as written; `ufunc`: the name of
+  the ufunc whose .accumulate it is; `ndim`: its operand's rank, where known); None for other names."""
+  pre = f"no ml.{name}: " if ml_name else ""
+  if name == "accumulate" and ufunc in UFUNC_SCANS:             # jnp.maximum.accumulate(x, axis=0)
+    x, axis, _ = _call(pos, kw, ("a", "axis"), "0")
+    return (f"use ml.{UFUNC_SCANS[ufunc]}({x}{_axis_text(axis, ndim)}) (the running {ufunc} along the axis; a ufunc's"
+            f" accumulate runs along axis 0 unless told)")
+  if name in ("cumulative_sum", "cumulative_prod"):
+    x, axis, _ = _call(pos, kw, ("x", "axis"), None)
+    f = "cumsum" if name == "cumulative_sum" else "cumprod"
+    shown = f"ml.{f}({x}{_axis_text(axis, ndim)})"
+    first = f"{shown} - {x}" if f == "cumsum" else f"{shown} / {x} (where no element is 0)"
+    return (f"{pre or 'use '}{shown}; include_initial=True's extra first element ({'0' if f == 'cumsum' else '1'}) makes"
+            f" the result one longer, which a register tile cannot be: its first n elements are the exclusive scan,"
+            f" {first}")
+  if name in ("cumlogsumexp", "logcumsumexp"):
+    x, axis, reverse = _call(pos, kw, ("operand", "axis", "reverse"), "0" if not ml_name else None)
+    ndim = ndim or (1 if axis in (None, "None") else 2)          # (ml.logcumsumexp(v) of an unknown v: a vector)
+    return f"{pre or 'no ml.cumlogsumexp: '}{log_cumsum_exp(x, axis, reverse, ndim)}"
+  return None
