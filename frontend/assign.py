@@ -202,9 +202,10 @@ class Assignments:
         bound = f", bound at line {at.lineno}{caller}" if at is not None else caller
         copy = f"{other} = list({name})" if v is cur and not caller else f"list({name}) where {other} gets it"
         short = value if len(value) <= 40 else "[v]"
+        said = getattr(node, "written", f"{name} {op}= ...")      # (hs.append(v), rewritten as hs += [v])
         raise E.KernelTypeError(
-            f"{name} {op}= ... changes the list {name} in place in Python, and {other} holds that same list"
-            f"{bound}; in a kernel lists are values, fixed once built: {name} {op}= ... makes a new list, so"
+            f"{said} changes the list {name} in place in Python, and {other} holds that same list"
+            f"{bound}; in a kernel lists are values, fixed once built: {said} makes a new list, so"
             f" {other} would keep the old items", self.loc(node),
             hint=f"write {name} = {name} {op} {short} (a new list, as in Python: {other} stays as it was), or"
                  f" give {other} a copy: {copy}")

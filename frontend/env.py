@@ -52,6 +52,16 @@ def local_names(stmts) -> set[str]:
   return out - declared
 
 
+def appended_list(stmt) -> str | None:
+  """`hs` of a statement `hs.append(v)` or `hs.extend(vs)` (one argument), else None: a kernel's lists are
+  values, so the statement binds hs to a new list, as `hs += [v]` does."""
+  if isinstance(stmt, ast.Expr) and isinstance(call := stmt.value, ast.Call) and isinstance(call.func, ast.Attribute) \
+      and call.func.attr in ("append", "extend") and isinstance(call.func.value, ast.Name) and len(call.args) == 1 \
+      and not call.keywords and not isinstance(call.args[0], ast.Starred):
+    return call.func.value.id
+  return None
+
+
 def assigned_names(stmts) -> list[str]:
   """Names bound by assignment anywhere in `stmts` (nested blocks included), in order."""
   out: list[str] = []
@@ -59,6 +69,8 @@ def assigned_names(stmts) -> list[str]:
   def visit(node):
     if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id not in out:
       out.append(node.id)
+    if (lst := appended_list(node)) is not None and lst not in out:
+      out.append(lst)            # `hs.append(v)` rebinds hs, as `hs += [v]` does (frontend/tracer.py)
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name not in out:
       out.append(node.name)      # `def sq(...)` binds sq (an error in a kernel: its uses are not others)
     for child in ast.iter_child_nodes(node):

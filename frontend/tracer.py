@@ -19,7 +19,7 @@ from .builder import Builder, Call
 from .calls import _DEBUG, PY_BUILTINS, Calls, _Texts
 from .containers import Containers
 from .dtypes import DType
-from .env import POISON, PoisonedUse, Unbound, assigned_names
+from .env import POISON, PoisonedUse, Unbound, appended_list, assigned_names
 from . import missing
 from .ops import elementwise as ew
 from .ops.base import is_value, kind_of, static_number, typed_number, value_words
@@ -215,6 +215,15 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
   def visit_Expr(self, node):
     if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
       return   # docstring
+    if (lst := appended_list(node)) is not None and isinstance(self.env.get(lst), list):
+      # `hs.append(v)`: `hs += [v]`, a new list bound to hs (carried by loops, merged by ifs, as any name)
+      call = node.value
+      item = ast.List(elts=[call.args[0]], ctx=ast.Load()) if call.func.attr == "append" else \
+          ast.Call(func=ast.Name(id="list", ctx=ast.Load()), args=[call.args[0]], keywords=[])
+      aug = ast.AugAssign(target=ast.Name(id=lst, ctx=ast.Store()), op=ast.Add(),
+                          value=ast.copy_location(item, call.args[0]))
+      aug.written = f"{lst}.{call.func.attr}(...)"
+      return self.visit_AugAssign(ast.fix_missing_locations(ast.copy_location(aug, node)))
     self.expr_stmt = node        # (a helper that returns nothing may be called here: frontend/inline.py)
     try:
       self.eval(node.value)

@@ -432,7 +432,7 @@ def nested_def(x, out):
   def sq(v):
     return v * v
   lst = [x[...]]
-  lst.append(x[...])
+  lst.insert(0, x[...])
   out[...] = sq(lst[1])
 
 
@@ -440,7 +440,7 @@ def test_a_failed_statement_does_not_cascade_into_errors_about_what_it_would_hav
   with pytest.raises(mg.KernelError) as e:
     nested_def.check(S((128,), F32))
   assert [type(x).__name__ for x in e.value.errors] == ["UnsupportedSyntaxError", "KernelTypeError"]
-  assert "no .append" in e.value.errors[1].message
+  assert "no .insert" in e.value.errors[1].message
 
 
 def test_a_lambda_kernel_is_told_to_be_a_def():

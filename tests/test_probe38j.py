@@ -211,3 +211,57 @@ def test_a_general_associative_scan_hints_log_steps_of_shifted_copies():
   got = associative_scan_followed(jnp.asarray(a), jnp.asarray(b), interpret=True)
   np.testing.assert_allclose(got, np.stack(want, 1), rtol=1e-5, atol=1e-5)
   _export(associative_scan_followed, S(a.shape, F32), S(b.shape, F32))
+
+
+# ---------------------------------------------------------------- per-step outputs collected with .append
+@mg.mgpu_kernel(out_shape=lambda a, b: (a, a))
+def collected_steps(a, b, rows, pairs):
+  """h_t = a_t * h_{t-1} + b_t over the rows of a, each step's state collected, as a JAX user collects a
+  scan's outputs, then stacked (rows) or stored one by one (pairs, two steps a trip with .extend)."""
+  h = ml.zeros((a.shape[1],), jnp.float32)
+  hs = []
+  for t in ml.static_range(a.shape[0]):
+    h = a[t] * h + b[t]
+    hs.append(h)
+  rows[...] = ml.concatenate([v[None, :] for v in hs], axis=0)
+  h, got = ml.zeros((a.shape[1],), jnp.float32), []
+  for t in ml.static_range(a.shape[0] // 2):
+    h1 = a[2 * t] * h + b[2 * t]
+    h = a[2 * t + 1] * h1 + b[2 * t + 1]
+    got.extend((h1, h))
+  for t, v in enumerate(got):
+    pairs.at[t][...] = v
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: a)
+def collected_at_run_time(a, b, out):
+  h = ml.zeros((a.shape[1],), jnp.float32)
+  hs = []
+  for t in range(a.shape[0]):
+    h = a[t] * h + b[t]
+    hs.append(h)
+  out[...] = ml.concatenate([v[None, :] for v in hs], axis=0)
+
+
+def _recurrence(a, b):
+  h, out = np.zeros(a.shape[1], np.float32), []
+  for t in range(a.shape[0]):
+    h = a[t] * h + b[t]
+    out.append(h)
+  return np.stack(out)
+
+
+def test_append_and_extend_in_an_unrolled_loop_build_the_list():
+  """`hs.append(v)` was MG003 ("lists in a kernel are fixed once built ..., so they have no .append"): it now
+  binds hs to a new list, as `hs += [v]` does (frontend/tracer.py, env.py), so an unrolled loop collects its
+  steps; in a run-time loop the list's length would change each trip, which is MG005 at the append."""
+  rng = np.random.default_rng(42)
+  a = rng.uniform(0.5, 1.0, (16, 128)).astype(np.float32)
+  b = rng.standard_normal((16, 128)).astype(np.float32)
+  want = _recurrence(a, b)
+  for got in collected_steps(jnp.asarray(a), jnp.asarray(b), interpret=True):
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+  _export(collected_steps, S(a.shape, F32), S(b.shape, F32))
+  expect(collected_at_run_time, (S((16, 128), F32),) * 2, mg.LoopCarryTypeError, "hs.append(h)",
+         "hs is rebound inside a runtime loop to a list of 1; only register values and numbers can change across"
+         " iterations")
