@@ -265,3 +265,39 @@ def test_append_and_extend_in_an_unrolled_loop_build_the_list():
   expect(collected_at_run_time, (S((16, 128), F32),) * 2, mg.LoopCarryTypeError, "hs.append(h)",
          "hs is rebound inside a runtime loop to a list of 1; only register values and numbers can change across"
          " iterations")
+
+
+# ---------------------------------------------------------------- a per-head carry stretched along time (a middle axis)
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 2,))
+def heads_chunked_cumsum(x, out):
+  """Two heads a program, time in chunks of 16: each chunk's scan plus the carry of the chunks before,
+  a (2, 1, d) tensor stretched along time, the middle axis of the (2, 16, d) chunk."""
+  i = ml.program_id(0)
+  carry = ml.zeros((2, 1, x.shape[2]), jnp.float32)
+  for c in range(x.shape[1] // 16):
+    v = x.at[ml.ds(i * 2, 2), ml.ds(c * 16, 16)][...]
+    cs = ml.cumsum(v, axis=1) + carry
+    out.at[ml.ds(i * 2, 2), ml.ds(c * 16, 16)][...] = cs
+    carry = cs[:, 15:16, :]
+
+
+def _heads_input():
+  return np.random.default_rng(43).standard_normal((4, 64, 64)).astype(np.float32)
+
+
+def test_a_carry_stretched_along_a_middle_axis_is_copied_along_it():
+  """`cs + carry` of a (2, 16, 64) chunk and a (2, 1, 64) carry was MG204 ("broadcasting works into 1-D and
+  2-D tensors, not 3-D ones"), whose hint looped over `.at[i]` of register tensors (which have none): the
+  broadcast is now copies of the carry along the middle axis, ml.concatenate([carry] * 16, axis=1)
+  (frontend/ops/broadcast_nd.py's copied_axes)."""
+  x = _heads_input()
+  got = heads_chunked_cumsum(jnp.asarray(x), interpret=True)
+  np.testing.assert_allclose(got, np.cumsum(x.astype(np.float64), 1), rtol=1e-5, atol=1e-4)
+  _export(heads_chunked_cumsum, S(x.shape, F32))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _gpu(), reason="needs an NVIDIA Hopper GPU")
+def test_gpu_a_carry_stretched_along_a_middle_axis():
+  x = jnp.asarray(_heads_input())
+  np.testing.assert_array_equal(heads_chunked_cumsum(x), heads_chunked_cumsum(x, interpret=True))

@@ -44,6 +44,24 @@ def flattened_plan(src: tuple, dst: tuple, dims: tuple) -> tuple | None:
   return src2, (rows, cols)
 
 
+def copied_axes(src: tuple, dst: tuple, dims: tuple) -> list | None:
+  """The axes along which a broadcast into 3 or more axes that flattened_plan cannot take (a middle axis
+  stretched: a per-head carry (h, 1, d) against an (h, t, d) chunk) is made of copies of the source,
+  ml.concatenate([x] * n, axis=k) (through SMEM, as jnp.repeat's hint writes it), so that what is left
+  stretches only trailing axes flattened_plan takes (or none); None where there is none to copy."""
+  if len(dst) < 3 or len(src) > len(dst) or tuple(dims) != tuple(range(len(dst) - len(src), len(dst))):
+    return None
+  full = (1,) * (len(dst) - len(src)) + tuple(src)
+  stretched = [k for k in range(len(dst)) if full[k] == 1 and dst[k] != 1]
+  trail = len(dst)
+  while trail - 1 in stretched:
+    trail -= 1
+  rest = tuple(dst[k] if k < trail else 1 for k in range(len(dst)))
+  keep = trail < len(dst) and flattened_plan(rest, dst, tuple(range(len(dst)))) is not None
+  copied = [k for k in stretched if k < trail or not keep]
+  return copied or None
+
+
 def flattens(defining, x) -> bool:
   """Whether `x` can take the 2-D shape: a tensor of 1 or 2 axes, one of whole warpgroups' elements, or
   one made by inserting size-1 axes (`s[:, :, None]`, reshaped from its source); a small tensor of more

@@ -19,7 +19,7 @@ from ..shape_hints import align_hint, insert_axes_hint, padded_for, scalar_resha
 from . import elementwise as ew
 from .base import builtin, check_register_value, is_tensor, is_value, kind_of, static_shape, unroll_hint, shown
 from .vector_views import check_vector_reshape
-from .broadcast_nd import flattened_plan, flattens
+from .broadcast_nd import copied_axes, flattened_plan, flattens
 
 
 class ReduceKind(enum.Enum):
@@ -100,6 +100,12 @@ def broadcast_to_shape(cx, x, shape, dims=None):
   flat = flattened_plan(x.type.shape, shape, dims)      # into 3-D: a 2-D broadcast between reshapes
   if flat is not None and flattens(cx.b.defining, x):
     return reshape_(cx, broadcast_to_shape(cx, reshape_(cx, x, flat[0]), flat[1]), shape)
+  copies = copied_axes(x.type.shape, shape, dims) if flat is None else None
+  if copies and flattens(cx.b.defining, x) and math.prod(x.type.shape) % hw.WARPGROUP == 0:
+    y = reshape_(cx, x, (1,) * (len(shape) - len(x.type.shape)) + tuple(x.type.shape))
+    for k in copies:                # a middle axis stretched: copies of x along it, through SMEM
+      y = concatenate.rule(cx, [y] * shape[k], k)
+    return broadcast_to_shape(cx, y, shape)
   name = x.name if math.prod(shape) == math.prod(x.type.shape) else None   # (a repeat of x is not x)
   return cx.b.emit(Broadcast, x, dims, loc=cx.loc, types=[TensorType(shape, x.type.dtype)], names=[name]).result
 
