@@ -301,3 +301,37 @@ def test_a_carry_stretched_along_a_middle_axis_is_copied_along_it():
 def test_gpu_a_carry_stretched_along_a_middle_axis():
   x = jnp.asarray(_heads_input())
   np.testing.assert_array_equal(heads_chunked_cumsum(x), heads_chunked_cumsum(x, interpret=True))
+
+
+# ---------------------------------------------------------------- statistics over time, a middle axis
+@mg.mgpu_kernel(out_shape=lambda x: (S((x.shape[0], x.shape[2]), F32), S((x.shape[0], x.shape[2]), F32), x))
+def pooled_over_time(x, total, peak, attn):
+  """A (heads, time, d) chunk pooled over time: sums, maxima, and a softmax over time."""
+  v = x[...]
+  total[...] = ml.sum(v, axis=1)
+  peak[...] = ml.max(v, axis=-2)
+  attn[...] = ml.softmax(v, axis=1)
+
+
+def _pooled_want(x):
+  e = np.exp(x - x.max(1, keepdims=True))
+  return x.sum(1), x.max(1), e / e.sum(1, keepdims=True)
+
+
+def test_a_reduction_over_a_middle_axis_is_the_scan_from_the_end():
+  """ml.sum(v, axis=1) of a 3-D tile was MG204 ("partial reductions work on 1-D and 2-D tensors"): one middle
+  axis now reduces as the scan along it from the end (each slab apart), read at its first position
+  (frontend/ops/reduce.py), so statistics over time work, softmax included."""
+  x = np.random.default_rng(44).standard_normal((4, 16, 64)).astype(np.float32)
+  for g, w in zip(pooled_over_time(jnp.asarray(x), interpret=True), _pooled_want(x)):
+    np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+  _export(pooled_over_time, S(x.shape, F32))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _gpu(), reason="needs an NVIDIA Hopper GPU")
+def test_gpu_a_reduction_over_a_middle_axis():
+  x = jnp.asarray(np.random.default_rng(44).standard_normal((4, 16, 64)).astype(np.float32))
+  for g, i, w in zip(pooled_over_time(x), pooled_over_time(x, interpret=True), _pooled_want(np.asarray(x))):
+    np.testing.assert_allclose(g, i, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)

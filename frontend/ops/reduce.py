@@ -124,6 +124,15 @@ def reduce(cx, kind: ReduceKind, x, axis, keepdims, what=None):
     # (through SMEM where the layouts need it), reshaped back, as the user would write it.
     rows, cols, lead, kept = plan
     return reshape_(cx, reduce(cx, kind, reshape_(cx, x, (rows, cols)), 0 if lead else 1, False, what), kept)
+  if len(axes) == 1 and len(shape) > 2 and 0 < axes[0] < len(shape) - 1:
+    # A middle axis of a 3-D (or wider) tensor (time in a (heads, time, d) chunk): the scan along it from
+    # the end, each slab of the axes before it apart, holds the reduction at the axis's first position.
+    from .scan import ScanKind, scan
+    from .shape import index_through_smem
+    a = axes[0]
+    res = index_through_smem(cx, scan(cx, ScanKind(kind.value), x, a, True, what),
+                             tuple(0 if k == a else slice(None) for k in range(len(shape))))
+    return reshape_(cx, res, tuple(1 if k == a else n for k, n in enumerate(shape))) if keepdims else res
   if len(axes) < len(shape) and len(shape) > 2:
     raise E.LayoutError(
         f"{what} over axis {axis} of a {len(shape)}-D tensor {shape}: partial reductions work on"
