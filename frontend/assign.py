@@ -307,8 +307,11 @@ class Assignments:
       raise E.KernelTypeError(
           f"{self.text(target.value)} is indexed by tensors: it is read ([...], a gather) or updated"
           f" atomically (a scatter), not assigned", self.loc(target), hint=hint)
-    if isinstance(base, At):
-      self.unsupported(target, "assigning to ref.at[...]", hint="write through the ref: ref[idx] = value")
+    if isinstance(base, At):         # out.at[t] = h: the view's window, written with [...]
+      ref, idx = self.text(target.value.value), self.index_text(target.slice)
+      value = self.text(value_node) if value_node is not None else "value"
+      self.unsupported(target, "assigning to ref.at[...]", hint=f"write through the view, {ref}.at[{idx}][...] ="
+                       f" {value}, or the ref itself, {ref}[{idx}] = {value}")
     if isinstance(base, (tuple, list)):
       self._item_assignment(target, base)
     if isinstance(base, dict):

@@ -335,3 +335,33 @@ def test_gpu_a_reduction_over_a_middle_axis():
   for g, i, w in zip(pooled_over_time(x), pooled_over_time(x, interpret=True), _pooled_want(np.asarray(x))):
     np.testing.assert_allclose(g, i, rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+
+
+# ---------------------------------------------------------------- out.at[t] = h
+@mg.mgpu_kernel(out_shape=lambda a, b: a)
+def store_into_at(a, b, out):
+  h = ml.zeros((a.shape[1],), jnp.float32)
+  for t in range(a.shape[0]):
+    h = a.at[t][...] * h + b.at[t][...]
+    out.at[t] = h
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: (a, a))
+def store_into_at_followed(a, b, out, out2):
+  h = ml.zeros((a.shape[1],), jnp.float32)
+  for t in range(a.shape[0]):
+    h = a.at[t][...] * h + b.at[t][...]
+    out.at[t][...] = h
+    out2[t] = h
+
+
+def test_assigning_to_a_view_hints_the_store_with_the_kernels_names():
+  """The hint was "write through the ref: ref[idx] = value", placeholders for the user's own names."""
+  expect(store_into_at, (S((16, 128), F32),) * 2, mg.UnsupportedSyntaxError, "out.at[t] = h",
+         "assigning to ref.at[...] is not supported in a kernel",
+         hint="write through the view, out.at[t][...] = h, or the ref itself, out[t] = h")
+  rng = np.random.default_rng(45)
+  a = rng.uniform(0.5, 1.0, (16, 128)).astype(np.float32)
+  b = rng.standard_normal((16, 128)).astype(np.float32)
+  for got in store_into_at_followed(jnp.asarray(a), jnp.asarray(b), interpret=True):
+    np.testing.assert_allclose(got, _recurrence(a, b), rtol=1e-5, atol=1e-5)
