@@ -67,7 +67,7 @@ def _axis(cx, axis, rank, what, x=None):
 def scan(cx, kind: ScanKind, x, axis, reverse, what, segment=0):
   check_register_value(cx, x, what)
   if not is_tensor(x):
-    raise E.KernelTypeError(f"{what} takes a 1- or 2-D register tensor, got {kind_of(x)}", cx.loc,
+    raise E.KernelTypeError(f"{what} takes a register tensor, got {kind_of(x)}", cx.loc,
                             hint=f"{what} scans a tensor: a scalar's scan is the scalar itself")
   if not isinstance(reverse, bool):
     raise E.KernelTypeError(f"{what}: reverse is a static bool, got {shown(reverse)}", cx.loc,
