@@ -365,3 +365,35 @@ def test_assigning_to_a_view_hints_the_store_with_the_kernels_names():
   b = rng.standard_normal((16, 128)).astype(np.float32)
   for got in store_into_at_followed(jnp.asarray(a), jnp.asarray(b), interpret=True):
     np.testing.assert_allclose(got, _recurrence(a, b), rtol=1e-5, atol=1e-5)
+
+
+# ---------------------------------------------------------------- Triton's num_stages on a loop of register loads
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[1] // 128,))
+def running_sum_num_stages(x, out):
+  pid = ml.program_id(0)
+  acc = ml.zeros((128,), dtype=jnp.float32)
+  for t in ml.range(0, x.shape[0], num_stages=2):
+    acc += ml.load(x.at[t, ml.ds(pid * 128, 128)])
+    ml.store(out.at[t, ml.ds(pid * 128, 128)], acc)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[1] // 128,))
+def running_sum_followed(x, out):
+  pid = ml.program_id(0)
+  acc = ml.zeros((128,), dtype=jnp.float32)
+  for t in ml.range(0, x.shape[0]):
+    acc += ml.load(x.at[t, ml.ds(pid * 128, 128)])
+    ml.store(out.at[t, ml.ds(pid * 128, 128)], acc)
+
+
+def test_num_stages_on_a_loop_of_register_loads_hints_dropping_it():
+  """The hint said "write stages=", which on a loop with no ml.copy is MG502 ("found no TMA load to
+  pipeline"), whose hint then said to drop it: the first hint now says so, with the loop's own bounds."""
+  expect(running_sum_num_stages, (S((64, 256), F32),), mg.KernelTypeError, "num_stages=2",
+         "ml.range takes no keyword 'num_stages'",
+         hint="drop num_stages=, ml.range(0, x.shape[0]): Triton's num_stages pipelines a loop's loads into registers,"
+              " where ml.range's stages= pipelines TMA copies into SMEM buffers, ml.copy(gmem.at[...], buf) at the top"
+              " of the body, which this loop has none of")
+  x = np.random.default_rng(46).standard_normal((64, 256)).astype(np.float32)
+  np.testing.assert_allclose(running_sum_followed(jnp.asarray(x), interpret=True), np.cumsum(x, 0), rtol=1e-5,
+                             atol=1e-4)

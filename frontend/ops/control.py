@@ -310,9 +310,10 @@ _TRITON_TUNING = {"flatten": "Triton's flattening of a persistent loop nest; her
                   "num_warps": "a kernel's threads are @mg.mgpu_kernel(block=...), 128 a warpgroup"}
 
 
-def range_options(keywords, evaluate, loc, at) -> tuple:
+def range_options(keywords, evaluate, loc, at, copies=True, header="") -> tuple:
   """(stages, warp_specialize, pingpong) of an `ml.range(...)` loop header's keywords (ast nodes):
-  each value `evaluate`d while tracing, mistakes a KernelTypeError at `loc(node)` (`at`: the call)."""
+  each value `evaluate`d while tracing, mistakes a KernelTypeError at `loc(node)` (`at`: the call;
+  `copies`: whether the loop's body starts TMA copies, `header`: its positional arguments as written)."""
   stages, specialize, pingpong = 1, False, False
   for kw in keywords:
     if kw.arg is None:
@@ -323,6 +324,12 @@ def range_options(keywords, evaluate, loc, at) -> tuple:
       meant = {"num_stages": "stages", "stage": "stages", "warp_specialization": "warp_specialize",
                "ws": "warp_specialize", "ping_pong": "pingpong"}.get(kw.arg)
       tuning = _TRITON_TUNING.get(kw.arg)
+      if meant == "stages" and not copies and header:     # Triton pipelines register loads; stages= only ml.copy
+        plain = header
+        raise E.KernelTypeError(f"ml.range takes no keyword {kw.arg!r}", loc(kw), hint=(
+            f"drop {kw.arg}=, ml.range({plain}): Triton's num_stages pipelines a loop's loads into registers, where"
+            f" ml.range's stages= pipelines TMA copies into SMEM buffers, ml.copy(gmem.at[...], buf) at the top of"
+            f" the body, which this loop has none of"))
       raise E.KernelTypeError(f"ml.range takes no keyword {kw.arg!r}", loc(kw),
                               hint=(f"write {meant}= (Triton's num_stages is ml.range's stages): " if meant else
                                     f"drop {kw.arg}= ({tuning}): " if tuning else "")
