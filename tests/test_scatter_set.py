@@ -158,3 +158,11 @@ def test_gpu_scatters_match_jnp(dtype):
   for kernel, args, kw, want in _cases(dtype):
     got = jax.jit(lambda *a: kernel(*a, **kw))(*args)
     _close(got, want, dtype if kernel not in (scatter_row_sums, transpose_by_pairs, fill_then_scatter) else F32)
+
+
+def test_a_scatter_under_vmap_scatters_each_batch_element_into_its_own_zeros():
+  xs = jax.random.normal(jax.random.key(0), (3, 256, 64), F32)
+  ids = jnp.stack([jax.random.permutation(jax.random.key(i), 300)[:256] for i in range(3)]).astype(I32)
+  got = jax.vmap(lambda x, i: permute_rows(x, i, interpret=True))(xs, ids)
+  want = jax.vmap(lambda x, i: jnp.zeros_like(x).at[i].set(x, mode="drop"))(xs, ids)
+  np.testing.assert_array_equal(got, want)
