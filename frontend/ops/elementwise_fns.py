@@ -209,9 +209,10 @@ def exp2(cx, x, *, approx=False, emulate=0):
     raise E.KernelTypeError(f"ml.exp2's approx must be True or False, got {shown(approx)}", cx.loc,
                             hint=f"ml.exp2({cx.named(x)}, approx=True)")
   if approx and is_value(x) and resolve(x.type.dtype) != DType.f32:
+    text = cx.named(x, "")
     raise E.UnsupportedDtypeError(
-        f"ml.exp2(..., approx=True) works on float32, got {x.name or 'x'} ({dtype_name(x.type.dtype)})",
-        cx.loc, hint=f"compute in float32: ml.exp2({x.name or 'x'}.astype(jnp.float32), approx=True)")
+        f"ml.exp2(..., approx=True) works on float32, got {text or 'a value'} ({dtype_name(x.type.dtype)})",
+        cx.loc, hint=f"compute in float32: ml.exp2({method_on(text or 'x')}.astype(jnp.float32), approx=True)")
   from .fast_math import check_share, exp2_emulated
   share = check_share(cx, emulate, cx.named(x))
   if share and approx is not True:

@@ -258,8 +258,8 @@ def _plan(cx, ref, index, what):
     elif is_tensor(i):
       if resolve(i.type.dtype) == DType.i64:     # (a narrowing cast would wrap 2**32 + 5 to 5)
         raise E.KernelTypeError(
-            f"{what} through int64 indices ({i.name or 'a tensor'}): kernels index in 32 bits", cx.loc,
-            hint=f"convert them: {method_on(i.name or 'ids')}.astype(jnp.int32) (or clip first, where"
+            f"{what} through int64 indices ({cx.named(i, '') or 'a tensor'}): kernels index in 32 bits", cx.loc,
+            hint=f"convert them: {method_on(cx.named(i, 'ids'))}.astype(jnp.int32) (or clip first, where"
                  f" an id may exceed 2**31 - 1)")
       if resolve(i.type.dtype) not in (DType.i32, DType.u32):
         i = ew.astype(cx, i, DType.u32 if not resolve(i.type.dtype).is_signed else DType.i32)

@@ -179,11 +179,14 @@ def index_operand(cx, x, bound=False):
     if isinstance(d, DType):
       if bound:
         raise _bad_loop_bound(cx, x)
-      i = x.name if x.name and x.name.isidentifier() else f"({x.name or 'i'})"
+      name = cx.named(x, "")
+      i = name if name.isidentifier() else f"({name})"
+      convert = (f"convert a {dtype_name(d)} that holds an index: {i}.astype(jnp.int32)" if name else
+                 f"convert a {dtype_name(d)} that holds an index with .astype(jnp.int32)")
       raise E.KernelTypeError(
-          f"an index must be an integer scalar, got {x.name or 'a scalar'} ({dtype_name(d)})", cx.loc,
+          f"an index must be an integer scalar, got {name or 'a scalar'} ({dtype_name(d)})", cx.loc,
           hint=f"index with ints, program ids, loop counters or integer scalar math (divide with //:"
-               f" / gives a float); convert a {dtype_name(d)} that holds an index: {i}.astype(jnp.int32)")
+               f" / gives a float); {convert}")
   if bound:
     raise _bad_loop_bound(cx, x)
   if is_value(x) and isinstance(x.type, TensorType) and one_element(x.type.shape):

@@ -17,6 +17,7 @@ from ..ir import Access, LayoutRule, Traits
 from ..types import Layout, RefType, ScalarType, Space, TensorType, dtype_name, resolve
 from .base import builtin, is_value, kind_of
 from .memory import View
+from .elementwise_checks import method_on
 
 
 def _dot_effects(o):
@@ -182,11 +183,11 @@ def _register_a(cx, a, d, b=None):
   if isinstance(d, DType) and d not in hw.MMA_REG_A_DTYPES:
     names = " or ".join(sorted(map(str, hw.MMA_REG_A_DTYPES)))
     hint = (_eight_bit_a_hint(a, b, d) if d.bits == 8 else _tf32_hint(a, b) if _is_f32(b) else
-            f"convert it to b's dtype: ml.dot({_unconverted(a.name or 'a')}.astype(jnp.{_b_dtype(b)}), ...)")
+            f"convert it to b's dtype: ml.dot({method_on(_unconverted(cx.named(a, 'a')))}.astype(jnp.{_b_dtype(b)}), ...)")
     if d.bits == 8:
       hint += _eight_bit_needs(a, b)
     raise E.UnsupportedDtypeError(
-        f"ml.dot takes operand a from registers in {names} only, got {a.name or 'a'} ({d})", cx.loc,
+        f"ml.dot takes operand a from registers in {names} only, got {cx.named(a, '') or 'a register tensor'} ({d})", cx.loc,
         hint=hint)
 
 

@@ -20,6 +20,7 @@ from . import elementwise as ew
 from .base import builtin, check_register_value, is_tensor, is_value, kind_of, static_shape, unroll_hint, shown
 from .vector_views import check_vector_reshape
 from .broadcast_nd import copied_axes, flattened_plan, flattens
+from .elementwise_checks import method_on
 
 
 class ReduceKind(enum.Enum):
@@ -232,8 +233,9 @@ def _check_register_index(cx, x, index, rank, kept):
                f" from it: scratch[...] = {name}, then scratch[ids] (the compiler syncs the threads between; with several programs, each its own row of it)")
     if is_value(i) and isinstance(i.type, ScalarType) and not _is_int_index(i):
       raise E.KernelTypeError(
-          f"an index of {name} must be an integer, got {i.name or 'a scalar'} ({dtype_name(resolve(i.type.dtype))})",
-          cx.loc, hint=f"convert it: {i.name or 'i'}.astype(jnp.int32)")
+          f"an index of {name} must be an integer, got {cx.named(i, '') or 'a scalar'}"
+          f" ({dtype_name(resolve(i.type.dtype))})",
+          cx.loc, hint=f"convert it: {method_on(cx.named(i, 'i'))}.astype(jnp.int32)")
     if isinstance(i, slice) and any(is_value(v) for v in (i.start, i.stop)):
       raise E.KernelTypeError(
           f"a window of {name} needs static bounds; this one starts or ends at a run-time value", cx.loc,

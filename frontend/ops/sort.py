@@ -18,6 +18,7 @@ from ..types import TensorType, dtype_name, resolve
 from . import elementwise as ew
 from .base import builtin, check_register_value, is_tensor, kind_of, shown
 from .shape import row_scratch, scratch
+from .elementwise_checks import method_on
 
 
 @ir.op(Traits(effects=lambda o: [(o.keys, Access.REG_WRITE), (o.keys, Access.REG_READ),
@@ -51,7 +52,7 @@ def sort_tensor(cx, x, axis, descending, what, late_first=False):
                             hint=f"{what}({cx.named(x)}) sorts along the last axis")
   if axis % rank != rank - 1:
     raise E.KernelTypeError(f"{what} sorts along the last axis; axis {axis} of a {rank}-D tensor is not it",
-                            cx.loc, hint=f"transpose first: {what}({x.name or 'x'}.T).T sorts each column")
+                            cx.loc, hint=f"transpose first: {what}({method_on(cx.named(x))}.T).T sorts each column")
   if not isinstance(descending, bool):
     raise E.KernelTypeError(f"{what}: descending is a static bool, got {shown(descending)}", cx.loc,
                             hint="descending=True puts the largest first")
