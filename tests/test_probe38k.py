@@ -1,0 +1,143 @@
+"""Probe 38k: mistakes kernel authors make and the diagnostics they get.
+
+1. A hint that converts or transposes an operand the user wrote as an expression (`i * 64.5`,
+   `v * 2`, `av * 2.0`) writes that expression, parenthesised, not a placeholder (`i`, `x`, `a`)
+   that may name another variable of the kernel (`a` was the kernel's GMEM input)."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+
+X = jax.ShapeDtypeStruct((256, 128), jnp.float32)
+H = jax.ShapeDtypeStruct((256, 128), jnp.float16)
+
+
+def _error(kernel, *specs):
+  with pytest.raises(mg.KernelError) as info:
+    kernel.check(*specs)
+  return info.value
+
+
+def _line(fn, text):
+  import inspect
+  lines, first = inspect.getsourcelines(fn)
+  return first + next(k for k, l in enumerate(lines) if text in l)
+
+
+# -- 1. hints write the user's expression, not a placeholder -----------------------------------
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 64,))
+def float_start(x, out):
+  i = ml.program_id(0)
+  out.at[ml.ds(i * 64, 64)][...] = x.at[ml.ds(i * 64.5, 64)][...]
+
+
+def test_a_float_window_start_is_converted_as_written():
+  e = _error(float_start, X)
+  assert type(e) is mg.KernelTypeError and e.code == "MG003"
+  assert (e.lineno, e.col_offset) == (_line(float_start, "64.5"), 35)
+  assert e.message == "an index must be an integer scalar, got i * 64.5 (float32)"
+  assert e.hint.endswith("convert a float32 that holds an index: (i * 64.5).astype(jnp.int32)")
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 64,))
+def approx_f16(x, out):
+  i = ml.program_id(0)
+  v = x.at[ml.ds(i * 64, 64)][...]
+  out.at[ml.ds(i * 64, 64)][...] = ml.exp2(v * 2, approx=True).astype(out.dtype)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 64,))
+def approx_f16_fixed(x, out):
+  i = ml.program_id(0)
+  v = x.at[ml.ds(i * 64, 64)][...]
+  out.at[ml.ds(i * 64, 64)][...] = ml.exp2((v * 2).astype(jnp.float32), approx=True).astype(out.dtype)
+
+
+def test_exp2_approx_of_float16_expression_hint_converts_it_and_runs():
+  e = _error(approx_f16, H)
+  assert type(e) is mg.UnsupportedDtypeError and e.code == "MG106"
+  assert (e.lineno, e.col_offset) == (_line(approx_f16, "approx=True"), 35)
+  assert e.message == "ml.exp2(..., approx=True) works on float32, got v * 2 (float16)"
+  assert e.hint == "compute in float32: ml.exp2((v * 2).astype(jnp.float32), approx=True)"
+  x = (jax.random.normal(jax.random.key(0), (256, 128)) * 3).astype(jnp.float16)
+  got = approx_f16_fixed(x, interpret=True)
+  want = jnp.exp2(x.astype(jnp.float32) * 2).astype(jnp.float16)
+  np.testing.assert_allclose(np.asarray(got, np.float32), np.asarray(want, np.float32), rtol=2e-3)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 64,))
+def sort_columns(x, out):
+  i = ml.program_id(0)
+  v = x.at[ml.ds(i * 64, 64)][...]
+  out.at[ml.ds(i * 64, 64)][...] = ml.sort(v * 2, axis=0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 64,))
+def sort_columns_fixed(x, out):
+  i = ml.program_id(0)
+  v = x.at[ml.ds(i * 64, 64)][...]
+  out.at[ml.ds(i * 64, 64)][...] = ml.sort((v * 2).T).T
+
+
+def test_sort_along_axis_0_hint_transposes_the_expression_and_sorts_columns():
+  e = _error(sort_columns, X)
+  assert type(e) is mg.KernelTypeError and e.code == "MG003"
+  assert (e.lineno, e.col_offset) == (_line(sort_columns, "ml.sort"), 35)
+  assert e.message == "ml.sort sorts along the last axis; axis 0 of a 2-D tensor is not it"
+  assert e.hint == "transpose first: ml.sort((v * 2).T).T sorts each column"
+  x = jax.random.normal(jax.random.key(1), (256, 128))
+  got = sort_columns_fixed(x, interpret=True)
+  want = jnp.sort((x * 2).reshape(4, 64, 128), axis=1).reshape(256, 128)
+  np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: jax.ShapeDtypeStruct((a.shape[0], b.shape[1]), jnp.float32),
+                grid=lambda a, b: (a.shape[0] // 64,))
+def dot_f32_a(a, b, out):
+  i = ml.program_id(0)
+  b_s = ml.smem((128, 128))
+  ml.copy(b, b_s)
+  av = a.at[ml.ds(i * 64, 64)][...]
+  out.at[ml.ds(i * 64, 64)][...] = ml.dot(av * 2.0, b_s)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: jax.ShapeDtypeStruct((a.shape[0], b.shape[1]), jnp.float32),
+                grid=lambda a, b: (a.shape[0] // 64,))
+def dot_f32_a_fixed(a, b, out):
+  i = ml.program_id(0)
+  b_s = ml.smem((128, 128))
+  ml.copy(b, b_s)
+  av = a.at[ml.ds(i * 64, 64)][...]
+  out.at[ml.ds(i * 64, 64)][...] = ml.dot((av * 2.0).astype(jnp.float16), b_s)
+
+
+def test_a_register_operand_of_float32_is_named_by_its_expression_not_the_input_a():
+  e = _error(dot_f32_a, X, jax.ShapeDtypeStruct((128, 128), jnp.float16))
+  assert type(e) is mg.UnsupportedDtypeError and e.code == "MG106"
+  assert (e.lineno, e.col_offset) == (_line(dot_f32_a, "ml.dot"), 35)
+  assert e.message == "ml.dot takes operand a from registers in bfloat16 or float16 only, got av * 2.0 (float32)"
+  assert e.hint == "convert it to b's dtype: ml.dot((av * 2.0).astype(jnp.float16), ...)"
+  a = jax.random.normal(jax.random.key(2), (256, 128))
+  b = jax.random.normal(jax.random.key(3), (128, 128)).astype(jnp.float16)
+  got = dot_f32_a_fixed(a, b, interpret=True)
+  want = (a * 2).astype(jnp.float16).astype(jnp.float32) @ b.astype(jnp.float32)
+  np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-3, atol=1e-2)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 64,))
+def float_register_index(x, out):
+  i = ml.program_id(0)
+  v = x.at[ml.ds(i * 64, 64)][...]
+  out.at[ml.ds(i * 64, 64)][...] = v + v[ml.sum(v) * 0.0]
+
+
+def test_a_float_register_index_is_converted_as_written():
+  e = _error(float_register_index, X)
+  assert type(e) is mg.KernelTypeError and e.code == "MG003"
+  assert (e.lineno, e.col_offset) == (_line(float_register_index, "v + v["), 39)
+  assert e.message == "an index of v must be an integer, got ml.sum(v) * 0.0 (float32)"
+  assert e.hint == "convert it: (ml.sum(v) * 0.0).astype(jnp.int32)"
