@@ -2,7 +2,11 @@
 
 1. A hint that converts or transposes an operand the user wrote as an expression (`i * 64.5`,
    `v * 2`, `av * 2.0`) writes that expression, parenthesised, not a placeholder (`i`, `x`, `a`)
-   that may name another variable of the kernel (`a` was the kernel's GMEM input)."""
+   that may name another variable of the kernel (`a` was the kernel's GMEM input).
+2. `ml.copy` given a register value (a ref read with `[...]`, a computed tile, a number) on either
+   side says what the user meant: pass the ref without `[...]`, store with `ref[...] = v`, or read
+   with `v = buf[...]` (the hint was "to write registers into a ref use ref[...] = value" even
+   where a ref was to be read)."""
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -141,3 +145,87 @@ def test_a_float_register_index_is_converted_as_written():
   assert (e.lineno, e.col_offset) == (_line(float_register_index, "v + v["), 39)
   assert e.message == "an index of v must be an integer, got ml.sum(v) * 0.0 (float32)"
   assert e.hint == "convert it: (ml.sum(v) * 0.0).astype(jnp.int32)"
+
+
+# -- 2. ml.copy of a register value ------------------------------------------------------------
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(2,))
+def copy_loaded(x, out):
+  i = ml.program_id(0)
+  buf = ml.smem((128, 128))
+  ml.copy(x.at[ml.ds(i * 128, 128)][...], buf)
+  ml.copy(buf, out.at[ml.ds(i * 128, 128)])
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(2,))
+def copy_loaded_fixed(x, out):
+  i = ml.program_id(0)
+  buf = ml.smem((128, 128))
+  ml.copy(x.at[ml.ds(i * 128, 128)], buf)
+  ml.copy(buf, out.at[ml.ds(i * 128, 128)])
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(2,))
+def copy_into_value(x, out):
+  i = ml.program_id(0)
+  buf = ml.smem((128, 128))
+  ml.copy(x.at[ml.ds(i * 128, 128)], buf)
+  v = ml.zeros((128, 128), jnp.float32)
+  ml.copy(buf, v)
+  out.at[ml.ds(i * 128, 128)][...] = v + 1
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(2,))
+def copy_into_value_fixed(x, out):
+  i = ml.program_id(0)
+  buf = ml.smem((128, 128))
+  ml.copy(x.at[ml.ds(i * 128, 128)], buf)
+  v = buf[...]
+  out.at[ml.ds(i * 128, 128)][...] = v + 1
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(2,))
+def copy_computed(x, out):
+  i = ml.program_id(0)
+  v = x.at[ml.ds(i * 128, 128)][...]
+  ml.copy(v * 2, out.at[ml.ds(i * 128, 128)])
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(2,))
+def copy_computed_fixed(x, out):
+  i = ml.program_id(0)
+  v = x.at[ml.ds(i * 128, 128)][...]
+  out.at[ml.ds(i * 128, 128)][...] = v * 2
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(2,))
+def copy_number(x, out):
+  i = ml.program_id(0)
+  buf = ml.smem((128, 128), jnp.float32)
+  ml.copy(0.5, buf)
+  out.at[ml.ds(i * 128, 128)][...] = buf[...] + x.at[ml.ds(i * 128, 128)][...]
+
+
+@pytest.mark.parametrize("kernel, fixed, col, message, hint, want", [
+    (copy_loaded, copy_loaded_fixed, 2, "ml.copy source must be a ref (a kernel parameter, an ml.smem buffer or"
+     " a view), got a register tensor", "ml.copy moves data between refs: pass the ref itself, without [...],"
+     " ml.copy(x.at[ml.ds(i * 128, 128)], buf)", lambda x: x),
+    (copy_into_value, copy_into_value_fixed, 2, "ml.copy destination must be a ref (a kernel parameter, an"
+     " ml.smem buffer or a view), got a register tensor", "ml.copy moves data between refs; read a ref into"
+     " registers with [...]: v = buf[...]", lambda x: x + 1),
+    (copy_computed, copy_computed_fixed, 2, "ml.copy source must be a ref (a kernel parameter, an ml.smem"
+     " buffer or a view), got a register tensor", "ml.copy moves data between refs; store a value into a ref"
+     " with an assignment: out.at[ml.ds(i * 128, 128)][...] = v * 2", lambda x: x * 2),
+    (copy_number, None, 2, "ml.copy source must be a ref (a kernel parameter, an ml.smem buffer or a view),"
+     " got a Python float", "ml.copy moves data between refs; store a value into a ref with an assignment:"
+     " buf[...] = 0.5", None),
+])
+def test_a_copy_of_a_register_value_says_what_was_meant(kernel, fixed, col, message, hint, want):
+  e = _error(kernel, X)
+  assert type(e) is mg.KernelTypeError and e.code == "MG003"
+  assert (e.lineno, e.col_offset) == (_line(kernel, "ml.copy(") if kernel is not copy_into_value
+                                      else _line(kernel, "ml.copy(buf, v)"), col)
+  assert (e.message, e.hint) == (message, hint)
+  if fixed is not None:
+    x = jax.random.normal(jax.random.key(4), (256, 128))
+    np.testing.assert_array_equal(np.asarray(fixed(x, interpret=True)), np.asarray(want(x)))

@@ -111,6 +111,28 @@ def _axes_hint(cx, value, shape, name) -> str | None:
   return fix and f"the window has the value's elements on other axes:{fix}"
 
 
+def _copy_of_value_hint(cx, src, dst) -> str:
+  """ml.copy moves between refs: a value (a register tensor, a number) is stored into a ref with
+  `ref[...] = value`, and a ref is read into registers with `ref[...]`, in the user's names; a ref
+  read with `[...]` in the call itself (`ml.copy(x.at[w][...], buf)`) is passed without it."""
+  def text(v):
+    return (v.name if is_ref(v) else cx.named(v, "") or (shown(v) if isinstance(v, (int, float)) else "")) or ""
+  def read(v):       # the ref a `ref[...]` operand reads, as the user wrote it
+    t = text(v)
+    return t[:-len("[...]")] if t.endswith("[...]") and is_value(v) and isinstance(v.type, TensorType) else ""
+  if read(src) or read(dst):
+    return (f"ml.copy moves data between refs: pass the ref itself, without [...], ml.copy("
+            f"{read(src) or text(src)}, {read(dst) or text(dst)})")
+  if is_ref(src) and not is_ref(dst):      # ml.copy(buf, v): the user meant to read buf
+    target = text(dst)
+    return (f"ml.copy moves data between refs; read a ref into registers with [...]:"
+            f" {target if target.isidentifier() else 'v'} = {src.name or 'ref'}[...]")
+  if is_ref(dst) and not is_ref(src):      # ml.copy(v * 2, out.at[...]): store the value
+    return (f"ml.copy moves data between refs; store a value into a ref with an assignment:"
+            f" {dst.name or 'ref'}[...] = {text(src) or 'value'}")
+  return "ml.copy moves data between refs; read a ref with ref[...] and write one with ref[...] = value"
+
+
 @builtin
 def copy(cx, src, dst, reduce=None, *, multicast=None):
   """Copy a ref into another of the same shape and dtype.
@@ -132,7 +154,7 @@ def copy(cx, src, dst, reduce=None, *, multicast=None):
     if not is_ref(r):
       raise E.KernelTypeError(
           f"ml.copy {what} must be a ref (a kernel parameter, an ml.smem buffer or a view),"
-          f" got {kind_of(r)}", cx.loc, hint="to write registers into a ref use ref[...] = value")
+          f" got {kind_of(r)}", cx.loc, hint=_copy_of_value_hint(cx, src, dst))
   check_not_transposed(cx, src, "copy")
   check_not_transposed(cx, dst, "copy into")
   s, d = src.type, dst.type
