@@ -286,8 +286,8 @@ class Subscripts:
       lookup = table_lookup_hint(base, index, self.text(node.value), self.text(node.slice))
       raise E.KernelTypeError(
           f"cannot index {self.text(node.value)} ({kind_of(base)}) with a runtime value", cx.loc,
-          hint=unroll(lookup or "index Python tuples with static ints (shapes, constexprs); select between register"
-                                " values with ml.where"))
+          hint=unroll(lookup or "index Python lists, tuples and dicts with static values (ints, shapes, constexprs);"
+                                " select between register values with ml.where"))
     try:
       out = base[index]
     except Exception as e:

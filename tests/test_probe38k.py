@@ -6,7 +6,10 @@
 2. `ml.copy` given a register value (a ref read with `[...]`, a computed tile, a number) on either
    side says what the user meant: pass the ref without `[...]`, store with `ref[...] = v`, or read
    with `v = buf[...]` (the hint was "to write registers into a ref use ref[...] = value" even
-   where a ref was to be read)."""
+   where a ref was to be read).
+3. A list of register tiles, or a dict with int keys, indexed by a run-time scalar (`parts[i % 3]`,
+   `d[i * 2 + 1]`) hints the select per entry over its keys, as a tuple of numbers already did; the
+   generic hint spoke of tuples only."""
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -229,3 +232,71 @@ def test_a_copy_of_a_register_value_says_what_was_meant(kernel, fixed, col, mess
   if fixed is not None:
     x = jax.random.normal(jax.random.key(4), (256, 128))
     np.testing.assert_array_equal(np.asarray(fixed(x, interpret=True)), np.asarray(want(x)))
+
+
+# -- 3. run-time index into a list of tiles or a dict ------------------------------------------
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 64,))
+def list_of_tiles(x, out):
+  i = ml.program_id(0)
+  v = x.at[ml.ds(i * 64, 64)][...]
+  parts = [v, v * 2, v * 3]
+  out.at[ml.ds(i * 64, 64)][...] = parts[i % 3]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 64,))
+def list_of_tiles_fixed(x, out):
+  i = ml.program_id(0)
+  v = x.at[ml.ds(i * 64, 64)][...]
+  parts = [v, v * 2, v * 3]
+  r = parts[0]
+  for k in ml.static_range(1, 3):
+    r = ml.where((i % 3) == k, parts[k], r)
+  out.at[ml.ds(i * 64, 64)][...] = r
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 64,))
+def dict_of_scales(x, out):
+  i = ml.program_id(0)
+  d = {1: 0.5, 3: 2.0, 7: 4.0}
+  out.at[ml.ds(i * 64, 64)][...] = x.at[ml.ds(i * 64, 64)][...] * d[i * 2 + 1]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 64,))
+def dict_of_scales_fixed(x, out):
+  i = ml.program_id(0)
+  d = {1: 0.5, 3: 2.0, 7: 4.0}
+  r = d[1]
+  for k in (3, 7):
+    r = ml.where((i * 2 + 1) == k, d[k], r)
+  out.at[ml.ds(i * 64, 64)][...] = x.at[ml.ds(i * 64, 64)][...] * r
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 64,))
+def dict_of_names(x, out):
+  i = ml.program_id(0)
+  d = {"a": 0.5, "b": 2.0}
+  out.at[ml.ds(i * 64, 64)][...] = x.at[ml.ds(i * 64, 64)][...] * d[i]
+
+
+@pytest.mark.parametrize("kernel, fixed, text, col, message, hint, scale", [
+    (list_of_tiles, list_of_tiles_fixed, "parts[i % 3]", 35, "cannot index parts (a Python list) with a runtime value",
+     "select the entry instead: r = parts[0], then for k in ml.static_range(1, 3): r = ml.where((i % 3) == k,"
+     " parts[k], r)", [1.0, 2.0, 3.0, 1.0]),
+    (dict_of_scales, dict_of_scales_fixed, "d[i * 2 + 1]", 66, "cannot index d (a Python dict) with a runtime value",
+     "select the entry instead: r = d[1], then for k in (3, 7): r = ml.where((i * 2 + 1) == k, d[k], r)",
+     [0.5, 2.0, 0.5, 4.0]),
+    (dict_of_names, None, "d[i]", 66, "cannot index d (a Python dict) with a runtime value",
+     "index Python lists, tuples and dicts with static values (ints, shapes, constexprs); select between"
+     " register values with ml.where", None),
+])
+def test_a_run_time_index_into_a_list_or_dict_hints_a_select_per_entry(kernel, fixed, text, col, message, hint,
+                                                                        scale):
+  e = _error(kernel, X)
+  assert type(e) is mg.KernelTypeError and e.code == "MG003"
+  assert (e.lineno, e.col_offset) == (_line(kernel, text), col)
+  assert (e.message, e.hint) == (message, hint)
+  if fixed is not None:
+    x = jax.random.normal(jax.random.key(5), (256, 128))
+    want = x * jnp.repeat(jnp.asarray(scale, jnp.float32), 64)[:, None]
+    np.testing.assert_array_equal(np.asarray(fixed(x, interpret=True)), np.asarray(want))
