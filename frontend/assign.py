@@ -243,7 +243,9 @@ class Assignments:
       cx = self.cx(target, values=[ref, *values], operands=[target.value, *nodes])
       cx.access = "write"
       view = ref if is_whole(index) else memory.view(cx, ref, index, self.text(target))
-      transfers.store(self.cx(target), view, value)
+      whole = value_node is not None and not isinstance(getattr(self, "stmt", None), ast.AugAssign)
+      transfers.store(self.cx(target, values=[value] if whole else (), operands=[value_node] if whole else ()),
+                      view, value)     # (messages quote the value as written: `v.T`, not its name `v`)
     elif isinstance(target, ast.Attribute):
       self.unsupported(target, "assigning to an attribute")
     else:

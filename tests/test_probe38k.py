@@ -9,7 +9,11 @@
    where a ref was to be read).
 3. A list of register tiles, or a dict with int keys, indexed by a run-time scalar (`parts[i % 3]`,
    `d[i * 2 + 1]`) hints the select per entry over its keys, as a tuple of numbers already did; the
-   generic hint spoke of tuples only."""
+   generic hint spoke of tuples only.
+4. A store of a value whose shape is not the window's says how it relates: a row statistic that
+   lacks the window's column axis (`[:, None]`), the window's transpose (drop `.T`), size-1 axes
+   the window lacks (`.reshape`); the store's messages quote the value as written (`v.T`), not
+   the name it was computed from (`v`)."""
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -300,3 +304,76 @@ def test_a_run_time_index_into_a_list_or_dict_hints_a_select_per_entry(kernel, f
     x = jax.random.normal(jax.random.key(5), (256, 128))
     want = x * jnp.repeat(jnp.asarray(scale, jnp.float32), 64)[:, None]
     np.testing.assert_array_equal(np.asarray(fixed(x, interpret=True)), np.asarray(want))
+
+
+# -- 4. a stored value of another shape -------------------------------------------------------
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 64,))
+def store_row_sums(x, out):
+  i = ml.program_id(0)
+  v = x.at[ml.ds(i * 64, 64)][...]
+  out.at[ml.ds(i * 64, 64)][...] = ml.sum(v, axis=1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 64,))
+def store_row_sums_fixed(x, out):
+  i = ml.program_id(0)
+  v = x.at[ml.ds(i * 64, 64)][...]
+  out.at[ml.ds(i * 64, 64)][...] = ml.sum(v, axis=1)[:, None]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 64,))
+def store_transposed(x, out):
+  i = ml.program_id(0)
+  v = x.at[ml.ds(i * 64, 64)][...]
+  out.at[ml.ds(i * 64, 64)][...] = v.T
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 64,))
+def store_transposed_fixed(x, out):
+  i = ml.program_id(0)
+  v = x.at[ml.ds(i * 64, 64)][...]
+  out.at[ml.ds(i * 64, 64)][...] = v
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 64,))
+def store_unit_axis(x, out):
+  i = ml.program_id(0)
+  v = x.at[ml.ds(i * 64, 64)][...]
+  out.at[ml.ds(i * 64, 64)][...] = v[:, :, None] * 2
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 64,))
+def store_unit_axis_fixed(x, out):
+  i = ml.program_id(0)
+  v = x.at[ml.ds(i * 64, 64)][...]
+  out.at[ml.ds(i * 64, 64)][...] = (v[:, :, None] * 2).reshape(64, 128)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 64,))
+def store_reshaped(x, out):
+  i = ml.program_id(0)
+  v = x.at[ml.ds(i * 64, 64)][...]
+  out.at[ml.ds(i * 64, 64)][...] = v.reshape(128, 64)
+
+
+@pytest.mark.parametrize("kernel, fixed, shape, hint, want", [
+    (store_row_sums, store_row_sums_fixed, (64,), "a stored value broadcasts to the window as in NumPy, trailing"
+     " axes aligned; give ml.sum(v, axis=1) the axes it lacks: ml.sum(v, axis=1)[:, None] (shape (64, 1))",
+     lambda x: jnp.broadcast_to(jnp.sum(x, axis=1, keepdims=True), x.shape)),
+    (store_transposed, store_transposed_fixed, (128, 64), "the value is the window's transpose: store v",
+     lambda x: x),
+    (store_unit_axis, store_unit_axis_fixed, (64, 128, 1), "the value has size-1 axes the window lacks: store"
+     " (v[:, :, None] * 2).reshape(64, 128)", lambda x: x * 2),
+    (store_reshaped, None, (128, 64), "the value has the window's axes swapped: where it holds the window"
+     " transposed, store v.reshape(128, 64).T; else give it the window's shape (64, 128)", None),
+])
+def test_a_stored_value_of_another_shape_says_how_it_relates_to_the_window(kernel, fixed, shape, hint, want):
+  e = _error(kernel, X)
+  assert type(e) is mg.ShapeMismatchError and e.code == "MG202"
+  assert (e.lineno, e.col_offset) == (_line(kernel, "out.at["), 2)
+  assert e.message == f"cannot store a tensor of shape {shape} into out.at[ml.ds(i * 64, 64)] of shape (64, 128)"
+  assert e.hint == hint
+  if fixed is not None:
+    x = jax.random.normal(jax.random.key(6), (256, 128))
+    np.testing.assert_allclose(np.asarray(fixed(x, interpret=True)), np.asarray(want(x)), rtol=1e-5, atol=1e-5)

@@ -103,9 +103,23 @@ def _axes_hint(cx, value, shape, name) -> str | None:
   """A value of the window's elements on other size-1 axes (a row statistic (16,) stored into a (16, 1)
   output): the axes it lacks or the axis it should be on, in the user's words; None otherwise."""
   from ..shape_hints import align_hint, insert_axes_hint
+  from .elementwise_checks import method_on
+  text = cx.named(value, "value")
+  if len(value.type.shape) < len(shape):      # a row statistic (64,) into a (64, 128) window: v[:, None]
+    fix = insert_axes_hint(value.type.shape, text, shape, name or "the window")
+    if fix and math.prod(value.type.shape) != math.prod(shape):
+      return f"a stored value broadcasts to the window as in NumPy, trailing axes aligned;{fix}"
   if math.prod(value.type.shape) != math.prod(shape):
     return None
-  text = cx.named(value, "value")
+  squeeze = lambda sh: tuple(n for n in sh if n != 1)
+  if len(value.type.shape) > len(shape) and squeeze(value.type.shape) == squeeze(shape):   # v[:, :, None]
+    return (f"the value has size-1 axes the window lacks: store {method_on(text)}.reshape"
+            f"{tuple(shape) if len(shape) != 1 else '(' + str(shape[0]) + ',)'}")
+  if len(shape) == 2 and tuple(value.type.shape) == tuple(shape)[::-1] and shape[0] != shape[1]:
+    if text.endswith(".T"):
+      return f"the value is the window's transpose: store {text[:-2]}"
+    return (f"the value has the window's axes swapped: where it holds the window transposed, store"
+            f" {method_on(text)}.T; else give it the window's shape {tuple(shape)}")
   fix = insert_axes_hint(value.type.shape, text, shape, name or "the window") if len(value.type.shape) < len(shape) \
       else align_hint(value.type.shape, text, shape, name or "the window")
   return fix and f"the window has the value's elements on other axes:{fix}"
