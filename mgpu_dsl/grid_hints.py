@@ -1,5 +1,6 @@
 """Hints that rewrite the user's grid callable (read from the decorator's line or the callable's own
-source): a grid axis that came out 0, wrapped in max(1, ...) or its floor division rounded up.
+source): a grid axis that came out 0, wrapped in max(1, ...) or its floor division rounded up, a float
+count made an int; and the hint of an out_shape that gives no arrays.
 """
 from __future__ import annotations
 
@@ -75,3 +76,72 @@ def rounded_up_grid(loc, grid, fn) -> str:
     names = []
   params = ", ".join(names) or "x"
   return f"grid=lambda {params}: (ml.cdiv({names[0] if names else 'x'}.shape[0], 128),)"
+
+
+def launch_hint(what, x, runtime, zero, computed, loc, fn) -> str:
+  """The hint of a grid (or block, cluster) that is not 1 to 3 positive ints: one known only at run
+  time, an axis of 0, a float count (`x.shape[0] / 64`, `np.ceil(n / 64)`), or another value."""
+  import numbers
+  if runtime:
+    return (f"compute the {what} from shapes and constexprs: a count known when compiling is a constexpr"
+            f" (def k(x, out, *, n: ml.constexpr), called k(x, n=4)), then {what}=lambda x, *, n: (n,)")
+  if zero:
+    return ("the grid callable gave no programs along an axis for these inputs (fewer rows than one"
+            f" program's tile, with //): round up, {rounded_up_grid(loc, x, fn) if fn else _CDIV},"
+            " and mask the last tile's accesses (or pad the input)" if computed else
+            f"a grid has at least one program along each axis: grid=(1,), or a callable that computes it"
+            f" from the inputs, {_CDIV}")
+  floats = isinstance(x, (tuple, list)) and any(
+      isinstance(i, numbers.Real) and not isinstance(i, numbers.Integral) for i in x)
+  if floats and what == "grid":
+    fixed = (counted_grid(loc, x, fn) if fn else
+             f"grid={tuple(int(i) if float(i).is_integer() else i for i in x)!r}"
+             if all(float(i).is_integer() for i in x) else _CDIV)
+    return f"a count of programs is an int: divide with // (or round up with ml.cdiv), {fixed}"
+  return (f"{what}=(n,), (n, m) or (n, m, k) of positive ints; a {what} callable returns one, e.g. "
+          + ("grid=lambda x: (x.shape[0] // 128,)" if what == "grid" else f"{what}=(2,)"))
+
+
+_CDIV = "grid=lambda x: (ml.cdiv(x.shape[0], 128),)"
+
+
+def counted_grid(loc, grid, fn) -> str:
+  """The user's grid callable with its float counts made ints: a true division `a / b` (and a
+  ceiling of one, `math.ceil(a / b)`, `np.ceil(...)`, `jnp.ceil(...)`) becomes ml.cdiv(a, b)."""
+  import ast
+
+  class Count(ast.NodeTransformer):
+    def visit_Call(self, node):
+      f = node.func
+      name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+      if name == "ceil" and len(node.args) == 1 and isinstance(node.args[0], ast.BinOp) and \
+          isinstance(node.args[0].op, ast.Div):
+        return self.visit(node.args[0])
+      return self.generic_visit(node)
+
+    def visit_BinOp(self, node):
+      node = self.generic_visit(node)
+      if not isinstance(node.op, ast.Div):
+        return node
+      return ast.Call(ast.Attribute(ast.Name("ml", ast.Load()), "cdiv", ast.Load()), [node.left, node.right], [])
+
+  for lam in _grid_lambdas(loc, fn, len(grid)):
+    before = ast.dump(lam)
+    lam = Count().visit(lam)
+    if ast.dump(lam) != before:
+      return "grid=" + ast.unparse(lam)
+  return rounded_up_grid(loc, [0] * len(grid), fn)
+
+
+def out_shape_hint(out, inputs) -> str:
+  """out_shape gave something else than arrays: a shape alone (`lambda x: x.shape`, `(256, 128)`) is
+  given its dtype, that of the first input; else the forms out_shape takes."""
+  import numbers
+  x = inputs[0] if inputs else None
+  if isinstance(out, (tuple, list)) and out and all(
+      isinstance(d, numbers.Integral) and not isinstance(d, bool) for d in out):
+    return (f"{tuple(int(d) for d in out)} is a shape: give it a dtype, out_shape=lambda "
+            f"{', '.join(inputs) or 'x'}: jax.ShapeDtypeStruct({tuple(int(d) for d in out)}, {x or 'x'}.dtype)"
+            f" ({x}.shape for the first input's shape)" if x else
+            f"{tuple(int(d) for d in out)} is a shape: give it a dtype, jax.ShapeDtypeStruct({tuple(out)}, jnp.float32)")
+  return "out_shape=jax.ShapeDtypeStruct(shape, dtype), a tuple of them, or a callable of the inputs returning one"

@@ -63,24 +63,16 @@ def _as_tuple3(x, what, loc, computed=True, fn=None):
     x = tuple(int(i) for i in x)        # NumPy ints (np.prod of a shape) are ints here
   if (not isinstance(x, (tuple, list)) or not 1 <= len(x) <= 3
       or not all(isinstance(i, int) and not isinstance(i, bool) and i > 0 for i in x)):
-    runtime = isinstance(x, (tuple, list)) and any(hasattr(i, "shape") and hasattr(i, "dtype") for i in x)
+    # (a NumPy scalar, np.ceil(n / 128), has a shape and a dtype but is known when compiling)
+    runtime = isinstance(x, (tuple, list)) and any(
+        hasattr(i, "shape") and hasattr(i, "dtype") and not isinstance(i, np.generic) for i in x)
     zero = (what == "grid" and isinstance(x, (tuple, list)) and 1 <= len(x) <= 3
             and all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in x) and 0 in x)
     shown = (f"({', '.join(_runtime_text(i) for i in x)}{',' if len(x) == 1 else ''})" if runtime else repr(x))
     raise E.LaunchConfigError(
         calling.cap(f"{what} must be 1 to 3 positive ints, got {shown}"
                     + (": a value known only at run time (an ml.scalar or an array's element)" if runtime else "")),
-        loc, hint=(f"compute the {what} from shapes and constexprs: a count known when compiling is a constexpr"
-                   f" (def k(x, out, *, n: ml.constexpr), called k(x, n=4)), then {what}=lambda x, *, n: (n,)"
-                   if runtime else
-                   "the grid callable gave no programs along an axis for these inputs (fewer rows than one"
-                   " program's tile, with //): round up,"
-                   f" {grid_hints.rounded_up_grid(loc, x, fn) if fn else 'grid=lambda x: (ml.cdiv(x.shape[0], 128),)'},"
-                   " and mask the last tile's accesses (or pad the input)" if zero and computed else
-                   "a grid has at least one program along each axis: grid=(1,), or a callable that computes it"
-                   " from the inputs, grid=lambda x: (ml.cdiv(x.shape[0], 128),)" if zero else
-                   f"{what}=(n,), (n, m) or (n, m, k) of positive ints; a {what} callable returns one, e.g. "
-                   + ("grid=lambda x: (x.shape[0] // 128,)" if what == "grid" else f"{what}=(2,)")))
+        loc, hint=grid_hints.launch_hint(what, x, runtime, zero, computed, loc, fn))
   return tuple(x) + (1,) * (3 - len(x))
 
 
@@ -256,8 +248,7 @@ class KernelFunction:
     if not leaves or not all(calling.is_array_like(l) for l in leaves):
       raise E.LaunchConfigError(calling.cap(f"out_shape must give arrays or jax.ShapeDtypeStructs,"
                                             f" got {calling.describe(out)}"), at("out_shape"),
-                                hint="out_shape=jax.ShapeDtypeStruct(shape, dtype), a tuple of them, or a"
-                                     " callable of the inputs returning one")
+                                hint=grid_hints.out_shape_hint(out, pk.ref_params[:len(args)]))
     runtime = next((l for l in leaves if not all(isinstance(d, numbers.Integral) for d in tuple(l.shape))), None)
     if runtime is not None and not any(hasattr(d, "shape") for d in tuple(runtime.shape)):
       raise E.LaunchConfigError(calling.cap(f"out_shape gives an output of shape {tuple(runtime.shape)}; dimensions"

@@ -13,7 +13,10 @@
 4. A store of a value whose shape is not the window's says how it relates: a row statistic that
    lacks the window's column axis (`[:, None]`), the window's transpose (drop `.T`), size-1 axes
    the window lacks (`.reshape`); the store's messages quote the value as written (`v.T`), not
-   the name it was computed from (`v`)."""
+   the name it was computed from (`v`).
+5. A grid of float counts (`x.shape[0] / 64`, `np.ceil(x.shape[0] / 64)`) says counts are ints and
+   rewrites the callable with ml.cdiv (a NumPy float was called "a value known only at run time");
+   an out_shape that gives a shape alone (`lambda x: x.shape`) is given a dtype."""
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -377,3 +380,64 @@ def test_a_stored_value_of_another_shape_says_how_it_relates_to_the_window(kerne
   if fixed is not None:
     x = jax.random.normal(jax.random.key(6), (256, 128))
     np.testing.assert_allclose(np.asarray(fixed(x, interpret=True)), np.asarray(want(x)), rtol=1e-5, atol=1e-5)
+
+
+# -- 5. grid counts that are floats, out_shape that is a shape -----------------------------------
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] / 64,))
+def grid_true_div(x, out):
+  i = ml.program_id(0)
+  out.at[ml.ds(i * 64, 64)][...] = x.at[ml.ds(i * 64, 64)][...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (np.ceil(x.shape[0] / 64),))
+def grid_np_ceil(x, out):
+  i = ml.program_id(0)
+  out.at[ml.ds(i * 64, 64)][...] = x.at[ml.ds(i * 64, 64)][...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (ml.cdiv(x.shape[0], 64),))
+def grid_fixed(x, out):
+  i = ml.program_id(0)
+  out.at[ml.ds(i * 64, 64)][...] = x.at[ml.ds(i * 64, 64)][...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x.shape, grid=lambda x: (x.shape[0] // 64,))
+def shape_only(x, out):
+  i = ml.program_id(0)
+  out.at[ml.ds(i * 64, 64)][...] = x.at[ml.ds(i * 64, 64)][...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: jax.ShapeDtypeStruct((256, 128), x.dtype), grid=lambda x: (x.shape[0] // 64,))
+def shape_fixed(x, out):
+  i = ml.program_id(0)
+  out.at[ml.ds(i * 64, 64)][...] = x.at[ml.ds(i * 64, 64)][...]
+
+
+def _decorator_line(fn):
+  import inspect
+  return inspect.getsourcelines(fn)[1]
+
+
+@pytest.mark.parametrize("kernel, got", [(grid_true_div, "(4.0,)"), (grid_np_ceil, "(np.float64(4.0),)")],
+                         ids=["true_div", "np_ceil"])
+def test_a_float_grid_count_is_rewritten_with_cdiv(kernel, got):
+  e = _error(kernel, X)
+  assert type(e) is mg.LaunchConfigError and e.code == "MG007"
+  assert (e.lineno, e.col_offset) == (_decorator_line(kernel), 39)
+  assert e.message == f"grid must be 1 to 3 positive ints, got {got}"
+  assert e.hint == ("a count of programs is an int: divide with // (or round up with ml.cdiv),"
+                    " grid=lambda x: (ml.cdiv(x.shape[0], 64),)")
+  x = jax.random.normal(jax.random.key(7), (256, 128))
+  np.testing.assert_array_equal(np.asarray(grid_fixed(x, interpret=True)), np.asarray(x))
+
+
+def test_an_out_shape_that_is_a_shape_is_given_a_dtype():
+  e = _error(shape_only, X)
+  assert type(e) is mg.LaunchConfigError and e.code == "MG007"
+  assert (e.lineno, e.col_offset) == (_decorator_line(shape_only), 16)
+  assert e.message == "out_shape must give arrays or jax.ShapeDtypeStructs, got a tuple of 2 items"
+  assert e.hint == ("(256, 128) is a shape: give it a dtype, out_shape=lambda x: jax.ShapeDtypeStruct((256, 128),"
+                    " x.dtype) (x.shape for the first input's shape)")
+  x = jax.random.normal(jax.random.key(8), (256, 128))
+  np.testing.assert_array_equal(np.asarray(shape_fixed(x, interpret=True)), np.asarray(x))
