@@ -235,7 +235,7 @@ def _fewer_stages_hint(kernel, life, barrier_bytes):
       return (f"use smaller tiles: the largest buffer, {big.name}, is one the compiler allocates to move a"
               f" register tensor's elements between threads (indexing, slicing, sorting, transposing, scanning"
               f" it); read such pieces straight from the ref instead (ref.at[rows, ml.ds(a, n)][...])"), ()
-    return "use smaller tiles", ()
+    return _live_with_scratch_hint(kernel, life, barrier_bytes, big) or "use smaller tiles", ()
   stages = {bid: p.stages for p in loops for bid in p.buffers}
   fewest = max(p.fewest for p in loops)
   for s in range(max(p.stages for p in loops) - 1, fewest - 1, -1):
@@ -248,6 +248,31 @@ def _fewer_stages_hint(kernel, life, barrier_bytes):
   if fewest == 2:
     return "use smaller tiles (a warp-specialised loop needs stages of at least 2)", ()
   return "use smaller tiles", ()
+
+
+_SCRATCH = ("scratch", "sort keys", "sort positions")
+
+
+def _live_with_scratch_hint(kernel, life, barrier_bytes, big) -> str | None:
+  """The user's largest buffer is still live while a scratch the compiler allocates (a transpose's,
+  a sort's) is in use, and the two sharing memory would fit: say so, with the op that needs the scratch.
+  Buffers whose lifetimes do not overlap share memory, so reading what the kernel needs from the buffer
+  into registers before that op is the fix."""
+  if big is None or (big.name or "").endswith(_SCRATCH):
+    return None
+  lt = life.get(big.id, (0, 0))
+  overlap = [b for b in kernel.smem if (b.name or "").endswith(_SCRATCH) and b.id not in kernel.scratch_ids
+             and (o := life.get(b.id, (0, 0)))[0] <= lt[1] and lt[0] <= o[1]]
+  if not overlap or _place(kernel.smem, life, barrier_bytes,
+                           lambda b: 0 if b in overlap else b.type.nbytes)[1] > SMEM_LIMIT:
+    return None
+  first = min(overlap, key=lambda b: life.get(b.id, (0, 0))[0])
+  loc = _alloc_loc(kernel, first)
+  line = f"line {loc.lineno}" if loc is not None and loc is not kernel.loc else "that op"
+  return (f"{big.name} ({big.type.nbytes} bytes) is still in use where the compiler needs a {first.name}"
+          f" ({first.type.nbytes} bytes) for {line}: read what the kernel needs from {big.name} into registers"
+          f" before {line}, and the two share memory (buffers whose lifetimes do not overlap do); or use"
+          f" smaller tiles")
 
 
 def _alloc_loc(kernel, buf):

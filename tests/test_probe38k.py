@@ -16,7 +16,10 @@
    the name it was computed from (`v`).
 5. A grid of float counts (`x.shape[0] / 64`, `np.ceil(x.shape[0] / 64)`) says counts are ints and
    rewrites the callable with ml.cdiv (a NumPy float was called "a value known only at run time");
-   an out_shape that gives a shape alone (`lambda x: x.shape`) is given a dtype."""
+   an out_shape that gives a shape alone (`lambda x: x.shape`) is given a dtype.
+6. An SMEM overflow where the user's buffer is still live while a scratch the compiler allocates (a
+   transpose's, a sort's) is in use, and the two sharing memory would fit, names the line that needs
+   the scratch and says to finish reading the buffer first (the hint was "use smaller tiles")."""
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -441,3 +444,68 @@ def test_an_out_shape_that_is_a_shape_is_given_a_dtype():
                     " x.dtype) (x.shape for the first input's shape)")
   x = jax.random.normal(jax.random.key(8), (256, 128))
   np.testing.assert_array_equal(np.asarray(shape_fixed(x, interpret=True)), np.asarray(x))
+
+
+# -- 6. SMEM overflow: a buffer live across a compiler scratch ----------------------------------
+
+@mg.mgpu_kernel(out_shape=lambda x, b: x, grid=(1,))
+def buffer_across_transpose(x, b, out):
+  buf = ml.smem((384, 128))
+  for k in ml.static_range(2):
+    ml.copy(b.at[ml.ds(k * 192, 192)], buf.at[ml.ds(k * 192, 192)])
+  v = x[...]
+  out[...] = v.T + buf.at[0:128][...] + buf.at[256:384][...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x, b: x, grid=(1,))
+def buffer_across_transpose_fixed(x, b, out):
+  buf = ml.smem((384, 128))
+  for k in ml.static_range(2):
+    ml.copy(b.at[ml.ds(k * 192, 192)], buf.at[ml.ds(k * 192, 192)])
+  w = buf.at[0:128][...] + buf.at[256:384][...]
+  v = x[...]
+  out[...] = v.T + w
+
+
+@mg.mgpu_kernel(out_shape=lambda x, b: x, grid=(1,))
+def buffer_across_sort(x, b, out):
+  buf = ml.smem((384, 128))
+  for k in ml.static_range(2):
+    ml.copy(b.at[ml.ds(k * 192, 192)], buf.at[ml.ds(k * 192, 192)])
+  v = x[...]
+  out[...] = ml.sort(v) + buf.at[0:128][...] + buf.at[256:384][...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x, b: x, grid=(1,))
+def buffer_across_sort_fixed(x, b, out):
+  buf = ml.smem((384, 128))
+  for k in ml.static_range(2):
+    ml.copy(b.at[ml.ds(k * 192, 192)], buf.at[ml.ds(k * 192, 192)])
+  w = buf.at[0:128][...] + buf.at[256:384][...]
+  v = x[...]
+  out[...] = ml.sort(v) + w
+
+
+@pytest.mark.parametrize("kernel, fixed, what, op, want", [
+    (buffer_across_transpose, buffer_across_transpose_fixed, "transpose scratch 66048 bytes", "v.T + buf",
+     lambda x, b: x.T + b[:128] + b[256:]),
+    (buffer_across_sort, buffer_across_sort_fixed, "sort keys 66048 bytes, sort positions 66048 bytes",
+     "ml.sort(v) + buf", lambda x, b: jnp.sort(x, axis=-1) + b[:128] + b[256:]),
+], ids=["transpose", "sort"])
+def test_a_buffer_live_across_a_compiler_scratch_is_read_first(kernel, fixed, what, op, want):
+  specs = (jax.ShapeDtypeStruct((128, 128), jnp.float32), jax.ShapeDtypeStruct((384, 128), jnp.float32))
+  e = _error(kernel, *specs)
+  assert type(e) is mg.SmemCapacityError and e.code == "MG402"
+  assert (e.lineno, e.col_offset) == (_line(kernel, "buf = ml.smem"), 8)
+  total = 263680 if "transpose" in what else 330240
+  assert e.message == (f"the kernel's SMEM needs {total} bytes (buf 192 KiB, {what}, plus barriers and alignment),"
+                       f" more than the 232432 bytes (227 KiB less 16 bytes) a kernel's buffers can use")
+  line = _line(kernel, op)
+  scratch = what.split(" 66048")[0]
+  assert e.hint == (f"buf (196608 bytes) is still in use where the compiler needs a {scratch} (66048 bytes) for"
+                    f" line {line}: read what the kernel needs from buf into registers before line {line}, and"
+                    f" the two share memory (buffers whose lifetimes do not overlap do); or use smaller tiles")
+  fixed.check(*specs)          # it fits, and builds the Mosaic GPU module
+  x = jax.random.normal(jax.random.key(9), (128, 128))
+  b = jax.random.normal(jax.random.key(10), (384, 128))
+  np.testing.assert_allclose(np.asarray(fixed(x, b, interpret=True)), np.asarray(want(x, b)), rtol=1e-6, atol=1e-6)
