@@ -5,6 +5,7 @@ last axis is `b_s.T`; `preferred_element_type=` is kept, ml.dot takes it), and w
 is not in SMEM, how to stage it there (b is always read from SMEM, a from SMEM or registers)."""
 from __future__ import annotations
 
+from . import hw
 from .dtypes import DType
 from .shape_hints import literal
 from .types import RefType, Space, resolve
@@ -119,25 +120,51 @@ def dot_hint(name, pos, kw, operands, taken=frozenset()) -> str | None:
   a = f"{ta}.T" if axes[0] == 0 else ta
   b = f"{tb}.T" if axes[1] == 1 else tb
   extra = "".join(f", {k}={v.strip()}" for k, v in kw.items() if k in ("preferred_element_type", "precision"))
-  stage = []
+  stage, staged = [], {}
   for which, text, v in (("a", ta, va), ("b", tb, vb)):
     t = getattr(v, "type", None)
     if isinstance(t, RefType) and t.space == Space.SMEM:
       continue
-    if which == "a" and not isinstance(t, RefType):
-      continue                   # a register A, used as it is
     d = resolve(getattr(t, "dtype", None)) if t is not None else None
+    if which == "a" and not isinstance(t, RefType) and (not isinstance(d, DType) or d in hw.MMA_REG_A_DTYPES):
+      continue                   # a 16-bit register A, used as it is (other dtypes are read from SMEM)
     dt = f", jnp.{d}" if isinstance(d, DType) else ""
     shape = getattr(t, "shape", None)
-    buf = _buffer(text, which, taken)
-    fill = f"ml.copy({text}, {buf})" if isinstance(t, RefType) else f"{buf}[...] = {text}"
-    stage.append(f"{buf} = ml.smem({shape if shape is not None else 'shape'}{dt}); {fill}")
+    # float32 and 8-bit operands are read K-major: a register tile is stored so (a as (m, k), b as (n, k))
+    k_major = isinstance(d, DType) and d not in hw.MMA_MN_MAJOR_DTYPES
+    flip = k_major and shape is not None and len(shape) == 2 and axes[0 if which == "a" else 1] == 0
+    if flip:
+      shape = tuple(shape)[::-1]
+    buf = staged.get((text, flip))           # (v @ v.T: one buffer for both operands)
+    if buf is None:
+      buf = staged[text, flip] = _buffer(text, which, taken)
+      fill = (f"{buf}[...] = {text}[...].T" if flip and isinstance(t, RefType) else
+              f"ml.copy({text}, {buf})" if isinstance(t, RefType) else
+              f"{buf}[...] = {_transposed(text)}" if flip else f"{buf}[...] = {text}")
+      stage.append(f"{buf} = ml.smem({shape if shape is not None else 'shape'}{dt}); {fill}")
+    kept = axes[0] == 1 if which == "a" else axes[1] == 0      # the operand stored as ml.dot reads it
     if which == "a":
-      a = f"{buf}.T" if axes[0] == 0 else buf
+      a = buf if kept or flip else f"{buf}.T"
     else:
-      b = f"{buf}.T" if axes[1] == 1 else buf
+      b = f"{buf}.T" if not kept or flip else buf
   how = f"write ml.dot({a}, {b}{extra}) (on the tensor cores; ml.dot(a, b, acc) adds the product to acc)"
-  if stage:
+  d = resolve(getattr(getattr(va, "type", None), "dtype", None))
+  if stage and isinstance(d, DType) and d not in hw.MMA_MN_MAJOR_DTYPES:
+    how += (f"; ml.dot reads {d} operands from SMEM buffers stored K-major (a as (m, k), b as (n, k), passed"
+            f" transposed), so stage the operands first: " + "; ".join(stage))
+  elif stage:
     how += ("; ml.dot reads b from an SMEM buffer (a from SMEM or registers), so stage the operands first: "
             + "; ".join(stage))
   return how
+
+
+def _transposed(text: str) -> str:
+  """`text`.T, or `w` for `w.T` (a tile stored transposed is the tile itself)."""
+  import ast
+  try:
+    node = ast.parse(text, mode="eval").body
+  except SyntaxError:
+    return f"({text}).T"
+  if isinstance(node, ast.Attribute) and node.attr == "T":
+    return ast.unparse(node.value)
+  return f"{text}.T" if isinstance(node, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)) else f"({text}).T"

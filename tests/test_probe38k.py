@@ -19,7 +19,10 @@
    an out_shape that gives a shape alone (`lambda x: x.shape`) is given a dtype.
 6. An SMEM overflow where the user's buffer is still live while a scratch the compiler allocates (a
    transpose's, a sort's) is in use, and the two sharing memory would fit, names the line that needs
-   the scratch and says to finish reading the buffer first (the hint was "use smaller tiles")."""
+   the scratch and says to finish reading the buffer first (the hint was "use smaller tiles").
+7. The hint of a float32 tile product written `v @ w` or `jnp.dot(v, w)` stages both operands in
+   SMEM, K-major (a float32 A cannot come from registers, and b is read stored (n, k)): followed, the
+   old hint failed with MG106 (register A) or MG501 (b stored (k, n)); `v @ v.T` stages v once."""
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -509,3 +512,86 @@ def test_a_buffer_live_across_a_compiler_scratch_is_read_first(kernel, fixed, wh
   x = jax.random.normal(jax.random.key(9), (128, 128))
   b = jax.random.normal(jax.random.key(10), (384, 128))
   np.testing.assert_allclose(np.asarray(fixed(x, b, interpret=True)), np.asarray(want(x, b)), rtol=1e-6, atol=1e-6)
+
+
+# -- 7. float32 tile products: the ml.dot hint stages both operands K-major --------------------
+
+P32 = dict(precision=jax.lax.Precision.HIGHEST)
+W = jax.ShapeDtypeStruct((128, 64), jnp.float32)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, w: jax.ShapeDtypeStruct((256, 64), x.dtype), grid=lambda x, w: (x.shape[0] // 64,))
+def f32_matmul(x, w, out):
+  i = ml.program_id(0)
+  v = x.at[ml.ds(i * 64, 64)][...]
+  wv = w[...]
+  out.at[ml.ds(i * 64, 64)][...] = v @ wv
+
+
+@mg.mgpu_kernel(out_shape=lambda x, w: jax.ShapeDtypeStruct((256, 64), x.dtype), grid=lambda x, w: (x.shape[0] // 64,))
+def f32_matmul_fixed(x, w, out):
+  i = ml.program_id(0)
+  v = x.at[ml.ds(i * 64, 64)][...]
+  wv = w[...]
+  vbuf = ml.smem((64, 128), jnp.float32); vbuf[...] = v; wvbuf = ml.smem((64, 128), jnp.float32); wvbuf[...] = wv.T
+  out.at[ml.ds(i * 64, 64)][...] = ml.dot(vbuf, wvbuf.T)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, w: jax.ShapeDtypeStruct((256, 64), x.dtype), grid=lambda x, w: (x.shape[0] // 64,))
+def f32_jnp_dot_ref(x, w, out):
+  i = ml.program_id(0)
+  v = x.at[ml.ds(i * 64, 64)][...]
+  out.at[ml.ds(i * 64, 64)][...] = jnp.dot(v, w[...])
+
+
+@mg.mgpu_kernel(out_shape=lambda x, w: jax.ShapeDtypeStruct((256, 64), x.dtype), grid=lambda x, w: (x.shape[0] // 64,))
+def f32_jnp_dot_ref_fixed(x, w, out):
+  i = ml.program_id(0)
+  v = x.at[ml.ds(i * 64, 64)][...]
+  vbuf = ml.smem((64, 128), jnp.float32); vbuf[...] = v; wbuf = ml.smem((64, 128), jnp.float32); wbuf[...] = w[...].T
+  out.at[ml.ds(i * 64, 64)][...] = ml.dot(vbuf, wbuf.T)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: jax.ShapeDtypeStruct((256, 64), x.dtype), grid=lambda x: (x.shape[0] // 64,))
+def f32_gram(x, out):
+  i = ml.program_id(0)
+  v = x.at[ml.ds(i * 64, 64)][...]
+  out.at[ml.ds(i * 64, 64)][...] = v @ v.T
+
+
+@mg.mgpu_kernel(out_shape=lambda x: jax.ShapeDtypeStruct((256, 64), x.dtype), grid=lambda x: (x.shape[0] // 64,))
+def f32_gram_fixed(x, out):
+  i = ml.program_id(0)
+  v = x.at[ml.ds(i * 64, 64)][...]
+  vbuf = ml.smem((64, 128), jnp.float32); vbuf[...] = v
+  out.at[ml.ds(i * 64, 64)][...] = ml.dot(vbuf, vbuf.T)
+
+
+S = "_s"      # (the hint's buffer names avoid the file's identifiers: not written out here)
+K_MAJOR = ("; ml.dot reads float32 operands from SMEM buffers stored K-major (a as (m, k), b as (n, k), passed"
+           " transposed), so stage the operands first: ")
+
+
+@pytest.mark.parametrize("kernel, fixed, specs, text, cls, hint, want", [
+    (f32_matmul, f32_matmul_fixed, (X, W), "v @ wv", mg.UnsupportedSyntaxError,
+     f"write ml.dot(v{S}, wv{S}.T) (on the tensor cores; ml.dot(a, b, acc) adds the product to acc)" + K_MAJOR
+     + f"v{S} = ml.smem((64, 128), jnp.float32); v{S}[...] = v; wv{S} = ml.smem((64, 128), jnp.float32);"
+     f" wv{S}[...] = wv.T",
+     lambda x, w: jnp.dot(x, w, **P32)),
+    (f32_jnp_dot_ref, f32_jnp_dot_ref_fixed, (X, W), "jnp.dot(v, w[...])", mg.KernelTypeError,
+     f"write ml.dot(v{S}, w{S}.T) (on the tensor cores; ml.dot(a, b, acc) adds the product to acc)" + K_MAJOR
+     + f"v{S} = ml.smem((64, 128), jnp.float32); v{S}[...] = v; w{S} = ml.smem((64, 128), jnp.float32);"
+     f" w{S}[...] = w[...].T", lambda x, w: jnp.dot(x, w, **P32)),
+    (f32_gram, f32_gram_fixed, (X,), "v @ v.T", mg.UnsupportedSyntaxError,
+     f"write ml.dot(v{S}, v{S}.T) (on the tensor cores; ml.dot(a, b, acc) adds the product to acc)" + K_MAJOR
+     + f"v{S} = ml.smem((64, 128), jnp.float32); v{S}[...] = v",
+     lambda x: jnp.einsum("bik,bjk->bij", *[x.reshape(4, 64, 128)] * 2, **P32).reshape(256, 64)),
+], ids=["matmul", "jnp_dot_of_ref", "gram"])
+def test_a_float32_tile_product_hint_stages_both_operands_k_major(kernel, fixed, specs, text, cls, hint, want):
+  e = _error(kernel, *specs)
+  assert type(e) is cls and e.code in ("MG001", "MG003")
+  assert (e.lineno, e.col_offset) == (_line(kernel, text), 35)
+  assert e.hint == hint
+  fixed.check(*specs)
+  args = [jax.random.normal(jax.random.key(11 + k), s.shape) for k, s in enumerate(specs)]
+  np.testing.assert_allclose(np.asarray(fixed(*args, interpret=True)), np.asarray(want(*args)), rtol=3e-2, atol=3e-1)
