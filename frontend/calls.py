@@ -21,6 +21,7 @@ from .dot_hints import dot_hint
 from .dtypes import DType, to_dtype
 from .formula_hints import with_operands
 from .lax_hints import control_hint, debug_print_hint, foreign_call_hint, pipeline_hint
+from .ml_name_hints import ml_name_hint
 from .shape_hints import NOT_YET as SHAPE_NOT_YET, shape_call_hint, static_array_hint
 from .ops import elementwise as ew
 from .ops.base import BUILTINS, TRANSPOSES, Builtin, is_smem_matrix, is_value, kind_of, smem_transpose_hint, typed_number
@@ -355,7 +356,9 @@ class Calls:
                 or missing.form_hint(name, pos, kw, lax=mod == "jax.lax" or mod.startswith("jax._src.lax"),
                                      taken=taken)
                 or missing.array_call_hint(name, pos, kw, is_float, d if isinstance(d, DType) else None)
-                or (nan_name_hints.hint(name, pos + [f"{k}={v}" for k, v in kw.items()], taken)
+                or ((nan_name_hints.hint(name, pos + [f"{k}={v}" for k, v in kw.items()], taken)
+                     or (ml_name_hint(name, pos + [f"{k}={v}" for k, v in kw.items()])   # jnp.logaddexp
+                         if name != "clamp" else None))
                     if ours is None and hint.startswith("kernels call") else None)
                 or with_operands(name, hint, pos + [f"{k}={v}" for k, v in kw.items()], taken) or hint)
       from .language import constexpr

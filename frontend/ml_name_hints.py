@@ -14,7 +14,9 @@ FORMS = {           # ({0}, {1}: the call's arguments)
     "logsigmoid": "-(ml.maximum(-{0}, 0) + ml.log(1 + ml.exp(-ml.abs({0}))))",
     "softsign": "{0} / (1 + ml.abs({0}))", "elu": "ml.where({0} > 0, {0}, ml.expm1({0}))",
     "mish": "{0} * ml.tanh(" + _SOFTPLUS + ")",
-    "logaddexp": "ml.maximum({0}, {1}) + ml.log1p(ml.exp(-ml.abs({0} - {1})))",
+    # (equal operands apart, as logaddexp2's: -inf and -inf give -inf, as jnp.logaddexp, not NaN)
+    "logaddexp": "ml.where({0} == {1}, {0} + 0.6931471805599453, ml.maximum({0}, {1}) + ml.log1p(ml.exp(-ml.abs({0} - {1}))))",
+    "soft_sign": "{0} / (1 + ml.abs({0}))",
     "clamp": "ml.clip({0}, {1}, {2})",     # (Triton's tl.clamp(x, min, max), not lax.clamp's order)
 }
 TEXTS = {

@@ -124,9 +124,11 @@ def shape_call_hint(name, pos, kw, shape) -> str | None:
   if name in SPLITS and pos:
     h = split_hint(name, [*pos, *(f"{k}={v}" for k, v in kw.items())], shape)
     return h and f"{h} (jnp.{name}'s parts, each a register tensor of its own)"
-  if name == "norm" and not kw.get("ord"):
+  if name == "norm" and not kw.get("ord") and (len(pos) < 2 or pos[1].strip() == "None"):
     axis = kw.get("axis", pos[2] if len(pos) > 2 else None)
-    return f"write ml.sqrt(ml.sum({x} * {x}{f', axis={axis.strip()}' if axis else ''}))"
+    keep = kw.get("keepdims", pos[3] if len(pos) > 3 else None)      # (x / norm(x, keepdims=True) broadcasts)
+    keep = f", keepdims={keep.strip()}" if keep and keep.strip() != "False" else ""
+    return f"write ml.sqrt(ml.sum({x} * {x}{f', axis={axis.strip()}' if axis else ''}{keep}))"
   reps = literal(_arg(pos, kw, 1, "reps" if name == "tile" else "repeats"))
   if name == "tile" and rank == 1 and isinstance(reps, int) and reps > 1:
     return f"write ml.concatenate([{', '.join([x] * reps)}], axis=0)"

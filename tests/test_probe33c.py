@@ -205,7 +205,8 @@ def test_ml_names_of_jax_nn_and_jnp_functions_hint_what_to_write():
   expect(triton_clamp, [S((128,), F32)], mg.UnknownNameError, "ml.clamp", "ml has no attribute 'clamp'",
          hint="no ml.clamp: write ml.clip(x[...], 0.0, 1.0)")
   expect(log_add, [S((128,), F32)], mg.UnknownNameError, "ml.logaddexp", "ml has no attribute 'logaddexp'",
-         hint="no ml.logaddexp: write ml.maximum(x[...], 0.0) + ml.log1p(ml.exp(-ml.abs(x[...] - 0.0)))")
+         hint="no ml.logaddexp: write ml.where(x[...] == 0.0, x[...] + 0.6931471805599453, ml.maximum(x[...], 0.0) +"
+              " ml.log1p(ml.exp(-ml.abs(x[...] - 0.0))))")
 
 
 # ---------------------------------------------------------------- a float32 state buffer beside bfloat16 operands

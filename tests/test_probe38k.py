@@ -22,7 +22,11 @@
    the scratch and says to finish reading the buffer first (the hint was "use smaller tiles").
 7. The hint of a float32 tile product written `v @ w` or `jnp.dot(v, w)` stages both operands in
    SMEM, K-major (a float32 A cannot come from registers, and b is read stored (n, k)): followed, the
-   old hint failed with MG106 (register A) or MG501 (b stored (k, n)); `v @ v.T` stages v once."""
+   old hint failed with MG106 (register A) or MG501 (b stored (k, n)); `v @ v.T` stages v once.
+8. jnp and jax.nn functions on register values get the formula `ml.<name>` already had
+   (`jnp.logaddexp`, `jax.nn.soft_sign`: the generic "decorate a helper" before), logaddexp's keeps
+   -inf and -inf at -inf (NaN before, as followed in a split attention's combine), and
+   `jnp.linalg.norm(v, axis=-1, keepdims=True)` keeps keepdims (followed, `v / norm` was MG202)."""
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -595,3 +599,74 @@ def test_a_float32_tile_product_hint_stages_both_operands_k_major(kernel, fixed,
   fixed.check(*specs)
   args = [jax.random.normal(jax.random.key(11 + k), s.shape) for k, s in enumerate(specs)]
   np.testing.assert_allclose(np.asarray(fixed(*args, interpret=True)), np.asarray(want(*args)), rtol=3e-2, atol=3e-1)
+
+
+# -- 8. jnp formulas: logaddexp, soft_sign, norm's keepdims --------------------------------------
+
+@mg.mgpu_kernel(out_shape=lambda x, y: x, grid=lambda x, y: (x.shape[0] // 64,))
+def log_add(x, y, out):
+  i = ml.program_id(0)
+  a = x.at[ml.ds(i * 64, 64)][...]
+  b = y.at[ml.ds(i * 64, 64)][...]
+  out.at[ml.ds(i * 64, 64)][...] = jnp.logaddexp(a, b)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, y: x, grid=lambda x, y: (x.shape[0] // 64,))
+def log_add_fixed(x, y, out):
+  i = ml.program_id(0)
+  a = x.at[ml.ds(i * 64, 64)][...]
+  b = y.at[ml.ds(i * 64, 64)][...]
+  out.at[ml.ds(i * 64, 64)][...] = ml.where(a == b, a + 0.6931471805599453, ml.maximum(a, b) + ml.log1p(ml.exp(
+      -ml.abs(a - b))))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 64,))
+def soft_sign(x, out):
+  i = ml.program_id(0)
+  v = x.at[ml.ds(i * 64, 64)][...]
+  out.at[ml.ds(i * 64, 64)][...] = jax.nn.soft_sign(v)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 64,))
+def normalize(x, out):
+  i = ml.program_id(0)
+  v = x.at[ml.ds(i * 64, 64)][...]
+  out.at[ml.ds(i * 64, 64)][...] = v / jnp.linalg.norm(v, axis=-1, keepdims=True)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 64,))
+def normalize_fixed(x, out):
+  i = ml.program_id(0)
+  v = x.at[ml.ds(i * 64, 64)][...]
+  out.at[ml.ds(i * 64, 64)][...] = v / ml.sqrt(ml.sum(v * v, axis=-1, keepdims=True))
+
+
+def test_jnp_logaddexp_hints_the_formula_that_keeps_minus_infinity():
+  e = _error(log_add, X, X)
+  assert type(e) is mg.KernelTypeError and e.code == "MG003"
+  assert (e.lineno, e.col_offset) == (_line(log_add, "jnp.logaddexp"), 35)
+  assert e.message == "logaddexp cannot take a register tensor inside a kernel"
+  assert e.hint == ("no ml.logaddexp: write ml.where(a == b, a + 0.6931471805599453, ml.maximum(a, b) +"
+                    " ml.log1p(ml.exp(-ml.abs(a - b))))")
+  x = jax.random.normal(jax.random.key(20), (256, 128)) * 3
+  y = jax.random.normal(jax.random.key(21), (256, 128)) * 3
+  x = x.at[:, :8].set(-jnp.inf).at[:4].set(jnp.inf)
+  y = y.at[:, :4].set(-jnp.inf).at[:2].set(jnp.inf).at[10, 20].set(x[10, 20])
+  np.testing.assert_allclose(np.asarray(log_add_fixed(x, y, interpret=True)), np.asarray(jnp.logaddexp(x, y)),
+                             rtol=1e-6, atol=1e-6)
+
+
+def test_jax_nn_soft_sign_hints_its_formula():
+  e = _error(soft_sign, X)
+  assert type(e) is mg.KernelTypeError and (e.lineno, e.col_offset) == (_line(soft_sign, "soft_sign(v)"), 35)
+  assert e.hint == "no ml.soft_sign: write v / (1 + ml.abs(v))"
+
+
+def test_a_norm_with_keepdims_is_hinted_with_keepdims():
+  e = _error(normalize, X)
+  assert type(e) is mg.KernelTypeError and e.code == "MG003"
+  assert (e.lineno, e.col_offset) == (_line(normalize, "jnp.linalg.norm"), 39)
+  assert e.hint == "write ml.sqrt(ml.sum(v * v, axis=-1, keepdims=True))"
+  x = jax.random.normal(jax.random.key(22), (256, 128))
+  np.testing.assert_allclose(np.asarray(normalize_fixed(x, interpret=True)),
+                             np.asarray(x / jnp.linalg.norm(x, axis=-1, keepdims=True)), rtol=1e-5, atol=1e-6)
