@@ -206,6 +206,8 @@ def _with_lone_axis_note(kernel, err, hole=None):
   if hole is not None:
     from .if_holes import if_hole_hint
     err.hint = if_hole_hint(kernel, *hole) or err.hint
+  from .stride_hints import persistent_stride_hint
+  err.hint = persistent_stride_hint(kernel, err.loc if hasattr(err, "loc") else None) or err.hint
   from .ops.control import ProgramId
   lone = next((o for o in ir.walk(kernel.body) if isinstance(o, ProgramId) and o.axis > 0
                and kernel.grid[o.axis] == 1), None)

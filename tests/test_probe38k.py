@@ -26,7 +26,11 @@
 8. jnp and jax.nn functions on register values get the formula `ml.<name>` already had
    (`jnp.logaddexp`, `jax.nn.soft_sign`: the generic "decorate a helper" before), logaddexp's keeps
    -inf and -inf at -inf (NaN before, as followed in a split attention's combine), and
-   `jnp.linalg.norm(v, axis=-1, keepdims=True)` keeps keepdims (followed, `v / norm` was MG202)."""
+   `jnp.linalg.norm(v, axis=-1, keepdims=True)` keeps keepdims (followed, `v / norm` was MG202).
+9. A persistent loop that starts at ml.program_id(0) but steps by a count other than the grid's
+   (`range(pid, n, 1)`, `ml.range(pid, n, 1, stages=2)`, a step of 5 on a grid of 4) names the loop
+   and says to step by ml.num_programs(0); the hints were to split the output by program id, or to
+   launch more programs."""
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -670,3 +674,63 @@ def test_a_norm_with_keepdims_is_hinted_with_keepdims():
   x = jax.random.normal(jax.random.key(22), (256, 128))
   np.testing.assert_allclose(np.asarray(normalize_fixed(x, interpret=True)),
                              np.asarray(x / jnp.linalg.norm(x, axis=-1, keepdims=True)), rtol=1e-5, atol=1e-6)
+
+
+# -- 9. a persistent loop that does not step by the grid ----------------------------------------
+
+XL = jax.ShapeDtypeStruct((1024, 128), jnp.float32)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(4,))
+def stride_one_pipelined(x, out):
+  pid = ml.program_id(0)
+  buf = ml.smem((64, 128)); o = ml.smem((64, 128))
+  for t in ml.range(pid, x.shape[0] // 64, 1, stages=2):
+    ml.copy(x.at[ml.ds(t * 64, 64)], buf)
+    o[...] = buf[...] * 2
+    ml.copy(o, out.at[ml.ds(t * 64, 64)])
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(4,))
+def stride_one_pipelined_fixed(x, out):
+  pid = ml.program_id(0)
+  buf = ml.smem((64, 128)); o = ml.smem((64, 128))
+  for t in ml.range(pid, x.shape[0] // 64, ml.num_programs(0), stages=2):
+    ml.copy(x.at[ml.ds(t * 64, 64)], buf)
+    o[...] = buf[...] * 2
+    ml.copy(o, out.at[ml.ds(t * 64, 64)])
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(4,))
+def stride_five(x, out):
+  pid = ml.program_id(0)
+  for t in range(pid, x.shape[0] // 64, 5):
+    out.at[ml.ds(t * 64, 64)][...] = x.at[ml.ds(t * 64, 64)][...] * 2
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(4,))
+def stride_five_fixed(x, out):
+  pid = ml.program_id(0)
+  for t in range(pid, x.shape[0] // 64, ml.num_programs(0)):
+    out.at[ml.ds(t * 64, 64)][...] = x.at[ml.ds(t * 64, 64)][...] * 2
+
+
+@pytest.mark.parametrize("kernel, fixed, cls, write, message, step, why", [
+    (stride_one_pipelined, stride_one_pipelined_fixed, mg.RaceError, "ml.copy(o, out",
+     "program (0, 0, 0) and program (1, 0, 0) both write out[960, 0]: programs run in no fixed order, so the result"
+     " depends on timing", 1, "so programs meet on the same tiles"),
+    (stride_five, stride_five_fixed, mg.UncoveredOutputError, "out.at[",
+     "out[256:320, :] is never written: none of the 4 programs of grid (4,) writes it, so 24576 of 131072 elements"
+     " of out would stay uninitialised", 5, "so the tiles t with t % 5 >= 4 are left to no program"),
+], ids=["race", "uncovered"])
+def test_a_persistent_loop_not_stepping_by_the_grid_is_told_to(kernel, fixed, cls, write, message, step, why):
+  e = _error(kernel, XL)
+  assert type(e) is cls
+  assert (e.lineno, e.col_offset) == (_line(kernel, write), 4)
+  assert e.message == message
+  assert e.hint == (f"the loop at line {_line(kernel, 'for t in')} walks tiles from ml.program_id(0) in steps of"
+                    f" {step}, but the grid has 4 programs along axis 0, {why}: step by the number of programs,"
+                    f" range(ml.program_id(0), n, ml.num_programs(0)), so each tile has one program")
+  fixed.check(XL)
+  x = jax.random.normal(jax.random.key(23), (1024, 128))
+  np.testing.assert_array_equal(np.asarray(fixed(x, interpret=True)), np.asarray(x * 2))
