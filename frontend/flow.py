@@ -175,6 +175,10 @@ def trace_for(tracer, node: ast.For):
   if isinstance(step, int) and step < 0 and fn in (range, ctl.range):
     check_static_bounds(tracer, it, (start, stop, step), counter)
     return trace_for(tracer, descending(tracer, node, it, (start, stop, step), nodes))
+  if isinstance(step, int) and step == 0:        # (Python's range(a, b, 0) raises ValueError too)
+    raise E.KernelTypeError("range() arg 3 must not be zero: a step of 0 never reaches the end", tracer.loc(it),
+                            hint="step by a positive count to count up, range(a, b, 1), or a negative one to count"
+                                 " down, range(b - 1, a - 1, -1)")
   if isinstance(step, int) and step <= 0:
     raise E.KernelTypeError(f"range() in a kernel counts upwards: a step of {step} is not supported", tracer.loc(it),
                             hint="count upwards and compute the descending index inside: for k in range(n):"

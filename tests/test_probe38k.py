@@ -30,7 +30,9 @@
 9. A persistent loop that starts at ml.program_id(0) but steps by a count other than the grid's
    (`range(pid, n, 1)`, `ml.range(pid, n, 1, stages=2)`, a step of 5 on a grid of 4) names the loop
    and says to step by ml.num_programs(0); the hints were to split the output by program id, or to
-   launch more programs."""
+   launch more programs.
+10. A loop header with a float count (`ml.range(x.shape[0] / 64, stages=2)`) is rewritten with //, and
+   a step of 0 says it never advances (it said loops count upwards, though static negative steps work)."""
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -734,3 +736,46 @@ def test_a_persistent_loop_not_stepping_by_the_grid_is_told_to(kernel, fixed, cl
   fixed.check(XL)
   x = jax.random.normal(jax.random.key(23), (1024, 128))
   np.testing.assert_array_equal(np.asarray(fixed(x, interpret=True)), np.asarray(x * 2))
+
+
+# -- 10. loop headers: a float count, a step of 0 -------------------------------------------------
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def float_trip_count(x, out):
+  buf = ml.smem((64, 128))
+  for t in ml.range(x.shape[0] / 64, stages=2):
+    ml.copy(x.at[ml.ds(t * 64, 64)], buf)
+    out.at[ml.ds(t * 64, 64)][...] = buf[...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def float_trip_count_fixed(x, out):
+  buf = ml.smem((64, 128))
+  for t in ml.range(x.shape[0] // 64, stages=2):
+    ml.copy(x.at[ml.ds(t * 64, 64)], buf)
+    out.at[ml.ds(t * 64, 64)][...] = buf[...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def zero_step(x, out):
+  for t in range(0, x.shape[0] // 64, 0):
+    out.at[ml.ds(t * 64, 64)][...] = x.at[ml.ds(t * 64, 64)][...]
+
+
+def test_a_float_trip_count_is_written_with_floor_division():
+  e = _error(float_trip_count, XL)
+  assert type(e) is mg.KernelTypeError and e.code == "MG003"
+  assert (e.lineno, e.col_offset) == (_line(float_trip_count, "for t in"), 11)
+  assert e.message == "a loop bound must be an integer scalar, got a Python float"
+  assert e.hint == "a count is an int: divide with //, ml.range(x.shape[0] // 64, stages=2)"
+  x = jax.random.normal(jax.random.key(24), (1024, 128))
+  np.testing.assert_array_equal(np.asarray(float_trip_count_fixed(x, interpret=True)), np.asarray(x))
+
+
+def test_a_step_of_zero_says_it_never_advances():
+  e = _error(zero_step, XL)
+  assert type(e) is mg.KernelTypeError and e.code == "MG003"
+  assert (e.lineno, e.col_offset) == (_line(zero_step, "for t in"), 11)
+  assert e.message == "range() arg 3 must not be zero: a step of 0 never reaches the end"
+  assert e.hint == ("step by a positive count to count up, range(a, b, 1), or a negative one to count down,"
+                    " range(b - 1, a - 1, -1)")

@@ -260,8 +260,26 @@ def _bad_loop_bound(cx, x):
     return E.KernelTypeError(f"a loop bound must be an integer scalar, got {kind_of(x)}", cx.loc,
                              hint=f"read the element as a scalar: {elem} (ref[i], not ref.at[i], which is a"
                                   f" window)")
+  fixed = _floor_divided(cx.loc) if isinstance(x, float) else None    # range(x.shape[0] / 64)
   return E.KernelTypeError(f"a loop bound must be an integer scalar, got {kind_of(x)}", cx.loc,
-                           hint="loop to ints, constexprs, shapes or integer scalars: range(x.shape[0] // 128)")
+                           hint=f"a count is an int: divide with //, {fixed}" if fixed else
+                           "loop to ints, constexprs, shapes or integer scalars: range(x.shape[0] // 128)")
+
+
+def _floor_divided(loc) -> str | None:
+  """The loop header's call at `loc` (`ml.range(x.shape[0] / 64, stages=2)`) with its true divisions
+  made floor divisions, where it has any and is on one line."""
+  import ast
+  if loc.end_lineno != loc.lineno or loc.end_col_offset is None:
+    return None
+  try:
+    call = ast.parse(loc.source_line[loc.col_offset:loc.end_col_offset], mode="eval").body
+  except SyntaxError:
+    return None
+  divs = [n for a in getattr(call, "args", []) for n in ast.walk(a) if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div)]
+  for n in divs:
+    n.op = ast.FloorDiv()
+  return ast.unparse(call) if divs else None
 
 
 def add_index(cx, a, b):
