@@ -6,6 +6,8 @@ name both lines.
 """
 from __future__ import annotations
 
+import re
+
 from . import errors as E
 from .dtypes import DType
 from .loc import Loc
@@ -35,7 +37,13 @@ def conflict(var_dtype, other, loc: Loc, what: str, stored: str | None = None, s
   v = var_dtype.find()
   if v.dtype is None or v.bound_at is None:
     return None
-  if stored is not None:     # an explicit dtype alone only turns this into MG102: convert the value
+  if stored is not None and re.search(r"\.astype\([^()]*\)$", stored):   # buf[...] = buf[...].astype(jnp.bfloat16)
+    # (converted on purpose: converting it back is no fix; the other dtype needs a buffer of its own)
+    new = f"{v.owner}_{dtype_name(other)}" if v.owner and v.owner.isidentifier() else "buf2"
+    hint = (f"{v.owner} holds {v.dtype} (line {v.bound_at.lineno}): keep the {dtype_name(other)} values in a buffer of"
+            f" their own, {new} = ml.smem({v.owner}.shape, jnp.{dtype_name(other)}); {new}[...] = {stored}, and use"
+            f" {new} where they go (ml.copy({new}, ...))")
+  elif stored is not None:   # an explicit dtype alone only turns this into MG102: convert the value
     hint = (f"convert the stored value to {v.dtype}: {v.owner}[...] = {stored}.astype(jnp.{v.dtype});"
             f" giving {v.owner} an explicit dtype does not convert it")
   else:                      # TMA copies never convert: the other dtype needs a buffer of its own

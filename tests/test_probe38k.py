@@ -32,7 +32,10 @@
    and says to step by ml.num_programs(0); the hints were to split the output by program id, or to
    launch more programs.
 10. A loop header with a float count (`ml.range(x.shape[0] / 64, stages=2)`) is rewritten with //, and
-   a step of 0 says it never advances (it said loops count upwards, though static negative steps work)."""
+   a step of 0 says it never advances (it said loops count upwards, though static negative steps work).
+11. A buffer whose dtype was inferred from a copy, stored a value converted on purpose
+   (`buf[...] = buf[...].astype(jnp.bfloat16)` to copy bfloat16 out), is told to keep the converted
+   values in a buffer of their own; the hint converted them back (`.astype(jnp.bfloat16).astype(jnp.float32)`)."""
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -779,3 +782,39 @@ def test_a_step_of_zero_says_it_never_advances():
   assert e.message == "range() arg 3 must not be zero: a step of 0 never reaches the end"
   assert e.hint == ("step by a positive count to count up, range(a, b, 1), or a negative one to count down,"
                     " range(b - 1, a - 1, -1)")
+
+
+# -- 11. a converted value stored into a buffer inferred as another dtype ------------------------
+
+@mg.mgpu_kernel(out_shape=lambda x: jax.ShapeDtypeStruct(x.shape, jnp.bfloat16), grid=lambda x: (x.shape[0] // 64,))
+def narrowed_in_place(x, out):
+  i = ml.program_id(0)
+  buf = ml.smem((64, 128))
+  ml.copy(x.at[ml.ds(i * 64, 64)], buf)
+  buf[...] = buf[...].astype(jnp.bfloat16)
+  ml.copy(buf, out.at[ml.ds(i * 64, 64)])
+
+
+@mg.mgpu_kernel(out_shape=lambda x: jax.ShapeDtypeStruct(x.shape, jnp.bfloat16), grid=lambda x: (x.shape[0] // 64,))
+def narrowed_in_place_fixed(x, out):
+  i = ml.program_id(0)
+  buf = ml.smem((64, 128))
+  ml.copy(x.at[ml.ds(i * 64, 64)], buf)
+  buf_bfloat16 = ml.smem(buf.shape, jnp.bfloat16); buf_bfloat16[...] = buf[...].astype(jnp.bfloat16)
+  ml.copy(buf_bfloat16, out.at[ml.ds(i * 64, 64)])
+
+
+def test_a_value_converted_on_purpose_gets_a_buffer_of_its_own():
+  e = _error(narrowed_in_place, X)
+  assert type(e) is mg.DtypeConflictError and e.code == "MG103"
+  line = _line(narrowed_in_place, "buf[...] = buf")
+  assert (e.lineno, e.col_offset) == (line, 2)
+  assert e.message == (f"buf (SMEM, inferred dtype) would be bfloat16 here (store of bfloat16), but line {line - 1}"
+                       f" already made it float32 (copy from x.at[ml.ds(i * 64, 64)])")
+  assert e.hint == (f"buf holds float32 (line {line - 1}): keep the bfloat16 values in a buffer of their own,"
+                    f" buf_bfloat16 = ml.smem(buf.shape, jnp.bfloat16); buf_bfloat16[...] ="
+                    f" buf[...].astype(jnp.bfloat16), and use buf_bfloat16 where they go (ml.copy(buf_bfloat16, ...))")
+  narrowed_in_place_fixed.check(X)
+  x = jax.random.normal(jax.random.key(25), (256, 128))
+  np.testing.assert_array_equal(np.asarray(narrowed_in_place_fixed(x, interpret=True), np.float32),
+                                np.asarray(x.astype(jnp.bfloat16), np.float32))
