@@ -294,7 +294,29 @@ class Assignments:
     texts = [self.text(e) for e in nodes]
     return ", ".join([as_int_indices(t, i) for t, i in zip(texts, items)] + texts[len(items):])
 
+  def _gmem_transposed_store(self, target, value_node):
+    """`out.T[...] = v` of a GMEM ref: there is no transposed view to store through (only this CTA's SMEM
+    has one), and its read's hint (copy it into SMEM first) would read an output nothing wrote: store
+    the value transposed instead."""
+    t = target.value
+    if not (isinstance(t, ast.Attribute) and t.attr == "T" and isinstance(t.value, ast.Name)):
+      return
+    ref = self.lookup(t.value.id, t.value)
+    if not (is_value(ref) and isinstance(ref.type, RefType) and ref.type.space == Space.GMEM
+            and len(ref.type.shape) == 2):
+      return
+    from .ops.elementwise_checks import method_on
+    name, value = t.value.id, self.text(value_node) if value_node is not None else "value"
+    whole = isinstance(target.slice, ast.Constant) and target.slice.value is Ellipsis
+    raise E.KernelTypeError(
+        f"{name}.T: only this CTA's SMEM buffers have a transposed view, not GMEM refs", self.loc(target),
+        hint=(f"store the value transposed: {name}[...] = {method_on(value)}.T (a register transpose, through"
+              f" SMEM)" if whole else
+              f"index {name} in its own order and store the value transposed: {name}[...] = {method_on(value)}.T,"
+              f" with the indices of {name}.T[...] swapped"))
+
   def subscript_target(self, target, value_node=None):
+    self._gmem_transposed_store(target, value_node)
     base = self.eval(target.value)
     if isinstance(base, gather.IndexedRef):
       hint = SCATTER_HINT

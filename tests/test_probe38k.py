@@ -35,7 +35,9 @@
    a step of 0 says it never advances (it said loops count upwards, though static negative steps work).
 11. A buffer whose dtype was inferred from a copy, stored a value converted on purpose
    (`buf[...] = buf[...].astype(jnp.bfloat16)` to copy bfloat16 out), is told to keep the converted
-   values in a buffer of their own; the hint converted them back (`.astype(jnp.bfloat16).astype(jnp.float32)`)."""
+   values in a buffer of their own; the hint converted them back (`.astype(jnp.bfloat16).astype(jnp.float32)`).
+12. A store through a GMEM output's `.T` (`out.T[...] = v`) is told to store the value transposed; the
+   hint was the read's, to copy the output into SMEM first (reading what nothing wrote)."""
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -818,3 +820,27 @@ def test_a_value_converted_on_purpose_gets_a_buffer_of_its_own():
   x = jax.random.normal(jax.random.key(25), (256, 128))
   np.testing.assert_array_equal(np.asarray(narrowed_in_place_fixed(x, interpret=True), np.float32),
                                 np.asarray(x.astype(jnp.bfloat16), np.float32))
+
+
+# -- 12. a store through a GMEM ref's .T ------------------------------------------------------
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def store_through_t(x, out):
+  out.T[...] = x[...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def store_through_t_fixed(x, out):
+  out[...] = x[...].T
+
+
+def test_a_store_through_a_gmem_transpose_stores_the_value_transposed():
+  spec = jax.ShapeDtypeStruct((128, 128), jnp.float32)
+  e = _error(store_through_t, spec)
+  assert type(e) is mg.KernelTypeError and e.code == "MG003"
+  assert (e.lineno, e.col_offset) == (_line(store_through_t, "out.T[...]"), 2)
+  assert e.message == "out.T: only this CTA's SMEM buffers have a transposed view, not GMEM refs"
+  assert e.hint == "store the value transposed: out[...] = x[...].T (a register transpose, through SMEM)"
+  store_through_t_fixed.check(spec)
+  x = jax.random.normal(jax.random.key(26), (128, 128))
+  np.testing.assert_array_equal(np.asarray(store_through_t_fixed(x, interpret=True)), np.asarray(x.T))
