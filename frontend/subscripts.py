@@ -15,8 +15,8 @@ from .torch_hints import torch_method_hint
 from .ops import METHODS, REF_METHODS, gather, memory, roll, shape, transfers
 from .ops.base import TRANSPOSES, is_smem_matrix, is_tensor, is_value, keep_weak, kind_of, smem_transpose_hint, static_number
 from .ops.vector_views import strided_vector
-from .ops.index_hints import (aliased_input, check_tensor_steps, run_window_hint, scatter_set_hint, strided_last_axis,
-                              table_lookup_hint)
+from .ops.index_hints import aliased_input, check_tensor_steps, run_window_hint, scatter_set_hint, strided_last_axis
+from .ops.table_hints import table_lookup_hint
 from .assign import DICTS_FIXED, SCATTER_HINT, At, holds_value, is_whole
 from .types import RefType, ScalarType, resolve
 
