@@ -6,7 +6,7 @@ from __future__ import annotations
 from . import errors as E
 from . import hw
 from . import ir
-from .layouts import SmemLayout
+from .layouts import SmemLayout, register_tile_window, whole_tiles
 from .loc import call_at
 from .ops.memory import Copy, View
 from .types import Layout, LayoutKind, RefType, Space, TensorType
@@ -321,12 +321,6 @@ def one_tile_column(layout: SmemLayout, index, shape) -> bool:
   return width == layout.tile[1]
 
 
-def whole_tiles(index, tile) -> bool:
-  """Whether the last two entries of a view's index are static windows of whole tiles."""
-  return all(not i.squeeze and isinstance(i.start, int) and i.start % t == 0 and i.size % t == 0
-             for i, t in zip(index[-2:], tile))
-
-
 def _expression(text) -> bool:
   """Whether a value's name is Python the user wrote (`lo`, `lo[...]`), fit to put in a hint."""
   import ast
@@ -356,17 +350,22 @@ def _stored_pieces_hint(kernel, defs, view):
       break
     pieces.append((moved[0], idx[-2 + moved[0]].start, idx[-2 + moved[0]].size, o.value))
   names = [p[3].name if _expression(p[3].name) else None for p in pieces or ()]
+  whole = (f"{x}'s register stores go whole or as static windows of whole tiles, {hw.MMA_M} rows by 128 bytes"
+           f" of columns (its tiles are laid out for the tensor cores)")
   if pieces and len(buf.type.shape) == 2 and len({p[0] for p in pieces}) == 1 and all(names):
+    axis = pieces[0][0]
+    if len(set(names)) < len(names):        # one store in an unrolled loop: each trip's value has one text
+      return (f"{whole}: collect the pieces in a list as the loop makes them, parts = parts + [{names[0]}]"
+              f" (parts = [] before the loop), and store them at once after it, {x}[...] ="
+              f" ml.concatenate(parts, axis={axis})")
     pieces = sorted(zip(pieces, names), key=lambda p: p[0][1])
-    axis = pieces[0][0][0]
     ends = [0] + [p[1] + p[2] for p, _ in pieces]
     if all(p[1] == e for (p, _), e in zip(pieces, ends)) and ends[-1] == buf.type.shape[axis]:
-      return (f"{x}'s register stores go whole (its tiles are laid out for the tensor cores): join the pieces in"
-              f" registers and store them at once, {x}[...] = ml.concatenate([{', '.join(n for _, n in pieces)}],"
-              f" axis={axis})")
-  return (f"{x}'s register stores go whole (its tiles are laid out for the tensor cores): join the pieces in"
-          f" registers with ml.concatenate([...], axis=...) and store {x}[...] at once, or ml.copy each piece's"
-          f" static window of whole tiles from GMEM")
+      return (f"{whole}: join the pieces in registers and store them at once,"
+              f" {x}[...] = ml.concatenate([{', '.join(n for _, n in pieces)}], axis={axis})")
+  return (f"{whole}: join the pieces in registers with ml.concatenate([...], axis=...) and store {x}[...] at"
+          f" once, or ml.copy into it from GMEM windows of whole rows (starting and ending at multiples of"
+          f" {hw.TILE_ROWS}) and all its columns")
 
 
 def _stored_value(kernel, buf):
@@ -459,6 +458,8 @@ def _check_tiled_views(kernel, defs) -> None:
         kinds = set(uses.get(o.result.id, [])) or {"copy"}
         whole = whole_tiles(o.index, kernel.smem_layouts[o.ref.id].tile)
         if whole and (kinds == {"copy"} and not o.transpose or kinds == {"dot"}):
+          continue
+        if kinds == {None} and o.ref.id in dot_read and register_tile_window(o, kernel.smem_layouts[o.ref.id].tile):
           continue
         if o.ref.id in dot_read:
           raise E.LayoutError(

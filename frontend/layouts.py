@@ -58,6 +58,20 @@ _READ_2D = ("read it 2-D: index the size-1 axes away where you load it (x.at[i][
             " x.at[ml.ds(i, 1)][...] or x[...] of a (1, m, n) array)")
 
 
+def whole_tiles(index, tile) -> bool:
+  """Whether the last two entries of a view's index are static windows of whole tiles."""
+  return all(not i.squeeze and isinstance(i.start, int) and i.start % t == 0 and i.size % t == 0
+             for i, t in zip(index[-2:], tile))
+
+
+def register_tile_window(view, tile) -> bool:
+  """Whether a register load or store may move view `view` of a buffer tiled for the tensor cores, in
+  the WGMMA layout (an im2col tile built tap by tap, `a_s.at[:, ml.ds(t * c, c)][...] = v`): static
+  windows of whole tiles, rows a multiple of a warpgroup's WGMMA rows, not transposed."""
+  return (not view.transpose and whole_tiles(view.index, tile) and view.index[-2].size % hw.MMA_M == 0
+          and not any(i.squeeze for i in view.index[-2:]))
+
+
 class _UnionFind:
   def __init__(self):
     self.parent = {}
@@ -83,6 +97,7 @@ class _Solver(LayoutErrors):
     self.unit_vec = set()      # nodes read from or written to windows strided in their last dimension
     self.vec_limit = {}        # node -> what its window's geometry lets one vector move (window_vec)
     self.windowed = set()      # SMEM roots moved to or from registers through windows of their rows or columns
+    self.tile_windows = []     # (node, root id, view): register transfers of such windows (register_tile_window)
     self.relations = []        # (child node, parent node, dropped axes, op)
     self.nosplit = set()       # tensors an op touches whose lowering takes them whole only
     self.warp_specialized = False
@@ -186,6 +201,9 @@ class _Solver(LayoutErrors):
           # A window of rows or columns moves in its own layout; its buffer stays untiled
           # (a tiled buffer's rows are not where a plain window reads them).
           self.windowed.add(self.smem_root(ref).id)
+          d = self.defs.get(ref.id)
+          if self.local_smem(ref) and d.ref is self.smem_root(ref):
+            self.tile_windows.append((("v", v.id), d.ref, d))
         elif self.local_smem(ref) and len(self.root(ref).type.shape) >= 2:
           # (only a 2-D buffer may be tiled for the tensor cores: a vector's transfers each take
           # their own layout, so a row statistic stored may be read back as a column vector)
@@ -233,6 +251,10 @@ class _Solver(LayoutErrors):
   def solve(self):
     for r in self.mma_roots:
       self.seeds.add(("smem", r))
+    for n, root, view in self.tile_windows:     # whole tiles of a tensor-core operand: its layout
+      tile = (hw.TILE_ROWS, hw.tile_cols(root.type.dtype.itemsize))
+      if root.id in self.mma_roots and len(root.type.shape) == 2 and register_tile_window(view, tile):
+        self.uf.union(n, ("smem", root.id))
     uf = self.uf
     layout: dict = {uf.find(s): Layout.WGMMA for s in self.seeds}
     rels = [(uf.find(c), uf.find(p), axes, o) for c, p, axes, o in self.relations]

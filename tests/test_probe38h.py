@@ -1,0 +1,198 @@
+"""Probe 38h (convolutions, stencils and image kernels written by hand): im2col tiles built tap by tap
+in windows of a tensor-core operand, ..."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from locate import expect
+
+S = jax.ShapeDtypeStruct
+F16, BF16, F32 = jnp.float16, jnp.bfloat16, jnp.float32
+
+
+def _export(kernel, *specs, **constexprs):
+  fn = jax.jit(lambda *a: kernel(*a, **constexprs))
+  return jax.export.export(fn, platforms=["cuda"])(*specs).mlir_module()
+
+
+def _x(shape, dtype=F32, seed=0):
+  return jnp.asarray(np.random.default_rng(seed).standard_normal(shape), dtype)
+
+
+def _f32(v):
+  return np.asarray(v, np.float32)
+
+
+# ---------------------------------------------------------------- register stores into whole-tile windows of a dot operand
+@mg.mgpu_kernel(out_shape=lambda x, w: S((x.shape[0] * x.shape[1], w.shape[1]), F32),
+                grid=lambda x, w: (ml.cdiv(x.shape[0] * x.shape[1], 64),))
+def conv3x3_im2col(x, w, out):        # x (H, W, C) channels last, w (9 * C, C_out): a 3x3 'same' convolution
+  i = ml.program_id(0)
+  h, wd, c = x.shape
+  p = i * 64 + ml.arange(64)
+  py, px = p // wd, p % wd
+  a_s = ml.smem((64, 9 * c), x.dtype)
+  for a in ml.static_range(3):
+    for b in ml.static_range(3):
+      yy, xx = py + a - 1, px + b - 1
+      inside = (yy >= 0) & (yy < h) & (xx >= 0) & (xx < wd) & (p < h * wd)
+      v = x.at[ml.clip(yy, 0, h - 1)[:, None], ml.clip(xx, 0, wd - 1)[:, None], ml.arange(c)[None, :]].load(
+          mask=inside[:, None], other=0.0)
+      a_s.at[:, ml.ds((a * 3 + b) * c, c)][...] = v
+  w_s = ml.smem(w.shape, w.dtype)
+  for k in ml.static_range(3):
+    ml.copy(w.at[ml.ds(k * 3 * c, 3 * c)], w_s.at[ml.ds(k * 3 * c, 3 * c)])
+  out.at[ml.ds(i * 64, 64), :].store(ml.dot(a_s, w_s), mask=(p < h * wd)[:, None])
+
+
+def _conv3x3(x, w):
+  h, wd, c = x.shape
+  xp = jnp.pad(_f32(x), ((1, 1), (1, 1), (0, 0)))
+  cols = jnp.concatenate([xp[a:a + h, b:b + wd] for a in range(3) for b in range(3)], -1)
+  return cols.reshape(h * wd, 9 * c) @ _f32(w)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, w: S((x.shape[0], w.shape[1]), F32), grid=lambda x, w: (x.shape[0] // 64,))
+def conv1d_im2col(x, w, out):         # x (L, C), w (3 * C, C_out): a 1-D convolution of 3 taps as one dot
+  i = ml.program_id(0)
+  n, c = x.shape
+  t = i * 64 + ml.arange(64)
+  a_s = ml.smem((64, 3 * c), x.dtype)
+  for k in ml.static_range(3):
+    src = t + k - 1
+    a_s.at[:, k * c:(k + 1) * c][...] = x.at[ml.ds(i * 64 + k - 1, 64), :].load(
+        mask=((src >= 0) & (src < n))[:, None], other=0.0)
+  w_s = ml.smem(w.shape, w.dtype)
+  ml.copy(w, w_s)
+  out.at[ml.ds(i * 64, 64), :][...] = ml.dot(a_s, w_s)
+
+
+def _conv1d(x, w):
+  n = x.shape[0]
+  xp = jnp.pad(_f32(x), ((1, 1), (0, 0)))
+  return jnp.concatenate([xp[k:k + n] for k in range(3)], 1) @ _f32(w)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((128, 64), F32), grid=(1,))
+def row_halves(a, b, out):            # a 128-row A operand written as two 64-row windows
+  a_s = ml.smem((128, 64), F16)
+  for h in ml.static_range(2):
+    a_s.at[ml.ds(h * 64, 64), :][...] = a.at[ml.ds(h * 64, 64), :][...] * 2
+  b_s = ml.smem((64, 64), F16)
+  ml.copy(b, b_s)
+  out[...] = ml.dot(a_s, b_s)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((64, 128), F32), grid=(1,))
+def b_column_halves(a, b, out):       # a B operand's column windows, one negated, and read back through windows
+  a_s = ml.smem((64, 64), BF16)
+  ml.copy(a, a_s)
+  b_s = ml.smem((64, 128), BF16)
+  b_s.at[:, 0:64][...] = b.at[:, 0:64][...]
+  b_s.at[:, 64:128][...] = -b.at[:, 64:128][...]
+  lo = b_s.at[:, 0:64][...]
+  out[...] = ml.dot(a_s, b_s) + ml.concatenate([lo, lo], axis=1).astype(F32)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((128, 64), F32), grid=(1,), block=256)
+def split_columns(a, b, out):         # two warpgroups, each storing its rows of both windows
+  a_s = ml.smem((128, 128), F16)
+  a_s.at[:, 0:64][...] = a.at[:, 0:64][...]
+  a_s.at[:, 64:128][...] = a.at[:, 64:128][...] * 0.5
+  b_s = ml.smem((128, 64), F16)
+  ml.copy(b, b_s)
+  out[...] = ml.dot(a_s, b_s)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((64, 64), F32), grid=(1,))
+def tf32_columns(a, b, out):          # float32 operands (TF32): tiles 32 columns wide
+  a_s = ml.smem((64, 64), F32)
+  a_s.at[:, 0:32][...] = a.at[:, 0:32][...]
+  a_s.at[:, 32:64][...] = a.at[:, 32:64][...] + 1.0
+  b_s = ml.smem((64, 64), F32)
+  ml.copy(b, b_s)
+  out[...] = ml.dot(a_s, b_s.T)
+
+
+def _tf32(v):
+  return (np.asarray(v, np.float32).view(np.uint32) & np.uint32(0xFFFFE000)).view(np.float32)
+
+
+WINDOW_CASES = [
+    (conv3x3_im2col, [((10, 13, 64), F16), ((576, 64), F16)], _conv3x3),
+    (conv3x3_im2col, [((5, 7, 64), BF16), ((576, 128), BF16)], _conv3x3),
+    (conv1d_im2col, [((256, 64), BF16), ((192, 128), BF16)], _conv1d),
+    (row_halves, [((128, 64), F16), ((64, 64), F16)], lambda a, b: (_f32(a) * 2) @ _f32(b)),
+    (b_column_halves, [((64, 64), BF16), ((64, 128), BF16)],
+     lambda a, b: _f32(a) @ np.concatenate([_f32(b)[:, :64], -_f32(b)[:, 64:]], 1)
+     + np.concatenate([_f32(b)[:, :64]] * 2, 1)),
+    (split_columns, [((128, 128), F16), ((128, 64), F16)],
+     lambda a, b: np.concatenate([_f32(a)[:, :64], _f32(a)[:, 64:] * 0.5], 1) @ _f32(b)),
+    (tf32_columns, [((64, 64), F32), ((64, 64), F32)],
+     lambda a, b: _tf32(np.concatenate([_f32(a)[:, :32], _f32(a)[:, 32:] + 1], 1)) @ _tf32(b).T),
+]
+
+
+def _inputs(specs):
+  return [_x(shape, dtype, seed) for seed, (shape, dtype) in enumerate(specs)]
+
+
+@pytest.mark.parametrize("kernel,specs,ref", WINDOW_CASES, ids=lambda v: getattr(v, "__name__", ""))
+def test_register_stores_into_whole_tile_windows_of_a_dot_operand_compile(kernel, specs, ref):
+  """An im2col tile built tap by tap, `a_s.at[:, ml.ds(t * c, c)][...] = v`, stored each window of whole
+  tiles (64 rows, 128 bytes of columns) into a buffer ml.dot reads: it was MG204 ("slices the rows or
+  columns of a_s, which is tiled for the tensor cores"), with a hint joining nine copies of `v`, the
+  loop's one name. Such windows now move in the WGMMA layout straight into their tiles."""
+  args = _inputs(specs)
+  got = kernel(*args, interpret=True)
+  np.testing.assert_allclose(_f32(got), ref(*args), rtol=1e-2, atol=5e-2)
+  assert "mosaic_gpu" in str(_export(kernel, *[S(a.shape, a.dtype) for a in args]))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kernel,specs,ref", WINDOW_CASES, ids=lambda v: getattr(v, "__name__", ""))
+def test_gpu_register_stores_into_whole_tile_windows_match_jnp(kernel, specs, ref):
+  args = _inputs(specs)
+  np.testing.assert_allclose(_f32(jax.jit(kernel)(*args)), ref(*args), rtol=1e-2, atol=5e-2)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((64, 64), F32), grid=(1,))
+def eight_row_pieces(a, b, out):
+  a_s = ml.smem((64, 64), F16)
+  for h in ml.static_range(8):
+    a_s.at[ml.ds(h * 8, 8), :][...] = a.at[ml.ds(h * 8, 8), :][...]
+  b_s = ml.smem((64, 64), F16)
+  ml.copy(b, b_s)
+  out[...] = ml.dot(a_s, b_s)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((64, 64), F32), grid=(1,))
+def eight_row_pieces_joined(a, b, out):
+  a_s = ml.smem((64, 64), F16)
+  parts = []
+  for h in ml.static_range(8):
+    parts = parts + [a.at[ml.ds(h * 8, 8), :][...]]
+  a_s[...] = ml.concatenate(parts, axis=0)
+  b_s = ml.smem((64, 64), F16)
+  ml.copy(b, b_s)
+  out[...] = ml.dot(a_s, b_s)
+
+
+def test_pieces_stored_in_an_unrolled_loop_are_hinted_as_a_list():
+  """Windows narrower than the WGMMA layout's 64 rows still go whole; their pieces, stored by one line of
+  an unrolled loop, were hinted as ml.concatenate of that line's text eight times (the last trip's value
+  eight times over). The hint collects them in a list as the loop makes them."""
+  specs = [S((64, 64), F16), S((64, 64), F16)]
+  expect(eight_row_pieces, specs, mg.LayoutError, "a_s.at[ml.ds(h * 8, 8), :]",
+         "a_s.at[ml.ds(h * 8, 8), :] slices the rows or columns of a_s, which is tiled for the tensor cores",
+         hint="a_s's register stores go whole or as static windows of whole tiles, 64 rows by 128 bytes of"
+              " columns (its tiles are laid out for the tensor cores): collect the pieces in a list as the loop"
+              " makes them, parts = parts + [a.at[ml.ds(h * 8, 8), :][...]] (parts = [] before the loop), and"
+              " store them at once after it, a_s[...] = ml.concatenate(parts, axis=0)")
+  a, b = _inputs([((64, 64), F16), ((64, 64), F16)])
+  np.testing.assert_allclose(_f32(eight_row_pieces_joined(a, b, interpret=True)), _f32(a) @ _f32(b),
+                             rtol=1e-2, atol=5e-2)
+  _export(eight_row_pieces_joined, *specs)
