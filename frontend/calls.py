@@ -22,7 +22,7 @@ from .dtypes import DType, to_dtype
 from .formula_hints import with_operands
 from .lax_hints import control_hint, debug_print_hint, foreign_call_hint, pipeline_hint
 from .ml_name_hints import ml_name_hint
-from .shape_hints import NOT_YET as SHAPE_NOT_YET, shape_call_hint, static_array_hint
+from .shape_hints import NOT_YET as SHAPE_NOT_YET, shape_call_hint, static_array_hint, static_numbers_hint
 from .ops import elementwise as ew
 from .ops.base import BUILTINS, TRANSPOSES, Builtin, is_smem_matrix, is_value, kind_of, smem_transpose_hint, typed_number
 from .trace_debug import trace_breakpoint, trace_print
@@ -62,6 +62,10 @@ def _is_array_library(fn) -> bool:
       type(getattr(fn, "__self__", None)).__name__ == "ufunc"          # np.maximum.accumulate
 
 
+# static array builders of one value or of indices along an axis: tensors, never a stencil's weights
+_FILLED = ("zeros", "ones", "full", "empty", "iota", "broadcasted_iota", "zeros_like", "ones_like", "full_like")
+
+
 def _static_result(cx, name, out):
   """A static call's result as the kernel sees it: Python numbers, tuples, dtypes, ..."""
   if isinstance(out, (bool, int, float, str, type(None), DType)) or isinstance(out, type):
@@ -86,12 +90,13 @@ def _static_result(cx, name, out):
                               hint="compute static values (shapes, constants) with Python numbers, and run-time"
                                    " ones with ml.* functions") from None
   if hasattr(out, "shape"):
+    hint = (f"write {static_array_hint(name, cx.text) or missing.STATIC_ARRAYS[name]}"
+            if name in missing.STATIC_ARRAYS else "use ml.zeros, ml.full, ml.arange, or load it from an input")
+    if name not in _FILLED:             # numbers computed while tracing, as a stencil's weights are
+      hint += "; " + static_numbers_hint(name, cx.text)
     raise E.KernelTypeError(
         f"{name}(...) returned an array of shape {tuple(out.shape)} while tracing; a kernel's tensors"
-        f" are built with ml.* functions", cx.loc,
-        hint=f"write {static_array_hint(name, cx.text) or missing.STATIC_ARRAYS[name]}"
-        if name in missing.STATIC_ARRAYS else
-        "use ml.zeros, ml.full, ml.arange, or load it from an input")
+        f" are built with ml.* functions", cx.loc, hint=hint)
   return out
 
 

@@ -173,6 +173,20 @@ def _call_args(text):
   return [seg(a) for a in call.args], {k.arg: seg(k.value) for k in call.keywords if k.arg}
 
 
+def static_numbers_hint(name, text) -> str:
+  """For an array computed while tracing from static values (`np.exp(-np.arange(-2, 3) ** 2)`,
+  `jnp.array([1.0, 2.0, 1.0])`), which a stencil means as its weights: Python numbers, indexed with
+  static ints."""
+  got = _call_args(text) if name in ("array", "asarray") else None
+  pos = got[0] if got else []
+  if pos and pos[0].lstrip().startswith(("[", "(")):
+    return (f"for numbers known while tracing (a filter's taps), use the list itself, {pos[0]}, and index it"
+            f" with static ints (w[k] in an ml.static_range loop)")
+  return ("for numbers known while tracing (a filter's taps, a window's weights), use a list of Python"
+          " numbers, [math.exp(-k * k / 2.0) for k in range(-2, 3)], and index it with static ints (w[k]"
+          " in an ml.static_range loop), or pass a tuple as a constexpr")
+
+
 def _int32(dtype):
   return dtype is None or dtype.replace(" ", "") in ("jnp.int32", "np.int32", "int32", "'int32'", "ml.int32")
 

@@ -1,5 +1,7 @@
 """Probe 38h (convolutions, stencils and image kernels written by hand): im2col tiles built tap by tap
 in windows of a tensor-core operand, ..."""
+import math
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -196,3 +198,62 @@ def test_pieces_stored_in_an_unrolled_loop_are_hinted_as_a_list():
   np.testing.assert_allclose(_f32(eight_row_pieces_joined(a, b, interpret=True)), _f32(a) @ _f32(b),
                              rtol=1e-2, atol=5e-2)
   _export(eight_row_pieces_joined, *specs)
+
+
+# ---------------------------------------------------------------- a stencil's weights computed with NumPy while tracing
+@mg.mgpu_kernel(out_shape=lambda x, **k: x, grid=lambda x, **k: (ml.cdiv(x.shape[0], 256),))
+def gauss_numpy(x, out, *, radius: ml.constexpr = 2):
+  i = ml.program_id(0)
+  g = np.exp(-np.arange(-radius, radius + 1) ** 2 / 2.0)
+  idx = i * 256 + ml.arange(256)
+  acc = ml.zeros((256,), F32)
+  for k in ml.static_range(2 * radius + 1):
+    j = idx + k - radius
+    acc += g[k] * x.at[ml.ds(i * 256 + k - radius, 256)].load(mask=(j >= 0) & (j < x.shape[0]), other=0.0)
+  out.at[ml.ds(i * 256, 256)].store(acc, mask=idx < x.shape[0])
+
+
+@mg.mgpu_kernel(out_shape=lambda x, **k: x, grid=lambda x, **k: (ml.cdiv(x.shape[0], 256),))
+def gauss_list(x, out, *, radius: ml.constexpr = 2):
+  i = ml.program_id(0)
+  g = [math.exp(-k * k / 2.0) for k in range(-radius, radius + 1)]
+  s = sum(g)
+  g = [v / s for v in g]
+  idx = i * 256 + ml.arange(256)
+  acc = ml.zeros((256,), F32)
+  for k in ml.static_range(2 * radius + 1):
+    j = idx + k - radius
+    acc += g[k] * x.at[ml.ds(i * 256 + k - radius, 256)].load(mask=(j >= 0) & (j < x.shape[0]), other=0.0)
+  out.at[ml.ds(i * 256, 256)].store(acc, mask=idx < x.shape[0])
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 128,))
+def convolve_array(x, out):
+  i = ml.program_id(0)
+  v = x.at[ml.ds(i * 128, 128)][...]
+  out.at[ml.ds(i * 128, 128)][...] = jnp.convolve(v, jnp.array([1.0, 2.0, 1.0]), mode="same")
+
+
+def test_weights_computed_with_numpy_while_tracing_hint_python_numbers():
+  """A Gaussian's taps computed with NumPy in the kernel (`np.exp(-np.arange(-r, r + 1) ** 2 / 2.0)`) were
+  hinted only as ml.arange, a run-time tensor of 5 elements that no register holds; a filter's
+  `jnp.array([1.0, 2.0, 1.0])` as 'use ml.zeros, ml.full, ml.arange'. The hint adds the Python numbers
+  the weights are, which the kernel indexes with static ints."""
+  spec = [S((1000,), F32)]
+  e = expect(gauss_numpy, spec, mg.KernelTypeError, "np.arange(-radius",
+             "arange(...) returned an array of shape (5,) while tracing; a kernel's tensors are built with ml.*"
+             " functions")
+  assert e.hint == ("write ml.arange(-radius, radius + 1) (int32); for numbers known while tracing (a filter's"
+                    " taps, a window's weights), use a list of Python numbers, [math.exp(-k * k / 2.0) for k in"
+                    " range(-2, 3)], and index it with static ints (w[k] in an ml.static_range loop), or pass a"
+                    " tuple as a constexpr")
+  e = expect(convolve_array, [S((256,), F32)], mg.KernelTypeError, "jnp.array(",
+             "array(...) returned an array of shape (3,) while tracing; a kernel's tensors are built with ml.*"
+             " functions")
+  assert e.hint.endswith("for numbers known while tracing (a filter's taps), use the list itself, [1.0, 2.0,"
+                         " 1.0], and index it with static ints (w[k] in an ml.static_range loop)")
+  x = _x((1000,))
+  g = np.exp(-np.arange(-2, 3) ** 2 / 2.0)
+  want = np.convolve(np.asarray(x, np.float64), g / g.sum(), mode="same")
+  np.testing.assert_allclose(gauss_list(x, interpret=True), want, rtol=1e-5, atol=1e-5)
+  _export(gauss_list, *spec)
