@@ -166,6 +166,12 @@ def small_tile_hint(shape, ref=None, window=None, reduced=((), None)) -> str:
     lead = ", ".join("ab"[k] if k < 2 else f"i{k}" for k in range(len(shape) - 1))
     return (f"read {ref} a vector at a time where it is used, {ref}.at[{lead}][...] (a ({shape[-1]},) vector each;"
             f" a 1-D vector needs a multiple of 8 elements), with {lead} from ml.static_range loops")
+  if len(shape) == 2 and all(shape) and math.prod(shape) > hw.WARPGROUP:   # a stencil's halo tile, (66, 72)
+    r, c = shape
+    rows = next(n for n in range(r, r + hw.WARPGROUP + 1) if n * c % hw.WARPGROUP == 0)
+    cols = next(n for n in range(c, c + hw.WARPGROUP + 1) if r * n % hw.WARPGROUP == 0)
+    return (f"make the tile ({rows}, {c}) or ({r}, {cols}) (allocate an SMEM buffer that large and leave its"
+            f" extra rows or columns unused)")
   return ("work on tiles of 128 elements or more, e.g. (128,) or (4, 32); a 1-D vector may be shorter if its"
           " length is a multiple of 8")
 
