@@ -78,6 +78,31 @@ def _conv1d(x, w):
   return jnp.concatenate([xp[k:k + n] for k in range(3)], 1) @ _f32(w)
 
 
+@mg.mgpu_kernel(out_shape=lambda x, w: S((x.shape[0], w.shape[2]), F32), grid=lambda x, w: (x.shape[0] // 64,))
+def conv1d_channel_chunks(x, w, out):  # x (L, C), w (C // 64, 3 * 64, C_out): 64 channels a pipelined trip
+  i = ml.program_id(0)
+  n, c = x.shape
+  t = i * 64 + ml.arange(64)
+  a_s = ml.smem((64, 3 * 64), x.dtype)
+  w_s = ml.smem((3 * 64, w.shape[2]), x.dtype)
+  acc = ml.zeros((64, w.shape[2]), F32)
+  for cc in ml.range(c // 64, stages=2):
+    for k in ml.static_range(3):
+      src = t + k - 1
+      a_s.at[:, k * 64:(k + 1) * 64][...] = x.at[ml.ds(i * 64 + k - 1, 64), ml.ds(cc * 64, 64)].load(
+          mask=((src >= 0) & (src < n))[:, None], other=0.0)
+    ml.copy(w.at[cc], w_s)
+    acc = ml.dot(a_s, w_s, acc)
+  out.at[ml.ds(i * 64, 64), :][...] = acc
+
+
+def _conv1d_chunks(x, w):
+  n = x.shape[0]
+  xp = jnp.pad(_f32(x), ((1, 1), (0, 0)))
+  return sum(jnp.concatenate([xp[k:k + n, cc * 64:(cc + 1) * 64] for k in range(3)], 1) @ _f32(w[cc])
+             for cc in range(w.shape[0]))
+
+
 @mg.mgpu_kernel(out_shape=lambda a, b: S((128, 64), F32), grid=(1,))
 def row_halves(a, b, out):            # a 128-row A operand written as two 64-row windows
   a_s = ml.smem((128, 64), F16)
@@ -127,6 +152,7 @@ WINDOW_CASES = [
     (conv3x3_im2col, [((10, 13, 64), F16), ((576, 64), F16)], _conv3x3),
     (conv3x3_im2col, [((5, 7, 64), BF16), ((576, 128), BF16)], _conv3x3),
     (conv1d_im2col, [((256, 64), BF16), ((192, 128), BF16)], _conv1d),
+    (conv1d_channel_chunks, [((128, 128), F16), ((2, 192, 64), F16)], _conv1d_chunks),
     (row_halves, [((128, 64), F16), ((64, 64), F16)], lambda a, b: (_f32(a) * 2) @ _f32(b)),
     (b_column_halves, [((64, 64), BF16), ((64, 128), BF16)],
      lambda a, b: _f32(a) @ np.concatenate([_f32(b)[:, :64], -_f32(b)[:, 64:]], 1)
