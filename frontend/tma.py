@@ -80,7 +80,7 @@ def check_copy(loc, gmem: ir.Value, gwin, smem: ir.Value, swin, store: bool = Fa
         f" {full[-1]} x {itemsize} bytes", loc,
         hint=_row_stride_hint(groot, full, itemsize, name, store))
   if swin[1] is not None:
-    _check_smem_contiguous(smem, swin, loc)
+    _check_smem_contiguous(smem, swin, loc, name, store)
     _check_smem_aligned(smem, swin, itemsize, loc, defs or {})
 
 
@@ -276,12 +276,16 @@ def _registers(store, root: str = "out") -> str:
           f" runs past the array)" if store else "read it into registers with ref[...]")
 
 
-def _check_smem_contiguous(smem: ir.Value, swin, loc) -> None:
+def _check_smem_contiguous(smem: ir.Value, swin, loc, gname="x", store=False) -> None:
   sroot, index = swin
   full = sroot.type.shape
   sizes = [i.size for i in index]
   first = next((d for d, n in enumerate(sizes) if n > 1), len(sizes))
   if any(sizes[d] != full[d] for d in range(first + 1, len(full))):
+    s = smem.name or "the window"
+    moved = (store if isinstance(store, str) else f"store it from registers, {gname}[...] = {s}[...]" if store else
+             f"read it into registers and store it there, {s}[...] = {gname}[...] (a masked"
+             f" {gname}.load(mask=..., other=0) where it may run past the array's end)")
     raise E.TmaLimitError(
         f"TMA copies need a contiguous SMEM window; {smem.name or 'this view'} slices an inner dimension", loc,
-        hint="slice only the leading dimensions of an SMEM buffer (e.g. stages: buf.at[s])")
+        hint=f"slice only the leading dimensions of an SMEM buffer (e.g. stages: buf.at[s]), or {moved}")

@@ -113,6 +113,16 @@ def row_halves(a, b, out):            # a 128-row A operand written as two 64-ro
   out[...] = ml.dot(a_s, b_s)
 
 
+@mg.mgpu_kernel(out_shape=lambda a, b: S((128, 64), F32), grid=(1,), block=256)
+def row_halves_two_warpgroups(a, b, out):   # 64-row windows the warpgroups cannot split: each stores them whole
+  a_s = ml.smem((128, 64), F16)
+  for h in ml.static_range(2):
+    a_s.at[ml.ds(h * 64, 64), :][...] = a.at[ml.ds(h * 64, 64), :][...] * (h + 1)
+  b_s = ml.smem((64, 64), F16)
+  ml.copy(b, b_s)
+  out[...] = ml.dot(a_s, b_s)
+
+
 @mg.mgpu_kernel(out_shape=lambda a, b: S((64, 128), F32), grid=(1,))
 def b_column_halves(a, b, out):       # a B operand's column windows, one negated, and read back through windows
   a_s = ml.smem((64, 64), BF16)
@@ -154,6 +164,8 @@ WINDOW_CASES = [
     (conv1d_im2col, [((256, 64), BF16), ((192, 128), BF16)], _conv1d),
     (conv1d_channel_chunks, [((128, 128), F16), ((2, 192, 64), F16)], _conv1d_chunks),
     (row_halves, [((128, 64), F16), ((64, 64), F16)], lambda a, b: (_f32(a) * 2) @ _f32(b)),
+    (row_halves_two_warpgroups, [((128, 64), F16), ((64, 64), F16)],
+     lambda a, b: np.concatenate([_f32(a)[:64], _f32(a)[64:] * 2]) @ _f32(b)),
     (b_column_halves, [((64, 64), BF16), ((64, 128), BF16)],
      lambda a, b: _f32(a) @ np.concatenate([_f32(b)[:, :64], -_f32(b)[:, 64:]], 1)
      + np.concatenate([_f32(b)[:, :64]] * 2, 1)),
@@ -319,3 +331,51 @@ def test_a_halo_tile_of_no_multiple_of_128_elements_hints_the_shapes_that_are():
   for shape in ((80, 72), (66, 128)):
     np.testing.assert_allclose(_jacobi(shape)(x, interpret=True), want, rtol=1e-5, atol=1e-6)
     _export(_jacobi(shape), S((64, 64), F32))
+
+
+# ---------------------------------------------------------------- TMA copies of a column window of SMEM
+@mg.mgpu_kernel(out_shape=lambda a, b: S((64, 64), F32), grid=(1,))
+def tap_by_copy(a, b, out):
+  a_s = ml.smem((64, 128), F16)
+  ml.copy(a.at[:, 0:64], a_s.at[:, 0:64])
+  a_s.at[:, 64:128][...] = ml.exp(a.at[:, 64:128][...])
+  b_s = ml.smem((128, 64), F16)
+  ml.copy(b, b_s)
+  out[...] = ml.dot(a_s, b_s)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((64, 64), F32), grid=(1,))
+def tap_by_registers(a, b, out):
+  a_s = ml.smem((64, 128), F16)
+  a_s.at[:, 0:64][...] = a.at[:, 0:64][...]
+  a_s.at[:, 64:128][...] = ml.exp(a.at[:, 64:128][...])
+  b_s = ml.smem((128, 64), F16)
+  ml.copy(b, b_s)
+  out[...] = ml.dot(a_s, b_s)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def halves_by_copy(x, out):
+  b = ml.smem((64, 128), F32)
+  b[...] = x[...] * 2
+  ml.copy(b.at[:, 0:64], out.at[:, 0:64])
+
+
+def test_a_tma_copy_of_a_column_window_of_smem_hints_the_register_copy():
+  """ml.copy into (or out of) a column window of an SMEM buffer was hinted 'slice only the leading dimensions
+  of an SMEM buffer' alone; the hint adds the register copy of the same window, which a buffer ml.dot reads
+  now takes too (whole-tile windows)."""
+  specs = [S((64, 128), F16), S((128, 64), F16)]
+  expect(tap_by_copy, specs, mg.TmaLimitError, "ml.copy(a.at[:, 0:64]",
+         "TMA copies need a contiguous SMEM window; a_s.at[:, 0:64] slices an inner dimension",
+         hint="slice only the leading dimensions of an SMEM buffer (e.g. stages: buf.at[s]), or read it into"
+              " registers and store it there, a_s.at[:, 0:64][...] = a.at[:, 0:64][...] (a masked"
+              " a.at[:, 0:64].load(mask=..., other=0) where it may run past the array's end)")
+  expect(halves_by_copy, [S((64, 128), F32)], mg.TmaLimitError, "ml.copy(b.at",
+         "TMA copies need a contiguous SMEM window; b.at[:, 0:64] slices an inner dimension",
+         hint="slice only the leading dimensions of an SMEM buffer (e.g. stages: buf.at[s]), or store it from"
+              " registers, out.at[:, 0:64][...] = b.at[:, 0:64][...]")
+  a, b = _inputs([((64, 128), F16), ((128, 64), F16)])
+  want = np.concatenate([_f32(a)[:, :64], np.exp(_f32(a)[:, 64:])], 1) @ _f32(b)
+  np.testing.assert_allclose(_f32(tap_by_registers(a, b, interpret=True)), want, rtol=1e-2, atol=5e-2)
+  _export(tap_by_registers, *specs)
