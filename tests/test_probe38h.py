@@ -154,6 +154,16 @@ def tf32_columns(a, b, out):          # float32 operands (TF32): tiles 32 column
   out[...] = ml.dot(a_s, b_s.T)
 
 
+@mg.mgpu_kernel(out_shape=lambda a, b: S((64, 64), jnp.int32), grid=(1,))
+def int8_columns(a, b, out):          # 8-bit operands: tiles 128 columns wide
+  a_s = ml.smem((64, 256), jnp.int8)
+  a_s.at[:, 0:128][...] = a.at[:, 0:128][...]
+  a_s.at[:, 128:256][...] = a.at[:, 128:256][...]
+  b_s = ml.smem((64, 256), jnp.int8)
+  ml.copy(b, b_s)
+  out[...] = ml.dot(a_s, b_s.T)
+
+
 def _tf32(v):
   return (np.asarray(v, np.float32).view(np.uint32) & np.uint32(0xFFFFE000)).view(np.float32)
 
@@ -171,13 +181,16 @@ WINDOW_CASES = [
      + np.concatenate([_f32(b)[:, :64]] * 2, 1)),
     (split_columns, [((128, 128), F16), ((128, 64), F16)],
      lambda a, b: np.concatenate([_f32(a)[:, :64], _f32(a)[:, 64:] * 0.5], 1) @ _f32(b)),
+    (int8_columns, [((64, 256), jnp.int8), ((64, 256), jnp.int8)],
+     lambda a, b: np.asarray(a, np.int64) @ np.asarray(b, np.int64).T),
     (tf32_columns, [((64, 64), F32), ((64, 64), F32)],
      lambda a, b: _tf32(np.concatenate([_f32(a)[:, :32], _f32(a)[:, 32:] + 1], 1)) @ _tf32(b).T),
 ]
 
 
 def _inputs(specs):
-  return [_x(shape, dtype, seed) for seed, (shape, dtype) in enumerate(specs)]
+  return [jnp.asarray(np.random.default_rng(seed).integers(-128, 128, shape), dtype) if dtype == jnp.int8
+          else _x(shape, dtype, seed) for seed, (shape, dtype) in enumerate(specs)]
 
 
 @pytest.mark.parametrize("kernel,specs,ref", WINDOW_CASES, ids=lambda v: getattr(v, "__name__", ""))
