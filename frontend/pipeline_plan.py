@@ -206,6 +206,17 @@ def whole_transpose(u) -> bool:
       not i.squeeze and i.start == 0 and i.size == n for i, n in zip(u.index, u.ref.type.shape))
 
 
+def register_window(kernel, u) -> bool:
+  """A static window of a loaded buffer that the loop only reads into registers (a stencil's rows
+  above and below, `t_s.at[0:32][...]`, of a halo tile loaded whole): restaged like the buffer, and
+  read once the stage's load has landed."""
+  if u.transpose or not all(isinstance(i.start, int) for i in u.index):
+    return False
+  uses = [(r, a) for x in ir.walk(kernel.body) if u.result in x.operands()
+          for r, a in ir.traits_of(x).effects(x) if r is u.result]
+  return bool(uses) and all(a == Access.REG_READ for _, a in uses)
+
+
 def stores_per_iteration(block) -> int:
   """TMA stores every iteration issues (each is one bulk async-group)."""
   return sum(1 for o in block.ops if isinstance(o, Copy) and not is_load(o))
@@ -372,7 +383,8 @@ def load_sites(kernel, body, iv, windows: dict, ws: bool = False):
       raise E.PipelineError(
           f"{buf.name} is loaded in a pipelined loop but also used outside it", outside.loc,
           hint="give the loop its own buffers", notes=(f"{o.loc}: the pipelined load",))
-    bad = next((u for u in others if isinstance(u, View) and not whole_transpose(u) or any(
+    bad = next((u for u in others if isinstance(u, View) and not whole_transpose(u)
+                and not register_window(kernel, u) or any(
         a in (Access.REG_WRITE, Access.TMA_WRITE) for r, a in ir.traits_of(u).effects(u) if r is buf)), None)
     if bad is not None:
       raise E.PipelineError(
