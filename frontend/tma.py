@@ -13,7 +13,7 @@ import re
 from . import errors as E
 from . import ir
 from .hw import TMA_ALIGN as ALIGN, TMA_MAX_BOX as MAX_BOX, TMA_MAX_RANK as MAX_RANK
-from .hw import TMA_SMEM_ALIGN as SMEM_ALIGN
+from .hw import MMA_M, TMA_SMEM_ALIGN as SMEM_ALIGN
 from .types import DTypeVar, resolve
 
 
@@ -231,7 +231,14 @@ def _box_hint(groot, full, box, itemsize, buf, window=None, swin=None, stext=Non
   elif box[-1] > full[-1]:
     fix += (f"take a window no wider than {array} ({full[-1]} columns; a tile size above the array's is a"
             f" config that does not fit this shape), or ")
-  return fix + f"copy each piece of at most {MAX_BOX} into a buffer of its own"
+  fix += f"copy each piece of at most {MAX_BOX} into a buffer of its own"
+  whole = window is not None and window[0] == array and tuple(full) == tuple(box)
+  if seg and buf and whole and len(box) == 2 and box[0] % MMA_M == 0 and full[-1] > MAX_BOX:
+    n = full[-1] // seg           # (a dot operand takes such windows too: 64 rows by whole tiles)
+    fix += (f", or read the pieces into registers and store them into windows of {buf},"
+            f" {buf}.at[:, ml.ds(k * {seg}, {seg})][...] = {array}.at[:, ml.ds(k * {seg}, {seg})][...] for k in"
+            f" ml.static_range({n})")
+  return fix
 
 
 def widen_hint(text, c: int, size: int, t: int, buf, rank: int) -> str:

@@ -453,3 +453,47 @@ def test_a_pipelined_loop_reads_static_windows_of_its_loaded_halo_tile(kernel, s
 def test_gpu_a_pipelined_loop_reads_windows_of_its_halo_tile(kernel, shape, ref):
   x = _x(shape)
   np.testing.assert_allclose(jax.jit(kernel)(x), ref(x), rtol=1e-5, atol=1e-5)
+
+
+# ---------------------------------------------------------------- weights wider than a TMA box, for a dot
+@mg.mgpu_kernel(out_shape=lambda w, b: S((64, 64), F32), grid=(1,))
+def wide_weights(w, b, out):      # w (64, 576): a channels-first conv's (C_out, 9 * C_in) weights
+  w_s = ml.smem(w.shape, F16)
+  ml.copy(w, w_s)
+  b_s = ml.smem(b.shape, F16)
+  for k in ml.static_range(3):
+    ml.copy(b.at[ml.ds(k * 192, 192)], b_s.at[ml.ds(k * 192, 192)])
+  out[...] = ml.dot(w_s, b_s)
+
+
+@mg.mgpu_kernel(out_shape=lambda w, b: S((64, 64), F32), grid=(1,))
+def wide_weights_by_registers(w, b, out):
+  w_s = ml.smem(w.shape, F16)
+  for k in ml.static_range(3):
+    w_s.at[:, ml.ds(k * 192, 192)][...] = w.at[:, ml.ds(k * 192, 192)][...]
+  b_s = ml.smem(b.shape, F16)
+  for k in ml.static_range(3):
+    ml.copy(b.at[ml.ds(k * 192, 192)], b_s.at[ml.ds(k * 192, 192)])
+  out[...] = ml.dot(w_s, b_s)
+
+
+def test_weights_wider_than_a_tma_box_hint_register_pieces_of_whole_tiles():
+  """A (64, 576) weight copied whole into a dot operand (576 columns, more than a TMA box) was hinted a
+  reshape outside the kernel or a buffer a piece; the hint adds the register copy of each piece into
+  the buffer's windows, which a dot operand now takes (64 rows by whole tiles)."""
+  specs = [S((64, 576), F16), S((576, 64), F16)]
+  e = expect(wide_weights, specs, mg.TmaLimitError, "ml.copy(w, w_s)",
+             "TMA copies move at most 256 elements along each dimension; this window is (64, 576)")
+  assert e.hint.endswith("copy each piece of at most 256 into a buffer of its own, or read the pieces into"
+                         " registers and store them into windows of w_s, w_s.at[:, ml.ds(k * 192, 192)][...] ="
+                         " w.at[:, ml.ds(k * 192, 192)][...] for k in ml.static_range(3)")
+  w, b = _inputs([((64, 576), F16), ((576, 64), F16)])
+  np.testing.assert_allclose(_f32(wide_weights_by_registers(w, b, interpret=True)), _f32(w) @ _f32(b),
+                             rtol=1e-2, atol=5e-2)
+  _export(wide_weights_by_registers, *specs)
+
+
+@pytest.mark.gpu
+def test_gpu_weights_stored_from_registers_in_pieces_match_jnp():
+  w, b = _inputs([((64, 576), F16), ((576, 64), F16)])
+  np.testing.assert_allclose(_f32(jax.jit(wide_weights_by_registers)(w, b)), _f32(w) @ _f32(b), rtol=1e-2, atol=5e-2)
