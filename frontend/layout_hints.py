@@ -310,9 +310,10 @@ def role(lay: Layout) -> str:
       lay.drop, "a vector laid out for another tile (an axis of it taken or inserted)")
 
 
-def broadcast_loops_hint(text, src, dst) -> str:
+def broadcast_loops_hint(text, src, dst, loc=None) -> str:
   """Loops over a broadcast's leading axes, each trip 2-D: `for i in ml.static_range(2): for j in
-  ml.static_range(4):` with every array indexed `.at[i, j]` (a size-1 axis of the source by 0)."""
+  ml.static_range(4):` with every array indexed `.at[i, j]` (a size-1 axis of the source by 0). `loc`:
+  the broadcast's, whose ml.broadcast_to call names its source as the user wrote it."""
   lead = len(dst) - 2
   names = "ijklm"[:lead]
   loops = " ".join(f"for {n} in ml.static_range({dst[k]}):" for k, n in enumerate(names))
@@ -329,8 +330,13 @@ def broadcast_loops_hint(text, src, dst) -> str:
   if len(ones) == 1 and 1 <= ones[0] and dst[ones[0]] <= 8 and len(src) == len(dst):
     # a middle or last size-1 axis stretched a few times (a nearest upsampling's (w, 1, c) to (w, 2, c)): a
     # concatenation of copies, through SMEM, which 3-D tensors take
-    repeat = (f"repeat the {tuple(src)} tensor t along axis {ones[0]} instead: ml.concatenate([t] * {dst[ones[0]]},"
-              f" axis={ones[0]}) (through SMEM; reshaped, that is jnp.repeat's order); or ")
+    call = call_at(loc) if loc is not None else None
+    arg = (ast.get_source_segment(loc.source_line[loc.col_offset:loc.end_col_offset], call.args[0])
+           if call is not None and call.args and ast.unparse(call.func).endswith("broadcast_to") else None)
+    t = arg or "t"
+    repeat = (f"repeat the {tuple(src)} tensor{'' if arg else ' t'} along axis {ones[0]} instead:"
+              f" ml.concatenate([{t}] * {dst[ones[0]]}, axis={ones[0]}) (through SMEM; reshaped, that is"
+              f" jnp.repeat's order); or ")
   return (repeat + f"take the leading axes in ml.static_range loops, 2-D at a time: {loops} each array .at[{', '.join(names)}]"
           f" (shape {tuple(dst[lead:])}), and {source}" + (" (the same for every trip)" if lone else "")
           + f"; or reshape the arrays to 2-D outside the kernel (x.reshape(-1, {dst[-1]}), free in XLA)")

@@ -497,3 +497,37 @@ def test_weights_wider_than_a_tma_box_hint_register_pieces_of_whole_tiles():
 def test_gpu_weights_stored_from_registers_in_pieces_match_jnp():
   w, b = _inputs([((64, 576), F16), ((576, 64), F16)])
   np.testing.assert_allclose(_f32(jax.jit(wide_weights_by_registers)(w, b)), _f32(w) @ _f32(b), rtol=1e-2, atol=5e-2)
+
+
+# ---------------------------------------------------------------- a nearest upsampling's repeat
+@mg.mgpu_kernel(out_shape=lambda x: S((2 * x.shape[0], 2 * x.shape[1], x.shape[2]), x.dtype), grid=lambda x: (x.shape[0],))
+def upsample_nhwc(x, out):
+  y = ml.program_id(0)
+  w, c = x.shape[1], x.shape[2]
+  v = x.at[y][...]
+  r = ml.broadcast_to(v[:, None, :], (w, 2, c)).reshape(2 * w, c)
+  out.at[2 * y][...] = r
+  out.at[2 * y + 1][...] = r
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((2 * x.shape[0], 2 * x.shape[1], x.shape[2]), x.dtype), grid=lambda x: (x.shape[0],))
+def upsample_nhwc_repeat(x, out):
+  y = ml.program_id(0)
+  w, c = x.shape[1], x.shape[2]
+  v = x.at[y][...]
+  r = ml.concatenate([v[:, None, :]] * 2, axis=1).reshape(2 * w, c)
+  out.at[2 * y][...] = r
+  out.at[2 * y + 1][...] = r
+
+
+def test_a_middle_axis_broadcast_hints_the_repeat_of_the_users_own_operand():
+  """The hint said 'repeat the (32, 1, 64) tensor t ...: ml.concatenate([t] * 2, axis=1)', t a name of its
+  own; it writes the broadcast's operand as the user wrote it."""
+  e = expect(upsample_nhwc, [S((8, 32, 64), F32)], mg.LayoutError, "ml.broadcast_to(",
+             "broadcasting v of shape (32, 1, 64) to (32, 2, 64): broadcasting works into 1-D and 2-D tensors, not"
+             " 3-D ones (a register tile keeps its rows in fixed threads)")
+  assert e.hint.startswith("repeat the (32, 1, 64) tensor along axis 1 instead: ml.concatenate([v[:, None, :]] * 2,"
+                           " axis=1) (through SMEM; reshaped, that is jnp.repeat's order); or ")
+  x = _x((8, 32, 64))
+  np.testing.assert_allclose(upsample_nhwc_repeat(x, interpret=True), np.repeat(np.repeat(x, 2, 0), 2, 1))
+  _export(upsample_nhwc_repeat, S((8, 32, 64), F32))
