@@ -206,15 +206,27 @@ def whole_transpose(u) -> bool:
       not i.squeeze and i.start == 0 and i.size == n for i, n in zip(u.index, u.ref.type.shape))
 
 
+def _view_text(o) -> str | None:
+  """The view `o` as the user wrote it (`t_s.at[1:33]`), or None."""
+  line, a, b = o.loc.source_line, o.loc.col_offset, o.loc.end_col_offset
+  text = line[a:b] if line and b is not None and o.loc.end_lineno == o.loc.lineno else ""
+  return text if ".at[" in text else None
+
+
 def register_window(kernel, u) -> bool:
   """A static window of a loaded buffer that the loop only reads into registers (a stencil's rows
   above and below, `t_s.at[0:32][...]`, of a halo tile loaded whole): restaged like the buffer, and
   read once the stage's load has landed."""
   if u.transpose or not all(isinstance(i.start, int) for i in u.index):
     return False
-  uses = [(r, a) for x in ir.walk(kernel.body) if u.result in x.operands()
+  uses = _accesses(kernel, u)
+  return bool(uses) and all(a == Access.REG_READ for a in uses)
+
+
+def _accesses(kernel, u) -> list:
+  """How the ops of the kernel access the view `u` (Access kinds)."""
+  return [a for x in ir.walk(kernel.body) if u.result in x.operands()
           for r, a in ir.traits_of(x).effects(x) if r is u.result]
-  return bool(uses) and all(a == Access.REG_READ for _, a in uses)
 
 
 def stores_per_iteration(block) -> int:
@@ -387,12 +399,17 @@ def load_sites(kernel, body, iv, windows: dict, ws: bool = False):
                 and not register_window(kernel, u) or any(
         a in (Access.REG_WRITE, Access.TMA_WRITE) for r, a in ir.traits_of(u).effects(u) if r is buf)), None)
     if bad is not None:
+      text = _view_text(bad) if isinstance(bad, View) else None
       raise E.PipelineError(
           f"{buf.name} is loaded by TMA in a pipelined loop, so the loop may only read it whole"
-          f" (ml.dot, ml.copy from it, or [...])", bad.loc,
+          f" (ml.dot, ml.copy from it, or [...]) or read static windows of it into registers", bad.loc,
           hint=(f"load each window you need into its own buffer of that shape (for K steps of a dot: one"
                 f" ml.copy into its own ml.smem and one ml.dot a step), or read it whole ({buf.name}[...])"
-                f" and slice the register value") if isinstance(bad, View) else
+                f" and slice the register value"
+                + (f", or read a static window into registers, {text}[...] (and store it from there)"
+                   if text and all(isinstance(i.start, int) for i in bad.index) and not bad.transpose
+                   and Access.MMA_READ not in _accesses(kernel, bad) else ""))
+          if isinstance(bad, View) else
           "write results into a separate ml.smem buffer (the compiler multi-buffers it too)",
           notes=(f"{o.loc}: the pipelined load",))
     addr = address_ops(body, view, iv, invariant) if isinstance(view, View) else []

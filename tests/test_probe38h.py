@@ -531,3 +531,32 @@ def test_a_middle_axis_broadcast_hints_the_repeat_of_the_users_own_operand():
   x = _x((8, 32, 64))
   np.testing.assert_allclose(upsample_nhwc_repeat(x, interpret=True), np.repeat(np.repeat(x, 2, 0), 2, 1))
   _export(upsample_nhwc_repeat, S((8, 32, 64), F32))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(4,))
+def window_stored_by_tma(x, out):
+  h, w = x.shape
+  t_s = ml.smem((34, w), F32)
+  for t in ml.range(ml.program_id(0), ml.cdiv(h, 32), ml.num_programs(0), stages=2):
+    ml.copy(x.at[ml.ds(t * 32 - 1, 34), :], t_s)
+    ml.copy(t_s.at[1:33], out.at[ml.ds(t * 32, 32), :])
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(4,))
+def window_stored_from_registers(x, out):
+  h, w = x.shape
+  t_s = ml.smem((34, w), F32)
+  for t in ml.range(ml.program_id(0), ml.cdiv(h, 32), ml.num_programs(0), stages=2):
+    ml.copy(x.at[ml.ds(t * 32 - 1, 34), :], t_s)
+    r = t * 32 + ml.arange(32)
+    out.at[ml.ds(t * 32, 32), :].store(t_s.at[1:33][...], mask=(r < h)[:, None])
+
+
+def test_a_window_a_pipelined_loop_copies_out_hints_the_register_read():
+  e = expect(window_stored_by_tma, [S((150, 64), F32)], mg.PipelineError, "t_s.at[1:33]",
+             "t_s is loaded by TMA in a pipelined loop, so the loop may only read it whole (ml.dot, ml.copy from"
+             " it, or [...]) or read static windows of it into registers")
+  assert e.hint.endswith("or read a static window into registers, t_s.at[1:33][...] (and store it from there)")
+  x = _x((150, 64))
+  np.testing.assert_allclose(window_stored_from_registers(x, interpret=True), x)
+  _export(window_stored_from_registers, S((150, 64), F32))

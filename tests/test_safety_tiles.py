@@ -295,7 +295,7 @@ def sliced_into_registers(a, b, out):
 def test_a_pipelined_buffer_sliced_in_the_loop_is_reported_at_the_slice():
   expect(sliced_in_loop, [S((256, 128), F16), S((64, 64), F16)], mg.PipelineError, "a_s.at[:, 0:64]",
          "a_s is loaded by TMA in a pipelined loop, so the loop may only read it whole (ml.dot, ml.copy"
-         " from it, or [...])",
+         " from it, or [...]) or read static windows of it into registers",
          hint="load each window you need into its own buffer of that shape (for K steps of a dot: one ml.copy"
               " into its own ml.smem and one ml.dot a step), or read it whole (a_s[...]) and slice the register"
               " value")
