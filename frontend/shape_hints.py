@@ -389,3 +389,23 @@ def insert_axes_hint(a, na, b, nb) -> str | None:
     return f" give {name} the axes it lacks: index it {index} (shape {shape})"
   expr = name if isinstance(node, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)) else f"({name})"
   return f" give {name} the axes it lacks: {expr}{index} (shape {shape})"
+
+
+def outer_hint(a, na, b, nb, what) -> str | None:
+  """For two vectors of different lengths combined elementwise (a stencil's row and column masks,
+  `(r >= 1) & (c < w)`): the (n, m) grid of both, the first as a column and the second as a row."""
+  if len(a) != 1 or len(b) != 1 or not na or not nb:
+    return None
+
+  def axis(name, index):
+    try:
+      node = ast.parse(name, mode="eval").body
+    except SyntaxError:
+      return None
+    return (name if isinstance(node, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)) else f"({name})") + index
+  x, y = axis(na, "[:, None]"), axis(nb, "[None, :]")
+  if x is None or y is None:
+    return None
+  expr = f"{what}({x}, {y})" if what[:1].isalpha() else f"{x} {what} {y}"
+  why = " (a mask of rows and columns)" if what in ("&", "|", "^") else ""
+  return f" for the {a[0]} x {b[0]} grid of both{why}, make {na} a column and {nb} a row: {expr}"

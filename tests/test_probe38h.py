@@ -560,3 +560,32 @@ def test_a_window_a_pipelined_loop_copies_out_hints_the_register_read():
   x = _x((150, 64))
   np.testing.assert_allclose(window_stored_from_registers(x, interpret=True), x)
   _export(window_stored_from_registers, S((150, 64), F32))
+
+
+# ---------------------------------------------------------------- a stencil's row and column masks combined as vectors
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def flat_masks(x, out):
+  r = ml.arange(8)
+  c = ml.arange(128)
+  out[...] = x.at[ml.ds(-1, 8), :].load(mask=(r >= 1) & (c < 128), other=0.0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def grid_masks(x, out):
+  r = ml.arange(8)
+  c = ml.arange(128)
+  out[...] = x.at[ml.ds(-1, 8), :].load(mask=(r >= 1)[:, None] & (c < 128)[None, :], other=0.0)
+
+
+def test_row_and_column_masks_of_other_lengths_hint_their_grid():
+  """`(r >= 1) & (c < 128)` of an 8-row and a 128-column vector was hinted 'insert axes with v[:, None] or
+  v[None, :]'; the hint writes the grid of both in the user's words."""
+  expect(flat_masks, [S((8, 128), F32)], mg.ShapeMismatchError, "(r >= 1) & (c < 128)",
+         "& on r >= 1 of shape (8,) and c < 128 of shape (128,): the shapes do not broadcast (axis 0 of the result"
+         " would be both 8 and 128)",
+         hint="shapes broadcast as in NumPy: trailing axes align and size-1 axes stretch; for the 8 x 128 grid of"
+              " both (a mask of rows and columns), make r >= 1 a column and c < 128 a row: (r >= 1)[:, None] &"
+              " (c < 128)[None, :]")
+  x = _x((8, 128))
+  np.testing.assert_allclose(grid_masks(x, interpret=True), np.concatenate([np.zeros((1, 128)), x[:-1]]))
+  _export(grid_masks, S((8, 128), F32))
