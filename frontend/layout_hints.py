@@ -654,7 +654,10 @@ def gather_columns_hint(o, n) -> str:
             f" (columns past the row's end clamp to its last), then out.at[rows, ml.ds(0, {w})].store(v,"
             f" mask=ml.arange({w})[None, :] < {n}); or pad the table's rows to {w} elements outside the kernel"
             f" (jnp.pad)")
-  up = -(-n // hw.WARPGROUP) * hw.WARPGROUP   # any rows with 128s
+  shape = getattr(getattr(o.results[0], "type", None), "shape", ()) if getattr(o, "results", ()) else ()
+  rows = shape[-2] if len(shape) >= 2 else 0
+  # any rows with 128s; rows a multiple of 4 with 32s (a 130-pixel image row read as 160)
+  up = -(-n // w) * w if rows and rows % hw.WARPS_PER_WARPGROUP == 0 else -(-n // hw.WARPGROUP) * hw.WARPGROUP
   return (f"take {up} columns and drop the extra ones at the store: v = {t}[ids[:, None], ml.arange({up})[None, :]]"
           f" (columns past the row's end clamp to its last), then out.at[rows, ml.ds(0, {up})].store(v,"
           f" mask=ml.arange({up})[None, :] < {n}); or pad the table's rows to a multiple of {w} elements outside"

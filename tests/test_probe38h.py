@@ -589,3 +589,36 @@ def test_row_and_column_masks_of_other_lengths_hint_their_grid():
   x = _x((8, 128))
   np.testing.assert_allclose(grid_masks(x, interpret=True), np.concatenate([np.zeros((1, 128)), x[:-1]]))
   _export(grid_masks, S((8, 128), F32))
+
+
+# ---------------------------------------------------------------- a gather of image rows of an odd width
+def _erode(cols):
+  @mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (ml.cdiv(x.shape[0], 16),))
+  def erode(x, out):              # a 3 x 3 erosion of a uint8 image, its edges replicated
+    i = ml.program_id(0)
+    h, w = x.shape
+    r = i * 16 + ml.arange(16)
+    acc = ml.full((16, cols), 255, jnp.uint8)
+    for dy in ml.static_range(-1, 2):
+      for dx in ml.static_range(-1, 2):
+        rr = ml.clip(r + dy, 0, h - 1)
+        cc = ml.clip(ml.arange(cols) + dx, 0, w - 1)
+        acc = ml.minimum(acc, x[rr[:, None], cc[None, :]])
+    out.at[ml.ds(i * 16, 16), ml.ds(0, cols)].store(acc, mask=(r < h)[:, None] & (ml.arange(cols) < w)[None, :])
+  return erode
+
+
+def test_a_gather_of_rows_of_an_odd_width_hints_the_columns_its_rows_need():
+  """A (16, 130) gather was hinted with 256 columns (rounded up to 128s, which any row count takes); 16 rows
+  take 160 (a multiple of 32), a third less."""
+  kernel = _erode(130)
+  e = expect(kernel, [S((37, 130), jnp.uint8)], mg.LayoutError, "x[rr[:, None], cc[None, :]]",
+             "this gather of shape (16, 130) spreads each row's index along the row: that needs columns a multiple"
+             " of 32 (one per lane of a warp), and rows a multiple of 4 unless the columns are a multiple of 128")
+  assert e.hint.startswith("take 160 columns and drop the extra ones at the store: v = x[ids[:, None],"
+                           " ml.arange(160)[None, :]]")
+  x = jnp.asarray(np.random.default_rng(0).integers(0, 256, (37, 130)), jnp.uint8)
+  p = np.pad(np.asarray(x), 1, mode="edge")
+  want = np.min([p[a:a + 37, b:b + 130] for a in range(3) for b in range(3)], axis=0)
+  np.testing.assert_array_equal(_erode(160)(x, interpret=True), want)
+  _export(_erode(160), S((37, 130), jnp.uint8))
