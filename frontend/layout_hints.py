@@ -616,63 +616,6 @@ def pad_hint(n, up, index, reduced=((), None), made=None, defs=None) -> str:
              if index else f" other={other}){_padding_note(kinds, dtype, mask)} and a masked store of the same window"))
 
 
-def scatter_columns_hint(o, n) -> str:
-  """For a scatter whose rows are n (not a multiple of 32) wide: update 32 columns at a time,
-  the value's columns past n loaded as 0 with a mask, the index's dropped past out's rows."""
-  w, what = hw.WARP, f"ml.atomic_{o.kind.value}"
-  out = o.ref.name or "out"
-  ids = "ids"
-  src, rows, node = "src", ":", call_at(o.loc)       # the user's ml.atomic_<kind>(out.at[ids, :], src.at[rows, :][...])
-  if node is not None and len(node.args) == 2 and isinstance(node.args[0], ast.Subscript):
-    elts = node.args[0].slice.elts if isinstance(node.args[0].slice, ast.Tuple) else [node.args[0].slice]
-    if isinstance(elts[0], (ast.Name, ast.Subscript, ast.Call, ast.Attribute)):   # ids, ids[...], ids.at[...][...]
-      ids = ast.unparse(elts[0])
-    val = node.args[1]
-    if (isinstance(val, ast.Subscript) and isinstance(val.value, ast.Subscript)
-        and isinstance(val.value.value, ast.Attribute) and val.value.value.attr == "at"
-        and isinstance(val.value.slice, ast.Tuple) and len(val.value.slice.elts) == 2):
-      src, rows = ast.unparse(val.value.value.value), ast.unparse(val.value.slice.elts[0])
-    elif (isinstance(val, ast.Subscript) and isinstance(val.value, ast.Name)
-          and isinstance(val.slice, ast.Constant) and val.slice.value is Ellipsis):   # g[...]: all its rows
-      src = val.value.id
-  cols = f"ml.arange({w})" if n < w else f"(c + ml.arange({w}))"
-  load = (f"v = {src}.at[{rows}, ml.ds({'0' if n < w else 'c'}, {w})].load(mask={cols}[None, :] < {n},"
-          f" other=0)")
-  loop = "" if n < w else f"for c in ml.static_range(0, {n}, {w}): "
-  return (f"update {w} columns at a time, loading the value's columns past {n} as 0: {loop}{load}; then"
-          f" {what}({out}.at[{ids}[:, None], {cols}[None, :]], v) (updates at columns past the end of"
-          f" {out}'s rows are dropped); or pad {out}'s rows to a multiple of {w} elements (out_shape) and"
-          f" slice the result outside the kernel" + ("" if ids != "ids" else " (ids: the rows' indices)")
-          + (" (src: the rows' values)" if src == "src" else ""))
-
-
-def gather_columns_hint(o, n) -> str:
-  """For a gather whose rows are n (not a multiple of 32) wide: take 32 columns at a time."""
-  w, t = hw.WARP, getattr(o.ref, "name", None) or "t"
-  if n < w:
-    return (f"take {w} columns and drop the extra ones at the store: v = {t}[ids[:, None], ml.arange({w})[None, :]]"
-            f" (columns past the row's end clamp to its last), then out.at[rows, ml.ds(0, {w})].store(v,"
-            f" mask=ml.arange({w})[None, :] < {n}); or pad the table's rows to {w} elements outside the kernel"
-            f" (jnp.pad)")
-  shape = getattr(getattr(o.results[0], "type", None), "shape", ()) if getattr(o, "results", ()) else ()
-  rows = shape[-2] if len(shape) >= 2 else 0
-  # any rows with 128s; rows a multiple of 4 with 32s (a 130-pixel image row read as 160)
-  up = -(-n // w) * w if rows and rows % hw.WARPS_PER_WARPGROUP == 0 else -(-n // hw.WARPGROUP) * hw.WARPGROUP
-  return (f"take {up} columns and drop the extra ones at the store: v = {t}[ids[:, None], ml.arange({up})[None, :]]"
-          f" (columns past the row's end clamp to its last), then out.at[rows, ml.ds(0, {up})].store(v,"
-          f" mask=ml.arange({up})[None, :] < {n}); or pad the table's rows to a multiple of {w} elements outside"
-          f" the kernel (jnp.pad)")
-
-
-def narrow_gather_hint(table, keep, wide) -> str:
-  """For a gather of rows `keep` wide (read `wide` wide, the asked columns kept through SMEM) whose
-  result is reduced or broadcast along its rows: gather the wide rows and mask the extra columns."""
-  return (f"gather {wide} columns, v = {table}[ids[:, None], ml.arange({wide})[None, :]] (columns past a row's end"
-          f" clamp to its last), and mask the {wide - keep} extra ones to what the reduction ignores,"
-          f" ml.where(ml.arange({wide})[None, :] < {keep}, v, 0.0) for a sum (float('-inf') for a max,"
-          f" float('inf') for a min); store {keep} columns with the mask ml.arange({wide})[None, :] < {keep}")
-
-
 def empty_tensor_hint(kernel) -> str:
   """For a register tensor of no elements: a call whose outputs all have none needs no kernel
   (it returns them without a launch); only check/typed_ir/mlir of such specs come here."""

@@ -39,9 +39,10 @@ from .ops.memory import ClusterRef, View
 from .ops.shape import READ_2D_FIRST, Broadcast, Reduce, ReduceKind, Reshape, TransposeLoad, TransposeStore
 from .windows import minor_strided, window_vec
 from .layout_errors import LayoutErrors, _is_tensor
-from .column_index_hints import column_gather_hint, column_scatter_hint
-from .layout_hints import (broadcast_loops_hint, flat_gather_error, row_wise_hint, gather_columns_hint, narrow_gather_hint,
-                           scatter_columns_hint, transposed_hint, single_row_statistic, strided_window_hint)
+from .column_index_hints import (column_gather_hint, column_scatter_hint, gather_columns_hint, narrow_gather_hint,
+                                 scatter_columns_hint)
+from .layout_hints import (broadcast_loops_hint, flat_gather_error, row_wise_hint, transposed_hint, single_row_statistic,
+                           strided_window_hint)
 from .types import Layout, LayoutKind, RefType, Space
 
 # Lanes a row of a ROWS tile narrower than a warp's 32 x vec elements, widest first (Layout.lanes).
