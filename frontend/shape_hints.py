@@ -392,10 +392,10 @@ def insert_axes_hint(a, na, b, nb) -> str | None:
 
 
 def outer_hint(a, na, b, nb, what) -> str | None:
-  """For two vectors of different lengths combined elementwise (a stencil's row and column masks,
-  `(r >= 1) & (c < w)`): the (n, m) grid of both, the first as a column and the second as a row."""
-  if len(a) != 1 or len(b) != 1 or not na or not nb:
-    return None
+  """For two masks of different lengths combined (a stencil's row and column masks, `(r >= 1) & (c < w)`):
+  the (n, m) grid of both, the first as a column and the second as a row."""
+  if len(a) != 1 or len(b) != 1 or not na or not nb or what not in ("&", "|", "^"):
+    return None                   # (x + y of 128 and 256 elements is more likely a wrong length)
 
   def axis(name, index):
     try:
@@ -407,5 +407,5 @@ def outer_hint(a, na, b, nb, what) -> str | None:
   if x is None or y is None:
     return None
   expr = f"{what}({x}, {y})" if what[:1].isalpha() else f"{x} {what} {y}"
-  why = " (a mask of rows and columns)" if what in ("&", "|", "^") else ""
-  return f" for the {a[0]} x {b[0]} grid of both{why}, make {na} a column and {nb} a row: {expr}"
+  return (f" for the {a[0]} x {b[0]} grid of both (a mask of rows and columns), make {na} a column and {nb} a"
+          f" row: {expr}")
