@@ -11,9 +11,10 @@ from . import ir
 from .builder import Call
 from .carried import (as_value, conversion, describe, initial_value, int_float_hint, is_carriable, leaf_paths,
                       same_type, static_equal, structure, structure_shape, weak_dtype)
-from .env import POISON, Unbound as _Unbound, assigned_names
+from .env import POISON, Unbound as _Unbound, assigned_names, read_after
 from .ops import control as ctl
 from .ops.base import Num, is_value
+from .ops.memory import DSlice
 from .types import RefType, TensorType, dtype_name
 
 
@@ -78,6 +79,11 @@ def trace_if(tracer, node: ast.If, cond: ir.Value):
       continue
     sa, sb = structure(a), structure(b)
     if sa is None or sb is None or structure_shape(a) != structure_shape(b):
+      if not read_after(tracer.body, n, node):
+        # a window, ref or other static value each branch binds for its own use only (`s = ml.ds(...)`
+        # in each branch of a multi-tensor update): nothing reads it after the if, as Python allows
+        env[n] = _Unbound(f"it is a different kind of value on each path through the if at line {loc.lineno}")
+        continue
       k, at, notes = paths.culprit(n)
       if isinstance(getattr(a, "type", None), RefType) and isinstance(getattr(b, "type", None), RefType):
         ra, rb = (_written(tracer, stmts, n, r) for stmts, r in ((node.body, a), (node.orelse, b)))
@@ -87,6 +93,12 @@ def trace_if(tracer, node: ast.If, cond: ir.Value):
             hint=f"read or write inside each branch instead (v = {ra}[...] in one, v = {rb}[...] in the"
                  f" other), index one ref with a run-time index (ref.at[ml.ds(i * n, n)]), or choose with"
                  f" an ml.constexpr (an if on it is static)")
+      if k is None and isinstance(a, DSlice) and isinstance(b, DSlice) and a.size == b.size:
+        raise E.KernelTypeError(
+            f"{n} is a different window ml.ds(start, {a.size}) on each path through this if, and is read after it;"
+            f" a window is made while compiling, so it cannot be chosen at run time", at, notes=notes,
+            hint=f"choose its start in each branch ({n}_start = ... in both) and make the window after the if:"
+                 f" {n} = ml.ds({n}_start, {a.size})")
       if k is None:
         raise E.KernelTypeError(
             f"{n} is {describe(a)} after one branch of this if and {describe(b)} after the other;"

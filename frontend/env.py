@@ -83,13 +83,33 @@ def assigned_names(stmts) -> list[str]:
 
 def read_after(stmts, name: str, stmt) -> bool:
   """Whether a function body `stmts` reads `name` after `stmt`: further on in its text, or
-  anywhere in a loop around `stmt` (the next trip reads it)."""
+  anywhere in a loop around `stmt` (the next trip reads it), except, for an `if` statement or a
+  loop, reads in a branch of it (or its body) that assigns `name` before them (`s = ml.ds(...)`
+  opening each branch)."""
   end = (stmt.end_lineno, stmt.end_col_offset)
   loops = [n for s in stmts for n in ast.walk(s)
            if isinstance(n, (ast.For, ast.While)) and n.lineno <= stmt.lineno <= n.end_lineno]
+  fresh = _assigned_first(stmt, name) if loops and isinstance(stmt, (ast.If, ast.For, ast.While)) else set()
   for s in stmts:
     for n in ast.walk(s):
-      if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) and (
+      if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) and id(n) not in fresh and (
           (n.lineno, n.col_offset) >= end or any(l.lineno <= n.lineno <= l.end_lineno for l in loops)):
         return True
   return False
+
+
+def _assigned_first(node, name: str) -> set[int]:
+  """The reads of `name` in the branches of an `if` (the body of a loop) that a plain assignment of
+  it earlier in the same branch (a statement of the branch itself) has rebound: they never see an
+  earlier trip's value."""
+  out: set[int] = set()
+  for branch in ((node.body, node.orelse) if isinstance(node, ast.If) else (node.body,)):
+    bound = False
+    for s in branch:
+      if bound:
+        out.update(id(n) for n in ast.walk(s) if isinstance(n, ast.Name) and n.id == name)
+      elif isinstance(s, (ast.Assign, ast.AnnAssign)) and s.value is not None and not any(
+          isinstance(n, ast.Name) and n.id == name for n in ast.walk(s.value)) and any(
+          isinstance(t, ast.Name) and t.id == name for t in (s.targets if isinstance(s, ast.Assign) else [s.target])):
+        bound = True
+  return out

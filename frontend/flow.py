@@ -21,7 +21,7 @@ from .carried import (as_value, carries_of, carry_slices, conversion, describe, 
                       structure, structure_shape)
 from .count_down import descending, over_rows, rebound_index, reversed_range
 from .dtypes import DType
-from .env import POISON, Unbound as _Unbound, assigned_names
+from .env import POISON, Unbound as _Unbound, assigned_names, read_after
 from .ops import control as ctl
 from .ops import elementwise as ew
 from .ops.base import Num, is_value, value_words
@@ -227,7 +227,7 @@ def trace_for(tracer, node: ast.For):
       break
     attempt.undo(tracer)
     forced |= grow
-  _after_loop(tracer, loc, assigned, carries, before, poisoned, where)
+  _after_loop(tracer, node, loc, assigned, carries, before, poisoned, where)
   res = b.emit(ctl.For, start, stop, step, inits, body, loc=loc,
                 types=[v.type for v in inits], names=leaf_names, stages=stages, warp_specialize=specialize,
                 pingpong=pingpong)
@@ -450,7 +450,7 @@ def _trace_body(tracer, node, loc, body: ir.Block, carries, inits, args_) -> set
   return poisoned
 
 
-def _after_loop(tracer, loc, assigned, carries, before, poisoned, where) -> None:
+def _after_loop(tracer, node, loc, assigned, carries, before, poisoned, where) -> None:
   """Names the body bound that the loop does not carry: unbound after it, or unchanged. A name
   bound before the loop to a ref or a Python object that the body rebinds is reported at the
   body's assignment."""
@@ -477,7 +477,15 @@ def _after_loop(tracer, loc, assigned, carries, before, poisoned, where) -> None
             f" or a number", body_where.get(n, loc),
             hint=f"start it as {initial_value(n, new)} before the loop",
             notes=(f"{loc}: the runtime loop",))
-      if isinstance(getattr(new, "type", None), RefType):
+      is_ref = isinstance(getattr(new, "type", None), RefType)
+      if isinstance(new, _Unbound) or not is_ref and not read_after(tracer.body, n, node):
+        # a window or other static value each trip binds afresh before reading it, read by nothing
+        # after the loop (`sl = ml.ds(c * 512, 512)` in the body of a kernel with an `sl` before it)
+        env[n] = new if isinstance(new, _Unbound) else _Unbound(
+            f"it is rebound inside the runtime loop at line {loc.lineno} to {describe(new)}, which a runtime"
+            f" loop cannot carry")
+        continue
+      if is_ref:
         hint = (f"a loop cannot switch {n} to another buffer or window: allocate buffers once before the loop"
                 f" and index them with the loop's index (buf.at[ml.ds(i * n, n)]), or unroll it with"
                 f" ml.static_range")
@@ -646,7 +654,7 @@ def _trace_while_once(tracer, node, loc, assigned, forced, widened):
 def _finish_while(tracer, node, loc, assigned, carries, res):
   before, where, poisoned, inits, cond_blk, body, leaf_names = res
   env, b = tracer.env, tracer.b
-  _after_loop(tracer, loc, assigned, carries, before, poisoned, where)
+  _after_loop(tracer, node, loc, assigned, carries, before, poisoned, where)
   res = b.emit(ctl.While, inits, cond_blk, body, loc=loc, types=[v.type for v in inits], names=leaf_names)
   _bind(env, carries, res.results)
   for n in poisoned:

@@ -133,6 +133,7 @@ class DSlice:
   start: object
   size: int
   texts: tuple = dataclasses.field(default=("", ""), compare=False, repr=False)   # the user's text of each
+  KIND = "a window ml.ds(start, size)"         # (kind_of: in messages)
 
 
 @builtin
