@@ -4,7 +4,7 @@ them: a kernel's `x` is often its input ref, so `ml.where(x > 0, ...)` followed 
 compare a ref."""
 from __future__ import annotations
 
-import re
+import ast, re
 
 # the missing function -> the placeholders its hint is written in, in the call's argument order
 OPERANDS = {
@@ -102,3 +102,38 @@ def _of_ref(hint: str, arg: str, operand) -> str | None:
     text = text.replace("s - 1", "-1").replace("(s + ", "(").replace("s + k - K", "k - K")
   text = re.sub(r"(?<!')\bs\b", lambda _: operand(start.strip()), text)
   return re.sub(r"(?<!')\bn\b", size, text)
+
+
+def nan_to_num_form(x: str, nan: str = "0.0", posinf: str | None = None, neginf: str | None = None) -> str:
+  """jnp.nan_to_num(x, nan=, posinf=, neginf=) written in ml.* functions (`x` as an operand): NaN to
+  `nan`, +-inf to `posinf`/`neginf` where given, else to the dtype's largest finite values."""
+  big = f"jnp.finfo({x}.dtype).max"
+  if posinf is None and neginf is None:
+    kept = f"ml.clip({x}, -{big}, {big})"
+  else:
+    kept = (f"ml.where({x} == float('inf'), {posinf if posinf is not None else big},"
+            f" ml.where({x} == -float('inf'), {neginf if neginf is not None else '-' + big}, {x}))")
+  return f"ml.where({x} != {x}, {nan}, {kept})"
+
+
+def nan_to_num_hint(pos, kw) -> str | None:
+  """The hint for jnp.nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None) called in a kernel
+  with `pos` and `kw` (its arguments as written: `kw` name -> its text), keeping the values it passes."""
+  if not pos:
+    return None
+  vals = dict(zip(("copy", "nan", "posinf", "neginf"), pos[1:]))
+  vals.update({k: v.strip().removeprefix(f"{k}=") for k, v in kw.items()})
+  vals = {k: (None if v.strip() == "None" else v.strip()) for k, v in vals.items()}
+  form = nan_to_num_form(operand(pos[0].strip()), vals.get("nan") or "0.0", vals.get("posinf"), vals.get("neginf"))
+  return f"write {form}, as jnp.nan_to_num" + ("" if vals.get("posinf") and vals.get("neginf") else
+                                                " (+-inf not given become the dtype's largest finite values)")
+
+
+def operand(t: str) -> str:
+  """An argument as written, as an operand of a binary operator: parenthesised unless it is a
+  name, attribute, subscript, call or non-negative number."""
+  try:
+    e = ast.parse(t.strip(), mode="eval").body
+  except SyntaxError:
+    return f"({t})"
+  return t if isinstance(e, (ast.Name, ast.Attribute, ast.Subscript, ast.Call, ast.Constant)) else f"({t})"

@@ -12,6 +12,9 @@ from .dtypes import DType
 WARP = 32                     # threads in a warp
 WARPGROUP = 128               # threads in a warpgroup: every Mosaic GPU register op is collective over one
 WARPS_PER_WARPGROUP = WARPGROUP // WARP
+# Lanes a row of a row-wise tile narrower than a warp's 32 x vec elements takes, widest first: 32 // lanes
+# rows a warp (a router's 8 experts: 2 lanes of 4 elements a row; 3 coordinates: a row a thread).
+NARROW_LANES = (16, 8, 4, 2, 1)
 MAX_BLOCK = 1024              # threads in a CTA
 MAX_CLUSTER = 16              # CTAs in a cluster (non-portable maximum on Hopper)
 NUM_SMS = 132                 # streaming multiprocessors of an H100/H200 SXM (grid sizing without a GPU)

@@ -45,8 +45,7 @@ from .layout_hints import (broadcast_loops_hint, flat_gather_error, row_wise_hin
                            strided_window_hint)
 from .types import Layout, LayoutKind, RefType, Space
 
-# Lanes a row of a ROWS tile narrower than a warp's 32 x vec elements, widest first (Layout.lanes).
-NARROW_LANES = (16, 8, 4, 2, 1)
+NARROW_LANES = hw.NARROW_LANES       # (Layout.lanes of a ROWS tile narrower than a warp)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -7,7 +7,7 @@ import ast, collections, difflib, math, re
 
 from .activation_forms import ACTIVATIONS, activation_args  # jax.nn's activations in ml.* functions
 from .aten_hints import NAMES as ATEN_NAMES  # ATen's everyday operators ml has no function for
-from .formula_hints import DIV_RN, with_operands  # the formula hints with the call's own operands
+from .formula_hints import DIV_RN, nan_to_num_hint, operand as _operand, with_operands  # the formula hints with the call's own operands
 from .segment_hints import SEGMENT  # jax.ops.segment_sum, jnp.searchsorted, unique, diff
 from .shape_hints import SPLITS, split_hint  # jnp.split, ml.split: the windows the parts are
 from .image_hints import IMAGE, PAD_MODES  # lax.reduce_window, conv_general_dilated, jnp.median, jax.image.resize
@@ -172,16 +172,6 @@ def is_dtype_text(t: str) -> bool:
   return last == "dtype" or bool(re.fullmatch(r"u?int(8|16|32|64)|float(16|32|64)|bfloat16|float8_\w+|bool_?", last))
 
 
-def _operand(t: str) -> str:
-  """An argument as written, as an operand of a binary operator: parenthesised unless it is a
-  name, attribute, subscript, call or non-negative number."""
-  try:
-    e = ast.parse(t.strip(), mode="eval").body
-  except SyntaxError:
-    return f"({t})"
-  return t if isinstance(e, (ast.Name, ast.Attribute, ast.Subscript, ast.Call, ast.Constant)) else f"({t})"
-
-
 def _const(t: str):
   """The number an argument as written is, if it is one (else None)."""
   try:
@@ -277,7 +267,8 @@ def missing_hint(base, attr, args=None, after="", taken=frozenset()) -> str:
       return f"write {args[0]}.reshape({', '.join(args[1:])})"
     if args and attr in ("join", "interleave") and len(args) == 2 and "=" not in "".join(args):
       return join_hint(attr, args)
-    if args and (attr in _OPERATORS and _OPERATORS[attr] != "%" or attr == "shift_right_logical"):
+    if args and (attr in _OPERATORS and _OPERATORS[attr] != "%" or attr == "shift_right_logical" or
+                 attr == "nan_to_num" and len(args) > 1):
       pos = [a for a in args if not re.match(r"\w+=[^=]", a)]
       hint = array_call_hint(attr, pos, {a.split("=")[0]: a for a in args if a not in pos})
       if hint is not None:
@@ -525,6 +516,8 @@ def array_call_hint(name, pos, kw, is_float=False, dtype=None) -> str | None:
   integer = dtype if dtype is not None and dtype.is_int else None
   if integer is not None and integer.bits == 32 and integer.is_signed:
     integer = None             # int32 (or unknown): the forms below name int32's recipe
+  if name == "nan_to_num" and (len(pos) > 1 or kw):      # its nan=, posinf=, neginf= kept
+    return nan_to_num_hint(pos, kw)
   if name in _OPERATORS and len(pos) == 2 - (_OPERATORS[name] == "~") and not kw:
     op = _OPERATORS[name]
     if op == "~":

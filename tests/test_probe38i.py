@@ -135,3 +135,107 @@ def test_a_window_chosen_by_a_runtime_if_and_read_after_it_says_how_to_choose_it
   a = _rnd(2048, 5)
   np.testing.assert_allclose(np.asarray(window_chosen_followed(a, interpret=True)), a * 2, rtol=1e-6)
   assert "mosaic_gpu" in _export(window_chosen_followed, S((2048,), F32)).lower()
+
+
+# ---------------------------------------------------------------- jnp.nan_to_num's keywords in its hint
+# A loss-scaling step's `jnp.nan_to_num(g, nan=0.0, posinf=1.0, neginf=-1.0)` was hinted as the call
+# without keywords: followed, +-inf became +-3.4e38, not the values the call asked for.
+@mg.mgpu_kernel(out_shape=lambda g: g)
+def nan_to_num_keywords(g, out):
+  v = g[...]
+  out[...] = jnp.nan_to_num(v, nan=0.0, posinf=1.0, neginf=-1.0)
+
+
+@mg.mgpu_kernel(out_shape=lambda g: g)
+def nan_to_num_keywords_followed(g, out):
+  v = g[...]
+  out[...] = ml.where(v != v, 0.0, ml.where(v == float('inf'), 1.0, ml.where(v == -float('inf'), -1.0, v)))
+
+
+@mg.mgpu_kernel(out_shape=lambda g: g)
+def nan_to_num_positional(g, out):
+  out[...] = ml.nan_to_num(g[...], True, 2.0, posinf=7.0)
+
+
+@mg.mgpu_kernel(out_shape=lambda g: g)
+def nan_to_num_positional_followed(g, out):
+  out[...] = ml.where(g[...] != g[...], 2.0, ml.where(g[...] == float('inf'), 7.0, ml.where(g[...] == -float('inf'),
+                                                                                      -jnp.finfo(g[...].dtype).max, g[...])))
+
+
+def _non_finite(dtype):
+  return jnp.asarray(np.array([np.nan, np.inf, -np.inf, 1.5, -2.0, 0.0, 3.0, -7.0] * 32, np.float32), dtype)
+
+
+@pytest.mark.parametrize("dtype", [F32, jnp.bfloat16, jnp.float16])
+def test_the_nan_to_num_hint_keeps_the_calls_values(dtype):
+  spec = [S((256,), dtype)]
+  expect(nan_to_num_keywords, spec, mg.KernelTypeError, "jnp.nan_to_num",
+         "nan_to_num cannot take a register tensor inside a kernel",
+         hint="write ml.where(v != v, 0.0, ml.where(v == float('inf'), 1.0, ml.where(v == -float('inf'), -1.0, v))),"
+              " as jnp.nan_to_num")
+  expect(nan_to_num_positional, spec, mg.UnknownNameError, "ml.nan_to_num", "ml has no attribute 'nan_to_num'",
+         hint="no ml.nan_to_num: write ml.where(g[...] != g[...], 2.0, ml.where(g[...] == float('inf'), 7.0,"
+              " ml.where(g[...] == -float('inf'), -jnp.finfo(g[...].dtype).max, g[...]))), as jnp.nan_to_num (+-inf"
+              " not given become the dtype's largest finite values)")
+  x = _non_finite(dtype)
+  np.testing.assert_array_equal(np.asarray(nan_to_num_keywords_followed(x, interpret=True), np.float32),
+                                np.asarray(jnp.nan_to_num(x, nan=0.0, posinf=1.0, neginf=-1.0), np.float32))
+  np.testing.assert_array_equal(np.asarray(nan_to_num_positional_followed(x, interpret=True), np.float32),
+                                np.asarray(jnp.nan_to_num(x, True, 2.0, posinf=7.0), np.float32))
+  assert "mosaic_gpu" in _export(nan_to_num_keywords_followed, *spec).lower()
+
+
+# ---------------------------------------------------------------- a 3-D broadcast into narrow rows
+# int4 weights packed 8 a word along N unpack as `(q[:, :, None] >> (ml.arange(8) * 4)[None, None, :]) & 0xF`:
+# the (r, n, 1) operand stretched to (r, n, 8) is the 2-D broadcast (r * n, 1) -> (r * n, 8), a tile of
+# narrow rows the compiler holds (2 lanes a row), but the 3-D plan still asked for 32 columns: MG204.
+@mg.mgpu_kernel(out_shape=lambda x, wq: S((x.shape[0], wq.shape[1] * 8), F32), grid=lambda x, wq: (x.shape[0] // 64,))
+def int4_along_n_into_a_dot(x, wq, out):
+  i = ml.program_id(0)
+  k, n = x.shape[1], wq.shape[1] * 8
+  x_s = ml.smem((64, k), jnp.bfloat16)
+  w_s = ml.smem((k, n), jnp.bfloat16)
+  ml.copy(x.at[ml.ds(i * 64, 64), :], x_s)
+  q = wq[...]
+  w = (q[:, :, None] >> (ml.arange(8) * 4)[None, None, :]) & 0xF
+  w_s[...] = (w - 8).reshape(k, n).astype(jnp.bfloat16)
+  out.at[ml.ds(i * 64, 64), :][...] = ml.dot(x_s, w_s)
+
+
+@mg.mgpu_kernel(out_shape=lambda q, s: S(q.shape, F32), grid=lambda q, s: (q.shape[0] // 64,))
+def groups_of_eight(q, s, out):
+  i = ml.program_id(0)
+  v = q.at[ml.ds(i * 64, 64), :][...].astype(F32)
+  g = v.reshape(64, q.shape[1] // 8, 8) * s.at[ml.ds(i * 64, 64), :][...][:, :, None]
+  out.at[ml.ds(i * 64, 64), :][...] = g.reshape(64, q.shape[1])
+
+
+def _int4_case():
+  x = jnp.asarray(_rnd((128, 64), 6), jnp.bfloat16)
+  wq = np.random.default_rng(7).integers(-2**31, 2**31 - 1, (64, 8), dtype=np.int64).astype(np.int32)
+  w = ((wq[:, :, None] >> (np.arange(8) * 4)) & 0xF) - 8
+  return x, wq, np.asarray(x, np.float32) @ w.reshape(64, 64).astype(np.float32)
+
+
+def _groups_case():
+  q = np.random.default_rng(8).integers(-8, 8, (128, 128)).astype(np.int8)
+  s = _rnd((128, 16), 9)
+  return q, s, (q.astype(np.float32).reshape(128, 16, 8) * s[:, :, None]).reshape(128, 128)
+
+
+def test_a_3d_broadcast_into_narrow_rows_compiles_and_computes():
+  x, wq, want = _int4_case()
+  np.testing.assert_allclose(np.asarray(int4_along_n_into_a_dot(x, wq, interpret=True)), want, rtol=1e-5, atol=1e-4)
+  assert "mosaic_gpu" in _export(int4_along_n_into_a_dot, S(x.shape, jnp.bfloat16), S(wq.shape, jnp.int32)).lower()
+  q, s, want = _groups_case()
+  np.testing.assert_allclose(np.asarray(groups_of_eight(q, s, interpret=True)), want, rtol=1e-6)
+  assert "mosaic_gpu" in _export(groups_of_eight, S(q.shape, jnp.int8), S(s.shape, F32)).lower()
+
+
+@pytest.mark.gpu
+def test_a_3d_broadcast_into_narrow_rows_on_the_gpu():
+  x, wq, want = _int4_case()
+  np.testing.assert_allclose(np.asarray(int4_along_n_into_a_dot(x, jnp.asarray(wq))), want, rtol=1e-5, atol=1e-4)
+  q, s, want = _groups_case()
+  np.testing.assert_allclose(np.asarray(groups_of_eight(jnp.asarray(q), jnp.asarray(s))), want, rtol=1e-6)
