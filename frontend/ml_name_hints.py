@@ -36,6 +36,10 @@ def ml_name_hint(attr, args) -> str | None:
   from .nan_name_hints import hint as numerics_hint
   if attr in TEXTS:
     return TEXTS[attr]
+  if attr == "clamp" and args and len(args) > 1 and not re.match(r"\w+=[^=]", args[0]):
+    from .torch_hints import clamp_hint     # tl.clamp(x, lo, hi), torch.clamp(x, min=, max=)
+    if (h := clamp_hint(attr, args[0].strip(), args[1:])) is not None:
+      return f"no ml.clamp: {h}"
   from .scan_hints import scan_hint       # ml.cumlogsumexp, ml.cumulative_sum
   split = [re.match(r"\s*(\w+)\s*=(?!=)\s*(.*)", a) for a in (args or [])]
   pos = [a.strip() for a, m in zip(args or [], split) if m is None]

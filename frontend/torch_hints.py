@@ -30,18 +30,25 @@ def torch_method_hint(attr: str, recv: str, args) -> str | None:
     return f"write {r}.astype(jnp.{d}){tail}"
   if attr in _FUNCS and not args:
     return f"write ml.{attr}({recv})"
-  if attr in ("clamp", "clamp_min", "clamp_max", "clip") and args:
-    pos = [a for a in args if "=" not in a.split("(")[0]]
-    kw = dict(a.split("=", 1) for a in args if "=" in a.split("(")[0])
-    lo = kw.get("min", pos[0] if pos and attr != "clamp_max" else None)
-    hi = kw.get("max", pos[1] if len(pos) > 1 else pos[0] if pos and attr == "clamp_max" else None)
-    if lo is not None and hi is not None:
-      return f"write ml.clip({recv}, {lo}, {hi})"
-    if lo is not None:
-      return f"write ml.maximum({recv}, {lo})"
-    if hi is not None:
-      return f"write ml.minimum({recv}, {hi})"
+  if attr in ("clamp", "clamp_min", "clamp_max", "clip") and args and (h := clamp_hint(attr, recv, args)):
+    return h
   if attr == "pow" and len(args) == 1 and "=" not in args[0]:
     return f"write {r} ** {_atom(args[0])}"
   from .aten_hints import method_hint       # the operators and the other ATen methods
   return method_hint(attr, recv, args)
+
+
+def clamp_hint(attr: str, x: str, args) -> str | None:
+  """`write ml.clip(x, lo, hi)` (or ml.maximum, ml.minimum where one bound is given) for torch's and
+  Triton's clamp of `x` (`args`: the bounds as written, positional or min=/max=); None without bounds."""
+  pos = [a for a in args if "=" not in a.split("(")[0]]
+  kw = {k.strip(): v.strip() for k, v in (a.split("=", 1) for a in args if "=" in a.split("(")[0])}
+  lo = kw.get("min", pos[0] if pos and attr != "clamp_max" else None)
+  hi = kw.get("max", pos[1] if len(pos) > 1 else pos[0] if pos and attr == "clamp_max" else None)
+  if lo is not None and hi is not None:
+    return f"write ml.clip({x}, {lo}, {hi})"
+  if lo is not None:
+    return f"write ml.maximum({x}, {lo})"
+  if hi is not None:
+    return f"write ml.minimum({x}, {hi})"
+  return None
