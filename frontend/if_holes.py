@@ -18,8 +18,8 @@ def if_hole_hint(kernel: ir.Kernel, ev, param) -> str | None:
   name = param.name
   decided = getattr(ev, "decided", None) or {}
   found = skipped_store(kernel, param.value.id, set(decided)) if decided else None
-  if found is not None and len(found) == 2:
-    write, cond = found
+  if found is not None and found[2] != "loop":
+    write, cond, _ = found
     blk = _block_at(kernel, write)
     off = decided.get(id(blk)) if blk is not None else None
     who = _programs(ev, off) if off is not None else "some programs"

@@ -82,10 +82,29 @@ def skipped_store(kernel: ir.Kernel, out_id: int, skipped: set):
       for blk, other in ((o.then_block, o.else_block), (o.else_block, o.then_block)):
         w = write(blk) if id(blk) in skipped else None
         if w is not None and write(other) is None:
-          return w.loc, o.loc
+          return w.loc, o.loc, "shared" if _same_window(defs, w, out_id) else "if"
     elif isinstance(o, (For, While)) and id(o.body) in skipped and (w := write(o.body)) is not None:
       return w.loc, o.loc, "loop"      # a run-time loop that ran no trip in some program
   return None
+
+
+def _same_window(defs, w, out_id) -> bool:
+  """Whether op `w` writes the output `out_id` at a window every program computes alike: its starts
+  made of constants alone (a flag `found[...] = 1`), not of program ids, loop counters or memory."""
+  from .ops.control import ProgramId
+  refs = [ref for ref, kind in ir.traits_of(w).effects(w) if ref is not None and kind not in READS
+          and _root(defs, ref).id == out_id]
+  todo, seen = [x for r in refs for x in (defs[r.id].operands() if isinstance(defs.get(r.id), View) else ())], set()
+  while todo:
+    x = todo.pop()
+    if not isinstance(x, ir.Value) or x.id in seen or x.id == out_id:
+      continue
+    seen.add(x.id)
+    d = defs.get(x.id)
+    if d is None or isinstance(d, ProgramId) or not ir.traits_of(d).pure:
+      return False                     # a loop counter, a program id, a read of memory
+    todo.extend(d.operands())
+  return bool(refs)
 
 
 def _store_call(loc) -> dict:
@@ -140,7 +159,7 @@ def uncovered_error(name, shape, missing, g, grid, loc, masked=None, rank=1, ski
   skipped by that store's mask). `rank`: the grid's axes to show at least (those the kernel reads
   ml.program_id of: a grid (2, 1) the user wrote is not shown as (2,))."""
   region, count = describe(name, shape, missing, g)
-  if skipped is not None and len(skipped) == 3:
+  if skipped is not None and skipped[2] == "loop":
     at, loop, _ = skipped
     return E.UncoveredOutputError(
         f"{region} is never written: the write into {name} at line {at.lineno} is in the run-time loop at line"
@@ -150,8 +169,20 @@ def uncovered_error(name, shape, missing, g, grid, loc, masked=None, rank=1, ski
              f" no trips) and let the loop add to or overwrite it; or, to keep the old values, alias an input to"
              f" {name}: @mgpu_kernel(..., input_output_aliases={{input index: output index}})",
         notes=(f"{loop}: the loop",))
+  if skipped is not None and skipped[2] == "shared" and math.prod(grid) > 1:
+    at, cond, _ = skipped
+    from .if_holes import _condition          # (if_holes.py imports this module)
+    test = f"({_condition(cond)})" if _condition(cond) else "cond"
+    return E.UncoveredOutputError(
+        f"{region} is never written: the write into {name} at line {at.lineno} is under the run-time"
+        f" condition at line {cond.lineno}, which every program skipped, and nothing else writes it, so"
+        f" {count} of {math.prod(shape)} elements of {name} would stay uninitialised", at,
+        hint=f"every program writes this same window of {name} where its condition holds: a flag any program may"
+             f" set is an update every program makes, ml.atomic_max({name}, {test}.astype(jnp.int32)) (an int32 {name},"
+             f" outside the if; ml.atomic_add counts instead), as a plain write in an else: branch would race with"
+             f" the other programs", notes=(f"{cond}: the condition",))
   if skipped is not None:
-    at, cond = skipped
+    at, cond, _ = skipped
     return E.UncoveredOutputError(
         f"{region} is never written: the write into {name} at line {at.lineno} is under the run-time"
         f" condition at line {cond.lineno}, which skipped it in the programs whose windows hold these"

@@ -268,3 +268,54 @@ def test_ml_clamp_with_keywords_is_hinted_with_the_calls_operand_and_bounds():
          hint="no ml.clamp: write ml.clip(v, -0.5, 0.5)")
   u = _rnd(256, 10) * 2
   np.testing.assert_array_equal(np.asarray(clamp_by_keyword_followed(u, interpret=True)), np.minimum(u, 1.0))
+
+
+# ---------------------------------------------------------------- a flag every program may set, written under an if
+# Triton's habit for a loss scaler's found_inf (zeroed outside, `if bad: found[0] = 1`): where no program
+# found an inf, interpret mode's MG602 said to add an else: branch writing zeros, which every program then
+# writes (a RaceError). The hint now writes the atomic update every program makes.
+@mg.mgpu_kernel(out_shape=lambda g: S((), jnp.int32), grid=lambda g: (g.shape[0] // 8,))
+def found_inf_under_if(g, found):
+  i = ml.program_id(0)
+  v = g.at[ml.ds(i * 8, 8), :][...]
+  if ml.any(~ml.isfinite(v)):
+    found[...] = 1
+
+
+@mg.mgpu_kernel(out_shape=lambda g: S((), jnp.int32), grid=lambda g: (g.shape[0] // 8,))
+def found_inf_as_hinted(g, found):
+  i = ml.program_id(0)
+  v = g.at[ml.ds(i * 8, 8), :][...]
+  ml.atomic_max(found, (ml.any(~ml.isfinite(v))).astype(jnp.int32))
+
+
+def test_a_flag_set_under_a_runtime_if_by_any_program_hints_the_atomic_update():
+  g = _rnd((64, 128), 11)
+  with pytest.raises(mg.UncoveredOutputError) as info:
+    found_inf_under_if(g, interpret=True)
+  e = info.value
+  line, col = where(found_inf_under_if, "found[...] = 1")
+  assert (e.code, e.lineno, e.col_offset) == ("MG602", line, col)
+  assert e.message == (f"found[] is never written: the write into found at line {line} is under the run-time condition"
+                       f" at line {line - 1}, which every program skipped, and nothing else writes it, so 1 of 1"
+                       f" elements of found would stay uninitialised")
+  assert e.hint == ("every program writes this same window of found where its condition holds: a flag any program"
+                    " may set is an update every program makes, ml.atomic_max(found, (ml.any(~ml.isfinite(v)))"
+                    ".astype(jnp.int32)) (an int32 found, outside the if; ml.atomic_add counts instead), as a plain"
+                    " write in an else: branch would race with the other programs")
+  for bad in ((), ((3, 3), (40, 7))):
+    h = g.copy()
+    for r, c in bad:
+      h[r, c] = np.inf
+    assert int(found_inf_as_hinted(h, interpret=True)) == int(bool(bad))
+  assert "mosaic_gpu" in _export(found_inf_as_hinted, S(g.shape, F32)).lower()
+  with pytest.raises(mg.UncoveredOutputError) as info:     # a window of its own per program: an else: branch
+    flag_per_program_under_if(g, interpret=True)
+  assert info.value.hint.startswith("write found's window on every path: add an else: branch")
+
+
+@mg.mgpu_kernel(out_shape=lambda g: S((g.shape[0] // 8,), jnp.int32), grid=lambda g: (g.shape[0] // 8,))
+def flag_per_program_under_if(g, found):
+  i = ml.program_id(0)
+  if ml.any(~ml.isfinite(g.at[ml.ds(i * 8, 8), :][...])):
+    found[i] = 1
