@@ -63,6 +63,13 @@ def method_hint(attr: str, recv: str, args: list[str]) -> str | None:
   pos = [a for a in args if "=" not in a.split("(")[0]]
   kw = dict(a.split("=", 1) for a in args if "=" in a.split("(")[0])
   axis = kw.get("dim", kw.get("axis", pos[0] if pos else None))
+  if attr in ("add", "sub") and len(pos) == 1 and set(kw) == {"alpha"}:      # torch.add(x, y, alpha=a)
+    return f"write the operators: {r} {_OPS[attr]} {_atom(kw['alpha'].strip())} * {_atom(pos[0])}"
+  if attr == "lerp" and len(pos) == 2 and not kw:                             # start + weight * (end - start)
+    return f"write {r} + {_atom(pos[1])} * ({pos[0]} - {r})"
+  if attr in ("addcmul", "addcdiv") and len(pos) == 2 and set(kw) <= {"value"}:
+    scale = f"{_atom(kw['value'].strip())} * " if "value" in kw else ""
+    return f"write {r} + {scale}{_atom(pos[0])} {'*' if attr == 'addcmul' else '/'} {_atom(pos[1])}"
   if attr in _OPS and len(pos) == 1 and not kw:
     note = " (flooring: the divisor's sign, as torch.remainder)" if attr == "remainder" else ""
     return f"write the operator: {r} {_OPS[attr]} {_atom(pos[0])}{note}"

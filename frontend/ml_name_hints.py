@@ -18,6 +18,7 @@ FORMS = {           # ({0}, {1}: the call's arguments)
     "logaddexp": "ml.where({0} == {1}, {0} + 0.6931471805599453, ml.maximum({0}, {1}) + ml.log1p(ml.exp(-ml.abs({0} - {1}))))",
     "soft_sign": "{0} / (1 + ml.abs({0}))",
     "clamp": "ml.clip({0}, {1}, {2})",     # (Triton's tl.clamp(x, min, max), not lax.clamp's order)
+    "lerp": "{0} + {2} * ({1} - {0})",       # (torch.lerp(start, end, weight))
 }
 TEXTS = {
     "matmul": _DOT.format("matmul"), "einsum": _DOT.format("einsum"), "dot_general": _DOT.format("dot_general"),

@@ -22,6 +22,11 @@ def torch_method_hint(attr: str, recv: str, args) -> str | None:
   is not called), or None where it is no torch method with an ml form."""
   if args is None:
     return None
+  if attr.endswith("_") and not attr.startswith("_") and (h := torch_method_hint(attr[:-1], recv, args)):
+    # torch.optim's in-place updates (exp_avg.mul_(b1).add_(g, alpha=1 - b1), p.addcdiv_(m, d, value=-lr))
+    again = (f"; rebind the name, {recv} = ..., as register values do not change in place (torch's .{attr}"
+             f" changes its tensor)") if recv.isidentifier() else f" (torch's in-place .{attr} is this value here)"
+    return h + again
   r = _atom(recv)
   if attr in _CASTS and not args:
     d = _CASTS[attr]

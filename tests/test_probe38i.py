@@ -319,3 +319,57 @@ def flag_per_program_under_if(g, found):
   i = ml.program_id(0)
   if ml.any(~ml.isfinite(g.at[ml.ds(i * 8, 8), :][...])):
     found[i] = 1
+
+
+# ---------------------------------------------------------------- torch.optim's in-place tensor methods
+# An AdamW step ported from torch.optim (`m.lerp_(g, 1 - b1)`, `v.mul_(b2).addcmul_(g, g, value=1 - b2)`,
+# `p.addcdiv_(m, d, value=-lr)`, `p.add_(g, alpha=-lr)`) was told only which methods register values have.
+@mg.mgpu_kernel(out_shape=lambda p, g, m: (p, m))
+def torch_style_lerp(p, g, m, po, mo):
+  gr, ma = g[...], m[...]
+  ma.lerp_(gr, 0.1)
+  mo[...] = ma
+  po[...] = p[...]
+
+
+@mg.mgpu_kernel(out_shape=lambda p, g, m: (p, m))
+def torch_style_addcdiv(p, g, m, po, mo):
+  w, ma = p[...], m[...]
+  w.addcdiv_(ma, ml.sqrt(g[...] * g[...]) + 1e-8, value=-1e-3)
+  po[...] = w
+  mo[...] = ma
+
+
+@mg.mgpu_kernel(out_shape=lambda p, g, m: (p, m))
+def torch_style_add_alpha(p, g, m, po, mo):
+  w = p[...]
+  po[...] = w.add(g[...], alpha=-0.01)
+  mo[...] = m[...]
+
+
+@mg.mgpu_kernel(out_shape=lambda p, g, m: (p, m))
+def torch_style_followed(p, g, m, po, mo):
+  gr, ma, w = g[...], m[...], p[...]
+  ma = ma + 0.1 * (gr - ma)
+  w = w + (-1e-3) * ma / (ml.sqrt(gr * gr) + 1e-8)
+  w = w + (-0.01) * gr
+  po[...] = w
+  mo[...] = ma
+
+
+def test_torch_optims_in_place_methods_are_hinted_as_the_expressions_they_compute():
+  spec = [S((256,), F32)] * 3
+  expect(torch_style_lerp, spec, mg.KernelTypeError, "ma.lerp_", "a register tensor has no attribute 'lerp_'",
+         hint="write ma + 0.1 * (gr - ma); rebind the name, ma = ..., as register values do not change in place"
+              " (torch's .lerp_ changes its tensor)")
+  expect(torch_style_addcdiv, spec, mg.KernelTypeError, "w.addcdiv_", "a register tensor has no attribute 'addcdiv_'",
+         hint="write w + (-0.001) * ma / (ml.sqrt(g[...] * g[...]) + 1e-08); rebind the name, w = ..., as register"
+              " values do not change in place (torch's .addcdiv_ changes its tensor)")
+  expect(torch_style_add_alpha, spec, mg.KernelTypeError, "w.add(", "a register tensor has no attribute 'add'",
+         hint="write the operators: w + (-0.01) * g[...]")
+  p, g, m = _rnd(256, 13), _rnd(256, 14), _rnd(256, 15)
+  got = torch_style_followed(p, g, m, interpret=True)
+  ma = m + np.float32(0.1) * (g - m)               # torch.optim's AdamW arithmetic, in jnp
+  w = p + np.float32(-1e-3) * ma / (jnp.sqrt(g * g) + np.float32(1e-8))
+  np.testing.assert_allclose(np.asarray(got[1]), ma, rtol=1e-6)
+  np.testing.assert_allclose(np.asarray(got[0]), w + np.float32(-0.01) * g, rtol=1e-6)
