@@ -12,6 +12,7 @@ OPERANDS = {
                      "llrint", "rint", "modf", "relu", "leaky_relu", "gelu", "fast_expf"), ("x",)),
     **dict.fromkeys(("hypot", "fmin", "fmax", "fast_dividef", "mod", "remainder", "rem", "fdiv", "div_rn",
                      "divide", "true_divide", "floor_divide", "floordiv", "power"), ("x", "y")),
+    "fma": ("x", "y", "z"),
 }
 # Triton's correctly rounded division: the GPU's float32 `/` is not (docs/design-notes.md note 64)
 DIV_RN = ("no ml.div_rn: divide with the / operator, x / y, which on the GPU is approximate: a float32 quotient"

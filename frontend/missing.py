@@ -145,7 +145,7 @@ NOT_YET = {   # what Triton and jnp users reach for that mgpu_dsl does not have,
     "top_k": _TOP,
     "nonzero": "no ml.nonzero (its length depends on the data): keep a mask, or compact with an exclusive"
                " ml.cumsum of the mask as each kept element's position and a scatter",
-    "fma": "no ml.fma: write a * b + c (the GPU may fuse it into one fused multiply-add; interpret mode rounds twice)",
+    "fma": "no ml.fma: write x * y + z (the GPU may fuse it into one fused multiply-add; interpret mode rounds twice)",
     **{n: ("no compare-and-swap or exchange, so no locks: accumulate partial results with ml.atomic_add into"
            " an output (one reduced atomically starts at zero), or write each program's partials to rows of"
            " their own and sum them in a second kernel") for n in ("atomic_cas", "atomic_xchg")},

@@ -147,7 +147,7 @@ def test_ml_math_names_the_ml_function_with_the_users_arguments():
          hint=lead.format("extra", "extra") + ": write ml.maximum(x[...], 0.0) for"
          " ml.extra.cuda.libdevice.max(...)")
   e = expect(math_fma, [S((128,), F32)], mg.UnknownNameError, "ml.math", "ml has no attribute 'math'")
-  assert e.hint.startswith(lead.format("math", "math") + "; no ml.fma: write a * b + c")
+  assert e.hint.startswith(lead.format("math", "math") + "; no ml.fma: write x[...] * 2.0 + 1.0")
   # a call spanning lines is not read from the line: its arguments are not guessed (it said ml.pow(x))
   expect(math_pow_two_lines, [S((128,), F32)], mg.UnknownNameError, "ml.math", "ml has no attribute 'math'",
          hint=lead.format("math", "math") + ": write ml.pow(...) for ml.math.pow(...)")

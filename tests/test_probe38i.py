@@ -373,3 +373,16 @@ def test_torch_optims_in_place_methods_are_hinted_as_the_expressions_they_comput
   w = p + np.float32(-1e-3) * ma / (jnp.sqrt(g * g) + np.float32(1e-8))
   np.testing.assert_allclose(np.asarray(got[1]), ma, rtol=1e-6)
   np.testing.assert_allclose(np.asarray(got[0]), w + np.float32(-0.01) * g, rtol=1e-6)
+
+
+# ---------------------------------------------------------------- ml.fma with the call's operands
+@mg.mgpu_kernel(out_shape=lambda p, g: p)
+def fma_step(p, g, out):
+  out[...] = ml.fma(g[...], -0.1, p[...])
+
+
+def test_ml_fma_is_hinted_with_the_calls_operands():
+  """Its hint wrote `a * b + c`, placeholders for the kernel's own operands."""
+  expect(fma_step, [S((256,), F32)] * 2, mg.UnknownNameError, "ml.fma", "ml has no attribute 'fma'",
+         hint="no ml.fma: write g[...] * (-0.1) + p[...] (the GPU may fuse it into one fused multiply-add;"
+              " interpret mode rounds twice)")
