@@ -106,6 +106,11 @@ def parse(fn) -> ParsedKernel:
         hint=(f"list every ref parameter by name, def {tree.name}({named + ', ' if named else ''}out1, out2, ...):"
               f" outputs only some calls want (Pallas's *residual_refs) are written by every call, and the"
               f" caller drops those it does not need"
+              if a.vararg and named else
+              f"list every ref parameter by name, the inputs then the outputs, def {tree.name}(x, y, out): for a"
+              f" number of tensors that varies (a multi-tensor optimizer step), pass them as one flat array,"
+              f" jnp.concatenate([t.ravel() for t in ts]), with each tensor's start in an int32 offsets array that"
+              f" the programs read (start = offs[t], end = offs[t + 1]), or call the kernel once per tensor"
               if a.vararg else
               f"name the compile-time constants as keyword-only parameters, def {tree.name}(..., *, block:"
               f" ml.constexpr), and pass them by keyword"))

@@ -386,3 +386,44 @@ def test_ml_fma_is_hinted_with_the_calls_operands():
   expect(fma_step, [S((256,), F32)] * 2, mg.UnknownNameError, "ml.fma", "ml has no attribute 'fma'",
          hint="no ml.fma: write g[...] * (-0.1) + p[...] (the GPU may fuse it into one fused multiply-add;"
               " interpret mode rounds twice)")
+
+
+# ---------------------------------------------------------------- Pallas's def kernel(*refs) for a varying number of tensors
+def test_a_kernel_of_star_refs_alone_is_hinted_the_flat_array_form():
+  """`def multi_sgd(*refs)` (Pallas's kernels over any number of refs) was hinted as *residual_refs are:
+  `def multi_sgd(out1, out2, ...)`, outputs only, with a note on residual outputs."""
+  def multi_sgd(*refs):
+    n = len(refs) // 3
+    for p, g, o in zip(refs[:n], refs[n:2 * n], refs[2 * n:]):
+      o[...] = p[...] - 0.1 * g[...]
+
+  with pytest.raises(mg.UnsupportedSyntaxError) as info:
+    mg.mgpu_kernel(out_shape=lambda *a: a[:1])(multi_sgd).check(S((128,), F32), S((128,), F32))
+  e = info.value
+  assert e.message == "*refs in a kernel signature: a kernel's parameters are one named ref per input and output"
+  assert e.loc.source_line[e.col_offset:].startswith("refs)")
+  assert e.hint == ("list every ref parameter by name, the inputs then the outputs, def multi_sgd(x, y, out): for a"
+                    " number of tensors that varies (a multi-tensor optimizer step), pass them as one flat array,"
+                    " jnp.concatenate([t.ravel() for t in ts]), with each tensor's start in an int32 offsets array that"
+                    " the programs read (start = offs[t], end = offs[t + 1]), or call the kernel once per tensor")
+  _star_refs_hint_followed()
+
+
+@mg.mgpu_kernel(out_shape=lambda p, g, offs: p, grid=lambda p, g, offs: (offs.shape[0] - 1,), input_output_aliases={0: 0})
+def flat_multi_tensor_sgd(p, g, offs, out):
+  t = ml.program_id(0)
+  start, end = offs[t], offs[t + 1]
+  for c in range(start // 256, ml.cdiv(end, 256)):
+    idx = c * 256 + ml.arange(256)
+    m = (idx >= start) & (idx < end)
+    w = p.at[ml.ds(c * 256, 256)].load(mask=m, other=0.0)
+    out.at[ml.ds(c * 256, 256)].store(w - 0.1 * g.at[ml.ds(c * 256, 256)].load(mask=m, other=0.0), mask=m)
+
+
+def _star_refs_hint_followed():
+  ts, gs = [_rnd(n, 20 + n) for n in (700, 1200, 1100)], [_rnd(n, 30 + n) for n in (700, 1200, 1100)]
+  offs = np.cumsum([0] + [t.size for t in ts]).astype(np.int32)
+  got = flat_multi_tensor_sgd(jnp.concatenate(ts), jnp.concatenate(gs), offs, interpret=True)
+  np.testing.assert_allclose(np.asarray(got), np.concatenate([t - np.float32(0.1) * g for t, g in zip(ts, gs)]),
+                             rtol=1e-6)
+  assert "mosaic_gpu" in _export(flat_multi_tensor_sgd, S((3000,), F32), S((3000,), F32), S((4,), jnp.int32)).lower()
