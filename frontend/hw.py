@@ -15,6 +15,14 @@ WARPS_PER_WARPGROUP = WARPGROUP // WARP
 # Lanes a row of a row-wise tile narrower than a warp's 32 x vec elements takes, widest first: 32 // lanes
 # rows a warp (a router's 8 experts: 2 lanes of 4 elements a row; 3 coordinates: a row a thread).
 NARROW_LANES = (16, 8, 4, 2, 1)
+
+
+def rows_fit(rows: int, cols: int) -> bool:
+  """Whether a 2-D register tile of (rows, cols) takes a row-wise layout (frontend/layouts.py): the 32 lanes of a
+  warp along its columns (rows a multiple of 4, unless the columns are of whole warpgroups), or, narrower than
+  a warp, `lanes` of NARROW_LANES a row and 32 // lanes rows a warp (rows a multiple of 128 // lanes)."""
+  return (cols % WARP == 0 and (rows % WARPS_PER_WARPGROUP == 0 or cols % WARPGROUP == 0)
+          or any(cols % lanes == 0 and rows % (WARPGROUP // lanes) == 0 for lanes in NARROW_LANES))
 MAX_BLOCK = 1024              # threads in a CTA
 MAX_CLUSTER = 16              # CTAs in a cluster (non-portable maximum on Hopper)
 NUM_SMS = 132                 # streaming multiprocessors of an H100/H200 SXM (grid sizing without a GPU)

@@ -427,3 +427,93 @@ def _star_refs_hint_followed():
   np.testing.assert_allclose(np.asarray(got), np.concatenate([t - np.float32(0.1) * g for t, g in zip(ts, gs)]),
                              rtol=1e-6)
   assert "mosaic_gpu" in _export(flat_multi_tensor_sgd, S((3000,), F32), S((3000,), F32), S((4,), jnp.int32)).lower()
+
+
+# ---------------------------------------------------------------- a 3-D reduction over groups narrower than a warp
+# Group quantisation with groups of 8 (`ml.max(ml.abs(g), axis=2)` of `g = v.reshape(r, n, 8)`) was MG204:
+# the 2-D plan (r * n, 8) asked for 32 columns, where a 2-D tile of narrow rows reduces (2 lanes a row).
+@mg.mgpu_kernel(out_shape=lambda x: (S(x.shape, jnp.int8), S((x.shape[0], x.shape[1] // 8), F32)),
+                grid=lambda x: (x.shape[0] // 64,))
+def quantise_groups_of_eight(x, q, s):
+  i = ml.program_id(0)
+  g = x.at[ml.ds(i * 64, 64), :][...].reshape(64, x.shape[1] // 8, 8)
+  m = ml.max(ml.abs(g), axis=2) / 127.0
+  q.at[ml.ds(i * 64, 64), :][...] = ml.round(g / ml.maximum(m, 1e-12)[:, :, None]).reshape(64, x.shape[1]).astype(jnp.int8)
+  s.at[ml.ds(i * 64, 64), :][...] = m
+
+
+def _groups_of_eight_reference(x):
+  g = x.reshape(x.shape[0], -1, 8)
+  m = np.abs(g).max(2) / np.float32(127.0)
+  return np.round(g / np.maximum(m, np.float32(1e-12))[:, :, None]).reshape(x.shape).astype(np.int8), m
+
+
+def test_a_3d_reduction_over_groups_narrower_than_a_warp_compiles_and_computes():
+  x = _rnd((128, 128), 16)
+  q, m = quantise_groups_of_eight(x, interpret=True)
+  want_q, want_m = _groups_of_eight_reference(x)
+  np.testing.assert_array_equal(np.asarray(m), want_m)
+  assert np.abs(np.asarray(q, np.int32) - want_q).max() <= 1      # (the GPU's division: a tie may round apart)
+  assert "mosaic_gpu" in _export(quantise_groups_of_eight, S(x.shape, F32)).lower()
+
+
+@pytest.mark.gpu
+def test_a_3d_reduction_over_groups_narrower_than_a_warp_on_the_gpu():
+  x = _rnd((128, 128), 16)
+  q, m = quantise_groups_of_eight(jnp.asarray(x))
+  want_q, want_m = _groups_of_eight_reference(x)
+  np.testing.assert_allclose(np.asarray(m), want_m, rtol=1e-6)      # (the GPU's float32 division: an ulp)
+  assert np.abs(np.asarray(q, np.int32) - want_q).max() <= 1
+
+
+# ---------------------------------------------------------------- a 3-D statistic kept (keepdims=True) of groups
+# A softmax over groups of a row (`ml.softmax(v.reshape(r, n, c), axis=-1)`, a max and a sum kept as (r, n, 1))
+# and a group mean subtracted were MG204, where the same reductions without keepdims compile; and the hint for
+# ml.softmax of a 3-D tile it cannot plan wrote `ml.softmax(v2, axis=1, keepdims=True)`, a keyword it refuses.
+@mg.mgpu_kernel(out_shape=lambda x, *, c: x, grid=lambda x, *, c: (x.shape[0] // 64,))
+def group_softmax(x, out, *, c: ml.constexpr):
+  i = ml.program_id(0)
+  g = x.at[ml.ds(i * 64, 64), :][...].reshape(64, x.shape[1] // c, c)
+  centred = g - ml.mean(g, axis=-1, keepdims=True)
+  out.at[ml.ds(i * 64, 64), :][...] = (ml.softmax(g, axis=-1) + centred).reshape(64, x.shape[1])
+
+
+def _group_softmax_reference(x, c):
+  g = x.reshape(x.shape[0], -1, c)
+  return (jax.nn.softmax(g, axis=-1) + g - g.mean(-1, keepdims=True)).reshape(x.shape)
+
+
+@pytest.mark.parametrize("c", [8, 32])
+def test_a_statistic_kept_over_groups_of_a_3d_tile_compiles_and_computes(c):
+  x = _rnd((128, 128), 17)
+  np.testing.assert_allclose(np.asarray(group_softmax(x, c=c, interpret=True)), _group_softmax_reference(x, c),
+                             rtol=1e-5, atol=1e-6)
+  assert "mosaic_gpu" in _export(group_softmax, S(x.shape, F32), c=c).lower()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("c", [8, 32])
+def test_a_statistic_kept_over_groups_of_a_3d_tile_on_the_gpu(c):
+  x = _rnd((128, 128), 17)
+  np.testing.assert_allclose(np.asarray(group_softmax(jnp.asarray(x), c=c)), _group_softmax_reference(x, c),
+                             rtol=1e-5, atol=1e-6)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def softmax_of_few_rows_3d(x, out):
+  out[...] = ml.softmax(x[...], axis=-1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def softmax_of_few_rows_3d_followed(x, out):
+  out[...] = ml.softmax((x[...]).reshape(16, 128), axis=1).reshape(2, 8, 128)
+
+
+def test_the_3d_softmax_hint_writes_a_call_ml_softmax_takes():
+  expect(softmax_of_few_rows_3d, [S((2, 8, 128), F32)], mg.LayoutError, "ml.softmax(",
+         "ml.softmax over axis -1 of a 3-D tensor (2, 8, 128): partial reductions work on 1-D and 2-D tensors",
+         hint="reshape it to 2-D in registers and compute there: ml.softmax((x[...]).reshape(16, 128), axis=1)"
+              ".reshape(2, 8, 128)")
+  x = _rnd((2, 8, 128), 18)
+  np.testing.assert_allclose(np.asarray(softmax_of_few_rows_3d_followed(x, interpret=True)), jax.nn.softmax(x, -1),
+                             rtol=1e-5, atol=1e-7)

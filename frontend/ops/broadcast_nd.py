@@ -39,8 +39,7 @@ def flattened_plan(src: tuple, dst: tuple, dims: tuple) -> tuple | None:
     rows, cols, src2 = math.prod(dst[:hi]), math.prod(dst[hi:]), (1, math.prod(dst[hi:]))
   else:
     return None                    # a middle axis stretched: ml.concatenate's copies (the MG204 hint)
-  if (cols % hw.WARP or rows % hw.WARPS_PER_WARPGROUP and cols % hw.WARPGROUP) and not any(
-      cols % lanes == 0 and rows % (hw.WARPGROUP // lanes) == 0 for lanes in hw.NARROW_LANES):
+  if not hw.rows_fit(rows, cols):
     return None                    # (a 2-D tile no row-wise layout holds: the MG204 hint's copies)
   return src2, (rows, cols)
 

@@ -119,11 +119,13 @@ def reduce(cx, kind: ReduceKind, x, axis, keepdims, what=None):
     raise E.UnsupportedDtypeError(
         f"{what} of {dtype_name(d)} values is not supported", cx.loc,
         hint=f"convert first: {src}.astype(jnp.float32)")
-  if len(axes) < len(shape) and len(shape) > 2 and not keepdims and (plan := _flat_plan(shape, axes)) is not None:
+  if len(axes) < len(shape) and len(shape) > 2 and (plan := _flat_plan(shape, axes)) is not None:
     # A leading or trailing run of axes of a 3-D (or wider) tensor: the 2-D reduction of its reshape
-    # (through SMEM where the layouts need it), reshaped back, as the user would write it.
+    # (through SMEM where the layouts need it), reshaped back, as the user would write it; with keepdims,
+    # to the tensor's rank (a group softmax's (r, n, 1) statistic, which broadcasts along its last axis).
     rows, cols, lead, kept = plan
-    return reshape_(cx, reduce(cx, kind, reshape_(cx, x, (rows, cols)), 0 if lead else 1, False, what), kept)
+    back = tuple(1 if i in axes else n for i, n in enumerate(shape)) if keepdims else kept
+    return reshape_(cx, reduce(cx, kind, reshape_(cx, x, (rows, cols)), 0 if lead else 1, False, what), back)
   if len(axes) == 1 and len(shape) > 2 and 0 < axes[0] < len(shape) - 1:
     # A middle axis of a 3-D (or wider) tensor (time in a (heads, time, d) chunk): the scan along it from
     # the end, each slab of the axes before it apart, holds the reduction at the axis's first position.
@@ -183,6 +185,8 @@ def _reshape_hint(cx, x, shape, axes, keepdims, what):
   src = cx.named(x)
   name = src if src.isidentifier() else f"({src})"
   flat, ax = f"{name}.reshape({rows}, {cols})", f"axis={0 if lead else 1}"
+  if what.rsplit(".", 1)[-1] in ("softmax", "log_softmax"):       # (no statistic: the tensor's own shape)
+    return f"reshape it to 2-D in registers and compute there: {what}({flat}, {ax}).reshape{tuple(shape)}"
   if keepdims and not arg:
     # The statistic kept in the tile's shape (a norm's `v * ml.rsqrt(ml.sum(v * v, axis=-1, keepdims=True))`):
     # a 3-D tile does not broadcast it, so the computation runs on 2-D tiles, reshaped back at the store.
@@ -206,8 +210,7 @@ def _reshape_hint(cx, x, shape, axes, keepdims, what):
 
 def _flat_shape(shape, axes):
   """(rows, cols, whether the reduced axes lead, the kept shape) of the 2-D tile a reduction over a
-  leading or trailing run of axes reduces (columns a multiple of 32, rows a multiple of 4 unless the
-  columns are a multiple of 128); None for any other."""
+  leading or trailing run of axes reduces (one a row-wise layout holds: hw.rows_fit); None for any other."""
   n = len(shape)
   lead = tuple(range(len(axes))) == tuple(sorted(axes))
   trail = tuple(range(n - len(axes), n)) == tuple(sorted(axes))
@@ -216,7 +219,7 @@ def _flat_shape(shape, axes):
   red = math.prod(shape[a] for a in axes)
   kept = tuple(shape[a] for a in range(n) if a not in axes)
   rows, cols = (red, math.prod(kept)) if lead else (math.prod(kept), red)
-  if cols % hw.WARP or (rows % hw.WARPS_PER_WARPGROUP and cols % hw.WARPGROUP):
+  if not hw.rows_fit(rows, cols):   # (narrow rows too: groups of 8 of a (r, n, 8) tile)
     return None
   return rows, cols, lead, kept
 
