@@ -127,8 +127,8 @@ def window_chosen_followed(a, out):
 def test_a_window_chosen_by_a_runtime_if_and_read_after_it_says_how_to_choose_its_start():
   line = where(window_chosen_at_run_time, "if pid % 2")[0]
   e = expect(window_chosen_at_run_time, [S((2048,), F32)], mg.KernelTypeError, "if pid % 2",
-             f"s is a different window ml.ds(start, 512) on each path through this if, and is read after it; a"
-             f" window is made while compiling, so it cannot be chosen at run time",
+             "s is a different window ml.ds(start, 512) on each path through this if, and is read after it; a"
+             " window is made while compiling, so it cannot be chosen at run time",
              hint="choose its start in each branch (s_start = ... in both) and make the window after the if:"
                   " s = ml.ds(s_start, 512)")
   assert e.notes == tuple(f"{e.filename}:{line + k}:4: s is assigned here" for k in (1, 3))
