@@ -572,7 +572,9 @@ class _Memory:
       race = w.first_race() if w is not None else None
       if race is not None:
         # a read whose statement writes the element read too (out[...] += part)
-        accumulates = len(race) > 5 and race[5] is not None and w.writes_at(race[0], race[1], race[2])
+        # (or, for two writes, a statement that reads the element it writes: out[...] += part)
+        accumulates = (w.writes_at(race[0], race[1], race[2]) if len(race) > 5 and race[5] is not None
+                       else w.reads_on_line(race[4]))
         out.append(_with_lone_axis_note(self.kernel, race_error(p.name, race, self.ev.program,
                                                                 p.value.type.shape, self.kernel.grid,
                                                                 accumulates, self.kernel.body)))

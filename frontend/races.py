@@ -61,6 +61,11 @@ class Writers:
         return True
     return False
 
+  def reads_on_line(self, loc) -> bool:
+    """Whether a read of this output is recorded at `loc`'s line (out[...] += part, or out[...] =
+    out[...] + part: the statement that writes the element reads it too)."""
+    return any((self.locs[i].filename, self.locs[i].lineno) == (loc.filename, loc.lineno) for i in self.reads)
+
   def first_race(self):
     """((element, program a, loc a, program b, loc b)) of an element two programs write, or
     one reads and another writes (program b's access a write, a's a read or a write), or None."""
@@ -240,6 +245,9 @@ def race_error(name, race, program, shape=None, grid=None, accumulates=False, bo
       f"program {program(p)} and program {program(q)} both write {name}{list(element) if element else ''}:"
       f" programs run in no fixed order, so the result depends on timing", loc_q,
       notes=(f"{loc_p}: program {program(p)} writes it here",) if loc_p != loc_q else (),
-      hint=(_apart_along(name, program(p), program(q), grid, shape) or own_window(name, shape, grid)
+      hint=ACCUMULATE_ACROSS.format(f"several programs read {name} and write it back ({name}[...] += part) in no"
+                                    f" fixed order, so all but one program's share can be lost")
+      if element and accumulates else
+      (_apart_along(name, program(p), program(q), grid, shape) or own_window(name, shape, grid)
             + "; where programs add partial results into the same elements (split-K), add them atomically:"
             " ml.atomic_add(ref, value) or ml.copy(buf, ref, reduce=\"add\")") if element else ONE_WRITER)

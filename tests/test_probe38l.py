@@ -1,0 +1,58 @@
+"""Probe 38l (Triton tutorials and Pallas examples ported from the docs alone): vector add, fused
+softmax, dropout, layer norm, grouped and persistent matmul, grouped GEMM, attention, libdevice math,
+Pallas's program_id/ds idioms, masked loads at boundaries."""
+import inspect
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+
+S = jax.ShapeDtypeStruct
+F32 = jnp.float32
+
+
+def _line(fn, text):
+  """(line, column) of the first line of `fn` holding `text`."""
+  lines, first = inspect.getsourcelines(fn)
+  k = next(i for i, s in enumerate(lines) if text in s)
+  return first + k, lines[k].index(text)
+
+
+# ---------------------------------------------------------------- Pallas's accumulation over a grid axis
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[1],), F32), grid=lambda x: (x.shape[0] // 8,))
+def pallas_colsum(x_ref, o_ref):
+  i = ml.program_id(0)
+  if i == 0:
+    o_ref[...] = ml.zeros((x_ref.shape[1],), F32)
+  o_ref[...] += ml.sum(x_ref[ml.ds(i * 8, 8), :], axis=0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[1],), F32), grid=lambda x: (x.shape[0] // 8,))
+def pallas_colsum_fixed(x_ref, o_ref):
+  i = ml.program_id(0)
+  ml.atomic_add(o_ref.at[...], ml.sum(x_ref[ml.ds(i * 8, 8), :], axis=0))
+
+
+def test_accumulating_write_by_every_program_hints_atomic_add():
+  """`o_ref[...] += part` in every program (Pallas's revisited output block) was a write/write race
+  whose hint split the output into one window a program, which changes what the kernel computes; it
+  is the accumulation across programs, hinted as the atomic update (and followed, correct)."""
+  with pytest.raises(mg.RaceError) as e:
+    pallas_colsum.check(S((64, 128), F32))
+  line, col = _line(pallas_colsum, "o_ref[...] +=")
+  assert (e.value.lineno, e.value.col_offset) == (line, col)
+  assert "both write o_ref[0]" in str(e.value)
+  assert "ml.atomic_add(out.at[...], part)" in e.value.hint and "drop the zeroing write" in e.value.hint
+  assert "own window" not in e.value.hint
+  x = np.random.default_rng(0).standard_normal((64, 128)).astype(np.float32)
+  np.testing.assert_allclose(pallas_colsum_fixed(x, interpret=True), x.sum(0), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.gpu
+def test_gpu_accumulation_by_atomics():
+  x = np.random.default_rng(1).standard_normal((256, 512)).astype(np.float32)
+  np.testing.assert_allclose(jax.jit(pallas_colsum_fixed)(x), x.sum(0), rtol=1e-4, atol=1e-4)
