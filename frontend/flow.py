@@ -116,10 +116,10 @@ def trace_for(tracer, node: ast.For):
                        hint="only ml.range takes stages= (and warp_specialize=, pingpong=): for t in"
                             " ml.range(n, stages=2) pipelines the loop's loads; ml.static_range unrolls" if pipeline
                             else f"{called} takes its bounds by position: {called}(start, stop, step)")
-  copies = any(isinstance(st, ast.Expr) and isinstance(st.value, ast.Call) and isinstance(st.value.func, ast.Attribute)
-               and st.value.func.attr == "copy" for st in node.body)       # (the TMA loads stages= pipelines)
-  stages, specialize, pingpong = ctl.range_options(it.keywords, tracer.eval, tracer.loc, tracer.loc(it),
-                                                   copies=copies, header=", ".join(tracer.text(a) for a in it.args))
+  copies = any(isinstance(n, ast.Call) and (getattr(n.func, "attr", None) or getattr(n.func, "id", None)) == "copy"
+               for s in node.body for n in ast.walk(s))
+  plain = None if copies else f"for {node.target.id} in {tracer.text(ast.Call(func=it.func, args=it.args, keywords=[]))}"
+  stages, specialize, pingpong = ctl.range_options(it.keywords, tracer.eval, tracer.loc, tracer.loc(it), plain)
   if (stages > 1 or specialize or pingpong) and node is not written:
     jumps.pipelined_continue(tracer, written)
   args = tracer.eval_spread(it.args)

@@ -56,3 +56,47 @@ def test_accumulating_write_by_every_program_hints_atomic_add():
 def test_gpu_accumulation_by_atomics():
   x = np.random.default_rng(1).standard_normal((256, 512)).astype(np.float32)
   np.testing.assert_allclose(jax.jit(pallas_colsum_fixed)(x), x.sum(0), rtol=1e-4, atol=1e-4)
+
+
+# ---------------------------------------------------------------- Triton's num_stages on a loop of register loads
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(4,))
+def softmax_rows_staged(x, out, *, num_stages: ml.constexpr = 2):
+  for row in ml.range(ml.program_id(0), x.shape[0], ml.num_programs(0), num_stages=num_stages):
+    r = x.at[row][...]
+    e = ml.exp(r - ml.max(r, axis=0))
+    out.at[row][...] = e / ml.sum(e, axis=0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(4,))
+def softmax_rows_plain(x, out):
+  for row in ml.range(ml.program_id(0), x.shape[0], ml.num_programs(0)):
+    r = x.at[row][...]
+    e = ml.exp(r - ml.max(r, axis=0))
+    out.at[row][...] = e / ml.sum(e, axis=0)
+
+
+def test_num_stages_on_a_loop_without_tma_loads_says_drop_it():
+  """Triton's persistent softmax, `tl.range(start, n, step, num_stages=...)`, was hinted `write
+  stages=`, which then failed as MG502 (no TMA load to pipeline): the hint now drops the keyword,
+  with the loop's own header, and that kernel runs."""
+  with pytest.raises(mg.KernelTypeError) as e:
+    softmax_rows_staged.check(S((10, 512), F32))
+  assert (e.value.lineno, e.value.col_offset) == _line(softmax_rows_staged, "num_stages=num_stages)")
+  assert e.value.message == "ml.range takes no keyword 'num_stages'"
+  assert e.value.hint.startswith("drop num_stages=: ml.range's stages= (Triton's num_stages) pipelines")
+  assert e.value.hint.endswith("for row in ml.range(ml.program_id(0), x.shape[0], ml.num_programs(0)):")
+  x = np.random.default_rng(2).standard_normal((10, 512)).astype(np.float32)
+  np.testing.assert_allclose(softmax_rows_plain(x, interpret=True), jax.nn.softmax(x, axis=-1), rtol=1e-5, atol=1e-7)
+
+
+def test_misspelt_warp_specialize_is_not_called_num_stages():
+  """`ml.range(n, ws=True)` was hinted "write warp_specialize= (Triton's num_stages is ml.range's stages)"."""
+  @mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+  def k(x, out):
+    buf = ml.smem((256,))
+    for t in ml.range(4, ws=True):
+      ml.copy(x, buf)
+    out[...] = buf[...]
+  with pytest.raises(mg.KernelTypeError) as e:
+    k.check(S((256,), F32))
+  assert e.value.hint.startswith("write warp_specialize=: ml.range(") and "num_stages" not in e.value.hint

@@ -310,10 +310,11 @@ _TRITON_TUNING = {"flatten": "Triton's flattening of a persistent loop nest; her
                   "num_warps": "a kernel's threads are @mg.mgpu_kernel(block=...), 128 a warpgroup"}
 
 
-def range_options(keywords, evaluate, loc, at, copies=True, header="") -> tuple:
+def range_options(keywords, evaluate, loc, at, plain=None) -> tuple:
   """(stages, warp_specialize, pingpong) of an `ml.range(...)` loop header's keywords (ast nodes):
   each value `evaluate`d while tracing, mistakes a KernelTypeError at `loc(node)` (`at`: the call;
-  `copies`: whether the loop's body starts TMA copies, `header`: its positional arguments as written)."""
+  `plain`: the loop's header without its keywords, `for i in ml.range(n)`, where the loop's body copies nothing with ml.copy, so
+  stages= would have no load to pipeline)."""
   stages, specialize, pingpong = 1, False, False
   for kw in keywords:
     if kw.arg is None:
@@ -324,14 +325,15 @@ def range_options(keywords, evaluate, loc, at, copies=True, header="") -> tuple:
       meant = {"num_stages": "stages", "stage": "stages", "warp_specialization": "warp_specialize",
                "ws": "warp_specialize", "ping_pong": "pingpong"}.get(kw.arg)
       tuning = _TRITON_TUNING.get(kw.arg)
-      if meant == "stages" and not copies and header:     # Triton pipelines register loads; stages= only ml.copy
-        plain = header
-        raise E.KernelTypeError(f"ml.range takes no keyword {kw.arg!r}", loc(kw), hint=(
-            f"drop {kw.arg}=, ml.range({plain}): Triton's num_stages pipelines a loop's loads into registers, where"
-            f" ml.range's stages= pipelines TMA copies into SMEM buffers, ml.copy(gmem.at[...], buf) at the top of"
-            f" the body, which this loop has none of"))
+      if meant == "stages" and plain is not None:       # nothing for stages= to pipeline (MG502 if followed)
+        raise E.KernelTypeError(
+            f"ml.range takes no keyword {kw.arg!r}", loc(kw),
+            hint=f"drop {kw.arg}=: ml.range's stages= (Triton's num_stages) pipelines a loop's TMA loads,"
+                 f" ml.copy(gmem.at[...], buf) into SMEM buffers, and this loop makes none; its loads into"
+                 f" registers run as written: {plain}:")
+      said = " (Triton's num_stages is ml.range's stages)" if meant == "stages" else ""
       raise E.KernelTypeError(f"ml.range takes no keyword {kw.arg!r}", loc(kw),
-                              hint=(f"write {meant}= (Triton's num_stages is ml.range's stages): " if meant else
+                              hint=(f"write {meant}={said}: " if meant else
                                     f"drop {kw.arg}= ({tuning}): " if tuning else "")
                                    + "ml.range(start, stop, step, stages=s, warp_specialize=False, pingpong=False)")
     value = evaluate(kw.value)
