@@ -90,7 +90,7 @@ def _static_result(cx, name, out):
                               hint="compute static values (shapes, constants) with Python numbers, and run-time"
                                    " ones with ml.* functions") from None
   if hasattr(out, "shape"):
-    hint = (f"write {static_array_hint(name, cx.text) or missing.STATIC_ARRAYS[name]}"
+    hint = (f"write {static_array_hint(name, cx.text, out.shape) or missing.STATIC_ARRAYS[name]}"
             if name in missing.STATIC_ARRAYS else "use ml.zeros, ml.full, ml.arange, or load it from an input")
     if name not in _FILLED:             # numbers computed while tracing, as a stencil's weights are
       hint += "; " + static_numbers_hint(name, cx.text)

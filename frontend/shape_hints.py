@@ -191,9 +191,10 @@ def _int32(dtype):
   return dtype is None or dtype.replace(" ", "") in ("jnp.int32", "np.int32", "int32", "'int32'", "ml.int32")
 
 
-def static_array_hint(name, text) -> str | None:
+def static_array_hint(name, text, shape=None) -> str | None:
   """The ml.* call for jnp.zeros/ones/full/empty/arange and lax.iota/broadcasted_iota written in a
-  kernel (`text`: the call as written), with its own arguments; None where they are not plain."""
+  kernel (`text`: the call as written), with its own arguments; None where they are not plain
+  (`shape`: the array the call returned, for a shape written as an expression, `x.shape`)."""
   got = _call_args(text)
   if got is None:
     return None
@@ -214,7 +215,8 @@ def static_array_hint(name, text) -> str | None:
     cast = "" if _int32(pos[0]) else f".astype({pos[0]})"
     return f"ml.arange({pos[1]}){cast}"
   if name == "broadcasted_iota" and len(pos) == 3:
-    shape, dim = literal(pos[1]), literal(pos[2])
+    written, dim = literal(pos[1]), literal(pos[2])
+    shape = written if isinstance(written, tuple) else tuple(shape) if shape is not None else None
     if not (isinstance(shape, tuple) and len(shape) == 2 and dim in (0, 1, -1, -2)):
       return None
     m, n = shape

@@ -100,3 +100,31 @@ def test_misspelt_warp_specialize_is_not_called_num_stages():
   with pytest.raises(mg.KernelTypeError) as e:
     k.check(S((256,), F32))
   assert e.value.hint.startswith("write warp_specialize=: ml.range(") and "num_stages" not in e.value.hint
+
+
+# ---------------------------------------------------------------- Pallas's broadcasted_iota of a tile's shape
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def pallas_tril(x_ref, o_ref):
+  x = x_ref[...]
+  r = jax.lax.broadcasted_iota(jnp.int32, x.shape, 0)
+  c = ml.arange(64)[None, :]
+  o_ref[...] = ml.where(r >= c, x, 0.0)
+
+
+def test_broadcasted_iota_of_a_shape_expression_is_hinted_with_its_sizes():
+  """`lax.broadcasted_iota(jnp.int32, x.shape, 0)` (Pallas's causal mask) got the generic "ml.arange(n)
+  ...": the hint now writes the call for the shape the expression had, which runs as jnp.tril."""
+  with pytest.raises(mg.KernelTypeError) as e:
+    pallas_tril.check(S((64, 64), F32))
+  assert (e.value.lineno, e.value.col_offset) == _line(pallas_tril, "jax.lax.broadcasted_iota")
+  assert e.value.message.startswith("broadcasted_iota(...) returned an array of shape (64, 64)")
+  want = "ml.broadcast_to(ml.arange(64)[:, None], x.shape)"
+  assert e.value.hint.startswith(f"write {want}")
+
+  @mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+  def followed(x_ref, o_ref):
+    x = x_ref[...]
+    r = ml.broadcast_to(ml.arange(64)[:, None], x.shape)
+    o_ref[...] = ml.where(r >= ml.arange(64)[None, :], x, 0.0)
+  x = np.random.default_rng(3).standard_normal((64, 64)).astype(np.float32)
+  np.testing.assert_array_equal(followed(x, interpret=True), np.tril(x))
