@@ -128,3 +128,66 @@ def test_broadcasted_iota_of_a_shape_expression_is_hinted_with_its_sizes():
     o_ref[...] = ml.where(r >= ml.arange(64)[None, :], x, 0.0)
   x = np.random.default_rng(3).standard_normal((64, 64)).astype(np.float32)
   np.testing.assert_array_equal(followed(x, interpret=True), np.tril(x))
+
+
+# ---------------------------------------------------------------- Pallas's pl.load(ref, idx, ...) and pl.store(ref, idx, v)
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (ml.cdiv(x.shape[0], 128),))
+def pallas_load_idx(x_ref, o_ref):
+  i = ml.program_id(0)
+  m = i * 128 + ml.arange(128) < x_ref.shape[0]
+  v = ml.load(x_ref, (ml.ds(i * 128, 128),), mask=m, other=0.0)
+  o_ref.at[ml.ds(i * 128, 128)].store(v * 2, mask=m)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 16,))
+def pallas_store_idx(x_ref, o_ref):
+  i = ml.program_id(0)
+  v = x_ref.at[ml.ds(i * 16, 16), :][...]
+  ml.store(o_ref, (ml.ds(i * 16, 16), slice(None)), v * 2)
+
+
+def test_pallas_load_and_store_with_an_index_hint_the_window():
+  """`ml.load(x_ref, (ml.ds(...),), mask=m, other=0.0)` (Pallas's pl.load(ref, idx, ...)) read "multiple
+  values for argument 'mask'" with the signature as its hint; the index is now named as such and the
+  hint writes the window, x_ref.at[idx], in the call's own words (and the kernels it gives run)."""
+  with pytest.raises(mg.KernelTypeError) as e:
+    pallas_load_idx.check(S((300,), F32))
+  assert (e.value.lineno, e.value.col_offset) == _line(pallas_load_idx, "ml.load(")
+  assert e.value.message.startswith("ml.load's second argument is the mask, got an index")
+  assert e.value.hint == "index the ref first: ml.load(x_ref.at[ml.ds(i * 128, 128)], mask=m, other=0.0)"
+  with pytest.raises(mg.KernelTypeError) as e:
+    pallas_store_idx.check(S((64, 128), F32))
+  assert (e.value.lineno, e.value.col_offset) == _line(pallas_store_idx, "ml.store(")
+  assert e.value.message.startswith("ml.store's second argument is the value, got an index")
+  assert e.value.hint == "index the ref first: ml.store(o_ref.at[ml.ds(i * 16, 16), :], v * 2)"
+
+  @mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (ml.cdiv(x.shape[0], 128),))
+  def followed(x_ref, o_ref):
+    i = ml.program_id(0)
+    m = i * 128 + ml.arange(128) < x_ref.shape[0]
+    v = ml.load(x_ref.at[ml.ds(i * 128, 128)], mask=m, other=0.0)
+    ml.store(o_ref.at[ml.ds(i * 128, 128)], v * 2, mask=m)
+  x = np.random.default_rng(4).standard_normal(300).astype(np.float32)
+  np.testing.assert_array_equal(followed(x, interpret=True), 2 * x)
+
+
+# ---------------------------------------------------------------- Triton's 2-D pointer grid, row part first
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (ml.cdiv(x.shape[0], 16),))
+def pointer_grid(x_ptr, o_ptr):
+  rows = ml.program_id(0) * 16 + ml.arange(16)
+  cols = ml.arange(128)
+  m = (rows[:, None] < x_ptr.shape[0]) & (cols[None, :] < x_ptr.shape[1])
+  v = ml.load(x_ptr + rows[:, None] * x_ptr.shape[1] + cols[None, :], mask=m, other=0.0)
+  ml.store(o_ptr + rows[:, None] * x_ptr.shape[1] + cols[None, :], v + 1, mask=m)
+
+
+def test_two_d_pointer_offsets_are_hinted_as_a_tile():
+  """`x_ptr + rows[:, None] * stride + cols[None, :]` meets the ref with its (16, 1) row part first,
+  which was hinted as 1-D offsets `start + ml.arange(n)`: it is the 2-D tile's hint now."""
+  with pytest.raises(mg.KernelTypeError) as e:
+    pointer_grid.check(S((40, 100), F32))
+  assert (e.value.lineno, e.value.col_offset) == _line(pointer_grid, "x_ptr + rows")
+  assert "a ref is not a pointer" in e.value.message
+  assert e.value.hint.startswith("for offsets (r0 + ml.arange(16))[:, None] * stride + (c0 + ml.arange(n))[None, :]"
+                                 " of a 2-D x_ptr")
+  assert "x_ptr.at[ml.ds(r0, 16), ml.ds(c0, n)].load(mask=mask, other=0.0)" in e.value.hint

@@ -39,9 +39,11 @@ def pointer_hint(name, off) -> str:
   """What Triton's `ptr + offsets` becomes: the window the offsets cover (start + ml.arange(n)),
   for a load, a store and an atomic; any other offsets index the ref (a gather)."""
   shape = off.type.shape
-  if len(shape) == 2 and min(shape) > 1:        # Triton's rows[:, None] * stride + cols[None, :]
-    w = f"{name}.at[ml.ds(r0, {shape[0]}), ml.ds(c0, {shape[1]})]"
-    return (f"for offsets (r0 + ml.arange({shape[0]}))[:, None] * stride + (c0 + ml.arange({shape[1]}))[None, :] of a"
+  if len(shape) == 2:        # Triton's rows[:, None] * stride + cols[None, :] (x_ptr + rows[:, None] * stride
+    # meets the ref before the columns are added: an (m, 1) part, whose other size is not known yet)
+    m, n = (k if k > 1 else unknown for k, unknown in zip(shape, ("m", "n")))
+    w = f"{name}.at[ml.ds(r0, {m}), ml.ds(c0, {n})]"
+    return (f"for offsets (r0 + ml.arange({m}))[:, None] * stride + (c0 + ml.arange({n}))[None, :] of a"
             f" 2-D {name} (refs are indexed by dimension: no strides), take the tile they cover: load {w}.load(mask=mask,"
             f" other=0.0), store ml.store({w}, value, mask=mask), or ml.copy({w}, buf) into SMEM for ml.dot; other"
             f" offsets index it, {name}[rows, cols] (a gather)")
@@ -235,3 +237,50 @@ def not_a_ref_hint(cx, ref, what, mask, other, value) -> str:
               + (f", or select with the mask, ml.where({m}, {r}, {o})" if m is not None else ""))
     return f"store into a ref (or a window of one, out.at[ml.ds(start, n)]): ml.store(out, {v}), not into {r}"
   return f"{what}(x.at[ml.ds(i * 128, 128)], mask=m)"
+
+
+def is_index(x) -> bool:
+  """Whether `x` is an index a ref takes (`(ml.ds(...), :)`, a slice, `...`, an ml.ds): what Pallas's
+  pl.load(ref, idx) and pl.store(ref, idx, value) pass second, not a mask or a value."""
+  from .memory import DSlice
+  if isinstance(x, tuple):
+    return bool(x) and all(isinstance(i, (slice, DSlice, int, type(Ellipsis))) or is_index(i) for i in x) \
+        and any(not isinstance(i, int) for i in x)
+  return isinstance(x, (slice, DSlice, type(Ellipsis)))
+
+
+def pallas_access_error(cx, name, kwargs):
+  """Pallas's `pl.load(x_ref, idx, mask=m, other=0)` and `pl.store(o_ref, idx, v, mask=m)` written
+  with ml.load / ml.store, whose second argument is the mask (Triton's order) or the value: the
+  window is the ref's view, `x_ref.at[idx]`, in the user's own words."""
+  import ast
+  from .. import errors as E
+  try:
+    call = ast.parse(cx.text.strip(), mode="eval").body
+  except SyntaxError:
+    call = None
+  pos = [ast.unparse(a) for a in call.args] if isinstance(call, ast.Call) else []
+  kw = {k.arg: ast.unparse(k.value) for k in call.keywords if k.arg} if isinstance(call, ast.Call) else {}
+  ref, idx = (pos + ["x_ref", "idx"])[:2]
+  node = call.args[1] if isinstance(call, ast.Call) and len(call.args) > 1 else None
+  def part(e):         # slice(None) -> :, slice(a, b) -> a:b, as written in a subscript
+    if isinstance(e, ast.Call) and isinstance(e.func, ast.Name) and e.func.id == "slice" and not e.keywords \
+        and 1 <= len(e.args) <= 3:
+      a = [None if isinstance(x, ast.Constant) and x.value is None else x for x in e.args]
+      a = [None] + a if len(a) == 1 else a
+      return ast.unparse(ast.Slice(*(a + [None] * (3 - len(a)))))
+    return ast.unparse(e)
+  if isinstance(node, ast.Tuple):        # (ml.ds(i * 128, 128),) -> ml.ds(i * 128, 128)
+    idx = ", ".join(part(e) for e in node.elts)
+  elif node is not None:
+    idx = part(node)
+  rest = pos[2:] + [f"{k}={v}" for k, v in kw.items()]
+  if name == "store" and rest and "=" not in rest[0].split("(")[0]:
+    value, rest = rest[0], rest[1:]
+  else:
+    value = "value" if name == "store" else None
+  args = ", ".join([f"{ref}.at[{idx}]"] + ([value] if value else []) + rest)
+  return E.KernelTypeError(
+      f"ml.{name}'s second argument is {'the mask' if name == 'load' else 'the value'}, got an index: ml.{name}"
+      f" takes a window of the ref, not the ref and an index (Pallas's pl.{name}(ref, idx, ...))", cx.loc,
+      hint=f"index the ref first: ml.{name}({args})")

@@ -93,6 +93,10 @@ class Builtin:
 
   def bind(self, cx, args, kwargs):
     """Bind the user's arguments by Python's rules; a mismatch is a KernelTypeError at the call."""
+    if self.__name__ in ("load", "store") and len(args) >= 2:
+      from .arith_hints import is_index, pallas_access_error
+      if is_index(args[1]):            # Pallas's pl.load(x_ref, idx, mask=m): the window is x_ref.at[idx]
+        raise pallas_access_error(cx, self.__name__, kwargs)
     try:
       return self.__signature__.bind(*args, **kwargs)
     except TypeError as e:
