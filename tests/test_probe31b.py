@@ -249,8 +249,10 @@ def test_a_float32_atomic_max_hints_keys_that_order_negative_floats_too():
              "ml.atomic_max on float32 is not supported on a single element: Hopper's atomic max takes int32,"
              " uint32")
   assert e.hint == ("convert the value and the array to a supported dtype, e.g. a float32 max as an int32 one"
-                    " whose keys order as the floats do, negatives included: into an int32 array,"
-                    " ml.atomic_max(ref, ml.where(b >= 0, b, b ^ 0x7FFFFFFF)) with b = ml.bitcast(value, jnp.int32),"
+                    " whose keys order as the floats do, negatives included: into out made int32 (jnp.int32 in its"
+                    " out_shape), ml.atomic_max(out, ml.where(b >= 0, b, b ^ 0x7FFFFFFF)) with b ="
+                    " ml.bitcast(ml.max(x.at[ml.ds(i * 128, 128)].load(mask=idx < x.shape[0], other=float('-inf'))),"
+                    " jnp.int32),"
                     " decoded outside the kernel, jax.lax.bitcast_convert_type(jnp.where(k >= 0, k, k ^ 0x7FFFFFFF),"
                     " jnp.float32) (k the int32 result; NaN aside), where an element no update reached,"
                     " k == jnp.iinfo(jnp.int32).min, is -jnp.inf: jnp.where(k == jnp.iinfo(jnp.int32).min, -jnp.inf,"

@@ -191,3 +191,45 @@ def test_two_d_pointer_offsets_are_hinted_as_a_tile():
   assert e.value.hint.startswith("for offsets (r0 + ml.arange(16))[:, None] * stride + (c0 + ml.arange(n))[None, :]"
                                  " of a 2-D x_ptr")
   assert "x_ptr.at[ml.ds(r0, 16), ml.ds(c0, n)].load(mask=mask, other=0.0)" in e.value.hint
+
+
+# ---------------------------------------------------------------- a float32 atomic max in a matmul's epilogue
+@mg.mgpu_kernel(out_shape=lambda a, b: (S((a.shape[0], b.shape[1]), F32), S((a.shape[0],), F32)),
+                grid=lambda a, b: (a.shape[0] // 64, b.shape[1] // 64))
+def matmul_rowmax(a, b, c, rowmax):
+  i, j = ml.program_id(0), ml.program_id(1)
+  a_s, b_s = ml.smem((64, 64)), ml.smem((64, 64))
+  ml.copy(a.at[ml.ds(i * 64, 64), :], a_s)
+  ml.copy(b.at[:, ml.ds(j * 64, 64)], b_s)
+  acc = ml.dot(a_s, b_s)
+  c.at[ml.ds(i * 64, 64), ml.ds(j * 64, 64)][...] = acc
+  ml.atomic_max(rowmax.at[ml.ds(i * 64, 64)], ml.max(acc, axis=1))
+
+
+def test_float_atomic_max_hint_is_written_with_the_calls_window_and_value():
+  """The MG106 hint for a float32 atomic max said `ml.atomic_max(ref, ...)` with `b = ml.bitcast(value, ...)`
+  "into an int32 array": it now names the call's window, value and output, and the kernel it gives is right."""
+  with pytest.raises(mg.UnsupportedDtypeError) as e:
+    matmul_rowmax.check(S((128, 64), jnp.float16), S((64, 128), jnp.float16))
+  assert (e.value.lineno, e.value.col_offset) == _line(matmul_rowmax, "ml.atomic_max(")
+  assert "into rowmax made int32 (jnp.int32 in its out_shape), ml.atomic_max(rowmax.at[ml.ds(i * 64, 64)]," \
+         " ml.where(b >= 0, b, b ^ 0x7FFFFFFF)) with b = ml.bitcast(ml.max(acc, axis=1), jnp.int32)" in e.value.hint
+
+  @mg.mgpu_kernel(out_shape=lambda a, b: (S((a.shape[0], b.shape[1]), F32), S((a.shape[0],), jnp.int32)),
+                  grid=lambda a, b: (a.shape[0] // 64, b.shape[1] // 64))
+  def followed(a, b, c, rowmax):
+    i, j = ml.program_id(0), ml.program_id(1)
+    a_s, b_s = ml.smem((64, 64)), ml.smem((64, 64))
+    ml.copy(a.at[ml.ds(i * 64, 64), :], a_s)
+    ml.copy(b.at[:, ml.ds(j * 64, 64)], b_s)
+    acc = ml.dot(a_s, b_s)
+    c.at[ml.ds(i * 64, 64), ml.ds(j * 64, 64)][...] = acc
+    b_ = ml.bitcast(ml.max(acc, axis=1), jnp.int32)
+    ml.atomic_max(rowmax.at[ml.ds(i * 64, 64)], ml.where(b_ >= 0, b_, b_ ^ 0x7FFFFFFF))
+  rng = np.random.default_rng(5)
+  a = rng.standard_normal((128, 64)).astype(np.float16)
+  b = rng.standard_normal((64, 128)).astype(np.float16)
+  c, k = followed(a, b, interpret=True)
+  got = jax.lax.bitcast_convert_type(jnp.where(k >= 0, k, k ^ 0x7FFFFFFF), jnp.float32)
+  np.testing.assert_array_equal(got, np.asarray(c).max(axis=1))
+  np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-3, atol=1e-3)

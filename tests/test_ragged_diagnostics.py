@@ -267,7 +267,7 @@ def test_float32_atomic_max_is_not_supported():
   e = expect(float32_atomic_max, V, mg.UnsupportedDtypeError, "ml.atomic_max(",
              "ml.atomic_max on float32 is not supported in GMEM: Hopper's atomic max takes bfloat16,"
              " float16, int32, uint32")
-  assert "ml.bitcast(value, jnp.int32)" in e.hint and "b ^ 0x7FFFFFFF" in e.hint
+  assert "ml.bitcast(x[...], jnp.int32)" in e.hint and "b ^ 0x7FFFFFFF" in e.hint
 
 
 def test_an_atomic_on_one_smem_element_is_a_plain_update():

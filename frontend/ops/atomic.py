@@ -67,9 +67,10 @@ def check_target(cx, b, ref, what):
              f" for add")
 
 
-def check_dtype(cx, kind: AtomicKind, d, table, what, where, smem=None):
+def check_dtype(cx, kind: AtomicKind, d, table, what, where, smem=None, words=None):
   """`smem`: the texts of an SMEM window updated whole and of the value, which one CTA's threads hold an element each
-  of, so a plain read-modify-write does the same (no two threads meet on an element)."""
+  of, so a plain read-modify-write does the same (no two threads meet on an element); `words`: the texts of
+  the window, the value and the array (for the hint of a float max or min)."""
   d = resolve(d)
   if isinstance(d, DType) and d not in table[kind.value]:
     ok = ", ".join(sorted(str(x) for x in table[kind.value]))
@@ -80,24 +81,35 @@ def check_dtype(cx, kind: AtomicKind, d, table, what, where, smem=None):
     raise E.UnsupportedDtypeError(
         f"{what} on {d} is not supported {where}: Hopper's atomic {kind.value} takes {ok}", cx.loc,
         hint=(plain if smem else "") + "convert the value and the array to a supported dtype" + _narrow_int(d, kind)
-        + (_float_keys(d, kind) if kind != AtomicKind.ADD and (d == DType.f32 or d in (DType.f16, DType.bf16)
+        + (_float_keys(d, kind, *(words or ())) if kind != AtomicKind.ADD and (d == DType.f32 or d in (DType.f16, DType.bf16)
                                                               and not smem) else ""))
 
 
-def _float_keys(d, kind) -> str:
+def _float_keys(d, kind, ref="ref", value="value", array=None) -> str:
   """A float max or min as an int32 one on keys that order as the floats do (16-bit floats widened
   first, exactly), decoded outside; an element no update reached holds int32's identity, a NaN
-  when decoded, so the decoding maps it to the float identity (jax.ops.segment_max's empty segments)."""
+  when decoded, so the decoding maps it to the float identity (jax.ops.segment_max's empty segments).
+  In the call's words where given: the window `ref`, the `value` and the output `array`."""
+  from .elementwise_checks import method_on
   f32 = d == DType.f32
-  v = "value" if f32 else "value.astype(jnp.float32)"
+  v = value if f32 else f"{method_on(value)}.astype(jnp.float32)"
+  into = (f"into {array} made int32 (jnp.int32 in its out_shape)" if array else "into an int32 array")
   lim, inf = ("min", "-jnp.inf") if kind == AtomicKind.MAX else ("max", "jnp.inf")
   back = "" if f32 else f", then .astype(jnp.{dtype_name(d)}) (exact)"
   return (f", e.g. a {'float32' if f32 else dtype_name(d)} {kind.value} as an int32 one whose keys order as the"
-          f" floats do, negatives included: into an int32 array, ml.atomic_{kind.value}(ref, ml.where(b >= 0, b,"
+          f" floats do, negatives included: {into}, ml.atomic_{kind.value}({ref}, ml.where(b >= 0, b,"
           f" b ^ 0x7FFFFFFF)) with b = ml.bitcast({v}, jnp.int32), decoded outside the kernel,"
           f" jax.lax.bitcast_convert_type(jnp.where(k >= 0, k, k ^ 0x7FFFFFFF), jnp.float32) (k the int32"
           f" result; NaN aside), where an element no update reached, k == jnp.iinfo(jnp.int32).{lim}, is {inf}:"
           f" jnp.where(k == jnp.iinfo(jnp.int32).{lim}, {inf}, decoded){back}")
+
+
+def _words(cx, ref, value):
+  """(window, value, array) as the atomic's call wrote them, for _float_keys."""
+  from .memory import root
+  if not is_value(value):
+    return None
+  return cx.named(ref, "ref"), cx.named(value, "value"), root(cx.b, ref).name or None
 
 
 def _narrow_int(d, kind) -> str:
@@ -207,12 +219,12 @@ def _atomic(cx, kind: AtomicKind, ref, value):
     if is_tensor(value):
       raise E.ShapeMismatchError(f"{what} of a tensor of shape {value.type.shape} into a single element",
                                  cx.loc, hint=_reduce_first_hint(cx, kind, what))
-    check_dtype(cx, kind, t.dtype, hw.ATOMIC_SCALAR, what, "on a single element")
+    check_dtype(cx, kind, t.dtype, hw.ATOMIC_SCALAR, what, "on a single element", words=_words(cx, ref, value))
     cx.b.emit(AtomicUpdate, kind, ref, value, loc=cx.loc)
     return None
   check_dtype(cx, kind, t.dtype, hw.ATOMIC_GMEM if t.space == Space.GMEM else hw.ATOMIC_SMEM, what,
               f"in {t.space}", smem=(cx.named(ref, "buf"), cx.named(value, "v") if is_value(value) else repr(value))
-              if t.space == Space.SMEM else None)
+              if t.space == Space.SMEM else None, words=_words(cx, ref, value))
   if isinstance(value, Num) or is_scalar(value):
     value = full_(cx, t.shape, value, t.dtype, what)
   elif value.type.shape != t.shape:
