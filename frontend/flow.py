@@ -14,7 +14,7 @@ from . import errors as E
 from . import ir
 from . import jumps
 from .assign import DICT_VIEWS, holds_value
-from .loop_bounds import check_static_bounds, check_wrapped_range
+from .loop_bounds import check_static_bounds, check_wrapped_range, may_load
 from .builder import Call
 from .carried import (as_value, carries_of, carry_slices, conversion, describe, initial_value, int_float_hint,
                       is_carriable, is_weak, rebuilt, same_type, start_kind, static_equal,
@@ -116,9 +116,8 @@ def trace_for(tracer, node: ast.For):
                        hint="only ml.range takes stages= (and warp_specialize=, pingpong=): for t in"
                             " ml.range(n, stages=2) pipelines the loop's loads; ml.static_range unrolls" if pipeline
                             else f"{called} takes its bounds by position: {called}(start, stop, step)")
-  copies = any(isinstance(n, ast.Call) and (getattr(n.func, "attr", None) or getattr(n.func, "id", None)) == "copy"
-               for s in node.body for n in ast.walk(s))
-  plain = None if copies else f"for {node.target.id} in {tracer.text(ast.Call(func=it.func, args=it.args, keywords=[]))}"
+  plain = None if may_load(tracer, node.body) else \
+      f"for {node.target.id} in {tracer.text(ast.Call(func=it.func, args=it.args, keywords=[]))}"
   stages, specialize, pingpong = ctl.range_options(it.keywords, tracer.eval, tracer.loc, tracer.loc(it), plain)
   if (stages > 1 or specialize or pingpong) and node is not written:
     jumps.pipelined_continue(tracer, written)

@@ -1,5 +1,6 @@
 """Checks of a run-time loop's `range`: wrapped ranges (`reversed`, `zip`, `enumerate` of a run-time
-range) and static bounds that overflow the loop's counter (frontend/flow.py traces the loop)."""
+range) and static bounds that overflow the loop's counter (frontend/flow.py traces the loop); whether
+its body may make a TMA load (what `num_stages=`'s hint says)."""
 from __future__ import annotations
 
 import ast
@@ -85,3 +86,36 @@ def check_static_bounds(tracer, it, bounds, counter) -> None:
       raise E.KernelTypeError(
           f"this loop steps its index from {last} to {last + step}, which does not fit in {kind}: the loop"
           f" counts in {kind}, so the index would wrap and the loop would not end", tracer.loc(it), hint=hint)
+
+
+def may_load(tracer, body) -> bool:
+  """Whether a loop body may make a TMA load (for `num_stages=`'s hint): it calls ml.copy, or something
+  that could (an @ml.inline helper, a method of a Python object); the language's functions, NumPy's,
+  JAX's and math's, Python's builtins and methods of the kernel's values make none."""
+  import types
+  from .calls import PY_BUILTINS
+  for n in (n for s in body for n in ast.walk(s)):
+    if not isinstance(n, ast.Call):
+      continue
+    f = n.func
+    if (f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", None)) == "copy":
+      return True
+    root = f
+    while isinstance(root, (ast.Attribute, ast.Subscript, ast.Call)):
+      root = root.func if isinstance(root, ast.Call) else root.value
+    if not isinstance(root, ast.Name):
+      continue                      # a literal's method
+    known = root.id in tracer.env or root.id in tracer.scope
+    v = tracer.env.get(root.id, tracer.scope.get(root.id))
+    if root is f:                   # a bare name: a builtin, or a helper
+      if not known and root.id in PY_BUILTINS:
+        continue
+      return True
+    if isinstance(v, types.ModuleType):
+      if v.__name__.split(".")[0] in ("mgpu_dsl", "jax", "numpy", "math"):
+        continue
+      return True
+    if not known or is_value(v) or isinstance(v, (int, float, str, tuple, list, dict)) or hasattr(v, "type"):
+      continue                      # a kernel value's method (x.at[...].load, v.astype), or a name the body binds
+    return True
+  return False

@@ -89,6 +89,28 @@ def test_num_stages_on_a_loop_without_tma_loads_says_drop_it():
   np.testing.assert_allclose(softmax_rows_plain(x, interpret=True), jax.nn.softmax(x, axis=-1), rtol=1e-5, atol=1e-7)
 
 
+@ml.inline
+def _load_tile(x, buf, k):
+  ml.copy(x.at[ml.ds(k * 128, 128)], buf)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((128,), F32), grid=(1,))
+def staged_through_helper(x, out):
+  buf = ml.smem((128,), F32)
+  acc = ml.zeros((128,), F32)
+  for k in ml.range(x.shape[0] // 128, num_stages=2):
+    _load_tile(x, buf, k)
+    acc = acc + buf[...]
+  out[...] = acc
+
+
+def test_num_stages_on_a_loop_loading_through_a_helper_says_write_stages():
+  """A helper called in the body may make the loop's TMA loads: there the hint stays `write stages=`."""
+  with pytest.raises(mg.KernelTypeError) as e:
+    staged_through_helper.check(S((512,), F32))
+  assert e.value.hint.startswith("write stages= (Triton's num_stages is ml.range's stages)")
+
+
 def test_misspelt_warp_specialize_is_not_called_num_stages():
   """`ml.range(n, ws=True)` was hinted "write warp_specialize= (Triton's num_stages is ml.range's stages)"."""
   @mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
