@@ -8,7 +8,7 @@ from . import errors as E
 from .ops import gather, memory, transfers
 from .ops.base import is_ref, is_value, kind_of
 from .env import Unbound, assigned_names, read_after
-from .ops.index_hints import aliased_input, as_int_indices, scatter_set_hint, scatter_target
+from .ops.index_hints import aliased_input, as_int_indices, run_store_hint, scatter_set_hint, scatter_target
 from .types import RefType, Space, TensorType, resolve
 
 
@@ -283,8 +283,9 @@ class Assignments:
       return True
     raise E.InputWriteError(
         f"this scatter writes {name}, an input: inputs are read-only", self.loc(target),
-        hint=first + scatter_set_hint(out, self.index_text(target.slice, items), self.text(value_node),
-                                      source=aliased_input(self.b, out)))
+        hint=first + run_store_hint(self.b, out, items, target.slice, self.text, self.text(value_node))
+        + scatter_set_hint(out, self.index_text(target.slice, items), self.text(value_node),
+                           source=aliased_input(self.b, out)))
 
   def index_text(self, node, items=None) -> str:
     """A subscript's index as written, without the parentheses a tuple of indices takes in astor; with

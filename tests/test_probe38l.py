@@ -255,3 +255,34 @@ def test_float_atomic_max_hint_is_written_with_the_calls_window_and_value():
   got = jax.lax.bitcast_convert_type(jnp.where(k >= 0, k, k ^ 0x7FFFFFFF), jnp.float32)
   np.testing.assert_array_equal(got, np.asarray(c).max(axis=1))
   np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-3, atol=1e-3)
+
+
+# ---------------------------------------------------------------- Triton's store at offsets, written out[offs] = v
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (ml.cdiv(x.shape[0], 128),))
+def store_at_offsets(x, o):
+  pid = ml.program_id(0)
+  offs = pid * 128 + ml.arange(128)
+  v = ml.where(offs < x.shape[0], x[offs], 0.0)
+  o[offs] = v * 2
+
+
+def test_store_at_consecutive_offsets_hints_the_window_store_first():
+  """`o[offs] = v` with offs = pid * 128 + ml.arange(128) (a plain scatter, MG003) was hinted only as an
+  atomic add into a zeroed output: the positions are a window, whose masked store the hint now leads with
+  (and which runs)."""
+  with pytest.raises(mg.KernelTypeError) as e:
+    store_at_offsets.check(S((300,), F32))
+  assert (e.value.lineno, e.value.col_offset) == _line(store_at_offsets, "o[offs] = v * 2")
+  assert e.value.message.startswith("an index here must be an integer scalar, got offs")
+  assert e.value.hint.startswith("these positions are consecutive: store the window they cover,"
+                                 " o.at[ml.ds(pid * 128, 128)].store(v * 2, mask=offs < o.shape[0])")
+  assert "ml.atomic_add(o.at[offs], v * 2)" in e.value.hint
+
+  @mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (ml.cdiv(x.shape[0], 128),))
+  def followed(x, o):
+    pid = ml.program_id(0)
+    offs = pid * 128 + ml.arange(128)
+    v = ml.where(offs < x.shape[0], x[offs], 0.0)
+    o.at[ml.ds(pid * 128, 128)].store(v * 2, mask=offs < o.shape[0])
+  x = np.random.default_rng(6).standard_normal(300).astype(np.float32)
+  np.testing.assert_array_equal(followed(x, interpret=True), 2 * x)
