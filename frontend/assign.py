@@ -8,7 +8,8 @@ from . import errors as E
 from .ops import gather, memory, transfers
 from .ops.base import is_ref, is_value, kind_of
 from .env import Unbound, assigned_names, read_after
-from .ops.index_hints import aliased_input, as_int_indices, run_store_hint, scatter_set_hint, scatter_target
+from .ops.arith_hints import run_store_hint
+from .ops.index_hints import aliased_input, as_int_indices, scatter_set_hint, scatter_target
 from .types import RefType, Space, TensorType, resolve
 
 

@@ -284,3 +284,30 @@ def pallas_access_error(cx, name, kwargs):
       f"ml.{name}'s second argument is {'the mask' if name == 'load' else 'the value'}, got an index: ml.{name}"
       f" takes a window of the ref, not the ref and an index (Pallas's pl.{name}(ref, idx, ...))", cx.loc,
       hint=f"index the ref first: ml.{name}({args})")
+
+
+def run_store_hint(b, out: str, items, index_node, text, value: str) -> str:
+  """For a store at tensor indices (`o[offs] = v`) each of which is a run of consecutive positions
+  (`pid * 128 + ml.arange(128)`, Triton's offsets), the window they cover, stored under the mask that
+  keeps the positions past `out`'s end off, as the lead of the hint ("" otherwise)."""
+  import ast
+  from .base import is_tensor
+  nodes = index_node.elts if isinstance(index_node, ast.Tuple) else [index_node]
+  from .index_hints import _run_of
+  tensors = [i for i in items if is_tensor(i)]
+  if len(nodes) != len(items) or not tensors or not (len(tensors) == 1 and len(tensors[0].type.shape) == 1
+                                                     or len(tensors) > 1 and _a_grid(tensors)):
+    return ""                # (two vectors index pairs of elements, a diagonal: no window)
+  parts, masks = [], []
+  for k, (i, node) in enumerate(zip(items, nodes)):
+    if not is_tensor(i):
+      parts.append(text(node))
+      continue
+    run = _run_of(b, i)
+    if run is None:
+      return ""
+    parts.append(f"ml.ds({run[0]}, {run[1]})")
+    masks.append(f"{text(node)} < {out}.shape[{k}]")
+  mask = masks[0] if len(masks) == 1 else " & ".join(f"({m})" for m in masks)
+  return (f"these positions are consecutive: store the window they cover, {out}.at[{', '.join(parts)}].store({value},"
+          f" mask={mask}) (the mask keeps the positions past {out}'s end off); at other positions, ")

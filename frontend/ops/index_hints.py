@@ -589,33 +589,6 @@ def aliased_input(b, name: str) -> str | None:
   return src.name if src is not None else None
 
 
-def run_store_hint(b, out: str, items, index_node, text, value: str) -> str:
-  """For a store at tensor indices (`o[offs] = v`) each of which is a run of consecutive positions
-  (`pid * 128 + ml.arange(128)`, Triton's offsets), the window they cover, stored under the mask that
-  keeps the positions past `out`'s end off, as the lead of the hint ("" otherwise)."""
-  import ast
-  from .base import is_tensor
-  nodes = index_node.elts if isinstance(index_node, ast.Tuple) else [index_node]
-  from .arith_hints import _a_grid
-  tensors = [i for i in items if is_tensor(i)]
-  if len(nodes) != len(items) or not tensors or not (len(tensors) == 1 and len(tensors[0].type.shape) == 1
-                                                     or len(tensors) > 1 and _a_grid(tensors)):
-    return ""                # (two vectors index pairs of elements, a diagonal: no window)
-  parts, masks = [], []
-  for k, (i, node) in enumerate(zip(items, nodes)):
-    if not is_tensor(i):
-      parts.append(text(node))
-      continue
-    run = _run_of(b, i)
-    if run is None:
-      return ""
-    parts.append(f"ml.ds({run[0]}, {run[1]})")
-    masks.append(f"{text(node)} < {out}.shape[{k}]")
-  mask = masks[0] if len(masks) == 1 else " & ".join(f"({m})" for m in masks)
-  return (f"these positions are consecutive: store the window they cover, {out}.at[{', '.join(parts)}].store({value},"
-          f" mask={mask}) (the mask keeps the positions past {out}'s end off); at other positions, ")
-
-
 def scatter_set_hint(ref: str, index: str, value: str, mask: str | None = None, source: str | None = None) -> str:
   """The scatter that stores `value` at computed places (`c[tok, :] = v`, or with a mask
   `c.at[tok, :].store(v, mask=m)`), in the user's words, and what the elements it does not write hold."""
