@@ -328,8 +328,10 @@ class Assignments:
                                     else self.text(sub.value))
         if not first and base.ref.type.space == Space.GMEM:
           return base, None                 # a scatter (assign() does it)
-        hint = first + scatter_set_hint(out, self.index_text(sub.slice), self.text(value_node),
-                                        source=aliased_input(self.b, out))
+        hint = first + run_store_hint(self.b, out, base.index if isinstance(base.index, tuple) else (base.index,),
+                                      sub.slice, self.text, self.text(value_node)) \
+            + scatter_set_hint(out, self.index_text(sub.slice), self.text(value_node),
+                               source=aliased_input(self.b, out))
       raise E.KernelTypeError(
           f"{self.text(target.value)} is indexed by tensors: it is read ([...], a gather) or updated"
           f" atomically (a scatter), not assigned", self.loc(target), hint=hint)

@@ -266,6 +266,14 @@ def store_at_offsets(x, o):
   o[offs] = v * 2
 
 
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (ml.cdiv(x.shape[0], 128),))
+def store_at_offsets_view(x, o):
+  pid = ml.program_id(0)
+  offs = pid * 128 + ml.arange(128)
+  v = ml.where(offs < x.shape[0], x[offs], 0.0)
+  o.at[offs][...] = v * 2
+
+
 def test_store_at_consecutive_offsets_hints_the_window_store_first():
   """`o[offs] = v` with offs = pid * 128 + ml.arange(128) (a plain scatter, MG003) was hinted only as an
   atomic add into a zeroed output: the positions are a window, whose masked store the hint now leads with
@@ -274,7 +282,11 @@ def test_store_at_consecutive_offsets_hints_the_window_store_first():
     store_at_offsets.check(S((300,), F32))
   assert (e.value.lineno, e.value.col_offset) == _line(store_at_offsets, "o[offs] = v * 2")
   assert e.value.message.startswith("an index here must be an integer scalar, got offs")
-  assert e.value.hint.startswith("these positions are consecutive: store the window they cover,"
+  assert e.value.hint.startswith("these offsets run over consecutive positions: take the window they cover,"
+                                 " o.at[ml.ds(pid * 128, 128)].store(v * 2, mask=offs < o.shape[0])")
+  with pytest.raises(mg.KernelTypeError) as e:       # o.at[offs][...] = v: the same hint
+    store_at_offsets_view.check(S((300,), F32))
+  assert e.value.hint.startswith("these offsets run over consecutive positions: take the window they cover,"
                                  " o.at[ml.ds(pid * 128, 128)].store(v * 2, mask=offs < o.shape[0])")
   assert "ml.atomic_add(o.at[offs], v * 2)" in e.value.hint
 

@@ -309,5 +309,6 @@ def run_store_hint(b, out: str, items, index_node, text, value: str) -> str:
     parts.append(f"ml.ds({run[0]}, {run[1]})")
     masks.append(f"{text(node)} < {out}.shape[{k}]")
   mask = masks[0] if len(masks) == 1 else " & ".join(f"({m})" for m in masks)
-  return (f"these positions are consecutive: store the window they cover, {out}.at[{', '.join(parts)}].store({value},"
-          f" mask={mask}) (the mask keeps the positions past {out}'s end off); at other positions, ")
+  return (f"these offsets run over consecutive positions: take the window they cover,"
+          f" {out}.at[{', '.join(parts)}].store({value}, mask={mask}) (the mask keeps the positions past {out}'s end"
+          f" off); at other offsets, ")
