@@ -249,7 +249,7 @@ def is_index(x) -> bool:
   return isinstance(x, (slice, DSlice, type(Ellipsis)))
 
 
-def pallas_access_error(cx, name, kwargs):
+def pallas_access_error(cx, name, nargs):
   """Pallas's `pl.load(x_ref, idx, mask=m, other=0)` and `pl.store(o_ref, idx, v, mask=m)` written
   with ml.load / ml.store, whose second argument is the mask (Triton's order) or the value: the
   window is the ref's view, `x_ref.at[idx]`, in the user's own words."""
@@ -259,10 +259,14 @@ def pallas_access_error(cx, name, kwargs):
     call = ast.parse(cx.text.strip(), mode="eval").body
   except SyntaxError:
     call = None
-  pos = [ast.unparse(a) for a in call.args] if isinstance(call, ast.Call) else []
-  kw = {k.arg: ast.unparse(k.value) for k in call.keywords if k.arg} if isinstance(call, ast.Call) else {}
+  call = call if isinstance(call, ast.Call) else ast.Call(ast.Name("ml"), [], [])
+  args = list(call.args)
+  if isinstance(call.func, ast.Attribute) and len(args) == nargs - 1:      # x_ref.load(idx, ...): the ref's method
+    args = [call.func.value] + args
+  pos = [ast.unparse(a) for a in args]
+  kw = {k.arg: ast.unparse(k.value) for k in call.keywords if k.arg}
   ref, idx = (pos + ["x_ref", "idx"])[:2]
-  node = call.args[1] if isinstance(call, ast.Call) and len(call.args) > 1 else None
+  node = args[1] if len(args) > 1 else None
   def part(e):         # slice(None) -> :, slice(a, b) -> a:b, as written in a subscript
     if isinstance(e, ast.Call) and isinstance(e.func, ast.Name) and e.func.id == "slice" and not e.keywords \
         and 1 <= len(e.args) <= 3:
@@ -292,8 +296,8 @@ def run_store_hint(b, out: str, items, index_node, text, value: str) -> str:
   keeps the positions past `out`'s end off, as the lead of the hint ("" otherwise)."""
   import ast
   from .base import is_tensor
-  nodes = index_node.elts if isinstance(index_node, ast.Tuple) else [index_node]
   from .index_hints import _run_of
+  nodes = index_node.elts if isinstance(index_node, ast.Tuple) else [index_node]
   tensors = [i for i in items if is_tensor(i)]
   if len(nodes) != len(items) or not tensors or not (len(tensors) == 1 and len(tensors[0].type.shape) == 1
                                                      or len(tensors) > 1 and _a_grid(tensors)):

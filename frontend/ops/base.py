@@ -96,7 +96,7 @@ class Builtin:
     if self.__name__ in ("load", "store") and len(args) >= 2:
       from .arith_hints import is_index, pallas_access_error
       if is_index(args[1]):            # Pallas's pl.load(x_ref, idx, mask=m): the window is x_ref.at[idx]
-        raise pallas_access_error(cx, self.__name__, kwargs)
+        raise pallas_access_error(cx, self.__name__, len(args))
     try:
       return self.__signature__.bind(*args, **kwargs)
     except TypeError as e:

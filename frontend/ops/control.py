@@ -313,8 +313,8 @@ _TRITON_TUNING = {"flatten": "Triton's flattening of a persistent loop nest; her
 def range_options(keywords, evaluate, loc, at, plain=None) -> tuple:
   """(stages, warp_specialize, pingpong) of an `ml.range(...)` loop header's keywords (ast nodes):
   each value `evaluate`d while tracing, mistakes a KernelTypeError at `loc(node)` (`at`: the call;
-  `plain`: the loop's header without its keywords, `for i in ml.range(n)`, where the loop's body copies nothing with ml.copy, so
-  stages= would have no load to pipeline)."""
+  `plain`: the loop's header without its keywords, `for i in ml.range(n)`, where its body makes no TMA
+  load (loop_bounds.may_load), so stages= would have nothing to pipeline)."""
   stages, specialize, pingpong = 1, False, False
   for kw in keywords:
     if kw.arg is None:
