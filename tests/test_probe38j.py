@@ -391,9 +391,9 @@ def test_num_stages_on_a_loop_of_register_loads_hints_dropping_it():
   pipeline"), whose hint then said to drop it: the first hint now says so, with the loop's own bounds."""
   expect(running_sum_num_stages, (S((64, 256), F32),), mg.KernelTypeError, "num_stages=2",
          "ml.range takes no keyword 'num_stages'",
-         hint="drop num_stages=, ml.range(0, x.shape[0]): Triton's num_stages pipelines a loop's loads into registers,"
-              " where ml.range's stages= pipelines TMA copies into SMEM buffers, ml.copy(gmem.at[...], buf) at the top"
-              " of the body, which this loop has none of")
+         hint="drop num_stages=: ml.range's stages= (Triton's num_stages) pipelines a loop's TMA loads,"
+              " ml.copy(gmem.at[...], buf) into SMEM buffers, and this loop makes none; its loads into registers run"
+              " as written: for t in ml.range(0, x.shape[0]):")     # (probe 38l's words: the same fix, merged)
   x = np.random.default_rng(46).standard_normal((64, 256)).astype(np.float32)
   np.testing.assert_allclose(running_sum_followed(jnp.asarray(x), interpret=True), np.cumsum(x, 0), rtol=1e-5,
                              atol=1e-4)

@@ -274,21 +274,13 @@ def store_at_offsets_view(x, o):
   o.at[offs][...] = v * 2
 
 
-def test_store_at_consecutive_offsets_hints_the_window_store_first():
-  """`o[offs] = v` with offs = pid * 128 + ml.arange(128) (a plain scatter, MG003) was hinted only as an
-  atomic add into a zeroed output: the positions are a window, whose masked store the hint now leads with
-  (and which runs)."""
-  with pytest.raises(mg.KernelTypeError) as e:
-    store_at_offsets.check(S((300,), F32))
-  assert (e.value.lineno, e.value.col_offset) == _line(store_at_offsets, "o[offs] = v * 2")
-  assert e.value.message.startswith("an index here must be an integer scalar, got offs")
-  assert e.value.hint.startswith("these offsets run over consecutive positions: take the window they cover,"
-                                 " o.at[ml.ds(pid * 128, 128)].store(v * 2, mask=offs < o.shape[0])")
-  with pytest.raises(mg.KernelTypeError) as e:       # o.at[offs][...] = v: the same hint
-    store_at_offsets_view.check(S((300,), F32))
-  assert e.value.hint.startswith("these offsets run over consecutive positions: take the window they cover,"
-                                 " o.at[ml.ds(pid * 128, 128)].store(v * 2, mask=offs < o.shape[0])")
-  assert "ml.atomic_add(o.at[offs], v * 2)" in e.value.hint
+def test_store_at_consecutive_offsets_is_a_scatter_and_the_window_store_works():
+  """`o[offs] = v` with offs = pid * 128 + ml.arange(128) was MG003, hinted as an atomic add into a zeroed
+  output, then (probe 38l) led with the masked window store. Since plain scatters (twenty-eighth session) it
+  stores as written, the positions past the end dropped; the window store, faster, works too."""
+  x = np.random.default_rng(6).standard_normal(300).astype(np.float32)
+  np.testing.assert_array_equal(store_at_offsets(x, interpret=True), 2 * x)
+  np.testing.assert_array_equal(store_at_offsets_view(x, interpret=True), 2 * x)
 
   @mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (ml.cdiv(x.shape[0], 128),))
   def followed(x, o):
@@ -296,5 +288,4 @@ def test_store_at_consecutive_offsets_hints_the_window_store_first():
     offs = pid * 128 + ml.arange(128)
     v = ml.where(offs < x.shape[0], x[offs], 0.0)
     o.at[ml.ds(pid * 128, 128)].store(v * 2, mask=offs < o.shape[0])
-  x = np.random.default_rng(6).standard_normal(300).astype(np.float32)
   np.testing.assert_array_equal(followed(x, interpret=True), 2 * x)
