@@ -43,9 +43,8 @@ step() {
     # the twenty-eighth session's own lowering paths: plain scatters, float16 accumulation, the dot register edges
     gpu_s28a)    python3 -u benchmarks/gpu_shards.py --shards 12 --timeout 200 tests/test_scatter_set.py tests/test_f16_accumulator.py tests/test_mma_registers.py tests/test_scatter.py tests/test_gather.py tests/test_pingpong.py::test_gpu_pingpong_forward_matches_the_reference;
                  timeout 60 python3 -u examples/matmul_fp8.py ;;
-    # the merged session-28 probes, the dot register check's edges, float16 accumulation, FP8's cluster default
-    gpu_s28)     python3 -u benchmarks/gpu_shards.py --shards 12 --timeout 300 tests/test_mma_registers.py tests/test_f16_accumulator.py tests/test_scatter_set.py tests/test_scatter.py tests/test_gather.py tests/test_pingpong.py tests/test_matmul_fp8.py $(ls tests/test_probe38*.py 2>/dev/null) ${GPU_S28_EXTRA:-};
-                 python3 -u examples/matmul_fp8.py ;;
+    # the merged session-28 probes, with the scans (38j) and narrow rows (38i) their lowering changes touch
+    gpu_s28)     python3 -u benchmarks/gpu_shards.py --shards 12 --timeout 220 $(ls tests/test_probe38*.py) tests/test_scan.py tests/test_narrow_rows.py ;;
     gpu_s27)     python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_narrow_rows.py tests/test_matmul_fp8.py tests/test_fast_math.py tests/test_probe33c.py tests/test_probe29d.py tests/test_probe31e.py ;;
     # the merged session-27 probes, narrow rows and the files whose layouts they touch (twenty-seventh session)
     gpu_s27b)    python3 -u benchmarks/gpu_shards.py --shards 12 --timeout 260 tests/test_narrow_rows.py tests/test_probe37a.py tests/test_probe37b.py tests/test_probe37c.py tests/test_probe37d.py tests/test_probe37e.py tests/test_probe37f.py tests/test_attention.py tests/test_fast_math.py tests/test_matmul_fp8.py tests/test_rowwise.py tests/test_reductions.py tests/test_gather.py tests/test_scatter.py tests/test_layout_cases.py tests/test_stats.py ;;
