@@ -109,10 +109,10 @@ def test_a_bool_flag_hints_an_int_and_a_comparison_that_work():
     for f in (jnp.bool_(flag), flag):     # and so is a Python bool (probe 31c: it was MG006, hinting int(flip))
       got = maybe_negated(x, f, interpret=True)
       np.testing.assert_array_equal(np.asarray(got), -np.asarray(x) if flag else np.asarray(x))
-  e = expect(maybe_negated, [S((128,), F32), S((), jnp.int32)], mg.KernelTypeError, "ml.where(flip",
-             "ml.where's condition must be a boolean (a comparison), got a scalar (int32)")
-  assert e.hint == "compare to make one: ml.where(flip != 0, ...)"
-  np.testing.assert_array_equal(maybe_negated_int(x, int(True), interpret=True), -x)    # followed
+  for flag in (0, 1, 7):      # an int flag is its truth, as jnp.where's (probe 38g: it was MG003)
+    want = -np.asarray(x) if flag else np.asarray(x)
+    np.testing.assert_array_equal(maybe_negated(x, jnp.int32(flag), interpret=True), want)
+    np.testing.assert_array_equal(maybe_negated_int(x, flag, interpret=True), want)
 
 
 @mg.mgpu_kernel(out_shape=lambda x, y: x, grid=lambda x, y: (x.shape[0] // 128,))

@@ -502,13 +502,11 @@ def where_(cx, cond, a, b):
         f"ml.where's condition {c} is a Python bool, known while the kernel is traced: ml.where selects"
         f" between register values by a register boolean", cx.loc,
         hint=f"choose while tracing: {x} if {c} else {y}")
-  if not is_value(cond) or resolve(cond.type.dtype) != DType.bool_:
-    what = (f"{kind_of(cond)} ({resolve(cond.type.dtype)})" if is_value(cond) else kind_of(cond))
-    name = cx.named(cond)
+  if not is_value(cond):
     raise E.KernelTypeError(
-        f"ml.where's condition must be a boolean (a comparison), got {what}", cx.loc,
-        hint=f"compare to make one: ml.where({name} != 0, ...)" if is_value(cond) and name != "x" else
-             "compare to make one: ml.where(x > 0, x, 0.0)")
+        f"ml.where's condition must be a boolean (a comparison), got {kind_of(cond)}", cx.loc,
+        hint="compare to make one: ml.where(x > 0, x, 0.0)")
+  cond = truth(cx, cond)          # a number tensor selects where it is non-zero, as jnp.where's and tl.where's
   if not is_value(a) and not is_value(b):   # two Python numbers: their default dtype
     check_register_value(cx, a, "ml.where")
     check_register_value(cx, b, "ml.where")
@@ -533,6 +531,12 @@ def where_(cx, cond, a, b):
   if weak:
     cx.b.weak.add(out.id)     # jnp.where(m, 1.0, 0.5) is weakly typed: x_bf16 * it is bfloat16, as in jnp
   return out
+
+
+def truth(cx, x):
+  """A register value as a boolean: itself if boolean, else where it is non-zero (NaN too), as
+  jnp's truthiness of a condition or mask (`jnp.where(m, ...)`, `where=m` of an int mask)."""
+  return x if resolve(x.type.dtype) == DType.bool_ else compare(cx, CmpOp.NE, x, 0)
 
 
 def _weak_select(cx, a, b) -> bool:

@@ -53,10 +53,10 @@ def _masked(cx, y, where, what, x=None):
   """`y` with -inf where the mask `where` is off (jax.nn's `where=`), and the mask."""
   if where is None:
     return y
-  if not is_tensor(where) or resolve(where.type.dtype) != DType.bool_:
-    got = f"a {dtype_name(resolve(where.type.dtype))} tensor" if is_tensor(where) else kind_of(where)
-    raise E.KernelTypeError(f"{what}: where= must be a boolean tensor, got {got}", cx.loc,
+  if not is_tensor(where):
+    raise E.KernelTypeError(f"{what}: where= must be a boolean tensor, got {kind_of(where)}", cx.loc,
                             hint=f"a comparison, {what}(v, where=ml.arange(n)[None, :] < k)")
+  where = ew.truth(cx, where)     # a number mask keeps its non-zero elements, as jax.nn's
   broadcast_shape(cx, [where.type.shape, y.type.shape], f"{what}'s where=",     # (in the call's words, not ml.where's)
                   [cx.named(where, "the mask"), cx.named(x, "x")], (where, x))
   return ew.where_(cx, where, y, -math.inf)
@@ -202,7 +202,7 @@ def _truth(cx, x, what):
   check_register_value(cx, x, what)
   if not is_value(x):            # a Python number: jnp's any/all of a 0-d array, its truth
     return bool(x)
-  return x if resolve(x.type.dtype) == DType.bool_ else ew.compare(cx, ew.CmpOp.NE, x, 0)
+  return ew.truth(cx, x)
 
 
 @builtin(methods=("any",))
