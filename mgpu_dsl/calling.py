@@ -456,6 +456,22 @@ def call_noted(e: E.KernelError, at, args, names, constexprs=None) -> E.KernelEr
   return e
 
 
+def keyword_inputs(kernel, args, constexprs, bind=True) -> tuple[tuple, dict]:
+  """(args, constexprs) of a call, with the kernel's constexpr values bound by a functools.partial,
+  and the inputs passed by keyword (`k(x, y=y)`, `k(y=y, x=x)`, as a Python function or a Triton
+  kernel takes them) moved into their places. Only a run of inputs right after the positional
+  ones moves: an output, an input given twice or a gap is left to check_constexprs to report."""
+  constexprs = {**kernel._bound, **constexprs} if bind else dict(constexprs)
+  pk = kernel.parsed
+  hi = kernel._input_bounds(pk)[1]
+  scalars = getattr(pk, "scalar_params", ())
+  named = {pk.ref_params.index(k): k for k, v in constexprs.items()      # (not a Python constant for a
+           if k in pk.ref_params[:hi] and (k in scalars or is_array_like(v))}      # constexpr left undeclared)
+  if not named or sorted(named) != list(range(len(args), len(args) + len(named))):
+    return tuple(args), constexprs
+  return tuple(args) + tuple(constexprs.pop(named[k]) for k in sorted(named)), constexprs
+
+
 def _declare_constexpr(pk, name: str, param: str, value) -> str:
   """The hint for a ref parameter given a Python constant by keyword: it was meant as a
   constexpr (the annotation forgotten), so show the signature that declares it one."""
@@ -466,18 +482,24 @@ def _declare_constexpr(pk, name: str, param: str, value) -> str:
           f" after the arrays: def {name}({', '.join(refs + ['*'] + kws)})")
 
 
-def _ref_by_keyword_hint(pk, unknown, name, args, bounds) -> str:
-  """For ref parameters passed by keyword: an output is returned, not passed; an input given by
-  position already is given twice; other inputs go by position, in order."""
-  p = unknown[0]
-  k, hi = pk.ref_params.index(p), (bounds or (0, len(pk.ref_params) - 1))[1]
+def _ref_by_keyword(pk, unknown, name, args, bounds) -> tuple[str, str]:
+  """(message, hint) for ref parameters passed by keyword that keyword_inputs could not place: an
+  output is returned, not passed; an input given by position already is given twice; an input
+  after a gap needs the ones before it."""
+  hi = (bounds or (0, len(pk.ref_params) - 1))[1]
+  refs = [c for c in unknown if c in pk.ref_params]
+  p = min(refs, key=lambda c: (pk.ref_params.index(c) >= len(args), pk.ref_params.index(c) < hi))   # twice, output, gap
+  k = pk.ref_params.index(p)
   if k >= hi:
-    return (f"{p} is an output: outputs are returned, not passed (out_shape describes them): call"
+    return (f"{name}: {p} is an output, passed by keyword",
+            f"{p} is an output: outputs are returned, not passed (out_shape describes them): call"
             f" {name}({', '.join(pk.ref_params[:hi])})")
   if k < len(args):
-    return f"{p} is input {k}, given by position already: drop {p}="
+    return f"{name}: input {p} is given twice, by position and by keyword", f"{p} is input {k}, given by position already: drop {p}="
   last = max(pk.ref_params.index(c) for c in unknown if c in pk.ref_params[:hi])
-  return f"pass the inputs by position, in order: {name}({', '.join(pk.ref_params[:last + 1])})"
+  gap = [r for r in pk.ref_params[len(args):last] if r not in unknown]
+  return (f"{name}: input{'s' if len(gap) > 1 else ''} {', '.join(gap)} not given (before {p}=)",
+          f"pass every input, by position or by keyword: {name}({', '.join(pk.ref_params[:last + 1])})")
 
 
 def check_constexprs(pk, constexprs: dict, name: str, loc, args=(), bounds=None) -> None:
@@ -486,22 +508,14 @@ def check_constexprs(pk, constexprs: dict, name: str, loc, args=(), bounds=None)
   (min, max) inputs the kernel can take, which tell an output passed by keyword)."""
   import jax
   unknown = [c for c in constexprs if c not in pk.constexpr_params]
-  scalars = [c for c in unknown if c in getattr(pk, "scalar_params", ())]
-  if scalars:                   # a run-time scalar by keyword: it is an input, passed by position
-    k = max(pk.ref_params.index(c) for c in scalars)     # every one given by keyword, in its place
-    several = len(scalars) > 1
-    raise E.SignatureError(
-        f"{name}: {' and '.join(scalars) if several else scalars[0]} {'are ml.scalar parameters' if several else 'is an ml.scalar parameter'}"
-        f" ({'run-time inputs' if several else 'a run-time input'}), passed by position, not by keyword", loc,
-        hint=f"pass {'them in their places' if several else 'it in its place'} among the inputs:"
-             f" {name}({', '.join(pk.ref_params[:k + 1])})")
   if unknown:
     ref = unknown[0] in pk.ref_params
+    if ref and (unknown[0] in getattr(pk, "scalar_params", ()) or not isinstance(constexprs[unknown[0]], (bool, int, float, str))):
+      message, hint = _ref_by_keyword(pk, unknown, name, args, bounds)      # (an input keyword_inputs left)
+      raise E.SignatureError(message, loc, hint=hint)
     raise E.SignatureError(
         f"{name} has no constexpr parameter {unknown[0]!r}" + (" (it is a ref parameter)" if ref else ""),
-        loc, hint=(_declare_constexpr(pk, name, unknown[0], constexprs[unknown[0]])
-                   if ref and isinstance(constexprs[unknown[0]], (bool, int, float, str)) else
-                   _ref_by_keyword_hint(pk, unknown, name, args, bounds) if ref else
+        loc, hint=(_declare_constexpr(pk, name, unknown[0], constexprs[unknown[0]]) if ref else
                    f"{unknown[0]} is not a kernel option here: {ELSEWHERE[unknown[0]]}" if unknown[0] in ELSEWHERE else
                    f"its constexpr parameters are: {', '.join(pk.constexpr_params) or 'none'}"))
   missing = [c for c in pk.constexpr_params if c not in constexprs and c not in pk.defaults]
@@ -606,13 +620,13 @@ def input_bounds(pk, out_shape, grid) -> tuple[int, int]:
 
 
 def signature(pk, out_shape, grid, bound=None) -> inspect.Signature:
-  """`(inputs..., /, *, constexprs..., interpret=None)`: the call users make (`bound`: the values a
+  """`(inputs..., *, constexprs..., interpret=None)`: the call users make (`bound`: the values a
   functools.partial kernel function binds, shown as defaults)."""
   P = inspect.Parameter
   # Exact when out_shape and grid decide it; otherwise the largest count they allow
   # (one output: the common case).
   n_in = max(0, input_bounds(pk, out_shape, grid)[1])
-  params = [P(r, P.POSITIONAL_ONLY, annotation="jax.Array") for r in pk.ref_params[:n_in]]
+  params = [P(r, P.POSITIONAL_OR_KEYWORD, annotation="jax.Array") for r in pk.ref_params[:n_in]]
   defaults = {**pk.defaults, **(bound or {})}
   params += [P(c, P.KEYWORD_ONLY, annotation=L.constexpr, default=defaults.get(c, P.empty))
              for c in pk.constexpr_params]

@@ -534,7 +534,7 @@ class KernelFunction:
     import jax
     from . import batching
     calling.check_interpret(interpret, self.__name__, caller_loc())
-    constexprs = {**self._bound, **constexprs}
+    args, constexprs = calling.keyword_inputs(self, args, constexprs)
     spec = next((i for i, a in enumerate(args) if isinstance(a, jax.ShapeDtypeStruct)), None)
     if spec is not None:       # a spec has no values to run on
       raise E.SignatureError(
@@ -570,7 +570,7 @@ class KernelFunction:
 
     Works without a GPU: `print(double.typed_ir(jax.ShapeDtypeStruct((1024, 64), jnp.float32)))`.
     """
-    return kir.dump(self._compile(specs, {**self._bound, **constexprs})["kernel"])
+    return kir.dump(self._compile(*calling.keyword_inputs(self, specs, constexprs))["kernel"])
 
   @_user_errors
   def mlir(self, *specs, **constexprs) -> str:
@@ -580,9 +580,8 @@ class KernelFunction:
     """
     import jax
     from .lowering import kernel as lk
-    specs = self._scalar_args(specs)
-    hit = self._compile(specs, {**self._bound, **constexprs})
-    self._build(hit)
+    specs, constexprs = calling.keyword_inputs(self, specs, constexprs)
+    self._build(hit := self._compile(specs := self._scalar_args(specs), constexprs))
     shapes = [jax.ShapeDtypeStruct(s.shape, s.dtype) for s in specs]
     return lk.module_text(hit["built"], shapes)
 
@@ -592,7 +591,7 @@ class KernelFunction:
 
     Example: `double.check(jax.ShapeDtypeStruct((1024, 64), jnp.float32))`.
     """
-    self._build(self._compile(specs, {**self._bound, **constexprs}))
+    self._build(self._compile(*calling.keyword_inputs(self, specs, constexprs)))
 
 
 def mgpu_kernel(fn: Callable | None = None, *, out_shape=None, grid=(1,), block: int = 128,

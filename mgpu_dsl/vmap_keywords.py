@@ -29,7 +29,7 @@ class KernelSignature(inspect.Signature):
     given = [k for k, v in kwargs.items() if v is not None and (
         k in self.parameters and self.parameters[k].kind == P.KEYWORD_ONLY or rest and k not in self.parameters)]
     if given and _under_vmap():
-      ins = [p.name for p in self.parameters.values() if p.kind == inspect.Parameter.POSITIONAL_ONLY]
+      ins = [p.name for p in self.parameters.values() if p.kind == inspect.Parameter.POSITIONAL_OR_KEYWORD]
       _refuse(self.kernel_name, given, kwargs, ", ".join(ins[:len(args)]) or "...")
     return super().bind(*args, **kwargs)
 

@@ -36,15 +36,17 @@ def scaled(x, a: ml.scalar, out):
   out[...] = x[...] * a
 
 
-def test_a_run_time_scalar_by_keyword_is_named_a_scalar_and_passed_by_position():
+def test_a_run_time_scalar_by_keyword_is_taken_in_its_place():
+  """`scaled(x, a=2.0)` was MG006 (passed by position, not by keyword); probe 38g: an input by
+  keyword is taken, as a Python function takes it; one given twice is named."""
   x = jnp.ones((128,), F32)
-  e = _raises(lambda: scaled(x, a=2.0, interpret=True))  # scalar-by-keyword
+  np.testing.assert_array_equal(scaled(x, a=2.0, interpret=True), x * 2)
+  np.testing.assert_array_equal(scaled(a=2.0, x=x, interpret=True), x * 2)
+  e = _raises(lambda: scaled(x, 2.0, a=2.0, interpret=True))  # scalar-twice
   assert type(e) is mg.SignatureError
-  assert e.message == ("scaled: a is an ml.scalar parameter (a run-time input), passed by position, not by"
-                       " keyword")
-  assert e.hint == "pass it in its place among the inputs: scaled(x, a)"
-  assert e.lineno == _line_of("# scalar-by-keyword")
-  np.testing.assert_array_equal(scaled(x, 2.0, interpret=True), x * 2)     # the hint, followed
+  assert e.message == "scaled: input a is given twice, by position and by keyword"
+  assert e.hint == "a is input 1, given by position already: drop a="
+  assert e.lineno == _line_of("# scalar-twice")
 
 
 @mg.autotune(configs=[dict(bs=256), dict(bs=128)])
