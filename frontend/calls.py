@@ -116,7 +116,8 @@ def _unwrap_partial(fn, args, kwargs):
   inner, a, kw = fn, list(args), dict(kwargs)
   while isinstance(inner, functools.partial):
     a, kw, inner = [*inner.args, *a], {**inner.keywords, **kw}, inner.func
-  return (inner, a, kw) if isinstance(inner, (Inline, Builtin)) else (fn, args, kwargs)
+  from .inline import LocalFunction
+  return (inner, a, kw) if isinstance(inner, (Inline, Builtin, LocalFunction)) else (fn, args, kwargs)
 
 
 class _Method:
@@ -223,8 +224,8 @@ class Calls:
     cx = Call(self.b, self.loc(node), self.pending_name if own else self.text(node), self.text(node),
               _Texts(self, values, nodes))
     fn, args, kwargs = _unwrap_partial(fn, args, kwargs)   # functools.partial(helper, s=0.5): the helper
-    if isinstance(fn, Inline):
-      from .inline import call_inline
+    from .inline import LocalFunction, call_inline
+    if isinstance(fn, (Inline, LocalFunction)):      # (a lambda or def of the kernel's body: traced in place too)
       return call_inline(self, node, fn, args, kwargs)
     if isinstance(fn, (Builtin, _Method)):    # ml.* take sequences as tuples: ml.zeros([128, 64])
       args, kwargs = [_tuples(a) for a in args], {k: _tuples(v) for k, v in kwargs.items()}

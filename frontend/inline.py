@@ -36,14 +36,15 @@ def call_inline(tracer, node, fn, args, kwargs):
   from .language import BoundInline
   if isinstance(fn, BoundInline):      # model.step(v): the instance is the method's first argument
     args = (fn.obj, *args)
+  sig = fn.signature if isinstance(fn, LocalFunction) else inspect.signature(fn.fn)
   try:
-    bound = inspect.signature(fn.fn).bind(*args, **kwargs)
+    bound = sig.bind(*args, **kwargs)
   except TypeError as e:
-    raise E.KernelTypeError(f"{tree.name}(...): {bind_message(inspect.signature(fn.fn), kwargs, e)}", loc,
-                            hint=f"{tree.name}{inspect.signature(fn.fn)}") from None
+    raise E.KernelTypeError(f"{tree.name}(...): {bind_message(sig, kwargs, e)}", loc,
+                            hint=f"{tree.name}{sig}") from None
   bound.apply_defaults()
   child = tracer.child(src, scope)
-  child.env = dict(bound.arguments)
+  child.env = {**fn.closure(), **bound.arguments} if isinstance(fn, LocalFunction) else dict(bound.arguments)
   before = len(tracer.errors)
   child.local_names = local_names(tree.body)
   child.body = tree.body
@@ -89,3 +90,51 @@ def _in_words(err, name) -> None:
       v, f"the value {name} returns")
   err.notes = tuple(n.replace(f"{v} is assigned here", f"{name} returns here").replace(v, f"what {name} returns")
                     for n in err.notes)
+
+
+class _Fn:
+  """What a LocalFunction's `fn` shows of it: its name."""
+  def __init__(self, name):
+    self.__name__ = self.__qualname__ = name
+
+
+class LocalFunction:
+  """A lambda or a def in the kernel's body (`f = lambda t: t * 2`, `def step(v): ...`): traced in
+  place where it is called, as an @ml.inline helper, reading the names of the body that defined it
+  as they are at the call (Python's closures), its parameters' defaults evaluated where it is defined."""
+
+  def __init__(self, tracer, tree: ast.FunctionDef, name: str):
+    self.definer, self.parsed, self.fn = tracer, (tracer.src, tree, tracer.scope), _Fn(name)
+    a, P = tree.args, inspect.Parameter
+    positional = [(x, P.POSITIONAL_ONLY) for x in a.posonlyargs] + [(x, P.POSITIONAL_OR_KEYWORD) for x in a.args]
+    defaults = [P.empty] * (len(positional) - len(a.defaults)) + [tracer.eval(d) for d in a.defaults]
+    params = [P(x.arg, kind, default=d) for (x, kind), d in zip(positional, defaults)]
+    if a.vararg:
+      params.append(P(a.vararg.arg, P.VAR_POSITIONAL))
+    params += [P(x.arg, P.KEYWORD_ONLY, default=P.empty if d is None else tracer.eval(d))
+               for x, d in zip(a.kwonlyargs, a.kw_defaults)]
+    if a.kwarg:
+      params.append(P(a.kwarg.arg, P.VAR_KEYWORD))
+    self.signature = inspect.Signature(params)
+
+  def __call__(self, *args, **kwargs):
+    """Called by Python on static values (`sorted(parts, key=lambda k: -k)`): traced there too."""
+    return call_inline(self.definer, self.parsed[1], self, args, kwargs)
+
+  def closure(self) -> dict:
+    """The defining body's names as they are now (a late-binding closure, as Python's)."""
+    return dict(self.definer.env)
+
+
+def local_function(tracer, node):
+  """The value of a lambda, or of a def statement in a kernel's body (None: a def it does not take,
+  decorated otherwise than with @ml.inline, for the caller to report)."""
+  if isinstance(node, ast.Lambda):
+    ret = ast.copy_location(ast.Return(value=node.body), node.body)
+    tree = ast.copy_location(ast.FunctionDef(
+        name=tracer.pending_name or "<lambda>", args=node.args, body=[ret], decorator_list=[], returns=None,
+        type_comment=None, **({"type_params": []} if "type_params" in ast.FunctionDef._fields else {})), node)
+    return LocalFunction(tracer, tree, tree.name)
+  if any((d.id if isinstance(d, ast.Name) else getattr(d, "attr", None)) != "inline" for d in node.decorator_list):
+    return None
+  return LocalFunction(tracer, node, node.name)

@@ -49,37 +49,41 @@ def _set(name, value, at):
   return _at(ast.Assign(targets=[_at(ast.Name(id=name, ctx=ast.Store()), at)], value=value), at)
 
 
-def _structured(stmts, rest, kinds, flag):
+def _structured(stmts, rest, kinds, flag, fallback=None):
   """`stmts` followed by `rest` (already without jumps), each jump of `kinds` turned into the
-  paths that skip what follows it (a break also sets `flag`); None where one cannot be."""
+  paths that skip what follows it (a break also sets `flag`); None where one cannot be. A helper's
+  return in a loop (`fallback`: the value its last return gives, known before the loop) sets `flag`,
+  bound to `fallback` before the loop, so the loop carries it."""
   for k, s in enumerate(stmts):
-    looped = kinds == (ast.Return,) and flag is None and isinstance(s, (ast.For, ast.While)) and _deep_return(s.body)
+    looped = (kinds == (ast.Return,) and (flag is None or fallback is not None) and isinstance(s, (ast.For, ast.While))
+              and _deep_return(s.body))
     if not looped and not holds([s], kinds):
       continue
     head = list(stmts[:k])
     if looped:       # a kernel's return inside a loop: it breaks out of it (skipping its else) and the rest
       done = f"(returned in the loop at line {s.lineno})"
       loop = copy.copy(s)
-      loop.body = _guarded(s, done)
+      loop.body = _guarded(s, done, flag)
       opened = _else_opened(loop) if s.orelse else [loop]
       if opened is None:
         return None
       rest_of_it = _at(ast.If(test=_at(ast.Name(id=done, ctx=ast.Load()), s), body=[_at(ast.Pass(), s)],
                               orelse=opened[2:] + list(stmts[k + 1:])), s)
-      return _structured(head + [_set(done, False, s)] + opened[:2] + [rest_of_it], rest, kinds, flag)
-    after = _structured(stmts[k + 1:], rest, kinds, flag)
+      first = [_set(flag, copy.deepcopy(fallback), s)] if flag is not None else []
+      return _structured(head + first + [_set(done, False, s)] + opened[:2] + [rest_of_it], rest, kinds, flag, fallback)
+    after = _structured(stmts[k + 1:], rest, kinds, flag, fallback)
     if after is None:
       return None
     if isinstance(s, (ast.For, ast.While)):     # its else holds the jump: `for ...: ... else: continue`
       opened = _else_opened(s)
-      return None if opened is None else _structured(head + opened + list(stmts[k + 1:]), rest, kinds, flag)
+      return None if opened is None else _structured(head + opened + list(stmts[k + 1:]), rest, kinds, flag, fallback)
     if isinstance(s, (ast.Continue, ast.Return)):
       return head + ([] if isinstance(s, ast.Continue) or flag is None else [_set(flag, s.value or None, s)])
     if isinstance(s, ast.Break):
       return head + [_set(flag, True, s)]
     if not isinstance(s, ast.If):
       return None
-    then, other = _structured(s.body, after, kinds, flag), _structured(s.orelse, after, kinds, flag)
+    then, other = _structured(s.body, after, kinds, flag, fallback), _structured(s.orelse, after, kinds, flag, fallback)
     if then is None or other is None:
       return None
     return head + [_at(ast.If(test=s.test, body=then or [_at(ast.Pass(), s)], orelse=other), s)]
@@ -381,22 +385,23 @@ def _returned(loop):
   return ast.Continue if _unrolled(loop) else ast.Break
 
 
-def _return_breaks(stmts, done, loop):
-  """The body `stmts` of `loop` whose (kernel's) returns become `done = True` and a jump out of the
-  loop, and whose inner loops holding one are followed by `if done:` that jump."""
+def _return_breaks(stmts, done, loop, value=None):
+  """The body `stmts` of `loop` whose returns become `done = True` (a helper's, `value` = what it
+  returns, first) and a jump out of the loop, and whose inner loops holding one are followed by
+  `if done:` that jump."""
   jump = _returned(loop)
   out = []
   for st in stmts:
     if isinstance(st, ast.Return):
       j = _at(jump(), st)
       j.from_return = True      # (for messages: the user wrote a return)
-      out += [_set(done, True, st), j]
+      out += ([_set(value, st.value or None, st)] if value is not None else []) + [_set(done, True, st), j]
     elif isinstance(st, ast.If) and _deep_return([st]):
-      out.append(_at(ast.If(test=st.test, body=_return_breaks(st.body, done, loop) or [_at(ast.Pass(), st)],
-                            orelse=_return_breaks(st.orelse, done, loop)), st))
+      out.append(_at(ast.If(test=st.test, body=_return_breaks(st.body, done, loop, value) or [_at(ast.Pass(), st)],
+                            orelse=_return_breaks(st.orelse, done, loop, value)), st))
     elif isinstance(st, (ast.For, ast.While)) and _deep_return([st]):
       inner = copy.copy(st)
-      inner.body, inner.orelse = _guarded(st, done), _return_breaks(st.orelse, done, loop)   # (its else: this loop's)
+      inner.body, inner.orelse = _guarded(st, done, value), _return_breaks(st.orelse, done, loop, value)   # (its else: this loop's)
       out += [inner, _at(ast.If(test=_at(ast.Name(id=done, ctx=ast.Load()), st), body=[_at(jump(), st)],
                                 orelse=[]), st)]
     else:
@@ -404,14 +409,38 @@ def _return_breaks(stmts, done, loop):
   return out
 
 
-def _guarded(loop, done):
+def _guarded(loop, done, value=None):
   """`loop`'s body with its returns made jumps; an unrolled loop's trips after one skip their body."""
-  body = _return_breaks(loop.body, done, loop)
+  body = _return_breaks(loop.body, done, loop, value)
   if not _unrolled(loop):
     return body
   skip = _at(ast.If(test=_at(ast.Name(id=done, ctx=ast.Load()), loop), body=[_at(ast.Continue(), loop)], orelse=[]),
              loop)
   return [skip] + body
+
+
+def _fallback(body):
+  """A helper's last return value where it can be computed before the first loop that returns (its
+  names bound before it, or only there): what such a loop's flag starts from. Every path after the loop
+  overwrites it (a return in the loop, or the last return), so it only gives the carry its type. None
+  where it cannot be computed there."""
+  last = body[-1] if body else None
+  k = next((k for k, s in enumerate(body) if isinstance(s, (ast.For, ast.While, ast.If)) and _deep_return([s])), None)
+  if not isinstance(last, ast.Return) or last.value is None or k is None:
+    return None
+  from .env import assigned_names
+  reads = {n.id for n in ast.walk(last.value) if isinstance(n, ast.Name)}
+  if reads & (set(assigned_names(body[k:-1])) - set(assigned_names(body[:k]))) or any(isinstance(n, (ast.Call, ast.NamedExpr, ast.Lambda, ast.Await))
+                                                    and not _pure_call(n) for n in ast.walk(last.value)):
+    return None
+  return last.value
+
+
+def _pure_call(n) -> bool:
+  """A call a fallback may make before the loop: ml.*/jnp-style maths of values, not a helper's (which
+  may write refs) or a read of memory the loop may write."""
+  return isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name) \
+      and n.func.value.id in ("ml", "jnp", "np", "math")
 
 
 def without_return(body, value=None):
@@ -421,13 +450,15 @@ def without_return(body, value=None):
   `return v` becomes `value = v`, returned at the end (only where every path returns). The body itself
   where there is no such return (or a kernel returns a value, or a path of a helper falls off its end:
   their errors stay)."""
+  fallback = _fallback(body) if value is not None else None
   if not any(isinstance(s, (ast.If, ast.For, ast.While)) and holds([s], (ast.Return,)) for s in body) and not (
-      value is None and any(isinstance(s, (ast.For, ast.While)) and _deep_return(s.body) for s in body)):
+      (value is None or fallback is not None) and any(isinstance(s, (ast.For, ast.While)) and _deep_return(s.body)
+                                                      for s in body)):
     return body
   returns = [n for s in body for n in ast.walk(s) if isinstance(n, ast.Return)]
   if value is None and any(r.value is not None for r in returns) or value is not None and not _ends_in_return(body):
     return body
-  out = _structured(body, [], (ast.Return,), value)
+  out = _structured(body, [], (ast.Return,), value, fallback)
   if out is None:
     return body
   if value is None:

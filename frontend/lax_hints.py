@@ -6,12 +6,23 @@ from __future__ import annotations
 
 def _helpers(fns, texts) -> str:
   """The note asking to decorate the plain Python functions among `fns` (written as `texts`)."""
+  from .inline import LocalFunction
   from .language import Inline
-  plain = list(dict.fromkeys(t.strip() for f, t in zip(fns, texts) if callable(f) and not isinstance(f, Inline)
+  plain = list(dict.fromkeys(t.strip() for f, t in zip(fns, texts) if callable(f) and not isinstance(f, (Inline, LocalFunction))
                              and t.strip().isidentifier()))
   if not plain:
     return ""
   return f" (decorate {' and '.join(plain)} with @ml.inline: a kernel calls its own helpers so)"
+
+
+def _called(fn: str, args: str) -> str:
+  """`fn(args)` as code: a lambda of no parameters called with none is its body, another lambda is
+  called in place, `(lambda i, a: a * 2)(j, carry)`."""
+  import re
+  bare = re.fullmatch(r"lambda\s*:\s*(.*)", fn, re.S)
+  if bare and not args:
+    return bare.group(1)
+  return f"({fn})({args})" if fn.startswith("lambda") else f"{fn}({args})"
 
 
 def control_hint(name, pos, args, target, taken=frozenset()) -> str | None:
@@ -24,16 +35,17 @@ def control_hint(name, pos, args, target, taken=frozenset()) -> str | None:
     lo, hi, body, init = (p.strip() for p in pos)
     i = next((n for n in ("j", "k", "step", "it", "trip") if n not in taken and n != carry), "trip")
     start = f"{carry} = {init}; " if init != carry else ""
-    return (f"{start}for {i} in range({lo}, {hi}): {carry} = {body}({i}, {carry})"
+    return (f"{start}for {i} in range({lo}, {hi}): {carry} = {_called(body, f'{i}, {carry}')}"
             + _helpers(args[2:3], pos[2:3]) + then + " (ml.range(..., stages=s) pipelines its loads)")
   if name == "while_loop" and len(pos) == 3:
     cond, body, init = (p.strip() for p in pos)
     start = f"{carry} = {init}; " if init != carry else ""
-    return f"{start}while {cond}({carry}): {carry} = {body}({carry})" + _helpers(args[:2], pos[:2]) + then
+    return (f"{start}while {_called(cond, carry)}: {carry} = {_called(body, carry)}" + _helpers(args[:2], pos[:2])
+            + then)
   if name == "cond" and len(pos) >= 3:
     pred, yes, no = (p.strip() for p in pos[:3])
     ops = ", ".join(p.strip() for p in pos[3:])
-    return (f"if {pred}: {carry} = {yes}({ops}) else: {carry} = {no}({ops}) (a run-time if on a scalar; for"
+    return (f"if {pred}: {carry} = {_called(yes, ops)} else: {carry} = {_called(no, ops)} (a run-time if on a scalar; for"
             f" tensors, ml.where({pred}, a, b))" + _helpers(args[1:3], pos[1:3]) + then)
   return None
 

@@ -233,6 +233,19 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
   def visit_Pass(self, node):
     pass
 
+  def visit_FunctionDef(self, node):
+    """`def step(v): ...` (or decorated @ml.inline) in the body: a helper traced where it is called."""
+    from .inline import local_function
+    fn = local_function(self, node)
+    if fn is None:
+      self.generic_visit(node)      # decorated otherwise (Pallas's @pl.when): the hint for it
+    self.env[node.name] = fn
+    self.where[node.name] = self.loc(node)
+
+  def eval_Lambda(self, node):
+    from .inline import local_function
+    return local_function(self, node)
+
   def visit_Return(self, node):
     if self.depth > 0:                # an @ml.inline helper's return: its value is the call's
       if self.b.block is self.top and all(blk is not None for blk in self.loops):   # (unrolled loops too)
@@ -249,8 +262,9 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
       if self.loops:
         self.unsupported(node, "return under a run-time condition in a loop of an @ml.inline helper unrolled"
                                " while tracing",
-                         hint="keep the result in a name (r = v before the loop, r = ml.where(cond, a, r) in it,"
-                              " or a flag the trips after test) and return it after the loop")
+                         hint="keep the result and a flag in names: r = v, done = False before the loop;"
+                              " r = ml.where(cond & ~done, a, r), done = done | cond in it (the first trip whose"
+                              " condition holds gives r, as the return would), and return r after the loop")
       self.unsupported(node, "return under a run-time condition in an @ml.inline helper that has a path"
                              " without a return",
                        hint="end every path with a return (return a value after the if, or in its else:), so"

@@ -312,11 +312,10 @@ def test_a_helpers_returns_that_cannot_give_one_value_say_so_in_its_words():
       " supported in a kernel",
       "end every path with a return (return a value after the if, or in its else:), so that each path gives the"
       " value the call takes")
-  _expect_in_helper(
-      helper_returns_in_a_loop, _first_positive, mg.UnsupportedSyntaxError, "return i",
-      "return inside a run-time loop of an @ml.inline helper is not supported in a kernel",
-      "keep the result in a name the loop carries (result = the value for no hit, before the loop; result = i, then"
-      " break, in it) and return result after the loop")
+  for shift in (0.0, -200.0, -300.0):     # probe 38g: a return in a helper's loop ends it (was MG001)
+    x = np.arange(128, dtype=np.float32) + shift
+    want = int(np.argmax(x > 0)) if (x > 0).any() else -1
+    assert int(helper_returns_in_a_loop(jnp.asarray(x), interpret=True)) == want
   expect(returns_in_a_pipelined_loop, [S((4, 128), F32)], mg.UnsupportedSyntaxError, "return", nth=1,
          message="return in a pipelined loop or one with a run-time step is not supported in a kernel",
          hint="such a loop runs every trip: set a flag (done = True) and guard the rest of the body and what"
@@ -559,11 +558,10 @@ def helper_returns_in_an_unrolled_loop(x, out):
   out[...] = _scaled_by_first_below(x[...], x[0])
 
 
-def test_a_helpers_runtime_return_in_an_unrolled_loop_says_where_it_is():
-  """It said the helper had a path without a return, which it has not."""
-  _expect_in_helper(
-      helper_returns_in_an_unrolled_loop, _scaled_by_first_below, mg.UnsupportedSyntaxError, "return v * k",
-      "return under a run-time condition in a loop of an @ml.inline helper unrolled while tracing is not supported"
-      " in a kernel",
-      "keep the result in a name (r = v before the loop, r = ml.where(cond, a, r) in it, or a flag the trips after"
-      " test) and return it after the loop")
+def test_a_helpers_runtime_return_in_an_unrolled_loop_ends_it():
+  """It said the helper had a path without a return, which it has not; then (MG001) that such a return
+  is not supported; probe 38g: it ends the helper, the trips after it skipped."""
+  for t in (0.5, -1.0):
+    x = np.arange(128, dtype=np.float32) / 128 + t
+    want = x * 0 if x[0] > 0 else x
+    np.testing.assert_array_equal(helper_returns_in_an_unrolled_loop(jnp.asarray(x), interpret=True), want)
