@@ -248,6 +248,11 @@ def test_argmax_over_an_axis_of_a_3d_tensor_hints_the_2d_reshape_as_a_sum_does()
               " in the row-major order of (2, 8) (too few elements for a register tensor of that shape): store it"
               " through an output of shape (16,) and reshape that outside the kernel, .reshape(2, 8) (free in XLA)")
   x = np.random.default_rng(1).standard_normal((2, 64, 128)).astype(np.float32)
+  # probe 38g: keepdims reductions of 3-D tiles (which argmax makes inside) reduce their 2-D reshape too
+  np.testing.assert_array_equal(argmax_last_3d(jnp.asarray(x), interpret=True), np.argmax(x, -1))
+  np.testing.assert_array_equal(argmin_first_3d(jnp.asarray(x), interpret=True), np.argmin(x, 0))
+  _export(argmax_last_3d, *T3)
+  _export(argmin_first_3d, *T3)
   o, p = arg_3d_followed(jnp.asarray(x), interpret=True)
   np.testing.assert_array_equal(o, np.argmax(x, -1))
   np.testing.assert_array_equal(p, np.argmin(x, 0))

@@ -1,6 +1,8 @@
 """Probe 38g (a user's kernels around seven known gaps): number masks as jnp's truth, keyword
 inputs at the call, lambdas in a kernel body, keepdims reductions of 3-D tiles, returns under a
 run-time condition in a helper's loop, split-K accumulation into an output."""
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -16,6 +18,11 @@ F32 = jnp.float32
 def _export(kernel, *specs, **constexprs):
   fn = jax.jit(lambda *a: kernel(*a, **constexprs))
   return jax.export.export(fn, platforms=["cuda"])(*specs).mlir_module()
+
+
+def _line_of(text):
+  with open(__file__) as f:
+    return next(n for n, line in enumerate(f, 1) if text in line and "_line_of" not in line)
 
 
 def _rand(shape, seed, dtype=F32):
@@ -58,3 +65,213 @@ def test_gpu_number_masks_select_where_non_zero_as_jnp():
           jax.nn.logsumexp(x, axis=1, where=b), jnp.sum(x, axis=1, where=b))
   for g, w in zip(got, want):
     np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, atol=1e-5)
+
+
+# ---------------------------------------------------------------- inputs passed by keyword
+@mg.mgpu_kernel(out_shape=lambda x, y, n: x, grid=lambda x, y, n: (x.shape[0] // 128,))
+def axpy(x, y, n: ml.scalar, out, *, alpha: ml.constexpr = 2.0):
+  r = ml.ds(ml.program_id(0) * 128, 128)
+  out.at[r][...] = alpha * x.at[r][...] + y.at[r][...] * n
+
+
+def test_inputs_by_keyword_take_their_places():
+  """`axpy(x, y=y, n=3.0)` was MG006 (no constexpr parameter 'y'): inputs by keyword are taken, in
+  eager calls, under jax.jit and jax.vmap, and by typed_ir/mlir/check and jax.export."""
+  x, y = _rand((256, 32), 4), _rand((256, 32), 5)
+  want = 3.0 * x + y * 0.5
+  for got in (axpy(x, y=y, n=0.5, alpha=3.0, interpret=True), axpy(n=0.5, y=y, x=x, alpha=3.0, interpret=True),
+              jax.jit(lambda a, b: axpy(a, y=b, n=0.5, alpha=3.0, interpret=True))(x, y),
+              jax.vmap(lambda a, b: axpy(x=a, y=b, n=0.5, alpha=3.0, interpret=True))(x[None], y[None])[0]):
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6)
+  specs = S(x.shape, F32), S(y.shape, F32), S((), F32)
+  assert "mosaic_gpu" in str(_export(lambda a, b, c: axpy(a, n=c, y=b), *specs))
+  axpy.check(specs[0], y=specs[1], n=specs[2])
+  assert axpy.mlir(specs[0], y=specs[1], n=specs[2]) == axpy.mlir(*specs)
+
+
+def test_inputs_by_keyword_that_cannot_be_placed_are_named():
+  x = _rand((256, 32), 4)
+  for call, message, hint in (
+      (lambda: axpy(x, x, 1.0, out=x, interpret=True), "axpy: out is an output, passed by keyword",
+       "out is an output: outputs are returned, not passed (out_shape describes them): call axpy(x, y, n)"),
+      (lambda: axpy(x, x, n=1.0, y=x, interpret=True), "axpy: input y is given twice, by position and by keyword",
+       "y is input 1, given by position already: drop y="),
+      (lambda: axpy(x, n=1.0, interpret=True), "axpy: input y not given (before n=)",
+       "pass every input, by position or by keyword: axpy(x, y, n)")):
+    with pytest.raises(mg.SignatureError) as info:
+      call()
+    assert (info.value.message, info.value.hint) == (message, hint)
+    assert info.value.lineno == call.__code__.co_firstlineno
+
+
+# ---------------------------------------------------------------- lambdas and defs in a kernel body
+@mg.mgpu_kernel(out_shape=lambda x: (x, S((x.shape[1],), x.dtype)), grid=(1,))
+def local_helpers(x, act, sq_sum):
+  """A Triton/Pallas author's local helpers: a lambda closing over a constant, one with a default,
+  a def with a run-time if, one passed to an @ml.inline helper, a lambda for sorted's key."""
+  c = 0.7978845608
+  gelu = lambda t: 0.5 * t * (1.0 + ml.tanh(c * (t + 0.044715 * t * t * t)))
+  c = 0.7978845608                   # (read at the call, as Python's closures read it)
+  sq = lambda v, p=2: v ** p
+
+  def clipped(v, hi):
+    if hi > 0:
+      return ml.minimum(v, hi)
+    else:
+      return v
+  order = sorted([1, 0], key=lambda k: -k)
+  act[...] = _apply(lambda t: clipped(gelu(t), 2.0), x)
+  acc = ml.zeros((x.shape[1],), F32)
+  for i in range(x.shape[0] // order[0]):
+    acc = acc + sq(x.at[i][...])
+  sq_sum[...] = acc
+
+
+@ml.inline
+def _apply(f, ref):
+  return f(ref[...])
+
+
+def test_lambdas_and_defs_in_a_kernel_are_helpers():
+  """`f = lambda t: ...` and `def f(...)` in a kernel body were MG001 (a lambda / a nested function
+  is not supported): each is traced where it is called, as an @ml.inline helper, its free names
+  read at the call (Python's closures)."""
+  x = _rand((128, 64), 6)
+  act, sq_sum = local_helpers(x, interpret=True)
+  np.testing.assert_allclose(np.asarray(act), np.minimum(jax.nn.gelu(x, approximate=True), 2.0), rtol=1e-5, atol=1e-6)
+  np.testing.assert_allclose(np.asarray(sq_sum), np.sum(np.asarray(x) ** 2, 0), rtol=1e-5)
+  _export(local_helpers, S(x.shape, F32))
+
+
+@pytest.mark.gpu
+def test_gpu_lambdas_and_defs_in_a_kernel_are_helpers():
+  x = _rand((128, 64), 7)
+  act, sq_sum = jax.jit(local_helpers)(x)
+  np.testing.assert_allclose(np.asarray(act), np.minimum(jax.nn.gelu(x, approximate=True), 2.0), rtol=1e-5, atol=1e-6)
+  np.testing.assert_allclose(np.asarray(sq_sum), np.sum(np.asarray(x) ** 2, 0), rtol=1e-5)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def fori_with_lambda(x, out):
+  out[...] = jax.lax.fori_loop(0, 3, lambda i, a: a * 2 + i, x[...])
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def fori_followed(x, out):
+  carry = x[...]
+  for j in range(0, 3):
+    carry = (lambda i, a: a * 2 + i)(j, carry)
+  out[...] = carry
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def lambda_arity(x, out):
+  f = lambda a, b: a + b
+  out[...] = f(x[...])
+
+
+def test_lax_control_with_a_lambda_body_hints_a_loop_that_works():
+  """The fori_loop hint wrote `carry = lambda i, a: a * 2 + i(j, carry)` (not Python); it calls the
+  lambda in place, which now runs."""
+  spec = S((128,), F32)
+  with pytest.raises(mg.KernelTypeError) as info:
+    fori_with_lambda.check(spec)
+  e = info.value
+  assert e.message == "jax.lax.fori_loop is JAX's control flow, which a kernel writes in Python"
+  assert (e.lineno, e.col_offset) == (_line_of("out[...] = jax.lax.fori_loop(0, 3"), 13)
+  assert re.match(r"carry = x\[\.\.\.\]; for (\w+) in range\(0, 3\): carry = \(lambda i, a: a \* 2 \+ i\)\(\1, carry\);", e.hint)
+  x = _rand((128,), 8)
+  np.testing.assert_allclose(np.asarray(fori_followed(x, interpret=True)), ((x * 2) * 2 + 1) * 2 + 2, rtol=1e-6)
+  with pytest.raises(mg.KernelTypeError) as info:
+    lambda_arity.check(spec)
+  assert info.value.message == "f(...): missing a required argument: 'b'"
+  assert info.value.hint == "f(a, b)"
+  assert (info.value.lineno, info.value.col_offset) == (_line_of("out[...] = f(x[...])"), 13)
+
+
+# ---------------------------------------------------------------- keepdims reductions of 3-D tiles
+@mg.mgpu_kernel(out_shape=lambda x: (x, x, S(x.shape[:2] + (1,), jnp.int32)), grid=(1,))
+def heads_softmax_norm(x, sm, ln, am):
+  """Per-head row statistics of a (heads, rows, cols) tile, written as jnp would write them."""
+  v = x[...]
+  e = ml.exp(v - ml.max(v, axis=-1, keepdims=True))
+  sm[...] = e / ml.sum(e, axis=-1, keepdims=True)
+  ln[...] = (v - ml.mean(v, axis=0, keepdims=True)) * ml.rsqrt(ml.var(v, axis=0, keepdims=True) + 1e-5)
+  am[...] = ml.argmax(v, axis=2, keepdims=True)
+
+
+def _heads_want(x):
+  e = jnp.exp(x - x.max(-1, keepdims=True))
+  return (e / e.sum(-1, keepdims=True), (x - x.mean(0, keepdims=True)) * jax.lax.rsqrt(x.var(0, keepdims=True) + 1e-5),
+          jnp.argmax(x, axis=2, keepdims=True))
+
+
+def test_keepdims_reductions_of_3d_tiles_reduce_their_2d_reshape():
+  """ml.max(v, axis=-1, keepdims=True) of a (4, 32, 64) tile was MG204 (partial reductions work on 1-D and
+  2-D tensors) though the same reduction without keepdims compiled: a leading or trailing run of axes
+  reduces the 2-D reshape, the result reshaped to the tile's rank."""
+  x = _rand((4, 32, 64), 9)
+  for g, w in zip(heads_softmax_norm(x, interpret=True), _heads_want(x)):
+    np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, atol=1e-5)
+  _export(heads_softmax_norm, S(x.shape, F32))
+
+
+@pytest.mark.gpu
+def test_gpu_keepdims_reductions_of_3d_tiles_reduce_their_2d_reshape():
+  x = _rand((4, 32, 64), 10)
+  for g, w in zip(jax.jit(heads_softmax_norm)(x), _heads_want(x)):
+    np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, atol=1e-5)
+
+
+# ---------------------------------------------------------------- returns in a helper's loops
+@ml.inline
+def _find(ref, target):
+  for a in range(ref.shape[0]):
+    for b in range(ref.shape[1]):
+      if ref[a, b] == target:
+        return a * ref.shape[1] + b
+  return -1
+
+
+@ml.inline
+def _first_above(v_ref, n, thr):
+  best = v_ref[0] * 0.0
+  for j in ml.static_range(n):
+    if v_ref[j] > thr:
+      return v_ref[j] + best
+  return best - 1.0
+
+
+@mg.mgpu_kernel(out_shape=lambda x, y: (S((x.shape[0],), jnp.int32), S((y.shape[0],), y.dtype)),
+                grid=lambda x, y: (x.shape[0],))
+def searches(x, y, where_5, first_big):
+  i = ml.program_id(0)
+  where_5[i] = _find(x.at[i], 5)
+  first_big[i] = _first_above(y.at[i], 8, 0.5)
+
+
+def _searches_want(x, y):
+  flat = np.asarray(x).reshape(x.shape[0], -1)
+  a = [int(np.argmax(r == 5)) if (r == 5).any() else -1 for r in flat]
+  b = [r[np.argmax(r > 0.5)] if (r > 0.5).any() else -1.0 for r in np.asarray(y)]
+  return np.array(a, np.int32), np.array(b, np.float32)
+
+
+def test_returns_under_run_time_conditions_in_a_helpers_loops_end_it():
+  """A return under a run-time if in a helper's range loop was MG001, and in its unrolled loop MG001 with a
+  hint (r = ml.where(cond, a, r)) that, followed, kept the last hit, not the first: each now ends the
+  helper, as in Python (the last return's value, computable before the loop, gives the carry its type)."""
+  x = jnp.asarray(np.random.default_rng(11).integers(0, 8, (6, 4, 8)), jnp.int32)
+  x = x.at[0].set(0)                  # (a row with no hit)
+  y = _rand((6, 8), 12).at[1].set(-1.0)
+  for g, w in zip(searches(x, y, interpret=True), _searches_want(x, y)):
+    np.testing.assert_array_equal(np.asarray(g), w)
+  _export(searches, S(x.shape, jnp.int32), S(y.shape, F32))
+
+
+@pytest.mark.gpu
+def test_gpu_returns_under_run_time_conditions_in_a_helpers_loops_end_it():
+  x = jnp.asarray(np.random.default_rng(13).integers(0, 8, (6, 4, 8)), jnp.int32)
+  y = _rand((6, 8), 14)
+  for g, w in zip(jax.jit(searches)(x, y), _searches_want(x, y)):
+    np.testing.assert_array_equal(np.asarray(g), w)
