@@ -429,7 +429,7 @@ class _Memory:
     region = describe(name, root.type.shape, missing, g)[0] if any_written else name
     where = f" in program {self.ev.program(pid)}" if pid is not None else ""
     return uninitialized_read(name, region, where, root.type.space == Space.GMEM, acc.op.loc,
-                              keep=getattr(acc.op, "keep", None))
+                              keep=getattr(acc.op, "keep", None), dtype=str(root.type.dtype), programs=self.ev.P)
 
   # ------------------------------------------------------------ bounds
   def _trip(self, p) -> str:

@@ -25,9 +25,46 @@ def _root(defs, ref):
   return d.ref if isinstance(d, View) else ref
 
 
-def uninitialized_read(name, region, where, gmem: bool, loc, keep=None):
+def _accumulated(loc, name):
+  """(the window, the part) as the user wrote them of a statement at `loc` that adds into output `name`,
+  `o[...] += part` or `o[i] = o[i] + part`, with the window as an atomic takes it (`o`, `o.at[i]`); else None."""
+  import ast
+  try:
+    st = ast.parse(getattr(loc, "source_line", "").strip()).body[0]
+  except (SyntaxError, IndexError, ValueError):
+    return None
+  if isinstance(st, ast.AugAssign) and isinstance(st.op, ast.Add):
+    target, part = st.target, st.value
+  elif isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.value, ast.BinOp) \
+      and isinstance(st.value.op, ast.Add):
+    target = st.targets[0]
+    sides = [v for v in (st.value.left, st.value.right) if ast.unparse(v) == ast.unparse(target)]
+    if not sides:
+      return None
+    part = st.value.right if sides[0] is st.value.left else st.value.left
+  else:
+    return None
+  if not (isinstance(target, ast.Subscript) and ast.unparse(target.value) == name):
+    return None
+  idx = ast.unparse(target.slice)
+  return (name if idx in ("...", ":") else f"{name}.at[{idx}]"), ast.unparse(part)
+
+
+def uninitialized_read(name, region, where, gmem: bool, loc, keep=None, dtype=None, programs=1):
   """The UninitializedReadError for a read of `region` of buffer `name` (also used by interpret mode);
-  `keep`: the read's Load.keep (a masked SMEM load's)."""
+  `keep`: the read's Load.keep (a masked SMEM load's); `dtype`: the buffer's element type's name;
+  `programs`: how many the grid launches (several adding into an output: split-K)."""
+  added = _accumulated(loc, name) if gmem and programs > 1 else None
+  if added is not None:        # `c[...] += partial`: programs adding their parts (split-K) add atomically
+    window, part = added
+    narrow = (f" (each {dtype} add rounds: for a sum of many parts, give {name} a float32 out_shape and convert"
+              f" after the call)" if dtype in ("float16", "bfloat16") else "")
+    return E.UninitializedReadError(
+        f"{region} is read{where} before this program writes it: outputs start uninitialised", loc,
+        hint=f"to add the parts of several programs into {name} (split-K), add them atomically:"
+             f" ml.atomic_add({window}, {part}) (an output only atomics update starts at 0){narrow}; within"
+             f" one program, keep the running value in registers and store it once (acc = acc + ... in the loop,"
+             f" {name}[...] = acc after)")
   if gmem:
     return E.UninitializedReadError(
         f"{region} is read{where} before this program writes it: outputs start uninitialised", loc,
