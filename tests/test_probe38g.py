@@ -275,3 +275,96 @@ def test_gpu_returns_under_run_time_conditions_in_a_helpers_loops_end_it():
   y = _rand((6, 8), 14)
   for g, w in zip(jax.jit(searches)(x, y), _searches_want(x, y)):
     np.testing.assert_array_equal(np.asarray(g), w)
+
+
+# ---------------------------------------------------------------- split-K: c[...] += partial
+def _split_k(out_dtype, followed):
+  @mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[1]), out_dtype), grid=lambda a, b: (a.shape[1] // 128,))
+  def split_k(a, b, c):
+    k = ml.program_id(0)
+    a_s = ml.smem((128, 128), a.dtype)
+    b_s = ml.smem((128, 128), b.dtype)
+    ml.copy(a.at[:, ml.ds(k * 128, 128)], a_s)
+    ml.copy(b.at[ml.ds(k * 128, 128), :], b_s)
+    partial = ml.dot(a_s, b_s).astype(c.dtype)
+    if followed:
+      ml.atomic_add(c, partial)
+    else:
+      c[...] += partial
+  return split_k
+
+
+def test_split_k_into_an_output_hints_atomics_first():
+  """`c[...] += partial` of programs splitting K first said MG601 with a hint to keep the sum in
+  registers or alias an input: it names the atomic add (with the user's window and part) and, for a
+  float16 output, a float32 one; followed, the sum is jnp's."""
+  specs = S((128, 512), jnp.float16), S((512, 128), jnp.float16)
+  for dt, narrow in ((F32, ""), (jnp.float16, " (each float16 add rounds: for a sum of many parts, give c a float32"
+                                                " out_shape and convert after the call)")):
+    with pytest.raises(mg.UninitializedReadError) as info:
+      _split_k(dt, False).check(*specs)
+    e = info.value
+    assert (e.lineno, e.col_offset) == (_line_of("      c[...] += partial"), 6)
+    assert e.message == "c is read before this program writes it: outputs start uninitialised"
+    assert e.hint == ("to add the parts of several programs into c (split-K), add them atomically: ml.atomic_add(c,"
+                      f" partial) (an output only atomics update starts at 0){narrow}; within one program, keep the"
+                      " running value in registers and store it once (acc = acc + ... in the loop, c[...] = acc after)")
+  a, b = _rand((128, 512), 15, jnp.float16), _rand((512, 128), 16, jnp.float16)
+  want = np.asarray(a, np.float32) @ np.asarray(b, np.float32)
+  np.testing.assert_allclose(np.asarray(_split_k(F32, True)(a, b, interpret=True)), want, rtol=1e-4, atol=1e-3)
+  _export(_split_k(F32, True), *specs)
+
+
+@pytest.mark.gpu
+def test_gpu_split_k_hint_followed():
+  a, b = _rand((128, 512), 17, jnp.float16), _rand((512, 128), 18, jnp.float16)
+  want = np.asarray(a, np.float32) @ np.asarray(b, np.float32)
+  np.testing.assert_allclose(np.asarray(jax.jit(_split_k(F32, True))(a, b)), want, rtol=1e-4, atol=1e-3)
+
+
+# ---------------------------------------------------------------- 8-bit integer scalars as offsets and counts
+@mg.mgpu_kernel(out_shape=lambda off, x, n, codes: (S((off.shape[0] - 1, x.shape[1]), x.dtype), S((x.shape[1],), x.dtype),
+                                                   codes), grid=lambda off, x, n, codes: (off.shape[0] - 1,))
+def byte_offsets(off, x, n: ml.scalar, codes, seg, window, wrapped):
+  """Segment bounds stored as uint8/int8 (a compact ragged layout), an int8 count, offsets computed from them."""
+  g = ml.program_id(0)
+  acc = ml.zeros((x.shape[1],), F32)
+  for r in range(off[g], off[g + 1] - 0):
+    acc = acc + x.at[r][...]
+  seg.at[g][...] = acc
+  if g == 0:
+    w = ml.zeros((x.shape[1],), F32)
+    for r in range(n, n + 4):
+      w = w + x.at[ml.ds(r * 2, 1)][...].reshape(x.shape[1])
+    window[...] = w
+    wrapped[...] = (codes[...] * 3 + 7) // 2 - codes[...] % 5          # jnp's wrap modulo 2**8
+
+
+def _bytes_want(off, x, n, codes):
+  o = np.asarray(off).astype(np.int64)
+  seg = np.stack([np.asarray(x)[o[g]:o[g + 1]].sum(0) for g in range(len(o) - 1)])
+  rows = [int(np.asarray(n + k)) * 2 for k in range(4)]     # (n + k wraps in n's type, as jnp's)
+  return seg, np.asarray(x)[rows].sum(0), np.asarray((codes * 3 + 7) // 2 - codes % 5)
+
+
+@pytest.mark.parametrize("dt,n", [(jnp.uint8, 120), (jnp.int8, 100)])
+def test_8bit_integers_as_offsets_and_bounds(dt, n):
+  """`range(n, n + 4)` and `off[...] * 3 + 7` of int8/uint8 values were MG106 (no register arithmetic on
+  8-bit types): 8-bit integer + - * // % compute in 32 bits and wrap back, as jnp's."""
+  off = jnp.asarray([0, 3, 90, 126] if dt == jnp.int8 else [0, 5, 130, 250], dt)
+  x = _rand((300, 128), 19)
+  codes = jnp.asarray(np.random.default_rng(21).integers(np.iinfo(dt).min, np.iinfo(dt).max + 1, 128), dt)
+  got = byte_offsets(off, x, dt(n), codes, interpret=True)
+  for g, w in zip(got, _bytes_want(off, x, dt(n), codes)):
+    np.testing.assert_allclose(np.asarray(g), w, rtol=1e-5, atol=1e-5)
+  _export(byte_offsets, S(off.shape, dt), S(x.shape, F32), S((), dt), S(codes.shape, dt))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt,n", [(jnp.uint8, 120), (jnp.int8, 100)])
+def test_gpu_8bit_integers_as_offsets_and_bounds(dt, n):
+  off = jnp.asarray([0, 3, 90, 126] if dt == jnp.int8 else [0, 5, 130, 250], dt)
+  x = _rand((300, 128), 20)
+  codes = jnp.asarray(np.random.default_rng(22).integers(np.iinfo(dt).min, np.iinfo(dt).max + 1, 128), dt)
+  for g, w in zip(jax.jit(byte_offsets)(off, x, dt(n), codes), _bytes_want(off, x, dt(n), codes)):
+    np.testing.assert_allclose(np.asarray(g), w, rtol=1e-5, atol=1e-5)

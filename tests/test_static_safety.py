@@ -101,9 +101,10 @@ def int8_add(x, out):
   out[...] = x[...] + 1
 
 
-def test_8bit_arithmetic_is_rejected():
-  expect(int8_add, [S((128,), I8)], mg.UnsupportedDtypeError, "x[...] + 1",
-         "+ is not supported on int8: Hopper has no register arithmetic on 8-bit types")
+def test_8bit_arithmetic_wraps_as_jnps():
+  """It was MG106 (no 8-bit register arithmetic); probe 38g: computed in 32 bits, wrapped back."""
+  x = jnp.arange(-64, 64, dtype=I8) * 2
+  np.testing.assert_array_equal(np.asarray(int8_add(x, interpret=True)), np.asarray(x + 1))
 
 
 @mg.mgpu_kernel(out_shape=lambda x: S(x.shape, jnp.float32))

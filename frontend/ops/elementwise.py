@@ -92,6 +92,7 @@ class UnOp(enum.Enum):
 _FLOAT_ONLY = {BinOp.ATAN2, BinOp.POW}
 _INT_ONLY = {BinOp.AND, BinOp.OR, BinOp.XOR, BinOp.SHL, BinOp.SHR}
 # Mosaic GPU allows these on 8-bit integers (bitwise ops and equality need no arithmetic).
+_WRAPPING = {BinOp.ADD, BinOp.SUB, BinOp.MUL, BinOp.FLOORDIV, BinOp.MOD, BinOp.FMOD}
 _BITWISE_8BIT = {BinOp.AND, BinOp.OR, BinOp.XOR, CmpOp.EQ, CmpOp.NE}
 # On booleans, as numpy and jnp compute them (results stay bool): * is and, max is or, min is and.
 _BOOL_AS_LOGIC = {BinOp.MUL: BinOp.AND, BinOp.MAX: BinOp.OR, BinOp.MIN: BinOp.AND}
@@ -398,6 +399,10 @@ def binary(cx, kind: BinOp, a, b, what=None, via=()):
   if kind in (BinOp.MAX, BinOp.MIN) and (wide := _wide(d)) is not None:
     # 8-bit max/min (a uint8 image's max-pooling): in 32 bits, converted back exactly
     return narrowed(cx, binary(cx, kind, *_widened(cx, (a, b), wide, d, what, shape), what), d)
+  if kind in _WRAPPING and isinstance(d, DType) and d.is_int and (wide := _wide(d)) is not None:
+    # 8-bit integer arithmetic (an int8/uint8 offset or count read from memory): in 32 bits, wrapped back to
+    # the 8-bit type, which is jnp's result (its + - * // % wrap modulo 2**8 the same way)
+    return narrowed(cx, binary(cx, kind, *_widened(cx, (a, b), wide, d, what, shape, saturate=False), what), d)
   if kind == BinOp.MUL and (masked := mask_product(cx, a0, b0, a, b, shape, d)) is not None:
     return masked                       # x * mask: jnp's (XLA's) select, frontend/ops/mask_product.py
   if kind == BinOp.DIV and isinstance(d, DType) and not d.is_float:
