@@ -93,6 +93,14 @@ def trace_if(tracer, node: ast.If, cond: ir.Value):
             hint=f"read or write inside each branch instead (v = {ra}[...] in one, v = {rb}[...] in the"
                  f" other), index one ref with a run-time index (ref.at[ml.ds(i * n, n)]), or choose with"
                  f" an ml.constexpr (an if on it is static)")
+      if callable(a) and callable(b):        # (a lambda, def or helper in each branch): an error where it is read
+        env[n] = _Unbound(
+            f"it is a different function on each path through the if at line {loc.lineno}",
+            message=f"{n} is a different function on each path through the run-time if at line {loc.lineno}; a"
+                    f" function cannot be chosen at run time",
+            hint=f"call {n} inside each branch (r = {n}(v) in both), or call both after the if and select the"
+                 f" values: ml.where(cond, f(v), g(v))")
+        continue
       if k is None and isinstance(a, DSlice) and isinstance(b, DSlice) and a.size == b.size:
         raise E.KernelTypeError(
             f"{n} is a different window ml.ds(start, {a.size}) on each path through this if, and is read after it;"

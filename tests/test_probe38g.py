@@ -368,3 +368,32 @@ def test_gpu_8bit_integers_as_offsets_and_bounds(dt, n):
   codes = jnp.asarray(np.random.default_rng(22).integers(np.iinfo(dt).min, np.iinfo(dt).max + 1, 128), dt)
   for g, w in zip(jax.jit(byte_offsets)(off, x, dt(n), codes), _bytes_want(off, x, dt(n), codes)):
     np.testing.assert_allclose(np.asarray(g), w, rtol=1e-5, atol=1e-5)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[1],), x.dtype), grid=(1,))
+def function_by_run_time_if(x, out, *, followed: ml.constexpr = False):
+  if x[0, 0] > 0:
+    f = lambda v: v + 1
+    r = f(x.at[0][...])
+  else:
+    f = lambda v: v - 1
+    r = f(x.at[0][...])
+  out[...] = r if followed else f(x.at[0][...])
+
+
+def test_a_function_chosen_by_a_run_time_if_is_named_where_it_is_called():
+  """Two lambdas bound to one name by a run-time if said `f is a Python LocalFunction after one branch
+  ... and a Python LocalFunction after the other` at the if, whose hint (give f the same kind of value)
+  cannot be followed; it is an error where f is called after the if, and calls in the branches work."""
+  with pytest.raises(mg.UnboundNameError) as info:
+    function_by_run_time_if.check(S((8, 128), F32))
+  e = info.value
+  assert (e.lineno, e.col_offset) == (_line_of("out[...] = r if followed else f(x.at[0][...])"), 32)
+  assert e.message == (f"f is a different function on each path through the run-time if at line"
+                       f" {_line_of('  if x[0, 0] > 0:')}; a function cannot be chosen at run time")
+  assert e.hint == ("call f inside each branch (r = f(v) in both), or call both after the if and select the values:"
+                    " ml.where(cond, f(v), g(v))")
+  for sign in (1.0, -1.0):
+    x = _rand((8, 128), 23).at[0, 0].set(sign)
+    np.testing.assert_allclose(np.asarray(function_by_run_time_if(x, followed=True, interpret=True)),
+                               np.asarray(x[0] + sign), rtol=1e-6)
