@@ -397,3 +397,38 @@ def test_a_function_chosen_by_a_run_time_if_is_named_where_it_is_called():
     x = _rand((8, 128), 23).at[0, 0].set(sign)
     np.testing.assert_allclose(np.asarray(function_by_run_time_if(x, followed=True, interpret=True)),
                                np.asarray(x[0] + sign), rtol=1e-6)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, m: (S((x.shape[0],), x.dtype), S((x.shape[0],), jnp.bool_), S((x.shape[0],), jnp.bool_),
+                                        S((x.shape[0],), jnp.int32), S((x.shape[1],), x.dtype)), grid=(1,))
+def masked_reductions(x, m, s, an, al, cnt, cols):
+  v, k = x[...], m[...]
+  s[...] = ml.sum(v, axis=1, where=k)
+  an[...] = ml.any(v > 1.5, axis=1, where=k != 0)
+  al[...] = ml.all(v > -2.0, axis=1, where=k == 1)
+  cnt[...] = ml.sum(v > 0, axis=1, where=k)
+  cols[...] = v.sum(axis=0, where=ml.arange(x.shape[0])[:, None] < 10)
+
+
+def _masked_want(x, m):
+  b = m != 0
+  return (jnp.sum(x, 1, where=b), jnp.any(x > 1.5, 1, where=b), jnp.all(x > -2.0, 1, where=m == 1),
+          jnp.sum(x > 0, 1, where=b), jnp.sum(x, 0, where=jnp.arange(x.shape[0])[:, None] < 10))
+
+
+def test_sum_any_all_take_jnps_where():
+  """ml.sum(v, axis=1, where=m) was MG003 (unexpected keyword), its hint a select that an int mask then
+  failed: sum, any and all take where= (an int mask by its truth), as jnp's."""
+  x = _rand((64, 128), 24)
+  m = jnp.asarray(np.random.default_rng(25).integers(0, 3, (64, 128)), jnp.int32)
+  for g, w in zip(masked_reductions(x, m, interpret=True), _masked_want(x, m)):
+    np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, atol=1e-5)
+  _export(masked_reductions, S(x.shape, F32), S(m.shape, jnp.int32))
+
+
+@pytest.mark.gpu
+def test_gpu_sum_any_all_take_jnps_where():
+  x = _rand((64, 128), 26)
+  m = jnp.asarray(np.random.default_rng(27).integers(0, 3, (64, 128)), jnp.int32)
+  for g, w in zip(jax.jit(masked_reductions)(x, m), _masked_want(x, m)):
+    np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, atol=1e-5)

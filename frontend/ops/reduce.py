@@ -252,21 +252,40 @@ def _of_scalar(cx, kind, x, axis, what):
 
 
 @builtin(methods=("sum",))
-def sum_(cx, x, axis=None, keepdims=False, dtype=None):
+def sum_(cx, x, axis=None, keepdims=False, dtype=None, where=None):
   """The sum of `x` over `axis` (an int, a tuple, or None for all: a scalar).
 
   `ml.sum(x, axis=1)` of an (m, n) tile is the (m,) vector of row sums. float16 and
   bfloat16 values are summed in float32 and rounded once, as `jnp.sum` does; 8- and 16-bit
   integers are summed in, and give, int32 (uint32 if unsigned), as `jnp.sum` does. `dtype`, as
   jnp's: the elements converted to it first, and a result of that dtype (`ml.sum(m, dtype=jnp.int32)`).
+  `where=` (a mask that broadcasts to x, a number mask by its truth): the elements it keeps, as jnp's.
   """
   from .base import dtype_arg
+  x = kept_only(cx, x, where, False if is_tensor(x) and resolve(x.type.dtype) == DType.bool_ else 0, "ml.sum")
   keepdims = keep_arg(cx, keepdims, "ml.sum", x, axis)
   d = dtype_arg(cx, dtype, "ml.sum's dtype", optional=True)
   if d is None or not is_tensor(x):
     return reduce(cx, ReduceKind.SUM, x, axis, keepdims)
   r = reduce(cx, ReduceKind.SUM, ew.astype(cx, x, d), axis, keepdims)
   return r if resolve(r.type.dtype) == d else ew.astype(cx, r, d)
+
+
+def kept_only(cx, x, where, identity, what):
+  """`x` with `identity` where the mask `where` is off (jnp's `where=` of a reduction), broadcast to x's
+  shape; `x` itself without one."""
+  if where is None:
+    return x
+  check_register_value(cx, x, what)
+  if not is_tensor(where) or not is_tensor(x):
+    raise E.KernelTypeError(f"{what}: where= takes a mask tensor that broadcasts to a tensor x, got {kind_of(where)}"
+                            f" for {kind_of(x)}", cx.loc, hint=f"{what}(v, axis=1, where=ml.arange(n)[None, :] < k)")
+  from .shape import broadcast_shape
+  if broadcast_shape(cx, [where.type.shape, x.type.shape], f"{what}'s where=",
+                     [cx.named(where, "the mask"), cx.named(x, "x")], (where, x)) != x.type.shape:
+    raise E.ShapeMismatchError(f"{what}'s where= of shape {where.type.shape} does not broadcast to x's {x.type.shape}",
+                               cx.loc, hint="a mask of x's shape, or one that broadcasts to it (m[:, None])")
+  return ew.where_(cx, where, x, identity)
 
 
 @builtin(methods=("mean",))

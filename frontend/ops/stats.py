@@ -17,7 +17,7 @@ from ..types import dtype_name, resolve
 from . import elementwise as ew
 from .elementwise_checks import method_on
 from .base import builtin, check_register_value, is_tensor, is_value, kind_of, shown
-from .reduce import _axes, keep_arg, reduce
+from .reduce import _axes, keep_arg, kept_only, reduce
 from .shape import ReduceKind, broadcast_shape
 
 
@@ -206,14 +206,16 @@ def _truth(cx, x, what):
 
 
 @builtin(methods=("any",))
-def any_(cx, x, axis=None, keepdims=False):
-  """jnp.any: whether any element over `axis` is true (nonzero), a bool."""
-  return reduce(cx, ReduceKind.MAX, _truth(cx, x, "ml.any"), axis, keep_arg(cx, keepdims, "ml.any", x, axis),
-                what="ml.any")
+def any_(cx, x, axis=None, keepdims=False, where=None):
+  """jnp.any: whether any element over `axis` is true (nonzero), a bool; `where=`: of the elements it keeps."""
+  x = _truth(cx, x, "ml.any")
+  x = kept_only(cx, x, where, False, "ml.any")
+  return reduce(cx, ReduceKind.MAX, x, axis, keep_arg(cx, keepdims, "ml.any", x, axis), what="ml.any")
 
 
 @builtin(methods=("all",))
-def all_(cx, x, axis=None, keepdims=False):
-  """jnp.all: whether every element over `axis` is true (nonzero), a bool."""
-  return reduce(cx, ReduceKind.MIN, _truth(cx, x, "ml.all"), axis, keep_arg(cx, keepdims, "ml.all", x, axis),
-                what="ml.all")
+def all_(cx, x, axis=None, keepdims=False, where=None):
+  """jnp.all: whether every element over `axis` is true (nonzero), a bool; `where=`: of the elements it keeps."""
+  x = _truth(cx, x, "ml.all")
+  x = kept_only(cx, x, where, True, "ml.all")
+  return reduce(cx, ReduceKind.MIN, x, axis, keep_arg(cx, keepdims, "ml.all", x, axis), what="ml.all")
