@@ -607,6 +607,8 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
         parts = [self.text(x) if isinstance(x, (ast.Name, ast.Call, ast.Subscript, ast.Attribute,
                                                 ast.Constant)) else f"({self.text(x)})"
                  for x in node.values[i:]]
+        if resolve(v.type.dtype) != DType.bool_:     # numbers: their truth, as Python's and (2 & 5 is 0)
+          parts = [p if isinstance(x, ast.Compare) else f"({p} != 0)" for p, x in zip(parts, node.values[i:])]
         what = "run-time scalars" if isinstance(getattr(v, "type", None), ScalarType) else "register values"
         self.unsupported(node, f"'and'/'or' on {what}",
                          hint=f"use & and | on booleans (both sides are computed): {op.join(parts)}")

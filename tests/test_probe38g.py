@@ -432,3 +432,32 @@ def test_gpu_sum_any_all_take_jnps_where():
   m = jnp.asarray(np.random.default_rng(27).integers(0, 3, (64, 128)), jnp.int32)
   for g, w in zip(jax.jit(masked_reductions)(x, m), _masked_want(x, m)):
     np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, atol=1e-5)
+
+
+@mg.mgpu_kernel(out_shape=lambda n, x: S((x.shape[1],), x.dtype), grid=(1,))
+def both_counts(n, x, out, *, followed: ml.constexpr = False):
+  if followed:
+    if (n[0] != 0) & (n[1] != 0):
+      out[...] = x.at[0][...]
+    else:
+      out[...] = x.at[1][...]
+  else:
+    if n[0] and n[1]:
+      out[...] = x.at[0][...]
+    else:
+      out[...] = x.at[1][...]
+
+
+def test_and_of_run_time_numbers_hints_their_truth():
+  """`if n[0] and n[1]:` of int32 counts hinted `n[0] & n[1]`, whose bits (2 & 5 is 0) are not Python's
+  truth: followed, it took the other branch. The hint compares each with 0."""
+  with pytest.raises(mg.UnsupportedSyntaxError) as info:
+    both_counts.check(S((2,), jnp.int32), S((8, 128), F32))
+  e = info.value
+  assert (e.lineno, e.col_offset) == (_line_of("    if n[0] and n[1]:"), 7)
+  assert e.message == "'and'/'or' on run-time scalars is not supported in a kernel"
+  assert e.hint == "use & and | on booleans (both sides are computed): (n[0] != 0) & (n[1] != 0)"
+  x = _rand((8, 128), 28)
+  for n, row in (([2, 5], 0), ([0, 5], 1)):
+    got = both_counts(jnp.asarray(n, jnp.int32), x, followed=True, interpret=True)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(x[row]))
