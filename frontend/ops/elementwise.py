@@ -569,7 +569,8 @@ def astype(cx, x, dtype):
   if dtype == DType.bool_:      # jnp's x.astype(bool): whether x is non-zero (NaN too, as x != 0)
     return compare(cx, CmpOp.NE, x, 0)
   if isinstance(x.type, ScalarType) and src in FLOAT8 and dtype not in FLOAT8:
-    wide = _f8_scalar_to_f32(cx, x, src)
+    from .elementwise_fns import f8_scalar_to_f32
+    wide = f8_scalar_to_f32(cx, x, src)
     return wide if dtype == DType.f32 else astype(cx, wide, dtype)
   why = cast_problem(src, dtype, scalar=isinstance(x.type, ScalarType)) if isinstance(src, DType) else None
   if why:
@@ -580,32 +581,6 @@ def astype(cx, x, dtype):
              " that, or keep scalars in float32" if f8 else
              f"cast in two steps: ({cx.named(x, '') or x.name or 'x'}).astype(jnp.float32).astype(jnp.{dtype})")
   return cx.b.emit(Cast, x, loc=cx.loc, types=[_like(x.type, dtype)], names=[cx.name]).result
-
-
-def _f8_scalar_to_f32(cx, x, src):
-  """A float8 scalar in float32, exactly, from its bits (the GPU has no scalar float8 conversion):
-  sign, exponent and mantissa moved into float32's fields; subnormals as mantissa x 2**(1 - bias -
-  mantissa bits); e5m2's top exponent is inf/NaN, e4m3fn's top exponent with mantissa 7 is NaN."""
-  from .elementwise_fns import bitcast
-  mbits, bias = (2, 15) if src == DType.f8e5m2 else (3, 7)
-  ebits = 7 - mbits
-  b = astype(cx, bitcast.rule(cx, x, DType.u8), DType.i32)
-  sign = binary(cx, BinOp.SHL, binary(cx, BinOp.SHR, b, 7), 31)
-  e = binary(cx, BinOp.AND, binary(cx, BinOp.SHR, b, mbits), (1 << ebits) - 1)
-  m = binary(cx, BinOp.AND, b, (1 << mbits) - 1)
-  top = compare(cx, CmpOp.EQ, e, (1 << ebits) - 1)
-  if src == DType.f8e5m2:
-    f32_e = where_(cx, top, 255, binary(cx, BinOp.ADD, e, 127 - bias))
-  else:      # e4m3fn: no infinities; only S.1111.111 is NaN
-    nan = binary(cx, BinOp.AND, top, compare(cx, CmpOp.EQ, m, (1 << mbits) - 1))
-    f32_e = where_(cx, nan, 255, binary(cx, BinOp.ADD, e, 127 - bias))
-  bits = binary(cx, BinOp.OR, binary(cx, BinOp.OR, sign, binary(cx, BinOp.SHL, f32_e, 23)),
-                binary(cx, BinOp.SHL, m, 23 - mbits))
-  normal = bitcast.rule(cx, bits, DType.f32)
-  tiny = binary(cx, BinOp.MUL, astype(cx, m, DType.f32), float(2.0 ** (1 - bias - mbits)))
-  negative = compare(cx, CmpOp.NE, sign, 0)
-  subnormal = where_(cx, negative, unary(cx, UnOp.NEG, tiny), tiny)
-  return where_(cx, compare(cx, CmpOp.EQ, e, 0), subnormal, normal)
 
 
 def _like(t, dtype):

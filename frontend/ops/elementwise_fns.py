@@ -312,3 +312,28 @@ def sigmoid(cx, x):
                       x=x)
   e = unary(cx, UnOp.EXP, unary(cx, UnOp.NEG, x))
   return binary(cx, BinOp.DIV, 1.0, binary(cx, BinOp.ADD, e, 1.0))
+
+
+def f8_scalar_to_f32(cx, x, src):
+  """A float8 scalar in float32, exactly, from its bits (the GPU has no scalar float8 conversion):
+  sign, exponent and mantissa moved into float32's fields; subnormals as mantissa x 2**(1 - bias -
+  mantissa bits); e5m2's top exponent is inf/NaN, e4m3fn's top exponent with mantissa 7 is NaN."""
+  mbits, bias = (2, 15) if src == DType.f8e5m2 else (3, 7)
+  ebits = 7 - mbits
+  b = astype(cx, bitcast.rule(cx, x, DType.u8), DType.i32)
+  sign = binary(cx, BinOp.SHL, binary(cx, BinOp.SHR, b, 7), 31)
+  e = binary(cx, BinOp.AND, binary(cx, BinOp.SHR, b, mbits), (1 << ebits) - 1)
+  m = binary(cx, BinOp.AND, b, (1 << mbits) - 1)
+  top = compare(cx, CmpOp.EQ, e, (1 << ebits) - 1)
+  if src == DType.f8e5m2:
+    f32_e = where_(cx, top, 255, binary(cx, BinOp.ADD, e, 127 - bias))
+  else:      # e4m3fn: no infinities; only S.1111.111 is NaN
+    nan = binary(cx, BinOp.AND, top, compare(cx, CmpOp.EQ, m, (1 << mbits) - 1))
+    f32_e = where_(cx, nan, 255, binary(cx, BinOp.ADD, e, 127 - bias))
+  bits = binary(cx, BinOp.OR, binary(cx, BinOp.OR, sign, binary(cx, BinOp.SHL, f32_e, 23)),
+                binary(cx, BinOp.SHL, m, 23 - mbits))
+  normal = bitcast.rule(cx, bits, DType.f32)
+  tiny = binary(cx, BinOp.MUL, astype(cx, m, DType.f32), float(2.0 ** (1 - bias - mbits)))
+  negative = compare(cx, CmpOp.NE, sign, 0)
+  subnormal = where_(cx, negative, unary(cx, UnOp.NEG, tiny), tiny)
+  return where_(cx, compare(cx, CmpOp.EQ, e, 0), subnormal, normal)
