@@ -44,9 +44,13 @@ def _accumulated(loc, name):
     part = st.value.right if sides[0] is st.value.left else st.value.left
   else:
     return None
-  if not (isinstance(target, ast.Subscript) and ast.unparse(target.value) == name):
+  if not isinstance(target, ast.Subscript):
     return None
-  idx = ast.unparse(target.slice)
+  ref, idx = ast.unparse(target.value), ast.unparse(target.slice)
+  if ref.startswith(f"{name}.at[") and idx in ("...", ":"):       # c.at[rows, cols][...] += part
+    return ref, ast.unparse(part)
+  if ref != name:
+    return None
   return (name if idx in ("...", ":") else f"{name}.at[{idx}]"), ast.unparse(part)
 
 

@@ -315,6 +315,26 @@ def test_split_k_into_an_output_hints_atomics_first():
   _export(_split_k(F32, True), *specs)
 
 
+@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[1]), F32), grid=lambda a, b: (a.shape[0] // 128, 4))
+def split_k_tiles(a, b, c):
+  i, k = ml.program_id(0), ml.program_id(1)
+  a_s = ml.smem((128, 128), a.dtype)
+  b_s = ml.smem((128, 128), b.dtype)
+  ml.copy(a.at[ml.ds(i * 128, 128), ml.ds(k * 128, 128)], a_s)
+  ml.copy(b.at[ml.ds(k * 128, 128), :], b_s)
+  c.at[ml.ds(i * 128, 128), :][...] += ml.dot(a_s, b_s)
+
+
+def test_split_k_into_a_window_hints_the_atomic_of_that_window():
+  with pytest.raises(mg.UninitializedReadError) as info:
+    split_k_tiles.check(S((256, 512), jnp.float16), S((512, 128), jnp.float16))
+  e = info.value
+  assert (e.lineno, e.col_offset) == (_line_of("c.at[ml.ds(i * 128, 128), :][...] += ml.dot(a_s, b_s)"), 2)
+  assert e.message == "c is read in program (0, 0, 0) before this program writes it: outputs start uninitialised"
+  assert e.hint.startswith("to add the parts of several programs into c (split-K), add them atomically:"
+                           " ml.atomic_add(c.at[ml.ds(i * 128, 128), :], ml.dot(a_s, b_s)) (an output only")
+
+
 @pytest.mark.gpu
 def test_gpu_split_k_hint_followed():
   a, b = _rand((128, 512), 17, jnp.float16), _rand((512, 128), 18, jnp.float16)
