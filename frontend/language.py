@@ -93,6 +93,9 @@ def inline(fn):
 
   Its body follows the kernel language; `return` may only end it.
   """
+  from .inline import LocalFunction
+  if isinstance(fn, LocalFunction):     # ml.inline(lambda v: ...) in a kernel's body: a helper already
+    return fn
   return fn if isinstance(fn, Inline) else Inline(fn)     # (decorated twice: the same helper)
 
 

@@ -110,7 +110,7 @@ def local_helpers(x, act, sq_sum):
   """A Triton/Pallas author's local helpers: a lambda closing over a constant, one with a default,
   a def with a run-time if, one passed to an @ml.inline helper, a lambda for sorted's key."""
   c = 0.7978845608
-  gelu = lambda t: 0.5 * t * (1.0 + ml.tanh(c * (t + 0.044715 * t * t * t)))
+  gelu = ml.inline(lambda t: 0.5 * t * (1.0 + ml.tanh(c * (t + 0.044715 * t * t * t))))   # (as at module level)
   c = 0.7978845608                   # (read at the call, as Python's closures read it)
   sq = lambda v, p=2: v ** p
 
