@@ -357,14 +357,14 @@ def byte_offsets(off, x, n: ml.scalar, codes, seg, window, wrapped):
     for r in range(n, n + 4):
       w = w + x.at[ml.ds(r * 2, 1)][...].reshape(x.shape[1])
     window[...] = w
-    wrapped[...] = (codes[...] * 3 + 7) // 2 - codes[...] % 5          # jnp's wrap modulo 2**8
+    wrapped[...] = (codes[...] * 3 + 7) // 2 - codes[...] % 5 + abs(-codes[...])     # jnp's wrap modulo 2**8
 
 
 def _bytes_want(off, x, n, codes):
   o = np.asarray(off).astype(np.int64)
   seg = np.stack([np.asarray(x)[o[g]:o[g + 1]].sum(0) for g in range(len(o) - 1)])
   rows = [int(np.asarray(n + k)) * 2 for k in range(4)]     # (n + k wraps in n's type, as jnp's)
-  return seg, np.asarray(x)[rows].sum(0), np.asarray((codes * 3 + 7) // 2 - codes % 5)
+  return seg, np.asarray(x)[rows].sum(0), np.asarray((codes * 3 + 7) // 2 - codes % 5 + jnp.abs(-codes))
 
 
 @pytest.mark.parametrize("dt,n", [(jnp.uint8, 120), (jnp.int8, 100)])

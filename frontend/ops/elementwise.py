@@ -478,6 +478,8 @@ def unary(cx, kind: UnOp, x):
   d = resolve(x.type.dtype)
   if kind == UnOp.ABS and isinstance(d, DType) and (d == DType.bool_ or d.is_int and not d.is_signed):
     return x              # as jnp.abs (a scalar's math.absi would read the bits as signed: |0xFFFFFFFF| = 1)
+  if kind in (UnOp.NEG, UnOp.ABS) and isinstance(d, DType) and d.is_int and (wide := _wide(d)) is not None:
+    return narrowed(cx, unary(cx, kind, astype(cx, x, wide)), d)     # 8-bit: in 32 bits, wrapped back, as jnp's
   if kind == UnOp.NOT:
     if isinstance(d, DType) and d != DType.bool_:
       raise E.UnsupportedDtypeError(f"'not' on {d}; use it on booleans (comparisons)", cx.loc,
