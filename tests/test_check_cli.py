@@ -165,12 +165,12 @@ def test_a_spec_declared_for_a_kernel_of_a_file_checked_earlier_is_checked(files
   (files / "user.py").write_text(HEADER + textwrap.dedent("""\
       from good import double
 
-      mg.check_specs(double, jax.ShapeDtypeStruct((1024, 64), jnp.int8))      # 8-bit * 2: MG106
+      mg.check_specs(double, jax.ShapeDtypeStruct((1024, 64), jnp.float8_e4m3fn))      # 8-bit float * 2: MG106
       """))
   for order in (("good.py", "user.py"), ("user.py", "good.py")):
     rc, out, err = run("check", *order, cwd=files)
     assert rc == 1, out + err
-    assert out.count("double(int8[1024,64]): 1 error") == 1, out
+    assert out.count("double(float8_e4m3fn[1024,64]): 1 error") == 1, out
     assert out.count("double(float32[1024,64]): ok") == 1, out
 
 

@@ -180,7 +180,7 @@ def test_tritons_math_namespaces_and_keyword_spellings_are_hinted():
          hint=lead.format("extra") + ": write ml.pow(v, 2.5) for ml.extra.cuda.libdevice.pow(...)")
   expect(keep_dims_spelling, spec, mg.KernelTypeError, "ml.sum(v",
          "ml.sum: got an unexpected keyword argument 'keep_dims'",
-         hint="write keepdims= for keep_dims=: ml.sum(x, axis=None, keepdims=False, dtype=None)")
+         hint="write keepdims= for keep_dims=: ml.sum(x, axis=None, keepdims=False, dtype=None, where=None)")
   expect(max_with_indices, spec, mg.KernelTypeError, "ml.max(v",
          "ml.max: got an unexpected keyword argument 'return_indices'",
          hint="the values and their indices are two reductions: ml.max(v, axis=1) and ml.argmax(v, axis=1) (the"
