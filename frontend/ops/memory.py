@@ -220,15 +220,21 @@ def index_operand(cx, x, bound=False):
                           hint="index with ints, program ids, loop counters or integer scalar math")
 
 
-def _sole_bound(loc) -> str | None:
-  """The text of the bound of a one-argument `range(bound)` at `loc`, if it is on one line."""
+def _header_call(loc):
+  """The loop header's call at `loc` as an ast node, where it is on one line; else None."""
   import ast
   if loc.end_lineno != loc.lineno or loc.end_col_offset is None:
     return None
   try:
-    call = ast.parse(loc.source_line[loc.col_offset:loc.end_col_offset], mode="eval").body
+    return ast.parse(loc.source_line[loc.col_offset:loc.end_col_offset], mode="eval").body
   except SyntaxError:
     return None
+
+
+def _sole_bound(loc) -> str | None:
+  """The text of the bound of a one-argument `range(bound)` at `loc`, if it is on one line."""
+  import ast
+  call = _header_call(loc)
   return ast.unparse(call.args[0]) if isinstance(call, ast.Call) and len(call.args) == 1 else None
 
 
@@ -271,11 +277,8 @@ def _floor_divided(loc) -> str | None:
   """The loop header's call at `loc` (`ml.range(x.shape[0] / 64, stages=2)`) with its true divisions
   made floor divisions, where it has any and is on one line."""
   import ast
-  if loc.end_lineno != loc.lineno or loc.end_col_offset is None:
-    return None
-  try:
-    call = ast.parse(loc.source_line[loc.col_offset:loc.end_col_offset], mode="eval").body
-  except SyntaxError:
+  call = _header_call(loc)
+  if call is None:
     return None
   divs = [n for a in getattr(call, "args", []) for n in ast.walk(a) if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div)]
   for n in divs:
