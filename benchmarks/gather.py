@@ -1,8 +1,9 @@
-"""Embedding lookup (a row gather) and its backward (an atomic row scatter-add) on the H200:
-`table[ids, :]` and `ml.atomic_add(dt.at[ids, :], g)` in mgpu_dsl kernels against XLA's `table[ids]`
-and `jnp.zeros(...).at[ids].add(g)`, and the `x * 2` copy of the output's size.
+"""Embedding lookup (a row gather), its backward (an atomic row scatter-add) and a MoE un-permute (a plain
+row scatter) on the H200: `table[ids, :]`, `ml.atomic_add(dt.at[ids, :], g)` and `out[ids, :] = x` in
+mgpu_dsl kernels against XLA's `table[ids]`, `jnp.zeros(...).at[ids].add(g)` and `.at[ids].set(x)`, and
+the `x * 2` copy of the output's size.
 
-    python benchmarks/gather.py
+    python benchmarks/gather.py [--only scatter]
 
 table (65536, 2048), 16384 random ids, float32 and bfloat16. GB/s counts the rows read plus the
 output written. Every result is checked against `table[ids]` first. Kernel time: CUPTI (mg.bench,
@@ -54,6 +55,45 @@ def embedding_backward_rows(g, ids, dt, *, r: ml.constexpr, n: ml.constexpr):
   """Whole rows a program: the last index a static slice, so each register is one vector red."""
   i = ml.program_id(0)
   ml.atomic_add(dt.at[ids.at[ml.ds(i * r, r)][...], :], g.at[ml.ds(i * r, r), :][...])
+
+
+@mg.mgpu_kernel(out_shape=lambda x, ids, *, r, c: x, grid=lambda x, ids, *, r, c: (x.shape[0] // r, x.shape[1] // c))
+def unpermute(x, ids, out, *, r: ml.constexpr, c: ml.constexpr):
+  """Row i of x to row ids[i] of out (a MoE combine's un-permute): a plain scatter of an (r, c) tile."""
+  i, j = ml.program_id(0), ml.program_id(1)
+  out.at[:, ml.ds(j * c, c)][ids.at[ml.ds(i * r, r)][...], :] = x.at[ml.ds(i * r, r), ml.ds(j * c, c)][...]
+
+
+def scatter():
+  """(16384, 2048) rows to a random permutation of their places. Both contenders zero the output first
+  (neither knows the ids are a permutation); GB/s counts x read and out written once."""
+  rows = []
+  for dtype in (jnp.float32, jnp.bfloat16):
+    x = jax.random.normal(jax.random.key(4), (IDS, DIM), jnp.float32).astype(dtype)
+    ids = jax.random.permutation(jax.random.key(5), IDS).astype(jnp.int32)
+    want = np.asarray(jnp.zeros_like(x).at[ids].set(x))
+    nbytes = 2 * x.size * x.dtype.itemsize
+    copy = timings(jax.jit(lambda y: y * 2), x)
+    xla_t = timings(jax.jit(lambda x, ids: jnp.zeros_like(x).at[ids].set(x)), x, ids)
+    best = None
+    for r, c in [(8, 512), (16, 512), (32, 256), (8, 1024), (4, 2048), (64, 128)]:
+      f = jax.jit(lambda x, ids, r=r, c=c: unpermute(x, ids, r=r, c=c))
+      try:
+        if not np.array_equal(np.asarray(f(x, ids)), want):
+          print(f"  scatter {r}x{c}: WRONG RESULT", flush=True)
+          continue
+        tm = timings(f, x, ids)
+      except Exception as e:  # noqa: BLE001
+        print(f"  scatter {r}x{c}: {type(e).__name__}: {str(e).splitlines()[0][:100]}", flush=True)
+        continue
+      print(f"  scatter {dtype.__name__} {r}x{c}: {nbytes / tm.kernel_s / 1e9:.0f} GB/s (kernel)", flush=True)
+      if best is None or tm.kernel_s < best[1].kernel_s:
+        best = (f"{r}x{c}", tm)
+    gb = lambda tm: f"{nbytes / tm.kernel_s / 1e9:.0f} / {nbytes / tm.wall_s / 1e9:.0f}"
+    rows.append([dtype.__name__, gb(copy), gb(xla_t), gb(best[1]), best[0],
+                 f"{xla_t.kernel_s / best[1].kernel_s:.2f}", f"{copy.kernel_s / best[1].kernel_s:.2f}"])
+  print(f"\nun-permute ({IDS}, {DIM}) rows (out[ids, :] = x), GB/s by kernel time / by wall time:")
+  print(table(["dtype", "copy (x * 2)", "XLA .at[ids].set", "mgpu_dsl", "rows x cols", "vs XLA", "of copy"], rows))
 
 
 def backward():
@@ -126,4 +166,8 @@ def main():
 
 
 if __name__ == "__main__":
-  main()
+  if sys.argv[1:] == ["--only", "scatter"]:
+    scatter()
+  else:
+    main()
+    scatter()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import jax.experimental.mosaic.gpu as mgpu
 import numpy as np
 from jax.experimental.mosaic.gpu import fragmented_array as fa
+
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import arith, llvm, memref, scf, vector
 
@@ -14,6 +15,7 @@ from ..frontend.dtypes import DType
 from ..frontend.ops.atomic import AtomicKind
 from ..frontend.ops.gather import Gather, ScatterUpdate
 from ..frontend.types import TensorType
+from .access import _store_register
 from .atomic import _first_replica, _scalar_red, combine, once_per_cta
 from .interpret_memory import OutOfBoundsError
 from .bool_memory import mem_type, scalar_from_byte, scalar_to_byte, vector_from_bytes
@@ -128,9 +130,15 @@ def _scatter(ctx, o):
       reg = x.registers[k]
       n = ir.VectorType(reg.type).shape[0] if isinstance(reg.type, ir.VectorType) else 1
       if o.kind == AtomicKind.SET:
-        _store_each(mem, [_at(None, parts, o.indices, k, e) for e in range(n)],
-                    [_element(reg, e) if d != DType.bool_ else scalar_to_byte(_element(reg, e)) for e in range(n)],
-                    None if keep is None else [_element(keep.registers[k], e) for e in range(n)])
+        places = [_at(None, parts, o.indices, k, e) for e in range(n)]
+        if o.contiguous and n > 1 and keep is None:     # a row's consecutive elements, 16-byte aligned
+          vector.store(reg, mem, places[0])
+        elif o.contiguous and n > 1:                     # one vector store where the mask keeps them all
+          _store_register(mem, places, True, keep.registers[k], reg)
+        else:
+          _store_each(mem, places, [_element(reg, e) if d != DType.bool_ else scalar_to_byte(_element(reg, e))
+                                    for e in range(n)],
+                      None if keep is None else [_element(keep.registers[k], e) for e in range(n)])
         continue
       if o.contiguous and n in (2, 4) and d == DType.f32 and o.kind == AtomicKind.ADD and not t.layout.drop:
         ptr = mgpu.utils.memref_ptr(mgpu.memref_slice(mem, tuple(_at(None, parts, o.indices, k, 0))))

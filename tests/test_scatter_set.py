@@ -166,3 +166,14 @@ def test_a_scatter_under_vmap_scatters_each_batch_element_into_its_own_zeros():
   got = jax.vmap(lambda x, i: permute_rows(x, i, interpret=True))(xs, ids)
   want = jax.vmap(lambda x, i: jnp.zeros_like(x).at[i].set(x, mode="drop"))(xs, ids)
   np.testing.assert_array_equal(got, want)
+
+
+def test_a_row_scatter_stores_each_register_in_one_vector_store():
+  """A row's consecutive elements go out in one vector store where every element is kept (the rows inside
+  the output; the user's mask), each element under its own bit otherwise; a transpose's places are not
+  consecutive, so it stores element by element."""
+  rows = [S((256, 64), F32), S((256,), I32)]
+  for kernel in (permute_rows, store_positive):
+    text = kernel.mlir(*rows)
+    assert text.count("vector.store") > 0 and text.count("memref.store") > 0    # and the per-element fallback
+  assert "vector.store" not in transpose_by_pairs.mlir(S((128, 128), F32))
