@@ -138,9 +138,10 @@ NOT_YET = {   # what Triton and jnp users reach for that mgpu_dsl does not have,
     "rint": "no ml.rint: ml.round(x) rounds to the nearest integer, ties to even, as jnp.rint",
     "bincount": "no ml.bincount: ml.atomic_add(counts.at[ids], ml.full(ids.shape, 1, jnp.int32)) into a zeroed"
                 " output (an output updated only by atomics starts at 0)",
-    "scatter": "no ml.scatter (nor a plain scatter: repeated indices would race): accumulate into a zeroed"
-               " output with ml.atomic_add(out.at[ids], values) (rows: out.at[ids, :]; indices outside the"
-               " array are dropped), or write rows one at a time with scalar indices",
+    "scatter": "no ml.scatter: store at the indices, out[ids] = values (rows: out[ids, :] = rows; with a mask:"
+               " out.at[ids].store(values, mask=m)), as jnp's .at[ids].set(mode=\"drop\") (indices outside are"
+               " dropped; an output written only by scatters starts at 0); to add repeated indices up,"
+               " ml.atomic_add(out.at[ids], values)",
     "scatter_add": "ml.atomic_add(out.at[ids], values) (an output updated only by atomics starts at 0)",
     "top_k": _TOP,
     "nonzero": "no ml.nonzero (its length depends on the data): keep a mask, or compact with an exclusive"

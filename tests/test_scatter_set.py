@@ -177,3 +177,15 @@ def test_a_row_scatter_stores_each_register_in_one_vector_store():
     text = kernel.mlir(*rows)
     assert text.count("vector.store") > 0 and text.count("memref.store") > 0    # and the per-element fallback
   assert "vector.store" not in transpose_by_pairs.mlir(S((128, 128), F32))
+
+
+@mg.mgpu_kernel(out_shape=lambda v, i: S((256,), F32), grid=(1,))
+def scatter_by_call(v, i, out):
+  ml.scatter(out, i[...], v[...])
+
+
+def test_ml_scatter_names_the_plain_scatter():
+  e = expect(scatter_by_call, [S((128,), F32), S((128,), I32)], mg.UnknownNameError, "ml.scatter",
+             "ml has no attribute 'scatter'")
+  assert e.hint.startswith("no ml.scatter: store at the indices, out[ids] = values")
+  assert "ml.atomic_add(out.at[ids], values)" in e.hint
