@@ -347,7 +347,8 @@ def build(kernel: kir.Kernel):
       raise
     except Exception as e:
       raise E.InternalError.wrap(f"Mosaic GPU could not build kernel {kernel.name}", e, kernel.loc) from e
-  if any(p.value.type.dtype == DType.bool_ for p in kernel.params):    # bool refs are bytes (bool_memory)
+  bool_io = any(p.value.type.dtype == DType.bool_ for p in kernel.params)
+  if bool_io:                                   # bool refs are bytes (bool_memory)
     true = lambda idx: tuple(shape_dtype(outs[k].value.type) for k in idx)
     fn = bool_boundary(fn, [mem_shape(ins[i].value.type) for i in plain_in] + list(shapes(inout)),
                        true(plain_out), true(inout))
@@ -358,7 +359,8 @@ def build(kernel: kir.Kernel):
 
   def with_inouts(*args):
     inits = [jnp.full(s.shape, identity(kernel.accumulated[outs[o].value.id], outs[o].value.type.dtype),
-                      s.dtype) for o, s in zip(acc, shapes(acc))]
+                      jnp.bool_ if bool_io and outs[o].value.type.dtype == DType.bool_ else s.dtype)
+             for o, s in zip(acc, shapes(acc))]        # (a bool output's zeros are bools at the boundary)
     res = fn(*[args[i] for i in plain_in], *[args[i] for i, _ in aliased], *inits)
     return tuple(res[result_of[o]] for o in range(len(outs)))
   return with_inouts

@@ -376,9 +376,7 @@ def scatter(cx, kind: AtomicKind, iref: IndexedRef, value, mask=None, what=None)
         hint=f"update the element with a scalar index and value: {what}({ref.name or 'out'}.at[i], s), under"
              f" `if 0 <= i < n:` where i may fall outside (s a scalar: ml.sum(x), or v[0] of a one-element v)")
   d = resolve(ref.type.dtype)
-  if kind == AtomicKind.SET:
-    _check_set_dtype(cx, d, what, ref)
-  else:
+  if kind != AtomicKind.SET:          # (a plain scatter stores any dtype)
     check_dtype(cx, kind, d, hw.ATOMIC_ELEMENT, what, "through a tensor of indices (one element at a time)")
   if isinstance(value, Num) or is_scalar(value):
     from .atomic import number_into
@@ -407,17 +405,6 @@ def scatter(cx, kind: AtomicKind, iref: IndexedRef, value, mask=None, what=None)
   cx.b.emit(ScatterUpdate, kind, p.root, value, loc=cx.loc, types=[], indices=tuple(p.per_dim),
             contiguous=p.contiguous, view=p.view, mask=keep)
   return None
-
-
-def _check_set_dtype(cx, d, what, ref):
-  """A plain scatter stores any dtype but bool: an output written by scatters starts zeroed, which
-  bool outputs (int8 in memory) cannot yet be."""
-  if d == DType.bool_:
-    n = ref.name or "out"
-    raise E.UnsupportedDtypeError(
-        f"{what} into {n}, a bool array, is not supported", cx.loc,
-        hint=f"make {n} uint8 (out_shape=jax.ShapeDtypeStruct(shape, jnp.uint8)), store the value's"
-             f" .astype(jnp.uint8), and convert the result with .astype(bool) outside the kernel")
 
 
 def _stored_elements(cx, inside, mask, shape, what):
