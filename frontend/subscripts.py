@@ -50,9 +50,12 @@ class Subscripts:
         sub = node.value
         elts = (sub.slice.elts if isinstance(sub.slice, ast.Tuple) else [sub.slice]) if isinstance(sub, ast.Subscript) else []
         own = run_window_hint(self.b, ref, base.index, elts, attr, call) if elts else None
-        if attr == "load" and own is None:    # tl.load(ptr + ids * d + cols, mask=m, other=0) at computed places
+        window = gather.run_window(self.cx(node), base, self.text(node.value)) if own is not None else None
+        if window is not None:                # x.at[offs].load(mask=offs < n): the window the run covers
+          return _Method(REF_METHODS[attr], window)
+        if attr == "load":                    # tl.load(ptr + ids * d + cols, mask=m, other=0) at computed places
           return _Method(gather.gather_load(), base)
-        if attr == "store" and own is None and base.ref.type.space == memory.Space.GMEM \
+        if attr == "store" and base.ref.type.space == memory.Space.GMEM \
             and gather.root_id(self.b, base.ref) not in self.b.read_only:    # tl.store at computed places
           return _Method(gather.scatter_store(), base)
         hint = ("for a run of consecutive elements (Triton's ptr + offs, offs = start + tl.arange(n)), index"

@@ -105,25 +105,14 @@ def scale_positions(x, y):
   y.at[r, cols].store(v * 2.0, mask=cols < x.shape[1])
 
 
-def test_a_load_or_store_of_positions_hints_the_window_they_cover_in_the_users_words():
-  """The hint was the template x.at[ml.ds(start, n)].load(..., mask=...), dropping the row index
-  and the call's own mask and other."""
-  head = ("for a run of consecutive elements (Triton's ptr + offs, offs = start + tl.arange(n)), index with a"
-          " window: {}, masked where it runs past the end; for indices scattered at random, ")
-  hint = head + ("read rows at computed places with t[ids, :]; write them with out[ids, :] = rows (a scatter);"
-                 " add (or take the max or min) at them with ml.atomic_add(out.at[ids, :], rows) (an output"
-                 " written only by scatters starts at 0)")
-  # a store's: the scatter, in the call's own words, with its mask
-  store_hint = head + ("scatter: y.at[r, cols].store(v * 2.0, mask=cols < x.shape[1]) (an output written only by"
-                       " scatters starts at 0; indices outside y are dropped, as jnp's .at[].set drops them)")
-  expect(sum_sq_positions, [S((4, 5000), F32)], mg.KernelTypeError, "x.at[r, cols].load",
-         "x.at[r, cols] is indexed by tensors: it has no .load; it is read ([...], a gather) or updated"
-         " atomically (a scatter)",
-         hint=hint.format("x.at[r, ml.ds(off, 1024)].load(mask=cols < x.shape[1], other=0.0)"))
-  expect(scale_positions, [S((4, 1000), F32)], mg.KernelTypeError, "y.at[r, cols].store",
-         "y.at[r, cols] is indexed by tensors: it has no .store; it is read ([...], a gather) or updated"
-         " atomically (a scatter)",
-         hint=store_hint.format("y.at[r, ml.ds(0, 1024)].store(v * 2.0, mask=cols < x.shape[1])"))
+def test_a_load_or_store_of_positions_moves_the_window_they_cover():
+  """x.at[r, cols].load(mask=, other=) and y.at[r, cols].store(v, mask=) of a run of columns were errors whose
+  hints wrote the window; they now move it (twenty-ninth session)."""
+  x = jax.random.normal(jax.random.key(3), (4, 5000), F32)
+  np.testing.assert_allclose(sum_sq_positions(x, interpret=True), (x * x).sum(1), rtol=1e-5)
+  np.testing.assert_allclose(sum_sq_positions(x, interpret=True), sum_sq_window(x, interpret=True), rtol=1e-6)
+  x = jax.random.normal(jax.random.key(4), (4, 1000), F32)
+  np.testing.assert_array_equal(scale_positions(x, interpret=True), x * 2)
 
 
 @mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), F32), grid=lambda x: (x.shape[0],))
@@ -539,14 +528,11 @@ def double_grid_window(x, out):         # the hint followed
   out.at[ml.ds(i * 8, 8), ml.ds(0, 1024)].store(v * 2, mask=m)
 
 
-def test_a_grid_of_positions_hints_the_2d_window_with_its_run_time_start():
-  """rows[:, None] and cols[None, :] (broadcast runs) and a start with no name of its own (i * 8) gave
-  the 1-D template x.at[ml.ds(start, n)]."""
-  e = expect(double_grid_of_positions, [S((20, 1000), F32)], mg.KernelTypeError, "x.at[rows[:, None], cols[None, :]]",
-             "x.at[rows[:, None], cols[None, :]] is indexed by tensors: it has no .load; it is read ([...], a gather)"
-             " or updated atomically (a scatter)")
-  assert "index with a window: x.at[ml.ds(i * 8, 8), ml.ds(0, 1024)].load(mask=m, other=0.0), masked" in e.hint
+def test_a_grid_of_positions_loads_the_2d_window_with_its_run_time_start():
+  """rows[:, None] and cols[None, :] (broadcast runs, a start with no name of its own, i * 8) read the 2-D
+  window they cover (an error with that window as its hint before the twenty-ninth session)."""
   x = jax.random.normal(jax.random.key(19), (20, 1000), F32)
+  np.testing.assert_array_equal(double_grid_of_positions(x, interpret=True), x * 2)
   np.testing.assert_array_equal(double_grid_window(x, interpret=True), x * 2)
 
 

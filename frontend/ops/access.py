@@ -250,9 +250,14 @@ def load_(cx, ref, mask=None, other=0):
   (or one that broadcasts to it); `other` is a number, a scalar or a tensor. Without a mask it
   is `ref[...]`.
   """
-  from .gather import IndexedRef, _gather_load, scattered
+  from .gather import IndexedRef, _gather_load, run_window, scattered
+  iref = ref
   if isinstance(ref, IndexedRef) and scattered(cx, ref):   # ml.load(table.at[ids, :], mask=m, other=0)
     return _gather_load(cx, ref, mask, other)
+  if isinstance(ref, IndexedRef):              # ml.load(x.at[offs], mask=offs < n): Triton's run of offsets
+    ref = run_window(cx, ref, (cx.operands or {}).get(ref) or "")
+    if ref is None:                            # (runs that cover no window in order: a gather)
+      return _gather_load(cx, iref, mask, other)
   if mask is None:
     if not is_ref(ref):
       _ref_arg(cx, ref, "ml.load", other=other)
@@ -440,10 +445,15 @@ def store_(cx, ref, value, mask=None):
   `out.at[ml.ds(i * 128, 128)].store(y, mask=rows < n)` writes the last partial tile of `out`.
   Without a mask it is `ref[...] = value`.
   """
-  from .gather import IndexedRef, _scatter_store, root_id, scattered
+  from .gather import IndexedRef, _scatter_store, root_id, run_window, scattered
   if isinstance(ref, IndexedRef) and ref.ref.type.space == Space.GMEM and scattered(cx, ref) \
       and root_id(cx.b, ref.ref) not in cx.b.read_only:
     return _scatter_store(cx, ref, value, mask)        # ml.store(out.at[ids, :], v, mask=m): a scatter
+  window = run_window(cx, ref, (cx.operands or {}).get(ref) or "") if isinstance(ref, IndexedRef) else None
+  if window is not None:                       # ml.store(o.at[offs], v, mask=offs < n): the window they cover
+    ref = window
+  elif isinstance(ref, IndexedRef) and ref.ref.type.space == Space.GMEM and root_id(cx.b, ref.ref) not in cx.b.read_only:
+    return _scatter_store(cx, ref, value, mask)        # runs that cover no window in order: a scatter
   if mask is None:
     if not is_ref(ref):
       _ref_arg(cx, ref, "ml.store", value=value)

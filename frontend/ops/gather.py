@@ -471,6 +471,30 @@ def scattered(cx, iref) -> bool:
   return any(is_tensor(i) and _run_of(cx.b, i) is None for i in items)
 
 
+def run_window(cx, iref, name=""):
+  """The window `x.at[ml.ds(s, n), ...]` that `x.at[offs, ...]` covers where every index tensor is a run,
+  `offs = s + ml.arange(n)` (Triton's `x_ptr + offs`; a 2-D grid `rows[:, None]`, `cols[None, :]` in the
+  ref's axis order), with the gather's shape and element order: what `ml.load(x.at[offs], mask=m,
+  other=0)` and `ml.store(o.at[offs], v, mask=m)` move. None for any other index (a gather, a scatter)."""
+  from .index_hints import run_start
+  from .memory import view
+  items = iref.index if isinstance(iref.index, tuple) else (iref.index,)
+  tensors = [k for k, i in enumerate(items) if is_tensor(i)]
+  advanced = [k for k, i in enumerate(items) if is_tensor(i) or is_scalar(i)
+              or isinstance(i, int) and not isinstance(i, bool)]
+  if not tensors or advanced != list(range(advanced[0], advanced[-1] + 1)):
+    return None                    # (NumPy moves the dimensions of split advanced indices to the front)
+  window = list(items)
+  for t, k in enumerate(tensors):
+    shape = tuple(items[k].type.shape)
+    run = run_start(cx.b, items[k])
+    if run is None or (shape != (run[1],) if len(tensors) == 1 else
+                       len(shape) != len(tensors) or shape[t] != run[1] or math.prod(shape) != run[1]):
+      return None
+    window[k] = DSlice(run[0], run[1])
+  return view(cx, iref.ref, tuple(window), name)
+
+
 def _scatter_store(cx, iref, value, mask=None):
   """`out.at[ids, :].store(v, mask=m)`: Triton's `tl.store(ptr + offs, v, mask=m)` at computed places, a
   plain scatter of the elements the mask keeps."""

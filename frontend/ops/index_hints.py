@@ -446,11 +446,13 @@ def atomic_mask_hint(cx, what, kind, ref, value, mask) -> str:
           f" dropped: {what}({scatter}, {v}); {inside}")
 
 
-def _run_of(b, v):
-  """(start's text, n) where the 1-D integer tensor `v` is `start + ml.arange(n)` (either order, or
-  `ml.arange(n)` alone, start 0) with a static or named run-time start; else None."""
+def run_start(b, v):
+  """(start, n) where the integer tensor `v` is `start + ml.arange(n)` (either order, or `ml.arange(n)`
+  alone, start 0; or such a vector broadcast to a row or a column, `rows[:, None]`), `start` an int or a
+  run-time scalar; else None."""
   from .elementwise import Arange, BinOp, Binary
   from .shape import Broadcast, Reshape
+  from ..dtypes import DType
   from ..types import ScalarType, TensorType
   o = b.defining(v) if is_value(v) else None
   if (isinstance(o, (Broadcast, Reshape)) and isinstance(v.type, TensorType) and len(v.type.shape) == 2
@@ -458,19 +460,28 @@ def _run_of(b, v):
     v = o.x                        # rows[:, None], cols[None, :]: Triton's 2-D grid of pointers
   if not (is_value(v) and isinstance(v.type, TensorType) and len(v.type.shape) == 1):
     return None
+  d = v.type.dtype
+  if not (isinstance(d, DType) and d.is_int):
+    return None
   n, o = v.type.shape[0], b.defining(v)
   if isinstance(o, Arange):
-    return "0", n
+    return 0, n
   if not (isinstance(o, Binary) and o.kind == BinOp.ADD):
     return None
   for a, s in ((o.lhs, o.rhs), (o.rhs, o.lhs)):
     if is_value(a) and isinstance(b.defining(a), Arange):
-      if isinstance(s, int) and not isinstance(s, bool):
-        return str(s), n
-      text = _scalar_text(b, s) if is_value(s) and isinstance(s.type, ScalarType) else None
-      if text:
-        return text, n
+      if isinstance(s, int) and not isinstance(s, bool) or is_value(s) and isinstance(s.type, ScalarType):
+        return s, n
   return None
+
+
+def _run_of(b, v):
+  """(start's text, n) where `v` is a run (`run_start`) with a static or named run-time start; else None."""
+  run = run_start(b, v)
+  if run is None:
+    return None
+  text = str(run[0]) if isinstance(run[0], int) else _scalar_text(b, run[0])
+  return (text, run[1]) if text else None
 
 
 def _scalar_text(b, s, depth=0):
