@@ -218,10 +218,9 @@ def test_triton_pointer_arithmetic_points_to_the_window_form():
   expect(triton_pointer_arithmetic, [S((1024,), jnp.float32), S((), jnp.int32)], mg.KernelTypeError,
          "x_ptr + offsets", "+ works on register values, got x_ptr (GMEM ref) plus integer offsets: a ref is"
          " not a pointer, so offsets are not added to it",
-         hint="for offsets start + ml.arange(256), take the window they cover: load x_ptr.at[ml.ds(start,"
-              " 256)].load(mask=mask, other=0.0), store ml.store(x_ptr.at[ml.ds(start, 256)], value, mask=mask),"
-              " atomics ml.atomic_add(x_ptr.at[ml.ds(start, 256)], value); other offsets index it,"
-              " x_ptr[offsets] (a gather); to add to x_ptr's values, read it first: x_ptr[...] + ...")
+         hint="index x_ptr with the offsets instead of adding them: ml.load(x_ptr.at[offsets], mask=mask) (a run"
+              " start + ml.arange(n) moves the window it covers; other offsets gather or scatter); to add to"
+              " x_ptr's values, read it first: x_ptr[...] + ...")
   # a ref plus a number is a ref read as a value, not pointer arithmetic
   expect(ref_plus_one, [S((256,), jnp.float32)], mg.KernelTypeError, "x + 1",
          "+ works on register values, got x (GMEM ref)", hint="read it into registers first: x[...]")

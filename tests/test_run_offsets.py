@@ -102,6 +102,32 @@ def test_an_unmasked_run_past_the_end_is_mg203_with_the_users_offsets_masked():
              hint="mask the offsets to the elements inside: x.at[offs].load(mask=offs < x.shape[0], other=0)")
 
 
+@mg.mgpu_kernel(out_shape=lambda x, y: x, grid=lambda x, y: (ml.cdiv(x.shape[0], 1024),))
+def add_pointers(x_ptr, y_ptr, output_ptr, BLOCK_SIZE: ml.constexpr = 1024):     # the tutorial, verbatim
+  pid = ml.program_id(axis=0)
+  offsets = pid * BLOCK_SIZE + ml.arange(0, BLOCK_SIZE)
+  mask = offsets < x_ptr.shape[0]
+  x = ml.load(x_ptr + offsets, mask=mask)
+  y = ml.load(y_ptr.at[offsets], mask=mask)
+  ml.store(output_ptr + offsets, x + y, mask=mask)
+
+
+def test_pointer_arithmetic_hints_the_ref_indexed_by_the_users_offsets():
+  spec = [S((3000,), F32)] * 2
+  expect(add_pointers, spec, mg.KernelTypeError, "x_ptr + offsets",
+         "+ works on register values, got x_ptr (GMEM ref) plus integer offsets: a ref is not a pointer, so offsets"
+         " are not added to it",
+         hint="index x_ptr with the offsets instead of adding them: ml.load(x_ptr.at[offsets], mask=mask) (a run"
+              " start + ml.arange(n) moves the window it covers; other offsets gather or scatter); to add to"
+              " x_ptr's values, read it first: x_ptr[...] + ...")
+  with pytest.raises(mg.KernelTypeError) as info:
+    add_pointers.check(*spec)
+  assert ("ml.store(output_ptr.at[offsets], x + y, mask=mask)" in
+          str(info.value).split("output_ptr + offsets")[-1])       # the store's own hint, in its words
+  x = jnp.arange(3000, dtype=F32)           # the hints followed: add's kernel (above) gives x + y
+  np.testing.assert_array_equal(add(x, x, interpret=True), x + x)
+
+
 @pytest.mark.gpu
 def test_gpu_run_offsets_match_jnp():
   for kernel, args, want in _cases():

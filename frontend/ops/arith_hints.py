@@ -35,10 +35,22 @@ def int64_hint(value, dtype, name, op, value_right=True):
   return f"compute in int64, which holds {value}: {expr} (then .astype(...) back to the type you store)"
 
 
-def pointer_hint(name, off) -> str:
-  """What Triton's `ptr + offsets` becomes: the window the offsets cover (start + ml.arange(n)),
-  for a load, a store and an atomic; any other offsets index the ref (a gather)."""
+def pointer_hint(name, off, offs=None, access=None) -> str:
+  """What Triton's `ptr + offsets` becomes: the ref indexed by the offsets (`offs`, as written), `x.at[offs]`,
+  which a load, a store (`access`: "load" or "store", the call around it) or an atomic takes: the window
+  they cover where they run start + ml.arange(n), a gather or scatter elsewhere. For 2-D offsets of
+  strides, the tile they cover."""
   shape = off.type.shape
+  if len(shape) == 1 and offs:
+    at = f"{name}.at[{offs}]"
+    kind, *texts = access or (None,)
+    args = lambda *pairs: "".join(f", {k}={v}" for k, v in pairs if v)
+    lead = (f"ml.load({at}{args(('mask', texts[0]), ('other', texts[1]))})" if kind == "load" else
+            f"ml.store({at}, {texts[0] or 'value'}{args(('mask', texts[1]))})" if kind == "store" else
+            f"ml.load({at}, mask=mask, other=0.0), ml.store({at}, value, mask=mask), ml.atomic_add({at}, value)")
+    return (f"index {name} with the offsets instead of adding them: {lead} (a run start + ml.arange(n) moves the"
+            f" window it covers; other offsets gather or scatter); to add to {name}'s values, read it first:"
+            f" {name}[...] + ...")
   if len(shape) == 2:        # Triton's rows[:, None] * stride + cols[None, :] (x_ptr + rows[:, None] * stride
     # meets the ref before the columns are added: an (m, 1) part, whose other size is not known yet)
     m, n = (k if k > 1 else unknown for k, unknown in zip(shape, ("m", "n")))
