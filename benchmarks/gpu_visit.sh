@@ -43,6 +43,8 @@ step() {
     # the twenty-ninth session: a plain row scatter's vector stores (GPU tests), then the un-permute benchmark
     gpu_s29a)    python3 -u benchmarks/gpu_shards.py --shards 8 --timeout 150 tests/test_scatter_set.py tests/test_scatter.py tests/test_gather.py ;;
     scatter)     python3 -u benchmarks/gather.py --only scatter ;;
+    # narrow swizzles (k of 16-96 16-bit elements, n of 16-48), Triton's run offsets, bool scatters
+    gpu_s29b)    python3 -u benchmarks/gpu_shards.py --shards 12 --timeout 200 tests/test_narrow_swizzle.py tests/test_tf32.py tests/test_matmul_fp8.py tests/test_run_offsets.py tests/test_scatter_set.py tests/test_mma.py ;;
     # the twenty-eighth session's own lowering paths: plain scatters, float16 accumulation, the dot register edges
     gpu_s28a)    python3 -u benchmarks/gpu_shards.py --shards 12 --timeout 200 tests/test_scatter_set.py tests/test_f16_accumulator.py tests/test_mma_registers.py tests/test_scatter.py tests/test_gather.py tests/test_pingpong.py::test_gpu_pingpong_forward_matches_the_reference;
                  timeout 60 python3 -u examples/matmul_fp8.py ;;

@@ -78,6 +78,11 @@ TMA_DTYPES = frozenset(DType)   # bool travels as its bytes (one an element)
 
 # ---------------------------------------------------------------- tensor cores (WGMMA)
 SWIZZLE = 128                 # bytes: the swizzle of tiled SMEM operands
+# The narrower swizzles WGMMA and TMA also take: operands whose minor dimension is not a multiple of 128
+# bytes (a k of 16 or 32 16-bit elements, an MN-major B of 16 or 32 columns, head_dim 32, 80 or 96) are
+# tiled (8, swizzle // itemsize) with the widest that divides it, together with every buffer of their dots.
+SWIZZLES = (128, 64, 32)
+MIN_SWIZZLE = SWIZZLES[-1]
 TILE_ROWS = 8                 # a tiled SMEM operand is made of (8, SWIZZLE // itemsize) tiles
 MMA_M = 64                    # rows per warpgroup per instruction
 MMA_N_STEP = 8
@@ -104,9 +109,14 @@ MMA_REG_A_DTYPES = frozenset({DType.f16, DType.bf16})
 ARITH_DTYPES = frozenset(d for d in DType if d.bits >= 16)
 
 
-def tile_cols(itemsize: int) -> int:
-  """Columns of one (TILE_ROWS, SWIZZLE bytes) SMEM tile of elements of `itemsize` bytes."""
-  return SWIZZLE // itemsize
+def tile_cols(itemsize: int, swizzle: int = SWIZZLE) -> int:
+  """Columns of one (TILE_ROWS, swizzle bytes) SMEM tile of elements of `itemsize` bytes."""
+  return swizzle // itemsize
+
+
+def swizzle_for(nbytes: int) -> int | None:
+  """The widest swizzle dividing `nbytes` (the bytes of an operand's minor dimension), or None."""
+  return next((s for s in SWIZZLES if nbytes % s == 0), None)
 
 # ---------------------------------------------------------------- atomics (PTX red, cp.reduce.async.bulk)
 # Element types per atomic operation ("add", "max", "min"), from Mosaic GPU's register atomics

@@ -94,6 +94,7 @@ class _Solver(LayoutErrors):
     self.tensors: dict[int, ir.Value] = {}
     self.first_use: dict[int, ir.Op] = {}
     self.seeds, self.mma_roots = set(), set()
+    self.dot_bytes = []        # (roots, bytes): each dot's SMEM roots and the bytes their swizzle must divide
     self.unit_vec = set()      # nodes read from or written to windows strided in their last dimension
     self.vec_limit = {}        # node -> what its window's geometry lets one vector move (window_vec)
     self.windowed = set()      # SMEM roots moved to or from registers through windows of their rows or columns
@@ -217,6 +218,12 @@ class _Solver(LayoutErrors):
     for v in o.operands():
       if isinstance(v.type, RefType):
         self.mma_roots.add(self.root(v).id)
+    # the swizzle the dot's buffers share divides k's bytes and, for a B stored (k, n), n's (the minor
+    # dimensions WGMMA steps through: mma_utils's tiling)
+    size = o.b.type.dtype.itemsize
+    k, n = o.b.type.shape
+    self.dot_bytes.append(([self.root(v).id for v in (o.a, o.b) if isinstance(v.type, RefType)],
+                           [k * size] + ([] if o.b.type.transposed else [n * size])))
 
   def _reduce(self, o):
     self.node(o.x)
@@ -595,13 +602,33 @@ class _Solver(LayoutErrors):
       out[cls] = Layout(LayoutKind.STRIDED, vec=vec, wgs=wgs)
     return out
 
+  def swizzles(self) -> dict:
+    """Each tensor-core buffer's swizzle: the widest dividing the minor bytes of every buffer its dots
+    share (through any dot), and of those dots' k (and an MN-major B's n); 128 bytes unless one is narrower."""
+    groups = _UnionFind()
+    need: dict = {}
+    for roots, nbytes in self.dot_bytes:
+      for r in roots:
+        groups.union(roots[0], r)
+      need.setdefault(roots[0], []).extend(nbytes)
+    for alloc in self.kernel.smem:
+      if alloc.id in self.mma_roots and len(alloc.type.shape) >= 2:
+        need.setdefault(alloc.id, []).append(alloc.type.shape[-1] * alloc.type.dtype.itemsize)
+    common: dict = {}
+    for r, nbytes in need.items():
+      g = groups.find(r)
+      common[g] = math.gcd(common.get(g, 0), *nbytes)
+    return {r: hw.swizzle_for(common[groups.find(r)]) or hw.SWIZZLE for r in need}
+
   def smem_tilings(self):
+    swizzles = self.swizzles()
     for alloc in self.kernel.smem:
       lay = self.layout.get(self.uf.find(("smem", alloc.id)))
       in_wgmma = lay is not None and lay.kind == LayoutKind.WGMMA and not lay.drop
       shape = alloc.type.shape
       rows, cols = (shape[-2:] + (0,))[:2] if len(shape) >= 2 else (0, 0)
-      tile_cols = hw.tile_cols(alloc.type.dtype.itemsize)
+      swizzle = swizzles.get(alloc.id, hw.SWIZZLE)
+      tile_cols = hw.tile_cols(alloc.type.dtype.itemsize, swizzle)
       fits = len(shape) >= 2 and rows % hw.TILE_ROWS == 0 and cols % tile_cols == 0
       if alloc.id in self.mma_roots and not fits:
         raise E.MmaOperandError(
@@ -609,7 +636,7 @@ class _Solver(LayoutErrors):
             f" multiple of {hw.TILE_ROWS} and columns a multiple of {tile_cols}", self.kernel.loc,
             hint=f"allocate it with a shape like (64, {tile_cols})")
       if alloc.id in self.mma_roots or (in_wgmma and fits and alloc.id not in self.windowed):
-        self.kernel.smem_layouts[alloc.id] = SmemLayout((hw.TILE_ROWS, tile_cols), hw.SWIZZLE)
+        self.kernel.smem_layouts[alloc.id] = SmemLayout((hw.TILE_ROWS, tile_cols), swizzle)
 
 
 def _vector_layout(lengths, dtypes):

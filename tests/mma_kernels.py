@@ -90,7 +90,7 @@ def dot_narrow_bt(a, b, out):
 
 @mg.mgpu_kernel(out_shape=lambda a, b: jax.ShapeDtypeStruct((a.shape[0], b.shape[1]), jnp.float32))
 def dot_narrow_b(a, b, out):
-  """Wrong: b stored (k, n) with n = 8, narrower than its 64-element tile rows."""
+  """Wrong: b stored (k, n) with n = 8, narrower than its narrowest (32-byte, 16-element) tile rows."""
   a_s, b_s = ml.smem(a.shape), ml.smem(b.shape)
   ml.copy(a, a_s)
   ml.copy(b, b_s)

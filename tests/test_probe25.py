@@ -221,13 +221,13 @@ def test_a_key_block_not_a_multiple_of_64_is_hinted_to_a_size_both_dots_take():
   e = expect(one_key_block, [f16(64, 64), f16(256, 64), f16(256, 64)], mg.MmaOperandError, "ml.dot(q_s, k_s.T)",
              "ml.dot needs n (columns of b) to be a multiple of 8 and at most 256, got 100", bkv=100)
   assert e.hint.endswith("where the same size is also the k of another dot (attention's key block: n of q @ k.T,"
-                         " k of p @ v), pad to 128 instead, a multiple of 64")
+                         " k of p @ v), pad to 112 instead, a multiple of 16")
   e = expect(one_key_block, [f16(64, 64), f16(256, 64), f16(256, 64)], mg.MmaOperandError, "ml.dot(p.astype",
-             "ml.dot needs k (the columns of a, the rows of b) to be a multiple of 64 (128 bytes of float16"
+             "ml.dot needs k (the columns of a, the rows of b) to be a multiple of 16 (32 bytes of float16"
              " elements), got 104", bkv=104)
-  assert e.hint.startswith("use a k tile that is a multiple of 64 (64 or 128)")
+  assert e.hint.startswith("use a k tile that is a multiple of 16 (96 or 112)")
   assert "pages" not in e.hint
-  builds(one_key_block, f16(64, 64), f16(256, 64), f16(256, 64), bkv=128)      # the hint, followed
+  builds(one_key_block, f16(64, 64), f16(256, 64), f16(256, 64), bkv=112)      # the hint, followed
 
 
 # ---------------------------------------------------------------- a plain write beside a scatter's atomics

@@ -47,8 +47,8 @@ def test_int8_dot_rejects_the_n_ptxas_rejects(n):
          hint=f"pad n to a multiple of 16: a b tile of {-(-n // 16) * 16} columns (a TMA copy past the"
               f" array's end fills zeros; or mask a register load with other=0), and store only the first"
               f" {n} columns of the result (a masked store); where the same size is also the k of another"
-              f" dot (attention's key block: n of q @ k.T, k of p @ v), pad to {-(-n // 128) * 128} instead,"
-              f" a multiple of 128")
+              f" dot (attention's key block: n of q @ k.T, k of p @ v), pad to {-(-n // 32) * 32} instead,"
+              f" a multiple of 32")
 
 
 @pytest.mark.parametrize("n", [8, 16, 24, 48, 80, 144, 256])

@@ -79,9 +79,29 @@ def test_float32_b_stored_k_by_n_is_rejected_with_the_transposed_form():
               " registers), and pass ml.dot(a_s, b_nk.T, acc)")
 
 
-def test_float32_k_step_is_32_elements():
-  expect(mm_k16, (S((128, 16), F32), S((128, 16), F32)), mg.MmaOperandError, "ml.dot(a_s, b_s.T)",
-         "ml.dot needs k (the columns of a, the rows of b) to be a multiple of 32 (128 bytes of float32 elements), got 16")
+@mg.mgpu_kernel(out_shape=_out)
+def mm_k4(a, bt, c):
+  a_s, b_s = ml.smem((128, 4), a.dtype), ml.smem((128, 4), bt.dtype)
+  ml.copy(a.at[:, ml.ds(0, 4)], a_s)
+  ml.copy(bt.at[:, ml.ds(0, 4)], b_s)
+  c[...] = ml.dot(a_s, b_s.T)
+
+
+def test_float32_k_step_is_8_elements():
+  """k = 16 float32 (64 bytes) takes the 64-byte swizzle (twenty-ninth session; it was MG501, the step
+  128 bytes); 4 elements (16 bytes) are less than the narrowest swizzle."""
+  a = jax.random.normal(jax.random.key(0), (128, 16), F32)
+  bt = jax.random.normal(jax.random.key(1), (128, 16), F32)
+  np.testing.assert_allclose(mm_k16(a, bt, interpret=True), tf32(a) @ tf32(bt).T, rtol=1e-5, atol=1e-5)
+  expect(mm_k4, (S((128, 4), F32), S((128, 4), F32)), mg.MmaOperandError, "ml.dot(a_s, b_s.T)",
+         "ml.dot needs k (the columns of a, the rows of b) to be a multiple of 8 (32 bytes of float32 elements), got 4")
+
+
+@pytest.mark.gpu
+def test_gpu_float32_k_of_16_matches_interpret_mode():
+  a = jax.random.normal(jax.random.key(0), (128, 16), F32)
+  bt = jax.random.normal(jax.random.key(1), (128, 16), F32)
+  np.testing.assert_allclose(jax.jit(mm_k16)(a, bt), tf32(a) @ tf32(bt).T, rtol=1e-3, atol=1e-3)
 
 
 @pytest.mark.gpu

@@ -464,10 +464,11 @@ def dot(cx, a, b, acc=None, *, out_dtype=None, input_precision=None, allow_tf32=
         f"ml.dot on {d}: the tensor cores take float16, bfloat16, float8_e4m3fn, float8_e5m2, int8 or"
         f" float32 (as TF32) operands", loc, hint=_unsupported_hint(d))
   _major(cx, a, b, d)
-  k_step = hw.tile_cols(d.itemsize if isinstance(d, DType) else 2)
-  # B stored (k, n) has n along its 128-byte rows: whole rows of 64; stored (n, k) (passed as
-  # buf.T), n counts its 8-row tiles: any multiple of WGMMA's N step.
-  n_step = hw.MMA_N_STEP if b.type.transposed else hw.tile_cols(2)
+  k_step = hw.tile_cols(d.itemsize if isinstance(d, DType) else 2, hw.MIN_SWIZZLE)
+  # B stored (k, n) has n along its swizzled rows: whole rows of the narrowest swizzle (32 bytes, 16
+  # columns; frontend/layouts.py picks the widest that divides every such size of the dot's buffers);
+  # stored (n, k) (passed as buf.T), n counts its 8-row tiles: any multiple of WGMMA's N step.
+  n_step = hw.MMA_N_STEP if b.type.transposed else hw.tile_cols(2, hw.MIN_SWIZZLE)
   int_n = d == DType.i8 and n not in hw.MMA_N_INT_EXTRA    # int8 WGMMA: n of 8, 24 or 16k
   if int_n:
     n_step = hw.MMA_N_STEP_INT
@@ -496,7 +497,7 @@ def dot(cx, a, b, acc=None, *, out_dtype=None, input_precision=None, allow_tf32=
              f" into one {k_step}-row buffer)" if k < k_step else
              f"use a k tile that is a multiple of {k_step} ({k - k % k_step} or {up})")
     raise E.MmaOperandError(
-        f"ml.dot needs k (the columns of a, the rows of b) to be a multiple of {k_step} ({hw.SWIZZLE} bytes of"
+        f"ml.dot needs k (the columns of a, the rows of b) to be a multiple of {k_step} ({hw.MIN_SWIZZLE} bytes of"
         f" {d if isinstance(d, DType) else '16-bit'} elements), got {k}",
         loc, hint=f"{tiles}; where k is a whole dimension of the data (a head_dim), pad it with zeros to {up}"
                   f" outside the kernel (jnp.pad: zero columns of both operands leave the product unchanged;"

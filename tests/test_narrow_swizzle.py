@@ -1,0 +1,126 @@
+"""Tensor-core operands whose minor dimension is not a multiple of 128 bytes: a k of 16, 32, 48, 80 or 96
+16-bit elements (head_dim 32, 80, 96), a B stored (k, n) of 16, 32 or 48 columns (a LoRA rank), 8-bit and
+float32 k of 32 or 64 bytes. Their buffers, and every buffer their dots share, take the widest swizzle (128,
+64 or 32 bytes) that divides those sizes; the examples' kernels keep 128 bytes (their MLIR is unchanged)."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from locate import expect
+
+S = jax.ShapeDtypeStruct
+F16, F32 = jnp.float16, jnp.float32
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[1]), F32), grid=lambda a, b: (a.shape[0] // 64,))
+def ab(a, b, c):                          # B stored (k, n)
+  i = ml.program_id(0)
+  a_s, b_s = ml.smem((64, a.shape[1]), a.dtype), ml.smem(b.shape, b.dtype)
+  ml.copy(a.at[ml.ds(i * 64, 64), :], a_s)
+  ml.copy(b, b_s)
+  c.at[ml.ds(i * 64, 64), :][...] = ml.dot(a_s, b_s)
+
+
+@mg.mgpu_kernel(out_shape=lambda q, k, v: S(q.shape, F32), grid=lambda q, k, v: (q.shape[0] // 64,))
+def attention_block(q, k, v, o):          # one key block: q @ k.T (k = head_dim), then p @ v (n = head_dim)
+  i = ml.program_id(0)
+  q_s, k_s, v_s = ml.smem((64, q.shape[1]), q.dtype), ml.smem(k.shape, k.dtype), ml.smem(v.shape, v.dtype)
+  ml.copy(q.at[ml.ds(i * 64, 64), :], q_s)
+  ml.copy(k, k_s)
+  ml.copy(v, v_s)
+  p = ml.softmax(ml.dot(q_s, k_s.T) * q.shape[1] ** -0.5, axis=-1)
+  o.at[ml.ds(i * 64, 64), :][...] = ml.dot(p.astype(q.dtype), v_s)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, a, b: S((x.shape[0], b.shape[1]), F32), grid=lambda x, a, b: (x.shape[0] // 64,))
+def lora(x, a, b, y):                     # x @ a @ b of rank r: n = r, then k = r with A from registers
+  i = ml.program_id(0)
+  x_s, a_s, b_s = ml.smem((64, x.shape[1]), x.dtype), ml.smem(a.shape, a.dtype), ml.smem(b.shape, b.dtype)
+  ml.copy(x.at[ml.ds(i * 64, 64), :], x_s)
+  ml.copy(a, a_s)
+  ml.copy(b, b_s)
+  y.at[ml.ds(i * 64, 64), :][...] = ml.dot(ml.dot(x_s, a_s).astype(x.dtype), b_s)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b, *, bk: S((a.shape[0], b.shape[1]), F32), grid=lambda a, b, *, bk: (a.shape[0] // 128,))
+def pipelined(a, b, c, *, bk: ml.constexpr):
+  i = ml.program_id(0)
+  a_s, b_s = ml.smem((128, bk), a.dtype), ml.smem((bk, b.shape[1]), b.dtype)
+  acc = ml.zeros((128, b.shape[1]), F32)
+  for k in ml.range(a.shape[1] // bk, stages=3):
+    ml.copy(a.at[ml.ds(i * 128, 128), ml.ds(k * bk, bk)], a_s)
+    ml.copy(b.at[ml.ds(k * bk, bk), :], b_s)
+    acc = ml.dot(a_s, b_s, acc)
+  c.at[ml.ds(i * 128, 128), :][...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda a, bt: S((a.shape[0], bt.shape[0]), jnp.int32))
+def int8_abt(a, bt, c):
+  a_s, b_s = ml.smem(a.shape, a.dtype), ml.smem(bt.shape, bt.dtype)
+  ml.copy(a, a_s)
+  ml.copy(bt, b_s)
+  c[...] = ml.dot(a_s, b_s.T)
+
+
+def _rand(shape, dtype, seed):
+  return jax.random.normal(jax.random.key(seed), shape, F32).astype(dtype)
+
+
+def _dot(a, b):
+  return jnp.dot(a, b, preferred_element_type=F32)
+
+
+def _cases():
+  for k, n in ((16, 64), (32, 32), (96, 48), (64, 16), (80, 128)):
+    a, b = _rand((128, k), F16, k), _rand((k, n), F16, n)
+    yield f"ab k={k} n={n}", ab, (a, b), {}, _dot(a, b)
+  for d in (32, 80, 96):
+    q, k, v = (_rand((128, d), F16, s) for s in (1, 2, 3))
+    want = jax.nn.dot_product_attention(q[None, :, None], k[None, :, None], v[None, :, None])[0, :, 0]
+    yield f"attention d={d}", attention_block, (q, k, v), {}, want.astype(F32)
+  for r in (16, 32):
+    x, a, b = _rand((128, 128), F16, 4), _rand((128, r), F16, 5) / 8, _rand((r, 128), F16, 6)
+    yield f"lora r={r}", lora, (x, a, b), {}, _dot(_dot(x, a).astype(F16), b)
+  a, b = _rand((256, 192), F16, 7), _rand((192, 48), F16, 8)
+  yield "pipelined bk=32", pipelined, (a, b), {"bk": 32}, _dot(a, b)
+  a = jax.random.randint(jax.random.key(9), (64, 32), -100, 100, jnp.int8)
+  bt = jax.random.randint(jax.random.key(10), (64, 32), -100, 100, jnp.int8)
+  yield "int8 k=32", int8_abt, (a, bt), {}, jnp.dot(a.astype(jnp.int32), bt.T.astype(jnp.int32))
+
+
+CASES = list(_cases())
+
+
+@pytest.mark.parametrize("case", range(len(CASES)), ids=[c[0] for c in CASES])
+def test_narrow_operands_match_jnp_in_interpret_mode_and_export(case):
+  _, kernel, args, kw, want = CASES[case]
+  np.testing.assert_allclose(np.asarray(kernel(*args, interpret=True, **kw), F32), want, rtol=2e-3, atol=2e-3)
+  specs = [S(x.shape, x.dtype) for x in args]
+  exported = jax.export.export(jax.jit(lambda *xs: kernel(*xs, **kw)), platforms=["cuda"])(*specs)
+  assert "mosaic_gpu" in exported.mlir_module()
+
+
+def test_each_dot_group_takes_the_widest_swizzle_that_divides_its_sizes():
+  from mgpu_dsl import calling
+  cases = {(16, 64): 32, (32, 32): 64, (96, 48): 32, (64, 128): 128, (128, 64): 128}
+  for (k, n), want in cases.items():
+    kernel = ab._compile(*calling.keyword_inputs(ab, (S((128, k), F16), S((k, n), F16)), {}))["kernel"]
+    assert {layout.swizzle for layout in kernel.smem_layouts.values()} == {want}, (k, n)
+
+
+def test_a_size_below_the_narrowest_swizzle_is_still_mg501():
+  expect(ab, [S((128, 8), F16), S((8, 64), F16)], mg.MmaOperandError, "ml.dot(a_s, b_s)",
+         "ml.dot needs k (the columns of a, the rows of b) to be a multiple of 16 (32 bytes of float16 elements), got 8")
+  expect(ab, [S((128, 64), F16), S((64, 24), F16)], mg.MmaOperandError, "ml.dot(a_s, b_s)",
+         "ml.dot needs n (columns of b) to be a multiple of 16 and at most 256, got 24")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", range(len(CASES)), ids=[c[0] for c in CASES])
+def test_gpu_narrow_operands_match_jnp(case):
+  _, kernel, args, kw, want = CASES[case]
+  got = jax.jit(lambda *xs: kernel(*xs, **kw))(*args)
+  np.testing.assert_allclose(np.asarray(got, F32), want, rtol=2e-2, atol=2e-2)
