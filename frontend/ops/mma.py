@@ -205,8 +205,8 @@ def _eight_bit_needs(a, b) -> str:
   """What else an 8-bit dot from SMEM takes that this one lacks (fp8 attention's p @ v: a k of 64
   keys, v stored (k, n)), so the buffer the hint suggests is not met by the next error."""
   needs = []
-  if a.type.shape[1] % 128:
-    needs.append(f"k a multiple of 128 (128 bytes of 8-bit elements; here {a.type.shape[1]})")
+  if a.type.shape[1] % hw.MIN_SWIZZLE:
+    needs.append(f"k a multiple of {hw.MIN_SWIZZLE} ({hw.MIN_SWIZZLE} bytes of 8-bit elements; here {a.type.shape[1]})")
   if is_value(b) and isinstance(b.type, RefType) and not b.type.transposed:
     name = b.name if (b.name or "").isidentifier() else "b_s"
     needs.append(f"b K-major: load {name}'s tile as (n, k) and pass {name}.T")
@@ -423,9 +423,10 @@ def dot(cx, a, b, acc=None, *, out_dtype=None, input_precision=None, allow_tf32=
   Operands are float16, bfloat16, float8_e4m3fn, float8_e5m2, int8 or float32 (read
   as TF32); 8-bit and float32 operands are K-major: `ml.dot(a_s, bt_s.T)` with bt_s
   stored (n, k). `acc` is an (m, n) register tensor (float32; float16 also for float16
-  and FP8 inputs; int32 for int8) or None for zeros. m a multiple of 64, n a multiple of 64 (of 8 when b is `buf.T`;
+  and FP8 inputs; int32 for int8) or None for zeros. m a multiple of 64, n a multiple of 16 (of 8 when b is `buf.T`;
   int8: 8, 24 or a multiple of 16) up to 256,
-  k a multiple of 128 bytes (32 float32, 64 16-bit or 128 8-bit elements).
+  k a multiple of 32 bytes (8 float32, 16 16-bit or 32 8-bit elements; sizes that are not multiples of 128
+  bytes make the dot's buffers take a narrower swizzle).
 
   Triton's keywords: `out_dtype` is the accumulator's dtype when `acc` is None (that of `acc`
   otherwise); `input_precision="tf32"` and `allow_tf32=True` are what float32 operands get.
