@@ -344,6 +344,18 @@ def split_hint(name, args, shape=None, *, sizes=False) -> str | None:
   return f"the parts are windows of {x} along axis {axis}: {', '.join(parts)}"
 
 
+def window_hint(na, nb) -> str | None:
+  """The fix for a whole ref's read meeting a window of another (`out.at[offs].store(x[...])`, the
+  Triton habit of offsets applied to one pointer only): read the same window of it; None otherwise."""
+  import re
+  for whole, window in ((na, nb), (nb, na)):
+    r, w = re.fullmatch(r"(\w+)\[\.\.\.\]", whole or ""), re.fullmatch(r"(\w+)\.at\[(.+)\]", window or "")
+    if r and w and r.group(1) != w.group(1):
+      return (f" {whole} reads all of {r.group(1)}: read the same window of it, {r.group(1)}.at[{w.group(2)}][...]"
+              f" (or {r.group(1)}.at[{w.group(2)}].load(mask=..., other=...) where it may run past the end)")
+  return None
+
+
 def align_hint(a, na, b, nb) -> str | None:
   """The fix for operands of one rank where one holds a single axis of n elements on the wrong axis
   (`ml.sum(v, axis=1)[None, :]`, (1, 16), meeting its (16, 128) tile): that vector on the axis of the

@@ -492,9 +492,20 @@ def smem_window_past_end(x, out):
   out.at[ml.ds(0, 128)][...] = buf.at[ml.ds(200, 128)].load(mask=200 + ml.arange(128) < 256, other=0.0)
 
 
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (ml.cdiv(x.shape[0], 128),))
+def triton_offsets_both(x, out):
+  offs = ml.program_id(0) * 128 + ml.arange(128)
+  m = offs < x.shape[0]
+  out.at[offs].store(x.at[offs].load(mask=m, other=0.0), mask=m)
+
+
 def test_triton_offsets_and_masked_smem_windows_get_hints_that_fit():
+  # offsets on the output only: the whole input meets the output's 128-element window
   e = _raises(lambda: triton_offsets.check(S((200,), F32)))
-  assert type(e) is mg.KernelTypeError and "out.at[ml.ds(ml.program_id(0) * 128, 128)].store(x[...], mask=m)" in e.hint   # the user's own words
+  assert type(e) is mg.ShapeMismatchError and e.lineno == triton_offsets.fn.__code__.co_firstlineno + 4
+  assert "x[...] reads all of x: read the same window of it, x.at[offs][...]" in e.hint   # the user's own words
+  x = jnp.arange(200, dtype=F32)
+  np.testing.assert_array_equal(triton_offsets_both(x, interpret=True), x)
   e = expect(smem_window_past_end, [S((256,), F32)], mg.IndexOutOfBoundsError, "buf.at[ml.ds(200, 128)]",
              "ml.ds(200, 128) is out of bounds for dimension 0 of buf (size 256)")
   assert "allocate buf with room for the whole window (328 elements" in e.hint

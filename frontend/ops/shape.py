@@ -15,7 +15,7 @@ from ..dtypes import DType
 from ..ir import LayoutRule, Traits
 from ..types import ScalarType, TensorType, dtype_name, resolve
 from ..infer import unify
-from ..shape_hints import align_hint, insert_axes_hint, outer_hint, padded_for, scalar_reshape_hint
+from ..shape_hints import align_hint, insert_axes_hint, window_hint, outer_hint, padded_for, scalar_reshape_hint
 from . import elementwise as ew
 from .base import builtin, check_register_value, is_tensor, is_value, kind_of, static_shape, unroll_hint, shown
 from .vector_views import check_vector_reshape
@@ -78,7 +78,7 @@ def broadcast_shape(cx, shapes, what, names, values=()):
           f" (axis {d} of the result would be both {sa} and {sb})",
           cx.loc, hint="shapes broadcast as in NumPy: trailing axes align and size-1 axes stretch;"
                        + (pad(sa, sb, nb, d - rank + len(b)) if sa > sb else pad(sb, sa, na, d - rank + len(a)))
-                       + (insert_axes_hint(a, na, b, nb) or outer_hint(a, na, b, nb, what) or align_hint(a, na, b, nb)
+                       + (window_hint(na, nb) or insert_axes_hint(a, na, b, nb) or outer_hint(a, na, b, nb, what) or align_hint(a, na, b, nb)
                           or " insert axes with v[:, None] or v[None, :]"))
     out.append(big.pop() if big else 1)
   return tuple(out)
