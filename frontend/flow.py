@@ -27,6 +27,7 @@ from .ops import elementwise as ew
 from .ops.base import Num, is_value, value_words
 from .ops.elementwise_checks import method_on
 from .ops.memory import index_operand
+from .short_circuit import as_condition
 from .types import RefType, ScalarType, TensorType, dtype_name, resolve
 
 
@@ -626,7 +627,7 @@ def _trace_while_once(tracer, node, loc, assigned, forced, widened):
   cond_blk = ir.Block(args=cond_args)
   _bind(env, carries, cond_args)
   with b.region(cond_blk):
-    cond = tracer.eval(node.test)
+    cond = tracer.eval(as_condition(node.test))   # (a break's rewritten test too)
     if not is_value(cond):
       raise E.KernelTypeError(
           f"this while condition is the Python value {cond!r} when the loop starts; a while loop needs"

@@ -134,6 +134,9 @@ def _flagged_while(node, test, first, step):
   written = test
   if isinstance(test, ast.Constant) and not isinstance(test.value, bool):
     test = _at(ast.Constant(bool(test.value)), test)   # `while 1:`: the flag a break sets False is a bool
+  elif not isinstance(test, ast.Constant):             # `while k:` of a number: its truth, as the flag
+    from .short_circuit import as_condition
+    test = _at(ast.Call(func=_at(ast.Name(id="bool", ctx=ast.Load()), test), args=[as_condition(test)], keywords=[]), test)
   body = _structured(node.body, [], JUMPS, brk)
   if body is None:
     return None

@@ -26,6 +26,27 @@ def _simple(rest) -> bool:
                  for r in rest for n in ast.walk(r))
 
 
+def as_condition(test):
+  """`test`, an if's or while's condition, with its and/or marked (also under `not`): their run-time
+  number operands count by their truth there (`if n and k:`), where Python's and/or would give one of
+  the numbers."""
+  todo = [test]
+  while todo:
+    t = todo.pop()
+    if isinstance(t, ast.BoolOp):
+      t.condition = True
+      todo.extend(t.values)
+    elif isinstance(t, ast.UnaryOp) and isinstance(t.op, ast.Not):
+      todo.append(t.operand)
+  return test
+
+
+def is_number_scalar(v) -> bool:
+  """A run-time scalar of a number dtype (not a boolean)."""
+  d = resolve(v.type.dtype) if is_value(v) and isinstance(v.type, ScalarType) else None
+  return isinstance(d, DType) and d != DType.bool_
+
+
 def short_circuit(tracer, node: ast.BoolOp, i: int, v):
   """The value of `node` whose operand `i` evaluated to the run-time boolean scalar `v`: the
   operands after it computed under a run-time if where `v` does not decide (False for `or`, True for
@@ -35,14 +56,19 @@ def short_circuit(tracer, node: ast.BoolOp, i: int, v):
   if not _simple(rest_nodes):
     return None
   rest = rest_nodes[0] if len(rest_nodes) == 1 else ast.copy_location(ast.BoolOp(node.op, rest_nodes), rest_nodes[0])
+  condition = getattr(node, "condition", False)     # (an if's or while's: number operands by their truth)
+  if isinstance(rest, ast.BoolOp):
+    rest.condition = condition
   is_and = isinstance(node.op, ast.And)
   b, loc = tracer.b, tracer.loc(node)
   decided, computed = ir.Block(), ir.Block()
   env, where = dict(tracer.env), dict(tracer.where)
   with b.region(computed):
     r = tracer.eval(rest)
-    if isinstance(r, bool):
-      r = ew.constant(Call(b, tracer.loc(rest)), r, DType.bool_)
+    if isinstance(r, bool) or condition and isinstance(r, (int, float)):
+      r = ew.constant(Call(b, tracer.loc(rest)), bool(r), DType.bool_)
+    elif condition and is_number_scalar(r):
+      r = ew.truth(Call(b, tracer.loc(rest)), r)
     if not is_bool_scalar(r):
       tracer.and_or_rest = r          # for not_boolean_hint
       tracer.env.clear()

@@ -25,7 +25,7 @@ from .ops import elementwise as ew
 from .ops.base import is_value, kind_of, static_number, typed_number, value_words
 from .ops.power import power
 from .assign import Assignments, holds_value, nothing_used
-from .short_circuit import is_bool_scalar, not_boolean_hint, short_circuit
+from .short_circuit import as_condition, is_bool_scalar, is_number_scalar, not_boolean_hint, short_circuit
 from .source import QUOTE_DEPTH, Source, nests_deeper
 from .subscripts import Subscripts
 from .types import RefType, ScalarType, resolve
@@ -286,7 +286,7 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
 
   def visit_If(self, node):
     from .branches import static_if, tensor_condition_hint, trace_if
-    cond = self.eval(node.test)
+    cond = self.eval(as_condition(node.test))
     if not is_value(cond):
       return static_if(self, node, cond)
     cond = self.one_element_condition(node.test, cond)
@@ -307,11 +307,12 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
 
   def one_element_condition(self, test, cond):
     """A condition that is a one-element tensor made from a scalar (`m > 0` of a full reduction with
-    keepdims=True) is that scalar, as such a tensor's math and stores are; other values as they are."""
-    if isinstance(cond.type, ScalarType):
+    keepdims=True) is that scalar, as such a tensor's math and stores are; a number scalar is its truth,
+    as Python's `if n:` and `while k:` (non-zero, NaN too); other values as they are."""
+    one = cond if isinstance(cond.type, ScalarType) else ew.one_element_scalar(self.cx(test), cond)
+    if one is None:
       return cond
-    one = ew.one_element_scalar(self.cx(test), cond)
-    return cond if one is None else one
+    return ew.truth(self.cx(test), one) if is_number_scalar(one) else one
 
   def one_element_hint(self, test, cond, word) -> str | None:
     """For another one-element tensor: its element is the scalar a condition needs."""
@@ -366,6 +367,7 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
 
   def visit_While(self, node):
     from .flow import trace_while
+    as_condition(node.test)
     trace_while(self, node)
 
   def visit_Break(self, node):
@@ -526,6 +528,9 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
                                 ast.Invert: operator.invert}[type(node.op)], x)
     if isinstance(node.op, ast.UAdd):
       return x
+    d = resolve(x.type.dtype) if isinstance(x.type, ScalarType) else None
+    if isinstance(node.op, ast.Not) and isinstance(d, DType) and d != DType.bool_:
+      return ew.compare(self.cx(node, "", (x,), (node.operand,)), ew.CmpOp.EQ, x, 0)   # not n: n == 0, as Python's
     if isinstance(node.op, ast.Invert):
       d = resolve(x.type.dtype)
       if isinstance(d, DType) and d.is_float and not isinstance(x.type, RefType):
@@ -596,6 +601,8 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
     is_and = isinstance(node.op, ast.And)
     for i, sub in enumerate(node.values):
       v = self.eval(sub)
+      if getattr(node, "condition", False) and is_number_scalar(v):
+        v = ew.truth(self.cx(sub), v)     # `if c and n[1]:`, `while k or j:`: only the operands' truth counts
       if is_value(v):
         if i == len(node.values) - 1:
           return v

@@ -379,13 +379,10 @@ def test_hints_of_the_everyday_kernels_probe():
          hint="store s whole with a mask instead of slicing it: vals.at[ml.ds(i * 8, 8), ml.ds(0, s.shape[1])].store(s,"
               " mask=ml.arange(s.shape[1])[None, :] < k) (the window may run past vals's last column: masked"
               " elements are never written)", k=4)
-  expect(kv_append, [S((64, 128), F32), S((8, 128), F32), S((1,), jnp.int32)], mg.KernelTypeError,
-         "out.at[p:p", "slice bounds must be static ints: p:p + new.shape[0] in dimension 0 of out has"
-         " run-time bounds", hint="its size is 8 whatever p is: a window of static size at a run-time start is"
-                                  " ml.ds(start, size), out.at[ml.ds(p, 8), :]; where it runs past the end,"
-                                  " mask it: to read, v = out.at[ml.ds(p, 8), :].load(mask=(p + ml.arange(8))[:,"
-                                  " None] < 64, other=0); to write, out.at[ml.ds(p, 8), :].store(v, mask=(p +"
-                                  " ml.arange(8))[:, None] < 64)")
+  # (p:p + new.shape[0] is ml.ds(p, 8) since probe 39a)
+  cache, new = jnp.ones((64, 128), F32), jnp.full((8, 128), 2.0, F32)
+  got = kv_append(cache, new, jnp.asarray([16], jnp.int32), interpret=True)
+  np.testing.assert_array_equal(np.asarray(got), np.asarray(cache.at[16:24].set(new)))
 
 
 @mg.mgpu_kernel(out_shape=lambda x: x)

@@ -491,10 +491,12 @@ def float_condition_with_a_break(x, out):
   out[...] = k
 
 
-def test_a_while_with_a_break_hints_its_own_condition():
-  """The hint quoted the flag the break rewrite adds: 'compare it: while loop at line 4 != 0:'."""
-  expect(float_condition_with_a_break, [S((128,), F32)], mg.KernelTypeError, "x[k] + 1.5",
-         "a while condition must be a boolean scalar, got a float32 scalar", hint="compare it: while (x[k] + 1.5) != 0:")
+def test_a_while_with_a_break_takes_its_conditions_truth():
+  """The hint quoted the flag the break rewrite adds: 'compare it: while loop at line 4 != 0:'; since probe
+  39a a number condition is its truth (non-zero), with a break too."""
+  for vals, want in (([1.0, 2.0, -1.5], 2), ([1.0] * 8, 6)):
+    x = jnp.zeros((128,), F32).at[:len(vals)].set(jnp.asarray(vals, F32))
+    assert int(float_condition_with_a_break(x, interpret=True)) == want
 
 
 @mg.mgpu_kernel(out_shape=lambda x: S((2,), I32))

@@ -70,7 +70,7 @@ def _linear(cx, v, depth=0):
   return {id(v): 1}, 0
 
 
-def _fixed_length(cx, start, stop):
+def fixed_length(cx, start, stop):
   """stop - start where it is the same whatever the run-time values are (`pid * 128:(pid + 1) * 128`)."""
   a, b = _linear(cx, 0 if start is None else start), _linear(cx, stop)
   if a is None or b is None:
@@ -115,7 +115,7 @@ def runtime_slice_error(cx, index, d, shape, name, access="") -> E.KernelError:
     other = made.rhs if made.lhs is i.start else made.lhs if made.rhs is i.start else None
     if isinstance(other, int) and not isinstance(other, bool):
       fixed = str(other)
-  length = _fixed_length(cx, i.start, i.stop)
+  length = fixed_length(cx, i.start, i.stop)
   if not fixed.isdigit() and length is not None and length > 0:    # Triton's pid * B:(pid + 1) * B
     fixed = str(length)
   kept = [k for k, x in enumerate(index) if not (isinstance(x, int) or is_value(x))]

@@ -15,7 +15,7 @@ from ..dtypes import DType
 from ..ir import Access, LayoutRule, Traits
 from ..types import DTypeVar, RefType, ScalarType, Space, TensorType, dtype_name, resolve
 from .base import builtin, dtype_arg, is_ref, is_value, kind_of, one_element, static_shape, shown
-from .index_hints import (atomic_static_hint, runtime_size_error, runtime_slice_error, slice_step_error,
+from .index_hints import (atomic_static_hint, fixed_length, runtime_size_error, runtime_slice_error, slice_step_error,
                           static_index_hint, static_slice_hint, strided_ds_error, window_outside_hint)
 
 
@@ -317,7 +317,12 @@ def normalize_index(cx, shape, index, name, *, past_end=False, access=""):
   from .control import For, If, While
   for d, i in enumerate(index):
     if isinstance(i, slice) and any(is_value(x) for x in (i.start, i.stop)):
-      raise runtime_slice_error(cx, index, d, shape, name or "ref", access)
+      # `x[s:s + 64]` (also `pid * B:(pid + 1) * B`): a size the same whatever the run-time start is, the
+      # window ml.ds(s, 64) (its run-time stop, past the end or not, ml.ds's)
+      size = fixed_length(cx, i.start, i.stop) if is_value(i.start) and i.step in (None, 1) else None
+      if size is None or not 0 < size <= shape[d]:
+        raise runtime_slice_error(cx, index, d, shape, name or "ref", access)
+      index = index[:d] + (DSlice(i.start, size, (cx.named(i.start, ""), "")),) + index[d + 1:]
     if isinstance(i, DSlice) and is_value(i.size) and not isinstance(cx.b.defining(i.size), (For, If, While)):
       raise runtime_size_error(cx, index, d, shape, name or "ref", access)     # (a merged int: _one_index says why)
   return tuple(_one_index(cx, d, i, n, name or "ref", past_end, len(shape))
