@@ -142,3 +142,34 @@ def test_gpu_run_time_slices_of_static_size_are_windows():
   for g, w in zip(got, (x[40:104], x[40:104, 48:112], x[80:144])):
     np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
   np.testing.assert_array_equal(np.asarray(jax.jit(program_rows)(x)), np.asarray(x * 3.0))
+
+
+# ---------------------------------------------------------------- ** of 8-bit integers
+@mg.mgpu_kernel(out_shape=lambda x: (x, x, x, x), grid=(1,))
+def powers_8bit(x, sq, cube, one, mixed):
+  """A quantised tile's squares (an int8 L2 term), as jnp writes them: products wrapping mod 2**8."""
+  v = x[...]
+  sq[...] = v ** 2
+  cube[...] = v ** 3
+  one[...] = v ** 0
+  mixed[...] = (v // 3) ** 5 + v % 7
+
+
+@pytest.mark.parametrize("dt", [jnp.int8, jnp.uint8])
+def test_integer_powers_of_8bit_tiles_wrap_as_jnps(dt):
+  """`v ** 2` of an int8 tile was MG106 (no register arithmetic on 8-bit types) though its products (`v * v`)
+  compute in 32 bits and wrap back as jnp's."""
+  x = (np.arange(256).reshape(2, 128) - (128 if dt == jnp.int8 else 0)).astype(dt)
+  got = powers_8bit(jnp.asarray(x), interpret=True)
+  xj = jnp.asarray(x)
+  for g, w in zip(got, (xj ** 2, xj ** 3, xj ** 0, (xj // 3) ** 5 + xj % 7)):
+    assert g.dtype == dt
+    np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+  _export(powers_8bit, S(x.shape, dt))
+
+
+@pytest.mark.gpu
+def test_gpu_integer_powers_of_8bit_tiles_wrap_as_jnps():
+  xj = jnp.asarray((np.arange(256).reshape(2, 128) - 128).astype(np.int8))
+  for g, w in zip(jax.jit(powers_8bit)(xj), (xj ** 2, xj ** 3, xj ** 0, (xj // 3) ** 5 + xj % 7)):
+    np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
