@@ -73,6 +73,17 @@ def make_plan(kernel, loop: For, em) -> Plan:
           f" pipelined loop keeps {S} copies (stages) of each buffer it loads, so they must live across trips",
           filled.loc, hint=f"allocate {buf.name or 'the buffer'} before the loop: move its ml.smem(...) line"
                            f" above the for statement")
+    nested = next((o for o in ir.walk(body) if is_load(o) and o not in body.ops
+                   and isinstance(defs.get(root_in(defs, o.dst).id), SmemAlloc)
+                   and root_in(defs, o.dst).id not in inner), None)
+    if nested is not None:      # `if m[t]: ml.copy(x.at[...t...], buf)`: the load the user meant to pipeline
+      raise E.PipelineError(
+          "this pipelined loop's only TMA load is under a run-time condition: a pipelined loop issues each"
+          f" trip's loads {S - 1} trip(s) ahead, before that trip's conditions are known", nested.loc,
+          hint=f"issue the load on every trip, above the condition (move this ml.copy out of its if, to the"
+               f" loop's top level: the tile is loaded on trips that do not use it, and the condition keeps"
+               f" guarding its use), or drop stages= for a plain loop, {_plain_loop(loop.loc)}",
+          notes=(f"{loop.loc}: the pipelined loop",))
     raise E.PipelineError(
         "ml.range(..., stages=) found no TMA load to pipeline at the top level of this loop", loop.loc,
         hint=f"drop stages= for a plain loop, {_plain_loop(loop.loc)} (its loads into registers are not"

@@ -25,6 +25,7 @@ from .ops import elementwise as ew
 from .ops.base import is_value, kind_of, static_number, typed_number, value_words
 from .ops.power import power
 from .assign import Assignments, holds_value, nothing_used
+from .unknown_names import unknown_names_errors
 from .short_circuit import as_condition, is_bool_scalar, is_number_scalar, not_boolean_hint, short_circuit
 from .source import QUOTE_DEPTH, Source, nests_deeper
 from .subscripts import Subscripts
@@ -196,6 +197,8 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
       self.failed += 1
       if isinstance(e, E.KernelError):
         self.record(e)
+      for other in getattr(e, "also", None) or unknown_names_errors(self, node, None):   # (after a poisoned name too)
+        self.record(other)
       for name in assigned_names([node]):
         self.env[name] = POISON
       call = node.value if isinstance(node, ast.Expr) else None      # lst.append(v) failed: lst is
@@ -448,7 +451,9 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
       return _DEBUG[name]
     self.env[name] = POISON         # report it once, at its first use
     message, hint = missing.unknown_name(name, PY_BUILTINS)
-    raise E.UnknownNameError(message, self.loc(node), hint=hint)
+    err = E.UnknownNameError(message, self.loc(node), hint=hint)
+    err.also = unknown_names_errors(self, getattr(self, "stmt", None), node)   # the statement's other unknown names (`v * scale + bias`)
+    raise err
 
   def outer_value(self, name, v, node):
     """A global or closure variable as the kernel sees it: a NumPy scalar as the Python number

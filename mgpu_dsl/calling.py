@@ -443,6 +443,28 @@ def call_note(at, args, names, constexprs=None) -> str:
   return f"{at}: the call ({', '.join(shown)})"
 
 
+def float_scalar_at_call(e: E.KernelError, args, names, at) -> E.KernelError:
+  """A float ml.scalar parameter used where the kernel needs an integer (a seed, a loop bound, an index:
+  frontend/ops/elementwise_checks.py's float_param marks the error) that the call `at` passed a Python
+  float (1.5, or one jax.jit traced): the call's mistake, reported there, the kernel's use kept as a note."""
+  param = getattr(e, "scalar_param", None)
+  if param is None or at is None or not at.lineno or param[0] not in names:
+    return e
+  name, use = param
+  a = args[names.index(name)]
+  weak = is_weak(a) and np.issubdtype(np.dtype(getattr(a, "dtype", np.int32)), np.floating)
+  if not (isinstance(a, float) or weak):
+    return e
+  given = f"the Python float {a!r}" if isinstance(a, float) else "a Python float"
+  whole = f" ({int(a)})" if isinstance(a, float) and a.is_integer() else ""
+  e.notes = (f"{e.loc}: {name} used as {use}",) + tuple(e.notes)
+  e.message = (f"{name} (an ml.scalar parameter) is given {given}, a float32 scalar, but the kernel uses it as"
+               f" {use}, which must be an integer")
+  e.hint = f"pass an int{whole} for {name}: a Python int is an int32 scalar"
+  e.loc, e.args = at, (e.message,)
+  return e
+
+
 def call_noted(e: E.KernelError, at, args, names, constexprs=None) -> E.KernelError:
   """Mistakes found in the kernel (or its options) for this call's arguments: each gets a note
   naming the call `at` and what it passed (an int8 input meeting a float, a batch too large),

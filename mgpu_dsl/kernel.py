@@ -542,7 +542,7 @@ class KernelFunction:
           caller_loc() or self.parsed.loc,
           hint=f"build or inspect it for specs with {self.__name__}.check(*specs), .typed_ir(*specs) or"
                f" .mlir(*specs); to run it, pass arrays")
-    args = self._scalar_args(args)
+    given, args = args, self._scalar_args(args)
     try:
       hit = self._compile(args, constexprs, allow_empty=True)
       if "empty" in hit:       # every output empty, no programs: nothing to launch
@@ -553,6 +553,7 @@ class KernelFunction:
         raise                          # (its cause, the Mosaic GPU diagnostic, is what a bug report needs)
       if isinstance(e, E.SignatureError):
         e = calling.at_call(e, self.parsed.loc, caller_loc())
+      e = calling.float_scalar_at_call(e, given, self.parsed.ref_params, caller_loc())
       raise calling.call_noted(e, caller_loc(), args, self.parsed.ref_params, constexprs) from None
     return jax.tree.unflatten(hit["treedef"], list(outs))
 

@@ -512,10 +512,8 @@ def softmax_of_few_rows_3d_followed(x, out):
 
 
 def test_the_3d_softmax_hint_writes_a_call_ml_softmax_takes():
-  expect(softmax_of_few_rows_3d, [S((2, 8, 128), F32)], mg.LayoutError, "ml.softmax(",
-         "ml.softmax over axis -1 of a 3-D tensor (2, 8, 128): partial reductions work on 1-D and 2-D tensors",
-         hint="reshape it to 2-D in registers and compute there: ml.softmax((x[...]).reshape(16, 128), axis=1)"
-              ".reshape(2, 8, 128)")
-  x = _rnd((2, 8, 128), 18)
+  x = _rnd((2, 8, 128), 18)    # (MG204 with this hint until probe 39a: its (2, 8, 1) statistics now broadcast back)
+  np.testing.assert_allclose(np.asarray(softmax_of_few_rows_3d(x, interpret=True)), jax.nn.softmax(x, -1),
+                             rtol=1e-5, atol=1e-7)
   np.testing.assert_allclose(np.asarray(softmax_of_few_rows_3d_followed(x, interpret=True)), jax.nn.softmax(x, -1),
                              rtol=1e-5, atol=1e-7)

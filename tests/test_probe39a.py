@@ -173,3 +173,146 @@ def test_gpu_integer_powers_of_8bit_tiles_wrap_as_jnps():
   xj = jnp.asarray((np.arange(256).reshape(2, 128) - 128).astype(np.int8))
   for g, w in zip(jax.jit(powers_8bit)(xj), (xj ** 2, xj ** 3, xj ** 0, (xj // 3) ** 5 + xj % 7)):
     np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+
+
+# ---------------------------------------------------------------- a Python float given to an integer ml.scalar
+@mg.mgpu_kernel(out_shape=lambda x, seed: x, grid=(1,))
+def dropout(x, seed: ml.scalar, out):
+  r = ml.rand(seed, ml.arange(128)[:, None] * 64 + ml.arange(64)[None, :])
+  out[...] = ml.where(r > 0.5, x[...] * 2.0, 0.0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, n: x, grid=(1,))
+def add_n_times(x, n: ml.scalar, out):
+  acc = x[...]
+  for _ in range(n):
+    acc = acc + 1.0
+  out[...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda x, r: S((8, 64), x.dtype), grid=(1,))
+def rows_from(x, r: ml.scalar, out):
+  out[...] = x.at[ml.ds(r, 8)][...]
+
+
+@pytest.mark.parametrize("kernel,arg,use,where", [
+    (dropout, 1.5, "a random seed", "r = ml.rand(seed,"), (add_n_times, 4.0, "a loop bound", "for _ in range(n):"),
+    (rows_from, 8.0, "an index", "out[...] = x.at[ml.ds(r, 8)][...]")])
+def test_a_python_float_for_an_integer_scalar_is_reported_at_the_call(kernel, arg, use, where):
+  """`dropout(x, 1.5)` was reported at ml.rand in the kernel (a seed must be an integer, convert it with
+  .astype): the mistake is the call's, which passed a float where the kernel needs an int."""
+  x = _rand((128, 64), 5)
+  name = kernel.parsed.scalar_params[0]
+  with pytest.raises(mg.KernelTypeError) as info:
+    kernel(x, arg, interpret=True)      # the call
+  e = info.value
+  assert (e.lineno, e.col_offset) == (_line_of("kernel(x, arg, interpret=True)      # the call"), 4)
+  assert e.message == (f"{name} (an ml.scalar parameter) is given the Python float {arg!r}, a float32 scalar, but"
+                       f" the kernel uses it as {use}, which must be an integer")
+  whole = f" ({int(arg)})" if arg.is_integer() else ""
+  assert e.hint == f"pass an int{whole} for {name}: a Python int is an int32 scalar"
+  assert any(n.startswith(f"{__file__}:{_line_of(where)}:") and n.endswith(f"{name} used as {use}") for n in e.notes)
+  with pytest.raises(mg.KernelTypeError) as info:
+    jax.jit(lambda a, s: kernel(a, s, interpret=True))(x, arg)     # (traced: a weak float)
+  assert info.value.message.startswith(f"{name} (an ml.scalar parameter) is given a Python float, a float32 scalar")
+  assert kernel(x, int(arg), interpret=True).shape == kernel.out_shape(x, 1).shape   # the hint, followed
+  with pytest.raises(mg.KernelTypeError) as info:     # a float32 0-d array is the caller's dtype on purpose
+    kernel(x, jnp.float32(arg), interpret=True)
+  assert info.value.lineno == _line_of(where) and not info.value.message.startswith(name)
+
+
+# ---------------------------------------------------------------- every unknown name of a statement
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def affine_typos(x, out):
+  v = x[...]
+  out[...] = v * scale + bias - ml.maximum(v, floor_) * [z * gain for z in range(2)][0] + scale
+  w = ml.exp(v - mx)
+  out[...] = w / denom
+
+
+def test_every_unknown_name_of_a_statement_is_reported():
+  """Only `scale` was reported: the statement stopped there, so `bias`, `floor_` and `gain` (and `denom`, after
+  the poisoned `w`) came one fix at a time."""
+  with pytest.raises(mg.UnknownNameError) as info:
+    affine_typos.check(S((128, 64), F32))
+  got = [(type(e), e.lineno, e.col_offset, e.message) for e in info.value.errors]
+  first = _line_of("out[...] = v * scale + bias")
+  text = open(__file__).read().splitlines()[first - 1]
+  want = [(mg.UnknownNameError, first, text.index(n), f"name {n.strip('*')!r} is not defined")
+          for n in ("scale", "bias", "floor_", "gain")]
+  want += [(mg.UnknownNameError, _line_of("w = ml.exp(v - mx)"), 17, "name 'mx' is not defined"),
+           (mg.UnknownNameError, _line_of("out[...] = w / denom"), 17, "name 'denom' is not defined")]
+  assert got == want
+
+
+# ---------------------------------------------------------------- a pipelined loop whose load is under an if
+@mg.mgpu_kernel(out_shape=lambda x, m: S((128, 64), x.dtype), grid=(1,))
+def sum_kept_tiles(x, m, out, *, hoisted: ml.constexpr = False):
+  buf = ml.smem((128, 64))
+  acc = ml.zeros((128, 64), F32)
+  for t in ml.range(x.shape[0] // 128, stages=2):
+    if hoisted:
+      ml.copy(x.at[ml.ds(t * 128, 128)], buf)
+    if m[t] != 0:
+      if not hoisted:
+        ml.copy(x.at[ml.ds(t * 128, 128)], buf)
+      acc = acc + buf[...]
+  out[...] = acc
+
+
+def test_a_pipelined_loops_load_under_an_if_is_named_and_the_hint_works():
+  """MG502 said the loop had no load to pipeline and hinted `load the tiles with ml.copy into buffers
+  allocated before the loop`, which the kernel did: the load is under an if. The error is at the load, and
+  its hint (move it above the condition) compiles and computes."""
+  specs = S((1024, 64), F32), S((8,), I32)
+  with pytest.raises(mg.PipelineError) as info:
+    sum_kept_tiles.check(*specs)
+  e = info.value
+  line = _line_of("        ml.copy(x.at[ml.ds(t * 128, 128)], buf)")
+  assert (e.lineno, e.col_offset) == (line, 8)
+  assert e.message == ("this pipelined loop's only TMA load is under a run-time condition: a pipelined loop issues"
+                       " each trip's loads 1 trip(s) ahead, before that trip's conditions are known")
+  assert e.hint.startswith("issue the load on every trip, above the condition (move this ml.copy out of its if")
+  x, m = _rand((1024, 64), 7), jnp.asarray([1, 0, 1, 1, 0, 0, 1, 0], I32)
+  want = sum(x[t * 128:(t + 1) * 128] for t in range(8) if int(m[t]))
+  np.testing.assert_allclose(np.asarray(sum_kept_tiles(x, m, hoisted=True, interpret=True)), np.asarray(want),
+                             rtol=1e-5, atol=1e-5)
+  _export(sum_kept_tiles, *specs, hoisted=True)
+
+
+# ---------------------------------------------------------------- keepdims statistics of small 3-D tiles
+@mg.mgpu_kernel(out_shape=lambda x: (x, x, x), grid=(1,))
+def group_norms(x, ln, sm, centred):
+  """Per-group statistics of a (groups, rows, cols) tile of 32 rows in all, as jnp writes them."""
+  v = x[...]
+  m = ml.mean(v, axis=-1, keepdims=True)
+  s = ml.var(v, axis=-1, keepdims=True)
+  ln[...] = (v - m) * ml.rsqrt(s + 1e-5)
+  e = ml.exp(v - ml.max(v, axis=-1, keepdims=True))
+  sm[...] = e / ml.sum(e, axis=-1, keepdims=True)
+  centred[...] = v - ml.where(m > 0, m, 0.5 * m) / (1.0 + ml.abs(ml.min(v, axis=2, keepdims=True)))
+
+
+def _group_want(x):
+  m, s = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
+  e = jnp.exp(x - x.max(-1, keepdims=True))
+  return ((x - m) * jax.lax.rsqrt(s + 1e-5), e / e.sum(-1, keepdims=True),
+          x - jnp.where(m > 0, m, 0.5 * m) / (1.0 + jnp.abs(x.min(2, keepdims=True))))
+
+
+def test_keepdims_statistics_of_small_3d_tiles_broadcast_back():
+  """ml.var(v, axis=-1, keepdims=True) (and ml.mean, ml.max, ...) of a (4, 8, 64) tile was MG204: its (4, 8, 1)
+  statistic has 32 elements, too few for a register tensor of that shape, though the (32, 64) reshape reduces.
+  The statistic is the (32,) vector reshaped, its math done on the vector, and it broadcasts back as the
+  2-D statistic does."""
+  x = _rand((4, 8, 64), 8)
+  for g, w in zip(group_norms(x, interpret=True), _group_want(x)):
+    np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, atol=1e-5)
+  _export(group_norms, S(x.shape, F32))
+
+
+@pytest.mark.gpu
+def test_gpu_keepdims_statistics_of_small_3d_tiles_broadcast_back():
+  x = _rand((4, 8, 64), 9)
+  for g, w in zip(jax.jit(group_norms)(x), _group_want(x)):
+    np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, atol=1e-5)

@@ -126,7 +126,9 @@ def test_errors_inside_loops_and_branches_do_not_cascade():
   assert [(type(e), e.lineno) for e in info.value.errors] == [
       (mg.UnknownNameError, where(mistakes_in_blocks, "undefined_a")[0]),
       (mg.KernelTypeError, where(mistakes_in_blocks, "ml.exp(x)")[0]),
-  ]   # acc and v are poisoned; the last line reads both, so it is not reported again
+      (mg.UnknownNameError, where(mistakes_in_blocks, "undefined_b")[0]),
+  ]   # acc and v are poisoned (the last line reads both, not reported again), undefined_a reported once; its
+  # undefined_b is a mistake of its own (reported since probe 39a)
 
 
 @mg.mgpu_kernel(out_shape=lambda x: x)

@@ -87,3 +87,25 @@ def index_only(defining, v) -> bool:
       return False
     todo.extend(d.operands())
   return True
+
+
+def through_small_reshape(cx, operands, make):
+  """Elementwise math on 3-D (or wider) tensors too small for a register tensor of their shape (a keepdims
+  statistic (4, 8, 1) of a (4, 8, 64) tile: 32 elements, frontend/ops/reduce.py) where every tensor operand
+  is a reshape of a source of one shape (the (32,) vector the reduction gave): `make(operands, shape)` on
+  the sources, reshaped back, so the result broadcasts against the tile as they do; None for any other."""
+  from .shape import Reshape       # (shape.py imports this module)
+  tensors = [x for x in operands if isinstance(x, ir.Value) and isinstance(x.type, TensorType)]
+  if not tensors:
+    return None
+  shape = tensors[0].type.shape
+  if len(shape) < 3 or math.prod(shape) % hw.WARPGROUP == 0:
+    return None
+  made = [cx.b.defining(x) for x in tensors]
+  if not all(isinstance(m, Reshape) for m in made) or any(
+      m.x.type.shape != made[0].x.type.shape or x.type.shape != shape for m, x in zip(made, tensors)):
+    return None
+  sources = [cx.b.defining(x).x if isinstance(x, ir.Value) and isinstance(x.type, TensorType) else x
+             for x in operands]
+  r = make(sources, made[0].x.type.shape)
+  return cx.b.emit(Reshape, r, loc=cx.loc, types=[TensorType(shape, r.type.dtype)], names=[r.name]).result

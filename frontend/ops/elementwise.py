@@ -443,8 +443,10 @@ def binary(cx, kind: BinOp, a, b, what=None, via=()):
         b = d.bits - 1
       else:
         return binary(cx, BinOp.AND, a, 0, what)
-  out = cx.b.emit(Binary, kind, a, b, loc=cx.loc, types=[result_type(shape, dt)], names=[cx.name],
-                  via=via).result
+  from .broadcast_nd import through_small_reshape
+  out = through_small_reshape(cx, (a, b), lambda o, s: cx.b.emit(
+      Binary, kind, *o, loc=cx.loc, types=[result_type(s, dt)], names=[cx.name], via=via).result) \
+      or cx.b.emit(Binary, kind, a, b, loc=cx.loc, types=[result_type(shape, dt)], names=[cx.name], via=via).result
   weak = cx.b.weak
   if weak and all(not is_value(v) or v.id in weak for v in (a, b)) and resolve(dt) == resolve(next(
       v for v in (a, b) if is_value(v)).type.dtype):
@@ -462,8 +464,10 @@ def compare(cx, kind: CmpOp, a, b):
   if wide is not None and not (kind in _BITWISE_8BIT and resolve(dt).is_int):     # (fp8 == by value, not bits)
     (a, b), dt = _widened(cx, (a, b), wide, resolve(dt), kind.value, shape, saturate=False), wide     # 8-bit order: in 32 bits, exactly
   check_dtype_support(cx, dt, kind.value, bitwise=kind in _BITWISE_8BIT, x=x)
-  return cx.b.emit(Compare, kind, a, b, loc=cx.loc,
-                   types=[result_type(shape, DType.bool_)], names=[cx.name]).result
+  from .broadcast_nd import through_small_reshape
+  return through_small_reshape(cx, (a, b), lambda o, s: cx.b.emit(
+      Compare, kind, *o, loc=cx.loc, types=[result_type(s, DType.bool_)], names=[cx.name]).result) \
+      or cx.b.emit(Compare, kind, a, b, loc=cx.loc, types=[result_type(shape, DType.bool_)], names=[cx.name]).result
 
 
 def unary(cx, kind: UnOp, x):
@@ -490,7 +494,10 @@ def unary(cx, kind: UnOp, x):
                                        f" -{method_on(cx.named(x, 'm'))}.astype(jnp.int32)")
   else:
     check_dtype_support(cx, x.type.dtype, what, floats_only=kind.value.floats_only, x=x)
-  out = cx.b.emit(Unary, kind, x, loc=cx.loc, types=[x.type], names=[cx.name]).result
+  from .broadcast_nd import through_small_reshape
+  out = through_small_reshape(cx, (x,), lambda o, s: cx.b.emit(
+      Unary, kind, *o, loc=cx.loc, types=[TensorType(s, x.type.dtype)], names=[cx.name]).result) \
+      or cx.b.emit(Unary, kind, x, loc=cx.loc, types=[x.type], names=[cx.name]).result
   if x.id in cx.b.weak:
     cx.b.weak.add(out.id)     # ml.exp of a weak value stays weak, as jnp's
   return out
@@ -534,7 +541,10 @@ def where_(cx, cond, a, b):
   check_dtype_support(cx, dt, "ml.where", x=x)
   # All scalars (a run-time condition between scalars or numbers): a scalar select.
   rtype = ScalarType(dt) if shape is None else TensorType(shape, dt)
-  out = cx.b.emit(Where, cond, a, b, loc=cx.loc, types=[rtype], names=[cx.name]).result
+  from .broadcast_nd import through_small_reshape
+  out = through_small_reshape(cx, (cond, a, b), lambda o, s: cx.b.emit(
+      Where, *o, loc=cx.loc, types=[TensorType(s, dt)], names=[cx.name]).result) \
+      or cx.b.emit(Where, cond, a, b, loc=cx.loc, types=[rtype], names=[cx.name]).result
   if weak:
     cx.b.weak.add(out.id)     # jnp.where(m, 1.0, 0.5) is weakly typed: x_bf16 * it is bfloat16, as in jnp
   return out

@@ -13,7 +13,7 @@ from .. import errors as E
 from .. import hw
 from ..dtypes import DType, FLOAT8, INDEX
 from .arith_hints import pointer_hint
-from ..types import dtype_name, resolve
+from ..types import ScalarType, dtype_name, resolve
 from .base import is_ref, is_value
 
 
@@ -130,6 +130,16 @@ def _of_scalar_param(cx, v, depth=4) -> bool:
   op = cx.b.defining(v)
   ins = [x for x in op.operands() if is_value(x)] if op is not None else []
   return len(ins) == 1 and type(op).__name__ in ("Unary", "Binary") and _of_scalar_param(cx, ins[0], depth - 1)
+
+
+def float_param(cx, v, err, use: str):
+  """`err`, for a float value `v` used where an integer is needed (`use`: "a random seed"), marked with
+  the ml.scalar parameter `v` is (`err.scalar_param`): where the call passed it a Python float, the
+  mistake is the call's, which mgpu_dsl/calling.py's float_scalar_at_call reports there."""
+  d = resolve(v.type.dtype) if is_value(v) and isinstance(v.type, ScalarType) else None
+  if isinstance(d, DType) and d.is_float and v.id in cx.b.scalar_params and v.name:
+    err.scalar_param = (v.name, use)
+  return err
 
 
 def scalar_param_hint(cx, values, names, dtypes, what) -> str | None:

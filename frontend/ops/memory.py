@@ -15,6 +15,7 @@ from ..dtypes import DType
 from ..ir import Access, LayoutRule, Traits
 from ..types import DTypeVar, RefType, ScalarType, Space, TensorType, dtype_name, resolve
 from .base import builtin, dtype_arg, is_ref, is_value, kind_of, one_element, static_shape, shown
+from .elementwise_checks import float_param
 from .index_hints import (atomic_static_hint, fixed_length, runtime_size_error, runtime_slice_error, slice_step_error,
                           static_index_hint, static_slice_hint, strided_ds_error, window_outside_hint)
 
@@ -184,10 +185,10 @@ def index_operand(cx, x, bound=False):
       i = name if name.isidentifier() else f"({name})"
       convert = (f"convert a {dtype_name(d)} that holds an index: {i}.astype(jnp.int32)" if name else
                  f"convert a {dtype_name(d)} that holds an index with .astype(jnp.int32)")
-      raise E.KernelTypeError(
+      raise float_param(cx, x, E.KernelTypeError(
           f"an index must be an integer scalar, got {name or 'a scalar'} ({dtype_name(d)})", cx.loc,
           hint=f"index with ints, program ids, loop counters or integer scalar math (divide with //:"
-               f" / gives a float); {convert}")
+               f" / gives a float); {convert}"), "an index")
   if bound:
     raise _bad_loop_bound(cx, x)
   if is_value(x) and isinstance(x.type, TensorType) and one_element(x.type.shape):
@@ -246,10 +247,10 @@ def _bad_loop_bound(cx, x):
     text = written or x.name or _sole_bound(cx.loc)
     n = text if text and text.isidentifier() else f"({text or 'n'})"
     sole = _sole_bound(cx.loc) is not None
-    return E.KernelTypeError(
+    return float_param(cx, x, E.KernelTypeError(
         f"a loop bound must be an integer scalar, got {text or 'a scalar'} ({dtype_name(d)})", cx.loc,
         hint=f"convert it: range({n}.astype(jnp.int32))" if sole or not written else
-        f"convert it: {n}.astype(jnp.int32)")
+        f"convert it: {n}.astype(jnp.int32)"), "a loop bound")
   if is_value(x) and isinstance(x.type, TensorType):
     text, shape = x.name or "", x.type.shape
     first = ", ".join("0" for _ in shape)

@@ -15,7 +15,7 @@ from ..dtypes import DType
 from ..ir import LayoutRule, Traits
 from ..types import ScalarType, TensorType, resolve
 from . import elementwise as ew
-from .elementwise_checks import method_on
+from .elementwise_checks import float_param, method_on
 from .base import builtin, is_scalar, is_tensor, is_value, kind_of
 
 ROUNDS = 10
@@ -69,12 +69,12 @@ def _keys(cx, seed):
     lo = ew.astype(cx, seed, DType.i32)
     return bits(lo), bits(ew.astype(cx, ew.binary(cx, ew.BinOp.SHR, seed, 32), DType.i32))
   if d not in (DType.i32, DType.u32):
-    raise E.KernelTypeError(
+    raise float_param(cx, seed, E.KernelTypeError(
         f"a random seed must be a Python int or an integer scalar, got {kind_of(seed)}"
         + (f" ({d})" if d is not None else ""), cx.loc,
         hint=(f"convert it: {method_on(cx.named(seed, 'seed'))}.astype(jnp.int32), or pass a Python int" if d is not None
               else _TENSOR_SEED.format(cx.named(seed, "seeds")) if is_value(seed) and isinstance(seed.type, TensorType)
-              else "pass the seed as an ml.scalar parameter (seed: ml.scalar) or read it: seed = s[...]"))
+              else "pass the seed as an ml.scalar parameter (seed: ml.scalar) or read it: seed = s[...]")), "a random seed")
   if d == DType.u32:
     return seed, 0
   hi = ew.astype(cx, ew.binary(cx, ew.BinOp.SHR, seed, 31), DType.i32)

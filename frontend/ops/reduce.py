@@ -18,7 +18,7 @@ from . import elementwise as ew
 from .elementwise_checks import method_on
 from .elementwise_fns import arange
 from .base import builtin, check_register_value, is_tensor, kind_of, shown
-from .shape import READ_2D_FIRST, Reduce, ReduceKind, reshape_
+from .shape import READ_2D_FIRST, Reduce, ReduceKind, Reshape, reshape_
 
 # ---------------------------------------------------------------- reductions
 def _axes(cx, axis, rank, what):
@@ -119,13 +119,16 @@ def reduce(cx, kind: ReduceKind, x, axis, keepdims, what=None):
     raise E.UnsupportedDtypeError(
         f"{what} of {dtype_name(d)} values is not supported", cx.loc,
         hint=f"convert first: {src}.astype(jnp.float32)")
-  if len(axes) < len(shape) and len(shape) > 2 and (plan := _flat_plan(shape, axes)) is not None:
+  if len(axes) < len(shape) and len(shape) > 2 and (plan := (_flat_shape if keepdims else _flat_plan)(shape, axes)) is not None:
     # A leading or trailing run of axes of a 3-D (or wider) tensor: the 2-D reduction of its reshape
     # (through SMEM where the layouts need it), reshaped back, as the user would write it; with keepdims,
     # to the tensor's rank (a group softmax's (r, n, 1) statistic, which broadcasts along its last axis).
     rows, cols, lead, kept = plan
     back = tuple(1 if i in axes else n for i, n in enumerate(shape)) if keepdims else kept
-    return reshape_(cx, reduce(cx, kind, reshape_(cx, x, (rows, cols)), 0 if lead else 1, False, what), back)
+    res = reduce(cx, kind, reshape_(cx, x, (rows, cols)), 0 if lead else 1, False, what)
+    if keepdims and math.prod(kept) % hw.WARPGROUP:
+      return cx.b.emit(Reshape, res, loc=cx.loc, types=[TensorType(back, res.type.dtype)], names=[res.name]).result
+    return reshape_(cx, res, back)
   if len(axes) == 1 and len(shape) > 2 and 0 < axes[0] < len(shape) - 1:
     # A middle axis of a 3-D (or wider) tensor (time in a (heads, time, d) chunk): the scan along it from
     # the end, each slab of the axes before it apart, holds the reduction at the axis's first position.
@@ -347,6 +350,8 @@ def _arg(cx, x, axis, kind, what):
     raise E.KernelTypeError(f"{what} takes a register tensor and one static axis or None", cx.loc, hint=hint)
   shape = x.type.shape
   (a,) = _axes(cx, axis, len(shape), what)
+  if len(shape) > 2 and a in (0, len(shape) - 1) and _flat_plan(shape, (a,)) is None:
+    reduce(cx, kind, x, axis, False, what=what)   # (indices too few for a tensor of the kept shape: its MG204)
   x = _comparable(cx, x)
   best = reduce(cx, kind, x, axis, True, what=what)     # (the axis as the user wrote it, for messages)
   iota = arange.apply(cx, (shape[a],), {})
