@@ -29,6 +29,8 @@ from .ops.shape import broadcast_to, concatenate, reshape, transpose
 from .ops.roll import flip, roll
 from .ops.stats import all_ as all, any_ as any, log_softmax, logsumexp, softmax, std, var
 
+take_along_axis = BUILTINS["take_along_axis"]     # (frontend/ops/gather.py)
+
 
 class Inline:
   """A helper function that kernels call; its body is traced into each caller (`@ml.inline`)."""

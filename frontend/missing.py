@@ -53,15 +53,13 @@ def _math_hint(attr, args) -> str:
   return f"no ml.{attr}: {form.format(*xs)}{note.format(*xs)}"
 
 
-_ALONG = ("no ml.take_along_axis: index the GMEM ref with tensors, x[rows, ids] (one element per row,"
-          " NumPy's advanced indexing); of a register tile t, select with a one-hot mask and sum the rows:"
-          " ml.sum(ml.where(ml.arange(t.shape[1])[None, :] == ids[:, None], t, 0), axis=1)")
+_ALONG = ("write ml.take_along_axis with the same arguments, ml.take_along_axis(x, ids, axis=1): it gathers"
+          " from a GMEM ref (a kernel parameter) as jnp's does")
 NOT_YET = {   # what Triton and jnp users reach for that mgpu_dsl does not have, and what to write
     "associative_scan": _SCAN, "scan": _SCAN, "sort": _TOP, "topk": _TOP, **SEGMENT, **IMAGE,
     "trans": _TRANSPOSE, "permute": _TRANSPOSE,
     "gather": "index the GMEM ref with a tensor of indices: table[ids, :] (NumPy's advanced indexing)",
     "take": "index the GMEM ref with a tensor of indices: x[idx] (NumPy's advanced indexing)",
-    "take_along_axis": _ALONG,
     "join": _JOIN.format("join"), "interleave": _JOIN.format("interleave"), "stack": _JOIN.format("stack"),
     "cat": _CONCAT, "concatenate": _CONCAT,
     "split": ("no ml.split: Triton's split of a last axis of 2 is indexing, a[..., 0] and a[..., 1]; halves of a ref"
@@ -440,7 +438,7 @@ _TAPS = ("sum the taps over shifted windows: for k in ml.static_range(K): acc = 
 ARRAY_CALLS = {"roll": _SHIFT, "pad": _SHIFT + PAD_MODES, "convolve": _TAPS, "correlate": _TAPS,
                "histogram": "no histogram: ml.atomic_add(counts.at[bins], 1) into a zeroed output (one updated only"
                             " by atomics starts at 0), bins computed from the values",
-               "dot": _DOT, "matmul": _DOT, "einsum": _DOT, "dot_general": _DOT, "take": _TAKE, "take_along_axis": _ALONG.replace("no ml.take_along_axis: ", ""),
+               "dot": _DOT, "matmul": _DOT, "einsum": _DOT, "dot_general": _DOT, "take": _TAKE, "take_along_axis": _ALONG,
                "bitcast_convert_type": "use ml.bitcast(x, dtype): the same bits, another dtype of the same width",
                "convert_element_type": _ASTYPE, "asarray": _ASTYPE,
                "debug_print": "write print(...): print(f\"x={x}\") or print(\"x\", x) prints register values in interpret"

@@ -316,3 +316,94 @@ def test_gpu_keepdims_statistics_of_small_3d_tiles_broadcast_back():
   x = _rand((4, 8, 64), 9)
   for g, w in zip(jax.jit(group_norms)(x), _group_want(x)):
     np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, atol=1e-5)
+
+
+# ---------------------------------------------------------------- take_along_axis of refs
+@mg.mgpu_kernel(out_shape=lambda x, i, j: (S(i.shape, x.dtype), S(j.shape, x.dtype)),
+                grid=lambda x, i, j: (x.shape[0] // 64,))
+def top_cols(x, idx, rows, by_col, by_row):
+  """jnp.take_along_axis of a score tile's chosen columns (top-k indices: 8 a row), by tiles of 64 rows, and of
+  chosen rows of each column."""
+  r = ml.ds(ml.program_id(0) * 64, 64)
+  by_col.at[r][...] = ml.take_along_axis(x.at[r], idx.at[r][...], axis=-1)
+  if ml.program_id(0) == 0:
+    by_row[...] = ml.take_along_axis(x, rows[...], axis=0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, i: S(i.shape, x.dtype), grid=(1,))
+def along_registers(x, idx, out):
+  out[...] = ml.take_along_axis(x[...], idx[...], axis=1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, t, c: (S((x.shape[0],), x.dtype), S((1, x.shape[1]), x.dtype)), grid=(1,))
+def target_of_each_row(x, t, c, row_pick, col_pick):
+  """NLL's target column of each row of a register tile, and a row chosen per column."""
+  v = x[...]
+  row_pick[...] = ml.take_along_axis(v, t[...][:, None], axis=1)[:, 0]
+  col_pick[...] = ml.take_along_axis(v, c[...][None, :], axis=-2)
+
+
+def test_take_along_axis_of_a_ref_with_2d_indices_is_jnps():
+  """ml.take_along_axis was MG002 (no ml.take_along_axis) whose hint wrote one element per row: with 2-D index
+  tiles it is NumPy's advanced indexing with ml.arange grids along the other axes, a gather."""
+  x = _rand((256, 128), 10)
+  idx = jnp.asarray(np.random.default_rng(11).integers(0, 128, (256, 8)), I32)
+  rows = jnp.asarray(np.random.default_rng(12).integers(0, 256, (4, 128)), I32)
+  got = top_cols(x, idx, rows, interpret=True)
+  for g, w in zip(got, (jnp.take_along_axis(x, idx, axis=1), jnp.take_along_axis(x, rows, axis=0))):
+    np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+  _export(top_cols, S(x.shape, F32), S(idx.shape, I32), S(rows.shape, I32))
+  with pytest.raises(mg.KernelTypeError) as info:
+    along_registers.check(S(x.shape, F32), S(idx.shape, I32))
+  e = info.value
+  assert (e.lineno, e.col_offset) == (_line_of("out[...] = ml.take_along_axis(x[...], idx[...], axis=1)"), 13)
+  assert e.message == "ml.take_along_axis gathers from a GMEM ref (a kernel parameter), got a register tensor"
+  assert e.hint == "gather from the ref itself: ml.take_along_axis(x, idx[...], axis=1)"
+  for dt in (F32, jnp.bfloat16, jnp.int8):
+    v = (x * 50).astype(dt)[:32]
+    t, c = idx[:32, 0], rows[0] % 32
+    got = target_of_each_row(v, t, c, interpret=True)
+    for g, w in zip(got, (jnp.take_along_axis(v, t[:, None], 1)[:, 0], jnp.take_along_axis(v, c[None, :], 0))):
+      assert g.dtype == dt
+      np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+  _export(target_of_each_row, S((32, 128), jnp.bfloat16), S((32,), I32), S((128,), I32))
+
+
+@pytest.mark.gpu
+def test_gpu_take_along_axis_of_a_ref_with_2d_indices_is_jnps():
+  x = _rand((256, 128), 13)
+  idx = jnp.asarray(np.random.default_rng(14).integers(0, 128, (256, 8)), I32)
+  rows = jnp.asarray(np.random.default_rng(15).integers(0, 256, (4, 128)), I32)
+  got = jax.jit(top_cols)(x, idx, rows)
+  for g, w in zip(got, (jnp.take_along_axis(x, idx, axis=1), jnp.take_along_axis(x, rows, axis=0))):
+    np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+  v, t, c = x[:32].astype(jnp.bfloat16), idx[:32, 0], rows[0] % 32
+  got = jax.jit(target_of_each_row)(v, t, c)
+  for g, w in zip(got, (jnp.take_along_axis(v, t[:, None], 1)[:, 0], jnp.take_along_axis(v, c[None, :], 0))):
+    np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape[:2] + (1,), x.dtype), grid=(1,))
+def group_var_stored(x, out):
+  s = ml.var(x[...], axis=-1, keepdims=True)
+  out[...] = s
+
+
+def test_a_small_keepdims_statistic_stored_whole_says_store_its_vector():
+  with pytest.raises(mg.LayoutError) as info:
+    group_var_stored.check(S((4, 8, 64), F32))
+  e = info.value
+  assert (e.lineno, e.col_offset) == (_line_of("  out[...] = s"), 2)
+  assert e.message == ("s has shape (4, 8, 1): 32 elements, too few for a register tensor of that shape (a multiple"
+                       " of 128; a 1-D vector may hold any multiple of 8)")
+  assert e.hint == ("store it as the vector it is: give out the shape (32,) and write out[...] = s.reshape(32), then"
+                    " reshape the result outside the kernel, .reshape(4, 8, 1) (free in XLA)")
+  x = _rand((4, 8, 64), 16)
+  np.testing.assert_allclose(np.asarray(group_var_as_vector(x, interpret=True)).reshape(4, 8, 1),
+                             np.asarray(x.var(-1, keepdims=True)), rtol=1e-5, atol=1e-6)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0] * x.shape[1],), x.dtype), grid=(1,))
+def group_var_as_vector(x, out):        # the hint, followed
+  s = ml.var(x[...], axis=-1, keepdims=True)
+  out[...] = s.reshape(32)

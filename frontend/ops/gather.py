@@ -21,14 +21,14 @@ from .. import hw
 from .. import ir
 from ..dtypes import DType
 from ..ir import Access, LayoutRule, Traits
-from ..types import Space, TensorType, dtype_name, resolve
+from ..types import RefType, Space, TensorType, dtype_name, resolve
 from . import elementwise as ew
 from .elementwise_checks import method_on
 from .elementwise_fns import arange
 from .atomic import AtomicKind, AtomicUpdate, check_dtype, check_target, identity
-from .base import Num, is_scalar, is_tensor, is_value, kind_of, shown
+from .base import Num, builtin, is_scalar, is_tensor, is_value, kind_of, shown
 from .memory import DSlice, View, empty_dim_hint, index_operand
-from .shape import broadcast_shape, broadcast_to_shape
+from .shape import broadcast_shape, broadcast_to_shape, reshape_
 
 
 @ir.op(Traits(effects=lambda o: [(o.ref, Access.REG_READ)], layout=LayoutRule.ELEMENTWISE,
@@ -518,3 +518,75 @@ def gather_load():
   """The `.load` of a ref indexed by tensors (bound to it as a method)."""
   from .base import Builtin
   return Builtin(_gather_load, "load")
+
+
+# ---------------------------------------------------------------- ml.take_along_axis
+@builtin
+def take_along_axis(cx, arr, indices, axis):
+  """jnp.take_along_axis(arr, indices, axis) of a GMEM ref `arr` and an integer register tensor `indices` of its
+  rank (each other axis the ref's size, or 1 to broadcast): the elements at `indices` along `axis`."""
+  if _one_per_row(arr, indices, axis):
+    return _selected(cx, arr, indices, axis)
+  if not (is_value(arr) and isinstance(arr.type, RefType)):
+    text, ids = cx.named(arr, ""), cx.named(indices, "ids")
+    read = text[:-5] if text.endswith("[...]") and text[:-5].isidentifier() else ""
+    raise E.KernelTypeError(
+        f"ml.take_along_axis gathers from a GMEM ref (a kernel parameter), got {kind_of(arr)}", cx.loc,
+        hint=(f"gather from the ref itself: ml.take_along_axis({read}, {ids}, axis={axis})" if read else
+              "gather from the array the values came from (a kernel input); for computed values, give the kernel"
+              " one more output as scratch, write them there and gather from it (the compiler syncs the threads"
+              " between; with several programs, each its own rows of it)"))
+  shape = arr.type.shape
+  d = resolve(indices.type.dtype) if is_value(indices) and isinstance(indices.type, TensorType) else None
+  if not isinstance(d, DType) or not d.is_int or len(indices.type.shape) != len(shape):
+    raise E.KernelTypeError(
+        f"ml.take_along_axis needs an integer register tensor of indices of the ref's rank ({len(shape)}), got"
+        f" {kind_of(indices)}", cx.loc,
+        hint="read the indices into registers, ids = idx[...], with as many axes as the ref (size 1 where they"
+             " broadcast)")
+  if not isinstance(axis, int) or isinstance(axis, bool) or not -len(shape) <= axis < len(shape):
+    raise E.KernelTypeError(f"ml.take_along_axis's axis must be a static int below {len(shape)}, got {axis!r}",
+                            cx.loc, hint=f"ml.take_along_axis(x, ids, axis={len(shape) - 1})")
+  axis %= len(shape)
+  ishape = indices.type.shape
+  bad = next((k for k in range(len(shape)) if k != axis and ishape[k] not in (1, shape[k])), None)
+  if bad is not None:
+    raise E.ShapeMismatchError(
+        f"ml.take_along_axis: the indices' axis {bad} has {ishape[bad]} elements, the ref's {shape[bad]}", cx.loc,
+        hint=f"give the indices {shape[bad]} elements (or 1, to broadcast) along axis {bad}, as jnp requires")
+  index = []
+  for k, n in enumerate(shape):
+    if k == axis:
+      index.append(indices)
+    else:     # the position along axis k, broadcast against the indices (NumPy's advanced indexing)
+      index.append(reshape_(cx, arange.apply(cx, (n,), {}), tuple(n if j == k else 1 for j in range(len(shape)))))
+  return gather(cx, arr, tuple(index), cx.name)
+
+
+def _one_per_row(arr, indices, axis) -> bool:
+  """A register tile (m, n) with one index a row (m, 1) along axis 1 (or a column's (1, n) along axis 0): NLL's
+  target column of a log-softmax tile, which a select takes in registers."""
+  if not (is_value(arr) and isinstance(arr.type, TensorType) and len(arr.type.shape) == 2 and is_value(indices)
+          and isinstance(indices.type, TensorType) and isinstance(axis, int) and not isinstance(axis, bool)
+          and -2 <= axis < 2):
+    return False
+  d = resolve(arr.type.dtype)
+  m, n = arr.type.shape
+  one = (m, 1) if axis % 2 == 1 else (1, n)
+  return indices.type.shape == one and isinstance(d, DType) and d != DType.bool_ \
+      and isinstance(resolve(indices.type.dtype), DType) and resolve(indices.type.dtype).is_int
+
+
+def _selected(cx, arr, indices, axis):
+  """The element at each row's index (column's, for axis 0): the max of a select that keeps it alone (the others
+  the dtype's lowest), so its dtype, -0.0 and NaN are its own; an index out of range keeps none (the lowest)."""
+  import numpy as np
+  from . import elementwise as ew
+  from .reduce import ReduceKind, reduce
+  a = axis % 2
+  d = resolve(arr.type.dtype)
+  n = arr.type.shape[a]
+  pos = reshape_(cx, arange.apply(cx, (n,), {}), (1, n) if a == 1 else (n, 1))
+  low = float("-inf") if d.is_float else int(np.iinfo(d.np).min)
+  kept = ew.where_(cx, ew.compare(cx, ew.CmpOp.EQ, pos, indices), arr, low)
+  return reduce(cx, ReduceKind.MAX, kept, a, True, what="ml.take_along_axis")

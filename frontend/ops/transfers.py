@@ -42,6 +42,24 @@ def load(cx, ref, name="", merge=False, keep=None):
                    keep=keep).result
 
 
+def _check_small_statistic(cx, ref, value):
+  """A keepdims statistic of a 3-D tile too small for a register tensor of its shape ((2, 4, 1): the vector of
+  the 2-D reshape's rows, frontend/ops/reduce.py) stored whole: MG204 at the store, storing it as its vector."""
+  from .shape import Reshape
+  made = cx.b.defining(value) if is_value(value) and isinstance(value.type, TensorType) else None
+  shape = value.type.shape if made is not None else ()
+  if not isinstance(made, Reshape) or len(shape) < 3 or math.prod(shape) % hw.WARPGROUP == 0:
+    return
+  n, name = math.prod(shape), cx.named(value, "s")
+  name = name if name.isidentifier() else f"({name})"
+  raise E.LayoutError(
+      f"{cx.named(value, 'this value')} has shape {shape}: {n} elements, too few for a register tensor of that"
+      f" shape (a multiple of {hw.WARPGROUP}; a 1-D vector may hold any multiple of 8)", cx.loc,
+      hint=f"store it as the vector it is: give {ref.name or 'the output'} the shape ({n},) and write"
+           f" {ref.name or 'out'}[...] = {name}.reshape({n}), then reshape the result outside the kernel,"
+           f" .reshape{tuple(shape)} (free in XLA)")
+
+
 def store(cx, ref, value):
   from .elementwise import full_
   from .shape import broadcast_shape, broadcast_to_shape
@@ -68,6 +86,7 @@ def store(cx, ref, value):
       return scalar_store(cx, view(cx, ref, (0,) * len(t.shape), ref.name), one)
   if isinstance(value, Num) or (is_value(value) and isinstance(value.type, ScalarType)):
     value = full_(cx, t.shape, value, t.dtype, f"the store into {ref.name or 'this ref'}")
+  _check_small_statistic(cx, ref, value)
   if not is_value(value) or not isinstance(value.type, TensorType):
     raise E.KernelTypeError(f"cannot store {kind_of(value)} into {ref.name or 'a ref'}", cx.loc,
                             hint=f"store a register tensor: {ref.name}[...] = {value.name}[...] (the ref read into registers)"
