@@ -98,7 +98,9 @@ def _find(kernel, culprit):
   # per-group scale `s = ml.max(g.reshape(r * n, c), axis=1).reshape(r, n)` scaled and stretched as
   # `s[:, :, None]`, or two reductions' vectors reshaped and added
   moves = lambda o: _movable(o) and ones(o.x.type.shape) != ones(o.result.type.shape)
-  same = lambda o: ir.traits_of(o).layout == LayoutRule.ELEMENTWISE and not _movable(o)
+  # (a masked load or store joins its mask, value and result in one layout too: a tile loaded under an
+  # index-grid mask, `k.at[...].load(mask=(idx < n)[:, None])`, is reached from the mask's arange)
+  same = lambda o: ir.traits_of(o).layout in (LayoutRule.ELEMENTWISE, LayoutRule.MEMORY) and not _movable(o)
   ops = list(_blocks(kernel.body))
   seen, todo = {culprit.id}, [culprit]
   while todo:

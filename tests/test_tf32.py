@@ -74,9 +74,9 @@ def test_float32_b_stored_k_by_n_is_rejected_with_the_transposed_form():
   expect(mm_mn_major, (S((128, 32), F32), S((32, 128), F32)), mg.MmaOperandError, "ml.dot(a_s, b_s)",
          "ml.dot reads float32 operands K-major only, so b must be stored (n, k) and passed transposed;"
          " b_s is stored (k, n)",
-         hint="load B's tile as (n, k), e.g. from a (n, k) array bt, and pass bt_s.T: ml.dot(a_s, bt_s.T, acc); or"
+         hint="load B's tile as (n, k), e.g. from a (n, k) array bt, and pass bt_s.T: ml.dot(a_s, bt_s.T); or"
               " transpose the tile once in the kernel, b_nk = ml.smem((128, 32)); b_nk[...] = b_s.T[...] (through"
-              " registers), and pass ml.dot(a_s, b_nk.T, acc)")
+              " registers), and pass ml.dot(a_s, b_nk.T)")
 
 
 @mg.mgpu_kernel(out_shape=_out)

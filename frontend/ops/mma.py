@@ -249,19 +249,20 @@ def _k_major_a_hint(a) -> str:
           f" (through registers), and pass ml.dot(a_mk, ...)")
 
 
-def _k_major_b_hint(a, b) -> str:
+def _k_major_b_hint(a, b, with_acc=True) -> str:
   """B stored (k, n), as a weight (in, out) is: loaded as (n, k) from the transposed array, or
-  transposed once in the kernel into an (n, k) buffer passed as .T."""
-  fix = "load B's tile as (n, k), e.g. from a (n, k) array bt, and pass bt_s.T: ml.dot(a_s, bt_s.T, acc)"
+  transposed once in the kernel into an (n, k) buffer passed as .T (`acc` only where the call has one)."""
+  acc = ", acc" if with_acc else ""
+  fix = f"load B's tile as (n, k), e.g. from a (n, k) array bt, and pass bt_s.T: ml.dot(a_s, bt_s.T{acc})"
   if not (b.name or "").isidentifier():
     return fix
   k, n = b.type.shape
   an = a.name if is_value(a) and (a.name or "").replace(".T", "").isidentifier() else "a_s"
   return (f"{fix}; or transpose the tile once in the kernel, b_nk = ml.smem(({n}, {k})); b_nk[...] = {b.name}.T[...]"
-          f" (through registers), and pass ml.dot({an}, b_nk.T, acc)")
+          f" (through registers), and pass ml.dot({an}, b_nk.T{acc})")
 
 
-def _major(cx, a, b, d):
+def _major(cx, a, b, d, with_acc=True):
   """8-bit (and other non-16-bit) operands must be K-major: A as stored, B stored (n, k) and
   passed transposed."""
   if not isinstance(d, DType) or d in hw.MMA_MN_MAJOR_DTYPES:
@@ -274,7 +275,7 @@ def _major(cx, a, b, d):
     raise E.MmaOperandError(
         f"ml.dot reads {d} operands K-major only, so b must be stored (n, k) and passed transposed;"
         f" {b.name} is stored (k, n)", cx.loc,
-        hint=_k_major_b_hint(a, b))
+        hint=_k_major_b_hint(a, b, with_acc))
 
 
 def _root(cx, ref):
@@ -464,7 +465,7 @@ def dot(cx, a, b, acc=None, *, out_dtype=None, input_precision=None, allow_tf32=
     raise E.UnsupportedDtypeError(
         f"ml.dot on {d}: the tensor cores take float16, bfloat16, float8_e4m3fn, float8_e5m2, int8 or"
         f" float32 (as TF32) operands", loc, hint=_unsupported_hint(d))
-  _major(cx, a, b, d)
+  _major(cx, a, b, d, acc is not None)
   k_step = hw.tile_cols(d.itemsize if isinstance(d, DType) else 2, hw.MIN_SWIZZLE)
   # B stored (k, n) has n along its swizzled rows: whole rows of the narrowest swizzle (32 bytes, 16
   # columns; frontend/layouts.py picks the widest that divides every such size of the dot's buffers);

@@ -1,0 +1,90 @@
+"""Probe 39b (attention variants written from scratch: sliding windows, ALiBi, soft-capping, split-K
+decode and its combine, GQA, cross attention, key padding, relative position tables, prefix-LM,
+dropout, logsumexp; float32/bfloat16, head_dim 32 to 128)."""
+import inspect
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+
+S = jax.ShapeDtypeStruct
+F32 = jnp.float32
+
+
+def _line(fn, text):
+  """(line, column) of the first line of `fn` holding `text`."""
+  lines, first = inspect.getsourcelines(fn)
+  k = next(i for i, s in enumerate(lines) if text in s)
+  return first + k, lines[k].index(text)
+
+
+# ---------------------------------------------------------------- decode: g query heads against a masked K tile
+@mg.mgpu_kernel(out_shape=lambda q, k, lens: S((q.shape[0], k.shape[0]), F32), grid=(1,))
+def group_scores(q, k, lens, o):
+  idx = ml.arange(k.shape[0])
+  kt = k.at[ml.ds(0, k.shape[0]), :].load(mask=(idx < lens[0])[:, None], other=0.0)
+  o[...] = ml.sum(q[...][:, None, :] * kt[None, :, :], axis=2)        # (g, keys)
+
+
+def _group_scores_ref(q, k, n):
+  return q @ np.where(np.arange(k.shape[0])[:, None] < n, k, 0).T
+
+
+def test_tile_loaded_under_an_index_mask_broadcast_into_3d():
+  """A K tile loaded under a row mask of `ml.arange` and broadcast against several query heads,
+  `q[:, None, :] * kt[None, :, :]`, was MG204 at the arange ("this (64, 32) tensor is reshaped from
+  or into a column vector"): the reshape of the masked load into the 3-D broadcast was not found
+  through the load that joins it to its mask, so it did not go through SMEM as the unmasked one did."""
+  rng = np.random.default_rng(0)
+  for d in (32, 64):
+    q = rng.standard_normal((8, d)).astype(np.float32)
+    k = rng.standard_normal((64, d)).astype(np.float32)
+    got = group_scores(q, k, np.array([45], np.int32), interpret=True)
+    np.testing.assert_allclose(got, _group_scores_ref(q, k, 45), rtol=1e-5, atol=1e-5)
+    group_scores.check(S((8, d), F32), S((64, d), F32), S((1,), jnp.int32))
+
+
+@pytest.mark.gpu
+def test_gpu_tile_loaded_under_an_index_mask_broadcast_into_3d():
+  rng = np.random.default_rng(1)
+  q = rng.standard_normal((8, 64)).astype(np.float32)
+  k = rng.standard_normal((64, 64)).astype(np.float32)
+  got = jax.jit(group_scores)(q, k, np.array([45], np.int32))
+  np.testing.assert_allclose(got, _group_scores_ref(q, k, 45), rtol=1e-4, atol=1e-4)
+
+
+# ---------------------------------------------------------------- float32 p @ v: the K-major hint
+@mg.mgpu_kernel(out_shape=lambda p, v: S((p.shape[0], v.shape[1]), F32), grid=(1,))
+def pv_f32(p, v, o):
+  p_s = ml.smem(p.shape); v_s = ml.smem(v.shape)
+  ml.copy(p, p_s); ml.copy(v, v_s)
+  o[...] = ml.dot(p_s, v_s)
+
+
+@mg.mgpu_kernel(out_shape=lambda p, v: S((p.shape[0], v.shape[1]), F32), grid=(1,))
+def pv_f32_fixed(p, v, o):
+  p_s = ml.smem(p.shape); v_s = ml.smem(v.shape)
+  ml.copy(p, p_s); ml.copy(v, v_s)
+  b_nk = ml.smem((64, 128)); b_nk[...] = v_s.T[...]
+  o[...] = ml.dot(p_s, b_nk.T)
+
+
+def test_k_major_hint_writes_no_accumulator_the_call_lacks():
+  """A float32 `ml.dot(p_s, v_s)` with v stored (k, n) is MG501; its hint wrote `ml.dot(p_s, b_nk.T,
+  acc)` where the call has no accumulator. Followed as written for this call, it compiles and is right."""
+  with pytest.raises(mg.MmaOperandError) as e:
+    pv_f32.check(S((64, 128), F32), S((128, 64), F32))
+  line, col = _line(pv_f32, "ml.dot(p_s, v_s)")
+  assert (e.value.lineno, e.value.col_offset) == (line, col)
+  assert "b must be stored (n, k) and passed transposed; v_s is stored (k, n)" in str(e.value)
+  assert "ml.dot(p_s, b_nk.T)" in e.value.hint and "b_nk = ml.smem((64, 128)); b_nk[...] = v_s.T[...]" in e.value.hint
+  assert ", acc)" not in e.value.hint
+  rng = np.random.default_rng(2)
+  p = rng.random((64, 128)).astype(np.float32)
+  v = rng.standard_normal((128, 64)).astype(np.float32)
+  np.testing.assert_allclose(pv_f32_fixed(p, v, interpret=True), p @ v, rtol=2e-2, atol=2e-2)
