@@ -194,11 +194,27 @@ def _ragged_tiles_hint(kernel, defs, buf, array, d, t, layout, *, rows, copy) ->
     widths = ", ".join("(0, %d)" % (-n % t if k == d else 0) for k, n in enumerate(dims))
     pad = (f"pad {array.name}'s dimension {d} to a multiple of {t} outside the kernel"
            f" (jnp.pad({array.name}, ({widths}{',' if len(dims) == 1 else ''})))")
+    if rows and _read_as_dot_b(kernel, defs, buf):
+      # (the rows of a dot's b are keys in attention: padded ones score 0, not -inf, unless masked)
+      pad += (f", then mask by the real length, {dims[d]} (a constexpr or ml.scalar), not by {array.name}.shape[{d}],"
+              f" which the padding makes {-(-dims[d] // t) * t}: its zero rows would count (keys scoring 0 in a softmax)")
   if not rows:
     return pad
   if copy.dst.type.space == Space.GMEM:
     return f"{pad}; or {_split_store(kernel, buf, array, layout, copy)}"
   return f"{pad}; or {split_load(kernel, defs, buf, array, layout, copy)}"
+
+
+def _read_as_dot_b(kernel, defs, buf) -> bool:
+  """Whether an ml.dot reads `buf` (or a view of it) as its b operand: its rows are keys (`k_s.T`) or
+  values (`v_s`) where the dot is attention's, so zero rows padded onto its array change a softmax."""
+  from .ops.mma import Dot
+
+  def base(v):
+    while isinstance(defs.get(v.id), View):
+      v = defs[v.id].ref
+    return v
+  return any(isinstance(o, Dot) and isinstance(o.b.type, RefType) and base(o.b) is buf for o in ir.walk(kernel.body))
 
 
 def _last_start(copy, rank) -> str:

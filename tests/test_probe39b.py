@@ -88,3 +88,55 @@ def test_k_major_hint_writes_no_accumulator_the_call_lacks():
   p = rng.random((64, 128)).astype(np.float32)
   v = rng.standard_normal((128, 64)).astype(np.float32)
   np.testing.assert_allclose(pv_f32_fixed(p, v, interpret=True), p @ v, rtol=2e-2, atol=2e-2)
+
+
+# ---------------------------------------------------------------- ragged keys at head_dim 256: the padding hint
+def _attn_ref(q, k, v):
+  s = np.einsum("qd,kd->qk", np.float32(q), np.float32(k)) / math.sqrt(q.shape[-1])
+  p = np.exp(s - s.max(1, keepdims=True))
+  return (p / p.sum(1, keepdims=True)) @ np.float32(v)
+
+
+@mg.mgpu_kernel(out_shape=lambda q, k, v, **kw: S(q.shape, F32), grid=lambda q, k, v, **kw: (q.shape[0] // 64,))
+def ragged_keys(q, k, v, o, *, skv: ml.constexpr = 0):
+  i = ml.program_id(0)
+  n = skv if skv else k.shape[0]
+  q_s = ml.smem((64, q.shape[1])); k_s = ml.smem((64, q.shape[1])); v_s = ml.smem((64, q.shape[1]))
+  ml.copy(q.at[ml.ds(i * 64, 64), :], q_s)
+  m = ml.full((64,), -1e30, F32)
+  l = ml.zeros((64,), F32)
+  acc = ml.zeros((64, q.shape[1]), F32)
+  for j in ml.static_range(ml.cdiv(n, 64)):
+    ml.copy(k.at[ml.ds(j * 64, 64), :], k_s)
+    ml.copy(v.at[ml.ds(j * 64, 64), :], v_s)
+    s = ml.dot(q_s, k_s.T) * (1.0 / math.sqrt(q.shape[1]))
+    s = ml.where((j * 64 + ml.arange(64))[None, :] < n, s, -1e30)
+    m_new = ml.maximum(m, ml.max(s, axis=1))
+    alpha = ml.exp(m - m_new)
+    p = ml.exp(s - m_new[:, None])
+    l = l * alpha + ml.sum(p, axis=1)
+    acc = ml.dot(p.astype(q.dtype), v_s, acc * alpha[:, None])
+    m = m_new
+  o.at[ml.ds(i * 64, 64), :][...] = acc / l[:, None]
+
+
+def test_padding_hint_for_ragged_keys_says_to_mask_by_the_real_length():
+  """Keys of a head_dim-256 tile (two 128-byte tiles wide) need whole 8-row tiles: MG401's hint padded
+  k with zero rows, and a kernel masking by k.shape[0] then counted them (score 0, not -inf): silently
+  wrong when followed. It now says to mask by the real length; followed so, the result is jnp's."""
+  F16 = jnp.float16
+  with pytest.raises(mg.TmaLimitError) as e:
+    ragged_keys.check(S((128, 256), F16), S((150, 256), F16), S((150, 256), F16))
+  line, col = _line(ragged_keys, "ml.copy(k.at[")
+  assert (e.value.lineno, e.value.col_offset) == (line, col)
+  assert "k's dimension 0 (150) must then be a multiple of 8" in str(e.value)
+  assert "jnp.pad(k, ((0, 2), (0, 0)))" in e.value.hint
+  assert "then mask by the real length, 150 (a constexpr or ml.scalar), not by k.shape[0]" in e.value.hint
+  rng = np.random.default_rng(3)
+  q, k = ((rng.standard_normal((n, 256)) * 0.25).astype(F16) for n in (128, 150))
+  v = (rng.standard_normal((150, 256)) + 4).astype(F16)       # (zero rows of v then pull the mean down)
+  pad = ((0, 2), (0, 0))
+  got = ragged_keys(q, np.pad(k, pad), np.pad(v, pad), skv=150, interpret=True)
+  np.testing.assert_allclose(got, _attn_ref(q, k, v), rtol=0, atol=1e-2)
+  wrong = ragged_keys(q, np.pad(k, pad), np.pad(v, pad), interpret=True)     # masking by k.shape[0]
+  assert np.abs(np.asarray(wrong) - _attn_ref(q, k, v)).max() > 3e-2
