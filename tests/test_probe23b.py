@@ -123,7 +123,7 @@ def test_a_float32_register_operand_hints_the_tf32_path():
   e = expect(f32_attention_tile, [S((64, 64), F32)] * 3, mg.UnsupportedDtypeError, "ml.dot(p, v_s)",
              "ml.dot takes operand a from registers in bfloat16 or float16 only, got p (float32)")
   assert e.hint.startswith("a float32 (TF32) dot reads both operands from SMEM: p_s = ml.smem((64, 64), jnp.float32)")
-  assert "v_s.T" in e.hint
+  assert "v_s_nk[...] = v_s.T[...]" in e.hint and "ml.dot(p_s, v_s_nk.T, ...)" in e.hint   # (probe 39b)
 
 
 @mg.mgpu_kernel(out_shape=lambda q, k, v: S((64, 64), F32))

@@ -140,3 +140,64 @@ def test_padding_hint_for_ragged_keys_says_to_mask_by_the_real_length():
   np.testing.assert_allclose(got, _attn_ref(q, k, v), rtol=0, atol=1e-2)
   wrong = ragged_keys(q, np.pad(k, pad), np.pad(v, pad), interpret=True)     # masking by k.shape[0]
   assert np.abs(np.asarray(wrong) - _attn_ref(q, k, v)).max() > 3e-2
+
+
+# ---------------------------------------------------------------- float32 (TF32) flash attention: p @ v
+def _flash_f32(pv):
+  @mg.mgpu_kernel(out_shape=lambda q, k, v: S(q.shape, F32), grid=lambda q, k, v: (q.shape[0] // 64,))
+  def flash(q, k, v, o):
+    i = ml.program_id(0)
+    q_s = ml.smem((64, 64)); k_s = ml.smem((64, 64)); v_s = ml.smem((64, 64))
+    ml.copy(q.at[ml.ds(i * 64, 64), :], q_s)
+    m = ml.full((64,), -1e30, F32)
+    l = ml.zeros((64,), F32)
+    acc = ml.zeros((64, 64), F32)
+    for j in ml.range(k.shape[0] // 64, stages=2):
+      ml.copy(k.at[ml.ds(j * 64, 64), :], k_s)
+      ml.copy(v.at[ml.ds(j * 64, 64), :], v_s)
+      s = ml.dot(q_s, k_s.T) * 0.125
+      m_new = ml.maximum(m, ml.max(s, axis=1))
+      alpha = ml.exp(m - m_new)
+      p = ml.exp(s - m_new[:, None])
+      l = l * alpha + ml.sum(p, axis=1)
+      acc = pv(p, v_s, acc * alpha[:, None])
+      m = m_new
+    o.at[ml.ds(i * 64, 64), :][...] = acc / l[:, None]
+  return flash
+
+
+@ml.inline
+def _pv_registers(p, v_s, acc):
+  return ml.dot(p, v_s, acc)
+
+
+@ml.inline
+def _pv_as_hinted(p, v_s, acc):
+  p_s = ml.smem((64, 64), F32)
+  p_s[...] = p
+  v_s_nk = ml.smem((64, 64), F32)
+  v_s_nk[...] = v_s.T[...]
+  return ml.dot(p_s, v_s_nk.T, acc)
+
+
+flash_f32 = _flash_f32(_pv_registers)
+flash_f32_hinted = _flash_f32(_pv_as_hinted)
+
+
+def test_tf32_register_a_hint_transposes_a_k_by_n_b_once():
+  """float32 p from registers is MG106; the hint said "b must be K-major too (stored (n, k) and passed
+  transposed, v_s.T)": with a square V tile (64 keys, head_dim 64), writing ml.dot(p_s, v_s.T) compiled
+  and computed p @ v.T, silently wrong. The hint now transposes v_s once into an (n, k) buffer, and the
+  kernel written from it matches jnp."""
+  with pytest.raises(mg.UnsupportedDtypeError) as e:
+    flash_f32.check(*[S((128, 64), F32)] * 3)
+  line, col = _line(_pv_registers, "ml.dot(p, v_s, acc)")
+  assert (e.value.lineno, e.value.col_offset) == (line, col)
+  assert "ml.dot takes operand a from registers in bfloat16 or float16 only, got p (float32)" in str(e.value)
+  assert ("v_s is stored (k, n), so transpose it once, v_s_nk = ml.smem((64, 64), jnp.float32); v_s_nk[...] ="
+          " v_s.T[...], and pass ml.dot(p_s, v_s_nk.T, ...)") in e.value.hint
+  assert "passed transposed, v_s.T)" not in e.value.hint
+  rng = np.random.default_rng(4)
+  q, k, v = (rng.standard_normal((128, 64)).astype(np.float32) for _ in range(3))
+  got = flash_f32_hinted(q, k, v, interpret=True)
+  np.testing.assert_allclose(got, _attn_ref(q, k, v), rtol=2e-2, atol=2e-2)

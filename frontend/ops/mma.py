@@ -218,13 +218,23 @@ def _is_f32(b) -> bool:
 
 
 def _tf32_hint(a, b) -> str:
-  """A float32 register A with a float32 b: TF32 reads both operands from SMEM, K-major."""
+  """A float32 register A with a float32 b: TF32 reads both operands from SMEM, K-major. A b stored
+  (k, n), as attention's V tile is, is not made K-major by writing `.T` on it (a square tile would
+  then multiply by its transpose, silently): it is transposed once into an (n, k) buffer."""
   name = a.name if (a.name or "").isidentifier() else "a"
   bn = (b.name or "b_s").removesuffix(".T")
+  if isinstance(b.type, RefType) and b.type.transposed:
+    major = f"b, {b.name}, is K-major already, ml.dot({name}_s, {b.name})"
+  elif isinstance(b.type, RefType) and bn.isidentifier() and len(b.type.shape) == 2:
+    k, n = b.type.shape
+    major = (f"b must be K-major too: {bn} is stored (k, n), so transpose it once, {bn}_nk = ml.smem(({n}, {k}),"
+             f" jnp.float32); {bn}_nk[...] = {bn}.T[...], and pass ml.dot({name}_s, {bn}_nk.T, ...) (passing {bn}.T"
+             f" instead would multiply by {bn}'s transpose)")
+  else:
+    major = f"b must be K-major too (stored (n, k) and passed transposed, {bn}.T)"
   return (f"a float32 (TF32) dot reads both operands from SMEM: {name}_s = ml.smem({a.type.shape}, jnp.float32);"
-          f" {name}_s[...] = {name}; ml.dot({name}_s, ...); b must be K-major too (stored (n, k) and passed"
-          f" transposed, {bn}.T); or convert both to 16 bits (ml.dot({name}.astype(jnp.bfloat16), ...) with b"
-          f" stored as bfloat16)")
+          f" {name}_s[...] = {name}; ml.dot({name}_s, ...); {major}; or convert both to 16 bits"
+          f" (ml.dot({name}.astype(jnp.bfloat16), ...) with b stored as bfloat16)")
 
 
 def _unconverted(text: str) -> str:
