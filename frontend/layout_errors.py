@@ -10,11 +10,11 @@ from . import errors as E, relayout
 from . import hw
 from . import ir
 from .ops.control import For, While
-from .ops.elementwise import BinOp, Full
+from .ops.elementwise import BinOp, Cast, Full
 from .ops.gather import Gather, ScatterUpdate
 from .ops.memory import Store
 from .ops.mma import Dot
-from .ops.shape import Broadcast, Reduce, Reshape
+from .ops.shape import Broadcast, Reduce, Reshape, TransposeLoad, TransposeStore
 from .layout_hints import (column_slice_hint, empty_tensor_hint, pad_hint, read_window, reductions_of,
                            register_window_hint, role,
                            row_of_statistic, small_tile_hint, smem_vector_hint)
@@ -232,6 +232,23 @@ class LayoutErrors:
             hint="keep values that combine with ml.dot results in the dot's (m, n) tile shape"
                  + (", or use fewer warpgroups (block=)" if rows > 64 else "")))
 
+  def _read_from_memory(self, v) -> bool:
+    """Whether the register tile `v` is data read from an array or a buffer (converted or transposed,
+    perhaps: `v_s.T[...]`), which a TMA copy of the array could move instead; not a tile computed in
+    the kernel (decode's probabilities `p.T`)."""
+    d = self.defs.get(v.id)
+    while d is not None:
+      if isinstance(d, Cast):
+        d = self.defs.get(d.x.id)
+      elif isinstance(d, TransposeLoad):     # through its scratch: what the TransposeStore wrote there
+        d = next((self.defs.get(o.x.id) for o in ir.walk(self.kernel.body)
+                  if isinstance(o, TransposeStore) and o.scratch is d.scratch), None)
+      else:
+        break
+    transient = getattr(self.kernel, "transient_ids", ())
+    return type(d).__name__ in ("Load", "MaskedLoad") and isinstance(d.ref.type, RefType) and (
+        self.root(d.ref).id not in transient)
+
   def operand_tile(self, v, shape, rows, loc):
     """MG204 for a tile moved between registers and a buffer ml.dot reads, which meets no ml.dot
     result: such a buffer is tiled for the tensor cores, so its register reads and writes take
@@ -255,8 +272,10 @@ class LayoutErrors:
     bt = next((o for o in ir.walk(self.kernel.body) if isinstance(o, Dot)
                and isinstance(o.b.type, RefType) and self.root(o.b) is buf
                and getattr(self.defs.get(o.b.id), "transpose", False)), None)
-    if bt is not None and len(shape) == 2 and shape[0] % hw.MMA_N_STEP == 0 and shape[0] % rows:
+    if bt is not None and len(shape) == 2 and shape[0] % hw.MMA_N_STEP == 0 and shape[0] % rows and (
+        self._read_from_memory(v)):
       # a narrow B stored (n, k), passed as x.T: TMA fills it in 8-row tiles, registers in 64-row ones
+      # (only data read from memory: a tile computed in the kernel, decode's probabilities, has no array)
       fix += (f"; or fill {x} by TMA instead of from registers: transpose the array outside the kernel (bt ="
               f" b.T) and copy its {shape} window into {x}, which then takes any multiple of {hw.MMA_N_STEP}"
               f" rows")

@@ -201,3 +201,31 @@ def test_tf32_register_a_hint_transposes_a_k_by_n_b_once():
   q, k, v = (rng.standard_normal((128, 64)).astype(np.float32) for _ in range(3))
   got = flash_f32_hinted(q, k, v, interpret=True)
   np.testing.assert_allclose(got, _attn_ref(q, k, v), rtol=2e-2, atol=2e-2)
+
+
+# ---------------------------------------------------------------- decode, 8 query heads as the dot's n
+@mg.mgpu_kernel(out_shape=lambda q, k, v: S((q.shape[1], q.shape[0]), F32), grid=(1,))
+def decode_heads_on_n(q, k, v, o):
+  q_s = ml.smem(q.shape); k_s = ml.smem(k.shape); v_s = ml.smem(v.shape)
+  p_s = ml.smem((q.shape[0], k.shape[0]), q.dtype)
+  ml.copy(q, q_s); ml.copy(k, k_s); ml.copy(v, v_s)
+  st = ml.dot(k_s, q_s.T)                         # (keys, heads): 8 heads as n, as language.md allows
+  p = ml.exp(st - ml.max(st, axis=0)[None, :])
+  p_s[...] = p.T.astype(q.dtype)
+  o[...] = ml.dot(v_s.T, p_s.T) / ml.sum(p, axis=0)[None, :]
+
+
+def test_computed_narrow_b_is_not_hinted_a_tma_fill():
+  """Decode's probabilities for 8 heads, stored (8, keys) from registers into a buffer ml.dot reads,
+  are MG204 (registers fill such a buffer 64 rows at a time). The hint offered a TMA fill from the
+  transposed array, which a tile computed in the kernel does not have; it is offered for data read from
+  memory only (test_probe37d's v_s.T[...] keeps it)."""
+  with pytest.raises(mg.LayoutError) as e:
+    decode_heads_on_n.check(S((8, 64), jnp.float16), S((64, 64), jnp.float16), S((64, 64), jnp.float16))
+  line, col = _line(decode_heads_on_n, "p.T.astype(q.dtype)")
+  assert (e.value.lineno, e.value.col_offset) == (line, col)
+  assert str(e.value).splitlines()[0].endswith(
+      "p.T of shape (8, 64) moves between registers and p_s, which ml.dot reads (tiled for the tensor cores), so"
+      " it takes the tensor-core (WGMMA) layout: it must be 2-D with rows a multiple of 64 (64 per warpgroup)"
+      " and columns a multiple of 8 [MG204]")
+  assert e.value.hint == "give p_s a multiple of 64 rows"
