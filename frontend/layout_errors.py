@@ -61,7 +61,8 @@ class LayoutErrors:
     name = (here.name if here is not None and here.name and here in members.get(c, []) else named())
     was, now = role(layout[c]), role(layout[p].dropped(axes))
     written = (getattr(o.loc, "source_line", "") or "").replace(" ", "")
-    implicit = f"{name}[None" not in written and f"{name}[:,None]" not in written     # (an outer product's v[None, :])
+    bare = name.replace(" ", "")      # (as `written`: a vector named by its expression, `ml.sum(p, axis=1)`)
+    implicit = f"{bare}[None" not in written and f"{bare}[:,None]" not in written     # (an outer product's v[None, :])
     meant = (f"if {name} holds a value per row, broadcast it along the rows: {name}[:, None] (a (n,) vector"
              f" meeting an (m, n) tile aligns with its columns, as in NumPy); otherwise "
              if was.startswith("a row statistic") and now.startswith("a column vector") and implicit else "")
@@ -224,6 +225,11 @@ class LayoutErrors:
         ok = len(full) == 1 and full[0] % hw.MMA_N_STEP == 0
       if not ok and not lay.drop:
         self.operand_tile(v, shape, rows, loc)
+      elif not ok:      # a statistic of a tile stored into a dot's buffer: report that tile, at its store
+        cls = self.uf.find(("v", v.id))
+        for t in [t for c, p, _, _ in self.relations if self.uf.find(c) == cls
+                  for t in self.members.get(self.uf.find(p), []) if len(t.type.shape) == 2 and t.type.shape[0] % rows]:
+          self.operand_tile(t, t.type.shape, rows, loc)
       if not ok:
         raise relayout.tagged(v, E.LayoutError(
             f"{v.name or 'this tensor'} of shape {shape} meets a tensor-core result, so it must be"
@@ -261,6 +267,13 @@ class LayoutErrors:
     if not bufs:
       return
     buf = bufs[0]
+    # the value stored into the buffer (`p.astype(q.dtype)`), where one of the class is: the tile the
+    # error is about, not the first tensor computed in its layout (`s`, which only p derives from)
+    stored = next((o.value for o in ir.walk(self.kernel.body) if isinstance(o, Store) and _is_tensor(o.value)
+                   and self.root(o.ref) is buf and uf.find(("v", o.value.id)) == cls), None)
+    if stored is not None:
+      v, shape = stored, stored.type.shape
+      loc = self.first_use[stored.id].loc if stored.id in self.first_use else loc
     x = buf.name or "the buffer"
     wgs = self.kernel.block // hw.WARPGROUP
     split = f", which block={self.kernel.block} splits among {wgs} warpgroups" if wgs > 1 else ""

@@ -227,6 +227,12 @@ def _fewer_stages_hint(kernel, life, barrier_bytes):
       return (f"{what} fewer rows per program{more}: the largest buffer, {big.name}, holds every row being"
               f" {what}{'ned' if what == 'scan' else 'ed'} (the whole rows: reading pieces of them does not"
               f" help)"), ()
+    if big is not None and big.name == "middle-axis reduction scratch":
+      return ("reduce fewer elements per program (a smaller tile, or one static slice of the leading axis at a"
+              " time): a reduction over the middle axis of a 3-D tensor runs as a scan of the whole tensor"
+              " through the largest buffer, middle-axis reduction scratch; a product summed over the middle"
+              " axis, ml.sum(a[:, :, None] * b[None, :, :], axis=1), is a @ b, which ml.dot computes on the"
+              " tensor cores (a of 64 rows or more)"), ()
     if big is not None and big.name == "reshape scratch":
       return ("reshape fewer rows per program: the largest buffer, reshape scratch, holds the whole tile a"
               " reshape moves between threads (a row-wise tile: reduced or broadcast along its rows); or"

@@ -225,7 +225,82 @@ def test_computed_narrow_b_is_not_hinted_a_tma_fill():
   line, col = _line(decode_heads_on_n, "p.T.astype(q.dtype)")
   assert (e.value.lineno, e.value.col_offset) == (line, col)
   assert str(e.value).splitlines()[0].endswith(
-      "p.T of shape (8, 64) moves between registers and p_s, which ml.dot reads (tiled for the tensor cores), so"
+      "p.T.astype(q.dtype) of shape (8, 64) moves between registers and p_s, which ml.dot reads (tiled for the tensor cores), so"
       " it takes the tensor-core (WGMMA) layout: it must be 2-D with rows a multiple of 64 (64 per warpgroup)"
       " and columns a multiple of 8 [MG204]")
   assert e.value.hint == "give p_s a multiple of 64 rows"
+
+
+@mg.mgpu_kernel(out_shape=lambda q, k, v: S((q.shape[1], q.shape[0]), F32), grid=(1,))
+def decode_heads_transposed(q, k, v, o):
+  q_s = ml.smem(q.shape); k_s = ml.smem(k.shape); v_s = ml.smem(v.shape)
+  p_s = ml.smem((q.shape[0], k.shape[0]), q.dtype)
+  ml.copy(q, q_s); ml.copy(k, k_s); ml.copy(v, v_s)
+  s = ml.dot(k_s, q_s.T).T                        # (heads, keys)
+  m = ml.max(s, axis=1)
+  p = ml.exp(s - m[:, None])
+  p_s[...] = p.astype(q.dtype)
+  o[...] = ml.dot(v_s.T, p_s.T) / ml.sum(p, axis=1)[None, :]
+
+
+def test_statistic_of_a_narrow_tile_stored_for_a_dot_reports_the_store():
+  """The same decode with the scores transposed back, (heads, keys): MG204 named the row max m at its
+  reduction, "m of shape (8,) meets a tensor-core result", with the hint "keep values that combine with
+  ml.dot results in the dot's (m, n) tile shape". What ties m to the tensor cores is p's store into p_s:
+  that store is reported, as when the statistic is not involved."""
+  with pytest.raises(mg.LayoutError) as e:
+    decode_heads_transposed.check(S((8, 64), jnp.float16), S((64, 64), jnp.float16), S((64, 64), jnp.float16))
+  line, col = _line(decode_heads_transposed, "p.astype(q.dtype)")
+  assert (e.value.lineno, e.value.col_offset) == (line, col)
+  assert str(e.value).splitlines()[0].endswith(
+      "p.astype(q.dtype) of shape (8, 64) moves between registers and p_s, which ml.dot reads (tiled for the"
+      " tensor cores), so it takes the tensor-core (WGMMA) layout: it must be 2-D with rows a multiple of 64"
+      " (64 per warpgroup) and columns a multiple of 8 [MG204]")
+  assert e.value.hint == "give p_s a multiple of 64 rows"
+
+
+# ---------------------------------------------------------------- a statistic broadcast explicitly the other way, inline
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def minus_row_max_per_column(x, o):
+  t = x[...]
+  o[...] = t - ml.max(t, axis=1)[None, :]
+
+
+def test_statistic_written_inline_with_its_orientation_gets_a_copy():
+  """`t - ml.max(t, axis=1)[None, :]` writes its orientation out, as `mx[None, :]` of a named `mx` does
+  (which compiled: the use reads a copy through SMEM); inline it was MG204 with a hint to write
+  `[:, None]`: the check for a written-out orientation compared the expression's spaces with a line
+  stripped of them. Now both forms compile to jnp's result."""
+  x = np.random.default_rng(5).standard_normal((64, 64)).astype(np.float32)
+  np.testing.assert_array_equal(minus_row_max_per_column(x, interpret=True), x - x.max(1)[None, :])
+  minus_row_max_per_column.check(S((64, 64), F32))
+
+
+@pytest.mark.gpu
+def test_gpu_statistic_written_inline_with_its_orientation_gets_a_copy():
+  x = np.random.default_rng(6).standard_normal((64, 64)).astype(np.float32)
+  np.testing.assert_array_equal(jax.jit(minus_row_max_per_column)(x), x - x.max(1)[None, :])
+
+
+# ---------------------------------------------------------------- p @ v summed over a middle axis in registers
+@mg.mgpu_kernel(out_shape=lambda p, v: S((p.shape[0], v.shape[1]), F32), grid=(1,))
+def pv_middle_axis(p, v, o):
+  o[...] = ml.sum(p[...][:, :, None] * v[...][None, :, :], axis=1)
+
+
+def test_middle_axis_reduction_overflow_is_hinted_in_its_own_words():
+  """A decode's `ml.sum(p[:, :, None] * v[None, :, :], axis=1)` over (8, 64, 128) is MG402; its hint
+  said "scan fewer rows per program, or scan blocks of columns in a loop", of a scan the kernel does not
+  write. It now names the middle-axis reduction and that the product is a @ b, for ml.dot; a small one
+  still compiles and matches jnp."""
+  with pytest.raises(mg.SmemCapacityError) as e:
+    pv_middle_axis.check(S((8, 64), F32), S((64, 128), F32))
+  line, col = _line(pv_middle_axis, "ml.sum(")
+  assert (e.value.lineno, e.value.col_offset) == (line, col)
+  assert "(middle-axis reduction scratch 258 KiB, " in str(e.value)
+  assert e.value.hint.startswith("reduce fewer elements per program (a smaller tile, or one static slice of the"
+                                 " leading axis at a time): a reduction over the middle axis of a 3-D tensor")
+  assert "is a @ b, which ml.dot computes on the tensor cores" in e.value.hint and "scan fewer rows" not in e.value.hint
+  rng = np.random.default_rng(7)
+  p, v = rng.random((8, 16)).astype(np.float32), rng.standard_normal((16, 32)).astype(np.float32)
+  np.testing.assert_allclose(pv_middle_axis(p, v, interpret=True), p @ v, rtol=1e-5, atol=1e-5)

@@ -107,7 +107,9 @@ def scan(cx, kind: ScanKind, x, axis, reverse, what, segment=0):
         if d == DType.i64 else "scan a 32-bit tensor")
   v = x if acc == d else ew.astype(cx, x, acc)
   rows, n = (1, shape[0]) if len(shape) == 1 else shape
-  scratch, pad = row_scratch(cx, rows, n, acc, "scan scratch")
+  # (a reduction over a middle axis of a 3-D tensor runs as this scan: its scratch is named for the user's op)
+  scratch, pad = row_scratch(cx, rows, n, acc, "scan scratch" if what.startswith("ml.cum") or not segment
+                             else "middle-axis reduction scratch")
   rounds = d.is_float and acc != d                                # back to the input's dtype, once
   r = cx.b.emit(Scan, kind, v, axis, reverse, scratch, pad, segment, loc=cx.loc, types=[TensorType(shape, acc)],
                 names=[None if rounds else cx.name]).result
