@@ -304,3 +304,37 @@ def test_middle_axis_reduction_overflow_is_hinted_in_its_own_words():
   rng = np.random.default_rng(7)
   p, v = rng.random((8, 16)).astype(np.float32), rng.standard_normal((16, 32)).astype(np.float32)
   np.testing.assert_allclose(pv_middle_axis(p, v, interpret=True), p @ v, rtol=1e-5, atol=1e-5)
+
+
+# ---------------------------------------------------------------- head_dim 96: the padding hint keeps the scale
+@mg.mgpu_kernel(out_shape=lambda q, k, v, **kw: S(q.shape, F32), grid=lambda q, k, v, **kw: (q.shape[0] // 64,))
+def head_dim_scores(q, k, v, o, *, d: ml.constexpr = 0):
+  i = ml.program_id(0)
+  scale = 1.0 / math.sqrt(d or q.shape[1])
+  q_s = ml.smem((64, q.shape[1])); k_s = ml.smem(k.shape); v_s = ml.smem(v.shape)
+  ml.copy(q.at[ml.ds(i * 64, 64), :], q_s); ml.copy(k, k_s); ml.copy(v, v_s)
+  s = ml.dot(q_s, k_s.T) * scale
+  p = ml.exp(s - ml.max(s, axis=1)[:, None])
+  o.at[ml.ds(i * 64, 64), :][...] = ml.dot(p.astype(q.dtype), v_s) / ml.sum(p, axis=1)[:, None]
+
+
+def test_head_dim_padding_hint_keeps_the_real_scale():
+  """head_dim 96 in bfloat16 is MG501 (k a multiple of 64); its hint padded it to 128 with zeros, and a
+  scale taken from the shape, 1 / math.sqrt(q.shape[-1]), then changed with it: silently wrong when
+  followed. The hint now keeps 1 / math.sqrt(96) and slices the padded columns off; followed so, the
+  result is jnp's."""
+  BF16 = jnp.bfloat16
+  with pytest.raises(mg.MmaOperandError) as e:
+    head_dim_scores.check(S((64, 96), BF16), S((64, 96), BF16), S((64, 96), BF16))
+  line, col = _line(head_dim_scores, "ml.dot(q_s, k_s.T)")
+  assert (e.value.lineno, e.value.col_offset) == (line, col)
+  assert "ml.dot needs k (the columns of a, the rows of b) to be a multiple of 64" in str(e.value)
+  assert ("a scale taken from that dimension keeps its real size, 1 / math.sqrt(96), not the padded shape's 128;"
+          " slice padded output columns off after the kernel") in e.value.hint
+  rng = np.random.default_rng(8)
+  q, k, v = (rng.standard_normal((64, 96)).astype(BF16) for _ in range(3))
+  pad = ((0, 0), (0, 32))
+  got = np.asarray(head_dim_scores(np.pad(q, pad), np.pad(k, pad), np.pad(v, pad), d=96, interpret=True))[:, :96]
+  np.testing.assert_allclose(got, _attn_ref(q, k, v), rtol=3e-2, atol=3e-2)
+  wrong = np.asarray(head_dim_scores(np.pad(q, pad), np.pad(k, pad), np.pad(v, pad), interpret=True))[:, :96]
+  assert np.abs(wrong - _attn_ref(q, k, v)).max() > 3e-2          # the scale of the padded shape

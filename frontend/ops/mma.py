@@ -513,7 +513,9 @@ def dot(cx, a, b, acc=None, *, out_dtype=None, input_precision=None, allow_tf32=
         f" {d if isinstance(d, DType) else '16-bit'} elements), got {k}",
         loc, hint=f"{tiles}; where k is a whole dimension of the data (a head_dim), pad it with zeros to {up}"
                   f" outside the kernel (jnp.pad: zero columns of both operands leave the product unchanged;"
-                  f" padded keys must be masked out of a softmax first)")
+                  f" padded keys must be masked out of a softmax first; a scale taken from that dimension keeps"
+                  f" its real size, 1 / math.sqrt({k}), not the padded shape's {up}; slice padded output columns"
+                  f" off after the kernel)")
   ok = hw.MMA_ACC.get(d, (DType.f32,))
   acc_dtype = ok[0]
   if out_dtype is not None and acc is None:
