@@ -390,6 +390,10 @@ def known_multiple(x, defs: dict, loops: dict | None = None, depth: int = 0) -> 
   rec = lambda y: known_multiple(y, defs, loops, depth + 1)
   if loops and x.id in loops:
     f = loops[x.id]
+    if isinstance(f, int):                # a loop carry, assumed while its updates are checked
+      return f
+    if isinstance(f, _Carry):
+      return _carried_multiple(f, defs, loops, depth)
     return math.gcd(rec(f.start), rec(f.step))
   o = defs.get(x.id)
   if isinstance(o, MultipleOf):
@@ -415,6 +419,49 @@ def known_multiple(x, defs: dict, loops: dict | None = None, depth: int = 0) -> 
   return 1
 
 
+@dataclasses.dataclass(frozen=True)
+class _Carry:
+  """A value a loop carries: its names in the loop's blocks and after it (`ids`), its value before the
+  loop (`init`) and what each trip hands on (`updates`: a for loop's yield; a while loop's yield and
+  the values its condition forwards)."""
+  ids: tuple
+  init: object
+  updates: tuple
+
+
+def _carried_multiple(c: _Carry, defs, loops, depth) -> int:
+  """A number every value of the carry is a multiple of: the init's, then the largest divisor of it that
+  each update keeps, assuming the carry is a multiple of it (`start = 0`, then `start += 64` in a while
+  loop: 64). The divisor only shrinks, so this ends."""
+  m = known_multiple(c.init, defs, loops, depth + 1)
+  for _ in range(8):
+    assumed = {**loops, **{i: m for i in c.ids}}
+    new = m
+    for u in c.updates:
+      new = math.gcd(new, known_multiple(u, defs, assumed, depth + 1))
+    if new == m:
+      return m
+    m = new
+  return 1
+
+
 def loop_counters(block: ir.Block) -> dict:
-  """Loop counter value id -> its For, for every loop under `block`."""
-  return {o.body.args[0].id: o for o in ir.walk(block) if isinstance(o, For)}
+  """Loop counter value id -> its For, for every loop under `block`; and each value a loop carries (in
+  the loop's blocks and after it) -> its _Carry, for the divisibility of carried window starts."""
+  from .ops.control import Condition, While
+  out = {}
+  for o in ir.walk(block):
+    if isinstance(o, For):
+      out[o.body.args[0].id] = o
+      ys = o.body.ops[-1].values if o.body.ops and isinstance(o.body.ops[-1], Yield) else None
+      for k, init in enumerate(o.inits):
+        if ys is not None:
+          c = _Carry((o.body.args[k + 1].id, o.results[k].id), init, (ys[k],))
+          out.update({i: c for i in c.ids})
+    elif isinstance(o, While) and o.before.ops and isinstance(o.before.ops[-1], Condition) and o.body.ops and (
+        isinstance(o.body.ops[-1], Yield)):
+      fwd, ys = o.before.ops[-1].values, o.body.ops[-1].values
+      for k, init in enumerate(o.inits):
+        c = _Carry((o.before.args[k].id, o.body.args[k].id, o.results[k].id), init, (ys[k], fwd[k]))
+        out.update({i: c for i in c.ids})
+  return out

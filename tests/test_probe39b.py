@@ -338,3 +338,79 @@ def test_head_dim_padding_hint_keeps_the_real_scale():
   np.testing.assert_allclose(got, _attn_ref(q, k, v), rtol=3e-2, atol=3e-2)
   wrong = np.asarray(head_dim_scores(np.pad(q, pad), np.pad(k, pad), np.pad(v, pad), interpret=True))[:, :96]
   assert np.abs(wrong - _attn_ref(q, k, v)).max() > 3e-2          # the scale of the padded shape
+
+
+# ---------------------------------------------------------------- key blocks walked by a carried start
+def _walk_keys(step):
+  @mg.mgpu_kernel(out_shape=lambda q, k, v, lens: S(q.shape, F32), grid=lambda q, k, v, lens: (q.shape[0] // 64,))
+  def walk(q, k, v, lens, o):
+    i = ml.program_id(0)
+    q_s = ml.smem((64, 128)); k_s = ml.smem((64, 128)); v_s = ml.smem((64, 128))
+    ml.copy(q.at[ml.ds(i * 64, 64), :], q_s)
+    n = lens[0]
+    m = ml.full((64,), -1e30, F32)
+    l = ml.zeros((64,), F32)
+    acc = ml.zeros((64, 128), F32)
+    start = 0
+    while start < n:
+      ml.copy(k.at[ml.ds(start, 64), :], k_s)
+      ml.copy(v.at[ml.ds(start, 64), :], v_s)
+      s = ml.dot(q_s, k_s.T) * (1.0 / math.sqrt(128))
+      s = ml.where((start + ml.arange(64))[None, :] < n, s, -1e30)
+      m_new = ml.maximum(m, ml.max(s, axis=1))
+      alpha = ml.exp(m - m_new)
+      p = ml.exp(s - m_new[:, None])
+      l = l * alpha + ml.sum(p, axis=1)
+      acc = ml.dot(p.astype(q.dtype), v_s, acc * alpha[:, None])
+      m = m_new
+      start += step
+    o.at[ml.ds(i * 64, 64), :][...] = acc / l[:, None]
+  return walk
+
+
+walk_keys = _walk_keys(64)
+walk_keys_odd = _walk_keys(60)
+
+
+@mg.mgpu_kernel(out_shape=lambda k: S((64, 128), F32), grid=(1,))
+def sum_key_blocks(k, o):
+  k_s = ml.smem((64, 128))
+  acc = ml.zeros((64, 128), F32)
+  off = 0
+  for _ in range(k.shape[0] // 64):
+    ml.copy(k.at[ml.ds(off, 64), :], k_s)
+    acc = acc + k_s[...].astype(F32)
+    off = off + 64
+  o[...] = acc
+
+
+def test_window_start_carried_by_a_loop_is_proven_a_tile_multiple():
+  """`start = 0` then `start += 64` in a while loop over key blocks (head_dim 128, a tiled K buffer) was
+  MG401 "not provably a multiple of 8": the divisibility of window starts did not follow loop carries.
+  A carry is now a multiple of what its start is and each update keeps; a step of 60 still is not, and
+  stays MG401 (a for loop's `off + 64`, which its values over the grid proved before, still compiles)."""
+  F16 = jnp.float16
+  rng = np.random.default_rng(9)
+  q, k, v = (rng.standard_normal((128, 128)).astype(F16) for _ in range(3))
+  got = walk_keys(q, k, v, np.array([100], np.int32), interpret=True)
+  np.testing.assert_allclose(got, _attn_ref(q, k[:100], v[:100]), rtol=2e-2, atol=2e-2)
+  walk_keys.check(S((128, 128), F16), S((128, 128), F16), S((128, 128), F16), S((1,), jnp.int32))
+  kk = rng.standard_normal((256, 128)).astype(F16)
+  np.testing.assert_allclose(sum_key_blocks(kk, interpret=True), np.float32(kk).reshape(4, 64, 128).sum(0), rtol=1e-5)
+  sum_key_blocks.check(S((256, 128), F16))
+  with pytest.raises(mg.TmaLimitError) as e:
+    walk_keys_odd.check(S((128, 128), F16), S((128, 128), F16), S((128, 128), F16), S((1,), jnp.int32))
+  line, col = _line(walk_keys_odd, "ml.copy(k.at[ml.ds(start, 64), :], k_s)")
+  assert (e.value.lineno, e.value.col_offset) == (line, col)
+  assert "the start of k.at[ml.ds(start, 64), :] in dimension 0 is not provably a multiple of 8" in str(e.value)
+
+
+@pytest.mark.gpu
+def test_gpu_window_start_carried_by_a_loop():
+  F16 = jnp.float16
+  rng = np.random.default_rng(10)
+  q, k, v = (rng.standard_normal((128, 128)).astype(F16) for _ in range(3))
+  got = jax.jit(walk_keys)(q, k, v, np.array([100], np.int32))
+  np.testing.assert_allclose(got, _attn_ref(q, k[:100], v[:100]), rtol=2e-2, atol=2e-2)
+  kk = rng.standard_normal((256, 128)).astype(F16)
+  np.testing.assert_allclose(jax.jit(sum_key_blocks)(kk), np.float32(kk).reshape(4, 64, 128).sum(0), rtol=1e-4)
