@@ -414,3 +414,34 @@ def test_gpu_window_start_carried_by_a_loop():
   np.testing.assert_allclose(got, _attn_ref(q, k[:100], v[:100]), rtol=2e-2, atol=2e-2)
   kk = rng.standard_normal((256, 128)).astype(F16)
   np.testing.assert_allclose(jax.jit(sum_key_blocks)(kk), np.float32(kk).reshape(4, 64, 128).sum(0), rtol=1e-4)
+
+
+@mg.mgpu_kernel(out_shape=lambda p, v: S((p.shape[0], v.shape[1]), F32), grid=(1,))
+def pv_f32_narrow(p, v, o):
+  v_s = ml.smem(v.shape)
+  ml.copy(v, v_s)
+  o[...] = ml.dot(p[...], v_s)
+
+
+@mg.mgpu_kernel(out_shape=lambda p, vt: S((p.shape[0], vt.shape[0]), F32), grid=(1,))
+def pv_f32_narrow_hinted(p, vt, o):
+  p_s = ml.smem(p.shape, F32); bt_s = ml.smem(vt.shape)
+  ml.copy(vt, bt_s)
+  p_s[...] = p[...]
+  o[...] = ml.dot(p_s, bt_s.T)
+
+
+def test_tf32_hint_for_a_narrow_b_loads_it_transposed():
+  """With head_dim 32 (n = 32) the transposed copy the hint wrote, an (n, k) buffer filled from
+  registers, is MG204 itself (registers fill a tensor-core buffer 64 rows at a time): the hint now loads
+  the (32, 64) tile from the transposed array, which TMA fills; followed, it matches jnp."""
+  with pytest.raises(mg.UnsupportedDtypeError) as e:
+    pv_f32_narrow.check(S((64, 64), F32), S((64, 32), F32))
+  line, col = _line(pv_f32_narrow, "ml.dot(p[...], v_s)")
+  assert (e.value.lineno, e.value.col_offset) == (line, col)
+  assert ("v_s is stored (k, n), so load its tile as (n, k) = (32, 64) from the transposed array (x.T, or"
+          " jnp.swapaxes(x, -1, -2), outside the kernel) into a buffer bt_s and pass ml.dot(") in e.value.hint
+  assert "v_s_nk" not in e.value.hint
+  rng = np.random.default_rng(11)
+  p, v = rng.random((64, 64)).astype(np.float32), rng.standard_normal((64, 32)).astype(np.float32)
+  np.testing.assert_allclose(pv_f32_narrow_hinted(p, v.T.copy(), interpret=True), p @ v, rtol=2e-2, atol=2e-2)

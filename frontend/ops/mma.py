@@ -225,6 +225,11 @@ def _tf32_hint(a, b) -> str:
   bn = (b.name or "b_s").removesuffix(".T")
   if isinstance(b.type, RefType) and b.type.transposed:
     major = f"b, {b.name}, is K-major already, ml.dot({name}_s, {b.name})"
+  elif isinstance(b.type, RefType) and bn.isidentifier() and len(b.type.shape) == 2 and b.type.shape[1] % hw.MMA_M:
+    k, n = b.type.shape      # (registers fill a tiled buffer 64 rows at a time: n rows must come by TMA)
+    major = (f"b must be K-major too: {bn} is stored (k, n), so load its tile as (n, k) = ({n}, {k}) from the"
+             f" transposed array (x.T, or jnp.swapaxes(x, -1, -2), outside the kernel) into a buffer bt_s and pass"
+             f" ml.dot({name}_s, bt_s.T, ...) (passing {bn}.T instead would multiply by {bn}'s transpose)")
   elif isinstance(b.type, RefType) and bn.isidentifier() and len(b.type.shape) == 2:
     k, n = b.type.shape
     major = (f"b must be K-major too: {bn} is stored (k, n), so transpose it once, {bn}_nk = ml.smem(({n}, {k}),"
@@ -267,6 +272,8 @@ def _k_major_b_hint(a, b, with_acc=True) -> str:
   if not (b.name or "").isidentifier():
     return fix
   k, n = b.type.shape
+  if n % hw.MMA_M:         # registers fill a tiled buffer 64 rows at a time: fewer rows come by TMA only
+    return fix
   an = a.name if is_value(a) and (a.name or "").replace(".T", "").isidentifier() else "a_s"
   return (f"{fix}; or transpose the tile once in the kernel, b_nk = ml.smem(({n}, {k})); b_nk[...] = {b.name}.T[...]"
           f" (through registers), and pass ml.dot({an}, b_nk.T{acc})")
