@@ -484,6 +484,12 @@ def unary(cx, kind: UnOp, x):
     return x              # as jnp.abs (a scalar's math.absi would read the bits as signed: |0xFFFFFFFF| = 1)
   if kind in (UnOp.NEG, UnOp.ABS) and isinstance(d, DType) and d.is_int and (wide := _wide(d)) is not None:
     return narrowed(cx, unary(cx, kind, astype(cx, x, wide)), d)     # 8-bit: in 32 bits, wrapped back, as jnp's
+  if kind in (UnOp.NEG, UnOp.ABS) and d in FLOAT8 and isinstance(x.type, TensorType):
+    # float8 -x and abs (an amax of float8 data): the sign bit flipped or cleared, exactly jnp's (NaN stays NaN)
+    from .elementwise_fns import bitcast
+    bits = binary(cx, BinOp.XOR if kind == UnOp.NEG else BinOp.AND, bitcast.rule(cx, x, DType.u8),
+                  0x80 if kind == UnOp.NEG else 0x7F)
+    return bitcast.rule(cx, bits, d)
   if kind == UnOp.NOT:
     if isinstance(d, DType) and d != DType.bool_:
       raise E.UnsupportedDtypeError(f"'not' on {d}; use it on booleans (comparisons)", cx.loc,
