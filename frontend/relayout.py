@@ -22,6 +22,7 @@ from . import ir
 from .ir import LayoutRule, Traits
 from .ops.memory import SmemAlloc
 from .ops.shape import Broadcast, Reshape
+from .dtypes import DType
 from .types import RefType, Space, TensorType
 
 
@@ -179,6 +180,31 @@ def _copy_result(kernel, defs, use: CopyResult):
   return True
 
 
+def _pair_atomics(kernel, defs) -> bool:
+  """A float16/bfloat16 atomic max or min of a tensor the threads hold one element each of (a column
+  amax, `ml.atomic_max(out, ml.max(ml.abs(v), axis=0))`): Hopper's `red` max and min update pairs of
+  neighbouring elements, so the value is read through SMEM into the plain layout, which holds pairs
+  where it has a multiple of 256 elements (check_atomic_layouts reports the others). Whether any was."""
+  from .ops.atomic import AtomicKind, AtomicUpdate, odd_pairs
+  done = False
+  for o, block in list(_blocks(kernel.body)):
+    t = getattr(o, "value", None)
+    t = t.type if isinstance(t, ir.Value) else None
+    if not (isinstance(o, AtomicUpdate) and o.kind != AtomicKind.ADD and isinstance(t, TensorType)
+            and o.ref.type.shape and t.dtype in (DType.f16, DType.bf16) and math.prod(t.shape) % 256 == 0
+            and odd_pairs(t) and not isinstance(defs.get(o.value.id), RelayoutLoad)):
+      continue
+    x = o.value
+    v = _scratch(kernel, defs, x, o.loc)
+    copy = ir.Value(TensorType(x.type.shape, x.type.dtype), x.name)
+    load = RelayoutLoad(v, o.loc, (copy,))
+    defs[copy.id] = load
+    i = block.ops.index(o)
+    block.ops[i:i + 1] = [RelayoutStore(v, x, o.loc), load, dataclasses.replace(o, value=copy)]
+    done = True
+  return done
+
+
 def _block_of(kernel, o):
   """The block that holds the op `o`, or None if it is gone."""
   return next((block for op, block in _blocks(kernel.body) if op is o), None)
@@ -201,7 +227,10 @@ def assign_layouts_relayout(kernel, defs, assign) -> None:
   use gives another layout (`CopyUse`); then the layouts are solved again."""
   for _ in range(64):
     try:
-      return assign(kernel, defs)
+      assign(kernel, defs)
+      if not _pair_atomics(kernel, defs):
+        return None
+      continue
     except E.LayoutError as e:
       culprit = getattr(e, "relayout", None)
       if isinstance(culprit, (CopyUse, CopyResult)):

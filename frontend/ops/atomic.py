@@ -22,7 +22,6 @@ from ..infer import unify
 from ..ir import Access, LayoutRule, Traits
 from ..types import LayoutKind, Space, TensorType, dtype_name, resolve
 from .base import Num, builtin, is_ref, is_scalar, is_tensor, is_value, kind_of
-from .shape import Reduce
 
 
 class AtomicKind(enum.Enum):
@@ -290,6 +289,22 @@ def odd_pairs(t: TensorType) -> bool:
   return bool(lay.drop) or (lay.kind != LayoutKind.WGMMA and lay.vec % 2 == 1)
 
 
+def _root_name(defs, ref):
+  """The name of the array a window `ref` views, or None."""
+  from .memory import View
+  while isinstance(defs.get(ref.id), View):
+    ref = defs[ref.id].ref
+  return ref.name or None
+
+
+def _written(o) -> tuple:
+  """(window, value) of the atomic `o` as its call wrote them (for _float_keys)."""
+  from .elementwise_checks import _call_args
+  loc = o.loc
+  text = loc.source_line[loc.col_offset:loc.end_col_offset] if loc.end_lineno == loc.lineno else ""
+  return _call_args(text, 2) or (o.ref.name or "ref", o.value.name or "value")
+
+
 def check_atomic_layouts(kernel: ir.Kernel) -> None:
   """After the layout pass: float16/bfloat16 atomic max and min exist on the GPU only as `red`
   of pairs of neighbouring elements in GMEM, so a tensor held one element per register cannot
@@ -307,10 +322,9 @@ def check_atomic_layouts(kernel: ir.Kernel) -> None:
         f"{what} of a {dtype_name(d)} tensor of shape {t.shape}: Hopper's {dtype_name(d)} atomic"
         f" {o.kind.value} updates pairs of neighbouring elements, and the threads hold this tensor's"
         f" elements singly", o.loc,
-        hint=(f"pass the statistic through SMEM, which reads it back as a plain tensor:"
-              f" buf = ml.smem({t.shape}, jnp.{dtype_name(d)}); buf[...] = v; {what}(..., buf[...])"
-              if isinstance(defs.get(o.value.id), Reduce) else
-              "update 256 elements or a multiple at once (e.g. a window of shape (256,) or (8, 128))"))
+        hint="update a multiple of 256 elements at once (e.g. a window of shape (256,) or (8, 128)), which"
+             " the threads hold in pairs; or" + _float_keys(d, o.kind, *_written(o), _root_name(defs, o.ref))[len(", e.g."):])
+    # (a multiple of 256 elements held singly, a row statistic, goes through SMEM: relayout._pair_atomics)
     # (no float32 alternative: Hopper's float32 atomics only add, and ml.atomic_add never reaches here)
 
 
