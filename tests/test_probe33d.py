@@ -289,9 +289,11 @@ def test_cast_takes_tritons_rounding_and_bitcast_keywords():
   np.testing.assert_array_equal(np.asarray(cast_bits(x, interpret=True)),
                                 np.asarray(jax.lax.bitcast_convert_type(x, jnp.uint32)))
   assert "mosaic_gpu" in str(_export(truncate_bf16, S((1024,), F32)))
-  expect(truncate_f16, [S((1024,), F32)], mg.UnsupportedDtypeError, "x[...].astype(",
-         "fp_downcast_rounding='rtz' converts float32 to bfloat16 here, not float32 to float16",
-         hint="round to nearest even (leave fp_downcast_rounding out): x[...].astype(jnp.float16)")
+  # float32 -> float16 toward zero was MG106 here; since probe 39c it computes (test_probe39c checks its values)
+  got = np.asarray(truncate_f16(x, interpret=True)).astype(np.float32)
+  f = np.asarray(x)
+  ok = np.isnan(f) | (np.abs(got) <= np.abs(f)) & (np.sign(got) * np.sign(f) >= 0)
+  assert ok.all()
 
 
 def test_the_to_hint_keeps_the_rounding_mode():

@@ -176,3 +176,66 @@ def test_16_bit_atomics_of_statistics_on_the_gpu(dtype):
   _same_bits(column_amax(x), np.max(np.abs(np.asarray(x)), axis=0))
   y = _half((256, 512), dtype, seed=2)
   _same_bits(row_min(y), np.min(np.asarray(y), axis=1))
+
+
+# ---------------------------------------------------------------- fp_downcast_rounding="rtz" beyond f32 -> bf16
+def _toward_zero(dtype):
+  @mg.mgpu_kernel(out_shape=lambda x: S(x.shape, dtype), grid=lambda x: (x.shape[0] // 256,))
+  def toward_zero(x, out):
+    i = ml.program_id(0)
+    out.at[ml.ds(i * 256, 256)][...] = ml.cast(x.at[ml.ds(i * 256, 256)][...], dtype, fp_downcast_rounding="rtz")
+  return toward_zero
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, jnp.int32))
+def toward_zero_int(x, out):
+  out[...] = x[...].astype(jnp.int32, fp_downcast_rounding="rtz")
+
+
+def _awkward(dtype=np.float32):
+  rng = np.random.default_rng(5)
+  x = np.concatenate([rng.standard_normal(400) * 10, rng.standard_normal(88) * 1e5, [
+      np.nan, np.inf, -np.inf, 65504, 65519, 65520, -1e5, 6e-8, 3e-8, -3e-8, 0.0, -0.0, 1e-6, 448, 449, 465, -500,
+      57344, 61440, 1e-3, 2 ** -9, 2 ** -10, 2 ** -7 * 1.5, 1 + 2 ** -11]]).astype(np.float32)
+  return x.astype(dtype)
+
+
+def _toward_zero_ref(x, dtype):
+  """Toward zero by hand: to nearest, then a step back where that went away from zero; float8 saturates
+  first (as the kernel's conversions do: the largest finite value for anything beyond it, inf too)."""
+  dt = np.dtype(dtype)
+  f = np.asarray(x).astype(np.float32)
+  if dt.itemsize == 1:
+    top = float(ml_dtypes.finfo(dt).max)
+    f = np.where(np.isnan(f), f, np.clip(f, -top, top))
+  with np.errstate(over="ignore", invalid="ignore"):
+    y = f.astype(dt)
+    away = np.abs(y.astype(np.float32)) > np.abs(f)
+  bits = y.view(f"u{dt.itemsize}")
+  return np.where(away, (bits - 1).astype(bits.dtype).view(dt), y)
+
+
+_RTZ = [(np.float32, jnp.float16), (np.float32, jnp.float8_e4m3fn), (np.float32, jnp.float8_e5m2),
+        (np.float16, jnp.bfloat16), (np.float16, jnp.float8_e4m3fn), (ml_dtypes.bfloat16, jnp.float16)]
+
+
+@pytest.mark.parametrize("src,dst", _RTZ, ids=lambda d: np.dtype(d).name)
+def test_rounding_toward_zero_into_any_narrower_float(src, dst):
+  x = _awkward(src)
+  k = _toward_zero(dst)
+  _same_bits(k(x, interpret=True), _toward_zero_ref(x, dst))
+  assert "mosaic_gpu" in _export(k, S(x.shape, src)).lower()
+
+
+def test_rounding_toward_zero_into_an_integer_is_an_error_at_the_cast():
+  expect(toward_zero_int, [S((256,), jnp.float32)], mg.UnsupportedDtypeError, "x[...].astype(",
+         "fp_downcast_rounding='rtz' rounds a float to a narrower float, not float32 to int32",
+         hint="a float converted to an integer truncates toward zero anyway (leave fp_downcast_rounding out):"
+              " x[...].astype(jnp.int32)")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("src,dst", _RTZ, ids=lambda d: np.dtype(d).name)
+def test_rounding_toward_zero_on_the_gpu(src, dst):
+  x = _awkward(src)
+  _same_bits(_toward_zero(dst)(jnp.asarray(x)), _toward_zero_ref(x, dst))

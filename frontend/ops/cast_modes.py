@@ -33,16 +33,35 @@ def check_cast_keywords(cx, x, dtype, rounding, bitcast, copy):
 
 def toward_zero(cx, x, dt):
   """`x` converted to `dt` rounding toward zero: float32 -> bfloat16 keeps the top 16 bits of each
-  finite value and infinity (NaN converts as it does to nearest: it stays NaN)."""
-  from .elementwise import BinOp, CmpOp, astype, binary, compare, where_
+  finite value and infinity (NaN converts as it does to nearest: it stays NaN). Other float
+  narrowings (float32 -> float16 or float8, float16 -> bfloat16, ...; Triton's `x.to(tl.float16,
+  fp_downcast_rounding="rtz")`): the value rounded to nearest, then, where that rounded away from zero,
+  one step back toward zero by its bits (an overflow to inf becomes the largest finite value; float8
+  saturates as its conversion does)."""
+  from .elementwise import BinOp, CmpOp, UnOp, astype, binary, compare, unary, where_
   from .elementwise_fns import bitcast
   src = resolve(x.type.dtype) if is_value(x) else None
   if src == dt:
     return x
-  if src != DType.f32 or dt != DType.bf16:
+  if not (isinstance(src, DType) and src.is_float and dt.is_float and _narrower(dt, src)):
     name = method_on(cx.named(x)) if is_value(x) else repr(x)
     raise E.UnsupportedDtypeError(
-        f"fp_downcast_rounding='rtz' converts float32 to bfloat16 here, not {src or 'a Python number'} to {dt}",
-        cx.loc, hint=f"round to nearest even (leave fp_downcast_rounding out): {name}.astype(jnp.{dt})")
-  top = bitcast.rule(cx, binary(cx, BinOp.AND, bitcast.rule(cx, x, DType.u32), 0xFFFF0000), DType.f32)
-  return where_(cx, compare(cx, CmpOp.NE, x, x), astype(cx, x, dt), astype(cx, top, dt))
+        f"fp_downcast_rounding='rtz' rounds a float to a narrower float, not {src or 'a Python number'} to {dt}",
+        cx.loc, hint=(f"a float converted to an integer truncates toward zero anyway (leave fp_downcast_rounding"
+                      f" out): {name}.astype(jnp.{dt})" if dt.is_int and isinstance(src, DType) and src.is_float else
+                      f"round to nearest even (leave fp_downcast_rounding out): {name}.astype(jnp.{dt})"))
+  if src == DType.f32 and dt == DType.bf16:
+    top = bitcast.rule(cx, binary(cx, BinOp.AND, bitcast.rule(cx, x, DType.u32), 0xFFFF0000), DType.f32)
+    return where_(cx, compare(cx, CmpOp.NE, x, x), astype(cx, x, dt), astype(cx, top, dt))
+  wide = x if src == DType.f32 else astype(cx, x, DType.f32)       # (exact)
+  y = astype(cx, wide, dt)
+  away = compare(cx, CmpOp.GT, unary(cx, UnOp.ABS, astype(cx, y, DType.f32)), unary(cx, UnOp.ABS, wide))
+  bits = DType.u8 if dt.bits == 8 else DType.u16
+  back = bitcast.rule(cx, binary(cx, BinOp.SUB, bitcast.rule(cx, y, bits), 1), dt)   # |y| >= 1 ulp: no wrap
+  return where_(cx, away, back, y)
+
+
+def _narrower(dt, src) -> bool:
+  """Whether every `dt` value is a `src` value, `src` not one of `dt`'s (float16 -> bfloat16 counts: its
+  range is not bfloat16's, but rounding toward zero is defined through float32)."""
+  return dt.bits < src.bits or (dt.bits == src.bits and dt != src)
