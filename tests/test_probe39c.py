@@ -239,3 +239,45 @@ def test_rounding_toward_zero_into_an_integer_is_an_error_at_the_cast():
 def test_rounding_toward_zero_on_the_gpu(src, dst):
   x = _awkward(src)
   _same_bits(_toward_zero(dst)(jnp.asarray(x)), _toward_zero_ref(x, dst))
+
+
+# ---------------------------------------------------------------- float8_e5m2's infinities through scans and sorts
+@mg.mgpu_kernel(out_shape=lambda x: (x, x, x, x), grid=lambda x: (x.shape[0] // 16,))
+def e5m2_scans(x, cmax, cmin, csum, srt):
+  i = ml.program_id(0)
+  v = x.at[ml.ds(i * 16, 16), :][...]
+  cmax.at[ml.ds(i * 16, 16), :][...] = ml.cummax(v, axis=1)
+  cmin.at[ml.ds(i * 16, 16), :][...] = ml.cummin(v, axis=1)
+  csum.at[ml.ds(i * 16, 16), :][...] = ml.cumsum(v, axis=1)
+  srt.at[ml.ds(i * 16, 16), :][...] = ml.sort(v, axis=1, descending=True)
+
+
+def _e5m2_with_infinities():
+  x = np.array(jnp.asarray(np.random.default_rng(3).standard_normal((32, 128)) * 100).astype(jnp.float8_e5m2))
+  x[0, 5], x[1, 7], x[2, :], x[3, :], x[4, 60] = np.inf, -np.inf, -np.inf, np.inf, np.inf
+  x[5, 3], x[5, 90] = np.inf, -np.inf
+  return x
+
+
+def _e5m2_scans_ref(x):
+  f, e5 = x.astype(np.float32), ml_dtypes.float8_e5m2
+  with np.errstate(invalid="ignore"):
+    csum = np.cumsum(f, axis=1)
+  return (np.maximum.accumulate(f, axis=1).astype(e5), np.minimum.accumulate(f, axis=1).astype(e5),
+          csum.astype(e5), -np.sort(-f, axis=1, kind="stable").astype(e5))
+
+
+def test_float8_e5m2_infinities_survive_scans_and_sorts():
+  """A float8 scan or sort runs on float32 keys converted back, and that conversion saturates: ml.cummax of
+  an e5m2 row holding inf gave 57344 from there on, and ml.sort turned inf into 57344 (not a permutation)."""
+  x = _e5m2_with_infinities()
+  for got, want in zip(e5m2_scans(x, interpret=True), _e5m2_scans_ref(x)):
+    _same_bits(got, want)
+  assert "mosaic_gpu" in _export(e5m2_scans, S(x.shape, jnp.float8_e5m2)).lower()
+
+
+@pytest.mark.gpu
+def test_float8_e5m2_infinities_through_scans_and_sorts_on_the_gpu():
+  x = _e5m2_with_infinities()
+  for got, want in zip(e5m2_scans(jnp.asarray(x)), _e5m2_scans_ref(x)):
+    _same_bits(got, want)

@@ -83,7 +83,7 @@ def sort_tensor(cx, x, axis, descending, what, late_first=False):
   vals, pos = cx.b.emit(Sort, v, descending, late_first, keys, order, pad, loc=cx.loc,
                         types=[TensorType(shape, key), TensorType(shape, DType.i32)],
                         names=[cx.name, None]).results
-  return (vals if key == d else ew.astype(cx, vals, d)), pos
+  return (vals if key == d else ew.narrowed(cx, vals, d)), pos     # (float8_e5m2's infinities kept)
 
 
 def _stable(cx, stable, what):
