@@ -124,9 +124,11 @@ def swizzle_for(nbytes: int) -> int | None:
 # single-thread `red` a scalar atomic is, and the TMA engine's reductions (no f32 max/min).
 _F, _H = DType.f32, (DType.f16, DType.bf16)
 _I = (DType.i32, DType.u32)
-ATOMIC_GMEM = {"add": frozenset((_F, *_H, *_I)), "max": frozenset((*_H, *_I)), "min": frozenset((*_H, *_I))}
+# f32 max and min in GMEM have no `red` of their own: they are two integer `red`s on the float's bits
+# (lowering/atomic.py, _f32_extreme_red), one element at a time.
+ATOMIC_GMEM = {"add": frozenset((_F, *_H, *_I)), "max": frozenset((_F, *_H, *_I)), "min": frozenset((_F, *_H, *_I))}
 ATOMIC_SMEM = {"add": frozenset((_F, *_H, *_I)), "max": frozenset(_I), "min": frozenset(_I)}
-ATOMIC_SCALAR = {"add": frozenset((_F, *_I)), "max": frozenset(_I), "min": frozenset(_I)}
+ATOMIC_SCALAR = {"add": frozenset((_F, *_I)), "max": frozenset((_F, *_I)), "min": frozenset((_F, *_I))}
 # One element a `red` from every thread (scatters): float16/bfloat16 add one element at a time
 # (`red.add.noftz.f16`, as tensor atomics of odd pairs do); their max and min come in pairs only.
 ATOMIC_ELEMENT = {"add": frozenset((_F, *_H, *_I)), "max": frozenset(_I), "min": frozenset(_I)}

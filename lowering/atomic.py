@@ -36,6 +36,38 @@ def _scalar_red(ptr, value, kind: AtomicKind, d: DType, smem: bool = False):
                   has_side_effects=True)
 
 
+def _f32_extreme_red(ptr, value, kind: AtomicKind, smem: bool = False):
+  """A float32 max or min at `ptr` (`red` has none) as two integer ones on the float's own bits, which
+  order as the floats do: for max, a value of sign bit 0 is the larger float where its bits are the larger
+  int32 (`red.max.s32`: a negative float in memory is a negative int32), one of sign bit 1 where its bits are
+  the smaller uint32 (`red.min.u32`: a non-negative float in memory is below 2**31); min mirrors it. Each
+  `red` alone leaves the float max (min) of memory and its operand, so they compose atomically; the
+  operand the sign rules out, and both for a NaN (a NaN meeting a number leaves the number, as the float
+  `red`s and interpret mode's fmax), are the operation's identity: no change."""
+  i32 = ir.IntegerType.get_signless(32)
+  c = lambda v: arith.constant(i32, v)
+  bits = arith.bitcast(i32, value)
+  nan = arith.cmpf(arith.CmpFPredicate.UNO, value, value)
+  neg = arith.cmpi(arith.CmpIPredicate.slt, bits, c(0))
+  pos = arith.andi(arith.xori(neg, arith.constant(ir.IntegerType.get_signless(1), 1)),
+                   arith.xori(nan, arith.constant(ir.IntegerType.get_signless(1), 1)))
+  neg = arith.andi(neg, arith.xori(nan, arith.constant(ir.IntegerType.get_signless(1), 1)))
+  if kind == AtomicKind.MAX:     # identities: INT32_MIN for the signed max, 0xFFFFFFFF for the unsigned min
+    _scalar_red(ptr, arith.select(pos, bits, c(-2 ** 31)), AtomicKind.MAX, DType.i32, smem=smem)
+    _scalar_red(ptr, arith.select(neg, bits, c(-1)), AtomicKind.MIN, DType.u32, smem=smem)
+  else:                          # identities: INT32_MAX for the signed min, 0 for the unsigned max
+    _scalar_red(ptr, arith.select(pos, bits, c(2 ** 31 - 1)), AtomicKind.MIN, DType.i32, smem=smem)
+    _scalar_red(ptr, arith.select(neg, bits, c(0)), AtomicKind.MAX, DType.u32, smem=smem)
+
+
+def _red(ptr, value, kind: AtomicKind, d: DType, smem: bool = False):
+  """One element's atomic `kind` (float32 max and min through their bits, _f32_extreme_red)."""
+  if d == DType.f32 and kind != AtomicKind.ADD:
+    _f32_extreme_red(ptr, value, kind, smem=smem)
+  else:
+    _scalar_red(ptr, value, kind, d, smem=smem)
+
+
 def _first_replica(layout):
   """An i1: this thread holds the first copy of its registers (a layout that repeats values
   across lanes or warps, as row and column statistics do)."""
@@ -68,7 +100,7 @@ def _update_each_element(x, mem, kind, d):
       if smem:
         ptr = llvm.ptrtoint(ir.IntegerType.get_signless(32), ptr)
       v = vector.extract(reg, dynamic_position=[], static_position=ir.DenseI64ArrayAttr.get([j]))
-      _scalar_red(ptr, v, kind, d, smem=smem)
+      _red(ptr, v, kind, d, smem=smem)
 
 
 def _replicated_update(x, mem, kind, d):
@@ -87,7 +119,7 @@ def _atomic_update(ctx, o):
     v = operand(ctx, o.value)
     v = v if isinstance(v, ir.Value) else scalar_const(v, o.ref.type.dtype)
     with ir.InsertionPoint(scf.IfOp(ctx.tma_predicate).then_block):
-      _scalar_red(ptr, v, o.kind, o.ref.type.dtype)
+      _red(ptr, v, o.kind, o.ref.type.dtype)
       scf.yield_([])
     return
   t = o.value.type
@@ -97,8 +129,8 @@ def _atomic_update(ctx, o):
   def emit():
     if t.layout.drop:
       _replicated_update(x, mem, o.kind, t.dtype)
-    elif tiled is None and odd_pairs(t):           # f16/bf16 held one element per register
-      _update_each_element(x, mem, o.kind, t.dtype)
+    elif tiled is None and (odd_pairs(t) or t.dtype == DType.f32 and o.kind != AtomicKind.ADD):
+      _update_each_element(x, mem, o.kind, t.dtype)     # f16/bf16 held one element per register; f32 max/min
     elif tiled is not None:
       x.store_tiled(mem, swizzle=tiled.swizzle, atomic=o.kind.value)
     else:
@@ -131,6 +163,8 @@ def combine(kind: AtomicKind, d: DType, old, new):
   """What an atomic `kind` leaves in memory, in `d`'s numerics (narrow floats round once). Float
   max and min are the hardware's (`red.max`, TMA's reducing store, no `.NaN` qualifier): a NaN
   operand gives the other one, as np.fmax and np.fmin."""
+  if d == DType.f32 and kind != AtomicKind.ADD:
+    return _f32_extreme(kind, old, new)
   if d.is_float:
     c = N.compute_dtype(d)
     fn = {AtomicKind.MAX: np.fmax, AtomicKind.MIN: np.fmin}.get(kind) or N.FLOAT_BIN[_BIN[kind]]
@@ -138,6 +172,16 @@ def combine(kind: AtomicKind, d: DType, old, new):
   else:
     r = N.INT_BIN[_BIN[kind]](np.asarray(old), np.asarray(new))
   return np.asarray(r).astype(N.np_dtype(d))
+
+
+def _f32_extreme(kind: AtomicKind, old, new):
+  """_f32_extreme_red's result: the float32 max (min) in the order of the bits' keys (sign and
+  magnitude, so +0.0 above -0.0, and a NaN already in memory, an aliased input's, above +inf or below
+  -inf by its sign bit), a NaN operand leaving memory as it is."""
+  o, n = np.asarray(old, np.float32), np.asarray(new, np.float32)
+  key = lambda v: (lambda b: np.where(b >= 0, b, b ^ np.int32(0x7FFFFFFF)))(v.view(np.int32))
+  take = (key(n) > key(o)) if kind == AtomicKind.MAX else (key(n) < key(o))
+  return np.where(take & ~np.isnan(n), n, o).astype(np.float32)
 
 
 _BIN = {AtomicKind.ADD: BinOp.ADD, AtomicKind.MAX: BinOp.MAX, AtomicKind.MIN: BinOp.MIN}

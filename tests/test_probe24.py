@@ -422,11 +422,12 @@ def colamax_via_smem(x, out):
   ml.atomic_max(out, buf[...])
 
 
-def test_a_16_bit_atomic_max_of_a_statistic_hints_the_smem_route():
-  e = _raises(lambda: colamax.check(S((64, 256), BF16)))
-  assert type(e) is mg.LayoutError and "buf = ml.smem((256,), jnp.bfloat16); buf[...] = v" in e.hint
+def test_a_16_bit_atomic_max_of_a_statistic_goes_through_smem():
+  # (colamax was MG204, whose hint colamax_via_smem follows; since probe 39c the compiler takes that route)
   x = jax.random.normal(jax.random.key(0), (64, 256), F32).astype(BF16)
+  np.testing.assert_array_equal(colamax(x, interpret=True), jnp.abs(x).max(0))
   np.testing.assert_array_equal(colamax_via_smem(x, interpret=True), jnp.abs(x).max(0))
+  _export(colamax, S((64, 256), BF16))
   _export(colamax_via_smem, S((64, 256), BF16))
 
 

@@ -168,16 +168,16 @@ def col_least(x, out):
 
 @pytest.mark.parametrize("kernel,kind", [(col_extreme, "max"), (col_least, "min")])
 @pytest.mark.parametrize("dtype", [BF16, jnp.float16])
-def test_a_16_bit_atomic_max_or_min_hints_no_float32_output(kernel, kind, dtype):
-  # the hint ended "or keep the output float32 (its atomics take any shape, as ml.atomic_add does)":
-  # float32 atomic max and min are MG106 (Hopper's float32 atomics only add)
+def test_a_16_bit_atomic_max_or_min_hints_a_float32_output(kernel, kind, dtype):
+  # (the hint ended "or keep the output float32 (its atomics take any shape, as ml.atomic_add does)" when
+  # float32 atomic max and min were MG106; since probe 39c they work, element by element)
   d = jnp.dtype(dtype).name
   e = expect(kernel, [S((512,), dtype)], mg.LayoutError, f"ml.atomic_{kind}(",
              f"ml.atomic_{kind} of a {d} tensor of shape (128,): Hopper's {d} atomic {kind} updates pairs of"
              f" neighbouring elements, and the threads hold this tensor's elements singly")
   assert e.hint.startswith("update a multiple of 256 elements at once (e.g. a window of shape (256,) or (8, 128)),"
-                           f" which the threads hold in pairs; or a {d} {kind} as an int32 one")   # (probe 39c)
-  assert "float32 (its atomics" not in e.hint
+                           " which the threads hold in pairs; or make out float32")   # (probe 39c: float32 max and
+  assert f"ml.atomic_{kind}(out.at[:], x.at[ml.ds(i * 128, 128)][...].astype(jnp.float32))" in e.hint   # min work)
 
 
 # ---------------------------------------------------------------- B6: a scatter of narrow rows

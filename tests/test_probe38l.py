@@ -231,11 +231,8 @@ def matmul_rowmax(a, b, c, rowmax):
 def test_float_atomic_max_hint_is_written_with_the_calls_window_and_value():
   """The MG106 hint for a float32 atomic max said `ml.atomic_max(ref, ...)` with `b = ml.bitcast(value, ...)`
   "into an int32 array": it now names the call's window, value and output, and the kernel it gives is right."""
-  with pytest.raises(mg.UnsupportedDtypeError) as e:
-    matmul_rowmax.check(S((128, 64), jnp.float16), S((64, 128), jnp.float16))
-  assert (e.value.lineno, e.value.col_offset) == _line(matmul_rowmax, "ml.atomic_max(")
-  assert "into rowmax made int32 (jnp.int32 in its out_shape), ml.atomic_max(rowmax.at[ml.ds(i * 64, 64)]," \
-         " ml.where(b >= 0, b, b ^ 0x7FFFFFFF)) with b = ml.bitcast(ml.max(acc, axis=1), jnp.int32)" in e.value.hint
+  # (since probe 39c a float32 atomic max in GMEM works, so matmul_rowmax itself computes too)
+  matmul_rowmax.check(S((128, 64), jnp.float16), S((64, 128), jnp.float16))
 
   @mg.mgpu_kernel(out_shape=lambda a, b: (S((a.shape[0], b.shape[1]), F32), S((a.shape[0],), jnp.int32)),
                   grid=lambda a, b: (a.shape[0] // 64, b.shape[1] // 64))
@@ -255,6 +252,8 @@ def test_float_atomic_max_hint_is_written_with_the_calls_window_and_value():
   got = jax.lax.bitcast_convert_type(jnp.where(k >= 0, k, k ^ 0x7FFFFFFF), jnp.float32)
   np.testing.assert_array_equal(got, np.asarray(c).max(axis=1))
   np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-3, atol=1e-3)
+  c2, m2 = matmul_rowmax(a, b, interpret=True)
+  np.testing.assert_array_equal(m2, np.asarray(c2).max(axis=1))
 
 
 # ---------------------------------------------------------------- Triton's store at offsets, written out[offs] = v

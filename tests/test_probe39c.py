@@ -118,12 +118,11 @@ def row_min(x, lo):
   ml.atomic_min(lo, ml.min(v, axis=1))
 
 
-@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[1],), jnp.int32), grid=lambda x: (x.shape[0] // 16,))
-def column_amax_keys(x, amax):
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[1],), jnp.float32), grid=lambda x: (x.shape[0] // 16,))
+def column_amax_f32(x, amax):         # column_amax's hint followed
   i = ml.program_id(0)
   v = x.at[ml.ds(i * 16, 16), :][...]
-  b = ml.bitcast(ml.max(ml.abs(v), axis=0).astype(jnp.float32), jnp.int32)
-  ml.atomic_max(amax, ml.where(b >= 0, b, b ^ 0x7FFFFFFF))
+  ml.atomic_max(amax, ml.max(ml.abs(v), axis=0).astype(jnp.float32))
 
 
 def _half(shape, dtype, seed=1):
@@ -151,22 +150,18 @@ def test_a_16_bit_atomic_min_of_a_row_statistic_goes_through_smem(dtype):
   assert "mosaic_gpu" in _export(row_min, S(x.shape, dtype)).lower()
 
 
-def test_a_128_column_statistic_hints_the_int32_keys_and_the_hint_works():
+def test_a_128_column_statistic_hints_a_float32_output_and_the_hint_works():
   x = _half((64, 128), jnp.bfloat16)
-  e = expect(column_amax, [S(x.shape, jnp.bfloat16)], mg.LayoutError, "ml.atomic_max(",
-             "ml.atomic_max of a bfloat16 tensor of shape (128,): Hopper's bfloat16 atomic max updates pairs of"
-             " neighbouring elements, and the threads hold this tensor's elements singly")
-  assert e.hint.startswith("update a multiple of 256 elements at once (e.g. a window of shape (256,) or (8, 128)),"
-                           " which the threads hold in pairs; or a bfloat16 max as an int32 one")
-  assert ("into amax made int32 (jnp.int32 in its out_shape), ml.atomic_max(amax, ml.where(b >= 0, b, b ^"
-          " 0x7FFFFFFF)) with b = ml.bitcast(ml.max(ml.abs(v), axis=0).astype(jnp.float32), jnp.int32)") in e.hint
-  assert "pass the statistic through SMEM" not in e.hint
-  # followed: column_amax_keys, decoded as the hint writes
-  k = jnp.asarray(column_amax_keys(x, interpret=True))
-  decoded = jax.lax.bitcast_convert_type(jnp.where(k >= 0, k, k ^ 0x7FFFFFFF), jnp.float32)
-  got = jnp.where(k == jnp.iinfo(jnp.int32).min, -jnp.inf, decoded).astype(jnp.bfloat16)
+  expect(column_amax, [S(x.shape, jnp.bfloat16)], mg.LayoutError, "ml.atomic_max(",
+         "ml.atomic_max of a bfloat16 tensor of shape (128,): Hopper's bfloat16 atomic max updates pairs of"
+         " neighbouring elements, and the threads hold this tensor's elements singly",
+         hint="update a multiple of 256 elements at once (e.g. a window of shape (256,) or (8, 128)), which the"
+              " threads hold in pairs; or make amax float32 (jnp.float32 in its out_shape), whose atomic max takes"
+              " any shape: ml.atomic_max(amax, ml.max(ml.abs(v), axis=0).astype(jnp.float32)), and convert it"
+              " outside the kernel, .astype(jnp.bfloat16) (exact)")
+  got = jnp.asarray(column_amax_f32(x, interpret=True)).astype(jnp.bfloat16)
   _same_bits(got, np.max(np.abs(np.asarray(x)), axis=0))
-  assert "mosaic_gpu" in _export(column_amax_keys, S(x.shape, jnp.bfloat16)).lower()
+  assert "mosaic_gpu" in _export(column_amax_f32, S(x.shape, jnp.bfloat16)).lower()
 
 
 @pytest.mark.gpu
@@ -281,3 +276,91 @@ def test_float8_e5m2_infinities_through_scans_and_sorts_on_the_gpu():
   x = _e5m2_with_infinities()
   for got, want in zip(e5m2_scans(jnp.asarray(x)), _e5m2_scans_ref(x)):
     _same_bits(got, want)
+
+
+# ---------------------------------------------------------------- float32 atomic max and min (amax across programs)
+@mg.mgpu_kernel(out_shape=lambda x: (S((), jnp.float32), S((), jnp.float32), S((x.shape[1],), jnp.float32),
+                                     S((x.shape[1],), jnp.float32), S((64, x.shape[1]), jnp.float32)),
+                grid=lambda x: (x.shape[0] // 64,))
+def f32_extremes(x, amax, lo, col_max, col_min, tile_max):
+  i = ml.program_id(0)
+  v = x.at[ml.ds(i * 64, 64), :][...]
+  ml.atomic_max(amax, ml.max(ml.abs(v)))            # a per-tensor amax (delayed scaling)
+  ml.atomic_min(lo, ml.min(v))
+  ml.atomic_max(col_max, ml.max(v, axis=0))         # a row statistic of each program's tile
+  ml.atomic_min(col_min, ml.min(v, axis=0))
+  ml.atomic_max(tile_max, v)                        # a whole tile, element by element
+
+
+def _signed_floats():
+  x = np.random.default_rng(6).standard_normal((256, 128)).astype(np.float32)
+  x[:, 0] -= 10.0                          # a column of negatives only
+  x[:, 1] = np.abs(x[:, 1]) + 1.0          # positives only
+  x[:, 2] = 0.0                            # zeros of both signs: +0.0 is the max, -0.0 the min
+  x[::2, 2] = -0.0
+  x[7, 3], x[9, 4] = np.inf, -np.inf
+  return x
+
+
+def _f32_extremes_ref(x):
+  t = x.reshape(4, 64, 128)
+  col_max, col_min = x.max(0), x.min(0)
+  col_max[2], col_min[2] = 0.0, -0.0
+  return np.abs(x).max(), x.min(), col_max, col_min, t.max(0)
+
+
+def test_float32_atomic_max_and_min_work_in_gmem_and_on_one_element():
+  """They were MG106 (Hopper's `red` has no float32 max or min), whose hint rebuilt them as int32 maxima of keys in
+  an int32 output decoded outside; they are two integer `red`s on the float's own bits now."""
+  x = _signed_floats()
+  for got, want in zip(f32_extremes(x, interpret=True), _f32_extremes_ref(x)):
+    _same_bits(got, np.asarray(want, np.float32))
+  text = f32_extremes.mlir(S(x.shape, jnp.float32))
+  assert "red.relaxed.gpu.max.s32" in text and "red.relaxed.gpu.min.u32" in text
+  assert "red.relaxed.gpu.min.s32" in text and "red.relaxed.gpu.max.u32" in text
+  assert "mosaic_gpu" in _export(f32_extremes, S(x.shape, jnp.float32)).lower()
+
+
+def test_a_nan_meeting_a_float32_atomic_max_leaves_the_number():
+  x = _signed_floats()
+  x[10, 5] = x[70, 6] = np.nan             # (the float `red`s and interpret mode's fmax: the NaN is left out)
+  got = f32_extremes(x, interpret=True)
+  _same_bits(got[2], np.fmax.reduce(x, axis=0))
+  assert not np.isnan(np.asarray(got[4])).any()
+
+
+@pytest.mark.gpu
+def test_float32_atomic_max_and_min_on_the_gpu():
+  x = _signed_floats()
+  for got, want in zip(f32_extremes(jnp.asarray(x)), _f32_extremes_ref(x)):
+    _same_bits(got, np.asarray(want, np.float32))
+  x[10, 5] = x[70, 6] = np.nan
+  _same_bits(f32_extremes(jnp.asarray(x))[2], np.fmax.reduce(x, axis=0))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((128,), jnp.float32), grid=lambda x: (x.shape[0] // 128,))
+def tma_max(x, out):
+  i = ml.program_id(0)
+  buf = ml.smem((128,), jnp.float32)
+  ml.copy(x.at[ml.ds(i * 128, 128)], buf)
+  ml.copy(buf, out, reduce="max")
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((128,), jnp.float32), grid=lambda x: (x.shape[0] // 128,))
+def tma_max_followed(x, out):
+  i = ml.program_id(0)
+  buf = ml.smem((128,), jnp.float32)
+  ml.copy(x.at[ml.ds(i * 128, 128)], buf)
+  ml.atomic_max(out, buf[...])
+
+
+def test_a_float32_tma_max_hints_the_register_atomic_which_works():
+  e = expect(tma_max, [S((512,), jnp.float32)], mg.UnsupportedDtypeError, "ml.copy(buf, out",
+             "ml.copy(..., reduce='max') on float32 is not supported by the TMA engine: Hopper's atomic max takes"
+             " bfloat16, float16, int32, int64, uint32")
+  assert e.hint.startswith("update from registers, ml.atomic_max(out, buf[...]): a float32 max in GMEM is two"
+                           " integer atomics on its bits, element by element; or convert")
+  x = _signed_floats()[:, 0].copy()[:512]
+  x = np.concatenate([x, -x])[:512]
+  _same_bits(tma_max_followed(x, interpret=True), x.reshape(4, 128).max(0))
+  assert "mosaic_gpu" in _export(tma_max_followed, S((512,), jnp.float32)).lower()

@@ -66,7 +66,7 @@ def check_target(cx, b, ref, what):
              f" for add")
 
 
-def check_dtype(cx, kind: AtomicKind, d, table, what, where, smem=None, words=None):
+def check_dtype(cx, kind: AtomicKind, d, table, what, where, smem=None, words=None, instead=None):
   """`smem`: the texts of an SMEM window updated whole and of the value, which one CTA's threads hold an element each
   of, so a plain read-modify-write does the same (no two threads meet on an element); `words`: the texts of
   the window, the value and the array (for the hint of a float max or min)."""
@@ -79,7 +79,8 @@ def check_dtype(cx, kind: AtomicKind, d, table, what, where, smem=None, words=No
              f" held by one thread of the CTA, so none of them race (atomics matter between CTAs, in GMEM); or ")
     raise E.UnsupportedDtypeError(
         f"{what} on {d} is not supported {where}: Hopper's atomic {kind.value} takes {ok}", cx.loc,
-        hint=(plain if smem else "") + "convert the value and the array to a supported dtype" + _narrow_int(d, kind)
+        hint=(plain if smem else "") + (f"{instead}; or " if instead else "")
+        + "convert the value and the array to a supported dtype" + _narrow_int(d, kind)
         + (_float_keys(d, kind, *(words or ())) if kind != AtomicKind.ADD and (d == DType.f32 or d in (DType.f16, DType.bf16)
                                                               and not smem) else ""))
 
@@ -322,10 +323,25 @@ def check_atomic_layouts(kernel: ir.Kernel) -> None:
         f"{what} of a {dtype_name(d)} tensor of shape {t.shape}: Hopper's {dtype_name(d)} atomic"
         f" {o.kind.value} updates pairs of neighbouring elements, and the threads hold this tensor's"
         f" elements singly", o.loc,
-        hint="update a multiple of 256 elements at once (e.g. a window of shape (256,) or (8, 128)), which"
-             " the threads hold in pairs; or" + _float_keys(d, o.kind, *_written(o), _root_name(defs, o.ref))[len(", e.g."):])
+        hint=_wider_hint(d, o, defs))
     # (a multiple of 256 elements held singly, a row statistic, goes through SMEM: relayout._pair_atomics)
-    # (no float32 alternative: Hopper's float32 atomics only add, and ml.atomic_add never reaches here)
+
+
+def _wider_hint(d, o, defs) -> str:
+  """MG204's hint for a 16-bit max or min held singly: 256 elements at once, or a float32 output (its
+  max and min take any shape, element by element; the 16-bit values convert to it and back exactly), or,
+  in SMEM, whose float32 atomics only add, the int32 keys."""
+  from .elementwise_checks import method_on
+  ref, value = _written(o)
+  array = _root_name(defs, o.ref)
+  what = f"ml.atomic_{o.kind.value}"
+  first = ("update a multiple of 256 elements at once (e.g. a window of shape (256,) or (8, 128)), which the"
+           " threads hold in pairs; or")
+  if o.ref.type.space != Space.GMEM:
+    return first + _float_keys(d, o.kind, ref, value, array)[len(", e.g."):]
+  return (f"{first} make {array or 'the output'} float32 (jnp.float32 in its out_shape), whose atomic"
+          f" {o.kind.value} takes any shape: {what}({ref}, {method_on(value)}.astype(jnp.float32)), and convert it"
+          f" outside the kernel, .astype(jnp.{dtype_name(d)}) (exact)")
 
 
 def accumulated_outputs(body: ir.Block, defs, outputs, skipped=None) -> dict:

@@ -14,7 +14,7 @@ from .. import errors as E
 from .. import hw
 from .. import tma
 from ..infer import conflict, unify
-from ..types import DTypeVar, ScalarType, Space, TensorType, dtype_name
+from ..types import DTypeVar, ScalarType, Space, TensorType, dtype_name, resolve
 from .base import Num, builtin, is_ref, is_value, kind_of, one_element, shown
 from .memory import (Copy, Load, Store, check_in_bounds, check_not_transposed, untransposed, view,
                      window)
@@ -248,8 +248,11 @@ def _reduce_kind(cx, src, dst, reduce):
         f" {getattr(src.type, 'space', kind_of(src))} to {getattr(dst.type, 'space', kind_of(dst))}", cx.loc,
         hint="reduce from an ml.smem buffer into a window of an output")
   atomic.check_target(cx, cx.b, dst, "ml.copy(..., reduce=)")
+  registers = (f"update from registers, ml.atomic_{reduce}({cx.named(dst, 'out')}, {cx.named(src, 'buf')}[...]): a"
+               f" float32 {reduce} in GMEM is two integer atomics on its bits, element by element"
+               if reduce != "add" and resolve(dst.type.dtype) in hw.ATOMIC_GMEM[reduce] else None)
   atomic.check_dtype(cx, kind, dst.type.dtype, hw.TMA_REDUCE, f"ml.copy(..., reduce={reduce!r})",
-                     "by the TMA engine")
+                     "by the TMA engine", instead=registers)
   return kind
 
 
