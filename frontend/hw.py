@@ -130,7 +130,8 @@ ATOMIC_GMEM = {"add": frozenset((_F, *_H, *_I)), "max": frozenset((_F, *_H, *_I)
 ATOMIC_SMEM = {"add": frozenset((_F, *_H, *_I)), "max": frozenset(_I), "min": frozenset(_I)}
 ATOMIC_SCALAR = {"add": frozenset((_F, *_I)), "max": frozenset((_F, *_I)), "min": frozenset((_F, *_I))}
 # One element a `red` from every thread (scatters): float16/bfloat16 add one element at a time
-# (`red.add.noftz.f16`, as tensor atomics of odd pairs do); their max and min come in pairs only.
-ATOMIC_ELEMENT = {"add": frozenset((_F, *_H, *_I)), "max": frozenset(_I), "min": frozenset(_I)}
+# (`red.add.noftz.f16`, as tensor atomics of odd pairs do); their max and min come in pairs only; float32
+# max and min are two integer `red`s on the bits, as in ATOMIC_GMEM.
+ATOMIC_ELEMENT = {"add": frozenset((_F, *_H, *_I)), "max": frozenset((_F, *_I)), "min": frozenset((_F, *_I))}
 TMA_REDUCE = {"add": frozenset((_F, *_H, *_I, DType.i64)), "max": frozenset((*_H, *_I, DType.i64)),
               "min": frozenset((*_H, *_I, DType.i64))}

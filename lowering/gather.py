@@ -16,7 +16,7 @@ from ..frontend.ops.atomic import AtomicKind
 from ..frontend.ops.gather import Gather, ScatterUpdate
 from ..frontend.types import TensorType
 from .access import _store_register
-from .atomic import _first_replica, _scalar_red, combine, once_per_cta
+from .atomic import _first_replica, _red, combine, once_per_cta
 from .interpret_memory import OutOfBoundsError
 from .bool_memory import mem_type, scalar_from_byte, scalar_to_byte, vector_from_bytes
 from .registry import interpret, lower
@@ -146,7 +146,7 @@ def _scatter(ctx, o):
         continue
       for e in range(n):
         ptr = mgpu.utils.memref_ptr(mgpu.memref_slice(mem, tuple(_at(None, parts, o.indices, k, e))))
-        _scalar_red(ptr, _element(reg, e), o.kind, d)
+        _red(ptr, _element(reg, e), o.kind, d)     # (float32 max and min: two integer reds on the bits)
 
   def first_copy():           # a layout repeating values: each element once, by its first holder
     if t.layout.drop:

@@ -364,3 +364,27 @@ def test_a_float32_tma_max_hints_the_register_atomic_which_works():
   x = np.concatenate([x, -x])[:512]
   _same_bits(tma_max_followed(x, interpret=True), x.reshape(4, 128).max(0))
   assert "mosaic_gpu" in _export(tma_max_followed, S((512,), jnp.float32)).lower()
+
+
+@mg.mgpu_kernel(out_shape=lambda x, e: S((8, x.shape[1]), jnp.float32), grid=lambda x, e: (x.shape[0] // 64,))
+def expert_amax(x, e, out):                      # an amax per expert (fp8 MoE scales), a scatter of rows
+  i = ml.program_id(0)
+  ml.atomic_max(out.at[e.at[ml.ds(i * 64, 64)][...], :], ml.abs(x.at[ml.ds(i * 64, 64), :][...]))
+
+
+def _experts():
+  rng = np.random.default_rng(8)
+  return rng.standard_normal((256, 128)).astype(np.float32), rng.integers(0, 7, 256).astype(np.int32)   # 7 empty
+
+
+def test_a_float32_atomic_max_scatter_works():
+  x, e = _experts()
+  want = np.asarray(jax.ops.segment_max(np.abs(x), e, 8))
+  _same_bits(expert_amax(x, e, interpret=True), want)
+  assert "mosaic_gpu" in _export(expert_amax, S(x.shape, jnp.float32), S(e.shape, jnp.int32)).lower()
+
+
+@pytest.mark.gpu
+def test_a_float32_atomic_max_scatter_on_the_gpu():
+  x, e = _experts()
+  _same_bits(expert_amax(jnp.asarray(x), jnp.asarray(e)), np.asarray(jax.ops.segment_max(np.abs(x), e, 8)))

@@ -81,8 +81,18 @@ def check_dtype(cx, kind: AtomicKind, d, table, what, where, smem=None, words=No
         f"{what} on {d} is not supported {where}: Hopper's atomic {kind.value} takes {ok}", cx.loc,
         hint=(plain if smem else "") + (f"{instead}; or " if instead else "")
         + "convert the value and the array to a supported dtype" + _narrow_int(d, kind)
-        + (_float_keys(d, kind, *(words or ())) if kind != AtomicKind.ADD and (d == DType.f32 or d in (DType.f16, DType.bf16)
+        + (_as_float32(d, kind, *(words or ())) if kind != AtomicKind.ADD and d in (DType.f16, DType.bf16)
+           and DType.f32 in table[kind.value] else
+           _float_keys(d, kind, *(words or ())) if kind != AtomicKind.ADD and (d == DType.f32 or d in (DType.f16, DType.bf16)
                                                               and not smem) else ""))
+
+
+def _as_float32(d, kind, ref="ref", value="value", array=None) -> str:
+  """A 16-bit float max or min where float32 takes it: a float32 output, converted back exactly."""
+  from .elementwise_checks import method_on
+  return (f": make {array or 'the output'} float32 (jnp.float32 in its out_shape) and update it with"
+          f" ml.atomic_{kind.value}({ref}, {method_on(value)}.astype(jnp.float32)); .astype(jnp.{dtype_name(d)}) of"
+          f" the result outside the kernel converts it back exactly")
 
 
 def _float_keys(d, kind, ref="ref", value="value", array=None) -> str:

@@ -377,7 +377,10 @@ def scatter(cx, kind: AtomicKind, iref: IndexedRef, value, mask=None, what=None)
              f" `if 0 <= i < n:` where i may fall outside (s a scalar: ml.sum(x), or v[0] of a one-element v)")
   d = resolve(ref.type.dtype)
   if kind != AtomicKind.SET:          # (a plain scatter stores any dtype)
-    check_dtype(cx, kind, d, hw.ATOMIC_ELEMENT, what, "through a tensor of indices (one element at a time)")
+    from .elementwise_checks import _call_args
+    written = _call_args(cx.text or "", 2)
+    check_dtype(cx, kind, d, hw.ATOMIC_ELEMENT, what, "through a tensor of indices (one element at a time)",
+                words=(*written, ref.name or None) if written else None)
   if isinstance(value, Num) or is_scalar(value):
     from .atomic import number_into
     value = number_into(cx, what, value, d, ref.name or "the ref")
