@@ -19,7 +19,7 @@ from .assign import DICT_VIEWS, holds_value
 from .builder import Call
 from .dot_hints import dot_hint
 from .dtypes import DType, to_dtype
-from .formula_hints import with_operands
+from .formula_hints import reduce_precision_hint, with_operands
 from .lax_hints import control_hint, debug_print_hint, foreign_call_hint, pipeline_hint
 from .ml_name_hints import ml_name_hint
 from .shape_hints import NOT_YET as SHAPE_NOT_YET, shape_call_hint, static_array_hint, static_numbers_hint
@@ -357,6 +357,7 @@ class Calls:
                 or scan_hint(name, pos, kw, ufunc=getattr(getattr(fn, "__self__", None), "__name__", None),
                              ndim=len(first.type.shape) if is_value(first) and hasattr(first.type, "shape") else None)
                 or (debug_print_hint(pos, kw) if name == "debug_print" else None)
+                or (reduce_precision_hint(pos, kw) if name == "reduce_precision" else None)
                 or shape_call_hint(name, pos, kw, tuple(first.type.shape) if is_value(first) and
                                    hasattr(first.type, "shape") else None)
                 or missing.form_hint(name, pos, kw, lax=mod == "jax.lax" or mod.startswith("jax._src.lax"),

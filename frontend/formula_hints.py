@@ -138,3 +138,33 @@ def operand(t: str) -> str:
   except SyntaxError:
     return f"({t})"
   return t if isinstance(e, (ast.Name, ast.Attribute, ast.Subscript, ast.Call, ast.Constant)) else f"({t})"
+
+
+# lax.reduce_precision's (exponent_bits, mantissa_bits) of the dtypes a kernel rounds through, and how
+# that dtype's conversion differs from it
+_ROUNDS_THROUGH = {(8, 7): ("bfloat16", ""), (5, 10): ("float16", ""),
+                   (5, 2): ("float8_e5m2", "; the float8 conversion saturates at +-57344 where"
+                                           " reduce_precision overflows to inf"),
+                   (4, 3): ("float8_e4m3fn", "; float8_e4m3fn reaches 448 (reduce_precision's 4 exponent bits stop at"
+                                             " 240, past which it gives inf) and saturates there")}
+
+
+def reduce_precision_hint(pos, kw) -> str | None:
+  """jax.lax.reduce_precision(x, exponent_bits, mantissa_bits) in a kernel (fake quantisation): a round
+  trip through the dtype of those bits, where there is one."""
+  vals = dict(zip(("operand", "exponent_bits", "mantissa_bits"), pos))
+  vals.update({k: v.strip() for k, v in kw.items()})
+  if "operand" not in vals:
+    return None
+  x = operand(vals["operand"].strip())
+  try:
+    bits = (int(vals.get("exponent_bits", "")), int(vals.get("mantissa_bits", "")))
+  except ValueError:
+    bits = None
+  known = ", ".join(f"{d} for {e}, {m}" for (e, m), (d, _) in _ROUNDS_THROUGH.items())
+  if bits not in _ROUNDS_THROUGH:
+    return (f"round through a dtype of those bits and back, {x}.astype(jnp.bfloat16).astype({x}.dtype)"
+            f" ({known})")
+  d, note = _ROUNDS_THROUGH[bits]
+  return (f"round through {d} and back: {x}.astype(jnp.{d}).astype({x}.dtype) (it keeps {d}'s subnormals, which"
+          f" XLA's reduce_precision flushes to zero{note})")

@@ -388,3 +388,31 @@ def test_a_float32_atomic_max_scatter_works():
 def test_a_float32_atomic_max_scatter_on_the_gpu():
   x, e = _experts()
   _same_bits(expert_amax(jnp.asarray(x), jnp.asarray(e)), np.asarray(jax.ops.segment_max(np.abs(x), e, 8)))
+
+
+# ---------------------------------------------------------------- lax.reduce_precision (fake quantisation) in a kernel
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 256,))
+def fake_quant(x, out):
+  i = ml.program_id(0)
+  v = x.at[ml.ds(i * 256, 256)][...]
+  out.at[ml.ds(i * 256, 256)][...] = jax.lax.reduce_precision(v, exponent_bits=4, mantissa_bits=3)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 256,))
+def fake_quant_followed(x, out):
+  i = ml.program_id(0)
+  v = x.at[ml.ds(i * 256, 256)][...]
+  out.at[ml.ds(i * 256, 256)][...] = v.astype(jnp.float8_e4m3fn).astype(v.dtype)
+
+
+def test_reduce_precision_hints_the_round_trip_through_its_dtype():
+  expect(fake_quant, [S((512,), jnp.float32)], mg.KernelTypeError, "jax.lax.reduce_precision(",
+         "reduce_precision cannot take a register tensor inside a kernel",
+         hint="round through float8_e4m3fn and back: v.astype(jnp.float8_e4m3fn).astype(v.dtype) (it keeps"
+              " float8_e4m3fn's subnormals, which XLA's reduce_precision flushes to zero; float8_e4m3fn reaches 448"
+              " (reduce_precision's 4 exponent bits stop at 240, past which it gives inf) and saturates there)")
+  rng = np.random.default_rng(9)
+  x = (rng.standard_normal(512) * 20).astype(np.float32)
+  x = np.where(np.abs(x) < 2 ** -6, np.float32(0.5), np.clip(x, -240, 240)).astype(np.float32)  # normal, finite
+  want = np.asarray(jax.lax.reduce_precision(jnp.asarray(x), exponent_bits=4, mantissa_bits=3))
+  np.testing.assert_array_equal(np.asarray(fake_quant_followed(x, interpret=True)), want)
