@@ -224,7 +224,8 @@ def _scratch(kernel, defs, x, loc, name="vector scratch"):
 def assign_layouts_relayout(kernel, defs, assign) -> None:
   """`assign(kernel, defs)` (layouts.assign_layouts); each reshape it reports as moving a row-wise
   tile's elements goes through SMEM instead, and so does each broadcast of a vector that another
-  use gives another layout (`CopyUse`); then the layouts are solved again."""
+  use gives another layout (`CopyUse`), and each float16/bfloat16 atomic max or min of a statistic held
+  one element a thread (`_pair_atomics`); then the layouts are solved again."""
   for _ in range(64):
     try:
       assign(kernel, defs)
