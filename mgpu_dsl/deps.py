@@ -168,8 +168,8 @@ class Dependencies:
     if code is None:
       return
     tree = tree if tree is not None else _function_tree(fn)
-    if tree is None:          # no source: the names its bytecode loads
-      names, chains = _code_names(code), []
+    if tree is None:          # no def to parse (a lambda, no source): the names its bytecode loads,
+      names, chains = _code_names(code) | set(code.co_freevars), []    # its closure cells included
     else:
       names, chains = _tree_names(tree)
     cells = dict(zip(code.co_freevars, fn.__closure__ or ()))
@@ -183,6 +183,13 @@ class Dependencies:
         continue
       self.reads.append(read)
       self._visit(read.value)
+    for attr in ("__defaults__", "__kwdefaults__"):
+      if getattr(fn, attr, None):   # values bound when the def ran (`lambda v, a=a: v * a` in a factory)
+        read = Read(f"{attr} of {owner}", fn, attr, MISSING)
+        read.value = read.current()
+        read.contents = contents(read.value)
+        self.reads.append(read)
+        self._visit(read.value)
     for root, attrs in sorted(chains):
       base = cells.get(root, fn.__globals__)
       self._chain(Read("", base, root, MISSING).current(), root, attrs, owner)
@@ -273,6 +280,9 @@ def value_text(v, deep: bool = True) -> str | None:
   if isinstance(v, (tuple, list, frozenset)):
     items = [value_text(x, deep) for x in (sorted(v, key=repr) if isinstance(v, frozenset) else v)]
     return None if None in items else f"{type(v).__name__}({', '.join(items)})"
+  if type(v) is dict:              # in its order, as a kernel iterating it traces it
+    items = [value_text(x, deep) for kv in v.items() for x in kv]
+    return None if None in items else f"dict({', '.join(f'{k}: {x}' for k, x in zip(items[::2], items[1::2]))})"
   if isinstance(v, np.dtype):
     return f"dtype:{v}"
   if isinstance(v, enum.Enum):

@@ -1,0 +1,93 @@
+"""Probe 39d (kernels as JAX citizens: closures, factories, caching, jit/vmap/scan, promotion).
+Helpers built in a factory (an `ml.inline` lambda over the factory's argument, `lambda v, a=a: ...`,
+a def with a default) compiled to one disk-cache entry whatever the captured value: the second
+kernel silently ran the first one's numbers."""
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+
+S = jax.ShapeDtypeStruct
+F32 = jnp.float32
+
+
+def _rand(shape, dtype=F32, seed=0):
+  return jnp.asarray(np.random.default_rng(seed).standard_normal(shape).astype(np.float32)).astype(dtype)
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch):
+  monkeypatch.setenv("MGPU_DSL_CACHE_DIR", str(tmp_path))
+  return tmp_path
+
+
+# ---------------------------------------------------------------- helpers a factory builds, and the disk cache
+def _kernel_of(act):
+  @mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 128,))
+  def scaled(x, out):
+    i = ml.program_id(0)
+    w = ml.ds(i * 128, 128)
+    out.at[w][...] = act(x.at[w][...])
+  return scaled
+
+
+def _lambda_closure(alpha):
+  return _kernel_of(ml.inline(lambda v: v * alpha))
+
+
+def _lambda_default(alpha):
+  return _kernel_of(ml.inline(lambda v, a=alpha: v * a))
+
+
+def _def_default(alpha):
+  @ml.inline
+  def act(v, s=alpha):
+    return v * s
+  return _kernel_of(act)
+
+
+def _def_kw_default(alpha):
+  @ml.inline
+  def act(v, *, s=alpha):
+    return v * s
+  return _kernel_of(act)
+
+
+@pytest.mark.parametrize("factory", [_lambda_closure, _lambda_default, _def_default, _def_kw_default])
+def test_helpers_a_factory_builds_are_cached_by_what_they_capture(cache_dir, factory):
+  x = _rand((256, 64))
+  for alpha in (2.0, 3.0):         # two kernels of one source: the second must not read the first's entry
+    np.testing.assert_array_equal(np.asarray(factory(alpha)(x, interpret=True)), np.asarray(x * alpha))
+  again = factory(3.0)             # a fresh kernel of the same capture does read its entry
+  again(x, interpret=True)
+  assert again.cache_info().disk_hits == 1
+
+
+@mg.mgpu_kernel(out_shape=lambda x, *, act: x, grid=lambda x, *, act: (x.shape[0] // 128,))
+def apply(x, out, *, act: ml.constexpr):
+  i = ml.program_id(0)
+  w = ml.ds(i * 128, 128)
+  out.at[w][...] = act(x.at[w][...])
+
+
+def test_lambda_helpers_passed_as_constexprs_are_told_apart_by_their_captures(cache_dir):
+  x = _rand((256, 64))
+  acts = [(a, ml.inline(lambda v, a=a: v * a)) for a in (4.0, 5.0)]      # the loop idiom
+  acts += [(a, (lambda a: ml.inline(lambda v: ml.maximum(v, a)))(a)) for a in (0.1, 0.5)]
+  for a, act in acts:
+    want = x * a if a > 1 else jnp.maximum(x, a)
+    np.testing.assert_array_equal(np.asarray(apply(x, act=act, interpret=True)), np.asarray(want))
+
+
+def test_a_lambda_helper_recompiles_when_its_closure_cell_is_rebound():
+  x = _rand((256, 64))
+  b = 2.0
+  act = ml.inline(lambda v: v * b)
+  np.testing.assert_array_equal(np.asarray(apply(x, act=act, interpret=True)), np.asarray(x * 2.0))
+  b = 5.0     # noqa: F841 (read by act)
+  np.testing.assert_array_equal(np.asarray(apply(x, act=act, interpret=True)), np.asarray(x * 5.0))
