@@ -231,6 +231,10 @@ class Dependencies:
       self._follow(value.fn)
     elif isinstance(value, types.FunctionType) and not is_library(value):
       self._follow(value)
+    elif isinstance(value, functools.partial) and depth < 4:
+      # act = functools.partial(helper, s=2.0): what the helper reads (and helpers bound as arguments)
+      for item in (value.func, *value.args, *value.keywords.values()):
+        self._visit(item, depth + 1)
     elif isinstance(value, (tuple, list, frozenset, dict)) and depth < 4 and len(value) <= 64:
       # helpers held in a container (ACTS = (relu, gelu); ACTS[i](v)): followed too
       for item in (value.values() if isinstance(value, dict) else value):
@@ -370,6 +374,8 @@ def helpers_in(value, depth=0) -> list:
   """The user functions and @ml.inline helpers in a constexpr's value (inside tuples too)."""
   if isinstance(value, L.Inline) or isinstance(value, types.FunctionType) and not is_library(value):
     return [value]
+  if isinstance(value, functools.partial) and depth < 4:      # a partial of a helper: the helper
+    return [h for x in (value.func, *value.args, *value.keywords.values()) for h in helpers_in(x, depth + 1)]
   if isinstance(value, (tuple, list, frozenset)) and depth < 4:
     return [h for x in value for h in helpers_in(x, depth + 1)]
   if isinstance(value, dict) and depth < 4:

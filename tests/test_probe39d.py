@@ -2,6 +2,7 @@
 Helpers built in a factory (an `ml.inline` lambda over the factory's argument, `lambda v, a=a: ...`,
 a def with a default) compiled to one disk-cache entry whatever the captured value: the second
 kernel silently ran the first one's numbers."""
+
 import functools
 
 import jax
@@ -91,3 +92,30 @@ def test_a_lambda_helper_recompiles_when_its_closure_cell_is_rebound():
   np.testing.assert_array_equal(np.asarray(apply(x, act=act, interpret=True)), np.asarray(x * 2.0))
   b = 5.0     # noqa: F841 (read by act)
   np.testing.assert_array_equal(np.asarray(apply(x, act=act, interpret=True)), np.asarray(x * 5.0))
+
+
+# ---------------------------------------------------------------- a functools.partial of a helper: what the helper reads
+SCALE = 2.0
+
+
+@ml.inline
+def _scaled_by(v, s):
+  return v * s * SCALE
+
+
+_act = functools.partial(_scaled_by, s=1.0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 128,))
+def partial_global(x, out):
+  i = ml.program_id(0)
+  w = ml.ds(i * 128, 128)
+  out.at[w][...] = _act(x.at[w][...])
+
+
+def test_a_partial_of_a_helper_recompiles_when_a_global_the_helper_reads_is_rebound(monkeypatch):
+  x = _rand((256, 64))
+  for scale in (2.0, 3.0):       # read through the global partial, and through a constexpr partial
+    monkeypatch.setitem(globals(), "SCALE", scale)
+    np.testing.assert_array_equal(np.asarray(partial_global(x, interpret=True)), np.asarray(x * scale))
+    np.testing.assert_array_equal(np.asarray(apply(x, act=_act, interpret=True)), np.asarray(x * scale))
