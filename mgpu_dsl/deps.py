@@ -156,7 +156,10 @@ class Dependencies:
     self.inlines: list[L.Inline] = []
     self._seen: set[int] = set()
     self._fingerprint = None
-    self._follow(fn, tree)
+    if isinstance(fn, L.BoundInline):     # a bound helper passed as a constexpr
+      self._visit(fn)
+    else:
+      self._follow(fn, tree)
 
   # ------------------------------------------------------------ recording
   def _follow(self, fn, tree=None):
@@ -203,18 +206,8 @@ class Dependencies:
         space = base.__dict__     # an instance's own attribute (self.scale, cfg.tile): no property runs
       else:
         helper = getattr(type(base), attr, None)
-        if isinstance(helper, L.Inline) and ("self", id(helper), id(base)) not in self._seen:
-          self._seen.add(("self", id(helper), id(base)))      # model.step(v): what step reads of its self
-          self._visit(helper)
-          tree = _function_tree(helper.fn)
-          args = tree.args.posonlyargs + tree.args.args if tree is not None else []
-          for node in (n for n in ast.walk(tree) if args and isinstance(n, ast.Attribute)):
-            chain = []
-            while isinstance(node, ast.Attribute):
-              chain.append(node.attr)
-              node = node.value
-            if isinstance(node, ast.Name) and node.id == args[0].arg:
-              self._chain(base, f"{path}", tuple(reversed(chain)), getattr(helper.fn, "__qualname__", "?"))
+        if isinstance(helper, L.Inline):
+          self._self_reads(helper, base, path)      # model.step(v): what step reads of its self
         break
       path += "." + attr
       read = Read(f"{path} (read by {owner})", space, attr, MISSING)
@@ -224,8 +217,28 @@ class Dependencies:
       self._visit(read.value)
       base = read.value
 
+  def _self_reads(self, helper, obj, path):
+    """What the @ml.inline method `helper` reads of its first parameter, bound to `obj` (named `path`)."""
+    if ("self", id(helper), id(obj)) in self._seen:
+      return
+    self._seen.add(("self", id(helper), id(obj)))
+    self._visit(helper)
+    tree = _function_tree(helper.fn)
+    args = tree.args.posonlyargs + tree.args.args if tree is not None else []
+    for node in (n for n in ast.walk(tree) if args and isinstance(n, ast.Attribute)):
+      chain = []
+      while isinstance(node, ast.Attribute):
+        chain.append(node.attr)
+        node = node.value
+      if isinstance(node, ast.Name) and node.id == args[0].arg:
+        self._chain(obj, f"{path}", tuple(reversed(chain)), getattr(helper.fn, "__qualname__", "?"))
+
   def _visit(self, value, depth=0):
-    if isinstance(value, L.Inline):
+    if isinstance(value, L.BoundInline):     # act = model.step, or passed as a constexpr: its instance too
+      if value not in self.inlines:
+        self.inlines.append(value)
+      self._self_reads(value.helper, value.obj, "self")
+    elif isinstance(value, L.Inline):
       if value not in self.inlines:
         self.inlines.append(value)
       self._follow(value.fn)
@@ -298,8 +311,9 @@ def value_text(v, deep: bool = True) -> str | None:
     kind = "inline" if isinstance(v, L.Inline) else "function"
     if not deep:
       return f"{kind}:{fn.__module__}.{fn.__qualname__}"
-    # a helper passed as a constexpr: its source and what it reads (transitively, once each)
-    body = Dependencies(fn).fingerprint()
+    # a helper passed as a constexpr: its source and what it reads (transitively, once each; a
+    # bound method's reads of its instance too)
+    body = Dependencies(v if isinstance(v, L.BoundInline) else fn).fingerprint()
     if body is None:
       return None
     import hashlib

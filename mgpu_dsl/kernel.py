@@ -384,7 +384,7 @@ class KernelFunction:
     for v in constexprs.values():      # a helper passed as a constexpr: what it reads is watched too
       for h in D.helpers_in(v):
         if id(h) not in self._const_deps:
-          self._const_deps[id(h)] = (h, D.Dependencies(h.fn if isinstance(h, L.Inline) else h))
+          self._const_deps[id(h)] = (h, D.Dependencies(h.fn if type(h) is L.Inline else h))
           while len(self._const_deps) > 4 * self.cache_size:      # helpers of calls long evicted
             del self._const_deps[next(iter(self._const_deps))]
     args = self._scalar_args(args)

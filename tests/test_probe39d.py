@@ -119,3 +119,34 @@ def test_a_partial_of_a_helper_recompiles_when_a_global_the_helper_reads_is_rebo
     monkeypatch.setitem(globals(), "SCALE", scale)
     np.testing.assert_array_equal(np.asarray(partial_global(x, interpret=True)), np.asarray(x * scale))
     np.testing.assert_array_equal(np.asarray(apply(x, act=_act, interpret=True)), np.asarray(x * scale))
+
+
+# ---------------------------------------------------------------- a bound @ml.inline method: what it reads of its instance
+class _Model:
+  def __init__(self, s):
+    self.s = s
+
+  @ml.inline
+  def step(self, v):
+    return v * self.s
+
+
+_model = _Model(1.0)
+_step = _model.step
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 128,))
+def bound_global(x, out):
+  i = ml.program_id(0)
+  w = ml.ds(i * 128, 128)
+  out.at[w][...] = _step(x.at[w][...])
+
+
+def test_a_bound_helper_is_compiled_per_instance_and_per_attribute_it_reads(cache_dir, monkeypatch):
+  x = _rand((256, 64))
+  for s in (1.0, 2.0):              # m.s rebound: through a global bound method and a constexpr one
+    monkeypatch.setattr(_model, "s", s)
+    np.testing.assert_array_equal(np.asarray(bound_global(x, interpret=True)), np.asarray(x * s))
+    np.testing.assert_array_equal(np.asarray(apply(x, act=_model.step, interpret=True)), np.asarray(x * s))
+  for s in (3.0, 4.0):              # two instances: two disk-cache entries
+    np.testing.assert_array_equal(np.asarray(apply(x, act=_Model(s).step, interpret=True)), np.asarray(x * s))
