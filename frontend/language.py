@@ -98,6 +98,8 @@ def inline(fn):
   from .inline import LocalFunction
   if isinstance(fn, LocalFunction):     # ml.inline(lambda v: ...) in a kernel's body: a helper already
     return fn
+  if isinstance(fn, functools.partial):  # ml.inline(functools.partial(leaky, slope=0.1)): a partial of the helper
+    return functools.partial(inline(fn.func), *fn.args, **fn.keywords)
   return fn if isinstance(fn, Inline) else Inline(fn)     # (decorated twice: the same helper)
 
 

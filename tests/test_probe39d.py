@@ -150,3 +150,17 @@ def test_a_bound_helper_is_compiled_per_instance_and_per_attribute_it_reads(cach
     np.testing.assert_array_equal(np.asarray(apply(x, act=_model.step, interpret=True)), np.asarray(x * s))
   for s in (3.0, 4.0):              # two instances: two disk-cache entries
     np.testing.assert_array_equal(np.asarray(apply(x, act=_Model(s).step, interpret=True)), np.asarray(x * s))
+
+
+# ---------------------------------------------------------------- ml.inline of a functools.partial
+def _leaky(t, slope):
+  return ml.where(t > 0, t, t * slope)
+
+
+def test_ml_inline_of_a_partial_is_the_partial_of_the_helper(cache_dir):
+  x = _rand((256, 64))
+  for slope in (0.1, 0.3):     # through a kernel's closure (a factory), and as a constexpr
+    act = ml.inline(functools.partial(_leaky, slope=slope))
+    want = np.asarray(jnp.where(x > 0, x, x * slope))
+    np.testing.assert_array_equal(np.asarray(_kernel_of(act)(x, interpret=True)), want)
+    np.testing.assert_array_equal(np.asarray(apply(x, act=act, interpret=True)), want)
