@@ -12,6 +12,7 @@ import pytest
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
+from locate import expect
 
 S = jax.ShapeDtypeStruct
 F32 = jnp.float32
@@ -164,3 +165,33 @@ def test_ml_inline_of_a_partial_is_the_partial_of_the_helper(cache_dir):
     want = np.asarray(jnp.where(x > 0, x, x * slope))
     np.testing.assert_array_equal(np.asarray(_kernel_of(act)(x, interpret=True)), want)
     np.testing.assert_array_equal(np.asarray(apply(x, act=act, interpret=True)), want)
+
+
+# ---------------------------------------------------------------- a 0-d input (a Python float through jax.jit) meeting a bfloat16 tile
+@mg.mgpu_kernel(out_shape=lambda x, s: x, grid=lambda x, s: (x.shape[0] // 128,))
+def scale_by_input(x, s, out):
+  i = ml.program_id(0)
+  w = ml.ds(i * 128, 128)
+  out.at[w][...] = x.at[w][...] * s[...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x, s: x, grid=lambda x, s: (x.shape[0] // 128,))
+def scale_by_input_hint_followed(x, s, out):
+  i = ml.program_id(0)
+  w = ml.ds(i * 128, 128)
+  out.at[w][...] = x.at[w][...] * s[...].astype(jnp.bfloat16)
+
+
+def test_a_0d_input_meeting_a_narrower_tile_hints_converting_the_scalar():
+  specs = (S((256, 64), jnp.bfloat16), S((), F32))
+  expect(scale_by_input, specs, mg.DtypeMismatchError, "x.at[w][...] * s[...]",
+         "* on x.at[w][...] (bfloat16) and s[...] (float32): dtypes differ and are never converted implicitly",
+         hint="convert the scalar, s[...].astype(jnp.bfloat16): the result stays bfloat16, as jnp's does for a Python"
+              " number (s[...] reads an input of dtype float32 here, not weakly typed: a Python float passed through"
+              " jax.jit becomes such an array); or (x.at[w][...].astype(jnp.float32) * s[...]).astype(jnp.bfloat16)"
+              " (computed in float32, the result converted back to bfloat16)")
+  x = _rand((256, 64), jnp.bfloat16)
+  got = jax.jit(lambda x, s: scale_by_input_hint_followed(x, s, interpret=True))(x, 0.3)
+  want = jax.jit(lambda x, s: x * s)(x, 0.3)             # jnp: the weak Python float keeps bfloat16
+  assert got.dtype == want.dtype == jnp.bfloat16
+  np.testing.assert_array_equal(np.asarray(got, np.float32), np.asarray(want, np.float32))

@@ -120,16 +120,22 @@ def _convert_hint(names, da, db, what=None) -> str:
   return f"convert one side explicitly, e.g. {method_on(side)}.astype(jnp.{dtype_name(to)})"
 
 
-def _of_scalar_param(cx, v, depth=4) -> bool:
-  """Whether `v` is an ml.scalar parameter's value, or one computed from it alone with Python numbers
-  (`-a`, `a * 2`, `ml.abs(a)`): it has the parameter's dtype."""
+def _of_scalar_param(cx, v, depth=4):
+  """Whether `v` is an ml.scalar parameter's value ("param"), or a 0-d input read as a scalar
+  (`s[...]`, where jax.jit passes a Python number: "input"), or one computed from either alone with Python
+  numbers (`-a`, `a * 2`, `ml.abs(a)`): it has the parameter's (the input's) dtype. None otherwise."""
   if not is_value(v) or getattr(v.type, "shape", ()) or depth == 0:
-    return False
+    return None
   if v.id in cx.b.scalar_params:
-    return True
+    return "param"
   op = cx.b.defining(v)
+  if type(op).__name__ in ("ScalarLoad", "ScalarRead"):
+    from .memory import root
+    r = root(cx.b, op.ref)
+    return "input" if r.id in cx.b.read_only and not tuple(r.type.shape) else None
   ins = [x for x in op.operands() if is_value(x)] if op is not None else []
-  return len(ins) == 1 and type(op).__name__ in ("Unary", "Binary") and _of_scalar_param(cx, ins[0], depth - 1)
+  return _of_scalar_param(cx, ins[0], depth - 1) if len(ins) == 1 and type(op).__name__ in ("Unary", "Binary") \
+      else None
 
 
 def float_param(cx, v, err, use: str):
@@ -157,7 +163,8 @@ def scalar_param_hint(cx, values, names, dtypes, what) -> str | None:
       or (ds.is_float and not dt.is_float):
     return None
   s, t = names[k], names[1 - k]
-  if dt == DType.i64 and ds.bits < 64:      # a Python int through jax.jit keeps its low 32 bits (kernel.py)
+  kind = _of_scalar_param(cx, values[k])
+  if dt == DType.i64 and ds.bits < 64 and kind == "param":   # a Python int through jax.jit keeps its low 32 bits (kernel.py)
     return (f"pass {s} as an int64 scalar, jnp.int64({s}) (with jax_enable_x64): a Python int passed for an"
             f" ml.scalar is {dtype_name(ds)} here, its low 32 bits through jax.jit; or convert it,"
             f" {method_on(s)}.astype(jnp.int64), where every value passed fits {dtype_name(ds)}")
@@ -171,10 +178,16 @@ def scalar_param_hint(cx, values, names, dtypes, what) -> str | None:
   else:
     wide = None          # (a call's operands: convert the scalar)
   python = ds in (DType.f32, DType.i32)       # what a Python float or int passed for it becomes
-  why = (f"as a Python {'float' if ds.is_float else 'int'} passed for it becomes" if python
-         else "the dtype of the value passed for it")
+  number = f"a Python {'float' if ds.is_float else 'int'}"
+  if kind == "input":     # s[...] of a 0-d input: jax.jit passes a Python number as one
+    python = python and not (ds.is_int and cx.b.x64)       # (with x64 a Python int is an int64 array)
+    what_is = (f"{s} reads an input of dtype {dtype_name(ds)} here, not weakly typed"
+               + (f": {number} passed through jax.jit becomes such an array" if python else ""))
+  else:
+    why = f"as {number} passed for it becomes" if python else "the dtype of the value passed for it"
+    what_is = f"an ml.scalar is {dtype_name(ds)} here, {why}, not weakly typed"
   return (f"convert the scalar, {method_on(s)}.astype(jnp.{dtype_name(dt)}): the result stays {dtype_name(dt)}, as"
-          f" jnp's does for a Python number (an ml.scalar is {dtype_name(ds)} here, {why}, not weakly typed)"
+          f" jnp's does for a Python number ({what_is})"
           + (f"; or {wide}" if wide and ds.is_float == dt.is_float and (ds.is_float or ds.is_signed == dt.is_signed)
              else ""))
 
