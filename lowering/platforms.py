@@ -23,7 +23,8 @@ _OURS = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep for m in (E,
 _OURS += (os.path.dirname(os.path.abspath(__file__)) + os.sep,)                              # lowering
 
 
-def no_gpu_error(name: str, platform: str, loc: Loc) -> E.KernelError:
+def no_gpu_error(name: str, platform: str, loc: Loc, export: bool = False) -> E.KernelError:
+  """`export`: the call is lowered for jax.export (to `platform`), not compiled to run here."""
   if "cuda" in platform:           # an export for several platforms, cpu among them
     return E.NoGpuError(
         f"{name} runs on an NVIDIA Hopper GPU (it is a Mosaic GPU kernel), but the call is being compiled"
@@ -31,12 +32,13 @@ def no_gpu_error(name: str, platform: str, loc: Loc) -> E.KernelError:
         hint="export for platforms=['cuda'] alone; interpret mode (interpret=True) runs on the CPU through"
              " host callbacks, which jax.export cannot serialise: export a jnp version of the function for"
              " the CPU")
-  if platform not in ("cpu", "this platform"):     # an export (or a backend) for another accelerator
+  if platform not in ("cpu", "this platform") or export:     # an export (or a backend) for another platform
     return E.NoGpuError(
         f"{name} runs on an NVIDIA Hopper GPU (it is a Mosaic GPU kernel), but the call is being compiled"
         f" for {platform}: a Mosaic GPU kernel has no lowering there", loc,
         hint="export for platforms=['cuda']; interpret=True (or MGPU_DSL_INTERPRET=1) runs it on the CPU with"
-             " numpy")
+             " numpy" + (" when the function is called (jax.export cannot hold interpret mode's host callbacks)"
+                         if export else ""))
   return E.NoGpuError(
       f"{name} runs on an NVIDIA Hopper GPU (it is a Mosaic GPU kernel), but the call is being compiled"
       f" for {platform}: JAX sees no GPU here", loc,
@@ -72,7 +74,8 @@ def _lower_without_gpu(ctx, *args, module, **params):
   platform = ", ".join(ctx.module_context.platforms) or "this platform"
   name, loc = kernel_loc(module)
   loc = KERNEL_LOCS.get(name, loc)     # the def: the module's first line may be an @ml.inline helper's
-  raise no_gpu_error(name, platform, loc)
+  params = getattr(ctx.module_context, "lowering_parameters", None)
+  raise no_gpu_error(name, platform, loc, export=bool(getattr(params, "for_export", False)))
 
 
 def register() -> None:

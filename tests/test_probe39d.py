@@ -12,7 +12,7 @@ import pytest
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
-from locate import expect
+from locate import expect, where
 
 S = jax.ShapeDtypeStruct
 F32 = jnp.float32
@@ -195,3 +195,26 @@ def test_a_0d_input_meeting_a_narrower_tile_hints_converting_the_scalar():
   want = jax.jit(lambda x, s: x * s)(x, 0.3)             # jnp: the weak Python float keeps bfloat16
   assert got.dtype == want.dtype == jnp.bfloat16
   np.testing.assert_array_equal(np.asarray(got, np.float32), np.asarray(want, np.float32))
+
+
+# ---------------------------------------------------------------- jax.export for the CPU (its default on a machine without a GPU)
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 128,))
+def doubled(x, out):
+  i = ml.program_id(0)
+  w = ml.ds(i * 128, 128)
+  out.at[w][...] = x.at[w][...] * 2.0
+
+
+def test_an_export_for_the_cpu_hints_exporting_for_cuda_not_interpret_mode():
+  spec = S((256, 64), F32)
+  with pytest.raises(mg.NoGpuError) as info:
+    jax.export.export(jax.jit(doubled), platforms=["cpu"])(spec)
+  e = info.value
+  assert (e.filename, e.lineno, e.col_offset) == (__file__, where(doubled, "def doubled")[0], 0)
+  assert e.message == ("doubled runs on an NVIDIA Hopper GPU (it is a Mosaic GPU kernel), but the call is being"
+                       " compiled for cpu: a Mosaic GPU kernel has no lowering there")
+  assert e.hint.startswith("export for platforms=['cuda']; interpret=True")     # (it said: pass interpret=True)
+  assert jax.export.export(jax.jit(doubled), platforms=["cuda"])(spec).platforms == ("cuda",)   # followed
+  with pytest.raises(mg.NoGpuError) as info:        # jax.jit on the CPU still hints interpret mode
+    jax.jit(doubled).lower(jnp.zeros((256, 64), F32)).compile()
+  assert info.value.hint.startswith("pass interpret=True")
