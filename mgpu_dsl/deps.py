@@ -9,7 +9,9 @@ dict lookup per name. Numbers, strings, tuples and dtypes compare by value, and 
 items of small lists and dicts of them (a config dict changed in place is a change; functions and
 helpers held there compare by identity: `ACTS["relu"] = other` is a change too), every
 other object by identity (an object mutated in place is not noticed), except for the attributes a
-kernel reads of an instance (`self.scale`, `cfg.tile`): those are read again too, as a module's are.
+kernel reads of an instance (`self.scale`, `cfg.tile`, and those its methods and properties read,
+`cfg.tiles()`, and a bound `@ml.inline` method's): those are read again too, as a module's are. A
+helper's closure cells and default values, and what a `functools.partial` of one binds, are reads.
 
 `fingerprint()` turns the same values into stable text for the disk cache key, or
 None when one of them has no reliable text form (an array, an instance of a user
@@ -206,8 +208,10 @@ class Dependencies:
         space = base.__dict__     # an instance's own attribute (self.scale, cfg.tile): no property runs
       else:
         helper = getattr(type(base), attr, None)
-        if isinstance(helper, L.Inline):
-          self._self_reads(helper, base, path)      # model.step(v): what step reads of its self
+        if isinstance(helper, property):
+          helper = helper.fget                      # cfg.rows: what the property reads of its self
+        if isinstance(helper, L.Inline) or isinstance(helper, types.FunctionType) and not is_library(helper):
+          self._self_reads(helper, base, path)      # model.step(v), cfg.tiles(): what it reads of its self
         break
       path += "." + attr
       read = Read(f"{path} (read by {owner})", space, attr, MISSING)
@@ -218,12 +222,14 @@ class Dependencies:
       base = read.value
 
   def _self_reads(self, helper, obj, path):
-    """What the @ml.inline method `helper` reads of its first parameter, bound to `obj` (named `path`)."""
+    """What the method `helper` (an @ml.inline one, or a plain one or a property's getter run on static
+    values) reads of its first parameter, bound to `obj` (named `path`)."""
     if ("self", id(helper), id(obj)) in self._seen:
       return
     self._seen.add(("self", id(helper), id(obj)))
     self._visit(helper)
-    tree = _function_tree(helper.fn)
+    fn = helper.fn if isinstance(helper, L.Inline) else helper
+    tree = _function_tree(fn)
     args = tree.args.posonlyargs + tree.args.args if tree is not None else []
     for node in (n for n in ast.walk(tree) if args and isinstance(n, ast.Attribute)):
       chain = []
@@ -231,7 +237,7 @@ class Dependencies:
         chain.append(node.attr)
         node = node.value
       if isinstance(node, ast.Name) and node.id == args[0].arg:
-        self._chain(obj, f"{path}", tuple(reversed(chain)), getattr(helper.fn, "__qualname__", "?"))
+        self._chain(obj, f"{path}", tuple(reversed(chain)), getattr(fn, "__qualname__", "?"))
 
   def _visit(self, value, depth=0):
     if isinstance(value, L.BoundInline):     # act = model.step, or passed as a constexpr: its instance too

@@ -218,3 +218,41 @@ def test_an_export_for_the_cpu_hints_exporting_for_cuda_not_interpret_mode():
   with pytest.raises(mg.NoGpuError) as info:        # jax.jit on the CPU still hints interpret mode
     jax.jit(doubled).lower(jnp.zeros((256, 64), F32)).compile()
   assert info.value.hint.startswith("pass interpret=True")
+
+
+# ---------------------------------------------------------------- a plain method or property of a config object, on static values
+class _Cfg:
+  def __init__(self):
+    self.scale = 2.0
+
+  def factor(self):
+    return self.scale * 1.0
+
+  @property
+  def prop(self):
+    return self.scale
+
+
+_cfg = _Cfg()
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 128,))
+def by_method(x, out):
+  i = ml.program_id(0)
+  w = ml.ds(i * 128, 128)
+  out.at[w][...] = x.at[w][...] * _cfg.factor()
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 128,))
+def by_property(x, out):
+  i = ml.program_id(0)
+  w = ml.ds(i * 128, 128)
+  out.at[w][...] = x.at[w][...] * _cfg.prop
+
+
+@pytest.mark.parametrize("kernel", [by_method, by_property])
+def test_an_attribute_a_method_or_property_reads_of_a_config_object_is_watched(kernel, monkeypatch):
+  x = _rand((256, 64))
+  for s in (2.0, 3.0):
+    monkeypatch.setattr(_cfg, "scale", s)
+    np.testing.assert_array_equal(np.asarray(kernel(x, interpret=True)), np.asarray(x * s))
