@@ -119,7 +119,8 @@ def value_key(v):
   """`v` as a dict key that tells apart what compiles differently: floats (Python's and
   numpy's, and complex ones) by their text, so 0.0 and -0.0 are two keys and nan equals nan;
   tuples, lists, frozensets, dicts and mutable dataclasses item by item; numpy arrays by their
-  bytes; other unhashable values by repr."""
+  bytes; other unhashable values by repr; an instance of a user class hashed by identity, also by
+  its attributes where they are plain values."""
   if isinstance(v, (float, complex, np.floating, np.complexfloating)):
     return (type(v), repr(v))
   if isinstance(v, (tuple, list)):
@@ -138,6 +139,13 @@ def value_key(v):
     if dataclasses.is_dataclass(v) and not isinstance(v, type):      # a mutable dataclass: field by field
       return (type(v), tuple((f.name, value_key(getattr(v, f.name))) for f in dataclasses.fields(v)))
     return (type(v), repr(v))
+  attrs = getattr(v, "__dict__", None)
+  if (type(attrs) is dict and type(v).__hash__ is object.__hash__ and len(attrs) <= 64
+      and not isinstance(v, (type, types.FunctionType, L.Inline)) and not is_library(v)):
+    # a config object of plain values hashed by identity: its attributes too, so that a kernel reading
+    # cfg.scale of a constexpr cfg recompiles after cfg.scale = 3.0 (the object is the same)
+    if _items(attrs) is not None:       # (plain values, small arrays, functions: no large array's bytes)
+      return (type(v), v, tuple((k, value_key(x)) for k, x in attrs.items()))
   return (type(v), v)
 
 

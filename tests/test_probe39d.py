@@ -256,3 +256,25 @@ def test_an_attribute_a_method_or_property_reads_of_a_config_object_is_watched(k
   for s in (2.0, 3.0):
     monkeypatch.setattr(_cfg, "scale", s)
     np.testing.assert_array_equal(np.asarray(kernel(x, interpret=True)), np.asarray(x * s))
+
+
+# ---------------------------------------------------------------- a config object passed as a constexpr, changed in place
+class _Plain:
+  def __init__(self, scale):
+    self.scale = scale
+    self.act = _leaky          # a function held too: the key stays hashable
+
+
+@mg.mgpu_kernel(out_shape=lambda x, *, cfg: x, grid=lambda x, *, cfg: (x.shape[0] // 128,))
+def by_config(x, out, *, cfg: ml.constexpr):
+  i = ml.program_id(0)
+  w = ml.ds(i * 128, 128)
+  out.at[w][...] = x.at[w][...] * cfg.scale
+
+
+def test_a_config_object_passed_as_a_constexpr_and_changed_in_place_recompiles():
+  x = _rand((256, 64))
+  cfg = _Plain(2.0)
+  for s in (2.0, 3.0):
+    cfg.scale = s
+    np.testing.assert_array_equal(np.asarray(by_config(x, cfg=cfg, interpret=True)), np.asarray(x * s))
