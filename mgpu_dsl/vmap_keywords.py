@@ -4,7 +4,9 @@ before the kernel is called, with JAX's "vmap was requested to map its argument 
 its rank should be at least 1" about a value the user never meant to map. jax.vmap reads the
 function's signature and binds the call's arguments to it (for its debug information) before it
 maps them: the kernel's signature (`KernelSignature`) refuses constexprs there, at the user's call,
-with the fix (bind them first, `functools.partial`)."""
+with the fix (bind them first, `functools.partial`). jax.jit binds it too, its static arguments replaced by a
+placeholder, before it makes abstract arrays of the others: a constexpr it cannot trace (a string, a dtype, a
+function) is refused there, where JAX's error was a TypeError about an abstract array."""
 from __future__ import annotations
 
 import inspect
@@ -31,7 +33,36 @@ class KernelSignature(inspect.Signature):
     if given and _under_vmap():
       ins = [p.name for p in self.parameters.values() if p.kind == inspect.Parameter.POSITIONAL_OR_KEYWORD]
       _refuse(self.kernel_name, given, kwargs, ", ".join(ins[:len(args)]) or "...")
+    # jax.jit(kernel)(x, act="relu"): jax.jit binds the call (its static arguments replaced by a placeholder)
+    # before it makes abstract arrays of the others, where a string, a dtype or a function fails in JAX
+    not_arrays = [k for k in given if not _array_like(kwargs[k])]
+    if not_arrays and _under_jit():
+      _refuse_jit(self.kernel_name, not_arrays, kwargs)
     return super().bind(*args, **kwargs)
+
+
+def _array_like(v) -> bool:
+  """Whether jax.jit can trace `v` (a pytree of numbers and arrays), or it is jax.jit's placeholder
+  for a static argument (a bare object())."""
+  import jax
+  import numpy as np
+  if type(v) is object:
+    return True
+  return all(isinstance(x, (bool, int, float, complex, np.ndarray, np.generic, jax.Array)) for x in jax.tree.leaves(v))
+
+
+def _under_jit() -> bool:
+  """Whether jax.jit's wrapper is binding the call (its debug information, before it traces the
+  arguments): a frame of the code that jax.jit alone runs there (found by the same probe as vmap's)."""
+  codes = _jit_codes()
+  f = sys._getframe(2)
+  for _ in range(8):
+    if f is None or not codes:
+      return False
+    if f.f_code in codes:
+      return True
+    f = f.f_back
+  return False
 
 
 def _under_vmap() -> bool:
@@ -57,16 +88,30 @@ _CODES = None
 def _vmap_codes() -> frozenset:
   """The code objects on the stack between a call through jax.vmap and its signature's bind that a call
   through jax.jit or jax.grad does not run (the vmap wrapper); empty where that cannot be told."""
-  global _CODES
+  global _CODES, _JIT_CODES
   if _CODES is None:
     try:
-      _CODES = _probe()
+      _CODES, _JIT_CODES = _probe()
     except Exception:       # (a JAX whose transformations bind no signature, or fail on the probe)
-      _CODES = frozenset()
+      _CODES = _JIT_CODES = frozenset()
   return _CODES
 
 
-def _probe() -> frozenset:
+_JIT_CODES = None
+
+
+def _jit_codes() -> frozenset:
+  """The same for jax.jit: the code it alone runs before binding the signature (its debug information)."""
+  global _JIT_CODES
+  if _JIT_CODES is None:
+    try:
+      _JIT_CODES = _probe()[1]
+    except Exception:
+      _JIT_CODES = frozenset()
+  return _JIT_CODES
+
+
+def _probe() -> tuple[frozenset, frozenset]:
   import jax
   import numpy as np
   seen = {}
@@ -87,15 +132,25 @@ def _probe() -> frozenset:
   x = np.ones((2,), np.float32)
   for mode, f in (("vmap", jax.vmap(fn)), ("jit", jax.jit(fn)), ("grad", jax.grad(fn))):
     f(x)
-  return frozenset(seen.get("vmap", set()) - seen.get("jit", set()) - seen.get("grad", set()))
+  own = lambda m: frozenset(seen.get(m, set()).difference(*(seen.get(o, set()) for o in seen if o != m)))
+  return own("vmap"), own("jit")
 
 
 def _text(v) -> str:
   """A keyword's value as the user wrote it where it is a plain Python value, else `...` (a value
   jax.jit traced: the constexpr is then not static outside the vmap either)."""
+  import numpy as np
   plain = isinstance(v, (int, float, bool, str, type(None))) or isinstance(v, tuple) and all(
       isinstance(x, (int, float, bool, str)) for x in v)
-  return repr(v) if plain else "..."
+  if plain:
+    return repr(v)
+  try:                                  # a dtype (jnp.bfloat16, np.dtype("float16")) as jnp names it
+    if isinstance(v, np.dtype) or isinstance(v, type) and np.dtype(v).kind != "O":
+      return f"jnp.{np.dtype(v).name}"
+  except TypeError:
+    pass
+  name = getattr(v, "__name__", None)   # a function or helper by its name
+  return name if callable(v) and isinstance(name, str) and name.isidentifier() else "..."
 
 
 def _refuse(name, given, kwargs, ins):
@@ -110,3 +165,14 @@ def _refuse(name, given, kwargs, ins):
            f"({ins}), or map a function that calls the kernel: jax.vmap(lambda {lam}: {name}({lam}, {shown}))({ins})"
            + (" (a value that is traced, as jax.jit's arguments are, is not static: pass it as a Python value,"
               " outside jax.jit or through its static_argnames)" if traced else ""))
+
+
+def _refuse_jit(name, given, kwargs):
+  from .bench import caller_loc
+  shown = ", ".join(f"{k}={_text(kwargs[k])}" for k in given)
+  names = ", ".join(repr(k) for k in given)
+  raise E.SignatureError(
+      f"jax.jit traces every argument not named in its static_argnames, and {name}'s constexpr"
+      f"{'s' if len(given) > 1 else ''} {shown} {'are' if len(given) > 1 else 'is'} not an array it can trace",
+      caller_loc(), hint=f"name {'them' if len(given) > 1 else 'it'} static, jax.jit({name}, static_argnames=[{names}]),"
+                         f" or bind {'them' if len(given) > 1 else 'it'} first: jax.jit(functools.partial({name}, {shown}))")

@@ -278,3 +278,33 @@ def test_a_config_object_passed_as_a_constexpr_and_changed_in_place_recompiles()
   for s in (2.0, 3.0):
     cfg.scale = s
     np.testing.assert_array_equal(np.asarray(by_config(x, cfg=cfg, interpret=True)), np.asarray(x * s))
+
+
+# ---------------------------------------------------------------- jax.jit(kernel) with a constexpr it cannot trace
+@mg.mgpu_kernel(out_shape=lambda x, *, act, odt=F32: S(x.shape, odt), grid=lambda x, *, act, odt=F32: (x.shape[0] // 128,))
+def activation(x, out, *, act: ml.constexpr, odt: ml.constexpr = F32):
+  i = ml.program_id(0)
+  w = ml.ds(i * 128, 128)
+  t = x.at[w][...]
+  if act == "relu":
+    t = ml.maximum(t, 0.0)
+  out.at[w][...] = t.astype(odt)
+
+
+def test_a_constexpr_jax_jit_cannot_trace_is_named_with_static_argnames_and_partial():
+  x = _rand((256, 64))
+  with pytest.raises(mg.KernelError) as info:
+    jax.jit(activation)(x, act="relu", odt=jnp.bfloat16)      # (JAX's TypeError: not a valid abstract array)
+  e = info.value
+  assert type(e) is mg.SignatureError
+  line = next(n for n, text in enumerate(open(__file__), 1) if text.startswith("    jax.jit(activation)(x, act="))
+  assert (e.filename, e.lineno, e.col_offset) == (__file__, line, 4)
+  assert e.message == ("jax.jit traces every argument not named in its static_argnames, and activation's constexprs"
+                       " act='relu', odt=jnp.bfloat16 are not an array it can trace")
+  assert e.hint == ("name them static, jax.jit(activation, static_argnames=['act', 'odt']), or bind them first:"
+                    " jax.jit(functools.partial(activation, act='relu', odt=jnp.bfloat16))")
+  want = np.asarray(jax.nn.relu(x).astype(jnp.bfloat16), np.float32)
+  bound = jax.jit(functools.partial(activation, act="relu", odt=jnp.bfloat16, interpret=True))     # followed
+  static = jax.jit(activation, static_argnames=["act", "odt", "interpret"])
+  np.testing.assert_array_equal(np.asarray(bound(x), np.float32), want)
+  np.testing.assert_array_equal(np.asarray(static(x, act="relu", odt=jnp.bfloat16, interpret=True), np.float32), want)
