@@ -364,7 +364,12 @@ def _function_tree(fn) -> ast.FunctionDef | None:
   try:
     tree = ast.parse(textwrap.dedent(snap.text)).body[0]
   except (SyntaxError, IndexError):
-    return None
+    tree = None
+  code = getattr(fn, "__code__", None)
+  if getattr(code, "co_name", None) == "<lambda>":    # a lambda helper: as a def of its expression (its
+    text = snap.text                                   # attribute chains, `cfg.scale`, are then reads too)
+    lam = source._lambda_def(tree, code, snap.first, len(text) - len(text.lstrip())) if tree is not None else None
+    return lam if lam is not None else source._lambda_in_file(snap, code)
   return tree if isinstance(tree, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
 
 

@@ -4,6 +4,7 @@ a def with a default) compiled to one disk-cache entry whatever the captured val
 kernel silently ran the first one's numbers."""
 
 import functools
+import types
 
 import jax
 import jax.numpy as jnp
@@ -308,3 +309,22 @@ def test_a_constexpr_jax_jit_cannot_trace_is_named_with_static_argnames_and_part
   static = jax.jit(activation, static_argnames=["act", "odt", "interpret"])
   np.testing.assert_array_equal(np.asarray(bound(x), np.float32), want)
   np.testing.assert_array_equal(np.asarray(static(x, act="relu", odt=jnp.bfloat16, interpret=True), np.float32), want)
+
+
+# ---------------------------------------------------------------- a lambda helper reading an attribute of a config object
+_NS = types.SimpleNamespace(scale=2.0)
+_lambda_act = ml.inline(lambda v: v * _NS.scale)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 128,))
+def by_lambda_attribute(x, out):
+  i = ml.program_id(0)
+  w = ml.ds(i * 128, 128)
+  out.at[w][...] = _lambda_act(x.at[w][...])
+
+
+def test_an_attribute_a_lambda_helper_reads_is_watched(monkeypatch):
+  x = _rand((256, 64))
+  for s in (2.0, 3.0):
+    monkeypatch.setattr(_NS, "scale", s)
+    np.testing.assert_array_equal(np.asarray(by_lambda_attribute(x, interpret=True)), np.asarray(x * s))
