@@ -1,7 +1,10 @@
 """Probe 39d (kernels as JAX citizens: closures, factories, caching, jit/vmap/scan, promotion).
-Helpers built in a factory (an `ml.inline` lambda over the factory's argument, `lambda v, a=a: ...`,
-a def with a default) compiled to one disk-cache entry whatever the captured value: the second
-kernel silently ran the first one's numbers."""
+What a kernel's helpers capture is part of what it compiles to: an `ml.inline` lambda over a factory's
+argument, `lambda v, a=a: ...`, a def's default, a functools.partial of a helper, a bound helper method,
+what a method or property reads of its instance, a config object passed as a constexpr. Each was missed
+by the dependency check or the cache key, so a second kernel (or a second call) silently ran the first
+one's numbers. Also: jax.jit(kernel) with a constexpr it cannot trace, ml.inline of a partial, MG104's
+hint for a 0-d input, and an export for the CPU."""
 
 import functools
 import types
