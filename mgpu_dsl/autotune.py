@@ -120,7 +120,12 @@ class Autotuner:
       return None       # configs that JSON cannot hold, or no source: tuned in memory only
     fn = self.kernel.fn
     bound = repr(sorted(getattr(self.kernel, "_bound", {}).items()))   # a functools.partial kernel's values
-    ident = hashlib.sha256("\x1f".join([fn.__module__, fn.__qualname__, source, configs, bound,
+    try:                  # what it reads (globals, a factory's captures): a kernel of other values, other winners
+      self.kernel.parsed
+      reads = self.kernel._deps.fingerprint() or ""
+    except Exception:     # (an unreadable kernel: its call reports why)
+      reads = ""
+    ident = hashlib.sha256("\x1f".join([fn.__module__, fn.__qualname__, source, configs, bound, reads,
                                         C.versions()]).encode()).hexdigest()
     return os.path.join(d, "autotune", f"{self.kernel.__name__}-{ident[:24]}.json")
 

@@ -331,3 +331,21 @@ def test_an_attribute_a_lambda_helper_reads_is_watched(monkeypatch):
   for s in (2.0, 3.0):
     monkeypatch.setattr(_NS, "scale", s)
     np.testing.assert_array_equal(np.asarray(by_lambda_attribute(x, interpret=True)), np.asarray(x * s))
+
+
+# ---------------------------------------------------------------- autotuned kernels a factory builds: their disk winners
+def _tuned(cap):
+  @mg.autotune(configs=[dict(bm=256), dict(bm=128)], timer=lambda f, *a: 1.0)
+  @mg.mgpu_kernel(out_shape=lambda x, *, bm: x, grid=lambda x, *, bm: (x.shape[0] // bm,))
+  def tuned(x, out, *, bm: ml.constexpr = 128):
+    assert bm <= cap
+    i = ml.program_id(0)
+    w = ml.ds(i * bm, bm)
+    out.at[w][...] = x.at[w][...] * 2.0
+  return tuned
+
+
+def test_autotuned_kernels_of_other_captures_keep_their_own_winners(cache_dir):
+  x = _rand((512, 64))
+  assert _tuned(256).best_config(x) == {"bm": 256}
+  assert _tuned(128).best_config(x) == {"bm": 128}      # (it read the other kernel's winner, bm=256)
