@@ -171,12 +171,12 @@ def test_tritons_math_namespaces_and_keyword_spellings_are_hinted():
          hint=lead.format("extra") + ": write ml.pow(v, 2.5) for ml.extra.cuda.libdevice.pow(...)")
   expect(keep_dims_spelling, spec, mg.KernelTypeError, "ml.sum(v",
          "ml.sum: got an unexpected keyword argument 'keep_dims'",
-         hint="write keepdims= for keep_dims=: ml.sum(x, axis=None, keepdims=False, dtype=None, where=None)")
+         hint="write keepdims= for keep_dims=: ml.sum(x, axis=None, keepdims=False, dtype=None, where=None, initial=None)")
   expect(max_with_indices, spec, mg.KernelTypeError, "ml.max(v",
          "ml.max: got an unexpected keyword argument 'return_indices'",
          hint="the values and their indices are two reductions: ml.max(v, axis=1) and ml.argmax(v, axis=1) (the"
               " first index of the extreme value, Triton's tie_break_left=True); ml.max(x, axis=None,"
-              " keepdims=False)")
+              " keepdims=False, initial=None, where=None)")
   x = np.random.default_rng(1).random((64, 128)).astype(np.float32) + 0.5
   np.testing.assert_allclose(np.asarray(keepdims_followed(x, interpret=True)), x / x.sum(1, keepdims=True),
                              rtol=1e-6)

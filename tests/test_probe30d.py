@@ -273,7 +273,7 @@ def test_foreign_keywords_name_the_keyword_to_write_or_drop():
   """`dim=` got the signature alone; Triton's cache hints likewise."""
   expect(sum_dim, [S((64, 128), F32)], mg.KernelTypeError, "ml.sum(",
          "ml.sum: got an unexpected keyword argument 'dim'",
-         hint="write axis= for dim=: ml.sum(x, axis=None, keepdims=False, dtype=None, where=None)")
+         hint="write axis= for dim=: ml.sum(x, axis=None, keepdims=False, dtype=None, where=None, initial=None)")
   expect(evict_last, [S((128,), F32)], mg.KernelTypeError, "x.at[ml.ds(0, 128)].load(",
          "ml.load: got an unexpected keyword argument 'eviction_policy'",
          hint="drop eviction_policy= (Triton's memory options; kernels take none): ml.load(ref, mask=None, other=0)")

@@ -203,7 +203,7 @@ def test_tritons_return_indices_and_tie_break_left_are_hinted_in_the_kernels_wor
          "ml.max: got an unexpected keyword argument 'return_indices'",
          hint="the values and their indices are two reductions: ml.max(lg[...], axis=1) and ml.argmax(lg[...], axis=1)"
               " (the first index of the extreme value, Triton's tie_break_left=True); ml.max(x, axis=None,"
-              " keepdims=False)")
+              " keepdims=False, initial=None, where=None)")
   expect(router_tie_left, spec, mg.KernelTypeError, "ml.argmax(",
          "ml.argmax: got an unexpected keyword argument 'tie_break_left'",
          hint="ml.argmax takes the first index of the extreme value already: drop tie_break_left=, ml.argmax(v,"

@@ -178,13 +178,8 @@ def jnp_keyword_hint(cx, name, sig, args, kwargs) -> str:
     if getattr(d, "is_int", False) and "inf" in ident:    # an integer's lowest or highest value
       ident = str(d.int_range[0 if "-inf" in ident else 1])
     m = txt(kwargs["where"], "m")
-    count = (f" divided by ml.sum({_kept(kwargs['where'], m, x, xs)}{rest}).astype(jnp.float32), the count it keeps"
-             if name == "mean" else "")
     return (f"select the elements first, the others set to what the reduction ignores:"
-            f" ml.{'sum' if name == 'mean' else name}(ml.where({m}, {xs}, {ident}){rest}){count}; ")
-  if "where" in given and name in ("var", "std"):
-    m = txt(kwargs["where"], "m")
-    return _masked_variance_hint(m, _kept(kwargs["where"], m, x, xs), xs, name, args, kwargs, txt)
+            f" ml.{name}(ml.where({m}, {xs}, {ident}){rest}); ")
   if "unbiased" in given and name in ("var", "std"):     # torch's
     ddof = int(bool(kwargs["unbiased"]))
     rest = "".join([f", {txt(a)}" for a in args[1:]] + [f", {_ALIASES.get(k, k)}={txt(v)}" for k, v in kwargs.items()
@@ -198,8 +193,6 @@ def jnp_keyword_hint(cx, name, sig, args, kwargs) -> str:
     d = txt(kwargs["dim"]) + (", keepdims=True" if kwargs.get("keepdim", kwargs.get("keepdims")) is True else "")
     return (f"torch's max and min over dim= give a (values, indices) pair: here ml.{name}({xs}, axis={d}) is the values"
             f" alone (no [0] after it: that would take its first element) and ml.arg{name}({xs}, axis={d}) the indices; ")
-  if "initial" in given and name in ("max", "min"):
-    return f"combine it after: ml.{name}imum(ml.{name}({xs}{rest}), {txt(kwargs['initial'])}); "
   return triton_index_hint(name, given, args, kwargs, xs, rest)
 
 
@@ -220,31 +213,6 @@ def triton_index_hint(name, given, args, kwargs, xs, rest) -> str:
               f" {xs}.shape[{axis}] - 1 - ml.{name}(ml.flip({xs}, {axis}){rest}); ")
   return ""
 
-
-
-def _kept(where, m, x, xs) -> str:
-  """The mask to count the kept elements of, in the user's words: `m` itself where it has x's shape, else
-  stretched to it (a (1, n) column mask counts once per row of x, and its own (1,) sum would not meet
-  x's row statistics)."""
-  shape = lambda v: getattr(getattr(v, "type", None), "shape", None)
-  return m if shape(where) == shape(x) else f"ml.broadcast_to({m}, {xs}.shape)"
-
-
-def _masked_variance_hint(m, kept, xs, name, args, kwargs, txt) -> str:
-  """jnp.var(x, where=m) (and std) written out: the masked mean, kept to broadcast, then the mean of
-  the masked squared deviations over the count the mask keeps (`kept`: the mask counted; less ddof)."""
-  axis = args[1] if len(args) > 1 else kwargs.get("axis")
-  ddof = args[2] if len(args) > 2 else kwargs.get("ddof", 0)
-  keep = args[3] if len(args) > 3 else kwargs.get("keepdims", False)
-  ax = f", axis={txt(axis)}" if axis is not None else ""
-  kd = ", keepdims=True" if keep is True else ""
-  count = f"ml.sum({kept}{ax}{kd}).astype(jnp.float32)"
-  if isinstance(ddof, int) and not isinstance(ddof, bool) and ddof:
-    count = f"({count} - {ddof})"
-  v = f"ml.sum(ml.where({m}, ({xs} - mu) ** 2, 0){ax}{kd}) / {count}"
-  return (f"the masked mean first, then the masked squared deviations from it: mu = ml.sum(ml.where({m}, {xs}, 0)"
-          f"{ax}, keepdims=True) / ml.sum({kept}{ax}, keepdims=True).astype(jnp.float32); then "
-          + (f"ml.sqrt({v})" if name == "std" else v) + "; ")
 
 
 def near_keyword(sig, kwargs):

@@ -255,23 +255,49 @@ def _of_scalar(cx, kind, x, axis, what):
 
 
 @builtin(methods=("sum",))
-def sum_(cx, x, axis=None, keepdims=False, dtype=None, where=None):
+def sum_(cx, x, axis=None, keepdims=False, dtype=None, where=None, initial=None):
   """The sum of `x` over `axis` (an int, a tuple, or None for all: a scalar).
 
   `ml.sum(x, axis=1)` of an (m, n) tile is the (m,) vector of row sums. float16 and
   bfloat16 values are summed in float32 and rounded once, as `jnp.sum` does; 8- and 16-bit
   integers are summed in, and give, int32 (uint32 if unsigned), as `jnp.sum` does. `dtype`, as
   jnp's: the elements converted to it first, and a result of that dtype (`ml.sum(m, dtype=jnp.int32)`).
-  `where=` (a mask that broadcasts to x, a number mask by its truth): the elements it keeps, as jnp's.
+  `where=` (a mask that broadcasts to x, a number mask by its truth): the elements it keeps, as jnp's;
+  `initial=` (a number or scalar) is added to the sum, as jnp's.
   """
   from .base import dtype_arg
   x = kept_only(cx, x, where, False if is_tensor(x) and resolve(x.type.dtype) == DType.bool_ else 0, "ml.sum")
   keepdims = keep_arg(cx, keepdims, "ml.sum", x, axis)
   d = dtype_arg(cx, dtype, "ml.sum's dtype", optional=True)
   if d is None or not is_tensor(x):
-    return reduce(cx, ReduceKind.SUM, x, axis, keepdims)
+    return _with_initial(cx, ReduceKind.SUM, reduce(cx, ReduceKind.SUM, x, axis, keepdims), initial, "ml.sum", x, axis)
   r = reduce(cx, ReduceKind.SUM, ew.astype(cx, x, d), axis, keepdims)
-  return r if resolve(r.type.dtype) == d else ew.astype(cx, r, d)
+  return _with_initial(cx, ReduceKind.SUM, r if resolve(r.type.dtype) == d else ew.astype(cx, r, d), initial, "ml.sum",
+                       x, axis)
+
+
+def _with_initial(cx, kind, r, initial, what, x, axis):
+  """A reduction's result `r` (of `x` over `axis`) combined with jnp's `initial=` (added to a sum, the max or
+  min with a max or min: what an empty reduction gives); `r` itself without one."""
+  if initial is None:
+    return r
+  if is_tensor(initial) or not isinstance(initial, (int, float)) and not isinstance(getattr(initial, "type", None),
+                                                                                   ScalarType):
+    pair = {ReduceKind.SUM: "{} + {}", ReduceKind.MAX: "ml.maximum({}, {})", ReduceKind.MIN: "ml.minimum({}, {})"}
+    call = f"{what}({cx.named(x, 'x')}" + ("" if axis is None else f", axis={axis!r}") + ")"
+    raise E.KernelTypeError(f"{what}: initial= takes a number or a scalar, got {kind_of(initial)}", cx.loc,
+                            hint=f"combine a tensor after the reduction: {pair[kind].format(call, cx.named(initial))}")
+  op = {ReduceKind.SUM: ew.BinOp.ADD, ReduceKind.MAX: ew.BinOp.MAX, ReduceKind.MIN: ew.BinOp.MIN}[kind]
+  return ew.binary(cx, op, r, initial)
+
+
+def extreme_identity(kind, d):
+  """What a max (kind MAX) or min of dtype `d` ignores: its lowest (highest) value, -inf (inf) for floats,
+  False (True) for booleans."""
+  from .atomic import AtomicKind, identity
+  if d == DType.bool_:
+    return kind == ReduceKind.MIN
+  return identity(AtomicKind.MAX if kind == ReduceKind.MAX else AtomicKind.MIN, d)
 
 
 def kept_only(cx, x, where, identity, what):
@@ -292,11 +318,14 @@ def kept_only(cx, x, where, identity, what):
 
 
 @builtin(methods=("mean",))
-def mean(cx, x, axis=None, keepdims=False):
+def mean(cx, x, axis=None, keepdims=False, where=None):
   """The mean of `x` over `axis`: `ml.sum` divided by the number of elements, as `jnp.mean`
-  (integers give float32; float16/bfloat16 are summed and divided in float32, rounded once)."""
+  (integers give float32; float16/bfloat16 are summed and divided in float32, rounded once).
+  `where=` (a mask that broadcasts to x): the mean of the elements it keeps (NaN where it keeps none)."""
   check_register_value(cx, x, "ml.mean")
   keepdims = keep_arg(cx, keepdims, "ml.mean", x, axis)
+  if where is not None and not is_tensor(x):
+    kept_only(cx, x, where, 0, "ml.mean")          # (a scalar has no elements to keep: an error)
   if not is_tensor(x):     # a scalar's mean is itself, integers and booleans as float32
     x = _of_scalar(cx, ReduceKind.MAX, x, axis, "ml.mean")
     if not isinstance(getattr(x, "type", None), ScalarType):
@@ -307,6 +336,8 @@ def mean(cx, x, axis=None, keepdims=False):
     raise E.UnsupportedDtypeError(
         f"ml.mean of {dtype_name(d)} values is not supported", cx.loc,
         hint=f"convert first: {method_on(cx.named(x))}.astype(jnp.float32)")
+  if where is not None:
+    return masked_mean(cx, x, where, axis, keepdims, "ml.mean")
   axes = _axes(cx, axis, len(x.type.shape), "ml.mean")
   n = math.prod(x.type.shape[a] for a in axes)
   if keepdims and len(axes) == len(x.type.shape):   # jnp's (1, ..., 1): the scalar mean, stretched
@@ -324,15 +355,38 @@ def mean(cx, x, axis=None, keepdims=False):
 
 
 @builtin(methods=("max",))
-def max_(cx, x, axis=None, keepdims=False):
-  """The maximum of `x` over `axis` (None: everything, a scalar); NaN if any is NaN."""
-  return reduce(cx, ReduceKind.MAX, x, axis, keep_arg(cx, keepdims, "ml.max", x, axis))
+def max_(cx, x, axis=None, keepdims=False, initial=None, where=None):
+  """The maximum of `x` over `axis` (None: everything, a scalar); NaN if any is NaN. jnp's `where=`:
+  of the elements it keeps (the dtype's lowest value, -inf, where it keeps none); `initial=`: the
+  maximum with it too."""
+  return _extreme(cx, ReduceKind.MAX, x, axis, keepdims, initial, where, "ml.max")
 
 
 @builtin(methods=("min",))
-def min_(cx, x, axis=None, keepdims=False):
-  """The minimum of `x` over `axis` (None: everything, a scalar); NaN if any is NaN."""
-  return reduce(cx, ReduceKind.MIN, x, axis, keep_arg(cx, keepdims, "ml.min", x, axis))
+def min_(cx, x, axis=None, keepdims=False, initial=None, where=None):
+  """The minimum of `x` over `axis` (None: everything, a scalar); NaN if any is NaN; `where=` and
+  `initial=` as ml.max's (inf, or the dtype's highest value, where the mask keeps nothing)."""
+  return _extreme(cx, ReduceKind.MIN, x, axis, keepdims, initial, where, "ml.min")
+
+
+def _extreme(cx, kind, x, axis, keepdims, initial, where, what):
+  if where is not None:
+    check_register_value(cx, x, what)
+    x = kept_only(cx, x, where, extreme_identity(kind, resolve(x.type.dtype)) if is_tensor(x) else 0, what)
+  r = reduce(cx, kind, x, axis, keep_arg(cx, keepdims, what, x, axis), what)
+  return _with_initial(cx, kind, r, initial, what, x, axis)
+
+
+def masked_mean(cx, x, where, axis, keepdims, what):
+  """jnp.mean(x, axis, where=m): the sum of the elements the mask keeps over their count, in float32
+  (rounded once to a 16-bit float x's dtype); NaN where it keeps none."""
+  d = resolve(x.type.dtype)
+  y = x if d == DType.f32 else ew.astype(dataclasses.replace(cx, name=x.name or cx.named(x)), x, DType.f32)
+  s = reduce(cx, ReduceKind.SUM, kept_only(cx, y, where, 0.0, what), axis, keepdims, what)
+  ones = ew.full_(cx, y.type.shape, 1.0, DType.f32)
+  m = ew.binary(cx, ew.BinOp.DIV, s, reduce(cx, ReduceKind.SUM, kept_only(cx, ones, where, 0.0, what), axis,
+                                            keepdims, what))
+  return ew.astype(cx, m, d) if d.is_float and d != DType.f32 else m
 
 
 def _arg(cx, x, axis, kind, what):

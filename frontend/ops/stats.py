@@ -154,7 +154,7 @@ def _drop(cx, r, x, axis):
   return reshape_(cx, r, tuple(n for i, n in enumerate(x.type.shape) if i not in axes))
 
 
-def _variance(cx, x, axis, ddof, keepdims, what):
+def _variance(cx, x, axis, ddof, keepdims, what, where=None):
   y, out = _float_operand(cx, x, what)
   axes = _axes(cx, axis, len(y.type.shape), what)
   keepdims = keep_arg(cx, keepdims, what, x, axis)
@@ -164,11 +164,26 @@ def _variance(cx, x, axis, ddof, keepdims, what):
            if to_dtype(ddof) is not None and not isinstance(ddof, (float, str)) else
            f"{what}({src}, {ax}, ddof=1) for the unbiased estimate")
     raise E.KernelTypeError(f"{what}: ddof must be a static int, got {shown(ddof)}", cx.loc, hint=fix)
+  if where is not None:
+    return _masked_variance(cx, y, where, axis, ddof, keepdims, what), out
   n = math.prod(y.type.shape[a] for a in axes)
   mu = ew.binary(cx, ew.BinOp.DIV, reduce(cx, ReduceKind.SUM, y, axis, True, what), float(n))
   c = ew.binary(cx, ew.BinOp.SUB, y, mu)
   ss = reduce(cx, ReduceKind.SUM, ew.binary(cx, ew.BinOp.MUL, c, c), axis, keepdims, what)
   return ew.binary(cx, ew.BinOp.DIV, ss, float(n - ddof) if n > ddof else math.nan), out
+
+
+def _masked_variance(cx, y, where, axis, ddof, keepdims, what):
+  """jnp.var(y, axis, ddof, where=m) of a float32 `y`: the squared deviations from the masked mean that the
+  mask keeps, summed, over the count it keeps less ddof (NaN where that is not positive, as jnp's)."""
+  ones = kept_only(cx, ew.full_(cx, y.type.shape, 1.0, DType.f32), where, 0.0, what)
+  mu = ew.binary(cx, ew.BinOp.DIV, reduce(cx, ReduceKind.SUM, kept_only(cx, y, where, 0.0, what), axis, True, what),
+                 reduce(cx, ReduceKind.SUM, ones, axis, True, what))
+  c = ew.binary(cx, ew.BinOp.SUB, y, mu)
+  ss = reduce(cx, ReduceKind.SUM, kept_only(cx, ew.binary(cx, ew.BinOp.MUL, c, c), where, 0.0, what), axis, keepdims,
+              what)
+  den = ew.binary(cx, ew.BinOp.SUB, reduce(cx, ReduceKind.SUM, ones, axis, keepdims, what), float(ddof))
+  return ew.where_(cx, ew.compare(cx, ew.CmpOp.GT, den, 0.0), ew.binary(cx, ew.BinOp.DIV, ss, den), math.nan)
 
 
 def _ddof(cx, x, axis, ddof, correction, what):
@@ -183,17 +198,18 @@ def _ddof(cx, x, axis, ddof, correction, what):
 
 
 @builtin(methods=("var",))
-def var(cx, x, axis=None, ddof=0, keepdims=False, *, correction=None):
+def var(cx, x, axis=None, ddof=0, keepdims=False, *, correction=None, where=None):
   """jnp.var: the mean squared deviation from the mean over `axis`, divided by n - ddof (two
-  passes: the mean, then the squares of the deviations); `correction` is jnp's other name for ddof."""
-  v, out = _variance(cx, x, axis, _ddof(cx, x, axis, ddof, correction, "ml.var"), keepdims, "ml.var")
+  passes: the mean, then the squares of the deviations); `correction` is jnp's other name for ddof;
+  `where=` (a mask that broadcasts to x): of the elements it keeps, n their count."""
+  v, out = _variance(cx, x, axis, _ddof(cx, x, axis, ddof, correction, "ml.var"), keepdims, "ml.var", where)
   return v if out == DType.f32 else ew.astype(cx, v, out)
 
 
 @builtin(methods=("std",))
-def std(cx, x, axis=None, ddof=0, keepdims=False, *, correction=None):
-  """jnp.std: the square root of ml.var."""
-  v, out = _variance(cx, x, axis, _ddof(cx, x, axis, ddof, correction, "ml.std"), keepdims, "ml.std")
+def std(cx, x, axis=None, ddof=0, keepdims=False, *, correction=None, where=None):
+  """jnp.std: the square root of ml.var (`where=` too)."""
+  v, out = _variance(cx, x, axis, _ddof(cx, x, axis, ddof, correction, "ml.std"), keepdims, "ml.std", where)
   s = ew.unary(cx, ew.UnOp.SQRT, v)
   return s if out == DType.f32 else ew.astype(cx, s, out)
 

@@ -1,0 +1,145 @@
+"""Probe 39e (reductions, statistics and selection: argmax/argmin with ties and NaNs, top-k by repeated
+max, sorts and medians of short rows, Welford/Chan variance merged across tiles and programs, column sums
+by atomics, norms, any/all/counts, products, integer sums that wrap, 16-bit float sums, cumulative
+logsumexp, histograms, segment sums, 3-D reductions along each axis, masked reductions).
+
+jnp's `where=` of ml.max, ml.min, ml.mean, ml.var and ml.std, and `initial=` of ml.sum, ml.max and
+ml.min, were MG003 ('unexpected keyword argument'), with hints to write the select, the count and the
+two-pass masked variance out; the hint for `ml.max(v, where=m, initial=c)` dropped `initial` (a row the
+mask keeps nothing of gave -inf, not c), and `ml.sum(v, initial=c)` was told only the signature."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from locate import expect
+
+S = jax.ShapeDtypeStruct
+F32 = jnp.float32
+
+
+def _export(fn, *specs, **kw):
+  return jax.export.export(jax.jit(lambda *a: fn(*a, **kw)), platforms=["cuda"])(*specs).mlir_module()
+
+
+def _masked_data(dtype=np.float32, seed=0):
+  rng = np.random.default_rng(seed)
+  x = rng.standard_normal((16, 128)).astype(dtype)
+  m = rng.random((16, 128)) > 0.3
+  m[0] = False                 # a row the mask keeps nothing of
+  m[1] = False
+  m[1, 5] = True               # and one it keeps one element of
+  return x, m
+
+
+# ---------------------------------------------------------------- jnp's where= and initial= of the reductions
+@mg.mgpu_kernel(out_shape=lambda x, m: (S((x.shape[0],), F32),) * 8, grid=lambda x, m: (x.shape[0] // 8,))
+def masked_statistics(x, m, mx, mn, mean, var, sd, s, sm, mx0):
+  i = ml.program_id(0)
+  rows = ml.ds(i * 8, 8)
+  v = x.at[rows, :][...]
+  keep = m.at[rows, :][...]
+  mx.at[rows][...] = ml.max(v, axis=1, where=keep, initial=-1.0)
+  mn.at[rows][...] = v.min(axis=1, where=keep, initial=0.5)
+  mean.at[rows][...] = ml.mean(v, axis=1, where=keep)
+  var.at[rows][...] = ml.var(v, axis=1, where=keep)
+  sd.at[rows][...] = v.std(axis=1, where=keep, ddof=1)
+  s.at[rows][...] = ml.sum(v, axis=1, initial=2.0)
+  sm.at[rows][...] = ml.sum(v, axis=1, where=keep, initial=-3.0)
+  mx0.at[rows][...] = ml.max(v, axis=1, initial=0.0)
+
+
+def _masked_statistics_want(x, m):
+  return (jnp.max(x, 1, where=m, initial=-1.0), jnp.min(x, 1, where=m, initial=0.5), jnp.mean(x, 1, where=m),
+          jnp.var(x, 1, where=m), jnp.std(x, 1, where=m, ddof=1), jnp.sum(x, 1, initial=2.0),
+          jnp.sum(x, 1, where=m, initial=-3.0), jnp.max(x, 1, initial=0.0))
+
+
+def test_max_min_mean_var_and_std_take_jnps_where_and_initial():
+  x, m = _masked_data()
+  got = masked_statistics(jnp.asarray(x), jnp.asarray(m), interpret=True)
+  for g, w in zip(got, _masked_statistics_want(x, m)):
+    np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, atol=1e-6)   # NaN where nothing is kept
+  assert np.isnan(np.asarray(got[2])[0]) and np.asarray(got[0])[0] == -1.0
+  assert "mosaic_gpu" in _export(masked_statistics, S(x.shape, F32), S(m.shape, jnp.bool_)).lower()
+
+
+@mg.mgpu_kernel(out_shape=lambda x, m: (S((x.shape[0],), jnp.int32), S((x.shape[0],), jnp.int32),
+                                        S((x.shape[0],), F32), S((), jnp.int32), S((1, 1), F32),
+                                        S((x.shape[0], 1), F32), S((x.shape[0],), x.dtype)))
+def masked_int_and_column_masks(x, m, mx, mn, mean, top, whole, var, mx16):
+  v = x[...]
+  keep = m[...]
+  cols = ml.arange(x.shape[1])[None, :] < 100          # a (1, n) mask, broadcast over the rows
+  mx[...] = ml.max(v, axis=1, where=keep)               # the dtype's lowest value where nothing is kept
+  mn[...] = ml.min(v, axis=1, where=cols, initial=7)
+  mean[...] = ml.mean(v, axis=1, where=cols)
+  top[...] = ml.max(v, where=keep)
+  whole[...] = ml.mean(v, where=keep, keepdims=True)
+  var[...] = ml.var(v, axis=1, where=cols, keepdims=True)
+  mx16[...] = ml.max(v, axis=1, where=keep, initial=-5)
+
+
+def test_integer_reductions_take_where_with_a_broadcast_mask_and_keepdims():
+  x, m = _masked_data()
+  xi = (x * 40).astype(np.int32)
+  cols = np.broadcast_to(np.arange(128)[None, :] < 100, xi.shape)
+  lo = np.iinfo(np.int32).min
+  want = (jnp.max(xi, 1, where=m, initial=lo), jnp.min(xi, 1, where=cols, initial=7), jnp.mean(xi, 1, where=cols),
+          jnp.max(xi, where=m, initial=lo), jnp.mean(xi, where=m, keepdims=True),
+          jnp.var(xi, 1, where=cols, keepdims=True), jnp.max(xi, 1, where=m, initial=-5))
+  got = masked_int_and_column_masks(jnp.asarray(xi), jnp.asarray(m), interpret=True)
+  for g, w in zip(got, want):
+    assert np.asarray(g).dtype == np.asarray(w).dtype
+    np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5)
+  _export(masked_int_and_column_masks, S(xi.shape, jnp.int32), S(m.shape, jnp.bool_))
+
+
+@mg.mgpu_kernel(out_shape=lambda x, m: (S((x.shape[0],), x.dtype),) * 3)
+def masked_half(x, m, mx, mean, var):
+  v = x[...]
+  keep = m[...]
+  mx[...] = ml.max(v, axis=1, where=keep, initial=-2.0)
+  mean[...] = ml.mean(v, axis=1, where=keep)           # summed and divided in float32, rounded once
+  var[...] = ml.var(v, axis=1, where=keep)
+
+
+@pytest.mark.parametrize("dtype", [jnp.float16, jnp.bfloat16])
+def test_16_bit_masked_statistics_keep_the_dtype_and_compute_in_float32(dtype):
+  x, m = _masked_data(dtype, seed=1)
+  x32 = np.asarray(x, np.float32)
+  got = masked_half(jnp.asarray(x), jnp.asarray(m), interpret=True)
+  want = (jnp.max(x, 1, where=m, initial=-2.0), jnp.mean(x32, 1, where=m).astype(dtype),
+          jnp.var(x32, 1, where=m).astype(dtype))
+  for g, w in zip(got, want):
+    assert g.dtype == dtype
+    np.testing.assert_array_equal(np.asarray(g, np.float32), np.asarray(w, np.float32))
+  _export(masked_half, S(x.shape, dtype), S(m.shape, jnp.bool_))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), F32))
+def initial_of_a_tensor(x, out):
+  v = x[...]
+  out[...] = ml.max(v, axis=1, initial=v[:, 0])
+
+
+def test_an_initial_that_is_a_tensor_is_reported_at_the_call():
+  expect(initial_of_a_tensor, [S((8, 128), F32)], mg.KernelTypeError, "ml.max(v, axis=1, initial=v[:, 0])",
+         "ml.max: initial= takes a number or a scalar, got a register tensor",
+         hint="combine a tensor after the reduction: ml.maximum(ml.max(v, axis=1), v[:, 0])")
+
+
+@pytest.mark.gpu
+def test_masked_statistics_on_the_gpu():
+  x, m = _masked_data()
+  got = masked_statistics(jnp.asarray(x), jnp.asarray(m))
+  for g, w in zip(got, _masked_statistics_want(x, m)):
+    np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, atol=1e-6)
+  xi = (x * 40).astype(np.int32)
+  cols = np.broadcast_to(np.arange(128)[None, :] < 100, xi.shape)
+  mx, mn, mean = masked_int_and_column_masks(jnp.asarray(xi), jnp.asarray(m))[:3]
+  np.testing.assert_array_equal(np.asarray(mx), jnp.max(xi, 1, where=m, initial=np.iinfo(np.int32).min))
+  np.testing.assert_array_equal(np.asarray(mn), jnp.min(xi, 1, where=cols, initial=7))
+  np.testing.assert_allclose(np.asarray(mean), jnp.mean(xi, 1, where=cols), rtol=1e-5)
