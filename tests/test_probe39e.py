@@ -143,3 +143,41 @@ def test_masked_statistics_on_the_gpu():
   np.testing.assert_array_equal(np.asarray(mx), jnp.max(xi, 1, where=m, initial=np.iinfo(np.int32).min))
   np.testing.assert_array_equal(np.asarray(mn), jnp.min(xi, 1, where=cols, initial=7))
   np.testing.assert_allclose(np.asarray(mean), jnp.mean(xi, 1, where=cols), rtol=1e-5)
+
+
+# ---------------------------------------------------------------- softmax over the trailing axes of few rows
+@mg.mgpu_kernel(out_shape=lambda s, x4: (s, s, s, x4))
+def per_head_softmax(s, x4, p, lp, pw, p4):
+  v = s[...]                                              # (heads, queries, keys) scores
+  q = ml.arange(v.shape[1])[None, :, None]
+  k = ml.arange(v.shape[2])[None, None, :]
+  p[...] = ml.softmax(v, axis=-1, where=k <= q * 4)      # a causal mask that broadcasts
+  lp[...] = ml.log_softmax(v, axis=2, where=v > 0)
+  pw[...] = ml.softmax(v * 0.5, axis=(1, 2))
+  p4[...] = ml.softmax(x4[...], axis=-1)
+
+
+def _per_head_softmax_want(s, x4):
+  causal = np.broadcast_to(np.arange(64)[None, None, :] <= np.arange(16)[None, :, None] * 4, s.shape)
+  return (jax.nn.softmax(s, -1, where=causal), jax.nn.log_softmax(s, 2, where=s > 0),
+          jax.nn.softmax(s * 0.5, (1, 2)), jax.nn.softmax(x4, -1))
+
+
+def test_softmax_over_trailing_axes_whose_rows_are_too_few_for_a_statistic_computes_on_the_2d_tile():
+  """A (2, 16, 64) tile's softmax over its last axis (per-head scores, 32 rows) was MG204 (its (2, 16) row
+  statistic holds no multiple of 128 elements), with a hint to reshape to 2-D and back: the compiler does."""
+  rng = np.random.default_rng(39)
+  s = rng.standard_normal((2, 16, 64)).astype(np.float32)
+  x4 = rng.standard_normal((2, 2, 8, 32)).astype(np.float32)
+  for g, w in zip(per_head_softmax(s, x4, interpret=True), _per_head_softmax_want(s, x4)):
+    np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, atol=1e-7)
+  _export(per_head_softmax, S(s.shape, F32), S(x4.shape, F32))
+
+
+@pytest.mark.gpu
+def test_per_head_softmax_on_the_gpu():
+  rng = np.random.default_rng(39)
+  s = rng.standard_normal((2, 16, 64)).astype(np.float32)
+  x4 = rng.standard_normal((2, 2, 8, 32)).astype(np.float32)
+  for g, w in zip(per_head_softmax(jnp.asarray(s), jnp.asarray(x4)), _per_head_softmax_want(s, x4)):
+    np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, atol=1e-6)

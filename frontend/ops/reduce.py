@@ -188,8 +188,6 @@ def _reshape_hint(cx, x, shape, axes, keepdims, what):
   src = cx.named(x)
   name = src if src.isidentifier() else f"({src})"
   flat, ax = f"{name}.reshape({rows}, {cols})", f"axis={0 if lead else 1}"
-  if what.rsplit(".", 1)[-1] in ("softmax", "log_softmax"):       # (no statistic: the tensor's own shape)
-    return f"reshape it to 2-D in registers and compute there: {what}({flat}, {ax}).reshape{tuple(shape)}"
   if keepdims and not arg:
     # The statistic kept in the tile's shape (a norm's `v * ml.rsqrt(ml.sum(v * v, axis=-1, keepdims=True))`):
     # a 3-D tile does not broadcast it, so the computation runs on 2-D tiles, reshaped back at the store.
