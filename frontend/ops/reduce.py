@@ -194,9 +194,15 @@ def _reshape_hint(cx, x, shape, axes, keepdims, what):
     v2 = "v2" if name != "v2" else "t2"
     call = f"{v2}{what}({ax}, keepdims=True)" if what.startswith(".") else f"{what}({v2}, {ax}, keepdims=True)"
     stat = (1, cols) if lead else (rows, 1)
+    # (the statistic itself, stored, is no register tensor of its kept shape: a vector, reshaped outside)
+    plain = f"{flat}{what}({ax})" if what.startswith(".") else f"{what}({flat}, {ax})"
+    k, kd = math.prod(kept), tuple(1 if i in axes else n for i, n in enumerate(shape))
     return (f"reshape the tiles to 2-D in registers and compute there: {v2} = {flat}, then {call} is a"
             f" ({stat[0]}, {stat[1]}) statistic that broadcasts against ({rows}, {cols}) tiles (reshape the others"
-            f" the same way); reshape the 2-D result back where you store it, .reshape{tuple(shape)}")
+            f" the same way); reshape the 2-D result back where you store it, .reshape{tuple(shape)}. To store the"
+            f" statistic itself, {plain} is a ({k},) vector in the row-major order of {kd} (too few elements for a"
+            f" register tensor of that shape): store it through an output of shape ({k},) and reshape that outside"
+            f" the kernel, .reshape{kd} (free in XLA)")
   if len(kept) > 1 and math.prod(kept) % hw.WARPGROUP:
     # (a (2, 8) tile of row sums, 16 elements: no register tensor of two axes holds it)
     call = f"{flat}{what}({ax})" if what.startswith(".") else f"{what}({flat}, {ax})"
