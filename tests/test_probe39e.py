@@ -213,3 +213,36 @@ def test_a_kept_3d_statistic_stored_itself_is_hinted_as_a_vector_reshaped_outsid
   got = np.asarray(kept_row_max_3d_followed(x, interpret=True)).reshape(4, 8, 1)
   np.testing.assert_array_equal(got, x.max(2, keepdims=True))
   _export(kept_row_max_3d_followed, S(x.shape, F32))
+
+
+# ---------------------------------------------------------------- an unnamed vector reshaped is named by its text
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape[:2], F32))
+def row_sums_reshaped(x, out):
+  v = x[...]
+  out[...] = ml.sum(v.reshape(32, 128), axis=1).reshape(4, 8)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape[:2], F32))
+def row_sums_reshaped_followed(x, out):
+  v = x[...]
+  vec = ml.sum(v.reshape(32, 128), axis=1)
+  for r in ml.static_range(4):
+    out.at[r][...] = vec[r * 8:(r + 1) * 8]
+
+
+def test_a_reshape_of_an_unnamed_vector_names_it_by_the_users_text():
+  """`ml.sum(v.reshape(32, 128), axis=1).reshape(4, 8)` was reported as 'reshape of v, a vector of 32
+  elements', and its hint sliced `v[r * 8:(r + 1) * 8]`: a placeholder v, read as the user's own (4, 8, 128)
+  tile v (slicing that gives the wrong values)."""
+  expect(row_sums_reshaped, [S((4, 8, 128), F32)], mg.LayoutError, "ml.sum(v.reshape(32, 128), axis=1).reshape",
+         "reshape of ml.sum(v.reshape(32, 128), axis=1), a vector of 32 elements, into (4, 8): a register tensor of"
+         " more than one axis needs a multiple of 128 elements (one per thread of a warpgroup; a 1-D vector only a"
+         " multiple of 8)",
+         hint="keep it a vector: name it, vec = ml.sum(v.reshape(32, 128), axis=1), then row r of it is the vector"
+              " vec[r * 8:(r + 1) * 8] (stored with out.at[r][...] = vec[r * 8:(r + 1) * 8] for r in"
+              " ml.static_range(4)); or pad it to a length that fills the threads: ml.concatenate([vec, ml.zeros((96,),"
+              " vec.dtype)]).reshape(16, 8), whose first 4 rows are the reshape: store them with"
+              " out.at[ml.ds(0, 16)].store(padded, mask=ml.arange(16)[:, None] < 4)")
+  x = np.random.default_rng(4).standard_normal((4, 8, 128)).astype(np.float32)
+  np.testing.assert_allclose(np.asarray(row_sums_reshaped_followed(x, interpret=True)), x.sum(2), rtol=1e-5, atol=1e-5)
+  _export(row_sums_reshaped_followed, S(x.shape, F32))

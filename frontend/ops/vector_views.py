@@ -66,7 +66,11 @@ def check_vector_reshape(cx, x, shape):
   n = x.type.shape[0]
   if n % hw.WARPGROUP == 0:
     return
-  name = x.name if (x.name or "").isidentifier() else "v"
+  # (an unnamed vector, `ml.sum(t, axis=1).reshape(4, 8)`, is named in the hint, by the user's text where the
+  # call has it: a placeholder `v` read as the user's own v, the tile the vector was reduced from)
+  src = x.name if (x.name or "").isidentifier() else cx.named(x, "")
+  name = src if src.isidentifier() else "vec"
+  bind = "" if name == src else f"name it, vec = {src}, then " if src else "name it vec, then "
   dims = [d for d in shape if d != 1]
   rows, cols = math.prod(dims[:-1]), dims[-1]
   fits = lambda m: m % 8 == 0 or m % hw.WARPGROUP == 0
@@ -82,10 +86,10 @@ def check_vector_reshape(cx, x, shape):
               f" {name}.dtype)]).reshape({p // cols}, {cols}), whose first {rows} rows are the reshape: store"
               f" them with out.at[ml.ds(0, {p // cols})].store(padded, mask=ml.arange({p // cols})[:, None] < {rows})")
   raise E.LayoutError(
-      f"reshape of {name}, a vector of {n} elements, into {tuple(shape)}: a register tensor of more than one"
-      f" axis needs a multiple of {hw.WARPGROUP} elements (one per thread of a warpgroup; a 1-D vector only a"
+      f"reshape of {src or 'a vector'}, a vector of {n} elements, into {tuple(shape)}: a register tensor of more than"
+      f" one axis needs a multiple of {hw.WARPGROUP} elements (one per thread of a warpgroup; a 1-D vector only a"
       f" multiple of 8)", cx.loc,
-      hint="keep it a vector: " + "; ".join(ways))
+      hint="keep it a vector: " + bind + "; ".join(ways))
 
 
 def _short_result(cx, x, s, n, a, k, count):
