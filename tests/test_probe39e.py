@@ -246,3 +246,36 @@ def test_a_reshape_of_an_unnamed_vector_names_it_by_the_users_text():
   x = np.random.default_rng(4).standard_normal((4, 8, 128)).astype(np.float32)
   np.testing.assert_allclose(np.asarray(row_sums_reshaped_followed(x, interpret=True)), x.sum(2), rtol=1e-5, atol=1e-5)
   _export(row_sums_reshaped_followed, S(x.shape, F32))
+
+
+# ---------------------------------------------------------------- initial= takes the result's dtype, as jnp's
+@mg.mgpu_kernel(out_shape=lambda x, h, c: (S((x.shape[0],), jnp.int32), S((x.shape[0],), jnp.int32),
+                                           S((h.shape[0],), h.dtype)))
+def initial_in_the_results_dtype(x, h, c: ml.scalar, mx, s8, sh):
+  v = x[...]
+  mx[...] = ml.max(v, axis=1, initial=3.0)               # a whole-number float on int32: the integer 3
+  s8[...] = ml.sum(v.astype(jnp.int8), axis=1, initial=-7)
+  sh[...] = ml.sum(h[...], axis=1, initial=c)             # a float32 scalar, converted to float16 as jnp does
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), jnp.int32))
+def fractional_initial_on_ints(x, out):
+  v = x[...]
+  out[...] = ml.max(v, axis=1, initial=0.5)
+
+
+def test_initial_is_converted_to_the_reductions_dtype_as_jnp_does():
+  rng = np.random.default_rng(8)
+  x = rng.integers(-60, 60, (16, 128)).astype(np.int32)
+  h = rng.standard_normal((16, 128)).astype(np.float16)
+  mx, s8, sh = initial_in_the_results_dtype(x, h, 0.1, interpret=True)
+  np.testing.assert_array_equal(mx, jnp.max(x, 1, initial=3))
+  np.testing.assert_array_equal(s8, jnp.sum(x.astype(np.int8), 1, initial=-7))
+  assert sh.dtype == jnp.float16
+  want = (jnp.sum(h.astype(np.float32), 1).astype(np.float16).astype(np.float32) + np.float32(np.float16(0.1)))
+  np.testing.assert_array_equal(np.asarray(sh, np.float32), want.astype(np.float16).astype(np.float32))
+  _export(initial_in_the_results_dtype, S(x.shape, jnp.int32), S(h.shape, jnp.float16), 0.1)
+  expect(fractional_initial_on_ints, [S((8, 128), jnp.int32)], mg.DtypeMismatchError, "ml.max(v, axis=1, initial=0.5)",
+         "ml.max's initial (0.5) is no int32 value, the result's dtype",
+         hint="a whole number in int32's range (-2147483648..2147483647), or convert first for a float result:"
+              " ml.max(v.astype(jnp.float32), axis=1, initial=0.5)")

@@ -285,12 +285,28 @@ def _with_initial(cx, kind, r, initial, what, x, axis):
   min with a max or min: what an empty reduction gives); `r` itself without one."""
   if initial is None:
     return r
+  call = f"{what}({cx.named(x, 'x')}" + ("" if axis is None else f", axis={axis!r}")
   if is_tensor(initial) or not isinstance(initial, (int, float)) and not isinstance(getattr(initial, "type", None),
                                                                                    ScalarType):
     pair = {ReduceKind.SUM: "{} + {}", ReduceKind.MAX: "ml.maximum({}, {})", ReduceKind.MIN: "ml.minimum({}, {})"}
-    call = f"{what}({cx.named(x, 'x')}" + ("" if axis is None else f", axis={axis!r}") + ")"
     raise E.KernelTypeError(f"{what}: initial= takes a number or a scalar, got {kind_of(initial)}", cx.loc,
-                            hint=f"combine a tensor after the reduction: {pair[kind].format(call, cx.named(initial))}")
+                            hint=f"combine a tensor after the reduction: {pair[kind].format(call + ')', cx.named(initial))}"
+                            if is_tensor(initial) else f"a number: {call}, initial=0)")
+  d = resolve(r.type.dtype) if isinstance(getattr(r, "type", None), (ScalarType, TensorType)) else None
+  # jnp converts initial to the result's dtype (jnp.max(ints, initial=c) stays int; a float16 sum stays float16)
+  if isinstance(getattr(initial, "type", None), ScalarType) and d is not None and resolve(initial.type.dtype) != d:
+    initial = ew.astype(cx, initial, d)
+  elif d == DType.bool_:
+    initial = bool(initial)
+  elif isinstance(d, DType) and d.is_int and isinstance(initial, float):
+    lo, hi = d.int_range
+    if not (initial.is_integer() and lo <= initial <= hi):
+      raise E.DtypeMismatchError(
+          f"{what}'s initial ({initial}) is no {dtype_name(d)} value, the result's dtype", cx.loc,
+          hint=f"a whole number in {dtype_name(d)}'s range ({lo}..{hi}), or convert first for a float result:"
+               f" {what}({method_on(cx.named(x, 'x'))}.astype(jnp.float32)"
+               + ("" if axis is None else f", axis={axis!r}") + f", initial={initial})")
+    initial = int(initial)
   op = {ReduceKind.SUM: ew.BinOp.ADD, ReduceKind.MAX: ew.BinOp.MAX, ReduceKind.MIN: ew.BinOp.MIN}[kind]
   return ew.binary(cx, op, r, initial)
 
