@@ -279,3 +279,40 @@ def test_initial_is_converted_to_the_reductions_dtype_as_jnp_does():
          "ml.max's initial (0.5) is no int32 value, the result's dtype",
          hint="a whole number in int32's range (-2147483648..2147483647), or convert first for a float result:"
               " ml.max(v.astype(jnp.float32), axis=1, initial=0.5)")
+
+
+# ---------------------------------------------------------------- 3-D reductions whose kept axes are all of size 1
+@mg.mgpu_kernel(out_shape=lambda x: (x, S((1, 1, 1), F32), S((1, 1), jnp.int32), S((1, 1, 1), F32), x, S((1, 1), F32),
+                                     S((1,), F32)))
+def one_query_one_head(x, normed, mx, am, lse, p, pos, tot):
+  v = x[...]                                             # (1, 1, keys): decode scores of one head, one query
+  normed[...] = (v - ml.mean(v, axis=-1, keepdims=True)) * ml.rsqrt(ml.var(v, axis=-1, keepdims=True) + 1e-5)
+  mx[...] = ml.max(v, axis=2, keepdims=True)
+  am[...] = ml.argmax(v, axis=-1)
+  lse[...] = ml.logsumexp(v, axis=-1, keepdims=True)
+  p[...] = ml.softmax(v, axis=-1)
+  pos[...] = ml.sum(v, axis=2, where=v > 0, initial=1.0)
+  tot[...] = ml.sum(v, axis=(1, 2))
+
+
+def _one_query_one_head_want(x):
+  return ((x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5), x.max(2, keepdims=True),
+          x.argmax(-1).astype(np.int32), jax.nn.logsumexp(x, -1, keepdims=True), jax.nn.softmax(x, -1),
+          jnp.sum(x, 2, where=x > 0, initial=1.0), x.sum((1, 2)))
+
+
+def test_a_3d_reduction_that_keeps_only_size_1_axes_is_the_full_reduction_stretched():
+  """ml.max(v, axis=2) of a (1, 1, 256) tile (and var, argmax, logsumexp, softmax of it) was MG204: its (1, 1)
+  statistic holds no multiple of 128 elements, and the hint's reshape gave a (1,) vector of the same kind."""
+  x = np.random.default_rng(21).standard_normal((1, 1, 256)).astype(np.float32)
+  for g, w in zip(one_query_one_head(x, interpret=True), _one_query_one_head_want(x)):
+    assert np.asarray(g).shape == np.asarray(w).shape
+    np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, atol=1e-6)
+  _export(one_query_one_head, S(x.shape, F32))
+
+
+@pytest.mark.gpu
+def test_one_query_one_head_on_the_gpu():
+  x = np.random.default_rng(21).standard_normal((1, 1, 256)).astype(np.float32)
+  for g, w in zip(one_query_one_head(jnp.asarray(x)), _one_query_one_head_want(x)):
+    np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, atol=1e-6)

@@ -119,6 +119,11 @@ def reduce(cx, kind: ReduceKind, x, axis, keepdims, what=None):
     raise E.UnsupportedDtypeError(
         f"{what} of {dtype_name(d)} values is not supported", cx.loc,
         hint=f"convert first: {src}.astype(jnp.float32)")
+  if len(axes) < len(shape) and len(shape) > 2 and all(n == 1 for i, n in enumerate(shape) if i not in axes):
+    # Every kept axis of size 1 (the (1, 1, k) scores of one head and one query): the full reduction, a scalar
+    # stretched to the result's shape (no register tensor holds the one-element statistic by itself).
+    res = reduce(cx, kind, x, None, False, what)
+    return ew.stretch(cx, tuple(1 for i in range(len(shape)) if keepdims or i not in axes), res)
   if len(axes) < len(shape) and len(shape) > 2 and (plan := (_flat_shape if keepdims else _flat_plan)(shape, axes)) is not None:
     # A leading or trailing run of axes of a 3-D (or wider) tensor: the 2-D reduction of its reshape
     # (through SMEM where the layouts need it), reshaped back, as the user would write it; with keepdims,

@@ -72,8 +72,8 @@ def _on_2d(cx, fn, x, axis, where, what):
   shape = x.type.shape
   axes = _axes(cx, axis, len(shape), what)
   if len(shape) <= 2 or len(axes) == len(shape) or _flat_plan(shape, axes) is not None \
-      or (plan := _flat_shape(shape, axes)) is None:
-    return None
+      or all(n == 1 for i, n in enumerate(shape) if i not in axes) or (plan := _flat_shape(shape, axes)) is None:
+    return None                            # (every kept axis of size 1: full reductions, which reduce stretches)
   rows, cols, lead, _ = plan
   if where is not None:
     _masked(cx, x, where, what, x)         # (checked in the call's words: a tensor that broadcasts to x)
