@@ -316,3 +316,61 @@ def test_one_query_one_head_on_the_gpu():
   x = np.random.default_rng(21).standard_normal((1, 1, 256)).astype(np.float32)
   for g, w in zip(one_query_one_head(jnp.asarray(x)), _one_query_one_head_want(x)):
     np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, atol=1e-6)
+
+
+# ---------------------------------------------------------------- a where= mask wider than x: jnp's segment reductions
+@mg.mgpu_kernel(out_shape=lambda x, ids: (S((16,), F32),) * 4 + (S((16,), jnp.bool_), S((16,), jnp.int32)))
+def segment_stats_by_mask(x, ids, mean, mx, mn, sm, big, pos):
+  v = x[...]
+  s = ids[...]
+  member = s[:, None] == ml.arange(16)[None, :]           # (256, 16): element i in segment j
+  mean[...] = ml.mean(ml.broadcast_to(v[:, None], (256, 16)), axis=0, where=member)
+  mx[...] = ml.max(v[:, None], axis=0, where=member, initial=-1.0)   # x (256, 1) grows to the mask's shape
+  mn[...] = ml.min(v[:, None], axis=0, where=member)
+  sm[...] = ml.sum(v[:, None], axis=0, where=member)
+  big[...] = ml.any(v[:, None] > 1.0, axis=0, where=member)
+  pos[...] = ml.sum(v[:, None] > 0, axis=0, where=member)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, ids: S((16,), F32))
+def segment_mean_unbroadcast(x, ids, out):
+  v = x[...]
+  out[...] = ml.mean(v[:, None], axis=0, where=ids[...][:, None] == ml.arange(16)[None, :])
+
+
+def _segments(seed=25):
+  rng = np.random.default_rng(seed)
+  x = rng.standard_normal(256).astype(np.float32)
+  ids = np.sort(rng.integers(0, 16, 256)).astype(np.int32)
+  ids[ids == 3] = 4                                        # an empty segment
+  return x, ids
+
+
+def _segment_stats_want(x, ids):
+  member = ids[:, None] == np.arange(16)[None, :]
+  col = x[:, None]
+  return (jnp.mean(np.broadcast_to(col, member.shape), 0, where=member), jnp.max(col, 0, where=member, initial=-1.0),
+          jnp.min(col, 0, where=member, initial=np.inf), jnp.sum(col, 0, where=member),
+          jnp.any(col > 1, 0, where=member), jnp.sum(col > 0, 0, where=member).astype(jnp.int32))
+
+
+def test_a_where_mask_wider_than_x_broadcasts_x_as_jnps_sum_max_min_any_and_all_do():
+  """`ml.max(v[:, None], axis=0, where=member, initial=...)`, jnp's segment max by a membership mask, was MG202
+  ('where= of shape (256, 16) does not broadcast to x's (256, 1)'): jnp selects with x broadcast to the mask's
+  shape. jnp's mean counts the mask at x's shape (an error there too): its hint now broadcasts x first."""
+  x, ids = _segments()
+  for g, w in zip(segment_stats_by_mask(x, ids, interpret=True), _segment_stats_want(x, ids)):
+    np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, atol=1e-6)
+  _export(segment_stats_by_mask, S(x.shape, F32), S(ids.shape, jnp.int32))
+  expect(segment_mean_unbroadcast, [S((256,), F32), S((256,), jnp.int32)], mg.ShapeMismatchError, "ml.mean(",
+         "ml.mean's where= of shape (256, 16) does not broadcast to x's (256, 1)",
+         hint="ml.mean counts the elements the mask keeps of x's own shape, as jnp's: broadcast x to the mask's first,"
+              " ml.mean(ml.broadcast_to(v[:, None], (256, 16)), axis=0, where=ids[...][:, None] =="
+              " ml.arange(16)[None, :])")
+
+
+@pytest.mark.gpu
+def test_segment_stats_by_mask_on_the_gpu():
+  x, ids = _segments()
+  for g, w in zip(segment_stats_by_mask(jnp.asarray(x), jnp.asarray(ids)), _segment_stats_want(x, ids)):
+    np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, atol=1e-6)

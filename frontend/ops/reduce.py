@@ -275,7 +275,7 @@ def sum_(cx, x, axis=None, keepdims=False, dtype=None, where=None, initial=None)
   `initial=` (a number or scalar) is added to the sum, as jnp's.
   """
   from .base import dtype_arg
-  x = kept_only(cx, x, where, False if is_tensor(x) and resolve(x.type.dtype) == DType.bool_ else 0, "ml.sum")
+  x = kept_only(cx, x, where, False if is_tensor(x) and resolve(x.type.dtype) == DType.bool_ else 0, "ml.sum", True)
   keepdims = keep_arg(cx, keepdims, "ml.sum", x, axis)
   d = dtype_arg(cx, dtype, "ml.sum's dtype", optional=True)
   if d is None or not is_tensor(x):
@@ -325,9 +325,11 @@ def extreme_identity(kind, d):
   return identity(AtomicKind.MAX if kind == ReduceKind.MAX else AtomicKind.MIN, d)
 
 
-def kept_only(cx, x, where, identity, what):
+def kept_only(cx, x, where, identity, what, grow=False, axis=None):
   """`x` with `identity` where the mask `where` is off (jnp's `where=` of a reduction), broadcast to x's
-  shape; `x` itself without one."""
+  shape; `x` itself without one. `grow`: x may broadcast to the mask's shape too, as jnp's sum, max, min,
+  any and all select before reducing (`ml.max(v[:, None], axis=0, where=ids[:, None] == ml.arange(n)[None, :])`,
+  a segment max: n columns); jnp's mean, var and std count the mask at x's shape, so there it is an error."""
   if where is None:
     return x
   check_register_value(cx, x, what)
@@ -335,10 +337,13 @@ def kept_only(cx, x, where, identity, what):
     raise E.KernelTypeError(f"{what}: where= takes a mask tensor that broadcasts to a tensor x, got {kind_of(where)}"
                             f" for {kind_of(x)}", cx.loc, hint=f"{what}(v, axis=1, where=ml.arange(n)[None, :] < k)")
   from .shape import broadcast_shape
-  if broadcast_shape(cx, [where.type.shape, x.type.shape], f"{what}'s where=",
-                     [cx.named(where, "the mask"), cx.named(x, "x")], (where, x)) != x.type.shape:
+  joint = broadcast_shape(cx, [where.type.shape, x.type.shape], f"{what}'s where=",
+                          [cx.named(where, "the mask"), cx.named(x, "x")], (where, x))
+  if joint != x.type.shape and not grow:
     raise E.ShapeMismatchError(f"{what}'s where= of shape {where.type.shape} does not broadcast to x's {x.type.shape}",
-                               cx.loc, hint="a mask of x's shape, or one that broadcasts to it (m[:, None])")
+                               cx.loc, hint=f"{what} counts the elements the mask keeps of x's own shape, as jnp's:"
+                               f" broadcast x to the mask's first, {what}(ml.broadcast_to({cx.named(x, 'x')}, {joint}),"
+                               + ("" if axis is None else f" axis={axis!r},") + f" where={cx.named(where, 'm')})")
   return ew.where_(cx, where, x, identity)
 
 
@@ -397,7 +402,7 @@ def min_(cx, x, axis=None, keepdims=False, initial=None, where=None):
 def _extreme(cx, kind, x, axis, keepdims, initial, where, what):
   if where is not None:
     check_register_value(cx, x, what)
-    x = kept_only(cx, x, where, extreme_identity(kind, resolve(x.type.dtype)) if is_tensor(x) else 0, what)
+    x = kept_only(cx, x, where, extreme_identity(kind, resolve(x.type.dtype)) if is_tensor(x) else 0, what, True)
   r = reduce(cx, kind, x, axis, keep_arg(cx, keepdims, what, x, axis), what)
   return _with_initial(cx, kind, r, initial, what, x, axis)
 
@@ -407,7 +412,7 @@ def masked_mean(cx, x, where, axis, keepdims, what):
   (rounded once to a 16-bit float x's dtype); NaN where it keeps none."""
   d = resolve(x.type.dtype)
   y = x if d == DType.f32 else ew.astype(dataclasses.replace(cx, name=x.name or cx.named(x)), x, DType.f32)
-  s = reduce(cx, ReduceKind.SUM, kept_only(cx, y, where, 0.0, what), axis, keepdims, what)
+  s = reduce(cx, ReduceKind.SUM, kept_only(cx, y, where, 0.0, what, axis=axis), axis, keepdims, what)
   ones = ew.full_(cx, y.type.shape, 1.0, DType.f32)
   m = ew.binary(cx, ew.BinOp.DIV, s, reduce(cx, ReduceKind.SUM, kept_only(cx, ones, where, 0.0, what), axis,
                                             keepdims, what))

@@ -199,8 +199,9 @@ def _variance(cx, x, axis, ddof, keepdims, what, where=None):
 def _masked_variance(cx, y, where, axis, ddof, keepdims, what):
   """jnp.var(y, axis, ddof, where=m) of a float32 `y`: the squared deviations from the masked mean that the
   mask keeps, summed, over the count it keeps less ddof (NaN where that is not positive, as jnp's)."""
+  kept = kept_only(cx, y, where, 0.0, what, axis=axis)
   ones = kept_only(cx, ew.full_(cx, y.type.shape, 1.0, DType.f32), where, 0.0, what)
-  mu = ew.binary(cx, ew.BinOp.DIV, reduce(cx, ReduceKind.SUM, kept_only(cx, y, where, 0.0, what), axis, True, what),
+  mu = ew.binary(cx, ew.BinOp.DIV, reduce(cx, ReduceKind.SUM, kept, axis, True, what),
                  reduce(cx, ReduceKind.SUM, ones, axis, True, what))
   c = ew.binary(cx, ew.BinOp.SUB, y, mu)
   ss = reduce(cx, ReduceKind.SUM, kept_only(cx, ew.binary(cx, ew.BinOp.MUL, c, c), where, 0.0, what), axis, keepdims,
@@ -248,7 +249,7 @@ def _truth(cx, x, what):
 def any_(cx, x, axis=None, keepdims=False, where=None):
   """jnp.any: whether any element over `axis` is true (nonzero), a bool; `where=`: of the elements it keeps."""
   x = _truth(cx, x, "ml.any")
-  x = kept_only(cx, x, where, False, "ml.any")
+  x = kept_only(cx, x, where, False, "ml.any", True)
   return reduce(cx, ReduceKind.MAX, x, axis, keep_arg(cx, keepdims, "ml.any", x, axis), what="ml.any")
 
 
@@ -256,5 +257,5 @@ def any_(cx, x, axis=None, keepdims=False, where=None):
 def all_(cx, x, axis=None, keepdims=False, where=None):
   """jnp.all: whether every element over `axis` is true (nonzero), a bool; `where=`: of the elements it keeps."""
   x = _truth(cx, x, "ml.all")
-  x = kept_only(cx, x, where, True, "ml.all")
+  x = kept_only(cx, x, where, True, "ml.all", True)
   return reduce(cx, ReduceKind.MIN, x, axis, keep_arg(cx, keepdims, "ml.all", x, axis), what="ml.all")
