@@ -22,8 +22,10 @@ FORMS = {           # ({0}, {1}: the call's arguments)
 }
 TEXTS = {
     "matmul": _DOT.format("matmul"), "einsum": _DOT.format("einsum"), "dot_general": _DOT.format("dot_general"),
-    "xor_sum": ("no ml.xor_sum: fold the axis in halves with ^ (its length a power of two): for _ in"
-                " ml.static_range(k): h = v.shape[1] // 2; v = v[:, :h] ^ v[:, h:], then v[:, 0]"),
+    "xor_sum": ("no ml.xor_sum: combine the tile with its rolled copy, halving the shift (the axis's length n a"
+                " power of two, 2**k): h = n // 2, then for _ in ml.static_range(k): v = v ^ ml.roll(v, -h, axis=1);"
+                " h = h // 2; column 0 then holds each row's xor, v[:, 0] (the whole tile at each step: windows of"
+                " halves, v[:, :h] ^ v[:, h:], stop holding a multiple of 128 elements)"),
     "PropagateNan": ("no ml.PropagateNan: ml.maximum and ml.minimum always propagate NaN (Triton's"
                      " PropagateNan.ALL): drop propagate_nan="),
     "broadcast": ("no ml.broadcast: arithmetic broadcasts its operands as NumPy does (a + b); to give each the"

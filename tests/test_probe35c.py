@@ -94,9 +94,10 @@ def xor_rows(x, out):
 @mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), x.dtype))
 def xor_rows_folded(x, out):
   v = x[...]
+  h = v.shape[1] // 2
   for _ in tl.static_range(7):
-    h = v.shape[1] // 2
-    v = v[:, :h] ^ v[:, h:]
+    v = v ^ tl.roll(v, -h, axis=1)
+    h = h // 2
   out[...] = v[:, 0]
 
 
@@ -116,8 +117,10 @@ def test_xor_sum_and_split_hints_name_the_way_and_it_works():
   """tl.xor_sum said 'check the spelling'; tl.split's hint named windows of a ref (halves), not the
   pairs of a last axis of 2 that Triton's split takes."""
   expect(xor_rows, [S((64, 128), jnp.int32)], mg.UnknownNameError, "tl.xor_sum", "tl has no attribute 'xor_sum'",
-         hint="no tl.xor_sum: fold the axis in halves with ^ (its length a power of two): for _ in"
-              " tl.static_range(k): h = v.shape[1] // 2; v = v[:, :h] ^ v[:, h:], then v[:, 0]")
+         hint="no tl.xor_sum: combine the tile with its rolled copy, halving the shift (the axis's length n a"
+              " power of two, 2**k): h = n // 2, then for _ in tl.static_range(k): v = v ^ tl.roll(v, -h, axis=1);"
+              " h = h // 2; column 0 then holds each row's xor, v[:, 0] (the whole tile at each step: windows of"
+              " halves, v[:, :h] ^ v[:, h:], stop holding a multiple of 128 elements)")
   x = np.asarray(jax.random.randint(jax.random.key(2), (64, 128), 0, 1 << 20), np.int32)
   np.testing.assert_array_equal(xor_rows_folded(x, interpret=True), np.bitwise_xor.reduce(x, axis=1))
   expect(split_pairs, [S((256,), F32)], mg.UnknownNameError, "tl.split", "tl has no attribute 'split'",

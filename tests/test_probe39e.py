@@ -374,3 +374,41 @@ def test_segment_stats_by_mask_on_the_gpu():
   x, ids = _segments()
   for g, w in zip(segment_stats_by_mask(jnp.asarray(x), jnp.asarray(ids)), _segment_stats_want(x, ids)):
     np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, atol=1e-6)
+
+
+# ---------------------------------------------------------------- reductions ml lacks, written as their hints say
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), x.dtype))
+def xor_of_rows(x, out):
+  out[...] = ml.xor_sum(x[...], axis=1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), x.dtype))
+def general_reduce(x, out):
+  out[...] = ml.reduce(x[...], 1, ml.maximum)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (S((x.shape[0],), x.dtype), S((x.shape[0],), jnp.float32)))
+def xor_and_product_by_rolls(x, xo, prod):
+  v = x[...]
+  p = (v & 3).astype(jnp.float32) * 0.5 + 0.75
+  h = v.shape[1] // 2
+  for _ in ml.static_range(7):
+    v = v ^ ml.roll(v, -h, axis=1)
+    p = p * ml.roll(p, -h, axis=1)
+    h = h // 2
+  xo[...] = v[:, 0]
+  prod[...] = p[:, 0]
+
+
+def test_xor_sum_and_general_reduce_hints_fold_whole_tiles_with_rolls():
+  """The hints folded windows of halves, v = v[:, :h] ^ v[:, h:]: for 16 rows of 128 the (16, 4) window is
+  MG204 (no multiple of 128 elements), so the kernel written from them did not compile. A roll keeps the tile."""
+  e = expect(xor_of_rows, [S((16, 128), jnp.int32)], mg.UnknownNameError, "ml.xor_sum", "ml has no attribute 'xor_sum'")
+  assert "v = v ^ ml.roll(v, -h, axis=1); h = h // 2" in e.hint
+  e = expect(general_reduce, [S((16, 128), F32)], mg.UnknownNameError, "ml.reduce", "ml has no attribute 'reduce'")
+  assert "v = f(v, ml.roll(v, -h, axis=1)) for h = n // 2, n // 4, ..., 1" in e.hint
+  x = np.random.default_rng(6).integers(0, 1 << 30, (16, 128)).astype(np.int32)
+  xo, prod = xor_and_product_by_rolls(x, interpret=True)
+  np.testing.assert_array_equal(xo, np.bitwise_xor.reduce(x, axis=1))
+  np.testing.assert_allclose(prod, np.prod((x & 3) * 0.5 + 0.75, axis=1), rtol=1e-5)
+  _export(xor_and_product_by_rolls, S(x.shape, jnp.int32))
