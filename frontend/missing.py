@@ -584,6 +584,12 @@ _FORMS = {
 }
 # lax's max and min are elementwise (jnp's reduce): ml.maximum and ml.minimum
 _LAX_FORMS = {"max": "ml.maximum({0}, {1})", "min": "ml.minimum({0}, {1})"}
+# the parameter names of _FORMS's functions that a call may pass by keyword (lax.reduce_max(v, axes=(1,)):
+# its form's {1}), in their positional order
+_PARAMS = {**{n: ("operand", "axes") for n in ("reduce_max", "reduce_min", "reduce_sum")},
+           "broadcast_in_dim": ("operand", "shape", "broadcast_dimensions"), "select": ("pred", "on_true", "on_false"),
+           "clamp": ("min", "x", "max"), "integer_pow": ("x", "y"), "full_like": ("a", "fill_value"),
+           "astype": ("x", "dtype")}
 
 
 def _computed(t: str) -> bool:
@@ -610,6 +616,10 @@ def form_hint(name, pos, kw, *, lax=False, taken=frozenset()) -> str | None:
   if name == "gelu" and kw.get("approximate", "True").strip() == "False":
     form = "0.5 * {0} * (1 + ml.erf({0} * 0.7071067811865476))"
   pos = activation_args(name, pos, kw)
+  for p in _PARAMS.get(name, ())[len(pos):]:      # keywords after the positional arguments, in order
+    if p not in kw:
+      break
+    pos = [*pos, kw[p]]
   n = len(set(re.findall(r"\{(\d)\}", form)))
   names = {"clamp": ["lo", "x", "hi"], "select": ["c", "x", "y"], "select_n": ["c", "x", "y"]}.get(name, ["x", "y"])
   if name == "broadcast_in_dim":      # (operand, shape, broadcast_dimensions): the dimensions are x's axes

@@ -412,3 +412,17 @@ def test_xor_sum_and_general_reduce_hints_fold_whole_tiles_with_rolls():
   np.testing.assert_array_equal(xo, np.bitwise_xor.reduce(x, axis=1))
   np.testing.assert_allclose(prod, np.prod((x & 3) * 0.5 + 0.75, axis=1), rtol=1e-5)
   _export(xor_and_product_by_rolls, S(x.shape, jnp.int32))
+
+
+# ---------------------------------------------------------------- lax's reductions with their axes by keyword
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), F32))
+def lax_reduce_max_by_keyword(x, out):
+  v = x[...]
+  out[...] = jax.lax.reduce_max(v, axes=(1,))
+
+
+def test_lax_reductions_with_axes_by_keyword_are_hinted_in_the_users_names():
+  """`lax.reduce_max(v, axes=(1,))` was hinted as 'write ml.max(x, axis=y)': placeholders, where the call names
+  its operand v and its axes by keyword."""
+  expect(lax_reduce_max_by_keyword, [S((8, 128), F32)], mg.KernelTypeError, "jax.lax.reduce_max(",
+         "reduce_max cannot take a register tensor inside a kernel", hint="write ml.max(v, axis=(1,))")
