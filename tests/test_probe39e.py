@@ -426,3 +426,49 @@ def test_lax_reductions_with_axes_by_keyword_are_hinted_in_the_users_names():
   its operand v and its axes by keyword."""
   expect(lax_reduce_max_by_keyword, [S((8, 128), F32)], mg.KernelTypeError, "jax.lax.reduce_max(",
          "reduce_max cannot take a register tensor inside a kernel", hint="write ml.max(v, axis=(1,))")
+
+
+# ---------------------------------------------------------------- var, std and logsumexp over two axes of a 3-D tile
+@mg.mgpu_kernel(out_shape=lambda x, b: (S((x.shape[0],), F32), S((x.shape[2],), F32), S((x.shape[0],), F32),
+                                        S((x.shape[2],), F32), S((x.shape[2],), F32), S((x.shape[0],), F32),
+                                        S((x.shape[0],), F32)))
+def two_axis_statistics(x, b, var, sd, lse, var_w, lse_w, lse_b, sign):
+  v = x[...]
+  var[...] = ml.var(v, axis=(1, 2))
+  sd[...] = ml.std(v, axis=(0, 1), ddof=1)
+  lse[...] = ml.logsumexp(v, axis=(1, 2))
+  var_w[...] = ml.var(v, axis=(0, 1), where=v > 0)
+  lse_w[...] = ml.logsumexp(v, axis=(0, 1), where=v < 1.0)
+  lse_b[...], sign[...] = ml.logsumexp(v, axis=(1, 2), b=b[...] - 0.3, return_sign=True)
+
+
+def _two_axis_statistics_want(x, b):
+  lse_b, sign = jax.nn.logsumexp(x, (1, 2), b=b - 0.3, return_sign=True)
+  return (jnp.var(x, (1, 2)), jnp.std(x, (0, 1), ddof=1), jax.nn.logsumexp(x, (1, 2)), jnp.var(x, (0, 1), where=x > 0),
+          jax.nn.logsumexp(x, (0, 1), where=x < 1), lse_b, sign)
+
+
+def _two_axis_data():
+  rng = np.random.default_rng(37)
+  x = rng.standard_normal((8, 16, 16)).astype(np.float32)
+  b = rng.random((8, 16, 16)).astype(np.float32)
+  b[0] = 0.0
+  return x, b
+
+
+def test_var_std_and_logsumexp_over_two_axes_of_a_3d_tile_compute_on_its_2d_reshape():
+  """ml.var(v, axis=(1, 2)) and ml.logsumexp(v, axis=(0, 1)) of an (8, 16, 16) tile were MG204 ('take the leading
+  axes in ml.static_range loops'), where ml.mean and ml.sum over the same axes worked: their mean or max, kept with
+  the tile's rank, does not broadcast back against it. They compute on the 2-D reshape, as the plain reduction."""
+  x, b = _two_axis_data()
+  for g, w in zip(two_axis_statistics(x, b, interpret=True), _two_axis_statistics_want(x, b)):
+    np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, atol=1e-5)
+  _export(two_axis_statistics, S(x.shape, F32), S(b.shape, F32))
+
+
+@pytest.mark.gpu
+def test_two_axis_statistics_on_the_gpu():
+  x, b = _two_axis_data()
+  got = two_axis_statistics(jnp.asarray(x), jnp.asarray(b))
+  for g, w in zip(got, _two_axis_statistics_want(x, b)):
+    np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, atol=1e-5)

@@ -81,6 +81,29 @@ def _on_2d(cx, fn, x, axis, where, what):
   return reshape_(cx, fn.rule(cx, reshape_(cx, x, (rows, cols)), 0 if lead else 1, where), shape)
 
 
+def _flat_statistic(cx, x, axis, keepdims, what):
+  """(the 2-D shape, its axis, the result's shape) where a statistic of a 3-D (or wider) `x` over a leading
+  or trailing run of two or more axes is computed on the 2-D reshape, as the plain reduction over them is
+  (reduce's plan: a kept part that a register tensor holds): its mean or max kept with the tensor's rank does
+  not broadcast back against the 3-D tile (ml.var(v, axis=(1, 2)) was MG204 where ml.mean of it worked); None
+  for any other."""
+  from .reduce import _flat_plan
+  shape = x.type.shape
+  axes = _axes(cx, axis, len(shape), what)
+  if len(shape) <= 2 or len(axes) < 2 or len(axes) == len(shape) or (plan := _flat_plan(shape, axes)) is None:
+    return None
+  rows, cols, lead, kept = plan
+  return (rows, cols), 0 if lead else 1, tuple(1 if i in axes else n for i, n in enumerate(shape)) if keepdims else kept
+
+
+def _as_2d(cx, v, shape, shape2):
+  """A mask or scale `v` (None, a number, or a tensor that broadcasts to `shape`) for the 2-D reshape."""
+  from .shape import broadcast_to_shape, reshape_
+  if not is_tensor(v):
+    return v
+  return reshape_(cx, broadcast_to_shape(cx, v, shape) if v.type.shape != shape else v, shape2)
+
+
 @builtin
 def softmax(cx, x, axis=-1, where=None):
   """jax.nn.softmax: exp(x - max) / sum(exp(x - max)) along `axis` (-1: along each row); with
@@ -128,6 +151,14 @@ def logsumexp(cx, x, axis=None, b=None, keepdims=False, return_sign=False, where
   if not isinstance(return_sign, bool):
     raise E.KernelTypeError(f"ml.logsumexp: return_sign must be a static bool, got {shown(return_sign)}", cx.loc,
                             hint="return_sign=True gives (the log of the sum's magnitude, its sign); leave it out for the log")
+  if (flat := _flat_statistic(cx, y, axis, keepdims, "ml.logsumexp")) is not None:
+    from .shape import reshape_
+    if where is not None:
+      _masked(cx, y, where, "ml.logsumexp", x)
+    shape2, a2, res = flat
+    w2 = None if where is None else _as_2d(cx, ew.truth(cx, where), y.type.shape, shape2)
+    r = logsumexp.rule(cx, reshape_(cx, x, shape2), a2, _as_2d(cx, b, y.type.shape, shape2), False, return_sign, w2)
+    return tuple(reshape_(cx, v, res) for v in r) if return_sign else reshape_(cx, r, res)
   y = _masked(cx, y, where, "ml.logsumexp")
   if b is not None:
     y, out = _scaled(cx, y, b, out)
@@ -179,6 +210,15 @@ def _drop(cx, r, x, axis):
 
 def _variance(cx, x, axis, ddof, keepdims, what, where=None):
   y, out = _float_operand(cx, x, what)
+  if isinstance(ddof, int) and not isinstance(ddof, bool) and \
+      (flat := _flat_statistic(cx, y, axis, keep_arg(cx, keepdims, what, x, axis), what)) is not None:
+    from .shape import reshape_
+    if where is not None:
+      _masked(cx, y, where, what, x)       # (checked in the call's words: a tensor that broadcasts to x)
+    shape2, a2, res = flat
+    w2 = None if where is None else _as_2d(cx, ew.truth(cx, where), y.type.shape, shape2)
+    v, _ = _variance(cx, reshape_(cx, y, shape2), a2, ddof, False, what, w2)
+    return reshape_(cx, v, res), out
   axes = _axes(cx, axis, len(y.type.shape), what)
   keepdims = keep_arg(cx, keepdims, what, x, axis)
   if not isinstance(ddof, int) or isinstance(ddof, bool):
