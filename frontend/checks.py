@@ -164,6 +164,16 @@ def _bounds_hint(acc, root, d, n, full, before, gmem, view=None, output=False) -
   return fix + "; ml.copy into SMEM instead reads zeros outside a GMEM array"
 
 
+def register_bounds_hint(op, view, root, d, n, full, before, output) -> str:
+  """`_bounds_hint` for interpret mode: a register read or write (`op`, a Load or a Store of the
+  window `op.ref`, made by `view`) whose run-time window leaves dimension d of its GMEM array, as the
+  compile-time check hints a window the program ids prove outside."""
+  from types import SimpleNamespace
+  kind = A.REG_WRITE if hasattr(op, "value") else A.REG_READ
+  return _bounds_hint(SimpleNamespace(op=op, kind=kind, ref=op.ref), root, d, n, full, before, True, view,
+                      output=output)
+
+
 @dataclasses.dataclass
 class Facts:
   """What the proofs learnt for later passes: the GMEM window starts of each TMA copy site."""

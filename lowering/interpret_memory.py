@@ -298,6 +298,24 @@ class Memory:
         return atomic_outside_hint(o, view.ref, view.index, d, n, full, s < 0)
     return None
 
+  def register_outside_hint(self, ref: Ref, o) -> str | None:
+    """For a register read or write (a Load or a Store) whose run-time ml.ds window leaves its GMEM
+    array: the mask, guard or clamp the compile-time check hints (frontend/checks.py)."""
+    from ..frontend.checks import register_bounds_hint
+    from ..frontend.ops.memory import Load, Store, View
+    if not isinstance(o, (Load, Store)) or ref.owner >= 0 or self.lead(ref):
+      return None
+    if self._defs is None:
+      self._defs = ir.def_table(self.kernel.body)
+    view = self._defs.get(o.ref.id) if isinstance(o.ref, ir.Value) else None
+    if not isinstance(view, View):
+      return None
+    output = any(p.value.id == ref.root.id for p in self.kernel.outputs)
+    for d, ((s, n, sq), full) in enumerate(zip(ref.win, ref.root.type.shape)):
+      if not sq and (s < 0 or s + n > full):
+        return register_bounds_hint(o, view, ref.name, d, n, full, s < 0, output)
+    return None
+
   def where_read_hint(self, o) -> str | None:
     from ..frontend.select_hints import users, where_read_hint
     if getattr(self, "_users", None) is None:
@@ -547,7 +565,7 @@ class CtaMemory:
         self.check_filled(ref, o)
       return self.buffer(ref)[ref.index].copy()
     if not tma:
-      ref.check_bounds(o, self.m.lead(ref), self.batch_label)
+      self._check_register_bounds(ref, o)
     ref.check_view(o, self.m.lead(ref), self.batch_label)
     self.gmem_sync(ref, o)
     out = np.zeros(tuple(n for _, n, sq in ref.win if not sq), np_dtype(ref.root.type.dtype))
@@ -555,6 +573,14 @@ class CtaMemory:
       self.m.gmem_access(self, ref, c[0], o, write=False)
       out[c[1]] = self.buffer(ref)[c[0]]
     return out
+
+  def _check_register_bounds(self, ref: Ref, o):
+    """A register access of a GMEM window: inside its array, else an OutOfBoundsError hinting the mask."""
+    try:
+      ref.check_bounds(o, self.m.lead(ref), self.batch_label)
+    except OutOfBoundsError as e:
+      e.hint = self.m.register_outside_hint(ref, o) or e.hint
+      raise
 
   def update(self, ref: Ref, fn, o):
     """An atomic read-modify-write of `ref`'s window: its elements become fn(elements)."""
@@ -586,7 +612,7 @@ class CtaMemory:
       filled[ref.index] = True if holes is None else ~holes.reshape(filled[ref.index].shape)
       return
     if not tma:
-      ref.check_bounds(o, self.m.lead(ref), self.batch_label)
+      self._check_register_bounds(ref, o)
       self.gmem_sync(ref, o)
     ref.check_view(o, self.m.lead(ref), self.batch_label)
     if (c := ref.clip()) is not None:

@@ -1,0 +1,143 @@
+"""Probe 39f (ragged and data-dependent kernels written from the docs alone: MoE routing and grouped
+matmuls over expert segments, cu_seqlens, paged KV caches, block-sparse matmuls, data-dependent while
+loops, gathers, embedding bags, compaction, grids larger than the work)."""
+import inspect
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+
+S = jax.ShapeDtypeStruct
+F32 = jnp.float32
+I32 = jnp.int32
+
+
+def _line(fn, text):
+  """(line, column) of the first line of `fn` holding `text`."""
+  lines, first = inspect.getsourcelines(fn)
+  k = next(i for i, s in enumerate(lines) if text in s)
+  return first + k, lines[k].index(text)
+
+
+def _segment_sums(x, cu):
+  return np.stack([x[cu[i]:cu[i + 1]].sum(0) for i in range(len(cu) - 1)])
+
+
+# ---------------------------------------------------------------- a run-time window past the array's end
+@mg.mgpu_kernel(out_shape=lambda x, cu: S((cu.shape[0] - 1, x.shape[1]), F32), grid=lambda x, cu: (cu.shape[0] - 1,))
+def tile_sums(x, cu, out):
+  b = ml.program_id(0)
+  s = cu[b]
+  e = cu[b + 1]
+  acc = ml.zeros((x.shape[1],), F32)
+  for t in range(s, e, 64):
+    acc = acc + ml.sum(x.at[ml.ds(t, 64)][...], axis=0)
+  out.at[b][...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda x, cu: S((cu.shape[0] - 1, x.shape[1]), F32), grid=lambda x, cu: (cu.shape[0] - 1,))
+def tile_sums_followed(x, cu, out):
+  b = ml.program_id(0)
+  s = cu[b]
+  e = cu[b + 1]
+  acc = ml.zeros((x.shape[1],), F32)
+  for t in range(s, e, 64):
+    v = x.at[ml.ds(t, 64)].load(mask=(t + ml.arange(64))[:, None] < ml.minimum(e, x.shape[0]), other=0)
+    acc = acc + ml.sum(v, axis=0)
+  out.at[b][...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda x, off: S((x.shape[0] // 64, 64, x.shape[1]), x.dtype),
+                grid=lambda x, off: (x.shape[0] // 64,))
+def shifted_tiles(x, off, out):
+  i = ml.program_id(0)
+  out.at[i][...] = x[ml.ds(i * 64 - off[0], 64), :]
+
+
+@mg.mgpu_kernel(out_shape=lambda x, off: S((x.shape[0] // 64, 64, x.shape[1]), x.dtype),
+                grid=lambda x, off: (x.shape[0] // 64,))
+def shifted_tiles_followed(x, off, out):
+  i = ml.program_id(0)
+  out.at[i][...] = x.at[ml.ds(i * 64 - off[0], 64), :].load(mask=(i * 64 - off[0] + ml.arange(64))[:, None] >= 0,
+                                                              other=0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, n: x, grid=lambda x, n: (x.shape[0] // 64,))
+def shifted_store(x, n, out):
+  i = ml.program_id(0)
+  s = i * 64 + n[0]
+  out.at[ml.ds(s, 64)][...] = x.at[ml.ds(i * 64, 64)][...] * 2.0
+
+
+def test_a_register_window_past_the_end_at_run_time_hints_the_mask():
+  """A register read whose ml.ds start comes from data (a segment's tiles from cu_seqlens) and runs past
+  the array's end was interpret mode's "check the dynamic indices (ml.ds starts, program ids) of this
+  access"; it is now the mask, guard or clamp that the compile-time check gives a window the program ids
+  prove outside, written with the user's own window (and followed, correct)."""
+  rng = np.random.default_rng(0)
+  x = rng.standard_normal((300, 128)).astype(np.float32)
+  cu = np.array([0, 70, 71, 200, 300], np.int32)
+  with pytest.raises(mg.OutOfBoundsError) as e:
+    tile_sums(x, cu, interpret=True)
+  assert (e.value.lineno, e.value.col_offset) == _line(tile_sums, "x.at[ml.ds(t, 64)][...]")
+  assert "x[264:328, 0:128] is outside x's shape (300, 128)" in str(e.value)
+  assert e.value.hint == ("mask it to the elements inside: x.at[ml.ds(t, 64)].load(mask=(t + ml.arange(64))[:, None]"
+                          " < x.shape[0], other=0); or guard the access (if t + 64 <= 300:) or clamp its start"
+                          " (ml.minimum(t, 236))")
+  np.testing.assert_allclose(tile_sums_followed(x, cu, interpret=True), _segment_sums(x, cu), rtol=1e-5, atol=1e-4)
+
+  xs = x[:256]
+  with pytest.raises(mg.OutOfBoundsError) as e:
+    shifted_tiles(xs, np.array([10], np.int32), interpret=True)
+  assert (e.value.lineno, e.value.col_offset) == _line(shifted_tiles, "x[ml.ds(")
+  assert e.value.hint.startswith("mask it to the elements inside: x.at[ml.ds(i * 64 - off[0], 64), :].load(mask=("
+                                 "i * 64 - off[0] + ml.arange(64))[:, None] >= 0, other=0)"), e.value.hint
+  got = shifted_tiles_followed(xs, np.array([10], np.int32), interpret=True)
+  want = np.concatenate([np.zeros((10, 128), np.float32), xs[:-10]]).reshape(4, 64, 128)
+  np.testing.assert_array_equal(got, want)
+
+  with pytest.raises(mg.OutOfBoundsError) as e:
+    shifted_store(xs, np.array([8], np.int32), interpret=True)
+  assert (e.value.lineno, e.value.col_offset) == _line(shifted_store, "out.at[ml.ds(s, 64)]")
+  assert e.value.hint.startswith("mask it to the elements inside: out.at[ml.ds(s, 64)].store(x.at[ml.ds(i * 64, 64)]"
+                                 "[...] * 2.0, mask=(s + ml.arange(64))[:, None] < out.shape[0])"), e.value.hint
+
+
+# ---------------------------------------------------------------- ml.arange of a run-time length
+@mg.mgpu_kernel(out_shape=lambda x, cu: S((cu.shape[0] - 1, x.shape[1]), F32), grid=lambda x, cu: (cu.shape[0] - 1,))
+def segment_rows(x, cu, out):
+  b = ml.program_id(0)
+  s = cu[b]
+  e = cu[b + 1]
+  r = ml.arange(e - s)
+  out.at[b][...] = ml.sum(x[s + r, :], axis=0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, cu: S((cu.shape[0] - 1, x.shape[1]), F32), grid=lambda x, cu: (cu.shape[0] - 1,))
+def segment_rows_followed(x, cu, out):
+  b = ml.program_id(0)
+  s = cu[b]
+  e = cu[b + 1]
+  r = ml.arange(128)
+  keep = r < (e - s)
+  out.at[b][...] = ml.sum(x.at[ml.ds(s, 128), :].load(mask=keep[:, None], other=0), axis=0)
+
+
+def test_arange_of_a_run_time_length_hints_a_static_block_and_its_mask():
+  """`ml.arange(e - s)` of a segment's length was hinted "sizes are fixed when the kernel is compiled:
+  ml.arange(128)", which drops the length; the hint now keeps it as the mask over a static block."""
+  rng = np.random.default_rng(1)
+  x = rng.standard_normal((200, 128)).astype(np.float32)
+  cu = np.array([0, 70, 71, 128, 200], np.int32)
+  with pytest.raises(mg.KernelTypeError) as e:
+    segment_rows.check(S(x.shape, F32), S(cu.shape, I32))
+  assert (e.value.lineno, e.value.col_offset) == _line(segment_rows, "ml.arange(e - s)")
+  assert e.value.code == "MG003" and "ml.arange needs a positive static int, got a scalar" in str(e.value)
+  assert e.value.hint.startswith("a run-time length sizes no tensor (sizes are fixed when the kernel is compiled):"
+                                 " take a static block and mask the positions past the length, r = ml.arange(128),"
+                                 " keep = r < (e - s), then load and store under mask=keep"), e.value.hint
+  np.testing.assert_allclose(segment_rows_followed(x, cu, interpret=True), _segment_sums(x, cu), rtol=1e-5, atol=1e-4)
