@@ -113,7 +113,7 @@ def arange(cx, n, stop=None, dtype=None):
     return binary(cx, BinOp.ADD, arange.rule(cx, stop - start, None, dtype), start)
   if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
     raise E.KernelTypeError(f"ml.arange needs a positive static int, got {shown(n)}", cx.loc,
-                            hint="sizes are fixed when the kernel is compiled: ml.arange(128)")
+                            hint=_arange_size_hint(cx, n))
   dtype = dtype_arg(cx, dtype, "ml.arange", optional=True) or INDEX
   if dtype not in _ARANGE_DTYPES:
     raise E.UnsupportedDtypeError(
@@ -123,6 +123,22 @@ def arange(cx, n, stop=None, dtype=None):
   if n == 1:       # [0]: a one-element tensor, held (and computed on) as its scalar
     return full_(cx, (1,), 0, dtype)
   return cx.b.emit(Arange, 0, loc=cx.loc, types=[TensorType((n,), dtype)], names=[cx.name]).result
+
+
+def _arange_size_hint(cx, n) -> str:
+  """A run-time length (a segment's `e - s`, a count read from memory) sizes no tensor: a static
+  block and a mask of the positions below it, as Triton writes `tl.arange(0, BLOCK) < n`."""
+  if not is_value(n):
+    return "sizes are fixed when the kernel is compiled: ml.arange(128)"
+  import ast
+  from ..loc import call_at
+  call = call_at(cx.loc)
+  text = ast.unparse(call.args[0]) if call is not None and call.args else "n"
+  if not (text.isidentifier() or isinstance(call.args[0], (ast.Call, ast.Subscript, ast.Attribute))):
+    text = f"({text})"
+  return (f"a run-time length sizes no tensor (sizes are fixed when the kernel is compiled): take a static block"
+          f" and mask the positions past the length, r = ml.arange(128), keep = r < {text}, then load and store"
+          f" under mask=keep (in a loop of blocks, c * 128 + ml.arange(128), while the length runs past 128)")
 
 
 def _min_max(cx, kind, x, y):
