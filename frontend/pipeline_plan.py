@@ -20,7 +20,7 @@ from . import ir
 from .dtypes import DType
 from .ir import Access
 from .ops.access import ScalarLoad
-from .ops.control import LOOPS, For, PositiveStep, WaitLoad
+from .ops.control import LOOPS, For, If, PositiveStep, WaitLoad
 from .ops.elementwise import BinOp, Binary, Cast, CmpOp, Compare, Constant, Where
 from .ops.memory import Copy, SmemAlloc, Store, View, is_load, root_in, staged
 from .pipeline_hazards import check_loads_of_written_memory
@@ -73,17 +73,17 @@ def make_plan(kernel, loop: For, em) -> Plan:
           f" pipelined loop keeps {S} copies (stages) of each buffer it loads, so they must live across trips",
           filled.loc, hint=f"allocate {buf.name or 'the buffer'} before the loop: move its ml.smem(...) line"
                            f" above the for statement")
-    nested = next((o for o in ir.walk(body) if is_load(o) and o not in body.ops
-                   and isinstance(defs.get(root_in(defs, o.dst).id), SmemAlloc)
-                   and root_in(defs, o.dst).id not in inner), None)
-    if nested is not None:      # `if m[t]: ml.copy(x.at[...t...], buf)`: the load the user meant to pipeline
+    guarded = next(((c, o) for o in body.ops if isinstance(o, If) for r in o.regions
+                    for c in ir.walk(getattr(o, r)) if is_load(c)), None)
+    if guarded is not None:
       raise E.PipelineError(
-          "this pipelined loop's only TMA load is under a run-time condition: a pipelined loop issues each"
-          f" trip's loads {S - 1} trip(s) ahead, before that trip's conditions are known", nested.loc,
-          hint=f"issue the load on every trip, above the condition (move this ml.copy out of its if, to the"
-               f" loop's top level: the tile is loaded on trips that do not use it, and the condition keeps"
-               f" guarding its use), or drop stages= for a plain loop, {_plain_loop(loop.loc)}",
-          notes=(f"{loop.loc}: the pipelined loop",))
+          "this pipelined loop's TMA loads run under a run-time if: a pipelined loop issues every trip's loads"
+          f" ahead of it ({S - 1} trip{'s' if S > 2 else ''} early), before its if could decide", guarded[0].loc,
+          notes=(f"{guarded[1].loc}: the if",),
+          hint="load on every trip, at the top of the body, and guard only what uses the tiles (ml.copy(...)"
+               " lines above the if, the ml.dot under it); or walk only the blocks that count, from a list"
+               " of their indices (for p in ml.range(count, stages=s): k = indices[first + p]), as a"
+               f" block-sparse matmul does; or drop stages= for a plain loop, {_plain_loop(loop.loc)}")
     raise E.PipelineError(
         "ml.range(..., stages=) found no TMA load to pipeline at the top level of this loop", loop.loc,
         hint=f"drop stages= for a plain loop, {_plain_loop(loop.loc)} (its loads into registers are not"

@@ -141,3 +141,69 @@ def test_arange_of_a_run_time_length_hints_a_static_block_and_its_mask():
                                  " take a static block and mask the positions past the length, r = ml.arange(128),"
                                  " keep = r < (e - s), then load and store under mask=keep"), e.value.hint
   np.testing.assert_allclose(segment_rows_followed(x, cu, interpret=True), _segment_sums(x, cu), rtol=1e-5, atol=1e-4)
+
+
+# ---------------------------------------------------------------- a block-sparse matmul's loads under an if
+@mg.mgpu_kernel(out_shape=lambda a, b, m: S((a.shape[0], b.shape[1]), F32),
+                grid=lambda a, b, m: (a.shape[0] // 64, b.shape[1] // 64))
+def block_sparse_guarded(a, b, m, out):
+  i = ml.program_id(0)
+  j = ml.program_id(1)
+  a_s = ml.smem((64, 64))
+  b_s = ml.smem((64, 64))
+  acc = ml.zeros((64, 64), F32)
+  for k in ml.range(a.shape[1] // 64, stages=2):
+    if m[i, k] != 0:
+      ml.copy(a.at[ml.ds(i * 64, 64), ml.ds(k * 64, 64)], a_s)
+      ml.copy(b.at[ml.ds(k * 64, 64), ml.ds(j * 64, 64)], b_s)
+      acc = ml.dot(a_s, b_s, acc)
+  out.at[ml.ds(i * 64, 64), ml.ds(j * 64, 64)][...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b, m: S((a.shape[0], b.shape[1]), F32),
+                grid=lambda a, b, m: (a.shape[0] // 64, b.shape[1] // 64))
+def block_sparse_followed(a, b, m, out):
+  i = ml.program_id(0)
+  j = ml.program_id(1)
+  a_s = ml.smem((64, 64))
+  b_s = ml.smem((64, 64))
+  acc = ml.zeros((64, 64), F32)
+  for k in ml.range(a.shape[1] // 64, stages=2):
+    ml.copy(a.at[ml.ds(i * 64, 64), ml.ds(k * 64, 64)], a_s)
+    ml.copy(b.at[ml.ds(k * 64, 64), ml.ds(j * 64, 64)], b_s)
+    if m[i, k] != 0:
+      acc = ml.dot(a_s, b_s, acc)
+  out.at[ml.ds(i * 64, 64), ml.ds(j * 64, 64)][...] = acc
+
+
+def _block_sparse_case():
+  rng = np.random.default_rng(2)
+  mask = np.array([[1, 0, 1, 0], [0, 0, 0, 0], [1, 1, 1, 1], [0, 0, 0, 1]], np.int32)
+  a = (rng.standard_normal((4, 64, 4, 64)) * mask[:, None, :, None]).reshape(256, 256).astype(np.float16)
+  b = rng.standard_normal((256, 128)).astype(np.float16)
+  return a, b, mask, a.astype(np.float32) @ b.astype(np.float32)
+
+
+def test_pipelined_loads_under_a_run_time_if_are_reported_at_the_load():
+  """A block-sparse matmul whose copies sit under `if m[i, k] != 0:` in a pipelined loop was told that the
+  loop had "no TMA load to pipeline" and to drop stages=; the error is now at the guarded load, says why
+  (the pipeline issues a trip's loads before its if), and hints loading on every trip with the dot guarded
+  (followed: correct)."""
+  a, b, mask, want = _block_sparse_case()
+  specs = (S(a.shape, a.dtype), S(b.shape, b.dtype), S(mask.shape, mask.dtype))
+  with pytest.raises(mg.PipelineError) as e:
+    block_sparse_guarded.check(*specs)
+  assert (e.value.lineno, e.value.col_offset) == _line(block_sparse_guarded, "ml.copy(a.at")
+  assert e.value.code == "MG502"
+  assert "this pipelined loop's TMA loads run under a run-time if" in str(e.value)
+  assert any(n.startswith(f"{__file__}:{_line(block_sparse_guarded, 'if m[i, k]')[0]}:") for n in e.value.notes)
+  assert e.value.hint.startswith("load on every trip, at the top of the body, and guard only what uses the tiles")
+  assert "for k in ml.range(a.shape[1] // 64):" in e.value.hint
+  np.testing.assert_allclose(block_sparse_followed(a, b, mask, interpret=True), want, rtol=1e-2, atol=1e-2)
+  block_sparse_followed.check(*specs)
+
+
+@pytest.mark.gpu
+def test_gpu_block_sparse_loads_every_trip_dot_guarded():
+  a, b, mask, want = _block_sparse_case()
+  np.testing.assert_allclose(jax.jit(block_sparse_followed)(a, b, mask), want, rtol=1e-2, atol=1e-2)
