@@ -148,16 +148,19 @@ def trace_for(tracer, node: ast.For):
       _check_unrolling(tracer, it, len(trips), len(trips), len(tracer.b.defs) - before)
     return
   nodes = _bound_nodes(it, len(args))
-  bounds, texts = [], [n and tracer.text(n) for n in nodes]
+  bounds, texts, wide = [], [n and tracer.text(n) for n in nodes], []
   for k, x in enumerate((start, stop, step)):
     if not (isinstance(x, int) and not isinstance(x, bool)):
       cx = tracer.cx(it, values=[x], operands=[nodes[k]]) if nodes[k] else Call(tracer.b, tracer.loc(it))
       x = index_operand(cx, x, bound=True)   # 8- and 16-bit ones widen to int32
       if x.type.dtype.bits != 32:    # the loop counts in i32 (scf.for needs one type)
-        raise E.KernelTypeError(
-            f"runtime loop bounds must be 32-bit integers, got {texts[k] or x.name or 'a scalar'} ({x.type.dtype})",
-            tracer.loc(it), hint=f"convert it: {method_on(texts[k] or x.name or 'n')}.astype(jnp.int32)")
+        wide.append((texts[k] or x.name, x))
     bounds.append(x)
+  if wide:                           # every such bound named: converting one leaves the next
+    got = ", ".join(f"{t or 'a scalar'} ({x.type.dtype})" for t, x in wide)
+    fixes = ", ".join(f"{method_on(t or 'n')}.astype(jnp.int32)" for t, _ in wide)
+    raise E.KernelTypeError(f"runtime loop bounds must be 32-bit integers, got {got}", tracer.loc(it),
+                            hint=f"convert {'it' if len(wide) == 1 else 'them'}: {fixes}")
   start, stop, step = bounds
   kinds = {x.type.dtype for x in bounds if isinstance(x, ir.Value)}
   counter = DType.u32 if DType.u32 in kinds else DType.i32   # uint32 bounds past 2**31 count unsigned

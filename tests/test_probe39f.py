@@ -207,3 +207,44 @@ def test_pipelined_loads_under_a_run_time_if_are_reported_at_the_load():
 def test_gpu_block_sparse_loads_every_trip_dot_guarded():
   a, b, mask, want = _block_sparse_case()
   np.testing.assert_allclose(jax.jit(block_sparse_followed)(a, b, mask), want, rtol=1e-2, atol=1e-2)
+
+
+# ---------------------------------------------------------------- int64 cu_seqlens as both loop bounds
+@mg.mgpu_kernel(out_shape=lambda x, cu: S((cu.shape[0] - 1, x.shape[1]), F32), grid=lambda x, cu: (cu.shape[0] - 1,))
+def segment_sums_int64(x, cu, out):
+  b = ml.program_id(0)
+  s = cu[b]
+  e = cu[b + 1]
+  acc = ml.zeros((x.shape[1],), F32)
+  for t in range(s, e, 64):
+    v = x.at[ml.ds(t, 64)].load(mask=(t + ml.arange(64) < e)[:, None], other=0.0)
+    acc = acc + ml.sum(v, axis=0)
+  out.at[b][...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda x, cu: S((cu.shape[0] - 1, x.shape[1]), F32), grid=lambda x, cu: (cu.shape[0] - 1,))
+def segment_sums_int64_followed(x, cu, out):
+  b = ml.program_id(0)
+  s = cu[b]
+  e = cu[b + 1]
+  acc = ml.zeros((x.shape[1],), F32)
+  for t in range(s.astype(jnp.int32), e.astype(jnp.int32), 64):
+    v = x.at[ml.ds(t, 64)].load(mask=(t + ml.arange(64) < e.astype(jnp.int32))[:, None], other=0.0)
+    acc = acc + ml.sum(v, axis=0)
+  out.at[b][...] = acc
+
+
+def test_every_int64_loop_bound_is_named_with_its_conversion():
+  """PyTorch's int64 cu_seqlens (with jax_enable_x64) as `range(s, e, 64)`: the error named only `s`, so
+  following its hint met the same error at `e`; it names every bound to convert."""
+  rng = np.random.default_rng(3)
+  x = rng.standard_normal((300, 128)).astype(np.float32)
+  with jax.enable_x64(True):
+    cu = np.array([0, 70, 71, 200, 300], np.int64)
+    with pytest.raises(mg.KernelTypeError) as e:
+      segment_sums_int64.check(S(x.shape, F32), S(cu.shape, jnp.int64))
+    assert (e.value.lineno, e.value.col_offset) == _line(segment_sums_int64, "range(s, e, 64)")
+    assert "runtime loop bounds must be 32-bit integers, got s (int64), e (int64)" in str(e.value)
+    assert e.value.hint == "convert them: s.astype(jnp.int32), e.astype(jnp.int32)"
+    got = segment_sums_int64_followed(x, cu, interpret=True)
+  np.testing.assert_allclose(got, _segment_sums(x, cu), rtol=1e-5, atol=1e-4)
