@@ -203,6 +203,46 @@ def _apart_along(name, a, b, grid, shape=None):
           f" programs' shares atomically: ml.atomic_add(ref, value)")
 
 
+def clamped_program_hint(body, op=None, loc=None) -> str | None:
+  """Where the window of the write `op` (or of the write at `loc` in `body`) comes from a program id
+  clamped with ml.minimum (Triton's `pid = tl.minimum(pid, n_tiles - 1)` for a grid larger than the
+  work), the programs past the bound redo the last tile and race on it: end them instead."""
+  from . import ir
+  from .loc import call_at
+  from .ops.control import ProgramId
+  from .ops.elementwise import Binary, BinOp
+  if body is None:
+    return None
+  ops = list(ir.walk(body))
+  if op is None:
+    op = next((o for o in ops if o.loc == loc and isinstance(getattr(o, "ref", getattr(o, "dst", None)), ir.Value)
+               and not o.results), None)
+    if op is None:
+      return None
+  defs = {r.id: o for o in ops for r in o.results}
+  todo, seen = [getattr(op, "ref", getattr(op, "dst", None))], set()     # the window written
+  while todo:
+    d = defs.get(todo.pop().id)
+    if d is None or id(d) in seen:
+      continue
+    seen.add(id(d))
+    if isinstance(d, Binary) and d.kind == BinOp.MIN:
+      sides = [defs.get(x.id) if isinstance(x, ir.Value) else None for x in (d.lhs, d.rhs)]
+      k = next((j for j, o in enumerate(sides) if isinstance(o, ProgramId)), None)
+      if k is not None:
+        call = call_at(d.loc)
+        import ast
+        texts = [ast.unparse(a) for a in call.args] if call is not None and len(call.args) == 2 else None
+        pid = texts[k] if texts else f"ml.program_id({sides[k].axis})"
+        bound = texts[1 - k] if texts else "last"
+        return (f"{pid} is clamped with ml.minimum, so every program past {bound} works on tile {bound} again"
+                f" and writes it a second time: let them do nothing instead, if {pid} > {bound}: return, at the"
+                f" top of the kernel (the program id itself then is the tile index), or launch only as many"
+                f" programs as there are tiles")
+    todo += [x for x in d.operands() if isinstance(x, ir.Value)]
+  return None
+
+
 def _masked_write(body, loc):
   """The mask, in the user's words, of the masked store at `loc` (None where the write there is not one)."""
   from . import ir
@@ -248,6 +288,7 @@ def race_error(name, race, program, shape=None, grid=None, accumulates=False, bo
       hint=ACCUMULATE_ACROSS.format(f"several programs read {name} and write it back ({name}[...] += part) in no"
                                     f" fixed order, so all but one program's share can be lost")
       if element and accumulates else
+      clamped_program_hint(body, loc=loc_q) or
       (_apart_along(name, program(p), program(q), grid, shape) or own_window(name, shape, grid)
             + "; where programs add partial results into the same elements (split-K), add them atomically:"
             " ml.atomic_add(ref, value) or ml.copy(buf, ref, reduce=\"add\")") if element else ONE_WRITER)

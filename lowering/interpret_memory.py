@@ -17,6 +17,7 @@ from ..frontend import ir
 from ..frontend.memory_errors import grid_rank, masked_store, skipped_store, uncovered_error, uninitialized_read
 from ..frontend.coverage import describe
 from ..frontend.races import (ACCUMULATED_READ, CROSS_PROGRAM_READ, ONE_WRITER, SCATTERED_TWICE, own_window,
+                               clamped_program_hint,
                                plain_write_hint, segment_spill_hint)
 from .interpret_numerics import np_dtype, poison
 from ..frontend.ops.access import ScalarRead
@@ -277,6 +278,7 @@ class Memory:
         if accumulated else CROSS_PROGRAM_READ if crossed else
         segment_spill_hint(ref.name, len(shown)) if mine == met == "writes" and _past_start(index, elem, self.lead(ref), w, other)
         and type(o).__name__ in ("Copy", "Store") and self.data_dependent(o) else
+        clamped if mine == met == "writes" and (clamped := clamped_program_hint(self.kernel.body, op=o)) else
         own_window(ref.name, tuple(getattr(ref.root.type, 'shape', ()))[self.lead(ref):], self.kernel.own_grid)
         + (f"; where the place comes from data and repeats ({ref.name}[seg[k]] = v), accumulate instead:"
            f" ml.atomic_add({ref.name}.at[seg[k]], v) into a zeroed output (repeated places add up)"

@@ -248,3 +248,108 @@ def test_every_int64_loop_bound_is_named_with_its_conversion():
     assert e.value.hint == "convert them: s.astype(jnp.int32), e.astype(jnp.int32)"
     got = segment_sums_int64_followed(x, cu, interpret=True)
   np.testing.assert_allclose(got, _segment_sums(x, cu), rtol=1e-5, atol=1e-4)
+
+
+# ---------------------------------------------------------------- a grid larger than the work, program id clamped
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(6,))
+def clamped_tiles(x, out):
+  i = ml.minimum(ml.program_id(0), x.shape[0] // 128 - 1)
+  out.at[ml.ds(i * 128, 128)][...] = x.at[ml.ds(i * 128, 128)][...] * 2.0
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(6,))
+def clamped_tiles_followed(x, out):
+  if ml.program_id(0) > x.shape[0] // 128 - 1:
+    return
+  i = ml.program_id(0)
+  out.at[ml.ds(i * 128, 128)][...] = x.at[ml.ds(i * 128, 128)][...] * 2.0
+
+
+@mg.mgpu_kernel(out_shape=lambda x, n: x, grid=(6,))
+def clamped_tiles_data(x, n, out):
+  pid = ml.program_id(0)
+  i = ml.minimum(pid, n[0] - 1)
+  out.at[ml.ds(i * 128, 128)][...] = x.at[ml.ds(i * 128, 128)][...] * 2.0
+
+
+@mg.mgpu_kernel(out_shape=lambda x, n: x, grid=(6,))
+def clamped_tiles_data_followed(x, n, out):
+  pid = ml.program_id(0)
+  if pid > n[0] - 1:
+    return
+  out.at[ml.ds(pid * 128, 128)][...] = x.at[ml.ds(pid * 128, 128)][...] * 2.0
+
+
+def test_a_clamped_program_id_racing_on_the_last_tile_hints_returning_early():
+  """Triton's `pid = tl.minimum(pid, n_tiles - 1)` for a grid larger than the work makes the extra programs
+  write the last tile again: a race, whose hint was windows of 86 rows for 6 programs (changing the tiling);
+  it now names the clamp and ends the extra programs (followed: correct), while compiling and, where the
+  bound is data, in interpret mode."""
+  x = np.random.default_rng(4).standard_normal((512, 128)).astype(np.float32)
+  with pytest.raises(mg.RaceError) as e:
+    clamped_tiles.check(S(x.shape, F32))
+  assert (e.value.lineno, e.value.col_offset) == _line(clamped_tiles, "out.at[ml.ds(i * 128, 128)]")
+  assert "program (3, 0, 0) and program (4, 0, 0) both write out[384, 0]" in str(e.value)
+  assert e.value.hint.startswith("ml.program_id(0) is clamped with ml.minimum, so every program past"
+                                 " x.shape[0] // 128 - 1 works on tile x.shape[0] // 128 - 1 again and writes it a"
+                                 " second time: let them do nothing instead, if ml.program_id(0) > x.shape[0] //"
+                                 " 128 - 1: return"), e.value.hint
+  np.testing.assert_array_equal(clamped_tiles_followed(x, interpret=True), x * 2)
+
+  n = np.array([4], np.int32)
+  with pytest.raises(mg.RaceError) as e:
+    clamped_tiles_data(x, n, interpret=True)
+  assert (e.value.lineno, e.value.col_offset) == _line(clamped_tiles_data, "out.at[ml.ds(i * 128, 128)]")
+  assert e.value.hint.startswith("pid is clamped with ml.minimum, so every program past n[0] - 1 works on tile"
+                                 " n[0] - 1 again and writes it a second time: let them do nothing instead, if pid >"
+                                 " n[0] - 1: return"), e.value.hint
+  np.testing.assert_array_equal(clamped_tiles_data_followed(x, n, interpret=True), x * 2)
+
+
+# ---------------------------------------------------------------- a segment's bounds read as a 2-element window
+@mg.mgpu_kernel(out_shape=lambda x, cu: S((cu.shape[0] - 1, x.shape[1]), F32), grid=lambda x, cu: (cu.shape[0] - 1,))
+def bounds_unpacked(x, cu, out):
+  b = ml.program_id(0)
+  s, e = cu.at[ml.ds(b, 2)][...]
+  acc = ml.zeros((x.shape[1],), F32)
+  for r in range(s, e):
+    acc += x.at[r][...]
+  out.at[b][...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda x, cu: S((cu.shape[0] - 1, x.shape[1]), F32), grid=lambda x, cu: (cu.shape[0] - 1,))
+def bounds_indexed(x, cu, out):
+  b = ml.program_id(0)
+  se = cu.at[ml.ds(b, 2)][...]
+  acc = ml.zeros((x.shape[1],), F32)
+  for r in range(se[0], se[1]):
+    acc += x.at[r][...]
+  out.at[b][...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda x, cu: S((cu.shape[0] - 1, x.shape[1]), F32), grid=lambda x, cu: (cu.shape[0] - 1,))
+def bounds_followed(x, cu, out):
+  b = ml.program_id(0)
+  s, e = cu[b], cu[b + 1]
+  acc = ml.zeros((x.shape[1],), F32)
+  for r in range(s, e):
+    acc += x.at[r][...]
+  out.at[b][...] = acc
+
+
+def test_a_short_window_used_by_its_elements_hints_scalar_reads():
+  """`s, e = cu.at[ml.ds(b, 2)][...]` (or `se[0]`, `se[1]` of it) was hinted to pad the window to 8 masked
+  elements, after which the unpacking counts 8; the hint now reads the elements as scalars (followed:
+  correct). A short vector used as a vector keeps the padding hint."""
+  rng = np.random.default_rng(5)
+  x = rng.standard_normal((200, 128)).astype(np.float32)
+  cu = np.array([0, 70, 71, 128, 200], np.int32)
+  specs = (S(x.shape, F32), S(cu.shape, I32))
+  for kernel, text in ((bounds_unpacked, "cu.at[ml.ds(b, 2)][...]"), (bounds_indexed, "cu.at[ml.ds(b, 2)][...]")):
+    with pytest.raises(mg.LayoutError) as e:
+      kernel.check(*specs)
+    assert (e.value.lineno, e.value.col_offset) == _line(kernel, text)
+    assert "has shape (2,): a 1-D register vector needs a multiple of 8 elements" in str(e.value)
+    assert e.value.hint == ("read its elements as scalars, straight from memory (a scalar needs no register"
+                            " vector): cu[b], cu[b + 1]")
+  np.testing.assert_allclose(bounds_followed(x, cu, interpret=True), _segment_sums(x, cu), rtol=1e-5, atol=1e-4)
