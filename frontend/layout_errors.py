@@ -173,6 +173,31 @@ class LayoutErrors:
       return None       # (a window of the scratch, not the scratch read whole: a concatenation's result)
     return register_window_hint(loc)
 
+  def _element_reads_hint(self, v) -> str | None:
+    """For a short vector read from memory (`s, e = cu.at[ml.ds(b, 2)][...]`, or `se[0]`, `se[1]` of it)
+    whose only uses are its elements (each read back through the compiler's scratch): those elements
+    read as scalars straight from memory, which need no register vector."""
+    n = v.type.shape[0]
+    window = read_window(self.defs, self.defs.get(v.id))
+    if window is None or n > 8:
+      return None
+    free = [k for k, (_, _, squeeze) in enumerate(window[2]) if not squeeze]
+    transient = getattr(self.kernel, "transient_ids", ())
+    uses = [u for u in ir.walk(self.kernel.body) if any(x is v for x in u.operands())]
+    if len(free) != 1 or not uses or not all(isinstance(u, Store) and u.value is v and self.root(u.ref).id in transient
+                                             for u in uses):
+      return None
+
+    def element(k):
+      parts = []
+      for d, (s, _, squeeze) in enumerate(window[2]):
+        if d == free[0] and k:
+          s = f"{s} + {k}" if not str(s).lstrip("-").isdigit() else str(int(s) + k)
+        parts.append(str(s))
+      return f"{window[0]}[{', '.join(parts)}]"
+    return (f"read its elements as scalars, straight from memory (a scalar needs no register vector):"
+            f" {', '.join(element(k) for k in range(n))}")
+
   def check(self, v, lay: Layout):
     o = self.first_use.get(v.id)
     loc = o.loc if o else self.kernel.loc
@@ -193,7 +218,8 @@ class LayoutErrors:
               f"{v.name or 'this tensor'} has shape {shape}: a 1-D register vector needs a multiple of 8"
               f" elements (other register tensors a multiple of {hw.WARPGROUP}, one per thread of a"
               f" warpgroup)", loc,
-              hint=self._scalar_store_hint(v) or one or smem_vector_hint(o, n, up, self.defs) or pad_hint(
+              hint=self._scalar_store_hint(v) or one or self._element_reads_hint(v) or smem_vector_hint(
+                  o, n, up, self.defs) or pad_hint(
                   n, up, index, reductions_of(self.kernel.body, v), self.defs.get(v.id), self.defs))
         raise E.LayoutError(
             f"{v.name or 'this tensor'} has shape {shape}: register tensors need a multiple of"
