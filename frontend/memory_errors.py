@@ -193,6 +193,26 @@ def _extent_mask(ref, name, rank):
   return f"{pos} < {name}.shape[{d}])"
 
 
+def masked_outside_hint(loc, name, rank, before) -> str | None:
+  """For a masked load or store (`x.at[...].load(mask=m)`, `ml.load(x.at[...], mask=m)`, `.store`) at `loc`
+  whose mask of data is on outside `name` (rank `rank`) before its start (`before`) or past its end: the
+  user's mask and'ed with the window's extent mask, in their words; None where the call cannot be read."""
+  import ast
+  node = call_at(loc)
+  if node is None or not isinstance(node.func, ast.Attribute) or node.func.attr not in ("load", "store"):
+    return None
+  mask = next((ast.unparse(k.value) for k in node.keywords if k.arg == "mask"), None)
+  on_ml = isinstance(node.func.value, ast.Name) and node.func.value.id in ("ml", "tl")
+  ref = node.args[0] if on_ml and node.args else None if on_ml else node.func.value
+  ext = _extent_mask(ast.unparse(ref), name, rank) if ref is not None and mask is not None else None
+  if ext is None:
+    return None
+  cond = ext[:ext.rindex(" < ")] + " >= 0" if before else ext[:-1]
+  return (f"keep the mask off outside {name} too: mask=({mask}) & ({cond}) (a mask of data, a segment's end"
+          f" or a length read from memory, is on wherever the data says, also past {name}'s "
+          f"{'start' if before else 'end'})")
+
+
 def uncovered_error(name, shape, missing, g, grid, loc, masked=None, rank=1, skipped=None):
   """The UncoveredOutputError for the cells `missing` of output `name` (also used by interpret
   mode). `masked`: interpret mode's masked_store into the output (it records only the elements

@@ -14,6 +14,7 @@ from jax.experimental.mosaic.gpu import fragmented_array as fa
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import arith, memref, scf, vector
 
+from ..frontend.memory_errors import masked_outside_hint
 from ..frontend.ops.access import MaskedLoad, MaskedStore, ScalarLoad, ScalarRead, ScalarStore
 from ..frontend.dtypes import DType
 from ..frontend.types import LayoutKind
@@ -232,7 +233,9 @@ def _on_elements(cta, ref, mask, o, what):
     elem = [int(c[pos]) for c in coords]
     raise OutOfBoundsError(
         f"a masked {what} touches {ref.name}{elem}, outside {ref.name}'s shape {ref.root.type.shape}:"
-        f" the mask is on there", o.loc, hint="turn the mask off for elements outside the array (before index 0 or past its end)")
+        f" the mask is on there", o.loc, hint=masked_outside_hint(o.loc, ref.name, len(ref.root.type.shape) - cta.m.lead(ref),
+                                                                 any(c < 0 for c in elem))
+        or "turn the mask off for elements outside the array (before index 0 or past its end)")
   on = tuple(c[mask] for c in coords)
   ref.check_view(o, cta.m.lead(ref), cta.batch_label, mask=on)
   return on

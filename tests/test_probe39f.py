@@ -353,3 +353,62 @@ def test_a_short_window_used_by_its_elements_hints_scalar_reads():
     assert e.value.hint == ("read its elements as scalars, straight from memory (a scalar needs no register"
                             " vector): cu[b], cu[b + 1]")
   np.testing.assert_allclose(bounds_followed(x, cu, interpret=True), _segment_sums(x, cu), rtol=1e-5, atol=1e-4)
+
+
+# ---------------------------------------------------------------- a mask of data on past the array's end
+@mg.mgpu_kernel(out_shape=lambda x, cu: S((cu.shape[0] - 1, x.shape[1]), F32), grid=lambda x, cu: (cu.shape[0] - 1,))
+def masked_by_segment(x, cu, out):
+  b = ml.program_id(0)
+  start = cu[b]
+  end = cu[b + 1]
+  acc = ml.zeros((x.shape[1],), F32)
+  for t in range(start, end, 64):
+    r = t + ml.arange(64)
+    v = x.at[ml.ds(t, 64), :].load(mask=(r < end)[:, None], other=0.0)
+    acc = acc + ml.sum(v, axis=0)
+  out.at[b][...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda x, cu: S((cu.shape[0] - 1, x.shape[1]), F32), grid=lambda x, cu: (cu.shape[0] - 1,))
+def masked_by_segment_followed(x, cu, out):
+  b = ml.program_id(0)
+  start = cu[b]
+  end = cu[b + 1]
+  acc = ml.zeros((x.shape[1],), F32)
+  for t in range(start, end, 64):
+    r = t + ml.arange(64)
+    v = x.at[ml.ds(t, 64), :].load(mask=((r < end)[:, None]) & ((t + ml.arange(64))[:, None] < x.shape[0]), other=0.0)
+    acc = acc + ml.sum(v, axis=0)
+  out.at[b][...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda x, s: x, grid=lambda x, s: (x.shape[0] // 64,))
+def masked_store_by_data(x, s, out):
+  i = ml.program_id(0)
+  v = x.at[ml.ds(i * 64, 64)][...]
+  ml.store(out.at[ml.ds(i * 64 + s[0], 64)], v, mask=ml.arange(64) < s[1])
+
+
+def test_a_mask_of_data_on_outside_the_array_hints_the_extent_mask_with_the_users_mask():
+  """A segment's end read from memory past the array's end (cu_seqlens whose last entry is too large) turns a
+  masked load's mask on outside the array: interpret mode said "turn the mask off for elements outside the
+  array"; it now writes the user's mask and'ed with the window's extent (followed: correct), for
+  ml.load/ml.store forms too, and before the start (>= 0)."""
+  rng = np.random.default_rng(6)
+  x = rng.standard_normal((300, 128)).astype(np.float32)
+  cu = np.array([0, 70, 71, 200, 310], np.int32)
+  with pytest.raises(mg.OutOfBoundsError) as e:
+    masked_by_segment(x, cu, interpret=True)
+  assert (e.value.lineno, e.value.col_offset) == _line(masked_by_segment, "x.at[ml.ds(t, 64), :].load(")
+  assert "a masked load touches x[300, 0], outside x's shape (300, 128): the mask is on there" in str(e.value)
+  assert e.value.hint.startswith("keep the mask off outside x too: mask=((r < end)[:, None]) & ((t + ml.arange(64))"
+                                 "[:, None] < x.shape[0])"), e.value.hint
+  want = np.stack([x[cu[i]:cu[i + 1]].sum(0) for i in range(4)])
+  np.testing.assert_allclose(masked_by_segment_followed(x, cu, interpret=True), want, rtol=1e-5, atol=1e-4)
+
+  xs = x[:, 0].copy()
+  with pytest.raises(mg.OutOfBoundsError) as e:
+    masked_store_by_data(xs, np.array([-3, 64], np.int32), interpret=True)
+  assert (e.value.lineno, e.value.col_offset) == _line(masked_store_by_data, "ml.store(out.at")
+  assert e.value.hint.startswith("keep the mask off outside out too: mask=(ml.arange(64) < s[1]) & (i * 64 + s[0] +"
+                                 " ml.arange(64) >= 0)"), e.value.hint
