@@ -412,3 +412,72 @@ def test_a_mask_of_data_on_outside_the_array_hints_the_extent_mask_with_the_user
   assert (e.value.lineno, e.value.col_offset) == _line(masked_store_by_data, "ml.store(out.at")
   assert e.value.hint.startswith("keep the mask off outside out too: mask=(ml.arange(64) < s[1]) & (i * 64 + s[0] +"
                                  " ml.arange(64) >= 0)"), e.value.hint
+
+
+# ---------------------------------------------------------------- a segment's length as a size or a float count
+@mg.mgpu_kernel(out_shape=lambda x, lens: S((lens.shape[0], x.shape[1]), F32), grid=lambda x, lens: (lens.shape[0],))
+def tiles_by_true_division(x, lens, out):
+  b = ml.program_id(0)
+  n = lens[b]
+  acc = ml.zeros((x.shape[1],), F32)
+  for t in range(n / 64):
+    acc += ml.sum(x.at[ml.ds(t * 64, 64)].load(mask=(t * 64 + ml.arange(64) < n)[:, None], other=0.0), axis=0)
+  out.at[b][...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda x, lens: S((lens.shape[0], x.shape[1]), F32), grid=lambda x, lens: (lens.shape[0],))
+def tiles_by_true_division_followed(x, lens, out):
+  b = ml.program_id(0)
+  n = lens[b]
+  acc = ml.zeros((x.shape[1],), F32)
+  for t in range(ml.cdiv(n, 64)):
+    acc += ml.sum(x.at[ml.ds(t * 64, 64)].load(mask=(t * 64 + ml.arange(64) < n)[:, None], other=0.0), axis=0)
+  out.at[b][...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda x, cu: S((cu.shape[0] - 1, x.shape[1]), F32), grid=lambda x, cu: (cu.shape[0] - 1,))
+def segment_buffer(x, cu, out):
+  b = ml.program_id(0)
+  s = cu[b]
+  e = cu[b + 1]
+  buf = ml.smem((e - s, x.shape[1]))
+  ml.copy(x.at[ml.ds(s, 128)], buf)
+  out.at[b][...] = ml.sum(buf[...], axis=0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, cu: S((cu.shape[0] - 1, x.shape[1]), F32), grid=lambda x, cu: (cu.shape[0] - 1,))
+def segment_buffer_followed(x, cu, out):
+  b = ml.program_id(0)
+  s = cu[b]
+  e = cu[b + 1]
+  buf = ml.smem((128, 128))
+  ml.copy(x.at[ml.ds(s, 128)], buf)
+  out.at[b][...] = ml.sum(buf.load(mask=ml.arange(128)[:, None] < (e - s), other=0.0), axis=0)
+
+
+def test_a_segment_length_as_a_float_count_or_a_size_hints_the_covering_tiles_and_a_masked_block():
+  """`range(n / 64)` of a run-time n was hinted `.astype(jnp.int32)`, which drops the partial last tile (a
+  segment's tail, silently); the hint now writes ml.cdiv first. `ml.smem((e - s, d))` of a segment's length
+  was hinted "use constexpr parameters for sizes"; it is a static block masked to the length (both followed:
+  correct)."""
+  rng = np.random.default_rng(7)
+  x = rng.standard_normal((300, 128)).astype(np.float32)
+  lens = np.array([70, 0, 130], np.int32)
+  with pytest.raises(mg.KernelTypeError) as e:
+    tiles_by_true_division.check(S(x.shape, F32), S(lens.shape, I32))
+  assert (e.value.lineno, e.value.col_offset) == _line(tiles_by_true_division, "range(n / 64)")
+  assert "a loop bound must be an integer scalar, got n / 64 (float32)" in str(e.value)
+  assert e.value.hint.startswith("a count is an int: range(ml.cdiv(n, 64)) for the tiles that cover it, the last"
+                                 " one partial (masked), or range(n // 64) for the whole tiles only"), e.value.hint
+  np.testing.assert_allclose(tiles_by_true_division_followed(x, lens, interpret=True),
+                             np.stack([x[:n].sum(0) for n in lens]), rtol=1e-5, atol=1e-4)
+
+  cu = np.array([0, 70, 71, 128, 200], np.int32)
+  with pytest.raises(mg.KernelTypeError) as e:
+    segment_buffer.check(S(x.shape, F32), S(cu.shape, I32))
+  assert (e.value.lineno, e.value.col_offset) == _line(segment_buffer, "ml.smem((e - s")
+  assert "ml.smem needs a static shape" in str(e.value)
+  assert e.value.hint.startswith("a run-time size sizes no tensor or buffer (shapes are fixed when the kernel is"
+                                 " compiled): take a static block, ml.smem((128, 128), ...), and mask the positions"
+                                 " past the length, ml.arange(128)[:, None] < (e - s)"), e.value.hint
+  np.testing.assert_allclose(segment_buffer_followed(x, cu, interpret=True), _segment_sums(x, cu), rtol=1e-5, atol=1e-4)

@@ -403,6 +403,26 @@ def static_int(cx, x, what, *, minimum=None) -> int:
   return x
 
 
+def _run_time_size_hint(cx, shape, what) -> str | None:
+  """For a shape with a run-time size (`ml.zeros((n, d))`, `ml.smem((e - s, d))` of a segment's length):
+  a static block, its positions past the length masked, in the user's words where the call reads."""
+  import ast
+  from ..loc import call_at
+  if not isinstance(shape, tuple) or not any(is_value(s) for s in shape) or what in ("reshape", "ml.broadcast_to"):
+    return None
+  k = next(j for j, s in enumerate(shape) if is_value(s))
+  call = call_at(cx.loc)
+  arg = call.args[0] if call is not None and call.args else None
+  texts = [ast.unparse(e) for e in arg.elts] if isinstance(arg, ast.Tuple) and len(arg.elts) == len(shape) else None
+  n = texts[k] if texts else "n"
+  n = n if n.isidentifier() else f"({n})"
+  block = tuple(128 if is_value(s) else s for s in shape)
+  pos = "ml.arange(128)" + ("" if len(shape) == 1 else f"[{', '.join(':' if j == k else 'None' for j in range(len(shape)))}]")
+  return (f"a run-time size sizes no tensor or buffer (shapes are fixed when the kernel is compiled): take a static"
+          f" block, {what}({block}, ...), and mask the positions past the length, {pos} < {n}, in the masks of its"
+          f" loads and stores (in a loop of blocks while the length runs past 128)")
+
+
 def static_shape(cx, shape, what) -> tuple[int, ...]:
   if isinstance(shape, int) and not isinstance(shape, bool):
     shape = (shape,)
@@ -416,7 +436,7 @@ def static_shape(cx, shape, what) -> tuple[int, ...]:
     elif ints:
       hint = "shape () is a scalar: a Python number, or ml.full((), value, dtype)"
     else:
-      hint = "shapes are fixed when the kernel is compiled; use constexpr parameters for sizes"
+      hint = _run_time_size_hint(cx, shape, what) or "shapes are fixed when the kernel is compiled; use constexpr parameters for sizes"
     raise E.KernelTypeError(
         f"{what} needs a static shape: a tuple of positive Python ints, got {shown(shape)}", cx.loc, hint=hint)
   return shape

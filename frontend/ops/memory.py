@@ -247,9 +247,14 @@ def _bad_loop_bound(cx, x):
     text = written or x.name or _sole_bound(cx.loc)
     n = text if text and text.isidentifier() else f"({text or 'n'})"
     sole = _sole_bound(cx.loc) is not None
+    fixed = _floor_divided(cx.loc) if d.is_float else None    # range(n / 64): a count of tiles meant
+    covered = _floor_divided(cx.loc, ceil=True) if fixed else None
     return float_param(cx, x, E.KernelTypeError(
         f"a loop bound must be an integer scalar, got {text or 'a scalar'} ({dtype_name(d)})", cx.loc,
-        hint=f"convert it: range({n}.astype(jnp.int32))" if sole or not written else
+        hint=f"a count is an int: {covered} for the tiles that cover it, the last one partial (masked), or"
+             f" {fixed} for the whole tiles only (converting the quotient, .astype(jnp.int32), drops the partial"
+             f" one too)" if fixed else
+        f"convert it: range({n}.astype(jnp.int32))" if sole or not written else
         f"convert it: {n}.astype(jnp.int32)"), "a loop bound")
   if is_value(x) and isinstance(x.type, TensorType):
     text, shape = x.name or "", x.type.shape
@@ -274,17 +279,27 @@ def _bad_loop_bound(cx, x):
                            "loop to ints, constexprs, shapes or integer scalars: range(x.shape[0] // 128)")
 
 
-def _floor_divided(loc) -> str | None:
+def _floor_divided(loc, ceil=False) -> str | None:
   """The loop header's call at `loc` (`ml.range(x.shape[0] / 64, stages=2)`) with its true divisions
-  made floor divisions, where it has any and is on one line."""
+  made floor divisions (`ceil`: ml.cdiv calls), where it has any and is on one line."""
   import ast
   call = _header_call(loc)
   if call is None:
     return None
-  divs = [n for a in getattr(call, "args", []) for n in ast.walk(a) if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div)]
-  for n in divs:
-    n.op = ast.FloorDiv()
-  return ast.unparse(call) if divs else None
+
+  class Fix(ast.NodeTransformer):
+    found = False
+
+    def visit_BinOp(self, n):
+      self.generic_visit(n)
+      if not isinstance(n.op, ast.Div):
+        return n
+      Fix.found = True
+      if not ceil:
+        return ast.BinOp(n.left, ast.FloorDiv(), n.right)
+      return ast.Call(ast.Attribute(ast.Name("ml"), "cdiv"), [n.left, n.right], [])
+  call.args = [Fix().visit(a) for a in getattr(call, "args", [])]
+  return ast.unparse(call) if Fix.found else None
 
 
 def add_index(cx, a, b):
