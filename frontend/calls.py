@@ -368,6 +368,15 @@ class Calls:
                          if name != "clamp" else None))
                     if ours is None and hint.startswith("kernels call") else None)
                 or with_operands(name, hint, pos + [f"{k}={v}" for k, v in kw.items()], taken) or hint)
+      if name in ("ceil", "floor") and _is_array_library(fn) and len(node.args) == 1 and isinstance(
+          node.args[0], ast.BinOp) and isinstance(node.args[0].op, ast.Div):     # math.ceil(n / 64): a tile count
+        a, b = self.text(node.args[0].left), self.text(node.args[0].right)
+        a, b = (t if t.isidentifier() or t.isdigit() else f"({t})" for t in (a, b))
+        hint = (f"of integers, ceil({a} / {b}) is ml.cdiv({a}, {b}) (the tiles of {b} that cover {a}, the last one"
+                f" partial: Triton's triton.cdiv), an integer scalar a loop or a window takes; of floats,"
+                f" ml.ceil({a} / {b})" if name == "ceil" else
+                f"of integers, floor({a} / {b}) is {a} // {b}, an integer scalar a loop or a window takes; of"
+                f" floats, ml.floor({a} / {b})")
       from .language import constexpr
       if fn is constexpr and len(node.args) == 1:     # Triton's tl.constexpr(v) of a run-time value
         v = self.text(node.args[0])

@@ -2,6 +2,7 @@
 matmuls over expert segments, cu_seqlens, paged KV caches, block-sparse matmuls, data-dependent while
 loops, gathers, embedding bags, compaction, grids larger than the work)."""
 import inspect
+import math
 
 import jax
 import jax.numpy as jnp
@@ -481,3 +482,43 @@ def test_a_segment_length_as_a_float_count_or_a_size_hints_the_covering_tiles_an
                                  " compiled): take a static block, ml.smem((128, 128), ...), and mask the positions"
                                  " past the length, ml.arange(128)[:, None] < (e - s)"), e.value.hint
   np.testing.assert_allclose(segment_buffer_followed(x, cu, interpret=True), _segment_sums(x, cu), rtol=1e-5, atol=1e-4)
+
+
+# ---------------------------------------------------------------- math.ceil(n / 64) of a run-time length
+@mg.mgpu_kernel(out_shape=lambda x, lens: S((lens.shape[0], x.shape[1]), F32), grid=lambda x, lens: (lens.shape[0],))
+def tiles_by_math_ceil(x, lens, out):
+  b = ml.program_id(0)
+  n = lens[b]
+  acc = ml.zeros((x.shape[1],), F32)
+  for c in range(math.ceil(n / 64)):
+    acc += ml.sum(x.at[ml.ds(c * 64, 64)].load(mask=(c * 64 + ml.arange(64) < n)[:, None], other=0.0), axis=0)
+  out.at[b][...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda x, lens: S((lens.shape[0], x.shape[1]), F32), grid=lambda x, lens: (lens.shape[0],))
+def tiles_by_jnp_floor(x, lens, out):
+  b = ml.program_id(0)
+  n = lens[b]
+  acc = ml.zeros((x.shape[1],), F32)
+  for c in range(jnp.floor(n / 64).astype(jnp.int32)):
+    acc += ml.sum(x.at[ml.ds(c * 64, 64)][...], axis=0)
+  out.at[b][...] = acc
+
+
+def test_ceil_of_a_run_time_quotient_hints_ml_cdiv():
+  """`range(math.ceil(n / 64))` (Python's tile count) was hinted `ml.ceil`, whose float result is then no loop
+  bound; it is hinted ml.cdiv(n, 64), and floor(n / 64) as n // 64 (ml.cdiv followed: correct)."""
+  x = np.random.default_rng(8).standard_normal((300, 128)).astype(np.float32)
+  lens = np.array([70, 0, 130], np.int32)
+  specs = (S(x.shape, F32), S(lens.shape, I32))
+  with pytest.raises(mg.KernelTypeError) as e:
+    tiles_by_math_ceil.check(*specs)
+  assert (e.value.lineno, e.value.col_offset) == _line(tiles_by_math_ceil, "math.ceil(n / 64)")
+  assert "ceil cannot take a scalar inside a kernel" in str(e.value)
+  assert e.value.hint.startswith("of integers, ceil(n / 64) is ml.cdiv(n, 64) (the tiles of 64 that cover n"), e.value.hint
+  with pytest.raises(mg.KernelTypeError) as e:
+    tiles_by_jnp_floor.check(*specs)
+  assert (e.value.lineno, e.value.col_offset) == _line(tiles_by_jnp_floor, "jnp.floor(n / 64)")
+  assert e.value.hint.startswith("of integers, floor(n / 64) is n // 64,"), e.value.hint
+  np.testing.assert_allclose(tiles_by_true_division_followed(x, lens, interpret=True),
+                             np.stack([x[:n].sum(0) for n in lens]), rtol=1e-5, atol=1e-4)
