@@ -302,11 +302,18 @@ class Memory:
 
   def register_outside_hint(self, ref: Ref, o) -> str | None:
     """For a register read or write (a Load or a Store) whose run-time ml.ds window leaves its GMEM
-    array: the mask, guard or clamp the compile-time check hints (frontend/checks.py)."""
+    array, or a scalar read of an element outside it: the mask, guard or clamp the compile-time check
+    hints (frontend/checks.py)."""
     from ..frontend.checks import register_bounds_hint
+    from ..frontend.memory_errors import scalar_read_hint
+    from ..frontend.ops.access import ScalarRead
     from ..frontend.ops.memory import Load, Store, View
-    if not isinstance(o, (Load, Store)) or ref.owner >= 0 or self.lead(ref):
+    if not isinstance(o, (Load, Store, ScalarRead)) or ref.owner >= 0 or self.lead(ref):
       return None
+    if isinstance(o, ScalarRead):     # table[b, i] with i past the table's width: as the compile-time MG203
+      return next((scalar_read_hint(ref.name, o.loc, d, s, ref.root.type.dtype)
+                   for d, ((s, n, _), full) in enumerate(zip(ref.win, ref.root.type.shape)) if s < 0 or s + n > full),
+                  None)
     if self._defs is None:
       self._defs = ir.def_table(self.kernel.body)
     view = self._defs.get(o.ref.id) if isinstance(o.ref, ir.Value) else None

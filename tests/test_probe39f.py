@@ -522,3 +522,44 @@ def test_ceil_of_a_run_time_quotient_hints_ml_cdiv():
   assert e.value.hint.startswith("of integers, floor(n / 64) is n // 64,"), e.value.hint
   np.testing.assert_allclose(tiles_by_true_division_followed(x, lens, interpret=True),
                              np.stack([x[:n].sum(0) for n in lens]), rtol=1e-5, atol=1e-4)
+
+
+# ---------------------------------------------------------------- a block table read past its width at run time
+@mg.mgpu_kernel(out_shape=lambda pages, table, lens: S((table.shape[0], pages.shape[2]), F32),
+                grid=lambda pages, table, lens: (table.shape[0],))
+def paged_sums(pages, table, lens, out):
+  b = ml.program_id(0)
+  acc = ml.zeros((pages.shape[2],), F32)
+  for i in range(ml.cdiv(lens[b], pages.shape[1])):
+    acc = acc + ml.sum(pages.at[table[b, i]][...], axis=0)
+  out.at[b][...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda pages, table, lens: S((table.shape[0], pages.shape[2]), F32),
+                grid=lambda pages, table, lens: (table.shape[0],))
+def paged_sums_followed(pages, table, lens, out):
+  b = ml.program_id(0)
+  acc = ml.zeros((pages.shape[2],), F32)
+  for i in range(ml.cdiv(lens[b], pages.shape[1])):
+    if i < table.shape[1]:
+      acc = acc + ml.sum(pages.at[table[b, i]][...], axis=0)
+  out.at[b][...] = acc
+
+
+def test_a_scalar_read_past_its_array_at_run_time_hints_the_guard_or_clamp():
+  """A sequence length longer than its block table's width (`table[b, i]` with i from ml.cdiv(lens[b], P))
+  was interpret mode's "check the dynamic indices"; it is the guard or clamp the compile-time MG203 gives a
+  scalar read, in the user's words (the guard followed: correct)."""
+  rng = np.random.default_rng(9)
+  pages = rng.standard_normal((8, 16, 128)).astype(np.float32)
+  table = np.array([[0, 1, 2, 3], [4, 5, 6, 7]], np.int32)
+  lens = np.array([70, 16], np.int32)
+  with pytest.raises(mg.OutOfBoundsError) as e:
+    paged_sums(pages, table, lens, interpret=True)
+  assert (e.value.lineno, e.value.col_offset) == _line(paged_sums, "table[b, i]")
+  assert "table[0, 4] is outside table's shape (2, 4)" in str(e.value)
+  assert e.value.hint == ("guard the read (if i < table.shape[1]:) or clamp its index, table[b, ml.minimum(i,"
+                          " table.shape[1] - 1)] (ml.where(i < table.shape[1], ..., 0) to read 0 there), or pass a"
+                          " longer table")
+  want = np.stack([pages[table[0]].sum((0, 1)), pages[table[1, 0]].sum(0)])
+  np.testing.assert_allclose(paged_sums_followed(pages, table, lens, interpret=True), want, rtol=1e-5, atol=1e-4)
