@@ -385,6 +385,9 @@ def _index_texts(loc):
     return None
   if not isinstance(node, ast.Subscript):
     return None
+  if isinstance(node.slice, ast.Constant) and node.slice.value is Ellipsis and isinstance(node.value, ast.Subscript) \
+      and isinstance(node.value.value, ast.Attribute) and node.value.value.attr == "at":
+    node = node.value                                   # x.at[i, j][...]: the window's indices
   parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
   return [ast.unparse(p) for p in parts]
 

@@ -323,6 +323,10 @@ class Memory:
     for d, ((s, n, sq), full) in enumerate(zip(ref.win, ref.root.type.shape)):
       if not sq and (s < 0 or s + n > full):
         return register_bounds_hint(o, view, ref.name, d, n, full, s < 0, output)
+      if sq and isinstance(o, Load) and (s < 0 or s >= full) and d < len(view.index) and view.index[d].squeeze:
+        # pages.at[table[b, i]][...] with a page id from data outside pages (a padding entry, -1)
+        return scalar_read_hint(ref.name, o.loc, d, s, ref.root.type.dtype) + (
+            "; a negative run-time index does not count from the end (only a static one does)" if s < 0 else "")
     return None
 
   def where_read_hint(self, o) -> str | None:

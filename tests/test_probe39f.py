@@ -563,3 +563,42 @@ def test_a_scalar_read_past_its_array_at_run_time_hints_the_guard_or_clamp():
                           " longer table")
   want = np.stack([pages[table[0]].sum((0, 1)), pages[table[1, 0]].sum(0)])
   np.testing.assert_allclose(paged_sums_followed(pages, table, lens, interpret=True), want, rtol=1e-5, atol=1e-4)
+
+
+@mg.mgpu_kernel(out_shape=lambda pages, table: S((table.shape[0], pages.shape[2]), F32),
+                grid=lambda pages, table: (table.shape[0],))
+def padded_table_sums(pages, table, out):
+  b = ml.program_id(0)
+  acc = ml.zeros((pages.shape[2],), F32)
+  for i in range(table.shape[1]):
+    acc = acc + ml.sum(pages.at[table[b, i]][...], axis=0)
+  out.at[b][...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda pages, table: S((table.shape[0], pages.shape[2]), F32),
+                grid=lambda pages, table: (table.shape[0],))
+def padded_table_sums_followed(pages, table, out):
+  b = ml.program_id(0)
+  acc = ml.zeros((pages.shape[2],), F32)
+  for i in range(table.shape[1]):
+    if table[b, i] >= 0:
+      acc = acc + ml.sum(pages.at[table[b, i]][...], axis=0)
+  out.at[b][...] = acc
+
+
+def test_a_page_id_from_data_outside_the_pages_hints_the_guard():
+  """A block table padded with -1 read as `pages.at[table[b, i]][...]` was "check the dynamic indices", plus
+  wrapping the index from the end (the wrong page for a padding entry); it is the guard (or clamp) of the
+  index in the user's words, with the note that a run-time -1 does not count from the end (guard followed)."""
+  rng = np.random.default_rng(10)
+  pages = rng.standard_normal((8, 16, 128)).astype(np.float32)
+  table = np.array([[0, 1, 2, -1], [4, 5, -1, -1]], np.int32)
+  with pytest.raises(mg.OutOfBoundsError) as e:
+    padded_table_sums(pages, table, interpret=True)
+  assert (e.value.lineno, e.value.col_offset) == _line(padded_table_sums, "pages.at[table[b, i]][...]")
+  assert "pages[-1, 0:16, 0:128] is outside pages's shape (8, 16, 128)" in str(e.value)
+  assert e.value.hint.startswith("guard the read (if table[b, i] >= 0:) or clamp its index, pages[ml.maximum("
+                                 "table[b, i], 0)]"), e.value.hint
+  assert e.value.hint.endswith("a negative run-time index does not count from the end (only a static one does)")
+  want = np.stack([sum(pages[g].sum(0) for g in row if g >= 0) for row in table])
+  np.testing.assert_allclose(padded_table_sums_followed(pages, table, interpret=True), want, rtol=1e-5, atol=1e-4)
