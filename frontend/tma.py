@@ -57,14 +57,15 @@ def check_copy(loc, gmem: ir.Value, gwin, smem: ir.Value, swin, store: bool = Fa
              + (store if isinstance(store, str) else
                 f"store the value from registers instead of copying it through {smem.name or 'SMEM'}, {name}[...] = value"
                 f" (a register store takes any width)"
-                if store else f"read it into registers instead, {name}[...]")
+                if store else f"read it into registers instead, {name}[...]" + _scalars_too(groot))
         if (full[-1] * itemsize) % ALIGN == 0
         else f"{groot.name or 'the array'}'s rows are {full[-1] * itemsize} bytes, so no window of them is: "
              + (store if isinstance(store, str) else
                 f"store the value from registers instead of copying it through SMEM ({name}[...] = value)" if store
                 else f"read it into registers instead ({name}[...])")
              + (f", or reshape the array outside the kernel so that its last dimension spans a multiple of {ALIGN}"
-                f" bytes ({groot.name or 'x'}.reshape(-1) for a column)" if len(full) > 1 else ""))
+                f" bytes ({groot.name or 'x'}.reshape(-1) for a column)" if len(full) > 1 else "")
+             + ("" if store else _scalars_too(groot)))
   start = index[-1].start
   if isinstance(start, int) and (start * itemsize) % ALIGN:
     t = ALIGN // itemsize
@@ -82,6 +83,15 @@ def check_copy(loc, gmem: ir.Value, gwin, smem: ir.Value, swin, store: bool = Fa
   if swin[1] is not None:
     _check_smem_contiguous(smem, swin, loc, name, store)
     _check_smem_aligned(smem, swin, itemsize, loc, defs or {})
+
+
+def _scalars_too(groot) -> str:
+  """For a load too narrow for TMA (lengths or a block table's row staged in SMEM): its elements read one
+  at a time need no copy at all."""
+  x = groot.name or "x"
+  idx = ", ".join(["b"] * (len(groot.type.shape) - 1) + ["i"])
+  return (f"; or, where its elements are read one at a time (lengths, page ids), read them straight from {x} as"
+          f" scalars, {x}[{idx}], which a pipelined loop's loads may use too")
 
 
 def _row_stride_hint(groot, full, itemsize: int, name: str, store) -> str:

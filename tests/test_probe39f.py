@@ -602,3 +602,59 @@ def test_a_page_id_from_data_outside_the_pages_hints_the_guard():
   assert e.value.hint.endswith("a negative run-time index does not count from the end (only a static one does)")
   want = np.stack([sum(pages[g].sum(0) for g in row if g >= 0) for row in table])
   np.testing.assert_allclose(padded_table_sums_followed(pages, table, interpret=True), want, rtol=1e-5, atol=1e-4)
+
+
+# ---------------------------------------------------------------- page metadata too narrow for TMA
+@mg.mgpu_kernel(out_shape=lambda pages, table, lens: S((table.shape[0], pages.shape[1], pages.shape[2]), F32),
+                grid=lambda pages, table, lens: (table.shape[0],))
+def staged_metadata(pages, table, lens, out):
+  b = ml.program_id(0)
+  l_s = ml.smem((lens.shape[0],), I32)
+  t_s = ml.smem((table.shape[1],), I32)
+  ml.copy(lens, l_s)
+  ml.copy(table.at[b], t_s)
+  buf = ml.smem((pages.shape[1], pages.shape[2]))
+  acc = ml.zeros((pages.shape[1], pages.shape[2]), F32)
+  for i in ml.range(l_s[b], stages=2):
+    ml.copy(pages.at[t_s[i]], buf)
+    acc = acc + buf[...]
+  out.at[b][...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda pages, table, lens: S((table.shape[0], pages.shape[1], pages.shape[2]), F32),
+                grid=lambda pages, table, lens: (table.shape[0],))
+def staged_metadata_followed(pages, table, lens, out):
+  b = ml.program_id(0)
+  buf = ml.smem((pages.shape[1], pages.shape[2]))
+  acc = ml.zeros((pages.shape[1], pages.shape[2]), F32)
+  for i in ml.range(lens[b], stages=2):
+    ml.copy(pages.at[table[b, i]], buf)
+    acc = acc + buf[...]
+  out.at[b][...] = acc
+
+
+def test_metadata_too_narrow_for_tma_hints_scalar_reads_of_the_input():
+  """Two sequence lengths (8 bytes) staged into SMEM by ml.copy for scalar reads were hinted "read it into
+  registers instead (lens[...])", a 2-element vector no register layout holds; the hint adds the scalar reads
+  of the input itself, which a pipelined loop's loads may use (followed: correct)."""
+  rng = np.random.default_rng(11)
+  pages = rng.standard_normal((8, 64, 128)).astype(np.float32)
+  table = np.array([[1, 2, 3, 0], [5, 6, 0, 0]], np.int32)
+  lens = np.array([3, 2], np.int32)
+  with pytest.raises(mg.TmaLimitError) as e:
+    staged_metadata.check(S(pages.shape, F32), S(table.shape, I32), S(lens.shape, I32))
+  assert (e.value.lineno, e.value.col_offset) == _line(staged_metadata, "ml.copy(lens, l_s)")
+  assert e.value.hint.endswith("or, where its elements are read one at a time (lengths, page ids), read them"
+                               " straight from lens as scalars, lens[i], which a pipelined loop's loads may use too")
+  want = np.stack([pages[table[b, :lens[b]]].sum(0) for b in range(2)])
+  np.testing.assert_allclose(staged_metadata_followed(pages, table, lens, interpret=True), want, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.gpu
+def test_gpu_pipelined_pages_from_scalar_reads():
+  rng = np.random.default_rng(12)
+  pages = rng.standard_normal((8, 64, 128)).astype(np.float32)
+  table = np.array([[1, 2, 3, 0], [5, 6, 0, 0]], np.int32)
+  lens = np.array([3, 2], np.int32)
+  want = np.stack([pages[table[b, :lens[b]]].sum(0) for b in range(2)])
+  np.testing.assert_allclose(jax.jit(staged_metadata_followed)(pages, table, lens), want, rtol=1e-5, atol=1e-4)
