@@ -1,6 +1,5 @@
-"""What Triton and jnp users reach for that mgpu_dsl does not have, and what to write instead:
-the hints for a missing `ml.` name (the tracer's `ml.<name>` lookups), and for Triton's, Pallas's
-and JAX's own functions called in a kernel out of habit."""
+"""What Triton and jnp users reach for that mgpu_dsl lacks, and what to write instead: hints for a missing
+`ml.` name, and for Triton's, Pallas's and JAX's own functions called in a kernel out of habit."""
 from __future__ import annotations
 
 import ast, collections, difflib, math, re

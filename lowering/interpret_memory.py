@@ -326,7 +326,8 @@ class Memory:
       if sq and isinstance(o, Load) and (s < 0 or s >= full) and d < len(view.index) and view.index[d].squeeze:
         # pages.at[table[b, i]][...] with a page id from data outside pages (a padding entry, -1)
         return scalar_read_hint(ref.name, o.loc, d, s, ref.root.type.dtype) + (
-            "; a negative run-time index does not count from the end (only a static one does)" if s < 0 else "")
+            "; a negative run-time index does not count from the end (only a static one does): to count"
+            " from the end, index with ml.where(i < 0, i + n, i)" if s < 0 else "")
     return None
 
   def where_read_hint(self, o) -> str | None:

@@ -193,22 +193,19 @@ def kept_row_max_3d(x, out):
 @mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0] * x.shape[1],), F32))
 def kept_row_max_3d_followed(x, out):
   v = x[...]
-  out[...] = ml.max(v.reshape(32, 128), axis=1)
+  out[...] = (ml.max(v, axis=2, keepdims=True)).reshape(32)
 
 
 def test_a_kept_3d_statistic_stored_itself_is_hinted_as_a_vector_reshaped_outside():
-  """The hint for `ml.max(v, axis=2, keepdims=True)` of a (4, 8, 128) tile wrote only the broadcast against
-  2-D tiles, reshaped back to (4, 8, 128) at the store: for the (4, 8, 1) statistic stored itself, a
-  reshape of its (32, 1) form to (4, 8, 1) is MG204 again. It now also writes the vector, reshaped outside."""
-  expect(kept_row_max_3d, [S((4, 8, 128), F32)], mg.LayoutError, "ml.max(v, axis=2, keepdims=True)",
-         "ml.max over axis 2 of a 3-D tensor (4, 8, 128): partial reductions work on 1-D and 2-D tensors",
-         hint="reshape the tiles to 2-D in registers and compute there: v2 = v.reshape(32, 128), then"
-              " ml.max(v2, axis=1, keepdims=True) is a (32, 1) statistic that broadcasts against (32, 128) tiles"
-              " (reshape the others the same way); reshape the 2-D result back where you store it,"
-              " .reshape(4, 8, 128). To store the statistic itself, ml.max(v.reshape(32, 128), axis=1) is a (32,)"
-              " vector in the row-major order of (4, 8, 1) (too few elements for a register tensor of that shape):"
-              " store it through an output of shape (32,) and reshape that outside the kernel, .reshape(4, 8, 1)"
-              " (free in XLA)")
+  """`ml.max(v, axis=2, keepdims=True)` of a (4, 8, 128) tile computes (probe 39a: the 2-D reshape's row
+  vector); stored itself, its (4, 8, 1) shape is too few elements for a register tensor: MG204 at the store,
+  whose hint stores the vector and reshapes it outside; followed, the result is numpy's."""
+  expect(kept_row_max_3d, [S((4, 8, 128), F32)], mg.LayoutError, "out[...] = ml.max(v, axis=2, keepdims=True)",
+         "ml.max(v, axis=2, keepdims=True) has shape (4, 8, 1): 32 elements, too few for a register tensor of that"
+         " shape (a multiple of 128; a 1-D vector may hold any multiple of 8)",
+         hint="store it as the vector it is: give out the shape (32,) and write out[...] ="
+              " (ml.max(v, axis=2, keepdims=True)).reshape(32), then reshape the result outside the kernel,"
+              " .reshape(4, 8, 1) (free in XLA)")
   x = np.random.default_rng(3).standard_normal((4, 8, 128)).astype(np.float32)
   got = np.asarray(kept_row_max_3d_followed(x, interpret=True)).reshape(4, 8, 1)
   np.testing.assert_array_equal(got, x.max(2, keepdims=True))
