@@ -64,6 +64,32 @@ def unpermute(x, ids, out, *, r: ml.constexpr, c: ml.constexpr):
   out.at[:, ml.ds(j * c, c)][ids.at[ml.ds(i * r, r)][...], :] = x.at[ml.ds(i * r, r), ml.ds(j * c, c)][...]
 
 
+def _best(label, tiles, make, args, check, nbytes):
+  """The fastest tile of a sweep by kernel time, ("r x c", timings): `make(r, c)` the jitted kernel, `check(result)`
+  None when right, else what is wrong; a tile that fails or cannot run is reported, not fatal."""
+  best = None
+  for r, c in tiles:
+    name = f"{r}x{c or 'whole rows'}"
+    f = make(r, c)
+    try:
+      wrong = check(np.asarray(f(*args)))
+      if wrong:
+        print(f"  {label} {name}: WRONG RESULT{wrong}", flush=True)
+        continue
+      tm = timings(f, *args)
+    except Exception as e:  # noqa: BLE001
+      print(f"  {label} {name}: {type(e).__name__}: {str(e).splitlines()[0][:100]}", flush=True)
+      continue
+    print(f"  {label} {name}: {nbytes / tm.kernel_s / 1e9:.0f} GB/s (kernel)", flush=True)
+    if best is None or tm.kernel_s < best[1].kernel_s:
+      best = (name, tm)
+  return best
+
+
+def _equal_to(want):
+  return lambda got: None if np.array_equal(got, want) else " (not equal)"
+
+
 def scatter():
   """(16384, 2048) rows to a random permutation of their places. Both contenders zero the output first
   (neither knows the ids are a permutation); GB/s counts x read and out written once."""
@@ -75,20 +101,8 @@ def scatter():
     nbytes = 2 * x.size * x.dtype.itemsize
     copy = timings(jax.jit(lambda y: y * 2), x)
     xla_t = timings(jax.jit(lambda x, ids: jnp.zeros_like(x).at[ids].set(x)), x, ids)
-    best = None
-    for r, c in [(8, 512), (16, 512), (32, 256), (8, 1024), (4, 2048), (64, 128)]:
-      f = jax.jit(lambda x, ids, r=r, c=c: unpermute(x, ids, r=r, c=c))
-      try:
-        if not np.array_equal(np.asarray(f(x, ids)), want):
-          print(f"  scatter {r}x{c}: WRONG RESULT", flush=True)
-          continue
-        tm = timings(f, x, ids)
-      except Exception as e:  # noqa: BLE001
-        print(f"  scatter {r}x{c}: {type(e).__name__}: {str(e).splitlines()[0][:100]}", flush=True)
-        continue
-      print(f"  scatter {dtype.__name__} {r}x{c}: {nbytes / tm.kernel_s / 1e9:.0f} GB/s (kernel)", flush=True)
-      if best is None or tm.kernel_s < best[1].kernel_s:
-        best = (f"{r}x{c}", tm)
+    best = _best(f"scatter {dtype.__name__}", [(8, 512), (16, 512), (32, 256), (8, 1024), (4, 2048), (64, 128)],
+                 lambda r, c: jax.jit(lambda x, ids: unpermute(x, ids, r=r, c=c)), (x, ids), _equal_to(want), nbytes)
     gb = lambda tm: f"{nbytes / tm.kernel_s / 1e9:.0f} / {nbytes / tm.wall_s / 1e9:.0f}"
     rows.append([dtype.__name__, gb(copy), gb(xla_t), gb(best[1]), best[0],
                  f"{xla_t.kernel_s / best[1].kernel_s:.2f}", f"{copy.kernel_s / best[1].kernel_s:.2f}"])
@@ -106,23 +120,11 @@ def backward():
   nbytes = (IDS + n) * DIM * 4                  # g read, the table zeroed (and rows updated in L2)
   xla = jax.jit(lambda g, ids: jnp.zeros((n, DIM), jnp.float32).at[ids].add(g))
   xla_t = timings(xla, g, ids)
-  best = None
-  for r, c in [(8, 512), (16, 256), (4, 2048), (32, 256), (1, None), (2, None), (4, None)]:
-    f = (jax.jit(lambda g, ids, r=r, c=c: embedding_backward(g, ids, r=r, c=c, n=n)) if c else
-         jax.jit(lambda g, ids, r=r: embedding_backward_rows(g, ids, r=r, n=n)))
-    try:
-      err = float(np.abs(np.asarray(f(g, ids)) - want).max())
-      if not err < 1e-4:
-        print(f"  backward {r}x{c or 'rows'}: WRONG RESULT (max error {err})", flush=True)
-        continue
-      tm = timings(f, g, ids)
-    except Exception as e:  # noqa: BLE001
-      print(f"  backward {r}x{c or 'rows'}: {type(e).__name__}: {str(e).splitlines()[0][:100]}", flush=True)
-      continue
-    print(f"  backward float32 {r}x{c or 'whole rows'}: {nbytes / tm.kernel_s / 1e9:.0f} GB/s (kernel)",
-          flush=True)
-    if best is None or tm.kernel_s < best[1].kernel_s:
-      best = (f"{r}x{c or 'whole rows'}", tm)
+  make = lambda r, c: (jax.jit(lambda g, ids: embedding_backward(g, ids, r=r, c=c, n=n)) if c else
+                       jax.jit(lambda g, ids: embedding_backward_rows(g, ids, r=r, n=n)))
+  err = lambda got: None if np.abs(got - want).max() < 1e-4 else f" (max error {np.abs(got - want).max()})"
+  best = _best("backward float32", [(8, 512), (16, 256), (4, 2048), (32, 256), (1, None), (2, None), (4, None)],
+               make, (g, ids), err, nbytes)
   gb = lambda tm: f"{nbytes / tm.kernel_s / 1e9:.0f} / {nbytes / tm.wall_s / 1e9:.0f}"
   print(f"\nbackward (scatter-add of {IDS} rows into a zeroed ({n}, {DIM}) float32 table), GB/s of g read"
         " and the table written:")
@@ -143,20 +145,8 @@ def main():
     xla = jax.jit(lambda t, ids: t[ids])
     assert np.array_equal(np.asarray(xla(t, ids)), want)
     xla_t = timings(xla, t, ids)
-    best = None
-    for r, c in [(8, 512), (16, 512), (8, 1024), (16, 256), (32, 256), (4, 2048)]:
-      f = jax.jit(lambda t, ids, r=r, c=c: embedding(t, ids, r=r, c=c))
-      try:
-        if not np.array_equal(np.asarray(f(t, ids)), want):
-          print(f"  {r}x{c}: WRONG RESULT", flush=True)
-          continue
-        tm = timings(f, t, ids)
-      except Exception as e:  # noqa: BLE001  (a tile that cannot run is reported, not fatal)
-        print(f"  {r}x{c}: {type(e).__name__}: {str(e).splitlines()[0][:100]}", flush=True)
-        continue
-      print(f"  {dtype.__name__} {r}x{c}: {nbytes / tm.kernel_s / 1e9:.0f} GB/s (kernel)", flush=True)
-      if best is None or tm.kernel_s < best[1].kernel_s:
-        best = (f"{r}x{c}", tm)
+    best = _best(dtype.__name__, [(8, 512), (16, 512), (8, 1024), (16, 256), (32, 256), (4, 2048)],
+                 lambda r, c: jax.jit(lambda t, ids: embedding(t, ids, r=r, c=c)), (t, ids), _equal_to(want), nbytes)
     gb = lambda tm: f"{nbytes / tm.kernel_s / 1e9:.0f} / {nbytes / tm.wall_s / 1e9:.0f}"
     out_rows.append([dtype.__name__, gb(copy), gb(xla_t), gb(best[1]), best[0],
                      f"{xla_t.kernel_s / best[1].kernel_s:.2f}", f"{copy.kernel_s / best[1].kernel_s:.2f}"])
