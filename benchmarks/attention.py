@@ -2,7 +2,7 @@
 
     python benchmarks/attention.py [--quick] [--dtype float16] [--seq 4096] [--head-dim 128] [--pass fwd]
 
-Forward and backward, causal and not, head_dim 64 and 128, seq 1024, 4096 and 16384 with
+Forward and backward, causal and not, head_dim 64 and 128 (others by --head-dim), seq 1024, 4096 and 16384 with
 batch x seq = 16384 tokens and 16 heads, float16 and bfloat16. Contenders, each at its best
 configuration of a small sweep and checked against a float32 jnp reference (on one head)
 before it is timed:
@@ -203,7 +203,8 @@ def main():
   p.add_argument("--quick", action="store_true", help="float16, seq 4096 only")
   p.add_argument("--dtype", choices=DTYPES, action="append")
   p.add_argument("--seq", type=int, choices=SEQS, action="append")
-  p.add_argument("--head-dim", type=int, choices=HEAD_DIMS, action="append")
+  p.add_argument("--head-dim", type=int, choices=(32, 48, 80, 96, 112, 256) + HEAD_DIMS, action="append",
+                 help="64 and 128 by default; 32-112 in steps of 16 and 256 on request")
   p.add_argument("--pass", dest="passes", choices=("fwd", "bwd"), action="append")
   p.add_argument("--causal", choices=("full", "causal"), action="append")
   p.add_argument("--few", action="store_true", help="our default tiles only, in both loop orders, with and"

@@ -3,8 +3,8 @@
     python examples/attention.py       # checks against a jnp reference (on a GPU; small, interpreted, elsewhere)
 
 `attention(q, k, v, causal=False, sm_scale=None)` takes (batch, seq, heads, head_dim)
-arrays (float16 or bfloat16, head_dim 64, 128 or 256; k and v may have fewer heads than
-q, a divisor of them: grouped-query attention) and works under `jax.grad`.
+arrays (float16 or bfloat16, head_dim a multiple of 16 from 32 to 128, or 256; k and v may have
+fewer heads than q, a divisor of them: grouped-query attention) and works under `jax.grad`.
 
 The forward kernel gives each CTA `bq` query rows of one head; with block=256 its two
 warpgroups own 64 rows each (the row split of tensor-core tiles). It walks the keys in
@@ -531,9 +531,10 @@ def default_config(head_dim: int, causal: bool = False, seq_kv: int | None = Non
     return Config(bq=128 if causal else 192, bkv=128, stages=4 if causal and not persistent else 3, overlap=False,
                   ws=True, lpt=True, persistent=persistent, emulate=0.125 if causal else 0.0, bwd_dq_first=True,
                   bwd_split_mask=causal, dkv_bq=128, dkv_bkv=128, dkv_stages=2, dq_bkv=128, dq_stages=3)
-  if head_dim <= 128:
+  if head_dim <= 128:      # (80-112: the fused backward's buffers pass the SMEM, so dK/dV and dQ run apart)
     return Config(bq=128, bkv=128, stages=3, overlap=False, ws=True, persistent=persistent, bwd_dq_first=causal,
-                  bwd_split_mask=causal, dkv_bq=64, dkv_bkv=128, dkv_stages=2, dq_bkv=64, dq_stages=3)
+                  bwd_split_mask=causal, fused_bwd=head_dim == 128, dkv_bq=64, dkv_bkv=128, dkv_stages=2, dq_bkv=64,
+                  dq_stages=3)
   return Config(bq=128, bkv=64, stages=2, fused_bwd=False, dkv_bq=64, dkv_bkv=128, dkv_stages=1, dq_bkv=64,
                 dq_stages=1)
 
@@ -548,8 +549,8 @@ def _check(q, k, v, causal, config):
                      f" {h} query heads, got {k.shape} for q {q.shape}")
   if not q.dtype == k.dtype == v.dtype or q.dtype not in (jnp.float16, jnp.bfloat16):
     raise ValueError(f"q, k, v must all be float16 or all bfloat16, got {q.dtype}, {k.dtype}, {v.dtype}")
-  if d not in (64, 128, 256):
-    raise ValueError(f"head_dim must be 64, 128 or 256, got {d}")
+  if d != 256 and (d % 16 or not 32 <= d <= 128):
+    raise ValueError(f"head_dim must be a multiple of 16 from 32 to 128, or 256, got {d}")
   if skv == 0 and bsz * sq * h:    # a softmax over no keys: the kernels' row sums are 0, every output NaN
     raise ValueError(f"k and v have no keys (kv seq length 0) for {sq} queries: attention needs at least one")
   if causal and sq != skv:
@@ -677,10 +678,8 @@ def main():
   for dtype in (jnp.float16, jnp.bfloat16):
     for causal in (False, True):
       kq, kk, kv, kd = jax.random.split(jax.random.key(0), 4)
-      q = jax.random.normal(kq, shape, jnp.float32).astype(dtype)
-      k = jax.random.normal(kk, (bsz, seq, heads_kv, dim), jnp.float32).astype(dtype)
-      v = jax.random.normal(kv, (bsz, seq, heads_kv, dim), jnp.float32).astype(dtype)
-      do = jax.random.normal(kd, shape, jnp.float32).astype(dtype)
+      q, do = (jax.random.normal(key, shape, jnp.float32).astype(dtype) for key in (kq, kd))
+      k, v = (jax.random.normal(key, (bsz, seq, heads_kv, dim), jnp.float32).astype(dtype) for key in (kk, kv))
       run = functools.partial(attention, causal=causal, interpret=not on_gpu)
       got, vjp = jax.vjp(jax.jit(run) if on_gpu else run, q, k, v)
       want, vjp_ref = jax.vjp(lambda q, k, v: reference(q, k, v, causal)[0], q, k, v)

@@ -210,8 +210,10 @@ def test_bad_shapes_are_rejected_before_tracing():
   z = lambda *shape: np.zeros(shape, np.float16)
   with pytest.raises(ValueError, match="kv_heads dividing"):
     ex.attention(z(1, 128, 3, 64), z(1, 128, 2, 64), z(1, 128, 2, 64))
-  with pytest.raises(ValueError, match="head_dim must be 64, 128 or 256"):
-    ex.attention(z(1, 128, 2, 96), z(1, 128, 1, 96), z(1, 128, 1, 96))
+  with pytest.raises(ValueError, match="head_dim must be a multiple of 16 from 32 to 128, or 256, got 72"):
+    ex.attention(z(1, 128, 2, 72), z(1, 128, 1, 72), z(1, 128, 1, 72))
+  with pytest.raises(ValueError, match="head_dim must be a multiple of 16 from 32 to 128, or 256, got 160"):
+    ex.attention(z(1, 128, 2, 160), z(1, 128, 1, 160), z(1, 128, 1, 160))
   with pytest.raises(ValueError, match="multiples of 128"):
     ex.attention(z(1, 256, 2, 64), z(1, 256, 1, 64), z(1, 256, 1, 64), config=ex.Config(bq=64, dkv_bq=128))
   with pytest.raises(ValueError, match="splits dQ's query rows"):      # a backward tile: checked in the backward
@@ -241,7 +243,23 @@ def test_gradients_at_sequence_lengths_that_are_not_multiples_of_the_blocks(shap
 
 # ---------------------------------------------------------------- GPU
 GPU_CASES = [(d, c, dt, ws) for d in (64, 128, 256) for c in (False, True) for dt in (jnp.float16, jnp.bfloat16)
-             for ws in (False, True)]
+             for ws in (False, True)] + [(d, c, jnp.bfloat16, True) for d in (32, 48, 80, 96, 112) for c in (False, True)]
+
+
+@pytest.mark.parametrize("head_dim", [32, 48, 80, 96, 112])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_narrow_head_dims_forward_and_gradients(head_dim, causal):
+  """head_dim 32-112 in steps of 16 (the narrower swizzles of design note 76; were a ValueError): the default
+  configuration, forward, logsumexp and the three gradients against the reference's, GQA."""
+  q, k, v, do = inputs((1, 256, 2, head_dim), 1, jnp.bfloat16, seed=head_dim)
+  run = lambda q, k, v: ex.attention(q, k, v, causal, return_lse=True, interpret=True)
+  (got, lse), vjp = jax.vjp(run, q, k, v)
+  (want, want_lse), vjp_ref = jax.vjp(lambda q, k, v: ex.reference(q, k, v, causal), q, k, v)
+  assert got.shape == q.shape and rel(got, want) < TOL[jnp.bfloat16]
+  np.testing.assert_allclose(lse, want_lse, rtol=1e-3, atol=1e-3)
+  zero = jnp.zeros_like(lse)
+  for g, w, what in zip(vjp((do, zero)), vjp_ref((do, zero)), "qkv"):
+    assert g.shape == w.shape and rel(g, w) < 4 * TOL[jnp.bfloat16], what
 
 
 @pytest.mark.gpu
