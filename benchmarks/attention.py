@@ -47,6 +47,10 @@ def ours_configs(d, few=False, causal=False, seq=None):
   base = ex.default_config(d, causal, seq)
   if few == "default":
     return [base]
+  if few == "narrow":    # head_dim 80-112: the two-kernel backward's tiles, and the fused one at one stage
+    r = dataclasses.replace
+    return [base, r(base, dkv_bq=128), r(base, dq_bkv=128), r(base, dkv_bq=128, dq_bkv=128),
+            r(base, fused_bwd=True, dkv_bq=128, dkv_stages=1)]
   if few == "dqfirst":   # the fused backward with dQ's product issued before dK's, and not
     r = dataclasses.replace
     return [base, r(base, bwd_dq_first=not base.bwd_dq_first)]
@@ -219,6 +223,7 @@ def main():
                                                     " slowest grid axis (causal: longest first across heads)")
   p.add_argument("--default", action="store_true", help="our default configuration only (against the peers)")
   p.add_argument("--kv", action="store_true", help="the default tiles against wider key blocks (192, 256)")
+  p.add_argument("--narrow", action="store_true", help="head_dim 80-112: backward tiles against the default")
   p.add_argument("--each", action="store_true", help="print every configuration's figures")
   p.add_argument("--no-pallas", action="store_true", help="skip Pallas (its forward overflows SMEM on jax 0.11.2)")
   a = p.parse_args()
@@ -234,7 +239,7 @@ def main():
     for d in dims:
       for causal in masks:
         for seq in seqs:
-          rows += run_problem(getattr(jnp, dtype), d, causal, seq, passes, "default" if a.default else "kv" if a.kv else "wg3" if a.wg3 else "wg3b" if a.wg3b else "lpt" if a.lpt else "bwdws" if a.bwd_ws else "dqfirst" if a.dq_first else a.few, a.each,
+          rows += run_problem(getattr(jnp, dtype), d, causal, seq, passes, "default" if a.default else "narrow" if a.narrow else "kv" if a.kv else "wg3" if a.wg3 else "wg3b" if a.wg3b else "lpt" if a.lpt else "bwdws" if a.bwd_ws else "dqfirst" if a.dq_first else a.few, a.each,
                                not a.no_pallas)
   print("\nAttention, each contender at its best configuration:")
   print(table(HEADER, rows))

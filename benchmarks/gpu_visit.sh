@@ -43,6 +43,7 @@ step() {
     # the thirtieth session: attention at head_dim 32-112 (narrow swizzles), GPU tests then timed against cuDNN
     attn_narrow) python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_attention.py -k "test_gpu_forward_and_gradients_match_the_reference and (32 or 48 or 80 or 96 or 112)";
                  python3 -u benchmarks/attention.py --default --no-pallas --dtype bfloat16 --seq 4096 --head-dim 32 --head-dim 96 ;;
+    attn_narrow_bwd) python3 -u benchmarks/attention.py --narrow --each --no-pallas --dtype bfloat16 --seq 4096 --head-dim 96 --pass bwd ;;
     # the thirtieth session: the merged session-29 probes (39a-f) and the files their lowering touches
     gpu_s30)     python3 -u benchmarks/gpu_shards.py --shards 12 --timeout 240 $(ls tests/test_probe39*.py) tests/test_run_offsets.py tests/test_narrow_swizzle.py tests/test_scatter_set.py tests/test_scatter.py tests/test_gather.py tests/test_stats.py tests/test_reductions.py tests/test_probe38i.py tests/test_probe37c.py tests/test_probe24.py tests/test_bool_io.py ;;
     # the twenty-ninth session: a plain row scatter's vector stores (GPU tests), then the un-permute benchmark
