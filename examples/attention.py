@@ -533,8 +533,8 @@ def default_config(head_dim: int, causal: bool = False, seq_kv: int | None = Non
                   bwd_split_mask=causal, dkv_bq=128, dkv_bkv=128, dkv_stages=2, dq_bkv=128, dq_stages=3)
   if head_dim <= 128:      # (80-112: the fused backward's buffers pass the SMEM, so dK/dV and dQ run apart)
     return Config(bq=128, bkv=128, stages=3, overlap=False, ws=True, persistent=persistent, bwd_dq_first=causal,
-                  bwd_split_mask=causal, fused_bwd=head_dim == 128, dkv_bq=64, dkv_bkv=128, dkv_stages=2, dq_bkv=64,
-                  dq_stages=3)
+                  bwd_split_mask=causal, fused_bwd=head_dim == 128, dkv_bq=64, dkv_bkv=128, dkv_stages=2,
+                  dq_bkv=64 if head_dim == 128 else 128, dq_stages=3)
   return Config(bq=128, bkv=64, stages=2, fused_bwd=False, dkv_bq=64, dkv_bkv=128, dkv_stages=1, dq_bkv=64,
                 dq_stages=1)
 
