@@ -83,7 +83,7 @@ def check_dtype(cx, kind: AtomicKind, d, table, what, where, smem=None, words=No
         + "convert the value and the array to a supported dtype" + _narrow_int(d, kind)
         + (_as_float32(d, kind, *(words or ())) if kind != AtomicKind.ADD and d in (DType.f16, DType.bf16)
            and DType.f32 in table[kind.value] else
-           _float_keys(d, kind, *(words or ())) if kind != AtomicKind.ADD and (d == DType.f32 or d in (DType.f16, DType.bf16)
+           _float_keys(d, kind, *(words or ()), in_smem=smem is not None) if kind != AtomicKind.ADD and (d == DType.f32 or d in (DType.f16, DType.bf16)
                                                               and not smem) else ""))
 
 
@@ -95,17 +95,28 @@ def _as_float32(d, kind, ref="ref", value="value", array=None) -> str:
           f" the result outside the kernel converts it back exactly")
 
 
-def _float_keys(d, kind, ref="ref", value="value", array=None) -> str:
+def _float_keys(d, kind, ref="ref", value="value", array=None, in_smem=False) -> str:
   """A float max or min as an int32 one on keys that order as the floats do (16-bit floats widened
   first, exactly), decoded outside; an element no update reached holds int32's identity, a NaN
   when decoded, so the decoding maps it to the float identity (jax.ops.segment_max's empty segments).
-  In the call's words where given: the window `ref`, the `value` and the output `array`."""
+  In the call's words where given: the window `ref`, the `value` and the output `array`. An SMEM buffer
+  (`in_smem`) has no out_shape and no start value: it is allocated int32, filled with the identity and decoded
+  in the kernel."""
   from .elementwise_checks import method_on
   f32 = d == DType.f32
   v = value if f32 else f"{method_on(value)}.astype(jnp.float32)"
   into = (f"into {array} made int32 (jnp.int32 in its out_shape)" if array else "into an int32 array")
   lim, inf = ("min", "-jnp.inf") if kind == AtomicKind.MAX else ("max", "jnp.inf")
   back = "" if f32 else f", then .astype(jnp.{dtype_name(d)}) (exact)"
+  if in_smem:
+    buf = array or "buf"
+    return (f", e.g. a {'float32' if f32 else dtype_name(d)} {kind.value} as an int32 one whose keys order as the"
+            f" floats do, negatives included: allocate {buf} int32 (ml.smem(shape, jnp.int32)), fill it first with"
+            f" {buf}[...] = ml.full(shape, jnp.iinfo(jnp.int32).{lim}, jnp.int32), update it with"
+            f" ml.atomic_{kind.value}({ref}, ml.where(b >= 0, b, b ^ 0x7FFFFFFF)) with b = ml.bitcast({v}, jnp.int32),"
+            f" and decode it when read, k = {buf}[...]; ml.bitcast(ml.where(k >= 0, k, k ^ 0x7FFFFFFF), jnp.float32)"
+            f" (NaN aside; an element no update reached, k == jnp.iinfo(jnp.int32).{lim}, is {inf}:"
+            f" ml.where(k == jnp.iinfo(jnp.int32).{lim}, {inf}, decoded)){back}")
   return (f", e.g. a {'float32' if f32 else dtype_name(d)} {kind.value} as an int32 one whose keys order as the"
           f" floats do, negatives included: {into}, ml.atomic_{kind.value}({ref}, ml.where(b >= 0, b,"
           f" b ^ 0x7FFFFFFF)) with b = ml.bitcast({v}, jnp.int32), decoded outside the kernel,"
@@ -348,7 +359,7 @@ def _wider_hint(d, o, defs) -> str:
   first = ("update a multiple of 256 elements at once (e.g. a window of shape (256,) or (8, 128)), which the"
            " threads hold in pairs; or")
   if o.ref.type.space != Space.GMEM:
-    return first + _float_keys(d, o.kind, ref, value, array)[len(", e.g."):]
+    return first + _float_keys(d, o.kind, ref, value, array, in_smem=True)[len(", e.g."):]
   return (f"{first} make {array or 'the output'} float32 (jnp.float32 in its out_shape), whose atomic"
           f" {o.kind.value} takes any shape: {what}({ref}, {method_on(value)}.astype(jnp.float32)), and convert it"
           f" outside the kernel, .astype(jnp.{dtype_name(d)}) (exact)")

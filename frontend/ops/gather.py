@@ -530,6 +530,8 @@ def take_along_axis(cx, arr, indices, axis):
   rank (each other axis the ref's size, or 1 to broadcast): the elements at `indices` along `axis`."""
   if _one_per_row(arr, indices, axis):
     return _selected(cx, arr, indices, axis)
+  if _few_per_row(cx, arr, indices, axis):
+    return _each_selected(cx, arr, indices, axis)
   if not (is_value(arr) and isinstance(arr.type, RefType)):
     text, ids = cx.named(arr, ""), cx.named(indices, "ids")
     read = text[:-5] if text.endswith("[...]") and text[:-5].isidentifier() else ""
@@ -591,5 +593,50 @@ def _selected(cx, arr, indices, axis):
   n = arr.type.shape[a]
   pos = reshape_(cx, arange.apply(cx, (n,), {}), (1, n) if a == 1 else (n, 1))
   low = float("-inf") if d.is_float else int(np.iinfo(d.np).min)
+  indices = _in_range(cx, indices, n)        # jnp's: a negative index counts from the end (clamped as a gather's)
   kept = ew.where_(cx, ew.compare(cx, ew.CmpOp.EQ, pos, indices), arr, low)
   return reduce(cx, ReduceKind.MAX, kept, a, True, what="ml.take_along_axis")
+
+
+_FEW = 16    # index columns (rows) taken one select each: a top-k's k
+
+
+def _few_per_row(cx, arr, indices, axis) -> bool:
+  """An SMEM buffer (m, n), or a register tile that is not a read of a GMEM ref (which gathers), with a few
+  integer indices a row (m, k) along axis 1 (a column's (k, n) along axis 0): k one-per-row selects."""
+  if not (is_value(arr) and is_value(indices) and isinstance(indices.type, TensorType)
+          and isinstance(axis, int) and not isinstance(axis, bool) and -2 <= axis < 2):
+    return False
+  t = arr.type
+  if isinstance(t, RefType):
+    if t.space != Space.SMEM or t.remote or len(t.shape) != 2:
+      return False
+  elif not isinstance(t, TensorType) or len(t.shape) != 2:
+    return False
+  else:
+    text = cx.named(arr, "")
+    if text.endswith("[...]") and text[:-5].isidentifier():     # x[...] of a ref: gather from the ref itself
+      return False
+  d, di = resolve(t.dtype), resolve(indices.type.dtype)
+  a = axis % 2
+  other = 1 - a
+  return (isinstance(d, DType) and d != DType.bool_ and isinstance(di, DType) and di.is_int
+          and len(indices.type.shape) == 2 and indices.type.shape[other] == t.shape[other]
+          and 1 < indices.type.shape[a] <= _FEW)
+
+
+def _each_selected(cx, arr, indices, axis):
+  """ml.take_along_axis of an SMEM buffer or a register tile with k indices a row: each index column's select
+  (`_selected`, exact: the element itself), joined along the axis."""
+  from .shape import concatenate, index_through_smem
+  from .transfers import load
+  if isinstance(arr.type, RefType):
+    arr = load(cx, arr)
+  a = axis % 2
+  k = indices.type.shape[a]
+  parts = []
+  for j in range(k):
+    col = index_through_smem(cx, indices, (slice(None), j) if a == 1 else (j,))
+    col = reshape_(cx, col, (col.type.shape[0], 1) if a == 1 else (1, col.type.shape[0]))
+    parts.append(_selected(cx, arr, col, a))
+  return concatenate.apply(cx, (parts,), {"axis": a})
