@@ -151,3 +151,77 @@ def test_smem_float_max_hint_keeps_the_keys_in_the_kernel():
 def test_gpu_smem_float_max_hint_keeps_the_keys_in_the_kernel():
   x = _rand((8, 128), 9)
   np.testing.assert_array_equal(np.asarray(jax.jit(smem_amax_keys)(x)), np.asarray(x.max(0)))
+
+
+# ---------------------------------------------------------------- GQA decode: G=4 query heads, pages of 16
+def _gqa_decode(padded):
+  @mg.mgpu_kernel(out_shape=lambda q, kp, vp, bt, ln: S(q.shape, F32),
+                  grid=lambda q, kp, vp, bt, ln: (q.shape[0], kp.shape[0]))
+  def gqa_decode(q, k_pages, v_pages, block_tables, lengths, out):
+    b, kh = ml.program_id(0), ml.program_id(1)
+    g, page, d = q.shape[1] // k_pages.shape[0], k_pages.shape[2], q.shape[2]
+    rows = 64 if padded else g
+    qv = q.at[b, ml.ds(kh * g, g)][...]
+    k_s, v_s = ml.smem((page, d), k_pages.dtype), ml.smem((page, d), v_pages.dtype)
+    m, l, acc = ml.full((rows,), -1e30, F32), ml.zeros((rows,), F32), ml.zeros((rows, d), F32)
+    length = lengths[b]
+    for i in range(ml.cdiv(length, page)):
+      ml.copy(k_pages.at[kh, block_tables[b, i]], k_s)
+      ml.copy(v_pages.at[kh, block_tables[b, i]], v_s)
+      if padded:
+        s = ml.dot(ml.concatenate([qv, ml.zeros((60, 64), jnp.float16)], axis=0), k_s.T) * (1.0 / d ** 0.5)
+      else:
+        s = ml.dot(qv, k_s.T) * (1.0 / d ** 0.5)
+      s = ml.where(i * page + ml.arange(page)[None, :] < length, s, -1e30)
+      m_new = ml.maximum(m, ml.max(s, axis=1))
+      p = ml.exp(s - m_new[:, None])
+      alpha = ml.exp(m - m_new)
+      l = l * alpha + ml.sum(p, axis=1)
+      acc = acc * alpha[:, None] + ml.dot(p.astype(v_pages.dtype), v_s)
+      m = m_new
+    out.at[b, ml.ds(kh * g, 64)].store(acc / l[:, None], mask=ml.arange(64)[:, None] < 4)
+  return gqa_decode
+
+
+def _gqa_inputs(seed):
+  rng = np.random.default_rng(seed)
+  q = _rand((2, 8, 64), seed, jnp.float16)
+  kp, vp = _rand((2, 16, 16, 64), seed + 1, jnp.float16), _rand((2, 16, 16, 64), seed + 2, jnp.float16)
+  return q, kp, vp, jnp.asarray(rng.permutation(16)[:8].reshape(2, 4), I32), jnp.asarray([50, 64], I32)
+
+
+def _gqa_want(q, kp, vp, bt, ln):
+  outs = []
+  for b in range(q.shape[0]):
+    k = kp[:, bt[b]].reshape(2, -1, 64)[:, :int(ln[b])].astype(F32)
+    v = vp[:, bt[b]].reshape(2, -1, 64)[:, :int(ln[b])].astype(F32)
+    p = jax.nn.softmax(jnp.einsum("kgd,ktd->kgt", q[b].reshape(2, 4, 64).astype(F32), k) / 8.0, axis=-1)
+    outs.append(jnp.einsum("kgt,ktd->kgd", p, v).reshape(8, 64))
+  return jnp.stack(outs)
+
+
+def test_small_m_hint_keeps_the_padded_rows_where_a_slice_could_not_reduce():
+  """G=4 query heads against pages of 16 tokens: the MG501 hint padded q to 64 rows and sliced the product back
+  to [:4], a (4, 16) tile whose row max is MG204; it now carries the 64-row product, which compiles and is jnp's."""
+  args = _gqa_inputs(20)
+  specs = [S(a.shape, a.dtype) for a in args]
+  with pytest.raises(mg.MmaOperandError) as info:
+    _gqa_decode(False).check(*specs)
+  e = info.value
+  assert (e.lineno, e.col_offset) == (_line_of("s = ml.dot(qv, k_s.T) * (1.0 / d ** 0.5)"), 12)
+  assert e.message == "ml.dot needs m (rows of a) to be a multiple of 64, got 4"
+  assert e.hint == (
+      "pad A with zero rows in registers to 64 and keep the whole 64-row product: ml.dot(ml.concatenate([qv,"
+      " ml.zeros((60, 64), jnp.float16)], axis=0), k_s.T), whose first 4 rows are qv's (a (4, 16) slice of it is"
+      " too small a register tile to reduce along its rows); carry 64-row tiles and statistics through the loop (the"
+      " zero rows stay finite: a softmax's max, sum and output of 64 rows) and store the first 4 rows with a mask,"
+      " out.at[...].store(t, mask=ml.arange(64)[:, None] < 4)")
+  fixed = _gqa_decode(True)
+  np.testing.assert_allclose(np.asarray(fixed(*args, interpret=True)), np.asarray(_gqa_want(*args)), atol=2e-2)
+  _export(fixed, *specs)
+
+
+@pytest.mark.gpu
+def test_gpu_small_m_hint_keeps_the_padded_rows_where_a_slice_could_not_reduce():
+  args = _gqa_inputs(21)
+  np.testing.assert_allclose(np.asarray(jax.jit(_gqa_decode(True))(*args)), np.asarray(_gqa_want(*args)), atol=2e-2)
