@@ -103,6 +103,37 @@ def test_gpu_negative_indices_of_the_register_select_count_from_the_end():
   np.testing.assert_array_equal(np.asarray(got), np.asarray(jnp.take_along_axis(x, t[:, None], 1)[:, 0]))
 
 
+@mg.mgpu_kernel(out_shape=lambda lg: (S((lg.shape[0], 2), I32), S((lg.shape[0], 2), F32)),
+                grid=lambda lg: (lg.shape[0] // 64,))
+def top2_router(lg, idx, wts):
+  """A MoE router over 8 experts: the top two by an argsort, their probabilities taken along the rows."""
+  r = ml.ds(ml.program_id(0) * 64, 64)
+  p = ml.softmax(lg.at[r][...], axis=1)
+  top = ml.argsort(p, axis=1, descending=True)[:, :2]
+  w = ml.take_along_axis(p, top, axis=1)
+  idx.at[r][...] = top
+  wts.at[r][...] = w / ml.sum(w, axis=1, keepdims=True)
+
+
+def _top2_want(lg):
+  v, i = jax.lax.top_k(jax.nn.softmax(lg, axis=-1), 2)
+  return i, v / v.sum(1, keepdims=True)
+
+
+def test_top2_router_takes_its_probabilities_along_the_rows():
+  lg = _rand((128, 8), 12)
+  for g, w in zip(top2_router(lg, interpret=True), _top2_want(lg)):
+    np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-6)
+  _export(top2_router, S(lg.shape, F32))
+
+
+@pytest.mark.gpu
+def test_gpu_top2_router_takes_its_probabilities_along_the_rows():
+  lg = _rand((128, 8), 13)
+  for g, w in zip(jax.jit(top2_router)(lg), _top2_want(lg)):
+    np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5)
+
+
 # ---------------------------------------------------------------- SMEM float max: the int32 keys' hint
 @mg.mgpu_kernel(out_shape=lambda x: S((x.shape[1],), F32), grid=(1,))
 def smem_amax(x, out):
