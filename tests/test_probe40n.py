@@ -256,3 +256,29 @@ def test_small_m_hint_keeps_the_padded_rows_where_a_slice_could_not_reduce():
 def test_gpu_small_m_hint_keeps_the_padded_rows_where_a_slice_could_not_reduce():
   args = _gqa_inputs(21)
   np.testing.assert_allclose(np.asarray(jax.jit(_gqa_decode(True))(*args)), np.asarray(_gqa_want(*args)), atol=2e-2)
+
+
+# ---------------------------------------------------------------- a narrow histogram's hint with a number
+def _histogram(dt):
+  @mg.mgpu_kernel(out_shape=lambda x: S((64,), dt), grid=lambda x: (x.shape[0] // 128,))
+  def histogram(x, counts):
+    ml.atomic_add(counts.at[x.at[ml.ds(ml.program_id(0) * 128, 128)][...]], 1)
+  return histogram
+
+
+def test_narrow_histogram_hint_updates_with_the_number_as_written():
+  """An int16 histogram's hint said "update it with the value's .astype(jnp.int32)", for a value written 1."""
+  with pytest.raises(mg.UnsupportedDtypeError) as info:
+    _histogram(jnp.int16).check(S((1024,), I32))
+  e = info.value
+  assert (e.lineno, e.col_offset) == (_line_of("ml.atomic_add(counts.at[x.at[ml.ds(ml.program_id(0)"), 4)
+  assert e.message == ("ml.atomic_add on int16 is not supported through a tensor of indices (one element at a time):"
+                       " Hopper's atomic add takes bfloat16, float16, float32, int32, uint32")
+  assert e.hint == ("convert the value and the array to a supported dtype: make the output int32"
+                    " (out_shape=jax.ShapeDtypeStruct(shape, jnp.int32)) and update it with 1 as written;"
+                    " .astype(jnp.int16) of the result outside the kernel gives int16's, wrapping as jnp's int16"
+                    " .at[].add does")
+  x = _ints(0, 64, (1024,), 14)
+  got = _histogram(I32)(x, interpret=True).astype(jnp.int16)
+  np.testing.assert_array_equal(np.asarray(got), np.asarray(jnp.zeros(64, jnp.int16).at[x].add(1)))
+  _export(_histogram(I32), S((1024,), I32))

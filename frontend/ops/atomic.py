@@ -80,7 +80,7 @@ def check_dtype(cx, kind: AtomicKind, d, table, what, where, smem=None, words=No
     raise E.UnsupportedDtypeError(
         f"{what} on {d} is not supported {where}: Hopper's atomic {kind.value} takes {ok}", cx.loc,
         hint=(plain if smem else "") + (f"{instead}; or " if instead else "")
-        + "convert the value and the array to a supported dtype" + _narrow_int(d, kind)
+        + "convert the value and the array to a supported dtype" + _narrow_int(d, kind, _number_text(words))
         + (_as_float32(d, kind, *(words or ())) if kind != AtomicKind.ADD and d in (DType.f16, DType.bf16)
            and DType.f32 in table[kind.value] else
            _float_keys(d, kind, *(words or ()), in_smem=smem is not None) if kind != AtomicKind.ADD and (d == DType.f32 or d in (DType.f16, DType.bf16)
@@ -133,8 +133,19 @@ def _words(cx, ref, value):
   return cx.named(ref, "ref"), cx.named(value, "value"), root(cx.b, ref).name or None
 
 
-def _narrow_int(d, kind) -> str:
-  """For 8- and 16-bit integers and bools: the 32-bit output that takes the update exactly."""
+def _number_text(words) -> str:
+  """The value's text where the call wrote a Python number (`ml.atomic_add(h.at[ids], 1)`), else ""."""
+  text = words[1] if words and len(words) > 1 and isinstance(words[1], str) else ""
+  try:
+    float(text)
+  except ValueError:
+    return ""
+  return text
+
+
+def _narrow_int(d, kind, number="") -> str:
+  """For 8- and 16-bit integers and bools: the 32-bit output that takes the update exactly (a Python `number`
+  updates it as written: it has no .astype)."""
   if not (isinstance(d, DType) and (d == DType.bool_ or d.is_int and d.bits < 32)):
     return ""
   wide = "uint32" if d.is_int and not d.is_signed else "int32"
@@ -142,8 +153,8 @@ def _narrow_int(d, kind) -> str:
           f" jnp's {dtype_name(d)} .at[].add does" if d != DType.bool_ and kind == AtomicKind.ADD else
           f"; .astype(jnp.{dtype_name(d)}) of the result outside the kernel converts it back exactly"
           if d != DType.bool_ else " (a bool add is a count)")
-  return (f": make the output {wide} (out_shape=jax.ShapeDtypeStruct(shape, jnp.{wide})) and update it with"
-          f" the value's .astype(jnp.{wide}){back}")
+  update = (f"update it with {number} as written" if number else f"update it with the value's .astype(jnp.{wide})")
+  return (f": make the output {wide} (out_shape=jax.ShapeDtypeStruct(shape, jnp.{wide})) and {update}{back}")
 
 
 def number_into(cx, what: str, value, d, name: str):
