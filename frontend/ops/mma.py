@@ -384,15 +384,6 @@ def _unsupported_hint(d) -> str:
           " fuses into its producer): a TMA copy does not convert")
 
 
-def _rows_reduce(m, n) -> bool:
-  """An (m, n) register tile can reduce or broadcast along its rows: columns a multiple of a warp (rows a multiple
-  of its warps unless a warpgroup wide), or narrower rows packed several to a warp (frontend/layouts.py's rule)."""
-  if n % hw.WARP == 0:
-    return m % hw.WARPS_PER_WARPGROUP == 0 or n % hw.WARPGROUP == 0
-  lanes = next(k for k in hw.NARROW_LANES if n % k == 0)
-  return m % (hw.WARPGROUP // lanes) == 0
-
-
 def _small_m_hint(cx, a, b, m, d) -> str:
   """m not a multiple of 64, often a small batch (decode, M = 1..64): a 64-row tile that TMA fills
   with zeros past the data's last row, or the operands swapped so the few rows are n. A register A
@@ -402,7 +393,7 @@ def _small_m_hint(cx, a, b, m, d) -> str:
     at, bt = cx.named(a, "a"), cx.named(b, "b")
     zeros = f"ml.zeros(({rows - m}, {a.type.shape[1]}), jnp.{dtype_name(a.type.dtype)})"
     n = b.type.shape[1] if len(b.type.shape) == 2 else 0
-    if n and not _rows_reduce(m, n):     # its first m rows would be too few for a register tile's row statistics
+    if n and not hw.rows_fit(m, n):     # its first m rows would be too few for a register tile's row statistics
       return (f"pad A with zero rows in registers to {rows} and keep the whole {rows}-row product:"
               f" ml.dot(ml.concatenate([{at}, {zeros}], axis=0), {bt}), whose first {m} rows are {at}'s (a ({m},"
               f" {n}) slice of it is too small a register tile to reduce along its rows); carry {rows}-row tiles and"
