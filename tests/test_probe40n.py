@@ -134,6 +134,39 @@ def test_gpu_top2_router_takes_its_probabilities_along_the_rows():
     np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5)
 
 
+@mg.mgpu_kernel(out_shape=lambda x, t, i: (S((x.shape[0],), x.dtype), S(i.shape, x.dtype)), grid=(1,))
+def along_narrow_indices(x, t, idx, pick, picks):
+  """One target a row (NLL's) and four uint8 indices a row, from a tile staged in SMEM."""
+  buf = ml.smem(x.shape, x.dtype)
+  ml.copy(x, buf)
+  pick[...] = ml.take_along_axis(buf, t[...][:, None], axis=1)[:, 0]
+  picks[...] = ml.take_along_axis(buf, idx[...], axis=1)
+
+
+def test_take_along_axis_of_smem_with_one_or_narrow_indices_a_row():
+  """A (m, 1) index of an SMEM buffer was MG003, and indices of 8 or 16 bits MG104 at an == the user never wrote
+  (between the compiler's int32 positions and the indices)."""
+  x = _rand((64, 128), 15)
+  t = _ints(-128, 128, (64,), 16).astype(jnp.int16)
+  idx = _ints(0, 128, (64, 4), 17).astype(jnp.uint8)
+  got = along_narrow_indices(x, t, idx, interpret=True)
+  want = (jnp.take_along_axis(x, t.astype(I32)[:, None], 1)[:, 0], jnp.take_along_axis(x, idx.astype(I32), 1))
+  for g, w in zip(got, want):
+    np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+  _export(along_narrow_indices, S(x.shape, F32), S(t.shape, jnp.int16), S(idx.shape, jnp.uint8))
+
+
+@pytest.mark.gpu
+def test_gpu_take_along_axis_of_smem_with_one_or_narrow_indices_a_row():
+  x = _rand((64, 128), 18)
+  t = _ints(-128, 128, (64,), 19).astype(jnp.int16)
+  idx = _ints(0, 128, (64, 4), 20).astype(jnp.uint8)
+  got = jax.jit(along_narrow_indices)(x, t, idx)
+  want = (jnp.take_along_axis(x, t.astype(I32)[:, None], 1)[:, 0], jnp.take_along_axis(x, idx.astype(I32), 1))
+  for g, w in zip(got, want):
+    np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+
+
 # ---------------------------------------------------------------- SMEM float max: the int32 keys' hint
 @mg.mgpu_kernel(out_shape=lambda x: S((x.shape[1],), F32), grid=(1,))
 def smem_amax(x, out):

@@ -594,6 +594,8 @@ def _selected(cx, arr, indices, axis):
   pos = reshape_(cx, arange.apply(cx, (n,), {}), (1, n) if a == 1 else (n, 1))
   low = float("-inf") if d.is_float else int(np.iinfo(d.np).min)
   indices = _in_range(cx, indices, n)        # jnp's: a negative index counts from the end (clamped as a gather's)
+  if resolve(indices.type.dtype) != DType.i32:     # 8-, 16- or 64-bit, unsigned: compared as int32 positions
+    indices = ew.astype(cx, indices, DType.i32)
   kept = ew.where_(cx, ew.compare(cx, ew.CmpOp.EQ, pos, indices), arr, low)
   return reduce(cx, ReduceKind.MAX, kept, a, True, what="ml.take_along_axis")
 
@@ -622,7 +624,7 @@ def _few_per_row(cx, arr, indices, axis) -> bool:
   other = 1 - a
   return (isinstance(d, DType) and d != DType.bool_ and isinstance(di, DType) and di.is_int
           and len(indices.type.shape) == 2 and indices.type.shape[other] == t.shape[other]
-          and 1 < indices.type.shape[a] <= _FEW)
+          and 1 <= indices.type.shape[a] <= _FEW)
 
 
 def _each_selected(cx, arr, indices, axis):
@@ -639,4 +641,4 @@ def _each_selected(cx, arr, indices, axis):
     col = index_through_smem(cx, indices, (slice(None), j) if a == 1 else (j,))
     col = reshape_(cx, col, (col.type.shape[0], 1) if a == 1 else (1, col.type.shape[0]))
     parts.append(_selected(cx, arr, col, a))
-  return concatenate.apply(cx, (parts,), {"axis": a})
+  return parts[0] if k == 1 else concatenate.apply(cx, (parts,), {"axis": a})
