@@ -410,3 +410,23 @@ def scalar_read_hint(root: str, loc, d: int, index: int, dtype=None) -> str:
   zero = ("0.0" if not isinstance(dtype, DType) or dtype.is_float else "False" if dtype is DType.bool_ else "0")
   return (f"guard the read (if {guard}:) or clamp its index, {clamped} (ml.where({guard}, ..., {zero}) to read"
           f" 0 there)" + ("" if low else f", or pass a longer {root}"))
+
+
+def run_overrun(loc, name, d, start, size, n, what):
+  """The error of an unmasked register read or write (`what`) through Triton's offsets, `x.at[offs]` with
+  `offs = start + ml.arange(size)` statically reaching past dimension d of `name` (size n), in the user's
+  offsets: their masked access, as the run-time check words it; None where the access is not written so."""
+  from .checks import _stored_text, _user_window
+  written = _user_window(loc, name, d)
+  if not written or written[2] is None:
+    return None
+  at, _, offs = written
+  end = f"{offs} < {name}.shape[{d}]"
+  inside = (f"({offs} >= 0) & ({end})" if start < 0 and start + size > n else f"{offs} >= 0" if start < 0
+            else end)
+  op = (f"{at}.load(mask={inside}, other=0)" if what == "read" else
+        f"{at}.store({_stored_text(loc) or 'value'}, mask={inside})")
+  return E.IndexOutOfBoundsError(
+      f"the offsets {offs} run over {start}..{start + size - 1} along dimension {d} of {name}, outside its size"
+      f" {n}: an unmasked register {what} must stay inside the array", loc,
+      hint=f"mask the offsets to the elements inside: {op}")

@@ -248,9 +248,9 @@ def test_tritons_pointer_increment_names_the_window_per_step():
   e = expect(pointer_grid, [S((128, 64), F32)], mg.KernelTypeError, "a + (offs_m",
              "+ works on register values, got a (GMEM ref) plus integer offsets: a ref is not a pointer, so offsets"
              " are not added to it")
-  assert e.hint.startswith("for offsets (r0 + ml.arange(128))[:, None] * stride + (c0 + ml.arange(64))[None, :] of a"
-                           " 2-D a (refs are indexed by dimension: no strides), take the tile they cover: load"
-                           " a.at[ml.ds(r0, 128), ml.ds(c0, 64)].load(mask=mask, other=0.0)")
+  assert e.hint.startswith("index a by dimension with the offsets' vectors instead of adding them (refs have no"
+                           " strides: a's rows are its first index, so a.shape[1] goes): ml.load(a.at[offs_m[:,"
+                           " None], offs_k[None, :]], mask=mask, other=0.0)")     # (session 40p: the user's vectors)
   a = jnp.arange(128 * 256, dtype=jnp.float16).reshape(128, 256) % 7
   ref = sum(a[:, k * 64:(k + 1) * 64].astype(F32) for k in range(4))
   assert (window_per_step(a, interpret=True) == ref).all()

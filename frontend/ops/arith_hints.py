@@ -35,11 +35,11 @@ def int64_hint(value, dtype, name, op, value_right=True):
   return f"compute in int64, which holds {value}: {expr} (then .astype(...) back to the type you store)"
 
 
-def pointer_hint(name, off, offs=None, access=None) -> str:
+def pointer_hint(name, off, offs=None, access=None, grid=None) -> str:
   """What Triton's `ptr + offsets` becomes: the ref indexed by the offsets (`offs`, as written), `x.at[offs]`,
   which a load, a store (`access`: "load" or "store", the call around it) or an atomic takes: the window
   they cover where they run start + ml.arange(n), a gather or scatter elsewhere. For 2-D offsets of
-  strides, the tile they cover."""
+  strides, the tile they cover: `grid` (pointer_grid's), the ref indexed by the user's row and column vectors."""
   shape = off.type.shape
   if len(shape) == 1 and offs:
     at = f"{name}.at[{offs}]"
@@ -51,6 +51,16 @@ def pointer_hint(name, off, offs=None, access=None) -> str:
     return (f"index {name} with the offsets instead of adding them: {lead} (a run start + ml.arange(n) moves the"
             f" window it covers; other offsets gather or scatter); to add to {name}'s values, read it first:"
             f" {name}[...] + ...")
+  if len(shape) == 2 and grid:   # rows[:, None] * stride + cols[None, :]: the grid of the vectors, by dimension
+    at = f"{name}.at[{grid[0]}, {grid[1]}]"
+    kind, *texts = access or (None,)
+    args = lambda *pairs: "".join(f", {k}={v}" for k, v in pairs if v)
+    lead = (f"ml.load({at}{args(('mask', texts[0]), ('other', texts[1]))})" if kind == "load" else
+            f"ml.store({at}, {texts[0] or 'value'}{args(('mask', texts[1]))})" if kind == "store" else
+            f"ml.load({at}, mask=mask, other=0.0), ml.store({at}, value, mask=mask)")
+    return (f"index {name} by dimension with the offsets' vectors instead of adding them (refs have no strides:"
+            f" {name}'s rows are its first index, so {grid[2]} goes): {lead} (runs start + ml.arange(n) move the tile they cover;"
+            f" other offsets gather or scatter)")
   if len(shape) == 2:        # Triton's rows[:, None] * stride + cols[None, :] (x_ptr + rows[:, None] * stride
     # meets the ref before the columns are added: an (m, 1) part, whose other size is not known yet)
     m, n = (k if k > 1 else unknown for k, unknown in zip(shape, ("m", "n")))
@@ -64,6 +74,41 @@ def pointer_hint(name, off, offs=None, access=None) -> str:
   return (f"for offsets start + ml.arange({n or 'n'}), take the window they cover: load {w}.load(mask=mask,"
           f" other=0.0), store ml.store({w}, value, mask=mask), atomics ml.atomic_add({w}, value); other"
           f" offsets index it, {name}[offsets] (a gather); to add to {name}'s values, read it first: {name}[...] + ...")
+
+
+def pointer_grid(loc, name):
+  """(row index text, column index text, stride text) where the line at `loc` adds to the ref `name`
+  Triton's 2-D offsets `rows[:, None] * stride + cols[None, :]` (in any order and grouping); else None."""
+  import ast
+  line = getattr(loc, "source_line", "")
+  try:
+    tree = ast.parse(line.strip())
+  except SyntaxError:
+    return None
+
+  def terms(e):
+    return terms(e.left) + terms(e.right) if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Add) else [e]
+
+  def column(e):      # v[:, None] or v[None, :]
+    return isinstance(e, ast.Subscript) and isinstance(e.slice, ast.Tuple) and len(e.slice.elts) == 2 and any(
+        isinstance(k, ast.Constant) and k.value is None for k in e.slice.elts)
+
+  for node in ast.walk(tree):
+    if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add)):
+      continue
+    parts = terms(node)
+    if sum(isinstance(t, ast.Name) and t.id == name for t in parts) != 1 or len(parts) != 3:
+      continue
+    rows = [t for t in parts if isinstance(t, ast.BinOp) and isinstance(t.op, ast.Mult)
+            and (column(t.left) or column(t.right))]
+    cols = [t for t in parts if column(t)]
+    if len(rows) == 1 and len(cols) == 1:
+      r = rows[0]
+      v, s = (r.left, r.right) if column(r.left) else (r.right, r.left)
+      if ast.unparse(v).endswith("[:, None]") and ast.unparse(cols[0]).endswith("[None, :]"):
+        return ast.unparse(v), ast.unparse(cols[0]), ast.unparse(s)
+    return None
+  return None
 
 
 def divisor_guard(x: str, op: str, d: str, call: str = "") -> str:

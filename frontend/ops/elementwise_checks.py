@@ -55,13 +55,14 @@ def _check_pointer_arithmetic(cx, a, b):
   d = resolve(off.type.dtype)
   if not (isinstance(d, DType) and d.is_int):
     return
-  from .arith_hints import enclosing_access
+  from .arith_hints import enclosing_access, pointer_grid
   name = ref.name or "x"
   offs = cx.named(off, "")
   raise E.KernelTypeError(
       f"+ works on register values, got {name} ({ref.type.space} ref) plus integer offsets: a ref is"
       f" not a pointer, so offsets are not added to it", cx.loc,
-      hint=pointer_hint(name, off, offs if offs.isidentifier() else "", enclosing_access(cx.loc)))
+      hint=pointer_hint(name, off, offs if offs.isidentifier() else "", enclosing_access(cx.loc),
+                        pointer_grid(cx.loc, name) if len(ref.type.shape) == 2 else None))
 
 
 def pointer_step(cx, ref, off: str, loc=None, op="+"):
