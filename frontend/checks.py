@@ -30,7 +30,7 @@ from .coverage import Boxes, describe, unique_rows
 from .mask_boxes import kept_boxes, store_mask
 from .overflow import sample_programs
 from .memory_errors import (check_input_writes, _with_lone_axis_note, grid_rank, masked_store_words, uncovered_error,
-                            scalar_read_hint, uninitialized_read)
+                            scalar_read_hint, uninitialized_read, masked_outside_hint)
 from .ir import Access as A
 from .ops.access import MaskedLoad, MaskedStore, ScalarRead
 from .ops.atomic import AtomicKind, AtomicUpdate
@@ -532,10 +532,11 @@ class _Memory:
     self.report(E.IndexOutOfBoundsError(
         f"this masked {what} touches {root}[{box}]{where}{self._trip(p)} where its mask is on, outside"
         f" {root}'s shape {tuple(acc.window.shape)}", acc.op.loc,
-        hint=f"make the mask false before {root}'s start: keep the offsets along dimension {d} at 0 or more"
+        hint=masked_outside_hint(acc.op.loc, root, len(acc.window.shape), lo[r, d] < 0, d, data=False) or (
+             f"make the mask false before {root}'s start: keep the offsets along dimension {d} at 0 or more"
              f" (offs >= 0)" if lo[r, d] < 0 else
              f"make the mask false past {root}'s end: compare the offsets along dimension {d} with"
-             f" {root}.shape[{d}] (offs < {root}.shape[{d}]), or {longer}"))
+             f" {root}.shape[{d}] (offs < {root}.shape[{d}]), or {longer}")))
 
   # ------------------------------------------------------------ coverage
   def coverage_errors(self) -> list:

@@ -193,10 +193,11 @@ def _extent_mask(ref, name, rank):
   return f"{pos} < {name}.shape[{d}])"
 
 
-def masked_outside_hint(loc, name, rank, before) -> str | None:
+def masked_outside_hint(loc, name, rank, before, d=None, data=True) -> str | None:
   """For a masked load or store (`x.at[...].load(mask=m)`, `ml.load(x.at[...], mask=m)`, `.store`) at `loc`
   whose mask of data is on outside `name` (rank `rank`) before its start (`before`) or past its end: the
-  user's mask and'ed with the window's extent mask, in their words; None where the call cannot be read."""
+  user's mask and'ed with the window's extent mask, in their words (for Triton's offsets `x.at[offs]`, those
+  along dimension `d`); None where the call cannot be read."""
   import ast
   node = call_at(loc)
   if node is None or not isinstance(node.func, ast.Attribute) or node.func.attr not in ("load", "store"):
@@ -204,13 +205,18 @@ def masked_outside_hint(loc, name, rank, before) -> str | None:
   mask = next((ast.unparse(k.value) for k in node.keywords if k.arg == "mask"), None)
   on_ml = isinstance(node.func.value, ast.Name) and node.func.value.id in ("ml", "tl")
   ref = node.args[0] if on_ml and node.args else None if on_ml else node.func.value
-  ext = _extent_mask(ast.unparse(ref), name, rank) if ref is not None and mask is not None else None
+  # (a mask known while compiling, `data` False, is hinted so only for run offsets: MG203's general hint else)
+  ext = _extent_mask(ast.unparse(ref), name, rank) if ref is not None and mask is not None and data else None
+  if ext is None and d is not None and d >= 0 and mask is not None:     # Triton's offsets x.at[offs]: theirs (dimension d)
+    from .checks import _user_window
+    run = _user_window(loc, name, d)
+    ext = f"{run[2]} < {name}.shape[{d}])" if run and run[2] else None
   if ext is None:
     return None
   cond = ext[:ext.rindex(" < ")] + " >= 0" if before else ext[:-1]
-  return (f"keep the mask off outside {name} too: mask=({mask}) & ({cond}) (a mask of data, a segment's end"
-          f" or a length read from memory, is on wherever the data says, also past {name}'s "
-          f"{'start' if before else 'end'})")
+  return (f"keep the mask off outside {name} too: mask=({mask}) & ({cond})" + (
+      f" (a mask of data, a segment's end or a length read from memory, is on wherever the data says, also past"
+      f" {name}'s {'start' if before else 'end'})" if data else ""))
 
 
 def uncovered_error(name, shape, missing, g, grid, loc, masked=None, rank=1, skipped=None):
@@ -412,21 +418,28 @@ def scalar_read_hint(root: str, loc, d: int, index: int, dtype=None) -> str:
           f" 0 there)" + ("" if low else f", or pass a longer {root}"))
 
 
-def run_overrun(loc, name, d, start, size, n, what):
+def run_overrun(loc, name, root_ref, index, what):
   """The error of an unmasked register read or write (`what`) through Triton's offsets, `x.at[offs]` with
-  `offs = start + ml.arange(size)` statically reaching past dimension d of `name` (size n), in the user's
-  offsets: their masked access, as the run-time check words it; None where the access is not written so."""
+  `offs = start + ml.arange(size)` statically reaching outside `name` (its window `index` of `root_ref`), in
+  the user's offsets: their masked access, with every dimension they leave in its mask, as the run-time check
+  words it; None where the access is not written so."""
   from .checks import _stored_text, _user_window
-  written = _user_window(loc, name, d)
-  if not written or written[2] is None:
+  overs = [(d, i.start, i.size, n) for d, (i, n) in enumerate(zip(index or (), root_ref.type.shape))
+           if isinstance(i.start, int) and (i.start < 0 or i.start + i.size > n)]
+  conds = []
+  for d, start, size, n in overs:
+    written = _user_window(loc, name, d)
+    if not n or not written or written[2] is None:
+      return None
+    at, offs = written[0], written[2]
+    conds += [f"{offs} >= 0"] * (start < 0) + [f"{offs} < {name}.shape[{d}]"] * (start + size > n)
+  if not overs:
     return None
-  at, _, offs = written
-  end = f"{offs} < {name}.shape[{d}]"
-  inside = (f"({offs} >= 0) & ({end})" if start < 0 and start + size > n else f"{offs} >= 0" if start < 0
-            else end)
+  inside = conds[0] if len(conds) == 1 else " & ".join(f"({c})" for c in conds)
   op = (f"{at}.load(mask={inside}, other=0)" if what == "read" else
         f"{at}.store({_stored_text(loc) or 'value'}, mask={inside})")
+  d, start, size, n = overs[0]
   return E.IndexOutOfBoundsError(
-      f"the offsets {offs} run over {start}..{start + size - 1} along dimension {d} of {name}, outside its size"
-      f" {n}: an unmasked register {what} must stay inside the array", loc,
+      f"the offsets {_user_window(loc, name, d)[2]} run over {start}..{start + size - 1} along dimension {d} of"
+      f" {name}, outside its size {n}: an unmasked register {what} must stay inside the array", loc,
       hint=f"mask the offsets to the elements inside: {op}")

@@ -234,7 +234,8 @@ def _on_elements(cta, ref, mask, o, what):
     raise OutOfBoundsError(
         f"a masked {what} touches {ref.name}{elem}, outside {ref.name}'s shape {ref.root.type.shape}:"
         f" the mask is on there", o.loc, hint=masked_outside_hint(o.loc, ref.name, len(ref.root.type.shape) - cta.m.lead(ref),
-                                                                 any(c < 0 for c in elem))
+                                                                 any(c < 0 for c in elem), next(
+            k for k, (c, n) in enumerate(zip(elem, ref.root.type.shape)) if not 0 <= c < n) - cta.m.lead(ref))
         or "turn the mask off for elements outside the array (before index 0 or past its end)")
   on = tuple(c[mask] for c in coords)
   ref.check_view(o, cta.m.lead(ref), cta.batch_label, mask=on)

@@ -6,6 +6,7 @@ row and column vectors (it hinted placeholders, `ml.ds(r0, m), ml.ds(c0, n)`).""
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
@@ -106,3 +107,73 @@ def test_tritons_2d_pointer_block_hints_the_ref_indexed_by_the_users_vectors():
               " cover; other offsets gather or scatter)")
   x = jax.random.normal(jax.random.key(1), (100, 64), F32)
   np.testing.assert_allclose(grid_indexed(x, interpret=True), x + 1, rtol=1e-6)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def grid_store_unmasked(x, o):            # both dimensions of the grid run past the end
+  r = ml.arange(128)
+  c = ml.arange(128)
+  v = ml.load(x.at[r[:, None], c[None, :]], mask=(r[:, None] < 100) & (c[None, :] < 100), other=0.0)
+  ml.store(o.at[r[:, None], c[None, :]], v)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def grid_store_masked(x, o):              # its hint followed
+  r = ml.arange(128)
+  c = ml.arange(128)
+  v = ml.load(x.at[r[:, None], c[None, :]], mask=(r[:, None] < 100) & (c[None, :] < 100), other=0.0)
+  o.at[r[:, None], c[None, :]].store(v, mask=(r[:, None] < o.shape[0]) & (c[None, :] < o.shape[1]))
+
+
+def test_a_grid_past_the_end_in_both_dimensions_hints_one_mask_of_both():
+  expect(grid_store_unmasked, [S((100, 100), F32)], mg.IndexOutOfBoundsError, "ml.store(o.at",
+         "the offsets r[:, None] run over 0..127 along dimension 0 of o, outside its size 100: an unmasked"
+         " register write must stay inside the array",
+         hint="mask the offsets to the elements inside: o.at[r[:, None], c[None, :]].store(v, mask=(r[:, None] <"
+              " o.shape[0]) & (c[None, :] < o.shape[1]))")
+  x = jax.random.normal(jax.random.key(2), (100, 100), F32)
+  np.testing.assert_array_equal(grid_store_masked(x, interpret=True), x)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (ml.cdiv(x.shape[0], 32),))
+def column_mask_only(x, o):               # the rows' mask left out of a 2-D grid's load
+  offs_m = ml.program_id(0) * 32 + ml.arange(32)
+  offs_n = ml.arange(128)
+  v = ml.load(x.at[offs_m[:, None], offs_n[None, :]], mask=offs_n[None, :] < x.shape[1], other=0.0)
+  ml.store(o.at[offs_m[:, None], offs_n[None, :]], v,
+           mask=(offs_m[:, None] < x.shape[0]) & (offs_n[None, :] < x.shape[1]))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (ml.cdiv(x.shape[0], 32),))
+def both_masks(x, o):                     # its hint followed
+  offs_m = ml.program_id(0) * 32 + ml.arange(32)
+  offs_n = ml.arange(128)
+  v = ml.load(x.at[offs_m[:, None], offs_n[None, :]],
+              mask=(offs_n[None, :] < x.shape[1]) & (offs_m[:, None] < x.shape[0]), other=0.0)
+  ml.store(o.at[offs_m[:, None], offs_n[None, :]], v,
+           mask=(offs_m[:, None] < x.shape[0]) & (offs_n[None, :] < x.shape[1]))
+
+
+@mg.mgpu_kernel(out_shape=lambda n, x: x, grid=lambda n, x: (ml.cdiv(x.shape[0], 128),))
+def data_mask(n, x, o):                   # a length read from memory past the array's end
+  offs = ml.program_id(0) * 128 + ml.arange(128)
+  v = ml.load(x.at[offs], mask=offs < n[0], other=0.0)
+  ml.store(o.at[offs], v, mask=offs < x.shape[0])
+
+
+def test_a_masked_run_on_outside_the_array_hints_the_users_offsets_in_the_mask():
+  e = expect(column_mask_only, [S((100, 100), F32)], mg.IndexOutOfBoundsError, "ml.load(x.at[offs_m",
+             "this masked load touches x[96:128, 0:100] in program (3, 0, 0) where its mask is on, outside x's shape"
+             " (100, 100)",
+             hint="keep the mask off outside x too: mask=(offs_n[None, :] < x.shape[1]) & (offs_m[:, None] <"
+                  " x.shape[0])")
+  x = jax.random.normal(jax.random.key(3), (100, 100), F32)
+  np.testing.assert_array_equal(both_masks(x, interpret=True), x)
+  x = jax.random.normal(jax.random.key(4), (300,), F32)
+  with pytest.raises(mg.OutOfBoundsError) as info:         # interpret mode's check of a mask of data
+    data_mask(jnp.array([310], jnp.int32), x, interpret=True)
+  assert info.value.hint == ("keep the mask off outside x too: mask=(offs < n[0]) & (offs < x.shape[0]) (a mask of"
+                             " data, a segment's end or a length read from memory, is on wherever the data says,"
+                             " also past x's end)")
+  np.testing.assert_array_equal(data_mask(jnp.array([200], jnp.int32), x, interpret=True),
+                                jnp.where(jnp.arange(300) < 200, x, 0))

@@ -544,7 +544,7 @@ def check_in_bounds(cx, ref, what):
     d, start, size, n = over
     name = root(cx.b, ref).name or "the ref"
     from ..memory_errors import run_overrun     # (x.at[offs] of Triton's offsets: their mask)
-    run = run_overrun(cx.loc, name, d, start, size, n, what) if n and what in ("read", "write") else None
+    run = run_overrun(cx.loc, name, *window(cx.b, ref), what) if what in ("read", "write") else None
     if run is not None:
       raise run
     if n == 0:           # no element to keep: no mask or TMA copy helps
