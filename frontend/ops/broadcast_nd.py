@@ -101,11 +101,22 @@ def through_small_reshape(cx, operands, make):
   shape = tensors[0].type.shape
   if len(shape) < 3 or math.prod(shape) % hw.WARPGROUP == 0:
     return None
-  made = [cx.b.defining(x) for x in tensors]
-  if not all(isinstance(m, Reshape) for m in made) or any(
-      m.x.type.shape != made[0].x.type.shape or x.type.shape != shape for m, x in zip(made, tensors)):
+  made = [small_source(cx.b.defining, x) for x in tensors]
+  if any(m is None for m in made) or any(
+      m.type.shape != made[0].type.shape or x.type.shape != shape for m, x in zip(made, tensors)):
     return None
-  sources = [cx.b.defining(x).x if isinstance(x, ir.Value) and isinstance(x.type, TensorType) else x
+  sources = [small_source(cx.b.defining, x) if isinstance(x, ir.Value) and isinstance(x.type, TensorType) else x
              for x in operands]
-  r = make(sources, made[0].x.type.shape)
+  r = make(sources, made[0].type.shape)
   return cx.b.emit(Reshape, r, loc=cx.loc, types=[TensorType(shape, r.type.dtype)], names=[r.name]).result
+
+
+def small_source(defining, x):
+  """The tensor `x` reshapes, where `x` is made by a Reshape or by a Broadcast that only inserts size-1
+  axes (the (4, 1, 1) statistic of ml.var over axes (1, 2) of a (4, 16, 32) tile is its (4,) vector with
+  two axes inserted); None for any other."""
+  from .shape import Broadcast, Reshape       # (shape.py imports this module)
+  m = defining(x)
+  if isinstance(m, Reshape) or isinstance(m, Broadcast) and math.prod(m.x.type.shape) == math.prod(x.type.shape):
+    return m.x
+  return None

@@ -119,8 +119,10 @@ def reduce(cx, kind: ReduceKind, x, axis, keepdims, what=None):
     raise E.UnsupportedDtypeError(
         f"{what} of {dtype_name(d)} values is not supported", cx.loc,
         hint=f"convert first: {src}.astype(jnp.float32)")
-  if len(axes) < len(shape) and len(shape) > 2 and all(n == 1 for i, n in enumerate(shape) if i not in axes):
-    # Every kept axis of size 1 (the (1, 1, k) scores of one head and one query): the full reduction, a scalar
+  if len(axes) < len(shape) and all(n == 1 for i, n in enumerate(shape) if i not in axes) and (
+      len(shape) > 2 or not hw.rows_fit(*shape)):
+    # Every kept axis of size 1 (the (1, 1, k) scores of one head and one query, the one row of a (1, 64) tile
+    # no row-wise layout holds): the full reduction, a scalar
     # stretched to the result's shape (no register tensor holds the one-element statistic by itself).
     res = reduce(cx, kind, x, None, False, what)
     return ew.stretch(cx, tuple(1 for i in range(len(shape)) if keepdims or i not in axes), res)
