@@ -110,6 +110,29 @@ def test_a_one_row_tile_reduces_along_its_row():
   assert "tensor<1, float32, rows" in ir     # a (1, 128) row's statistic keeps its row-wise layout
 
 
+
+# ---------------------------------------------------------------- statistics over axes around a kept one
+@mg.mgpu_kernel(out_shape=lambda x: (S((x.shape[1],), F32), S((x.shape[1],), F32), S((x.shape[1],), F32), x), grid=(1,))
+def batch_norm(x, mx, sm, var, y):
+  """A batch norm's per-channel statistics over (batch, width) of an (n, c, w) tile: axes (0, 2), around the
+  kept channel axis, and the (1, c, 1) mean broadcast back against the tile."""
+  v = x[...]
+  mx[...] = ml.max(v, axis=(0, 2))
+  sm[...] = ml.sum(v, axis=(0, -1))
+  var[...] = ml.var(v, axis=(0, 2))
+  y[...] = v - ml.mean(v, axis=(0, 2), keepdims=True)
+
+
+def _batch_norm_want(x):
+  return x.max((0, 2)), x.sum((0, 2)), x.var((0, 2)), x - x.mean((0, 2), keepdims=True)
+
+
+def test_a_statistic_over_axes_around_a_kept_one_reduces_and_broadcasts_back():
+  x = _rand((4, 32, 64), 6)
+  _close(batch_norm(x, interpret=True), _batch_norm_want(x), 1e-4)
+  assert "@mosaic_gpu" in _export(batch_norm, S(x.shape, F32))
+
+
 @pytest.mark.gpu
 def test_gpu_small_statistics_and_one_rows_match_jnp():
   x = _rand((4, 8, 64), 1)
@@ -122,3 +145,5 @@ def test_gpu_small_statistics_and_one_rows_match_jnp():
                          x * jax.lax.rsqrt(x.var((1, 2), keepdims=True) + 1e-5)), 1e-4)
   a, b = _rand((1, 8), 4), _rand((1, 64), 5)
   _close(one_row(a, b), _one_row_want(a, b), 1e-5)
+  x = _rand((4, 32, 64), 6)
+  _close(batch_norm(x), _batch_norm_want(x), 1e-4)

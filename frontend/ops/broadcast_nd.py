@@ -44,6 +44,25 @@ def flattened_plan(src: tuple, dst: tuple, dims: tuple) -> tuple | None:
   return src2, (rows, cols)
 
 
+def two_step_plan(src: tuple, dst: tuple, dims: tuple) -> tuple | None:
+  """The shape between two broadcasts that flattened_plan takes, for one that stretches both a leading and a
+  trailing run of axes around kept ones (a batch norm's (1, c, 1) statistic of an (n, c, w) tile: (1, c, w)
+  first, then (n, c, w)); None for any other."""
+  if len(dst) < 3 or len(src) > len(dst) or tuple(dims) != tuple(range(len(dst) - len(src), len(dst))):
+    return None
+  full = (1,) * (len(dst) - len(src)) + tuple(src)
+  stretched = [k for k in range(len(dst)) if full[k] == 1 and dst[k] != 1]
+  lead = 0
+  while lead in stretched:
+    lead += 1
+  if not lead or lead == len(dst) or not all(k >= lead for k in stretched[lead:]):
+    return None
+  mid = tuple(1 if k < lead else n for k, n in enumerate(dst))
+  if flattened_plan(src, mid, tuple(dims)) is None or flattened_plan(mid, dst, tuple(range(len(dst)))) is None:
+    return None
+  return mid
+
+
 def copied_axes(src: tuple, dst: tuple, dims: tuple) -> list | None:
   """The axes along which a broadcast into 3 or more axes that flattened_plan cannot take (a middle axis
   stretched: a per-head carry (h, 1, d) against an (h, t, d) chunk) is made of copies of the source,
@@ -114,9 +133,11 @@ def through_small_reshape(cx, operands, make):
 def small_source(defining, x):
   """The tensor `x` reshapes, where `x` is made by a Reshape or by a Broadcast that only inserts size-1
   axes (the (4, 1, 1) statistic of ml.var over axes (1, 2) of a (4, 16, 32) tile is its (4,) vector with
-  two axes inserted); None for any other."""
+  two axes inserted; not an index grid's, `ml.arange(4)[:, None, None]`, which frontend/index_grids.py recomputes at
+  the shape it meets); None for any other."""
   from .shape import Broadcast, Reshape       # (shape.py imports this module)
   m = defining(x)
-  if isinstance(m, Reshape) or isinstance(m, Broadcast) and math.prod(m.x.type.shape) == math.prod(x.type.shape):
+  if isinstance(m, Reshape) or (isinstance(m, Broadcast) and math.prod(m.x.type.shape) == math.prod(x.type.shape)
+                                 and not index_only(defining, x)):
     return m.x
   return None

@@ -145,6 +145,14 @@ def reduce(cx, kind: ReduceKind, x, axis, keepdims, what=None):
     res = index_through_smem(cx, scan(cx, ScanKind(kind.value), x, a, True, what),
                              tuple(0 if k == a else slice(None) for k in range(len(shape))))
     return reshape_(cx, res, tuple(1 if k == a else n for k, n in enumerate(shape))) if keepdims else res
+  if 1 < len(axes) < len(shape) and len(shape) > 2 and math.prod(
+      n for i, n in enumerate(shape) if i != axes[-1]) % hw.WARPGROUP == 0:
+    # Axes that are no run of leading or trailing ones (a per-channel max over (0, 2) of an (h, c, w) tile): the
+    # last of them reduced first, then the others, each a reduction the compiler takes (sums and extremes
+    # combine in any order, as jnp's do).
+    part = reduce(cx, kind, x, axes[-1], False, what)
+    res = reduce(cx, kind, part, axes[:-1], False, what)
+    return reshape_(cx, res, tuple(1 if i in axes else n for i, n in enumerate(shape))) if keepdims else res
   if len(axes) < len(shape) and len(shape) > 2:
     raise E.LayoutError(
         f"{what} over axis {axis} of a {len(shape)}-D tensor {shape}: partial reductions work on"

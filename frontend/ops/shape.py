@@ -19,7 +19,7 @@ from ..shape_hints import align_hint, insert_axes_hint, window_hint, outer_hint,
 from . import elementwise as ew
 from .base import builtin, check_register_value, is_tensor, is_value, kind_of, static_shape, unroll_hint, shown
 from .vector_views import check_vector_reshape
-from .broadcast_nd import copied_axes, flattened_plan, flattens
+from .broadcast_nd import copied_axes, flattened_plan, flattens, two_step_plan
 from .elementwise_checks import method_on
 
 
@@ -101,6 +101,9 @@ def broadcast_to_shape(cx, x, shape, dims=None):
   flat = flattened_plan(x.type.shape, shape, dims)      # into 3-D: a 2-D broadcast between reshapes
   if flat is not None and flattens(cx.b.defining, x):
     return reshape_(cx, broadcast_to_shape(cx, reshape_(cx, x, flat[0]), flat[1]), shape)
+  mid = two_step_plan(x.type.shape, shape, dims) if flat is None else None
+  if mid is not None and flattens(cx.b.defining, x):      # leading and trailing axes stretched: one run, then the other
+    return broadcast_to_shape(cx, broadcast_to_shape(cx, x, mid), shape)
   copies = copied_axes(x.type.shape, shape, dims) if flat is None else None
   if copies and flattens(cx.b.defining, x) and math.prod(x.type.shape) % hw.WARPGROUP == 0:
     y = reshape_(cx, x, (1,) * (len(shape) - len(x.type.shape)) + tuple(x.type.shape))
