@@ -133,6 +133,38 @@ def test_a_statistic_over_axes_around_a_kept_one_reduces_and_broadcasts_back():
   assert "@mosaic_gpu" in _export(batch_norm, S(x.shape, F32))
 
 
+
+# ---------------------------------------------------------------- a float8 extreme of one element
+@mg.mgpu_kernel(out_shape=lambda x: S((1,), x.dtype), grid=(1,))
+def f8_row_max(x, out):
+  out[...] = ml.max(x[...], axis=1)     # f8 one-row max
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((1,), F32), grid=(1,))
+def f8_row_max_wide(x, out):            # the hint, followed
+  out[...] = ml.max(x[...].astype(jnp.float32), axis=1)
+
+
+def _line_of(text):
+  with open(__file__) as f:
+    return next(n for n, line in enumerate(f, 1) if text in line and "_line_of" not in line)
+
+
+def test_a_float8_max_of_one_element_says_so_and_its_hint_works():
+  with pytest.raises(mg.UnsupportedDtypeError) as info:
+    f8_row_max.check(S((1, 64), jnp.float8_e4m3fn))
+  e = info.value
+  assert (e.lineno, e.col_offset) == (_line_of("# f8 one-row max"), 13)
+  assert str(e).splitlines()[0].endswith(
+      "ml.max over axis=1 of a float8_e4m3fn tensor of shape (1, 64) is one element: an 8-bit float scalar, which the"
+      " GPU cannot make (a float8 tensor keeps its dtype along an axis of several results) [MG106]")
+  assert e.hint == ("convert first and keep the result in float32: ml.max(x[...].astype(jnp.float32), axis=1),"
+                    " stored into a float32 output")
+  x = _rand((1, 64), 7, jnp.float8_e4m3fn)
+  np.testing.assert_array_equal(f8_row_max_wide(x, interpret=True), x.astype(F32).max(1))
+  assert "@mosaic_gpu" in _export(f8_row_max_wide, S(x.shape, x.dtype))
+
+
 @pytest.mark.gpu
 def test_gpu_small_statistics_and_one_rows_match_jnp():
   x = _rand((4, 8, 64), 1)

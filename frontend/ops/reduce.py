@@ -12,7 +12,7 @@ import math
 
 from .. import errors as E, hw
 from .. import ir
-from ..dtypes import DType
+from ..dtypes import DType, FLOAT8
 from ..types import ScalarType, TensorType, dtype_name, resolve
 from . import elementwise as ew
 from .elementwise_checks import method_on
@@ -90,6 +90,16 @@ def reduce(cx, kind: ReduceKind, x, axis, keepdims, what=None):
     # 16-bit accumulator wrapped (128 x 1000 summed to -3072).
     x = ew.astype(cx, x, DType.i32 if d.is_signed else DType.u32)
     d = resolve(x.type.dtype)
+  if (kind != ReduceKind.SUM and d in FLOAT8 and len(axes) < len(shape)
+      and all(n == 1 for i, n in enumerate(shape) if i not in axes)
+      and (len(shape) > 2 or shape[-1] == 1 or not hw.rows_fit(*shape))):
+    # Every kept axis of size 1 (the one row of a (1, 64) tile): one element, an 8-bit float scalar the GPU cannot make.
+    src, ax = method_on(cx.named(given)), f"axis={axis!r}"
+    raise E.UnsupportedDtypeError(
+        f"{what} over {ax} of a {dtype_name(d)} tensor of shape {shape} is one element: an 8-bit float scalar,"
+        f" which the GPU cannot make (a float8 tensor keeps its dtype along an axis of several results)", cx.loc,
+        hint=f"convert first and keep the result in float32: {what}({src}.astype(jnp.float32), {ax}), stored into a"
+             f" float32 output")
   if (kind != ReduceKind.SUM and isinstance(d, DType) and d != DType.bool_ and d.bits < 16
       and (d.is_int or d.is_float and len(axes) < len(shape))):
     # 8-bit max and min: in 32 bits (exact), then back to the dtype, as jnp keeps it (float8_e5m2's
