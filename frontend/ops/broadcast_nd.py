@@ -130,6 +130,13 @@ def through_small_reshape(cx, operands, make):
   return cx.b.emit(Reshape, r, loc=cx.loc, types=[TensorType(shape, r.type.dtype)], names=[r.name]).result
 
 
+def small_cast(cx, x, dtype, **kw):
+  """`x` converted (`bitcast=True`: reinterpreted) to `dtype` where it is a small statistic's reshape
+  (`ml.max(v, axis=2, keepdims=True).astype(jnp.bfloat16)` of a (4, 8, 64) tile), as through_small_reshape; else None."""
+  return through_small_reshape(cx, (x,), lambda o, s: cx.b.emit(
+      Cast, *o, loc=cx.loc, types=[TensorType(s, dtype)], names=[cx.name], **kw).result)
+
+
 def small_source(defining, x):
   """The tensor `x` reshapes, where `x` is made by a Reshape or by a Broadcast that only inserts size-1
   axes (the (4, 1, 1) statistic of ml.var over axes (1, 2) of a (4, 16, 32) tile is its (4,) vector with

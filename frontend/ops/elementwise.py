@@ -598,10 +598,8 @@ def astype(cx, x, dtype):
         hint="convert tensors instead: read a window into registers (x.at[ml.ds(i, 128)][...]) and cast"
              " that, or keep scalars in float32" if f8 else
              f"cast in two steps: ({cx.named(x, '') or x.name or 'x'}).astype(jnp.float32).astype(jnp.{dtype})")
-  from .broadcast_nd import through_small_reshape
-  return through_small_reshape(cx, (x,), lambda o, s: cx.b.emit(
-      Cast, *o, loc=cx.loc, types=[TensorType(s, dtype)], names=[cx.name]).result) \
-      or cx.b.emit(Cast, x, loc=cx.loc, types=[_like(x.type, dtype)], names=[cx.name]).result
+  from .broadcast_nd import small_cast
+  return small_cast(cx, x, dtype) or cx.b.emit(Cast, x, loc=cx.loc, types=[_like(x.type, dtype)], names=[cx.name]).result
 
 
 def _like(t, dtype):

@@ -44,10 +44,9 @@ def bitcast(cx, x, dtype):
     raise E.UnsupportedDtypeError(
         f"ml.bitcast from {src} ({src.bits} bits) to {dtype} ({dtype.bits} bits): widths differ", cx.loc,
         hint="bitcast between types of one width, e.g. float32 <-> uint32 or int32")
-  from .broadcast_nd import through_small_reshape
-  return through_small_reshape(cx, (x,), lambda o, s: cx.b.emit(
-      Cast, *o, loc=cx.loc, types=[TensorType(s, dtype)], names=[cx.name], bitcast=True).result) \
-      or cx.b.emit(Cast, x, loc=cx.loc, types=[_like(x.type, dtype)], names=[cx.name], bitcast=True).result
+  from .broadcast_nd import small_cast
+  return small_cast(cx, x, dtype, bitcast=True) or cx.b.emit(Cast, x, loc=cx.loc, types=[_like(x.type, dtype)],
+                                                             names=[cx.name], bitcast=True).result
 
 
 @builtin
