@@ -165,6 +165,22 @@ def test_a_float8_max_of_one_element_says_so_and_its_hint_works():
   assert "@mosaic_gpu" in _export(f8_row_max_wide, S(x.shape, x.dtype))
 
 
+
+# ---------------------------------------------------------------- a one-element statistic reshaped
+@mg.mgpu_kernel(out_shape=lambda x: (S((1,), F32), S((1,), F32)), grid=(1,))
+def row_lse(x, a, b):
+  """ml.logsumexp along the one row of a (1, 40) tile (with where= too): its (1, 1) statistic made (1,)."""
+  v = x[...]
+  a[...] = ml.logsumexp(v, axis=1)
+  b[...] = ml.logsumexp(v, axis=-1, where=v > 0)
+
+
+def test_a_logsumexp_along_a_one_row_tile_drops_its_axis():
+  x = _rand((1, 40), 8)
+  _close(row_lse(x, interpret=True), (jax.nn.logsumexp(x, 1), jax.nn.logsumexp(x, -1, where=x > 0)), 1e-5)
+  assert "@mosaic_gpu" in _export(row_lse, S(x.shape, F32))
+
+
 @pytest.mark.gpu
 def test_gpu_small_statistics_and_one_rows_match_jnp():
   x = _rand((4, 8, 64), 1)
@@ -179,3 +195,5 @@ def test_gpu_small_statistics_and_one_rows_match_jnp():
   _close(one_row(a, b), _one_row_want(a, b), 1e-5)
   x = _rand((4, 32, 64), 6)
   _close(batch_norm(x), _batch_norm_want(x), 1e-4)
+  x = _rand((1, 40), 8)
+  _close(row_lse(x), (jax.nn.logsumexp(x, 1), jax.nn.logsumexp(x, -1, where=x > 0)), 1e-5)

@@ -138,6 +138,8 @@ def reshape_(cx, x, shape):
         hint="a reshape keeps the number of elements")
   if shape == x.type.shape:
     return x
+  if isinstance(made := cx.b.defining(x), ew.Full):     # filled anew (a one-element statistic's (1, 1) to (1,))
+    return ew.full_(cx, shape, made.value, x.type.dtype)
   check_vector_reshape(cx, x, shape)      # (192,) into (2, 96): no register tensor holds it
   if len(shape) == 2 and shape == x.type.shape[::-1] and 1 in shape and math.prod(shape) % hw.WARPGROUP and (
       resolve(x.type.dtype) != DType.bool_):
