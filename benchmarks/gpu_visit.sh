@@ -40,6 +40,9 @@ step() {
     attn_emu2)   export EMULATE_SHARES="0 0.0625 0.125 0.1875"; python3 -u benchmarks/attn_emulate.py --head-dim 64 --causal causal --seq 1024 --seq 4096 --seq 16384 && python3 -u benchmarks/attn_emulate.py --head-dim 128 --causal causal --seq 1024 --seq 4096 ;;
     attn_cfg)    python3 -u benchmarks/attn_configs.py bq=128 "bq=128,stages=2" "bq=128,stages=4" stages=2 --head-dim 64 --causal full --seq 1024 --seq 4096 && python3 -u benchmarks/attn_configs.py stages=2 stages=4 persistent=False --head-dim 64 --head-dim 128 --causal causal --seq 1024 ;;
     attn_cfg2)   python3 -u benchmarks/attn_configs.py "bq=128,bkv=256" "bq=128,bkv=256,stages=2" "bkv=256,stages=2" --head-dim 64 --causal full --seq 1024 --seq 4096 && python3 -u benchmarks/attn_configs.py "bkv=64" "bkv=64,stages=4" stages=2 --head-dim 128 --causal full --seq 1024 ;;
+    # the thirtieth session's probes (40m-p) and attention's head_dim 80-112 with dQ's key block 128
+    gpu_s30b)    python3 -u benchmarks/gpu_shards.py --shards 10 --timeout 240 $(ls tests/test_probe40*.py) tests/test_run_offsets.py tests/test_gather.py tests/test_reductions.py tests/test_stats.py;
+                 python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_attention.py -k "test_gpu_forward_and_gradients_match_the_reference and (32 or 48 or 80 or 96 or 112)" ;;
     # the thirtieth session: attention at head_dim 32-112 (narrow swizzles), GPU tests then timed against cuDNN
     attn_narrow) python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_attention.py -k "test_gpu_forward_and_gradients_match_the_reference and (32 or 48 or 80 or 96 or 112)";
                  python3 -u benchmarks/attention.py --default --no-pallas --dtype bfloat16 --seq 4096 --head-dim 32 --head-dim 96 ;;
