@@ -272,13 +272,14 @@ def race_error(name, race, program, shape=None, grid=None, accumulates=False, bo
     seen = read[0] if read[0] == name else f"{read[0]}{list(element)}, the memory of {name} (aliased),"
     what = f"{name}{list(element)}" if read[0] == name else seen
     mask = None if accumulates else _masked_write(body, loc_q)
+    clamped = clamped_program_hint(body, loc=loc_q)       # a clamped program id redoes the last tile in place
     return E.RaceError(
         f"program {program(p)} reads {what} while program {program(q)} writes {name}{list(element)}:"
         f" programs run in no fixed order, so the value read depends on timing", loc_p,
         notes=(f"{loc_q}: program {program(q)} writes it here",),
-        hint=ACCUMULATE_ACROSS.format(CROSS_PROGRAM_READ) if accumulates else
-        CROSS_PROGRAM_READ + (_masked_read_hint(mask, loc_p) if mask else "") if read[0] == name else
-        f"{CROSS_PROGRAM_READ}; for a stencil updated in place, write a new output instead of aliasing"
+        hint=clamped or ACCUMULATE_ACROSS.format(CROSS_PROGRAM_READ) if accumulates else
+        clamped or CROSS_PROGRAM_READ + (_masked_read_hint(mask, loc_p) if mask else "") if read[0] == name else
+        clamped or f"{CROSS_PROGRAM_READ}; for a stencil updated in place, write a new output instead of aliasing"
         f" {read[0]} to {name} (drop input_output_aliases), so every program reads {read[0]}'s old values"
         + (_masked_read_hint(mask, loc_p) if mask else ""))
   return E.RaceError(

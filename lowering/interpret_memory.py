@@ -275,7 +275,7 @@ class Memory:
         notes=notes + (() if here else (f"{o.loc}: program {cta.label} {mine} it here",)),
         hint=SCATTERED_TWICE if mine == met == "writes" and self.kernel.accumulated.get(rid) == AtomicKind.SET else
         (plain_write_hint(ref.name, rid in self.aliased_outputs) if mine == "writes" else ACCUMULATED_READ)
-        if accumulated else CROSS_PROGRAM_READ if crossed else
+        if accumulated else (self.clamped_hint(o, locs.get((rid, other))) or CROSS_PROGRAM_READ) if crossed else
         segment_spill_hint(ref.name, len(shown)) if mine == met == "writes" and _past_start(index, elem, self.lead(ref), w, other)
         and type(o).__name__ in ("Copy", "Store") and self.data_dependent(o) else
         clamped if mine == met == "writes" and (clamped := clamped_program_hint(self.kernel.body, op=o)) else
@@ -284,6 +284,12 @@ class Memory:
            f" ml.atomic_add({ref.name}.at[seg[k]], v) into a zeroed output (repeated places add up)"
            if mine == met == "writes" and self.data_dependent(o) else "") if len(elem)
         else ONE_WRITER)
+
+  def clamped_hint(self, o, other_loc) -> str | None:
+    """The hint for a read meeting another program's write where either's window comes from a program id
+    clamped with ml.minimum (an in-place update on a grid larger than its tiles): those programs redo it."""
+    return clamped_program_hint(self.kernel.body, op=o) or (
+        clamped_program_hint(self.kernel.body, loc=other_loc) if other_loc is not None else None)
 
   def atomic_outside_hint(self, ref: Ref, o) -> str | None:
     """For an atomic update whose run-time window leaves its GMEM array: the scatter of its

@@ -15,7 +15,7 @@ import numpy as np
 
 from . import cache as C
 from . import calling, empty_grid, grid_hints, meta_calls
-from .triton_names import in_user_alias
+from .aot import SpecMethods, user_errors as _user_errors
 from . import deps as D
 from . import dump
 from . import narrowing
@@ -29,19 +29,6 @@ from .frontend import source as fsource
 
 log = dump.log
 DEFAULT_CACHE_SIZE = 64
-
-
-def _user_errors(fn):
-  """Re-raise KernelErrors without mgpu_dsl's frames: the user's line is in the message."""
-  @functools.wraps(fn)
-  def wrapper(*args, **kwargs):
-    try:
-      return fn(*args, **kwargs)
-    except E.KernelError as e:
-      in_user_alias(e, getattr(getattr(args[0] if args else None, "fn", None), "__globals__", None))
-      # An InternalError keeps its cause: the Mosaic GPU traceback is what a bug report needs.
-      raise e.with_traceback(None) from (e.__cause__ if isinstance(e, E.InternalError) else None)
-  return wrapper
 
 
 def _runtime_text(v) -> str:
@@ -102,7 +89,7 @@ class CacheInfo(NamedTuple):
   retraces: int       # times a changed global or helper dropped the compiled kernel
 
 
-class KernelFunction:
+class KernelFunction(SpecMethods):
   """A kernel function compiled per (shapes, dtypes, constexprs). Call it like a JAX function.
 
   Specialisations are kept in memory (least recently used first out, `cache_size`
@@ -564,35 +551,6 @@ class KernelFunction:
     aliased = {o: i for i, o in (self.input_output_aliases or {}).items()}
     return [args[aliased[k]] if k in aliased else jnp.full(s.shape, fill.get(k, 0), s.dtype)
             for k, s in enumerate(spec.out_specs)]
-
-  @_user_errors
-  def typed_ir(self, *specs, **constexprs) -> str:
-    """The kernel's typed IR (after inference and sync insertion) for these argument specs.
-
-    Works without a GPU: `print(double.typed_ir(jax.ShapeDtypeStruct((1024, 64), jnp.float32)))`.
-    """
-    return kir.dump(self._compile(*calling.keyword_inputs(self, specs, constexprs))["kernel"])
-
-  @_user_errors
-  def mlir(self, *specs, **constexprs) -> str:
-    """The Mosaic GPU module (MLIR text) this kernel compiles to for these argument specs.
-
-    Works without a GPU: `print(double.mlir(jax.ShapeDtypeStruct((1024, 64), jnp.float32)))`.
-    """
-    import jax
-    from .lowering import kernel as lk
-    specs, constexprs = calling.keyword_inputs(self, specs, constexprs)
-    self._build(hit := self._compile(specs := self._scalar_args(specs), constexprs))
-    shapes = [jax.ShapeDtypeStruct(s.shape, s.dtype) for s in specs]
-    return lk.module_text(hit["built"], shapes)
-
-  @_user_errors
-  def check(self, *specs, **constexprs) -> None:
-    """Trace, check and build the kernel for these specs; raises KernelError on any mistake.
-
-    Example: `double.check(jax.ShapeDtypeStruct((1024, 64), jnp.float32))`.
-    """
-    self._build(self._compile(*calling.keyword_inputs(self, specs, constexprs)))
 
 
 def mgpu_kernel(fn: Callable | None = None, *, out_shape=None, grid=(1,), block: int = 128,

@@ -1,0 +1,90 @@
+"""A kernel's methods that take specs instead of running it: mgpu_dsl's own views of a specialisation
+(`typed_ir`, `mlir`, `check`, without a GPU) and JAX's ahead-of-time steps of a jitted function
+(`lower`, `trace`, `eval_shape`), which a kernel offers as `jax.jit(kernel)` does, so code written for
+jitted functions (`f.lower(x).as_text()`, `f.eval_shape(x)`) takes a kernel as it is."""
+from __future__ import annotations
+
+import functools
+
+
+from .frontend import errors as E
+from .triton_names import in_user_alias
+
+
+def user_errors(fn):
+  """Re-raise KernelErrors without mgpu_dsl's frames: the user's line is in the message."""
+  @functools.wraps(fn)
+  def wrapper(*args, **kwargs):
+    try:
+      return fn(*args, **kwargs)
+    except E.KernelError as e:
+      in_user_alias(e, getattr(getattr(args[0] if args else None, "fn", None), "__globals__", None))
+      # An InternalError keeps its cause: the Mosaic GPU traceback is what a bug report needs.
+      raise e.with_traceback(None) from (e.__cause__ if isinstance(e, E.InternalError) else None)
+  return wrapper
+
+
+class SpecMethods:
+  """Mixed into KernelFunction: what a kernel does for specs (arrays or jax.ShapeDtypeStructs)."""
+
+  @user_errors
+  def typed_ir(self, *specs, **constexprs) -> str:
+    """The kernel's typed IR (after inference and sync insertion) for these argument specs.
+
+    Works without a GPU: `print(double.typed_ir(jax.ShapeDtypeStruct((1024, 64), jnp.float32)))`.
+    """
+    from . import calling
+    from .frontend import ir as kir
+    return kir.dump(self._compile(*calling.keyword_inputs(self, specs, constexprs))["kernel"])
+
+  @user_errors
+  def mlir(self, *specs, **constexprs) -> str:
+    """The Mosaic GPU module (MLIR text) this kernel compiles to for these argument specs.
+
+    Works without a GPU: `print(double.mlir(jax.ShapeDtypeStruct((1024, 64), jnp.float32)))`.
+    """
+    import jax
+    from . import calling
+    from .lowering import kernel as lk
+    specs, constexprs = calling.keyword_inputs(self, specs, constexprs)
+    self._build(hit := self._compile(specs := self._scalar_args(specs), constexprs))
+    shapes = [jax.ShapeDtypeStruct(s.shape, s.dtype) for s in specs]
+    return lk.module_text(hit["built"], shapes)
+
+  @user_errors
+  def check(self, *specs, **constexprs) -> None:
+    """Trace, check and build the kernel for these specs; raises KernelError on any mistake.
+
+    Example: `double.check(jax.ShapeDtypeStruct((1024, 64), jnp.float32))`.
+    """
+    from . import calling
+    self._build(self._compile(*calling.keyword_inputs(self, specs, constexprs)))
+
+  # ------------------------------------------------------------ jax.jit's ahead-of-time steps
+  def _jitted(self, interpret, constexprs):
+    """`jax.jit` of this kernel with the constexprs (and `interpret`) bound: what `jax.jit(functools.partial(
+    kernel, n=4)).lower(x)` lowers, named after the kernel as a jitted kernel is."""
+    import jax
+    def call(*args):
+      return self(*args, interpret=interpret, **constexprs)
+    call.__name__ = call.__qualname__ = self.__name__
+    return jax.jit(call)
+
+  @user_errors
+  def lower(self, *args, interpret: bool | None = None, **constexprs):
+    """`jax.jit(kernel).lower(*args)` with the constexprs bound: a `jax.stages.Lowered` (`.as_text()`,
+    `.compile()`); `args` are arrays or jax.ShapeDtypeStructs. Lowering for the GPU needs one (or
+    `jax.export.export(jax.jit(kernel), platforms=["cuda"])`); `interpret=True` lowers the CPU interpreter."""
+    return self._jitted(interpret, constexprs).lower(*args)
+
+  @user_errors
+  def trace(self, *args, interpret: bool | None = None, **constexprs):
+    """`jax.jit(kernel).trace(*args)` with the constexprs bound: a `jax.stages.Traced` (`.jaxpr`, `.lower()`)."""
+    return self._jitted(interpret, constexprs).trace(*args)
+
+  @user_errors
+  def eval_shape(self, *args, interpret: bool | None = None, **constexprs):
+    """The outputs' `jax.ShapeDtypeStruct`s for these arrays or specs, as `jax.eval_shape(kernel, *args)`
+    gives them (the kernel is traced and checked; nothing runs)."""
+    return self._jitted(interpret, constexprs).eval_shape(*args)
+
