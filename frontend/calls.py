@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import builtins
 import functools
+import inspect
 import re
 
 import numpy as np
@@ -384,6 +385,14 @@ class Calls:
         hint = (f"drop ml.constexpr: {v} is a run-time value, used as it is{bind}; ml.constexpr(...) only wraps"
                 f" a value known while compiling (a number, a shape); to specialise the kernel on a value, make it"
                 f" a keyword-only parameter, def k(x, out, *, n: ml.constexpr), called as k(x, n=4)")
+      from .held_library import held_library      # act(v) of a constexpr act=jax.nn.gelu: pass ml's instead
+      top, root = (node.func.id if isinstance(node.func, ast.Name) else None), node.func
+      while isinstance(root, ast.Attribute):
+        root = root.value
+      spelt = root is not node.func and isinstance(root, ast.Name) and inspect.ismodule(self.scope.get(root.id))
+      name, hint = (None if spelt else held_library(   # (not jax.debug.print(...): a module's own spelling)
+          node, fn, self.text(node.func), _is_array_library, lambda n: n in BUILTINS,
+          top is not None and top not in self.scope and top not in self.where, hint)) or (name, hint)
       raise E.KernelTypeError(
           f"{name} cannot take"
           f" {kind_of(held) if is_value(held) else f'a {type(held).__name__} of register values'} inside a"

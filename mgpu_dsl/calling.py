@@ -63,7 +63,9 @@ def constexpr_text(v) -> str:
       return np.dtype(v).name
   except TypeError:
     pass
-  return _repr(v)
+  from .frontend.calls import _is_array_library
+  from .frontend.held_library import library_text
+  return library_text(v, _is_array_library) or _repr(v)     # jax.nn.gelu, not <PjitFunction of ... at 0x...>
 
 
 def keyword_hint(name, names, values) -> str:

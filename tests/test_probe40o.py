@@ -121,3 +121,75 @@ def test_a_clamped_program_id_in_place_followed_on_the_gpu():
   np.testing.assert_array_equal(jax.jit(inc_clamped_followed)(x), x + 1.0)
   n = jnp.array([256], jnp.int32)
   np.testing.assert_array_equal(jax.jit(inc_clamped_data_followed)(x, n), x.at[:256].add(1.0))
+
+
+# ---------------------------------------------------------------- a jnp / jax.nn function passed as a constexpr
+@mg.mgpu_kernel(out_shape=lambda x, **kw: x, grid=lambda x, **kw: (x.shape[0] // 128,))
+def activated(x, out, *, act: ml.constexpr):
+  i = ml.program_id(0)
+  v = x.at[ml.ds(i * 128, 128)][...]
+  out.at[ml.ds(i * 128, 128)][...] = act(v)
+
+
+GELU = "ml.inline(lambda v: 0.5 * v * (1 + ml.tanh(0.7978845608028654 * (v + 0.044715 * v ** 3))))"
+_FOLLOWED = {      # what each hint passes, as the user writes it
+    "gelu": ml.inline(lambda v: 0.5 * v * (1 + ml.tanh(0.7978845608028654 * (v + 0.044715 * v ** 3)))),
+    "tanh": ml.tanh,
+    "gelu-erf": ml.inline(lambda v: 0.5 * v * (1 + ml.erf(v * 0.7071067811865476))),
+    "max-partial": functools.partial(ml.max, axis=1, keepdims=True),
+    "soft_sign": ml.inline(lambda v: v / (1 + ml.abs(v))),
+}
+
+
+@pytest.mark.parametrize("case, act, passed, shown", [
+    ("gelu", jax.nn.gelu, GELU, "jax.nn.gelu"),
+    ("tanh", jnp.tanh, "ml.tanh", "jnp.tanh"),
+    ("gelu-erf", functools.partial(jax.nn.gelu, approximate=False),
+     "ml.inline(lambda v: 0.5 * v * (1 + ml.erf(v * 0.7071067811865476)))",
+     "functools.partial(jax.nn.gelu, approximate=False)"),
+    ("max-partial", functools.partial(jnp.max, axis=1, keepdims=True),
+     "functools.partial(ml.max, axis=1, keepdims=True)", "functools.partial(jnp.max, axis=1, keepdims=True)"),
+    ("soft_sign", jax.nn.soft_sign, "ml.inline(lambda v: v / (1 + ml.abs(v)))", "jax.nn.soft_sign"),
+], ids=["gelu", "tanh", "gelu-erf", "max-partial", "soft_sign"])
+def test_a_library_function_passed_as_a_constexpr_hints_the_ml_value_to_pass(case, act, passed, shown):
+  """`act=jax.nn.gelu` called as act(v) was reported as `gelu` (a partial by its repr, with an address), hinting
+  the formula to write in place of act(v), which loses the choice; the hint now passes ml's counterpart (or an
+  ml.inline lambda of jax.nn's formula) for act at the call, and the call's note names the value as written.
+  Followed, the kernel computes what the library function does."""
+  x = np.random.default_rng(3).standard_normal((256, 64)).astype(np.float32)
+  with pytest.raises(mg.KernelTypeError) as e:
+    activated(x, act=act, interpret=True)
+  line, col = _line(activated, "act(v)")
+  assert (e.value.lineno, e.value.col_offset) == (line, col)
+  assert e.value.message == f"act ({shown}) cannot take a register tensor inside a kernel"
+  assert e.value.hint.endswith(f": pass act={passed} in the call")
+  assert any(f"act={shown})" in n for n in e.value.notes)
+  np.testing.assert_allclose(activated(x, act=_FOLLOWED[case], interpret=True),
+                             np.broadcast_to(act(x), x.shape), rtol=1e-5, atol=1e-5)
+
+
+ACT = jax.nn.silu
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 128,))
+def activated_global(x, out):
+  i = ml.program_id(0)
+  out.at[ml.ds(i * 128, 128)][...] = ACT(x.at[ml.ds(i * 128, 128)][...])
+
+
+def test_a_library_function_bound_to_a_global_hints_binding_the_ml_value():
+  x = np.ones((256, 64), np.float32)
+  with pytest.raises(mg.KernelTypeError) as e:
+    activated_global(x, interpret=True)
+  line, col = _line(activated_global, "ACT(x.at")
+  assert (e.value.lineno, e.value.col_offset) == (line, col)
+  assert e.value.message == "ACT (jax.nn.silu) cannot take a register tensor inside a kernel"
+  assert e.value.hint.endswith(": bind ACT to ml.inline(lambda v: v * ml.sigmoid(v)) where it is chosen")
+
+
+@pytest.mark.gpu
+def test_the_ml_values_the_hints_pass_on_the_gpu():
+  x = jax.random.normal(jax.random.key(4), (256, 64), F32)
+  gelu = ml.inline(lambda v: 0.5 * v * (1 + ml.tanh(0.7978845608028654 * (v + 0.044715 * v ** 3))))
+  np.testing.assert_allclose(jax.jit(functools.partial(activated, act=gelu))(x), jax.nn.gelu(x), rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(jax.jit(functools.partial(activated, act=ml.tanh))(x), jnp.tanh(x), rtol=1e-5, atol=1e-5)
