@@ -475,8 +475,8 @@ def call_noted(e: E.KernelError, at, args, names, constexprs=None) -> E.KernelEr
     return e
   note = call_note(at, args, names, constexprs)
   for err in e.errors:
-    if note not in err.notes:
-      err.notes = tuple(err.notes) + (note,)
+    if note not in err.notes:     # (it replaces a plainer note at the same call: "the call that jax differentiates")
+      err.notes = tuple(n for n in err.notes if not n.startswith(f"{at}: the call ")) + (note,)
   return e
 
 

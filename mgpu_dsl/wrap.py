@@ -31,11 +31,14 @@ def derivative_error(name: str, loc, inputs=()) -> E.KernelError:
 class _Missing:
   """The kernel a missing derivative belongs to (a primitive's parameter, hashed by identity)."""
 
-  def __init__(self, name: str, loc, inputs=()):
-    self.name, self.loc, self.inputs = name, loc, tuple(inputs)
+  def __init__(self, name: str, loc, inputs=(), at=None):
+    self.name, self.loc, self.inputs, self.at = name, loc, tuple(inputs), at
 
   def error(self) -> E.KernelError:
-    return derivative_error(self.name, self.loc, self.inputs)
+    e = derivative_error(self.name, self.loc, self.inputs)
+    if self.at is not None and getattr(self.at, "lineno", 0):      # the call jax differentiates (jax.grad's
+      e.notes = tuple(e.notes) + (f"{self.at}: the call that jax differentiates",)   # transpose runs after it)
+    return e
 
 
 @functools.lru_cache(maxsize=None)
@@ -101,7 +104,9 @@ def no_derivative(f: Callable, name: str, loc, inputs=()) -> Callable:
     inexact = [jnp_inexact(o.dtype) for o in outs]
     ts = [t for t in tangents if t.dtype != jax.dtypes.float0]
     avals = tuple(jax.core.ShapedArray(o.shape, o.dtype) for o, x in zip(outs, inexact) if x)
-    missing = iter(_no_tangent_primitive().bind(*ts, avals=avals, kernel=kernel))
+    from .bench import caller_loc
+    here = _Missing(kernel.name, kernel.loc, kernel.inputs, caller_loc())
+    missing = iter(_no_tangent_primitive().bind(*ts, avals=avals, kernel=here))
     return outs, type(outs)(next(missing) if x else np.zeros(o.shape, jax.dtypes.float0)
                             for o, x in zip(outs, inexact))
 

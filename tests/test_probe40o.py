@@ -193,3 +193,30 @@ def test_the_ml_values_the_hints_pass_on_the_gpu():
   gelu = ml.inline(lambda v: 0.5 * v * (1 + ml.tanh(0.7978845608028654 * (v + 0.044715 * v ** 3))))
   np.testing.assert_allclose(jax.jit(functools.partial(activated, act=gelu))(x), jax.nn.gelu(x), rtol=1e-5, atol=1e-5)
   np.testing.assert_allclose(jax.jit(functools.partial(activated, act=ml.tanh))(x), jnp.tanh(x), rtol=1e-5, atol=1e-5)
+
+
+# ---------------------------------------------------------------- jax.grad of a kernel without a backward
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 128,))
+def squared(x, out):
+  i = ml.program_id(0)
+  v = x.at[ml.ds(i * 128, 128)][...]
+  out.at[ml.ds(i * 128, 128)][...] = v * v
+
+
+def test_jax_grad_of_a_kernel_without_a_backward_notes_the_call_it_differentiates():
+  """MG009 of jax.grad is raised when JAX transposes, after the kernel call returned: it named the kernel's
+  def only (jax.jvp's, raised in the call, had the call's note); it now notes the user's call too."""
+  x = np.ones((256, 64), np.float32)
+  loss = lambda x: squared(x, interpret=True).sum()
+  with pytest.raises(mg.DifferentiationError) as e:
+    jax.grad(loss)(x)
+  line, col = _line(squared, "def squared")
+  assert (e.value.lineno, e.value.col_offset) == (line, col)
+  assert e.value.message == "jax cannot differentiate the kernel squared: mgpu_dsl kernels have no automatic derivative"
+  at, at_col = _line(test_jax_grad_of_a_kernel_without_a_backward_notes_the_call_it_differentiates,
+                     "squared(x, interpret=True)")
+  assert f"{__file__}:{at}:{at_col}: the call that jax differentiates" in e.value.notes
+  assert "jax.lax.stop_gradient" in e.value.hint
+  with pytest.raises(mg.DifferentiationError) as e:       # jax.jvp: the call's own note, once
+    jax.jvp(lambda x: squared(x, interpret=True), (x,), (x,))
+  assert len([n for n in e.value.notes if ": the call" in n]) == 1
