@@ -75,7 +75,13 @@ def _lower_without_gpu(ctx, *args, module, **params):
   name, loc = kernel_loc(module)
   loc = KERNEL_LOCS.get(name, loc)     # the def: the module's first line may be an @ml.inline helper's
   params = getattr(ctx.module_context, "lowering_parameters", None)
-  raise no_gpu_error(name, platform, loc, export=bool(getattr(params, "for_export", False)))
+  e = no_gpu_error(name, platform, loc, export=bool(getattr(params, "for_export", False)))
+  import jax
+  from ..frontend.loc import user_loc
+  at = user_loc(skip=(jax,))      # the user's jax.jit(f)(x), f.lower(x) or export that compiles it (lowering runs in it)
+  if getattr(at, "lineno", 0) and (at.filename, at.lineno) != (loc.filename, loc.lineno):
+    e.notes = tuple(e.notes) + (f"{at}: the call compiled for {platform}",)
+  raise e
 
 
 def register() -> None:

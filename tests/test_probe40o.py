@@ -220,3 +220,19 @@ def test_jax_grad_of_a_kernel_without_a_backward_notes_the_call_it_differentiate
   with pytest.raises(mg.DifferentiationError) as e:       # jax.jvp: the call's own note, once
     jax.jvp(lambda x: squared(x, interpret=True), (x,), (x,))
   assert len([n for n in e.value.notes if ": the call" in n]) == 1
+
+
+@pytest.mark.skipif(any(d.platform == "gpu" for d in jax.devices()), reason="on a GPU the kernel lowers")
+def test_lowering_for_the_cpu_notes_the_users_call():
+  """MG010 raised by the CPU lowering (jax.jit(f)(x), kernel.lower(x)) named the kernel's def only; it notes the
+  call that compiles it too, and the hint's interpret=True lowers and runs."""
+  x = np.ones((256, 64), np.float32)
+  with pytest.raises(mg.NoGpuError) as e:
+    scaled.lower(x, bm=64)
+  line, col = _line(scaled, "def scaled")
+  assert (e.value.lineno, e.value.col_offset) == (line, col)
+  assert e.value.message.endswith("but the call is being compiled for cpu: JAX sees no GPU here")
+  at, at_col = _line(test_lowering_for_the_cpu_notes_the_users_call, "scaled.lower(x, bm=64)")
+  assert e.value.notes == (f"{__file__}:{at}:{at_col}: the call compiled for cpu",)
+  assert e.value.hint.startswith("pass interpret=True")
+  np.testing.assert_array_equal(scaled.lower(x, bm=64, interpret=True).compile()(x), x * 2.0)
