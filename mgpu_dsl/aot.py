@@ -24,7 +24,38 @@ def user_errors(fn):
   return wrapper
 
 
-class SpecMethods:
+class JitStages:
+  """jax.jit's ahead-of-time steps of a kernel (or an autotuned one) called with these constexprs."""
+
+  def _jitted(self, interpret, constexprs):
+    """`jax.jit` of this kernel with the constexprs (and `interpret`) bound: what `jax.jit(functools.partial(
+    kernel, n=4)).lower(x)` lowers, named after the kernel as a jitted kernel is."""
+    import jax
+    def call(*args):
+      return self(*args, interpret=interpret, **constexprs)
+    call.__name__ = call.__qualname__ = self.__name__
+    return jax.jit(call)
+
+  @user_errors
+  def lower(self, *args, interpret: bool | None = None, **constexprs):
+    """`jax.jit(kernel).lower(*args)` with the constexprs bound: a `jax.stages.Lowered` (`.as_text()`,
+    `.compile()`); `args` are arrays or jax.ShapeDtypeStructs. Lowering for the GPU needs one (or
+    `jax.export.export(jax.jit(kernel), platforms=["cuda"])`); `interpret=True` lowers the CPU interpreter."""
+    return self._jitted(interpret, constexprs).lower(*args)
+
+  @user_errors
+  def trace(self, *args, interpret: bool | None = None, **constexprs):
+    """`jax.jit(kernel).trace(*args)` with the constexprs bound: a `jax.stages.Traced` (`.jaxpr`, `.lower()`)."""
+    return self._jitted(interpret, constexprs).trace(*args)
+
+  @user_errors
+  def eval_shape(self, *args, interpret: bool | None = None, **constexprs):
+    """The outputs' `jax.ShapeDtypeStruct`s for these arrays or specs, as `jax.eval_shape(kernel, *args)`
+    gives them (the kernel is traced and checked; nothing runs)."""
+    return self._jitted(interpret, constexprs).eval_shape(*args)
+
+
+class SpecMethods(JitStages):
   """Mixed into KernelFunction: what a kernel does for specs (arrays or jax.ShapeDtypeStructs)."""
 
   @user_errors
@@ -59,32 +90,3 @@ class SpecMethods:
     """
     from . import calling
     self._build(self._compile(*calling.keyword_inputs(self, specs, constexprs)))
-
-  # ------------------------------------------------------------ jax.jit's ahead-of-time steps
-  def _jitted(self, interpret, constexprs):
-    """`jax.jit` of this kernel with the constexprs (and `interpret`) bound: what `jax.jit(functools.partial(
-    kernel, n=4)).lower(x)` lowers, named after the kernel as a jitted kernel is."""
-    import jax
-    def call(*args):
-      return self(*args, interpret=interpret, **constexprs)
-    call.__name__ = call.__qualname__ = self.__name__
-    return jax.jit(call)
-
-  @user_errors
-  def lower(self, *args, interpret: bool | None = None, **constexprs):
-    """`jax.jit(kernel).lower(*args)` with the constexprs bound: a `jax.stages.Lowered` (`.as_text()`,
-    `.compile()`); `args` are arrays or jax.ShapeDtypeStructs. Lowering for the GPU needs one (or
-    `jax.export.export(jax.jit(kernel), platforms=["cuda"])`); `interpret=True` lowers the CPU interpreter."""
-    return self._jitted(interpret, constexprs).lower(*args)
-
-  @user_errors
-  def trace(self, *args, interpret: bool | None = None, **constexprs):
-    """`jax.jit(kernel).trace(*args)` with the constexprs bound: a `jax.stages.Traced` (`.jaxpr`, `.lower()`)."""
-    return self._jitted(interpret, constexprs).trace(*args)
-
-  @user_errors
-  def eval_shape(self, *args, interpret: bool | None = None, **constexprs):
-    """The outputs' `jax.ShapeDtypeStruct`s for these arrays or specs, as `jax.eval_shape(kernel, *args)`
-    gives them (the kernel is traced and checked; nothing runs)."""
-    return self._jitted(interpret, constexprs).eval_shape(*args)
-

@@ -27,6 +27,7 @@ from . import calling
 from . import triton_names
 from .bench import bench, caller_loc, has_gpu
 from .frontend import errors as E
+from .aot import JitStages
 from .kernel import KernelFunction, _user_errors
 
 log = logging.getLogger("mgpu_dsl")
@@ -39,7 +40,7 @@ def _what(x) -> str:
   return calling.describe(x)
 
 
-class Autotuner:
+class Autotuner(JitStages):
   """A kernel that picks its fastest configuration. Call it like the kernel, without the
   tuned constexprs."""
 

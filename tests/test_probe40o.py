@@ -236,3 +236,17 @@ def test_lowering_for_the_cpu_notes_the_users_call():
   assert e.value.notes == (f"{__file__}:{at}:{at_col}: the call compiled for cpu",)
   assert e.value.hint.startswith("pass interpret=True")
   np.testing.assert_array_equal(scaled.lower(x, bm=64, interpret=True).compile()(x), x * 2.0)
+
+
+@mg.autotune(configs=[{"bm": 64}, {"bm": 128}])
+@mg.mgpu_kernel(out_shape=lambda x, **kw: x, grid=lambda x, *, bm: (x.shape[0] // bm,))
+def scaled_tuned(x, out, *, bm: ml.constexpr):
+  i = ml.program_id(0)
+  out.at[ml.ds(i * bm, bm)][...] = x.at[ml.ds(i * bm, bm)][...] * 2.0
+
+
+def test_an_autotuned_kernel_lowers_and_evaluates_shapes_as_a_jitted_function_does():
+  x = np.random.default_rng(5).standard_normal((256, 64)).astype(np.float32)
+  assert scaled_tuned.eval_shape(S((256, 64), jnp.bfloat16)) == S((256, 64), jnp.bfloat16)
+  np.testing.assert_array_equal(scaled_tuned.lower(x, interpret=True).compile()(x), x * 2.0)
+  assert isinstance(scaled_tuned.trace(S((256, 64), F32)), jax.stages.Traced)
