@@ -55,6 +55,19 @@ class JitStages:
     return self._jitted(interpret, constexprs).eval_shape(*args)
 
 
+def _no_shapes(kernel, specs, what: str) -> None:
+  """A bare shape passed for a spec (`k.check((256, 64))`): the call's mistake, with the spec it means."""
+  import numbers
+  from .bench import caller_loc
+  for i, s in enumerate(specs):
+    if isinstance(s, tuple) and s and all(isinstance(d, numbers.Integral) and not isinstance(d, bool) for d in s):
+      name = kernel.parsed.ref_params[i] if i < len(kernel.parsed.ref_params) else f"input {i}"
+      raise E.SignatureError(
+          f"{kernel.__name__}.{what}: {name} is given the tuple {s!r}, a shape without a dtype; specs are arrays"
+          f" or jax.ShapeDtypeStructs", caller_loc() or kernel.parsed.loc,
+          hint=f"give the shape its dtype: jax.ShapeDtypeStruct({s!r}, jnp.float32)")
+
+
 class SpecMethods(JitStages):
   """Mixed into KernelFunction: what a kernel does for specs (arrays or jax.ShapeDtypeStructs)."""
 
@@ -66,6 +79,7 @@ class SpecMethods(JitStages):
     """
     from . import calling
     from .frontend import ir as kir
+    _no_shapes(self, specs, "typed_ir")
     return kir.dump(self._compile(*calling.keyword_inputs(self, specs, constexprs))["kernel"])
 
   @user_errors
@@ -77,6 +91,7 @@ class SpecMethods(JitStages):
     import jax
     from . import calling
     from .lowering import kernel as lk
+    _no_shapes(self, specs, "mlir")
     specs, constexprs = calling.keyword_inputs(self, specs, constexprs)
     self._build(hit := self._compile(specs := self._scalar_args(specs), constexprs))
     shapes = [jax.ShapeDtypeStruct(s.shape, s.dtype) for s in specs]
@@ -89,4 +104,5 @@ class SpecMethods(JitStages):
     Example: `double.check(jax.ShapeDtypeStruct((1024, 64), jnp.float32))`.
     """
     from . import calling
+    _no_shapes(self, specs, "check")
     self._build(self._compile(*calling.keyword_inputs(self, specs, constexprs)))

@@ -250,3 +250,19 @@ def test_an_autotuned_kernel_lowers_and_evaluates_shapes_as_a_jitted_function_do
   assert scaled_tuned.eval_shape(S((256, 64), jnp.bfloat16)) == S((256, 64), jnp.bfloat16)
   np.testing.assert_array_equal(scaled_tuned.lower(x, interpret=True).compile()(x), x * 2.0)
   assert isinstance(scaled_tuned.trace(S((256, 64), F32)), jax.stages.Traced)
+
+
+def test_a_bare_shape_for_a_spec_is_reported_at_the_call_with_the_spec_it_means():
+  """`kernel.check((256, 64))` was MG006 at the kernel's def, hinting jnp.asarray of the tuple's numbers (an
+  array of two elements); it is at the user's call, and the hint's spec checks the kernel."""
+  with pytest.raises(mg.SignatureError) as e:
+    scaled.check((256, 64), bm=64)
+  line, col = _line(test_a_bare_shape_for_a_spec_is_reported_at_the_call_with_the_spec_it_means, "scaled.check((256")
+  assert (e.value.filename, e.value.lineno, e.value.col_offset) == (__file__, line, col)
+  assert e.value.message == ("scaled.check: x is given the tuple (256, 64), a shape without a dtype; specs are"
+                             " arrays or jax.ShapeDtypeStructs")
+  assert e.value.hint == "give the shape its dtype: jax.ShapeDtypeStruct((256, 64), jnp.float32)"
+  scaled.check(jax.ShapeDtypeStruct((256, 64), jnp.float32), bm=64)
+  with pytest.raises(mg.SignatureError) as e:
+    scaled.typed_ir((256, 64))
+  assert e.value.message.startswith("scaled.typed_ir: x is given the tuple (256, 64)")
