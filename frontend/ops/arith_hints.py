@@ -35,6 +35,16 @@ def int64_hint(value, dtype, name, op, value_right=True):
   return f"compute in int64, which holds {value}: {expr} (then .astype(...) back to the type you store)"
 
 
+def _access(at, access, atomic=False) -> str:
+  """The user's load or store (`access`: its kind and texts) with `at` for the pointer; the forms when unknown."""
+  kind, *texts = access or (None,)
+  args = lambda *pairs: "".join(f", {k}={v}" for k, v in pairs if v)
+  return (f"ml.load({at}{args(('mask', texts[0]), ('other', texts[1]))})" if kind == "load" else
+          f"ml.store({at}, {texts[0] or 'value'}{args(('mask', texts[1]))})" if kind == "store" else
+          f"ml.load({at}, mask=mask, other=0.0), ml.store({at}, value, mask=mask)"
+          + (f", ml.atomic_add({at}, value)" if atomic else ""))
+
+
 def pointer_hint(name, off, offs=None, access=None, grid=None) -> str:
   """What Triton's `ptr + offsets` becomes: the ref indexed by the offsets (`offs`, as written), `x.at[offs]`,
   which a load, a store (`access`: "load" or "store", the call around it) or an atomic takes: the window
@@ -42,22 +52,12 @@ def pointer_hint(name, off, offs=None, access=None, grid=None) -> str:
   strides, the tile they cover: `grid` (pointer_grid's), the ref indexed by the user's row and column vectors."""
   shape = off.type.shape
   if len(shape) == 1 and offs:
-    at = f"{name}.at[{offs}]"
-    kind, *texts = access or (None,)
-    args = lambda *pairs: "".join(f", {k}={v}" for k, v in pairs if v)
-    lead = (f"ml.load({at}{args(('mask', texts[0]), ('other', texts[1]))})" if kind == "load" else
-            f"ml.store({at}, {texts[0] or 'value'}{args(('mask', texts[1]))})" if kind == "store" else
-            f"ml.load({at}, mask=mask, other=0.0), ml.store({at}, value, mask=mask), ml.atomic_add({at}, value)")
+    lead = _access(f"{name}.at[{offs}]", access, atomic=True)
     return (f"index {name} with the offsets instead of adding them: {lead} (a run start + ml.arange(n) moves the"
             f" window it covers; other offsets gather or scatter); to add to {name}'s values, read it first:"
             f" {name}[...] + ...")
   if len(shape) == 2 and grid:   # rows[:, None] * stride + cols[None, :]: the grid of the vectors, by dimension
-    at = f"{name}.at[{grid[0]}, {grid[1]}]"
-    kind, *texts = access or (None,)
-    args = lambda *pairs: "".join(f", {k}={v}" for k, v in pairs if v)
-    lead = (f"ml.load({at}{args(('mask', texts[0]), ('other', texts[1]))})" if kind == "load" else
-            f"ml.store({at}, {texts[0] or 'value'}{args(('mask', texts[1]))})" if kind == "store" else
-            f"ml.load({at}, mask=mask, other=0.0), ml.store({at}, value, mask=mask)")
+    lead = _access(f"{name}.at[{grid[0]}, {grid[1]}]", access)
     return (f"index {name} by dimension with the offsets' vectors instead of adding them (refs have no strides:"
             f" {name}'s rows are its first index, so {grid[2]} goes): {lead} (runs start + ml.arange(n) move the tile they cover;"
             f" other offsets gather or scatter)")
