@@ -167,7 +167,8 @@ def reduce(cx, kind: ReduceKind, x, axis, keepdims, what=None):
     raise E.LayoutError(
         f"{what} over axis {axis} of a {len(shape)}-D tensor {shape}: partial reductions work on"
         f" 1-D and 2-D tensors", cx.loc,
-        hint=_slices_hint(cx, kind, given, shape, axes, keepdims, what)
+        hint=_product_hint(cx, given, shape, axes, kind)
+        or _slices_hint(cx, kind, given, shape, axes, keepdims, what)
         or _reshape_hint(cx, given, shape, axes, keepdims, what) or READ_2D_FIRST)
   if len(axes) == len(shape):
     res = cx.b.emit(Reduce, kind, x, axes, loc=cx.loc, types=[ScalarType(x.type.dtype)],
@@ -198,6 +199,28 @@ def _slices_hint(cx, kind, x, shape, axes, keepdims, what):
   expr = (f"({expr})" if kind == ReduceKind.SUM else expr) + keep if keep else expr
   named = "" if name == src else f"{name} = {src}, then "
   return f"combine its {shape[a]} slices along axis {a} elementwise: {named}{expr} (elementwise math takes 3-D tensors)"
+
+
+def _product_hint(cx, x, shape, axes, kind):
+  """The sum of a broadcast product over its shared last axis, `ml.sum(a[:, None, :] * b[None, :, :], axis=2)`
+  (a GQA decode's scores of a few query heads against a page of keys), is a @ b.T: the tensor cores' ml.dot
+  (a padded to 64 rows where it has fewer); None for any other reduction."""
+  import re
+  m = re.fullmatch(r"\(?(\w+)\[:, *None, *:?\] *\* *(\w+)\[None, *:, *:?\]\)?", cx.named(x) or "")
+  if kind != ReduceKind.SUM or len(shape) != 3 or tuple(axes) != (2,) or m is None:
+    return None
+  a, b = m.groups()
+  n, k = shape[0], shape[1]
+  rows = max(n, 64)
+  store = (f"out.at[ml.ds(0, {rows}), :].store(s, mask=ml.arange({rows})[:, None] < {n}) (the window past the"
+           f" output's {n} rows masked)" if n < 64 else "out[...] = s")
+  return (f"this is {a} @ {b}.T, which ml.dot computes on the tensor cores: copy the operands into SMEM buffers"
+          f" of {rows} and {k} rows, s = ml.dot({a}_s, {b}_s.T), a ({rows}, {k}) product"
+          + (f" ({a} has {n} rows, fewer than the 64 of a tensor-core tile: copy a 64-row window into {a}_s, which"
+             f" TMA fills with zeros past the array's last row, ml.copy(ref.at[ml.ds(0, 64), :], {a}_s))" if n < 64
+             else "")
+          + f", then {store}; or, in registers, one row of {a} at a time: ml.sum({a}[i][None, :] * {b}, axis=1)"
+          f" for i in ml.static_range({n}), each a ({k},) vector")
 
 
 def _reshape_hint(cx, x, shape, axes, keepdims, what):
