@@ -70,6 +70,28 @@ def test_both_ways_the_hint_offers_compute_the_scores(dtype):
     assert "mosaic_gpu" in exported.mlir_module()
 
 
+@mg.mgpu_kernel(out_shape=lambda q, k: S((q.shape[0], k.shape[0]), F32))
+def scores_of_reads(q, k, out):
+  out[...] = ml.sum(q[...][:, None, :] * k[...][None, :, :], axis=2)
+
+
+@mg.mgpu_kernel(out_shape=lambda q, k: S((q.shape[0], k.shape[0]), F32))
+def scores_of_reads_by_rows(q, k, out):
+  for i in ml.static_range(4):
+    out.at[i][...] = ml.sum(q[...][i][None, :] * k[...], axis=1)
+
+
+def test_the_product_of_whole_reads_is_hinted_by_the_refs_names():
+  with pytest.raises(mg.LayoutError) as e:
+    scores_of_reads.check(S((4, 64), F32), S((16, 64), F32))
+  assert e.value.lineno == scores_of_reads.fn.__code__.co_firstlineno + 2
+  assert e.value.hint.startswith("this is q @ k.T, which ml.dot computes on the tensor cores: copy the operands"
+                                 " into SMEM buffers of 64 and 16 rows, s = ml.dot(q_s, k_s.T)")
+  assert "ml.sum(q[...][i][None, :] * k[...], axis=1) for i in ml.static_range(4)" in e.value.hint
+  q, k, want = _inputs(F32)
+  np.testing.assert_allclose(scores_of_reads_by_rows(q, k, interpret=True), want, rtol=1e-2, atol=1e-4)
+
+
 def test_other_reductions_of_a_product_keep_their_hint():
   @mg.mgpu_kernel(out_shape=lambda q, k: S((q.shape[0], k.shape[0]), F32))
   def maxed(q, k, out):

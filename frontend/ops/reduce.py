@@ -206,10 +206,13 @@ def _product_hint(cx, x, shape, axes, kind):
   (a GQA decode's scores of a few query heads against a page of keys), is a @ b.T: the tensor cores' ml.dot
   (a padded to 64 rows where it has fewer); None for any other reduction."""
   import re
-  m = re.fullmatch(r"\(?(\w+)\[:, *None, *:?\] *\* *(\w+)\[None, *:, *:?\]\)?", cx.named(x) or "")
+  # (a name, or a ref's whole read, q[...]: the name then stands for the ref, which ml.copy moves to SMEM)
+  m = re.fullmatch(r"\(?(\w+)(?:\[\.\.\.\])?\[:, *None, *:?\] *\* *(\w+)(?:\[\.\.\.\])?\[None, *:, *:?\]\)?",
+                   cx.named(x) or "")
   if kind != ReduceKind.SUM or len(shape) != 3 or tuple(axes) != (2,) or m is None:
     return None
   a, b = m.groups()
+  ta, tb = (t + ("[...]" if f"{t}[...]" in (cx.named(x) or "") else "") for t in (a, b))   # (as written)
   n, k = shape[0], shape[1]
   rows = max(n, 64)
   store = (f"out.at[ml.ds(0, {rows}), :].store(s, mask=ml.arange({rows})[:, None] < {n}) (the window past the"
@@ -219,7 +222,7 @@ def _product_hint(cx, x, shape, axes, kind):
           + (f" ({a} has {n} rows, fewer than the 64 of a tensor-core tile: copy a 64-row window into {a}_s, which"
              f" TMA fills with zeros past the array's last row, ml.copy(ref.at[ml.ds(0, 64), :], {a}_s))" if n < 64
              else "")
-          + f", then {store}; or, in registers, one row of {a} at a time: ml.sum({a}[i][None, :] * {b}, axis=1)"
+          + f", then {store}; or, in registers, one row of {a} at a time: ml.sum({ta}[i][None, :] * {tb}, axis=1)"
           f" for i in ml.static_range({n}), each a ({k},) vector")
 
 
