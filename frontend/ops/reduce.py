@@ -90,10 +90,11 @@ def reduce(cx, kind: ReduceKind, x, axis, keepdims, what=None):
     # 16-bit accumulator wrapped (128 x 1000 summed to -3072).
     x = ew.astype(cx, x, DType.i32 if d.is_signed else DType.u32)
     d = resolve(x.type.dtype)
-  if (kind != ReduceKind.SUM and d in FLOAT8 and len(axes) < len(shape)
-      and all(n == 1 for i, n in enumerate(shape) if i not in axes)
-      and (len(shape) > 2 or shape[-1] == 1 or not hw.rows_fit(*shape))):
-    # Every kept axis of size 1 (the one row of a (1, 64) tile): one element, an 8-bit float scalar the GPU cannot make.
+  # Every kept axis of size 1 where no row-wise layout holds the tile ((1, 1, k) decode scores, an (n, 1) column,
+  # the one row of a (1, 64) tile): one element a result, the full reduction stretched to the result's shape.
+  one_each = (len(axes) < len(shape) and all(n == 1 for i, n in enumerate(shape) if i not in axes)
+              and (len(shape) > 2 or shape[-1] == 1 or not hw.rows_fit(*shape)))
+  if kind != ReduceKind.SUM and d in FLOAT8 and one_each:     # (an 8-bit float scalar the GPU cannot make)
     src, ax = method_on(cx.named(given)), f"axis={axis!r}"
     raise E.UnsupportedDtypeError(
         f"{what} over {ax} of a {dtype_name(d)} tensor of shape {shape} is one element: an 8-bit float scalar,"
@@ -113,9 +114,7 @@ def reduce(cx, kind: ReduceKind, x, axis, keepdims, what=None):
     # element, as a scalar or stretched again (such a tensor is not held in registers by itself).
     out = tuple(1 for i in range(len(shape)) if keepdims or i not in axes)
     return ew.stretch(cx, out, one) if out else one
-  if len(axes) < len(shape) and shape[-1] == 1 and all(n == 1 for i, n in enumerate(shape) if i not in axes):
-    # An (n, 1) column reduced along its rows is a full reduction: a scalar, stretched to the
-    # result's size-1 shape (a tile one column wide has no row-wise layout).
+  if one_each:       # (an (n, 1) column has no row-wise layout; no register tensor holds one element by itself)
     res = reduce(cx, kind, x, None, False, what)
     return ew.stretch(cx, tuple(1 for i in range(len(shape)) if keepdims or i not in axes), res)
   if isinstance(d, DType) and (d == DType.bool_ or d.bits < 16):
@@ -129,13 +128,6 @@ def reduce(cx, kind: ReduceKind, x, axis, keepdims, what=None):
     raise E.UnsupportedDtypeError(
         f"{what} of {dtype_name(d)} values is not supported", cx.loc,
         hint=f"convert first: {src}.astype(jnp.float32)")
-  if len(axes) < len(shape) and all(n == 1 for i, n in enumerate(shape) if i not in axes) and (
-      len(shape) > 2 or not hw.rows_fit(*shape)):
-    # Every kept axis of size 1 (the (1, 1, k) scores of one head and one query, the one row of a (1, 64) tile
-    # no row-wise layout holds): the full reduction, a scalar
-    # stretched to the result's shape (no register tensor holds the one-element statistic by itself).
-    res = reduce(cx, kind, x, None, False, what)
-    return ew.stretch(cx, tuple(1 for i in range(len(shape)) if keepdims or i not in axes), res)
   if len(axes) < len(shape) and len(shape) > 2 and (plan := (_flat_shape if keepdims else _flat_plan)(shape, axes)) is not None:
     # A leading or trailing run of axes of a 3-D (or wider) tensor: the 2-D reduction of its reshape
     # (through SMEM where the layouts need it), reshaped back, as the user would write it; with keepdims,
@@ -169,7 +161,7 @@ def reduce(cx, kind: ReduceKind, x, axis, keepdims, what=None):
         f" 1-D and 2-D tensors", cx.loc,
         hint=_product_hint(cx, given, shape, axes, kind)
         or _slices_hint(cx, kind, given, shape, axes, keepdims, what)
-        or _reshape_hint(cx, given, shape, axes, keepdims, what) or READ_2D_FIRST)
+        or _reshape_hint(cx, given, shape, axes, what) or READ_2D_FIRST)
   if len(axes) == len(shape):
     res = cx.b.emit(Reduce, kind, x, axes, loc=cx.loc, types=[ScalarType(x.type.dtype)],
                     names=[cx.name]).result
@@ -207,12 +199,12 @@ def _product_hint(cx, x, shape, axes, kind):
   (a padded to 64 rows where it has fewer); None for any other reduction."""
   import re
   # (a name, or a ref's whole read, q[...]: the name then stands for the ref, which ml.copy moves to SMEM)
-  m = re.fullmatch(r"\(?(\w+)(?:\[\.\.\.\])?\[:, *None, *:?\] *\* *(\w+)(?:\[\.\.\.\])?\[None, *:, *:?\]\)?",
+  m = re.fullmatch(r"\(?(\w+(?:\[\.\.\.\])?)\[:, *None, *:?\] *\* *(\w+(?:\[\.\.\.\])?)\[None, *:, *:?\]\)?",
                    cx.named(x) or "")
   if kind != ReduceKind.SUM or len(shape) != 3 or tuple(axes) != (2,) or m is None:
     return None
-  a, b = m.groups()
-  ta, tb = (t + ("[...]" if f"{t}[...]" in (cx.named(x) or "") else "") for t in (a, b))   # (as written)
+  ta, tb = m.groups()                                        # (as written)
+  a, b = ta.removesuffix("[...]"), tb.removesuffix("[...]")
   n, k = shape[0], shape[1]
   rows = max(n, 64)
   store = (f"out.at[ml.ds(0, {rows}), :].store(s, mask=ml.arange({rows})[:, None] < {n}) (the window past the"
@@ -226,12 +218,11 @@ def _product_hint(cx, x, shape, axes, kind):
           f" for i in ml.static_range({n}), each a ({k},) vector")
 
 
-def _reshape_hint(cx, x, shape, axes, keepdims, what):
+def _reshape_hint(cx, x, shape, axes, what):
   """A reduction of a 3-D (or wider) tensor over a leading or trailing run of its axes (a global
   average pool's `ml.mean(v, axis=(0, 1))` of an (h, w, c) tile) written as the 2-D reduction of its
   reshape in registers, where that 2-D tile reduces (columns a multiple of 32, rows a multiple of 4
   unless the columns are a multiple of 128); None otherwise."""
-  arg = what.rsplit(".", 1)[-1] in ("argmax", "argmin")     # (which reduce with keepdims inside)
   flat_shape = _flat_shape(shape, axes)
   if flat_shape is None:
     return None
@@ -239,21 +230,6 @@ def _reshape_hint(cx, x, shape, axes, keepdims, what):
   src = cx.named(x)
   name = src if src.isidentifier() else f"({src})"
   flat, ax = f"{name}.reshape({rows}, {cols})", f"axis={0 if lead else 1}"
-  if keepdims and not arg:
-    # The statistic kept in the tile's shape (a norm's `v * ml.rsqrt(ml.sum(v * v, axis=-1, keepdims=True))`):
-    # a 3-D tile does not broadcast it, so the computation runs on 2-D tiles, reshaped back at the store.
-    v2 = "v2" if name != "v2" else "t2"
-    call = f"{v2}{what}({ax}, keepdims=True)" if what.startswith(".") else f"{what}({v2}, {ax}, keepdims=True)"
-    stat = (1, cols) if lead else (rows, 1)
-    # (the statistic itself, stored, is no register tensor of its kept shape: a vector, reshaped outside)
-    plain = f"{flat}{what}({ax})" if what.startswith(".") else f"{what}({flat}, {ax})"
-    k, kd = math.prod(kept), tuple(1 if i in axes else n for i, n in enumerate(shape))
-    return (f"reshape the tiles to 2-D in registers and compute there: {v2} = {flat}, then {call} is a"
-            f" ({stat[0]}, {stat[1]}) statistic that broadcasts against ({rows}, {cols}) tiles (reshape the others"
-            f" the same way); reshape the 2-D result back where you store it, .reshape{tuple(shape)}. To store the"
-            f" statistic itself, {plain} is a ({k},) vector in the row-major order of {kd} (too few elements for a"
-            f" register tensor of that shape): store it through an output of shape ({k},) and reshape that outside"
-            f" the kernel, .reshape{kd} (free in XLA)")
   if len(kept) > 1 and math.prod(kept) % hw.WARPGROUP:
     # (a (2, 8) tile of row sums, 16 elements: no register tensor of two axes holds it)
     call = f"{flat}{what}({ax})" if what.startswith(".") else f"{what}({flat}, {ax})"

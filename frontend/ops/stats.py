@@ -62,25 +62,6 @@ def _masked(cx, y, where, what, x=None):
   return ew.where_(cx, where, y, -math.inf)
 
 
-def _on_2d(cx, fn, x, axis, where, what):
-  """`fn` (softmax or log_softmax) of a 3-D (or wider) `x` over a leading or trailing run of its axes, computed
-  on the 2-D reshape and reshaped back, where the reduction's statistic, of fewer than 128 elements in more
-  than one axis (the (2, 16) rows of a (2, 16, 64) tile of per-head scores), is no register tensor of its
-  own; None where the statistic is one (the reductions broadcast it back themselves) or no 2-D tile holds x."""
-  from .reduce import _flat_plan, _flat_shape
-  from .shape import broadcast_to_shape, reshape_
-  shape = x.type.shape
-  axes = _axes(cx, axis, len(shape), what)
-  if len(shape) <= 2 or len(axes) == len(shape) or _flat_plan(shape, axes) is not None \
-      or all(n == 1 for i, n in enumerate(shape) if i not in axes) or (plan := _flat_shape(shape, axes)) is None:
-    return None                            # (every kept axis of size 1: full reductions, which reduce stretches)
-  rows, cols, lead, _ = plan
-  if where is not None:
-    _masked(cx, x, where, what, x)         # (checked in the call's words: a tensor that broadcasts to x)
-    where = reshape_(cx, broadcast_to_shape(cx, ew.truth(cx, where), shape), (rows, cols))
-  return reshape_(cx, fn.rule(cx, reshape_(cx, x, (rows, cols)), 0 if lead else 1, where), shape)
-
-
 def _flat_statistic(cx, x, axis, keepdims, what):
   """(the 2-D shape, its axis, the result's shape) where a statistic of a 3-D (or wider) `x` over a leading
   or trailing run of two or more axes is computed on the 2-D reshape, as the plain reduction over them is
@@ -110,8 +91,6 @@ def softmax(cx, x, axis=-1, where=None):
   `where=` (a boolean tensor that broadcasts to x), over the elements it keeps, 0 elsewhere."""
   y, out = _float_operand(cx, x, "ml.softmax")
   axis = _axis(cx, y, axis, "ml.softmax")
-  if (flat := _on_2d(cx, softmax, x, axis, where, "ml.softmax")) is not None:
-    return flat
   y = _masked(cx, y, where, "ml.softmax", x)
   e = ew.unary(cx, ew.UnOp.EXP, ew.binary(cx, ew.BinOp.SUB, y, reduce(cx, ReduceKind.MAX, y, axis, True, "ml.softmax")))
   r = ew.binary(cx, ew.BinOp.DIV, e, reduce(cx, ReduceKind.SUM, e, axis, True, "ml.softmax"))
@@ -126,8 +105,6 @@ def log_softmax(cx, x, axis=-1, where=None):
   elements it keeps, -inf elsewhere."""
   y, out = _float_operand(cx, x, "ml.log_softmax")
   axis = _axis(cx, y, axis, "ml.log_softmax")
-  if (flat := _on_2d(cx, log_softmax, x, axis, where, "ml.log_softmax")) is not None:
-    return flat
   y = _masked(cx, y, where, "ml.log_softmax", x)
   s = ew.binary(cx, ew.BinOp.SUB, y, reduce(cx, ReduceKind.MAX, y, axis, True, "ml.log_softmax"))
   lse = ew.unary(cx, ew.UnOp.LOG,
