@@ -98,6 +98,7 @@ step() {
     gpu_paged_quick) python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_paged_attention.py tests/test_ragged.py ;;
     matmul)      python3 -u benchmarks/matmul.py ;;
     matmul_quick) python3 -u benchmarks/matmul.py --quick ;;
+    matmul_lean) python3 -u benchmarks/matmul.py --lean ;;   # the 10 shapes, the configurations that won before
     matmul_bk)   python3 -u benchmarks/matmul.py --quick --dtype float16 --bk128 ;;
     matmul_power) python3 -u benchmarks/matmul_power.py ;;
     multicast)   timeout 150 python3 -u -m pytest -q -p no:cacheprovider -m gpu -k multicast tests/test_warp_specialize.py ;;

@@ -88,12 +88,16 @@ def cublas(m, n, k):
   yield "f32 acc", lambda: jax.jit(lambda a, b: jnp.dot(a, b, preferred_element_type=jnp.float32).astype(a.dtype))
 
 
+# Pallas's (tile_m, tile_n, steps, wg_dimension): its 128x256 and 256x128 tiles take two warpgroups'
+# tiles; four steps overflow SMEM on the H200 (docs/logs/matmul_quick_session5.log), two fit.
+PALLAS_TILES = [(128, 256, 2, "N"), (256, 128, 2, "M"), (128, 256, 4, "N"), (128, 128, 4, "N")]
+
+
 def pallas(m, n, k):
   from jax.experimental.pallas.ops.gpu import hopper_matmul_mgpu as hm
   D = hm.MatmulDimension
-  # Pallas's 128x256 and 256x128 tiles take two warpgroups' tiles: four steps overflow SMEM on the
-  # H200 (docs/logs/matmul_quick_session5.log), two fit.
-  for tm, tn, steps, wg in [(128, 256, 2, D.N), (256, 128, 2, D.M), (128, 256, 4, D.N), (128, 128, 4, D.N)]:
+  for tm, tn, steps, wg in PALLAS_TILES:
+    wg = getattr(D, wg)
     for width in (8, 16):
       cfg = hm.TuningConfig(tile_m=tm, tile_n=tn, tile_k=64, max_concurrent_steps=steps,
                             epi_tile_m=64, epi_tile_n=64, grid_minor_dim=D.N,
@@ -126,12 +130,17 @@ def main():
                  help="one dtype only (the full run takes two 10-minute device calls otherwise)")
   p.add_argument("--no-multicast", action="store_true",
                  help="leave out the cluster_m=2 (TMA multicast) configurations")
+  p.add_argument("--lean", action="store_true",
+                 help="the configurations that won a shape in earlier runs only (both dtypes in one device call)")
   p.add_argument("--bk128", action="store_true",
                  help="our default against 128-deep k steps (half the steps, barriers and TMA issues a tile)")
   args = p.parse_args()
   if args.bk128:
     OURS[:] = [dict(bn=256, stages=4), dict(bn=256, bk=128, stages=2), dict(bn=256, bk=128, stages=2, cluster_m=2),
                dict(bn=128, bk=128, stages=3), dict(bn=256, stages=4, cluster_m=2)]
+  if args.lean:
+    OURS[:] = [c for c in OURS if c.get("persistent", True) and "group" not in c]
+    PALLAS_TILES[:] = [t for t in PALLAS_TILES if t[:2] == (128, 128)]
   if args.no_multicast:
     OURS[:] = [c for c in OURS if "cluster_m" not in c]
   shapes = [(4096, 8192, 4096)] if args.quick else SHAPES
