@@ -31,6 +31,7 @@ from mgpu_dsl import language as ml
 
 HERE = os.path.dirname(__file__)
 sys.path.insert(0, HERE)
+sys.path.append(os.path.join(HERE, "..", "examples"))   # (the example imports attention_config)
 from common import table  # noqa: E402
 
 # examples/attention.py by its path: `attention` is also this folder's benchmark module

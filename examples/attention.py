@@ -31,7 +31,6 @@ accumulates dQ (`Config(fused_bwd=False)`, and for head_dim 256).
 """
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
 
@@ -40,6 +39,7 @@ import jax.numpy as jnp
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
+from attention_config import Config, default_config  # noqa: F401  (the tiles: examples/attention_config.py)
 
 LOG2E = 1.4426950408889634
 NEG_INF = -float("inf")
@@ -495,66 +495,6 @@ def dkv_dq_kernel(q, k, v, do, lse, delta, dk, dv, dq_acc, *, bq: ml.constexpr, 
 attention_dkv = mg.mgpu_kernel(dkv_kernel, out_shape=_dkv_out, grid=_dkv_grid, block=256)
 attention_dq = mg.mgpu_kernel(dq_kernel, out_shape=_dq_out, grid=_q_grid, block=256)
 attention_bwd = mg.mgpu_kernel(dkv_dq_kernel, out_shape=_fused_out, grid=_dkv_grid, block=256)
-
-
-# ---------------------------------------------------------------- configuration
-@dataclasses.dataclass(frozen=True)
-class Config:
-  """Tiles of the kernels: query rows per CTA (`*_bq`), keys per CTA or step (`*_bkv`) and
-  pipelined stages; which forward and backward kernels run. The fused backward uses the
-  dkv_* tiles (dkv_bq a multiple of 128 when head_dim < 128). Split tiles (the forward's and dQ's bq,
-  dK/dV's bkv) hold 64 rows per warpgroup, so they are multiples of 128 with block=256; the forward's
-  bq may also be 192 (three warpgroups). Any tile may leave a partial last block."""
-  bq: int = 128
-  bkv: int = 128
-  stages: int = 2
-  overlap: bool = True       # the forward with softmax under the tensor cores (forward_overlap)
-  fused_bwd: bool = True     # one backward kernel (dkv_dq_kernel, dk/dv tiles) rather than two
-  ws: bool = False           # the forward warp-specialised: a producer warpgroup issues the K/V loads
-  bwd_ws: bool = False       # the backward kernels too (Q/dO loads; not in kernels of one stage): slower
-  bwd_dq_first: bool = False  # the fused backward issues dQ's product before dK's (dkv_dq_kernel's dq_first)
-  bwd_split_mask: bool = False  # causal: the fused backward's diagonal blocks in a loop of their own
-                                # (not with bwd_ws: a kernel has one warp-specialised loop)
-  pingpong: bool = False     # with ws: the forward's two warpgroups take turns on the tensor cores (FA3)
-  lpt: bool = False          # the forward's query tiles the grid's slowest axis (causal: longest first overall)
-  persistent: bool = False   # the (plain) forward on one program an SM walking the query tiles
-  prefetch_q: bool = False   # persistent: the next tile's Q loads under this tile's epilogue (O's own buffer)
-  emulate: float = 0.0       # the (plain) forward's share of exponentials on the FMA units (ml.exp2's emulate)
-  dkv_bq: int = 64
-  dkv_bkv: int = 128
-  dkv_stages: int = 2
-  dq_bq: int = 128
-  dq_bkv: int = 64
-  dq_stages: int = 2
-
-
-def default_config(head_dim: int, causal: bool = False, seq_kv: int | None = None) -> Config:
-  """Tiles that fit the SMEM (227 KiB less 16 bytes) and the registers of the warpgroups; each choice
-  measured on the H200 (TFLOP/s, sessions in docs/benchmarks.md). The forward is warp-specialised in the
-  plain order (the fastest at head_dim 64 and 128). At head_dim 64 without a mask it runs three
-  warpgroups of 64 query rows (437-443 against 410 on two; with the mask the diagonal blocks of 192 rows
-  waste more than the third gains), its query tiles the grid's slowest axis (`lpt`: 383 against 373
-  causal; at 128 that order loses K and V's reuse in L2, 558 against 601). Up to `seq_kv` = 4096 keys
-  the forward is persistent (541 / 628 against 518 / 603 at seq 1024 / 4096, head_dim 128; at 16384
-  the per-tile grid wins, 630 against 585), its grid `_fwd_grid`; persistent causal at head_dim 64 takes
-  3 stages (379 against 364 with 4). Causal at head_dim 64 computes an eighth of its exponentials on the
-  FMA units (`emulate`: 384 / 271 against 369 / 267 at seq 4096 / 1024, equal at 16384; without the mask
-  and at head_dim 128 it loses, twenty-seventh session). The backward kernels
-  are not warp-specialised (`bwd_ws` spills: 135 / 294 against 284 / 444 at head_dim 64 / 128). The
-  fused backward issues dQ's product first (`bwd_dq_first`) except at head_dim 128 without the mask
-  (403 against 443), and with the mask runs the diagonal blocks in a loop of their own
-  (`bwd_split_mask`): 349 / 301 / 340 against 285 / 276 / 298 (64 full / 64 causal / 128 causal)."""
-  persistent = seq_kv is not None and seq_kv <= 4096
-  if head_dim <= 64:
-    return Config(bq=128 if causal else 192, bkv=128, stages=4 if causal and not persistent else 3, overlap=False,
-                  ws=True, lpt=True, persistent=persistent, emulate=0.125 if causal else 0.0, bwd_dq_first=True,
-                  bwd_split_mask=causal, dkv_bq=128, dkv_bkv=128, dkv_stages=2, dq_bkv=128, dq_stages=3)
-  if head_dim <= 128:      # (80-112: the fused backward's buffers pass the SMEM, so dK/dV and dQ run apart)
-    return Config(bq=128, bkv=128, stages=3, overlap=False, ws=True, persistent=persistent, bwd_dq_first=causal,
-                  bwd_split_mask=causal, fused_bwd=head_dim == 128, dkv_bq=64, dkv_bkv=128, dkv_stages=2,
-                  dq_bkv=64 if head_dim == 128 else 128, dq_stages=3)
-  return Config(bq=128, bkv=64, stages=2, fused_bwd=False, dkv_bq=64, dkv_bkv=128, dkv_stages=1, dq_bkv=64,
-                dq_stages=1)
 
 
 # ---------------------------------------------------------------- the JAX function
