@@ -579,6 +579,8 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
       same = a == b if isinstance(a, DType) else b == a if isinstance(b, DType) else np.dtype(a) == np.dtype(b)
       return bool(same) == (op is ast.Is)     # Triton's dtypes are singletons; x.dtype here is numpy's object
     if not is_value(a) and not is_value(b):
+      if op in (ast.Is, ast.IsNot):           # identity (`after is None` of a tuple of run-time ids): Python's
+        return (a is b) == (op is ast.Is)
       if holds_value(a) or holds_value(b):     # Python would compare Value objects: silently False
         self.unsupported(node, "comparing tuples that hold runtime values",
                          hint="compare the scalars one by one: (i == 0) & (j == 1)")

@@ -108,3 +108,35 @@ def static_tuple_unchanged(x, out):
 def test_a_tuple_of_numbers_rebound_to_itself_stays_static():
   x = jax.random.normal(jax.random.key(2), (4, 64), F32)
   np.testing.assert_allclose(static_tuple_unchanged(x, interpret=True), x.sum(0), rtol=1e-5, atol=1e-5)
+
+
+@ml.inline
+def _shifted_row(x, out, i, shift=None):
+  """An optional tuple argument of run-time values, tested with `is None` / `is not None`."""
+  if shift is None:
+    out.at[i][...] = x.at[i][...]
+  else:
+    s, t = shift
+    out.at[i][...] = x.at[i][...] * 2.0 + (s + t).astype(F32)
+  if shift is not None:
+    out.at[i][...] = out.at[i][...] + 1.0
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, F32), grid=lambda x: (x.shape[0],))
+def optional_tuple(x, out):
+  i = ml.program_id(0)
+  if i % 2 == 0:
+    _shifted_row(x, out, i)
+  else:
+    _shifted_row(x, out, i, (i, i + 1))
+
+
+def test_is_none_of_a_tuple_holding_run_time_values_is_static():
+  """`shift is None` where shift is a tuple of run-time scalars: Python's identity test (was MG001,
+  "comparing tuples that hold runtime values")."""
+  x = jax.random.normal(jax.random.key(1), (4, 64), F32)
+  want = np.array(x)
+  for i in (1, 3):
+    want[i] = want[i] * 2.0 + (2 * i + 1) + 1.0
+  np.testing.assert_allclose(optional_tuple(x, interpret=True), want, rtol=1e-6)
+  assert "mosaic_gpu" in jax.export.export(jax.jit(optional_tuple), platforms=["cuda"])(x).mlir_module()
