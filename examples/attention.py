@@ -163,42 +163,32 @@ def online_softmax(q, k, v, q_s, k_s, v_s, i, h, b, bq, bkv, stages, causal, sca
 def attend_tile(q, k, v, o, lse, q_s, k_s, v_s, i, h, b, bq, bkv, stages, causal, scale, ws, pingpong, kv_len, emulate,
                 o_s=None, after=None):
   """o and lse of query tile i of head h: its Q into q_s, the online softmax, O out through q_s.
-  With `after` (the next tile's (i, h, b)), Q is already in q_s (loaded ahead) and the next tile's Q is
-  loaded into q_s once the last dot has read this one's, under the epilogue; O goes out through `o_s`,
-  or with o_s=None straight from registers."""
+  With `after` (the next tile's (i, h, b)), Q is already in q_s (loaded ahead), O goes out through `o_s`,
+  and the next tile's Q is loaded into q_s once the last dot has read this one's: under the epilogue.
+  (O stored straight from registers instead of through o_s was slower: 351 against 377 TFLOP/s at
+  head_dim 64, seq 1024; docs/benchmarks.md, thirty-first session.)"""
   if after is None:
     ml.copy(q.at[b, ml.ds(i * bq, bq), h, :], q_s)
+    o_s = q_s                                                  # (q is spent when O is stored)
   m, l, acc = online_softmax(q, k, v, q_s, k_s, v_s, i, h, b, bq, bkv, stages, causal, scale, ws, pingpong, kv_len,
                              emulate)
-  out = (acc * (1.0 / l)[:, None]).astype(o.dtype)
-  if after is None:
-    q_s[...] = out                                             # (q is spent)
-    ml.copy(q_s, o.at[b, ml.ds(i * bq, bq), h, :])
-  else:
+  if after is not None:
     ml.copy(q.at[after[2], ml.ds(after[0] * bq, bq), after[1], :], q_s)
-    if o_s is None:
-      if q.shape[1] % bq:
-        rows = i * bq + ml.arange(bq)[:, None]
-        o.at[b, ml.ds(i * bq, bq), h, :].store(out, mask=rows < q.shape[1])
-      else:
-        o.at[b, ml.ds(i * bq, bq), h, :][...] = out
-    else:
-      o_s[...] = out
-      ml.copy(o_s, o.at[b, ml.ds(i * bq, bq), h, :])
+  o_s[...] = (acc * (1.0 / l)[:, None]).astype(o.dtype)
+  ml.copy(o_s, o.at[b, ml.ds(i * bq, bq), h, :])
   store_lse(lse, (m + ml.log2(l)) * (1.0 / LOG2E), b, h, i, bq)
 
 
 def forward_kernel(q, k, v, o, lse, *, bq: ml.constexpr, bkv: ml.constexpr, stages: ml.constexpr,
                    causal: ml.constexpr, scale: ml.constexpr, ws: ml.constexpr = False,
                    pingpong: ml.constexpr = False, lpt: ml.constexpr = False, kv_len: ml.constexpr = 0,
-                   persistent: ml.constexpr = False, emulate: ml.constexpr = 0, prefetch_q: ml.constexpr = False,
-                   o_regs: ml.constexpr = False):
+                   persistent: ml.constexpr = False, emulate: ml.constexpr = 0, prefetch_q: ml.constexpr = False):
   """o = softmax(q @ k.T * scale) @ v for `bq` rows of one head; lse (natural log) per row.
 
   `persistent`: one program an SM walks query tiles of every head and batch, its producer warpgroup
   loading the next tile's K and V while this tile finishes (no CTA starts with an empty pipeline).
-  `prefetch_q` (persistent): O goes out through a buffer of its own (one more (bq, head_dim) buffer of
-  SMEM), or with `o_regs` straight from registers, so the next tile's Q loads while this tile's epilogue runs.
+  `prefetch_q` (persistent): O goes out through a buffer of its own, so the next tile's Q loads while
+  this tile's epilogue runs (one more (bq, head_dim) buffer of SMEM).
   `emulate`: the share of the exponentials computed on the FMA units (ml.exp2's emulate)."""
   q_s = ml.smem((bq, q.shape[3]))
   k_s = ml.smem((bkv, q.shape[3]))
@@ -206,7 +196,7 @@ def forward_kernel(q, k, v, o, lse, *, bq: ml.constexpr, bkv: ml.constexpr, stag
   if persistent:
     tiles = ml.cdiv(q.shape[1], bq) * q.shape[2] * q.shape[0]
     pid, programs = ml.program_id(0), ml.num_programs(0)
-    o_s = ml.smem((bq, q.shape[3])) if prefetch_q and not o_regs else None
+    o_s = ml.smem((bq, q.shape[3])) if prefetch_q else None
     pairs = causal and tiles % 2 == 0    # whole pairs of tiles a program (tile_ids): programs of equal work
     if prefetch_q:
       i, h, b = tile_ids(2 * pid if pairs else pid, q, bq, causal)
@@ -550,7 +540,7 @@ def _attention(q, k, v, causal, scale, config, interpret, kv_len):
   if config.overlap:
     return forward_overlap(q, k, v, **kw)
   return forward(q, k, v, persistent=config.persistent, emulate=config.emulate,
-                 prefetch_q=config.persistent and config.prefetch_q, o_regs=config.o_regs, **kw)
+                 prefetch_q=config.persistent and config.prefetch_q, **kw)
 
 
 def _attention_fwd(q, k, v, causal, scale, config, interpret, kv_len):

@@ -26,7 +26,6 @@ class Config:
   lpt: bool = False          # the forward's query tiles the grid's slowest axis (causal: longest first overall)
   persistent: bool = False   # the (plain) forward on one program an SM walking the query tiles
   prefetch_q: bool = False   # persistent: the next tile's Q loads under this tile's epilogue (O's own buffer)
-  o_regs: bool = False       # with prefetch_q: O stored straight from registers (no buffer of its own)
   emulate: float = 0.0       # the (plain) forward's share of exponentials on the FMA units (ml.exp2's emulate)
   dkv_bq: int = 64
   dkv_bkv: int = 128

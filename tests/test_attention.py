@@ -326,14 +326,13 @@ PERSISTENT = [
 ]
 
 
-@pytest.mark.parametrize("prefetch_q,o_regs", [(False, False), (True, False), (True, True)],
-                         ids=["", "prefetch_q", "prefetch_q_o_regs"])
+@pytest.mark.parametrize("prefetch_q", [False, True], ids=["", "prefetch_q"])
 @pytest.mark.parametrize("name,shape,kv_heads,dtype,causal,config", PERSISTENT, ids=[c[0] for c in PERSISTENT])
 def test_persistent_forward_walks_tiles_and_matches_the_reference(name, shape, kv_heads, dtype, causal, config,
-                                                                  prefetch_q, o_regs, monkeypatch):
+                                                                  prefetch_q, monkeypatch):
   monkeypatch.setattr(ex.mg, "num_sms", lambda: 3)
-  config = dataclasses.replace(config, persistent=True, overlap=False, prefetch_q=prefetch_q, o_regs=o_regs)
-  if prefetch_q and not o_regs and shape[3] == 128:   # O's own buffer: 3 stages of 128-wide K and V do not fit
+  config = dataclasses.replace(config, persistent=True, overlap=False, prefetch_q=prefetch_q)
+  if prefetch_q and shape[3] == 128:      # O's own buffer: three stages of 128-wide K and V do not fit
     config = dataclasses.replace(config, stages=2)
   q, k, v, _ = inputs(shape, kv_heads, dtype, scale=2.5, seed=5)
   want, want_lse = ex.reference(q, k, v, causal, sm_scale=1.0)
@@ -361,15 +360,14 @@ def test_persistent_forward_is_the_default_up_to_4096_keys():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("head_dim,causal,prefetch_q,o_regs", [
-    (128, False, False, False), (128, True, False, False), (64, False, False, False), (64, False, True, False),
-    (64, True, True, False), (128, True, True, False), (128, False, True, True), (64, True, True, True)], ids=str)
-def test_gpu_persistent_forward_walks_many_tiles(head_dim, causal, prefetch_q, o_regs):
+@pytest.mark.parametrize("head_dim,causal,prefetch_q", [(128, False, False), (128, True, False), (64, False, False),
+                                                       (64, False, True), (64, True, True), (128, True, True)],
+                         ids=str)
+def test_gpu_persistent_forward_walks_many_tiles(head_dim, causal, prefetch_q):
   """512 query tiles over the H200's 132 programs (the last tile of each head partial: 4000 rows)."""
   q, k, v, _ = inputs((2, 4000, 8, head_dim), 4, jnp.float16, seed=11, scale=2.0)
-  config = dataclasses.replace(ex.default_config(head_dim, causal), persistent=True, prefetch_q=prefetch_q,
-                               o_regs=o_regs)
-  if prefetch_q and not o_regs and head_dim == 128:
+  config = dataclasses.replace(ex.default_config(head_dim, causal), persistent=True, prefetch_q=prefetch_q)
+  if prefetch_q and head_dim == 128:
     config = dataclasses.replace(config, stages=2)
   got, lse = jax.jit(lambda q, k, v: ex.attention(q, k, v, causal, return_lse=True, config=config))(q, k, v)
   want, want_lse = ex.reference(q, k, v, causal)
