@@ -14,7 +14,8 @@ Two more variants, ds or p through SMEM as the products' A operand, were measure
 float16, batch x seq = 16384 tokens, 16 heads, seq 4096, TFLOP/s by kernel time (CUPTI) of the
 jitted vjp and its wall time, beside cuDNN; each checked against a jnp reference (one head) first.
 With MOSAIC_GPU_DUMP_PTXAS=1, ptxas reports each kernel's registers and spills. `--stages`: the
-default order with 2 and 3 pipelined stages of the query blocks' loads instead.
+default order with 2 and 3 pipelined stages of the query blocks' loads instead. `--one-wg`: the default
+against the fused backward on one warpgroup of 64 keys a CTA (ONE_WG), head_dim 96 too.
 """
 import dataclasses
 import importlib.util
@@ -41,6 +42,10 @@ ORDERS = [dict(bwd_dq_first=False, bwd_split_mask=False), dict(bwd_dq_first=True
           dict(bwd_dq_first=False, bwd_split_mask=True), dict(bwd_dq_first=True, bwd_split_mask=True)]
 # --stages: the default order with a third stage of Q, dO, logsumexp and delta loads in flight
 STAGES = [dict(dkv_stages=2), dict(dkv_stages=3)]
+# --one-wg: the fused backward on one warpgroup of 64 keys a CTA (block=128; several CTAs an SM where the
+# SMEM allows), at head_dim 64, 96 (where the default is the two-kernel backward) and 128
+ONE_WG = [dict(), dict(fused_bwd=True, dkv_bkv=64, dkv_bq=64), dict(fused_bwd=True, dkv_bkv=64, dkv_bq=64, dkv_stages=3),
+          dict(fused_bwd=True, dkv_bkv=64, dkv_bq=128)]
 
 
 def name_of(flags, cfg):
@@ -54,7 +59,10 @@ def name_of(flags, cfg):
 def main():
   rows = []
   head = ("D", "mask", "backward", "TFLOP/s", "wall ms")
-  for d, causal in ((128, False), (128, True), (64, False), (64, True)):
+  shapes = ((128, False), (128, True), (64, False), (64, True))
+  if "--one-wg" in sys.argv:
+    shapes += ((96, False), (96, True))
+  for d, causal in shapes:
     cfg = ex.default_config(d, causal)
     b, seq, heads = 16384 // 4096, 4096, 16
     keys = jax.random.split(jax.random.key(d + causal), 4)
@@ -64,7 +72,7 @@ def main():
     want = vjp_ref(do[:, :, :1])
     flops = 2.5 * 4 * seq * seq * d * heads * b / (2 if causal else 1)
     cands = []
-    for flags in (STAGES if "--stages" in sys.argv else ORDERS):
+    for flags in (STAGES if "--stages" in sys.argv else ONE_WG if "--one-wg" in sys.argv else ORDERS):
       if flags.get("bwd_split_mask") and not causal:
         continue
       c = dataclasses.replace(cfg, **flags)

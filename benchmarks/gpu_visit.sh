@@ -41,6 +41,8 @@ step() {
     attn_cfg)    python3 -u benchmarks/attn_configs.py bq=128 "bq=128,stages=2" "bq=128,stages=4" stages=2 --head-dim 64 --causal full --seq 1024 --seq 4096 && python3 -u benchmarks/attn_configs.py stages=2 stages=4 persistent=False --head-dim 64 --head-dim 128 --causal causal --seq 1024 ;;
     # the next tile's Q under this tile's epilogue (Config.prefetch_q, thirty-first session); 128: two stages fit
     attn_pq)     python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_attention.py -k persistent && python3 -u benchmarks/attn_configs.py prefetch_q=True --head-dim 64 --causal full --causal causal --seq 1024 --seq 4096 && python3 -u benchmarks/attn_configs.py stages=2 "prefetch_q=True,stages=2" --head-dim 128 --causal full --causal causal --seq 1024 --seq 4096 ;;
+    # the fused backward on one warpgroup of 64 keys a CTA (thirty-first session), and its GPU tests
+    attn_bwd1wg) python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_attention.py -k one_warpgroup && python3 -u benchmarks/attn_bwd_order.py --one-wg ;;
     attn_cfg2)   python3 -u benchmarks/attn_configs.py "bq=128,bkv=256" "bq=128,bkv=256,stages=2" "bkv=256,stages=2" --head-dim 64 --causal full --seq 1024 --seq 4096 && python3 -u benchmarks/attn_configs.py "bkv=64" "bkv=64,stages=4" stages=2 --head-dim 128 --causal full --seq 1024 ;;
     # the thirtieth session's probes (40m-p) and attention's head_dim 80-112 with dQ's key block 128
     gpu_s30b)    python3 -u benchmarks/gpu_shards.py --shards 10 --timeout 240 $(ls tests/test_probe40*.py) tests/test_run_offsets.py tests/test_gather.py tests/test_reductions.py tests/test_stats.py;

@@ -497,9 +497,13 @@ def dkv_dq_kernel(q, k, v, do, lse, delta, dk, dv, dq_acc, *, bq: ml.constexpr, 
   store_dkv(dk_acc, dv_acc, dk, dv, b, i, hk, bkv, d, scale)
 
 
-attention_dkv = mg.mgpu_kernel(dkv_kernel, out_shape=_dkv_out, grid=_dkv_grid, block=256)
+def _dkv_block(q, *_, bkv, **__):
+  return 128 if bkv == 64 else 256       # the key rows split between warpgroups, 64 each
+
+
+attention_dkv = mg.mgpu_kernel(dkv_kernel, out_shape=_dkv_out, grid=_dkv_grid, block=_dkv_block)
 attention_dq = mg.mgpu_kernel(dq_kernel, out_shape=_dq_out, grid=_q_grid, block=256)
-attention_bwd = mg.mgpu_kernel(dkv_dq_kernel, out_shape=_fused_out, grid=_dkv_grid, block=256)
+attention_bwd = mg.mgpu_kernel(dkv_dq_kernel, out_shape=_fused_out, grid=_dkv_grid, block=_dkv_block)
 
 
 # ---------------------------------------------------------------- the JAX function
@@ -520,17 +524,17 @@ def _check(q, k, v, causal, config):
     raise ValueError(f"causal attention needs as many queries as keys, got {sq} and {skv}")
   if config.emulate and config.overlap:
     raise ValueError(f"emulate is an option of the plain forward: set overlap=False or emulate=0, got {config}")
-  if (config.bq % 128 and config.bq != 192) or config.dkv_bkv % 128 or config.dq_bq % 128:
-    raise ValueError(f"bq (or 192: three warpgroups), dkv_bkv and dq_bq must be multiples of 128 (64 rows for each"
-                     f" of two warpgroups), got {config}")
+  if (config.bq % 128 and config.bq != 192) or (config.dkv_bkv % 128 and config.dkv_bkv != 64) or config.dq_bq % 128:
+    raise ValueError(f"bq (or 192: three warpgroups), dkv_bkv (or 64: one warpgroup) and dq_bq must be multiples of"
+                     f" 128 (64 rows for each of two warpgroups), got {config}")
 
 
 def _check_bwd(q, k, config):
   """The backward's tiles (any sequence lengths: the last blocks may be partial)."""
   d = q.shape[3]
-  if config.fused_bwd and not dq_transposed(d) and config.dkv_bq % 128:
-    raise ValueError(f"the fused backward splits dQ's query rows for head_dim {d}: dkv_bq must be a multiple"
-                     f" of 128, got {config}")
+  if config.fused_bwd and not dq_transposed(d) and config.dkv_bq % (64 if config.dkv_bkv == 64 else 128):
+    raise ValueError(f"the fused backward splits dQ's query rows between its warpgroups for head_dim {d}: dkv_bq"
+                     f" must be a multiple of 128 (of 64 with dkv_bkv=64, one warpgroup), got {config}")
 
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(3, 4, 5, 6, 7))

@@ -262,6 +262,36 @@ def test_narrow_head_dims_forward_and_gradients(head_dim, causal):
     assert g.shape == w.shape and rel(g, w) < 4 * TOL[jnp.bfloat16], what
 
 
+# the fused backward on one warpgroup of 64 keys a CTA (dkv_bkv=64: block=128), fused at head_dim 96 too
+ONE_WG = [(64, False, 64, 2), (96, True, 64, 2), (128, True, 64, 3), (64, False, 128, 2)]
+
+
+@pytest.mark.parametrize("head_dim,causal,dkv_bq,stages", ONE_WG, ids=str)
+def test_one_warpgroup_fused_backward_gradients(head_dim, causal, dkv_bq, stages):
+  """dkv_bkv=64 was a ValueError (64 key rows for each of two warpgroups): one warpgroup now takes them,
+  its dQ rows whole; the gradients against the reference's, GQA, a partial last key block."""
+  q, k, v, do = inputs((1, 200, 2, head_dim), 1, jnp.float16, seed=head_dim + 1)
+  config = dataclasses.replace(ex.default_config(head_dim, causal), fused_bwd=True, dkv_bkv=64, dkv_bq=dkv_bq,
+                               dkv_stages=stages)
+  assert ex._dkv_block(q, bkv=64) == 128
+  _, vjp = jax.vjp(lambda q, k, v: ex.attention(q, k, v, causal, config=config, interpret=True), q, k, v)
+  _, vjp_ref = jax.vjp(lambda q, k, v: ex.reference(q, k, v, causal)[0], q, k, v)
+  for g, w, what in zip(vjp(do), vjp_ref(do), "qkv"):
+    assert g.shape == w.shape and rel(g, w) < 4 * TOL[jnp.float16], what
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("head_dim,causal,dkv_bq,stages", ONE_WG + [(64, True, 64, 3), (96, False, 64, 3)], ids=str)
+def test_gpu_one_warpgroup_fused_backward_gradients(head_dim, causal, dkv_bq, stages):
+  q, k, v, do = inputs((2, 1000, 4, head_dim), 2, jnp.float16, seed=head_dim + 2)
+  config = dataclasses.replace(ex.default_config(head_dim, causal), fused_bwd=True, dkv_bkv=64, dkv_bq=dkv_bq,
+                               dkv_stages=stages)
+  _, vjp = jax.vjp(jax.jit(lambda q, k, v: ex.attention(q, k, v, causal, config=config)), q, k, v)
+  _, vjp_ref = jax.vjp(lambda q, k, v: ex.reference(q, k, v, causal)[0], q, k, v)
+  for g, w, what in zip(vjp(do), vjp_ref(do), "qkv"):
+    assert rel(g, w) < 4 * TOL[jnp.float16], what
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("head_dim,causal,dtype,ws", GPU_CASES, ids=str)
 def test_gpu_forward_and_gradients_match_the_reference(head_dim, causal, dtype, ws):
