@@ -49,7 +49,7 @@ ONE_WG = [dict(), dict(fused_bwd=True, dkv_bkv=64, dkv_bq=64), dict(fused_bwd=Tr
 
 
 def name_of(flags, cfg):
-  name = " ".join(k[4:] if isinstance(on, bool) else f"{k}={on}" for k, on in flags.items()
+  name = " ".join(k.removeprefix("bwd_") if isinstance(on, bool) else f"{k}={on}" for k, on in flags.items()
                   if on is not False) or "plain"
   if all(getattr(cfg, k) == on for k, on in flags.items()):
     name += " (default)"
