@@ -9,9 +9,11 @@ import dataclasses
 class Config:
   """Tiles of the kernels: query rows per CTA (`*_bq`), keys per CTA or step (`*_bkv`) and
   pipelined stages; which forward and backward kernels run. The fused backward uses the
-  dkv_* tiles (dkv_bq a multiple of 128 when head_dim < 128). Split tiles (the forward's and dQ's bq,
-  dK/dV's bkv) hold 64 rows per warpgroup, so they are multiples of 128 with block=256; the forward's
-  bq may also be 192 (three warpgroups). Any tile may leave a partial last block."""
+  dkv_* tiles (dkv_bq a multiple of 128 when head_dim < 128, of 64 with dkv_bkv=64). Split tiles (the
+  forward's and dQ's bq, dK/dV's bkv) hold 64 rows per warpgroup, so they are multiples of 128 with
+  block=256; the forward's bq may also be 192 (three warpgroups), dK/dV's bkv 64 (one warpgroup, block=128:
+  slower, thirty-first session, but the only fused backward that fits at head_dim 80-112). Any tile may
+  leave a partial last block."""
   bq: int = 128
   bkv: int = 128
   stages: int = 2
