@@ -19,9 +19,22 @@ def user_errors(fn):
       return fn(*args, **kwargs)
     except E.KernelError as e:
       in_user_alias(e, getattr(getattr(args[0] if args else None, "fn", None), "__globals__", None))
+      if isinstance(e, E.SignatureError):    # the call's mistake (an input too many, a misspelt constexpr)
+        e = _at_caller(e, args[0] if args else None)
       # An InternalError keeps its cause: the Mosaic GPU traceback is what a bug report needs.
       raise e.with_traceback(None) from (e.__cause__ if isinstance(e, E.InternalError) else None)
   return wrapper
+
+
+def _at_caller(e, kernel):
+  """A SignatureError found at the kernel's def, moved to the user's call of `kernel.check(...)`,
+  `.typed_ir(...)`, `.mlir(...)` (or an autotuned kernel's), as `kernel(...)` moves it."""
+  from . import calling
+  from .bench import caller_loc
+  parsed = getattr(kernel, "parsed", None) or getattr(getattr(kernel, "kernel", None), "parsed", None)
+  if parsed is None or e.col_offset != parsed.loc.col_offset:     # (one at a parameter stays there)
+    return e
+  return calling.at_call(e, parsed.loc, caller_loc())
 
 
 class JitStages:

@@ -32,5 +32,23 @@ def expect(kernel, specs, cls, at, message, *, nth=0, hint=None, **constexprs):
   return e
 
 
+def expect_call(kernel, specs, cls, at, message, *, hint=None, **constexprs):
+  """A mistake of the call itself (an input too many, a misspelt constexpr, an unsupported dtype): `cls` with
+  exactly `message` at the `kernel.check(...)` call (here), the kernel's def (at `at`) its first note."""
+  import sys
+  with pytest.raises(mg.KernelError) as info:
+    kernel.check(*specs, **constexprs)
+  e, line = info.value, sys._getframe().f_lineno - 1
+  assert type(e) is cls, f"{type(e).__name__}: {e}"
+  assert e.code == cls.code
+  assert (e.filename, e.lineno) == (__file__, line), e.render()
+  lineno, col = where(kernel, at)
+  assert e.notes[0] == f"{kernel.fn.__code__.co_filename}:{lineno}:{col}: the kernel", e.render()
+  assert e.message == message
+  if hint is not None:
+    assert e.hint == hint
+  return e
+
+
 def builds(kernel, *specs, **constexprs):
   kernel.check(*specs, **constexprs)     # traces, checks and builds the Mosaic GPU module

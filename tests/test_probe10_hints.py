@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import mgpu_dsl as mg
-from locate import expect, where
+from locate import expect, expect_call, where
 from mgpu_dsl import language as ml
 
 S = jax.ShapeDtypeStruct
@@ -93,7 +93,7 @@ def double_blocks_fixed(x, out, *, BLOCK: ml.constexpr):      # the hint, follow
 
 
 def test_a_python_constant_given_to_a_ref_parameter_hints_declaring_it_a_constexpr():
-  expect(double_blocks, [S((1024,), F32)], mg.SignatureError, "def double_blocks",
+  expect_call(double_blocks, [S((1024,), F32)], mg.SignatureError, "def double_blocks",
          "double_blocks has no constexpr parameter 'BLOCK' (it is a ref parameter)",
          hint="BLOCK=256 is a compile-time constant: declare BLOCK a constexpr, keyword-only after the"
               " arrays: def double_blocks(x, out, *, BLOCK: ml.constexpr)", BLOCK=256)

@@ -13,7 +13,7 @@ import pytest
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
-from locate import builds, expect
+from locate import builds, expect, expect_call
 
 S = jax.ShapeDtypeStruct
 F32 = jnp.float32
@@ -171,7 +171,7 @@ def complex_product(ar, ai, br, bi, re, im):
 
 def test_a_complex_input_or_output_hints_its_real_and_imaginary_parts():
   """Both hints only listed the supported dtypes."""
-  e = expect(complex_square, [S((128,), jnp.complex64)], mg.SignatureError, "def complex_square",
+  e = expect_call(complex_square, [S((128,), jnp.complex64)], mg.SignatureError, "def complex_square",
              "complex_square: input 0 (z) has dtype complex64, which kernels do not support")
   assert e.hint.startswith("pass its real and imaginary parts as two float32 inputs, jnp.real(z) and jnp.imag(z),"
                            " compute on the pairs (a product is (ar * br - ai * bi, ar * bi + ai * br)), and rebuild a"

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import mgpu_dsl as mg
-from locate import expect, where
+from locate import expect, expect_call, where
 from mgpu_dsl import language as ml
 
 S = jax.ShapeDtypeStruct
@@ -220,7 +220,7 @@ def copy_rows(x, out, *, rows: ml.constexpr):
 
 
 def test_a_positional_constexpr_is_named_as_an_extra_argument():
-  expect(copy_rows, [S((64, 128), F32), 8], mg.SignatureError, "def copy_rows(",
+  expect_call(copy_rows, [S((64, 128), F32), 8], mg.SignatureError, "def copy_rows(",
          "copy_rows was given 1 extra positional argument (int 8), and needs constexpr argument(s) rows:"
          " constexprs are passed by keyword, not by position",
          hint="pass it by keyword: copy_rows(..., rows=8)")
