@@ -355,6 +355,9 @@ class _Memory:
     if boxes is None:
       return
     if kind not in READS:            # writes, and effects this check does not know: may write
+      if isinstance(acc.op, AtomicUpdate) and acc.op.kind != AtomicKind.SET and acc.exact and not w.remote:
+        # an atomic update of SMEM reads what it combines with: a buffer nothing filled holds garbage
+        self.check_read(acc, boxes, atomic=True)
       lo, hi = self.boxes_of(w, acc.may)
       kept = self.masked_boxes(acc) if acc.kind == A.REG_WRITE else None
       if kept is not None:           # a mask known while compiling: only the elements it keeps
@@ -418,7 +421,7 @@ class _Memory:
     return lo, hi
 
   # ------------------------------------------------------------ reads
-  def check_read(self, acc, boxes: Boxes):
+  def check_read(self, acc, boxes: Boxes, atomic=False):
     w = acc.window
     lo, hi = self.boxes_of(w, acc.may)
     keep = getattr(acc.op, "keep", None)
@@ -452,16 +455,17 @@ class _Memory:
       missing = np.zeros_like(m)
       missing[tuple(slice(x, y) for x, y in zip(a, b))] = ~sub
       pid = np.flatnonzero(acc.may)[f]
-      self.report(self.uninitialized(acc, missing, g, m.any(), pid if len(rows) > 1 else None))
+      self.report(self.uninitialized(acc, missing, g, m.any(), pid if len(rows) > 1 else None, atomic))
       return
 
-  def uninitialized(self, acc, missing, g, any_written, pid):
+  def uninitialized(self, acc, missing, g, any_written, pid, atomic=False):
     root = acc.window.root
     name = root.name or "this buffer"
     region = describe(name, root.type.shape, missing, g)[0] if any_written else name
     where = f" in program {self.ev.program(pid)}" if pid is not None else ""
     return uninitialized_read(name, region, where, root.type.space == Space.GMEM, acc.op.loc,
-                              keep=getattr(acc.op, "keep", None), dtype=str(root.type.dtype), programs=self.ev.P)
+                              keep=getattr(acc.op, "keep", None), dtype=str(root.type.dtype), programs=self.ev.P,
+                              atomic=acc.op.kind if atomic else None)
 
   # ------------------------------------------------------------ bounds
   def _trip(self, p) -> str:

@@ -54,7 +54,7 @@ def _accumulated(loc, name):
   return (name if idx in ("...", ":") else f"{name}.at[{idx}]"), ast.unparse(part)
 
 
-def uninitialized_read(name, region, where, gmem: bool, loc, keep=None, dtype=None, programs=1):
+def uninitialized_read(name, region, where, gmem: bool, loc, keep=None, dtype=None, programs=1, atomic=None):
   """The UninitializedReadError for a read of `region` of buffer `name` (also used by interpret mode);
   `keep`: the read's Load.keep (a masked SMEM load's); `dtype`: the buffer's element type's name;
   `programs`: how many the grid launches (several adding into an output: split-K)."""
@@ -85,8 +85,21 @@ def uninitialized_read(name, region, where, gmem: bool, loc, keep=None, dtype=No
             f" {fill}")
   elif keep is not None:
     fill = f"the mask is on for elements of {region}: turn it off there, or {fill}"
+  if atomic is not None:     # an atomic update of SMEM combines with what the buffer holds
+    fill = atomic_fill_hint(name, atomic, dtype)
   return E.UninitializedReadError(
       f"{region} is read{where} before anything writes it: SMEM starts with garbage", loc, hint=fill)
+
+
+def atomic_fill_hint(name, kind, dtype) -> str:
+  """The hint for an atomic update of SMEM nothing filled: start the buffer at the update's identity."""
+  from .ops.atomic import AtomicKind, identity
+  from .dtypes import from_name
+  start = identity(kind, from_name(dtype)) if dtype and kind in (AtomicKind.MAX, AtomicKind.MIN) else 0
+  fill = (f"{name}[...] = ml.zeros({name}.shape, {name}.dtype)" if start == 0 else
+          f"{name}[...] = ml.full({name}.shape, {start!r}, {name}.dtype)")
+  return (f"ml.atomic_{kind.name.lower()} combines with what {name} holds, and SMEM starts with garbage: fill"
+          f" {name} first, {fill}, on every path to this update")
 
 
 def masked_store(kernel: ir.Kernel, out_id: int):

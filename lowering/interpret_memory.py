@@ -467,7 +467,7 @@ class CtaMemory:
     self.holes: dict = {}                       # value id -> elements a masked SMEM store's merge read unwritten
     self.pending_gmem: list[tuple] = []         # (GMEM root id, box, loc, reduce kind) of TMA stores that may still write, in order
 
-  def check_filled(self, ref: Ref, o, box=None):
+  def check_filled(self, ref: Ref, o, box=None, atomic=None):
     """An SMEM read must read elements something wrote (SMEM starts with garbage); `box`: only
     those of the window's elements (a TMA store's, whose elements past GMEM's end are dropped)."""
     filled = self.m.ctas[ref.owner].filled[ref.root.id][ref.index]
@@ -476,7 +476,8 @@ class CtaMemory:
       filled[box] = self.m.ctas[ref.owner].filled[ref.root.id][ref.index][box]
     if not np.all(filled):
       raise uninitialized_read(ref.name, _region(ref.name, ref.root.type.shape, ref.index, ~filled),
-                               f" in program {self.label}", False, o.loc, keep=getattr(o, "keep", None))
+                               f" in program {self.label}", False, o.loc, keep=getattr(o, "keep", None),
+                               dtype=str(ref.root.type.dtype), atomic=atomic)
 
   def buffer(self, ref: Ref) -> np.ndarray:
     return self.m.gmem[ref.root.id] if ref.owner < 0 else self.m.ctas[ref.owner].smem[ref.root.id]
@@ -613,7 +614,7 @@ class CtaMemory:
     if ref.owner >= 0:
       self.smem_sync(ref, o, "write")
       self.m.smem_phase(self, ref, o, write=True)
-      self.check_filled(ref, o)          # an update reads what is there: not garbage
+      self.check_filled(ref, o, atomic=getattr(o, "kind", None))   # an update reads what is there: not garbage
     else:
       self.m.gmem_access(self, ref, ref.index, o, write=True, atomic=True)
     buf = self.buffer(ref)
