@@ -37,7 +37,7 @@ from .ops.atomic import AtomicKind, AtomicUpdate
 from .ops.gather import Gather, ScatterUpdate
 from .ops.index_hints import atomic_outside_hint
 from .ops.memory import Copy, View
-from .races import ACCUMULATED_READ, Writers, plain_write_hint, race_error
+from .races import ACCUMULATED_READ, Writers, plain_write_hint, race_error, short_step_hint
 from . import hw
 from .types import DType, RefType, Space, TensorType, dtype_name, resolve
 
@@ -570,9 +570,12 @@ class _Memory:
             f"{p.name} is never written: every output must be written in full", p.loc or self.kernel.loc,
             hint=f"store the results into {p.name} (ml.copy(buf, {p.name}.at[...]) or {p.name}[...] = value)"))
         continue
-      out.append(_with_lone_axis_note(self.kernel, uncovered_error(p.name, shape, ~m, g, self.kernel.grid,
-                                                                   self.first_write[p.value.id],
-                                                                   rank=grid_rank(self.kernel)), (self.ev, p)))
+      err = uncovered_error(p.name, shape, ~m, g, self.kernel.grid, self.first_write[p.value.id],
+                            rank=grid_rank(self.kernel))
+      # (windows stepped by less than their size: they overlap and fall short of the end; the step is the fix)
+      err.hint = short_step_hint(self.kernel.body, p.name, shape, self.kernel.grid,
+                                 loc=self.first_write[p.value.id]) or err.hint
+      out.append(_with_lone_axis_note(self.kernel, err, (self.ev, p)))
     return out
 
   def race_errors(self) -> list:

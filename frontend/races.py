@@ -213,13 +213,10 @@ def clamped_program_hint(body, op=None, loc=None) -> str | None:
   from .ops.elementwise import Binary, BinOp
   if body is None:
     return None
-  ops = list(ir.walk(body))
+  op = _written_op(body, op, loc)
   if op is None:
-    op = next((o for o in ops if o.loc == loc and isinstance(getattr(o, "ref", getattr(o, "dst", None)), ir.Value)
-               and not o.results), None)
-    if op is None:
-      return None
-  defs = {r.id: o for o in ops for r in o.results}
+    return None
+  defs = {r.id: o for o in ir.walk(body) for r in o.results}
   todo, seen = [getattr(op, "ref", getattr(op, "dst", None))], set()     # the window written
   while todo:
     d = defs.get(todo.pop().id)
@@ -241,6 +238,76 @@ def clamped_program_hint(body, op=None, loc=None) -> str | None:
                 f" programs as there are tiles")
     todo += [x for x in d.operands() if isinstance(x, ir.Value)]
   return None
+
+
+def _written_op(body, op=None, loc=None):
+  """The write `op`, or the first write (an op with a ref or dst and no results) at `loc` in `body`."""
+  from . import ir
+  if op is None and body is not None:
+    op = next((o for o in ir.walk(body) if o.loc == loc and not o.results
+               and isinstance(getattr(o, "ref", getattr(o, "dst", None)), ir.Value)), None)
+  return op
+
+
+def short_step_hint(body, name, shape, grid, op=None, loc=None) -> str | None:
+  """Where the window a program writes starts `pid * s` (a run `pid * s + ml.arange(t)`, or
+  ml.ds(pid * s, t)) with a step s shorter than its t elements, neighbours overlap by t - s: the fix
+  is the step, pid * t (Triton's `pid * BLOCK + tl.arange(0, BLOCK)`), named in the user's words."""
+  from . import ir
+  from .ops.control import ProgramId
+  from .ops.elementwise import Arange, Binary, BinOp
+  from .ops.gather import ScatterUpdate
+  from .ops.memory import View
+  op = _written_op(body, op, loc)
+  if op is None:
+    return None
+  defs = {r.id: o for o in ir.walk(body) for r in o.results}
+
+  def step_of(x):
+    """(program-id axis, s, the product's loc, the Arange's length) found under operand x."""
+    found, runs, todo, seen = [], [], [x], set()
+    while todo:
+      d = defs.get(todo.pop().id)
+      if d is None or id(d) in seen:
+        continue
+      seen.add(id(d))
+      if isinstance(d, Arange):
+        runs.append(d.results[0].type.shape[d.dim])
+      if isinstance(d, Binary) and d.kind == BinOp.MUL:
+        sides = [defs.get(v.id) if isinstance(v, ir.Value) else v for v in (d.lhs, d.rhs)]
+        k = next((j for j, v in enumerate(sides) if isinstance(v, ProgramId)), None)
+        if k is not None and isinstance(sides[1 - k], int) and not isinstance(sides[1 - k], bool):
+          found.append((sides[k].axis, sides[1 - k], d.loc))
+          continue
+      todo += [v for v in d.operands() if isinstance(v, ir.Value) and not isinstance(defs.get(v.id), View)]
+    return (found[0] + (runs[0] if len(runs) == 1 else None,)) if len(found) == 1 else None
+
+  ref = getattr(op, "ref", getattr(op, "dst", None))
+  cand = []
+  if isinstance(op, ScatterUpdate):
+    cand = [(k, step_of(i), None) for k, i in enumerate(op.indices)]
+  elif isinstance(defs.get(ref.id), View):
+    cand = [(k, step_of(i.start), i.size) for k, i in enumerate(defs[ref.id].index) if isinstance(i.start, ir.Value)]
+  cand = [(k, st[:3], size if size is not None else st[3]) for k, st, size in cand if st is not None]
+  cand = [c for c in cand if c[2] is not None and 0 < c[1][1] < c[2]]    # a step shorter than the window
+  if len(cand) != 1:
+    return None
+  dim, (axis, s, at), t = cand[0]
+  line, a, b = getattr(at, "source_line", ""), at.col_offset, getattr(at, "end_col_offset", None)
+  text = line[a:b] if line and b is not None and at.end_lineno == at.lineno else f"ml.program_id({axis}) * {s}"
+  fixed = text[:len(text) - len(str(s))] + str(t) if text.endswith(str(s)) else f"ml.program_id({axis}) * {t}"
+  n = shape[dim] if shape and dim < len(shape) else None
+  launch = ""
+  if n is not None:
+    need = -(-n // t)
+    if grid and axis < len(grid) and grid[axis] != need:
+      launch = f", launching ml.cdiv({n}, {t}) = {need} programs along grid axis {axis}"
+    if n % t:
+      launch += (f", the last one's register store masked to {name}'s {n} elements ({name}.at[...].store(value,"
+                 f" mask=...) keeping the positions below {n}; a TMA copy drops them itself)")
+  return (f"the programs' windows of {name} start {s} apart ({text}) but each writes {t} elements, so"
+          f" neighbours overlap by {t - s}: step them by their size, {fixed}{launch}, and the inputs' windows"
+          f" the same way")
 
 
 def _masked_write(body, loc):
@@ -289,7 +356,7 @@ def race_error(name, race, program, shape=None, grid=None, accumulates=False, bo
       hint=ACCUMULATE_ACROSS.format(f"several programs read {name} and write it back ({name}[...] += part) in no"
                                     f" fixed order, so all but one program's share can be lost")
       if element and accumulates else
-      clamped_program_hint(body, loc=loc_q) or
+      clamped_program_hint(body, loc=loc_q) or short_step_hint(body, name, shape, grid, loc=loc_q) or
       (_apart_along(name, program(p), program(q), grid, shape) or own_window(name, shape, grid)
             + "; where programs add partial results into the same elements (split-K), add them atomically:"
             " ml.atomic_add(ref, value) or ml.copy(buf, ref, reduce=\"add\")") if element else ONE_WRITER)

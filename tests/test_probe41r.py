@@ -100,3 +100,87 @@ def test_interpret_mode_names_the_atomic_fill_where_a_run_time_branch_skipped_it
   assert e.message == "buf[:] is read in program (0, 0, 0) before anything writes it: SMEM starts with garbage"
   assert e.hint == ("ml.atomic_add combines with what buf holds, and SMEM starts with garbage: fill buf first,"
                     " buf[...] = ml.zeros(buf.shape, buf.dtype), on every path to this update")
+
+
+# ---------------------------------------------------------------- windows stepped by less than their size
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (9,))
+def overlapping_runs_masked(x, out):
+  pid = ml.program_id(0)
+  offs = pid * 120 + ml.arange(128)
+  m = offs < x.shape[0]
+  ml.store(out.at[offs], ml.load(x.at[offs], mask=m, other=0.0) * 2, mask=m)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (9,))
+def overlapping_runs_fixed(x, out):            # the hint followed
+  pid = ml.program_id(0)
+  offs = pid * 128 + ml.arange(128)
+  m = offs < x.shape[0]
+  ml.store(out.at[offs], ml.load(x.at[offs], mask=m, other=0.0) * 2, mask=m)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (8,))
+def overlapping_scatter_runs(x, out):
+  pid = ml.program_id(0)
+  offs = pid * 120 + ml.arange(128)
+  out[offs] = x[offs] * 2
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (8,))
+def overlapping_scatter_runs_fixed(x, out):     # the hint followed
+  pid = ml.program_id(0)
+  offs = pid * 128 + ml.arange(128)
+  out[offs] = x[offs] * 2
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (9,))
+def overlapping_tma_windows(x, out):
+  pid = ml.program_id(0)
+  buf = ml.smem((128,), jnp.float32)
+  ml.copy(x.at[ml.ds(pid * 120, 128)], buf)
+  ml.copy(buf, out.at[ml.ds(pid * 120, 128)])
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (8, 2))
+def overlapping_rows_2d(x, out):
+  r = ml.program_id(0)
+  c = ml.program_id(1)
+  out.at[ml.ds(r * 120, 128), ml.ds(c * 64, 64)][...] = x.at[ml.ds(r * 120, 128), ml.ds(c * 64, 64)][...] * 2
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(4,))
+def ragged_tiles_fixed(x, out):                 # test_safety_params's overlapping_tiles, its hint followed
+  i = ml.program_id(0)
+  m = i * 128 + ml.arange(128) < 416
+  out.at[ml.ds(i * 128, 128)].store(x.at[ml.ds(i * 128, 128)].load(mask=m, other=0.0), mask=m)
+
+
+STEP = ("the programs' windows of out start 120 apart ({}) but each writes 128 elements, so neighbours overlap by 8:"
+        " step them by their size, {}{}, and the inputs' windows the same way")
+LAUNCH = ", launching ml.cdiv(1024, 128) = 8 programs along grid axis 0"
+
+
+def test_overlapping_windows_name_the_step_as_the_fix():
+  expect(overlapping_runs_masked, [F32], mg.RaceError, "ml.store(out",
+         "program (0, 0, 0) and program (1, 0, 0) both write out[120]: programs run in no fixed order, so the"
+         " result depends on timing", hint=STEP.format("pid * 120", "pid * 128", LAUNCH))
+  expect(overlapping_tma_windows, [F32], mg.RaceError, "ml.copy(buf",
+         "program (0, 0, 0) and program (1, 0, 0) both write out[120]: programs run in no fixed order, so the"
+         " result depends on timing", hint=STEP.format("pid * 120", "pid * 128", LAUNCH))
+  # a 2-D grid, whose windows fall short of the end too: the step is named first
+  expect(overlapping_rows_2d, [jax.ShapeDtypeStruct((1024, 128), jnp.float32)], mg.UncoveredOutputError,
+         "out.at[", "out[968:1024, :] is never written: none of the 16 programs of grid (8, 2) writes it, so 7168"
+         " of 131072 elements of out would stay uninitialised", hint=STEP.format("r * 120", "r * 128", ""))
+  # interpret mode: a run of positions indexing out (a scatter)
+  x = jnp.arange(1024, dtype=jnp.float32)
+  with pytest.raises(mg.RaceError) as info:
+    overlapping_scatter_runs(x, interpret=True)
+  assert info.value.hint == STEP.format("pid * 120", "pid * 128", "")
+  # the hints followed
+  np.testing.assert_array_equal(np.asarray(overlapping_runs_fixed(x, interpret=True)), np.asarray(2 * x))
+  np.testing.assert_array_equal(np.asarray(overlapping_scatter_runs_fixed(x, interpret=True)), np.asarray(2 * x))
+  assert "mosaic_gpu" in _export(overlapping_runs_fixed, F32)
+  assert "mosaic_gpu" in _export(overlapping_scatter_runs_fixed, F32)
+  x = jnp.arange(416, dtype=jnp.float32)
+  np.testing.assert_array_equal(np.asarray(ragged_tiles_fixed(x, interpret=True)), np.asarray(x))
+  assert "mosaic_gpu" in _export(ragged_tiles_fixed, jax.ShapeDtypeStruct((416,), jnp.float32))

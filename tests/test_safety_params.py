@@ -216,10 +216,10 @@ def test_two_programs_certainly_writing_one_element_is_a_race_at_compile_time():
   expect(overlapping_tiles, [S((416,), F32)], mg.RaceError, "out.at[ml.ds(i * 96",
          "program (0, 0, 0) and program (1, 0, 0) both write out[96]: programs run in no fixed order, so"
          " the result depends on timing",
-         hint="give each program its own window of out: 4 programs split its 416 rows into 104 each, e.g."
-              " out.at[ml.ds(ml.program_id(0) * 104, 104)], and read the matching window of the inputs"
-              "; where programs add partial results into the same elements (split-K), add them atomically:"
-              " ml.atomic_add(ref, value) or ml.copy(buf, ref, reduce=\"add\")")
+         hint="the programs' windows of out start 96 apart (i * 96) but each writes 128 elements, so neighbours"
+              " overlap by 32: step them by their size, i * 128, the last one's register store masked to out's 416"
+              " elements (out.at[...].store(value, mask=...) keeping the positions below 416; a TMA copy drops them"
+              " itself), and the inputs' windows the same way")
 
 
 # ---------------------------------------------------------------------------- valid coverage
