@@ -221,7 +221,7 @@ def masked_outside_hint(loc, name, rank, before, d=None, data=True) -> str | Non
   # (a mask known while compiling, `data` False, is hinted so only for run offsets: MG203's general hint else)
   ext = _extent_mask(ast.unparse(ref), name, rank) if ref is not None and mask is not None and data else None
   if ext is None and d is not None and d >= 0 and mask is not None:     # Triton's offsets x.at[offs]: theirs (dimension d)
-    from .checks import _user_window
+    from .bounds_hints import _user_window
     run = _user_window(loc, name, d)
     ext = f"{run[2]} < {name}.shape[{d}])" if run and run[2] else None
   if ext is None:
@@ -436,7 +436,7 @@ def run_overrun(loc, name, root_ref, index, what):
   `offs = start + ml.arange(size)` statically reaching outside `name` (its window `index` of `root_ref`), in
   the user's offsets: their masked access, with every dimension they leave in its mask, as the run-time check
   words it; None where the access is not written so."""
-  from .checks import _stored_text, _user_window
+  from .bounds_hints import _stored_text, _user_window
   overs = [(d, i.start, i.size, n) for d, (i, n) in enumerate(zip(index or (), root_ref.type.shape))
            if isinstance(i.start, int) and (i.start < 0 or i.start + i.size > n)]
   conds = []

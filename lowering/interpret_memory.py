@@ -313,7 +313,7 @@ class Memory:
     """For a register read or write (a Load or a Store) whose run-time ml.ds window leaves its GMEM
     array, or a scalar read of an element outside it: the mask, guard or clamp the compile-time check
     hints (frontend/checks.py)."""
-    from ..frontend.checks import register_bounds_hint
+    from ..frontend.bounds_hints import register_bounds_hint
     from ..frontend.memory_errors import scalar_read_hint
     from ..frontend.ops.access import ScalarRead
     from ..frontend.ops.memory import Load, Store, View

@@ -184,3 +184,39 @@ def test_overlapping_windows_name_the_step_as_the_fix():
   x = jnp.arange(416, dtype=jnp.float32)
   np.testing.assert_array_equal(np.asarray(ragged_tiles_fixed(x, interpret=True)), np.asarray(x))
   assert "mosaic_gpu" in _export(ragged_tiles_fixed, jax.ShapeDtypeStruct((416,), jnp.float32))
+
+
+# ---------------------------------------------------------------- SMEM written on another program's path
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 128,))
+def smem_written_on_the_other_branch(x, out):
+  pid = ml.program_id(0)
+  buf = ml.smem((128,), jnp.float32)
+  if pid % 2 == 0:
+    buf[...] = x.at[ml.ds(pid * 128, 128)][...]
+    out.at[ml.ds(pid * 128, 128)][...] = buf[...]
+  else:
+    out.at[ml.ds(pid * 128, 128)][...] = buf[...] * 2
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 128,))
+def smem_written_before_the_branch(x, out):    # the hint followed: filled on every path
+  pid = ml.program_id(0)
+  buf = ml.smem((128,), jnp.float32)
+  buf[...] = x.at[ml.ds(pid * 128, 128)][...]
+  if pid % 2 == 0:
+    out.at[ml.ds(pid * 128, 128)][...] = buf[...]
+  else:
+    out.at[ml.ds(pid * 128, 128)][...] = buf[...] * 2
+
+
+def test_smem_another_programs_branch_wrote_is_unwritten_in_this_program():
+  # (SMEM is each CTA's own: program 0's write does not fill program 1's buffer; the export accepted it)
+  expect(smem_written_on_the_other_branch, [F32], mg.UninitializedReadError, "buf[...] * 2",
+         "buf is read in program (1, 0, 0) before anything writes it: SMEM starts with garbage",
+         hint="fill buf first, with ml.copy(x.at[...], buf) or buf[...] = value, on every path to this read")
+  with pytest.raises(mg.UninitializedReadError):
+    _export(smem_written_on_the_other_branch, F32)
+  x = jnp.arange(1024, dtype=jnp.float32)
+  want = jnp.where((jnp.arange(1024) // 128) % 2 == 0, x, 2 * x)
+  np.testing.assert_array_equal(np.asarray(smem_written_before_the_branch(x, interpret=True)), np.asarray(want))
+  assert "mosaic_gpu" in _export(smem_written_before_the_branch, F32)
