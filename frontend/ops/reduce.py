@@ -138,6 +138,13 @@ def reduce(cx, kind: ReduceKind, x, axis, keepdims, what=None):
     if keepdims and math.prod(kept) % hw.WARPGROUP:
       return cx.b.emit(Reshape, res, loc=cx.loc, types=[TensorType(back, res.type.dtype)], names=[res.name]).result
     return reshape_(cx, res, back)
+  if (hint := _small_result_hint(cx, given, shape, axes, what)) is not None:
+    # (a result of two or more axes with fewer than 128 elements, over axes no 2-D reshape reduces)
+    kept = tuple(n for i, n in enumerate(shape) if i not in axes)
+    raise E.LayoutError(
+        f"{what} over axis {axis} of a {len(shape)}-D tensor {shape} keeps axes of sizes {kept}: {math.prod(kept)}"
+        f" elements, too few for a register tensor of more than one axis (a multiple of 128; a 1-D vector may hold"
+        f" any multiple of 8)", cx.loc, hint=hint)
   if len(axes) == 1 and len(shape) > 2 and 0 < axes[0] < len(shape) - 1:
     # A middle axis of a 3-D (or wider) tensor (time in a (heads, time, d) chunk): the scan along it from
     # the end, each slab of the axes before it apart, holds the reduction at the axis's first position.
@@ -147,13 +154,14 @@ def reduce(cx, kind: ReduceKind, x, axis, keepdims, what=None):
     res = index_through_smem(cx, scan(cx, ScanKind(kind.value), x, a, True, what),
                              tuple(0 if k == a else slice(None) for k in range(len(shape))))
     return reshape_(cx, res, tuple(1 if k == a else n for k, n in enumerate(shape))) if keepdims else res
-  if 1 < len(axes) < len(shape) and len(shape) > 2 and math.prod(
-      n for i, n in enumerate(shape) if i != axes[-1]) % hw.WARPGROUP == 0:
+  if 1 < len(axes) < len(shape) and len(shape) > 2 and (order := _split_order(shape, axes)) is not None:
     # Axes that are no run of leading or trailing ones (a per-channel max over (0, 2) of an (h, c, w) tile): the
-    # last of them reduced first, then the others, each a reduction the compiler takes (sums and extremes
-    # combine in any order, as jnp's do).
-    part = reduce(cx, kind, x, axes[-1], False, what)
-    res = reduce(cx, kind, part, axes[:-1], False, what)
+    # last of them reduced first, then the others; or, where that leaves too few elements for a register tensor
+    # and one axis is kept (an (8,) statistic of a (4, 8, 32) tile), the others first, then the last. Each is a
+    # reduction the compiler takes (sums and extremes combine in any order, as jnp's do).
+    first, then = order
+    part = reduce(cx, kind, x, first, False, what)
+    res = reduce(cx, kind, part, then, False, what)
     return reshape_(cx, res, tuple(1 if i in axes else n for i, n in enumerate(shape))) if keepdims else res
   if len(axes) < len(shape) and len(shape) > 2:
     raise E.LayoutError(
@@ -172,6 +180,59 @@ def reduce(cx, kind: ReduceKind, x, axis, keepdims, what=None):
   if keepdims:
     res = reshape_(cx, res, tuple(1 if i in axes else n for i, n in enumerate(shape)))
   return res
+
+
+def _split_order(shape, axes):
+  """(axes reduced first, the axes of what they leave reduced then) of a reduction over axes that are no
+  leading or trailing run, each step leaving a multiple of 128 elements (a register tensor) or one axis;
+  None where neither order does."""
+  left = lambda gone: math.prod(n for i, n in enumerate(shape) if i not in gone)
+  if left((axes[-1],)) % hw.WARPGROUP == 0:
+    return axes[-1], axes[:-1]
+  if len(shape) - len(axes) == 1 and left(axes[:-1]) % hw.WARPGROUP == 0:
+    return axes[:-1], axes[-1] - len(axes[:-1])
+  return None
+
+
+def _small_result_hint(cx, x, shape, axes, what):
+  """How to compute a reduction of a 3-D (or wider) tensor whose result has two or more axes but too few elements
+  for a register tensor, over axes that are no leading or trailing run (which _reshape_hint covers): over leading
+  and trailing axes, the kept middle as the vector of a 3-D reshape (the compiler reduces (0, 2) of it); over a
+  middle run, row by row from the ref the tensor was read from. None for any other reduction."""
+  n = len(shape)
+  kept = tuple(s for i, s in enumerate(shape) if i not in axes)
+  if n < 3 or len(kept) < 2 or math.prod(kept) % hw.WARPGROUP == 0 or len(axes) == n:
+    return None
+  lead = next(i for i in range(n + 1) if i == n or i not in axes)        # reduced axes before the first kept one
+  trail = next(i for i in range(n + 1) if i == n or n - 1 - i not in axes)
+  if lead == len(axes) or trail == len(axes):                          # a leading or trailing run
+    return None
+  src = cx.named(x)
+  name = src if src.isidentifier() else f"({src})"
+  k = math.prod(kept)
+  back = f"store it through an output of shape ({k},) and reshape that outside the kernel, .reshape{kept} (free in XLA)"
+  if lead + trail == len(axes):                                       # leading and trailing axes, the middle kept
+    l, t = math.prod(shape[:lead]), math.prod(shape[n - trail:])
+    if _split_order((l, k, t), (0, 2)) is None or not hw.rows_fit(k, t):
+      return None
+    call = f"{name}.reshape({l}, {k}, {t}).{what[1:]}(axis=(0, 2))" if what.startswith(".") else \
+        f"{what}({name}.reshape({l}, {k}, {t}), axis=(0, 2))"
+    return f"compute the {kept} result as the ({k},) vector of its row-major order: {call}, then {back}"
+  first, last = axes[0], axes[-1]
+  if last - first + 1 != len(axes) or first == 0 or last == n - 1:   # one middle run, kept axes on both sides
+    return None
+  b, r, t = math.prod(shape[:first]), math.prod(shape[first:last + 1]), math.prod(shape[last + 1:])
+  if not hw.rows_fit(r, t):
+    return None
+  from .memory import Load
+  op = cx.b.defining(x)
+  ref = op.ref.name if isinstance(op, Load) and op.ref.type.shape == tuple(shape) else ""
+  read = f"{ref}.at[i][...]" if ref.isidentifier() and b == shape[0] else "x.at[i][...]"
+  call = f"{what}({read}.reshape({r}, {t}), axis=0)" if not what.startswith(".") else f"{read}.reshape({r}, {t}){what}(axis=0)"
+  arr = "" if read.startswith(ref) and ref else (f" (x: the array reshaped to ({b}, {r}, {t}) outside the kernel, free in"
+                                                 f" XLA; compute on each slice as on the whole)")
+  return (f"reduce each leading index apart, read 2-D from its ref: for i in ml.static_range({b}): out.at[i][...] ="
+          f" {call}, a ({t},) vector a row of an output out of shape ({b}, {t}){arr}")
 
 
 def _slices_hint(cx, kind, x, shape, axes, keepdims, what):
