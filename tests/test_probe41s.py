@@ -142,3 +142,141 @@ def test_gpu_axes_around_one_kept_axis_and_small_result_fixes_match_jnp():
   _close(head_stats(x), (jnp.sum(x, (0, 1, 3)), jnp.var(x, (0, 1, 3))), 1e-4)
   np.testing.assert_allclose(outer_sum_fixed(x).reshape(4, 8), jnp.sum(x, (0, 3)), rtol=1e-4, atol=1e-4)
   np.testing.assert_allclose(middle_var_fixed(x), jnp.var(x, (1, 2)), rtol=1e-4, atol=1e-4)
+
+
+# ---------------------------------------------------------------- a broadcast product's operands in any form
+F16 = jnp.float16
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[0]), F32), grid=(1,))
+def converted_scores(a, b, o):
+  o[...] = ml.sum(a[...].astype(F32)[:, None, :] * b[...].astype(F32)[None, :, :], axis=2)   # converted
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[0]), F32), grid=(1,))
+def converted_scores_fixed(a, b, out):
+  a_s = ml.smem((64, 64))
+  b_s = ml.smem((16, 64))
+  ml.copy(a.at[ml.ds(0, 64), :], a_s)
+  ml.copy(b, b_s)
+  s = ml.dot(a_s, b_s.T)
+  out.at[ml.ds(0, 64), :].store(s, mask=ml.arange(64)[:, None] < 4)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[0]), F32), grid=(1,))
+def computed_keys(a, b, o):
+  q = a[...]
+  o[...] = ml.sum(q[:, None, :] * ml.exp(b[...])[None], axis=-1)   # computed
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[0]), F32), grid=(1,))
+def computed_keys_fixed(a, b, out):
+  q_s = ml.smem((64, 64))
+  ml.copy(a.at[ml.ds(0, 64), :], q_s)
+  b_s = ml.smem((64, 64), jnp.float32)
+  b_s[...] = ml.concatenate([ml.exp(b[...]), ml.zeros((48, 64), jnp.float32)], axis=0)
+  s = ml.dot(q_s, b_s.T)
+  out.at[ml.ds(0, 64), ml.ds(0, 64)].store(s, mask=(ml.arange(64)[:, None] < 4) & (ml.arange(64)[None, :] < 16))
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[0]), F32), grid=(1,))
+def computed_keys_by_rows(a, b, out):
+  q = a[...]
+  for i in ml.static_range(4):
+    out.at[i][...] = ml.sum(q[i][None, :] * ml.exp(b[...]), axis=1)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((4, b.shape[0]), F32), grid=lambda a, b: (a.shape[0] // 4,))
+def window_scores(a, b, o):
+  i = ml.program_id(0)
+  o.at[ml.ds(i * 4, 4), :][...] = ml.sum(a[ml.ds(i * 4, 4), :][:, None, :] * b[...][None, :, :], axis=2)  # window
+
+
+def test_a_product_of_converted_or_computed_operands_is_hinted_as_the_dot_and_the_hints_work():
+  a, b = _rand((4, 64), 5, F16), _rand((16, 64), 6, F16)
+  with pytest.raises(mg.LayoutError) as info:
+    converted_scores.check(S(a.shape, F16), S(b.shape, F16))
+  e = info.value
+  assert (e.lineno, e.col_offset) == (_line_of("# converted"), 11)
+  assert e.message == "ml.sum over axis 2 of a 3-D tensor (4, 16, 64): partial reductions work on 1-D and 2-D tensors"
+  assert e.hint.startswith(
+      "this is a[...].astype(F32) @ b[...].astype(F32).T, which ml.dot computes on the tensor cores: put the operands"
+      " in SMEM buffers of 64 and 16 rows, ml.copy(a.at[ml.ds(0, 64), :], a_s); ml.copy(b, b_s), then s = ml.dot(a_s,"
+      " b_s.T), a (64, 16) product, then out.at[ml.ds(0, 64), :].store(s, mask=ml.arange(64)[:, None] < 4)")
+  want = np.asarray(a, np.float32) @ np.asarray(b, np.float32).T
+  np.testing.assert_allclose(converted_scores_fixed(a, b, interpret=True), want, rtol=1e-2, atol=1e-2)
+  assert "@mosaic_gpu" in _export(converted_scores_fixed, S(a.shape, F16), S(b.shape, F16))
+
+  a, b = _rand((4, 64), 7), _rand((16, 64), 8)
+  with pytest.raises(mg.LayoutError) as info:
+    computed_keys.check(S(a.shape, F32), S(b.shape, F32))
+  e = info.value
+  assert (e.lineno, e.col_offset) == (_line_of("# computed"), 11)
+  assert e.hint == (
+      "this is q @ ml.exp(b[...]).T, which ml.dot computes on the tensor cores: put the operands in SMEM buffers of 64"
+      " and 64 rows, ml.copy(q.at[ml.ds(0, 64), :], q_s) (zeros past the array's last row); b_s = ml.smem((64, 64),"
+      " jnp.float32); b_s[...] = ml.concatenate([ml.exp(b[...]), ml.zeros((48, 64), jnp.float32)], axis=0), then s ="
+      " ml.dot(q_s, b_s.T), a (64, 64) product, then out.at[ml.ds(0, 64), ml.ds(0, 64)].store(s, mask=(ml.arange(64)[:,"
+      " None] < 4) & (ml.arange(64)[None, :] < 16)) (the window past the output's 4 rows and 16 columns masked) (ml.dot"
+      " reads float32 operands as TF32, about 3 significant digits; the rows keep float32); or, in registers, one row"
+      " of q at a time: ml.sum(q[i][None, :] * ml.exp(b[...]), axis=1) for i in ml.static_range(4), each a (16,)"
+      " vector")
+  want = a @ jnp.exp(b).T
+  np.testing.assert_allclose(computed_keys_fixed(a, b, interpret=True), want, rtol=3e-2, atol=3e-2)
+  np.testing.assert_allclose(computed_keys_by_rows(a, b, interpret=True), want, rtol=1e-5, atol=1e-5)
+  for kernel in (computed_keys_fixed, computed_keys_by_rows):
+    assert "@mosaic_gpu" in _export(kernel, S(a.shape, F32), S(b.shape, F32))
+
+
+def test_a_product_of_a_window_copies_a_64_row_window_and_the_rows_index_is_not_the_users():
+  with pytest.raises(mg.LayoutError) as info:
+    window_scores.check(S((128, 64), F32), S((16, 64), F32))
+  e = info.value
+  assert (e.lineno, e.col_offset) == (_line_of("# window"), 34)
+  assert "ml.copy(a.at[ml.ds(i * 4, 64), :], a_s); ml.copy(b, b_s), then s = ml.dot(a_s, b_s.T)" in e.hint
+  assert e.hint.endswith("ml.sum(a[ml.ds(i * 4, 4), :][r][None, :] * b[...], axis=1) for r in ml.static_range(4),"
+                         " each a (16,) vector")
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[0]), F32), grid=(1,))
+def big_scores(a, b, o):
+  o[...] = ml.sum((a[...] * 2.0)[:, None, :] * b[...][None, :, :], axis=-1)   # big
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[0]), F32), grid=(1,))
+def big_scores_fixed(a, b, out):
+  a_s = ml.smem((64, 32), jnp.float32)
+  a_s[...] = a[...] * 2.0
+  b_s = ml.smem((64, 32))
+  ml.copy(b, b_s)
+  out[...] = ml.dot(a_s, b_s.T)
+
+
+def test_a_product_too_large_for_smem_is_hinted_as_the_dot_at_the_sum():
+  """It was MG402 at the broadcast, whose hint ("read such pieces straight from the ref") did not apply."""
+  a, b = _rand((64, 32), 9), _rand((64, 32), 10)
+  with pytest.raises(mg.SmemCapacityError) as info:
+    big_scores.check(S(a.shape, F32), S(b.shape, F32))
+  e = info.value
+  assert (e.lineno, e.col_offset) == (_line_of("# big"), 11)
+  assert e.message == ("ml.sum over axis -1 of the broadcast product (64, 64, 32) (524288 bytes) moves the product"
+                       " between threads through SMEM, more than the 232432 bytes (227 KiB less 16 bytes) a kernel's"
+                       " buffers can use")
+  assert e.hint.startswith(
+      "this is (a[...] * 2.0) @ b.T, which ml.dot computes on the tensor cores: put the operands in SMEM buffers of 64"
+      " and 64 rows, a_s = ml.smem((64, 32), jnp.float32); a_s[...] = a[...] * 2.0; ml.copy(b, b_s), then s ="
+      " ml.dot(a_s, b_s.T), a (64, 64) product, then out[...] = s")
+  np.testing.assert_allclose(big_scores_fixed(a, b, interpret=True), 2 * a @ b.T, rtol=3e-2, atol=3e-2)
+  assert "@mosaic_gpu" in _export(big_scores_fixed, S(a.shape, F32), S(b.shape, F32))
+
+
+@pytest.mark.gpu
+def test_gpu_product_hints_followed_match_jnp():
+  a, b = _rand((4, 64), 5, F16), _rand((16, 64), 6, F16)
+  np.testing.assert_allclose(converted_scores_fixed(a, b), np.asarray(a, np.float32) @ np.asarray(b, np.float32).T,
+                             rtol=1e-2, atol=1e-2)
+  a, b = _rand((4, 64), 7), _rand((16, 64), 8)
+  np.testing.assert_allclose(computed_keys_fixed(a, b), a @ jnp.exp(b).T, rtol=3e-2, atol=3e-2)
+  np.testing.assert_allclose(computed_keys_by_rows(a, b), a @ jnp.exp(b).T, rtol=1e-5, atol=1e-5)
+  a, b = _rand((64, 32), 9), _rand((64, 32), 10)
+  np.testing.assert_allclose(big_scores_fixed(a, b), 2 * a @ b.T, rtol=3e-2, atol=3e-2)

@@ -18,6 +18,7 @@ from . import elementwise as ew
 from .elementwise_checks import method_on
 from .elementwise_fns import arange
 from .base import builtin, check_register_value, is_tensor, kind_of, shown
+from .product_hints import product_hint as _product_hint
 from .shape import READ_2D_FIRST, Reduce, ReduceKind, Reshape, reshape_
 
 # ---------------------------------------------------------------- reductions
@@ -128,6 +129,13 @@ def reduce(cx, kind: ReduceKind, x, axis, keepdims, what=None):
     raise E.UnsupportedDtypeError(
         f"{what} of {dtype_name(d)} values is not supported", cx.loc,
         hint=f"convert first: {src}.astype(jnp.float32)")
+  nbytes = math.prod(shape) * (d.itemsize if isinstance(d, DType) else 4)
+  if len(shape) == 3 and nbytes > hw.SMEM_LIMIT and (hint := _product_hint(cx, given, shape, axes, kind)):
+    # (a broadcast product too large for the SMEM scratch that its broadcast and this reduction move it through)
+    raise E.SmemCapacityError(
+        f"{what} over axis {axis} of the broadcast product {shape} ({nbytes} bytes) moves the product between"
+        f" threads through SMEM, more than the {hw.SMEM_LIMIT} bytes ({hw.SMEM_WORDS}) a kernel's buffers can use",
+        cx.loc, hint=hint)
   if len(axes) < len(shape) and len(shape) > 2 and (plan := (_flat_shape if keepdims else _flat_plan)(shape, axes)) is not None:
     # A leading or trailing run of axes of a 3-D (or wider) tensor: the 2-D reduction of its reshape
     # (through SMEM where the layouts need it), reshaped back, as the user would write it; with keepdims,
@@ -252,31 +260,6 @@ def _slices_hint(cx, kind, x, shape, axes, keepdims, what):
   expr = (f"({expr})" if kind == ReduceKind.SUM else expr) + keep if keep else expr
   named = "" if name == src else f"{name} = {src}, then "
   return f"combine its {shape[a]} slices along axis {a} elementwise: {named}{expr} (elementwise math takes 3-D tensors)"
-
-
-def _product_hint(cx, x, shape, axes, kind):
-  """The sum of a broadcast product over its shared last axis, `ml.sum(a[:, None, :] * b[None, :, :], axis=2)`
-  (a GQA decode's scores of a few query heads against a page of keys), is a @ b.T: the tensor cores' ml.dot
-  (a padded to 64 rows where it has fewer); None for any other reduction."""
-  import re
-  # (a name, or a ref's whole read, q[...]: the name then stands for the ref, which ml.copy moves to SMEM)
-  m = re.fullmatch(r"\(?(\w+(?:\[\.\.\.\])?)\[:, *None, *:?\] *\* *(\w+(?:\[\.\.\.\])?)\[None, *:, *:?\]\)?",
-                   cx.named(x) or "")
-  if kind != ReduceKind.SUM or len(shape) != 3 or tuple(axes) != (2,) or m is None:
-    return None
-  ta, tb = m.groups()                                        # (as written)
-  a, b = ta.removesuffix("[...]"), tb.removesuffix("[...]")
-  n, k = shape[0], shape[1]
-  rows = max(n, 64)
-  store = (f"out.at[ml.ds(0, {rows}), :].store(s, mask=ml.arange({rows})[:, None] < {n}) (the window past the"
-           f" output's {n} rows masked)" if n < 64 else "out[...] = s")
-  return (f"this is {a} @ {b}.T, which ml.dot computes on the tensor cores: copy the operands into SMEM buffers"
-          f" of {rows} and {k} rows, s = ml.dot({a}_s, {b}_s.T), a ({rows}, {k}) product"
-          + (f" ({a} has {n} rows, fewer than the 64 of a tensor-core tile: copy a 64-row window into {a}_s, which"
-             f" TMA fills with zeros past the array's last row, ml.copy(ref.at[ml.ds(0, 64), :], {a}_s))" if n < 64
-             else "")
-          + f", then {store}; or, in registers, one row of {a} at a time: ml.sum({ta}[i][None, :] * {tb}, axis=1)"
-          f" for i in ml.static_range({n}), each a ({k},) vector")
 
 
 def _reshape_hint(cx, x, shape, axes, what):
