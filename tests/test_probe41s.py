@@ -280,3 +280,60 @@ def test_gpu_product_hints_followed_match_jnp():
   np.testing.assert_allclose(computed_keys_by_rows(a, b), a @ jnp.exp(b).T, rtol=1e-5, atol=1e-5)
   a, b = _rand((64, 32), 9), _rand((64, 32), 10)
   np.testing.assert_allclose(big_scores_fixed(a, b), 2 * a @ b.T, rtol=3e-2, atol=3e-2)
+
+
+# ---------------------------------------------------------------- take_along_axis of an SMEM buffer, many indices a row
+@mg.mgpu_kernel(out_shape=lambda x, i: S(i.shape, x.dtype), grid=(1,))
+def smem_take(x, idx, o):
+  buf = ml.smem(x.shape)
+  ml.copy(x, buf)
+  o[...] = ml.take_along_axis(buf, idx[...], axis=1)   # smem take
+
+
+@mg.mgpu_kernel(out_shape=lambda x, i: S(i.shape, x.dtype), grid=(1,))
+def smem_take_cols(x, idx, o):
+  buf = ml.smem(x.shape)
+  ml.copy(x, buf)
+  o[...] = ml.take_along_axis(buf, idx[...], axis=0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, i: S(i.shape, x.dtype), grid=(1,))
+def gmem_take(x, idx, o):
+  o[...] = ml.take_along_axis(x, idx[...], axis=1)
+
+
+def _ids(shape, n, seed):
+  return jnp.asarray(np.random.default_rng(seed).integers(-n, n, shape), jnp.int32)
+
+
+def test_take_along_axis_of_an_smem_buffer_takes_32_indices_a_row():
+  """Above 16 indices a row it was MG003 "only GMEM refs gather", whose hint ("take the rows one by one") did not fit."""
+  x = _rand((128, 64), 11)
+  idx = _ids((128, 32), 64, 12)
+  np.testing.assert_array_equal(smem_take(x, idx, interpret=True), jnp.take_along_axis(x, idx, axis=1))
+  assert "@mosaic_gpu" in _export(smem_take, S(x.shape, F32), S(idx.shape, jnp.int32))
+  idx = _ids((32, 64), 128, 13)
+  np.testing.assert_array_equal(smem_take_cols(x, idx, interpret=True), jnp.take_along_axis(x, idx, axis=0))
+
+
+def test_take_along_axis_of_an_smem_buffer_with_too_many_indices_says_so_and_its_hint_works():
+  x = _rand((128, 128), 14)
+  idx = _ids((128, 128), 128, 15)
+  with pytest.raises(mg.KernelTypeError) as info:
+    smem_take.check(S(x.shape, F32), S(idx.shape, jnp.int32))
+  e = info.value
+  assert (e.lineno, e.col_offset) == (_line_of("# smem take"), 11)
+  assert e.message == ("ml.take_along_axis of the SMEM buffer buf takes 1 to 64 indices a row of a 2-D buffer (each a"
+                       " select over the whole buffer), got 128")
+  assert e.hint.startswith("gather from the GMEM array buf was copied from, ml.take_along_axis(x, idx[...], axis=1)")
+  np.testing.assert_array_equal(gmem_take(x, idx, interpret=True), jnp.take_along_axis(x, idx, axis=1))
+  assert "@mosaic_gpu" in _export(gmem_take, S(x.shape, F32), S(idx.shape, jnp.int32))
+
+
+@pytest.mark.gpu
+def test_gpu_take_along_axis_of_an_smem_buffer_matches_jnp():
+  x = _rand((128, 64), 11)
+  idx = _ids((128, 32), 64, 12)
+  np.testing.assert_array_equal(smem_take(x, idx), jnp.take_along_axis(x, idx, axis=1))
+  idx = _ids((32, 64), 128, 13)
+  np.testing.assert_array_equal(smem_take_cols(x, idx), jnp.take_along_axis(x, idx, axis=0))
