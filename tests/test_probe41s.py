@@ -337,3 +337,68 @@ def test_gpu_take_along_axis_of_an_smem_buffer_matches_jnp():
   np.testing.assert_array_equal(smem_take(x, idx), jnp.take_along_axis(x, idx, axis=1))
   idx = _ids((32, 64), 128, 13)
   np.testing.assert_array_equal(smem_take_cols(x, idx), jnp.take_along_axis(x, idx, axis=0))
+
+
+# ---------------------------------------------------------------- small statistics that keep the shape or broadcast back
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def middle_softmax(x, o):
+  o[...] = ml.softmax(x[...], axis=1)   # middle softmax
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def middle_softmax_fixed(x, out):
+  for i in ml.static_range(2):
+    out.at[i][...] = ml.softmax(x.at[i][...], axis=0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def middle_centred(x, o):
+  v = x[...]
+  o[...] = v - ml.mean(v, axis=1, keepdims=True)   # middle centred
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def middle_centred_fixed(x, out):
+  for i in ml.static_range(2):
+    w = x.at[i][...]
+    out.at[i][...] = w - ml.mean(w, axis=0, keepdims=True)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def outer_centred(x, o):
+  v = x[...]
+  o[...] = v - ml.max(v, axis=(0, 3), keepdims=True)   # outer centred
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def outer_centred_fixed(x, o):
+  w = x[...].reshape(2, 32, 32)
+  o[...] = (w - ml.max(w, axis=(0, 2), keepdims=True)).reshape(2, 4, 8, 32)
+
+
+@pytest.mark.parametrize("kernel, fixed, shape, text, hint, want", [
+    (middle_softmax, middle_softmax_fixed, (2, 8, 32), "# middle softmax",
+     "compute a leading index at a time, 2-D from its ref: for i in ml.static_range(2): out.at[i][...] ="
+     " ml.softmax(x.at[i][...], axis=0)", lambda x: jax.nn.softmax(x, axis=1)),
+    (middle_centred, middle_centred_fixed, (2, 8, 32), "# middle centred",
+     "compute a leading index at a time, 2-D from its ref: for i in ml.static_range(2): w = x.at[i][...], whose"
+     " statistic ml.mean(w, axis=0, keepdims=True) is a (1, 32) row that broadcasts against w; store each result into"
+     " out.at[i]", lambda x: x - jnp.mean(x, axis=1, keepdims=True)),
+    (outer_centred, outer_centred_fixed, (2, 4, 8, 32), "# outer centred",
+     "compute on the 3-D reshape w = v.reshape(2, 32, 32): ml.max(w, axis=(0, 2), keepdims=True), a (1, 32, 1)"
+     " statistic that broadcasts against w (w - ml.max(w, axis=(0, 2), keepdims=True)), the result reshaped back,"
+     " .reshape(2, 4, 8, 32)", lambda x: x - jnp.max(x, axis=(0, 3), keepdims=True)),
+], ids=["softmax", "keepdims-middle", "keepdims-outer"])
+def test_a_small_statistic_that_keeps_the_shape_or_broadcasts_back_gets_a_hint_that_works(
+    kernel, fixed, shape, text, hint, want):
+  """The softmax and keepdims forms got the reduced form's hint (a vector a row of an output), which did not apply."""
+  x = _rand(shape, 16)
+  with pytest.raises(mg.LayoutError) as info:
+    kernel.check(S(shape, F32))
+  e = info.value
+  line = _line_of(text)
+  assert (e.lineno, e.col_offset) == (line, open(__file__).read().splitlines()[line - 1].index("ml."))
+  assert "too few for a register tensor of more than one axis" in e.message
+  assert e.hint == hint
+  np.testing.assert_allclose(fixed(x, interpret=True), want(x), rtol=1e-5, atol=1e-5)
+  assert "@mosaic_gpu" in _export(fixed, S(shape, F32))

@@ -146,7 +146,7 @@ def reduce(cx, kind: ReduceKind, x, axis, keepdims, what=None):
     if keepdims and math.prod(kept) % hw.WARPGROUP:
       return cx.b.emit(Reshape, res, loc=cx.loc, types=[TensorType(back, res.type.dtype)], names=[res.name]).result
     return reshape_(cx, res, back)
-  if (hint := _small_result_hint(cx, given, shape, axes, what)) is not None:
+  if (hint := _small_result_hint(cx, given, shape, axes, what, keepdims)) is not None:
     # (a result of two or more axes with fewer than 128 elements, over axes no 2-D reshape reduces)
     kept = tuple(n for i, n in enumerate(shape) if i not in axes)
     raise E.LayoutError(
@@ -202,11 +202,13 @@ def _split_order(shape, axes):
   return None
 
 
-def _small_result_hint(cx, x, shape, axes, what):
+def _small_result_hint(cx, x, shape, axes, what, keepdims):
   """How to compute a reduction of a 3-D (or wider) tensor whose result has two or more axes but too few elements
   for a register tensor, over axes that are no leading or trailing run (which _reshape_hint covers): over leading
-  and trailing axes, the kept middle as the vector of a 3-D reshape (the compiler reduces (0, 2) of it); over a
-  middle run, row by row from the ref the tensor was read from. None for any other reduction."""
+  and trailing axes, on a 3-D reshape whose (0, 2) the compiler reduces (the kept middle a vector, or a (1, m, 1)
+  statistic that broadcasts back); over a middle run, a leading index at a time, 2-D from the ref the tensor was
+  read from. Written for what the caller computes: a softmax keeps the shape, a keepdims statistic broadcasts
+  back, any other (var, std and logsumexp too, whose keepdims is their own) is reduced. None for any other."""
   n = len(shape)
   kept = tuple(s for i, s in enumerate(shape) if i not in axes)
   if n < 3 or len(kept) < 2 or math.prod(kept) % hw.WARPGROUP == 0 or len(axes) == n:
@@ -215,17 +217,25 @@ def _small_result_hint(cx, x, shape, axes, what):
   trail = next(i for i in range(n + 1) if i == n or n - 1 - i not in axes)
   if lead == len(axes) or trail == len(axes):                          # a leading or trailing run
     return None
+  mode = ("same" if what.lstrip(".").removeprefix("ml.") in ("softmax", "log_softmax") else
+          "keep" if keepdims and what.lstrip(".").removeprefix("ml.") not in ("var", "std", "logsumexp") else "reduce")
   src = cx.named(x)
   name = src if src.isidentifier() else f"({src})"
   k = math.prod(kept)
-  back = f"store it through an output of shape ({k},) and reshape that outside the kernel, .reshape{kept} (free in XLA)"
+  fn = what if not what.startswith(".") else f"ml{what}"
   if lead + trail == len(axes):                                       # leading and trailing axes, the middle kept
     l, t = math.prod(shape[:lead]), math.prod(shape[n - trail:])
     if _split_order((l, k, t), (0, 2)) is None or not hw.rows_fit(k, t):
       return None
-    call = f"{name}.reshape({l}, {k}, {t}).{what[1:]}(axis=(0, 2))" if what.startswith(".") else \
-        f"{what}({name}.reshape({l}, {k}, {t}), axis=(0, 2))"
-    return f"compute the {kept} result as the ({k},) vector of its row-major order: {call}, then {back}"
+    flat = f"{name}.reshape({l}, {k}, {t})"
+    if mode == "reduce":
+      return (f"compute the {kept} result as the ({k},) vector of its row-major order: {fn}({flat}, axis=(0, 2)),"
+              f" then store it through an output of shape ({k},) and reshape that outside the kernel,"
+              f" .reshape{kept} (free in XLA)")
+    use = (f"{fn}(w, axis=(0, 2)).reshape{shape}" if mode == "same" else
+           f"{fn}(w, axis=(0, 2), keepdims=True), a (1, {k}, 1) statistic that broadcasts against w (w -"
+           f" {fn}(w, axis=(0, 2), keepdims=True)), the result reshaped back, .reshape{shape}")
+    return f"compute on the 3-D reshape w = {flat}: {use}"
   first, last = axes[0], axes[-1]
   if last - first + 1 != len(axes) or first == 0 or last == n - 1:   # one middle run, kept axes on both sides
     return None
@@ -235,12 +245,20 @@ def _small_result_hint(cx, x, shape, axes, what):
   from .memory import Load
   op = cx.b.defining(x)
   ref = op.ref.name if isinstance(op, Load) and op.ref.type.shape == tuple(shape) else ""
-  read = f"{ref}.at[i][...]" if ref.isidentifier() and b == shape[0] else "x.at[i][...]"
-  call = f"{what}({read}.reshape({r}, {t}), axis=0)" if not what.startswith(".") else f"{read}.reshape({r}, {t}){what}(axis=0)"
-  arr = "" if read.startswith(ref) and ref else (f" (x: the array reshaped to ({b}, {r}, {t}) outside the kernel, free in"
-                                                 f" XLA; compute on each slice as on the whole)")
+  own = ref.isidentifier() and b == shape[0]                  # (else x: the array reshaped to 3-D outside)
+  read = f"{ref}.at[i][...]" if own else "x.at[i][...]"
+  slab = read if n == 3 and own else f"{read}.reshape({r}, {t})"
+  arr = "" if own else (f" (x: the array reshaped to ({b}, {r}, {t}) outside the kernel, free in XLA; compute on each"
+                        f" slice as on the whole)")
+  if mode == "same":
+    return (f"compute a leading index at a time, 2-D from its ref: for i in ml.static_range({b}): out.at[i][...] ="
+            f" {fn}({slab}, axis=0)" + ("" if slab == read else f".reshape{shape[1:]}") + arr)
+  if mode == "keep":
+    return (f"compute a leading index at a time, 2-D from its ref: for i in ml.static_range({b}): w = {slab}, whose"
+            f" statistic {fn}(w, axis=0, keepdims=True) is a (1, {t}) row that broadcasts against w; store each"
+            f" result into out.at[i]" + arr)
   return (f"reduce each leading index apart, read 2-D from its ref: for i in ml.static_range({b}): out.at[i][...] ="
-          f" {call}, a ({t},) vector a row of an output out of shape ({b}, {t}){arr}")
+          f" {fn}({slab}, axis=0), a ({t},) vector a row of an output out of shape ({b}, {t}){arr}")
 
 
 def _slices_hint(cx, kind, x, shape, axes, keepdims, what):
