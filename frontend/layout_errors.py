@@ -252,10 +252,17 @@ class LayoutErrors:
       if not ok and not lay.drop:
         self.operand_tile(v, shape, rows, loc)
       elif not ok:      # a statistic of a tile stored into a dot's buffer: report that tile, at its store
-        cls = self.uf.find(("v", v.id))
-        for t in [t for c, p, _, _ in self.relations if self.uf.find(c) == cls
-                  for t in self.members.get(self.uf.find(p), []) if len(t.type.shape) == 2 and t.type.shape[0] % rows]:
-          self.operand_tile(t, t.type.shape, rows, loc)
+        # up through every tile it is broadcast into (`offs_k[:, None] < K`, a (32, 1) mask broadcast
+        # to the (32, 64) tile loaded and stored into the dot's buffer)
+        seen, todo = set(), [self.uf.find(("v", v.id))]
+        while todo:
+          cls = todo.pop()
+          for p in {self.uf.find(p) for c, p, _, _ in self.relations if self.uf.find(c) == cls} - seen:
+            seen.add(p)
+            todo.append(p)
+            for t in self.members.get(p, []):
+              if len(t.type.shape) == 2 and t.type.shape[0] % rows:
+                self.operand_tile(t, t.type.shape, rows, loc)
       if not ok:
         raise relayout.tagged(v, E.LayoutError(
             f"{v.name or 'this tensor'} of shape {shape} meets a tensor-core result, so it must be"
