@@ -101,7 +101,14 @@ def _matches(code, block, filename, rewritten=False) -> bool | None:
   and constants; None when that cannot be told (the block does not compile on its own).
   `rewritten`: pytest rewrote the module's asserts (a kernel in a test file), which adds lines
   and constants of its own: the block's must be among the code's."""
-  src = "\n" * (code.co_firstlineno - 1) + textwrap.dedent("".join(block))
+  text = "".join(block)
+  if textwrap.dedent(text) != text and code.co_firstlineno > 1:
+    # a def nested in a function or class keeps its indentation, under an `if 1:` on the line before:
+    # dedented, a string literal's continuation lines (a kernel's multi-line docstring) would lose
+    # theirs, and its constant would no longer be the compiled one
+    src = "\n" * (code.co_firstlineno - 2) + "if 1:\n" + text
+  else:
+    src = "\n" * (code.co_firstlineno - 1) + textwrap.dedent(text)
   try:
     module = compile(src, filename, "exec", flags=code.co_flags & _FUTURE, dont_inherit=True)
   except (SyntaxError, ValueError):
