@@ -316,10 +316,9 @@ def test_a_ref_plus_a_run_time_row_offset_is_pointer_arithmetic():
   expect(row_pointer, [S((3, 4095), jnp.bfloat16)], mg.KernelTypeError, "l + r * l.shape[1]",
          "+ works on register values, got l (GMEM ref) plus the offset r * l.shape[1]: a ref is not a pointer,"
          " so it does not move by an offset",
-         hint="index the window each step needs instead of moving l: a row, l.at[row] (for x_ptr + row *"
-              " stride); a block of a row, l.at[row, ml.ds(start, n)].load(mask=mask, other=0.0) (for ... + start"
-              " + ml.arange(n)); l.at[:, ml.ds(k * BLOCK, BLOCK)] in the loop over k (Triton's ptrs += BLOCK *"
-              " stride); to add to l's values, read it first: l[...] + r * l.shape[1]")
+         hint="index l by row and column (refs have no strides: l's rows are its first index):"
+              " ml.load(l.at[r, offs], mask=offs < l.shape[1], other=0.0); to add to l's values, read it first:"
+              " l[...] + r * l.shape[1]")   # (probe 41t: the user's row and columns, was the generic windows)
 
 
 @mg.mgpu_kernel(out_shape=lambda x: S((128,), x.dtype), grid=(1,))

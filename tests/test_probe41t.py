@@ -89,3 +89,60 @@ def test_a_factory_built_kernel_with_a_multiline_docstring_reads_its_source():
   kernel = _scaled_softmax(0.5)
   np.testing.assert_allclose(kernel(x, interpret=True), jax.nn.softmax(x * 0.5, axis=1), rtol=1e-5, atol=1e-6)
   assert "@mosaic_gpu" in _export(kernel, S(x.shape, F32))
+
+
+# ---------------------------------------------------------------- Triton's one-row pointer offsets of a 2-D array
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0],))
+def row_by_stride(X, Y):
+  row = ml.program_id(0)
+  cols = ml.arange(512)
+  mask = cols < X.shape[1]
+  x = ml.load(X + row * X.shape[1] + cols, mask=mask, other=0.)      # row pointer
+  ml.store(Y.at[row, cols], x + 1, mask=mask)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, **k: x, grid=lambda x, **k: (x.shape[0],))
+def cols_then_stride(X, Y, *, stride_x: ml.constexpr):
+  row = ml.program_id(0)
+  cols = ml.arange(512)
+  mask = cols < X.shape[1]
+  x = ml.load(X.at[row, cols], mask=mask, other=0.)
+  ml.store(Y + cols + stride_x * row, x + 1, mask=mask)                # cols first
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0],))
+def row_by_stride_fixed(X, Y):     # both hints, followed
+  row = ml.program_id(0)
+  cols = ml.arange(512)
+  mask = cols < X.shape[1]
+  x = ml.load(X.at[row, cols], mask=mask, other=0.0)
+  ml.store(Y.at[row, cols], x + 1, mask=mask)
+
+
+def test_one_row_pointer_offsets_of_a_2d_array_are_hinted_as_its_row_and_columns():
+  """`X + row * X.shape[1] + cols` hinted the windows of a loop over k and of `ml.ds(start, n)` blocks;
+  `Y + cols + stride_x * row` hinted `Y.at[cols]`, which indexes Y's rows (a gather of 512 rows of a 5-row
+  array). Both now write the user's row and columns, X.at[row, cols], with the call's mask and other."""
+  spec = S((5, 500), F32)
+  with pytest.raises(mg.KernelTypeError) as info:
+    row_by_stride.check(spec)
+  e = info.value
+  assert (e.lineno, e.col_offset) == (_line_of("# row pointer"), 14)
+  assert str(e).splitlines()[0].endswith(
+      "+ works on register values, got X (GMEM ref) plus the offset row * X.shape[1]: a ref is not a pointer, so it"
+      " does not move by an offset [MG003]")
+  assert e.hint == ("index X by row and column (refs have no strides: X's rows are its first index):"
+                    " ml.load(X.at[row, cols], mask=mask, other=0.0); to add to X's values, read it first:"
+                    " X[...] + row * X.shape[1]")
+  with pytest.raises(mg.KernelTypeError) as info:
+    cols_then_stride.check(spec, stride_x=500)
+  e = info.value
+  assert (e.lineno, e.col_offset) == (_line_of("# cols first"), 11)
+  assert str(e).splitlines()[0].endswith(
+      "+ works on register values, got Y (GMEM ref) plus integer offsets: a ref is not a pointer, so offsets are not"
+      " added to it [MG003]")
+  assert e.hint == ("index Y by row and column (refs have no strides: Y's rows are its first index):"
+                    " ml.store(Y.at[row, cols], x + 1, mask=mask)")
+  x = _rand((5, 500), 4)
+  np.testing.assert_allclose(row_by_stride_fixed(x, interpret=True), x + 1, rtol=1e-6)
+  assert "@mosaic_gpu" in _export(row_by_stride_fixed, spec)

@@ -45,12 +45,16 @@ def _access(at, access, atomic=False) -> str:
           + (f", ml.atomic_add({at}, value)" if atomic else ""))
 
 
-def pointer_hint(name, off, offs=None, access=None, grid=None) -> str:
+def pointer_hint(name, off, offs=None, access=None, grid=None, row=None) -> str:
   """What Triton's `ptr + offsets` becomes: the ref indexed by the offsets (`offs`, as written), `x.at[offs]`,
   which a load, a store (`access`: "load" or "store", the call around it) or an atomic takes: the window
   they cover where they run start + ml.arange(n), a gather or scatter elsewhere. For 2-D offsets of
-  strides, the tile they cover: `grid` (pointer_grid's), the ref indexed by the user's row and column vectors."""
+  strides, the tile they cover: `grid` (pointer_grid's), the ref indexed by the user's row and column vectors;
+  for one row's offsets of a 2-D ref, `row` (pointer_row's), the ref indexed by that row and the columns."""
   shape = off.type.shape
+  if len(shape) == 1 and row:     # x_ptr + cols + row * stride of a 2-D ref: the row's columns, not rows
+    return (f"index {name} by row and column (refs have no strides: {name}'s rows are its first index):"
+            f" {_access(f'{name}.at[{row[0]}, {row[1]}]', access)}")
   if len(shape) == 1 and offs:
     lead = _access(f"{name}.at[{offs}]", access, atomic=True)
     return (f"index {name} with the offsets instead of adding them: {lead} (a run start + ml.arange(n) moves the"
@@ -111,6 +115,38 @@ def pointer_grid(loc, name):
   return None
 
 
+def pointer_row(loc, name):
+  """(row text, column text) where the line at `loc` adds to the 2-D ref `name` Triton's one-row offsets
+  `row * stride + cols` (`x_ptr + row * x.shape[1] + cols`, `x_ptr + cols + row * stride_x`): a scalar row times
+  a stride (`name.shape[1]`, or a name with "stride" in it) and one other term, the columns; else None."""
+  import ast
+  try:
+    tree = ast.parse(getattr(loc, "source_line", "").strip())
+  except SyntaxError:
+    return None
+
+  def terms(e):
+    return terms(e.left) + terms(e.right) if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Add) else [e]
+
+  def stride(e):
+    text = ast.unparse(e)
+    return text == f"{name}.shape[1]" or "stride" in text.lower()
+
+  for node in ast.walk(tree):
+    if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add)):
+      continue
+    parts = terms(node)
+    if len(parts) != 3 or sum(isinstance(t, ast.Name) and t.id == name for t in parts) != 1:
+      continue
+    rows = [t for t in parts if isinstance(t, ast.BinOp) and isinstance(t.op, ast.Mult)
+            and (stride(t.left) or stride(t.right))]
+    cols = [t for t in parts if not (isinstance(t, ast.Name) and t.id == name) and t not in rows]
+    if len(rows) == 1 and len(cols) == 1 and "None" not in ast.unparse(cols[0]):   # (a grid: pointer_grid's)
+      r = rows[0]
+      return ast.unparse(r.left if stride(r.right) else r.right), ast.unparse(cols[0])
+  return None
+
+
 def divisor_guard(x: str, op: str, d: str, call: str = "") -> str:
   """How to divide `x` by a `d` that can be 0 (with `op`, or the builtin `call`: ml.cdiv): every
   lane divides (integer division by zero is undefined even where a select discards it), so the
@@ -168,11 +204,11 @@ def enclosing_access(loc):
   return None
 
 
-def pointer_step_hint(name, off, base, rank, aug="", access=None) -> str:
+def pointer_step_hint(name, off, base, rank, aug="", access=None, row=None) -> str:
   """What Triton's `ptrs += BLOCK_K * stride` (or `x_ptr + row * stride`) becomes: a window of the
   array (`base`, the parameter or buffer the ref `name` views) indexed anew from the loop counter
   or program id; inside an ml.store (`access`, enclosing_access's), the store of that window with
-  the call's own value and mask."""
+  the call's own value and mask. `row`: pointer_row's (row, columns) texts of a 2-D ref's one-row offsets."""
   lead = ", ".join([":"] * (rank - 1))
   w = f"{base}.at[{lead + ', ' if lead else ''}ml.ds(k * BLOCK, BLOCK)]"
   store = access is not None and access[0] == "store"
@@ -194,6 +230,12 @@ def pointer_step_hint(name, off, base, rank, aug="", access=None) -> str:
     where = (f"a block, {base}.at[ml.ds(start, n)].load(mask=mask, other=0.0) (for x_ptr + start +"
              f" ml.arange(n); in a loop over k, start = k * BLOCK for Triton's ptrs += BLOCK); one element,"
              f" {base}[i]")
+  if rank == 2 and row is not None and not aug:     # x_ptr + row * stride + cols: the row's columns
+    where = (f"index {name} by row and column (refs have no strides: {name}'s rows are its first index):"
+             f" {_access(f'{base}.at[{row[0]}, {row[1]}]', access)}")
+    if store:
+      return where
+    return f"{where}; to add to {name}'s values, read it first: {name}[...] + {off}"
   if store:
     return f"index the window each step needs instead of moving {name}: {where}"
   return (f"index the window each step needs instead of moving {name}: {where}; to add to {name}'s values, "

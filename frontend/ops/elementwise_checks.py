@@ -55,19 +55,20 @@ def _check_pointer_arithmetic(cx, a, b):
   d = resolve(off.type.dtype)
   if not (isinstance(d, DType) and d.is_int):
     return
-  from .arith_hints import enclosing_access, pointer_grid
+  from .arith_hints import enclosing_access, pointer_grid, pointer_row
   name = ref.name or "x"
   offs = cx.named(off, "")
   raise E.KernelTypeError(
       f"+ works on register values, got {name} ({ref.type.space} ref) plus integer offsets: a ref is"
       f" not a pointer, so offsets are not added to it", cx.loc,
       hint=pointer_hint(name, off, offs if offs.isidentifier() else "", enclosing_access(cx.loc),
-                        pointer_grid(cx.loc, name) if len(ref.type.shape) == 2 else None))
+                        pointer_grid(cx.loc, name) if len(ref.type.shape) == 2 else None,
+                        pointer_row(cx.loc, name) if len(ref.type.shape) == 2 else None))
 
 
 def pointer_step(cx, ref, off: str, loc=None, op="+"):
   """Triton's `x_ptr + row * stride` or `ptrs += BLOCK_K * stride`: a ref moved by an integer."""
-  from .arith_hints import enclosing_access, pointer_step_hint
+  from .arith_hints import enclosing_access, pointer_row, pointer_step_hint
   from .memory import root
   name = ref.name or "x"
   base = root(cx.b, ref)
@@ -77,7 +78,7 @@ def pointer_step(cx, ref, off: str, loc=None, op="+"):
       f" offset {off}: a ref is not a pointer,"
       f" so it does not move by an offset", loc or cx.loc,
       hint=pointer_step_hint(name, off, base.name or name, len(base.type.shape), op + "=" if loc is not None else "",
-                             access))
+                             access, pointer_row(loc or cx.loc, name) if ref is base and op == "+" else None))
 
 
 def _convert_hint(names, da, db, what=None) -> str:
