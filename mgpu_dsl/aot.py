@@ -8,6 +8,7 @@ import functools
 
 
 from .frontend import errors as E
+from . import py_numbers
 from .triton_names import in_user_alias
 
 
@@ -93,7 +94,7 @@ class SpecMethods(JitStages):
     from . import calling
     from .frontend import ir as kir
     _no_shapes(self, specs, "typed_ir")
-    return kir.dump(self._compile(*calling.keyword_inputs(self, specs, constexprs))["kernel"])
+    return kir.dump(py_numbers.compiled(self, *calling.keyword_inputs(self, specs, constexprs))[0]["kernel"])
 
   @user_errors
   def mlir(self, *specs, **constexprs) -> str:
@@ -106,7 +107,8 @@ class SpecMethods(JitStages):
     from .lowering import kernel as lk
     _no_shapes(self, specs, "mlir")
     specs, constexprs = calling.keyword_inputs(self, specs, constexprs)
-    self._build(hit := self._compile(specs := self._scalar_args(specs), constexprs))
+    hit, specs = py_numbers.compiled(self, specs, constexprs)
+    self._build(hit)
     shapes = [jax.ShapeDtypeStruct(s.shape, s.dtype) for s in specs]
     return lk.module_text(hit["built"], shapes)
 
@@ -118,4 +120,4 @@ class SpecMethods(JitStages):
     """
     from . import calling
     _no_shapes(self, specs, "check")
-    self._build(self._compile(*calling.keyword_inputs(self, specs, constexprs)))
+    self._build(py_numbers.compiled(self, *calling.keyword_inputs(self, specs, constexprs))[0])

@@ -530,20 +530,15 @@ class KernelFunction(SpecMethods):
           caller_loc() or self.parsed.loc,
           hint=f"build or inspect it for specs with {self.__name__}.check(*specs), .typed_ir(*specs) or"
                f" .mlir(*specs); to run it, pass arrays")
-    given = args
-    args, numbers = py_numbers.as_arrays(args, self.parsed.scalar_positions(), self._input_bounds(self.parsed))
-    args = self._scalar_args(args)     # (after: a number made a float64 array with jax_enable_x64 is float32)
+    given, args = args, self._scalar_args(args)
     try:
-      hit = self._compile(args, constexprs, allow_empty=True)
+      hit, args = py_numbers.compiled(self, args, constexprs, allow_empty=True)
       if "empty" in hit:       # every output empty, no programs: nothing to launch
         return jax.tree.unflatten(hit["treedef"], self._empty_outputs(hit["empty"], args, hit.get("fill", {})))
       outs = batching.call(self, args, constexprs, self._interpret(interpret), hit=hit)
     except E.KernelError as e:
       if isinstance(e, E.InternalError):
         raise                          # (its cause, the Mosaic GPU diagnostic, is what a bug report needs)
-      if numbers:              # the number is not a 0-d input the kernel reads: say so, as before
-        e = py_numbers.not_an_input(e, lambda: self._specialise(self._scalar_args(given), constexprs,
-                                                                    allow_empty=True))
       if isinstance(e, E.SignatureError):
         e = calling.at_call(e, self.parsed.loc, caller_loc())
       e = calling.float_scalar_at_call(e, given, self.parsed.ref_params, caller_loc())

@@ -26,15 +26,24 @@ def as_arrays(args, scalar_positions, bounds) -> tuple[tuple, tuple]:
   return tuple(out), tuple(done)
 
 
-def not_an_input(e, specialise):
-  """The kernel's error `e` for a call whose Python numbers `as_arrays` made arrays: when the call as
-  given (the numbers themselves) fails its signature check (a number passed for an array the kernel
-  slices, an output's place), that error, which names the number and the conventions; else `e`."""
+def compiled(kernel, given, constexprs, **kw) -> tuple[dict, tuple]:
+  """(kernel._compile's entry, the arguments as compiled) for a call's or a spec method's arguments
+  `given`, Python numbers for 0-d inputs made arrays (`as_arrays`; ml.scalar numbers by _scalar_args,
+  after, so a float made a float64 array with jax_enable_x64 is float32 there too). When a number made
+  an array fails to compile, the call as given fails its signature check instead where it does (a number
+  passed for an array the kernel slices, or in an output's place: that error names the number)."""
   from .frontend import errors as E
+  args, numbers = as_arrays(given, kernel.parsed.scalar_positions(), kernel._input_bounds(kernel.parsed))
+  args = kernel._scalar_args(args)
   try:
-    specialise()
-  except E.SignatureError as given:
-    return given
-  except Exception:
-    return e
-  return e
+    return kernel._compile(args, constexprs, **kw), args
+  except E.KernelError as e:
+    if not numbers or isinstance(e, E.InternalError):
+      raise
+    try:
+      kernel._specialise(kernel._scalar_args(given), constexprs, allow_empty=True)
+    except E.SignatureError as as_given:
+      raise as_given from None
+    except Exception:
+      pass
+    raise

@@ -113,3 +113,18 @@ def test_python_numbers_for_0d_inputs_on_the_gpu():
   xi = jnp.arange(256 * 64, dtype=jnp.int32).reshape(256, 64)
   np.testing.assert_array_equal(plus(xi, 3), np.asarray(xi) + 3)
   np.testing.assert_allclose(jax.jit(lambda x: times(x, 2.0))(x), np.asarray(x) * 2, rtol=1e-6)
+
+
+def test_a_python_number_for_a_0d_input_in_the_spec_methods():
+  """`times.check(spec, 2.0)` was MG006 where jax.eval_shape(times, spec, 2.0) worked: the spec methods take
+  a Python number for a 0-d input as a call does, the same specialisation as a float32 0-d spec."""
+  spec = S((256, 64), F32)
+  times.check(spec, 2.0)
+  assert times.typed_ir(spec, 2.0) == times.typed_ir(spec, S((), F32))
+  assert times.mlir(spec, 2.0) == times.mlir(spec, S((), F32))
+  with pytest.raises(mg.KernelError) as info:
+    times.check(2.0, spec)
+  e, (filename, line) = info.value, _here(-1)
+  assert type(e) is mg.SignatureError
+  assert (e.filename, e.lineno) == (filename, line)
+  assert e.message == "times: input 0 (x) is float 2.0; kernel inputs are arrays"
