@@ -159,7 +159,7 @@ class _Memory:
     self.atomic_plain: set = set()     # locations of plain stores into atomically updated outputs
     self.scattered = {o.ref.id for o in ir.walk(kernel.body) if isinstance(o, ScatterUpdate)}
     self.alias_reads: dict = {}      # loc -> the aliased input a read of an updated output names
-    self.smem_written: dict = {}     # SMEM root id -> the programs that may have written it so far
+    self.smem_per_program: dict = {}  # SMEM root id -> Boxes over (program, *shape): what each may have written
 
   def bounds(self, acc):
     """Windows outside their buffer: each a mistake of one program, certain without the others."""
@@ -228,8 +228,9 @@ class _Memory:
     boxes = self.tracked.get(w.root.id)
     if boxes is None:
       return
-    if w.root.type.space == Space.SMEM and not self._smem_unwritten(acc):
-      return
+    smem = w.root.type.space == Space.SMEM
+    if smem and kind not in READS:
+      self._smem_written(acc)
     if kind not in READS:            # writes, and effects this check does not know: may write
       if isinstance(acc.op, AtomicUpdate) and acc.op.kind != AtomicKind.SET and acc.exact and not w.remote:
         # an atomic update of SMEM reads what it combines with: a buffer nothing filled holds garbage
@@ -242,26 +243,46 @@ class _Memory:
       boxes.add(lo, hi)
       self.first_write.setdefault(w.root.id, acc.op.loc)
     elif acc.exact and not w.remote and not masked and not getattr(acc.op, "merge", False):
+      seen = len(self.errors)
       self.check_read(acc, boxes)
+      if smem and len(self.errors) == seen and not getattr(acc.op, "keep", None):
+        self._smem_unwritten(acc)
 
-  def _smem_unwritten(self, acc) -> bool:
-    """SMEM is each CTA's own: record the programs that may write the buffer, and report a read in a
-    program that certainly reads it where nothing may have written it yet (the write on another branch:
-    `if pid % 2 == 0: buf[...] = ...` then `else: ... buf[...]`); False once reported. (Clusters,
-    whose CTAs write each other's SMEM, are left to the union over programs.)"""
-    root = acc.window.root.id
-    if acc.kind not in READS:
-      self.smem_written[root] = self.smem_written.get(root, False) | acc.may
-      return True
-    if math.prod(self.kernel.cluster) > 1 or getattr(acc.op, "merge", False):
-      return True
-    bare = acc.must & ~self.smem_written.get(root, np.zeros_like(acc.must))
-    if not bare.any() or not self.smem_written.get(root, bare).any():
-      return True                    # (nothing written anywhere: the check over the union says it)
-    name = acc.window.root.name or "this buffer"
-    self.report(uninitialized_read(name, name, f" in program {self.ev.program(int(np.flatnonzero(bare)[0]))}",
-                                   False, acc.op.loc))
-    return False
+  def _smem_written(self, acc):
+    """SMEM is each CTA's own: what each program may have written, as boxes over (program, *shape)."""
+    w = acc.window
+    per = self.smem_per_program.setdefault(w.root.id, Boxes((self.ev.P,) + tuple(w.root.type.shape)))
+    pids = np.flatnonzero(acc.may)
+    if len(pids) and not w.remote:
+      lo, hi = self.boxes_of(w, acc.may, dedupe=False)
+      per.add(np.c_[pids, lo], np.c_[pids + 1, hi])
+
+  def _smem_unwritten(self, acc):
+    """A read, in a program that certainly reads it, of SMEM elements nothing in that program may have
+    written (the write on another program's branch: `if pid % 2 == 0: buf[...] = ...`, then `else:`
+    a read of buf): the union over programs the check_read proof takes cannot see it. (Clusters, whose
+    CTAs write each other's SMEM, are left to that union.)"""
+    w = acc.window
+    per = self.smem_per_program.get(w.root.id)
+    pids = np.flatnonzero(acc.must)
+    if per is None or not len(pids) or math.prod(self.kernel.cluster) > 1 or any(x is UNKNOWN for x in w.starts):
+      return
+    lo, hi = self.boxes_of(w, acc.must, dedupe=False)
+    shape = np.asarray(w.root.type.shape, np.int64)
+    lo, hi = np.clip(lo, 0, shape), np.clip(hi, 0, shape)
+    g = per.cells([np.c_[pids, lo], np.c_[pids + 1, hi]])
+    m = per.mask(g) if not per.overflow else None
+    if m is None or int(np.prod((hi - lo) // g[1:], axis=1).sum()) > MAX_READ_BOXES:
+      return
+    for p, a, b in zip(pids, lo // g[1:], hi // g[1:]):
+      sub = m[(p // g[0],) + tuple(slice(x, y) for x, y in zip(a, b))]
+      if not sub.all():
+        missing = np.zeros(m.shape[1:], bool)
+        missing[tuple(slice(x, y) for x, y in zip(a, b))] = ~sub
+        name = w.root.name or "this buffer"
+        region = describe(name, w.root.type.shape, missing, g[1:])[0] if sub.any() else name
+        self.report(uninitialized_read(name, region, f" in program {self.ev.program(int(p))}", False, acc.op.loc))
+        return
 
   def masked_boxes(self, acc, progs=None, mask=None, exact_only=False):
     """(lo, hi) rows of what a masked store whose mask is known while compiling writes in each

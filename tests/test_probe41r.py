@@ -209,6 +209,16 @@ def smem_written_before_the_branch(x, out):    # the hint followed: filled on ev
     out.at[ml.ds(pid * 128, 128)][...] = buf[...] * 2
 
 
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 128,))
+def smem_half_filled_in_program_0(x, out):
+  pid = ml.program_id(0)
+  buf = ml.smem((128,), jnp.float32)
+  buf.at[0:64][...] = x.at[ml.ds(pid * 128, 64)][...]
+  if pid > 0:
+    buf.at[64:128][...] = x.at[ml.ds(pid * 128 + 64, 64)][...]
+  out.at[ml.ds(pid * 128, 128)][...] = buf[...]
+
+
 def test_smem_another_programs_branch_wrote_is_unwritten_in_this_program():
   # (SMEM is each CTA's own: program 0's write does not fill program 1's buffer; the export accepted it)
   expect(smem_written_on_the_other_branch, [F32], mg.UninitializedReadError, "buf[...] * 2",
@@ -216,6 +226,9 @@ def test_smem_another_programs_branch_wrote_is_unwritten_in_this_program():
          hint="fill buf first, with ml.copy(x.at[...], buf) or buf[...] = value, on every path to this read")
   with pytest.raises(mg.UninitializedReadError):
     _export(smem_written_on_the_other_branch, F32)
+  expect(smem_half_filled_in_program_0, [F32], mg.UninitializedReadError, "buf[...]\n",
+         "buf[64:128] is read in program (0, 0, 0) before anything writes it: SMEM starts with garbage",
+         hint="fill buf first, with ml.copy(x.at[...], buf) or buf[...] = value, on every path to this read")
   x = jnp.arange(1024, dtype=jnp.float32)
   want = jnp.where((jnp.arange(1024) // 128) % 2 == 0, x, 2 * x)
   np.testing.assert_array_equal(np.asarray(smem_written_before_the_branch(x, interpret=True)), np.asarray(want))
