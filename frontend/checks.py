@@ -160,6 +160,7 @@ class _Memory:
     self.scattered = {o.ref.id for o in ir.walk(kernel.body) if isinstance(o, ScatterUpdate)}
     self.alias_reads: dict = {}      # loc -> the aliased input a read of an updated output names
     self.smem_per_program: dict = {}  # SMEM root id -> Boxes over (program, *shape): what each may have written
+    self.smem_uneven: set = set()     # SMEM roots some programs may write differently from others
 
   def bounds(self, acc):
     """Windows outside their buffer: each a mistake of one program, certain without the others."""
@@ -254,8 +255,16 @@ class _Memory:
     per = self.smem_per_program.setdefault(w.root.id, Boxes((self.ev.P,) + tuple(w.root.type.shape)))
     pids = np.flatnonzero(acc.may)
     if len(pids) and not w.remote:
-      lo, hi = self.boxes_of(w, acc.may, dedupe=False)
-      per.add(np.c_[pids, lo], np.c_[pids + 1, hi])
+      lo, hi = self.boxes_of(w, acc.may)
+      if len(lo) != 1 or not acc.may.all():
+        self.smem_uneven.add(w.root.id)    # (else what each program wrote is the union check_read takes)
+      if len(lo) == 1:               # one window in every program: a box a run of consecutive programs
+        cut = np.flatnonzero(np.diff(pids) != 1) + 1
+        first, last = pids[np.r_[0, cut]], pids[np.r_[cut - 1, len(pids) - 1]] + 1
+        per.add(np.c_[first, np.repeat(lo, len(first), 0)], np.c_[last, np.repeat(hi, len(first), 0)])
+      else:
+        lo, hi = self.boxes_of(w, acc.may, dedupe=False)
+        per.add(np.c_[pids, lo], np.c_[pids + 1, hi])
 
   def _smem_unwritten(self, acc):
     """A read, in a program that certainly reads it, of SMEM elements nothing in that program may have
@@ -265,24 +274,35 @@ class _Memory:
     w = acc.window
     per = self.smem_per_program.get(w.root.id)
     pids = np.flatnonzero(acc.must)
-    if per is None or not len(pids) or math.prod(self.kernel.cluster) > 1 or any(x is UNKNOWN for x in w.starts):
+    if (per is None or not len(pids) or w.root.id not in self.smem_uneven or math.prod(self.kernel.cluster) > 1
+        or any(x is UNKNOWN for x in w.starts)):
       return
     lo, hi = self.boxes_of(w, acc.must, dedupe=False)
     shape = np.asarray(w.root.type.shape, np.int64)
     lo, hi = np.clip(lo, 0, shape), np.clip(hi, 0, shape)
     g = per.cells([np.c_[pids, lo], np.c_[pids + 1, hi]])
     m = per.mask(g) if not per.overflow else None
-    if m is None or int(np.prod((hi - lo) // g[1:], axis=1).sum()) > MAX_READ_BOXES:
+    if m is None:
       return
-    for p, a, b in zip(pids, lo // g[1:], hi // g[1:]):
+    # the written cells of each program's window, all programs at once: a prefix sum over (program, *cells)
+    a, b, row = lo // g[1:], hi // g[1:], pids // g[0]
+    sums = np.zeros(tuple(n + 1 for n in m.shape), np.int64)
+    sums[(slice(1, None),) * m.ndim] = m
+    for d in range(m.ndim):
+      sums = np.cumsum(sums, axis=d)
+    got = np.zeros(len(pids), np.int64)
+    for corner in np.ndindex(*(2,) * m.ndim):
+      idx = tuple(np.where(c, hi_, lo_) for c, lo_, hi_ in zip(corner, [row] + list(a.T), [row + 1] + list(b.T)))
+      got += (-1) ** (m.ndim - sum(corner)) * sums[idx]
+    short = np.flatnonzero(got < np.prod(np.maximum(b - a, 0), axis=1))
+    if len(short):
+      p, a, b = pids[short[0]], a[short[0]], b[short[0]]
       sub = m[(p // g[0],) + tuple(slice(x, y) for x, y in zip(a, b))]
-      if not sub.all():
-        missing = np.zeros(m.shape[1:], bool)
-        missing[tuple(slice(x, y) for x, y in zip(a, b))] = ~sub
-        name = w.root.name or "this buffer"
-        region = describe(name, w.root.type.shape, missing, g[1:])[0] if sub.any() else name
-        self.report(uninitialized_read(name, region, f" in program {self.ev.program(int(p))}", False, acc.op.loc))
-        return
+      missing = np.zeros(m.shape[1:], bool)
+      missing[tuple(slice(x, y) for x, y in zip(a, b))] = ~sub
+      name = w.root.name or "this buffer"
+      region = describe(name, w.root.type.shape, missing, g[1:])[0] if sub.any() else name
+      self.report(uninitialized_read(name, region, f" in program {self.ev.program(int(p))}", False, acc.op.loc))
 
   def masked_boxes(self, acc, progs=None, mask=None, exact_only=False):
     """(lo, hi) rows of what a masked store whose mask is known while compiling writes in each
