@@ -5,7 +5,8 @@ jitted functions (`f.lower(x).as_text()`, `f.eval_shape(x)`) takes a kernel as i
 from __future__ import annotations
 
 import functools
-
+import os
+import sys
 
 from .frontend import errors as E
 from . import py_numbers
@@ -20,11 +21,21 @@ def user_errors(fn):
       return fn(*args, **kwargs)
     except E.KernelError as e:
       in_user_alias(e, getattr(getattr(args[0] if args else None, "fn", None), "__globals__", None))
-      if isinstance(e, E.SignatureError):    # the call's mistake (an input too many, a misspelt constexpr)
+      if isinstance(e, E.SignatureError) and not _from_mgpu_dsl(sys._getframe(1)):
+        # the call's mistake (an input too many, a misspelt constexpr), at the user's call; one made by
+        # mgpu_dsl itself (`python -m mgpu_dsl check`'s declared specs, autotune's configurations) stays at
+        # the def, or moves at the user's call of the outer method
         e = _at_caller(e, args[0] if args else None)
       # An InternalError keeps its cause: the Mosaic GPU traceback is what a bug report needs.
       raise e.with_traceback(None) from (e.__cause__ if isinstance(e, E.InternalError) else None)
   return wrapper
+
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _from_mgpu_dsl(frame) -> bool:
+  return os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE + os.sep)
 
 
 def _at_caller(e, kernel):
