@@ -402,3 +402,52 @@ def test_a_small_statistic_that_keeps_the_shape_or_broadcasts_back_gets_a_hint_t
   assert e.hint == hint
   np.testing.assert_allclose(fixed(x, interpret=True), want(x), rtol=1e-5, atol=1e-5)
   assert "@mosaic_gpu" in _export(fixed, S(shape, F32))
+
+
+# ---------------------------------------------------------------- a small statistic of three or more axes, no keepdims
+@mg.mgpu_kernel(out_shape=lambda x: (x, x), grid=(1,))
+def head_softmax(x, p_out, d_out):
+  """Per-head attention statistics of a (1, 2, 16, 64) score tile: the (1, 2, 16) row max, 32 elements, used
+  as m[..., None] (and its logsumexp subtracted back): it was MG204, whose hint stored it as a vector."""
+  s = x[...]
+  m = ml.max(s, axis=-1)
+  p = ml.exp(s - m[..., None])
+  l = ml.sum(p, axis=3)
+  p_out[...] = p / l[:, :, :, None]
+  d_out[...] = s - (m + ml.log(l))[..., None]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape[:3], F32), grid=(1,))
+def head_max(x, o):
+  o[...] = ml.max(x[...], axis=-1)   # head max
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((32,), F32), grid=(1,))
+def head_max_fixed(x, a):
+  a[...] = (ml.max(x[...], axis=-1)).reshape(32)
+
+
+def test_a_small_statistic_of_three_axes_broadcasts_back_without_keepdims():
+  x = _rand((1, 2, 16, 64), 17)
+  _close(head_softmax(x, interpret=True), (jax.nn.softmax(x, -1), x - jax.nn.logsumexp(x, -1, keepdims=True)), 1e-5)
+  assert "@mosaic_gpu" in _export(head_softmax, S(x.shape, F32))
+  with pytest.raises(mg.LayoutError) as info:
+    head_max.check(S(x.shape, F32))
+  e = info.value
+  assert (e.lineno, e.col_offset) == (_line_of("# head max"), 2)
+  assert e.message == ("ml.max(x[...], axis=-1) has shape (1, 2, 16): 32 elements, too few for a register tensor of that"
+                       " shape (a multiple of 128; a 1-D vector may hold any multiple of 8)")
+  assert "write o[...] = (ml.max(x[...], axis=-1)).reshape(32)" in e.hint
+  np.testing.assert_allclose(head_max_fixed(x, interpret=True), jnp.max(x, -1).reshape(32), rtol=1e-6)
+  assert "@mosaic_gpu" in _export(head_max_fixed, S(x.shape, F32))
+
+
+@pytest.mark.gpu
+def test_gpu_small_statistics_match_jnp():
+  x = _rand((1, 2, 16, 64), 17)
+  _close(head_softmax(x), (jax.nn.softmax(x, -1), x - jax.nn.logsumexp(x, -1, keepdims=True)), 1e-5)
+  for kernel, fixed, shape, want in [(middle_softmax, middle_softmax_fixed, (2, 8, 32), lambda x: jax.nn.softmax(x, 1)),
+                                     (outer_centred, outer_centred_fixed, (2, 4, 8, 32),
+                                      lambda x: x - jnp.max(x, axis=(0, 3), keepdims=True))]:
+    x = _rand(shape, 16)
+    np.testing.assert_allclose(fixed(x), want(x), rtol=1e-5, atol=1e-5)

@@ -136,14 +136,18 @@ def reduce(cx, kind: ReduceKind, x, axis, keepdims, what=None):
         f"{what} over axis {axis} of the broadcast product {shape} ({nbytes} bytes) moves the product between"
         f" threads through SMEM, more than the {hw.SMEM_LIMIT} bytes ({hw.SMEM_WORDS}) a kernel's buffers can use",
         cx.loc, hint=hint)
-  if len(axes) < len(shape) and len(shape) > 2 and (plan := (_flat_shape if keepdims else _flat_plan)(shape, axes)) is not None:
+  if len(axes) < len(shape) and len(shape) > 2 and (plan := (_flat_shape if keepdims or len(shape) - len(axes) > 2
+                                                               else _flat_plan)(shape, axes)) is not None:
     # A leading or trailing run of axes of a 3-D (or wider) tensor: the 2-D reduction of its reshape
     # (through SMEM where the layouts need it), reshaped back, as the user would write it; with keepdims,
-    # to the tensor's rank (a group softmax's (r, n, 1) statistic, which broadcasts along its last axis).
+    # to the tensor's rank (a group softmax's (r, n, 1) statistic, which broadcasts along its last axis). A kept
+    # shape of fewer than 128 elements is the vector of the 2-D tile's rows typed with that shape (a small
+    # statistic: elementwise math, size-1 axes inserted and broadcasts back take it, a store is MG204); so is one
+    # of three or more axes without keepdims (the (1, 2, 16) row max of per-head scores, then m[..., None]).
     rows, cols, lead, kept = plan
     back = tuple(1 if i in axes else n for i, n in enumerate(shape)) if keepdims else kept
     res = reduce(cx, kind, reshape_(cx, x, (rows, cols)), 0 if lead else 1, False, what)
-    if keepdims and math.prod(kept) % hw.WARPGROUP:
+    if math.prod(kept) % hw.WARPGROUP and (keepdims or len(kept) > 1):
       return cx.b.emit(Reshape, res, loc=cx.loc, types=[TensorType(back, res.type.dtype)], names=[res.name]).result
     return reshape_(cx, res, back)
   if (hint := _small_result_hint(cx, given, shape, axes, what, keepdims)) is not None:
