@@ -121,7 +121,8 @@ def test_3d_reduction_kept_or_too_short_hints_computing_on_the_2d_reshape():
          hint="reshape it to 2-D in registers and reduce that: ml.sum((x[...]).reshape(16, 128), axis=1), a (16,)"
               " vector in the row-major order of (2, 8) (too few elements for a register tensor of that shape):"
               " store it through an output of shape (16,) and reshape that outside the kernel, .reshape(2, 8)"
-              " (free in XLA)")
+              " (free in XLA); to broadcast it back against the tile (m[..., None]), keep the reduced axes instead,"
+              " ml.sum(x[...], axis=2, keepdims=True), which broadcasts back")
   x = _rows((2, 8, 128))     # (l2norm_3d itself computes since probe 39a: its (2, 8, 1) statistic broadcasts)
   np.testing.assert_allclose(l2norm_3d(x, interpret=True), x * jax.lax.rsqrt(jnp.sum(x * x, axis=-1, keepdims=True)),
                              rtol=1e-5, atol=1e-6)

@@ -302,7 +302,12 @@ def _reshape_hint(cx, x, shape, axes, what):
     k = math.prod(kept)
     return (f"reshape it to 2-D in registers and reduce that: {call}, a ({k},) vector in the row-major"
             f" order of {kept} (too few elements for a register tensor of that shape): store it through an"
-            f" output of shape ({k},) and reshape that outside the kernel, .reshape{kept} (free in XLA)")
+            f" output of shape ({k},) and reshape that outside the kernel, .reshape{kept} (free in XLA)" + ("" if
+            what.lstrip(".").removeprefix("ml.") not in ("sum", "mean", "max", "min") else
+            f"; to broadcast it"
+            f" back against the tile (m[..., None]), keep the reduced axes instead,"
+            f" {what if not what.startswith('.') else 'ml' + what}({src}, axis={axes[0] if len(axes) == 1 else axes},"
+            f" keepdims=True), which broadcasts back"))
   back = f".reshape{kept}" if len(kept) > 1 else ""
   call = f"{flat}{what}({ax})" if what.startswith(".") else f"{what}({flat}, {ax})"
   return f"reshape it to 2-D in registers and reduce that: {call}{back}"
