@@ -140,7 +140,8 @@ def test_a_2d_scan_without_an_axis_names_the_users_tensor():
   expect(cumsum_without_axis, [S((1024,), F32)], mg.KernelTypeError, "ml.cumsum",
          "ml.cumsum of a 2-D tensor needs an axis (jnp's axis=None flattens it)",
          hint="ml.cumsum(x[...].reshape(8, 128), axis=1) scans each row; ml.cumsum(x[...].reshape(8, 128),"
-              " axis=0) each column")
+              " axis=0) each column; jnp's flattened scan is ml.cumsum(x[...].reshape(8, 128).reshape(-1)), a 1-D"
+              " vector")
   x = jnp.asarray(np.random.default_rng(2).standard_normal(1024).astype(np.float32))
   close(cumsum_followed(x, interpret=True), jnp.cumsum(x.reshape(8, 128), axis=1), 1e-5)
 

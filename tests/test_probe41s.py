@@ -480,3 +480,39 @@ def test_a_small_two_axis_statistic_hints_keepdims_to_broadcast_it_back():
   want = x * jax.lax.rsqrt(jnp.mean(x * x, -1, keepdims=True) + 1e-5)
   np.testing.assert_allclose(rms_small_fixed(x, interpret=True), want, rtol=1e-5, atol=1e-5)
   assert "@mosaic_gpu" in _export(rms_small_fixed, S(x.shape, F32))
+
+
+# ---------------------------------------------------------------- a scan without an axis: jnp flattens
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def running_total(x, o):
+  v = x[...]
+  o[...] = ml.cumsum(v * 2.0)   # running total
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.size,), F32), grid=(1,))
+def running_total_fixed(x, o):
+  v = x[...]
+  o[...] = ml.cumsum((v * 2.0).reshape(-1))
+
+
+def test_a_scan_of_a_tile_without_an_axis_hints_jnps_flattened_scan_which_works():
+  x = _rand((16, 64), 19)
+  with pytest.raises(mg.KernelTypeError) as info:
+    running_total.check(S(x.shape, F32))
+  e = info.value
+  assert (e.lineno, e.col_offset) == (_line_of("# running total"), 11)
+  assert e.message == "ml.cumsum of a 2-D tensor needs an axis (jnp's axis=None flattens it)"
+  assert e.hint.endswith("; jnp's flattened scan is ml.cumsum((v * 2.0).reshape(-1)), a 1-D vector")
+  np.testing.assert_allclose(running_total_fixed(x, interpret=True), jnp.cumsum(x * 2.0), rtol=1e-4, atol=1e-4)
+  assert "@mosaic_gpu" in _export(running_total_fixed, S(x.shape, F32))
+
+
+@pytest.mark.gpu
+def test_gpu_followed_hints_match_jnp():
+  x = _rand((16, 64), 19)
+  np.testing.assert_allclose(running_total_fixed(x), jnp.cumsum(x * 2.0), rtol=1e-4, atol=1e-4)
+  x = _rand((2, 8, 64), 18)
+  np.testing.assert_allclose(rms_small_fixed(x), x * jax.lax.rsqrt(jnp.mean(x * x, -1, keepdims=True) + 1e-5),
+                             rtol=1e-5, atol=1e-5)
+  x = _rand((2, 4, 8, 32), 16)
+  np.testing.assert_allclose(outer_centred_fixed(x), x - jnp.max(x, axis=(0, 3), keepdims=True), rtol=1e-5, atol=1e-5)

@@ -48,13 +48,20 @@ class Scan(ir.Op):
   results: tuple
 
 
+def _atom(text):
+  """`text` as the receiver of a method call: parenthesised unless it is a name, a subscript or a call chain."""
+  import re
+  return text if re.fullmatch(r"[\w.]+(\[[^\[\]]*\])*(\.\w+\([^()]*\))*", text) else f"({text})"
+
+
 def _axis(cx, axis, rank, what, x=None):
   if axis is None:
     if rank == 1:
       return 0
     v = cx.named(x) if x is not None else "x"       # the tensor as the user wrote it
     raise E.KernelTypeError(f"{what} of a {rank}-D tensor needs an axis (jnp's axis=None flattens it)",
-                            cx.loc, hint=f"{what}({v}, axis=1) scans each row; {what}({v}, axis=0) each column")
+                            cx.loc, hint=f"{what}({v}, axis=1) scans each row; {what}({v}, axis=0) each column; jnp's"
+                                         f" flattened scan is {what}({_atom(v)}.reshape(-1)), a 1-D vector")
   if not isinstance(axis, int) or isinstance(axis, bool):
     raise E.KernelTypeError(f"{what}: axis must be a static int, got {shown(axis)}", cx.loc,
                             hint=f"axis is a static int in [-{rank}, {rank})")
