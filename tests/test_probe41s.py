@@ -516,3 +516,23 @@ def test_gpu_followed_hints_match_jnp():
                              rtol=1e-5, atol=1e-5)
   x = _rand((2, 4, 8, 32), 16)
   np.testing.assert_allclose(outer_centred_fixed(x), x - jnp.max(x, axis=(0, 3), keepdims=True), rtol=1e-5, atol=1e-5)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (S((), F32), S((), F32)), grid=(1,))
+def total_of_row_maxes(x, a, b):
+  s = x[...]
+  a[...] = ml.sum(ml.max(s, axis=-1))
+  b[...] = ml.min(ml.sum(s, axis=-1, keepdims=True))
+
+
+def test_a_full_reduction_of_a_small_statistic_reduces_its_vector():
+  """It was MG204 'm has shape (1, 2, 16): register tensors need a multiple of 128 elements' at the statistic."""
+  x = _rand((1, 2, 16, 64), 20)
+  _close(total_of_row_maxes(x, interpret=True), (jnp.sum(jnp.max(x, -1)), jnp.min(jnp.sum(x, -1))), 1e-4)
+  assert "@mosaic_gpu" in _export(total_of_row_maxes, S(x.shape, F32))
+
+
+@pytest.mark.gpu
+def test_gpu_full_reduction_of_a_small_statistic_matches_jnp():
+  x = _rand((1, 2, 16, 64), 20)
+  _close(total_of_row_maxes(x), (jnp.sum(jnp.max(x, -1)), jnp.min(jnp.sum(x, -1))), 1e-4)

@@ -73,6 +73,11 @@ def reduce(cx, kind: ReduceKind, x, axis, keepdims, what=None):
     return _of_scalar(cx, kind, x, axis, what)
   shape = x.type.shape
   axes = _axes(cx, axis, len(shape), what)
+  if len(axes) == len(shape) and not keepdims and len(shape) > 1 and math.prod(shape) % hw.WARPGROUP \
+      and isinstance(op := cx.b.defining(x), Reshape) and len(op.x.type.shape) == 1:
+    # All of a small statistic (a (1, 2, 16) row max of a tile, the vector of its 2-D reshape's rows, typed
+    # with that shape): all of that vector.
+    return reduce(cx, kind, op.x, None, False, what)
   if keepdims and len(axes) == len(shape):      # jnp's (1, ..., 1): the scalar, stretched where it is used
     res = reduce(cx, kind, x, axis, False, what)
     return ew.full_(cx, (1,) * len(shape), res, res.type.dtype)
