@@ -128,3 +128,23 @@ def test_a_python_number_for_a_0d_input_in_the_spec_methods():
   assert type(e) is mg.SignatureError
   assert (e.filename, e.lineno) == (filename, line)
   assert e.message == "times: input 0 (x) is float 2.0; kernel inputs are arrays"
+
+
+@mg.mgpu_kernel(out_shape=lambda x, **kw: x, grid=lambda x, bm: (x.shape[0] // bm,))
+def float_block_rows(x, out, *, bm: ml.constexpr):
+  i = ml.program_id(0)
+  out[ml.ds(i * bm, bm), :] = x[ml.ds(i * bm, bm), :] * 2
+
+
+def test_a_float_constexpr_that_makes_the_grid_float_is_named_in_the_hint():
+  """`bm=64.0` into a grid that divides with // already: the hint said "divide with //"; it names the
+  constexpr to pass as an int, and that call works."""
+  import inspect
+  x = jnp.ones((256, 64), jnp.float32)
+  with pytest.raises(mg.LaunchConfigError) as info:
+    float_block_rows(x, bm=64.0, interpret=True)
+  e = info.value
+  assert e.code == "MG007" and e.lineno == inspect.getsourcelines(float_block_rows)[1]
+  assert e.message == "grid must be 1 to 3 positive ints, got (4.0,)"
+  assert e.hint == "bm=64.0 is a float, so the counts computed from it are floats: pass bm=64 (an int)"
+  np.testing.assert_array_equal(float_block_rows(x, bm=64, interpret=True), x * 2)
