@@ -205,17 +205,14 @@ def forward_kernel(q, k, v, o, lse, *, bq: ml.constexpr, bkv: ml.constexpr, stag
       for u in range(2 * ml.cdiv(tiles // 2 - pid, programs)):
         t = 2 * (pid + u // 2 * programs) + u % 2
         i, h, b = tile_ids(t, q, bq, causal)
-        after = tile_ids(ml.minimum(2 * (pid + (u + 1) // 2 * programs) + (u + 1) % 2, tiles - 1), q, bq, causal)
-        if not prefetch_q:
-          after = None
+        after = (tile_ids(ml.minimum(2 * (pid + (u + 1) // 2 * programs) + (u + 1) % 2, tiles - 1), q, bq, causal)
+                 if prefetch_q else None)
         attend_tile(q, k, v, o, lse, q_s, k_s, v_s, i, h, b, bq, bkv, stages, causal, scale, ws, pingpong, kv_len,
                     emulate, o_s, after)
     else:
       for t in range(pid, tiles, programs):
         i, h, b = tile_ids(t, q, bq, causal)
-        after = tile_ids(ml.minimum(t + programs, tiles - 1), q, bq, causal)
-        if not prefetch_q:
-          after = None
+        after = tile_ids(ml.minimum(t + programs, tiles - 1), q, bq, causal) if prefetch_q else None
         attend_tile(q, k, v, o, lse, q_s, k_s, v_s, i, h, b, bq, bkv, stages, causal, scale, ws, pingpong, kv_len,
                     emulate, o_s, after)
   else:

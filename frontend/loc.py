@@ -39,19 +39,25 @@ def call_at(loc):
   return node if isinstance(node, ast.Call) else None
 
 
+def ours(frame, skip=()) -> bool:
+  """Whether `frame` runs code of mgpu_dsl (or of the packages `skip`, e.g. jax), not the user's."""
+  import os
+  import sys
+  dirs = {os.path.dirname(os.path.abspath(__file__)) + os.sep} | {
+      os.path.dirname(os.path.abspath(m.__file__)) + os.sep
+      for m in [*(sys.modules.get(n) for n in ("mgpu_dsl", "mgpu_dsl.lowering")), *skip]
+      if getattr(m, "__file__", None)}
+  return os.path.abspath(frame.f_code.co_filename).startswith(tuple(dirs))
+
+
 def user_loc(skip=()) -> "Loc":
   """The statement of the first frame outside mgpu_dsl (and the packages `skip`, e.g. jax, whose
   transformations call back into it): where the user called an ml.* function, an @ml.inline helper
   outside a kernel, mg.bench, a kernel."""
   import linecache
-  import os
   import sys
-  ours = {os.path.dirname(os.path.abspath(__file__)) + os.sep} | {
-      os.path.dirname(os.path.abspath(m.__file__)) + os.sep
-      for m in [*(sys.modules.get(n) for n in ("mgpu_dsl", "mgpu_dsl.lowering")), *skip]
-      if getattr(m, "__file__", None)}
   f = sys._getframe(1)
-  while f is not None and os.path.abspath(f.f_code.co_filename).startswith(tuple(ours)):
+  while f is not None and ours(f, skip):
     f = f.f_back
   if f is None:
     return UNKNOWN

@@ -5,10 +5,10 @@ jitted functions (`f.lower(x).as_text()`, `f.eval_shape(x)`) takes a kernel as i
 from __future__ import annotations
 
 import functools
-import os
 import sys
 
 from .frontend import errors as E
+from .frontend.loc import ours
 from . import py_numbers
 from .triton_names import in_user_alias
 
@@ -21,7 +21,7 @@ def user_errors(fn):
       return fn(*args, **kwargs)
     except E.KernelError as e:
       in_user_alias(e, getattr(getattr(args[0] if args else None, "fn", None), "__globals__", None))
-      if isinstance(e, E.SignatureError) and not _from_mgpu_dsl(sys._getframe(1)):
+      if isinstance(e, E.SignatureError) and not ours(sys._getframe(1)):
         # the call's mistake (an input too many, a misspelt constexpr), at the user's call; one made by
         # mgpu_dsl itself (`python -m mgpu_dsl check`'s declared specs, autotune's configurations) stays at
         # the def, or moves at the user's call of the outer method
@@ -29,13 +29,6 @@ def user_errors(fn):
       # An InternalError keeps its cause: the Mosaic GPU traceback is what a bug report needs.
       raise e.with_traceback(None) from (e.__cause__ if isinstance(e, E.InternalError) else None)
   return wrapper
-
-
-_PACKAGE = os.path.dirname(os.path.abspath(__file__))
-
-
-def _from_mgpu_dsl(frame) -> bool:
-  return os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE + os.sep)
 
 
 def _at_caller(e, kernel):

@@ -81,7 +81,6 @@ def rounded_up_grid(loc, grid, fn) -> str:
 def launch_hint(what, x, runtime, zero, computed, loc, fn) -> str:
   """The hint of a grid (or block, cluster) that is not 1 to 3 positive ints: one known only at run
   time, an axis of 0, a float count (`x.shape[0] / 64`, `np.ceil(n / 64)`), or another value."""
-  import numbers
   if runtime:
     return (f"compute the {what} from shapes and constexprs: a count known when compiling is a constexpr"
             f" (def k(x, out, *, n: ml.constexpr), called k(x, n=4)), then {what}=lambda x, *, n: (n,)")
@@ -91,9 +90,7 @@ def launch_hint(what, x, runtime, zero, computed, loc, fn) -> str:
             " and mask the last tile's accesses (or pad the input)" if computed else
             f"a grid has at least one program along each axis: grid=(1,), or a callable that computes it"
             f" from the inputs, {_CDIV}")
-  floats = isinstance(x, (tuple, list)) and any(
-      isinstance(i, numbers.Real) and not isinstance(i, numbers.Integral) for i in x)
-  if floats and what == "grid":
+  if _float_counts(x) and what == "grid":
     fixed = (counted_grid(loc, x, fn) if fn else
              f"grid={tuple(int(i) if float(i).is_integer() else i for i in x)!r}"
              if all(float(i).is_integer() for i in x) else _CDIV)
@@ -103,6 +100,23 @@ def launch_hint(what, x, runtime, zero, computed, loc, fn) -> str:
 
 
 _CDIV = "grid=lambda x: (ml.cdiv(x.shape[0], 128),)"
+
+
+def _float_counts(x) -> bool:
+  import numbers
+  return isinstance(x, (tuple, list)) and any(
+      isinstance(i, numbers.Real) and not isinstance(i, numbers.Integral) for i in x)
+
+
+def float_constexpr(e, grid, constexprs):
+  """`e` (the LaunchConfigError of a grid of float counts) with the hint naming the float constexprs they were
+  computed from (`bm=64.0` into `x.shape[0] // bm`, which divides with // already): pass them as ints."""
+  import numpy as np
+  given = [(k, v) for k, v in constexprs.items() if isinstance(v, (float, np.floating)) and float(v).is_integer()]
+  if _float_counts(grid) and given:
+    e.hint = (f"{', '.join(f'{k}={v!r}' for k, v in given)} is a float, so the counts computed from it are floats:"
+              f" pass {', '.join(f'{k}={int(v)}' for k, v in given)} (an int)")
+  return e
 
 
 def counted_grid(loc, grid, fn) -> str:

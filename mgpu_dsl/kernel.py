@@ -64,20 +64,6 @@ def _as_tuple3(x, what, loc, computed=True, fn=None):
   return tuple(x) + (1,) * (3 - len(x))
 
 
-def _float_constexpr_hint(e, grid, constexprs):
-  """A grid of float counts computed from a float constexpr (`bm=64.0` into `x.shape[0] // bm`, which
-  divides with // already): the hint names the constexpr to pass as an int."""
-  floats = isinstance(grid, (tuple, list)) and any(
-      isinstance(i, numbers.Real) and not isinstance(i, numbers.Integral) for i in grid)
-  given = [(k, v) for k, v in constexprs.items()
-           if isinstance(v, (float, np.floating)) and float(v).is_integer()]
-  if floats and given:
-    fix = ", ".join(f"{k}={int(v)}" for k, v in given)
-    e.hint = (f"{', '.join(f'{k}={v!r}' for k, v in given)} is a float, so the counts computed from it are"
-              f" floats: pass {fix} (an int)")
-  return e
-
-
 def _key_value(v):
   """A constexpr as a cache key: its type too, so 2, 2.0 and True are three specialisations, and
   floats by their text, so 0.0 and -0.0 are two and a nan finds its compile (deps.value_key)."""
@@ -322,7 +308,7 @@ class KernelFunction(SpecMethods):
       grid = _as_tuple3(grid, "grid", at("grid"), computed=callable(self.grid),
                         fn=self.grid if callable(self.grid) else None)
     except E.LaunchConfigError as e:
-      raise _float_constexpr_hint(e, grid, constexprs) from None
+      raise grid_hints.float_constexpr(e, grid, constexprs) from None
     fc.check_grid_limits(grid, at("grid"))
     block = self.block
     if callable(block):

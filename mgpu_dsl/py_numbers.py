@@ -33,12 +33,12 @@ def compiled(kernel, given, constexprs, **kw) -> tuple[dict, tuple]:
   an array fails to compile, the call as given fails its signature check instead where it does (a number
   passed for an array the kernel slices, or in an output's place: that error names the number)."""
   from .frontend import errors as E
-  args, numbers = as_arrays(given, kernel.parsed.scalar_positions(), kernel._input_bounds(kernel.parsed))
+  args, converted = as_arrays(given, kernel.parsed.scalar_positions(), kernel._input_bounds(kernel.parsed))
   args = kernel._scalar_args(args)
   try:
     return kernel._compile(args, constexprs, **kw), args
   except E.KernelError as e:
-    if not numbers or isinstance(e, E.InternalError):
+    if not converted or isinstance(e, E.InternalError):
       raise
     try:
       kernel._specialise(kernel._scalar_args(given), constexprs, allow_empty=True)

@@ -199,6 +199,16 @@ def reduce(cx, kind: ReduceKind, x, axis, keepdims, what=None):
   return res
 
 
+def _bare(what) -> str:
+  """The op's name in `what` (`ml.sum`, or `.sum` for the method): `sum`."""
+  return what.lstrip(".").removeprefix("ml.")
+
+
+def _as_call(what) -> str:
+  """`what` as a function call's name: the method `.sum` is `ml.sum`."""
+  return f"ml{what}" if what.startswith(".") else what
+
+
 def _split_order(shape, axes):
   """(axes reduced first, the axes of what they leave reduced then) of a reduction over axes that are no
   leading or trailing run, each step leaving a multiple of 128 elements (a register tensor) or one axis;
@@ -226,12 +236,12 @@ def _small_result_hint(cx, x, shape, axes, what, keepdims):
   trail = next(i for i in range(n + 1) if i == n or n - 1 - i not in axes)
   if lead == len(axes) or trail == len(axes):                          # a leading or trailing run
     return None
-  mode = ("same" if what.lstrip(".").removeprefix("ml.") in ("softmax", "log_softmax") else
-          "keep" if keepdims and what.lstrip(".").removeprefix("ml.") not in ("var", "std", "logsumexp") else "reduce")
+  mode = ("same" if _bare(what) in ("softmax", "log_softmax") else
+          "keep" if keepdims and _bare(what) not in ("var", "std", "logsumexp") else "reduce")
   src = cx.named(x)
   name = src if src.isidentifier() else f"({src})"
   k = math.prod(kept)
-  fn = what if not what.startswith(".") else f"ml{what}"
+  fn = _as_call(what)
   if lead + trail == len(axes):                                       # leading and trailing axes, the middle kept
     l, t = math.prod(shape[:lead]), math.prod(shape[n - trail:])
     if _split_order((l, k, t), (0, 2)) is None or not hw.rows_fit(k, t):
@@ -308,10 +318,10 @@ def _reshape_hint(cx, x, shape, axes, what):
     return (f"reshape it to 2-D in registers and reduce that: {call}, a ({k},) vector in the row-major"
             f" order of {kept} (too few elements for a register tensor of that shape): store it through an"
             f" output of shape ({k},) and reshape that outside the kernel, .reshape{kept} (free in XLA)" + ("" if
-            what.lstrip(".").removeprefix("ml.") not in ("sum", "mean", "max", "min") else
+            _bare(what) not in ("sum", "mean", "max", "min") else
             f"; to broadcast it"
             f" back against the tile (m[..., None]), keep the reduced axes instead,"
-            f" {what if not what.startswith('.') else 'ml' + what}({src}, axis={axes[0] if len(axes) == 1 else axes},"
+            f" {_as_call(what)}({src}, axis={axes[0] if len(axes) == 1 else axes},"
             f" keepdims=True), which broadcasts back"))
   back = f".reshape{kept}" if len(kept) > 1 else ""
   call = f"{flat}{what}({ax})" if what.startswith(".") else f"{what}({flat}, {ax})"

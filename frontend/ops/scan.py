@@ -48,17 +48,12 @@ class Scan(ir.Op):
   results: tuple
 
 
-def _atom(text):
-  """`text` as the receiver of a method call: parenthesised unless it is a name, a subscript or a call chain."""
-  import re
-  return text if re.fullmatch(r"[\w.]+(\[[^\[\]]*\])*(\.\w+\([^()]*\))*", text) else f"({text})"
-
-
 def _axis(cx, axis, rank, what, x=None):
   if axis is None:
     if rank == 1:
       return 0
     v = cx.named(x) if x is not None else "x"       # the tensor as the user wrote it
+    from ..torch_hints import _atom        # (the receiver of .reshape, parenthesised where it needs it)
     raise E.KernelTypeError(f"{what} of a {rank}-D tensor needs an axis (jnp's axis=None flattens it)",
                             cx.loc, hint=f"{what}({v}, axis=1) scans each row; {what}({v}, axis=0) each column; jnp's"
                                          f" flattened scan is {what}({_atom(v)}.reshape(-1)), a 1-D vector")
