@@ -15,7 +15,9 @@ float16, batch x seq = 16384 tokens, 16 heads, seq 4096, TFLOP/s by kernel time 
 jitted vjp and its wall time, beside cuDNN; each checked against a jnp reference (one head) first.
 With MOSAIC_GPU_DUMP_PTXAS=1, ptxas reports each kernel's registers and spills. `--stages`: the
 default order with 2 and 3 pipelined stages of the query blocks' loads instead. `--one-wg`: the default
-against the fused backward on one warpgroup of 64 keys a CTA (ONE_WG), head_dim 96 too.
+against the fused backward on one warpgroup of 64 keys a CTA (ONE_WG), head_dim 96 too. `--lpt`: the
+backward's blocks in chunks of 1, 2 or 4 across heads and batches (`bwd_lpt`, LPT) at seq 1024 and 4096,
+head_dim 96 too; `--seq N` one sequence length instead.
 """
 import dataclasses
 import importlib.util
@@ -46,10 +48,14 @@ STAGES = [dict(dkv_stages=2), dict(dkv_stages=3)]
 # SMEM allows), at head_dim 64, 96 (where the default is the two-kernel backward) and 128
 ONE_WG = [dict(), dict(fused_bwd=True, dkv_bkv=64, dkv_bq=64), dict(fused_bwd=True, dkv_bkv=64, dkv_bq=64, dkv_stages=3),
           dict(fused_bwd=True, dkv_bkv=64, dkv_bq=128)]
+# --lpt: the grid's order. By default each head's blocks launch in turn, so under the causal mask the last head's
+# longest block starts late and runs alone at the end (a model of the grid: 7% over the ideal at seq 1024 and 4096);
+# in chunks of 1 the longest of every head go first (0.3%), and chunks of 2-4 keep neighbours of one head together
+LPT = [dict(bwd_lpt=0), dict(bwd_lpt=1), dict(bwd_lpt=2), dict(bwd_lpt=4)]
 
 
 def name_of(flags, cfg):
-  name = " ".join(k.removeprefix("bwd_") if isinstance(on, bool) else f"{k}={on}" for k, on in flags.items()
+  name = " ".join(k.removeprefix("bwd_") if on is True else f"{k}={on}" for k, on in flags.items()
                   if on is not False) or "plain"
   if all(getattr(cfg, k) == on for k, on in flags.items()):
     name += " (default)"
@@ -58,13 +64,16 @@ def name_of(flags, cfg):
 
 def main():
   rows = []
-  head = ("D", "mask", "backward", "TFLOP/s", "wall ms")
+  head = ("D", "mask", "seq", "backward", "TFLOP/s", "wall ms")
   shapes = ((128, False), (128, True), (64, False), (64, True))
-  if "--one-wg" in sys.argv:
+  if "--one-wg" in sys.argv or "--lpt" in sys.argv:
     shapes += ((96, False), (96, True))
-  for d, causal in shapes:
-    cfg = ex.default_config(d, causal)
-    b, seq, heads = 16384 // 4096, 4096, 16
+  seqs = (1024, 4096) if "--lpt" in sys.argv else (4096,)
+  if "--seq" in sys.argv:
+    seqs = (int(sys.argv[sys.argv.index("--seq") + 1]),)
+  for d, causal, seq in ((d, causal, seq) for d, causal in shapes for seq in seqs):
+    cfg = ex.default_config(d, causal, seq)
+    b, heads = 16384 // seq, 16
     keys = jax.random.split(jax.random.key(d + causal), 4)
     q, k, v, do = (jax.random.normal(kk, (b, seq, heads, d), jnp.float32).astype(jnp.float16) for kk in keys)
     ref = lambda q, k, v: ex.reference(q, k, v, causal)[0]
@@ -72,7 +81,8 @@ def main():
     want = vjp_ref(do[:, :, :1])
     flops = 2.5 * 4 * seq * seq * d * heads * b / (2 if causal else 1)
     cands = []
-    for flags in (STAGES if "--stages" in sys.argv else ONE_WG if "--one-wg" in sys.argv else ORDERS):
+    modes = {"--stages": STAGES, "--one-wg": ONE_WG, "--lpt": LPT}
+    for flags in next((v for k, v in modes.items() if k in sys.argv), ORDERS):
       if flags.get("bwd_split_mask") and not causal:
         continue
       c = dataclasses.replace(cfg, **flags)
@@ -90,9 +100,10 @@ def main():
             raise AssertionError(f"relative error {err:.3g}")
         ms = mg.bench(g, vjp, do) * 1e3
         wall = mg.bench_wall(g, vjp, do) * 1e3
-        rows.append((d, "causal" if causal else "full", name, f"{flops / ms / 1e9:.0f}", f"{wall:.3f}"))
+        rows.append((d, "causal" if causal else "full", seq, name, f"{flops / ms / 1e9:.0f}", f"{wall:.3f}"))
       except Exception as e:  # a variant that cannot run: say why, go on
-        rows.append((d, "causal" if causal else "full", name, f"{type(e).__name__}: {str(e).splitlines()[0][:60]}", ""))
+        rows.append((d, "causal" if causal else "full", seq, name, f"{type(e).__name__}: {str(e).splitlines()[0][:60]}",
+                     ""))
       print(table(head, rows[-1:]), flush=True)
   print(table(head, rows))
 

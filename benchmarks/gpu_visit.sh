@@ -46,6 +46,8 @@ step() {
     attn_cfg2)   python3 -u benchmarks/attn_configs.py "bq=128,bkv=256" "bq=128,bkv=256,stages=2" "bkv=256,stages=2" --head-dim 64 --causal full --seq 1024 --seq 4096 && python3 -u benchmarks/attn_configs.py "bkv=64" "bkv=64,stages=4" stages=2 --head-dim 128 --causal full --seq 1024 ;;
     # the thirtieth session's probes (40m-p) and attention's head_dim 80-112 with dQ's key block 128
     # the thirty-first session's merged probes 41q-t and the files their fixes touched
+    # the thirty-second session: the backward's blocks in chunks across heads (bwd_lpt), the padded head_dim 48-112
+    attn_bwd_lpt) python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_attention.py -k "chunks or partial_last" && python3 -u benchmarks/attn_bwd_order.py --lpt ;;
     gpu_s31)     python3 -u benchmarks/gpu_shards.py --shards 8 --timeout 300 tests/test_probe41q.py tests/test_probe41r.py tests/test_probe41s.py tests/test_probe41t.py tests/test_gather.py tests/test_reductions.py tests/test_stats.py tests/test_calling.py ;;
     gpu_s30b)    python3 -u benchmarks/gpu_shards.py --shards 10 --timeout 240 $(ls tests/test_probe40*.py) tests/test_run_offsets.py tests/test_gather.py tests/test_reductions.py tests/test_stats.py;
                  python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_attention.py -k "test_gpu_forward_and_gradients_match_the_reference and (32 or 48 or 80 or 96 or 112)" ;;

@@ -282,8 +282,45 @@ def _dkv_out(q, k, v, do, lse, delta, **_):
   return jax.ShapeDtypeStruct(k.shape, k.dtype), jax.ShapeDtypeStruct(v.shape, v.dtype)
 
 
-def _dkv_grid(q, k, v, do, lse, delta, *, bkv, **_):
-  return (ml.cdiv(k.shape[1], bkv), k.shape[2], k.shape[0])
+def _blocks_grid(n, heads, batch, lpt):
+  """The backward's grid: (block, head, batch), or with `lpt` one axis that `block_ids` unfolds."""
+  return (n * heads * batch,) if lpt else (n, heads, batch)
+
+
+def _dkv_grid(q, k, v, do, lse, delta, *, bkv, lpt=0, **_):
+  return _blocks_grid(ml.cdiv(k.shape[1], bkv), k.shape[2], k.shape[0], lpt)
+
+
+def _dq_grid(q, k, v, do, lse, delta, *, bq, lpt=0, **_):
+  return _blocks_grid(ml.cdiv(q.shape[1], bq), q.shape[2], q.shape[0], lpt)
+
+
+@ml.inline
+def block_ids(n, heads, batch, lpt, reverse):
+  """(block, head, batch) of this backward program, `reverse` numbering the n blocks from the end.
+
+  Without `lpt` the grid is (block, head, batch): each head's blocks launch in turn. With `lpt`, in
+  chunks of `lpt` neighbouring blocks: every head's and batch's first chunk, then every one's second, and
+  so on. Under a causal mask a block's work shrinks (dK/dV) or grows (dQ, reversed) along the sequence,
+  so the longest blocks of all heads launch first and the last to launch are short (the tail of
+  the default order is a whole head's longest block); within a chunk, `lpt` programs of one head
+  stream the same query (or key) blocks, which L2 serves once."""
+  if lpt:
+    t = ml.program_id(0)
+    span = lpt * heads * batch          # the programs of one whole chunk of every head and batch
+    w, width = t % span, lpt
+    if n % lpt:                         # the last chunk is narrower
+      tail = t >= n // lpt * span
+      w = ml.where(tail, t - n // lpt * span, w)
+      width = ml.where(tail, n % lpt, lpt)
+    i = t // span * lpt + w % width
+    pair = w // width
+    h, b = pair % heads, pair // heads
+  else:
+    i, h, b = ml.program_id(0), ml.program_id(1), ml.program_id(2)
+  if reverse:
+    i = n - 1 - i
+  return i, h, b
 
 
 @ml.inline
@@ -335,15 +372,14 @@ def store_dkv(dk_acc, dv_acc, dk, dv, b, i, hk, bkv, d, scale):
 
 
 def dkv_kernel(q, k, v, do, lse, delta, dk, dv, *, bq: ml.constexpr, bkv: ml.constexpr,
-               stages: ml.constexpr, causal: ml.constexpr, scale: ml.constexpr, ws: ml.constexpr = False):
+               stages: ml.constexpr, causal: ml.constexpr, scale: ml.constexpr, ws: ml.constexpr = False,
+               lpt: ml.constexpr = 0):
   """dK and dV of `bkv` keys of one K/V head, summed over its query heads and query blocks.
 
   With s = k @ q.T (transposed scores, keys along the rows): p = 2 ** (s * c - lse * log2(e)),
   dv += p @ do, dp = v @ do.T, ds = p * (dp - delta), dk += ds @ q.
   """
-  i = ml.program_id(0)
-  hk = ml.program_id(1)
-  b = ml.program_id(2)
+  i, hk, b = block_ids(ml.cdiv(k.shape[1], bkv), k.shape[2], k.shape[0], lpt, False)
   g = q.shape[2] // k.shape[2]
   d = q.shape[3]
   k_s, v_s, q_s, do_s, lse_s, delta_s, first, count = key_block(q, k, v, b, i, hk, bq, bkv, causal)
@@ -366,13 +402,11 @@ def _dq_out(q, k, v, do, lse, delta, **_):
 
 
 def dq_kernel(q, k, v, do, lse, delta, dq, *, bq: ml.constexpr, bkv: ml.constexpr,
-              stages: ml.constexpr, causal: ml.constexpr, scale: ml.constexpr, ws: ml.constexpr = False):
+              stages: ml.constexpr, causal: ml.constexpr, scale: ml.constexpr, ws: ml.constexpr = False,
+              lpt: ml.constexpr = 0):
   """dQ of `bq` query rows of one head: dq += (p * (do @ v.T - delta)) @ k over the key blocks."""
-  i = ml.program_id(0)
-  if causal:
-    i = ml.num_programs(0) - 1 - i        # the longest rows first: a shorter tail
-  h = ml.program_id(1)
-  b = ml.program_id(2)
+  # causal: the longest rows (the last blocks) first, a shorter tail
+  i, h, b = block_ids(ml.cdiv(q.shape[1], bq), q.shape[2], q.shape[0], lpt, causal)
   hk = h // (q.shape[2] // k.shape[2])
   d = q.shape[3]
   q_s = ml.smem((bq, d))
@@ -446,7 +480,7 @@ def dkv_dq_step(q, do, lse, delta, k_s, v_s, q_s, do_s, lse_s, delta_s, ds_s, dq
 
 def dkv_dq_kernel(q, k, v, do, lse, delta, dk, dv, dq_acc, *, bq: ml.constexpr, bkv: ml.constexpr,
                   stages: ml.constexpr, causal: ml.constexpr, scale: ml.constexpr, ws: ml.constexpr = False,
-                  dq_first: ml.constexpr = False, split_mask: ml.constexpr = False):
+                  dq_first: ml.constexpr = False, split_mask: ml.constexpr = False, lpt: ml.constexpr = 0):
   """dkv_kernel that also adds this key block's share of dQ (unscaled, float32) into dq_acc
   with a TMA reduction per step: the backward in one pass over the scores (five tensor-core
   products per block pair, not seven).
@@ -466,9 +500,7 @@ def dkv_dq_kernel(q, k, v, do, lse, delta, dk, dv, dq_acc, *, bq: ml.constexpr, 
   301 against 276 TFLOP/s (head_dim 64, causal) and 340 against 298 (128, causal); dq_first alone
   349 against 285 (64, no mask) and slower at 128 without the mask (403 against 443).
   """
-  i = ml.program_id(0)
-  hk = ml.program_id(1)
-  b = ml.program_id(2)
+  i, hk, b = block_ids(ml.cdiv(k.shape[1], bkv), k.shape[2], k.shape[0], lpt, False)
   g = q.shape[2] // k.shape[2]
   d = q.shape[3]
   k_s, v_s, q_s, do_s, lse_s, delta_s, first, count = key_block(q, k, v, b, i, hk, bq, bkv, causal)
@@ -499,7 +531,7 @@ def _dkv_block(q, *_, bkv, **__):
 
 
 attention_dkv = mg.mgpu_kernel(dkv_kernel, out_shape=_dkv_out, grid=_dkv_grid, block=_dkv_block)
-attention_dq = mg.mgpu_kernel(dq_kernel, out_shape=_dq_out, grid=_q_grid, block=256)
+attention_dq = mg.mgpu_kernel(dq_kernel, out_shape=_dq_out, grid=_dq_grid, block=256)
 attention_bwd = mg.mgpu_kernel(dkv_dq_kernel, out_shape=_fused_out, grid=_dkv_grid, block=_dkv_block)
 
 
@@ -560,7 +592,7 @@ def _attention_bwd(causal, scale, config, interpret, kv_len, res, cotangents):
   if sq % 8:     # TMA moves lse's rows and dQ's float32 tiles in 16-byte steps: zero query rows, which add nothing
     pad = lambda x, axis: jnp.pad(x, [(0, -sq % 8 if a == axis else 0) for a in range(x.ndim)])
     q, do, lse, delta = pad(q, 1), pad(do, 1), pad(lse, 2), pad(delta, 2)
-  kw = dict(causal=causal, scale=scale, interpret=interpret)
+  kw = dict(causal=causal, scale=scale, lpt=config.bwd_lpt, interpret=interpret)
   ws = lambda stages: config.bwd_ws and stages > 1     # a backward kernel of one stage has nothing to overlap
   if config.fused_bwd:
     dk, dv, dq_acc = attention_bwd(q, k, v, do, lse, delta, bq=config.dkv_bq, bkv=config.dkv_bkv,
@@ -603,7 +635,9 @@ def attention(q, k, v, causal: bool = False, sm_scale: float | None = None, *, r
   if not 0 < scale < math.inf:     # the kernels mask with -inf before scaling: a scale of 0 or less breaks it,
     raise ValueError(f"sm_scale must be positive and finite, got {sm_scale}")     # inf gives inf - inf: NaN
   sq, skv = q.shape[1], k.shape[1]
-  wide = q.shape[-1] >= 128     # rows of 256 bytes or more: TMA moves whole (8, 64) tiles, so seq in 8s
+  # rows wider than one swizzled tile (head_dim 48, 80-128, 256: tiles of 16, 32 or 64 columns): TMA moves whole
+  # (8, columns) tiles, so seq in 8s; head_dim 32 and 64 are one tile a row, any number of rows
+  wide = q.shape[-1] not in (32, 64)
   pad = lambda x: jnp.pad(x, [(0, 0), (0, -x.shape[1] % 8), (0, 0), (0, 0)]) if wide and x.shape[1] % 8 else x
   kv_len = skv if wide and skv % 8 else 0      # the zero keys added are masked out (their zero rows add nothing)
   o, lse = _attention(pad(q), pad(k), pad(v), bool(causal), scale, config, interpret, kv_len)

@@ -24,6 +24,7 @@ class Config:
   bwd_dq_first: bool = False  # the fused backward issues dQ's product before dK's (dkv_dq_kernel's dq_first)
   bwd_split_mask: bool = False  # causal: the fused backward's diagonal blocks in a loop of their own
                                 # (not with bwd_ws: a kernel has one warp-specialised loop)
+  bwd_lpt: int = 0           # the backward's blocks in chunks of this many across heads (causal: longest first)
   pingpong: bool = False     # with ws: the forward's two warpgroups take turns on the tensor cores (FA3)
   lpt: bool = False          # the forward's query tiles the grid's slowest axis (causal: longest first overall)
   persistent: bool = False   # the (plain) forward on one program an SM walking the query tiles
@@ -55,16 +56,21 @@ def default_config(head_dim: int, causal: bool = False, seq_kv: int | None = Non
   are not warp-specialised (`bwd_ws` spills: 135 / 294 against 284 / 444 at head_dim 64 / 128). The
   fused backward issues dQ's product first (`bwd_dq_first`) except at head_dim 128 without the mask
   (403 against 443), and with the mask runs the diagonal blocks in a loop of their own
-  (`bwd_split_mask`): 349 / 301 / 340 against 285 / 276 / 298 (64 full / 64 causal / 128 causal)."""
+  (`bwd_split_mask`): 349 / 301 / 340 against 285 / 276 / 298 (64 full / 64 causal / 128 causal). Up to `seq_kv`
+  = 4096 keys the fused backward's blocks launch in chunks of 4 across heads (`bwd_lpt`): with the mask at seq
+  4096, 348 / 315 against 337 / 301 (head_dim 128 / 64), equal at seq 1024 and without the mask (chunks of 1 lose
+  K and Q's reuse in L2: 356 against 447 at 128 full); the two-kernel backward (96) loses (307 against 327)."""
   persistent = seq_kv is not None and seq_kv <= 4096
   if head_dim <= 64:
     return Config(bq=128 if causal else 192, bkv=128, stages=4 if causal and not persistent else 3, overlap=False,
                   ws=True, lpt=True, persistent=persistent, prefetch_q=persistent, emulate=0.125 if causal else 0.0,
                   bwd_dq_first=True,
-                  bwd_split_mask=causal, dkv_bq=128, dkv_bkv=128, dkv_stages=2, dq_bkv=128, dq_stages=3)
+                  bwd_split_mask=causal, bwd_lpt=4 if persistent else 0, dkv_bq=128, dkv_bkv=128, dkv_stages=2,
+                  dq_bkv=128, dq_stages=3)
   if head_dim <= 128:      # (80-112: the fused backward's buffers pass the SMEM, so dK/dV and dQ run apart)
     return Config(bq=128, bkv=128, stages=3, overlap=False, ws=True, persistent=persistent, bwd_dq_first=causal,
-                  bwd_split_mask=causal, fused_bwd=head_dim == 128, dkv_bq=64, dkv_bkv=128, dkv_stages=2,
+                  bwd_split_mask=causal, fused_bwd=head_dim == 128, bwd_lpt=4 if persistent and head_dim == 128 else 0,
+                  dkv_bq=64, dkv_bkv=128, dkv_stages=2,
                   dq_bkv=64 if head_dim == 128 else 128, dq_stages=3)
   return Config(bq=128, bkv=64, stages=2, fused_bwd=False, dkv_bq=64, dkv_bkv=128, dkv_stages=1, dq_bkv=64,
                 dq_stages=1)

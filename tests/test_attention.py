@@ -226,7 +226,9 @@ def test_bad_shapes_are_rejected_before_tracing():
 ODD = [((1, 330, 2, 64), 1, 330, False), ((1, 330, 2, 64), 1, 330, True), ((1, 300, 2, 64), 2, 201, False),
        ((1, 200, 2, 128), 1, 328, False), ((1, 200, 1, 128), 1, 200, True),
        # not multiples of 8 at head_dim 128 and 256: zero rows added, the zero keys masked
-       ((1, 97, 2, 128), 1, 203, False), ((1, 203, 1, 128), 1, 203, True), ((1, 97, 1, 256), 1, 97, False)]
+       ((1, 97, 2, 128), 1, 203, False), ((1, 203, 1, 128), 1, 203, True), ((1, 97, 1, 256), 1, 97, False),
+       # head_dim 48-112, several tiles a row (was MG401 inside the example)
+       ((1, 90, 2, 48), 1, 90, True), ((1, 97, 2, 96), 1, 203, False), ((1, 203, 1, 112), 1, 203, True)]
 
 
 @pytest.mark.parametrize("shape,kv_heads,kv_seq,causal", ODD, ids=str)
@@ -280,6 +282,36 @@ def test_one_warpgroup_fused_backward_gradients(head_dim, causal, dkv_bq, stages
     assert g.shape == w.shape and rel(g, w) < 4 * TOL[jnp.float16], what
 
 
+# the backward's blocks in chunks of `bwd_lpt` across heads and batches (a 1-D grid): chunks of 1, of 2 with a
+# narrower last chunk (3 key blocks), and wider than the sequence; fused and two-kernel (dQ's blocks reversed)
+LPT = [(64, True, 1), (64, True, 2), (64, False, 4), (96, True, 2), (96, False, 1)]
+
+
+@pytest.mark.parametrize("head_dim,causal,lpt", LPT, ids=str)
+def test_backward_blocks_in_chunks_across_heads_match_the_reference(head_dim, causal, lpt):
+  q, k, v, do = inputs((2, 330, 4, head_dim), 2, jnp.float16, seed=lpt)
+  config = dataclasses.replace(ex.default_config(head_dim, causal), bwd_lpt=lpt)
+  assert config.fused_bwd == (head_dim == 64)
+  n = -(-330 // (config.dkv_bkv if config.fused_bwd else config.dq_bq))
+  assert ex._dkv_grid(q, k, v, do, None, None, bkv=config.dkv_bkv, lpt=lpt) == (-(-330 // config.dkv_bkv) * 2 * 2,)
+  assert n * 4 * 2 == ex._dq_grid(q, k, v, do, None, None, bq=config.dq_bq, lpt=lpt)[0] or config.fused_bwd
+  _, vjp = jax.vjp(lambda q, k, v: ex.attention(q, k, v, causal, config=config, interpret=True), q, k, v)
+  _, vjp_ref = jax.vjp(lambda q, k, v: ex.reference(q, k, v, causal)[0], q, k, v)
+  for g, w, what in zip(vjp(do), vjp_ref(do), "qkv"):
+    assert g.shape == w.shape and rel(g, w) < 4 * TOL[jnp.float16], what
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("head_dim,causal,lpt", LPT + [(128, True, 4)], ids=str)
+def test_gpu_backward_blocks_in_chunks_across_heads(head_dim, causal, lpt):
+  q, k, v, do = inputs((2, 1000, 4, head_dim), 2, jnp.float16, seed=lpt)
+  config = dataclasses.replace(ex.default_config(head_dim, causal), bwd_lpt=lpt)
+  _, vjp = jax.vjp(jax.jit(lambda q, k, v: ex.attention(q, k, v, causal, config=config)), q, k, v)
+  _, vjp_ref = jax.vjp(lambda q, k, v: ex.reference(q, k, v, causal)[0], q, k, v)
+  for g, w, what in zip(vjp(do), vjp_ref(do), "qkv"):
+    assert rel(g, w) < 4 * TOL[jnp.float16], what
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("head_dim,causal,dkv_bq,stages", ONE_WG + [(64, True, 64, 3), (96, False, 64, 3)], ids=str)
 def test_gpu_one_warpgroup_fused_backward_gradients(head_dim, causal, dkv_bq, stages):
@@ -324,7 +356,8 @@ def test_gpu_matches_interpret_mode(causal, config):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("head_dim,causal,bkv", [(64, False, 128), (64, True, 128), (128, False, 128),
-                                                 (128, False, 192), (128, True, 192)], ids=str)
+                                                 (128, False, 192), (128, True, 192), (96, False, 128),
+                                                 (48, False, 128)], ids=str)
 def test_gpu_forward_and_gradients_with_partial_last_blocks(head_dim, causal, bkv):
   """1000 queries and keys: the last key block holds 104 (or 40) of bkv, the forward masks the rest;
   the backward's last query and key blocks are partial too; 1001 (without the mask) adds zero rows to reach
