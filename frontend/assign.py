@@ -9,6 +9,7 @@ from .ops import gather, memory, transfers
 from .ops.base import is_ref, is_value, kind_of
 from .env import Unbound, assigned_names, read_after
 from .ops.arith_hints import run_store_hint
+from .ops.run_stores import run_scatter
 from .ops.index_hints import aliased_input, as_int_indices, scatter_set_hint, scatter_target
 from .types import RefType, Space, TensorType, resolve
 
@@ -237,9 +238,9 @@ class Assignments:
     elif isinstance(target, ast.Subscript):
       ref, index = self.subscript_target(target, value_node)
       if isinstance(ref, gather.IndexedRef):        # c.at[tok, :][...] = v
-        return self._scatter(target.value, ref, value)
+        return self._scatter(target.value, ref, value, value_node)
       if self._scatter_set(target, ref, index, value_node):
-        return self._scatter(target, gather.IndexedRef(ref, index), value)
+        return self._scatter(target, gather.IndexedRef(ref, index), value, value_node)
       values, nodes = self._index_operands(target.slice, index)     # (messages quote the user's index)
       cx = self.cx(target, values=[ref, *values], operands=[target.value, *nodes])
       cx.access = "write"
@@ -264,8 +265,14 @@ class Assignments:
     first = "" if named else f"t = {self.text(value_node)}; "
     return f"{first}{', '.join(names)} = {', '.join(idx)}"
 
-  def _scatter(self, target, iref, value):
-    """`c[tok, :] = v`: a plain scatter (jnp's `c.at[tok, :].set(v)`)."""
+  def _scatter(self, target, iref, value, value_node=None):
+    """`c[tok, :] = v`: a plain scatter (jnp's `c.at[tok, :].set(v)`); of runs `pid * n + ml.arange(n)`, the
+    store of the window they cover (frontend/ops/run_stores.py)."""
+    whole = value_node is not None and not isinstance(getattr(self, "stmt", None), ast.AugAssign)
+    run = self.cx(target, values=[value] if whole else (), operands=[value_node] if whole else ())
+    run.access = "write"
+    if run_scatter(run, iref, value):
+      return
     cx = self.cx(target, values=[iref.ref, value], operands=[target, target])
     cx.access = "write"
     gather.scatter(cx, gather.AtomicKind.SET, iref, value, what="the scatter")

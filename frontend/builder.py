@@ -19,8 +19,10 @@ class Builder:
     self.defs: dict[int, ir.Op] = {}
     self.allocs: list[ir.Value] = []     # SMEM buffers, in allocation order
     self.loop_indices: set = set()        # ids of for loops' index values (not carries), for messages
+    self.counts_from: dict = {}           # a run-time loop's index id -> its start (it counts up; ops/run_stores.py)
     self.static_loops: dict = {}          # index id -> (name, line, range text) of a run-time range() with static bounds
     self.weak: set = set()                # ids of values standing for a Python number a loop carries
+    self.weak_inputs: set = set()         # ids of 0-d inputs made of Python numbers: s[...] is weakly typed
     self.scalar_params: set = set()       # ids of the ml.scalar parameters' values (for hints)
     self.inline_stack: list = []          # the @ml.inline calls being traced: (call site, helper name)
     self.inline_sites: dict = {}          # an op's (file, line, col) -> the inline call paths it came from

@@ -47,13 +47,14 @@ from .types import DTypeVar, RefType, ScalarType, Space, resolve, resolved
 class ArgSpec:
   shape: tuple[int, ...]
   dtype: DType
+  weak: bool = False     # a 0-d input made of a Python number (JAX's weak type): its reads are weakly typed
 
   @staticmethod
-  def of(x) -> "ArgSpec":
+  def of(x, weak=False) -> "ArgSpec":
     d = to_dtype(x.dtype)
     if d is None:
       raise TypeError(f"unsupported dtype {x.dtype}")
-    return ArgSpec(tuple(int(s) for s in x.shape), d)
+    return ArgSpec(tuple(int(s) for s in x.shape), d, bool(weak) and not tuple(x.shape))
 
 
 @dataclasses.dataclass
@@ -220,6 +221,7 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, bloc
     tr.env[name] = v
     _check_dims(v, params[-1].loc or loc)
   em.read_only = {p.value.id for p in params if not p.is_output}
+  em.weak_inputs = {p.value.id for p, s in zip(params, in_specs) if getattr(s, "weak", False)}
   em.output_refs = [p.value for p in params if p.is_output]
   em.aliased = {params[i].value.id for i in aliases}
   em.alias_of = {params[n_in + o].value.id: params[i].value for i, o in aliases.items()}   # (hints)

@@ -211,6 +211,7 @@ def trace_for(tracer, node: ast.For):
     inits = _inits(tracer, carries, loc, widened)
     iv = ir.Value(ScalarType(counter), name)
     tracer.b.loop_indices.add(iv.id)
+    tracer.b.counts_from[iv.id] = start
     if all(isinstance(x, int) for x in (start, stop, step)) and fn is range and not name.endswith("'s row"):
       shown = name[:-len("'s index")] if name.endswith("'s index") else name    # (frontend/count_down.py's names)
       tracer.b.static_loops[iv.id] = (shown, loc.lineno, tracer.text(it))     # for e in range(2): run time

@@ -286,6 +286,17 @@ class Autotuner(JitStages):
                              caller_loc() or self.kernel.parsed.loc,
                              hint="leave tuned constexprs out of the call, or call the kernel itself:"
                                   f" {self.__name__}.kernel(..., {clash[0]}=...)")
+    params = self.kernel.parsed.constexpr_params
+    unknown = [c for c in constexprs if c not in params]
+    if unknown:           # (the kernel's own error would list the tuned ones among those to pass)
+      import difflib
+      rest = [c for c in params if c not in self.tuned]
+      close = difflib.get_close_matches(unknown[0], rest, n=1)
+      raise E.SignatureError(
+          f"{self.__name__} has no constexpr parameter {unknown[0]!r}", caller_loc() or self.kernel.parsed.loc,
+          hint=(f"did you mean {close[0]}=? " if close else "")
+          + (f"the constexprs a call passes are: {', '.join(rest)}" if rest else "a call passes no constexprs")
+          + f" ({', '.join(sorted(self.tuned))} {'is' if len(self.tuned) == 1 else 'are'} chosen by @mg.autotune)")
 
   def cache_clear(self) -> None:
     """Forget the in-memory winners (the kernel's own caches and the disk stay)."""

@@ -271,7 +271,7 @@ class KernelFunction(SpecMethods):
     narrowing.check(args, leaves, pk.ref_params, name, loc, at("out_shape"))
     canon = lambda x: jax.ShapeDtypeStruct(tuple(x.shape), jax.dtypes.canonicalize_dtype(x.dtype))
     try:
-      in_specs = [fc.ArgSpec.of(canon(a)) for a in args]
+      in_specs = [fc.ArgSpec.of(canon(a), weak=calling.is_weak(a) or getattr(a, "weak_type", False)) for a in args]
     except (TypeError, AttributeError, ValueError) as e:
       raise E.SignatureError(calling.cap(f"{name}: an input mgpu_dsl cannot take: {e}"), loc,
                              hint=f"supported dtypes: {calling.SUPPORTED_DTYPES}") from None
@@ -361,10 +361,9 @@ class KernelFunction(SpecMethods):
       elif p < len(args) and calling.is_weak(args[p]):
         # A Python number through jax.jit with jax_enable_x64: a weak int64/float64 scalar. Typed as
         # the same number passed eagerly (int32, float32), as jnp keeps weak values in 32 bits.
-        import jax
         d = np.dtype(args[p].dtype)
         if d in (np.int64, np.float64):
-          args[p] = jax.lax.convert_element_type(args[p], np.int32 if d == np.int64 else np.float32)
+          args[p] = py_numbers.narrowed(args[p], np.int32 if d == np.int64 else np.float32, weak=p not in scalars)
     return tuple(args)
 
   def _compile(self, args, constexprs, levels=(), allow_empty=False) -> dict:
@@ -502,7 +501,7 @@ class KernelFunction(SpecMethods):
     """`kernel[grid](...)`, Triton's launch: the grid belongs to the decorator here."""
     from .triton_names import launch_error
     pk = self.parsed
-    raise launch_error(self.fn.__name__, grid, _statement_loc(caller_loc()),
+    raise launch_error(self.fn.__name__, grid, caller_loc(),     # (the subscript: `k[(4,)]` in jnp.sum(k[(4,)](x)))
                        pk.ref_params[:max(0, self._input_bounds(pk)[1])], pk.constexpr_params)
 
   @_user_errors

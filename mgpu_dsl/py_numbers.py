@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numbers
 
+import numpy as np
+
 
 def as_arrays(args, scalar_positions, bounds) -> tuple[tuple, tuple]:
   """`args` with the Python ints and floats at input positions (not ml.scalar parameters, which take
@@ -47,3 +49,17 @@ def compiled(kernel, given, constexprs, **kw) -> tuple[dict, tuple]:
     except Exception:
       pass
     raise
+
+
+def narrowed(a, dtype, weak: bool):
+  """The weak int64/float64 0-d array `a` (a Python number under jax.jit with jax_enable_x64) as `dtype`
+  (int32, float32), still weakly typed where `weak` (a 0-d input: `x_f16 * s[...]` stays float16, as
+  jnp's); an ml.scalar parameter's is the plain int32 or float32 it documents."""
+  import jax
+  if weak:
+    try:
+      from jax._src.lax import lax as _lax
+      return _lax._convert_element_type(a, np.dtype(dtype), weak_type=True)
+    except (ImportError, AttributeError, TypeError):      # (a jax without it: plain, as before)
+      pass
+  return jax.lax.convert_element_type(a, dtype)

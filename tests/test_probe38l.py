@@ -276,7 +276,8 @@ def store_at_offsets_view(x, o):
 def test_store_at_consecutive_offsets_is_a_scatter_and_the_window_store_works():
   """`o[offs] = v` with offs = pid * 128 + ml.arange(128) was MG003, hinted as an atomic add into a zeroed
   output, then (probe 38l) led with the masked window store. Since plain scatters (twenty-eighth session) it
-  stores as written, the positions past the end dropped; the window store, faster, works too."""
+  stores as written, the positions past the end dropped (since probe 42u as the run's window store, masked); the
+  window store written out works too."""
   x = np.random.default_rng(6).standard_normal(300).astype(np.float32)
   np.testing.assert_array_equal(store_at_offsets(x, interpret=True), 2 * x)
   np.testing.assert_array_equal(store_at_offsets_view(x, interpret=True), 2 * x)

@@ -191,8 +191,8 @@ def test_a_0d_input_meeting_a_narrower_tile_hints_converting_the_scalar():
   expect(scale_by_input, specs, mg.DtypeMismatchError, "x.at[w][...] * s[...]",
          "* on x.at[w][...] (bfloat16) and s[...] (float32): dtypes differ and are never converted implicitly",
          hint="convert the scalar, s[...].astype(jnp.bfloat16): the result stays bfloat16, as jnp's does for a Python"
-              " number (s[...] reads an input of dtype float32 here, not weakly typed: a Python float passed through"
-              " jax.jit becomes such an array); or (x.at[w][...].astype(jnp.float32) * s[...]).astype(jnp.bfloat16)"
+              " number (s[...] reads an input of dtype float32 here, not weakly typed as a Python float passed for it"
+              " would be); or (x.at[w][...].astype(jnp.float32) * s[...]).astype(jnp.bfloat16)"
               " (computed in float32, the result converted back to bfloat16)")
   x = _rand((256, 64), jnp.bfloat16)
   got = jax.jit(lambda x, s: scale_by_input_hint_followed(x, s, interpret=True))(x, 0.3)

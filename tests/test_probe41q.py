@@ -117,10 +117,13 @@ def test_python_numbers_for_0d_inputs_on_the_gpu():
 
 def test_a_python_number_for_a_0d_input_in_the_spec_methods():
   """`times.check(spec, 2.0)` was MG006 where jax.eval_shape(times, spec, 2.0) worked: the spec methods take
-  a Python number for a 0-d input as a call does, the same specialisation as a float32 0-d spec."""
+  a Python number for a 0-d input as a call does, the same code as a float32 0-d spec (since probe 42u a
+  specialisation of its own, weakly typed as jnp's Python numbers: its values are numbered apart)."""
+  import re
   spec = S((256, 64), F32)
   times.check(spec, 2.0)
-  assert times.typed_ir(spec, 2.0) == times.typed_ir(spec, S((), F32))
+  ids = lambda text: re.sub(r"%\d+", "%", text)
+  assert ids(times.typed_ir(spec, 2.0)) == ids(times.typed_ir(spec, S((), F32)))
   assert times.mlir(spec, 2.0) == times.mlir(spec, S((), F32))
   with pytest.raises(mg.KernelError) as info:
     times.check(2.0, spec)

@@ -82,8 +82,10 @@ def scalar_load(cx, ref, name=""):
   base, index = window(cx.b, ref)
   if base.id in cx.b.read_only and base.id not in cx.b.aliased:   # a pure read of an input
     index = index if index is not None else ()
-    return cx.b.emit(ScalarRead, base, index, loc=cx.loc, types=[ScalarType(ref.type.dtype)],
-                     names=[name]).result
+    out = cx.b.emit(ScalarRead, base, index, loc=cx.loc, types=[ScalarType(ref.type.dtype)], names=[name]).result
+    if base.id in cx.b.weak_inputs:     # k(x, 3) (jax.jit's weak 0-d array): x_i32 + s[...] is int32, as in jnp
+      cx.b.weak.add(out.id)
+    return out
   return cx.b.emit(ScalarLoad, ref, loc=cx.loc, types=[ScalarType(ref.type.dtype)], names=[name]).result
 
 

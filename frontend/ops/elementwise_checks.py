@@ -184,7 +184,7 @@ def scalar_param_hint(cx, values, names, dtypes, what) -> str | None:
   if kind == "input":     # s[...] of a 0-d input: jax.jit passes a Python number as one
     python = python and not (ds.is_int and cx.b.x64)       # (with x64 a Python int is an int64 array)
     what_is = (f"{s} reads an input of dtype {dtype_name(ds)} here, not weakly typed"
-               + (f": {number} passed through jax.jit becomes such an array" if python else ""))
+               + (f" as {number} passed for it would be" if python else ""))
   else:
     why = f"as {number} passed for it becomes" if python else "the dtype of the value passed for it"
     what_is = f"an ml.scalar is {dtype_name(ds)} here, {why}, not weakly typed"

@@ -1,0 +1,79 @@
+"""`out[offs] = v` where every index tensor is a run `start + ml.arange(n)` (Triton's `o_ptr + offs`, or
+a grid `rows[:, None], cols[None, :]`): the store of the window the run covers, as `ml.store(out.at[offs],
+v)` is (frontend/ops/access.py), with jnp's scatter semantics kept by a mask: positions past the end are
+dropped. A window store is checked while compiling as any window is (two programs writing one element,
+MG951; an output some element of which no program writes), where a scatter is left to interpret mode,
+and it moves whole vectors where a scatter moves one element a thread.
+
+Only runs whose start is never negative take this path: jnp counts a negative scatter index from the
+end, which no window does."""
+from __future__ import annotations
+
+from ..types import ScalarType, TensorType, resolve
+from . import elementwise as ew
+from .base import is_value
+
+
+def never_negative(b, s, depth: int = 0) -> bool:
+  """Whether the int or run-time integer scalar `s` is at least 0 in every program: program ids, program
+  counts, counters of loops that start at such a value, unsigned values, and sums, products, quotients,
+  remainders, maxima and minima of such values (and constants of at least 0)."""
+  from .control import MultipleOf, NumPrograms, ProgramId
+  from .elementwise import BinOp, Binary
+  if isinstance(s, bool):
+    return False
+  if isinstance(s, int):
+    return s >= 0
+  if not (is_value(s) and isinstance(s.type, ScalarType)) or depth > 8:
+    return False
+  d = resolve(s.type.dtype)
+  if getattr(d, "is_int", False) and not d.is_signed:
+    return True
+  if s.id in b.counts_from:
+    return never_negative(b, b.counts_from[s.id], depth + 1)
+  o = b.defining(s)
+  if isinstance(o, (ProgramId, NumPrograms)):
+    return True
+  if isinstance(o, MultipleOf):
+    return never_negative(b, o.x, depth + 1)
+  if isinstance(o, Binary):
+    lhs, rhs = (never_negative(b, x, depth + 1) for x in (o.lhs, o.rhs))
+    if o.kind in (BinOp.ADD, BinOp.MUL, BinOp.FLOORDIV, BinOp.MOD, BinOp.MIN, BinOp.SHR, BinOp.AND, BinOp.OR):
+      return lhs and rhs
+    if o.kind == BinOp.MAX:
+      return lhs or rhs
+  return False
+
+
+def run_scatter(cx, iref, value) -> bool:
+  """`out[offs] = v` of runs that never start below 0, stored as the window they cover (masked where it
+  may run past the end, whose updates jnp's scatter drops); False where another index or a run that may
+  start before 0 leaves the store to the scatter."""
+  from .access import store_
+  from .gather import run_window
+  from .index_hints import run_start
+  items = iref.index if isinstance(iref.index, tuple) else (iref.index,)
+  runs = [(k, run_start(cx.b, i)) for k, i in enumerate(items) if is_value(i) and isinstance(i.type, TensorType)]
+  if not runs or any(r is None or not never_negative(cx.b, r[0]) for _, r in runs):
+    return False
+  shape = iref.ref.type.shape
+  if any(isinstance(r[0], int) and r[0] >= shape[k] for k, r in runs):
+    return False                      # no element inside: jnp drops them all, a window would be refused
+  last = items[-1] if len(items) == len(shape) else slice(None)
+  if not (isinstance(last, slice) or is_value(last) and isinstance(last.type, TensorType)):
+    return False                      # out[rows, c]: a column, strided in memory: the scatter stores it
+  window = run_window(cx, iref, cx.named(iref.ref, ""))
+  if window is None:
+    return False
+  rank = len(window.type.shape)
+  keep = None
+  for k, (start, n) in runs:
+    if isinstance(start, int) and start + n <= shape[k]:
+      continue                        # inside the array whatever the program
+    inside = ew.compare(cx, ew.CmpOp.LT, items[k], shape[k])
+    if len(inside.type.shape) < rank:   # out[rows, :]: the run's axis leads the window's
+      from .shape import reshape_
+      inside = reshape_(cx, inside, inside.type.shape + (1,) * (rank - len(inside.type.shape)))
+    keep = inside if keep is None else ew.binary(cx, ew.BinOp.AND, keep, inside)
+  store_.rule(cx, window, value, keep)
+  return True

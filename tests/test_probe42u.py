@@ -1,0 +1,228 @@
+"""Probe 42u (known debts of earlier probes): `out[offs] = v` of a run `pid * n + ml.arange(n)` is the store of the
+window it covers (two programs writing one element were found only in interpret mode: the scatter path), jnp's drop
+of positions past the end kept by a mask; a Python number passed for a 0-d input is weakly typed in the kernel, as
+jnp's (an int32 `x[...] + s[...]` was MG104 with jax_enable_x64, a float16 `x[...] * s[...]` under jax.jit too);
+Triton's `kernel[grid](x)` launch is underlined at the subscript, not from the statement's start; an autotuned
+kernel's unknown-constexpr hint lists the constexprs a call may pass, not the tuned ones."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from locate import expect
+
+S = jax.ShapeDtypeStruct
+F32 = jnp.float32
+F16 = jnp.float16
+
+
+def _rand(shape, seed, dtype=F32):
+  return jnp.asarray(np.random.default_rng(seed).standard_normal(shape), dtype)
+
+
+def _export(kernel, *args, **constexprs):
+  fn = jax.jit(lambda *a: kernel(*a, **constexprs))
+  return jax.export.export(fn, platforms=["cuda"])(*args).mlir_module()
+
+
+# ---------------------------------------------------------------- out[offs] = v of a run: the window's store
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 64 - 1,))
+def overlapping_runs(x, out):
+  pid = ml.program_id(0)
+  offs = pid * 64 + ml.arange(128)
+  out[offs] = x[offs] * 2.0
+
+
+def test_two_programs_storing_one_element_through_a_run_are_found_while_compiling():
+  """The scatter path left the race to interpret mode; ml.store(out.at[offs], v) found it while compiling."""
+  e = expect(overlapping_runs, (S((1024,), F32),), mg.RaceError, "out[offs] = x[offs] * 2.0",
+             "program (0, 0, 0) and program (1, 0, 0) both write out[64]: programs run in no fixed order, so the"
+             " result depends on timing")
+  assert "pid * 128" in e.hint
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (ml.cdiv(x.shape[0], 128),))
+def ragged_double(x, out):
+  offs = ml.program_id(0) * 128 + ml.arange(128)
+  out[offs] = ml.load(x.at[offs], mask=offs < x.shape[0], other=0.0) * 2.0
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (ml.cdiv(x.shape[0], 8),))
+def row_runs(x, out):
+  rows = ml.program_id(0) * 8 + ml.arange(8)
+  out[rows, :] = x[rows, :] + 1.0                        # the run leads the window: its mask is (8, 1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 8, x.shape[1] // 64))
+def grid_runs(x, out):
+  rows = ml.program_id(0) * 8 + ml.arange(8)
+  cols = ml.program_id(1) * 64 + ml.arange(64)
+  out[rows[:, None], cols[None, :]] = x[rows[:, None], cols[None, :]] * 3.0
+
+
+def _scatters(kernel, *specs):
+  return kernel.typed_ir(*specs).count("scatterupdate")
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def run_from_before_zero(x, out):
+  out[...] = ml.zeros(x.shape, x.dtype)
+  offs = ml.program_id(0) * 128 - 64 + ml.arange(128)
+  out[offs] = x.at[ml.ds(0, 128)][...]          # jnp counts -64..-1 from the end: a scatter still
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[1],))
+def column_runs(x, out):
+  c = ml.program_id(0)
+  rows = ml.arange(64)
+  out[rows, c] = x[rows, c] + 1.0               # a column, strided in memory: a scatter still
+
+
+def test_a_run_store_is_a_window_store_that_drops_what_falls_past_the_end():
+  x = _rand((1000,), 1)
+  np.testing.assert_array_equal(ragged_double(x, interpret=True), x * 2)
+  assert _scatters(ragged_double, x) == 0
+  x = _rand((60, 128), 2)
+  np.testing.assert_array_equal(row_runs(x, interpret=True), x + 1)
+  assert _scatters(row_runs, x) == 0
+  x = _rand((64, 256), 3)
+  np.testing.assert_array_equal(grid_runs(x, interpret=True), x * 3)
+  assert _scatters(grid_runs, x) == 0
+  for k, spec in ((ragged_double, S((1000,), F32)), (row_runs, S((60, 128), F32)), (grid_runs, S((64, 256), F32))):
+    assert "mosaic_gpu" in str(_export(k, spec))
+  # a run that may start below 0 (jnp counts it from the end) or that indexes a column stays a scatter
+  x = jnp.arange(256, dtype=F32)
+  want = jnp.zeros_like(x).at[jnp.arange(128) - 64].set(x[:128])
+  np.testing.assert_array_equal(run_from_before_zero(x, interpret=True), want)
+  assert _scatters(run_from_before_zero, x) == 1
+  x = _rand((64, 16), 4)
+  np.testing.assert_array_equal(column_runs(x, interpret=True), x + 1)
+  assert _scatters(column_runs, x) == 1
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 128 - 1,))
+def runs_short_of_the_end(x, out):
+  offs = ml.program_id(0) * 128 + ml.arange(128)
+  out[offs] = x[offs]
+
+
+def test_a_run_store_that_leaves_the_output_short_is_found_while_compiling():
+  e = expect(runs_short_of_the_end, (S((256,), F32),), mg.UncoveredOutputError, "out[offs] = x[offs]",
+             "out[128:256] is never written: the kernel's one program does not write it, so 128 of 256 elements of"
+             " out would stay uninitialised")
+  assert e.hint.startswith("launch enough programs for their windows to cover out (256,)")
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, F16), grid=lambda x: (ml.cdiv(x.shape[0], 128),))
+def run_store_of_another_dtype(x, out):
+  offs = ml.program_id(0) * 128 + ml.arange(128)
+  out[offs] = ml.load(x.at[offs], mask=offs < x.shape[0], other=0.0)
+
+
+def test_a_run_store_of_another_dtype_names_the_value_and_the_output():
+  expect(run_store_of_another_dtype, (S((1000,), F32),), mg.StoreDtypeError, "out[offs] =",
+         "cannot store ml.load(x.at[offs], mask=offs < x.shape[0], other=0.0) (float32) into out (GMEM, float16):"
+         " no implicit conversion",
+         hint="convert explicitly: (ml.load(x.at[offs], mask=offs < x.shape[0], other=0.0)).astype(jnp.float16)")
+
+
+@pytest.mark.gpu
+def test_gpu_run_stores_match_jnp():
+  x = _rand((1000,), 5)
+  np.testing.assert_array_equal(ragged_double(x), x * 2)
+  x = _rand((60, 128), 6)
+  np.testing.assert_array_equal(row_runs(x), x + 1)
+  x = _rand((64, 256), 7)
+  np.testing.assert_array_equal(grid_runs(x), x * 3)
+  x = jnp.arange(256, dtype=F32)
+  np.testing.assert_array_equal(run_from_before_zero(x), jnp.zeros_like(x).at[jnp.arange(128) - 64].set(x[:128]))
+
+
+# ---------------------------------------------------------------- a Python number for a 0-d input is weakly typed
+@mg.mgpu_kernel(out_shape=lambda x, s: x, grid=(1,))
+def add_input(x, s, out):
+  out[...] = x[...] + s[...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x, s: x, grid=(1,))
+def scale_input(x, s, out):
+  out[...] = x[...] * s[...]
+
+
+def test_a_python_number_for_a_0d_input_keeps_the_tiles_dtype_as_jnp_does():
+  x = jnp.arange(256, dtype=F16)
+  f = lambda x, s: scale_input(x, s, interpret=True)
+  eager, jitted, want = f(x, 0.1), jax.jit(f)(x, 0.1), jax.jit(lambda x, s: x * s)(x, 0.1)
+  assert eager.dtype == jitted.dtype == want.dtype == F16
+  np.testing.assert_array_equal(np.asarray(eager, F32), np.asarray(want, F32))
+  np.testing.assert_array_equal(np.asarray(jitted, F32), np.asarray(want, F32))
+  assert "mosaic_gpu" in str(_export(scale_input, x, 0.1))
+  with pytest.raises(mg.DtypeMismatchError):          # a typed 0-d array keeps its dtype (jnp promotes; the kernel asks)
+    scale_input.check(S((256,), F16), S((), F32))
+
+
+def test_a_python_int_for_a_0d_input_with_x64_keeps_an_int32_tile_int32():
+  """With jax_enable_x64 a Python int is a weak int64: `x[...] + s[...]` was MG104 (int32 and int64)."""
+  x = jnp.arange(256, dtype=jnp.int32)
+  with jax.enable_x64(True):
+    f = lambda x, s: add_input(x, s, interpret=True)
+    for got in (f(x, 3), jax.jit(f)(x, 3)):
+      assert got.dtype == jnp.int32
+      np.testing.assert_array_equal(got, np.arange(256) + 3)
+    assert "mosaic_gpu" in str(_export(add_input, x, 3))
+    got = jax.jit(lambda x, s: scale_input(x, s, interpret=True))(jnp.arange(256, dtype=F16), 0.5)
+    assert got.dtype == F16                    # a weak float64, made a weak float32
+    np.testing.assert_array_equal(np.asarray(got, F32), np.arange(256) * 0.5)
+
+
+@pytest.mark.gpu
+def test_gpu_python_numbers_for_0d_inputs_match_jnp():
+  x = jnp.arange(256, dtype=F16)
+  got = jax.jit(scale_input)(x, 0.1)
+  assert got.dtype == F16
+  np.testing.assert_array_equal(np.asarray(got, F32), np.asarray(x * 0.1, F32))
+  with jax.enable_x64(True):
+    got = jax.jit(add_input)(jnp.arange(256, dtype=jnp.int32), 3)
+  assert got.dtype == jnp.int32
+  np.testing.assert_array_equal(got, np.arange(256) + 3)
+
+
+# ---------------------------------------------------------------- call mistakes: where, and what to pass
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 128,))
+def doubled(x, out):
+  i = ml.program_id(0)
+  out.at[ml.ds(i * 128, 128)][...] = x.at[ml.ds(i * 128, 128)][...] * 2.0
+
+
+def test_triton_launch_inside_an_expression_is_underlined_at_the_subscript():
+  x = jnp.ones((256,), F32)
+  with pytest.raises(mg.SignatureError) as info:
+    jnp.sum(doubled[(2,)](x), axis=0) + 1
+  e = info.value
+  line = open(__file__).read().splitlines()[e.lineno - 1]
+  assert (e.col_offset, e.end_col_offset) == (line.index("doubled[(2,)]"), line.index("doubled[(2,)]") + 13)
+  assert e.message.startswith("doubled[(2,)]: an mgpu_dsl kernel takes no grid at the call")
+
+
+@mg.autotune(configs=[dict(block_rows=64), dict(block_rows=128)])
+@mg.mgpu_kernel(out_shape=lambda x, **kw: x, grid=lambda x, block_rows, **kw: (x.shape[0] // block_rows,))
+def tuned_scale(x, out, *, block_rows: ml.constexpr, scale: ml.constexpr):
+  i = ml.program_id(0)
+  w = ml.ds(i * block_rows, block_rows)
+  out.at[w][...] = x.at[w][...] * scale
+
+
+def test_an_autotuned_kernels_unknown_constexpr_hint_lists_only_what_a_call_passes():
+  """The hint listed block_rows, which a call may not pass (MG006 'chosen by @mg.autotune')."""
+  spec = S((1024, 64), F32)
+  for method in (tuned_scale.typed_ir, tuned_scale.mlir, tuned_scale.check):
+    with pytest.raises(mg.SignatureError) as info:
+      method(spec, scale=2.0, scal=1)
+    e = info.value
+    assert e.message == "tuned_scale has no constexpr parameter 'scal'"
+    assert e.hint == "did you mean scale=? the constexprs a call passes are: scale (block_rows is chosen by @mg.autotune)"
+  assert "mosaic_gpu" in tuned_scale.mlir(spec, scale=2.0)             # the hint, followed
+  np.testing.assert_array_equal(tuned_scale(jnp.ones((1024, 64), F32), scale=2.0, interpret=True), 2.0)
+
