@@ -113,3 +113,22 @@ def _assigned_first(node, name: str) -> set[int]:
           isinstance(t, ast.Name) and t.id == name for t in (s.targets if isinstance(s, ast.Assign) else [s.target])):
         bound = True
   return out
+
+
+_ATOMICS = {"atomic_add": "add", "atomic_max": "max", "atomic_min": "min"}
+
+
+def atomic_targets(body) -> dict:
+  """Name -> kind ("add", "max", "min") of the refs that atomics (ml.atomic_add(out.at[...], v),
+  ml.copy(buf, out.at[...], reduce="add")) in statements not traced (a loop of no trips) update."""
+  out = {}
+  for n in (n for st in body for n in ast.walk(st) if isinstance(n, ast.Call)):
+    f = n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", "")
+    red = next((k.value.value for k in n.keywords if k.arg == "reduce" and isinstance(k.value, ast.Constant)), None)
+    kind, target = (_ATOMICS.get(f), n.args[0] if n.args else None) if f in _ATOMICS else \
+        (red, n.args[1] if len(n.args) > 1 else None) if f == "copy" else (None, None)
+    while isinstance(target, (ast.Subscript, ast.Attribute)):      # out.at[ids, :] -> out
+      target = target.value
+    if kind in ("add", "max", "min") and isinstance(target, ast.Name):
+      out[target.id] = kind
+  return out

@@ -12,7 +12,7 @@ import math
 
 from . import errors as E
 from . import ir
-from . import jumps
+from . import jumps, small_carries
 from .assign import DICT_VIEWS, holds_value
 from .loop_bounds import check_static_bounds, check_wrapped_range, may_load
 from .builder import Call
@@ -21,7 +21,7 @@ from .carried import (as_value, carries_of, carry_slices, conversion, describe, 
                       structure, structure_shape)
 from .count_down import descending, over_rows, rebound_index, reversed_range
 from .dtypes import DType
-from .env import POISON, Unbound as _Unbound, assigned_names, read_after
+from .env import POISON, Unbound as _Unbound, assigned_names, atomic_targets, read_after
 from .ops import control as ctl
 from .ops import elementwise as ew
 from .ops.base import Num, is_value, value_words
@@ -191,7 +191,7 @@ def trace_for(tracer, node: ast.For):
     names = getattr(tracer.b, "empty_loop_names", set())     # buffers used only in its body
     tracer.b.empty_loop_names = names | {n.id for st in node.body for n in ast.walk(st)   # are not
                                          if isinstance(n, ast.Name)}                      # "never used"
-    tracer.b.empty_loop_atomics = {**getattr(tracer.b, "empty_loop_atomics", {}), **_atomic_targets(node.body)}
+    tracer.b.empty_loop_atomics = {**getattr(tracer.b, "empty_loop_atomics", {}), **atomic_targets(node.body)}
     return        # empty (a run-time step is still emitted: interpret mode checks it is positive)
   if stages == 1 and not specialize and not pingpong:
     first = ew.constant(Call(tracer.b, loc), start, counter) if isinstance(start, int) else start
@@ -208,7 +208,7 @@ def trace_for(tracer, node: ast.For):
     env = tracer.env
     carries = carries_of(env, assigned, forced)
     leaf_names = [ln for c in carries for ln in c.leaf_names]
-    inits = _inits(tracer, carries, loc, widened)
+    inits = small_carries.flattened(tracer, _inits(tracer, carries, loc, widened), loc)
     iv = ir.Value(ScalarType(counter), name)
     tracer.b.loop_indices.add(iv.id)
     tracer.b.counts_from[iv.id] = start
@@ -235,7 +235,7 @@ def trace_for(tracer, node: ast.For):
   res = b.emit(ctl.For, start, stop, step, inits, body, loc=loc,
                 types=[v.type for v in inits], names=leaf_names, stages=stages, warp_specialize=specialize,
                 pingpong=pingpong)
-  _bind(env, carries, res.results)
+  _bind(env, carries, small_carries.shaped(b, loc, inits, res.results))
   for n in poisoned:
     env[n] = POISON
   after = _index_after(tracer, loc, before.get(name), (start, stop, step), counter)
@@ -376,6 +376,7 @@ def _trace_body(tracer, node, loc, body: ir.Block, carries, inits, args_) -> set
   tracer.loops.append(None)
   try:
     with b.region(body):
+      _bind(env, carries, small_carries.shaped(b, loc, inits, args_))     # (small statistics: as vectors)
       tracer.run_body(node.body)
   finally:
     tracer.loops.pop()
@@ -409,6 +410,7 @@ def _trace_body(tracer, node, loc, body: ir.Block, carries, inits, args_) -> set
               notes=(f"{loc}: the loop that carries {n}",))
         raw_leaf = leaf
         leaf = as_value(tracer, leaf, where, note=f"{loc}: the loop that carries {n}")
+        leaf = small_carries.yielded(b, loc, init, leaf)      # (a small statistic: the vector carried)
         if not same_type(init, leaf, loc) and arg.id in b.weak and _widens(init, leaf):
           raise _Widen(ln, leaf.type.dtype)
         if not same_type(init, leaf, loc):
@@ -625,12 +627,13 @@ def _trace_while_once(tracer, node, loc, assigned, forced, widened):
   env, b = tracer.env, tracer.b
   carries = carries_of(env, assigned, forced)
   leaf_names = [ln for c in carries for ln in c.leaf_names]
-  inits = _inits(tracer, carries, loc, widened)
+  inits = small_carries.flattened(tracer, _inits(tracer, carries, loc, widened), loc)
   before, where = dict(env), dict(tracer.where)
   cond_args = _args(tracer, carries, inits, leaf_names, widened)
   cond_blk = ir.Block(args=cond_args)
   _bind(env, carries, cond_args)
   with b.region(cond_blk):
+    _bind(env, carries, small_carries.shaped(b, loc, inits, cond_args))
     cond = tracer.eval(as_condition(node.test))   # (a break's rewritten test too)
     if not is_value(cond):
       raise E.KernelTypeError(
@@ -660,7 +663,7 @@ def _finish_while(tracer, node, loc, assigned, carries, res):
   env, b = tracer.env, tracer.b
   _after_loop(tracer, node, loc, assigned, carries, before, poisoned, where)
   res = b.emit(ctl.While, inits, cond_blk, body, loc=loc, types=[v.type for v in inits], names=leaf_names)
-  _bind(env, carries, res.results)
+  _bind(env, carries, small_carries.shaped(b, loc, inits, res.results))
   for n in poisoned:
     env[n] = POISON
 
@@ -679,21 +682,3 @@ def _rebinding_loc(tracer, loop, name: str):
         last = stmt
   return tracer.loc(last if last is not None else loop)
 
-
-_ATOMICS = {"atomic_add": "add", "atomic_max": "max", "atomic_min": "min"}
-
-
-def _atomic_targets(body) -> dict:
-  """Name -> kind ("add", "max", "min") of the refs that atomics (ml.atomic_add(out.at[...], v),
-  ml.copy(buf, out.at[...], reduce="add")) in statements not traced (a loop of no trips) update."""
-  out = {}
-  for n in (n for st in body for n in ast.walk(st) if isinstance(n, ast.Call)):
-    f = n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", "")
-    red = next((k.value.value for k in n.keywords if k.arg == "reduce" and isinstance(k.value, ast.Constant)), None)
-    kind, target = (_ATOMICS.get(f), n.args[0] if n.args else None) if f in _ATOMICS else \
-        (red, n.args[1] if len(n.args) > 1 else None) if f == "copy" else (None, None)
-    while isinstance(target, (ast.Subscript, ast.Attribute)):      # out.at[ids, :] -> out
-      target = target.value
-    if kind in ("add", "max", "min") and isinstance(target, ast.Name):
-      out[target.id] = kind
-  return out

@@ -159,7 +159,7 @@ def test_a_python_number_for_a_0d_input_keeps_the_tiles_dtype_as_jnp_does():
   np.testing.assert_array_equal(np.asarray(eager, F32), np.asarray(want, F32))
   np.testing.assert_array_equal(np.asarray(jitted, F32), np.asarray(want, F32))
   assert "mosaic_gpu" in str(_export(scale_input, x, 0.1))
-  with pytest.raises(mg.DtypeMismatchError):          # a typed 0-d array keeps its dtype (jnp promotes; the kernel asks)
+  with pytest.raises(mg.DtypeMismatchError):      # a typed 0-d array keeps its dtype (jnp promotes; the kernel asks)
     scale_input.check(S((256,), F16), S((), F32))
 
 
@@ -187,6 +187,74 @@ def test_gpu_python_numbers_for_0d_inputs_match_jnp():
     got = jax.jit(add_input)(jnp.arange(256, dtype=jnp.int32), 3)
   assert got.dtype == jnp.int32
   np.testing.assert_array_equal(got, np.arange(256) + 3)
+
+
+# ---------------------------------------------------------------- small statistics of 3-D tiles carried by loops
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def online_softmax_3d(x, out):
+  """Per-head online softmax over (2, 8, 64) chunks: the (2, 8, 1) running max and sum hold 16 elements, too few
+  for a register tensor of three axes; carried, they were MG204 at their broadcast, whose hint (index the carry by
+  a leading axis) met MG204 at its ml.full."""
+  m = ml.full((2, 8, 1), -jnp.inf, F32)
+  s = ml.zeros((2, 8, 1), F32)
+  for j in range(x.shape[2] // 64):
+    t = x.at[:, :, ml.ds(j * 64, 64)][...]
+    mn = ml.maximum(m, ml.max(t, axis=2, keepdims=True))
+    s = s * ml.exp(m - mn) + ml.sum(ml.exp(t - mn), axis=2, keepdims=True)
+    m = mn
+  for j in range(x.shape[2] // 64):
+    t = x.at[:, :, ml.ds(j * 64, 64)][...]
+    out.at[:, :, ml.ds(j * 64, 64)][...] = ml.exp(t - m) / s
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def pipelined_max_3d(x, out):
+  m = ml.full((2, 8, 1), -jnp.inf, F32)
+  buf = ml.smem((2, 8, 64), F32)
+  for j in ml.range(x.shape[2] // 64, stages=2):
+    ml.copy(x.at[:, :, ml.ds(j * 64, 64)], buf)
+    m = ml.maximum(m, ml.max(buf[...], axis=2, keepdims=True))
+  out[...] = x[...] - m
+
+
+@mg.mgpu_kernel(out_shape=lambda x, n: x, grid=(1,))
+def while_max_3d(x, n, out):
+  m = ml.full((2, 8, 1), -jnp.inf, F32)
+  j = 0
+  while j < n[...]:                     # a run-time while carries it too
+    m = ml.maximum(m, ml.max(x.at[:, :, ml.ds(j * 64, 64)][...], axis=2, keepdims=True))
+    j += 1
+  out[...] = x[...] - m
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def floored_max_3d(x, out):
+  """A fill of the statistic's shape meeting it outside loops (MG204 at the broadcast, before)."""
+  t = x[...]
+  out[...] = t - ml.maximum(ml.full((2, 8, 1), 0.5, F32), ml.max(t, axis=2, keepdims=True))
+
+
+def test_a_small_statistic_of_a_3d_tile_is_carried_by_loops_and_meets_fills():
+  x = _rand((2, 8, 256), 8)
+  np.testing.assert_allclose(online_softmax_3d(x, interpret=True), jax.nn.softmax(x, axis=2), rtol=1e-5, atol=1e-6)
+  np.testing.assert_array_equal(pipelined_max_3d(x, interpret=True), x - jnp.max(x, axis=2, keepdims=True))
+  assert "mosaic_gpu" in str(_export(online_softmax_3d, x))
+  assert "mosaic_gpu" in str(_export(pipelined_max_3d, x))
+  np.testing.assert_array_equal(while_max_3d(x, jnp.int32(4), interpret=True), x - jnp.max(x, axis=2, keepdims=True))
+  assert "mosaic_gpu" in str(_export(while_max_3d, x, jnp.int32(4)))
+  x = _rand((2, 8, 64), 9)
+  np.testing.assert_array_equal(floored_max_3d(x, interpret=True), x - jnp.maximum(0.5, jnp.max(x, 2, keepdims=True)))
+  assert "mosaic_gpu" in str(_export(floored_max_3d, x))
+
+
+@pytest.mark.gpu
+def test_gpu_small_statistics_carried_by_loops_match_jnp():
+  x = _rand((2, 8, 256), 10)
+  np.testing.assert_allclose(online_softmax_3d(x), jax.nn.softmax(x, axis=2), rtol=1e-5, atol=1e-6)
+  np.testing.assert_array_equal(pipelined_max_3d(x), x - jnp.max(x, axis=2, keepdims=True))
+  np.testing.assert_array_equal(while_max_3d(x, jnp.int32(4)), x - jnp.max(x, axis=2, keepdims=True))
+  x = _rand((2, 8, 64), 11)
+  np.testing.assert_array_equal(floored_max_3d(x), x - jnp.maximum(0.5, jnp.max(x, 2, keepdims=True)))
 
 
 # ---------------------------------------------------------------- call mistakes: where, and what to pass
@@ -222,7 +290,8 @@ def test_an_autotuned_kernels_unknown_constexpr_hint_lists_only_what_a_call_pass
       method(spec, scale=2.0, scal=1)
     e = info.value
     assert e.message == "tuned_scale has no constexpr parameter 'scal'"
-    assert e.hint == "did you mean scale=? the constexprs a call passes are: scale (block_rows is chosen by @mg.autotune)"
+    assert e.hint == ("did you mean scale=? the constexprs a call passes are: scale (block_rows is chosen by"
+                      " @mg.autotune)")
   assert "mosaic_gpu" in tuned_scale.mlir(spec, scale=2.0)             # the hint, followed
   np.testing.assert_array_equal(tuned_scale(jnp.ones((1024, 64), F32), scale=2.0, interpret=True), 2.0)
 

@@ -121,13 +121,28 @@ def through_small_reshape(cx, operands, make):
   if len(shape) < 3 or math.prod(shape) % hw.WARPGROUP == 0:
     return None
   made = [small_source(cx.b.defining, x) for x in tensors]
-  if any(m is None for m in made) or any(
-      m.type.shape != made[0].type.shape or x.type.shape != shape for m, x in zip(made, tensors)):
+  known = [m for m in made if m is not None]
+  if not known or any(m is None and _fill(cx, x, shape) is None for m, x in zip(made, tensors)) or any(
+      m.type.shape != known[0].type.shape for m in known) or any(x.type.shape != shape for x in tensors):
     return None
-  sources = [small_source(cx.b.defining, x) if isinstance(x, ir.Value) and isinstance(x.type, TensorType) else x
-             for x in operands]
+  sources = [(small_source(cx.b.defining, x) or _full_as(cx, x, known[0].type.shape))
+             if isinstance(x, ir.Value) and isinstance(x.type, TensorType) else x for x in operands]
+  made = known
   r = make(sources, made[0].type.shape)
   return cx.b.emit(Reshape, r, loc=cx.loc, types=[TensorType(shape, r.type.dtype)], names=[r.name]).result
+
+
+def _fill(cx, x, shape):
+  """The fill op making `x`, a tensor of the small shape filled with one value (`ml.full((2, 8, 1), -jnp.inf)`
+  meeting a statistic of that shape); else None."""
+  o = cx.b.defining(x)
+  return o if isinstance(o, Full) and tuple(x.type.shape) == tuple(shape) else None
+
+
+def _full_as(cx, x, source):
+  """The fill `x` (see _fill) at the source's shape."""
+  from .elementwise import full_
+  return full_(cx, tuple(source), cx.b.defining(x).value, x.type.dtype)
 
 
 def small_cast(cx, x, dtype, **kw):
