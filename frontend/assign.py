@@ -9,7 +9,7 @@ from .ops import gather, memory, transfers
 from .ops.base import is_ref, is_value, kind_of
 from .env import Unbound, assigned_names, read_after
 from .ops.arith_hints import run_store_hint
-from .ops.run_stores import run_scatter
+from .ops.run_stores import run_scatter, run_update
 from .ops.index_hints import aliased_input, as_int_indices, scatter_set_hint, scatter_target
 from .types import RefType, Space, TensorType, resolve
 
@@ -153,6 +153,8 @@ class Assignments:
             f" through the ref without .at: {ref}[{idx}] {'-' if sign else '+'}= ..."))
       ref, index = self.subscript_target(node.target)
       if any(is_value(i) and isinstance(i.type, TensorType) for i in (index if isinstance(index, tuple) else (index,))):
+        if ref.type.space == Space.GMEM and self._run_update(node, op, ref, index):
+          return                          # out[offs] += v of a run pid * n + ml.arange(n): its window's
         name, idx = self.text(node.target.value), self.index_text(node.target.slice)   # counts[ids] += 1
         sign = "-" if isinstance(node.op, ast.Sub) else ""
         self.unsupported(node.target, "an augmented assignment at a tensor of indices", hint=(
@@ -170,6 +172,19 @@ class Assignments:
         raise type(e)(e.message, e.loc, _aug_hint(self, node, view, value), notes=e.notes) from None
     else:
       self.unsupported(node, "this augmented assignment target")
+
+  def _run_update(self, node, op, ref, index) -> bool:
+    """`out[offs] += v` where offs is a run that never starts below 0: the read, update and masked store of
+    the window it covers (frontend/ops/run_stores.py); False for other indices."""
+    value = []
+
+    def combine(cur):
+      value.append(self.eval(node.value))
+      return self.binop(op, cur, value[0], node)
+    try:
+      return run_update(self.cx(node.target), gather.IndexedRef(ref, index), combine)
+    except (E.DtypeMismatchError, E.StoreDtypeError) as e:    # the hints of `=` and `+` do not fit `+=`
+      raise type(e)(e.message, e.loc, _aug_hint(self, node, ref, value[0] if value else None), notes=e.notes) from None
 
   def _not_a_pointer(self, node, cur, step):
     """`a_ptrs += BLOCK_K * stride_ak`: Triton's pointer increment, on a ref (an integer step)."""

@@ -128,6 +128,39 @@ def test_a_run_store_of_another_dtype_names_the_value_and_the_output():
          hint="convert explicitly: (ml.load(x.at[offs], mask=offs < x.shape[0], other=0.0)).astype(jnp.float16)")
 
 
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (ml.cdiv(x.shape[0], 128),))
+def run_updated(x, out):
+  offs = ml.program_id(0) * 128 + ml.arange(128)
+  out[offs] = ml.load(x.at[offs], mask=offs < x.shape[0], other=0.0)
+  out[offs] *= out[offs] + 1.0                   # was MG001, hinting an atomic add
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (ml.cdiv(x.shape[0], 128),))
+def run_updated_int(x, out):
+  offs = ml.program_id(0) * 128 + ml.arange(128)
+  out[offs] = ml.load(x.at[offs], mask=offs < x.shape[0], other=0)
+  out[offs] += 1.5
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (ml.cdiv(x.shape[0], 128),))
+def run_updated_int_fixed(x, out):
+  offs = ml.program_id(0) * 128 + ml.arange(128)
+  out[offs] = ml.load(x.at[offs], mask=offs < x.shape[0], other=0)
+  out[offs] = (out[offs] + 1.5).astype(jnp.int32)
+
+
+def test_an_augmented_assignment_at_a_run_updates_its_window():
+  x = _rand((300,), 12)
+  np.testing.assert_allclose(run_updated(x, interpret=True), x * (x + 1), rtol=1e-6)
+  assert "mosaic_gpu" in str(_export(run_updated, x))
+  expect(run_updated_int, (S((300,), jnp.int32),), mg.StoreDtypeError, "out[offs] += 1.5",
+         "cannot store a value (float32) into out (GMEM, int32): no implicit conversion",
+         hint="compute the update and store it converted to out's dtype:"
+              " out[offs] = (out[offs] + 1.5).astype(jnp.int32)")
+  xi = jnp.arange(300, dtype=jnp.int32)
+  np.testing.assert_array_equal(run_updated_int_fixed(xi, interpret=True), (xi + 1.5).astype(jnp.int32))
+
+
 @pytest.mark.gpu
 def test_gpu_run_stores_match_jnp():
   x = _rand((1000,), 5)
@@ -138,6 +171,8 @@ def test_gpu_run_stores_match_jnp():
   np.testing.assert_array_equal(grid_runs(x), x * 3)
   x = jnp.arange(256, dtype=F32)
   np.testing.assert_array_equal(run_from_before_zero(x), jnp.zeros_like(x).at[jnp.arange(128) - 64].set(x[:128]))
+  x = _rand((300,), 13)
+  np.testing.assert_allclose(run_updated(x), x * (x + 1), rtol=1e-6)
 
 
 # ---------------------------------------------------------------- a Python number for a 0-d input is weakly typed

@@ -50,21 +50,44 @@ def run_scatter(cx, iref, value) -> bool:
   may run past the end, whose updates jnp's scatter drops); False where another index or a run that may
   start before 0 leaves the store to the scatter."""
   from .access import store_
+  plan = run_store_plan(cx, iref)
+  if plan is None:
+    return False
+  store_.rule(cx, plan[0], value, plan[1])
+  return True
+
+
+def run_update(cx, iref, combine) -> bool:
+  """`out[offs] += v` of such runs: the window read where the mask keeps it, combined (`combine(current)`) and
+  stored back (jnp's `out.at[offs].add(v)` of distinct positions); False as for run_scatter."""
+  from .access import load_, store_
+  plan = run_store_plan(cx, iref)
+  if plan is None:
+    return False
+  window, keep = plan
+  cur = load_.rule(cx, window, keep, 0) if keep is not None else load_.rule(cx, window)
+  store_.rule(cx, window, combine(cur), keep)
+  return True
+
+
+def run_store_plan(cx, iref):
+  """(the window, the mask of the positions inside the array or None) that a store at `iref`'s runs moves;
+  None where an index is not a run that never starts below 0 (see run_scatter)."""
   from .gather import run_window
   from .index_hints import run_start
   items = iref.index if isinstance(iref.index, tuple) else (iref.index,)
   runs = [(k, run_start(cx.b, i)) for k, i in enumerate(items) if is_value(i) and isinstance(i.type, TensorType)]
   if not runs or any(r is None or not never_negative(cx.b, r[0]) for _, r in runs):
-    return False
+    return None
   shape = iref.ref.type.shape
   if any(isinstance(r[0], int) and r[0] >= shape[k] for k, r in runs):
-    return False                      # no element inside: jnp drops them all, a window would be refused
+    return None                       # no element inside: jnp drops them all, a window would be refused
   last = items[-1] if len(items) == len(shape) else slice(None)
   if not (isinstance(last, slice) or is_value(last) and isinstance(last.type, TensorType)):
-    return False                      # out[rows, c]: a column, strided in memory: the scatter stores it
+    return None                       # out[rows, c]: a column, strided in memory: the scatter stores it
   window = run_window(cx, iref, cx.named(iref.ref, ""))
   if window is None:
-    return False
+    return None
   rank = len(window.type.shape)
   keep = None
   for k, (start, n) in runs:
@@ -75,5 +98,4 @@ def run_scatter(cx, iref, value) -> bool:
       from .shape import reshape_
       inside = reshape_(cx, inside, inside.type.shape + (1,) * (rank - len(inside.type.shape)))
     keep = inside if keep is None else ew.binary(cx, ew.BinOp.AND, keep, inside)
-  store_.rule(cx, window, value, keep)
-  return True
+  return window, keep
