@@ -102,6 +102,32 @@ def test_a_run_store_is_a_window_store_that_drops_what_falls_past_the_end():
   assert _scatters(column_runs, x) == 1
 
 
+@mg.mgpu_kernel(out_shape=lambda x, r: x, grid=(1,))
+def row_from_data(x, r, out):
+  out[...] = ml.zeros(x.shape, x.dtype)
+  cols = ml.arange(128)
+  out[r[0], cols] = x[0, cols] + 1.0              # an unsigned row read from memory, maybe past the end
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] + 2,))
+def rows_past_the_end(x, out):
+  r = ml.program_id(0)                           # two programs more than rows: jnp drops their updates
+  cols = ml.arange(128)
+  out[r, cols] = x[r, cols] * 2.0
+
+
+def test_a_run_stores_row_index_past_the_end_is_dropped_as_jnp_drops_it():
+  x = _rand((8, 128), 14)
+  for row in (3, 9):
+    r = jnp.array([row], jnp.uint32)
+    want = jnp.zeros_like(x).at[r[0], jnp.arange(128)].set(x[0] + 1, mode="drop")
+    np.testing.assert_array_equal(row_from_data(x, r, interpret=True), want)
+  np.testing.assert_array_equal(rows_past_the_end(x, interpret=True), x * 2)
+  assert _scatters(rows_past_the_end, x) == 0
+  assert "mosaic_gpu" in str(_export(row_from_data, x, jnp.array([9], jnp.uint32)))
+  assert "mosaic_gpu" in str(_export(rows_past_the_end, x))
+
+
 @mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 128 - 1,))
 def runs_short_of_the_end(x, out):
   offs = ml.program_id(0) * 128 + ml.arange(128)
@@ -173,6 +199,11 @@ def test_gpu_run_stores_match_jnp():
   np.testing.assert_array_equal(run_from_before_zero(x), jnp.zeros_like(x).at[jnp.arange(128) - 64].set(x[:128]))
   x = _rand((300,), 13)
   np.testing.assert_allclose(run_updated(x), x * (x + 1), rtol=1e-6)
+  x = _rand((8, 128), 15)
+  r = jnp.array([9], jnp.uint32)
+  want = jnp.zeros_like(x).at[9, jnp.arange(128)].set(x[0] + 1, mode="drop")
+  np.testing.assert_array_equal(row_from_data(x, r), want)
+  np.testing.assert_array_equal(rows_past_the_end(x), x * 2)
 
 
 # ---------------------------------------------------------------- a Python number for a 0-d input is weakly typed

@@ -9,6 +9,7 @@ Only runs whose start is never negative take this path: jnp counts a negative sc
 end, which no window does."""
 from __future__ import annotations
 
+from ..dtypes import DType
 from ..types import ScalarType, TensorType, resolve
 from . import elementwise as ew
 from .base import is_value
@@ -82,6 +83,10 @@ def run_store_plan(cx, iref):
   shape = iref.ref.type.shape
   if any(isinstance(r[0], int) and r[0] >= shape[k] for k, r in runs):
     return None                       # no element inside: jnp drops them all, a window would be refused
+  scalars = [(k, i) for k, i in enumerate(items) if is_value(i) and isinstance(i.type, ScalarType)]
+  if any(not never_negative(cx.b, i) for _, i in scalars) or any(
+      isinstance(i, int) and not isinstance(i, bool) and not -shape[k] <= i < shape[k] for k, i in enumerate(items)):
+    return None                       # a row that may fall outside (jnp counts it from the end, or drops it)
   last = items[-1] if len(items) == len(shape) else slice(None)
   if not (isinstance(last, slice) or is_value(last) and isinstance(last.type, TensorType)):
     return None                       # out[rows, c]: a column, strided in memory: the scatter stores it
@@ -98,4 +103,9 @@ def run_store_plan(cx, iref):
       from .shape import reshape_
       inside = reshape_(cx, inside, inside.type.shape + (1,) * (rank - len(inside.type.shape)))
     keep = inside if keep is None else ew.binary(cx, ew.BinOp.AND, keep, inside)
+  for k, i in scalars:                # out[r, cols] = v: the row past the end is dropped, as jnp drops it
+    inside = ew.compare(cx, ew.CmpOp.LT, i, shape[k])
+    keep = inside if keep is None else ew.binary(cx, ew.BinOp.AND, keep, inside)
+  if keep is not None and not isinstance(keep.type, TensorType):
+    keep = ew.where_(cx, keep, ew.full_(cx, window.type.shape, True, DType.bool_), False)
   return window, keep
