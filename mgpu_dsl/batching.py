@@ -119,7 +119,8 @@ def unbatched_specs(xs, levels):
   out = []
   for i, x in enumerate(xs):
     k = sum(1 for _, on in levels if on[i])
-    out.append(jax.ShapeDtypeStruct(tuple(x.shape[k:]), x.dtype))
+    weak = not k and bool(getattr(x, "weak_type", False) or getattr(getattr(x, "aval", None), "weak_type", False))
+    out.append(jax.ShapeDtypeStruct(tuple(x.shape[k:]), x.dtype, weak_type=weak))   # (a Python number: weak)
   return out
 
 

@@ -225,6 +225,12 @@ def test_a_python_number_for_a_0d_input_keeps_the_tiles_dtype_as_jnp_does():
   np.testing.assert_array_equal(np.asarray(eager, F32), np.asarray(want, F32))
   np.testing.assert_array_equal(np.asarray(jitted, F32), np.asarray(want, F32))
   assert "mosaic_gpu" in str(_export(scale_input, x, 0.1))
+  xb = jnp.stack([x, x + 1])                       # under jax.vmap, the number shared by the batch
+  got = jax.vmap(lambda x, s: scale_input(x, s, interpret=True), in_axes=(0, None))(xb, 0.1)
+  assert got.dtype == F16
+  np.testing.assert_array_equal(np.asarray(got, F32), np.asarray(xb * 0.1, F32))
+  text = jax.export.export(jax.jit(jax.vmap(lambda x: scale_input(x, 0.1))), platforms=["cuda"])(xb).mlir_module()
+  assert "mosaic_gpu" in text
   with pytest.raises(mg.DtypeMismatchError):      # a typed 0-d array keeps its dtype (jnp promotes; the kernel asks)
     scale_input.check(S((256,), F16), S((), F32))
 
