@@ -147,6 +147,19 @@ def run_store_of_another_dtype(x, out):
   out[offs] = ml.load(x.at[offs], mask=offs < x.shape[0], other=0.0)
 
 
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (ml.cdiv(x.shape[0], 128),))
+def run_store_of_another_shape(x, out):
+  offs = ml.program_id(0) * 128 + ml.arange(128)
+  out[offs] = x.at[ml.ds(0, 64)][...]
+
+
+def test_a_run_store_of_another_shape_says_what_the_indices_give():
+  """It said `ml.store on ... and out of shape (128,)`: a call the user did not write, out's window as out."""
+  expect(run_store_of_another_shape, (S((256,), F32),), mg.ShapeMismatchError, "out[offs] =",
+         "the scatter on x.at[ml.ds(0, 64)][...] of shape (64,) and the indexed elements of shape (128,): the shapes"
+         " do not broadcast (axis 0 of the result would be both 64 and 128)")
+
+
 def test_a_run_store_of_another_dtype_names_the_value_and_the_output():
   expect(run_store_of_another_dtype, (S((1000,), F32),), mg.StoreDtypeError, "out[offs] =",
          "cannot store ml.load(x.at[offs], mask=offs < x.shape[0], other=0.0) (float32) into out (GMEM, float16):"

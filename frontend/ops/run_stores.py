@@ -50,10 +50,19 @@ def run_scatter(cx, iref, value) -> bool:
   """`out[offs] = v` of runs that never start below 0, stored as the window they cover (masked where it
   may run past the end, whose updates jnp's scatter drops); False where another index or a run that may
   start before 0 leaves the store to the scatter."""
+  import numpy as np
   from .access import store_
   plan = run_store_plan(cx, iref)
   if plan is None:
     return False
+  shape = tuple(plan[0].type.shape)
+  if is_value(value) and isinstance(value.type, TensorType):
+    try:
+      fits = np.broadcast_shapes(tuple(value.type.shape), shape) == shape
+    except ValueError:
+      fits = False
+    if not fits:
+      return False                    # the scatter's error: the value takes the shape the indices give
   store_.rule(cx, plan[0], value, plan[1])
   return True
 
