@@ -55,9 +55,9 @@ def _structured(stmts, rest, kinds, flag, fallback=None):
   return in a loop (`fallback`: the value its last return gives, known before the loop) sets `flag`,
   bound to `fallback` before the loop, so the loop carries it."""
   for k, s in enumerate(stmts):
-    looped = (kinds == (ast.Return,) and (flag is None or fallback is not None) and isinstance(s, (ast.For, ast.While))
-              and _deep_return(s.body))
-    if not looped and not holds([s], kinds):
+    returns = kinds == (ast.Return,) and (flag is None or fallback is not None)
+    looped = returns and isinstance(s, (ast.For, ast.While)) and _deep_return(s.body)
+    if not looped and not holds([s], kinds) and not (returns and isinstance(s, ast.If) and loop_return([s])):
       continue
     head = list(stmts[:k])
     if looped:       # a kernel's return inside a loop: it breaks out of it (skipping its else) and the rest
@@ -67,10 +67,11 @@ def _structured(stmts, rest, kinds, flag, fallback=None):
       opened = _else_opened(loop) if s.orelse else [loop]
       if opened is None:
         return None
+      # (`rest`, what follows an if around the loop, is skipped by the return too)
       rest_of_it = _at(ast.If(test=_at(ast.Name(id=done, ctx=ast.Load()), s), body=[_at(ast.Pass(), s)],
-                              orelse=opened[2:] + list(stmts[k + 1:])), s)
+                              orelse=opened[2:] + list(stmts[k + 1:]) + list(rest)), s)
       first = [_set(flag, copy.deepcopy(fallback), s)] if flag is not None else []
-      return _structured(head + first + [_set(done, False, s)] + opened[:2] + [rest_of_it], rest, kinds, flag, fallback)
+      return _structured(head + first + [_set(done, False, s)] + opened[:2] + [rest_of_it], [], kinds, flag, fallback)
     after = _structured(stmts[k + 1:], rest, kinds, flag, fallback)
     if after is None:
       return None
@@ -372,6 +373,14 @@ def _deep_return(stmts) -> bool:
   return any(isinstance(n, ast.Return) for st in stmts for n in ast.walk(st))
 
 
+def loop_return(stmts) -> bool:
+  """Whether `stmts` hold, at their level or in the branches of ifs, a `for` or `while` whose body
+  returns (`if m > 0: for i in range(n): if x[i] > 0: return`): the return leaves that loop and the
+  rest of the kernel, the code after the ifs too."""
+  return any(isinstance(st, (ast.For, ast.While)) and _deep_return(st.body)
+             or isinstance(st, ast.If) and (loop_return(st.body) or loop_return(st.orelse)) for st in stmts)
+
+
 def _unrolled(loop) -> bool:
   """Whether `loop` is one the tracer unrolls (ml.static_range, a static tuple, zip or enumerate of them),
   whose trips a run-time condition cannot end but may skip: not a `range`/`ml.range` loop or a while."""
@@ -455,8 +464,7 @@ def without_return(body, value=None):
   their errors stay)."""
   fallback = _fallback(body) if value is not None else None
   if not any(isinstance(s, (ast.If, ast.For, ast.While)) and holds([s], (ast.Return,)) for s in body) and not (
-      (value is None or fallback is not None) and any(isinstance(s, (ast.For, ast.While)) and _deep_return(s.body)
-                                                      for s in body)):
+      (value is None or fallback is not None) and loop_return(body)):
     return body
   returns = [n for s in body for n in ast.walk(s) if isinstance(n, ast.Return)]
   if value is None and any(r.value is not None for r in returns) or value is not None and not _ends_in_return(body):
