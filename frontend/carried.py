@@ -95,6 +95,55 @@ def initial_value(n, v) -> str:
   return f"{n} = ml.cast(0, jnp.{dtype_name(t.dtype)})"
 
 
+def _is_name(e, n) -> bool:
+  import ast
+  return isinstance(e, ast.Name) and e.id == n
+
+
+def _sentinel_uses(n, stmts):
+  """(whether `stmts` test `n is None`, 'max' or 'min' where they compare a value above or below `n`:
+  `v > n` or `n < v` is a running maximum's test)."""
+  import ast
+  tests, kind = False, None
+  for e in (x for st in stmts for x in ast.walk(st)):
+    if not isinstance(e, ast.Compare) or len(e.ops) != 1:
+      continue
+    left, right, op = e.left, e.comparators[0], e.ops[0]
+    if isinstance(op, (ast.Is, ast.IsNot)) and any(_is_name(a, n) for a in (left, right)) and any(
+        isinstance(a, ast.Constant) and a.value is None for a in (left, right)):
+      tests = True
+    elif kind is None and isinstance(op, (ast.Gt, ast.GtE, ast.Lt, ast.LtE)) and _is_name(left, n) != _is_name(right, n):
+      above = isinstance(op, (ast.Gt, ast.GtE)) == _is_name(right, n)
+      kind = "max" if above else "min"
+  return tests, kind
+
+
+def none_start_hint(n, v, stmts, where: str) -> str:
+  """The hint for `n = None` before a loop or if (`where`) whose body (`stmts`) makes `n` the value
+  `v`. Python's sentinel, `if best is None or v > best:`, is decided while tracing (a value is never
+  None), so a start of 0 would lose to every negative value: a running maximum (minimum) starts at
+  the lowest (highest) value of its dtype instead; any other test of `n is None`, a flag."""
+  start = initial_value(n, v)
+  tests, kind = _sentinel_uses(n, stmts)
+  if not tests:
+    return f"start it as {start} before {where}"
+  t = getattr(v, "type", None)
+  d = resolve(t.dtype) if isinstance(t, (ScalarType, TensorType)) else DType.f32 if isinstance(v, float) else DType.i32
+  drop = (f"; `{n} is None` is then False (a kernel decides `is` while tracing, and a value is never None),"
+          f" so the first trip's test is the comparison")
+  if kind is not None and d != DType.bool_ and (d.is_float or d.is_int):
+    low = kind == "max"
+    value = ((f"float('{'-' if low else ''}inf')") if d.is_float else
+             f"jnp.iinfo(jnp.{dtype_name(d)}).{'min' if low else 'max'}")
+    if isinstance(t, TensorType):
+      value = f"ml.full({tuple(t.shape)!r}, {value}, jnp.{dtype_name(d)})"
+    return (f"start it as {n} = {value} before {where}, the {'lowest' if low else 'highest'} {dtype_name(d)}, which the"
+            f" first value compared with it replaces" + drop)
+  return (f"start it as {start} before {where}, and test a flag instead of `{n} is None` (a kernel decides `is`"
+          f" while tracing, and a value is never None): have = False before {where}, `not have` where `{n} is"
+          f" None` stood, and have = True where {n} is set")
+
+
 def structure(v):
   """(leaves, rebuild) of a value a loop or branch can carry: one register value or number, or
   a (nested) tuple or list of them; None for anything else."""

@@ -74,7 +74,7 @@ class Containers:
 
     def clause(k):
       gen = node.generators[k]
-      for v in self._comprehension_items(gen.iter):
+      for v in self._comprehension_items(gen.iter, node, gen):
         self.assign(gen.target, v, gen.iter)
         conds = [self.eval(c) for c in gen.ifs]
         if any(is_value(c) for c in conds):
@@ -96,15 +96,17 @@ class Containers:
           self.env[n] = was
     return out
 
-  def _comprehension_items(self, it):
+  def _comprehension_items(self, it, comp=None, gen=None):
     """The static values a comprehension's for clause iterates over."""
     fn = self.eval(it.func) if isinstance(it, ast.Call) else None
     from .ops import control
     if fn in (control.static_range, PY_BUILTINS["range"]):
       args = self.eval_spread(it.args)
       if not all(isinstance(a, int) and not isinstance(a, bool) for a in args):
-        raise E.KernelTypeError("a comprehension needs static bounds", self.loc(it),
-                                hint="comprehensions are unrolled while tracing: use ints or constexprs")
+        from .stmt_hints import runtime_comprehension_hint
+        hint = ("comprehensions are unrolled while tracing: use ints or constexprs" if comp is None else
+                runtime_comprehension_hint(self, comp, gen, args[0] if len(args) > 1 else 0))
+        raise E.KernelTypeError("a comprehension needs static bounds", self.loc(it), hint=hint)
       return range(*args)
     items = self.eval(it)
     if (hasattr(items, "__next__") or isinstance(items, (dict, *DICT_VIEWS))) and not is_value(items):

@@ -16,8 +16,8 @@ from . import jumps, small_carries
 from .assign import DICT_VIEWS, holds_value
 from .loop_bounds import check_static_bounds, check_wrapped_range, may_load
 from .builder import Call
-from .carried import (as_value, carries_of, carry_slices, conversion, describe, initial_value, int_float_hint,
-                      is_carriable, is_weak, rebuilt, same_type, start_kind, static_equal,
+from .carried import (as_value, carries_of, carry_slices, conversion, describe, int_float_hint,
+                      is_carriable, is_weak, none_start_hint, rebuilt, same_type, start_kind, static_equal,
                       structure, structure_shape)
 from .count_down import descending, over_rows, rebound_index, reversed_range
 from .dtypes import DType
@@ -481,7 +481,7 @@ def _after_loop(tracer, node, loc, assigned, carries, before, poisoned, where) -
             f"{n} starts this runtime loop as {start_kind(before[n])} and the loop makes it"
             f" {describe(new)}; a runtime loop carries a value only if it starts as a register value"
             f" or a number", body_where.get(n, loc),
-            hint=f"start it as {initial_value(n, new)} before the loop",
+            hint=none_start_hint(n, new, node.body, "the loop"),
             notes=(f"{loc}: the runtime loop",))
       is_ref = isinstance(getattr(new, "type", None), RefType)
       if isinstance(new, _Unbound) or not is_ref and not read_after(tracer.body, n, node):

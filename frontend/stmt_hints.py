@@ -56,3 +56,54 @@ def builtin_hint(name: str, calls: str) -> str:
   what = _BUILTINS.get(name, f"write what {name}() would give out")
   return (f"kernels call these builtins on static values: {calls}; {what}, or compute it outside the kernel and"
           f" pass it as a constexpr")
+
+
+_FOLDS = {"sum": "{a} + {e}", "max": "ml.maximum({a}, {e})", "min": "ml.minimum({a}, {e})",
+          "any": "{a} | ({e})", "all": "{a} & ({e})"}
+
+
+def _fold_start(fold, kind) -> str:
+  """What a run-time loop folding elements of `kind` (a ScalarType, None where unknown) with `fold` starts at."""
+  from .types import DType, ScalarType, dtype_name
+  d = kind.dtype if isinstance(kind, ScalarType) else None
+  if fold in ("any", "all"):
+    return "False" if fold == "any" else "True"
+  if d is not None and d.is_int and d != DType.bool_:
+    if fold == "sum":
+      return "0"
+    return f"jnp.iinfo(jnp.{dtype_name(d)}).{'min' if fold == 'max' else 'max'}"
+  return {"sum": "0.0", "max": "float('-inf')", "min": "float('inf')"}[fold]
+
+
+def runtime_comprehension_hint(tracer, comp, gen, start) -> str:
+  """A comprehension (or generator) over a `range` of run-time bounds (`sum(x[i] for i in range(n[0]))`):
+  the run-time loop that folds its elements, written with the user's own element and range, where it is
+  the argument of sum, max, min, any or all; else the loop that stores each element."""
+  rng, tgt, elt = tracer.text(gen.iter), ast.unparse(gen.target), tracer.text(comp.elt)
+  stmt = getattr(tracer, "stmt", None)
+  call = next((n for n in ast.walk(stmt) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+               and n.args and n.args[0] is comp), None) if stmt is not None else None
+  fold = call.func.id if call is not None and call.func.id in _FOLDS and len(call.args) == 1 else None
+  head = f"a comprehension is unrolled while tracing, and {rng} counts at run time"
+  if fold is None or len(comp.generators) != 1 or gen.ifs or not isinstance(gen.target, ast.Name):
+    return (f"{head}: give it static bounds (ints or constexprs, shapes), or loop at run time, for {tgt} in {rng}: ...,"
+            f" carrying what its elements make (a sum: acc = acc + {elt}) or storing each one")
+  kind = None
+  was = tracer.env.get(gen.target.id, _MISSING)
+  try:                        # the element's kind, for the loop's starting value (the IR made here is dropped)
+    tracer.env[gen.target.id] = start
+    kind = getattr(tracer.eval(comp.elt), "type", None)
+  except Exception:            # noqa: BLE001  (a hint only: the element's own mistake is reported where it is traced)
+    pass
+  finally:
+    if was is _MISSING:
+      tracer.env.pop(gen.target.id, None)
+    else:
+      tracer.env[gen.target.id] = was
+  acc = next(n for n in ("acc", "total", "result", "acc_") if n not in tracer.env and n != gen.target.id)
+  step = _FOLDS[fold].format(a=acc, e=elt)
+  return (f"{head}: loop at run time instead, {acc} = {_fold_start(fold, kind)}, then for {tgt} in {rng}:"
+          f" {acc} = {step}, and use {acc} where {tracer.src.quote(call)} stood")
+
+
+_MISSING = object()

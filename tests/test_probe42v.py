@@ -154,3 +154,104 @@ def test_gpu_return_in_a_loop_inside_an_if():
   np.testing.assert_array_equal(np.asarray(per_tile_mode(jnp.asarray(x), jnp.asarray(mode))), _per_tile_want(x))
   got = find_with_helper(jnp.asarray(_search_data()), jnp.int32(1))
   assert int(got) == 17
+
+
+# ---------------------------------------------------------------- hints that loop at run time
+def _line_of(text):
+  with open(__file__) as f:
+    return next(n for n, line in enumerate(f, 1) if text in line and "_line_of" not in line)
+
+
+def _raises(kernel, *args):
+  with pytest.raises(mg.KernelError) as info:
+    kernel(*args, interpret=True)
+  return info.value
+
+
+@mg.mgpu_kernel(out_shape=lambda x, n: S((), F32), grid=(1,))
+def sum_of_generator(x, n, out):
+  out[...] = sum(x[i] for i in range(n[...]))     # a run-time count
+
+
+@mg.mgpu_kernel(out_shape=lambda x, n: S((), I32), grid=(1,))
+def max_of_list(x, n, out):
+  out[...] = max([x[i] * 2 for i in range(1, n[...])])
+
+
+@mg.mgpu_kernel(out_shape=lambda x, n: S((), F32), grid=(1,))
+def sum_of_generator_fixed(x, n, out):
+  acc = 0.0
+  for i in range(n[...]):
+    acc = acc + x[i]
+  out[...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda x, n: S((), I32), grid=(1,))
+def max_of_list_fixed(x, n, out):
+  acc = jnp.iinfo(jnp.int32).min
+  for i in range(1, n[...]):
+    acc = ml.maximum(acc, x[i] * 2)
+  out[...] = acc
+
+
+def test_comprehension_over_a_run_time_range_hints_the_loop_that_folds_it():
+  x = jnp.asarray(np.random.default_rng(2).standard_normal(20), F32)
+  e = _raises(sum_of_generator, x, jnp.int32(5))
+  assert isinstance(e, mg.KernelTypeError) and e.code == "MG003"
+  assert (e.lineno, e.col_offset) == (_line_of("sum(x[i] for i in range(n[...]))"), 31)
+  assert "a comprehension needs static bounds" in str(e)
+  assert e.hint == ("a comprehension is unrolled while tracing, and range(n[...]) counts at run time: loop at run"
+                    " time instead, acc = 0.0, then for i in range(n[...]): acc = acc + x[i], and use acc where"
+                    " sum(x[i] for i in range(n[...])) stood")
+  np.testing.assert_allclose(float(sum_of_generator_fixed(x, jnp.int32(5), interpret=True)),
+                             float(jnp.sum(x[:5])), rtol=1e-6)
+  xi = jnp.asarray(np.random.default_rng(3).integers(-9, 9, 20), I32)
+  e = _raises(max_of_list, xi, jnp.int32(5))
+  assert (e.lineno, e.col_offset) == (_line_of("max([x[i] * 2 for i in range(1, n[...])])"), 36)
+  assert e.hint == ("a comprehension is unrolled while tracing, and range(1, n[...]) counts at run time: loop at run"
+                    " time instead, acc = jnp.iinfo(jnp.int32).min, then for i in range(1, n[...]): acc ="
+                    " ml.maximum(acc, x[i] * 2), and use acc where max([x[i] * 2 for i in range(1, n[...])]) stood")
+  assert int(max_of_list_fixed(xi, jnp.int32(5), interpret=True)) == int(jnp.max(xi[1:5] * 2))
+  assert "@mosaic_gpu" in _export(max_of_list_fixed, S((20,), I32), S((), I32))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((), F32), grid=(1,))
+def running_max_from_none(x, out):
+  best = None
+  for i in range(x.shape[0]):
+    if best is None or x[i] > best:
+      best = x[i]                                   # the loop makes best a float32 scalar
+  out[...] = best
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((), F32), grid=(1,))
+def running_max_fixed(x, out):
+  best = float('-inf')
+  for i in range(x.shape[0]):
+    if best is None or x[i] > best:
+      best = x[i]
+  out[...] = best
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[1],), F32), grid=(1,))
+def first_row_from_none(x, out):
+  first = None
+  for i in range(x.shape[0]):
+    if first is None:
+      first = x.at[i][...] * 2.0                    # a tensor: no order to start from
+  out[...] = first
+
+
+def test_a_none_sentinel_carried_by_a_loop_starts_where_its_test_still_holds():
+  x = jnp.asarray(-np.abs(np.random.default_rng(4).standard_normal(20)), F32)    # all negative: 0.0 would win
+  e = _raises(running_max_from_none, x)
+  assert isinstance(e, mg.LoopCarryTypeError) and e.code == "MG005"
+  assert (e.lineno, e.col_offset) == (_line_of("best = x[i]                                   # the loop"), 6)
+  assert "best starts this runtime loop as None and the loop makes it a float32 scalar" in str(e)
+  assert e.hint.startswith("start it as best = float('-inf') before the loop, the lowest float32, which the first"
+                           " value compared with it replaces; `best is None` is then False")
+  assert float(running_max_fixed(x, interpret=True)) == float(jnp.max(x))
+  e = _raises(first_row_from_none, jnp.zeros((4, 128), F32))
+  assert (e.lineno, e.col_offset) == (_line_of("first = x.at[i][...] * 2.0"), 6)
+  assert e.hint.startswith("start it as first = ml.zeros((128,), jnp.float32) before the loop, and test a flag instead"
+                           " of `first is None`")
