@@ -193,3 +193,33 @@ def over_rows(tracer, node):
                  iter=at(ast.Call(at(ast.Name("range", ast.Load())), bounds, [])),
                  body=[*body, *node.body], orelse=node.orelse, type_comment=None)
   return ast.fix_missing_locations(ast.copy_location(loop, node))
+
+
+def _minus_one(e) -> bool:
+  try:
+    return e is not None and ast.literal_eval(e) == -1
+  except (ValueError, SyntaxError, TypeError):
+    return False
+
+
+def rewritten_iter(tracer, node):
+  """The loop `node` over another spelling of a range, as the statement that runs it: `for i in (A if c
+  else B)` is `if c: for i in A: ... else: for i in B: ...` (c static, or a run-time scalar: each path
+  runs its own loop, as Python's picks its iterable first), and `for i in range(...)[::-1]` is `for i in
+  reversed(range(...))` (a run-time bound too). None for any other iterator."""
+  import copy
+  it = node.iter
+
+  def loop(over, body=node.body, orelse=node.orelse):
+    new = ast.For(target=copy.deepcopy(node.target), iter=over, body=body, orelse=orelse, type_comment=None)
+    return ast.fix_missing_locations(ast.copy_location(new, node))
+  if isinstance(it, ast.IfExp):
+    other = loop(it.orelse, copy.deepcopy(node.body), copy.deepcopy(node.orelse))
+    return ast.fix_missing_locations(ast.copy_location(ast.If(test=it.test, body=[loop(it.body)], orelse=[other]), node))
+  if (isinstance(it, ast.Subscript) and isinstance(it.value, ast.Call) and isinstance(it.slice, ast.Slice)
+      and it.slice.lower is None and it.slice.upper is None and _minus_one(it.slice.step)
+      and tracer.eval(it.value.func) is range):
+    rev = ast.copy_location(ast.Call(func=ast.copy_location(ast.Name(id="reversed", ctx=ast.Load()), it), args=[it.value],
+                                     keywords=[]), it)
+    return loop(rev) if tracer.eval(rev.func) is reversed else None
+  return None

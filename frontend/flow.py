@@ -11,19 +11,17 @@ import copy
 import math
 
 from . import errors as E
-from . import ir
-from . import jumps, small_carries
+from . import ir, jumps, small_carries
 from .assign import DICT_VIEWS, holds_value
-from .loop_bounds import check_static_bounds, check_wrapped_range, may_load
+from .loop_bounds import check_static_bounds, check_while_ends, check_wrapped_range, may_load
 from .builder import Call
 from .carried import (as_value, carries_of, carry_slices, conversion, describe, int_float_hint,
                       is_carriable, is_weak, none_start_hint, rebuilt, same_type, start_kind, static_equal,
                       structure, structure_shape)
-from .count_down import descending, over_rows, rebound_index, reversed_range
+from .count_down import descending, over_rows, rebound_index, reversed_range, rewritten_iter
 from .dtypes import DType
 from .env import POISON, Unbound as _Unbound, assigned_names, atomic_targets, read_after
-from .ops import control as ctl
-from .ops import elementwise as ew
+from .ops import control as ctl, elementwise as ew
 from .ops.base import Num, is_value, value_words
 from .ops.elementwise_checks import method_on
 from .ops.memory import index_operand
@@ -79,6 +77,8 @@ def trace_for(tracer, node: ast.For):
   if node.orelse:
     _with_else(tracer, node, trace_for, "for")
     return
+  if (alt := rewritten_iter(tracer, node)) is not None:   # (A if c else B), range(n)[::-1]: an if of loops, reversed
+    return tracer.visit(alt)
   written, node = node, jumps.without_continue(node)
   it = node.iter
   fn = tracer.eval(it.func) if isinstance(it, ast.Call) else None
@@ -171,7 +171,8 @@ def trace_for(tracer, node: ast.For):
     raise E.KernelTypeError(
         "this loop's run-time bounds are uint32" + (" and int32" if len(kinds) > 1 else "")
         + (": a pipelined loop counts in int32" if stages > 1 else ": a loop counts in one integer type"),
-        tracer.loc(it), hint=f"convert the bounds to one type: {u[0]}.astype(jnp.int32) (values below 2**31)"
+        tracer.loc(it), hint=(f"convert {'it' if len(u) == 1 else 'them'}: {', '.join(f'{t}.astype(jnp.int32)' for t in u)}"
+                              if stages > 1 else f"convert the bounds to one type: {u[0]}.astype(jnp.int32)") + " (values below 2**31)"
                              + ("" if stages > 1 else f", or make every bound uint32 ({method_on(i32[0])}"
                                                       f".astype(jnp.uint32), of values of at least 0)"
                                 if i32 else ", or make every bound uint32"))
@@ -521,7 +522,7 @@ def trace_while(tracer, node: ast.While):
   if _unrolled_while(tracer, node):
     return
   assigned = assigned_names(node.body)
-  _check_while_ends(tracer, node, assigned)
+  check_while_ends(tracer, node, assigned)
   forced: set = set()
   widened: dict = {}
   while True:
@@ -538,24 +539,6 @@ def trace_while(tracer, node: ast.While):
     attempt.undo(tracer)
     forced |= grow
   _finish_while(tracer, node, loc, assigned, carries, res)
-
-
-def _check_while_ends(tracer, node, assigned) -> None:
-  """A run-time while whose condition reads names the body never rebinds, and no memory (no
-  subscript, no call), is the same on every trip: `k = i; while k < 4:` without `k += 1` never ends
-  once entered, a hang on the GPU (and in interpret mode)."""
-  test = node.test
-  if any(isinstance(n, (ast.Subscript, ast.Call)) for n in ast.walk(test)):
-    return
-  names = list(dict.fromkeys(n.id for n in ast.walk(test) if isinstance(n, ast.Name)))
-  if not names or set(names) & set(assigned):
-    return
-  listed = " or ".join(names)
-  raise E.KernelTypeError(
-      f"this while condition never changes: the loop's body assigns none of {', '.join(names)}, so a program"
-      f" that enters the loop never leaves it (the GPU would hang)", tracer.loc(test),
-      hint=f"change {listed} in the loop's body (a counter: {names[0]} += 1), or loop a fixed number of"
-           f" times: for j in range(n)")
 
 
 STATIC_WHILE_TRIPS = 256     # trips of a while on Python values run while tracing, at most

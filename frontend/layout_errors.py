@@ -116,12 +116,12 @@ class LayoutErrors:
     index = ", ".join("0" for _ in v.type.shape)
     return f"store the scalar into the one element: {use.ref.name or 'out'}[{index}] = {text}"
 
-  def _stored_to(self, v) -> tuple:
-    """(the name of the 2-D ref `v` is stored into whole, `out.at[rows][...] = v`, and whether
+  def _stored_to(self, v, ndim=2) -> tuple:
+    """(the name of the `ndim`-D ref `v` is stored into whole, `out.at[rows][...] = v`, and whether
     that ref is one view of a 2-D array), or (None, False)."""
     use = next((o for o in ir.walk(self.kernel.body) if isinstance(o, Store) and o.value is v), None)
     ref = getattr(use, "ref", None)
-    if ref is None or not ref.name or len(ref.type.shape) != 2:
+    if ref is None or not ref.name or len(ref.type.shape) != ndim:
       return None, False
     return ref.name, len(self.root(ref).type.shape) == 2
 
@@ -219,7 +219,7 @@ class LayoutErrors:
               f" elements (other register tensors a multiple of {hw.WARPGROUP}, one per thread of a"
               f" warpgroup)", loc,
               hint=self._scalar_store_hint(v) or one or self._element_reads_hint(v) or smem_vector_hint(
-                  o, n, up, self.defs) or pad_hint(
+                  o, n, up, self.defs, v.name, self._stored_to(v, 1)[0]) or pad_hint(
                   n, up, index, reductions_of(self.kernel.body, v), self.defs.get(v.id), self.defs))
         raise E.LayoutError(
             f"{v.name or 'this tensor'} has shape {shape}: register tensors need a multiple of"

@@ -342,9 +342,10 @@ def broadcast_loops_hint(text, src, dst, loc=None) -> str:
           + f"; or reshape the arrays to 2-D outside the kernel (x.reshape(-1, {dst[-1]}), free in XLA)")
 
 
-def smem_vector_hint(o, n, up, defs=None):
+def smem_vector_hint(o, n, up, defs=None, name=None, dest=None):
   """A short vector read from or written to an SMEM buffer: windows of SMEM cannot run past its
-  end, so the buffer itself takes the padding."""
+  end, so the buffer itself takes the padding. `name`: the short vector's own text (`s[:4]`, whose
+  tensor `s` the hint slices), `dest`: the 1-D ref it is stored into whole, if any."""
   refs = [r for r, _ in ir.traits_of(o).effects(o) if r is not None] if o is not None else []
   smem = next((r for r in refs if isinstance(r.type, RefType) and r.type.space == Space.SMEM), None)
   if smem is None:
@@ -359,14 +360,19 @@ def smem_vector_hint(o, n, up, defs=None):
     view = defs.get(smem.id) if defs is not None else None
     a = view.index[-1].start if isinstance(view, View) and not view.index[-1].squeeze else 0
     a, length = (a if isinstance(a, int) else 0), root.type.shape[-1]
+    import re
+    m = re.fullmatch(r"(.+)\[ *-?\w* *: *-?\w* *\]", name or "")
+    t = m.group(1) if m else "v"                 # the tensor sliced, as the user named it
     if a + up > length:           # (v[1:] of 264 elements: no 264 of them start at 1)
-      return (f"slice {up} elements from {a}: v[{a}:{a + up}] needs v to hold {a + up}, so make it that long"
+      return (f"slice {up} elements from {a}: {t}[{a}:{a + up}] needs {t} to hold {a + up}, so make it that long"
               f" where it is made (a masked load of a longer window, .load(mask=..., other=0)), or read the"
               f" {up} elements from memory at the shifted start (x.at[ml.ds(start + {a}, {up})].load(mask="
               f"ml.arange({up}) < {n}, other=0)) instead of slicing registers")
-    return (f"slice {up} elements instead (a multiple of 8, e.g. v[{a or ''}:{a + up}]) and store them with a"
-            f" mask, out.at[..., ml.ds(0, {up})].store(v[{a or ''}:{a + up}], mask=ml.arange({up}) < {n}) (a window"
-            f" past the output's end is fine: masked elements are not written)")
+    out = f"{dest}.at[ml.ds(0, {up})]" if dest else f"out.at[..., ml.ds(0, {up})]"
+    past = f"the end of {dest.split('.at[')[0]}" if dest else "the output's end"
+    return (f"slice {up} elements instead (a multiple of 8, e.g. {t}[{a or ''}:{a + up}]) and store them with a"
+            f" mask, {out}.store({t}[{a or ''}:{a + up}], mask=ml.arange({up}) < {n}) (a window past {past} is"
+            f" fine: masked elements are not written)")
   view = defs.get(smem.id) if defs is not None else None
   if isinstance(view, View) and len(root.type.shape) == 1 and not view.index[0].squeeze:
     # a short window of a longer buffer (a tree reduction's last steps, buf.at[ml.ds(0, s)] with

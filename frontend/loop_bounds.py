@@ -1,6 +1,6 @@
 """Checks of a run-time loop's `range`: wrapped ranges (`reversed`, `zip`, `enumerate` of a run-time
 range) and static bounds that overflow the loop's counter (frontend/flow.py traces the loop); whether
-its body may make a TMA load (what `num_stages=`'s hint says)."""
+its body may make a TMA load (what `num_stages=`'s hint says); a while whose condition never changes."""
 from __future__ import annotations
 
 import ast
@@ -119,3 +119,41 @@ def may_load(tracer, body) -> bool:
       continue                      # a kernel value's method (x.at[...].load, v.astype), or a name the body binds
     return True
   return False
+
+
+def _input_element(tracer, node) -> str | None:
+  """The name of the kernel input `node` (a subscript in a while condition: `x[i]`, `t.at[b][i]`) reads
+  an element of, where that input is read-only (not aliased to an output): what no trip can change."""
+  base = node
+  while isinstance(base, ast.Subscript) or isinstance(base, ast.Attribute) and base.attr == "at":
+    base = base.value
+  v = tracer.env.get(base.id) if isinstance(base, ast.Name) else None
+  b = tracer.b
+  return base.id if is_value(v) and v.id in b.read_only and v.id not in b.aliased else None
+
+
+def check_while_ends(tracer, node, assigned) -> None:
+  """A run-time while whose condition reads names the body never rebinds, and no memory (no call, and
+  no subscript but elements of read-only inputs, which no trip changes), is the same on every trip:
+  `k = i; while k < 4:` without `k += 1`, or `while x[i] < t:` without `i += 1`, never ends once
+  entered, a hang on the GPU (and in interpret mode, ten million trips)."""
+  test = node.test
+  if any(isinstance(n, ast.Call) for n in ast.walk(test)):
+    return
+  inputs = [_input_element(tracer, n) for n in ast.walk(test) if isinstance(n, ast.Subscript)]
+  if None in inputs:
+    return
+  names = list(dict.fromkeys(n.id for n in ast.walk(test) if isinstance(n, ast.Name) and n.id not in inputs))
+  if not names and not inputs or set(names) & set(assigned):
+    return
+  reads = f", and {' and '.join(dict.fromkeys(inputs))} {'is an input' if len(set(inputs)) == 1 else 'are inputs'}" \
+          f" (read-only)" if inputs else ""
+  listed = " or ".join(names)
+  what = f"the loop's body assigns none of {', '.join(names)}{reads}" if names else \
+      f"it reads only {' and '.join(dict.fromkeys(inputs))}, {'read-only inputs' if len(set(inputs)) > 1 else 'a read-only input'}"
+  raise E.KernelTypeError(
+      f"this while condition never changes: {what}, so a program that enters the loop never leaves it (the GPU"
+      f" would hang)", tracer.loc(test),
+      hint=(f"change {listed} in the loop's body (a counter: {names[0]} += 1), or loop a fixed number of times:"
+            f" for j in range(n)") if names else "loop a fixed number of times (for j in range(n)), or test a"
+            " value the loop's body changes")

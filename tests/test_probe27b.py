@@ -268,7 +268,7 @@ def test_mixed_loop_bounds_hint_the_users_bound():
               " bound uint32 (st[p].astype(jnp.uint32), of values of at least 0)")
   expect(pipelined_uint32_bound, [S((4, 128), F32), S((1,), jnp.uint32)], mg.KernelTypeError, "ml.range(n[0]",
          "this loop's run-time bounds are uint32: a pipelined loop counts in int32",
-         hint="convert the bounds to one type: n[0].astype(jnp.int32) (values below 2**31)")
+         hint="convert it: n[0].astype(jnp.int32) (values below 2**31)")
   lens = np.array([0, 1, 5, 7], np.uint32)
   st = np.array([-1, 0, 4, 9], np.int32)
   np.testing.assert_array_equal(mixed_bounds_as_hinted(lens, st, interpret=True), [1, 1, 1, 0])

@@ -255,3 +255,188 @@ def test_a_none_sentinel_carried_by_a_loop_starts_where_its_test_still_holds():
   assert (e.lineno, e.col_offset) == (_line_of("first = x.at[i][...] * 2.0"), 6)
   assert e.hint.startswith("start it as first = ml.zeros((128,), jnp.float32) before the loop, and test a flag instead"
                            " of `first is None`")
+
+
+# ---------------------------------------------------------------- other spellings of a loop's range
+@mg.mgpu_kernel(out_shape=lambda x, n, m: S((2,), F32), grid=(1,))
+def loop_over_chosen_range(x, n, m, out):
+  """The range picked by a conditional expression on a run-time scalar; the loop variable read after."""
+  s = 0.0
+  i = -1
+  for i in (range(n[...]) if m[...] > 0 else range(3, 8)):
+    s = s * 0.5 + x[i]
+  out[0] = s
+  out[1] = i.astype(jnp.float32)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, n: S((), F32), grid=(1,))
+def loop_over_static_choice(x, n, out, *, up: ml.constexpr = True):
+  s = 0.0
+  for i in (range(n[...]) if up else range(5)):
+    s = s * 0.5 + x[i]
+  out[...] = s
+
+
+@mg.mgpu_kernel(out_shape=lambda x, n: S((), F32), grid=(1,))
+def loop_over_reversed_slice(x, n, out):
+  """range(2, n)[::-1] of a run-time n, with a break: reversed(range(2, n))."""
+  s = 0.0
+  for i in range(2, n[...])[::-1]:
+    if x[i] > 1.5:
+      break
+    s = s * 0.5 + x[i]
+  out[...] = s
+
+
+def _fold(xs, order, stop=None):
+  s, i = 0.0, -1
+  for i in order:
+    if stop is not None and xs[i] > stop:
+      break
+    s = s * 0.5 + xs[i]
+  return s, i
+
+
+def test_a_loop_over_a_chosen_or_reversed_range():
+  xs = np.random.default_rng(5).standard_normal(64).astype(np.float32)
+  x = jnp.asarray(xs)
+  for n, m in ((5, 1), (0, 1), (5, 0)):
+    s, i = _fold(xs, range(n) if m > 0 else range(3, 8))
+    got = np.asarray(loop_over_chosen_range(x, jnp.int32(n), jnp.int32(m), interpret=True))
+    np.testing.assert_allclose(got, [s, i], rtol=1e-6)
+  got = loop_over_static_choice(x, jnp.int32(6), interpret=True)
+  np.testing.assert_allclose(float(got), _fold(xs, range(6))[0], rtol=1e-6)
+  for n in (0, 3, 30):
+    got = loop_over_reversed_slice(x, jnp.int32(n), interpret=True)
+    np.testing.assert_allclose(float(got), _fold(xs, range(2, n)[::-1], stop=1.5)[0], rtol=1e-6)
+  assert "@mosaic_gpu" in _export(loop_over_chosen_range, S((64,), F32), S((), I32), S((), I32))
+  assert "@mosaic_gpu" in _export(loop_over_reversed_slice, S((64,), F32), S((), I32))
+
+
+@pytest.mark.gpu
+def test_gpu_a_loop_over_a_chosen_or_reversed_range():
+  xs = np.random.default_rng(5).standard_normal(64).astype(np.float32)
+  x = jnp.asarray(xs)
+  for n, m in ((5, 1), (0, 1), (5, 0)):
+    s, i = _fold(xs, range(n) if m > 0 else range(3, 8))
+    np.testing.assert_allclose(np.asarray(loop_over_chosen_range(x, jnp.int32(n), jnp.int32(m))), [s, i], rtol=1e-6)
+  for n in (0, 3, 30):
+    np.testing.assert_allclose(float(loop_over_reversed_slice(x, jnp.int32(n))), _fold(xs, range(2, n)[::-1], stop=1.5)[0],
+                               rtol=1e-6)
+
+
+# ---------------------------------------------------------------- a top-k's short slice, in the user's names
+@mg.mgpu_kernel(out_shape=lambda x: (S((4,), F32), S((2, 4), F32)), grid=(1,))
+def top4(x, vals, rows):
+  s = ml.sort(x[...], descending=True)
+  vals[...] = s[:4]                                 # 4 elements: no register vector
+  rows.at[1].at[ml.ds(0, 8)].store(s[:8], mask=ml.arange(8) < 4)
+  rows.at[0].at[ml.ds(0, 8)].store(s[4:12], mask=ml.arange(8) < 4)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (S((4,), F32), S((2, 4), F32)), grid=(1,))
+def top4_fixed(x, vals, rows):
+  s = ml.sort(x[...], descending=True)
+  vals.at[ml.ds(0, 8)].store(s[:8], mask=ml.arange(8) < 4)
+  rows.at[1].at[ml.ds(0, 8)].store(s[:8], mask=ml.arange(8) < 4)
+  rows.at[0].at[ml.ds(0, 8)].store(s[4:12], mask=ml.arange(8) < 4)
+
+
+def test_a_short_slice_stored_whole_is_hinted_with_the_users_names():
+  x = jnp.asarray(np.random.default_rng(6).standard_normal(128), F32)
+  e = _raises(top4, x)
+  assert isinstance(e, mg.LayoutError) and e.code == "MG204"
+  assert (e.lineno, e.col_offset) == (_line_of("vals[...] = s[:4]"), 14)
+  assert "s[:4] has shape (4,): a 1-D register vector needs a multiple of 8 elements" in str(e)
+  assert e.hint == ("slice 8 elements instead (a multiple of 8, e.g. s[:8]) and store them with a mask,"
+                    " vals.at[ml.ds(0, 8)].store(s[:8], mask=ml.arange(8) < 4) (a window past the end of vals is"
+                    " fine: masked elements are not written)")
+  vals, rows = top4_fixed(x, interpret=True)
+  top = -np.sort(-np.asarray(x))
+  np.testing.assert_array_equal(np.asarray(vals), top[:4])
+  np.testing.assert_array_equal(np.asarray(rows), np.stack([top[4:8], top[:4]]))
+  assert "@mosaic_gpu" in _export(top4_fixed, S((128,), F32))
+
+
+# ---------------------------------------------------------------- a while that reads an input element and never ends
+@mg.mgpu_kernel(out_shape=lambda x: S((), I32), grid=(1,))
+def scan_forgot_step(x, out):
+  i = 0
+  c = 0
+  while x[i] < 5.0:                                 # i never changes, and x is read-only
+    c += 1
+  out[...] = c
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((), I32), grid=(1,))
+def scan_with_step(x, out):
+  i = 0
+  while x[i] < 5.0:
+    i += 1
+  out[...] = i
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((), I32), grid=(1,))
+def capped_by_break(x, out):
+  """The same condition, ended by a break: not reported."""
+  i = 0
+  c = 0
+  while x[i] < 5.0:
+    c += 1
+    if c >= 7:
+      break
+  out[...] = c
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,), input_output_aliases={0: 0})
+def aliased_flag(x, out):
+  """An aliased input the body writes through its output: its element may change."""
+  while x[0] < 5.0:
+    out[0] = 10.0
+  out[1] = x[0]
+
+
+def test_a_while_on_an_input_element_its_body_cannot_change_is_reported():
+  x = jnp.asarray(np.arange(8), F32)
+  e = _raises(scan_forgot_step, x)            # was ten million interpreted trips, then a hang report
+  assert isinstance(e, mg.KernelTypeError) and e.code == "MG003"
+  assert (e.lineno, e.col_offset) == (_line_of("while x[i] < 5.0:                                 # i never"), 8)
+  assert ("this while condition never changes: the loop's body assigns none of i, and x is an input (read-only), so"
+          " a program that enters the loop never leaves it (the GPU would hang)") in str(e)
+  assert e.hint == "change i in the loop's body (a counter: i += 1), or loop a fixed number of times: for j in range(n)"
+  assert int(scan_with_step(x, interpret=True)) == 5
+  assert int(capped_by_break(jnp.zeros((8,), F32), interpret=True)) == 7
+  got = aliased_flag(jnp.zeros((8,), F32), interpret=True)
+  assert float(got[0]) == 10.0 and float(got[1]) == 10.0
+
+
+# ---------------------------------------------------------------- a pipelined loop's uint32 bounds: every one converted
+@mg.mgpu_kernel(out_shape=lambda x, lo, hi: S((64, x.shape[1]), F32), grid=(1,))
+def tiles_between(x, lo, hi, out):
+  buf = ml.smem((64, x.shape[1]))
+  acc = ml.zeros((64, x.shape[1]), F32)
+  for k in ml.range(lo[...], hi[...], 2, stages=3):
+    ml.copy(x.at[ml.ds(k * 64, 64)], buf)
+    acc = acc + buf[...]
+  out[...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda x, lo, hi: S((64, x.shape[1]), F32), grid=(1,))
+def tiles_between_fixed(x, lo, hi, out):
+  buf = ml.smem((64, x.shape[1]))
+  acc = ml.zeros((64, x.shape[1]), F32)
+  for k in ml.range(lo[...].astype(jnp.int32), hi[...].astype(jnp.int32), 2, stages=3):
+    ml.copy(x.at[ml.ds(k * 64, 64)], buf)
+    acc = acc + buf[...]
+  out[...] = acc
+
+
+def test_the_hint_for_a_pipelined_loops_uint32_bounds_converts_each():
+  x = np.random.default_rng(7).standard_normal((64 * 9, 128)).astype(np.float32)
+  e = _raises(tiles_between, jnp.asarray(x), jnp.uint32(1), jnp.uint32(8))
+  assert isinstance(e, mg.KernelTypeError) and e.code == "MG003"
+  assert (e.lineno, e.col_offset) == (_line_of("for k in ml.range(lo[...], hi[...], 2, stages=3):"), 11)
+  assert "this loop's run-time bounds are uint32: a pipelined loop counts in int32" in str(e)
+  assert e.hint == "convert them: lo[...].astype(jnp.int32), hi[...].astype(jnp.int32) (values below 2**31)"
+  got = tiles_between_fixed(jnp.asarray(x), jnp.uint32(1), jnp.uint32(8), interpret=True)
+  np.testing.assert_allclose(np.asarray(got), x.reshape(9, 64, 128)[1:8:2].sum(0), rtol=1e-5, atol=1e-5)
