@@ -206,7 +206,8 @@ def rewritten_iter(tracer, node):
   """The loop `node` over another spelling of a range, as the statement that runs it: `for i in (A if c
   else B)` is `if c: for i in A: ... else: for i in B: ...` (c static, or a run-time scalar: each path
   runs its own loop, as Python's picks its iterable first), and `for i in range(...)[::-1]` is `for i in
-  reversed(range(...))` (a run-time bound too). None for any other iterator."""
+  reversed(range(...))` (a run-time bound too), `for k, i in enumerate(range(a, n, s), start=c)` of a run-time
+  range is `for i in range(a, n, s): k = (i - a) // s + c` (see _enumerated_range). None for any other iterator."""
   import copy
   it = node.iter
 
@@ -216,6 +217,8 @@ def rewritten_iter(tracer, node):
   if isinstance(it, ast.IfExp):
     other = loop(it.orelse, copy.deepcopy(node.body), copy.deepcopy(node.orelse))
     return ast.fix_missing_locations(ast.copy_location(ast.If(test=it.test, body=[loop(it.body)], orelse=[other]), node))
+  if (made := _enumerated_range(tracer, node, it, loop)) is not None:
+    return made
   if (isinstance(it, ast.Subscript) and isinstance(it.value, ast.Call) and isinstance(it.slice, ast.Slice)
       and it.slice.lower is None and it.slice.upper is None and _minus_one(it.slice.step)
       and tracer.eval(it.value.func) is range):
@@ -223,3 +226,49 @@ def rewritten_iter(tracer, node):
                                      keywords=[]), it)
     return loop(rev) if tracer.eval(rev.func) is reversed else None
   return None
+
+
+def _enumerated_range(tracer, node, it, loop):
+  """`for k, i in enumerate(range(a, n, s), c)` (or of ml.range, its options kept) with a run-time bound and a
+  static step: the loop over the range alone, its position computed from its index first in each trip, `k = (i - a)
+  // s + c`. The bounds are evaluated once, before the loop, in Python's order, and a run-time start is bound to a
+  name of its own (the body may rebind the names it reads). None for any other form."""
+  from .ops import control as ctl
+  if not (isinstance(it, ast.Call) and tracer.eval(it.func) is enumerate and it.args and len(it.args) <= 2
+          and all(k.arg == "start" for k in it.keywords) and len(it.args) + len(it.keywords) <= 2
+          and isinstance(node.target, ast.Tuple) and len(node.target.elts) == 2
+          and all(isinstance(e, ast.Name) for e in node.target.elts) and isinstance(it.args[0], ast.Call)):
+    return None
+  inner = it.args[0]
+  if tracer.eval(inner.func) not in (range, ctl.range) or not 1 <= len(inner.args) <= 3 or any(
+      isinstance(a, ast.Starred) for a in inner.args):
+    return None
+  values = tracer.eval_spread(inner.args)
+  step = values[2] if len(values) == 3 else 1
+  if not any(is_value(v) for v in values) or not isinstance(step, int) or isinstance(step, bool) or step == 0:
+    return None        # a static range (enumerate unrolls it), or a run-time step (the loop's own error)
+  start_node = it.args[1] if len(it.args) == 2 else it.keywords[0].value if it.keywords else None
+  first = tracer.eval(start_node) if start_node is not None else 0
+  where = lambda e: ast.copy_location(e, inner)
+  args = []
+  for k, (v, e) in enumerate(zip(values, inner.args)):
+    if is_value(v):
+      key = f"{node.target.elts[1].id}'s {('start', 'stop', 'step')[k if len(values) > 1 else 1]}"  # (no identifier)
+      tracer.env[key], tracer.where[key] = v, tracer.loc(e)
+      args.append(where(ast.Name(key, ast.Load())))
+    else:
+      args.append(e)
+  a = args[0] if len(args) > 1 else where(ast.Constant(0))
+  pos = where(ast.Name(node.target.elts[1].id, ast.Load()))
+  if not (isinstance(a, ast.Constant) and a.value == 0):
+    pos = where(ast.BinOp(pos, ast.Sub(), a))
+  if step != 1:
+    pos = where(ast.BinOp(pos, ast.FloorDiv(), where(ast.Constant(step))))
+  if start_node is not None and not (isinstance(first, int) and first == 0):
+    pos = where(ast.BinOp(pos, ast.Add(), start_node))
+  count = ast.copy_location(ast.Assign(targets=[ast.copy_location(ast.Name(node.target.elts[0].id, ast.Store()),
+                                                                  node.target.elts[0])], value=pos), node.target)
+  rng = ast.copy_location(ast.Call(inner.func, args, inner.keywords), inner)
+  made = loop(rng, [count, *node.body])
+  made.target = ast.copy_location(ast.Name(node.target.elts[1].id, ast.Store()), node.target.elts[1])
+  return made

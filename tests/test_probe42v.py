@@ -440,3 +440,66 @@ def test_the_hint_for_a_pipelined_loops_uint32_bounds_converts_each():
   assert e.hint == "convert them: lo[...].astype(jnp.int32), hi[...].astype(jnp.int32) (values below 2**31)"
   got = tiles_between_fixed(jnp.asarray(x), jnp.uint32(1), jnp.uint32(8), interpret=True)
   np.testing.assert_allclose(np.asarray(got), x.reshape(9, 64, 128)[1:8:2].sum(0), rtol=1e-5, atol=1e-5)
+
+
+# ---------------------------------------------------------------- enumerate of a run-time range
+@mg.mgpu_kernel(out_shape=lambda x, n: S((3,), F32), grid=(1,))
+def weighted_by_position(x, n, out):
+  s = 0.0
+  for k, i in enumerate(range(2, n[...])):
+    s += x[i] * k
+  out[0] = s
+  t = 0.0
+  for k, i in enumerate(range(n[...] - 1, -1, -2), start=10):     # counting down, from 10
+    t += x[i] * k
+  out[1] = t
+  u = 0.0
+  for k, i in enumerate(range(n[...]), 1):
+    if x[i] > 2.0:
+      break
+    u += x[i] * k
+  out[2] = u
+
+
+@mg.mgpu_kernel(out_shape=lambda x, n: S((64, x.shape[1]), F32), grid=(1,))
+def weighted_tiles(x, n, out):
+  buf = ml.smem((64, x.shape[1]))
+  acc = ml.zeros((64, x.shape[1]), F32)
+  for j, t in enumerate(ml.range(1, n[...], stages=2)):
+    ml.copy(x.at[ml.ds(t * 64, 64)], buf)
+    acc = acc + buf[...] * j.astype(jnp.float32)
+  out[...] = acc
+
+
+def _weighted_want(xs, n):
+  u = 0.0
+  for k, i in enumerate(range(n), 1):
+    if xs[i] > 2.0:
+      break
+    u += xs[i] * k
+  return [sum(xs[i] * k for k, i in enumerate(range(2, n))),
+          sum(xs[i] * k for k, i in enumerate(range(n - 1, -1, -2), start=10)), u]
+
+
+def test_enumerate_of_a_run_time_range():
+  xs = (np.arange(20, dtype=np.float32) * 0.5 - 3).astype(np.float32)
+  for n in (0, 3, 6, 19):
+    got = weighted_by_position(jnp.asarray(xs), jnp.int32(n), interpret=True)
+    np.testing.assert_allclose(np.asarray(got), _weighted_want(xs, n), rtol=1e-6, atol=1e-6)
+  x = np.random.default_rng(8).standard_normal((64 * 6, 128)).astype(np.float32)
+  got = weighted_tiles(jnp.asarray(x), jnp.int32(5), interpret=True)
+  np.testing.assert_allclose(np.asarray(got), sum(x[t * 64:(t + 1) * 64] * j for j, t in enumerate(range(1, 5))),
+                             rtol=1e-5, atol=1e-5)
+  assert "@mosaic_gpu" in _export(weighted_by_position, S((20,), F32), S((), I32))
+  assert "@mosaic_gpu" in _export(weighted_tiles, S(x.shape, F32), S((), I32))
+
+
+@pytest.mark.gpu
+def test_gpu_enumerate_of_a_run_time_range():
+  xs = (np.arange(20, dtype=np.float32) * 0.5 - 3).astype(np.float32)
+  for n in (0, 6, 19):
+    np.testing.assert_allclose(np.asarray(weighted_by_position(jnp.asarray(xs), jnp.int32(n))), _weighted_want(xs, n),
+                               rtol=1e-6, atol=1e-6)
+  x = np.random.default_rng(8).standard_normal((64 * 6, 128)).astype(np.float32)
+  np.testing.assert_allclose(np.asarray(weighted_tiles(jnp.asarray(x), jnp.int32(5))),
+                             sum(x[t * 64:(t + 1) * 64] * j for j, t in enumerate(range(1, 5))), rtol=1e-5, atol=1e-5)
