@@ -144,6 +144,32 @@ def none_start_hint(n, v, stmts, where: str) -> str:
           f" None` stood, and have = True where {n} is set")
 
 
+def list_change_hint(tracer, n, before, new, loop) -> str:
+  """The hint for a list or tuple `n` a run-time loop rebinds to another length or kind (`vals.append(x[i])`):
+  its trips are not known while tracing, so each trip's value goes into memory (an output, named as the
+  kernel's, at the loop's index) and is read back from there; unrolling is for static counts."""
+  import ast
+  if not (type(before) in (list, tuple) and type(new) in (list, tuple) and len(new) != len(before)):
+    return "use ml.static_range to unroll the loop, or compute it before the loop"
+  item = None
+  for e in (x for st in loop.body for x in ast.walk(st)):
+    if isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and _is_name(e.func.value, n) \
+        and e.func.attr == "append" and len(e.args) == 1:
+      item = e.args[0]
+    elif isinstance(e, ast.AugAssign) and _is_name(e.target, n) and isinstance(e.value, ast.List) and len(e.value.elts) == 1:
+      item = e.value.elts[0]                                  # vals += [v]
+    elif isinstance(e, ast.BinOp) and _is_name(e.left, n) and isinstance(e.right, ast.List) and len(e.right.elts) == 1:
+      item = e.right.elts[0]                                  # vals = vals + [v]
+    if item is not None:
+      break
+  outs = [o.name for o in getattr(tracer.b, "output_refs", []) if (o.name or "").isidentifier()]
+  i = loop.target.id if isinstance(loop, ast.For) and isinstance(loop.target, ast.Name) else "t"
+  store = f"{outs[0] if outs else 'out'}[{i}] = {tracer.text(item)}" if item is not None else f"out.at[{i}][...] = v"
+  return (f"a run-time loop cannot change {n}'s length (its trips are not known while tracing): store each trip's"
+          f" value instead, {store}, and read the values back from memory after the loop (or fold them into a"
+          f" value the loop carries: acc = acc + ...); ml.static_range unrolls a loop whose count is static")
+
+
 def structure(v):
   """(leaves, rebuild) of a value a loop or branch can carry: one register value or number, or
   a (nested) tuple or list of them; None for anything else."""

@@ -16,8 +16,8 @@ from .assign import DICT_VIEWS, holds_value
 from .loop_bounds import check_static_bounds, check_while_ends, check_wrapped_range, may_load
 from .builder import Call
 from .carried import (as_value, carries_of, carry_slices, conversion, describe, int_float_hint,
-                      is_carriable, is_weak, none_start_hint, rebuilt, same_type, start_kind, static_equal,
-                      structure, structure_shape)
+                      is_carriable, is_weak, list_change_hint, none_start_hint, rebuilt, same_type, start_kind,
+                      static_equal, structure, structure_shape)
 from .count_down import descending, over_rows, rebound_index, reversed_range, rewritten_iter
 from .dtypes import DType
 from .env import POISON, Unbound as _Unbound, assigned_names, atomic_targets, read_after
@@ -497,7 +497,7 @@ def _after_loop(tracer, node, loc, assigned, carries, before, poisoned, where) -
                 f" and index them with the loop's index (buf.at[ml.ds(i * n, n)]), or unroll it with"
                 f" ml.static_range")
       else:
-        hint = "use ml.static_range to unroll the loop, or compute it before the loop"
+        hint = list_change_hint(tracer, n, before[n], new, node)
       raise E.LoopCarryTypeError(
           f"{n} is rebound inside a runtime loop to {describe(new)}; only register values and"
           f" numbers can change across iterations", body_where.get(n, loc), hint=hint,

@@ -503,3 +503,33 @@ def test_gpu_enumerate_of_a_run_time_range():
   x = np.random.default_rng(8).standard_normal((64 * 6, 128)).astype(np.float32)
   np.testing.assert_allclose(np.asarray(weighted_tiles(jnp.asarray(x), jnp.int32(5))),
                              sum(x[t * 64:(t + 1) * 64] * j for j, t in enumerate(range(1, 5))), rtol=1e-5, atol=1e-5)
+
+
+# ---------------------------------------------------------------- a list a run-time loop grows
+@mg.mgpu_kernel(out_shape=lambda x, n: S((64,), F32), grid=(1,))
+def doubled_into_list(x, n, out):
+  vals = []
+  for i in range(n[...]):
+    vals.append(x[i] * 2.0)                         # a run-time count: no list of it
+  out[0] = vals[0]
+
+
+@mg.mgpu_kernel(out_shape=lambda x, n: S((64,), F32), grid=(1,))
+def doubled_stored(x, n, out):
+  for i in range(n[...]):
+    out[i] = x[i] * 2.0
+  for i in range(n[...], x.shape[0]):
+    out[i] = 0.0
+
+
+def test_a_list_a_run_time_loop_grows_is_hinted_to_store_each_value():
+  x = jnp.asarray(np.arange(64, dtype=np.float32))
+  e = _raises(doubled_into_list, x, jnp.int32(3))
+  assert isinstance(e, mg.LoopCarryTypeError) and e.code == "MG005"
+  assert (e.lineno, e.col_offset) == (_line_of("vals.append(x[i] * 2.0)"), 4)
+  assert "vals is rebound inside a runtime loop to a list of 1" in str(e)
+  assert e.hint.startswith("a run-time loop cannot change vals's length (its trips are not known while tracing): store"
+                           " each trip's value instead, out[i] = x[i] * 2.0, and read the values back")
+  want = np.zeros(64, np.float32)
+  want[:3] = np.arange(3) * 2
+  np.testing.assert_array_equal(np.asarray(doubled_stored(x, jnp.int32(3), interpret=True)), want)
