@@ -22,7 +22,8 @@ _BIT_COUNTS = {**dict.fromkeys(("popc", "popcount", "population_count", "bitwise
                **dict.fromkeys(("clz", "count_leading_zeros"), "clz")}
 # jax's conversions of a register value -> the kernel's ({0}, {1}: the call's operands; {2}: {0} as an operand)
 CONVERSIONS = {
-    "bitcast_convert_type": "use ml.bitcast({0}, {1}): the same bits, another dtype of the same width",
+    "bitcast_convert_type": "use ml.bitcast({0}, {1}): the same bits as another dtype, as lax's (of another width"
+                            " too: a new last axis of parts, or the last axis joined)",
     **dict.fromkeys(("convert_element_type", "asarray", "array"),
                     "convert with {2}.astype({1}) (or ml.cast({0}, {1})); values in a kernel are arrays already"),
 }

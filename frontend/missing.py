@@ -440,7 +440,7 @@ ARRAY_CALLS = {"roll": _SHIFT, "pad": _SHIFT + PAD_MODES, "convolve": _TAPS, "co
                "histogram": "no histogram: ml.atomic_add(counts.at[bins], 1) into a zeroed output (one updated only"
                             " by atomics starts at 0), bins computed from the values",
                "dot": _DOT, "matmul": _DOT, "einsum": _DOT, "dot_general": _DOT, "take": _TAKE, "take_along_axis": _ALONG,
-               "bitcast_convert_type": "use ml.bitcast(x, dtype): the same bits, another dtype of the same width",
+               "bitcast_convert_type": "use ml.bitcast(x, dtype): the same bits as another dtype, as lax's (of another width too)",
                "convert_element_type": _ASTYPE, "asarray": _ASTYPE,
                "debug_print": "write print(...): print(f\"x={x}\") or print(\"x\", x) prints register values in interpret"
                               " mode and on the GPU (jax.debug.print's \"{}\" fields are an f-string's here)",

@@ -195,7 +195,8 @@ def test_jax_conversions_of_a_register_value_are_hinted_with_the_calls_operands(
               " arrays already")
   expect(lax_bitcast_of_input, [S((128,), F32)], mg.KernelTypeError, "jax.lax.bitcast_convert_type",
          "bitcast_convert_type cannot take a register tensor inside a kernel",
-         hint="use ml.bitcast(x[...], jnp.int32): the same bits, another dtype of the same width")
+         hint="use ml.bitcast(x[...], jnp.int32): the same bits as another dtype, as lax's (of another width too: a new"
+              " last axis of parts, or the last axis joined)")
   close(bitcast_followed(x128, interpret=True), jax.lax.bitcast_convert_type(x128, I32), 0)
 
 

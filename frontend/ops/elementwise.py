@@ -16,7 +16,6 @@ import math as pymath
 import numpy as np
 
 from .. import errors as E
-from .. import hw
 from .. import ir
 from ..dtypes import DType, FLOAT8, INDEX, PY_FLOAT
 from .arith_hints import divisor_guard, int64_hint, unsigned_hint
@@ -26,6 +25,7 @@ from ..types import DTypeVar, ScalarType, TensorType, dtype_name, resolve
 from .base import Num, a_an, check_register_value, is_value, kind_of, one_element, static_shape, shown
 from .promotion import exact_in, implicit, jnp_result
 from .mask_product import mask_product
+from .narrow8 import _wide, _widened, narrowed  # noqa: F401  (ew.narrowed: reduce, scan, sort; libdevice)
 from .elementwise_checks import (_call_args, _check_integer_meets_float, _check_pointer_arithmetic, _convert_hint,
                                  _python_math_hint, cast_problem, check_dtype_support, check_python_int, method_on,
                                  scalar_param_hint)
@@ -335,59 +335,6 @@ def _typed_number_dtype(cx, py, d, py_name, name, what):
            + f" {method_on(name)}.astype(jnp.{dtype_name(to)})")
 
 
-def _wide(d):
-  """The 32-bit type an 8-bit value computes a comparison, max, min or select in (exactly: every
-  8-bit value is one of it), or None where `d` has register arithmetic of its own (16 bits up)."""
-  if isinstance(d, DType) and d not in hw.ARITH_DTYPES and d != DType.bool_:
-    return DType.f32 if d.is_float else DType.i32
-  return None
-
-
-def narrowed(cx, r, d):
-  """`r`, computed in 32 bits from values of the 8-bit `d`, back in `d`, exactly. The float8 cast
-  saturates (+-inf -> +-57344 in float8_e5m2), so e5m2's infinities are put back by their bits."""
-  out = astype(cx, r, d)
-  if d == DType.f8e5m2 and is_value(r) and isinstance(r.type, TensorType):
-    from .elementwise_fns import bitcast
-    bits = bitcast.rule(cx, out, DType.u8)
-    bits = where_(cx, compare(cx, CmpOp.EQ, r, float("inf")), 0x7C,
-                  where_(cx, compare(cx, CmpOp.EQ, r, float("-inf")), 0xFC, bits))
-    out = bitcast.rule(cx, bits, d)
-  return out
-
-
-def _widened(cx, values, wide, narrow, what, shape=None, saturate=True):
-  """`values` in `wide`. A Python number first becomes the 8-bit `narrow` as the operation would
-  have converted it: a float rounded to float8 as jnp's weak typing does (x > 101 on
-  float8_e4m3fn compares with 104), an int wrapped to the 8-bit integer as == and 16-bit types
-  do (300 is 44 in uint8). Where the number becomes a float8 result (`saturate`: ml.where,
-  max, min) it saturates first, as ml.full and a store convert it (1000.0 is 448, not NaN); a
-  comparison keeps jnp's conversion. A float8 scalar is broadcast to the result's `shape` first (a
-  tensor converts); compared, it converts exactly from its bits; otherwise the result could not be
-  converted back to a float8 scalar on the GPU."""
-  def one(v):
-    if is_value(v):
-      if isinstance(v.type, ScalarType) and narrow.is_float and shape is not None:
-        from .shape import broadcast_to
-        v = broadcast_to.rule(cx, v, shape)
-      if isinstance(v.type, ScalarType) and narrow.is_float and saturate:   # (a comparison converts it exactly)
-        raise E.UnsupportedDtypeError(
-            f"{what} with the {narrow} scalar {cx.named(v)}: an 8-bit float scalar has no arithmetic on the GPU"
-            f" (it converts to wider types, not back)", cx.loc,
-            hint=f"compute in float32: ({cx.named(v)}).astype(jnp.float32), or meet it with a tensor operand (it"
-                 f" is then broadcast)")
-      return astype(cx, v, wide)
-    if isinstance(v, (int, float)) and not isinstance(v, bool):
-      if narrow.is_float:
-        v = _saturated(v, narrow) if saturate else v
-        with np.errstate(over="ignore"):     # 1e39 -> inf -> NaN in float8_e4m3fn, as jnp: no warning
-          return float(np.asarray(v, np.float32).astype(narrow.np))
-      if isinstance(v, int):
-        return int(np.asarray(v, np.int64).astype(narrow.np))
-    return v
-  return [one(v) for v in values]
-
-
 def binary(cx, kind: BinOp, a, b, what=None, via=()):
   what = what or (kind.value if kind not in (BinOp.MAX, BinOp.MIN) else f"ml.{kind.name.lower()}imum")
   folded = _fold_one_element(cx, (a, b), lambda sa, sb: binary(cx, kind, sa, sb, what))
@@ -399,9 +346,19 @@ def binary(cx, kind: BinOp, a, b, what=None, via=()):
   if kind in (BinOp.MAX, BinOp.MIN) and (wide := _wide(d)) is not None:
     # 8-bit max/min (a uint8 image's max-pooling): in 32 bits, converted back exactly
     return narrowed(cx, binary(cx, kind, *_widened(cx, (a, b), wide, d, what, shape), what), d)
-  if kind in _WRAPPING and isinstance(d, DType) and d.is_int and (wide := _wide(d)) is not None:
-    # 8-bit integer arithmetic (an int8/uint8 offset or count read from memory): in 32 bits, wrapped back to
-    # the 8-bit type, which is jnp's result (its + - * // % wrap modulo 2**8 the same way)
+  if kind in (BinOp.SHL, BinOp.SHR) and isinstance(d, DType) and d.is_int and isinstance(b, int) and is_value(a):
+    # A static amount as jnp's: converted to the type (65537 is 1 in int16), and outside 0..bits-1
+    # lax's shift past the width: 0, or the sign fill for >> of a signed type (the GPU's shift by
+    # such an amount is undefined, so the compiler writes jnp's result; run-time amounts: clamp them).
+    b = d.wrap(b)
+    if not 0 <= b < d.bits:
+      if kind != BinOp.SHR or not d.is_signed:
+        return binary(cx, BinOp.AND, a, 0, what)
+      b = d.bits - 1
+  if kind in _WRAPPING | {BinOp.SHL, BinOp.SHR} and isinstance(d, DType) and d.is_int and (wide := _wide(d)):
+    # 8-bit integer arithmetic (an int8/uint8 offset or count read from memory, a byte's bit fields): in 32
+    # bits (sign- or zero-extended), wrapped back to the 8-bit type, which is jnp's result (its + - * // % << >>
+    # wrap modulo 2**8 the same way)
     return narrowed(cx, binary(cx, kind, *_widened(cx, (a, b), wide, d, what, shape, saturate=False), what), d)
   if kind == BinOp.MUL and (masked := mask_product(cx, a0, b0, a, b, shape, d)) is not None:
     return masked                       # x * mask: jnp's (XLA's) select, frontend/ops/mask_product.py
@@ -433,16 +390,6 @@ def binary(cx, kind: BinOp, a, b, what=None, via=()):
                                    f" {what} {b}")
     raise E.KernelTypeError(f"{what} by 0 on {d}: integer division by zero is undefined on the GPU", cx.loc,
                             hint=f"divide by a non-zero constant; {divisor_guard(method_on(cx.named(a0)), what, 'd')}")
-  if kind in (BinOp.SHL, BinOp.SHR) and isinstance(d, DType) and isinstance(b, int) and is_value(a):
-    # A static amount as jnp's: converted to the type (65537 is 1 in int16), and outside 0..bits-1
-    # lax's shift past the width: 0, or the sign fill for >> of a signed type (the GPU's shift by
-    # such an amount is undefined, so the compiler writes jnp's result; run-time amounts: clamp them).
-    b = d.wrap(b)
-    if not 0 <= b < d.bits:
-      if kind == BinOp.SHR and d.is_signed:
-        b = d.bits - 1
-      else:
-        return binary(cx, BinOp.AND, a, 0, what)
   from .broadcast_nd import through_small_reshape
   out = through_small_reshape(cx, (a, b), lambda o, s: cx.b.emit(
       Binary, kind, *o, loc=cx.loc, types=[result_type(s, dt)], names=[cx.name], via=via).result) \

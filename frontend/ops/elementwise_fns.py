@@ -41,12 +41,44 @@ def bitcast(cx, x, dtype):
                             hint="make it a tensor first: ml.full(shape, value, dtype)")
   src = resolve(x.type.dtype)
   if isinstance(src, DType) and (src.bits != dtype.bits or DType.bool_ in (src, dtype)):
+    if DType.bool_ not in (src, dtype) and max(src.bits, dtype.bits) <= 32 and isinstance(x.type, TensorType):
+      return _resized_bitcast(cx, x, src, dtype)
     raise E.UnsupportedDtypeError(
         f"ml.bitcast from {src} ({src.bits} bits) to {dtype} ({dtype.bits} bits): widths differ", cx.loc,
-        hint="bitcast between types of one width, e.g. float32 <-> uint32 or int32")
+        hint="bitcast between types of one width, e.g. float32 <-> uint32 or int32, or between tensors of 8 to"
+             " 32 bits (a wider element splits into a new last axis, as lax.bitcast_convert_type's)")
   from .broadcast_nd import small_cast
   return small_cast(cx, x, dtype, bitcast=True) or cx.b.emit(Cast, x, loc=cx.loc, types=[_like(x.type, dtype)],
                                                              names=[cx.name], bitcast=True).result
+
+
+_UINT = {8: DType.u8, 16: DType.u16, 32: DType.u32}
+
+
+def _resized_bitcast(cx, x, src: DType, dst: DType):
+  """lax.bitcast_convert_type between widths: an element of `src` wider than `dst` splits into a new last
+  axis of its parts, lowest bits first (float32 -> (..., 2) uint16); a last axis of as many narrower parts
+  joins into one element (uint8 (..., 4) -> float32). In uint32, by shifts and masks (a sum joins the parts,
+  whose bits are disjoint)."""
+  from .reduce import sum_
+  from .shape import expand
+  k, rank = max(src.bits, dst.bits) // min(src.bits, dst.bits), len(x.type.shape)
+  u = astype(cx, bitcast.rule(cx, x, _UINT[src.bits]), DType.u32)
+  steps = expand(cx, binary(cx, BinOp.MUL, arange.rule(cx, k, dtype=DType.u32), min(src.bits, dst.bits)),
+                 (None,) * (rank - (src.bits < dst.bits)) + (slice(None),))
+  if src.bits > dst.bits:
+    parts = binary(cx, BinOp.AND, binary(cx, BinOp.SHR, expand(cx, u, (Ellipsis, None)), steps), 2 ** dst.bits - 1)
+    return bitcast.rule(cx, astype(cx, parts, _UINT[dst.bits]), dst)
+  if x.type.shape[-1] != k:
+    raise E.ShapeMismatchError(
+        f"ml.bitcast from {src} to {dst} joins a last axis of {k} parts into one element, and {cx.named(x)}'s"
+        f" last axis is {x.type.shape[-1]}", cx.loc,
+        hint=(f"reshape it first: ml.bitcast({method_on(cx.named(x))}.reshape"
+              f"{(*x.type.shape[:-1], x.type.shape[-1] // k, k)}, jnp.{dtype_name(dst)}) joins each {k} neighbours"
+              if x.type.shape[-1] % k == 0 else f"give it a last axis of {k} elements, as lax.bitcast_convert_type"
+              f" needs"))
+  joined = sum_.rule(cx, binary(cx, BinOp.SHL, u, steps), axis=-1)
+  return bitcast.rule(cx, astype(cx, joined, _UINT[dst.bits]), dst)
 
 
 @builtin

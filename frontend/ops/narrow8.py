@@ -1,0 +1,70 @@
+"""8-bit values (int8, uint8, float8) in registers: Hopper has no arithmetic on them, so comparisons, max,
+min, selects and integer arithmetic compute in 32 bits, on values widened exactly, and convert back."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import errors as E
+from .. import hw
+from ..dtypes import DType
+from ..types import ScalarType, TensorType
+from .base import is_value
+
+
+def _wide(d):
+  """The 32-bit type an 8-bit value computes a comparison, max, min or select in (exactly: every
+  8-bit value is one of it), or None where `d` has register arithmetic of its own (16 bits up)."""
+  if isinstance(d, DType) and d not in hw.ARITH_DTYPES and d != DType.bool_:
+    return DType.f32 if d.is_float else DType.i32
+  return None
+
+
+def narrowed(cx, r, d):
+  """`r`, computed in 32 bits from values of the 8-bit `d`, back in `d`, exactly. The float8 cast
+  saturates (+-inf -> +-57344 in float8_e5m2), so e5m2's infinities are put back by their bits."""
+  from .elementwise import CmpOp, astype, compare, where_
+  out = astype(cx, r, d)
+  if d == DType.f8e5m2 and is_value(r) and isinstance(r.type, TensorType):
+    from .elementwise_fns import bitcast
+    bits = bitcast.rule(cx, out, DType.u8)
+    bits = where_(cx, compare(cx, CmpOp.EQ, r, float("inf")), 0x7C,
+                  where_(cx, compare(cx, CmpOp.EQ, r, float("-inf")), 0xFC, bits))
+    out = bitcast.rule(cx, bits, d)
+  return out
+
+
+def _widened(cx, values, wide, narrow, what, shape=None, saturate=True):
+  """`values` in `wide`. A Python number first becomes the 8-bit `narrow` as the operation would
+  have converted it: a float rounded to float8 as jnp's weak typing does (x > 101 on
+  float8_e4m3fn compares with 104), an int wrapped to the 8-bit integer as == and 16-bit types
+  do (300 is 44 in uint8). Where the number becomes a float8 result (`saturate`: ml.where,
+  max, min) it saturates first, as ml.full and a store convert it (1000.0 is 448, not NaN); a
+  comparison keeps jnp's conversion. A float8 scalar is broadcast to the result's `shape` first (a
+  tensor converts); compared, it converts exactly from its bits; otherwise the result could not be
+  converted back to a float8 scalar on the GPU."""
+  from .elementwise import _saturated, astype
+
+  def one(v):
+    if is_value(v):
+      if isinstance(v.type, ScalarType) and narrow.is_float and shape is not None:
+        from .shape import broadcast_to
+        v = broadcast_to.rule(cx, v, shape)
+      if isinstance(v.type, ScalarType) and narrow.is_float and saturate:   # (a comparison converts it exactly)
+        raise E.UnsupportedDtypeError(
+            f"{what} with the {narrow} scalar {cx.named(v)}: an 8-bit float scalar has no arithmetic on the GPU"
+            f" (it converts to wider types, not back)", cx.loc,
+            hint=f"compute in float32: ({cx.named(v)}).astype(jnp.float32), or meet it with a tensor operand (it"
+                 f" is then broadcast)")
+      w = astype(cx, v, wide)
+      if is_value(w) and not w.name:      # run-time hints (a zero divisor, a shift amount) name the user's operand
+        w.name = cx.named(v, "")
+      return w
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+      if narrow.is_float:
+        v = _saturated(v, narrow) if saturate else v
+        with np.errstate(over="ignore"):     # 1e39 -> inf -> NaN in float8_e4m3fn, as jnp: no warning
+          return float(np.asarray(v, np.float32).astype(narrow.np))
+      if isinstance(v, int):
+        return int(np.asarray(v, np.int64).astype(narrow.np))
+    return v
+  return [one(v) for v in values]

@@ -1,0 +1,222 @@
+"""Probe 42w (dtypes and numerics against jnp: integer division and shifts of every width, casts of
+out-of-range values and NaN, bit casts, 8- and 16-bit tiles through arithmetic, reductions and atomics,
+16-bit float math, NaN through max/min/argmax, weak types), the problems it found."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+
+S = jax.ShapeDtypeStruct
+
+
+def _export(kernel, *specs, **constexprs):
+  fn = jax.jit(lambda *a: kernel(*a, **constexprs))
+  return jax.export.export(fn, platforms=["cuda"])(*specs).mlir_module()
+
+
+def _line_of(text):
+  with open(__file__) as f:
+    return next(n for n, line in enumerate(f, 1) if text in line and "_line_of" not in line)
+
+
+def _ints(dtype, shape, seed, lo=None, hi=None):
+  info = np.iinfo(dtype)
+  rng = np.random.default_rng(seed)
+  return jnp.asarray(rng.integers(info.min if lo is None else lo, info.max if hi is None else hi, shape,
+                                  endpoint=True).astype(dtype))
+
+
+def _specs(*arrays):
+  return [S(a.shape, a.dtype) for a in arrays]
+
+
+# ---------------------------------------------------------------- 8-bit shifts, as the other 8-bit integer ops
+@mg.mgpu_kernel(out_shape=lambda x, s: (x,) * 8)
+def shifts8(x, s, a, b, c, d, e, f, g, h):
+  v = x[...]
+  n = s[...]
+  a[...] = v << n
+  b[...] = v >> n
+  c[...] = v << 3
+  d[...] = v >> 3
+  e[...] = v >> 9                  # past the width: 0, or the sign fill of a signed byte
+  f[...] = v << 8
+  g[...] = v >> 257                # 257 is 1 in uint8, 1 in int8
+  h[...] = (v >> 4) & 0xF          # a nibble
+
+
+def _shifts8_ref(v, n):
+  return v << n, v >> n, v << 3, v >> 3, v >> 9, v << 8, v >> 257, (v >> 4) & 0xF
+
+
+@mg.mgpu_kernel(out_shape=lambda x, s: (x, x), grid=lambda x, s: (x.shape[0],))
+def shifts8_scalar(x, s, a, b):
+  i = ml.program_id(0)
+  a[i] = x[i] << s[i]
+  b[i] = x[i] >> s[i]
+
+
+@pytest.mark.parametrize("dtype", [jnp.int8, jnp.uint8])
+def test_8bit_shifts_are_jnps_on_tensors_and_scalars(dtype):
+  """`x_u8 >> 4` (a byte's bit fields) was MG106 'no register arithmetic on 8-bit types', though + - * // %
+  of 8-bit values compute in 32 bits and wrap back: shifts do the same now (the value sign- or
+  zero-extended), static amounts converted to the byte type as jnp converts them."""
+  x = _ints(dtype, (1024,), 1)
+  s = _ints(dtype, (1024,), 2, 0, 7)
+  for got, want in zip(shifts8(x, s, interpret=True), _shifts8_ref(x, s)):
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+  assert "@mosaic_gpu" in _export(shifts8, *_specs(x, s))
+  xs, ss = x[:64], s[:64]
+  for got, want in zip(shifts8_scalar(xs, ss, interpret=True), (xs << ss, xs >> ss)):
+    np.testing.assert_array_equal(got, want)
+  assert "@mosaic_gpu" in _export(shifts8_scalar, *_specs(xs, ss))
+
+
+@mg.mgpu_kernel(out_shape=lambda x, s: x)
+def shift8_runtime(x, s, o):
+  o[...] = x[...] << s[...]      # runtime amount
+
+
+@mg.mgpu_kernel(out_shape=lambda x, s: x)
+def shift8_runtime_fixed(x, s, o):
+  o[...] = ml.where(s[...] < 32, x[...] << ml.minimum(s[...], 31), 0)
+
+
+def test_8bit_runtime_shift_past_32_is_reported_with_the_users_operands_and_the_hint_works():
+  x = _ints(jnp.uint8, (1024,), 3)
+  s = _ints(jnp.uint8, (1024,), 4, 0, 40)
+  with pytest.raises(mg.InterpretError) as info:
+    shift8_runtime(x, s, interpret=True)
+  e = info.value
+  assert (e.lineno, e.col_offset) == (_line_of("# runtime amount"), 11)
+  assert str(e).splitlines()[0].endswith("a shift by an amount outside 0..31 (undefined on the GPU) [MG950]")
+  assert e.hint == ("clamp the amount and set the lanes it was out of range in: ml.where(s[...] < 32, x[...] <<"
+                    " ml.minimum(s[...], 31), 0) (0 there, as jnp gives)")
+  np.testing.assert_array_equal(shift8_runtime_fixed(x, s, interpret=True), x << s)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, d: x)
+def div8(x, d, o):
+  v = x[...]
+  n = d[...]
+  o[...] = v // n                # a zero divisor
+
+
+def test_8bit_zero_divisor_hint_names_the_users_operands():
+  """The hint named the 8-bit division's operands 'a' and 'd' (the values widened to 32 bits have no name),
+  where a 16-bit one names them v and n."""
+  x = _ints(jnp.uint8, (1024,), 5)
+  d = _ints(jnp.uint8, (1024,), 6, 0, 3)
+  with pytest.raises(mg.InterpretError) as info:
+    div8(x, d, interpret=True)
+  e = info.value
+  assert (e.lineno, e.col_offset) == (_line_of("# a zero divisor"), 11)
+  assert str(e).splitlines()[0].endswith("integer // by zero (undefined on the GPU) [MG950]")
+  assert e.hint.startswith("a divisor that can be 0 must be replaced where it is: ml.where(n == 0, 0, v //"
+                           " ml.where(n == 0, 1, n))")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [jnp.int8, jnp.uint8])
+def test_gpu_8bit_shifts(dtype):
+  x = _ints(dtype, (1024,), 7)
+  s = _ints(dtype, (1024,), 8, 0, 7)
+  for got, want in zip(shifts8(x, s), _shifts8_ref(x, s)):
+    np.testing.assert_array_equal(got, want)
+  xs, ss = x[:64], s[:64]
+  for got, want in zip(shifts8_scalar(xs, ss), (xs << ss, xs >> ss)):
+    np.testing.assert_array_equal(got, want)
+
+
+# ---------------------------------------------------------------- bit casts between widths, as lax's
+@mg.mgpu_kernel(out_shape=lambda x, *, dt: jax.eval_shape(lambda v: jax.lax.bitcast_convert_type(v, dt), x))
+def bitcast_to(x, o, *, dt: ml.constexpr):
+  o[...] = ml.bitcast(x[...], dt)
+
+
+def _bits_of(shape, dtype, seed):
+  words = _ints(jnp.uint32, shape, seed)
+  words = words & jnp.uint32(0xBFFFFFFF)       # no float NaNs or infinities in any split part's high byte
+  return jax.lax.bitcast_convert_type(words, jnp.float32).astype(dtype) if jnp.dtype(dtype).kind == "f" else \
+      jax.lax.bitcast_convert_type(words, jnp.int32).astype(dtype)
+
+
+def _same_bits(got, want):
+  as_bytes = lambda v: jax.lax.bitcast_convert_type(v, jnp.uint8)
+  np.testing.assert_array_equal(as_bytes(got), as_bytes(want))
+
+
+_RESIZED = [((8, 128), jnp.float32, jnp.uint16), ((1024,), jnp.float32, jnp.int8), ((8, 128), jnp.bfloat16, jnp.uint8),
+            ((1024,), jnp.int32, jnp.float8_e4m3fn), ((8, 128), jnp.uint32, jnp.float16)]
+
+
+@pytest.mark.parametrize("shape, src, dst", _RESIZED)
+def test_bitcast_between_widths_splits_and_joins_the_last_axis_as_lax(shape, src, dst):
+  """ml.bitcast (and the ml.bitcast that lax.bitcast_convert_type's hint writes) of another width was MG106
+  'widths differ', whose hint (bitcast between types of one width) did not say how to pack or unpack: it is
+  lax's now, a wider element split into a new last axis of its parts, lowest bits first, and back."""
+  x = _bits_of(shape, src, 9)
+  split = bitcast_to(x, dt=dst, interpret=True)
+  want = jax.lax.bitcast_convert_type(x, dst)
+  assert split.shape == want.shape and split.dtype == want.dtype
+  _same_bits(split, want)
+  joined = bitcast_to(want, dt=src, interpret=True)
+  assert joined.shape == x.shape and joined.dtype == x.dtype
+  _same_bits(joined, x)
+  assert "@mosaic_gpu" in _export(bitcast_to, S(x.shape, x.dtype), dt=dst)
+  assert "@mosaic_gpu" in _export(bitcast_to, S(want.shape, want.dtype), dt=src)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: jax.eval_shape(lambda v: jax.lax.bitcast_convert_type(v, jnp.uint16), x))
+def lax_split(x, o):
+  o[...] = jax.lax.bitcast_convert_type(x[...], jnp.uint16)      # lax in a kernel
+
+
+def test_lax_bitcast_convert_type_of_another_width_hint_works():
+  x = _bits_of((1024,), jnp.float32, 10)
+  with pytest.raises(mg.KernelTypeError) as info:
+    lax_split.check(S(x.shape, x.dtype))
+  e = info.value
+  assert (e.lineno, e.col_offset) == (_line_of("# lax in a kernel"), 11)
+  assert str(e).splitlines()[0].endswith("bitcast_convert_type cannot take a register tensor inside a kernel [MG003]")
+  assert e.hint == ("use ml.bitcast(x[...], jnp.uint16): the same bits as another dtype, as lax's (of another width"
+                    " too: a new last axis of parts, or the last axis joined)")
+  np.testing.assert_array_equal(bitcast_to(x, dt=jnp.uint16, interpret=True),
+                                jax.lax.bitcast_convert_type(x, jnp.uint16))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape[:-1] + (x.shape[-1] // 4,), jnp.float32))
+def join_flat(x, o):
+  o[...] = ml.bitcast(x[...], jnp.float32)      # a flat byte row
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape[:-1] + (x.shape[-1] // 4,), jnp.float32))
+def join_flat_fixed(x, o):
+  o[...] = ml.bitcast(x[...].reshape(8, 128, 4), jnp.float32)
+
+
+def test_bitcast_join_of_a_flat_last_axis_says_how_to_reshape_and_the_hint_works():
+  words = _bits_of((8, 128), jnp.float32, 11)
+  x = jax.lax.bitcast_convert_type(words, jnp.uint8).reshape(8, 512)
+  with pytest.raises(mg.ShapeMismatchError) as info:
+    join_flat.check(S(x.shape, x.dtype))
+  e = info.value
+  assert (e.lineno, e.col_offset) == (_line_of("# a flat byte row"), 11)
+  assert str(e).splitlines()[0].endswith(
+      "ml.bitcast from uint8 to float32 joins a last axis of 4 parts into one element, and x[...]'s last axis is"
+      " 512 [MG202]")
+  assert e.hint == "reshape it first: ml.bitcast(x[...].reshape(8, 128, 4), jnp.float32) joins each 4 neighbours"
+  np.testing.assert_array_equal(join_flat_fixed(x, interpret=True), words)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape, src, dst", _RESIZED)
+def test_gpu_bitcast_between_widths(shape, src, dst):
+  x = _bits_of(shape, src, 12)
+  want = jax.lax.bitcast_convert_type(x, dst)
+  _same_bits(bitcast_to(x, dt=dst), want)
+  _same_bits(bitcast_to(want, dt=src), x)
