@@ -220,3 +220,48 @@ def test_gpu_bitcast_between_widths(shape, src, dst):
   want = jax.lax.bitcast_convert_type(x, dst)
   _same_bits(bitcast_to(x, dt=dst), want)
   _same_bits(bitcast_to(want, dt=src), x)
+
+
+# ---------------------------------------------------------------- float functions of 8-bit integers
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, jnp.float32))
+def exp_of_bytes(x, o):
+  o[...] = ml.exp(x[...])      # an int8 tensor
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, jnp.float32))
+def exp_of_bytes_fixed(x, o):
+  o[...] = ml.exp(x[...].astype(jnp.float32))
+
+
+@mg.mgpu_kernel(out_shape=lambda x, y: S(x.shape, jnp.float32))
+def atan2_of_bytes(x, y, o):
+  o[...] = ml.atan2(x[...], y[...])      # two uint8 tensors
+
+
+@mg.mgpu_kernel(out_shape=lambda x, y: S(x.shape, jnp.float32))
+def atan2_of_bytes_fixed(x, y, o):
+  o[...] = ml.atan2(x[...].astype(jnp.float32), y[...].astype(jnp.float32))
+
+
+def test_float_function_of_8bit_integers_hints_a_float_conversion_that_works():
+  """ml.exp of an int8 tensor said 'no register arithmetic on 8-bit types' and hinted x.astype(jnp.int32)
+  (ml.exp of which is an error too); ml.atan2 of two uint8 tensors hinted atan2 of int32s cast back to uint8.
+  Both now say a float is needed and convert to float32, as jnp computes (jnp.exp of int8 is float32)."""
+  x = _ints(jnp.int8, (1024,), 13, -20, 20)
+  with pytest.raises(mg.UnsupportedDtypeError) as info:
+    exp_of_bytes.check(S(x.shape, x.dtype))
+  e = info.value
+  assert (e.lineno, e.col_offset) == (_line_of("# an int8 tensor"), 11)
+  assert str(e).splitlines()[0].endswith("ml.exp needs a floating-point operand, got int8 [MG106]")
+  assert e.hint == "convert first: x[...].astype(jnp.float32)"
+  np.testing.assert_allclose(exp_of_bytes_fixed(x, interpret=True), jnp.exp(x), rtol=1e-6)
+
+  a, b = _ints(jnp.uint8, (1024,), 14), _ints(jnp.uint8, (1024,), 15)
+  with pytest.raises(mg.UnsupportedDtypeError) as info:
+    atan2_of_bytes.check(S(a.shape, a.dtype), S(b.shape, b.dtype))
+  e = info.value
+  assert (e.lineno, e.col_offset) == (_line_of("# two uint8 tensors"), 11)
+  assert str(e).splitlines()[0].endswith("ml.atan2 needs a floating-point operand, got uint8 [MG106]")
+  assert e.hint == ("convert both first: ml.atan2(x[...].astype(jnp.float32), y[...].astype(jnp.float32)) (float32,"
+                    " as jnp computes)")
+  np.testing.assert_allclose(atan2_of_bytes_fixed(a, b, interpret=True), jnp.arctan2(a, b), rtol=1e-6)

@@ -208,13 +208,18 @@ def method_on(text: str) -> str:
   return text if isinstance(node, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)) else f"({text})"
 
 
+def _both(cx, what, pair, wide) -> str:
+  """`what` of both operands of `pair` converted to `wide`: `ml.atan2(a.astype(jnp.float32), ...)`, `(a + b)`."""
+  a, b = (f"{method_on(cx.named(v))}.astype(jnp.{wide})" for v in pair)
+  return f"{what}({a}, {b})" if what[:1].isalpha() else f"({a} {what} {b})"
+
+
 def _upcast_hint(cx, d, what, x, pair) -> str:
   wide = "int32" if d.is_int else "float16"
   if pair is None:
     return f"upcast first: {x}.astype(jnp.{wide}), compute, then cast back"
-  a, b = (f"{method_on(cx.named(v))}.astype(jnp.{wide})" for v in pair)   # both 8-bit: convert both (u8 + u8)
-  expr = f"{what}({a}, {b})" if what[:1].isalpha() else f"({a} {what} {b})"
-  return f"upcast both operands, compute, then cast back: {expr}.astype(jnp.{dtype_name(d)})"
+  # both 8-bit: convert both (u8 + u8)
+  return f"upcast both operands, compute, then cast back: {_both(cx, what, pair, wide)}.astype(jnp.{dtype_name(d)})"
 
 
 def check_dtype_support(cx, dtype, what, *, floats_only=False, ints_only=False, bitwise=False, x=None, pair=None):
@@ -229,13 +234,14 @@ def check_dtype_support(cx, dtype, what, *, floats_only=False, ints_only=False, 
   if ints_only and d.is_float and d.bits == 8:     # & on float8: the integer rule, not the 8-bit one
     raise E.UnsupportedDtypeError(f"{what} needs integer operands, got {d}", cx.loc,
                                   hint=f"on the bits: ml.bitcast({x}, jnp.uint8) (a uint8 result {what} works on)")
+  if floats_only and not d.is_float:     # (an int8 too: its 8-bit rule's int32 would not do)
+    raise E.UnsupportedDtypeError(f"{what} needs a floating-point operand, got {d}", cx.loc,
+                                  hint=f"convert first: {x}.astype(jnp.float32)" if pair is None else
+                                  f"convert both first: {_both(cx, what, pair, 'float32')} (float32, as jnp computes)")
   if d not in hw.ARITH_DTYPES and d != DType.bool_:
     raise E.UnsupportedDtypeError(
         f"{what} is not supported on {d}: Hopper has no register arithmetic on 8-bit types", cx.loc,
         hint=_upcast_hint(cx, d, what, x, pair))
-  if floats_only and not d.is_float:
-    raise E.UnsupportedDtypeError(f"{what} needs a floating-point operand, got {d}", cx.loc,
-                                  hint=f"convert first: {x}.astype(jnp.float32)")
   if ints_only and not (d.is_int or d == DType.bool_):
     bits = f"uint{d.bits}" if d.is_float else None     # x & 0x7FFFFFFF of a float: its bits, not its value
     raise E.UnsupportedDtypeError(f"{what} needs integer operands, got {d}", cx.loc,
