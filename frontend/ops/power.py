@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import errors as E
 from ..dtypes import DType
-from ..types import ScalarType, resolve
+from ..types import ScalarType, TensorType, resolve
 from .base import check_register_value, is_value
 from .elementwise import BinOp, Constant, UnOp, astype, binary, full_, unary
 from .elementwise_checks import check_dtype_support
@@ -41,6 +41,28 @@ def _int_power(cx, x, n: int):
   return binary(cx, BinOp.DIV, 1, acc) if neg else acc
 
 
+def _int_int_power(cx, x, n):
+  """x ** n of an integer run-time exponent n, as jnp.power computes it (its _pow_int_int): acc
+  starts at 0 where x == 0 and n != 0, else 1; six steps multiply it by x where bit k of n is set,
+  squaring x (wrapping in the dtype) between them. Only the exponent's low six bits count (larger
+  powers of a base other than 0 and +-1 wrap to 0 anyway), as in jnp: 3 ** -1 is 3 ** 63."""
+  from .elementwise import CmpOp, compare, where_
+  d = resolve(n.type.dtype)
+  if not is_value(x):
+    x = d.wrap(x)                         # a Python int base takes the exponent's type, as jnp's weak int
+  zero = compare(cx, CmpOp.NE, n, 0) if is_value(x) or x == 0 else None
+  if zero is not None and is_value(x):
+    zero = binary(cx, BinOp.AND, compare(cx, CmpOp.EQ, x, 0), zero)
+  acc = where_(cx, zero, 0, 1) if zero is not None else full_(cx, n.type.shape, 1, d, "**") \
+      if isinstance(n.type, TensorType) else _one(cx, n)
+  for k in range(6):
+    bit = compare(cx, CmpOp.NE, binary(cx, BinOp.AND, binary(cx, BinOp.SHR, n, k) if k else n, 1), 0)
+    acc = where_(cx, bit, binary(cx, BinOp.MUL, acc, x), acc)
+    if k < 5:
+      x = binary(cx, BinOp.MUL, x, x) if is_value(x) else d.wrap(x * x)
+  return acc
+
+
 def _as_weak_float(c, d) -> float:
   """The Python number `c` rounded to the float dtype `d` (to nearest, ties to even), as a weakly
   typed number meeting a `d` tensor is in jnp."""
@@ -59,6 +81,8 @@ def _number_base_power(cx, c, t, t_text):
   """c ** t for a Python number c > 0 and a float register value t: exp2(t * log2(c)), log2(c)
   computed in Python now; 16-bit floats compute in float32 and round once."""
   d = resolve(t.type.dtype)
+  if isinstance(d, DType) and d.is_int and isinstance(c, int) and not isinstance(c, bool):
+    return _int_int_power(cx, c, t)       # 3 ** n of integers: jnp's integer power
   if isinstance(d, DType) and not d.is_float:
     shown = f"({c!r})" if c < 0 else repr(c)
     if c == -1:
@@ -142,6 +166,8 @@ def power(cx, a, b, a_text="x", b_text="y"):
       b = astype(cx, b, DType.f32)         # jnp: a Python float ** an integer (or bool) value is float32
     return _number_base_power(cx, a, b, pb)
   d, e = resolve(a.type.dtype), resolve(b.type.dtype)
+  if isinstance(d, DType) and d.is_int and isinstance(e, DType) and e.is_int and d == e:
+    return _int_int_power(cx, a, b)       # x ** n of integers: jnp's integer power
   if isinstance(d, DType) and not d.is_float:
     raise E.UnsupportedDtypeError(
         f"{pa} ** {pb}: an exponent held in registers needs a floating-point base, got {d}", cx.loc,
