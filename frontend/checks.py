@@ -26,6 +26,7 @@ from . import errors as E
 from . import ir
 from .cluster_checks import check_clusters
 from .absint import UNKNOWN, GridEval, Window
+from .contraction import ContractionReads
 from .coverage import Boxes, describe, unique_rows
 from .mask_boxes import kept_boxes, store_mask
 from .overflow import sample_programs
@@ -51,6 +52,7 @@ _VERB = {A.REG_READ: "register read", A.REG_WRITE: "register write", A.MMA_READ:
 class Facts:
   """What the proofs learnt for later passes: the GMEM window starts of each TMA copy site."""
   tma_starts: dict = dataclasses.field(default_factory=dict)   # (loc, dim) -> np.ndarray or UNKNOWN
+  late: list = dataclasses.field(default_factory=list)         # mistakes to report when no other is found
 
 
 def check_kernel(kernel: ir.Kernel, defs: dict) -> tuple[list, Facts]:
@@ -61,6 +63,7 @@ def check_kernel(kernel: ir.Kernel, defs: dict) -> tuple[list, Facts]:
   mem.ev = ev
   if ev.run():
     errors += ev.overflows.errors + mem.errors + mem.coverage_errors() + mem.race_errors() + check_clusters(kernel)
+    mem.facts.late = mem.contraction.errors()     # after the window checks: a misplaced window comes first
   else:
     mem.facts.tma_starts.clear()
     errors += _sampled_errors(kernel)
@@ -161,6 +164,7 @@ class _Memory:
     self.alias_reads: dict = {}      # loc -> the aliased input a read of an updated output names
     self.smem_per_program: dict = {}  # SMEM root id -> Boxes over (program, *shape): what each may have written
     self.smem_uneven: set = set()     # SMEM roots some programs may write differently from others
+    self.contraction = ContractionReads(kernel)   # how far each input axis a dot sums over is read
 
   def bounds(self, acc):
     """Windows outside their buffer: each a mistake of one program, certain without the others."""
@@ -189,6 +193,7 @@ class _Memory:
 
   def __call__(self, acc):
     w, kind = acc.window, acc.kind
+    self.contraction(acc, READS)
     gmem_tma = w.root.type.space == Space.GMEM and kind in (A.TMA_READ, A.TMA_WRITE)
     if gmem_tma:
       self.record_starts(acc)

@@ -275,6 +275,8 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, bloc
                    lambda: check_mma_registers(kernel),
                    lambda: check_tiled_starts(kernel, em.defs, facts),
                    lambda: check_minor_starts(kernel, em.defs, facts))
+    if facts.late:           # (a k loop that stops short of K: frontend/contraction.py)
+      E.raise_all(facts.late)
     plan_scratch(kernel, em)
     end = pk.source.loc(pk.tree.body[-1])
     kernel.smem_plan = plan_smem(kernel, em.defs)

@@ -289,7 +289,7 @@ def test_dot_operand_overwritten_while_the_dot_runs_is_a_race():
     interp.run(kernel, [a, b], hit["out_specs"])
   assert e.value.lineno == line_of(matmul, "ml.copy(a.at")
   assert f":{line_of(matmul, 'ml.dot(')}:" in str(e.value)
-  a = rand((128, 64), jnp.float16)                 # one iteration: the result is read after the loop
+  a, b = rand((128, 64), jnp.float16), b[:64]      # one iteration: the result is read after the loop
   hit = matmul._compile((a, b), {})
   kernel = copy.deepcopy(hit["kernel"])
   loop = next(o for o in kernel.body.ops if isinstance(o, O.For))
