@@ -107,3 +107,44 @@ def runtime_comprehension_hint(tracer, comp, gen, start) -> str:
 
 
 _MISSING = object()
+
+
+_NO_EFFECT = ("REG_READ", "MMA_READ", "MMA_ISSUE")
+
+
+def dropped_value_error(tracer, node, value):
+  """An expression statement that computes a register value and drops it: `ml.dot(a_s, b_s, acc)`
+  (ml.dot returns acc + a @ b, it does not update acc: Triton's and Pallas's dots return theirs too),
+  `acc.astype(jnp.float16)`, `acc * scale`. The op that made it has no other effect, so the statement
+  does nothing and the kernel would go on with the old value. None where the statement is something
+  else (a helper's call, a bare name or read, an op that writes memory)."""
+  from . import ir
+  from .ops.base import is_value
+  expr = node.value
+  call = isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute)
+  if not (call or isinstance(expr, (ast.BinOp, ast.UnaryOp, ast.Compare))) or not is_value(value):
+    return None
+  if call:     # ml.dot(...), acc.astype(...): not a helper of the user's (utils.epilogue(acc, c) may store)
+    base = expr.func.value
+    held = (tracer.env.get(base.id, tracer.scope.get(base.id)) if isinstance(base, ast.Name) else None)
+    if not (is_value(held) or getattr(held, "__name__", "") in ("mgpu_dsl.language", "mgpu_dsl.frontend.language")):
+      return None
+  op = tracer.b.defining(value)
+  if op is None or op.regions or value not in op.results or any(
+      a.name not in _NO_EFFECT for _, a in ir.traits_of(op).effects(op)):
+    return None
+  from . import errors as E
+  text = tracer.text(expr)
+  fn = f"{tracer.text(expr.func)}" if call else None
+  acc = None
+  if call and fn.endswith("dot"):
+    acc = expr.args[2] if len(expr.args) > 2 else next((k.value for k in expr.keywords if k.arg == "acc"), None)
+  elif call and not expr.args[1:] and isinstance(expr.func.value, ast.Name):
+    acc = expr.func.value                         # acc.astype(jnp.float16): the name it converts
+  target = acc.id if isinstance(acc, ast.Name) else None
+  what = (f"{fn} returns acc + a @ b and does not update {target or 'acc'} in place" if call and fn.endswith("dot")
+          else f"{fn} returns a new value" if call else "the expression makes a new value")
+  return E.KernelTypeError(
+      f"the result of {text} is dropped: {what}, so this statement does nothing", tracer.loc(expr),
+      hint=f"assign it: {target} = {text}" if target else
+           f"assign it to a name and use that (y = {text}), or store it (out[...] = {text})")

@@ -229,9 +229,12 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
       return self.visit_AugAssign(ast.fix_missing_locations(ast.copy_location(aug, node)))
     self.expr_stmt = node        # (a helper that returns nothing may be called here: frontend/inline.py)
     try:
-      self.eval(node.value)
+      value = self.eval(node.value)
     finally:
       self.expr_stmt = None
+    from .stmt_hints import dropped_value_error
+    if (err := dropped_value_error(self, node, value)) is not None:
+      raise err
 
   def visit_Pass(self, node):
     pass
