@@ -449,6 +449,20 @@ def _result_window_hint(kernel, view, kinds, value) -> str:
           f" {'rows' if rows else 'columns'} with a mask: .store({y}, mask={keep})")
 
 
+def _run_time_start_hint(view, tile) -> str | None:
+  """A window of whole tiles of a tensor-core buffer whose start is known only at run time (a K step
+  `x_s.at[:, ml.ds(k * 64, 64)]` in a `range` loop): unrolled with ml.static_range, each trip's window is
+  static. None for other windows."""
+  inner = view.index[-2:]
+  if not any(isinstance(i.start, ir.Value) for i in inner) or any(
+      i.squeeze or i.size % t or isinstance(i.start, int) and i.start % t for i, t in zip(inner, tile)):
+    return None
+  return (f"the window's start is known only at run time, and a window of a tensor-core buffer must be static:"
+          f" step it with a loop of ml.static_range (for k in ml.static_range(n): ..., unrolled while compiling,"
+          f" so each trip's window is a static window of whole tiles), or copy each step's tile into a buffer of"
+          f" its own, {view.ref.name}_k = ml.smem({tuple(i.size for i in view.index if not i.squeeze)}), and pass that")
+
+
 def _check_tiled_views(kernel, defs) -> None:
   """Views of tiled buffers pick whole leading slices (pipeline stages); TMA copies and ml.dot
   may also take static windows of whole tiles (several pages filling one operand, a
@@ -481,7 +495,7 @@ def _check_tiled_views(kernel, defs) -> None:
           raise E.LayoutError(
               f"{o.result.name or 'this view'} slices the rows or columns of {o.ref.name}, which is tiled"
               f" for the tensor cores", o.loc,
-              hint=_stored_pieces_hint(kernel, defs, o) or
+              hint=_stored_pieces_hint(kernel, defs, o) or _run_time_start_hint(o, kernel.smem_layouts[o.ref.id].tile) or
               "index only the leading (stage) dimensions of a buffer ml.dot reads, or take static windows"
               " of whole tiles for ml.dot or ml.copy (rows a multiple of 8, columns of 128 bytes)")
         stored = _stored_value(kernel, o.ref)

@@ -133,7 +133,7 @@ def test_int8_dot_accumulating_in_float32_is_rejected():
   e = expect(int8_float_acc, [S((64, 128), I8), S((64, 128), I8)], mg.UnsupportedDtypeError,
              "ml.dot(a_s, b_s.T, ml.zeros((64, 64), jnp.float32))",
              "ml.dot accumulates int8 products in int32, not float32")
-  assert e.hint == "accumulate in jnp.int32: acc = ml.zeros((m, n), jnp.int32)"
+  assert e.hint == "accumulate in jnp.int32: acc = ml.zeros((64, 64), jnp.int32)"
 
 
 @mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[0]), jnp.float32))

@@ -384,6 +384,12 @@ def _unsupported_hint(d) -> str:
           " fuses into its producer): a TMA copy does not convert")
 
 
+def _acc_name(cx, acc) -> str:
+  """The accumulator's name as the kernel wrote it at the call (`part`), or `acc` for an expression."""
+  name = cx.named(acc, "acc")
+  return name if name.isidentifier() else "acc"
+
+
 def _small_m_hint(cx, a, b, m, d) -> str:
   """m not a multiple of 64, often a small batch (decode, M = 1..64): a 64-row tile that TMA fills
   with zeros past the data's last row, or the operands swapped so the few rows are n. A register A
@@ -403,10 +409,11 @@ def _small_m_hint(cx, a, b, m, d) -> str:
     return (f"pad A with zero rows in registers to {rows}, and keep the first {m} rows of the product:"
             f" ml.dot(ml.concatenate([{at}, {zeros}], axis=0),"
             f" {bt})[:{m}] (with an accumulator, pad it the same way and carry the {rows}-row product)")
-  an, bn = _read(a)[0].removesuffix("[...]"), _read(b)[0].removesuffix("[...]")
+  an, bn = cx.named(a, _read(a)[0].removesuffix("[...]")), cx.named(b, _read(b)[0].removesuffix("[...]"))
+  buf = _root(cx, a).name if is_value(a) and isinstance(a.type, RefType) else None    # a window's buffer
   tile = -(-m // hw.MMA_M) * hw.MMA_M          # the tile that holds the m rows (96 rows: 128, not 64)
   rows = f"fewer rows of data, a {m}-row batch" if m < hw.MMA_M else f"{m} rows of data"
-  fix = (f"use a tile of 64, 128, ... rows; for {rows}, give {an} {tile} rows and copy"
+  fix = (f"use a tile of 64, 128, ... rows; for {rows}, give {buf or an} {tile} rows and copy"
          f" a {tile}-row window into it (TMA reads zeros past the array's last row), then store the rows that exist"
          f" with a mask (rows < m)")
   if is_value(a) and isinstance(a.type, RefType) and not a.type.transposed and m % hw.MMA_N_STEP == 0 and (
@@ -553,11 +560,12 @@ def dot(cx, a, b, acc=None, *, out_dtype=None, input_precision=None, allow_tf32=
     if acc.type.shape != (m, n):
       raise E.ShapeMismatchError(
           f"ml.dot's acc has shape {acc.type.shape}, but {a.name} @ {b.name} is {(m, n)}", loc,
-          hint=f"accumulate in an ({m}, {n}) tensor")
+          hint=f"accumulate in a ({m}, {n}) tensor: {_acc_name(cx, acc)} = ml.zeros(({m}, {n}),"
+               f" jnp.{dtype_name(acc.type.dtype)})")
     acc_dtype = resolve(acc.type.dtype)
     if isinstance(acc_dtype, DType) and acc_dtype not in ok:
       raise E.UnsupportedDtypeError(
           f"ml.dot accumulates {d} products in {' or '.join(map(str, ok))}, not {acc_dtype}", loc,
-          hint=f"accumulate in jnp.{ok[0]}: acc = ml.zeros((m, n), jnp.{ok[0]})")
+          hint=f"accumulate in jnp.{ok[0]}: {_acc_name(cx, acc)} = ml.zeros(({m}, {n}), jnp.{ok[0]})")
   t = TensorType((m, n), acc_dtype, Layout.WGMMA)
   return cx.b.emit(Dot, a, b, acc, loc=loc, types=[t], names=[cx.name]).result
