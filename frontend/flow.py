@@ -120,8 +120,9 @@ def trace_for(tracer, node: ast.For):
   plain = None if may_load(tracer, node.body) else \
       f"for {node.target.id} in {tracer.text(ast.Call(func=it.func, args=it.args, keywords=[]))}"
   stages, specialize, pingpong = ctl.range_options(it.keywords, tracer.eval, tracer.loc, tracer.loc(it), plain)
-  if (stages > 1 or specialize or pingpong) and node is not written:
-    jumps.pipelined_continue(tracer, written)
+  if (stages > 1 or specialize or pingpong) and node is not written and (
+      hoisted := jumps.pipelined_continue(tracer, written)) is not None:
+    return trace_for(tracer, hoisted)       # its loads moved up before the continue
   args = tracer.eval_spread(it.args)
   if not 1 <= len(args) <= 3:
     raise E.KernelTypeError(f"range takes 1 to 3 arguments, got {len(args)}", tracer.loc(it),

@@ -102,8 +102,45 @@ def _copies_after_continue(stmts):
   return None
 
 
-def pipelined_continue(tracer, node) -> None:
-  """A pipelined loop's loads stay at its top level: a continue before one is MG001."""
+def _is_copy(st) -> bool:
+  """Whether statement `st` is a bare `ml.copy(src, dst)` (or `copy(...)`) call."""
+  f = st.value.func if isinstance(st, ast.Expr) and isinstance(st.value, ast.Call) else None
+  return (isinstance(f, ast.Attribute) and f.attr == "copy" or isinstance(f, ast.Name) and f.id == "copy") \
+      and len(st.value.args) >= 2
+
+
+def _hoisted_loads(node):
+  """The pipelined loop `node` with the `ml.copy` loads its body makes at the top level after a statement
+  that holds a continue moved up before that statement (`if skip[k]: continue`, then the loads): the loads
+  issue on every trip anyway, ahead of the body, so a skipped trip's load is made and not read. Each load
+  keeps its place among the others; None where one cannot move: a statement it passes assigns a name the
+  load reads, or touches its destination (reads the buffer the load fills), or a load sits deeper."""
+  from .env import assigned_names
+  body = node.body
+  k = next(i for i, st in enumerate(body) if holds([st], (ast.Continue,)))
+  tail, moved, passed = body[k:], [], []
+  for st in tail:
+    if not _is_copy(st):
+      if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "copy" for n in ast.walk(st)):
+        return None
+      passed.append(st)
+      continue
+    reads = {n.id for n in ast.walk(st) if isinstance(n, ast.Name)} - {"ml"}
+    dst = {n.id for n in ast.walk(st.value.args[1]) if isinstance(n, ast.Name)} - {"ml"}
+    touched = {n.id for p in passed for n in ast.walk(p) if isinstance(n, ast.Name)}
+    if reads & set(assigned_names(passed)) or dst & touched:
+      return None
+    moved.append(st)
+  new = copy.copy(node)
+  new.body = body[:k] + moved + passed
+  return new
+
+
+def pipelined_continue(tracer, node):
+  """A pipelined loop's loads stay at its top level: where a continue comes before them, the loop with
+  the loads moved up before it (_hoisted_loads), or MG001 where they cannot move."""
+  if _copies_after_continue(node.body) is not None and (hoisted := _hoisted_loads(node)) is not None:
+    return hoisted
   if (at := _copies_after_continue(node.body)) is not None:
     from . import errors as E
     raise E.UnsupportedSyntaxError(

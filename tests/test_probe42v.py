@@ -533,3 +533,90 @@ def test_a_list_a_run_time_loop_grows_is_hinted_to_store_each_value():
   want = np.zeros(64, np.float32)
   want[:3] = np.arange(3) * 2
   np.testing.assert_array_equal(np.asarray(doubled_stored(x, jnp.int32(3), interpret=True)), want)
+
+
+# ---------------------------------------------------------------- a continue before a pipelined loop's loads
+@mg.mgpu_kernel(out_shape=lambda pages, bt: S((bt.shape[0], 16, pages.shape[2]), F32),
+                grid=lambda pages, bt: (bt.shape[0],))
+def pages_skipping_holes(pages, bt, out):
+  """A block table's -1 entries skipped before the page's load: the load moves up (a skipped trip loads
+  the window at page -1, zeros, and drops it)."""
+  b = ml.program_id(0)
+  buf = ml.smem((16, pages.shape[2]))
+  acc = ml.zeros((16, pages.shape[2]), F32)
+  for j in ml.range(bt.shape[1], stages=2):
+    if bt[b, j] < 0:
+      continue
+    ml.copy(pages.at[bt[b, j]], buf)
+    acc = acc + buf[...]
+  out.at[b][...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda x, skip, n: S((64, x.shape[1]), F32), grid=(1,))
+def pairs_skipping(x, skip, n, out):
+  """Two loads, each after its own continue."""
+  b1 = ml.smem((64, x.shape[1]))
+  b2 = ml.smem((64, x.shape[1]))
+  acc = ml.zeros((64, x.shape[1]), F32)
+  for k in ml.range(n[...] - 1, stages=3):
+    if skip[k] != 0:
+      continue
+    ml.copy(x.at[ml.ds(k * 64, 64)], b1)
+    if skip[k + 1] != 0:
+      continue
+    ml.copy(x.at[ml.ds((k + 1) * 64, 64)], b2)
+    acc = acc + b1[...] - b2[...]
+  out[...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda x, skip, n: S((64, x.shape[1]), F32), grid=(1,))
+def skip_reads_the_buffer(x, skip, n, out):
+  buf = ml.smem((64, x.shape[1]))
+  acc = ml.zeros((64, x.shape[1]), F32)
+  for k in ml.range(n[...], stages=2):
+    if skip[k] != 0:
+      acc = acc + buf[...]                          # the last trip's tile: the load cannot move above it
+      continue
+    ml.copy(x.at[ml.ds(k * 64, 64)], buf)
+    acc = acc + buf[...]
+  out[...] = acc
+
+
+def _pages_data():
+  rng = np.random.default_rng(9)
+  pages = rng.standard_normal((10, 16, 128)).astype(np.float32)
+  bt = np.array([[0, -1, 3, 4], [-1, -1, -1, -1], [9, 8, -1, 1]], np.int32)
+  want = np.stack([sum((pages[p] for p in row if p >= 0), np.zeros((16, 128), np.float32)) for row in bt])
+  return pages, bt, want
+
+
+def _pairs_data():
+  x = np.random.default_rng(10).standard_normal((64 * 9, 128)).astype(np.float32)
+  skip = np.array([0, 1, 0, 0, 1, 1, 0, 1, 0], np.int32)
+  want = sum(x[k * 64:(k + 1) * 64] - x[(k + 1) * 64:(k + 2) * 64] for k in range(8) if not skip[k] and not skip[k + 1])
+  return x, skip, want
+
+
+def test_a_continue_before_a_pipelined_loops_loads_moves_them_up():
+  pages, bt, want = _pages_data()
+  got = pages_skipping_holes(jnp.asarray(pages), jnp.asarray(bt), interpret=True)
+  np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5, atol=1e-5)
+  x, skip, want = _pairs_data()
+  got = pairs_skipping(jnp.asarray(x), jnp.asarray(skip), jnp.int32(9), interpret=True)
+  np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5, atol=1e-5)
+  assert "@mosaic_gpu" in _export(pages_skipping_holes, S(pages.shape, F32), S(bt.shape, I32))
+  assert "@mosaic_gpu" in _export(pairs_skipping, S(x.shape, F32), S(skip.shape, I32), S((), I32))
+  e = _raises(skip_reads_the_buffer, jnp.asarray(x), jnp.asarray(skip), jnp.int32(9))
+  assert isinstance(e, mg.UnsupportedSyntaxError) and e.code == "MG001"
+  assert (e.lineno, e.col_offset) == (_line_of("acc = acc + buf[...]                          # the last") + 1, 6)
+  assert "continue before the loads of a pipelined loop is not supported in a kernel" in str(e)
+
+
+@pytest.mark.gpu
+def test_gpu_a_continue_before_a_pipelined_loops_loads():
+  pages, bt, want = _pages_data()
+  np.testing.assert_allclose(np.asarray(pages_skipping_holes(jnp.asarray(pages), jnp.asarray(bt))), want,
+                             rtol=1e-5, atol=1e-5)
+  x, skip, want = _pairs_data()
+  np.testing.assert_allclose(np.asarray(pairs_skipping(jnp.asarray(x), jnp.asarray(skip), jnp.int32(9))), want,
+                             rtol=1e-5, atol=1e-5)
