@@ -210,6 +210,11 @@ def rewritten_iter(tracer, node):
   range is `for i in range(a, n, s): k = (i - a) // s + c` (see _enumerated_range). None for any other iterator."""
   import copy
   it = node.iter
+  if (isinstance(it, ast.Call) and len(it.args) >= 1 and isinstance(it.args[0], ast.IfExp)
+          and tracer.eval(it.func) in (enumerate, reversed)):      # enumerate(A if c else B): each path's
+    pick = it.args[0]
+    wrap = [ast.copy_location(ast.Call(it.func, [b, *it.args[1:]], it.keywords), it) for b in (pick.body, pick.orelse)]
+    it = ast.copy_location(ast.IfExp(test=pick.test, body=wrap[0], orelse=wrap[1]), it)
 
   def loop(over, body=node.body, orelse=node.orelse):
     new = ast.For(target=copy.deepcopy(node.target), iter=over, body=body, orelse=orelse, type_comment=None)

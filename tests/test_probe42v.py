@@ -288,6 +288,15 @@ def loop_over_reversed_slice(x, n, out):
   out[...] = s
 
 
+@mg.mgpu_kernel(out_shape=lambda x, n, m: S((), F32), grid=(1,))
+def positions_over_chosen_range(x, n, m, out):
+  """enumerate of the chosen range: each path's enumerate."""
+  t = 0.0
+  for k, i in enumerate(range(n[...]) if m[...] > 0 else range(3, 6)):
+    t += x[i] * k
+  out[...] = t
+
+
 def _fold(xs, order, stop=None):
   s, i = 0.0, -1
   for i in order:
@@ -306,6 +315,10 @@ def test_a_loop_over_a_chosen_or_reversed_range():
     np.testing.assert_allclose(got, [s, i], rtol=1e-6)
   got = loop_over_static_choice(x, jnp.int32(6), interpret=True)
   np.testing.assert_allclose(float(got), _fold(xs, range(6))[0], rtol=1e-6)
+  for n, m in ((5, 1), (5, 0)):
+    got = positions_over_chosen_range(x, jnp.int32(n), jnp.int32(m), interpret=True)
+    want = sum(xs[i] * k for k, i in enumerate(range(n) if m > 0 else range(3, 6)))
+    np.testing.assert_allclose(float(got), want, rtol=1e-6)
   for n in (0, 3, 30):
     got = loop_over_reversed_slice(x, jnp.int32(n), interpret=True)
     np.testing.assert_allclose(float(got), _fold(xs, range(2, n)[::-1], stop=1.5)[0], rtol=1e-6)
