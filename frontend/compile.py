@@ -19,6 +19,7 @@ from . import jumps
 from . import language as L
 from .builder import Builder
 from .checks import check_kernel
+from .contraction import empty_loop_errors
 from .mma_registers import check_mma_registers
 from .tma_starts import check_minor_starts, check_tiled_starts
 from .dtypes import DType, to_dtype
@@ -275,8 +276,9 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, bloc
                    lambda: check_mma_registers(kernel),
                    lambda: check_tiled_starts(kernel, em.defs, facts),
                    lambda: check_minor_starts(kernel, em.defs, facts))
-    if facts.late:           # (a k loop that stops short of K: frontend/contraction.py)
-      E.raise_all(facts.late)
+    late = facts.late + empty_loop_errors(kernel, getattr(em, "empty_dot_loops", []))
+    if late:                 # (a k loop that stops short of K, or runs no trips: frontend/contraction.py)
+      E.raise_all(late)
     plan_scratch(kernel, em)
     end = pk.source.loc(pk.tree.body[-1])
     kernel.smem_plan = plan_smem(kernel, em.defs)

@@ -8,9 +8,11 @@ the rows of B, swapped for a `buf.T` view) through the TMA copies that fill that
 array's dimension (or through a register tile read from the input and stored into that buffer, or
 passed as a register A). Only reads of inputs count, and only when every read of that input is known while
 compiling: a run-time trip count (`ml.range(n[...])`, a KV cache's length) or start leaves it alone.
-(A K below one step, `K // bk` = 0 trips of a static loop, is not seen: the loop is dropped while tracing.)
+(A K below one step, `K // bk` = 0 trips of a static loop, is dropped while tracing: empty_dot_loop.)
 """
 from __future__ import annotations
+
+import ast
 
 import numpy as np
 
@@ -141,3 +143,35 @@ class ContractionReads:
                   f"read the last step's window with a mask that keeps {name}'s {along} below {size} and other=0"
                   f" (zeros add nothing to the product), {name}.at[...].load(mask=..., other=0)")))
     return out
+
+
+def empty_dot_loop(tracer, node, it) -> None:
+  """A static loop of no trips, `range(K // bk)` with 0 < K < bk, whose body calls ml.dot: the loop is
+  dropped while tracing, so the reads above never see it. Recorded (with the names its body uses) for
+  empty_loop_errors, which reports it where an input it names is read nowhere else."""
+  stop = it.args[0] if len(it.args) == 1 else None
+  if not (isinstance(stop, ast.BinOp) and isinstance(stop.op, ast.FloorDiv)) or not any(
+      isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "dot" for n in ast.walk(node)):
+    return
+  try:
+    x, y = tracer.eval(stop.left), tracer.eval(stop.right)
+  except E.KernelError:
+    return
+  if isinstance(x, int) and isinstance(y, int) and 0 < x < y:
+    names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+    tracer.b.empty_dot_loops = getattr(tracer.b, "empty_dot_loops", []) + [(tracer.loc(it), tracer.text(stop), x, y, names)]
+
+
+def empty_loop_errors(kernel, records) -> list:
+  """The loops empty_dot_loop recorded whose inputs nothing else in the kernel reads."""
+  used = {v.id for o in ir.walk(kernel.body) for v in o.operands() if isinstance(v, ir.Value)}
+  out = []
+  for loc, text, x, y, names in records:
+    unread = [p.name for p in kernel.inputs if p.name in names and p.value.id not in used]
+    if unread:
+      out.append(E.MmaOperandError(
+          f"this loop runs no trips ({text} = {x} // {y} = 0), so its ml.dot never runs and {' and '.join(unread)}"
+          f" {'is' if len(unread) == 1 else 'are'} never read: the product would leave out all {x} of its terms", loc,
+          hint=f"loop over ml.cdiv({text.replace(' // ', ', ')}) steps (ml.cdiv(K, bk) rather than K // bk): one step"
+               f" here, whose copies read zeros past the arrays' ends, which add nothing to the product"))
+  return out

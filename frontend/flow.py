@@ -11,7 +11,7 @@ import copy
 import math
 
 from . import errors as E
-from . import ir, jumps, small_carries
+from . import contraction, ir, jumps, small_carries
 from .assign import DICT_VIEWS, holds_value
 from .loop_bounds import check_static_bounds, check_while_ends, check_wrapped_range, may_load
 from .builder import Call
@@ -194,6 +194,7 @@ def trace_for(tracer, node: ast.For):
     tracer.b.empty_loop_names = names | {n.id for st in node.body for n in ast.walk(st)   # are not
                                          if isinstance(n, ast.Name)}                      # "never used"
     tracer.b.empty_loop_atomics = {**getattr(tracer.b, "empty_loop_atomics", {}), **atomic_targets(node.body)}
+    contraction.empty_dot_loop(tracer, node, it)
     return        # empty (a run-time step is still emitted: interpret mode checks it is positive)
   if stages == 1 and not specialize and not pingpong:
     first = ew.constant(Call(tracer.b, loc), start, counter) if isinstance(start, int) else start

@@ -1,6 +1,6 @@
 """Probe 42x (matmul-family kernels a user ports first): a dot whose k loop stops short of the inputs' end
 (`K // bk` trips over a K that bk does not divide) dropped the last products silently: MG501 at the copy,
-with the ml.cdiv loop as the hint; a statement that computes a value and drops it (`ml.dot(a_s, b_s, acc)`
+with the ml.cdiv loop as the hint (and at the loop for a K below one step, 0 trips); a statement that computes a value and drops it (`ml.dot(a_s, b_s, acc)`
 without `acc =`, as if the dot updated acc in place) did nothing silently: MG003 with the assignment as the
 hint; the small-m hint named a window of a buffer "v" and the accumulator-dtype hint wrote `(m, n)`."""
 import types
@@ -59,6 +59,18 @@ def _matmul(k_steps):
 
 
 floor_steps = _matmul(lambda k: k // 64)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[1]), F32), grid=lambda a, b: (a.shape[0] // 64,))
+def no_trips(a, b, c):
+  i = ml.program_id(0)
+  a_s, b_s = ml.smem((64, 64)), ml.smem((64, b.shape[1]))
+  acc = ml.zeros((64, b.shape[1]), jnp.float32)
+  for k in ml.range(a.shape[1] // 64, stages=2):                # the k loop of no trips
+    ml.copy(a.at[ml.ds(i * 64, 64), ml.ds(k * 64, 64)], a_s)
+    ml.copy(b.at[ml.ds(k * 64, 64)], b_s)
+    acc = ml.dot(a_s, b_s, acc)
+  c.at[ml.ds(i * 64, 64)][...] = acc
 cdiv_steps = _matmul(lambda k: ml.cdiv(k, 64))
 
 
@@ -148,6 +160,16 @@ def test_a_k_loop_that_stops_short_of_k_is_reported_at_the_copy():
   np.testing.assert_allclose(run_time_steps(a, b, n, interpret=True), _dot(a[:, :128], b[:128]), rtol=1e-5, atol=1e-5)
   run_time_steps.check(S(a.shape, F16), S(b.shape, F16), S((), jnp.int32))
   floor_steps.check(S(a.shape, F16), S((256, 128), F16))         # K a multiple of 64: nothing left out
+  # K below one step: the loop of 32 // 64 = 0 trips is dropped, and a and b are read nowhere else
+  a, b = _rand((128, 32), 11, F16), _rand((32, 64), 12, F16)
+  with pytest.raises(mg.MmaOperandError) as e:
+    no_trips.check(S(a.shape, F16), S(b.shape, F16))
+  assert (e.value.lineno, e.value.col_offset) == (_line_of("# the k loop of no trips"), _col_of("ml.range(a.shape[1] // 64"))
+  assert e.value.message == ("this loop runs no trips (a.shape[1] // 64 = 32 // 64 = 0), so its ml.dot never runs and a"
+                             " and b are never read: the product would leave out all 32 of its terms")
+  assert e.value.hint.startswith("loop over ml.cdiv(a.shape[1], 64) steps")
+  np.testing.assert_allclose(cdiv_steps(a, b, interpret=True), _dot(a, b), rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(main_then_tail(a, b, interpret=True), _dot(a, b), rtol=1e-5, atol=1e-5)   # (read after it)
   np.testing.assert_allclose(valid_prefix(a, b, k=128, interpret=True), _dot(a[:, :128], b[:128]), rtol=1e-5, atol=1e-5)
 
 
