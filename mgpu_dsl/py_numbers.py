@@ -33,14 +33,17 @@ def compiled(kernel, given, constexprs, **kw) -> tuple[dict, tuple]:
   `given`, Python numbers for 0-d inputs made arrays (`as_arrays`; ml.scalar numbers by _scalar_args,
   after, so a float made a float64 array with jax_enable_x64 is float32 there too). When a number made
   an array fails to compile, the call as given fails its signature check instead where it does (a number
-  passed for an array the kernel slices, or in an output's place: that error names the number)."""
+  passed for an array the kernel slices, or in an output's place: that error names the number), unless the
+  mistake is elsewhere: an error whose underlined code names none of those inputs is the kernel's own (it
+  was always MG006 "kernel inputs are arrays", `ml.exp` of an int in a kernel called as k(x, 2.0) too)."""
   from .frontend import errors as E
   args, converted = as_arrays(given, kernel.parsed.scalar_positions(), kernel._input_bounds(kernel.parsed))
   args = kernel._scalar_args(args)
   try:
     return kernel._compile(args, constexprs, **kw), args
   except E.KernelError as e:
-    if not converted or isinstance(e, E.InternalError):
+    if not converted or isinstance(e, E.InternalError) or not _names_any(e, [kernel.parsed.ref_params[p]
+                                                                              for p in converted]):
       raise
     try:
       kernel._specialise(kernel._scalar_args(given), constexprs, allow_empty=True)
@@ -63,3 +66,19 @@ def narrowed(a, dtype, weak: bool):
     except (ImportError, AttributeError, TypeError):      # (a jax without it: plain, as before)
       pass
   return jax.lax.convert_element_type(a, dtype)
+
+
+def _names_any(e, names) -> bool:
+  """Whether the code a kernel error (or one of the others found with it) underlines names one of `names` (the
+  inputs given as Python numbers), or the error is about the call itself (not at a line of the kernel's body)."""
+  import re
+  from .frontend import errors as E
+  for err in getattr(e, "errors", None) or [e]:
+    loc = err.loc
+    line = getattr(loc, "source_line", None) or ""
+    if isinstance(err, E.SignatureError) or not line:
+      return True
+    end = loc.end_col_offset if loc.end_lineno == loc.lineno and loc.end_col_offset else len(line)
+    if any(re.search(rf"\b{re.escape(n)}\b", line[loc.col_offset:end]) for n in names):
+      return True
+  return False

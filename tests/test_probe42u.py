@@ -248,6 +248,24 @@ def test_a_python_number_for_a_0d_input_keeps_the_tiles_dtype_as_jnp_does():
     scale_input.check(S((256,), F16), S((), F32))
 
 
+@mg.mgpu_kernel(out_shape=lambda x, s: x, grid=(1,))
+def scaled_with_a_mistake(x, s, out):
+  out[...] = x[...] * s[...] + ml.exp(x[...].astype(jnp.int32))
+
+
+def test_a_mistake_elsewhere_in_a_kernel_given_a_python_number_is_reported_as_itself():
+  """Called with a Python number for s, every mistake of the kernel was MG006 'kernel inputs are arrays'."""
+  for call in (lambda: scaled_with_a_mistake(jnp.ones(256, F32), 2.0, interpret=True),
+               lambda: scaled_with_a_mistake.check(S((256,), F32), 2.0)):
+    with pytest.raises(mg.KernelError) as info:
+      call()
+    e = info.value
+    assert type(e) is mg.UnsupportedDtypeError, e.render()
+    assert e.message == "ml.exp needs a floating-point operand, got int32"
+    line = e.loc.source_line
+    assert e.col_offset == line.index("ml.exp(")
+
+
 def test_a_python_int_for_a_0d_input_with_x64_keeps_an_int32_tile_int32():
   """With jax_enable_x64 a Python int is a weak int64: `x[...] + s[...]` was MG104 (int32 and int64)."""
   x = jnp.arange(256, dtype=jnp.int32)
@@ -354,7 +372,7 @@ def test_triton_launch_inside_an_expression_is_underlined_at_the_subscript():
   with pytest.raises(mg.SignatureError) as info:
     jnp.sum(doubled[(2,)](x), axis=0) + 1
   e = info.value
-  line = open(__file__).read().splitlines()[e.lineno - 1]
+  line = e.loc.source_line
   assert (e.col_offset, e.end_col_offset) == (line.index("doubled[(2,)]"), line.index("doubled[(2,)]") + 13)
   assert e.message.startswith("doubled[(2,)]: an mgpu_dsl kernel takes no grid at the call")
 
