@@ -194,10 +194,10 @@ def test_scans_of_masked_tails_along_every_axis_match_jnp(block, axis, r, c, m):
     np.testing.assert_allclose(np.asarray(g, np.float64), np.asarray(w, np.float64), rtol=1e-4, atol=1e-3)
 
 
-def test_the_statistics_and_scans_build_for_cuda_at_every_block():
-  for block in (128, 256, 384):
-    _export(STATS[block], S((300, 128), F32), R=256)
-    _export(SCANS[block], S((500, 128), F32), R=384, axis=0)
+@pytest.mark.parametrize("block", [128, 256, 384])     # (one test a block: about 15 s each, spread over the workers)
+def test_the_statistics_and_scans_build_for_cuda_at_every_block(block):
+  _export(STATS[block], S((300, 128), F32), R=256)
+  _export(SCANS[block], S((500, 128), F32), R=384, axis=0)
 
 
 @pytest.mark.gpu
