@@ -49,7 +49,7 @@ step() {
     # the thirty-second session: the backward's blocks in chunks across heads (bwd_lpt), the padded head_dim 48-112
     attn_bwd_lpt) python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_attention.py -k "chunks or partial_last" && python3 -u benchmarks/attn_bwd_order.py --lpt ;;
     # the thirty-second session's merged probes 42u-x and the files their fixes touched; the chunked backward at 16384
-    gpu_s32)     python3 -u benchmarks/gpu_shards.py --shards 8 --timeout 300 tests/test_probe42u.py tests/test_probe42v.py tests/test_probe42w.py tests/test_probe42x.py tests/test_probe38g.py tests/test_matmul_fp8.py tests/test_scatter.py tests/test_scatter_set.py ;;
+    gpu_s32)     python3 -u benchmarks/gpu_shards.py --shards 8 --timeout 300 tests/test_probe42u.py tests/test_probe42v.py tests/test_probe42v2.py tests/test_probe42w.py tests/test_probe42x.py tests/test_probe38g.py tests/test_matmul_fp8.py tests/test_scatter.py tests/test_scatter_set.py ;;
     attn_lpt16k) python3 -u benchmarks/attn_bwd_order.py --lpt --seq 16384 ;;
     gpu_s31)     python3 -u benchmarks/gpu_shards.py --shards 8 --timeout 300 tests/test_probe41q.py tests/test_probe41r.py tests/test_probe41s.py tests/test_probe41t.py tests/test_gather.py tests/test_reductions.py tests/test_stats.py tests/test_calling.py ;;
     gpu_s30b)    python3 -u benchmarks/gpu_shards.py --shards 10 --timeout 240 $(ls tests/test_probe40*.py) tests/test_run_offsets.py tests/test_gather.py tests/test_reductions.py tests/test_stats.py;
