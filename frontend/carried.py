@@ -118,6 +118,13 @@ def _sentinel_uses(n, stmts):
   return tests, kind
 
 
+def extreme_text(d, low: bool) -> str:
+  """The lowest (`low`) or highest value of dtype `d` as a user writes it: where a running max (min) starts."""
+  if d.is_float:
+    return f"float('{'-' if low else ''}inf')"
+  return f"jnp.iinfo(jnp.{dtype_name(d)}).{'min' if low else 'max'}"
+
+
 def none_start_hint(n, v, stmts, where: str) -> str:
   """The hint for `n = None` before a loop or if (`where`) whose body (`stmts`) makes `n` the value
   `v`. Python's sentinel, `if best is None or v > best:`, is decided while tracing (a value is never
@@ -133,8 +140,7 @@ def none_start_hint(n, v, stmts, where: str) -> str:
           f" so the first trip's test is the comparison")
   if kind is not None and d != DType.bool_ and (d.is_float or d.is_int):
     low = kind == "max"
-    value = ((f"float('{'-' if low else ''}inf')") if d.is_float else
-             f"jnp.iinfo(jnp.{dtype_name(d)}).{'min' if low else 'max'}")
+    value = extreme_text(d, low)
     if isinstance(t, TensorType):
       value = f"ml.full({tuple(t.shape)!r}, {value}, jnp.{dtype_name(d)})"
     return (f"start it as {n} = {value} before {where}, the {'lowest' if low else 'highest'} {dtype_name(d)}, which the"

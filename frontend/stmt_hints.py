@@ -64,15 +64,15 @@ _FOLDS = {"sum": "{a} + {e}", "max": "ml.maximum({a}, {e})", "min": "ml.minimum(
 
 def _fold_start(fold, kind) -> str:
   """What a run-time loop folding elements of `kind` (a ScalarType, None where unknown) with `fold` starts at."""
-  from .types import DType, ScalarType, dtype_name
+  from .carried import extreme_text
+  from .types import DType, ScalarType
   d = kind.dtype if isinstance(kind, ScalarType) else None
   if fold in ("any", "all"):
     return "False" if fold == "any" else "True"
-  if d is not None and d.is_int and d != DType.bool_:
-    if fold == "sum":
-      return "0"
-    return f"jnp.iinfo(jnp.{dtype_name(d)}).{'min' if fold == 'max' else 'max'}"
-  return {"sum": "0.0", "max": "float('-inf')", "min": "float('inf')"}[fold]
+  integer = d is not None and d.is_int and d != DType.bool_
+  if fold == "sum":
+    return "0" if integer else "0.0"
+  return extreme_text(d if integer else DType.f32, fold == "max")
 
 
 def runtime_comprehension_hint(tracer, comp, gen, start) -> str:
