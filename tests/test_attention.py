@@ -23,13 +23,19 @@ TWO_KERNELS = ex.Config(bq=128, bkv=64, stages=2, fused_bwd=False, dkv_bq=64, dk
 
 
 def inputs(shape, kv_heads, dtype, scale=1.0, seed=0):
+  # numpy's generator and casts: no XLA program to compile for each shape (the CI has two cores)
   b, s, h, d = shape
-  kq, kk, kv, kd = jax.random.split(jax.random.key(seed), 4)
-  q = (jax.random.normal(kq, shape, jnp.float32) * scale).astype(dtype)
-  k = (jax.random.normal(kk, (b, s, kv_heads, d), jnp.float32) * scale).astype(dtype)
-  v = jax.random.normal(kv, (b, s, kv_heads, d), jnp.float32).astype(dtype)
-  do = jax.random.normal(kd, shape, jnp.float32).astype(dtype)
+  rng = np.random.default_rng(seed)
+  normal = lambda shp, sc=1.0: jnp.asarray((rng.standard_normal(shp, np.float32) * sc).astype(dtype))
+  q = normal(shape, scale)
+  k = normal((b, s, kv_heads, d), scale)
+  v = normal((b, s, kv_heads, d))
+  do = normal(shape)
   return q, k, v, do
+
+
+# the reference as one program (and its vjp as two) rather than a dozen eager ops a call
+reference = jax.jit(ex.reference, static_argnums=(3, 4))
 
 
 def rel(got, want):
@@ -74,7 +80,7 @@ FORWARD = [
 def test_forward_and_logsumexp_match_the_reference_with_overflowing_logits(name, shape, kv_heads, dtype,
                                                                            causal, config):
   q, k, v, _ = inputs(shape, kv_heads, dtype, scale=2.5)
-  want, want_lse = ex.reference(q, k, v, causal, sm_scale=1.0)
+  want, want_lse = reference(q, k, v, causal, sm_scale=1.0)
   assert float(want_lse.max()) > 100      # exp of the raw logits overflows float32 (> 88.7)
   got, lse = ex.attention(q, k, v, causal, sm_scale=1.0, return_lse=True, config=config, interpret=True)
   assert got.shape == q.shape and got.dtype == dtype and lse.shape == (shape[0], shape[2], shape[1])
@@ -109,7 +115,7 @@ GRADS = [
 def test_gradients_match_the_vjp_of_the_reference(name, shape, kv_heads, dtype, causal, config):
   q, k, v, do = inputs(shape, kv_heads, dtype)
   _, vjp = jax.vjp(lambda q, k, v: ex.attention(q, k, v, causal, config=config, interpret=True), q, k, v)
-  _, vjp_ref = jax.vjp(lambda q, k, v: ex.reference(q, k, v, causal)[0], q, k, v)
+  _, vjp_ref = jax.vjp(lambda q, k, v: reference(q, k, v, causal)[0], q, k, v)
   for got, want, what in zip(vjp(do), vjp_ref(do), "qkv"):
     assert got.shape == want.shape and got.dtype == dtype
     assert rel(got, want) < 4 * TOL[dtype], what
@@ -119,7 +125,7 @@ def test_cross_attention_with_more_keys_than_queries():
   q, _, _, do = inputs((1, 128, 2, 64), 1, jnp.float16, seed=3)
   _, k, v, _ = inputs((1, 256, 2, 64), 1, jnp.float16, seed=4)
   got, vjp = jax.vjp(lambda q, k, v: ex.attention(q, k, v, config=SMALL, interpret=True), q, k, v)
-  want, vjp_ref = jax.vjp(lambda q, k, v: ex.reference(q, k, v)[0], q, k, v)
+  want, vjp_ref = jax.vjp(lambda q, k, v: reference(q, k, v)[0], q, k, v)
   assert rel(got, want) < TOL[jnp.float16]
   for g, w in zip(vjp(do), vjp_ref(do)):
     assert g.shape == w.shape and rel(g, w) < 4 * TOL[jnp.float16]
@@ -137,7 +143,7 @@ def test_gradient_flows_through_the_logsumexp():
 
   got = jax.grad(loss(lambda q, k, v: ex.attention(q, k, v, return_lse=True, config=cfg, interpret=True)),
                  argnums=(0, 1, 2))(q, k, v)
-  want = jax.grad(loss(lambda q, k, v: ex.reference(q, k, v)), argnums=(0, 1, 2))(q, k, v)
+  want = jax.grad(loss(lambda q, k, v: reference(q, k, v)), argnums=(0, 1, 2))(q, k, v)
   for g, w in zip(got, want):
     assert rel(g, w) < 2e-2
 
@@ -237,7 +243,7 @@ def test_gradients_at_sequence_lengths_that_are_not_multiples_of_the_blocks(shap
   _, k, v, _ = inputs(shape[:1] + (kv_seq,) + shape[2:], kv_heads, jnp.float16, seed=2)
   config = ex.default_config(shape[-1], causal)
   out, vjp = jax.vjp(lambda q, k, v: ex.attention(q, k, v, causal, config=config, interpret=True), q, k, v)
-  want, vjp_ref = jax.vjp(lambda q, k, v: ex.reference(q, k, v, causal)[0], q, k, v)
+  want, vjp_ref = jax.vjp(lambda q, k, v: reference(q, k, v, causal)[0], q, k, v)
   assert rel(out, want) < TOL[jnp.float16]
   for got, ref, what in zip(vjp(do), vjp_ref(do), "qkv"):
     assert got.shape == ref.shape and rel(got, ref) < 4 * TOL[jnp.float16], what
@@ -256,7 +262,7 @@ def test_narrow_head_dims_forward_and_gradients(head_dim, causal):
   q, k, v, do = inputs((1, 256, 2, head_dim), 1, jnp.bfloat16, seed=head_dim)
   run = lambda q, k, v: ex.attention(q, k, v, causal, return_lse=True, interpret=True)
   (got, lse), vjp = jax.vjp(run, q, k, v)
-  (want, want_lse), vjp_ref = jax.vjp(lambda q, k, v: ex.reference(q, k, v, causal), q, k, v)
+  (want, want_lse), vjp_ref = jax.vjp(lambda q, k, v: reference(q, k, v, causal), q, k, v)
   assert got.shape == q.shape and rel(got, want) < TOL[jnp.bfloat16]
   np.testing.assert_allclose(lse, want_lse, rtol=1e-3, atol=1e-3)
   zero = jnp.zeros_like(lse)
@@ -277,7 +283,7 @@ def test_one_warpgroup_fused_backward_gradients(head_dim, causal, dkv_bq, stages
                                dkv_stages=stages)
   assert ex._dkv_block(q, bkv=64) == 128
   _, vjp = jax.vjp(lambda q, k, v: ex.attention(q, k, v, causal, config=config, interpret=True), q, k, v)
-  _, vjp_ref = jax.vjp(lambda q, k, v: ex.reference(q, k, v, causal)[0], q, k, v)
+  _, vjp_ref = jax.vjp(lambda q, k, v: reference(q, k, v, causal)[0], q, k, v)
   for g, w, what in zip(vjp(do), vjp_ref(do), "qkv"):
     assert g.shape == w.shape and rel(g, w) < 4 * TOL[jnp.float16], what
 
@@ -296,7 +302,7 @@ def test_backward_blocks_in_chunks_across_heads_match_the_reference(head_dim, ca
   assert ex._dkv_grid(q, k, v, do, None, None, bkv=config.dkv_bkv, lpt=lpt) == (-(-330 // config.dkv_bkv) * 2 * 2,)
   assert n * 4 * 2 == ex._dq_grid(q, k, v, do, None, None, bq=config.dq_bq, lpt=lpt)[0] or config.fused_bwd
   _, vjp = jax.vjp(lambda q, k, v: ex.attention(q, k, v, causal, config=config, interpret=True), q, k, v)
-  _, vjp_ref = jax.vjp(lambda q, k, v: ex.reference(q, k, v, causal)[0], q, k, v)
+  _, vjp_ref = jax.vjp(lambda q, k, v: reference(q, k, v, causal)[0], q, k, v)
   for g, w, what in zip(vjp(do), vjp_ref(do), "qkv"):
     assert g.shape == w.shape and rel(g, w) < 4 * TOL[jnp.float16], what
 
@@ -307,7 +313,7 @@ def test_gpu_backward_blocks_in_chunks_across_heads(head_dim, causal, lpt):
   q, k, v, do = inputs((2, 1000, 4, head_dim), 2, jnp.float16, seed=lpt)
   config = dataclasses.replace(ex.default_config(head_dim, causal), bwd_lpt=lpt)
   _, vjp = jax.vjp(jax.jit(lambda q, k, v: ex.attention(q, k, v, causal, config=config)), q, k, v)
-  _, vjp_ref = jax.vjp(lambda q, k, v: ex.reference(q, k, v, causal)[0], q, k, v)
+  _, vjp_ref = jax.vjp(lambda q, k, v: reference(q, k, v, causal)[0], q, k, v)
   for g, w, what in zip(vjp(do), vjp_ref(do), "qkv"):
     assert rel(g, w) < 4 * TOL[jnp.float16], what
 
@@ -319,7 +325,7 @@ def test_gpu_one_warpgroup_fused_backward_gradients(head_dim, causal, dkv_bq, st
   config = dataclasses.replace(ex.default_config(head_dim, causal), fused_bwd=True, dkv_bkv=64, dkv_bq=dkv_bq,
                                dkv_stages=stages)
   _, vjp = jax.vjp(jax.jit(lambda q, k, v: ex.attention(q, k, v, causal, config=config)), q, k, v)
-  _, vjp_ref = jax.vjp(lambda q, k, v: ex.reference(q, k, v, causal)[0], q, k, v)
+  _, vjp_ref = jax.vjp(lambda q, k, v: reference(q, k, v, causal)[0], q, k, v)
   for g, w, what in zip(vjp(do), vjp_ref(do), "qkv"):
     assert rel(g, w) < 4 * TOL[jnp.float16], what
 
@@ -331,7 +337,7 @@ def test_gpu_forward_and_gradients_match_the_reference(head_dim, causal, dtype, 
   config = dataclasses.replace(ex.default_config(head_dim, causal), ws=ws)
   run = jax.jit(lambda q, k, v: ex.attention(q, k, v, causal, return_lse=True, config=config))
   (got, lse), vjp = jax.vjp(run, q, k, v)
-  (want, want_lse), vjp_ref = jax.vjp(lambda q, k, v: ex.reference(q, k, v, causal), q, k, v)
+  (want, want_lse), vjp_ref = jax.vjp(lambda q, k, v: reference(q, k, v, causal), q, k, v)
   assert rel(got, want) < TOL[dtype]
   np.testing.assert_allclose(lse, want_lse, rtol=1e-3, atol=1e-3)
   zero = jnp.zeros_like(lse)
@@ -367,7 +373,7 @@ def test_gpu_forward_and_gradients_with_partial_last_blocks(head_dim, causal, bk
   config = dataclasses.replace(ex.default_config(head_dim, causal), bkv=bkv, stages=2)
   run = jax.jit(lambda q, k, v: ex.attention(q, k, v, causal, return_lse=True, config=config))
   (got, lse), vjp = jax.vjp(run, q, k, v)
-  (want, want_lse), vjp_ref = jax.vjp(lambda q, k, v: ex.reference(q, k, v, causal), q, k, v)
+  (want, want_lse), vjp_ref = jax.vjp(lambda q, k, v: reference(q, k, v, causal), q, k, v)
   assert rel(got, want) < TOL[jnp.float16]
   np.testing.assert_allclose(lse, want_lse, rtol=1e-3, atol=1e-3)
   zero = jnp.zeros_like(lse)
@@ -398,7 +404,7 @@ def test_persistent_forward_walks_tiles_and_matches_the_reference(name, shape, k
   if prefetch_q and shape[3] == 128:      # O's own buffer: three stages of 128-wide K and V do not fit
     config = dataclasses.replace(config, stages=2)
   q, k, v, _ = inputs(shape, kv_heads, dtype, scale=2.5, seed=5)
-  want, want_lse = ex.reference(q, k, v, causal, sm_scale=1.0)
+  want, want_lse = reference(q, k, v, causal, sm_scale=1.0)
   got, lse = ex.attention(q, k, v, causal, sm_scale=1.0, return_lse=True, config=config, interpret=True)
   (programs,) = ex._fwd_grid(q, bq=config.bq, persistent=True, causal=causal)
   tiles = -(-shape[1] // config.bq) * shape[2] * shape[0]
@@ -433,6 +439,6 @@ def test_gpu_persistent_forward_walks_many_tiles(head_dim, causal, prefetch_q):
   if prefetch_q and head_dim == 128:
     config = dataclasses.replace(config, stages=2)
   got, lse = jax.jit(lambda q, k, v: ex.attention(q, k, v, causal, return_lse=True, config=config))(q, k, v)
-  want, want_lse = ex.reference(q, k, v, causal)
+  want, want_lse = reference(q, k, v, causal)
   assert rel(got, want) < TOL[jnp.float16]
   np.testing.assert_allclose(lse, want_lse, rtol=1e-3, atol=1e-3)

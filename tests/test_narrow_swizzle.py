@@ -74,21 +74,26 @@ def _dot(a, b):
 
 
 def _cases():
+  # (id, a function building (kernel, args, constexprs, expected)): the inputs are made when a test runs,
+  # not when pytest collects the file (each xdist worker collects every file)
+  def case(name, kernel, inputs, want, kw=None):
+    return name, lambda: (kernel, inputs(), kw or {}, want(*inputs()))
   for k, n in ((16, 64), (32, 32), (96, 48), (64, 16), (80, 128)):
-    a, b = _rand((128, k), F16, k), _rand((k, n), F16, n)
-    yield f"ab k={k} n={n}", ab, (a, b), {}, _dot(a, b)
+    yield case(f"ab k={k} n={n}", ab, lambda k=k, n=n: (_rand((128, k), F16, k), _rand((k, n), F16, n)), _dot)
   for d in (32, 80, 96):
-    q, k, v = (_rand((128, d), F16, s) for s in (1, 2, 3))
-    want = jax.nn.dot_product_attention(q[None, :, None], k[None, :, None], v[None, :, None])[0, :, 0]
-    yield f"attention d={d}", attention_block, (q, k, v), {}, want.astype(F32)
+    yield case(f"attention d={d}", attention_block, lambda d=d: tuple(_rand((128, d), F16, s) for s in (1, 2, 3)),
+               lambda q, k, v: jax.nn.dot_product_attention(q[None, :, None], k[None, :, None],
+                                                            v[None, :, None])[0, :, 0].astype(F32))
   for r in (16, 32):
-    x, a, b = _rand((128, 128), F16, 4), _rand((128, r), F16, 5) / 8, _rand((r, 128), F16, 6)
-    yield f"lora r={r}", lora, (x, a, b), {}, _dot(_dot(x, a).astype(F16), b)
-  a, b = _rand((256, 192), F16, 7), _rand((192, 48), F16, 8)
-  yield "pipelined bk=32", pipelined, (a, b), {"bk": 32}, _dot(a, b)
-  a = jax.random.randint(jax.random.key(9), (64, 32), -100, 100, jnp.int8)
-  bt = jax.random.randint(jax.random.key(10), (64, 32), -100, 100, jnp.int8)
-  yield "int8 k=32", int8_abt, (a, bt), {}, jnp.dot(a.astype(jnp.int32), bt.T.astype(jnp.int32))
+    yield case(f"lora r={r}", lora,
+               lambda r=r: (_rand((128, 128), F16, 4), _rand((128, r), F16, 5) / 8, _rand((r, 128), F16, 6)),
+               lambda x, a, b: _dot(_dot(x, a).astype(F16), b))
+  yield case("pipelined bk=32", pipelined, lambda: (_rand((256, 192), F16, 7), _rand((192, 48), F16, 8)), _dot,
+             {"bk": 32})
+  yield case("int8 k=32", int8_abt,
+             lambda: (jax.random.randint(jax.random.key(9), (64, 32), -100, 100, jnp.int8),
+                      jax.random.randint(jax.random.key(10), (64, 32), -100, 100, jnp.int8)),
+             lambda a, bt: jnp.dot(a.astype(jnp.int32), bt.T.astype(jnp.int32)))
 
 
 CASES = list(_cases())
@@ -96,7 +101,7 @@ CASES = list(_cases())
 
 @pytest.mark.parametrize("case", range(len(CASES)), ids=[c[0] for c in CASES])
 def test_narrow_operands_match_jnp_in_interpret_mode_and_export(case):
-  _, kernel, args, kw, want = CASES[case]
+  kernel, args, kw, want = CASES[case][1]()
   np.testing.assert_allclose(np.asarray(kernel(*args, interpret=True, **kw), F32), want, rtol=2e-3, atol=2e-3)
   specs = [S(x.shape, x.dtype) for x in args]
   exported = jax.export.export(jax.jit(lambda *xs: kernel(*xs, **kw)), platforms=["cuda"])(*specs)
@@ -121,6 +126,6 @@ def test_a_size_below_the_narrowest_swizzle_is_still_mg501():
 @pytest.mark.gpu
 @pytest.mark.parametrize("case", range(len(CASES)), ids=[c[0] for c in CASES])
 def test_gpu_narrow_operands_match_jnp(case):
-  _, kernel, args, kw, want = CASES[case]
+  kernel, args, kw, want = CASES[case][1]()
   got = jax.jit(lambda *xs: kernel(*xs, **kw))(*args)
   np.testing.assert_allclose(np.asarray(got, F32), want, rtol=2e-2, atol=2e-2)
