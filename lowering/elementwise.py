@@ -20,7 +20,8 @@ from . import compat
 from . import float_divmod as FD
 from . import interpret_numerics as N
 from .interpret_memory import InterpretError
-from .mosaic import as_array, is_split, layout_of, mlir_type, operand, scalar_const
+from .fast_math import EX2_PTX
+from .mosaic import as_array, asm_per_element, is_split, layout_of, mlir_type, operand, scalar_const
 from .registry import interpret, lower
 
 
@@ -175,10 +176,19 @@ _ARRAY_UNARY = {**{k: (lambda x, f=f: x._pointwise(f)) for k, f in _LIBDEVICE.it
                    for k in (UnOp.FLOOR, UnOp.CEIL, UnOp.TRUNC, UnOp.ROUND)}}
 
 
+# The hardware's approximate instructions, as FragmentedArray emits them for tensors (`approx=True`),
+# for scalars: one instruction, so a scalar and a tensor of the same values agree (interpret mode's
+# float_unary models the instruction for both).
+_APPROX_PTX = {UnOp.EXP2_APPROX: EX2_PTX}
+
+
 @lower(Unary)
 def _unary(ctx, o):
   x = ctx.get(o.x)
   if isinstance(o.result.type, ScalarType):
+    if o.kind.value.approx:     # the tensors' instruction (math.exp2 would keep what .ftz flushes)
+      ctx.set(o.result, asm_per_element(_APPROX_PTX[o.kind], "=f,f", x))
+      return
     ctx.set(o.result, _LIBDEVICE[o.kind](x) if o.kind in _LIBDEVICE else
             compat.scalar_unary(o.kind.value.name, x, o.x.type.dtype))
     return
