@@ -356,11 +356,17 @@ def isnan(cx, x):
 
 @builtin
 def sigmoid(cx, x):
-  """Elementwise logistic function 1 / (1 + exp(-x)) (floating point)."""
+  """Elementwise logistic function 1 / (1 + exp(-x)) (floating point): `ml.sigmoid(x)`. float16 and
+  bfloat16 compute in float32 and round once (in float16, exp(-x) overflows below x = -11.1, which gave
+  0 where sigmoid is 1.5e-5 down to 6e-8, a float16 subnormal)."""
   check_dtype_support(cx, x.type.dtype if is_value(x) else PY_FLOAT, "ml.sigmoid", floats_only=True,
                       x=x)
-  e = unary(cx, UnOp.EXP, unary(cx, UnOp.NEG, x))
-  return binary(cx, BinOp.DIV, 1.0, binary(cx, BinOp.ADD, e, 1.0))
+  d = resolve(x.type.dtype) if is_value(x) else None
+  narrow = d in (DType.f16, DType.bf16)
+  y = astype(cx, x, DType.f32) if narrow else x
+  e = unary(cx, UnOp.EXP, unary(cx, UnOp.NEG, y))
+  r = binary(cx, BinOp.DIV, 1.0, binary(cx, BinOp.ADD, e, 1.0))
+  return astype(cx, r, d) if narrow else r
 
 
 def f8_scalar_to_f32(cx, x, src):
