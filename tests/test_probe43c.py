@@ -23,6 +23,7 @@ import pytest
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
+from locate import expect
 
 S = jax.ShapeDtypeStruct
 F32, F16, BF16 = jnp.float32, jnp.float16, jnp.bfloat16
@@ -439,3 +440,32 @@ def test_gpu_sigmoid_of_16bit_floats_rounds_once(dt):
   got = jax.jit(sigmoid_k)(x)
   close_ulps(got, sigmoid_k(x, interpret=True), dt, 1)
   assert np.asarray(got)[0] > 0
+
+
+# ---------------------------------------------------------------- approx= where ml.exp takes none
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def exp_approx(x, out):
+  out[...] = ml.exp(x[...], approx=True)          # Mosaic GPU's x.exp(approx=True)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def tanh_approx(x, out):
+  out[...] = ml.tanh(x[...], approx=True)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def exp_approx_followed(x, out):
+  out[...] = ml.exp2(x[...] * 1.4426950408889634, approx=True)
+
+
+def test_approx_keyword_hints_the_approximate_instruction():
+  x = jnp.linspace(-8.0, 8.0, 256, dtype=F32)
+  expect(exp_approx, (x,), mg.KernelTypeError, "ml.exp(x[...], approx=True)",
+         "ml.exp: got an unexpected keyword argument 'approx'",
+         hint="ml.exp has no approx=: the hardware's approximate exponential is ml.exp2(x[...] * 1.4426950408889634,"
+              " approx=True) (ex2.approx.ftz: about 2 ulp, subnormal results flushed to zero), or drop approx=; ml.exp(x)")
+  expect(tanh_approx, (x,), mg.KernelTypeError, "ml.tanh(x[...], approx=True)",
+         "ml.tanh: got an unexpected keyword argument 'approx'",
+         hint="ml.tanh has no approximate form (libdevice's, within 2 ulp on the GPU): drop approx=; ml.tanh(x)")
+  close_ulps(exp_approx_followed(x, interpret=True), np.exp(np.asarray(x, np.float64)), F32, 16)   # the hint, followed
+  assert "mosaic_gpu" in _export(exp_approx_followed, x)

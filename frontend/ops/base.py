@@ -193,7 +193,17 @@ def jnp_keyword_hint(cx, name, sig, args, kwargs) -> str:
     d = txt(kwargs["dim"]) + (", keepdims=True" if kwargs.get("keepdim", kwargs.get("keepdims")) is True else "")
     return (f"torch's max and min over dim= give a (values, indices) pair: here ml.{name}({xs}, axis={d}) is the values"
             f" alone (no [0] after it: that would take its first element) and ml.arg{name}({xs}, axis={d}) the indices; ")
+  if "approx" in given and name in _APPROX_FREE:      # Mosaic GPU's x.exp(approx=True), Pallas's approx_math
+    from .elementwise_checks import method_on
+    if name == "exp":
+      return (f"ml.exp has no approx=: the hardware's approximate exponential is"
+              f" ml.exp2({method_on(xs)} * 1.4426950408889634, approx=True) (ex2.approx.ftz: about 2 ulp, subnormal"
+              f" results flushed to zero), or drop approx=; ")
+    return f"ml.{name} has no approximate form (libdevice's, within 2 ulp on the GPU): drop approx=; "
   return triton_index_hint(name, given, args, kwargs, xs, rest)
+
+
+_APPROX_FREE = ("exp", "log", "log2", "tanh", "sin", "cos", "rsqrt", "sqrt", "erf", "sigmoid")
 
 
 def triton_index_hint(name, given, args, kwargs, xs, rest) -> str:
