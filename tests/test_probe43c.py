@@ -469,3 +469,28 @@ def test_approx_keyword_hints_the_approximate_instruction():
          hint="ml.tanh has no approximate form (libdevice's, within 2 ulp on the GPU): drop approx=; ml.tanh(x)")
   close_ulps(exp_approx_followed(x, interpret=True), np.exp(np.asarray(x, np.float64)), F32, 16)   # the hint, followed
   assert "mosaic_gpu" in _export(exp_approx_followed, x)
+
+
+# ---------------------------------------------------------------- emulate= of one element: its scalar's ex2
+@mg.mgpu_kernel(out_shape=lambda x: (S((1,), F32), S((1, 1), F32)), grid=(1,))
+def exp2_emulate_one(x, one, one_by_one):
+  one[...] = ml.exp2(x.at[0:1][...], approx=True, emulate=0.5)               # Triton's BLOCK=1
+  one_by_one[...] = ml.exp2(x.at[0:1][...][None, :], approx=True, emulate=0.5)
+
+
+def test_exp2_emulate_of_one_element_is_its_scalars_instruction():
+  x = jnp.asarray([-130.0, 3.5] + [0.0] * 126, F32)
+  a, b = exp2_emulate_one(x, interpret=True)
+  same(a, np.zeros(1, np.float32))                 # 2**-130 flushed, as ex2.approx.ftz
+  same(b, np.zeros((1, 1), np.float32))
+  text = exp2_emulate_one.mlir(x)
+  assert "ex2.approx.ftz.f32" in text and "math.exp2" not in text
+  assert "mosaic_gpu" in _export(exp2_emulate_one, x)
+
+
+@pytest.mark.gpu
+def test_gpu_exp2_emulate_of_one_element():
+  for v in (-130.0, 3.5, -0.0, float("inf")):
+    x = jnp.asarray([v] + [0.0] * 127, F32)
+    for g, i in zip(jax.jit(exp2_emulate_one)(x), exp2_emulate_one(x, interpret=True)):
+      same(g, i)

@@ -10,7 +10,7 @@ import math as pymath
 from .. import errors as E
 from ..dtypes import DType, FLOAT8, INDEX, PY_FLOAT
 from ..types import TensorType, dtype_name, resolve
-from .base import builtin, check_register_value, dtype_arg, is_value, kind_of, shown
+from .base import builtin, check_register_value, dtype_arg, is_value, kind_of, one_element, shown
 from .arith_hints import divisor_guard
 from .elementwise import Arange, BinOp, Cast, CmpOp, UnOp, _like, astype, binary, compare, full_, unary, where_
 from .elementwise_checks import check_dtype_support, method_on
@@ -267,8 +267,8 @@ def exp2(cx, x, *, approx=False, emulate=0):
   if share and approx is not True:
     raise E.KernelTypeError("ml.exp2's emulate replaces the approximate instruction: it needs approx=True", cx.loc,
                             hint=f"ml.exp2({cx.named(x)}, approx=True, emulate={emulate})")
-  if share and is_value(x) and isinstance(x.type, TensorType):
-    return exp2_emulated(cx, x, share)
+  if share and is_value(x) and isinstance(x.type, TensorType) and not one_element(x.type.shape):
+    return exp2_emulated(cx, x, share)      # (one element is worked on as its scalar: ex2.approx alone)
   return unary(cx, UnOp.EXP2_APPROX if approx else UnOp.EXP2, x)
 
 
