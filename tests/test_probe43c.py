@@ -393,9 +393,10 @@ def _unary_want(x):
     return np.stack([f(v) for _, f in UNARY.values()]).astype(np.asarray(x).dtype)
 
 
-# float32 results within 4 ulp of each other (libdevice's bounds, docs/language.md, plus NumPy's); 16-bit
-# ones computed in float32 and rounded once (sigmoid per op: 1 / (1 + exp(-x))), within one ulp of theirs.
-_ULPS = {F32: 4, F16: 2, BF16: 2}
+# float32 results within a few ulp of each other (libdevice's 1 or 2 ulp, docs/language.md, plus NumPy's; sigmoid,
+# 1 / (1 + exp(-x)), adds its division's two and a rounding: 8 in all); 16-bit ones, computed in float32 and rounded
+# once, equal or an ulp apart.
+_ULPS = {F32: 8, F16: 2, BF16: 2}
 
 
 @pytest.mark.parametrize("dt", [F32, F16, BF16], ids=lambda d: jnp.dtype(d).name)
