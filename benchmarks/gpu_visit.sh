@@ -48,6 +48,8 @@ step() {
     # the thirty-first session's merged probes 41q-t and the files their fixes touched
     # the thirty-second session: the backward's blocks in chunks across heads (bwd_lpt), the padded head_dim 48-112
     attn_bwd_lpt) python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_attention.py -k "chunks or partial_last" && python3 -u benchmarks/attn_bwd_order.py --lpt ;;
+    # the thirty-third session: probe 43c (interpret mode against the GPU) and the test files whose inputs moved to numpy
+    gpu_s33a)    python3 -u benchmarks/gpu_shards.py --shards 8 --timeout 400 tests/test_probe43c.py tests/test_fast_math.py tests/test_numerics_edges.py tests/test_gather.py tests/test_scatter.py tests/test_narrow_swizzle.py tests/test_paged_attention.py tests/test_attention.py ;;
     # the thirty-second session's merged probes 42u-x and the files their fixes touched; the chunked backward at 16384
     gpu_s32)     python3 -u benchmarks/gpu_shards.py --shards 8 --timeout 300 tests/test_probe42u.py tests/test_probe42v.py tests/test_probe42v2.py tests/test_probe42w.py tests/test_probe42x.py tests/test_probe38g.py tests/test_matmul_fp8.py tests/test_scatter.py tests/test_scatter_set.py ;;
     attn_lpt16k) python3 -u benchmarks/attn_bwd_order.py --lpt --seq 16384 ;;
