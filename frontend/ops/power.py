@@ -1,10 +1,9 @@
 """`x ** y` in a kernel, as jnp computes it where that is cheap and exact, composed from the
 elementwise family's ops (frontend/ops/elementwise.py): products by repeated squaring for static
-integer powers, ml.sqrt for 0.5, ml.exp2 of a logarithm taken in Python for a Python-number base.
+integer powers, ml.sqrt for 0.5, XLA's pow (libdevice's powf) for a float exponent.
 """
 from __future__ import annotations
 
-import math as pymath
 
 import numpy as np
 
@@ -78,8 +77,8 @@ def _as_weak_float(c, d) -> float:
 
 
 def _number_base_power(cx, c, t, t_text):
-  """c ** t for a Python number c > 0 and a float register value t: exp2(t * log2(c)), log2(c)
-  computed in Python now; 16-bit floats compute in float32 and round once."""
+  """c ** t for a Python number c and a float register value t: powf, as jnp.power; 16-bit floats
+  compute in float32 and round once."""
   d = resolve(t.type.dtype)
   if isinstance(d, DType) and d.is_int and isinstance(c, int) and not isinstance(c, bool):
     return _int_int_power(cx, c, t)       # 3 ** n of integers: jnp's integer power
@@ -87,34 +86,18 @@ def _number_base_power(cx, c, t, t_text):
     shown = f"({c!r})" if c < 0 else repr(c)
     if c == -1:
       fix = f"(-1) ** k of integers k is a sign: ml.where({t_text} % 2 == 0, 1.0, -1.0)"
-    elif c < 0:
-      fix = (f"a negative base takes integer powers only: ({-c!r} ** {t_text}.astype(jnp.float32)) *"
-             f" ml.where({t_text} % 2 == 0, 1.0, -1.0)")
     else:
       fix = (f"convert the exponent (the result is then a float): {shown} ** {t_text}.astype(jnp.float32)"
              + (f"; 2 ** {t_text} of integers is 1 << {t_text}" if c == 2 else ""))
     raise E.UnsupportedDtypeError(
         f"{shown} ** {t_text}: an exponent held in registers must be floating point, got {d}", cx.loc, hint=fix)
   check_dtype_support(cx, t.type.dtype, "**", floats_only=True, x=t)
-  cw = _as_weak_float(c, d) if not isinstance(c, bool) else 0.0   # jnp rounds the weak base to t's dtype
-  if not cw > 0 or pymath.isinf(cw):
-    shown = f"({c!r})" if c < 0 else repr(c)
-    inside = "" if cw == c or not 0 < c < pymath.inf else f" (it is {cw} in {d})"
-    raise E.KernelTypeError(
-        f"{shown} ** {t_text}: a Python-number base must be positive and finite{inside}: c ** t is"
-        f" ml.exp2(t * log2(c)), and only those have a logarithm", cx.loc,
-        hint=f"select the cases with ml.where, e.g. 0.0 ** t for t >= 0 is ml.where({t_text} == 0, 1.0, 0.0);"
-             f" for a negative base, (-c) ** t times the sign you need")
-  c = cw
-  if c == 1:
+  if _as_weak_float(c, d) == 1:
     return _one(cx, t)                    # 1 ** t is 1, NaN and inf included (jnp.power)
-  k = pymath.log2(c)
-  wide = isinstance(d, DType) and d.bits < 32
-  y = astype(cx, t, DType.f32) if wide else t
-  if k != 1.0:
-    y = binary(cx, BinOp.MUL, y, k)
-  y = unary(cx, UnOp.EXP2, y)
-  return astype(cx, y, d) if wide else y
+  # XLA's pow (libdevice's powf), as jnp's c ** t: exact where the result is (3.0 ** 5.0 is 243, where
+  # exp2(5 * log2(3)) was 242.99997), a negative base to an integral t signed, NaN to another t, 0 ** t
+  # 0, 1 or inf; c is rounded to t's dtype as jnp's weak typing does (float_pow)
+  return float_pow(cx, float(c), t)
 
 
 def power(cx, a, b, a_text="x", b_text="y"):
@@ -126,7 +109,7 @@ def power(cx, a, b, a_text="x", b_text="y"):
     which rounds once and can differ by an ulp);
   - a float register value to 0.5: ml.sqrt (jnp.power gives 0.0 for -0.0 and inf for -inf,
     sqrt -0.0 and nan);
-  - a positive Python number c to a float register value t: ml.exp2(t * math.log2(c)).
+  - a Python number c to a float register value t: XLA's pow (libdevice's powf), as jnp.
   An integer or bool value meeting a Python float (`n ** 0.5`, `2.0 ** n`) is float32 first, as jnp
   promotes it. Anything else is an error whose hint is the exp2/log2 form."""
   check_register_value(cx, a, "**")
@@ -162,7 +145,7 @@ def power(cx, a, b, a_text="x", b_text="y"):
   pb = b_text if b_text.isidentifier() else f"({b_text})"
   if not is_value(a):
     e = resolve(b.type.dtype)
-    if isinstance(a, float) and a > 0 and isinstance(e, DType) and not e.is_float:
+    if isinstance(a, float) and isinstance(e, DType) and not e.is_float:
       b = astype(cx, b, DType.f32)         # jnp: a Python float ** an integer (or bool) value is float32
     return _number_base_power(cx, a, b, pb)
   d, e = resolve(a.type.dtype), resolve(b.type.dtype)
