@@ -29,6 +29,7 @@ from .absint import UNKNOWN, GridEval, Window
 from .contraction import ContractionReads
 from .coverage import Boxes, describe, unique_rows
 from .mask_boxes import kept_boxes, store_mask
+from .narrow_index import check_narrow_indices
 from .overflow import sample_programs
 from .memory_errors import (check_input_writes, _with_lone_axis_note, grid_rank, masked_store_words, uncovered_error,
                             scalar_read_hint, uninitialized_read, masked_outside_hint)
@@ -57,7 +58,7 @@ class Facts:
 
 def check_kernel(kernel: ir.Kernel, defs: dict) -> tuple[list, Facts]:
   """Every mistake the proofs find, and the facts for check_tiled_starts."""
-  errors = check_input_writes(kernel, defs) + check_register_values(kernel)
+  errors = check_input_writes(kernel, defs) + check_register_values(kernel) + check_narrow_indices(kernel)
   mem = _Memory(kernel)
   ev = GridEval(kernel, mem)
   mem.ev = ev

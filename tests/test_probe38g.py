@@ -354,7 +354,8 @@ def byte_offsets(off, x, n: ml.scalar, codes, seg, window, wrapped):
   seg.at[g][...] = acc
   if g == 0:
     w = ml.zeros((x.shape[1],), F32)
-    for r in range(n, n + 4):
+    n32 = n.astype(jnp.int32)      # (n + 4 in n's 8 bits can wrap: MG003 since probe 43b)
+    for r in range(n32, n32 + 4):
       w = w + x.at[ml.ds(r * 2, 1)][...].reshape(x.shape[1])
     window[...] = w
     wrapped[...] = (codes[...] * 3 + 7) // 2 - codes[...] % 5 + abs(-codes[...])     # jnp's wrap modulo 2**8
@@ -363,7 +364,7 @@ def byte_offsets(off, x, n: ml.scalar, codes, seg, window, wrapped):
 def _bytes_want(off, x, n, codes):
   o = np.asarray(off).astype(np.int64)
   seg = np.stack([np.asarray(x)[o[g]:o[g + 1]].sum(0) for g in range(len(o) - 1)])
-  rows = [int(np.asarray(n + k)) * 2 for k in range(4)]     # (n + k wraps in n's type, as jnp's)
+  rows = [(int(n) + k) * 2 for k in range(4)]
   return seg, np.asarray(x)[rows].sum(0), np.asarray((codes * 3 + 7) // 2 - codes % 5 + jnp.abs(-codes))
 
 

@@ -1,0 +1,183 @@
+"""Index arithmetic in an 8- or 16-bit integer type that can wrap, found while compiling.
+
+An index read from a uint8 or int16 input (`s[0]`) is widened to int32 where it is used, but the
+arithmetic on it before that is computed in its own dtype, as jnp computes it: `s[0] * 64` of a
+uint8 `s` is 64 at s = 5 (320 wrapped past 255), so `x.at[ml.ds(s[0] * 64, 64)]` reads at 64. jnp
+would give the same, yet in an index it is almost surely a bug, and the values are known only at
+run time. So a sum, difference, product, left shift or negation in an integer dtype of fewer than 32
+bits that can leave its dtype for some value of its operands (their dtype's range, narrowed by
+constants, `% n`, `& m`, `>> k`, casts), and whose result reaches an index (a window start, an
+element read or write, a gather's or scatter's indices, a loop's bounds or a while loop's condition,
+a mask), is an error at
+the arithmetic, whose hint widens the operand first. The same arithmetic feeding data only (a
+value stored, a hash) is jnp's and left alone.
+"""
+from __future__ import annotations
+
+from . import errors as E
+from . import ir
+from .dtypes import DType
+from .ops.control import Condition
+from .ops.elementwise import BinOp, Binary, Cast, Constant, UnOp, Unary
+from .overflow import _index_operands, _integral, _mixes
+from .types import resolve
+
+_WRAPS = (BinOp.ADD, BinOp.SUB, BinOp.MUL, BinOp.SHL)
+_USE = {"View": "the window", "ScalarRead": "the element read", "For": "the loop's bounds", "Condition": "the while loop's condition",
+        "MaskedLoad": "the mask", "MaskedStore": "the mask", "Gather": "the indices", "ScatterUpdate": "the indices"}
+
+
+def _narrow(v) -> DType | None:
+  d = resolve(v.type.dtype) if isinstance(v, ir.Value) else None
+  return d if isinstance(d, DType) and d.is_int and d.bits < 32 else None
+
+
+def _range(ranges, x):
+  """(lo, hi) of an operand: a Python int exactly, a value by what is known of it, else its dtype's."""
+  if isinstance(x, bool):
+    return (int(x), int(x))
+  if isinstance(x, int):
+    return (x, x)
+  if isinstance(x, ir.Value):
+    if x.id in ranges:
+      return ranges[x.id]
+    d = resolve(x.type.dtype)
+    if isinstance(d, DType) and (d.is_int or d == DType.bool_):
+      return d.int_range if d.is_int else (0, 1)
+  return None
+
+
+def _binary_range(kind, a, b):
+  (al, ah), (bl, bh) = a, b
+  if kind == BinOp.ADD:
+    return (al + bl, ah + bh)
+  if kind == BinOp.SUB:
+    return (al - bh, ah - bl)
+  if kind == BinOp.MUL:
+    p = (al * bl, al * bh, ah * bl, ah * bh)
+    return (min(p), max(p))
+  if kind == BinOp.SHL and 0 <= bl and bh < 32:
+    p = (al << bl, al << bh, ah << bl, ah << bh)
+    return (min(p), max(p))
+  if kind == BinOp.MOD and bl > 0:
+    return (0, bh - 1)
+  if kind == BinOp.AND and (al >= 0 or bl >= 0):
+    return (0, min(h for l_, h in (a, b) if l_ >= 0))
+  if kind == BinOp.SHR and 0 <= bl and bh < 32:
+    return (min(al >> bl, al >> bh), max(ah >> bl, ah >> bh))
+  if kind == BinOp.FLOORDIV and bl > 0:
+    q = (al // bl, al // bh, ah // bl, ah // bh)
+    return (min(q), max(q))
+  if kind in (BinOp.MIN, BinOp.MAX):
+    f = min if kind == BinOp.MIN else max
+    return (f(al, bl), f(ah, bh))
+  return None
+
+
+def _src(o) -> str | None:
+  loc = getattr(o, "loc", None)
+  if loc is None or loc.end_lineno != loc.lineno or loc.end_col_offset is None or not loc.source_line:
+    return None
+  return loc.source_line[loc.col_offset:loc.end_col_offset]
+
+
+def check_narrow_indices(kernel: ir.Kernel) -> list:
+  """The errors for 8- and 16-bit index arithmetic that can wrap (see the module's docstring)."""
+  defs = ir.def_table(kernel.body)
+  ranges: dict = {}          # value id -> (lo, hi) known of a narrow integer value
+  wraps: dict = {}           # value id -> (op that may wrap, (lo, hi) of its exact result)
+  errors, reported = [], set()
+  for o in ir.walk(kernel.body):
+    ops = [x for x in o.operands() if isinstance(x, ir.Value)]
+    src = next((wraps[v.id] for v in ops if v.id in wraps), None)
+    if src is not None:
+      used = (o.cond,) if isinstance(o, Condition) else _index_operands(o)
+      at = src if used is None else next((wraps[v.id] for v in used if v.id in wraps), None)
+      if at is not None and id(at[0]) not in reported:
+        reported.add(id(at[0]))
+        errors.append(_error(at, o, defs))
+      if not _mixes(o):
+        for r in o.results:
+          if _integral(r.type.dtype):
+            wraps[r.id] = src
+      continue
+    if not o.results:
+      continue
+    r = o.results[0]
+    d = resolve(r.type.dtype)
+    if not (isinstance(d, DType) and d.is_int):
+      continue
+    rng = None
+    if isinstance(o, Constant) and isinstance(o.value, (int, bool)):
+      rng = (int(o.value), int(o.value))
+    elif isinstance(o, Cast) and not o.bitcast:
+      rng = _range(ranges, o.x)
+    elif isinstance(o, Unary) and o.kind == UnOp.NEG:
+      a = _range(ranges, o.x)
+      rng = None if a is None else (-a[1], -a[0])
+    elif isinstance(o, Binary):
+      a, b = _range(ranges, o.lhs), _range(ranges, o.rhs)
+      rng = None if a is None or b is None else _binary_range(o.kind, a, b)
+    if rng is None:
+      continue
+    lo, hi = d.int_range
+    if lo <= rng[0] and rng[1] <= hi:
+      ranges[r.id] = rng
+    elif d.bits < 32:
+      at = _wrapping(o) or (_wrapping(defs.get(o.x.id)) if isinstance(o, Cast) and _same_span(o, defs.get(o.x.id))
+                            else None)
+      if at is not None:          # (else a cast that truncates on purpose: its dtype's range)
+        wraps[r.id] = (at, rng, d)
+  return errors
+
+
+def _wrapping(o):
+  """`o` where it is a sum, difference, product, left shift or negation (which wrap past their dtype)."""
+  return o if (isinstance(o, Binary) and o.kind in _WRAPS) or (isinstance(o, Unary) and o.kind == UnOp.NEG) else None
+
+
+def _same_span(a, b) -> bool:
+  """Two ops of one expression: the cast back to 8 bits of 8-bit arithmetic computed in int32."""
+  la, lb = getattr(a, "loc", None), getattr(b, "loc", None)
+  return la is not None and lb is not None and (la.lineno, la.col_offset, la.end_col_offset) == (
+      lb.lineno, lb.col_offset, lb.end_col_offset)
+
+
+def _error(src, use, defs):
+  op, (lo, hi), d = src
+  text = _src(op) or "this arithmetic"
+  lo_d, hi_d = d.int_range
+  what = _USE.get(type(use).__name__, "the index")
+  past = hi if hi > hi_d else lo
+  if isinstance(op, Unary):
+    fix = f"-{_operand_text(op.x, op, defs)}.astype(jnp.int32)"
+  else:
+    sym = op.kind.value
+    a, b = op.lhs, op.rhs
+    wide = a if isinstance(a, ir.Value) and _narrow(_unwidened(a, op, defs)) else b
+    parts = [f"{_operand_text(x, op, defs)}.astype(jnp.int32)" if x is wide else _operand_text(x, op, defs)
+             for x in (a, b)]
+    fix = f"{parts[0]} {sym} {parts[1]}"
+  name = str(d)
+  plural = what in ("the indices", "the loop's bounds")
+  return E.KernelTypeError(
+      f"{text} is computed in {name} ({lo_d}..{hi_d}), where it can reach {past} and wrap (as jnp's {name}"
+      f" arithmetic does), and {what} at line {use.loc.lineno} use{'' if plural else 's'} it as"
+      f" {'a bound' if type(use).__name__ in ('For', 'Condition') else 'an index'}", op.loc,
+      hint=f"widen it before the arithmetic: {fix} (an index in {name} is widened to int32 only where it is"
+           f" used, after the arithmetic)")
+
+
+def _unwidened(x, op, defs):
+  """The 8-bit value an operand of `op` widened to int32 for its arithmetic was (the compiler's cast)."""
+  o = defs.get(x.id) if isinstance(x, ir.Value) else None
+  return o.x if isinstance(o, Cast) and _narrow(o.x) and _same_span(o, op) else x
+
+
+def _operand_text(x, op, defs) -> str:
+  x = _unwidened(x, op, defs)
+  if not isinstance(x, ir.Value):
+    return repr(x)
+  whole = _src(op) or ""
+  t = next((c for c in (_src(defs.get(x.id)), x.name) if c and c in whole), None) or x.name or "it"
+  return t if t.replace("_", "").replace(".", "").isalnum() or t.endswith("]") or t.endswith(")") else f"({t})"
