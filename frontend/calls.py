@@ -21,7 +21,7 @@ from .builder import Call
 from .dot_hints import dot_hint
 from .dtypes import DType, to_dtype
 from .formula_hints import reduce_precision_hint, with_operands
-from .lax_hints import control_hint, debug_print_hint, foreign_call_hint, pipeline_hint
+from .lax_hints import LAX_CONTROL, control_hint, debug_print_hint, foreign_call_hint, pipeline_hint
 from .ml_name_hints import ml_name_hint
 from .shape_hints import NOT_YET as SHAPE_NOT_YET, shape_call_hint, static_array_hint, static_numbers_hint
 from .ops import elementwise as ew
@@ -140,6 +140,10 @@ class _Texts:
     return self.tracer.text(hit[1]) if hit is not None and hit[0] is x else None
 
 
+def _lax_control(fn) -> bool:
+  return (getattr(fn, "__module__", "") or "").startswith("jax") and getattr(fn, "__name__", "") in LAX_CONTROL
+
+
 class Calls:
   """The call expressions of the Tracer."""
 
@@ -154,6 +158,9 @@ class Calls:
     if fn is _DEBUG["breakpoint"]:
       return trace_breakpoint(self, node)
     self._not_foreign(node, fn)     # before its arguments: plgpu.emit_pipeline(body, in_specs=[lambda...])
+    if _lax_control(fn):            # before a mistake in its arguments: lax.scan(f, 0.0, jnp.arange(n))
+      self._not_lax(node, fn, [self._tolerant_eval(a) for a in node.args],
+                    self.pending_name if self.pending_node is None or node is self.pending_node else "")
     if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
       return self.call(*self._spread(node, fn))
     args = [self.eval(a) for a in node.args]
@@ -196,6 +203,24 @@ class Calls:
         kw_nodes.append(ast.copy_location(ast.keyword(name, vnode), vnode))
     return ast.copy_location(ast.Call(node.func, arg_nodes, kw_nodes), node), fn, args, kwargs
 
+  def _tolerant_eval(self, a):
+    """An argument's value, or None where it is itself a mistake (reported after the call's own)."""
+    try:
+      return self.eval(a)
+    except E.KernelError:
+      return None
+
+  def _not_lax(self, node, fn, args, target):
+    """KernelTypeError at a call of JAX's control flow (lax.scan, fori_loop, ...), with the Python
+    statement that does its work, written with the call's own arguments."""
+    if not _lax_control(fn):
+      return
+    raise E.KernelTypeError(
+        f"{self.text(node.func)} is JAX's control flow, which a kernel writes in Python", self.loc(node),
+        hint=control_hint(fn.__name__, [self.text(a) for a in node.args] if not node.keywords else [], args,
+                          target, frozenset(re.findall(r"[A-Za-z_]\w*", "\n".join(self.src.lines))))
+        or LAX_CONTROL[fn.__name__])
+
   def _not_foreign(self, node, fn):
     """KernelTypeError at a call of a Pallas or Triton function, naming what mgpu_dsl writes."""
     func = getattr(node, "func", None)
@@ -234,12 +259,7 @@ class Calls:
       return fn.apply(cx, args, kwargs)
     if isinstance(fn, _Method):
       return fn.fn.apply(cx, [fn.value, *args], kwargs)
-    if (getattr(fn, "__module__", "") or "").startswith("jax") and getattr(fn, "__name__", "") in missing.LAX_CONTROL:
-      raise E.KernelTypeError(
-          f"{self.text(node.func)} is JAX's control flow, which a kernel writes in Python", cx.loc,
-          hint=control_hint(fn.__name__, [self.text(a) for a in node.args] if not node.keywords else [], args,
-                            cx.name if own else "", frozenset(re.findall(r"[A-Za-z_]\w*", "\n".join(self.src.lines))))
-          or missing.LAX_CONTROL[fn.__name__])
+    self._not_lax(node, fn, args, cx.name if own else "")
     if fn in (builtins.int, builtins.float) and len(args) == 1 and not kwargs and is_value(args[0]):
       x = args[0]              # int(x) / float(x) of a register value: a cast to the kernel's 32 bits
       if isinstance(x.type, RefType):

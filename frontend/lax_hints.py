@@ -3,6 +3,19 @@ Pallas kernel writes its loops), written with the call's own bounds, functions a
 statement that is a kernel's control flow, with each plain function to decorate @ml.inline."""
 from __future__ import annotations
 
+import re
+
+# JAX's control flow -> the Python statement a kernel writes (where the call's form is not plain)
+LAX_CONTROL = {
+    "fori_loop": "for j in range(lower, upper): acc = ... (ml.range(..., stages=s) to pipeline its loads)",
+    "scan": ("a for loop carrying the state: carry = init; for j in ml.static_range(n): carry, y = f(carry, xs[j]);"
+             " store each step's y (out[j] = y); a running sum, product, max or min is ml.cumsum(x, axis=0)"
+             " (ml.cumprod, ml.cummax, ml.cummin)"),
+    "while_loop": "while cond: state = ... (the condition a scalar)",
+    "cond": "if pred: ... else: ... (the predicate a scalar), or ml.where(pred, a, b) for tensors",
+    "switch": "if index == 0: ... elif index == 1: ...",
+    "map": "for j in range(n): ..."}
+
 
 def _helpers(fns, texts) -> str:
   """The note asking to decorate the plain Python functions among `fns` (written as `texts`)."""
@@ -25,6 +38,21 @@ def _called(fn: str, args: str) -> str:
   return f"({fn})({args})" if fn.startswith("lambda") else f"{fn}({args})"
 
 
+def _kernel_spelling(text: str) -> str:
+  """An argument as written, with jnp's array builders spelt as the kernel's (jnp.zeros((), jnp.float32)
+  -> 0.0, jnp.zeros((64,), jnp.float32) -> ml.zeros((64,), jnp.float32), jnp.arange(n) -> ml.arange(n))."""
+  text = text.strip()
+  m = re.fullmatch(r"(?:jnp|np|jax\.numpy)\.(zeros|ones)\(\(\)(?:,\s*(?:dtype=)?(?:jnp|np)\.(\w+))?\)", text)
+  if m:
+    one = "1" if m.group(1) == "ones" else "0"
+    return one if m.group(2) and "int" in m.group(2) else f"{one}.0"
+  m = re.fullmatch(r"(?:jnp|np|jax\.numpy)\.(float32|int32)\(([^()]*)\)", text)
+  if m:
+    v = m.group(2).strip()
+    return f"{v}.0" if m.group(1) == "float32" and v.lstrip("-").isdigit() else v
+  return re.sub(r"\b(?:jnp|np|jax\.numpy)\.(zeros|full|arange)\(", r"ml.\1(", text)
+
+
 def control_hint(name, pos, args, target, taken=frozenset()) -> str | None:
   """`name`(...) with positional arguments `pos` (as written) and `args` (their values); `target`:
   the name its result is bound to, if any; `taken`: the names of the kernel's file, which a loop
@@ -32,13 +60,13 @@ def control_hint(name, pos, args, target, taken=frozenset()) -> str | None:
   carry = target or "carry"
   then = "" if target else f"; then use {carry} where the call stood"
   if name == "fori_loop" and len(pos) == 4:
-    lo, hi, body, init = (p.strip() for p in pos)
+    lo, hi, body, init = (_kernel_spelling(p) for p in pos)
     i = next((n for n in ("j", "k", "step", "it", "trip") if n not in taken and n != carry), "trip")
     start = f"{carry} = {init}; " if init != carry else ""
     return (f"{start}for {i} in range({lo}, {hi}): {carry} = {_called(body, f'{i}, {carry}')}"
             + _helpers(args[2:3], pos[2:3]) + then + " (ml.range(..., stages=s) pipelines its loads)")
   if name == "while_loop" and len(pos) == 3:
-    cond, body, init = (p.strip() for p in pos)
+    cond, body, init = (_kernel_spelling(p) for p in pos)
     start = f"{carry} = {init}; " if init != carry else ""
     return (f"{start}while {_called(cond, carry)}: {carry} = {_called(body, carry)}" + _helpers(args[:2], pos[:2])
             + then)
@@ -47,6 +75,17 @@ def control_hint(name, pos, args, target, taken=frozenset()) -> str | None:
     ops = ", ".join(p.strip() for p in pos[3:])
     return (f"if {pred}: {carry} = {_called(yes, ops)} else: {carry} = {_called(no, ops)} (a run-time if on a scalar; for"
             f" tensors, ml.where({pred}, a, b))" + _helpers(args[1:3], pos[1:3]) + then)
+  if name == "scan" and len(pos) == 3 and pos[2].strip() != "None":
+    body, init, xs = (_kernel_spelling(p) for p in pos)
+    i = next((n for n in ("j", "k", "step", "it", "trip") if n not in taken and n != carry), "trip")
+    c = "carry" if not target or "," in target else target
+    ys = target.split(",")[1].strip() if target and target.count(",") == 1 else "ys"
+    counted = re.fullmatch(r"(?:ml\.arange|range)\(([^,()]+)\)", xs)     # a scan over 0..n-1: the counter itself
+    loop, x = (f"range({counted.group(1)})", i) if counted else (f"ml.static_range({xs}.shape[0])", f"{xs}[{i}]")
+    return (f"{c} = {init}; for {i} in {loop}: {c}, y = {_called(body, f'{c}, {x}')}"
+            f"; then store each step's y where {ys}[{i}] goes (out[{i}] = y, or a row of an ml.smem buffer)"
+            + _helpers(args[:1], pos[:1]) + "; a running sum, product, max or min along an axis is one call,"
+            " ml.cumsum(x, axis=0) (ml.cumprod, ml.cummax, ml.cummin)")
   return None
 
 

@@ -673,13 +673,6 @@ STATIC_ARRAYS = {
                     " ml.broadcast_to(ml.arange(n)[None, :], (m, n))"),
 }
 
-LAX_CONTROL = {
-    "fori_loop": "for j in range(lower, upper): acc = ... (ml.range(..., stages=s) to pipeline its loads)",
-    "scan": "a for loop carrying the state: for j in range(n): carry = ...; store each step's output",
-    "while_loop": "while cond: state = ... (the condition a scalar)",
-    "cond": "if pred: ... else: ... (the predicate a scalar), or ml.where(pred, a, b) for tensors",
-    "switch": "if index == 0: ... elif index == 1: ...",
-    "map": "for j in range(n): ..."}
 
 
 def foreign_dsl(fn, text: str = "") -> str | None:

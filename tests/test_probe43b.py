@@ -1,6 +1,8 @@
 """Probe 43b (known debts of numerics, control flow and matmul hints): `c ** t` of a Python number and a
 float register value was exp2(t * log2(c)) (3.0 ** 5.0 gave 242.99997, jnp 243; a negative or zero base was
 an error): it is XLA's pow (libdevice's powf) as jnp's, in interpret mode and on the GPU."""
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -80,3 +82,224 @@ def test_number_base_power_gpu(dtype):
                              rtol=2e-7 if dtype == F32 else 1e-3)
   n = jnp.arange(128, dtype=jnp.int32) % 20 - 5
   np.testing.assert_allclose(np.asarray(int_exponents(n)), np.asarray(2.5 ** n + (-1.5) ** n), rtol=2e-7)
+
+
+# ---------------------------------------------------------------- 8- and 16-bit index arithmetic
+@mg.mgpu_kernel(out_shape=lambda x, s: S((64,), x.dtype))
+def narrow_window(x, s, out):
+  out[...] = x.at[ml.ds(s[0] * 64, 64)][...]          # the narrow window
+
+
+@mg.mgpu_kernel(out_shape=lambda x, s: S((64,), x.dtype))
+def narrow_window_fixed(x, s, out):
+  out[...] = x.at[ml.ds(s[0].astype(jnp.int32) * 64, 64)][...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x, s: S((1,), x.dtype))
+def narrow_loop(x, s, out):
+  acc = 0.0
+  for i in range(s[0] * 60):                           # the narrow loop
+    acc += x[i]
+  out[0] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda t, ids: S((ids.shape[0], t.shape[1]), t.dtype))
+def narrow_gather(t, ids, out):
+  out[...] = t[ids[...] * 2, :]                        # the narrow gather
+
+
+@mg.mgpu_kernel(out_shape=lambda t, ids: S((ids.shape[0], t.shape[1]), t.dtype))
+def narrow_gather_fixed(t, ids, out):
+  out[...] = t[ids[...].astype(jnp.int32) * 2, :]
+
+
+@mg.mgpu_kernel(out_shape=lambda x, s: S((1,), x.dtype))
+def narrow_element(x, s, out):
+  j = s[0] - 1                                         # the narrow element
+  out[0] = x[j]
+
+
+@mg.mgpu_kernel(out_shape=lambda x, s: S((64,), x.dtype))
+def narrow_in_range(x, s, out):
+  """Arithmetic that stays inside uint8 (s & 3 is 0..3, times 64 at most 192), or data only: jnp's."""
+  out[...] = x.at[ml.ds((s[0] & 3) * 64, 64)][...] + (s[0] * 64).astype(jnp.float32)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, n: S((1,), x.dtype))
+def narrow_scalar_bound(x, n: ml.scalar, out):
+  acc = 0.0
+  for r in range(n, n + 4):                            # the narrow bound
+    acc += x[r]
+  out[0] = acc
+
+
+def _narrow_expect(kernel, specs, at, message, hint):
+  with pytest.raises(mg.KernelTypeError) as info:
+    kernel.check(*specs)
+  e = info.value
+  assert (e.lineno, e.col_offset) == (_line_of(at), _col_of(at)), e
+  assert e.message == message, e.message
+  assert e.hint == hint, e.hint
+
+
+@pytest.mark.parametrize("dtype", [jnp.uint8, jnp.int8, jnp.int16])
+def test_narrow_index_arithmetic_is_an_error(dtype):
+  lo, hi = jnp.iinfo(dtype).min, jnp.iinfo(dtype).max
+  name = jnp.dtype(dtype).name
+  past = hi * 64                       # (the first end past the dtype's)
+  _narrow_expect(narrow_window, [S((1 << 22,), F32), S((1,), dtype)], "s[0] * 64",
+                 f"s[0] * 64 is computed in {name} ({lo}..{hi}), where it can reach {past} and wrap (as jnp's {name}"
+                 f" arithmetic does), and the window at line {_line_of('the narrow window')} uses it as an index",
+                 f"widen it before the arithmetic: s[0].astype(jnp.int32) * 64 (an index in {name} is widened to"
+                 " int32 only where it is used, after the arithmetic)")
+  x = jnp.arange(1 << 15, dtype=F32)
+  s = jnp.array([5], dtype)
+  np.testing.assert_array_equal(np.asarray(narrow_window_fixed(x, s, interpret=True)), np.asarray(x[320:384]))
+  narrow_window_fixed.check(S(x.shape, F32), S((1,), dtype))
+
+
+def test_narrow_loop_gather_and_element():
+  u8 = jnp.uint8
+  _narrow_expect(narrow_loop, [S((1024,), F32), S((1,), u8)], "s[0] * 60",
+                 "s[0] * 60 is computed in uint8 (0..255), where it can reach 15300 and wrap (as jnp's uint8"
+                 f" arithmetic does), and the loop's bounds at line {_line_of('the narrow loop')} use it as a bound",
+                 "widen it before the arithmetic: s[0].astype(jnp.int32) * 60 (an index in uint8 is widened to int32"
+                 " only where it is used, after the arithmetic)")
+  _narrow_expect(narrow_gather, [S((512, 64), F32), S((128,), u8)], "ids[...] * 2",
+                 "ids[...] * 2 is computed in uint8 (0..255), where it can reach 510 and wrap (as jnp's uint8"
+                 f" arithmetic does), and the indices at line {_line_of('the narrow gather')} use it as an index",
+                 "widen it before the arithmetic: ids[...].astype(jnp.int32) * 2 (an index in uint8 is widened to"
+                 " int32 only where it is used, after the arithmetic)")
+  _narrow_expect(narrow_element, [S((1024,), F32), S((1,), u8)], "s[0] - 1",
+                 "s[0] - 1 is computed in uint8 (0..255), where it can reach -1 and wrap (as jnp's uint8"
+                 f" arithmetic does), and the window at line {_line_of('out[0] = x[j]')} uses it as an index",
+                 "widen it before the arithmetic: s[0].astype(jnp.int32) - 1 (an index in uint8 is widened to"
+                 " int32 only where it is used, after the arithmetic)")
+  _narrow_expect(narrow_scalar_bound, [S((1024,), F32), S((), jnp.int8)], "n + 4",
+                 "n + 4 is computed in int8 (-128..127), where it can reach 131 and wrap (as jnp's int8"
+                 f" arithmetic does), and the loop's bounds at line {_line_of('the narrow bound')} use it as a bound",
+                 "widen it before the arithmetic: n.astype(jnp.int32) + 4 (an index in int8 is widened to"
+                 " int32 only where it is used, after the arithmetic)")
+  t = jnp.arange(512 * 64, dtype=F32).reshape(512, 64)
+  ids = (jnp.arange(128) * 7 % 256).astype(u8)
+  np.testing.assert_array_equal(np.asarray(narrow_gather_fixed(t, ids, interpret=True)),
+                                np.asarray(t[ids.astype(jnp.int32) * 2]))
+  x = jnp.arange(1024, dtype=F32)
+  s = jnp.array([7], u8)
+  np.testing.assert_array_equal(np.asarray(narrow_in_range(x, s, interpret=True)),
+                                np.asarray(x[192:256] + (s[0] * 64).astype(F32)))
+  _export(narrow_gather_fixed, S(t.shape, F32), S(ids.shape, u8))
+  _export(narrow_in_range, S(x.shape, F32), S((1,), u8))
+
+
+@pytest.mark.gpu
+def test_narrow_index_fixed_gpu():
+  x = jnp.arange(1 << 15, dtype=F32)
+  for dtype in (jnp.uint8, jnp.int8, jnp.int16):
+    np.testing.assert_array_equal(np.asarray(narrow_window_fixed(x, jnp.array([5], dtype))), np.asarray(x[320:384]))
+  t = jnp.arange(512 * 64, dtype=F32).reshape(512, 64)
+  ids = (jnp.arange(128) * 7 % 256).astype(jnp.uint8)
+  np.testing.assert_array_equal(np.asarray(narrow_gather_fixed(t, ids)), np.asarray(t[ids.astype(jnp.int32) * 2]))
+  s = jnp.array([7], jnp.uint8)
+  np.testing.assert_array_equal(np.asarray(narrow_in_range(x[:1024], s)),
+                                np.asarray(x[192:256] + (s[0] * 64).astype(F32)))
+
+
+# ---------------------------------------------------------------- JAX's control flow in a kernel
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def lax_scan_of_indices(x, out):
+  def body(c, i):
+    return c + x[i], c
+  c, ys = jax.lax.scan(body, 0.0, jnp.arange(16))      # the scan of indices
+  out[...] = ys
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def lax_scan_fixed(x, out):
+  def body(c, i):
+    return c + x[i], c
+  carry = 0.0
+  for j in range(16):
+    carry, y = body(carry, j)
+    out[j] = y
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def lax_scan_of_rows(x, out):
+  v = x[...]
+  c, ys = jax.lax.scan(lambda c, t: (c * 0.5 + t, c), 0.0, v)
+  out[...] = ys
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def lax_scan_of_rows_fixed(x, out):
+  v = x[...]
+  carry = 0.0
+  for j in ml.static_range(v.shape[0]):
+    carry, y = (lambda c, t: (c * 0.5 + t, c))(carry, v[j])
+    out[j] = y
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((1,), x.dtype))
+def lax_fori_of_zeros(x, out):
+  acc = jax.lax.fori_loop(0, 16, lambda i, a: a + x[i], jnp.zeros((), jnp.float32))
+  out[0] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((1,), x.dtype))
+def lax_fori_fixed(x, out):
+  acc = 0.0
+  for j in range(0, 16):
+    acc = (lambda i, a: a + x[i])(j, acc)
+  out[0] = acc
+
+
+def _expect_at(kernel, specs, at, message, hint):
+  with pytest.raises(mg.KernelTypeError) as info:
+    kernel.check(*specs)
+  e = info.value
+  assert (e.lineno, e.col_offset) == (_line_of(at), _col_of(at)), e
+  assert e.message == message, e.message
+  assert e.hint == hint, e.hint
+
+
+_CUMS = ("; a running sum, product, max or min along an axis is one call, ml.cumsum(x, axis=0) (ml.cumprod,"
+         " ml.cummax, ml.cummin)")
+
+
+def test_lax_control_flow_reported_at_the_call_with_a_hint_that_works():
+  spec = S((16,), F32)
+  with open(__file__) as f:            # the hint's loop counter is a name the file does not use yet
+    taken = set(re.findall(r"[A-Za-z_]\w*", f.read()))
+  j = next((n for n in ("j", "k", "step", "it", "trip") if n not in taken), "trip")
+  _expect_at(lax_scan_of_indices, [spec], "jax.lax.scan(body, 0.0, jnp.arange(16))",
+             "jax.lax.scan is JAX's control flow, which a kernel writes in Python",
+             f"carry = 0.0; for {j} in range(16): carry, y = body(carry, {j}); then store each step's y where ys[{j}] goes"
+             f" (out[{j}] = y, or a row of an ml.smem buffer)" + _CUMS)
+  _expect_at(lax_scan_of_rows, [spec], "jax.lax.scan(lambda",
+             "jax.lax.scan is JAX's control flow, which a kernel writes in Python",
+             f"carry = 0.0; for {j} in ml.static_range(v.shape[0]): carry, y = (lambda c, t: (c * 0.5 + t, c))(carry,"
+             f" v[{j}]); then store each step's y where ys[{j}] goes (out[{j}] = y, or a row of an ml.smem buffer)" + _CUMS)
+  _expect_at(lax_fori_of_zeros, [spec], "jax.lax.fori_loop(0, 16",
+             "jax.lax.fori_loop is JAX's control flow, which a kernel writes in Python",
+             f"acc = 0.0; for {j} in range(0, 16): acc = (lambda i, a: a + x[i])({j}, acc) (ml.range(..., stages=s)"
+             " pipelines its loads)")
+  x = jnp.asarray(np.random.default_rng(1).standard_normal(16), F32)
+  ref = jax.lax.scan(lambda c, t: (c + t, c), jnp.float32(0), x)[1]
+  np.testing.assert_allclose(np.asarray(lax_scan_fixed(x, interpret=True)), np.asarray(ref), rtol=1e-6, atol=1e-6)
+  ref = jax.lax.scan(lambda c, t: (c * 0.5 + t, c), jnp.float32(0), x)[1]
+  np.testing.assert_allclose(np.asarray(lax_scan_of_rows_fixed(x, interpret=True)), np.asarray(ref), rtol=1e-6,
+                             atol=1e-6)
+  np.testing.assert_allclose(np.asarray(lax_fori_fixed(x, interpret=True)), np.asarray(x.sum())[None], rtol=1e-5)
+  for k in (lax_scan_fixed, lax_scan_of_rows_fixed, lax_fori_fixed):
+    _export(k, spec)
+
+
+@pytest.mark.gpu
+def test_lax_control_flow_fixed_gpu():
+  x = jnp.asarray(np.random.default_rng(1).standard_normal(16), F32)
+  np.testing.assert_allclose(np.asarray(lax_scan_fixed(x)), np.asarray(jax.lax.scan(lambda c, t: (c + t, c), 0.0, x)[1]),
+                             rtol=1e-5, atol=1e-6)
+  np.testing.assert_allclose(np.asarray(lax_scan_of_rows_fixed(x)),
+                             np.asarray(jax.lax.scan(lambda c, t: (c * 0.5 + t, c), 0.0, x)[1]), rtol=1e-5, atol=1e-6)
+  np.testing.assert_allclose(np.asarray(lax_fori_fixed(x)), np.asarray(x.sum())[None], rtol=1e-5)
