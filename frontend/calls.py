@@ -353,7 +353,10 @@ class Calls:
             if one != "x" else f"combine register booleans with {op}: a {op} b {op} c (elementwise); whether {word}"
                  f" element of one tensor t holds is ml.{word}(t)")
       if fn is builtins.range:
-        self.unsupported(node, "range() outside a for statement")
+        self.unsupported(node, "range() outside a for statement",
+                         hint=f"loop over it in the for statement itself, for i in {self.text(node)}: (sliced there with"
+                              " static parts too, range(a, n)[1:], [::2], [:-1]; convert uint32 bounds first,"
+                              " n.astype(jnp.int32)); its length is a scalar, ml.cdiv(stop - start, step)")
       held = next((a for a in list(args) + list(kwargs.values()) if holds_value(a)))
       name = getattr(fn, "__name__", repr(fn))
       if name in TRANSPOSES and args and is_smem_matrix(args[0]) and isinstance(node.args[0], ast.Name):

@@ -206,7 +206,8 @@ def rewritten_iter(tracer, node):
   """The loop `node` over another spelling of a range, as the statement that runs it: `for i in (A if c
   else B)` is `if c: for i in A: ... else: for i in B: ...` (c static, or a run-time scalar: each path
   runs its own loop, as Python's picks its iterable first), and `for i in range(...)[::-1]` is `for i in
-  reversed(range(...))` (a run-time bound too), `for k, i in enumerate(range(a, n, s), start=c)` of a run-time
+  reversed(range(...))` (a run-time bound too), another slice of a run-time range is the range of its elements
+  (see _sliced_range), `for k, i in enumerate(range(a, n, s), start=c)` of a run-time
   range is `for i in range(a, n, s): k = (i - a) // s + c` (see _enumerated_range). None for any other iterator."""
   import copy
   it = node.iter
@@ -226,11 +227,89 @@ def rewritten_iter(tracer, node):
     return made
   if (isinstance(it, ast.Subscript) and isinstance(it.value, ast.Call) and isinstance(it.slice, ast.Slice)
       and it.slice.lower is None and it.slice.upper is None and _minus_one(it.slice.step)
-      and tracer.eval(it.value.func) is range):
+      and tracer.eval(it.value.func) is range and len(it.value.args) <= 2):    # (a step: _sliced_range's)
     rev = ast.copy_location(ast.Call(func=ast.copy_location(ast.Name(id="reversed", ctx=ast.Load()), it), args=[it.value],
                                      keywords=[]), it)
     return loop(rev) if tracer.eval(rev.func) is reversed else None
+  if (made := _sliced_range(tracer, node, it, loop)) is not None:
+    return made
   return None
+
+
+def _static_int(tracer, e):
+  """The int a slice part is (None where it is left out); False where it is not a static int."""
+  if e is None:
+    return None
+  v = tracer.eval(e)
+  return v if v is None or (isinstance(v, int) and not isinstance(v, bool)) else False
+
+
+def _sliced_range(tracer, node, it, loop):
+  """`for i in range(a, n, s)[lo:hi:t]` of a run-time bound, a static step s > 0 and static slice parts
+  (t != 0): the range of the same elements, range(a + s * lo, ml.minimum(n, a + s * hi), s * t), a negative
+  part counted from the run-time length (ml.cdiv(n - a, s)) as Python's; [::-k] counts down from the last. The bounds are evaluated once,
+  before the loop. None for any other form (a static range is Python's own, sliced while tracing)."""
+  from .ops import elementwise_fns as fns
+  if not (isinstance(it, ast.Subscript) and isinstance(it.value, ast.Call) and isinstance(it.slice, ast.Slice)):
+    return None
+  inner = it.value
+  if (tracer.eval(inner.func) is not range or not 1 <= len(inner.args) <= 3 or inner.keywords
+          or any(isinstance(a, ast.Starred) for a in inner.args)):
+    return None
+  lo, hi, t = (_static_int(tracer, e) for e in (it.slice.lower, it.slice.upper, it.slice.step))
+  if False in (lo, hi, t) or t == 0 or (t is not None and t < 0 and (lo, hi) != (None, None)):
+    return None
+  from .ops.memory import index_operand
+  from .types import DType, resolve
+  values = tracer.eval_spread(inner.args)
+  step = values[2] if len(values) == 3 else 1
+  if not any(is_value(v) for v in values) or not isinstance(step, int) or isinstance(step, bool) or step <= 0:
+    return None
+  values = [index_operand(tracer.cx(inner, values=[v], operands=[e]), v, bound=True) if not isinstance(v, bool) else v
+            for v, e in zip(values, inner.args)]                  # (8- and 16-bit bounds widened to int32)
+  if any(is_value(v) and resolve(v.type.dtype) == DType.u32 for v in values):
+    return None        # (uint32 bounds: n - 1 of n = 0 would wrap)
+  a, b = (values[0], values[1]) if len(values) > 1 else (0, values[0])
+  where = lambda e: ast.fix_missing_locations(ast.copy_location(e, it))
+  counter = node.target.id if isinstance(node.target, ast.Name) else "range"
+
+  def bound(v, role):
+    if not is_value(v):
+      return where(ast.Constant(v))
+    key = f"{counter}'s {role}"                       # (no identifier: the body cannot rebind it)
+    tracer.env[key], tracer.where[key] = v, tracer.loc(inner)
+    return where(ast.Name(key, ast.Load()))
+
+  def fn(f, *args):
+    key = f"ml.{f}"
+    tracer.env[key], tracer.where[key] = getattr(fns, f), tracer.loc(it)
+    return where(ast.Call(ast.Name(key, ast.Load()), list(args), []))
+  A, B = bound(a, "start"), bound(b, "stop")
+  num = lambda k: where(ast.Constant(k))
+  op = lambda x, o, y: where(ast.BinOp(x, o, y))
+  length = fn("cdiv", op(B, ast.Sub(), A), num(step)) if step != 1 else op(B, ast.Sub(), A)
+  if t is not None and t < 0:         # [::-k]: from the last element down, k apart
+    last = op(A, ast.Add(), op(num(step), ast.Mult(), op(length, ast.Sub(), num(1))))
+    return loop(where(ast.Call(inner.func, [last if step != 1 else op(B, ast.Sub(), num(1)), op(A, ast.Sub(), num(step)),
+                                            num(step * t)], [])))
+  if lo is None or lo == 0:
+    start = A
+  elif lo > 0:
+    start = op(A, ast.Add(), num(step * lo))
+  elif step == 1:
+    start = fn("maximum", op(B, ast.Add(), num(lo)), A)
+  else:
+    start = op(A, ast.Add(), op(num(step), ast.Mult(), fn("maximum", op(length, ast.Add(), num(lo)), num(0))))
+  if hi is None:
+    stop = B
+  elif hi >= 0:
+    stop = fn("minimum", B, op(A, ast.Add(), num(step * hi)))
+  elif step == 1:
+    stop = op(B, ast.Add(), num(hi))
+  else:
+    stop = op(A, ast.Add(), op(num(step), ast.Mult(), op(length, ast.Add(), num(hi))))
+  rng = where(ast.Call(inner.func, [start, stop, num(step * (t or 1))], []))
+  return loop(rng)
 
 
 def _enumerated_range(tracer, node, it, loop):

@@ -303,3 +303,59 @@ def test_lax_control_flow_fixed_gpu():
   np.testing.assert_allclose(np.asarray(lax_scan_of_rows_fixed(x)),
                              np.asarray(jax.lax.scan(lambda c, t: (c * 0.5 + t, c), 0.0, x)[1]), rtol=1e-5, atol=1e-6)
   np.testing.assert_allclose(np.asarray(lax_fori_fixed(x)), np.asarray(x.sum())[None], rtol=1e-5)
+
+
+# ---------------------------------------------------------------- slices of a run-time range
+@mg.mgpu_kernel(out_shape=lambda x, n: S((64,), x.dtype))
+def sliced_range(x, n: ml.scalar, out, *, a: ml.constexpr, s: ml.constexpr, lo: ml.constexpr = None,
+                 hi: ml.constexpr = None, t: ml.constexpr = None):
+  out[...] = ml.zeros((64,), jnp.float32)
+  c = 0.0
+  for i in range(a, n, s)[lo:hi:t]:
+    c += 1.0
+    out[i] = x[i] + c          # the order counts: c numbers the trips
+
+
+@mg.mgpu_kernel(out_shape=lambda x, n: S((64,), x.dtype))
+def sliced_count(x, n: ml.scalar, out):
+  out[...] = ml.zeros((64,), jnp.float32)
+  c = 0.0
+  for i in range(n)[::2]:
+    c += 1.0
+    out[i] = x[i] + c
+
+
+_SLICES = [dict(a=2, s=1, lo=1), dict(a=0, s=1, t=2), dict(a=3, s=3, lo=2, hi=-3, t=3), dict(a=1, s=2, hi=5),
+           dict(a=0, s=1, lo=-4), dict(a=2, s=1, t=-2), dict(a=5, s=2, t=-1), dict(a=4, s=3, lo=-5, hi=-1, t=2)]
+
+
+def _sliced_want(x, n, a, s, lo=None, hi=None, t=None):
+  want, c = np.zeros(64, np.float32), 0.0
+  for i in range(a, n, s)[lo:hi:t]:
+    c += 1
+    want[i] = float(x[i]) + c
+  return want
+
+
+@pytest.mark.parametrize("cfg", _SLICES, ids=lambda c: "_".join(f"{k}{v}" for k, v in c.items()))
+def test_slice_of_a_run_time_range(cfg):
+  x = jnp.arange(64, dtype=F32) * 10
+  for n in (0, 1, 5, 17, 37):
+    np.testing.assert_array_equal(np.asarray(sliced_range(x, n, **cfg, interpret=True)), _sliced_want(x, n, **cfg))
+  _export(sliced_range, S(x.shape, F32), S((), jnp.int32), **cfg)
+
+
+def test_slice_of_a_one_argument_range():
+  x = jnp.arange(64, dtype=F32) * 10
+  for n in (0, 1, 6, 37):
+    np.testing.assert_array_equal(np.asarray(sliced_count(x, n, interpret=True)), _sliced_want(x, n, 0, 1, t=2))
+  _export(sliced_count, S(x.shape, F32), S((), jnp.int32))
+
+
+@pytest.mark.gpu
+def test_slice_of_a_run_time_range_gpu():
+  x = jnp.arange(64, dtype=F32) * 10
+  for cfg in _SLICES:
+    for n in (0, 5, 37):
+      np.testing.assert_array_equal(np.asarray(sliced_range(x, n, **cfg)), _sliced_want(x, n, **cfg), err_msg=str(cfg))
+  np.testing.assert_array_equal(np.asarray(sliced_count(x, 37)), _sliced_want(x, 37, 0, 1, t=2))
