@@ -23,6 +23,7 @@ from .dtypes import DType
 from .env import POISON, Unbound as _Unbound, assigned_names, atomic_targets, read_after
 from .ops import control as ctl, elementwise as ew
 from .ops.base import Num, is_value, value_words
+from .ops.elementwise import astype
 from .ops.elementwise_checks import method_on
 from .ops.memory import index_operand
 from .short_circuit import as_condition
@@ -154,6 +155,8 @@ def trace_for(tracer, node: ast.For):
     if not (isinstance(x, int) and not isinstance(x, bool)):
       cx = tracer.cx(it, values=[x], operands=[nodes[k]]) if nodes[k] else Call(tracer.b, tracer.loc(it))
       x = index_operand(cx, x, bound=True)   # 8- and 16-bit ones widen to int32
+      if x.id in tracer.b.weak and x.type.dtype == DType.i64:    # a Python int (jax_enable_x64's weak int64):
+        x = astype(cx, x, DType.i32)          # the loop's int32, as jnp keeps a weak int in the other side's type
       if x.type.dtype.bits != 32:    # the loop counts in i32 (scf.for needs one type)
         wide.append((texts[k] or x.name, x))
     bounds.append(x)

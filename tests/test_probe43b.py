@@ -1,7 +1,11 @@
 """Probe 43b (known debts of numerics, control flow and matmul hints): `c ** t` of a Python number and a
 float register value was exp2(t * log2(c)) (3.0 ** 5.0 gave 242.99997, jnp 243; a negative or zero base was
 an error): it is XLA's pow (libdevice's powf) as jnp's, in interpret mode and on the GPU."""
+import os
 import re
+import subprocess
+import sys
+import textwrap
 
 import jax
 import jax.numpy as jnp
@@ -359,3 +363,50 @@ def test_slice_of_a_run_time_range_gpu():
     for n in (0, 5, 37):
       np.testing.assert_array_equal(np.asarray(sliced_range(x, n, **cfg)), _sliced_want(x, n, **cfg), err_msg=str(cfg))
   np.testing.assert_array_equal(np.asarray(sliced_count(x, 37)), _sliced_want(x, 37, 0, 1, t=2))
+
+
+# ---------------------------------------------------------------- a Python int as a loop bound with x64
+_X64_BOUND = textwrap.dedent('''
+    import sys
+    import jax
+    jax.config.update("jax_enable_x64", True)
+    import jax.numpy as jnp, numpy as np, mgpu_dsl as mg
+    from mgpu_dsl import language as ml
+
+    @mg.mgpu_kernel(out_shape=lambda x, n: jax.ShapeDtypeStruct((1,), x.dtype))
+    def bounded(x, n, out):
+        acc = 0.0
+        for i in range(1, n[...], 2):
+            acc += x[i]
+        out[0] = acc
+
+    x = jnp.arange(64, dtype=jnp.float32)
+    gpu = sys.argv[1:] == ["gpu"]
+    eager = bounded(x, 11, interpret=not gpu)
+    jitted = jax.jit(lambda x, n: bounded(x, n, interpret=not gpu))(x, 11)
+    want = x[1:11:2].sum()
+    assert float(eager[0]) == want and float(jitted[0]) == want, (eager, jitted, want)
+    print("ok")
+''')
+
+
+def _run_x64(tmp_path, *argv):
+  script = tmp_path / "x64_bound.py"
+  script.write_text(_X64_BOUND)
+  env = dict(os.environ, MGPU_DSL_CACHE_DIR="off")
+  if not argv:
+    env["JAX_PLATFORMS"] = "cpu"
+  r = subprocess.run([sys.executable, str(script), *argv], capture_output=True, text=True, env=env, timeout=300)
+  assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout + r.stderr
+
+
+def test_python_int_loop_bound_with_x64(tmp_path):
+  """With jax_enable_x64 a Python int for a 0-d input is a weak int64: as a loop bound it was MG006 eagerly
+  ('kernel inputs are arrays') and MG003 under jax.jit ('runtime loop bounds must be 32-bit'); it is the loop's
+  int32, as jnp keeps a weak int in the other side's type."""
+  _run_x64(tmp_path)
+
+
+@pytest.mark.gpu
+def test_python_int_loop_bound_with_x64_gpu(tmp_path):
+  _run_x64(tmp_path, "gpu")
