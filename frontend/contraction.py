@@ -6,7 +6,7 @@ from an input dimension that no program reads to its end is reported (MG501) at 
 The dimension a dot contracts is followed from the dot's operand (its buffer's k axis: the columns of A,
 the rows of B, swapped for a `buf.T` view) through the TMA copies that fill that buffer to the input
 array's dimension (or through a register tile read from the input and stored into that buffer, or
-passed as a register A). Only reads of inputs count, and only when every read of that input is known while
+passed as a register A; or through another SMEM buffer the tile was copied or stored from). Only reads of inputs count, and only when every read of that input is known while
 compiling: a run-time trip count (`ml.range(n[...])`, a KV cache's length) or start leaves it alone.
 (A K below one step, `K // bk` = 0 trips of a static loop, is dropped while tracing: empty_dot_loop.)
 """
@@ -84,16 +84,27 @@ def contracted_inputs(kernel) -> dict:
         k_axes.setdefault(root.id, {}).setdefault(axes[k], o)
       elif (src := _loaded(defs, x, 2 + k)) is not None:
         add(*src, o)
-  for o in ops:
-    copy = isinstance(o, Copy) and o.slot >= 0
-    if not (copy or isinstance(o, Store) and isinstance(o.value, ir.Value)):
-      continue
-    droot, daxes = _dims(defs, o.dst if copy else o.ref)
-    for axis, dot in k_axes.get(droot.id, {}).items():
-      if axis in daxes:                        # the axis of the window (and of a stored tensor)
+  for _ in range(8):                           # to a fixpoint: a tile copied from one SMEM buffer into another
+    grown = False
+    for o in ops:
+      copy = isinstance(o, Copy)
+      if not (copy or isinstance(o, Store) and isinstance(o.value, ir.Value)):
+        continue
+      droot, daxes = _dims(defs, o.dst if copy else o.ref)
+      for axis, dot in list(k_axes.get(droot.id, {}).items()):
+        if axis not in daxes:                  # the axis of the window (and of a stored tensor)
+          continue
         found = (o.src, daxes.index(axis), o) if copy else _loaded(defs, o.value, daxes.index(axis))
-        if found is not None:
+        if found is None:
+          continue
+        sroot, saxes = _dims(defs, found[0])
+        if sroot.id in inputs:
           add(*found, dot)
+        elif sroot.type.space == Space.SMEM and found[1] < len(saxes) and saxes[found[1]] not in k_axes.get(sroot.id, {}):
+          k_axes.setdefault(sroot.id, {})[saxes[found[1]]] = dot     # (its own fills are followed next round)
+          grown = True
+    if not grown:
+      break
   return out
 
 

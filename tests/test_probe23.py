@@ -228,7 +228,7 @@ def gemv_n5(w, x, out):
 def test_a_dot_too_narrow_hints_padding_n():
   e = expect(gemv_n5, [S((64, 64), BF16), S((5, 64), BF16)], mg.MmaOperandError, "ml.dot(",
              "ml.dot needs n (columns of b) to be a multiple of 8 and at most 256, got 5")
-  assert e.hint.startswith("pad n to a multiple of 8: a b tile of 8 columns")
+  assert e.hint.startswith("pad n to a multiple of 8: a x_s tile of 8 rows (b is stored (n, k), passed transposed)")
 
 
 @mg.mgpu_kernel(out_shape=lambda a, b: S((64, 128), F32))

@@ -44,7 +44,8 @@ def int8_abt_padded(a, b, out):          # int8_abt's hint followed: a 48-row b 
 def test_int8_dot_rejects_the_n_ptxas_rejects(n):
   expect(int8_abt, [S((64, 128), I8), S((n, 128), I8)], mg.MmaOperandError, "ml.dot(a_s, b_s.T)",
          f"ml.dot on int8 needs n (columns of b) to be 8, 24 or a multiple of 16 and at most 256, got {n}",
-         hint=f"pad n to a multiple of 16: a b tile of {-(-n // 16) * 16} columns (a TMA copy past the"
+         hint=f"pad n to a multiple of 16: a b_s tile of {-(-n // 16) * 16} rows (b is stored (n, k), passed"
+              f" transposed) (a TMA copy past the"
               f" array's end fills zeros; or mask a register load with other=0), and store only the first"
               f" {n} columns of the result (a masked store); where the same size is also the k of another"
               f" dot (attention's key block: n of q @ k.T, k of p @ v), pad to {-(-n // 32) * 32} instead,"

@@ -410,3 +410,133 @@ def test_python_int_loop_bound_with_x64(tmp_path):
 @pytest.mark.gpu
 def test_python_int_loop_bound_with_x64_gpu(tmp_path):
   _run_x64(tmp_path, "gpu")
+
+
+# ---------------------------------------------------------------- matmul hints in the user's names
+E4 = jnp.float8_e4m3fn
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((64, 64), F32))
+def fp8_register_a(a, b, out):
+  a_s, b_s = ml.smem((64, 64), F16), ml.smem((64, 64), E4)
+  ml.copy(a, a_s)
+  ml.copy(b, b_s)
+  out[...] = ml.dot((a_s[...] * 2).astype(E4), b_s.T)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((64, 64), F32))
+def fp8_register_a_fixed(a, b, out):
+  a_s, b_s = ml.smem((64, 64), F16), ml.smem((64, 64), E4)
+  ml.copy(a, a_s)
+  ml.copy(b, b_s)
+  a8_s = ml.smem((64, 64), jnp.float8_e4m3fn)
+  a8_s[...] = (a_s[...] * 2).astype(E4)
+  out[...] = ml.dot(a8_s, b_s.T)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, bt: S((a.shape[0], bt.shape[0]), jnp.int32))
+def int8_n40(a, bt, out):
+  a_s, bt_s = ml.smem(a.shape), ml.smem(bt.shape)
+  ml.copy(a, a_s)
+  ml.copy(bt, bt_s)
+  out[...] = ml.dot(a_s, bt_s.T)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, bt: S((a.shape[0], bt.shape[0]), jnp.int32))
+def int8_n40_fixed(a, bt, out):
+  a_s, bt_s = ml.smem(a.shape), ml.smem((48, bt.shape[1]))
+  ml.copy(a, a_s)
+  ml.copy(bt.at[ml.ds(0, 48)], bt_s)                   # rows past 40: zeros
+  acc = ml.dot(a_s, bt_s.T)
+  out[...] = acc[:, :bt.shape[0]]
+
+
+def _fp8_inputs():
+  a = jnp.asarray(np.random.default_rng(3).standard_normal((64, 64)), F16)
+  b = jnp.asarray(np.random.default_rng(4).standard_normal((64, 64)), E4)
+  return a, b, jnp.dot((a * 2).astype(E4).astype(F32), b.astype(F32).T)
+
+
+def _int8_inputs():
+  a = jnp.asarray(np.random.default_rng(5).integers(-8, 8, (64, 64)), jnp.int8)
+  bt = jnp.asarray(np.random.default_rng(6).integers(-8, 8, (40, 64)), jnp.int8)
+  return a, bt, a.astype(jnp.int32) @ bt.astype(jnp.int32).T
+
+
+def test_matmul_hints_in_the_users_words():
+  with pytest.raises(mg.UnsupportedDtypeError) as info:
+    fp8_register_a.check(S((64, 64), F16), S((64, 64), E4))
+  assert info.value.lineno == _line_of("ml.dot((a_s[...] * 2).astype(E4), b_s.T)")
+  assert info.value.hint == (
+      "store the tile in an SMEM buffer and pass the buffer: a8_s = ml.smem((64, 64), jnp.float8_e4m3fn);"
+      " a8_s[...] = (a_s[...] * 2).astype(E4); ml.dot(a8_s, b_s.T) (a tile read from SMEM: pass that buffer itself)")
+  with pytest.raises(mg.MmaOperandError) as info:
+    int8_n40.check(S((64, 64), jnp.int8), S((40, 64), jnp.int8))
+  assert info.value.lineno == _line_of("out[...] = ml.dot(a_s, bt_s.T)")
+  assert info.value.hint.startswith(
+      "pad n to a multiple of 16: a bt_s tile of 48 rows (b is stored (n, k), passed transposed) (a TMA copy past the"
+      " array's end fills zeros"), info.value.hint
+  a, b, want = _fp8_inputs()
+  np.testing.assert_allclose(np.asarray(fp8_register_a_fixed(a, b, interpret=True)), np.asarray(want), rtol=1e-5,
+                             atol=1e-4)
+  a, bt, want = _int8_inputs()
+  np.testing.assert_array_equal(np.asarray(int8_n40_fixed(a, bt, interpret=True)), np.asarray(want))
+  _export(fp8_register_a_fixed, S((64, 64), F16), S((64, 64), E4))
+  _export(int8_n40_fixed, S((64, 64), jnp.int8), S((40, 64), jnp.int8))
+
+
+@pytest.mark.gpu
+def test_matmul_hints_followed_gpu():
+  a, b, want = _fp8_inputs()
+  np.testing.assert_allclose(np.asarray(fp8_register_a_fixed(a, b)), np.asarray(want), rtol=1e-3, atol=1e-2)
+  a, bt, want = _int8_inputs()
+  np.testing.assert_array_equal(np.asarray(int8_n40_fixed(a, bt)), np.asarray(want))
+
+
+# ---------------------------------------------------------------- a k loop short of K, through a staged tile
+def _staged(k_steps):
+  @mg.mgpu_kernel(out_shape=lambda a, b: (S((a.shape[0], b.shape[1]), F32), S((a.shape[0],), F32)),
+                  grid=lambda a, b: (a.shape[0] // 64,))
+  def staged(a, b, c, rs):
+    i = ml.program_id(0)
+    rs.at[ml.ds(i * 64, 64)][...] = ml.sum(a.at[ml.ds(i * 64, 64)][...].astype(F32), axis=1)   # all of a's columns
+    a_s, b_s = ml.smem((64, 64)), ml.smem((64, b.shape[1]))
+    b2 = ml.smem((64, b.shape[1]), F16)
+    acc = ml.zeros((64, b.shape[1]), F32)
+    for k in range(k_steps(b.shape[0])):
+      ml.copy(a.at[ml.ds(i * 64, 64), ml.ds(k * 64, 64)], a_s)
+      ml.copy(b.at[ml.ds(k * 64, 64)], b_s)                                     # the staged b copy
+      b2[...] = b_s[...]
+      acc = ml.dot(a_s, b2, acc)                                                # the staged dot
+    c.at[ml.ds(i * 64, 64)][...] = acc
+  return staged
+
+
+staged_floor, staged_cdiv = _staged(lambda k: k // 64), _staged(lambda k: ml.cdiv(k, 64))
+
+
+def test_k_tail_followed_through_an_smem_to_smem_copy():
+  with pytest.raises(mg.MmaOperandError) as info:
+    staged_floor.check(S((128, 200), F16), S((200, 64), F16))
+  e = info.value
+  assert (e.lineno, e.col_offset) == (_line_of("the staged b copy"), _col_of("ml.copy(b.at[ml.ds(k * 64, 64)], b_s)"))
+  assert e.message == (f"no program reads b[192:200, :], but the ml.dot on line {_line_of('the staged dot')} sums over"
+                       " b's 200 rows: the product would leave out the last 8 (a k loop of 200 // 64 = 3 trips stops"
+                       " short of the end)")
+  assert e.hint.startswith("loop over ml.cdiv(200, 64) steps")
+  a = jnp.asarray(np.random.default_rng(7).standard_normal((128, 200)), F16)
+  b = jnp.asarray(np.random.default_rng(8).standard_normal((200, 64)), F16)
+  c, rs = staged_cdiv(a, b, interpret=True)
+  np.testing.assert_allclose(np.asarray(c), np.asarray(jnp.dot(a, b, preferred_element_type=F32)), rtol=2e-3,
+                             atol=2e-3)
+  np.testing.assert_allclose(np.asarray(rs), np.asarray(a.astype(F32).sum(1)), rtol=1e-4, atol=1e-3)
+  _export(staged_cdiv, S(a.shape, F16), S(b.shape, F16))
+
+
+@pytest.mark.gpu
+def test_k_tail_staged_gpu():
+  a = jnp.asarray(np.random.default_rng(7).standard_normal((128, 200)), F16)
+  b = jnp.asarray(np.random.default_rng(8).standard_normal((200, 64)), F16)
+  c, _ = staged_cdiv(a, b)
+  np.testing.assert_allclose(np.asarray(c), np.asarray(jnp.dot(a, b, preferred_element_type=F32)), rtol=2e-3,
+                             atol=2e-3)

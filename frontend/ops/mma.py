@@ -182,7 +182,7 @@ def _register_a(cx, a, d, b=None):
                             hint=_vector_hint("a", a, b, cx) if len(a.type.shape) == 1 else "pass an (m, k) tile")
   if isinstance(d, DType) and d not in hw.MMA_REG_A_DTYPES:
     names = " or ".join(sorted(map(str, hw.MMA_REG_A_DTYPES)))
-    hint = (_eight_bit_a_hint(a, b, d) if d.bits == 8 else _tf32_hint(a, b) if _is_f32(b) else
+    hint = (_eight_bit_a_hint(cx, a, b, d) if d.bits == 8 else _tf32_hint(a, b) if _is_f32(b) else
             f"convert it to b's dtype: ml.dot({method_on(_unconverted(cx.named(a, 'a')))}.astype(jnp.{_b_dtype(b)}), ...)")
     if d.bits == 8:
       hint += _eight_bit_needs(a, b)
@@ -191,14 +191,22 @@ def _register_a(cx, a, d, b=None):
         hint=hint)
 
 
-def _eight_bit_a_hint(a, b, d) -> str:
+def _padded_b(b, rows) -> str:
+  """The b tile padded to `rows` of n, as stored: columns of a (k, n) b, rows of an (n, k) one passed as bt.T."""
+  if b.type.transposed:
+    bn = (b.name or "").removesuffix(".T")
+    return f"a {bn if bn.isidentifier() else 'b'} tile of {rows} rows (b is stored (n, k), passed transposed)"
+  return f"a b tile of {rows} columns"
+
+
+def _eight_bit_a_hint(cx, a, b, d) -> str:
   """An 8-bit register A: stored into an SMEM buffer named after it (`x` -> `x_s`), which the dot reads."""
   name = a.name if (a.name or "").isidentifier() else None
-  buf = f"{name}_s" if name else "buf"
-  bn = b.name if is_value(b) and (b.name or "").replace(".T", "").isidentifier() else "..."
+  buf = f"{name}_s" if name else "a8_s"     # (a_s is often taken: the 16-bit tile the 8-bit one is made from)
+  bn = b.name if is_value(b) and (b.name or "").replace(".T", "").isidentifier() else cx.named(b, "") or "b"
   return (f"store the tile in an SMEM buffer and pass the buffer: {buf} = ml.smem({a.type.shape}, jnp.{d});"
-          f" {buf}[...] = {name or '<the tile>'}; ml.dot({buf}, {bn}) (a tile read from SMEM: pass that buffer"
-          f" itself)")
+          f" {buf}[...] = {name or cx.named(a, '') or 'a'}; ml.dot({buf}, {bn}) (a tile read from SMEM: pass that"
+          f" buffer itself)")
 
 
 def _eight_bit_needs(a, b) -> str:
@@ -517,7 +525,7 @@ def dot(cx, a, b, acc=None, *, out_dtype=None, input_precision=None, allow_tf32=
         f" {'8, 24 or ' if int_n else ''}a multiple of {n_step} and at most {hw.MMA_N_MAX}, got {n}", loc,
         hint=_narrow_n_hint(a, b, n, k) if narrow else
              "split wider tiles into several dots of at most 256 columns" if n > hw.MMA_N_MAX else
-             f"pad n to a multiple of {n_step}: a b tile of {-(-n // n_step) * n_step} columns (a TMA copy"
+             f"pad n to a multiple of {n_step}: {_padded_b(b, -(-n // n_step) * n_step)} (a TMA copy"
              f" past the array's end fills zeros; or mask a register load with other=0), and store only"
              f" the first {n} columns of the result (a masked store)"
              + (f"; where the same size is also the k of another dot (attention's key block: n of q @ k.T, k"
