@@ -19,8 +19,8 @@ _TRANSPOSE = ("a 2-D tensor transposes with x.T or ml.transpose(x) (through SMEM
 _CONCAT = "join register tensors along an existing axis with ml.concatenate([a, b], axis=0)"
 _JOIN = ("no ml.{}: join along a new last axis with ml.concatenate([a[..., None], b[..., None]], axis=-1)"
          " (then .reshape(m, 2 * n) interleaves the columns of (m, n) tensors)")
-_POW = ("use ml.pow(x, y) (libdevice's powf, as jnp.power of floats); the ** operator gives x ** n (a static"
-        " int), x ** 0.5 and c ** t (c a Python number)")
+_POW = ("use ml.pow(x, y) (libdevice's powf, as jnp.power of floats); the ** operator gives t ** n (a static"
+        " int), t ** 0.5 and c ** t (c a Python number) as jnp")
 _DIV = "no ml.{}: divide with the / operator, x / y (ml.cdiv(a, b) is the ceiling of an integer division)"
 _FLOOR_DIV = "no ml.{}: divide with the // operator, x // y (ml.cdiv(a, b) rounds up instead)"
 # jnp's math functions that ml lacks (some a near-spelling of another ml name: copysign, ldexp, square)

@@ -75,6 +75,26 @@ def test_number_base_power_of_int_exponent():
   assert _bits_equal(int_exponents(n, interpret=True), 2.5 ** n + (-1.5) ** n)
 
 
+@mg.mgpu_kernel(out_shape=lambda t: t)
+def jnp_power_of_number(t, out):
+  out[...] = jnp.power(2.5, t[...])
+
+
+@mg.mgpu_kernel(out_shape=lambda t: t)
+def jnp_power_of_number_fixed(t, out):
+  out[...] = ml.pow(2.5, t[...])
+
+
+def test_jnp_power_hint_keeps_its_operands_apart():
+  with pytest.raises(mg.KernelTypeError) as info:
+    jnp_power_of_number.check(S((128,), F32))
+  assert info.value.lineno == _line_of("jnp.power(2.5, t[...])")
+  assert info.value.hint == ("use ml.pow(2.5, t[...]) (libdevice's powf, as jnp.power of floats); the ** operator gives"
+                             " t ** n (a static int), t ** 0.5 and c ** t (c a Python number) as jnp")
+  t = _exponents(F32)
+  assert _bits_equal(jnp_power_of_number_fixed(t, interpret=True), jnp.power(2.5, t))
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [F32, F16, BF16])
 def test_number_base_power_gpu(dtype):
