@@ -23,6 +23,7 @@ from .overflow import _index_operands, _integral, _mixes
 from .types import resolve
 
 _WRAPS = (BinOp.ADD, BinOp.SUB, BinOp.MUL, BinOp.SHL)
+_BOUNDS = ("For", "Condition", "MaskedLoad", "MaskedStore")      # (uses that compare it: "as a bound")
 _USE = {"View": "the window", "ScalarRead": "the element read", "For": "the loop's bounds", "Condition": "the while loop's condition",
         "MaskedLoad": "the mask", "MaskedStore": "the mask", "Gather": "the indices", "ScatterUpdate": "the indices"}
 
@@ -163,7 +164,7 @@ def _error(src, use, defs):
   return E.KernelTypeError(
       f"{text} is computed in {name} ({lo_d}..{hi_d}), where it can reach {past} and wrap (as jnp's {name}"
       f" arithmetic does), and {what} at line {use.loc.lineno} use{'' if plural else 's'} it as"
-      f" {'a bound' if type(use).__name__ in ('For', 'Condition') else 'an index'}", op.loc,
+      f" {'a bound' if type(use).__name__ in _BOUNDS else 'an index'}", op.loc,
       hint=f"widen it before the arithmetic: {fix} (an index in {name} is widened to int32 only where it is"
            f" used, after the arithmetic)")
 

@@ -157,6 +157,17 @@ def narrow_scalar_bound(x, n: ml.scalar, out):
   out[0] = acc
 
 
+@mg.mgpu_kernel(out_shape=lambda x, s: S((128,), x.dtype))
+def narrow_mask(x, s, out):
+  n = s[0] * 4                                         # the narrow mask
+  out[...] = x.at[ml.ds(0, 128)].load(mask=ml.arange(128) < n.astype(jnp.int32), other=0.0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, ids: S((256, x.shape[1]), x.dtype), input_output_aliases={0: 0})
+def narrow_atomic(x, ids, out):
+  ml.atomic_add(out.at[ids[...] + 1, :], x.at[ml.ds(0, ids.shape[0])][...])     # the narrow atomic
+
+
 def _narrow_expect(kernel, specs, at, message, hint):
   with pytest.raises(mg.KernelTypeError) as info:
     kernel.check(*specs)
@@ -203,6 +214,16 @@ def test_narrow_loop_gather_and_element():
                  "n + 4 is computed in int8 (-128..127), where it can reach 131 and wrap (as jnp's int8"
                  f" arithmetic does), and the loop's bounds at line {_line_of('the narrow bound')} use it as a bound",
                  "widen it before the arithmetic: n.astype(jnp.int32) + 4 (an index in int8 is widened to"
+                 " int32 only where it is used, after the arithmetic)")
+  _narrow_expect(narrow_mask, [S((1024,), F32), S((1,), u8)], "s[0] * 4",
+                 "s[0] * 4 is computed in uint8 (0..255), where it can reach 1020 and wrap (as jnp's uint8"
+                 f" arithmetic does), and the mask at line {_line_of('the narrow mask') + 1} uses it as a bound",
+                 "widen it before the arithmetic: s[0].astype(jnp.int32) * 4 (an index in uint8 is widened to"
+                 " int32 only where it is used, after the arithmetic)")
+  _narrow_expect(narrow_atomic, [S((256, 64), F32), S((128,), jnp.int8)], "ids[...] + 1",
+                 "ids[...] + 1 is computed in int8 (-128..127), where it can reach 128 and wrap (as jnp's int8"
+                 f" arithmetic does), and the indices at line {_line_of('the narrow atomic')} use it as an index",
+                 "widen it before the arithmetic: ids[...].astype(jnp.int32) + 1 (an index in int8 is widened to"
                  " int32 only where it is used, after the arithmetic)")
   t = jnp.arange(512 * 64, dtype=F32).reshape(512, 64)
   ids = (jnp.arange(128) * 7 % 256).astype(u8)
