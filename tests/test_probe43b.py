@@ -100,12 +100,12 @@ def test_jnp_power_hint_keeps_its_operands_apart():
 def test_number_base_power_gpu(dtype):
   t = _exponents(dtype)
   np.testing.assert_allclose(np.asarray(powers_of_three(t)).astype(np.float32),
-                             np.asarray(3.0 ** t).astype(np.float32), rtol=2e-7 if dtype == F32 else 1e-3)
+                             np.asarray(3.0 ** t).astype(np.float32), rtol=5e-7 if dtype == F32 else 1e-3)
   np.testing.assert_allclose(np.asarray(signed_powers(t)).astype(np.float32),
                              np.asarray((-2.0) ** t + 0.0 ** t + 10.0 ** t).astype(np.float32),
-                             rtol=2e-7 if dtype == F32 else 1e-3)
+                             rtol=5e-7 if dtype == F32 else 1e-3)
   n = jnp.arange(128, dtype=jnp.int32) % 20 - 5
-  np.testing.assert_allclose(np.asarray(int_exponents(n)), np.asarray(2.5 ** n + (-1.5) ** n), rtol=2e-7)
+  np.testing.assert_allclose(np.asarray(int_exponents(n)), np.asarray(2.5 ** n + (-1.5) ** n), rtol=5e-7)
 
 
 # ---------------------------------------------------------------- 8- and 16-bit index arithmetic
