@@ -54,22 +54,32 @@ class JitStages:
     call.__name__ = call.__qualname__ = self.__name__
     return jax.jit(call)
 
+  def _by_position(self, args, constexprs):
+    """(args, constexprs) with constexprs passed by position after the inputs (`k.lower(x, 64)`) moved to
+    the keywords, bound rather than traced (positional.py)."""
+    from . import calling
+    return calling.keyword_inputs(getattr(self, "kernel", self), args, constexprs, bind=False,
+                                  skip=getattr(self, "tuned", ()))
+
   @user_errors
   def lower(self, *args, interpret: bool | None = None, **constexprs):
     """`jax.jit(kernel).lower(*args)` with the constexprs bound: a `jax.stages.Lowered` (`.as_text()`,
     `.compile()`); `args` are arrays or jax.ShapeDtypeStructs. Lowering for the GPU needs one (or
     `jax.export.export(jax.jit(kernel), platforms=["cuda"])`); `interpret=True` lowers the CPU interpreter."""
+    args, constexprs = self._by_position(args, constexprs)
     return self._jitted(interpret, constexprs).lower(*args)
 
   @user_errors
   def trace(self, *args, interpret: bool | None = None, **constexprs):
     """`jax.jit(kernel).trace(*args)` with the constexprs bound: a `jax.stages.Traced` (`.jaxpr`, `.lower()`)."""
+    args, constexprs = self._by_position(args, constexprs)
     return self._jitted(interpret, constexprs).trace(*args)
 
   @user_errors
   def eval_shape(self, *args, interpret: bool | None = None, **constexprs):
     """The outputs' `jax.ShapeDtypeStruct`s for these arrays or specs, as `jax.eval_shape(kernel, *args)`
     gives them (the kernel is traced and checked; nothing runs)."""
+    args, constexprs = self._by_position(args, constexprs)
     return self._jitted(interpret, constexprs).eval_shape(*args)
 
 

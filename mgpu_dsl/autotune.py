@@ -156,7 +156,8 @@ class Autotuner(JitStages):
 
   def best_config(self, *args: Any, interpret: bool | None = None, **constexprs: Any) -> dict:
     """The configuration a call with these arguments runs (tuning it first if needed)."""
-    args, constexprs = calling.keyword_inputs(self.kernel, args, constexprs, bind=False)   # (inputs by keyword)
+    args, constexprs = calling.keyword_inputs(self.kernel, args, constexprs, bind=False,   # (inputs by keyword,
+                                              skip=self.tuned)                      # constexprs by position)
     self._untuned(constexprs)
     if self.kernel._interpret(interpret):
       return self._first_that_builds(args, constexprs)

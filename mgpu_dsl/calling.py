@@ -304,7 +304,7 @@ def _not_a_method(refs, name: str, loc) -> None:
 
 
 def check_count(pk, n_in: int, bounds: tuple[int, int], name: str, loc, *, outputs_known=False,
-                args=(), constexprs=()) -> None:
+                args=(), constexprs=(), bound=None) -> None:
   """Raise SignatureError unless lo <= n_in <= hi (`args`: the call's positional arguments, where
   trailing non-arrays past the inputs are constexprs passed by position)."""
   lo, hi = bounds
@@ -313,12 +313,13 @@ def check_count(pk, n_in: int, bounds: tuple[int, int], name: str, loc, *, outpu
   _not_a_method(pk.ref_params, name, loc)      # M().forward(x): self is no array, and the count is off
   extra = list(args[hi:]) if lo == hi and args and len(args) == n_in > hi else []
   if extra and [c for c in pk.constexpr_params if c not in constexprs] and not any(is_array_like(a) for a in extra):
+    from . import positional
     given = ", ".join(describe(a) for a in extra)
     s = "s" if len(extra) > 1 else ""
     raise E.SignatureError(
         f"{name} was given {len(extra)} extra positional argument{s} ({given}) after its"
-        f" {len(args) - len(extra)} input{'s' if len(args) - len(extra) != 1 else ''}: constexprs are passed by"
-        f" keyword, not by position", loc,
+        f" {len(args) - len(extra)} input{'s' if len(args) - len(extra) != 1 else ''}"
+        + positional.too_many(pk, bounds, bound, len(extra)), loc,
         hint=keyword_hint(name, [c for c in pk.constexpr_params if c not in constexprs][:len(extra)], extra))
   refs = pk.ref_params
   plural = lambda n, w: f"{n} {w}{'s' if n != 1 else ''}"
@@ -480,20 +481,24 @@ def call_noted(e: E.KernelError, at, args, names, constexprs=None) -> E.KernelEr
   return e
 
 
-def keyword_inputs(kernel, args, constexprs, bind=True) -> tuple[tuple, dict]:
+def keyword_inputs(kernel, args, constexprs, bind=True, skip=()) -> tuple[tuple, dict]:
   """(args, constexprs) of a call, with the kernel's constexpr values bound by a functools.partial,
   and the inputs passed by keyword (`k(x, y=y)`, `k(y=y, x=x)`, as a Python function or a Triton
   kernel takes them) moved into their places. Only a run of inputs right after the positional
   ones moves: an output, an input given twice or a gap is left to check_constexprs to report."""
+  given_kw = set(constexprs)
   constexprs = {**kernel._bound, **constexprs} if bind else dict(constexprs)
   pk = kernel.parsed
   hi = kernel._input_bounds(pk)[1]
   scalars = getattr(pk, "scalar_params", ())
   named = {pk.ref_params.index(k): k for k, v in constexprs.items()      # (not a Python constant for a
            if k in pk.ref_params[:hi] and (k in scalars or is_array_like(v))}      # constexpr left undeclared)
-  if not named or sorted(named) != list(range(len(args), len(args) + len(named))):
-    return tuple(args), constexprs
-  return tuple(args) + tuple(constexprs.pop(named[k]) for k in sorted(named)), constexprs
+  if named and sorted(named) == list(range(len(args), len(args) + len(named))):
+    args = tuple(args) + tuple(constexprs.pop(named[k]) for k in sorted(named))
+  from . import positional          # (Triton's habit: constexprs by position after the inputs)
+  from .bench import caller_loc
+  given = {k: v for k, v in constexprs.items() if k not in kernel._bound or k in given_kw}
+  return positional.place(kernel, tuple(args), constexprs, given, caller_loc() or pk.loc, skip)
 
 
 def _declare_constexpr(pk, name: str, param: str, value) -> str:
@@ -550,11 +555,12 @@ def check_constexprs(pk, constexprs: dict, name: str, loc, args=(), bounds=None)
         break
       extra.insert(0, a)
     if extra:
+      from . import positional
       given = ", ".join(describe(a) for a in extra)
       s = "s" if len(extra) > 1 else ""
       raise E.SignatureError(
           f"{name} was given {len(extra)} extra positional argument{s} ({given}), and needs constexpr"
-          f" argument(s) {', '.join(missing)}: constexprs are passed by keyword, not by position", loc,
+          f" argument(s) {', '.join(missing)}" + positional.too_many(pk, bounds or (0, 0), None, len(extra)), loc,
           hint=keyword_hint(name, missing, extra))
     raise E.SignatureError(f"{name} needs constexpr argument(s) {', '.join(missing)}", loc,
                            hint=keyword_hint(name, missing, ()))
@@ -649,11 +655,14 @@ def signature(pk, out_shape, grid, bound=None) -> inspect.Signature:
   P = inspect.Parameter
   # Exact when out_shape and grid decide it; otherwise the largest count they allow
   # (one output: the common case).
-  n_in = max(0, input_bounds(pk, out_shape, grid)[1])
+  bounds = input_bounds(pk, out_shape, grid)
+  n_in = max(0, bounds[1])
   params = [P(r, P.POSITIONAL_OR_KEYWORD, annotation="jax.Array") for r in pk.ref_params[:n_in]]
   defaults = {**pk.defaults, **(bound or {})}
-  params += [P(c, P.KEYWORD_ONLY, annotation=L.constexpr, default=defaults.get(c, P.empty))
-             for c in pk.constexpr_params]
+  from .positional import names            # (those a call may pass by position: static_argnums works)
+  by_position = names(pk, bounds, bound)
+  params += [P(c, P.POSITIONAL_OR_KEYWORD if c in by_position else P.KEYWORD_ONLY, annotation=L.constexpr,
+               default=defaults.get(c, P.empty)) for c in pk.constexpr_params]
   params.append(P("interpret", P.KEYWORD_ONLY, default=None, annotation="bool | None"))
   from .vmap_keywords import KernelSignature      # (constexprs through jax.vmap: a SignatureError)
   sig = KernelSignature(params)

@@ -13,6 +13,7 @@ import inspect
 import sys
 
 from .frontend import errors as E
+from .frontend import language as L
 
 
 class KernelSignature(inspect.Signature):
@@ -29,16 +30,50 @@ class KernelSignature(inspect.Signature):
     P = inspect.Parameter
     rest = any(p.kind == P.VAR_KEYWORD for p in self.parameters.values())    # (an unreadable kernel's)
     given = [k for k, v in kwargs.items() if v is not None and (
-        k in self.parameters and self.parameters[k].kind == P.KEYWORD_ONLY or rest and k not in self.parameters)]
+        k in self.parameters and _constexpr_or_option(self.parameters[k]) or rest and k not in self.parameters)]
+    ins = [p.name for p in self.parameters.values() if p.kind == P.POSITIONAL_OR_KEYWORD and not _constexpr_or_option(p)]
     if given and _under_vmap():
-      ins = [p.name for p in self.parameters.values() if p.kind == inspect.Parameter.POSITIONAL_OR_KEYWORD]
       _refuse(self.kernel_name, given, kwargs, ", ".join(ins[:len(args)]) or "...")
+    # constexprs by position (positional.py): jax.vmap maps them unless in_axes says None; jax.jit traces them
+    # unless static_argnums names them
+    by_pos = {p.name: (i, a) for i, (p, a) in enumerate(zip(self.parameters.values(), args))
+              if p.annotation is L.constexpr and p.kind == P.POSITIONAL_OR_KEYWORD}
+    mapped = [k for k, (i, _) in by_pos.items() if _vmap_maps(i)]
+    if mapped:
+      from .positional import refuse_vmap
+      refuse_vmap(self.kernel_name, {k: by_pos[k][1] for k in mapped}, ins[:len(args)], len(args))
+    not_arrays = [k for k, (_, a) in by_pos.items() if not _array_like(a)]
+    if not_arrays and _under_jit():
+      from .positional import refuse_jit
+      refuse_jit(self.kernel_name, {k: by_pos[k] for k in not_arrays})
     # jax.jit(kernel)(x, act="relu"): jax.jit binds the call (its static arguments replaced by a placeholder)
     # before it makes abstract arrays of the others, where a string, a dtype or a function fails in JAX
     not_arrays = [k for k in given if not _array_like(kwargs[k])]
     if not_arrays and _under_jit():
       _refuse_jit(self.kernel_name, not_arrays, kwargs)
     return super().bind(*args, **kwargs)
+
+
+def _vmap_maps(i: int) -> bool:
+  """Whether jax.vmap's wrapper is binding the call and maps its positional argument `i` (its in_axes,
+  read from the wrapper's frame, do not say None there)."""
+  codes = _vmap_codes()
+  f = sys._getframe(2)
+  for _ in range(8):
+    if f is None:
+      return False
+    if f.f_code in codes if codes else f.f_code.co_name == "vmap_f":
+      axes = f.f_locals.get("in_axes", 0)
+      axis = axes[i] if isinstance(axes, (tuple, list)) and i < len(axes) else axes
+      return axis is not None and not isinstance(axes, dict)
+    f = f.f_back
+  return False
+
+
+def _constexpr_or_option(p) -> bool:
+  """Whether the parameter `p` is a constexpr (keyword-only, or one a call may pass by position too:
+  positional.py) or `interpret`, not an input."""
+  return p.kind == inspect.Parameter.KEYWORD_ONLY or p.annotation is L.constexpr
 
 
 def _array_like(v) -> bool:

@@ -30,9 +30,9 @@ def guarded(x, y, out):
   out[...] = x[...] + y[...]
 
 
-def test_signature_lists_inputs_then_keyword_only_constexprs_and_interpret():
+def test_signature_lists_inputs_then_constexprs_and_interpret():
   assert str(inspect.signature(K.row_block_sum)) == (
-      "(x: 'jax.Array', *, n: ml.constexpr, interpret: 'bool | None' = None)")
+      "(x: 'jax.Array', n: ml.constexpr, *, interpret: 'bool | None' = None)")   # (n by position too: probe 43d)
 
 
 def test_signature_keeps_constexpr_defaults():
@@ -179,13 +179,15 @@ def scaled_by(x, out, *, f: ml.constexpr = 2.0):
   out[...] = x[...] * f
 
 
-def test_a_constexpr_passed_by_position_is_reported_as_a_count():
-  """It said 'input 1 (out) is float 3.0; kernel inputs are arrays', naming an output (probe 15)."""
+def test_a_constexpr_passed_by_position_after_the_inputs():
+  """It said 'input 1 (out) is float 3.0; kernel inputs are arrays', naming an output (probe 15); a constexpr
+  after the inputs is now taken by position, as Triton takes it (probe 43d); one too many is a count."""
+  np.testing.assert_array_equal(scaled_by(jnp.ones((128,), F32), 3.0, interpret=True), 3.0)
   with pytest.raises(mg.SignatureError) as info:
-    scaled_by(jnp.ones((128,), F32), 3.0, interpret=True)
-  assert info.value.message == ("scaled_by was given 1 extra positional argument (float 3.0) after its 1 input:"
-                                " constexprs are passed by keyword, not by position")
-  assert info.value.hint == "pass it by keyword: scaled_by(..., f=3.0)"
+    scaled_by(jnp.ones((128,), F32), 3.0, 4.0, interpret=True)
+  assert info.value.message == ("scaled_by was given 2 extra positional arguments (float 3.0, float 4.0) after its"
+                                " 1 input: scaled_by takes at most 1 constexpr by position (f); pass the others"
+                                " by keyword")
 
 
 @mg.mgpu_kernel(out_shape=lambda x: x)

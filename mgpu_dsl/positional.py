@@ -1,0 +1,103 @@
+"""Constexprs passed by position after the inputs, as a Triton kernel takes them (`scale(x, 64)`), so
+that `jax.jit(kernel, static_argnums=(1,))(x, 64)` works as it does for any Python function.
+
+A value after the inputs is a constexpr only where the inputs' count is fixed (the out_shape and grid
+callables, or a static out_shape, decide it): otherwise a Python number there could be a 0-d input, and
+the call is refused with the fix (pass it by keyword). The constexprs that may come by position are the
+kernel's, in the def's order, up to the first one a functools.partial binds (Python's partial makes
+that one and those after it keyword-only) or the first without a default after one with a default (a
+positional parameter's rule). The kernel's signature (calling.signature) shows them as positional, which
+is what jax.jit reads to check `static_argnums`; the others stay keyword-only.
+"""
+from __future__ import annotations
+
+from .frontend import errors as E
+
+
+def names(pk, bounds: tuple[int, int], bound=None, skip=()) -> list[str]:
+  """The constexprs a call may pass by position after its inputs; none where the input count is not fixed.
+  `skip`: constexprs the call cannot pass at all (an autotuned kernel's tuned ones: its signature drops them)."""
+  lo, hi = bounds
+  if lo != hi:
+    return []
+  out, defaulted = [], False
+  for c in (c for c in pk.constexpr_params if c not in skip):
+    if c in (bound or {}) or defaulted and c not in pk.defaults:
+      break
+    defaulted = defaulted or c in pk.defaults
+    out.append(c)
+  return out
+
+
+def _is_constexpr_value(v) -> bool:
+  """Whether `v`, past the inputs, is a constexpr's value: not an array, or the weak 0-d array jax.jit
+  makes of a Python number it traced (a constexpr not named static: check_constexprs says so)."""
+  from .calling import is_array_like, is_weak
+  return not is_array_like(v) or is_weak(v) and tuple(getattr(v, "shape", (1,))) == ()
+
+
+def place(kernel, args: tuple, constexprs: dict, given: dict, loc, skip=()) -> tuple[tuple, dict]:
+  """(args, constexprs) with the values past the inputs moved to the constexprs they stand for.
+  `given`: the constexprs the call passed by keyword (a partial's bound values are not among them)."""
+  pk = kernel.parsed
+  bounds = kernel._input_bounds(pk)
+  hi = bounds[1]
+  if len(args) <= hi or bounds[0] != bounds[1]:
+    return args, constexprs
+  extra = args[hi:]
+  allowed = names(pk, bounds, kernel._bound, skip)
+  if len(extra) > len(allowed) or not all(map(_is_constexpr_value, extra)):
+    return args, constexprs          # an input too many, an output passed: check_count reports it
+  name = pk.tree.name
+  for c, v in zip(allowed, extra):
+    if isinstance(v, bool) and c in pk.defaults and not isinstance(pk.defaults[c], bool):
+      raise E.SignatureError(          # k(x, True): meant as interpret=True, more likely than a float's True
+          f"{name}: the bool {v} after the inputs would be constexpr {c} (default {pk.defaults[c]!r}), and"
+          f" interpret is passed by keyword", loc, hint=f"{name}(..., interpret={v})")
+  twice = [c for c in allowed[:len(extra)] if c in given]
+  if twice:
+    raise E.SignatureError(
+        f"{name}: constexpr {twice[0]} is given twice, by position (the value after the"
+        f" {hi} input{'s' if hi != 1 else ''}) and by keyword", loc,
+        hint=f"drop one: {name}(..., {twice[0]}=...) or the value by position")
+  return tuple(args[:hi]), {**constexprs, **dict(zip(allowed, extra))}
+
+
+def too_many(pk, bounds: tuple[int, int], bound, n_extra: int) -> str:
+  """Why values past the inputs cannot be constexprs by position (the end of check_count's message)."""
+  allowed = names(pk, bounds, bound)
+  if bounds[0] != bounds[1]:
+    return (f": out_shape and grid take {bounds[0]} to {bounds[1]} inputs, so a value after the inputs could be an"
+            f" input; pass constexprs by keyword")
+  if not allowed:
+    return ": pass constexprs by keyword"
+  return (f": {pk.tree.name} takes at most {len(allowed)} constexpr{'s' if len(allowed) != 1 else ''} by position"
+          f" ({', '.join(allowed)}); pass the others by keyword")
+
+
+def refuse_vmap(name: str, given: dict, ins: list, n_args: int):
+  """jax.vmap(kernel)(x, 64): JAX would map the constexpr 64 along axis 0 (its error: the rank of 64)."""
+  from .bench import caller_loc
+  from .vmap_keywords import _text
+  shown = ", ".join(f"{k}={_text(v)}" for k, v in given.items())
+  axes = ", ".join(["0"] * len(ins) + ["None"] * (n_args - len(ins)))
+  them = "them" if len(given) > 1 else "it"
+  raise E.SignatureError(
+      f"jax.vmap maps every positional argument along axis 0 unless its in_axes says None, and {name}'s"
+      f" constexpr{'s' if len(given) > 1 else ''} {shown} {'are' if len(given) > 1 else 'is'} passed by position",
+      caller_loc(), hint=f"leave {them} unmapped, jax.vmap({name}, in_axes=({axes}))(...), or bind {them} before"
+                         f" mapping: jax.vmap(functools.partial({name}, {shown}))({', '.join(ins) or '...'})")
+
+
+def refuse_jit(name: str, given: dict):
+  """jax.jit(kernel)(x, "relu"): JAX would fail to make an abstract array of the string."""
+  from .bench import caller_loc
+  from .vmap_keywords import _text
+  shown = ", ".join(f"{k}={_text(a)}" for k, (_, a) in given.items())
+  nums = ", ".join(str(i) for i, _ in given.values()) + ("," if len(given) == 1 else "")
+  them = "them" if len(given) > 1 else "it"
+  raise E.SignatureError(
+      f"jax.jit traces every argument not named static, and {name}'s constexpr{'s' if len(given) > 1 else ''}"
+      f" {shown}, passed by position, {'are' if len(given) > 1 else 'is'} not an array it can trace", caller_loc(),
+      hint=f"name {them} static, jax.jit({name}, static_argnums=({nums})), or bind {them} first:"
+           f" jax.jit(functools.partial({name}, {shown}))")

@@ -1,0 +1,133 @@
+"""Probe 43d: the kernel as a JAX citizen, part three. Constexprs passed by position after the inputs,
+as Triton takes them, so that `jax.jit(kernel, static_argnums=...)` works (mgpu_dsl/positional.py)."""
+import functools
+import inspect
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+
+F32 = jnp.float32
+HERE = __file__
+
+
+def line_of(text: str) -> int:
+  """The line of this file holding `text` (the one that follows this function's callers)."""
+  lines = open(HERE).read().splitlines()
+  return next(i + 1 for i, l in enumerate(lines) if text in l and "line_of(" not in l)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, *, block: x, grid=lambda x, *, block: (x.shape[0] // block,))
+def scale(x, out, *, block: ml.constexpr, factor: ml.constexpr = 2.0):
+  i = ml.program_id(0)
+  out.at[ml.ds(i * block, block)][...] = x.at[ml.ds(i * block, block)][...] * factor
+
+
+@mg.mgpu_kernel(out_shape=lambda x, *, act: x)
+def activate(x, out, *, act: ml.constexpr):
+  v = x[...]
+  out[...] = ml.where(v > 0, v, 0.0) if act == "relu" else v
+
+
+X = jnp.arange(256 * 64, dtype=F32).reshape(256, 64) / 100 - 50
+
+
+def test_static_argnums_passes_a_constexpr_by_position():
+  """JAX's ValueError: 'Jitted function has static_argnums=(1,), but only accepts 1 positional arguments'."""
+  got = jax.jit(functools.partial(scale, interpret=True), static_argnums=(1, 2))(X, 64, 3.0)
+  np.testing.assert_allclose(got, X * 3.0)
+  got = jax.jit(functools.partial(activate, interpret=True), static_argnums=1)(X, "relu")
+  np.testing.assert_allclose(got, jnp.maximum(X, 0))
+  exported = jax.export.export(jax.jit(scale, static_argnums=1), platforms=["cuda"])(X, 64)
+  assert "mosaic_gpu" in exported.mlir_module()
+
+
+def test_a_constexpr_by_position_in_a_call_and_the_signature():
+  np.testing.assert_allclose(scale(X, 64, interpret=True), X * 2.0)
+  np.testing.assert_allclose(scale(X, 64, factor=0.5, interpret=True), X * 0.5)
+  np.testing.assert_allclose(jax.jit(scale, static_argnames=["block", "interpret"])(X, 64, interpret=True), X * 2.0)
+  sig = inspect.signature(scale)
+  assert [(p.name, p.kind) for p in sig.parameters.values()] == [
+      ("x", inspect.Parameter.POSITIONAL_OR_KEYWORD), ("block", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+      ("factor", inspect.Parameter.POSITIONAL_OR_KEYWORD), ("interpret", inspect.Parameter.KEYWORD_ONLY)]
+  # bound by a partial: keyword-only from there on, as Python's partial makes them
+  bound = inspect.signature(functools.partial(scale, block=64))
+  assert bound.parameters["factor"].kind == inspect.Parameter.KEYWORD_ONLY
+  np.testing.assert_allclose(jax.jit(functools.partial(scale, block=64, interpret=True))(X), X * 2.0)
+
+
+def test_the_ahead_of_time_steps_take_a_constexpr_by_position():
+  """kernel.lower(x, 64) and kernel.eval_shape(x, 64) traced 64: 'constexpr block is a traced value'."""
+  spec = jax.ShapeDtypeStruct(X.shape, X.dtype)
+  assert scale.eval_shape(spec, 64) == spec
+  assert "func.func" in scale.lower(X, 64, interpret=True).as_text()
+  assert "kernel @scale grid=(4, 1, 1)" in scale.typed_ir(spec, 64)
+
+
+def test_a_constexpr_given_twice():
+  with pytest.raises(mg.SignatureError) as e:
+    scale(X, 64, block=64, interpret=True)   # twice
+  assert (e.value.lineno, e.value.col_offset) == (line_of("# twice"), 4)
+  assert e.value.message == "scale: constexpr block is given twice, by position (the value after the 1 input) and by keyword"
+  assert e.value.hint == "drop one: scale(..., block=...) or the value by position"
+
+
+def test_more_values_than_positional_constexprs():
+  with pytest.raises(mg.SignatureError) as e:
+    scale(X, 64, 3.0, 5, interpret=True)   # three
+  assert (e.value.lineno, e.value.col_offset) == (line_of("# three"), 4)
+  assert e.value.message.endswith("scale takes at most 2 constexprs by position (block, factor); pass the others by keyword")
+
+
+def test_jit_without_static_argnums_says_which_to_name():
+  """jax.jit(activate)(x, "relu"): JAX's TypeError about interpreting a str as an abstract array."""
+  with pytest.raises(mg.SignatureError) as e:
+    jax.jit(activate)(X, "relu")   # not static
+  assert (e.value.lineno, e.value.col_offset) == (line_of("# not static"), 4)
+  assert "activate's constexpr act='relu', passed by position, is not an array it can trace" in e.value.message
+  assert e.value.hint == ("name it static, jax.jit(activate, static_argnums=(1,)), or bind it first:"
+                          " jax.jit(functools.partial(activate, act='relu'))")
+  # the hint, followed
+  np.testing.assert_allclose(jax.jit(functools.partial(activate, interpret=True), static_argnums=(1,))(X, "relu"),
+                             jnp.maximum(X, 0))
+
+
+def test_vmap_of_a_constexpr_by_position():
+  """jax.vmap(scale)(xs, 64): JAX's ValueError about mapping 64 (rank 0) along axis 0."""
+  xs = X.reshape(4, 64, 64)
+  with pytest.raises(mg.SignatureError) as e:
+    jax.vmap(scale)(xs, 64)   # mapped
+  assert (e.value.lineno, e.value.col_offset) == (line_of("# mapped"), 4)
+  assert e.value.hint == ("leave it unmapped, jax.vmap(scale, in_axes=(0, None))(...), or bind it before mapping:"
+                          " jax.vmap(functools.partial(scale, block=64))(x)")
+  want = (X * 2.0).reshape(4, 64, 64)
+  np.testing.assert_allclose(jax.vmap(functools.partial(scale, interpret=True), in_axes=(0, None))(xs, 64), want)
+  np.testing.assert_allclose(jax.vmap(functools.partial(scale, block=64, interpret=True))(xs), want)
+
+
+@mg.mgpu_kernel(out_shape=lambda *a, n: a[0], grid=(1,))
+def add_some(x, y, out, *, n: ml.constexpr):
+  out[...] = x[...] + y[...] * n
+
+
+def test_an_input_count_not_fixed_keeps_constexprs_by_keyword():
+  """out_shape takes any number of inputs: a number after x could be the 0-d input y."""
+  assert inspect.signature(add_some).parameters["n"].kind == inspect.Parameter.KEYWORD_ONLY
+  x = jnp.ones((128,), F32)
+  with pytest.raises(mg.SignatureError) as e:
+    add_some(x, 3, interpret=True)   # ambiguous
+  assert (e.value.lineno, e.value.col_offset) == (line_of("# ambiguous"), 4)
+  assert e.value.message.endswith(": out_shape and grid take 0 to 2 inputs, so a value after the inputs could be"
+                                  " an input; pass constexprs by keyword")
+  assert e.value.hint == "pass it by keyword: add_some(..., n=3)"
+  np.testing.assert_allclose(add_some(x, x, n=3, interpret=True), x * 4)
+
+
+@pytest.mark.gpu
+def test_static_argnums_on_the_gpu():
+  np.testing.assert_allclose(jax.jit(scale, static_argnums=(1, 2))(X, 64, 3.0), X * 3.0)
+  np.testing.assert_allclose(jax.jit(activate, static_argnums=1)(X, "relu"), jnp.maximum(X, 0))
