@@ -255,6 +255,7 @@ class Autotuner(JitStages):
   @_user_errors
   def __call__(self, *args: Any, interpret: bool | None = None, **constexprs: Any) -> Any:
     """Run the kernel with the best configuration for these arguments (see best_config)."""
+    args, constexprs = self._by_position(args, constexprs)       # (constexprs by position: positional.py)
     cfg = self.best_config(*args, interpret=interpret, **constexprs)
     return self.kernel(*args, interpret=interpret, **constexprs, **cfg)
 
@@ -262,6 +263,7 @@ class Autotuner(JitStages):
   def check(self, *specs, **constexprs) -> None:
     """Trace, check and build every config for these specs (the tuner may pick any), as
     `python -m mgpu_dsl check` does for `mg.check_specs(tuned, *specs)`; raises the first mistake."""
+    specs, constexprs = self._by_position(specs, constexprs)
     self._untuned(constexprs)
     for cfg in self.configs:
       self.kernel.check(*specs, **constexprs, **cfg)
@@ -269,11 +271,13 @@ class Autotuner(JitStages):
   @_user_errors
   def typed_ir(self, *specs, **constexprs) -> str:
     """The typed IR of the config a call with these specs runs (see best_config)."""
+    specs, constexprs = self._by_position(specs, constexprs)
     return self.kernel.typed_ir(*specs, **constexprs, **self.best_config(*specs, **constexprs))
 
   @_user_errors
   def mlir(self, *specs, **constexprs) -> str:
     """The Mosaic GPU module of the config a call with these specs runs (see best_config)."""
+    specs, constexprs = self._by_position(specs, constexprs)
     return self.kernel.mlir(*specs, **constexprs, **self.best_config(*specs, **constexprs))
 
   def cache_info(self):

@@ -127,7 +127,23 @@ def test_an_input_count_not_fixed_keeps_constexprs_by_keyword():
   np.testing.assert_allclose(add_some(x, x, n=3, interpret=True), x * 4)
 
 
+@mg.autotune(configs=[{"block": 64}, {"block": 128}])
+@mg.mgpu_kernel(out_shape=lambda x, *, block, factor: x, grid=lambda x, *, block, factor: (x.shape[0] // block,))
+def tuned_scale(x, out, *, block: ml.constexpr, factor: ml.constexpr = 2.0):
+  i = ml.program_id(0)
+  out.at[ml.ds(i * block, block)][...] = x.at[ml.ds(i * block, block)][...] * factor
+
+
+def test_an_autotuned_kernel_takes_its_untuned_constexprs_by_position():
+  """Its signature drops the tuned block, so 3.0 is factor; it was bound to block, 'given twice'."""
+  assert list(inspect.signature(tuned_scale).parameters) == ["x", "factor", "interpret"]
+  np.testing.assert_allclose(tuned_scale(X, 3.0, interpret=True), X * 3.0)
+  np.testing.assert_allclose(jax.jit(functools.partial(tuned_scale, interpret=True), static_argnums=1)(X, 3.0), X * 3.0)
+  assert "rhs=3.0" in tuned_scale.typed_ir(jax.ShapeDtypeStruct(X.shape, X.dtype), 3.0)
+
+
 @pytest.mark.gpu
 def test_static_argnums_on_the_gpu():
   np.testing.assert_allclose(jax.jit(scale, static_argnums=(1, 2))(X, 64, 3.0), X * 3.0)
   np.testing.assert_allclose(jax.jit(activate, static_argnums=1)(X, "relu"), jnp.maximum(X, 0))
+  np.testing.assert_allclose(jax.jit(tuned_scale, static_argnums=1)(X, 3.0), X * 3.0)
