@@ -84,6 +84,9 @@ class Autotuner(JitStages):
   def __repr__(self):
     return f"<autotuned mgpu_kernel {getattr(self, '__qualname__', self.__name__)} at {id(self):#x}>"
 
+  def __get__(self, obj, objtype=None):     # a routine to inspect, so help() shows its signature (kernel.py)
+    return self
+
   def __copy__(self):                 # copied and pickled as a function is (frontend/pickling.py)
     return self
 

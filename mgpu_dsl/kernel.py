@@ -132,6 +132,11 @@ class KernelFunction(SpecMethods):
   def __repr__(self):                 # as a function shows: <mgpu_kernel double at 0x...>
     return f"<mgpu_kernel {getattr(self, '__qualname__', self.__name__)} at {id(self):#x}>"
 
+  def __get__(self, obj, objtype=None):
+    """As a class attribute, the kernel itself (what an attribute without __get__ gives too): having it
+    makes the kernel a routine to `inspect`, so help(kernel) shows its signature and docstring."""
+    return self
+
   def __copy__(self):                 # copied and pickled as a function is (frontend/pickling.py)
     return self
 

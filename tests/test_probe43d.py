@@ -147,3 +147,24 @@ def test_static_argnums_on_the_gpu():
   np.testing.assert_allclose(jax.jit(scale, static_argnums=(1, 2))(X, 64, 3.0), X * 3.0)
   np.testing.assert_allclose(jax.jit(activate, static_argnums=1)(X, "relu"), jnp.maximum(X, 0))
   np.testing.assert_allclose(jax.jit(tuned_scale, static_argnums=1)(X, 3.0), X * 3.0)
+
+
+def test_help_shows_the_kernels_signature_and_docstring():
+  """help(kernel) showed 'scale = <mgpu_kernel scale>' (or the KernelFunction class), no signature."""
+  import pydoc
+
+  @mg.mgpu_kernel(out_shape=lambda x: x)
+  def copy_doc(x, out):
+    """Copies x."""
+    out[...] = x[...]
+
+  text = pydoc.render_doc(scale, renderer=pydoc.plaintext)
+  assert "scale(x: 'jax.Array', block: ml.constexpr, factor: ml.constexpr = 2.0, *, interpret" in text
+  text = pydoc.render_doc(copy_doc, renderer=pydoc.plaintext)
+  assert "copy_doc(x: 'jax.Array', *, interpret: 'bool | None' = None)\n    Copies x." in text
+  assert "tuned_scale(x: 'jax.Array', factor: ml.constexpr = 2.0, *" in pydoc.render_doc(tuned_scale, renderer=pydoc.plaintext)
+
+  class Layer:                 # as a class attribute it stays the kernel, as before
+    k = copy_doc
+  assert Layer().k is copy_doc
+  np.testing.assert_array_equal(Layer().k(jnp.ones((128,), F32), interpret=True), 1.0)
