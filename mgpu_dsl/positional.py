@@ -30,10 +30,12 @@ def names(pk, bounds: tuple[int, int], bound=None, skip=()) -> list[str]:
 
 
 def _is_constexpr_value(v) -> bool:
-  """Whether `v`, past the inputs, is a constexpr's value: not an array, or the weak 0-d array jax.jit
-  makes of a Python number it traced (a constexpr not named static: check_constexprs says so)."""
-  from .calling import is_array_like, is_weak
-  return not is_array_like(v) or is_weak(v) and tuple(getattr(v, "shape", (1,))) == ()
+  """Whether `v`, past the inputs, is a constexpr's value: not an array, or a 0-d one (a NumPy scalar, taken
+  as a constexpr passed by keyword is; the 0-d array jax.jit makes of a Python number it traced, or a jnp
+  scalar, which check_constexprs refuses with the fix). An array of elements past the inputs is an output
+  passed Triton's way, which check_count reports."""
+  from .calling import is_array_like
+  return not is_array_like(v) or tuple(getattr(v, "shape", (1,))) == ()
 
 
 def place(kernel, args: tuple, constexprs: dict, given: dict, loc, skip=()) -> tuple[tuple, dict]:
@@ -89,15 +91,16 @@ def refuse_vmap(name: str, given: dict, ins: list, n_args: int):
                          f" mapping: jax.vmap(functools.partial({name}, {shown}))({', '.join(ins) or '...'})")
 
 
-def refuse_jit(name: str, given: dict):
-  """jax.jit(kernel)(x, "relu"): JAX would fail to make an abstract array of the string."""
+def refuse_jit(name: str, given: dict, how: str = "jax.jit"):
+  """jax.jit(kernel)(x, "relu"), jax.checkpoint(kernel)(x, "relu") (`how`): JAX would fail to make an
+  abstract array of the string."""
   from .bench import caller_loc
   from .vmap_keywords import _text
   shown = ", ".join(f"{k}={_text(a)}" for k, (_, a) in given.items())
   nums = ", ".join(str(i) for i, _ in given.values()) + ("," if len(given) == 1 else "")
   them = "them" if len(given) > 1 else "it"
   raise E.SignatureError(
-      f"jax.jit traces every argument not named static, and {name}'s constexpr{'s' if len(given) > 1 else ''}"
+      f"{how} traces every argument not named static, and {name}'s constexpr{'s' if len(given) > 1 else ''}"
       f" {shown}, passed by position, {'are' if len(given) > 1 else 'is'} not an array it can trace", caller_loc(),
-      hint=f"name {them} static, jax.jit({name}, static_argnums=({nums})), or bind {them} first:"
-           f" jax.jit(functools.partial({name}, {shown}))")
+      hint=f"name {them} static, {how}({name}, static_argnums=({nums})), or bind {them} first:"
+           f" {how}(functools.partial({name}, {shown}))")

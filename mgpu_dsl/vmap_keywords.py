@@ -43,14 +43,16 @@ class KernelSignature(inspect.Signature):
       from .positional import refuse_vmap
       refuse_vmap(self.kernel_name, {k: by_pos[k][1] for k in mapped}, ins[:len(args)], len(args))
     not_arrays = [k for k, (_, a) in by_pos.items() if not _array_like(a)]
-    if not_arrays and _under_jit():
+    how = _under_jit() if not_arrays else None
+    if how:
       from .positional import refuse_jit
-      refuse_jit(self.kernel_name, {k: by_pos[k] for k in not_arrays})
+      refuse_jit(self.kernel_name, {k: by_pos[k] for k in not_arrays}, how)
     # jax.jit(kernel)(x, act="relu"): jax.jit binds the call (its static arguments replaced by a placeholder)
     # before it makes abstract arrays of the others, where a string, a dtype or a function fails in JAX
     not_arrays = [k for k in given if not _array_like(kwargs[k])]
-    if not_arrays and _under_jit():
-      _refuse_jit(self.kernel_name, not_arrays, kwargs)
+    how = _under_jit() if not_arrays else None
+    if how:
+      _refuse_jit(self.kernel_name, not_arrays, kwargs, how)
     return super().bind(*args, **kwargs)
 
 
@@ -86,18 +88,19 @@ def _array_like(v) -> bool:
   return all(isinstance(x, (bool, int, float, complex, np.ndarray, np.generic, jax.Array)) for x in jax.tree.leaves(v))
 
 
-def _under_jit() -> bool:
-  """Whether jax.jit's wrapper is binding the call (its debug information, before it traces the
-  arguments): a frame of the code that jax.jit alone runs there (found by the same probe as vmap's)."""
+def _under_jit() -> str | None:
+  """Which of jax.jit's and jax.checkpoint's wrappers is binding the call (its debug information, before it
+  makes abstract arrays of the arguments), "jax.jit" or "jax.checkpoint": a frame of the code that one alone
+  runs there (found by the same probe as vmap's); None for neither."""
   codes = _jit_codes()
   f = sys._getframe(2)
   for _ in range(8):
     if f is None or not codes:
-      return False
+      return None
     if f.f_code in codes:
-      return True
+      return "jax.checkpoint" if f.f_code in _CKPT_CODES else "jax.jit"
     f = f.f_back
-  return False
+  return None
 
 
 def _under_vmap() -> bool:
@@ -123,30 +126,34 @@ _CODES = None
 def _vmap_codes() -> frozenset:
   """The code objects on the stack between a call through jax.vmap and its signature's bind that a call
   through jax.jit or jax.grad does not run (the vmap wrapper); empty where that cannot be told."""
-  global _CODES, _JIT_CODES
+  global _CODES, _JIT_CODES, _CKPT_CODES
   if _CODES is None:
     try:
-      _CODES, _JIT_CODES = _probe()
+      _CODES, jit, _CKPT_CODES = _probe()
+      _JIT_CODES = jit | _CKPT_CODES
     except Exception:       # (a JAX whose transformations bind no signature, or fail on the probe)
-      _CODES = _JIT_CODES = frozenset()
+      _CODES = _JIT_CODES = _CKPT_CODES = frozenset()
   return _CODES
 
 
 _JIT_CODES = None
+_CKPT_CODES: frozenset = frozenset()
 
 
 def _jit_codes() -> frozenset:
-  """The same for jax.jit: the code it alone runs before binding the signature (its debug information)."""
-  global _JIT_CODES
+  """The same for jax.jit and jax.checkpoint: the code each alone runs before binding the signature (its
+  debug information), both together."""
+  global _JIT_CODES, _CKPT_CODES
   if _JIT_CODES is None:
     try:
-      _JIT_CODES = _probe()[1]
+      _, jit, _CKPT_CODES = _probe()
+      _JIT_CODES = jit | _CKPT_CODES
     except Exception:
       _JIT_CODES = frozenset()
   return _JIT_CODES
 
 
-def _probe() -> tuple[frozenset, frozenset]:
+def _probe() -> tuple[frozenset, frozenset, frozenset]:
   import jax
   import numpy as np
   seen = {}
@@ -165,10 +172,11 @@ def _probe() -> tuple[frozenset, frozenset]:
   fn.__signature__ = Recorder([inspect.Parameter("x", inspect.Parameter.POSITIONAL_OR_KEYWORD)])
   here = sys._getframe().f_code
   x = np.ones((2,), np.float32)
-  for mode, f in (("vmap", jax.vmap(fn)), ("jit", jax.jit(fn)), ("grad", jax.grad(fn))):
+  for mode, f in (("vmap", jax.vmap(fn)), ("jit", jax.jit(fn)), ("grad", jax.grad(fn)),
+                  ("checkpoint", jax.checkpoint(fn))):
     f(x)
   own = lambda m: frozenset(seen.get(m, set()).difference(*(seen.get(o, set()) for o in seen if o != m)))
-  return own("vmap"), own("jit")
+  return own("vmap"), own("jit"), own("checkpoint")
 
 
 def _text(v) -> str:
@@ -202,10 +210,17 @@ def _refuse(name, given, kwargs, ins):
               " outside jax.jit or through its static_argnames)" if traced else ""))
 
 
-def _refuse_jit(name, given, kwargs):
+def _refuse_jit(name, given, kwargs, how="jax.jit"):
   from .bench import caller_loc
   shown = ", ".join(f"{k}={_text(kwargs[k])}" for k in given)
   names = ", ".join(repr(k) for k in given)
+  if how == "jax.checkpoint":          # (it has static_argnums, no static_argnames)
+    them = "them" if len(given) > 1 else "it"
+    raise E.SignatureError(
+        f"jax.checkpoint traces every argument not named in its static_argnums, and {name}'s constexpr"
+        f"{'s' if len(given) > 1 else ''} {shown}, passed by keyword, {'are' if len(given) > 1 else 'is'} not an"
+        f" array it can trace", caller_loc(),
+        hint=f"bind {them} first: jax.checkpoint(functools.partial({name}, {shown}))")
   raise E.SignatureError(
       f"jax.jit traces every argument not named in its static_argnames, and {name}'s constexpr"
       f"{'s' if len(given) > 1 else ''} {shown} {'are' if len(given) > 1 else 'is'} not an array it can trace",

@@ -109,6 +109,34 @@ def test_vmap_of_a_constexpr_by_position():
   np.testing.assert_allclose(jax.vmap(functools.partial(scale, block=64, interpret=True))(xs), want)
 
 
+def test_checkpoint_of_a_kernel_with_a_string_constexpr():
+  """jax.checkpoint(activate)(x, act="relu"): JAX's TypeError "Argument 'relu' of type str is not a valid JAX type"."""
+  with pytest.raises(mg.SignatureError) as e:
+    jax.checkpoint(activate)(X, act="relu")   # keyword
+  assert (e.value.lineno, e.value.col_offset) == (line_of("# keyword"), 4)
+  assert e.value.message == ("jax.checkpoint traces every argument not named in its static_argnums, and activate's"
+                             " constexpr act='relu', passed by keyword, is not an array it can trace")
+  assert e.value.hint == "bind it first: jax.checkpoint(functools.partial(activate, act='relu'))"
+  with pytest.raises(mg.SignatureError) as e:
+    jax.checkpoint(activate)(X, "relu")   # by position
+  assert (e.value.lineno, e.value.col_offset) == (line_of("# by position"), 4)
+  assert e.value.hint == ("name it static, jax.checkpoint(activate, static_argnums=(1,)), or bind it first:"
+                          " jax.checkpoint(functools.partial(activate, act='relu'))")
+  # both hints, followed
+  relu = functools.partial(activate, interpret=True)
+  np.testing.assert_allclose(jax.checkpoint(functools.partial(relu, act="relu"))(X), jnp.maximum(X, 0))
+  np.testing.assert_allclose(jax.checkpoint(relu, static_argnums=(1,))(X, "relu"), jnp.maximum(X, 0))
+
+
+def test_a_numpy_scalar_constexpr_by_position():
+  """scale(x, np.int64(64)) said 'scale needs constexpr argument(s) block', as a keyword np.int64 is taken."""
+  np.testing.assert_allclose(scale(X, np.int64(64), interpret=True), X * 2.0)
+  with pytest.raises(mg.SignatureError) as e:
+    scale(X, jnp.int32(64), interpret=True)   # jnp scalar
+  assert (e.value.lineno, e.value.col_offset) == (line_of("# jnp scalar"), 4)
+  assert e.value.message == "scale: constexpr block is a jax array (int32[]); a constexpr must be a Python value"
+
+
 @mg.mgpu_kernel(out_shape=lambda *a, n: a[0], grid=(1,))
 def add_some(x, y, out, *, n: ml.constexpr):
   out[...] = x[...] + y[...] * n
