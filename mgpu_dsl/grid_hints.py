@@ -108,14 +108,22 @@ def _float_counts(x) -> bool:
       isinstance(i, numbers.Real) and not isinstance(i, numbers.Integral) for i in x)
 
 
-def float_constexpr(e, grid, constexprs):
+def float_constexpr(e, grid, constexprs, fn=None):
   """`e` (the LaunchConfigError of a grid of float counts) with the hint naming the float constexprs they were
-  computed from (`bm=64.0` into `x.shape[0] // bm`, which divides with // already): pass them as ints."""
+  computed from (`bm=64.0` into `x.shape[0] // bm`, which divides with // already): pass them as ints. Only
+  those the grid callable `fn` names (a float `scale=2.0` default it never reads is no cause)."""
   import numpy as np
-  given = [(k, v) for k, v in constexprs.items() if isinstance(v, (float, np.floating)) and float(v).is_integer()]
+  from .calling import parameters
+  params = parameters(fn) if fn is not None else None
+  reads = (None if params is None or any(p.kind == p.VAR_KEYWORD for p in params)
+           else {p.name for p in params})
+  given = [(k, v) for k, v in constexprs.items() if isinstance(v, (float, np.floating)) and float(v).is_integer()
+           and (reads is None or k in reads)]
   if _float_counts(grid) and given:
-    e.hint = (f"{', '.join(f'{k}={v!r}' for k, v in given)} is a float, so the counts computed from it are floats:"
-              f" pass {', '.join(f'{k}={int(v)}' for k, v in given)} (an int)")
+    many = len(given) > 1
+    e.hint = (f"{', '.join(f'{k}={v!r}' for k, v in given)} {'are floats' if many else 'is a float'}, so the counts"
+              f" computed from {'them' if many else 'it'} are floats: pass {', '.join(f'{k}={int(v)}' for k, v in given)}"
+              f" ({'ints' if many else 'an int'})")
   return e
 
 

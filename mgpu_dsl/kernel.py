@@ -313,7 +313,7 @@ class KernelFunction(SpecMethods):
       grid = _as_tuple3(grid, "grid", at("grid"), computed=callable(self.grid),
                         fn=self.grid if callable(self.grid) else None)
     except E.LaunchConfigError as e:
-      raise grid_hints.float_constexpr(e, grid, constexprs) from None
+      raise grid_hints.float_constexpr(e, grid, constexprs, self.grid if callable(self.grid) else None) from None
     fc.check_grid_limits(grid, at("grid"))
     block = self.block
     if callable(block):

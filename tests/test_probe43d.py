@@ -137,6 +137,15 @@ def test_a_numpy_scalar_constexpr_by_position():
   assert e.value.message == "scale: constexpr block is a jax array (int32[]); a constexpr must be a Python value"
 
 
+def test_a_float_block_hint_names_only_what_the_grid_reads():
+  """The hint was 'factor=2.0, block=64.0 is a float ...: pass factor=2, block=64', naming the default factor
+  the grid callable never reads (and factor=2 would make the kernel's product an int's)."""
+  with pytest.raises(mg.LaunchConfigError) as e:
+    jax.jit(functools.partial(scale, interpret=True), static_argnums=1)(X, 64.0)
+  assert e.value.hint == "block=64.0 is a float, so the counts computed from it are floats: pass block=64 (an int)"
+  np.testing.assert_allclose(jax.jit(functools.partial(scale, interpret=True), static_argnums=1)(X, 64), X * 2.0)
+
+
 @mg.mgpu_kernel(out_shape=lambda *a, n: a[0], grid=(1,))
 def add_some(x, y, out, *, n: ml.constexpr):
   out[...] = x[...] + y[...] * n
