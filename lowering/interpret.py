@@ -183,7 +183,16 @@ def run(kernel: ir.Kernel, args, out_specs, site=None) -> list:
                              vmap_method="sequential")
     return list(outs)
   # Explicit transfers, which jax.transfer_guard("disallow") allows: the run is on the host by design.
-  return [jax.device_put(x) for x in run_numpy(kernel, *jax.device_get(list(args)))]
+  device = _committed_device(args)
+  return [jax.device_put(x, device) for x in run_numpy(kernel, *jax.device_get(list(args)))]
+
+
+def _committed_device(args):
+  """The one device the call's committed inputs are on (where a jnp function's result would be), else None
+  (the default device)."""
+  devices = {d for a in args if isinstance(a, jax.Array) and getattr(a, "committed", False)
+             for d in [next(iter(a.devices()))] if len(a.devices()) == 1}
+  return devices.pop() if len(devices) == 1 else None
 
 
 class _QuietKernelErrors(logging.Filter):

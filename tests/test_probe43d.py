@@ -205,3 +205,38 @@ def test_help_shows_the_kernels_signature_and_docstring():
     k = copy_doc
   assert Layer().k is copy_doc
   np.testing.assert_array_equal(Layer().k(jnp.ones((128,), F32), interpret=True), 1.0)
+
+
+DEVICE_SCRIPT = """
+import jax, jax.numpy as jnp, numpy as np
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from jax.sharding import NamedSharding, PartitionSpec as P
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 64,), interpret=True)
+def dbl(x, out):
+  i = ml.program_id(0)
+  out.at[ml.ds(i * 64, 64)][...] = x.at[ml.ds(i * 64, 64)][...] * 2 + 1
+
+x = jnp.arange(128 * 64, dtype=jnp.float32).reshape(128, 64)
+x1 = jax.device_put(x, jax.devices()[1])
+y = dbl(x1)
+assert y.devices() == {jax.devices()[1]}, y.devices()      # where jnp's x1 * 2 + 1 would be
+np.testing.assert_allclose(y + x1, x * 3 + 1)
+mesh = jax.make_mesh((2,), ("d",))
+xs = jax.device_put(x, NamedSharding(mesh, P("d")))
+np.testing.assert_allclose(jax.jit(jax.shard_map(dbl, mesh=mesh, in_specs=P("d"), out_specs=P("d")))(xs), x * 2 + 1)
+print("ok")
+"""
+
+
+def test_an_eager_interpreted_call_returns_on_its_inputs_device(tmp_path):
+  """A call on arrays committed to device 1 returned its outputs on device 0 (jnp keeps the device)."""
+  import os
+  import subprocess
+  import sys
+  env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2", JAX_PLATFORMS="cpu")
+  script = tmp_path / "devices.py"          # (a kernel's source is read from its file)
+  script.write_text(DEVICE_SCRIPT)
+  r = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
+  assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stderr[-2000:]
