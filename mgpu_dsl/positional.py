@@ -48,9 +48,25 @@ def place(kernel, args: tuple, constexprs: dict, given: dict, loc, skip=()) -> t
     return args, constexprs
   extra = args[hi:]
   allowed = names(pk, bounds, kernel._bound, skip)
-  if len(extra) > len(allowed) or not all(map(_is_constexpr_value, extra)):
+  if not all(map(_is_constexpr_value, extra)) or not allowed:
     return args, constexprs          # an input too many, an output passed: check_count reports it
   name = pk.tree.name
+  if len(extra) > len(allowed):
+    from .calling import describe, source_repr
+    rest = extra[len(allowed):]
+    placed = ", ".join(f"{c}={source_repr(v)}" for c, v in zip(allowed, extra))
+    others = [c for c in pk.constexpr_params if c not in allowed and c not in given]
+    if len(rest) == 1 and isinstance(rest[0], bool) and "interpret" not in given:
+      hint = f"pass interpret by keyword: {name}(..., {placed}, interpret={rest[0]})"
+    elif others:
+      hint = f"pass the others by keyword: {name}(..., {placed}, {', '.join(f'{c}=...' for c in others[:len(rest)])})"
+    else:
+      hint = f"{name} takes no more constexprs: {name}(..., {placed})"
+    s = "s" if len(allowed) > 1 else ""
+    raise E.SignatureError(
+        f"{name} was given {len(extra)} values after its {hi} input{'s' if hi != 1 else ''}"
+        f" ({', '.join(describe(v) for v in extra)}), but takes {len(allowed)} constexpr{s} by position"
+        f" ({', '.join(allowed)})", loc, hint=hint)
   for c, v in zip(allowed, extra):
     if isinstance(v, bool) and c in pk.defaults and not isinstance(pk.defaults[c], bool):
       raise E.SignatureError(          # k(x, True): meant as interpret=True, more likely than a float's True

@@ -80,7 +80,14 @@ def test_more_values_than_positional_constexprs():
   with pytest.raises(mg.SignatureError) as e:
     scale(X, 64, 3.0, 5, interpret=True)   # three
   assert (e.value.lineno, e.value.col_offset) == (line_of("# three"), 4)
-  assert e.value.message.endswith("scale takes at most 2 constexprs by position (block, factor); pass the others by keyword")
+  assert e.value.message == ("scale was given 3 values after its 1 input (int 64, float 3.0, int 5), but takes 2"
+                             " constexprs by position (block, factor)")
+  assert e.value.hint == "scale takes no more constexprs: scale(..., block=64, factor=3.0)"
+  with pytest.raises(mg.SignatureError) as e:
+    scale(X, 64, 3.0, True)   # interpret
+  assert (e.value.lineno, e.value.col_offset) == (line_of("# interpret"), 4)
+  assert e.value.hint == "pass interpret by keyword: scale(..., block=64, factor=3.0, interpret=True)"
+  np.testing.assert_allclose(scale(X, block=64, factor=3.0, interpret=True), X * 3.0)      # followed
 
 
 def test_jit_without_static_argnums_says_which_to_name():
