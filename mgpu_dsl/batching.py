@@ -38,7 +38,8 @@ def call(kernel, args, constexprs, interpret, levels=(), hit=None):
   # their tangents missing, an MG009 only where one is used (wrap.no_derivative).
   inputs = kernel.parsed.ref_params[:len(args)]
   with wrap.call_site(None if levels else _call_note(kernel, args, constexprs)):
-    return list(wrap.no_derivative(run, kernel.__name__, kernel.parsed.loc, inputs)(*args))
+    outs = wrap.no_derivative(run, kernel.__name__, kernel.parsed.loc, inputs)(*args)
+  return wrap.varying_like(args, outs)          # (inside jax.shard_map: varying as its inputs are)
 
 
 def _call_note(kernel, args, constexprs):

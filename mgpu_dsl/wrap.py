@@ -251,3 +251,32 @@ def call_site(site):
   finally:
     if token is not None:
       _CALL_SITE.reset(token)
+
+
+def varying_like(args, outs) -> list:
+  """`outs` typed as varying over every mesh axis some input varies over (jax.shard_map's check_vma): a
+  kernel's outputs depend on all its inputs, but the Mosaic GPU call and interpret mode's callback type
+  their outputs invariant, so `out_specs=P()` took device 0's block of a per-device result silently (where
+  JAX refuses it for jnp code) and a collective saw a value it took for replicated."""
+  import jax
+
+  def varying(x) -> frozenset:       # (jax 0.10 keeps them in aval.mat.varying, earlier ones in aval.vma)
+    try:
+      aval = jax.typeof(x)
+    except TypeError:
+      return frozenset()
+    mat = getattr(aval, "mat", None)
+    return frozenset((getattr(mat, "varying", None) if mat is not None else getattr(aval, "vma", None)) or ())
+  vma = frozenset().union(*map(varying, args))
+  if not vma:
+    return list(outs)
+  pcast, pvary = getattr(jax.lax, "pcast", None), getattr(jax.lax, "pvary", None)
+  result = []
+  for o in outs:
+    missing = tuple(sorted(vma - varying(o)))
+    if missing and pcast is not None:
+      o = pcast(o, missing, to="varying")
+    elif missing and pvary is not None:
+      o = pvary(o, missing)
+    result.append(o)
+  return result

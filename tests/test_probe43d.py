@@ -233,12 +233,38 @@ np.testing.assert_allclose(y + x1, x * 3 + 1)
 mesh = jax.make_mesh((2,), ("d",))
 xs = jax.device_put(x, NamedSharding(mesh, P("d")))
 np.testing.assert_allclose(jax.jit(jax.shard_map(dbl, mesh=mesh, in_specs=P("d"), out_specs=P("d")))(xs), x * 2 + 1)
+
+# shard_map (check_vma on): the kernel's outputs vary over the axes its inputs vary over, as jnp's do, so an
+# out_specs=P() for a per-device result is JAX's error, not device 0's block returned as the whole
+@mg.mgpu_kernel(out_shape=lambda x: jax.ShapeDtypeStruct((1, x.shape[1]), x.dtype), interpret=True)
+def colsum(x, out):
+  out[...] = ml.sum(x[...], axis=0)[None, :]
+
+def body(a):
+  s = colsum(a)
+  assert jax.typeof(s) == jax.typeof(a.sum(0)[None]), (jax.typeof(s), jax.typeof(a.sum(0)[None]))
+  return s
+for f in (body, lambda a: a.sum(0)[None]):
+  try:
+    jax.jit(jax.shard_map(f, mesh=mesh, in_specs=P("d"), out_specs=P()))(xs)
+    raise AssertionError("out_specs=P() of a per-device result was accepted")
+  except ValueError as e:
+    assert "out_specs" in str(e), e
+got = jax.jit(jax.shard_map(lambda a: jax.lax.psum(colsum(a), "d"), mesh=mesh, in_specs=P("d"), out_specs=P()))(xs)
+np.testing.assert_allclose(got, x.sum(0)[None], rtol=1e-6)
+got = jax.jit(jax.shard_map(colsum, mesh=mesh, in_specs=P("d"), out_specs=P("d")))(xs)
+np.testing.assert_allclose(got, x.reshape(2, 64, 64).sum(1), rtol=1e-6)
+gpu = mg.mgpu_kernel(colsum.fn, out_shape=lambda x: jax.ShapeDtypeStruct((1, x.shape[1]), x.dtype))
+exported = jax.export.export(jax.jit(jax.shard_map(lambda a: jax.lax.psum(gpu(a), "d"), mesh=mesh, in_specs=P("d"),
+                                                   out_specs=P())), platforms=["cuda"])(xs)
+assert "mosaic_gpu" in exported.mlir_module() and exported.nr_devices == 2
 print("ok")
 """
 
 
 def test_an_eager_interpreted_call_returns_on_its_inputs_device(tmp_path):
-  """A call on arrays committed to device 1 returned its outputs on device 0 (jnp keeps the device)."""
+  """A call on arrays committed to device 1 returned its outputs on device 0 (jnp keeps the device); inside
+  jax.shard_map the outputs were typed invariant, so out_specs=P() took device 0's block silently."""
   import os
   import subprocess
   import sys
@@ -247,3 +273,22 @@ def test_an_eager_interpreted_call_returns_on_its_inputs_device(tmp_path):
   script.write_text(DEVICE_SCRIPT)
   r = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
   assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stderr[-2000:]
+
+
+@pytest.mark.gpu
+def test_a_kernel_inside_shard_map_on_the_gpu():
+  """The outputs' varying axes (wrap.varying_like) on the Mosaic GPU path, on the GPUs there are."""
+  from jax.sharding import NamedSharding, PartitionSpec as P
+
+  @mg.mgpu_kernel(out_shape=lambda x: jax.ShapeDtypeStruct((1, x.shape[1]), x.dtype))
+  def colsum(x, out):
+    out[...] = ml.sum(x[...], axis=0)[None, :]
+
+  n = len(jax.devices())
+  mesh = jax.make_mesh((n,), ("d",))
+  x = jax.random.normal(jax.random.key(0), (64 * n, 128), F32)
+  xs = jax.device_put(x, NamedSharding(mesh, P("d")))
+  got = jax.jit(jax.shard_map(lambda a: jax.lax.psum(colsum(a), "d"), mesh=mesh, in_specs=P("d"), out_specs=P()))(xs)
+  np.testing.assert_allclose(got, x.sum(0)[None], rtol=1e-4, atol=1e-4)
+  got = jax.jit(jax.shard_map(colsum, mesh=mesh, in_specs=P("d"), out_specs=P("d")))(xs)
+  np.testing.assert_allclose(got, x.reshape(n, 64, 128).sum(1), rtol=1e-4, atol=1e-4)
