@@ -49,8 +49,23 @@ def call_with_meta(f, args, constexprs, what, loc, inputs=()):
     raise E.SignatureError(cap(
         f"the {what} callable failed for {len(args)} input(s)"
         f" {', '.join(describe(a) for a in args)}: {type(e).__name__}: {text}"), loc,
-        hint=triton or f"{what} is called with the kernel's inputs (and the constexprs it names)"
-             + ("; an input has .shape, .dtype, .ndim and jnp's array methods" if missing else "")) from None
+        hint=triton or _every_input(f, params, args, inputs, what) or
+        f"{what} is called with the kernel's inputs (and the constexprs it names)"
+        + ("; an input has .shape, .dtype, .ndim and jnp's array methods" if missing else "")) from None
+
+
+def _every_input(f, params, args, inputs, what) -> str | None:
+  """The hint for a callable that takes fewer inputs than the kernel has (grid=lambda x: ... for a kernel
+  of x and y): it is called with every input, so it names one parameter for each."""
+  if params is None or len(inputs) != len(args) or any(p.kind == p.VAR_POSITIONAL for p in params):
+    return None
+  pos = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+  if len(pos) >= len(args):
+    return None
+  kws = [p.name for p in params if p.kind == p.KEYWORD_ONLY]
+  names = list(pos) + [n for n in inputs[len(pos):] if n not in pos]
+  return (f"{what} is called with every input of the kernel ({', '.join(inputs)}): give it a parameter for each,"
+          f" also those it does not use: {what}=lambda {', '.join(names)}{', *, ' + ', '.join(kws) if kws else ''}: ...")
 
 
 def _jax_ints(x) -> bool:

@@ -85,8 +85,8 @@ def too_many(pk, bounds: tuple[int, int], bound, n_extra: int) -> str:
   """Why values past the inputs cannot be constexprs by position (the end of check_count's message)."""
   allowed = names(pk, bounds, bound)
   if bounds[0] != bounds[1]:
-    return (f": out_shape and grid take {bounds[0]} to {bounds[1]} inputs, so a value after the inputs could be an"
-            f" input; pass constexprs by keyword")
+    return (": the out_shape and grid callables do not fix how many inputs it takes (they take different"
+            " numbers, or any number), so a value after the inputs could be an input; pass constexprs by keyword")
   if not allowed:
     return ": pass constexprs by keyword"
   return (f": {pk.tree.name} takes at most {len(allowed)} constexpr{'s' if len(allowed) != 1 else ''} by position"

@@ -165,8 +165,9 @@ def test_an_input_count_not_fixed_keeps_constexprs_by_keyword():
   with pytest.raises(mg.SignatureError) as e:
     add_some(x, 3, interpret=True)   # ambiguous
   assert (e.value.lineno, e.value.col_offset) == (line_of("# ambiguous"), 4)
-  assert e.value.message.endswith(": out_shape and grid take 0 to 2 inputs, so a value after the inputs could be"
-                                  " an input; pass constexprs by keyword")
+  assert e.value.message.endswith(": the out_shape and grid callables do not fix how many inputs it takes (they take"
+                                  " different numbers, or any number), so a value after the inputs could be an input;"
+                                  " pass constexprs by keyword")
   assert e.value.hint == "pass it by keyword: add_some(..., n=3)"
   np.testing.assert_allclose(add_some(x, x, n=3, interpret=True), x * 4)
 
@@ -184,6 +185,25 @@ def test_an_autotuned_kernel_takes_its_untuned_constexprs_by_position():
   np.testing.assert_allclose(tuned_scale(X, 3.0, interpret=True), X * 3.0)
   np.testing.assert_allclose(jax.jit(functools.partial(tuned_scale, interpret=True), static_argnums=1)(X, 3.0), X * 3.0)
   assert "rhs=3.0" in tuned_scale.typed_ir(jax.ShapeDtypeStruct(X.shape, X.dtype), 3.0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, y, *, block: x, grid=lambda x, *, block: (x.shape[0] // block,))
+def add_rows(x, y, out, *, block: ml.constexpr):
+  i = ml.program_id(0)
+  out.at[ml.ds(i * block, block)][...] = x.at[ml.ds(i * block, block)][...] + y.at[ml.ds(i * block, block)][...]
+
+
+def test_a_grid_callable_of_fewer_inputs_hints_every_input():
+  """The hint was "grid is called with the kernel's inputs (and the constexprs it names)": no fix shown."""
+  with pytest.raises(mg.SignatureError) as e:
+    add_rows(X, X, block=64, interpret=True)
+  decorator = line_of("def add_rows(") - 1
+  assert (e.value.lineno, e.value.col_offset) == (decorator, open(HERE).read().splitlines()[decorator - 1].index("grid="))
+  assert e.value.hint == ("grid is called with every input of the kernel (x, y): give it a parameter for each, also"
+                          " those it does not use: grid=lambda x, y, *, block: ...")
+  fixed = mg.mgpu_kernel(add_rows.fn, out_shape=lambda x, y, *, block: x,
+                         grid=lambda x, y, *, block: (x.shape[0] // block,))          # the hint, followed
+  np.testing.assert_allclose(fixed(X, X, 64, interpret=True), X * 2)
 
 
 @pytest.mark.gpu
