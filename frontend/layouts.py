@@ -205,10 +205,17 @@ class _Solver(LayoutErrors):
           d = self.defs.get(ref.id)
           if self.local_smem(ref) and d.ref is self.smem_root(ref):
             self.tile_windows.append((("v", v.id), d.ref, d))
-        elif self.local_smem(ref) and len(self.root(ref).type.shape) >= 2:
+        elif self.local_smem(ref) and len(self.root(ref).type.shape) >= 2 and not self.own_slice(ref, v):
           # (only a 2-D buffer may be tiled for the tensor cores: a vector's transfers each take
           # their own layout, so a row statistic stored may be read back as a column vector)
           self.uf.union(("v", v.id), ("smem", self.root(ref).id))
+
+  def own_slice(self, ref, v) -> bool:
+    """Whether `v` is a slice of fewer axes of a compiler scratch of 3 or more (`w = v[1]` of a (4, 8, 64) tile,
+    through SMEM): it takes its own layout, a row-wise one where it is reduced, which the 3-D tile stored cannot."""
+    root = self.root(ref)
+    return (len(root.type.shape) >= 3 and len(v.type.shape) < len(root.type.shape)
+            and root.id in getattr(self.kernel, "transient_ids", ()))
 
   def _dot(self, o):
     self.join(o.result, o.acc)

@@ -118,7 +118,7 @@ def through_small_reshape(cx, operands, make):
   if not tensors:
     return None
   shape = tensors[0].type.shape
-  if len(shape) < 3 or math.prod(shape) % hw.WARPGROUP == 0:
+  if not small_shape(shape):
     return None
   made = [small_source(cx.b.defining, x) for x in tensors]
   known = [m for m in made if m is not None]
@@ -152,6 +152,13 @@ def small_cast(cx, x, dtype, **kw):
       Cast, *o, loc=cx.loc, types=[TensorType(s, dtype)], names=[cx.name], **kw).result)
 
 
+def small_shape(shape) -> bool:
+  """Whether a tensor of `shape` is too small for a register tensor of its shape though a vector holds it: fewer (or
+  not a multiple of) 128 elements over 3 or more axes, or over 2 of which neither is 1 (a (4, 8) statistic; an (n, 1)
+  column is a vector with an axis inserted, which register tensors take)."""
+  return bool(math.prod(shape) % hw.WARPGROUP) and (len(shape) >= 3 or len(shape) == 2 and 1 not in shape)
+
+
 def small_source(defining, x):
   """The tensor `x` reshapes, where `x` is made by a Reshape or by a Broadcast that only inserts size-1
   axes (the (4, 1, 1) statistic of ml.var over axes (1, 2) of a (4, 16, 32) tile is its (4,) vector with
@@ -161,5 +168,63 @@ def small_source(defining, x):
   m = defining(x)
   if isinstance(m, Reshape) or (isinstance(m, Broadcast) and math.prod(m.x.type.shape) == math.prod(x.type.shape)
                                  and not index_only(defining, x)):
-    return m.x
+    src = m.x       # (a small statistic reshaped again, m[..., None] of a (4, 8) one: the vector at its root)
+    deeper = small_source(defining, src) if small_shape(src.type.shape) else None
+    return deeper if deeper is not None else src
   return None
+
+
+def index_small(cx, x, idx):
+  """`m[i]`, `m[i, j]`, `m[a:b]` (indices normalised by index_through_smem: static ones in range, run-time ones
+  clamped) of a small statistic (a (4, 8, 1) keepdims max of a (4, 8, 64) tile: the (32,) vector of its 2-D
+  reshape's rows typed with its shape, frontend/ops/reduce.py), which no register tensor of its shape holds to
+  store: the same elements of that vector, a run of its row-major order, read through SMEM as a vector's are,
+  given the index's shape. None where x is no such statistic; an error naming x where the index picks elements
+  that are no run (m[:, 2])."""
+  from .. import errors as E
+  from . import elementwise as ew
+  from .memory import DSlice
+  from .shape import Reshape, index_through_smem, reshape_
+  shape = tuple(x.type.shape)
+  src = small_source(cx.b.defining, x) if small_shape(shape) else None
+  if src is None or len(src.type.shape) != 1 or len(idx) > len(shape):
+    return None
+  idx = tuple(idx) + tuple(slice(0, n) for n in shape[len(idx):])
+  k = next((d for d, i in enumerate(idx) if isinstance(i, slice)), len(idx))     # the first axis a slice keeps
+  if any(isinstance(i, slice) and i.indices(n)[:2] != (0, n) and n != 1 or not isinstance(i, slice) and n != 1
+         for i, n in zip(idx[k + 1:], shape[k + 1:])):
+    name = cx.named(x, "the statistic")
+    raise E.LayoutError(
+        f"{cx.text or name + '[...]'} picks elements of {name} {shape} that are no run of its row-major order:"
+        f" {name} has {math.prod(shape)} elements, too few for a register tensor of its shape (a multiple of"
+        f" {hw.WARPGROUP}), and is held as a vector of them, which only a run of indices reads", cx.loc,
+        hint=f"store it whole as the vector it is: give the output the shape ({math.prod(shape)},) and write"
+             f" out[...] = {name if name.isidentifier() else '(' + name + ')'}.reshape({math.prod(shape)}), then"
+             f" index the result outside the kernel, .reshape{shape}{_index_text(cx.text)} (free in XLA)")
+  strides = [math.prod(shape[d + 1:]) for d in range(len(shape))]
+  parts = [(i, s) for i, s in zip(idx[:k], strides)] + ([(idx[k].start, strides[k])] if k < len(shape) else [])
+  off = 0
+  for i, s in parts:
+    term = i * s if isinstance(i, int) else ew.binary(cx, ew.BinOp.MUL, i, s) if s != 1 else i
+    off = term if isinstance(off, int) and off == 0 else (off + term if isinstance(off, int) and isinstance(term, int)
+                                                         else ew.binary(cx, ew.BinOp.ADD, off, term))
+  size = (idx[k].stop - idx[k].start) * strides[k] if k < len(shape) else 1
+  out = tuple(i.stop - i.start for i in idx if isinstance(i, slice))
+  if size == 1:                    # one element: its scalar (stretched to a (1, 1) index's shape)
+    one = index_through_smem(cx, src, (off,))
+    return ew.stretch(cx, out, one) if out else one
+  if size == math.prod(shape):
+    vec = src
+  else:
+    vec = index_through_smem(cx, src, (slice(off, off + size) if isinstance(off, int) else DSlice(off, size),))
+  if len(out) <= 1:
+    return vec
+  if len(out) >= 3 and math.prod(out) % hw.WARPGROUP:
+    return cx.b.emit(Reshape, vec, loc=cx.loc, types=[TensorType(out, vec.type.dtype)], names=[cx.name]).result
+  return reshape_(cx, vec, out)
+
+
+def _index_text(text) -> str:
+  """The subscript of the user's `m[:, 2]` (`[:, 2]`), to apply outside the kernel; '' where there is none."""
+  k = (text or "").find("[")
+  return text[k:] if k > 0 and text.endswith("]") else ""

@@ -141,8 +141,9 @@ def reduce(cx, kind: ReduceKind, x, axis, keepdims, what=None):
         f"{what} over axis {axis} of the broadcast product {shape} ({nbytes} bytes) moves the product between"
         f" threads through SMEM, more than the {hw.SMEM_LIMIT} bytes ({hw.SMEM_WORDS}) a kernel's buffers can use",
         cx.loc, hint=hint)
-  if len(axes) < len(shape) and len(shape) > 2 and (plan := (_flat_shape if keepdims or len(shape) - len(axes) > 2
-                                                               else _flat_plan)(shape, axes)) is not None:
+  if len(axes) < len(shape) and len(shape) > 2 and (plan := _flat_shape(shape, axes)) is not None and (
+      keepdims or len(shape) - len(axes) > 2 or _flat_plan(shape, axes) is not None
+      or not _product_hint(cx, given, shape, axes, kind)):       # (a small product's reduction: ml.dot's hint)
     # A leading or trailing run of axes of a 3-D (or wider) tensor: the 2-D reduction of its reshape
     # (through SMEM where the layouts need it), reshaped back, as the user would write it; with keepdims,
     # to the tensor's rank (a group softmax's (r, n, 1) statistic, which broadcasts along its last axis). A kept
@@ -155,6 +156,8 @@ def reduce(cx, kind: ReduceKind, x, axis, keepdims, what=None):
     if math.prod(kept) % hw.WARPGROUP and (keepdims or len(kept) > 1):
       return cx.b.emit(Reshape, res, loc=cx.loc, types=[TensorType(back, res.type.dtype)], names=[res.name]).result
     return reshape_(cx, res, back)
+  if keepdims and len(axes) < len(shape) and len(shape) > 2 and (few := _few_kept(cx, kind, x, shape, axes, what)):
+    return few
   if (hint := _small_result_hint(cx, given, shape, axes, what, keepdims)) is not None:
     # (a result of two or more axes with fewer than 128 elements, over axes no 2-D reshape reduces)
     kept = tuple(n for i, n in enumerate(shape) if i not in axes)
@@ -180,12 +183,18 @@ def reduce(cx, kind: ReduceKind, x, axis, keepdims, what=None):
     part = reduce(cx, kind, x, first, False, what)
     res = reduce(cx, kind, part, then, False, what)
     return reshape_(cx, res, tuple(1 if i in axes else n for i, n in enumerate(shape))) if keepdims else res
+  if len(axes) < len(shape) and len(shape) > 2 and not (prod := _product_hint(cx, given, shape, axes, kind)) and (
+      few := _few_hint(cx, given, shape, axes, what)):
+    kept = tuple(n for i, n in enumerate(shape) if i not in axes)
+    sizes = f"axes of sizes {kept}" if len(kept) > 1 else f"an axis of size {kept[0]}"
+    raise E.LayoutError(
+        f"{what} over axis {axis} of a {len(shape)}-D tensor {shape} keeps {sizes}: {math.prod(kept)} elements, too"
+        f" few for a register vector (a multiple of 8)", cx.loc, hint=few)
   if len(axes) < len(shape) and len(shape) > 2:
     raise E.LayoutError(
         f"{what} over axis {axis} of a {len(shape)}-D tensor {shape}: partial reductions work on"
         f" 1-D and 2-D tensors", cx.loc,
-        hint=_product_hint(cx, given, shape, axes, kind)
-        or _slices_hint(cx, kind, given, shape, axes, keepdims, what)
+        hint=prod or _slices_hint(cx, kind, given, shape, axes, keepdims, what)
         or _reshape_hint(cx, given, shape, axes, what) or READ_2D_FIRST)
   if len(axes) == len(shape):
     res = cx.b.emit(Reduce, kind, x, axes, loc=cx.loc, types=[ScalarType(x.type.dtype)],
@@ -207,6 +216,53 @@ def _bare(what) -> str:
 def _as_call(what) -> str:
   """`what` as a function call's name: the method `.sum` is `ml.sum`."""
   return f"ml{what}" if what.startswith(".") else what
+
+
+FEW_KEPT = 8      # a keepdims statistic of at most this many elements no plan holds: as many masked full reductions
+
+
+def _few_kept(cx, kind, x, shape, axes, what):
+  """A keepdims sum, max or min of a 3-D (or wider) `x` over axes no 2-D reshape or split order reduces, whose
+  statistic holds at most FEW_KEPT elements (the (1, 2, 1) channel sums of a (4, 2, 32) tile): each element the full
+  reduction of x where the kept axes' index is its own, selected into an index grid of the statistic's shape,
+  which broadcasts back wherever it meets the tile (frontend/index_grids.py); None for any other."""
+  kept = [i for i in range(len(shape)) if i not in axes]
+  if kind not in (ReduceKind.SUM, ReduceKind.MAX, ReduceKind.MIN) or math.prod(shape[i] for i in kept) > FEW_KEPT:
+    return None
+  out = tuple(1 if i in axes else n for i, n in enumerate(shape))
+  flat, stride = None, 1
+  for a in reversed(kept):          # the kept axes' row-major index, an index grid of the statistic's shape
+    iota = reshape_(cx, arange.apply(cx, (shape[a],), {}), tuple(n if i == a else 1 for i, n in enumerate(shape)))
+    term = iota if stride == 1 else ew.binary(cx, ew.BinOp.MUL, iota, stride)
+    flat = term if flat is None else ew.binary(cx, ew.BinOp.ADD, term, flat)
+    stride *= shape[a]
+  ident = 0 if kind == ReduceKind.SUM else extreme_identity(kind, resolve(x.type.dtype))
+  res = None
+  for j in reversed(range(stride)):
+    hit = ew.compare(cx, ew.CmpOp.EQ, flat, j)
+    part = reduce(cx, kind, ew.where_(cx, hit, x, ident), None, False, what)
+    res = ew.stretch(cx, out, part) if res is None else ew.where_(cx, hit, part, res)
+  return res
+
+
+def _few_hint(cx, x, shape, axes, what):
+  """How to compute a result of at most FEW_KEPT elements no plan holds (the (2,) channel sums of a (4, 2, 32)
+  tile; too few for a register vector): each element a full reduction with where=, stored one at a time; None
+  for a reduction that takes no where= or any other result."""
+  kept = [i for i in range(len(shape)) if i not in axes]
+  if math.prod(shape[i] for i in kept) > FEW_KEPT or _bare(what) not in ("sum", "max", "min", "mean", "var", "std",
+                                                                        "logsumexp"):
+    return None
+  src = cx.named(x)
+  names = "jkl"[:len(kept)] if len(kept) <= 3 else None
+  if names is None:
+    return None
+  grid = lambda a: "ml.arange({})[{}]".format(shape[a], ", ".join(":" if i == a else "None" for i in range(len(shape))))
+  mask = " & ".join(f"({grid(a)} == {n})" for a, n in zip(kept, names)) if len(kept) > 1 else f"{grid(kept[0])} == j"
+  loops = "".join(f"for {n} in ml.static_range({shape[a]}): " for a, n in zip(kept, names))
+  return (f"compute each element as the full reduction of the elements it keeps and store it alone, {loops}out[{', '.join(names)}] ="
+          f" {_as_call(what)}({src}, where={mask}); or keep the reduced axes, keepdims=True, for a statistic that"
+          f" broadcasts back against {src}")
 
 
 def _split_order(shape, axes):

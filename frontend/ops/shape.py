@@ -19,7 +19,7 @@ from ..shape_hints import align_hint, insert_axes_hint, window_hint, outer_hint,
 from . import elementwise as ew
 from .base import builtin, check_register_value, is_tensor, is_value, kind_of, static_shape, unroll_hint, shown
 from .vector_views import check_vector_reshape
-from .broadcast_nd import copied_axes, flattened_plan, flattens, two_step_plan
+from .broadcast_nd import copied_axes, flattened_plan, flattens, index_small, small_source, two_step_plan
 from .elementwise_checks import method_on
 
 
@@ -148,7 +148,10 @@ def reshape_(cx, x, shape):
   if isinstance(made, Reshape) or isinstance(made, Broadcast) and \
       math.prod(made.x.type.shape) == math.prod(x.type.shape):
     # A reshape of a reshape (or of a broadcast that only added size-1 axes) reshapes the
-    # original: `m[:, None]` then `.reshape(-1)` is `m` again, in the layout `m` has.
+    # original: `m[:, None]` then `.reshape(-1)` is `m` again, in the layout `m` has; a small statistic
+    # ((4, 8, 1): its vector typed with that shape, frontend/ops/reduce.py) stays one, (4, 8) or (4, 8, 1, 1).
+    if sum(n != 1 for n in shape) > 1 and math.prod(shape) % hw.WARPGROUP and (src := small_source(cx.b.defining, x)):
+      return cx.b.emit(Reshape, src, loc=cx.loc, types=[TensorType(shape, x.type.dtype)], names=[x.name]).result
     return reshape_(cx, made.x, shape)
   plan = _unit_axes_plan(x.type.shape, shape)
   if plan is None or not _reducible(x):
@@ -346,6 +349,8 @@ def index_through_smem(cx, x, index):
       idx.append(_clamped_index(cx, i, n))
     else:
       idx.append(i)
+  if (small := index_small(cx, x, tuple(idx))) is not None:    # (a small statistic: its vector's elements)
+    return small
   buf, block = cx.b.index_scratch.get(x.id, (None, None))   # one store serves every index of x in its block
   if block is not cx.b.block:
     buf = scratch(cx, shape, x.type.dtype, f"{x.name or 'tensor'} scratch")

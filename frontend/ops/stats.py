@@ -9,6 +9,8 @@ integers and booleans give float32, as in jnp.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import math
 
 from .. import errors as E
@@ -209,7 +211,9 @@ def _variance(cx, x, axis, ddof, keepdims, what, where=None):
   n = math.prod(y.type.shape[a] for a in axes)
   mu = ew.binary(cx, ew.BinOp.DIV, reduce(cx, ReduceKind.SUM, y, axis, True, what), float(n))
   c = ew.binary(cx, ew.BinOp.SUB, y, mu)
-  ss = reduce(cx, ReduceKind.SUM, ew.binary(cx, ew.BinOp.MUL, c, c), axis, keepdims, what)
+  # (the squared deviations named as the user's x: a message about the reduction names x, as ml.mean's copy does)
+  sq = ew.binary(dataclasses.replace(cx, name=x.name or cx.named(x)), ew.BinOp.MUL, c, c)
+  ss = reduce(cx, ReduceKind.SUM, sq, axis, keepdims, what)
   return ew.binary(cx, ew.BinOp.DIV, ss, float(n - ddof) if n > ddof else math.nan), out
 
 

@@ -45,10 +45,10 @@ def load(cx, ref, name="", merge=False, keep=None):
 def _check_small_statistic(cx, ref, value):
   """A keepdims statistic of a 3-D tile too small for a register tensor of its shape ((2, 4, 1): the vector of
   the 2-D reshape's rows, frontend/ops/reduce.py) stored whole: MG204 at the store, storing it as its vector."""
-  from .broadcast_nd import small_source
+  from .broadcast_nd import small_shape, small_source
   made = small_source(cx.b.defining, value) if is_value(value) and isinstance(value.type, TensorType) else None
   shape = value.type.shape if made is not None else ()
-  if made is None or len(shape) < 3 or math.prod(shape) % hw.WARPGROUP == 0:
+  if made is None or not small_shape(shape):
     return
   n, name = math.prod(shape), cx.named(value, "s")
   name = name if name.isidentifier() else f"({name})"
