@@ -202,6 +202,34 @@ def test_a_result_of_a_few_elements_says_so_and_its_hint_works(kernel, what):
   assert "@mosaic_gpu" in _export(channel_fixed, S(x.shape, F32))
 
 
+# ---------------------------------------------------------------- a middle-axis statistic of a 4-D tile broadcast back
+@mg.mgpu_kernel(out_shape=lambda x: (x, x, x, x, S(x.shape[:1] + x.shape[2:], F32), S(x.shape[:1] + x.shape[2:], F32)),
+                grid=(1,))
+def head_stats_4d(x, a, b, c, d, e, f):
+  v = x[...]                                    # (2, 2, 8, 64): statistics over axis 1 of 2 (kept (2, 1, 8, 64))
+  a[...] = v - ml.max(v, axis=1, keepdims=True)
+  b[...] = ml.softmax(v, axis=1)
+  c[...] = (v - ml.mean(v, axis=-3, keepdims=True)) / ml.std(v, axis=1, keepdims=True)
+  m = ml.max(v, axis=1)
+  d[...] = v - m[:, None]
+  e[...] = ml.argmax(v, axis=1).astype(jnp.float32)
+  f[...] = ml.logsumexp(v, axis=1)
+
+
+def _head_stats_4d_want(x):
+  return (x - jnp.max(x, 1, keepdims=True), jax.nn.softmax(x, 1),
+          (x - jnp.mean(x, 1, keepdims=True)) / jnp.std(x, 1, keepdims=True), x - jnp.max(x, 1)[:, None],
+          jnp.argmax(x, 1).astype(F32), jax.nn.logsumexp(x, 1))
+
+
+def test_a_middle_axis_statistic_of_a_4d_tile_broadcasts_back():
+  """Each was MG204 'v of shape (2, 2, 8, 64) is reduced or broadcast along an axis; that works on 2-D tiles': the
+  statistic's size-1 axis, inserted into 4-D, was a broadcast the layouts related to a 2-D tile."""
+  x = _rand((2, 2, 8, 64), 9)
+  _close(head_stats_4d(x, interpret=True), _head_stats_4d_want(x))
+  assert "@mosaic_gpu" in _export(head_stats_4d, S(x.shape, F32))
+
+
 @pytest.mark.gpu
 def test_gpu_small_statistics_indexed_and_broadcast_match_jnp():
   x, i = _rand((4, 8, 64), 1), jnp.asarray([2], jnp.int32)
@@ -214,3 +242,5 @@ def test_gpu_small_statistics_indexed_and_broadcast_match_jnp():
   _close(channel_norms(x, y, n), _channel_norms_want(x, y, n), 2e-5)
   x = _rand((4, 2, 32), 8)
   _close(channel_fixed(x), (jnp.sum(x, (0, 2)), jnp.var(x, (0, 2))))
+  x = _rand((2, 2, 8, 64), 9)
+  _close(head_stats_4d(x), _head_stats_4d_want(x))

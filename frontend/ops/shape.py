@@ -111,6 +111,8 @@ def broadcast_to_shape(cx, x, shape, dims=None):
       y = concatenate.rule(cx, [y] * shape[k], k)
     return broadcast_to_shape(cx, y, shape)
   name = x.name if math.prod(shape) == math.prod(x.type.shape) else None   # (a repeat of x is not x)
+  if math.prod(shape) == math.prod(x.type.shape) and len(x.type.shape) > 2 and len(shape) > 3:
+    return reshape_(cx, x, shape)     # (size-1 axes inserted into 4-D or wider, as such a reshape does)
   return cx.b.emit(Broadcast, x, dims, loc=cx.loc, types=[TensorType(shape, x.type.dtype)], names=[name]).result
 
 
@@ -154,7 +156,8 @@ def reshape_(cx, x, shape):
       return cx.b.emit(Reshape, src, loc=cx.loc, types=[TensorType(shape, x.type.dtype)], names=[x.name]).result
     return reshape_(cx, made.x, shape)
   plan = _unit_axes_plan(x.type.shape, shape)
-  if plan is None or not _reducible(x):
+  if plan is None or not _reducible(x) or min(len(x.type.shape), len(shape)) > 2 and max(len(x.type.shape), len(shape)) > 3:
+    # (size-1 axes of a 4-D tensor or wider, to or from 3 or more: no 2-D tile the layouts relate it to)
     return cx.b.emit(Reshape, x, loc=cx.loc, types=[TensorType(shape, x.type.dtype)],
                      names=[x.name]).result
   return _change_unit_axes(cx, x, shape, *plan)
