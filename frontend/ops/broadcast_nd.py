@@ -81,6 +81,22 @@ def copied_axes(src: tuple, dst: tuple, dims: tuple) -> list | None:
   return copied or None
 
 
+def trailing_first(src: tuple, dst: tuple, dims: tuple) -> tuple | None:
+  """The shape between two broadcasts of a small `src` (too few elements to copy along a middle axis: the (2, 1, 8, 1)
+  statistic over axes (1, 3) of a (2, 2, 8, 64) tile) whose stretched trailing axes flattened_plan takes first, so
+  that what is left to copy holds whole warpgroups ((2, 1, 8, 64), then copied along axis 1); None for any other."""
+  if not math.prod(src) % hw.WARPGROUP or tuple(dims) != tuple(range(len(dst) - len(src), len(dst))):
+    return None
+  full = (1,) * (len(dst) - len(src)) + tuple(src)
+  trail = len(dst)
+  while trail > 0 and full[trail - 1] == 1 and dst[trail - 1] != 1:
+    trail -= 1
+  mid = full[len(dst) - len(src):trail] + tuple(dst[trail:])
+  if trail == len(dst) or math.prod(mid) % hw.WARPGROUP or flattened_plan(src, mid, tuple(range(len(mid)))) is None:
+    return None
+  return mid
+
+
 def flattens(defining, x) -> bool:
   """Whether `x` can take the 2-D shape: a tensor of 1 or 2 axes, one of whole warpgroups' elements, or
   one made by inserting size-1 axes (`s[:, :, None]`, reshaped from its source); a small tensor of more

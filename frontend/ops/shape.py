@@ -19,7 +19,8 @@ from ..shape_hints import align_hint, insert_axes_hint, window_hint, outer_hint,
 from . import elementwise as ew
 from .base import builtin, check_register_value, is_tensor, is_value, kind_of, static_shape, unroll_hint, shown
 from .vector_views import check_vector_reshape
-from .broadcast_nd import copied_axes, flattened_plan, flattens, index_small, small_source, two_step_plan
+from .broadcast_nd import (copied_axes, flattened_plan, flattens, index_small, small_source, trailing_first,
+                           two_step_plan)
 from .elementwise_checks import method_on
 
 
@@ -105,6 +106,8 @@ def broadcast_to_shape(cx, x, shape, dims=None):
   if mid is not None and flattens(cx.b.defining, x):      # leading and trailing axes stretched: one run, then the other
     return broadcast_to_shape(cx, broadcast_to_shape(cx, x, mid), shape)
   copies = copied_axes(x.type.shape, shape, dims) if flat is None else None
+  if copies and flattens(cx.b.defining, x) and (mid := trailing_first(x.type.shape, shape, dims)) is not None:
+    return broadcast_to_shape(cx, broadcast_to_shape(cx, x, mid), shape)    # (a small x: its trailing axes first)
   if copies and flattens(cx.b.defining, x) and math.prod(x.type.shape) % hw.WARPGROUP == 0:
     y = reshape_(cx, x, (1,) * (len(shape) - len(x.type.shape)) + tuple(x.type.shape))
     for k in copies:                # a middle axis stretched: copies of x along it, through SMEM
