@@ -9,18 +9,18 @@ from __future__ import annotations
 
 import math
 
-from . import hw
 from .builder import Call
 from .ops.base import is_value
 from .types import TensorType
 
 
 def _small(v) -> bool:
-  """A tensor of 3 or more axes no register tensor of its shape holds, that a vector holds."""
-  if not (is_value(v) and isinstance(v.type, TensorType) and len(v.type.shape) >= 3):
+  """A tensor no register tensor of its shape holds (3 or more axes, or 2 of which neither is 1: a (4, 8) row max of
+  a (4, 8, c) tile), that a vector holds."""
+  from .ops.broadcast_nd import small_shape
+  if not (is_value(v) and isinstance(v.type, TensorType) and small_shape(v.type.shape)):
     return False
-  n = math.prod(v.type.shape)
-  return n % hw.WARPGROUP != 0 and n % 8 == 0
+  return math.prod(v.type.shape) % 8 == 0
 
 
 def flat(b, loc, v):

@@ -255,6 +255,26 @@ def test_a_statistic_over_a_middle_and_the_last_axis_of_a_4d_tile_is_a_small_one
   assert "@mosaic_gpu" in _export(outer_axes_4d, S(x.shape, F32))
 
 
+# ---------------------------------------------------------------- a small two-axis statistic carried by a loop
+@mg.mgpu_kernel(out_shape=lambda x: (S((32,), F32), S(x.shape[1:], F32)), grid=(1,))
+def running_max(x, a, b):
+  m = ml.full((4, 8), -jnp.inf, jnp.float32)     # (4, 8): 32 elements, the max over chunks and columns
+  for k in ml.range(x.shape[0]):
+    v = x[k]
+    m = ml.maximum(m, ml.max(v, axis=2))
+  a[...] = m.reshape(32)
+  b[...] = x[0] - m[..., None]
+
+
+def test_a_small_two_axis_statistic_is_carried_by_a_loop():
+  """It was MG204 'this (4, 8) tensor is reshaped from or into a row statistic': only statistics of 3 or more axes
+  were carried as their vectors."""
+  x = _rand((3, 4, 8, 64), 11)
+  m = jnp.max(x, (0, 3))
+  _close(running_max(x, interpret=True), (m.reshape(32), x[0] - m[..., None]))
+  assert "@mosaic_gpu" in _export(running_max, S(x.shape, F32))
+
+
 @pytest.mark.gpu
 def test_gpu_small_statistics_indexed_and_broadcast_match_jnp():
   x, i = _rand((4, 8, 64), 1), jnp.asarray([2], jnp.int32)
@@ -271,3 +291,5 @@ def test_gpu_small_statistics_indexed_and_broadcast_match_jnp():
   _close(head_stats_4d(x), _head_stats_4d_want(x))
   x = _rand((2, 2, 8, 64), 10)
   _close(outer_axes_4d(x), _outer_axes_4d_want(x))
+  x = _rand((3, 4, 8, 64), 11)
+  _close(running_max(x), (jnp.max(x, (0, 3)).reshape(32), x[0] - jnp.max(x, (0, 3))[..., None]))
