@@ -24,7 +24,7 @@ import numpy as np
 
 from . import ir
 from .dtypes import DType
-from .ops.control import For, If, MultipleOf, NumPrograms, PositiveStep, ProgramId, Yield
+from .ops.control import Condition, For, If, MultipleOf, NumPrograms, PositiveStep, ProgramId, While, Yield
 from .ops.elementwise import BinOp, Binary, Cast, CmpOp, Compare, Constant, UnOp, Unary, Where
 from .ops.access import ScalarRead
 from .ops.gather import Gather
@@ -238,7 +238,20 @@ class GridEval:
 
   def opaque(self, o, must, may):
     """A region op without a rule here (a `while`): its regions may run any number of times,
-    with unknown block arguments; summarised as a loop of unknown trip count."""
+    with unknown block arguments; summarised as a loop of unknown trip count. A `while`'s condition
+    runs at least once, with the carries' first values: that first test is walked as certain, so a
+    spin-wait's read of what other programs write or update (`while flags[i - 1] == 0:`) is checked."""
+    if isinstance(o, While) and len(o.before.args) == len(o.inits):
+      inits = [self.value(v) for v in o.inits]
+      for a, v in zip(o.before.args, inits):
+        self.set(a, v)
+      self.block(o.before, must, may)
+      test = o.before.ops[-1] if o.before.ops else None
+      c = self.value(test.cond) if isinstance(test, Condition) else UNKNOWN
+      if c is not UNKNOWN and (must & c).any():    # the programs whose first test holds run a first trip
+        for a, v in zip(o.body.args, [self.value(v) for v in test.values]):
+          self.set(a, v)
+        self.block(o.body, must & c, may & c)
     for exact in (True, False):
       saved, self.exact = self.exact, exact and self.exact
       for r in o.regions:
@@ -448,7 +461,6 @@ def _carried_multiple(c: _Carry, defs, loops, depth) -> int:
 def loop_counters(block: ir.Block) -> dict:
   """Loop counter value id -> its For, for every loop under `block`; and each value a loop carries (in
   the loop's blocks and after it) -> its _Carry, for the divisibility of carried window starts."""
-  from .ops.control import Condition, While
   out = {}
   for o in ir.walk(block):
     if isinstance(o, For):

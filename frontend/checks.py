@@ -38,7 +38,7 @@ from .ops.access import MaskedLoad, MaskedStore, ScalarRead
 from .ops.atomic import AtomicKind, AtomicUpdate
 from .ops.gather import Gather, ScatterUpdate
 from .ops.memory import Copy, View
-from .races import ACCUMULATED_READ, Writers, plain_write_hint, race_error, short_step_hint
+from .races import ACCUMULATED_READ, Writers, spin_wait, plain_write_hint, race_error, short_step_hint
 from . import hw
 from .types import DType, Space, TensorType, dtype_name, resolve
 
@@ -63,7 +63,14 @@ def check_kernel(kernel: ir.Kernel, defs: dict) -> tuple[list, Facts]:
   ev = GridEval(kernel, mem)
   mem.ev = ev
   if ev.run():
-    errors += ev.overflows.errors + mem.errors + mem.coverage_errors() + mem.race_errors() + check_clusters(kernel)
+    races = mem.race_errors()
+    # a read of elements another program writes is that race, not a read of what nothing wrote yet
+    # (program order is none: `agg[i - 1]`, a look-back, is read while program i - 1 may still write it)
+    raced = {(e.loc.filename, e.loc.lineno, e.loc.col_offset): e for e in races if e.notes}
+    mine = [raced.pop((e.loc.filename, e.loc.lineno, e.loc.col_offset), e)
+            if isinstance(e, E.UninitializedReadError) else e for e in mem.errors]
+    races = [e for e in races if e in raced.values() or not e.notes]
+    errors += ev.overflows.errors + mine + mem.coverage_errors() + races + check_clusters(kernel)
     mem.facts.late = mem.contraction.errors()     # after the window checks: a misplaced window comes first
   else:
     mem.facts.tma_starts.clear()
@@ -225,7 +232,7 @@ class _Memory:
           f"{w.root.name}{_aliased(self.kernel, w.root.id)} is read here while other programs may still be"
           f" adding to it with atomics:"
           f" programs run in no fixed order, so the value read depends on timing", acc.op.loc,
-          hint=ACCUMULATED_READ + _aliased_hint(self.kernel, w.root.id)))
+          hint=spin_wait(acc.op.loc) + ACCUMULATED_READ + _aliased_hint(self.kernel, w.root.id)))
     certain = acc.exact and all(x is not UNKNOWN for x in w.starts) and acc.must.any()
     if certain and w.root.id in self.writers and (_plain_write(acc) or isinstance(acc.op, MaskedStore)):
       self.writers[w.root.id].add(*self.certain_boxes(acc), acc.op.loc)
@@ -541,7 +548,7 @@ class _Memory:
               f" adds to it with atomics: programs run in no fixed order, so the sum depends on timing", loc,
               notes=(f"{at}: program {self.ev.program(a)}'s atomic update",), hint=plain_write_hint(name, aliased)))
           continue
-        hint = ACCUMULATED_READ
+        hint = spin_wait(loc) + ACCUMULATED_READ
         if loc in self.alias_reads:
           hint += _aliased_hint(self.kernel, next((p.value.id for p in self.kernel.inputs
                                                    if p.name == self.alias_reads[loc]), None))

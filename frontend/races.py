@@ -122,6 +122,16 @@ ACCUMULATE_ACROSS = ("{0}; to sum the programs' shares into one output (Pallas's
                      " axis, out[...] += part after zeroing it in the first program), add them atomically"
                      " instead, ml.atomic_add(out.at[...], part): an output updated only by atomics starts at 0,"
                      " so drop the zeroing write")
+SPIN_WAIT = ("a program cannot wait for another's write (a spin-wait on GMEM may never end: the GPU runs"
+             " programs in no set order, not all at once, and nothing orders a plain read after another"
+             " program's write); ")
+
+
+def spin_wait(loc) -> str:
+  """SPIN_WAIT where the read at `loc` is a while loop's condition (`while flags[i - 1] == 0:`), else ''."""
+  return SPIN_WAIT if getattr(loc, "source_line", "").lstrip().startswith("while ") else ""
+
+
 ACCUMULATED_READ = ("an output that programs update with atomics holds the total only once the kernel has"
                     " ended: read it in a second kernel (or in JAX after the call)")
 SCATTERED_TWICE = ("each place a scatter writes must come from one program (the GPU keeps one program's"
@@ -345,7 +355,7 @@ def race_error(name, race, program, shape=None, grid=None, accumulates=False, bo
         f" programs run in no fixed order, so the value read depends on timing", loc_p,
         notes=(f"{loc_q}: program {program(q)} writes it here",),
         hint=clamped or ACCUMULATE_ACROSS.format(CROSS_PROGRAM_READ) if accumulates else
-        clamped or CROSS_PROGRAM_READ + (_masked_read_hint(mask, loc_p) if mask else "") if read[0] == name else
+        clamped or spin_wait(loc_p) + CROSS_PROGRAM_READ + (_masked_read_hint(mask, loc_p) if mask else "") if read[0] == name else
         clamped or f"{CROSS_PROGRAM_READ}; for a stencil updated in place, write a new output instead of aliasing"
         f" {read[0]} to {name} (drop input_output_aliases), so every program reads {read[0]}'s old values"
         + (_masked_read_hint(mask, loc_p) if mask else ""))
