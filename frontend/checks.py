@@ -63,14 +63,7 @@ def check_kernel(kernel: ir.Kernel, defs: dict) -> tuple[list, Facts]:
   ev = GridEval(kernel, mem)
   mem.ev = ev
   if ev.run():
-    races = mem.race_errors()
-    # a read of elements another program writes is that race, not a read of what nothing wrote yet
-    # (program order is none: `agg[i - 1]`, a look-back, is read while program i - 1 may still write it)
-    raced = {(e.loc.filename, e.loc.lineno, e.loc.col_offset): e for e in races if e.notes}
-    mine = [raced.pop((e.loc.filename, e.loc.lineno, e.loc.col_offset), e)
-            if isinstance(e, E.UninitializedReadError) else e for e in mem.errors]
-    races = [e for e in races if e in raced.values() or not e.notes]
-    errors += ev.overflows.errors + mine + mem.coverage_errors() + races + check_clusters(kernel)
+    errors += ev.overflows.errors + mem.errors + mem.coverage_errors() + mem.race_errors() + check_clusters(kernel)
     mem.facts.late = mem.contraction.errors()     # after the window checks: a misplaced window comes first
   else:
     mem.facts.tma_starts.clear()

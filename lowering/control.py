@@ -204,9 +204,32 @@ def _i_for(cta, o):
 MAX_WHILE_ITERATIONS = 10 ** 7
 
 
+def _loop_memory(o) -> tuple[bool, bool]:
+  """(whether a trip of While `o` may write memory or wait on a cluster's peers, whether it reads memory)."""
+  from ..frontend import ir as fir
+  writes = reads = False
+  for x in (*fir.walk(o.before), *fir.walk(o.body)):
+    if isinstance(x, ClusterSync):
+      writes = True
+    for _, kind in fir.traits_of(x).effects(x):
+      if kind in (fir.Access.REG_READ, fir.Access.TMA_READ, fir.Access.MMA_READ):
+        reads = True
+      else:
+        writes = True
+  return writes, reads
+
+
+def _same(a, b) -> bool:
+  try:
+    return all(np.array_equal(np.asarray(x), np.asarray(y), equal_nan=True) for x, y in zip(a, b, strict=True))
+  except (TypeError, ValueError):
+    return False
+
+
 @interpret(While)
 def _i_while(cta, o):
   vals = [cta.get(v) for v in o.inits]
+  writes, reads = _loop_memory(o)
   for trip in range(MAX_WHILE_ITERATIONS):
     for a, v in zip(o.before.args, vals):
       cta.set(a, v)
@@ -217,7 +240,19 @@ def _i_while(cta, o):
       break
     for a, v in zip(o.body.args, vals):
       cta.set(a, v)
+    before = vals
     vals = yield from cta.block(o.body)
+    if not writes and _same(before, vals):
+      # A trip that changes neither what the loop carries nor memory: the next one is the same, forever
+      # (no other program runs meanwhile in interpret mode; on the GPU one may, but nothing orders its
+      # write before this read: a spin-wait on a flag another program sets, `while flags[i - 1] == 0: pass`)
+      from ..frontend.races import SPIN_WAIT
+      raise InterpretError(
+          f"this while loop never ends in program {cta.label}: a trip changes neither what it carries nor"
+          " any memory, so its condition stays true", o.loc,
+          hint=(SPIN_WAIT + "write what other programs must see in one kernel and read it in a second one"
+                " (for a prefix over programs, pass jnp.cumsum(totals) - totals to the second)") if reads else
+               "check that the loop's body moves its condition towards False")
   else:
     raise InterpretError(f"this while loop ran {MAX_WHILE_ITERATIONS} iterations in program {cta.label}"
                          " without its condition failing: on the GPU it would hang", o.loc,

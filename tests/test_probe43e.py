@@ -6,10 +6,11 @@ CUDA, where it can hang; it is now the RaceError a plain read there is, with a h
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
-from locate import expect
+from locate import expect, where
 
 S = jax.ShapeDtypeStruct
 F32 = jnp.float32
@@ -87,21 +88,26 @@ def own_flag(x, flags):
 
 
 
-@mg.mgpu_kernel(out_shape=lambda x: (S((8,), F32), S((1024,), F32)), grid=lambda x: (8,))
-def chained_scan(x, agg, out):        # a look-back scan: each program adds its predecessor's total
+@mg.mgpu_kernel(out_shape=lambda x, f, ids: S((8,), I32), grid=lambda x, f, ids: (8,), input_output_aliases={1: 0})
+def waits_for(x, f, ids, flags):     # each program waits for the flag of the program ids names
   i = ml.program_id(0)
-  c = ml.cumsum(x.at[ml.ds(i * 128, 128)][...])
-  prev = 0.0
-  if i > 0:
-    prev = agg[i - 1]
-  agg[i] = prev + c[127]
-  out.at[ml.ds(i * 128, 128)][...] = c + prev
+  p = ids[i]
+  while flags[p] == 0:
+    pass
+  flags[i] = 1
 
 
-def test_reading_what_another_program_writes_is_the_race_not_an_unwritten_read():
-  """Was MG601 'agg is read in program (1, 0, 0) before this program writes it', as if the program's own
-  order mattered: program 0 writes agg[0], and nothing orders that before program 1's read."""
-  e = expect(chained_scan, [S((1024,), F32)], mg.RaceError, "agg[i - 1]",
-             "program (1, 0, 0) reads agg[0] while program (0, 0, 0) writes agg[0]: programs run in no fixed"
-             " order, so the value read depends on timing")
-  assert e.notes[0].endswith("program (0, 0, 0) writes it here")
+def test_a_spin_wait_in_interpret_mode_is_reported_at_once():
+  """The element waited for is data, so only interpret mode can see it; it ran programs one after another
+  and spun 10 ** 7 trips (minutes) in program 0, whose successor sets the flag, before saying anything."""
+  import time
+  t = time.monotonic()
+  with pytest.raises(mg.InterpretError) as info:
+    waits_for(jnp.ones((8,), F32), jnp.zeros((8,), I32), jnp.asarray([1, 2, 3, 4, 5, 6, 7, 0], I32),
+              interpret=True)
+  e = info.value
+  assert time.monotonic() - t < 60
+  assert (e.lineno, e.col_offset) == where(waits_for, "while flags[p]")
+  assert e.message == ("this while loop never ends in program (0, 0, 0): a trip changes neither what it carries"
+                       " nor any memory, so its condition stays true")
+  assert e.hint.startswith(SPIN)
