@@ -30,12 +30,13 @@ def names(pk, bounds: tuple[int, int], bound=None, skip=()) -> list[str]:
 
 
 def _is_constexpr_value(v) -> bool:
-  """Whether `v`, past the inputs, is a constexpr's value: not an array, or a 0-d one (a NumPy scalar, taken
-  as a constexpr passed by keyword is; the 0-d array jax.jit makes of a Python number it traced, or a jnp
-  scalar, which check_constexprs refuses with the fix). An array of elements past the inputs is an output
-  passed Triton's way, which check_count reports."""
-  from .calling import is_array_like
-  return not is_array_like(v) or tuple(getattr(v, "shape", (1,))) == ()
+  """Whether `v`, past the inputs, is a constexpr's value: not an array, a NumPy scalar (taken as a constexpr
+  passed by keyword is), or the weak 0-d array jax.jit makes of a Python number it traced (check_constexprs
+  says to name it static). A jax array past the inputs is more likely an input the out_shape and grid
+  callables leave out, or an output passed Triton's way: check_count reports those."""
+  import numpy as np
+  from .calling import is_array_like, is_weak
+  return not is_array_like(v) or isinstance(v, np.generic) or is_weak(v) and tuple(getattr(v, "shape", (1,))) == ()
 
 
 def place(kernel, args: tuple, constexprs: dict, given: dict, loc, skip=()) -> tuple[tuple, dict]:
