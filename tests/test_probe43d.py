@@ -137,7 +137,7 @@ def test_checkpoint_of_a_kernel_with_a_string_constexpr():
 
 def test_a_numpy_scalar_constexpr_by_position():
   """scale(x, np.int64(64)) said 'scale needs constexpr argument(s) block', as a keyword np.int64 is taken.
-  A jax array after the inputs stays one (an input out_shape leaves out gets the count's hint: k2 below)."""
+  A jax array after the inputs stays one (an input the out_shape callable leaves out gets the count's hint)."""
   np.testing.assert_allclose(scale(X, np.int64(64), interpret=True), X * 2.0)
   with pytest.raises(mg.SignatureError) as e:
     scale(X, jnp.int32(64), interpret=True)   # jnp scalar
