@@ -51,6 +51,8 @@ def place(kernel, args: tuple, constexprs: dict, given: dict, loc, skip=()) -> t
   allowed = names(pk, bounds, kernel._bound, skip)
   if not all(map(_is_constexpr_value, extra)) or not allowed:
     return args, constexprs          # an input too many, an output passed: check_count reports it
+  if not _outputs_fit(kernel, pk, args[:hi], {**constexprs, **dict(zip(allowed, extra))}):
+    return args, constexprs      # add_kernel(x, y, x.size, BLOCK_SIZE=1024): Triton's n_elements, which the count explains
   name = pk.tree.name
   if len(extra) > len(allowed):
     from .calling import describe, source_repr
@@ -82,13 +84,29 @@ def place(kernel, args: tuple, constexprs: dict, given: dict, loc, skip=()) -> t
   return tuple(args[:hi]), {**constexprs, **dict(zip(allowed, extra))}
 
 
+def _outputs_fit(kernel, pk, inputs, constexprs) -> bool:
+  """Whether out_shape describes as many outputs as the ref parameters after `inputs` (else a value after them
+  is no constexpr but a ref parameter passed, Triton's `n_elements`: the count's error explains it). True where
+  out_shape cannot say (its own error comes later)."""
+  import jax
+  out = kernel.out_shape
+  try:
+    if callable(out) and not hasattr(out, "shape"):
+      from .meta_calls import call_with_meta
+      meta = {**{c: pk.defaults[c] for c in pk.constexpr_params if c in pk.defaults}, **constexprs}
+      out = call_with_meta(out, tuple(inputs), meta, "out_shape", None, pk.ref_params[:len(inputs)])
+    return len(jax.tree.leaves(out)) == len(pk.ref_params) - len(inputs)
+  except Exception:
+    return True
+
+
 def too_many(pk, bounds: tuple[int, int], bound, n_extra: int) -> str:
   """Why values past the inputs cannot be constexprs by position (the end of check_count's message)."""
   allowed = names(pk, bounds, bound)
   if bounds[0] != bounds[1]:
     return (": the out_shape and grid callables do not fix how many inputs it takes (they take different"
             " numbers, or any number), so a value after the inputs could be an input; pass constexprs by keyword")
-  if not allowed:
+  if not allowed or n_extra <= len(allowed):     # (or out_shape leaves a ref parameter after the inputs)
     return ": pass constexprs by keyword"
   return (f": {pk.tree.name} takes at most {len(allowed)} constexpr{'s' if len(allowed) != 1 else ''} by position"
           f" ({', '.join(allowed)}); pass the others by keyword")
