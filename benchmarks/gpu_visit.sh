@@ -50,6 +50,11 @@ step() {
     attn_bwd_lpt) python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_attention.py -k "chunks or partial_last" && python3 -u benchmarks/attn_bwd_order.py --lpt ;;
     # the thirty-third session: probe 43c (interpret mode against the GPU) and the test files whose inputs moved to numpy
     gpu_s33a)    python3 -u benchmarks/gpu_shards.py --shards 8 --timeout 400 tests/test_probe43c.py tests/test_fast_math.py tests/test_numerics_edges.py tests/test_gather.py tests/test_scatter.py tests/test_narrow_swizzle.py tests/test_paged_attention.py tests/test_attention.py ;;
+    # the thirty-third session's merged probes 43a-e: their GPU tests and those of the files their fixes touched, and
+    # (beside them) the probes' CPU tests on this machine's jax (0.11.2: shard_map, positional constexprs)
+    gpu_s33b)    python3 -u -m pytest -q -p no:cacheprovider -m "not gpu" $(ls tests/test_probe43*.py) >"$OUT/s33cpu.log" 2>&1 &
+                 python3 -u benchmarks/gpu_shards.py --shards 8 --timeout 330 $(ls tests/test_probe43*.py) tests/test_reductions.py tests/test_stats.py tests/test_unit_axes.py tests/test_probe41s.py tests/test_probe37c.py tests/test_probe34f.py tests/test_probe_g.py tests/test_probe24b.py tests/test_vmap.py tests/test_tensor_parallel.py tests/test_calling.py tests/test_probe9.py tests/test_narrow_rows.py;
+                 wait; echo "== probes 43 (CPU tests, jax $(python3 -c 'import jax; print(jax.__version__)'))"; tail -5 "$OUT/s33cpu.log" ;;
     # the thirty-second session's merged probes 42u-x and the files their fixes touched; the chunked backward at 16384
     gpu_s32)     python3 -u benchmarks/gpu_shards.py --shards 8 --timeout 300 tests/test_probe42u.py tests/test_probe42v.py tests/test_probe42v2.py tests/test_probe42w.py tests/test_probe42x.py tests/test_probe38g.py tests/test_matmul_fp8.py tests/test_scatter.py tests/test_scatter_set.py ;;
     attn_lpt16k) python3 -u benchmarks/attn_bwd_order.py --lpt --seq 16384 ;;
