@@ -67,7 +67,25 @@ def _linear(cx, v, depth=0):
         for i, m in b[0].items():
           terms[i] = terms.get(i, 0) + sign * m
         return {i: m for i, m in terms.items() if m}, a[1] + sign * b[1]
-  return {id(v): 1}, 0
+  return {_term_key(cx, v): 1}, 0
+
+
+def _term_key(cx, v, depth=0):
+  """A key for `v` as a term of `_linear`: equal for values a pure op makes of equal operands
+  (`i % 64` in `x[i % 64:i % 64 + 64]` computed twice, `s.astype(jnp.int32)` twice) and for reads of
+  the same element of an input, which nothing writes (`x[s[0] * 64:(s[0] + 1) * 64]`); else `v`'s identity."""
+  from .elementwise import Binary, Cast, Unary
+  from .access import ScalarRead
+  if isinstance(v, (int, float)) and not isinstance(v, bool):
+    return ("const", type(v).__name__, v)
+  o = cx.b.defining(v) if is_value(v) and depth <= 16 else None
+  if isinstance(o, Binary):
+    return ("bin", o.kind, str(v.type), _term_key(cx, o.lhs, depth + 1), _term_key(cx, o.rhs, depth + 1))
+  if isinstance(o, (Unary, Cast)):     # (a Cast's bitcast or not, a Unary's kind)
+    return (type(o).__name__, getattr(o, "kind", getattr(o, "bitcast", None)), str(v.type), _term_key(cx, o.x, depth + 1))
+  if isinstance(o, ScalarRead):       # s[0] read twice from an input (pure: inputs never change)
+    return ("read", id(o.ref), str(v.type), tuple((_term_key(cx, i.start, depth + 1), i.size) for i in o.index))
+  return id(v)
 
 
 def fixed_length(cx, start, stop):
@@ -94,6 +112,20 @@ def _masked(window, mask, access) -> str:
   read = f"v = {window}.load(mask={mask}, other=0)"
   write = f"{window}.store(v, mask={mask})"
   return read if access == "read" else write if access == "write" else f"to read, {read}; to write, {write}"
+
+
+def register_window_hint(cx, x, index, name) -> str:
+  """For a register tile's `t[i:i + 8]`: the SMEM buffer that holds it and its window ml.ds(i, 8), in the
+  user's names ("" where no slice has a fixed size at a run-time start)."""
+  from ..types import dtype_name, resolve
+  d = next((k for k, i in enumerate(index) if isinstance(i, slice) and is_value(i.start) and i.step in (None, 1)
+            and (fixed_length(cx, i.start, i.stop) or 0) > 0), None)
+  if d is None:
+    return ""
+  win = ", ".join(f"ml.ds({_index_text(i.start, cx)}, {fixed_length(cx, i.start, i.stop)})" if k == d else
+                  "..." if i is Ellipsis else _index_text(i, cx) for k, i in enumerate(index))
+  return (f"store {name} into an SMEM buffer and read the window there: buf = ml.smem({tuple(x.type.shape)},"
+          f" jnp.{dtype_name(resolve(x.type.dtype))}); buf[...] = {name}; then buf.at[{win}][...]")
 
 
 def runtime_slice_error(cx, index, d, shape, name, access="") -> E.KernelError:

@@ -19,6 +19,7 @@ from ..shape_hints import align_hint, insert_axes_hint, window_hint, outer_hint,
 from . import elementwise as ew
 from .base import builtin, check_register_value, is_tensor, is_value, kind_of, static_shape, unroll_hint, shown
 from .vector_views import check_vector_reshape
+from .index_hints import register_window_hint
 from .broadcast_nd import (copied_axes, flattened_plan, flattens, index_small, small_source, trailing_first,
                            two_step_plan)
 from .elementwise_checks import method_on
@@ -253,8 +254,8 @@ def _check_register_index(cx, x, index, rank, kept):
     if isinstance(i, slice) and any(is_value(v) for v in (i.start, i.stop)):
       raise E.KernelTypeError(
           f"a window of {name} needs static bounds; this one starts or ends at a run-time value", cx.loc,
-          hint=unroll_hint(cx.b, next(v for v in (i.start, i.stop) if is_value(v)),
-                           "read the window from a ref: ref.at[ml.ds(i, size)][...] (store the tensor into an"
+          hint=unroll_hint(cx.b, next(v for v in (i.start, i.stop) if is_value(v)), register_window_hint(
+                           cx, x, index, name) or "read the window from a ref: ref.at[ml.ds(i, size)][...] (store the tensor into an"
                            " ml.smem buffer first), or select elements with integer indices"))
   if kept > rank:
     raise E.IndexOutOfBoundsError(f"too many indices for {name}, a tensor of rank {rank}: {kept}", cx.loc,

@@ -1,0 +1,107 @@
+"""Probe 43f: slices with run-time starts written as NumPy/jnp users write them. A stop that is the start
+plus a static size is the window ml.ds(start, size) also where the start is a value made twice by the same
+pure math (`i % 64:i % 64 + 64`) or a read of one element of an input made twice (`s[0] * 64:(s[0] + 1) * 64`),
+and a register tile's `t[i:i + 8]` names the SMEM window that works (frontend/ops/index_hints.py)."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+
+F32 = jnp.float32
+HERE = __file__
+X = jnp.arange(512, dtype=F32) / 7 - 20
+S = jnp.array([3], jnp.int32)
+
+
+def line_of(text: str) -> int:
+  lines = open(HERE).read().splitlines()
+  return next(i + 1 for i, l in enumerate(lines) if text in l and "line_of(" not in l)
+
+
+def exported(k, *args):
+  return jax.export.export(jax.jit(k), platforms=["cuda"])(*args).mlir_module()
+
+
+@mg.mgpu_kernel(out_shape=lambda x, s: jax.ShapeDtypeStruct((64,), F32))
+def from_input_read(x, s, out):
+  out[...] = x[s[0] * 64:(s[0] + 1) * 64]
+
+
+@mg.mgpu_kernel(out_shape=lambda x, s: jax.ShapeDtypeStruct((64, 64), F32))
+def from_input_read_2d(x, s, out):
+  out[s[0] % 2 * 32:(s[0] % 2 + 1) * 32, :] = x[s[0] * 32:s[0] * 32 + 32, 0:64]
+  out[(1 - s[0] % 2) * 32:(1 - s[0] % 2) * 32 + 32, :] = x[0:32, 32:96] * 2
+
+
+@mg.mgpu_kernel(out_shape=lambda x: jax.ShapeDtypeStruct((64,), F32), grid=lambda x: (1,))
+def modulo_window(x, out):
+  out[...] = ml.zeros((64,), F32)
+  for j in range(x.shape[0] // 64):
+    i = j * 64
+    out[i % 64:i % 64 + 64] += x[i:i + 64]
+
+
+@mg.mgpu_kernel(out_shape=lambda x, s: jax.ShapeDtypeStruct((64,), F32))
+def cast_and_min(x, s, out):
+  out[...] = x[ml.minimum(s[0].astype(jnp.int32), 4) * 64:ml.minimum(s[0].astype(jnp.int32), 4) * 64 + 64]
+
+
+def test_a_start_read_twice_from_an_input_is_a_fixed_window():
+  """Was MG003 "slice ... has a run-time stop" with a 512-element masked window as the hint."""
+  np.testing.assert_allclose(from_input_read(X, S, interpret=True), X[192:256])
+  assert "mosaic_gpu" in exported(from_input_read, X, S)
+  x2 = jnp.arange(128 * 96, dtype=F32).reshape(128, 96)
+  s = jnp.array([2], jnp.int32)
+  got = from_input_read_2d(x2, s, interpret=True)
+  np.testing.assert_allclose(got[:32], x2[64:96, :64])
+  np.testing.assert_allclose(got[32:], x2[:32, 32:] * 2)
+  assert "mosaic_gpu" in exported(from_input_read_2d, x2, s)
+
+
+def test_a_start_made_twice_by_the_same_math_is_a_fixed_window():
+  """`i % 64:i % 64 + 64` (and `ml.minimum(s.astype(...), 4) * 64` twice) was MG003 whose message quoted the slice as `i:i`."""
+  np.testing.assert_allclose(modulo_window(X, interpret=True), X.reshape(8, 64).sum(0), rtol=1e-5)
+  assert "mosaic_gpu" in exported(modulo_window, X)
+  for s in (S, jnp.array([7], jnp.int32)):
+    k = min(int(s[0]), 4)
+    np.testing.assert_allclose(cast_and_min(X, s, interpret=True), X[k * 64:k * 64 + 64])
+  assert "mosaic_gpu" in exported(cast_and_min, X, S)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, s: jax.ShapeDtypeStruct((8,), F32))
+def register_window(x, s, out):
+  t = x[0:64]
+  i = s[0]
+  out[...] = t[i:i + 8]
+
+
+@mg.mgpu_kernel(out_shape=lambda x, s: jax.ShapeDtypeStruct((8,), F32))
+def register_window_fixed(x, s, out):
+  t = x[0:64]
+  i = s[0]
+  buf = ml.smem((64,), jnp.float32); buf[...] = t; out[...] = buf.at[ml.ds(i, 8)][...]
+
+
+def test_a_register_window_at_a_run_time_start_names_the_smem_window():
+  with pytest.raises(mg.KernelError) as e:
+    register_window(X, S, interpret=True)
+  err = e.value
+  assert err.code == "MG003" and type(err).__name__ == "KernelTypeError"
+  assert (err.lineno, err.col_offset) == (line_of("out[...] = t[i:i + 8]"), 13)
+  assert "a window of t needs static bounds" in err.message
+  hint = "buf = ml.smem((64,), jnp.float32); buf[...] = t; then buf.at[ml.ds(i, 8)][...]"
+  assert hint in err.hint
+  # the hint, followed, compiles and is jnp's t[i:i + 8]
+  np.testing.assert_allclose(register_window_fixed(X, S, interpret=True), X[3:11])
+  assert "mosaic_gpu" in exported(register_window_fixed, X, S)
+
+
+@pytest.mark.gpu
+def test_gpu_windows_of_repeated_starts():
+  np.testing.assert_allclose(from_input_read(X, S), X[192:256])
+  np.testing.assert_allclose(modulo_window(X), X.reshape(8, 64).sum(0), rtol=1e-5)
+  np.testing.assert_allclose(cast_and_min(X, jnp.array([7], jnp.int32)), X[256:320])
+  np.testing.assert_allclose(register_window_fixed(X, S), X[3:11])
