@@ -206,7 +206,7 @@ def rewritten_iter(tracer, node):
   """The loop `node` over another spelling of a range, as the statement that runs it: `for i in (A if c
   else B)` is `if c: for i in A: ... else: for i in B: ...` (c static, or a run-time scalar: each path
   runs its own loop, as Python's picks its iterable first), and `for i in range(...)[::-1]` is `for i in
-  reversed(range(...))` (a run-time bound too), another slice of a run-time range is the range of its elements
+  reversed(range(...))` (a run-time bound too; `reversed(range(a, n, s))` is `range(a, n, s)[::-1]`), another slice of a run-time range is the range of its elements
   (see _sliced_range), `for k, i in enumerate(range(a, n, s), start=c)` of a run-time
   range is `for i in range(a, n, s): k = (i - a) // s + c` (see _enumerated_range). None for any other iterator."""
   import copy
@@ -231,6 +231,10 @@ def rewritten_iter(tracer, node):
     rev = ast.copy_location(ast.Call(func=ast.copy_location(ast.Name(id="reversed", ctx=ast.Load()), it), args=[it.value],
                                      keywords=[]), it)
     return loop(rev) if tracer.eval(rev.func) is reversed else None
+  if (isinstance(it, ast.Call) and len(it.args) == 1 and not it.keywords and isinstance(it.args[0], ast.Call)
+      and len(it.args[0].args) == 3 and tracer.eval(it.func) is reversed and tracer.eval(it.args[0].func) is range):
+    it = ast.copy_location(ast.Subscript(value=it.args[0], ctx=ast.Load(), slice=ast.copy_location(ast.Slice(
+        step=ast.copy_location(ast.Constant(-1), it)), it)), it)    # reversed(range(a, n, s)) is range(a, n, s)[::-1]
   if (made := _sliced_range(tracer, node, it, loop)) is not None:
     return made
   return None

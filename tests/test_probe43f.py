@@ -105,3 +105,32 @@ def test_gpu_windows_of_repeated_starts():
   np.testing.assert_allclose(modulo_window(X), X.reshape(8, 64).sum(0), rtol=1e-5)
   np.testing.assert_allclose(cast_and_min(X, jnp.array([7], jnp.int32)), X[256:320])
   np.testing.assert_allclose(register_window_fixed(X, S), X[3:11])
+
+
+@mg.mgpu_kernel(out_shape=lambda x, n: jax.ShapeDtypeStruct((64,), F32))
+def reversed_stepped(x, n, out):
+  acc = ml.zeros((64,), F32)
+  for j in reversed(range(1, n[0], 3)):
+    acc = acc * 0.5 + x[j * 32:j * 32 + 64]
+  out[...] = acc
+
+
+def _reversed_stepped_ref(n):
+  ref = jnp.zeros(64, F32)
+  for j in reversed(range(1, n, 3)):
+    ref = ref * 0.5 + X[j * 32:j * 32 + 64]
+  return ref
+
+
+def test_reversed_of_a_stepped_run_time_range_counts_down():
+  """Was MG001 "reversed() cannot take a runtime loop", though range(1, n, 3)[::-1] worked."""
+  for n in (0, 1, 2, 10, 11):
+    np.testing.assert_allclose(reversed_stepped(X, jnp.array([n], jnp.int32), interpret=True),
+                               _reversed_stepped_ref(n), rtol=1e-5)
+  assert "mosaic_gpu" in exported(reversed_stepped, X, S)
+
+
+@pytest.mark.gpu
+def test_gpu_reversed_of_a_stepped_range():
+  for n in (0, 10, 11):
+    np.testing.assert_allclose(reversed_stepped(X, jnp.array([n], jnp.int32)), _reversed_stepped_ref(n), rtol=1e-5)
