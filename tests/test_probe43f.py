@@ -134,3 +134,46 @@ def test_reversed_of_a_stepped_run_time_range_counts_down():
 def test_gpu_reversed_of_a_stepped_range():
   for n in (0, 10, 11):
     np.testing.assert_allclose(reversed_stepped(X, jnp.array([n], jnp.int32)), _reversed_stepped_ref(n), rtol=1e-5)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, s: jax.ShapeDtypeStruct((64,), F32))
+def from_the_end(x, s, out):
+  i = s[0] * 64
+  out[...] = x[-(i + 64) + 512:512 - i]
+
+
+def test_a_negated_start_is_a_fixed_window():
+  """`-(i + 64) + 512:512 - i` was MG003 with a 512-element masked window as the hint."""
+  np.testing.assert_allclose(from_the_end(X, S, interpret=True), X[256:320])
+  assert "mosaic_gpu" in exported(from_the_end, X, S)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, s: jax.ShapeDtypeStruct((32,), F32))
+def strided(x, s, out):
+  i = s[0] * 64
+  out[...] = x[i:i + 64:2]
+
+
+@mg.mgpu_kernel(out_shape=lambda x, s: jax.ShapeDtypeStruct((32,), F32))
+def strided_fixed(x, s, out):
+  i = s[0] * 64
+  out[...] = x.at[ml.ds(i, 64)][...][::2]
+
+
+def test_a_strided_slice_at_a_run_time_start_keeps_its_step_in_the_hint():
+  """The hint was x.at[ml.ds(i, 64)], which, followed, reads 64 elements, not every second one of them."""
+  with pytest.raises(mg.KernelError) as e:
+    strided(X, S, interpret=True)
+  err = e.value
+  assert err.code == "MG003" and type(err).__name__ == "KernelTypeError"
+  assert (err.lineno, err.col_offset) == (line_of("out[...] = x[i:i + 64:2]"), 13)
+  assert err.message.startswith("slice i:i + 64:2 in dimension 0 of x has a run-time start and a step of 2")
+  assert err.hint == "read the window and take the step in registers: x.at[ml.ds(i, 64)][...][::2]"
+  np.testing.assert_allclose(strided_fixed(X, S, interpret=True), X[192:256:2])
+  assert "mosaic_gpu" in exported(strided_fixed, X, S)
+
+
+@pytest.mark.gpu
+def test_gpu_negated_and_strided_windows():
+  np.testing.assert_allclose(from_the_end(X, S), X[256:320])
+  np.testing.assert_allclose(strided_fixed(X, S), X[192:256:2])

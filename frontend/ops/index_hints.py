@@ -48,12 +48,14 @@ def ds_part_text(ds, k, cx=None) -> str:
 def _linear(cx, v, depth=0):
   """`v` as ({id: coefficient}, constant) over run-time values combined by +, - and * by ints
   (`(pid + 1) * 128`), or None where it is not so: two such forms tell a slice's fixed length."""
-  from .elementwise import BinOp, Binary
+  from .elementwise import BinOp, Binary, Unary, UnOp
   if isinstance(v, int) and not isinstance(v, bool):
     return {}, v
   if not is_value(v) or depth > 16:
     return None
   o = cx.b.defining(v)
+  if isinstance(o, Unary) and o.kind == UnOp.NEG and (a := _linear(cx, o.x, depth + 1)) is not None:
+    return {i: -m for i, m in a[0].items()}, -a[1]      # -(i + 64) + 512
   if isinstance(o, Binary) and o.kind in (BinOp.ADD, BinOp.SUB, BinOp.MUL):
     a, b = _linear(cx, o.lhs, depth + 1), _linear(cx, o.rhs, depth + 1)
     if a is not None and b is not None:
@@ -71,9 +73,8 @@ def _linear(cx, v, depth=0):
 
 
 def _term_key(cx, v, depth=0):
-  """A key for `v` as a term of `_linear`: equal for values a pure op makes of equal operands
-  (`i % 64` in `x[i % 64:i % 64 + 64]` computed twice, `s.astype(jnp.int32)` twice) and for reads of
-  the same element of an input, which nothing writes (`x[s[0] * 64:(s[0] + 1) * 64]`); else `v`'s identity."""
+  """A key for `v` as a term of `_linear`: equal for values a pure op makes of equal operands (`i % 64:i % 64 + 64`,
+  `s.astype(jnp.int32)` twice) and reads of one element of an input (`s[0] * 64:(s[0] + 1) * 64`), else v's id."""
   from .elementwise import Binary, Cast, Unary
   from .access import ScalarRead
   if isinstance(v, (int, float)) and not isinstance(v, bool):
@@ -112,20 +113,6 @@ def _masked(window, mask, access) -> str:
   read = f"v = {window}.load(mask={mask}, other=0)"
   write = f"{window}.store(v, mask={mask})"
   return read if access == "read" else write if access == "write" else f"to read, {read}; to write, {write}"
-
-
-def register_window_hint(cx, x, index, name) -> str:
-  """For a register tile's `t[i:i + 8]`: the SMEM buffer that holds it and its window ml.ds(i, 8), in the
-  user's names ("" where no slice has a fixed size at a run-time start)."""
-  from ..types import dtype_name, resolve
-  d = next((k for k, i in enumerate(index) if isinstance(i, slice) and is_value(i.start) and i.step in (None, 1)
-            and (fixed_length(cx, i.start, i.stop) or 0) > 0), None)
-  if d is None:
-    return ""
-  win = ", ".join(f"ml.ds({_index_text(i.start, cx)}, {fixed_length(cx, i.start, i.stop)})" if k == d else
-                  "..." if i is Ellipsis else _index_text(i, cx) for k, i in enumerate(index))
-  return (f"store {name} into an SMEM buffer and read the window there: buf = ml.smem({tuple(x.type.shape)},"
-          f" jnp.{dtype_name(resolve(x.type.dtype))}); buf[...] = {name}; then buf.at[{win}][...]")
 
 
 def runtime_slice_error(cx, index, d, shape, name, access="") -> E.KernelError:

@@ -337,7 +337,9 @@ def normalize_index(cx, shape, index, name, *, past_end=False, access=""):
       # window ml.ds(s, 64) (its run-time stop, past the end or not, ml.ds's)
       size = fixed_length(cx, i.start, i.stop) if is_value(i.start) and i.step in (None, 1) else None
       if size is None or not 0 < size <= shape[d]:
-        raise runtime_slice_error(cx, index, d, shape, name or "ref", access)
+        from .window_hints import strided_window_error
+        raise strided_window_error(cx, index, d, shape, name or "ref", access) or runtime_slice_error(
+            cx, index, d, shape, name or "ref", access)
       index = index[:d] + (DSlice(i.start, size, (cx.named(i.start, ""), "")),) + index[d + 1:]
     if isinstance(i, DSlice) and is_value(i.size) and not isinstance(cx.b.defining(i.size), (For, If, While)):
       raise runtime_size_error(cx, index, d, shape, name or "ref", access)     # (a merged int: _one_index says why)

@@ -19,7 +19,7 @@ from ..shape_hints import align_hint, insert_axes_hint, window_hint, outer_hint,
 from . import elementwise as ew
 from .base import builtin, check_register_value, is_tensor, is_value, kind_of, static_shape, unroll_hint, shown
 from .vector_views import check_vector_reshape
-from .index_hints import register_window_hint
+from .window_hints import register_window_hint
 from .broadcast_nd import (copied_axes, flattened_plan, flattens, index_small, small_source, trailing_first,
                            two_step_plan)
 from .elementwise_checks import method_on
