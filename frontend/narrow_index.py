@@ -11,6 +11,11 @@ element read or write, a gather's or scatter's indices, a loop's bounds or a whi
 a mask), is an error at
 the arithmetic, whose hint widens the operand first. The same arithmetic feeding data only (a
 value stored, a hash) is jnp's and left alone.
+
+A signed value nothing more is known of (read from memory) is taken as non-negative: an index or a
+length, which near its type's minimum would index nothing. So `n[0] - 1` of an int16 `n` (a count-down
+loop's start) is not reported, while `n[0] + 1` and `n[0] * 64` are, and `s[0] - 1` of a uint8 `s`
+(255 at s = 0) is.
 """
 from __future__ import annotations
 
@@ -43,6 +48,8 @@ def _range(ranges, x):
     if x.id in ranges:
       return ranges[x.id]
     d = resolve(x.type.dtype)
+    if isinstance(d, DType) and d.is_int and d.is_signed and d.bits < 32:
+      return (0, d.int_range[1])       # an index or a length: n[0] - 1 of an int16 n does not wrap (see above)
     if isinstance(d, DType) and (d.is_int or d == DType.bool_):
       return d.int_range if d.is_int else (0, 1)
   return None

@@ -590,3 +590,26 @@ def test_k_tail_staged_gpu():
   c, _ = staged_cdiv(a, b)
   np.testing.assert_allclose(np.asarray(c), np.asarray(jnp.dot(a, b, preferred_element_type=F32)), rtol=2e-3,
                              atol=2e-3)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, n: x)
+def count_down_rows(x, n, out):
+  for r in range(n[0] - 1, -1, -1):
+    out.at[r][...] = x.at[r][...] * 2.0
+
+
+@pytest.mark.parametrize("dtype,reported", [(jnp.int16, False), (jnp.int8, False), (jnp.uint8, True),
+                                            (jnp.uint16, True)], ids=["int16", "int8", "uint8", "uint16"])
+def test_a_length_minus_one_wraps_only_unsigned(dtype, reported):
+  """A signed length read from memory is taken as non-negative: n[0] - 1 (a count-down loop's start) cannot
+  wrap; of an unsigned n it is 255 (65535) at n = 0, and reported."""
+  x = jnp.arange(8 * 128, dtype=F32).reshape(8, 128)
+  n = jnp.array([0 if reported else 8], dtype)
+  if not reported:
+    np.testing.assert_array_equal(count_down_rows(x, n, interpret=True), x * 2)
+    return
+  with pytest.raises(mg.KernelTypeError) as info:
+    count_down_rows.check(S((8, 128), F32), S((1,), dtype))
+  assert info.value.lineno == _line_of("for r in range(n[0] - 1, -1, -1):")
+  assert f"n[0] - 1 is computed in {jnp.dtype(dtype).name}" in str(info.value)
+  assert info.value.hint.startswith("widen it before the arithmetic: n[0].astype(jnp.int32) - 1")
