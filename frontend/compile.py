@@ -21,7 +21,7 @@ from .builder import Builder
 from .checks import check_kernel
 from .contraction import empty_loop_errors
 from .mma_registers import check_mma_registers
-from .tma_starts import check_minor_starts, check_tiled_starts
+from .tma_starts import check_minor_starts, check_tiled_starts, mark_register_starts
 from .dtypes import DType, to_dtype
 from .infer import unify
 from .layout_checks import check_layouts
@@ -276,6 +276,7 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, bloc
                    lambda: check_mma_registers(kernel),
                    lambda: check_tiled_starts(kernel, em.defs, facts),
                    lambda: check_minor_starts(kernel, em.defs, facts))
+    mark_register_starts(kernel, em.defs)
     late = facts.late + empty_loop_errors(kernel, getattr(em, "empty_dot_loops", []))
     if late:                 # (a k loop that stops short of K, or runs no trips: frontend/contraction.py)
       E.raise_all(late)

@@ -4,6 +4,7 @@ tiles of the GMEM array (checks.py's memory pass collects the starts' values ove
 from __future__ import annotations
 
 import ast
+import math
 
 import numpy as np
 
@@ -186,3 +187,31 @@ def check_tiled_starts(kernel: ir.Kernel, defs: dict, facts: Facts) -> None:
           f"{buf} is tiled {tiled.tile} for the tensor cores, so TMA copies whole tiles of"
           f" {view.ref.name}; the start of {gmem.name or 'this window'} in dimension {d} is not provably"
           f" a multiple of {t}{seen}", o.loc, hint=hint)
+
+
+# ---------------------------------------------------------------- register transfers' starts
+def mark_register_starts(kernel: ir.Kernel, defs: dict) -> None:
+  """Sets each register Load's and Store's `start_multiple`: a number of elements the offset of its
+  window in the root array (or SMEM buffer) is a multiple of (0: always 0), where a view is taken;
+  None where the ref is the root itself. The lowering moves a register's vector at once only where
+  the vector's length divides it: a window at a run-time start nothing proves aligned (`buf.at[ml.ds(i,
+  8)]` of a float32 buffer at i = 3) read with 8-byte vectors faults the GPU (CUDA_ERROR_MISALIGNED_ADDRESS,
+  and the process's CUDA context with it). `ml.multiple_of` proves a start."""
+  loops = loop_counters(kernel.body)
+  for o in ir.walk(kernel.body):
+    if type(o).__name__ not in ("Load", "Store"):
+      continue
+    chain, ref = [], o.ref
+    while isinstance(defs.get(ref.id), View):
+      chain.append(defs[ref.id])
+      ref = chain[-1].ref
+    if not chain or not hasattr(ref.type, "shape"):
+      continue
+    shape = tuple(ref.type.shape)
+    strides = [math.prod(shape[d + 1:]) for d in range(len(shape))]
+    dims, m = list(range(len(shape))), 0
+    for view in reversed(chain):           # from the root outwards
+      for d, idx in zip(dims, view.index):
+        m = math.gcd(m, known_multiple(idx.start, defs, loops) * strides[d])
+      dims = [d for d, idx in zip(dims, view.index) if not idx.squeeze]
+    object.__setattr__(o, "start_multiple", m)    # (an annotation of the op in place: passes hold it by identity)

@@ -84,10 +84,19 @@ def _minor_strided(mem, layout) -> bool:
   return bool(strides) and strides[-1] != 1
 
 
+def _unaligned(o, layout) -> bool:
+  """Whether register transfer `o`'s window may start off its vectors' alignment: its offset is not
+  proven a multiple of the vector length (tma_starts.mark_register_starts); then it goes element by
+  element, since a misaligned vector load or store faults the GPU."""
+  m = getattr(o, "start_multiple", None)
+  vec = getattr(layout, "vector_length", None) or getattr(layout, "vec_size", 1)
+  return m is not None and vec > 1 and m % vec != 0
+
+
 def _element_loads(mem, t, layout, signed):
-  """`mem` read into `layout` with one scalar load an element (see _minor_strided)."""
+  """`mem` read into `layout` with one scalar load an element (see _minor_strided, _unaligned)."""
   shape = tuple(ir.MemRefType(mem.type).shape)
-  vec = layout.vector_length
+  vec = getattr(layout, "vector_length", None) or layout.vec_size
   regs = []
   for idx in layout.thread_idxs(shape):
     elems = [memref.load(mem, [*idx[:-1], arith.addi(idx[-1], arith.constant(ir.IndexType.get(), e))])
@@ -99,10 +108,11 @@ def _element_loads(mem, t, layout, signed):
 
 
 def _element_stores(value, mem):
-  """`value` written into `mem` with one scalar store an element (see _minor_strided)."""
+  """`value` written into `mem` with one scalar store an element (see _minor_strided, _unaligned)."""
   shape = tuple(ir.MemRefType(mem.type).shape)
+  vec = getattr(value.layout, "vector_length", None) or value.layout.vec_size
   for reg, idx in zip(value.registers.flat, value.layout.thread_idxs(shape)):
-    for e in range(value.layout.vector_length):
+    for e in range(vec):
       x = vector.extract(reg, dynamic_position=[], static_position=ir.DenseI64ArrayAttr.get([e]))
       memref.store(x, mem, [*idx[:-1], arith.addi(idx[-1], arith.constant(ir.IndexType.get(), e))])
 
@@ -114,10 +124,10 @@ def _load(ctx, o):
   signed = t.dtype.is_signed
   if tiled is not None:
     x = fa.FragmentedArray.load_tiled(mem, swizzle=tiled.swizzle, is_signed=signed, optimized=_local(mem))
+  elif _minor_strided(mem, layout_of(t)) or _unaligned(o, layout_of(t)):
+    x = _element_loads(mem, t, layout_of(t), signed)
   elif t.layout.kind == LayoutKind.STRIDED:
     x = fa.FragmentedArray.load_strided(mem, is_signed=signed, vec_size=t.layout.vec)
-  elif _minor_strided(mem, layout_of(t)):
-    x = _element_loads(mem, t, layout_of(t), signed)
   else:
     x = fa.FragmentedArray.load_tiled(_as_one_tile(mem), swizzle=16, layout=layout_of(t), optimized=False,
                                       is_signed=signed)
@@ -132,10 +142,10 @@ def _store(ctx, o):
     value = array_to_bytes(value)
   if tiled is not None:
     value.store_tiled(mem, swizzle=tiled.swizzle, optimized=_local(mem))
+  elif _minor_strided(mem, value.layout) or _unaligned(o, value.layout):
+    _element_stores(value, mem)
   elif t.layout.kind == LayoutKind.STRIDED:
     value.store_untiled(mem, optimized=False)
-  elif _minor_strided(mem, value.layout):
-    _element_stores(value, mem)
   else:
     value.store_tiled(_as_one_tile(mem), swizzle=16, optimized=False)
 

@@ -2,6 +2,8 @@
 plus a static size is the window ml.ds(start, size) also where the start is a value made twice by the same
 pure math (`i % 64:i % 64 + 64`) or a read of one element of an input made twice (`s[0] * 64:(s[0] + 1) * 64`),
 and a register tile's `t[i:i + 8]` names the SMEM window that works (frontend/ops/index_hints.py)."""
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -177,3 +179,35 @@ def test_a_strided_slice_at_a_run_time_start_keeps_its_step_in_the_hint():
 def test_gpu_negated_and_strided_windows():
   np.testing.assert_allclose(from_the_end(X, S), X[256:320])
   np.testing.assert_allclose(strided_fixed(X, S), X[192:256:2])
+
+
+@mg.mgpu_kernel(out_shape=lambda x, s: jax.ShapeDtypeStruct((256,), F32))
+def gmem_windows(x, s, out):
+  i = s[0]
+  out[...] = x.at[ml.ds(i, 256)][...] + x.at[ml.ds(ml.multiple_of(i, 4), 256)][...]
+
+
+def _vector_loads(text):
+  return len(re.findall(r"llvm\.load [^\n]*-> vector<[2-9]x", text))
+
+
+def test_a_register_window_at_an_unaligned_run_time_start_is_read_element_by_element():
+  """A window at a run-time start nothing proves a multiple of the registers' vector length is read
+  one element a load (a misaligned vector load faults the GPU: CUDA_ERROR_MISALIGNED_ADDRESS on the
+  H200 for buf.at[ml.ds(i, 8)] at i = 3); one at ml.multiple_of(i, 4) keeps its vector loads."""
+  smem = register_window_fixed.mlir(X, S)
+  assert _vector_loads(smem.split("workgroup")[-1]) == 0 and "memref.load %subview" in smem
+  text = gmem_windows.mlir(X, S)
+  assert "start_multiple=1 " in gmem_windows.typed_ir(X, S) and "start_multiple=4 " in gmem_windows.typed_ir(X, S)
+  assert len(re.findall(r"vector\.load [^\n]*vector<2xf32>", text)) == 1     # the proven start
+  assert len(re.findall(r"memref\.load %subview", text)) == 2                 # the unproven one, element by element
+  got = gmem_windows(X, jnp.array([4], jnp.int32), interpret=True)
+  np.testing.assert_allclose(got, 2 * X[4:260])
+  assert "mosaic_gpu" in exported(gmem_windows, X, S)
+
+
+@pytest.mark.gpu
+def test_gpu_register_windows_at_unaligned_run_time_starts():
+  np.testing.assert_allclose(register_window_fixed(X, S), X[3:11])
+  got = gmem_windows(X, jnp.array([4], jnp.int32))
+  np.testing.assert_allclose(got, 2 * X[4:260])

@@ -73,6 +73,7 @@ class Load(ir.Op):
   results: tuple
   merge: bool = False
   keep: tuple | None = None
+  start_multiple: int | None = None   # (tma_starts.mark_register_starts: what the window's offset is a multiple of)
 
 
 @ir.op(Traits(effects=lambda o: [(o.ref, Access.REG_WRITE)], layout=LayoutRule.MEMORY,
@@ -83,6 +84,7 @@ class Store(ir.Op):
   value: ir.Value
   loc: object
   results: tuple = ()
+  start_multiple: int | None = None   # (as Load's)
 
 
 @ir.op(Traits(effects=_copy_effects))
