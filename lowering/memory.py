@@ -84,19 +84,22 @@ def _minor_strided(mem, layout) -> bool:
   return bool(strides) and strides[-1] != 1
 
 
+def _vec(layout) -> int:
+  """The elements a register holds along the last dimension (a tiled layout's vector, a strided one's)."""
+  return getattr(layout, "vector_length", None) or layout.vec_size
+
+
 def _unaligned(o, layout) -> bool:
   """Whether register transfer `o`'s window may start off its vectors' alignment: its offset is not
   proven a multiple of the vector length (tma_starts.mark_register_starts); then it goes element by
   element, since a misaligned vector load or store faults the GPU."""
-  m = getattr(o, "start_multiple", None)
-  vec = getattr(layout, "vector_length", None) or getattr(layout, "vec_size", 1)
-  return m is not None and vec > 1 and m % vec != 0
+  return o.start_multiple is not None and o.start_multiple % _vec(layout) != 0
 
 
 def _element_loads(mem, t, layout, signed):
   """`mem` read into `layout` with one scalar load an element (see _minor_strided, _unaligned)."""
   shape = tuple(ir.MemRefType(mem.type).shape)
-  vec = getattr(layout, "vector_length", None) or layout.vec_size
+  vec = _vec(layout)
   regs = []
   for idx in layout.thread_idxs(shape):
     elems = [memref.load(mem, [*idx[:-1], arith.addi(idx[-1], arith.constant(ir.IndexType.get(), e))])
@@ -110,7 +113,7 @@ def _element_loads(mem, t, layout, signed):
 def _element_stores(value, mem):
   """`value` written into `mem` with one scalar store an element (see _minor_strided, _unaligned)."""
   shape = tuple(ir.MemRefType(mem.type).shape)
-  vec = getattr(value.layout, "vector_length", None) or value.layout.vec_size
+  vec = _vec(value.layout)
   for reg, idx in zip(value.registers.flat, value.layout.thread_idxs(shape)):
     for e in range(vec):
       x = vector.extract(reg, dynamic_position=[], static_position=ir.DenseI64ArrayAttr.get([e]))

@@ -59,17 +59,12 @@ class KernelSignature(inspect.Signature):
 def _vmap_maps(i: int) -> bool:
   """Whether jax.vmap's wrapper is binding the call and maps its positional argument `i` (its in_axes,
   read from the wrapper's frame, do not say None there)."""
-  codes = _vmap_codes()
-  f = sys._getframe(2)
-  for _ in range(8):
-    if f is None:
-      return False
-    if f.f_code in codes if codes else f.f_code.co_name == "vmap_f":
-      axes = f.f_locals.get("in_axes", 0)
-      axis = axes[i] if isinstance(axes, (tuple, list)) and i < len(axes) else axes
-      return axis is not None and not isinstance(axes, dict)
-    f = f.f_back
-  return False
+  f = _vmap_frame()
+  if f is None:
+    return False
+  axes = f.f_locals.get("in_axes", 0)
+  axis = axes[i] if isinstance(axes, (tuple, list)) and i < len(axes) else axes
+  return axis is not None and not isinstance(axes, dict)
 
 
 def _constexpr_or_option(p) -> bool:
@@ -108,16 +103,22 @@ def _under_vmap() -> bool:
   between a mapped call and the signature's bind (found by calling a probe through jax.vmap, jax.jit
   and jax.grad once, whatever JAX names its functions); by the name JAX 0.4 to 0.10 gave it (vmap_f)
   where the probe finds nothing."""
+  return _vmap_frame() is not None
+
+
+def _vmap_frame():
+  """The frame of jax.vmap's wrapper binding the call (see _under_vmap), or None. Called by the functions
+  the signature's bind calls: the search starts at bind's caller."""
   codes = _vmap_codes()
-  f = sys._getframe(2)
+  f = sys._getframe(3)
   for _ in range(8):
     if f is None:
-      return False
+      return None
     if f.f_code in codes if codes else (
         f.f_code.co_name == "vmap_f" and f.f_globals.get("__name__", "").startswith("jax")):
-      return True
+      return f
     f = f.f_back
-  return False
+  return None
 
 
 _CODES = None
