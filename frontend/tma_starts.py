@@ -191,7 +191,7 @@ def check_tiled_starts(kernel: ir.Kernel, defs: dict, facts: Facts) -> None:
 
 # ---------------------------------------------------------------- register transfers' starts
 def mark_register_starts(kernel: ir.Kernel, defs: dict) -> None:
-  """Sets each register Load's and Store's `start_multiple`: a number of elements the offset of its
+  """Sets each register Load's, Store's (masked or not) and AtomicUpdate's `start_multiple`: a number of elements the offset of its
   window in the root array (or SMEM buffer) is a multiple of (0: always 0), where a view is taken;
   None where the ref is the root itself. The lowering moves a register's vector at once only where
   the vector's length divides it: a window at a run-time start nothing proves aligned (`buf.at[ml.ds(i,
@@ -199,7 +199,7 @@ def mark_register_starts(kernel: ir.Kernel, defs: dict) -> None:
   and the process's CUDA context with it). `ml.multiple_of` proves a start."""
   loops = loop_counters(kernel.body)
   for o in ir.walk(kernel.body):
-    if type(o).__name__ not in ("Load", "Store"):
+    if type(o).__name__ not in ("Load", "Store", "MaskedLoad", "MaskedStore", "AtomicUpdate"):
       continue
     chain, ref = [], o.ref
     while isinstance(defs.get(ref.id), View):

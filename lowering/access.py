@@ -148,6 +148,13 @@ def _masked_memref(ctx, ref, t):
   return ref.ref, registers
 
 
+def _aligned(o, n) -> bool:
+  """Whether masked access `o`'s window starts at a multiple of its registers' `n` elements
+  (tma_starts.mark_register_starts); if not, a register goes element by element even where its mask
+  is all on, since a misaligned vector access faults the GPU (lowering/memory.py's _unaligned)."""
+  return o.start_multiple is None or o.start_multiple % n == 0
+
+
 @lower(MaskedLoad)
 def _masked_load(ctx, o):
   t = o.result.type
@@ -160,8 +167,9 @@ def _masked_load(ctx, o):
   n = ir.VectorType(mask.registers.flat[0].type).shape[0]
   pass_thru = vector.broadcast(ir.VectorType.get((n,), B.mem_type(t.dtype)), other)
   regs = np.empty(mask.registers.shape, dtype=object)
+  aligned = _aligned(o, n)
   for k, ((elems, contiguous), mreg) in enumerate(zip(registers(n), mask.registers.flat)):
-    regs.flat[k] = _load_register(mem, elems, contiguous, mreg, pass_thru)
+    regs.flat[k] = _load_register(mem, elems, contiguous and aligned, mreg, pass_thru)
     regs.flat[k] = B.vector_from_bytes(regs.flat[k]) if bool_ else regs.flat[k]
   ctx.set(o.result, fa.FragmentedArray(_registers=regs, _layout=mask.layout, _is_signed=t.dtype.is_signed))
 
@@ -172,9 +180,10 @@ def _masked_store(ctx, o):
   mem, registers = _masked_memref(ctx, ctx.get(o.ref), t)
   value, mask = ctx.get(o.value), ctx.get(o.mask)
   n = ir.VectorType(mask.registers.flat[0].type).shape[0]
+  aligned = _aligned(o, n)
   for (elems, contiguous), mreg, val in zip(registers(n), mask.registers.flat,
                                             value.registers.flat):
-    _store_register(mem, elems, contiguous, mreg, B.vector_to_bytes(val) if t.dtype == DType.bool_ else val)
+    _store_register(mem, elems, contiguous and aligned, mreg, B.vector_to_bytes(val) if t.dtype == DType.bool_ else val)
 
 
 def _scalar_indices(ctx, ref):

@@ -17,8 +17,8 @@ from ..frontend.ops.atomic import AtomicKind, AtomicUpdate, odd_pairs
 from ..frontend.ops.elementwise import BinOp
 from . import interpret_numerics as N
 from .access import _scalar_indices
-from .memory import _register_memref
-from .mosaic import is_split, operand, scalar_const
+from .memory import _register_memref, _unaligned
+from .mosaic import is_split, layout_of, operand, scalar_const
 from .registry import interpret, lower
 
 _PTX_TYPE = {DType.f32: ("f32", "f"), DType.i32: ("s32", "r"), DType.u32: ("u32", "r"),
@@ -129,8 +129,11 @@ def _atomic_update(ctx, o):
   def emit():
     if t.layout.drop:
       _replicated_update(x, mem, o.kind, t.dtype)
-    elif tiled is None and (odd_pairs(t) or t.dtype == DType.f32 and o.kind != AtomicKind.ADD):
-      _update_each_element(x, mem, o.kind, t.dtype)     # f16/bf16 held one element per register; f32 max/min
+    elif tiled is None and (odd_pairs(t) or t.dtype == DType.f32 and o.kind != AtomicKind.ADD
+                            or _unaligned(o, layout_of(t))):
+      # f16/bf16 held one element per register; f32 max/min; a window at a start not proven a multiple
+      # of the vector length (vector `red` faults there, as a vector store does)
+      _update_each_element(x, mem, o.kind, t.dtype)
     elif tiled is not None:
       x.store_tiled(mem, swizzle=tiled.swizzle, atomic=o.kind.value)
     else:

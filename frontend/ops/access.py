@@ -36,6 +36,7 @@ class MaskedLoad(ir.Op):
   other: ir.Operand
   loc: object
   results: tuple
+  start_multiple: int | None = None   # (as Load's: tma_starts.mark_register_starts)
 
 
 @ir.op(Traits(effects=lambda o: [(o.ref, Access.REG_WRITE)], layout=LayoutRule.MEMORY))
@@ -46,6 +47,7 @@ class MaskedStore(ir.Op):
   mask: ir.Value
   loc: object
   results: tuple = ()
+  start_multiple: int | None = None   # (as Load's)
 
 
 @ir.op(Traits(effects=lambda o: [(o.ref, Access.REG_READ)]))

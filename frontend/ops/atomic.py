@@ -42,6 +42,7 @@ class AtomicUpdate(ir.Op):
   value: ir.Operand
   loc: object
   results: tuple = ()
+  start_multiple: int | None = None   # (as Load's: tma_starts.mark_register_starts)
 
 
 def identity(kind: AtomicKind, d: DType):
