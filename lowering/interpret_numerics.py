@@ -165,9 +165,17 @@ def ieee_reduce(kind_max: bool, x, axis):
   return np.where((r == 0) & won, np.abs(r) if kind_max else -np.abs(r), r).astype(r.dtype)
 
 
+def _power(a, b):
+  """powf rounded once from float64: numpy's float32 power takes SVML's vector powf where the CPU has
+  AVX-512, an ulp from libm's (XLA:CPU's and the GPU's libdevice powf are within an ulp of the exact
+  result); float64 rounded to float32 is the correctly rounded power on every machine."""
+  with np.errstate(all="ignore"):
+    return np.power(np.asarray(a, np.float64), np.asarray(b, np.float64)).astype(np.result_type(a, b))
+
+
 FLOAT_BIN = {B.ADD: np.add, B.SUB: np.subtract, B.MUL: np.multiply, B.DIV: np.divide,
              B.MAX: ieee_maximum, B.MIN: ieee_minimum,
-             B.ATAN2: np.arctan2, B.POW: np.power}
+             B.ATAN2: np.arctan2, B.POW: _power}
 INT_BIN = {B.ADD: np.add, B.SUB: np.subtract, B.MUL: np.multiply, B.FLOORDIV: np.floor_divide,
            B.MOD: np.mod, B.FMOD: np.fmod, B.MAX: np.maximum, B.MIN: np.minimum, B.AND: np.bitwise_and,
            B.OR: np.bitwise_or, B.XOR: np.bitwise_xor, B.SHL: np.left_shift, B.SHR: _shift_right}

@@ -7,6 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 
@@ -62,14 +63,14 @@ def test_a_read_through_the_input_waits_for_a_tma_store_through_the_output_to_la
 
 @pytest.mark.parametrize("kernel", [write_then_tma_read, tma_store_then_read])
 def test_aliased_read_backs_interpret(kernel):
-  x = jax.random.normal(jax.random.key(4), (128, 128), F32)
+  x = rand.normal(rand.key(4), (128, 128), F32)
   want = jnp.concatenate([jnp.full((64, 128), 5.0), jnp.full((64, 128), 6.0)])
   np.testing.assert_array_equal(kernel(x, interpret=True), want)
 
 
 def test_the_documented_in_place_update_runs_in_interpret_mode():
   # (interpret mode reported a race here: the store into `out` in flight when `x` was read)
-  x = jax.random.normal(jax.random.key(5), (512, 128), F32)
+  x = rand.normal(rand.key(5), (512, 128), F32)
   np.testing.assert_allclose(in_place_tiles(x, interpret=True), x * 3.0)
   jax.export.export(jax.jit(in_place_tiles), platforms=["cuda"])(S((512, 128), F32))
 
@@ -77,14 +78,14 @@ def test_the_documented_in_place_update_runs_in_interpret_mode():
 @pytest.mark.gpu
 @pytest.mark.parametrize("kernel", [write_then_tma_read, tma_store_then_read])
 def test_aliased_read_backs_gpu(kernel):
-  x = jax.random.normal(jax.random.key(4), (128, 128), F32)
+  x = rand.normal(rand.key(4), (128, 128), F32)
   want = jnp.concatenate([jnp.full((64, 128), 5.0), jnp.full((64, 128), 6.0)])
   np.testing.assert_array_equal(jax.jit(kernel)(x), want)
 
 
 @pytest.mark.gpu
 def test_the_documented_in_place_update_gpu():
-  x = jax.random.normal(jax.random.key(5), (512, 128), F32)
+  x = rand.normal(rand.key(5), (512, 128), F32)
   np.testing.assert_allclose(jax.jit(in_place_tiles)(x), x * 3.0)
 
 
@@ -98,5 +99,5 @@ def test_each_thread_rewriting_what_it_read_in_place_needs_no_barrier():
   # the two `i * 64` are one window: each thread writes the elements it read
   lines = _lines(scale_in_place, S((512, 128), F32))
   assert not [line for line in lines if line.startswith(("barrier", "commitshared"))]
-  x = jax.random.normal(jax.random.key(6), (512, 128), F32)
+  x = rand.normal(rand.key(6), (512, 128), F32)
   np.testing.assert_allclose(scale_in_place(x, interpret=True), x * 3.0)

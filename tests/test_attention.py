@@ -15,6 +15,7 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
 import attention as ex  # noqa: E402
+import rand
 
 S = jax.ShapeDtypeStruct
 # Small tiles so that short sequences still take several pipelined steps.
@@ -201,8 +202,8 @@ def test_three_warpgroup_forward_launches_384_threads_over_a_partial_last_tile()
 
 @pytest.mark.parametrize("causal", [False, True])
 def test_query_tiles_as_the_slowest_grid_axis_compute_the_same(causal):
-  q = jax.random.normal(jax.random.key(0), (2, 384, 4, 64), jnp.float16)
-  k, v = (jax.random.normal(jax.random.key(i), (2, 384, 2, 64), jnp.float16) for i in (1, 2))
+  q = rand.normal(rand.key(0), (2, 384, 4, 64), jnp.float16)
+  k, v = (rand.normal(rand.key(i), (2, 384, 2, 64), jnp.float16) for i in (1, 2))
   base = dataclasses.replace(ex.default_config(64, causal), lpt=False)
   want = ex.attention(q, k, v, causal, config=base, interpret=True)
   got = ex.attention(q, k, v, causal, config=dataclasses.replace(base, lpt=True), interpret=True)

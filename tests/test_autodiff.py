@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rand
 import mgpu_dsl as mg
 
 import kernels as K
@@ -30,7 +31,7 @@ def example(tmp_path_factory):
 
 
 def x(n=4096):
-  return jax.random.normal(jax.random.key(0), (n,), jnp.float32)
+  return rand.normal(rand.key(0), (n,), jnp.float32)
 
 
 def test_grad_of_a_kernel_in_interpret_mode_is_a_clear_error():

@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 from mgpu_dsl.bench import has_gpu
@@ -51,7 +52,7 @@ def cache_dir(tmp_path, monkeypatch):
 
 
 def x():
-  return jax.random.normal(jax.random.key(0), (1024, 64), F32)
+  return rand.normal(rand.key(0), (1024, 64), F32)
 
 
 @no_gpu

@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 from locate import builds, expect
@@ -21,11 +22,11 @@ F32, I32, BOOL = jnp.float32, jnp.int32, jnp.bool_
 
 
 def _mask(seed, *shape, p=0.5):
-  return jax.random.bernoulli(jax.random.key(seed), p, shape)
+  return rand.bernoulli(rand.key(seed), p, shape)
 
 
 def _normal(seed, *shape):
-  return jax.random.normal(jax.random.key(seed), shape, F32)
+  return rand.normal(rand.key(seed), shape, F32)
 
 
 def _export(kernel, *specs, **constexprs):
@@ -235,7 +236,7 @@ def test_a_bool_array_updated_in_place():
 
 def test_gathers_of_a_bool_table():
   t = _mask(18, 50, 128)
-  ids = jax.random.randint(jax.random.key(19), (128,), 0, 50)
+  ids = rand.randint(rand.key(19), (128,), 0, 50)
   np.testing.assert_array_equal(gather_rows(t, ids, interpret=True), np.asarray(t)[np.asarray(ids)])
 
 
@@ -352,7 +353,7 @@ def test_gpu_in_place_gather_and_scratch():
   m, x = _mask(46, 256), _normal(47, 256)
   np.testing.assert_array_equal(np.asarray(_gpu(or_in_place, m, x)), np.asarray(m) | (np.asarray(x) > 1))
   t = _mask(48, 50, 128)
-  ids = jax.random.randint(jax.random.key(49), (128,), 0, 50)
+  ids = rand.randint(rand.key(49), (128,), 0, 50)
   np.testing.assert_array_equal(np.asarray(_gpu(gather_rows, t, ids)), np.asarray(t)[np.asarray(ids)])
   v = np.asarray(_mask(50, 128, 128, p=0.1))
   np.testing.assert_array_equal(np.asarray(_gpu(through_scratch, jnp.asarray(v))),

@@ -4,6 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 from locate import expect
@@ -22,7 +23,7 @@ def per_group_sums(x, out):
 
 
 def test_a_list_of_vectors_is_carried_through_a_runtime_loop():
-  x = jax.random.normal(jax.random.key(0), (5, 3, 64), F32)
+  x = rand.normal(rand.key(0), (5, 3, 64), F32)
   np.testing.assert_allclose(per_group_sums(x, interpret=True), x.sum(0), rtol=1e-5, atol=1e-5)
   text = jax.export.export(jax.jit(per_group_sums), platforms=["cuda"])(x).mlir_module()
   assert "mosaic_gpu" in text
@@ -44,7 +45,7 @@ def nested_while(x, n, out):
 
 
 def test_nested_tuples_are_carried_through_while_and_if():
-  x = jax.random.normal(jax.random.key(1), (5, 2, 64), F32)
+  x = rand.normal(rand.key(1), (5, 2, 64), F32)
   got = nested_while(x, jnp.array([5], I32), interpret=True)
   np.testing.assert_allclose(got[0], x[0::2, 0].sum(0), rtol=1e-5, atol=1e-5)
   np.testing.assert_allclose(got[1], x[1::2, 1].sum(0) + 3, rtol=1e-5, atol=1e-5)
@@ -106,7 +107,7 @@ def static_tuple_unchanged(x, out):
 
 
 def test_a_tuple_of_numbers_rebound_to_itself_stays_static():
-  x = jax.random.normal(jax.random.key(2), (4, 64), F32)
+  x = rand.normal(rand.key(2), (4, 64), F32)
   np.testing.assert_allclose(static_tuple_unchanged(x, interpret=True), x.sum(0), rtol=1e-5, atol=1e-5)
 
 
@@ -134,7 +135,7 @@ def optional_tuple(x, out):
 def test_is_none_of_a_tuple_holding_run_time_values_is_static():
   """`shift is None` where shift is a tuple of run-time scalars: Python's identity test (was MG001,
   "comparing tuples that hold runtime values")."""
-  x = jax.random.normal(jax.random.key(1), (4, 64), F32)
+  x = rand.normal(rand.key(1), (4, 64), F32)
   want = np.array(x)
   for i in (1, 3):
     want[i] = want[i] * 2.0 + (2 * i + 1) + 1.0

@@ -2,7 +2,6 @@
 import os
 import sys
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -11,12 +10,13 @@ import kernels as K
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
 import matmul as ex  # noqa: E402
+import rand as rnd
 
 pytestmark = pytest.mark.gpu
 
 
 def rand(key, shape, dtype):
-  return jax.random.normal(jax.random.key(key), shape, jnp.float32).astype(dtype)
+  return rnd.normal(rnd.key(key), shape, dtype)
 
 
 CASES = [

@@ -7,6 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 
@@ -27,9 +28,9 @@ def dot_f16_acc(a, b, c):
 
 
 def _operands():
-  ka, kb = jax.random.split(jax.random.key(7))
-  a = jax.random.uniform(ka, (64, K), jnp.float32, 0.5, 1.5).astype(jnp.float16)    # sums grow to ~1000
-  b = jax.random.uniform(kb, (K, 64), jnp.float32, 0.5, 1.5).astype(jnp.float16)
+  ka, kb = rand.split(rand.key(7))
+  a = rand.uniform(ka, (64, K), jnp.float32, 0.5, 1.5).astype(jnp.float16)    # sums grow to ~1000
+  b = rand.uniform(kb, (K, 64), jnp.float32, 0.5, 1.5).astype(jnp.float16)
   return a, b
 
 

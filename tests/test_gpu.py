@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import kernels as K
+import rand as rnd
 
 pytestmark = pytest.mark.gpu
 DTYPES = [jnp.float32, jnp.float16, jnp.bfloat16]
@@ -12,7 +13,7 @@ TOL = {jnp.float32: 1e-6, jnp.float16: 2e-3, jnp.bfloat16: 2e-2}
 
 
 def rand(key, shape, dtype):
-  return jax.random.normal(jax.random.key(key), shape, jnp.float32).astype(dtype)
+  return rnd.normal(rnd.key(key), shape, dtype)
 
 
 def close(got, want, dtype):

@@ -10,6 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 
@@ -196,7 +197,7 @@ def test_a_top_k_of_a_few_columns_compiles_and_so_does_the_old_hints_mask():
   """Reducing a (64, 2) tile along its rows was MG204 (now compiled: tiles narrower than a warp take fewer lanes a row, tests/test_narrow_rows.py)."""
   spec = jax.ShapeDtypeStruct((128, 64), jnp.float32)
   top2_sliced.check(spec)
-  p = jax.nn.softmax(jax.random.normal(jax.random.key(0), (128, 64)), -1)
+  p = jax.nn.softmax(rand.normal(rand.key(0), (128, 64)), -1)
   s = -np.sort(-np.asarray(p), axis=1)[:, :2]
   np.testing.assert_allclose(top2_sliced(p, interpret=True), s / s.sum(1, keepdims=True), rtol=1e-6)
   np.testing.assert_allclose(top2_masked(p, interpret=True), s / s.sum(1, keepdims=True), rtol=1e-6)

@@ -11,6 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rand as rnd
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 from mgpu_dsl.frontend import ir
@@ -23,7 +24,7 @@ RTOL = {jnp.float32: 1e-6, jnp.float16: 2e-3, jnp.bfloat16: 1.6e-2}
 
 
 def rand(shape, dtype=jnp.float32, seed=0):
-  return jax.random.normal(jax.random.key(seed), shape, jnp.float32).astype(dtype)
+  return rnd.normal(rnd.key(seed), shape, dtype)
 
 
 def close(got, want, dtype=jnp.float32):

@@ -9,6 +9,7 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
 import matmul as ex  # noqa: E402
+import rand
 
 S = jax.ShapeDtypeStruct
 DTYPES = [jnp.float16, jnp.bfloat16]
@@ -49,9 +50,9 @@ def test_matmul_matches_jnp_dot(shape, dtype, cfg):
   m, n, k = shape
   if n % cfg["bn"]:
     pytest.skip("n not a multiple of the tile")
-  ka, kb = jax.random.split(jax.random.key(m + n + k))
-  a = jax.random.normal(ka, (m, k), jnp.float32).astype(dtype)
-  b = jax.random.normal(kb, (k, n), jnp.float32).astype(dtype)
+  ka, kb = rand.split(rand.key(m + n + k))
+  a = rand.normal(ka, (m, k), dtype)
+  b = rand.normal(kb, (k, n), dtype)
   got = jax.jit(lambda a, b: ex.matmul(a, b, **cfg))(a, b)
   assert got.dtype == dtype
   assert rel_err(got, jnp.dot(a, b, preferred_element_type=jnp.float32)) < 1e-2
@@ -60,19 +61,19 @@ def test_matmul_matches_jnp_dot(shape, dtype, cfg):
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_fused_residual_relu_matches_jnp(dtype):
-  ka, kb, kr = jax.random.split(jax.random.key(3), 3)
-  a = jax.random.normal(ka, (512, 256), jnp.float32).astype(dtype)
-  b = jax.random.normal(kb, (256, 512), jnp.float32).astype(dtype)
-  r = jax.random.normal(kr, (512, 512), jnp.float32).astype(dtype)
+  ka, kb, kr = rand.split(rand.key(3), 3)
+  a = rand.normal(ka, (512, 256), dtype)
+  b = rand.normal(kb, (256, 512), dtype)
+  r = rand.normal(kr, (512, 512), dtype)
   want = jnp.maximum(jnp.dot(a, b, preferred_element_type=jnp.float32) + r.astype(jnp.float32), 0)
   assert rel_err(ex.matmul_residual_relu(a, b, r), want) < 1e-2
 
 
 @pytest.mark.parametrize("stages", [2, 3, 4])
 def test_pipelined_matmul_interprets_without_races(stages):
-  ka, kb = jax.random.split(jax.random.key(stages))
-  a = jax.random.normal(ka, (128, 512), jnp.float32).astype(jnp.bfloat16)
-  b = jax.random.normal(kb, (512, 128), jnp.float32).astype(jnp.bfloat16)
+  ka, kb = rand.split(rand.key(stages))
+  a = rand.normal(ka, (128, 512), jnp.bfloat16)
+  b = rand.normal(kb, (512, 128), jnp.bfloat16)
   got = ex.matmul(a, b, bm=128, bn=128, stages=stages, interpret=True)
   assert rel_err(got, jnp.dot(a, b, preferred_element_type=jnp.float32)) < 1e-2
 
@@ -83,10 +84,10 @@ def bias_gelu_reference(a, b, bias):
 
 
 def test_bias_epilogue_broadcasts_a_column_vector_and_interprets():
-  ka, kb, kc = jax.random.split(jax.random.key(11), 3)
-  a = jax.random.normal(ka, (256, 128), jnp.float32).astype(jnp.bfloat16)
-  b = jax.random.normal(kb, (128, 256), jnp.float32).astype(jnp.bfloat16)
-  bias = jax.random.normal(kc, (256,), jnp.float32).astype(jnp.bfloat16)
+  ka, kb, kc = rand.split(rand.key(11), 3)
+  a = rand.normal(ka, (256, 128), jnp.bfloat16)
+  b = rand.normal(kb, (128, 256), jnp.bfloat16)
+  bias = rand.normal(kc, (256,), jnp.bfloat16)
   text = ex.matmul_bias_gelu.typed_ir(a, b, bias, stages=2)
   assert "tensor<256, float32, wgmma_col>" in text
   got = ex.matmul_bias_gelu(a, b, bias, stages=2, interpret=True)
@@ -96,8 +97,8 @@ def test_bias_epilogue_broadcasts_a_column_vector_and_interprets():
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_bias_gelu_epilogue_matches_jnp(dtype):
-  ka, kb, kc = jax.random.split(jax.random.key(12), 3)
-  a = jax.random.normal(ka, (512, 256), jnp.float32).astype(dtype)
-  b = jax.random.normal(kb, (256, 512), jnp.float32).astype(dtype)
-  bias = jax.random.normal(kc, (512,), jnp.float32).astype(dtype)
+  ka, kb, kc = rand.split(rand.key(12), 3)
+  a = rand.normal(ka, (512, 256), dtype)
+  b = rand.normal(kb, (256, 512), dtype)
+  bias = rand.normal(kc, (512,), dtype)
   assert rel_err(ex.matmul_bias_gelu(a, b, bias), bias_gelu_reference(a, b, bias)) < 1e-2

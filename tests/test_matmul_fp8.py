@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 from locate import expect
@@ -153,8 +154,8 @@ def test_8bit_k_must_be_a_multiple_of_32():
   """k = 64 and 32 (64 and 32 bytes) take the narrower swizzles (twenty-ninth session; they were MG501);
   16 bytes are less than the narrowest."""
   for k in (64, 32):
-    a = jax.random.normal(jax.random.key(0), (64, k), jnp.float32).astype(E5M2)
-    b = jax.random.normal(jax.random.key(1), (64, k), jnp.float32).astype(E5M2)
+    a = rand.normal(rand.key(0), (64, k), E5M2)
+    b = rand.normal(rand.key(1), (64, k), E5M2)
     np.testing.assert_allclose(fp8_short_k(a, b, interpret=True), _short_k_reference(a, b), rtol=1e-5, atol=1e-5)
   expect(fp8_short_k, [S((64, 16), E5M2), S((64, 16), E5M2)], mg.MmaOperandError, "ml.dot(a_s, b_s.T)",
          "ml.dot needs k (the columns of a, the rows of b) to be a multiple of 32 (32 bytes of float8_e5m2 elements), got 16")
@@ -163,8 +164,8 @@ def test_8bit_k_must_be_a_multiple_of_32():
 @pytest.mark.gpu
 @pytest.mark.parametrize("k", [32, 64, 96])
 def test_gpu_8bit_short_k_matches_the_reference(k):
-  a = jax.random.normal(jax.random.key(0), (64, k), jnp.float32).astype(E4M3)
-  b = jax.random.normal(jax.random.key(1), (64, k), jnp.float32).astype(E4M3)
+  a = rand.normal(rand.key(0), (64, k), E4M3)
+  b = rand.normal(rand.key(1), (64, k), E4M3)
   np.testing.assert_allclose(jax.jit(fp8_short_k)(a, b), _short_k_reference(a, b), rtol=2e-3, atol=2e-2)
 
 

@@ -6,6 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rand as rnd
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 import mma_kernels as K
@@ -17,7 +18,7 @@ DTYPES = [jnp.float16, jnp.bfloat16]
 
 
 def rand(key, shape, dtype):
-  return jax.random.normal(jax.random.key(key), shape, jnp.float32).astype(dtype)
+  return rnd.normal(rnd.key(key), shape, dtype)
 
 
 def f32(x):
@@ -357,8 +358,8 @@ def _full_reduction_reference(a, b, how):
 
 @pytest.mark.parametrize("how", ["full", "row_stat_sum"])
 def test_full_reductions_of_a_split_tile_combine_the_warpgroups_parts(how):
-  a = jax.random.normal(jax.random.key(1), (256, 64), F16)
-  b = jax.random.normal(jax.random.key(2), (64, 128), F16)
+  a = rnd.normal(rnd.key(1), (256, 64), F16)
+  b = rnd.normal(rnd.key(2), (64, 128), F16)
   text = K.two_warpgroup_reductions.mlir(S((256, 64), F16), S((64, 128), F16), how=how)
   assert text.count("gpu.barrier") >= 2          # the parts' exchange
   got = K.two_warpgroup_reductions(a, b, how=how, interpret=True)
@@ -370,7 +371,7 @@ def test_full_reductions_of_a_split_tile_combine_the_warpgroups_parts(how):
 @pytest.mark.gpu
 @pytest.mark.parametrize("how", ["full", "row_stat_sum"])
 def test_full_reductions_of_a_split_tile_gpu(how):
-  a = jax.random.normal(jax.random.key(1), (256, 64), F16)
-  b = jax.random.normal(jax.random.key(2), (64, 128), F16)
+  a = rnd.normal(rnd.key(1), (256, 64), F16)
+  b = rnd.normal(rnd.key(2), (64, 128), F16)
   got = jax.jit(lambda a, b: K.two_warpgroup_reductions(a, b, how=how))(a, b)
   np.testing.assert_allclose(got, _full_reduction_reference(a, b, how), rtol=1e-4)

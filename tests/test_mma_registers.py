@@ -6,6 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 from locate import builds, expect
@@ -64,9 +65,9 @@ def test_blocks_that_fit_build(block, n, acc):
                          ids=str)
 def test_gpu_the_widest_blocks_that_fit_compile_and_match(block, n, acc):
   """The margin's edges on the GPU: what the check lets through, ptxas compiles."""
-  ka, kb = jax.random.split(jax.random.key(block + n))
-  a = jax.random.normal(ka, (2 * block, 64), jnp.float16)
-  b = jax.random.normal(kb, (64, n), jnp.float16)
+  ka, kb = rand.split(rand.key(block + n))
+  a = rand.normal(ka, (2 * block, 64), jnp.float16)
+  b = rand.normal(kb, (64, n), jnp.float16)
   got = jax.jit(lambda a, b: wide(a, b, block=block, acc=acc))(a, b)
   want = jnp.dot(a, b, preferred_element_type=jnp.float32)
   np.testing.assert_allclose(np.asarray(got, np.float32), want, rtol=2e-2, atol=2e-1)

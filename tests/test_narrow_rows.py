@@ -10,6 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 
@@ -105,11 +106,11 @@ def weighted_rows(x, out):               # 5 columns: a row a thread (vec 1, one
 
 
 def _normal(shape, dtype=F32, seed=0, scale=1.0):
-  return (jax.random.normal(jax.random.key(seed), shape, F32) * scale).astype(dtype)
+  return jnp.asarray((rand.numpy_normal(seed, shape) * scale).astype(jnp.dtype(dtype)))
 
 
 def _ints(shape, hi, seed=0):
-  return jax.random.randint(jax.random.key(seed), shape, 0, hi, I32)
+  return rand.randint(rand.key(seed), shape, 0, hi, I32)
 
 
 def _softmax(x):
@@ -166,7 +167,7 @@ CASES = [
      lambda x: np.asarray(x, np.float64) - np.asarray(x, np.float64).mean(0)[None, :] + np.asarray(x).max(1)[:, None]),
     ("point norms x3, a row a thread", p30c.norms, lambda: (_normal((300, 3), seed=40),), {},
      lambda p: np.linalg.norm(np.asarray(p, np.float64), axis=1)),
-    ("weighted rows x5 over max", weighted_rows, lambda: (jax.random.uniform(jax.random.key(41), (256, 5), F32, 0.5, 2),),
+    ("weighted rows x5 over max", weighted_rows, lambda: (rand.uniform(rand.key(41), (256, 5), F32, 0.5, 2),),
      {}, lambda x: (np.asarray(x, np.float64) * np.arange(1, 6)).sum(1) / np.asarray(x).max(1)),
     ("top-2 of a sorted row, sliced", hf.top2_sliced, lambda: (jax.nn.softmax(_normal((128, 64), seed=42), -1),), {},
      lambda p: (lambda s: s / s.sum(1, keepdims=True))(-np.sort(-np.asarray(p, np.float64), axis=1)[:, :2])),

@@ -7,6 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 from locate import expect
@@ -66,7 +67,7 @@ def int8_abt(a, bt, c):
 
 
 def _rand(shape, dtype, seed):
-  return jax.random.normal(jax.random.key(seed), shape, F32).astype(dtype)
+  return rand.normal(rand.key(seed), shape, dtype)
 
 
 def _dot(a, b):
@@ -91,8 +92,8 @@ def _cases():
   yield case("pipelined bk=32", pipelined, lambda: (_rand((256, 192), F16, 7), _rand((192, 48), F16, 8)), _dot,
              {"bk": 32})
   yield case("int8 k=32", int8_abt,
-             lambda: (jax.random.randint(jax.random.key(9), (64, 32), -100, 100, jnp.int8),
-                      jax.random.randint(jax.random.key(10), (64, 32), -100, 100, jnp.int8)),
+             lambda: (rand.randint(rand.key(9), (64, 32), -100, 100, jnp.int8),
+                      rand.randint(rand.key(10), (64, 32), -100, 100, jnp.int8)),
              lambda a, bt: jnp.dot(a.astype(jnp.int32), bt.T.astype(jnp.int32)))
 
 

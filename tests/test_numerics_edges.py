@@ -14,6 +14,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 from locate import expect
@@ -382,7 +383,7 @@ def means(x, m, rows, cols):
 
 @pytest.mark.parametrize("dt", [jnp.float32, jnp.bfloat16, jnp.int16, jnp.int32], ids=lambda d: jnp.dtype(d).name)
 def test_mean_matches_jnp(dt):
-  x = (jax.random.normal(jax.random.key(5), (8, 128)) * 100).astype(dt)
+  x = (rand.normal(rand.key(5), (8, 128)) * 100).astype(dt)
   m, rows, cols = means(x, interpret=True)
   tol = 1e-2 if dt == jnp.bfloat16 else 1e-6
   np.testing.assert_allclose(np.asarray(m, np.float32)[0], np.asarray(jnp.mean(x), np.float32), rtol=tol)
@@ -574,7 +575,7 @@ def _range_ref(x, b, c):
 
 @pytest.mark.parametrize("kernel", [range_sum, range_sum_pipelined], ids=["plain", "pipelined"])
 def test_loop_bounds_whose_span_passes_int32_count_as_python(kernel):
-  x = jax.random.normal(jax.random.key(0), (64, 128), jnp.float32)
+  x = rand.normal(rand.key(0), (64, 128), jnp.float32)
   for b, c in BOUNDS:
     np.testing.assert_allclose(kernel(x, b, c, interpret=True), _range_ref(x, b, c), rtol=1e-6,
                                err_msg=str((b, c)))
@@ -592,7 +593,7 @@ def test_loops_with_run_time_bounds_count_in_64_bits():
 @pytest.mark.gpu
 @pytest.mark.parametrize("kernel", [range_sum, range_sum_pipelined], ids=["plain", "pipelined"])
 def test_gpu_loop_bounds_whose_span_passes_int32(kernel):
-  x = jax.random.normal(jax.random.key(0), (64, 128), jnp.float32)
+  x = rand.normal(rand.key(0), (64, 128), jnp.float32)
   for b, c in BOUNDS:
     np.testing.assert_allclose(kernel(x, b, c), _range_ref(x, b, c), rtol=1e-6, err_msg=str((b, c)))
 
@@ -608,7 +609,7 @@ def range_sum_static_span(x, c: ml.scalar, out):
 
 
 def test_pipelined_loop_with_static_bounds_and_a_run_time_step_counts_as_python():
-  x = jax.random.normal(jax.random.key(0), (64, 128), jnp.float32)
+  x = rand.normal(rand.key(0), (64, 128), jnp.float32)
   xs = np.asarray(x).reshape(8, 8, 128)
   for c in (1073741824, 2147483647):
     want = sum((xs[k % 8] for k in range(-2147483647, 2147483647, c)), np.zeros((8, 128), np.float32))

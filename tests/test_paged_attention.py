@@ -8,6 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 
@@ -129,7 +130,7 @@ def test_paged_attention_exports_for_cuda():
 
 
 def test_dropout_is_reproducible_and_matches_the_philox_reference():
-  x = jax.random.normal(jax.random.key(5), (2500,), jnp.float32)
+  x = rand.normal(rand.key(5), (2500,), jnp.float32)
   a = np.asarray(dx.dropout(x, 7, p=0.25, interpret=True))
   np.testing.assert_array_equal(a, np.asarray(dx.dropout(x, 7, p=0.25, interpret=True)))
   keep = dx.reference_mask(2500, 7, 0.25)
@@ -161,6 +162,6 @@ def test_gpu_matches_reference_and_interpret(shape, splits, tc, opts):
 
 @pytest.mark.gpu
 def test_gpu_dropout_is_bit_exact_with_interpret_mode():
-  x = jax.random.normal(jax.random.key(8), (10000,), jnp.float32)
+  x = rand.normal(rand.key(8), (10000,), jnp.float32)
   np.testing.assert_array_equal(np.asarray(jax.jit(dx.dropout)(x, 123)),
                                 np.asarray(dx.dropout(x, 123, interpret=True)))

@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 from locate import expect
@@ -29,8 +30,8 @@ def rel(got, want):
 
 
 def inputs(shape, dtype, scale=2.5, seed=0):
-  kq, kk, kv = jax.random.split(jax.random.key(seed), 3)
-  return tuple((jax.random.normal(k, shape, jnp.float32) * s).astype(dtype)
+  kq, kk, kv = rand.split(rand.key(seed), 3)
+  return tuple((rand.normal(k, shape, jnp.float32) * s).astype(dtype)
                for k, s in ((kq, scale), (kk, scale), (kv, 1.0)))
 
 
@@ -218,16 +219,16 @@ def test_a_body_of_one_dot_takes_and_passes_a_turn_around_it():
   assert [t for _, t in turns] == ["turn take=False only=1", "turn take=True only=None",
                                    "turn take=False only=None", "turn take=True only=0"]
   assert turns[1][0] == dot - 1 and turns[2][0] == dot + 1
-  a = jax.random.normal(jax.random.key(0), (256, 512), jnp.float32).astype(F16)
-  b = jax.random.normal(jax.random.key(1), (512, 256), jnp.float32).astype(F16)
+  a = rand.normal(rand.key(0), (256, 512), F16)
+  b = rand.normal(rand.key(1), (512, 256), F16)
   want = a.astype(jnp.float32) @ b.astype(jnp.float32)
   np.testing.assert_allclose(pp_matmul(a, b, interpret=True), want, rtol=1e-3, atol=1e-2)
 
 
 @pytest.mark.gpu
 def test_gpu_pingpong_matmul_of_one_dot_a_step():
-  a = jax.random.normal(jax.random.key(0), (512, 1024), jnp.float32).astype(F16)
-  b = jax.random.normal(jax.random.key(1), (1024, 384), jnp.float32).astype(F16)
+  a = rand.normal(rand.key(0), (512, 1024), F16)
+  b = rand.normal(rand.key(1), (1024, 384), F16)
   want = a.astype(jnp.float32) @ b.astype(jnp.float32)
   np.testing.assert_allclose(jax.jit(pp_matmul)(a, b), want, rtol=1e-3, atol=5e-2)
 

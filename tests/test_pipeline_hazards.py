@@ -7,6 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 from locate import expect
@@ -75,7 +76,7 @@ def test_one_stage_reads_back_what_the_loop_wrote(kernel):
 
 
 def test_in_place_tiles_that_no_other_trip_touches_stay_pipelined():
-  x = jax.random.normal(jax.random.key(0), (64, BN), jnp.float32)
+  x = rand.normal(rand.key(0), (64, BN), jnp.float32)
   want = np.asarray(x).copy()
   want[BM:] *= 2
   np.testing.assert_array_equal(np.asarray(scale_in_place(x, interpret=True)), want)
@@ -84,7 +85,7 @@ def test_in_place_tiles_that_no_other_trip_touches_stay_pipelined():
 
 @pytest.mark.gpu
 def test_gpu_in_place_tiles_pipelined():
-  x = jax.random.normal(jax.random.key(1), (64, BN), jnp.float32)
+  x = rand.normal(rand.key(1), (64, BN), jnp.float32)
   want = np.asarray(x).copy()
   want[BM:] *= 2
   np.testing.assert_array_equal(np.asarray(jax.jit(scale_in_place)(x)), want)

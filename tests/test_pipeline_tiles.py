@@ -8,6 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 from locate import expect
@@ -64,7 +65,7 @@ def grid_columns(p, po):
 
 
 def data(shape, seed=0):
-  return jax.random.normal(jax.random.key(seed), shape, F32)
+  return rand.normal(rand.key(seed), shape, F32)
 
 
 @pytest.mark.parametrize("shape", SHAPES)

@@ -5,6 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rand
 import mgpu_dsl as mg
 from locate import expect, expect_call, where
 from mgpu_dsl import language as ml
@@ -63,7 +64,7 @@ def test_a_bounds_mask_hint_has_the_windows_rank():
               " ml.arange(8))[:, None] < x.shape[0], other=0); or guard the access (if i * 8 + 8 <= 60:) or clamp"
               " its start (ml.minimum(i * 8, 52))")      # (the user's window, since probe 28e)
   exports(softmax_rows_masked, ROWS)
-  x = jax.random.normal(jax.random.key(0), (60, 256), F32)
+  x = rand.normal(rand.key(0), (60, 256), F32)
   np.testing.assert_allclose(np.asarray(softmax_rows_masked(x, interpret=True)),
                              np.asarray(jax.nn.softmax(x, axis=1)), rtol=1e-5, atol=1e-6)
 
@@ -202,8 +203,8 @@ def total_T(a, b, out):                    # the hint, followed
 
 
 def _mm(k=1):
-  a = jax.random.normal(jax.random.key(k), (256, 64), F32).astype(BF16)
-  b = jax.random.normal(jax.random.key(k + 1), (64, 128), F32).astype(BF16)
+  a = rand.normal(rand.key(k), (256, 64), BF16)
+  b = rand.normal(rand.key(k + 1), (64, 128), BF16)
   return a, b, jnp.dot(a.astype(F32), b.astype(F32))
 
 
@@ -280,7 +281,7 @@ def masked_tail_floor_grid(x, out):
 
 
 def test_output_elements_a_data_mask_skipped_are_blamed_on_the_mask():
-  x = jax.random.normal(jax.random.key(1), (256,), F32)
+  x = rand.normal(rand.key(1), (256,), F32)
   with pytest.raises(mg.UncoveredOutputError) as info:
     relu_store(x, interpret=True)
   e = info.value
@@ -442,8 +443,8 @@ def test_an_argmax_across_split_rows_hints_the_argmax_of_the_transpose():
   spec = (S((256, 64), F16), S((64, 128), F16))
   expect(argmax_rows, spec, mg.LayoutError, "ml.argmax(acc, axis=0)", SPLIT.format("acc", (256, 128)),
          hint="reduce its transpose along axis 1: ml.argmax(acc.T, axis=1)" + BLOCK_128)
-  a = jax.random.normal(jax.random.key(3), (256, 64), F32).astype(F16)
-  b = jax.random.normal(jax.random.key(4), (64, 128), F32).astype(F16)
+  a = rand.normal(rand.key(3), (256, 64), F16)
+  b = rand.normal(rand.key(4), (64, 128), F16)
   c = jnp.dot(a.astype(F32), b.astype(F32))
   want = {"sum0": c.sum(0), "full": jnp.full((128,), c.sum()), "argmax0": c.argmax(0).astype(F32),
           "row_stat_sum": jnp.full((128,), c.max(1).sum())}

@@ -4,6 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 from locate import expect
@@ -47,7 +48,7 @@ def static_uses(x, out, *, scale: ml.constexpr):
 
 def test_a_numpy_scalar_of_a_wider_dtype_promotes_as_jnp_not_a_weak_number():
   # (x_f16 * jnp.float32(1.001) computed in float16, x_i16 + jnp.int32(70000) wrapped)
-  x = jax.random.normal(jax.random.key(7), (8, 128), jnp.float32).astype(jnp.float16)
+  x = rand.normal(rand.key(7), (8, 128), jnp.float16)
   np.testing.assert_array_equal(times_f32_scalar(x, interpret=True), x * jnp.float32(1.001))
   np.testing.assert_array_equal(times_module_f32_on_f16(x, interpret=True), x * WIDE)
   i = jnp.arange(8 * 128, dtype=jnp.int16).reshape(8, 128)
@@ -70,7 +71,7 @@ def test_a_promotion_jnp_takes_to_64_bits_is_a_dtype_mismatch():
 
 
 def test_numpy_scalars_of_the_same_dtype_and_in_static_places_work():
-  x = jax.random.normal(jax.random.key(0), (8, 128), jnp.float16)
+  x = rand.normal(rand.key(0), (8, 128), jnp.float16)
   got = times_module_constants(x, interpret=True)
   np.testing.assert_allclose(got, (x * HALF).astype(jnp.float32) * WIDE, rtol=1e-6)
   # shapes and static loop counts, and a NumPy constexpr (a Python number: x's dtype)
@@ -87,7 +88,7 @@ def narrow_scalars(x, out):
 
 def test_scalars_jnp_would_not_widen_the_value_by_are_constants_of_its_dtype():
   # float32 with a float16, an int64 (int32 without x64) and an int8 scalar: float32 in jnp too
-  x = jax.random.normal(jax.random.key(1), (8, 128), jnp.float32)
+  x = rand.normal(rand.key(1), (8, 128), jnp.float32)
   np.testing.assert_allclose(narrow_scalars(x, interpret=True),
                              x * np.float16(0.5) + np.int64(3) + jnp.int8(1), rtol=1e-6)
 
@@ -100,7 +101,7 @@ def where_typed(x, out):
 def test_where_between_two_numpy_scalars_of_one_dtype_takes_that_dtype():
   assert "float16" in [line for line in where_typed.typed_ir(S((8, 128), jnp.float32)).splitlines()
                        if "= where" in line][0]
-  x = jax.random.normal(jax.random.key(2), (8, 128), jnp.float32)
+  x = rand.normal(rand.key(2), (8, 128), jnp.float32)
   np.testing.assert_array_equal(where_typed(x, interpret=True), jnp.where(x > 0, jnp.float16(1.5), jnp.float16(-1.5)))
 
 
@@ -115,7 +116,7 @@ def jnp_scalars(x, out):
 def test_jnp_scalars_in_a_kernel_work_under_jit_and_export():
   # (under jax.jit the static call jnp.sqrt(128) was a tracer: an internal error; a module-level
   # jnp.float32 was "cannot take a Python ArrayImpl")
-  x = jax.random.normal(jax.random.key(4), (8, 128), jnp.float32)
+  x = rand.normal(rand.key(4), (8, 128), jnp.float32)
   want = x * 0.5 * (1.0 / np.sqrt(128)) * 0.5
   np.testing.assert_allclose(jax.jit(lambda x: jnp_scalars(x, interpret=True))(x), want, rtol=1e-6)
   jax.export.export(jax.jit(jnp_scalars), platforms=["cuda"])(S((8, 128), jnp.float32))
@@ -137,7 +138,7 @@ def inexact_threshold(x, out):
 def test_comparisons_with_typed_scalars_give_jnps_booleans():
   # thresholds the bfloat16 values hold exactly compare in bfloat16 (the same booleans); 0.1
   # does not fit: the values compare in float32, as jnp does
-  x = jax.random.normal(jax.random.key(5), (8, 128), jnp.float32).astype(jnp.bfloat16)
+  x = rand.normal(rand.key(5), (8, 128), jnp.bfloat16)
   want = ((x > np.float32(0.0)) & (x < np.float32(1.5))).astype(jnp.int8)
   np.testing.assert_array_equal(thresholds(x, interpret=True), want)
   assert "compare kind=gt lhs=%" in thresholds.typed_ir(S((8, 128), jnp.bfloat16))

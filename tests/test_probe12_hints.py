@@ -5,6 +5,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+import rand
 import mgpu_dsl as mg
 from locate import expect
 from mgpu_dsl import language as ml
@@ -21,7 +22,7 @@ def exports(kernel, *specs, **constexprs):
 
 
 def rn(shape, dtype, key, scale=1.0):
-  return (scale * jax.random.normal(jax.random.key(key), shape, F32)).astype(dtype)
+  return (scale * rand.normal(rand.key(key), shape, F32)).astype(dtype)
 
 
 def mm(a, b):

@@ -7,6 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 from locate import expect
@@ -77,7 +78,7 @@ def test_cluster_sync_waits_for_this_ctas_tma_stores_before_peers_write():
   i = next(n for n, line in enumerate(lines) if line.startswith("copy") and "slot=-1" in line)
   j = lines.index("clustersync", i)
   assert "awaitstores read_only=True pending=0" in lines[i + 1:j]
-  x = jax.random.normal(jax.random.key(0), (256, 128), F32)
+  x = rand.normal(rand.key(0), (256, 128), F32)
   np.testing.assert_array_equal(store_then_peer_writes(x, interpret=True), x)
 
 
@@ -97,17 +98,17 @@ def test_a_register_store_into_a_peers_tiled_buffer_is_a_located_error():
 
 def test_a_warp_specialised_loop_may_not_load_what_the_kernel_writes_outside_it():
   expect(ws_loads_written, [S((256, 128), F32)], mg.WarpSpecializeError, "ml.copy(o.at[ml.ds(k * 64, 64)], b)",
-         "this warp-specialised loop loads from o, which the kernel writes before it (line 60); its producer"
+         "this warp-specialised loop loads from o, which the kernel writes before it (line 61); its producer"
          " warpgroup issues the loads from the kernel's start, ordered after nothing the other warpgroups"
          " write, so it could read o before the writes land")
-  x = jax.random.normal(jax.random.key(1), (256, 128), F32)       # inside the loop only: fine
+  x = rand.normal(rand.key(1), (256, 128), F32)       # inside the loop only: fine
   np.testing.assert_allclose(ws_in_place(x, interpret=True), x * 3.0)
   jax.export.export(jax.jit(ws_in_place), platforms=["cuda"])(S((256, 128), F32))
 
 
 @pytest.mark.gpu
 def test_cluster_sync_after_a_tma_store_gpu():
-  x = jax.random.normal(jax.random.key(0), (256, 128), F32)
+  x = rand.normal(rand.key(0), (256, 128), F32)
   np.testing.assert_array_equal(jax.jit(store_then_peer_writes)(x), x)
 
 
@@ -120,7 +121,7 @@ def accumulate_then_read(x, h, p):
 
 def test_vmap_of_a_one_program_histogram_is_not_a_cross_program_race():
   # each batch element's program updates and reads its own slice of h (was MG951 under vmap)
-  x = jax.random.normal(jax.random.key(3), (3, 128), F32)
+  x = rand.normal(rand.key(3), (3, 128), F32)
   h, p = jax.vmap(lambda v: accumulate_then_read(v, interpret=True))(x)
   np.testing.assert_allclose(h, 2 * x, rtol=1e-6)
   np.testing.assert_allclose(p, x, rtol=1e-6)

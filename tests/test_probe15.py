@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from jax.experimental import pallas as pl
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 from locate import builds, expect
@@ -17,10 +18,10 @@ F32, F16 = jnp.float32, jnp.float16
 
 
 def _ab():
-  k = jax.random.split(jax.random.key(0), 3)
-  a = jax.random.normal(k[0], (128, 64), F16)
-  b = jax.random.normal(k[1], (64, 128), F16)
-  c = jax.random.normal(k[2], (200, 4), F32)
+  k = rand.split(rand.key(0), 3)
+  a = rand.normal(k[0], (128, 64), F16)
+  b = rand.normal(k[1], (64, 128), F16)
+  c = rand.normal(k[2], (200, 4), F32)
   return a, b, c, a.astype(F32) @ b.astype(F32)
 
 
@@ -126,9 +127,9 @@ def test_an_int_accumulator_times_float_scales_computes_in_float_as_jnp():
   """MG104's hint said w[...][None, :].astype(jnp.int32): followed, float scales in (0, 1)
   truncated to 0 and the kernel returned zeros (probe 15). Since probe 33a the int32 side takes the
   float's dtype, as jnp's promotion does."""
-  a = jax.random.randint(jax.random.key(7), (128, 128), -8, 8, jnp.int8)
-  bt = jax.random.randint(jax.random.key(8), (128, 128), -8, 8, jnp.int8)
-  w = jax.random.uniform(jax.random.key(9), (128,), F32)
+  a = rand.randint(rand.key(7), (128, 128), -8, 8, jnp.int8)
+  bt = rand.randint(rand.key(8), (128, 128), -8, 8, jnp.int8)
+  w = rand.uniform(rand.key(9), (128,), F32)
   want = (a.astype(jnp.int32) @ bt.astype(jnp.int32).T) * w[None, :]
   np.testing.assert_allclose(int_dot_times_float_scales(a, bt, w, interpret=True), want, rtol=1e-6)
 
@@ -211,7 +212,7 @@ def running_max_from_full(x, out, count):
 
 def test_full_of_an_empty_shape_is_a_scalar():
   """ml.full((), v, dtype) was MG003 'a tuple of positive Python ints, got ()' (probe 15)."""
-  x = jax.random.normal(jax.random.key(2), (512,), F32)
+  x = rand.normal(rand.key(2), (512,), F32)
   m, n = running_max_from_full(x, interpret=True)
   assert float(m) == float(x.max()) and int(n) == 4
   jax.export.export(jax.jit(running_max_from_full), platforms=["cuda"])(S((512,), F32))
@@ -269,7 +270,7 @@ def test_the_narrow_tile_hint_stores_with_a_mask_where_slicing_cannot():
                           " w.shape[1])].store(w, mask=ml.arange(w.shape[1])[None, :] < 2) (the window may run past"
                           " w_out's last column:"
                           " masked elements are never written)")
-  x = jax.random.normal(jax.random.key(0), (64, 64))
+  x = rand.normal(rand.key(0), (64, 64))
   s = -jnp.sort(-x, axis=1)[:, :2]
   p = jnp.exp(s - s[:, :1])
   np.testing.assert_allclose(top2_weights_masked_store(x, interpret=True), p / p.sum(1, keepdims=True), rtol=1e-5)
@@ -346,7 +347,7 @@ def test_a_reshape_that_moves_a_reduced_tiles_rows_goes_through_smem(shape):
   probe 30a the reshape moves the elements through an SMEM scratch (frontend/relayout.py)."""
   row_sums_of_a_reshape.check(S(shape, F32))
   assert "relayoutstore" in row_sums_of_a_reshape.typed_ir(S(shape, F32))
-  x = jax.random.normal(jax.random.key(0), shape, F32)
+  x = rand.normal(rand.key(0), shape, F32)
   np.testing.assert_allclose(row_sums_of_a_reshape(x, interpret=True), np.asarray(x).reshape(16, 128).sum(1),
                              rtol=1e-5, atol=1e-5)
 

@@ -7,6 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 from locate import expect
@@ -50,7 +51,7 @@ def float8_rows(x, a, b):
 @pytest.mark.parametrize("dt", [jnp.int8, jnp.uint8])
 def test_8bit_max_min_and_arg_reductions(dt):
   """Were MG106 ('ml.max of int8 values is not supported'); they compute in 32 bits, exactly."""
-  x = (jax.random.normal(jax.random.key(1), (8, 128)) * 50).astype(dt)
+  x = (rand.normal(rand.key(1), (8, 128)) * 50).astype(dt)
   got = narrow_extremes(x, interpret=True)
   want = (x.max()[None], x.min(1), x.max(0), jnp.argmin(x, 1), jnp.argmax(x[3])[None])
   for g, w in zip(got, want):
@@ -60,7 +61,7 @@ def test_8bit_max_min_and_arg_reductions(dt):
 
 
 def test_float8_row_max_and_argmax():
-  x = (jax.random.normal(jax.random.key(2), (8, 128)) * 20).astype(jnp.float8_e4m3fn)
+  x = (rand.normal(rand.key(2), (8, 128)) * 20).astype(jnp.float8_e4m3fn)
   a, b = float8_rows(x, interpret=True)
   np.testing.assert_array_equal(np.asarray(a, F32), np.asarray(x.astype(F32).max(1)))
   np.testing.assert_array_equal(b, jnp.argmax(x.astype(F32), 1))
@@ -77,7 +78,7 @@ def keepdims_everything(x, a, b, c, d):
 
 def test_full_reductions_with_keepdims():
   """Were MG204 ('(1, 1): register tensors need a multiple of 128 elements')."""
-  x = jax.random.normal(jax.random.key(0), (16, 64))
+  x = rand.normal(rand.key(0), (16, 64))
   got = keepdims_everything(x, interpret=True)
   want = (x.sum(keepdims=True), x.max(keepdims=True), x.mean(keepdims=True), x - x.max(keepdims=True))
   for g, w in zip(got, want):
@@ -120,7 +121,7 @@ def test_argmax_of_a_tile_without_axis_is_jnps_flat_index(dtype):
 
 @pytest.mark.gpu
 def test_gpu_argmax_of_a_tile_without_axis_matches_jnp():
-  x = jax.random.normal(jax.random.key(3), (64, 32), F32).at[17, 9].set(9.0).at[60, 2].set(9.0)
+  x = rand.normal(rand.key(3), (64, 32), F32).at[17, 9].set(9.0).at[60, 2].set(9.0)
   got = flat_extremes(x)
   assert [int(g.reshape(())) for g in got] == [int(jnp.argmax(x)), int(jnp.argmin(x)), int(jnp.argmax(x))]
 
@@ -226,12 +227,12 @@ def test_a_call_site_error_points_at_the_call_not_its_indentation():
 
 @pytest.mark.gpu
 def test_probe17_gpu():
-  x = (jax.random.normal(jax.random.key(1), (8, 128)) * 50).astype(jnp.int8)
+  x = (rand.normal(rand.key(1), (8, 128)) * 50).astype(jnp.int8)
   got = jax.jit(narrow_extremes)(x)
   want = (x.max()[None], x.min(1), x.max(0), jnp.argmin(x, 1), jnp.argmax(x[3])[None])
   for g, w in zip(got, want):
     np.testing.assert_array_equal(g, w)
-  f = jax.random.normal(jax.random.key(0), (16, 64))
+  f = rand.normal(rand.key(0), (16, 64))
   got = jax.jit(keepdims_everything)(f)
   want = (f.sum(keepdims=True), f.max(keepdims=True), f.mean(keepdims=True), f - f.max(keepdims=True))
   for g, w in zip(got, want):

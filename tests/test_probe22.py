@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 from locate import expect, where
@@ -226,7 +227,7 @@ def persistent_in_place(x, out, *, form: ml.constexpr, ws: ml.constexpr = False)
 def test_a_persistent_tile_by_tile_in_place_update_is_pipelined(form, ws):
   """MG502 (the trips' windows cannot meet: their stride is the grid, at least 1); with
   warp_specialize interpret mode also raised a race between a tile's load and another's store."""
-  x = jax.random.normal(jax.random.key(0), (256, 128), F32)
+  x = rand.normal(rand.key(0), (256, 128), F32)
   np.testing.assert_array_equal(persistent_in_place(x, form=form, ws=ws, interpret=True), x * 3)
   assert "mosaic_gpu" in jax.export.export(
       jax.jit(lambda x: persistent_in_place(x, form=form, ws=ws)), platforms=["cuda"])(S(x.shape, F32)).mlir_module()
@@ -279,7 +280,7 @@ def test_an_atomic_past_the_end_points_at_the_scatter_which_works():
          hint="index the window with a tensor of positions (a scatter), whose updates past the end are dropped:"
               " ml.atomic_add(db.at[(j * 64) + ml.arange(64)], ml.sum(v, axis=0))")
   expect(bias_grad_masked, spec, mg.KernelTypeError, "ml.atomic_add", "ml.atomic_add takes no mask=")
-  g = jax.random.normal(jax.random.key(1), (8, 130), F32)
+  g = rand.normal(rand.key(1), (8, 130), F32)
   np.testing.assert_allclose(bias_grad_scatter(g, interpret=True), g.sum(0), rtol=1e-5, atol=1e-5)
 
 

@@ -6,6 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 from locate import expect
@@ -68,7 +69,7 @@ def halo_rows(x, out):
 
 def test_a_copy_whose_constant_start_is_before_0_builds():
   """MG900 at export: a Python slice's -1 counted from the end."""
-  x = jax.random.normal(jax.random.key(3), (16, 64), F32)
+  x = rand.normal(rand.key(3), (16, 64), F32)
   np.testing.assert_array_equal(halo_rows(x, interpret=True), jnp.pad(x, ((1, 1), (0, 0))))
   halo_rows.check(S(x.shape, F32))
 
@@ -154,7 +155,7 @@ def arg_keepdims(x, out):
 
 def test_argmax_and_argmin_keep_their_axis_as_jnp():
   """keepdims was an unexpected keyword, with a hint (axis=None) that fails on 2-D tensors."""
-  x = jax.random.normal(jax.random.key(4), (64, 128), F32)
+  x = rand.normal(rand.key(4), (64, 128), F32)
   want = jnp.argmax(x, axis=1, keepdims=True) + jnp.argmin(x, axis=0, keepdims=True) * 100
   np.testing.assert_array_equal(arg_keepdims(x, interpret=True), want)
 
@@ -223,7 +224,7 @@ def scans_in_a_loop(x, out):
 
 def test_scratches_of_one_loop_body_share_smem():
   """Four 64 KiB scan scratches in a runtime loop lived through the whole loop: MG402 (265728 bytes)."""
-  x = jax.random.normal(jax.random.key(5), (256, 128), F32)
+  x = rand.normal(rand.key(5), (256, 128), F32)
   t = x.reshape(2, 128, 128)
   t = jnp.cumsum(jnp.cumsum(t, 1), 2)
   t = jnp.flip(jnp.cumsum(jnp.flip(t, 1), 1), 1)
@@ -361,7 +362,7 @@ def test_a_warp_specialised_loop_reading_back_an_earlier_trips_store_is_rejected
   expect(ws_reads_back, [S((32 * 64, 128), F32)], mg.WarpSpecializeError, "ml.copy(x.at",
          "this load reads x, which an earlier trip of this warp-specialised loop writes (through out, its"
          " alias): the producer's loads do not wait for the consumers' stores", back=8)
-  x = jax.random.normal(jax.random.key(6), (32 * 64, 128), F32)
+  x = rand.normal(rand.key(6), (32 * 64, 128), F32)
   got = ws_reads_back(x, back=-1, interpret=True)      # reading ahead (a tile later trips write) is fine
   t = x.reshape(32, 64, 128)
   want = jnp.concatenate([t[:8], t[9:] + 1, jnp.ones((1, 64, 128), F32)]).reshape(x.shape)
@@ -380,8 +381,8 @@ def permute_own_tile(x, r, out):
 
 def test_a_gather_from_this_programs_own_window_of_an_output_is_no_certain_race():
   """The gather's window was taken as the whole output, read for certain: a compile-time MG951."""
-  x = jax.random.normal(jax.random.key(7), (256, 64), F32)
-  r = jnp.concatenate([jax.random.permutation(jax.random.key(8), 128)] * 2).astype(jnp.int32)
+  x = rand.normal(rand.key(7), (256, 64), F32)
+  r = jnp.concatenate([rand.permutation(rand.key(8), 128)] * 2).astype(jnp.int32)
   want = jnp.concatenate([x[:128][r[:128]], x[128:][r[128:]]])
   np.testing.assert_array_equal(permute_own_tile(x, r, interpret=True), want)
 

@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 from locate import builds, expect
@@ -163,7 +164,7 @@ def test_a_tma_window_too_wide_in_its_last_dimension_hints_a_split_that_works():
   e = expect(rowmax_512, [S((64, 512), F32)], mg.TmaLimitError, "ml.copy(",
              "TMA copies move at most 256 elements along each dimension; this window is (8, 512)")
   assert "x.reshape(..., 2, 256)" in e.hint and "ml.static_range" not in e.hint
-  x = jax.random.normal(jax.random.key(0), (64, 512), F32)
+  x = rand.normal(rand.key(0), (64, 512), F32)
   np.testing.assert_array_equal(rowmax_split(x.reshape(64, 2, 256), interpret=True), x.max(axis=1))
 
 
@@ -273,7 +274,7 @@ _NAN_CASES = [(k, d) for k in (column_min_atomic, column_max_atomic, column_max_
 
 
 def _nan_rows(dtype):
-  x = jax.random.normal(jax.random.key(3), (4, 256), F32)
+  x = rand.normal(rand.key(3), (4, 256), F32)
   x = x.at[0].set(jnp.nan).at[2, :64].set(jnp.nan)          # a NaN row, and NaN columns in another
   return x.astype(dtype), jnp.full((256,), jnp.nan, dtype).at[128:].set(0.5)
 
@@ -346,7 +347,7 @@ def test_a_short_vector_read_from_smem_hints_padding_the_buffer():
              "r_s[...] has shape (4,): a 1-D register vector needs a multiple of 8 elements (other register"
              " tensors a multiple of 128, one per thread of a warpgroup)")
   assert e.hint.startswith("an SMEM window cannot run past its buffer: allocate r_s with 8 elements")
-  x = jax.random.normal(jax.random.key(1), (4, 128), F32)
+  x = rand.normal(rand.key(1), (4, 128), F32)
   np.testing.assert_allclose(row_sums_through_padded_smem(x, interpret=True), x.sum(axis=1) * 2, rtol=1e-5)
   jax.export.export(jax.jit(row_sums_through_padded_smem), platforms=["cuda"])(S((4, 128), F32))
 
@@ -386,11 +387,11 @@ def eight_bit_ops(a, b, gt, le, lt_b, ge_b, mx, mn, sel, clipped):
 
 
 def _eight_bit_inputs(dtype):
-  k = jax.random.split(jax.random.key(5), 2)
+  k = rand.split(rand.key(5), 2)
   if jnp.issubdtype(dtype, jnp.integer):
     info = jnp.iinfo(dtype)
-    return [jax.random.randint(kk, (8, 128), info.min, info.max + 1, jnp.int32).astype(dtype) for kk in k]
-  return [(jax.random.normal(kk, (8, 128), F32) * 50).astype(dtype) for kk in k]
+    return [rand.randint(kk, (8, 128), info.min, info.max + 1, jnp.int32).astype(dtype) for kk in k]
+  return [(rand.normal(kk, (8, 128), F32) * 50).astype(dtype) for kk in k]
 
 
 def _eight_bit_want(a, b):
@@ -447,8 +448,8 @@ def test_a_4d_broadcast_hints_loops_over_both_leading_axes_with_the_users_names(
              " 2-D tensors, not 4-D ones (a register tile keeps its rows in fixed threads)")
   assert "for i in ml.static_range(2): for j in ml.static_range(4):" in e.hint
   assert "bias.at[0, 0][...]" in e.hint
-  img = jax.random.normal(jax.random.key(0), (2, 4, 16, 32), F32)
-  bias = jax.random.normal(jax.random.key(1), (1, 1, 1, 32), F32)
+  img = rand.normal(rand.key(0), (2, 4, 16, 32), F32)
+  bias = rand.normal(rand.key(1), (1, 1, 1, 32), F32)
   np.testing.assert_array_equal(add_bias_4d_in_loops(img, bias, interpret=True), img + bias)
 
 
@@ -474,7 +475,7 @@ def test_a_3d_gather_is_reported_as_a_gather_with_a_loop_that_works():
              "this gather gives a 3-D result (4, 8, 32): a gather (its index grids broadcast together) gives"
              " 1-D and 2-D tensors")
   assert e.hint.startswith("take dimension 0 in an ml.static_range loop")
-  x = jax.random.normal(jax.random.key(2), (2, 4, 8, 16), F32)
+  x = rand.normal(rand.key(2), (2, 4, 8, 16), F32)
   hi, wi = np.arange(8) * 8 // 8, np.arange(32) * 16 // 32
   np.testing.assert_array_equal(resize_nchw_2d(x, interpret=True), np.asarray(x)[:, :, hi[:, None], wi[None, :]])
 

@@ -6,6 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 from locate import expect
@@ -58,8 +59,8 @@ def test_the_hint_splitting_q_keeps_k_transposed():
              "q_s is tiled (8, 64) for the tensor cores, so TMA copies whole tiles of q; q's dimension 0 (100)"
              " must then be a multiple of 8")
   assert "acc = ml.dot(q_s0, k_s.at[:, ml.ds(0, 64)].T)" in e.hint
-  q = jax.random.normal(jax.random.key(0), (100, 128), F32).astype(jnp.float16)
-  k = jax.random.normal(jax.random.key(1), (128, 128), F32).astype(jnp.float16)
+  q = rand.normal(rand.key(0), (100, 128), jnp.float16)
+  k = rand.normal(rand.key(1), (128, 128), jnp.float16)
   want = q.astype(F32) @ k.astype(F32).T
   np.testing.assert_allclose(q_times_k_t(q, k, split=True, interpret=True), want, rtol=2e-2, atol=2e-2)
 
@@ -74,7 +75,7 @@ def halo_from_the_previous_batch(x, out):
 
 def test_an_integer_tma_index_past_its_dimension_reads_zeros_as_on_the_gpu():
   # (a check rejecting it was tried and withdrawn: borders and persistent loops rely on TMA's zeros)
-  x = jax.random.normal(jax.random.key(6), (3, 64, 128), F32)
+  x = rand.normal(rand.key(6), (3, 64, 128), F32)
   want = x + jnp.concatenate([jnp.zeros_like(x[:1]), x[:-1]])
   np.testing.assert_array_equal(halo_from_the_previous_batch(x, interpret=True), want)
 
@@ -90,7 +91,7 @@ def persistent_past_the_end(x, out):
 
 
 def test_a_window_wholly_past_the_end_still_reads_zeros():
-  x = jax.random.normal(jax.random.key(4), (192, 128), F32)
+  x = rand.normal(rand.key(4), (192, 128), F32)
   np.testing.assert_array_equal(persistent_past_the_end(x, interpret=True), x * 2)
 
 

@@ -7,6 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 from locate import expect
@@ -103,7 +104,7 @@ def rows_in_place_persistent(x, out):
 
 def test_a_warp_specialised_loop_may_load_what_the_kernel_writes_after_it():
   # the write after the loop comes after every load landed; it was refused as "outside the loop"
-  x = jax.random.normal(jax.random.key(0), (64, 256), F32)
+  x = rand.normal(rand.key(0), (64, 256), F32)
   np.testing.assert_allclose(halves_in_place(x, interpret=True), jnp.tile(x[:, :128] + x[:, 128:], (1, 2)),
                              rtol=1e-6)
   _export(halves_in_place, S((64, 256), F32))
@@ -216,10 +217,10 @@ def test_a_row_statistic_made_a_row_says_so_and_hints_what_works():
   assert "ml.sum(x, axis=1, keepdims=True).T" not in e.hint      # x is the GMEM ref: the reduction's operand
   e = _raises(lambda: row_sums_as_row.check(S((64, 32), F32)))    # (1, 64) tiles: only the 1-D route works
   assert "keepdims" not in e.hint and "tmp" not in e.hint
-  x = jax.random.normal(jax.random.key(0), (128, 32), F32)
+  x = rand.normal(rand.key(0), (128, 32), F32)
   np.testing.assert_allclose(row_sums_via_smem(x, interpret=True), x.sum(1)[None, :], rtol=1e-5, atol=1e-5)
   # a reshape of the row statistic (once MG204) moves its values through SMEM since probe 30a
-  x = jax.random.normal(jax.random.key(0), (256, 32), F32)
+  x = rand.normal(rand.key(0), (256, 32), F32)
   np.testing.assert_allclose(row_sums_reshaped(x, interpret=True), np.asarray(x).sum(1).reshape(2, 128),
                              rtol=1e-5, atol=1e-5)
   row_sums_reshaped.check(S((256, 32), F32))
@@ -283,7 +284,7 @@ def test_padding_an_index_vector_hints_an_index_the_scatter_drops():
   # the hint said other=0, which counted the 4 padding lanes at index 0
   e = _raises(lambda: count_100.check(S((100,), jnp.int32)))
   assert type(e) is mg.LayoutError and "other=<an index past the indexed array's end>" in e.hint
-  ids = jax.random.randint(jax.random.key(0), (100,), 0, 8, jnp.int32)
+  ids = rand.randint(rand.key(0), (100,), 0, 8, jnp.int32)
   np.testing.assert_array_equal(count_100_padded(ids, interpret=True), jnp.zeros(8, jnp.int32).at[ids].add(1))
 
 
@@ -404,7 +405,7 @@ def test_a_wide_box_of_one_row_hints_column_windows_that_work():
   e = expect(dbias_row, [S((64, 512), F32)], mg.TmaLimitError, "ml.copy(s, db",
              "TMA copies move at most 256 elements along each dimension; this window is (1, 512)")
   assert "s.at[:, ml.ds(k * 256, 256)]" in e.hint
-  g = jax.random.normal(jax.random.key(0), (64, 512), F32)
+  g = rand.normal(rand.key(0), (64, 512), F32)
   np.testing.assert_allclose(dbias_row_halves(g, interpret=True), g.sum(0, keepdims=True), rtol=1e-5, atol=1e-4)
   _export(dbias_row_halves, S((64, 512), F32))
 
@@ -424,7 +425,7 @@ def colamax_via_smem(x, out):
 
 def test_a_16_bit_atomic_max_of_a_statistic_goes_through_smem():
   # (colamax was MG204, whose hint colamax_via_smem follows; since probe 39c the compiler takes that route)
-  x = jax.random.normal(jax.random.key(0), (64, 256), F32).astype(BF16)
+  x = rand.normal(rand.key(0), (64, 256), BF16)
   np.testing.assert_array_equal(colamax(x, interpret=True), jnp.abs(x).max(0))
   np.testing.assert_array_equal(colamax_via_smem(x, interpret=True), jnp.abs(x).max(0))
   _export(colamax, S((64, 256), BF16))
@@ -527,7 +528,7 @@ def tile_sums_from(x, out, *, start: ml.constexpr):
 def test_a_warp_specialised_loop_from_a_later_start_may_be_followed_by_writes():
   # a loop not counting from 0 by 1 is normalised into a copy; the check looked for the copy in the
   # kernel's body, never found where the loop ends, and called the write after it "before it"
-  x = jax.random.normal(jax.random.key(0), (128, 512), F32)
+  x = rand.normal(rand.key(0), (128, 512), F32)
   for start in (0, 1):
     want = x.at[:, :128].set(sum(x[:, k * 128:(k + 1) * 128] for k in range(start, 4)))
     np.testing.assert_allclose(tile_sums_from(x, start=start, interpret=True), want, rtol=1e-5, atol=1e-5)

@@ -6,6 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 from locate import expect
@@ -73,7 +74,7 @@ def peers_pipelined_synced(x, out):
 
 
 def test_a_peers_refill_racing_a_read_is_the_users_missing_cluster_sync_not_a_compiler_bug():
-  x = jax.random.normal(jax.random.key(0), (768, 128), F32)
+  x = rand.normal(rand.key(0), (768, 128), F32)
   e = _raises(lambda: peers_pipelined(x, interpret=True))
   assert type(e) is mg.RaceError and "program (1, 0, 0) reads program (0, 0, 0)'s x_s" in e.message
   assert "bug in mgpu_dsl" not in e.hint and "ml.cluster_sync() after the peers' reads" in e.hint
@@ -265,7 +266,7 @@ def test_review_of_the_sessions_changes():
   e = _raises(lambda: mm_persistent_epilogue.check(A, B, stages=6))      # c_s lives through the outer loop
   assert type(e) is mg.SmemCapacityError and e.hint.startswith("use stages=3 ")
   mm_persistent_epilogue.check(A, B, stages=3)
-  y = jax.random.normal(jax.random.key(0), (64, 256), F32)
+  y = rand.normal(rand.key(0), (64, 256), F32)
   np.testing.assert_allclose(ws_in_a_branch(y, 0, interpret=True)[:, :128], y[:, :128] + y[:, 128:], rtol=1e-6)
   e = _raises(lambda: named_like_a_sort.check(S((512, 128), F32)))
   assert type(e) is mg.SmemCapacityError and "sort fewer rows" not in e.hint
@@ -321,7 +322,7 @@ def test_narrow_tiles_and_short_slices_get_hints_that_fit():
   assert type(e) is mg.LayoutError and e.hint.startswith("make the rows a multiple of 4: read 12 rows")
   e = _raises(lambda: top5.check(S((4, 256), F32)))      # no SMEM buffer in the kernel: a register slice
   assert type(e) is mg.LayoutError and e.hint.startswith("slice 8 elements instead") and "allocate" not in e.hint
-  x = jax.random.normal(jax.random.key(0), (4, 256), F32)
+  x = rand.normal(rand.key(0), (4, 256), F32)
   np.testing.assert_array_equal(top5_masked(x, interpret=True), jnp.argsort(-x, axis=1)[:, :5])
 
 
@@ -400,10 +401,10 @@ def to_float64(x, out):
 
 
 def test_first_day_forms_work_or_say_what_to_write():
-  x = jax.random.normal(jax.random.key(0), (768,), F32)
+  x = rand.normal(rand.key(0), (768,), F32)
   np.testing.assert_allclose(total_into_one(x, interpret=True), [float(x.sum())], rtol=1e-5)   # was MG204
   _export(total_into_one, S((768,), F32))
-  y = jax.random.normal(jax.random.key(1), (256,), F32)
+  y = rand.normal(rand.key(1), (256,), F32)
   np.testing.assert_array_equal(relu3(y, interpret=True), jnp.maximum(jnp.maximum(y, -y), 0.0))
   e = _raises(lambda: to_float64.check(S((256,), F32)))
   assert type(e) is mg.UnsupportedDtypeError and e.message.startswith("the conversion (.astype / ml.cast)")
@@ -435,15 +436,15 @@ def scaled_by_default(x, out, *, f: ml.constexpr = 2.0):
 
 @pytest.mark.gpu
 def test_gpu_session15_forms():
-  x = jax.random.normal(jax.random.key(0), (768,), F32)
+  x = rand.normal(rand.key(0), (768,), F32)
   np.testing.assert_allclose(total_into_one(x), [float(x.sum())], rtol=1e-4)
-  y = jax.random.normal(jax.random.key(1), (4, 256), F32)
+  y = rand.normal(rand.key(1), (4, 256), F32)
   np.testing.assert_array_equal(top5_masked(y), jnp.argsort(-y, axis=1)[:, :5])
-  z = jax.random.normal(jax.random.key(2), (256, 128), F32)
+  z = rand.normal(rand.key(2), (256, 128), F32)
   np.testing.assert_allclose(peers_pipelined_synced(jnp.tile(z, (3, 1))),
                              (lambda p: (p + p[:, ::-1]).reshape(768, 128))(jnp.tile(z, (3, 1)).reshape(6, 2, 64, 128)),
                              rtol=1e-6)
-  w = jax.random.normal(jax.random.key(3), (64, 256), F32)
+  w = rand.normal(rand.key(3), (64, 256), F32)
   np.testing.assert_allclose(halves_in_place(w), jnp.tile(w[:, :128] + w[:, 128:], (1, 2)), rtol=1e-6)
   c = 1 + 2 ** -8 + 2 ** -40
   assert float(scale_by(jnp.ones((128,), BF16), v=c)[0].astype(F32)) == 1.0
@@ -457,7 +458,7 @@ def outer_of_slices(x, out):
 
 def test_a_slice_and_a_new_axis_in_one_index_work_as_in_numpy():
   # a[:64, None] was refused ("one kind at a time"); it is the slice, then the new axis
-  x = jax.random.normal(jax.random.key(0), (256,), F32)
+  x = rand.normal(rand.key(0), (256,), F32)
   np.testing.assert_allclose(outer_of_slices(x, interpret=True), x[:64, None] * x[None, :128], rtol=1e-6)
   _export(outer_of_slices, S((256,), F32))
 
@@ -503,7 +504,7 @@ def test_third_regression_hunt():
   # a false race; scalar writes in a loop were called reads
   e = _raises(lambda: every_program_zeroes.check(S((512,), F32)))
   assert type(e) is mg.RaceError and "adds to it with atomics" in e.message
-  ids = jax.random.randint(jax.random.key(0), (512,), 0, 8, jnp.int32)
+  ids = rand.randint(rand.key(0), (512,), 0, 8, jnp.int32)
   np.testing.assert_array_equal(histogram_with_header(ids, interpret=True),
                                 jnp.zeros(9, jnp.int32).at[ids].add(1).at[8].set(512))
   x = jnp.arange(512, dtype=F32)
@@ -548,13 +549,13 @@ import softmax as _SM  # noqa: E402
 def test_long_rows_of_any_multiple_of_256_columns_split_into_chunks_that_divide_them():
   # 33 segments of 256 were cut into 8 chunks: a ValueError (softmax) or an uncovered output (norms)
   for d, dt in ((8448, BF16), (16640, F32)):
-    x = jax.random.normal(jax.random.key(d), (2, d), F32).astype(dt)
+    x = rand.normal(rand.key(d), (2, d), dt)
     np.testing.assert_allclose(np.asarray(_SM.softmax(x, interpret=True), np.float32),
                                np.asarray(jax.nn.softmax(x.astype(F32), axis=-1)), atol=2e-3, rtol=2e-2)
-  x = jax.random.normal(jax.random.key(0), (2, 16640), F32)
+  x = rand.normal(rand.key(0), (2, 16640), F32)
   w, b = jnp.ones((16640,), F32), jnp.zeros((16640,), F32)
   np.testing.assert_allclose(_LN.layernorm(x, w, b, 1e-5, True), _LN.reference(x, w, b), atol=1e-4, rtol=1e-4)
-  x = jax.random.normal(jax.random.key(1), (2, 17408), F32).astype(BF16)
+  x = rand.normal(rand.key(1), (2, 17408), BF16)
   w = jnp.ones((17408,), BF16)
   np.testing.assert_allclose(np.asarray(_RN.rmsnorm(x, w, interpret=True), np.float32),
                              np.asarray(_RN.reference(x, w), np.float32), atol=2e-2, rtol=2e-2)
@@ -620,17 +621,17 @@ def min_max_forms(x, lo, hi):
 
 
 def test_fourth_regression_hunt():
-  x = jax.random.normal(jax.random.key(0), (128, 128), F32)
+  x = rand.normal(rand.key(0), (128, 128), F32)
   a, b = element_and_new_axis(x, interpret=True)
   np.testing.assert_array_equal(a, x[:, 0, None])
   np.testing.assert_array_equal(b, x[3, None, :])
   _export(element_and_new_axis, S((128, 128), F32))
-  y = jax.random.normal(jax.random.key(1), (128,), F32)
+  y = rand.normal(rand.key(1), (128,), F32)
   lo, hi = min_max_forms(y, interpret=True)
   np.testing.assert_array_equal(lo, jnp.minimum(y, 1.0))
   np.testing.assert_array_equal(hi, jnp.maximum(jnp.maximum(y, -y), 0.5))
   # float32 rows of a prime number of 256-column segments: one chunk, w and b out of SMEM slots
   for d in (17152, 32000):
-    z = jax.random.normal(jax.random.key(d), (2, d), F32)
+    z = rand.normal(rand.key(d), (2, d), F32)
     w, bias = jnp.ones((d,), F32), jnp.zeros((d,), F32)
     np.testing.assert_allclose(_LN.layernorm(z, w, bias, 1e-5, True), _LN.reference(z, w, bias), atol=1e-4, rtol=1e-4)

@@ -11,6 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 from locate import expect, where
@@ -80,11 +81,11 @@ def test_the_hinted_flip_softmax_and_umulhi_forms_run():
   np.testing.assert_array_equal(flipped(x, interpret=True), x[::-1])
   np.testing.assert_array_equal(triton_names(x, interpret=True, op="flip"), x[::-1])    # ml.flip (test_probe33b)
   _export(flipped, S((128,), F32))
-  y = jax.random.normal(jax.random.key(0), (16, 128), F32)
+  y = rand.normal(rand.key(0), (16, 128), F32)
   np.testing.assert_allclose(softmax_rows(y, interpret=True), jax.nn.softmax(y, axis=-1), rtol=1e-5, atol=1e-7)
   _export(softmax_rows, S((16, 128), F32))
-  a = jax.random.bits(jax.random.key(1), (128,), jnp.uint32)
-  b = jax.random.bits(jax.random.key(2), (128,), jnp.uint32)
+  a = rand.bits(rand.key(1), (128,), jnp.uint32)
+  b = rand.bits(rand.key(2), (128,), jnp.uint32)
   want = ((np.asarray(a).astype(np.uint64) * np.asarray(b).astype(np.uint64)) >> 32).astype(np.uint32)
   np.testing.assert_array_equal(mulhi(a, b, interpret=True), want)
   _export(mulhi, S((128,), jnp.uint32), S((128,), jnp.uint32))
@@ -110,7 +111,7 @@ def test_any_and_all_are_ml_max_and_ml_min_of_the_mask():
   # ml.any was "check the spelling", v.any() / v.all() a list of attributes; then hints to write
   # ml.max / ml.min of the mask; now they are builtins (frontend/ops/stats.py) with jnp's meaning
   spec = S((16, 128), F32)
-  x = jax.random.normal(jax.random.key(3), (16, 128), F32).at[3].set(-1.0).at[5, 7].set(0.0)
+  x = rand.normal(rand.key(3), (16, 128), F32).at[3].set(-1.0).at[5, 7].set(0.0)
   for op in ("ml.any", ".any"):
     np.testing.assert_array_equal(any_all(x, op=op, interpret=True), np.any(np.asarray(x) > 0, axis=1))
   np.testing.assert_array_equal(any_all(x, op="ml.all", interpret=True), np.all(np.asarray(x) > 0, axis=1))
@@ -164,7 +165,7 @@ def test_prod_says_the_last_column_of_cumprod():
   expect(row_products, [S((16, 128), F32)], mg.KernelTypeError, "x[...].prod",
          "a register tensor has no attribute 'prod'", how="prod",
          hint="take the last element of the running product: ml.cumprod(x[...], axis=1)[:, -1]")
-  x = 1 + 0.01 * jax.random.normal(jax.random.key(4), (16, 128), F32)
+  x = 1 + 0.01 * rand.normal(rand.key(4), (16, 128), F32)
   np.testing.assert_allclose(row_products(x, how="cumprod", interpret=True), np.prod(np.asarray(x), axis=1),
                              rtol=1e-5)
   _export(lambda a: row_products(a, how="cumprod"), S((16, 128), F32))
@@ -269,7 +270,7 @@ def test_stages_on_register_loads_says_to_drop_stages_first():
          hint="drop stages= for a plain loop, for row in ml.range(ml.program_id(0), x.shape[0],"
               " ml.num_programs(0)): (its loads into registers are not pipelined); to pipeline, load the loop's"
               " tiles with ml.copy(gmem.at[...k...], buf) into buffers allocated before the loop")
-  x = jax.random.normal(jax.random.key(5), (10, 300), F32)
+  x = rand.normal(rand.key(5), (10, 300), F32)
   np.testing.assert_allclose(softmax_loop(x, s=0, interpret=True), jax.nn.softmax(x, axis=-1), rtol=1e-5,
                              atol=1e-7)
   _export(lambda a: softmax_loop(a, s=0), spec)

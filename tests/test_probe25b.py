@@ -5,6 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 from locate import builds, expect
@@ -37,7 +38,7 @@ def keepdims_again(x, a, b, c, d):
 def test_a_keepdims_full_reduction_reduces_again_and_indexes_to_its_scalar():
   # ml.max(t) of t = ml.sum(x, keepdims=True) was MG204 at t's line ("t has shape (1, 1): register
   # tensors need a multiple of 128 elements"), as was t[0, 0]; one element reduces to itself
-  x = jax.random.normal(jax.random.key(0), (16, 128), F32)
+  x = rand.normal(rand.key(0), (16, 128), F32)
   s = jnp.sum(x, keepdims=True)
   a, b, c, d = keepdims_again(x, interpret=True)
   np.testing.assert_allclose(a, jnp.max(s), rtol=1e-5)
@@ -69,7 +70,7 @@ def test_a_loop_carrying_a_one_element_tensor_is_blamed_at_the_loop_and_hints_a_
          " (one per thread of a warpgroup)",
          hint="carry a scalar: start it as a number (t = 0.0) and add full reductions without keepdims=True"
               " (t = t + ml.sum(...)); of a one-element tensor, t[0, 0] is its scalar")
-  x = jax.random.normal(jax.random.key(1), (16, 128), F32)     # the hint, followed
+  x = rand.normal(rand.key(1), (16, 128), F32)     # the hint, followed
   np.testing.assert_allclose(scalar_carried(x, interpret=True), jnp.sum(x, keepdims=True), rtol=1e-5)
   _export(scalar_carried, S((16, 128), F32))
 
@@ -145,8 +146,8 @@ def test_a_window_shown_off_the_tile_rows_hints_buffers_one_tile_wide_not_multip
                   " ml.dot(a_s0, b_s.at[ml.ds(0, 64)]), then acc = ml.dot(a_s1, b_s.at[ml.ds(64, 64)], acc) (a"
                   " window of a_s's columns cannot be a TMA destination)")
   assert "multiple_of" not in e.hint
-  x = jax.random.normal(jax.random.key(2), (128, 128), F32).astype(BF16)     # the hint, followed
-  w = (jax.random.normal(jax.random.key(3), (3, 128, 64), F32) * 0.1).astype(BF16)
+  x = rand.normal(rand.key(2), (128, 128), BF16)     # the hint, followed
+  w = (rand.normal(rand.key(3), (3, 128, 64), F32) * 0.1).astype(BF16)
   xp = jnp.pad(x.astype(F32), ((1, 1), (0, 0)))
   want = sum(xp[k:k + 128] @ w[k].astype(F32) for k in range(3))
   np.testing.assert_allclose(conv_rows_split(x, w, interpret=True), want, rtol=2e-2, atol=2e-2)
@@ -208,8 +209,8 @@ def scatter_rows_by_32(g, ids, out):     # the hint, followed (wider rows)
 @pytest.mark.parametrize("n", [6, 36])
 def test_a_scatter_of_narrow_rows_compiles_and_the_old_hints_32_column_scatter_works(n):
   builds(scatter_rows, S((128, n), F32), S((128,), jnp.int32))     # (now compiled: tiles narrower than a warp take fewer lanes a row, tests/test_narrow_rows.py)
-  g = jax.random.normal(jax.random.key(4), (128, n), F32)
-  ids = jax.random.randint(jax.random.key(5), (128,), 0, 10)
+  g = rand.normal(rand.key(4), (128, n), F32)
+  ids = rand.randint(rand.key(5), (128,), 0, 10)
   kernel = scatter_rows_32 if n < 32 else scatter_rows_by_32
   np.testing.assert_allclose(kernel(g, ids, interpret=True), jnp.zeros((10, n)).at[ids].add(g), atol=1e-5)
   _export(kernel, S((128, n), F32), S((128,), jnp.int32))
@@ -241,7 +242,7 @@ def test_a_slice_with_a_run_time_stop_hints_a_fixed_window_and_a_mask_in_the_use
          "slice :l[i] of dimension 1 of x has a run-time stop: a window's size is fixed when the kernel is compiled",
          hint="take a window of fixed size and mask it to the run-time length: v = x.at[i, ml.ds(0,"
               " 128)].load(mask=ml.arange(128) < l[i], other=0)")     # (x is an input: no store, probe 28e)
-  x = jax.random.normal(jax.random.key(6), (8, 128), F32)
+  x = rand.normal(rand.key(6), (8, 128), F32)
   l = jnp.array([0, 1, 5, 64, 127, 128, 3, 100], jnp.int32)
   got = prefix_masked(x, l, jnp.full((8, 128), -1.0, F32), interpret=True)
   np.testing.assert_array_equal(got, jnp.where(jnp.arange(128)[None, :] < l[:, None], x, -1.0))

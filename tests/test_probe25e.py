@@ -6,6 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 from locate import builds, expect
@@ -202,8 +203,8 @@ def test_matmul_messages_give_hints_that_work():
              "columns 0:2 do not start and end on the tensor-core layout's 8-column tiles")
   assert e.hint.endswith("stage the tile through SMEM and read the window there: buf = ml.smem((64, 64),"
                          " jnp.float32); buf[...] = s; buf.at[:, 0:2][...]"), e.hint
-  x = jax.random.normal(jax.random.key(0), (64, 64)).astype(jnp.float16)
-  w = jax.random.normal(jax.random.key(1), (64, 64)).astype(jnp.float16)
+  x = rand.normal(rand.key(0), (64, 64)).astype(jnp.float16)
+  w = rand.normal(rand.key(1), (64, 64)).astype(jnp.float16)
   np.testing.assert_allclose(np.asarray(first_two_columns_staged(x, w, interpret=True)),
                              np.asarray((x.astype(F32) @ w.astype(F32))[:, :2]), rtol=1e-5, atol=1e-5)
   assert "mosaic_gpu" in _export(first_two_columns_staged, f16(64, 64), f16(64, 64))

@@ -6,6 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 from mgpu_dsl.frontend import hw
@@ -121,7 +122,7 @@ def scatter_one(t, out):
 def test_atomics_of_a_keepdims_sum_into_one_element_add_its_scalar(window):
   """A (1,) keepdims sum added into a (1,) window was MG204 (a (1,) tensor has no register layout),
   and into an element MG202 "reduce it first" (it was reduced)."""
-  t = jax.random.normal(jax.random.key(0), (32, 128), F32)
+  t = rand.normal(rand.key(0), (32, 128), F32)
   got = atomic_keepdims(t, window=window, interpret=True)
   np.testing.assert_allclose(np.asarray(got), np.asarray(t.sum(1).reshape(4, 8).sum(0)), rtol=1e-5, atol=1e-4)
   assert "mosaic_gpu" in _export(lambda t: atomic_keepdims(t, window=window), S((32, 128), F32))
@@ -154,8 +155,8 @@ def test_a_slice_of_every_row_written_out_moves_no_data():
   specs = (S((128, 64), jnp.float16), S((64, 256), jnp.float16))
   ir_full, ir_rows = (epilogue_pieces.typed_ir(*specs, full=f) for f in (True, False))
   assert ir_rows.count("smemalloc") == ir_full.count("smemalloc") == 3
-  a = jax.random.normal(jax.random.key(1), (128, 64), F32).astype(jnp.float16)
-  b = jax.random.normal(jax.random.key(2), (64, 256), F32).astype(jnp.float16)
+  a = rand.normal(rand.key(1), (128, 64), jnp.float16)
+  b = rand.normal(rand.key(2), (64, 256), jnp.float16)
   want = np.asarray(a.astype(F32) @ b.astype(F32))
   np.testing.assert_allclose(np.asarray(epilogue_pieces(a, b, full=False, interpret=True)), want, rtol=1e-3, atol=1e-3)
   assert "mosaic_gpu" in _export(lambda a, b: epilogue_pieces(a, b, full=False), *specs)
@@ -423,7 +424,7 @@ def folded(x, out):
 def test_a_helper_returns_from_inside_an_unrolled_loop():
   """`return` inside an unrolled while or ml.static_range of an @ml.inline helper was MG001 'under a
   run-time condition or loop'."""
-  x = jax.random.normal(jax.random.key(0), (8, 512), F32)
+  x = rand.normal(rand.key(0), (8, 512), F32)
   want = 2 * (x[:, :128] + x[:, 128:256] + x[:, 256:384] + x[:, 384:])
   np.testing.assert_allclose(np.asarray(folded(x, interpret=True)), np.asarray(want), rtol=1e-5, atol=1e-5)
   assert "mosaic_gpu" in _export(folded, S((8, 512), F32))

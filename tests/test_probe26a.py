@@ -7,6 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 from locate import builds, expect, where
@@ -246,7 +247,7 @@ def test_a_write_past_the_end_is_not_hinted_a_clamp_and_the_race_hint_has_a_vali
               " window of the inputs the same way (.load(mask=..., other=0)); where programs add partial results"
               " into the same elements (split-K), add them atomically: ml.atomic_add(ref, value) or"
               " ml.copy(buf, ref, reduce=\"add\")")
-  x = jax.random.normal(jax.random.key(0), (1000,), F32)
+  x = rand.normal(rand.key(0), (1000,), F32)
   np.testing.assert_array_equal(race_hint_followed(x, interpret=True), x)
   _export(race_hint_followed, spec)
 
@@ -280,7 +281,7 @@ def test_a_masked_window_wholly_past_the_end_says_how_to_skip_it():
               " past the end; where the chunk still needs what a masked load reads there, all its other=, give it"
               " that in an else: branch, v = ml.full(v's shape, other, dtype)), or loop with a run-time"
               " range(...), whose trips there the mask keeps off")
-  x = jax.random.normal(jax.random.key(1), (300,), F32)
+  x = rand.normal(rand.key(1), (300,), F32)
   np.testing.assert_allclose(chunks_skipped(x, interpret=True), jnp.sum(x), rtol=1e-5)
   _export(chunks_skipped, S((300,), F32))
 

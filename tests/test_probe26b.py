@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 from locate import expect, where
@@ -228,7 +229,7 @@ def keepdims_conditions(x, out):
 def test_a_keepdims_full_reductions_comparison_is_a_condition_as_its_scalar_is():
   # `if m > 0.0:` of m = ml.max(v, keepdims=True) was MG003 ("got a bool tensor of shape (1, 1)"),
   # though such a tensor combines, reduces and stores as its scalar does
-  x = jax.random.normal(jax.random.key(0), (64, 128), F32)
+  x = rand.normal(rand.key(0), (64, 128), F32)
   np.testing.assert_array_equal(keepdims_conditions(x, interpret=True), x * 2.0 + 0.5 + 0.5)
   np.testing.assert_array_equal(keepdims_conditions(-jnp.abs(x), interpret=True), -jnp.abs(x) + 0.5 + 0.5)
   _export(keepdims_conditions, S((64, 128), F32))

@@ -7,6 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 from locate import expect, where
@@ -122,7 +123,7 @@ def test_reduction_used_as_row_and_column_hints_smem_not_twice():
          hint="pass one use through an SMEM vector: tmp = ml.smem((64,), jnp.float32); tmp[...] = m; then"
               " tmp[...] reads it in the layout its use needs (a reduction's vector has its tile's layout, so"
               " computing it again does not help)")
-  x = jax.random.normal(jax.random.key(0), (64, 64), F32)
+  x = rand.normal(rand.key(0), (64, 64), F32)
   m = x.max(axis=1)
   np.testing.assert_allclose(row_max_through_smem(x, interpret=True), x - m[:, None] + m[None, :], rtol=1e-6)
   _export(row_max_through_smem, S((64, 64), F32))

@@ -4,6 +4,7 @@ public function: the diagnostics and checks they met."""
 import jax
 import jax.numpy as jnp
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 
@@ -61,7 +62,7 @@ def owned_head_windows(x, o):
 
 
 def test_the_race_hint_followed_a_masked_store_of_the_owned_heads():
-  x = jax.random.normal(jax.random.key(0), (1, 16, 64), jnp.float32).astype(F16)
+  x = rand.normal(rand.key(0), (1, 16, 64), F16)
   owned_head_windows.check(jax.ShapeDtypeStruct(x.shape, x.dtype))
   assert (owned_head_windows(x, interpret=True) == x).all()
 
@@ -102,8 +103,8 @@ def ragged_queries_split(q, k, s_out):
 
 
 def test_the_split_hint_followed_for_head_dim_128():
-  q = jax.random.normal(jax.random.key(1), (100, 128), jnp.float32).astype(F16)
-  k = jax.random.normal(jax.random.key(2), (128, 128), jnp.float32).astype(F16)
+  q = rand.normal(rand.key(1), (100, 128), F16)
+  k = rand.normal(rand.key(2), (128, 128), F16)
   ragged_queries_split.check(jax.ShapeDtypeStruct(q.shape, F16), jax.ShapeDtypeStruct(k.shape, F16))
   got = ragged_queries_split(q, k, interpret=True)
   want = q.astype(jnp.float32)[:64] @ k.astype(jnp.float32).T
@@ -205,8 +206,8 @@ def packed_queries_split(q, k, cu, s_out):
 
 
 def test_the_packed_query_hint_followed():
-  q = jax.random.normal(jax.random.key(1), (100, 128), jnp.float32).astype(F16)
-  k = jax.random.normal(jax.random.key(2), (64, 128), jnp.float32).astype(F16)
+  q = rand.normal(rand.key(1), (100, 128), F16)
+  k = rand.normal(rand.key(2), (64, 128), F16)
   cu = jnp.array([0, 13, 100], jnp.int32)
   specs = [jax.ShapeDtypeStruct(x.shape, x.dtype) for x in (q, k, cu)]
   packed_queries_split.check(*specs)
@@ -254,10 +255,10 @@ def test_an_fp8_register_operand_hint_names_what_else_an_fp8_dot_needs():
 
 def test_the_fp8_hint_followed():
   kernel = _fp8_attention(128, True, True)
-  ks = jax.random.split(jax.random.key(0), 3)
-  q = (jax.random.normal(ks[0], (64, 128)) * 2).astype(F8)
-  k = (jax.random.normal(ks[1], (128, 128)) * 2).astype(F8)
-  v = jax.random.normal(ks[2], (128, 128)).astype(F8)
+  ks = rand.split(rand.key(0), 3)
+  q = (rand.normal(ks[0], (64, 128)) * 2).astype(F8)
+  k = (rand.normal(ks[1], (128, 128)) * 2).astype(F8)
+  v = rand.normal(ks[2], (128, 128)).astype(F8)
   kernel.check(*[jax.ShapeDtypeStruct(x.shape, x.dtype) for x in (q, k, v.T)])
   got = kernel(q, k, v.T, interpret=True)
   s = q.astype(jnp.float32) @ k.astype(jnp.float32).T * 0.1

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from jax import lax
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 
@@ -36,12 +37,12 @@ def doubled(x_ref, o_ref):
 
 
 def test_an_empty_grid_is_one_program_as_in_pallas():
-  x = jax.random.normal(jax.random.PRNGKey(0), (256,), jnp.float32)
+  x = rand.normal(rand.PRNGKey(0), (256,), jnp.float32)
   o, m = row_stats(x, interpret=True)
   np.testing.assert_array_equal(np.asarray(m), np.max(np.asarray(x)))
   np.testing.assert_array_equal(np.asarray(o), np.asarray(x) - np.max(np.asarray(x)))
   np.testing.assert_array_equal(np.asarray(doubled(x, interpret=True)), np.asarray(x) * 2)
-  xs = jax.random.normal(jax.random.PRNGKey(1), (3, 256), jnp.float32)     # vmapped, as Pallas's ops do
+  xs = rand.normal(rand.PRNGKey(1), (3, 256), jnp.float32)     # vmapped, as Pallas's ops do
   o, m = jax.vmap(functools.partial(row_stats, interpret=True))(xs)
   np.testing.assert_array_equal(np.asarray(m), np.max(np.asarray(xs), axis=1))
   spec = jax.ShapeDtypeStruct((256,), jnp.float32)
@@ -71,7 +72,7 @@ def masked_heads(x_ref, o_ref, m_ref, *, form: ml.constexpr):
 
 @pytest.mark.parametrize("form", ["reshape", "index", "stores"])
 def test_an_index_mask_reshaped_back_to_a_vector_meets_a_row_statistic(form):
-  x = jax.random.normal(jax.random.PRNGKey(0), (8, 128), jnp.float32)
+  x = rand.normal(rand.PRNGKey(0), (8, 128), jnp.float32)
   o, m = masked_heads(x, form=form, interpret=True)
   v = np.asarray(x)
   keep = np.arange(8) < 5
@@ -238,7 +239,7 @@ def test_accumulating_an_output_over_a_grid_axis_hints_atomics():
                          " out[...] += part after zeroing it in the first program), add them atomically instead,"
                          " ml.atomic_add(out.at[...], part): an output updated only by atomics starts at 0, so drop"
                          " the zeroing write")
-  x = jax.random.normal(jax.random.PRNGKey(0), (16, 512), jnp.float32)
+  x = rand.normal(rand.PRNGKey(0), (16, 512), jnp.float32)
   got = atomic_sum(x, interpret=True)
   np.testing.assert_allclose(np.asarray(got), np.asarray(x).reshape(16, 4, 128).sum(1), rtol=1e-6, atol=1e-6)
   assert "mosaic_gpu" in _export(atomic_sum, spec)

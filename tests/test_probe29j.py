@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 from locate import expect
@@ -17,7 +18,7 @@ F16, BF16, F32 = jnp.float16, jnp.bfloat16, jnp.float32
 
 
 def _rand(shape, dtype, seed):
-  return jax.random.normal(jax.random.PRNGKey(seed), shape, F32).astype(dtype)
+  return rand.normal(rand.PRNGKey(seed), shape, dtype)
 
 
 # ---------------------------------------------------------------- jax.nn epilogues of a computed value
@@ -180,8 +181,8 @@ def test_uint8_operands_hint_a_conversion_that_keeps_their_values():
   expect(uint8_dot, [S((64, 128), U8), S((64, 128), U8)], mg.UnsupportedDtypeError, "ml.dot(a_s, b_s.T)",
          "ml.dot on uint8: the tensor cores take float16, bfloat16, float8_e4m3fn, float8_e5m2, int8 or"
          " float32 (as TF32) operands", hint=hint)
-  a = jax.random.randint(jax.random.PRNGKey(0), (64, 128), 0, 256).astype(U8)      # the hint, followed
-  bt = jax.random.randint(jax.random.PRNGKey(1), (64, 128), -128, 128).astype(I8)
+  a = rand.randint(rand.PRNGKey(0), (64, 128), 0, 256).astype(U8)      # the hint, followed
+  bt = rand.randint(rand.PRNGKey(1), (64, 128), -128, 128).astype(I8)
   got = float16_dot(a.astype(F16), bt.astype(F16), interpret=True)
   want = a.astype(jnp.int32) @ bt.T.astype(jnp.int32)
   np.testing.assert_array_equal(np.asarray(jnp.round(got).astype(jnp.int32)), np.asarray(want))

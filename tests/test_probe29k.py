@@ -4,6 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 from locate import expect
@@ -69,7 +70,7 @@ def test_a_dtype_or_tensor_passed_as_keepdims_is_rejected():
 
 
 def test_the_keepdims_hint_followed_computes_jnps_sum():
-  x = jax.random.normal(jax.random.key(0), (128, 64), F16)
+  x = rand.normal(rand.key(0), (128, 64), F16)
   np.testing.assert_allclose(row_sum_fixed(x, interpret=True), jnp.sum(x, 1, jnp.float32), rtol=1e-5, atol=1e-4)
   assert "mosaic_gpu" in str(_export(row_sum_fixed, S((128, 64), F16)))
 
@@ -119,8 +120,8 @@ def test_a_gmem_dot_operand_hint_names_the_users_ref_and_shape():
          "ml.dot operand a must be an SMEM buffer of this CTA or a register tensor, got a.at[ml.ds(i * 128, 128), :] (GMEM)",
          hint="copy the tile into SMEM first: a_s = ml.smem((128, 64)); ml.copy(a.at[ml.ds(i * 128, 128), :], a_s);"
               " then pass a_s to ml.dot")
-  a = jax.random.normal(jax.random.key(0), (256, 64), F16)
-  b = jax.random.normal(jax.random.key(1), (64, 128), F16)
+  a = rand.normal(rand.key(0), (256, 64), F16)
+  b = rand.normal(rand.key(1), (64, 128), F16)
   np.testing.assert_allclose(dot_of_gmem_fixed(a, b, interpret=True),
                              jnp.dot(a, b, preferred_element_type=F32), rtol=1e-3, atol=1e-3)
   assert "mosaic_gpu" in str(_export(dot_of_gmem_fixed, *specs))

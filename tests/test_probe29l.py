@@ -5,6 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 
@@ -60,7 +61,7 @@ def test_a_row_masked_tile_reshapes_as_an_unmasked_one_does(kernel):
   """It was MG204 ("a row-wise tile ... can only gain or lose size-1 axes"): the row mask
   `r[:, None] < n`, a broadcast, gave the loaded tile a layout a reshape cannot take, while the
   same kernel without the mask compiled. The mask is now computed at the tile's shape."""
-  a = jax.random.randint(jax.random.key(0), (100, 128), -8, 8).astype(jnp.int8)
+  a = rand.randint(rand.key(0), (100, 128), -8, 8).astype(jnp.int8)
   np.testing.assert_array_equal(kernel(a, interpret=True), _packed(a))
   assert "mosaic_gpu" in str(_export(kernel, S((100, 128), jnp.int8)))
   for block in (256,):
@@ -72,7 +73,7 @@ def test_a_row_masked_tile_reshapes_as_an_unmasked_one_does(kernel):
 
 def test_a_row_masked_tile_meeting_a_3d_tensor_compiles():
   """unpack: the masked tile is made 3-D (lo[:, :, None]) and concatenated; was MG204."""
-  q = jax.random.randint(jax.random.key(1), (100, 64), 0, 256).astype(jnp.uint8)
+  q = rand.randint(rand.key(1), (100, 64), 0, 256).astype(jnp.uint8)
   qi = np.asarray(q).astype(np.int32)
   want = np.stack([(qi << 28) >> 28, (qi << 24) >> 28], -1).reshape(100, 128).astype(np.float32)
   np.testing.assert_array_equal(unpack_nibbles(q, interpret=True), want)
@@ -81,7 +82,7 @@ def test_a_row_masked_tile_meeting_a_3d_tensor_compiles():
 
 @pytest.mark.gpu
 def test_row_masked_reshape_on_the_gpu():
-  a = jax.random.randint(jax.random.key(2), (1000, 128), -8, 8).astype(jnp.int8)
+  a = rand.randint(rand.key(2), (1000, 128), -8, 8).astype(jnp.int8)
   np.testing.assert_array_equal(jax.jit(pack_nibbles)(a), _packed(a))
   np.testing.assert_array_equal(jax.jit(pack_nibbles_3d)(a), _packed(a))
 

@@ -5,6 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 from locate import expect
@@ -93,8 +94,8 @@ def _pack_reference(x):
 
 
 def test_int4_unpacking_with_row_scales_interleaves_through_smem():
-  p = jax.random.randint(jax.random.key(1), (32, 128), 0, 256, jnp.int32).astype(jnp.uint8)
-  s = jax.random.uniform(jax.random.key(2), (32,), F32)
+  p = rand.randint(rand.key(1), (32, 128), 0, 256, jnp.int32).astype(jnp.uint8)
+  s = rand.uniform(rand.key(2), (32,), F32)
   lo, hi = _nibbles(p)
   want = np.stack([lo, hi], -1).reshape(32, 256).astype(np.float32) * np.asarray(s)[:, None]
   for kernel, dt in ((unpack_int4_row_scales, np.float16), (unpack_int4_scaled_first, jnp.bfloat16)):
@@ -105,19 +106,19 @@ def test_int4_unpacking_with_row_scales_interleaves_through_smem():
 
 
 def test_per_row_int4_quantisation_packs_its_pairs_through_smem():
-  x = jax.random.normal(jax.random.key(0), (16, 256), F32).astype(jnp.float16)
+  x = rand.normal(rand.key(0), (16, 256), jnp.float16)
   got_p, got_s = quantize_pack_int4(x, interpret=True)
   want_p, want_s = _pack_reference(x)
   np.testing.assert_array_equal(np.asarray(got_p), want_p)
   np.testing.assert_allclose(np.asarray(got_s), want_s, rtol=1e-6)
   assert "mosaic_gpu" in _export(quantize_pack_int4, S(x.shape, x.dtype))
-  x = jax.random.normal(jax.random.key(4), (32, 512), F32)   # in a loop, two warpgroups
+  x = rand.normal(rand.key(4), (32, 512), F32)   # in a loop, two warpgroups
   np.testing.assert_array_equal(np.asarray(quantize_pack_int4_loop(x, interpret=True)), _pack_reference(x)[0])
   assert "mosaic_gpu" in _export(quantize_pack_int4_loop, S(x.shape, x.dtype))
 
 
 def test_a_loaded_row_reshaped_into_groups_is_reduced_per_group():
-  x = jax.random.normal(jax.random.key(0), (5, 1024), F32).astype(jnp.bfloat16)
+  x = rand.normal(rand.key(0), (5, 1024), jnp.bfloat16)
   q, s = group_quantize(x, interpret=True)
   v = np.asarray(x.astype(F32)).reshape(5, 8, 128)
   sc = np.maximum(np.abs(v).max(-1, keepdims=True), np.float32(1e-8)) / np.float32(127)
@@ -135,7 +136,7 @@ def column_sums_reshaped(x, out):
 def test_a_column_vector_reshaped_goes_through_smem():
   """A 1-D vector of a tile's columns has no size-1 axis in registers: its elements' positions in the
   scratch are their own indices (the GPU lowering once put the tile's dropped axis back in front)."""
-  x = jax.random.normal(jax.random.key(0), (8, 256), F32)
+  x = rand.normal(rand.key(0), (8, 256), F32)
   np.testing.assert_allclose(column_sums_reshaped(x, interpret=True), np.asarray(x).sum(0).reshape(2, 128),
                              rtol=1e-5, atol=1e-5)
   assert "relayoutstore" in column_sums_reshaped.typed_ir(S(x.shape, x.dtype))
@@ -172,25 +173,25 @@ def _codes_close(got, want):
 
 @pytest.mark.gpu
 def test_row_wise_reshapes_on_the_gpu_match_interpret_mode():
-  p = jax.random.randint(jax.random.key(1), (64, 128), 0, 256, jnp.int32).astype(jnp.uint8)
-  s = jax.random.uniform(jax.random.key(2), (64,), F32)
+  p = rand.randint(rand.key(1), (64, 128), 0, 256, jnp.int32).astype(jnp.uint8)
+  s = rand.uniform(rand.key(2), (64,), F32)
   for kernel in (unpack_int4_row_scales, unpack_int4_scaled_first):
     np.testing.assert_array_equal(np.asarray(jax.jit(kernel)(p, s)), np.asarray(kernel(p, s, interpret=True)))
   # The GPU's float32 division is not IEEE's (benchmarks/probe_division.py: within an ulp or two), so
   # scales max / 7 differ in their last bit, and a quotient that lands within an ulp of k + 0.5 can round
   # the other way: scales compare to 1e-6, codes to within one step in a few places. A layout bug moves
   # whole rows or columns, which this still sees.
-  x = jax.random.normal(jax.random.key(0), (64, 256), F32)
+  x = rand.normal(rand.key(0), (64, 256), F32)
   (p_gpu, s_gpu), (p_int, s_int) = jax.jit(quantize_pack_int4)(x), quantize_pack_int4(x, interpret=True)
   _codes_close(_signed_codes(p_gpu), _signed_codes(p_int))
   np.testing.assert_allclose(np.asarray(s_gpu), np.asarray(s_int), rtol=1e-6)
-  x = jax.random.normal(jax.random.key(4), (32, 512), F32)
+  x = rand.normal(rand.key(4), (32, 512), F32)
   _codes_close(_signed_codes(jax.jit(quantize_pack_int4_loop)(x)), _signed_codes(quantize_pack_int4_loop(x, interpret=True)))
-  x = jax.random.normal(jax.random.key(0), (64, 1024), F32)
+  x = rand.normal(rand.key(0), (64, 1024), F32)
   (q_gpu, s_gpu), (q_int, s_int) = jax.jit(group_quantize)(x), group_quantize(x, interpret=True)
   _codes_close(np.asarray(q_gpu, np.int32), np.asarray(q_int, np.int32))
   np.testing.assert_allclose(np.asarray(s_gpu), np.asarray(s_int), rtol=1e-6)
-  x = jax.random.normal(jax.random.key(0), (8, 256), F32)
+  x = rand.normal(rand.key(0), (8, 256), F32)
   np.testing.assert_allclose(np.asarray(jax.jit(column_sums_reshaped)(x)), np.asarray(x).sum(0).reshape(2, 128),
                              rtol=1e-5, atol=1e-5)
 
@@ -223,8 +224,8 @@ def _gemm_int4_reference(a, b):
 
 @pytest.mark.parametrize("wgs", [1, 2])
 def test_a_tensor_core_result_reshaped_in_the_epilogue_goes_through_smem(wgs):
-  a = (jax.random.normal(jax.random.key(0), (256, 64), F32) * 0.3).astype(jnp.float16)
-  b = (jax.random.normal(jax.random.key(1), (64, 128), F32) * 0.3).astype(jnp.float16)
+  a = (rand.normal(rand.key(0), (256, 64), F32) * 0.3).astype(jnp.float16)
+  b = (rand.normal(rand.key(1), (64, 128), F32) * 0.3).astype(jnp.float16)
   got = gemm_int4_epilogue(a, b, wgs=wgs, interpret=True)
   np.testing.assert_array_equal(np.asarray(got), _gemm_int4_reference(a, b))
   assert "mosaic_gpu" in _export(gemm_int4_epilogue, S(a.shape, a.dtype), S(b.shape, b.dtype), wgs=wgs)
@@ -233,8 +234,8 @@ def test_a_tensor_core_result_reshaped_in_the_epilogue_goes_through_smem(wgs):
 @pytest.mark.gpu
 @pytest.mark.parametrize("wgs", [1, 2])
 def test_a_tensor_core_reshape_on_the_gpu_matches_numpy(wgs):
-  a = (jax.random.normal(jax.random.key(0), (256, 64), F32) * 0.3).astype(jnp.float16)
-  b = (jax.random.normal(jax.random.key(1), (64, 128), F32) * 0.3).astype(jnp.float16)
+  a = (rand.normal(rand.key(0), (256, 64), F32) * 0.3).astype(jnp.float16)
+  b = (rand.normal(rand.key(1), (64, 128), F32) * 0.3).astype(jnp.float16)
   got = jax.jit(lambda a, b: gemm_int4_epilogue(a, b, wgs=wgs))(a, b)
   np.testing.assert_array_equal(np.asarray(got), np.asarray(gemm_int4_epilogue(a, b, wgs=wgs, interpret=True)))
 
@@ -265,8 +266,8 @@ def test_a_gather_of_rows_4095_wide_hints_a_padded_index_grid_that_works():
               " (columns past the row's end clamp to its last), then out.at[rows, ml.ds(0, 4096)].store(v,"
               " mask=ml.arange(4096)[None, :] < 4095); or pad the table's rows to a multiple of 32 elements"
               " outside the kernel (jnp.pad)")
-  t = jax.random.normal(jax.random.key(0), (100, 4095), F32).astype(jnp.bfloat16)
-  ids = jax.random.randint(jax.random.key(1), (8,), 0, 100, jnp.int32)
+  t = rand.normal(rand.key(0), (100, 4095), jnp.bfloat16)
+  ids = rand.randint(rand.key(1), (8,), 0, 100, jnp.int32)
   np.testing.assert_array_equal(np.asarray(embed_rows_as_hinted(t, ids, interpret=True)), np.asarray(t[ids]))
   assert "mosaic_gpu" in _export(embed_rows_as_hinted, *specs)
 
@@ -296,7 +297,7 @@ def test_a_block_mask_longer_than_a_whole_row_view_hints_the_wider_window():
          " the window 4095)",
          hint="make the window the mask's size: a masked window of a GMEM array may run past its end, and the"
               " mask keeps the elements there off: l.at[r, ml.ds(0, 4096)]")
-  l = jax.random.normal(jax.random.key(0), (3, 4095), F32).astype(jnp.bfloat16)
+  l = rand.normal(rand.key(0), (3, 4095), jnp.bfloat16)
   np.testing.assert_allclose(np.asarray(row_sums_block_mask_as_hinted(l, interpret=True)),
                              np.asarray(l.astype(F32)).sum(1), rtol=1e-4, atol=1e-3)
 

@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 import pytest
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 from locate import expect
@@ -190,7 +191,7 @@ def test_tl_load_and_store_of_offsets_written_with_at_move_the_window():
   want = jnp.where(jnp.arange(128) < 100, x, 0)
   assert (load_at_offsets(x, interpret=True) == want).all()
   expect(store_at_offsets, spec, mg.UncoveredOutputError, "ml.store(out.at[offs]",
-         "out[100:128] is never written: the masked store into out (line 168) leaves the elements where its mask"
+         "out[100:128] is never written: the masked store into out (line 169) leaves the elements where its mask"
          " is false unwritten, and nothing else writes them, so 28 of 128 elements of out would stay uninitialised")
   expect(load_of_a_gathered_value, spec, mg.KernelTypeError, "ml.load(x[offs]",
          "ml.load needs a ref (a parameter, an ml.smem buffer or a view), got a register tensor",
@@ -416,7 +417,7 @@ def test_tritons_output_first_order_is_named_in_the_input_write_error():
          hint="parameters are the inputs, then the outputs (Triton kernels often take their output first), and this"
               " kernel writes output_ptr but never input_ptr: list the outputs last, in out_shape's order, def"
               " softmax_output_first(input_ptr, output_ptr, ...) (the call passes the inputs only)")
-  x = jax.random.normal(jax.random.key(0), (8, 1000), F32)
+  x = rand.normal(rand.key(0), (8, 1000), F32)
   assert jnp.abs(softmax_output_last(x, interpret=True) - jax.nn.softmax(x, -1)).max() < 1e-6
 
 
@@ -446,8 +447,8 @@ def test_tl_dot_trans_b_names_the_transposed_view():
          hint="pass the transposed view instead of trans_b=: ml.dot(a_s, b_s.T) (no data moves); ml.dot(a, b,"
               " acc=None, *, out_dtype=None, input_precision=None, allow_tf32=None, max_num_imprecise_acc=None,"
               " preferred_element_type=None, precision=None)")
-  a = jax.random.normal(jax.random.key(0), (64, 64), jnp.float16)
-  b = jax.random.normal(jax.random.key(1), (64, 64), jnp.float16)
+  a = rand.normal(rand.key(0), (64, 64), jnp.float16)
+  b = rand.normal(rand.key(1), (64, 64), jnp.float16)
   ref = jnp.dot(a, b.T, preferred_element_type=F32)
   assert jnp.abs(dot_transposed_view(a, b, interpret=True) - ref).max() < 1e-2
 

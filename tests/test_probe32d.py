@@ -7,6 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 from locate import expect
@@ -76,9 +77,9 @@ def dw_rows_scatter(p, dw):
 
 
 def test_the_masked_atomic_hint_followed_computes_the_column_sums():
-  p = jax.random.normal(jax.random.key(0), (8, 130), F32)
+  p = rand.normal(rand.key(0), (8, 130), F32)
   np.testing.assert_allclose(dw_scatter(p, interpret=True), p.sum(0), rtol=1e-5, atol=1e-5)
-  p = jax.random.normal(jax.random.key(1), (32, 130), F32)
+  p = rand.normal(rand.key(1), (32, 130), F32)
   np.testing.assert_allclose(dw_rows_scatter(p, interpret=True), p.T, rtol=1e-6)
 
 
@@ -108,10 +109,10 @@ def scale_positions(x, y):
 def test_a_load_or_store_of_positions_moves_the_window_they_cover():
   """x.at[r, cols].load(mask=, other=) and y.at[r, cols].store(v, mask=) of a run of columns were errors whose
   hints wrote the window; they now move it (twenty-ninth session)."""
-  x = jax.random.normal(jax.random.key(3), (4, 5000), F32)
+  x = rand.normal(rand.key(3), (4, 5000), F32)
   np.testing.assert_allclose(sum_sq_positions(x, interpret=True), (x * x).sum(1), rtol=1e-5)
   np.testing.assert_allclose(sum_sq_positions(x, interpret=True), sum_sq_window(x, interpret=True), rtol=1e-6)
-  x = jax.random.normal(jax.random.key(4), (4, 1000), F32)
+  x = rand.normal(rand.key(4), (4, 1000), F32)
   np.testing.assert_array_equal(scale_positions(x, interpret=True), x * 2)
 
 
@@ -127,7 +128,7 @@ def sum_sq_window(x, out):            # the hint followed
 
 
 def test_the_window_hint_followed_sums_every_row():
-  x = jax.random.normal(jax.random.key(2), (4, 5000), F32)
+  x = rand.normal(rand.key(2), (4, 5000), F32)
   np.testing.assert_allclose(sum_sq_window(x, interpret=True), (x * x).sum(1), rtol=1e-5)
 
 
@@ -181,9 +182,9 @@ def group_norm_padded(x, w, b, y):      # the hint followed
 
 
 def test_the_padded_group_norm_matches_jnp():
-  x = jax.random.normal(jax.random.key(3), (2, 64, 196), F32) * 2 + 1
-  w = jax.random.normal(jax.random.key(4), (64,), F32)
-  b = jax.random.normal(jax.random.key(5), (64,), F32)
+  x = rand.normal(rand.key(3), (2, 64, 196), F32) * 2 + 1
+  w = rand.normal(rand.key(4), (64,), F32)
+  b = rand.normal(rand.key(5), (64,), F32)
   xg = x.reshape(2, GROUPS, -1)
   want = ((xg - xg.mean(-1, keepdims=True)) / jnp.sqrt(xg.var(-1, keepdims=True) + 1e-5)).reshape(x.shape)
   want = want * w[None, :, None] + b[None, :, None]
@@ -226,8 +227,8 @@ def test_padded_rows_of_a_whole_tile_reduction_say_how_its_mean_and_variance_cou
       "(ml.arange(4) < 2)[:, None], other=0.0), and store the result with the same mask (a mean of the whole tile"
       " is its sum divided by 192, not ml.mean of the padded tile, and a variance sums the squared deviations"
       " where the mask keeps them)")
-  x = jax.random.normal(jax.random.key(6), (2, 32, 96), F32) * 3 + 2
-  w = jax.random.normal(jax.random.key(7), (32,), F32)
+  x = rand.normal(rand.key(6), (2, 32, 96), F32) * 3 + 2
+  w = rand.normal(rand.key(7), (32,), F32)
   xg = x.reshape(2, 16, -1)
   want = ((xg - xg.mean(-1, keepdims=True)) / jnp.sqrt(xg.var(-1, keepdims=True) + 1e-5)).reshape(x.shape)
   np.testing.assert_allclose(group_norm_two_channels_padded(x, w, interpret=True), want * w[None, :, None],
@@ -263,7 +264,7 @@ def test_a_short_row_of_a_2d_array_is_padded_in_its_own_window_and_its_variance_
               " mask keeps, not with ml.mean, ml.var or ml.std of it; a var sums the squared deviations where the"
               " mask keeps them, ml.where(ml.arange(104) < 100, (v - mean) ** 2, 0.0)) and a masked store of the"
               " same window")
-  x = jax.random.normal(jax.random.key(8), (4, 100), F32) * 2 + 3
+  x = rand.normal(rand.key(8), (4, 100), F32) * 2 + 3
   want = (x - x.mean(1, keepdims=True)) / jnp.sqrt(x.var(1, keepdims=True) + 1e-5)
   np.testing.assert_allclose(standardize_rows_padded(x, interpret=True), want, rtol=1e-4, atol=1e-4)
 
@@ -302,8 +303,8 @@ def test_a_narrow_tile_reduced_by_a_max_and_a_sum_says_the_sum_must_mask_the_pad
   assert ("other=float('-inf')) for a max" in e.hint and "; v is also reduced by a sum, which must not count the"
           " padding either: reduce ml.sum(ml.where(ml.arange(1024)[None, :] < 1000, v, 0.0), ...) there, and store"
           " 1000 columns back") in e.hint
-  x = jax.random.normal(jax.random.key(9), (8, 1000), F32) * 3
-  y = jax.random.randint(jax.random.key(10), (8,), 0, 1000)
+  x = rand.normal(rand.key(9), (8, 1000), F32) * 3
+  y = rand.randint(rand.key(10), (8,), 0, 1000)
   lse = jax.nn.logsumexp(x, 1)
   want = 0.9 * (lse - x[jnp.arange(8), y]) + 0.1 * (lse - x.mean(1))
   np.testing.assert_allclose(ce_smoothed_padded(x, y, interpret=True), want, rtol=1e-5, atol=1e-5)
@@ -333,8 +334,8 @@ def every_fourth(x, first, last):
 
 
 def _rope_inputs(dtype=F32):
-  q = jax.random.normal(jax.random.key(11), (16, 8, HEAD_DIM), F32).astype(dtype)
-  ang = jax.random.uniform(jax.random.key(12), (16, HEAD_DIM // 2), F32) * 6
+  q = rand.normal(rand.key(11), (16, 8, HEAD_DIM), dtype)
+  ang = rand.uniform(rand.key(12), (16, HEAD_DIM // 2), F32) * 6
   return q, jnp.cos(ang).astype(dtype), jnp.sin(ang).astype(dtype)
 
 
@@ -412,7 +413,7 @@ def test_pointer_arithmetic_inside_a_store_hints_the_store_of_the_window():
          hint="index the window each step needs instead of moving out: a block, ml.store(out.at[ml.ds(r * n, n)],"
               " v * ml.sigmoid(v), mask=m) (for out_ptr + r * n + ml.arange(n), n the length of v * ml.sigmoid(v));"
               " one element, out[i] = v", n=1000)
-  x = jax.random.normal(jax.random.key(13), (4000,), F32)
+  x = rand.normal(rand.key(13), (4000,), F32)
   np.testing.assert_allclose(silu_flat_window(x, n=1000, interpret=True), jax.nn.silu(x), rtol=1e-5, atol=1e-6)
 
 
@@ -426,7 +427,7 @@ def swiglu_interleaved(x, out):       # gate and up interleaved column by column
 
 
 def _swiglu_input():
-  return jax.random.normal(jax.random.key(14), (8, 2752), F32).astype(jnp.bfloat16)
+  return rand.normal(rand.key(14), (8, 2752), jnp.bfloat16)
 
 
 def test_interleaved_swiglu_splits_its_columns_in_registers():
@@ -465,8 +466,8 @@ def test_a_masked_scatter_hints_the_select_alone():
          "ml.atomic_add takes no mask=",
          hint="update with the identity where the mask is off: ml.atomic_add(dt.at[rows, :], ml.where((rows != 0)[:,"
               " None], g.at[ml.ds(i * 64, 64), :][...], 0)) (a scatter drops the indices outside the array already)")
-  g = jax.random.normal(jax.random.key(15), (128, 128), F32)
-  ids = jax.random.randint(jax.random.key(16), (128,), 0, 100)
+  g = rand.normal(rand.key(15), (128, 128), F32)
+  ids = rand.randint(rand.key(16), (128,), 0, 100)
   want = jnp.zeros((100, 128), F32).at[ids].add(jnp.where((ids != 0)[:, None], g, 0.0))
   np.testing.assert_allclose(embedding_grad_selected(g, ids, interpret=True), want, rtol=1e-5, atol=1e-5)
 
@@ -502,8 +503,8 @@ def test_a_tma_box_hint_names_the_arrays_piece_too():
   assert e.hint == ("copy it in pieces of at most 256 along that dimension into windows of the buffer,"
                     " buf.at[ml.ds(k * 160, 160)] (and the same window of the array, dwp.at[pid, ml.ds(k * 160,"
                     " 160)]) for k in ml.static_range(25)")
-  dy = jax.random.normal(jax.random.key(17), (37, 4000), F32)
-  x = jax.random.normal(jax.random.key(18), (37, 4000), F32)
+  dy = rand.normal(rand.key(17), (37, 4000), F32)
+  x = rand.normal(rand.key(18), (37, 4000), F32)
   want = jnp.stack([(dy[p::4] * x[p::4]).sum(0) for p in range(4)])
   np.testing.assert_allclose(dw_partials_pieces(dy, x, interpret=True), want, rtol=1e-5, atol=1e-5)
 
@@ -531,7 +532,7 @@ def double_grid_window(x, out):         # the hint followed
 def test_a_grid_of_positions_loads_the_2d_window_with_its_run_time_start():
   """rows[:, None] and cols[None, :] (broadcast runs, a start with no name of its own, i * 8) read the 2-D
   window they cover (an error with that window as its hint before the twenty-ninth session)."""
-  x = jax.random.normal(jax.random.key(19), (20, 1000), F32)
+  x = rand.normal(rand.key(19), (20, 1000), F32)
   np.testing.assert_array_equal(double_grid_of_positions(x, interpret=True), x * 2)
   np.testing.assert_array_equal(double_grid_window(x, interpret=True), x * 2)
 

@@ -7,6 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 from mgpu_dsl.frontend import sync
@@ -74,7 +75,7 @@ def test_tma_stores_that_may_write_the_same_elements_are_ordered():
   """They were silently wrong: `(t % 2) * 8`, a loaded start, repeating grid-stride tiles and a
   window stored before a loop and again in it counted as apart (only windows surely the same were
   ordered); the later store could land first."""
-  x = jax.random.normal(jax.random.key(0), (32, 64), F32)
+  x = rand.normal(rand.key(0), (32, 64), F32)
   assert _full_waits(alternating_rows, S((32, 64), F32)) == 1
   np.testing.assert_array_equal(alternating_rows(x, interpret=True), _alternating_want(x))
   starts = jnp.array([0, 0, 0, 0], jnp.int32)
@@ -92,7 +93,7 @@ def test_interpret_mode_reports_tma_stores_the_compiler_left_unordered(monkeypat
   """A store into elements an earlier store of the CTA may still be writing is a RaceError in
   interpret mode (the checker of the sync pass): with the pass told every pair is apart."""
   monkeypatch.setattr(sync, "disjoint", lambda *a: True)
-  x = jax.random.normal(jax.random.key(0), (48, 64), F32)     # a shape not compiled before
+  x = rand.normal(rand.key(0), (48, 64), F32)     # a shape not compiled before
   with pytest.raises(mg.RaceError) as info:
     alternating_rows(x, interpret=True)
   assert "an earlier TMA store of program (0, 0, 0) may still be writing" in info.value.message, info.value.message
@@ -158,7 +159,7 @@ def persistent_while(x, out):
 @pytest.mark.parametrize("kernel", [row_blocks, grid_stride_tiles, grouped_tiles, two_halves_a_trip,
                                     stride_by_num_programs, persistent_while])
 def test_stores_proved_apart_keep_no_wait(kernel):
-  x = jax.random.normal(jax.random.key(1), (64, 64), F32)
+  x = rand.normal(rand.key(1), (64, 64), F32)
   assert _full_waits(kernel, S((64, 64), F32)) == 0
   want = x * 2.0 if kernel is row_blocks else x
   np.testing.assert_array_equal(kernel(x, interpret=True), want)
@@ -176,7 +177,7 @@ def nested_blocks(x, out):
 def test_nested_loops_blocks_stay_apart():
   """An inner loop's index of static bounds is a range: `i * 16 + j * 8` for j in 0..1 never meets
   another trip's block (without the range the outer trip's stores would be waited for)."""
-  x = jax.random.normal(jax.random.key(3), (64, 64), F32)
+  x = rand.normal(rand.key(3), (64, 64), F32)
   assert _full_waits(nested_blocks, S((64, 64), F32)) == 0
   np.testing.assert_array_equal(nested_blocks(x, interpret=True), x)
 
@@ -204,7 +205,7 @@ def test_register_writes_that_may_meet_other_threads_writes_meet_at_a_barrier():
   apart: their start depends on the loop index)."""
   assert _barriers(shifted_register_rows, S((32, 64), F32)) == 1
   assert _barriers(register_row_blocks, S((32, 64), F32)) == 0
-  x = jax.random.normal(jax.random.key(4), (32, 64), F32)
+  x = rand.normal(rand.key(4), (32, 64), F32)
   want = np.zeros((12, 64), np.float32)
   for t in range(4):
     want[(t % 2) * 4:(t % 2) * 4 + 8] = x[t * 8:t * 8 + 8]
@@ -216,7 +217,7 @@ def test_register_writes_that_may_meet_other_threads_writes_meet_at_a_barrier():
                                     nested_blocks, shifted_register_rows])
 def test_ordered_and_apart_stores_gpu(kernel):
   n = 16 if kernel is repeating_tiles else 64 if kernel in (grouped_tiles, nested_blocks) else 32
-  x = jax.random.normal(jax.random.key(2), (n, 64), F32)
+  x = rand.normal(rand.key(2), (n, 64), F32)
   np.testing.assert_array_equal(jax.jit(kernel)(x), kernel(x, interpret=True))
 
 
@@ -238,8 +239,8 @@ def int_times_mask(x, i, out):
 
 
 def _promotion_inputs(dt):
-  x = jax.random.normal(jax.random.key(5), (128, 64), F32).astype(dt)
-  return x, jax.random.randint(jax.random.key(6), (128, 64), 1, 7, jnp.int32)
+  x = rand.normal(rand.key(5), (128, 64), dt)
+  return x, rand.randint(rand.key(6), (128, 64), 1, 7, jnp.int32)
 
 
 @pytest.mark.parametrize("dt", [jnp.float32, jnp.bfloat16, jnp.float16])
@@ -289,8 +290,8 @@ def test_bool_and_int_values_meeting_floats_gpu(dt):
 
 # ---------------------------------------------------------------- tensor-core windows in ml.concatenate
 def _dot_inputs():
-  a = jax.random.normal(jax.random.key(7), (64, 64), jnp.float16)
-  b = jax.random.normal(jax.random.key(8), (64, 64), jnp.float16)
+  a = rand.normal(rand.key(7), (64, 64), jnp.float16)
+  b = rand.normal(rand.key(8), (64, 64), jnp.float16)
   return a, b, a.astype(F32) @ b.astype(F32)
 
 
@@ -370,8 +371,8 @@ _WS_SPECS = [S((128, 128), jnp.float16), S((128, 64), jnp.float16), S((1,), jnp.
 
 
 def _ws_inputs():
-  a = jax.random.normal(jax.random.key(9), (128, 128), jnp.float16)
-  b = jax.random.normal(jax.random.key(10), (128, 64), jnp.float16)
+  a = rand.normal(rand.key(9), (128, 128), jnp.float16)
+  b = rand.normal(rand.key(10), (128, 64), jnp.float16)
   return a, b, jnp.array([1], jnp.int32), a.astype(F32) @ b.astype(F32)
 
 

@@ -5,6 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 from locate import expect
@@ -59,7 +60,7 @@ def typed_select(x, out):
 
 
 def _bf16(n, seed=0):
-  return jax.random.normal(jax.random.key(seed), (n,), F32).astype(BF16)
+  return rand.normal(rand.key(seed), (n,), BF16)
 
 
 def test_a_select_between_python_numbers_takes_the_other_operands_dtype_as_jnp():
@@ -353,7 +354,7 @@ def test_narrow_formats_say_how_to_pack_them():
          hint="int4 is not a kernel dtype: keep the values in int32 and pack two a byte into a uint8 output,"
               " ((hi << 4) | (lo & 0xF)).astype(jnp.uint8)")
   # the hints followed
-  x = jax.random.normal(jax.random.key(5), (4096,), F32) * 100
+  x = rand.normal(rand.key(5), (4096,), F32) * 100
   e = jax.lax.bitcast_convert_type(mx_exponents(x, interpret=True), jnp.float8_e8m0fnu)
   amax = jnp.abs(x.reshape(-1, 32)).max(1)
   np.testing.assert_array_equal(np.asarray(e.astype(F32)), np.asarray(2.0 ** jnp.floor(jnp.log2(amax))))

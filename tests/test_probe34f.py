@@ -5,6 +5,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 from locate import builds, expect
@@ -46,11 +47,11 @@ def test_a_3d_reduction_over_a_run_of_axes_is_a_register_reshape():
   """The hint said that a register tile cannot be reshaped into 2-D; it can (through SMEM where
   the layouts differ), and a global average pool's mean over (h, w) is that reshape's column mean.
   Probe 37e: the compiler now reduces so itself (the hint's reshape, written by the user, too)."""
-  x = jax.random.normal(jax.random.key(0), (2, 8, 8, 64), F32)
+  x = rand.normal(rand.key(0), (2, 8, 8, 64), F32)
   for kernel in (global_avg_pool, global_avg_pool_reshaped):
     np.testing.assert_allclose(kernel(x, interpret=True), jnp.mean(x, axis=(1, 2)), rtol=1e-5, atol=1e-6)
     builds(kernel, S((2, 8, 8, 64), F32))
-  x = jax.random.normal(jax.random.key(1), (2, 4, 32, 64), F32)
+  x = rand.normal(rand.key(1), (2, 4, 32, 64), F32)
   for kernel in (channel_sums, channel_sums_reshaped):
     np.testing.assert_allclose(kernel(x, interpret=True), jnp.sum(x, axis=3), rtol=1e-5, atol=1e-5)
     builds(kernel, S((2, 4, 32, 64), F32))
@@ -99,7 +100,7 @@ def test_a_store_at_index_tensors_of_one_flat_position_is_a_scatter():
   """An implicit GEMM's epilogue stores at (n, oh, ow) decomposed from p = i * 128 + ml.arange(128);
   it was an error whose hint gave the flat output's window. It is a scatter now (the masked-off rows'
   indices, past the array, are not stored), and the flat output's window still works."""
-  x = jax.random.normal(jax.random.key(2), (2, 5, 7, 32), F32)
+  x = rand.normal(rand.key(2), (2, 5, 7, 32), F32)
   np.testing.assert_array_equal(relu_nhwc(x, interpret=True), jnp.maximum(x, 0))
   builds(relu_nhwc_flat, S((2, 5, 7, 32), F32))
   np.testing.assert_array_equal(relu_nhwc_flat(x, interpret=True).reshape(x.shape), jnp.maximum(x, 0))
@@ -127,7 +128,7 @@ def test_a_middle_axis_broadcast_is_a_repeat():
   registers (MG204 again); then the concatenation of copies; since probe 38j the broadcast is those copies."""
   builds(upsample_w_repeated, S((4, 32, 32), F32))
   builds(upsample_w, S((4, 32, 32), F32))
-  x = jax.random.normal(jax.random.key(3), (4, 32, 32), F32)
+  x = rand.normal(rand.key(3), (4, 32, 32), F32)
   np.testing.assert_array_equal(upsample_w_repeated(x, interpret=True), jnp.repeat(x, 2, axis=1))
   np.testing.assert_array_equal(upsample_w(x, interpret=True), jnp.repeat(x, 2, axis=1))
 

@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 from locate import expect
@@ -411,7 +412,7 @@ def test_a_vector_meeting_a_tile_read_padded_is_hinted_padded_too():
              " not broadcast (axis 1 of the result would be both 32 and 3)")
   assert ("read s[...][None, :] padded the same way: s.at[ml.ds(0, 32)].load(mask=ml.arange(32) < 3, other=0.0),"
           " then index it as before") in e.hint
-  img = jax.random.uniform(jax.random.key(0), (4, 128, 3), F32)
+  img = rand.uniform(rand.key(0), (4, 128, 3), F32)
   s = jnp.array([0.5, 1.0, 2.0], F32)
   np.testing.assert_array_equal(channel_scale_padded(img, s, interpret=True), img * s)     # the hint, followed
   _export(channel_scale_padded, S((4, 128, 3), F32), S((3,), F32))

@@ -6,6 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as tl
 from locate import expect
@@ -34,7 +35,7 @@ def scaled(x, out):
 def test_constexpr_called_on_a_value_is_that_value():
   """`tl.constexpr(256)` in a kernel was 'tl.constexpr is not callable' (MG003); at module level, a
   raw TypeError."""
-  x = jax.random.normal(jax.random.key(0), (700,), F32)
+  x = rand.normal(rand.key(0), (700,), F32)
   np.testing.assert_array_equal(scaled(x, interpret=True), np.asarray(x) * 2.0)
   assert "mosaic_gpu" in str(_export(scaled, S((700,), F32)))
   assert SCALE == 2.0
@@ -59,7 +60,7 @@ def hinted_floats(x, out):
 def test_multiple_of_an_index_vector_is_the_vector():
   """It was 'an index here must be an integer scalar ... only a read of a GMEM ref takes a tensor of
   indices', with a hint about scatters."""
-  x = jax.random.normal(jax.random.key(1), (600,), F32)
+  x = rand.normal(rand.key(1), (600,), F32)
   np.testing.assert_array_equal(hinted_offsets(x, interpret=True), np.asarray(x) + 1.0)
   assert "mosaic_gpu" in str(_export(hinted_offsets, S((600,), F32)))
   expect(hinted_floats, [S((256,), F32)], mg.KernelTypeError, "tl.multiple_of(x[...], 2)",
@@ -121,12 +122,12 @@ def test_xor_sum_and_split_hints_name_the_way_and_it_works():
               " power of two, 2**k): h = n // 2, then for _ in tl.static_range(k): v = v ^ tl.roll(v, -h, axis=1);"
               " h = h // 2; column 0 then holds each row's xor, v[:, 0] (the whole tile at each step: windows of"
               " halves, v[:, :h] ^ v[:, h:], stop holding a multiple of 128 elements)")
-  x = np.asarray(jax.random.randint(jax.random.key(2), (64, 128), 0, 1 << 20), np.int32)
+  x = np.asarray(rand.randint(rand.key(2), (64, 128), 0, 1 << 20), np.int32)
   np.testing.assert_array_equal(xor_rows_folded(x, interpret=True), np.bitwise_xor.reduce(x, axis=1))
   expect(split_pairs, [S((256,), F32)], mg.UnknownNameError, "tl.split", "tl has no attribute 'split'",
          hint="no tl.split: Triton's split of a last axis of 2 is indexing, a[..., 0] and a[..., 1]; halves of a"
               " ref are its windows, x.at[:, 0:n][...] and x.at[:, n:2 * n][...]")
-  y = np.asarray(jax.random.normal(jax.random.key(3), (256,), F32))
+  y = np.asarray(rand.normal(rand.key(3), (256,), F32))
   np.testing.assert_array_equal(split_pairs_indexed(y, interpret=True), y[0::2] - y[1::2])
 
 
@@ -163,7 +164,7 @@ def test_triton_keywords_of_the_only_behaviour_say_drop_them():
          "tl.argmax: got an unexpected keyword argument 'tie_break_left'",
          hint="for the last index of the extreme value, take the first of the flipped axis: x[...].shape[1] - 1"
               " - tl.argmax(tl.flip(x[...], 1), axis=1); tl.argmax(x, axis=None, keepdims=False)")
-  x = np.round(np.asarray(jax.random.normal(jax.random.key(4), (64, 128), F32)))    # many ties
+  x = np.round(np.asarray(rand.normal(rand.key(4), (64, 128), F32)))    # many ties
   np.testing.assert_array_equal(last_max(x, interpret=True), 127 - np.argmax(x[:, ::-1], axis=1))
 
 
@@ -274,7 +275,7 @@ def seeded_dropout_reordered(x_ptr, p: tl.scalar, seed: tl.scalar, output_ptr, B
 def test_an_output_parameter_among_the_inputs_names_the_order():
   """The tutorial's `def _seeded_dropout(x_ptr, output_ptr, p, seed)` called with (x, p, seed) said only
   that output_ptr was a float, to be passed as a 0-d array or annotated tl.scalar."""
-  x = jax.random.normal(jax.random.key(5), (3000,), F32)
+  x = rand.normal(rand.key(5), (3000,), F32)
   with pytest.raises(mg.SignatureError) as info:
     seeded_dropout(x, 0.5, 123, interpret=True)
   e = info.value
@@ -325,7 +326,7 @@ def test_triton_tensor_methods_and_shape_keywords_name_the_way():
               " transposed view buf.T, which moves no data)")
   expect(method_broadcast, [S((256,), F32)], mg.KernelTypeError, "x[...][None, :].broadcast_to",
          "a register tensor has no attribute 'broadcast_to'", hint="write tl.broadcast_to(x[...][None, :], (8, 256))")
-  x = np.asarray(jax.random.normal(jax.random.key(6), (256,), F32))
+  x = np.asarray(rand.normal(rand.key(6), (256,), F32))
   np.testing.assert_array_equal(hinted_broadcast(x, interpret=True), np.broadcast_to(x[None], (8, 256)))
   expect(pair_broadcast, [S((256,), F32)], mg.UnknownNameError, "tl.broadcast(", "tl has no attribute 'broadcast'",
          hint="no tl.broadcast: arithmetic broadcasts its operands as NumPy does (a + b); to give each the common"
@@ -362,8 +363,8 @@ def _guarded_reference(x, m):
 def test_a_masked_load_or_store_of_one_element_is_its_scalar_under_the_condition():
   """tl.load(x.at[i], mask=i < n, other=0.0), Triton's `tl.load(ptr + i, mask=i < n)`, was MG003 ('needs a
   window of elements') with the hint 'guard a single element with an if'."""
-  x = np.asarray(jax.random.normal(jax.random.key(7), (8, 128), F32))
-  m = np.asarray(jax.random.normal(jax.random.key(8), (8,), F32))
+  x = np.asarray(rand.normal(rand.key(7), (8, 128), F32))
+  m = np.asarray(rand.normal(rand.key(8), (8,), F32))
   np.testing.assert_array_equal(row_means_guarded(x, m, interpret=True), _guarded_reference(x, m))
   assert "mosaic_gpu" in str(_export(row_means_guarded, S((8, 128), F32), S((8,), F32)))
   expect(element_with_tensor_mask, [S((8, 128), F32), S((8,), F32)], mg.KernelTypeError, "tl.load(",
@@ -375,8 +376,8 @@ def test_a_masked_load_or_store_of_one_element_is_its_scalar_under_the_condition
 
 @pytest.mark.gpu
 def test_gpu_a_masked_load_or_store_of_one_element():
-  x = np.asarray(jax.random.normal(jax.random.key(7), (8, 128), F32))
-  m = np.asarray(jax.random.normal(jax.random.key(8), (8,), F32))
+  x = np.asarray(rand.normal(rand.key(7), (8, 128), F32))
+  m = np.asarray(rand.normal(rand.key(8), (8,), F32))
   np.testing.assert_array_equal(np.asarray(row_means_guarded(x, m)), _guarded_reference(x, m))
 
 
@@ -394,7 +395,7 @@ def by_dtype_identity(x, o):
 def test_dtype_is_a_dtype_compares_the_dtypes():
   """`x.dtype is tl.float32` was False while tracing (numpy's dtype object against ml's), so a ported
   Triton kernel silently took the other branch."""
-  x = np.asarray(jax.random.normal(jax.random.key(9), (256,), F32))
+  x = np.asarray(rand.normal(rand.key(9), (256,), F32))
   np.testing.assert_array_equal(by_dtype_identity(x, interpret=True), x * 2)
   b = x.astype(jnp.bfloat16)
   np.testing.assert_array_equal(np.asarray(by_dtype_identity(b, interpret=True), np.float32),
@@ -432,7 +433,7 @@ def test_a_pointer_block_load_reads_the_window_it_covers():
   """Triton's 2-D block of pointers, tl.load(x.at[r[:, None], c[None, :]], mask=..., other=0.0), was an
   error whose hint wrote the window; it now reads that window (twenty-ninth session), as the window and the
   gather written by hand do."""
-  x = np.asarray(jax.random.normal(jax.random.key(10), (128, 128), F32))
+  x = np.asarray(rand.normal(rand.key(10), (128, 128), F32))
   want = np.where(np.arange(128)[:, None] < 100, x, 0.0)
   np.testing.assert_array_equal(pointer_block(x, interpret=True), want)
   np.testing.assert_array_equal(pointer_block_window(x, interpret=True), want)
@@ -483,17 +484,17 @@ def static_conditions(x, o):
 def test_a_masked_element_of_float8_or_under_a_static_condition():
   """float8 said 'tl.where with the float8_e4m3fn scalar ...' (a tl.where the user never wrote); mask=False
   said tl.where's condition is a Python bool."""
-  x = jax.random.normal(jax.random.key(11), (256,), F32).astype(jnp.float8_e4m3fn)
+  x = rand.normal(rand.key(11), (256,), jnp.float8_e4m3fn)
   want = np.array([x[254], x[255], 1.0, 1.0], np.float32)
   np.testing.assert_array_equal(float8_elements(x, interpret=True), want)
   assert "mosaic_gpu" in str(_export(float8_elements, S((256,), jnp.float8_e4m3fn)))
-  y = np.asarray(jax.random.normal(jax.random.key(12), (256,), F32))
+  y = np.asarray(rand.normal(rand.key(12), (256,), F32))
   np.testing.assert_array_equal(static_conditions(y, interpret=True), np.array([2.0, y[3]], np.float32))
 
 
 @pytest.mark.gpu
 def test_gpu_a_masked_element_of_float8():
-  x = jax.random.normal(jax.random.key(11), (256,), F32).astype(jnp.float8_e4m3fn)
+  x = rand.normal(rand.key(11), (256,), jnp.float8_e4m3fn)
   np.testing.assert_array_equal(np.asarray(float8_elements(x)), np.asarray(float8_elements(x, interpret=True)))
 
 
@@ -522,7 +523,7 @@ def test_an_unrolled_element_past_the_end_names_the_test_that_skips_it():
               " x.at[255] or x.at[-1] is the last); i + 254 is 256 here, known while tracing (an unrolled trip), and"
               " the element does not exist, so no mask helps: skip it with a test known then, if i + 254 <"
               " x.shape[0]:, or loop with a run-time range, whose masked accesses past the end are never made")
-  x = np.asarray(jax.random.normal(jax.random.key(13), (256,), F32))
+  x = np.asarray(rand.normal(rand.key(13), (256,), F32))
   np.testing.assert_array_equal(unrolled_tail_skipped(x, interpret=True), np.array([x[254], x[255], 0, 0], np.float32))
 
 
@@ -551,7 +552,7 @@ def test_a_register_b_operand_hint_allocates_the_buffer_and_keeps_the_transpose(
          hint="only a may come from registers; store k in an SMEM buffer and pass the buffer transposed (buf.T moves"
               " no data): k_s = tl.smem((64, 64), jnp.float16); k_s[...] = k; tl.dot(..., k_s.T) (a tile read from"
               " SMEM: pass that buffer itself)")
-  x = np.asarray(jax.random.normal(jax.random.key(14), (64, 64), F32)).astype(np.float16)
+  x = np.asarray(rand.normal(rand.key(14), (64, 64), F32)).astype(np.float16)
   xf = x.astype(np.float32)
   np.testing.assert_allclose(scores_hint_followed(x, interpret=True), xf @ xf.T, rtol=1e-5, atol=1e-4)
 
@@ -575,5 +576,5 @@ def test_interleave_hint_covers_vectors():
          hint="no tl.interleave: join along a new last axis and merge it into the last: tl.concatenate([v[...,"
               " None], (v * 2)[..., None]], axis=-1).reshape(2 * n) for v and v * 2 of n elements, .reshape(m, 2 *"
               " n) of shape (m, n)")
-  x = np.asarray(jax.random.normal(jax.random.key(15), (256,), F32))
+  x = np.asarray(rand.normal(rand.key(15), (256,), F32))
   np.testing.assert_array_equal(interleaved_by_hint(x, interpret=True), np.stack([x, 2 * x], -1).reshape(-1))

@@ -25,6 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 
@@ -80,7 +81,7 @@ def test_exp2_approx_of_float16_expression_hint_converts_it_and_runs():
   assert (e.lineno, e.col_offset) == (_line(approx_f16, "approx=True"), 35)
   assert e.message == "ml.exp2(..., approx=True) works on float32, got v * 2 (float16)"
   assert e.hint == "compute in float32: ml.exp2((v * 2).astype(jnp.float32), approx=True)"
-  x = (jax.random.normal(jax.random.key(0), (256, 128)) * 3).astype(jnp.float16)
+  x = (rand.normal(rand.key(0), (256, 128)) * 3).astype(jnp.float16)
   got = approx_f16_fixed(x, interpret=True)
   want = jnp.exp2(x.astype(jnp.float32) * 2).astype(jnp.float16)
   np.testing.assert_allclose(np.asarray(got, np.float32), np.asarray(want, np.float32), rtol=2e-3)
@@ -106,7 +107,7 @@ def test_sort_along_axis_0_hint_transposes_the_expression_and_sorts_columns():
   assert (e.lineno, e.col_offset) == (_line(sort_columns, "ml.sort"), 35)
   assert e.message == "ml.sort sorts along the last axis; axis 0 of a 2-D tensor is not it"
   assert e.hint == "transpose first: ml.sort((v * 2).T).T sorts each column"
-  x = jax.random.normal(jax.random.key(1), (256, 128))
+  x = rand.normal(rand.key(1), (256, 128))
   got = sort_columns_fixed(x, interpret=True)
   want = jnp.sort((x * 2).reshape(4, 64, 128), axis=1).reshape(256, 128)
   np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
@@ -138,8 +139,8 @@ def test_a_register_operand_of_float32_is_named_by_its_expression_not_the_input_
   assert (e.lineno, e.col_offset) == (_line(dot_f32_a, "ml.dot"), 35)
   assert e.message == "ml.dot takes operand a from registers in bfloat16 or float16 only, got av * 2.0 (float32)"
   assert e.hint == "convert it to b's dtype: ml.dot((av * 2.0).astype(jnp.float16), ...)"
-  a = jax.random.normal(jax.random.key(2), (256, 128))
-  b = jax.random.normal(jax.random.key(3), (128, 128)).astype(jnp.float16)
+  a = rand.normal(rand.key(2), (256, 128))
+  b = rand.normal(rand.key(3), (128, 128)).astype(jnp.float16)
   got = dot_f32_a_fixed(a, b, interpret=True)
   want = (a * 2).astype(jnp.float16).astype(jnp.float32) @ b.astype(jnp.float32)
   np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-3, atol=1e-2)
@@ -240,7 +241,7 @@ def test_a_copy_of_a_register_value_says_what_was_meant(kernel, fixed, col, mess
                                       else _line(kernel, "ml.copy(buf, v)"), col)
   assert (e.message, e.hint) == (message, hint)
   if fixed is not None:
-    x = jax.random.normal(jax.random.key(4), (256, 128))
+    x = rand.normal(rand.key(4), (256, 128))
     np.testing.assert_array_equal(np.asarray(fixed(x, interpret=True)), np.asarray(want(x)))
 
 
@@ -307,7 +308,7 @@ def test_a_run_time_index_into_a_list_or_dict_hints_a_select_per_entry(kernel, f
   assert (e.lineno, e.col_offset) == (_line(kernel, text), col)
   assert (e.message, e.hint) == (message, hint)
   if fixed is not None:
-    x = jax.random.normal(jax.random.key(5), (256, 128))
+    x = rand.normal(rand.key(5), (256, 128))
     want = x * jnp.repeat(jnp.asarray(scale, jnp.float32), 64)[:, None]
     np.testing.assert_array_equal(np.asarray(fixed(x, interpret=True)), np.asarray(want))
 
@@ -381,7 +382,7 @@ def test_a_stored_value_of_another_shape_says_how_it_relates_to_the_window(kerne
   assert e.message == f"cannot store a tensor of shape {shape} into out.at[ml.ds(i * 64, 64)] of shape (64, 128)"
   assert e.hint == hint
   if fixed is not None:
-    x = jax.random.normal(jax.random.key(6), (256, 128))
+    x = rand.normal(rand.key(6), (256, 128))
     np.testing.assert_allclose(np.asarray(fixed(x, interpret=True)), np.asarray(want(x)), rtol=1e-5, atol=1e-5)
 
 
@@ -431,7 +432,7 @@ def test_a_float_grid_count_is_rewritten_with_cdiv(kernel, got):
   assert e.message == f"grid must be 1 to 3 positive ints, got {got}"
   assert e.hint == ("a count of programs is an int: divide with // (or round up with ml.cdiv),"
                     " grid=lambda x: (ml.cdiv(x.shape[0], 64),)")
-  x = jax.random.normal(jax.random.key(7), (256, 128))
+  x = rand.normal(rand.key(7), (256, 128))
   np.testing.assert_array_equal(np.asarray(grid_fixed(x, interpret=True)), np.asarray(x))
 
 
@@ -442,7 +443,7 @@ def test_an_out_shape_that_is_a_shape_is_given_a_dtype():
   assert e.message == "out_shape must give arrays or jax.ShapeDtypeStructs, got a tuple of 2 items"
   assert e.hint == ("(256, 128) is a shape: give it a dtype, out_shape=lambda x: jax.ShapeDtypeStruct((256, 128),"
                     " x.dtype) (x.shape for the first input's shape)")
-  x = jax.random.normal(jax.random.key(8), (256, 128))
+  x = rand.normal(rand.key(8), (256, 128))
   np.testing.assert_array_equal(np.asarray(shape_fixed(x, interpret=True)), np.asarray(x))
 
 
@@ -506,6 +507,6 @@ def test_a_buffer_live_across_a_compiler_scratch_is_read_first(kernel, fixed, wh
                     f" line {line}: read what the kernel needs from buf into registers before line {line}, and"
                     f" the two share memory (buffers whose lifetimes do not overlap do); or use smaller tiles")
   fixed.check(*specs)          # it fits, and builds the Mosaic GPU module
-  x = jax.random.normal(jax.random.key(9), (128, 128))
-  b = jax.random.normal(jax.random.key(10), (384, 128))
+  x = rand.normal(rand.key(9), (128, 128))
+  b = rand.normal(rand.key(10), (384, 128))
   np.testing.assert_allclose(np.asarray(fixed(x, b, interpret=True)), np.asarray(want(x, b)), rtol=1e-6, atol=1e-6)

@@ -23,6 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 
@@ -120,7 +121,7 @@ def test_a_float32_tile_product_hint_stages_both_operands_k_major(kernel, fixed,
   assert (e.lineno, e.col_offset) == (_line(kernel, text), 35)
   assert e.hint == hint
   fixed.check(*specs)
-  args = [jax.random.normal(jax.random.key(11 + k), s.shape) for k, s in enumerate(specs)]
+  args = [rand.normal(rand.key(11 + k), s.shape) for k, s in enumerate(specs)]
   np.testing.assert_allclose(np.asarray(fixed(*args, interpret=True)), np.asarray(want(*args)), rtol=3e-2, atol=3e-1)
 
 
@@ -171,8 +172,8 @@ def test_jnp_logaddexp_hints_the_formula_that_keeps_minus_infinity():
   assert e.message == "logaddexp cannot take a register tensor inside a kernel"
   assert e.hint == ("no ml.logaddexp: write ml.where(a == b, a + 0.6931471805599453, ml.maximum(a, b) +"
                     " ml.log1p(ml.exp(-ml.abs(a - b))))")
-  x = jax.random.normal(jax.random.key(20), (256, 128)) * 3
-  y = jax.random.normal(jax.random.key(21), (256, 128)) * 3
+  x = rand.normal(rand.key(20), (256, 128)) * 3
+  y = rand.normal(rand.key(21), (256, 128)) * 3
   x = x.at[:, :8].set(-jnp.inf).at[:4].set(jnp.inf)
   y = y.at[:, :4].set(-jnp.inf).at[:2].set(jnp.inf).at[10, 20].set(x[10, 20])
   np.testing.assert_allclose(np.asarray(log_add_fixed(x, y, interpret=True)), np.asarray(jnp.logaddexp(x, y)),
@@ -190,7 +191,7 @@ def test_a_norm_with_keepdims_is_hinted_with_keepdims():
   assert type(e) is mg.KernelTypeError and e.code == "MG003"
   assert (e.lineno, e.col_offset) == (_line(normalize, "jnp.linalg.norm"), 39)
   assert e.hint == "write ml.sqrt(ml.sum(v * v, axis=-1, keepdims=True))"
-  x = jax.random.normal(jax.random.key(22), (256, 128))
+  x = rand.normal(rand.key(22), (256, 128))
   np.testing.assert_allclose(np.asarray(normalize_fixed(x, interpret=True)),
                              np.asarray(x / jnp.linalg.norm(x, axis=-1, keepdims=True)), rtol=1e-5, atol=1e-6)
 
@@ -251,7 +252,7 @@ def test_a_persistent_loop_not_stepping_by_the_grid_is_told_to(kernel, fixed, cl
                     f" {step}, but the grid has 4 programs along axis 0, {why}: step by the number of programs,"
                     f" range(ml.program_id(0), n, ml.num_programs(0)), so each tile has one program")
   fixed.check(XL)
-  x = jax.random.normal(jax.random.key(23), (1024, 128))
+  x = rand.normal(rand.key(23), (1024, 128))
   np.testing.assert_array_equal(np.asarray(fixed(x, interpret=True)), np.asarray(x * 2))
 
 
@@ -285,7 +286,7 @@ def test_a_float_trip_count_is_written_with_floor_division():
   assert (e.lineno, e.col_offset) == (_line(float_trip_count, "for t in"), 11)
   assert e.message == "a loop bound must be an integer scalar, got a Python float"
   assert e.hint == "a count is an int: divide with //, ml.range(x.shape[0] // 64, stages=2)"
-  x = jax.random.normal(jax.random.key(24), (1024, 128))
+  x = rand.normal(rand.key(24), (1024, 128))
   np.testing.assert_array_equal(np.asarray(float_trip_count_fixed(x, interpret=True)), np.asarray(x))
 
 
@@ -329,7 +330,7 @@ def test_a_value_converted_on_purpose_gets_a_buffer_of_its_own():
                     f" buf_bfloat16 = ml.smem(buf.shape, jnp.bfloat16); buf_bfloat16[...] ="
                     f" buf[...].astype(jnp.bfloat16), and use buf_bfloat16 where they go (ml.copy(buf_bfloat16, ...))")
   narrowed_in_place_fixed.check(X)
-  x = jax.random.normal(jax.random.key(25), (256, 128))
+  x = rand.normal(rand.key(25), (256, 128))
   np.testing.assert_array_equal(np.asarray(narrowed_in_place_fixed(x, interpret=True), np.float32),
                                 np.asarray(x.astype(jnp.bfloat16), np.float32))
 
@@ -354,5 +355,5 @@ def test_a_store_through_a_gmem_transpose_stores_the_value_transposed():
   assert e.message == "out.T: only this CTA's SMEM buffers have a transposed view, not GMEM refs"
   assert e.hint == "store the value transposed: out[...] = x[...].T (a register transpose, through SMEM)"
   store_through_t_fixed.check(spec)
-  x = jax.random.normal(jax.random.key(26), (128, 128))
+  x = rand.normal(rand.key(26), (128, 128))
   np.testing.assert_array_equal(np.asarray(store_through_t_fixed(x, interpret=True)), np.asarray(x.T))

@@ -8,6 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 
@@ -52,7 +53,7 @@ def test_a_mistake_through_the_ahead_of_time_methods_is_at_the_users_call():
 
 @pytest.mark.gpu
 def test_a_kernel_lowered_and_compiled_ahead_of_time_runs_on_the_gpu():
-  x = jax.random.normal(jax.random.key(0), (256, 64), F32)
+  x = rand.normal(rand.key(0), (256, 64), F32)
   np.testing.assert_array_equal(scaled.lower(x, bm=64).compile()(x), x * 2.0)
 
 
@@ -117,7 +118,7 @@ def test_a_clamped_program_id_from_data_in_place_hints_ending_the_extra_programs
 
 @pytest.mark.gpu
 def test_a_clamped_program_id_in_place_followed_on_the_gpu():
-  x = jax.random.normal(jax.random.key(1), (512, 64), F32)
+  x = rand.normal(rand.key(1), (512, 64), F32)
   np.testing.assert_array_equal(jax.jit(inc_clamped_followed)(x), x + 1.0)
   n = jnp.array([256], jnp.int32)
   np.testing.assert_array_equal(jax.jit(inc_clamped_data_followed)(x, n), x.at[:256].add(1.0))
@@ -189,7 +190,7 @@ def test_a_library_function_bound_to_a_global_hints_binding_the_ml_value():
 
 @pytest.mark.gpu
 def test_the_ml_values_the_hints_pass_on_the_gpu():
-  x = jax.random.normal(jax.random.key(4), (256, 64), F32)
+  x = rand.normal(rand.key(4), (256, 64), F32)
   gelu = ml.inline(lambda v: 0.5 * v * (1 + ml.tanh(0.7978845608028654 * (v + 0.044715 * v ** 3))))
   np.testing.assert_allclose(jax.jit(functools.partial(activated, act=gelu))(x), jax.nn.gelu(x), rtol=1e-5, atol=1e-5)
   np.testing.assert_allclose(jax.jit(functools.partial(activated, act=ml.tanh))(x), jnp.tanh(x), rtol=1e-5, atol=1e-5)

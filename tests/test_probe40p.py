@@ -8,6 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 from locate import expect
@@ -57,7 +58,7 @@ def test_an_unmasked_static_run_past_the_end_names_the_offsets_and_hints_their_m
          " write must stay inside the array",
          hint="mask the offsets to the elements inside: o.at[r, cols].store(x.at[r, cols].load(mask=cols <"
               " x.shape[1], other=0) * 2.0, mask=cols < o.shape[1])")
-  x = jax.random.normal(jax.random.key(0), (4, 100), F32)       # both hints followed
+  x = rand.normal(rand.key(0), (4, 100), F32)       # both hints followed
   np.testing.assert_allclose(row_cols_masked(x, interpret=True), x * 2, rtol=1e-6)
   expect(grid_before_start, [S((64, 128), F32)], mg.IndexOutOfBoundsError, "ml.load(x.at[r[:, None]",
          "the offsets c[None, :] run over -2..125 along dimension 1 of x, outside its size 128: an unmasked"
@@ -105,7 +106,7 @@ def test_tritons_2d_pointer_block_hints_the_ref_indexed_by_the_users_vectors():
               " o_ptr's rows are its first index, so stride_m goes): ml.store(o_ptr.at[offs_m[:, None], offs_n[None,"
               " :]], v + 1.0, mask=offs_m[:, None] < x.shape[0]) (runs start + ml.arange(n) move the tile they"
               " cover; other offsets gather or scatter)")
-  x = jax.random.normal(jax.random.key(1), (100, 64), F32)
+  x = rand.normal(rand.key(1), (100, 64), F32)
   np.testing.assert_allclose(grid_indexed(x, interpret=True), x + 1, rtol=1e-6)
 
 
@@ -131,7 +132,7 @@ def test_a_grid_past_the_end_in_both_dimensions_hints_one_mask_of_both():
          " register write must stay inside the array",
          hint="mask the offsets to the elements inside: o.at[r[:, None], c[None, :]].store(v, mask=(r[:, None] <"
               " o.shape[0]) & (c[None, :] < o.shape[1]))")
-  x = jax.random.normal(jax.random.key(2), (100, 100), F32)
+  x = rand.normal(rand.key(2), (100, 100), F32)
   np.testing.assert_array_equal(grid_store_masked(x, interpret=True), x)
 
 
@@ -167,9 +168,9 @@ def test_a_masked_run_on_outside_the_array_hints_the_users_offsets_in_the_mask()
              " (100, 100)",
              hint="keep the mask off outside x too: mask=(offs_n[None, :] < x.shape[1]) & (offs_m[:, None] <"
                   " x.shape[0])")
-  x = jax.random.normal(jax.random.key(3), (100, 100), F32)
+  x = rand.normal(rand.key(3), (100, 100), F32)
   np.testing.assert_array_equal(both_masks(x, interpret=True), x)
-  x = jax.random.normal(jax.random.key(4), (300,), F32)
+  x = rand.normal(rand.key(4), (300,), F32)
   with pytest.raises(mg.OutOfBoundsError) as info:         # interpret mode's check of a mask of data
     data_mask(jnp.array([310], jnp.int32), x, interpret=True)
   assert info.value.hint == ("keep the mask off outside x too: mask=(offs < n[0]) & (offs < x.shape[0]) (a mask of"

@@ -8,6 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 
@@ -69,7 +70,7 @@ def plus(x, s, out):
 
 def test_a_python_float_for_a_0d_input_runs_eagerly_as_under_jit():
   """`times(x, 2.5)` was MG006 called eagerly, but ran under jax.jit (a weakly typed 0-d array)."""
-  x = jax.random.normal(jax.random.key(0), (256, 64), F32)
+  x = rand.normal(rand.key(0), (256, 64), F32)
   eager = times(x, 2.5, interpret=True)
   jitted = jax.jit(lambda x, s: times(x, s, interpret=True))(x, 2.5)
   np.testing.assert_allclose(eager, np.asarray(x) * np.float32(2.5), rtol=1e-6)
@@ -95,7 +96,7 @@ def test_a_python_int_for_a_0d_input_runs_eagerly_as_under_jit():
 
 def test_a_python_number_under_vmap_with_in_axes_none():
   """jax.vmap(k, in_axes=(0, None)) passes the Python number itself to the kernel's batching rule."""
-  xb = jax.random.normal(jax.random.key(1), (3, 256, 64), F32)
+  xb = rand.normal(rand.key(1), (3, 256, 64), F32)
   y = jax.vmap(lambda x, s: times(x, s, interpret=True), in_axes=(0, None))(xb, 2.0)
   np.testing.assert_allclose(y, np.asarray(xb) * 2, rtol=1e-6)
 
@@ -108,7 +109,7 @@ def test_a_python_number_in_a_jitted_function_exports_for_cuda():
 
 @pytest.mark.gpu
 def test_python_numbers_for_0d_inputs_on_the_gpu():
-  x = jax.random.normal(jax.random.key(2), (256, 64), F32)
+  x = rand.normal(rand.key(2), (256, 64), F32)
   np.testing.assert_allclose(times(x, 2.5), np.asarray(x) * np.float32(2.5), rtol=1e-6)
   xi = jnp.arange(256 * 64, dtype=jnp.int32).reshape(256, 64)
   np.testing.assert_array_equal(plus(xi, 3), np.asarray(xi) + 3)

@@ -8,6 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 
@@ -307,7 +308,7 @@ def test_a_kernel_inside_shard_map_on_the_gpu():
 
   n = len(jax.devices())
   mesh = jax.make_mesh((n,), ("d",))
-  x = jax.random.normal(jax.random.key(0), (64 * n, 128), F32)
+  x = rand.normal(rand.key(0), (64 * n, 128), F32)
   xs = jax.device_put(x, NamedSharding(mesh, P("d")))
   got = jax.jit(jax.shard_map(lambda a: jax.lax.psum(colsum(a), "d"), mesh=mesh, in_specs=P("d"), out_specs=P()))(xs)
   np.testing.assert_allclose(got, x.sum(0)[None], rtol=1e-4, atol=1e-4)

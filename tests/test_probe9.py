@@ -5,6 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rand
 import mgpu_dsl as mg
 from locate import expect, expect_call, where
 from mgpu_dsl import language as ml
@@ -125,7 +126,7 @@ def bool_stats(x, total, rows, frac, mean_all, any_pos, all_pos, first_pos, firs
 
 
 def bool_inputs():
-  x = jax.random.normal(jax.random.key(9), (8, 128), F32)
+  x = rand.normal(rand.key(9), (8, 128), F32)
   return x.at[3].set(1.0).at[5].set(-1.0)         # a row all True, a row all False
 
 

@@ -15,6 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 
@@ -53,8 +54,8 @@ def two_loops_t_acc(q, k, out):
 
 
 def _qk(rows=256):
-  q = jax.random.normal(jax.random.key(0), (64, 64), F32).astype(F16)
-  k = jax.random.normal(jax.random.key(1), (rows, 64), F32).astype(F16)
+  q = rand.normal(rand.key(0), (64, 64), F16)
+  k = rand.normal(rand.key(1), (rows, 64), F16)
   want = (q.astype(F32) @ k.astype(F32).T).reshape(64, rows // 64, 64).sum(1)
   return q, k, want
 
@@ -153,8 +154,8 @@ def test_ragged_rows_hint_says_what_builds():
   qk_split.check(q_spec, k_spec)
   qk.check(q_spec, S((336, 128), F16))                        # the rows padded to a multiple of 8
   # ... and compute q @ k.T
-  q = jax.random.normal(jax.random.key(0), (64, 128), F32).astype(F16)
-  k = jax.random.normal(jax.random.key(1), (333, 128), F32).astype(F16)
+  q = rand.normal(rand.key(0), (64, 128), F16)
+  k = rand.normal(rand.key(1), (333, 128), F16)
   want = q.astype(F32) @ k.astype(F32).T
   got = qk_split(q, k, interpret=True)
   np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-2, atol=1e-1)
@@ -192,8 +193,8 @@ def test_ragged_rows_hint_for_an_a_operand_builds():
   assert "acc = ml.dot(a_s1, b_s.at[ml.ds(64, 64)], acc)" in hint
   a_ragged_split.check(a_spec, b_spec)
   a_ragged.check(S((64, 128), F16), b_spec)
-  a = jax.random.normal(jax.random.key(2), (61, 128), F32).astype(F16)
-  b = jax.random.normal(jax.random.key(3), (128, 64), F32).astype(F16)
+  a = rand.normal(rand.key(2), (61, 128), F16)
+  b = rand.normal(rand.key(3), (128, 64), F16)
   got = a_ragged_split(a, b, interpret=True)[:61]
   np.testing.assert_allclose(np.asarray(got), np.asarray(a.astype(F32) @ b.astype(F32)), rtol=1e-2, atol=1e-1)
 

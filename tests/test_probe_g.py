@@ -21,6 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 from locate import expect
@@ -114,11 +115,11 @@ def test_a_zero_step_is_an_error_as_in_python():
 
 
 def test_the_reversal_hints_work():
-  x = jax.random.normal(jax.random.key(0), (128,), F32)
+  x = rand.normal(rand.key(0), (128,), F32)
   got = jax.jit(lambda x: plain_copy(x[::-1], interpret=True))(x)      # the hint, followed
   np.testing.assert_array_equal(np.asarray(got), np.asarray(x[::-1] * 2.0))
   exports(lambda x: plain_copy(x[::-1]), x)
-  x2 = jax.random.normal(jax.random.key(1), (64, 128), F32)
+  x2 = rand.normal(rand.key(1), (64, 128), F32)
   np.testing.assert_array_equal(np.asarray(rows_from_the_end(x2, interpret=True)), np.asarray(x2[::-1]))
   rows_from_the_end.check(S((64, 128), F32))
   exports(rows_from_the_end, x2)
@@ -126,7 +127,7 @@ def test_the_reversal_hints_work():
 
 @pytest.mark.gpu
 def test_gpu_rows_from_the_end():
-  x = jax.random.normal(jax.random.key(1), (64, 128), F32)
+  x = rand.normal(rand.key(1), (64, 128), F32)
   np.testing.assert_array_equal(np.asarray(jax.jit(rows_from_the_end)(x)), np.asarray(x[::-1]))
 
 
@@ -399,7 +400,7 @@ def test_a_static_negative_start_with_a_mask_is_accepted_and_right():
   np.testing.assert_array_equal(np.asarray(shift_right(x, interpret=True)), _shift(x, 1))
   np.testing.assert_array_equal(np.asarray(shift_right_dyn(x, interpret=True)), _shift(x, 1))
   np.testing.assert_array_equal(np.asarray(shift_left_store(x, interpret=True)), _shift(x, -1))
-  x2 = jax.random.normal(jax.random.key(0), (64, 128), F32)
+  x2 = rand.normal(rand.key(0), (64, 128), F32)
   np.testing.assert_array_equal(np.asarray(shift_rows_down(x2, interpret=True)), _shift(x2, 1))
   for k, a in ((shift_right, x), (shift_left_store, x), (shift_rows_down, x2), (shift_right_dyn, x)):
     k.check(S(a.shape, a.dtype))
@@ -438,5 +439,5 @@ def test_gpu_static_negative_starts():
   x = jnp.arange(1, 257, dtype=F32)
   np.testing.assert_array_equal(np.asarray(jax.jit(shift_right)(x)), _shift(x, 1))
   np.testing.assert_array_equal(np.asarray(jax.jit(shift_left_store)(x)), _shift(x, -1))
-  x2 = jax.random.normal(jax.random.key(0), (64, 128), F32)
+  x2 = rand.normal(rand.key(0), (64, 128), F32)
   np.testing.assert_array_equal(np.asarray(jax.jit(shift_rows_down)(x2)), _shift(x2, 1))

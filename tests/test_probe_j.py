@@ -5,6 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 from locate import expect
@@ -47,8 +48,8 @@ def head_dim_96(q, k, out):
 def test_a_contracted_head_dim_of_96_needs_no_padding():
   """head_dim 96 (192 bytes) was MG501 with padding to 128 as the hint; its buffers now take the 64-byte
   swizzle (twenty-ninth session), and a head_dim that is no multiple of 32 bytes is still MG501."""
-  q = jax.random.normal(jax.random.key(0), (64, 96), F32).astype(F16)
-  k = jax.random.normal(jax.random.key(1), (64, 96), F32).astype(F16)
+  q = rand.normal(rand.key(0), (64, 96), F16)
+  k = rand.normal(rand.key(1), (64, 96), F16)
   got = head_dim_96(q, k, interpret=True)
   np.testing.assert_allclose(np.asarray(got), np.asarray(q.astype(F32) @ k.astype(F32).T), rtol=1e-2, atol=1e-2)
   e = expect(head_dim_96, [S((64, 72), F16), S((64, 72), F16)], mg.MmaOperandError, "ml.dot(q_s, k_s.T)",

@@ -6,6 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 from locate import builds, expect, where
@@ -291,8 +292,8 @@ def test_the_docs_say_how_one_smem_element_is_updated_and_how_bool_arrays_are_ke
   np.testing.assert_array_equal(got, np.eye(16, dtype=np.int32)[3])
   # bool arrays are now read and written as their bytes (tests/test_bool_io.py); the docs say so
   assert "Bool arrays in memory are as jax keeps them, one byte an element" in LANGUAGE_MD
-  m = jax.random.bernoulli(jax.random.key(0), 0.5, (256,))
-  x = jax.random.normal(jax.random.key(1), (256,), jnp.float32)
+  m = rand.bernoulli(rand.key(0), 0.5, (256,))
+  x = rand.normal(rand.key(1), (256,), jnp.float32)
   np.testing.assert_array_equal(read_a_bool_array(m, x, interpret=True), np.where(m, x, 0))
 
 
@@ -314,7 +315,7 @@ def test_a_strided_slice_hints_an_axis_indexed_with_an_int_and_that_works():
   e = expect(rope_pairs_strided, [S((64, 128), jnp.float32)], mg.KernelTypeError, "q.at[:, 0::2]",
              "strided slices (step 2) are not supported; use a step of 1")
   assert "x.reshape(..., n // 2, 2)" in e.hint and "x.at[..., :, 0]" in e.hint
-  q = jax.random.normal(jax.random.key(0), (64, 64, 2), jnp.float32)
+  q = rand.normal(rand.key(0), (64, 64, 2), jnp.float32)
   got = rope_pairs_split(q, interpret=True)
   np.testing.assert_array_equal(np.asarray(got), np.asarray(q[..., 0] - q[..., 1]))
   rope_pairs_split.check(S((64, 64, 2), jnp.float32))
@@ -322,7 +323,7 @@ def test_a_strided_slice_hints_an_axis_indexed_with_an_int_and_that_works():
 
 @pytest.mark.gpu
 def test_gpu_reads_an_interleaved_pair_through_an_int_index():
-  q = jax.random.normal(jax.random.key(1), (64, 64, 2), jnp.float32)
+  q = rand.normal(rand.key(1), (64, 64, 2), jnp.float32)
   np.testing.assert_array_equal(np.asarray(jax.jit(rope_pairs_split)(q)), np.asarray(q[..., 0] - q[..., 1]))
 
 

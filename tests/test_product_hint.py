@@ -7,6 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 
@@ -40,8 +41,8 @@ def scores_by_dot(q, k, out):
 
 
 def _inputs(dtype):
-  q = jax.random.normal(jax.random.key(0), (4, 64), F32).astype(dtype)
-  k = jax.random.normal(jax.random.key(1), (16, 64), F32).astype(dtype)
+  q = rand.normal(rand.key(0), (4, 64), dtype)
+  k = rand.normal(rand.key(1), (16, 64), dtype)
   return q, k, np.asarray(q, np.float32) @ np.asarray(k, np.float32).T
 
 

@@ -6,6 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rand as rnd
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 from mgpu_dsl.frontend.ops.random import philox_reference
@@ -17,7 +18,7 @@ S = jax.ShapeDtypeStruct
 
 
 def rand(key, shape, dtype=jnp.float32):
-  return jax.random.normal(jax.random.key(key), shape, jnp.float32).astype(dtype)
+  return rnd.normal(rnd.key(key), shape, dtype)
 
 
 def ref_segment_sums(off, x):

@@ -11,6 +11,7 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "examples"))
 import ragged_dot as ex  # noqa: E402
+import rand
 
 S = jax.ShapeDtypeStruct
 SIZES = {
@@ -23,9 +24,9 @@ SIZES = {
 
 def operands(sizes, k=128, n=256, dtype=jnp.float16, seed=0):
   m, g = sum(sizes), len(sizes)
-  ka, kb = jax.random.split(jax.random.key(seed))
-  lhs = jax.random.normal(ka, (m, k), jnp.float32).astype(dtype)
-  rhs = jax.random.normal(kb, (g, k, n), jnp.float32).astype(dtype)
+  ka, kb = rand.split(rand.key(seed))
+  lhs = rand.normal(ka, (m, k), dtype)
+  rhs = rand.normal(kb, (g, k, n), dtype)
   return lhs, rhs, jnp.array(sizes, jnp.int32)
 
 
@@ -67,9 +68,9 @@ def test_row_counts_off_the_8_row_tiles_store_every_tile_masked():
 @pytest.mark.gpu
 @pytest.mark.parametrize("m,k,n,g", [(4096, 1024, 2048, 8), (1000, 512, 1024, 5), (16384, 2048, 4096, 16)])
 def test_gpu_matches_lax_ragged_dot(m, k, n, g):
-  ka, kb, kg = jax.random.split(jax.random.key(m + g), 3)
-  lhs = jax.random.normal(ka, (m, k), jnp.float16)
-  rhs = jax.random.normal(kb, (g, k, n), jnp.float16)
+  ka, kb, kg = rand.split(rand.key(m + g), 3)
+  lhs = rand.normal(ka, (m, k), jnp.float16)
+  rhs = rand.normal(kb, (g, k, n), jnp.float16)
   sizes = ex.random_group_sizes(kg, m, g)
   assert rel_err(jax.jit(ex.ragged_dot)(lhs, rhs, sizes), ex.reference(lhs, rhs, sizes)) < 1e-2
 

@@ -5,6 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 from locate import expect
@@ -33,7 +34,7 @@ def pick(x, i, out, row, col, win):
 
 @pytest.mark.parametrize("k", [0, 6, -3])
 def test_elements_rows_and_columns_of_a_register_tensor_interpret(k):
-  x = jax.random.normal(jax.random.key(0), (8, 256), F32)
+  x = rand.normal(rand.key(0), (8, 256), F32)
   o, r, c, w = pick(x, jnp.array([k], jnp.int32), interpret=True)
   v = np.cumsum(np.asarray(x, np.float64), axis=1)
   n = 8
@@ -81,13 +82,13 @@ def test_a_static_index_past_the_end_is_an_error():
 
 
 def test_a_bool_tensor_is_indexed_through_its_bytes():
-  x = jax.random.normal(jax.random.key(5), (256,), F32)
+  x = rand.normal(rand.key(5), (256,), F32)
   got = bool_element(x, interpret=True)
   assert int(got[0]) == int(x[3] > 0)
 
 
 def test_other_register_indices_name_what_works():
-  x = jax.random.normal(jax.random.key(0), (256,), F32)       # a slice and a new axis: one after the other
+  x = rand.normal(rand.key(0), (256,), F32)       # a slice and a new axis: one after the other
   np.testing.assert_allclose(stepped(x, interpret=True), jnp.cumsum(x)[:128], rtol=1e-5, atol=1e-5)
   e = expect(element_and_axis, [S((8, 128), F32)], mg.UnsupportedSyntaxError, "v[None, ml.program_id(0)]",
              "this index of a register tensor is not supported: a register tensor takes integer indices (an"
@@ -98,7 +99,7 @@ def test_other_register_indices_name_what_works():
 
 @pytest.mark.gpu
 def test_gpu_elements_rows_and_columns_of_a_register_tensor():
-  x = jax.random.normal(jax.random.key(1), (8, 256), F32)
+  x = rand.normal(rand.key(1), (8, 256), F32)
   i = jnp.array([5], jnp.int32)
   got = jax.jit(pick)(x, i)
   want = pick(x, i, interpret=True)
@@ -116,7 +117,7 @@ def swiglu(x, out):
 
 
 def test_column_halves_of_a_loaded_tile_swiglu():
-  x = jax.random.normal(jax.random.key(3), (128, 512), F32)
+  x = rand.normal(rand.key(3), (128, 512), F32)
   np.testing.assert_allclose(swiglu(x, interpret=True), jax.nn.silu(x[:, :256]) * x[:, 256:], rtol=1e-5, atol=1e-6)
   assert "mosaic_gpu" in jax.export.export(jax.jit(swiglu), platforms=["cuda"])(S((128, 512), jnp.bfloat16)).mlir_module()
 
@@ -197,7 +198,7 @@ def join3(a, b, out):
 
 @pytest.mark.parametrize("dtype", [F32, jnp.bfloat16], ids=str)
 def test_concatenate_matches_jnp_interpret(dtype):
-  x = jax.random.normal(jax.random.key(4), (128, 256), F32).astype(dtype)
+  x = rand.normal(rand.key(4), (128, 256), dtype)
   np.testing.assert_array_equal(np.asarray(rotate_half(x, interpret=True), np.float32),
                                 np.asarray(jnp.concatenate([-x[:, 128:], x[:, :128]], axis=1), np.float32))
   a, b = jnp.arange(128, dtype=F32).astype(dtype), jnp.arange(256, dtype=F32).astype(dtype)
@@ -235,6 +236,6 @@ def test_concatenate_mistakes(kind, cls, message):
 
 @pytest.mark.gpu
 def test_gpu_concatenate_and_column_halves():
-  x = jax.random.normal(jax.random.key(6), (128, 256), F32)
+  x = rand.normal(rand.key(6), (128, 256), F32)
   np.testing.assert_array_equal(jax.jit(rotate_half)(x), rotate_half(x, interpret=True))
   np.testing.assert_allclose(jax.jit(swiglu)(x), swiglu(x, interpret=True), rtol=1e-6, atol=1e-6)

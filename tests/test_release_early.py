@@ -10,6 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 from mgpu_dsl.frontend import ir
@@ -65,9 +66,9 @@ def _ref_row_max(q, k):
 
 
 def _inputs(rows=128, keys=256):
-  kq, kk = jax.random.split(jax.random.key(0))
-  return (jax.random.normal(kq, (rows, 64), jnp.float32).astype(F16) * 0.5,
-          jax.random.normal(kk, (keys, 64), jnp.float32).astype(F16) * 0.5)
+  kq, kk = rand.split(rand.key(0))
+  return (rand.normal(kq, (rows, 64), F16) * 0.5,
+          rand.normal(kk, (keys, 64), F16) * 0.5)
 
 
 def _consumer_loop(text):
@@ -121,8 +122,8 @@ def test_a_release_before_the_dots_wait_is_a_race_in_interpret_mode(stages):
 
 @pytest.mark.parametrize("causal", [False, True])
 def test_two_stage_warp_specialised_attention_interprets(causal):
-  ks = jax.random.split(jax.random.key(1), 3)
-  q, k, v = (jax.random.normal(x, (1, 384, 2, 128), jnp.float32).astype(F16) for x in ks)
+  ks = rand.split(rand.key(1), 3)
+  q, k, v = (rand.normal(x, (1, 384, 2, 128), F16) for x in ks)
   cfg = ex.Config(bq=128, bkv=128, stages=2, overlap=False, ws=True)
   got = ex.attention(q, k, v, causal, config=cfg, interpret=True)
   np.testing.assert_allclose(got.astype(jnp.float32), ex.reference(q, k, v, causal)[0].astype(jnp.float32),
@@ -134,8 +135,8 @@ def test_gpu_early_released_stages_match_interpret_mode():
   q, k = _inputs(rows=256, keys=1024)
   np.testing.assert_allclose(np.asarray(jax.jit(row_max_scores)(q, k)), np.asarray(row_max_scores(q, k, interpret=True)),
                              rtol=2e-2, atol=2e-2)
-  ks = jax.random.split(jax.random.key(2), 3)
-  q, k, v = (jax.random.normal(x, (2, 1024, 4, 128), jnp.float32).astype(F16) for x in ks)
+  ks = rand.split(rand.key(2), 3)
+  q, k, v = (rand.normal(x, (2, 1024, 4, 128), F16) for x in ks)
   for causal in (False, True):
     cfg = ex.Config(bq=128, bkv=128, stages=2, overlap=False, ws=True, persistent=True)
     got = jax.jit(lambda q, k, v: ex.attention(q, k, v, causal, config=cfg))(q, k, v)

@@ -12,13 +12,14 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
 import layernorm as LN  # noqa: E402
 import rmsnorm as RN  # noqa: E402
 import softmax as SM  # noqa: E402
+import rand as rnd
 
 F32, BF16 = jnp.float32, jnp.bfloat16
 TOL = {F32: 2e-5, BF16: 2e-2}
 
 
 def rand(key, shape, dtype, scale=1.0, shift=0.0):
-  return (jax.random.normal(jax.random.key(key), shape, F32) * scale + shift).astype(dtype)
+  return jnp.asarray((rnd.numpy_normal(key, shape) * scale + shift).astype(jnp.dtype(dtype)))
 
 
 def close(got, want, dtype, rel=False):
@@ -83,11 +84,11 @@ def test_two_pass_softmax_for_rows_too_long_for_a_cluster(dtype):
 
 
 def _layernorm_case(dtype, n=64, d=512):
-  k = jax.random.split(jax.random.key(1), 4)
-  x = (jax.random.normal(k[0], (n, d), F32) * 3 + 1).astype(dtype)
-  w = jax.random.normal(k[1], (d,), F32).astype(dtype)
-  b = jax.random.normal(k[2], (d,), F32).astype(dtype)
-  dy = jax.random.normal(k[3], (n, d), F32).astype(dtype)
+  k = rnd.split(rnd.key(1), 4)
+  x = (rnd.normal(k[0], (n, d), F32) * 3 + 1).astype(dtype)
+  w = rnd.normal(k[1], (d,), dtype)
+  b = rnd.normal(k[2], (d,), dtype)
+  dy = rnd.normal(k[3], (n, d), dtype)
   return x, w, b, dy
 
 

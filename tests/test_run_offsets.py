@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 from locate import expect
@@ -68,11 +69,11 @@ def unmasked_tail(x, o):
 def _cases():
   x = jnp.arange(3000, dtype=F32)
   yield add, (x, jnp.ones_like(x)), x + 1
-  x = jax.random.normal(jax.random.key(0), (100, 300), F32)
+  x = rand.normal(rand.key(0), (100, 300), F32)
   yield double_block, (x,), x * 2
-  x = jax.random.uniform(jax.random.key(1), (8, 100), F32) + 0.5
+  x = rand.uniform(rand.key(1), (8, 100), F32) + 0.5
   yield normalise_rows, (x,), x / x.sum(1, keepdims=True)
-  x = jax.random.normal(jax.random.key(2), (32, 32), F32)
+  x = rand.normal(rand.key(2), (32, 32), F32)
   t = jnp.where(jnp.arange(32)[:, None] < 30, x.T, -1.0)          # t[i, j] = x[j, i] where i < 30
   yield transpose_grid, (x,), jnp.where(jnp.arange(32)[None, :] < 30, t.T, 0.0)
   x = jnp.arange(256, dtype=F32)

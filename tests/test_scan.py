@@ -5,6 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 from locate import builds, expect
@@ -87,10 +88,10 @@ def _want(kernel, args):
 
 
 def _args(shapes, dtype, low=-3, high=3):
-  keys = jax.random.split(jax.random.key(0), len(shapes))
+  keys = rand.split(rand.key(0), len(shapes))
   if jnp.issubdtype(dtype, jnp.integer):
-    return [jax.random.randint(k, s, low, high).astype(dtype) for k, s in zip(keys, shapes)]
-  return [jax.random.uniform(k, s, F32, low, high).astype(dtype) for k, s in zip(keys, shapes)]
+    return [rand.randint(k, s, low, high).astype(dtype) for k, s in zip(keys, shapes)]
+  return [rand.uniform(k, s, F32, low, high).astype(dtype) for k, s in zip(keys, shapes)]
 
 
 CASES = [
@@ -186,7 +187,7 @@ def test_an_axis_out_of_range_is_rejected():
 
 
 def test_a_bool_running_max_is_a_running_or():
-  x = jax.random.normal(jax.random.key(6), (8, 128), F32) - 1.5
+  x = rand.normal(rand.key(6), (8, 128), F32) - 1.5
   want = np.logical_or.accumulate(np.asarray(x) > 0, axis=1).astype(np.float32)
   np.testing.assert_array_equal(bool_cummax(x, interpret=True), want)
 
@@ -200,7 +201,7 @@ def f8_scans(x, mx, sm):
 def test_float8_scans_run_in_float32_and_round_once():
   """Once accepted with an e4m3fn NaN as the max's identity (all NaN) and a sum rounded to
   float8 at every step."""
-  x = jax.random.uniform(jax.random.key(0), (128,), F32, 0, 1).astype(jnp.float8_e4m3fn)
+  x = rand.uniform(rand.key(0), (128,), F32, 0, 1).astype(jnp.float8_e4m3fn)
   mx, sm = (np.asarray(a).astype(np.float32) for a in f8_scans(x, interpret=True))
   x32 = np.asarray(x).astype(np.float32)
   np.testing.assert_array_equal(mx, np.maximum.accumulate(x32))        # exact: maxima of float8 values

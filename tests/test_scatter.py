@@ -7,6 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 from locate import builds, expect
@@ -145,7 +146,7 @@ def test_a_plain_scatter_sets_as_jnp_does():
   """Once MG003 with the atomic add as its hint; a plain scatter stores (jnp's .at[ids].set, indices past the
   end dropped), and an output written only by scatters starts at 0."""
   v = jnp.arange(128, dtype=F32) + 1
-  ids = jax.random.permutation(jax.random.key(0), 128).astype(I32)     # half of them past the 64 elements
+  ids = rand.permutation(rand.key(0), 128).astype(I32)     # half of them past the 64 elements
   got = plain_scatter(v, ids, interpret=True)
   np.testing.assert_array_equal(got, jnp.zeros(64, F32).at[ids].set(v, mode="drop"))
 

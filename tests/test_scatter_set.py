@@ -7,6 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 from locate import expect
@@ -70,9 +71,9 @@ def scatter_flags(v, i, out):
 
 
 def _data(dtype=F32, rows=256, places=300, seed=0):
-  k1, k2 = jax.random.split(jax.random.key(seed))
-  x = (jax.random.normal(k1, (rows, 64), F32) * 10).astype(dtype)
-  ids = jax.random.permutation(k2, places)[:rows].astype(I32)      # some past the output's rows: dropped
+  k1, k2 = rand.split(rand.key(seed))
+  x = (rand.normal(k1, (rows, 64), F32) * 10).astype(dtype)
+  ids = rand.permutation(k2, places)[:rows].astype(I32)      # some past the output's rows: dropped
   return x, ids
 
 
@@ -84,10 +85,10 @@ def _cases(dtype=F32):
   yield store_first_rows, (x, ids), {"n": 200}, zeros.at[ids[:200]].set(x[:200], mode="drop")
   xf = x.astype(F32)
   yield scatter_row_sums, (xf, ids), {}, jnp.zeros(300, F32).at[ids].set(xf.sum(1))
-  y = jax.random.normal(jax.random.key(9), (128, 128), F32)
+  y = rand.normal(rand.key(9), (128, 128), F32)
   yield transpose_by_pairs, (y,), {}, y.T
   cache = jnp.arange(512 * 64, dtype=F32).reshape(512, 64).astype(dtype)
-  slots = jax.random.permutation(jax.random.key(3), 512)[:256].astype(I32)
+  slots = rand.permutation(rand.key(3), 512)[:256].astype(I32)
   yield write_cache, (cache, x, slots), {}, cache.at[slots].set(x)
   v = jnp.arange(128, dtype=F32) + 1
   yield fill_then_scatter, (v, ids[:128]), {}, jnp.full(256, -1.0, F32).at[ids[:128]].set(v, mode="drop")
@@ -147,10 +148,10 @@ def mark_in_place(m, x, i, out):
 
 def _bool_cases():
   x, ids = _data(F32)
-  v, places = x[:128, 0], jax.random.permutation(jax.random.key(7), 256)[:128].astype(I32)
+  v, places = x[:128, 0], rand.permutation(rand.key(7), 256)[:128].astype(I32)
   yield scatter_flags, (v, places), jnp.zeros(256, bool).at[places].set(v > 0)
   yield flag_rows, (x, ids), jnp.zeros((300, 64), bool).at[ids].set(x > 0, mode="drop")
-  m = jax.random.bernoulli(jax.random.key(3), 0.5, (300, 64))
+  m = rand.bernoulli(rand.key(3), 0.5, (300, 64))
   xs, i = x[:128] / 10, ids[:128]
   yield mark_in_place, (m, xs, i), m.at[i].set(jnp.where(xs > 1, xs > 0, m[i]), mode="drop")
 
@@ -195,8 +196,8 @@ def test_gpu_scatters_match_jnp(dtype):
 
 
 def test_a_scatter_under_vmap_scatters_each_batch_element_into_its_own_zeros():
-  xs = jax.random.normal(jax.random.key(0), (3, 256, 64), F32)
-  ids = jnp.stack([jax.random.permutation(jax.random.key(i), 300)[:256] for i in range(3)]).astype(I32)
+  xs = rand.normal(rand.key(0), (3, 256, 64), F32)
+  ids = jnp.stack([rand.permutation(rand.key(i), 300)[:256] for i in range(3)]).astype(I32)
   got = jax.vmap(lambda x, i: permute_rows(x, i, interpret=True))(xs, ids)
   want = jax.vmap(lambda x, i: jnp.zeros_like(x).at[i].set(x, mode="drop"))(xs, ids)
   np.testing.assert_array_equal(got, want)

@@ -5,6 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 from locate import expect
@@ -31,7 +32,7 @@ def sort_vector(x, y, ix):
 
 
 def _data(shape, dtype, seed=0):
-  x = jax.random.normal(jax.random.key(seed), shape, jnp.float32) * 4
+  x = rand.normal(rand.key(seed), shape, jnp.float32) * 4
   if jnp.issubdtype(dtype, jnp.integer):
     return jnp.round(x).astype(dtype) if jnp.issubdtype(dtype, jnp.signedinteger) else jnp.abs(jnp.round(x)).astype(dtype)
   x = jnp.round(x * 2) / 2                                   # many ties

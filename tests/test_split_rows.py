@@ -11,6 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 
@@ -91,9 +92,9 @@ def test_a_split_reduction_exchanges_its_parts_between_two_barriers():
 # ---------------------------------------------------------------- interpret mode and export
 def _rows_case(n, d, dtype):
   """(x with logits up to ~100, w, b, tolerance) for n rows of d elements."""
-  k = jax.random.split(jax.random.key(0), 3)
-  x = (jax.random.normal(k[0], (n, d), F32) * 30).astype(dtype)
-  w, b = (jax.random.normal(k[i], (d,), F32).astype(dtype) for i in (1, 2))
+  k = rand.split(rand.key(0), 3)
+  x = (rand.normal(k[0], (n, d), F32) * 30).astype(dtype)
+  w, b = (rand.normal(k[i], (d,), dtype) for i in (1, 2))
   return x, w, b, 1e-5 if dtype == F32 else 2e-2
 
 
@@ -125,7 +126,7 @@ def test_split_kernels_export_for_cuda(dtype):
 
 
 def test_split_reductions_interpret():
-  x = jax.random.normal(jax.random.key(3), (64, 256), F32)
+  x = rand.normal(rand.key(3), (64, 256), F32)
   t, hi, lo = whole_reductions(x, warpgroups=2, interpret=True)
   np.testing.assert_allclose(t[0], x.sum(), rtol=1e-5)
   assert hi[0] == x.max() and lo[0] == x.min()
@@ -157,11 +158,11 @@ def test_split_long_rows_gpu(dtype, warpgroups):
 @pytest.mark.parametrize("dtype", ["float32", "float16", "int32", "uint32"])
 @pytest.mark.parametrize("warpgroups", [2, 4])
 def test_split_reductions_gpu(dtype, warpgroups):
-  k = jax.random.key(4)
+  k = rand.key(4)
   if dtype.startswith(("int", "uint")):
-    x = jax.random.randint(k, (64, 256), 0, 1000).astype(dtype)
+    x = rand.randint(k, (64, 256), 0, 1000).astype(dtype)
   else:
-    x = jax.random.normal(k, (64, 256), F32).astype(dtype)
+    x = rand.normal(k, (64, 256), dtype)
   x = x.at[37, 5].set(3000 if dtype != "float16" else 3000.0)   # the max in warpgroup 1's rows
   t, hi, lo = jax.jit(lambda x: whole_reductions(x, warpgroups=warpgroups))(x)
   xf = np.asarray(x, np.float64)
@@ -179,7 +180,7 @@ def test_split_reductions_gpu(dtype, warpgroups):
 
 @pytest.mark.gpu
 def test_split_loop_carries_and_iota_gpu():
-  x = jax.random.normal(jax.random.key(5), (64, 256), F32)
+  x = rand.normal(rand.key(5), (64, 256), F32)
   out = jax.jit(lambda x: row_block_sums(x, rows=8))(x)
   np.testing.assert_allclose(out, x.reshape(8, 8, 256).sum(0), rtol=1e-5, atol=1e-5)
   y = jax.jit(iota_plus)(jnp.arange(256, dtype=jnp.int32) * 3)
@@ -207,7 +208,7 @@ def test_reductions_share_one_scratch_when_the_kernel_would_not_fit_otherwise():
   # a kernel that fits keeps one scratch a reduction, with no extra barrier
   small = many_sums.mlir(spec, n=1, warpgroups=1)
   assert small.count("bar.sync") + small.count("nvvm.barrier") < 16
-  x = jax.random.normal(jax.random.key(6), (64, 256), F32)
+  x = rand.normal(rand.key(6), (64, 256), F32)
   got = many_sums(x, n=8, warpgroups=2, interpret=True)
   np.testing.assert_allclose(got, [float(x.sum()) * (j + 1) + 0.5 for j in range(8)], rtol=1e-5, atol=1e-3)
 
@@ -215,7 +216,7 @@ def test_reductions_share_one_scratch_when_the_kernel_would_not_fit_otherwise():
 @pytest.mark.gpu
 @pytest.mark.parametrize("warpgroups", [1, 2])
 def test_reductions_sharing_one_scratch_gpu(warpgroups):
-  x = jax.random.normal(jax.random.key(6), (64, 256), F32)
+  x = rand.normal(rand.key(6), (64, 256), F32)
   got = jax.jit(lambda x: many_sums(x, n=8, warpgroups=warpgroups))(x)
   np.testing.assert_allclose(got, [float(x.sum()) * (j + 1) + 0.5 for j in range(8)], rtol=1e-5, atol=1e-3)
 
@@ -241,8 +242,8 @@ def test_shared_scratch_gives_each_warpgroup_the_same_bytes_in_every_scratch():
   text = column_maxes_beside_a_big_buffer.mlir(sx, sy)
   slices = re.findall(r"memref\.subview %view_\d+\[%\w+\] \[(\d+)\] \[1\] : memref<(\d+)xf32", text)
   assert len(slices) == 2 and {int(n) for n, _ in slices} == {plan.scratch_stride // 4}, slices
-  x = jax.random.normal(jax.random.key(0), (16, 32), F32)
-  y = jax.random.normal(jax.random.key(1), (16, 256), F32)
+  x = rand.normal(rand.key(0), (16, 32), F32)
+  y = rand.normal(rand.key(1), (16, 256), F32)
   a, b, _ = column_maxes_beside_a_big_buffer(x, y, interpret=True)
   np.testing.assert_array_equal(a, x.max(0))
   np.testing.assert_array_equal(b, y.max(0))
@@ -250,8 +251,8 @@ def test_shared_scratch_gives_each_warpgroup_the_same_bytes_in_every_scratch():
 
 @pytest.mark.gpu
 def test_shared_scratch_of_different_sizes_gpu():
-  x = jax.random.normal(jax.random.key(0), (16, 32), F32)
-  y = jax.random.normal(jax.random.key(1), (16, 256), F32)
+  x = rand.normal(rand.key(0), (16, 32), F32)
+  y = rand.normal(rand.key(1), (16, 256), F32)
   for _ in range(20):
     a, b, z = jax.jit(column_maxes_beside_a_big_buffer)(x, y)
     np.testing.assert_array_equal(a, x.max(0))

@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 from mgpu_dsl.frontend.ops import elementwise_checks
@@ -33,7 +34,7 @@ def bool_smem(x, out):
 
 
 def test_smem_buffer_of_bool_holds_a_mask():
-  x = jax.random.normal(jax.random.key(0), (128,), F32)
+  x = rand.normal(rand.key(0), (128,), F32)
   np.testing.assert_array_equal(bool_smem(x, interpret=True), np.where(x > 0, x, 0))
 
 
@@ -43,7 +44,7 @@ def bool_gmem_read(m, out):
 
 
 def test_reading_a_bool_array_works():
-  m = jax.random.bernoulli(jax.random.key(1), 0.5, (128,))
+  m = rand.bernoulli(rand.key(1), 0.5, (128,))
   np.testing.assert_array_equal(bool_gmem_read(m, interpret=True), np.asarray(m, np.float32))
 
 
@@ -53,7 +54,7 @@ def bool_gmem_write(x, out):
 
 
 def test_writing_a_bool_array_works():
-  x = jax.random.normal(jax.random.key(2), (128,), F32)
+  x = rand.normal(rand.key(2), (128,), F32)
   got = bool_gmem_write(x, interpret=True)
   assert got.dtype == jnp.bool_
   np.testing.assert_array_equal(got, x > 0)
@@ -68,7 +69,7 @@ def bool_into_inferred_smem(x, out):
 
 def test_storing_a_mask_into_an_inferred_buffer_makes_it_bool():
   assert "bool" in bool_into_inferred_smem.typed_ir(S((128,), F32))
-  x = jax.random.normal(jax.random.key(3), (128,), F32)
+  x = rand.normal(rand.key(3), (128,), F32)
   np.testing.assert_array_equal(bool_into_inferred_smem(x, interpret=True), np.where(x > 0, x, -1))
 
 
@@ -81,7 +82,7 @@ def bool_tma(m, out):
 
 def test_tma_copy_of_a_bool_array_moves_its_bytes():
   builds(bool_tma, S((128,), BOOL))
-  m = jax.random.bernoulli(jax.random.key(4), 0.5, (128,))
+  m = rand.bernoulli(rand.key(4), 0.5, (128,))
   np.testing.assert_array_equal(bool_tma(m, interpret=True), np.asarray(m, np.int8))
 
 

@@ -6,6 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 from locate import expect
@@ -39,7 +40,7 @@ def rows(x, out, *, op: ml.constexpr, axis: ml.constexpr):
 @pytest.mark.parametrize("axis", [-1, 1, 0])
 @pytest.mark.parametrize("dtype", [F32, jnp.bfloat16])
 def test_softmax_and_log_softmax_match_jax_nn(op, axis, dtype):
-  x = (jax.random.normal(jax.random.key(0), (16, 128), F32) * 30).astype(dtype)   # exp overflows unshifted
+  x = (rand.normal(rand.key(0), (16, 128), F32) * 30).astype(dtype)   # exp overflows unshifted
   x = x.at[2, 5].set(-jnp.inf)
   got = rows(x, op=op, axis=axis, interpret=True)
   want = getattr(jax.nn, op)(x.astype(F32), axis=axis if axis != 0 else 0)
@@ -53,7 +54,7 @@ def test_softmax_and_log_softmax_match_jax_nn(op, axis, dtype):
 
 @pytest.mark.parametrize("op", ["softmax_where", "log_softmax_where"])
 def test_softmax_where_keeps_the_masked_elements_out(op):
-  x = jax.random.normal(jax.random.key(1), (16, 128), F32) * 30
+  x = rand.normal(rand.key(1), (16, 128), F32) * 30
   got = rows(x, op=op, axis=-1, interpret=True)
   keep = jnp.arange(128)[None, :] <= jnp.arange(16)[:, None]
   fn = jax.nn.softmax if op == "softmax_where" else jax.nn.log_softmax
@@ -80,7 +81,7 @@ def stats(x, lse, var, std, *, axis: ml.constexpr, keepdims: ml.constexpr, ddof:
 @pytest.mark.parametrize("axis,keepdims", [(1, False), (-1, True), (0, False), (0, True)])
 @pytest.mark.parametrize("dtype", [F32, jnp.float16, jnp.int32])
 def test_logsumexp_var_and_std_match_jnp(axis, keepdims, dtype):
-  x = jax.random.normal(jax.random.key(2), (16, 128), F32) * 20 + 3
+  x = rand.normal(rand.key(2), (16, 128), F32) * 20 + 3
   x = x.astype(dtype)
   if dtype == F32:
     x = x.at[4].set(-jnp.inf)                              # logsumexp of a row of -inf is -inf
@@ -107,7 +108,7 @@ def full_stats(x, out):
 
 
 def test_full_reductions_are_scalars():
-  x = jax.random.normal(jax.random.key(3), (8, 128), F32) * 5
+  x = rand.normal(rand.key(3), (8, 128), F32) * 5
   got = full_stats(x, interpret=True)
   want = [jax.nn.logsumexp(x), jnp.var(x), jnp.std(x), 0.0 + 2.0 * jnp.all(x > -100)]
   np.testing.assert_allclose(got, np.asarray(want, np.float32), rtol=1e-5)
@@ -139,7 +140,7 @@ def test_mistakes_in_row_statistics_are_reported_at_the_call():
 
 @pytest.mark.gpu
 def test_gpu_row_statistics_match_jax():
-  x = jax.random.normal(jax.random.key(4), (64, 256), F32) * 30
+  x = rand.normal(rand.key(4), (64, 256), F32) * 30
   for op, fn in (("softmax", jax.nn.softmax), ("log_softmax", jax.nn.log_softmax)):
     np.testing.assert_allclose(rows(x, op=op, axis=-1), fn(x, axis=-1), rtol=1e-4, atol=1e-5)
   keep = jnp.arange(256)[None, :] <= jnp.arange(64)[:, None]

@@ -5,6 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 
@@ -94,7 +95,7 @@ def test_a_window_read_after_its_reload_is_awaited_in_the_same_iteration():
 @pytest.mark.parametrize("dtype", [F32, jnp.bfloat16], ids=str)
 def test_carried_loads_interpret(dtype, n, d, programs, chunks):
   """11 rows over 4 CTAs: some take 3, some 2; 5 CTAs for 3 rows: the grid is clamped."""
-  x = (jax.random.normal(jax.random.key(8), (n, d), F32) * 30).astype(dtype)
+  x = (rand.normal(rand.key(8), (n, d), F32) * 30).astype(dtype)
   programs = min(n, programs)
   got = row_softmax(x.reshape(n, d // SEG, SEG), chunks=min(chunks, d // SEG), programs=programs,
                     interpret=True).reshape(n, d)
@@ -108,6 +109,6 @@ def test_carried_loads_interpret(dtype, n, d, programs, chunks):
 @pytest.mark.gpu
 @pytest.mark.parametrize("n,d", [(1024, 32768), (300, 16384), (131, 8192)])
 def test_carried_loads_gpu(n, d):
-  x = jax.random.normal(jax.random.key(9), (n, d), F32) * 30
+  x = rand.normal(rand.key(9), (n, d), F32) * 30
   f = jax.jit(lambda x: row_softmax(x.reshape(n, d // SEG, SEG), chunks=8, programs=min(n, mg.num_sms())))
   np.testing.assert_allclose(f(x).reshape(n, d), jax.nn.softmax(x, -1), rtol=2e-5, atol=2e-5)

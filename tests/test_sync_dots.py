@@ -8,6 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 
@@ -48,9 +49,9 @@ def reference(a, b0, b1, rescale):
 
 
 def inputs(key=0):
-  ks = jax.random.split(jax.random.key(key), 3)
-  return (jax.random.normal(ks[0], (64, 64)).astype(jnp.float16) * 0.1,
-          jax.random.normal(ks[1], (256, 64)).astype(jnp.float16), jax.random.normal(ks[2], (256, 64)).astype(jnp.float16))
+  ks = rand.split(rand.key(key), 3)
+  return (rand.normal(ks[0], (64, 64)).astype(jnp.float16) * 0.1,
+          rand.normal(ks[1], (256, 64)).astype(jnp.float16), rand.normal(ks[2], (256, 64)).astype(jnp.float16))
 
 
 def _lines(rescale):

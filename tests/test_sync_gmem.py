@@ -5,6 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 
@@ -112,10 +113,10 @@ def _sync_only(x, out):
 
 
 def _cases():
-  k = jax.random.split(jax.random.key(0), 2)
-  x = jax.random.normal(k[0], (128, 128), F32)
-  v = jax.random.normal(k[1], (1024,), F32)
-  ids = jax.random.randint(k[1], (1024,), 0, 1024)
+  k = rand.split(rand.key(0), 2)
+  x = rand.normal(k[0], (128, 128), F32)
+  v = rand.normal(k[1], (1024,), F32)
+  ids = rand.randint(k[1], (1024,), 0, 1024)
   return [
       (store_then_tma_store, (x,), x),
       (store_then_tma_add, (x,), x + 1),
@@ -202,7 +203,7 @@ def test_stores_a_loop_index_moves_and_atomic_adds_are_not_ordered():
 
 
 def _store_cases():
-  x = jax.random.normal(jax.random.key(3), (256, 128), F32)
+  x = rand.normal(rand.key(3), (256, 128), F32)
   return [(store_one_window_twice, (x[:16],), jnp.concatenate([x[8:16], x[8:16]])),
           (store_each_trip_to_the_programs_window, (x,), x.reshape(4, 4, 16, 128)[:, 3].reshape(64, 128)),
           (tma_add_twice, (x[:8],), x[:8] * 2)]

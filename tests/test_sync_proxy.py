@@ -6,6 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 from mlir_barriers import named_barriers
@@ -67,11 +68,11 @@ def test_kernels_that_do_not_read_back_keep_their_shared_only_fences():
 
 
 def test_read_back_kernels_interpret():
-  x = jax.random.normal(jax.random.key(0), (128, 128), jnp.float32)
+  x = rand.normal(rand.key(0), (128, 128), jnp.float32)
   got = np.asarray(write_then_load(x, interpret=True))
   np.testing.assert_allclose(got[:64], np.asarray(x[:64]) * 2)
   np.testing.assert_allclose(got[64:], np.asarray(x[:64]) * 2 + 1)
-  a = jax.random.normal(jax.random.key(1), (512, 128), jnp.float32)
+  a = rand.normal(rand.key(1), (512, 128), jnp.float32)
   want = np.asarray(a).reshape(8, 64, 128).cumsum(0).reshape(512, 128)
   np.testing.assert_allclose(running_sum(a, interpret=True), want, rtol=1e-5, atol=1e-5)
 
@@ -90,8 +91,8 @@ import pytest  # noqa: E402
 
 @pytest.mark.gpu
 def test_gpu_read_back_after_register_writes():
-  x = jax.random.normal(jax.random.key(2), (128 * 264, 128), jnp.float32)
+  x = rand.normal(rand.key(2), (128 * 264, 128), jnp.float32)
   np.testing.assert_allclose(jax.jit(write_then_load_tiles)(x), np.asarray(x) * 2 + 1, rtol=1e-6)
-  a = jax.random.normal(jax.random.key(1), (512, 128), jnp.float32)
+  a = rand.normal(rand.key(1), (512, 128), jnp.float32)
   want = np.asarray(a).reshape(8, 64, 128).cumsum(0).reshape(512, 128)
   np.testing.assert_allclose(jax.jit(running_sum)(a), want, rtol=1e-5, atol=1e-5)

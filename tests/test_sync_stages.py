@@ -8,6 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 
@@ -106,11 +107,11 @@ def test_a_second_pipelined_loop_waits_for_the_first_ones_dots():
 
 
 def _cases():
-  k = jax.random.split(jax.random.key(0), 4)
-  x, y = jax.random.normal(k[0], (256, 128), F32), jax.random.normal(k[1], (64, 128), F32)
+  k = rand.split(rand.key(0), 4)
+  x, y = rand.normal(k[0], (256, 128), F32), rand.normal(k[1], (64, 128), F32)
   xs = x.reshape(4, 64, 128).sum(0)
-  a = jax.random.normal(k[2], (128, 512), F32).astype(F16)
-  b = jax.random.normal(k[3], (512, 128), F32).astype(F16)
+  a = rand.normal(k[2], (128, 512), F16)
+  b = rand.normal(k[3], (512, 128), F16)
   fa, fb = a.astype(F32), b.astype(F32)
   acc = fa[:, :256] @ fb[:256]
   for j in range(4, 8):

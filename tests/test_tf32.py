@@ -5,6 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 from locate import expect
@@ -50,8 +51,8 @@ def tf32(x):
 
 
 def inputs(m, n, k, seed=0):
-  a = jax.random.normal(jax.random.key(seed), (m, k), F32)
-  bt = jax.random.normal(jax.random.key(seed + 1), (n, k), F32)
+  a = rand.normal(rand.key(seed), (m, k), F32)
+  bt = rand.normal(rand.key(seed + 1), (n, k), F32)
   return a, bt
 
 
@@ -90,8 +91,8 @@ def mm_k4(a, bt, c):
 def test_float32_k_step_is_8_elements():
   """k = 16 float32 (64 bytes) takes the 64-byte swizzle (twenty-ninth session; it was MG501, the step
   128 bytes); 4 elements (16 bytes) are less than the narrowest swizzle."""
-  a = jax.random.normal(jax.random.key(0), (128, 16), F32)
-  bt = jax.random.normal(jax.random.key(1), (128, 16), F32)
+  a = rand.normal(rand.key(0), (128, 16), F32)
+  bt = rand.normal(rand.key(1), (128, 16), F32)
   np.testing.assert_allclose(mm_k16(a, bt, interpret=True), tf32(a) @ tf32(bt).T, rtol=1e-5, atol=1e-5)
   expect(mm_k4, (S((128, 4), F32), S((128, 4), F32)), mg.MmaOperandError, "ml.dot(a_s, b_s.T)",
          "ml.dot needs k (the columns of a, the rows of b) to be a multiple of 8 (32 bytes of float32 elements), got 4")
@@ -99,8 +100,8 @@ def test_float32_k_step_is_8_elements():
 
 @pytest.mark.gpu
 def test_gpu_float32_k_of_16_matches_interpret_mode():
-  a = jax.random.normal(jax.random.key(0), (128, 16), F32)
-  bt = jax.random.normal(jax.random.key(1), (128, 16), F32)
+  a = rand.normal(rand.key(0), (128, 16), F32)
+  bt = rand.normal(rand.key(1), (128, 16), F32)
   np.testing.assert_allclose(jax.jit(mm_k16)(a, bt), tf32(a) @ tf32(bt).T, rtol=1e-3, atol=1e-3)
 
 

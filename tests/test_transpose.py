@@ -6,6 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 from locate import builds, expect
@@ -98,10 +99,10 @@ CASES = [
 
 
 def _args(shapes, dtype):
-  keys = jax.random.split(jax.random.key(0), len(shapes))
+  keys = rand.split(rand.key(0), len(shapes))
   if jnp.issubdtype(dtype, jnp.integer):
-    return [jax.random.randint(k, s, -100, 100).astype(dtype) for k, s in zip(keys, shapes)]
-  return [jax.random.normal(k, s, F32).astype(dtype) for k, s in zip(keys, shapes)]
+    return [rand.randint(k, s, -100, 100).astype(dtype) for k, s in zip(keys, shapes)]
+  return [rand.normal(k, s, dtype) for k, s in zip(keys, shapes)]
 
 
 def _want(kernel, args):
@@ -166,7 +167,7 @@ def test_a_3d_tensor_is_rejected_at_the_call():
 
 
 def test_a_bool_tensor_transposes_through_its_bytes():
-  x = jax.random.normal(jax.random.key(7), (64, 64), F32)
+  x = rand.normal(rand.key(7), (64, 64), F32)
   np.testing.assert_array_equal(transpose_bool(x, interpret=True), (np.asarray(x) > 0).T.astype(np.float32))
 
 

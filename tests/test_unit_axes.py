@@ -6,6 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 
@@ -77,7 +78,7 @@ def as_column_and_row(x, col, row):
 
 @pytest.mark.parametrize("n", [128, 1024])
 def test_vector_stored_as_a_column_or_row(n):
-  x = jax.random.normal(jax.random.key(0), (n,), F32)
+  x = rand.normal(rand.key(0), (n,), F32)
   c, r = as_column_and_row(x, interpret=True)
   np.testing.assert_array_equal(c, x[:, None] + 1.0)
   np.testing.assert_array_equal(r, x[None, :])
@@ -91,7 +92,7 @@ def column_tile_to_vector(x, o):
 
 
 def test_column_tile_indexed_to_a_vector():
-  x = jax.random.normal(jax.random.key(1), (256, 1), F32)
+  x = rand.normal(rand.key(1), (256, 1), F32)
   np.testing.assert_array_equal(column_tile_to_vector(x, interpret=True), x[:, 0] * 3.0)
   jax.export.export(jax.jit(column_tile_to_vector), platforms=["cuda"])(S((256, 1), F32))
 
@@ -102,9 +103,9 @@ def test_unit_axes_gpu():
   for name, body in CASES.items():
     want = x * 2.0 if name == "double_insert" else x
     np.testing.assert_array_equal(jax.jit(_kernel(body))(x), want, err_msg=name)
-  x = jax.random.normal(jax.random.key(0), (1024,), F32)
+  x = rand.normal(rand.key(0), (1024,), F32)
   c, r = jax.jit(as_column_and_row)(x)
   np.testing.assert_array_equal(c, x[:, None] + 1.0)
   np.testing.assert_array_equal(r, x[None, :])
-  y = jax.random.normal(jax.random.key(1), (256, 1), F32)
+  y = rand.normal(rand.key(1), (256, 1), F32)
   np.testing.assert_array_equal(jax.jit(column_tile_to_vector)(y), y[:, 0] * 3.0)

@@ -8,6 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 from locate import expect
@@ -54,7 +55,7 @@ def test_reshaping_a_row_wise_tile_goes_through_smem():
   MG204 at the reshape; since probe 30a the reshape moves the tile's elements through SMEM."""
   specs = [S((8, 256), jnp.float32), S((8,), jnp.float32)]
   scale_flat.check(*specs)
-  x = jax.random.normal(jax.random.key(0), (8, 256), jnp.float32)
+  x = rand.normal(rand.key(0), (8, 256), jnp.float32)
   s = jnp.arange(8, dtype=jnp.float32)
   np.testing.assert_allclose(scale_flat(x, s, interpret=True), (x * s[:, None]).reshape(-1), rtol=1e-6)
 
@@ -75,7 +76,7 @@ def append_sums(x, out, *, concat: ml.constexpr = False):
 def test_list_append_in_an_unrolled_loop_builds_the_list():
   """Once: 'sums has no attribute append' with the hint 'check the spelling'; then MG003 ("lists in a kernel
   are fixed once built"); now `sums.append(v)` binds sums to a new list, as `sums += [v]` does (probe 38j)."""
-  x = jax.random.normal(jax.random.key(0), (1024,), jnp.float32)
+  x = rand.normal(rand.key(0), (1024,), jnp.float32)
   want = np.asarray(x).reshape(4, 256).sum(1)
   np.testing.assert_allclose(append_sums(x, concat=True, interpret=True), want, rtol=1e-5)
   np.testing.assert_allclose(append_sums(x, interpret=True), want, rtol=1e-5)
@@ -94,7 +95,7 @@ def static_calls(x, out):
 
 def test_python_functions_of_static_values_run_while_tracing():
   """docs/language.md promises it; once every call but a builtin's was 'not supported'."""
-  x = jax.random.normal(jax.random.key(1), (8, 256), jnp.float32)
+  x = rand.normal(rand.key(1), (8, 256), jnp.float32)
   s = 1.0 / np.sqrt(256) + 2.0 * 4 + 8
   np.testing.assert_allclose(static_calls(x, interpret=True), np.asarray(x) * np.float32(s), rtol=1e-6)
 
@@ -225,7 +226,7 @@ def short_column(x, out):
 
 
 def _pairs(shape=(8, 256, 2)):
-  return jax.random.uniform(jax.random.key(3), shape, jnp.float32) + 0.5
+  return rand.uniform(rand.key(3), shape, jnp.float32) + 0.5
 
 
 def test_windows_strided_in_their_last_dimension_move_element_by_element():
@@ -472,14 +473,14 @@ def histogram_in_output(x, out):
 def test_a_histogram_kept_in_its_output_counts_every_item():
   """Every thread reads and rewrites out[b]; without barriers a warp ahead read the next
   iteration's update (the compiled kernel had none)."""
-  x = jax.random.randint(jax.random.key(3), (300,), 0, 32, jnp.int32)
+  x = rand.randint(rand.key(3), (300,), 0, 32, jnp.int32)
   np.testing.assert_array_equal(histogram_in_output(x, interpret=True), np.bincount(np.asarray(x), minlength=32))
   assert len(named_barriers(histogram_in_output.mlir(S((300,), jnp.int32)))) >= 3     # 1 before the loop, 2 a trip
 
 
 @pytest.mark.gpu
 def test_gpu_histogram_kept_in_its_output_counts_every_item():
-  x = jax.random.randint(jax.random.key(4), (3000,), 0, 32, jnp.int32)
+  x = rand.randint(rand.key(4), (3000,), 0, 32, jnp.int32)
   np.testing.assert_array_equal(np.asarray(histogram_in_output(x)), np.bincount(np.asarray(x), minlength=32))
 
 

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import kernels as K
+import rand as rnd
 import mgpu_dsl as mg
 import reduce_kernels as R
 from mgpu_dsl import language as ml
@@ -13,7 +14,7 @@ S = jax.ShapeDtypeStruct
 
 
 def rand(key, shape):
-  return jax.random.normal(jax.random.key(key), shape, jnp.float32)
+  return rnd.normal(rnd.key(key), shape, jnp.float32)
 
 
 @mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 128, 2, 1))

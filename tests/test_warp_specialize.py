@@ -10,6 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rand as rnd
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 from mgpu_dsl.frontend import ir
@@ -25,7 +26,7 @@ S = jax.ShapeDtypeStruct
 
 
 def rand(shape, dtype, seed):
-  return jax.random.normal(jax.random.key(seed), shape, jnp.float32).astype(dtype)
+  return rnd.normal(rnd.key(seed), shape, dtype)
 
 
 def rel_err(got, want):
