@@ -191,12 +191,17 @@ def check_tiled_starts(kernel: ir.Kernel, defs: dict, facts: Facts) -> None:
 
 # ---------------------------------------------------------------- register transfers' starts
 def mark_register_starts(kernel: ir.Kernel, defs: dict) -> None:
-  """Sets each register Load's, Store's (masked or not) and AtomicUpdate's `start_multiple`: a number of elements the offset of its
-  window in the root array (or SMEM buffer) is a multiple of (0: always 0), where a view is taken;
+  """Sets each register Load's, Store's (masked or not) and AtomicUpdate's `start_multiple`: a number of elements the offset of
+  each row of its window in the root array (or SMEM buffer) is a multiple of (0: always 0), where a view is taken;
   None where the ref is the root itself. The lowering moves a register's vector at once only where
   the vector's length divides it: a window at a run-time start nothing proves aligned (`buf.at[ml.ds(i,
   8)]` of a float32 buffer at i = 3) read with 8-byte vectors faults the GPU (CUDA_ERROR_MISALIGNED_ADDRESS,
-  and the process's CUDA context with it). `ml.multiple_of` proves a start."""
+  and the process's CUDA context with it). `ml.multiple_of` proves a start.
+
+  Each row of a window of two or more dimensions starts a row stride of the root further on, so the
+  strides of its kept dimensions (but the root's last) count too: rows of 129 int8 elements (or 130
+  float16, 65 float32) put every other row's vectors off their alignment wherever the window starts
+  (`x.at[0:8, 0:128].load(mask=...)` of a (64, 129) int8 `x` read 4-byte vectors at byte 129)."""
   loops = loop_counters(kernel.body)
   for o in ir.walk(kernel.body):
     if type(o).__name__ not in ("Load", "Store", "MaskedLoad", "MaskedStore", "AtomicUpdate"):
@@ -209,9 +214,13 @@ def mark_register_starts(kernel: ir.Kernel, defs: dict) -> None:
       continue
     shape = tuple(ref.type.shape)
     strides = [math.prod(shape[d + 1:]) for d in range(len(shape))]
-    dims, m = list(range(len(shape))), 0
+    dims, m, sizes = list(range(len(shape))), 0, list(shape)
     for view in reversed(chain):           # from the root outwards
       for d, idx in zip(dims, view.index):
         m = math.gcd(m, known_multiple(idx.start, defs, loops) * strides[d])
+      sizes = [idx.size for idx in view.index if not idx.squeeze]
       dims = [d for d, idx in zip(dims, view.index) if not idx.squeeze]
+    for d, n in zip(dims, sizes):          # each row's start: the kept dimensions' steps (size-1 ones never step)
+      if d != len(shape) - 1 and n > 1:
+        m = math.gcd(m, strides[d])
     object.__setattr__(o, "start_multiple", m)    # (an annotation of the op in place: passes hold it by identity)

@@ -90,9 +90,10 @@ def _vec(layout) -> int:
 
 
 def _unaligned(o, layout) -> bool:
-  """Whether register transfer `o`'s window may start off its vectors' alignment: its offset is not
-  proven a multiple of the vector length (tma_starts.mark_register_starts); then it goes element by
-  element, since a misaligned vector load or store faults the GPU."""
+  """Whether register transfer `o`'s window may start a row off its vectors' alignment: the offset of
+  each of its rows (its start, and its rows' strides in the root) is not proven a multiple of the vector
+  length (tma_starts.mark_register_starts); then it goes element by element, since a misaligned vector
+  load or store faults the GPU."""
   return o.start_multiple is not None and o.start_multiple % _vec(layout) != 0
 
 

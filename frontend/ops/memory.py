@@ -73,7 +73,7 @@ class Load(ir.Op):
   results: tuple
   merge: bool = False
   keep: tuple | None = None
-  start_multiple: int | None = None   # (tma_starts.mark_register_starts: what the window's offset is a multiple of)
+  start_multiple: int | None = None   # (tma_starts.mark_register_starts: what each window row's offset is a multiple of)
 
 
 @ir.op(Traits(effects=lambda o: [(o.ref, Access.REG_WRITE)], layout=LayoutRule.MEMORY,
