@@ -19,6 +19,7 @@ from .ops.elementwise import Binary, BinOp, Constant
 from .ops.memory import Copy, View
 from .tma import widen_hint
 from .types import DType, Space, dtype_name, resolve
+from .windows import view_chain
 
 
 # ---------------------------------------------------------------- TMA window starts
@@ -206,13 +207,10 @@ def mark_register_starts(kernel: ir.Kernel, defs: dict) -> None:
   for o in ir.walk(kernel.body):
     if type(o).__name__ not in ("Load", "Store", "MaskedLoad", "MaskedStore", "AtomicUpdate"):
       continue
-    chain, ref = [], o.ref
-    while isinstance(defs.get(ref.id), View):
-      chain.append(defs[ref.id])
-      ref = chain[-1].ref
-    if not chain or not hasattr(ref.type, "shape"):
+    chain = view_chain(defs, o.ref)        # (through ml.cluster_ref: a peer's buffer is laid out as ours)
+    if not chain or not hasattr(chain[-1].ref.type, "shape"):
       continue
-    shape = tuple(ref.type.shape)
+    shape = tuple(chain[-1].ref.type.shape)
     strides = [math.prod(shape[d + 1:]) for d in range(len(shape))]
     dims, m, sizes = list(range(len(shape))), 0, list(shape)
     for view in reversed(chain):           # from the root outwards

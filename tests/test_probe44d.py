@@ -103,3 +103,46 @@ def test_gpu_row_wise_and_tensor_core_tiles_of_odd_rows():
     np.testing.assert_allclose(row_sums(x), np.asarray(x)[0:8, 0:128].astype(np.float32).sum(1), rtol=1e-6)
   a, b, o = _dot_operands()
   np.testing.assert_allclose(dot_into_odd_rows(a, b, o), _dot_ref(a, b, o), rtol=1e-3)
+
+
+# ---------------------------------------------------------------- a peer's window (ml.cluster_ref)
+@mg.mgpu_kernel(out_shape=lambda x, s: jax.ShapeDtypeStruct((2, 256), x.dtype), grid=(2,), cluster=(2,))
+def peer_windows(x, s, out):
+  i = ml.program_id(0)
+  buf = ml.smem((384,), x.dtype)
+  got = ml.smem((384,), x.dtype)
+  buf[...] = x.at[i][...]
+  got[...] = ml.zeros((384,), x.dtype)
+  ml.cluster_sync()
+  v = ml.cluster_ref(buf.at[ml.ds(s[0], 256)], (i + 1) % 2)[...]
+  ml.cluster_ref(got.at[ml.ds(s[1], 256)], (i + 1) % 2)[...] = v
+  ml.cluster_sync()
+  out.at[i][...] = got.at[ml.ds(s[1], 256)][...]
+
+
+def _peer_windows_ref(x, s):
+  return np.asarray(x)[:, s[0]:s[0] + 256]     # each CTA's row, moved through its peer and back
+
+
+def test_a_peers_window_at_a_run_time_start_is_moved_element_by_element():
+  """ml.cluster_ref of a window at a run-time start (`ml.cluster_ref(buf.at[ml.ds(s[0], 256)], peer)`) had
+  no start_multiple (the view chain stopped at the peer's buffer), so it was read and written with 8-byte
+  vectors at s[0] = 3: misaligned in the peer's SMEM."""
+  x = jnp.asarray(np.arange(2 * 384, dtype=np.float32).reshape(2, 384) / 3)
+  s = jnp.array([3, 5], jnp.int32)
+  text = peer_windows.typed_ir(x, s)
+  peers = re.findall(r"(%\d+): ref<SMEM, 256, float32> = clusterref", text)
+  assert len(peers) == 2
+  assert re.search(rf"= load ref={peers[0]} start_multiple=1 ", text)
+  assert re.search(rf"\n  store ref={peers[1]} value=%\d+ start_multiple=1 ", text)
+  peer = peer_windows.mlir(x, s).split("nvvm.mapa")[1]
+  assert not re.search(r"vector\.(?:load|store) [^\n]*vector<[2-9]x", peer.split("nvvm.cluster")[0])
+  np.testing.assert_array_equal(peer_windows(x, s, interpret=True), _peer_windows_ref(x, s))
+
+
+@pytest.mark.gpu
+def test_gpu_peers_window_at_odd_starts_would_fault():
+  x = jnp.asarray(np.arange(2 * 384, dtype=np.float32).reshape(2, 384) / 3)
+  for a, b in ((3, 5), (1, 2), (8, 4)):
+    s = jnp.array([a, b], jnp.int32)
+    np.testing.assert_array_equal(peer_windows(x, s), _peer_windows_ref(x, s))
