@@ -400,6 +400,11 @@ def known_multiple(x, defs: dict, loops: dict | None = None, depth: int = 0) -> 
     return abs(x)
   if not isinstance(x, ir.Value) or depth > 64:
     return 1
+  d = getattr(x.type, "dtype", None)
+  if isinstance(d, DType) and d.is_float:
+    # a float has no multiple: `(f[0] * 8).astype(jnp.int32)` is 3 for f[0] = 0.375 (its product was
+    # taken for a multiple of 8, and a window at it moved 8-byte vectors and passed the TMA check)
+    return 1
   rec = lambda y: known_multiple(y, defs, loops, depth + 1)
   if loops and x.id in loops:
     f = loops[x.id]

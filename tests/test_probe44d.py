@@ -13,7 +13,12 @@ import pytest
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 
-F32, F16, I8 = jnp.float32, jnp.float16, jnp.int8
+HERE = __file__
+
+
+def line_of(text: str) -> int:
+  lines = open(HERE).read().splitlines()
+  return next(i + 1 for i, l in enumerate(lines) if text in l and "line_of(" not in l)
 
 
 def _vector_window_accesses(text):
@@ -146,3 +151,42 @@ def test_gpu_peers_window_at_odd_starts_would_fault():
   for a, b in ((3, 5), (1, 2), (8, 4)):
     s = jnp.array([a, b], jnp.int32)
     np.testing.assert_array_equal(peer_windows(x, s), _peer_windows_ref(x, s))
+
+
+# ---------------------------------------------------------------- starts computed in floats
+@mg.mgpu_kernel(out_shape=lambda x, f: jax.ShapeDtypeStruct((256,), x.dtype))
+def float_start(x, f, out):
+  i = (f[0] * 8).astype(jnp.int32)
+  out[...] = x.at[ml.ds(i, 256)][...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x, f: jax.ShapeDtypeStruct((64,), x.dtype))
+def float_start_copy(x, f, out):
+  i = (f[0] * 8).astype(jnp.int32)
+  buf = ml.smem((64,), x.dtype)
+  ml.copy(x.at[ml.ds(i, 64)], buf)
+  ml.copy(buf, out)
+
+
+X512 = jnp.asarray(np.arange(512, dtype=np.float32) / 7 - 20)
+F3 = jnp.array([0.375], jnp.float32)      # 0.375 * 8 = 3
+
+
+def test_a_start_computed_in_floats_is_not_a_known_multiple():
+  """`(f[0] * 8).astype(jnp.int32)` was taken for a multiple of 8 (absint.known_multiple multiplied the
+  float product's factors), so a register window at it moved 8-byte vectors (at 3: misaligned) and a TMA
+  copy at it passed the 16-byte check: a float's product is no integer's multiple."""
+  assert re.search(r"= load ref=%\d+ start_multiple=1 ", float_start.typed_ir(X512, F3))
+  np.testing.assert_array_equal(float_start(X512, F3, interpret=True), X512[3:259])
+  with pytest.raises(mg.TmaLimitError) as e:
+    float_start_copy.check(X512, F3)
+  err = e.value
+  assert err.code == "MG401" and (err.lineno, err.col_offset) == (line_of("ml.copy(x.at[ml.ds(i, 64)], buf)"), 2)
+  assert "the start of x.at[ml.ds(i, 64)] in x's last dimension is not provably one" in err.message
+  assert "ml.ds(ml.multiple_of(i, 4), 64)" in err.hint
+
+
+@pytest.mark.gpu
+def test_gpu_window_at_a_float_computed_start_would_fault():
+  np.testing.assert_array_equal(float_start(X512, F3), X512[3:259])
+
