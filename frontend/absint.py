@@ -420,12 +420,26 @@ def known_multiple(x, defs: dict, loops: dict | None = None, depth: int = 0) -> 
     return rec(o.value)
   if isinstance(o, Cast) and not o.bitcast:
     return rec(o.x)
+  if isinstance(o, Where):                # either value: `ml.where(c, i * 64, 0)`
+    return math.gcd(rec(o.on_true), rec(o.on_false))
+  if isinstance(o, If):                   # what either branch of a run-time `if` assigns
+    k = next(k for k, r in enumerate(o.results) if r.id == x.id)
+    ends = [blk.ops[-1] if blk.ops else None for blk in (o.then_block, o.else_block)]
+    if not all(isinstance(e, Yield) and len(e.values) > k for e in ends):
+      return 1
+    return math.gcd(*(rec(e.values[k]) for e in ends))
+  if isinstance(o, Unary) and o.kind in (UnOp.NEG, UnOp.ABS):
+    return rec(o.x)
   if not isinstance(o, Binary):
     return 1
   a, b = rec(o.lhs), rec(o.rhs)
   k = o.kind
   if k in (BinOp.ADD, BinOp.SUB, BinOp.MAX, BinOp.MIN):
     return math.gcd(a, b)
+  if k == BinOp.AND:                      # `s & ~63`: the low zero bits of either operand stay zero
+    return 0 if 0 in (a, b) else max(a & -a, b & -b)
+  if k == BinOp.SHR and isinstance(o.rhs, int) and 0 <= o.rhs < 32 and a % (1 << o.rhs) == 0:
+    return a >> o.rhs
   if k == BinOp.MUL:
     return a * b
   if k == BinOp.MOD and isinstance(o.rhs, int) and o.rhs:

@@ -190,3 +190,54 @@ def test_a_start_computed_in_floats_is_not_a_known_multiple():
 def test_gpu_window_at_a_float_computed_start_would_fault():
   np.testing.assert_array_equal(float_start(X512, F3), X512[3:259])
 
+
+
+# ---------------------------------------------------------------- starts proven through where, if, -, &
+@mg.mgpu_kernel(out_shape=lambda x, s: jax.ShapeDtypeStruct((4, 64), x.dtype))
+def proven_starts(x, s, out):
+  a = ml.where(s[0] > 2, s[1] * 64, 0)
+  if s[0] > 2:
+    b = s[1] * 64
+  else:
+    b = s[1] * 128
+  c = -(s[1] * 64) + 448
+  d = s[2] & ~7
+  bufs = ml.smem((4, 64), x.dtype)
+  ml.copy(x.at[ml.ds(a, 64)], bufs.at[0])
+  ml.copy(x.at[ml.ds(b, 64)], bufs.at[1])
+  ml.copy(x.at[ml.ds(c, 64)], bufs.at[2])
+  ml.copy(x.at[ml.ds(d, 64)], bufs.at[3])
+  ml.copy(bufs, out)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, s: jax.ShapeDtypeStruct((64,), x.dtype))
+def unproven_where(x, s, out):
+  buf = ml.smem((64,), x.dtype)
+  ml.copy(x.at[ml.ds(ml.where(s[0] > 2, s[1] * 64, 3), 64)], buf)
+  ml.copy(buf, out)
+
+
+def _proven_starts_ref(x, s):
+  x, (s0, s1, s2) = np.asarray(x), (int(v) for v in s)
+  starts = (s1 * 64 if s0 > 2 else 0, s1 * 64 if s0 > 2 else s1 * 128, 448 - s1 * 64, s2 & ~7)
+  return np.stack([x[i:i + 64] for i in starts])
+
+
+def test_starts_that_where_if_negation_and_a_mask_keep_aligned_are_proven():
+  """TMA copies at `ml.where(c, s * 64, 0)`, at a value either branch of a run-time `if` assigns a multiple
+  of 64, at `-(s * 64) + 448` and at `s & ~7` were MG401 "the start ... is not provably" a multiple of 4
+  (absint.known_multiple knew no where, if, negation or &); a where with an unaligned side still is."""
+  s = jnp.array([3, 2, 21], jnp.int32)
+  proven_starts.check(X512, s)
+  np.testing.assert_array_equal(proven_starts(X512, s, interpret=True), _proven_starts_ref(X512, s))
+  s = jnp.array([1, 3, 13], jnp.int32)
+  np.testing.assert_array_equal(proven_starts(X512, s, interpret=True), _proven_starts_ref(X512, s))
+  with pytest.raises(mg.TmaLimitError, match="not provably one"):
+    unproven_where.check(X512, s)
+
+
+@pytest.mark.gpu
+def test_gpu_starts_proven_through_where_if_negation_and_a_mask():
+  for s in ([3, 2, 21], [1, 3, 13], [0, 0, 7]):
+    s = jnp.array(s, jnp.int32)
+    np.testing.assert_array_equal(proven_starts(X512, s), _proven_starts_ref(X512, s))
