@@ -22,6 +22,7 @@ import math
 
 import numpy as np
 
+from . import errors as E
 from . import ir
 from .dtypes import DType
 from .ops.control import Condition, For, If, MultipleOf, NumPrograms, PositiveStep, ProgramId, While, Yield
@@ -107,6 +108,8 @@ class GridEval:
     self.overflows = Overflows()     # int32 index arithmetic that wraps (frontend/overflow.py)
     self.decided: dict = {}   # id(block of an If) -> programs its condition, known here, kept out of it
     self.decided_trip: dict = {}   # id(such a block) -> the loop counters of its first skip ("r = 1")
+    self.broken_promises: list = []   # false ml.multiple_of promises the grid decides (check_promise)
+    self._promised: set = set()       # (the MultipleOf ops reported)
 
   def program(self, p: int) -> tuple:
     return tuple(int(a[p]) for a in self.pid)
@@ -118,6 +121,22 @@ class GridEval:
     every = np.ones(self.P, bool)
     self.block(self.kernel.body, every, every)
     return True
+
+  def check_promise(self, o: MultipleOf, vals, must) -> None:
+    """An `ml.multiple_of` promise that a program certainly making it breaks (program ids, loop counters):
+    the compiled kernel trusts it, moving vectors (or a TMA box) from an address off their alignment,
+    which faults the GPU, so it is reported while compiling, as interpret mode reports one on data."""
+    bad = must & (np.asarray(vals) % o.multiple != 0)
+    if not bad.any() or id(o) in self._promised:
+      return
+    self._promised.add(id(o))
+    p = int(np.argmax(bad))
+    trips = ", ".join(f"{iv.name or 'the loop index'} = {int(v[p])}" for iv, v in self.trips if v is not UNKNOWN)
+    self.broken_promises.append(E.InterpretError(
+        f"ml.multiple_of promises a multiple of {o.multiple}, but {o.x.name or 'the value'} is {int(vals[p])} in"
+        f" program {self.program(p)}{f' (at {trips})' if trips else ''}: the compiled kernel trusts it, and a"
+        f" vector access or TMA copy at an address off its alignment faults the GPU", o.loc,
+        hint=f"promise only what holds in every program, or make the value a multiple of {o.multiple}"))
 
   # ------------------------------------------------------------ values
   def value(self, x):
@@ -153,6 +172,8 @@ class GridEval:
           self.visit(Access(o, o.ref, ir.Access.REG_READ, w, must, may, self.exact))
         rule = _RULES.get(type(o))
         out = rule(self, o) if rule is not None and o.results else None
+        if isinstance(o, MultipleOf) and out is not UNKNOWN:
+          self.check_promise(o, out, must)
         for r in o.results:
           self.set(r, out)
         self.overflows.track(self, o, must)

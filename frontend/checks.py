@@ -63,7 +63,8 @@ def check_kernel(kernel: ir.Kernel, defs: dict) -> tuple[list, Facts]:
   ev = GridEval(kernel, mem)
   mem.ev = ev
   if ev.run():
-    errors += ev.overflows.errors + mem.errors + mem.coverage_errors() + mem.race_errors() + check_clusters(kernel)
+    errors += (ev.overflows.errors + ev.broken_promises + mem.errors + mem.coverage_errors() + mem.race_errors()
+               + check_clusters(kernel))
     mem.facts.late = mem.contraction.errors()     # after the window checks: a misplaced window comes first
   else:
     mem.facts.tma_starts.clear()
@@ -78,7 +79,7 @@ def _sampled_errors(kernel: ir.Kernel) -> list:
   mem = _Memory(kernel)
   ev = mem.ev = GridEval(kernel, mem.bounds, programs=sample_programs(kernel.grid))
   ev.run()
-  return ev.overflows.errors + mem.errors
+  return ev.overflows.errors + ev.broken_promises + mem.errors
 
 
 REGISTER_SLACK = 8     # a value may spill (ptxas copes, slowly); past 8x a thread's registers it is a mistake

@@ -241,3 +241,36 @@ def test_gpu_starts_proven_through_where_if_negation_and_a_mask():
   for s in ([3, 2, 21], [1, 3, 13], [0, 0, 7]):
     s = jnp.array(s, jnp.int32)
     np.testing.assert_array_equal(proven_starts(X512, s), _proven_starts_ref(X512, s))
+
+
+# ---------------------------------------------------------------- a false ml.multiple_of the grid decides
+@mg.mgpu_kernel(out_shape=lambda x: jax.ShapeDtypeStruct((4, 256), x.dtype), grid=(4,))
+def false_promise(x, out):
+  i = ml.program_id(0)
+  acc = ml.zeros((256,), x.dtype)
+  for k in range(2):
+    start = ml.multiple_of(i * 16 + k * 6, 4)
+    acc += x.at[ml.ds(start, 256)][...]
+  out.at[i][...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda x: jax.ShapeDtypeStruct((4, 256), x.dtype), grid=(4,))
+def true_promise(x, out):
+  i = ml.program_id(0)
+  out.at[i][...] = x.at[ml.ds(ml.multiple_of(i * 12, 4), 256)][...]
+
+
+def test_a_false_multiple_of_that_program_ids_decide_is_reported_while_compiling():
+  """`ml.multiple_of(i * 16 + k * 6, 4)` is 6 at k = 1: it compiled (to vectors the GPU faults on) and
+  only interpret mode reported it; the grid evaluation now does, with the program and the trip."""
+  with pytest.raises(mg.KernelError) as e:
+    false_promise.check(X512)
+  err = e.value
+  assert err.code == "MG950" and type(err).__name__ == "InterpretError"
+  assert (err.lineno, err.col_offset) == (line_of("start = ml.multiple_of(i * 16 + k * 6, 4)"), 12)
+  assert err.message.startswith("ml.multiple_of promises a multiple of 4, but the value is 6 in program (0, 0, 0)"
+                                " (at k = 1): the compiled kernel trusts it")
+  assert "make the value a multiple of 4" in err.hint
+  true_promise.check(X512)
+  want = np.stack([np.asarray(X512)[i * 12:i * 12 + 256] for i in range(4)])
+  np.testing.assert_array_equal(true_promise(X512, interpret=True), want)
