@@ -274,3 +274,41 @@ def test_a_false_multiple_of_that_program_ids_decide_is_reported_while_compiling
   true_promise.check(X512)
   want = np.stack([np.asarray(X512)[i * 12:i * 12 + 256] for i in range(4)])
   np.testing.assert_array_equal(true_promise(X512, interpret=True), want)
+
+
+# ---------------------------------------------------------------- a multicast load's shares in SMEM
+def _multicast_sum(n):
+  @mg.mgpu_kernel(out_shape=lambda x: jax.ShapeDtypeStruct((2, 128), x.dtype), grid=(2,), cluster=(2,))
+  def multicast_sum(x, out):
+    buf = ml.smem((n,), x.dtype)
+    acc = ml.zeros((128,), x.dtype)
+    for k in ml.range(4, stages=2, warp_specialize=True):
+      ml.copy(x.at[ml.ds(k * n, n)], buf, multicast=0)
+      acc += ml.sum(buf[...])
+    out.at[ml.program_id(0)][...] = acc
+  return multicast_sum
+
+
+def test_a_multicast_loads_shares_must_start_on_128_bytes_in_smem():
+  """A 1-D multicast window of 32 float32 met the 8-rows-a-CTA rule, but the second CTA's share landed 64
+  bytes into the buffer, which TMA's SMEM side cannot (a fault on the H200); it is a TmaLimitError whose
+  hint, 64 elements, compiles and runs."""
+  x = jnp.asarray(np.arange(256, dtype=np.float32) % 13)
+  with pytest.raises(mg.TmaLimitError) as e:
+    _multicast_sum(32).check(x)
+  err = e.value
+  assert err.code == "MG401" and (err.lineno, err.col_offset) == (line_of("buf, multicast=0)"), 6)
+  assert ("a multicast load is split among the 2 CTAs along axis 0, so the second CTA's share of buf (16 elements"
+          " of 32) lands 64 bytes into it; TMA needs each copy's SMEM side to start at a multiple of 128 bytes"
+          in err.message)
+  assert err.hint.startswith("make the window's first dimension a multiple of 64 (128 bytes a CTA)")
+  fixed = _multicast_sum(64)
+  fixed.check(x)
+  want = np.broadcast_to(np.asarray(x).sum(), (2, 128))
+  np.testing.assert_array_equal(fixed(x, interpret=True), want)
+
+
+@pytest.mark.gpu
+def test_gpu_a_multicast_load_of_128_byte_shares():
+  x = jnp.asarray(np.arange(256, dtype=np.float32) % 13)
+  np.testing.assert_array_equal(_multicast_sum(64)(x), np.broadcast_to(np.asarray(x).sum(), (2, 128)))

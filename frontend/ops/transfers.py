@@ -276,3 +276,17 @@ def _check_multicast(cx, axis, d, dst):
         f"a multicast load is split among the {n} CTAs along axis {axis} by rows, in {hw.TILE_ROWS}-row"
         f" tiles, but {dst.name or 'its buffer'} has {rows} rows", cx.loc,
         hint=f"make the window's first dimension a multiple of {hw.TILE_ROWS * n}")
+  item = resolve(d.dtype)
+  row = math.prod(d.shape[1:]) * item.itemsize if not isinstance(item, DTypeVar) else 0
+  share = rows // n * row
+  if share % hw.TMA_SMEM_ALIGN:
+    # CTA k's share lands k * share bytes into the buffer, and TMA's SMEM side must start at a multiple
+    # of 128 bytes (on the H200 one 16, 32 or 64 bytes in faults: CUDA_ERROR_MISALIGNED_ADDRESS)
+    per = n * math.lcm(hw.TILE_ROWS, hw.TMA_SMEM_ALIGN // math.gcd(hw.TMA_SMEM_ALIGN, row))
+    raise E.TmaLimitError(
+        f"a multicast load is split among the {n} CTAs along axis {axis}, so the second CTA's share of"
+        f" {dst.name or 'its buffer'} ({rows // n} {'rows' if len(d.shape) > 1 else 'elements'} of {rows}) lands"
+        f" {share} bytes into it; TMA needs each copy's SMEM side to start at a multiple of {hw.TMA_SMEM_ALIGN}"
+        f" bytes", cx.loc,
+        hint=f"make the window's first dimension a multiple of {per} ({hw.TMA_SMEM_ALIGN} bytes a CTA), or drop"
+             f" multicast= (each CTA loads the whole window)")
