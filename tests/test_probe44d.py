@@ -60,6 +60,20 @@ def test_a_masked_window_of_rows_off_the_vector_alignment_is_read_element_by_ele
   assert _vector_window_accesses(masked_rows.mlir(_odd_rows(132, np.float32))) == 2
 
 
+@mg.mgpu_kernel(out_shape=lambda x: x, input_output_aliases={0: 0})
+def centre_rows(x, out):
+  v = x.at[0:16, 0:64][...].astype(jnp.float32)
+  out.at[16:32, 0:64].store((v - ml.max(v, axis=1, keepdims=True)).astype(x.dtype), mask=(ml.arange(16) < 9)[:, None])
+
+
+def _centre_rows_ref(x):
+  x = np.asarray(x)
+  v = x[0:16, 0:64].astype(np.float32)
+  want = x.copy()
+  want[16:25, 0:64] = (v - v.max(1, keepdims=True)).astype(x.dtype)[:9]
+  return want
+
+
 @mg.mgpu_kernel(out_shape=lambda a, b, o: jax.ShapeDtypeStruct(o.shape, o.dtype), input_output_aliases={2: 0})
 def dot_into_odd_rows(a, b, o, out):
   sa, sb = ml.smem((64, 64), jnp.float16), ml.smem((64, 64), jnp.float16)
@@ -69,14 +83,17 @@ def dot_into_odd_rows(a, b, o, out):
 
 
 def test_row_wise_and_tensor_core_tiles_of_rows_off_the_vector_alignment_compile():
-  """A row reduction of a window of odd rows, and an ml.dot result stored into the first 64 columns of
-  rows of 65 float16, were MG900 "Mosaic GPU failed while compiling this Load (Store) operation: Tiled
+  """A row reduction of a window of odd rows, a row-wise tile stored under a mask into one, and an ml.dot
+  result stored into the first 64 columns of rows of 65 float16, were MG900 "Mosaic GPU failed while compiling this Load (Store) operation: Tiled
   strides must be a multiple of the vector length": they now go element by element."""
   for cols, dtype in ((129, np.int8), (130, np.float16)):
     x = _odd_rows(cols, dtype)
     row_sums.check(x)
     np.testing.assert_allclose(row_sums(x, interpret=True),
                                np.asarray(x)[0:8, 0:128].astype(np.float32).sum(1), rtol=1e-6)
+  x = _odd_rows(131, np.float16)           # a row-wise tile stored under a mask
+  centre_rows.check(x)
+  np.testing.assert_array_equal(centre_rows(x, interpret=True), _centre_rows_ref(x))
   a, b, o = _dot_operands()
   dot_into_odd_rows.check(a, b, o)
   np.testing.assert_allclose(dot_into_odd_rows(a, b, o, interpret=True), _dot_ref(a, b, o), rtol=1e-3)
@@ -106,6 +123,8 @@ def test_gpu_row_wise_and_tensor_core_tiles_of_odd_rows():
   for cols, dtype in ((129, np.int8), (130, np.float16)):
     x = _odd_rows(cols, dtype)
     np.testing.assert_allclose(row_sums(x), np.asarray(x)[0:8, 0:128].astype(np.float32).sum(1), rtol=1e-6)
+  x = _odd_rows(131, np.float16)
+  np.testing.assert_array_equal(centre_rows(x), _centre_rows_ref(x))
   a, b, o = _dot_operands()
   np.testing.assert_allclose(dot_into_odd_rows(a, b, o), _dot_ref(a, b, o), rtol=1e-3)
 
