@@ -455,6 +455,11 @@ def known_multiple(x, defs: dict, loops: dict | None = None, depth: int = 0) -> 
     return 1
   a, b = rec(o.lhs), rec(o.rhs)
   k = o.kind
+  m = defs.get(o.rhs.id) if isinstance(o.rhs, ir.Value) else None
+  if (k == BinOp.SUB and isinstance(m, Binary) and m.kind == BinOp.MOD and isinstance(m.lhs, ir.Value)
+      and isinstance(o.lhs, ir.Value) and m.lhs.id == o.lhs.id
+      and isinstance(m.rhs, int) and m.rhs):
+    return math.lcm(abs(m.rhs), math.gcd(a, b))   # `s - s % 8`: s rounded toward a multiple of 8
   if k in (BinOp.ADD, BinOp.SUB, BinOp.MAX, BinOp.MIN):
     return math.gcd(a, b)
   if k == BinOp.AND:                      # `s & ~63`: the low zero bits of either operand stay zero

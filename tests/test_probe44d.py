@@ -212,7 +212,7 @@ def test_gpu_window_at_a_float_computed_start_would_fault():
 
 
 # ---------------------------------------------------------------- starts proven through where, if, -, &
-@mg.mgpu_kernel(out_shape=lambda x, s: jax.ShapeDtypeStruct((4, 64), x.dtype))
+@mg.mgpu_kernel(out_shape=lambda x, s: jax.ShapeDtypeStruct((5, 64), x.dtype))
 def proven_starts(x, s, out):
   a = ml.where(s[0] > 2, s[1] * 64, 0)
   if s[0] > 2:
@@ -221,11 +221,14 @@ def proven_starts(x, s, out):
     b = s[1] * 128
   c = -(s[1] * 64) + 448
   d = s[2] & ~7
-  bufs = ml.smem((4, 64), x.dtype)
+  off = s[2]
+  e = off - off % 8
+  bufs = ml.smem((5, 64), x.dtype)
   ml.copy(x.at[ml.ds(a, 64)], bufs.at[0])
   ml.copy(x.at[ml.ds(b, 64)], bufs.at[1])
   ml.copy(x.at[ml.ds(c, 64)], bufs.at[2])
   ml.copy(x.at[ml.ds(d, 64)], bufs.at[3])
+  ml.copy(x.at[ml.ds(e, 64)], bufs.at[4])
   ml.copy(bufs, out)
 
 
@@ -238,14 +241,15 @@ def unproven_where(x, s, out):
 
 def _proven_starts_ref(x, s):
   x, (s0, s1, s2) = np.asarray(x), (int(v) for v in s)
-  starts = (s1 * 64 if s0 > 2 else 0, s1 * 64 if s0 > 2 else s1 * 128, 448 - s1 * 64, s2 & ~7)
+  starts = (s1 * 64 if s0 > 2 else 0, s1 * 64 if s0 > 2 else s1 * 128, 448 - s1 * 64, s2 & ~7, s2 - s2 % 8)
   return np.stack([x[i:i + 64] for i in starts])
 
 
 def test_starts_that_where_if_negation_and_a_mask_keep_aligned_are_proven():
   """TMA copies at `ml.where(c, s * 64, 0)`, at a value either branch of a run-time `if` assigns a multiple
-  of 64, at `-(s * 64) + 448` and at `s & ~7` were MG401 "the start ... is not provably" a multiple of 4
-  (absint.known_multiple knew no where, if, negation or &); a where with an unaligned side still is."""
+  of 64, at `-(s * 64) + 448`, at `s & ~7` and at `s - s % 8` were MG401 "the start ... is not provably" a
+  multiple of 4 (absint.known_multiple knew no where, if, negation, & or rounding down); a where with an
+  unaligned side still is."""
   s = jnp.array([3, 2, 21], jnp.int32)
   proven_starts.check(X512, s)
   np.testing.assert_array_equal(proven_starts(X512, s, interpret=True), _proven_starts_ref(X512, s))
