@@ -561,7 +561,11 @@ class _Memory:
         out.append(_with_lone_axis_note(self.kernel, race_error(p.name, race, self.ev.program,
                                                                 p.value.type.shape, self.kernel.grid,
                                                                 accumulates, self.kernel.body)))
-    return out
+    # In source order, as the other checks report (they were in the outputs' order: a race on the second
+    # output written at line 9 came after one on the first written at line 10)
+    here = getattr(self.kernel.loc, "filename", None)
+    return sorted(out, key=lambda e: (getattr(e.loc, "filename", None) != here, getattr(e.loc, "lineno", 0) or 0,
+                                      getattr(e.loc, "col_offset", 0) or 0))
 
   def check_multicast(self, acc):
     """The CTAs of a cluster along a multicast's axis load one window (each fetches a share
