@@ -7,7 +7,9 @@ the call is refused with the fix (pass it by keyword). The constexprs that may c
 kernel's, in the def's order, up to the first one a functools.partial binds (Python's partial makes
 that one and those after it keyword-only) or the first without a default after one with a default (a
 positional parameter's rule). The kernel's signature (calling.signature) shows them as positional, which
-is what jax.jit reads to check `static_argnums`; the others stay keyword-only.
+is what jax.jit reads to check `static_argnums`; the others stay keyword-only. A value of another kind
+than its constexpr's default (3.0 where the default is jnp.float32, "relu" where it is 2.0) was meant for
+another constexpr: the call is refused with the binding said and the values by keyword in the hint.
 """
 from __future__ import annotations
 
@@ -75,6 +77,8 @@ def place(kernel, args: tuple, constexprs: dict, given: dict, loc, skip=()) -> t
       raise E.SignatureError(          # k(x, True): meant as interpret=True, more likely than a float's True
           f"{name}: the bool {v} after the inputs would be constexpr {c} (default {pk.defaults[c]!r}), and"
           f" interpret is passed by keyword", loc, hint=f"{name}(..., interpret={v})")
+    if c in pk.defaults and _misfit(v, pk.defaults[c]):
+      raise _misplaced(pk, name, hi, allowed, extra, given, loc)
   twice = [c for c in allowed[:len(extra)] if c in given]
   if twice:
     raise E.SignatureError(
@@ -82,6 +86,69 @@ def place(kernel, args: tuple, constexprs: dict, given: dict, loc, skip=()) -> t
         f" {hi} input{'s' if hi != 1 else ''}) and by keyword", loc,
         hint=f"drop one: {name}(..., {twice[0]}=...) or the value by position")
   return tuple(args[:hi]), {**constexprs, **dict(zip(allowed, extra))}
+
+
+def _kind(v) -> str | None:
+  """What a constexpr's value is, as far as binding by position can tell: "a dtype", "a number", "a string", or
+  None (anything else: a function, a tuple, None; not compared)."""
+  import numbers
+  import numpy as np
+  from .frontend.types import DType
+  if isinstance(v, str):
+    return "a string"
+  if isinstance(v, DType):             # ml.float32
+    return "a dtype"
+  if isinstance(v, (numbers.Number, np.generic)):
+    return "a number"
+  try:
+    if isinstance(v, np.dtype) or isinstance(v, type) and np.dtype(v).kind != "O":
+      return "a dtype"
+  except TypeError:
+    pass
+  return None
+
+
+def _misfit(v, default) -> bool:
+  """Whether `v`, bound by position to a constexpr whose default is `default`, is another kind of value (3.0
+  where jnp.float32 is the default, "relu" where 2.0 is): the value was meant for another constexpr. A dtype's
+  name ("float16") is a dtype."""
+  import numpy as np
+  got, want = _kind(v), _kind(default)
+  if got is None or want is None or got == want:
+    return False
+  if got == "a string" and want == "a dtype":
+    try:
+      return np.dtype(v).kind == "O"
+    except TypeError:
+      return True
+  return True
+
+
+def _misplaced(pk, name: str, hi: int, allowed: list, extra: tuple, given: dict, loc) -> E.SignatureError:
+  """`name(x, 3.0)` where 3.0 binds the constexpr dt (default jnp.float32) by position: the value was meant for
+  another constexpr (k=2.0), which the hint names by keyword."""
+  from .calling import source_repr as plain_repr
+  from .frontend.types import DType
+  source_repr = lambda x: f"ml.{x.value}" if isinstance(x, DType) else plain_repr(x)
+  d = pk.defaults
+  c, v = next((c, v) for c, v in zip(allowed, extra) if c in d and _misfit(v, d[c]))
+  target = {}                            # each value's constexpr: its own, or the first other of its kind
+  for ci, vi in zip(allowed, extra):
+    fits = ci not in d or not _misfit(vi, d[ci])
+    target[ci] = ci if fits else next((o for o in pk.constexpr_params if o not in given and o in d and o != ci
+                                       and _kind(d[o]) == _kind(vi) and o not in target.values()), None)
+  ins = ", ".join(pk.ref_params[:hi])
+  if None not in target.values() and len(set(target.values())) == len(target):
+    shown = ", ".join(f"{target[ci]}={source_repr(vi)}" for ci, vi in zip(allowed, extra))
+    hint = f"pass {'it' if len(extra) == 1 else 'them'} by keyword: {name}({ins}, {shown})"
+  else:
+    hint = (f"{c} takes {_kind(d[c])} ({name}({ins}, {c}={source_repr(d[c])})): pass each value by keyword, to the"
+            f" constexpr it is for")
+  s = "s" if hi != 1 else ""
+  return E.SignatureError(
+      f"{name}: {source_repr(v)}, a value after the input{s}, was taken as constexpr {c} by position (constexprs"
+      f" bind by position in the def's order: {', '.join(allowed)}), and {c} takes {_kind(d[c])} (its default"
+      f" is {source_repr(d[c])})", loc, hint=hint)
 
 
 def _outputs_fit(kernel, pk, inputs, constexprs) -> bool:
