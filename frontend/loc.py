@@ -50,13 +50,13 @@ def ours(frame, skip=()) -> bool:
   return os.path.abspath(frame.f_code.co_filename).startswith(tuple(dirs))
 
 
-def user_loc(skip=()) -> "Loc":
+def user_loc(skip=(), frame=None) -> "Loc":
   """The statement of the first frame outside mgpu_dsl (and the packages `skip`, e.g. jax, whose
   transformations call back into it): where the user called an ml.* function, an @ml.inline helper
-  outside a kernel, mg.bench, a kernel."""
+  outside a kernel, mg.bench, a kernel. `frame`: where to start looking (the caller's frame)."""
   import linecache
   import sys
-  f = sys._getframe(1)
+  f = frame or sys._getframe(1)
   while f is not None and ours(f, skip):
     f = f.f_back
   if f is None:

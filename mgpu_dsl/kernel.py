@@ -161,9 +161,12 @@ class KernelFunction(SpecMethods):
   def __signature__(self) -> inspect.Signature:
     """The call users make: the inputs, then keyword-only constexprs and `interpret`."""
     try:
-      return calling.signature(self.parsed, self.out_shape, self.grid, self._bound)
+      sig = calling.signature(self.parsed, self.out_shape, self.grid, self._bound)
     except Exception:      # an unreadable kernel: its first call reports why
       return calling.fallback_signature(self.__name__)
+    from . import jit_argnums      # (jax.jit reads it to check its static_argnums: a mistake there is said here)
+    jit_argnums.check(self)
+    return sig
 
   def cache_clear(self) -> None:
     """Forget every compiled specialisation and the parsed source, and zero the counters, as

@@ -84,3 +84,72 @@ def test_a_value_by_position_of_another_kind_than_its_constexpr():
   with pytest.raises(mg.SignatureError) as e:
     jax.jit(functools.partial(cast_scaled, interpret=True), static_argnums=1)(X, 3.0)   # jitted
   assert (e.value.lineno, e.value.hint) == (line_of("# jitted"), "pass it by keyword: cast_scaled(x, k=3.0)")
+
+
+@mg.mgpu_kernel(out_shape=lambda *a, n: a[0], grid=(1,))
+def add_some(x, y, out, *, n: ml.constexpr):
+  out[...] = x[...] + y[...] * n
+
+
+@mg.mgpu_kernel(out_shape=lambda x, *, block: x, grid=lambda x, *, block: (x.shape[0] // block,))
+def scale_rows(x, out, *, block: ml.constexpr, factor: ml.constexpr = 2.0):
+  i = ml.program_id(0)
+  out.at[ml.ds(i * block, block)][...] = x.at[ml.ds(i * block, block)][...] * factor
+
+
+@mg.autotune(configs=[{"block": 1}, {"block": 2}])
+@mg.mgpu_kernel(out_shape=lambda x, *, block, factor: x, grid=lambda x, *, block, factor: (x.shape[0] // block,))
+def tuned_rows(x, out, *, block: ml.constexpr, factor: ml.constexpr = 2.0):
+  i = ml.program_id(0)
+  out.at[ml.ds(i * block, block)][...] = x.at[ml.ds(i * block, block)][...] * factor
+
+
+def test_static_argnums_past_a_kernels_positional_arguments():
+  """jax.jit(add_some, static_argnums=2): JAX's ValueError "Jitted function has static_argnums=(2,), but only
+  accepts 2 positional arguments", raised inside jax.jit, with no word on why or what to write."""
+  with pytest.raises(mg.SignatureError) as e:
+    jax.jit(add_some, static_argnums=2)   # count not fixed
+  assert (e.value.lineno, e.value.col_offset) == (line_of("# count not fixed"), 4)
+  assert e.value.message == (
+      "jax.jit(add_some, static_argnums=2): add_some takes 2 arguments by position (x, y), so argument 2 is past"
+      " them; its constexpr n is passed by keyword: the out_shape and grid callables do not fix how many inputs"
+      " it takes (they take different numbers, or any number), so a value after the inputs could be an input")
+  assert e.value.hint == ("name it in static_argnames and pass it by keyword:"
+                          " jax.jit(add_some, static_argnames=['n'])(x, y, n=...)")
+  x = X[0]
+  np.testing.assert_allclose(jax.jit(functools.partial(add_some, interpret=True), static_argnames=["n"])(x, x, n=3),
+                             x * 4)                      # the hint, followed
+  with pytest.raises(mg.SignatureError) as e:
+    jax.jit(functools.partial(scale_rows, block=2), static_argnums=(1,))   # partial
+  assert (e.value.lineno, e.value.col_offset) == (line_of("# partial"), 4)
+  assert e.value.message.endswith("scale_rows takes 1 argument by position (x), so argument 1 is past them; its"
+                                  " constexprs block, factor are passed by keyword: functools.partial binds block,"
+                                  " which makes it and the parameters after it keyword-only, as Python's partial does")
+  assert e.value.hint == ("name it in static_argnames and pass it by keyword: jax.jit(functools.partial(scale_rows,"
+                          " block=2), static_argnames=['factor'])(x, factor=...)")
+  got = jax.jit(functools.partial(scale_rows, block=2, interpret=True), static_argnames=["factor"])(X, factor=3.0)
+  np.testing.assert_allclose(got, X * 3.0)
+  with pytest.raises(mg.SignatureError) as e:
+    jax.jit(scale_rows, static_argnums=3)   # fixed count
+  assert e.value.hint == ("static_argnums counts scale_rows's arguments by position from 0 (0: x, 1: block,"
+                          " 2: factor), or name them: static_argnames=[...]")
+
+
+def test_static_argnames_a_kernel_does_not_take():
+  """JAX's ValueError "Jitted function has invalid argnames {'blok'} in static_argnames. Function does not take
+  these args." for a typo, an output, an autotuned constexpr."""
+  with pytest.raises(mg.SignatureError) as e:
+    jax.jit(scale_rows, static_argnames="blok")   # typo
+  assert (e.value.lineno, e.value.col_offset) == (line_of("# typo"), 4)
+  assert e.value.message == "jax.jit(scale_rows, static_argnames='blok'): scale_rows has no parameter blok"
+  assert e.value.hint == "did you mean 'block'?"
+  with pytest.raises(mg.SignatureError) as e:
+    jax.jit(scale_rows, static_argnames=["block", "out"])
+  assert e.value.message.endswith("scale_rows has no parameter out to pass: it is an output (out_shape describes"
+                                  " it, and the kernel returns it)")
+  with pytest.raises(mg.SignatureError) as e:
+    jax.jit(tuned_rows, static_argnames=["block"])   # tuned
+  assert (e.value.lineno, e.value.col_offset) == (line_of("# tuned"), 4)
+  assert e.value.message.endswith("tuned_rows has no parameter block to pass: mg.autotune picks its value, from"
+                                  " the configs")
+  assert e.value.hint == "tuned_rows takes x, factor, interpret: name those"

@@ -1,0 +1,174 @@
+"""`jax.jit(kernel, static_argnums=..., static_argnames=..., donate_argnums=...)`: JAX checks these against the
+function's signature when jax.jit is called, and refuses one that names no parameter with its own ValueError
+("Jitted function has static_argnums=(2,), but only accepts 2 positional arguments"), which does not say why
+the kernel takes fewer (its constexprs are keyword-only where the out_shape and grid callables do not fix
+how many inputs it takes, positional.py) nor what to write instead. jax.jit reads the signature there
+(KernelFunction.__signature__), so the same check runs first, with JAX's rules, and the mistake is a
+SignatureError at the user's jax.jit call, with the fix."""
+from __future__ import annotations
+
+import difflib
+import inspect
+import sys
+import threading
+
+from .frontend import errors as E
+
+_BUSY = threading.local()        # (the check reads the jitted function's signature: the kernel's again)
+P = inspect.Parameter
+
+
+def check(kernel) -> None:
+  """Raise SignatureError where jax.jit is being given `kernel` (or a function whose signature is read from
+  it: a functools.partial, an autotuned kernel) with static or donated arguments its signature does not have."""
+  if getattr(_BUSY, "on", False):
+    return
+  frame = _jit_frame()
+  if frame is None:
+    return
+  loc = frame.f_locals
+  _BUSY.on = True
+  try:
+    sig = inspect.signature(loc["fun"])
+    bound = dict(getattr(loc["fun"], "keywords", None) or {})     # (a functools.partial's)
+  except Exception:         # (JAX's own check reads it too, and reports what it finds)
+    return
+  finally:
+    _BUSY.on = False
+  how = _call_text(kernel, loc["fun"])
+  for what in ("static_argnums", "donate_argnums"):
+    nums = _ints(loc.get(what))
+    if nums:
+      _check_nums(kernel, sig, what, nums, how, frame, bound)
+  for what in ("static_argnames", "donate_argnames"):
+    names = _strs(loc.get(what))
+    if names:
+      _check_names(kernel, sig, what, names, how, frame)
+
+
+def _jit_frame():
+  """The frame of jax.jit that reads the signature to check its arguments (its locals hold `fun` and the
+  argnums), or None: not inside jax.jit."""
+  f = sys._getframe(2)
+  for _ in range(24):
+    if f is None:
+      return None
+    names = f.f_locals if f.f_globals.get("__name__", "").startswith("jax") else ()
+    if "fun" in names and "static_argnums" in names and "donate_argnums" in names:
+      return f
+    f = f.f_back
+  return None
+
+
+def _ints(v) -> tuple:
+  if v is None:
+    return ()
+  if isinstance(v, int):
+    return (v,)
+  try:
+    return tuple(v) if all(isinstance(i, int) for i in v) else ()
+  except TypeError:
+    return ()
+
+
+def _strs(v) -> tuple:
+  if v is None:
+    return ()
+  if isinstance(v, str):
+    return (v,)
+  try:
+    return tuple(v) if all(isinstance(i, str) for i in v) else ()
+  except TypeError:
+    return ()
+
+
+def _call_text(kernel, fun) -> str:
+  """How the user passed the kernel to jax.jit: `scale`, or `functools.partial(scale, ...)`."""
+  import functools
+  from .calling import source_repr
+  name = kernel.__name__
+  if isinstance(fun, functools.partial) and not fun.args:
+    return f"functools.partial({', '.join([name] + [f'{k}={source_repr(v)}' for k, v in fun.keywords.items()])})"
+  return name if fun is kernel or getattr(fun, "__name__", None) == name else f"functools.partial({name}, ...)"
+
+
+def _shown(v) -> str:
+  return repr(v[0]) if len(v) == 1 and isinstance(v[0], str) else (str(v[0]) if len(v) == 1 else repr(tuple(v)))
+
+
+def _user_loc(frame):
+  """The user's jax.jit call: the first frame above jax.jit's outside mgpu_dsl and JAX."""
+  import jax
+  from .frontend.loc import ours, user_loc
+  f = frame
+  while f is not None and ours(f, (jax,)):
+    f = f.f_back
+  return user_loc(frame=f) if f is not None else None
+
+
+def _check_nums(kernel, sig, what: str, nums: tuple, how: str, frame, bound: dict) -> None:
+  params = list(sig.parameters.values())
+  if any(p.kind == P.VAR_POSITIONAL for p in params):
+    return
+  pos = [p.name for p in params if p.kind in (P.POSITIONAL_ONLY, P.POSITIONAL_OR_KEYWORD)]
+  bad = [i for i in nums if i >= len(pos) or -i > len(pos)]
+  if not bad:
+    return
+  name = kernel.__name__
+  pk = kernel.parsed
+  keyword = [p.name for p in params if p.kind == P.KEYWORD_ONLY and p.name in pk.constexpr_params]
+  inputs = [r for r in pos if r in pk.ref_params]
+  n = len(pos)
+  message = (f"jax.jit({how}, {what}={_shown(nums)}): {name} takes {n} argument{'s' if n != 1 else ''} by"
+             f" position ({', '.join(pos) or 'none'}), so argument {bad[0]} is past them")
+  bounds = kernel._input_bounds(pk)
+  if keyword:
+    partial = [c for c in keyword if c in bound]
+    if bounds[0] != bounds[1]:
+      why = ("the out_shape and grid callables do not fix how many inputs it takes (they take different numbers,"
+             " or any number), so a value after the inputs could be an input")
+    elif partial:
+      why = (f"functools.partial binds {', '.join(partial)}, which makes {'them' if len(partial) > 1 else 'it'}"
+             f" and the parameters after {'them' if len(partial) > 1 else 'it'} keyword-only, as Python's partial does")
+    else:
+      why = "a constexpr without a default after one with a default is keyword-only, as in a Python function"
+    message += (f"; its constexpr{'s' if len(keyword) > 1 else ''} {', '.join(keyword)}"
+                f" {'are' if len(keyword) > 1 else 'is'} passed by keyword: {why}")
+  free = [c for c in keyword if c not in bound]
+  if what == "static_argnums" and free:
+    meant = [free[i - n] for i in bad if 0 <= i - n < len(free)] or free
+    them = "them" if len(meant) > 1 else "it"
+    call = ", ".join(inputs + [f"{c}=..." for c in meant])
+    hint = (f"name {them} in static_argnames and pass {them} by keyword: jax.jit({how}, static_argnames="
+            f"[{', '.join(map(repr, meant))}])({call})")
+  elif what == "donate_argnums":
+    hint = (f"donate_argnums counts the arguments passed by position from 0 ({', '.join(pos)}); only inputs"
+            f" are donated: donate_argnums=({', '.join(str(pos.index(r)) for r in inputs[:1]) or 0},)")
+  else:
+    hint = (f"{what} counts {name}'s arguments by position from 0 ({', '.join(f'{i}: {p}' for i, p in enumerate(pos))}),"
+            f" or name them: static_argnames=[...]")
+  raise E.SignatureError(message, _user_loc(frame), hint=hint)
+
+
+def _check_names(kernel, sig, what: str, names: tuple, how: str, frame) -> None:
+  params = sig.parameters
+  if any(p.kind == P.VAR_KEYWORD for p in params.values()):
+    return
+  valid = [k for k, p in params.items() if p.kind in (P.POSITIONAL_OR_KEYWORD, P.KEYWORD_ONLY)]
+  bad = [k for k in names if k not in valid]
+  if not bad:
+    return
+  name = kernel.__name__
+  pk = kernel.parsed
+  k = bad[0]
+  message = f"jax.jit({how}, {what}={_shown(names)}): {name} has no parameter {k}"
+  if k in pk.ref_params:
+    message += " to pass: it is an output (out_shape describes it, and the kernel returns it)"
+    hint = f"{name} takes {', '.join(valid)}: name those"
+  elif k in pk.constexpr_params:          # (dropped from the signature: an autotuned kernel's tuned constexpr)
+    message += " to pass: mg.autotune picks its value, from the configs"
+    hint = f"{how} takes {', '.join(valid)}: name those"
+  else:
+    close = difflib.get_close_matches(k, valid, n=1)
+    hint = f"did you mean {close[0]!r}?" if close else f"{name} takes {', '.join(valid)}"
+  raise E.SignatureError(message, _user_loc(frame), hint=hint)
