@@ -212,7 +212,8 @@ def _interpret_primitive():
           f" {platforms})", caller_loc(),
           hint="export for platforms=['cuda'] alone (the export holds the compiled kernel, also in interpret"
                " mode); run interpret mode by calling the function, not through jax.export")
-    return mlir.lower_fun(functools.partial(call.interpret_fn, site=site), multiple_results=True)(ctx, *args)
+    outs = mlir.lower_fun(functools.partial(call.interpret_fn, site=site), multiple_results=True)(ctx, *args)
+    return _replicated(ctx, outs)
 
   def cuda(ctx, *args, call, site):
     if has_gpu() and not getattr(ctx.module_context.lowering_parameters, "for_export", False):
@@ -251,6 +252,36 @@ def call_site(site):
   finally:
     if token is not None:
       _CALL_SITE.reset(token)
+
+
+def _replicated(ctx, outs) -> list:
+  """The interpreter's outputs in a jax.jit over several devices (its inputs sharded, no jax.shard_map) marked
+  replicated. JAX runs a pure_callback once, on device 0 (a MAXIMAL sharding), and that sharding reached the
+  jitted function's result: an array JAX could not use (`y + 1`: "Cannot convert GSPMDSharding {maximal
+  device=0} into SdyArray"). The outputs' type says replicated (the callback computes the whole value), so the
+  partitioner copies them to every device, as it would a jnp result it chose to replicate. Unchanged where
+  there is one device, inside jax.shard_map (each device runs the callback on its block), or in a JAX whose
+  lowering internals differ."""
+  try:
+    from jax._src import config, sharding_impls
+    from jax._src.interpreters import mlir
+    axis = ctx.module_context.axis_context
+    if not isinstance(axis, sharding_impls.ShardingContext) or axis.num_devices <= 1:
+      return outs
+    result = []
+    for o, aval in zip(outs, ctx.avals_out):
+      o = o[0] if isinstance(o, (list, tuple)) else o
+      if config.use_shardy_partitioner.value:
+        sharding = sharding_impls.SdyArray(mesh_shape=(), dim_shardings=(
+            sharding_impls.SdyDim(axes=(), is_open=False),) * aval.ndim)
+      else:
+        from jax._src.lib import xla_client as xc
+        sharding = xc.OpSharding()
+        sharding.type = xc.OpSharding.Type.REPLICATED
+      result.append([mlir.wrap_with_sharding_op(ctx, o, aval, sharding)])
+    return result
+  except (ImportError, AttributeError, TypeError):
+    return outs
 
 
 def varying_like(args, outs) -> list:

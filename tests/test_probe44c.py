@@ -153,3 +153,64 @@ def test_static_argnames_a_kernel_does_not_take():
   assert e.value.message.endswith("tuned_rows has no parameter block to pass: mg.autotune picks its value, from"
                                   " the configs")
   assert e.value.hint == "tuned_rows takes x, factor, interpret: name those"
+
+
+SHARDED_SCRIPT = """
+import jax, numpy as np
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from jax.sharding import NamedSharding, PartitionSpec as P, AxisType
+
+@mg.mgpu_kernel(out_shape=lambda x: (x, jax.ShapeDtypeStruct((1, x.shape[1]), x.dtype)),
+                grid=lambda x: (x.shape[0] // 8,), interpret=True)
+def twice_and_sum(x, out, colsum):
+  i = ml.program_id(0)
+  out.at[ml.ds(i * 8, 8)][...] = x.at[ml.ds(i * 8, 8)][...] * 2 + 1
+  if i == 0:
+    colsum[...] = ml.sum(x[...], axis=0)[None, :]
+
+x = np.arange(16 * 64, dtype=np.float32).reshape(16, 64) / 64
+for kind in (AxisType.Explicit, AxisType.Auto):
+  mesh = jax.make_mesh((2,), ("d",), axis_types=(kind,))
+  xs = jax.device_put(x, NamedSharding(mesh, P("d")))
+  y, s = jax.jit(twice_and_sum)(xs)
+  assert y.sharding.is_fully_replicated, y.sharding
+  np.testing.assert_allclose(y + 1, x * 2 + 2)          # an array JAX can compute with
+  np.testing.assert_allclose(s * 1, x.sum(0)[None], rtol=1e-6)
+  ys = jax.jit(jax.vmap(twice_and_sum))(jax.device_put(np.stack([x, -x]), NamedSharding(mesh, P("d"))))[0]
+  np.testing.assert_allclose(ys + 1, np.stack([x * 2 + 2, -x * 2 + 2]))
+print("ok")
+"""
+
+
+def test_interpret_mode_under_jit_of_a_sharded_input(tmp_path):
+  """jax.jit(kernel)(x sharded over 2 devices) in interpret mode returned an array whose sharding was the
+  callback's {maximal device=0}: `y + 1` was JAX's TypeError "Cannot convert GSPMDSharding {maximal device=0}
+  into SdyArray". The outputs are now replicated (wrap._replicated)."""
+  import os
+  import subprocess
+  import sys
+  env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2", JAX_PLATFORMS="cpu")
+  script = tmp_path / "sharded.py"          # (a kernel's source is read from its file)
+  script.write_text(SHARDED_SCRIPT)
+  r = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
+  assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stderr[-2000:]
+
+
+@pytest.mark.gpu
+def test_a_sharded_input_under_jit_on_the_gpus():
+  """The compiled kernel (and interpret mode there) under jax.jit of an input sharded over the GPUs there are."""
+  from jax.sharding import NamedSharding, PartitionSpec as P
+
+  @mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 64,))
+  def twice(x, out):
+    i = ml.program_id(0)
+    out.at[ml.ds(i * 64, 64)][...] = x.at[ml.ds(i * 64, 64)][...] * 2 + 1
+
+  n = len(jax.devices())
+  mesh = jax.make_mesh((n,), ("d",))
+  x = np.arange(64 * n * 128, dtype=np.float32).reshape(64 * n, 128) / 128
+  xs = jax.device_put(x, NamedSharding(mesh, P("d")))
+  for interpret in (False, True):
+    y = jax.jit(functools.partial(twice, interpret=interpret))(xs)
+    np.testing.assert_allclose(y + 1, x * 2 + 2)
