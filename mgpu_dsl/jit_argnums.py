@@ -112,10 +112,12 @@ def _check_nums(kernel, sig, what: str, nums: tuple, how: str, frame, bound: dic
     return
   pos = [p.name for p in params if p.kind in (P.POSITIONAL_ONLY, P.POSITIONAL_OR_KEYWORD)]
   bad = [i for i in nums if i >= len(pos) or -i > len(pos)]
-  if not bad:
-    return
   name = kernel.__name__
   pk = kernel.parsed
+  if not bad:
+    if what == "static_argnums":
+      _check_static_inputs(kernel, sig, what, [pos[i] for i in nums], how, frame)
+    return
   keyword = [p.name for p in params if p.kind == P.KEYWORD_ONLY and p.name in pk.constexpr_params]
   inputs = [r for r in pos if r in pk.ref_params]
   n = len(pos)
@@ -157,6 +159,8 @@ def _check_names(kernel, sig, what: str, names: tuple, how: str, frame) -> None:
   valid = [k for k, p in params.items() if p.kind in (P.POSITIONAL_OR_KEYWORD, P.KEYWORD_ONLY)]
   bad = [k for k in names if k not in valid]
   if not bad:
+    if what == "static_argnames":
+      _check_static_inputs(kernel, sig, what, list(names), how, frame)
     return
   name = kernel.__name__
   pk = kernel.parsed
@@ -172,3 +176,30 @@ def _check_names(kernel, sig, what: str, names: tuple, how: str, frame) -> None:
     close = difflib.get_close_matches(k, valid, n=1)
     hint = f"did you mean {close[0]!r}?" if close else f"{name} takes {', '.join(valid)}"
   raise E.SignatureError(message, _user_loc(frame), hint=hint)
+
+
+def _check_static_inputs(kernel, sig, what: str, named: list, how: str, frame) -> None:
+  """static_argnums=1 naming the input y (an off-by-one for the constexpr after it): jax.jit hashes a static
+  argument at every call, and an array is not hashable (JAX's ValueError "Non-hashable static arguments are not
+  supported", printing the whole array). An ml.scalar input may be a Python number: static is fine there."""
+  pk = kernel.parsed
+  scalars = getattr(pk, "scalar_params", ())
+  inputs = [k for k in named if k in pk.ref_params and k not in scalars]
+  if not inputs:
+    return
+  k = inputs[0]
+  pos = [p.name for p in sig.parameters.values() if p.kind in (P.POSITIONAL_ONLY, P.POSITIONAL_OR_KEYWORD)]
+  shown = _shown(tuple(pos.index(k) for k in named if k in pos)) if what == "static_argnums" else _shown(tuple(named))
+  consts = [p.name for p in sig.parameters.values() if p.name in pk.constexpr_params]
+  by_pos = [(i, c) for i, c in enumerate(pos) if c in consts]
+  if by_pos and what == "static_argnums":
+    hint = (f"static_argnums names the constexprs: {', '.join(f'{c} is argument {i}' for i, c in by_pos)}"
+            f" (static_argnums={_shown(tuple(i for i, _ in by_pos))})")
+  elif consts:
+    hint = f"name the constexprs static: static_argnames=[{', '.join(map(repr, consts))}]"
+  else:
+    hint = f"{kernel.__name__} has no constexprs to make static: drop {what}"
+  raise E.SignatureError(
+      f"jax.jit({how}, {what}={shown}): {k} is an input of {kernel.__name__}, an array, which jax.jit cannot hold"
+      f" static (it hashes a static argument at every call, and arrays are not hashable)", _user_loc(frame),
+      hint=hint)

@@ -135,6 +135,22 @@ def test_static_argnums_past_a_kernels_positional_arguments():
                           " 2: factor), or name them: static_argnames=[...]")
 
 
+def test_static_argnums_naming_an_input():
+  """jax.jit(add_some, static_argnums=1)(x, y, ...): JAX's ValueError "Non-hashable static arguments are not
+  supported", at the call, with the whole array printed."""
+  with pytest.raises(mg.SignatureError) as e:
+    jax.jit(scale_rows, static_argnums=0)   # off by one
+  assert (e.value.lineno, e.value.col_offset) == (line_of("# off by one"), 4)
+  assert e.value.message == ("jax.jit(scale_rows, static_argnums=0): x is an input of scale_rows, an array, which"
+                             " jax.jit cannot hold static (it hashes a static argument at every call, and arrays are"
+                             " not hashable)")
+  assert e.value.hint == "static_argnums names the constexprs: block is argument 1, factor is argument 2 (static_argnums=(1, 2))"
+  with pytest.raises(mg.SignatureError) as e:
+    jax.jit(add_some, static_argnames=("y",))   # by name
+  assert (e.value.lineno, e.value.col_offset) == (line_of("# by name"), 4)
+  assert e.value.hint == "name the constexprs static: static_argnames=['n']"
+
+
 def test_static_argnames_a_kernel_does_not_take():
   """JAX's ValueError "Jitted function has invalid argnames {'blok'} in static_argnames. Function does not take
   these args." for a typo, an output, an autotuned constexpr."""
