@@ -85,7 +85,55 @@ def place(kernel, args: tuple, constexprs: dict, given: dict, loc, skip=()) -> t
         f"{name}: constexpr {twice[0]} is given twice, by position (the value after the"
         f" {hi} input{'s' if hi != 1 else ''}) and by keyword", loc,
         hint=f"drop one: {name}(..., {twice[0]}=...) or the value by position")
-  return tuple(args[:hi]), {**constexprs, **dict(zip(allowed, extra))}
+  constexprs = {**constexprs, **dict(zip(allowed, extra))}
+  _callables_take(kernel, pk, args[:hi], constexprs, allowed[:len(extra)], loc)
+  return tuple(args[:hi]), constexprs
+
+
+def _callables_take(kernel, pk, inputs, constexprs: dict, placed: list, loc) -> None:
+  """The out_shape and grid callables, given the constexprs a call passed by position: where one fails (in
+  its own code, a TypeError or the like), the values were likely in another order than the def's
+  (head(x, 128, jnp.float32) for dt, n), so the error is at the call and says how they were bound; it was
+  the callable's failure at the decorator, with the hint "out_shape is called with the kernel's inputs"."""
+  import jax
+  from .calling import source_repr
+  from .meta_calls import _on_arrays, parameters
+  meta = {**{c: pk.defaults[c] for c in pk.constexpr_params if c in pk.defaults}, **constexprs}
+  for what in ("out_shape", "grid"):
+    f = getattr(kernel, what)
+    if not callable(f) or hasattr(f, "shape"):
+      continue
+    try:
+      params = parameters(f)
+    except (TypeError, ValueError):
+      continue
+    if any(p.kind == p.VAR_KEYWORD for p in params):
+      kw = meta
+    else:
+      kw = {k: v for k, v in meta.items() if k in {p.name for p in params}}
+    if not any(c in kw for c in placed) or any(
+        p.kind == p.KEYWORD_ONLY and p.default is p.empty and p.name not in meta for p in params):
+      continue                  # (a constexpr still to come: mg.autotune's, or one missing, said later)
+    try:
+      with jax.ensure_compile_time_eval():
+        _on_arrays(f, tuple(inputs), kw)
+    except E.KernelError:
+      continue                  # (ml.cdiv(n, 0): its own words, when the call goes on)
+    except Exception as e:
+      from .value_hints import reads_values
+      if reads_values(e):
+        continue                # (a callable reading an input's values: its own error says so)
+      name = pk.tree.name
+      shown = ", ".join(f"{c}={source_repr(constexprs[c])}" for c in placed)
+      ins = ", ".join(pk.ref_params[:len(inputs)])
+      them = "them" if len(placed) > 1 else "it"
+      raise E.SignatureError(
+          f"{name}: the value{'s' if len(placed) > 1 else ''} after the input{'s' if len(inputs) != 1 else ''}"
+          f" {'were' if len(placed) > 1 else 'was'} taken by position as {shown} (constexprs bind by position in"
+          f" the def's order: {', '.join(names(pk, kernel._input_bounds(pk), kernel._bound))}), and the {what}"
+          f" callable failed with {them}: {type(e).__name__}: {e}", loc,
+          notes=(f"{pk.option_loc(what)}: the {what} callable",),
+          hint=f"check the order, or pass {them} by keyword: {name}({ins}, {', '.join(f'{c}=...' for c in placed)})") from None
 
 
 def _kind(v) -> str | None:

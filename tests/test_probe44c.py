@@ -86,6 +86,26 @@ def test_a_value_by_position_of_another_kind_than_its_constexpr():
   assert (e.value.lineno, e.value.hint) == (line_of("# jitted"), "pass it by keyword: cast_scaled(x, k=3.0)")
 
 
+@mg.mgpu_kernel(out_shape=lambda x, dt, n: S((n,), dt))
+def head(x, out, *, dt: ml.constexpr, n: ml.constexpr):
+  out[...] = x.at[ml.ds(0, n)][...].astype(dt)
+
+
+def test_constexprs_by_position_that_a_callable_fails_on():
+  """head(x, 128, jnp.float32) (no defaults to compare): the out_shape callable's "Cannot interpret '128' as a
+  data type" at the decorator, hint "out_shape is called with the kernel's inputs (and the constexprs it names)"."""
+  x = X.reshape(-1)
+  with pytest.raises(mg.SignatureError) as e:
+    head(x, 128, jnp.float32, interpret=True)   # dt, n swapped
+  assert (e.value.lineno, e.value.col_offset) == (line_of("# dt, n swapped"), 4)
+  assert e.value.message == ("head: the values after the input were taken by position as dt=128, n=jnp.float32"
+                             " (constexprs bind by position in the def's order: dt, n), and the out_shape callable"
+                             " failed with them: TypeError: Cannot interpret '128' as a data type")
+  assert e.value.notes[0].endswith(f":{line_of('def head(') - 1}:16: the out_shape callable")
+  assert e.value.hint == "check the order, or pass them by keyword: head(x, dt=..., n=...)"
+  np.testing.assert_array_equal(head(x, jnp.float32, 128, interpret=True), x[:128])     # in the def's order
+
+
 @mg.mgpu_kernel(out_shape=lambda *a, n: a[0], grid=(1,))
 def add_some(x, y, out, *, n: ml.constexpr):
   out[...] = x[...] + y[...] * n
