@@ -562,8 +562,18 @@ def check_constexprs(pk, constexprs: dict, name: str, loc, args=(), bounds=None)
           f"{name} was given {len(extra)} extra positional argument{s} ({given}), and needs constexpr"
           f" argument(s) {', '.join(missing)}" + positional.too_many(pk, bounds or (0, 0), None, len(extra)), loc,
           hint=keyword_hint(name, missing, extra))
-    raise E.SignatureError(f"{name} needs constexpr argument(s) {', '.join(missing)}", loc,
-                           hint=keyword_hint(name, missing, ()))
+    last = args[-1] if len(args) > 1 else None
+    if not (isinstance(last, jax.core.Tracer) and is_weak(last) and tuple(last.shape) == ()):
+      raise E.SignatureError(f"{name} needs constexpr argument(s) {', '.join(missing)}", loc,
+                             hint=keyword_hint(name, missing, ()))
+    # jax.jit(add_some)(x, y, 3): the 3 traced (a weak 0-d value), where jax.jit would hand a static one on
+    them = "them" if len(missing) > 1 else "it"
+    raise E.SignatureError(
+        f"{name} needs constexpr argument(s) {', '.join(missing)}, and was given a traced Python number after its"
+        f" inputs: jax.jit traces every argument that static_argnums or static_argnames does not name", loc,
+        hint=f"pass {them} by keyword and name {them} static: jax.jit({name}, static_argnames=["
+             f"{', '.join(map(repr, missing))}])(..., {', '.join(f'{c}=...' for c in missing)}) (in your own jitted"
+             f" function, make the argument that carries {them} static)")
   for k, v in constexprs.items():
     if isinstance(v, jax.core.Tracer):
       raise E.SignatureError(

@@ -140,6 +140,14 @@ def test_static_argnums_past_a_kernels_positional_arguments():
   np.testing.assert_allclose(jax.jit(functools.partial(add_some, interpret=True), static_argnames=["n"])(x, x, n=3),
                              x * 4)                      # the hint, followed
   with pytest.raises(mg.SignatureError) as e:
+    jax.jit(add_some)(x, x, 3)   # traced 3
+  assert (e.value.lineno, e.value.col_offset) == (line_of("# traced 3"), 4)
+  assert e.value.message == ("add_some needs constexpr argument(s) n, and was given a traced Python number after"
+                             " its inputs: jax.jit traces every argument that static_argnums or static_argnames"
+                             " does not name")
+  assert e.value.hint.startswith("pass it by keyword and name it static: jax.jit(add_some, static_argnames=['n'])"
+                                 "(..., n=...)")
+  with pytest.raises(mg.SignatureError) as e:
     jax.jit(functools.partial(scale_rows, block=2), static_argnums=(1,))   # partial
   assert (e.value.lineno, e.value.col_offset) == (line_of("# partial"), 4)
   assert e.value.message.endswith("scale_rows takes 1 argument by position (x), so argument 1 is past them; its"
