@@ -82,6 +82,15 @@ def _sampled_errors(kernel: ir.Kernel) -> list:
   return ev.overflows.errors + ev.broken_promises + mem.errors
 
 
+def _in_source_order(errors: list, kernel: ir.Kernel) -> list:
+  """`errors` of the per-output checks (races, coverage) in source order, as the other checks report: they
+  came in the outputs' order, so a race on the second output, written at line 9, came after one on the first
+  written at line 10. Those at lines of another file (an @ml.inline helper's) come after, in their order."""
+  here = getattr(kernel.loc, "filename", None)
+  return sorted(errors, key=lambda e: (getattr(e.loc, "filename", None) != here, getattr(e.loc, "lineno", 0) or 0,
+                                       getattr(e.loc, "col_offset", 0) or 0))
+
+
 REGISTER_SLACK = 8     # a value may spill (ptxas copes, slowly); past 8x a thread's registers it is a mistake
 
 
@@ -487,6 +496,9 @@ class _Memory:
 
   # ------------------------------------------------------------ coverage
   def coverage_errors(self) -> list:
+    return _in_source_order(self._coverage_errors(), self.kernel)
+
+  def _coverage_errors(self) -> list:
     out = []
     for p in self.kernel.outputs:
       boxes = self.tracked.get(p.value.id)
@@ -561,11 +573,7 @@ class _Memory:
         out.append(_with_lone_axis_note(self.kernel, race_error(p.name, race, self.ev.program,
                                                                 p.value.type.shape, self.kernel.grid,
                                                                 accumulates, self.kernel.body)))
-    # In source order, as the other checks report (they were in the outputs' order: a race on the second
-    # output written at line 9 came after one on the first written at line 10)
-    here = getattr(self.kernel.loc, "filename", None)
-    return sorted(out, key=lambda e: (getattr(e.loc, "filename", None) != here, getattr(e.loc, "lineno", 0) or 0,
-                                      getattr(e.loc, "col_offset", 0) or 0))
+    return _in_source_order(out, self.kernel)
 
   def check_multicast(self, acc):
     """The CTAs of a cluster along a multicast's axis load one window (each fetches a share

@@ -44,6 +44,22 @@ def test_races_come_in_source_order():
                                                             (line_of("# a, second"), mg.RaceError)]
 
 
+
+@mg.mgpu_kernel(out_shape=lambda x: (S((64,), x.dtype), S((64,), x.dtype)), grid=(1,))
+def half_written(x, a, b):
+  b.at[ml.ds(0, 32)][...] = x.at[ml.ds(0, 32)][...] * 2      # b half
+  a.at[ml.ds(0, 32)][...] = x.at[ml.ds(0, 32)][...] + 1      # a half
+
+
+def test_uncovered_outputs_come_in_source_order():
+  """The same for outputs left partly unwritten (MG602): a's came first."""
+  with pytest.raises(mg.UncoveredOutputError) as e:
+    half_written.check(S((64,), F32))
+  assert [(type(x), x.lineno, x.col_offset) for x in e.value.errors] == [
+      (mg.UncoveredOutputError, line_of("# b half"), 2), (mg.UncoveredOutputError, line_of("# a half"), 2)]
+  assert e.value.message.startswith("b[32:64] is never written")
+
+
 @mg.mgpu_kernel(out_shape=lambda x, dt: S(x.shape, dt))
 def cast_scaled(x, out, *, dt: ml.constexpr = F32, k: ml.constexpr = 2.0):
   out[...] = (x[...] * k).astype(dt)
