@@ -77,14 +77,14 @@ def place(kernel, args: tuple, constexprs: dict, given: dict, loc, skip=()) -> t
       raise E.SignatureError(          # k(x, True): meant as interpret=True, more likely than a float's True
           f"{name}: the bool {v} after the inputs would be constexpr {c} (default {pk.defaults[c]!r}), and"
           f" interpret is passed by keyword", loc, hint=f"{name}(..., interpret={v})")
-    if c in pk.defaults and _misfit(v, pk.defaults[c]):
-      raise _misplaced(pk, name, hi, allowed, extra, given, loc)
   twice = [c for c in allowed[:len(extra)] if c in given]
   if twice:
     raise E.SignatureError(
         f"{name}: constexpr {twice[0]} is given twice, by position (the value after the"
         f" {hi} input{'s' if hi != 1 else ''}) and by keyword", loc,
         hint=f"drop one: {name}(..., {twice[0]}=...) or the value by position")
+  if any(c in pk.defaults and _misfit(v, pk.defaults[c]) for c, v in zip(allowed, extra)):
+    raise _misplaced(pk, name, hi, allowed, extra, given, loc)
   constexprs = {**constexprs, **dict(zip(allowed, extra))}
   _callables_take(kernel, pk, args[:hi], constexprs, allowed[:len(extra)], loc)
   return tuple(args[:hi]), constexprs
