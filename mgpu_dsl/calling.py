@@ -443,6 +443,8 @@ def call_note(at, args, names, constexprs=None) -> str:
   """`FILE:LINE:COL: the call (x: float32[1024], n=4)`: the note naming the call `at` (a Loc)."""
   shown = [f"{n}: {describe(a)}" for n, a in zip(names, args)]
   shown += [f"{k}={constexpr_text(v)}" for k, v in (constexprs or {}).items()]
+  if any(type(a).__name__ == "BatchTracer" for a in args):     # (the shapes are an element's, not those passed)
+    return f"{at}: the call under jax.vmap, for each element ({', '.join(shown)})"
   return f"{at}: the call ({', '.join(shown)})"
 
 

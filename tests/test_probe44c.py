@@ -274,3 +274,18 @@ def test_a_sharded_input_under_jit_on_the_gpus():
   for interpret in (False, True):
     y = jax.jit(functools.partial(twice, interpret=interpret))(xs)
     np.testing.assert_allclose(y + 1, x * 2 + 2)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, interpret=True)
+def doubled(x, out):
+  out[...] = x[...] * 2
+
+
+def test_a_mistake_under_vmap_notes_each_elements_shapes():
+  """jax.vmap(doubled, in_axes=1)(x of (4, 64)): the note said "the call (x: float32[4])" at a line passing a
+  float32[4, 64]: the shapes are each element's."""
+  x = X
+  with pytest.raises(mg.LayoutError) as e:
+    jax.vmap(doubled, in_axes=1, out_axes=1)(x)   # mapped along 1
+  assert f"{HERE}:{line_of('# mapped along 1')}:4: the call under jax.vmap, for each element (x: float32[4])" in e.value.notes
+  np.testing.assert_allclose(jax.vmap(doubled, in_axes=1, out_axes=1)(np.tile(x, (2, 1))), np.tile(x, (2, 1)) * 2)
