@@ -661,37 +661,6 @@ def input_bounds(pk, out_shape, grid) -> tuple[int, int]:
   return (lo, int(hi)) if lo <= hi else (0, refs - 1)
 
 
-def signature(pk, out_shape, grid, bound=None) -> inspect.Signature:
-  """`(inputs..., *, constexprs..., interpret=None)`: the call users make (`bound`: the values a
-  functools.partial kernel function binds, shown as defaults)."""
-  P = inspect.Parameter
-  # Exact when out_shape and grid decide it; otherwise the largest count they allow
-  # (one output: the common case).
-  bounds = input_bounds(pk, out_shape, grid)
-  n_in = max(0, bounds[1])
-  params = [P(r, P.POSITIONAL_OR_KEYWORD, annotation="jax.Array") for r in pk.ref_params[:n_in]]
-  defaults = {**pk.defaults, **(bound or {})}
-  from .positional import names            # (those a call may pass by position: static_argnums works)
-  by_position = names(pk, bounds, bound)
-  params += [P(c, P.POSITIONAL_OR_KEYWORD if c in by_position else P.KEYWORD_ONLY, annotation=L.constexpr,
-               default=defaults.get(c, P.empty)) for c in pk.constexpr_params]
-  params.append(P("interpret", P.KEYWORD_ONLY, default=None, annotation="bool | None"))
-  from .vmap_keywords import KernelSignature      # (constexprs through jax.vmap: a SignatureError)
-  sig = KernelSignature(params)
-  sig.kernel_name = pk.tree.name
-  return sig
-
-
-def fallback_signature(name="the kernel") -> inspect.Signature:
-  from .vmap_keywords import KernelSignature
-  P = inspect.Parameter
-  sig = KernelSignature([P("inputs", P.VAR_POSITIONAL),
-                         P("interpret", P.KEYWORD_ONLY, default=None, annotation="bool | None"),
-                         P("constexprs", P.VAR_KEYWORD)])
-  sig.kernel_name = name
-  return sig
-
-
 def unpartial(fn) -> tuple:
   """(function, bound keywords) of a kernel function: Pallas's `pallas_call(functools.partial(kernel,
   eps=eps, block=b))` binds compile-time options by keyword, which are the kernel's constexprs here,

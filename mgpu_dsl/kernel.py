@@ -160,12 +160,12 @@ class KernelFunction(SpecMethods):
   @property
   def __signature__(self) -> inspect.Signature:
     """The call users make: the inputs, then keyword-only constexprs and `interpret`."""
+    from . import signature
     try:
-      sig = calling.signature(self.parsed, self.out_shape, self.grid, self._bound)
+      sig = signature.signature(self.parsed, self.out_shape, self.grid, self._bound)
     except Exception:      # an unreadable kernel: its first call reports why
-      return calling.fallback_signature(self.__name__)
-    from . import jit_argnums      # (jax.jit reads it to check its static_argnums: a mistake there is said here)
-    jit_argnums.check(self)
+      return signature.fallback_signature(self.__name__)
+    signature.check(self)      # (jax.jit reads it to check its static_argnums: a mistake there is said here)
     return sig
 
   def cache_clear(self) -> None:

@@ -6,7 +6,7 @@ callables, or a static out_shape, decide it): otherwise a Python number there co
 the call is refused with the fix (pass it by keyword). The constexprs that may come by position are the
 kernel's, in the def's order, up to the first one a functools.partial binds (Python's partial makes
 that one and those after it keyword-only) or the first without a default after one with a default (a
-positional parameter's rule). The kernel's signature (calling.signature) shows them as positional, which
+positional parameter's rule). The kernel's signature (signature.signature) shows them as positional, which
 is what jax.jit reads to check `static_argnums`; the others stay keyword-only. A value of another kind
 than its constexpr's default (3.0 where the default is jnp.float32, "relu" where it is 2.0) was meant for
 another constexpr: the call is refused with the binding said and the values by keyword in the hint.

@@ -17,7 +17,7 @@ from .frontend import language as L
 
 
 class KernelSignature(inspect.Signature):
-  """A kernel's call signature (calling.signature): binding constexprs under jax.vmap is a
+  """A kernel's call signature (signature.signature): binding constexprs under jax.vmap is a
   SignatureError naming them, not JAX's error about their rank."""
   kernel_name = "the kernel"
 

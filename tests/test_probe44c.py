@@ -1,5 +1,5 @@
 """Probe 44c: the kernel as a JAX citizen, part four: jax.jit's static_argnums and static_argnames checked against
-the kernel's signature (mgpu_dsl/jit_argnums.py), a value bound by position to a constexpr of another kind
+the kernel's signature (mgpu_dsl/signature.py), a value bound by position to a constexpr of another kind
 (positional.py), races in source order (frontend/checks.py), interpret mode under jax.jit over several
 devices (wrap.py)."""
 import functools

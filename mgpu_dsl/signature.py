@@ -1,8 +1,11 @@
-"""`jax.jit(kernel, static_argnums=..., static_argnames=..., donate_argnums=...)`: JAX checks these against the
-function's signature when jax.jit is called, and refuses one that names no parameter with its own ValueError
-("Jitted function has static_argnums=(2,), but only accepts 2 positional arguments"), which does not say why
-the kernel takes fewer (its constexprs are keyword-only where the out_shape and grid callables do not fix
-how many inputs it takes, positional.py) nor what to write instead. jax.jit reads the signature there
+"""The kernel's call signature (`inspect.signature(kernel)`: what help() shows, and what JAX reads), and jax.jit's
+`static_argnums`, `static_argnames` and `donate_argnums` checked against it.
+
+JAX checks those against the function's signature when jax.jit is called, and refuses one that names no
+parameter with its own ValueError ("Jitted function has static_argnums=(2,), but only accepts 2 positional
+arguments"), which does not say why the kernel takes fewer (its constexprs are keyword-only where the out_shape
+and grid callables do not fix how many inputs it takes, positional.py) nor what to write instead; one naming an
+input failed at every call ("Non-hashable static arguments"). jax.jit reads the signature there
 (KernelFunction.__signature__), so the same check runs first, with JAX's rules, and the mistake is a
 SignatureError at the user's jax.jit call, with the fix."""
 from __future__ import annotations
@@ -12,10 +15,43 @@ import inspect
 import sys
 import threading
 
+from .calling import input_bounds
 from .frontend import errors as E
+from .frontend import language as L
 
 _BUSY = threading.local()        # (the check reads the jitted function's signature: the kernel's again)
 P = inspect.Parameter
+
+
+def signature(pk, out_shape, grid, bound=None) -> inspect.Signature:
+  """`(inputs..., *, constexprs..., interpret=None)`: the call users make (`bound`: the values a
+  functools.partial kernel function binds, shown as defaults)."""
+  P = inspect.Parameter
+  # Exact when out_shape and grid decide it; otherwise the largest count they allow
+  # (one output: the common case).
+  bounds = input_bounds(pk, out_shape, grid)
+  n_in = max(0, bounds[1])
+  params = [P(r, P.POSITIONAL_OR_KEYWORD, annotation="jax.Array") for r in pk.ref_params[:n_in]]
+  defaults = {**pk.defaults, **(bound or {})}
+  from .positional import names            # (those a call may pass by position: static_argnums works)
+  by_position = names(pk, bounds, bound)
+  params += [P(c, P.POSITIONAL_OR_KEYWORD if c in by_position else P.KEYWORD_ONLY, annotation=L.constexpr,
+               default=defaults.get(c, P.empty)) for c in pk.constexpr_params]
+  params.append(P("interpret", P.KEYWORD_ONLY, default=None, annotation="bool | None"))
+  from .vmap_keywords import KernelSignature      # (constexprs through jax.vmap: a SignatureError)
+  sig = KernelSignature(params)
+  sig.kernel_name = pk.tree.name
+  return sig
+
+
+def fallback_signature(name="the kernel") -> inspect.Signature:
+  from .vmap_keywords import KernelSignature
+  P = inspect.Parameter
+  sig = KernelSignature([P("inputs", P.VAR_POSITIONAL),
+                         P("interpret", P.KEYWORD_ONLY, default=None, annotation="bool | None"),
+                         P("constexprs", P.VAR_KEYWORD)])
+  sig.kernel_name = name
+  return sig
 
 
 def check(kernel) -> None:
