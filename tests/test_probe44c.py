@@ -237,8 +237,8 @@ for kind in (AxisType.Explicit, AxisType.Auto):
   assert y.sharding.is_fully_replicated, y.sharding
   np.testing.assert_allclose(y + 1, x * 2 + 2)          # an array JAX can compute with
   np.testing.assert_allclose(s * 1, x.sum(0)[None], rtol=1e-6)
-  ys = jax.jit(jax.vmap(twice_and_sum))(jax.device_put(np.stack([x, -x]), NamedSharding(mesh, P("d"))))[0]
-  np.testing.assert_allclose(ys + 1, np.stack([x * 2 + 2, -x * 2 + 2]))
+ys = jax.jit(jax.vmap(twice_and_sum))(jax.device_put(np.stack([x, -x]), NamedSharding(mesh, P("d"))))[0]
+np.testing.assert_allclose(ys + 1, np.stack([x * 2 + 2, -x * 2 + 2]))          # (through jax.vmap too)
 print("ok")
 """
 
