@@ -289,3 +289,15 @@ def test_a_mistake_under_vmap_notes_each_elements_shapes():
     jax.vmap(doubled, in_axes=1, out_axes=1)(x)   # mapped along 1
   assert f"{HERE}:{line_of('# mapped along 1')}:4: the call under jax.vmap, for each element (x: float32[4])" in e.value.notes
   np.testing.assert_allclose(jax.vmap(doubled, in_axes=1, out_axes=1)(np.tile(x, (2, 1))), np.tile(x, (2, 1)) * 2)
+
+
+@pytest.mark.gpu
+def test_the_hints_followed_on_the_gpu():
+  """The calls the new hints write, compiled for the GPU."""
+  x = X[0]
+  np.testing.assert_allclose(jax.jit(add_some, static_argnames=["n"])(x, x, n=3), x * 4)
+  np.testing.assert_allclose(jax.jit(functools.partial(scale_rows, block=2), static_argnames=["factor"])(X, factor=3.0),
+                             X * 3.0)
+  np.testing.assert_allclose(cast_scaled(X, k=3.0), X * 3.0)
+  np.testing.assert_array_equal(head(X.reshape(-1), jnp.float32, 128), X.reshape(-1)[:128])
+  np.testing.assert_allclose(jax.vmap(doubled, in_axes=1, out_axes=1)(np.tile(X, (2, 1))), np.tile(X, (2, 1)) * 2)
