@@ -151,8 +151,8 @@ def _check_nums(kernel, sig, what: str, nums: tuple, how: str, frame, bound: dic
   name = kernel.__name__
   pk = kernel.parsed
   if not bad:
-    if what == "static_argnums":
-      _check_static_inputs(kernel, sig, what, [pos[i] for i in nums], how, frame)
+    (_check_static_inputs if what == "static_argnums" else _check_donated)(kernel, sig, what, [pos[i] for i in nums],
+                                                                           how, frame)
     return
   keyword = [p.name for p in params if p.kind == P.KEYWORD_ONLY and p.name in pk.constexpr_params]
   inputs = [r for r in pos if r in pk.ref_params]
@@ -195,8 +195,7 @@ def _check_names(kernel, sig, what: str, names: tuple, how: str, frame) -> None:
   valid = [k for k, p in params.items() if p.kind in (P.POSITIONAL_OR_KEYWORD, P.KEYWORD_ONLY)]
   bad = [k for k in names if k not in valid]
   if not bad:
-    if what == "static_argnames":
-      _check_static_inputs(kernel, sig, what, list(names), how, frame)
+    (_check_static_inputs if what == "static_argnames" else _check_donated)(kernel, sig, what, list(names), how, frame)
     return
   name = kernel.__name__
   pk = kernel.parsed
@@ -239,3 +238,21 @@ def _check_static_inputs(kernel, sig, what: str, named: list, how: str, frame) -
       f"jax.jit({how}, {what}={shown}): {k} is an input of {kernel.__name__}, an array, which jax.jit cannot hold"
       f" static (it hashes a static argument at every call, and arrays are not hashable)", _user_loc(frame),
       hint=hint)
+
+
+def _check_donated(kernel, sig, what: str, named: list, how: str, frame) -> None:
+  """donate_argnums naming a constexpr (a Python value: nothing to donate): static too, it was JAX's "cannot
+  intersect" ValueError; traced, a constexpr that is a traced value."""
+  pk = kernel.parsed
+  consts = [k for k in named if k in pk.constexpr_params]
+  if not consts:
+    return
+  pos = [p.name for p in sig.parameters.values() if p.kind in (P.POSITIONAL_ONLY, P.POSITIONAL_OR_KEYWORD)]
+  inputs = [r for r in pos if r in pk.ref_params]
+  shown = _shown(tuple(pos.index(k) for k in named)) if what == "donate_argnums" else _shown(tuple(named))
+  keep = ([f"donate_argnums=({', '.join(str(pos.index(r)) for r in inputs)},)"] if inputs else []) + [
+      f"static_argnames=[{', '.join(map(repr, consts))}]"]
+  raise E.SignatureError(
+      f"jax.jit({how}, {what}={shown}): {consts[0]} is a constexpr of {kernel.__name__}, a Python value known when"
+      f" it compiles: only inputs, arrays, can be donated", _user_loc(frame),
+      hint=f"donate inputs and make constexprs static: jax.jit({how}, {', '.join(keep)})")

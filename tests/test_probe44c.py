@@ -195,6 +195,24 @@ def test_static_argnums_naming_an_input():
   assert e.value.hint == "name the constexprs static: static_argnames=['n']"
 
 
+def test_donate_argnums_naming_a_constexpr():
+  """jax.jit(scale_rows, static_argnums=1, donate_argnums=1): JAX's "static_argnames and donate_argnames cannot
+  intersect"; donated and not static, "constexpr factor is a traced value" with the hint to make it static."""
+  with pytest.raises(mg.SignatureError) as e:
+    jax.jit(scale_rows, static_argnums=1, donate_argnums=1)   # donate block
+  assert (e.value.lineno, e.value.col_offset) == (line_of("# donate block"), 4)
+  assert e.value.message == ("jax.jit(scale_rows, donate_argnums=1): block is a constexpr of scale_rows, a Python"
+                             " value known when it compiles: only inputs, arrays, can be donated")
+  assert e.value.hint == ("donate inputs and make constexprs static: jax.jit(scale_rows, donate_argnums=(0,),"
+                          " static_argnames=['block'])")
+  with pytest.raises(mg.SignatureError) as e:
+    jax.jit(scale_rows, static_argnames="block", donate_argnames="factor")
+  assert e.value.message.startswith("jax.jit(scale_rows, donate_argnames='factor'): factor is a constexpr")
+  got = jax.jit(functools.partial(scale_rows, interpret=True), donate_argnums=(0,),
+                static_argnames=["block"])(jnp.asarray(X), block=2)               # the hint, followed
+  np.testing.assert_allclose(got, X * 2.0)
+
+
 def test_static_argnames_a_kernel_does_not_take():
   """JAX's ValueError "Jitted function has invalid argnames {'blok'} in static_argnames. Function does not take
   these args." for a typo, an output, an autotuned constexpr."""
