@@ -212,6 +212,15 @@ def _interpret_primitive():
           f" {platforms})", caller_loc(),
           hint="export for platforms=['cuda'] alone (the export holds the compiled kernel, also in interpret"
                " mode); run interpret mode by calling the function, not through jax.export")
+    auto, every = _automatic_axes(ctx)
+    if auto:
+      from .bench import caller_loc
+      raise E.SignatureError(
+          f"{call.name} runs in interpret mode, a host callback, inside a jax.shard_map that leaves mesh"
+          f" axis{'es' if len(auto) > 1 else ''} {', '.join(map(repr, auto))} automatic: JAX runs a callback there"
+          f" only where every mesh axis is manual", caller_loc(),
+          hint=f"name every mesh axis in the shard_map, axis_names={{{', '.join(map(repr, every))}}} (or leave"
+               f" axis_names out), or run the kernel compiled, on the GPU (interpret=False)")
     outs = mlir.lower_fun(functools.partial(call.interpret_fn, site=site), multiple_results=True)(ctx, *args)
     return _replicated(ctx, outs)
 
@@ -252,6 +261,20 @@ def call_site(site):
   finally:
     if token is not None:
       _CALL_SITE.reset(token)
+
+
+def _automatic_axes(ctx) -> tuple[list, list]:
+  """(the mesh axes a jax.shard_map with `axis_names` leaves automatic around this lowering, every mesh axis):
+  JAX's callback lowering refuses the first with a raw NotImplementedError. ([], []) elsewhere."""
+  try:
+    from jax._src import sharding_impls
+    axis = ctx.module_context.axis_context
+    if not isinstance(axis, sharding_impls.SPMDAxisContext):
+      return [], []
+    every = [str(a) for a in axis.mesh.axis_names]
+    return [str(a) for a in axis.mesh.axis_names if a not in axis.manual_axes], every
+  except (ImportError, AttributeError):
+    return [], []
 
 
 def _replicated(ctx, outs) -> list:

@@ -248,15 +248,29 @@ def twice_and_sum(x, out, colsum):
     colsum[...] = ml.sum(x[...], axis=0)[None, :]
 
 x = np.arange(16 * 64, dtype=np.float32).reshape(16, 64) / 64
-for kind in (AxisType.Explicit, AxisType.Auto):
-  mesh = jax.make_mesh((2,), ("d",), axis_types=(kind,))
-  xs = jax.device_put(x, NamedSharding(mesh, P("d")))
-  y, s = jax.jit(twice_and_sum)(xs)
-  assert y.sharding.is_fully_replicated, y.sharding
-  np.testing.assert_allclose(y + 1, x * 2 + 2)          # an array JAX can compute with
-  np.testing.assert_allclose(s * 1, x.sum(0)[None], rtol=1e-6)
+mesh = jax.make_mesh((2,), ("d",), axis_types=(AxisType.Auto,))
+xs = jax.device_put(x, NamedSharding(mesh, P("d")))
+y, s = jax.jit(twice_and_sum)(xs)
+assert y.sharding.is_fully_replicated, y.sharding
+np.testing.assert_allclose(y + 1, x * 2 + 2)          # an array JAX can compute with
+np.testing.assert_allclose(s * 1, x.sum(0)[None], rtol=1e-6)
+mesh = jax.make_mesh((2,), ("d",), axis_types=(AxisType.Explicit,))
 ys = jax.jit(jax.vmap(twice_and_sum))(jax.device_put(np.stack([x, -x]), NamedSharding(mesh, P("d"))))[0]
 np.testing.assert_allclose(ys + 1, np.stack([x * 2 + 2, -x * 2 + 2]))          # (through jax.vmap too)
+
+# a shard_map leaving an axis automatic: JAX's NotImplementedError "callbacks are only supported in spmd
+# computations when all mesh axes are partitioned manually"
+mesh = jax.make_mesh((2, 1), ("a", "b"))
+xs = jax.device_put(x, NamedSharding(mesh, P("a")))
+try:
+  jax.jit(jax.shard_map(twice_and_sum, mesh=mesh, in_specs=P("a"), out_specs=P("a"), axis_names={"a"}))(xs)
+  raise AssertionError("accepted")
+except mg.SignatureError as e:
+  assert e.message == ("twice_and_sum runs in interpret mode, a host callback, inside a jax.shard_map that leaves"
+                       " mesh axis 'b' automatic: JAX runs a callback there only where every mesh axis is manual"), e
+  assert e.hint.startswith("name every mesh axis in the shard_map, axis_names={'a', 'b'} (or leave"), e.hint
+y = jax.jit(jax.shard_map(twice_and_sum, mesh=mesh, in_specs=P("a"), out_specs=P("a")))(xs)[0]    # followed
+np.testing.assert_allclose(y, x * 2 + 1)
 print("ok")
 """
 
@@ -264,7 +278,8 @@ print("ok")
 def test_interpret_mode_under_jit_of_a_sharded_input(tmp_path):
   """jax.jit(kernel)(x sharded over 2 devices) in interpret mode returned an array whose sharding was the
   callback's {maximal device=0}: `y + 1` was JAX's TypeError "Cannot convert GSPMDSharding {maximal device=0}
-  into SdyArray". The outputs are now replicated (wrap._replicated)."""
+  into SdyArray". The outputs are now replicated (wrap._replicated). Inside a jax.shard_map leaving a mesh axis
+  automatic, JAX cannot lower the callback: a SignatureError saying so (wrap._automatic_axes)."""
   import os
   import subprocess
   import sys
