@@ -56,7 +56,17 @@ def fallback_signature(name="the kernel") -> inspect.Signature:
 
 def check(kernel) -> None:
   """Raise SignatureError where jax.jit is being given `kernel` (or a function whose signature is read from
-  it: a functools.partial, an autotuned kernel) with static or donated arguments its signature does not have."""
+  it: a functools.partial, an autotuned kernel) with static or donated arguments its signature does not have.
+  Anything else this check might raise is dropped: JAX's own check follows."""
+  try:
+    _check(kernel)
+  except E.KernelError:
+    raise
+  except Exception:
+    pass
+
+
+def _check(kernel) -> None:
   if getattr(_BUSY, "on", False):
     return
   frame = _jit_frame()
