@@ -560,10 +560,15 @@ def check_constexprs(pk, constexprs: dict, name: str, loc, args=(), bounds=None)
       from . import positional
       given = ", ".join(describe(a) for a in extra)
       s = "s" if len(extra) > 1 else ""
+      hint = keyword_hint(name, missing, extra)
+      if tracing(args):           # jax.checkpoint(k, static_argnums=(2,))(x, y, 3): a keyword would be traced there
+        bound = ", ".join(f"{c}={source_repr(v)}" for c, v in zip(missing, extra))
+        hint += (f"; under a JAX transformation, which traces keyword arguments, bind {'them' if len(extra) > 1 else 'it'}"
+                 f" first: functools.partial({name}, {bound})")
       raise E.SignatureError(
           f"{name} was given {len(extra)} extra positional argument{s} ({given}), and needs constexpr"
           f" argument(s) {', '.join(missing)}" + positional.too_many(pk, bounds or (0, 0), None, len(extra)), loc,
-          hint=keyword_hint(name, missing, extra))
+          hint=hint)
     last = args[-1] if len(args) > 1 else None
     if not (isinstance(last, jax.core.Tracer) and is_weak(last) and tuple(last.shape) == ()):
       raise E.SignatureError(f"{name} needs constexpr argument(s) {', '.join(missing)}", loc,

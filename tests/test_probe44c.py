@@ -164,6 +164,12 @@ def test_static_argnums_past_a_kernels_positional_arguments():
   assert e.value.hint.startswith("pass it by keyword and name it static: jax.jit(add_some, static_argnames=['n'])"
                                  "(..., n=...)")
   with pytest.raises(mg.SignatureError) as e:
+    jax.checkpoint(add_some, static_argnums=(2,))(x, x, 3)   # checkpoint
+  assert (e.value.lineno, e.value.col_offset) == (line_of("# checkpoint"), 4)
+  assert e.value.hint == ("pass it by keyword: add_some(..., n=3); under a JAX transformation, which traces keyword"
+                          " arguments, bind it first: functools.partial(add_some, n=3)")
+  np.testing.assert_allclose(jax.checkpoint(functools.partial(add_some, n=3, interpret=True))(x, x), x * 4)
+  with pytest.raises(mg.SignatureError) as e:
     jax.jit(functools.partial(scale_rows, block=2), static_argnums=(1,))   # partial
   assert (e.value.lineno, e.value.col_offset) == (line_of("# partial"), 4)
   assert e.value.message.endswith("scale_rows takes 1 argument by position (x), so argument 1 is past them; its"
