@@ -82,14 +82,36 @@ def _check(kernel) -> None:
   finally:
     _BUSY.on = False
   how = _call_text(kernel, loc["fun"])
-  for what in ("static_argnums", "donate_argnums"):
-    nums = _ints(loc.get(what))
-    if nums:
-      _check_nums(kernel, sig, what, nums, how, frame, bound)
-  for what in ("static_argnames", "donate_argnames"):
-    names = _strs(loc.get(what))
-    if names:
-      _check_names(kernel, sig, what, names, how, frame)
+  try:
+    for what in ("static_argnums", "donate_argnums"):
+      nums = _ints(loc.get(what))
+      if nums:
+        _check_nums(kernel, sig, what, nums, how, frame, bound)
+    for what in ("static_argnames", "donate_argnames"):
+      names = _strs(loc.get(what))
+      if names:
+        _check_names(kernel, sig, what, names, how, frame)
+  except E.SignatureError as e:
+    if _made_by(frame, ("make_jaxpr", "make_jaxpr_f")):     # jax.make_jaxpr(kernel, static_argnums=...): its jit
+      e.message = e.message.replace("jax.jit(", "jax.make_jaxpr(", 1)
+      if "static_argnames" in e.hint:      # (make_jaxpr takes static_argnums alone)
+        pk = kernel.parsed
+        shown = ", ".join(f"{c}=..." for c in [c for c in pk.constexpr_params if c not in pk.defaults]
+                          or pk.constexpr_params[:1])
+        e.hint = f"bind the constexprs first: jax.make_jaxpr(functools.partial({kernel.__name__}, {shown}))"
+    raise
+
+
+def _made_by(frame, apis: tuple) -> bool:
+  """Whether a JAX function of those named `apis` (make_jaxpr's) called the jax.jit at `frame`."""
+  import jax
+  from .frontend.loc import ours
+  f = frame
+  while f is not None and ours(f, (jax,)):
+    if f.f_code.co_name in apis:
+      return True
+    f = f.f_back
+  return False
 
 
 def _jit_frame():

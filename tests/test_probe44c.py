@@ -164,6 +164,11 @@ def test_static_argnums_past_a_kernels_positional_arguments():
   assert e.value.hint.startswith("pass it by keyword and name it static: jax.jit(add_some, static_argnames=['n'])"
                                  "(..., n=...)")
   with pytest.raises(mg.SignatureError) as e:
+    jax.make_jaxpr(add_some, static_argnums=(2,))(x, x, 3)   # make_jaxpr
+  assert (e.value.lineno, e.value.col_offset) == (line_of("# make_jaxpr"), 4)
+  assert e.value.message.startswith("jax.make_jaxpr(add_some, static_argnums=2): add_some takes 2 arguments")
+  assert e.value.hint == "bind the constexprs first: jax.make_jaxpr(functools.partial(add_some, n=...))"
+  with pytest.raises(mg.SignatureError) as e:
     jax.checkpoint(add_some, static_argnums=(2,))(x, x, 3)   # checkpoint
   assert (e.value.lineno, e.value.col_offset) == (line_of("# checkpoint"), 4)
   assert e.value.hint == ("pass it by keyword: add_some(..., n=3); under a JAX transformation, which traces keyword"
