@@ -563,8 +563,9 @@ def check_constexprs(pk, constexprs: dict, name: str, loc, args=(), bounds=None)
       hint = keyword_hint(name, missing, extra)
       if tracing(args):           # jax.checkpoint(k, static_argnums=(2,))(x, y, 3): a keyword would be traced there
         bound = ", ".join(f"{c}={source_repr(v)}" for c, v in zip(missing, extra))
-        hint += (f"; under a JAX transformation, which traces keyword arguments, bind {'them' if len(extra) > 1 else 'it'}"
-                 f" first: functools.partial({name}, {bound})")
+        them = "them" if len(extra) > 1 else "it"
+        hint += (f"; under a JAX transformation, which traces keyword arguments, bind {them} first:"
+                 f" functools.partial({name}, {bound})")
       raise E.SignatureError(
           f"{name} was given {len(extra)} extra positional argument{s} ({given}), and needs constexpr"
           f" argument(s) {', '.join(missing)}" + positional.too_many(pk, bounds or (0, 0), None, len(extra)), loc,

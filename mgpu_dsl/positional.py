@@ -133,7 +133,8 @@ def _callables_take(kernel, pk, inputs, constexprs: dict, placed: list, loc) -> 
           f" the def's order: {', '.join(names(pk, kernel._input_bounds(pk), kernel._bound))}), and the {what}"
           f" callable failed with {them}: {type(e).__name__}: {e}", loc,
           notes=(f"{pk.option_loc(what)}: the {what} callable",),
-          hint=f"check the order, or pass {them} by keyword: {name}({ins}, {', '.join(f'{c}=...' for c in placed)})") from None
+          hint=f"check the order, or pass {them} by keyword: {name}({ins}, {', '.join(c + '=...' for c in placed)})"
+      ) from None
 
 
 def _kind(v) -> str | None:

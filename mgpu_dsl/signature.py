@@ -215,7 +215,8 @@ def _check_nums(kernel, sig, what: str, nums: tuple, how: str, frame, bound: dic
     hint = (f"donate_argnums counts the arguments passed by position from 0 ({', '.join(pos)}); only inputs"
             f" are donated: donate_argnums=({', '.join(str(pos.index(r)) for r in inputs[:1]) or 0},)")
   else:
-    hint = (f"{what} counts {name}'s arguments by position from 0 ({', '.join(f'{i}: {p}' for i, p in enumerate(pos))}),"
+    counted = ", ".join(f"{i}: {p}" for i, p in enumerate(pos))
+    hint = (f"{what} counts {name}'s arguments by position from 0 ({counted}),"
             f" or name them: static_argnames=[...]")
   raise E.SignatureError(message, _user_loc(frame), hint=hint)
 

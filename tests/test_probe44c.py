@@ -199,7 +199,8 @@ def test_static_argnums_naming_an_input():
   assert e.value.message == ("jax.jit(scale_rows, static_argnums=0): x is an input of scale_rows, an array, which"
                              " jax.jit cannot hold static (it hashes a static argument at every call, and arrays are"
                              " not hashable)")
-  assert e.value.hint == "static_argnums names the constexprs: block is argument 1, factor is argument 2 (static_argnums=(1, 2))"
+  assert e.value.hint == ("static_argnums names the constexprs: block is argument 1, factor is argument 2"
+                          " (static_argnums=(1, 2))")
   with pytest.raises(mg.SignatureError) as e:
     jax.jit(add_some, static_argnames=("y",))   # by name
   assert (e.value.lineno, e.value.col_offset) == (line_of("# by name"), 4)
@@ -331,7 +332,8 @@ def test_a_mistake_under_vmap_notes_each_elements_shapes():
   x = X
   with pytest.raises(mg.LayoutError) as e:
     jax.vmap(doubled, in_axes=1, out_axes=1)(x)   # mapped along 1
-  assert f"{HERE}:{line_of('# mapped along 1')}:4: the call under jax.vmap, for each element (x: float32[4])" in e.value.notes
+  note = f"{HERE}:{line_of('# mapped along 1')}:4: the call under jax.vmap, for each element (x: float32[4])"
+  assert note in e.value.notes
   np.testing.assert_allclose(jax.vmap(doubled, in_axes=1, out_axes=1)(np.tile(x, (2, 1))), np.tile(x, (2, 1)) * 2)
 
 
