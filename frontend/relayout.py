@@ -21,7 +21,7 @@ from . import errors as E
 from . import ir
 from .ir import LayoutRule, Traits
 from .ops.memory import SmemAlloc
-from .ops.shape import Broadcast, Reshape
+from .ops.shape import Broadcast, Reduce, ReduceKind, Reshape
 from .dtypes import DType
 from .types import RefType, Space, TensorType
 
@@ -71,8 +71,12 @@ def tagged(culprit, error: E.KernelError) -> E.KernelError:
 
 
 def _movable(o) -> bool:
-  """A reshape, or a broadcast that only inserts size-1 axes (`lo[..., None]`): the same elements."""
-  if not isinstance(o, (Reshape, Broadcast)) or not isinstance(o.x.type, TensorType):
+  """A reshape, a broadcast that only inserts size-1 axes (`lo[..., None]`), or a reduction that only removes
+  them (reshape_'s, a (2, 1, 1, 64) statistic made (2, 64)): the same elements."""
+  if not isinstance(o, (Reshape, Broadcast, Reduce)) or not isinstance(o.x.type, TensorType):
+    return False
+  if isinstance(o, Reduce) and not (isinstance(o.result.type, TensorType) and o.kind == ReduceKind.SUM
+                                    and all(o.x.type.shape[a] == 1 for a in o.axes)):
     return False
   if isinstance(o, Broadcast) and math.prod(o.x.type.shape) != math.prod(o.result.type.shape):
     return False
@@ -98,7 +102,10 @@ def _find(kernel, culprit):
   # a tensor in its layout (computed elementwise from it, or it from them) reshaped elsewhere: a
   # per-group scale `s = ml.max(g.reshape(r * n, c), axis=1).reshape(r, n)` scaled and stretched as
   # `s[:, :, None]`, or two reductions' vectors reshaped and added
-  moves = lambda o: _movable(o) and ones(o.x.type.shape) != ones(o.result.type.shape)
+  # (or size-1 axes that join a 2-D tile's vector to a tensor of 3 or more axes: two middle-axis statistics of a
+  # (2, 2, 8, 64) tile, each a (2, 64) tile made (2, 1, 1, 64), added, as ml.logsumexp's max and log-sum are)
+  moves = lambda o: _movable(o) and (ones(o.x.type.shape) != ones(o.result.type.shape) or (
+      len(o.x.type.shape) <= 2 < len(o.result.type.shape) or len(o.result.type.shape) <= 2 < len(o.x.type.shape)))
   # (a masked load or store joins its mask, value and result in one layout too: a tile loaded under an
   # index-grid mask, `k.at[...].load(mask=(idx < n)[:, None])`, is reached from the mask's arange)
   same = lambda o: ir.traits_of(o).layout in (LayoutRule.ELEMENTWISE, LayoutRule.MEMORY) and not _movable(o)
