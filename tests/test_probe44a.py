@@ -1,6 +1,9 @@
 """Probe 44a (row statistics of 3-D and 4-D tiles, as softmax, layer norm and attention users write them): two
 statistics over a middle run of axes of a 4-D tile meeting each other (ml.logsumexp(v, axis=(1, 2)): its max and
-its log-sum) go through SMEM as one alone does (it was MG204 naming the internal (2, 1, 1, 64) statistic)."""
+its log-sum) go through SMEM as one alone does (it was MG204 naming the internal (2, 1, 1, 64) statistic); a
+statistic over a middle axis keeping too few elements for a register tensor ((2, 1, 32) of a (2, 8, 32) tile) is
+also computed spread back along its axis, so v - m, softmax, log_softmax, var, std, logsumexp and argmax over it
+compute (they were MG204), and storing it whole is MG204 at the store with a hint that works."""
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -61,3 +64,98 @@ def test_statistics_over_a_middle_run_of_a_4d_tile_meet_each_other():
   x = _rand((2, 2, 8, 64), 1)
   _close(middle_run_lse(x, interpret=True), _middle_run_lse_want(x))
   assert "@mosaic_gpu" in _export(middle_run_lse, S(x.shape, F32))
+
+
+# ---------------------------------------------------------------- a small middle-axis statistic broadcast back
+@mg.mgpu_kernel(out_shape=lambda x: (x,) * 8, grid=(1,))
+def middle_stats(x, a, b, c, d, e, f, g, h):
+  v = x[...]                                    # (2, 8, 32) over axis 1: (2, 1, 32), 64 elements
+  a[...] = v - ml.max(v, axis=1, keepdims=True)
+  b[...] = ml.softmax(v, axis=1)
+  c[...] = ml.log_softmax(v, axis=1)
+  d[...] = (v - ml.mean(v, axis=1, keepdims=True)) / ml.sqrt(ml.var(v, axis=1, keepdims=True) + 1e-5)
+  e[...] = v - ml.logsumexp(v, axis=1, keepdims=True)
+  m = ml.min(v, axis=1)                         # (2, 32) without keepdims
+  f[...] = v * m[:, None, :] + ml.std(v, axis=1, keepdims=True)
+  g[...] = v * ml.argmax(v, axis=1, keepdims=True).astype(v.dtype) + ml.argmin(v, axis=1)[:, None, :].astype(v.dtype)
+  h[...] = ml.mean(v, axis=1, keepdims=True)     # broadcast back by the store
+
+
+def _middle_stats_want(x):
+  x = x.astype(F32)
+  return (x - jnp.max(x, 1, keepdims=True), jax.nn.softmax(x, 1), jax.nn.log_softmax(x, 1),
+          (x - jnp.mean(x, 1, keepdims=True)) / jnp.sqrt(jnp.var(x, 1, keepdims=True) + 1e-5),
+          x - jax.nn.logsumexp(x, 1, keepdims=True), x * jnp.min(x, 1)[:, None, :] + jnp.std(x, 1, keepdims=True),
+          x * jnp.argmax(x, 1, keepdims=True) + jnp.argmin(x, 1)[:, None, :], jnp.broadcast_to(jnp.mean(x, 1, keepdims=True),
+                                                                                             x.shape))
+
+
+@pytest.mark.parametrize("dtype, tol", [(jnp.float32, 1e-5), (jnp.bfloat16, 6e-2)], ids=["float32", "bfloat16"])
+def test_a_small_middle_axis_statistic_broadcasts_back(dtype, tol):
+  """Each was MG204 'ml.max over axis 1 of a 3-D tensor (2, 8, 32) keeps axes of sizes (2, 32): 64 elements, too
+  few for a register tensor of more than one axis', whose hint computed a leading index at a time from the ref."""
+  x = _rand((2, 8, 32), 2, dtype)
+  _close(middle_stats(x, interpret=True), _middle_stats_want(x), tol)
+  assert "@mosaic_gpu" in _export(middle_stats, S(x.shape, dtype))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (x, x), grid=(1,))
+def middle_stats_4d(x, a, b):
+  v = x[...]                                    # (2, 2, 8, 16) over axis 2: (2, 2, 1, 16), 64 elements
+  a[...] = ml.softmax(v, axis=2)
+  b[...] = v - ml.sum(v, axis=-2, keepdims=True) * 0.5
+
+
+def test_a_small_statistic_over_a_middle_axis_of_a_4d_tile_broadcasts_back():
+  x = _rand((2, 2, 8, 16), 3)
+  _close(middle_stats_4d(x, interpret=True), (jax.nn.softmax(x, 2), x - jnp.sum(x, 2, keepdims=True) * 0.5))
+  assert "@mosaic_gpu" in _export(middle_stats_4d, S(x.shape, F32))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((2, 1, 32), F32), grid=(1,))
+def middle_max_stored(x, o):
+  v = x[...]
+  o[...] = ml.max(v, axis=1, keepdims=True)   # middle max stored
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((2, 32), F32), grid=(1,))
+def middle_max_fixed(x, out):
+  for i in ml.static_range(2):
+    out.at[i][...] = ml.max(x.at[i][...], axis=0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((8, 1, 8), F32), grid=(1,))
+def narrow_max_stored(x, o):
+  m = ml.max(x[...], axis=1)
+  o[...] = m   # narrow max stored
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def narrow_max_fixed(x, out):
+  m = ml.max(x[...], axis=1)
+  out[...] = ml.broadcast_to(m[:, None, :], (8, 4, 8))
+
+
+def test_a_small_middle_axis_statistic_stored_whole_says_so_and_its_hint_works():
+  x = _rand((2, 8, 32), 4)
+  with pytest.raises(mg.LayoutError) as info:
+    middle_max_stored.check(S(x.shape, F32))
+  e = info.value
+  assert (e.lineno, e.col_offset) == (_line_of("# middle max stored"), 2)
+  assert e.message == ("ml.max(v, axis=1, keepdims=True) keeps axes of sizes (2, 32) around the reduced axis 1: 64"
+                       " elements, too few for a register tensor of that shape (a multiple of 128); it broadcasts back"
+                       " against the (2, 8, 32) tile it reduces, but no register tensor holds it to store")
+  assert e.hint == ("reduce each leading index apart, read 2-D from its ref: for i in ml.static_range(2): out.at[i][...]"
+                    " = ml.max(x.at[i][...], axis=0), a (32,) vector a row of an output out of shape (2, 32)")
+  _close([middle_max_fixed(x, interpret=True)], [jnp.max(x, 1)])
+  x = _rand((8, 4, 8), 5)                       # rows no per-index 2-D read holds: stored broadcast back
+  with pytest.raises(mg.LayoutError) as info:
+    narrow_max_stored.check(S(x.shape, F32))
+  e = info.value
+  assert (e.lineno, e.col_offset) == (_line_of("# narrow max stored"), 2)
+  assert e.message.startswith("m keeps axes of sizes (8, 8) around the reduced axis 1: 64 elements")
+  assert e.hint == ("store it broadcast back, at the tile's shape: give o the shape (8, 4, 8) and write o[...] ="
+                    " ml.broadcast_to(m[:, None, :], (8, 4, 8)), then take [:, 0, :] of the result outside the kernel"
+                    " (free in XLA)")
+  _close([narrow_max_fixed(x, interpret=True)[:, 0, :]], [jnp.max(x, 1)])
+  assert "@mosaic_gpu" in _export(narrow_max_fixed, S(x.shape, F32))

@@ -134,6 +134,9 @@ def through_small_reshape(cx, operands, make):
   if not tensors:
     return None
   shape = tensors[0].type.shape
+  if all(x.id in cx.b.spread for x in tensors):      # (small middle-axis statistics: on their spread tiles too)
+    from .spread import along
+    return along(cx, operands, make(operands, shape), make)
   if not small_shape(shape):
     return None
   made = [small_source(cx.b.defining, x) for x in tensors]

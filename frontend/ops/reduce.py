@@ -20,6 +20,7 @@ from .elementwise_fns import arange
 from .base import builtin, check_register_value, is_tensor, kind_of, shown
 from .product_hints import product_hint as _product_hint
 from .shape import READ_2D_FIRST, Reduce, ReduceKind, Reshape, reshape_
+from .spread import spread_reduce
 
 # ---------------------------------------------------------------- reductions
 def _axes(cx, axis, rank, what):
@@ -158,6 +159,9 @@ def reduce(cx, kind: ReduceKind, x, axis, keepdims, what=None):
     return reshape_(cx, res, back)
   if keepdims and len(axes) < len(shape) and len(shape) > 2 and (few := _few_kept(cx, kind, x, shape, axes, what)):
     return few
+  if (spread := spread_reduce(cx, kind, x, axes, keepdims, what, _small_result_hint(cx, given, shape, axes, what,
+                                                                                     False))) is not None:
+    return spread          # (a middle axis whose kept part is too small: spread back along it, ops/spread.py)
   if (hint := _small_result_hint(cx, given, shape, axes, what, keepdims)) is not None:
     # (a result of two or more axes with fewer than 128 elements, over axes no 2-D reshape reduces)
     kept = tuple(n for i, n in enumerate(shape) if i not in axes)
@@ -603,11 +607,14 @@ def _arg(cx, x, axis, kind, what):
   (a,) = _axes(cx, axis, len(shape), what)
   if len(shape) > 2 and a in (0, len(shape) - 1) and _flat_plan(shape, (a,)) is None:
     reduce(cx, kind, x, axis, False, what=what)   # (indices too few for a tensor of the kept shape: its MG204)
-  x = _comparable(cx, x)
+  given, x = x, _comparable(cx, x)
   best = reduce(cx, kind, x, axis, True, what=what)     # (the axis as the user wrote it, for messages)
   iota = arange.apply(cx, (shape[a],), {})
   iota = reshape_(cx, iota, tuple(n if i == a else 1 for i, n in enumerate(shape)))
-  return reduce(cx, ReduceKind.MIN, ew.where_(cx, _hits(cx, x, best), iota, shape[a]), a, False)
+  r = reduce(cx, ReduceKind.MIN, ew.where_(cx, _hits(cx, x, best), iota, shape[a]), a, False)
+  if r.id in cx.b.spread:     # (a small middle-axis one, ops/spread.py: its store's hint is of the user's argmax)
+    cx.b.spread[r.id] = cx.b.spread[r.id][:2] + (_small_result_hint(cx, given, shape, (a,), what, False),)
+  return r
 
 
 def _flat_arg(cx, x, kind, what):

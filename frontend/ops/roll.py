@@ -44,7 +44,8 @@ def roll_tensor(cx, x, shift: int, axis: int, name=""):
   """`jnp.roll(x, shift, axis)` of a register tensor (a static shift; axis a static int, or None:
   the flattened tensor's roll)."""
   from ..relayout import RelayoutStore
-  from .shape import scratch, via_bytes
+  from .scratches import scratch
+  from .shape import via_bytes
   t = x.type
   n = math.prod(t.shape) if axis is None else t.shape[axis]
   if shift % n == 0:
@@ -189,7 +190,8 @@ def flip_tensor(cx, x, axes: tuple, name=""):
   """`jnp.flip(x, axes)` of a register tensor, through an SMEM scratch as a roll (a store, a barrier,
   a load of the reversed positions)."""
   from ..relayout import RelayoutStore
-  from .shape import scratch, via_bytes
+  from .scratches import scratch
+  from .shape import via_bytes
   t = x.type
   axes = tuple(a for a in sorted(set(axes)) if t.shape[a] > 1)
   if not axes:

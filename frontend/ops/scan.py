@@ -20,7 +20,8 @@ from ..ir import Access, LayoutRule, Traits
 from ..types import TensorType, dtype_name, resolve
 from . import elementwise as ew
 from .base import builtin, check_register_value, dtype_arg, is_tensor, kind_of, shown
-from .shape import reshape_, row_scratch
+from .scratches import row_scratch
+from .shape import reshape_
 
 
 class ScanKind(enum.Enum):

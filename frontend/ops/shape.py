@@ -22,6 +22,8 @@ from .vector_views import check_vector_reshape
 from .window_hints import register_window_hint
 from .broadcast_nd import (copied_axes, flattened_plan, flattens, index_small, small_source, trailing_first,
                            two_step_plan)
+from .scratches import row_scratch, scratch
+from .spread import broadcast as spread_broadcast, reshaped as spread_reshaped
 from .elementwise_checks import method_on
 
 
@@ -100,6 +102,8 @@ def broadcast_to_shape(cx, x, shape, dims=None):
   dims = tuple(range(len(shape) - len(x.type.shape), len(shape))) if dims is None else tuple(dims)
   if isinstance(made := cx.b.defining(x), ew.Full):
     return ew.full_(cx, shape, made.value, x.type.dtype)
+  if x.id in cx.b.spread and (spread := spread_broadcast(cx, x, shape, dims)) is not None:
+    return spread           # (a small middle-axis statistic broadcast back: its spread tile, ops/spread.py)
   flat = flattened_plan(x.type.shape, shape, dims)      # into 3-D: a 2-D broadcast between reshapes
   if flat is not None and flattens(cx.b.defining, x):
     return reshape_(cx, broadcast_to_shape(cx, reshape_(cx, x, flat[0]), flat[1]), shape)
@@ -144,6 +148,8 @@ def reshape_(cx, x, shape):
         hint="a reshape keeps the number of elements")
   if shape == x.type.shape:
     return x
+  if x.id in cx.b.spread:     # (a small middle-axis statistic, m[:, None]: still spread, ops/spread.py)
+    return spread_reshaped(cx, x, shape)
   if isinstance(made := cx.b.defining(x), ew.Full):     # filled anew (a one-element statistic's (1, 1) to (1,))
     return ew.full_(cx, shape, made.value, x.type.dtype)
   check_vector_reshape(cx, x, shape)      # (192,) into (2, 96): no register tensor holds it
@@ -643,24 +649,6 @@ class TransposeLoad(ir.Op):
   pad: int
   loc: object
   results: tuple
-
-
-def scratch(cx, shape, dtype, name):
-  """An SMEM buffer the compiler allocates for a builtin (planned and shared like any buffer)."""
-  from ..types import RefType, Space
-  from .memory import SmemAlloc
-  buf = cx.b.emit(SmemAlloc, loc=cx.loc, types=[RefType(tuple(shape), dtype, Space.SMEM)], names=[name]).result
-  cx.b.allocs.append(buf)
-  cx.b.transient.add(buf.id)       # its data never outlives the builtin (frontend/smem.py lifetimes)
-  return buf
-
-
-def row_scratch(cx, rows, n, dtype, name):
-  """(scratch, pad): an SMEM scratch for a tensor of `rows` rows of `n` elements, flat, each row
-  padded by one 4-byte bank so that a warp reading a column meets 32 banks (transposes, scans)."""
-  d = resolve(dtype)
-  pad = max(1, 4 // (d.bits // 8)) if isinstance(d, DType) else 1
-  return scratch(cx, (rows * (n + pad),), dtype, name), pad
 
 
 def transpose_tensor(cx, x, name=""):

@@ -17,7 +17,7 @@ from ..ir import Access, LayoutRule, Traits
 from ..types import TensorType, dtype_name, resolve
 from . import elementwise as ew
 from .base import builtin, check_register_value, is_tensor, kind_of, shown
-from .shape import row_scratch, scratch
+from .scratches import row_scratch, scratch
 from .elementwise_checks import method_on
 
 

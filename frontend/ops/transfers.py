@@ -86,6 +86,8 @@ def store(cx, ref, value):
       return scalar_store(cx, view(cx, ref, (0,) * len(t.shape), ref.name), one)
   if isinstance(value, Num) or (is_value(value) and isinstance(value.type, ScalarType)):
     value = full_(cx, t.shape, value, t.dtype, f"the store into {ref.name or 'this ref'}")
+  from .spread import check_store
+  check_store(cx, ref, value)
   _check_small_statistic(cx, ref, value)
   if not is_value(value) or not isinstance(value.type, TensorType):
     raise E.KernelTypeError(f"cannot store {kind_of(value)} into {ref.name or 'a ref'}", cx.loc,

@@ -1,0 +1,121 @@
+"""Statistics over a middle axis of a 3-D (or wider) tile that keep too few elements for a register tensor.
+
+`ml.max(v, axis=1, keepdims=True)` of a (2, 8, 32) tile keeps (2, 1, 32): 64 elements, which no register tensor
+of that shape holds, and no 2-D reshape reduces a middle axis. What such a statistic is for is to broadcast back
+(`v - m`, a softmax's or a layer norm's shift and scale), so the compiler also computes it spread along the
+reduced axis, a tile of v's shape: the scan along the axis from its end holds the reduction at the axis's first
+position, and a scan from the start of that position alone (the reduction's identity elsewhere) copies it along
+the axis exactly. The statistic itself is its plain reduction, which nothing computes where only its broadcasts
+use it (the dead-op pass drops it); elementwise math on statistics spread along one axis is done on their spread
+tiles too, so `(v - mu) / ml.sqrt(var + eps)` broadcasts them back. Storing one whole is MG204 at the store,
+whose hint reduces a leading index at a time.
+"""
+from __future__ import annotations
+
+import math
+
+from .. import errors as E, hw, ir
+from ..types import TensorType
+from . import elementwise as ew
+
+
+def spread_reduce(cx, kind, x, axes, keepdims, what, hint):
+  """The statistic of `x` over one middle axis (`axes`, a 1-tuple) whose kept part is too few elements for a
+  register tensor, with its spread tile recorded (see the module); None where it is no such reduction or x's
+  2-D reshape has no row-wise layout to scan."""
+  shape = tuple(x.type.shape)
+  from .shape import Reduce, ReduceKind, Reshape
+  if len(axes) != 1 or len(shape) < 3 or not 0 < axes[0] < len(shape) - 1 or kind not in (
+      ReduceKind.SUM, ReduceKind.MAX, ReduceKind.MIN):
+    return None
+  a = axes[0]
+  kept = tuple(n for i, n in enumerate(shape) if i != a)
+  if not math.prod(kept) % hw.WARPGROUP or math.prod(shape) % hw.WARPGROUP or not hw.rows_fit(
+      math.prod(shape[:a + 1]), math.prod(shape[a + 1:])):
+    return None
+  from .elementwise_fns import arange
+  from .reduce import extreme_identity
+  from .scan import ScanKind, scan
+  from .shape import reshape_
+  d = x.type.dtype
+  total = scan(cx, ScanKind(kind.value), x, a, True, what)              # the reduction at position 0 of the axis
+  iota = reshape_(cx, arange.apply(cx, (shape[a],), {}), tuple(n if i == a else 1 for i, n in enumerate(shape)))
+  first = ew.compare(cx, ew.CmpOp.EQ, iota, 0)
+  ident = 0 if kind == ReduceKind.SUM else extreme_identity(kind, d)
+  full = scan(cx, ScanKind(kind.value), ew.where_(cx, first, total, ident), a, False, what)
+  res = cx.b.emit(Reduce, kind, x, axes, loc=cx.loc, types=[TensorType(kept, d)], names=[cx.name]).result
+  record(cx, res, full, a, hint)
+  if keepdims:
+    res = cx.b.emit(Reshape, res, loc=cx.loc, types=[TensorType(tuple(1 if i == a else n for i, n in enumerate(shape)),
+                                                                d)], names=[res.name]).result
+    record(cx, res, full, a, hint)
+  return res
+
+
+def record(cx, v, full, axis, hint) -> None:
+  cx.b.spread[v.id] = (full, axis, hint)
+
+
+def broadcast(cx, x, shape, dims):
+  """The statistic `x` (of cx.b.spread) broadcast to `shape` (`dims`: the result axis of each of x's): its spread
+  tile where that is the shape (x in its keepdims shape); with size-1 axes inserted (`m[:, None, :]`), its
+  reshape, still spread; None for any other."""
+  got = cx.b.spread[x.id]
+  if math.prod(shape) == math.prod(x.type.shape):
+    return reshaped(cx, x, shape)
+  if tuple(got[0].type.shape) == tuple(shape) and len(x.type.shape) == len(shape) and tuple(dims) == tuple(
+      range(len(shape))):
+    return got[0]
+  return None
+
+
+def reshaped(cx, x, shape):
+  """`x`, a statistic of cx.b.spread, reshaped to `shape` (`m[:, None]`): recorded as spread too where that is its
+  kept shape or its keepdims one."""
+  from .shape import Reshape
+  out = cx.b.emit(Reshape, x, loc=cx.loc, types=[TensorType(tuple(shape), x.type.dtype)], names=[x.name]).result
+  got = cx.b.spread[x.id]
+  full, a = got[0].type.shape, got[1]
+  if tuple(out.type.shape) in (tuple(1 if i == a else n for i, n in enumerate(full)),
+                               tuple(n for i, n in enumerate(full) if i != a)):
+    cx.b.spread[out.id] = got
+  return out
+
+
+def along(cx, operands, out, make):
+  """Where the tensor operands of the elementwise op that gave `out` are statistics spread along one axis into
+  tiles of one shape (and the others numbers or scalars), `make(spread operands, that shape)`, recorded as
+  `out`'s spread tile (a mean's `s / n`, a variance's `+ eps`, `ml.sqrt`, a select of them)."""
+  tensors = [v for v in operands if isinstance(v, ir.Value) and isinstance(v.type, TensorType)]
+  got = [cx.b.spread.get(v.id) for v in tensors]
+  if not tensors or any(g is None for g in got) or any(v.type.shape != out.type.shape for v in tensors) or len(
+      {(tuple(g[0].type.shape), g[1]) for g in got}) != 1:
+    return out
+  spread = {v.id: g[0] for v, g in zip(tensors, got)}
+  ops = [spread[v.id] if isinstance(v, ir.Value) and v.id in spread else v for v in operands]
+  cx.b.spread[out.id] = (make(ops, got[0][0].type.shape), got[0][1], got[0][2])
+  return out
+
+
+def check_store(cx, ref, value) -> None:
+  """A statistic spread along an axis stored whole: MG204 naming it, with the hint of its reduction."""
+  got = cx.b.spread.get(getattr(value, "id", None))
+  if got is None or tuple(ref.type.shape) == tuple(got[0].type.shape):     # (broadcast back by the store: its tile)
+    return
+  full, a = tuple(got[0].type.shape), got[1]
+  kept = tuple(n for i, n in enumerate(full) if i != a)
+  name = cx.named(value, "m")
+  raise E.LayoutError(
+      f"{name} keeps axes of sizes {kept} around the reduced axis {a}: {math.prod(kept)} elements, too few for a"
+      f" register tensor of that shape (a multiple of {hw.WARPGROUP}); it broadcasts back against the {full} tile it"
+      f" reduces, but no register tensor holds it to store", cx.loc, hint=got[2] or _broadcast_hint(
+          name, ref.name or "out", full, a, len(value.type.shape) == len(full)))
+
+
+def _broadcast_hint(name, out, full, a, keepdims) -> str:
+  """Storing statistic `name` broadcast back to the tile it reduces, which a register tensor holds."""
+  name = name if name.isidentifier() or name.endswith(")") and "(" not in name[:-1] else f"({name})"
+  expr = f"{name}[{', '.join('None' if i == a else ':' for i in range(len(full)))}]" if not keepdims else name
+  pick = ", ".join(("0:1" if keepdims else "0") if i == a else ":" for i in range(len(full)))
+  return (f"store it broadcast back, at the tile's shape: give {out} the shape {full} and write {out}[...] ="
+          f" ml.broadcast_to({expr}, {full}), then take [{pick}] of the result outside the kernel (free in XLA)")
