@@ -275,20 +275,12 @@ def argmax_3d(x, out):
 def test_a_statistic_over_an_axis_of_a_3_d_tensor_is_named_as_the_user_wrote_it():
   """ml.logsumexp and ml.softmax were reported as 'ml.max over axis ...', ml.var as 'ml.sum', and
   ml.argmax's axis -1 as 'axis 2'."""
-  spec = [S((2, 4, 128), F32)]
-  # (probe 43a: the (2, 4) statistic computes; stored whole it is MG204 at the store, named as written)
-  for kernel, what in ((var_3d, "ml.var"), (argmax_3d, "ml.argmax")):
-    expect(kernel, spec, mg.LayoutError, f"out[...] = {what}(",
-           f"{what}(x[...], axis=-1) has shape (2, 4): 8 elements, too few for a register tensor of that shape"
-           " (a multiple of 128; a 1-D vector may hold any multiple of 8)",
-           hint=f"store it as the vector it is: give out the shape (8,) and write out[...] = ({what}(x[...],"
-                " axis=-1)).reshape(8), then reshape the result outside the kernel, .reshape(2, 4) (free in XLA)")
-  # (probe 39a: the (2, 4, 1) keepdims statistic computes; stored whole it is MG204 at the store, as its vector)
-  expect(logsumexp_3d, spec, mg.LayoutError, "out[...] = ml.logsumexp",
-         "ml.logsumexp(x[...], axis=2, keepdims=True) has shape (2, 4, 1): 8 elements, too few for a register tensor"
-         " of that shape (a multiple of 128; a 1-D vector may hold any multiple of 8)",
-         hint="store it as the vector it is: give out the shape (8,) and write out[...] = (ml.logsumexp(x[...], axis=2,"
-              " keepdims=True)).reshape(8), then reshape the result outside the kernel, .reshape(2, 4, 1) (free in XLA)")
+  # (probe 43a: the (2, 4) statistic computes; probe 39a: the (2, 4, 1) keepdims one; probe 44a: stored whole, 8
+  # elements, it is stored an element at a time)
+  x = jnp.asarray(np.random.default_rng(28).standard_normal((2, 4, 128)), F32)
+  np.testing.assert_allclose(var_3d(x, interpret=True), jnp.var(x, -1), rtol=1e-5, atol=1e-5)
+  np.testing.assert_array_equal(argmax_3d(x, interpret=True), jnp.argmax(x, -1))
+  np.testing.assert_allclose(logsumexp_3d(x, interpret=True), jax.nn.logsumexp(x, 2, keepdims=True), rtol=1e-5)
   x = np.random.default_rng(29).standard_normal((2, 4, 128)).astype(np.float32)   # a middle axis: since 38j
   e = np.exp(x - x.max(1, keepdims=True))
   np.testing.assert_allclose(softmax_3d(jnp.asarray(x), interpret=True), e / e.sum(1, keepdims=True), rtol=1e-5)

@@ -3,7 +3,9 @@ statistics over a middle run of axes of a 4-D tile meeting each other (ml.logsum
 its log-sum) go through SMEM as one alone does (it was MG204 naming the internal (2, 1, 1, 64) statistic); a
 statistic over a middle axis keeping too few elements for a register tensor ((2, 1, 32) of a (2, 8, 32) tile) is
 also computed spread back along its axis, so v - m, softmax, log_softmax, var, std, logsumexp and argmax over it
-compute (they were MG204), and storing it whole is MG204 at the store with a hint that works."""
+compute (they were MG204), and storing it whole is MG204 at the store with a hint that works; a keepdims statistic
+of at most 8 elements stored whole into an output of its shape ((1, 2, 1) channel sums, (2, 1, 1) sums over two
+trailing axes) is stored an element at a time (it was MG204, with a hint to use 128-element tiles or a vector)."""
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -159,3 +161,45 @@ def test_a_small_middle_axis_statistic_stored_whole_says_so_and_its_hint_works()
                     " (free in XLA)")
   _close([narrow_max_fixed(x, interpret=True)[:, 0, :]], [jnp.max(x, 1)])
   assert "@mosaic_gpu" in _export(narrow_max_fixed, S(x.shape, F32))
+
+
+# ---------------------------------------------------------------- a few-element keepdims statistic stored whole
+@mg.mgpu_kernel(out_shape=lambda x, y: (S((1, 2, 1), F32),) * 5 + (S((2, 1, 1), F32),) * 3 + (S((1, 8, 1), F32),),
+                grid=(1,))
+def few_stored(x, y, a, b, c, d, e, f, g, h, k):
+  v = x[...]                                    # (4, 2, 32): (1, 2, 1) channel statistics
+  a[...] = ml.sum(v, axis=(0, 2), keepdims=True)
+  b[...] = ml.mean(v, axis=(0, 2), keepdims=True)
+  c[...] = ml.std(v, axis=(0, 2), keepdims=True)
+  d[...] = ml.logsumexp(v, axis=(0, 2), keepdims=True)
+  e[...] = ml.max(v, axis=(0, 2), keepdims=True) - 2.0 * ml.min(v, axis=(0, 2), keepdims=True)
+  w = y[...]                                    # (2, 8, 32): (2, 1, 1) and (1, 8, 1) statistics
+  f[...] = ml.sum(w, axis=(1, 2), keepdims=True)
+  g[...] = ml.var(w, axis=(1, 2), keepdims=True)
+  h[...] = ml.max(w, axis=(1, 2), keepdims=True) * 0.5
+  k[...] = ml.mean(w, axis=(0, 2), keepdims=True)
+
+
+def _few_stored_want(x, y):
+  c, r = dict(axis=(0, 2), keepdims=True), dict(axis=(1, 2), keepdims=True)
+  return (jnp.sum(x, **c), jnp.mean(x, **c), jnp.std(x, **c), jax.nn.logsumexp(x, **c), jnp.max(x, **c) - 2 * jnp.min(x, **c),
+          jnp.sum(y, **r), jnp.var(y, **r), jnp.max(y, **r) * 0.5, jnp.mean(y, **c))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((1, 2, 1), jnp.bfloat16), grid=(1,))
+def few_stored_f32_into_bf16(x, o):
+  o[...] = ml.sum(x[...], axis=(0, 2), keepdims=True)   # few into bf16
+
+
+def test_a_few_element_keepdims_statistic_stored_whole_is_stored_an_element_at_a_time():
+  """Each was MG204: the (1, 2, 1) and (1, 8, 1) ones (selected full reductions) 'this tensor has shape (1, 2, 1):
+  register tensors need a multiple of 128 elements' with the hint to work on tiles of 128 elements; the (2, 1, 1)
+  ones (the vector of a 2-D reshape's rows) 'has shape (2, 1, 1): 2 elements' with the hint to store a (2,) vector."""
+  x, y = _rand((4, 2, 32), 6), _rand((2, 8, 32), 7)
+  _close(few_stored(x, y, interpret=True), _few_stored_want(x, y), 2e-5)
+  assert "@mosaic_gpu" in _export(few_stored, S(x.shape, F32), S(y.shape, F32))
+  with pytest.raises(mg.StoreDtypeError) as info:          # (a dtype mismatch is still the store's, in its words)
+    few_stored_f32_into_bf16.check(S(x.shape, F32))
+  assert (info.value.lineno, info.value.col_offset) == (_line_of("# few into bf16"), 2)
+  assert info.value.message == ("cannot store ml.sum(x[...], axis=(0, 2), keepdims=True) (float32) into o (GMEM,"
+                                " bfloat16): no implicit conversion")

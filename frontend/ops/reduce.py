@@ -20,6 +20,7 @@ from .elementwise_fns import arange
 from .base import builtin, check_register_value, is_tensor, kind_of, shown
 from .product_hints import product_hint as _product_hint
 from .shape import READ_2D_FIRST, Reduce, ReduceKind, Reshape, reshape_
+from . import few_stats
 from .spread import spread_reduce
 
 # ---------------------------------------------------------------- reductions
@@ -241,11 +242,12 @@ def _few_kept(cx, kind, x, shape, axes, what):
     flat = term if flat is None else ew.binary(cx, ew.BinOp.ADD, term, flat)
     stride *= shape[a]
   ident = 0 if kind == ReduceKind.SUM else extreme_identity(kind, resolve(x.type.dtype))
-  res = None
+  res, parts = None, [None] * stride
   for j in reversed(range(stride)):
     hit = ew.compare(cx, ew.CmpOp.EQ, flat, j)
-    part = reduce(cx, kind, ew.where_(cx, hit, x, ident), None, False, what)
+    parts[j] = part = reduce(cx, kind, ew.where_(cx, hit, x, ident), None, False, what)
     res = ew.stretch(cx, out, part) if res is None else ew.where_(cx, hit, part, res)
+  few_stats.record(cx, res, parts)        # (stored whole: an element at a time, ops/few_stats.py)
   return res
 
 

@@ -86,9 +86,12 @@ def store(cx, ref, value):
       return scalar_store(cx, view(cx, ref, (0,) * len(t.shape), ref.name), one)
   if isinstance(value, Num) or (is_value(value) and isinstance(value.type, ScalarType)):
     value = full_(cx, t.shape, value, t.dtype, f"the store into {ref.name or 'this ref'}")
+  from .few_stats import storable, store_whole
   from .spread import check_store
   check_store(cx, ref, value)
-  _check_small_statistic(cx, ref, value)
+  whole = storable(cx, ref, value)      # (a keepdims statistic of a few elements: an element at a time)
+  if not whole:
+    _check_small_statistic(cx, ref, value)
   if not is_value(value) or not isinstance(value.type, TensorType):
     raise E.KernelTypeError(f"cannot store {kind_of(value)} into {ref.name or 'a ref'}", cx.loc,
                             hint=f"store a register tensor: {ref.name}[...] = {value.name}[...] (the ref read into registers)"
@@ -117,6 +120,8 @@ def store(cx, ref, value):
         f"cannot store {cx.named(value, 'a value')} ({dtype_name(value.type.dtype)}) into"
         f" {ref.name or 'a ref'} ({t.space}, {dtype_name(t.dtype)}): no implicit conversion", cx.loc,
         hint=f"convert explicitly: {ref.name or 'ref'}[...] = ({cx.named(value, 'value')}).astype(jnp.{dtype_name(t.dtype)})")
+  if whole:
+    return store_whole(cx, ref, value)
   cx.b.emit(Store, ref, value, loc=cx.loc)
 
 

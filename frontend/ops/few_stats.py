@@ -1,0 +1,92 @@
+"""Keepdims statistics of a few elements stored whole.
+
+A keepdims sum, max or min of at most FEW_KEPT elements over axes no 2-D reshape reduces (the (1, 2, 1) channel
+sums of a (4, 2, 32) tile, frontend/ops/reduce.py's _few_kept) is that many full reductions, scalars, selected
+into an index grid of the statistic's shape, which broadcasts back wherever it meets the tile. No register tensor
+holds so few elements, so `out[...] = ml.sum(v, axis=(0, 2), keepdims=True)` into a (1, 2, 1) output was MG204
+naming "this tensor" with a hint to use tiles of 128 elements. Stored whole into a ref of its own shape, such a
+statistic, and elementwise math of such statistics and numbers (`ml.mean`'s division, `ml.std`'s square root,
+`ml.logsumexp`'s log and add), is stored an element at a time: each element's math done on its scalars.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from .. import ir
+from ..types import ScalarType, TensorType
+from .base import is_value
+
+
+def record(cx, res, parts) -> None:
+  """`res`, a statistic made of the scalars `parts` (in its row-major order)."""
+  cx.b.few_stats[res.id] = tuple(parts)
+
+
+def storable(cx, ref, value) -> str | None:
+  """How `value`, stored whole into `ref`, is stored an element at a time: "scalars" where it is a few-element
+  statistic of ref's shape or elementwise math of them (see the module), "vector" where it is the vector of a 2-D
+  reshape's rows typed with ref's shape (a small statistic, frontend/ops/reduce.py) of at most FEW_KEPT elements;
+  None for any other."""
+  from .broadcast_nd import small_shape, small_source
+  from .reduce import FEW_KEPT
+  if not (is_value(value) and isinstance(value.type, TensorType) and tuple(value.type.shape) == tuple(ref.type.shape)):
+    return None
+  shape = tuple(value.type.shape)
+  if cx.b.few_stats and _scalars(cx, value, {}, probe=True) is not None:
+    return "scalars"
+  if math.prod(shape) <= FEW_KEPT and small_shape(shape) and (src := small_source(cx.b.defining, value)) is not None \
+      and len(src.type.shape) == 1:
+    return "vector"
+  return None
+
+
+def store_whole(cx, ref, value) -> None:
+  """Store `value` (storable) an element at a time: scalar math on its statistics' scalars, or the vector's
+  elements read through SMEM."""
+  from .access import scalar_store
+  from .broadcast_nd import index_small
+  from .memory import view
+  shape = tuple(value.type.shape)
+  at = [tuple((k // math.prod(shape[d + 1:])) % n for d, n in enumerate(shape)) for k in range(math.prod(shape))]
+  parts = (_scalars(cx, value, {}, probe=False) if storable(cx, ref, value) == "scalars" else
+           [index_small(cx, value, idx) for idx in at])
+  for idx, s in zip(at, parts):
+    scalar_store(cx, view(cx, ref, idx, ref.name), s)
+
+
+def _scalars(cx, v, memo, probe):
+  """The scalars (or numbers) of `v`'s elements, row-major, where v is a few-element statistic or elementwise math
+  of such statistics, fills and numbers of v's shape; None for any other. `probe`: only whether they exist (no op
+  is emitted)."""
+  from .elementwise import Binary, Cast, Compare, Full, Unary, Where
+  if not is_value(v) or not isinstance(v.type, TensorType):
+    return v
+  if v.id in memo:
+    return memo[v.id]
+  n = math.prod(v.type.shape)
+  out = None
+  o = cx.b.defining(v)
+  if v.id in cx.b.few_stats:
+    out = list(cx.b.few_stats[v.id])
+  elif isinstance(o, Full):
+    out = [o.value] * n
+  elif isinstance(o, (Binary, Cast, Compare, Unary, Where)) and all(
+      not isinstance(x.type, TensorType) or tuple(x.type.shape) == tuple(v.type.shape) for x in o.operands()):
+    each = [_scalars(cx, x, memo, probe) for x in o.operands()]     # (a scalar operand: itself)
+    if all(e is not None for e in each):
+      out = [None] * n if probe else [_scalar_op(cx, o, k, each) for k in range(n)]
+  memo[v.id] = out
+  return out
+
+
+def _scalar_op(cx, o, k, each):
+  """The op `o` on the k-th scalars of its operands (`each`: their elements, or a scalar operand itself)."""
+  from .elementwise import full_
+  mapping = {}
+  for x, e in zip(o.operands(), each):
+    if isinstance(x.type, TensorType):       # (a fill's number: a scalar of its dtype, as the op's operand)
+      mapping[x] = e[k] if is_value(e[k]) else full_(cx, (), e[k], x.type.dtype)
+  c = dataclasses.replace(ir.substitute(o, mapping), results=tuple(ir.Value(ScalarType(r.type.dtype), r.name)
+                                                                     for r in o.results))
+  return cx.b.append(c).results[0]
