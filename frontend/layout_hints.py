@@ -310,10 +310,20 @@ def role(lay: Layout) -> str:
       lay.drop, "a vector laid out for another tile (an axis of it taken or inserted)")
 
 
-def broadcast_loops_hint(text, src, dst, loc=None) -> str:
+def broadcast_loops_hint(text, src, dst, loc=None, met=()) -> str:
   """Loops over a broadcast's leading axes, each trip 2-D: `for i in ml.static_range(2): for j in
   ml.static_range(4):` with every array indexed `.at[i, j]` (a size-1 axis of the source by 0). `loc`:
-  the broadcast's, whose ml.broadcast_to call names its source as the user wrote it."""
+  the broadcast's, whose ml.broadcast_to call names its source as the user wrote it. Where the result is too
+  small for a register tensor and meets a tile of a shape it broadcasts to (`met`: the shapes it meets; a mask
+  `ml.arange(8)[None, :, None] < lens[:, None, None]` of (2, 8, 1) against a (2, 8, 32) tile), the broadcast
+  straight to that tile's shape."""
+  big = next((tuple(s) for s in met if len(s) == len(dst) and math.prod(dst) % hw.WARPGROUP and not math.prod(s) %
+              hw.WARPGROUP and all(a in (1, b) for a, b in zip(dst, s)) and math.prod(s) > math.prod(dst)), None)
+  if big is not None:
+    name = _with_axes(loc, text) or f"{text or 'x'} (of shape {tuple(src)})"
+    return (f"broadcast the {tuple(src)} operand straight to the {big} tile the result meets, ml.broadcast_to({name},"
+            f" {big}), and compute at that shape: the {tuple(dst)} result holds {math.prod(dst)} elements, too few for"
+            f" a register tensor (a multiple of {hw.WARPGROUP})")
   lead = len(dst) - 2
   names = "ijklm"[:lead]
   loops = " ".join(f"for {n} in ml.static_range({dst[k]}):" for k, n in enumerate(names))
@@ -327,7 +337,7 @@ def broadcast_loops_hint(text, src, dst, loc=None) -> str:
     source = f"{text or 'the source'} with its leading axes indexed ({at})"
   ones = [k for k in range(len(dst)) if full[k] == 1 and dst[k] != 1]
   repeat = ""
-  if len(ones) == 1 and 1 <= ones[0] and dst[ones[0]] <= 8 and len(src) == len(dst):
+  if len(ones) == 1 and 1 <= ones[0] and dst[ones[0]] <= 8 and len(src) == len(dst) and not math.prod(src) % hw.WARPGROUP:
     # a middle or last size-1 axis stretched a few times (a nearest upsampling's (w, 1, c) to (w, 2, c)): a
     # concatenation of copies, through SMEM, which 3-D tensors take
     call = call_at(loc) if loc is not None else None
@@ -340,6 +350,21 @@ def broadcast_loops_hint(text, src, dst, loc=None) -> str:
   return (repeat + f"take the leading axes in ml.static_range loops, 2-D at a time: {loops} each array .at[{', '.join(names)}]"
           f" (shape {tuple(dst[lead:])}), and {source}" + (" (the same for every trip)" if lone else "")
           + f"; or reshape the arrays to 2-D outside the kernel (x.reshape(-1, {dst[-1]}), free in XLA)")
+
+
+def _with_axes(loc, name):
+  """The user's `name[:, None, None]` in the expression at `loc`, else None."""
+  seg = loc.source_line[loc.col_offset:loc.end_col_offset] if loc is not None and name and getattr(
+      loc, "source_line", None) else ""
+  try:
+    tree = ast.parse(seg.strip(), mode="eval")
+  except SyntaxError:
+    return None
+  for n in ast.walk(tree):
+    if isinstance(n, ast.Subscript) and ast.unparse(n.value) == name and any(
+        isinstance(c, ast.Constant) and c.value is None for c in ast.walk(n.slice)):
+      return ast.unparse(n)
+  return None
 
 
 def smem_vector_hint(o, n, up, defs=None, name=None, dest=None):

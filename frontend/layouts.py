@@ -431,7 +431,7 @@ class _Solver(LayoutErrors):
             f"broadcasting {spread.x.name or 'a tensor'} of shape {src} to {dst}: broadcasting works into"
             f" 1-D and 2-D tensors, not {len(dst)}-D ones (a register tile keeps its rows in fixed threads)",
             spread.loc,
-            hint=broadcast_loops_hint(spread.x.name, src, dst, spread.loc))
+            hint=broadcast_loops_hint(spread.x.name, src, dst, spread.loc, [v.type.shape for v in tiles + vectors]))
       if len([n for n in bad.type.shape if n != 1]) <= 2:    # a tile with size-1 axes around it
         raise relayout.tagged(bad, E.LayoutError(
             f"{bad.name or 'this tensor'} of shape {bad.type.shape} meets a row-wise tile (reduced or"

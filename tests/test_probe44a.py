@@ -5,7 +5,9 @@ statistic over a middle axis keeping too few elements for a register tensor ((2,
 also computed spread back along its axis, so v - m, softmax, log_softmax, var, std, logsumexp and argmax over it
 compute (they were MG204), and storing it whole is MG204 at the store with a hint that works; a keepdims statistic
 of at most 8 elements stored whole into an output of its shape ((1, 2, 1) channel sums, (2, 1, 1) sums over two
-trailing axes) is stored an element at a time (it was MG204, with a hint to use 128-element tiles or a vector)."""
+trailing axes) is stored an element at a time (it was MG204, with a hint to use 128-element tiles or a vector); a
+mask of per-row lengths too small for a register tensor ((2, 8, 1)) gets a hint that broadcasts it to the tile it
+meets (its hint repeated the lengths with ml.concatenate, which two elements do not take)."""
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -203,3 +205,44 @@ def test_a_few_element_keepdims_statistic_stored_whole_is_stored_an_element_at_a
   assert (info.value.lineno, info.value.col_offset) == (_line_of("# few into bf16"), 2)
   assert info.value.message == ("cannot store ml.sum(x[...], axis=(0, 2), keepdims=True) (float32) into o (GMEM,"
                                 " bfloat16): no implicit conversion")
+
+
+# ---------------------------------------------------------------- a mask of per-row lengths, too small until it meets the tile
+@mg.mgpu_kernel(out_shape=lambda x, n: x, grid=(1,))
+def ragged_softmax(x, n, o):
+  t = ml.arange(8)[None, :, None]
+  mask = t < n[...][:, None, None]   # ragged mask
+  o[...] = ml.softmax(x.at[:, ml.ds(0, 8), :].load(mask=mask, other=-jnp.inf), axis=1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, n: (x, x), grid=(1,))
+def ragged_softmax_fixed(x, n, o, p):
+  t = ml.arange(8)[None, :, None]
+  mask = t < ml.broadcast_to(n[...][:, None, None], (2, 8, 32))
+  o[...] = ml.softmax(x.at[:, ml.ds(0, 8), :].load(mask=mask, other=-jnp.inf), axis=1)
+  w = x.at[:, ml.ds(0, 8), :].load(mask=mask, other=0.0)          # a masked mean over the ragged axis
+  p[...] = w - ml.sum(w, axis=1, keepdims=True) / ml.sum(mask.astype(jnp.float32), axis=1, keepdims=True)
+
+
+def _ragged_want(x, n):
+  mask = np.arange(8)[None, :, None] < np.asarray(n)[:, None, None]
+  w = jnp.where(mask, x, 0.0)
+  return (jax.nn.softmax(jnp.where(mask, x, -jnp.inf), 1),
+          w - jnp.sum(w, 1, keepdims=True) / jnp.sum(jnp.broadcast_to(mask, x.shape), 1, keepdims=True))
+
+
+def test_a_mask_too_small_for_a_register_tensor_gets_a_hint_that_broadcasts_it_to_the_tile():
+  """The hint repeated the (2, 1, 1) lengths 'tensor t' along axis 1 with ml.concatenate (t the user's own index grid's
+  name; two elements, which that does not take: MG204 again at the load)."""
+  x, n = _rand((2, 8, 32), 8), jnp.asarray([5, 8], jnp.int32)
+  with pytest.raises(mg.LayoutError) as info:
+    ragged_softmax.check(S(x.shape, F32), S(n.shape, jnp.int32))
+  e = info.value
+  assert (e.lineno, e.col_offset) == (_line_of("# ragged mask"), _col_of("# ragged mask", "t < n"))
+  assert e.message == ("broadcasting n[...] of shape (2, 1, 1) to (2, 8, 1): broadcasting works into 1-D and 2-D tensors, not"
+                       " 3-D ones (a register tile keeps its rows in fixed threads)")
+  assert e.hint == ("broadcast the (2, 1, 1) operand straight to the (2, 8, 32) tile the result meets,"
+                    " ml.broadcast_to(n[...][:, None, None], (2, 8, 32)), and compute at that shape: the (2, 8, 1) result"
+                    " holds 16 elements, too few for a register tensor (a multiple of 128)")
+  _close(ragged_softmax_fixed(x, n, interpret=True), _ragged_want(x, n))
+  assert "@mosaic_gpu" in _export(ragged_softmax_fixed, S(x.shape, F32), S(n.shape, jnp.int32))
