@@ -20,8 +20,11 @@ class Builder:
     self.allocs: list[ir.Value] = []     # SMEM buffers, in allocation order
     self.loop_indices: set = set()        # ids of for loops' index values (not carries), for messages
     self.small_carries: dict = {}         # a loop's initial vector id -> the small statistic's shape it carries
+    self.spread_leaves: dict = {}         # (loop's line, col, small shape) -> (spread shape, axes, hint): carried spread
+    self.spread_wanted: dict = {}         # an inner loop's small carry it could not spread -> the spread entry
+    self.spread_carried: dict = {}        # a loop's initial spread tile's id -> (the statistic's shape, axes, hint)
     self.few_stats: dict = {}             # a few-element keepdims statistic's id -> its elements' scalars
-    self.spread: dict = {}                # a small middle-axis statistic's id -> (its tile spread along the axis, axis, hint)
+    self.spread: dict = {}                # a small middle-axis statistic's id -> (its tile spread along the axes, axes, hint)
     self.counts_from: dict = {}           # a run-time loop's index id -> its start (it counts up; ops/run_stores.py)
     self.static_loops: dict = {}          # index id -> (name, line, range text) of a run-time range() with static bounds
     self.weak: set = set()                # ids of values standing for a Python number a loop carries

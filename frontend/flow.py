@@ -228,9 +228,9 @@ def trace_for(tracer, node: ast.For):
     env[name] = iv
     try:
       poisoned = _trace_body(tracer, node, loc, body, carries, inits, args_)
-    except _Widen as w:
+    except (_Widen, small_carries.Spread) as w:     # (a carry of another dtype, or spread: traced again)
       attempt.undo(tracer)
-      widened[w.leaf] = w.dtype
+      widened.update({w.leaf: w.dtype} if isinstance(w, _Widen) else {})
       continue
     grow = attempt.changed(tracer, assigned, carries) - forced
     if not grow:
@@ -534,9 +534,9 @@ def trace_while(tracer, node: ast.While):
     attempt = _Attempt(tracer)
     try:
       carries, res = _trace_while_once(tracer, node, loc, assigned, forced, widened)
-    except _Widen as w:
+    except (_Widen, small_carries.Spread) as w:     # (a carry of another dtype, or spread: traced again)
       attempt.undo(tracer)
-      widened[w.leaf] = w.dtype
+      widened.update({w.leaf: w.dtype} if isinstance(w, _Widen) else {})
       continue
     grow = attempt.changed(tracer, assigned, carries) - forced
     if not grow:

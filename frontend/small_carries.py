@@ -4,7 +4,12 @@ Outside loops such a statistic is the vector of the 2-D reshape's rows (frontend
 elementwise math is the vector's and it broadcasts back against the tile (frontend/ops/broadcast_nd.py). A
 loop carries it as that vector too: the initial value and each trip's new value are flattened to `(n,)`, the
 body and the code after the loop see the vector reshaped to the carry's shape (MG204 at the broadcast, before,
-whose hint, indexing the carry by a leading axis, met another MG204 at its `ml.full`)."""
+whose hint, indexing the carry by a leading axis, met another MG204 at its `ml.full`).
+
+A small statistic over a middle axis (frontend/ops/spread.py: a running max `m = ml.maximum(m, ml.max(v, axis=1,
+keepdims=True))` of (2, 1, 32) over (2, 8, 32) chunks) is carried as its spread tile instead: the first trace meets
+it at the yield (`Spread`), and the loop is traced again carrying the tile, its initial fill made at the tile's
+shape; the body and the code after the loop see the statistic spread into the carried tile."""
 from __future__ import annotations
 
 import math
@@ -39,11 +44,38 @@ def flat(b, loc, v):
   return b.emit(Reshape, v, loc=loc, types=[TensorType((n,), v.type.dtype)], names=[v.name]).result
 
 
+class Spread(Exception):
+  """A carry that a loop's body makes a small statistic spread along an axis: the loop is traced again."""
+
+
+def _spread_init(b, loc, v, key):
+  """The initial value `v` of a carry the loop carries spread (b.spread_leaves[key]), as its tile: a spread
+  statistic's, or a fill at the tile's shape; None where v is neither (it is carried as it was)."""
+  from .ops import elementwise as ew
+  shape, axes, hint = b.spread_leaves[key]
+  got = b.spread.get(v.id) if is_value(v) else None
+  o = b.defining(v) if is_value(v) else None
+  if got is not None and tuple(got[0].type.shape) == shape and got[1] == axes:
+    full = got[0]
+  elif isinstance(o, ew.Full) and isinstance(v.type, TensorType) and tuple(v.type.shape) == tuple(
+      1 if i in axes else n for i, n in enumerate(shape)):
+    full = ew.full_(Call(b, loc), shape, o.value, v.type.dtype)
+  else:
+    return None
+  b.spread_carried[full.id] = (tuple(v.type.shape), axes, hint)
+  return full
+
+
 def flattened(tracer, inits, loc) -> tuple:
-  """A loop's initial values with the small ones as vectors (remembered with their shapes)."""
+  """A loop's initial values with the small ones as vectors (remembered with their shapes), those of a shape the
+  loop carries spread (see the module) as their tiles."""
   b = tracer.b
   out = []
   for v in inits:
+    key = (loc.lineno, loc.col_offset, tuple(getattr(v.type, "shape", ())) if is_value(v) else None)
+    if key in b.spread_leaves and (full := _spread_init(b, loc, v, key)) is not None:
+      out.append(full)
+      continue
     if _small(v):
       shape, v = tuple(v.type.shape), flat(b, loc, v)
       b.small_carries[v.id] = shape
@@ -54,17 +86,61 @@ def flattened(tracer, inits, loc) -> tuple:
 def shaped(b, loc, inits, values) -> tuple:
   """`values` (the body's block arguments, or the loop's results) with those of small carries reshaped to the
   carry's shape (emitted where the builder is: the body's start, or after the loop)."""
-  from .ops.shape import Reshape
+  from .ops.shape import Reduce, ReduceKind, Reshape
   out = []
   for init, v in zip(inits, values):
+    if is_value(init) and init.id in b.spread_carried:      # (the statistic spread into the carried tile)
+      shape, axes, hint = b.spread_carried[init.id]
+      kept = tuple(n for i, n in enumerate(v.type.shape) if i not in axes)
+      m = b.emit(Reduce, ReduceKind.MAX, v, axes, loc=loc, types=[TensorType(kept, v.type.dtype)],
+                 names=[v.name]).result
+      if tuple(shape) != kept:
+        m = b.emit(Reshape, m, loc=loc, types=[TensorType(shape, v.type.dtype)], names=[v.name]).result
+      b.spread[m.id] = (v, axes, hint)
+      out.append(m)
+      continue
     shape = b.small_carries.get(init.id) if is_value(init) else None
     out.append(v if shape is None else
                b.emit(Reshape, v, loc=loc, types=[TensorType(shape, v.type.dtype)], names=[v.name]).result)
+    if (want := b.spread_leaves.get((loc.lineno, loc.col_offset, shape))) is not None:
+      b.spread_wanted[out[-1].id] = want      # (an inner loop's, whose start an enclosing loop carries as a vector)
   return tuple(out)
 
 
+def _spread_in(b, v):
+  """(spread shape, axes, hint) of a statistic that elementwise math of `v`'s shape makes `v` of (ml.maximum(m, s)
+  of the carry m and a spread statistic s; or an inner loop's carry it could not spread), else None."""
+  from .ops.elementwise import Binary, Cast, Compare, Unary, Where
+  todo, seen = [v], set()
+  while todo:
+    x = todo.pop()
+    if not is_value(x) or x.id in seen or not isinstance(x.type, TensorType) or x.type.shape != v.type.shape:
+      continue
+    seen.add(x.id)
+    if x.id in b.spread:
+      return (tuple(b.spread[x.id][0].type.shape),) + b.spread[x.id][1:]
+    if x.id in b.spread_wanted:
+      return b.spread_wanted[x.id]
+    o = b.defining(x)
+    todo.extend(o.operands() if isinstance(o, (Binary, Cast, Compare, Unary, Where)) else ())
+  return None
+
+
 def yielded(b, loc, init, leaf):
-  """A trip's new value of a carry, as the vector the loop carries where the carry is a small one of that shape."""
+  """A trip's new value of a carry, as the vector the loop carries where the carry is a small one of that shape,
+  as its spread tile where the loop carries it spread (see the module; Spread where the loop does not yet)."""
+  got = b.spread.get(leaf.id) if is_value(leaf) else None
+  if is_value(init) and init.id in b.spread_carried:
+    if got is not None and tuple(got[0].type.shape) == tuple(init.type.shape):
+      return got[0]
+    o = b.defining(leaf) if is_value(leaf) else None
+    from .ops import elementwise as ew
+    return ew.full_(Call(b, loc), init.type.shape, o.value, leaf.type.dtype) if isinstance(o, ew.Full) else leaf
+  key = (loc.lineno, loc.col_offset, b.small_carries.get(init.id) if is_value(init) else None)
+  if key[2] is not None and key not in b.spread_leaves and tuple(getattr(leaf.type, "shape", ())) == key[2] and (
+      got := _spread_in(b, leaf)) is not None:      # (every carry of that shape: a running max and sum)
+    b.spread_leaves[key] = got
+    raise Spread()
   shape = b.small_carries.get(init.id) if is_value(init) else None
   if shape is None or not (is_value(leaf) and isinstance(leaf.type, TensorType) and tuple(leaf.type.shape) == shape):
     return leaf

@@ -3,7 +3,8 @@ statistics over a middle run of axes of a 4-D tile meeting each other (ml.logsum
 its log-sum) go through SMEM as one alone does (it was MG204 naming the internal (2, 1, 1, 64) statistic); a
 statistic over a middle axis keeping too few elements for a register tensor ((2, 1, 32) of a (2, 8, 32) tile) is
 also computed spread back along its axis, so v - m, softmax, log_softmax, var, std, logsumexp and argmax over it
-compute (they were MG204), and storing it whole is MG204 at the store with a hint that works; a keepdims statistic
+compute (they were MG204), so does one over a run of middle axes of a 4-D tile, and loops carry them (as their
+spread tiles); storing one whole is MG204 at the store with a hint that works; a keepdims statistic
 of at most 8 elements stored whole into an output of its shape ((1, 2, 1) channel sums, (2, 1, 1) sums over two
 trailing axes) is stored an element at a time (it was MG204, with a hint to use 128-element tiles or a vector); a
 mask of per-row lengths too small for a register tensor ((2, 8, 1)) gets a hint that broadcasts it to the tile it
@@ -103,17 +104,27 @@ def test_a_small_middle_axis_statistic_broadcasts_back(dtype, tol):
   assert "@mosaic_gpu" in _export(middle_stats, S(x.shape, dtype))
 
 
-@mg.mgpu_kernel(out_shape=lambda x: (x, x), grid=(1,))
-def middle_stats_4d(x, a, b):
+@mg.mgpu_kernel(out_shape=lambda x, y: (x, x, y, y), grid=(1,))
+def middle_stats_4d(x, y, a, b, c, d):
   v = x[...]                                    # (2, 2, 8, 16) over axis 2: (2, 2, 1, 16), 64 elements
   a[...] = ml.softmax(v, axis=2)
   b[...] = v - ml.sum(v, axis=-2, keepdims=True) * 0.5
+  w = y[...]                                    # (2, 4, 8, 32) over the middle run (1, 2): (2, 1, 1, 32)
+  c[...] = ml.log_softmax(w, axis=(1, 2))
+  d[...] = (w - ml.mean(w, axis=(1, 2), keepdims=True)) / ml.std(w, axis=(1, 2), keepdims=True)
 
 
-def test_a_small_statistic_over_a_middle_axis_of_a_4d_tile_broadcasts_back():
-  x = _rand((2, 2, 8, 16), 3)
-  _close(middle_stats_4d(x, interpret=True), (jax.nn.softmax(x, 2), x - jnp.sum(x, 2, keepdims=True) * 0.5))
-  assert "@mosaic_gpu" in _export(middle_stats_4d, S(x.shape, F32))
+def _middle_stats_4d_want(x, y):
+  return (jax.nn.softmax(x, 2), x - jnp.sum(x, 2, keepdims=True) * 0.5, jax.nn.log_softmax(y, (1, 2)),
+          (y - jnp.mean(y, (1, 2), keepdims=True)) / jnp.std(y, (1, 2), keepdims=True))
+
+
+def test_a_small_statistic_over_a_middle_axis_or_run_of_a_4d_tile_broadcasts_back():
+  """The run (1, 2) was MG204 'ml.log_softmax over axis (1, 2) of a 4-D tensor (2, 4, 8, 32) keeps axes of sizes (2,
+  32)'; it is spread along the middle axis of the (2, 32, 32) reshape."""
+  x, y = _rand((2, 2, 8, 16), 3), _rand((2, 4, 8, 32), 10)
+  _close(middle_stats_4d(x, y, interpret=True), _middle_stats_4d_want(x, y), 2e-5)
+  assert "@mosaic_gpu" in _export(middle_stats_4d, S(x.shape, F32), S(y.shape, F32))
 
 
 @mg.mgpu_kernel(out_shape=lambda x: S((2, 1, 32), F32), grid=(1,))
@@ -246,3 +257,65 @@ def test_a_mask_too_small_for_a_register_tensor_gets_a_hint_that_broadcasts_it_t
                     " holds 16 elements, too few for a register tensor (a multiple of 128)")
   _close(ragged_softmax_fixed(x, n, interpret=True), _ragged_want(x, n))
   assert "@mosaic_gpu" in _export(ragged_softmax_fixed, S(x.shape, F32), S(n.shape, jnp.int32))
+
+
+# ---------------------------------------------------------------- middle-axis statistics carried by loops
+@mg.mgpu_kernel(out_shape=lambda x: (S(x.shape[1:], F32),) * 3, grid=(1,))
+def running_middle_stats(x, o, p, q):
+  m = ml.full((2, 1, 32), -jnp.inf, jnp.float32)       # an online softmax over time chunks (2, 8, 32): per channel
+  l = ml.zeros((2, 1, 32), jnp.float32)
+  for i in range(x.shape[0]):
+    v = x.at[i][...]
+    m_new = ml.maximum(m, ml.max(v, axis=1, keepdims=True))
+    l = l * ml.exp(m - m_new) + ml.sum(ml.exp(v - m_new), axis=1, keepdims=True)
+    m = m_new
+  o[...] = ml.exp(x.at[0][...] - m) / l
+  s = ml.zeros((2, 1, 32), jnp.float32)
+  i = 0
+  while i < x.shape[0]:                                # (unrolled: a fill plus a statistic)
+    s = s + ml.mean(x.at[i][...], axis=1, keepdims=True)
+    i += 1
+  p[...] = x.at[1][...] - s
+  a = ml.full((2, 1, 32), -jnp.inf, jnp.float32)
+  for i in range(x.shape[0]):                          # nested: the inner loop's start is the outer one's carry
+    for j in range(2):
+      a = ml.maximum(a, ml.max(x.at[i][...] * (j + 1.0), axis=1, keepdims=True))
+  q[...] = x.at[2][...] - a
+
+
+def _running_middle_stats_want(x):
+  m = jnp.max(x, (0, 2), keepdims=True)[0]
+  return (jnp.exp(x[0] - m) / jnp.sum(jnp.exp(x - m), (0, 2), keepdims=True)[0],
+          x[1] - jnp.mean(x, 2, keepdims=True).sum(0), x[2] - 2 * m)
+
+
+def test_a_small_middle_axis_statistic_is_carried_by_loops_as_its_spread_tile():
+  """Each was MG204 'broadcasting m of shape (2, 1, 32) to (2, 8, 32)' after the loop (the carry was the statistic's
+  vector, whose broadcast back along a middle axis no layout takes), with a hint to repeat it by ml.concatenate."""
+  x = _rand((3, 2, 8, 32), 9)
+  _close(running_middle_stats(x, interpret=True), _running_middle_stats_want(x))
+  assert "@mosaic_gpu" in _export(running_middle_stats, S(x.shape, F32))
+
+
+# ---------------------------------------------------------------- on the GPU
+@pytest.mark.gpu
+def test_gpu_middle_axis_and_middle_run_statistics_match_jnp():
+  x = _rand((2, 2, 8, 64), 1)
+  _close(middle_run_lse(x), _middle_run_lse_want(x))
+  for dtype, tol in ((jnp.float32, 1e-5), (jnp.bfloat16, 6e-2)):
+    x = _rand((2, 8, 32), 2, dtype)
+    _close(middle_stats(x), _middle_stats_want(x), tol)
+  x, y = _rand((2, 2, 8, 16), 3), _rand((2, 4, 8, 32), 10)
+  _close(middle_stats_4d(x, y), _middle_stats_4d_want(x, y), 2e-5)
+  x = _rand((8, 4, 8), 5)
+  _close([narrow_max_fixed(x)[:, 0, :]], [jnp.max(x, 1)])
+  x = _rand((3, 2, 8, 32), 9)
+  _close(running_middle_stats(x), _running_middle_stats_want(x))
+
+
+@pytest.mark.gpu
+def test_gpu_few_element_statistics_stored_whole_and_ragged_masks_match_jnp():
+  x, y = _rand((4, 2, 32), 6), _rand((2, 8, 32), 7)
+  _close(few_stored(x, y), _few_stored_want(x, y), 2e-5)
+  x, n = _rand((2, 8, 32), 8), jnp.asarray([5, 8], jnp.int32)
+  _close(ragged_softmax_fixed(x, n), _ragged_want(x, n))

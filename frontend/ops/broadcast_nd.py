@@ -134,7 +134,8 @@ def through_small_reshape(cx, operands, make):
   if not tensors:
     return None
   shape = tensors[0].type.shape
-  if all(x.id in cx.b.spread for x in tensors):      # (small middle-axis statistics: on their spread tiles too)
+  if any(x.id in cx.b.spread for x in tensors) and all(x.id in cx.b.spread or _fill(cx, x, shape) for x in tensors):
+    # (small middle-axis statistics, and fills of their shape: on their spread tiles too)
     from .spread import along
     return along(cx, operands, make(operands, shape), make)
   if not small_shape(shape):

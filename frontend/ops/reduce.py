@@ -21,7 +21,7 @@ from .base import builtin, check_register_value, is_tensor, kind_of, shown
 from .product_hints import product_hint as _product_hint
 from .shape import READ_2D_FIRST, Reduce, ReduceKind, Reshape, reshape_
 from . import few_stats
-from .spread import spread_reduce
+from .spread import rehint, spread_reduce
 
 # ---------------------------------------------------------------- reductions
 def _axes(cx, axis, rank, what):
@@ -614,9 +614,7 @@ def _arg(cx, x, axis, kind, what):
   iota = arange.apply(cx, (shape[a],), {})
   iota = reshape_(cx, iota, tuple(n if i == a else 1 for i, n in enumerate(shape)))
   r = reduce(cx, ReduceKind.MIN, ew.where_(cx, _hits(cx, x, best), iota, shape[a]), a, False)
-  if r.id in cx.b.spread:     # (a small middle-axis one, ops/spread.py: its store's hint is of the user's argmax)
-    cx.b.spread[r.id] = cx.b.spread[r.id][:2] + (_small_result_hint(cx, given, shape, (a,), what, False),)
-  return r
+  return rehint(cx, r, given, a, what)     # (a small middle-axis one, ops/spread.py: its store's hint of the argmax)
 
 
 def _flat_arg(cx, x, kind, what):

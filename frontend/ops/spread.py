@@ -17,43 +17,58 @@ import math
 from .. import errors as E, hw, ir
 from ..types import TensorType
 from . import elementwise as ew
+from .base import is_value
 
 
 def spread_reduce(cx, kind, x, axes, keepdims, what, hint):
-  """The statistic of `x` over one middle axis (`axes`, a 1-tuple) whose kept part is too few elements for a
+  """The statistic of `x` over a middle axis or a run of them (`axes`) whose kept part is too few elements for a
   register tensor, with its spread tile recorded (see the module); None where it is no such reduction or x's
   2-D reshape has no row-wise layout to scan."""
   shape = tuple(x.type.shape)
   from .shape import Reduce, ReduceKind, Reshape
-  if len(axes) != 1 or len(shape) < 3 or not 0 < axes[0] < len(shape) - 1 or kind not in (
-      ReduceKind.SUM, ReduceKind.MAX, ReduceKind.MIN):
+  if not axes or len(shape) < 3 or axes[0] < 1 or axes[-1] > len(shape) - 2 or axes[-1] - axes[0] + 1 != len(
+      axes) or kind not in (ReduceKind.SUM, ReduceKind.MAX, ReduceKind.MIN):
     return None
   a = axes[0]
-  kept = tuple(n for i, n in enumerate(shape) if i != a)
-  if not math.prod(kept) % hw.WARPGROUP or math.prod(shape) % hw.WARPGROUP or not hw.rows_fit(
-      math.prod(shape[:a + 1]), math.prod(shape[a + 1:])):
+  kept = tuple(n for i, n in enumerate(shape) if i not in axes)
+  lead, run, trail = math.prod(shape[:a]), math.prod(shape[a:axes[-1] + 1]), math.prod(shape[axes[-1] + 1:])
+  if not math.prod(kept) % hw.WARPGROUP or math.prod(shape) % hw.WARPGROUP or not hw.rows_fit(lead * run, trail):
     return None
   from .elementwise_fns import arange
   from .reduce import extreme_identity
   from .scan import ScanKind, scan
   from .shape import reshape_
   d = x.type.dtype
-  total = scan(cx, ScanKind(kind.value), x, a, True, what)              # the reduction at position 0 of the axis
-  iota = reshape_(cx, arange.apply(cx, (shape[a],), {}), tuple(n if i == a else 1 for i, n in enumerate(shape)))
+  y = x if len(axes) == 1 else reshape_(cx, x, (lead, run, trail))     # (a run of axes: as one, of the 3-D reshape)
+  ya = a if len(axes) == 1 else 1
+  total = scan(cx, ScanKind(kind.value), y, ya, True, what)              # the reduction at position 0 of the axis
+  iota = reshape_(cx, arange.apply(cx, (y.type.shape[ya],), {}),
+                  tuple(n if i == ya else 1 for i, n in enumerate(y.type.shape)))
   first = ew.compare(cx, ew.CmpOp.EQ, iota, 0)
   ident = 0 if kind == ReduceKind.SUM else extreme_identity(kind, d)
-  full = scan(cx, ScanKind(kind.value), ew.where_(cx, first, total, ident), a, False, what)
+  full = reshape_(cx, scan(cx, ScanKind(kind.value), ew.where_(cx, first, total, ident), ya, False, what), shape)
   res = cx.b.emit(Reduce, kind, x, axes, loc=cx.loc, types=[TensorType(kept, d)], names=[cx.name]).result
-  record(cx, res, full, a, hint)
+  record(cx, res, full, axes, hint)
   if keepdims:
-    res = cx.b.emit(Reshape, res, loc=cx.loc, types=[TensorType(tuple(1 if i == a else n for i, n in enumerate(shape)),
-                                                                d)], names=[res.name]).result
-    record(cx, res, full, a, hint)
+    res = cx.b.emit(Reshape, res, loc=cx.loc, types=[TensorType(tuple(1 if i in axes else n for i, n in enumerate(
+        shape)), d)], names=[res.name]).result
+    record(cx, res, full, axes, hint)
   return res
 
 
-def record(cx, v, full, axis, hint) -> None:
-  cx.b.spread[v.id] = (full, axis, hint)
+def record(cx, v, full, axes, hint) -> None:
+  cx.b.spread[v.id] = (full, tuple(axes), hint)
+
+
+def rehint(cx, v, x, axis, what):
+  """`v`, with its store's hint (where it is a spread statistic) computed for the user's `x` and `what` (ml.var's
+  last reduction is of the squared deviations, ml.argmax's of the compiler's indices); `v` itself."""
+  if is_value(v) and v.id in cx.b.spread:
+    from .reduce import _axes, _small_result_hint
+    shape = tuple(x.type.shape)
+    got = cx.b.spread[v.id]
+    cx.b.spread[v.id] = got[:2] + (_small_result_hint(cx, x, shape, _axes(cx, axis, len(shape), what), what, False),)
+  return v
 
 
 def broadcast(cx, x, shape, dims):
@@ -75,25 +90,27 @@ def reshaped(cx, x, shape):
   from .shape import Reshape
   out = cx.b.emit(Reshape, x, loc=cx.loc, types=[TensorType(tuple(shape), x.type.dtype)], names=[x.name]).result
   got = cx.b.spread[x.id]
-  full, a = got[0].type.shape, got[1]
-  if tuple(out.type.shape) in (tuple(1 if i == a else n for i, n in enumerate(full)),
-                               tuple(n for i, n in enumerate(full) if i != a)):
+  full, axes = got[0].type.shape, got[1]
+  if tuple(out.type.shape) in (tuple(1 if i in axes else n for i, n in enumerate(full)),
+                               tuple(n for i, n in enumerate(full) if i not in axes)):
     cx.b.spread[out.id] = got
   return out
 
 
 def along(cx, operands, out, make):
   """Where the tensor operands of the elementwise op that gave `out` are statistics spread along one axis into
-  tiles of one shape (and the others numbers or scalars), `make(spread operands, that shape)`, recorded as
-  `out`'s spread tile (a mean's `s / n`, a variance's `+ eps`, `ml.sqrt`, a select of them)."""
+  tiles of one shape (the others fills of their shape, numbers or scalars), `make(spread operands, that shape)`,
+  recorded as `out`'s spread tile (a mean's `s / n`, a variance's `+ eps`, `ml.sqrt`, a select of them, a running
+  max's `ml.maximum(m, s)` of its `ml.full` start)."""
   tensors = [v for v in operands if isinstance(v, ir.Value) and isinstance(v.type, TensorType)]
-  got = [cx.b.spread.get(v.id) for v in tensors]
-  if not tensors or any(g is None for g in got) or any(v.type.shape != out.type.shape for v in tensors) or len(
+  got = [cx.b.spread[v.id] for v in tensors if v.id in cx.b.spread]
+  if not got or any(v.type.shape != out.type.shape for v in tensors) or len(
       {(tuple(g[0].type.shape), g[1]) for g in got}) != 1:
     return out
-  spread = {v.id: g[0] for v, g in zip(tensors, got)}
-  ops = [spread[v.id] if isinstance(v, ir.Value) and v.id in spread else v for v in operands]
-  cx.b.spread[out.id] = (make(ops, got[0][0].type.shape), got[0][1], got[0][2])
+  full = tuple(got[0][0].type.shape)
+  ops = [v if not (isinstance(v, ir.Value) and isinstance(v.type, TensorType)) else cx.b.spread[v.id][0]
+         if v.id in cx.b.spread else ew.full_(cx, full, cx.b.defining(v).value, v.type.dtype) for v in operands]
+  cx.b.spread[out.id] = (make(ops, full), got[0][1], got[0][2])
   return out
 
 
@@ -102,20 +119,24 @@ def check_store(cx, ref, value) -> None:
   got = cx.b.spread.get(getattr(value, "id", None))
   if got is None or tuple(ref.type.shape) == tuple(got[0].type.shape):     # (broadcast back by the store: its tile)
     return
-  full, a = tuple(got[0].type.shape), got[1]
-  kept = tuple(n for i, n in enumerate(full) if i != a)
+  full, axes = tuple(got[0].type.shape), got[1]
+  kept = tuple(n for i, n in enumerate(full) if i not in axes)
   name = cx.named(value, "m")
   raise E.LayoutError(
-      f"{name} keeps axes of sizes {kept} around the reduced axis {a}: {math.prod(kept)} elements, too few for a"
-      f" register tensor of that shape (a multiple of {hw.WARPGROUP}); it broadcasts back against the {full} tile it"
-      f" reduces, but no register tensor holds it to store", cx.loc, hint=got[2] or _broadcast_hint(
-          name, ref.name or "out", full, a, len(value.type.shape) == len(full)))
+      f"{name} keeps axes of sizes {kept} around the reduced {_axes_text(axes)}: {math.prod(kept)} elements, too few"
+      f" for a register tensor of that shape (a multiple of {hw.WARPGROUP}); it broadcasts back against the {full}"
+      f" tile it reduces, but no register tensor holds it to store", cx.loc, hint=got[2] or _broadcast_hint(
+          name, ref.name or "out", full, axes, len(value.type.shape) == len(full)))
 
 
-def _broadcast_hint(name, out, full, a, keepdims) -> str:
+def _axes_text(axes) -> str:
+  return f"axis {axes[0]}" if len(axes) == 1 else f"axes {tuple(axes)}"
+
+
+def _broadcast_hint(name, out, full, axes, keepdims) -> str:
   """Storing statistic `name` broadcast back to the tile it reduces, which a register tensor holds."""
   name = name if name.isidentifier() or name.endswith(")") and "(" not in name[:-1] else f"({name})"
-  expr = f"{name}[{', '.join('None' if i == a else ':' for i in range(len(full)))}]" if not keepdims else name
-  pick = ", ".join(("0:1" if keepdims else "0") if i == a else ":" for i in range(len(full)))
+  expr = f"{name}[{', '.join('None' if i in axes else ':' for i in range(len(full)))}]" if not keepdims else name
+  pick = ", ".join(("0:1" if keepdims else "0") if i in axes else ":" for i in range(len(full)))
   return (f"store it broadcast back, at the tile's shape: give {out} the shape {full} and write {out}[...] ="
           f" ml.broadcast_to({expr}, {full}), then take [{pick}] of the result outside the kernel (free in XLA)")

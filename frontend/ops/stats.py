@@ -21,6 +21,7 @@ from .elementwise_checks import method_on
 from .base import builtin, check_register_value, is_tensor, is_value, kind_of, shown
 from .reduce import _axes, keep_arg, kept_only, reduce
 from .shape import ReduceKind, broadcast_shape
+from .spread import rehint
 
 
 def _float_operand(cx, x, what):
@@ -155,7 +156,7 @@ def logsumexp(cx, x, axis=None, b=None, keepdims=False, return_sign=False, where
     results.append(ew.where_(cx, ew.compare(cx, ew.CmpOp.GT, s, 0.0), 1.0,
                              ew.where_(cx, ew.compare(cx, ew.CmpOp.LT, s, 0.0), -1.0, s)))
   if not keepdims:
-    results = [_drop(cx, v, y, axis) for v in results]
+    results = [rehint(cx, _drop(cx, v, y, axis), x, axis, "ml.logsumexp") for v in results]
   results = [v if out == DType.f32 else ew.astype(cx, v, out) for v in results]
   return tuple(results) if return_sign else results[0]
 
@@ -214,7 +215,7 @@ def _variance(cx, x, axis, ddof, keepdims, what, where=None):
   # (the squared deviations named as the user's x: a message about the reduction names x, as ml.mean's copy does)
   sq = ew.binary(dataclasses.replace(cx, name=x.name or cx.named(x)), ew.BinOp.MUL, c, c)
   ss = reduce(cx, ReduceKind.SUM, sq, axis, keepdims, what)
-  return ew.binary(cx, ew.BinOp.DIV, ss, float(n - ddof) if n > ddof else math.nan), out
+  return rehint(cx, ew.binary(cx, ew.BinOp.DIV, ss, float(n - ddof) if n > ddof else math.nan), x, axis, what), out
 
 
 def _masked_variance(cx, y, where, axis, ddof, keepdims, what):
