@@ -24,6 +24,8 @@ class Builder:
     self.spread_wanted: dict = {}         # an inner loop's small carry it could not spread -> the spread entry
     self.spread_carried: dict = {}        # a loop's initial spread tile's id -> (the statistic's shape, axes, hint)
     self.few_stats: dict = {}             # a few-element keepdims statistic's id -> its elements' scalars
+    self.few_leaves: set = set()          # (loop's line, col, shape) of carries a loop carries packed (ops/few_stats.py)
+    self.few_carried: dict = {}           # a loop's initial packed vector's id -> the statistic's shape
     self.spread: dict = {}                # a small middle-axis statistic's id -> (its tile spread along the axes, axes, hint)
     self.counts_from: dict = {}           # a run-time loop's index id -> its start (it counts up; ops/run_stores.py)
     self.static_loops: dict = {}          # index id -> (name, line, range text) of a run-time range() with static bounds

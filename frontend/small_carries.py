@@ -71,10 +71,14 @@ def flattened(tracer, inits, loc) -> tuple:
   loop carries spread (see the module) as their tiles."""
   b = tracer.b
   out = []
+  from .ops import few_stats
   for v in inits:
     key = (loc.lineno, loc.col_offset, tuple(getattr(v.type, "shape", ())) if is_value(v) else None)
     if key in b.spread_leaves and (full := _spread_init(b, loc, v, key)) is not None:
       out.append(full)
+      continue
+    if key in b.few_leaves and (packed := few_stats.pack(b, loc, v)) is not None:
+      out.append(packed)         # (a few-element statistic: its elements packed, ops/few_stats.py)
       continue
     if _small(v):
       shape, v = tuple(v.type.shape), flat(b, loc, v)
@@ -87,8 +91,12 @@ def shaped(b, loc, inits, values) -> tuple:
   """`values` (the body's block arguments, or the loop's results) with those of small carries reshaped to the
   carry's shape (emitted where the builder is: the body's start, or after the loop)."""
   from .ops.shape import Reduce, ReduceKind, Reshape
+  from .ops import few_stats
   out = []
   for init, v in zip(inits, values):
+    if is_value(init) and init.id in b.few_carried:         # (a few-element statistic packed into the vector)
+      out.append(few_stats.unpack(b, loc, v, b.few_carried[init.id]))
+      continue
     if is_value(init) and init.id in b.spread_carried:      # (the statistic spread into the carried tile)
       shape, axes, hint = b.spread_carried[init.id]
       kept = tuple(n for i, n in enumerate(v.type.shape) if i not in axes)
@@ -129,6 +137,15 @@ def _spread_in(b, v):
 def yielded(b, loc, init, leaf):
   """A trip's new value of a carry, as the vector the loop carries where the carry is a small one of that shape,
   as its spread tile where the loop carries it spread (see the module; Spread where the loop does not yet)."""
+  from .ops import few_stats
+  if is_value(init) and init.id in b.few_carried:
+    return few_stats.pack(b, loc, leaf) or leaf        # (else the loop's type check names the carry)
+  if is_value(init) and is_value(leaf) and (shape := few_stats.carried_shape(b, init)) and (
+      (loc.lineno, loc.col_offset, shape) not in b.few_leaves) and getattr(leaf.type, "shape", None) == shape and (
+      few_stats.derivable(b, loc, leaf)) and (init.id not in b.small_carries or few_stats.involves(b, leaf)):
+    # (a vector carry stays one unless a few-element statistic meets it)
+    b.few_leaves.add((loc.lineno, loc.col_offset, shape))
+    raise Spread()
   got = b.spread.get(leaf.id) if is_value(leaf) else None
   if is_value(init) and init.id in b.spread_carried:
     if got is not None and tuple(got[0].type.shape) == tuple(init.type.shape):

@@ -6,7 +6,8 @@ also computed spread back along its axis, so v - m, softmax, log_softmax, var, s
 compute (they were MG204), so does one over a run of middle axes of a 4-D tile, and loops carry them (as their
 spread tiles); storing one whole is MG204 at the store with a hint that works; a keepdims statistic
 of at most 8 elements stored whole into an output of its shape ((1, 2, 1) channel sums, (2, 1, 1) sums over two
-trailing axes) is stored an element at a time (it was MG204, with a hint to use 128-element tiles or a vector); a
+trailing axes) is stored an element at a time (it was MG204, with a hint to use 128-element tiles or a vector), and
+loops carry one packed into a vector (MG204 at its ml.zeros); a
 mask of per-row lengths too small for a register tensor ((2, 8, 1)) gets a hint that broadcasts it to the tile it
 meets (its hint repeated the lengths with ml.concatenate, which two elements do not take)."""
 import jax
@@ -297,6 +298,35 @@ def test_a_small_middle_axis_statistic_is_carried_by_loops_as_its_spread_tile():
   assert "@mosaic_gpu" in _export(running_middle_stats, S(x.shape, F32))
 
 
+@mg.mgpu_kernel(out_shape=lambda x: (S((2, 1, 1), F32), S((1, 2, 1), F32), S((1, 8, 1), F32)), grid=(1,))
+def running_few_stats(x, a, b, c):
+  s = ml.zeros((2, 1, 1), jnp.float32)                 # per-batch sums of (2, 8, 32) chunks: the vector of 2 rows
+  t = ml.zeros((1, 2, 1), jnp.float32)                 # per-channel maxima of (4, 2, 64) views: selected reductions
+  u = ml.zeros((1, 8, 1), jnp.float32)                 # 8 of them, carried as a vector before
+  for i in range(x.shape[0]):
+    v = x.at[i][...]
+    s = s + ml.sum(v, axis=(1, 2), keepdims=True)
+    t = ml.maximum(t, ml.max(v.reshape(4, 2, 64), axis=(0, 2), keepdims=True))
+    u = u + ml.mean(v, axis=(0, 2), keepdims=True)
+  a[...] = s
+  b[...] = t
+  c[...] = u * 0.5
+
+
+def _running_few_stats_want(x):
+  return (jnp.sum(x, (0, 2, 3))[:, None, None], jnp.maximum(jnp.max(x.reshape(3, 4, 2, 64), (0, 1, 3)), 0)[None, :, None],
+          0.5 * jnp.sum(jnp.mean(x, (1, 3)), 0)[None, :, None])
+
+
+def test_a_few_element_statistic_is_carried_by_loops_packed():
+  """Each was MG204 at its ml.zeros: 'this (2, 1, 1) tensor is reshaped from or into a row statistic' (hint: reshape
+  before the reduction), '(1, 2, 1): register tensors need a multiple of 128 elements', and for (1, 8, 1) 'this
+  tensor has shape (8,): a 1-D register vector needs a multiple of 8 elements' with the hint to make it 8 long."""
+  x = _rand((3, 2, 8, 32), 11)
+  _close(running_few_stats(x, interpret=True), _running_few_stats_want(x), 2e-5)
+  assert "@mosaic_gpu" in _export(running_few_stats, S(x.shape, F32))
+
+
 # ---------------------------------------------------------------- on the GPU
 @pytest.mark.gpu
 def test_gpu_middle_axis_and_middle_run_statistics_match_jnp():
@@ -319,3 +349,5 @@ def test_gpu_few_element_statistics_stored_whole_and_ragged_masks_match_jnp():
   _close(few_stored(x, y), _few_stored_want(x, y), 2e-5)
   x, n = _rand((2, 8, 32), 8), jnp.asarray([5, 8], jnp.int32)
   _close(ragged_softmax_fixed(x, n), _ragged_want(x, n))
+  x = _rand((3, 2, 8, 32), 11)
+  _close(running_few_stats(x), _running_few_stats_want(x), 2e-5)

@@ -55,10 +55,13 @@ def store_whole(cx, ref, value) -> None:
     scalar_store(cx, view(cx, ref, idx, ref.name), s)
 
 
-def _scalars(cx, v, memo, probe):
+def _scalars(cx, v, memo, probe, loose=False):
   """The scalars (or numbers) of `v`'s elements, row-major, where v is a few-element statistic or elementwise math
-  of such statistics, fills and numbers of v's shape; None for any other. `probe`: only whether they exist (no op
-  is emitted)."""
+  of such statistics, small statistics' vectors of at most FEW_KEPT elements, fills and numbers of v's shape; None
+  for any other. `probe`: only whether they exist (no op is emitted); `loose`: a loop's block argument counted as
+  one (its carry, before the loop carries it packed)."""
+  from .broadcast_nd import index_small, small_shape, small_source
+  from .reduce import FEW_KEPT
   from .elementwise import Binary, Cast, Compare, Full, Unary, Where
   if not is_value(v) or not isinstance(v.type, TensorType):
     return v
@@ -67,13 +70,20 @@ def _scalars(cx, v, memo, probe):
   n = math.prod(v.type.shape)
   out = None
   o = cx.b.defining(v)
+  shape = tuple(v.type.shape)
   if v.id in cx.b.few_stats:
     out = list(cx.b.few_stats[v.id])
+  elif n <= FEW_KEPT and small_shape(shape) and (src := small_source(cx.b.defining, v)) is not None and len(
+      src.type.shape) == 1:
+    at = [tuple((k // math.prod(shape[d + 1:])) % m for d, m in enumerate(shape)) for k in range(n)]
+    out = [None] * n if probe else [index_small(cx, v, idx) for idx in at]
+  elif loose and o is None:
+    out = [None] * n
   elif isinstance(o, Full):
     out = [o.value] * n
   elif isinstance(o, (Binary, Cast, Compare, Unary, Where)) and all(
       not isinstance(x.type, TensorType) or tuple(x.type.shape) == tuple(v.type.shape) for x in o.operands()):
-    each = [_scalars(cx, x, memo, probe) for x in o.operands()]     # (a scalar operand: itself)
+    each = [_scalars(cx, x, memo, probe, loose) for x in o.operands()]     # (a scalar operand: itself)
     if all(e is not None for e in each):
       out = [None] * n if probe else [_scalar_op(cx, o, k, each) for k in range(n)]
   memo[v.id] = out
@@ -90,3 +100,82 @@ def _scalar_op(cx, o, k, each):
   c = dataclasses.replace(ir.substitute(o, mapping), results=tuple(ir.Value(ScalarType(r.type.dtype), r.name)
                                                                      for r in o.results))
   return cx.b.append(c).results[0]
+
+
+# ---------------------------------------------------------------- carried by loops
+# A loop whose body makes a carry of at most FEW_KEPT elements (its start an `ml.zeros((1, 2, 1))` fill) a few-element
+# statistic (per-channel sums over chunks) carries it packed into a (128,) vector, one element a position: the
+# first trace meets it at the yield (small_carries.Spread), the loop is traced again carrying the vector; the body
+# and the code after the loop read its elements back through SMEM, the statistic rebuilt from them.
+PACK = 128
+
+
+def carried_shape(b, init):
+  """The shape of a carry a loop could carry packed (`init` the loop's initial value), else None."""
+  shape = b.small_carries.get(init.id) or tuple(getattr(init.type, "shape", ()))
+  from .broadcast_nd import small_shape
+  from .reduce import FEW_KEPT
+  return tuple(shape) if 1 < math.prod(shape) <= FEW_KEPT and small_shape(shape) else None
+
+
+def derivable(b, loc, leaf) -> bool:
+  """Whether `leaf`'s elements are scalars of few-element statistics (the loop's own carry counted as one)."""
+  from ..builder import Call
+  return _scalars(Call(b, loc), leaf, {}, probe=True, loose=True) is not None
+
+
+def involves(b, v) -> bool:
+  """Whether elementwise math of `v`'s shape makes `v` of a few-element statistic (of b.few_stats)."""
+  from .elementwise import Binary, Cast, Compare, Unary, Where
+  todo, seen = [v], set()
+  while todo:
+    x = todo.pop()
+    if not is_value(x) or x.id in seen or not isinstance(x.type, TensorType):
+      continue
+    seen.add(x.id)
+    if x.id in b.few_stats:
+      return True
+    o = b.defining(x)
+    todo.extend(o.operands() if isinstance(o, (Binary, Cast, Compare, Unary, Where)) else ())
+  return False
+
+
+def pack(b, loc, v):
+  """The (128,) vector of `v`'s elements (a fill, a few-element statistic, elementwise math of them), recorded as
+  a packed carry of v's shape; None where v is none of those."""
+  from ..builder import Call
+  cx = Call(b, loc)
+  parts = _scalars(cx, v, {}, probe=True) and _scalars(cx, v, {}, probe=False)
+  if parts is None:
+    return None
+  from .elementwise import CmpOp, compare, full_, where_
+  from .elementwise_fns import arange
+  iota = arange.apply(cx, (PACK,), {})
+  out = full_(cx, (PACK,), 0, v.type.dtype)
+  for k, s in enumerate(parts):
+    out = where_(cx, compare(cx, CmpOp.EQ, iota, k), s, out)
+  b.few_carried[out.id] = tuple(v.type.shape)
+  return out
+
+
+def unpack(b, loc, vec, shape):
+  """The few-element statistic of `shape` packed into the carried vector `vec` (its elements through SMEM)."""
+  from ..builder import Call
+  from .elementwise import CmpOp, binary, BinOp, compare, stretch, where_
+  from .elementwise_fns import arange
+  from .shape import index_through_smem, reshape_
+  cx = Call(b, loc)
+  parts = [index_through_smem(cx, vec, (k,)) for k in range(math.prod(shape))]
+  flat, stride = None, 1
+  for a in reversed(range(len(shape))):
+    if shape[a] == 1:
+      continue
+    iota = reshape_(cx, arange.apply(cx, (shape[a],), {}), tuple(n if i == a else 1 for i, n in enumerate(shape)))
+    term = iota if stride == 1 else binary(cx, BinOp.MUL, iota, stride)
+    flat = term if flat is None else binary(cx, BinOp.ADD, term, flat)
+    stride *= shape[a]
+  res = stretch(cx, shape, parts[-1])
+  for j in reversed(range(len(parts) - 1)):
+    res = where_(cx, compare(cx, CmpOp.EQ, flat, j), parts[j], res)
+  record(cx, res, parts)
+  return res
