@@ -23,35 +23,25 @@ def record(cx, res, parts) -> None:
   cx.b.few_stats[res.id] = tuple(parts)
 
 
-def storable(cx, ref, value) -> str | None:
-  """How `value`, stored whole into `ref`, is stored an element at a time: "scalars" where it is a few-element
-  statistic of ref's shape or elementwise math of them (see the module), "vector" where it is the vector of a 2-D
-  reshape's rows typed with ref's shape (a small statistic, frontend/ops/reduce.py) of at most FEW_KEPT elements;
-  None for any other."""
-  from .broadcast_nd import small_shape, small_source
-  from .reduce import FEW_KEPT
+def storable(cx, ref, value) -> bool:
+  """Whether `value`, stored whole into `ref` of its shape, is stored an element at a time: a few-element statistic
+  (see the module), the vector of a 2-D reshape's rows typed with its shape of at most FEW_KEPT elements (a small
+  statistic, frontend/ops/reduce.py), or elementwise math of them and fills (not fills alone)."""
+  from .broadcast_nd import small_source
   if not (is_value(value) and isinstance(value.type, TensorType) and tuple(value.type.shape) == tuple(ref.type.shape)):
-    return None
-  shape = tuple(value.type.shape)
-  if cx.b.few_stats and _scalars(cx, value, {}, probe=True) is not None:
-    return "scalars"
-  if math.prod(shape) <= FEW_KEPT and small_shape(shape) and (src := small_source(cx.b.defining, value)) is not None \
-      and len(src.type.shape) == 1:
-    return "vector"
-  return None
+    return False
+  src = small_source(cx.b.defining, value)
+  return _scalars(cx, value, {}, probe=True) is not None and (involves(cx.b, value) or src is not None)
 
 
 def store_whole(cx, ref, value) -> None:
-  """Store `value` (storable) an element at a time: scalar math on its statistics' scalars, or the vector's
-  elements read through SMEM."""
+  """Store `value` (storable) an element at a time: scalar math on its statistics' scalars, a small statistic's
+  vector elements read through SMEM."""
   from .access import scalar_store
-  from .broadcast_nd import index_small
   from .memory import view
   shape = tuple(value.type.shape)
   at = [tuple((k // math.prod(shape[d + 1:])) % n for d, n in enumerate(shape)) for k in range(math.prod(shape))]
-  parts = (_scalars(cx, value, {}, probe=False) if storable(cx, ref, value) == "scalars" else
-           [index_small(cx, value, idx) for idx in at])
-  for idx, s in zip(at, parts):
+  for idx, s in zip(at, _scalars(cx, value, {}, probe=False)):
     scalar_store(cx, view(cx, ref, idx, ref.name), s)
 
 
