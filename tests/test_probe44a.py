@@ -3,7 +3,8 @@ statistics over a middle run of axes of a 4-D tile meeting each other (ml.logsum
 its log-sum) go through SMEM as one alone does (it was MG204 naming the internal (2, 1, 1, 64) statistic); a
 statistic over a middle axis keeping too few elements for a register tensor ((2, 1, 32) of a (2, 8, 32) tile) is
 also computed spread back along its axis, so v - m, softmax, log_softmax, var, std, logsumexp and argmax over it
-compute (they were MG204), so does one over a run of middle axes of a 4-D tile, and loops carry them (as their
+compute (they were MG204), so does one over a run of middle axes of a 4-D tile (and one over its outer axes, as
+the (0, 2) statistic of its 3-D reshape), and loops carry them (as their
 spread tiles); storing one whole is MG204 at the store with a hint that works; a keepdims statistic
 of at most 8 elements stored whole into an output of its shape ((1, 2, 1) channel sums, (2, 1, 1) sums over two
 trailing axes) is stored an element at a time (it was MG204, with a hint to use 128-element tiles or a vector), and
@@ -127,6 +128,25 @@ def test_a_small_statistic_over_a_middle_axis_or_run_of_a_4d_tile_broadcasts_bac
   x, y = _rand((2, 2, 8, 16), 3), _rand((2, 4, 8, 32), 10)
   _close(middle_stats_4d(x, y, interpret=True), _middle_stats_4d_want(x, y), 2e-5)
   assert "@mosaic_gpu" in _export(middle_stats_4d, S(x.shape, F32), S(y.shape, F32))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (x, x, x), grid=(1,))
+def outer_stats_4d(x, a, b, c):
+  v = x[...]                                    # (2, 2, 8, 64) over axes (0, 3): (1, 2, 8, 1), 16 elements
+  a[...] = ml.softmax(v, axis=(0, 3))
+  b[...] = (v - ml.mean(v, axis=(0, -1), keepdims=True)) / ml.std(v, axis=(0, 3), keepdims=True)
+  m = ml.max(v, axis=(0, 3))                    # (2, 8) without keepdims
+  c[...] = v - m[None, :, :, None]
+
+
+def test_a_small_statistic_over_outer_axes_of_a_4d_tile_is_the_3d_reshapes():
+  """Each was MG204 'ml.softmax over axis (0, 3) of a 4-D tensor (2, 2, 8, 64) keeps axes of sizes (2, 8): 16
+  elements', whose hint computed on the (2, 16, 64) reshape: the compiler does."""
+  x = _rand((2, 2, 8, 64), 12)
+  _close(outer_stats_4d(x, interpret=True), (jax.nn.softmax(x, (0, 3)), (x - jnp.mean(x, (0, 3), keepdims=True)) /
+                                             jnp.std(x, (0, 3), keepdims=True), x - jnp.max(x, (0, 3))[None, :, :, None]),
+         2e-5)
+  assert "@mosaic_gpu" in _export(outer_stats_4d, S(x.shape, F32))
 
 
 @mg.mgpu_kernel(out_shape=lambda x: S((2, 1, 32), F32), grid=(1,))
@@ -340,6 +360,9 @@ def test_gpu_middle_axis_and_middle_run_statistics_match_jnp():
   _close(middle_stats_4d(x, y), _middle_stats_4d_want(x, y), 2e-5)
   x = _rand((8, 4, 8), 5)
   _close([narrow_max_fixed(x)[:, 0, :]], [jnp.max(x, 1)])
+  x = _rand((2, 2, 8, 64), 12)
+  _close(outer_stats_4d(x), (jax.nn.softmax(x, (0, 3)), (x - jnp.mean(x, (0, 3), keepdims=True)) /
+                             jnp.std(x, (0, 3), keepdims=True), x - jnp.max(x, (0, 3))[None, :, :, None]), 2e-5)
   x = _rand((3, 2, 8, 32), 9)
   _close(running_middle_stats(x), _running_middle_stats_want(x))
 

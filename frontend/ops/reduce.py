@@ -163,6 +163,12 @@ def reduce(cx, kind: ReduceKind, x, axis, keepdims, what=None):
   if (spread := spread_reduce(cx, kind, x, axes, keepdims, what, _small_result_hint(cx, given, shape, axes, what,
                                                                                      False))) is not None:
     return spread          # (a middle axis whose kept part is too small: spread back along it, ops/spread.py)
+  if (outer := _outer_runs(shape, axes)) is not None:
+    # (leading and trailing runs around a kept middle too small for a register tensor of its axes: the (0, 2)
+    # reduction of the 3-D reshape, whose kept middle is a vector, reshaped to the statistic's shape)
+    res = reduce(cx, kind, reshape_(cx, x, outer), (0, 2), False, what)
+    back = tuple(1 if i in axes else n for i, n in enumerate(shape) if keepdims or i not in axes)
+    return cx.b.emit(Reshape, res, loc=cx.loc, types=[TensorType(back, res.type.dtype)], names=[res.name]).result
   if (hint := _small_result_hint(cx, given, shape, axes, what, keepdims)) is not None:
     # (a result of two or more axes with fewer than 128 elements, over axes no 2-D reshape reduces)
     kept = tuple(n for i, n in enumerate(shape) if i not in axes)
@@ -269,6 +275,18 @@ def _few_hint(cx, x, shape, axes, what):
   return (f"compute each element as the full reduction of the elements it keeps and store it alone, {loops}out[{', '.join(names)}] ="
           f" {_as_call(what)}({src}, where={mask}); or keep the reduced axes, keepdims=True, for a statistic that"
           f" broadcasts back against {src}")
+
+
+def _outer_runs(shape, axes):
+  """The 3-D shape (leading, kept, trailing) of a reduction over a leading and a trailing run of 4 or more axes
+  around kept ones holding fewer elements than a register tensor of their axes ((0, 3) of a (2, 2, 8, 64) tile: (2,
+  16, 64)), where that shape's (0, 2) reduction is the compiler's; None for any other."""
+  n, kept = len(shape), [i for i in range(len(shape)) if i not in axes]
+  if n < 4 or len(kept) < 2 or kept[0] == 0 or kept[-1] == n - 1 or kept[-1] - kept[0] + 1 != len(kept) or not (
+      math.prod(shape[i] for i in kept) % hw.WARPGROUP):
+    return None
+  out = (math.prod(shape[:kept[0]]), math.prod(shape[i] for i in kept), math.prod(shape[kept[-1] + 1:]))
+  return out if _split_order(out, (0, 2)) is not None and hw.rows_fit(out[1], out[2]) else None
 
 
 def _split_order(shape, axes):
