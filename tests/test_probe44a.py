@@ -1,16 +1,17 @@
-"""Probe 44a (row statistics of 3-D and 4-D tiles, as softmax, layer norm and attention users write them): two
-statistics over a middle run of axes of a 4-D tile meeting each other (ml.logsumexp(v, axis=(1, 2)): its max and
-its log-sum) go through SMEM as one alone does (it was MG204 naming the internal (2, 1, 1, 64) statistic); a
-statistic over a middle axis keeping too few elements for a register tensor ((2, 1, 32) of a (2, 8, 32) tile) is
-also computed spread back along its axis, so v - m, softmax, log_softmax, var, std, logsumexp and argmax over it
-compute (they were MG204), so does one over a run of middle axes of a 4-D tile (and one over its outer axes, as
-the (0, 2) statistic of its 3-D reshape), and loops carry them (as their
-spread tiles); storing one whole is MG204 at the store with a hint that works; a keepdims statistic
-of at most 8 elements stored whole into an output of its shape ((1, 2, 1) channel sums, (2, 1, 1) sums over two
-trailing axes) is stored an element at a time (it was MG204, with a hint to use 128-element tiles or a vector), and
-loops carry one packed into a vector (MG204 at its ml.zeros); a
-mask of per-row lengths too small for a register tensor ((2, 8, 1)) gets a hint that broadcasts it to the tile it
-meets (its hint repeated the lengths with ml.concatenate, which two elements do not take)."""
+"""Probe 44a (row statistics of 3-D and 4-D tiles, as softmax, layer norm and attention users write them).
+
+- Two statistics over a middle run of axes of a 4-D tile meeting each other (ml.logsumexp(v, axis=(1, 2)): its max
+  and log-sum) go through SMEM as one alone does (it was MG204 naming the internal (2, 1, 1, 64) statistic).
+- A statistic over a middle axis (or run of them) keeping too few elements for a register tensor ((2, 1, 32) of a
+  (2, 8, 32) tile) is also computed spread back along its axis, so v - m, softmax, log_softmax, var, std, logsumexp
+  and argmax over it compute (they were MG204), loops carry it as its spread tile, and storing it whole is MG204 at
+  the store with a hint that works; one over the outer axes of a 4-D tile is the (0, 2) one of its 3-D reshape.
+- A keepdims statistic of at most 8 elements stored whole into an output of its shape ((1, 2, 1) channel sums,
+  (2, 1, 1) sums over two trailing axes) is stored an element at a time (it was MG204 with a generic hint), and
+  loops carry one packed into a vector (MG204 at its ml.zeros).
+- A mask of per-row lengths too small for a register tensor ((2, 8, 1)) gets a hint that broadcasts it to the tile
+  it meets (its hint repeated the lengths with ml.concatenate, which two elements do not take).
+"""
 import jax
 import jax.numpy as jnp
 import numpy as np
