@@ -156,6 +156,12 @@ def middle_max_stored(x, o):
   o[...] = ml.max(v, axis=1, keepdims=True)   # middle max stored
 
 
+@mg.mgpu_kernel(out_shape=lambda x: S((1,), F32), grid=(1,))
+def middle_max_summed(x, o):
+  m = ml.max(x[...], axis=1, keepdims=True)
+  o[0] = ml.sum(m) + ml.sum(m.reshape(64))   # middle max summed
+
+
 @mg.mgpu_kernel(out_shape=lambda x: S((2, 32), F32), grid=(1,))
 def middle_max_fixed(x, out):
   for i in ml.static_range(2):
@@ -186,6 +192,14 @@ def test_a_small_middle_axis_statistic_stored_whole_says_so_and_its_hint_works()
   assert e.hint == ("reduce each leading index apart, read 2-D from its ref: for i in ml.static_range(2): out.at[i][...]"
                     " = ml.max(x.at[i][...], axis=0), a (32,) vector a row of an output out of shape (2, 32)")
   _close([middle_max_fixed(x, interpret=True)], [jnp.max(x, 1)])
+  with pytest.raises(mg.LayoutError) as info:     # (reduced or reshaped, it is refused in the same words)
+    middle_max_summed.check(S(x.shape, F32))
+  e = info.value
+  assert (e.lineno, e.col_offset) == (_line_of("# middle max summed"), _col_of("# middle max summed", "ml.sum(m)"))
+  assert e.message.endswith("it broadcasts back against the (2, 8, 32) tile it reduces, but no register tensor holds"
+                            " it to reduce (ml.sum)")
+  assert e.hint == ("reduce each leading index apart, read 2-D from its ref: for i in ml.static_range(2): out.at[i][...]"
+                    " = ml.max(x.at[i][...], axis=0), a (32,) vector a row of an output out of shape (2, 32)")
   x = _rand((8, 4, 8), 5)                       # rows no per-index 2-D read holds: stored broadcast back
   with pytest.raises(mg.LayoutError) as info:
     narrow_max_stored.check(S(x.shape, F32))

@@ -21,7 +21,7 @@ from .base import builtin, check_register_value, is_tensor, kind_of, shown
 from .product_hints import product_hint as _product_hint
 from .shape import READ_2D_FIRST, Reduce, ReduceKind, Reshape, reshape_
 from . import few_stats
-from .spread import rehint, spread_reduce
+from .spread import refuse, rehint, spread_reduce
 
 # ---------------------------------------------------------------- reductions
 def _axes(cx, axis, rank, what):
@@ -73,6 +73,8 @@ def reduce(cx, kind: ReduceKind, x, axis, keepdims, what=None):
   check_register_value(cx, x, what)
   if not is_tensor(x):
     return _of_scalar(cx, kind, x, axis, what)
+  if x.id in cx.b.spread:        # (a small middle-axis statistic: held spread, for broadcasting back)
+    refuse(cx, x, f"to reduce ({what})")
   shape = x.type.shape
   axes = _axes(cx, axis, len(shape), what)
   if len(axes) == len(shape) and not keepdims and len(shape) > 1 and math.prod(shape) % hw.WARPGROUP \
@@ -163,9 +165,7 @@ def reduce(cx, kind: ReduceKind, x, axis, keepdims, what=None):
   if (spread := spread_reduce(cx, kind, x, axes, keepdims, what, _small_result_hint(cx, given, shape, axes, what,
                                                                                      False))) is not None:
     return spread          # (a middle axis whose kept part is too small: spread back along it, ops/spread.py)
-  if (outer := _outer_runs(shape, axes)) is not None:
-    # (leading and trailing runs around a kept middle too small for a register tensor of its axes: the (0, 2)
-    # reduction of the 3-D reshape, whose kept middle is a vector, reshaped to the statistic's shape)
+  if (outer := _outer_runs(shape, axes)) is not None:   # (the 3-D reshape's (0, 2) vector, typed with the shape)
     res = reduce(cx, kind, reshape_(cx, x, outer), (0, 2), False, what)
     back = tuple(1 if i in axes else n for i, n in enumerate(shape) if keepdims or i not in axes)
     return cx.b.emit(Reshape, res, loc=cx.loc, types=[TensorType(back, res.type.dtype)], names=[res.name]).result
@@ -278,9 +278,8 @@ def _few_hint(cx, x, shape, axes, what):
 
 
 def _outer_runs(shape, axes):
-  """The 3-D shape (leading, kept, trailing) of a reduction over a leading and a trailing run of 4 or more axes
-  around kept ones holding fewer elements than a register tensor of their axes ((0, 3) of a (2, 2, 8, 64) tile: (2,
-  16, 64)), where that shape's (0, 2) reduction is the compiler's; None for any other."""
+  """The 3-D shape of a reduction over a leading and a trailing run of axes around kept ones too few for a register
+  tensor ((0, 3) of a (2, 2, 8, 64) tile: (2, 16, 64)) whose (0, 2) reduction the compiler takes; else None."""
   n, kept = len(shape), [i for i in range(len(shape)) if i not in axes]
   if n < 4 or len(kept) < 2 or kept[0] == 0 or kept[-1] == n - 1 or kept[-1] - kept[0] + 1 != len(kept) or not (
       math.prod(shape[i] for i in kept) % hw.WARPGROUP):

@@ -23,7 +23,7 @@ from .window_hints import register_window_hint
 from .broadcast_nd import (copied_axes, flattened_plan, flattens, index_small, small_source, trailing_first,
                            two_step_plan)
 from .scratches import row_scratch, scratch
-from .spread import broadcast as spread_broadcast, reshaped as spread_reshaped
+from .spread import broadcast as spread_broadcast, refuse as spread_refuse, reshaped as spread_reshaped
 from .elementwise_checks import method_on
 
 
@@ -329,6 +329,8 @@ def index_through_smem(cx, x, index):
   the end; a run-time one past either end is clamped; a static one past the end is an error."""
   from .memory import view
   from .transfers import load, store
+  if x.id in cx.b.spread:     # (a small middle-axis statistic, held spread for broadcasting back: ops/spread.py)
+    spread_refuse(cx, x, "to index")
   if resolve(x.type.dtype) == DType.bool_:      # through SMEM as bytes, 0 or 1
     out = via_bytes(cx, x, lambda b: index_through_smem(cx, b, index))
     if all(isinstance(i, slice) for i in index):

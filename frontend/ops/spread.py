@@ -81,19 +81,20 @@ def broadcast(cx, x, shape, dims):
   if tuple(got[0].type.shape) == tuple(shape) and len(x.type.shape) == len(shape) and tuple(dims) == tuple(
       range(len(shape))):
     return got[0]
-  return None
+  return refuse(cx, x, f"to broadcast to {tuple(shape)}")
 
 
 def reshaped(cx, x, shape):
   """`x`, a statistic of cx.b.spread, reshaped to `shape` (`m[:, None]`): recorded as spread too where that is its
   kept shape or its keepdims one."""
   from .shape import Reshape
-  out = cx.b.emit(Reshape, x, loc=cx.loc, types=[TensorType(tuple(shape), x.type.dtype)], names=[x.name]).result
   got = cx.b.spread[x.id]
   full, axes = got[0].type.shape, got[1]
-  if tuple(out.type.shape) in (tuple(1 if i in axes else n for i, n in enumerate(full)),
-                               tuple(n for i, n in enumerate(full) if i not in axes)):
-    cx.b.spread[out.id] = got
+  if tuple(shape) not in (tuple(1 if i in axes else n for i, n in enumerate(full)),
+                          tuple(n for i, n in enumerate(full) if i not in axes)):
+    refuse(cx, x, f"to reshape to {tuple(shape)}")
+  out = cx.b.emit(Reshape, x, loc=cx.loc, types=[TensorType(tuple(shape), x.type.dtype)], names=[x.name]).result
+  cx.b.spread[out.id] = got
   return out
 
 
@@ -115,18 +116,25 @@ def along(cx, operands, out, make):
 
 
 def check_store(cx, ref, value) -> None:
-  """A statistic spread along an axis stored whole: MG204 naming it, with the hint of its reduction."""
+  """A statistic spread along an axis stored whole: MG204 naming it (refuse)."""
   got = cx.b.spread.get(getattr(value, "id", None))
   if got is None or tuple(ref.type.shape) == tuple(got[0].type.shape):     # (broadcast back by the store: its tile)
     return
+  refuse(cx, value, "to store", ref.name or "out")
+
+
+def refuse(cx, value, use, out="out"):
+  """MG204 naming the spread statistic `value`, which no register tensor holds for `use` (to store, reduce,
+  reshape), with the hint of its reduction (or of storing it broadcast back into `out`)."""
+  got = cx.b.spread[value.id]
   full, axes = tuple(got[0].type.shape), got[1]
   kept = tuple(n for i, n in enumerate(full) if i not in axes)
   name = cx.named(value, "m")
   raise E.LayoutError(
       f"{name} keeps axes of sizes {kept} around the reduced {_axes_text(axes)}: {math.prod(kept)} elements, too few"
       f" for a register tensor of that shape (a multiple of {hw.WARPGROUP}); it broadcasts back against the {full}"
-      f" tile it reduces, but no register tensor holds it to store", cx.loc, hint=got[2] or _broadcast_hint(
-          name, ref.name or "out", full, axes, len(value.type.shape) == len(full)))
+      f" tile it reduces, but no register tensor holds it {use}", cx.loc, hint=got[2] or _broadcast_hint(
+          name, out, full, axes, len(value.type.shape) == len(full)))
 
 
 def _axes_text(axes) -> str:
