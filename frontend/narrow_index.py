@@ -22,7 +22,8 @@ from __future__ import annotations
 from . import errors as E
 from . import ir
 from .dtypes import DType
-from .ops.control import Condition
+from . import narrow_loops as loops
+from .ops.control import Condition, For
 from .ops.elementwise import BinOp, Binary, Cast, Constant, UnOp, Unary
 from .overflow import _index_operands, _integral, _mixes
 from .types import resolve
@@ -55,7 +56,7 @@ def _range(ranges, x):
   return None
 
 
-def _binary_range(kind, a, b):
+def _binary_range(kind, a, b, bits=32):
   (al, ah), (bl, bh) = a, b
   if kind == BinOp.ADD:
     return (al + bl, ah + bh)
@@ -64,7 +65,8 @@ def _binary_range(kind, a, b):
   if kind == BinOp.MUL:
     p = (al * bl, al * bh, ah * bl, ah * bh)
     return (min(p), max(p))
-  if kind == BinOp.SHL and 0 <= bl and bh < 32:
+  if kind == BinOp.SHL and 0 <= bl:
+    bl, bh = min(bl, bits), min(bh, bits)      # (a shift by the width or more is 0 in jnp: past any wrap)
     p = (al << bl, al << bh, ah << bl, ah << bh)
     return (min(p), max(p))
   if kind == BinOp.MOD and bl > 0:
@@ -91,30 +93,49 @@ def _src(o) -> str | None:
 
 def check_narrow_indices(kernel: ir.Kernel) -> list:
   """The errors for 8- and 16-bit index arithmetic that can wrap (see the module's docstring)."""
-  defs = ir.def_table(kernel.body)
-  ranges: dict = {}          # value id -> (lo, hi) known of a narrow integer value
-  wraps: dict = {}           # value id -> (op that may wrap, (lo, hi) of its exact result)
-  errors, reported = [], set()
-  for o in ir.walk(kernel.body):
+  w = _Walk(kernel)
+  w.block(kernel.body)
+  return w.errors
+
+
+class _Walk:
+  """The ranges of integer values in program order, loops to a fixpoint (frontend/narrow_loops.py)."""
+
+  def __init__(self, kernel):
+    self.defs = ir.def_table(kernel.body)
+    self.ranges: dict = {}          # value id -> (lo, hi) known of an integer value
+    self.wraps: dict = {}           # value id -> (op that may wrap, (lo, hi) of its exact result, dtype)
+    self.errors, self.reported = [], set()
+    self.quiet = 0                  # > 0 while a loop's body is evaluated to find its carries' ranges
+
+  def block(self, b):
+    for o in b.ops:
+      if not loops.region(self, o):
+        self.op(o)
+        for r in o.regions:
+          self.block(getattr(o, r))
+
+  def op(self, o):
+    ranges, wraps = self.ranges, self.wraps
     ops = [x for x in o.operands() if isinstance(x, ir.Value)]
     src = next((wraps[v.id] for v in ops if v.id in wraps), None)
     if src is not None:
-      used = (o.cond,) if isinstance(o, Condition) else _index_operands(o)
+      used = _used(o)
       at = src if used is None else next((wraps[v.id] for v in used if v.id in wraps), None)
-      if at is not None and id(at[0]) not in reported:
-        reported.add(id(at[0]))
-        errors.append(_error(at, o, defs))
+      if at is not None and not self.quiet and id(at[0]) not in self.reported:
+        self.reported.add(id(at[0]))
+        self.errors.append(_error(at, o, self.defs))
       if not _mixes(o):
         for r in o.results:
           if _integral(r.type.dtype):
             wraps[r.id] = src
-      continue
+      return
     if not o.results:
-      continue
+      return
     r = o.results[0]
     d = resolve(r.type.dtype)
     if not (isinstance(d, DType) and d.is_int):
-      continue
+      return
     rng = None
     if isinstance(o, Constant) and isinstance(o.value, (int, bool)):
       rng = (int(o.value), int(o.value))
@@ -125,18 +146,35 @@ def check_narrow_indices(kernel: ir.Kernel) -> list:
       rng = None if a is None else (-a[1], -a[0])
     elif isinstance(o, Binary):
       a, b = _range(ranges, o.lhs), _range(ranges, o.rhs)
-      rng = None if a is None or b is None else _binary_range(o.kind, a, b)
+      rng = None if a is None or b is None else _binary_range(o.kind, a, b, self._width(o, d))
     if rng is None:
-      continue
+      return
     lo, hi = d.int_range
     if lo <= rng[0] and rng[1] <= hi:
       ranges[r.id] = rng
     elif d.bits < 32:
-      at = _wrapping(o) or (_wrapping(defs.get(o.x.id)) if isinstance(o, Cast) and _same_span(o, defs.get(o.x.id))
-                            else None)
+      at = _wrapping(o) or (_wrapping(self.defs.get(o.x.id)) if isinstance(o, Cast) and _same_span(
+          o, self.defs.get(o.x.id)) else None)
       if at is not None:          # (else a cast that truncates on purpose: its dtype's range)
         wraps[r.id] = (at, rng, d)
-  return errors
+
+  def _width(self, o, d) -> int:
+    """The bits of the integer type `o` computes in as the user wrote it: an 8-bit operand's, where the
+    compiler widened it to int32 for the arithmetic (`1 << s[0]` of a uint8 s is uint8 arithmetic)."""
+    for x in (o.lhs, o.rhs):
+      u = _unwidened(x, o, self.defs)
+      if u is not x:
+        return _narrow(u).bits
+    return d.bits
+
+
+def _used(o):
+  """The operands of `o` that say which elements it touches or how often a loop runs (None: all)."""
+  if isinstance(o, Condition):
+    return (o.cond,)
+  if isinstance(o, For):
+    return tuple(x for x in (o.start, o.stop, o.step) if isinstance(x, ir.Value))
+  return _index_operands(o)
 
 
 def _wrapping(o):
