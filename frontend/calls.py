@@ -160,7 +160,8 @@ class Calls:
     self._not_foreign(node, fn)     # before its arguments: plgpu.emit_pipeline(body, in_specs=[lambda...])
     if _lax_control(fn):            # before a mistake in its arguments: lax.scan(f, 0.0, jnp.arange(n))
       self._not_lax(node, fn, [self._tolerant_eval(a) for a in node.args],
-                    self.pending_name if self.pending_node is None or node is self.pending_node else "")
+                    self.pending_name if self.pending_node is None or node is self.pending_node else "",
+                    {k.arg: self._tolerant_eval(k.value) for k in node.keywords if k.arg})
     if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
       return self.call(*self._spread(node, fn))
     args = [self.eval(a) for a in node.args]
@@ -210,15 +211,17 @@ class Calls:
     except E.KernelError:
       return None
 
-  def _not_lax(self, node, fn, args, target):
+  def _not_lax(self, node, fn, args, target, kwargs=None):
     """KernelTypeError at a call of JAX's control flow (lax.scan, fori_loop, ...), with the Python
-    statement that does its work, written with the call's own arguments."""
+    statement that does its work, written with the call's own arguments (keywords too)."""
     if not _lax_control(fn):
       return
+    plain = all(k.arg for k in node.keywords) and not any(isinstance(a, ast.Starred) for a in node.args)
     raise E.KernelTypeError(
         f"{self.text(node.func)} is JAX's control flow, which a kernel writes in Python", self.loc(node),
-        hint=control_hint(fn.__name__, [self.text(a) for a in node.args] if not node.keywords else [], args,
-                          target, frozenset(re.findall(r"[A-Za-z_]\w*", "\n".join(self.src.lines))))
+        hint=plain and control_hint(fn.__name__, [self.text(a) for a in node.args], args, target,
+                                    frozenset(re.findall(r"[A-Za-z_]\w*", "\n".join(self.src.lines))),
+                                    {k.arg: self.text(k.value) for k in node.keywords}, kwargs)
         or LAX_CONTROL[fn.__name__])
 
   def _not_foreign(self, node, fn):
@@ -259,7 +262,7 @@ class Calls:
       return fn.apply(cx, args, kwargs)
     if isinstance(fn, _Method):
       return fn.fn.apply(cx, [fn.value, *args], kwargs)
-    self._not_lax(node, fn, args, cx.name if own else "")
+    self._not_lax(node, fn, args, cx.name if own else "", kwargs)
     if fn in (builtins.int, builtins.float) and len(args) == 1 and not kwargs and is_value(args[0]):
       x = args[0]              # int(x) / float(x) of a register value: a cast to the kernel's 32 bits
       if isinstance(x.type, RefType):

@@ -53,10 +53,41 @@ def _kernel_spelling(text: str) -> str:
   return re.sub(r"\b(?:jnp|np|jax\.numpy)\.(zeros|full|arange)\(", r"ml.\1(", text)
 
 
-def control_hint(name, pos, args, target, taken=frozenset()) -> str | None:
-  """`name`(...) with positional arguments `pos` (as written) and `args` (their values); `target`:
-  the name its result is bound to, if any; `taken`: the names of the kernel's file, which a loop
-  counter the hint introduces avoids. None where the call's form is not plain."""
+# the parameters of JAX's control flow a hint is written from, in order (jax.lax's names), and those it may leave out
+_PARAMS = {"fori_loop": ("lower", "upper", "body_fun", "init_val"), "while_loop": ("cond_fun", "body_fun", "init_val"),
+           "scan": ("f", "init", "xs", "length", "reverse")}
+_IGNORED = {"fori_loop": ("unroll",), "scan": ("unroll",)}
+_DEFAULTS = {"xs": "None", "length": "None", "reverse": "False"}
+
+
+def _positional(name, pos, args, kw, kw_args):
+  """`name`'s arguments as positional ones (texts and values), its keywords put in their places
+  (lax.scan(f, init, xs, length=n, reverse=True)); None where a keyword is not one the hint reads."""
+  params = _PARAMS.get(name)
+  if not kw:
+    return pos, args
+  if params is None or any(k not in params[len(pos):] and k not in _IGNORED.get(name, ()) for k in kw):
+    return None
+  texts, values = list(pos), list(args) + [None] * (len(pos) - len(args))
+  for i, p in enumerate(params[len(pos):], len(pos)):
+    if p not in kw and not any(q in kw for q in params[i + 1:]):
+      break
+    if p not in kw and p not in _DEFAULTS:
+      return None
+    texts.append(kw.get(p, _DEFAULTS.get(p)))
+    values.append((kw_args or {}).get(p))
+  return texts, values
+
+
+def control_hint(name, pos, args, target, taken=frozenset(), kw=None, kw_args=None) -> str | None:
+  """`name`(...) with positional arguments `pos` (as written) and `args` (their values), keywords `kw`
+  (as written) and `kw_args` (their values); `target`: the name its result is bound to, if any; `taken`:
+  the names of the kernel's file, which a loop counter the hint introduces avoids. None where the
+  call's form is not plain."""
+  bound = _positional(name, pos, args, kw, kw_args)
+  if bound is None:
+    return None
+  pos, args = bound
   carry = target or "carry"
   then = "" if target else f"; then use {carry} where the call stood"
   if name == "fori_loop" and len(pos) == 4:
@@ -75,13 +106,20 @@ def control_hint(name, pos, args, target, taken=frozenset()) -> str | None:
     ops = ", ".join(p.strip() for p in pos[3:])
     return (f"if {pred}: {carry} = {_called(yes, ops)} else: {carry} = {_called(no, ops)} (a run-time if on a scalar; for"
             f" tensors, ml.where({pred}, a, b))" + _helpers(args[1:3], pos[1:3]) + then)
-  if name == "scan" and len(pos) == 3 and pos[2].strip() != "None":
-    body, init, xs = (_kernel_spelling(p) for p in pos)
+  if name == "scan" and 3 <= len(pos) <= 5 and (pos[2].strip() != "None" or len(pos) > 3 and pos[3].strip() != "None"):
+    body, init, xs = (_kernel_spelling(p) for p in pos[:3])
+    length = pos[3].strip() if len(pos) > 3 else "None"
+    reverse = len(pos) > 4 and pos[4].strip() not in ("False", "0", "None")
     i = next((n for n in ("j", "k", "step", "it", "trip") if n not in taken and n != carry), "trip")
     c = "carry" if not target or "," in target else target
     ys = target.split(",")[1].strip() if target and target.count(",") == 1 else "ys"
     counted = re.fullmatch(r"(?:ml\.arange|range)\(([^,()]+)\)", xs)     # a scan over 0..n-1: the counter itself
-    loop, x = (f"range({counted.group(1)})", i) if counted else (f"ml.static_range({xs}.shape[0])", f"{xs}[{i}]")
+    if xs == "None":                                              # lax.scan(f, init, None, length=n): no xs
+      loop, x = f"range({length})", "None"
+    else:
+      loop, x = (f"range({counted.group(1)})", i) if counted else (f"ml.static_range({xs}.shape[0])", f"{xs}[{i}]")
+    if reverse:                                                   # (ys[j] is still step j's y, as lax.scan's)
+      loop = f"reversed({loop})"
     return (f"{c} = {init}; for {i} in {loop}: {c}, y = {_called(body, f'{c}, {x}')}"
             f"; then store each step's y where {ys}[{i}] goes (out[{i}] = y, or a row of an ml.smem buffer)"
             + _helpers(args[:1], pos[:1]) + "; a running sum, product, max or min along an axis is one call,"
