@@ -250,7 +250,7 @@ def _static_int(tracer, e):
 
 def _sliced_range(tracer, node, it, loop):
   """`for i in range(a, n, s)[lo:hi:t]` of a run-time bound, a static step s > 0 and static slice parts
-  (t != 0): the range of the same elements, range(a + s * lo, ml.minimum(n, a + s * hi), s * t), a negative
+  (t != 0), or a static s < 0 with a step alone (`reversed(range(n, 0, -2))`): the range of the same elements, range(a + s * lo, ml.minimum(n, a + s * hi), s * t), a negative
   part counted from the run-time length (ml.cdiv(n - a, s)) as Python's; [::-k] counts down from the last. The bounds are evaluated once,
   before the loop. None for any other form (a static range is Python's own, sliced while tracing)."""
   from .ops import elementwise_fns as fns
@@ -267,8 +267,10 @@ def _sliced_range(tracer, node, it, loop):
   from .types import DType, resolve
   values = tracer.eval_spread(inner.args)
   step = values[2] if len(values) == 3 else 1
-  if not any(is_value(v) for v in values) or not isinstance(step, int) or isinstance(step, bool) or step <= 0:
+  if not any(is_value(v) for v in values) or not isinstance(step, int) or isinstance(step, bool) or step == 0:
     return None
+  if step < 0 and (lo, hi) != (None, None) or step < 0 and t is None:
+    return None       # (a negative step: only its reversal, `reversed(range(n, 0, -2))`, or every t-th element)
   values = [index_operand(tracer.cx(inner, values=[v], operands=[e]), v, bound=True) if not isinstance(v, bool) else v
             for v, e in zip(values, inner.args)]                  # (8- and 16-bit bounds widened to int32)
   if any(is_value(v) and resolve(v.type.dtype) == DType.u32 for v in values):
@@ -291,6 +293,12 @@ def _sliced_range(tracer, node, it, loop):
   A, B = bound(a, "start"), bound(b, "stop")
   num = lambda k: where(ast.Constant(k))
   op = lambda x, o, y: where(ast.BinOp(x, o, y))
+  if step < 0:        # range(a, b, -s)[::-t] counts up from its last element a - s * (len - 1) to a; [::t] is range(a, b, -s * t)
+    if t > 0:
+      return loop(where(ast.Call(inner.func, [A, B, num(step * t)], [])))
+    length = fn("cdiv", op(A, ast.Sub(), B), num(-step)) if step != -1 else op(A, ast.Sub(), B)
+    last = op(A, ast.Sub(), op(num(-step), ast.Mult(), op(length, ast.Sub(), num(1))))
+    return loop(where(ast.Call(inner.func, [last, op(A, ast.Add(), num(1)), num(step * t)], [])))
   length = fn("cdiv", op(B, ast.Sub(), A), num(step)) if step != 1 else op(B, ast.Sub(), A)
   if t is not None and t < 0:         # [::-k]: from the last element down, k apart
     last = op(A, ast.Add(), op(num(step), ast.Mult(), op(length, ast.Sub(), num(1))))
