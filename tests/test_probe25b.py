@@ -248,5 +248,8 @@ def test_a_slice_with_a_run_time_stop_hints_a_fixed_window_and_a_mask_in_the_use
   np.testing.assert_array_equal(got, jnp.where(jnp.arange(128)[None, :] < l[:, None], x, -1.0))
   _export(prefix_masked, S((8, 128), F32), S((8,), jnp.int32), S((8, 128), F32))
   expect(from_start, [S((8, 128), F32), S((8,), jnp.int32)], mg.KernelTypeError, "x.at[i, s[i]:]",
-         "slice bounds must be static ints: the start of s[i]: in dimension 1 of x is a run-time value",
-         hint="for a window of static size at a run-time start, use ml.ds(start, size): x.at[i, ml.ds(s[i], size)]")
+         "slice bounds must be static ints: the start of s[i]: in dimension 1 of x is a run-time value, so its length,"
+         " 128 - s[i], is one too: a window's size is fixed when the kernel is compiled",
+         hint="take a window of the 128 elements it has at most and mask it to those inside: v = x.at[i, ml.ds(s[i],"
+              " 128)].load(mask=ml.arange(128) < 128 - s[i], other=0) (the elements past them are 0); for a window of"
+              " static size at a run-time start, x.at[i, ml.ds(s[i], size)]")

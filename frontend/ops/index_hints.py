@@ -122,11 +122,19 @@ def runtime_slice_error(cx, index, d, shape, name, access="") -> E.KernelError:
   i, n = index[d], shape[d]
   start = _index_text(i.start, cx) if i.start is not None else "0"
   at = lambda win, ref=name: f"{ref}.at[{', '.join(win if k == d else _index_text(x, cx) for k, x in enumerate(index))}]"
-  if not is_value(i.stop):
+  kept = [k for k, x in enumerate(index) if not (isinstance(x, int) or is_value(x))]
+  axes = "" if len(kept) == 1 else "[" + ", ".join(":" if k == d else "None" for k in kept) + "]"
+  if not is_value(i.stop):          # x[i:] (or x[i:48]): stop - i elements, a run-time count
+    end = n if i.stop is None else max(0, min(n, i.stop if i.stop >= 0 else n + i.stop))
+    w = _window_size(end, kept)
+    mask = f"ml.arange({w}){axes} < {end} - {_operand(start)}"
     return E.KernelTypeError(
         f"slice bounds must be static ints: the start of {_index_text(i, cx)} in dimension {d} of {name} is a run-time"
-        f" value", cx.loc, hint=f"for a window of static size at a run-time start, use ml.ds(start, size):"
-                                f" {at(f'ml.ds({start}, size)')}")
+        f" value, so its length, {end} - {_operand(start)}, is one too: a window's size is fixed when the kernel is"
+        f" compiled", cx.loc,
+        hint=f"take a window of the {end} elements it has at most and mask it to those inside:"
+             f" {_masked(at(f'ml.ds({start}, {w})'), mask, access)} (the elements past them are 0);"
+             f" for a window of static size at a run-time start, {at(f'ml.ds({start}, size)')}")
   stop = _index_text(i.stop, cx)
   fixed = stop[len(start) + 3:] if stop.startswith(f"{start} + ") else ""
   made = cx.b.defining(i.stop) if is_value(i.start) else None      # p:p + new.shape[0], the sum traced
@@ -137,8 +145,6 @@ def runtime_slice_error(cx, index, d, shape, name, access="") -> E.KernelError:
   length = fixed_length(cx, i.start, i.stop)
   if not fixed.isdigit() and length is not None and length > 0:    # Triton's pid * B:(pid + 1) * B
     fixed = str(length)
-  kept = [k for k, x in enumerate(index) if not (isinstance(x, int) or is_value(x))]
-  axes = "" if len(kept) == 1 else "[" + ", ".join(":" if k == d else "None" for k in kept) + "]"
   if fixed.isdigit() and 0 < int(fixed) <= n:      # l[i]:l[i] + 8: a fixed size at a run-time start
     inside = f"({start} + ml.arange({fixed})){axes} < {n}" if axes else f"{start} + ml.arange({fixed}) < {n}"
     return E.KernelTypeError(
