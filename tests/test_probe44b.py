@@ -1,0 +1,278 @@
+"""Probe 44b (control flow and integer index arithmetic in data-dependent kernels): the 8/16-bit wrap check
+follows values a loop carries (a uint8 counter of a while loop, a for loop's running count) and narrows them
+by the loop's condition and an if's test (frontend/narrow_loops.py); a left shift by a run-time amount names
+the first value past its dtype; lax.scan with keywords gets the loop hint; `reversed(range(n, 0, -2))` of a
+run-time n runs; `x[i:]` at a run-time i hints the masked window of the elements it has."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax import lax
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+
+S = jax.ShapeDtypeStruct
+F32, U8 = jnp.float32, jnp.uint8
+
+
+def _line_of(text):
+  with open(__file__) as f:
+    return next(n for n, line in enumerate(f, 1) if text in line and "_line_of" not in line)
+
+
+def _col_of(text):
+  with open(__file__) as f:
+    line = next(line for line in f if text in line and "_line_of" not in line and "_col_of" not in line)
+  return line.index(text)
+
+
+def _expect(kernel, specs, at, message, hint=None, cls=mg.KernelTypeError):
+  with pytest.raises(cls) as info:
+    kernel.check(*specs)
+  e = info.value
+  assert (e.lineno, e.col_offset) == (_line_of(at), _col_of(at)), e
+  assert e.message == message, e.message
+  if hint is not None:
+    assert e.hint == hint, e.hint
+  return e
+
+
+def _wrap_message(text, name, rng, past, use, line, bound):
+  return (f"{text} is computed in {name} ({rng}), where it can reach {past} and wrap (as jnp's {name} arithmetic"
+          f" does), and {use} at line {line} use{'' if use == 'the loop' else 's'} it as {bound}")
+
+
+# ---------------------------------------------------------------- narrow counters a loop carries
+@mg.mgpu_kernel(out_shape=lambda x, s: S((1,), x.dtype))
+def while_steps_past(x, s, out):
+  i = s[0]
+  acc = 0.0
+  while i < 200:                                       # the stepping condition
+    acc += x[i]
+    i = i + 100                                        # 199 + 100 wraps to 43: the loop goes on
+  out[0] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda x, s: S((1,), x.dtype))
+def for_counts_past(x, s, out):
+  c = s[0] * 0
+  acc = 0.0
+  for k in range(300):
+    acc += x[c]                                        # the count read
+    c = c + 1                                          # 300 trips: c wraps at 255
+  out[0] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda x, n: S((4,), x.dtype))
+def counters_in_range(x, n, out):
+  """uint8 counters that never leave uint8: bounded by the while condition, a short static loop, an if."""
+  i = n[0] * 0
+  a = 0.0
+  while i < n[0]:
+    a += x[i + 1]                                      # i <= 254 here: i + 1 <= 255
+    i += 1
+  c = n[0] * 0
+  b = 0.0
+  for k in range(4):
+    c = c + 1
+    b += x[c]                                          # c <= 4
+  k = n[1]
+  d = 0.0
+  while k:
+    d += x[k - 1]                                      # k >= 1 here
+    k = k - 1
+  j = n[2]
+  e = 0.0
+  for t in range(n[3]):
+    if j < 100:
+      j = j + 1                                        # j <= 99 here
+    e += x[j]
+  out[0] = a
+  out[1] = b
+  out[2] = d
+  out[3] = e
+
+
+def _counters_want(x, n):
+  n = [int(v) for v in n]
+  j, e = n[2], 0.0
+  for _ in range(n[3]):
+    j = j + 1 if j < 100 else j
+    e += x[j]
+  return [x[1:n[0] + 1].sum(), x[1:5].sum(), x[:n[1]].sum(), e]
+
+
+def test_loop_carried_narrow_counters_wrap_check():
+  """The while loop's `i + 100` (carried round to its condition) and the for loop's `c + 1` (carried to the
+  next trip's read) were not reported; the in-range counters of `counters_in_range` were (i + 1, c + 1: can
+  reach 256), or would have been once carries were followed without the loop's condition and trip count."""
+  rng = "0..255"
+  _expect(while_steps_past, [S((1024,), F32), S((1,), U8)], "i + 100",
+          _wrap_message("i + 100", "uint8", rng, 299, "the while loop's condition", _line_of("the stepping cond"),
+                        "a bound"),
+          "widen it before the arithmetic: i.astype(jnp.int32) + 100 (an index in uint8 is widened to int32 only"
+          " where it is used, after the arithmetic)")
+  _expect(for_counts_past, [S((1024,), F32), S((1,), U8)], "c + 1",
+          _wrap_message("c + 1", "uint8", rng, 256, "the window", _line_of("the count read"), "an index"))
+  x = np.random.default_rng(0).standard_normal(1024).astype(np.float32)
+  for n in ([0, 0, 0, 0], [7, 3, 98, 5], [255, 255, 200, 3], [3, 1, 250, 0]):
+    got = counters_in_range(jnp.asarray(x), jnp.array(n, U8), interpret=True)
+    np.testing.assert_allclose(np.asarray(got), _counters_want(x, n), rtol=1e-5, atol=1e-5)
+  counters_in_range.check(S((1024,), F32), S((4,), U8))
+
+
+# ---------------------------------------------------------------- a shift by a run-time amount
+@mg.mgpu_kernel(out_shape=lambda x, s: S((64,), x.dtype))
+def shifted_window(x, s, out):
+  out[...] = x.at[ml.ds(1 << s[0], 64)][...]          # the shifted window
+
+
+@pytest.mark.parametrize("dtype,past", [(jnp.uint8, 256), (jnp.int8, 256), (jnp.int16, 65536), (jnp.uint16, 65536)])
+def test_a_run_time_shift_names_the_first_value_past_its_dtype(dtype, past):
+  """`1 << s[0]` of a uint8 s said "can reach 2147483647" (int32's end, where jnp computes in uint8); of an int16
+  or uint16 s it was not reported (1 << 15 is -32768 in int16, 1 << 16 is 0)."""
+  info = jnp.iinfo(dtype)
+  name = jnp.dtype(dtype).name
+  _expect(shifted_window, [S((1 << 17,), F32), S((1,), dtype)], "1 << s[0]",
+          _wrap_message("1 << s[0]", name, f"{info.min}..{info.max}", past, "the window",
+                        _line_of("the shifted window"), "an index"),
+          f"widen it before the arithmetic: 1 << s[0].astype(jnp.int32) (an index in {name} is widened to int32 only"
+          " where it is used, after the arithmetic)")
+
+
+# ---------------------------------------------------------------- lax.scan with keywords
+@mg.mgpu_kernel(out_shape=lambda x: S((64,), x.dtype))
+def scan_by_length(x, out):
+  def step(c, _):
+    return c * 2.0, None
+  acc, _ = lax.scan(step, x[...], None, length=4)      # the counted scan
+  out[...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((64,), x.dtype))
+def scan_reversed(x, out):
+  acc, ys = lax.scan(lambda c, r: (c + r, c), ml.zeros((64,), F32), xs=x[...], reverse=True, unroll=2)  # the reversed
+  out[...] = acc
+
+
+def test_lax_scan_with_keywords_gets_the_loop_hint():
+  """lax.scan(f, init, None, length=n) and lax.scan(f, init, xs=..., reverse=True) got the generic hint."""
+  message = "lax.scan is JAX's control flow, which a kernel writes in Python"
+  tail = ("; then store each step's y where ys[trip] goes (out[trip] = y, or a row of an ml.smem buffer); a running sum,"
+          " product, max or min along an axis is one call, ml.cumsum(x, axis=0) (ml.cumprod, ml.cummax, ml.cummin)")
+  _expect(scan_by_length, [S((64,), F32)], "lax.scan(step", message,
+          "carry = x[...]; for trip in range(4): carry, y = step(carry, None)" + tail)
+  _expect(scan_reversed, [S((16, 64), F32)], "lax.scan(lambda c, r", message,
+          "carry = ml.zeros((64,), F32); for trip in reversed(ml.static_range(x[...].shape[0])): carry, y = (lambda c, r:"
+          " (c + r, c))(carry, x[...][trip])" + tail)
+
+
+# ---------------------------------------------------------------- reversed ranges of a negative step
+@mg.mgpu_kernel(out_shape=lambda x, n: S((4,), x.dtype))
+def reversed_descending(x, n, out):
+  a = 0.0
+  for i in reversed(range(n[0], 0, -2)):               # the reversed countdown
+    a = a * 2.0 + x[i]
+  b = 0.0
+  for i in range(n[0], n[1], -3)[::-2]:
+    b = b * 2.0 + x[i]
+  c = 0.0
+  for i in range(n[0], n[1], -1)[::2]:
+    c = c * 2.0 + x[i]
+  d = 0.0
+  for i in reversed(range(n[0], n[1], -1)):
+    d = d * 2.0 + x[i]
+  out[0] = a
+  out[1] = b
+  out[2] = c
+  out[3] = d
+
+
+def _reversed_want(x, n):
+  out = []
+  for it in (reversed(range(n[0], 0, -2)), range(n[0], n[1], -3)[::-2], range(n[0], n[1], -1)[::2],
+             reversed(range(n[0], n[1], -1))):
+    a = 0.0
+    for i in it:
+      a = a * 2.0 + x[i]
+    out.append(a)
+  return np.array(out, np.float32)
+
+
+_COUNTDOWNS = ([9, 2], [10, 0], [0, 5], [1, 1], [12, -1], [63, 40])
+
+
+def test_reversed_range_of_a_negative_step_runs():
+  """Was MG001 "reversed() cannot take a runtime loop: range(n[0], 0, -2) has a run-time bound"."""
+  x = (np.arange(64) % 7).astype(np.float32)
+  for n in _COUNTDOWNS:
+    for dtype in (jnp.int32, jnp.int16):
+      got = reversed_descending(jnp.asarray(x), jnp.array(n, dtype), interpret=True)
+      np.testing.assert_array_equal(np.asarray(got), _reversed_want(x, n))
+  assert "scf.for" in reversed_descending.mlir(S((64,), F32), S((2,), jnp.int32))
+
+
+@pytest.mark.gpu
+def test_reversed_range_of_a_negative_step_gpu():
+  x = (np.arange(64) % 7).astype(np.float32)
+  for n in _COUNTDOWNS:
+    got = reversed_descending(jnp.asarray(x), jnp.array(n, jnp.int32))
+    np.testing.assert_array_equal(np.asarray(got), _reversed_want(x, n))
+
+
+# ---------------------------------------------------------------- x[i:] at a run-time i
+@mg.mgpu_kernel(out_shape=lambda x, s: S((8, 128), x.dtype))
+def tails(x, s, out):
+  for r in range(8):
+    out[r, :] = x[r, s[r]:100]                         # the tail slice
+
+
+@mg.mgpu_kernel(out_shape=lambda x, s: S((8, 128), x.dtype))
+def tails_masked(x, s, out):
+  for r in range(8):
+    v = x.at[r, ml.ds(s[r], 104)].load(mask=ml.arange(104) < 100 - s[r], other=0)
+    out[r, :] = ml.zeros((128,), F32)
+    out[r, ml.ds(0, 104)] = v
+
+
+@mg.mgpu_kernel(out_shape=lambda x, s: S((64,), x.dtype))
+def tail_to_end(x, s, out):
+  out[...] = x[s[0]:]                                  # the open tail
+
+
+def _tails_want(x, s):
+  want = np.zeros((8, 128), np.float32)
+  for r in range(8):
+    want[r, :100 - s[r]] = x[r, s[r]:100]
+  return want
+
+
+_TAIL_STARTS = np.array([0, 1, 5, 64, 99, 100, 3, 50], np.int32)
+
+
+def test_a_slice_from_a_run_time_start_hints_its_masked_window():
+  """`x[i:]` and `x[i:100]` hinted ml.ds(i, size), the size left to the user."""
+  _expect(tails, [S((8, 128), F32), S((8,), jnp.int32)], "x[r, s[r]:100]",
+          "slice bounds must be static ints: the start of s[r]:100 in dimension 1 of x is a run-time value, so its"
+          " length, 100 - s[r], is one too: a window's size is fixed when the kernel is compiled",
+          "take a window of the 100 elements it has at most and mask it to those inside: v = x.at[r, ml.ds(s[r],"
+          " 104)].load(mask=ml.arange(104) < 100 - s[r], other=0) (the elements past them are 0); for a window of"
+          " static size at a run-time start, x.at[r, ml.ds(s[r], size)]")
+  _expect(tail_to_end, [S((64,), F32), S((1,), jnp.int32)], "x[s[0]:]",
+          "slice bounds must be static ints: the start of s[0]: in dimension 0 of x is a run-time value, so its"
+          " length, 64 - s[0], is one too: a window's size is fixed when the kernel is compiled",
+          "take a window of the 64 elements it has at most and mask it to those inside: v = x.at[ml.ds(s[0],"
+          " 64)].load(mask=ml.arange(64) < 64 - s[0], other=0) (the elements past them are 0); for a window of"
+          " static size at a run-time start, x.at[ml.ds(s[0], size)]")
+  x = np.random.default_rng(1).standard_normal((8, 128)).astype(np.float32)
+  got = tails_masked(jnp.asarray(x), jnp.asarray(_TAIL_STARTS), interpret=True)
+  np.testing.assert_array_equal(np.asarray(got), _tails_want(x, _TAIL_STARTS))
+
+
+@pytest.mark.gpu
+def test_masked_tail_window_past_the_end_gpu():
+  """The hinted window reaches past the row's end (s[r] + 104 > 128): masked, element by element (may fault if not)."""
+  x = np.random.default_rng(1).standard_normal((8, 128)).astype(np.float32)
+  got = tails_masked(jnp.asarray(x), jnp.asarray(_TAIL_STARTS))
+  np.testing.assert_array_equal(np.asarray(got), _tails_want(x, _TAIL_STARTS))
