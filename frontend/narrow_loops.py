@@ -5,10 +5,12 @@ what its start and every iteration's update make it: each carry's range is its s
 what one pass over the body makes of the ranges so far, repeated to a fixpoint (for a loop of a
 static trip count, no further than it runs). A bound that moves by the same step each pass is taken
 on to where the trip count, or its dtype's end, stops it; one that has not settled after MAX_PASSES
-is its dtype's whole range. In a while loop's body a carry is narrowed by the condition that let it
-in (`i < 200`: i is at most 199 there), so `i + 1` under `while i < n` of a uint8 n does not wrap,
-and `i + 100` under `while i < 200` does. A wrap a carry takes in one iteration is the wrap of the
-next iteration's uses and of the loop's result. An `if`'s results join its branches'.
+(fewer in a loop nested in loops being solved) is its dtype's whole range. In a while loop's body a
+carry is narrowed by the condition that let it in (`i < 200`: i is at most 199 there), so `i + 1`
+under `while i < n` of a uint8 n does not wrap, and `i + 100` under `while i < 200` does; an if's
+branches see the values its test compares narrowed the same way. A wrap a carry takes in one
+iteration is the wrap of the next iteration's uses and of the loop's result (in a while loop, of the
+carries its condition bounds). An `if`'s results join its branches'.
 """
 from __future__ import annotations
 
@@ -61,8 +63,9 @@ def _loop(w, o):
   hist = [state[0]]
   passes = 0
   w.quiet += 1
+  limit = MAX_PASSES >> min(w.quiet - 1, 2)       # (a loop inside loops being solved: fewer passes each)
   while trips is None or passes < trips - 1:
-    if passes == MAX_PASSES:
+    if passes == limit:
       state = ([None if a != i else a for a, i in zip(state[0], inits)], state[1])
       break
     new = _pass(w, o, carried, inner, state, inits)
