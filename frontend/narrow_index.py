@@ -23,6 +23,7 @@ from . import errors as E
 from . import ir
 from .dtypes import DType
 from . import narrow_loops as loops
+from .ops.access import ScalarRead
 from .ops.control import Condition, For
 from .ops.elementwise import BinOp, Binary, Cast, Constant, UnOp, Unary
 from .overflow import _index_operands, _integral, _mixes
@@ -75,7 +76,8 @@ def _binary_range(kind, a, b, bits=32):
     return (0, min(h for l_, h in (a, b) if l_ >= 0))
   if kind == BinOp.SHR and 0 <= bl and bh < 32:
     return (min(al >> bl, al >> bh), max(ah >> bl, ah >> bh))
-  if kind == BinOp.FLOORDIV and bl > 0:
+  if kind == BinOp.FLOORDIV and bh > 0 and bl >= 0:
+    bl = max(bl, 1)                              # (by 0: undefined, interpret mode's error, not a range)
     q = (al // bl, al // bh, ah // bl, ah // bh)
     return (min(q), max(q))
   if kind in (BinOp.MIN, BinOp.MAX):
@@ -146,7 +148,7 @@ class _Walk:
       rng = None if a is None else (-a[1], -a[0])
     elif isinstance(o, Binary):
       a, b = _range(ranges, o.lhs), _range(ranges, o.rhs)
-      rng = None if a is None or b is None else _binary_range(o.kind, a, b, self._width(o, d))
+      rng = None if a is None or b is None else self._quotient_range(o) or _binary_range(o.kind, a, b, self._width(o, d))
     if rng is None:
       return
     lo, hi = d.int_range
@@ -157,6 +159,45 @@ class _Walk:
           o, self.defs.get(o.x.id)) else None)
       if at is not None:          # (else a cast that truncates on purpose: its dtype's range)
         wraps[r.id] = (at, rng, d)
+
+  def _quotient_range(self, o):
+    """The range of `a // b * b` (0..a: at most a), or of ml.cdiv(a, b)'s last sum (a / b's ceiling), of
+    a >= 0 and b >= 0, which interval arithmetic on `a // b` and `b` alone puts at 255 * 255 of uint8 a and b."""
+    if o.kind not in (BinOp.MUL, BinOp.ADD):
+      return None
+    ops = [self._source(x) for x in (o.lhs, o.rhs)]
+    for i, x in enumerate(ops):
+      div = self.defs.get(x.id) if isinstance(x, ir.Value) else None
+      if not (isinstance(div, Binary) and div.kind == BinOp.FLOORDIV):
+        continue
+      a, b = _range(self.ranges, div.lhs), _range(self.ranges, div.rhs)
+      if a is None or b is None or a[0] < 0 or b[0] < 0 or b[1] < 1:
+        return None
+      other = ops[1 - i]
+      if o.kind == BinOp.MUL and self._same(other, self._source(div.rhs)):
+        return (0, a[1])
+      if o.kind == BinOp.ADD and o.via[:1] == ("ml.cdiv",):
+        return (-(-a[0] // b[1]), -(-a[1] // max(b[0], 1)))
+    return None
+
+  def _same(self, x, y) -> bool:
+    """One value, or one element of an input read twice (`n[0] // n[1] * n[1]`: inputs never change)."""
+    if not (isinstance(x, ir.Value) and isinstance(y, ir.Value)):
+      return False
+    if x.id == y.id:
+      return True
+    a, b = self.defs.get(x.id), self.defs.get(y.id)
+    key = lambda r: (r.ref.id, tuple((i.start.id if isinstance(i.start, ir.Value) else i.start) for i in r.index))
+    return isinstance(a, ScalarRead) and isinstance(b, ScalarRead) and key(a) == key(b)
+
+  def _source(self, x):
+    """`x` before the casts that keep its value (8-bit arithmetic is computed in int32 and cast back)."""
+    while isinstance(x, ir.Value) and isinstance(c := self.defs.get(x.id), Cast) and not c.bitcast:
+      r, d = _range(self.ranges, c.x), resolve(x.type.dtype)
+      if r is None or not (isinstance(d, DType) and d.is_int and d.int_range[0] <= r[0] and r[1] <= d.int_range[1]):
+        break
+      x = c.x
+    return x
 
   def _width(self, o, d) -> int:
     """The bits of the integer type `o` computes in as the user wrote it: an 8-bit operand's, where the
@@ -226,4 +267,14 @@ def _operand_text(x, op, defs) -> str:
     return repr(x)
   whole = _src(op) or ""
   t = next((c for c in (_src(defs.get(x.id)), x.name) if c and c in whole), None) or x.name or "it"
-  return t if t.replace("_", "").replace(".", "").isalnum() or t.endswith("]") or t.endswith(")") else f"({t})"
+  return t if _atom(t) else f"({t})"
+
+
+def _atom(t: str) -> bool:
+  """`t` needs no parentheses before `.astype(...)` (a name, `s[0]`, `f(x)`, `x.y`; not `n // d`)."""
+  import ast
+  try:
+    node = ast.parse(t, mode="eval").body
+  except SyntaxError:
+    return False
+  return isinstance(node, (ast.Name, ast.Subscript, ast.Call, ast.Attribute, ast.Constant))    # (-1 is a UnaryOp)

@@ -276,3 +276,45 @@ def test_masked_tail_window_past_the_end_gpu():
   x = np.random.default_rng(1).standard_normal((8, 128)).astype(np.float32)
   got = tails_masked(jnp.asarray(x), jnp.asarray(_TAIL_STARTS))
   np.testing.assert_array_equal(np.asarray(got), _tails_want(x, _TAIL_STARTS))
+
+
+# ---------------------------------------------------------------- ml.cdiv and a // b * b of narrow run-time values
+@mg.mgpu_kernel(out_shape=lambda x, n: S((2,), x.dtype), grid=(1,))
+def narrow_tiles(x, n, out):
+  acc = 0.0
+  for t in range(ml.cdiv(n[0], n[1])):                 # the narrow tile count
+    acc += x[t]
+  out[0] = acc
+  out[1] = x[n[0] // n[1] * n[1]]                      # rounded down to a multiple: at most n[0]
+
+
+@mg.mgpu_kernel(out_shape=lambda x, n: S((1,), x.dtype), grid=(1,))
+def narrow_quotient_product(x, n, out):
+  out[0] = x[n[2] // n[1] * n[0]]                      # the quotient times another
+
+
+@pytest.mark.parametrize("dtype", [jnp.uint8, jnp.int8, jnp.int16, jnp.uint16])
+def test_narrow_cdiv_and_round_down_are_not_wraps(dtype):
+  """ml.cdiv(n[0], n[1]) of uint8 n was MG003 "ml.cdiv(n[0], n[1]) is computed in uint8 (0..255), where it can
+  reach 65025", its hint `ml.cdiv(n[0], n[1]).astype(jnp.int32) * n[1]` the compiler's own arithmetic: its
+  product q * b is at most a; so is `a // b * b` (a division by a divisor that may be 0 divides by 1 at least)."""
+  narrow_tiles.check(S((1 << 16,), F32), S((2,), dtype))
+  name = jnp.dtype(dtype).name
+  info = jnp.iinfo(dtype)
+  past = info.max * info.max
+  _expect(narrow_quotient_product, [S((1 << 16,), F32), S((3,), dtype)], "n[2] // n[1] * n[0]",
+          _wrap_message("n[2] // n[1] * n[0]", name, f"{info.min}..{info.max}", past, "the window",
+                        _line_of("the quotient times another"), "an index"),
+          f"widen it before the arithmetic: (n[2] // n[1]).astype(jnp.int32) * n[0] (an index in {name} is widened to"
+          " int32 only where it is used, after the arithmetic)")
+
+
+def test_narrow_cdiv_runs_and_names_itself_dividing_by_zero():
+  x = np.arange(256, dtype=np.float32)
+  got = narrow_tiles(jnp.asarray(x), jnp.array([250, 7], U8), interpret=True)
+  np.testing.assert_array_equal(np.asarray(got), [x[:36].sum(), x[245]])
+  with pytest.raises(mg.InterpretError) as info:      # (8-bit: was "integer // by zero", not the call's name)
+    narrow_tiles(jnp.asarray(x), jnp.array([250, 0], U8), interpret=True)
+  e = info.value
+  assert e.message == "ml.cdiv by zero (undefined on the GPU)", e.message
+  assert (e.lineno, e.col_offset) == (_line_of("the narrow tile count"), _col_of("ml.cdiv(n[0], n[1])"))

@@ -223,9 +223,10 @@ def cdiv(cx, a, b):
                             hint=f"divide by a positive constant; {divisor_guard(texts[0], '', 'd', 'ml.cdiv')}")
   # floor(a / b), plus one where b does not divide a: `(a + b - 1) // b` would wrap for an `a` within
   # b - 1 of its type's largest value (a run-time size near 2**31 gave a negative tile count)
+  # (each op names ml.cdiv: frontend/narrow_index.py knows q * b is at most a, and the sum a / b's ceiling)
   q = binary(cx, BinOp.FLOORDIV, a, b, via=("ml.cdiv",) + texts)
-  inexact = compare(cx, CmpOp.NE, binary(cx, BinOp.MUL, q, b), a)
-  return binary(cx, BinOp.ADD, q, astype(cx, inexact, resolve(q.type.dtype)))
+  inexact = compare(cx, CmpOp.NE, binary(cx, BinOp.MUL, q, b, via=("ml.cdiv",) + texts), a)
+  return binary(cx, BinOp.ADD, q, astype(cx, inexact, resolve(q.type.dtype)), via=("ml.cdiv",) + texts)
 
 
 @builtin
