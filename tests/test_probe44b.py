@@ -213,6 +213,57 @@ def test_reversed_range_of_a_negative_step_runs():
   assert "scf.for" in reversed_descending.mlir(S((64,), F32), S((2,), jnp.int32))
 
 
+@mg.mgpu_kernel(out_shape=lambda x, n: S((1,), F32), grid=(1,))
+def reversed_pipelined(x, n, out):
+  b = 0.0
+  for i in reversed(ml.range(n[0], 0, -3)):            # the reversed runtime loop
+    b = b * 0.5 + x[i]
+  out[0] = b
+
+
+@mg.mgpu_kernel(out_shape=lambda x, n: S((1,), F32), grid=(1,))
+def reversed_uint32(x, n, out):
+  b = 0.0
+  for i in reversed(range(2, n[0], 3)):                # the reversed uint32 range
+    b = b * 0.5 + x[i]
+  out[0] = b
+
+
+@mg.mgpu_kernel(out_shape=lambda x, n: S((1,), F32), grid=(1,))
+def reversed_hint_followed(x, n, out):
+  b = 0.0
+  for k in range(ml.cdiv(n[0], 3)):
+    i = n[0] - (ml.cdiv(n[0], 3) - 1 - k) * 3
+    b = b * 0.5 + x[i]
+  out[0] = b
+
+
+def test_reversed_stepped_runtime_loop_hints_its_elements():
+  """reversed(ml.range(n, 0, -3)) hinted `for k in range(n): c = n - 1 - k` (every element, not every third),
+  and reversed(range(2, n, 3)) of a uint32 n (which the count-up form would wrap at n = 0) the same."""
+  up = "reversed() cannot take a runtime loop: {} {}, and a runtime loop only counts upwards over its own index"
+  _expect(reversed_pipelined, [S((256,), F32), S((1,), jnp.int32)], "reversed(ml.range(n[0], 0, -3))",
+          up.format("ml.range(n[0], 0, -3)", "is a runtime loop"),
+          "count upwards and compute the descending index inside: for k in range(ml.cdiv(n[0], 3)): i = n[0] -"
+          " (ml.cdiv(n[0], 3) - 1 - k) * 3", cls=mg.UnsupportedSyntaxError)
+  _expect(reversed_uint32, [S((256,), F32), S((1,), jnp.uint32)], "reversed(range(2, n[0], 3))",
+          up.format("range(2, n[0], 3)", "has a run-time bound"),
+          "convert the uint32 bounds to int32, which it takes: for i in reversed(range(2, n[0].astype(jnp.int32), 3))",
+          cls=mg.UnsupportedSyntaxError)
+  x = np.random.default_rng(2).standard_normal(256).astype(np.float32)
+  for n in (0, 1, 3, 100):
+    want = 0.0
+    for i in reversed(range(n, 0, -3)):
+      want = want * 0.5 + x[i]
+    got = reversed_hint_followed(jnp.asarray(x), jnp.array([n], jnp.int32), interpret=True)
+    np.testing.assert_allclose(np.asarray(got)[0], want, rtol=1e-6, atol=1e-6)
+    got = reversed_uint32(jnp.asarray(x), jnp.array([n], jnp.int32), interpret=True)   # (int32 bounds: it runs)
+    want = 0.0
+    for i in reversed(range(2, n, 3)):
+      want = want * 0.5 + x[i]
+    np.testing.assert_allclose(np.asarray(got)[0], want, rtol=1e-6, atol=1e-6)
+
+
 @pytest.mark.gpu
 def test_reversed_range_of_a_negative_step_gpu():
   x = (np.arange(64) % 7).astype(np.float32)
