@@ -64,9 +64,11 @@ def _loop(w, o):
   passes = 0
   w.quiet += 1
   limit = MAX_PASSES >> min(w.quiet - 1, 2)       # (a loop inside loops being solved: fewer passes each)
+  last = None         # a static trip count's carries one trip before the last, where a bound was taken on
   while trips is None or passes < trips - 1:
     if passes == limit:
       state = ([None if a != i else a for a, i in zip(state[0], inits)], state[1])
+      trips = None
       break
     new = _pass(w, o, carried, inner, state, inits)
     passes += 1
@@ -74,14 +76,19 @@ def _loop(w, o):
       break
     hist.append(new[0])
     if len(hist) >= 3:
-      ext = _extrapolate(hist[-3:], carried, None if trips is None else trips - 1 - passes)
+      left = None if trips is None else trips - 1 - passes
+      ext = _extrapolate(hist[-3:], carried, left)
       if ext is not None:
+        last = None if left is None else state[0] if left == 0 else _extrapolate(hist[-3:], carried, left - 1)
         hist.append(ext)
         new = (ext, new[1])
         if trips is not None:
           passes = trips - 1
     state = new
-  state = (state[0], _pass(w, o, carried, inner, state, inits)[1])   # (the wraps of the last range taken on)
+  # the wraps the carries take round: of the whole range taken on where the trips are not known; of a static
+  # count's, the trips before the last (the last one's updates reach only the loop's results)
+  if trips is None or last is not None:
+    state = (state[0], _pass(w, o, carried, inner, (state[0] if trips is None else last, state[1]), inits)[1])
   w.quiet -= 1
   _pass(w, o, carried, inner, state, inits)        # (the reporting pass, at the carries' fixpoint)
   ys = _yielded(body)

@@ -122,6 +122,24 @@ def test_loop_carried_narrow_counters_wrap_check():
   counters_in_range.check(S((1024,), F32), S((4,), U8))
 
 
+@mg.mgpu_kernel(out_shape=lambda x, n: S((1,), x.dtype), grid=(1,))
+def strided_int16(x, n, out):
+  j = n[0] % 1000
+  acc = 0.0
+  for k in range(8):
+    acc += x[j]                                        # at most 999 + 7 * 4000 = 28999
+    j = j + 4000                                       # 32999 after the last trip: carried to no read
+  out[0] = acc
+
+
+def test_a_static_loops_last_update_reaches_only_its_result():
+  """The last trip's `j + 4000` (32999, past int16) was taken round to the next trip's read, which never runs."""
+  strided_int16.check(S((1 << 15,), F32), S((1,), jnp.int16))
+  x = np.arange(1 << 15, dtype=np.float32)
+  got = strided_int16(jnp.asarray(x), jnp.array([1234], jnp.int16), interpret=True)
+  np.testing.assert_array_equal(np.asarray(got), [sum(x[234 + 4000 * k] for k in range(8))])
+
+
 # ---------------------------------------------------------------- a shift by a run-time amount
 @mg.mgpu_kernel(out_shape=lambda x, s: S((64,), x.dtype))
 def shifted_window(x, s, out):
