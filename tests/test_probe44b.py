@@ -177,13 +177,14 @@ def scan_reversed(x, out):
 def test_lax_scan_with_keywords_gets_the_loop_hint():
   """lax.scan(f, init, None, length=n) and lax.scan(f, init, xs=..., reverse=True) got the generic hint."""
   message = "lax.scan is JAX's control flow, which a kernel writes in Python"
-  tail = ("; then store each step's y where ys[trip] goes (out[trip] = y, or a row of an ml.smem buffer); a running sum,"
-          " product, max or min along an axis is one call, ml.cumsum(x, axis=0) (ml.cumprod, ml.cummax, ml.cummin)")
+  tail = ("; then store each step's y where ys[trip] goes (out[trip] = y, or a row of an ml.smem buffer); a running"
+          " sum, product, max or min along an axis is one call, ml.cumsum(x, axis=0) (ml.cumprod, ml.cummax,"
+          " ml.cummin)")
   _expect(scan_by_length, [S((64,), F32)], "lax.scan(step", message,
           "carry = x[...]; for trip in range(4): carry, y = step(carry, None)" + tail)
   _expect(scan_reversed, [S((16, 64), F32)], "lax.scan(lambda c, r", message,
-          "carry = ml.zeros((64,), F32); for trip in reversed(ml.static_range(x[...].shape[0])): carry, y = (lambda c, r:"
-          " (c + r, c))(carry, x[...][trip])" + tail)
+          "carry = ml.zeros((64,), F32); for trip in reversed(ml.static_range(x[...].shape[0])): carry, y ="
+          " (lambda c, r: (c + r, c))(carry, x[...][trip])" + tail)
 
 
 # ---------------------------------------------------------------- reversed ranges of a negative step
@@ -387,3 +388,19 @@ def test_narrow_cdiv_runs_and_names_itself_dividing_by_zero():
   e = info.value
   assert e.message == "ml.cdiv by zero (undefined on the GPU)", e.message
   assert (e.lineno, e.col_offset) == (_line_of("the narrow tile count"), _col_of("ml.cdiv(n[0], n[1])"))
+
+
+# ---------------------------------------------------------------- a loop bound of a one-element tile
+@mg.mgpu_kernel(out_shape=lambda x, n: S((1,), F32), grid=(1,))
+def tile_bound(x, n, out):
+  acc = 0.0
+  for i in range(n[...]):                              # the tile bound
+    acc += x[i]
+  out[0] = acc
+
+
+def test_a_one_element_tile_as_a_loop_bound_is_named():
+  """n[...] of shape (1,) was "got a register tensor of shape (1,)", its hint range(ml.max(v)) (no such v)."""
+  _expect(tile_bound, [S((64,), F32), S((1,), jnp.int32)], "range(n[...])",
+          "a loop bound must be an integer scalar, got n[...] of shape (1,)",
+          "read one element, range(n[0]), or reduce the tensor, range(ml.max(n[...]))")

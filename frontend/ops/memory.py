@@ -259,7 +259,8 @@ def _bad_loop_bound(cx, x):
         f"convert it: range({n}.astype(jnp.int32))" if sole or not written else
         f"convert it: {n}.astype(jnp.int32)"), "a loop bound")
   if is_value(x) and isinstance(x.type, TensorType):
-    text, shape = x.name or "", x.type.shape
+    written = cx.operands.get(x) if cx.operands is not None else None      # (a (1,) tile's name: n[...])
+    text, shape = x.name or written or _sole_bound(cx.loc) or "", x.type.shape
     first = ", ".join("0" for _ in shape)
     hint = (f"read one element, range({text[:-5]}[{first}]), or reduce the tensor, range(ml.max({text}))"
             if text.endswith("[...]") else
