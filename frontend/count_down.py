@@ -250,9 +250,9 @@ def _static_int(tracer, e):
 
 def _sliced_range(tracer, node, it, loop):
   """`for i in range(a, n, s)[lo:hi:t]` of a run-time bound, a static step s > 0 and static slice parts
-  (t != 0), or a static s < 0 with a step alone (`reversed(range(n, 0, -2))`): the range of the same elements, range(a + s * lo, ml.minimum(n, a + s * hi), s * t), a negative
-  part counted from the run-time length (ml.cdiv(n - a, s)) as Python's; [::-k] counts down from the last. The bounds are evaluated once,
-  before the loop. None for any other form (a static range is Python's own, sliced while tracing)."""
+  (t != 0), or a static s < 0 with a step alone (`reversed(range(n, 0, -2))`): the range of the same elements,
+  range(a + s * lo, ml.minimum(n, a + s * hi), s * t), a negative part counted from the run-time length
+  (ml.cdiv(n - a, s)) as Python's; [::-k] counts down from the last. The bounds are evaluated once, before the loop. None for any other form (a static range is Python's own, sliced while tracing)."""
   from .ops import elementwise_fns as fns
   if not (isinstance(it, ast.Subscript) and isinstance(it.value, ast.Call) and isinstance(it.slice, ast.Slice)):
     return None
@@ -293,7 +293,8 @@ def _sliced_range(tracer, node, it, loop):
   A, B = bound(a, "start"), bound(b, "stop")
   num = lambda k: where(ast.Constant(k))
   op = lambda x, o, y: where(ast.BinOp(x, o, y))
-  if step < 0:        # range(a, b, -s)[::-t] counts up from its last element a - s * (len - 1) to a; [::t] is range(a, b, -s * t)
+  if step < 0:        # range(a, b, -s)[::-t] counts up from its last element, a - s * (len - 1), to a;
+    # [::t] is range(a, b, -s * t)
     if t > 0:
       return loop(where(ast.Call(inner.func, [A, B, num(step * t)], [])))
     length = fn("cdiv", op(A, ast.Sub(), B), num(-step)) if step != -1 else op(A, ast.Sub(), B)

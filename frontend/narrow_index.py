@@ -148,7 +148,8 @@ class _Walk:
       rng = None if a is None else (-a[1], -a[0])
     elif isinstance(o, Binary):
       a, b = _range(ranges, o.lhs), _range(ranges, o.rhs)
-      rng = None if a is None or b is None else self._quotient_range(o) or _binary_range(o.kind, a, b, self._width(o, d))
+      rng = None if a is None or b is None else (
+          self._quotient_range(o) or _binary_range(o.kind, a, b, self._width(o, d)))
     if rng is None:
       return
     lo, hi = d.int_range
