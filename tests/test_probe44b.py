@@ -140,6 +140,24 @@ def test_a_static_loops_last_update_reaches_only_its_result():
   np.testing.assert_array_equal(np.asarray(got), [sum(x[234 + 4000 * k] for k in range(8))])
 
 
+@mg.mgpu_kernel(out_shape=lambda x, n: S((64,), F32), grid=(1,))
+def loop_index_narrowed(x, n, out):
+  for i in range(64):
+    out[i] = x[i.astype(jnp.uint8) * 2]                # at most 126
+  for i in range(n[0]):
+    out[i] = out[i] + x[i.astype(jnp.uint8) + 1]       # i < n[0] <= 255: at most 255
+
+
+def test_a_loop_index_cast_to_8_bits_keeps_its_range():
+  """`i.astype(jnp.uint8) * 2` of `for i in range(64)` was MG003 "can reach 510": the loop's index had int32's range."""
+  loop_index_narrowed.check(S((256,), F32), S((1,), U8))
+  x = np.arange(256, dtype=np.float32)
+  got = loop_index_narrowed(jnp.asarray(x), jnp.array([10], U8), interpret=True)
+  want = x[np.arange(64) * 2]
+  want[:10] += x[1:11]
+  np.testing.assert_array_equal(np.asarray(got), want)
+
+
 # ---------------------------------------------------------------- a shift by a run-time amount
 @mg.mgpu_kernel(out_shape=lambda x, s: S((64,), x.dtype))
 def shifted_window(x, s, out):
