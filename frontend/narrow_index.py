@@ -109,6 +109,7 @@ class _Walk:
     self.wraps: dict = {}           # value id -> (op that may wrap, (lo, hi) of its exact result, dtype)
     self.errors, self.reported = [], set()
     self.quiet = 0                  # > 0 while a loop's body is evaluated to find its carries' ranges
+    self.updates: dict = {}         # id of a value a loop's body yields -> (the carry it becomes, its start)
 
   def block(self, b):
     for o in b.ops:
@@ -126,7 +127,7 @@ class _Walk:
       at = src if used is None else next((wraps[v.id] for v in used if v.id in wraps), None)
       if at is not None and not self.quiet and id(at[0]) not in self.reported:
         self.reported.add(id(at[0]))
-        self.errors.append(_error(at, o, self.defs))
+        self.errors.append(_error(at, o, self.defs, self.updates))
       if not _mixes(o):
         for r in o.results:
           if _integral(r.type.dtype):
@@ -231,7 +232,7 @@ def _same_span(a, b) -> bool:
       lb.lineno, lb.col_offset, lb.end_col_offset)
 
 
-def _error(src, use, defs):
+def _error(src, use, defs, updates=None):
   op, (lo, hi), d = src
   text = _src(op) or "this arithmetic"
   lo_d, hi_d = d.int_range
@@ -248,12 +249,37 @@ def _error(src, use, defs):
     fix = f"{parts[0]} {sym} {parts[1]}"
   name = str(d)
   plural = what in ("the indices", "the loop's bounds")
+  carry = _carry_update(op, defs, updates or {})
+  if carry is not None:         # i = i + 7 of a counter a loop carries: widened there, the carry would change type
+    arg, start = carry
+    first = _src(defs.get(start.id)) if isinstance(start, ir.Value) else None
+    first = f"{first if _atom(first) else f'({first})'}" if first else arg.name
+    fix = (f"widen {arg.name} where it starts, before the loop: {arg.name} = {first}.astype(jnp.int32) (a value a loop"
+           f" carries keeps the type it enters with; an index in {name} is widened to int32 only where it is used,"
+           f" after the arithmetic)")
+    return E.KernelTypeError(_message(text, name, lo_d, hi_d, past, what, use, plural), op.loc, hint=fix)
   return E.KernelTypeError(
-      f"{text} is computed in {name} ({lo_d}..{hi_d}), where it can reach {past} and wrap (as jnp's {name}"
-      f" arithmetic does), and {what} at line {use.loc.lineno} use{'' if plural else 's'} it as"
-      f" {'a bound' if type(use).__name__ in _BOUNDS else 'an index'}", op.loc,
+      _message(text, name, lo_d, hi_d, past, what, use, plural), op.loc,
       hint=f"widen it before the arithmetic: {fix} (an index in {name} is widened to int32 only where it is"
            f" used, after the arithmetic)")
+
+
+def _message(text, name, lo_d, hi_d, past, what, use, plural) -> str:
+  return (f"{text} is computed in {name} ({lo_d}..{hi_d}), where it can reach {past} and wrap (as jnp's {name}"
+          f" arithmetic does), and {what} at line {use.loc.lineno} use{'' if plural else 's'} it as"
+          f" {'a bound' if type(use).__name__ in _BOUNDS else 'an index'}")
+
+
+def _carry_update(op, defs, updates):
+  """(the carry, its start) where `op`'s result (or its cast back to 8 bits) is what a loop's body yields
+  for a named carry (`i = i + 7`), else None."""
+  r = op.results[0]
+  for yid, (arg, start) in updates.items():
+    d = defs.get(yid)
+    if (yid == r.id or isinstance(d, Cast) and isinstance(d.x, ir.Value) and d.x.id == r.id) and arg.name and (
+        arg.name.isidentifier()):
+      return arg, start
+  return None
 
 
 def _unwidened(x, op, defs):

@@ -90,8 +90,11 @@ def _loop(w, o):
   if trips is None or last is not None:
     state = (state[0], _pass(w, o, carried, inner, (state[0] if trips is None else last, state[1]), inits)[1])
   w.quiet -= 1
-  _pass(w, o, carried, inner, state, inits)        # (the reporting pass, at the carries' fixpoint)
   ys = _yielded(body)
+  for a, start, y in zip(carried, o.inits, ys):
+    if isinstance(y, ir.Value):
+      w.updates[y.id] = (a, start)     # (a wrap's hint widens a counter where the loop starts it)
+  _pass(w, o, carried, inner, state, inits)        # (the reporting pass, at the carries' fixpoint)
   for j, r in enumerate(o.results):
     if isinstance(o, While):            # (what the condition last saw)
       _set(w, r, state[0][j], state[1][j])

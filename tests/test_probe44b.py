@@ -64,6 +64,26 @@ def for_counts_past(x, s, out):
   out[0] = acc
 
 
+@mg.mgpu_kernel(out_shape=lambda x, s: S((1,), x.dtype))
+def while_steps_fixed(x, s, out):
+  i = s[0].astype(jnp.int32)
+  acc = 0.0
+  while i < 200:
+    acc += x[i]
+    i = i + 100
+  out[0] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda x, s: S((1,), x.dtype))
+def for_counts_fixed(x, s, out):
+  c = (s[0] * 0).astype(jnp.int32)
+  acc = 0.0
+  for k in range(300):
+    acc += x[c]
+    c = c + 1
+  out[0] = acc
+
+
 @mg.mgpu_kernel(out_shape=lambda x, n: S((4,), x.dtype))
 def counters_in_range(x, n, out):
   """uint8 counters that never leave uint8: bounded by the while condition, a short static loop, an if."""
@@ -106,15 +126,25 @@ def _counters_want(x, n):
 def test_loop_carried_narrow_counters_wrap_check():
   """The while loop's `i + 100` (carried round to its condition) and the for loop's `c + 1` (carried to the
   next trip's read) were not reported; the in-range counters of `counters_in_range` were (i + 1, c + 1: can
-  reach 256), or would have been once carries were followed without the loop's condition and trip count."""
+  reach 256), or would have been once carries were followed without the loop's condition and trip count. A carry's
+  update is widened where the carry starts: widened in place (`i.astype(jnp.int32) + 100`) the carry changes type."""
   rng = "0..255"
   _expect(while_steps_past, [S((1024,), F32), S((1,), U8)], "i + 100",
           _wrap_message("i + 100", "uint8", rng, 299, "the while loop's condition", _line_of("the stepping cond"),
                         "a bound"),
-          "widen it before the arithmetic: i.astype(jnp.int32) + 100 (an index in uint8 is widened to int32 only"
-          " where it is used, after the arithmetic)")
+          "widen i where it starts, before the loop: i = s[0].astype(jnp.int32) (a value a loop carries keeps the type"
+          " it enters with; an index in uint8 is widened to int32 only where it is used, after the arithmetic)")
   _expect(for_counts_past, [S((1024,), F32), S((1,), U8)], "c + 1",
-          _wrap_message("c + 1", "uint8", rng, 256, "the window", _line_of("the count read"), "an index"))
+          _wrap_message("c + 1", "uint8", rng, 256, "the window", _line_of("the count read"), "an index"),
+          "widen c where it starts, before the loop: c = (s[0] * 0).astype(jnp.int32) (a value a loop carries keeps"
+          " the type it enters with; an index in uint8 is widened to int32 only where it is used, after the"
+          " arithmetic)")
+  x = np.arange(1024, dtype=np.float32)               # the hints followed
+  for s in (0, 150, 199, 255):
+    got = while_steps_fixed(jnp.asarray(x), jnp.array([s], U8), interpret=True)
+    np.testing.assert_array_equal(np.asarray(got), [sum(x[i] for i in range(s, 200, 100))])
+  got = for_counts_fixed(jnp.asarray(x), jnp.array([7], U8), interpret=True)
+  np.testing.assert_array_equal(np.asarray(got), [x[:300].sum()])
   x = np.random.default_rng(0).standard_normal(1024).astype(np.float32)
   for n in ([0, 0, 0, 0], [7, 3, 98, 5], [255, 255, 200, 3], [3, 1, 250, 0]):
     got = counters_in_range(jnp.asarray(x), jnp.array(n, U8), interpret=True)
