@@ -10,7 +10,7 @@ from . import errors as E
 from . import ir
 from .builder import Call
 from .carried import (as_value, conversion, describe, initial_value, int_float_hint, is_carriable, leaf_paths,
-                      same_type, static_equal, structure, structure_shape, weak_dtype)
+                      same_type, static_equal, structure, structure_shape, weak_dtype, widened_int_hint)
 from .env import POISON, Unbound as _Unbound, assigned_names, read_after
 from .ops import control as ctl
 from .ops.base import Num, is_value
@@ -219,6 +219,7 @@ class _Paths:
       bad = vals[k]
       before = " before the loop" + ("" if first is loop else f" at line {first.lineno}")
       hint = (int_float_hint(n, value, ln, init, bad, None, start, before) or
+              widened_int_hint(n, value, ln, init, bad, before) or
               f"convert it back after this assignment: {ln} = "
               + conversion(init.type.dtype, raw[k] if isinstance(raw[k], Num) else None).format(ln)
               if init.type.shape == bad.type.shape else f"keep {ln}'s shape fixed across iterations")

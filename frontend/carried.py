@@ -310,3 +310,17 @@ def int_float_hint(name, value, leaf_name, int_side, float_side, raw_int, start=
     return f"make it a float{where}: {fix} (a Python int makes an int32 {'tensor' if ti.shape else 'scalar'})"
   fix = rebuilt(name, value, leaf_name, "{}.astype(jnp." + dtype_name(df) + ")")
   return f"convert the integer to a float{where}: {fix}"
+
+
+def widened_int_hint(name, value, leaf_name, init, leaf, where="") -> str | None:
+  """The hint for an integer carry an iteration widens (`i = s[0]` of uint8, then `i = i.astype(jnp.int32) + 7`,
+  as the narrow-index check asks): widen it where it starts; converting it back would wrap again. None for
+  another change of type."""
+  a, b = resolve(init.type.dtype), resolve(leaf.type.dtype)
+  if not (isinstance(a, DType) and isinstance(b, DType) and a.is_int and b.is_int and a.bits < b.bits
+          and b.int_range[0] <= a.int_range[0] and a.int_range[1] <= b.int_range[1]
+          and init.type.shape == leaf.type.shape):
+    return None
+  fix = "{}.astype(jnp." + dtype_name(leaf.type.dtype) + ")"
+  return (f"widen it{where}: {rebuilt(name, value, leaf_name, fix)} (a loop carries a value in the type it enters"
+          f" with; converting it back to {dtype_name(init.type.dtype)} wraps as that type does)")

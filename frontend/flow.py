@@ -17,7 +17,7 @@ from .loop_bounds import check_static_bounds, check_while_ends, check_wrapped_ra
 from .builder import Call
 from .carried import (as_value, carries_of, carry_slices, conversion, describe, int_float_hint,
                       is_carriable, is_weak, list_change_hint, none_start_hint, rebuilt, same_type, start_kind,
-                      static_equal, structure, structure_shape)
+                      static_equal, structure, structure_shape, widened_int_hint)
 from .count_down import descending, over_rows, rebound_index, reversed_range, rewritten_iter
 from .dtypes import DType
 from .env import POISON, Unbound as _Unbound, assigned_names, atomic_targets, read_after
@@ -433,6 +433,8 @@ def _trace_body(tracer, node, loc, body: ir.Block, carries, inits, args_) -> set
                     + " (a Python int starts an int32 carry)")   # acc = 0 summing floats: converting back truncates
           elif int_float_hint(n, c.value if c.container else None, ln, init, leaf, None):
             hint = int_float_hint(n, c.value if c.container else None, ln, init, leaf, None, where=" before the loop")
+          elif widened_int_hint(n, c.value if c.container else None, ln, init, leaf, f" before the loop{first}"):
+            hint = widened_int_hint(n, c.value if c.container else None, ln, init, leaf, f" before the loop{first}")
           elif init.type.shape == leaf.type.shape:
             hint = "convert it back at the end of the body: " + rebuilt(
                 n, c.value if c.container else None, ln,

@@ -452,3 +452,37 @@ def test_a_one_element_tile_as_a_loop_bound_is_named():
   _expect(tile_bound, [S((64,), F32), S((1,), jnp.int32)], "range(n[...])",
           "a loop bound must be an integer scalar, got n[...] of shape (1,)",
           "read one element, range(n[0]), or reduce the tensor, range(ml.max(n[...]))")
+
+
+# ---------------------------------------------------------------- a narrow carry widened in the loop
+@mg.mgpu_kernel(out_shape=lambda x, s: S((1,), F32), grid=(1,))
+def carry_widened(x, s, out):
+  acc = 0.0
+  i = s[0]
+  while i < s[1]:
+    acc += x[i]
+    i = i.astype(jnp.int32) + 7                        # the widened carry
+  out[0] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda x, s: S((1,), F32), grid=(1,))
+def carry_widened_in_branch(x, s, out):
+  acc = 0.0
+  i = s[0]
+  for k in range(4):
+    if x[k] > 0.0:
+      i = i.astype(jnp.int32) + 7                      # the branch's widened carry
+    acc += x[i]
+  out[0] = acc
+
+
+def test_a_narrow_carry_widened_in_the_loop_is_widened_before_it():
+  """MG005's hint was "convert it back at the end of the body: i = i.astype(jnp.uint8)", which wraps again."""
+  hint = ("widen it before the loop: i = i.astype(jnp.int32) (a loop carries a value in the type it enters with;"
+          " converting it back to uint8 wraps as that type does)")
+  message = "i enters the loop as a uint8 scalar but an iteration makes it an int32 scalar"
+  specs = [S((1 << 16,), F32), S((2,), U8)]
+  _expect(carry_widened, specs, "i = i.astype(jnp.int32) + 7                        # the widened", message, hint,
+          cls=mg.LoopCarryTypeError)
+  _expect(carry_widened_in_branch, specs, "i = i.astype(jnp.int32) + 7                      # the branch's", message,
+          hint, cls=mg.LoopCarryTypeError)
