@@ -66,6 +66,8 @@ def _positional(name, pos, args, kw, kw_args):
   params = _PARAMS.get(name)
   if not kw:
     return pos, args
+  if name == "cond" and set(kw) == {"operand"} and len(pos) == 3:     # lax.cond(p, f, g, operand=x): JAX's old form
+    return list(pos) + [kw["operand"]], list(args) + [None] * (3 - len(args)) + [(kw_args or {}).get("operand")]
   if params is None or any(k not in params[len(pos):] and k not in _IGNORED.get(name, ()) for k in kw):
     return None
   texts, values = list(pos), list(args) + [None] * (len(pos) - len(args))

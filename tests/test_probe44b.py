@@ -222,8 +222,19 @@ def scan_reversed(x, out):
   out[...] = acc
 
 
+@mg.mgpu_kernel(out_shape=lambda x, n: S((1,), F32), grid=(1,))
+def lax_keywords(x, n, out):
+  out[0] = lax.cond(n[0] > 0, lambda a: a * 2.0, lambda a: a, operand=x[0])                 # the old cond
+
+
+@mg.mgpu_kernel(out_shape=lambda x, n: S((1,), F32), grid=(1,))
+def lax_while_keywords(x, n, out):
+  out[0] = lax.while_loop(cond_fun=lambda c: c < 10.0, body_fun=lambda c: c * 2.0, init_val=x[1])
+
+
 def test_lax_scan_with_keywords_gets_the_loop_hint():
-  """lax.scan(f, init, None, length=n) and lax.scan(f, init, xs=..., reverse=True) got the generic hint."""
+  """lax.scan(f, init, None, length=n), lax.scan(f, init, xs=..., reverse=True), lax.while_loop(cond_fun=...) and
+  lax.cond(p, f, g, operand=x) got the generic hint."""
   message = "lax.scan is JAX's control flow, which a kernel writes in Python"
   tail = ("; then store each step's y where ys[trip] goes (out[trip] = y, or a row of an ml.smem buffer); a running"
           " sum, product, max or min along an axis is one call, ml.cumsum(x, axis=0) (ml.cumprod, ml.cummax,"
@@ -233,6 +244,14 @@ def test_lax_scan_with_keywords_gets_the_loop_hint():
   _expect(scan_reversed, [S((16, 64), F32)], "lax.scan(lambda c, r", message,
           "carry = ml.zeros((64,), F32); for trip in reversed(ml.static_range(x[...].shape[0])): carry, y ="
           " (lambda c, r: (c + r, c))(carry, x[...][trip])" + tail)
+  specs = [S((64,), F32), S((1,), jnp.int32)]
+  _expect(lax_keywords, specs, "lax.cond(n[0] > 0", "lax.cond is JAX's control flow, which a kernel writes in Python",
+          "if n[0] > 0: carry = (lambda a: a * 2.0)(x[0]) else: carry = (lambda a: a)(x[0]) (a run-time if on a scalar;"
+          " for tensors, ml.where(n[0] > 0, a, b)); then use carry where the call stood")
+  _expect(lax_while_keywords, specs, "lax.while_loop(cond_fun=",
+          "lax.while_loop is JAX's control flow, which a kernel writes in Python",
+          "carry = x[1]; while (lambda c: c < 10.0)(carry): carry = (lambda c: c * 2.0)(carry); then use carry where"
+          " the call stood")
 
 
 # ---------------------------------------------------------------- reversed ranges of a negative step
