@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from . import ir
 from .dtypes import DType
-from .ops.control import For, If, While, Yield
+from .ops.control import Condition, For, If, While, Yield
 from .ops.elementwise import BinOp, Binary, Cast, CmpOp, Compare
 from .types import resolve
 
@@ -113,13 +113,14 @@ def _pass(w, o, carried, inner, state, inits):
     _set(w, a, rng, src)
   if isinstance(o, While):
     w.block(o.before)
-    cond = o.before.ops[-1]
-    facts = _facts(w, cond.cond)
-    for a, v in zip(o.body.args, cond.values):
+    cond = o.before.ops[-1] if o.before.ops else None
+    values = cond.values if isinstance(cond, Condition) else o.before.args
+    facts = _facts(w, cond.cond) if isinstance(cond, Condition) else []
+    for a, v in zip(o.body.args, values):
       _set(w, a, _narrowed(facts, v, _range(w, v)), w.wraps.get(v.id) if isinstance(v, ir.Value) else None)
     # a wrap goes round only in a carry the condition bounds: of another (a flag the body sets, `while c and
     # n[3]:`'s rotated test) nothing is known here that the body's own tests did not (frontend/short_circuit.py)
-    named = [any(x.id == v.id for x, _, _ in facts) for v in cond.values]
+    named = [any(x.id == v.id for x, _, _ in facts) for v in values]
   w.block(o.body)
   ys = _yielded(o.body)
   rngs = [_join(i, _range(w, y)) for i, y in zip(inits, ys)]

@@ -505,3 +505,18 @@ def test_a_narrow_carry_widened_in_the_loop_is_widened_before_it():
           cls=mg.LoopCarryTypeError)
   _expect(carry_widened_in_branch, specs, "i = i.astype(jnp.int32) + 7                      # the branch's", message,
           hint, cls=mg.LoopCarryTypeError)
+
+
+@pytest.mark.gpu
+def test_narrow_counters_and_tiles_gpu():
+  """The kernels the narrow-index check now passes, on the GPU: uint8 counters, ml.cdiv of uint8 values."""
+  x = np.random.default_rng(0).standard_normal(1024).astype(np.float32)
+  for n in ([0, 0, 0, 0], [7, 3, 98, 5], [255, 255, 200, 3]):
+    got = counters_in_range(jnp.asarray(x), jnp.array(n, U8))
+    np.testing.assert_allclose(np.asarray(got), _counters_want(x, n), rtol=1e-5, atol=1e-5)
+  x = np.arange(256, dtype=np.float32)
+  np.testing.assert_array_equal(np.asarray(narrow_tiles(jnp.asarray(x), jnp.array([250, 7], U8))), [x[:36].sum(), x[245]])
+  got = loop_index_narrowed(jnp.asarray(x), jnp.array([10], U8))
+  want = x[np.arange(64) * 2]
+  want[:10] += x[1:11]
+  np.testing.assert_array_equal(np.asarray(got), want)
