@@ -47,6 +47,11 @@ def where_read_hint(used, o) -> str | None:
   if w is None:
     return None
   call = call_at(w.loc)
+  if call is not None and isinstance(call.func, ast.Attribute) and call.func.attr == "load":
+    # the select of a masked load of SMEM (the compiler's, not an ml.where): the load reads its whole window
+    return ("a masked load of SMEM reads its whole window and keeps the elements its mask turns on, so the window"
+            " must lie inside the buffer (only a GMEM window may run past the end): keep its start where it fits,"
+            " ml.minimum(start, n - size), or allocate the buffer with room for the window past its end")
   tensor = isinstance(w.cond.type, TensorType)
   if call is not None and len(call.args) == 3:
     c, a, b = (ast.unparse(x) for x in call.args)

@@ -407,6 +407,52 @@ def test_a_slice_from_a_run_time_start_hints_its_masked_window():
   np.testing.assert_array_equal(np.asarray(got), _tails_want(x, _TAIL_STARTS))
 
 
+@mg.mgpu_kernel(out_shape=lambda x, s: S((128,), F32), grid=(1,))
+def smem_tail(x, s, out):
+  buf = ml.smem((128,), F32)
+  ml.copy(x, buf)
+  out[...] = buf[s[0]:]                                # the SMEM tail
+
+
+@mg.mgpu_kernel(out_shape=lambda x, s: S((128,), F32), grid=(1,))
+def smem_tail_past_its_end(x, s, out):
+  buf = ml.smem((128,), F32)
+  ml.copy(x, buf)
+  out[...] = buf.at[ml.ds(s[0], 128)].load(mask=ml.arange(128) < 128 - s[0], other=0)    # the SMEM window
+
+
+@mg.mgpu_kernel(out_shape=lambda x, s: x, grid=(1,))
+def written_tail(x, s, out):
+  out[...] = ml.zeros((128,), F32)
+  out[s[0]:] = x[0:64]                                 # the written tail
+
+
+def test_a_tail_of_smem_or_a_written_tail_hints_what_holds_there():
+  """An SMEM buffer's `buf[i:]` hinted the GMEM masked window past its end, which interpret mode rejects (and that
+  error's hint spoke of an ml.where the kernel does not have); a written tail's hint said the elements past are 0."""
+  specs = [S((128,), F32), S((1,), jnp.int32)]
+  message = ("slice bounds must be static ints: the start of s[0]: in dimension 0 of {} is a run-time value, so its"
+             " length, 128 - s[0], is one too: a window's size is fixed when the kernel is compiled")
+  _expect(smem_tail, specs, "buf[s[0]:]", message.format("buf"),
+          "a window of buf lies inside it, so take one of static size, buf.at[ml.ds(s[0], size)] with s[0] + size <="
+          " 128; or allocate buf with room for 128 elements past its end and mask the window to those inside: v ="
+          " buf.at[ml.ds(s[0], 128)].load(mask=ml.arange(128) < 128 - s[0], other=0)")
+  _expect(written_tail, specs, "out[s[0]:] = x[0:64]", message.format("out"),
+          "take a window of the 128 elements it has at most and mask it to those inside: out.at[ml.ds(s[0],"
+          " 128)].store(v, mask=ml.arange(128) < 128 - s[0]) (the elements past them are left as they are); for a"
+          " window of static size at a run-time start, out.at[ml.ds(s[0], size)]")
+  x = np.arange(128, dtype=np.float32)
+  with pytest.raises(mg.OutOfBoundsError) as info:
+    smem_tail_past_its_end(jnp.asarray(x), jnp.array([100], jnp.int32), interpret=True)
+  e = info.value
+  assert e.message == "buf[100:228] is outside buf's shape (128,)", e.message
+  assert e.lineno == _line_of("the SMEM window"), e
+  assert e.hint == ("a masked load of SMEM reads its whole window and keeps the elements its mask turns on, so the"
+                    " window must lie inside the buffer (only a GMEM window may run past the end): keep its start"
+                    " where it fits, ml.minimum(start, n - size), or allocate the buffer with room for the window past"
+                    " its end"), e.hint
+
+
 @pytest.mark.gpu
 def test_masked_tail_window_past_the_end_gpu():
   """The hinted window reaches past the row's end (s[r] + 104 > 128): masked, element by element (may fault if not)."""

@@ -115,7 +115,7 @@ def _masked(window, mask, access) -> str:
   return read if access == "read" else write if access == "write" else f"to read, {read}; to write, {write}"
 
 
-def runtime_slice_error(cx, index, d, shape, name, access="") -> E.KernelError:
+def runtime_slice_error(cx, index, d, shape, name, access="", past_end=True) -> E.KernelError:
   """A slice whose start or stop is a run-time value, in dimension `d`: a window's size is fixed
   when the kernel is compiled, so a run-time length is a fixed window and a mask, and a run-time
   start is ml.ds(start, size), written out in the user's index."""
@@ -128,13 +128,19 @@ def runtime_slice_error(cx, index, d, shape, name, access="") -> E.KernelError:
     end = n if i.stop is None else max(0, min(n, i.stop if i.stop >= 0 else n + i.stop))
     w = _window_size(end, kept)
     mask = f"ml.arange({w}){axes} < {end} - {_operand(start)}"
-    return E.KernelTypeError(
-        f"slice bounds must be static ints: the start of {_index_text(i, cx)} in dimension {d} of {name} is a run-time"
-        f" value, so its length, {end} - {_operand(start)}, is one too: a window's size is fixed when the kernel is"
-        f" compiled", cx.loc,
-        hint=f"take a window of the {end} elements it has at most and mask it to those inside:"
-             f" {_masked(at(f'ml.ds({start}, {w})'), mask, access)} (the elements past them are 0);"
-             f" for a window of static size at a run-time start, {at(f'ml.ds({start}, size)')}")
+    masked = _masked(at(f'ml.ds({start}, {w})'), mask, access)
+    past = {"read": " (the elements past them are 0)", "write": " (the elements past them are left as they are)"}
+    message = (f"slice bounds must be static ints: the start of {_index_text(i, cx)} in dimension {d} of {name} is a"
+               f" run-time value, so its length, {end} - {_operand(start)}, is one too: a window's size is fixed when"
+               f" the kernel is compiled")
+    if not past_end:      # (SMEM: a window, masked or not, lies inside its buffer)
+      return E.KernelTypeError(message, cx.loc, hint=(
+          f"a window of {name} lies inside it, so take one of static size, {at(f'ml.ds({start}, size)')} with"
+          f" {start} + size <= {shape[d]}; or allocate {name} with room for {w} elements past its end and mask the"
+          f" window to those inside: {masked}"))
+    return E.KernelTypeError(message, cx.loc, hint=(
+        f"take a window of the {end} elements it has at most and mask it to those inside: {masked}"
+        f"{past.get(access, '')}; for a window of static size at a run-time start, {at(f'ml.ds({start}, size)')}"))
   stop = _index_text(i.stop, cx)
   fixed = stop[len(start) + 3:] if stop.startswith(f"{start} + ") else ""
   made = cx.b.defining(i.stop) if is_value(i.start) else None      # p:p + new.shape[0], the sum traced

@@ -342,7 +342,7 @@ def normalize_index(cx, shape, index, name, *, past_end=False, access=""):
       if size is None or not 0 < size <= shape[d]:
         from .window_hints import strided_window_error
         raise strided_window_error(cx, index, d, shape, name or "ref", access) or runtime_slice_error(
-            cx, index, d, shape, name or "ref", access)
+            cx, index, d, shape, name or "ref", access, past_end)
       index = index[:d] + (DSlice(i.start, size, (cx.named(i.start, ""), "")),) + index[d + 1:]
     if isinstance(i, DSlice) and is_value(i.size) and not isinstance(cx.b.defining(i.size), (For, If, While)):
       raise runtime_size_error(cx, index, d, shape, name or "ref", access)     # (a merged int: _one_index says why)
