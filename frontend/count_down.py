@@ -207,7 +207,8 @@ def rewritten_iter(tracer, node):
   else B)` is `if c: for i in A: ... else: for i in B: ...` (c static, or a run-time scalar: each path
   runs its own loop, as Python's picks its iterable first), and `for i in range(...)[::-1]` is `for i in
   reversed(range(...))` (a run-time bound too; `reversed(range(a, n, s))` is `range(a, n, s)[::-1]`), another slice of a run-time range is the range of its elements
-  (see _sliced_range), `for k, i in enumerate(range(a, n, s), start=c)` of a run-time
+  (see _sliced_range), `reversed(ml.range(a, n, s, stages=k))` the runtime loop from its last element
+  (see _reversed_runtime_loop), `for k, i in enumerate(range(a, n, s), start=c)` of a run-time
   range is `for i in range(a, n, s): k = (i - a) // s + c` (see _enumerated_range). None for any other iterator."""
   import copy
   it = node.iter
@@ -237,7 +238,7 @@ def rewritten_iter(tracer, node):
         step=ast.copy_location(ast.Constant(-1), it)), it)), it)    # reversed(range(a, n, s)) is range(a, n, s)[::-1]
   if (made := _sliced_range(tracer, node, it, loop)) is not None:
     return made
-  return None
+  return _reversed_runtime_loop(tracer, node, it, loop)
 
 
 def _static_int(tracer, e):
@@ -252,7 +253,8 @@ def _sliced_range(tracer, node, it, loop):
   """`for i in range(a, n, s)[lo:hi:t]` of a run-time bound, a static step s > 0 and static slice parts
   (t != 0), or a static s < 0 with a step alone (`reversed(range(n, 0, -2))`): the range of the same elements,
   range(a + s * lo, ml.minimum(n, a + s * hi), s * t), a negative part counted from the run-time length
-  (ml.cdiv(n - a, s)) as Python's; [::-k] counts down from the last. The bounds are evaluated once, before the loop. None for any other form (a static range is Python's own, sliced while tracing)."""
+  (ml.cdiv(n - a, s)) as Python's; [::-k] counts down from the last. The bounds are evaluated once, before the loop.
+  None for any other form (a static range is Python's own, sliced while tracing)."""
   from .ops import elementwise_fns as fns
   if not (isinstance(it, ast.Subscript) and isinstance(it.value, ast.Call) and isinstance(it.slice, ast.Slice)):
     return None
@@ -369,3 +371,49 @@ def _enumerated_range(tracer, node, it, loop):
   made = loop(rng, [count, *node.body])
   made.target = ast.copy_location(ast.Name(node.target.elts[1].id, ast.Store()), node.target.elts[1])
   return made
+
+
+def _reversed_runtime_loop(tracer, node, it, loop):
+  """`for i in reversed(ml.range(a, n, s, stages=k))` (a static step, its options kept): the runtime loop over the
+  same elements from the last, ml.range(a + s * (ml.cdiv(n - a, s) - 1), a - 1, -s, stages=k) (for s < 0 counting
+  up to a), its bounds evaluated once. None for any other form, and for uint32 bounds (a - 1 of a = 0 would wrap)."""
+  from .ops import control as ctl, elementwise_fns as fns
+  from .ops.memory import index_operand
+  from .types import DType, resolve
+  if not (isinstance(it, ast.Call) and len(it.args) == 1 and not it.keywords and isinstance(it.args[0], ast.Call)
+          and tracer.eval(it.func) is reversed):
+    return None
+  inner = it.args[0]
+  if tracer.eval(inner.func) is not ctl.range or not 1 <= len(inner.args) <= 3 or any(
+      isinstance(a, ast.Starred) for a in inner.args) or any(k.arg is None for k in inner.keywords):
+    return None
+  values = tracer.eval_spread(inner.args)
+  step = values[2] if len(values) == 3 else 1
+  if not isinstance(step, int) or isinstance(step, bool) or step == 0:
+    return None
+  values = [index_operand(tracer.cx(inner, values=[v], operands=[e]), v, bound=True) if not isinstance(v, bool) else v
+            for v, e in zip(values, inner.args)]                  # (8- and 16-bit bounds widened to int32)
+  if any(is_value(v) and resolve(v.type.dtype) == DType.u32 for v in values):
+    return None
+  where = lambda e: ast.fix_missing_locations(ast.copy_location(e, inner))
+  counter = node.target.id if isinstance(node.target, ast.Name) else "range"
+  a, b = (values[0], values[1]) if len(values) > 1 else (0, values[0])
+
+  def bound(v, role):
+    if not is_value(v):
+      return where(ast.Constant(v))
+    key = f"{counter}'s {role}"                       # (no identifier: the body cannot rebind it)
+    tracer.env[key], tracer.where[key] = v, tracer.loc(inner)
+    return where(ast.Name(key, ast.Load()))
+  tracer.env["ml.cdiv"], tracer.where["ml.cdiv"] = fns.cdiv, tracer.loc(it)
+  A, B = bound(a, "start"), bound(b, "stop")
+  num = lambda k: where(ast.Constant(k))
+  op = lambda x, o, y: where(ast.BinOp(x, o, y))
+  s = abs(step)
+  span = op(B, ast.Sub(), A) if step > 0 else op(A, ast.Sub(), B)
+  count = where(ast.Call(where(ast.Name("ml.cdiv", ast.Load())), [span, num(s)], [])) if s != 1 else span
+  last = op(A, ast.Add() if step > 0 else ast.Sub(), op(num(s), ast.Mult(), op(count, ast.Sub(), num(1))))
+  if step == 1:
+    last = op(B, ast.Sub(), num(1))
+  stop = op(A, ast.Sub() if step > 0 else ast.Add(), num(1))
+  return loop(where(ast.Call(inner.func, [last, stop, num(-step)], inner.keywords)))

@@ -39,12 +39,14 @@ def check_wrapped_range(tracer, node, it, fn) -> None:
         last = (bounds[1] if off == 0 else f"{bounds[1]} + {off}" if off is not None
                 else f"{bounds[0]} + {bounds[1]} - 1")
       hint = (f"count upwards and compute the descending index inside: for {k} in {rng}: {c} = {last} - {k}"
-              if last else _stepped_hint(bounds, c, k))
+              if last else
+              "count upwards and compute the descending index inside: for k in range(n): c = n - 1 - k")
       values = tracer.eval_spread(a.args)
-      if inner is range and any(is_value(x) and resolve(x.type.dtype) == DType.u32 for x in values):
+      if any(is_value(x) and resolve(x.type.dtype) == DType.u32 for x in values):
         # (uint32 bounds: reversed(range(...)) of int32 ones runs; its count of uint32 ones would wrap)
-        wide = ", ".join(f"{t}.astype(jnp.int32)" if is_value(x) else t for t, x in zip(bounds, values))
-        hint = f"convert the uint32 bounds to int32, which it takes: for {c} in reversed(range({wide}))"
+        wide = ", ".join([f"{t}.astype(jnp.int32)" if is_value(x) else t for t, x in zip(bounds, values)]
+                         + [f"{kw.arg}={tracer.text(kw.value)}" for kw in a.keywords if kw.arg])
+        hint = f"convert the uint32 bounds to int32, which it takes: for {c} in reversed({tracer.text(a.func)}({wide}))"
     elif fn is zip:
       hint = (f"loop over {rng} and compute the other item from the loop's index (for i in {rng}: w = ... i ...),"
               f" or read it from a ref at that index (w = w_ref[i]); a static tuple zips with a static range:"
@@ -57,25 +59,6 @@ def check_wrapped_range(tracer, node, it, fn) -> None:
     raise E.UnsupportedSyntaxError(
         f"{called}() cannot take a runtime loop: {rng} {why}, and a runtime loop only counts upwards over"
         f" its own index", tracer.loc(it), hint=hint)
-
-
-def _stepped_hint(bounds, c, k) -> str:
-  """The count-upwards loop of reversed(range(a, b, s)) of a static step s (its elements from the last)."""
-  generic = "count upwards and compute the descending index inside: for k in range(n): c = n - 1 - k"
-  if len(bounds) != 3:
-    return generic
-  a, b, s = bounds
-  try:
-    step = int(s)
-  except ValueError:
-    return generic
-  if step == 0:
-    return generic
-  hi, lo = (b, a) if step > 0 else (a, b)
-  m = f"ml.cdiv({hi}{'' if lo == '0' else f' - {lo}'}, {abs(step)})"
-  sign = "+" if step > 0 else "-"
-  return (f"count upwards and compute the descending index inside: for {k} in range({m}): {c} = {a} {sign}"
-          f" ({m} - 1 - {k}) * {abs(step)}")
 
 
 def check_static_bounds(tracer, it, bounds, counter) -> None:

@@ -307,6 +307,23 @@ def reversed_pipelined(x, n, out):
   out[0] = b
 
 
+@mg.mgpu_kernel(out_shape=lambda x, n: S((64,), F32), grid=(1,))
+def reversed_tma_pipeline(x, n, out):
+  acc = ml.zeros((64,), F32)
+  buf = ml.smem((8, 64), F32)
+  for t in reversed(ml.range(n[1], n[0], stages=2)):
+    ml.copy(x.at[ml.ds(t * 8, 8), :], buf)
+    acc = acc * 0.5 + ml.sum(buf[...], axis=0)
+  out[...] = acc
+
+
+def _pipeline_want(x, n):
+  acc = np.zeros(64, np.float32)
+  for t in reversed(range(n[1], n[0])):
+    acc = acc * 0.5 + x[t * 8:(t + 1) * 8].sum(0)
+  return acc
+
+
 @mg.mgpu_kernel(out_shape=lambda x, n: S((1,), F32), grid=(1,))
 def reversed_uint32(x, n, out):
   b = 0.0
@@ -324,18 +341,19 @@ def reversed_hint_followed(x, n, out):
   out[0] = b
 
 
-def test_reversed_stepped_runtime_loop_hints_its_elements():
-  """reversed(ml.range(n, 0, -3)) hinted `for k in range(n): c = n - 1 - k` (every element, not every third),
-  and reversed(range(2, n, 3)) of a uint32 n (which the count-up form would wrap at n = 0) the same."""
+def test_reversed_runtime_loops_run_or_hint_their_elements():
+  """reversed(ml.range(n, 0, -3)) and reversed(ml.range(a, n, stages=2)) were MG001, the first's hint `for k in
+  range(n): c = n - 1 - k` (every element, not every third); reversed(range(2, n, 3)) of a uint32 n (which the
+  count-up form would wrap at n = 0) had that hint too: now the int32 conversion that runs."""
   up = "reversed() cannot take a runtime loop: {} {}, and a runtime loop only counts upwards over its own index"
-  _expect(reversed_pipelined, [S((256,), F32), S((1,), jnp.int32)], "reversed(ml.range(n[0], 0, -3))",
-          up.format("ml.range(n[0], 0, -3)", "is a runtime loop"),
-          "count upwards and compute the descending index inside: for k in range(ml.cdiv(n[0], 3)): i = n[0] -"
-          " (ml.cdiv(n[0], 3) - 1 - k) * 3", cls=mg.UnsupportedSyntaxError)
   _expect(reversed_uint32, [S((256,), F32), S((1,), jnp.uint32)], "reversed(range(2, n[0], 3))",
           up.format("range(2, n[0], 3)", "has a run-time bound"),
           "convert the uint32 bounds to int32, which it takes: for i in reversed(range(2, n[0].astype(jnp.int32), 3))",
           cls=mg.UnsupportedSyntaxError)
+  _expect(reversed_pipelined, [S((256,), F32), S((1,), jnp.uint32)], "reversed(ml.range(n[0], 0, -3))",
+          up.format("ml.range(n[0], 0, -3)", "is a runtime loop"),
+          "convert the uint32 bounds to int32, which it takes: for i in reversed(ml.range(n[0].astype(jnp.int32), 0,"
+          " -3))", cls=mg.UnsupportedSyntaxError)
   x = np.random.default_rng(2).standard_normal(256).astype(np.float32)
   for n in (0, 1, 3, 100):
     want = 0.0
@@ -343,11 +361,34 @@ def test_reversed_stepped_runtime_loop_hints_its_elements():
       want = want * 0.5 + x[i]
     got = reversed_hint_followed(jnp.asarray(x), jnp.array([n], jnp.int32), interpret=True)
     np.testing.assert_allclose(np.asarray(got)[0], want, rtol=1e-6, atol=1e-6)
+    for dtype in (jnp.int32, jnp.int16):
+      got = reversed_pipelined(jnp.asarray(x), jnp.array([n], dtype), interpret=True)
+      np.testing.assert_allclose(np.asarray(got)[0], want, rtol=1e-6, atol=1e-6)
     got = reversed_uint32(jnp.asarray(x), jnp.array([n], jnp.int32), interpret=True)   # (int32 bounds: it runs)
     want = 0.0
     for i in reversed(range(2, n, 3)):
       want = want * 0.5 + x[i]
     np.testing.assert_allclose(np.asarray(got)[0], want, rtol=1e-6, atol=1e-6)
+  xs = np.random.default_rng(3).standard_normal((64, 64)).astype(np.float32)
+  for n in ([0, 0], [5, 0], [8, 3], [2, 6]):
+    got = reversed_tma_pipeline(jnp.asarray(xs), jnp.array(n, jnp.int32), interpret=True)
+    np.testing.assert_allclose(np.asarray(got), _pipeline_want(xs, n), rtol=1e-5, atol=1e-5)
+  assert "scf.for" in reversed_tma_pipeline.mlir(S((64, 64), F32), S((2,), jnp.int32))
+
+
+@pytest.mark.gpu
+def test_reversed_runtime_loops_gpu():
+  x = np.random.default_rng(2).standard_normal(256).astype(np.float32)
+  for n in (0, 1, 3, 100):
+    want = 0.0
+    for i in reversed(range(n, 0, -3)):
+      want = want * 0.5 + x[i]
+    np.testing.assert_allclose(np.asarray(reversed_pipelined(jnp.asarray(x), jnp.array([n], jnp.int32)))[0], want,
+                               rtol=1e-6, atol=1e-6)
+  xs = np.random.default_rng(3).standard_normal((64, 64)).astype(np.float32)
+  for n in ([0, 0], [5, 0], [8, 3], [2, 6]):
+    got = reversed_tma_pipeline(jnp.asarray(xs), jnp.array(n, jnp.int32))
+    np.testing.assert_allclose(np.asarray(got), _pipeline_want(xs, n), rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.gpu
@@ -561,7 +602,8 @@ def test_narrow_counters_and_tiles_gpu():
     got = counters_in_range(jnp.asarray(x), jnp.array(n, U8))
     np.testing.assert_allclose(np.asarray(got), _counters_want(x, n), rtol=1e-5, atol=1e-5)
   x = np.arange(256, dtype=np.float32)
-  np.testing.assert_array_equal(np.asarray(narrow_tiles(jnp.asarray(x), jnp.array([250, 7], U8))), [x[:36].sum(), x[245]])
+  got = narrow_tiles(jnp.asarray(x), jnp.array([250, 7], U8))
+  np.testing.assert_array_equal(np.asarray(got), [x[:36].sum(), x[245]])
   got = loop_index_narrowed(jnp.asarray(x), jnp.array([10], U8))
   want = x[np.arange(64) * 2]
   want[:10] += x[1:11]
