@@ -12,6 +12,10 @@ a mask), is an error at
 the arithmetic, whose hint widens the operand first. The same arithmetic feeding data only (a
 value stored, a hash) is jnp's and left alone.
 
+Values a loop carries and an if's results are followed through their loop or branches, narrowed by a
+while loop's condition and an if's test (frontend/narrow_loops.py): `i = i + 100` under `while i < 200:`
+of a uint8 i is reported, `i += 1` under `while i < n[0]` of a uint8 n is not.
+
 A signed value nothing more is known of (read from memory) is taken as non-negative: an index or a
 length, which near its type's minimum would index nothing. So `n[0] - 1` of an int16 `n` (a count-down
 loop's start) is not reported, while `n[0] + 1` and `n[0] * 64` are, and `s[0] - 1` of a uint8 `s`
