@@ -29,7 +29,7 @@ from .dtypes import DType
 from . import narrow_loops as loops
 from .ops.access import ScalarRead
 from .ops.control import Condition, For
-from .ops.elementwise import BinOp, Binary, Cast, Constant, UnOp, Unary
+from .ops.elementwise import BinOp, Binary, Cast, Constant, UnOp, Unary, Where
 from .overflow import _index_operands, _integral, _mixes
 from .types import resolve
 
@@ -114,6 +114,7 @@ class _Walk:
     self.errors, self.reported = [], set()
     self.quiet = 0                  # > 0 while a loop's body is evaluated to find its carries' ranges
     self.updates: dict = {}         # id of a value a loop's body yields -> (the carry it becomes, its start)
+    self.narrowed_reads: dict = {}  # input element (read_key) -> its range under the branch being walked
 
   def block(self, b):
     for o in b.ops:
@@ -125,7 +126,7 @@ class _Walk:
   def op(self, o):
     ranges, wraps = self.ranges, self.wraps
     ops = [x for x in o.operands() if isinstance(x, ir.Value)]
-    src = next((wraps[v.id] for v in ops if v.id in wraps), None)
+    src = self._select_wraps(o) if isinstance(o, Where) else next((wraps[v.id] for v in ops if v.id in wraps), None)
     if src is not None:
       used = _used(o)
       at = src if used is None else next((wraps[v.id] for v in used if v.id in wraps), None)
@@ -146,6 +147,8 @@ class _Walk:
     rng = None
     if isinstance(o, Constant) and isinstance(o.value, (int, bool)):
       rng = (int(o.value), int(o.value))
+    elif isinstance(o, ScalarRead) and self.read_key(r) in self.narrowed_reads:
+      rng = self.narrowed_reads[self.read_key(r)]     # (`if s[0] < 10: ... s[0] + 1`: a read again in the branch)
     elif isinstance(o, Cast) and not o.bitcast:
       rng = _range(ranges, o.x)
     elif isinstance(o, Unary) and o.kind == UnOp.NEG:
@@ -165,6 +168,37 @@ class _Walk:
           o, self.defs.get(o.x.id)) else None)
       if at is not None:          # (else a cast that truncates on purpose: its dtype's range)
         wraps[r.id] = (at, rng, d)
+
+  def _select_wraps(self, o):
+    """The wrap a select's result takes: of a side its condition does not guard (`ml.where(h == 255, 0, h + 1)`
+    picks h + 1 only where h is at most 254, where it does not wrap)."""
+    if isinstance(o.cond, ir.Value) and o.cond.id in self.wraps:
+      return self.wraps[o.cond.id]
+    for side, negate in ((o.on_true, False), (o.on_false, True)):
+      if not (isinstance(side, ir.Value) and side.id in self.wraps):
+        continue
+      src = self.wraps[side.id]
+      facts = loops._facts(self, o.cond, negate)
+      if not (facts and self._fits_under(src, facts)):
+        return src
+    return None
+
+  def _fits_under(self, src, facts) -> bool:
+    """The wrapping arithmetic of `src` stays inside its dtype with its operands narrowed by `facts`."""
+    op, _, d = src
+    if not isinstance(op, (Binary, Unary)) or (isinstance(op, Unary) and op.kind != UnOp.NEG):
+      return False
+    xs = (op.x,) if isinstance(op, Unary) else (op.lhs, op.rhs)
+    rs = []
+    for x in xs:
+      u = self._source(x)
+      r = (loops._narrowed(facts, u, _range(self.ranges, u), self._same) if isinstance(u, ir.Value)
+           else _range(self.ranges, u))
+      if r is None:
+        return False
+      rs.append(r)
+    rng = (-rs[0][1], -rs[0][0]) if isinstance(op, Unary) else _binary_range(op.kind, *rs, self._width(op, d))
+    return rng is not None and d.int_range[0] <= rng[0] and rng[1] <= d.int_range[1]
 
   def _quotient_range(self, o):
     """The range of `a // b * b` (0..a: at most a), or of ml.cdiv(a, b)'s last sum (a / b's ceiling), of
@@ -190,11 +224,14 @@ class _Walk:
     """One value, or one element of an input read twice (`n[0] // n[1] * n[1]`: inputs never change)."""
     if not (isinstance(x, ir.Value) and isinstance(y, ir.Value)):
       return False
-    if x.id == y.id:
-      return True
-    a, b = self.defs.get(x.id), self.defs.get(y.id)
-    key = lambda r: (r.ref.id, tuple((i.start.id if isinstance(i.start, ir.Value) else i.start) for i in r.index))
-    return isinstance(a, ScalarRead) and isinstance(b, ScalarRead) and key(a) == key(b)
+    return x.id == y.id or self.read_key(x) is not None and self.read_key(x) == self.read_key(y)
+
+  def read_key(self, x):
+    """The input element `x` was read from (a ScalarRead's ref and static or value indices), or None."""
+    r = self.defs.get(x.id) if isinstance(x, ir.Value) else None
+    if not isinstance(r, ScalarRead):
+      return None
+    return (r.ref.id, tuple((i.start.id if isinstance(i.start, ir.Value) else i.start) for i in r.index))
 
   def _source(self, x):
     """`x` before the casts that keep its value (8-bit arithmetic is computed in int32 and cast back)."""

@@ -195,13 +195,13 @@ def _facts(w, cond, negate=False) -> list:
   return out
 
 
-def _narrowed(facts, v, rng):
-  """Range `rng` of value `v`, narrowed by `facts` (_facts)."""
+def _narrowed(facts, v, rng, same=None):
+  """Range `rng` of value `v`, narrowed by `facts` (_facts) on it (or on a value `same` says is it)."""
   if rng is None or not isinstance(v, ir.Value):
     return rng
   lo, hi = rng
   for x, kind, (bl, bh) in facts:
-    if x.id != v.id:
+    if x.id != v.id and not (same is not None and same(x, v)):
       continue
     if kind in (CmpOp.LT, CmpOp.LE, CmpOp.EQ):
       hi = min(hi, bh - (kind == CmpOp.LT))
@@ -220,14 +220,17 @@ def _keeps(v, x) -> bool:
 
 def _branch(w, block, facts):
   """Walk `block` with the values `facts` name narrowed by them; their ranges restored after."""
-  saved = {}
+  saved, reads = {}, dict(w.narrowed_reads)
   for x, _, _ in facts:
     if x.id not in saved:
       saved[x.id] = w.ranges.get(x.id)
       rng = _narrowed(facts, x, _range(w, x))
       if rng is not None:
         w.ranges[x.id] = rng
+        if (key := w.read_key(x)) is not None:       # (the element read again in the branch)
+          w.narrowed_reads[key] = rng
   w.block(block)
+  w.narrowed_reads = reads
   for i, rng in saved.items():
     if rng is None:
       w.ranges.pop(i, None)

@@ -188,6 +188,52 @@ def test_a_loop_index_cast_to_8_bits_keeps_its_range():
   np.testing.assert_array_equal(np.asarray(got), want)
 
 
+@mg.mgpu_kernel(out_shape=lambda x, s: S((2,), F32), grid=(1,))
+def guarded_selects(x, s, out):
+  head = s[0]
+  acc = 0.0
+  for k in range(s[1]):
+    acc += x[head]
+    head = ml.where(head == 255, 0, head + 1)         # a ring index: h + 1 is taken only below 255
+  out[0] = acc
+  out[1] = x[ml.where(s[2] < 250, s[2] + 5, s[2])]
+
+
+@mg.mgpu_kernel(out_shape=lambda x, s: S((2,), F32), grid=(1,))
+def guarded_branches(x, s, out):
+  out[0] = 0.0
+  if s[0] < 10:
+    out[0] = x[s[0] * 20]                              # s[0] read again under its test: at most 180
+  d = s[1] % 16
+  acc = 0.0
+  for k in range(100):
+    d = (d + 1) % 16                                   # at most 16 before the %
+    acc += x[d * 16]
+  out[1] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda x, s: S((1,), F32), grid=(1,))
+def unguarded_select(x, s, out):
+  out[0] = x[ml.where(s[0] < 100, s[0] + 200, 0)]    # the unguarded select
+
+
+def test_a_select_that_guards_the_wrap_is_not_one():
+  """`ml.where(h == 255, 0, h + 1)` was MG003 "h + 1 ... can reach 256": the select takes h + 1 only where it fits;
+  so were `s[0] * 20` under `if s[0] < 10:` (can reach 5100) and a loop's `(d + 1) % 16` (can reach 256)."""
+  guarded_selects.check(S((256,), F32), S((3,), U8))
+  guarded_branches.check(S((256,), F32), S((2,), U8))
+  x = np.arange(256, dtype=np.float32)
+  got = guarded_branches(jnp.asarray(x), jnp.array([7, 200], U8), interpret=True)
+  np.testing.assert_array_equal(np.asarray(got), [x[140], sum(x[((200 % 16 + k) % 16) * 16] for k in range(1, 101))])
+  x = np.arange(256, dtype=np.float32)
+  got = guarded_selects(jnp.asarray(x), jnp.array([250, 10, 252], U8), interpret=True)
+  ring = [(250 + k) % 256 for k in range(10)]
+  np.testing.assert_array_equal(np.asarray(got), [x[ring].sum(), x[252]])
+  _expect(unguarded_select, [S((256,), F32), S((1,), U8)], "s[0] + 200",
+          _wrap_message("s[0] + 200", "uint8", "0..255", 455, "the window", _line_of("the unguarded select"),
+                        "an index"))
+
+
 # ---------------------------------------------------------------- a shift by a run-time amount
 @mg.mgpu_kernel(out_shape=lambda x, s: S((64,), x.dtype))
 def shifted_window(x, s, out):
