@@ -264,13 +264,14 @@ def column_sums_of_a_slab(x, out):
   out[...] = ml.sum(x[...].reshape((x.shape[1], x.shape[2])), axis=0)     # x (1, m, n)
 
 
-def test_a_tile_read_with_a_size_1_axis_says_to_index_it_away():
-  """Once: 'reshape to 2-D first', which the kernel had done."""
-  expect(column_sums_of_a_slab, [S((1, 128, 256), jnp.float32)], mg.LayoutError, "x[...]",
-         "x[...] of shape (1, 128, 256) meets a row-wise tile (reduced or broadcast along its rows) through its"
-         " size-1 axes; tiles are 2-D from where they are read",
-         hint="read it 2-D: index the size-1 axes away where you load it (x.at[i][...] rather than"
-              " x.at[ml.ds(i, 1)][...] or x[...] of a (1, m, n) array)")
+def test_a_tile_read_with_a_size_1_axis_and_reshaped_2d_reduces():
+  """It was MG204 ('reshape to 2-D first', which the kernel had done); since probe 44a the reshape that drops
+  the size-1 axis is one the relayout moves, and the column sums compute."""
+  x = np.random.default_rng(0).standard_normal((1, 128, 256)).astype(np.float32)
+  got = column_sums_of_a_slab(jnp.asarray(x), interpret=True)
+  np.testing.assert_allclose(got, x[0].sum(0), rtol=1e-5, atol=1e-5)
+  text = jax.export.export(jax.jit(column_sums_of_a_slab), platforms=["cuda"])(S(x.shape, jnp.float32)).mlir_module()
+  assert "mosaic_gpu" in text
 
 
 # ---------------------------------------------------------------- a 0-d output every program writes
