@@ -278,15 +278,7 @@ def _sliced_range(tracer, node, it, loop):
   if any(is_value(v) and resolve(v.type.dtype) == DType.u32 for v in values):
     return None        # (uint32 bounds: n - 1 of n = 0 would wrap)
   a, b = (values[0], values[1]) if len(values) > 1 else (0, values[0])
-  where = lambda e: ast.fix_missing_locations(ast.copy_location(e, it))
-  counter = node.target.id if isinstance(node.target, ast.Name) else "range"
-
-  def bound(v, role):
-    if not is_value(v):
-      return where(ast.Constant(v))
-    key = f"{counter}'s {role}"                       # (no identifier: the body cannot rebind it)
-    tracer.env[key], tracer.where[key] = v, tracer.loc(inner)
-    return where(ast.Name(key, ast.Load()))
+  where, bound = _binder(tracer, node, it, inner)
 
   def fn(f, *args):
     key = f"ml.{f}"
@@ -325,6 +317,21 @@ def _sliced_range(tracer, node, it, loop):
     stop = op(A, ast.Add(), op(num(step), ast.Mult(), op(length, ast.Add(), num(hi))))
   rng = where(ast.Call(inner.func, [start, stop, num(step * (t or 1))], []))
   return loop(rng)
+
+
+def _binder(tracer, node, anchor, inner):
+  """(where, bound) of a rewritten loop header: `where(e)` places a new AST node at `anchor`; `bound(v, role)` is
+  a number as a constant, a run-time value as a name the body cannot rebind ("i's start")."""
+  where = lambda e: ast.fix_missing_locations(ast.copy_location(e, anchor))
+  counter = node.target.id if isinstance(node.target, ast.Name) else "range"
+
+  def bound(v, role):
+    if not is_value(v):
+      return where(ast.Constant(v))
+    key = f"{counter}'s {role}"                       # (no identifier: the body cannot rebind it)
+    tracer.env[key], tracer.where[key] = v, tracer.loc(inner)
+    return where(ast.Name(key, ast.Load()))
+  return where, bound
 
 
 def _enumerated_range(tracer, node, it, loop):
@@ -395,16 +402,8 @@ def _reversed_runtime_loop(tracer, node, it, loop):
             for v, e in zip(values, inner.args)]                  # (8- and 16-bit bounds widened to int32)
   if any(is_value(v) and resolve(v.type.dtype) == DType.u32 for v in values):
     return None
-  where = lambda e: ast.fix_missing_locations(ast.copy_location(e, inner))
-  counter = node.target.id if isinstance(node.target, ast.Name) else "range"
+  where, bound = _binder(tracer, node, inner, inner)
   a, b = (values[0], values[1]) if len(values) > 1 else (0, values[0])
-
-  def bound(v, role):
-    if not is_value(v):
-      return where(ast.Constant(v))
-    key = f"{counter}'s {role}"                       # (no identifier: the body cannot rebind it)
-    tracer.env[key], tracer.where[key] = v, tracer.loc(inner)
-    return where(ast.Name(key, ast.Load()))
   tracer.env["ml.cdiv"], tracer.where["ml.cdiv"] = fns.cdiv, tracer.loc(it)
   A, B = bound(a, "start"), bound(b, "stop")
   num = lambda k: where(ast.Constant(k))
