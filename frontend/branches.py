@@ -5,13 +5,14 @@ a name bound on one path only is unbound after it, so reading it there is an err
 from __future__ import annotations
 
 import ast
+import re
 
 from . import errors as E
 from . import ir
 from .builder import Call
-from .carried import (as_value, conversion, describe, initial_value, int_float_hint, is_carriable, leaf_paths,
+from .carried import (as_value, conversion, describe, initial_value, int_float_hint, is_carriable, is_weak, leaf_paths,
                       same_type, static_equal, structure, structure_shape, weak_dtype, widened_int_hint)
-from .env import POISON, Unbound as _Unbound, assigned_names, read_after
+from .env import POISON, PoisonedUse, Unbound as _Unbound, assigned_names, read_after
 from .ops import control as ctl
 from .ops.base import Num, is_value
 from .ops.memory import DSlice
@@ -133,6 +134,9 @@ def trace_if(tracer, node: ast.If, cond: ir.Value):
         x = as_value(tracer, a, then_where.get(n, loc), dtype=weak_dtype(a, b_))
       with bld.region(else_blk):
         y = as_value(tracer, b_, else_where.get(n, loc), dtype=weak_dtype(b_, a))
+      for num, made in ((a, x), (b_, y)):
+        if is_weak(num) and not (isinstance(num, int) and num >= 2 ** 31):
+          bld.weak.add(made.id)     # a Python number: weakly typed, so one on both paths stays weak (as lax.cond's)
       x, y = _weak_path(tracer, then_blk, x, y, loc), _weak_path(tracer, else_blk, y, x, loc)
       if not same_type(x, y, loc):
         paths.mismatch(n, ln, (a, b_), (x, y))
@@ -258,10 +262,11 @@ class _Paths:
         f" line {self.loc.lineno}", at, hint=hint, notes=notes)
 
 
-def ifexp_hint(tracer, node: ast.IfExp, test: str, typed: str) -> str:
-  """The hint for `a if c else b` on a run-time `c`: ml.where(c, a, b) for values; an if statement
-  where a branch is a ref (which cannot be chosen at run time), a tuple, or reads memory (ml.where
-  computes both sides, so a read the condition guards would still run)."""
+def ifexp_hint(tracer, node: ast.IfExp, test: str, scalar: bool = True) -> str:
+  """The hint for `a if c else b` on a run-time `c` that if_expression does not trace: ml.where(c, a, b) for
+  values; an if statement where a branch is a ref (which cannot be chosen at run time), or, for a scalar `c`
+  (`scalar`; a tensor's elements choose with ml.where only), a tuple or a read (ml.where computes both sides,
+  so a read the condition guards would still run)."""
   a, b = tracer.text(node.body), tracer.text(node.orelse)
   st = tracer.stmt
   target = st.targets[0] if isinstance(st, ast.Assign) and st.value is node else None
@@ -272,12 +277,14 @@ def ifexp_hint(tracer, node: ast.IfExp, test: str, typed: str) -> str:
     ra, rb = (f"{t}[...]" if _names_ref(tracer, e) else t for t, e in ((a, node.body), (b, node.orelse)))
     return (f"a ref cannot be chosen at run time: read (or write) it in each branch of an if statement,"
             f" if {test}: {name} = {ra}, and else: {name} = {rb}")
-  if any(isinstance(e, (ast.Tuple, ast.List)) for e in sides):
+  if scalar and any(isinstance(e, (ast.Tuple, ast.List)) for e in sides):
     return f"use an if statement that assigns in both branches: if {test}: {name} = {a}, and else: {name} = {b}"
-  if any(isinstance(n, ast.Subscript) for e in sides for n in ast.walk(e)):
+  if scalar and any(isinstance(n, ast.Subscript) for e in sides for n in ast.walk(e)):
     return (f"use an if statement, which reads only on the path taken: if {test}: {name} = {a}, and else:"
             f" {name} = {b} (ml.where({test}, {a}, {b}) would read on both paths)")
-  return f"use ml.where({test}, {a}, {b}){typed}, or an if statement that assigns a name in both branches"
+  if not scalar:        # (ml.where of Python numbers is weakly typed: x_bf16 * it stays bfloat16, as jnp's)
+    return f"a tensor condition chooses per element: use ml.where({test}, {a}, {b})"
+  return f"use ml.where({test}, {a}, {b}), or an if statement that assigns a name in both branches"
 
 
 def _names_ref(tracer, e) -> bool:
@@ -298,3 +305,57 @@ def tensor_condition_hint(text: str, cond, word: str) -> str:
   return (f"a tensor holds one truth value per element: to branch on whether any (every) element holds, reduce it,"
           f" {word} ml.any({t}): (or ml.all({t})); to choose per element, select with"
           f" ml.where({t}, a, b) instead of branching")
+
+
+_IFEXP = "the conditional expression"     # the hidden name a run-time `a if c else b` binds (see if_expression)
+
+
+def if_expression(tracer, node: ast.IfExp, cond: ir.Value):
+  """`a if c else b` on a run-time boolean scalar `c`: the if statement `if c: t = a`, `else: t = b` traced as
+  trace_if traces one (each branch computed only on its path, so `x[i] if i < n else 0.0` reads x[i] only where
+  i < n; the two sides merged into one if-result as an if statement's names are, tuples of them too). Returns
+  t, or None where the expression cannot be one (a walrus or lambda in a branch, whose binding would outlive
+  it): the caller reports it."""
+  from .short_circuit import _simple
+  if not _simple([node.body, node.orelse]) or any(_names_ref(tracer, e) for e in (node.body, node.orelse)):
+    return None           # (a ref cannot be chosen at run time: ifexp_hint reads it in each branch)
+  target = lambda: ast.copy_location(ast.Name(_IFEXP, ast.Store()), node)   # noqa: E731
+  stmt = ast.copy_location(ast.If(node.test, [ast.copy_location(ast.Assign([target()], node.body), node.body)],
+                                  [ast.copy_location(ast.Assign([target()], node.orelse), node.orelse)]), node)
+  for s in (stmt, *stmt.body, *stmt.orelse):
+    s.end_lineno, s.end_col_offset = node.end_lineno, node.end_col_offset
+  saved, st = tracer.env.get(_IFEXP), getattr(tracer, "stmt", None)
+  try:
+    trace_if(tracer, stmt, cond)
+  except E.KernelError as err:
+    _ifexp_words(err)
+    raise
+  finally:
+    tracer.stmt = st
+  v = tracer.env.pop(_IFEXP, None)
+  if saved is not None:
+    tracer.env[_IFEXP] = saved
+  if v is POISON:
+    raise PoisonedUse(_IFEXP)           # a branch's error is already recorded
+  if isinstance(v, _Unbound):
+    raise E.KernelTypeError(f"the two sides of this conditional expression cannot be one value: {v.why}",
+                            tracer.loc(node), hint="use an if statement that assigns in both branches")
+  return v
+
+
+def _ifexp_words(err) -> None:
+  """A mismatch trace_if found between the sides of `a if c else b`, told of the expression's sides rather
+  than of the if statement and the name it is traced as."""
+  def words(t):
+    for a, b in ((f"in its branch: {_IFEXP} = ", "on its side: "), (f"give {_IFEXP} the same kind of value in both"
+                 " branches", "give both sides the same kind of value"), ("both branches", "both sides"),
+                 ("after one branch of this if and", "on one side and"), ("after the other", "on the other"),
+                 ("after this assignment but", "on this side but"), (f"{_IFEXP} = ", "")):
+      t = t.replace(a, b)
+    return re.sub(r"on the other path through the if at line \d+", "on the other side", t)
+  if _IFEXP not in err.message + (err.hint or "") + "".join(err.notes):
+    return
+  err.message, err.hint = words(err.message), err.hint and words(err.hint)
+  err.args = (err.message,)
+  err.notes = tuple(n.replace(f"{_IFEXP} is assigned here", "a side of the conditional expression")
+                    for n in err.notes)

@@ -642,16 +642,14 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
   def eval_IfExp(self, node):
     cond = self.eval(node.test)
     if is_value(cond):
+      from .branches import if_expression
+      one = self.one_element_condition(node.test, cond)      # a number scalar by its truth, as Python's
+      if is_bool_scalar(one) and (made := if_expression(self, node, one)) is not None:
+        return made         # `a if c else b` as the if statement `if c: t = a`, `else: t = b`
       test = self.text(node.test) if resolve(cond.type.dtype) == DType.bool_ else self.nonzero(node.test)
-      nums = [b.value for b in (node.body, node.orelse) if isinstance(b, ast.Constant)
-              and isinstance(b.value, (int, float)) and not isinstance(b.value, bool)]
-      typed = ("" if len(nums) < 2 else
-               " (a float32 value: to meet a bfloat16 or float16 tensor t, convert it, ml.where(...).astype(t.dtype))"
-               if any(isinstance(v, float) for v in nums) else
-               f" (an int32 value: to meet a float tensor t, write the numbers as floats, {float(nums[0])} and"
-               f" {float(nums[1])}, or convert it, ml.where(...).astype(t.dtype))")
       from .branches import ifexp_hint
-      self.unsupported(node, "a conditional expression on a runtime value", hint=ifexp_hint(self, node, test, typed))
+      self.unsupported(node, "a conditional expression on a runtime value",
+                       hint=ifexp_hint(self, node, test, isinstance(one.type, ScalarType)))
     return self.eval(node.body if cond else node.orelse)
 
 

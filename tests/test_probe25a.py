@@ -313,14 +313,10 @@ def countdown(n, f, out, *, w: ml.constexpr):
 
 def test_int_conditions_are_their_truth_as_pythons():
   """`while k:`, `if f[i]:` and `elif k - 1:` of int scalars were MG003 (compare it: k != 0); since probe 39a
-  they are Python's truth, the non-zero test the hint wrote (a conditional expression still says ml.where)."""
+  they are Python's truth, the non-zero test the hint wrote (a conditional expression too, since probe 44e)."""
   specs = [S((4,), jnp.int32), S((4,), jnp.int8)]
-  expect(countdown, specs, mg.UnsupportedSyntaxError, "1 if k else 0",
-         "a conditional expression on a runtime value is not supported in a kernel", w="ifexp",
-         hint="use ml.where(k != 0, 1, 0) (an int32 value: to meet a float tensor t, write the numbers as floats,"
-              " 1.0 and 0.0, or convert it, ml.where(...).astype(t.dtype)), or an if statement that assigns a"
-              " name in both branches")
   n, f = jnp.array([3, 0, 5, 1], jnp.int32), jnp.array([0, 2, -1, 0], jnp.int8)
+  np.testing.assert_array_equal(countdown(n, f, w="ifexp", interpret=True), (n != 0).astype(jnp.int32))
   for w, ne in (("while", "while_ne"), ("if", "if_ne")):
     np.testing.assert_array_equal(countdown(n, f, w=w, interpret=True), countdown(n, f, w=ne, interpret=True))
   np.testing.assert_array_equal(countdown(n, f, w="while_ne", interpret=True), n)

@@ -56,14 +56,13 @@ def ternary_scale_followed(x, f, out):
 
 
 def test_the_ternary_hint_says_to_convert_for_16_bit_tensors():
-  """Pasted into a bfloat16 kernel, ml.where(f[i] != 0, 2.0, 1.0) is a float32 value: MG104."""
-  specs = [S((8, 128), BF16), S((8,), I32)]
-  e = expect(ternary_scale, specs, mg.UnsupportedSyntaxError, "2.0 if f[i]",
-             "a conditional expression on a runtime value is not supported in a kernel")
-  assert e.hint.startswith("use ml.where(f[i] != 0, 2.0, 1.0) (a float32 value: to meet a bfloat16 or float16"
-                           " tensor t, convert it, ml.where(...).astype(t.dtype))"), e.hint
+  """Pasted into a bfloat16 kernel, ml.where(f[i] != 0, 2.0, 1.0) is a float32 value: MG104. Since probe 44e the
+  conditional expression itself runs, as an if statement of two Python floats: weakly typed, so bfloat16 here."""
   x = jnp.ones((8, 128), BF16)
   f = jnp.array([0, 1, 0, 1, 1, 0, 0, 1], I32)
+  got = ternary_scale(x, f, interpret=True)
+  assert got.dtype == BF16
+  np.testing.assert_array_equal(np.asarray(got, np.float32), np.where(np.asarray(f)[:, None] != 0, 2.0, 1.0) * np.ones((8, 128)))
   got = ternary_scale_followed(x, f, interpret=True)
   np.testing.assert_array_equal(np.asarray(got, np.float32), np.where(np.asarray(f)[:, None] != 0, 2.0, 1.0) * np.ones((8, 128)))
 

@@ -145,10 +145,9 @@ def test_messages_name_the_unknown_keyword_the_int_ternary_and_the_stage_cap():
   spec = [S((128,), F32)]
   expect(misspelt_keyword, spec, mg.KernelTypeError, "add3(",
          "add3(...): got an unexpected keyword argument 'd'", hint="add3(a, b, c)")
-  e = expect(int_ternary, [S((8, 128), F32), S((8,), I32)], mg.UnsupportedSyntaxError, "2 if",
-             "a conditional expression on a runtime value is not supported in a kernel")
-  assert e.hint.startswith("use ml.where(f[i] > 0, 2, 3) (an int32 value: to meet a float tensor t, write the"
-                           " numbers as floats, 2.0 and 3.0, or convert it"), e.hint
+  # a conditional expression on a run-time value runs as an if statement since probe 44e: Python ints, weakly typed
+  x, f = np.arange(8 * 128, dtype=np.float32).reshape(8, 128), np.array([1, 0, -2, 3, 0, 0, 5, -1], np.int32)
+  np.testing.assert_array_equal(int_ternary(x, f, interpret=True), x * np.where(f > 0, 2, 3)[:, None])
   expect(nine_stages, [S((128, 128), F32)], mg.KernelTypeError, "9)",
          "stages must be a static int from 1 to 8, got 9",
          hint="use at most 8 stages (3 or 4 usually hide the loads' latency): ml.range(n, stages=4)")
