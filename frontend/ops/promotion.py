@@ -39,15 +39,38 @@ def jnp_result(t: DType, s: DType) -> DType | None:
 
 
 _NO_PROMOTION = ("&", "|", "^", "<<", ">>")     # jnp's bitwise ops take no floats; a shift keeps its side's type
+_COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")
+_WIDTHS = (DType.f32, DType.f16, DType.bf16)
+
+
+def compared_in(da: DType, db: DType) -> DType | None:
+  """The dtype jnp compares two values of different integer (or float) dtypes in, where that is exact in a
+  dtype the kernel has: the wider of one signedness, the signed side where it is wider, the next signed width
+  for uint8/uint16 against a signed side (`off_i16[mid] <= row_i32` in int32, `x_f16 < y_f32` in float32); an
+  int64 side takes any other integer. None where jnp leaves 32 bits (int32 with uint32: int64 values only with
+  jax_enable_x64, int32 without it, where uint32's upper half wraps) and for float8 (no register arithmetic)."""
+  if da.is_int and db.is_int:
+    if DType.i64 in (da, db):
+      return DType.i64
+    r = jnp_result(da, db)
+    return r if r is not None and r.bits <= 32 else None
+  if da in _WIDTHS and db in _WIDTHS:
+    return jnp_result(da, db)
+  return None
 
 
 def implicit(da: DType, db: DType, what: str) -> DType | None:
   """The dtype two register values of different dtypes compute in where jnp's promotion makes it
   one of them, and the compiler follows: a bool or integer meeting a float takes the float's dtype
   (`v * mask`, `x / i`), a bool meeting an integer the integer's. None elsewhere (two floats, two
-  integers: converted explicitly; float8, where registers do no arithmetic)."""
+  integers: converted explicitly; float8, where registers do no arithmetic), except in a comparison, whose
+  result is a boolean whatever the operands' dtype: there two integers or two floats compare as jnp's do
+  (compared_in)."""
   if da == db or what in _NO_PROMOTION:
     return None
+  if what in _COMPARISONS and da != DType.bool_ and db != DType.bool_:
+    if (da.is_int and db.is_int) or (da.is_float and db.is_float):
+      return compared_in(da, db)
   for x, y in ((da, db), (db, da)):
     if x in (DType.f32, DType.f16, DType.bf16) and (y.is_int or y == DType.bool_):
       return x
