@@ -328,7 +328,7 @@ def if_expression(tracer, node: ast.IfExp, cond: ir.Value):
   try:
     trace_if(tracer, stmt, cond)
   except E.KernelError as err:
-    _ifexp_words(err)
+    _ifexp_words(err, tracer, node)
     raise
   finally:
     tracer.stmt = st
@@ -343,9 +343,20 @@ def if_expression(tracer, node: ast.IfExp, cond: ir.Value):
   return v
 
 
-def _ifexp_words(err) -> None:
+def _ifexp_words(err, tracer, node: ast.IfExp) -> None:
   """A mismatch trace_if found between the sides of `a if c else b`, told of the expression's sides rather
-  than of the if statement and the name it is traced as."""
+  than of the if statement and the name it is traced as (an integer side to convert: the expression rewritten)."""
+  if (m := re.search(rf"{_IFEXP}\.astype\(jnp\.(\w+)\)", err.hint or "")) is not None:
+    sides = [tracer.text(e) if isinstance(e, (ast.Name, ast.Call, ast.Subscript, ast.Attribute, ast.Constant))
+             else f"({tracer.text(e)})" for e in (node.body, node.orelse)]
+    floats = [isinstance(e, ast.Constant) and isinstance(e.value, float) for e in (node.body, node.orelse)]
+    if floats.count(True) == 1:
+      k = floats.index(False)
+      sides[k] += f".astype(jnp.{m.group(1)})"
+      err.hint = f"convert the integer side to a float: {sides[0]} if {tracer.text(node.test)} else {sides[1]}"
+    else:
+      err.hint = f"convert the integer side to a float: .astype(jnp.{m.group(1)}) on it"
+
   def words(t):
     for a, b in ((f"in its branch: {_IFEXP} = ", "on its side: "), (f"give {_IFEXP} the same kind of value in both"
                  " branches", "give both sides the same kind of value"), ("both branches", "both sides"),

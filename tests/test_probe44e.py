@@ -111,10 +111,19 @@ def test_tensors_tuples_and_python_numbers_as_conditional_expressions():
     np.testing.assert_array_equal(np.asarray(got, np.float32), np.asarray(_tensors_want(x, k), np.float32))
 
 
-def test_sides_of_different_shapes_are_named_as_sides():
+@mg.mgpu_kernel(out_shape=lambda x, s: S((1,), x.dtype))
+def int_or_float(x, s, out):
+  i = s[0]
+  out[0] = x[0] * (i if i > 1 else 0.5)
+
+
+def test_sides_of_different_shapes_or_kinds_are_named_as_sides():
   _expect(sides_differ, [S((8,), F32), S((1,), I32)], "x[...] if s[0]",
           "the conditional expression is a float32 tensor of shape (8,) on one side and a float32 tensor of shape"
           " (4,) on the other", hint="make both sides produce the same shape and dtype")
+  _expect(int_or_float, [S((8,), F32), S((1,), I32)], "i if i > 1",
+          "the conditional expression is an int32 scalar on one side and a float32 scalar on the other",
+          hint="convert the integer side to a float: i.astype(jnp.float32) if i > 1 else 0.5")
 
 
 @pytest.mark.gpu
