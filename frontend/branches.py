@@ -310,43 +310,48 @@ def tensor_condition_hint(text: str, cond, word: str) -> str:
 _IFEXP = "the conditional expression"     # the hidden name a run-time `a if c else b` binds (see if_expression)
 
 
-def if_expression(tracer, node: ast.IfExp, cond: ir.Value):
+def if_expression(tracer, node: ast.IfExp, cond: ir.Value, name: str = _IFEXP, bound=None):
   """`a if c else b` on a run-time boolean scalar `c`: the if statement `if c: t = a`, `else: t = b` traced as
   trace_if traces one (each branch computed only on its path, so `x[i] if i < n else 0.0` reads x[i] only where
   i < n; the two sides merged into one if-result as an if statement's names are, tuples of them too). Returns
   t, or None where the expression cannot be one (a walrus or lambda in a branch, whose binding would outlive
-  it): the caller reports it."""
+  it): the caller reports it. `name`: the value's name in messages (`a or b`'s); `bound`: hidden names the sides
+  read (an operand already computed)."""
   from .short_circuit import _simple
   if not _simple([node.body, node.orelse]) or any(_names_ref(tracer, e) for e in (node.body, node.orelse)):
     return None           # (a ref cannot be chosen at run time: ifexp_hint reads it in each branch)
-  target = lambda: ast.copy_location(ast.Name(_IFEXP, ast.Store()), node)   # noqa: E731
+  target = lambda: ast.copy_location(ast.Name(name, ast.Store()), node)   # noqa: E731
   stmt = ast.copy_location(ast.If(node.test, [ast.copy_location(ast.Assign([target()], node.body), node.body)],
                                   [ast.copy_location(ast.Assign([target()], node.orelse), node.orelse)]), node)
   for s in (stmt, *stmt.body, *stmt.orelse):
     s.end_lineno, s.end_col_offset = node.end_lineno, node.end_col_offset
-  saved, st = tracer.env.get(_IFEXP), getattr(tracer, "stmt", None)
+  saved, st = tracer.env.get(name), getattr(tracer, "stmt", None)
+  tracer.env.update(bound or {})
   try:
     trace_if(tracer, stmt, cond)
   except E.KernelError as err:
-    _ifexp_words(err, tracer, node)
+    _ifexp_words(err, tracer, node, name)
     raise
   finally:
     tracer.stmt = st
-  v = tracer.env.pop(_IFEXP, None)
+  v = tracer.env.pop(name, None)
+  for k in bound or ():
+    tracer.env.pop(k, None)
   if saved is not None:
-    tracer.env[_IFEXP] = saved
+    tracer.env[name] = saved
   if v is POISON:
-    raise PoisonedUse(_IFEXP)           # a branch's error is already recorded
+    raise PoisonedUse(name)           # a branch's error is already recorded
   if isinstance(v, _Unbound):
-    raise E.KernelTypeError(f"the two sides of this conditional expression cannot be one value: {v.why}",
+    raise E.KernelTypeError(f"the two sides of {'this conditional expression' if name == _IFEXP else name} cannot be"
+                            f" one value: {v.why}",
                             tracer.loc(node), hint="use an if statement that assigns in both branches")
   return v
 
 
-def _ifexp_words(err, tracer, node: ast.IfExp) -> None:
+def _ifexp_words(err, tracer, node: ast.IfExp, name: str) -> None:
   """A mismatch trace_if found between the sides of `a if c else b`, told of the expression's sides rather
   than of the if statement and the name it is traced as (an integer side to convert: the expression rewritten)."""
-  if (m := re.search(rf"{_IFEXP}\.astype\(jnp\.(\w+)\)", err.hint or "")) is not None:
+  if (m := re.search(re.escape(name) + r"\.astype\(jnp\.(\w+)\)", err.hint or "")) is not None:
     sides = [tracer.text(e) if isinstance(e, (ast.Name, ast.Call, ast.Subscript, ast.Attribute, ast.Constant))
              else f"({tracer.text(e)})" for e in (node.body, node.orelse)]
     floats = [isinstance(e, ast.Constant) and isinstance(e.value, float) for e in (node.body, node.orelse)]
@@ -358,15 +363,15 @@ def _ifexp_words(err, tracer, node: ast.IfExp) -> None:
       err.hint = f"convert the integer side to a float: .astype(jnp.{m.group(1)}) on it"
 
   def words(t):
-    for a, b in ((f"in its branch: {_IFEXP} = ", "on its side: "), (f"give {_IFEXP} the same kind of value in both"
+    for a, b in ((f"in its branch: {name} = ", "on its side: "), (f"give {name} the same kind of value in both"
                  " branches", "give both sides the same kind of value"), ("both branches", "both sides"),
                  ("after one branch of this if and", "on one side and"), ("after the other", "on the other"),
-                 ("after this assignment but", "on this side but"), (f"{_IFEXP} = ", "")):
+                 ("after this assignment but", "on this side but"), (f"{name} = ", "")):
       t = t.replace(a, b)
     return re.sub(r"on the other path through the if at line \d+", "on the other side", t)
-  if _IFEXP not in err.message + (err.hint or "") + "".join(err.notes):
+  if name not in err.message + (err.hint or "") + "".join(err.notes):
     return
   err.message, err.hint = words(err.message), err.hint and words(err.hint)
   err.args = (err.message,)
-  err.notes = tuple(n.replace(f"{_IFEXP} is assigned here", "a side of the conditional expression")
+  err.notes = tuple(n.replace(f"{name} is assigned here", f"a side of {name}")
                     for n in err.notes)

@@ -82,6 +82,27 @@ def short_circuit(tracer, node: ast.BoolOp, i: int, v):
   return b.emit(ctl.If, v, then_blk, else_blk, loc=loc, types=[ScalarType(DType.bool_)], names=[""]).result
 
 
+def number_and_or(tracer, node: ast.BoolOp, i: int, v):
+  """The value of `node` whose operand `i` evaluated to the run-time number scalar `v` (not in a condition, where
+  only truth counts): Python's, `v if v else rest` for `or`, `rest if v else v` for `and` (`k or 1`, `n and
+  x[n]`), the rest computed only where `v` does not decide, as the conditional expression does
+  (branches.if_expression). None where that cannot be (the caller reports the expression)."""
+  from .branches import if_expression
+  rest_nodes = node.values[i + 1:]
+  if not _simple(rest_nodes):
+    return None
+  rest = rest_nodes[0] if len(rest_nodes) == 1 else ast.copy_location(ast.BoolOp(node.op, rest_nodes), rest_nodes[0])
+  here = node.values[i]
+  held = here if isinstance(here, ast.Name) else ast.copy_location(ast.Name(f"({tracer.text(here)})", ast.Load()), here)
+  held.end_lineno, held.end_col_offset = here.end_lineno, here.end_col_offset     # (a hidden name: not recomputed)
+  body, orelse = (held, rest) if isinstance(node.op, ast.Or) else (rest, held)
+  expr = ast.copy_location(ast.IfExp(here, body, orelse), node)
+  expr.end_lineno, expr.end_col_offset = node.end_lineno, node.end_col_offset
+  cond = ew.truth(Call(tracer.b, tracer.loc(here)), v)
+  return if_expression(tracer, expr, cond, name=f"`{tracer.text(node)}`",
+                       bound={} if held is here else {held.id: v})
+
+
 def any_all(cx, is_any: bool, items):
   """Python's `any(...)`/`all(...)` of a static list or tuple of run-time boolean scalars and Python
   values (`any([i < 0, i >= n])`: the list is built first, so every item is computed, as in Python):
@@ -110,5 +131,7 @@ def not_boolean_hint(tracer, node: ast.BoolOp, i: int) -> str | None:
     return None           # (a tensor: the caller's `&` hint broadcasts the boolean)
   a, b = tracer.text(node.values[i]), tracer.text(rest[0])
   pick = f"ml.where({a}, {b}, 0)" if isinstance(node.op, ast.And) else f"ml.where({a}, 1, {b})"
-  return (f"a run-time and/or here takes booleans: compare the value ({b} != 0, as Python's truth), or pick a"
+  simple = isinstance(rest[0], (ast.Name, ast.Call, ast.Subscript, ast.Attribute, ast.Constant))
+  return (f"a run-time and/or here takes booleans: compare the value ({b if simple else f'({b})'} != 0, as Python's"
+          f" truth), or pick a"
           f" value with {pick}")

@@ -26,7 +26,8 @@ from .ops.base import is_value, kind_of, static_number, typed_number, value_word
 from .ops.power import power
 from .assign import Assignments, holds_value, nothing_used
 from .unknown_names import unknown_names_errors
-from .short_circuit import as_condition, is_bool_scalar, is_number_scalar, not_boolean_hint, short_circuit
+from .short_circuit import (as_condition, is_bool_scalar, is_number_scalar, not_boolean_hint, number_and_or,
+                            short_circuit)
 from .source import QUOTE_DEPTH, Source, nests_deeper
 from .subscripts import Subscripts
 from .types import RefType, ScalarType, resolve
@@ -618,6 +619,8 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
           return v
         if is_bool_scalar(v) and (made := short_circuit(self, node, i, v)) is not None:
           return made         # the operands after v computed only where v does not decide, as in Python
+        if is_number_scalar(v) and (made := number_and_or(self, node, i, v)) is not None:
+          return made         # `k or 1`: Python's value, k if k else 1
         if is_bool_scalar(v) and (hint := not_boolean_hint(self, node, i)) is not None:
           self.unsupported(node, "'and'/'or' of a run-time boolean and a value that is not one", hint=hint)
         op = " & " if is_and else " | "

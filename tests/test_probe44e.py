@@ -170,6 +170,38 @@ def test_a_tensor_condition_hints_the_per_element_select():
   np.testing.assert_array_equal(np.asarray(got, np.float32), np.asarray(x * np.where(x > 0, 2.0, 0.5).astype(BF16), np.float32))
 
 
+# ---------------------------------------------------------------- `k or 1`, `a and b` of run-time number scalars
+@mg.mgpu_kernel(out_shape=lambda s, x: S((5,), I32))
+def python_and_or(s, x, out):
+  a, b = s[0], s[1]
+  out[0] = a or 7                                              # Python's value: a if a else 7
+  out[1] = a and b
+  out[2] = a and b or 9
+  out[3] = a or x[b] or 4                                      # x[b] read only where a is 0
+  out[4] = ml.where((b < x.shape[0]) and (x[b] or -1) != 0, 1, 0)
+
+
+def _and_or_want(a, b, x):
+  return [a or 7, a and b, a and b or 9, a or int(x[b]) or 4 if a == 0 else a, int(b < 6 and (int(x[b]) or -1) != 0)]
+
+
+@mg.mgpu_kernel(out_shape=lambda s: S((1,), F32))
+def int_or_float_and_or(s, out):
+  out[0] = s[0] or 0.5
+
+
+def test_and_or_of_run_time_numbers_give_pythons_value():
+  """`a or 7` of an int32 scalar was MG001, whose hint `(a != 0) | (7 != 0)` computed a boolean, not Python's value:
+  it is `a if a else 7`, the rest computed only where a does not decide."""
+  x = np.array([5, 0, 2, 8, 1, 6], np.int32)
+  for a, b in [(0, 3), (2, 0), (2, 5), (0, 1), (3, 9)]:
+    got = python_and_or(np.array([a, b], np.int32), x, interpret=True)     # (b = 9 past x's end: MG952 if read)
+    np.testing.assert_array_equal(np.asarray(got), np.array(_and_or_want(a, b, x), np.int32))
+  _expect(int_or_float_and_or, [S((2,), I32)], "s[0] or 0.5",
+          "`s[0] or 0.5` is an int32 scalar on one side and a float32 scalar on the other",
+          hint="convert the integer side to a float: s[0].astype(jnp.float32) if s[0] else 0.5")
+
+
 # ---------------------------------------------------------------- comparisons of mixed widths, as jnp's
 @mg.mgpu_kernel(out_shape=lambda a, b: (S(a.shape, jnp.bool_), S((6,), jnp.bool_)))
 def compare_mixed(a, b, out, flags):
