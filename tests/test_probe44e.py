@@ -190,6 +190,12 @@ def int_or_float_and_or(s, out):
   out[0] = s[0] or 0.5
 
 
+@mg.mgpu_kernel(out_shape=lambda s, x: S((1,), I32))
+def bool_and_number(s, x, out):
+  b = s[1]
+  out[0] = ml.where((b >= 0) and (x[b] or -1), 1, 0)
+
+
 def test_and_or_of_run_time_numbers_give_pythons_value():
   """`a or 7` of an int32 scalar was MG001, whose hint `(a != 0) | (7 != 0)` computed a boolean, not Python's value:
   it is `a if a else 7`, the rest computed only where a does not decide."""
@@ -200,6 +206,10 @@ def test_and_or_of_run_time_numbers_give_pythons_value():
   _expect(int_or_float_and_or, [S((2,), I32)], "s[0] or 0.5",
           "`s[0] or 0.5` is an int32 scalar on one side and a float32 scalar on the other",
           hint="convert the integer side to a float: s[0].astype(jnp.float32) if s[0] else 0.5")
+  _expect(bool_and_number, [S((2,), I32), S((6,), I32)], "(b >= 0) and",
+          "'and'/'or' of a run-time boolean and a value that is not one is not supported in a kernel",
+          hint="a run-time and/or here takes booleans: compare the value ((x[b] or -1) != 0, as Python's truth), or pick"
+               " a value with ml.where(b >= 0, x[b] or -1, 0)", cls=mg.UnsupportedSyntaxError)
 
 
 # ---------------------------------------------------------------- comparisons of mixed widths, as jnp's
