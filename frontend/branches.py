@@ -341,10 +341,14 @@ def if_expression(tracer, node: ast.IfExp, cond: ir.Value, name: str = _IFEXP, b
     tracer.env[name] = saved
   if v is POISON:
     raise PoisonedUse(name)           # a branch's error is already recorded
-  if isinstance(v, _Unbound):
-    raise E.KernelTypeError(f"the two sides of {'this conditional expression' if name == _IFEXP else name} cannot be"
-                            f" one value: {v.why}",
-                            tracer.loc(node), hint="use an if statement that assigns in both branches")
+  if isinstance(v, _Unbound):        # None on one side (`x[...] if c else None`), or a ref, window or function
+    message = re.sub(r" on (one|each) path through the (run-time )?if at line \d+", r" on \1 side",
+                     v.message or f"{name} {v.why.removeprefix('it ')}").replace("after a runtime if", "after a run-time condition")
+    none = "None on one" in v.why
+    raise E.KernelTypeError(message, tracer.loc(node), hint=(
+        "give the None side a value of the other's kind (0.0, or ml.zeros(shape, dtype) for a tensor)" if none else
+        "give both sides the same kind of value (a register value or a number): a function, ref or window cannot be"
+        " chosen at run time, so use it in each side (ml.exp(v) if c else ml.log(v))"))
   return v
 
 

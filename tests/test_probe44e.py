@@ -117,6 +117,18 @@ def int_or_float(x, s, out):
   out[0] = x[0] * (i if i > 1 else 0.5)
 
 
+@mg.mgpu_kernel(out_shape=lambda x, s: x)
+def none_side(x, s, out):
+  b = x[...] if s[0] > 0 else None
+  out[...] = b
+
+
+@mg.mgpu_kernel(out_shape=lambda x, s: x)
+def function_side(x, s, out):
+  f = ml.exp if s[0] > 0 else ml.log
+  out[...] = f(x[...])
+
+
 def test_sides_of_different_shapes_or_kinds_are_named_as_sides():
   _expect(sides_differ, [S((8,), F32), S((1,), I32)], "x[...] if s[0]",
           "the conditional expression is a float32 tensor of shape (8,) on one side and a float32 tensor of shape"
@@ -124,6 +136,12 @@ def test_sides_of_different_shapes_or_kinds_are_named_as_sides():
   _expect(int_or_float, [S((8,), F32), S((1,), I32)], "i if i > 1",
           "the conditional expression is an int32 scalar on one side and a float32 scalar on the other",
           hint="convert the integer side to a float: i.astype(jnp.float32) if i > 1 else 0.5")
+  _expect(none_side, [S((128,), F32), S((1,), I32)], "x[...] if s[0] > 0 else None",
+          "the conditional expression is None on one side and a float32 tensor of shape (128,) on the other; after a"
+          " run-time condition it must be a register value or a number on both",
+          hint="give the None side a value of the other's kind (0.0, or ml.zeros(shape, dtype) for a tensor)")
+  _expect(function_side, [S((128,), F32), S((1,), I32)], "ml.exp if",
+          "the conditional expression is a different kind of value on each side")
 
 
 @pytest.mark.gpu
