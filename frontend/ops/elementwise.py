@@ -5,7 +5,9 @@ that call them in elementwise_fns.py.
 
 Operands of different shapes broadcast as in NumPy (frontend/ops/shape.py inserts
 the `Broadcast`); Python numbers are weakly typed (they take the dtype of the
-tensor they meet); two tensors of different dtypes are never converted implicitly.
+tensor they meet); two tensors of different dtypes are converted where jnp's promotion makes one of them the
+other's (promotion.implicit: a bool or integer meeting a float, a bool meeting an integer; two integers or two
+floats in a comparison only), else never implicitly.
 """
 from __future__ import annotations
 
