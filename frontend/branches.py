@@ -283,6 +283,10 @@ def ifexp_hint(tracer, node: ast.IfExp, test: str, scalar: bool = True) -> str:
     return (f"use an if statement, which reads only on the path taken: if {test}: {name} = {a}, and else:"
             f" {name} = {b} (ml.where({test}, {a}, {b}) would read on both paths)")
   if not scalar:        # (ml.where of Python numbers is weakly typed: x_bf16 * it stays bfloat16, as jnp's)
+    if all(isinstance(e, (ast.Tuple, ast.List)) and len(e.elts) == len(node.body.elts) for e in sides):
+      picks = ", ".join(f"ml.where({test}, {tracer.text(p)}, {tracer.text(q)})"
+                        for p, q in zip(node.body.elts, node.orelse.elts))
+      return f"a tensor condition chooses per element: select each item, ({picks})"
     return f"a tensor condition chooses per element: use ml.where({test}, {a}, {b})"
   return f"use ml.where({test}, {a}, {b}), or an if statement that assigns a name in both branches"
 

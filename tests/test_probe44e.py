@@ -176,12 +176,23 @@ def per_element_hinted(x, out):
   out[...] = v * ml.where(v > 0, 2.0, 0.5)
 
 
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def per_element_pair(x, out):
+  v = x[...]
+  a, b = (v, 1.0) if v > 0 else (-v, 2.0)
+  out[...] = a * b
+
+
 def test_a_tensor_condition_hints_the_per_element_select():
   """The hint said ml.where(...) is a float32 value to convert for a bfloat16 tensor (it is weakly typed: it
   is not), or an if statement (which takes one truth value, not a tensor's)."""
   _expect(per_element_choice, [S((128,), BF16)], "2.0 if v > 0",
           "a conditional expression on a runtime value is not supported in a kernel",
           hint="a tensor condition chooses per element: use ml.where(v > 0, 2.0, 0.5)", cls=mg.UnsupportedSyntaxError)
+  _expect(per_element_pair, [S((128,), F32)], "(v, 1.0) if",
+          "a conditional expression on a runtime value is not supported in a kernel",
+          hint="a tensor condition chooses per element: select each item, (ml.where(v > 0, v, -v), ml.where(v > 0,"
+               " 1.0, 2.0))", cls=mg.UnsupportedSyntaxError)
   x = (np.arange(128) - 60).astype(BF16)
   got = per_element_hinted(x, interpret=True)             # the hinted select is weakly typed: bfloat16
   assert got.dtype == BF16
