@@ -49,7 +49,7 @@ step() {
     # the thirty-second session: the backward's blocks in chunks across heads (bwd_lpt), the padded head_dim 48-112
     attn_bwd_lpt) python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_attention.py -k "chunks or partial_last" && python3 -u benchmarks/attn_bwd_order.py --lpt ;;
     # the thirty-third session: probe 43c (interpret mode against the GPU) and the test files whose inputs moved to numpy
-    gpu_s34risky) python3 -u benchmarks/gpu_shards.py --shards 8 --timeout 200 tests/test_unaligned_windows.py tests/test_probe44d.py ;;   # (each may fault without its fix: few tests a shard)
+    gpu_s34risky) python3 -u benchmarks/gpu_shards.py --shards 10 --timeout 200 tests/test_unaligned_windows.py tests/test_probe44d.py tests/test_probe44b.py::test_masked_tail_window_past_the_end_gpu tests/test_probe44e.py::test_conditional_read_past_the_end_gpu ;;   # (each may fault without its fix: few tests a shard)
     gpu_s34all)  python3 -u benchmarks/gpu_shards.py --shards 14 --timeout 500 ;;
     gpu_s33a)    python3 -u benchmarks/gpu_shards.py --shards 8 --timeout 400 tests/test_probe43c.py tests/test_fast_math.py tests/test_numerics_edges.py tests/test_gather.py tests/test_scatter.py tests/test_narrow_swizzle.py tests/test_paged_attention.py tests/test_attention.py ;;
     # the thirty-third session's merged probes 43a-e: their GPU tests and those of the files their fixes touched, and
