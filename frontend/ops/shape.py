@@ -24,6 +24,7 @@ from .broadcast_nd import (copied_axes, flattened_plan, flattens, index_small, s
                            two_step_plan)
 from .scratches import row_scratch, scratch
 from .spread import broadcast as spread_broadcast, refuse as spread_refuse, reshaped as spread_reshaped
+from .small_regrid import regrid
 from .elementwise_checks import method_on
 
 
@@ -121,6 +122,8 @@ def broadcast_to_shape(cx, x, shape, dims=None):
   name = x.name if math.prod(shape) == math.prod(x.type.shape) else None   # (a repeat of x is not x)
   if math.prod(shape) == math.prod(x.type.shape) and len(x.type.shape) > 2 and len(shape) > 3:
     return reshape_(cx, x, shape)     # (size-1 axes inserted into 4-D or wider, as such a reshape does)
+  if (again := regrid(cx, x, shape, dims)) is not None:
+    return again      # (a small mask of per-row lengths meeting its tile: computed at the tile's shape, ops/small_regrid.py)
   return cx.b.emit(Broadcast, x, dims, loc=cx.loc, types=[TensorType(shape, x.type.dtype)], names=[name]).result
 
 

@@ -1,0 +1,82 @@
+"""Elementwise math too small for a register tensor, recomputed at the shape of the tile it meets.
+
+A mask of per-row lengths over a padded batch, `ml.arange(8)[None, :, None] < n[...][:, None, None]` with n of shape
+(2,), is a (2, 8, 1) tensor: 16 elements, which no register tensor of that shape holds, and no 2-D reshape makes
+(it is no reduction's vector). What it is for is to meet a tile it broadcasts to (`x.load(mask=mask)` of a (2, 8, 32)
+window, `ml.where(mask, v, 0)`), so where such a tensor is broadcast to a shape a register tensor holds, its
+elementwise math is done again at that shape: each operand broadcast there (the lengths as `ml.broadcast_to(n[...][:,
+None, None], (2, 8, 32))` would, through the 2-D reshape frontend/ops/broadcast_nd.py plans; an index grid as
+frontend/index_grids.py recomputes it), the compare, arithmetic, casts and selects after them. The small ops are then
+dead and dropped. It was MG204 'broadcasting n[...] of shape (2, 1, 1) to (2, 8, 1)', with a hint that did this by hand.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from .. import hw, ir
+from ..types import TensorType
+from .elementwise import Binary, Cast, Compare, Unary, Where
+
+
+def regrid(cx, x, shape, dims):
+  """`x` (a tensor too small for a register tensor of its shape, computed elementwise from broadcasts and index grids)
+  recomputed at `shape`, which a register tensor holds (`dims`: the result axis of each of x's, NumPy's trailing
+  alignment); None where x is not made so."""
+  from .broadcast_nd import index_only, small_shape
+  shape, src = tuple(shape), tuple(x.type.shape)
+  if (not small_shape(src) or math.prod(shape) % hw.WARPGROUP or len(src) != len(shape)
+      or tuple(dims) != tuple(range(len(shape))) or index_only(cx.b.defining, x)):
+    return None
+  return _at(cx, x, shape, {}, probe=True) is not None and _at(cx, x, shape, {}, probe=False) or None
+
+
+def _at(cx, v, shape, memo, probe):
+  """`v` (of the small shape, a tensor or not) at `shape`; True for one that can be where `probe` (nothing emitted);
+  None where it cannot."""
+  from .broadcast_nd import index_only
+  from .shape import Broadcast, broadcast_to_shape
+  if not (isinstance(v, ir.Value) and isinstance(v.type, TensorType)):
+    return v
+  if v.id in memo:
+    return memo[v.id]
+  o = cx.b.defining(v)
+  out = None
+  if index_only(cx.b.defining, v):         # (an index grid: broadcast, frontend/index_grids.py recomputes it)
+    out = True if probe else broadcast_to_shape(cx, v, shape)
+  elif isinstance(o, Broadcast) and not _small(o.x) and math.prod(o.x.type.shape) < math.prod(v.type.shape):
+    # a source a register tensor holds stretched (the lengths' (2, 1, 1) to (2, 8, 1)): broadcast straight there
+    # (not one that only inserts axes: broadcast again, it would come back here)
+    out = True if probe else broadcast_to_shape(cx, _ranked(cx, o.x, o.dims, len(shape)), shape)
+  elif isinstance(o, (Binary, Compare, Unary, Cast, Where)) and all(
+      not isinstance(x.type, TensorType) or tuple(x.type.shape) == tuple(v.type.shape) for x in o.operands()):
+    each = [_at(cx, x, shape, memo, probe) for x in o.operands()]
+    if all(e is not None for e in each):
+      if probe:
+        out = True
+      else:
+        mapping = {x: e for x, e in zip(o.operands(), each) if isinstance(x.type, TensorType)}
+        c = dataclasses.replace(ir.substitute(o, mapping), results=tuple(
+            ir.Value(TensorType(shape, r.type.dtype), r.name) for r in o.results))
+        out = cx.b.append(c).results[0]
+  memo[v.id] = out
+  return out
+
+
+def _small(x) -> bool:
+  """Whether tensor `x` is too small for a register tensor of its shape, over 3 or more axes (a (2, 1, 1) one is the
+  (2,) vector with axes inserted: not small here, its source is taken)."""
+  from .broadcast_nd import small_shape
+  return small_shape(tuple(x.type.shape)) and len([n for n in x.type.shape if n != 1]) > 1
+
+
+def _ranked(cx, x, dims, rank):
+  """`x` with size-1 axes inserted so that its axis i is axis dims[i] of a tensor of `rank` axes."""
+  from .shape import Broadcast
+  if len(x.type.shape) == rank and tuple(dims) == tuple(range(rank)):
+    return x
+  shape = [1] * rank
+  for i, d in enumerate(dims):
+    shape[d] = x.type.shape[i]
+  return cx.b.emit(Broadcast, x, tuple(dims), loc=cx.loc, types=[TensorType(tuple(shape), x.type.dtype)],
+                   names=[x.name]).result
