@@ -380,16 +380,18 @@ def align_hint(a, na, b, nb) -> str | None:
   return None
 
 
-def insert_axes_hint(a, na, b, nb) -> str | None:
+def insert_axes_hint(a, na, b, nb, *, exact=False) -> str | None:
   """The fix for operands of different ranks that do not broadcast: the lower-rank one, named
   as the user wrote it, indexed with the axes it lacks (`m[:, None]` for the (8,) row maximum
-  of an (8, 128) tile); None when the ranks agree or no insertion of axes fits."""
+  of an (8, 128) tile); None when the ranks agree or no insertion of axes fits. `exact`: the
+  result must have the higher-rank shape itself (a value stored into a window of its elements)."""
   import itertools
   if len(a) == len(b):
     return None
   (low, name), high = ((a, na), b) if len(a) < len(b) else ((b, nb), a)
   for pos in itertools.combinations(range(len(high)), len(low)):
-    if all(n == 1 or high[p] == 1 or n == high[p] for n, p in zip(low, pos)):
+    if all(n == high[p] or not exact and (n == 1 or high[p] == 1) for n, p in zip(low, pos)) and (
+        not exact or all(high[k] == 1 for k in range(len(high)) if k not in pos)):
       break
   else:
     return None

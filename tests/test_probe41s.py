@@ -96,41 +96,24 @@ def middle_max(x, o):
   o[...] = ml.max(ml.exp(x[...]), axis=1)   # middle max
 
 
-def test_a_small_result_over_leading_and_trailing_axes_says_so_and_its_hint_works():
+def test_a_small_result_over_leading_and_trailing_axes_computes_as_its_hint_does():
+  """(Probe 44a: it computes, as the (0, 2) sum of the (2, 32, 32) reshape; stored whole it was MG204 at the store,
+  whose hint stored its vector; since probe 44f it is stored a row at a time.)"""
   x = _rand((2, 4, 8, 32), 3)
-  with pytest.raises(mg.LayoutError) as info:
-    outer_sum.check(S(x.shape, F32))
-  e = info.value
-  # (probe 44a: it computes, as the (0, 2) sum of the (2, 32, 32) reshape; stored whole it is MG204 at the store)
-  assert (e.lineno, e.col_offset) == (_line_of("# outer sum"), 2)
-  assert e.message == ("ml.sum(v, axis=(0, 3)) has shape (4, 8): 32 elements, too few for a register tensor of that"
-                       " shape (a multiple of 128; a 1-D vector may hold any multiple of 8)")
-  assert e.hint == ("store it as the vector it is: give o the shape (32,) and write o[...] = (ml.sum(v, axis=(0,"
-                    " 3))).reshape(32), then reshape the result outside the kernel, .reshape(4, 8) (free in XLA)")
+  np.testing.assert_allclose(outer_sum(x, interpret=True), jnp.sum(x, (0, 3)), rtol=1e-4, atol=1e-4)
   np.testing.assert_allclose(outer_sum_fixed(x, interpret=True).reshape(4, 8), jnp.sum(x, (0, 3)), rtol=1e-4, atol=1e-4)
   assert "@mosaic_gpu" in _export(outer_sum_fixed, S(x.shape, F32))
 
 
-def test_a_small_result_over_middle_axes_says_so_and_its_hint_works():
+def test_a_small_result_over_middle_axes_computes_as_its_hint_does():
+  """(Stored whole, it was MG204 at the store, whose hint reduced each leading index apart; since probe 44f its rows
+  are stored from the tile it is spread along, probe 44a.)"""
   x = _rand((2, 4, 8, 32), 4)
-  with pytest.raises(mg.LayoutError) as info:
-    middle_var.check(S(x.shape, F32))
-  e = info.value
-  assert (e.lineno, e.col_offset) == (_line_of("# middle var"), 2)     # (the store: it broadcasts back, probe 44a)
-  assert e.message.startswith("ml.var(v, axis=(1, 2)) keeps axes of sizes (2, 32) around the reduced axes (1, 2): 64")
-  assert e.hint == ("reduce each leading index apart, read 2-D from its ref: for i in ml.static_range(2): out.at[i][...]"
-                    " = ml.var(x.at[i][...].reshape(32, 32), axis=0), a (32,) vector a row of an output out of shape"
-                    " (2, 32)")
+  np.testing.assert_allclose(middle_var(x, interpret=True), jnp.var(x, (1, 2)), rtol=1e-4, atol=1e-4)
   np.testing.assert_allclose(middle_var_fixed(x, interpret=True), jnp.var(x, (1, 2)), rtol=1e-4, atol=1e-4)
   assert "@mosaic_gpu" in _export(middle_var_fixed, S(x.shape, F32))
-  # one middle axis of a computed tensor: no "window of a register tensor", the array reshaped outside
-  with pytest.raises(mg.LayoutError) as info:
-    middle_max.check(S((2, 8, 32), F32))
-  e = info.value
-  assert (e.lineno, e.col_offset) == (_line_of("# middle max"), 2)    # (the store: the statistic broadcasts back)
-  assert "window" not in e.message and "keeps axes of sizes (2, 32)" in e.message
-  assert e.hint.endswith("(x: the array reshaped to (2, 8, 32) outside the kernel, free in XLA; compute on each slice"
-                         " as on the whole)")
+  x = _rand((2, 8, 32), 5)          # one middle axis of a computed tensor
+  np.testing.assert_allclose(middle_max(x, interpret=True), jnp.max(jnp.exp(x), 1), rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.gpu
@@ -398,13 +381,8 @@ def test_a_small_statistic_of_three_axes_broadcasts_back_without_keepdims():
   x = _rand((1, 2, 16, 64), 17)
   _close(head_softmax(x, interpret=True), (jax.nn.softmax(x, -1), x - jax.nn.logsumexp(x, -1, keepdims=True)), 1e-5)
   assert "@mosaic_gpu" in _export(head_softmax, S(x.shape, F32))
-  with pytest.raises(mg.LayoutError) as info:
-    head_max.check(S(x.shape, F32))
-  e = info.value
-  assert (e.lineno, e.col_offset) == (_line_of("# head max"), 2)
-  assert e.message == ("ml.max(x[...], axis=-1) has shape (1, 2, 16): 32 elements, too few for a register tensor of that"
-                       " shape (a multiple of 128; a 1-D vector may hold any multiple of 8)")
-  assert "write o[...] = (ml.max(x[...], axis=-1)).reshape(32)" in e.hint
+  # (stored whole it was MG204 with the hint to store its vector; since probe 44f a row of 16 at a time)
+  np.testing.assert_allclose(head_max(x, interpret=True), jnp.max(x, -1), rtol=1e-6)
   np.testing.assert_allclose(head_max_fixed(x, interpret=True), jnp.max(x, -1).reshape(32), rtol=1e-6)
   assert "@mosaic_gpu" in _export(head_max_fixed, S(x.shape, F32))
 

@@ -36,16 +36,17 @@ def test_shapes_that_do_not_broadcast_name_both():
   assert "v[:, None]" in e.hint
 
 
-@mg.mgpu_kernel(out_shape=lambda x: jax.ShapeDtypeStruct((4, 8), F32))
+@mg.mgpu_kernel(out_shape=lambda x: jax.ShapeDtypeStruct(x.shape[:2], F32))
 def partial_3d(x, out):
   out[...] = ml.sum(x[...], axis=2)
 
 
 def test_partial_reduction_of_a_3d_tensor_says_to_reshape():
-  # (since probe 43a the (4, 8) statistic is the vector of the 2-D reshape's rows, typed (4, 8): storing it whole is
-  # the mistake, at the store)
-  e = expect(partial_3d, [S((4, 8, 128), F32)], mg.LayoutError, "out[...] = ml.sum(x[...], axis=2)",
-             "ml.sum(x[...], axis=2) has shape (4, 8): 32 elements, too few for a register tensor of that shape (a"
+  # (since probe 43a the (20, 4) statistic is the vector of the 2-D reshape's rows, typed (20, 4): storing it whole is
+  # the mistake, at the store, where its rows are too short for vectors and too many for elements; since probe 44f a
+  # (4, 8) one is stored a row at a time)
+  e = expect(partial_3d, [S((20, 4, 128), F32)], mg.LayoutError, "out[...] = ml.sum(x[...], axis=2)",
+             "ml.sum(x[...], axis=2) has shape (20, 4): 80 elements, too few for a register tensor of that shape (a"
              " multiple of 128; a 1-D vector may hold any multiple of 8)")
   assert "reshape" in e.hint
 

@@ -120,6 +120,12 @@ def check_store(cx, ref, value) -> None:
   got = cx.b.spread.get(getattr(value, "id", None))
   if got is None or tuple(ref.type.shape) == tuple(got[0].type.shape):     # (broadcast back by the store: its tile)
     return
+  from .shape import broadcast_shape
+  try:
+    if broadcast_shape(cx, [value.type.shape, ref.type.shape], "store", ["", ""]) != tuple(ref.type.shape):
+      return          # (a shape the ref does not take: the store's mismatch, with its hint)
+  except E.ShapeMismatchError:
+    return
   refuse(cx, value, "to store", ref.name or "out")
 
 

@@ -87,10 +87,12 @@ def store(cx, ref, value):
   if isinstance(value, Num) or (is_value(value) and isinstance(value.type, ScalarType)):
     value = full_(cx, t.shape, value, t.dtype, f"the store into {ref.name or 'this ref'}")
   from .few_stats import storable, store_whole
+  from .small_stores import plan, store_rows
   from .spread import check_store
-  check_store(cx, ref, value)
   whole = storable(cx, ref, value)      # (a keepdims statistic of a few elements: an element at a time)
-  if not whole:
+  rows = None if whole else plan(cx, ref, value)     # (a small statistic of more: a row at a time)
+  if not whole and rows is None:
+    check_store(cx, ref, value)
     _check_small_statistic(cx, ref, value)
   if not is_value(value) or not isinstance(value.type, TensorType):
     raise E.KernelTypeError(f"cannot store {kind_of(value)} into {ref.name or 'a ref'}", cx.loc,
@@ -122,6 +124,8 @@ def store(cx, ref, value):
         hint=f"convert explicitly: {ref.name or 'ref'}[...] = ({cx.named(value, 'value')}).astype(jnp.{dtype_name(t.dtype)})")
   if whole:
     return store_whole(cx, ref, value)
+  if rows is not None and (rows := plan(cx, ref, value)) is not None:
+    return store_rows(cx, ref, value, rows)
   cx.b.emit(Store, ref, value, loc=cx.loc)
 
 
@@ -146,7 +150,7 @@ def _axes_hint(cx, value, shape, name) -> str | None:
       return f"the value is the window's transpose: store {text[:-2]}"
     return (f"the value has the window's axes swapped: where it holds the window transposed, store"
             f" {method_on(text)}.T; else give it the window's shape {tuple(shape)}")
-  fix = insert_axes_hint(value.type.shape, text, shape, name or "the window") if len(value.type.shape) < len(shape) \
+  fix = insert_axes_hint(value.type.shape, text, shape, name or "the window", exact=True) if len(value.type.shape) < len(shape) \
       else align_hint(value.type.shape, text, shape, name or "the window")
   return fix and f"the window has the value's elements on other axes:{fix}"
 

@@ -1,0 +1,79 @@
+"""Small statistics stored whole, a row at a time.
+
+A statistic of a 3-D tile that keeps too few elements for a register tensor of its shape is held otherwise:
+- the row max of a (2, 8, 64) tile, `ml.max(v, axis=2)` of shape (2, 8), is the (16,) vector of its (16, 64)
+  reshape's rows typed with its shape (frontend/ops/reduce.py; a keepdims (2, 8, 1) one too);
+- a statistic over a middle axis, `ml.sum(v, axis=1, keepdims=True)` of a (2, 8, 32) tile, is held spread back
+  along that axis, a tile of v's shape (frontend/ops/spread.py).
+Stored whole into a ref of its own shape, each was MG204 with a hint to store it otherwise. Both are stored as the
+runs of its last axis they hold: the vector's runs (one store when it is all one run), the spread tile's rows at the
+first position of the reduced axes, each read through SMEM as `m[i]` reads a tensor's row, into the ref's row
+`out.at[i]`. A last axis too short for a vector (not a multiple of 8 elements) stores a statistic of at most
+FEW_ELEMENTS elements an element at a time.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+
+from ..types import TensorType
+from .base import is_value
+
+VECTOR = 8            # a 1-D register vector holds a multiple of 8 elements
+FEW_ELEMENTS = 64     # at most this many elements stored one at a time
+MAX_ROWS = 64         # at most this many row stores
+
+
+def plan(cx, ref, value):
+  """How `value`, stored whole into `ref` of its shape, is stored a row at a time: ('vector', its source vector) or
+  ('spread', its spread tile, the reduced axes); None where it is neither kind of statistic or its rows do not fit."""
+  if not (is_value(value) and isinstance(value.type, TensorType)) or tuple(value.type.shape) != tuple(ref.type.shape):
+    return None
+  shape = tuple(value.type.shape)
+  got = cx.b.spread.get(value.id)
+  if got is not None:
+    full, axes = got[0], tuple(got[1])
+    last = full.type.shape[-1]
+    if last % VECTOR or math.prod(shape) // last > MAX_ROWS or axes[-1] == len(full.type.shape) - 1:
+      return None
+    return ("spread", full, axes)
+  from .broadcast_nd import small_shape, small_source
+  src = small_source(cx.b.defining, value) if small_shape(shape) else None
+  if src is None or len(src.type.shape) != 1 or math.prod(src.type.shape) != math.prod(shape):
+    return None
+  run = _run(shape)
+  if run % VECTOR and math.prod(shape) > FEW_ELEMENTS or not run % VECTOR and math.prod(shape) // run > MAX_ROWS:
+    return None
+  return ("vector", src)
+
+
+def store_rows(cx, ref, value, how) -> None:
+  """Store `value` (`how`: its plan) into `ref` of its shape, a row (or an element) at a time."""
+  from .memory import view
+  from .shape import index_through_smem
+  from .transfers import store
+  shape = tuple(value.type.shape)
+  if how[0] == "spread":
+    full, axes = how[1], how[2]
+    keep = len(shape) == len(full.type.shape)
+    for idx in itertools.product(*(range(n) for n in shape[:-1])):
+      at = iter(idx)     # (the spread tile's index: 0 along the reduced axes, where the statistic is)
+      src = tuple(0 if a in axes and not keep else next(at) for a in range(len(full.type.shape) - 1))
+      row = index_through_smem(cx, full, src + (slice(None),))
+      store(cx, view(cx, ref, idx + (slice(None),), ref.name), row)
+    return
+  vec, run = how[1], _run(shape)
+  k = max((a for a, n in enumerate(shape) if n != 1), default=len(shape) - 1)
+  if run % VECTOR:                       # (a short last axis: an element at a time)
+    from .access import scalar_store
+    for flat, idx in enumerate(itertools.product(*(range(n) for n in shape))):
+      scalar_store(cx, view(cx, ref, idx, ref.name), index_through_smem(cx, vec, (flat,)))
+    return
+  for r, idx in enumerate(itertools.product(*(range(n) for n in shape[:k]))):
+    row = vec if run == math.prod(shape) else index_through_smem(cx, vec, (slice(r * run, (r + 1) * run),))
+    store(cx, view(cx, ref, idx + (slice(None),) + (0,) * (len(shape) - k - 1), ref.name), row)
+
+
+def _run(shape) -> int:
+  """The length of the runs a row at a time stores: the last axis longer than 1 (a keepdims (2, 8, 1) one's 8)."""
+  return next((n for n in reversed(shape) if n != 1), 1)

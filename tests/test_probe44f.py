@@ -1,0 +1,169 @@
+"""Probe 44f (masks and statistics of small or ragged 3-D tiles: per-row lengths, masked softmax over padded batches).
+
+- A mask of per-row lengths too small for a register tensor, `ml.arange(8)[None, :, None] < n[...][:, None, None]`
+  of (2, 8, 1), is recomputed at the shape of the tile it meets (a masked load's window, ml.where's operands): it was
+  MG204 'broadcasting n[...] of shape (2, 1, 1) to (2, 8, 1)' (frontend/ops/small_regrid.py).
+- A small statistic stored whole into an output of its shape (`out[...] = ml.max(x, axis=2)` of a (2, 8, 64) tile
+  into (2, 8); a keepdims (2, 8, 1) one) is stored a row of its vector at a time, or an element at a time where its
+  rows are shorter than a vector: it was MG204 with the hint to store it as a vector (frontend/ops/small_stores.py).
+- A statistic over a middle axis stored whole in its own shape ((2, 1, 32), or (2, 32) without keepdims) is stored
+  from the tile it is spread along, a row at a time: it was MG204 with a hint that reduced each leading index apart.
+- Stored into a window of its elements on other axes ((8, 8) into (8, 1, 8)), a value is the store's shape mismatch,
+  whose hint inserts the axis where the window has it (it said m[:, :, None], of shape (8, 8, 1)).
+"""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+
+S = jax.ShapeDtypeStruct
+F32 = jnp.float32
+I32 = jnp.int32
+
+
+def _line_of(text):
+  with open(__file__) as f:
+    return next(n for n, line in enumerate(f, 1) if text in line and "_line_of" not in line)
+
+
+def _rand(shape, seed):
+  return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+def _export(kernel, *specs):
+  fn = jax.jit(lambda *a: kernel(*a))
+  return jax.export.export(fn, platforms=["cuda"])(*specs).mlir_module()
+
+
+def _close(got, want, tol=1e-5):
+  for g, w in zip(got, want):
+    np.testing.assert_allclose(np.asarray(g, np.float32), np.asarray(w, np.float32), rtol=tol, atol=tol)
+
+
+# ---------------------------------------------------------------- masks of per-row lengths, at the tile's shape
+@mg.mgpu_kernel(out_shape=lambda x, n, s, e: (x, x, x, x), grid=(1,))
+def ragged_masks(x, n, s, e, a, b, c, d):
+  t = ml.arange(8)[None, :, None]
+  mask = t < n[...][:, None, None]                      # (2, 8, 1): 16 elements
+  a[...] = ml.softmax(x.at[:, ml.ds(0, 8), :].load(mask=mask, other=-jnp.inf), axis=1)
+  v = x[...]
+  b[...] = ml.where(mask, v, 0.0)
+  seg = (t >= s[...][:, None, None]) & (t < e[...][:, None, None])      # a segment [s, e) of each batch
+  c[...] = ml.where(seg, v, -1.0)
+  w = ml.where(mask, v, -jnp.inf)                       # a masked softmax written out
+  m = ml.max(w, axis=1, keepdims=True)
+  p = ml.exp(w - m)
+  d[...] = p / ml.sum(p, axis=1, keepdims=True) + mask.astype(jnp.float32)
+
+
+def _ragged_masks_want(x, n, s, e):
+  t = np.arange(8)[None, :, None]
+  mask, seg = t < n[:, None, None], (t >= s[:, None, None]) & (t < e[:, None, None])
+  soft = jax.nn.softmax(np.where(mask, x, -np.inf), 1)
+  return soft, np.where(mask, x, 0), np.where(seg, x, -1), soft + mask
+
+
+def test_a_mask_of_per_row_lengths_too_small_for_a_register_tensor_is_computed_at_its_tiles_shape():
+  """Each was MG204 'broadcasting n[...] of shape (2, 1, 1) to (2, 8, 1): broadcasting works into 1-D and 2-D
+  tensors', with a hint to broadcast the lengths to (2, 8, 32) by hand."""
+  x, n = _rand((2, 8, 32), 1), np.array([5, 8], np.int32)
+  s, e = np.array([1, 0], np.int32), np.array([4, 6], np.int32)
+  _close(ragged_masks(x, n, s, e, interpret=True), _ragged_masks_want(x, n, s, e))
+  ir = ragged_masks.typed_ir(S(x.shape, F32), *(S((2,), I32),) * 3)
+  assert "tensor<2x8x1" not in ir             # (the small mask is computed at the tile's shape, not its own)
+  assert "@mosaic_gpu" in _export(ragged_masks, S(x.shape, F32), *(S((2,), I32),) * 3)
+
+
+# ---------------------------------------------------------------- small statistics stored whole
+@mg.mgpu_kernel(out_shape=lambda x, y: (S((2, 8), F32), S((2, 8, 1), F32), S((2, 8), F32), S((2, 8), I32),
+                                        S((4, 4), F32), S((4, 4, 1), F32)), grid=(1,))
+def small_stats_stored(x, y, a, b, c, d, e, f):
+  v = x[...]                                            # (2, 8, 64): 16 row statistics
+  a[...] = ml.max(v, axis=2)
+  b[...] = ml.sum(v, axis=2, keepdims=True)
+  c[...] = ml.logsumexp(v, axis=-1) * 2.0 + 1.0
+  d[...] = ml.argmax(v, axis=2)
+  w = y[...]                                            # (4, 4, 64): rows of 4, shorter than a vector
+  e[...] = ml.min(w, axis=2)
+  f[...] = ml.mean(w, axis=2, keepdims=True)
+
+
+def _small_stats_want(x, y):
+  return (x.max(2), x.sum(2, keepdims=True), jax.nn.logsumexp(x, -1) * 2 + 1, x.argmax(2), y.min(2),
+          y.mean(2, keepdims=True))
+
+
+def test_a_small_statistic_stored_whole_is_stored_a_row_or_an_element_at_a_time():
+  """Each was MG204 'ml.max(v, axis=2) has shape (2, 8): 16 elements, too few for a register tensor of that shape',
+  whose hint stored it as a (16,) vector reshaped outside the kernel."""
+  x, y = _rand((2, 8, 64), 2), _rand((4, 4, 64), 3)
+  _close(small_stats_stored(x, y, interpret=True), _small_stats_want(x, y))
+  assert "@mosaic_gpu" in _export(small_stats_stored, S(x.shape, F32), S(y.shape, F32))
+
+
+# ---------------------------------------------------------------- middle-axis statistics stored whole
+@mg.mgpu_kernel(out_shape=lambda x, y: (S((2, 1, 32), F32), S((2, 32), F32), S((2, 1, 32), F32), S((2, 32), F32),
+                                        S((2, 1, 1, 32), F32)), grid=(1,))
+def middle_stats_stored(x, y, a, b, c, d, e):
+  v = x[...]                                            # (2, 8, 32) over axis 1: (2, 1, 32), 64 elements
+  a[...] = ml.sum(v, axis=1, keepdims=True)
+  b[...] = ml.max(v, axis=1)
+  c[...] = ml.mean(v, axis=1, keepdims=True)
+  d[...] = ml.std(v, axis=1)
+  e[...] = ml.logsumexp(y[...], axis=(1, 2), keepdims=True)   # (2, 2, 8, 32) over the middle run (1, 2)
+
+
+def _middle_stats_want(x, y):
+  return (x.sum(1, keepdims=True), x.max(1), x.mean(1, keepdims=True), x.std(1),
+          jax.nn.logsumexp(y, (1, 2), keepdims=True))
+
+
+def test_a_small_middle_axis_statistic_stored_whole_is_stored_from_its_spread_tile():
+  """Each was MG204 'ml.sum(v, axis=1, keepdims=True) keeps axes of sizes (2, 32) around the reduced axis 1: 64
+  elements ... no register tensor holds it to store', whose hint reduced each leading index apart."""
+  x, y = _rand((2, 8, 32), 4), _rand((2, 2, 8, 32), 5)
+  _close(middle_stats_stored(x, y, interpret=True), _middle_stats_want(x, y))
+  assert "@mosaic_gpu" in _export(middle_stats_stored, S(x.shape, F32), S(y.shape, F32))
+
+
+# ---------------------------------------------------------------- a value stored into a window of its elements on other axes
+@mg.mgpu_kernel(out_shape=lambda x: S((8, 1, 8), F32), grid=(1,))
+def stat_without_its_axis(x, o):
+  m = ml.max(x[...], axis=1)
+  o[...] = m   # statistic without its axis
+
+
+@mg.mgpu_kernel(out_shape=lambda y: S((128, 1, 64), F32), grid=(1,))
+def tile_without_its_axis(y, p):
+  t = y[...]
+  p[...] = t   # tile without its axis
+
+
+def test_a_value_stored_without_the_windows_size_1_axis_is_told_where_to_insert_it():
+  """The spread statistic was MG204 'm keeps axes of sizes (8, 8) ... no register tensor holds it to store' (hint: store
+  it broadcast back); either value's hint inserted the axis last, m[:, :, None] of shape (8, 8, 1), not the window's."""
+  for kernel, spec, at, text, name, shape in (
+      (stat_without_its_axis, (8, 4, 8), "# statistic without its axis", "m", "o", (8, 8)),
+      (tile_without_its_axis, (128, 64), "# tile without its axis", "t", "p", (128, 64))):
+    with pytest.raises(mg.ShapeMismatchError) as info:
+      kernel.check(S(spec, F32))
+    e = info.value
+    full = (shape[0], 1, shape[1])
+    assert (e.lineno, e.col_offset) == (_line_of(at), 2)
+    assert e.message == f"cannot store a tensor of shape {shape} into {name} of shape {full}"
+    assert e.hint.endswith(f"give {text} the axes it lacks: {text}[:, None, :] (shape {full})"), e.hint
+
+
+# ---------------------------------------------------------------- on the GPU
+@pytest.mark.gpu
+def test_gpu_ragged_masks_and_small_statistics_stored_whole_match_numpy():
+  x, n = _rand((2, 8, 32), 1), np.array([5, 8], np.int32)
+  s, e = np.array([1, 0], np.int32), np.array([4, 6], np.int32)
+  _close(ragged_masks(x, n, s, e), _ragged_masks_want(x, n, s, e))
+  x, y = _rand((2, 8, 64), 2), _rand((4, 4, 64), 3)
+  _close(small_stats_stored(x, y), _small_stats_want(x, y))
+  x, y = _rand((2, 8, 32), 4), _rand((2, 2, 8, 32), 5)
+  _close(middle_stats_stored(x, y), _middle_stats_want(x, y))
