@@ -8,6 +8,8 @@
   rows are shorter than a vector: it was MG204 with the hint to store it as a vector (frontend/ops/small_stores.py).
 - A statistic over a middle axis stored whole in its own shape ((2, 1, 32), or (2, 32) without keepdims) is stored
   from the tile it is spread along, a row at a time: it was MG204 with a hint that reduced each leading index apart.
+- A statistic over a middle axis meeting per-batch lengths broadcast to its shape (a masked mean's divisor,
+  `ml.sum(v, axis=1) / lens[:, None]`) is computed on its spread tile, the lengths broadcast to the tile: it was MG204.
 - Stored into a window of its elements on other axes ((8, 8) into (8, 1, 8)), a value is the store's shape mismatch,
   whose hint inserts the axis where the window has it (it said m[:, :, None], of shape (8, 8, 1)).
 """
@@ -129,6 +131,31 @@ def test_a_small_middle_axis_statistic_stored_whole_is_stored_from_its_spread_ti
   assert "@mosaic_gpu" in _export(middle_stats_stored, S(x.shape, F32), S(y.shape, F32))
 
 
+# ---------------------------------------------------------------- middle-axis statistics meeting per-batch lengths
+@mg.mgpu_kernel(out_shape=lambda x, n: (S((2, 32), F32), x, S((2, 1, 32), F32)), grid=(1,))
+def masked_mean_pool(x, n, a, b, c):
+  t = ml.arange(8)[None, :, None]
+  lens = n[...]
+  v = ml.where(t < lens[:, None, None], x[...], 0.0)   # (2, 8, 32) padded along axis 1
+  a[...] = ml.sum(v, axis=1) / lens[:, None].astype(jnp.float32)
+  b[...] = v - ml.sum(v, axis=1, keepdims=True) / lens[:, None, None].astype(jnp.float32)
+  c[...] = ml.max(v, axis=1, keepdims=True) * lens[:, None, None].astype(jnp.float32)
+
+
+def _masked_mean_pool_want(x, n):
+  v = np.where(np.arange(8)[None, :, None] < n[:, None, None], x, 0)
+  return v.sum(1) / n[:, None], v - v.sum(1, keepdims=True) / n[:, None, None], v.max(1, keepdims=True) * n[:, None, None]
+
+
+def test_a_middle_axis_statistic_meets_per_batch_lengths_broadcast_to_it():
+  """Each was MG204: the statistic meeting `lens[:, None]` (a (2,) vector stretched to its (2, 32) shape) is not
+  spread, so it was 'v of shape (2, 8, 32) is reduced or broadcast along an axis' at the reduction; keepdims,
+  'broadcasting lens[:, None, None] ... of shape (2, 1, 1) to (2, 1, 32)'."""
+  x, n = _rand((2, 8, 32), 6), np.array([3, 8], np.int32)
+  _close(masked_mean_pool(x, n, interpret=True), _masked_mean_pool_want(x, n))
+  assert "@mosaic_gpu" in _export(masked_mean_pool, S(x.shape, F32), S((2,), I32))
+
+
 # ---------------------------------------------------------------- a value stored into a window of its elements on other axes
 @mg.mgpu_kernel(out_shape=lambda x: S((8, 1, 8), F32), grid=(1,))
 def stat_without_its_axis(x, o):
@@ -167,3 +194,5 @@ def test_gpu_ragged_masks_and_small_statistics_stored_whole_match_numpy():
   _close(small_stats_stored(x, y), _small_stats_want(x, y))
   x, y = _rand((2, 8, 32), 4), _rand((2, 2, 8, 32), 5)
   _close(middle_stats_stored(x, y), _middle_stats_want(x, y))
+  x, n = _rand((2, 8, 32), 6), np.array([3, 8], np.int32)
+  _close(masked_mean_pool(x, n), _masked_mean_pool_want(x, n))

@@ -134,8 +134,9 @@ def through_small_reshape(cx, operands, make):
   if not tensors:
     return None
   shape = tensors[0].type.shape
-  if any(x.id in cx.b.spread for x in tensors) and all(x.id in cx.b.spread or _fill(cx, x, shape) for x in tensors):
-    # (small middle-axis statistics, and fills of their shape: on their spread tiles too)
+  if any(x.id in cx.b.spread for x in tensors) and all(x.id in cx.b.spread or _fill(cx, x, shape) or _stretched(
+      cx, x) for x in tensors):
+    # (small middle-axis statistics, and fills of their shape or broadcasts into it: on their spread tiles too)
     from .spread import along
     return along(cx, operands, make(operands, shape), make)
   if not small_shape(shape):
@@ -150,6 +151,13 @@ def through_small_reshape(cx, operands, make):
   made = known
   r = make(sources, made[0].type.shape)
   return cx.b.emit(Reshape, r, loc=cx.loc, types=[TensorType(shape, r.type.dtype)], names=[r.name]).result
+
+
+def _stretched(cx, x) -> bool:
+  """Whether `x` is a broadcast of a smaller tensor or an index grid (ops/small_regrid.at_spread takes them)."""
+  from .shape import Broadcast       # (shape.py imports this module)
+  o = cx.b.defining(x)
+  return isinstance(o, Broadcast) and math.prod(o.x.type.shape) < math.prod(x.type.shape) or index_only(cx.b.defining, x)
 
 
 def _fill(cx, x, shape):

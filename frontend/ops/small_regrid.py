@@ -44,9 +44,9 @@ def _at(cx, v, shape, memo, probe):
   out = None
   if index_only(cx.b.defining, v):         # (an index grid: broadcast, frontend/index_grids.py recomputes it)
     out = True if probe else broadcast_to_shape(cx, v, shape)
-  elif isinstance(o, Broadcast) and not _small(o.x) and math.prod(o.x.type.shape) < math.prod(v.type.shape):
-    # a source a register tensor holds stretched (the lengths' (2, 1, 1) to (2, 8, 1)): broadcast straight there
-    # (not one that only inserts axes: broadcast again, it would come back here)
+  elif isinstance(o, Broadcast) and not _small(o.x) and _plans(o.x, o.dims, shape):
+    # a source a register tensor holds (the lengths' (2,) vector, made (2, 1, 1), stretched to (2, 8, 1)): broadcast
+    # straight there, as the 2-D broadcast of frontend/ops/broadcast_nd.py's plans
     out = True if probe else broadcast_to_shape(cx, _ranked(cx, o.x, o.dims, len(shape)), shape)
   elif isinstance(o, (Binary, Compare, Unary, Cast, Where)) and all(
       not isinstance(x.type, TensorType) or tuple(x.type.shape) == tuple(v.type.shape) for x in o.operands()):
@@ -61,6 +61,34 @@ def _at(cx, v, shape, memo, probe):
         out = cx.b.append(c).results[0]
   memo[v.id] = out
   return out
+
+
+def _plans(x, dims, shape) -> bool:
+  """Whether `x`, its axis i made axis dims[i] of `shape`, broadcasts there as a 2-D broadcast between reshapes."""
+  from .broadcast_nd import flattened_plan, two_step_plan
+  ranked = [1] * len(shape)
+  for i, d in enumerate(dims):
+    ranked[d] = x.type.shape[i]
+  every = tuple(range(len(shape)))
+  return flattened_plan(tuple(ranked), shape, every) is not None or two_step_plan(tuple(ranked), shape, every) is not None
+
+
+def at_spread(cx, v, full, axes):
+  """`v`, an operand of elementwise math with a statistic spread along `axes` into a tile of shape `full` (v of the
+  statistic's keepdims or kept shape), at that tile's shape: where v is a broadcast of a smaller tensor (per-batch
+  lengths `n[...][:, None, None]` meeting a (2, 1, 32) statistic, a masked mean's divisor) or an index grid; None for
+  any other."""
+  from .broadcast_nd import index_only
+  from .shape import Broadcast, broadcast_to_shape
+  full, shape = tuple(full), tuple(v.type.shape)
+  into = list(range(len(full))) if len(shape) == len(full) else [a for a in range(len(full)) if a not in axes]
+  o = cx.b.defining(v)
+  if isinstance(o, Broadcast) and math.prod(o.x.type.shape) < math.prod(shape):
+    dims = tuple(into[d] for d in o.dims)
+    return broadcast_to_shape(cx, _ranked(cx, o.x, dims, len(full)), full)
+  if len(shape) == len(full) and index_only(cx.b.defining, v):
+    return broadcast_to_shape(cx, v, full)
+  return None
 
 
 def _small(x) -> bool:

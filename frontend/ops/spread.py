@@ -109,8 +109,20 @@ def along(cx, operands, out, make):
       {(tuple(g[0].type.shape), g[1]) for g in got}) != 1:
     return out
   full = tuple(got[0][0].type.shape)
-  ops = [v if not (isinstance(v, ir.Value) and isinstance(v.type, TensorType)) else cx.b.spread[v.id][0]
-         if v.id in cx.b.spread else ew.full_(cx, full, cx.b.defining(v).value, v.type.dtype) for v in operands]
+  from .small_regrid import at_spread
+
+  def spread_of(v):
+    if not (isinstance(v, ir.Value) and isinstance(v.type, TensorType)):
+      return v
+    if v.id in cx.b.spread:
+      return cx.b.spread[v.id][0]
+    if isinstance(o := cx.b.defining(v), ew.Full):
+      return ew.full_(cx, full, o.value, v.type.dtype)
+    return at_spread(cx, v, full, got[0][1])      # (per-batch lengths broadcast: at the tile's shape)
+  ops = [spread_of(v) for v in operands]
+  if any(v is None or isinstance(v, ir.Value) and isinstance(v.type, TensorType) and tuple(v.type.shape) != full
+         for v in ops):
+    return out
   cx.b.spread[out.id] = (make(ops, full), got[0][1], got[0][2])
   return out
 
