@@ -2,7 +2,8 @@
 
 - A mask of per-row lengths too small for a register tensor, `ml.arange(8)[None, :, None] < n[...][:, None, None]`
   of (2, 8, 1), is recomputed at the shape of the tile it meets (a masked load's window, ml.where's operands): it was
-  MG204 'broadcasting n[...] of shape (2, 1, 1) to (2, 8, 1)' (frontend/ops/small_regrid.py).
+  MG204 'broadcasting n[...] of shape (2, 1, 1) to (2, 8, 1)' (frontend/ops/small_regrid.py); so is a (2, 1, 64) mask
+  of per-batch column lengths, whose own broadcast of the lengths no layout takes.
 - A small statistic stored whole into an output of its shape (`out[...] = ml.max(x, axis=2)` of a (2, 8, 64) tile
   into (2, 8); a keepdims (2, 8, 1) one) is stored a row of its vector at a time, or an element at a time where its
   rows are shorter than a vector: it was MG204 with the hint to store it as a vector (frontend/ops/small_stores.py).
@@ -10,6 +11,8 @@
   from the tile it is spread along, a row at a time: it was MG204 with a hint that reduced each leading index apart.
 - A statistic over a middle axis meeting per-batch lengths broadcast to its shape (a masked mean's divisor,
   `ml.sum(v, axis=1) / lens[:, None]`) is computed on its spread tile, the lengths broadcast to the tile: it was MG204.
+- A small mask reduced along an axis (`ml.sum(m, axis=1)` of the (2, 8, 1) mask, to count the lengths) is MG204 in the
+  user's words, whose hint reduces it at the tile's shape: it named the compiler's SMEM scratch.
 - Stored into a window of its elements on other axes ((8, 8) into (8, 1, 8)), a value is the store's shape mismatch,
   whose hint inserts the axis where the window has it (it said m[:, :, None], of shape (8, 8, 1)).
 """
@@ -77,6 +80,24 @@ def test_a_mask_of_per_row_lengths_too_small_for_a_register_tensor_is_computed_a
   ir = ragged_masks.typed_ir(S(x.shape, F32), *(S((2,), I32),) * 3)
   assert "tensor<2x8x1" not in ir             # (the small mask is computed at the tile's shape, not its own)
   assert "@mosaic_gpu" in _export(ragged_masks, S(x.shape, F32), *(S((2,), I32),) * 3)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, n: (S((2, 8), F32), x), grid=(1,))
+def ragged_columns(x, n, a, b):
+  c = ml.arange(64)[None, None, :]
+  mask = c < n[...][:, None, None]                      # (2, 1, 64): 128 elements, but 2 rows of 64
+  v = x[...]
+  a[...] = ml.sum(ml.where(mask, v, 0.0), axis=2)
+  b[...] = ml.softmax(v, axis=-1, where=mask)
+
+
+def test_a_mask_of_per_batch_column_lengths_is_computed_at_its_tiles_shape():
+  """It was MG204 'broadcasting n[...] of shape (2, 1, 1) to (2, 1, 64): broadcasting works into 1-D and 2-D tensors'
+  (2 rows of 64 columns take no row-wise layout), though it meets a (2, 8, 64) tile that the lengths broadcast to."""
+  x, n = _rand((2, 8, 64), 8), np.array([10, 64], np.int32)
+  mask = np.broadcast_to(np.arange(64)[None, None, :] < n[:, None, None], x.shape)
+  _close(ragged_columns(x, n, interpret=True), (np.where(mask, x, 0).sum(2), jax.nn.softmax(x, -1, where=mask)))
+  assert "@mosaic_gpu" in _export(ragged_columns, S(x.shape, F32), S((2,), I32))
 
 
 # ---------------------------------------------------------------- small statistics stored whole
@@ -156,6 +177,40 @@ def test_a_middle_axis_statistic_meets_per_batch_lengths_broadcast_to_it():
   assert "@mosaic_gpu" in _export(masked_mean_pool, S(x.shape, F32), S((2,), I32))
 
 
+# ---------------------------------------------------------------- a small mask reduced along an axis
+@mg.mgpu_kernel(out_shape=lambda x, n: S((2, 32), F32), grid=(1,))
+def mask_counted(x, n, o):
+  t = ml.arange(8)[None, :, None]
+  m = (t < n[...][:, None, None]).astype(jnp.float32)
+  o[...] = ml.sum(x[...] * m, axis=1) / ml.sum(m, axis=1)   # mask counted
+
+
+@mg.mgpu_kernel(out_shape=lambda x, n: S((2, 32), F32), grid=(1,))
+def mask_counted_fixed(x, n, o):
+  t = ml.arange(8)[None, :, None]
+  m = (t < n[...][:, None, None]).astype(jnp.float32)
+  o[...] = ml.sum(x[...] * m, axis=1) / ml.sum(ml.broadcast_to(m, (2, 8, 32)), axis=1)
+
+
+def test_a_small_mask_reduced_along_an_axis_says_so_in_its_words_and_its_hint_works():
+  """It was MG204 'ml.sum(m, axis=1) has shape (2, 8, 1) ...' at the reduction, whose hint stored the compiler's SMEM
+  scratch, 'give ml.sum(m, axis=1) scratch the shape (16,)'."""
+  x, n = _rand((2, 8, 32), 7), np.array([5, 8], np.int32)
+  with pytest.raises(mg.LayoutError) as info:
+    mask_counted.check(S(x.shape, F32), S((2,), I32))
+  e = info.value
+  line = _line_of("# mask counted")
+  with open(__file__) as f:
+    col = f.read().splitlines()[line - 1].index("ml.sum(m, axis=1)")
+  assert (e.lineno, e.col_offset) == (line, col)
+  assert e.message == ("ml.sum(m, axis=1) reduces a tensor of shape (2, 8, 1): 16 elements, too few for a register"
+                       " tensor of that shape (a multiple of 128), and no statistic held otherwise")
+  assert e.hint == ("reduce it at the shape of the tile it masks (c that tile's size along each size-1 axis):"
+                    " ml.sum(ml.broadcast_to(m, (2, 8, c)), axis=1), which computes it there")
+  mask = np.arange(8)[None, :, None] < n[:, None, None]
+  _close([mask_counted_fixed(x, n, interpret=True)], [(x * mask).sum(1) / mask.sum(1)])
+
+
 # ---------------------------------------------------------------- a value stored into a window of its elements on other axes
 @mg.mgpu_kernel(out_shape=lambda x: S((8, 1, 8), F32), grid=(1,))
 def stat_without_its_axis(x, o):
@@ -190,9 +245,15 @@ def test_gpu_ragged_masks_and_small_statistics_stored_whole_match_numpy():
   x, n = _rand((2, 8, 32), 1), np.array([5, 8], np.int32)
   s, e = np.array([1, 0], np.int32), np.array([4, 6], np.int32)
   _close(ragged_masks(x, n, s, e), _ragged_masks_want(x, n, s, e))
+  x, n = _rand((2, 8, 64), 8), np.array([10, 64], np.int32)
+  mask = np.broadcast_to(np.arange(64)[None, None, :] < n[:, None, None], x.shape)
+  _close(ragged_columns(x, n), (np.where(mask, x, 0).sum(2), jax.nn.softmax(x, -1, where=mask)))
   x, y = _rand((2, 8, 64), 2), _rand((4, 4, 64), 3)
   _close(small_stats_stored(x, y), _small_stats_want(x, y))
   x, y = _rand((2, 8, 32), 4), _rand((2, 2, 8, 32), 5)
   _close(middle_stats_stored(x, y), _middle_stats_want(x, y))
   x, n = _rand((2, 8, 32), 6), np.array([3, 8], np.int32)
   _close(masked_mean_pool(x, n), _masked_mean_pool_want(x, n))
+  x, n = _rand((2, 8, 32), 7), np.array([5, 8], np.int32)
+  mask = np.arange(8)[None, :, None] < n[:, None, None]
+  _close([mask_counted_fixed(x, n)], [(x * mask).sum(1) / mask.sum(1)])

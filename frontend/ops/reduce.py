@@ -20,7 +20,7 @@ from .elementwise_fns import arange
 from .base import builtin, check_register_value, is_tensor, kind_of, shown
 from .product_hints import product_hint as _product_hint
 from .shape import READ_2D_FIRST, Reduce, ReduceKind, Reshape, reshape_
-from . import few_stats
+from . import few_stats, small_regrid
 from .spread import refuse, rehint, spread_reduce
 
 # ---------------------------------------------------------------- reductions
@@ -77,6 +77,7 @@ def reduce(cx, kind: ReduceKind, x, axis, keepdims, what=None):
     refuse(cx, x, f"to reduce ({what})")
   shape = x.type.shape
   axes = _axes(cx, axis, len(shape), what)
+  small_regrid.check_reduce(cx, x, axes, axis, keepdims, what)      # (a small mask reduced along an axis: MG204, in its words)
   if len(axes) == len(shape) and not keepdims and len(shape) > 1 and math.prod(shape) % hw.WARPGROUP \
       and isinstance(op := cx.b.defining(x), Reshape) and len(op.x.type.shape) == 1:
     # All of a small statistic (a (1, 2, 16) row max of a tile, the vector of its 2-D reshape's rows, typed

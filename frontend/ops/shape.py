@@ -111,6 +111,8 @@ def broadcast_to_shape(cx, x, shape, dims=None):
   mid = two_step_plan(x.type.shape, shape, dims) if flat is None else None
   if mid is not None and flattens(cx.b.defining, x):      # leading and trailing axes stretched: one run, then the other
     return broadcast_to_shape(cx, broadcast_to_shape(cx, x, mid), shape)
+  if (again := regrid(cx, x, shape, dims, early=True)) is not None:
+    return again      # (a mask whose own broadcast no layout takes, meeting its tile: at the tile's shape)
   copies = copied_axes(x.type.shape, shape, dims) if flat is None else None
   if copies and flattens(cx.b.defining, x) and (mid := trailing_first(x.type.shape, shape, dims)) is not None:
     return broadcast_to_shape(cx, broadcast_to_shape(cx, x, mid), shape)    # (a small x: its trailing axes first)

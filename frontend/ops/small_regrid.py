@@ -14,19 +14,22 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from .. import hw, ir
+from .. import errors as E, hw, ir
 from ..types import TensorType
 from .elementwise import Binary, Cast, Compare, Unary, Where
 
 
-def regrid(cx, x, shape, dims):
+def regrid(cx, x, shape, dims, *, early=False):
   """`x` (a tensor too small for a register tensor of its shape, computed elementwise from broadcasts and index grids)
   recomputed at `shape`, which a register tensor holds (`dims`: the result axis of each of x's, NumPy's trailing
-  alignment); None where x is not made so."""
+  alignment); None where x is not made so. `early`: instead, x is a 3-D (or wider) tensor a register tensor holds
+  whose math broadcasts a source along axes no 2-D broadcast takes (`ml.arange(64)[None, None, :] < n[...][:, None,
+  None]` of (2, 1, 64): the lengths stretched along a last axis of 64 in 2 rows), met by a tile it broadcasts to."""
   from .broadcast_nd import index_only, small_shape
   shape, src = tuple(shape), tuple(x.type.shape)
-  if (not small_shape(src) or math.prod(shape) % hw.WARPGROUP or len(src) != len(shape)
-      or tuple(dims) != tuple(range(len(shape))) or index_only(cx.b.defining, x)):
+  if (small_shape(src) == early or early and len(shape) < 3 or math.prod(shape) % hw.WARPGROUP
+      or len(src) != len(shape) or tuple(dims) != tuple(range(len(shape))) or index_only(cx.b.defining, x)
+      or early and not _unplanned(cx, x)):
     return None
   return _at(cx, x, shape, {}, probe=True) is not None and _at(cx, x, shape, {}, probe=False) or None
 
@@ -61,6 +64,25 @@ def _at(cx, v, shape, memo, probe):
         out = cx.b.append(c).results[0]
   memo[v.id] = out
   return out
+
+
+def _unplanned(cx, x) -> bool:
+  """Whether the elementwise math making `x` (of one shape) broadcasts a tensor into it that no 2-D broadcast takes."""
+  from .broadcast_nd import index_only
+  from .shape import Broadcast
+  todo, seen = [x], set()
+  while todo:
+    v = todo.pop()
+    if not (isinstance(v, ir.Value) and isinstance(v.type, TensorType)) or v.id in seen or v.type.shape != x.type.shape:
+      continue
+    seen.add(v.id)
+    o = cx.b.defining(v)
+    if isinstance(o, Broadcast) and math.prod(o.x.type.shape) < math.prod(v.type.shape) and not index_only(
+        cx.b.defining, v) and not _plans(o.x, o.dims, tuple(v.type.shape)) and v.id not in cx.b.spread:
+      return True
+    if isinstance(o, (Binary, Compare, Unary, Cast, Where)):
+      todo.extend(o.operands())
+  return False
 
 
 def _plans(x, dims, shape) -> bool:
@@ -108,3 +130,25 @@ def _ranked(cx, x, dims, rank):
     shape[d] = x.type.shape[i]
   return cx.b.emit(Broadcast, x, tuple(dims), loc=cx.loc, types=[TensorType(tuple(shape), x.type.dtype)],
                    names=[x.name]).result
+
+
+def check_reduce(cx, x, axes, axis, keepdims, what) -> None:
+  """A tensor too small for a register tensor of its shape that is no statistic (a (2, 8, 1) mask of per-row lengths,
+  `ml.sum(mask.astype(jnp.float32), axis=1)` to count them) reduced along an axis whose result keeps more than one
+  element: MG204 naming it, whose hint reduces it at the shape of the tile it masks (it was MG204 naming the compiler's
+  SMEM scratch, whose hint stored it as a vector)."""
+  from .broadcast_nd import index_only, small_shape, small_source
+  shape = tuple(x.type.shape)
+  kept = [n for i, n in enumerate(shape) if i not in axes]
+  if (len(axes) == len(shape) or math.prod(kept) <= 1 or not small_shape(shape) or len(shape) < 3
+      or small_source(cx.b.defining, x) is not None or x.id in cx.b.few_stats or index_only(cx.b.defining, x)):
+    return
+  name = cx.named(x, "m")
+  tile = tuple(n if n != 1 else "c" for n in shape)
+  tile_text = "(" + ", ".join(str(n) for n in tile) + ")"
+  ax = f"axis={axis!r}" + (", keepdims=True" if keepdims else "")
+  raise E.LayoutError(
+      f"{cx.text or what + '(' + name + ', ' + ax + ')'} reduces a tensor of shape {shape}: {math.prod(shape)} elements, too few for a register"
+      f" tensor of that shape (a multiple of {hw.WARPGROUP}), and no statistic held otherwise", cx.loc,
+      hint=f"reduce it at the shape of the tile it masks (c that tile's size along each size-1 axis):"
+           f" {what}(ml.broadcast_to({name}, {tile_text}), {ax}), which computes it there")
