@@ -82,6 +82,22 @@ def test_a_mask_of_per_row_lengths_too_small_for_a_register_tensor_is_computed_a
   assert "@mosaic_gpu" in _export(ragged_masks, S(x.shape, F32), *(S((2,), I32),) * 3)
 
 
+@mg.mgpu_kernel(out_shape=lambda x, s, n: (x, s), grid=(1,))
+def ragged_heads_and_keys(x, s, n, a, b):
+  t = ml.arange(8)[None, None, :, None]                 # (2, 1, 8, 1) over (batch, head, seq, d)
+  a[...] = ml.where(t < n[...][:, None, None, None], x[...], 0.0)
+  k = ml.arange(16)[None, None, :]                      # (2, 1, 16): per-batch key lengths of (2, 8, 16) scores
+  b[...] = ml.softmax(ml.where(k < n[...][:, None, None], s[...], -jnp.inf), axis=-1)
+
+
+def test_masks_of_per_batch_lengths_over_heads_and_keys_are_computed_at_their_tiles_shape():
+  x, s, n = _rand((2, 2, 8, 32), 9), _rand((2, 8, 16), 10), np.array([5, 8], np.int32)
+  want = (np.where(np.arange(8)[None, None, :, None] < n[:, None, None, None], x, 0),
+          jax.nn.softmax(np.where(np.arange(16)[None, None, :] < n[:, None, None], s, -np.inf), -1))
+  _close(ragged_heads_and_keys(x, s, n, interpret=True), want)
+  assert "@mosaic_gpu" in _export(ragged_heads_and_keys, S(x.shape, F32), S(s.shape, F32), S((2,), I32))
+
+
 @mg.mgpu_kernel(out_shape=lambda x, n: (S((2, 8), F32), x), grid=(1,))
 def ragged_columns(x, n, a, b):
   c = ml.arange(64)[None, None, :]
@@ -248,6 +264,10 @@ def test_gpu_ragged_masks_and_small_statistics_stored_whole_match_numpy():
   x, n = _rand((2, 8, 64), 8), np.array([10, 64], np.int32)
   mask = np.broadcast_to(np.arange(64)[None, None, :] < n[:, None, None], x.shape)
   _close(ragged_columns(x, n), (np.where(mask, x, 0).sum(2), jax.nn.softmax(x, -1, where=mask)))
+  x, s, n = _rand((2, 2, 8, 32), 9), _rand((2, 8, 16), 10), np.array([5, 8], np.int32)
+  _close(ragged_heads_and_keys(x, s, n), (np.where(np.arange(8)[None, None, :, None] < n[:, None, None, None], x, 0),
+                                          jax.nn.softmax(np.where(np.arange(16)[None, None, :] < n[:, None, None], s,
+                                                                  -np.inf), -1)))
   x, y = _rand((2, 8, 64), 2), _rand((4, 4, 64), 3)
   _close(small_stats_stored(x, y), _small_stats_want(x, y))
   x, y = _rand((2, 8, 32), 4), _rand((2, 2, 8, 32), 5)
