@@ -257,7 +257,7 @@ def test_a_value_stored_without_the_windows_size_1_axis_is_told_where_to_insert_
 
 # ---------------------------------------------------------------- on the GPU
 @pytest.mark.gpu
-def test_gpu_ragged_masks_and_small_statistics_stored_whole_match_numpy():
+def test_gpu_masks_of_per_batch_lengths_match_numpy():
   x, n = _rand((2, 8, 32), 1), np.array([5, 8], np.int32)
   s, e = np.array([1, 0], np.int32), np.array([4, 6], np.int32)
   _close(ragged_masks(x, n, s, e), _ragged_masks_want(x, n, s, e))
@@ -268,12 +268,17 @@ def test_gpu_ragged_masks_and_small_statistics_stored_whole_match_numpy():
   _close(ragged_heads_and_keys(x, s, n), (np.where(np.arange(8)[None, None, :, None] < n[:, None, None, None], x, 0),
                                           jax.nn.softmax(np.where(np.arange(16)[None, None, :] < n[:, None, None], s,
                                                                   -np.inf), -1)))
+  x, n = _rand((2, 8, 32), 7), np.array([5, 8], np.int32)
+  mask = np.arange(8)[None, :, None] < n[:, None, None]
+  _close([mask_counted_fixed(x, n)], [(x * mask).sum(1) / mask.sum(1)])
+
+
+@pytest.mark.gpu
+def test_gpu_small_statistics_stored_whole_a_row_or_an_element_at_a_time_match_numpy():
+  """(New store patterns: rows of a statistic's vector read through SMEM into GMEM rows, element stores.)"""
   x, y = _rand((2, 8, 64), 2), _rand((4, 4, 64), 3)
   _close(small_stats_stored(x, y), _small_stats_want(x, y))
   x, y = _rand((2, 8, 32), 4), _rand((2, 2, 8, 32), 5)
   _close(middle_stats_stored(x, y), _middle_stats_want(x, y))
   x, n = _rand((2, 8, 32), 6), np.array([3, 8], np.int32)
   _close(masked_mean_pool(x, n), _masked_mean_pool_want(x, n))
-  x, n = _rand((2, 8, 32), 7), np.array([5, 8], np.int32)
-  mask = np.arange(8)[None, :, None] < n[:, None, None]
-  _close([mask_counted_fixed(x, n)], [(x * mask).sum(1) / mask.sum(1)])

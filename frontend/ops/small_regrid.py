@@ -141,8 +141,11 @@ def check_reduce(cx, x, axes, axis, keepdims, what) -> None:
   shape = tuple(x.type.shape)
   kept = [n for i, n in enumerate(shape) if i not in axes]
   if (len(axes) == len(shape) or math.prod(kept) <= 1 or not small_shape(shape) or len(shape) < 3
-      or small_source(cx.b.defining, x) is not None or x.id in cx.b.few_stats or index_only(cx.b.defining, x)):
+      or small_source(cx.b.defining, x) is not None or x.id in cx.b.few_stats or index_only(cx.b.defining, x)
+      or 1 not in shape):
     return
+  if _at(cx, x, tuple(n if n != 1 else hw.WARPGROUP for n in shape), {}, probe=True) is None:
+    return            # (not a mask made of broadcasts: broadcast to a tile, it would not compute either)
   name = cx.named(x, "m")
   tile = tuple(n if n != 1 else "c" for n in shape)
   tile_text = "(" + ", ".join(str(n) for n in tile) + ")"
