@@ -312,6 +312,12 @@ def substitute_deep(o: Op, mapping: dict) -> Op:
   return o
 
 
+def retyped(o: Op, mapping: dict, type_of) -> Op:
+  """`o` with its operands replaced through `mapping` and fresh results of the types `type_of(result)`: the same math
+  at another shape, or on scalars."""
+  return dataclasses.replace(substitute(o, mapping), results=tuple(Value(type_of(r), r.name) for r in o.results))
+
+
 def clone(o: Op, mapping: dict) -> Op:
   """A copy of `o` (no regions) with fresh results; `mapping` gains old -> new results."""
   new_results = tuple(Value(r.type, r.name) for r in o.results)

@@ -19,12 +19,11 @@ import dataclasses
 
 from . import ir
 from .ops.access import MaskedLoad
-from .ops.elementwise import Arange, Binary, Cast, Compare, Full, Unary, Where
+from .ops.elementwise import PURE_ELEMENTWISE, Arange, Full
 from .ops.memory import Load, View
 from .ops.shape import Broadcast
 from .types import TensorType
 
-_PURE = (Binary, Compare, Unary, Cast, Where)
 
 
 def _blocks(block: ir.Block):
@@ -58,7 +57,7 @@ class _Index:
       return self.memo[v.id]
     self.memo[v.id] = False              # (no cycles in pure chains; loop carries are not pure)
     d = self.defs.get(v.id)
-    ok = isinstance(d, (Arange, Full)) or (isinstance(d, _PURE) or self.input_read(d)) and all(
+    ok = isinstance(d, (Arange, Full)) or (isinstance(d, PURE_ELEMENTWISE) or self.input_read(d)) and all(
         self.pure(x) for x in d.operands())
     self.memo[v.id] = ok
     return ok
@@ -88,7 +87,7 @@ def split_index_vectors(kernel: ir.Kernel, defs: dict) -> None:
   uses = []        # (broadcast op, its block, the ops computing its operand)
   for o, block in list(_blocks(kernel.body)):
     if isinstance(o, Broadcast) and len(o.x.type.shape) == 1 and isinstance(
-        defs.get(o.x.id), (Arange, Load, MaskedLoad, *_PURE)) and idx.pure(o.x):
+        defs.get(o.x.id), (Arange, Load, MaskedLoad, *PURE_ELEMENTWISE)) and idx.pure(o.x):
       ops: list = []
       idx.chain(o.x, ops, set())
       uses.append((o, block, ops))

@@ -15,9 +15,8 @@ import math
 
 from .. import hw, ir
 from ..types import TensorType
-from .elementwise import Arange, Binary, Cast, Compare, Full, Unary, Where
+from .elementwise import PURE_ELEMENTWISE, Arange, Cast, Full
 
-_INDEX_OPS = (Binary, Compare, Unary, Cast, Where)
 
 
 def flattened_plan(src: tuple, dst: tuple, dims: tuple) -> tuple | None:
@@ -118,7 +117,7 @@ def index_only(defining, v) -> bool:
     d = defining(x)
     if isinstance(d, (Arange, Full)):
       continue
-    if not isinstance(d, (*_INDEX_OPS, Broadcast, Reshape)):
+    if not isinstance(d, (*PURE_ELEMENTWISE, Broadcast, Reshape)):
       return False
     todo.extend(d.operands())
   return True

@@ -156,6 +156,11 @@ class Cast(ir.Op):
   bitcast: bool = False
 
 
+# The elementwise ops with no effects and tensor operands of the result's shape: recomputed at another shape (an
+# index grid, a small mask at its tile's), as scalars or elsewhere (rematerialised), they are the same math.
+PURE_ELEMENTWISE = (Binary, Compare, Unary, Cast, Where)
+
+
 @ir.op(PURE_FRESH)
 class Full(ir.Op):
   """A tensor filled with one (static or scalar) value."""

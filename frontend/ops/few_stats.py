@@ -10,7 +10,6 @@ statistic, and elementwise math of such statistics and numbers (`ml.mean`'s divi
 """
 from __future__ import annotations
 
-import dataclasses
 import math
 
 from .. import ir
@@ -54,7 +53,7 @@ def _scalars(cx, v, memo, probe, loose=False):
   one (its carry, before the loop carries it packed)."""
   from .broadcast_nd import index_small, small_shape, small_source
   from .reduce import FEW_KEPT
-  from .elementwise import Binary, Cast, Compare, Full, Unary, Where
+  from .elementwise import PURE_ELEMENTWISE, Full
   if not is_value(v) or not isinstance(v.type, TensorType):
     return v
   if v.id in memo:
@@ -73,7 +72,7 @@ def _scalars(cx, v, memo, probe, loose=False):
     out = [None] * n
   elif isinstance(o, Full):
     out = [o.value] * n
-  elif isinstance(o, (Binary, Cast, Compare, Unary, Where)) and all(
+  elif isinstance(o, PURE_ELEMENTWISE) and all(
       not isinstance(x.type, TensorType) or tuple(x.type.shape) == tuple(v.type.shape) for x in o.operands()):
     each = [_scalars(cx, x, memo, probe, loose) for x in o.operands()]     # (a scalar operand: itself)
     if all(e is not None for e in each):
@@ -89,9 +88,7 @@ def _scalar_op(cx, o, k, each):
   for x, e in zip(o.operands(), each):
     if isinstance(x.type, TensorType):       # (a fill's number: a scalar of its dtype, as the op's operand)
       mapping[x] = e[k] if is_value(e[k]) else full_(cx, (), e[k], x.type.dtype)
-  c = dataclasses.replace(ir.substitute(o, mapping), results=tuple(ir.Value(ScalarType(r.type.dtype), r.name)
-                                                                     for r in o.results))
-  return cx.b.append(c).results[0]
+  return cx.b.append(ir.retyped(o, mapping, lambda r: ScalarType(r.type.dtype))).results[0]
 
 
 # ---------------------------------------------------------------- carried by loops
@@ -118,7 +115,7 @@ def derivable(b, loc, leaf) -> bool:
 
 def involves(b, v) -> bool:
   """Whether elementwise math of `v`'s shape makes `v` of a few-element statistic (of b.few_stats)."""
-  from .elementwise import Binary, Cast, Compare, Unary, Where
+  from .elementwise import PURE_ELEMENTWISE
   todo, seen = [v], set()
   while todo:
     x = todo.pop()
@@ -128,7 +125,7 @@ def involves(b, v) -> bool:
     if x.id in b.few_stats:
       return True
     o = b.defining(x)
-    todo.extend(o.operands() if isinstance(o, (Binary, Cast, Compare, Unary, Where)) else ())
+    todo.extend(o.operands() if isinstance(o, PURE_ELEMENTWISE) else ())
   return False
 
 

@@ -11,12 +11,11 @@ dead and dropped. It was MG204 'broadcasting n[...] of shape (2, 1, 1) to (2, 8,
 """
 from __future__ import annotations
 
-import dataclasses
 import math
 
 from .. import errors as E, hw, ir
 from ..types import TensorType
-from .elementwise import Binary, Cast, Compare, Unary, Where
+from .elementwise import PURE_ELEMENTWISE
 
 
 def regrid(cx, x, shape, dims, *, early=False):
@@ -51,7 +50,7 @@ def _at(cx, v, shape, memo, probe):
     # a source a register tensor holds (the lengths' (2,) vector, made (2, 1, 1), stretched to (2, 8, 1)): broadcast
     # straight there, as the 2-D broadcast of frontend/ops/broadcast_nd.py's plans
     out = True if probe else broadcast_to_shape(cx, _ranked(cx, o.x, o.dims, len(shape)), shape)
-  elif isinstance(o, (Binary, Compare, Unary, Cast, Where)) and all(
+  elif isinstance(o, PURE_ELEMENTWISE) and all(
       not isinstance(x.type, TensorType) or tuple(x.type.shape) == tuple(v.type.shape) for x in o.operands()):
     each = [_at(cx, x, shape, memo, probe) for x in o.operands()]
     if all(e is not None for e in each):
@@ -59,9 +58,7 @@ def _at(cx, v, shape, memo, probe):
         out = True
       else:
         mapping = {x: e for x, e in zip(o.operands(), each) if isinstance(x.type, TensorType)}
-        c = dataclasses.replace(ir.substitute(o, mapping), results=tuple(
-            ir.Value(TensorType(shape, r.type.dtype), r.name) for r in o.results))
-        out = cx.b.append(c).results[0]
+        out = cx.b.append(ir.retyped(o, mapping, lambda r: TensorType(shape, r.type.dtype))).results[0]
   memo[v.id] = out
   return out
 
@@ -80,7 +77,7 @@ def _unplanned(cx, x) -> bool:
     if isinstance(o, Broadcast) and math.prod(o.x.type.shape) < math.prod(v.type.shape) and not index_only(
         cx.b.defining, v) and not _plans(o.x, o.dims, tuple(v.type.shape)) and v.id not in cx.b.spread:
       return True
-    if isinstance(o, (Binary, Compare, Unary, Cast, Where)):
+    if isinstance(o, PURE_ELEMENTWISE):
       todo.extend(o.operands())
   return False
 

@@ -124,7 +124,7 @@ def store(cx, ref, value):
         hint=f"convert explicitly: {ref.name or 'ref'}[...] = ({cx.named(value, 'value')}).astype(jnp.{dtype_name(t.dtype)})")
   if whole:
     return store_whole(cx, ref, value)
-  if rows is not None and (rows := plan(cx, ref, value)) is not None:
+  if rows is not None and (rows := plan(cx, ref, value)) is not None:   # (again: weak_as may have cast it)
     return store_rows(cx, ref, value, rows)
   cx.b.emit(Store, ref, value, loc=cx.loc)
 
