@@ -17,7 +17,7 @@ import math
 
 from . import hw, ir
 from .layouts import _UnionFind
-from .ops.elementwise import PURE_ELEMENTWISE, Arange, Full
+from .ops.elementwise import ELEMENTWISE_OPS, Arange, Full
 from .ops.shape import Broadcast, Reshape
 from .types import TensorType
 
@@ -70,7 +70,7 @@ def _regrid(defs, v, shape, axes, out: list):
   elif isinstance(d, Broadcast):
     inner = [axes[k] if d.x.type.shape[i] == d.result.type.shape[k] else None for i, k in enumerate(d.dims)]
     return _regrid(defs, d.x, shape, inner, out)
-  elif isinstance(d, PURE_ELEMENTWISE):
+  elif isinstance(d, ELEMENTWISE_OPS):
     kw = {}
     for f in dataclasses.fields(d):
       x = getattr(d, f.name)

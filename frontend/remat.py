@@ -19,7 +19,7 @@ import dataclasses
 
 from . import ir
 from .ops.access import MaskedLoad
-from .ops.elementwise import PURE_ELEMENTWISE, Arange, Full
+from .ops.elementwise import ELEMENTWISE_OPS, Arange, Full
 from .ops.memory import Load, View
 from .ops.shape import Broadcast
 from .types import TensorType
@@ -57,7 +57,7 @@ class _Index:
       return self.memo[v.id]
     self.memo[v.id] = False              # (no cycles in pure chains; loop carries are not pure)
     d = self.defs.get(v.id)
-    ok = isinstance(d, (Arange, Full)) or (isinstance(d, PURE_ELEMENTWISE) or self.input_read(d)) and all(
+    ok = isinstance(d, (Arange, Full)) or (isinstance(d, ELEMENTWISE_OPS) or self.input_read(d)) and all(
         self.pure(x) for x in d.operands())
     self.memo[v.id] = ok
     return ok
@@ -87,7 +87,7 @@ def split_index_vectors(kernel: ir.Kernel, defs: dict) -> None:
   uses = []        # (broadcast op, its block, the ops computing its operand)
   for o, block in list(_blocks(kernel.body)):
     if isinstance(o, Broadcast) and len(o.x.type.shape) == 1 and isinstance(
-        defs.get(o.x.id), (Arange, Load, MaskedLoad, *PURE_ELEMENTWISE)) and idx.pure(o.x):
+        defs.get(o.x.id), (Arange, Load, MaskedLoad, *ELEMENTWISE_OPS)) and idx.pure(o.x):
       ops: list = []
       idx.chain(o.x, ops, set())
       uses.append((o, block, ops))

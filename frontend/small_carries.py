@@ -118,7 +118,7 @@ def shaped(b, loc, inits, values) -> tuple:
 def _spread_in(b, v):
   """(spread shape, axes, hint) of a statistic that elementwise math of `v`'s shape makes `v` of (ml.maximum(m, s)
   of the carry m and a spread statistic s; or an inner loop's carry it could not spread), else None."""
-  from .ops.elementwise import PURE_ELEMENTWISE
+  from .ops.elementwise import ELEMENTWISE_OPS
   todo, seen = [v], set()
   while todo:
     x = todo.pop()
@@ -130,7 +130,7 @@ def _spread_in(b, v):
     if x.id in b.spread_wanted:
       return b.spread_wanted[x.id]
     o = b.defining(x)
-    todo.extend(o.operands() if isinstance(o, PURE_ELEMENTWISE) else ())
+    todo.extend(o.operands() if isinstance(o, ELEMENTWISE_OPS) else ())
   return None
 
 

@@ -15,7 +15,7 @@ import math
 
 from .. import hw, ir
 from ..types import TensorType
-from .elementwise import PURE_ELEMENTWISE, Arange, Cast, Full
+from .elementwise import ELEMENTWISE_OPS, Arange, Cast, Full
 
 
 
@@ -117,7 +117,7 @@ def index_only(defining, v) -> bool:
     d = defining(x)
     if isinstance(d, (Arange, Full)):
       continue
-    if not isinstance(d, (*PURE_ELEMENTWISE, Broadcast, Reshape)):
+    if not isinstance(d, (*ELEMENTWISE_OPS, Broadcast, Reshape)):
       return False
     todo.extend(d.operands())
   return True

@@ -158,7 +158,7 @@ class Cast(ir.Op):
 
 # The elementwise ops with no effects and tensor operands of the result's shape: recomputed at another shape (an
 # index grid, a small mask at its tile's), as scalars or elsewhere (rematerialised), they are the same math.
-PURE_ELEMENTWISE = (Binary, Compare, Unary, Cast, Where)
+ELEMENTWISE_OPS = (Binary, Compare, Unary, Cast, Where)
 
 
 @ir.op(PURE_FRESH)

@@ -53,7 +53,7 @@ def _scalars(cx, v, memo, probe, loose=False):
   one (its carry, before the loop carries it packed)."""
   from .broadcast_nd import index_small, small_shape, small_source
   from .reduce import FEW_KEPT
-  from .elementwise import PURE_ELEMENTWISE, Full
+  from .elementwise import ELEMENTWISE_OPS, Full
   if not is_value(v) or not isinstance(v.type, TensorType):
     return v
   if v.id in memo:
@@ -72,7 +72,7 @@ def _scalars(cx, v, memo, probe, loose=False):
     out = [None] * n
   elif isinstance(o, Full):
     out = [o.value] * n
-  elif isinstance(o, PURE_ELEMENTWISE) and all(
+  elif isinstance(o, ELEMENTWISE_OPS) and all(
       not isinstance(x.type, TensorType) or tuple(x.type.shape) == tuple(v.type.shape) for x in o.operands()):
     each = [_scalars(cx, x, memo, probe, loose) for x in o.operands()]     # (a scalar operand: itself)
     if all(e is not None for e in each):
@@ -115,7 +115,7 @@ def derivable(b, loc, leaf) -> bool:
 
 def involves(b, v) -> bool:
   """Whether elementwise math of `v`'s shape makes `v` of a few-element statistic (of b.few_stats)."""
-  from .elementwise import PURE_ELEMENTWISE
+  from .elementwise import ELEMENTWISE_OPS
   todo, seen = [v], set()
   while todo:
     x = todo.pop()
@@ -125,7 +125,7 @@ def involves(b, v) -> bool:
     if x.id in b.few_stats:
       return True
     o = b.defining(x)
-    todo.extend(o.operands() if isinstance(o, PURE_ELEMENTWISE) else ())
+    todo.extend(o.operands() if isinstance(o, ELEMENTWISE_OPS) else ())
   return False
 
 

@@ -15,7 +15,7 @@ import math
 
 from .. import errors as E, hw, ir
 from ..types import TensorType
-from .elementwise import PURE_ELEMENTWISE
+from .elementwise import ELEMENTWISE_OPS
 
 
 def regrid(cx, x, shape, dims, *, early=False):
@@ -50,7 +50,7 @@ def _at(cx, v, shape, memo, probe):
     # a source a register tensor holds (the lengths' (2,) vector, made (2, 1, 1), stretched to (2, 8, 1)): broadcast
     # straight there, as the 2-D broadcast of frontend/ops/broadcast_nd.py's plans
     out = True if probe else broadcast_to_shape(cx, _ranked(cx, o.x, o.dims, len(shape)), shape)
-  elif isinstance(o, PURE_ELEMENTWISE) and all(
+  elif isinstance(o, ELEMENTWISE_OPS) and all(
       not isinstance(x.type, TensorType) or tuple(x.type.shape) == tuple(v.type.shape) for x in o.operands()):
     each = [_at(cx, x, shape, memo, probe) for x in o.operands()]
     if all(e is not None for e in each):
@@ -77,7 +77,7 @@ def _unplanned(cx, x) -> bool:
     if isinstance(o, Broadcast) and math.prod(o.x.type.shape) < math.prod(v.type.shape) and not index_only(
         cx.b.defining, v) and not _plans(o.x, o.dims, tuple(v.type.shape)) and v.id not in cx.b.spread:
       return True
-    if isinstance(o, PURE_ELEMENTWISE):
+    if isinstance(o, ELEMENTWISE_OPS):
       todo.extend(o.operands())
   return False
 
