@@ -16,7 +16,7 @@ from .env import POISON, PoisonedUse, Unbound as _Unbound, assigned_names, read_
 from .ops import control as ctl
 from .ops.base import Num, is_value
 from .ops.memory import DSlice
-from .types import RefType, TensorType, dtype_name
+from .types import RefType, TensorType, dtype_name, resolve
 
 
 def static_if(tracer, node: ast.If, cond) -> None:
@@ -30,7 +30,9 @@ def static_if(tracer, node: ast.If, cond) -> None:
   tracer.run_body(taken)
 
 
-def trace_if(tracer, node: ast.If, cond: ir.Value):
+def trace_if(tracer, node: ast.If, cond: ir.Value, bools_as_numbers: bool = False):
+  """`bools_as_numbers`: a boolean scalar on one path meeting a number scalar on the other becomes that number
+  (False is 0, True is 1: Python's value of `k or i < n`, an and/or's)."""
   loc, env, bld = tracer.loc(node), tracer.env, tracer.b
   before, where = dict(env), dict(tracer.where)
   branches = []
@@ -138,6 +140,8 @@ def trace_if(tracer, node: ast.If, cond: ir.Value):
         if is_weak(num) and not (isinstance(num, int) and num >= 2 ** 31):
           bld.weak.add(made.id)     # a Python number: weakly typed, so one on both paths stays weak (as lax.cond's)
       x, y = _weak_path(tracer, then_blk, x, y, loc), _weak_path(tracer, else_blk, y, x, loc)
+      if bools_as_numbers:
+        x, y = _bool_as_number(tracer, then_blk, x, y, loc), _bool_as_number(tracer, else_blk, y, x, loc)
       if not same_type(x, y, loc):
         paths.mismatch(n, ln, (a, b_), (x, y))
       then_vals.append(x)
@@ -178,6 +182,17 @@ def _weak_path(tracer, blk, v, other, loc):
   from .ops.elementwise import weak_to
   with tracer.b.region(blk):
     return weak_to(Call(tracer.b, loc), v, other)
+
+
+def _bool_as_number(tracer, blk, v, other, loc):
+  """`v`, a boolean scalar made on one path through an if, as a number of `other`'s dtype where that is a number
+  scalar (Python's bool is an int: False is 0)."""
+  from .ops.elementwise import astype
+  from .short_circuit import is_bool_scalar, is_number_scalar
+  if not (is_bool_scalar(v) and is_number_scalar(other)):
+    return v
+  with tracer.b.region(blk):
+    return astype(Call(tracer.b, loc), v, resolve(other.type.dtype))
 
 
 class _Paths:
@@ -314,13 +329,14 @@ def tensor_condition_hint(text: str, cond, word: str) -> str:
 _IFEXP = "the conditional expression"     # the hidden name a run-time `a if c else b` binds (see if_expression)
 
 
-def if_expression(tracer, node: ast.IfExp, cond: ir.Value, name: str = _IFEXP, bound=None):
+def if_expression(tracer, node: ast.IfExp, cond: ir.Value, name: str = _IFEXP, bound=None, bools_as_numbers=False):
   """`a if c else b` on a run-time boolean scalar `c`: the if statement `if c: t = a`, `else: t = b` traced as
   trace_if traces one (each branch computed only on its path, so `x[i] if i < n else 0.0` reads x[i] only where
   i < n; the two sides merged into one if-result as an if statement's names are, tuples of them too). Returns
   t, or None where the expression cannot be one (a walrus or lambda in a branch, whose binding would outlive
   it): the caller reports it. `name`: the value's name in messages (`a or b`'s); `bound`: hidden names the sides
-  read (an operand already computed)."""
+  read (an operand already computed); `bools_as_numbers`: a boolean side meeting a number is that number (an
+  and/or's, whose Python value `k or i < n` is an int)."""
   from .short_circuit import _simple
   if not _simple([node.body, node.orelse]) or any(_names_ref(tracer, e) for e in (node.body, node.orelse)):
     return None           # (a ref cannot be chosen at run time: ifexp_hint reads it in each branch)
@@ -332,7 +348,7 @@ def if_expression(tracer, node: ast.IfExp, cond: ir.Value, name: str = _IFEXP, b
   saved, st = tracer.env.get(name), getattr(tracer, "stmt", None)
   tracer.env.update(bound or {})
   try:
-    trace_if(tracer, stmt, cond)
+    trace_if(tracer, stmt, cond, bools_as_numbers)
   except E.KernelError as err:
     _ifexp_words(err, tracer, node, name)
     raise

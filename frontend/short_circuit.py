@@ -50,8 +50,9 @@ def is_number_scalar(v) -> bool:
 def short_circuit(tracer, node: ast.BoolOp, i: int, v):
   """The value of `node` whose operand `i` evaluated to the run-time boolean scalar `v`: the
   operands after it computed under a run-time if where `v` does not decide (False for `or`, True for
-  `and`). None where they cannot be (a walrus among them, or a result that is not a boolean scalar
-  or a Python bool): the caller reports the expression."""
+  `and`). The rest a number scalar (`i < n and x[i]`): Python's value, that number where it is computed, else
+  `v` as one (False is 0). None where they cannot be (a walrus among them, or a result that is not a scalar
+  or a Python number): the caller reports the expression."""
   rest_nodes = node.values[i + 1:]
   if not _simple(rest_nodes):
     return None
@@ -63,23 +64,30 @@ def short_circuit(tracer, node: ast.BoolOp, i: int, v):
   b, loc = tracer.b, tracer.loc(node)
   decided, computed = ir.Block(), ir.Block()
   env, where = dict(tracer.env), dict(tracer.where)
+  weak = False
   with b.region(computed):
     r = tracer.eval(rest)
     if isinstance(r, bool) or condition and isinstance(r, (int, float)):
       r = ew.constant(Call(b, tracer.loc(rest)), bool(r), DType.bool_)
     elif condition and is_number_scalar(r):
       r = ew.truth(Call(b, tracer.loc(rest)), r)
-    if not is_bool_scalar(r):
+    elif type(r) in (int, float):        # `c and 2.5`: Python's value, weakly typed as jnp's
+      r, weak = ew.constant(Call(b, tracer.loc(rest)), r), True
+    if not (is_bool_scalar(r) or is_number_scalar(r)):
       tracer.and_or_rest = r          # for not_boolean_hint
       tracer.env.clear()
       tracer.env.update(env)
       tracer.where = where
       return None
     b.emit(ctl.Yield, (r,), loc=loc)
-  with b.region(decided):
-    b.emit(ctl.Yield, (v,), loc=loc)
+  with b.region(decided):   # (a number after it: v as that number, False as 0 and True as 1, as Python's bool is an int)
+    d = v if is_bool_scalar(r) else ew.astype(Call(b, loc), v, resolve(r.type.dtype))
+    b.emit(ctl.Yield, (d,), loc=loc)
   then_blk, else_blk = (computed, decided) if is_and else (decided, computed)
-  return b.emit(ctl.If, v, then_blk, else_blk, loc=loc, types=[ScalarType(DType.bool_)], names=[""]).result
+  out = b.emit(ctl.If, v, then_blk, else_blk, loc=loc, types=[ScalarType(resolve(r.type.dtype))], names=[""]).result
+  if weak or r.id in b.weak:
+    b.weak.add(out.id)
+  return out
 
 
 def number_and_or(tracer, node: ast.BoolOp, i: int, v):
@@ -100,7 +108,7 @@ def number_and_or(tracer, node: ast.BoolOp, i: int, v):
   expr.end_lineno, expr.end_col_offset = node.end_lineno, node.end_col_offset
   cond = ew.truth(Call(tracer.b, tracer.loc(here)), v)
   return if_expression(tracer, expr, cond, name=f"`{tracer.text(node)}`",
-                       bound={} if held is here else {held.id: v})
+                       bound={} if held is here else {held.id: v}, bools_as_numbers=True)
 
 
 def any_all(cx, is_any: bool, items):

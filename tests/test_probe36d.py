@@ -514,14 +514,13 @@ def and_of_a_number_as_hinted(x, n: ml.scalar, out):
     out[i] = ml.where(i < n, x[i, 0], 0)
 
 
-def test_and_of_a_boolean_and_a_number_hints_a_select():
-  """The hint was `(i < n) & x[i, 0]`, a bitwise and of a boolean and a float32 (MG003 when followed)."""
-  expect(and_of_a_number, [S((8, 128), F32), S((), I32)], mg.UnsupportedSyntaxError, "i < n and",
-         "'and'/'or' of a run-time boolean and a value that is not one is not supported in a kernel",
-         hint="a run-time and/or here takes booleans: compare the value (x[i, 0] != 0, as Python's truth), or pick"
-              " a value with ml.where(i < n, x[i, 0], 0)")
-  np.testing.assert_array_equal(np.asarray(and_of_a_number_as_hinted(X, 5, interpret=True)),
-                                np.where(np.arange(8) < 5, np.asarray(X)[:, 0], 0))
+def test_and_of_a_boolean_and_a_number_gives_pythons_value():
+  """It was MG001 with the hint `(i < n) & x[i, 0]`, a bitwise and of a boolean and a float32 (MG003 when
+  followed), then (probe 45c) a select hinted; it is Python's value, x[i, 0] where i < n, else False (0.0)."""
+  for n in (0, 5, 9):
+    want = np.array([float(i < n and float(np.asarray(X)[i, 0])) for i in range(8)], np.float32)
+    np.testing.assert_array_equal(np.asarray(and_of_a_number(X, n, interpret=True)), want)
+    np.testing.assert_array_equal(np.asarray(and_of_a_number_as_hinted(X, n, interpret=True)), want)
 
 
 # ---------------------------------------------------------------- an optional input passed as None

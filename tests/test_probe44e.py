@@ -235,10 +235,9 @@ def test_and_or_of_run_time_numbers_give_pythons_value():
   _expect(int_or_float_and_or, [S((2,), I32)], "s[0] or 0.5",
           "`s[0] or 0.5` is an int32 scalar on one side and a float32 scalar on the other",
           hint="convert the integer side to a float: s[0].astype(jnp.float32) if s[0] else 0.5")
-  _expect(bool_and_number, [S((2,), I32), S((6,), I32)], "(b >= 0) and",
-          "'and'/'or' of a run-time boolean and a value that is not one is not supported in a kernel",
-          hint="a run-time and/or here takes booleans: compare the value ((x[b] or -1) != 0, as Python's truth), or pick"
-               " a value with ml.where(b >= 0, x[b] or -1, 0)", cls=mg.UnsupportedSyntaxError)
+  for b in (-3, 1, 4):      # (a boolean and then a number: Python's value, probe 45c; x[b] read only where b >= 0)
+    got = bool_and_number(np.array([0, b], np.int32), x, interpret=True)
+    np.testing.assert_array_equal(np.asarray(got), [1 if b >= 0 and (int(x[b]) or -1) else 0])
 
 
 # ---------------------------------------------------------------- comparisons of mixed widths, as jnp's
