@@ -302,10 +302,10 @@ class Calls:
       if fn is builtins.abs:
         return ew.unary(cx, ew.UnOp.ABS, args[0])
       if fn in (builtins.min, builtins.max) and len(args) >= 2 and not kwargs:   # max(a, b, c): pairwise
+        from .py_scalars import min_max
         out = args[0]
-        for v in args[1:]:
-          out = (ew.binary(cx, ew.BinOp.MIN if fn is builtins.min else ew.BinOp.MAX, out, v)
-                 if holds_value(out) or holds_value(v) else fn(out, v))
+        for v in args[1:]:       # (of float scalars Python's rule: the first of equal values, a later NaN skipped)
+          out = min_max(cx, fn is builtins.max, out, v) if holds_value(out) or holds_value(v) else fn(out, v)
         return out
       if fn is builtins.divmod and len(args) == 2 and not kwargs and len(node.args) == 2 \
           and not any(isinstance(a, ast.Starred) for a in node.args):   # divmod(t, n) is (t // n, t % n)

@@ -63,3 +63,63 @@ def test_gpu_a_boolean_and_then_a_number_reads_only_where_it_decides():
     want, want_ints = _bool_then_number_want(x, i, k)
     np.testing.assert_array_equal(np.asarray(got), np.array(want, np.float32), err_msg=f"i={i} k={k}")
     np.testing.assert_array_equal(np.asarray(ints), np.array(want_ints, np.int32), err_msg=f"i={i} k={k}")
+
+
+# ---------------------------------------------------------------- min/max of run-time scalars: Python's rule
+@mg.mgpu_kernel(out_shape=lambda x, s: S((16,), F32))
+def python_min_max(x, s, out):
+  a, b, c = x[0], x[1], x[2]
+  i, j = s[0], s[1]
+  out[0] = max(a, b)
+  out[1] = min(a, b)
+  out[2] = max(a, b, c)
+  out[3] = min(a, b, c)
+  out[4] = max(a, 0.0)
+  out[5] = min(0.0, a)
+  out[6] = max(b, a)
+  out[7] = min(b, a)
+  out[8] = max([a, b, c])
+  out[9] = min((c, b, a))
+  out[10] = max(a, i)                                  # an int32 and a float32 scalar: float32, as jnp
+  out[11] = min(i, a, j)
+  out[12] = max(i, 2.5)
+  out[13] = max(i, j) * 1.0
+  out[14] = max(a.astype(jnp.bfloat16), -0.0).astype(jnp.float32)
+  out[15] = min(i, True) * 1.0
+
+
+def _min_max_want(a, b, c, i, j):
+  import ml_dtypes
+  bf = float(ml_dtypes.bfloat16(a))
+  return [max(a, b), min(a, b), max(a, b, c), min(a, b, c), max(a, 0.0), min(0.0, a), max(b, a), min(b, a),
+          max([a, b, c]), min((c, b, a)), max(a, i), min(i, a, j), max(i, 2.5), max(i, j), max(bf, -0.0), min(i, True)]
+
+
+def _same_floats(got, want):
+  """Equal as Python's floats are, NaN with NaN and the sign of a zero too."""
+  got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+  return bool(np.all((np.isnan(got) & np.isnan(want)) | ((got == want) & (np.signbit(got) == np.signbit(want)))))
+
+
+_NAN = float("nan")
+_MIN_MAX_CASES = [(-0.0, 0.0, -0.0), (0.0, -0.0, 0.0), (_NAN, 1.0, 2.0), (1.0, _NAN, 0.5), (1.0, 2.0, _NAN),
+                  (3.0, -1.0, 2.0), (2.0, 2.0, -7.5)]
+
+
+def test_min_and_max_of_float_scalars_follow_pythons_ties_and_nans():
+  """max(-0.0, 0.0) was 0.0 and max(1.0, nan) NaN (ml.maximum's, which orders -0.0 below 0.0 and propagates a NaN):
+  Python's max keeps the first of equal values and takes a later one only where it is greater, so -0.0 and 1.0."""
+  for (a, b, c), (i, j) in zip(_MIN_MAX_CASES, [(2, -3), (0, 0), (-1, 5), (1, 1), (3, 2), (-4, -9), (2, 7)]):
+    got = python_min_max(np.array([a, b, c], np.float32), np.array([i, j], np.int32), interpret=True)
+    want = _min_max_want(a, b, c, i, j)
+    assert _same_floats(got, want), ((a, b, c, i, j), np.asarray(got), want)
+  mlir = python_min_max.mlir(S((3,), F32), S((2,), I32))
+  assert "maximumf" not in mlir and "minimumf" not in mlir and "arith.select" in mlir
+
+
+@pytest.mark.gpu
+def test_gpu_min_and_max_of_float_scalars_follow_pythons_ties_and_nans():
+  for (a, b, c), (i, j) in zip(_MIN_MAX_CASES, [(2, -3), (0, 0), (-1, 5), (1, 1), (3, 2), (-4, -9), (2, 7)]):
+    got = python_min_max(jnp.asarray(np.array([a, b, c], np.float32)), jnp.asarray(np.array([i, j], np.int32)))
+    want = _min_max_want(a, b, c, i, j)
+    assert _same_floats(got, want), ((a, b, c, i, j), np.asarray(got), want)
