@@ -42,6 +42,18 @@ class Containers:
                               hint=hint)
     return tuple(seq)
 
+  def eval_Set(self, node):
+    """A set display of static values (`k in {1, 2, 4}`, `mode in {"relu", "gelu"}`): Python's set. Of run-time
+    values, which have no value to hash while tracing: MG001, a tuple hinted (`in` compares each item)."""
+    items = self.eval_spread(node.elts)
+    if holds_value(items):
+      self.unsupported(node, "a set of run-time values", hint=f"use a tuple, ({', '.join(self.text(e) for e in node.elts)}{',' * (len(node.elts) == 1)}):"
+                       " `in` tests it item by item, as a set does")
+    try:
+      return set(items)
+    except TypeError as e:
+      self.unsupported(node, f"this set ({e})", hint="use a tuple of its items")
+
   def eval_Dict(self, node):
     """A dict of static keys (its values any: `opts = {"bias": b}`, spread into a call with **opts)."""
     out = {}

@@ -26,3 +26,23 @@ def min_max(cx, is_max: bool, out, v):
     return ew.binary(cx, kind, out, v)
   take = ew.compare(cx, ew.CmpOp.GT if is_max else ew.CmpOp.LT, b, a)
   return ew.where_(cx, take, b, a)
+
+
+def member(cx, a, items, negate: bool):
+  """`a in items` (`not in` where `negate`) of a run-time scalar or a Python number and a static tuple, list or set
+  of them, one of them run-time: Python's, whether `a == item` for some item, `|` of the comparisons (each a
+  comparison, so computing them all is Python's value); a Python item equal to a Python `a` decides while tracing.
+  None where an item (or `a`) is another kind of value (a tensor: the caller's message)."""
+  if type(items) not in (tuple, list, set, frozenset) or not all(_scalar(v) for v in (a, *items)):
+    return None
+  out = None
+  for v in items:
+    if not is_value(a) and not is_value(v):
+      if a == v:
+        return not negate
+      continue
+    eq = ew.compare(cx, ew.CmpOp.EQ, a, v)
+    out = eq if out is None else ew.binary(cx, ew.BinOp.OR, out, eq)
+  if out is None:
+    return negate                 # no item equal (an empty tuple): False, True for `not in`
+  return ew.unary(cx, ew.UnOp.NOT, out) if negate else out

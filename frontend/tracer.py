@@ -29,6 +29,7 @@ from .unknown_names import unknown_names_errors
 from .short_circuit import (as_condition, is_bool_scalar, is_number_scalar, not_boolean_hint, number_and_or,
                             short_circuit)
 from .source import QUOTE_DEPTH, Source, nests_deeper
+from .py_scalars import member
 from .subscripts import Subscripts
 from .types import RefType, ScalarType, resolve
 
@@ -579,6 +580,9 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
   def compare(self, node, op, a, b, operands=()):
     if op in (ast.In, ast.NotIn) and isinstance(b, dict) and not holds_value(a):    # "a" in d: its static keys
       return (a in b) == (op is ast.In)
+    if op in (ast.In, ast.NotIn) and holds_value((a, b)) and (made := member(
+        self.cx(node, "", (a,), operands[:1]), a, b, op is ast.NotIn)) is not None:
+      return made          # `k in (1, 2, 4)` of a run-time scalar: Python's, k == 1 | k == 2 | k == 4
     if op in (ast.Is, ast.IsNot) and _dtype_like(a) and _dtype_like(b):   # x.dtype is tl.float32
       same = a == b if isinstance(a, DType) else b == a if isinstance(b, DType) else np.dtype(a) == np.dtype(b)
       return bool(same) == (op is ast.Is)     # Triton's dtypes are singletons; x.dtype here is numpy's object
