@@ -360,6 +360,9 @@ class Calls:
                          hint=f"loop over it in the for statement itself, for i in {self.text(node)}: (sliced there with"
                               " static parts too, range(a, n)[1:], [::2], [:-1]; convert uint32 bounds first,"
                               " n.astype(jnp.int32)); its length is a scalar, ml.cdiv(stop - start, step)")
+      if fn in (builtins.isinstance, builtins.type) and args and not kwargs:      # isinstance(k, int) of a value
+        from .py_scalars import type_test
+        return type_test(cx, fn, args, [self.text(a) for a in node.args])
       held = next((a for a in list(args) + list(kwargs.values()) if holds_value(a)))
       name = getattr(fn, "__name__", repr(fn))
       if name in TRANSPOSES and args and is_smem_matrix(args[0]) and isinstance(node.args[0], ast.Name):

@@ -46,3 +46,29 @@ def member(cx, a, items, negate: bool):
   if out is None:
     return negate                 # no item equal (an empty tuple): False, True for `not in`
   return ew.unary(cx, ew.UnOp.NOT, out) if negate else out
+
+
+def type_test(cx, fn, args, texts):
+  """`isinstance(v, T)` or `type(v)` where `v` holds run-time values: Python's answer where `v` is a static
+  container of them (`isinstance(pair, tuple)`, its type known while tracing); a KernelTypeError where `v` is a
+  run-time value itself, whose Python type (a traced value's) says nothing of its dtype: its static dtype hinted."""
+  import builtins
+
+  from . import errors as E
+  from .carried import describe
+  from .types import RefType, dtype_name
+  v = args[0]
+  if not is_value(v):
+    return fn(*args)
+  name = texts[0] if texts else "v"
+  call = f"{fn.__name__}({', '.join(texts)})"
+  d = resolve(v.type.dtype)
+  kind = "jnp.floating" if getattr(d, "is_float", False) else "jnp.integer"
+  test = (f"jnp.issubdtype({name}.dtype, {kind})" if fn is builtins.isinstance else
+          f"{name}.dtype == jnp.{dtype_name(d)}")
+  what = "ref" if isinstance(v.type, RefType) else "value"
+  raise E.KernelTypeError(
+      f"{call} of a run-time {what}: {name} is {describe(v)}, traced while compiling, so its Python type does not"
+      f" tell its dtype or shape", cx.loc,
+      hint=f"test its dtype or shape, which are static (an if on them is decided while tracing): {test}, or"
+           f" {name}.ndim == 0 for a scalar")

@@ -163,3 +163,42 @@ def test_in_a_tuple_of_constants_is_pythons_any_equal():
 @mg.mgpu_kernel(out_shape=lambda x, s: S((8,), jnp.bool_))
 def set_of_values(x, s, out):
   out[0] = 3 in {s[0], s[1]}
+
+
+# ---------------------------------------------------------------- isinstance/type of traced values
+@mg.mgpu_kernel(out_shape=lambda x, s: S((8,), I32))
+def int_check(x, s, out):
+  k = s[0]
+  out[0] = k * 2 if isinstance(k, int) else k
+  out[1] = k
+
+
+@mg.mgpu_kernel(out_shape=lambda x, s: S((8,), I32))
+def type_of_tensor(x, s, out):
+  v = x[...]
+  if type(v) == float:
+    out[...] = v.astype(jnp.int32)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, s: S((1,), I32))
+def containers_typed(x, s, out):
+  pair, row = (s[0], s[1]), [s[1]]
+  out[0] = s[0] if isinstance(pair, tuple) and type(row) is list and not isinstance(pair, list) else s[1]
+
+
+def test_isinstance_and_type_of_a_traced_value_hint_its_static_dtype():
+  """`isinstance(k, int)` of an int32 scalar said `isinstance cannot take a scalar inside a kernel` with the hint to
+  decorate a helper with @ml.inline: it names the value and hints its dtype, which is static; a tuple or list of
+  run-time values is a Python container, whose type Python gives."""
+  expect(int_check, [S((8,), F32), S((2,), I32)], mg.KernelTypeError, "isinstance(k, int)",
+         "isinstance(k, int) of a run-time value: k is an int32 scalar, traced while compiling, so its Python type"
+         " does not tell its dtype or shape",
+         hint="test its dtype or shape, which are static (an if on them is decided while tracing):"
+              " jnp.issubdtype(k.dtype, jnp.integer), or k.ndim == 0 for a scalar")
+  expect(type_of_tensor, [S((8,), F32), S((2,), I32)], mg.KernelTypeError, "type(v)",
+         "type(v) of a run-time value: v is a float32 tensor of shape (8,), traced while compiling, so its Python"
+         " type does not tell its dtype or shape",
+         hint="test its dtype or shape, which are static (an if on them is decided while tracing):"
+              " v.dtype == jnp.float32, or v.ndim == 0 for a scalar")
+  got = containers_typed(np.zeros(8, np.float32), np.array([3, 9], np.int32), interpret=True)
+  assert int(np.asarray(got)[0]) == 3
