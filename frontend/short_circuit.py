@@ -19,11 +19,37 @@ def is_bool_scalar(v) -> bool:
   return is_value(v) and isinstance(v.type, ScalarType) and resolve(v.type.dtype) == DType.bool_
 
 
-def _simple(rest) -> bool:
-  """Whether the operands left can be computed under an if: no name bound (a walrus) or helper
-  traced inside them, whose effects would outlive the branch."""
-  return not any(isinstance(n, (ast.NamedExpr, ast.Lambda, ast.Await, ast.Yield, ast.YieldFrom))
-                 for r in rest for n in ast.walk(r))
+def _simple(rest, walrus: bool = False) -> bool:
+  """Whether the operands left can be computed under an if: no name bound (a walrus, unless `walrus`: the
+  caller carries it out of the if) or helper traced inside them, whose effects would outlive the branch."""
+  kinds = (ast.Lambda, ast.Await, ast.Yield, ast.YieldFrom) + (() if walrus else (ast.NamedExpr,))
+  return not any(isinstance(n, kinds) for r in rest for n in ast.walk(r))
+
+
+def _walrus_values(tracer, names, loc):
+  """The values the walrus names `names` hold after the operands that bind them (Python numbers made values):
+  None where one is not a run-time scalar or a number (a tensor, or a name a nested if left unbound)."""
+  out = []
+  for n in names:
+    w = tracer.env.get(n)
+    if type(w) in (int, float, bool):
+      w = ew.constant(Call(tracer.b, loc), w)
+    if not (is_value(w) and isinstance(w.type, ScalarType)):
+      return None
+    out.append(w)
+  return out
+
+
+def _kept(tracer, before, w, loc):
+  """A walrus name's value on the path that skips its operand, of `w`'s type: what it held before, as in Python;
+  0 where it was unbound (Python would leave it so: reading it there is a NameError, not checked here)."""
+  d = resolve(w.type.dtype)
+  cx = Call(tracer.b, loc)
+  if is_value(before) and isinstance(before.type, ScalarType) and resolve(before.type.dtype) == d:
+    return before
+  if type(before) in (int, float, bool) and (isinstance(before, float) <= d.is_float):
+    return ew.constant(cx, before, d)
+  return ew.constant(cx, False if d == DType.bool_ else 0, d)
 
 
 def as_condition(test):
@@ -54,8 +80,10 @@ def short_circuit(tracer, node: ast.BoolOp, i: int, v):
   `v` as one (False is 0). None where they cannot be (a walrus among them, or a result that is not a scalar
   or a Python number): the caller reports the expression."""
   rest_nodes = node.values[i + 1:]
-  if not _simple(rest_nodes):
+  if not _simple(rest_nodes, walrus=True):
     return None
+  bound = sorted({n.target.id for r in rest_nodes for n in ast.walk(r) if isinstance(n, ast.NamedExpr)
+                  and isinstance(n.target, ast.Name)})    # `i < n and (v := x[i]) > 0`: v carried out of the if
   rest = rest_nodes[0] if len(rest_nodes) == 1 else ast.copy_location(ast.BoolOp(node.op, rest_nodes), rest_nodes[0])
   condition = getattr(node, "condition", False)     # (an if's or while's: number operands by their truth)
   if isinstance(rest, ast.BoolOp):
@@ -73,18 +101,23 @@ def short_circuit(tracer, node: ast.BoolOp, i: int, v):
       r = ew.truth(Call(b, tracer.loc(rest)), r)
     elif type(r) in (int, float):        # `c and 2.5`: Python's value, weakly typed as jnp's
       r, weak = ew.constant(Call(b, tracer.loc(rest)), r), True
-    if not (is_bool_scalar(r) or is_number_scalar(r)):
+    walrus = _walrus_values(tracer, bound, loc) if is_bool_scalar(r) or is_number_scalar(r) else None
+    if walrus is None:
       tracer.and_or_rest = r          # for not_boolean_hint
       tracer.env.clear()
       tracer.env.update(env)
       tracer.where = where
       return None
-    b.emit(ctl.Yield, (r,), loc=loc)
+    b.emit(ctl.Yield, (r, *walrus), loc=loc)
   with b.region(decided):   # (a number after it: v as that number, False as 0 and True as 1, as Python's bool is an int)
     d = v if is_bool_scalar(r) else ew.astype(Call(b, loc), v, resolve(r.type.dtype))
-    b.emit(ctl.Yield, (d,), loc=loc)
+    b.emit(ctl.Yield, (d, *(_kept(tracer, env.get(n), w, loc) for n, w in zip(bound, walrus))), loc=loc)
   then_blk, else_blk = (computed, decided) if is_and else (decided, computed)
-  out = b.emit(ctl.If, v, then_blk, else_blk, loc=loc, types=[ScalarType(resolve(r.type.dtype))], names=[""]).result
+  res = b.emit(ctl.If, v, then_blk, else_blk, loc=loc, types=[ScalarType(resolve(r.type.dtype)),
+               *(w.type for w in walrus)], names=["", *bound])
+  for n, value in zip(bound, res.results[1:]):
+    tracer.env[n], tracer.where[n] = value, loc
+  out = res.results[0]
   if weak or r.id in b.weak:
     b.weak.add(out.id)
   return out
@@ -143,3 +176,44 @@ def not_boolean_hint(tracer, node: ast.BoolOp, i: int) -> str | None:
   return (f"a run-time and/or here takes booleans: compare the value ({b if simple else f'({b})'} != 0, as Python's"
           f" truth), or pick a"
           f" value with {pick}")
+
+
+_PURE_CALLS = ("len", "abs", "min", "max", "int", "float", "bool", "round", "cdiv")
+
+
+def may_read(nodes) -> bool:
+  """Whether computing the expressions `nodes` may read memory or bind a name: a subscript (not of a `.shape`),
+  a walrus, or a call (not of a builtin on numbers, nor ml.cdiv), so a chained comparison computes them only
+  where the comparisons before them hold, as Python's chain does."""
+  for n in (n for r in nodes for n in ast.walk(r)):
+    if isinstance(n, ast.NamedExpr) or isinstance(n, ast.Subscript) and not (
+        isinstance(n.value, ast.Attribute) and n.value.attr in ("shape", "strides")):
+      return True
+    if isinstance(n, ast.Call):
+      f = n.func
+      if (f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None) not in _PURE_CALLS:
+        return True
+  return False
+
+
+def chain_rest(tracer, node: ast.Compare, k: int, held, so_far):
+  """The rest of the chained comparison `node` after its comparison `k` (whose right side evaluated to `held`),
+  the run-time boolean scalar `so_far` holding all before: computed only where `so_far` holds (`-1 < i < s[i]`
+  never reads s[-3]), as Python's `a < b and b < c` with b computed once. None where it cannot be (the caller
+  computes it, combined with &)."""
+  here = node.comparators[k]
+  name = ast.copy_location(ast.Name(f"({tracer.text(here)})", ast.Load()), here)
+  name.end_lineno, name.end_col_offset = here.end_lineno, here.end_col_offset    # (a hidden name: not recomputed)
+  rest = ast.copy_location(ast.Compare(name, node.ops[k + 1:], node.comparators[k + 1:]), here)
+  rest.end_lineno, rest.end_col_offset = node.end_lineno, node.end_col_offset
+  both = ast.copy_location(ast.BoolOp(ast.And(), [node.left, rest]), node)
+  both.end_lineno, both.end_col_offset = node.end_lineno, node.end_col_offset
+  saved = tracer.env.get(name.id)
+  tracer.env[name.id] = held
+  try:
+    return short_circuit(tracer, both, 0, so_far)
+  finally:
+    tracer.env.pop(name.id, None)
+    if saved is not None:
+      tracer.env[name.id] = saved
+

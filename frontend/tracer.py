@@ -26,8 +26,8 @@ from .ops.base import is_value, kind_of, static_number, typed_number, value_word
 from .ops.power import power
 from .assign import Assignments, holds_value, nothing_used
 from .unknown_names import unknown_names_errors
-from .short_circuit import (as_condition, is_bool_scalar, is_number_scalar, not_boolean_hint, number_and_or,
-                            short_circuit)
+from .short_circuit import (as_condition, chain_rest, is_bool_scalar, is_number_scalar, may_read, not_boolean_hint,
+                            number_and_or, short_circuit)
 from .source import QUOTE_DEPTH, Source, nests_deeper
 from .py_scalars import member
 from .subscripts import Subscripts
@@ -558,7 +558,10 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
     """`a < b`; a chain `a < b < c` is `(a < b) and (b < c)` with b evaluated once: static parts
     short-circuit as in Python, run-time parts combine with &."""
     out, a, left = None, self.operand(node.left), node.left
-    for op, right in zip(node.ops, node.comparators):
+    for k, (op, right) in enumerate(zip(node.ops, node.comparators)):
+      if is_bool_scalar(out) and may_read(node.comparators[k:]) and (
+          made := chain_rest(self, node, k - 1, a, out)) is not None:
+        return made      # `-1 < i < s[i]`: the rest computed only where the comparisons before hold, as Python's
       b = self.operand(right)
       r = self.compare(node, type(op), a, b, (left, right))
       left = right

@@ -202,3 +202,61 @@ def test_isinstance_and_type_of_a_traced_value_hint_its_static_dtype():
               " v.dtype == jnp.float32, or v.ndim == 0 for a scalar")
   got = containers_typed(np.zeros(8, np.float32), np.array([3, 9], np.int32), interpret=True)
   assert int(np.asarray(got)[0]) == 3
+
+
+# ---------------------------------------------------------------- a walrus after a run-time `and`; chains that read
+@mg.mgpu_kernel(out_shape=lambda x, s: S((8,), F32))
+def walrus_and_chains(x, s, out):
+  i, k = s[0], s[1]
+  v = -5.0
+  a = i < 8 and (v := x[i]) > 2.0 and v < 6.0            # v is x[i] only where i < 8, else what it held
+  out[0] = v
+  out[1] = a * 1.0
+  n = 7
+  b = i >= 8 or (n := s[1] * 2) > 3
+  out[2] = n * 1.0
+  out[3] = b * 1.0
+  out[4] = -1.0
+  if 0 <= i < 8 and (w := x[i]) != 3.0:
+    out[4] = w
+  j = 0
+  while j < 8 and (t := x[j]) < k:
+    j += 1
+  out[5] = j * 1.0
+  out[6] = (0 <= k < 2 <= s[k] + 2) * 1.0               # s[k] read only where 0 <= k < 2
+  out[7] = (i < 8 > k <= x[i]) * 1.0                    # x[i] read only where i < 8 and k <= 8
+
+
+def _walrus_want(x, s):
+  i, k = s
+  v = -5.0
+  a = i < 8 and (v := x[i]) > 2.0 and v < 6.0
+  n = 7
+  b = i >= 8 or (n := s[1] * 2) > 3
+  w4 = w if 0 <= i < 8 and (w := x[i]) != 3.0 else -1.0
+  j = 0
+  while j < 8 and x[j] < k:
+    j += 1
+  return [v, a * 1.0, n, b * 1.0, w4, j, (0 <= k < 2 <= s[k] + 2) * 1.0, (i < 8 > k <= x[i]) * 1.0]
+
+
+def test_a_walrus_after_a_run_time_and_and_chains_that_read_compute_only_where_python_does():
+  """`if i < n and (v := x[i]) > 0:` was MG001 with the hint `(i < n) & ((v := x[i]) > 0)`, which reads x[n]; the
+  walrus's name is carried out of the run-time if (what it held before where the operand is skipped). A chain
+  `0 <= k < 2 <= s[k]` read s[k] where k >= 2 too (MG952 in interpret mode; a fault on the GPU): its later comparisons
+  are computed only where the earlier hold, as Python's `a < b and b < c`."""
+  x = np.arange(8, dtype=np.float32) * 1.5
+  for i, k in [(0, 1), (2, 2), (3, 9), (5, 0), (9, 4), (4, -2), (7, 12)]:
+    got = walrus_and_chains(x, np.array([i, k], np.int32), interpret=True)
+    want = _walrus_want([float(t) for t in x], [i, k])
+    np.testing.assert_array_equal(np.asarray(got), np.array(want, np.float32), err_msg=f"i={i} k={k}")
+
+
+@pytest.mark.gpu
+def test_gpu_walrus_and_chains_read_past_the_end_only_where_python_would_not():
+  """Reads x[9], s[9] and s[-2] on the paths Python skips: a fault here is such a read performed."""
+  x = np.arange(8, dtype=np.float32) * 1.5
+  for i, k in [(0, 1), (3, 9), (9, 4), (4, -2), (7, 12)]:
+    got = walrus_and_chains(jnp.asarray(x), jnp.asarray(np.array([i, k], np.int32)))
+    want = _walrus_want([float(t) for t in x], [i, k])
+    np.testing.assert_array_equal(np.asarray(got), np.array(want, np.float32), err_msg=f"i={i} k={k}")
