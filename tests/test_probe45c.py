@@ -260,3 +260,45 @@ def test_gpu_walrus_and_chains_read_past_the_end_only_where_python_would_not():
     got = walrus_and_chains(jnp.asarray(x), jnp.asarray(np.array([i, k], np.int32)))
     want = _walrus_want([float(t) for t in x], [i, k])
     np.testing.assert_array_equal(np.asarray(got), np.array(want, np.float32), err_msg=f"i={i} k={k}")
+
+
+# ---------------------------------------------------------------- a builtin's name rebound, then called
+@mg.mgpu_kernel(out_shape=lambda x, s: S((2,), F32))
+def shadowed_abs(x, s, out):
+  abs = s[0]
+  out[0] = abs(x[0])
+  out[1] = abs * 1.0
+
+
+@mg.mgpu_kernel(out_shape=lambda x, s: S((2,), F32))
+def shadowed_len(x, s, out):
+  len = 4
+  out[0] = x[len(x) - 1]
+  out[1] = 0.0
+
+
+@mg.mgpu_kernel(out_shape=lambda x, s: S((2,), F32))
+def shadowed_and_used(x, s, out):
+  sum, max = 0.0, x[0]
+  for i in range(8):
+    sum += x[i]
+    max = x[i] if x[i] > max else max
+  out[0] = sum
+  out[1] = max
+
+
+def test_a_builtins_name_rebound_to_a_value_then_called_says_so():
+  """`abs = s[0]` then `abs(x[0])` said `abs cannot take a scalar inside a kernel` with the hint to decorate a helper
+  with @ml.inline: the name is a value (Python's TypeError), said so with where it was bound; a builtin's name
+  rebound and used as a value computes as in Python."""
+  expect(shadowed_abs, [S((8,), F32), S((2,), I32)], mg.KernelTypeError, "abs(x[0])",
+         "abs is an int32 scalar (bound at line %d), not a function, so it cannot be called; it hides Python's builtin"
+         " abs" % (shadowed_abs.fn.__code__.co_firstlineno + 2),
+         hint="rename that variable (abs_ = ...) so abs(...) is Python's builtin again")
+  expect(shadowed_len, [S((8,), F32), S((2,), I32)], mg.KernelTypeError, "len(x)",
+         "len is a Python int 4 (bound at line %d), not a function, so it cannot be called; it hides Python's builtin len"
+         % (shadowed_len.fn.__code__.co_firstlineno + 2),
+         hint="rename that variable (len_ = ...) so len(...) is Python's builtin again")
+  x = np.array([3, -1, 7.5, 2, 0, 7.5, -9, 1], np.float32)
+  got = shadowed_and_used(x, np.zeros(2, np.int32), interpret=True)
+  np.testing.assert_array_equal(np.asarray(got), np.array([x.sum(), x.max()], np.float32))
