@@ -317,6 +317,11 @@ class Calls:
       if fn is builtins.pow and len(args) == 2 and not kwargs:       # pow(v, 2) is v ** 2
         from .ops.power import power
         return power(cx, args[0], args[1], self.text(node.args[0]), self.text(node.args[1]))
+      nd = args[1] if len(args) == 2 else kwargs.get("ndigits")
+      if fn is builtins.round and is_value(args[0]) and type(nd) is int and nd < 0 and getattr(
+          resolve(args[0].type.dtype), "is_int", False):       # round(i, -1) of integers: Python's and NumPy's
+        from .py_scalars import round_int
+        return round_int(cx, args[0], nd)
       if fn is builtins.round and is_value(args[0]):   # round(v), round(v, 2) of an array, as numpy: ml.round
         return BUILTINS["round"].apply(cx, args, {"decimals": kwargs.pop("ndigits")} if "ndigits" in kwargs else kwargs)
       if fn is builtins.sum and args and isinstance(args[0], (tuple, list)) and len(args) <= 2 and not kwargs:

@@ -72,3 +72,24 @@ def type_test(cx, fn, args, texts):
       f" tell its dtype or shape", cx.loc,
       hint=f"test its dtype or shape, which are static (an if on them is decided while tracing): {test}, or"
            f" {name}.ndim == 0 for a scalar")
+
+
+def round_int(cx, x, ndigits: int):
+  """Python's (and NumPy's) `round(i, -k)` of integers: to the nearest multiple of 10**k, halves to the even
+  multiple (round(25, -1) is 20, round(35, -1) 40); jnp.round does not take negative decimals of integers. In
+  32 bits for narrower types, converted back (wrapping, as NumPy's conversion does)."""
+  from .dtypes import DType
+  d = resolve(x.type.dtype)
+  m = 10 ** -ndigits
+  w = x if d.bits == 32 else ew.astype(cx, x, DType.i32 if d.is_signed or d.bits < 32 else d)
+  if m > (2 ** 32 - 1 if d == DType.u32 else 2 ** 31 - 1):                                    # every value rounds to 0 (|x| < m / 2)
+    out = ew.binary(cx, ew.BinOp.MUL, w, 0)
+  else:
+    r = ew.binary(cx, ew.BinOp.MOD, w, m)       # 0 <= r < m (floor mod)
+    base = ew.binary(cx, ew.BinOp.SUB, w, r)
+    half = ew.binary(cx, ew.BinOp.SUB, r, m - m // 2)      # r - m/2 without 2 * r's overflow (m is even)
+    odd = ew.compare(cx, ew.CmpOp.NE, ew.binary(cx, ew.BinOp.MOD, ew.binary(cx, ew.BinOp.FLOORDIV, base, m), 2), 0)
+    up = ew.binary(cx, ew.BinOp.OR, ew.compare(cx, ew.CmpOp.GT, half, 0),
+                   ew.binary(cx, ew.BinOp.AND, ew.compare(cx, ew.CmpOp.EQ, half, 0), odd))
+    out = ew.where_(cx, up, ew.binary(cx, ew.BinOp.ADD, base, m), base)
+  return out if d.bits == 32 else ew.astype(cx, out, d)

@@ -302,3 +302,34 @@ def test_a_builtins_name_rebound_to_a_value_then_called_says_so():
   x = np.array([3, -1, 7.5, 2, 0, 7.5, -9, 1], np.float32)
   got = shadowed_and_used(x, np.zeros(2, np.int32), interpret=True)
   np.testing.assert_array_equal(np.asarray(got), np.array([x.sum(), x.max()], np.float32))
+
+
+# ---------------------------------------------------------------- round(i, -k) of integers
+@mg.mgpu_kernel(out_shape=lambda v, s: (S(v.shape, v.dtype), S((8,), I32)))
+def round_to_tens(v, s, out, scalars):
+  out[...] = round(v[...], -1)
+  i = s[0]
+  scalars[0] = round(i, -1)
+  scalars[1] = round(i, -2)
+  scalars[2] = round(i, ndigits=-3)
+  scalars[3] = round(i, -10)
+  scalars[4] = round(i)
+  scalars[5] = round(i, 0)
+  scalars[6] = round(-i, -1)
+  scalars[7] = round(i + 5, -1)
+
+
+def test_round_of_integers_to_negative_digits_is_pythons_and_numpys():
+  """round(i, -1) of an int32 scalar was MG003 (`ml.round of int32 to decimals=-1: integers do not round to negative
+  decimals (nor in jnp.round)`): Python and NumPy round to the nearest ten, halves to the even ten."""
+  rng = np.random.default_rng(3)
+  for dtype in (np.int32, np.int16, np.uint8):
+    info = np.iinfo(dtype)
+    v = np.concatenate([[0, 5, 15, 25, -5, -15, -25, 44, 45, 46, -44, -45, -46, 95, 105, 115], rng.integers(
+        max(info.min, -5000), min(info.max, 5000) - 10, 112)]).astype(dtype)
+    for i in (15, 25, -15, 1250, -1350, 7, 123456789):
+      got, scalars = round_to_tens(v, np.array([i], np.int32), interpret=True)
+      np.testing.assert_array_equal(np.asarray(got), np.round(v, -1), err_msg=dtype.__name__)
+      want = [round(i, -1), round(i, -2), round(i, -3), round(i, -10), round(i), round(i, 0), round(-i, -1),
+              round(i + 5, -1)]
+      np.testing.assert_array_equal(np.asarray(scalars), np.array(want, np.int32), err_msg=str(i))
