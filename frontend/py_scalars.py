@@ -17,13 +17,13 @@ def min_max(cx, is_max: bool, out, v):
   """`max(out, v)` (`min`) of run-time values: Python's rule on two scalars of a float dtype (`v` only where it
   is greater, as Python's max keeps the first of equal values and skips a later NaN); elementwise ml.maximum
   (ml.minimum) otherwise (integers, where the two agree; tensors, which Python's max does not take)."""
-  kind = ew.BinOp.MAX if is_max else ew.BinOp.MIN
+  kind, what = (ew.BinOp.MAX, "max") if is_max else (ew.BinOp.MIN, "min")     # (messages name the builtin called)
   if not (_scalar(out) and _scalar(v)):
-    return ew.binary(cx, kind, out, v)
-  (a, b), _, dt = ew.common(cx, out, v, f"ml.{kind.name.lower()}imum")
+    return ew.binary(cx, kind, out, v, what)
+  (a, b), _, dt = ew.common(cx, out, v, what)
   d = resolve(dt)
   if not getattr(d, "is_float", False):
-    return ew.binary(cx, kind, out, v)
+    return ew.binary(cx, kind, out, v, what)
   take = ew.compare(cx, ew.CmpOp.GT if is_max else ew.CmpOp.LT, b, a)
   return ew.where_(cx, take, b, a)
 

@@ -117,6 +117,20 @@ def test_min_and_max_of_float_scalars_follow_pythons_ties_and_nans():
   assert "maximumf" not in mlir and "minimumf" not in mlir and "arith.select" in mlir
 
 
+@mg.mgpu_kernel(out_shape=lambda x, s: S((8,), F32))
+def max_of_two_widths(x, s, out):
+  a = x[0]
+  h = a.astype(jnp.float16)
+  out[0] = max(a, h)
+
+
+def test_max_of_two_float_widths_is_named_as_the_builtin_called():
+  """It said `ml.maximum on a (float32) and h (float16)`, a function the kernel does not call."""
+  expect(max_of_two_widths, [S((8,), F32), S((2,), I32)], mg.DtypeMismatchError, "max(a, h)",
+         "max on a (float32) and h (float16): dtypes differ and are never converted implicitly",
+         hint="convert one side explicitly, e.g. h.astype(jnp.float32)")
+
+
 @pytest.mark.gpu
 def test_gpu_min_and_max_of_float_scalars_follow_pythons_ties_and_nans():
   for (a, b, c), (i, j) in zip(_MIN_MAX_CASES, [(2, -3), (0, 0), (-1, 5), (1, 1), (3, 2), (-4, -9), (2, 7)]):
