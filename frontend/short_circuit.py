@@ -168,10 +168,14 @@ def not_boolean_hint(tracer, node: ast.BoolOp, i: int) -> str | None:
   (a walrus)."""
   rest = node.values[i + 1:]
   r = getattr(tracer, "and_or_rest", None)
-  if not _simple(rest) or len(rest) != 1 or is_value(r) and not isinstance(r.type, ScalarType):
-    return None           # (a tensor: the caller's `&` hint broadcasts the boolean)
+  tensor = is_value(r) and not isinstance(r.type, ScalarType)
+  if not _simple(rest) or len(rest) != 1 or tensor and resolve(getattr(r.type, "dtype", DType.bool_)) == DType.bool_:
+    return None           # (a boolean tensor: the caller's `&` hint broadcasts the boolean)
   a, b = tracer.text(node.values[i]), tracer.text(rest[0])
   pick = f"ml.where({a}, {b}, 0)" if isinstance(node.op, ast.And) else f"ml.where({a}, 1, {b})"
+  if tensor:              # `c and x[...]`: Python's value is the tensor or the boolean, which ml.where picks
+    return f"Python's value here is {b} where {a} {'holds' if isinstance(node.op, ast.And) else 'does not hold'}, else" \
+           f" {a} itself ({'False, 0' if isinstance(node.op, ast.And) else 'True, 1'}): pick it per element with {pick}"
   simple = isinstance(rest[0], (ast.Name, ast.Call, ast.Subscript, ast.Attribute, ast.Constant))
   return (f"a run-time and/or here takes booleans: compare the value ({b if simple else f'({b})'} != 0, as Python's"
           f" truth), or pick a"

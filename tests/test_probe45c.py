@@ -54,6 +54,30 @@ def test_a_boolean_and_then_a_number_gives_pythons_value_reading_only_where_it_d
   assert len(reads) == 5 and all(len(indent) > 2 for indent in reads), ir     # each under an if, none before it
 
 
+@mg.mgpu_kernel(out_shape=lambda x, s: x)
+def bool_and_tensor(x, s, out):
+  c = s[0] > 0
+  out[...] = c and x[...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x, s: x)
+def bool_and_tensor_as_hinted(x, s, out):
+  c = s[0] > 0
+  out[...] = ml.where(c, x[...], 0)
+
+
+def test_a_boolean_and_then_a_number_tensor_hints_pythons_value_per_element():
+  """The hint was `c & x[...]`, a bitwise and of a boolean and a float32 tensor (MG003 when followed)."""
+  expect(bool_and_tensor, [S((8,), F32), S((2,), I32)], mg.UnsupportedSyntaxError, "c and x",
+         "'and'/'or' of a run-time boolean and a value that is not one is not supported in a kernel",
+         hint="Python's value here is x[...] where c holds, else c itself (False, 0): pick it per element with"
+              " ml.where(c, x[...], 0)")
+  x = np.arange(8, dtype=np.float32) - 3
+  for k in (0, 1):
+    got = bool_and_tensor_as_hinted(x, np.array([k, 0], np.int32), interpret=True)
+    np.testing.assert_array_equal(np.asarray(got), np.broadcast_to(np.asarray(k > 0 and x, np.float32), x.shape))
+
+
 @pytest.mark.gpu
 def test_gpu_a_boolean_and_then_a_number_reads_only_where_it_decides():
   """Reads x[i] past its end only on the path Python would not take (i = 100): a fault here is a read performed."""
