@@ -371,3 +371,16 @@ def test_round_of_integers_to_negative_digits_is_pythons_and_numpys():
       want = [round(i, -1), round(i, -2), round(i, -3), round(i, -10), round(i), round(i, 0), round(-i, -1),
               round(i + 5, -1)]
       np.testing.assert_array_equal(np.asarray(scalars), np.array(want, np.int32), err_msg=str(i))
+
+
+@pytest.mark.gpu
+def test_gpu_membership_and_round_to_tens_match_python():
+  for a, b, f in [(1, 3, 0.5), (2, 0, -1.0), (5, 7, 2.0)]:
+    got = membership(jnp.asarray(np.array([f], np.float32)), jnp.asarray(np.array([a, b], np.int32)))
+    np.testing.assert_array_equal(np.asarray(got), np.array(_membership_want(a, b, f)))
+  v = np.concatenate([[0, 5, 15, 25, -5, -15, -25, 45], np.arange(-60, 60)]).astype(np.int16)
+  for i in (15, 25, -1350, 123456789):
+    got, scalars = round_to_tens(jnp.asarray(v), jnp.asarray(np.array([i], np.int32)))
+    np.testing.assert_array_equal(np.asarray(got), np.round(v, -1))
+    want = [round(i, -1), round(i, -2), round(i, -3), round(i, -10), round(i), round(i, 0), round(-i, -1), round(i + 5, -1)]
+    np.testing.assert_array_equal(np.asarray(scalars), np.array(want, np.int32))
