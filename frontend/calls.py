@@ -263,7 +263,8 @@ class Calls:
     if isinstance(fn, _Method):
       return fn.fn.apply(cx, [fn.value, *args], kwargs)
     if (is_value(fn) or not callable(fn)) and isinstance(getattr(node, "func", None), ast.Name):
-      self._not_callable(node.func.id, fn, cx.loc)      # `abs = s[0]`, then abs(v): Python's TypeError, named
+      # `abs = s[0]`, then abs(v): Python's TypeError, named
+      self._not_callable(node.func.id, fn, cx.loc, self.text(node.args[0]) if len(node.args) == 1 else "v")
     self._not_lax(node, fn, args, cx.name if own else "", kwargs)
     if fn in (builtins.int, builtins.float) and len(args) == 1 and not kwargs and is_value(args[0]):
       x = args[0]              # int(x) / float(x) of a register value: a cast to the kernel's 32 bits
@@ -444,17 +445,20 @@ class Calls:
     raise E.KernelTypeError(f"{self.text(node.func)} is not callable", cx.loc,
                             hint="call ml.* functions or @ml.inline helpers")
 
-  def _not_callable(self, name, fn, loc):
+  def _not_callable(self, name, fn, loc, arg="v"):
     """`name(...)` of a name bound to a value, not a function (Python's TypeError): said so, with where it was bound;
     a builtin's name the kernel rebound (`abs = s[0]`, `max = x[0]`) hinted to be renamed."""
     from .carried import describe
     at = self.where.get(name)
     bound = f" (bound at line {at.lineno})" if getattr(at, "lineno", None) else ""
     shadows = name in PY_BUILTINS and not isinstance(fn, type(PY_BUILTINS[name]))
+    dtype = None if is_value(fn) else to_dtype(fn) if isinstance(fn, (DType, np.dtype)) else None
+    what = describe(fn) if is_value(fn) else f"the dtype {dtype}" if dtype is not None else f"{kind_of(fn)} {fn!r}"
     raise E.KernelTypeError(
-        f"{name} is {describe(fn) if is_value(fn) else f'{kind_of(fn)} {fn!r}'}{bound}, not a function, so it cannot"
-        f" be called" + (f"; it hides Python's builtin {name}" if shadows else ""), loc,
+        f"{name} is {what}{bound}, not a function, so it cannot be called"
+        + (f"; it hides Python's builtin {name}" if shadows else ""), loc,
         hint=f"rename that variable ({name}_ = ...) so {name}(...) is Python's builtin again" if shadows else
+        f"convert with .astype: {arg}.astype({name})" if dtype is not None else
         f"call a function: an ml.* function or an @ml.inline helper, or use {name} without the call")
 
   def matmul_hint(self, left, right, a, b):

@@ -325,6 +325,12 @@ def shadowed_and_used(x, s, out):
   out[1] = max
 
 
+@mg.mgpu_kernel(out_shape=lambda x, s: S((8,), jnp.float16))
+def dtype_called(x, s, out):
+  dt = out.dtype
+  out[...] = dt(x[...])
+
+
 def test_a_builtins_name_rebound_to_a_value_then_called_says_so():
   """`abs = s[0]` then `abs(x[0])` said `abs cannot take a scalar inside a kernel` with the hint to decorate a helper
   with @ml.inline: the name is a value (Python's TypeError), said so with where it was bound; a builtin's name
@@ -337,6 +343,9 @@ def test_a_builtins_name_rebound_to_a_value_then_called_says_so():
          "len is a Python int 4 (bound at line %d), not a function, so it cannot be called; it hides Python's builtin len"
          % (shadowed_len.fn.__code__.co_firstlineno + 2),
          hint="rename that variable (len_ = ...) so len(...) is Python's builtin again")
+  expect(dtype_called, [S((8,), F32), S((2,), I32)], mg.KernelTypeError, "dt(x[...])",
+         "dt is the dtype float16 (bound at line %d), not a function, so it cannot be called"
+         % (dtype_called.fn.__code__.co_firstlineno + 2), hint="convert with .astype: x[...].astype(dt)")
   x = np.array([3, -1, 7.5, 2, 0, 7.5, -9, 1], np.float32)
   got = shadowed_and_used(x, np.zeros(2, np.int32), interpret=True)
   np.testing.assert_array_equal(np.asarray(got), np.array([x.sum(), x.max()], np.float32))
