@@ -5,7 +5,9 @@ boolean (frontend/branches.py's If op, with one result)."""
 from __future__ import annotations
 
 import ast
+import re
 
+from . import errors as E
 from . import ir
 from .builder import Call
 from .dtypes import DType
@@ -140,8 +142,17 @@ def number_and_or(tracer, node: ast.BoolOp, i: int, v):
   expr = ast.copy_location(ast.IfExp(here, body, orelse), node)
   expr.end_lineno, expr.end_col_offset = node.end_lineno, node.end_col_offset
   cond = ew.truth(Call(tracer.b, tracer.loc(here)), v)
-  return if_expression(tracer, expr, cond, name=f"`{tracer.text(node)}`",
-                       bound={} if held is here else {held.id: v}, bools_as_numbers=True)
+  try:
+    return if_expression(tracer, expr, cond, name=f"`{tracer.text(node)}`",
+                         bound={} if held is here else {held.id: v}, bools_as_numbers=True)
+  except E.KernelTypeError as err:      # `f and x[...]`: a scalar on one path, a tensor on the other
+    if re.search(r"tensor of shape .* on (one side|the other)", err.message) and " scalar " in err.message:
+      a, b = tracer.text(here), tracer.text(rest)
+      a = a if isinstance(here, (ast.Name, ast.Call, ast.Subscript, ast.Attribute)) else f"({a})"
+      holds = isinstance(node.op, ast.And)
+      err.hint = (f"Python's value here is {b} where {a} is {'non-zero' if holds else '0'}, else {a}: pick it per"
+                  f" element with ml.where({a} != 0, {b + ', ' + a if holds else a + ', ' + b})")
+    raise
 
 
 def any_all(cx, is_any: bool, items):

@@ -66,12 +66,33 @@ def bool_and_tensor_as_hinted(x, s, out):
   out[...] = ml.where(c, x[...], 0)
 
 
+@mg.mgpu_kernel(out_shape=lambda x, s: x)
+def number_or_tensor(x, s, out):
+  f = x[0]
+  out[...] = f or x[...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x, s: x)
+def number_or_tensor_as_hinted(x, s, out):
+  f = x[0]
+  out[...] = ml.where(f != 0, f, x[...])
+
+
 def test_a_boolean_and_then_a_number_tensor_hints_pythons_value_per_element():
-  """The hint was `c & x[...]`, a bitwise and of a boolean and a float32 tensor (MG003 when followed)."""
+  """The hint was `c & x[...]`, a bitwise and of a boolean and a float32 tensor (MG003 when followed); `f or x[...]`
+  of a number scalar hinted `make both sides produce the same shape and dtype`."""
   expect(bool_and_tensor, [S((8,), F32), S((2,), I32)], mg.UnsupportedSyntaxError, "c and x",
          "'and'/'or' of a run-time boolean and a value that is not one is not supported in a kernel",
          hint="Python's value here is x[...] where c holds, else c itself (False, 0): pick it per element with"
               " ml.where(c, x[...], 0)")
+  expect(number_or_tensor, [S((8,), F32), S((2,), I32)], mg.KernelTypeError, "f or x",
+         "`f or x[...]` is a float32 scalar on one side and a float32 tensor of shape (8,) on the other",
+         hint="Python's value here is x[...] where f is 0, else f: pick it per element with ml.where(f != 0, f, x[...])")
+  for first in (0.0, 2.5):
+    x = np.arange(8, dtype=np.float32) - 3
+    x[0] = first
+    got = number_or_tensor_as_hinted(x, np.zeros(2, np.int32), interpret=True)
+    np.testing.assert_array_equal(np.asarray(got), np.broadcast_to(np.asarray(float(x[0]) or x, np.float32), x.shape))
   x = np.arange(8, dtype=np.float32) - 3
   for k in (0, 1):
     got = bool_and_tensor_as_hinted(x, np.array([k, 0], np.int32), interpret=True)
