@@ -33,6 +33,8 @@ def member(cx, a, items, negate: bool):
   of them, one of them run-time: Python's, whether `a == item` for some item, `|` of the comparisons (each a
   comparison, so computing them all is Python's value); a Python item equal to a Python `a` decides while tracing.
   None where an item (or `a`) is another kind of value (a tensor: the caller's message)."""
+  if type(items) is range:
+    return _in_range(cx, a, items, negate)
   if type(items) not in (tuple, list, set, frozenset) or not all(_scalar(v) for v in (a, *items)):
     return None
   out = None
@@ -46,6 +48,22 @@ def member(cx, a, items, negate: bool):
   if out is None:
     return negate                 # no item equal (an empty tuple): False, True for `not in`
   return ew.unary(cx, ew.UnOp.NOT, out) if negate else out
+
+
+def _in_range(cx, a, r: range, negate: bool):
+  """`k in range(lo, hi, step)` of a run-time integer scalar: Python's, k within the bounds and a whole number of
+  steps from lo (not every item compared). None for another value (a float, whose `in` compares each item)."""
+  if not (is_value(a) and isinstance(a.type, ScalarType) and getattr(resolve(a.type.dtype), "is_int", False)):
+    return None
+  if len(r) == 0:
+    return negate
+  lo, last = r[0], r[-1]
+  low, high = (lo, last) if r.step > 0 else (last, lo)
+  inside = ew.binary(cx, ew.BinOp.AND, ew.compare(cx, ew.CmpOp.GE, a, low), ew.compare(cx, ew.CmpOp.LE, a, high))
+  if abs(r.step) != 1:
+    on = ew.compare(cx, ew.CmpOp.EQ, ew.binary(cx, ew.BinOp.MOD, ew.binary(cx, ew.BinOp.SUB, a, low), abs(r.step)), 0)
+    inside = ew.binary(cx, ew.BinOp.AND, inside, on)
+  return ew.unary(cx, ew.UnOp.NOT, inside) if negate else inside
 
 
 def type_test(cx, fn, args, texts):

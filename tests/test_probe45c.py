@@ -185,7 +185,7 @@ def test_gpu_min_and_max_of_float_scalars_follow_pythons_ties_and_nans():
 
 
 # ---------------------------------------------------------------- `in` a tuple of constants
-@mg.mgpu_kernel(out_shape=lambda x, s: S((8,), jnp.bool_))
+@mg.mgpu_kernel(out_shape=lambda x, s: S((12,), jnp.bool_))
 def membership(x, s, out):
   a, b, f = s[0], s[1], x[0]
   out[0] = a in (1, 2, 3)
@@ -199,19 +199,23 @@ def membership(x, s, out):
     hit = True
   out[6] = hit
   out[7] = 4 not in (a, b, 4)
+  out[8] = a in range(2, 6)
+  out[9] = b in range(1, 9, 3)
+  out[10] = a not in range(7, -2, -2)
+  out[11] = b in range(3, 3)
 
 
 def _membership_want(a, b, f):
   hit = b in (0, 7)
   return [a in (1, 2, 3), a not in [1, 2, 3], 3 in (a, b), f in (0.5, -1.0, a), a in (), a not in {4, 5}, hit,
-          4 not in (a, b, 4)]
+          4 not in (a, b, 4), a in range(2, 6), b in range(1, 9, 3), a not in range(7, -2, -2), b in range(3, 3)]
 
 
 def test_in_a_tuple_of_constants_is_pythons_any_equal():
   """`k in (1, 2, 3)` of a run-time scalar was MG001 (hinted as (k == 1) | ...): it is Python's value, whether k
   equals an item; `not in` its negation, an item that is run-time compared too, a static item equal to a static left
-  side decides while tracing."""
-  for a, b, f in [(1, 3, 0.5), (2, 0, -1.0), (5, 7, 2.0), (3, 3, 3.0), (0, 4, 0.25)]:
+  side decides while tracing; `k in range(lo, hi, step)` of an integer is within its bounds and steps."""
+  for a, b, f in [(1, 3, 0.5), (2, 0, -1.0), (5, 7, 2.0), (3, 3, 3.0), (0, 4, 0.25), (-1, -2, 1.0), (6, 10, 0.5)]:
     got = membership(np.array([f], np.float32), np.array([a, b], np.int32), interpret=True)
     np.testing.assert_array_equal(np.asarray(got), np.array(_membership_want(a, b, f)), err_msg=f"{a} {b} {f}")
   expect(set_of_values, [S((1,), F32), S((2,), I32)], mg.UnsupportedSyntaxError, "{s[0], s[1]}",
