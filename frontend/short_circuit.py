@@ -28,28 +28,37 @@ def _simple(rest, walrus: bool = False) -> bool:
   return not any(isinstance(n, kinds) for r in rest for n in ast.walk(r))
 
 
-def _walrus_values(tracer, names, loc):
+def _walrus_values(tracer, names, loc, before):
   """The values the walrus names `names` hold after the operands that bind them (Python numbers made values):
-  None where one is not a run-time scalar or a number (a tensor, or a name a nested if left unbound)."""
+  None where one is not a run-time scalar or a number (a tensor, or a name a nested if left unbound), or held
+  another kind of value before them (`before`, the names bound then), which the path skipping them keeps."""
   out = []
   for n in names:
+    if n in before and not (type(before[n]) in (int, float, bool) or is_value(before[n]) and isinstance(
+        before[n].type, ScalarType)):
+      return None
     w = tracer.env.get(n)
     if type(w) in (int, float, bool):
       w = ew.constant(Call(tracer.b, loc), w)
     if not (is_value(w) and isinstance(w.type, ScalarType)):
       return None
+    was = before.get(n)
+    if (isinstance(was, float) or is_value(was) and getattr(resolve(was.type.dtype), "is_float", False)) and not \
+        getattr(resolve(w.type.dtype), "is_float", False):
+      return None        # (a float before, an integer after: no one dtype holds both)
     out.append(w)
   return out
 
 
 def _kept(tracer, before, w, loc):
-  """A walrus name's value on the path that skips its operand, of `w`'s type: what it held before, as in Python;
-  0 where it was unbound (Python would leave it so: reading it there is a NameError, not checked here)."""
+  """A walrus name's value on the path that skips its operand, of `w`'s type: what it held before (`before`, a
+  scalar or a number), as in Python, converted to `w`'s dtype; 0 where it was unbound (`before` None: Python would
+  leave it so, and reading it there is a NameError, not checked here)."""
   d = resolve(w.type.dtype)
   cx = Call(tracer.b, loc)
-  if is_value(before) and isinstance(before.type, ScalarType) and resolve(before.type.dtype) == d:
-    return before
-  if type(before) in (int, float, bool) and (isinstance(before, float) <= d.is_float):
+  if is_value(before):
+    return ew.astype(cx, before, d)
+  if type(before) in (int, float, bool):
     return ew.constant(cx, before, d)
   return ew.constant(cx, False if d == DType.bool_ else 0, d)
 
@@ -103,7 +112,7 @@ def short_circuit(tracer, node: ast.BoolOp, i: int, v):
       r = ew.truth(Call(b, tracer.loc(rest)), r)
     elif type(r) in (int, float):        # `c and 2.5`: Python's value, weakly typed as jnp's
       r, weak = ew.constant(Call(b, tracer.loc(rest)), r), True
-    walrus = _walrus_values(tracer, bound, loc) if is_bool_scalar(r) or is_number_scalar(r) else None
+    walrus = _walrus_values(tracer, bound, loc, env) if is_bool_scalar(r) or is_number_scalar(r) else None
     if walrus is None:
       tracer.and_or_rest = r          # for not_boolean_hint
       tracer.env.clear()
@@ -171,6 +180,19 @@ def any_all(cx, is_any: bool, items):
     if is_value(v):
       out = v if out is None else ew.binary(cx, ew.BinOp.OR if is_any else ew.BinOp.AND, out, v)
   return (not is_any) if out is None else out
+
+
+def walrus_hint(tracer, node: ast.BoolOp, i: int) -> str | None:
+  """The hint for a walrus among the operands after the run-time boolean operand `i` that short_circuit could not
+  carry out of its if (its name a float before and an integer after, a tensor, None): the name keeps its old value
+  where the operand is skipped, so it must hold one kind of scalar; None where there is no walrus."""
+  names = sorted({n.target.id for r in node.values[i + 1:] for n in ast.walk(r) if isinstance(n, ast.NamedExpr)})
+  if not names:
+    return None
+  n = names[0]
+  return (f"{n} := ... runs only where {tracer.text(node.values[i])} does not decide, and {n} keeps what it held"
+          f" elsewhere, so both must be scalars of one dtype: start {n} before this line as a scalar of the dtype it"
+          f" is bound to (or use another name)")
 
 
 def not_boolean_hint(tracer, node: ast.BoolOp, i: int) -> str | None:

@@ -27,7 +27,7 @@ from .ops.power import power
 from .assign import Assignments, holds_value, nothing_used
 from .unknown_names import unknown_names_errors
 from .short_circuit import (as_condition, chain_rest, is_bool_scalar, is_number_scalar, may_read, not_boolean_hint,
-                            number_and_or, short_circuit)
+                            number_and_or, short_circuit, walrus_hint)
 from .source import QUOTE_DEPTH, Source, nests_deeper
 from .py_scalars import member
 from .subscripts import Subscripts
@@ -628,6 +628,9 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
           return made         # the operands after v computed only where v does not decide, as in Python
         if is_number_scalar(v) and (made := number_and_or(self, node, i, v)) is not None:
           return made         # `k or 1`: Python's value, k if k else 1
+        if is_bool_scalar(v) and (walrus := walrus_hint(self, node, i)) is not None:
+          self.unsupported(node, "a walrus (:=) after a run-time and/or that binds another kind of value than its"
+                           " name held", hint=walrus)
         if is_bool_scalar(v) and (hint := not_boolean_hint(self, node, i)) is not None:
           self.unsupported(node, "'and'/'or' of a run-time boolean and a value that is not one", hint=hint)
         op = " & " if is_and else " | "

@@ -315,6 +315,39 @@ def test_a_walrus_after_a_run_time_and_and_chains_that_read_compute_only_where_p
     np.testing.assert_array_equal(np.asarray(got), np.array(want, np.float32), err_msg=f"i={i} k={k}")
 
 
+@mg.mgpu_kernel(out_shape=lambda x, s: S((2,), F32))
+def walrus_kinds(x, s, out):
+  i = s[0]
+  v = s[1]                                               # an int32 before, a float32 after: v as float32
+  a = i < 8 and (v := x[i]) > 0
+  out[0] = v
+  w = 2.5
+  b = i < 8 and (w := s[i % 2]) > 0                       # a float before, an int32 after: no one dtype
+  out[1] = w * 1.0
+
+
+@mg.mgpu_kernel(out_shape=lambda x, s: S((2,), F32))
+def walrus_keeps_an_int(x, s, out):
+  i = s[0]
+  v = s[1]
+  a = i < 8 and (v := x[i]) > 0
+  out[0] = v
+  out[1] = a * 1.0
+
+
+def test_a_walrus_name_keeps_its_old_value_where_skipped_and_one_dtype_must_hold_both():
+  """An int32 the walrus rebinds to a float32 where it runs is that int32 as a float32 where it does not (Python's
+  value, the same number); a float rebound to an int32 has no one dtype: MG001, said so."""
+  x = np.arange(8, dtype=np.float32) + 0.5
+  for i in (3, 9):
+    got = walrus_keeps_an_int(x, np.array([i, 5], np.int32), interpret=True)
+    np.testing.assert_array_equal(np.asarray(got), [x[i] if i < 8 else 5.0, float(i < 8)])
+  e = expect(walrus_kinds, [S((8,), F32), S((2,), I32)], mg.UnsupportedSyntaxError, "i < 8 and (w",
+             "a walrus (:=) after a run-time and/or that binds another kind of value than its name held is not"
+             " supported in a kernel")
+  assert e.hint.startswith("w := ... runs only where i < 8 does not decide, and w keeps what it held elsewhere"), e.hint
+
+
 @pytest.mark.gpu
 def test_gpu_walrus_and_chains_read_past_the_end_only_where_python_would_not():
   """Reads x[9], s[9] and s[-2] on the paths Python skips: a fault here is such a read performed."""
