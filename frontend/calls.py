@@ -39,6 +39,9 @@ PY_BUILTINS.update({n: e for n, e in vars(builtins).items() if isinstance(e, typ
 PY_BUILTINS["Ellipsis"] = Ellipsis        # (`c is Ellipsis` of a constexpr; `...` indexes refs)
 # print and breakpoint: traced by trace_debug, not called.
 _DEBUG = {"print": object(), "breakpoint": object()}
+_PY_BUILTIN_FNS = frozenset(f for f in PY_BUILTINS.values() if isinstance(f, type(builtins.abs)) or f in (
+    builtins.list, builtins.tuple, builtins.set, builtins.frozenset, builtins.complex, builtins.bytes, builtins.str,
+    builtins.enumerate, builtins.reversed, builtins.int, builtins.float, builtins.bool))
 
 
 _ITERATE_FIRST = (builtins.sorted, builtins.list, builtins.tuple, builtins.reversed, builtins.enumerate,
@@ -302,6 +305,9 @@ class Calls:
         and len(args[0]) >= 2 and any(holds_value(a) for a in args[0]):
       args = tuple(args[0])                                          # max([a, b, c]) as max(a, b, c)
     if any(holds_value(a) for a in list(args) + list(kwargs.values())):
+      if fn in _PY_BUILTIN_FNS:             # abs(f, i): Python's TypeError, before a rule drops an argument
+        from .py_scalars import builtin_arguments
+        builtin_arguments(cx, fn, args, kwargs, self.text(node))
       if fn is builtins.abs:
         return ew.unary(cx, ew.UnOp.ABS, args[0])
       if fn in (builtins.min, builtins.max) and len(args) >= 2 and not kwargs:   # max(a, b, c): pairwise
@@ -371,6 +377,11 @@ class Calls:
       if fn in (builtins.isinstance, builtins.type) and args and not kwargs:      # isinstance(k, int) of a value
         from .py_scalars import type_test
         return type_test(cx, fn, args, [self.text(a) for a in node.args])
+      if fn in _PY_BUILTIN_FNS:             # len(k), str(k), pow(a, b, m) of run-time values: what to write instead
+        from .py_scalars import builtin_value_hint
+        if (why := builtin_value_hint(fn, args, [self.text(a) for a in node.args])) is not None:
+          raise E.KernelTypeError(f"Python's {fn.__name__}(...) cannot take {kind_of(args[0]) if is_value(args[0]) else 'run-time values'}"
+                                  f" in a kernel", cx.loc, hint=why)
       held = next((a for a in list(args) + list(kwargs.values()) if holds_value(a)))
       name = getattr(fn, "__name__", repr(fn))
       if name in TRANSPOSES and args and is_smem_matrix(args[0]) and isinstance(node.args[0], ast.Name):

@@ -111,3 +111,54 @@ def round_int(cx, x, ndigits: int):
                    ew.binary(cx, ew.BinOp.AND, ew.compare(cx, ew.CmpOp.EQ, half, 0), odd))
     out = ew.where_(cx, up, ew.binary(cx, ew.BinOp.ADD, base, m), base)
   return out if d.bits == 32 else ew.astype(cx, out, d)
+
+
+def builtin_arguments(cx, fn, args, kwargs, call: str) -> None:
+  """Python's TypeError for a builtin called on run-time values with arguments its signature does not take
+  (`abs(f, i)` computed abs(f) and dropped i): KernelTypeError naming the signature."""
+  import inspect
+
+  from . import errors as E
+  try:
+    sig = inspect.signature(fn)
+  except (TypeError, ValueError):      # (min, max, int, bool, ...: no signature to check)
+    return
+  try:
+    sig.bind(*args, **kwargs)
+  except TypeError as e:
+    shown = str(sig).replace(", /", "").replace("/, ", "").replace(", *,", ",")
+    raise E.KernelTypeError(f"{call}: {e} for Python's {fn.__name__}{shown}", cx.loc,
+                            hint=f"call it as Python does: {fn.__name__}{shown}") from None
+
+
+_FORMATS = ("str", "repr", "hex", "bin", "oct", "chr", "ord", "format", "hash", "bytes")
+
+
+def builtin_value_hint(fn, args, texts) -> str | None:
+  """The hint for a Python builtin that has no meaning on a run-time value in a kernel (which the generic message
+  would tell to decorate as an @ml.inline helper): what the value takes instead. None for the others."""
+  from .types import TensorType
+  name = getattr(fn, "__name__", "")
+  v = args[0] if args else None
+  first = texts[0] if texts else "v"
+  if name in _FORMATS:
+    return (f"{name}(...) makes a Python object while tracing, when a run-time value has no value yet: format run-time"
+            f" values in print(f'...') (print(f'{{{first}}}')), or convert numbers with .astype")
+  if name == "complex":
+    return "kernels have no complex dtype: keep the real and imaginary parts as two float values"
+  if name == "len" and is_value(v) and isinstance(v.type, ScalarType):
+    return "a scalar has no length (Python's TypeError); len(t) of a register tensor is its first dimension"
+  if name == "pow" and len(args) == 3:
+    return (f"pow(a, b, mod) is not computed on run-time values: write ({first} ** {texts[1]}) % {texts[2]} (the power"
+            f" wraps at 32 bits, so for large exponents multiply and reduce step by step)")
+  if name == "int" and len(args) == 2:
+    return f"int(x, base) parses a string: convert a number with int({first}) or {first}.astype(jnp.int32)"
+  if name in ("list", "tuple", "sorted", "set", "frozenset", "enumerate", "reversed") and is_value(v):
+    if isinstance(v.type, TensorType) and name in ("list", "tuple", "reversed", "enumerate"):
+      return None
+    return ("a scalar is not iterable (Python's TypeError)" if isinstance(v.type, ScalarType) else
+            f"{name}(...) of a register tensor is Python's iteration: sort it with ml.sort({first})")
+  if name == "sorted" and isinstance(v, (tuple, list)):
+    return ("sorted(...) of run-time values orders them while tracing, when they have no value yet: for two,"
+            " (min(a, b), max(a, b)); for more, put them in a tensor and ml.sort it")
+  return None

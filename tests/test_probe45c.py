@@ -451,3 +451,57 @@ def test_gpu_membership_and_round_to_tens_match_python():
     np.testing.assert_array_equal(np.asarray(got), np.round(v, -1))
     want = [round(i, -1), round(i, -2), round(i, -3), round(i, -10), round(i), round(i, 0), round(-i, -1), round(i + 5, -1)]
     np.testing.assert_array_equal(np.asarray(scalars), np.array(want, np.int32))
+
+
+# ---------------------------------------------------------------- builtins called with arguments Python refuses
+@mg.mgpu_kernel(out_shape=lambda x, s: S((2,), F32))
+def abs_of_two(x, s, out):
+  f, i = x[0], s[0]
+  out[0] = abs(f, i)
+  out[1] = 0.0
+
+
+@mg.mgpu_kernel(out_shape=lambda x, s: S((2,), F32))
+def divmod_of_one(x, s, out):
+  q, r = divmod(x[0])
+  out[0] = q
+  out[1] = r
+
+
+@mg.mgpu_kernel(out_shape=lambda x, s: S((2,), I32))
+def len_of_a_scalar(x, s, out):
+  out[0] = len(s[0])
+  out[1] = 0
+
+
+@mg.mgpu_kernel(out_shape=lambda x, s: S((2,), I32))
+def modular_pow(x, s, out):
+  out[0] = pow(s[0], 5, 7)
+  out[1] = 0
+
+
+@mg.mgpu_kernel(out_shape=lambda x, s: S((2,), I32))
+def str_of_a_value(x, s, out):
+  label = str(s[0])
+  out[0] = 0
+  out[1] = 0
+
+
+def test_builtins_given_arguments_python_refuses_or_cannot_compute_say_so():
+  """`abs(f, i)` computed abs(f) and dropped i (Python's TypeError: abs takes one argument); `divmod(x[0])`, `len(k)`,
+  `pow(k, 5, 7)` and `str(k)` said `... cannot take a scalar inside a kernel` with the hint to decorate a helper with
+  @ml.inline."""
+  specs = [S((8,), F32), S((2,), I32)]
+  expect(abs_of_two, specs, mg.KernelTypeError, "abs(f, i)",
+         "abs(f, i): too many positional arguments for Python's abs(x)", hint="call it as Python does: abs(x)")
+  expect(divmod_of_one, specs, mg.KernelTypeError, "divmod(x[0])",
+         "divmod(x[0]): missing a required argument: 'y' for Python's divmod(x, y)",
+         hint="call it as Python does: divmod(x, y)")
+  expect(len_of_a_scalar, specs, mg.KernelTypeError, "len(s[0])", "Python's len(...) cannot take a scalar in a kernel",
+         hint="a scalar has no length (Python's TypeError); len(t) of a register tensor is its first dimension")
+  expect(modular_pow, specs, mg.KernelTypeError, "pow(s[0], 5, 7)",
+         "Python's pow(...) cannot take a scalar in a kernel",
+         hint="pow(a, b, mod) is not computed on run-time values: write (s[0] ** 5) % 7 (the power wraps at 32 bits,"
+              " so for large exponents multiply and reduce step by step)")
+  e = expect(str_of_a_value, specs, mg.KernelTypeError, "str(s[0])", "Python's str(...) cannot take a scalar in a kernel")
+  assert "print(f'{s[0]}')" in e.hint, e.hint
