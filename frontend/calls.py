@@ -380,8 +380,8 @@ class Calls:
       if fn in _PY_BUILTIN_FNS:             # len(k), str(k), pow(a, b, m) of run-time values: what to write instead
         from .py_scalars import builtin_value_hint
         if (why := builtin_value_hint(fn, args, [self.text(a) for a in node.args])) is not None:
-          raise E.KernelTypeError(f"Python's {fn.__name__}(...) cannot take {kind_of(args[0]) if is_value(args[0]) else 'run-time values'}"
-                                  f" in a kernel", cx.loc, hint=why)
+          what = kind_of(args[0]) if is_value(args[0]) else "run-time values"
+          raise E.KernelTypeError(f"Python's {fn.__name__}(...) cannot take {what} in a kernel", cx.loc, hint=why)
       held = next((a for a in list(args) + list(kwargs.values()) if holds_value(a)))
       name = getattr(fn, "__name__", repr(fn))
       if name in TRANSPOSES and args and is_smem_matrix(args[0]) and isinstance(node.args[0], ast.Name):

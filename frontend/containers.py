@@ -47,8 +47,9 @@ class Containers:
     values, which have no value to hash while tracing: MG001, a tuple hinted (`in` compares each item)."""
     items = self.eval_spread(node.elts)
     if holds_value(items):
-      self.unsupported(node, "a set of run-time values", hint=f"use a tuple, ({', '.join(self.text(e) for e in node.elts)}{',' * (len(node.elts) == 1)}):"
-                       " `in` tests it item by item, as a set does")
+      items = ", ".join(self.text(e) for e in node.elts) + "," * (len(node.elts) == 1)
+      self.unsupported(node, "a set of run-time values",
+                       hint=f"use a tuple, ({items}): `in` tests it item by item, as a set does")
     try:
       return set(items)
     except TypeError as e:

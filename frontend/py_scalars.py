@@ -99,8 +99,8 @@ def round_int(cx, x, ndigits: int):
   from .dtypes import DType
   d = resolve(x.type.dtype)
   m = 10 ** -ndigits
-  w = x if d.bits == 32 else ew.astype(cx, x, DType.i32 if d.is_signed or d.bits < 32 else d)
-  if m > (2 ** 32 - 1 if d == DType.u32 else 2 ** 31 - 1):                                    # every value rounds to 0 (|x| < m / 2)
+  w = x if d.bits == 32 else ew.astype(cx, x, DType.i32)
+  if m > (2 ** 32 - 1 if d == DType.u32 else 2 ** 31 - 1):      # every value rounds to 0 (|x| < m / 2)
     out = ew.binary(cx, ew.BinOp.MUL, w, 0)
   else:
     r = ew.binary(cx, ew.BinOp.MOD, w, m)       # 0 <= r < m (floor mod)
@@ -154,10 +154,11 @@ def builtin_value_hint(fn, args, texts) -> str | None:
   if name == "int" and len(args) == 2:
     return f"int(x, base) parses a string: convert a number with int({first}) or {first}.astype(jnp.int32)"
   if name in ("list", "tuple", "sorted", "set", "frozenset", "enumerate", "reversed") and is_value(v):
-    if isinstance(v.type, TensorType) and name in ("list", "tuple", "reversed", "enumerate"):
-      return None
-    return ("a scalar is not iterable (Python's TypeError)" if isinstance(v.type, ScalarType) else
-            f"{name}(...) of a register tensor is Python's iteration: sort it with ml.sort({first})")
+    if isinstance(v.type, ScalarType):
+      return "a scalar is not iterable (Python's TypeError)"
+    if isinstance(v.type, TensorType) and name == "sorted":
+      return f"sorted(...) of a register tensor is Python's iteration: sort it with ml.sort({first})"
+    return None
   if name == "sorted" and isinstance(v, (tuple, list)):
     return ("sorted(...) of run-time values orders them while tracing, when they have no value yet: for two,"
             " (min(a, b), max(a, b)); for more, put them in a tensor and ml.sort it")

@@ -120,7 +120,7 @@ def short_circuit(tracer, node: ast.BoolOp, i: int, v):
       tracer.where = where
       return None
     b.emit(ctl.Yield, (r, *walrus), loc=loc)
-  with b.region(decided):   # (a number after it: v as that number, False as 0 and True as 1, as Python's bool is an int)
+  with b.region(decided):   # (a number after it: v as that number, False 0 and True 1, as Python's bool is an int)
     d = v if is_bool_scalar(r) else ew.astype(Call(b, loc), v, resolve(r.type.dtype))
     b.emit(ctl.Yield, (d, *(_kept(tracer, env.get(n), w, loc) for n, w in zip(bound, walrus))), loc=loc)
   then_blk, else_blk = (computed, decided) if is_and else (decided, computed)
@@ -207,8 +207,9 @@ def not_boolean_hint(tracer, node: ast.BoolOp, i: int) -> str | None:
   a, b = tracer.text(node.values[i]), tracer.text(rest[0])
   pick = f"ml.where({a}, {b}, 0)" if isinstance(node.op, ast.And) else f"ml.where({a}, 1, {b})"
   if tensor:              # `c and x[...]`: Python's value is the tensor or the boolean, which ml.where picks
-    return f"Python's value here is {b} where {a} {'holds' if isinstance(node.op, ast.And) else 'does not hold'}, else" \
-           f" {a} itself ({'False, 0' if isinstance(node.op, ast.And) else 'True, 1'}): pick it per element with {pick}"
+    is_and = isinstance(node.op, ast.And)
+    return (f"Python's value here is {b} where {a} {'holds' if is_and else 'does not hold'}, else {a} itself"
+            f" ({'False, 0' if is_and else 'True, 1'}): pick it per element with {pick}")
   simple = isinstance(rest[0], (ast.Name, ast.Call, ast.Subscript, ast.Attribute, ast.Constant))
   return (f"a run-time and/or here takes booleans: compare the value ({b if simple else f'({b})'} != 0, as Python's"
           f" truth), or pick a"
