@@ -282,10 +282,11 @@ def walrus_and_chains(x, s, out):
   out[4] = -1.0
   if 0 <= i < 8 and (w := x[i]) != 3.0:
     out[4] = w
-  j = 0
-  while j < 8 and (t := x[j]) < k:
+  j, total = 0, 0.0
+  while j < 8 and (t := x[j]) < k:                      # (x[8] never read: t bound only where j < 8)
+    total += t
     j += 1
-  out[5] = j * 1.0
+  out[5] = j + total
   out[6] = (0 <= k < 2 <= s[k] + 2) * 1.0               # s[k] read only where 0 <= k < 2
   out[7] = (i < 8 > k <= x[i]) * 1.0                    # x[i] read only where i < 8 and k <= 8
 
@@ -297,10 +298,11 @@ def _walrus_want(x, s):
   n = 7
   b = i >= 8 or (n := s[1] * 2) > 3
   w4 = w if 0 <= i < 8 and (w := x[i]) != 3.0 else -1.0
-  j = 0
-  while j < 8 and x[j] < k:
+  j, total = 0, 0.0
+  while j < 8 and (t := x[j]) < k:
+    total += t
     j += 1
-  return [v, a * 1.0, n, b * 1.0, w4, j, (0 <= k < 2 <= s[k] + 2) * 1.0, (i < 8 > k <= x[i]) * 1.0]
+  return [v, a * 1.0, n, b * 1.0, w4, j + total, (0 <= k < 2 <= s[k] + 2) * 1.0, (i < 8 > k <= x[i]) * 1.0]
 
 
 def test_a_walrus_after_a_run_time_and_and_chains_that_read_compute_only_where_python_does():
@@ -320,10 +322,10 @@ def walrus_kinds(x, s, out):
   i = s[0]
   v = s[1]                                               # an int32 before, a float32 after: v as float32
   a = i < 8 and (v := x[i]) > 0
-  out[0] = v
+  out[0] = v + a
   w = 2.5
   b = i < 8 and (w := s[i % 2]) > 0                       # a float before, an int32 after: no one dtype
-  out[1] = w * 1.0
+  out[1] = w * b
 
 
 @mg.mgpu_kernel(out_shape=lambda x, s: S((2,), F32))
@@ -483,7 +485,7 @@ def modular_pow(x, s, out):
 @mg.mgpu_kernel(out_shape=lambda x, s: S((2,), I32))
 def str_of_a_value(x, s, out):
   label = str(s[0])
-  out[0] = 0
+  out[0] = len(label)
   out[1] = 0
 
 
