@@ -1,6 +1,10 @@
 """Probe 45c (Python semantics of run-time scalars and small values in a kernel, compared with what Python and
 NumPy give on the same numbers): `and`/`or` of a run-time boolean and then numbers give Python's value (the later
-operands computed only where the boolean does not decide), `min`/`max` follow Python's tie and NaN rules, ..."""
+operands computed only where the boolean does not decide; a walrus among them carried out), a chained comparison's
+later operands that read are computed only where the earlier comparisons hold, `min`/`max` of float scalars follow
+Python's tie and NaN rules, `k in (1, 2, 4)` and `k in range(...)` are Python's, `round(i, -1)` of integers is
+Python's and NumPy's; `isinstance`/`type` of a traced value, a builtin's name rebound to a value then called, and
+builtins given arguments Python refuses are errors at the user's line that say so."""
 import re
 
 import jax
