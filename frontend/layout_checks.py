@@ -390,7 +390,7 @@ def _stored_value(kernel, buf):
   return next((o.value for o in ir.walk(kernel.body) if isinstance(o, Store) and o.ref is buf), None)
 
 
-def _result_window_hint(kernel, view, kinds, value) -> str:
+def _result_window_hint(kernel, view, kinds, value, multiple) -> str:
   """What works for a window of the rows or columns of a buffer tiled because an ml.dot result is
   stored into it (not because ml.dot reads it): ml.copy takes static windows of whole tiles of
   it, so a run-time start becomes one branch per window; or the result is stored from
@@ -439,6 +439,11 @@ def _result_window_hint(kernel, view, kinds, value) -> str:
   else:
     split = f"a branch per start, each copying a static window of whole tiles {whole} ({x}.at[{window(0)}])"
   fix = f"a window of a tiled buffer must be static (ml.copy takes static windows of whole tiles): {split}"
+  promise = _promise(view, kernel.smem_layouts[view.ref.id].tile, multiple)
+  if promise:
+    fix = (f"a window of a tiled buffer must start on a whole tile: if its run-time start always is one, say"
+           f" so, {promise} (checked in interpret mode); else, with a static window (ml.copy takes static"
+           f" windows of whole tiles), {split}")
   if value is None or into:
     return fix
   y = value.name if (value.name or "").isidentifier() else "the value"
@@ -449,25 +454,70 @@ def _result_window_hint(kernel, view, kinds, value) -> str:
           f" {'rows' if rows else 'columns'} with a mask: .store({y}, mask={keep})")
 
 
-def _run_time_start_hint(view, tile) -> str | None:
-  """A window of whole tiles of a tensor-core buffer whose start is known only at run time (a K step
-  `x_s.at[:, ml.ds(k * 64, 64)]` in a `range` loop): unrolled with ml.static_range, each trip's window is
-  static. None for other windows."""
+def _start_texts(view) -> list:
+  """The user's text of each start of view `x.at[a, ml.ds(s, n)]` (None where unknown), by dimension."""
+  import ast
+  loc = view.loc
+  out = [None] * len(view.index)
+  if loc.end_lineno != loc.lineno:
+    return out
+  try:
+    node = ast.parse(loc.source_line[loc.col_offset:loc.end_col_offset], mode="eval").body
+  except (SyntaxError, ValueError):
+    return out
+  if not (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "at"):
+    return out
+  elts = list(node.slice.elts) if isinstance(node.slice, ast.Tuple) else [node.slice]
+  if any(isinstance(e, ast.Constant) and e.value is Ellipsis for e in elts) or len(elts) > len(out):
+    return out
+  for d, e in enumerate(elts):
+    if isinstance(e, ast.Call) and len(e.args) == 2 and getattr(e.func, "attr", getattr(e.func, "id", "")) == "ds":
+      out[d] = ast.unparse(e.args[0])
+    elif not isinstance(e, ast.Slice):
+      out[d] = ast.unparse(e)
+  return out
+
+
+def _promise(view, tile, multiple) -> str | None:
+  """`ml.ds(ml.multiple_of(r, 8), 64)` for each run-time start of a window of whole tiles of a tiled
+  buffer that is not proven a multiple of the tile (a row start read from memory), in the user's
+  words; None when the window is no such window."""
   inner = view.index[-2:]
   if not any(isinstance(i.start, ir.Value) for i in inner) or any(
       i.squeeze or i.size % t or isinstance(i.start, int) and i.start % t for i, t in zip(inner, tile)):
     return None
-  return (f"the window's start is known only at run time, and a window of a tensor-core buffer must be static:"
-          f" step it with a loop of ml.static_range (for k in ml.static_range(n): ..., unrolled while compiling,"
-          f" so each trip's window is a static window of whole tiles), or copy each step's tile into a buffer of"
-          f" its own, {view.ref.name}_k = ml.smem({tuple(i.size for i in view.index if not i.squeeze)}), and pass that")
+  texts = _start_texts(view)[-2:]
+  return " and ".join(f"ml.ds(ml.multiple_of({text or 'start'}, {t}), {i.size})" for i, t, text in
+                      zip(inner, tile, texts) if isinstance(i.start, ir.Value) and multiple(i.start) % t)
+
+
+def _run_time_start_hint(view, tile, multiple) -> str | None:
+  """A window of whole tiles of a tensor-core buffer whose start is known only at run time and not
+  proven a multiple of the tile (`x_s.at[ml.ds(r, 64)]` of a row start read from memory): if it is one,
+  ml.multiple_of says so; else unrolled with ml.static_range, each trip's window is static. None for
+  other windows."""
+  promise = _promise(view, tile, multiple)
+  if promise is None:
+    return None
+  tiles = " by ".join(f"{t} {w}" for t, w in zip(tile, ("rows", "columns")))
+  return (f"{view.ref.name}'s tiles for the tensor cores are {tiles}, and this window's run-time start is not"
+          f" provably a multiple of them: if it always is one, say so, {promise} (checked in interpret mode);"
+          f" else step it with a loop of ml.static_range (for k in ml.static_range(n): ..., unrolled while"
+          f" compiling, so each trip's window is a static window of whole tiles), or copy each step's tile into a"
+          f" buffer of its own, {view.ref.name}_k = ml.smem({tuple(i.size for i in view.index if not i.squeeze)}),"
+          f" and pass that")
 
 
 def _check_tiled_views(kernel, defs) -> None:
   """Views of tiled buffers pick whole leading slices (pipeline stages); TMA copies and ml.dot
-  may also take static windows of whole tiles (several pages filling one operand, a
-  warpgroup's rows, a K sub-step of a stage)."""
+  may also take windows of whole tiles (several pages filling one operand, a warpgroup's rows,
+  a K sub-step of a stage), static or at run-time starts proven multiples of the tile."""
+  from .absint import known_multiple, loop_counters
   from .ops.mma import Dot
+  loops = loop_counters(kernel.body)
+
+  def multiple(start):
+    return known_multiple(start, defs, loops)
   uses: dict = {}
   dot_read = set()           # the buffers ml.dot reads (tiled as its operands)
   for o in ir.walk(kernel.body):
@@ -486,7 +536,9 @@ def _check_tiled_views(kernel, defs) -> None:
       inner = o.index[-2:]
       if any(i.squeeze or i.size != n or i.start != 0 for i, n in zip(inner, full[-2:])):
         kinds = set(uses.get(o.result.id, [])) or {"copy"}
-        whole = whole_tiles(o.index, kernel.smem_layouts[o.ref.id].tile)
+        # (a run-time start proven a multiple of the tile is a whole number of tiles in: the window
+        # is as static a window of whole tiles, at an offset the descriptor or TMA copy computes)
+        whole = whole_tiles(o.index, kernel.smem_layouts[o.ref.id].tile, multiple)
         if whole and (kinds == {"copy"} and not o.transpose or kinds == {"dot"}):
           continue
         if kinds == {None} and o.ref.id in dot_read and register_tile_window(o, kernel.smem_layouts[o.ref.id].tile):
@@ -495,7 +547,7 @@ def _check_tiled_views(kernel, defs) -> None:
           raise E.LayoutError(
               f"{o.result.name or 'this view'} slices the rows or columns of {o.ref.name}, which is tiled"
               f" for the tensor cores", o.loc,
-              hint=_stored_pieces_hint(kernel, defs, o) or _run_time_start_hint(o, kernel.smem_layouts[o.ref.id].tile) or
+              hint=_stored_pieces_hint(kernel, defs, o) or _run_time_start_hint(o, kernel.smem_layouts[o.ref.id].tile, multiple) or
               "index only the leading (stage) dimensions of a buffer ml.dot reads, or take static windows"
               " of whole tiles for ml.dot or ml.copy (rows a multiple of 8, columns of 128 bytes)")
         stored = _stored_value(kernel, o.ref)
@@ -504,4 +556,4 @@ def _check_tiled_views(kernel, defs) -> None:
         raise E.LayoutError(
             f"{o.result.name or 'this view'} slices the rows or columns of {o.ref.name}, which is tiled"
             f" for the tensor cores (8-row, 128-byte tiles) because {why}", o.loc,
-            hint=_result_window_hint(kernel, o, uses.get(o.result.id, []), stored))
+            hint=_result_window_hint(kernel, o, uses.get(o.result.id, []), stored, multiple))

@@ -58,10 +58,15 @@ _READ_2D = ("read it 2-D: index the size-1 axes away where you load it (x.at[i][
             " x.at[ml.ds(i, 1)][...] or x[...] of a (1, m, n) array)")
 
 
-def whole_tiles(index, tile) -> bool:
-  """Whether the last two entries of a view's index are static windows of whole tiles."""
-  return all(not i.squeeze and isinstance(i.start, int) and i.start % t == 0 and i.size % t == 0
-             for i, t in zip(index[-2:], tile))
+def whole_tiles(index, tile, multiple=None) -> bool:
+  """Whether the last two entries of a view's index are windows of whole tiles: static, or (given
+  `multiple`, a run-time start -> a number its every value is a multiple of) at run-time starts
+  proven multiples of the tile (`a_s.at[ml.ds(ml.multiple_of(r, 64), 64)]`, `(k % stages) * 64`)."""
+  def on_tile(start, t):
+    if isinstance(start, int):
+      return start % t == 0
+    return multiple is not None and multiple(start) % t == 0
+  return all(not i.squeeze and on_tile(i.start, t) and i.size % t == 0 for i, t in zip(index[-2:], tile))
 
 
 def register_tile_window(view, tile) -> bool:

@@ -187,6 +187,14 @@ class LowerCtx:
         out.append(mgpu.ds(to_index(start), i.size))
     return tuple(out)
 
+  def _tile_slice(self, i, t: int):
+    """The tiles window `i` of a tiled dimension covers (tiles of `t`): its start is a static multiple
+    of t, or a run-time one the frontend proved one (layout_checks' whole_tiles)."""
+    if isinstance(i.start, int):
+      return slice(i.start // t, (i.start + i.size) // t)
+    start = arith.divsi(to_index(self.get(i.start)), arith.constant(ir.IndexType.get(), t))
+    return mgpu.ds(start, i.size // t)
+
   def memref(self, ref):
     """A memref for a root ref or a View (memref_slice of the root).
 
@@ -198,7 +206,7 @@ class LowerCtx:
       if tiled is None:
         return mgpu.memref_slice(ref.ref, self._slices(ref.index)) if ref.index else ref.ref
       lead = self._slices(ref.index[:-2])
-      tiles = tuple(slice(i.start // t, (i.start + i.size) // t) for i, t in zip(ref.index[-2:], tiled.tile))
+      tiles = tuple(self._tile_slice(i, t) for i, t in zip(ref.index[-2:], tiled.tile))
       if all(isinstance(i.start, int) and i.start == 0 and i.size == n * t for i, n, t in
              zip(ref.index[-2:], ir.MemRefType(ref.ref.type).shape[-4:-2], tiled.tile)):
         tiles = ()           # the whole tile grid

@@ -169,6 +169,15 @@ def splitk_window(a, b, c):
   ml.copy(res.at[ml.ds(r * 64, 64)], c.at[ml.ds(i * 128 + r * 64, 64)])
 
 
+@mg.mgpu_kernel(out_shape=lambda a, b, at: S((a.shape[0], b.shape[1]), F32),
+                grid=lambda a, b, at: (2, a.shape[0] // 128), cluster=(2, 1))
+def splitk_loaded_window(a, b, at, c):     # a start read from memory: not provably a whole tile
+  r, i, tot = _splitk(a, b, c)
+  res = ml.smem((128, 128), F32)
+  res[...] = tot
+  ml.copy(res.at[ml.ds(at[r], 64)], c.at[ml.ds(i * 128 + r * 64, 64)])
+
+
 @mg.mgpu_kernel(**SPLITK)
 def splitk_branches(a, b, c):             # the hint's first way, followed
   r, i, tot = _splitk(a, b, c)
@@ -189,16 +198,18 @@ def splitk_masked(a, b, c):               # the hint's second way, followed
 def test_a_runtime_window_of_a_dot_results_buffer_says_why_it_is_tiled():
   a, b = rn((256, 256), F16, 1), rn((256, 128), F16, 2)
   specs = [S(a.shape, F16), S(b.shape, F16)]
-  expect(splitk_window, specs, mg.LayoutError, "res.at[ml.ds(r * 64, 64)]",
-         "res.at[ml.ds(r * 64, 64)] slices the rows or columns of res, which is tiled for the tensor cores"
+  # (r * 64 is a whole number of res's 8-row tiles: the copy takes that window, probe 45b)
+  expect(splitk_loaded_window, specs + [S((2,), jnp.int32)], mg.LayoutError, "res.at[ml.ds(at[r], 64)]",
+         "res.at[ml.ds(at[r], 64)] slices the rows or columns of res, which is tiled for the tensor cores"
          " (8-row, 128-byte tiles) because an ml.dot result (a value in the WGMMA layout) is stored into it",
-         hint="a window of a tiled buffer must be static (ml.copy takes static windows of whole tiles):"
-              " if r == 0: ml.copy(res.at[0:64], ...) else: ml.copy(res.at[64:128], ...) (each copying to"
-              " its own window of the array); or store tot from registers, not through res, into the"
-              " array's window of all 128 rows with a mask: .store(tot, mask=ml.arange(128)[:, None] // 64"
-              " == r)")
+         hint="a window of a tiled buffer must start on a whole tile: if its run-time start always is one, say"
+              " so, ml.ds(ml.multiple_of(at[r], 8), 64) (checked in interpret mode); else, with a static window"
+              " (ml.copy takes static windows of whole tiles), a branch per start, each copying a static window"
+              " of whole tiles (rows a multiple of 8, columns of 128 bytes) (res.at[0:64]); or store tot from"
+              " registers, not through res, into the array's window of all 128 rows with a mask:"
+              " .store(tot, mask=the elements this program writes)")
   want = mm(a, b)
-  for kernel in (splitk_branches, splitk_masked):
+  for kernel in (splitk_window, splitk_branches, splitk_masked):
     exports(kernel, *specs)
     np.testing.assert_allclose(np.asarray(kernel(a, b, interpret=True)), want, rtol=1e-5, atol=1e-4)
 

@@ -1,0 +1,134 @@
+"""Probe 45b (tensor-core kernels a user writes by hand: batched, grouped and chained matmuls): an ml.dot
+operand that is a window of its SMEM buffer at a run-time start proven a whole number of tiles (a grouped
+GEMM's row start promised with ml.multiple_of, a ring of stages in one buffer at `(k % 2) * 64`) was MG204
+though WGMMA takes it; a start not proven one keeps MG204, its hint writing the ml.multiple_of promise."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+
+S = jax.ShapeDtypeStruct
+F16, F32, I32 = jnp.float16, jnp.float32, jnp.int32
+
+
+def _line_of(text):
+  with open(__file__) as f:
+    return next(n for n, line in enumerate(f, 1) if text in line and "_line_of" not in line)
+
+
+def _col_of(text, marker):
+  with open(__file__) as f:
+    return next(line for line in f if marker in line and "_col_of" not in line).index(text)
+
+
+def _rand(shape, seed, dtype=np.float16):
+  return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+
+
+def _f32(x):
+  return np.asarray(x, np.float32)
+
+
+def _export(kernel, *specs, **constexprs):
+  fn = jax.jit(lambda *a: kernel(*a, **constexprs))
+  return jax.export.export(fn, platforms=["cuda"])(*specs).mlir_module()
+
+
+def _specs(*arrays):
+  return [S(x.shape, x.dtype) for x in arrays]
+
+
+# ---------------------------------------------------------------- run-time windows of ml.dot operands
+GROUPED = dict(out_shape=lambda a, b, rows: S((rows.shape[0] * 64, b.shape[1]), F32),
+               grid=lambda a, b, rows: (rows.shape[0],))
+
+
+@mg.mgpu_kernel(**GROUPED)
+def grouped_promised(a, b, rows, c):
+  """A grouped GEMM's tile list: program t multiplies the 64 rows of a starting at rows[t]."""
+  t = ml.program_id(0)
+  a_s, b_s = ml.smem(a.shape), ml.smem(b.shape)
+  ml.copy(a, a_s)
+  ml.copy(b, b_s)
+  r = ml.multiple_of(rows[t], 64)
+  c.at[ml.ds(t * 64, 64)][...] = ml.dot(a_s.at[ml.ds(r, 64)], b_s)
+
+
+@mg.mgpu_kernel(**GROUPED)
+def grouped_unproven(a, b, rows, c):
+  t = ml.program_id(0)
+  a_s, b_s = ml.smem(a.shape), ml.smem(b.shape)
+  ml.copy(a, a_s)
+  ml.copy(b, b_s)
+  r = rows[t]
+  c.at[ml.ds(t * 64, 64)][...] = ml.dot(a_s.at[ml.ds(r, 64)], b_s)      # the tile-list dot
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[1]), F32), grid=lambda a, b: (a.shape[0] // 64,))
+def flat_ring(a, b, c):
+  """Two stages of A and B in one buffer each, stage k % 2 at rows (k % 2) * 64."""
+  i = ml.program_id(0)
+  a_s, b_s = ml.smem((128, 64)), ml.smem((128, b.shape[1]))
+  acc = ml.zeros((64, b.shape[1]), F32)
+  for k in range(a.shape[1] // 64):
+    s = (k % 2) * 64
+    ml.copy(a.at[ml.ds(i * 64, 64), ml.ds(k * 64, 64)], a_s.at[ml.ds(s, 64)])
+    ml.copy(b.at[ml.ds(k * 64, 64)], b_s.at[ml.ds(s, 64)])
+    acc = ml.dot(a_s.at[ml.ds(s, 64)], b_s.at[ml.ds(s, 64)], acc)
+  c.at[ml.ds(i * 64, 64)][...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[1], b.shape[1]), F32), grid=lambda a, b: (a.shape[1] // 64,))
+def transposed_window(a, b, c):
+  """a.T @ b: a stored (k, m), each program's columns of it read transposed."""
+  i = ml.program_id(0)
+  a_s, b_s = ml.smem(a.shape), ml.smem(b.shape)
+  ml.copy(a, a_s)
+  ml.copy(b, b_s)
+  c.at[ml.ds(i * 64, 64)][...] = ml.dot(a_s.at[:, ml.ds(i * 64, 64)].T, b_s)
+
+
+def test_dot_operands_at_run_time_starts_proven_whole_tiles_compute():
+  a, b = _rand((256, 64), 1), _rand((64, 128), 2)
+  rows = np.array([128, 0, 192], np.int32)
+  want = np.concatenate([_f32(a[r:r + 64]) @ _f32(b) for r in rows])
+  np.testing.assert_allclose(grouped_promised(a, b, rows, interpret=True), want, rtol=1e-5, atol=1e-4)
+  mlir = _export(grouped_promised, *_specs(a, b, rows))
+  assert "@mosaic_gpu" in mlir
+  with pytest.raises(mg.InterpretError) as e:            # the promise is checked in interpret mode
+    grouped_promised(a, b, np.array([128, 8, 192], np.int32), interpret=True)
+  assert "ml.multiple_of promises a multiple of 64, but rows[t] is 8" in e.value.message
+  a, b = _rand((128, 256), 3), _rand((256, 64), 4)
+  np.testing.assert_allclose(flat_ring(a, b, interpret=True), _f32(a) @ _f32(b), rtol=1e-5, atol=1e-4)
+  assert "@mosaic_gpu" in _export(flat_ring, *_specs(a, b))
+  a, b = _rand((64, 128), 5), _rand((64, 64), 6)
+  np.testing.assert_allclose(transposed_window(a, b, interpret=True), _f32(a).T @ _f32(b), rtol=1e-5, atol=1e-4)
+  assert "@mosaic_gpu" in _export(transposed_window, *_specs(a, b))
+
+
+def test_dot_operand_at_an_unproven_run_time_start_hints_ml_multiple_of():
+  a, b, rows = _rand((256, 64), 1), _rand((64, 128), 2), np.array([128, 0, 192], np.int32)
+  with pytest.raises(mg.LayoutError) as e:
+    grouped_unproven.check(*_specs(a, b, rows))
+  err = e.value
+  assert (err.lineno, err.col_offset) == (_line_of("# the tile-list dot"), _col_of("a_s.at[ml.ds(r", "# the tile-list dot"))
+  assert err.code == "MG204"
+  assert err.message == "a_s.at[ml.ds(r, 64)] slices the rows or columns of a_s, which is tiled for the tensor cores"
+  assert err.hint.startswith("a_s's tiles for the tensor cores are 8 rows by 64 columns, and this window's run-time"
+                             " start is not provably a multiple of them: if it always is one, say so,"
+                             " ml.ds(ml.multiple_of(r, 8), 64) (checked in interpret mode)")
+
+
+@pytest.mark.gpu
+def test_gpu_dot_operands_at_run_time_starts_match_numpy():
+  a, b = _rand((256, 64), 1), _rand((64, 128), 2)
+  rows = np.array([128, 0, 192, 64], np.int32)
+  want = np.concatenate([_f32(a[r:r + 64]) @ _f32(b) for r in rows])
+  np.testing.assert_allclose(grouped_promised(a, b, rows), want, rtol=1e-3, atol=1e-2)
+  a, b = _rand((128, 256), 3), _rand((256, 64), 4)
+  np.testing.assert_allclose(flat_ring(a, b), _f32(a) @ _f32(b), rtol=1e-3, atol=1e-2)
+  a, b = _rand((64, 128), 5), _rand((64, 64), 6)
+  np.testing.assert_allclose(transposed_window(a, b), _f32(a).T @ _f32(b), rtol=1e-3, atol=1e-2)
