@@ -132,3 +132,41 @@ def test_gpu_dot_operands_at_run_time_starts_match_numpy():
   np.testing.assert_allclose(flat_ring(a, b), _f32(a) @ _f32(b), rtol=1e-3, atol=1e-2)
   a, b = _rand((64, 128), 5), _rand((64, 64), 6)
   np.testing.assert_allclose(transposed_window(a, b), _f32(a).T @ _f32(b), rtol=1e-3, atol=1e-2)
+
+
+# ---------------------------------------------------------------- chained GEMMs: the first result as the second's A
+@mg.mgpu_kernel(out_shape=lambda a, b, w: S((a.shape[0], w.shape[1]), F32), grid=lambda a, b, w: (a.shape[0] // 64,))
+def chained_bf16(a, b, w, o):
+  i = ml.program_id(0)
+  a_s, b_s, w_s = ml.smem((64, a.shape[1])), ml.smem(b.shape), ml.smem(w.shape)
+  ml.copy(a.at[ml.ds(i * 64, 64)], a_s)
+  ml.copy(b, b_s)
+  ml.copy(w, w_s)
+  p = ml.dot(a_s, b_s)
+  o.at[ml.ds(i * 64, 64)][...] = ml.dot(p.astype(jnp.bfloat16), w_s)      # the second dot
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b, w: S((a.shape[0], w.shape[1]), F32), grid=lambda a, b, w: (a.shape[0] // 64,))
+def chained(a, b, w, o):
+  i = ml.program_id(0)
+  a_s, b_s, w_s = ml.smem((64, a.shape[1])), ml.smem(b.shape), ml.smem(w.shape)
+  ml.copy(a.at[ml.ds(i * 64, 64)], a_s)
+  ml.copy(b, b_s)
+  ml.copy(w, w_s)
+  p = ml.dot(a_s, b_s)
+  o.at[ml.ds(i * 64, 64)][...] = ml.dot(p.astype(jnp.float16), w_s)
+
+
+def test_chained_dot_of_a_converted_result_hints_one_conversion():
+  a, b, w = _rand((128, 64), 7), _rand((64, 128), 8), _rand((128, 64), 9)
+  with pytest.raises(mg.DtypeMismatchError) as e:
+    chained_bf16.check(*_specs(a, b, w))
+  assert (e.value.lineno, e.value.col_offset) == (_line_of("# the second dot"), _col_of("ml.dot(p.astype", "# the second dot"))
+  assert e.value.message == ("ml.dot of p.astype(jnp.bfloat16) (bfloat16) and w_s (float16): both operands must"
+                             " have one dtype")
+  assert e.value.hint == ("convert A to float16 in registers: ml.dot(p.astype(jnp.float16), w_s) (the tensor cores"
+                          " read A from registers)")
+  # the hint followed
+  want = _f32((_f32(a) @ _f32(b)).astype(np.float16)) @ _f32(w)
+  np.testing.assert_allclose(chained(a, b, w, interpret=True), want, rtol=1e-5, atol=1e-3)
+  assert "@mosaic_gpu" in _export(chained, *_specs(a, b, w))

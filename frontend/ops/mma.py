@@ -160,7 +160,7 @@ def _vector_hint(what, x, other, cx=None) -> str:
   shape = tuple(other.type.shape) if is_value(other) and hasattr(other.type, "shape") else ()
   if len(shape) != 2 or shape[1 if what == "b" else 0] != x.type.shape[0]:    # (shape: as ml.dot reads it)
     return "pass an (m, k) tile" if what == "a" else "index the leading dimensions away: buf.at[stage]"
-  vf, wf = f"{_conv(v)}.astype(jnp.float32)", f"{_conv(w)}.astype(jnp.float32)"
+  vf, wf = _as(v, "float32"), _as(w, "float32")
   if (what == "b") != flipped:       # the vector runs along the matrix's rows (as stored)
     product, axis = f"{wf} * {vf}[None, :]", 1
   else:
@@ -348,7 +348,7 @@ def _mixed_hint(a, b, da, db, in_regs, with_acc, roots=None):
   if db in (DType.f16, DType.bf16) and isinstance(da, DType) and (da.is_float or da.bits == 8):
     an = a.name if in_regs else f"{a.name}[...]"
     if in_regs or not a.type.transposed:
-      fix = (f"convert A to {dtype_name(db)} in registers: ml.dot({_conv(an)}.astype(jnp.{dtype_name(db)}),"
+      fix = (f"convert A to {dtype_name(db)} in registers: ml.dot({_as(an, dtype_name(db))},"
              f" {b.name}{acc}) (the tensor cores read A from registers)")
       return fix if in_regs else (f"{fix}, or convert the array that fills {a.name} before the call"
                                   f" (.astype(jnp.{dtype_name(db)}), which XLA fuses into its producer)")
@@ -376,7 +376,7 @@ def _fp8_pair_hint(a, b, in_regs) -> str:
   shape = tuple(reversed(b.type.shape)) if bt else tuple(b.type.shape)
   return (f"convert both to float16 (exact for both float8 types, at half the float8 rate): before the call"
           f" (.astype(jnp.float16)), or in the kernel, b16 = ml.smem({shape}, jnp.float16); b16[...] ="
-          f" {base}[...].astype(jnp.float16); ml.dot({_conv(an)}.astype(jnp.float16), b16{'.T' if bt else ''}, ...);"
+          f" {base}[...].astype(jnp.float16); ml.dot({_as(an, 'float16')}, b16{'.T' if bt else ''}, ...);"
           f" or convert the float8_e4m3fn input to float8_e5m2 (keeps its range, drops a mantissa bit);"
           f" float8_e5m2 to float8_e4m3fn saturates beyond 448")
 
@@ -451,6 +451,20 @@ def _names(a, b) -> str:
 
 def _conv(text):
   return text if text.replace("[...]", "").replace("_", "a").replace(".", "a").isalnum() else f"({text})"
+
+
+def _as(text, dtype) -> str:
+  """`text.astype(jnp.dtype)` in the user's words: a value converted already (`p.astype(jnp.bfloat16)`)
+  is converted once, to `dtype` (`p.astype(jnp.float16)`), not twice."""
+  import ast
+  try:
+    node = ast.parse(text, mode="eval").body
+  except (SyntaxError, ValueError):
+    node = None
+  if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "astype" and (
+      len(node.args) == 1 and not node.keywords):
+    text = ast.unparse(node.func.value)
+  return f"{_conv(text)}.astype(jnp.{dtype})"
 
 
 @builtin
