@@ -400,9 +400,10 @@ class Calls:
         pos, kw = [self.text(a) for a in node.args], {k.arg: self.text(k.value) for k in node.keywords if k.arg}
         mod = getattr(fn, "__module__", None) or ""
         taken = frozenset(re.findall(r"[A-Za-z_]\w*", "\n".join(self.src.lines)))
-        operands = [self._dot_operand(n, v) for n, v in zip(*((node.args[1:3], args[1:3]) if name == "einsum"
-                                                                  else (node.args[:2], args[:2])))]
-        hint = (dot_hint(name, pos, kw, operands, taken)
+        operands, note = self._dot_operands(*((node.args[1:3], args[1:3]) if name == "einsum"
+                                              else (node.args[:2], args[:2])))
+        as_dot = dot_hint(name, pos, kw, operands, taken)
+        hint = ((as_dot and as_dot + note)
                 or scan_hint(name, pos, kw, ufunc=getattr(getattr(fn, "__self__", None), "__name__", None),
                              ndim=len(first.type.shape) if is_value(first) and hasattr(first.type, "shape") else None)
                 or (debug_print_hint(pos, kw) if name == "debug_print" else None)
@@ -475,10 +476,44 @@ class Calls:
   def matmul_hint(self, left, right, a, b):
     """The hint for `a @ b` of register values: the ml.dot call jnp.matmul's hint writes."""
     taken = frozenset(re.findall(r"[A-Za-z_]\w*", "\n".join(self.src.lines)))
-    return dot_hint("matmul", [self.text(left), self.text(right)], {},
-                    [self._dot_operand(left, a), self._dot_operand(right, b)], taken) or (
+    operands, note = self._dot_operands((left, right), (a, b))
+    hint = dot_hint("matmul", [self.text(left), self.text(right)], {}, operands, taken)
+    return (hint and hint + note) or (
         "tensor-core products are ml.dot(a_s, b_s) of SMEM buffers (A may be a register tensor:"
         " ml.dot(p.astype(jnp.float16), v_s, acc))")
+
+  def _dot_operands(self, nodes, values):
+    """The (text, value, transposed) of a jnp.dot's operands, for its hint, and a note to add to it: operands
+    of one 16-bit float dtype each widened to float32 first (`a_s[...].astype(jnp.float32) @ ...`) are
+    given unconverted, as ml.dot takes them (their products are exact in float32, where it accumulates)."""
+    operands = [self._dot_operand(n, v) for n, v in zip(nodes, values)]
+    widened = [self._widened(n, v) for n, v in zip(nodes, values)]
+    if len(widened) != 2 or None in widened or widened[0][1] != widened[1][1]:
+      return operands, ""
+    d = widened[0][1]
+    return [w[0] for w in widened], (f"; {d} products are exact in float32, where ml.dot accumulates them, so it"
+                                     f" computes the widened product without .astype(jnp.float32)")
+
+  def _widened(self, node, value):
+    """((text, value, transposed), dtype) of `x.astype(jnp.float32)` (or its .T) of a ref read whole or a
+    register tile `x` of float16 or bfloat16 (read as they are stored, either way round); None for other
+    operands."""
+    flip = isinstance(node, ast.Attribute) and node.attr == "T"
+    call = node.value if flip else node
+    if not (is_value(value) and resolve(getattr(value.type, "dtype", None)) == DType.f32 and isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Attribute) and call.func.attr == "astype" and len(call.args) == 1):
+      return None
+    inner = call.func.value
+    name = inner.value if isinstance(inner, ast.Subscript) and isinstance(inner.slice, ast.Constant) and (
+        inner.slice.value is Ellipsis) else inner
+    if not isinstance(name, ast.Name):
+      return None
+    held = self.eval(name)
+    d = resolve(getattr(getattr(held, "type", None), "dtype", None)) if is_value(held) else None
+    if d not in (DType.f16, DType.bf16) or (
+        isinstance(held.type, RefType) and name is inner):
+      return None
+    return (self.text(name), held, flip), d
 
   def _dot_operand(self, node, value):
     """(text, value, transposed) of a jnp.dot operand, for its hint: a ref read whole (`k_s[...]`,

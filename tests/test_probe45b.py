@@ -170,3 +170,37 @@ def test_chained_dot_of_a_converted_result_hints_one_conversion():
   want = _f32((_f32(a) @ _f32(b)).astype(np.float16)) @ _f32(w)
   np.testing.assert_allclose(chained(a, b, w, interpret=True), want, rtol=1e-5, atol=1e-3)
   assert "@mosaic_gpu" in _export(chained, *_specs(a, b, w))
+
+
+# ---------------------------------------------------------------- a product of operands widened to float32 first
+@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[1]), F32), grid=(1,))
+def widened_product(a, b, c):
+  a_s, b_s = ml.smem(a.shape, a.dtype), ml.smem(b.shape, b.dtype)
+  ml.copy(a, a_s)
+  ml.copy(b, b_s)
+  c[...] = jnp.dot(a_s[...].astype(jnp.float32), b_s[...].astype(jnp.float32))     # the widened dot
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[1]), F32), grid=(1,))
+def widened_product_hint_followed(a, b, c):
+  a_s, b_s = ml.smem(a.shape, a.dtype), ml.smem(b.shape, b.dtype)
+  ml.copy(a, a_s)
+  ml.copy(b, b_s)
+  c[...] = ml.dot(a_s, b_s)
+
+
+def test_a_product_of_16_bit_operands_widened_first_is_hinted_as_ml_dot_of_the_buffers():
+  a, b = _rand((64, 64), 10), _rand((64, 64), 11)
+  with pytest.raises(mg.KernelTypeError) as e:
+    widened_product.check(*_specs(a, b))
+  assert (e.value.lineno, e.value.col_offset) == (_line_of("# the widened dot"), _col_of("jnp.dot(a_s", "# the widened dot"))
+  assert e.value.message == "dot cannot take a register tensor inside a kernel"
+  assert e.value.hint == ("write ml.dot(a_s, b_s) (on the tensor cores; ml.dot(a, b, acc) adds the product to acc);"
+                          " float16 products are exact in float32, where ml.dot accumulates them, so it computes the"
+                          " widened product without .astype(jnp.float32)")
+  np.testing.assert_allclose(widened_product_hint_followed(a, b, interpret=True), _f32(a) @ _f32(b), rtol=1e-5,
+                             atol=1e-4)
+  # operands of two dtypes (float16 and bfloat16) are staged as float32, as before
+  with pytest.raises(mg.KernelTypeError) as e:
+    widened_product.check(S(a.shape, F16), S(b.shape, jnp.bfloat16))
+  assert "= ml.smem((64, 64), jnp.float32)" in e.value.hint and "exact" not in e.value.hint
