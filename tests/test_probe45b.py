@@ -204,3 +204,46 @@ def test_a_product_of_16_bit_operands_widened_first_is_hinted_as_ml_dot_of_the_b
   with pytest.raises(mg.KernelTypeError) as e:
     widened_product.check(S(a.shape, F16), S(b.shape, jnp.bfloat16))
   assert "= ml.smem((64, 64), jnp.float32)" in e.value.hint and "exact" not in e.value.hint
+
+
+# ---------------------------------------------------------------- an accumulator started from a bias
+@mg.mgpu_kernel(out_shape=lambda a, b, bias: S((a.shape[0], b.shape[1]), F32), grid=(1,))
+def bias_as_acc(a, b, bias, c):
+  a_s, b_s = ml.smem(a.shape), ml.smem(b.shape)
+  ml.copy(a, a_s)
+  ml.copy(b, b_s)
+  c[...] = ml.dot(a_s, b_s, bias[...])                     # the bias acc
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b, bias: S((a.shape[0], b.shape[1]), F32), grid=(1,))
+def bias_broadcast(a, b, bias, c):
+  a_s, b_s = ml.smem(a.shape), ml.smem(b.shape)
+  ml.copy(a, a_s)
+  ml.copy(b, b_s)
+  c[...] = ml.dot(a_s, b_s, ml.broadcast_to(bias[...], (64, 128))) - (ml.dot(a_s, b_s) + bias[...])
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b, bias: S((a.shape[0], b.shape[1]), F32), grid=(1,))
+def bias_started(a, b, bias, c):
+  a_s, b_s = ml.smem(a.shape), ml.smem(b.shape)
+  ml.copy(a, a_s)
+  ml.copy(b, b_s)
+  c[...] = ml.dot(a_s, b_s, ml.broadcast_to(bias[...], (64, 128)))
+
+
+def test_a_bias_vector_as_ml_dots_acc_is_hinted_broadcast():
+  a, b, bias = _rand((64, 64), 12), _rand((64, 128), 13), _rand((128,), 14, np.float32)
+  with pytest.raises(mg.ShapeMismatchError) as e:
+    bias_as_acc.check(*_specs(a, b, bias))
+  assert (e.value.lineno, e.value.col_offset) == (_line_of("# the bias acc"), _col_of("ml.dot(a_s, b_s, bias", "# the bias acc"))
+  assert e.value.message == "ml.dot's acc has shape (128,), but a_s @ b_s is (64, 128)"
+  assert e.value.hint == ("bias[...] broadcasts to the product's shape: start the sum from it broadcast, ml.dot(a_s,"
+                          " b_s, ml.broadcast_to(bias[...], (64, 128))), or add it to the product, ml.dot(a_s, b_s) +"
+                          " bias[...]")
+  with pytest.raises(mg.ShapeMismatchError) as e:        # a (m, n) tile of another shape keeps its hint
+    bias_as_acc.check(*_specs(a, b, _rand((64, 64), 15, np.float32)))
+  assert e.value.hint == "accumulate in a (64, 128) tensor: acc = ml.zeros((64, 128), jnp.float32)"
+  # the hint's two ways agree, and compute the biased product
+  np.testing.assert_allclose(bias_broadcast(a, b, bias, interpret=True), np.zeros((64, 128)), atol=1e-4)
+  np.testing.assert_allclose(bias_started(a, b, bias, interpret=True), _f32(a) @ _f32(b) + bias, rtol=1e-5, atol=1e-4)
+  assert "@mosaic_gpu" in _export(bias_broadcast, *_specs(a, b, bias))

@@ -580,10 +580,16 @@ def dot(cx, a, b, acc=None, *, out_dtype=None, input_precision=None, allow_tf32=
                                    f" + {v})" if scalar else
                                    f"start from acc = ml.zeros(({m}, {n}), jnp.{ok[0]})")
     if acc.type.shape != (m, n):
+      shape = tuple(acc.type.shape)
+      hint = (f"accumulate in a ({m}, {n}) tensor: {_acc_name(cx, acc)} = ml.zeros(({m}, {n}),"
+              f" jnp.{dtype_name(acc.type.dtype)})")
+      if len(shape) <= 2 and all(x in (1, y) for x, y in zip(shape[::-1], (n, m))):
+        # a bias row (n,) or (1, n), or a column (m, 1), meant to start the sum: broadcast it first
+        v = cx.named(acc, "bias")
+        hint = (f"{v} broadcasts to the product's shape: start the sum from it broadcast, ml.dot({_names(a, b)},"
+                f" ml.broadcast_to({v}, ({m}, {n}))), or add it to the product, ml.dot({_names(a, b)}) + {v}")
       raise E.ShapeMismatchError(
-          f"ml.dot's acc has shape {acc.type.shape}, but {a.name} @ {b.name} is {(m, n)}", loc,
-          hint=f"accumulate in a ({m}, {n}) tensor: {_acc_name(cx, acc)} = ml.zeros(({m}, {n}),"
-               f" jnp.{dtype_name(acc.type.dtype)})")
+          f"ml.dot's acc has shape {acc.type.shape}, but {a.name} @ {b.name} is {(m, n)}", loc, hint=hint)
     acc_dtype = resolve(acc.type.dtype)
     if isinstance(acc_dtype, DType) and acc_dtype not in ok:
       raise E.UnsupportedDtypeError(
