@@ -390,7 +390,7 @@ def _stored_value(kernel, buf):
   return next((o.value for o in ir.walk(kernel.body) if isinstance(o, Store) and o.ref is buf), None)
 
 
-def _result_window_hint(kernel, view, kinds, value, multiple) -> str:
+def _result_window_hint(kernel, view, kinds, value, multiple, defs) -> str:
   """What works for a window of the rows or columns of a buffer tiled because an ml.dot result is
   stored into it (not because ml.dot reads it): ml.copy takes static windows of whole tiles of
   it, so a run-time start becomes one branch per window; or the result is stored from
@@ -439,7 +439,7 @@ def _result_window_hint(kernel, view, kinds, value, multiple) -> str:
   else:
     split = f"a branch per start, each copying a static window of whole tiles {whole} ({x}.at[{window(0)}])"
   fix = f"a window of a tiled buffer must be static (ml.copy takes static windows of whole tiles): {split}"
-  promise = _promise(view, kernel.smem_layouts[view.ref.id].tile, multiple)
+  promise = _promise(view, kernel.smem_layouts[view.ref.id].tile, multiple, defs)
   if promise:
     fix = (f"a window of a tiled buffer must start on a whole tile: if its run-time start always is one, say"
            f" so, {promise} (checked in interpret mode); else, with a static window (ml.copy takes static"
@@ -465,6 +465,8 @@ def _start_texts(view) -> list:
     node = ast.parse(loc.source_line[loc.col_offset:loc.end_col_offset], mode="eval").body
   except (SyntaxError, ValueError):
     return out
+  if isinstance(node, ast.Attribute) and node.attr == "T":      # a_s.at[:, ml.ds(r, 64)].T
+    node = node.value
   if not (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "at"):
     return out
   elts = list(node.slice.elts) if isinstance(node.slice, ast.Tuple) else [node.slice]
@@ -478,25 +480,30 @@ def _start_texts(view) -> list:
   return out
 
 
-def _promise(view, tile, multiple) -> str | None:
+def _promise(view, tile, multiple, defs) -> str | None:
   """`ml.ds(ml.multiple_of(r, 8), 64)` for each run-time start of a window of whole tiles of a tiled
   buffer that is not proven a multiple of the tile (a row start read from memory), in the user's
-  words; None when the window is no such window."""
+  words; None when the window is no such window, or a start is certainly not one (`r * 8 + 4`)."""
+  from .tma_starts import _constant_offset
   inner = view.index[-2:]
   if not any(isinstance(i.start, ir.Value) for i in inner) or any(
       i.squeeze or i.size % t or isinstance(i.start, int) and i.start % t for i, t in zip(inner, tile)):
     return None
+  for i, t in zip(inner, tile):
+    base, c = _constant_offset(i.start, defs) if isinstance(i.start, ir.Value) else (0, 0)
+    if c % t and multiple(base) % t == 0:
+      return None
   texts = _start_texts(view)[-2:]
   return " and ".join(f"ml.ds(ml.multiple_of({text or 'start'}, {t}), {i.size})" for i, t, text in
                       zip(inner, tile, texts) if isinstance(i.start, ir.Value) and multiple(i.start) % t)
 
 
-def _run_time_start_hint(view, tile, multiple) -> str | None:
+def _run_time_start_hint(view, tile, multiple, defs) -> str | None:
   """A window of whole tiles of a tensor-core buffer whose start is known only at run time and not
   proven a multiple of the tile (`x_s.at[ml.ds(r, 64)]` of a row start read from memory): if it is one,
   ml.multiple_of says so; else unrolled with ml.static_range, each trip's window is static. None for
   other windows."""
-  promise = _promise(view, tile, multiple)
+  promise = _promise(view, tile, multiple, defs)
   if promise is None:
     return None
   tiles = " by ".join(f"{t} {w}" for t, w in zip(tile, ("rows", "columns")))
@@ -547,13 +554,14 @@ def _check_tiled_views(kernel, defs) -> None:
           raise E.LayoutError(
               f"{o.result.name or 'this view'} slices the rows or columns of {o.ref.name}, which is tiled"
               f" for the tensor cores", o.loc,
-              hint=_stored_pieces_hint(kernel, defs, o) or _run_time_start_hint(o, kernel.smem_layouts[o.ref.id].tile, multiple) or
-              "index only the leading (stage) dimensions of a buffer ml.dot reads, or take static windows"
-              " of whole tiles for ml.dot or ml.copy (rows a multiple of 8, columns of 128 bytes)")
+              hint=_stored_pieces_hint(kernel, defs, o) or _run_time_start_hint(o, kernel.smem_layouts[o.ref.id].tile, multiple, defs) or
+              "index only the leading (stage) dimensions of a buffer ml.dot reads, or take windows of whole"
+              " tiles for ml.dot or ml.copy (starting and ending at multiples of 8 rows and of 128 bytes of"
+              " columns)")
         stored = _stored_value(kernel, o.ref)
         why = ("an ml.dot result (a value in the WGMMA layout) is stored into it" if stored is not None
                else "its values are read in the WGMMA layout of ml.dot results")
         raise E.LayoutError(
             f"{o.result.name or 'this view'} slices the rows or columns of {o.ref.name}, which is tiled"
             f" for the tensor cores (8-row, 128-byte tiles) because {why}", o.loc,
-            hint=_result_window_hint(kernel, o, uses.get(o.result.id, []), stored, multiple))
+            hint=_result_window_hint(kernel, o, uses.get(o.result.id, []), stored, multiple, defs))

@@ -247,3 +247,33 @@ def test_a_bias_vector_as_ml_dots_acc_is_hinted_broadcast():
   np.testing.assert_allclose(bias_broadcast(a, b, bias, interpret=True), np.zeros((64, 128)), atol=1e-4)
   np.testing.assert_allclose(bias_started(a, b, bias, interpret=True), _f32(a) @ _f32(b) + bias, rtol=1e-5, atol=1e-4)
   assert "@mosaic_gpu" in _export(bias_broadcast, *_specs(a, b, bias))
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b, at: S((64, b.shape[1]), F32), grid=(1,))
+def transposed_unproven(a, b, at, c):
+  a_s, b_s = ml.smem(a.shape), ml.smem(b.shape)
+  ml.copy(a, a_s)
+  ml.copy(b, b_s)
+  c[...] = ml.dot(a_s.at[:, ml.ds(at[0], 64)].T, b_s)            # the transposed window
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b, at: S((64, b.shape[1]), F32), grid=(1,))
+def off_tile(a, b, at, c):
+  a_s, b_s = ml.smem(a.shape), ml.smem(b.shape)
+  ml.copy(a, a_s)
+  ml.copy(b, b_s)
+  c[...] = ml.dot(a_s.at[ml.ds(at[0] * 8 + 4, 64)], b_s)         # the off-tile window
+
+
+def test_run_time_window_hints_promise_only_what_may_hold():
+  specs = [S((64, 256), F16), S((64, 64), F16), S((1,), I32)]
+  with pytest.raises(mg.LayoutError) as e:           # the start's words, through .T
+    transposed_unproven.check(*specs)
+  assert e.value.lineno == _line_of("# the transposed window")
+  assert "if it always is one, say so, ml.ds(ml.multiple_of(at[0], 64), 64) (checked" in e.value.hint
+  with pytest.raises(mg.LayoutError) as e:           # 4 rows past a multiple of 8: no promise can hold
+    off_tile.check(S((256, 64), F16), *specs[1:])
+  assert e.value.lineno == _line_of("# the off-tile window")
+  assert "multiple_of" not in e.value.hint
+  assert e.value.hint.endswith("take windows of whole tiles for ml.dot or ml.copy (starting and ending at"
+                               " multiples of 8 rows and of 128 bytes of columns)")
