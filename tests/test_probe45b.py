@@ -277,3 +277,32 @@ def test_run_time_window_hints_promise_only_what_may_hold():
   assert "multiple_of" not in e.value.hint
   assert e.value.hint.endswith("take windows of whole tiles for ml.dot or ml.copy (starting and ending at"
                                " multiples of 8 rows and of 128 bytes of columns)")
+
+
+# ---------------------------------------------------------------- matrix-vector on the tensor cores: the vector as 8 rows
+@mg.mgpu_kernel(out_shape=lambda a, x: S((a.shape[0],), F32), grid=(1,))
+def gemv_rows(a, x, y):
+  a_s, x_s = ml.smem(a.shape), ml.smem((8, x.shape[1]))
+  ml.copy(a, a_s)
+  ml.copy(x, x_s)                                          # the one-row copy
+  y[...] = ml.dot(a_s, x_s.T)[:, 0]
+
+
+@mg.mgpu_kernel(out_shape=lambda a, x: S((a.shape[0],), F32), grid=(1,))
+def gemv_rows_padded(a, x, y):
+  a_s, x_s = ml.smem(a.shape), ml.smem((8, x.shape[1]))
+  ml.copy(a, a_s)
+  ml.copy(x.at[ml.ds(0, 8)], x_s)
+  y[...] = ml.dot(a_s, x_s.T)[:, 0]
+
+
+def test_a_vector_row_copied_into_an_8_row_operand_is_hinted_as_a_window_read_with_zeros():
+  a, x = _rand((64, 64), 16), _rand((1, 64), 17)
+  with pytest.raises(mg.CopyShapeError) as e:
+    gemv_rows.check(*_specs(a, x))
+  assert (e.value.lineno, e.value.col_offset) == (_line_of("# the one-row copy"), _col_of("ml.copy(x, x_s)", "# the one-row"))
+  assert e.value.message == "cannot copy x (shape (1, 64)) into x_s (shape (8, 64)): shapes differ"
+  assert e.value.hint == ("copy a window of x of x_s's shape, ml.copy(x.at[ml.ds(0, 8)], x_s): the TMA engine reads"
+                          " zeros past x's end, so x_s's extra elements are 0")
+  np.testing.assert_allclose(gemv_rows_padded(a, x, interpret=True), _f32(a) @ _f32(x)[0], rtol=1e-5, atol=1e-4)
+  assert "@mosaic_gpu" in _export(gemv_rows_padded, *_specs(a, x))

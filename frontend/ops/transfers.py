@@ -177,6 +177,21 @@ def _copy_of_value_hint(cx, src, dst) -> str:
   return "ml.copy moves data between refs; read a ref with ref[...] and write one with ref[...] = value"
 
 
+def _padded_load_hint(src, dst) -> str | None:
+  """A GMEM array smaller than the SMEM buffer it is loaded into (a vector's one row into the 8 rows
+  of a tensor-core operand): a window of the buffer's shape, which TMA fills with zeros past the
+  array's end. None for other copies."""
+  s, d = src.type.shape, dst.type.shape
+  if not (src.type.space == Space.GMEM and dst.type.space == Space.SMEM and len(s) == len(d) and (src.name or "")
+          .isidentifier() and (dst.name or "").isidentifier() and all(x <= y for x, y in zip(s, d))):
+    return None
+  index = [f"ml.ds(0, {y})" if x < y else ":" for x, y in zip(s, d)]
+  while index and index[-1] == ":":
+    index.pop()
+  return (f"copy a window of {src.name} of {dst.name}'s shape, ml.copy({src.name}.at[{', '.join(index)}],"
+          f" {dst.name}): the TMA engine reads zeros past {src.name}'s end, so {dst.name}'s extra elements are 0")
+
+
 @builtin
 def copy(cx, src, dst, reduce=None, *, multicast=None):
   """Copy a ref into another of the same shape and dtype.
@@ -210,7 +225,7 @@ def copy(cx, src, dst, reduce=None, *, multicast=None):
   if s.shape != d.shape:
     raise E.CopyShapeError(
         f"cannot copy {src.name} (shape {s.shape}) into {dst.name} (shape {d.shape}): shapes differ", cx.loc,
-        hint="slice both sides to the same window with .at[...]")
+        hint=_padded_load_hint(src, dst) or "slice both sides to the same window with .at[...]")
   if unify(s.dtype, d.dtype, cx.loc, f"copy from {src.name}" if d.space == Space.SMEM
            else f"copy to {dst.name}") is None:
     var_side, other = (d, s) if isinstance(d.dtype, DTypeVar) else (s, d)
