@@ -84,6 +84,19 @@ def make_plan(kernel, loop: For, em) -> Plan:
                " lines above the if, the ml.dot under it); or walk only the blocks that count, from a list"
                " of their indices (for p in ml.range(count, stages=s): k = indices[first + p]), as a"
                f" block-sparse matmul does; or drop stages= for a plain loop, {_plain_loop(loop.loc)}")
+    ring = _hand_ring(kernel, body)
+    if ring is not None:
+      copy, view = ring
+      buf = view.ref.name or "the buffer"
+      shape = tuple(i.size for i in view.index if not i.squeeze)
+      raise E.PipelineError(
+          f"this pipelined loop's TMA load fills a window of {buf} picked by the loop index (a ring of stages kept"
+          f" by hand), but ml.range(..., stages={S}) keeps the ring itself: it pipelines loads into a whole buffer"
+          f" (or static windows of one), of which it keeps {S} copies", copy.loc,
+          notes=(f"{loop.loc}: the pipelined loop",),
+          hint=f"load each trip's tile into a whole buffer, {buf}_k = ml.smem({shape}) before the loop and"
+               f" ml.copy(..., {buf}_k), and read that, leaving the stages to the loop; or keep your ring and drop"
+               f" stages= for a plain loop, {_plain_loop(loop.loc)}")
     raise E.PipelineError(
         "ml.range(..., stages=) found no TMA load to pipeline at the top level of this loop", loop.loc,
         hint=f"drop stages= for a plain loop, {_plain_loop(loop.loc)} (its loads into registers are not"
@@ -94,6 +107,20 @@ def make_plan(kernel, loop: For, em) -> Plan:
   reads = loaded_reads(kernel, body, loaded)
   check_fits(kernel, loaded + stores, S, len(sites), loop.loc, loop.warp_specialize, loop=written)
   return Plan(loop, pre, S, sites, loaded, stores, reads, windows=windows)
+
+
+def _hand_ring(kernel, body):
+  """(the load, its destination's View op) of a TMA load at the top of a loop's body into a window of a
+  buffer from before the loop at a start computed in the body (`a_s.at[k % 2]`, `a_s.at[ml.ds((k % 2) *
+  64, 64)]`: stages the user keeps), or None."""
+  defs = {**ir.def_table(kernel.body), **{r.id: o for o in ir.walk(body) for r in o.results}}
+  inner = {r.id for o in ir.walk(body) for r in o.results} | {a.id for a in body.args}
+  for o in body.ops:
+    view = defs.get(o.dst.id) if is_load(o) else None
+    if isinstance(view, View) and isinstance(defs.get(view.ref.id), SmemAlloc) and view.ref.id not in inner and any(
+        isinstance(i.start, ir.Value) and i.start.id in inner for i in view.index):
+      return o, view
+  return None
 
 
 def _plain_loop(loc) -> str:

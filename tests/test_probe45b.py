@@ -306,3 +306,44 @@ def test_a_vector_row_copied_into_an_8_row_operand_is_hinted_as_a_window_read_wi
                           " zeros past x's end, so x_s's extra elements are 0")
   np.testing.assert_allclose(gemv_rows_padded(a, x, interpret=True), _f32(a) @ _f32(x)[0], rtol=1e-5, atol=1e-4)
   assert "@mosaic_gpu" in _export(gemv_rows_padded, *_specs(a, x))
+
+
+# ---------------------------------------------------------------- a ring of stages kept by hand in a pipelined loop
+@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[1]), F32), grid=lambda a, b: (a.shape[0] // 64,))
+def hand_ring_pipelined(a, b, c):
+  i = ml.program_id(0)
+  a_s, b_s = ml.smem((2, 64, 64)), ml.smem((2, 64, b.shape[1]))
+  acc = ml.zeros((64, b.shape[1]), F32)
+  for k in ml.range(a.shape[1] // 64, stages=2):                              # the ring's loop
+    ml.copy(a.at[ml.ds(i * 64, 64), ml.ds(k * 64, 64)], a_s.at[k % 2])          # the ring's load
+    ml.copy(b.at[ml.ds(k * 64, 64)], b_s.at[k % 2])
+    acc = ml.dot(a_s.at[k % 2], b_s.at[k % 2], acc)
+  c.at[ml.ds(i * 64, 64)][...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[1]), F32), grid=lambda a, b: (a.shape[0] // 64,))
+def hand_ring_plain(a, b, c):
+  i = ml.program_id(0)
+  a_s, b_s = ml.smem((2, 64, 64)), ml.smem((2, 64, b.shape[1]))
+  acc = ml.zeros((64, b.shape[1]), F32)
+  for k in ml.range(a.shape[1] // 64):
+    ml.copy(a.at[ml.ds(i * 64, 64), ml.ds(k * 64, 64)], a_s.at[k % 2])
+    ml.copy(b.at[ml.ds(k * 64, 64)], b_s.at[k % 2])
+    acc = ml.dot(a_s.at[k % 2], b_s.at[k % 2], acc)
+  c.at[ml.ds(i * 64, 64)][...] = acc
+
+
+def test_a_ring_kept_by_hand_in_a_pipelined_loop_names_the_ring():
+  a, b = _rand((128, 256), 18), _rand((256, 64), 19)
+  with pytest.raises(mg.PipelineError) as e:
+    hand_ring_pipelined.check(*_specs(a, b))
+  err = e.value
+  assert (err.lineno, err.col_offset) == (_line_of("# the ring's load"), _col_of("ml.copy(a.at", "# the ring's load"))
+  assert err.message == ("this pipelined loop's TMA load fills a window of a_s picked by the loop index (a ring of"
+                         " stages kept by hand), but ml.range(..., stages=2) keeps the ring itself: it pipelines"
+                         " loads into a whole buffer (or static windows of one), of which it keeps 2 copies")
+  assert err.hint == ("load each trip's tile into a whole buffer, a_s_k = ml.smem((64, 64)) before the loop and"
+                      " ml.copy(..., a_s_k), and read that, leaving the stages to the loop; or keep your ring and"
+                      " drop stages= for a plain loop, for k in ml.range(a.shape[1] // 64):")
+  assert f"{_line_of('# the ring' + chr(39) + 's loop')}" in str(err)
+  np.testing.assert_allclose(hand_ring_plain(a, b, interpret=True), _f32(a) @ _f32(b), rtol=1e-5, atol=1e-4)
