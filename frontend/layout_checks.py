@@ -495,7 +495,7 @@ def _promise(view, tile, multiple, defs) -> str | None:
       return None
   texts = _start_texts(view)[-2:]
   return " and ".join(f"ml.ds(ml.multiple_of({text or 'start'}, {t}), {i.size})" for i, t, text in
-                      zip(inner, tile, texts) if isinstance(i.start, ir.Value) and multiple(i.start) % t)
+                      zip(inner, tile, texts) if isinstance(i.start, ir.Value) and multiple(i.start) % t) or None
 
 
 def _run_time_start_hint(view, tile, multiple, defs) -> str | None:
@@ -504,6 +504,14 @@ def _run_time_start_hint(view, tile, multiple, defs) -> str | None:
   ml.multiple_of says so; else unrolled with ml.static_range, each trip's window is static. None for
   other windows."""
   promise = _promise(view, tile, multiple, defs)
+  shape = tuple(i.size for i in view.index if not i.squeeze)
+  if promise is None and whole_tiles(view.index, tile, multiple):
+    # (proven whole tiles: what ml.dot and ml.copy take, but not a register load or store)
+    x = view.ref.name
+    return (f"register reads and writes of {x} take static windows of its tiles (run-time starts serve ml.dot"
+            f" and ml.copy): step it with a loop of ml.static_range (for k in ml.static_range(n): ..., unrolled"
+            f" while compiling, so each trip's window is static), or read or write {x} whole, {x}[...], and"
+            f" slice or join the value in registers")
   if promise is None:
     return None
   tiles = " by ".join(f"{t} {w}" for t, w in zip(tile, ("rows", "columns")))
@@ -511,8 +519,7 @@ def _run_time_start_hint(view, tile, multiple, defs) -> str | None:
           f" provably a multiple of them: if it always is one, say so, {promise} (checked in interpret mode);"
           f" else step it with a loop of ml.static_range (for k in ml.static_range(n): ..., unrolled while"
           f" compiling, so each trip's window is a static window of whole tiles), or copy each step's tile into a"
-          f" buffer of its own, {view.ref.name}_k = ml.smem({tuple(i.size for i in view.index if not i.squeeze)}),"
-          f" and pass that")
+          f" buffer of its own, {view.ref.name}_k = ml.smem({shape}), and pass that")
 
 
 def _check_tiled_views(kernel, defs) -> None:

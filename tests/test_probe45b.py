@@ -347,3 +347,31 @@ def test_a_ring_kept_by_hand_in_a_pipelined_loop_names_the_ring():
                       " drop stages= for a plain loop, for k in ml.range(a.shape[1] // 64):")
   assert f"{_line_of('# the ring' + chr(39) + 's loop')}" in str(err)
   np.testing.assert_allclose(hand_ring_plain(a, b, interpret=True), _f32(a) @ _f32(b), rtol=1e-5, atol=1e-4)
+
+
+# ---------------------------------------------------------------- register reads of run-time windows of an operand
+def _residual(steps):
+  @mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[1]), F32), grid=(1,))
+  def residual(a, b, c):
+    a_s, b_s = ml.smem(a.shape), ml.smem(b.shape)
+    ml.copy(a, a_s)
+    ml.copy(b, b_s)
+    c[...] = ml.dot(a_s, b_s)
+    for t in steps(a.shape[0] // 64):
+      c.at[ml.ds(t * 64, 64)][...] += a_s.at[ml.ds(t * 64, 64)][...].astype(jnp.float32)   # the residual read
+  return residual
+
+
+residual_run_time, residual_static = _residual(range), _residual(ml.static_range)
+
+
+def test_a_register_read_of_a_run_time_window_of_an_operand_hints_static_windows():
+  a, b = _rand((128, 64), 20), _rand((64, 64), 21)
+  with pytest.raises(mg.LayoutError) as e:
+    residual_run_time.check(*_specs(a, b))
+  assert (e.value.lineno, e.value.col_offset) == (_line_of("# the residual read"), _col_of("a_s.at[", "# the residual"))
+  assert e.value.hint == ("register reads and writes of a_s take static windows of its tiles (run-time starts serve"
+                          " ml.dot and ml.copy): step it with a loop of ml.static_range (for k in ml.static_range(n):"
+                          " ..., unrolled while compiling, so each trip's window is static), or read or write a_s"
+                          " whole, a_s[...], and slice or join the value in registers")
+  np.testing.assert_allclose(residual_static(a, b, interpret=True), _f32(a) @ _f32(b) + _f32(a), rtol=1e-5, atol=1e-4)
