@@ -553,7 +553,7 @@ def _check_tiled_views(kernel, defs) -> None:
         # (a run-time start proven a multiple of the tile is a whole number of tiles in: the window
         # is as static a window of whole tiles, at an offset the descriptor or TMA copy computes)
         whole = whole_tiles(o.index, kernel.smem_layouts[o.ref.id].tile, multiple)
-        if whole and (kinds == {"copy"} and not o.transpose or kinds == {"dot"}):
+        if whole and kinds <= {"copy", "dot"} and not (o.transpose and "copy" in kinds):
           continue
         if kinds == {None} and o.ref.id in dot_read and register_tile_window(o, kernel.smem_layouts[o.ref.id].tile):
           continue

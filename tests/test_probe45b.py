@@ -375,3 +375,28 @@ def test_a_register_read_of_a_run_time_window_of_an_operand_hints_static_windows
                           " ..., unrolled while compiling, so each trip's window is static), or read or write a_s"
                           " whole, a_s[...], and slice or join the value in registers")
   np.testing.assert_allclose(residual_static(a, b, interpret=True), _f32(a) @ _f32(b) + _f32(a), rtol=1e-5, atol=1e-4)
+
+
+# ---------------------------------------------------------------- one named window both loaded and multiplied
+def _named_windows(steps):
+  @mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[1]), F32), grid=lambda a, b: (a.shape[0] // 64,))
+  def named_windows(a, b, c):
+    i = ml.program_id(0)
+    a_s, b_s = ml.smem((128, 64)), ml.smem((128, b.shape[1]))
+    acc = ml.zeros((64, b.shape[1]), F32)
+    for k in steps(a.shape[1] // 64):
+      wa = a_s.at[ml.ds((k % 2) * 64, 64)]
+      wb = b_s.at[ml.ds((k % 2) * 64, 64)]
+      ml.copy(a.at[ml.ds(i * 64, 64), ml.ds(k * 64, 64)], wa)
+      ml.copy(b.at[ml.ds(k * 64, 64)], wb)
+      acc = ml.dot(wa, wb, acc)
+    c.at[ml.ds(i * 64, 64)][...] = acc
+  return named_windows
+
+
+def test_a_window_named_once_and_both_loaded_and_multiplied_computes():
+  """(MG204 before, static windows too: a view both ml.copy and ml.dot used was taken for neither.)"""
+  a, b = _rand((128, 256), 22), _rand((256, 64), 23)
+  for kernel in (_named_windows(ml.static_range), _named_windows(range)):
+    np.testing.assert_allclose(kernel(a, b, interpret=True), _f32(a) @ _f32(b), rtol=1e-5, atol=1e-4)
+    assert "@mosaic_gpu" in _export(kernel, *_specs(a, b))
