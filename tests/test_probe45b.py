@@ -122,18 +122,6 @@ def test_dot_operand_at_an_unproven_run_time_start_hints_ml_multiple_of():
                              " ml.ds(ml.multiple_of(r, 8), 64) (checked in interpret mode)")
 
 
-@pytest.mark.gpu
-def test_gpu_dot_operands_at_run_time_starts_match_numpy():
-  a, b = _rand((256, 64), 1), _rand((64, 128), 2)
-  rows = np.array([128, 0, 192, 64], np.int32)
-  want = np.concatenate([_f32(a[r:r + 64]) @ _f32(b) for r in rows])
-  np.testing.assert_allclose(grouped_promised(a, b, rows), want, rtol=1e-3, atol=1e-2)
-  a, b = _rand((128, 256), 3), _rand((256, 64), 4)
-  np.testing.assert_allclose(flat_ring(a, b), _f32(a) @ _f32(b), rtol=1e-3, atol=1e-2)
-  a, b = _rand((64, 128), 5), _rand((64, 64), 6)
-  np.testing.assert_allclose(transposed_window(a, b), _f32(a).T @ _f32(b), rtol=1e-3, atol=1e-2)
-
-
 # ---------------------------------------------------------------- chained GEMMs: the first result as the second's A
 @mg.mgpu_kernel(out_shape=lambda a, b, w: S((a.shape[0], w.shape[1]), F32), grid=lambda a, b, w: (a.shape[0] // 64,))
 def chained_bf16(a, b, w, o):
@@ -400,3 +388,54 @@ def test_a_window_named_once_and_both_loaded_and_multiplied_computes():
   for kernel in (_named_windows(ml.static_range), _named_windows(range)):
     np.testing.assert_allclose(kernel(a, b, interpret=True), _f32(a) @ _f32(b), rtol=1e-5, atol=1e-4)
     assert "@mosaic_gpu" in _export(kernel, *_specs(a, b))
+
+
+# ---------------------------------------------------------------- a dot result copied out of a run-time window
+@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[1]), F32), grid=lambda a, b: (a.shape[0] // 128, 2))
+def result_halves(a, b, c):
+  """Each of two programs computes the same 128-row product and copies out its half, rows h * 64."""
+  i, h = ml.program_id(0), ml.program_id(1)
+  a_s, b_s = ml.smem((128, a.shape[1])), ml.smem(b.shape)
+  ml.copy(a.at[ml.ds(i * 128, 128)], a_s)
+  ml.copy(b, b_s)
+  res = ml.smem((128, b.shape[1]), F32)
+  res[...] = ml.dot(a_s, b_s)
+  ml.copy(res.at[ml.ds(h * 64, 64)], c.at[ml.ds(i * 128 + h * 64, 64)])
+
+
+def test_a_dot_results_buffer_copied_out_of_a_run_time_window_computes():
+  a, b = _rand((256, 64), 24), _rand((64, 64), 25)
+  np.testing.assert_allclose(result_halves(a, b, interpret=True), _f32(a) @ _f32(b), rtol=1e-5, atol=1e-4)
+  assert "@mosaic_gpu" in _export(result_halves, *_specs(a, b))
+
+
+# ---------------------------------------------------------------- on the GPU
+@pytest.mark.gpu
+def test_gpu_dot_operands_and_copies_at_run_time_window_starts_match_numpy():
+  a, b = _rand((256, 64), 1), _rand((64, 128), 2)
+  rows = np.array([128, 0, 192, 64], np.int32)
+  want = np.concatenate([_f32(a[r:r + 64]) @ _f32(b) for r in rows])
+  np.testing.assert_allclose(grouped_promised(a, b, rows), want, rtol=1e-3, atol=1e-2)
+  a, b = _rand((128, 256), 3), _rand((256, 64), 4)
+  np.testing.assert_allclose(flat_ring(a, b), _f32(a) @ _f32(b), rtol=1e-3, atol=1e-2)
+  np.testing.assert_allclose(_named_windows(range)(a, b), _f32(a) @ _f32(b), rtol=1e-3, atol=1e-2)
+  a, b = _rand((64, 128), 5), _rand((64, 64), 6)
+  np.testing.assert_allclose(transposed_window(a, b), _f32(a).T @ _f32(b), rtol=1e-3, atol=1e-2)
+  a, b = _rand((256, 64), 24), _rand((64, 64), 25)
+  np.testing.assert_allclose(result_halves(a, b), _f32(a) @ _f32(b), rtol=1e-3, atol=1e-2)
+
+
+@pytest.mark.gpu
+def test_gpu_hints_followed_chained_and_biased_products_match_numpy():
+  a, b, w = _rand((128, 64), 7), _rand((64, 128), 8), _rand((128, 64), 9)
+  want = _f32((_f32(a) @ _f32(b)).astype(np.float16)) @ _f32(w)
+  np.testing.assert_allclose(chained(a, b, w), want, rtol=1e-2, atol=5e-2)
+  a, b, bias = _rand((64, 64), 12), _rand((64, 128), 13), _rand((128,), 14, np.float32)
+  np.testing.assert_allclose(bias_started(a, b, bias), _f32(a) @ _f32(b) + bias, rtol=1e-3, atol=1e-2)
+
+
+@pytest.mark.gpu
+def test_gpu_gemv_row_window_past_the_vectors_end_reads_zeros():
+  """(A TMA load of an 8-row window of a 1-row array: rows 1 to 7 lie past its end.)"""
+  a, x = _rand((64, 64), 16), _rand((1, 64), 17)
+  np.testing.assert_allclose(gemv_rows_padded(a, x), _f32(a) @ _f32(x)[0], rtol=1e-3, atol=1e-2)
