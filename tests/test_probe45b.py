@@ -409,6 +409,42 @@ def test_a_dot_results_buffer_copied_out_of_a_run_time_window_computes():
   assert "@mosaic_gpu" in _export(result_halves, *_specs(a, b))
 
 
+# ---------------------------------------------------------------- jax.lax.DotAlgorithmPreset as precision=
+def _preset_dot(preset, transposed=False):
+  @mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[0] if transposed else b.shape[1]), F32), grid=(1,))
+  def preset_dot(a, b, c):
+    a_s, b_s = ml.smem(a.shape, a.dtype), ml.smem(b.shape, b.dtype)
+    ml.copy(a, a_s)
+    ml.copy(b, b_s)
+    c[...] = ml.dot(a_s, b_s.T if transposed else b_s, precision=preset).astype(jnp.float32)   # the preset dot
+  return preset_dot
+
+
+def test_dot_algorithm_presets_as_jax_users_write_them():
+  P = jax.lax.DotAlgorithmPreset
+  a, b = _rand((64, 64), 26), _rand((64, 64), 27)
+  want = _f32(a) @ _f32(b)
+  for preset in (P.F16_F16_F32, "F16_F16_F32", P.DEFAULT):       # what the tensor cores do with float16 operands
+    np.testing.assert_allclose(_preset_dot(preset)(a, b, interpret=True), want, rtol=1e-5, atol=1e-4)
+  typed = _preset_dot(P.F16_F16_F16).typed_ir(*_specs(a, b))     # a float16 accumulator, as asked
+  assert "tensor<64x64, float16, wgmma> = dot" in typed
+  assert "@mosaic_gpu" in _export(_preset_dot(P.F16_F16_F16), *_specs(a, b))
+  x, y = a.astype(np.float32), b.astype(np.float32)               # (float16 values: exact in TF32)
+  np.testing.assert_allclose(_preset_dot(P.TF32_TF32_F32, True)(x, y, interpret=True), x @ y.T, rtol=1e-5, atol=1e-4)
+  with pytest.raises(mg.KernelTypeError) as e:                     # bfloat16 products of float16 operands
+    _preset_dot(P.BF16_BF16_F32).check(*_specs(a, b))
+  assert e.value.lineno == _line_of("# the preset dot")
+  assert e.value.message == ("ml.dot's precision=DotAlgorithmPreset.BF16_BF16_F32 multiplies bfloat16 operands, but"
+                             " a_s is float16")
+  assert e.value.hint == ("drop precision=: the tensor cores read float16 operands exactly (or convert the operands"
+                          " to bfloat16 before the call)")
+  with pytest.raises(mg.UnsupportedDtypeError) as e:               # more than TF32 of float32 operands
+    _preset_dot(P.F32_F32_F32, True).check(*_specs(x, y))
+  assert e.value.message.startswith("ml.dot with precision=DotAlgorithmPreset.F32_F32_F32: it asks for float32"
+                                    " operands exactly, which the tensor cores do not compute")
+  assert "Triton's tf32x3" in e.value.hint
+
+
 # ---------------------------------------------------------------- on the GPU
 @pytest.mark.gpu
 def test_gpu_dot_operands_and_copies_at_run_time_window_starts_match_numpy():

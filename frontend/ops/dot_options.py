@@ -37,7 +37,17 @@ def check_dot_options(cx, a, b, acc, out_dtype, input_precision, allow_tf32, max
           f"ml.dot's {word}={out_dtype} differs from its acc's dtype ({have}): the product accumulates in"
           f" acc's dtype", cx.loc, hint=f"drop {word} (the result is {have}), or convert after the dot:"
                                         f" ml.dot(a, b, acc).astype(jnp.{out_dtype})")
-  _check_precision(cx, a, b, precision)
+  implied = _check_precision(cx, a, b, precision)
+  if implied is not None:         # a DotAlgorithmPreset's accumulation type (F16_F16_F16: float16)
+    have = out_dtype or (resolve(acc.type.dtype) if is_value(acc) else None)
+    if isinstance(have, DType) and have != implied:
+      raise E.KernelTypeError(
+          f"ml.dot's precision={_shown_precision(precision)} accumulates in {implied}, but its"
+          f" {'acc' if out_dtype is None else word} is {have}", cx.loc,
+          hint=f"drop precision= (the accumulator's dtype says how the product accumulates), or accumulate in"
+               f" {implied}: preferred_element_type=jnp.{implied}")
+    if have is None:
+      out_dtype = implied
   if input_precision is not None and not isinstance(input_precision, str):
     raise E.KernelTypeError(f"ml.dot's input_precision must be a string, got {shown(input_precision)}", cx.loc,
                             hint='input_precision="tf32" (the default), or leave it out')
@@ -60,14 +70,71 @@ def check_dot_options(cx, a, b, acc, out_dtype, input_precision, allow_tf32, max
   return out_dtype
 
 
+# jax.lax.DotAlgorithmPreset's names the tensor cores honour: (the operand dtype they read, the
+# accumulator's dtype, None for any the dot takes); "f8" is either float8 type
+_PRESETS = {
+    "f16_f16_f32": (DType.f16, DType.f32), "f16_f16_f16": (DType.f16, DType.f16),
+    "bf16_bf16_f32": (DType.bf16, DType.f32), "tf32_tf32_f32": (DType.f32, DType.f32),
+    "any_f8_any_f8_f32": ("f8", DType.f32), "any_f8_any_f8_f32_fast_accum": ("f8", DType.f32),
+    "any_f8_any_f8_any": ("f8", None), "any_f8_any_f8_any_fast_accum": ("f8", None),
+}
+# ... and those that ask for more than the tensor cores read or add in
+_NOT_PRESETS = {
+    "bf16_bf16_f32_x3": "float32 operands as three bfloat16 products", "bf16_bf16_f32_x6": "float32 operands as"
+    " six bfloat16 products", "bf16_bf16_f32_x9": "float32 operands as nine bfloat16 products",
+    "tf32_tf32_f32_x3": "float32 operands as three TF32 products", "f32_f32_f32": "float32 operands exactly",
+    "bf16_bf16_bf16": "a bfloat16 accumulator", "f64_f64_f64": "float64",
+}
+
+
+def _shown_precision(precision) -> str:
+  """`precision` as the kernel wrote it: lax.DotAlgorithmPreset.F16_F16_F32 is shown by its name."""
+  if type(precision).__name__ == "DotAlgorithmPreset":
+    return f"DotAlgorithmPreset.{precision.name}"
+  return shown(precision)
+
+
+def _check_preset(cx, a, b, name, precision):
+  """A jax.lax.DotAlgorithmPreset (or its name): the accumulator dtype it asks for (None: the dot's own),
+  or an error where its operand type is not the operands' or it asks for more than the tensor cores do."""
+  dts = [resolve(v.type.dtype) for v in (a, b) if is_value(v) and hasattr(v.type, "dtype")]
+  what = _shown_precision(precision)
+  if name in _NOT_PRESETS:
+    f32 = DType.f32 in dts
+    raise E.UnsupportedDtypeError(
+        f"ml.dot with precision={what}: it asks for {_NOT_PRESETS[name]}, which the tensor cores do not compute"
+        f" (they read float32 operands as TF32 and 16- and 8-bit ones exactly, and add in float32, or float16"
+        f" for 16- and 8-bit float operands)", cx.loc,
+        hint=("drop precision=: bfloat16 products accumulate in float32; convert the result, .astype(jnp.bfloat16),"
+              " where a bfloat16 one is wanted" if name == "bf16_bf16_bf16" else
+              "drop precision= for what they do" + (f"; for more precision, {_SPLIT}" if f32 else "")))
+  want, acc = _PRESETS[name]
+  ok = (lambda d: isinstance(d, DType) and d.is_float and d.bits == 8) if want == "f8" else (lambda d: d == want)
+  bad = next((v for v in (a, b) if is_value(v) and hasattr(v.type, "dtype") and isinstance(
+      resolve(v.type.dtype), DType) and not ok(resolve(v.type.dtype))), None)
+  if bad is not None:
+    reads = "float8" if want == "f8" else "TF32 (float32)" if want == DType.f32 else str(want)
+    d = resolve(bad.type.dtype)
+    raise E.KernelTypeError(
+        f"ml.dot's precision={what} multiplies {reads} operands, but {cx.named(bad, 'an operand')} is {d}", cx.loc,
+        hint=f"drop precision=: the tensor cores read {d} operands " + ("as TF32" if d == DType.f32 else "exactly")
+             + f" (or convert the operands to {reads.split(' ')[0]} before the call)")
+  return acc
+
+
 def _check_precision(cx, a, b, precision):
-  """JAX's `precision=` (a lax.Precision, its name, or a pair of them): the tensor cores read float32
-  operands as TF32 (lax.Precision.DEFAULT's meaning on the GPU), and 8- and 16-bit ones exactly."""
+  """JAX's `precision=` (a lax.Precision, its name, or a pair of them; or a lax.DotAlgorithmPreset, or its
+  name): the tensor cores read float32 operands as TF32 (lax.Precision.DEFAULT's meaning on the GPU), and
+  8- and 16-bit ones exactly. Returns the accumulator's dtype a preset asks for (None: the dot's own)."""
   if precision is None:
-    return
+    return None
+  if not isinstance(precision, (tuple, list)):
+    name = str(getattr(precision, "name", precision)).lower()
+    if name in _PRESETS or name in _NOT_PRESETS:
+      return _check_preset(cx, a, b, name, precision)
   parts = precision if isinstance(precision, (tuple, list)) else (precision,)
   names = [str(getattr(p, "name", p)).lower() for p in parts if p is not None]
-  known = ("default", "fastest", "high", "bfloat16", "tensorfloat32") + _FULL_F32
+  known = ("default", "fastest", "high", "bfloat16", "tensorfloat32", "bfloat16_3x") + _FULL_F32
   bad = next((n for n in names if n not in known), None)
   if bad is not None:
     raise E.KernelTypeError(f"ml.dot's precision={shown(precision)} is not one of jax.lax.Precision's", cx.loc,
