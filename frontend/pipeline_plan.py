@@ -261,6 +261,14 @@ def register_window(kernel, u) -> bool:
   return bool(uses) and all(a == Access.REG_READ for a in uses)
 
 
+def dot_window(kernel, u) -> bool:
+  """A window of a loaded buffer that only ml.dot reads (a stage's K split into steps, `a_s.at[:, ml.ds(kk *
+  64, 64)]`): restaged like the buffer (the window of this trip's stage), its dots awaited before the stage
+  is refilled as the buffer's are; frontend/layout_checks.py checks that it covers whole tiles."""
+  uses = _accesses(kernel, u)
+  return bool(uses) and all(a == Access.MMA_READ for a in uses)
+
+
 def _accesses(kernel, u) -> list:
   """How the ops of the kernel access the view `u` (Access kinds)."""
   return [a for x in ir.walk(kernel.body) if u.result in x.operands()
@@ -434,16 +442,16 @@ def load_sites(kernel, body, iv, windows: dict, ws: bool = False):
           f"{buf.name} is loaded in a pipelined loop but also used outside it", outside.loc,
           hint="give the loop its own buffers", notes=(f"{o.loc}: the pipelined load",))
     bad = next((u for u in others if isinstance(u, View) and not whole_transpose(u)
-                and not register_window(kernel, u) or any(
+                and not register_window(kernel, u) and not dot_window(kernel, u) or any(
         a in (Access.REG_WRITE, Access.TMA_WRITE) for r, a in ir.traits_of(u).effects(u) if r is buf)), None)
     if bad is not None:
       text = _view_text(bad) if isinstance(bad, View) else None
       raise E.PipelineError(
           f"{buf.name} is loaded by TMA in a pipelined loop, so the loop may only read it whole"
-          f" (ml.dot, ml.copy from it, or [...]) or read static windows of it into registers", bad.loc,
-          hint=(f"load each window you need into its own buffer of that shape (for K steps of a dot: one"
-                f" ml.copy into its own ml.smem and one ml.dot a step), or read it whole ({buf.name}[...])"
-                f" and slice the register value"
+          f" (ml.dot, ml.copy from it, or [...]), read static windows of it into registers, or pass windows"
+          f" of it to ml.dot", bad.loc,
+          hint=(f"load each window you need into its own buffer of that shape (ml.copy into its own ml.smem),"
+                f" or read it whole ({buf.name}[...]) and slice the register value"
                 + (f", or read a static window into registers, {text}[...] (and store it from there)"
                    if text and all(isinstance(i.start, int) for i in bad.index) and not bad.transpose
                    and Access.MMA_READ not in _accesses(kernel, bad) else ""))

@@ -409,6 +409,33 @@ def test_a_dot_results_buffer_copied_out_of_a_run_time_window_computes():
   assert "@mosaic_gpu" in _export(result_halves, *_specs(a, b))
 
 
+# ---------------------------------------------------------------- a pipelined stage's K split into steps
+def _stage_steps(steps, stages, ws=False):
+  @mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[1]), F32), grid=lambda a, b: (a.shape[0] // 64,))
+  def stage_steps(a, b, c):
+    i = ml.program_id(0)
+    a_s, b_s = ml.smem((64, 128)), ml.smem((128, b.shape[1]))
+    acc = ml.zeros((64, b.shape[1]), F32)
+    for k in ml.range(a.shape[1] // 128, stages=stages, warp_specialize=ws):
+      ml.copy(a.at[ml.ds(i * 64, 64), ml.ds(k * 128, 128)], a_s)
+      ml.copy(b.at[ml.ds(k * 128, 128)], b_s)
+      for kk in steps(2):
+        acc = ml.dot(a_s.at[:, ml.ds(kk * 64, 64)], b_s.at[ml.ds(kk * 64, 64)], acc)
+    c.at[ml.ds(i * 64, 64)][...] = acc
+  return stage_steps
+
+
+STAGE_STEPS = [_stage_steps(ml.static_range, 2), _stage_steps(range, 3), _stage_steps(range, 2, ws=True)]
+
+
+def test_windows_of_a_pipelined_stage_that_ml_dot_reads_compute():
+  """(MG502 before, 'the loop may only read it whole': windows of each trip's stage now.)"""
+  a, b = _rand((128, 512), 28), _rand((512, 64), 29)
+  for kernel in STAGE_STEPS:
+    np.testing.assert_allclose(kernel(a, b, interpret=True), _f32(a) @ _f32(b), rtol=1e-4, atol=1e-3)
+    assert "@mosaic_gpu" in _export(kernel, *_specs(a, b))
+
+
 # ---------------------------------------------------------------- jax.lax.DotAlgorithmPreset as precision=
 def _preset_dot(preset, transposed=False):
   @mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[0] if transposed else b.shape[1]), F32), grid=(1,))
@@ -459,6 +486,9 @@ def test_gpu_dot_operands_and_copies_at_run_time_window_starts_match_numpy():
   np.testing.assert_allclose(transposed_window(a, b), _f32(a).T @ _f32(b), rtol=1e-3, atol=1e-2)
   a, b = _rand((256, 64), 24), _rand((64, 64), 25)
   np.testing.assert_allclose(result_halves(a, b), _f32(a) @ _f32(b), rtol=1e-3, atol=1e-2)
+  a, b = _rand((128, 512), 28), _rand((512, 64), 29)
+  for kernel in STAGE_STEPS:
+    np.testing.assert_allclose(kernel(a, b), _f32(a) @ _f32(b), rtol=1e-3, atol=1e-2)
 
 
 @pytest.mark.gpu

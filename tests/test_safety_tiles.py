@@ -282,6 +282,14 @@ def sliced_in_loop(a, b, out):
   out[...] = acc
 
 
+@mg.mgpu_kernel(out_shape=lambda a, b: S((4, 32, 128), F16))
+def sliced_copied_out(a, b, out):
+  a_s = ml.smem((64, 128), F16)
+  for k in ml.range(4, stages=2):
+    ml.copy(a.at[ml.ds(k * 64, 64)], a_s)
+    ml.copy(a_s.at[0:32], out.at[k])
+
+
 @mg.mgpu_kernel(out_shape=lambda a, b: S((64, 64), F32))
 def sliced_into_registers(a, b, out):
   acc = ml.zeros((64, 64), F32)
@@ -293,16 +301,21 @@ def sliced_into_registers(a, b, out):
 
 
 def test_a_pipelined_buffer_sliced_in_the_loop_is_reported_at_the_slice():
-  expect(sliced_in_loop, [S((256, 128), F16), S((64, 64), F16)], mg.PipelineError, "a_s.at[:, 0:64]",
+  expect(sliced_copied_out, [S((256, 128), F16), S((64, 64), F16)], mg.PipelineError, "a_s.at[0:32]",
          "a_s is loaded by TMA in a pipelined loop, so the loop may only read it whole (ml.dot, ml.copy"
-         " from it, or [...]) or read static windows of it into registers",
-         hint="load each window you need into its own buffer of that shape (for K steps of a dot: one ml.copy"
-              " into its own ml.smem and one ml.dot a step), or read it whole (a_s[...]) and slice the register"
-              " value")
-  # a static window read into registers is restaged with the buffer (probe 38h)
+         " from it, or [...]), read static windows of it into registers, or pass windows of it to ml.dot",
+         hint="load each window you need into its own buffer of that shape (ml.copy into its own ml.smem), or"
+              " read it whole (a_s[...]) and slice the register value, or read a static window into registers,"
+              " a_s.at[0:32][...] (and store it from there)")
+  # a static window read into registers is restaged with the buffer (probe 38h), and so is one ml.dot reads
+  # (probe 45b)
   a = np.random.default_rng(0).standard_normal((256, 64)).astype(np.float16)
   got = sliced_into_registers(a, np.zeros((64, 64), np.float16), interpret=True)
   np.testing.assert_allclose(got, a.astype(np.float32).reshape(4, 64, 64).sum(0), rtol=1e-5, atol=1e-4)
+  a = np.random.default_rng(1).standard_normal((256, 128)).astype(np.float16)
+  b = np.random.default_rng(2).standard_normal((64, 64)).astype(np.float16)
+  want = sum(a[k * 64:(k + 1) * 64, :64].astype(np.float32) for k in range(4)) @ b.astype(np.float32)
+  np.testing.assert_allclose(sliced_in_loop(a, b, interpret=True), want, rtol=1e-4, atol=1e-3)
 
 
 def _loop(stages, guarded_load, register_read):
