@@ -558,10 +558,11 @@ def _check_tiled_views(kernel, defs) -> None:
         if kinds == {None} and o.ref.id in dot_read and register_tile_window(o, kernel.smem_layouts[o.ref.id].tile):
           continue
         if o.ref.id in dot_read:
+          tile = kernel.smem_layouts[o.ref.id].tile
           raise E.LayoutError(
               f"{o.result.name or 'this view'} slices the rows or columns of {o.ref.name}, which is tiled"
               f" for the tensor cores", o.loc,
-              hint=_stored_pieces_hint(kernel, defs, o) or _run_time_start_hint(o, kernel.smem_layouts[o.ref.id].tile, multiple, defs) or
+              hint=_stored_pieces_hint(kernel, defs, o) or _run_time_start_hint(o, tile, multiple, defs) or
               "index only the leading (stage) dimensions of a buffer ml.dot reads, or take windows of whole"
               " tiles for ml.dot or ml.copy (starting and ending at multiples of 8 rows and of 128 bytes of"
               " columns)")
