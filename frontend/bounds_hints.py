@@ -88,10 +88,13 @@ def _bounds_hint(acc, root, d, n, full, before, gmem, view=None, output=False) -
   an output is not clamped: the clamped window is one this program has not written yet; nor is a
   write: the clamped window overlaps the one before it, which another program writes."""
   clamp = acc.kind in READS and not output
-  fix = ("guard the access (if start >= 0:, with the trips it skips handled apart)"
-         + (" or clamp its start (ml.maximum(start, 0))" if clamp else "") if before else
-         f"guard the access (if start + {n} <= {full}:)"
-         + (f" or clamp its start (ml.minimum(start, {full - n}))" if clamp else ""))
+  # an SMEM window's start in the user's words (`i * 64` of `a_s.at[ml.ds(i * 64, 64)]`, an ml.dot operand)
+  written = _user_window(view.loc, root, d) if not gmem and isinstance(view, View) else None
+  s = written[1] if written and written[1] else "start"
+  fix = (f"guard the access (if {s} >= 0:, with the trips it skips handled apart)"
+         + (f" or clamp its start (ml.maximum({s}, 0))" if clamp else "") if before else
+         f"guard the access (if {s} + {n} <= {full}:)"
+         + (f" or clamp its start (ml.minimum({s}, {full - n}))" if clamp else ""))
   if n > full and not before:      # no start keeps so long a window inside: neither guard nor clamp helps
     fix = (f"call the kernel on non-empty arrays only ({root} has no elements along dimension {d}; a call"
            " whose outputs are all empty returns them without a launch)" if full == 0 else

@@ -436,6 +436,28 @@ def test_windows_of_a_pipelined_stage_that_ml_dot_reads_compute():
     assert "@mosaic_gpu" in _export(kernel, *_specs(a, b))
 
 
+# ---------------------------------------------------------------- an operand window past its buffer's end
+@mg.mgpu_kernel(out_shape=lambda a, b: S((64, b.shape[1]), F32), grid=(1,))
+def k_steps_past_the_end(a, b, c):
+  a_s, b_s = ml.smem(a.shape), ml.smem(b.shape)
+  ml.copy(a, a_s)
+  ml.copy(b, b_s)
+  acc = ml.zeros((64, 64), F32)
+  for kk in range(5):
+    acc = ml.dot(a_s.at[:, ml.ds(kk * 64, 64)], b_s.at[ml.ds(kk * 64, 64)], acc)     # the fifth step
+  c[...] = acc
+
+
+def test_an_operand_window_past_its_buffers_end_is_hinted_with_its_start():
+  with pytest.raises(mg.IndexOutOfBoundsError) as e:
+    k_steps_past_the_end.check(S((64, 256), F16), S((256, 64), F16))
+  assert (e.value.lineno, e.value.col_offset) == (_line_of("# the fifth step"), _col_of("ml.dot(a_s", "# the fifth"))
+  assert e.value.message == ("this ml.dot operand touches a_s[0:64, 256:320] when kk = 4, outside a_s's shape"
+                             " (64, 256)")
+  assert e.value.hint == ("guard the access (if kk * 64 + 64 <= 256:) or clamp its start (ml.minimum(kk * 64,"
+                          " 192)); windows of an SMEM buffer must stay inside it")
+
+
 # ---------------------------------------------------------------- jax.lax.DotAlgorithmPreset as precision=
 def _preset_dot(preset, transposed=False):
   @mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[0] if transposed else b.shape[1]), F32), grid=(1,))

@@ -184,7 +184,7 @@ def smem_window_outside(x, out):
 def test_an_smem_window_outside_its_buffer_in_a_loop_is_rejected():
   expect(smem_window_outside, [S((128,), F32)], mg.IndexOutOfBoundsError, "buf.at[ml.ds(k * 128",
          "this register write touches buf[256:384] when k = 2, outside buf's shape (256,)",
-         hint="guard the access (if start + 128 <= 256:); windows of an SMEM buffer must stay inside it")
+         hint="guard the access (if k * 128 + 128 <= 256:); windows of an SMEM buffer must stay inside it")
 
 
 def test_integer_remainders_floor_as_in_python():
