@@ -1,7 +1,10 @@
-"""Probe 45b (tensor-core kernels a user writes by hand: batched, grouped and chained matmuls): an ml.dot
-operand that is a window of its SMEM buffer at a run-time start proven a whole number of tiles (a grouped
-GEMM's row start promised with ml.multiple_of, a ring of stages in one buffer at `(k % 2) * 64`) was MG204
-though WGMMA takes it; a start not proven one keeps MG204, its hint writing the ml.multiple_of promise."""
+"""Probe 45b (tensor-core kernels a user writes by hand: batched, grouped and chained matmuls). An ml.dot
+operand (or a copy's window) of an SMEM buffer at a run-time start proven a whole number of tiles (a grouped
+GEMM's row start promised with ml.multiple_of, a ring of stages in one buffer at `(k % 2) * 64`, a K step
+`kk * 64`, in a pipelined stage too) was MG204 or MG502 though WGMMA takes it; a start not proven one keeps
+MG204, its hint writing the ml.multiple_of promise. Hints in the user's words: one conversion of a converted
+A, ml.dot of 16-bit operands widened to float32 first, a bias vector as acc, a vector's row padded by TMA,
+a ring kept by hand under stages=, an operand window past its buffer; and jax.lax.DotAlgorithmPreset."""
 import jax
 import jax.numpy as jnp
 import numpy as np
