@@ -463,6 +463,11 @@ def store_(cx, ref, value, mask=None):
       _ref_arg(cx, ref, "ml.store", value=value)
     return store(cx, ref, value)
   _ref_arg(cx, ref, "ml.store", mask, value=value)
+  return masked_store(cx, ref, value, mask)
+
+
+def masked_store(cx, ref, value, mask):
+  """`ref`'s store of `value` where the boolean tensor (or scalar) `mask` holds."""
   if not ref.type.shape:       # ml.store(out.at[i], v, mask=i < n): the scalar store under an if
     cond = _scalar_cond(cx, mask)
     return None if cond is False else store(cx, ref, value) if cond is True else \
@@ -472,6 +477,10 @@ def store_(cx, ref, value, mask=None):
     return _masked_element_store(cx, ref, value, mask)
   if ref.type.space == Space.SMEM:      # always in bounds: merge in registers
     return store(cx, ref, ew.where_(cx, mask, value, load(cx, ref, ref.name, merge=True)))
+  from .small_stores import plan, store_masked_rows
+  rows = plan(cx, ref, value)
+  if rows is not None and store_masked_rows(cx, ref, value, rows, mask):     # (a small statistic, a row at a time)
+    return None
   view_value = _stored_tensor(cx, ref, value)
   cx.b.emit(MaskedStore, ref, view_value, mask, loc=cx.loc)
 

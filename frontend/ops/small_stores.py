@@ -16,6 +16,8 @@ from __future__ import annotations
 import itertools
 import math
 
+import numpy as np
+
 from ..types import TensorType
 from .base import is_value
 
@@ -77,3 +79,93 @@ def store_rows(cx, ref, value, how) -> None:
 def _run(shape) -> int:
   """The length of the runs a row at a time stores: the last axis longer than 1 (a keepdims (2, 8, 1) one's 8)."""
   return next((n for n in reversed(shape) if n != 1), 1)
+
+
+def store_masked_rows(cx, ref, value, how, mask) -> bool:
+  """`ml.store(out.at[...], m, mask=...)` of a small statistic `m` (`how`: its plan) under a mask of ml.arange,
+  constants and scalars (a tail's `(rows[:, None] < n) & (cols[None, :] < k)`, broadcast to `ref`'s shape): each
+  row stored as store_rows stores it, under the mask's row computed at the row's shape (the mask, too small for a
+  register tensor of its own, is never held whole). False, storing nothing, where the rows are single elements or
+  the mask is made otherwise."""
+  from .access import masked_store, static_tensor
+  from .memory import view, window
+  from .shape import index_through_smem
+  shape = tuple(value.type.shape)
+  if how[0] == "spread":
+    k, rows = len(shape) - 1, list(itertools.product(*(range(n) for n in shape[:-1])))
+  else:
+    k = max((a for a, n in enumerate(shape) if n != 1), default=len(shape) - 1)
+    rows = list(itertools.product(*(range(n) for n in shape[:k])))
+    if _run(shape) % VECTOR:
+      return False
+  known = static_tensor(cx, mask)      # (the mask's values where known while compiling: rows it keeps off are skipped)
+  parts = []
+  for r, idx in enumerate(rows):
+    at = idx + (slice(None),) + (0,) * (len(shape) - k - 1)
+    if known is not None and not np.broadcast_to(known, shape)[at].any():
+      continue
+    out = view(cx, ref, at, ref.name)
+    root, index = window(cx.b, out)
+    if any(isinstance(i.start, int) and not -i.size < i.start < n for i, n in zip(index or (), root.type.shape)):
+      return False       # (a row wholly past the array's end under a mask not known while compiling)
+    ops: list = []
+    axes = [("row",) if a == k else ("at", idx[a] if a < len(idx) else 0) for a in range(len(shape))]
+    part = _mask_row(cx.b.defining, {}, mask, (shape[k],), axes, ops)
+    if part is None:
+      return False
+    parts.append((r, idx, out, part, ops))
+  for r, idx, out, part, ops in parts:
+    for o in ops:
+      cx.b.append(o)
+    if how[0] == "spread":
+      at = iter(idx)     # (the spread tile's index: 0 along the reduced axes, where the statistic is)
+      full, axes = how[1], how[2]
+      keep = len(shape) == len(full.type.shape)
+      src = tuple(0 if a in axes and not keep else next(at) for a in range(len(full.type.shape) - 1))
+      row = index_through_smem(cx, full, src + (slice(None),))
+    else:
+      vec, run = how[1], shape[k]
+      row = vec if run == math.prod(shape) else index_through_smem(cx, vec, (slice(r * run, (r + 1) * run),))
+    masked_store(cx, out, row, part)
+  return True
+
+
+def _mask_row(defining, made, v, shape, axes, out: list):
+  """`v` (a tensor of ml.arange, constants and scalars) at one row, computed at the row's `shape`: `axes[i]` says
+  what v's axis i is there, ('row',) the row's axis or ('at', j) the index j; the new ops are appended to `out`
+  (`made`: their results' ops). None where `v` is made otherwise (frontend/index_grids.py's _regrid, at a row)."""
+  import dataclasses
+
+  from .. import ir
+  from ..types import TensorType
+  from .elementwise import ELEMENTWISE_OPS, Arange, Full
+  from .shape import Broadcast
+  if not (isinstance(v, ir.Value) and isinstance(v.type, TensorType)):
+    return v
+  d = made.get(v.id) or defining(v)
+  t = TensorType(shape, v.type.dtype)
+  if isinstance(d, Arange):
+    new = Arange(0, d.loc, (ir.Value(t, v.name),)) if axes[d.dim] == ("row",) else \
+        Full(axes[d.dim][1], d.loc, (ir.Value(t, v.name),))
+  elif isinstance(d, Full):
+    new = Full(d.value, d.loc, (ir.Value(t, v.name),))
+  elif isinstance(d, Broadcast):
+    inner = [axes[k] if d.x.type.shape[i] == d.result.type.shape[k] else ("at", 0) for i, k in enumerate(d.dims)]
+    return _mask_row(defining, made, d.x, shape, inner, out)
+  elif isinstance(d, ELEMENTWISE_OPS):
+    kw = {}
+    for f in dataclasses.fields(d):
+      x = getattr(d, f.name)
+      if isinstance(x, ir.Value) and isinstance(x.type, TensorType):
+        if x.type.shape != v.type.shape:
+          return None
+        x = _mask_row(defining, made, x, shape, axes, out)
+        if x is None:
+          return None
+        kw[f.name] = x
+    new = dataclasses.replace(d, results=(ir.Value(t, v.name),), **kw)
+  else:
+    return None
+  made[new.results[0].id] = new
+  out.append(new)
+  return new.results[0]

@@ -1,0 +1,96 @@
+"""Probe 45d (KernelBench level-1 operators as a Triton or Pallas user ports them: reductions over one dim of a
+(batch, dim1, dim2) array with tails, scans, norms, pooling, wide softmax, activations against jax.nn), the
+problems the ports found."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+
+S = jax.ShapeDtypeStruct
+F32, I32 = jnp.float32, jnp.int32
+
+
+def _rand(shape, seed):
+  return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+# ---------------------------------------------------------------- a small statistic of a 3-D tile, stored under a tail's mask
+REDUCE = {"sum": (ml.sum, 0.0), "max": (ml.max, float("-inf")), "argmin": (ml.argmin, float("inf"))}
+
+
+def _reduced(x, axis, kind):
+  return S(tuple(n for a, n in enumerate(x.shape) if a != axis), I32 if kind.startswith("arg") else F32)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, **k: _reduced(x, k["axis"], k["kind"]),
+                grid=lambda x, **k: (ml.cdiv(x.shape[0], k["BB"]), ml.cdiv(x.shape[3 - k["axis"]], k["BK"])))
+def reduce_blocks(x, o, *, kind: ml.constexpr, axis: ml.constexpr, BB: ml.constexpr, BM: ml.constexpr,
+                  BK: ml.constexpr):
+  """torch.sum(x, dim=axis) of (batch, dim1, dim2) for axis 1 or 2, BB batches a program: a (BB, BM, BK) or
+  (BB, BK, BM) tile, its (BB, BK) statistic stored under the tail's mask (a (2, 8) max over dim2: 16 elements,
+  a (2, 32) sum over dim1: 64, too few for a register tensor of their shape)."""
+  i, j = ml.program_id(0), ml.program_id(1)
+  fn, other = REDUCE[kind]
+  b = i * BB + ml.arange(BB)
+  k = j * BK + ml.arange(BK)
+  if axis == 1:      # the statistic's columns run along dim2
+    v = x.at[ml.ds(i * BB, BB), ml.ds(0, BM), ml.ds(j * BK, BK)].load(
+        mask=(b[:, None, None] < x.shape[0]) & (ml.arange(BM)[None, :, None] < x.shape[1])
+        & (k[None, None, :] < x.shape[2]), other=other)
+    inside = (b[:, None] < x.shape[0]) & (k[None, :] < x.shape[2])
+  else:              # along dim1
+    v = x.at[ml.ds(i * BB, BB), ml.ds(j * BK, BK), ml.ds(0, BM)].load(
+        mask=(b[:, None, None] < x.shape[0]) & (k[None, :, None] < x.shape[1])
+        & (ml.arange(BM)[None, None, :] < x.shape[2]), other=other)
+    inside = (b[:, None] < x.shape[0]) & (k[None, :] < x.shape[1])
+  o.at[ml.ds(i * BB, BB), ml.ds(j * BK, BK)].store(fn(v, axis=axis), mask=inside)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape[:2] + (1,), F32))
+def row_max_kept(x, o):
+  """A keepdims (4, 8, 1) statistic of a window past the array's 3 batches: the rows its mask keeps off (the 4th
+  batch, wholly outside the array) are not stored."""
+  inside = ml.arange(4)[:, None, None] < x.shape[0]
+  v = x.at[ml.ds(0, 4), :, :].load(mask=inside, other=float("-inf"))
+  o.at[ml.ds(0, 4), :, :].store(ml.max(v, axis=2, keepdims=True), mask=inside)
+
+
+CASES = [("max", 2, (5, 7, 100), (2, 128, 8)), ("argmin", 2, (3, 20, 40), (2, 64, 32)),
+         ("sum", 1, (5, 7, 100), (2, 8, 32)), ("argmin", 1, (3, 20, 40), (2, 32, 32))]
+
+
+@pytest.mark.parametrize("kind,axis,shape,tile", CASES, ids=str)
+def test_a_small_statistic_of_a_3d_tile_stores_under_a_tails_mask(kind, axis, shape, tile):
+  """The statistic stored whole with ref[...] = m computed (probe 44f, a row at a time), but the same store under
+  a mask, the tail's ml.store(o.at[...], m, mask=...), was MG204 at the reduction ('r has shape (2, 8): register
+  tensors need a multiple of 128 elements', or 'reduced ... along an axis; that works on 2-D tiles'): it is
+  stored a row at a time too, each row under its part of the mask, computed at the row's shape."""
+  bb, bm, bk = tile
+  x = _rand(shape, sum(shape))
+  got = reduce_blocks(jnp.asarray(x), kind=kind, axis=axis, BB=bb, BM=bm, BK=bk, interpret=True)
+  np.testing.assert_allclose(got, getattr(np, kind)(x, axis=axis), rtol=1e-5, atol=1e-5)
+  assert "@mosaic_gpu" in str(reduce_blocks.mlir(S(shape, F32), kind=kind, axis=axis, BB=bb, BM=bm, BK=bk))
+
+
+def test_a_kept_statistics_rows_its_mask_keeps_off_are_not_stored():
+  """A keepdims statistic under a mask was MG204 as the others; stored a row at a time, a row wholly past the
+  array's end that a mask known while compiling keeps off is skipped (its store, all off, would index the array
+  past its end: Mosaic GPU's lowering fails there)."""
+  x = _rand((3, 8, 128), 1)
+  np.testing.assert_array_equal(row_max_kept(jnp.asarray(x), interpret=True), x.max(2, keepdims=True))
+  row_max_kept.check(S(x.shape, F32))
+
+
+@pytest.mark.gpu
+def test_gpu_small_statistics_stored_under_tail_masks_match_interpret():
+  """The last program's masked-off rows lie past the array's end (row 5 of 5 batches): predicated off, never
+  dereferenced (may fault if they were)."""
+  for kind, axis, shape, (bb, bm, bk) in CASES:
+    x = jnp.asarray(_rand(shape, sum(shape)))
+    kw = dict(kind=kind, axis=axis, BB=bb, BM=bm, BK=bk)
+    np.testing.assert_allclose(reduce_blocks(x, **kw), reduce_blocks(x, **kw, interpret=True), rtol=1e-5, atol=1e-5)
+  x = jnp.asarray(_rand((3, 8, 128), 1))
+  np.testing.assert_array_equal(row_max_kept(x), row_max_kept(x, interpret=True))
