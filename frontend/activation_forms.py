@@ -20,8 +20,23 @@ ACTIVATION_PARAMS = {"leaky_relu": ("negative_slope", "0.01"), "elu": ("alpha", 
 
 def activation_args(name, pos, kw):
   """The arguments (as written) a form fills in: for an activation with a parameter (jax.nn.leaky_relu(x,
-  0.1), elu(x, alpha=2.0)), the operand and that parameter, or its default; else `pos` as it is."""
-  if name not in ACTIVATION_PARAMS or not pos:
+  0.1), elu(x, alpha=2.0)), the operand and that parameter, or its default; else the operand (also one passed
+  by keyword, jax.nn.relu(x=v): jax.nn names it x), without gelu's approximate (gelu_form picks the form)."""
+  if name not in ACTIVATIONS:
     return pos
+  if not pos and "x" in kw:
+    pos = [kw["x"]]
+  if name not in ACTIVATION_PARAMS or not pos:
+    return pos[:1]
   key, default = ACTIVATION_PARAMS[name]
   return [pos[0], (kw.get(key) or (pos[1] if len(pos) > 1 else default)).strip()]
+
+
+GELU_EXACT = "0.5 * {0} * (1 + ml.erf({0} * 0.7071067811865476))"
+
+
+def gelu_form(pos, kw) -> str:
+  """jax.nn.gelu's form for its approximate (a keyword, or the second argument: jax.nn.gelu(x, False)), as
+  written; the tanh form unless it is False."""
+  approximate = kw.get("approximate") or (pos[1] if len(pos) > 1 else "True")
+  return GELU_EXACT if approximate.strip() == "False" else ACTIVATIONS["gelu"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast, collections, difflib, math, re
 
-from .activation_forms import ACTIVATIONS, activation_args  # jax.nn's activations in ml.* functions
+from .activation_forms import ACTIVATIONS, activation_args, gelu_form  # jax.nn's activations in ml.* functions
 from .aten_hints import NAMES as ATEN_NAMES  # ATen's everyday operators ml has no function for
 from .formula_hints import DIV_RN, nan_to_num_hint, operand as _operand, with_operands  # the formula hints with the call's own operands
 from .segment_hints import SEGMENT  # jax.ops.segment_sum, jnp.searchsorted, unique, diff
@@ -612,8 +612,8 @@ def form_hint(name, pos, kw, *, lax=False, taken=frozenset()) -> str | None:
   form = form or _FORMS.get(name)
   if form is None:
     return None
-  if name == "gelu" and kw.get("approximate", "True").strip() == "False":
-    form = "0.5 * {0} * (1 + ml.erf({0} * 0.7071067811865476))"
+  if name == "gelu":
+    form = gelu_form(pos, kw)
   pos = activation_args(name, pos, kw)
   for p in _PARAMS.get(name, ())[len(pos):]:      # keywords after the positional arguments, in order
     if p not in kw:

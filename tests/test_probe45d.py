@@ -8,6 +8,7 @@ import pytest
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
+from locate import expect
 
 S = jax.ShapeDtypeStruct
 F32, I32 = jnp.float32, jnp.int32
@@ -94,3 +95,36 @@ def test_gpu_small_statistics_stored_under_tail_masks_match_interpret():
     np.testing.assert_allclose(reduce_blocks(x, **kw), reduce_blocks(x, **kw, interpret=True), rtol=1e-5, atol=1e-5)
   x = jnp.asarray(_rand((3, 8, 128), 1))
   np.testing.assert_array_equal(row_max_kept(x), row_max_kept(x, interpret=True))
+
+
+# ---------------------------------------------------------------- jax.nn activations: the hint's form and operand
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def gelu_exact_positional(x, o):
+  v = x[...]
+  o[...] = jax.nn.gelu(v, False)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def relu_by_keyword(x, o):
+  v = x[...]
+  o[...] = jax.nn.relu(x=v)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def gelu_exact_followed(x, o):
+  v = x[...]
+  o[...] = 0.5 * v * (1 + ml.erf(v * 0.7071067811865476))
+
+
+def test_an_activations_hint_reads_its_arguments_as_jax_nn_binds_them():
+  """jax.nn.gelu(v, False) (approximate by position: KernelBench's exact GELU) was hinted as the tanh form, with
+  the operand as `x` (its second argument made the call's arguments not fit the form); jax.nn.relu(x=v) wrote
+  ml.maximum(x, 0). The hint reads approximate by position too and the operand by its keyword."""
+  spec = [S((2, 256), F32)]
+  expect(gelu_exact_positional, spec, mg.KernelTypeError, "jax.nn.gelu(v, False)",
+         "gelu cannot take a register tensor inside a kernel", hint="write 0.5 * v * (1 + ml.erf(v * 0.7071067811865476))")
+  expect(relu_by_keyword, spec, mg.KernelTypeError, "jax.nn.relu(x=v)",
+         "relu cannot take a register tensor inside a kernel", hint="write ml.maximum(v, 0)")
+  x = _rand((2, 256), 2) * 3
+  np.testing.assert_allclose(gelu_exact_followed(jnp.asarray(x), interpret=True), jax.nn.gelu(x, approximate=False),
+                             rtol=1e-5, atol=1e-6)
