@@ -162,6 +162,9 @@ def small_tile_hint(shape, ref=None, window=None, reduced=((), None)) -> str:
       return (f"work on a larger tile, masked to this one: {load}, {alloc} (an SMEM window cannot run past its"
               f" buffer; the elements the mask keeps off need not be written);{tail}")
     return f"work on a larger tile, masked to this one: {load}{tail}"
+  if len(shape) == 3 and ref and reduced[0] and not (window is not None and window[1]):
+    from .tile_pad_hints import padded_3d_hint
+    return padded_3d_hint(shape, ref, window, reduced)
   if len(shape) > 2 and ref and shape[-1] % 8 == 0:    # (3, 3, c) weights of a depthwise conv, read whole
     lead = ", ".join("ab"[k] if k < 2 else f"i{k}" for k in range(len(shape) - 1))
     return (f"read {ref} a vector at a time where it is used, {ref}.at[{lead}][...] (a ({shape[-1]},) vector each;"

@@ -128,3 +128,45 @@ def test_an_activations_hint_reads_its_arguments_as_jax_nn_binds_them():
   x = _rand((2, 256), 2) * 3
   np.testing.assert_allclose(gelu_exact_followed(jnp.asarray(x), interpret=True), jax.nn.gelu(x, approximate=False),
                              rtol=1e-5, atol=1e-6)
+
+
+# ---------------------------------------------------------------- a whole (batch, dim1, dim2) array no register tensor holds
+@mg.mgpu_kernel(out_shape=lambda x, **k: _reduced(x, k["axis"], "sum"))
+def sum_whole(x, o, *, axis: ml.constexpr):
+  o[...] = ml.sum(x[...], axis=axis)       # torch.sum(x, dim=axis)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, **k: _reduced(x, k["axis"], k["kind"]))
+def reduce_padded(x, o, *, kind: ml.constexpr, axis: ml.constexpr, R: ml.constexpr, C: ml.constexpr):
+  """The hint followed: the array read as a (b, R, C) window masked to it, the result stored under the mask's part."""
+  fn, other = REDUCE[kind]
+  b, r, c = x.shape
+  v = x.at[ml.ds(0, b), ml.ds(0, R), ml.ds(0, C)].load(
+      mask=(ml.arange(R)[None, :, None] < r) & (ml.arange(C)[None, None, :] < c), other=other)
+  res = fn(v, axis=axis)
+  if axis == 0:
+    o.at[ml.ds(0, R), ml.ds(0, C)].store(res, mask=(ml.arange(R)[:, None] < r) & (ml.arange(C)[None, :] < c))
+  elif axis == 1:
+    o.at[:, ml.ds(0, C)].store(res, mask=ml.arange(C)[None, :] < c)
+  else:
+    o.at[:, ml.ds(0, R)].store(res, mask=ml.arange(R)[None, :] < r)
+
+
+def test_a_3d_tile_no_register_tensor_holds_is_reported_at_its_read_with_the_padded_window():
+  """ml.sum(x[...], axis=1) of a (3, 40, 72) array (8640 elements, no multiple of 128) was MG204 naming the
+  compiler's SMEM scratch ('give tensor scratch the shape (8640,) and write tensor scratch[...] = s.reshape(8640)');
+  over axis 0 or 2 it said 'partial reductions work on 1-D and 2-D tensors', whose hints (each slice combined, or
+  a 2-D reshape) met the same wall. Each is now MG204 at the read, whose hint pads the window; followed, it computes
+  for every axis (a (2, 4) statistic of too-short rows stored element by element, where its mask is static)."""
+  msg = "x[...] has shape (3, 40, 72): register tensors need a multiple of 128 elements (one per thread of a warpgroup)"
+  for axis in (0, 1, 2):
+    expect(sum_whole, [S((3, 40, 72), F32)], mg.LayoutError, "x[...]", msg, axis=axis,
+           hint="work on a larger tile, masked to this one: x.at[ml.ds(0, 3), ml.ds(0, 40), ml.ds(0, 96)].load(mask="
+                "ml.arange(96)[None, None, :] < 72, other=0.0) (a result that keeps a padded axis is stored with that"
+                " axis's part of the mask)")
+  for shape, (r, c) in (((3, 40, 72), (40, 96)), ((2, 3, 40), (4, 64))):
+    x = _rand(shape, 3)
+    for kind, axis in (("sum", 0), ("max", 1), ("argmin", 2), ("sum", 2)):
+      got = reduce_padded(jnp.asarray(x), kind=kind, axis=axis, R=r, C=c, interpret=True)
+      np.testing.assert_allclose(got, getattr(np, kind)(x, axis=axis), rtol=1e-5, atol=1e-5)
+  reduce_padded.check(S((2, 3, 40), F32), kind="sum", axis=2, R=4, C=64)

@@ -134,7 +134,9 @@ def check_reduce(cx, x, axes, axis, keepdims, what) -> None:
   `ml.sum(mask.astype(jnp.float32), axis=1)` to count them) reduced along an axis whose result keeps more than one
   element: MG204 naming it, whose hint reduces it at the shape of the tile it masks (it was MG204 naming the compiler's
   SMEM scratch, whose hint stored it as a vector)."""
+  from ..tile_pad_hints import check_read_tile
   from .broadcast_nd import index_only, small_shape, small_source
+  check_read_tile(cx, x, axes, what)      # (a 3-D tile read from memory that no register tensor holds)
   shape = tuple(x.type.shape)
   kept = [n for i, n in enumerate(shape) if i not in axes]
   if (len(axes) == len(shape) or math.prod(kept) <= 1 or not small_shape(shape) or len(shape) < 3

@@ -85,8 +85,9 @@ def store_masked_rows(cx, ref, value, how, mask) -> bool:
   """`ml.store(out.at[...], m, mask=...)` of a small statistic `m` (`how`: its plan) under a mask of ml.arange,
   constants and scalars (a tail's `(rows[:, None] < n) & (cols[None, :] < k)`, broadcast to `ref`'s shape): each
   row stored as store_rows stores it, under the mask's row computed at the row's shape (the mask, too small for a
-  register tensor of its own, is never held whole). False, storing nothing, where the rows are single elements or
-  the mask is made otherwise."""
+  register tensor of its own, is never held whole); rows too short for a vector are stored an element at a time, the
+  elements a mask known while compiling keeps. False, storing nothing, where the mask is made otherwise (or is not
+  known while compiling, for such short rows)."""
   from .access import masked_store, static_tensor
   from .memory import view, window
   from .shape import index_through_smem
@@ -96,9 +97,15 @@ def store_masked_rows(cx, ref, value, how, mask) -> bool:
   else:
     k = max((a for a, n in enumerate(shape) if n != 1), default=len(shape) - 1)
     rows = list(itertools.product(*(range(n) for n in shape[:k])))
-    if _run(shape) % VECTOR:
-      return False
   known = static_tensor(cx, mask)      # (the mask's values where known while compiling: rows it keeps off are skipped)
+  if how[0] == "vector" and _run(shape) % VECTOR:
+    if known is None:                  # (rows too short for a vector: the elements a static mask keeps, one at a time)
+      return False
+    from .access import scalar_store
+    for flat, idx in enumerate(itertools.product(*(range(n) for n in shape))):
+      if np.broadcast_to(known, shape)[idx]:
+        scalar_store(cx, view(cx, ref, idx, ref.name), index_through_smem(cx, how[1], (flat,)))
+    return True
   parts = []
   for r, idx in enumerate(rows):
     at = idx + (slice(None),) + (0,) * (len(shape) - k - 1)
