@@ -195,7 +195,7 @@ class Assignments:
         is_value(step) and not isinstance(step.type, TensorType) and getattr(resolve(step.type.dtype), "is_int", False)):
       pointer_step(self.cx(node), cur, self.text(node.value), self.loc(node), "+" if isinstance(node.op, ast.Add) else "-")
 
-  def _not_in_place(self, node, cur):
+  def _not_in_place(self, node, cur, rebuilt=None):
     """`d |= {...}`, `taps += [v]`: Python changes the dict or list in place, where a kernel binds
     the name to a new one (its containers are values). A dict's |= is refused, as d.update is; a
     list's += is refused where another name, still read, holds the same list (it would not change)."""
@@ -224,8 +224,8 @@ class Assignments:
             f"{said} changes the list {name} in place in Python, and {other} holds that same list"
             f"{bound}; in a kernel lists are values, fixed once built: {said} makes a new list, so"
             f" {other} would keep the old items", self.loc(node),
-            hint=f"write {name} = {name} {op} {short} (a new list, as in Python: {other} stays as it was), or"
-                 f" give {other} a copy: {copy}")
+            hint=f"write {rebuilt or f'{name} = {name} {op} {short}'} (a new list, as in Python: {other} stays as it"
+                 f" was), or give {other} a copy: {copy}")
       parent = tracer.parent
       stmt = getattr(parent, "stmt", None)
       if parent is None or stmt is None:
@@ -251,6 +251,8 @@ class Assignments:
       for t, v in zip(target.elts, value):
         self.assign(t, v, value_node)
     elif isinstance(target, ast.Subscript):
+      if self._list_item(target, value):
+        return
       ref, index = self.subscript_target(target, value_node)
       if isinstance(ref, gather.IndexedRef):        # c.at[tok, :][...] = v
         return self._scatter(target.value, ref, value, value_node)
@@ -267,6 +269,32 @@ class Assignments:
       self.unsupported(target, "assigning to an attribute")
     else:
       self.unsupported(target, "this assignment target")
+
+  def _list_item(self, target, value) -> bool:
+    """`idx[a] = slice(None)` of a list bound to a name, at a static int (an ml.static_range index: building an
+    index tuple per axis): the name bound to the list with that item replaced, as `idx = idx[:a] + [v] + idx[a +
+    1:]` (a kernel's lists are values; refused, as += is, where another name still read holds the same list).
+    False for anything else (tuples, dicts, refs, run-time indices: subscript_target reports them)."""
+    stmt = getattr(self, "stmt", None)
+    if not (isinstance(target.value, ast.Name) and isinstance(stmt, ast.Assign)):
+      return False
+    name = target.value.id
+    cur = self.env.get(name)
+    if not isinstance(cur, list):
+      return False
+    i = self.eval_index(target.slice)
+    if not isinstance(i, int) or isinstance(i, bool) or not -len(cur) <= i < len(cur):
+      return False
+    at = self.text(target.slice)
+    aug = ast.copy_location(ast.AugAssign(target=ast.Name(id=name, ctx=ast.Store()), op=ast.Add(), value=stmt.value),
+                            stmt)
+    aug.written = f"{name}[{at}] = ..."
+    i %= len(cur)
+    after = f"{i + 1}" if at.lstrip("-").isdigit() else f"{at} + 1"
+    self._not_in_place(aug, cur, rebuilt=f"{name} = {name}[:{i if after[0].isdigit() else at}] + [v] + {name}[{after}:]")
+    self.env[name] = cur[:i] + [value] + cur[i + 1:]
+    self.where[name] = self.loc(stmt)
+    return True
 
   def _index_instead(self, target, value_node, star) -> str:
     """`a, *rest = t` written with indices: `a, rest = t[0], t[1:]`."""
@@ -402,7 +430,9 @@ class Assignments:
     if isinstance(index, int) and not isinstance(index, bool) and -len(base) <= index < len(base):
       i = index % len(base)
       item = f"[{value}]" if kind == "list" else f"({value},)"
-      rebuilt = f"{name}[:{i}] + {item} + {name}[{i + 1}:]"
+      at = self.text(target.slice)     # (an ml.static_range index: its name, not this trip's value)
+      rebuilt = f"{name}[:{i}] + {item} + {name}[{i + 1}:]" if isinstance(target.slice, ast.Constant) or \
+          at.lstrip("-").isdigit() else f"{name}[:{at}] + {item} + {name}[{at} + 1:]"
     else:
       rebuilt = (f"[{value} if j == {self.text(target.slice)} else {name}[j]"
                  f" for j in ml.static_range(len({name}))]")

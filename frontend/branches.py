@@ -12,7 +12,7 @@ from . import ir
 from .builder import Call
 from .carried import (as_value, conversion, describe, initial_value, int_float_hint, is_carriable, is_weak, leaf_paths,
                       same_type, static_equal, structure, structure_shape, weak_dtype, widened_int_hint)
-from .env import POISON, PoisonedUse, Unbound as _Unbound, assigned_names, read_after
+from .env import POISON, PoisonedUse, Unbound as _Unbound, read_after, rebound_names
 from .ops import control as ctl
 from .ops.base import Num, is_value
 from .ops.memory import DSlice
@@ -48,7 +48,7 @@ def trace_if(tracer, node: ast.If, cond: ir.Value, bools_as_numbers: bool = Fals
     tracer.ifs.pop()
   tracer.env, tracer.where = env, where
   (then_blk, then_env, then_where), (else_blk, else_env, else_where) = branches
-  names = assigned_names(node.body + node.orelse)
+  names = rebound_names(node.body + node.orelse, before)
   paths = _Paths(tracer, loc, before, where, (then_env, else_env), (then_where, else_where))
   results = []
   for n in names:

@@ -81,6 +81,21 @@ def assigned_names(stmts) -> list[str]:
   return out
 
 
+def rebound_names(stmts, env) -> list[str]:
+  """assigned_names, and the lists `stmts` assign items of (`st[1] = st[1] + v`, which binds st to a new list:
+  frontend/assign.py), for loops to carry and ifs to merge; `env` tells lists from refs (`out[i] = v` rebinds
+  nothing)."""
+  out = assigned_names(stmts)
+  for s in stmts:
+    for node in ast.walk(s):
+      if isinstance(node, ast.Assign):
+        for t in node.targets:
+          if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and isinstance(env.get(t.value.id), list) \
+              and t.value.id not in out:
+            out.append(t.value.id)
+  return out
+
+
 def read_after(stmts, name: str, stmt) -> bool:
   """Whether a function body `stmts` reads `name` after `stmt`: further on in its text, or
   anywhere in a loop around `stmt` (the next trip reads it), except, for an `if` statement or a

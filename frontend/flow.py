@@ -20,7 +20,7 @@ from .carried import (as_value, carries_of, carry_slices, conversion, describe, 
                       static_equal, structure, structure_shape, widened_int_hint)
 from .count_down import descending, over_rows, rebound_index, reversed_range, rewritten_iter
 from .dtypes import DType
-from .env import POISON, Unbound as _Unbound, assigned_names, atomic_targets, read_after
+from .env import POISON, Unbound as _Unbound, assigned_names, atomic_targets, read_after, rebound_names
 from .ops import control as ctl, elementwise as ew
 from .ops.base import Num, is_value, value_words
 from .ops.elementwise import astype
@@ -206,7 +206,7 @@ def trace_for(tracer, node: ast.For):
       return jumps.run(tracer, made)
 
   b = tracer.b
-  assigned = [n for n in assigned_names(node.body) if n != name]
+  assigned = [n for n in rebound_names(node.body, tracer.env) if n != name]
   forced: set = set()
   widened: dict = {}
   while True:
@@ -528,7 +528,7 @@ def trace_while(tracer, node: ast.While):
     return jumps.run(tracer, made)
   if _unrolled_while(tracer, node):
     return
-  assigned = assigned_names(node.body)
+  assigned = rebound_names(node.body, tracer.env)
   check_while_ends(tracer, node, assigned)
   forced: set = set()
   widened: dict = {}

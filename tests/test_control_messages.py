@@ -213,10 +213,20 @@ def list_item_rebuilt(n, x, out):
   out[...] = st[1] + st[2]
 
 
-def test_assigning_a_list_item_says_to_rebuild_the_list():
-  expect(list_item_assign, SPECS, mg.KernelTypeError, "st[1] =",
-         "st is a Python list: lists in a kernel are values, so an item cannot be assigned",
-         hint="rebuild it: st = st[:1] + [st[0] * 2.0] + st[2:]")
+@mg.mgpu_kernel(out_shape=lambda n, x: x)
+def tuple_item_assign(n, x, out):
+  st = (x[...], x[...], x[...])
+  st[1] = st[0] * 2.0
+  out[...] = st[1]
+
+
+def test_assigning_a_list_item_rebinds_the_list():
+  """(Since probe 45d `st[1] = v` of a list at a static index binds st to the rebuilt list, as the hint wrote it, where
+  no other name still read holds the same list; a tuple's item, which Python refuses too, keeps the hint.)"""
+  np.testing.assert_allclose(list_item_assign(n_(0), X, interpret=True), 2 * X)
+  expect(tuple_item_assign, SPECS, mg.KernelTypeError, "st[1] =",
+         "st is a Python tuple: tuples in a kernel are values, so an item cannot be assigned",
+         hint="rebuild it: st = st[:1] + (st[0] * 2.0,) + st[2:]")
   np.testing.assert_allclose(list_item_rebuilt(n_(0), X, interpret=True), 3 * X)     # the hint works
 
 

@@ -8,7 +8,7 @@ import pytest
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
-from locate import expect
+from locate import expect, where
 
 S = jax.ShapeDtypeStruct
 F32, I32 = jnp.float32, jnp.int32
@@ -170,3 +170,54 @@ def test_a_3d_tile_no_register_tensor_holds_is_reported_at_its_read_with_the_pad
       got = reduce_padded(jnp.asarray(x), kind=kind, axis=axis, R=r, C=c, interpret=True)
       np.testing.assert_allclose(got, getattr(np, kind)(x, axis=axis), rtol=1e-5, atol=1e-5)
   reduce_padded.check(S((2, 3, 40), F32), kind="sum", axis=2, R=4, C=64)
+
+
+# ---------------------------------------------------------------- an index tuple built per axis: list items assigned
+@mg.mgpu_kernel(out_shape=lambda x, **k: x)
+def keep_box(x, o, *, lim: ml.constexpr):
+  """Each axis's mask built from an index list whose item a is set (N-D code written once for every rank)."""
+  keep = None
+  for a in ml.static_range(len(x.shape)):
+    idx = [None] * len(x.shape)
+    idx[a] = slice(None)
+    t = ml.arange(x.shape[a])[tuple(idx)] < lim[a]
+    keep = t if keep is None else keep & t
+  o[...] = ml.where(keep, x[...], 0.0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape[1:], F32))
+def carried_items(x, o):
+  """A list a run-time loop carries, its items updated: a running sum and max over the batches."""
+  st = [ml.zeros(x.shape[1:], F32), ml.full(x.shape[1:], float("-inf"), F32)]
+  for b in range(x.shape[0]):
+    v = x.at[b][...]
+    st[0] = st[0] + v
+    st[1] = ml.maximum(st[1], v)
+  o[...] = st[0] - st[1]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def aliased_item(x, o):
+  idx = [None, None]
+  first = idx
+  idx[0] = slice(None)
+  o[...] = x[...] * len(first)
+
+
+def test_a_list_item_assigned_at_a_static_index_rebinds_the_list():
+  """`idx[a] = slice(None)` in an ml.static_range loop was MG003 ('lists in a kernel are values, so an item cannot
+  be assigned'), its hint the first trip's `idx = idx[:0] + [slice(None)] + idx[1:]` for every trip; it binds idx to
+  that list, as a list's += does (loops carry it, ifs merge it), and is refused, as += is, where another name still
+  read holds the same list."""
+  x = _rand((8, 128), 4)
+  want = np.where((np.arange(8)[:, None] < 5) & (np.arange(128)[None, :] < 100), x, 0)
+  np.testing.assert_array_equal(keep_box(jnp.asarray(x), lim=(5, 100), interpret=True), want)
+  keep_box.check(S(x.shape, F32), lim=(5, 100))
+  y = _rand((3, 8, 128), 5)
+  np.testing.assert_allclose(carried_items(jnp.asarray(y), interpret=True), y.sum(0) - y.max(0), rtol=1e-5, atol=1e-5)
+  expect(aliased_item, [S((8, 128), F32)], mg.KernelTypeError, "idx[0] =",
+         "idx[0] = ... changes the list idx in place in Python, and first holds that same list, bound at line"
+         f" {where(aliased_item, 'first = idx')[0]}; in a kernel lists are values, fixed once built: idx[0] = ... makes"
+         " a new list, so first would keep the old items",
+         hint="write idx = idx[:0] + [v] + idx[1:] (a new list, as in Python: first stays as it was), or give first a"
+              " copy: first = list(idx)")
