@@ -1,9 +1,11 @@
 """jax.nn's activations as a kernel writes them, with ml.* functions ({0}: the call's operand, {1}: its
-parameter, where it has one): missing.form_hint fills them in with the user's own arguments."""
+parameter, where it has one): missing.form_hint fills them in with the user's own arguments. A softplus is
+ml.log1p of the small exponential, as jax.nn's logaddexp computes it (ml.log(1 + e) rounds 1 + e: in bfloat16
+softplus(-5) came out 0.0078, not 0.0067)."""
 
 ACTIVATIONS = {
     "relu": "ml.maximum({0}, 0)", "silu": "{0} * ml.sigmoid({0})", "swish": "{0} * ml.sigmoid({0})",
-    "softplus": "ml.maximum({0}, 0) + ml.log(1 + ml.exp(-ml.abs({0})))",
+    "softplus": "ml.maximum({0}, 0) + ml.log1p(ml.exp(-ml.abs({0})))",
     "gelu": "0.5 * {0} * (1 + ml.tanh(0.7978845608028654 * ({0} + 0.044715 * {0} ** 3)))",
     "leaky_relu": "ml.where({0} >= 0, {0}, {1} * {0})", "elu": "ml.where({0} > 0, {0}, {1} * ml.expm1({0}))",
     "celu": "ml.where({0} > 0, {0}, {1} * ml.expm1({0} / {1}))",
@@ -11,8 +13,8 @@ ACTIVATIONS = {
     "relu6": "ml.clip({0}, 0.0, 6.0)", "hard_tanh": "ml.clip({0}, -1.0, 1.0)",
     "hard_sigmoid": "ml.clip({0} + 3.0, 0.0, 6.0) / 6.0", "hard_silu": "{0} * ml.clip({0} + 3.0, 0.0, 6.0) / 6.0",
     "hard_swish": "{0} * ml.clip({0} + 3.0, 0.0, 6.0) / 6.0",
-    "mish": "{0} * ml.tanh(ml.maximum({0}, 0) + ml.log(1 + ml.exp(-ml.abs({0}))))",
-    "log_sigmoid": "-(ml.maximum(-{0}, 0) + ml.log(1 + ml.exp(-ml.abs({0}))))",
+    "mish": "{0} * ml.tanh(ml.maximum({0}, 0) + ml.log1p(ml.exp(-ml.abs({0}))))",
+    "log_sigmoid": "-(ml.maximum(-{0}, 0) + ml.log1p(ml.exp(-ml.abs({0}))))",
 }
 # the activations with a parameter: (its keyword, its default), the form's {1}
 ACTIVATION_PARAMS = {"leaky_relu": ("negative_slope", "0.01"), "elu": ("alpha", "1.0"), "celu": ("alpha", "1.0")}

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import re
 
+from .activation_forms import ACTIVATIONS
+
 _DOT = ("no ml.{}: tensor-core products are ml.dot(a_s, b_s, acc) of SMEM buffers (a may be a 16-bit"
         " register tensor; b_s.T reads b transposed, with no copy)")
-_SOFTPLUS = "ml.maximum({0}, 0) + ml.log(1 + ml.exp(-ml.abs({0})))"
 FORMS = {           # ({0}, {1}: the call's arguments)
-    "log_sigmoid": "-(ml.maximum(-{0}, 0) + ml.log(1 + ml.exp(-ml.abs({0}))))",
-    "logsigmoid": "-(ml.maximum(-{0}, 0) + ml.log(1 + ml.exp(-ml.abs({0}))))",
+    "log_sigmoid": ACTIVATIONS["log_sigmoid"], "logsigmoid": ACTIVATIONS["log_sigmoid"],
     "softsign": "{0} / (1 + ml.abs({0}))", "elu": "ml.where({0} > 0, {0}, ml.expm1({0}))",
-    "mish": "{0} * ml.tanh(" + _SOFTPLUS + ")",
+    "mish": ACTIVATIONS["mish"],
     # (equal operands apart, as logaddexp2's: -inf and -inf give -inf, as jnp.logaddexp, not NaN)
     "logaddexp": "ml.where({0} == {1}, {0} + 0.6931471805599453, ml.maximum({0}, {1}) + ml.log1p(ml.exp(-ml.abs({0} - {1}))))",
     "soft_sign": "{0} / (1 + ml.abs({0}))",

@@ -443,9 +443,9 @@ def activation_hints_followed(a, b, c, *, act: ml.constexpr):
   elif act == "hard_sigmoid":
     c[...] = ml.clip(acc + 3.0, 0.0, 6.0) / 6.0
   elif act == "mish":
-    c[...] = acc * ml.tanh(ml.maximum(acc, 0) + ml.log(1 + ml.exp(-ml.abs(acc))))
+    c[...] = acc * ml.tanh(ml.maximum(acc, 0) + ml.log1p(ml.exp(-ml.abs(acc))))
   else:
-    c[...] = -(ml.maximum(-acc, 0) + ml.log(1 + ml.exp(-ml.abs(acc))))
+    c[...] = -(ml.maximum(-acc, 0) + ml.log1p(ml.exp(-ml.abs(acc))))
 
 
 ACTIVATION_HINTS = {
@@ -454,8 +454,8 @@ ACTIVATION_HINTS = {
     "selu": ("jax.nn.selu(acc)", "1.0507009873554805 * ml.where(acc > 0, acc, 1.6732632423543772 * ml.expm1(acc))"),
     "relu6": ("jax.nn.relu6(acc)", "ml.clip(acc, 0.0, 6.0)"),
     "hard_sigmoid": ("jax.nn.hard_sigmoid(acc)", "ml.clip(acc + 3.0, 0.0, 6.0) / 6.0"),
-    "mish": ("jax.nn.mish(acc)", "acc * ml.tanh(ml.maximum(acc, 0) + ml.log(1 + ml.exp(-ml.abs(acc))))"),
-    "log_sigmoid": ("jax.nn.log_sigmoid(acc)", "-(ml.maximum(-acc, 0) + ml.log(1 + ml.exp(-ml.abs(acc))))"),
+    "mish": ("jax.nn.mish(acc)", "acc * ml.tanh(ml.maximum(acc, 0) + ml.log1p(ml.exp(-ml.abs(acc))))"),
+    "log_sigmoid": ("jax.nn.log_sigmoid(acc)", "-(ml.maximum(-acc, 0) + ml.log1p(ml.exp(-ml.abs(acc))))"),
 }
 
 
