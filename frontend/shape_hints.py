@@ -62,6 +62,31 @@ def _band(x, k, shape, upper):
           f" {'upper' if upper else 'lower'} triangle kept by index, as jnp.{'triu' if upper else 'tril'})")
 
 
+_INF = ("jnp.inf", "np.inf", "math.inf", "float('inf')", 'float("inf")', "numpy.inf")
+
+
+def _norm(x, pos, kw, rank):
+  """jnp.linalg.norm(x, ord, axis, keepdims) as a kernel writes it, for the orders it reads as written: the L2 (or
+  Frobenius) norm, a vector's 1-norm and +-inf-norm along an axis (an L1 row normalisation's
+  `jnp.linalg.norm(v, ord=1, axis=1, keepdims=True)`), a matrix's 1- and inf-norms; None for others (the general
+  hint)."""
+  order = _arg(pos, kw, 1, "ord")
+  order = None if order is None or order.strip() == "None" else order.strip().replace(" ", "")
+  axis, keep = _arg(pos, kw, 2, "axis"), _arg(pos, kw, 3, "keepdims")      # (x / norm(x, keepdims=True) broadcasts)
+  vector = rank == 1 or isinstance(literal(axis), int)
+  tail = (f", axis={axis.strip()}" if axis else "") + (
+      f", keepdims={keep.strip()}" if keep and keep.strip() != "False" else "")
+  if order in (None, "'fro'", '"fro"') or order == "2" and vector:
+    return f"write ml.sqrt(ml.sum({x} * {x}{tail}))"
+  if vector and order == "1":
+    return f"write ml.sum(ml.abs({x}){tail})"
+  if vector and (order in _INF or order.startswith("-") and order[1:] in _INF):
+    return f"write ml.{'min' if order.startswith('-') else 'max'}(ml.abs({x}){tail})"
+  if rank == 2 and axis is None and not keep and (order == "1" or order in _INF):    # a matrix's largest column or row sum
+    return f"write ml.max(ml.sum(ml.abs({x}), axis={0 if order == '1' else 1}))"
+  return None
+
+
 def _roll(x, shift, axis, shape):
   s, rank = literal(shift), len(shape) if shape is not None else None
   axes = _axes(literal(axis), rank) if rank else None
@@ -124,11 +149,8 @@ def shape_call_hint(name, pos, kw, shape) -> str | None:
   if name in SPLITS and pos:
     h = split_hint(name, [*pos, *(f"{k}={v}" for k, v in kw.items())], shape)
     return h and f"{h} (jnp.{name}'s parts, each a register tensor of its own)"
-  if name == "norm" and not kw.get("ord") and (len(pos) < 2 or pos[1].strip() == "None"):
-    axis = kw.get("axis", pos[2] if len(pos) > 2 else None)
-    keep = kw.get("keepdims", pos[3] if len(pos) > 3 else None)      # (x / norm(x, keepdims=True) broadcasts)
-    keep = f", keepdims={keep.strip()}" if keep and keep.strip() != "False" else ""
-    return f"write ml.sqrt(ml.sum({x} * {x}{f', axis={axis.strip()}' if axis else ''}{keep}))"
+  if name == "norm":
+    return _norm(x, pos, kw, rank)
   reps = literal(_arg(pos, kw, 1, "reps" if name == "tile" else "repeats"))
   if name == "tile" and rank == 1 and isinstance(reps, int) and reps > 1:
     return f"write ml.concatenate([{', '.join([x] * reps)}], axis=0)"

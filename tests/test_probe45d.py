@@ -253,3 +253,39 @@ def test_softplus_forms_are_jax_nns_in_bfloat16_too(name):
   got = np.asarray(activation_hinted(x, form=name, interpret=True), np.float32)
   want = np.asarray(getattr(jax.nn, name)(x.astype(F32)).astype(jnp.bfloat16), np.float32)
   np.testing.assert_allclose(got, want, rtol=2e-2, atol=1e-3)
+
+
+# ---------------------------------------------------------------- jnp.linalg.norm's orders, hinted as written
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def l1_normalize_norm(x, o):
+  v = x[...]
+  o[...] = v / jnp.linalg.norm(v, ord=1, axis=1, keepdims=True)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def inf_normalize_norm(x, o):
+  v = x[...]
+  o[...] = v / jnp.linalg.norm(v, ord=jnp.inf)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (x, x))
+def norms_followed(x, o, p):
+  v = x[...]
+  o[...] = v / ml.sum(ml.abs(v), axis=1, keepdims=True)
+  p[...] = v / ml.max(ml.sum(ml.abs(v), axis=1))
+
+
+def test_a_norms_order_is_hinted_as_written():
+  """jnp.linalg.norm(v, ord=1, axis=1, keepdims=True) (KernelBench's L1 normalisation) and the matrix
+  jnp.linalg.norm(v, ord=jnp.inf) got the generic 'no ml.norm: the L2 norm ml.sqrt(ml.sum(x * x, axis=...)), L1
+  ...' with x for the operand; an order the hint reads (None, 'fro', 2 and 1 of vectors, +-inf, a matrix's 1 and
+  inf) is written with the call's own operand, axis and keepdims."""
+  spec = [S((16, 128), F32)]
+  expect(l1_normalize_norm, spec, mg.KernelTypeError, "jnp.linalg.norm(", "norm cannot take a register tensor inside a"
+         " kernel", hint="write ml.sum(ml.abs(v), axis=1, keepdims=True)")
+  expect(inf_normalize_norm, spec, mg.KernelTypeError, "jnp.linalg.norm(", "norm cannot take a register tensor inside a"
+         " kernel", hint="write ml.max(ml.sum(ml.abs(v), axis=1))")
+  x = _rand((16, 128), 7)
+  got_l1, got_inf = norms_followed(jnp.asarray(x), interpret=True)
+  np.testing.assert_allclose(got_l1, x / jnp.linalg.norm(x, ord=1, axis=1, keepdims=True), rtol=1e-5)
+  np.testing.assert_allclose(got_inf, x / jnp.linalg.norm(x, ord=jnp.inf), rtol=1e-5)
