@@ -15,6 +15,7 @@ from .torch_hints import torch_method_hint
 from .ops import METHODS, REF_METHODS, gather, memory, roll, shape, transfers
 from .ops.base import TRANSPOSES, is_smem_matrix, is_tensor, is_value, keep_weak, kind_of, smem_transpose_hint, static_number
 from .ops.vector_views import strided_vector
+from .ops.strided_axes import strided_axis
 from .ops.index_hints import aliased_input, check_tensor_steps, run_window_hint, scatter_set_hint, strided_last_axis
 from .ops.table_hints import table_lookup_hint
 from .assign import DICTS_FIXED, SCATTER_HINT, At, holds_value, is_whole
@@ -262,6 +263,7 @@ class Subscripts:
       if is_tensor(base):         # (a weakly typed tensor's elements stay weak, as in jnp)
         strided = strided_last_axis(cx, base, index)    # x[:, 1::2]: a reshape and an index in registers
         strided = strided if strided is not None else strided_vector(cx, base, index)   # m[1::2] of 192
+        strided = strided if strided is not None else strided_axis(cx, base, index)     # v[1::2, :], w[:, 2:130:2]
         if strided is not None:
           return keep_weak(self.b, [base], strided)
         if (rev := roll.reversed_axes(base, index)) is not None:    # v[:, ::-1]: jnp.flip, through SMEM

@@ -289,3 +289,39 @@ def test_a_norms_order_is_hinted_as_written():
   got_l1, got_inf = norms_followed(jnp.asarray(x), interpret=True)
   np.testing.assert_allclose(got_l1, x / jnp.linalg.norm(x, ord=1, axis=1, keepdims=True), rtol=1e-5)
   np.testing.assert_allclose(got_inf, x / jnp.linalg.norm(x, ord=jnp.inf), rtol=1e-5)
+
+
+# ---------------------------------------------------------------- pooling by strided register slices (a Pallas user's)
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0], x.shape[1] // 2, x.shape[2] // 2), F32), grid=lambda x: (x.shape[0],))
+def max_pool_2x2(x, o):
+  """nn.MaxPool2d(2) of (N*C, H, W) planes: the row pairs, then the column pairs, of a plane in registers."""
+  r = ml.program_id(0)
+  v = x.at[r][...]
+  rows = ml.maximum(v[0::2, :], v[1::2, :])
+  o.at[r][...] = ml.maximum(rows[:, 0::2], rows[:, 1::2])
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0], (x.shape[1] - 1) // 2 + 1), F32), grid=lambda x: (x.shape[0] // 16,))
+def max_pool_k3_s2_p1(x, o):
+  """nn.MaxPool1d(3, stride=2, padding=1) of 16 rows a program: the padded window (one element before the row,
+  -inf outside it) read once, its three taps strided slices, the third starting past the step."""
+  i = ml.program_id(0)
+  n, m = x.shape[1], o.shape[1]
+  c = ml.arange(2 * m + 8)
+  w = x.at[ml.ds(i * 16, 16), ml.ds(-1, 2 * m + 8)].load(mask=((c >= 1) & (c < n + 1))[None, :], other=float("-inf"))
+  o.at[ml.ds(i * 16, 16)][...] = ml.maximum(ml.maximum(w[:, 0:2 * m:2], w[:, 1:2 * m + 1:2]), w[:, 2:2 * m + 2:2])
+
+
+def test_strided_slices_of_a_tiles_rows_and_past_the_step_pool():
+  """v[0::2, :] (a row step) and w[:, 2:130:2] (a start past the step, a stop before the end) were MG003 'strided
+  slices (step 2) of a register tensor are not supported', whose hint reshaped the array outside the kernel (for a
+  row step, its last axis); jnp's slices are the window of whole steps, reshaped and indexed at the offset, as
+  v.reshape(8, 2, 128)[:, 1, :] (which compiled) is."""
+  x = _rand((2, 16, 64), 8)
+  np.testing.assert_array_equal(max_pool_2x2(jnp.asarray(x), interpret=True), x.reshape(2, 8, 2, 32, 2).max((2, 4)))
+  max_pool_2x2.check(S(x.shape, F32))
+  y = _rand((32, 128), 9)
+  pad = np.pad(y, ((0, 0), (1, 1)), constant_values=-np.inf)
+  want = np.stack([pad[:, 2 * t:2 * t + 3].max(1) for t in range(64)], 1)
+  np.testing.assert_array_equal(max_pool_k3_s2_p1(jnp.asarray(y), interpret=True), want)
+  max_pool_k3_s2_p1.check(S(y.shape, F32))
