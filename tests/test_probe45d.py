@@ -325,3 +325,17 @@ def test_strided_slices_of_a_tiles_rows_and_past_the_step_pool():
   want = np.stack([pad[:, 2 * t:2 * t + 3].max(1) for t in range(64)], 1)
   np.testing.assert_array_equal(max_pool_k3_s2_p1(jnp.asarray(y), interpret=True), want)
   max_pool_k3_s2_p1.check(S(y.shape, F32))
+
+
+@pytest.mark.gpu
+def test_gpu_max_pool_by_strided_row_and_column_slices_matches_interpret():
+  x = jnp.asarray(_rand((4, 32, 128), 10))
+  np.testing.assert_array_equal(max_pool_2x2(x), max_pool_2x2(x, interpret=True))
+
+
+@pytest.mark.gpu
+def test_gpu_pool_window_starting_before_the_row_matches_interpret():
+  """The padded window starts one element before each row (ml.ds(-1, ...), masked there): may fault if the masked
+  element's address were dereferenced."""
+  y = jnp.asarray(_rand((64, 256), 11))
+  np.testing.assert_array_equal(max_pool_k3_s2_p1(y), max_pool_k3_s2_p1(y, interpret=True))
