@@ -57,8 +57,10 @@ def _spread_init(b, loc, v, key):
   o = b.defining(v) if is_value(v) else None
   if got is not None and tuple(got[0].type.shape) == shape and got[1] == axes:
     full = got[0]
-  elif isinstance(o, ew.Full) and isinstance(v.type, TensorType) and tuple(v.type.shape) == tuple(
-      1 if i in axes else n for i, n in enumerate(shape)):
+  elif isinstance(o, ew.Full) and isinstance(v.type, TensorType) and tuple(v.type.shape) in (
+      tuple(1 if i in axes else n for i, n in enumerate(shape)), tuple(n for i, n in enumerate(shape) if i not in axes)):
+    # (a keepdims fill, or one of the statistic without its reduced axes: acc = ml.zeros((2, 32)) summing
+    # ml.sum(v, axis=1) of (2, 16, 32) chunks)
     full = ew.full_(Call(b, loc), shape, o.value, v.type.dtype)
   else:
     return None

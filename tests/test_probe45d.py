@@ -339,3 +339,28 @@ def test_gpu_pool_window_starting_before_the_row_matches_interpret():
   element's address were dereferenced."""
   y = jnp.asarray(_rand((64, 256), 11))
   np.testing.assert_array_equal(max_pool_k3_s2_p1(y), max_pool_k3_s2_p1(y, interpret=True))
+
+
+# ---------------------------------------------------------------- a middle-axis statistic carried from a fill of its shape
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0], x.shape[2]), F32))
+def logsumexp_dim1_chunks(x, o):
+  """torch.logsumexp(x, dim=1) of (batch, time, 32) in chunks of 8 steps: an online max and sum per (batch,
+  column), each carried from a fill of the statistic's own shape, (2, 32), without the reduced axis."""
+  m = ml.full((x.shape[0], x.shape[2]), float("-inf"), F32)
+  s = ml.zeros((x.shape[0], x.shape[2]), F32)
+  for t0 in range(0, x.shape[1], 8):
+    v = x.at[:, ml.ds(t0, 8), :][...]
+    mn = ml.maximum(m, ml.max(v, axis=1))
+    s = s * ml.exp(m - mn) + ml.sum(ml.exp(v - mn[:, None, :]), axis=1)
+    m = mn
+  o[...] = m + ml.log(s)
+
+
+def test_a_middle_axis_statistic_is_carried_from_a_fill_without_its_reduced_axis():
+  """A run-time loop carried a (2, 32) middle-axis statistic (64 elements, held spread along the reduced axis) only
+  from a keepdims fill, ml.zeros((2, 1, 32)); from ml.zeros((2, 32)) it was MG204 at the first broadcast of it
+  ('broadcasting works into 1-D and 2-D tensors, not 3-D ones') or at the reduction ('that works on 2-D tiles')."""
+  x = _rand((2, 64, 32), 12)
+  np.testing.assert_allclose(logsumexp_dim1_chunks(jnp.asarray(x), interpret=True), jax.nn.logsumexp(x, axis=1),
+                             rtol=1e-5, atol=1e-5)
+  logsumexp_dim1_chunks.check(S(x.shape, F32))
