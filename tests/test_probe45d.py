@@ -364,3 +364,31 @@ def test_a_middle_axis_statistic_is_carried_from_a_fill_without_its_reduced_axis
   np.testing.assert_allclose(logsumexp_dim1_chunks(jnp.asarray(x), interpret=True), jax.nn.logsumexp(x, axis=1),
                              rtol=1e-5, atol=1e-5)
   logsumexp_dim1_chunks.check(S(x.shape, F32))
+
+
+@mg.mgpu_kernel(out_shape=lambda x, **k: (S(x.shape[:2], F32), S((x.shape[0], x.shape[2]), I32)),
+                grid=lambda x, **k: (ml.cdiv(x.shape[0], k["BB"]),), block=256)
+def kept_rows_two_warpgroups(x, o, p, *, BB: ml.constexpr):
+  """A (2, 8) row max and a (2, 128) column argmax of (2, 8, 128) tiles under a tail's mask, at block=256."""
+  i = ml.program_id(0)
+  b = i * BB + ml.arange(BB)
+  v = x.at[ml.ds(i * BB, BB), :, :].load(mask=b[:, None, None] < x.shape[0], other=float("-inf"))
+  o.at[ml.ds(i * BB, BB), :].store(ml.max(v, axis=2), mask=b[:, None] < x.shape[0])
+  p.at[ml.ds(i * BB, BB), :].store(ml.argmax(v, axis=1), mask=b[:, None] < x.shape[0])
+
+
+def test_small_statistics_under_a_mask_build_with_two_warpgroups():
+  x = _rand((5, 8, 128), 13)
+  got_max, got_arg = kept_rows_two_warpgroups(jnp.asarray(x), BB=2, interpret=True)
+  np.testing.assert_array_equal(got_max, x.max(2))
+  np.testing.assert_array_equal(got_arg, x.argmax(1))
+  kept_rows_two_warpgroups.check(S(x.shape, F32), BB=2)
+
+
+@pytest.mark.gpu
+def test_gpu_small_statistics_at_block_256_and_a_carried_spread_statistic_match_interpret():
+  x = jnp.asarray(_rand((5, 8, 128), 13))
+  for g, w in zip(kept_rows_two_warpgroups(x, BB=2), kept_rows_two_warpgroups(x, BB=2, interpret=True)):
+    np.testing.assert_array_equal(g, w)
+  y = jnp.asarray(_rand((2, 64, 32), 12))
+  np.testing.assert_allclose(logsumexp_dim1_chunks(y), logsumexp_dim1_chunks(y, interpret=True), rtol=1e-5, atol=1e-5)
