@@ -392,3 +392,20 @@ def test_gpu_small_statistics_at_block_256_and_a_carried_spread_statistic_match_
     np.testing.assert_array_equal(g, w)
   y = jnp.asarray(_rand((2, 64, 32), 12))
   np.testing.assert_allclose(logsumexp_dim1_chunks(y), logsumexp_dim1_chunks(y, interpret=True), rtol=1e-5, atol=1e-5)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0], x.shape[1] // 2), F32))
+def pairs_of_a_small_plane(x, o):
+  v = x[...]
+  o[...] = ml.maximum(v[:, ::2], v[:, 1::2])
+
+
+def test_a_strided_slice_of_a_tile_registers_cannot_hold_names_the_tile():
+  """v[:, ::2] of a (5, 40) plane read whole (200 elements) was an InternalError (StopIteration: the hint looked for
+  a padding of the columns that made the slice whole, and none does): the tile itself is reported, with the masked
+  window that holds it."""
+  expect(pairs_of_a_small_plane, [S((5, 40), F32)], mg.LayoutError, "v[:, ::2]",
+         "v has shape (5, 40): register tensors need a multiple of 128 elements (one per thread of a warpgroup)",
+         hint="work on a larger tile, masked to this one: x.at[ml.ds(0, 8), ml.ds(0, 64)].load(mask=(ml.arange(8)[:,"
+              " None] < 5) & (ml.arange(64)[None, :] < 40), other=0) and the same mask on its store (a 2-D mask needs"
+              " rows a multiple of 4 and columns of 32)")

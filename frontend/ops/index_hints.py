@@ -4,6 +4,7 @@ atomic window outside its array becomes (`scatter_text`)."""
 from __future__ import annotations
 
 import ast
+import math
 
 from .. import errors as E, hw
 from .base import is_value, kind_of
@@ -444,7 +445,6 @@ def atomic_mask_hint(cx, what, kind, ref, value, mask) -> str:
   mask=m)`), in the user's words: positions along a dimension the window covers in part (a scatter,
   whose updates outside the array are dropped), and, for elements inside it, the operation's identity
   where the mask is off (`ml.where(m, g, 0)`)."""
-  import math
   from ..loc import call_at
   from ..types import resolve
   from .atomic import AtomicKind, identity
@@ -571,13 +571,14 @@ def _short_stride_error(cx, x, k, a, out) -> E.KernelError:
   """v[..., a::k] whose result `out` registers cannot hold (fewer than 128 elements, or a tile of a
   number of elements not a multiple of 128): padded with zeros along the last axis first, to a width
   whose slice they hold, the padding's lanes dropped at the store."""
-  import math
-  from .. import hw
   shape, name = tuple(x.type.shape), x.name if (x.name or "").isidentifier() else "v"
   rows, n = math.prod(shape[:-1]), shape[-1]
   holds = lambda m: (m % 8 == 0) if not shape[:-1] else rows * m % hw.WARPGROUP == 0
-  up = next(c for c in range(n + k, n + k * hw.WARPGROUP * 8 + 1, k)
-            if holds(c - n) and holds(c // k) and holds(c))
+  up = next((c for c in range(n + k, n + k * hw.WARPGROUP * 8 + 1, k) if holds(c - n) and holds(c // k) and holds(c)),
+            None)
+  if up is None:      # (no padding helps: the tile itself, a (5, 40) one, is what registers cannot hold)
+    from .strided_axes import unheld_tile_error
+    return unheld_tile_error(cx, x)
   lead = "..., " if shape[:-1] else ""
   pad = f"ml.zeros({shape[:-1] + (up - n,)}, {name}.dtype)"
   keep = (f"its first {n // k} {'columns' if shape[:-1] else 'elements'} are {name}[{lead}{a}::{k}]: store"
@@ -594,8 +595,6 @@ def strided_last_axis(cx, x, index):
   tile) where k divides the last axis and 0 <= a < k: jnp's result, as `v.reshape(..., n // k, k)[...,
   a]` (which the layout pass moves through SMEM where it must). None for any other index, which the
   slice-step error (check_tensor_steps) then reports."""
-  import math
-  from .. import hw
   from .shape import expand, reshape_
   items = index if isinstance(index, tuple) else (index,)
   shape = tuple(x.type.shape)

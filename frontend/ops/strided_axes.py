@@ -55,3 +55,16 @@ def strided_axis(cx, x, index):
     x = index_through_smem(cx, x, tuple(slice(w, w + k * m) if a == d else slice(None) for a in range(rank)))
   y = reshape_(cx, x, shape[:d] + (m, k) + shape[d + 1:])
   return expand(cx, y, (slice(None),) * (d + 1) + (j,))
+
+
+def unheld_tile_error(cx, x):
+  """MG204 for a strided slice of a tile that registers cannot hold whole (`v[:, ::2]` of a (5, 40) tile read from
+  memory), which no padding of the slice's axis makes whole: the tile named, with the layout checks' hint for it
+  (the masked window that holds it). It was an internal error (StopIteration looking for that padding)."""
+  from .. import errors as E
+  from ..layout_hints import read_window, small_tile_hint
+  shape = tuple(x.type.shape)
+  window = read_window(cx.b.defs, cx.b.defining(x))
+  return E.LayoutError(
+      f"{x.name or 'this tensor'} has shape {shape}: register tensors need a multiple of {hw.WARPGROUP} elements (one"
+      f" per thread of a warpgroup)", cx.loc, hint=small_tile_hint(shape, window[0] if window else None, window))
