@@ -409,3 +409,27 @@ def test_a_strided_slice_of_a_tile_registers_cannot_hold_names_the_tile():
          hint="work on a larger tile, masked to this one: x.at[ml.ds(0, 8), ml.ds(0, 64)].load(mask=(ml.arange(8)[:,"
               " None] < 5) & (ml.arange(64)[None, :] < 40), other=0) and the same mask on its store (a 2-D mask needs"
               " rows a multiple of 4 and columns of 32)")
+
+
+# ---------------------------------------------------------------- Triton's 3-D grids of pointers
+@mg.mgpu_kernel(out_shape=lambda x, **k: S((x.shape[0], x.shape[2]), F32),
+                grid=lambda x, **k: (ml.cdiv(x.shape[0], k["BB"]), ml.cdiv(x.shape[2], k["BN"])))
+def sum_dim1_pointer_grid(x, o, *, BB: ml.constexpr, BM: ml.constexpr, BN: ml.constexpr):
+  """torch.sum(x, dim=1) with Triton's block of pointers, offs_b[:, None, None], offs_m[None, :, None] and
+  offs_n[None, None, :], under its mask."""
+  i, j = ml.program_id(0), ml.program_id(1)
+  b, m, n = i * BB + ml.arange(BB), ml.arange(BM), j * BN + ml.arange(BN)
+  v = ml.load(x.at[b[:, None, None], m[None, :, None], n[None, None, :]],
+              mask=(b[:, None, None] < x.shape[0]) & (m[None, :, None] < x.shape[1]) & (n[None, None, :] < x.shape[2]),
+              other=0.0)
+  ml.store(o.at[b[:, None], n[None, :]], ml.sum(v, axis=1), mask=(b[:, None] < x.shape[0]) & (n[None, :] < x.shape[2]))
+
+
+def test_a_3d_grid_of_runs_is_the_window_it_covers():
+  """x.at[b[:, None, None], m[None, :, None], n[None, None, :]] of runs in the ref's axis order was taken for a
+  gather, MG204 'this gather gives a 3-D result (2, 8, 32): a gather gives 1-D and 2-D tensors' (2-D grids,
+  rows[:, None] and cols[None, :], were the window's masked access): a grid of any rank is."""
+  x = _rand((5, 7, 100), 14)
+  np.testing.assert_allclose(sum_dim1_pointer_grid(jnp.asarray(x), BB=2, BM=8, BN=32, interpret=True), x.sum(1),
+                             rtol=1e-5, atol=1e-5)
+  sum_dim1_pointer_grid.check(S(x.shape, F32), BB=2, BM=8, BN=32)

@@ -476,8 +476,8 @@ def scattered(cx, iref) -> bool:
 
 def run_window(cx, iref, name=""):
   """The window `x.at[ml.ds(s, n), ...]` that `x.at[offs, ...]` covers where every index tensor is a run,
-  `offs = s + ml.arange(n)` (Triton's `x_ptr + offs`; a 2-D grid `rows[:, None]`, `cols[None, :]` in the
-  ref's axis order), with the gather's shape and element order: what `ml.load(x.at[offs], mask=m,
+  `offs = s + ml.arange(n)` (Triton's `x_ptr + offs`; a grid `rows[:, None]`, `cols[None, :]`, or of more axes,
+  in the ref's axis order), with the gather's shape and element order: what `ml.load(x.at[offs], mask=m,
   other=0)` and `ml.store(o.at[offs], v, mask=m)` move. None for any other index (a gather, a scatter)."""
   from .index_hints import run_start
   from .memory import view

@@ -479,16 +479,16 @@ def atomic_mask_hint(cx, what, kind, ref, value, mask) -> str:
 
 def run_start(b, v):
   """(start, n) where the integer tensor `v` is `start + ml.arange(n)` (either order, or `ml.arange(n)`
-  alone, start 0; or such a vector broadcast to a row or a column, `rows[:, None]`), `start` an int or a
-  run-time scalar; else None."""
+  alone, start 0; or such a vector along one axis of size-1 ones, `rows[:, None]`, `b[:, None, None]`), `start`
+  an int or a run-time scalar; else None."""
   from .elementwise import Arange, BinOp, Binary
   from .shape import Broadcast, Reshape
   from ..dtypes import DType
   from ..types import ScalarType, TensorType
   o = b.defining(v) if is_value(v) else None
-  if (isinstance(o, (Broadcast, Reshape)) and isinstance(v.type, TensorType) and len(v.type.shape) == 2
-      and 1 in v.type.shape and len(o.x.type.shape) == 1):
-    v = o.x                        # rows[:, None], cols[None, :]: Triton's 2-D grid of pointers
+  if (isinstance(o, (Broadcast, Reshape)) and isinstance(v.type, TensorType) and len(v.type.shape) >= 2
+      and sum(n != 1 for n in v.type.shape) <= 1 and len(o.x.type.shape) == 1):
+    v = o.x                        # rows[:, None], cols[None, :], b[:, None, None]: Triton's grids of pointers
   if not (is_value(v) and isinstance(v.type, TensorType) and len(v.type.shape) == 1):
     return None
   d = v.type.dtype
